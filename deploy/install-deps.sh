@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that hv's build, tests and demo need.
+# Idempotent: packages already present are left alone, so running it twice is harmless.
+# Usage: deploy/install-deps.sh [--bench]   (--bench adds OpenMPI for the benchmark peer)
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
+      libuv1-dev libsqlite3-dev sqlite3 libyaml-dev iproute2 procps psmisc file)
+if [ "${1:-}" = "--bench" ] || [ "${HV_BENCH_DEPS:-0}" = 1 ]; then
+    pkgs+=(openmpi-bin libopenmpi-dev)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#pkgs[@]} packages present"
+    exit 0
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
