@@ -1,0 +1,200 @@
+/*
+ * sha256: SHA-256 as specified in FIPS 180-4 (sections 4.1.2, 4.2.2, 5.1.1, 5.3.3, 6.2), used to
+ * name and verify artifacts. Written from the standard, portable C with no dependency; it is
+ * not tuned with CPU extensions, which is fine for hashing a training binary once per upload.
+ * Callers: the head's artifact store, the agent's artifact cache, hvsubmit.
+ */
+#include "sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The first 32 bits of the fractional parts of the cube roots of the first 64 primes (4.2.2). */
+static const uint32_t sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2,
+};
+
+#define SHA256_ROTR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+#define SHA256_CH(x, y, z) (((x) & (y)) ^ (~(x) & (z)))
+#define SHA256_MAJ(x, y, z) (((x) & (y)) ^ ((x) & (z)) ^ ((y) & (z)))
+#define SHA256_BSIG0(x) (SHA256_ROTR(x, 2) ^ SHA256_ROTR(x, 13) ^ SHA256_ROTR(x, 22))
+#define SHA256_BSIG1(x) (SHA256_ROTR(x, 6) ^ SHA256_ROTR(x, 11) ^ SHA256_ROTR(x, 25))
+#define SHA256_SSIG0(x) (SHA256_ROTR(x, 7) ^ SHA256_ROTR(x, 18) ^ ((x) >> 3))
+#define SHA256_SSIG1(x) (SHA256_ROTR(x, 17) ^ SHA256_ROTR(x, 19) ^ ((x) >> 10))
+
+/* Processes one 512-bit block (6.2.2): message schedule, 64 rounds, add into H. */
+static void sha256_block(uint32_t h[8], const uint8_t *p) {
+    uint32_t w[64];
+    for (int t = 0; t < 16; t++) {
+        w[t] = ((uint32_t)p[4 * t] << 24) | ((uint32_t)p[4 * t + 1] << 16) |
+               ((uint32_t)p[4 * t + 2] << 8) | (uint32_t)p[4 * t + 3];
+    }
+    for (int t = 16; t < 64; t++) {
+        w[t] = SHA256_SSIG1(w[t - 2]) + w[t - 7] + SHA256_SSIG0(w[t - 15]) + w[t - 16];
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int t = 0; t < 64; t++) {
+        uint32_t t1 = hh + SHA256_BSIG1(e) + SHA256_CH(e, f, g) + sha256_k[t] + w[t];
+        uint32_t t2 = SHA256_BSIG0(a) + SHA256_MAJ(a, b, c);
+        hh = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
+}
+
+void hv_sha256_init(hv_sha256_t *ctx) {
+    /* Initial hash value (5.3.3): fractional parts of the square roots of the first 8 primes. */
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(ctx->h, h0, sizeof(h0));
+    ctx->len = 0;
+    ctx->buflen = 0;
+}
+
+void hv_sha256_update(hv_sha256_t *ctx, const void *data, size_t len) {
+    const uint8_t *p = data;
+    ctx->len += len;
+    if (ctx->buflen > 0) {
+        size_t take = 64 - ctx->buflen;
+        if (take > len) {
+            take = len;
+        }
+        memcpy(ctx->buf + ctx->buflen, p, take);
+        ctx->buflen += take;
+        p += take;
+        len -= take;
+        if (ctx->buflen < 64) {
+            return;
+        }
+        sha256_block(ctx->h, ctx->buf);
+        ctx->buflen = 0;
+    }
+    // Whole blocks straight from the caller's buffer, no copy.
+    while (len >= 64) {
+        sha256_block(ctx->h, p);
+        p += 64;
+        len -= 64;
+    }
+    if (len > 0) {
+        memcpy(ctx->buf, p, len);
+        ctx->buflen = len;
+    }
+}
+
+void hv_sha256_final(hv_sha256_t *ctx, uint8_t out[32]) {
+    /* Padding (5.1.1): a 1 bit, zeros to 448 mod 512, then the length in bits, big-endian. */
+    uint64_t bits = ctx->len * 8;
+    ctx->buf[ctx->buflen++] = 0x80;
+    if (ctx->buflen > 56) {
+        memset(ctx->buf + ctx->buflen, 0, 64 - ctx->buflen);
+        sha256_block(ctx->h, ctx->buf);
+        ctx->buflen = 0;
+    }
+    memset(ctx->buf + ctx->buflen, 0, 56 - ctx->buflen);
+    for (int i = 0; i < 8; i++) {
+        ctx->buf[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+    }
+    sha256_block(ctx->h, ctx->buf);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (uint8_t)(ctx->h[i] >> 24);
+        out[4 * i + 1] = (uint8_t)(ctx->h[i] >> 16);
+        out[4 * i + 2] = (uint8_t)(ctx->h[i] >> 8);
+        out[4 * i + 3] = (uint8_t)ctx->h[i];
+    }
+    // Do not leave message bytes behind in caller storage.
+    memset(ctx->buf, 0, sizeof(ctx->buf));
+    ctx->buflen = 0;
+}
+
+void hv_sha256_hex(const uint8_t d[32], char hex[65]) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 0xf];
+    }
+    hex[64] = '\0';
+}
+
+hv_err hv_sha256_file(const char *path, char hex[65], uint64_t *size_out) {
+    hv_err rc = HV_OK;
+    uint8_t chunk[16384];
+    hv_sha256_t ctx;
+    uint64_t total = 0;
+    struct stat st;
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT ? HV_ENOTFOUND : hv_err_from_errno(errno);
+    }
+    if (fstat(fd, &st) != 0) {
+        rc = HV_EIO;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = HV_EINVAL;
+        goto out;
+    }
+    hv_sha256_init(&ctx);
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            rc = HV_EIO;
+            goto out;
+        }
+        if (n == 0) {
+            break;
+        }
+        hv_sha256_update(&ctx, chunk, (size_t)n);
+        total += (uint64_t)n;
+    }
+    uint8_t d[32];
+    hv_sha256_final(&ctx, d);
+    hv_sha256_hex(d, hex);
+    if (size_out != NULL) {
+        *size_out = total;
+    }
+out:
+    close(fd);
+    return rc;
+}
+
+int hv_sha256_valid_hex(const char *s) {
+    if (s == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < 64; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return 0; // also stops at a NUL shorter than 64
+        }
+    }
+    return s[64] == '\0';
+}

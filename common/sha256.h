@@ -1,0 +1,39 @@
+/*
+ * sha256: SHA-256 (FIPS 180-4) for artifact digests. The head names uploaded binaries by their
+ * digest, agents verify what they fetched, hvsubmit hashes before uploading. This is a plain,
+ * portable implementation written from the standard; it is not a general crypto library (no
+ * HMAC, no constant-time guarantees beyond what the algorithm gives). A context is caller
+ * storage (init/update/final) with no allocation; contexts are not shared between threads.
+ */
+#ifndef HV_COMMON_SHA256_H
+#define HV_COMMON_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* Running state of one digest. Caller storage; fields are private to sha256.c. */
+typedef struct hv_sha256_s {
+    uint32_t h[8];     /* intermediate hash value H(i) */
+    uint64_t len;      /* message length so far, in bytes */
+    uint8_t buf[64];   /* pending partial block */
+    size_t buflen;     /* bytes used in buf, 0..63 */
+} hv_sha256_t;
+
+/* Starts a new digest in ctx (borrowed). */
+void hv_sha256_init(hv_sha256_t *ctx);
+/* Adds len bytes of data (borrowed; may be NULL when len == 0). */
+void hv_sha256_update(hv_sha256_t *ctx, const void *data, size_t len);
+/* Finishes the digest into out; ctx must be re-initialized before reuse. */
+void hv_sha256_final(hv_sha256_t *ctx, uint8_t out[32]);
+/* Writes d as 64 lowercase hex characters plus a NUL into hex. */
+void hv_sha256_hex(const uint8_t d[32], char hex[65]);
+/* Hashes the whole file at path (borrowed) into hex; *size_out (may be NULL) gets its length.
+ * Blocking (reads the file). HV_ENOTFOUND if it does not exist, HV_EIO on other read errors,
+ * HV_EINVAL if path names something that is not a regular file. Outputs set only on success. */
+hv_err hv_sha256_file(const char *path, char hex[65], uint64_t *size_out);
+/* 1 when s is exactly 64 lowercase hex characters (a digest as hv writes it), else 0. */
+int hv_sha256_valid_hex(const char *s);
+
+#endif

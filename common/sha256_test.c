@@ -1,0 +1,200 @@
+/*
+ * sha256_test: checks hv_sha256 against the FIPS 180-2/NIST example vectors, against itself
+ * when the input is fed in odd-sized pieces, and hv_sha256_file against the system's sha256sum.
+ * Each case can run alone: `sha256_test <case>`.
+ */
+#include "sha256.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g_ = (got), *w_ = (want);                                                      \
+        if (g_ == NULL || strcmp(g_, w_) != 0) {                                                   \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+                    g_ ? g_ : "(null)", w_);                                                       \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(got, want)                                                                        \
+    do {                                                                                           \
+        hv_err g_ = (got), w_ = (want);                                                            \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+                    hv_errname(g_), hv_errname(w_));                                               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static void hex_of(const void *data, size_t len, char hex[65]) {
+    hv_sha256_t ctx;
+    uint8_t d[32];
+    hv_sha256_init(&ctx);
+    hv_sha256_update(&ctx, data, len);
+    hv_sha256_final(&ctx, d);
+    hv_sha256_hex(d, hex);
+}
+
+static void test_vectors(void) {
+    char hex[65];
+    hex_of("", 0, hex);
+    CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    hex_of("abc", 3, hex);
+    CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    hex_of(m448, strlen(m448), hex);
+    CHECK_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    const char *m896 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+                       "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+    hex_of(m896, strlen(m896), hex);
+    CHECK_STR(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+}
+
+static void test_million_a(void) {
+    /* One million 'a', fed 1000 bytes at a time. */
+    char block[1000];
+    memset(block, 'a', sizeof(block));
+    hv_sha256_t ctx;
+    uint8_t d[32];
+    char hex[65];
+    hv_sha256_init(&ctx);
+    for (int i = 0; i < 1000; i++) {
+        hv_sha256_update(&ctx, block, sizeof(block));
+    }
+    hv_sha256_final(&ctx, d);
+    hv_sha256_hex(d, hex);
+    CHECK_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+static void test_split_updates(void) {
+    /* Every split point and odd piece sizes across the 55/56/64 padding boundaries must agree
+     * with a one-shot digest. */
+    uint8_t msg[200];
+    for (size_t i = 0; i < sizeof(msg); i++) {
+        msg[i] = (uint8_t)(i * 7 + 3);
+    }
+    for (size_t len = 0; len <= sizeof(msg); len++) {
+        char want[65], got[65];
+        hex_of(msg, len, want);
+        for (size_t piece = 1; piece <= 70; piece += 3) {
+            hv_sha256_t ctx;
+            uint8_t d[32];
+            hv_sha256_init(&ctx);
+            for (size_t off = 0; off < len; off += piece) {
+                size_t n = len - off < piece ? len - off : piece;
+                hv_sha256_update(&ctx, msg + off, n);
+            }
+            hv_sha256_final(&ctx, d);
+            hv_sha256_hex(d, got);
+            if (strcmp(got, want) != 0) {
+                fprintf(stderr, "len %zu piece %zu: got %s want %s\n", len, piece, got, want);
+                failures++;
+                return;
+            }
+        }
+    }
+}
+
+static void test_valid_hex(void) {
+    CHECK(hv_sha256_valid_hex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    CHECK(!hv_sha256_valid_hex("E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"));
+    CHECK(!hv_sha256_valid_hex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85"));
+    CHECK(!hv_sha256_valid_hex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+                               "0"));
+    CHECK(!hv_sha256_valid_hex("g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    CHECK(!hv_sha256_valid_hex(""));
+    CHECK(!hv_sha256_valid_hex(NULL));
+}
+
+static void test_file(void) {
+    char path[] = "/tmp/hv_sha256_test_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) {
+        return;
+    }
+    /* 300 KiB of patterned bytes: several read chunks and a partial last one. */
+    size_t len = 300 * 1024 + 17;
+    uint8_t *data = malloc(len);
+    CHECK(data != NULL);
+    if (data == NULL) {
+        close(fd);
+        unlink(path);
+        return;
+    }
+    for (size_t i = 0; i < len; i++) {
+        data[i] = (uint8_t)((i * 2654435761u) >> 13);
+    }
+    CHECK(write(fd, data, len) == (ssize_t)len);
+    close(fd);
+
+    char hex[65] = {0};
+    uint64_t size = 0;
+    CHECK_RC(hv_sha256_file(path, hex, &size), HV_OK);
+    CHECK(size == len);
+    char mem_hex[65];
+    hex_of(data, len, mem_hex);
+    CHECK_STR(hex, mem_hex);
+
+    char cmd[128], line[256] = {0};
+    snprintf(cmd, sizeof(cmd), "sha256sum %s 2>/dev/null", path);
+    FILE *p = popen(cmd, "r");
+    if (p != NULL && fgets(line, sizeof(line), p) != NULL && strlen(line) > 64) {
+        line[64] = '\0';
+        CHECK_STR(hex, line);
+    } else {
+        fprintf(stderr, "note: sha256sum not available; compared with the in-memory digest\n");
+    }
+    if (p != NULL) {
+        pclose(p);
+    }
+    free(data);
+    unlink(path);
+
+    CHECK_RC(hv_sha256_file("/nonexistent/hv/file", hex, NULL), HV_ENOTFOUND);
+    CHECK_RC(hv_sha256_file("/tmp", hex, NULL), HV_EINVAL);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"vectors", test_vectors},
+    {"million_a", test_million_a},
+    {"split_updates", test_split_updates},
+    {"valid_hex", test_valid_hex},
+    {"file", test_file},
+};
+
+int main(int argc, char **argv) {
+    int ran = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
+            continue;
+        }
+        int before = failures;
+        cases[i].fn();
+        printf("%s %s\n", failures == before ? "PASS" : "FAIL", cases[i].name);
+        ran++;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no case named %s\n", argv[1]);
+        return 2;
+    }
+    printf("%d case(s), %d failure(s)\n", ran, failures);
+    return failures == 0 ? 0 : 1;
+}
