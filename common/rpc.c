@@ -1,0 +1,1326 @@
+/*
+ * rpc: the gRPC-core layer (see rpc.h for the contract). This is the only file that includes grpc
+ * headers.
+ *
+ * Event-driven half. The engine's thread sits in grpc_completion_queue_next and does nothing but
+ * move completed tags (rpc_op_t, embedded in calls and servers) onto a mutex-protected inbox and
+ * wake the loop with uv_async_send. The loop thread drains the whole inbox (wakeups coalesce) and
+ * owns every call's state, so call fields need no locks. gRPC allows one batch of each kind in
+ * flight per call: a call has one op for receiving, one for sending (fed from a queue), one for
+ * the close/status batch and one for the client's initial batch. A call is freed when its
+ * on_done has run and none of its ops is in flight.
+ *
+ * Blocking half. Each hv_rpc_unary uses a private pluck queue; each hv_rpc_bstream a private
+ * next queue. The waiting thread therefore polls gRPC itself, which keeps keepalive working.
+ */
+#include "rpc.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define RPC_PREPOSTED_CALLS 16 /* server request_call slots kept posted */
+
+typedef enum op_kind {
+    OP_NEW_CALL,  /* server: request_call completed */
+    OP_RECV,      /* RECV_MESSAGE */
+    OP_SEND,      /* SEND_MESSAGE (and maybe status / close) */
+    OP_CLOSE,     /* server RECV_CLOSE_ON_SERVER, client RECV_STATUS_ON_CLIENT */
+    OP_START,     /* client initial batch */
+    OP_SHUTDOWN,  /* server shutdown notification */
+} op_kind;
+
+typedef struct rpc_op_s {
+    struct rpc_op_s *next; /* inbox link (guarded by engine mu) */
+    op_kind kind;
+    int success;
+    hv_rpc_call_t *call;
+    hv_rpc_server_t *server;
+} rpc_op_t;
+
+struct hv_rpc_call_s {
+    hv_rpc_engine_t *eng;
+    hv_rpc_server_t *srv;               /* server calls: owning server; NULL for clients */
+    grpc_call *call;
+    int is_client;
+    hv_rpc_kind kind;
+    const hv_rpc_method_t *method;      /* server: bound method (NULL = unimplemented) */
+    const ProtobufCMessageDescriptor *recv_desc;
+    hv_rpc_msg_cb on_msg;
+    hv_rpc_done_cb on_done;
+    hv_rpc_drain_cb on_drain;
+    void *ud;
+    void *data;                         /* user data (hv_rpc_call_set_data) */
+    /* server: request_call outputs */
+    grpc_call_details details;
+    grpc_metadata_array request_md;
+    int cancelled;                      /* RECV_CLOSE_ON_SERVER result */
+    /* client: status outputs */
+    grpc_metadata_array initial_md;
+    grpc_metadata_array trailing_md;
+    grpc_status_code status;
+    grpc_slice status_details;
+    const char *error_string;
+    /* receiving */
+    grpc_byte_buffer *recv_buf;
+    int recv_pending;
+    int recv_eof;
+    int msgs_received;
+    /* sending */
+    grpc_byte_buffer **q;               /* ring of packed messages */
+    size_t q_head, q_len, q_cap;
+    grpc_byte_buffer *sending;          /* in flight */
+    int send_pending;
+    int send_included_final;            /* the in-flight batch carries status / close */
+    int initial_md_sent;
+    int finish_requested;
+    int final_sent;
+    hv_err finish_rc;
+    grpc_slice finish_details;
+    int finish_details_set;
+    int drain_armed;                    /* queue went above LOW since the last on_drain */
+    /* lifecycle */
+    int open;                           /* user may still send */
+    int close_done;                     /* OP_CLOSE completed */
+    int done_called;
+    int ops_outstanding;
+    hv_rpc_status_t st;
+    char peer[280];
+    rpc_op_t op_recv, op_send, op_close, op_start, op_new;
+    struct hv_rpc_call_s *prev, *next;  /* engine's live-call list */
+};
+
+struct hv_rpc_server_s {
+    hv_rpc_engine_t *eng;
+    grpc_server *server;
+    hv_rpc_method_t *methods;
+    size_t n_methods;
+    int started;
+    int shutting_down;
+    int shutdown_done;
+    rpc_op_t op_shutdown;
+    struct hv_rpc_server_s *next;
+};
+
+struct hv_rpc_engine_s {
+    uv_loop_t *loop;
+    uv_async_t async;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    rpc_op_t *inbox_head, *inbox_tail; /* guarded by mu */
+    hv_rpc_server_t *servers;
+    hv_rpc_call_t *calls;               /* every live call (server and client) */
+    size_t n_calls;
+    int destroying;
+};
+
+struct hv_rpc_channel_s {
+    grpc_channel *ch;
+    char target[256];
+};
+
+/* ---- status mapping ------------------------------------------------------------------------- */
+
+hv_err hv__rpc_err_from_grpc(int code) {
+    switch (code) {
+    case GRPC_STATUS_OK:
+        return HV_OK;
+    case GRPC_STATUS_CANCELLED:
+        return HV_ECANCELED;
+    case GRPC_STATUS_INVALID_ARGUMENT:
+    case GRPC_STATUS_OUT_OF_RANGE:
+        return HV_EINVAL;
+    case GRPC_STATUS_DEADLINE_EXCEEDED:
+        return HV_ETIMEDOUT;
+    case GRPC_STATUS_NOT_FOUND:
+        return HV_ENOTFOUND;
+    case GRPC_STATUS_ALREADY_EXISTS:
+        return HV_EEXIST;
+    case GRPC_STATUS_PERMISSION_DENIED:
+    case GRPC_STATUS_UNAUTHENTICATED:
+        return HV_EPERM;
+    case GRPC_STATUS_RESOURCE_EXHAUSTED:
+        return HV_ETOOBIG;
+    case GRPC_STATUS_FAILED_PRECONDITION:
+        return HV_ESTATE;
+    case GRPC_STATUS_ABORTED:
+        return HV_ERESET;
+    case GRPC_STATUS_UNIMPLEMENTED:
+        return HV_ENOTSUP;
+    case GRPC_STATUS_INTERNAL:
+        return HV_EINTERNAL;
+    case GRPC_STATUS_UNAVAILABLE:
+        return HV_EUNAVAIL;
+    case GRPC_STATUS_DATA_LOSS:
+        return HV_ECORRUPT;
+    default:
+        return HV_EPEER;
+    }
+}
+
+int hv__rpc_grpc_from_err(hv_err rc) {
+    switch (rc) {
+    case HV_OK:
+        return GRPC_STATUS_OK;
+    case HV_EINVAL:
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    case HV_ENOMEM:
+    case HV_ETOOBIG:
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    case HV_ETIMEDOUT:
+        return GRPC_STATUS_DEADLINE_EXCEEDED;
+    case HV_ECANCELED:
+        return GRPC_STATUS_CANCELLED;
+    case HV_ENOTFOUND:
+        return GRPC_STATUS_NOT_FOUND;
+    case HV_EEXIST:
+        return GRPC_STATUS_ALREADY_EXISTS;
+    case HV_EPERM:
+        return GRPC_STATUS_PERMISSION_DENIED;
+    case HV_ESTATE:
+        return GRPC_STATUS_FAILED_PRECONDITION;
+    case HV_ERESET:
+        return GRPC_STATUS_ABORTED;
+    case HV_ENOTSUP:
+        return GRPC_STATUS_UNIMPLEMENTED;
+    case HV_EUNAVAIL:
+    case HV_ECLOSED:
+        return GRPC_STATUS_UNAVAILABLE;
+    case HV_ECORRUPT:
+        return GRPC_STATUS_DATA_LOSS;
+    case HV_EINTERNAL:
+        return GRPC_STATUS_INTERNAL;
+    default:
+        return GRPC_STATUS_UNKNOWN;
+    }
+}
+
+static void status_set(hv_rpc_status_t *st, int code, const char *msg, size_t msglen) {
+    st->grpc_code = code;
+    st->rc = hv__rpc_err_from_grpc(code);
+    if (msglen >= sizeof(st->msg)) {
+        msglen = sizeof(st->msg) - 1;
+    }
+    memcpy(st->msg, msg ? msg : "", msg ? msglen : 0);
+    st->msg[msg ? msglen : 0] = '\0';
+}
+
+static void status_from_client(hv_rpc_status_t *st, grpc_status_code code, grpc_slice details,
+                               const char *error_string) {
+    size_t len = GRPC_SLICE_LENGTH(details);
+    if (len == 0 && code != GRPC_STATUS_OK && error_string != NULL) {
+        status_set(st, code, error_string, strlen(error_string));
+    } else {
+        status_set(st, code, (const char *)GRPC_SLICE_START_PTR(details), len);
+    }
+}
+
+/* ---- packing -------------------------------------------------------------------------------- */
+
+static hv_err msg_pack(const ProtobufCMessage *msg, grpc_byte_buffer **out) {
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    if (len > HV_RPC_MAX_MSG) {
+        return HV_ETOOBIG;
+    }
+    grpc_slice s = grpc_slice_malloc(len);
+    protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
+    *out = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    return *out ? HV_OK : HV_ENOMEM;
+}
+
+/* Unpacks and destroys bb. NULL on a malformed message. */
+static ProtobufCMessage *msg_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *bb) {
+    grpc_byte_buffer_reader r;
+    ProtobufCMessage *m = NULL;
+    if (grpc_byte_buffer_reader_init(&r, bb)) {
+        grpc_slice s = grpc_byte_buffer_reader_readall(&r);
+        m = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+        grpc_slice_unref(s);
+        grpc_byte_buffer_reader_destroy(&r);
+    }
+    grpc_byte_buffer_destroy(bb);
+    return m;
+}
+
+void hv_rpc_msg_free(ProtobufCMessage *m) {
+    if (m != NULL) {
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+}
+
+/* ---- channel arguments shared by both ends -------------------------------------------------- */
+
+static void args_fill(grpc_arg *a, size_t *n, int server) {
+    size_t i = 0;
+#define HV__ARG(k, v)                                                                              \
+    do {                                                                                           \
+        a[i].type = GRPC_ARG_INTEGER;                                                              \
+        a[i].key = (char *)(k);                                                                    \
+        a[i].value.integer = (v);                                                                  \
+        i++;                                                                                       \
+    } while (0)
+    HV__ARG(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, (int)HV_RPC_MAX_MSG + 1024);
+    HV__ARG(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, (int)HV_RPC_MAX_MSG + 1024);
+    HV__ARG(GRPC_ARG_KEEPALIVE_TIME_MS, HV_RPC_KEEPALIVE_MS);
+    HV__ARG(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, HV_RPC_KEEPALIVE_TIMEOUT_MS);
+    HV__ARG(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    HV__ARG(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    if (server) {
+        HV__ARG(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, HV_RPC_MIN_PING_INTERVAL_MS);
+        HV__ARG(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    } else {
+        HV__ARG(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+        HV__ARG(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+        HV__ARG(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+        HV__ARG(GRPC_ARG_ENABLE_RETRIES, 0);
+    }
+#undef HV__ARG
+    *n = i;
+}
+
+static gpr_timespec deadline_after(uint32_t ms) {
+    if (ms == 0) {
+        return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    }
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                        gpr_time_from_millis((int64_t)ms, GPR_TIMESPAN));
+}
+
+/* ---- engine --------------------------------------------------------------------------------- */
+
+static void *engine_thread(void *arg) {
+    hv_rpc_engine_t *e = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+            break;
+        }
+        if (ev.type != GRPC_OP_COMPLETE) {
+            continue;
+        }
+        rpc_op_t *op = ev.tag;
+        op->success = ev.success;
+        op->next = NULL;
+        pthread_mutex_lock(&e->mu);
+        if (e->inbox_tail != NULL) {
+            e->inbox_tail->next = op;
+        } else {
+            e->inbox_head = op;
+        }
+        e->inbox_tail = op;
+        pthread_mutex_unlock(&e->mu);
+        uv_async_send(&e->async);
+    }
+    return NULL;
+}
+
+static void engine_dispatch(hv_rpc_engine_t *e, rpc_op_t *op);
+
+static void engine_drain(hv_rpc_engine_t *e) {
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        rpc_op_t *op = e->inbox_head;
+        e->inbox_head = e->inbox_tail = NULL;
+        pthread_mutex_unlock(&e->mu);
+        if (op == NULL) {
+            return;
+        }
+        while (op != NULL) {
+            rpc_op_t *next = op->next;
+            engine_dispatch(e, op);
+            op = next;
+        }
+    }
+}
+
+static void engine_async_cb(uv_async_t *h) { engine_drain(h->data); }
+
+hv_err hv_rpc_engine_create(uv_loop_t *loop, hv_rpc_engine_t **out) {
+    hv_rpc_engine_t *e = hv_calloc(1, sizeof(*e));
+    if (e == NULL) {
+        return HV_ENOMEM;
+    }
+    grpc_init();
+    e->loop = loop;
+    pthread_mutex_init(&e->mu, NULL);
+    e->cq = grpc_completion_queue_create_for_next(NULL);
+    if (uv_async_init(loop, &e->async, engine_async_cb) != 0) {
+        grpc_completion_queue_destroy(e->cq);
+        grpc_shutdown();
+        hv_free(e);
+        return HV_EINTERNAL;
+    }
+    e->async.data = e;
+    if (pthread_create(&e->thread, NULL, engine_thread, e) != 0) {
+        uv_close((uv_handle_t *)&e->async, NULL);
+        uv_run(loop, UV_RUN_NOWAIT);
+        grpc_completion_queue_destroy(e->cq);
+        grpc_shutdown();
+        hv_free(e);
+        return HV_EINTERNAL;
+    }
+    *out = e;
+    return HV_OK;
+}
+
+/* ---- calls: common machinery ---------------------------------------------------------------- */
+
+static hv_rpc_call_t *call_new(hv_rpc_engine_t *e) {
+    hv_rpc_call_t *c = hv_calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->eng = e;
+    rpc_op_t *ops[] = {&c->op_recv, &c->op_send, &c->op_close, &c->op_start, &c->op_new};
+    op_kind kinds[] = {OP_RECV, OP_SEND, OP_CLOSE, OP_START, OP_NEW_CALL};
+    for (size_t i = 0; i < 5; i++) {
+        ops[i]->kind = kinds[i];
+        ops[i]->call = c;
+    }
+    grpc_call_details_init(&c->details);
+    grpc_metadata_array_init(&c->request_md);
+    grpc_metadata_array_init(&c->initial_md);
+    grpc_metadata_array_init(&c->trailing_md);
+    c->status_details = grpc_empty_slice();
+    c->next = e->calls;
+    if (e->calls != NULL) {
+        e->calls->prev = c;
+    }
+    e->calls = c;
+    e->n_calls++;
+    return c;
+}
+
+static void call_free(hv_rpc_call_t *c) {
+    hv_rpc_engine_t *e = c->eng;
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        e->calls = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    e->n_calls--;
+    while (c->q_len > 0) {
+        grpc_byte_buffer_destroy(c->q[c->q_head]);
+        c->q_head = (c->q_head + 1) % c->q_cap;
+        c->q_len--;
+    }
+    hv_free(c->q);
+    if (c->sending != NULL) {
+        grpc_byte_buffer_destroy(c->sending);
+    }
+    if (c->finish_details_set) {
+        grpc_slice_unref(c->finish_details);
+    }
+    grpc_slice_unref(c->status_details);
+    if (c->error_string != NULL) {
+        gpr_free((void *)c->error_string);
+    }
+    grpc_call_details_destroy(&c->details);
+    grpc_metadata_array_destroy(&c->request_md);
+    grpc_metadata_array_destroy(&c->initial_md);
+    grpc_metadata_array_destroy(&c->trailing_md);
+    if (c->call != NULL) {
+        grpc_call_unref(c->call);
+    }
+    hv_free(c);
+}
+
+/* Frees the call once on_done ran and nothing is in flight. */
+static void call_maybe_free(hv_rpc_call_t *c) {
+    if (c->done_called && c->ops_outstanding == 0) {
+        call_free(c);
+    }
+}
+
+static int call_start_batch(hv_rpc_call_t *c, const grpc_op *ops, size_t n, rpc_op_t *tag) {
+    grpc_call_error err = grpc_call_start_batch(c->call, ops, n, tag, NULL);
+    if (err != GRPC_CALL_OK) {
+        HV_LOG(HV_LOG_ERROR, "rpc", "HV-RPC-BATCH", "grpc_call_start_batch failed: %d", (int)err);
+        return -1;
+    }
+    c->ops_outstanding++;
+    return 0;
+}
+
+static void call_fire_done(hv_rpc_call_t *c) {
+    if (c->done_called) {
+        return;
+    }
+    c->open = 0;
+    c->done_called = 1;
+    if (c->on_done != NULL) {
+        c->on_done(c, &c->st, c->ud);
+    }
+}
+
+/* Client calls end when the status arrived and the receive loop stopped; server calls end when
+ * RECV_CLOSE_ON_SERVER completed. */
+static void call_check_done(hv_rpc_call_t *c) {
+    if (c->done_called || !c->close_done) {
+        return;
+    }
+    if (c->is_client && c->recv_pending) {
+        return;
+    }
+    call_fire_done(c);
+}
+
+static void call_start_recv(hv_rpc_call_t *c) {
+    if (c->recv_pending || c->recv_eof || c->close_done) {
+        return;
+    }
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->recv_buf;
+    if (call_start_batch(c, &op, 1, &c->op_recv) == 0) {
+        c->recv_pending = 1;
+    }
+}
+
+static void call_pump_send(hv_rpc_call_t *c) {
+    if (c->send_pending || c->final_sent) {
+        return;
+    }
+    if (c->q_len == 0 && !c->finish_requested) {
+        return;
+    }
+    grpc_op ops[3];
+    size_t n = 0;
+    memset(ops, 0, sizeof(ops));
+    if (!c->is_client && !c->initial_md_sent) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        n++;
+        c->initial_md_sent = 1;
+    }
+    if (c->q_len > 0) {
+        c->sending = c->q[c->q_head];
+        c->q_head = (c->q_head + 1) % c->q_cap;
+        c->q_len--;
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->sending;
+        n++;
+    }
+    c->send_included_final = 0;
+    if (c->finish_requested && c->q_len == 0) {
+        if (c->is_client) {
+            ops[n].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        } else {
+            ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+            ops[n].data.send_status_from_server.status =
+                (grpc_status_code)hv__rpc_grpc_from_err(c->finish_rc);
+            ops[n].data.send_status_from_server.status_details =
+                c->finish_details_set ? &c->finish_details : NULL;
+            ops[n].data.send_status_from_server.trailing_metadata_count = 0;
+        }
+        n++;
+        c->send_included_final = 1;
+        c->final_sent = 1;
+    }
+    if (call_start_batch(c, ops, n, &c->op_send) == 0) {
+        c->send_pending = 1;
+    } else if (c->sending != NULL) {
+        grpc_byte_buffer_destroy(c->sending);
+        c->sending = NULL;
+    }
+}
+
+static void on_recv_done(hv_rpc_call_t *c, int success) {
+    c->recv_pending = 0;
+    grpc_byte_buffer *bb = c->recv_buf;
+    c->recv_buf = NULL;
+    if (!success || bb == NULL) {
+        if (bb != NULL) {
+            grpc_byte_buffer_destroy(bb);
+        }
+        c->recv_eof = 1;
+        /* A server unary/stream call whose client half-closed without a request. */
+        if (!c->is_client && c->msgs_received == 0 && success && !c->finish_requested &&
+            c->method != NULL) {
+            hv_rpc_finish(c, HV_EINVAL, "no request message");
+        }
+        call_check_done(c);
+        return;
+    }
+    c->msgs_received++;
+    ProtobufCMessage *m = msg_unpack(c->recv_desc, bb);
+    if (m == NULL) {
+        HV_LOG(HV_LOG_WARN, "rpc", "HV-RPC-MALFORMED", "malformed %s message from %s",
+               c->recv_desc->name, c->peer);
+        if (c->is_client) {
+            hv_rpc_call_cancel(c);
+        } else {
+            hv_rpc_finish(c, HV_EPROTO, "malformed %s message", c->recv_desc->name);
+        }
+        call_check_done(c);
+        return;
+    }
+    if (!c->done_called && c->on_msg != NULL) {
+        c->on_msg(c, m, c->ud);
+    }
+    protobuf_c_message_free_unpacked(m, NULL);
+    /* Streams keep receiving; unary and server-stream requests are one message. */
+    int more = c->is_client ? (c->kind != HV_RPC_UNARY) : (c->kind == HV_RPC_BIDI);
+    if (more && !c->done_called) {
+        call_start_recv(c);
+    }
+    call_check_done(c);
+}
+
+static void on_send_done(hv_rpc_call_t *c, int success) {
+    c->send_pending = 0;
+    if (c->sending != NULL) {
+        grpc_byte_buffer_destroy(c->sending);
+        c->sending = NULL;
+    }
+    if (!success) {
+        /* The call is broken; the close op reports why. Drop what is queued. */
+        c->open = 0;
+        c->final_sent = 1;
+        return;
+    }
+    call_pump_send(c);
+    if (c->drain_armed && c->q_len < HV_RPC_SEND_QUEUE_LOW && c->open && !c->done_called) {
+        c->drain_armed = 0;
+        if (c->on_drain != NULL) {
+            c->on_drain(c, c->ud);
+        }
+    }
+}
+
+static void on_close_done(hv_rpc_call_t *c, int success) {
+    c->close_done = 1;
+    if (c->is_client) {
+        if (!success) {
+            status_set(&c->st, GRPC_STATUS_UNKNOWN, "status batch failed", 19);
+        } else {
+            status_from_client(&c->st, c->status, c->status_details, c->error_string);
+        }
+    } else {
+        if (c->cancelled || !c->final_sent) {
+            const char *m = "cancelled by the peer";
+            status_set(&c->st, GRPC_STATUS_CANCELLED, m, strlen(m));
+        } else {
+            c->st.rc = c->finish_rc;
+            c->st.grpc_code = hv__rpc_grpc_from_err(c->finish_rc);
+        }
+    }
+    c->open = 0;
+    call_check_done(c);
+}
+
+/* ---- server --------------------------------------------------------------------------------- */
+
+static void server_post_request(hv_rpc_server_t *s) {
+    hv_rpc_call_t *c = call_new(s->eng);
+    if (c == NULL) {
+        HV_LOG(HV_LOG_ERROR, "rpc", "HV-RPC-OOM", "cannot post a call slot: out of memory");
+        return;
+    }
+    c->srv = s;
+    grpc_call_error err = grpc_server_request_call(s->server, &c->call, &c->details,
+                                                   &c->request_md, s->eng->cq, s->eng->cq,
+                                                   &c->op_new);
+    if (err != GRPC_CALL_OK) {
+        c->done_called = 1;
+        call_free(c);
+        return;
+    }
+    c->ops_outstanding++;
+}
+
+static void server_unimplemented(hv_rpc_call_t *c) {
+    char path[256];
+    size_t len = GRPC_SLICE_LENGTH(c->details.method);
+    if (len >= sizeof(path)) {
+        len = sizeof(path) - 1;
+    }
+    memcpy(path, GRPC_SLICE_START_PTR(c->details.method), len);
+    path[len] = '\0';
+    HV_LOG(HV_LOG_INFO, "rpc", "HV-RPC-UNIMPL", "unknown method %s", path);
+    grpc_op close_op;
+    memset(&close_op, 0, sizeof(close_op));
+    close_op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close_op.data.recv_close_on_server.cancelled = &c->cancelled;
+    call_start_batch(c, &close_op, 1, &c->op_close);
+    c->open = 1;
+    hv_rpc_finish(c, HV_ENOTSUP, "unknown method %s", path);
+}
+
+static void on_new_call(hv_rpc_call_t *c, int success) {
+    hv_rpc_server_t *s = c->srv;
+    if (!success) {
+        /* Server shutting down: the posted slot comes back unused. */
+        c->done_called = 1;
+        return;
+    }
+    if (!s->shutting_down) {
+        server_post_request(s);
+    }
+    char *peer = grpc_call_get_peer(c->call);
+    if (peer != NULL) {
+        snprintf(c->peer, sizeof(c->peer), "%s", peer);
+        gpr_free(peer);
+    }
+    for (size_t i = 0; i < s->n_methods; i++) {
+        if (grpc_slice_str_cmp(c->details.method, s->methods[i].path) == 0) {
+            c->method = &s->methods[i];
+            break;
+        }
+    }
+    if (c->method == NULL) {
+        server_unimplemented(c);
+        return;
+    }
+    c->kind = c->method->kind;
+    c->recv_desc = c->method->req;
+    c->on_msg = c->method->on_msg;
+    c->on_done = c->method->on_done;
+    c->ud = c->method->ud;
+    c->open = 1;
+    grpc_op close_op;
+    memset(&close_op, 0, sizeof(close_op));
+    close_op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close_op.data.recv_close_on_server.cancelled = &c->cancelled;
+    if (call_start_batch(c, &close_op, 1, &c->op_close) != 0) {
+        c->done_called = 1;
+        return;
+    }
+    call_start_recv(c);
+}
+
+hv_err hv_rpc_server_create(hv_rpc_engine_t *e, const char *listen_addr, hv_rpc_server_t **out,
+                            int *port_out) {
+    hv_rpc_server_t *s = hv_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    grpc_arg a[16];
+    size_t n;
+    args_fill(a, &n, 1);
+    grpc_channel_args args = {.num_args = n, .args = a};
+    s->eng = e;
+    s->server = grpc_server_create(&args, NULL);
+    grpc_server_register_completion_queue(s->server, e->cq, NULL);
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    int port = grpc_server_add_http2_port(s->server, listen_addr, creds);
+    grpc_server_credentials_release(creds);
+    if (port == 0) {
+        grpc_server_destroy(s->server);
+        hv_free(s);
+        return HV_EUNAVAIL;
+    }
+    s->op_shutdown.kind = OP_SHUTDOWN;
+    s->op_shutdown.server = s;
+    s->next = e->servers;
+    e->servers = s;
+    if (port_out != NULL) {
+        *port_out = port;
+    }
+    *out = s;
+    return HV_OK;
+}
+
+hv_err hv_rpc_server_add(hv_rpc_server_t *s, const hv_rpc_method_t *m) {
+    if (s->started || m->path == NULL || m->req == NULL || m->on_msg == NULL) {
+        return HV_EINVAL;
+    }
+    hv_rpc_method_t *nm = hv_realloc(s->methods, (s->n_methods + 1) * sizeof(*nm));
+    if (nm == NULL) {
+        return HV_ENOMEM;
+    }
+    nm[s->n_methods] = *m;
+    s->methods = nm;
+    s->n_methods++;
+    return HV_OK;
+}
+
+hv_err hv_rpc_server_start(hv_rpc_server_t *s) {
+    if (s->started) {
+        return HV_ESTATE;
+    }
+    grpc_server_start(s->server);
+    s->started = 1;
+    for (int i = 0; i < RPC_PREPOSTED_CALLS; i++) {
+        server_post_request(s);
+    }
+    return HV_OK;
+}
+
+void hv_rpc_server_shutdown(hv_rpc_server_t *s) {
+    if (s == NULL || s->shutting_down) {
+        return;
+    }
+    s->shutting_down = 1;
+    grpc_server_shutdown_and_notify(s->server, s->eng->cq, &s->op_shutdown);
+    grpc_server_cancel_all_calls(s->server);
+}
+
+/* ---- call API ------------------------------------------------------------------------------- */
+
+hv_err hv_rpc_send(hv_rpc_call_t *c, const ProtobufCMessage *msg) {
+    if (!c->open || c->finish_requested) {
+        return HV_ECLOSED;
+    }
+    if (c->q_len >= HV_RPC_SEND_QUEUE_MAX) {
+        c->drain_armed = 1;
+        return HV_ETOOBIG;
+    }
+    grpc_byte_buffer *bb;
+    HV_TRY(msg_pack(msg, &bb));
+    if (c->q_len == c->q_cap) {
+        size_t ncap = c->q_cap ? c->q_cap * 2 : 16;
+        grpc_byte_buffer **nq = hv_malloc(ncap * sizeof(*nq));
+        if (nq == NULL) {
+            grpc_byte_buffer_destroy(bb);
+            return HV_ENOMEM;
+        }
+        for (size_t i = 0; i < c->q_len; i++) {
+            nq[i] = c->q[(c->q_head + i) % c->q_cap];
+        }
+        hv_free(c->q);
+        c->q = nq;
+        c->q_head = 0;
+        c->q_cap = ncap;
+    }
+    c->q[(c->q_head + c->q_len) % c->q_cap] = bb;
+    c->q_len++;
+    if (c->q_len >= HV_RPC_SEND_QUEUE_LOW) {
+        c->drain_armed = 1;
+    }
+    call_pump_send(c);
+    return HV_OK;
+}
+
+hv_err hv_rpc_finish(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...) {
+    if (c->finish_requested || c->done_called) {
+        return HV_OK;
+    }
+    c->finish_requested = 1;
+    if (!c->is_client) {
+        c->finish_rc = rc;
+        if (fmt != NULL) {
+            char buf[512];
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(buf, sizeof(buf), fmt, ap);
+            va_end(ap);
+            c->finish_details = grpc_slice_from_copied_string(buf);
+            c->finish_details_set = 1;
+            snprintf(c->st.msg, sizeof(c->st.msg), "%s", buf);
+        }
+        c->open = 0;
+    }
+    call_pump_send(c);
+    return HV_OK;
+}
+
+hv_err hv_rpc_reply(hv_rpc_call_t *c, const ProtobufCMessage *msg) {
+    hv_err rc = hv_rpc_send(c, msg);
+    if (rc != HV_OK) {
+        if (rc != HV_ECLOSED) {
+            hv_rpc_finish(c, rc, "cannot send reply: %s", hv_strerror(rc));
+        }
+        return rc;
+    }
+    return hv_rpc_finish(c, HV_OK, NULL);
+}
+
+void hv_rpc_call_cancel(hv_rpc_call_t *c) {
+    if (c->call != NULL && !c->close_done) {
+        grpc_call_cancel(c->call, NULL);
+    }
+}
+
+void hv_rpc_call_set_data(hv_rpc_call_t *c, void *data) { c->data = data; }
+void *hv_rpc_call_data(const hv_rpc_call_t *c) { return c->data; }
+void hv_rpc_call_set_drain_cb(hv_rpc_call_t *c, hv_rpc_drain_cb cb) { c->on_drain = cb; }
+const char *hv_rpc_call_peer(const hv_rpc_call_t *c) { return c->peer; }
+size_t hv_rpc_call_queued(const hv_rpc_call_t *c) { return c->q_len; }
+int hv_rpc_call_open(const hv_rpc_call_t *c) { return c->open && !c->finish_requested; }
+
+/* ---- channels ------------------------------------------------------------------------------- */
+
+hv_err hv_rpc_channel_create(const char *target, hv_rpc_channel_t **out) {
+    hv_rpc_channel_t *ch = hv_calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        return HV_ENOMEM;
+    }
+    grpc_init();
+    grpc_arg a[16];
+    size_t n;
+    args_fill(a, &n, 0);
+    grpc_channel_args args = {.num_args = n, .args = a};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    ch->ch = grpc_channel_create(target, creds, &args);
+    grpc_channel_credentials_release(creds);
+    snprintf(ch->target, sizeof(ch->target), "%s", target);
+    if (ch->ch == NULL) {
+        hv_free(ch);
+        grpc_shutdown();
+        return HV_EINVAL;
+    }
+    *out = ch;
+    return HV_OK;
+}
+
+void hv_rpc_channel_destroy(hv_rpc_channel_t *ch) {
+    if (ch == NULL) {
+        return;
+    }
+    grpc_channel_destroy(ch->ch);
+    hv_free(ch);
+    grpc_shutdown();
+}
+
+/* ---- event-driven client calls -------------------------------------------------------------- */
+
+hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *path,
+                         hv_rpc_kind kind, const ProtobufCMessage *req, uint32_t timeout_ms,
+                         const hv_rpc_client_cbs_t *cbs, hv_rpc_call_t **out) {
+    if (cbs == NULL || cbs->on_done == NULL || cbs->resp == NULL ||
+        (kind != HV_RPC_BIDI && req == NULL) || (kind == HV_RPC_UNARY && timeout_ms == 0)) {
+        return HV_EINVAL;
+    }
+    if (e->destroying) {
+        return HV_ECLOSED;
+    }
+    grpc_byte_buffer *first = NULL;
+    if (req != NULL) {
+        HV_TRY(msg_pack(req, &first));
+    }
+    hv_rpc_call_t *c = call_new(e);
+    if (c == NULL) {
+        if (first != NULL) {
+            grpc_byte_buffer_destroy(first);
+        }
+        return HV_ENOMEM;
+    }
+    c->is_client = 1;
+    c->kind = kind;
+    c->recv_desc = cbs->resp;
+    c->on_msg = cbs->on_msg;
+    c->on_done = cbs->on_done;
+    c->ud = cbs->ud;
+    c->open = 1;
+    snprintf(c->peer, sizeof(c->peer), "%s", ch->target);
+    grpc_slice method = grpc_slice_from_copied_string(path);
+    c->call = grpc_channel_create_call(ch->ch, NULL, GRPC_PROPAGATE_DEFAULTS, e->cq, method, NULL,
+                                       deadline_after(timeout_ms), NULL);
+    grpc_slice_unref(method);
+
+    grpc_op ops[4];
+    size_t n = 0;
+    memset(ops, 0, sizeof(ops));
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[n++].data.recv_initial_metadata.recv_initial_metadata = &c->initial_md;
+    if (kind != HV_RPC_BIDI) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = first;
+        ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        c->sending = NULL;
+        c->finish_requested = 1;
+        c->final_sent = 1;
+    }
+    int bad = call_start_batch(c, ops, n, &c->op_start);
+    if (kind != HV_RPC_BIDI) {
+        /* grpc took its own reference to the payload; ours goes once the batch is started. */
+        c->sending = first;
+        first = NULL;
+    }
+    grpc_op st;
+    memset(&st, 0, sizeof(st));
+    st.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    st.data.recv_status_on_client.trailing_metadata = &c->trailing_md;
+    st.data.recv_status_on_client.status = &c->status;
+    st.data.recv_status_on_client.status_details = &c->status_details;
+    st.data.recv_status_on_client.error_string = &c->error_string;
+    bad |= call_start_batch(c, &st, 1, &c->op_close);
+    if (bad) {
+        if (first != NULL) {
+            grpc_byte_buffer_destroy(first);
+        }
+        hv_rpc_call_cancel(c);
+        c->done_called = 1; /* no callbacks for a call that never started */
+        call_maybe_free(c);
+        return HV_EINTERNAL;
+    }
+    call_start_recv(c);
+    if (first != NULL) {
+        /* bidi first message goes through the queue */
+        c->q_cap = 16;
+        c->q = hv_malloc(c->q_cap * sizeof(*c->q));
+        if (c->q == NULL) {
+            grpc_byte_buffer_destroy(first);
+        } else {
+            c->q[0] = first;
+            c->q_len = 1;
+            call_pump_send(c);
+        }
+    }
+    if (out != NULL) {
+        *out = c;
+    }
+    return HV_OK;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+static void engine_dispatch(hv_rpc_engine_t *e, rpc_op_t *op) {
+    (void)e;
+    if (op->kind == OP_SHUTDOWN) {
+        op->server->shutdown_done = 1;
+        return;
+    }
+    hv_rpc_call_t *c = op->call;
+    c->ops_outstanding--;
+    switch (op->kind) {
+    case OP_NEW_CALL:
+        on_new_call(c, op->success);
+        break;
+    case OP_RECV:
+        on_recv_done(c, op->success);
+        break;
+    case OP_SEND:
+        on_send_done(c, op->success);
+        break;
+    case OP_CLOSE:
+        on_close_done(c, op->success);
+        break;
+    case OP_START:
+        if (c->sending != NULL) {
+            grpc_byte_buffer_destroy(c->sending);
+            c->sending = NULL;
+        }
+        break;
+    default:
+        break;
+    }
+    call_maybe_free(c);
+}
+
+void hv_rpc_engine_destroy(hv_rpc_engine_t *e) {
+    if (e == NULL) {
+        return;
+    }
+    e->destroying = 1;
+    for (hv_rpc_server_t *s = e->servers; s != NULL; s = s->next) {
+        if (s->started) {
+            hv_rpc_server_shutdown(s);
+        } else {
+            s->shutdown_done = 1;
+        }
+    }
+    for (hv_rpc_call_t *c = e->calls; c != NULL; c = c->next) {
+        hv_rpc_call_cancel(c);
+    }
+    /* Let every call finish and every server confirm its shutdown (bounded). */
+    uint64_t deadline = hv_now_ms() + 5000;
+    for (;;) {
+        int servers_done = 1;
+        for (hv_rpc_server_t *s = e->servers; s != NULL; s = s->next) {
+            servers_done &= s->shutdown_done;
+        }
+        if ((servers_done && e->n_calls == 0) || hv_now_ms() > deadline) {
+            break;
+        }
+        uv_run(e->loop, UV_RUN_ONCE);
+    }
+    if (e->n_calls != 0) {
+        HV_LOG(HV_LOG_WARN, "rpc", "HV-RPC-LEAK", "%zu calls still open at engine shutdown",
+               e->n_calls);
+    }
+    grpc_completion_queue_shutdown(e->cq);
+    pthread_join(e->thread, NULL);
+    engine_drain(e);
+    while (e->servers != NULL) {
+        hv_rpc_server_t *s = e->servers;
+        e->servers = s->next;
+        grpc_server_destroy(s->server);
+        hv_free(s->methods);
+        hv_free(s);
+    }
+    grpc_completion_queue_destroy(e->cq);
+    uv_close((uv_handle_t *)&e->async, NULL);
+    uv_run(e->loop, UV_RUN_NOWAIT);
+    pthread_mutex_destroy(&e->mu);
+    hv_free(e);
+    grpc_shutdown();
+}
+
+/* ---- blocking client calls ------------------------------------------------------------------ */
+
+hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
+                    const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
+                    ProtobufCMessage **resp_out, hv_rpc_status_t *st) {
+    hv_rpc_status_t local;
+    if (st == NULL) {
+        st = &local;
+    }
+    memset(st, 0, sizeof(*st));
+    if (timeout_ms == 0) {
+        status_set(st, GRPC_STATUS_INVALID_ARGUMENT, "unary call without a deadline", 29);
+        return HV_EINVAL;
+    }
+    grpc_byte_buffer *send_bb;
+    hv_err rc = msg_pack(req, &send_bb);
+    if (rc != HV_OK) {
+        status_set(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "request too large", 17);
+        st->rc = rc;
+        return rc;
+    }
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_slice method = grpc_slice_from_copied_string(path);
+    gpr_timespec deadline = deadline_after(timeout_ms);
+    grpc_call *call = grpc_channel_create_call(ch->ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method,
+                                               NULL, deadline, NULL);
+    grpc_slice_unref(method);
+
+    grpc_metadata_array init_md, trail_md;
+    grpc_metadata_array_init(&init_md);
+    grpc_metadata_array_init(&trail_md);
+    grpc_byte_buffer *recv_bb = NULL;
+    grpc_status_code code = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    const char *error_string = NULL;
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send_bb;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv_bb;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trail_md;
+    ops[5].data.recv_status_on_client.status = &code;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    ops[5].data.recv_status_on_client.error_string = &error_string;
+    static int tag;
+    grpc_call_error err = grpc_call_start_batch(call, ops, 6, &tag, NULL);
+    if (err == GRPC_CALL_OK) {
+        /* The deadline is enforced by gRPC; the extra second only guards against a lost tag. */
+        grpc_event ev = grpc_completion_queue_pluck(
+            cq, &tag, gpr_time_add(deadline, gpr_time_from_millis(1000, GPR_TIMESPAN)), NULL);
+        if (ev.type != GRPC_OP_COMPLETE) {
+            grpc_call_cancel(call, NULL);
+            grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        }
+        status_from_client(st, code, details, error_string);
+    } else {
+        status_set(st, GRPC_STATUS_INTERNAL, "cannot start call", 17);
+    }
+    rc = st->rc;
+    if (rc == HV_OK) {
+        if (recv_bb == NULL) {
+            status_set(st, GRPC_STATUS_INTERNAL, "empty reply", 11);
+            rc = st->rc = HV_EPROTO;
+        } else {
+            ProtobufCMessage *m = msg_unpack(resp_desc, recv_bb);
+            recv_bb = NULL;
+            if (m == NULL) {
+                status_set(st, GRPC_STATUS_INTERNAL, "malformed reply", 15);
+                rc = st->rc = HV_EPROTO;
+            } else {
+                *resp_out = m;
+            }
+        }
+    }
+    if (recv_bb != NULL) {
+        grpc_byte_buffer_destroy(recv_bb);
+    }
+    grpc_byte_buffer_destroy(send_bb);
+    grpc_slice_unref(details);
+    if (error_string != NULL) {
+        gpr_free((void *)error_string);
+    }
+    grpc_metadata_array_destroy(&init_md);
+    grpc_metadata_array_destroy(&trail_md);
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(cq);
+    return rc;
+}
+
+struct hv_rpc_bstream_s {
+    grpc_completion_queue *cq;
+    grpc_call *call;
+    const ProtobufCMessageDescriptor *desc;
+    grpc_byte_buffer *send_bb;
+    grpc_metadata_array init_md, trail_md;
+    grpc_byte_buffer *recv_bb;
+    grpc_status_code code;
+    grpc_slice details;
+    const char *error_string;
+    int tag_start, tag_status, tag_recv; /* addresses used as tags */
+    int start_pending, status_pending, recv_pending;
+    int eof;
+    hv_rpc_status_t st;
+};
+
+static void bstream_handle(hv_rpc_bstream_t *s, grpc_event ev) {
+    if (ev.tag == &s->tag_start) {
+        s->start_pending = 0;
+    } else if (ev.tag == &s->tag_status) {
+        s->status_pending = 0;
+        status_from_client(&s->st, s->code, s->details, s->error_string);
+    } else if (ev.tag == &s->tag_recv) {
+        s->recv_pending = 0;
+        if (!ev.success || s->recv_bb == NULL) {
+            s->eof = 1;
+        }
+    }
+}
+
+hv_err hv_rpc_bstream_open(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
+                           const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
+                           hv_rpc_bstream_t **out) {
+    hv_rpc_bstream_t *s = hv_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    hv_err rc = msg_pack(req, &s->send_bb);
+    if (rc != HV_OK) {
+        hv_free(s);
+        return rc;
+    }
+    s->desc = resp_desc;
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_slice method = grpc_slice_from_copied_string(path);
+    s->call = grpc_channel_create_call(ch->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq, method, NULL,
+                                       deadline_after(timeout_ms), NULL);
+    grpc_slice_unref(method);
+    grpc_metadata_array_init(&s->init_md);
+    grpc_metadata_array_init(&s->trail_md);
+    s->details = grpc_empty_slice();
+    grpc_op ops[4];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = s->send_bb;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->init_md;
+    if (grpc_call_start_batch(s->call, ops, 4, &s->tag_start, NULL) == GRPC_CALL_OK) {
+        s->start_pending = 1;
+    }
+    grpc_op st;
+    memset(&st, 0, sizeof(st));
+    st.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    st.data.recv_status_on_client.trailing_metadata = &s->trail_md;
+    st.data.recv_status_on_client.status = &s->code;
+    st.data.recv_status_on_client.status_details = &s->details;
+    st.data.recv_status_on_client.error_string = &s->error_string;
+    if (grpc_call_start_batch(s->call, &st, 1, &s->tag_status, NULL) == GRPC_CALL_OK) {
+        s->status_pending = 1;
+    }
+    if (!s->start_pending || !s->status_pending) {
+        hv_rpc_bstream_destroy(s);
+        return HV_EINTERNAL;
+    }
+    *out = s;
+    return HV_OK;
+}
+
+hv_err hv_rpc_bstream_next(hv_rpc_bstream_t *s, uint32_t wait_ms, ProtobufCMessage **out,
+                           hv_rpc_status_t *st) {
+    if (!s->eof && !s->recv_pending) {
+        grpc_op op;
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_RECV_MESSAGE;
+        op.data.recv_message.recv_message = &s->recv_bb;
+        if (grpc_call_start_batch(s->call, &op, 1, &s->tag_recv, NULL) == GRPC_CALL_OK) {
+            s->recv_pending = 1;
+        } else {
+            s->eof = 1;
+        }
+    }
+    gpr_timespec deadline = deadline_after(wait_ms ? wait_ms : 1);
+    /* Wait for a message; at end of stream, also for the status (bounded by the call's end). */
+    while (s->recv_pending || (s->eof && s->status_pending)) {
+        grpc_event ev = grpc_completion_queue_next(s->cq, deadline, NULL);
+        if (ev.type == GRPC_QUEUE_TIMEOUT) {
+            return HV_ETIMEDOUT;
+        }
+        if (ev.type != GRPC_OP_COMPLETE) {
+            break;
+        }
+        bstream_handle(s, ev);
+        if (ev.tag == &s->tag_recv && !s->eof) {
+            ProtobufCMessage *m = msg_unpack(s->desc, s->recv_bb);
+            s->recv_bb = NULL;
+            if (m == NULL) {
+                grpc_call_cancel(s->call, NULL);
+                s->eof = 1;
+                status_set(&s->st, GRPC_STATUS_INTERNAL, "malformed message", 17);
+                s->st.rc = HV_EPROTO;
+                continue;
+            }
+            *out = m;
+            return HV_OK;
+        }
+    }
+    if (st != NULL) {
+        *st = s->st;
+    }
+    return HV_ECLOSED;
+}
+
+void hv_rpc_bstream_cancel(hv_rpc_bstream_t *s) { grpc_call_cancel(s->call, NULL); }
+
+void hv_rpc_bstream_destroy(hv_rpc_bstream_t *s) {
+    if (s == NULL) {
+        return;
+    }
+    if (s->start_pending || s->status_pending || s->recv_pending) {
+        grpc_call_cancel(s->call, NULL);
+    }
+    while (s->start_pending || s->status_pending || s->recv_pending) {
+        grpc_event ev =
+            grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type != GRPC_OP_COMPLETE) {
+            break;
+        }
+        bstream_handle(s, ev);
+    }
+    if (s->recv_bb != NULL) {
+        grpc_byte_buffer_destroy(s->recv_bb);
+    }
+    grpc_byte_buffer_destroy(s->send_bb);
+    grpc_slice_unref(s->details);
+    if (s->error_string != NULL) {
+        gpr_free((void *)s->error_string);
+    }
+    grpc_metadata_array_destroy(&s->init_md);
+    grpc_metadata_array_destroy(&s->trail_md);
+    grpc_call_unref(s->call);
+    grpc_completion_queue_shutdown(s->cq);
+    while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(s->cq);
+    hv_free(s);
+}

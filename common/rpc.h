@@ -1,0 +1,190 @@
+/*
+ * rpc: hv's one layer over gRPC core's C API. Every binary (hvhead, hvagent, hvsubmit, hvctl)
+ * and libhv talk gRPC only through this module; it is the only file that includes grpc headers.
+ * Messages are protobuf-c messages (hv.pb-c.h); this layer packs and unpacks them.
+ *
+ * Two ways to use it:
+ *
+ *  1. Event-driven (servers and long-lived clients such as hvagent). An hv_rpc_engine owns one
+ *     completion queue and one thread that always sits in grpc_completion_queue_next (so
+ *     keepalive pings are answered). Completions are handed to a libuv loop through uv_async:
+ *     EVERY callback (on_msg, on_done, on_drain) runs on that loop's thread, and every function
+ *     taking an hv_rpc_call_t must be called from that thread. The loop thread owns all state.
+ *
+ *  2. Blocking (CLIs, libhv). hv_rpc_unary() and hv_rpc_bstream_*() use a private completion
+ *     queue per call and need no loop. They are thread-safe with respect to each other.
+ *
+ * Every call has a deadline or, for long-lived streams, keepalive. Message size limits and
+ * keepalive settings are the constants below, applied to both ends so they always match.
+ * gRPC status codes are mapped to hv_err at this boundary (hv_rpc_status_t keeps the raw code).
+ */
+#ifndef HV_COMMON_RPC_H
+#define HV_COMMON_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+#include <uv.h>
+
+#include "err.h"
+
+#define HV_RPC_MAX_MSG (8u << 20)          /* max serialized message, both directions */
+#define HV_RPC_KEEPALIVE_MS 10000          /* client and server ping interval */
+#define HV_RPC_KEEPALIVE_TIMEOUT_MS 5000   /* a ping unanswered this long closes the transport */
+#define HV_RPC_MIN_PING_INTERVAL_MS 5000   /* server accepts pings this often (<= KEEPALIVE_MS) */
+#define HV_RPC_SEND_QUEUE_MAX 4096         /* per-call queued messages before hv_rpc_send fails */
+#define HV_RPC_SEND_QUEUE_LOW 256          /* on_drain fires when the queue falls below this */
+
+/* The outcome of a call. msg is a human-readable detail ("" on success). */
+typedef struct hv_rpc_status_s {
+    hv_err rc;      /* mapped code */
+    int grpc_code;  /* raw grpc_status_code */
+    char msg[512];  /* detail from the peer or the transport */
+} hv_rpc_status_t;
+
+typedef struct hv_rpc_engine_s hv_rpc_engine_t;
+typedef struct hv_rpc_server_s hv_rpc_server_t;
+typedef struct hv_rpc_channel_s hv_rpc_channel_t;
+typedef struct hv_rpc_call_s hv_rpc_call_t;
+
+typedef enum hv_rpc_kind {
+    HV_RPC_UNARY = 0,         /* one request, one reply */
+    HV_RPC_SERVER_STREAM = 1, /* one request, many replies */
+    HV_RPC_BIDI = 2,          /* many requests, many replies */
+} hv_rpc_kind;
+
+/* A message arrived on a call. msg is borrowed: it is freed after the callback returns. */
+typedef void (*hv_rpc_msg_cb)(hv_rpc_call_t *call, const ProtobufCMessage *msg, void *ud);
+/* The call ended: finished, cancelled by the peer or by us, or failed. Called exactly once.
+ * After it returns the call pointer is invalid: drop every reference to it here. */
+typedef void (*hv_rpc_done_cb)(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud);
+/* The call's send queue fell below HV_RPC_SEND_QUEUE_LOW: a producer may send more. */
+typedef void (*hv_rpc_drain_cb)(hv_rpc_call_t *call, void *ud);
+
+/* ---- engine --------------------------------------------------------------------------------- */
+
+/* Creates the engine (calls grpc_init) and starts its completion-queue thread. loop is borrowed
+ * and must outlive the engine. The engine's uv_async handle keeps the loop alive until
+ * hv_rpc_engine_destroy. Call from the loop thread. */
+hv_err hv_rpc_engine_create(uv_loop_t *loop, hv_rpc_engine_t **out);
+
+/* Cancels every call, stops the completion-queue thread and frees the engine. Servers created on
+ * it must have been passed to hv_rpc_server_shutdown first. Runs the loop internally until every
+ * call's on_done has run (bounded: 5 s). destroy(NULL) is a no-op. Call from the loop thread,
+ * not from inside a callback. */
+void hv_rpc_engine_destroy(hv_rpc_engine_t *e);
+
+/* ---- server --------------------------------------------------------------------------------- */
+
+typedef struct hv_rpc_method_s {
+    const char *path;                       /* "/hvpb.v1.Jobs/Submit" (borrowed, static) */
+    hv_rpc_kind kind;
+    const ProtobufCMessageDescriptor *req;  /* request message type */
+    hv_rpc_msg_cb on_msg;                   /* each request (once for unary and server-stream) */
+    hv_rpc_done_cb on_done;                 /* optional: the call ended */
+    void *ud;
+} hv_rpc_method_t;
+
+/* Creates a server bound to listen_addr ("0.0.0.0:7000", "127.0.0.1:0" for an ephemeral port).
+ * *port_out (optional) receives the bound port. Fails with HV_EUNAVAIL if the address cannot be
+ * bound. */
+hv_err hv_rpc_server_create(hv_rpc_engine_t *e, const char *listen_addr, hv_rpc_server_t **out,
+                            int *port_out);
+
+/* Registers a method; m is copied. Only before hv_rpc_server_start. Unknown paths are answered
+ * with UNIMPLEMENTED. */
+hv_err hv_rpc_server_add(hv_rpc_server_t *s, const hv_rpc_method_t *m);
+
+hv_err hv_rpc_server_start(hv_rpc_server_t *s);
+
+/* Stops accepting calls and cancels the calls in progress (their on_done runs on the loop).
+ * The server is freed by hv_rpc_engine_destroy. Idempotent. */
+void hv_rpc_server_shutdown(hv_rpc_server_t *s);
+
+/* ---- calls (server side, and event-driven client side) -------------------------------------- */
+
+/* Queues one message for sending. msg is borrowed (packed before return). Errors: HV_ECLOSED if
+ * the call has ended or was finished, HV_ETOOBIG if the message is over HV_RPC_MAX_MSG or the
+ * queue holds HV_RPC_SEND_QUEUE_MAX messages (the producer should wait for on_drain). */
+hv_err hv_rpc_send(hv_rpc_call_t *c, const ProtobufCMessage *msg);
+
+/* Server: ends the call with status rc and a formatted detail, after the queued messages.
+ * Client: half-closes the sending side (rc and fmt are ignored). Idempotent. */
+hv_err hv_rpc_finish(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Server unary shortcut: send msg, then finish with HV_OK. */
+hv_err hv_rpc_reply(hv_rpc_call_t *c, const ProtobufCMessage *msg);
+
+/* Cancels the call; on_done follows with HV_ECANCELED. Idempotent. */
+void hv_rpc_call_cancel(hv_rpc_call_t *c);
+
+void hv_rpc_call_set_data(hv_rpc_call_t *c, void *data);
+void *hv_rpc_call_data(const hv_rpc_call_t *c);
+void hv_rpc_call_set_drain_cb(hv_rpc_call_t *c, hv_rpc_drain_cb cb);
+/* Peer address as gRPC reports it ("ipv4:127.0.0.1:43512"); "" if unknown. Borrowed. */
+const char *hv_rpc_call_peer(const hv_rpc_call_t *c);
+/* Messages queued and not yet handed to gRPC. */
+size_t hv_rpc_call_queued(const hv_rpc_call_t *c);
+/* True until the call ended or was finished by us. */
+int hv_rpc_call_open(const hv_rpc_call_t *c);
+
+/* ---- channels (client side) ----------------------------------------------------------------- */
+
+/* Creates a channel to target ("host:port"). Reconnect backoff is shortened (100 ms to 2 s) so
+ * agents re-attach quickly after a head restart. Thread-safe. */
+hv_err hv_rpc_channel_create(const char *target, hv_rpc_channel_t **out);
+void hv_rpc_channel_destroy(hv_rpc_channel_t *ch);
+
+/* ---- event-driven client calls -------------------------------------------------------------- */
+
+typedef struct hv_rpc_client_cbs_s {
+    const ProtobufCMessageDescriptor *resp; /* reply message type */
+    hv_rpc_msg_cb on_msg;                   /* each reply */
+    hv_rpc_done_cb on_done;                 /* required: the final status */
+    void *ud;
+} hv_rpc_client_cbs_t;
+
+/* Starts a call on the engine's loop. req is the request for unary and server-stream calls, and
+ * an optional first message for bidi calls (borrowed). timeout_ms bounds the whole call; 0 means
+ * no deadline, allowed only for streams (keepalive then detects a dead peer). *out (optional)
+ * receives the call for hv_rpc_send / hv_rpc_finish / hv_rpc_call_cancel, valid until on_done. */
+hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *path,
+                         hv_rpc_kind kind, const ProtobufCMessage *req, uint32_t timeout_ms,
+                         const hv_rpc_client_cbs_t *cbs, hv_rpc_call_t **out);
+
+/* ---- blocking client calls ------------------------------------------------------------------ */
+
+/* One unary call, blocking up to timeout_ms (required, > 0). On HV_OK *resp_out is an owned
+ * message (free with hv_rpc_msg_free). On failure st (optional) says why; st is also filled on
+ * success. Fail-fast: an unreachable server gives HV_EUNAVAIL at once. */
+hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
+                    const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
+                    ProtobufCMessage **resp_out, hv_rpc_status_t *st);
+
+typedef struct hv_rpc_bstream_s hv_rpc_bstream_t;
+
+/* Opens a server-streaming call. timeout_ms bounds the whole stream; 0 = no deadline. */
+hv_err hv_rpc_bstream_open(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
+                           const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
+                           hv_rpc_bstream_t **out);
+
+/* Waits up to wait_ms for the next message. HV_OK: *out is an owned message. HV_ECLOSED: the
+ * stream ended; st holds the final status (st->rc may be an error). HV_ETIMEDOUT: nothing arrived
+ * in time; the stream goes on and the next call keeps waiting for the same message. */
+hv_err hv_rpc_bstream_next(hv_rpc_bstream_t *s, uint32_t wait_ms, ProtobufCMessage **out,
+                           hv_rpc_status_t *st);
+
+/* Cancels the stream (safe from another thread while one thread waits in next). */
+void hv_rpc_bstream_cancel(hv_rpc_bstream_t *s);
+/* Cancels if needed, drains and frees. destroy(NULL) is a no-op. */
+void hv_rpc_bstream_destroy(hv_rpc_bstream_t *s);
+
+void hv_rpc_msg_free(ProtobufCMessage *m);
+
+/* ---- status mapping (exposed for tests and messages) ---------------------------------------- */
+hv_err hv__rpc_err_from_grpc(int grpc_code);
+int hv__rpc_grpc_from_err(hv_err rc);
+
+#endif

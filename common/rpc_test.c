@@ -1,0 +1,373 @@
+/*
+ * rpc_test: the gRPC layer end to end over loopback: a real server on an engine + libuv loop
+ * (main thread) and real clients, blocking ones on a second thread and an event-driven one on
+ * the same loop. Cases run alone by name: rpc_test [case].
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hv.pb-c.h"
+#include "mem.h"
+#include "rpc.h"
+#include "util.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define CHECK_RC(got, want)                                                                        \
+    do {                                                                                           \
+        hv_err g_ = (got), w_ = (want);                                                            \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: got %s (%s), want %s\n", __FILE__, __LINE__, hv_errname(g_),   \
+                    hv_strerror(g_), hv_errname(w_));                                              \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static uv_loop_t loop;
+static hv_rpc_engine_t *eng;
+static hv_rpc_server_t *srv;
+static char target[64];
+static int n_cancelled; /* server calls that ended cancelled */
+static int n_done;
+
+/* GetJob: job 7 exists; job 99 never answers (deadline test); others NOT_FOUND. */
+static void get_job(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__JobRef *r = (const Hvpb__V1__JobRef *)m;
+    if (r->job_id == 7) {
+        Hvpb__V1__JobView v = HVPB__V1__JOB_VIEW__INIT;
+        v.job_id = 7;
+        v.name = "seven";
+        v.state = "running";
+        hv_rpc_reply(c, &v.base);
+    } else if (r->job_id != 99) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)r->job_id);
+    }
+}
+
+static void count_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)c;
+    (void)ud;
+    n_done++;
+    if (st->rc == HV_ECANCELED) {
+        n_cancelled++;
+    }
+}
+
+/* Watch: stream job_id log lines, then finish. Uses on_drain for backpressure. */
+typedef struct {
+    uint64_t next, total;
+} watch_state_t;
+
+static void watch_pump(hv_rpc_call_t *c, void *ud) {
+    (void)ud;
+    watch_state_t *ws = hv_rpc_call_data(c);
+    char text[32];
+    while (ws->next < ws->total) {
+        Hvpb__V1__LogLine line = HVPB__V1__LOG_LINE__INIT;
+        Hvpb__V1__WatchItem item = HVPB__V1__WATCH_ITEM__INIT;
+        snprintf(text, sizeof(text), "line %llu", (unsigned long long)ws->next);
+        line.text = text;
+        line.rank = (uint32_t)ws->next;
+        item.body_case = HVPB__V1__WATCH_ITEM__BODY_LOG;
+        item.log = &line;
+        hv_err rc = hv_rpc_send(c, &item.base);
+        if (rc == HV_ETOOBIG) {
+            return; /* wait for on_drain */
+        }
+        CHECK_RC(rc, HV_OK);
+        ws->next++;
+    }
+    hv_rpc_finish(c, HV_OK, NULL);
+}
+
+static void watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    const Hvpb__V1__WatchRequest *r = (const Hvpb__V1__WatchRequest *)m;
+    watch_state_t *ws = hv_calloc(1, sizeof(*ws));
+    ws->total = r->job_id;
+    hv_rpc_call_set_data(c, ws);
+    hv_rpc_call_set_drain_cb(c, watch_pump);
+    watch_pump(c, ud);
+}
+
+static void watch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    hv_free(hv_rpc_call_data(c));
+    count_done(c, st, ud);
+}
+
+/* Session: bidi echo, acks every seq. */
+static void session(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__AgentMsg *a = (const Hvpb__V1__AgentMsg *)m;
+    Hvpb__V1__HeadMsg h = HVPB__V1__HEAD_MSG__INIT;
+    h.ack_seq = a->seq;
+    CHECK_RC(hv_rpc_send(c, &h.base), HV_OK);
+}
+
+static void server_up(void) {
+    CHECK(uv_loop_init(&loop) == 0);
+    CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
+    int port = 0;
+    CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
+    CHECK(port > 0);
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    hv_rpc_method_t m1 = {"/hvpb.v1.Jobs/GetJob", HV_RPC_UNARY, &hvpb__v1__job_ref__descriptor,
+                          get_job, count_done, NULL};
+    hv_rpc_method_t m2 = {"/hvpb.v1.Jobs/Watch", HV_RPC_SERVER_STREAM,
+                          &hvpb__v1__watch_request__descriptor, watch, watch_done, NULL};
+    hv_rpc_method_t m3 = {"/hvpb.v1.Cluster/Session", HV_RPC_BIDI,
+                          &hvpb__v1__agent_msg__descriptor, session, count_done, NULL};
+    CHECK_RC(hv_rpc_server_add(srv, &m1), HV_OK);
+    CHECK_RC(hv_rpc_server_add(srv, &m2), HV_OK);
+    CHECK_RC(hv_rpc_server_add(srv, &m3), HV_OK);
+    CHECK_RC(hv_rpc_server_start(srv), HV_OK);
+}
+
+static void server_down(void) {
+    hv_rpc_server_shutdown(srv);
+    hv_rpc_engine_destroy(eng);
+    CHECK(uv_loop_close(&loop) == 0);
+}
+
+/* Runs fn on a thread while the main thread serves, until fn returns. */
+static volatile int client_finished;
+static void *(*client_fn)(void *);
+static void *client_trampoline(void *arg) {
+    void *r = client_fn(arg);
+    client_finished = 1;
+    return r;
+}
+static void serve_while(void *(*fn)(void *)) {
+    pthread_t t;
+    client_finished = 0;
+    client_fn = fn;
+    CHECK(pthread_create(&t, NULL, client_trampoline, NULL) == 0);
+    uint64_t deadline = hv_now_ms() + 30000;
+    while (!client_finished && hv_now_ms() < deadline) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(200);
+    }
+    CHECK(client_finished);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 50; i++) { /* let the server see the last closes */
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+}
+
+static void *unary_client(void *arg) {
+    (void)arg;
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    r.job_id = 7;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_OK);
+    Hvpb__V1__JobView *v = (Hvpb__V1__JobView *)resp;
+    CHECK(v->job_id == 7 && strcmp(v->name, "seven") == 0);
+    hv_rpc_msg_free(resp);
+    r.job_id = 42;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_ENOTFOUND);
+    CHECK(strcmp(st.msg, "no job 42") == 0);
+    /* unknown method */
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/Nope", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_ENOTSUP);
+    /* deadline: the server never answers job 99 */
+    uint64_t t0 = hv_now_ms();
+    r.job_id = 99;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          300, &resp, &st),
+             HV_ETIMEDOUT);
+    CHECK(hv_now_ms() - t0 < 2000);
+    /* oversized request is refused before sending */
+    Hvpb__V1__UploadChunk big = HVPB__V1__UPLOAD_CHUNK__INIT;
+    big.data.len = HV_RPC_MAX_MSG + 10;
+    big.data.data = hv_calloc(1, big.data.len);
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &big.base,
+                          &hvpb__v1__upload_reply__descriptor, 2000, &resp, &st),
+             HV_ETOOBIG);
+    hv_free(big.data.data);
+    hv_rpc_channel_destroy(ch);
+    return NULL;
+}
+
+static int case_unary(void) {
+    server_up();
+    serve_while(unary_client);
+    CHECK(n_cancelled >= 1); /* the deadline call ended cancelled on the server */
+    server_down();
+    return 0;
+}
+
+#define N_STREAM 20000
+static void *stream_client(void *arg) {
+    (void)arg;
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    Hvpb__V1__WatchRequest r = HVPB__V1__WATCH_REQUEST__INIT;
+    r.job_id = N_STREAM;
+    hv_rpc_bstream_t *s;
+    CHECK_RC(hv_rpc_bstream_open(ch, "/hvpb.v1.Jobs/Watch", &r.base,
+                                 &hvpb__v1__watch_item__descriptor, 30000, &s),
+             HV_OK);
+    uint32_t expect = 0;
+    for (;;) {
+        ProtobufCMessage *m = NULL;
+        hv_rpc_status_t st;
+        hv_err rc = hv_rpc_bstream_next(s, 5000, &m, &st);
+        if (rc == HV_ECLOSED) {
+            CHECK_RC(st.rc, HV_OK);
+            break;
+        }
+        CHECK_RC(rc, HV_OK);
+        Hvpb__V1__WatchItem *it = (Hvpb__V1__WatchItem *)m;
+        CHECK(it->body_case == HVPB__V1__WATCH_ITEM__BODY_LOG && it->log->rank == expect);
+        expect++;
+        hv_rpc_msg_free(m);
+    }
+    CHECK(expect == N_STREAM);
+    hv_rpc_bstream_destroy(s);
+    /* cancel mid-stream from the client */
+    r.job_id = 1000000;
+    CHECK_RC(hv_rpc_bstream_open(ch, "/hvpb.v1.Jobs/Watch", &r.base,
+                                 &hvpb__v1__watch_item__descriptor, 30000, &s),
+             HV_OK);
+    ProtobufCMessage *m = NULL;
+    CHECK_RC(hv_rpc_bstream_next(s, 5000, &m, NULL), HV_OK);
+    hv_rpc_msg_free(m);
+    hv_rpc_bstream_destroy(s);
+    hv_rpc_channel_destroy(ch);
+    return NULL;
+}
+
+static int case_stream(void) {
+    server_up();
+    serve_while(stream_client);
+    server_down();
+    return 0;
+}
+
+/* Event-driven bidi client on the same loop as the server. */
+static int bidi_acked, bidi_status_done;
+static hv_rpc_status_t bidi_st;
+static void bidi_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__HeadMsg *h = (const Hvpb__V1__HeadMsg *)m;
+    CHECK(h->ack_seq == (uint64_t)bidi_acked + 1);
+    bidi_acked++;
+    if (bidi_acked == 100) {
+        hv_rpc_call_cancel(c);
+    }
+}
+static void bidi_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)c;
+    (void)ud;
+    bidi_st = *st;
+    bidi_status_done = 1;
+}
+
+static int case_bidi(void) {
+    server_up();
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    hv_rpc_client_cbs_t cbs = {&hvpb__v1__head_msg__descriptor, bidi_msg, bidi_done, NULL};
+    hv_rpc_call_t *c;
+    CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs,
+                               &c),
+             HV_OK);
+    for (int i = 1; i <= 100; i++) {
+        Hvpb__V1__AgentMsg a = HVPB__V1__AGENT_MSG__INIT;
+        a.seq = (uint64_t)i;
+        CHECK_RC(hv_rpc_send(c, &a.base), HV_OK);
+    }
+    uint64_t deadline = hv_now_ms() + 10000;
+    while (!bidi_status_done && hv_now_ms() < deadline) {
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    CHECK(bidi_status_done && bidi_acked == 100);
+    CHECK_RC(bidi_st.rc, HV_ECANCELED);
+    /* A second session left open must be torn down by engine destroy without leaks. */
+    CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs,
+                               &c),
+             HV_OK);
+    bidi_status_done = 0;
+    for (int i = 0; i < 20; i++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    server_down();
+    CHECK(bidi_status_done);
+    hv_rpc_channel_destroy(ch);
+    return 0;
+}
+
+static void *down_client(void *arg) {
+    (void)arg;
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &ch), HV_OK);
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    uint64_t t0 = hv_now_ms();
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          5000, &resp, &st),
+             HV_EUNAVAIL);
+    CHECK(hv_now_ms() - t0 < 2000);
+    CHECK(strlen(st.msg) > 0);
+    hv_rpc_channel_destroy(ch);
+    return NULL;
+}
+
+static int case_unavailable(void) {
+    down_client(NULL);
+    return 0;
+}
+
+static int case_bind_conflict(void) {
+    server_up();
+    hv_rpc_server_t *s2;
+    CHECK_RC(hv_rpc_server_create(eng, target, &s2, NULL), HV_EUNAVAIL);
+    server_down();
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(void);
+} cases[] = {{"unary", case_unary},
+             {"stream", case_stream},
+             {"bidi", case_bidi},
+             {"unavailable", case_unavailable},
+             {"bind_conflict", case_bind_conflict}};
+
+int main(int argc, char **argv) {
+    int ran = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
+            continue;
+        }
+        n_cancelled = n_done = 0;
+        printf("case %s\n", cases[i].name);
+        fflush(stdout);
+        if (cases[i].fn() != 0) {
+            return 1;
+        }
+        ran++;
+    }
+    printf("%d passed, 0 failed\n", ran);
+    return ran > 0 ? 0 : 1;
+}

@@ -1,0 +1,345 @@
+/* util: see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+uint64_t hv_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t hv_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const char *hv_fmt_time(uint64_t wall_ms, char *buf, size_t len) {
+    if (wall_ms == 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    time_t t = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+}
+
+hv_err hv_mkdirs(const char *path, unsigned mode) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(tmp)) {
+        return HV_EINVAL;
+    }
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p != '\0'; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, mode) != 0 && errno != EEXIST) {
+                return hv_err_from_errno(errno);
+            }
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, mode) != 0 && errno != EEXIST) {
+        return hv_err_from_errno(errno);
+    }
+    struct stat st;
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return HV_EEXIST;
+    }
+    return HV_OK;
+}
+
+hv_err hv_read_file(const char *path, size_t max, char **out, size_t *len_out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return hv_err_from_errno(errno);
+    }
+    hv_err rc = HV_OK;
+    size_t cap = 4096, len = 0;
+    char *buf = hv_malloc(cap + 1);
+    if (buf == NULL) {
+        close(fd);
+        return HV_ENOMEM;
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap >= max) {
+                rc = HV_ETOOBIG;
+                break;
+            }
+            size_t ncap = cap * 2 > max ? max : cap * 2;
+            char *nb = hv_realloc(buf, ncap + 1);
+            if (nb == NULL) {
+                rc = HV_ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            rc = hv_err_from_errno(errno);
+            break;
+        }
+        if (r == 0) {
+            break;
+        }
+        len += (size_t)r;
+    }
+    close(fd);
+    if (rc != HV_OK) {
+        hv_free(buf);
+        return rc;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    if (len_out != NULL) {
+        *len_out = len;
+    }
+    return HV_OK;
+}
+
+hv_err hv_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode) {
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
+        return HV_EINVAL;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        return hv_err_from_errno(errno);
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            hv_err rc = hv_err_from_errno(errno);
+            close(fd);
+            unlink(tmp);
+            return rc;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        hv_err rc = hv_err_from_errno(errno);
+        unlink(tmp);
+        return rc;
+    }
+    if (rename(tmp, path) != 0) {
+        hv_err rc = hv_err_from_errno(errno);
+        unlink(tmp);
+        return rc;
+    }
+    return HV_OK;
+}
+
+static pid_t pidfile_read(const char *pid_path) {
+    char *txt = NULL;
+    if (hv_read_file(pid_path, 64, &txt, NULL) != HV_OK) {
+        return 0;
+    }
+    long v = strtol(txt, NULL, 10);
+    hv_free(txt);
+    return v > 0 ? (pid_t)v : 0;
+}
+
+hv_err hv_daemonize(const char *pid_path, const char *log_path) {
+    pid_t old = pidfile_read(pid_path);
+    if (old > 0 && kill(old, 0) == 0) {
+        return HV_EEXIST;
+    }
+    int sync_pipe[2];
+    if (pipe(sync_pipe) != 0) {
+        return hv_err_from_errno(errno);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        return hv_err_from_errno(errno);
+    }
+    if (pid > 0) {
+        /* Parent: wait for the daemon to confirm the pid file, then leave. */
+        close(sync_pipe[1]);
+        char c = 0;
+        ssize_t r;
+        do {
+            r = read(sync_pipe[0], &c, 1);
+        } while (r < 0 && errno == EINTR);
+        waitpid(pid, NULL, 0);
+        _exit(r == 1 && c == 'k' ? 0 : 1);
+    }
+    close(sync_pipe[0]);
+    setsid();
+    pid = fork();
+    if (pid < 0) {
+        _exit(1);
+    }
+    if (pid > 0) {
+        _exit(0);
+    }
+    int nullfd = open("/dev/null", O_RDWR);
+    int logfd = log_path ? open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    if (nullfd >= 0) {
+        dup2(nullfd, 0);
+        dup2(logfd >= 0 ? logfd : nullfd, 1);
+        dup2(logfd >= 0 ? logfd : nullfd, 2);
+        if (nullfd > 2) {
+            close(nullfd);
+        }
+    }
+    if (logfd > 2) {
+        close(logfd);
+    }
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+    hv_err rc = hv_write_file_atomic(pid_path, buf, (size_t)n, 0644);
+    char c = rc == HV_OK ? 'k' : 'f';
+    ssize_t w = write(sync_pipe[1], &c, 1);
+    (void)w;
+    close(sync_pipe[1]);
+    return rc;
+}
+
+hv_err hv_stop_pidfile(const char *pid_path, uint32_t timeout_ms, int kill_after) {
+    pid_t pid = pidfile_read(pid_path);
+    if (pid <= 0 || kill(pid, SIGTERM) != 0) {
+        return HV_ENOTFOUND;
+    }
+    uint64_t deadline = hv_now_ms() + timeout_ms;
+    while (hv_now_ms() < deadline) {
+        if (kill(pid, 0) != 0) {
+            return HV_OK;
+        }
+        usleep(20000);
+    }
+    if (kill_after) {
+        kill(pid, SIGKILL);
+        return HV_OK;
+    }
+    return HV_ETIMEDOUT;
+}
+
+void hv_pidfile_remove(const char *pid_path) {
+    if (pidfile_read(pid_path) == getpid()) {
+        unlink(pid_path);
+    }
+}
+
+hv_err hv_parse_hostport(const char *s, char *host, size_t hostlen, int *port) {
+    const char *colon;
+    const char *hstart = s;
+    size_t hlen;
+    if (s == NULL || *s == '\0') {
+        return HV_EINVAL;
+    }
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (end == NULL || end[1] != ':') {
+            return HV_EINVAL;
+        }
+        hstart = s + 1;
+        hlen = (size_t)(end - hstart);
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL) {
+            return HV_EINVAL;
+        }
+        hlen = (size_t)(colon - s);
+    }
+    if (hlen == 0 || hlen >= hostlen) {
+        return HV_EINVAL;
+    }
+    uint64_t p;
+    if (hv_parse_u64(colon + 1, 0, 65535, &p) != HV_OK) {
+        return HV_EINVAL;
+    }
+    memcpy(host, hstart, hlen);
+    host[hlen] = '\0';
+    *port = (int)p;
+    return HV_OK;
+}
+
+hv_err hv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
+    if (s == NULL || *s < '0' || *s > '9') {
+        return HV_EINVAL;
+    }
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max) {
+        return HV_EINVAL;
+    }
+    *out = v;
+    return HV_OK;
+}
+
+hv_err hv_parse_size(const char *s, uint64_t *out) {
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {{"", 1},           {"B", 1},           {"K", 1000},        {"KB", 1000},
+                 {"KiB", 1u << 10}, {"M", 1000000},     {"MB", 1000000},    {"MiB", 1u << 20},
+                 {"G", 1000000000}, {"GB", 1000000000}, {"GiB", 1u << 30},  {"T", 1000000000000},
+                 {"TB", 1000000000000}, {"TiB", 1ull << 40}};
+    if (s == NULL || *s < '0' || *s > '9') {
+        return HV_EINVAL;
+    }
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0) {
+        return HV_EINVAL;
+    }
+    while (*end == ' ') {
+        end++;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(end, units[i].suffix) == 0) {
+            if (v > UINT64_MAX / units[i].mult) {
+                return HV_EINVAL;
+            }
+            *out = v * units[i].mult;
+            return HV_OK;
+        }
+    }
+    return HV_EINVAL;
+}
+
+const char *hv_fmt_size(uint64_t bytes, char *buf, size_t len) {
+    static const char *names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    size_t i = 0;
+    while (v >= 1024.0 && i + 1 < sizeof(names) / sizeof(names[0])) {
+        v /= 1024.0;
+        i++;
+    }
+    if (i == 0) {
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    } else {
+        snprintf(buf, len, "%.1f %s", v, names[i]);
+    }
+    return buf;
+}

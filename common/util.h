@@ -1,0 +1,48 @@
+/*
+ * util: small OS helpers every binary shares: clocks, paths and files, daemonizing with a pid
+ * file, parsing "host:port" and sizes. No third-party dependency. Not thread-hostile: every
+ * function is reentrant.
+ */
+#ifndef HV_COMMON_UTIL_H
+#define HV_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/* Monotonic milliseconds (for deadlines and leases). */
+uint64_t hv_now_ms(void);
+/* Wall-clock milliseconds since the epoch (for display and stored timestamps). */
+uint64_t hv_wall_ms(void);
+/* Formats a wall-clock ms value as "2026-11-21 10:04:05" (local time) into buf. */
+const char *hv_fmt_time(uint64_t wall_ms, char *buf, size_t len);
+
+/* mkdir -p with the given mode. */
+hv_err hv_mkdirs(const char *path, unsigned mode);
+/* Reads a whole file (at most max bytes) into an owned NUL-terminated buffer. */
+hv_err hv_read_file(const char *path, size_t max, char **out, size_t *len_out);
+/* Writes data to path atomically (temp file + fsync + rename). */
+hv_err hv_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
+
+/* Detaches from the terminal (double fork, setsid, stdio to log_path or /dev/null) and writes
+ * the daemon's pid to pid_path (refusing with HV_EEXIST if a live process holds it). Returns in
+ * the daemon only; the parent exits 0 once the pid file is written. */
+hv_err hv_daemonize(const char *pid_path, const char *log_path);
+/* Reads pid_path; sends SIGTERM; waits up to timeout_ms for the process to exit (then SIGKILL
+ * if kill_after is set). HV_ENOTFOUND if no pid file or no such process. */
+hv_err hv_stop_pidfile(const char *pid_path, uint32_t timeout_ms, int kill_after);
+/* Removes pid_path if it holds our pid. */
+void hv_pidfile_remove(const char *pid_path);
+
+/* Splits "host:port" ("[::1]:7000" too). host gets at most hostlen-1 chars. */
+hv_err hv_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
+/* Parses "123", "64KiB", "512MiB", "1GiB", "10MB", "1G" into bytes. */
+hv_err hv_parse_size(const char *s, uint64_t *out);
+/* Parses a decimal unsigned integer with range check; the whole string must be consumed. */
+hv_err hv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* "1.5 GiB", "12 KiB", "17 B" */
+const char *hv_fmt_size(uint64_t bytes, char *buf, size_t len);
+
+#endif
