@@ -1,0 +1,86 @@
+/*
+ * config: hvhead's configuration file (YAML), read once at start. The module fills a plain
+ * struct with defaults, lays the file on top, and validates every key, range and cross-field
+ * rule before anything starts, so that a mistake is reported as `FILE:LINE:COL: problem` naming
+ * the key and the value instead of surfacing later as odd behaviour. It also resolves the join
+ * token (inline, from token_file, or generated once into the data dir). It is not a runtime
+ * settings store: nothing here is reloaded, watched or written back, and it reads no
+ * environment variables (common/param.c does). Callers: head/main.c at start, and tests. Not
+ * thread-safe; a loaded config is read-only afterwards and may then be shared.
+ * docs/configuration.md documents every key.
+ */
+#ifndef HV_HEAD_CONFIG_H
+#define HV_HEAD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* hvhead's settings. Every char * is owned by the struct (freed by hv_head_config_fini) and is
+ * NULL only where noted. Times are in the unit the name says. */
+typedef struct hv_head_config_s {
+    char *path;                  /* file loaded, or NULL for pure defaults */
+    char *cluster_name;          /* shown by hvctl and in logs; default "hv" */
+    char *listen;                /* HOST:PORT of the gRPC server; default "0.0.0.0:7000" */
+    char *advertise;             /* HOST:PORT agents/workers use to reach the head; NULL = derive */
+    char *data_dir;              /* sqlite state, artifacts, job logs; default "./hv-data" */
+    char *token;                 /* join token given inline, or NULL */
+    char *token_file;            /* file holding the join token, or NULL */
+    uint32_t heartbeat_ms;       /* agent heartbeat period; 1000; 50..60000 */
+    uint32_t lease_ms;           /* node lease; 10000; >= 3 * heartbeat_ms, <= 3600000 */
+    int log_level;               /* an hv_log_level (common/log.h); default HV_LOG_NOTICE */
+    uint64_t max_upload_bytes;   /* key max_upload; 1 GiB; 1 KiB..64 GiB */
+    uint32_t kill_grace_ms;      /* SIGTERM to SIGKILL delay for workers; 5000; 0..600000 */
+    uint32_t job_wait_timeout_s; /* default bound for a job waiting for slots; 600; 1..604800 */
+    struct {
+        uint32_t elastic_timeout_s;        /* wait for min-np nodes after a loss; 600 */
+        uint32_t max_resets;               /* resets before the job fails; 3 */
+        uint32_t blacklist_cooldown_s;     /* first cooldown of a failed node; 60; 0 = none */
+        uint32_t blacklist_max_cooldown_s; /* cap of the doubling cooldown; 3600 */
+        uint32_t rendezvous_timeout_s;     /* deadline for a rendezvous round; 60 */
+    } elastic;
+    struct {
+        char *provider;           /* "none" (default) | "local" | "command" | "spot-sim" */
+        uint32_t min_nodes;       /* nodes kept even when idle; 0 */
+        uint32_t max_nodes;       /* nodes the autoscaler may own; 0; >= min_nodes, and >= 1
+                                   * when provider is not "none" */
+        uint32_t idle_timeout_s;  /* idle time before a node is given back; 300 */
+        uint32_t local_slots;     /* key autoscaler.local.slots: slots per local agent; 2 */
+        char *command_launch;     /* key autoscaler.command.launch, or NULL */
+        char *command_terminate;  /* key autoscaler.command.terminate, or NULL */
+    } autoscaler;
+} hv_head_config_t;
+
+/* Fills cfg (caller storage, previous content ignored) with the defaults. Allocates the
+ * default strings; if memory runs out, string fields may be NULL: hv_head_config_load checks
+ * and reports HV_ENOMEM, so callers that need a guarantee use hv_head_config_load(NULL, ...).
+ * Release with hv_head_config_fini. */
+void hv_head_config_defaults(hv_head_config_t *cfg);
+
+/* Loads defaults, then the YAML file at path (borrowed; NULL = defaults only) on top, and
+ * validates the result. Blocking (reads the file). On HV_OK, *cfg (caller storage, previous
+ * content ignored) holds the owned result; release it with hv_head_config_fini. On failure
+ * *cfg is not touched and err (errlen bytes, may be NULL when errlen is 0) holds one line:
+ *   "FILE:LINE:COL: key 'heartbeat_ms': value 'fast' is not an integer"
+ * (line and column are 1-based; a file-level problem is "FILE: cannot open: <reason>").
+ * Returns HV_EINVAL for bad content, HV_ENOTFOUND when the file does not exist, HV_EIO when it
+ * cannot be read, HV_ENOMEM. */
+hv_err hv_head_config_load(const char *path, hv_head_config_t *cfg, char *err, size_t errlen);
+
+/* Makes cfg->token hold the join token. Blocking (file I/O).
+ *  - token set inline: nothing to do.
+ *  - token_file set: reads it, trims surrounding whitespace; an unreadable or empty file, or a
+ *    token with inner whitespace, is an error. A file readable by group or others is accepted
+ *    with a WARN (HV-CFG-TOKEN-PERMS).
+ *  - neither: reuses <data_dir>/token if it exists, else creates data_dir (0700) and writes a
+ *    new random 32-hex-digit token there (mode 0600). cfg->token_file is then set to that path
+ *    so the caller can tell the operator where the token is.
+ * Returns HV_OK, HV_EINVAL (empty or malformed token), HV_ENOTFOUND, HV_EIO, HV_ENOMEM, with a
+ * one-line message in err on failure. cfg is changed only on HV_OK. */
+hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t errlen);
+
+/* Frees everything cfg owns and zeroes it. cfg may be NULL; calling it twice is harmless. */
+void hv_head_config_fini(hv_head_config_t *cfg);
+
+#endif

@@ -1,0 +1,519 @@
+/*
+ * config_test: unit tests of hvhead's config loader. Good files (full, minimal, empty, the two
+ * shipped examples) must give the expected values; each kind of mistake must be refused with
+ * "FILE:LINE:COL: ..." naming the key and the value; token_file reading and token generation
+ * run in a temporary data dir; an allocation-failure sweep checks every error path returns
+ * HV_ENOMEM without leaks (run under ASan). `config_test <case>` runs one case.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mem.h"
+
+#ifndef HV_TEST_DATA
+#error "HV_TEST_DATA must name head/testdata"
+#endif
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ(got, want)                                                                        \
+    do {                                                                                           \
+        unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want);        \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s == %s\n  got:  %llu\n  want: %llu\n", __FILE__, __LINE__,   \
+                    #got, #want, g_, w_);                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g_ = (got), *w_ = (want);                                                      \
+        if ((g_ == NULL) != (w_ == NULL) || (g_ != NULL && strcmp(g_, w_) != 0)) {                 \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+                    g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                       \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(got, want, err)                                                                   \
+    do {                                                                                           \
+        hv_err g_ = (got), w_ = (want);                                                            \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n  message: %s\n", __FILE__,       \
+                    __LINE__, #got, hv_errname(g_), hv_errname(w_), (err));                        \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static const char *data_path(const char *name, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s", HV_TEST_DATA, name);
+    return buf;
+}
+
+/* ---- good files ---------------------------------------------------------------------------- */
+
+static void check_defaults(const hv_head_config_t *c) {
+    CHECK_STR(c->cluster_name, "hv");
+    CHECK_STR(c->listen, "0.0.0.0:7000");
+    CHECK_STR(c->advertise, NULL);
+    CHECK_STR(c->data_dir, "./hv-data");
+    CHECK_STR(c->token, NULL);
+    CHECK_STR(c->token_file, NULL);
+    CHECK_EQ(c->heartbeat_ms, 1000);
+    CHECK_EQ(c->lease_ms, 10000);
+    CHECK_EQ(c->log_level, HV_LOG_NOTICE);
+    CHECK_EQ(c->max_upload_bytes, 1ull << 30);
+    CHECK_EQ(c->kill_grace_ms, 5000);
+    CHECK_EQ(c->job_wait_timeout_s, 600);
+    CHECK_EQ(c->elastic.elastic_timeout_s, 600);
+    CHECK_EQ(c->elastic.max_resets, 3);
+    CHECK_EQ(c->elastic.blacklist_cooldown_s, 60);
+    CHECK_EQ(c->elastic.blacklist_max_cooldown_s, 3600);
+    CHECK_EQ(c->elastic.rendezvous_timeout_s, 60);
+    CHECK_STR(c->autoscaler.provider, "none");
+    CHECK_EQ(c->autoscaler.min_nodes, 0);
+    CHECK_EQ(c->autoscaler.max_nodes, 0);
+    CHECK_EQ(c->autoscaler.idle_timeout_s, 300);
+    CHECK_EQ(c->autoscaler.local_slots, 2);
+    CHECK_STR(c->autoscaler.command_launch, NULL);
+    CHECK_STR(c->autoscaler.command_terminate, NULL);
+}
+
+static void test_defaults(void) {
+    hv_head_config_t c;
+    char err[512] = "";
+    hv_head_config_defaults(&c);
+    check_defaults(&c);
+    CHECK_STR(c.path, NULL);
+    hv_head_config_fini(&c);
+    hv_head_config_fini(&c); // twice is harmless
+    hv_head_config_fini(NULL);
+
+    CHECK_RC(hv_head_config_load(NULL, &c, err, sizeof(err)), HV_OK, err);
+    check_defaults(&c);
+    CHECK_STR(c.path, NULL);
+    hv_head_config_fini(&c);
+}
+
+static void test_full(void) {
+    hv_head_config_t c;
+    char err[512] = "", path[512];
+    data_path("good_full.yaml", path, sizeof(path));
+    hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
+    CHECK_RC(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return;
+    }
+    CHECK_STR(c.path, path);
+    CHECK_STR(c.cluster_name, "test-cluster_1.a");
+    CHECK_STR(c.listen, "[::1]:7100");
+    CHECK_STR(c.advertise, "head.example.com:7101");
+    CHECK_STR(c.data_dir, "/tmp/hv-test-data");
+    CHECK_STR(c.token, "s3cret-token");
+    CHECK_STR(c.token_file, NULL);
+    CHECK_EQ(c.heartbeat_ms, 500);
+    CHECK_EQ(c.lease_ms, 1500);
+    CHECK_EQ(c.log_level, HV_LOG_DEBUG);
+    CHECK_EQ(c.max_upload_bytes, 512ull << 20);
+    CHECK_EQ(c.kill_grace_ms, 0);
+    CHECK_EQ(c.job_wait_timeout_s, 30);
+    CHECK_EQ(c.elastic.elastic_timeout_s, 120);
+    CHECK_EQ(c.elastic.max_resets, 10);
+    CHECK_EQ(c.elastic.blacklist_cooldown_s, 5);
+    CHECK_EQ(c.elastic.blacklist_max_cooldown_s, 50);
+    CHECK_EQ(c.elastic.rendezvous_timeout_s, 20);
+    CHECK_STR(c.autoscaler.provider, "command");
+    CHECK_EQ(c.autoscaler.min_nodes, 1);
+    CHECK_EQ(c.autoscaler.max_nodes, 8);
+    CHECK_EQ(c.autoscaler.idle_timeout_s, 90);
+    CHECK_EQ(c.autoscaler.local_slots, 4);
+    CHECK_STR(c.autoscaler.command_launch, "./launch.sh --zone a");
+    CHECK_STR(c.autoscaler.command_terminate, "./terminate.sh");
+    hv_head_config_fini(&c);
+}
+
+static void test_minimal(void) {
+    hv_head_config_t c;
+    char err[512] = "", path[512];
+    hv_err rc = hv_head_config_load(data_path("good_minimal.yaml", path, sizeof(path)), &c, err,
+                                    sizeof(err));
+    CHECK_RC(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return;
+    }
+    CHECK_STR(c.listen, "127.0.0.1:0");
+    CHECK_STR(c.token_file, "/etc/hv/token");
+    CHECK_STR(c.cluster_name, "hv");
+    CHECK_EQ(c.lease_ms, 10000);
+    hv_head_config_fini(&c);
+}
+
+static void test_empty(void) {
+    static const char *files[] = {"empty.yaml", "good_comments.yaml"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        hv_head_config_t c;
+        char err[512] = "", path[512];
+        hv_err rc = hv_head_config_load(data_path(files[i], path, sizeof(path)), &c, err,
+                                        sizeof(err));
+        CHECK_RC(rc, HV_OK, err);
+        if (rc == HV_OK) {
+            check_defaults(&c);
+            CHECK_STR(c.path, path);
+            hv_head_config_fini(&c);
+        }
+    }
+}
+
+static void test_examples(void) {
+    hv_head_config_t c;
+    char err[512] = "", path[512];
+    snprintf(path, sizeof(path), "%s/../../examples/local.yaml", HV_TEST_DATA);
+    hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
+    CHECK_RC(rc, HV_OK, err);
+    if (rc == HV_OK) {
+        CHECK_STR(c.listen, "127.0.0.1:7000");
+        CHECK_STR(c.data_dir, "./hv-data");
+        CHECK_STR(c.token, "hv-local-dev");
+        CHECK_STR(c.token_file, NULL);
+        CHECK_STR(c.autoscaler.provider, "none");
+        hv_head_config_fini(&c);
+    }
+    snprintf(path, sizeof(path), "%s/../../examples/cluster.yaml", HV_TEST_DATA);
+    rc = hv_head_config_load(path, &c, err, sizeof(err));
+    CHECK_RC(rc, HV_OK, err);
+    if (rc == HV_OK) {
+        CHECK_STR(c.listen, "0.0.0.0:7000");
+        CHECK_STR(c.data_dir, "/var/lib/hv");
+        CHECK_STR(c.token, NULL);
+        CHECK_STR(c.token_file, "/etc/hv/token");
+        CHECK(c.lease_ms >= 3 * c.heartbeat_ms);
+        hv_head_config_fini(&c);
+    }
+}
+
+/* ---- bad files ----------------------------------------------------------------------------- */
+
+typedef struct bad_case_s {
+    const char *file;
+    hv_err rc;
+    const char *where;   // "LINE:COL" expected right after "FILE:"
+    const char *want[3]; // substrings the message must contain (key, value, problem)
+    const char *exact;   // the whole message after "FILE:LINE:COL: ", when pinned down
+} bad_case_t;
+
+static const bad_case_t bad_cases[] = {
+    {"bad_unknown_key.yaml", HV_EINVAL, "3:1", {"heartbeet_ms"},
+     "unknown key 'heartbeet_ms' (did you mean 'heartbeat_ms'?)"},
+    {"bad_nested_unknown.yaml", HV_EINVAL, "2:3", {"'elastic.max_reset'", "elastic.max_resets"},
+     NULL},
+    {"bad_misplaced_key.yaml", HV_EINVAL, "1:1", {"'max_resets'", "'elastic.max_resets'"}, NULL},
+    {"bad_type.yaml", HV_EINVAL, "7:15", {"heartbeat_ms", "fast"},
+     "key 'heartbeat_ms': value 'fast' is not an integer"},
+    {"bad_range.yaml", HV_EINVAL, "1:16", {"kill_grace_ms", "'700000'", "0..600000"}, NULL},
+    {"bad_lease.yaml", HV_EINVAL, "2:11", {"lease_ms", "100"},
+     "key 'lease_ms': value '100' must be at least 3 x heartbeat_ms (3000)"},
+    {"bad_heartbeat_vs_default_lease.yaml", HV_EINVAL, "1:15",
+     {"heartbeat_ms", "'5000'", "lease_ms"}, NULL},
+    {"bad_enum.yaml", HV_EINVAL, "1:12", {"log_level", "loud"},
+     "key 'log_level': value 'loud' is not one of error, warn, notice, info, debug"},
+    {"bad_listen.yaml", HV_EINVAL, "1:9", {"listen", "nohost"},
+     "key 'listen': value 'nohost' is not HOST:PORT"},
+    {"bad_port.yaml", HV_EINVAL, "1:9", {"listen", "'0.0.0.0:70000'", "port"}, NULL},
+    {"bad_duplicate.yaml", HV_EINVAL, "3:1", {"duplicate key 'listen'", "line 1"}, NULL},
+    {"bad_syntax.yaml", HV_EINVAL, "4:2", {"YAML syntax error"}, NULL},
+    {"bad_section.yaml", HV_EINVAL, "2:10", {"elastic"},
+     "key 'elastic': expected a mapping, got a scalar"},
+    {"bad_scalar_expected.yaml", HV_EINVAL, "2:3", {"listen", "expected a scalar", "sequence"},
+     NULL},
+    {"bad_top_level.yaml", HV_EINVAL, "1:1", {"top level", "sequence"}, NULL},
+    {"bad_token_both.yaml", HV_EINVAL, "2:13", {"'token'", "'token_file'", "both"}, NULL},
+    {"bad_size.yaml", HV_EINVAL, "1:13", {"max_upload", "'10XB'", "not a size"}, NULL},
+    {"bad_size_range.yaml", HV_EINVAL, "1:13", {"max_upload", "'100GiB'", "1KiB..64GiB"}, NULL},
+    {"bad_provider.yaml", HV_EINVAL, "2:13", {"autoscaler.provider", "'aws'", "spot-sim"}, NULL},
+    {"bad_command_provider.yaml", HV_EINVAL, "2:13",
+     {"autoscaler.provider", "'command'", "autoscaler.command.terminate"}, NULL},
+    {"bad_cooldown.yaml", HV_EINVAL, "3:29", {"blacklist_max_cooldown_s", "'60'", "600"}, NULL},
+    {"bad_two_documents.yaml", HV_EINVAL, "2:1", {"one YAML document"}, NULL},
+};
+
+static void run_bad_case(const bad_case_t *bc) {
+    hv_head_config_t c;
+    char err[512] = "", path[512], prefix[600];
+    data_path(bc->file, path, sizeof(path));
+    /* cfg must not be touched on failure. */
+    memset(&c, 0x5A, sizeof(c));
+    hv_head_config_t before;
+    memcpy(&before, &c, sizeof(c));
+    hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
+    CHECK_RC(rc, bc->rc, err);
+    CHECK(memcmp(&before, &c, sizeof(c)) == 0);
+    if (rc == HV_OK) {
+        hv_head_config_fini(&c);
+        return;
+    }
+    snprintf(prefix, sizeof(prefix), "%s:%s: ", path, bc->where);
+    if (strncmp(err, prefix, strlen(prefix)) != 0) {
+        fprintf(stderr, "%s: message prefix\n  got:  %s\n  want: %s...\n", bc->file, err, prefix);
+        failures++;
+        return;
+    }
+    for (size_t i = 0; i < 3 && bc->want[i] != NULL; i++) {
+        if (strstr(err, bc->want[i]) == NULL) {
+            fprintf(stderr, "%s: message lacks \"%s\"\n  got: %s\n", bc->file, bc->want[i], err);
+            failures++;
+        }
+    }
+    if (bc->exact != NULL) {
+        CHECK_STR(err + strlen(prefix), bc->exact);
+    }
+}
+
+static void test_bad_files(void) {
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        int before = failures;
+        run_bad_case(&bad_cases[i]);
+        if (failures != before) {
+            fprintf(stderr, "  (case %s)\n", bad_cases[i].file);
+        }
+    }
+}
+
+static void test_missing_file(void) {
+    hv_head_config_t c;
+    char err[512] = "", path[512], want[600];
+    data_path("no_such_file.yaml", path, sizeof(path));
+    CHECK_RC(hv_head_config_load(path, &c, err, sizeof(err)), HV_ENOTFOUND, err);
+    snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path);
+    CHECK_STR(err, want);
+
+    CHECK_RC(hv_head_config_load(HV_TEST_DATA, &c, err, sizeof(err)), HV_EIO, err);
+    CHECK(strstr(err, "cannot read") != NULL);
+
+    /* A NULL or zero-length message buffer is allowed. */
+    CHECK_RC(hv_head_config_load(path, &c, NULL, 0), HV_ENOTFOUND, "");
+    data_path("bad_type.yaml", path, sizeof(path));
+    CHECK_RC(hv_head_config_load(path, &c, NULL, 0), HV_EINVAL, "");
+    char tiny[8];
+    CHECK_RC(hv_head_config_load(path, &c, tiny, sizeof(tiny)), HV_EINVAL, "");
+    CHECK(strlen(tiny) < sizeof(tiny));
+}
+
+/* ---- tokens -------------------------------------------------------------------------------- */
+
+static int warn_perms_seen;
+
+static void capture_sink(hv_log_level level, const char *subsys, const char *msgid,
+                         const char *text, void *ud) {
+    (void)subsys;
+    (void)text;
+    (void)ud;
+    if (level == HV_LOG_WARN && strcmp(msgid, "HV-CFG-TOKEN-PERMS") == 0) {
+        warn_perms_seen++;
+    }
+}
+
+static void write_file(const char *path, const char *text, mode_t mode) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+    CHECK(chmod(path, mode) == 0);
+}
+
+/* A config with defaults and the given token settings (data_dir replaced when given). */
+static void token_cfg(hv_head_config_t *c, const char *token_file, const char *data_dir) {
+    hv_head_config_defaults(c);
+    if (token_file != NULL) {
+        c->token_file = hv_strdup(token_file);
+    }
+    if (data_dir != NULL) {
+        hv_free(c->data_dir);
+        c->data_dir = hv_strdup(data_dir);
+    }
+}
+
+static void test_token_file(void) {
+    char dir[] = "/tmp/hv_config_test_XXXXXX";
+    char path[600], err[512] = "";
+    hv_head_config_t c;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/token", dir);
+    hv_log_set_sink(capture_sink, NULL);
+
+    write_file(path, "  abc123-XYZ \n\n", 0600);
+    warn_perms_seen = 0;
+    token_cfg(&c, path, NULL);
+    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
+    CHECK_STR(c.token, "abc123-XYZ");
+    CHECK_STR(c.token_file, path);
+    CHECK_EQ(warn_perms_seen, 0);
+    hv_head_config_fini(&c);
+
+    /* World-readable: accepted, with a warning. */
+    write_file(path, "abc123\n", 0644);
+    token_cfg(&c, path, NULL);
+    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
+    CHECK_STR(c.token, "abc123");
+    CHECK_EQ(warn_perms_seen, 1);
+    hv_head_config_fini(&c);
+
+    /* Empty (whitespace only). */
+    write_file(path, " \n\t\n", 0600);
+    token_cfg(&c, path, NULL);
+    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_EINVAL, err);
+    CHECK(strstr(err, path) != NULL && strstr(err, "empty") != NULL);
+    CHECK_STR(c.token, NULL);
+    hv_head_config_fini(&c);
+
+    /* Two words. */
+    write_file(path, "abc def\n", 0600);
+    token_cfg(&c, path, NULL);
+    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_EINVAL, err);
+    CHECK(strstr(err, "whitespace") != NULL);
+    hv_head_config_fini(&c);
+
+    /* Missing. */
+    unlink(path);
+    token_cfg(&c, path, NULL);
+    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_ENOTFOUND, err);
+    CHECK(strstr(err, "token_file") != NULL && strstr(err, path) != NULL &&
+          strstr(err, "No such file") != NULL);
+    hv_head_config_fini(&c);
+
+    /* An inline token wins and touches nothing. */
+    token_cfg(&c, NULL, dir);
+    c.token = hv_strdup("inline");
+    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
+    CHECK_STR(c.token, "inline");
+    CHECK(access(path, F_OK) != 0);
+    hv_head_config_fini(&c);
+
+    hv_log_set_sink(NULL, NULL);
+    rmdir(dir);
+}
+
+static void test_token_generate(void) {
+    char dir[] = "/tmp/hv_config_test_XXXXXX";
+    char data_dir[600], path[700], err[512] = "";
+    hv_head_config_t c1, c2;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(data_dir, sizeof(data_dir), "%s/a/data", dir); // created on demand
+    snprintf(path, sizeof(path), "%s/token", data_dir);
+
+    token_cfg(&c1, NULL, data_dir);
+    CHECK_RC(hv_head_config_resolve_token(&c1, err, sizeof(err)), HV_OK, err);
+    CHECK(c1.token != NULL && strlen(c1.token) == 32);
+    CHECK(c1.token != NULL && strspn(c1.token, "0123456789abcdef") == 32);
+    CHECK_STR(c1.token_file, path);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK(stat(data_dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+
+    /* A second start reuses the same token. */
+    token_cfg(&c2, NULL, data_dir);
+    CHECK_RC(hv_head_config_resolve_token(&c2, err, sizeof(err)), HV_OK, err);
+    CHECK_STR(c2.token, c1.token);
+    hv_head_config_fini(&c2);
+
+    /* Allocation-failure sweep over the reuse path. */
+    for (long n = 1; n < 100; n++) {
+        token_cfg(&c2, NULL, data_dir);
+        hv_mem_fail_after(n);
+        hv_err rc = hv_head_config_resolve_token(&c2, err, sizeof(err));
+        hv_mem_fail_after(0);
+        if (rc == HV_OK) {
+            CHECK_STR(c2.token, c1.token);
+            hv_head_config_fini(&c2);
+            break;
+        }
+        CHECK_RC(rc, HV_ENOMEM, err);
+        CHECK_STR(c2.token, NULL);
+        hv_head_config_fini(&c2);
+    }
+    hv_head_config_fini(&c1);
+
+    /* data_dir that is a file. */
+    token_cfg(&c1, NULL, path);
+    CHECK(hv_head_config_resolve_token(&c1, err, sizeof(err)) != HV_OK);
+    CHECK(strstr(err, path) != NULL);
+    hv_head_config_fini(&c1);
+
+    unlink(path);
+    rmdir(data_dir);
+    snprintf(data_dir, sizeof(data_dir), "%s/a", dir);
+    rmdir(data_dir);
+    rmdir(dir);
+}
+
+static void test_oom(void) {
+    /* Fail the 1st, 2nd, ... allocation of a full load until one load needs no more. */
+    char err[512], path[512];
+    data_path("good_full.yaml", path, sizeof(path));
+    int ok = 0;
+    for (long n = 1; n < 1000 && !ok; n++) {
+        hv_head_config_t c;
+        hv_mem_fail_after(n);
+        hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
+        hv_mem_fail_after(0);
+        if (rc == HV_OK) {
+            ok = 1;
+            CHECK_STR(c.autoscaler.command_terminate, "./terminate.sh");
+            hv_head_config_fini(&c);
+        } else {
+            CHECK_RC(rc, HV_ENOMEM, err);
+        }
+    }
+    CHECK(ok);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"defaults", test_defaults},
+    {"full", test_full},
+    {"minimal", test_minimal},
+    {"empty", test_empty},
+    {"examples", test_examples},
+    {"bad_files", test_bad_files},
+    {"missing_file", test_missing_file},
+    {"token_file", test_token_file},
+    {"token_generate", test_token_generate},
+    {"oom", test_oom},
+};
+
+int main(int argc, char **argv) {
+    int ran = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
+            continue;
+        }
+        int before = failures;
+        cases[i].fn();
+        printf("%s %s\n", failures == before ? "PASS" : "FAIL", cases[i].name);
+        ran++;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no case named %s\n", argv[1]);
+        return 2;
+    }
+    printf("%d case(s), %d failure(s)\n", ran, failures);
+    return failures == 0 ? 0 : 1;
+}
