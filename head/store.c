@@ -1,0 +1,1685 @@
+/*
+ * store: hvhead's persistent state in sqlite (see store.h). This is the only file that includes
+ * sqlite3.h: sqlite result codes are turned into hv_err here (store_err_from_sqlite) and sqlite's
+ * own message is kept in the handle for hv_store_last_error(). Statements are prepared once,
+ * on first use, and cached in the handle; every call resets its statement before returning so
+ * no read transaction is left open (an open reader would stop WAL checkpoints). The schema is
+ * an ordered list of migration steps (store_migrations); a step, once released, is frozen:
+ * change the schema by appending a step. Not thread-safe: the head's loop thread owns the handle.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define STORE_FILE "state.db"
+#define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_ADVICE "move it aside to start fresh, or restore a backup"
+
+/* ---- schema --------------------------------------------------------------------------------- */
+
+/* Ids use AUTOINCREMENT so that a job, worker or node id is never handed out twice, even after
+ * rows are pruned: clients and agents keep ids across a head restart. Text columns are NOT NULL
+ * with '' as "nothing"; states are checked so a typo in the head fails loudly at the write. */
+static const char store_v1_sql[] =
+    "CREATE TABLE nodes ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " name TEXT NOT NULL UNIQUE,"
+    " addrs TEXT NOT NULL DEFAULT '',"
+    " slots INTEGER NOT NULL DEFAULT 0,"
+    " gpus INTEGER NOT NULL DEFAULT 0,"
+    " cpus INTEGER NOT NULL DEFAULT 0,"
+    " labels TEXT NOT NULL DEFAULT '',"
+    " preemptible INTEGER NOT NULL DEFAULT 0,"
+    " instance_id TEXT NOT NULL DEFAULT '',"
+    " incarnation INTEGER NOT NULL DEFAULT 0,"
+    " state TEXT NOT NULL DEFAULT 'alive' CHECK (state IN ('alive','dead','draining')),"
+    " registered_ms INTEGER NOT NULL DEFAULT 0,"
+    " last_seen_ms INTEGER NOT NULL DEFAULT 0,"
+    " peer TEXT NOT NULL DEFAULT '');"
+    "CREATE TABLE jobs ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " name TEXT NOT NULL DEFAULT '',"
+    " state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN"
+    "  ('pending','placing','running','succeeded','failed','cancelled')),"
+    " spec BLOB NOT NULL DEFAULT x'',"
+    " np INTEGER NOT NULL DEFAULT 0,"
+    " min_np INTEGER NOT NULL DEFAULT 0,"
+    " max_np INTEGER NOT NULL DEFAULT 0,"
+    " max_resets INTEGER NOT NULL DEFAULT 0,"
+    " timeout_s INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT NOT NULL DEFAULT '',"
+    " submitted_ms INTEGER NOT NULL DEFAULT 0,"
+    " started_ms INTEGER NOT NULL DEFAULT 0,"
+    " ended_ms INTEGER NOT NULL DEFAULT 0,"
+    " resets INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX jobs_state ON jobs(state);"
+    "CREATE TABLE workers ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    " rank INTEGER NOT NULL DEFAULT 0,"
+    " attempt INTEGER NOT NULL DEFAULT 0,"
+    " node_id INTEGER NOT NULL DEFAULT 0,"
+    " local_rank INTEGER NOT NULL DEFAULT 0,"
+    " local_size INTEGER NOT NULL DEFAULT 0,"
+    " gpu INTEGER NOT NULL DEFAULT -1,"
+    " state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN"
+    "  ('pending','starting','running','exited','lost','killed')),"
+    " pid INTEGER NOT NULL DEFAULT 0,"
+    " exit_code INTEGER NOT NULL DEFAULT 0,"
+    " term_signal INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT NOT NULL DEFAULT '',"
+    " started_ms INTEGER NOT NULL DEFAULT 0,"
+    " ended_ms INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX workers_job ON workers(job_id, rank, attempt);"
+    "CREATE TABLE events ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " time_ms INTEGER NOT NULL,"
+    " job_id INTEGER NOT NULL DEFAULT 0,"
+    " node_id INTEGER NOT NULL DEFAULT 0,"
+    " kind TEXT NOT NULL DEFAULT '',"
+    " message TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX events_job ON events(job_id);"
+    "CREATE TABLE artifacts ("
+    " digest TEXT PRIMARY KEY,"
+    " size INTEGER NOT NULL DEFAULT 0,"
+    " path TEXT NOT NULL DEFAULT '',"
+    " created_ms INTEGER NOT NULL DEFAULT 0,"
+    " last_used_ms INTEGER NOT NULL DEFAULT 0);";
+
+static const char store_v2_sql[] =
+    "CREATE TABLE blacklist ("
+    " node_name TEXT PRIMARY KEY,"
+    " strikes INTEGER NOT NULL DEFAULT 0,"
+    " until_ms INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT NOT NULL DEFAULT '');"
+    "CREATE TABLE instances ("
+    " id TEXT PRIMARY KEY,"
+    " provider TEXT NOT NULL DEFAULT '',"
+    " state TEXT NOT NULL DEFAULT '',"
+    " node_name TEXT NOT NULL DEFAULT '',"
+    " price_milli INTEGER NOT NULL DEFAULT 0,"
+    " created_ms INTEGER NOT NULL DEFAULT 0,"
+    " ended_ms INTEGER NOT NULL DEFAULT 0);"
+    "ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;";
+
+/* store_migrations[i] takes the database from user_version i to i + 1. */
+static const char *const store_migrations[] = {store_v1_sql, store_v2_sql};
+
+_Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
+               "one migration step per schema version");
+
+/* ---- statements ------------------------------------------------------------------------------ */
+
+enum {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_NODE_UPSERT,
+    ST_NODE_SET_STATE,
+    ST_NODE_GET,
+    ST_NODE_LIST,
+    ST_JOB_INSERT,
+    ST_JOB_UPDATE,
+    ST_JOB_GET,
+    ST_JOB_LIST,
+    ST_WORKER_INSERT,
+    ST_WORKER_UPDATE,
+    ST_WORKER_GET,
+    ST_WORKER_LIST_ALL,
+    ST_WORKER_LIST_JOB,
+    ST_EVENT_APPEND,
+    ST_EVENT_LIST_ALL,
+    ST_EVENT_LIST_JOB,
+    ST_ARTIFACT_PUT,
+    ST_ARTIFACT_GET,
+    ST_ARTIFACT_TOUCH,
+    ST_BLACKLIST_PUT,
+    ST_BLACKLIST_LIST,
+    ST_BLACKLIST_REMOVE,
+    ST_INSTANCE_PUT,
+    ST_INSTANCE_GET,
+    ST_INSTANCE_LIST,
+    ST__COUNT
+};
+
+/* Column lists: the *_read functions below depend on this order. */
+#define NODE_COLS                                                                                  \
+    "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
+    " incarnation, registered_ms, last_seen_ms"
+#define JOB_COLS                                                                                   \
+    "id, name, state, reason, spec, np, min_np, max_np, max_resets, timeout_s, resets,"            \
+    " generation, submitted_ms, started_ms, ended_ms"
+#define WORKER_COLS                                                                                \
+    "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
+    " exit_code, term_signal, state, reason, started_ms, ended_ms"
+#define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message"
+#define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
+#define BLACKLIST_COLS "node_name, reason, strikes, until_ms"
+#define INSTANCE_COLS "id, provider, state, node_name, price_milli, created_ms, ended_ms"
+#define WORKER_ACTIVE "state IN ('pending','starting','running')"
+
+static const char *const store_sql[ST__COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_NODE_UPSERT] =
+        "INSERT INTO nodes (name, addrs, labels, instance_id, state, peer, slots, gpus, cpus,"
+        " preemptible, incarnation, registered_ms, last_seen_ms)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        " ON CONFLICT (name) DO UPDATE SET addrs = excluded.addrs, labels = excluded.labels,"
+        " instance_id = excluded.instance_id, state = excluded.state, peer = excluded.peer,"
+        " slots = excluded.slots, gpus = excluded.gpus, cpus = excluded.cpus,"
+        " preemptible = excluded.preemptible, incarnation = excluded.incarnation,"
+        " registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms"
+        " RETURNING id",
+    [ST_NODE_SET_STATE] = "UPDATE nodes SET state = ?2, last_seen_ms = ?3 WHERE id = ?1",
+    [ST_NODE_GET] = "SELECT " NODE_COLS " FROM nodes WHERE id = ?1",
+    [ST_NODE_LIST] = "SELECT " NODE_COLS " FROM nodes ORDER BY id",
+    [ST_JOB_INSERT] = "INSERT INTO jobs (name, state, reason, spec, np, min_np, max_np,"
+                      " max_resets, timeout_s, resets, generation, submitted_ms, started_ms,"
+                      " ended_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
+                      " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
+                      " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
+                      " ended_ms = ?14 WHERE id = ?15",
+    [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+    [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
+                    " WHERE ?1 = 0 OR state IN ('pending','placing','running')"
+                    " ORDER BY id DESC LIMIT ?2",
+    [ST_WORKER_INSERT] = "INSERT INTO workers (job_id, node_id, rank, attempt, local_rank,"
+                         " local_size, generation, gpu, pid, exit_code, term_signal, state,"
+                         " reason, started_ms, ended_ms)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+                         " ?15)",
+    [ST_WORKER_UPDATE] = "UPDATE workers SET job_id = ?1, node_id = ?2, rank = ?3,"
+                         " attempt = ?4, local_rank = ?5, local_size = ?6, generation = ?7,"
+                         " gpu = ?8, pid = ?9, exit_code = ?10, term_signal = ?11, state = ?12,"
+                         " reason = ?13, started_ms = ?14, ended_ms = ?15 WHERE id = ?16",
+    [ST_WORKER_GET] = "SELECT " WORKER_COLS " FROM workers WHERE id = ?1",
+    [ST_WORKER_LIST_ALL] = "SELECT " WORKER_COLS " FROM workers WHERE ?1 = 0 OR " WORKER_ACTIVE
+                           " ORDER BY job_id, rank, attempt",
+    [ST_WORKER_LIST_JOB] = "SELECT " WORKER_COLS " FROM workers WHERE job_id = ?2"
+                           " AND (?1 = 0 OR " WORKER_ACTIVE ") ORDER BY job_id, rank, attempt",
+    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5)",
+    /* The inner query picks the newest `limit` events, the outer one puts them back in order. */
+    [ST_EVENT_LIST_ALL] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
+                          " WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
+    [ST_EVENT_LIST_JOB] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
+                          " WHERE job_id = ?3 AND seq > ?1 ORDER BY seq DESC LIMIT ?2)"
+                          " ORDER BY seq",
+    [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
+                        " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
+    [ST_ARTIFACT_TOUCH] = "UPDATE artifacts SET last_used_ms = ?2 WHERE digest = ?1",
+    [ST_BLACKLIST_PUT] = "INSERT OR REPLACE INTO blacklist (node_name, reason, strikes,"
+                         " until_ms) VALUES (?1, ?2, ?3, ?4)",
+    [ST_BLACKLIST_LIST] = "SELECT " BLACKLIST_COLS " FROM blacklist ORDER BY node_name",
+    [ST_BLACKLIST_REMOVE] = "DELETE FROM blacklist WHERE node_name = ?1",
+    [ST_INSTANCE_PUT] = "INSERT OR REPLACE INTO instances (id, provider, state, node_name,"
+                        " price_milli, created_ms, ended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_INSTANCE_GET] = "SELECT " INSTANCE_COLS " FROM instances WHERE id = ?1",
+    [ST_INSTANCE_LIST] = "SELECT " INSTANCE_COLS " FROM instances WHERE ?1 = 0 OR ended_ms = 0"
+                         " ORDER BY created_ms, id",
+};
+
+struct hv_store_s {
+    sqlite3 *db;                   // owned connection
+    char *path;                    // owned: <data_dir>/state.db
+    int version;                   // schema version (user_version) after open
+    sqlite3_stmt *stmt[ST__COUNT]; // owned; prepared on first use, NULL until then
+    char err[512];                 // detail of the last failure ("" if none)
+};
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* The one place sqlite result codes (extended ones included) become hv_err. */
+static hv_err store_err_from_sqlite(int src) {
+    switch (src & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+        return HV_OK;
+    case SQLITE_NOMEM:
+        return HV_ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return HV_ETIMEDOUT;
+    case SQLITE_CONSTRAINT:
+        if (src == SQLITE_CONSTRAINT_UNIQUE || src == SQLITE_CONSTRAINT_PRIMARYKEY) {
+            return HV_EEXIST;
+        }
+        return HV_EINVAL; // check, not null, foreign key
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return HV_ECORRUPT;
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+        return HV_EIO;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        return HV_EPERM;
+    case SQLITE_TOOBIG:
+        return HV_ETOOBIG;
+    case SQLITE_INTERRUPT:
+    case SQLITE_ABORT:
+        return HV_ECANCELED;
+    default:
+        return HV_EINTERNAL; // SQLITE_ERROR, MISUSE, RANGE, SCHEMA: our own mistake
+    }
+}
+
+static void store_set_err(hv_store_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void store_set_err(hv_store_t *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof(s->err), fmt, ap);
+    va_end(ap);
+}
+
+/* Records a sqlite failure ("<what>: <sqlite's words> (sqlite <code>)"), logs it once, maps it. */
+static hv_err store_fail(hv_store_t *s, int src, const char *what) {
+    hv_err rc = store_err_from_sqlite(src);
+    if (rc == HV_OK) {
+        rc = HV_EINTERNAL; // a "failure" that sqlite calls success: an unexpected row or done
+    }
+    store_set_err(s, "%s: %s (sqlite %d)", what, sqlite3_errmsg(s->db), src);
+    HV_LOG(HV_LOG_WARN, "store", "HV-STORE-SQL", "%s: %s", s->path, s->err);
+    return rc;
+}
+
+/* ---- statement helpers ----------------------------------------------------------------------- */
+
+static hv_err store_stmt(hv_store_t *s, int id, sqlite3_stmt **out) {
+    if (s->stmt[id] == NULL) {
+        int src = sqlite3_prepare_v3(s->db, store_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                     &s->stmt[id], NULL);
+        if (src != SQLITE_OK) {
+            s->stmt[id] = NULL;
+            return store_fail(s, src, "preparing a statement");
+        }
+    }
+    *out = s->stmt[id];
+    return HV_OK;
+}
+
+/* Makes a statement ready for its next use and drops its borrowed bindings. */
+static void store_release(sqlite3_stmt *st) {
+    if (st != NULL) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+/* Binding keeps the first failure so a call site binds everything, then checks once. Text and
+ * blobs are bound SQLITE_STATIC: they are borrowed from the caller for the duration of the call
+ * and store_release() clears them before returning. */
+typedef struct store_bind_s {
+    sqlite3_stmt *st;
+    int src; // first failure, SQLITE_OK if none
+} store_bind_t;
+
+static void bind_text(store_bind_t *b, int i, const char *v) {
+    if (b->src == SQLITE_OK) {
+        b->src = sqlite3_bind_text(b->st, i, v != NULL ? v : "", -1, SQLITE_STATIC);
+    }
+}
+
+static void bind_u64(store_bind_t *b, int i, uint64_t v) {
+    if (b->src == SQLITE_OK) {
+        b->src = sqlite3_bind_int64(b->st, i, (sqlite3_int64)v);
+    }
+}
+
+static void bind_int(store_bind_t *b, int i, int v) {
+    if (b->src == SQLITE_OK) {
+        b->src = sqlite3_bind_int64(b->st, i, v);
+    }
+}
+
+static void bind_blob(store_bind_t *b, int i, const uint8_t *v, size_t len) {
+    if (b->src != SQLITE_OK) {
+        return;
+    }
+    if (v == NULL || len == 0) {
+        b->src = sqlite3_bind_zeroblob(b->st, i, 0);
+    } else {
+        b->src = sqlite3_bind_blob64(b->st, i, v, (sqlite3_uint64)len, SQLITE_STATIC);
+    }
+}
+
+/* LIMIT -1 means no limit in sqlite. */
+static void bind_limit(store_bind_t *b, int i, uint32_t limit) {
+    if (b->src == SQLITE_OK) {
+        b->src = sqlite3_bind_int64(b->st, i, limit == 0 ? -1 : (sqlite3_int64)limit);
+    }
+}
+
+/* Steps a statement that returns no rows. */
+static hv_err store_exec_stmt(hv_store_t *s, sqlite3_stmt *st, const char *what) {
+    int src = sqlite3_step(st);
+    if (src != SQLITE_DONE) {
+        return store_fail(s, src, what);
+    }
+    return HV_OK;
+}
+
+/* Runs one statement built by the helpers above: binds were checked by the caller. */
+static hv_err store_bind_check(hv_store_t *s, const store_bind_t *b, const char *what) {
+    if (b->src != SQLITE_OK) {
+        return store_fail(s, b->src, what);
+    }
+    return HV_OK;
+}
+
+/* Owned copy of a text column; "" for NULL so callers can print it. */
+static hv_err col_text(sqlite3_stmt *st, int i, char **out) {
+    const unsigned char *v = sqlite3_column_text(st, i);
+    char *copy = hv_strdup(v != NULL ? (const char *)v : "");
+    if (copy == NULL) {
+        return HV_ENOMEM;
+    }
+    *out = copy;
+    return HV_OK;
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i) { return (uint64_t)sqlite3_column_int64(st, i); }
+static uint32_t col_u32(sqlite3_stmt *st, int i) { return (uint32_t)sqlite3_column_int64(st, i); }
+static int col_int(sqlite3_stmt *st, int i) { return (int)sqlite3_column_int64(st, i); }
+
+typedef hv_err (*store_read_fn)(sqlite3_stmt *st, void *row);
+typedef void (*store_fini_fn)(void *row);
+
+/* Steps st to the end, reading each row into a growing owned array of `elem`-sized rows. */
+static hv_err store_collect(hv_store_t *s, sqlite3_stmt *st, size_t elem, store_read_fn read,
+                            store_fini_fn fini, const char *what, void **out, size_t *n) {
+    hv_err rc = HV_OK;
+    unsigned char *rows = NULL;
+    size_t count = 0, cap = 0;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (count == cap) {
+            size_t ncap = cap == 0 ? 16 : cap * 2;
+            unsigned char *grown = hv_realloc(rows, ncap * elem);
+            if (grown == NULL) {
+                rc = HV_ENOMEM;
+                store_set_err(s, "%s: out of memory", what);
+                goto out;
+            }
+            rows = grown;
+            cap = ncap;
+        }
+        memset(rows + count * elem, 0, elem);
+        if ((rc = read(st, rows + count * elem)) != HV_OK) {
+            store_set_err(s, "%s: out of memory", what);
+            goto out;
+        }
+        count++;
+    }
+    if (src != SQLITE_DONE) {
+        rc = store_fail(s, src, what);
+        goto out;
+    }
+    *out = rows;
+    *n = count;
+    rows = NULL;
+    count = 0;
+out:
+    for (size_t i = 0; i < count; i++) {
+        fini(rows + i * elem);
+    }
+    hv_free(rows);
+    return rc;
+}
+
+/* Steps a statement expected to return zero or one row and reads it. */
+static hv_err store_get_one(hv_store_t *s, sqlite3_stmt *st, store_read_fn read, void *row,
+                            const char *what) {
+    int src = sqlite3_step(st);
+    if (src == SQLITE_DONE) {
+        return HV_ENOTFOUND;
+    }
+    if (src != SQLITE_ROW) {
+        return store_fail(s, src, what);
+    }
+    if (read(st, row) != HV_OK) {
+        store_set_err(s, "%s: out of memory", what);
+        return HV_ENOMEM;
+    }
+    return HV_OK;
+}
+
+/* ---- open, migrate, close -------------------------------------------------------------------- */
+
+static void open_msg(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void open_msg(char *err, size_t errlen, const char *fmt, ...) {
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Runs a fixed SQL text (pragmas, DDL; never data) and keeps sqlite's message on failure. */
+static int store_exec_sql(sqlite3 *db, const char *sql, char *msg, size_t msglen) {
+    char *emsg = NULL;
+    int src = sqlite3_exec(db, sql, NULL, NULL, &emsg);
+    if (src != SQLITE_OK) {
+        snprintf(msg, msglen, "%s", emsg != NULL ? emsg : sqlite3_errstr(src));
+    }
+    sqlite3_free(emsg);
+    return src;
+}
+
+/* Reads one integer from a pragma; keeps sqlite's message on failure. */
+static int store_pragma_int(sqlite3 *db, const char *sql, int *out, char *msg, size_t msglen) {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (src == SQLITE_OK) {
+        src = sqlite3_step(st);
+        if (src == SQLITE_ROW) {
+            *out = sqlite3_column_int(st, 0);
+            src = SQLITE_OK;
+        } else if (src == SQLITE_DONE) {
+            *out = 0;
+            src = SQLITE_OK;
+        }
+    }
+    if (src != SQLITE_OK) {
+        snprintf(msg, msglen, "%s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    return src;
+}
+
+/* PRAGMA quick_check: fills msg with the first problems ("" when the answer is "ok"). */
+static int store_quick_check(sqlite3 *db, char *msg, size_t msglen) {
+    sqlite3_stmt *st = NULL;
+    size_t used = 0;
+    int lines = 0;
+    msg[0] = '\0';
+    int src = sqlite3_prepare_v2(db, "PRAGMA quick_check(3)", -1, &st, NULL);
+    while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        if (line == NULL || strcmp(line, "ok") == 0) {
+            src = SQLITE_OK;
+            continue;
+        }
+        int w = snprintf(msg + used, msglen - used, "%s%s", lines > 0 ? "; " : "", line);
+        if (w > 0) {
+            used += (size_t)w < msglen - used ? (size_t)w : msglen - used - 1;
+        }
+        lines++;
+        src = SQLITE_OK;
+    }
+    if (src == SQLITE_DONE) {
+        src = SQLITE_OK;
+    }
+    if (src != SQLITE_OK) {
+        snprintf(msg, msglen, "%s", sqlite3_errmsg(db));
+    } else if (lines > 0) {
+        src = SQLITE_CORRUPT;
+    }
+    sqlite3_finalize(st);
+    return src;
+}
+
+/* Takes the database from version `from` to `to`, one transaction per step. */
+static hv_err store_migrate(hv_store_t *s, int from, int to, char *err, size_t errlen) {
+    char msg[256];
+    for (int v = from; v < to; v++) {
+        char set_version[64];
+        snprintf(set_version, sizeof(set_version), "PRAGMA user_version = %d", v + 1);
+        int src = store_exec_sql(s->db, "BEGIN IMMEDIATE", msg, sizeof(msg));
+        if (src == SQLITE_OK) {
+            src = store_exec_sql(s->db, store_migrations[v], msg, sizeof(msg));
+            if (src == SQLITE_OK) {
+                src = store_exec_sql(s->db, set_version, msg, sizeof(msg));
+            }
+            if (src == SQLITE_OK) {
+                src = store_exec_sql(s->db, "COMMIT", msg, sizeof(msg));
+            }
+            if (src != SQLITE_OK && !sqlite3_get_autocommit(s->db)) {
+                char ignored[64];
+                store_exec_sql(s->db, "ROLLBACK", ignored, sizeof(ignored));
+            }
+        }
+        if (src != SQLITE_OK) {
+            open_msg(err, errlen, "%s: migrating the schema from version %d to %d failed: %s",
+                     s->path, v, v + 1, msg);
+            return store_err_from_sqlite(src);
+        }
+        if (from > 0) {
+            HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-MIGRATE",
+                   "%s: schema migrated from version %d to %d", s->path, v, v + 1);
+        }
+        s->version = v + 1;
+    }
+    if (from == 0 && to > 0) {
+        HV_LOG(HV_LOG_INFO, "store", "HV-STORE-CREATE", "%s: created at schema version %d", s->path,
+               to);
+    }
+    return HV_OK;
+}
+
+/* Checks the data dir exists (creating it) and can hold the database and its -wal/-shm files. */
+static hv_err store_prepare_dir(const char *dir, char *err, size_t errlen) {
+    hv_err rc = hv_mkdirs(dir, 0700);
+    int e = errno;
+    struct stat st;
+    if (rc == HV_EEXIST || (rc == HV_OK && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))) {
+        open_msg(err, errlen, "data dir '%s' exists but is not a directory", dir);
+        return HV_EEXIST;
+    }
+    if (rc != HV_OK) {
+        open_msg(err, errlen, "cannot create data dir '%s': %s", dir, strerror(e));
+        return rc;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        e = errno;
+        open_msg(err, errlen,
+                 "data dir '%s' is not writable (%s): hvhead keeps state.db and its -wal and "
+                 "-shm files there",
+                 dir, strerror(e));
+        return hv_err_from_errno(e);
+    }
+    return HV_OK;
+}
+
+/* Opens <dir>/state.db and brings it to schema `target`. must_be_new: refuse an existing file
+ * (testing entry). Nothing is written to an existing file before it passed its checks. */
+static hv_err store_open_at(const char *data_dir, int target, int must_be_new, hv_store_t **out,
+                            char *err, size_t errlen) {
+    hv_err rc = HV_OK;
+    hv_store_t *s = NULL;
+    char msg[384];
+    int src;
+    if (err != NULL && errlen > 0) {
+        err[0] = '\0';
+    }
+    if (data_dir == NULL || data_dir[0] == '\0' || out == NULL) {
+        open_msg(err, errlen, "no data dir given for state.db");
+        return HV_EINVAL;
+    }
+    if ((rc = store_prepare_dir(data_dir, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    s = hv_calloc(1, sizeof(*s));
+    size_t plen = strlen(data_dir) + sizeof("/" STORE_FILE);
+    if (s == NULL || (s->path = hv_malloc(plen)) == NULL) {
+        open_msg(err, errlen, "out of memory opening state.db");
+        rc = HV_ENOMEM;
+        goto fail;
+    }
+    snprintf(s->path, plen, "%s/" STORE_FILE, data_dir);
+
+    struct stat fst;
+    int existed = stat(s->path, &fst) == 0;
+    if (existed && !S_ISREG(fst.st_mode)) {
+        open_msg(err, errlen, "%s exists but is not a regular file", s->path);
+        rc = HV_EINVAL;
+        goto fail;
+    }
+    if (existed && must_be_new) {
+        open_msg(err, errlen, "%s already exists", s->path);
+        rc = HV_EEXIST;
+        goto fail;
+    }
+    if (existed && fst.st_size == 0) {
+        HV_LOG(HV_LOG_WARN, "store", "HV-STORE-EMPTY", "%s is empty: starting with no state",
+               s->path);
+    }
+
+    src = sqlite3_open_v2(s->path, &s->db,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, NULL);
+    if (src != SQLITE_OK) {
+        rc = store_err_from_sqlite(src);
+        open_msg(err, errlen, "cannot open %s: %s", s->path,
+                 s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+
+    /* Read-only checks first: a damaged or foreign file must be left exactly as it is. */
+    int version = 0;
+    src = store_pragma_int(s->db, "PRAGMA user_version", &version, msg, sizeof(msg));
+    if (src == SQLITE_OK) {
+        src = store_quick_check(s->db, msg, sizeof(msg));
+    }
+    if (src != SQLITE_OK) {
+        rc = store_err_from_sqlite(src);
+        if (rc == HV_ECORRUPT) {
+            open_msg(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
+                     s->path, msg);
+        } else {
+            open_msg(err, errlen, "cannot read %s: %s", s->path, msg);
+        }
+        goto fail;
+    }
+    if (version > HV_STORE_SCHEMA_VERSION) {
+        open_msg(err, errlen,
+                 "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
+                 s->path, version, HV_STORE_SCHEMA_VERSION);
+        rc = HV_ENOTSUP;
+        goto fail;
+    }
+    if (version < 0) {
+        open_msg(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
+                 s->path, version);
+        rc = HV_ECORRUPT;
+        goto fail;
+    }
+    if (version == 0) {
+        /* A fresh file has no tables; one with tables but no version is someone else's. */
+        int tables = 0;
+        src = store_pragma_int(s->db,
+                               "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'",
+                               &tables, msg, sizeof(msg));
+        if (src != SQLITE_OK) {
+            rc = store_err_from_sqlite(src);
+            open_msg(err, errlen, "cannot read %s: %s", s->path, msg);
+            goto fail;
+        }
+        if (tables > 0) {
+            open_msg(err, errlen,
+                     "%s is a sqlite database but not hvhead's state (it has %d tables and no "
+                     "schema version); point hvhead at another data dir",
+                     s->path, tables);
+            rc = HV_EINVAL;
+            goto fail;
+        }
+    }
+    s->version = version;
+
+    /* WAL: readers (hvctl tools, backups) never block the head, and a commit is one append.
+     * If the file system cannot do WAL, fall back to a rollback journal with synchronous=FULL,
+     * since synchronous=NORMAL is only crash-safe in WAL mode. */
+    char mode[16] = "";
+    sqlite3_stmt *jm = NULL;
+    src = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
+    if (src == SQLITE_OK && (src = sqlite3_step(jm)) == SQLITE_ROW) {
+        const unsigned char *m = sqlite3_column_text(jm, 0);
+        snprintf(mode, sizeof(mode), "%s", m != NULL ? (const char *)m : "");
+        src = SQLITE_OK;
+    }
+    if (src != SQLITE_OK) {
+        snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(s->db));
+    }
+    sqlite3_finalize(jm);
+    if (src != SQLITE_OK) {
+        rc = store_err_from_sqlite(src);
+        open_msg(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
+        goto fail;
+    }
+    const char *sync = "PRAGMA synchronous=NORMAL";
+    if (strcmp(mode, "wal") != 0) {
+        HV_LOG(HV_LOG_WARN, "store", "HV-STORE-NOWAL",
+               "%s: the file system refused WAL mode (journal mode is '%s'); using a rollback "
+               "journal with synchronous=FULL",
+               s->path, mode);
+        sync = "PRAGMA synchronous=FULL";
+    }
+    if ((src = store_exec_sql(s->db, sync, msg, sizeof(msg))) != SQLITE_OK ||
+        (src = store_exec_sql(s->db, "PRAGMA foreign_keys=ON", msg, sizeof(msg))) != SQLITE_OK) {
+        rc = store_err_from_sqlite(src);
+        open_msg(err, errlen, "cannot configure %s: %s", s->path, msg);
+        goto fail;
+    }
+    if ((rc = store_migrate(s, version, target, err, errlen)) != HV_OK) {
+        goto fail;
+    }
+    *out = s;
+    return HV_OK;
+fail:
+    hv_store_close(s);
+    return rc;
+}
+
+hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t errlen) {
+    return store_open_at(data_dir, HV_STORE_SCHEMA_VERSION, 0, out, err, errlen);
+}
+
+hv_err hv__store_create_at_version(const char *dir, int version, const char *sql, char *err,
+                                   size_t errlen) {
+    hv_store_t *s = NULL;
+    if (version < 1 || version > HV_STORE_SCHEMA_VERSION) {
+        open_msg(err, errlen, "no schema version %d", version);
+        return HV_EINVAL;
+    }
+    hv_err rc = store_open_at(dir, version, 1, &s, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    if (sql != NULL) {
+        char msg[256];
+        int src = store_exec_sql(s->db, sql, msg, sizeof(msg));
+        if (src != SQLITE_OK) {
+            open_msg(err, errlen, "%s: %s", s->path, msg);
+            rc = store_err_from_sqlite(src);
+        }
+    }
+    hv_store_close(s);
+    return rc;
+}
+
+void hv_store_close(hv_store_t *s) {
+    if (s == NULL) {
+        return;
+    }
+    for (int i = 0; i < ST__COUNT; i++) {
+        sqlite3_finalize(s->stmt[i]);
+    }
+    if (s->db != NULL) {
+        if (!sqlite3_get_autocommit(s->db)) {
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        }
+        sqlite3_close_v2(s->db);
+    }
+    hv_free(s->path);
+    hv_free(s);
+}
+
+int hv_store_schema_version(hv_store_t *s) { return s->version; }
+
+const char *hv_store_path(hv_store_t *s) { return s->path; }
+
+const char *hv_store_last_error(hv_store_t *s) { return s->err; }
+
+/* ---- transactions ---------------------------------------------------------------------------- */
+
+static hv_err store_run(hv_store_t *s, int id, const char *what) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc = store_stmt(s, id, &st);
+    if (rc == HV_OK) {
+        rc = store_exec_stmt(s, st, what);
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_begin(hv_store_t *s) {
+    if (!sqlite3_get_autocommit(s->db)) {
+        store_set_err(s, "begin: a transaction is already open");
+        return HV_ESTATE;
+    }
+    return store_run(s, ST_BEGIN, "begin");
+}
+
+hv_err hv_store_commit(hv_store_t *s) {
+    if (sqlite3_get_autocommit(s->db)) {
+        store_set_err(s, "commit: no transaction is open");
+        return HV_ESTATE;
+    }
+    return store_run(s, ST_COMMIT, "commit");
+}
+
+hv_err hv_store_rollback(hv_store_t *s) {
+    if (sqlite3_get_autocommit(s->db)) {
+        return HV_OK; // nothing open, or sqlite already rolled back after an error
+    }
+    return store_run(s, ST_ROLLBACK, "rollback");
+}
+
+/* ---- nodes ----------------------------------------------------------------------------------- */
+
+void hv_store_node_fini(hv_node_row_t *row) {
+    if (row == NULL) {
+        return;
+    }
+    hv_free(row->name);
+    hv_free(row->addrs);
+    hv_free(row->labels);
+    hv_free(row->instance_id);
+    hv_free(row->state);
+    hv_free(row->peer);
+    memset(row, 0, sizeof(*row));
+}
+
+void hv_store_node_free_list(hv_node_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_store_node_fini(&rows[i]);
+    }
+    hv_free(rows);
+}
+
+static void node_fini_v(void *row) { hv_store_node_fini(row); }
+
+static hv_err node_read(sqlite3_stmt *st, void *vrow) {
+    hv_node_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->id = col_u64(st, 0);
+    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->addrs) != HV_OK ||
+        col_text(st, 3, &r->labels) != HV_OK || col_text(st, 4, &r->instance_id) != HV_OK ||
+        col_text(st, 5, &r->state) != HV_OK || col_text(st, 6, &r->peer) != HV_OK) {
+        hv_store_node_fini(r);
+        return HV_ENOMEM;
+    }
+    r->slots = col_u32(st, 7);
+    r->gpus = col_u32(st, 8);
+    r->cpus = col_u32(st, 9);
+    r->preemptible = col_int(st, 10);
+    r->incarnation = col_u64(st, 11);
+    r->registered_ms = col_u64(st, 12);
+    r->last_seen_ms = col_u64(st, 13);
+    return HV_OK;
+}
+
+hv_err hv_store_node_upsert(hv_store_t *s, hv_node_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL || row->name == NULL || row->name[0] == '\0') {
+        store_set_err(s, "node upsert: a node needs a name");
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_NODE_UPSERT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, row->name);
+    bind_text(&b, 2, row->addrs);
+    bind_text(&b, 3, row->labels);
+    bind_text(&b, 4, row->instance_id);
+    bind_text(&b, 5, row->state != NULL ? row->state : "alive");
+    bind_text(&b, 6, row->peer);
+    bind_u64(&b, 7, row->slots);
+    bind_u64(&b, 8, row->gpus);
+    bind_u64(&b, 9, row->cpus);
+    bind_int(&b, 10, row->preemptible != 0);
+    bind_u64(&b, 11, row->incarnation);
+    bind_u64(&b, 12, row->registered_ms);
+    bind_u64(&b, 13, row->last_seen_ms);
+    if ((rc = store_bind_check(s, &b, "node upsert")) != HV_OK) {
+        goto out;
+    }
+    /* RETURNING yields the id on both paths (insert and update); the statement must then run
+     * to completion so that its implicit transaction commits here, not at the next reset. */
+    int src = sqlite3_step(st);
+    if (src != SQLITE_ROW) {
+        rc = store_fail(s, src, "node upsert");
+        goto out;
+    }
+    uint64_t id = col_u64(st, 0);
+    if ((rc = store_exec_stmt(s, st, "node upsert")) != HV_OK) {
+        goto out;
+    }
+    row->id = id;
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_node_set_state(hv_store_t *s, uint64_t id, const char *state,
+                               uint64_t last_seen_ms) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_NODE_SET_STATE, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, id);
+    bind_text(&b, 2, state);
+    bind_u64(&b, 3, last_seen_ms);
+    if ((rc = store_bind_check(s, &b, "node set state")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "node set state")) != HV_OK) {
+        goto out;
+    }
+    if (sqlite3_changes(s->db) == 0) {
+        store_set_err(s, "node set state: no node %" PRIu64, id);
+        rc = HV_ENOTFOUND;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_node_get(hv_store_t *s, uint64_t id, hv_node_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_node_row_t row;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_NODE_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, id);
+    if ((rc = store_bind_check(s, &b, "node get")) != HV_OK ||
+        (rc = store_get_one(s, st, node_read, &row, "node get")) != HV_OK) {
+        if (rc == HV_ENOTFOUND) {
+            store_set_err(s, "no node %" PRIu64, id);
+        }
+        goto out;
+    }
+    *out = row;
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_node_list(hv_store_t *s, hv_node_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_NODE_LIST, &st)) != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_node_row_t), node_read, node_fini_v, "node list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
+}
+
+/* ---- jobs ------------------------------------------------------------------------------------ */
+
+void hv_store_job_fini(hv_job_row_t *row) {
+    if (row == NULL) {
+        return;
+    }
+    hv_free(row->name);
+    hv_free(row->state);
+    hv_free(row->reason);
+    hv_free(row->spec);
+    memset(row, 0, sizeof(*row));
+}
+
+void hv_store_job_free_list(hv_job_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_store_job_fini(&rows[i]);
+    }
+    hv_free(rows);
+}
+
+static void job_fini_v(void *row) { hv_store_job_fini(row); }
+
+static hv_err job_read(sqlite3_stmt *st, void *vrow) {
+    hv_job_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->id = col_u64(st, 0);
+    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->state) != HV_OK ||
+        col_text(st, 3, &r->reason) != HV_OK) {
+        goto fail;
+    }
+    const void *spec = sqlite3_column_blob(st, 4);
+    int spec_len = sqlite3_column_bytes(st, 4);
+    if (spec != NULL && spec_len > 0) {
+        if ((r->spec = hv_malloc((size_t)spec_len)) == NULL) {
+            goto fail;
+        }
+        memcpy(r->spec, spec, (size_t)spec_len);
+        r->spec_len = (size_t)spec_len;
+    }
+    r->np = col_u32(st, 5);
+    r->min_np = col_u32(st, 6);
+    r->max_np = col_u32(st, 7);
+    r->max_resets = col_u32(st, 8);
+    r->timeout_s = col_u32(st, 9);
+    r->resets = col_u32(st, 10);
+    r->generation = col_u32(st, 11);
+    r->submitted_ms = col_u64(st, 12);
+    r->started_ms = col_u64(st, 13);
+    r->ended_ms = col_u64(st, 14);
+    return HV_OK;
+fail:
+    hv_store_job_fini(r);
+    return HV_ENOMEM;
+}
+
+/* Binds ?1..?14 in the order of ST_JOB_INSERT; ST_JOB_UPDATE leaves ?4 (spec) out. */
+static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
+    bind_text(b, 1, row->name);
+    bind_text(b, 2, row->state != NULL ? row->state : "pending");
+    bind_text(b, 3, row->reason);
+    if (with_spec) {
+        bind_blob(b, 4, row->spec, row->spec_len);
+    }
+    bind_u64(b, 5, row->np);
+    bind_u64(b, 6, row->min_np);
+    bind_u64(b, 7, row->max_np);
+    bind_u64(b, 8, row->max_resets);
+    bind_u64(b, 9, row->timeout_s);
+    bind_u64(b, 10, row->resets);
+    bind_u64(b, 11, row->generation);
+    bind_u64(b, 12, row->submitted_ms);
+    bind_u64(b, 13, row->started_ms);
+    bind_u64(b, 14, row->ended_ms);
+}
+
+hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL) {
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_JOB_INSERT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    job_bind(&b, row, 1);
+    if ((rc = store_bind_check(s, &b, "job insert")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "job insert")) != HV_OK) {
+        goto out;
+    }
+    row->id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_job_update(hv_store_t *s, const hv_job_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL) {
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_JOB_UPDATE, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    job_bind(&b, row, 0);
+    bind_u64(&b, 15, row->id);
+    if ((rc = store_bind_check(s, &b, "job update")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "job update")) != HV_OK) {
+        goto out;
+    }
+    if (sqlite3_changes(s->db) == 0) {
+        store_set_err(s, "job update: no job %" PRIu64, row->id);
+        rc = HV_ENOTFOUND;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_job_get(hv_store_t *s, uint64_t id, hv_job_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_job_row_t row;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_JOB_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, id);
+    if ((rc = store_bind_check(s, &b, "job get")) != HV_OK ||
+        (rc = store_get_one(s, st, job_read, &row, "job get")) != HV_OK) {
+        if (rc == HV_ENOTFOUND) {
+            store_set_err(s, "no job %" PRIu64, id);
+        }
+        goto out;
+    }
+    *out = row;
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_job_list(hv_store_t *s, int active_only, uint32_t limit, hv_job_row_t **out,
+                         size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_JOB_LIST, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_int(&b, 1, active_only != 0);
+    bind_limit(&b, 2, limit);
+    if ((rc = store_bind_check(s, &b, "job list")) != HV_OK) {
+        goto out;
+    }
+    rc = store_collect(s, st, sizeof(hv_job_row_t), job_read, job_fini_v, "job list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+/* ---- workers --------------------------------------------------------------------------------- */
+
+void hv_store_worker_fini(hv_worker_row_t *row) {
+    if (row == NULL) {
+        return;
+    }
+    hv_free(row->state);
+    hv_free(row->reason);
+    memset(row, 0, sizeof(*row));
+}
+
+void hv_store_worker_free_list(hv_worker_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_store_worker_fini(&rows[i]);
+    }
+    hv_free(rows);
+}
+
+static void worker_fini_v(void *row) { hv_store_worker_fini(row); }
+
+static hv_err worker_read(sqlite3_stmt *st, void *vrow) {
+    hv_worker_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->id = col_u64(st, 0);
+    r->job_id = col_u64(st, 1);
+    r->node_id = col_u64(st, 2);
+    r->rank = col_u32(st, 3);
+    r->attempt = col_u32(st, 4);
+    r->local_rank = col_u32(st, 5);
+    r->local_size = col_u32(st, 6);
+    r->generation = col_u32(st, 7);
+    r->gpu = col_int(st, 8);
+    r->pid = col_int(st, 9);
+    r->exit_code = col_int(st, 10);
+    r->term_signal = col_int(st, 11);
+    if (col_text(st, 12, &r->state) != HV_OK || col_text(st, 13, &r->reason) != HV_OK) {
+        hv_store_worker_fini(r);
+        return HV_ENOMEM;
+    }
+    r->started_ms = col_u64(st, 14);
+    r->ended_ms = col_u64(st, 15);
+    return HV_OK;
+}
+
+/* Binds ?1..?15 in the order of ST_WORKER_INSERT (and ST_WORKER_UPDATE). */
+static void worker_bind(store_bind_t *b, const hv_worker_row_t *row) {
+    bind_u64(b, 1, row->job_id);
+    bind_u64(b, 2, row->node_id);
+    bind_u64(b, 3, row->rank);
+    bind_u64(b, 4, row->attempt);
+    bind_u64(b, 5, row->local_rank);
+    bind_u64(b, 6, row->local_size);
+    bind_u64(b, 7, row->generation);
+    bind_int(b, 8, row->gpu);
+    bind_int(b, 9, row->pid);
+    bind_int(b, 10, row->exit_code);
+    bind_int(b, 11, row->term_signal);
+    bind_text(b, 12, row->state != NULL ? row->state : "pending");
+    bind_text(b, 13, row->reason);
+    bind_u64(b, 14, row->started_ms);
+    bind_u64(b, 15, row->ended_ms);
+}
+
+hv_err hv_store_worker_insert(hv_store_t *s, hv_worker_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL) {
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_WORKER_INSERT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    worker_bind(&b, row);
+    if ((rc = store_bind_check(s, &b, "worker insert")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "worker insert")) != HV_OK) {
+        goto out;
+    }
+    row->id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_worker_update(hv_store_t *s, const hv_worker_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL) {
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_WORKER_UPDATE, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    worker_bind(&b, row);
+    bind_u64(&b, 16, row->id);
+    if ((rc = store_bind_check(s, &b, "worker update")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "worker update")) != HV_OK) {
+        goto out;
+    }
+    if (sqlite3_changes(s->db) == 0) {
+        store_set_err(s, "worker update: no worker %" PRIu64, row->id);
+        rc = HV_ENOTFOUND;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_worker_get(hv_store_t *s, uint64_t id, hv_worker_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_worker_row_t row;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_WORKER_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, id);
+    if ((rc = store_bind_check(s, &b, "worker get")) != HV_OK ||
+        (rc = store_get_one(s, st, worker_read, &row, "worker get")) != HV_OK) {
+        if (rc == HV_ENOTFOUND) {
+            store_set_err(s, "no worker %" PRIu64, id);
+        }
+        goto out;
+    }
+    *out = row;
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_worker_list(hv_store_t *s, uint64_t job_id, int active_only, hv_worker_row_t **out,
+                            size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    /* Two statements rather than "job_id = ? OR ? = 0" so the per-job one uses workers_job. */
+    if ((rc = store_stmt(s, job_id == 0 ? ST_WORKER_LIST_ALL : ST_WORKER_LIST_JOB, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_int(&b, 1, active_only != 0);
+    if (job_id != 0) {
+        bind_u64(&b, 2, job_id);
+    }
+    if ((rc = store_bind_check(s, &b, "worker list")) != HV_OK) {
+        goto out;
+    }
+    rc = store_collect(s, st, sizeof(hv_worker_row_t), worker_read, worker_fini_v, "worker list",
+                       &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_free(rows[i].kind);
+        hv_free(rows[i].message);
+    }
+    hv_free(rows);
+}
+
+static void event_fini_v(void *vrow) {
+    hv_event_row_t *r = vrow;
+    hv_free(r->kind);
+    hv_free(r->message);
+    memset(r, 0, sizeof(*r));
+}
+
+static hv_err event_read(sqlite3_stmt *st, void *vrow) {
+    hv_event_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->seq = col_u64(st, 0);
+    r->time_ms = col_u64(st, 1);
+    r->job_id = col_u64(st, 2);
+    r->node_id = col_u64(st, 3);
+    if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK) {
+        event_fini_v(r);
+        return HV_ENOMEM;
+    }
+    return HV_OK;
+}
+
+hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
+                             const char *message, uint64_t *seq_out) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_EVENT_APPEND, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, hv_wall_ms());
+    bind_u64(&b, 2, job_id);
+    bind_u64(&b, 3, node_id);
+    bind_text(&b, 4, kind);
+    bind_text(&b, 5, message);
+    if ((rc = store_bind_check(s, &b, "event append")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "event append")) != HV_OK) {
+        goto out;
+    }
+    if (seq_out != NULL) {
+        *seq_out = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
+                           hv_event_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, job_id == 0 ? ST_EVENT_LIST_ALL : ST_EVENT_LIST_JOB, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, after_seq > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : after_seq);
+    bind_limit(&b, 2, limit);
+    if (job_id != 0) {
+        bind_u64(&b, 3, job_id);
+    }
+    if ((rc = store_bind_check(s, &b, "event list")) != HV_OK) {
+        goto out;
+    }
+    rc = store_collect(s, st, sizeof(hv_event_row_t), event_read, event_fini_v, "event list", &rows,
+                       n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+/* ---- artifacts ------------------------------------------------------------------------------- */
+
+void hv_store_artifact_fini(hv_artifact_row_t *row) {
+    if (row == NULL) {
+        return;
+    }
+    hv_free(row->digest);
+    hv_free(row->path);
+    memset(row, 0, sizeof(*row));
+}
+
+static hv_err artifact_read(sqlite3_stmt *st, void *vrow) {
+    hv_artifact_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    if (col_text(st, 0, &r->digest) != HV_OK || col_text(st, 1, &r->path) != HV_OK) {
+        hv_store_artifact_fini(r);
+        return HV_ENOMEM;
+    }
+    r->size = col_u64(st, 2);
+    r->created_ms = col_u64(st, 3);
+    r->last_used_ms = col_u64(st, 4);
+    return HV_OK;
+}
+
+hv_err hv_store_artifact_put(hv_store_t *s, const hv_artifact_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL || row->digest == NULL || row->digest[0] == '\0') {
+        store_set_err(s, "artifact put: an artifact needs a digest");
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_ARTIFACT_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, row->digest);
+    bind_text(&b, 2, row->path);
+    bind_u64(&b, 3, row->size);
+    bind_u64(&b, 4, row->created_ms);
+    bind_u64(&b, 5, row->last_used_ms);
+    if ((rc = store_bind_check(s, &b, "artifact put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "artifact put");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_artifact_get(hv_store_t *s, const char *digest, hv_artifact_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_artifact_row_t row;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_ARTIFACT_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, digest);
+    if ((rc = store_bind_check(s, &b, "artifact get")) != HV_OK ||
+        (rc = store_get_one(s, st, artifact_read, &row, "artifact get")) != HV_OK) {
+        if (rc == HV_ENOTFOUND) {
+            store_set_err(s, "no artifact %s", digest != NULL ? digest : "(null)");
+        }
+        goto out;
+    }
+    *out = row;
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_ms) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_ARTIFACT_TOUCH, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, digest);
+    bind_u64(&b, 2, now_ms);
+    if ((rc = store_bind_check(s, &b, "artifact touch")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "artifact touch")) != HV_OK) {
+        goto out;
+    }
+    if (sqlite3_changes(s->db) == 0) {
+        store_set_err(s, "artifact touch: no artifact %s", digest != NULL ? digest : "(null)");
+        rc = HV_ENOTFOUND;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+/* ---- blacklist ------------------------------------------------------------------------------- */
+
+void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_free(rows[i].node_name);
+        hv_free(rows[i].reason);
+    }
+    hv_free(rows);
+}
+
+static void blacklist_fini_v(void *vrow) {
+    hv_blacklist_row_t *r = vrow;
+    hv_free(r->node_name);
+    hv_free(r->reason);
+    memset(r, 0, sizeof(*r));
+}
+
+static hv_err blacklist_read(sqlite3_stmt *st, void *vrow) {
+    hv_blacklist_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    if (col_text(st, 0, &r->node_name) != HV_OK || col_text(st, 1, &r->reason) != HV_OK) {
+        blacklist_fini_v(r);
+        return HV_ENOMEM;
+    }
+    r->strikes = col_u32(st, 2);
+    r->until_ms = col_u64(st, 3);
+    return HV_OK;
+}
+
+hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL || row->node_name == NULL || row->node_name[0] == '\0') {
+        store_set_err(s, "blacklist put: an entry needs a node name");
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_BLACKLIST_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, row->node_name);
+    bind_text(&b, 2, row->reason);
+    bind_u64(&b, 3, row->strikes);
+    bind_u64(&b, 4, row->until_ms);
+    if ((rc = store_bind_check(s, &b, "blacklist put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "blacklist put");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_blacklist_list(hv_store_t *s, hv_blacklist_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_BLACKLIST_LIST, &st)) != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_blacklist_row_t), blacklist_read, blacklist_fini_v,
+                       "blacklist list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_blacklist_remove(hv_store_t *s, const char *node_name) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_BLACKLIST_REMOVE, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, node_name);
+    if ((rc = store_bind_check(s, &b, "blacklist remove")) != HV_OK ||
+        (rc = store_exec_stmt(s, st, "blacklist remove")) != HV_OK) {
+        goto out;
+    }
+    if (sqlite3_changes(s->db) == 0) {
+        store_set_err(s, "blacklist remove: %s is not blacklisted",
+                      node_name != NULL ? node_name : "(null)");
+        rc = HV_ENOTFOUND;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+/* ---- instances ------------------------------------------------------------------------------- */
+
+void hv_store_instance_fini(hv_instance_row_t *row) {
+    if (row == NULL) {
+        return;
+    }
+    hv_free(row->id);
+    hv_free(row->provider);
+    hv_free(row->state);
+    hv_free(row->node_name);
+    memset(row, 0, sizeof(*row));
+}
+
+void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_store_instance_fini(&rows[i]);
+    }
+    hv_free(rows);
+}
+
+static void instance_fini_v(void *row) { hv_store_instance_fini(row); }
+
+static hv_err instance_read(sqlite3_stmt *st, void *vrow) {
+    hv_instance_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    if (col_text(st, 0, &r->id) != HV_OK || col_text(st, 1, &r->provider) != HV_OK ||
+        col_text(st, 2, &r->state) != HV_OK || col_text(st, 3, &r->node_name) != HV_OK) {
+        hv_store_instance_fini(r);
+        return HV_ENOMEM;
+    }
+    r->price_milli = col_u64(st, 4);
+    r->created_ms = col_u64(st, 5);
+    r->ended_ms = col_u64(st, 6);
+    return HV_OK;
+}
+
+hv_err hv_store_instance_put(hv_store_t *s, const hv_instance_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL || row->id == NULL || row->id[0] == '\0') {
+        store_set_err(s, "instance put: an instance needs an id");
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_INSTANCE_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, row->id);
+    bind_text(&b, 2, row->provider);
+    bind_text(&b, 3, row->state);
+    bind_text(&b, 4, row->node_name);
+    bind_u64(&b, 5, row->price_milli);
+    bind_u64(&b, 6, row->created_ms);
+    bind_u64(&b, 7, row->ended_ms);
+    if ((rc = store_bind_check(s, &b, "instance put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "instance put");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_instance_get(hv_store_t *s, const char *id, hv_instance_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_instance_row_t row;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_INSTANCE_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, id);
+    if ((rc = store_bind_check(s, &b, "instance get")) != HV_OK ||
+        (rc = store_get_one(s, st, instance_read, &row, "instance get")) != HV_OK) {
+        if (rc == HV_ENOTFOUND) {
+            store_set_err(s, "no instance %s", id != NULL ? id : "(null)");
+        }
+        goto out;
+    }
+    *out = row;
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_instance_list(hv_store_t *s, int active_only, hv_instance_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_INSTANCE_LIST, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_int(&b, 1, active_only != 0);
+    if ((rc = store_bind_check(s, &b, "instance list")) != HV_OK) {
+        goto out;
+    }
+    rc = store_collect(s, st, sizeof(hv_instance_row_t), instance_read, instance_fini_v,
+                       "instance list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+out:
+    store_release(st);
+    return rc;
+}

@@ -1,0 +1,228 @@
+/*
+ * store: hvhead's persistent state, one sqlite database at <data_dir>/state.db in WAL mode.
+ * The head writes every state change here before acting on it, so a head restarted after
+ * SIGKILL resumes where it stopped. The store holds rows (nodes, jobs, worker attempts, the
+ * append-only event log, artifacts, the node blacklist, the autoscaler's instances) and nothing
+ * else: it does not decide anything, does not parse job specs (they are opaque bytes) and does
+ * not cache. The schema is versioned (PRAGMA user_version) and migrated on open by an ordered
+ * list of steps, each in its own transaction. Called by hvhead's loop thread only.
+ *
+ * Threads: a store handle is NOT thread-safe; use it from one thread (the head's loop thread).
+ * Blocking: every call does synchronous file I/O (sqlite); a write may wait up to 5 s for a lock
+ * held by another process (busy_timeout) and then fails with HV_ETIMEDOUT.
+ *
+ * Ownership: row structs own their char* / uint8_t* fields. Rows filled by the store are freed
+ * with the matching *_fini; arrays returned by *_list are owned by the caller and freed with the
+ * matching *_free_list. Rows passed in (insert/update/put) are borrowed; any string in them may
+ * be NULL and is stored as "" (state NULL means the table's initial state). Text read back is
+ * never NULL ("" for empty). Out-params are assigned only on success.
+ *
+ * Errors: sqlite failures are mapped to hv_err (constraint: HV_EEXIST or HV_EINVAL; busy:
+ * HV_ETIMEDOUT; damaged file: HV_ECORRUPT; disk: HV_EIO; read-only: HV_EPERM) and the detail,
+ * with sqlite's own words, is kept for hv_store_last_error().
+ */
+#ifndef HV_HEAD_STORE_H
+#define HV_HEAD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct hv_store_s hv_store_t;
+
+/* The schema version this binary writes. v1: nodes, jobs, workers, events, artifacts.
+ * v2: + blacklist, instances, jobs.generation, workers.generation. */
+#define HV_STORE_SCHEMA_VERSION 2
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+/* Opens (creating if needed, with the data dir) <data_dir>/state.db, checks it (quick_check),
+ * and migrates it to HV_STORE_SCHEMA_VERSION. On failure returns the error and writes a message
+ * for an operator into err (may be NULL): HV_ECORRUPT for a file that is not a sqlite database
+ * or is damaged (the file is never modified, moved or deleted), HV_ENOTSUP for a database
+ * written by a newer hvhead, HV_EPERM/HV_EIO/HV_ENOTFOUND for a data dir that cannot be created
+ * or written. On success *out is an owned handle, closed with hv_store_close. */
+hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t errlen);
+/* Closes the handle (rolling back an open transaction) and frees it. NULL is a no-op. */
+void hv_store_close(hv_store_t *s);
+/* The schema version of the open database (HV_STORE_SCHEMA_VERSION after a successful open). */
+int hv_store_schema_version(hv_store_t *s);
+/* The database file's path. Borrowed; valid until close. */
+const char *hv_store_path(hv_store_t *s);
+/* Detail of the last failure on this handle ("" if none). Borrowed; valid until the next call. */
+const char *hv_store_last_error(hv_store_t *s);
+
+/* ---- transactions --------------------------------------------------------------------------- */
+
+/* Without an explicit transaction every write is its own transaction. begin starts a write
+ * transaction (HV_ESTATE if one is open); commit ends it (HV_ESTATE if none); rollback discards
+ * it and is a no-op when none is open (sqlite may already have rolled back after an I/O error). */
+hv_err hv_store_begin(hv_store_t *s);
+hv_err hv_store_commit(hv_store_t *s);
+hv_err hv_store_rollback(hv_store_t *s);
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+typedef struct hv_node_row_s {
+    uint64_t id;       // assigned by the store
+    char *name;        // unique node name (required for upsert)
+    char *addrs;       // comma-separated addresses the agent advertises
+    char *labels;      // "k=v,k=v"
+    char *instance_id; // provider instance id, "" if none
+    char *state;       // "alive" | "dead" | "draining"
+    char *peer;        // address the head saw the agent connect from
+    uint32_t slots, gpus, cpus;
+    int preemptible;      // 0 or 1
+    uint64_t incarnation; // agent incarnation (stored as signed 64 bit, full range kept)
+    uint64_t registered_ms, last_seen_ms; // wall-clock ms
+} hv_node_row_t;
+
+/* Inserts, or updates every field of the node with the same name; sets row->id (the id of an
+ * existing node is kept). HV_EINVAL without a name or with an unknown state. */
+hv_err hv_store_node_upsert(hv_store_t *s, hv_node_row_t *row);
+/* HV_ENOTFOUND if no node has this id. */
+hv_err hv_store_node_set_state(hv_store_t *s, uint64_t id, const char *state,
+                               uint64_t last_seen_ms);
+/* Fills *out (owned; hv_store_node_fini). HV_ENOTFOUND. */
+hv_err hv_store_node_get(hv_store_t *s, uint64_t id, hv_node_row_t *out);
+/* All nodes ordered by id. */
+hv_err hv_store_node_list(hv_store_t *s, hv_node_row_t **out, size_t *n);
+void hv_store_node_fini(hv_node_row_t *row);
+void hv_store_node_free_list(hv_node_row_t *rows, size_t n);
+
+/* ---- jobs ----------------------------------------------------------------------------------- */
+
+typedef struct hv_job_row_s {
+    uint64_t id; // assigned by the store; never reused
+    char *name;
+    char *state;   // "pending" | "placing" | "running" | "succeeded" | "failed" | "cancelled"
+    char *reason;  // why the job is in its state ("" if nothing to say)
+    uint8_t *spec; // the packed JobSpec, opaque to the store; may be NULL when spec_len is 0
+    size_t spec_len;
+    uint32_t np, min_np, max_np, max_resets, timeout_s, resets, generation;
+    uint64_t submitted_ms, started_ms, ended_ms; // wall-clock ms, 0 = not yet
+} hv_job_row_t;
+
+/* Sets row->id. HV_EINVAL for an unknown state. */
+hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row);
+/* Updates everything but spec, by row->id. HV_ENOTFOUND. */
+hv_err hv_store_job_update(hv_store_t *s, const hv_job_row_t *row);
+/* Fills *out (owned; hv_store_job_fini). HV_ENOTFOUND. */
+hv_err hv_store_job_get(hv_store_t *s, uint64_t id, hv_job_row_t *out);
+/* Jobs newest first (by id). active_only: pending, placing, running. limit 0 = no limit. */
+hv_err hv_store_job_list(hv_store_t *s, int active_only, uint32_t limit, hv_job_row_t **out,
+                         size_t *n);
+void hv_store_job_fini(hv_job_row_t *row);
+void hv_store_job_free_list(hv_job_row_t *rows, size_t n);
+
+/* ---- workers (one row per attempt) ----------------------------------------------------------- */
+
+typedef struct hv_worker_row_s {
+    uint64_t id;      // assigned by the store; never reused
+    uint64_t job_id;  // must name an existing job (HV_EINVAL otherwise)
+    uint64_t node_id; // 0 = not placed yet
+    uint32_t rank, attempt, local_rank, local_size, generation;
+    int gpu; // -1 = none
+    int pid, exit_code, term_signal;
+    char *state; // "pending" | "starting" | "running" | "exited" | "lost" | "killed"
+    char *reason;
+    uint64_t started_ms, ended_ms; // wall-clock ms, 0 = not yet
+} hv_worker_row_t;
+
+/* Sets row->id. */
+hv_err hv_store_worker_insert(hv_store_t *s, hv_worker_row_t *row);
+/* Updates every field by row->id. HV_ENOTFOUND. */
+hv_err hv_store_worker_update(hv_store_t *s, const hv_worker_row_t *row);
+/* Fills *out (owned; hv_store_worker_fini). HV_ENOTFOUND. */
+hv_err hv_store_worker_get(hv_store_t *s, uint64_t id, hv_worker_row_t *out);
+/* Workers of job_id (0 = all jobs), ordered by job_id, rank, attempt. active_only: pending,
+ * starting, running. */
+hv_err hv_store_worker_list(hv_store_t *s, uint64_t job_id, int active_only, hv_worker_row_t **out,
+                            size_t *n);
+void hv_store_worker_fini(hv_worker_row_t *row);
+void hv_store_worker_free_list(hv_worker_row_t *rows, size_t n);
+
+/* ---- events (append-only) -------------------------------------------------------------------- */
+
+typedef struct hv_event_row_s {
+    uint64_t seq;     // strictly increasing, never reused
+    uint64_t time_ms; // wall-clock ms when appended
+    uint64_t job_id;  // 0 = none
+    uint64_t node_id; // 0 = none
+    char *kind, *message;
+} hv_event_row_t;
+
+/* Appends an event stamped with the wall clock now; *seq_out (may be NULL) gets its seq. */
+hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
+                             const char *message, uint64_t *seq_out);
+/* Events with seq > after_seq of job_id (0 = all), in ascending seq order. limit 0 = no limit;
+ * otherwise the NEWEST `limit` matching events, still in ascending order. */
+hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
+                           hv_event_row_t **out, size_t *n);
+void hv_store_event_free_list(hv_event_row_t *rows, size_t n);
+
+/* ---- artifacts (uploaded binaries, by sha256) ------------------------------------------------ */
+
+typedef struct hv_artifact_row_s {
+    char *digest;  // sha256, lowercase hex (required)
+    char *path;    // where the head keeps the bytes
+    uint64_t size; // bytes
+    uint64_t created_ms, last_used_ms;
+} hv_artifact_row_t;
+
+/* Inserts or replaces (every field) the artifact with row->digest. */
+hv_err hv_store_artifact_put(hv_store_t *s, const hv_artifact_row_t *row);
+/* Fills *out (owned; hv_store_artifact_fini). HV_ENOTFOUND. */
+hv_err hv_store_artifact_get(hv_store_t *s, const char *digest, hv_artifact_row_t *out);
+/* Sets last_used_ms. HV_ENOTFOUND. */
+hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_ms);
+void hv_store_artifact_fini(hv_artifact_row_t *row);
+
+/* ---- blacklist (schema v2) ------------------------------------------------------------------- */
+
+typedef struct hv_blacklist_row_s {
+    char *node_name; // node identity (required)
+    char *reason;
+    uint32_t strikes;  // failures counted against the node
+    uint64_t until_ms; // wall-clock ms until which the node gets no work
+} hv_blacklist_row_t;
+
+/* Inserts or replaces the entry for row->node_name. */
+hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row);
+/* All entries ordered by node_name. */
+hv_err hv_store_blacklist_list(hv_store_t *s, hv_blacklist_row_t **out, size_t *n);
+/* HV_ENOTFOUND if there is no entry. */
+hv_err hv_store_blacklist_remove(hv_store_t *s, const char *node_name);
+void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n);
+
+/* ---- instances: the autoscaler's cloud instances (schema v2) --------------------------------- */
+
+typedef struct hv_instance_row_s {
+    char *id;                      // provider's instance id (required)
+    char *provider;                // provider name ("local", "command", "spot-sim")
+    char *state;                   // provider-defined lifecycle word, stored as given
+    char *node_name;               // node the instance became, "" until it joined
+    uint64_t price_milli;          // price in thousandths of a currency unit per hour
+    uint64_t created_ms, ended_ms; // wall-clock ms, ended 0 = still running
+} hv_instance_row_t;
+
+/* Inserts or replaces the instance with row->id. */
+hv_err hv_store_instance_put(hv_store_t *s, const hv_instance_row_t *row);
+/* Fills *out (owned; hv_store_instance_fini). HV_ENOTFOUND. */
+hv_err hv_store_instance_get(hv_store_t *s, const char *id, hv_instance_row_t *out);
+/* Instances ordered by created_ms, id. active_only: ended_ms == 0. */
+hv_err hv_store_instance_list(hv_store_t *s, int active_only, hv_instance_row_t **out, size_t *n);
+void hv_store_instance_fini(hv_instance_row_t *row);
+void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n);
+
+/* ---- testing only ---------------------------------------------------------------------------- */
+
+/* Creates <dir>/state.db (dir must exist; the file must not) at schema `version`
+ * (1..HV_STORE_SCHEMA_VERSION) by running only the first `version` migration steps, then runs
+ * `sql` (may be NULL; several statements allowed) and closes it. Lets tests build a real old
+ * database and migrate it, or fake a newer one with "PRAGMA user_version = 9". */
+hv_err hv__store_create_at_version(const char *dir, int version, const char *sql, char *err,
+                                   size_t errlen);
+
+#endif

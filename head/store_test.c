@@ -1,0 +1,1201 @@
+/*
+ * store_test: checks hvhead's sqlite store the way the head uses it: every table written,
+ * closed, and read back identical through a fresh handle (persistence), upsert and list
+ * semantics, transactions, a real v1 database migrated to v2, and the refusals an operator
+ * sees: a newer schema, a garbage or truncated state.db (left byte-for-byte untouched), a data
+ * dir that cannot be used, a head killed with SIGKILL mid-run. Each case works in its own
+ * mkdtemp dir under /tmp, removed afterwards. Each case can run alone: `store_test <case>`.
+ */
+#include "store.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mem.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(got, want)                                                                        \
+    do {                                                                                           \
+        hv_err g_ = (got), w_ = (want);                                                            \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: %s\n", __FILE__, __LINE__, #got,  \
+                    hv_errname(g_), hv_strerror(g_), hv_errname(w_));                              \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* Like CHECK_RC but also prints the store's detail; for calls on an open handle. */
+#define CHECK_OK(s, got)                                                                           \
+    do {                                                                                           \
+        hv_err g_ = (got);                                                                         \
+        if (g_ != HV_OK) {                                                                         \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: HV_OK\n", __FILE__, __LINE__,     \
+                    #got, hv_errname(g_), hv_store_last_error(s));                                 \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_U64(got, want)                                                                       \
+    do {                                                                                           \
+        uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want);                                      \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s\n  got:  %" PRIu64 "\n  want: %" PRIu64 "\n", __FILE__,     \
+                    __LINE__, #got, g_, w_);                                                       \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_I64(got, want)                                                                       \
+    do {                                                                                           \
+        int64_t g_ = (int64_t)(got), w_ = (int64_t)(want);                                         \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s\n  got:  %" PRId64 "\n  want: %" PRId64 "\n", __FILE__,     \
+                    __LINE__, #got, g_, w_);                                                       \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g_ = (got), *w_ = (want);                                                      \
+        if (g_ == NULL || strcmp(g_, w_) != 0) {                                                   \
+            fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  want: \"%s\"\n", __FILE__, __LINE__,     \
+                    #got, g_ ? g_ : "(null)", w_);                                                 \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_CONTAINS(hay, needle)                                                                \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (h_ == NULL || strstr(h_, n_) == NULL) {                                                \
+            fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  want it to contain: \"%s\"\n", __FILE__, \
+                    __LINE__, #hay, h_ ? h_ : "(null)", n_);                                       \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static char tmp_dir[256];
+
+static void make_tmp(void) {
+    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/hv_store_test.XXXXXX");
+    if (mkdtemp(tmp_dir) == NULL) {
+        perror("mkdtemp");
+        exit(2);
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    chmod(path, 0700); // so an unwritable-dir case can be cleaned up
+    return remove(path);
+}
+
+static void remove_tmp(void) {
+    if (tmp_dir[0] != '\0') {
+        chmod(tmp_dir, 0700);
+        nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmp_dir[0] = '\0';
+    }
+}
+
+static void path_in(char *buf, size_t len, const char *name) {
+    snprintf(buf, len, "%s/%s", tmp_dir, name);
+}
+
+static hv_store_t *open_ok(const char *dir) {
+    hv_store_t *s = NULL;
+    char err[512] = "";
+    hv_err rc = hv_store_open(dir, &s, err, sizeof(err));
+    if (rc != HV_OK) {
+        fprintf(stderr, "hv_store_open(%s): %s: %s\n", dir, hv_errname(rc), err);
+        exit(1); // the rest of the case cannot run
+    }
+    return s;
+}
+
+/* Reads a whole file into an owned buffer. */
+static uint8_t *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = hv_malloc((size_t)n + 1);
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        hv_free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void write_all(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(data, 1, len, f) != len) {
+        perror(path);
+        exit(2);
+    }
+    fclose(f);
+}
+
+/* ---- cases ----------------------------------------------------------------------------------- */
+
+static const uint8_t spec_bytes[] = {0x0a, 0x00, 0xff, 0x10, 0x00, 0x80, 0x7f, 0x01};
+
+static void test_persist(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    char want_path[300];
+    path_in(want_path, sizeof(want_path), "state.db");
+    CHECK_STR(hv_store_path(s), want_path);
+
+    hv_node_row_t node = {.name = "n1",
+                          .addrs = "10.0.0.1:7001,[::1]:7001",
+                          .labels = "zone=a,gpu=h100",
+                          .instance_id = "i-123",
+                          .state = "draining",
+                          .peer = "10.0.0.1:50123",
+                          .slots = 8,
+                          .gpus = 4,
+                          .cpus = 96,
+                          .preemptible = 1,
+                          .incarnation = UINT64_MAX - 5,
+                          .registered_ms = 1700000000123ull,
+                          .last_seen_ms = 1700000009999ull};
+    CHECK_OK(s, hv_store_node_upsert(s, &node));
+    CHECK(node.id != 0);
+    hv_node_row_t bare = {.name = "n2"}; // every other string NULL
+    CHECK_OK(s, hv_store_node_upsert(s, &bare));
+
+    hv_job_row_t job = {.name = "train",
+                        .state = "running",
+                        .reason = "placed on 2 nodes",
+                        .spec = (uint8_t *)spec_bytes,
+                        .spec_len = sizeof(spec_bytes),
+                        .np = 4,
+                        .min_np = 2,
+                        .max_np = 8,
+                        .max_resets = 3,
+                        .timeout_s = 600,
+                        .resets = 1,
+                        .generation = 7,
+                        .submitted_ms = 1700000000001ull,
+                        .started_ms = 1700000000002ull,
+                        .ended_ms = 0};
+    CHECK_OK(s, hv_store_job_insert(s, &job));
+    CHECK(job.id != 0);
+    hv_job_row_t bare_job = {0}; // NULL strings, no spec
+    CHECK_OK(s, hv_store_job_insert(s, &bare_job));
+
+    hv_worker_row_t w = {.job_id = job.id,
+                         .node_id = node.id,
+                         .rank = 3,
+                         .attempt = 2,
+                         .local_rank = 1,
+                         .local_size = 4,
+                         .generation = 7,
+                         .gpu = -1,
+                         .pid = 4242,
+                         .exit_code = -3,
+                         .term_signal = 9,
+                         .state = "killed",
+                         .reason = "node lost",
+                         .started_ms = 1700000000100ull,
+                         .ended_ms = 1700000000200ull};
+    CHECK_OK(s, hv_store_worker_insert(s, &w));
+    CHECK(w.id != 0);
+
+    uint64_t seq1 = 0, seq2 = 0;
+    CHECK_OK(s, hv_store_event_append(s, job.id, node.id, "worker.lost", "rank 3 lost", &seq1));
+    CHECK_OK(s, hv_store_event_append(s, 0, 0, NULL, NULL, &seq2));
+    CHECK(seq2 > seq1);
+
+    hv_artifact_row_t art = {.digest = "ab12",
+                             .path = "/var/lib/hv/artifacts/ab12",
+                             .size = 5000000000ull,
+                             .created_ms = 11,
+                             .last_used_ms = 12};
+    CHECK_OK(s, hv_store_artifact_put(s, &art));
+    hv_blacklist_row_t bl = {
+        .node_name = "n1", .reason = "3 failures", .strikes = 3, .until_ms = 1700000100000ull};
+    CHECK_OK(s, hv_store_blacklist_put(s, &bl));
+    hv_instance_row_t inst = {.id = "spot-1",
+                              .provider = "spot-sim",
+                              .state = "running",
+                              .node_name = "n1",
+                              .price_milli = 1234,
+                              .created_ms = 5,
+                              .ended_ms = 0};
+    CHECK_OK(s, hv_store_instance_put(s, &inst));
+    hv_store_close(s);
+
+    /* A fresh handle sees exactly what was written. */
+    s = open_ok(tmp_dir);
+    hv_node_row_t n = {0};
+    CHECK_OK(s, hv_store_node_get(s, node.id, &n));
+    CHECK_U64(n.id, node.id);
+    CHECK_STR(n.name, "n1");
+    CHECK_STR(n.addrs, "10.0.0.1:7001,[::1]:7001");
+    CHECK_STR(n.labels, "zone=a,gpu=h100");
+    CHECK_STR(n.instance_id, "i-123");
+    CHECK_STR(n.state, "draining");
+    CHECK_STR(n.peer, "10.0.0.1:50123");
+    CHECK_U64(n.slots, 8);
+    CHECK_U64(n.gpus, 4);
+    CHECK_U64(n.cpus, 96);
+    CHECK_I64(n.preemptible, 1);
+    CHECK_U64(n.incarnation, UINT64_MAX - 5);
+    CHECK_U64(n.registered_ms, 1700000000123ull);
+    CHECK_U64(n.last_seen_ms, 1700000009999ull);
+    hv_store_node_fini(&n);
+
+    CHECK_OK(s, hv_store_node_get(s, bare.id, &n));
+    CHECK_STR(n.name, "n2");
+    CHECK_STR(n.addrs, "");      // NULL in, "" out
+    CHECK_STR(n.state, "alive"); // NULL state = the initial state
+    CHECK_STR(n.peer, "");
+    hv_store_node_fini(&n);
+
+    hv_job_row_t j = {0};
+    CHECK_OK(s, hv_store_job_get(s, job.id, &j));
+    CHECK_U64(j.id, job.id);
+    CHECK_STR(j.name, "train");
+    CHECK_STR(j.state, "running");
+    CHECK_STR(j.reason, "placed on 2 nodes");
+    CHECK_U64(j.spec_len, sizeof(spec_bytes));
+    CHECK(j.spec != NULL && memcmp(j.spec, spec_bytes, sizeof(spec_bytes)) == 0);
+    CHECK_U64(j.np, 4);
+    CHECK_U64(j.min_np, 2);
+    CHECK_U64(j.max_np, 8);
+    CHECK_U64(j.max_resets, 3);
+    CHECK_U64(j.timeout_s, 600);
+    CHECK_U64(j.resets, 1);
+    CHECK_U64(j.generation, 7);
+    CHECK_U64(j.submitted_ms, 1700000000001ull);
+    CHECK_U64(j.started_ms, 1700000000002ull);
+    CHECK_U64(j.ended_ms, 0);
+    hv_store_job_fini(&j);
+    CHECK_OK(s, hv_store_job_get(s, bare_job.id, &j));
+    CHECK_STR(j.name, "");
+    CHECK_STR(j.state, "pending");
+    CHECK_STR(j.reason, "");
+    CHECK(j.spec == NULL);
+    CHECK_U64(j.spec_len, 0);
+    hv_store_job_fini(&j);
+
+    hv_worker_row_t wr = {0};
+    CHECK_OK(s, hv_store_worker_get(s, w.id, &wr));
+    CHECK_U64(wr.id, w.id);
+    CHECK_U64(wr.job_id, job.id);
+    CHECK_U64(wr.node_id, node.id);
+    CHECK_U64(wr.rank, 3);
+    CHECK_U64(wr.attempt, 2);
+    CHECK_U64(wr.local_rank, 1);
+    CHECK_U64(wr.local_size, 4);
+    CHECK_U64(wr.generation, 7);
+    CHECK_I64(wr.gpu, -1);
+    CHECK_I64(wr.pid, 4242);
+    CHECK_I64(wr.exit_code, -3);
+    CHECK_I64(wr.term_signal, 9);
+    CHECK_STR(wr.state, "killed");
+    CHECK_STR(wr.reason, "node lost");
+    CHECK_U64(wr.started_ms, 1700000000100ull);
+    CHECK_U64(wr.ended_ms, 1700000000200ull);
+    hv_store_worker_fini(&wr);
+
+    hv_event_row_t *ev = NULL;
+    size_t nev = 0;
+    CHECK_OK(s, hv_store_event_list(s, 0, 0, 0, &ev, &nev));
+    CHECK_U64(nev, 2);
+    if (nev == 2) {
+        CHECK_U64(ev[0].seq, seq1);
+        CHECK_U64(ev[0].job_id, job.id);
+        CHECK_U64(ev[0].node_id, node.id);
+        CHECK_STR(ev[0].kind, "worker.lost");
+        CHECK_STR(ev[0].message, "rank 3 lost");
+        CHECK(ev[0].time_ms > 1600000000000ull); // stamped with the wall clock
+        CHECK_U64(ev[1].seq, seq2);
+        CHECK_STR(ev[1].kind, "");
+        CHECK_STR(ev[1].message, "");
+    }
+    hv_store_event_free_list(ev, nev);
+
+    hv_artifact_row_t a = {0};
+    CHECK_OK(s, hv_store_artifact_get(s, "ab12", &a));
+    CHECK_STR(a.digest, "ab12");
+    CHECK_STR(a.path, "/var/lib/hv/artifacts/ab12");
+    CHECK_U64(a.size, 5000000000ull);
+    CHECK_U64(a.created_ms, 11);
+    CHECK_U64(a.last_used_ms, 12);
+    hv_store_artifact_fini(&a);
+
+    hv_blacklist_row_t *bls = NULL;
+    size_t nbl = 0;
+    CHECK_OK(s, hv_store_blacklist_list(s, &bls, &nbl));
+    CHECK_U64(nbl, 1);
+    if (nbl == 1) {
+        CHECK_STR(bls[0].node_name, "n1");
+        CHECK_STR(bls[0].reason, "3 failures");
+        CHECK_U64(bls[0].strikes, 3);
+        CHECK_U64(bls[0].until_ms, 1700000100000ull);
+    }
+    hv_store_blacklist_free_list(bls, nbl);
+
+    hv_instance_row_t in = {0};
+    CHECK_OK(s, hv_store_instance_get(s, "spot-1", &in));
+    CHECK_STR(in.id, "spot-1");
+    CHECK_STR(in.provider, "spot-sim");
+    CHECK_STR(in.state, "running");
+    CHECK_STR(in.node_name, "n1");
+    CHECK_U64(in.price_milli, 1234);
+    CHECK_U64(in.created_ms, 5);
+    CHECK_U64(in.ended_ms, 0);
+    hv_store_instance_fini(&in);
+    hv_store_close(s);
+}
+
+static void test_node_upsert(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_node_row_t a = {.name = "alpha", .slots = 2, .incarnation = 1, .state = "alive"};
+    hv_node_row_t b = {.name = "beta", .slots = 4};
+    CHECK_OK(s, hv_store_node_upsert(s, &a));
+    CHECK_OK(s, hv_store_node_upsert(s, &b));
+    CHECK(a.id != b.id);
+    uint64_t first_id = a.id;
+
+    /* The agent re-registers after a restart: same name, new incarnation and address. */
+    hv_node_row_t again = {.name = "alpha",
+                           .slots = 6,
+                           .incarnation = 2,
+                           .state = "alive",
+                           .addrs = "10.0.0.9:7001",
+                           .last_seen_ms = 99};
+    CHECK_OK(s, hv_store_node_upsert(s, &again));
+    CHECK_U64(again.id, first_id);
+
+    hv_node_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_node_list(s, &rows, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(rows[0].id, first_id);
+        CHECK_STR(rows[0].name, "alpha");
+        CHECK_U64(rows[0].slots, 6);
+        CHECK_U64(rows[0].incarnation, 2);
+        CHECK_STR(rows[0].addrs, "10.0.0.9:7001");
+        CHECK_STR(rows[1].name, "beta");
+    }
+    hv_store_node_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_node_set_state(s, first_id, "dead", 12345));
+    hv_node_row_t got = {0};
+    CHECK_OK(s, hv_store_node_get(s, first_id, &got));
+    CHECK_STR(got.state, "dead");
+    CHECK_U64(got.last_seen_ms, 12345);
+    hv_store_node_fini(&got);
+
+    CHECK_RC(hv_store_node_set_state(s, 9999, "dead", 1), HV_ENOTFOUND);
+    CHECK_RC(hv_store_node_get(s, 9999, &got), HV_ENOTFOUND);
+    CHECK_CONTAINS(hv_store_last_error(s), "9999");
+    CHECK_RC(hv_store_node_set_state(s, first_id, "sleepy", 1), HV_EINVAL); // not a node state
+    hv_node_row_t noname = {.slots = 1};
+    CHECK_RC(hv_store_node_upsert(s, &noname), HV_EINVAL);
+    hv_store_close(s);
+}
+
+static void test_job_list(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    static const char *const states[] = {"pending", "succeeded", "running",
+                                         "failed",  "placing",   "cancelled"};
+    uint64_t ids[6];
+    for (int i = 0; i < 6; i++) {
+        hv_job_row_t j = {.name = "j", .state = (char *)states[i], .np = (uint32_t)i};
+        CHECK_OK(s, hv_store_job_insert(s, &j));
+        ids[i] = j.id;
+        CHECK(i == 0 || ids[i] > ids[i - 1]);
+    }
+    hv_job_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_job_list(s, 0, 0, &rows, &n));
+    CHECK_U64(n, 6);
+    for (size_t i = 0; i < n && i < 6; i++) {
+        CHECK_U64(rows[i].id, ids[5 - i]); // newest first
+    }
+    hv_store_job_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_job_list(s, 1, 0, &rows, &n));
+    CHECK_U64(n, 3); // placing, running, pending
+    if (n == 3) {
+        CHECK_STR(rows[0].state, "placing");
+        CHECK_STR(rows[1].state, "running");
+        CHECK_STR(rows[2].state, "pending");
+    }
+    hv_store_job_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_job_list(s, 0, 2, &rows, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(rows[0].id, ids[5]);
+        CHECK_U64(rows[1].id, ids[4]);
+    }
+    hv_store_job_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_job_list(s, 1, 2, &rows, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(rows[0].id, ids[4]);
+        CHECK_U64(rows[1].id, ids[2]);
+    }
+    hv_store_job_free_list(rows, n);
+
+    /* update: everything but spec changes; the job leaves the active list. */
+    hv_job_row_t j = {0};
+    CHECK_OK(s, hv_store_job_get(s, ids[0], &j));
+    hv_job_row_t upd = {.id = ids[0],
+                        .name = "renamed",
+                        .state = "cancelled",
+                        .reason = "by user",
+                        .np = 9,
+                        .generation = 3,
+                        .ended_ms = 77,
+                        .spec = NULL,
+                        .spec_len = 0};
+    CHECK_OK(s, hv_store_job_update(s, &upd));
+    hv_store_job_fini(&j);
+    hv_job_row_t spec_job = {
+        .state = "pending", .spec = (uint8_t *)spec_bytes, .spec_len = sizeof(spec_bytes)};
+    CHECK_OK(s, hv_store_job_insert(s, &spec_job));
+    hv_job_row_t upd2 = {.id = spec_job.id, .state = "running"}; // spec NULL in the update
+    CHECK_OK(s, hv_store_job_update(s, &upd2));
+    CHECK_OK(s, hv_store_job_get(s, spec_job.id, &j));
+    CHECK_U64(j.spec_len, sizeof(spec_bytes)); // update leaves the spec alone
+    CHECK_STR(j.state, "running");
+    hv_store_job_fini(&j);
+    CHECK_OK(s, hv_store_job_get(s, ids[0], &j));
+    CHECK_STR(j.name, "renamed");
+    CHECK_STR(j.state, "cancelled");
+    CHECK_STR(j.reason, "by user");
+    CHECK_U64(j.np, 9);
+    CHECK_U64(j.generation, 3);
+    CHECK_U64(j.ended_ms, 77);
+    hv_store_job_fini(&j);
+
+    CHECK_OK(s, hv_store_job_list(s, 1, 0, &rows, &n));
+    CHECK_U64(n, 3); // spec_job running, placing, running; pending one was cancelled
+    hv_store_job_free_list(rows, n);
+
+    upd.id = 424242;
+    CHECK_RC(hv_store_job_update(s, &upd), HV_ENOTFOUND);
+    CHECK_RC(hv_store_job_get(s, 424242, &j), HV_ENOTFOUND);
+    hv_job_row_t bad = {.state = "exploded"};
+    CHECK_RC(hv_store_job_insert(s, &bad), HV_EINVAL);
+    CHECK_CONTAINS(hv_store_last_error(s), "CHECK constraint failed");
+    hv_store_close(s);
+}
+
+static void test_worker_list(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_job_row_t j1 = {.state = "running"}, j2 = {.state = "running"};
+    CHECK_OK(s, hv_store_job_insert(s, &j1));
+    CHECK_OK(s, hv_store_job_insert(s, &j2));
+    /* Inserted out of order on purpose: the list orders by job, rank, attempt. */
+    struct {
+        uint64_t job;
+        uint32_t rank, attempt;
+        const char *state;
+    } spec[] = {
+        {j2.id, 0, 0, "running"},  {j1.id, 1, 1, "running"}, {j1.id, 1, 0, "lost"},
+        {j1.id, 0, 0, "starting"}, {j2.id, 1, 0, "exited"},  {j1.id, 2, 0, "pending"},
+    };
+    for (size_t i = 0; i < sizeof(spec) / sizeof(spec[0]); i++) {
+        hv_worker_row_t w = {.job_id = spec[i].job,
+                             .rank = spec[i].rank,
+                             .attempt = spec[i].attempt,
+                             .state = (char *)spec[i].state,
+                             .gpu = -1};
+        CHECK_OK(s, hv_store_worker_insert(s, &w));
+    }
+    hv_worker_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_worker_list(s, 0, 0, &rows, &n));
+    CHECK_U64(n, 6);
+    if (n == 6) {
+        const uint32_t want_rank[] = {0, 1, 1, 2, 0, 1}, want_att[] = {0, 0, 1, 0, 0, 0};
+        for (int i = 0; i < 6; i++) {
+            CHECK_U64(rows[i].job_id, i < 4 ? j1.id : j2.id);
+            CHECK_U64(rows[i].rank, want_rank[i]);
+            CHECK_U64(rows[i].attempt, want_att[i]);
+        }
+    }
+    hv_store_worker_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_worker_list(s, j1.id, 0, &rows, &n));
+    CHECK_U64(n, 4);
+    hv_store_worker_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_worker_list(s, j1.id, 1, &rows, &n));
+    CHECK_U64(n, 3); // starting, running, pending; not lost
+    if (n == 3) {
+        CHECK_STR(rows[0].state, "starting");
+        CHECK_STR(rows[1].state, "running");
+        CHECK_STR(rows[2].state, "pending");
+    }
+    hv_store_worker_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_worker_list(s, 0, 1, &rows, &n));
+    CHECK_U64(n, 4);
+    hv_worker_row_t w = {0};
+    if (n == 4) {
+        w = rows[3]; // j2 rank 0 running: borrow fields to build an update
+        CHECK_U64(w.job_id, j2.id);
+        hv_worker_row_t upd = {.id = w.id,
+                               .job_id = j2.id,
+                               .rank = 0,
+                               .state = "exited",
+                               .exit_code = 0,
+                               .pid = 77,
+                               .gpu = 2,
+                               .ended_ms = 5};
+        CHECK_OK(s, hv_store_worker_update(s, &upd));
+    }
+    hv_store_worker_free_list(rows, n);
+    CHECK_OK(s, hv_store_worker_list(s, j2.id, 1, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_worker_free_list(rows, n);
+
+    CHECK_OK(s, hv_store_worker_list(s, 9999, 0, &rows, &n)); // no such job: empty, not an error
+    CHECK_U64(n, 0);
+    hv_store_worker_free_list(rows, n);
+
+    hv_worker_row_t orphan = {.job_id = 9999, .state = "pending"};
+    CHECK_RC(hv_store_worker_insert(s, &orphan), HV_EINVAL); // foreign key: no such job
+    CHECK_CONTAINS(hv_store_last_error(s), "FOREIGN KEY");
+    hv_worker_row_t missing = {.id = 9999, .job_id = j1.id, .state = "pending"};
+    CHECK_RC(hv_store_worker_update(s, &missing), HV_ENOTFOUND);
+    hv_store_close(s);
+}
+
+static void test_events(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    uint64_t seq[10];
+    for (int i = 0; i < 10; i++) {
+        char msg[32];
+        snprintf(msg, sizeof(msg), "event %d", i);
+        /* Even events belong to job 1, odd ones to job 2. */
+        CHECK_OK(s, hv_store_event_append(s, (uint64_t)(i % 2 + 1), 0, "k", msg, &seq[i]));
+        CHECK(i == 0 || seq[i] > seq[i - 1]);
+    }
+    CHECK_OK(s, hv_store_event_append(s, 1, 0, "k", "no seq wanted", NULL));
+
+    hv_event_row_t *ev = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_event_list(s, 0, 0, 0, &ev, &n));
+    CHECK_U64(n, 11);
+    hv_store_event_free_list(ev, n);
+
+    CHECK_OK(s, hv_store_event_list(s, 0, seq[6], 0, &ev, &n)); // strictly after seq[6]
+    CHECK_U64(n, 4);
+    if (n == 4) {
+        CHECK_U64(ev[0].seq, seq[7]);
+        CHECK_STR(ev[0].message, "event 7");
+        CHECK_STR(ev[3].message, "no seq wanted");
+    }
+    hv_store_event_free_list(ev, n);
+
+    /* limit: the NEWEST 3, still ascending. */
+    CHECK_OK(s, hv_store_event_list(s, 0, 0, 3, &ev, &n));
+    CHECK_U64(n, 3);
+    if (n == 3) {
+        CHECK_U64(ev[0].seq, seq[8]);
+        CHECK_U64(ev[1].seq, seq[9]);
+        CHECK(ev[2].seq > ev[1].seq);
+    }
+    hv_store_event_free_list(ev, n);
+
+    /* job filter + limit: job 2 has seq[1,3,5,7,9]; newest 2 = 7, 9. */
+    CHECK_OK(s, hv_store_event_list(s, 2, 0, 2, &ev, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(ev[0].seq, seq[7]);
+        CHECK_U64(ev[1].seq, seq[9]);
+        CHECK_U64(ev[0].job_id, 2);
+    }
+    hv_store_event_free_list(ev, n);
+
+    /* job filter + after_seq + limit bigger than what is left. */
+    CHECK_OK(s, hv_store_event_list(s, 1, seq[4], 100, &ev, &n));
+    CHECK_U64(n, 3); // seq 6, 8, and "no seq wanted"
+    if (n == 3) {
+        CHECK_STR(ev[0].message, "event 6");
+        CHECK_STR(ev[1].message, "event 8");
+        CHECK_STR(ev[2].message, "no seq wanted");
+    }
+    hv_store_event_free_list(ev, n);
+
+    CHECK_OK(s, hv_store_event_list(s, 0, UINT64_MAX, 0, &ev, &n));
+    CHECK_U64(n, 0);
+    hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
+static void test_artifacts(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    const char *digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    hv_artifact_row_t a = {.digest = (char *)digest,
+                           .path = "/d/a",
+                           .size = 4,
+                           .created_ms = 100,
+                           .last_used_ms = 100};
+    CHECK_OK(s, hv_store_artifact_put(s, &a));
+    CHECK_OK(s, hv_store_artifact_touch(s, digest, 250));
+    hv_artifact_row_t got = {0};
+    CHECK_OK(s, hv_store_artifact_get(s, digest, &got));
+    CHECK_U64(got.last_used_ms, 250);
+    CHECK_U64(got.created_ms, 100);
+    CHECK_U64(got.size, 4);
+    CHECK_STR(got.path, "/d/a");
+    hv_store_artifact_fini(&got);
+
+    a.path = "/d/b"; // put again replaces
+    a.size = 8;
+    CHECK_OK(s, hv_store_artifact_put(s, &a));
+    CHECK_OK(s, hv_store_artifact_get(s, digest, &got));
+    CHECK_STR(got.path, "/d/b");
+    CHECK_U64(got.size, 8);
+    hv_store_artifact_fini(&got);
+
+    CHECK_RC(hv_store_artifact_get(s, "nope", &got), HV_ENOTFOUND);
+    CHECK(got.digest == NULL); // out untouched on failure
+    CHECK_RC(hv_store_artifact_touch(s, "nope", 1), HV_ENOTFOUND);
+    hv_artifact_row_t nodigest = {.path = "/x"};
+    CHECK_RC(hv_store_artifact_put(s, &nodigest), HV_EINVAL);
+    hv_store_close(s);
+}
+
+static void test_blacklist(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_blacklist_row_t a = {.node_name = "zeta", .strikes = 1, .until_ms = 10, .reason = "r1"};
+    hv_blacklist_row_t b = {.node_name = "alpha", .strikes = 2, .until_ms = 20};
+    CHECK_OK(s, hv_store_blacklist_put(s, &a));
+    CHECK_OK(s, hv_store_blacklist_put(s, &b));
+    a.strikes = 5; // a second strike replaces the entry
+    a.until_ms = 40;
+    CHECK_OK(s, hv_store_blacklist_put(s, &a));
+    hv_blacklist_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_blacklist_list(s, &rows, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_STR(rows[0].node_name, "alpha");
+        CHECK_STR(rows[0].reason, "");
+        CHECK_STR(rows[1].node_name, "zeta");
+        CHECK_U64(rows[1].strikes, 5);
+        CHECK_U64(rows[1].until_ms, 40);
+    }
+    hv_store_blacklist_free_list(rows, n);
+    CHECK_OK(s, hv_store_blacklist_remove(s, "zeta"));
+    CHECK_RC(hv_store_blacklist_remove(s, "zeta"), HV_ENOTFOUND);
+    CHECK_OK(s, hv_store_blacklist_list(s, &rows, &n));
+    CHECK_U64(n, 1);
+    hv_store_blacklist_free_list(rows, n);
+
+    /* instances: the other v2 table. */
+    hv_instance_row_t i1 = {.id = "i-1", .provider = "local", .created_ms = 1};
+    hv_instance_row_t i2 = {.id = "i-2", .provider = "local", .created_ms = 2, .ended_ms = 9};
+    CHECK_OK(s, hv_store_instance_put(s, &i1));
+    CHECK_OK(s, hv_store_instance_put(s, &i2));
+    hv_instance_row_t *ins = NULL;
+    CHECK_OK(s, hv_store_instance_list(s, 0, &ins, &n));
+    CHECK_U64(n, 2);
+    hv_store_instance_free_list(ins, n);
+    CHECK_OK(s, hv_store_instance_list(s, 1, &ins, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(ins[0].id, "i-1");
+    }
+    hv_store_instance_free_list(ins, n);
+    hv_store_close(s);
+}
+
+static void test_rollback(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_RC(hv_store_commit(s), HV_ESTATE); // nothing open
+    CHECK_OK(s, hv_store_rollback(s));       // nothing open: no-op
+
+    CHECK_OK(s, hv_store_begin(s));
+    CHECK_RC(hv_store_begin(s), HV_ESTATE);
+    hv_job_row_t j = {.state = "pending"};
+    CHECK_OK(s, hv_store_job_insert(s, &j));
+    hv_worker_row_t w = {.job_id = j.id, .state = "pending"};
+    CHECK_OK(s, hv_store_worker_insert(s, &w));
+    CHECK_OK(s, hv_store_event_append(s, j.id, 0, "submitted", "", NULL));
+    hv_node_row_t nd = {.name = "n"};
+    CHECK_OK(s, hv_store_node_upsert(s, &nd));
+    CHECK_OK(s, hv_store_rollback(s));
+
+    hv_job_row_t *jobs = NULL;
+    hv_worker_row_t *workers = NULL;
+    hv_event_row_t *ev = NULL;
+    hv_node_row_t *nodes = NULL;
+    size_t n = 99;
+    CHECK_OK(s, hv_store_job_list(s, 0, 0, &jobs, &n));
+    CHECK_U64(n, 0);
+    hv_store_job_free_list(jobs, n);
+    CHECK_OK(s, hv_store_worker_list(s, 0, 0, &workers, &n));
+    CHECK_U64(n, 0);
+    hv_store_worker_free_list(workers, n);
+    CHECK_OK(s, hv_store_event_list(s, 0, 0, 0, &ev, &n));
+    CHECK_U64(n, 0);
+    hv_store_event_free_list(ev, n);
+    CHECK_OK(s, hv_store_node_list(s, &nodes, &n));
+    CHECK_U64(n, 0);
+    hv_store_node_free_list(nodes, n);
+
+    /* A committed transaction survives a reopen; an open one at close does not. */
+    CHECK_OK(s, hv_store_begin(s));
+    hv_job_row_t kept = {.state = "pending", .name = "kept"};
+    CHECK_OK(s, hv_store_job_insert(s, &kept));
+    CHECK_OK(s, hv_store_commit(s));
+    CHECK_OK(s, hv_store_begin(s));
+    hv_job_row_t lost = {.state = "pending", .name = "lost"};
+    CHECK_OK(s, hv_store_job_insert(s, &lost));
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    CHECK_OK(s, hv_store_job_list(s, 0, 0, &jobs, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(jobs[0].name, "kept");
+    }
+    hv_store_job_free_list(jobs, n);
+    hv_store_close(s);
+}
+
+static void test_migrate_v1(void) {
+    char err[512] = "";
+    /* A real v1 database (only the first migration step) with rows written the v1 way. */
+    const char *v1_rows =
+        "INSERT INTO jobs (id, name, state, spec, np, min_np, max_np, submitted_ms)"
+        " VALUES (5, 'old-job', 'running', x'0a00ff', 4, 2, 8, 1234);"
+        "INSERT INTO workers (id, job_id, rank, attempt, state, pid, gpu)"
+        " VALUES (11, 5, 2, 1, 'running', 999, 3);"
+        "INSERT INTO nodes (name, slots) VALUES ('oldnode', 8);"
+        "INSERT INTO events (time_ms, job_id, kind, message) VALUES (1, 5, 'k', 'v1 event');";
+    hv_err rc = hv__store_create_at_version(tmp_dir, 1, v1_rows, err, sizeof(err));
+    CHECK_RC(rc, HV_OK);
+    if (rc != HV_OK) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    /* The v1 file really lacks v2's tables: a v2 open is the first to create them. */
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), 2);
+    hv_job_row_t j = {0};
+    CHECK_OK(s, hv_store_job_get(s, 5, &j));
+    CHECK_STR(j.name, "old-job");
+    CHECK_STR(j.state, "running");
+    CHECK_U64(j.spec_len, 3);
+    CHECK(j.spec != NULL && j.spec[0] == 0x0a && j.spec[1] == 0x00 && j.spec[2] == 0xff);
+    CHECK_U64(j.np, 4);
+    CHECK_U64(j.min_np, 2);
+    CHECK_U64(j.max_np, 8);
+    CHECK_U64(j.submitted_ms, 1234);
+    CHECK_U64(j.generation, 0); // the v2 column's default on old rows
+    hv_store_job_fini(&j);
+    hv_worker_row_t w = {0};
+    CHECK_OK(s, hv_store_worker_get(s, 11, &w));
+    CHECK_U64(w.job_id, 5);
+    CHECK_U64(w.rank, 2);
+    CHECK_U64(w.attempt, 1);
+    CHECK_I64(w.pid, 999);
+    CHECK_I64(w.gpu, 3);
+    CHECK_STR(w.state, "running");
+    CHECK_U64(w.generation, 0);
+    hv_store_worker_fini(&w);
+    hv_event_row_t *ev = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_event_list(s, 5, 0, 0, &ev, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(ev[0].message, "v1 event");
+    }
+    hv_store_event_free_list(ev, n);
+
+    /* The new tables and columns work. */
+    hv_blacklist_row_t bl = {.node_name = "oldnode", .strikes = 1};
+    CHECK_OK(s, hv_store_blacklist_put(s, &bl));
+    hv_instance_row_t in = {.id = "i-9", .provider = "local"};
+    CHECK_OK(s, hv_store_instance_put(s, &in));
+    hv_job_row_t upd = {.id = 5, .name = "old-job", .state = "running", .generation = 4};
+    CHECK_OK(s, hv_store_job_update(s, &upd));
+    hv_job_row_t newer = {.state = "pending"};
+    CHECK_OK(s, hv_store_job_insert(s, &newer));
+    CHECK(newer.id > 5); // ids continue after the old rows
+    hv_store_close(s);
+
+    /* Reopening a v2 database migrates nothing and keeps the new data. */
+    s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), 2);
+    CHECK_OK(s, hv_store_job_get(s, 5, &j));
+    CHECK_U64(j.generation, 4);
+    hv_store_job_fini(&j);
+    hv_blacklist_row_t *bls = NULL;
+    CHECK_OK(s, hv_store_blacklist_list(s, &bls, &n));
+    CHECK_U64(n, 1);
+    hv_store_blacklist_free_list(bls, n);
+    hv_store_close(s);
+}
+
+static void test_newer_version(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 9", err, sizeof(err)),
+             HV_OK);
+    char path[300];
+    path_in(path, sizeof(path), "state.db");
+    size_t len0 = 0, len1 = 0;
+    uint8_t *before = read_all(path, &len0);
+    hv_store_t *s = NULL;
+    err[0] = '\0';
+    CHECK_RC(hv_store_open(tmp_dir, &s, err, sizeof(err)), HV_ENOTSUP);
+    CHECK(s == NULL);
+    CHECK_CONTAINS(err, "state.db has schema version 9, newer than this hvhead's 2; "
+                        "use a newer hvhead");
+    CHECK_CONTAINS(err, path);
+    uint8_t *after = read_all(path, &len1);
+    CHECK(before != NULL && after != NULL && len0 == len1 && memcmp(before, after, len0) == 0);
+    hv_free(before);
+    hv_free(after);
+
+    /* Our tables but no schema version: not ours to migrate. */
+    remove_tmp();
+    make_tmp();
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 0", err, sizeof(err)),
+             HV_OK);
+    err[0] = '\0';
+    CHECK_RC(hv_store_open(tmp_dir, &s, err, sizeof(err)), HV_EINVAL);
+    CHECK_CONTAINS(err, "not hvhead's state");
+}
+
+/* Opens a damaged state.db and checks the refusal and that the file is unchanged. */
+static void expect_corrupt(const char *what) {
+    char path[300], err[768] = "";
+    path_in(path, sizeof(path), "state.db");
+    size_t len0 = 0, len1 = 0;
+    uint8_t *before = read_all(path, &len0);
+    hv_store_t *s = NULL;
+    hv_err rc = hv_store_open(tmp_dir, &s, err, sizeof(err));
+    if (rc != HV_ECORRUPT) {
+        fprintf(stderr, "%s: %s\n", what, err);
+    }
+    CHECK_RC(rc, HV_ECORRUPT);
+    CHECK(s == NULL);
+    hv_store_close(s);
+    CHECK_CONTAINS(err, path);
+    CHECK_CONTAINS(err, "move it aside to start fresh, or restore a backup");
+    uint8_t *after = read_all(path, &len1);
+    CHECK(after != NULL);
+    CHECK_U64(len1, len0);
+    CHECK(before != NULL && after != NULL && len0 == len1 && memcmp(before, after, len0) == 0);
+    fprintf(stderr, "  (%s: %s)\n", what, err);
+    hv_free(before);
+    hv_free(after);
+}
+
+static void test_garbage_file(void) {
+    char path[300];
+    path_in(path, sizeof(path), "state.db");
+    uint8_t junk[8192];
+    for (size_t i = 0; i < sizeof(junk); i++) {
+        junk[i] = (uint8_t)(i * 131u + 7u);
+    }
+    write_all(path, junk, sizeof(junk));
+    expect_corrupt("garbage");
+    char err[768] = "";
+    hv_store_t *s = NULL;
+    (void)hv_store_open(tmp_dir, &s, err, sizeof(err));
+    CHECK_CONTAINS(err, "file is not a database"); // sqlite's own words
+
+    /* Text that is not a database at all. */
+    const char text[] = "this is my shopping list, not a database\n";
+    write_all(path, text, sizeof(text) - 1);
+    expect_corrupt("text");
+}
+
+static void test_truncated_file(void) {
+    /* A database of many pages, closed cleanly (WAL checkpointed into the main file). */
+    hv_store_t *s = open_ok(tmp_dir);
+    char msg[512];
+    memset(msg, 'x', sizeof(msg) - 1);
+    msg[sizeof(msg) - 1] = '\0';
+    CHECK_OK(s, hv_store_begin(s));
+    for (int i = 0; i < 400; i++) {
+        CHECK_OK(s, hv_store_event_append(s, (uint64_t)i, 0, "filler", msg, NULL));
+    }
+    CHECK_OK(s, hv_store_commit(s));
+    hv_store_close(s);
+
+    char path[300];
+    path_in(path, sizeof(path), "state.db");
+    size_t full_len = 0;
+    uint8_t *full = read_all(path, &full_len);
+    CHECK(full != NULL && full_len > 16 * 4096);
+    const size_t cuts[] = {100, 4096, (full_len / 2) & ~(size_t)4095, full_len - 4096};
+    for (size_t i = 0; full != NULL && i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        write_all(path, full, cuts[i]);
+        char what[64];
+        snprintf(what, sizeof(what), "truncated to %zu of %zu bytes", cuts[i], full_len);
+        expect_corrupt(what);
+    }
+    hv_free(full);
+}
+
+static void test_damaged_page(void) {
+    /* A page in the middle overwritten with junk: the header and the schema still read fine,
+     * only PRAGMA quick_check finds the damage. */
+    hv_store_t *s = open_ok(tmp_dir);
+    char msg[512];
+    memset(msg, 'y', sizeof(msg) - 1);
+    msg[sizeof(msg) - 1] = '\0';
+    CHECK_OK(s, hv_store_begin(s));
+    for (int i = 0; i < 400; i++) {
+        CHECK_OK(s, hv_store_event_append(s, 1, 0, "filler", msg, NULL));
+    }
+    CHECK_OK(s, hv_store_commit(s));
+    hv_store_close(s);
+
+    char path[300];
+    path_in(path, sizeof(path), "state.db");
+    size_t len = 0;
+    uint8_t *data = read_all(path, &len);
+    CHECK(data != NULL && len > 16 * 4096);
+    if (data == NULL) {
+        return;
+    }
+    size_t page = (len / 4096 / 2) * 4096;
+    for (size_t i = 0; i < 4096; i++) {
+        data[page + i] = (uint8_t)(i * 37u + 11u);
+    }
+    write_all(path, data, len);
+    hv_free(data);
+    expect_corrupt("junk page");
+}
+
+static void test_unwritable_dir(void) {
+    char err[512] = "";
+    hv_store_t *s = NULL;
+    /* A data dir below a regular file can never be created. */
+    char file[300], dir[400];
+    path_in(file, sizeof(file), "plainfile");
+    write_all(file, "x", 1);
+    snprintf(dir, sizeof(dir), "%s/data", file);
+    hv_err rc = hv_store_open(dir, &s, err, sizeof(err));
+    CHECK(rc != HV_OK);
+    CHECK(s == NULL);
+    CHECK_CONTAINS(err, "cannot create data dir");
+    CHECK_CONTAINS(err, dir);
+    CHECK_CONTAINS(err, "Not a directory");
+
+    /* The data dir itself is a file. */
+    err[0] = '\0';
+    rc = hv_store_open(file, &s, err, sizeof(err));
+    CHECK(rc != HV_OK);
+    CHECK_CONTAINS(err, "is not a directory");
+
+    /* state.db is a directory. */
+    char sub[300], db[400];
+    path_in(sub, sizeof(sub), "d");
+    snprintf(db, sizeof(db), "%s/state.db", sub);
+    CHECK(mkdir(sub, 0700) == 0 && mkdir(db, 0700) == 0);
+    err[0] = '\0';
+    rc = hv_store_open(sub, &s, err, sizeof(err));
+    CHECK(rc != HV_OK);
+    CHECK_CONTAINS(err, "not a regular file");
+
+    /* A read-only dir (root ignores modes, so only as another user). */
+    char ro[300];
+    path_in(ro, sizeof(ro), "ro");
+    CHECK(mkdir(ro, 0500) == 0);
+    if (geteuid() != 0) {
+        err[0] = '\0';
+        rc = hv_store_open(ro, &s, err, sizeof(err));
+        CHECK_RC(rc, HV_EPERM);
+        CHECK_CONTAINS(err, "is not writable");
+        CHECK_CONTAINS(err, ro);
+    } else {
+        fprintf(stderr, "  (read-only dir check skipped: running as root)\n");
+    }
+
+    /* No data dir given. */
+    err[0] = '\0';
+    CHECK_RC(hv_store_open("", &s, err, sizeof(err)), HV_EINVAL);
+    CHECK_CONTAINS(err, "no data dir");
+
+    /* A data dir that does not exist yet is created, parents included. */
+    char deep[300];
+    path_in(deep, sizeof(deep), "a/b/c");
+    s = open_ok(deep);
+    hv_store_close(s);
+    struct stat st;
+    char deep_db[400];
+    snprintf(deep_db, sizeof(deep_db), "%s/state.db", deep);
+    CHECK(stat(deep_db, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+static void test_crash_recovery(void) {
+    /* The head is SIGKILLed right after a commit: nothing is closed, the WAL is not
+     * checkpointed. A new head must see every committed write and none of the open one. */
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        hv_store_t *s = NULL;
+        char err[512];
+        if (hv_store_open(tmp_dir, &s, err, sizeof(err)) != HV_OK) {
+            _exit(3);
+        }
+        hv_job_row_t j = {.name = "survivor", .state = "running", .np = 2};
+        if (hv_store_job_insert(s, &j) != HV_OK ||
+            hv_store_event_append(s, j.id, 0, "started", "before the crash", NULL) != HV_OK ||
+            hv_store_begin(s) != HV_OK) {
+            _exit(4);
+        }
+        hv_job_row_t open_txn = {.name = "uncommitted", .state = "pending"};
+        if (hv_store_job_insert(s, &open_txn) != HV_OK) {
+            _exit(5);
+        }
+        kill(getpid(), SIGKILL);
+        _exit(6);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    char wal[300];
+    path_in(wal, sizeof(wal), "state.db-wal");
+    CHECK(access(wal, F_OK) == 0); // WAL mode, and the crash left the log behind
+
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_job_row_t *jobs = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_job_list(s, 0, 0, &jobs, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(jobs[0].name, "survivor");
+        CHECK_STR(jobs[0].state, "running");
+        CHECK_U64(jobs[0].np, 2);
+    }
+    hv_store_job_free_list(jobs, n);
+    hv_event_row_t *ev = NULL;
+    CHECK_OK(s, hv_store_event_list(s, 0, 0, 0, &ev, &n));
+    CHECK_U64(n, 1);
+    hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
+static void test_oom(void) {
+    /* Fail each allocation of a read in turn: every one returns HV_ENOMEM or succeeds, and
+     * nothing leaks (ASan checks). */
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_job_row_t j = {.name = "n",
+                      .state = "pending",
+                      .reason = "r",
+                      .spec = (uint8_t *)spec_bytes,
+                      .spec_len = sizeof(spec_bytes)};
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(s, hv_store_job_insert(s, &j));
+    }
+    int saw_enomem = 0, saw_ok = 0;
+    for (long k = 1; k < 40 && !saw_ok; k++) {
+        hv_job_row_t *rows = NULL;
+        size_t n = 0;
+        hv_mem_fail_after(k);
+        hv_err rc = hv_store_job_list(s, 0, 0, &rows, &n);
+        hv_mem_fail_after(0);
+        if (rc == HV_OK) {
+            saw_ok = 1;
+            CHECK_U64(n, 3);
+            hv_store_job_free_list(rows, n);
+        } else {
+            CHECK_RC(rc, HV_ENOMEM);
+            CHECK(rows == NULL);
+            saw_enomem = 1;
+        }
+    }
+    CHECK(saw_enomem && saw_ok);
+    hv_store_close(s);
+}
+
+/* ---- runner ---------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"persist", test_persist},
+    {"node_upsert", test_node_upsert},
+    {"job_list", test_job_list},
+    {"worker_list", test_worker_list},
+    {"events", test_events},
+    {"artifacts", test_artifacts},
+    {"blacklist", test_blacklist},
+    {"rollback", test_rollback},
+    {"migrate_v1", test_migrate_v1},
+    {"newer_version", test_newer_version},
+    {"garbage_file", test_garbage_file},
+    {"truncated_file", test_truncated_file},
+    {"damaged_page", test_damaged_page},
+    {"unwritable_dir", test_unwritable_dir},
+    {"crash_recovery", test_crash_recovery},
+    {"oom", test_oom},
+};
+
+int main(int argc, char **argv) {
+    hv_log_set_level(HV_LOG_WARN); // HV_LOG_LEVEL in the environment overrides
+    hv_log_init("store_test");
+    size_t ncases = sizeof(cases) / sizeof(cases[0]);
+    int ran = 0;
+    for (size_t i = 0; i < ncases; i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
+            continue;
+        }
+        int before = failures;
+        make_tmp();
+        cases[i].fn();
+        remove_tmp();
+        printf("%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
+        ran++;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no case named '%s'; cases:", argv[1]);
+        for (size_t i = 0; i < ncases; i++) {
+            fprintf(stderr, " %s", cases[i].name);
+        }
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    printf("%d case(s), %d failure(s)\n", ran, failures);
+    return failures == 0 ? 0 : 1;
+}
