@@ -1,0 +1,955 @@
+/*
+ * cli_common: see cli_common.h. Pure helpers of hvsubmit and hvctl: command-line parsing, local
+ * file checks, exit statuses, human formats, the table printer and the JSON emitter. No RPC.
+ */
+#include "cli_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mem.h"
+#include "util.h"
+
+/* Formats into err (may be NULL). */
+static void cli_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void cli_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+const char *hv_cli_head_addr(const char *opt) {
+    if (opt != NULL && opt[0] != '\0') {
+        return opt;
+    }
+    const char *env = getenv("HV_HEAD");
+    if (env != NULL && env[0] != '\0') {
+        return env;
+    }
+    return HV_CLI_DEFAULT_HEAD;
+}
+
+hv_err hv_cli_check_head_addr(const char *addr, char *err, size_t errlen) {
+    char host[256];
+    int port = 0;
+    if (addr == NULL || hv_parse_hostport(addr, host, sizeof(host), &port) != HV_OK ||
+        host[0] == '\0' || port <= 0 || port > 65535) {
+        cli_err(err, errlen, "bad head address '%s': expected HOST:PORT, e.g. 127.0.0.1:7000",
+                addr ? addr : "");
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+const char *hv_cli_basename(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* ---- --env ---------------------------------------------------------------------------------- */
+
+hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errlen) {
+    const char *eq = strchr(s, '=');
+    if (eq == NULL) {
+        cli_err(err, errlen, "--env '%s': expected KEY=VALUE", s);
+        return HV_EINVAL;
+    }
+    if (eq == s) {
+        cli_err(err, errlen, "--env '%s': the name before '=' is empty", s);
+        return HV_EINVAL;
+    }
+    for (const char *p = s; p < eq; p++) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+            cli_err(err, errlen, "--env '%s': the name holds whitespace", s);
+            return HV_EINVAL;
+        }
+    }
+    if ((size_t)(eq - s) > 256) {
+        cli_err(err, errlen, "--env: the name '%.40s...' is longer than 256 bytes", s);
+        return HV_EINVAL;
+    }
+    if (strlen(eq + 1) > 65536) {
+        cli_err(err, errlen, "--env %.*s: the value is longer than 64 KiB", (int)(eq - s), s);
+        return HV_EINVAL;
+    }
+    char *key = hv_strndup(s, (size_t)(eq - s));
+    char *value = hv_strdup(eq + 1);
+    if (key == NULL || value == NULL) {
+        hv_free(key);
+        hv_free(value);
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    out->key = key;
+    out->value = value;
+    return HV_OK;
+}
+
+void hv_cli_kv_fini(hv_cli_kv_t *kv) {
+    if (kv == NULL) {
+        return;
+    }
+    hv_free(kv->key);
+    hv_free(kv->value);
+    kv->key = NULL;
+    kv->value = NULL;
+}
+
+/* ---- hvsubmit's command line ---------------------------------------------------------------- */
+
+enum submit_opt {
+    OPT_HEAD,
+    OPT_NP,
+    OPT_MIN_NP,
+    OPT_MAX_NP,
+    OPT_MAX_RESETS,
+    OPT_SLOTS_PER_HOST,
+    OPT_ENV,
+    OPT_FILE,
+    OPT_TIMEOUT,
+    OPT_NAME,
+    OPT_DETACH,
+    OPT_QUIET,
+    OPT_VERBOSE,
+    OPT_HELP,
+};
+
+typedef struct submit_optdef_s {
+    const char *name;   /* without dashes */
+    char short_name;    /* single-dash letter, or 0 */
+    enum submit_opt id;
+    int takes_value;
+} submit_optdef_t;
+
+static const submit_optdef_t submit_optdefs[] = {
+    {"head", 0, OPT_HEAD, 1},
+    {"np", 0, OPT_NP, 1},
+    {"min-np", 0, OPT_MIN_NP, 1},
+    {"max-np", 0, OPT_MAX_NP, 1},
+    {"max-resets", 0, OPT_MAX_RESETS, 1},
+    {"slots-per-host", 0, OPT_SLOTS_PER_HOST, 1},
+    {"env", 'e', OPT_ENV, 1},
+    {"file", 'f', OPT_FILE, 1},
+    {"timeout", 0, OPT_TIMEOUT, 1},
+    {"name", 0, OPT_NAME, 1},
+    {"detach", 'd', OPT_DETACH, 0},
+    {"quiet", 'q', OPT_QUIET, 0},
+    {"verbose", 'v', OPT_VERBOSE, 0},
+    {"help", 'h', OPT_HELP, 0},
+};
+
+/* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
+ * '=' or NULL. */
+static const submit_optdef_t *submit_find_opt(const char *arg, const char **value_out) {
+    const char *name = arg + 1;
+    if (*name == '-') {
+        name++;
+    }
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    *value_out = eq ? eq + 1 : NULL;
+    for (size_t i = 0; i < sizeof(submit_optdefs) / sizeof(submit_optdefs[0]); i++) {
+        const submit_optdef_t *d = &submit_optdefs[i];
+        if (strlen(d->name) == len && strncmp(d->name, name, len) == 0) {
+            return d;
+        }
+        /* A single letter only with one dash: "-e K=V". */
+        if (d->short_name != 0 && arg[1] != '-' && len == 1 && name[0] == d->short_name) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
+static hv_err submit_parse_u32(const char *opt, const char *v, uint32_t min, uint32_t *out,
+                               char *err, size_t errlen) {
+    uint64_t n = 0;
+    if (hv_parse_u64(v, min, UINT32_MAX, &n) != HV_OK) {
+        if (min > 0) {
+            cli_err(err, errlen, "--%s '%s': expected a whole number of at least %u", opt, v,
+                    (unsigned)min);
+        } else {
+            cli_err(err, errlen, "--%s '%s': expected a whole number", opt, v);
+        }
+        return HV_EINVAL;
+    }
+    *out = (uint32_t)n;
+    return HV_OK;
+}
+
+static hv_err submit_push_env(hv_cli_submit_opts_t *o, const char *v, char *err, size_t errlen) {
+    hv_cli_kv_t kv;
+    hv_err rc = hv_cli_parse_env(v, &kv, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    hv_cli_kv_t *env = hv_realloc(o->env, (o->nenv + 1) * sizeof(*env));
+    if (env == NULL) {
+        hv_cli_kv_fini(&kv);
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    o->env = env;
+    /* A later --env for the same name wins, as in a shell. */
+    for (size_t i = 0; i < o->nenv; i++) {
+        if (strcmp(o->env[i].key, kv.key) == 0) {
+            hv_cli_kv_fini(&o->env[i]);
+            o->env[i] = kv;
+            return HV_OK;
+        }
+    }
+    o->env[o->nenv++] = kv;
+    return HV_OK;
+}
+
+static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err,
+                               size_t errlen) {
+    if (v[0] == '\0') {
+        cli_err(err, errlen, "--file: empty path");
+        return HV_EINVAL;
+    }
+    const char **files = hv_realloc(o->files, (o->nfiles + 1) * sizeof(*files));
+    if (files == NULL) {
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    o->files = files;
+    o->files[o->nfiles++] = v;
+    return HV_OK;
+}
+
+static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, const char *v,
+                           char *err, size_t errlen) {
+    switch (d->id) {
+    case OPT_HEAD:
+        o->head = v;
+        return hv_cli_check_head_addr(v, err, errlen);
+    case OPT_NP: {
+        hv_err rc = submit_parse_u32("np", v, 0, &o->np, err, errlen);
+        if (rc == HV_OK && o->np == 0) {
+            cli_err(err, errlen,
+                    "-np 0: a job needs at least one worker (leave -np out to use every free "
+                    "slot)");
+            return HV_EINVAL;
+        }
+        o->np_set = 1;
+        return rc;
+    }
+    case OPT_MIN_NP:
+        return submit_parse_u32("min-np", v, 1, &o->min_np, err, errlen);
+    case OPT_MAX_NP:
+        return submit_parse_u32("max-np", v, 1, &o->max_np, err, errlen);
+    case OPT_MAX_RESETS:
+        return submit_parse_u32("max-resets", v, 0, &o->max_resets, err, errlen);
+    case OPT_SLOTS_PER_HOST:
+        return submit_parse_u32("slots-per-host", v, 1, &o->slots_per_host, err, errlen);
+    case OPT_TIMEOUT:
+        return submit_parse_u32("timeout", v, 1, &o->timeout_s, err, errlen);
+    case OPT_ENV:
+        return submit_push_env(o, v, err, errlen);
+    case OPT_FILE:
+        return submit_push_file(o, v, err, errlen);
+    case OPT_NAME:
+        if (v[0] == '\0' || strlen(v) > 256) {
+            cli_err(err, errlen, "--name: expected 1 to 256 characters");
+            return HV_EINVAL;
+        }
+        o->name = v;
+        return HV_OK;
+    case OPT_DETACH:
+        o->detach = 1;
+        return HV_OK;
+    case OPT_QUIET:
+        o->quiet = 1;
+        return HV_OK;
+    case OPT_VERBOSE:
+        o->verbose = 1;
+        return HV_OK;
+    case OPT_HELP:
+        o->help = 1;
+        return HV_OK;
+    }
+    return HV_EINTERNAL;
+}
+
+/* Checks the numbers against each other once all options are known. */
+static hv_err submit_check_counts(const hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    if (o->min_np != 0 && o->max_np != 0 && o->min_np > o->max_np) {
+        cli_err(err, errlen, "--min-np %u is more than --max-np %u", (unsigned)o->min_np,
+                (unsigned)o->max_np);
+        return HV_EINVAL;
+    }
+    if (o->np_set && o->min_np != 0 && o->min_np > o->np) {
+        cli_err(err, errlen, "--min-np %u is more than -np %u", (unsigned)o->min_np,
+                (unsigned)o->np);
+        return HV_EINVAL;
+    }
+    if (o->np_set && o->max_np != 0 && o->np > o->max_np) {
+        cli_err(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
+                (unsigned)o->max_np);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, char *err,
+                           size_t errlen) {
+    hv_cli_submit_opts_t o;
+    memset(&o, 0, sizeof(o));
+    hv_err rc = HV_OK;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-' || arg[1] == '\0') {
+            break; /* the binary ("-" alone is a file name too) */
+        }
+        const char *value = NULL;
+        const submit_optdef_t *d = submit_find_opt(arg, &value);
+        if (d == NULL) {
+            cli_err(err, errlen, "unknown option '%s'", arg);
+            rc = HV_EINVAL;
+            goto fail;
+        }
+        if (!d->takes_value && value != NULL) {
+            cli_err(err, errlen, "option '--%s' takes no value", d->name);
+            rc = HV_EINVAL;
+            goto fail;
+        }
+        if (d->takes_value && value == NULL) {
+            if (i + 1 >= argc) {
+                cli_err(err, errlen, "option '%s' needs a value", arg);
+                rc = HV_EINVAL;
+                goto fail;
+            }
+            value = argv[++i];
+        }
+        if ((rc = submit_apply(&o, d, value, err, errlen)) != HV_OK) {
+            goto fail;
+        }
+        if (o.help) {
+            *out = o;
+            return HV_OK;
+        }
+    }
+    if (i >= argc) {
+        cli_err(err, errlen, "no program given: hvsubmit [OPTIONS] train.bin [ARGS...]");
+        rc = HV_EINVAL;
+        goto fail;
+    }
+    o.binary = argv[i];
+    o.args = argv + i + 1;
+    o.nargs = argc - i - 1;
+    if ((rc = submit_check_counts(&o, err, errlen)) != HV_OK) {
+        goto fail;
+    }
+    *out = o;
+    return HV_OK;
+fail:
+    hv_cli_submit_opts_fini(&o);
+    return rc;
+}
+
+void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o) {
+    if (o == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < o->nenv; i++) {
+        hv_cli_kv_fini(&o->env[i]);
+    }
+    hv_free(o->env);
+    hv_free((void *)o->files);
+    memset(o, 0, sizeof(*o));
+}
+
+/* ---- local file checks ---------------------------------------------------------------------- */
+
+/* stat() with messages: HV_ENOTFOUND if missing, HV_EINVAL if not a regular file. */
+static hv_err cli_stat_regular(const char *what, const char *path, struct stat *st, char *err,
+                               size_t errlen) {
+    if (stat(path, st) != 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR) {
+            cli_err(err, errlen, "%s%s: no such file", what, path);
+            return HV_ENOTFOUND;
+        }
+        cli_err(err, errlen, "%s%s: %s", what, path, strerror(e));
+        return hv_err_from_errno(e);
+    }
+    if (S_ISDIR(st->st_mode)) {
+        cli_err(err, errlen, "%s%s is a directory, not a file", what, path);
+        return HV_EINVAL;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        cli_err(err, errlen, "%s%s is not a regular file", what, path);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
+    struct stat st;
+    hv_err rc = cli_stat_regular("", path, &st, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    if ((st.st_mode & 0111) == 0 || access(path, X_OK) != 0) {
+        cli_err(err, errlen, "%s is not executable (chmod +x %s)", path, path);
+        return HV_EPERM;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
+        return HV_EPERM;
+    }
+    unsigned char magic[4] = {0, 0, 0, 0};
+    ssize_t n;
+    do {
+        n = read(fd, magic, sizeof(magic));
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(e));
+        return HV_EIO;
+    }
+    if (n >= 2 && magic[0] == '#' && magic[1] == '!') {
+        cli_err(err, errlen,
+                "%s is a script, not an ELF executable: hv ships one compiled program to the "
+                "nodes and runs it there, without the script's interpreter or its imports; build "
+                "the training program as an executable linked with libhv",
+                path);
+        return HV_EINVAL;
+    }
+    if (n < 4 || magic[0] != 0x7f || magic[1] != 'E' || magic[2] != 'L' || magic[3] != 'F') {
+        cli_err(err, errlen, "%s is not an ELF executable (it does not start with \\x7fELF)",
+                path);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+hv_err hv_cli_check_file(const char *path, char *err, size_t errlen) {
+    struct stat st;
+    hv_err rc = cli_stat_regular("--file ", path, &st, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cli_err(err, errlen, "--file %s: cannot read it: %s", path, strerror(errno));
+        return HV_EPERM;
+    }
+    close(fd);
+    return HV_OK;
+}
+
+hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    HV_TRY(hv_cli_check_binary(o->binary, err, errlen));
+    const char *bin_base = hv_cli_basename(o->binary);
+    for (size_t i = 0; i < o->nfiles; i++) {
+        HV_TRY(hv_cli_check_file(o->files[i], err, errlen));
+        const char *base = hv_cli_basename(o->files[i]);
+        if (strcmp(base, bin_base) == 0) {
+            cli_err(err, errlen,
+                    "--file %s has the same name as the program %s ('%s'): both would land in "
+                    "the worker's directory",
+                    o->files[i], o->binary, base);
+            return HV_EINVAL;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(base, hv_cli_basename(o->files[k])) == 0) {
+                cli_err(err, errlen,
+                        "--file %s and --file %s have the same name '%s': both would land in "
+                        "the worker's directory",
+                        o->files[k], o->files[i], base);
+                return HV_EINVAL;
+            }
+        }
+    }
+    return HV_OK;
+}
+
+/* ---- job outcome ---------------------------------------------------------------------------- */
+
+int hv_cli_worker_failed(const Hvpb__V1__WorkerView *w) {
+    return w->exit_code != 0 || w->term_signal != 0;
+}
+
+/* Orders candidate culprits: a worker that failed on its own comes before one the head killed
+ * (those are usually the consequence of the first failure), then lower rank, then lower attempt.
+ * Returns non-zero when a should be preferred over b. */
+static int cli_worker_before(const Hvpb__V1__WorkerView *a, const Hvpb__V1__WorkerView *b) {
+    int a_killed = strcmp(a->state, "killed") == 0;
+    int b_killed = strcmp(b->state, "killed") == 0;
+    if (a_killed != b_killed) {
+        return !a_killed;
+    }
+    if (a->rank != b->rank) {
+        return a->rank < b->rank;
+    }
+    return a->attempt < b->attempt;
+}
+
+int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
+                           const Hvpb__V1__WorkerView **first_out) {
+    const Hvpb__V1__WorkerView *first = NULL;
+    for (size_t i = 0; i < v->n_workers; i++) {
+        const Hvpb__V1__WorkerView *w = v->workers[i];
+        if (w != NULL && hv_cli_worker_failed(w) && (first == NULL || cli_worker_before(w, first))) {
+            first = w;
+        }
+    }
+    if (first_out != NULL) {
+        *first_out = first;
+    }
+    if (strcmp(v->state, "succeeded") == 0) {
+        return HV_CLI_EXIT_OK;
+    }
+    if (strcmp(v->state, "cancelled") == 0) {
+        return we_cancelled ? HV_CLI_EXIT_SIGINT : HV_CLI_EXIT_FAIL;
+    }
+    if (strcmp(v->state, "failed") != 0 || first == NULL) {
+        return HV_CLI_EXIT_FAIL;
+    }
+    if (first->term_signal > 0 && first->term_signal < 128) {
+        return 128 + first->term_signal;
+    }
+    if (first->exit_code >= 1 && first->exit_code <= 125) {
+        return first->exit_code;
+    }
+    return HV_CLI_EXIT_FAIL;
+}
+
+const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size_t len) {
+    char where[300];
+    if (w->node[0] != '\0') {
+        snprintf(where, sizeof(where), "rank %u on node %s", (unsigned)w->rank, w->node);
+    } else {
+        snprintf(where, sizeof(where), "rank %u", (unsigned)w->rank);
+    }
+    char sig[32];
+    int n;
+    if (w->term_signal != 0) {
+        n = snprintf(buf, len, "%s was killed by signal %s", where,
+                     hv_cli_signame(w->term_signal, sig, sizeof(sig)));
+    } else if (w->exit_code > 0) {
+        n = snprintf(buf, len, "%s exited with status %d", where, (int)w->exit_code);
+    } else if (strcmp(w->state, "lost") == 0) {
+        n = snprintf(buf, len, "%s was lost", where);
+    } else {
+        n = snprintf(buf, len, "%s did not exit normally (%s)", where,
+                     w->state[0] ? w->state : "unknown state");
+    }
+    if (w->reason[0] != '\0' && n >= 0 && (size_t)n < len) {
+        snprintf(buf + n, len - (size_t)n, " (%s)", w->reason);
+    }
+    return buf;
+}
+
+/* Events named with any of these words report a worker failure. */
+static const char *const cli_failure_words[] = {"fail", "exit", "lost", "kill", "dead", "signal"};
+
+int hv_cli_event_shown(const char *kind) {
+    if (strcmp(kind, "job.state") == 0 || strncmp(kind, "job.reset", 9) == 0 ||
+        strncmp(kind, "job.resize", 10) == 0) {
+        return 1;
+    }
+    if (strncmp(kind, "worker.", 7) == 0) {
+        for (size_t i = 0; i < sizeof(cli_failure_words) / sizeof(cli_failure_words[0]); i++) {
+            if (strstr(kind + 7, cli_failure_words[i]) != NULL) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- human formats -------------------------------------------------------------------------- */
+
+static const char *const cli_signames[] = {
+    NULL,      "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",    "SIGTRAP", "SIGABRT", "SIGBUS",
+    "SIGFPE",  "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",   "SIGPIPE", "SIGALRM", "SIGTERM",
+    "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP",   "SIGTTIN", "SIGTTOU", "SIGURG",
+    "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH",  "SIGIO",   "SIGPWR",  "SIGSYS",
+};
+
+const char *hv_cli_signame(int sig, char *buf, size_t len) {
+    if (sig > 0 && (size_t)sig < sizeof(cli_signames) / sizeof(cli_signames[0])) {
+        return cli_signames[sig];
+    }
+    snprintf(buf, len, "signal %d", sig);
+    return buf;
+}
+
+const char *hv_cli_fmt_duration(uint64_t ms, char *buf, size_t len) {
+    uint64_t s = ms / 1000;
+    if (s < 60) {
+        snprintf(buf, len, "%llus", (unsigned long long)s);
+    } else if (s < 3600) {
+        snprintf(buf, len, "%llum%02llus", (unsigned long long)(s / 60),
+                 (unsigned long long)(s % 60));
+    } else if (s < 86400) {
+        snprintf(buf, len, "%lluh%02llum", (unsigned long long)(s / 3600),
+                 (unsigned long long)(s % 3600 / 60));
+    } else {
+        snprintf(buf, len, "%llud%02lluh", (unsigned long long)(s / 86400),
+                 (unsigned long long)(s % 86400 / 3600));
+    }
+    return buf;
+}
+
+const char *hv_cli_fmt_ago(uint64_t then_ms, uint64_t now_ms, char *buf, size_t len) {
+    if (then_ms == 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    if (then_ms > now_ms || now_ms - then_ms < 1000) {
+        snprintf(buf, len, "now");
+        return buf;
+    }
+    uint64_t s = (now_ms - then_ms) / 1000;
+    if (s < 60) {
+        snprintf(buf, len, "%llus ago", (unsigned long long)s);
+    } else if (s < 3600) {
+        snprintf(buf, len, "%llum ago", (unsigned long long)(s / 60));
+    } else if (s < 86400) {
+        snprintf(buf, len, "%lluh ago", (unsigned long long)(s / 3600));
+    } else {
+        snprintf(buf, len, "%llud ago", (unsigned long long)(s / 86400));
+    }
+    return buf;
+}
+
+/* ---- tables --------------------------------------------------------------------------------- */
+
+struct hv_cli_table_s {
+    size_t ncols;
+    char **cells;    /* owned: (rows + 1) * ncols strings, the header first */
+    size_t rows;     /* data rows */
+    size_t cap_rows; /* rows the cells array has room for, header included */
+};
+
+/* Copies a cell, showing control characters as spaces and an empty cell as "-". */
+static char *table_copy_cell(const char *s) {
+    if (s == NULL || s[0] == '\0') {
+        return hv_strdup("-");
+    }
+    char *c = hv_strdup(s);
+    if (c == NULL) {
+        return NULL;
+    }
+    for (char *p = c; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            *p = ' ';
+        }
+    }
+    return c;
+}
+
+/* Characters in a UTF-8 string: every byte that does not continue a sequence. */
+static size_t table_width(const char *s) {
+    size_t w = 0;
+    for (; *s; s++) {
+        if (((unsigned char)*s & 0xc0) != 0x80) {
+            w++;
+        }
+    }
+    return w;
+}
+
+static hv_err table_append(hv_cli_table_t *t, const char *const *cells, size_t row) {
+    if (row >= t->cap_rows) {
+        size_t cap = t->cap_rows ? t->cap_rows * 2 : 8;
+        char **grown = hv_realloc(t->cells, cap * t->ncols * sizeof(char *));
+        if (grown == NULL) {
+            return HV_ENOMEM;
+        }
+        t->cells = grown;
+        t->cap_rows = cap;
+    }
+    char **dst = t->cells + row * t->ncols;
+    for (size_t c = 0; c < t->ncols; c++) {
+        dst[c] = table_copy_cell(cells[c]);
+        if (dst[c] == NULL) {
+            for (size_t k = 0; k < c; k++) {
+                hv_free(dst[k]);
+            }
+            return HV_ENOMEM;
+        }
+    }
+    return HV_OK;
+}
+
+hv_err hv_cli_table_create(size_t ncols, const char *const *headers, hv_cli_table_t **out) {
+    if (ncols == 0) {
+        return HV_EINVAL;
+    }
+    hv_cli_table_t *t = hv_calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return HV_ENOMEM;
+    }
+    t->ncols = ncols;
+    hv_err rc = table_append(t, headers, 0);
+    if (rc != HV_OK) {
+        hv_free(t->cells);
+        hv_free(t);
+        return rc;
+    }
+    *out = t;
+    return HV_OK;
+}
+
+void hv_cli_table_destroy(hv_cli_table_t *t) {
+    if (t == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < (t->rows + 1) * t->ncols; i++) {
+        hv_free(t->cells[i]);
+    }
+    hv_free(t->cells);
+    hv_free(t);
+}
+
+hv_err hv_cli_table_add(hv_cli_table_t *t, const char *const *cells) {
+    HV_TRY(table_append(t, cells, t->rows + 1));
+    t->rows++;
+    return HV_OK;
+}
+
+size_t hv_cli_table_rows(const hv_cli_table_t *t) { return t->rows; }
+
+void hv_cli_table_print(const hv_cli_table_t *t, FILE *f) {
+    size_t widths[64];
+    size_t ncols = t->ncols < 64 ? t->ncols : 64;
+    for (size_t c = 0; c < ncols; c++) {
+        widths[c] = 0;
+        for (size_t r = 0; r <= t->rows; r++) {
+            size_t w = table_width(t->cells[r * t->ncols + c]);
+            if (w > widths[c]) {
+                widths[c] = w;
+            }
+        }
+    }
+    for (size_t r = 0; r <= t->rows; r++) {
+        for (size_t c = 0; c < ncols; c++) {
+            const char *cell = t->cells[r * t->ncols + c];
+            fputs(cell, f);
+            if (c + 1 < ncols) {
+                for (size_t pad = table_width(cell); pad < widths[c] + 2; pad++) {
+                    fputc(' ', f);
+                }
+            }
+        }
+        fputc('\n', f);
+    }
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there are not valid UTF-8
+ * (stray continuation byte, overlong form, surrogate, above U+10FFFF, truncated). */
+static size_t json_utf8_len(const unsigned char *s) {
+    unsigned char c = s[0];
+    if (c < 0x80) {
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+    }
+    if (c >= 0xe0 && c <= 0xef) {
+        if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80) {
+            return 0;
+        }
+        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f)) {
+            return 0; /* overlong, or a UTF-16 surrogate */
+        }
+        return 3;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80) {
+            return 0;
+        }
+        if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f)) {
+            return 0; /* overlong, or above U+10FFFF */
+        }
+        return 4;
+    }
+    return 0;
+}
+
+void hv_cli_json_write_string(FILE *f, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    fputc('"', f);
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            switch (c) {
+            case '\n': fputs("\\n", f); break;
+            case '\r': fputs("\\r", f); break;
+            case '\t': fputs("\\t", f); break;
+            case '\b': fputs("\\b", f); break;
+            case '\f': fputs("\\f", f); break;
+            default: fprintf(f, "\\u%04x", c); break;
+            }
+            p++;
+        } else {
+            size_t n = json_utf8_len(p);
+            if (n == 0) {
+                fputs("\\ufffd", f);
+                p++;
+            } else {
+                fwrite(p, 1, n, f);
+                p += n;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+void hv_cli_json_init(hv_cli_json_t *j, FILE *f) {
+    memset(j, 0, sizeof(*j));
+    j->f = f;
+}
+
+static void json_indent(hv_cli_json_t *j) {
+    fputc('\n', j->f);
+    for (int i = 0; i < j->depth; i++) {
+        fputs("  ", j->f);
+    }
+}
+
+/* Called before every value: checks that a value may come here and writes the separator. */
+static int json_before_value(hv_cli_json_t *j) {
+    if (j->err) {
+        return 0;
+    }
+    if (j->depth == 0) {
+        return 1; /* the document's one value */
+    }
+    int lvl = j->depth - 1;
+    if (j->is_obj[lvl]) {
+        if (!j->want_value) {
+            j->err = 1; /* a value in an object needs a key first */
+            return 0;
+        }
+        j->want_value = 0;
+        return 1; /* the key already wrote the separator */
+    }
+    if (j->count[lvl]) {
+        fputc(',', j->f);
+    }
+    j->count[lvl] = 1;
+    json_indent(j);
+    return 1;
+}
+
+static void json_open(hv_cli_json_t *j, int is_obj) {
+    if (!json_before_value(j)) {
+        return;
+    }
+    if (j->depth >= HV_CLI_JSON_MAX_DEPTH) {
+        j->err = 1;
+        return;
+    }
+    fputc(is_obj ? '{' : '[', j->f);
+    j->is_obj[j->depth] = (unsigned char)is_obj;
+    j->count[j->depth] = 0;
+    j->depth++;
+}
+
+static void json_close(hv_cli_json_t *j, int is_obj) {
+    if (j->err) {
+        return;
+    }
+    if (j->depth == 0 || j->is_obj[j->depth - 1] != is_obj || j->want_value) {
+        j->err = 1;
+        return;
+    }
+    int had = j->count[j->depth - 1];
+    j->depth--;
+    if (had) {
+        json_indent(j);
+    }
+    fputc(is_obj ? '}' : ']', j->f);
+}
+
+void hv_cli_json_obj_begin(hv_cli_json_t *j) { json_open(j, 1); }
+void hv_cli_json_obj_end(hv_cli_json_t *j) { json_close(j, 1); }
+void hv_cli_json_arr_begin(hv_cli_json_t *j) { json_open(j, 0); }
+void hv_cli_json_arr_end(hv_cli_json_t *j) { json_close(j, 0); }
+
+void hv_cli_json_key(hv_cli_json_t *j, const char *key) {
+    if (j->err) {
+        return;
+    }
+    if (j->depth == 0 || !j->is_obj[j->depth - 1] || j->want_value) {
+        j->err = 1;
+        return;
+    }
+    int lvl = j->depth - 1;
+    if (j->count[lvl]) {
+        fputc(',', j->f);
+    }
+    j->count[lvl] = 1;
+    json_indent(j);
+    hv_cli_json_write_string(j->f, key);
+    fputs(": ", j->f);
+    j->want_value = 1;
+}
+
+void hv_cli_json_str(hv_cli_json_t *j, const char *s) {
+    if (json_before_value(j)) {
+        hv_cli_json_write_string(j->f, s);
+    }
+}
+
+void hv_cli_json_u64(hv_cli_json_t *j, uint64_t v) {
+    if (json_before_value(j)) {
+        fprintf(j->f, "%llu", (unsigned long long)v);
+    }
+}
+
+void hv_cli_json_i64(hv_cli_json_t *j, int64_t v) {
+    if (json_before_value(j)) {
+        fprintf(j->f, "%lld", (long long)v);
+    }
+}
+
+void hv_cli_json_bool(hv_cli_json_t *j, int v) {
+    if (json_before_value(j)) {
+        fputs(v ? "true" : "false", j->f);
+    }
+}
+
+void hv_cli_json_null(hv_cli_json_t *j) {
+    if (json_before_value(j)) {
+        fputs("null", j->f);
+    }
+}
+
+hv_err hv_cli_json_finish(hv_cli_json_t *j) {
+    if (j->err || j->depth != 0 || j->want_value) {
+        return HV_EINVAL;
+    }
+    fputc('\n', j->f);
+    return HV_OK;
+}

@@ -1,0 +1,706 @@
+/*
+ * cli_common_test: unit tests of what hvsubmit and hvctl decide without a head: the command line,
+ * the checks on the files a job ships (a real ELF copied from /bin/true, a script, a file that is
+ * not executable, a directory, a missing path), --env, exit statuses of finished jobs, the table
+ * printer and the JSON emitter. Run all cases, or one by name: cli_common_test json_escape.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "mem.h"
+
+static int test_failed;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(got, want)                                                                        \
+    do {                                                                                           \
+        hv_err g__ = (got), w__ = (want);                                                          \
+        if (g__ != w__) {                                                                          \
+            fprintf(stderr, "%s:%d: %s = %s (%s), want %s (%s)\n", __FILE__, __LINE__, #got,       \
+                    hv_errname(g__), hv_strerror(g__), hv_errname(w__), hv_strerror(w__));         \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_INT(got, want)                                                                       \
+    do {                                                                                           \
+        long long g__ = (long long)(got), w__ = (long long)(want);                                 \
+        if (g__ != w__) {                                                                          \
+            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, g__, w__);  \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g__ = (got), *w__ = (want);                                                    \
+        if (g__ == NULL || strcmp(g__, w__) != 0) {                                                \
+            fprintf(stderr, "%s:%d: %s =\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, #got,   \
+                    g__ ? g__ : "(null)", w__);                                                    \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_HAS(got, sub)                                                                        \
+    do {                                                                                           \
+        const char *g__ = (got), *s__ = (sub);                                                     \
+        if (g__ == NULL || strstr(g__, s__) == NULL) {                                             \
+            fprintf(stderr, "%s:%d: %s = \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__,    \
+                    #got, g__ ? g__ : "(null)", s__);                                              \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+/* Splits a command line on spaces into a static argv (argv[0] = "hvsubmit"). */
+static int split_args(const char *line, char *store, size_t storelen, char **argv, int maxargs) {
+    snprintf(store, storelen, "hvsubmit %s", line);
+    int argc = 0;
+    for (char *tok = strtok(store, " "); tok != NULL && argc < maxargs - 1;
+         tok = strtok(NULL, " ")) {
+        argv[argc++] = tok;
+    }
+    argv[argc] = NULL;
+    return argc;
+}
+
+/* ---- command line --------------------------------------------------------------------------- */
+
+static void test_parse_basic(void) {
+    char store[512], err[HV_CLI_ERR_LEN];
+    char *argv[64];
+    int argc = split_args("-np 4 --min-np 2 --max-np 8 --max-resets 3 --slots-per-host 2 "
+                          "--env A=1 -e B=x=y --file data.txt -f cfg/x.yaml --timeout 30 "
+                          "train.bin --lr 0.1 -np 3",
+                          store, sizeof(store), argv, 64);
+    hv_cli_submit_opts_t o;
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.np, 4);
+    CHECK_INT(o.np_set, 1);
+    CHECK_INT(o.min_np, 2);
+    CHECK_INT(o.max_np, 8);
+    CHECK_INT(o.max_resets, 3);
+    CHECK_INT(o.slots_per_host, 2);
+    CHECK_INT(o.timeout_s, 30);
+    CHECK_INT(o.nenv, 2);
+    if (o.nenv == 2) {
+        CHECK_STR(o.env[0].key, "A");
+        CHECK_STR(o.env[0].value, "1");
+        CHECK_STR(o.env[1].key, "B");
+        CHECK_STR(o.env[1].value, "x=y");
+    }
+    CHECK_INT(o.nfiles, 2);
+    if (o.nfiles == 2) {
+        CHECK_STR(o.files[0], "data.txt");
+        CHECK_STR(o.files[1], "cfg/x.yaml");
+    }
+    CHECK_STR(o.binary, "train.bin");
+    /* Everything after the binary is the program's, even what looks like our options. */
+    CHECK_INT(o.nargs, 4);
+    if (o.nargs == 4) {
+        CHECK_STR(o.args[0], "--lr");
+        CHECK_STR(o.args[1], "0.1");
+        CHECK_STR(o.args[2], "-np");
+        CHECK_STR(o.args[3], "3");
+    }
+    CHECK(o.head == NULL && o.name == NULL && !o.detach && !o.quiet && !o.help);
+    hv_cli_submit_opts_fini(&o);
+}
+
+static void test_parse_forms(void) {
+    char store[512], err[HV_CLI_ERR_LEN];
+    char *argv[64];
+    int argc = split_args("--np=2 --head=node1:7001 --name=resnet --detach -q -v ./a.out",
+                          store, sizeof(store), argv, 64);
+    hv_cli_submit_opts_t o;
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.np, 2);
+    CHECK_STR(o.head, "node1:7001");
+    CHECK_STR(o.name, "resnet");
+    CHECK(o.detach && o.quiet && o.verbose);
+    CHECK_STR(o.binary, "./a.out");
+    CHECK_INT(o.nargs, 0);
+    hv_cli_submit_opts_fini(&o);
+
+    /* No -np: np stays 0 and unset (every free slot). "--" ends the options. */
+    argc = split_args("--max-np 4 -- -odd-name x", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.np, 0);
+    CHECK_INT(o.np_set, 0);
+    CHECK_INT(o.max_np, 4);
+    CHECK_STR(o.binary, "-odd-name");
+    CHECK_INT(o.nargs, 1);
+    hv_cli_submit_opts_fini(&o);
+
+    /* A later --env for the same name wins. */
+    argc = split_args("--env A=1 --env B=2 --env A=3 t", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.nenv, 2);
+    if (o.nenv == 2) {
+        CHECK_STR(o.env[0].key, "A");
+        CHECK_STR(o.env[0].value, "3");
+    }
+    hv_cli_submit_opts_fini(&o);
+
+    argc = split_args("--help", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK(o.help);
+    hv_cli_submit_opts_fini(&o);
+}
+
+static void test_parse_errors(void) {
+    static const struct {
+        const char *line;
+        const char *msg; /* expected in the error */
+    } cases[] = {
+        {"-np 0 t", "-np 0: a job needs at least one worker"},
+        {"-np 2 --min-np 3 t", "--min-np 3 is more than -np 2"},
+        {"-np 9 --max-np 8 t", "-np 9 is more than --max-np 8"},
+        {"--min-np 5 --max-np 4 t", "--min-np 5 is more than --max-np 4"},
+        {"--min-np 0 t", "--min-np '0': expected a whole number of at least 1"},
+        {"-np four t", "--np 'four': expected a whole number"},
+        {"-np -1 t", "--np '-1'"},
+        {"-np 99999999999 t", "expected a whole number"},
+        {"--bogus t", "unknown option '--bogus'"},
+        {"-np", "option '-np' needs a value"},
+        {"-np 2", "no program given"},
+        {"", "no program given"},
+        {"--env NOEQUALS t", "--env 'NOEQUALS': expected KEY=VALUE"},
+        {"--env =v t", "--env '=v': the name before '=' is empty"},
+        {"--detach=yes t", "option '--detach' takes no value"},
+        {"--head nohostport t", "bad head address 'nohostport'"},
+        {"--timeout 0 t", "--timeout '0'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char store[512], err[HV_CLI_ERR_LEN];
+        char *argv[64];
+        err[0] = '\0';
+        int argc = split_args(cases[i].line, store, sizeof(store), argv, 64);
+        hv_cli_submit_opts_t o;
+        memset(&o, 0, sizeof(o));
+        hv_err rc = hv_cli_submit_parse(argc, argv, &o, err, sizeof(err));
+        if (rc != HV_EINVAL) {
+            fprintf(stderr, "case '%s': rc = %s, want HV_EINVAL\n", cases[i].line,
+                    hv_errname(rc));
+            test_failed = 1;
+            hv_cli_submit_opts_fini(&o);
+            continue;
+        }
+        if (strstr(err, cases[i].msg) == NULL) {
+            fprintf(stderr, "case '%s': err = \"%s\", want it to contain \"%s\"\n",
+                    cases[i].line, err, cases[i].msg);
+            test_failed = 1;
+        }
+    }
+}
+
+static void test_env(void) {
+    char err[HV_CLI_ERR_LEN];
+    hv_cli_kv_t kv;
+    CHECK_RC(hv_cli_parse_env("EMPTY=", &kv, err, sizeof(err)), HV_OK);
+    CHECK_STR(kv.key, "EMPTY");
+    CHECK_STR(kv.value, "");
+    hv_cli_kv_fini(&kv);
+    CHECK_RC(hv_cli_parse_env("URL=a=b&c=d", &kv, err, sizeof(err)), HV_OK);
+    CHECK_STR(kv.key, "URL");
+    CHECK_STR(kv.value, "a=b&c=d");
+    hv_cli_kv_fini(&kv);
+    CHECK_RC(hv_cli_parse_env("NOEQ", &kv, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "expected KEY=VALUE");
+    CHECK_RC(hv_cli_parse_env("=v", &kv, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "empty");
+    CHECK_RC(hv_cli_parse_env("A B=1", &kv, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "whitespace");
+}
+
+static void test_head_addr(void) {
+    char err[HV_CLI_ERR_LEN];
+    unsetenv("HV_HEAD");
+    CHECK_STR(hv_cli_head_addr(NULL), "127.0.0.1:7000");
+    setenv("HV_HEAD", "10.0.0.5:7100", 1);
+    CHECK_STR(hv_cli_head_addr(NULL), "10.0.0.5:7100");
+    CHECK_STR(hv_cli_head_addr("h:1"), "h:1");
+    setenv("HV_HEAD", "", 1);
+    CHECK_STR(hv_cli_head_addr(NULL), "127.0.0.1:7000");
+    unsetenv("HV_HEAD");
+    CHECK_RC(hv_cli_check_head_addr("127.0.0.1:7000", err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_check_head_addr("[::1]:7000", err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_check_head_addr("localhost", err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "expected HOST:PORT");
+    CHECK_RC(hv_cli_check_head_addr("h:99999", err, sizeof(err)), HV_EINVAL);
+    CHECK_STR(hv_cli_basename("/a/b/train.bin"), "train.bin");
+    CHECK_STR(hv_cli_basename("train.bin"), "train.bin");
+}
+
+/* ---- file checks ---------------------------------------------------------------------------- */
+
+static char tmpdir[256];
+
+static void make_tmpdir(void) {
+    if (tmpdir[0] != '\0') {
+        return;
+    }
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof(tmpdir), "%s/hv-cli-test-XXXXXX", base && base[0] ? base : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        fprintf(stderr, "mkdtemp %s: %s\n", tmpdir, strerror(errno));
+        exit(1);
+    }
+}
+
+/* Writes a file under tmpdir; path receives its full name. */
+static void put_file(const char *name, const void *data, size_t len, mode_t mode, char *path,
+                     size_t pathlen) {
+    snprintf(path, pathlen, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    chmod(path, mode);
+}
+
+/* Copies /bin/true (a real ELF executable) to name under tmpdir. */
+static void put_elf(const char *name, mode_t mode, char *path, size_t pathlen) {
+    FILE *in = fopen("/bin/true", "rb");
+    if (in == NULL) {
+        fprintf(stderr, "cannot open /bin/true: %s\n", strerror(errno));
+        exit(1);
+    }
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf), in);
+    fclose(in);
+    put_file(name, buf, n, mode, path, pathlen);
+}
+
+static void test_check_binary(void) {
+    char err[HV_CLI_ERR_LEN], path[512];
+    make_tmpdir();
+
+    put_elf("true.bin", 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_OK);
+
+    put_elf("noexec.bin", 0644, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EPERM);
+    CHECK_HAS(err, "is not executable (chmod +x");
+    CHECK_HAS(err, path);
+
+    static const char script[] = "#!/usr/bin/env python3\nprint('hi')\n";
+    put_file("train.py", script, sizeof(script) - 1, 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "is a script, not an ELF executable");
+    CHECK_HAS(err, path);
+
+    static const char text[] = "PK\x03\x04 zip, not a program";
+    put_file("notelf.bin", text, sizeof(text) - 1, 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "is not an ELF executable");
+
+    put_file("empty.bin", "", 0, 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "is not an ELF executable");
+
+    CHECK_RC(hv_cli_check_binary(tmpdir, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "is a directory");
+    CHECK_HAS(err, tmpdir);
+
+    snprintf(path, sizeof(path), "%s/missing.bin", tmpdir);
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_ENOTFOUND);
+    CHECK_HAS(err, "no such file");
+    CHECK_HAS(err, path);
+
+    CHECK_RC(hv_cli_check_binary("/dev/null", err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "not a regular file");
+
+    if (geteuid() != 0) { /* root reads anything: the case cannot be built */
+        put_elf("unreadable.bin", 0311, path, sizeof(path));
+        CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EPERM);
+        CHECK_HAS(err, "cannot read");
+    }
+}
+
+static void test_check_files(void) {
+    char err[HV_CLI_ERR_LEN], bin[512], data[512], sub[512], data2[512], store[4096];
+    make_tmpdir();
+    put_elf("train.bin", 0755, bin, sizeof(bin));
+    put_file("data.txt", "1 2 3\n", 6, 0644, data, sizeof(data));
+    snprintf(sub, sizeof(sub), "%s/sub", tmpdir);
+    mkdir(sub, 0755);
+    put_file("sub/data.txt", "4 5 6\n", 6, 0644, data2, sizeof(data2));
+
+    char *argv[16];
+    hv_cli_submit_opts_t o;
+    char line[2048];
+
+    snprintf(line, sizeof(line), "--file %s %s", data, bin);
+    int argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_OK);
+    hv_cli_submit_opts_fini(&o);
+
+    /* Two files named data.txt would land on top of each other. */
+    snprintf(line, sizeof(line), "--file %s --file %s %s", data, data2, bin);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "have the same name 'data.txt'");
+    hv_cli_submit_opts_fini(&o);
+
+    /* A file named like the program. */
+    snprintf(line, sizeof(line), "--file %s/train.bin %s/sub/../train.bin", tmpdir, tmpdir);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "same name as the program");
+    hv_cli_submit_opts_fini(&o);
+
+    /* A missing --file and a directory --file. */
+    snprintf(line, sizeof(line), "--file %s/nope.txt %s", tmpdir, bin);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_ENOTFOUND);
+    CHECK_HAS(err, "--file ");
+    CHECK_HAS(err, "nope.txt: no such file");
+    hv_cli_submit_opts_fini(&o);
+
+    snprintf(line, sizeof(line), "--file %s %s", sub, bin);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "is a directory");
+    hv_cli_submit_opts_fini(&o);
+}
+
+/* ---- job outcome ---------------------------------------------------------------------------- */
+
+static void set_worker(Hvpb__V1__WorkerView *w, uint32_t rank, const char *node, const char *state,
+                       int exit_code, int sig) {
+    hvpb__v1__worker_view__init(w);
+    w->rank = rank;
+    w->node = (char *)node;
+    w->state = (char *)state;
+    w->exit_code = exit_code;
+    w->term_signal = sig;
+}
+
+static void test_exit_status(void) {
+    Hvpb__V1__WorkerView ws[4];
+    Hvpb__V1__WorkerView *wp[4] = {&ws[0], &ws[1], &ws[2], &ws[3]};
+    Hvpb__V1__JobView v = HVPB__V1__JOB_VIEW__INIT;
+    v.workers = wp;
+    v.n_workers = 4;
+    const Hvpb__V1__WorkerView *first = NULL;
+    char buf[256];
+
+    set_worker(&ws[0], 0, "n1", "exited", 0, 0);
+    set_worker(&ws[1], 1, "n1", "exited", 0, 0);
+    set_worker(&ws[2], 2, "n2", "exited", 0, 0);
+    set_worker(&ws[3], 3, "n2", "exited", 0, 0);
+    v.state = "succeeded";
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 0);
+    CHECK(first == NULL);
+
+    /* Rank 2 exits 3; the head then kills the others: rank 2 is the culprit. */
+    v.state = "failed";
+    set_worker(&ws[0], 0, "n1", "killed", -1, 15);
+    set_worker(&ws[2], 2, "n2", "exited", 3, 0);
+    set_worker(&ws[3], 3, "n2", "exited", 7, 0);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 3);
+    CHECK(first == &ws[2]);
+    CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)),
+              "rank 2 on node n2 exited with status 3");
+    CHECK_STR(hv_cli_worker_outcome(&ws[0], buf, sizeof(buf)),
+              "rank 0 on node n1 was killed by signal SIGTERM");
+
+    /* Killed by a signal: 128 + signal. */
+    set_worker(&ws[2], 2, "n2", "exited", -1, 9);
+    set_worker(&ws[3], 3, "n2", "exited", 0, 0);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 137);
+    ws[2].reason = "out of memory";
+    CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)),
+              "rank 2 on node n2 was killed by signal SIGKILL (out of memory)");
+
+    /* Exit status outside 1..125 and a lost worker: 1. */
+    set_worker(&ws[0], 0, "n1", "exited", 0, 0);
+    set_worker(&ws[2], 2, "n2", "exited", 200, 0);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
+    set_worker(&ws[2], 2, "", "lost", -1, 0);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
+    CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)), "rank 2 was lost");
+
+    /* Failed with no failing worker (e.g. timed out waiting for slots): 1. */
+    set_worker(&ws[2], 2, "n2", "pending", 0, 0);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
+    CHECK(first == NULL);
+
+    v.state = "cancelled";
+    CHECK_INT(hv_cli_job_exit_status(&v, 1, NULL), 130);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, NULL), 1);
+}
+
+static void test_events_and_formats(void) {
+    char buf[64];
+    CHECK(hv_cli_event_shown("job.state"));
+    CHECK(hv_cli_event_shown("job.reset"));
+    CHECK(hv_cli_event_shown("worker.exit"));
+    CHECK(hv_cli_event_shown("worker.lost"));
+    CHECK(hv_cli_event_shown("worker.spawn_failed"));
+    CHECK(!hv_cli_event_shown("worker.start"));
+    CHECK(!hv_cli_event_shown("job.placed"));
+    CHECK(!hv_cli_event_shown("node.join"));
+
+    CHECK_STR(hv_cli_signame(9, buf, sizeof(buf)), "SIGKILL");
+    CHECK_STR(hv_cli_signame(15, buf, sizeof(buf)), "SIGTERM");
+    CHECK_STR(hv_cli_signame(11, buf, sizeof(buf)), "SIGSEGV");
+    CHECK_STR(hv_cli_signame(42, buf, sizeof(buf)), "signal 42");
+
+    CHECK_STR(hv_cli_fmt_duration(0, buf, sizeof(buf)), "0s");
+    CHECK_STR(hv_cli_fmt_duration(45999, buf, sizeof(buf)), "45s");
+    CHECK_STR(hv_cli_fmt_duration(185000, buf, sizeof(buf)), "3m05s");
+    CHECK_STR(hv_cli_fmt_duration(7620000, buf, sizeof(buf)), "2h07m");
+    CHECK_STR(hv_cli_fmt_duration(273600000, buf, sizeof(buf)), "3d04h");
+
+    CHECK_STR(hv_cli_fmt_ago(0, 5000, buf, sizeof(buf)), "-");
+    CHECK_STR(hv_cli_fmt_ago(5000, 5500, buf, sizeof(buf)), "now");
+    CHECK_STR(hv_cli_fmt_ago(6000, 5000, buf, sizeof(buf)), "now");
+    CHECK_STR(hv_cli_fmt_ago(1000, 6000, buf, sizeof(buf)), "5s ago");
+    CHECK_STR(hv_cli_fmt_ago(1000, 1000 + 180000, buf, sizeof(buf)), "3m ago");
+    CHECK_STR(hv_cli_fmt_ago(1000, 1000 + 7200000, buf, sizeof(buf)), "2h ago");
+}
+
+/* ---- table and JSON ------------------------------------------------------------------------- */
+
+/* Runs fn with a memory stream and returns what it wrote (owned, free()). */
+static char *capture(void (*fn)(FILE *f, void *ud), void *ud) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL) {
+        fprintf(stderr, "open_memstream: %s\n", strerror(errno));
+        exit(1);
+    }
+    fn(f, ud);
+    fclose(f);
+    return buf;
+}
+
+static void print_table(FILE *f, void *ud) { hv_cli_table_print((hv_cli_table_t *)ud, f); }
+
+static void test_table(void) {
+    static const char *const hdr[] = {"ID", "NAME", "STATE"};
+    hv_cli_table_t *t = NULL;
+    CHECK_RC(hv_cli_table_create(3, hdr, &t), HV_OK);
+    if (t == NULL) {
+        return;
+    }
+    static const char *const r1[] = {"7", "train.bin", "running"};
+    static const char *const r2[] = {"12", "", "failed"};           /* empty shows as "-" */
+    static const char *const r3[] = {"3", "d\xc3\xa9j\xc3\xa0", "a\tb\nc"}; /* UTF-8, controls */
+    CHECK_RC(hv_cli_table_add(t, r1), HV_OK);
+    CHECK_RC(hv_cli_table_add(t, r2), HV_OK);
+    CHECK_RC(hv_cli_table_add(t, r3), HV_OK);
+    CHECK_INT(hv_cli_table_rows(t), 3);
+    char *out = capture(print_table, t);
+    CHECK_STR(out, "ID  NAME       STATE\n"
+                   "7   train.bin  running\n"
+                   "12  -          failed\n"
+                   "3   d\xc3\xa9j\xc3\xa0       a b c\n");
+    free(out);
+    hv_cli_table_destroy(t);
+    hv_cli_table_destroy(NULL);
+
+    /* Out of memory while adding a row leaves the table usable and leak-free. */
+    CHECK_RC(hv_cli_table_create(3, hdr, &t), HV_OK);
+    for (int i = 0; i < 20; i++) {
+        hv_mem_fail_after(1 + i % 3);
+        hv_cli_table_add(t, r1);
+        hv_mem_fail_after(0);
+    }
+    out = capture(print_table, t);
+    CHECK_HAS(out, "ID  NAME");
+    free(out);
+    hv_cli_table_destroy(t);
+}
+
+static void write_escaped(FILE *f, void *ud) { hv_cli_json_write_string(f, (const char *)ud); }
+
+static void test_json_escape(void) {
+    static const struct {
+        const char *in;
+        const char *out;
+    } cases[] = {
+        {"", "\"\""},
+        {"plain", "\"plain\""},
+        {"quote\" back\\slash", "\"quote\\\" back\\\\slash\""},
+        {"nl\ncr\rtab\t", "\"nl\\ncr\\rtab\\t\""},
+        {"\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"bad\xff", "\"bad\\ufffd\""},
+        {"trunc\xc3", "\"trunc\\ufffd\""},
+        {"overlong\xc0\xaf", "\"overlong\\ufffd\\ufffd\""},
+        {"surrogate\xed\xa0\x80", "\"surrogate\\ufffd\\ufffd\\ufffd\""},
+        {"toobig\xf4\x90\x80\x80", "\"toobig\\ufffd\\ufffd\\ufffd\\ufffd\""},
+        {"</script>", "\"</script>\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *out = capture(write_escaped, (void *)cases[i].in);
+        CHECK_STR(out, cases[i].out);
+        free(out);
+    }
+}
+
+static void write_doc(FILE *f, void *ud) {
+    (void)ud;
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    hv_cli_json_obj_begin(&j);
+    hv_cli_json_key(&j, "jobs");
+    hv_cli_json_arr_begin(&j);
+    hv_cli_json_obj_begin(&j);
+    hv_cli_json_key(&j, "id");
+    hv_cli_json_u64(&j, 18446744073709551615ull);
+    hv_cli_json_key(&j, "name");
+    hv_cli_json_str(&j, "a\"b");
+    hv_cli_json_key(&j, "exit");
+    hv_cli_json_i64(&j, -1);
+    hv_cli_json_key(&j, "ok");
+    hv_cli_json_bool(&j, 1);
+    hv_cli_json_key(&j, "none");
+    hv_cli_json_null(&j);
+    hv_cli_json_key(&j, "empty");
+    hv_cli_json_arr_begin(&j);
+    hv_cli_json_arr_end(&j);
+    hv_cli_json_obj_end(&j);
+    hv_cli_json_u64(&j, 2);
+    hv_cli_json_arr_end(&j);
+    hv_cli_json_key(&j, "labels");
+    hv_cli_json_obj_begin(&j);
+    hv_cli_json_obj_end(&j);
+    hv_cli_json_obj_end(&j);
+    CHECK_RC(hv_cli_json_finish(&j), HV_OK);
+}
+
+static void write_bad_doc(FILE *f, void *ud) {
+    int which = *(int *)ud;
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    hv_cli_json_obj_begin(&j);
+    if (which == 0) {
+        hv_cli_json_u64(&j, 1); /* a value with no key */
+        hv_cli_json_obj_end(&j);
+    } else if (which == 1) {
+        hv_cli_json_key(&j, "k"); /* a key with no value */
+        hv_cli_json_obj_end(&j);
+    } else if (which == 2) {
+        hv_cli_json_arr_end(&j); /* wrong closer */
+    } else {
+        /* left open */
+    }
+    CHECK_RC(hv_cli_json_finish(&j), HV_EINVAL);
+}
+
+static void test_json_doc(void) {
+    char *out = capture(write_doc, NULL);
+    CHECK_STR(out, "{\n"
+                   "  \"jobs\": [\n"
+                   "    {\n"
+                   "      \"id\": 18446744073709551615,\n"
+                   "      \"name\": \"a\\\"b\",\n"
+                   "      \"exit\": -1,\n"
+                   "      \"ok\": true,\n"
+                   "      \"none\": null,\n"
+                   "      \"empty\": []\n"
+                   "    },\n"
+                   "    2\n"
+                   "  ],\n"
+                   "  \"labels\": {}\n"
+                   "}\n");
+    free(out);
+    for (int which = 0; which < 4; which++) {
+        out = capture(write_bad_doc, &which);
+        free(out);
+    }
+}
+
+static void test_parse_oom(void) {
+    /* Every allocation of a parse can fail without a leak or a crash. */
+    char store[512], err[HV_CLI_ERR_LEN];
+    char *argv[64];
+    for (long n = 1; n <= 12; n++) {
+        int argc = split_args("--env A=1 --env B=2 --file x --file y t", store, sizeof(store),
+                              argv, 64);
+        hv_cli_submit_opts_t o;
+        memset(&o, 0, sizeof(o));
+        hv_mem_fail_after(n);
+        hv_err rc = hv_cli_submit_parse(argc, argv, &o, err, sizeof(err));
+        hv_mem_fail_after(0);
+        CHECK(rc == HV_OK || rc == HV_ENOMEM);
+        hv_cli_submit_opts_fini(&o);
+    }
+}
+
+/* ---- runner --------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} tests[] = {
+    {"parse_basic", test_parse_basic},
+    {"parse_forms", test_parse_forms},
+    {"parse_errors", test_parse_errors},
+    {"parse_oom", test_parse_oom},
+    {"env", test_env},
+    {"head_addr", test_head_addr},
+    {"check_binary", test_check_binary},
+    {"check_files", test_check_files},
+    {"exit_status", test_exit_status},
+    {"events_and_formats", test_events_and_formats},
+    {"table", test_table},
+    {"json_escape", test_json_escape},
+    {"json_doc", test_json_doc},
+};
+
+/* Removes what make_tmpdir created (files, one level of subdirectory). */
+static void cleanup_tmpdir(void) {
+    if (tmpdir[0] == '\0') {
+        return;
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+    }
+}
+
+int main(int argc, char **argv) {
+    int ran = 0, failed = 0;
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) {
+            continue;
+        }
+        test_failed = 0;
+        tests[i].fn();
+        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", tests[i].name);
+        ran++;
+        failed += test_failed;
+    }
+    cleanup_tmpdir();
+    if (ran == 0) {
+        fprintf(stderr, "no test named '%s'\n", argc > 1 ? argv[1] : "");
+        return 1;
+    }
+    printf("%d/%d passed\n", ran - failed, ran);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * cli_rpc: the RPC side hvsubmit and hvctl share: turning a failed call into one clear line on
+ * stderr ("cannot reach the head at ...", the head's own message otherwise) and picking the exit
+ * status that goes with it. It makes no calls itself; hvsubmit.c and hvctl.c use common/rpc.h's
+ * blocking API directly. Stateless and reentrant.
+ */
+#ifndef HV_CLI_CLI_RPC_H
+#define HV_CLI_CLI_RPC_H
+
+#include "rpc.h"
+
+/* gRPC status codes the tools tell apart (grpc_status_code values, which are part of the gRPC
+ * protocol; grpc headers stay inside common/rpc.c). */
+enum {
+    HV_CLI_GRPC_CANCELLED = 1,
+    HV_CLI_GRPC_INVALID_ARGUMENT = 3,
+    HV_CLI_GRPC_DEADLINE_EXCEEDED = 4,
+    HV_CLI_GRPC_NOT_FOUND = 5,
+    HV_CLI_GRPC_RESOURCE_EXHAUSTED = 8,
+    HV_CLI_GRPC_FAILED_PRECONDITION = 9,
+    HV_CLI_GRPC_OUT_OF_RANGE = 11,
+    HV_CLI_GRPC_UNAVAILABLE = 14,
+};
+
+/* True when the call failed because the head could not be reached or went away (the caller
+ * may retry): UNAVAILABLE, or a transport-level reset. */
+int hv_cli_rpc_unreachable(const hv_rpc_status_t *st);
+
+/* Prints why a call failed to stderr as "prog: ..." and returns the exit status to use (1).
+ *   unreachable:  "prog: cannot reach the head at HEAD: <detail>"
+ *   deadline:     "prog: the head at HEAD did not answer WHAT within N s"
+ *   otherwise:    "prog: <the head's message>" (or "prog: WHAT failed: <error>" when it gave none)
+ * prog, head, what and st are borrowed. */
+int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
+                      const hv_rpc_status_t *st, uint32_t timeout_ms);
+
+#endif

@@ -1,0 +1,768 @@
+/*
+ * hvctl: looks at and steers an hv cluster through the head's Jobs service: nodes, jobs, one
+ * job with its workers, a job's logs, cancel, the event log. Output is an aligned table for
+ * people or, with --json, one JSON document for scripts. It holds no state and makes one call per
+ * command (a stream for logs); every unary call has a 10 s deadline. Single-threaded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "cli_rpc.h"
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "rpc.h"
+#include "util.h"
+
+#define CTL_PROG "hvctl"
+
+/* The parsed command line. Strings borrowed from argv. */
+typedef struct ctl_opts_s {
+    const char *head;     /* --head or NULL */
+    int json;             /* --json */
+    int follow;           /* logs --follow */
+    uint64_t job_id;      /* the ID argument, or events --job */
+    int job_set;          /* events --job was given */
+    uint32_t limit;       /* --limit, 0 = the head's default */
+    const char *cmd;      /* nodes|jobs|job|logs|cancel|events */
+} ctl_opts_t;
+
+/* What the command functions share. */
+typedef struct ctl_s {
+    const ctl_opts_t *o;
+    const char *head;         /* resolved address, borrowed */
+    hv_rpc_channel_t *ch;     /* owned by main */
+} ctl_t;
+
+static void ctl_usage(FILE *f) {
+    fprintf(f,
+            "usage: hvctl [--head HOST:PORT] [--json] COMMAND\n"
+            "\n"
+            "commands:\n"
+            "  nodes                       nodes of the cluster and their slots\n"
+            "  jobs [--limit N]            recent jobs\n"
+            "  job ID                      one job and its workers\n"
+            "  logs ID [--follow]          a job's output ([rank]<stdout>:text); --follow waits\n"
+            "                              for more until the job ends\n"
+            "  cancel ID                   cancel a job\n"
+            "  events [--job ID] [--limit N]  the event log, newest last\n"
+            "\n"
+            "options:\n"
+            "  --head HOST:PORT   the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
+            "  --json             print one JSON document instead of a table\n"
+            "  --help, -h         this help\n"
+            "\n"
+            "exit status: 0 done; 1 the head refused, does not know the id, or is unreachable;\n"
+            "2 bad usage.\n");
+}
+
+static int ctl_usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, CTL_PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    ctl_usage(stderr);
+    return HV_CLI_EXIT_USAGE;
+}
+
+/* Matches "--name", "-name" and "--name=value"; *value_out gets the text after '=' or NULL. */
+static int ctl_opt_is(const char *arg, const char *name, const char **value_out) {
+    const char *p = arg + 1;
+    if (*p == '-') {
+        p++;
+    }
+    size_t n = strlen(name);
+    if (strncmp(p, name, n) != 0 || (p[n] != '\0' && p[n] != '=')) {
+        return 0;
+    }
+    *value_out = p[n] == '=' ? p + n + 1 : NULL;
+    return 1;
+}
+
+/* Parses the command line; returns -1 on success, else the exit status (usage printed). */
+static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
+    memset(o, 0, sizeof(*o));
+    const char *pos[3] = {NULL, NULL, NULL};
+    int npos = 0;
+    int saw_follow = 0, saw_job = 0, saw_limit = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        if (a[0] != '-' || a[1] == '\0') {
+            if (npos >= 2) {
+                return ctl_usage_error("unexpected argument '%s'", a);
+            }
+            pos[npos++] = a;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || ctl_opt_is(a, "help", &v)) {
+            ctl_usage(stdout);
+            return HV_CLI_EXIT_OK;
+        }
+        if (ctl_opt_is(a, "json", &v)) {
+            if (v != NULL) {
+                return ctl_usage_error("option '%s' takes no value", a);
+            }
+            o->json = 1;
+            continue;
+        }
+        if (ctl_opt_is(a, "follow", &v) || strcmp(a, "-f") == 0) {
+            if (v != NULL) {
+                return ctl_usage_error("option '%s' takes no value", a);
+            }
+            o->follow = 1;
+            saw_follow = 1;
+            continue;
+        }
+        int is_head = ctl_opt_is(a, "head", &v);
+        int is_job = !is_head && ctl_opt_is(a, "job", &v);
+        int is_limit = !is_head && !is_job && ctl_opt_is(a, "limit", &v);
+        if (!is_head && !is_job && !is_limit) {
+            return ctl_usage_error("unknown option '%s'", a);
+        }
+        if (v == NULL) {
+            if (i + 1 >= argc) {
+                return ctl_usage_error("option '%s' needs a value", a);
+            }
+            v = argv[++i];
+        }
+        uint64_t n = 0;
+        if (is_head) {
+            o->head = v;
+        } else if (is_job) {
+            if (hv_parse_u64(v, 1, UINT64_MAX, &n) != HV_OK) {
+                return ctl_usage_error("bad job id '%s'", v);
+            }
+            o->job_id = n;
+            o->job_set = 1;
+            saw_job = 1;
+        } else {
+            if (hv_parse_u64(v, 1, 100000, &n) != HV_OK) {
+                return ctl_usage_error("--limit '%s': expected a number from 1 to 100000", v);
+            }
+            o->limit = (uint32_t)n;
+            saw_limit = 1;
+        }
+    }
+    if (npos == 0) {
+        return ctl_usage_error("%s", "no command given");
+    }
+    o->cmd = pos[0];
+    const char *c = o->cmd;
+    int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
+    int known = takes_id || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
+                strcmp(c, "events") == 0;
+    if (!known) {
+        return ctl_usage_error("unknown command '%s'", c);
+    }
+    if (takes_id) {
+        uint64_t n = 0;
+        if (npos < 2) {
+            return ctl_usage_error("'%s' needs a job id", c);
+        }
+        if (hv_parse_u64(pos[1], 1, UINT64_MAX, &n) != HV_OK) {
+            return ctl_usage_error("bad job id '%s'", pos[1]);
+        }
+        o->job_id = n;
+    } else if (npos > 1) {
+        return ctl_usage_error("unexpected argument '%s'", pos[1]);
+    }
+    if (saw_follow && strcmp(c, "logs") != 0) {
+        return ctl_usage_error("--follow goes with 'logs', not '%s'", c);
+    }
+    if (saw_job && strcmp(c, "events") != 0) {
+        return ctl_usage_error("--job goes with 'events', not '%s'", c);
+    }
+    if (saw_limit && strcmp(c, "events") != 0 && strcmp(c, "jobs") != 0) {
+        return ctl_usage_error("--limit goes with 'jobs' or 'events', not '%s'", c);
+    }
+    return -1;
+}
+
+/* One unary call; prints the error and returns the exit status on failure, else 0 and an owned
+ * reply in *out. */
+static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *req,
+                    const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **out) {
+    char path[128];
+    snprintf(path, sizeof(path), "/hvpb.v1.Jobs/%s", method);
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
+        if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
+            st.msg[0] == '\0') {
+            fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);
+            return HV_CLI_EXIT_FAIL;
+        }
+        return hv_cli_rpc_report(CTL_PROG, c->head, method, &st, HV_CLI_UNARY_MS);
+    }
+    return HV_CLI_EXIT_OK;
+}
+
+/* Prints a finished table (or "no ..." when it is empty) and frees it. */
+static void ctl_table_done(hv_cli_table_t *t, const char *empty) {
+    if (hv_cli_table_rows(t) == 0 && empty != NULL) {
+        printf("%s\n", empty);
+    } else {
+        hv_cli_table_print(t, stdout);
+    }
+    hv_cli_table_destroy(t);
+}
+
+static int ctl_oom(void) {
+    fprintf(stderr, CTL_PROG ": out of memory\n");
+    return HV_CLI_EXIT_FAIL;
+}
+
+static const char *ctl_time(uint64_t wall_ms, char *buf, size_t len) {
+    if (wall_ms == 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    return hv_fmt_time(wall_ms, buf, len);
+}
+
+static const char *ctl_job_duration(const Hvpb__V1__JobView *v, char *buf, size_t len) {
+    if (v->started_ms == 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    uint64_t end = v->ended_ms ? v->ended_ms : hv_wall_ms();
+    return hv_cli_fmt_duration(end > v->started_ms ? end - v->started_ms : 0, buf, len);
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+/* Joins strings into buf as "a,b,c" (truncated to fit). */
+static const char *ctl_join(char *const *items, size_t n, char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? "," : "", items[i]);
+        if (w < 0) {
+            break;
+        }
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+static const char *ctl_labels(const Hvpb__V1__NodeInfo *info, char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; info != NULL && i < info->n_labels && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "", info->labels[i]->key,
+                         info->labels[i]->value);
+        if (w < 0) {
+            break;
+        }
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
+    const Hvpb__V1__NodeInfo *info = n->info;
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "node_id");
+    hv_cli_json_u64(j, n->node_id);
+    hv_cli_json_key(j, "name");
+    hv_cli_json_str(j, info ? info->name : "");
+    hv_cli_json_key(j, "state");
+    hv_cli_json_str(j, n->state);
+    hv_cli_json_key(j, "slots");
+    hv_cli_json_u64(j, info ? info->slots : 0);
+    hv_cli_json_key(j, "slots_used");
+    hv_cli_json_u64(j, n->slots_used);
+    hv_cli_json_key(j, "gpus");
+    hv_cli_json_u64(j, info ? info->gpus : 0);
+    hv_cli_json_key(j, "cpus");
+    hv_cli_json_u64(j, info ? info->cpus : 0);
+    hv_cli_json_key(j, "addrs");
+    hv_cli_json_arr_begin(j);
+    for (size_t i = 0; info != NULL && i < info->n_addrs; i++) {
+        hv_cli_json_str(j, info->addrs[i]);
+    }
+    hv_cli_json_arr_end(j);
+    hv_cli_json_key(j, "addr");
+    hv_cli_json_str(j, n->addr);
+    hv_cli_json_key(j, "last_seen_ms");
+    hv_cli_json_u64(j, n->last_seen_ms);
+    hv_cli_json_key(j, "labels");
+    hv_cli_json_obj_begin(j);
+    for (size_t i = 0; info != NULL && i < info->n_labels; i++) {
+        hv_cli_json_key(j, info->labels[i]->key);
+        hv_cli_json_str(j, info->labels[i]->value);
+    }
+    hv_cli_json_obj_end(j);
+    hv_cli_json_key(j, "preemptible");
+    hv_cli_json_bool(j, info ? info->preemptible : 0);
+    hv_cli_json_key(j, "instance_id");
+    hv_cli_json_str(j, info ? info->instance_id : "");
+    hv_cli_json_key(j, "version");
+    hv_cli_json_str(j, info ? info->version : "");
+    hv_cli_json_obj_end(j);
+}
+
+static int ctl_nodes(const ctl_t *c) {
+    Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    int status = ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor,
+                          &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ListNodesReply *r = (const Hvpb__V1__ListNodesReply *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "nodes");
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < r->n_nodes; i++) {
+            ctl_json_node(&j, r->nodes[i]);
+        }
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    static const char *const hdr[] = {"NAME", "ID",    "STATE",     "SLOTS",
+                                      "GPUS", "ADDRS", "LAST-SEEN", "LABELS"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(8, hdr, &t) != HV_OK) {
+        hv_rpc_msg_free(resp);
+        return ctl_oom();
+    }
+    uint64_t now = hv_wall_ms();
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        const Hvpb__V1__NodeView *n = r->nodes[i];
+        const Hvpb__V1__NodeInfo *info = n->info;
+        char id[24], slots[32], gpus[16], addrs[512], seen[32], labels[512];
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)n->node_id);
+        snprintf(slots, sizeof(slots), "%u/%u", (unsigned)n->slots_used,
+                 (unsigned)(info ? info->slots : 0));
+        snprintf(gpus, sizeof(gpus), "%u", (unsigned)(info ? info->gpus : 0));
+        if (info != NULL && info->n_addrs > 0) {
+            ctl_join(info->addrs, info->n_addrs, addrs, sizeof(addrs));
+        } else {
+            snprintf(addrs, sizeof(addrs), "%s", n->addr);
+        }
+        const char *row[] = {info ? info->name : "",
+                             id,
+                             n->state,
+                             slots,
+                             gpus,
+                             addrs,
+                             hv_cli_fmt_ago(n->last_seen_ms, now, seen, sizeof(seen)),
+                             ctl_labels(info, labels, sizeof(labels))};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            hv_rpc_msg_free(resp);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, "no nodes");
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+/* ---- jobs ----------------------------------------------------------------------------------- */
+
+static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "worker_id");
+    hv_cli_json_u64(j, w->worker_id);
+    hv_cli_json_key(j, "rank");
+    hv_cli_json_u64(j, w->rank);
+    hv_cli_json_key(j, "node");
+    hv_cli_json_str(j, w->node);
+    hv_cli_json_key(j, "state");
+    hv_cli_json_str(j, w->state);
+    hv_cli_json_key(j, "pid");
+    hv_cli_json_i64(j, w->pid);
+    hv_cli_json_key(j, "exit_code");
+    hv_cli_json_i64(j, w->exit_code);
+    hv_cli_json_key(j, "term_signal");
+    hv_cli_json_i64(j, w->term_signal);
+    hv_cli_json_key(j, "attempt");
+    hv_cli_json_u64(j, w->attempt);
+    hv_cli_json_key(j, "reason");
+    hv_cli_json_str(j, w->reason);
+    hv_cli_json_obj_end(j);
+}
+
+static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_workers) {
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "job_id");
+    hv_cli_json_u64(j, v->job_id);
+    hv_cli_json_key(j, "name");
+    hv_cli_json_str(j, v->name);
+    hv_cli_json_key(j, "state");
+    hv_cli_json_str(j, v->state);
+    hv_cli_json_key(j, "np");
+    hv_cli_json_u64(j, v->np);
+    hv_cli_json_key(j, "min_np");
+    hv_cli_json_u64(j, v->min_np);
+    hv_cli_json_key(j, "max_np");
+    hv_cli_json_u64(j, v->max_np);
+    hv_cli_json_key(j, "resets");
+    hv_cli_json_u64(j, v->resets);
+    hv_cli_json_key(j, "reason");
+    hv_cli_json_str(j, v->reason);
+    hv_cli_json_key(j, "submitted_ms");
+    hv_cli_json_u64(j, v->submitted_ms);
+    hv_cli_json_key(j, "started_ms");
+    hv_cli_json_u64(j, v->started_ms);
+    hv_cli_json_key(j, "ended_ms");
+    hv_cli_json_u64(j, v->ended_ms);
+    hv_cli_json_key(j, "binary_digest");
+    hv_cli_json_str(j, v->binary_digest);
+    if (with_workers) {
+        hv_cli_json_key(j, "workers");
+        hv_cli_json_arr_begin(j);
+        for (size_t i = 0; i < v->n_workers; i++) {
+            ctl_json_worker(j, v->workers[i]);
+        }
+        hv_cli_json_arr_end(j);
+    }
+    hv_cli_json_obj_end(j);
+}
+
+static const char *ctl_np(const Hvpb__V1__JobView *v, char *buf, size_t len) {
+    if ((v->min_np != 0 && v->min_np != v->np) || (v->max_np != 0 && v->max_np != v->np)) {
+        snprintf(buf, len, "%u (%u-%u)", (unsigned)v->np, (unsigned)(v->min_np ? v->min_np : v->np),
+                 (unsigned)(v->max_np ? v->max_np : v->np));
+    } else {
+        snprintf(buf, len, "%u", (unsigned)v->np);
+    }
+    return buf;
+}
+
+static int ctl_jobs(const ctl_t *c) {
+    Hvpb__V1__ListJobsRequest req = HVPB__V1__LIST_JOBS_REQUEST__INIT;
+    req.limit = c->o->limit;
+    ProtobufCMessage *resp = NULL;
+    int status = ctl_call(c, "ListJobs", &req.base, &hvpb__v1__list_jobs_reply__descriptor, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ListJobsReply *r = (const Hvpb__V1__ListJobsReply *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "jobs");
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < r->n_jobs; i++) {
+            ctl_json_job(&j, r->jobs[i], 0);
+        }
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    static const char *const hdr[] = {"ID",        "NAME",     "STATE", "NP",
+                                      "SUBMITTED", "DURATION", "REASON"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(7, hdr, &t) != HV_OK) {
+        hv_rpc_msg_free(resp);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < r->n_jobs; i++) {
+        const Hvpb__V1__JobView *v = r->jobs[i];
+        char id[24], np[48], sub[48], dur[32];
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)v->job_id);
+        const char *row[] = {id,
+                             v->name,
+                             v->state,
+                             ctl_np(v, np, sizeof(np)),
+                             ctl_time(v->submitted_ms, sub, sizeof(sub)),
+                             ctl_job_duration(v, dur, sizeof(dur)),
+                             v->reason};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            hv_rpc_msg_free(resp);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, "no jobs");
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+static int ctl_job(const ctl_t *c) {
+    Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
+    req.job_id = c->o->job_id;
+    ProtobufCMessage *resp = NULL;
+    int status = ctl_call(c, "GetJob", &req.base, &hvpb__v1__job_view__descriptor, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__JobView *v = (const Hvpb__V1__JobView *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        ctl_json_job(&j, v, 1);
+        hv_cli_json_finish(&j);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    char buf[64];
+    printf("ID:         %llu\n", (unsigned long long)v->job_id);
+    printf("NAME:       %s\n", v->name);
+    printf("STATE:      %s\n", v->state);
+    printf("NP:         %s\n", ctl_np(v, buf, sizeof(buf)));
+    printf("RESETS:     %u\n", (unsigned)v->resets);
+    printf("SUBMITTED:  %s\n", ctl_time(v->submitted_ms, buf, sizeof(buf)));
+    printf("STARTED:    %s\n", ctl_time(v->started_ms, buf, sizeof(buf)));
+    printf("ENDED:      %s\n", ctl_time(v->ended_ms, buf, sizeof(buf)));
+    printf("DURATION:   %s\n", ctl_job_duration(v, buf, sizeof(buf)));
+    printf("BINARY:     sha256:%s\n", v->binary_digest[0] ? v->binary_digest : "-");
+    printf("REASON:     %s\n", v->reason[0] ? v->reason : "-");
+    if (v->n_workers > 0) {
+        static const char *const hdr[] = {"RANK", "NODE",    "STATE", "PID",
+                                          "EXIT", "ATTEMPT", "REASON"};
+        hv_cli_table_t *t = NULL;
+        if (hv_cli_table_create(7, hdr, &t) != HV_OK) {
+            hv_rpc_msg_free(resp);
+            return ctl_oom();
+        }
+        for (size_t i = 0; i < v->n_workers; i++) {
+            const Hvpb__V1__WorkerView *w = v->workers[i];
+            char rank[16], pid[16], ex[32], att[16];
+            snprintf(rank, sizeof(rank), "%u", (unsigned)w->rank);
+            snprintf(pid, sizeof(pid), "%d", (int)w->pid);
+            int ended = strcmp(w->state, "exited") == 0 || strcmp(w->state, "lost") == 0 ||
+                        strcmp(w->state, "killed") == 0;
+            if (w->term_signal != 0) {
+                char sig[24];
+                snprintf(ex, sizeof(ex), "%s", hv_cli_signame(w->term_signal, sig, sizeof(sig)));
+            } else if (ended && w->exit_code >= 0) {
+                snprintf(ex, sizeof(ex), "%d", (int)w->exit_code);
+            } else {
+                snprintf(ex, sizeof(ex), "-");
+            }
+            snprintf(att, sizeof(att), "%u", (unsigned)w->attempt);
+            const char *row[] = {rank, w->node, w->state, w->pid > 0 ? pid : "-", ex, att,
+                                 w->reason};
+            if (hv_cli_table_add(t, row) != HV_OK) {
+                hv_cli_table_destroy(t);
+                hv_rpc_msg_free(resp);
+                return ctl_oom();
+            }
+        }
+        printf("\n");
+        ctl_table_done(t, NULL);
+    }
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+/* ---- logs ----------------------------------------------------------------------------------- */
+
+static int ctl_logs(const ctl_t *c) {
+    Hvpb__V1__WatchRequest req = HVPB__V1__WATCH_REQUEST__INIT;
+    req.job_id = c->o->job_id;
+    req.logs = 1;
+    req.events = 0;
+    req.follow = c->o->follow ? 1 : 0;
+    hv_rpc_bstream_t *s = NULL;
+    if (hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
+                            &hvpb__v1__watch_item__descriptor, 0, &s) != HV_OK) {
+        fprintf(stderr, CTL_PROG ": cannot reach the head at %s\n", c->head);
+        return HV_CLI_EXIT_FAIL;
+    }
+    hv_cli_json_t j;
+    if (c->o->json) {
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_arr_begin(&j);
+    }
+    int status = HV_CLI_EXIT_OK;
+    for (;;) {
+        ProtobufCMessage *msg = NULL;
+        hv_rpc_status_t st;
+        memset(&st, 0, sizeof(st));
+        hv_err rc = hv_rpc_bstream_next(s, 1000, &msg, &st);
+        if (rc == HV_ETIMEDOUT) {
+            continue;
+        }
+        if (rc != HV_OK) {
+            if (st.rc != HV_OK) {
+                if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
+                    st.msg[0] == '\0') {
+                    fprintf(stderr, CTL_PROG ": no job %llu\n",
+                            (unsigned long long)c->o->job_id);
+                    status = HV_CLI_EXIT_FAIL;
+                } else {
+                    status = hv_cli_rpc_report(CTL_PROG, c->head, "Watch", &st, 0);
+                }
+            }
+            break;
+        }
+        const Hvpb__V1__WatchItem *it = (const Hvpb__V1__WatchItem *)msg;
+        int done = it->body_case == HVPB__V1__WATCH_ITEM__BODY_DONE;
+        if (it->body_case == HVPB__V1__WATCH_ITEM__BODY_LOG) {
+            const Hvpb__V1__LogLine *l = it->log;
+            const char *stream = l->stream == 2 ? "stderr" : "stdout";
+            if (c->o->json) {
+                hv_cli_json_obj_begin(&j);
+                hv_cli_json_key(&j, "rank");
+                hv_cli_json_u64(&j, l->rank);
+                hv_cli_json_key(&j, "stream");
+                hv_cli_json_str(&j, stream);
+                hv_cli_json_key(&j, "text");
+                hv_cli_json_str(&j, l->text);
+                hv_cli_json_obj_end(&j);
+            } else {
+                printf("[%u]<%s>:%s\n", (unsigned)l->rank, stream, l->text);
+                fflush(stdout);
+            }
+        }
+        hv_rpc_msg_free(msg);
+        if (done) {
+            break;
+        }
+    }
+    hv_rpc_bstream_destroy(s);
+    if (c->o->json) {
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_finish(&j);
+    }
+    return status;
+}
+
+/* ---- cancel, events ------------------------------------------------------------------------- */
+
+static int ctl_cancel(const ctl_t *c) {
+    Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
+    req.job_id = c->o->job_id;
+    ProtobufCMessage *resp = NULL;
+    int status = ctl_call(c, "Cancel", &req.base, &hvpb__v1__cancel_reply__descriptor, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__CancelReply *r = (const Hvpb__V1__CancelReply *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "job_id");
+        hv_cli_json_u64(&j, c->o->job_id);
+        hv_cli_json_key(&j, "state");
+        hv_cli_json_str(&j, r->state);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+    } else {
+        printf("job %llu: %s\n", (unsigned long long)c->o->job_id, r->state);
+    }
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+static int ctl_events(const ctl_t *c) {
+    Hvpb__V1__ListEventsRequest req = HVPB__V1__LIST_EVENTS_REQUEST__INIT;
+    req.job_id = c->o->job_set ? c->o->job_id : 0;
+    req.limit = c->o->limit;
+    ProtobufCMessage *resp = NULL;
+    int status = ctl_call(c, "ListEvents", &req.base, &hvpb__v1__list_events_reply__descriptor,
+                          &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ListEventsReply *r = (const Hvpb__V1__ListEventsReply *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "events");
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < r->n_events; i++) {
+            const Hvpb__V1__Event *e = r->events[i];
+            hv_cli_json_obj_begin(&j);
+            hv_cli_json_key(&j, "seq");
+            hv_cli_json_u64(&j, e->seq);
+            hv_cli_json_key(&j, "time_ms");
+            hv_cli_json_u64(&j, e->time_ms);
+            hv_cli_json_key(&j, "job_id");
+            hv_cli_json_u64(&j, e->job_id);
+            hv_cli_json_key(&j, "node_id");
+            hv_cli_json_u64(&j, e->node_id);
+            hv_cli_json_key(&j, "kind");
+            hv_cli_json_str(&j, e->kind);
+            hv_cli_json_key(&j, "message");
+            hv_cli_json_str(&j, e->message);
+            hv_cli_json_obj_end(&j);
+        }
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    static const char *const hdr[] = {"SEQ", "TIME", "JOB", "NODE", "KIND", "MESSAGE"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(6, hdr, &t) != HV_OK) {
+        hv_rpc_msg_free(resp);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < r->n_events; i++) {
+        const Hvpb__V1__Event *e = r->events[i];
+        char seq[24], tm[48], job[24], node[24];
+        snprintf(seq, sizeof(seq), "%llu", (unsigned long long)e->seq);
+        snprintf(job, sizeof(job), "%llu", (unsigned long long)e->job_id);
+        snprintf(node, sizeof(node), "%llu", (unsigned long long)e->node_id);
+        const char *row[] = {seq,
+                             ctl_time(e->time_ms, tm, sizeof(tm)),
+                             e->job_id ? job : "-",
+                             e->node_id ? node : "-",
+                             e->kind,
+                             e->message};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            hv_rpc_msg_free(resp);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, "no events");
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+    hv_log_init(CTL_PROG);
+    ctl_opts_t o;
+    int status = ctl_parse(argc, argv, &o);
+    if (status >= 0) {
+        return status;
+    }
+    char err[HV_CLI_ERR_LEN];
+    const char *head = hv_cli_head_addr(o.head);
+    if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, CTL_PROG ": %s\n", err);
+        return HV_CLI_EXIT_USAGE;
+    }
+    ctl_t c = {.o = &o, .head = head, .ch = NULL};
+    if (hv_rpc_channel_create(head, &c.ch) != HV_OK) {
+        fprintf(stderr, CTL_PROG ": cannot reach the head at %s: bad address\n", head);
+        return HV_CLI_EXIT_FAIL;
+    }
+    if (strcmp(o.cmd, "nodes") == 0) {
+        status = ctl_nodes(&c);
+    } else if (strcmp(o.cmd, "jobs") == 0) {
+        status = ctl_jobs(&c);
+    } else if (strcmp(o.cmd, "job") == 0) {
+        status = ctl_job(&c);
+    } else if (strcmp(o.cmd, "logs") == 0) {
+        status = ctl_logs(&c);
+    } else if (strcmp(o.cmd, "cancel") == 0) {
+        status = ctl_cancel(&c);
+    } else {
+        status = ctl_events(&c);
+    }
+    fflush(stdout);
+    hv_rpc_channel_destroy(c.ch);
+    return status;
+}

@@ -1,0 +1,693 @@
+/*
+ * hvsubmit: submits one job to hvhead and, unless --detach, follows it to the end the way
+ * horovodrun does: worker output on stdout/stderr as "[rank]<stdout>:text", state changes and
+ * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. It uploads
+ * the program and --file artifacts by digest first (skipping what the head already holds,
+ * resuming what it holds in part), survives a head restart while watching (reconnects for up to
+ * 60 s and resumes without repeating output), and turns Ctrl-C into a cancel request. It is a
+ * client only: every check of what the cluster can run is the head's. Single-threaded; blocking
+ * calls from common/rpc.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "cli_rpc.h"
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "rpc.h"
+#include "sha256.h"
+#include "util.h"
+
+#define SUBMIT_PROG "hvsubmit"
+#define SUBMIT_UPLOAD_MS 30000u        /* deadline of one Upload call */
+#define SUBMIT_RECONNECT_MS 60000u     /* how long to try to get the head back */
+#define SUBMIT_BACKOFF_MIN_MS 200u
+#define SUBMIT_BACKOFF_MAX_MS 2000u
+#define SUBMIT_CANCEL_WAIT_MS 30000u   /* after Ctrl-C, wait this long for the job to end */
+#define SUBMIT_POLL_MS 200u            /* how often the watch loop looks at the Ctrl-C flag */
+#define SUBMIT_BIG_UPLOAD (64u << 20)  /* say "uploading ..." for files at least this big */
+
+/* Ctrl-C presses seen; written only by the handler. */
+static volatile sig_atomic_t submit_sigint;
+
+/* One file shipped with the job, once uploaded. */
+typedef struct submit_artifact_s {
+    const char *path;  /* borrowed from argv */
+    char digest[65];
+    uint64_t size;
+    uint32_t mode;     /* permission bits */
+} submit_artifact_t;
+
+/* Everything the watch loop keeps between reconnects. */
+typedef struct submit_watch_s {
+    hv_rpc_channel_t *ch;      /* borrowed */
+    const char *head;          /* borrowed, for messages */
+    uint64_t job_id;
+    int quiet;
+    uint64_t nlogs;            /* log lines printed so far = log_offset on resume */
+    uint64_t last_seq;         /* seq of the last event seen = event_after on resume */
+    int cancel_sent;           /* Cancel reached the head */
+    uint64_t cancel_deadline;  /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
+} submit_watch_t;
+
+static void submit_usage(FILE *f) {
+    fprintf(f,
+            "usage: hvsubmit [OPTIONS] train.bin [ARGS...]\n"
+            "\n"
+            "Submits train.bin (an ELF executable linked with libhv) to the hv head and follows\n"
+            "the job: worker output appears as [rank]<stdout>:text and [rank]<stderr>:text.\n"
+            "Options stop at the program; everything after it goes to the workers.\n"
+            "\n"
+            "options:\n"
+            "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
+            "  -np N                 workers to run (default: every free slot)\n"
+            "  --min-np N            elastic: keep running with at least N workers\n"
+            "  --max-np N            elastic: grow up to N workers\n"
+            "  --max-resets N        elastic: membership resets allowed before failing\n"
+            "  --slots-per-host K    at most K ranks on one node\n"
+            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
+            "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
+            "  --timeout S           fail the job if it waits more than S s for free slots\n"
+            "  --name NAME           display name (default: the program's file name)\n"
+            "  --detach, -d          print the job id and exit without following the job\n"
+            "  --quiet, -q           do not print state changes (only output and errors)\n"
+            "  --verbose, -v         say more about uploads\n"
+            "  --help, -h            this help\n"
+            "\n"
+            "exit status: 0 the job succeeded; the first failing rank's exit status (1..125) or\n"
+            "128+signal; 1 the job failed otherwise or the head refused or was unreachable;\n"
+            "2 bad usage or a file that cannot be shipped; 130 cancelled with Ctrl-C.\n"
+            "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n");
+}
+
+static void submit_on_sigint(int sig) {
+    (void)sig;
+    if (submit_sigint >= 1) {
+        static const char msg[] = "\nhvsubmit: interrupted again, exiting (the job may still be "
+                                  "cancelling)\n";
+        ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        (void)n;
+        _exit(HV_CLI_EXIT_SIGINT);
+    }
+    submit_sigint = 1;
+}
+
+static void submit_install_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = submit_on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: a blocking read should see EINTR */
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* Sleeps ms, waking early on Ctrl-C. */
+static void submit_sleep(uint32_t ms) {
+    uint64_t end = hv_now_ms() + ms;
+    while (!submit_sigint) {
+        uint64_t now = hv_now_ms();
+        if (now >= end) {
+            break;
+        }
+        uint64_t left = end - now;
+        struct timespec ts = {0, (long)((left < 50 ? left : 50) * 1000000L)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- upload --------------------------------------------------------------------------------- */
+
+/* Reads exactly len bytes at off. HV_EIO with a message if the file shrank or failed. */
+static hv_err submit_pread(int fd, const char *path, void *buf, size_t len, uint64_t off) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            fprintf(stderr, SUBMIT_PROG ": cannot read %s: %s\n", path, strerror(errno));
+            return HV_EIO;
+        }
+        if (n == 0) {
+            fprintf(stderr, SUBMIT_PROG ": %s changed while it was being uploaded\n", path);
+            return HV_EIO;
+        }
+        got += (size_t)n;
+    }
+    return HV_OK;
+}
+
+/* Asks the head what it holds of digest. On HV_OK the reply is owned by the caller. Prints the
+ * error itself otherwise. */
+static hv_err submit_stat(hv_rpc_channel_t *ch, const char *head, const char *digest,
+                          Hvpb__V1__StatArtifactReply **out) {
+    Hvpb__V1__StatArtifactRequest req = HVPB__V1__STAT_ARTIFACT_REQUEST__INIT;
+    req.digest = (char *)digest;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    hv_err rc = hv_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
+                             &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                             &st);
+    if (rc != HV_OK) {
+        hv_cli_rpc_report(SUBMIT_PROG, head, "StatArtifact", &st, HV_CLI_UNARY_MS);
+        return rc;
+    }
+    *out = (Hvpb__V1__StatArtifactReply *)resp;
+    return HV_OK;
+}
+
+/* Sends the bytes of path from offset on, one Upload call per chunk. The head may answer an
+ * offset mismatch (someone else is uploading the same file, or it lost a partial upload across
+ * a restart): then we ask it again where to resume, a few times. Prints its own errors. */
+static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_artifact_t *a,
+                       uint64_t offset, int verbose) {
+    int status = HV_CLI_EXIT_FAIL;
+    int retries = 0;
+    unsigned char *buf = hv_malloc(HV_CLI_UPLOAD_CHUNK);
+    int fd = open(a->path, O_RDONLY | O_CLOEXEC);
+    if (buf == NULL || fd < 0) {
+        fprintf(stderr, SUBMIT_PROG ": cannot read %s: %s\n", a->path,
+                buf == NULL ? "out of memory" : strerror(errno));
+        goto out;
+    }
+    if (verbose) {
+        fprintf(stderr, SUBMIT_PROG ": uploading %s from byte %llu\n", a->path,
+                (unsigned long long)offset);
+    }
+    for (;;) {
+        uint64_t left = a->size - offset;
+        size_t n = left < HV_CLI_UPLOAD_CHUNK ? (size_t)left : HV_CLI_UPLOAD_CHUNK;
+        if (submit_pread(fd, a->path, buf, n, offset) != HV_OK) {
+            goto out;
+        }
+        Hvpb__V1__UploadChunk chunk = HVPB__V1__UPLOAD_CHUNK__INIT;
+        chunk.digest = (char *)a->digest;
+        chunk.total_size = a->size;
+        chunk.offset = offset;
+        chunk.data.data = buf;
+        chunk.data.len = n;
+        chunk.last = offset + n == a->size;
+        ProtobufCMessage *resp = NULL;
+        hv_rpc_status_t st;
+        memset(&st, 0, sizeof(st));
+        hv_err rc = hv_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
+                                 &hvpb__v1__upload_reply__descriptor, SUBMIT_UPLOAD_MS, &resp,
+                                 &st);
+        if (rc != HV_OK) {
+            int resumable = st.grpc_code == HV_CLI_GRPC_FAILED_PRECONDITION ||
+                            st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE ||
+                            hv_cli_rpc_unreachable(&st);
+            if (!resumable || ++retries > 5) {
+                if (st.msg[0] != '\0' && !hv_cli_rpc_unreachable(&st)) {
+                    fprintf(stderr, SUBMIT_PROG ": upload of %s failed: %s\n", a->path, st.msg);
+                } else {
+                    hv_cli_rpc_report(SUBMIT_PROG, head, "an upload", &st, SUBMIT_UPLOAD_MS);
+                }
+                goto out;
+            }
+            if (hv_cli_rpc_unreachable(&st)) {
+                submit_sleep(1000);
+            }
+            Hvpb__V1__StatArtifactReply *sr = NULL;
+            if (submit_stat(ch, head, a->digest, &sr) != HV_OK) {
+                goto out;
+            }
+            int present = sr->present;
+            offset = sr->received <= a->size ? sr->received : 0;
+            hv_rpc_msg_free(&sr->base);
+            if (present) {
+                break;
+            }
+            continue;
+        }
+        Hvpb__V1__UploadReply *ur = (Hvpb__V1__UploadReply *)resp;
+        int complete = ur->complete;
+        uint64_t received = ur->received;
+        hv_rpc_msg_free(resp);
+        if (complete) {
+            break;
+        }
+        if (chunk.last || received <= offset || received > a->size) {
+            fprintf(stderr,
+                    SUBMIT_PROG ": upload of %s: the head holds %llu of %llu bytes after the "
+                                "last piece and did not accept the file\n",
+                    a->path, (unsigned long long)received, (unsigned long long)a->size);
+            goto out;
+        }
+        offset = received;
+    }
+    status = HV_CLI_EXIT_OK;
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    hv_free(buf);
+    return status;
+}
+
+/* Hashes path and makes sure the head holds it. Returns an exit status (0 = done). */
+static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *path,
+                         const submit_artifact_t *done, size_t ndone, int quiet, int verbose,
+                         submit_artifact_t *a) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, SUBMIT_PROG ": %s: %s\n", path, strerror(errno));
+        return HV_CLI_EXIT_USAGE;
+    }
+    memset(a, 0, sizeof(*a));
+    a->path = path;
+    a->mode = (uint32_t)(sb.st_mode & 07777);
+    hv_err rc = hv_sha256_file(path, a->digest, &a->size);
+    if (rc != HV_OK) {
+        fprintf(stderr, SUBMIT_PROG ": cannot read %s: %s\n", path, hv_strerror(rc));
+        return HV_CLI_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < ndone; i++) {
+        if (strcmp(done[i].digest, a->digest) == 0) {
+            return HV_CLI_EXIT_OK; /* the same bytes were just uploaded under another name */
+        }
+    }
+    Hvpb__V1__StatArtifactReply *sr = NULL;
+    if (submit_stat(ch, head, a->digest, &sr) != HV_OK) {
+        return HV_CLI_EXIT_FAIL;
+    }
+    int present = sr->present;
+    uint64_t received = sr->received;
+    uint64_t max_size = sr->max_size;
+    hv_rpc_msg_free(&sr->base);
+    if (max_size != 0 && a->size > max_size) {
+        char have[32], limit[32];
+        fprintf(stderr,
+                SUBMIT_PROG ": %s is %s, over the head's upload limit of %s (max_upload in the "
+                            "head's config)\n",
+                path, hv_fmt_size(a->size, have, sizeof(have)),
+                hv_fmt_size(max_size, limit, sizeof(limit)));
+        return HV_CLI_EXIT_FAIL;
+    }
+    if (present) {
+        if (verbose) {
+            fprintf(stderr, SUBMIT_PROG ": %s is already on the head (sha256 %.12s), not "
+                            "uploading it\n",
+                    path, a->digest);
+        }
+        return HV_CLI_EXIT_OK;
+    }
+    if (received > a->size) {
+        received = 0;
+    }
+    if (!quiet && a->size >= SUBMIT_BIG_UPLOAD) {
+        char sz[32];
+        fprintf(stderr, SUBMIT_PROG ": uploading %s (%s)...\n", path,
+                hv_fmt_size(a->size, sz, sizeof(sz)));
+    }
+    return submit_send(ch, head, a, received, verbose);
+}
+
+/* ---- submit --------------------------------------------------------------------------------- */
+
+static const char *submit_user(void) {
+    const char *u = getenv("USER");
+    if (u != NULL && u[0] != '\0') {
+        return u;
+    }
+    struct passwd *pw = getpwuid(getuid());
+    return pw != NULL ? pw->pw_name : "";
+}
+
+static void submit_fileref(Hvpb__V1__FileRef *ref, const submit_artifact_t *a) {
+    hvpb__v1__file_ref__init(ref);
+    ref->name = (char *)hv_cli_basename(a->path);
+    ref->digest = (char *)a->digest;
+    ref->size = a->size;
+    ref->mode = a->mode;
+}
+
+/* Sends the spec. On success *job_id and *np are set; otherwise the error is printed and an
+ * exit status returned. */
+static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submit_opts_t *o,
+                      const submit_artifact_t *arts, uint64_t *job_id, uint32_t *np) {
+    int status = HV_CLI_EXIT_FAIL;
+    Hvpb__V1__KeyValue *kvs = hv_calloc(o->nenv + 1, sizeof(*kvs));
+    Hvpb__V1__KeyValue **kvp = hv_calloc(o->nenv + 1, sizeof(*kvp));
+    Hvpb__V1__FileRef *refs = hv_calloc(o->nfiles + 1, sizeof(*refs));
+    Hvpb__V1__FileRef **refp = hv_calloc(o->nfiles + 1, sizeof(*refp));
+    if (kvs == NULL || kvp == NULL || refs == NULL || refp == NULL) {
+        fprintf(stderr, SUBMIT_PROG ": out of memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i < o->nenv; i++) {
+        hvpb__v1__key_value__init(&kvs[i]);
+        kvs[i].key = o->env[i].key;
+        kvs[i].value = o->env[i].value;
+        kvp[i] = &kvs[i];
+    }
+    for (size_t i = 0; i < o->nfiles; i++) {
+        submit_fileref(&refs[i + 1], &arts[i + 1]);
+        refp[i] = &refs[i + 1];
+    }
+    submit_fileref(&refs[0], &arts[0]);
+
+    Hvpb__V1__JobSpec spec = HVPB__V1__JOB_SPEC__INIT;
+    spec.name = (char *)(o->name ? o->name : hv_cli_basename(o->binary));
+    spec.binary = &refs[0];
+    spec.n_args = (size_t)o->nargs;
+    spec.args = o->args;
+    spec.n_env = o->nenv;
+    spec.env = kvp;
+    spec.n_files = o->nfiles;
+    spec.files = refp;
+    spec.np = o->np_set ? o->np : 0;
+    spec.min_np = o->min_np;
+    spec.max_np = o->max_np;
+    spec.max_resets = o->max_resets;
+    spec.slots_per_host = o->slots_per_host;
+    spec.timeout_s = o->timeout_s;
+    spec.user = (char *)submit_user();
+    Hvpb__V1__SubmitRequest req = HVPB__V1__SUBMIT_REQUEST__INIT;
+    req.spec = &spec;
+
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_rpc_unary(ch, "/hvpb.v1.Jobs/Submit", &req.base, &hvpb__v1__submit_reply__descriptor,
+                     HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
+        status = hv_cli_rpc_report(SUBMIT_PROG, head, "Submit", &st, HV_CLI_UNARY_MS);
+        goto out;
+    }
+    Hvpb__V1__SubmitReply *sr = (Hvpb__V1__SubmitReply *)resp;
+    *job_id = sr->job_id;
+    *np = sr->np;
+    hv_rpc_msg_free(resp);
+    status = HV_CLI_EXIT_OK;
+out:
+    hv_free(refp);
+    hv_free(refs);
+    hv_free(kvp);
+    hv_free(kvs);
+    return status;
+}
+
+/* Sends Cancel. Returns 1 when there is no point in sending it again (the head took it, or
+ * refused it for good: the error is printed), 0 when the head could not be reached. */
+static int submit_cancel(submit_watch_t *w) {
+    Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
+    ref.job_id = w->job_id;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    hv_err rc = hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cancel", &ref.base,
+                             &hvpb__v1__cancel_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
+    if (rc != HV_OK) {
+        if (hv_cli_rpc_unreachable(&st)) {
+            return 0;
+        }
+        hv_cli_rpc_report(SUBMIT_PROG, w->head, "Cancel", &st, HV_CLI_UNARY_MS);
+        return 1;
+    }
+    hv_rpc_msg_free(resp);
+    return 1;
+}
+
+/* ---- watch ---------------------------------------------------------------------------------- */
+
+/* Prints the end of the job and returns the exit status. */
+static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
+    const Hvpb__V1__WorkerView *first = NULL;
+    int status = hv_cli_job_exit_status(v, w->cancel_sent || w->cancel_deadline != 0, &first);
+    if (strcmp(v->state, "failed") == 0) {
+        if (v->reason[0] != '\0') {
+            fprintf(stderr, SUBMIT_PROG ": job %llu failed: %s\n", (unsigned long long)w->job_id,
+                    v->reason);
+        } else {
+            fprintf(stderr, SUBMIT_PROG ": job %llu failed\n", (unsigned long long)w->job_id);
+        }
+        for (size_t i = 0; i < v->n_workers; i++) {
+            const Hvpb__V1__WorkerView *wv = v->workers[i];
+            if (wv != NULL && hv_cli_worker_failed(wv)) {
+                char line[1024];
+                fprintf(stderr, SUBMIT_PROG ": %s\n",
+                        hv_cli_worker_outcome(wv, line, sizeof(line)));
+            }
+        }
+    } else if (strcmp(v->state, "cancelled") == 0) {
+        fprintf(stderr, SUBMIT_PROG ": job %llu was cancelled%s%s\n",
+                (unsigned long long)w->job_id, v->reason[0] ? ": " : "", v->reason);
+    } else if (strcmp(v->state, "succeeded") != 0) {
+        fprintf(stderr, SUBMIT_PROG ": job %llu ended in state '%s'%s%s\n",
+                (unsigned long long)w->job_id, v->state, v->reason[0] ? ": " : "", v->reason);
+    }
+    return status;
+}
+
+/* Handles one item; returns -1 to go on, else the exit status. */
+static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
+    switch (it->body_case) {
+    case HVPB__V1__WATCH_ITEM__BODY_LOG: {
+        const Hvpb__V1__LogLine *l = it->log;
+        FILE *f = l->stream == 2 ? stderr : stdout;
+        fprintf(f, "[%u]<%s>:%s\n", (unsigned)l->rank, l->stream == 2 ? "stderr" : "stdout",
+                l->text);
+        fflush(f);
+        w->nlogs++;
+        return -1;
+    }
+    case HVPB__V1__WATCH_ITEM__BODY_EVENT: {
+        const Hvpb__V1__Event *e = it->event;
+        if (e->seq != 0 && e->seq <= w->last_seq) {
+            return -1; /* already shown before a reconnect */
+        }
+        if (e->seq > w->last_seq) {
+            w->last_seq = e->seq;
+        }
+        if (!w->quiet && hv_cli_event_shown(e->kind)) {
+            fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
+        }
+        return -1;
+    }
+    case HVPB__V1__WATCH_ITEM__BODY_DONE:
+        return submit_finish(w, it->done);
+    default:
+        return -1; /* a newer head's item: ignore */
+    }
+}
+
+/* Tries to get the head back after the watch stream broke: asks GetJob until it answers, for
+ * up to SUBMIT_RECONNECT_MS. Returns -1 when the head is back, else the exit status. */
+static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
+    fprintf(stderr, SUBMIT_PROG ": lost the head, reconnecting...\n");
+    uint64_t start = hv_now_ms();
+    uint32_t backoff = SUBMIT_BACKOFF_MIN_MS;
+    hv_rpc_status_t st = *why;
+    for (;;) {
+        if (hv_now_ms() - start >= SUBMIT_RECONNECT_MS) {
+            fprintf(stderr,
+                    SUBMIT_PROG ": could not reach the head at %s again within %u s (%s); job "
+                                "%llu may still be running: see 'hvctl job %llu'\n",
+                    w->head, SUBMIT_RECONNECT_MS / 1000, st.msg[0] ? st.msg : "no answer",
+                    (unsigned long long)w->job_id, (unsigned long long)w->job_id);
+            return HV_CLI_EXIT_FAIL;
+        }
+        if (w->cancel_deadline != 0 && hv_now_ms() >= w->cancel_deadline) {
+            fprintf(stderr, SUBMIT_PROG ": the head did not come back to cancel job %llu\n",
+                    (unsigned long long)w->job_id);
+            return HV_CLI_EXIT_SIGINT;
+        }
+        submit_sleep(backoff);
+        backoff = backoff * 2 > SUBMIT_BACKOFF_MAX_MS ? SUBMIT_BACKOFF_MAX_MS : backoff * 2;
+        if (submit_sigint && w->cancel_deadline == 0) {
+            fprintf(stderr, SUBMIT_PROG ": cancelling job %llu once the head is back...\n",
+                    (unsigned long long)w->job_id);
+            w->cancel_deadline = hv_now_ms() + SUBMIT_CANCEL_WAIT_MS;
+        }
+        Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
+        ref.job_id = w->job_id;
+        ProtobufCMessage *resp = NULL;
+        memset(&st, 0, sizeof(st));
+        hv_err rc = hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
+                                 &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
+        if (rc == HV_OK) {
+            hv_rpc_msg_free(resp);
+            if (!w->quiet) {
+                fprintf(stderr, SUBMIT_PROG ": reconnected to the head\n");
+            }
+            return -1;
+        }
+        if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || rc == HV_ENOTFOUND) {
+            fprintf(stderr, SUBMIT_PROG ": the head no longer knows job %llu%s%s\n",
+                    (unsigned long long)w->job_id, st.msg[0] ? ": " : "", st.msg);
+            return HV_CLI_EXIT_FAIL;
+        }
+    }
+}
+
+/* Follows the job to its end. Returns the exit status. */
+static int submit_watch(submit_watch_t *w) {
+    hv_rpc_bstream_t *s = NULL;
+    int status = -1;
+    while (status < 0) {
+        /* Ctrl-C: ask the head to cancel (once it answers), then keep watching, bounded. */
+        if (submit_sigint && !w->cancel_sent) {
+            if (w->cancel_deadline == 0) {
+                fprintf(stderr, SUBMIT_PROG ": cancelling job %llu...\n",
+                        (unsigned long long)w->job_id);
+                w->cancel_deadline = hv_now_ms() + SUBMIT_CANCEL_WAIT_MS;
+            }
+            w->cancel_sent = submit_cancel(w);
+        }
+        if (w->cancel_deadline != 0 && hv_now_ms() >= w->cancel_deadline) {
+            fprintf(stderr, SUBMIT_PROG ": job %llu did not end within %u s of the cancel "
+                            "request; see 'hvctl job %llu'\n",
+                    (unsigned long long)w->job_id, SUBMIT_CANCEL_WAIT_MS / 1000,
+                    (unsigned long long)w->job_id);
+            status = HV_CLI_EXIT_SIGINT;
+            break;
+        }
+        if (s == NULL) {
+            Hvpb__V1__WatchRequest req = HVPB__V1__WATCH_REQUEST__INIT;
+            req.job_id = w->job_id;
+            req.logs = 1;
+            req.events = 1;
+            req.follow = 1;
+            req.log_offset = w->nlogs;
+            req.event_after = w->last_seq;
+            hv_err rc = hv_rpc_bstream_open(w->ch, "/hvpb.v1.Jobs/Watch", &req.base,
+                                            &hvpb__v1__watch_item__descriptor, 0, &s);
+            if (rc != HV_OK) {
+                hv_rpc_status_t st;
+                memset(&st, 0, sizeof(st));
+                st.rc = rc;
+                st.grpc_code = HV_CLI_GRPC_UNAVAILABLE;
+                snprintf(st.msg, sizeof(st.msg), "%s", hv_strerror(rc));
+                s = NULL;
+                status = submit_reconnect(w, &st);
+                continue;
+            }
+        }
+        ProtobufCMessage *msg = NULL;
+        hv_rpc_status_t st;
+        memset(&st, 0, sizeof(st));
+        hv_err rc = hv_rpc_bstream_next(s, SUBMIT_POLL_MS, &msg, &st);
+        if (rc == HV_ETIMEDOUT) {
+            continue;
+        }
+        if (rc == HV_OK) {
+            status = submit_item(w, (const Hvpb__V1__WatchItem *)msg);
+            hv_rpc_msg_free(msg);
+            continue;
+        }
+        /* The stream ended without the job's end: the head went away, or refused. */
+        hv_rpc_bstream_destroy(s);
+        s = NULL;
+        if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) {
+            fprintf(stderr, SUBMIT_PROG ": %s\n",
+                    st.msg[0] ? st.msg : "the head does not know this job");
+            status = HV_CLI_EXIT_FAIL;
+        } else if (st.rc == HV_OK || hv_cli_rpc_unreachable(&st) || st.rc == HV_EPEER ||
+                   st.rc == HV_ECLOSED || st.rc == HV_ECANCELED || st.rc == HV_ETIMEDOUT ||
+                   st.grpc_code == HV_CLI_GRPC_CANCELLED) {
+            status = submit_reconnect(w, &st);
+        } else {
+            status = hv_cli_rpc_report(SUBMIT_PROG, w->head, "Watch", &st, 0);
+        }
+    }
+    hv_rpc_bstream_destroy(s);
+    return status;
+}
+
+int main(int argc, char **argv) {
+    hv_log_init(SUBMIT_PROG);
+    hv_cli_submit_opts_t o;
+    memset(&o, 0, sizeof(o));
+    char err[HV_CLI_ERR_LEN];
+    submit_artifact_t *arts = NULL;
+    hv_rpc_channel_t *ch = NULL;
+    int status = HV_CLI_EXIT_FAIL;
+
+    if (hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, SUBMIT_PROG ": %s\nTry 'hvsubmit --help'.\n", err);
+        return HV_CLI_EXIT_USAGE;
+    }
+    if (o.help) {
+        submit_usage(stdout);
+        hv_cli_submit_opts_fini(&o);
+        return HV_CLI_EXIT_OK;
+    }
+    const char *head = hv_cli_head_addr(o.head);
+    if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK ||
+        hv_cli_submit_check_files(&o, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, SUBMIT_PROG ": %s\n", err);
+        status = HV_CLI_EXIT_USAGE;
+        goto out;
+    }
+    if (hv_rpc_channel_create(head, &ch) != HV_OK) {
+        fprintf(stderr, SUBMIT_PROG ": cannot reach the head at %s: bad address\n", head);
+        goto out;
+    }
+
+    /* Ship the program and each --file (arts[0] is the program). */
+    arts = hv_calloc(o.nfiles + 1, sizeof(*arts));
+    if (arts == NULL) {
+        fprintf(stderr, SUBMIT_PROG ": out of memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i <= o.nfiles; i++) {
+        const char *path = i == 0 ? o.binary : o.files[i - 1];
+        status = submit_upload(ch, head, path, arts, i, o.quiet, o.verbose, &arts[i]);
+        if (status != HV_CLI_EXIT_OK) {
+            goto out;
+        }
+    }
+
+    /* From here on Ctrl-C means "cancel the job", even while Submit is in flight. */
+    submit_install_sigint();
+    submit_watch_t w;
+    memset(&w, 0, sizeof(w));
+    w.ch = ch;
+    w.head = head;
+    w.quiet = o.quiet;
+    uint32_t np = 0;
+    status = submit_job(ch, head, &o, arts, &w.job_id, &np);
+    if (status != HV_CLI_EXIT_OK) {
+        goto out;
+    }
+    if (o.np_set) {
+        fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s)\n",
+                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
+    } else {
+        fprintf(stderr, SUBMIT_PROG ": job %llu takes every free slot: %u worker%s\n",
+                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
+    }
+    if (o.detach) {
+        if (submit_sigint) {
+            fprintf(stderr, SUBMIT_PROG ": cancelling job %llu...\n",
+                    (unsigned long long)w.job_id);
+            submit_cancel(&w);
+            status = HV_CLI_EXIT_SIGINT;
+            goto out;
+        }
+        printf("%llu\n", (unsigned long long)w.job_id);
+        fflush(stdout);
+        status = HV_CLI_EXIT_OK;
+        goto out;
+    }
+    status = submit_watch(&w);
+out:
+    if (ch != NULL) {
+        hv_rpc_channel_destroy(ch);
+    }
+    hv_free(arts);
+    hv_cli_submit_opts_fini(&o);
+    return status;
+}
