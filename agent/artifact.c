@@ -1,0 +1,618 @@
+/*
+ * artifact: the agent's artifact cache and its Fetch client (see artifact.h for the contract).
+ * One entry per digest being served: its waiters, and while downloading the rpc call, the
+ * temporary file and the running sha256. A single timer delivers results that are ready at
+ * once (cache hits, early failures) and starts retries, so callbacks never run inside
+ * hv_artifact_get.
+ */
+#include "artifact.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "sha256.h"
+#include "util.h"
+
+#define ARTIFACT_RETRY_MS 500           /* pause before resuming a broken download */
+#define ARTIFACT_BASE_TIMEOUT_MS 60000u /* deadline of a Fetch call: this plus ... */
+#define ARTIFACT_MIN_RATE_BPMS 1024u    /* ... the size at 1 MiB/s (bytes per ms) */
+
+typedef struct waiter_s {
+    hv_artifact_done_cb cb;
+    void *ud;
+    struct waiter_s *next;
+} waiter_t;
+
+typedef enum entry_state {
+    ENTRY_READY = 0,    /* result known (rc, detail); deliver on the next tick */
+    ENTRY_FETCHING = 1, /* a Fetch call is in flight */
+    ENTRY_RETRY = 2,    /* waiting for retry_at to resume the download */
+} entry_state;
+
+typedef struct entry_s {
+    char digest[65];
+    uint64_t size;          /* expected size from the order; 0 = unknown */
+    entry_state state;
+    waiter_t *waiters;      /* owned list, in arrival order (reversed on delivery) */
+    hv_err rc;              /* ENTRY_READY: outcome */
+    char detail[256];       /* ENTRY_READY: why it failed */
+    hv_rpc_call_t *call;    /* ENTRY_FETCHING: the call (valid until on_done) */
+    int fd;                 /* temporary file while downloading; -1 otherwise */
+    char tmp[PATH_MAX];     /* its path */
+    hv_sha256_t sha;        /* digest of the bytes written so far */
+    uint64_t written;       /* bytes written to fd */
+    uint64_t total;         /* total size the head announced; 0 until the first chunk */
+    int attempts;           /* Fetch calls started */
+    uint64_t retry_at;      /* ENTRY_RETRY: loop time to resume */
+    struct hv_artifact_cache_s *cache;
+    struct entry_s *next;
+} entry_t;
+
+/* A file on disk that was hashed and found valid in this process. */
+typedef struct verified_s {
+    char digest[65];
+    uint64_t size;
+    uint64_t ino;
+    int64_t mtime_ns;
+    struct verified_s *next;
+} verified_t;
+
+struct hv_artifact_cache_s {
+    uv_loop_t *loop;        /* borrowed */
+    hv_rpc_engine_t *eng;   /* borrowed; NULL = no fetching */
+    hv_rpc_channel_t *ch;   /* borrowed; NULL = no fetching */
+    char *dir;              /* owned */
+    char *token;            /* owned */
+    uv_timer_t timer;       /* delivery and retry tick */
+    entry_t *entries;       /* owned list */
+    verified_t *verified;   /* owned list */
+    int stopped;            /* hv_artifact_cache_stop ran */
+};
+
+static void cache_tick(uv_timer_t *t);
+
+static void cache_schedule(hv_artifact_cache_t *c, uint64_t delay_ms) {
+    uint64_t due = uv_timer_get_due_in(&c->timer);
+    if (!uv_is_active((uv_handle_t *)&c->timer) || due > delay_ms) {
+        uv_timer_start(&c->timer, cache_tick, delay_ms, 0);
+    }
+}
+
+static void entry_path(const hv_artifact_cache_t *c, const char *digest, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s", c->dir, digest);
+}
+
+static void entry_discard_tmp(entry_t *en) {
+    if (en->fd >= 0) {
+        close(en->fd);
+        en->fd = -1;
+    }
+    if (en->tmp[0] != '\0') {
+        unlink(en->tmp);
+        en->tmp[0] = '\0';
+    }
+}
+
+/* Unlinks en from the cache, calls every waiter and frees en. */
+static void entry_deliver(hv_artifact_cache_t *c, entry_t *en) {
+    for (entry_t **pp = &c->entries; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == en) {
+            *pp = en->next;
+            break;
+        }
+    }
+    entry_discard_tmp(en);
+    char path[PATH_MAX];
+    entry_path(c, en->digest, path, sizeof(path));
+    // Waiters were pushed at the front: reverse to serve them in arrival order.
+    waiter_t *rev = NULL;
+    while (en->waiters != NULL) {
+        waiter_t *w = en->waiters;
+        en->waiters = w->next;
+        w->next = rev;
+        rev = w;
+    }
+    while (rev != NULL) {
+        waiter_t *w = rev;
+        rev = w->next;
+        w->cb(en->rc, en->rc == HV_OK ? path : NULL, en->rc == HV_OK ? "" : en->detail, w->ud);
+        hv_free(w);
+    }
+    hv_free(en);
+}
+
+static void entry_fail(entry_t *en, hv_err rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void entry_fail(entry_t *en, hv_err rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(en->detail, sizeof(en->detail), fmt, ap);
+    va_end(ap);
+    en->rc = rc;
+    en->state = ENTRY_READY;
+}
+
+static verified_t *cache_find_verified(hv_artifact_cache_t *c, const char *digest) {
+    for (verified_t *v = c->verified; v != NULL; v = v->next) {
+        if (strcmp(v->digest, digest) == 0) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
+static void cache_remember(hv_artifact_cache_t *c, const char *digest, const struct stat *st) {
+    verified_t *v = cache_find_verified(c, digest);
+    if (v == NULL) {
+        v = hv_calloc(1, sizeof(*v));
+        if (v == NULL) {
+            return; // only an optimization: the file is hashed again next time
+        }
+        snprintf(v->digest, sizeof(v->digest), "%s", digest);
+        v->next = c->verified;
+        c->verified = v;
+    }
+    v->size = (uint64_t)st->st_size;
+    v->ino = (uint64_t)st->st_ino;
+    v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* 1 when the cached copy of digest exists and is valid (hashing it if not known yet). A copy
+ * that turns out damaged is removed. */
+static int cache_has_valid(hv_artifact_cache_t *c, const char *digest, uint64_t size) {
+    char path[PATH_MAX];
+    entry_path(c, digest, path, sizeof(path));
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        return 0;
+    }
+    if (size != 0 && (uint64_t)st.st_size != size) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-BAD",
+               "cached %s has %lld bytes, expected %llu: fetching it again", path,
+               (long long)st.st_size, (unsigned long long)size);
+        unlink(path);
+        return 0;
+    }
+    verified_t *v = cache_find_verified(c, digest);
+    int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (v != NULL && v->size == (uint64_t)st.st_size && v->ino == (uint64_t)st.st_ino &&
+        v->mtime_ns == mtime_ns) {
+        return 1;
+    }
+    char hex[65];
+    if (hv_sha256_file(path, hex, NULL) != HV_OK || strcmp(hex, digest) != 0) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-BAD",
+               "cached %s does not match its digest: fetching it again", path);
+        unlink(path);
+        return 0;
+    }
+    cache_remember(c, digest, &st);
+    return 1;
+}
+
+/* ---- download ------------------------------------------------------------------------------- */
+
+static hv_err fetch_start(hv_artifact_cache_t *c, entry_t *en);
+
+static hv_err write_all(int fd, const uint8_t *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return hv_err_from_errno(errno);
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return HV_OK;
+}
+
+static void fetch_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, void *ud) {
+    entry_t *en = ud;
+    const Hvpb__V1__ArtifactChunk *ch = (const Hvpb__V1__ArtifactChunk *)msg;
+    if (en->state != ENTRY_FETCHING || en->fd < 0) {
+        return;
+    }
+    if (en->total == 0) {
+        en->total = ch->total_size;
+    }
+    if (en->size != 0 && ch->total_size != en->size) {
+        entry_fail(en, HV_ECORRUPT, "the head has %llu bytes of %s, the order says %llu",
+                   (unsigned long long)ch->total_size, en->digest,
+                   (unsigned long long)en->size);
+    } else if (ch->total_size != en->total) {
+        entry_fail(en, HV_EPROTO, "total_size changed from %llu to %llu mid-stream",
+                   (unsigned long long)en->total, (unsigned long long)ch->total_size);
+    } else if (ch->offset != en->written) {
+        entry_fail(en, HV_EPROTO, "chunk at offset %llu, expected %llu",
+                   (unsigned long long)ch->offset, (unsigned long long)en->written);
+    } else if (ch->data.len > en->total - en->written) {
+        entry_fail(en, HV_EPROTO, "chunk of %zu bytes at %llu runs past the size %llu",
+                   ch->data.len, (unsigned long long)ch->offset, (unsigned long long)en->total);
+    } else {
+        hv_err rc = write_all(en->fd, ch->data.data, ch->data.len);
+        if (rc != HV_OK) {
+            entry_fail(en, rc, "write %s: %s", en->tmp, strerror(errno));
+        } else {
+            hv_sha256_update(&en->sha, ch->data.data, ch->data.len);
+            en->written += ch->data.len;
+            return;
+        }
+    }
+    // A failed entry stays ENTRY_READY; on_done delivers it.
+    hv_rpc_call_cancel(call);
+}
+
+/* The download is complete: check and publish it. */
+static void fetch_finish(hv_artifact_cache_t *c, entry_t *en) {
+    uint8_t d[32];
+    char hex[65];
+    hv_sha256_final(&en->sha, d);
+    hv_sha256_hex(d, hex);
+    if (strcmp(hex, en->digest) != 0) {
+        entry_fail(en, HV_ECORRUPT, "digest mismatch: fetched %llu bytes with sha256 %s",
+                   (unsigned long long)en->written, hex);
+        return;
+    }
+    if (fchmod(en->fd, HV_ARTIFACT_CACHE_MODE) != 0 || fsync(en->fd) != 0) {
+        entry_fail(en, HV_EIO, "finish %s: %s", en->tmp, strerror(errno));
+        return;
+    }
+    close(en->fd);
+    en->fd = -1;
+    char path[PATH_MAX];
+    entry_path(c, en->digest, path, sizeof(path));
+    if (rename(en->tmp, path) != 0) {
+        entry_fail(en, HV_EIO, "rename %s to %s: %s", en->tmp, path, strerror(errno));
+        return;
+    }
+    en->tmp[0] = '\0';
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        cache_remember(c, en->digest, &st);
+    }
+    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-FETCHED", "fetched %s (%llu bytes)", en->digest,
+           (unsigned long long)en->written);
+    en->rc = HV_OK;
+    en->state = ENTRY_READY;
+}
+
+static int fetch_retryable(hv_err rc) {
+    return rc == HV_EUNAVAIL || rc == HV_ETIMEDOUT || rc == HV_EPEER || rc == HV_ECLOSED ||
+           rc == HV_EIO;
+}
+
+static void fetch_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud) {
+    entry_t *en = ud;
+    hv_artifact_cache_t *c = en->cache;
+    (void)call;
+    en->call = NULL;
+    if (en->state == ENTRY_FETCHING) {
+        if (c->stopped) {
+            entry_fail(en, HV_ECANCELED, "the agent is stopping");
+        } else if (st->rc == HV_OK && en->written == en->total) {
+            fetch_finish(c, en);
+        } else {
+            hv_err rc = st->rc;
+            char why[300];
+            if (rc == HV_OK) {
+                rc = HV_EPEER;
+                snprintf(why, sizeof(why), "the stream ended at %llu of %llu bytes",
+                         (unsigned long long)en->written, (unsigned long long)en->total);
+            } else {
+                snprintf(why, sizeof(why), "%s%s%.200s", hv_strerror(rc), st->msg[0] ? ": " : "",
+                         st->msg);
+            }
+            if (fetch_retryable(rc) && en->attempts < HV_ARTIFACT_FETCH_ATTEMPTS) {
+                HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-FETCH-RETRY",
+                       "fetch %s broke at %llu bytes (%s): resuming", en->digest,
+                       (unsigned long long)en->written, why);
+                en->state = ENTRY_RETRY;
+                en->retry_at = uv_now(c->loop) + ARTIFACT_RETRY_MS;
+                cache_schedule(c, ARTIFACT_RETRY_MS);
+                return;
+            }
+            entry_fail(en, rc, "%s", why);
+        }
+    }
+    if (en->rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-FETCH-FAIL", "fetch %s failed: %s", en->digest,
+               en->detail);
+    }
+    entry_deliver(c, en);
+}
+
+static hv_err fetch_start(hv_artifact_cache_t *c, entry_t *en) {
+    if (en->fd < 0) {
+        snprintf(en->tmp, sizeof(en->tmp), "%s/.%s.tmp.%d", c->dir, en->digest, (int)getpid());
+        en->fd = open(en->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (en->fd < 0) {
+            hv_err rc = hv_err_from_errno(errno);
+            entry_fail(en, rc, "create %s: %s", en->tmp, strerror(errno));
+            en->tmp[0] = '\0';
+            return rc;
+        }
+        hv_sha256_init(&en->sha);
+        en->written = 0;
+        en->total = 0;
+    }
+    Hvpb__V1__FetchRequest req = HVPB__V1__FETCH_REQUEST__INIT;
+    req.digest = en->digest;
+    req.offset = en->written;
+    req.token = c->token;
+    uint64_t want = en->size != 0 ? en->size : en->total;
+    uint64_t timeout = ARTIFACT_BASE_TIMEOUT_MS + want / ARTIFACT_MIN_RATE_BPMS;
+    if (timeout > UINT32_MAX) {
+        timeout = UINT32_MAX;
+    }
+    hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__artifact_chunk__descriptor,
+                               .on_msg = fetch_on_msg, .on_done = fetch_on_done, .ud = en};
+    en->attempts++;
+    hv_err rc = hv_rpc_call_start(c->eng, c->ch, "/hvpb.v1.Cluster/Fetch", HV_RPC_SERVER_STREAM,
+                                  &req.base, (uint32_t)timeout, &cbs, &en->call);
+    if (rc != HV_OK) {
+        entry_fail(en, rc, "cannot start Fetch: %s", hv_strerror(rc));
+        return rc;
+    }
+    en->state = ENTRY_FETCHING;
+    return HV_OK;
+}
+
+static void cache_tick(uv_timer_t *t) {
+    hv_artifact_cache_t *c = t->data;
+    uint64_t now = uv_now(c->loop);
+    uint64_t next = UINT64_MAX;
+    // Delivery can run callbacks that add entries: restart the scan after each one.
+    for (;;) {
+        entry_t *ready = NULL;
+        for (entry_t *en = c->entries; en != NULL; en = en->next) {
+            if (en->state == ENTRY_RETRY && en->retry_at <= now) {
+                if (c->stopped) {
+                    entry_fail(en, HV_ECANCELED, "the agent is stopping");
+                } else {
+                    fetch_start(c, en);
+                }
+            }
+            if (en->state == ENTRY_READY) {
+                ready = en;
+                break;
+            }
+        }
+        if (ready == NULL) {
+            break;
+        }
+        entry_deliver(c, ready);
+    }
+    for (entry_t *en = c->entries; en != NULL; en = en->next) {
+        if (en->state == ENTRY_RETRY && en->retry_at < next) {
+            next = en->retry_at;
+        }
+    }
+    if (next != UINT64_MAX) {
+        uv_timer_start(&c->timer, cache_tick, next > now ? next - now : 0, 0);
+    }
+}
+
+/* ---- API ------------------------------------------------------------------------------------ */
+
+hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *ch,
+                                const char *dir, const char *token, hv_artifact_cache_t **out) {
+    hv_err rc = hv_mkdirs(dir, 0755);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CACHE-DIR", "cannot create cache dir %s: %s",
+               dir, hv_strerror(rc));
+        return rc;
+    }
+    hv_artifact_cache_t *c = hv_calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return HV_ENOMEM;
+    }
+    c->dir = hv_strdup(dir);
+    c->token = hv_strdup(token != NULL ? token : "");
+    if (c->dir == NULL || c->token == NULL) {
+        hv_free(c->dir);
+        hv_free(c->token);
+        hv_free(c);
+        return HV_ENOMEM;
+    }
+    c->loop = loop;
+    c->eng = e;
+    c->ch = ch;
+    uv_timer_init(loop, &c->timer);
+    c->timer.data = c;
+    *out = c;
+    return HV_OK;
+}
+
+hv_err hv_artifact_get(hv_artifact_cache_t *c, const char *digest, uint64_t size,
+                       hv_artifact_done_cb cb, void *ud) {
+    if (c->stopped) {
+        return HV_ECLOSED;
+    }
+    waiter_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return HV_ENOMEM;
+    }
+    w->cb = cb;
+    w->ud = ud;
+    int valid = digest != NULL && hv_sha256_valid_hex(digest);
+    if (valid) {
+        for (entry_t *en = c->entries; en != NULL; en = en->next) {
+            if (strcmp(en->digest, digest) == 0 && en->state != ENTRY_READY) {
+                w->next = en->waiters;
+                en->waiters = w;
+                return HV_OK;
+            }
+        }
+    }
+    entry_t *en = hv_calloc(1, sizeof(*en));
+    if (en == NULL) {
+        hv_free(w);
+        return HV_ENOMEM;
+    }
+    en->cache = c;
+    en->fd = -1;
+    en->size = size;
+    en->waiters = w;
+    snprintf(en->digest, sizeof(en->digest), "%s", valid ? digest : "");
+    en->next = c->entries;
+    c->entries = en;
+    if (!valid) {
+        entry_fail(en, HV_EINVAL, "bad digest \"%.70s\": want 64 lowercase hex characters",
+                   digest != NULL ? digest : "");
+    } else if (cache_has_valid(c, digest, size)) {
+        en->rc = HV_OK;
+        en->state = ENTRY_READY;
+    } else if (c->eng == NULL || c->ch == NULL) {
+        entry_fail(en, HV_ENOTFOUND, "%s is not cached and there is no head to fetch it from",
+                   digest);
+    } else if (fetch_start(c, en) == HV_OK) {
+        return HV_OK;
+    }
+    cache_schedule(c, 0);
+    return HV_OK;
+}
+
+void hv_artifact_cache_stop(hv_artifact_cache_t *c) {
+    if (c == NULL || c->stopped) {
+        return;
+    }
+    c->stopped = 1;
+    for (entry_t *en = c->entries; en != NULL; en = en->next) {
+        if (en->state == ENTRY_FETCHING && en->call != NULL) {
+            hv_rpc_call_cancel(en->call);
+        } else if (en->state != ENTRY_FETCHING) {
+            entry_fail(en, HV_ECANCELED, "the agent is stopping");
+        }
+    }
+    for (;;) {
+        entry_t *ready = NULL;
+        for (entry_t *en = c->entries; en != NULL && ready == NULL; en = en->next) {
+            if (en->state == ENTRY_READY) {
+                ready = en;
+            }
+        }
+        if (ready == NULL) {
+            break;
+        }
+        entry_deliver(c, ready);
+    }
+    uv_timer_stop(&c->timer);
+}
+
+static void cache_closed_cb(uv_handle_t *h) {
+    hv_artifact_cache_t *c = h->data;
+    while (c->verified != NULL) {
+        verified_t *v = c->verified;
+        c->verified = v->next;
+        hv_free(v);
+    }
+    hv_free(c->dir);
+    hv_free(c->token);
+    hv_free(c);
+}
+
+void hv_artifact_cache_destroy(hv_artifact_cache_t *c) {
+    if (c == NULL) {
+        return;
+    }
+    hv_artifact_cache_stop(c);
+    if (c->entries != NULL) {
+        // Only downloads whose rpc call never ended are left; their on_done would touch c.
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-LEAK",
+               "artifact cache destroyed with downloads still in flight: leaking it");
+        return;
+    }
+    uv_close((uv_handle_t *)&c->timer, cache_closed_cb);
+}
+
+/* ---- placing files for workers -------------------------------------------------------------- */
+
+static hv_err place_copy(const char *src, const char *dst, unsigned mode, char *err,
+                         size_t errlen) {
+    hv_err rc = HV_OK;
+    int in = -1, out = -1;
+    char buf[64 * 1024];
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "open %s: %s", src, strerror(errno));
+        goto out;
+    }
+    out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "create %s: %s", dst, strerror(errno));
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            rc = hv_err_from_errno(errno);
+            snprintf(err, errlen, "read %s: %s", src, strerror(errno));
+            goto out;
+        }
+        if (n == 0) {
+            break;
+        }
+        if ((rc = write_all(out, (const uint8_t *)buf, (size_t)n)) != HV_OK) {
+            snprintf(err, errlen, "write %s: %s", dst, strerror(errno));
+            goto out;
+        }
+    }
+    if (fchmod(out, mode) != 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "chmod %s: %s", dst, strerror(errno));
+        goto out;
+    }
+out:
+    if (in >= 0) {
+        close(in);
+    }
+    if (out >= 0) {
+        close(out);
+        if (rc != HV_OK) {
+            unlink(dst);
+        }
+    }
+    return rc;
+}
+
+hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, char *err,
+                         size_t errlen) {
+    char dummy[8];
+    if (err == NULL || errlen == 0) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    mode &= 07777;
+    if (unlink(dst) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "remove %s: %s", dst, strerror(errno));
+        return hv_err_from_errno(errno);
+    }
+    struct stat st;
+    if (stat(src, &st) != 0) {
+        snprintf(err, errlen, "stat %s: %s", src, strerror(errno));
+        return hv_err_from_errno(errno);
+    }
+    if ((st.st_mode & 07777) == mode && link(src, dst) == 0) {
+        return HV_OK;
+    }
+    return place_copy(src, dst, mode, err, errlen);
+}

@@ -1,0 +1,68 @@
+/*
+ * artifact: hvagent's content-addressed cache of job files. Artifacts (a job's binary and the
+ * files shipped with it) are named by their sha256; the cache keeps each one as
+ * <dir>/<digest>, fetches a missing one from the head over the server-streaming
+ * "/hvpb.v1.Cluster/Fetch" call into a temporary file (resuming at the received offset after a
+ * broken stream), verifies size and digest, and renames it into place. Concurrent requests for
+ * one digest share one download. An artifact already on disk is hashed once per agent process
+ * and trusted afterwards while its size, inode and mtime stay the same.
+ *
+ * It is not a general file store: no eviction (operators prune <work-dir>/cache), and it does
+ * not place files for workers beyond hv_artifact_place. Caller: agent/workers.c.
+ *
+ * Threads: every function runs on the loop thread; callbacks run there. Hashing a file already
+ * on disk and writing chunks are blocking file I/O on the loop thread (local disk).
+ */
+#ifndef HV_AGENT_ARTIFACT_H
+#define HV_AGENT_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "err.h"
+#include "rpc.h"
+
+#define HV_ARTIFACT_FETCH_ATTEMPTS 3 /* streams tried per artifact before giving up */
+
+typedef struct hv_artifact_cache_s hv_artifact_cache_t;
+
+/* The outcome of one request. On HV_OK path is the cached file (borrowed for the callback);
+ * otherwise detail says why in words ("digest mismatch: ...", "head: no such artifact").
+ * Possible errors: HV_EINVAL (bad digest), HV_ENOTFOUND, HV_EPERM, HV_ECORRUPT (digest or size
+ * mismatch), HV_EPROTO, HV_EIO, HV_EUNAVAIL, HV_ETIMEDOUT, HV_ECANCELED (cache stopped). */
+typedef void (*hv_artifact_done_cb)(hv_err rc, const char *path, const char *detail, void *ud);
+
+/* Creates a cache in dir (created if missing). loop, e and ch are borrowed and must outlive the
+ * cache; e and ch may be NULL, and then only artifacts already on disk are served. token is
+ * copied (sent with each Fetch). */
+hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *ch,
+                                const char *dir, const char *token, hv_artifact_cache_t **out);
+
+/* Asks for the artifact digest (64 lowercase hex) of size bytes (0 = size unknown). cb runs
+ * exactly once, later on the loop, never inside this call. Returns HV_ENOMEM or HV_ECLOSED
+ * (the cache is stopped) without calling cb. */
+hv_err hv_artifact_get(hv_artifact_cache_t *c, const char *digest, uint64_t size,
+                       hv_artifact_done_cb cb, void *ud);
+
+/* Cancels every download and fails every pending request with HV_ECANCELED (callbacks run
+ * before this returns or, for downloads in flight, when their rpc call ends). Later gets fail
+ * with HV_ECLOSED. Call before hv_rpc_engine_destroy. Idempotent. */
+void hv_artifact_cache_stop(hv_artifact_cache_t *c);
+
+/* Closes the timer and frees the cache once every download has ended (call after
+ * hv_rpc_engine_destroy, or after every callback ran). destroy(NULL) is a no-op. */
+void hv_artifact_cache_destroy(hv_artifact_cache_t *c);
+
+/* Puts a copy of the cached file src at dst with permission bits mode: a hard link when the
+ * cached file already has that mode (links share the mode), else a byte copy. An existing dst
+ * is replaced. On failure err (may be NULL) gets "<op> <path>: <strerror>". Blocking. */
+hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, char *err,
+                         size_t errlen);
+
+/* Mode of files in the cache: most artifacts are programs, and programs are linked, not
+ * copied, when the spawn order asks for this mode. */
+#define HV_ARTIFACT_CACHE_MODE 0755u
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * artifact_test: the agent's artifact cache against an in-process Fetch server on loopback
+ * (a stand-in for the head's Cluster.Fetch, serving blobs from memory). Checks what a node
+ * operator relies on: a fetched file is complete, verified and executable; concurrent requests
+ * share one download; a broken stream resumes at its offset; a wrong digest, a wrong size, an
+ * unknown artifact and a refused token fail with a clear reason and leave no temp file; the cache
+ * serves files after an agent restart and notices a damaged one; placing links or copies with
+ * the right mode. `artifact_test <case>` runs one case.
+ */
+#include "artifact.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_test.h"
+#include "hv.pb-c.h"
+#include "mem.h"
+#include "sha256.h"
+#include "util.h"
+
+#define CHUNK (100 * 1024)
+
+/* A blob the fake head serves. */
+typedef struct blob_s {
+    char digest[65];    /* what it is served as */
+    uint8_t *data;      /* owned */
+    size_t len;
+    size_t break_at;    /* first stream ends (OK status) after this many bytes; 0 = never */
+    int stall;          /* never answer */
+} blob_t;
+
+static uv_loop_t loop;
+static hv_rpc_engine_t *eng;
+static hv_rpc_server_t *srv;
+static hv_rpc_channel_t *chan;
+static blob_t blobs[4];
+static int nblobs;
+static int fetch_calls;        /* Fetch calls the server saw */
+static uint64_t last_offset;   /* offset of the last Fetch request */
+static char dir[256];
+
+static void serve_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__FetchRequest *r = (const Hvpb__V1__FetchRequest *)m;
+    fetch_calls++;
+    last_offset = r->offset;
+    if (strcmp(r->token, "tok") != 0) {
+        hv_rpc_finish(c, HV_EPERM, "bad token");
+        return;
+    }
+    blob_t *b = NULL;
+    for (int i = 0; i < nblobs; i++) {
+        if (strcmp(blobs[i].digest, r->digest) == 0) {
+            b = &blobs[i];
+        }
+    }
+    if (b == NULL) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no such artifact %s", r->digest);
+        return;
+    }
+    if (b->stall) {
+        return;
+    }
+    size_t end = b->len;
+    if (b->break_at != 0 && r->offset < b->break_at) {
+        end = b->break_at;
+    }
+    for (size_t off = r->offset; off < end || (off == 0 && b->len == 0); off += CHUNK) {
+        Hvpb__V1__ArtifactChunk ch = HVPB__V1__ARTIFACT_CHUNK__INIT;
+        ch.offset = off;
+        ch.total_size = b->len;
+        ch.data.data = b->data + off;
+        ch.data.len = end - off < CHUNK ? end - off : CHUNK;
+        hv_rpc_send(c, &ch.base);
+        if (b->len == 0) {
+            break;
+        }
+    }
+    hv_rpc_finish(c, HV_OK, NULL);
+}
+
+static void blob_add(size_t len, int corrupt, size_t break_at, int stall) {
+    blob_t *b = &blobs[nblobs++];
+    memset(b, 0, sizeof(*b));
+    b->data = hv_malloc(len + 1);
+    for (size_t i = 0; i < len; i++) {
+        b->data[i] = (uint8_t)(rand() & 0xff);
+    }
+    b->len = len;
+    hv_sha256_t s;
+    uint8_t d[32];
+    hv_sha256_init(&s);
+    hv_sha256_update(&s, b->data, len);
+    hv_sha256_final(&s, d);
+    hv_sha256_hex(d, b->digest);
+    if (corrupt && len > 0) {
+        b->data[len / 2] ^= 0x5a;
+    }
+    b->break_at = break_at;
+    b->stall = stall;
+}
+
+static void wake_cb(uv_timer_t *t) { (void)t; }
+
+/* Runs the loop until *flag becomes nonzero or ms pass. */
+static void run_until(int *flag, uint64_t ms) {
+    uv_timer_t wake;
+    uv_timer_init(&loop, &wake);
+    uv_timer_start(&wake, wake_cb, 20, 20);
+    uint64_t deadline = hv_now_ms() + ms;
+    while (!*flag && hv_now_ms() < deadline) {
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&wake, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    if (!*flag) {
+        fprintf(stderr, "  (timed out after %llu ms)\n", (unsigned long long)ms);
+    }
+}
+
+static void setup(void) {
+    snprintf(dir, sizeof(dir), "/tmp/hv-artifact-test-%d/cache", (int)getpid());
+    uv_loop_init(&loop);
+    CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
+    int port = 0;
+    CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
+    hv_rpc_method_t m = {.path = "/hvpb.v1.Cluster/Fetch", .kind = HV_RPC_SERVER_STREAM,
+                         .req = &hvpb__v1__fetch_request__descriptor, .on_msg = serve_fetch};
+    CHECK_RC(hv_rpc_server_add(srv, &m), HV_OK);
+    CHECK_RC(hv_rpc_server_start(srv), HV_OK);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    CHECK_RC(hv_rpc_channel_create(target, &chan), HV_OK);
+    nblobs = 0;
+    fetch_calls = 0;
+}
+
+static void rm_rf(const char *path) {
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "  cannot remove %s\n", path);
+    }
+}
+
+static void teardown(void) {
+    hv_rpc_server_shutdown(srv);
+    hv_rpc_engine_destroy(eng);
+    hv_rpc_channel_destroy(chan);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ(uv_loop_close(&loop), 0);
+    for (int i = 0; i < nblobs; i++) {
+        hv_free(blobs[i].data);
+    }
+    char top[256];
+    snprintf(top, sizeof(top), "/tmp/hv-artifact-test-%d", (int)getpid());
+    rm_rf(top);
+}
+
+/* What one request got. */
+typedef struct got_s {
+    int done;
+    hv_err rc;
+    char path[512];
+    char detail[256];
+} got_t;
+
+static void got_cb(hv_err rc, const char *path, const char *detail, void *ud) {
+    got_t *g = ud;
+    g->done++;
+    g->rc = rc;
+    snprintf(g->path, sizeof(g->path), "%s", path != NULL ? path : "");
+    snprintf(g->detail, sizeof(g->detail), "%s", detail != NULL ? detail : "");
+}
+
+static int same_content(const char *path, const blob_t *b) {
+    char *data = NULL;
+    size_t len = 0;
+    if (hv_read_file(path, b->len + 16, &data, &len) != HV_OK) {
+        return 0;
+    }
+    int ok = len == b->len && memcmp(data, b->data, len) == 0;
+    hv_free(data);
+    return ok;
+}
+
+/* Counts entries of the cache dir whose names start with '.' (temp files). */
+static int temp_files(void) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (d == NULL) {
+        return 0;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void case_fetch_shared(void) {
+    setup();
+    blob_add(1024 * 1024 + 123, 0, 0, 0);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t a = {0}, b = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
+    CHECK_EQ(a.done, 0); // never inside get
+    run_until(&b.done, 10000);
+    CHECK_EQ(a.done, 1);
+    CHECK_EQ(b.done, 1);
+    CHECK_RC(a.rc, HV_OK);
+    CHECK_RC(b.rc, HV_OK);
+    CHECK_STR(a.path, b.path);
+    CHECK(same_content(a.path, &blobs[0]));
+    struct stat st;
+    CHECK(stat(a.path, &st) == 0 && (st.st_mode & 0777) == 0755);
+    CHECK_EQ(fetch_calls, 1);
+    CHECK_EQ(temp_files(), 0);
+    // A second request is served from disk without a call.
+    got_t h = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, 0, got_cb, &h), HV_OK);
+    run_until(&h.done, 5000);
+    CHECK_RC(h.rc, HV_OK);
+    CHECK_EQ(fetch_calls, 1);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+static void case_restart_and_damage(void) {
+    setup();
+    blob_add(300000, 0, 0, 0);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t a = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
+    run_until(&a.done, 10000);
+    CHECK_RC(a.rc, HV_OK);
+    hv_artifact_cache_destroy(c);
+
+    // A new agent process (no head at all) finds the verified file on disk.
+    CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
+    got_t b = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
+    run_until(&b.done, 5000);
+    CHECK_RC(b.rc, HV_OK);
+    hv_artifact_cache_destroy(c);
+
+    // Damage the cached copy: the next agent rejects and removes it.
+    int fd = open(a.path, O_WRONLY);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        CHECK_EQ(pwrite(fd, "X", 1, 10), 1);
+        close(fd);
+    }
+    CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
+    got_t d = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &d), HV_OK);
+    run_until(&d.done, 5000);
+    CHECK_RC(d.rc, HV_ENOTFOUND);
+    CHECK(access(a.path, F_OK) != 0);
+    hv_artifact_cache_destroy(c);
+
+    // With the head available it is fetched again.
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t e = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &e), HV_OK);
+    run_until(&e.done, 10000);
+    CHECK_RC(e.rc, HV_OK);
+    CHECK(same_content(e.path, &blobs[0]));
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+static void case_resume(void) {
+    setup();
+    blob_add(700000, 0, 300 * 1024, 0);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t a = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
+    run_until(&a.done, 10000);
+    CHECK_RC(a.rc, HV_OK);
+    CHECK_EQ(fetch_calls, 2);
+    CHECK_EQ(last_offset, 300 * 1024);
+    CHECK(same_content(a.path, &blobs[0]));
+    CHECK_EQ(temp_files(), 0);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+static void case_failures(void) {
+    setup();
+    blob_add(200000, 1, 0, 0); // served bytes do not match the digest
+    blob_add(5000, 0, 0, 0);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t bad = {0}, size = {0}, missing = {0}, name = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &bad), HV_OK);
+    CHECK_RC(hv_artifact_get(c, blobs[1].digest, 4999, got_cb, &size), HV_OK);
+    CHECK_RC(hv_artifact_get(c, "0000000000000000000000000000000000000000000000000000000000000000",
+                             10, got_cb, &missing),
+             HV_OK);
+    CHECK_RC(hv_artifact_get(c, "../../etc/passwd", 10, got_cb, &name), HV_OK);
+    run_until(&missing.done, 10000);
+    run_until(&bad.done, 10000);
+    run_until(&size.done, 10000);
+    run_until(&name.done, 10000);
+    CHECK_RC(bad.rc, HV_ECORRUPT);
+    CHECK(strstr(bad.detail, "digest mismatch") != NULL);
+    CHECK_RC(size.rc, HV_ECORRUPT);
+    CHECK(strstr(size.detail, "5000") != NULL);
+    CHECK_RC(missing.rc, HV_ENOTFOUND);
+    CHECK(strstr(missing.detail, "no such artifact") != NULL);
+    CHECK_RC(name.rc, HV_EINVAL);
+    CHECK_EQ(temp_files(), 0);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, blobs[0].digest);
+    CHECK(access(path, F_OK) != 0);
+    fprintf(stderr, "  details: \"%s\" | \"%s\" | \"%s\"\n", bad.detail, size.detail,
+            missing.detail);
+    hv_artifact_cache_destroy(c);
+
+    // A wrong token is refused (no retry).
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "wrong", &c), HV_OK);
+    got_t perm = {0};
+    fetch_calls = 0;
+    CHECK_RC(hv_artifact_get(c, blobs[1].digest, blobs[1].len, got_cb, &perm), HV_OK);
+    run_until(&perm.done, 10000);
+    CHECK_RC(perm.rc, HV_EPERM);
+    CHECK_EQ(fetch_calls, 1);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+static void case_unreachable(void) {
+    setup();
+    blob_add(1000, 0, 0, 0);
+    hv_rpc_channel_t *dead = NULL;
+    CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &dead), HV_OK);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, dead, dir, "tok", &c), HV_OK);
+    got_t a = {0};
+    uint64_t t0 = hv_now_ms();
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
+    run_until(&a.done, 15000);
+    CHECK_RC(a.rc, HV_EUNAVAIL);
+    CHECK(hv_now_ms() - t0 < 10000);
+    CHECK_EQ(temp_files(), 0);
+    hv_artifact_cache_destroy(c);
+    teardown();
+    hv_rpc_channel_destroy(dead);
+}
+
+static void case_stop(void) {
+    setup();
+    blob_add(1000, 0, 0, 1);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t a = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
+    run_until(&fetch_calls, 5000);
+    hv_artifact_cache_stop(c);
+    run_until(&a.done, 5000);
+    CHECK_RC(a.rc, HV_ECANCELED);
+    got_t b = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_ECLOSED);
+    CHECK_EQ(temp_files(), 0);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+static void case_place(void) {
+    char top[256], src[300], dst[300];
+    snprintf(top, sizeof(top), "/tmp/hv-artifact-test-%d", (int)getpid());
+    CHECK_RC(hv_mkdirs(top, 0755), HV_OK);
+    snprintf(src, sizeof(src), "%s/src", top);
+    snprintf(dst, sizeof(dst), "%s/dst", top);
+    CHECK_RC(hv_write_file_atomic(src, "#!/bin/sh\necho hi\n", 18, 0755), HV_OK);
+    chmod(src, 0755);
+    char err[256];
+    struct stat a, b;
+    CHECK_RC(hv_artifact_place(src, dst, 0755, err, sizeof(err)), HV_OK);
+    CHECK(stat(src, &a) == 0 && stat(dst, &b) == 0);
+    CHECK(a.st_ino == b.st_ino); // linked
+    CHECK_RC(hv_artifact_place(src, dst, 0644, err, sizeof(err)), HV_OK); // replaces
+    CHECK(stat(src, &a) == 0 && stat(dst, &b) == 0);
+    CHECK(a.st_ino != b.st_ino); // copied
+    CHECK_EQ(b.st_mode & 07777, 0644);
+    CHECK_EQ(a.st_mode & 07777, 0755);
+    CHECK_EQ(b.st_size, 18);
+    snprintf(src, sizeof(src), "%s/none", top);
+    CHECK_RC(hv_artifact_place(src, dst, 0644, err, sizeof(err)), HV_ENOTFOUND);
+    CHECK(strstr(err, "No such file") != NULL);
+    rm_rf(top);
+}
+
+static const test_case_t cases[] = {
+    {"fetch_shared", case_fetch_shared},
+    {"restart_and_damage", case_restart_and_damage},
+    {"resume", case_resume},
+    {"failures", case_failures},
+    {"unreachable", case_unreachable},
+    {"stop", case_stop},
+    {"place", case_place},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) {
+    srand(42);
+    return test_run(cases, argc, argv);
+}
