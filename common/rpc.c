@@ -90,7 +90,6 @@ struct hv_rpc_call_s {
     hv_err finish_rc;
     grpc_slice finish_details;
     int finish_details_set;
-    int drain_armed;                    /* queue went above LOW since the last on_drain */
     /* lifecycle */
     int open;                           /* user may still send */
     int close_done;                     /* OP_CLOSE completed */
@@ -597,8 +596,7 @@ static void on_send_done(hv_rpc_call_t *c, int success) {
         return;
     }
     call_pump_send(c);
-    if (c->drain_armed && c->q_len < HV_RPC_SEND_QUEUE_LOW && c->open && !c->done_called) {
-        c->drain_armed = 0;
+    if (c->q_len < HV_RPC_SEND_QUEUE_LOW && c->open && !c->done_called) {
         if (c->on_drain != NULL) {
             c->on_drain(c, c->ud);
         }
@@ -780,7 +778,6 @@ hv_err hv_rpc_send(hv_rpc_call_t *c, const ProtobufCMessage *msg) {
         return HV_ECLOSED;
     }
     if (c->q_len >= HV_RPC_SEND_QUEUE_MAX) {
-        c->drain_armed = 1;
         return HV_ETOOBIG;
     }
     grpc_byte_buffer *bb;
@@ -803,7 +800,6 @@ hv_err hv_rpc_send(hv_rpc_call_t *c, const ProtobufCMessage *msg) {
     c->q[(c->q_head + c->q_len) % c->q_cap] = bb;
     c->q_len++;
     if (c->q_len >= HV_RPC_SEND_QUEUE_LOW) {
-        c->drain_armed = 1;
     }
     call_pump_send(c);
     return HV_OK;

@@ -59,7 +59,8 @@ typedef void (*hv_rpc_msg_cb)(hv_rpc_call_t *call, const ProtobufCMessage *msg, 
 /* The call ended: finished, cancelled by the peer or by us, or failed. Called exactly once.
  * After it returns the call pointer is invalid: drop every reference to it here. */
 typedef void (*hv_rpc_done_cb)(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud);
-/* The call's send queue fell below HV_RPC_SEND_QUEUE_LOW: a producer may send more. */
+/* A send completed and the call's queue holds fewer than HV_RPC_SEND_QUEUE_LOW messages: a
+ * producer may send more. Producers that keep a small window check hv_rpc_call_queued(). */
 typedef void (*hv_rpc_drain_cb)(hv_rpc_call_t *call, void *ud);
 
 /* ---- engine --------------------------------------------------------------------------------- */
