@@ -1,0 +1,1053 @@
+/*
+ * cli_fakehead_test: runs the real hvsubmit and hvctl binaries against a scripted fake of the
+ * head's Jobs service (the real rpc layer on a libuv loop, in this process), so that the tools'
+ * whole behaviour is checked without hvhead: upload by digest with skip, resume and the size
+ * limit; the spec that reaches the head; the watch output format; exit statuses of failed jobs;
+ * a Watch stream that breaks (resume without repeats); Ctrl-C once (cancel) and twice (exit at
+ * once); a refused submit; --detach; hvctl's tables, --json and NOT_FOUND. The tests with a
+ * real head live in tests/integration. Cases run alone by name: cli_fakehead_test [case].
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hv.pb-c.h"
+#include "mem.h"
+#include "rpc.h"
+#include "sha256.h"
+#include "util.h"
+
+static int test_failed;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_INT(got, want)                                                                       \
+    do {                                                                                           \
+        long long g__ = (long long)(got), w__ = (long long)(want);                                 \
+        if (g__ != w__) {                                                                          \
+            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, g__, w__);  \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g__ = (got), *w__ = (want);                                                    \
+        if (g__ == NULL || strcmp(g__, w__) != 0) {                                                \
+            fprintf(stderr, "%s:%d: %s =\n---\n%s---\nwant\n---\n%s---\n", __FILE__, __LINE__,     \
+                    #got, g__ ? g__ : "(null)\n", w__);                                            \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_HAS(got, sub)                                                                        \
+    do {                                                                                           \
+        const char *g__ = (got), *s__ = (sub);                                                     \
+        if (g__ == NULL || strstr(g__, s__) == NULL) {                                             \
+            fprintf(stderr, "%s:%d: %s =\n---\n%s---\ndoes not contain \"%s\"\n", __FILE__,        \
+                    __LINE__, #got, g__ ? g__ : "(null)\n", s__);                                  \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_LACKS(got, sub)                                                                      \
+    do {                                                                                           \
+        const char *g__ = (got), *s__ = (sub);                                                     \
+        if (g__ != NULL && strstr(g__, s__) != NULL) {                                             \
+            fprintf(stderr, "%s:%d: %s =\n---\n%s---\ncontains \"%s\"\n", __FILE__, __LINE__,      \
+                    #got, g__, s__);                                                               \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+/* ---- the fake head -------------------------------------------------------------------------- */
+
+static uv_loop_t loop;
+static hv_rpc_engine_t *eng;
+static hv_rpc_server_t *srv;
+static char target[64];
+
+/* One artifact as the fake holds it. */
+typedef struct fake_art_s {
+    char digest[65];
+    unsigned char *data; /* owned: bytes received so far */
+    uint64_t len;
+    int present;
+} fake_art_t;
+
+static fake_art_t arts[8];
+static size_t narts;
+static uint64_t max_size = 1ull << 30;
+static int n_stat, n_upload, n_submit, n_watch, n_cancel;
+
+/* What Submit received (copied). */
+static struct {
+    char name[64], user[64], binary_name[64], binary_digest[65], args[256], env[256], files[256];
+    uint32_t np, min_np, max_np, binary_mode;
+    uint64_t binary_size;
+} got_spec;
+
+/* The scenario the fake plays. */
+enum item_kind { IT_LOG, IT_EVENT, IT_BREAK, IT_HOLD, IT_DONE, IT_END };
+typedef struct script_item_s {
+    enum item_kind kind;
+    uint32_t rank, stream; /* IT_LOG */
+    const char *text;      /* IT_LOG text, IT_EVENT message */
+    uint64_t seq;          /* IT_EVENT */
+    const char *ekind;     /* IT_EVENT kind */
+} script_item_t;
+
+static const script_item_t *script;
+static Hvpb__V1__JobView *final_view;      /* sent with IT_DONE */
+static Hvpb__V1__JobView *cancelled_view;  /* sent when Cancel arrives during IT_HOLD */
+static int submit_refuse;                  /* Submit answers RESOURCE_EXHAUSTED */
+static int cancel_ends_job = 1;            /* Cancel makes a held Watch send the cancelled view */
+static hv_rpc_call_t *held_watch;          /* a Watch call kept open by IT_HOLD */
+static uint64_t watch_started_ms;          /* when the last Watch call arrived */
+static uint64_t cancel_ms;                 /* when Cancel arrived */
+static uint64_t last_log_offset, last_event_after;
+
+static fake_art_t *art_find(const char *digest, int create) {
+    for (size_t i = 0; i < narts; i++) {
+        if (strcmp(arts[i].digest, digest) == 0) {
+            return &arts[i];
+        }
+    }
+    if (!create || narts >= sizeof(arts) / sizeof(arts[0])) {
+        return NULL;
+    }
+    fake_art_t *a = &arts[narts++];
+    memset(a, 0, sizeof(*a));
+    snprintf(a->digest, sizeof(a->digest), "%s", digest);
+    return a;
+}
+
+static void arts_reset(void) {
+    for (size_t i = 0; i < narts; i++) {
+        hv_free(arts[i].data);
+    }
+    narts = 0;
+}
+
+static void on_stat(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__StatArtifactRequest *r = (const Hvpb__V1__StatArtifactRequest *)m;
+    n_stat++;
+    fake_art_t *a = art_find(r->digest, 0);
+    Hvpb__V1__StatArtifactReply rep = HVPB__V1__STAT_ARTIFACT_REPLY__INIT;
+    rep.present = a && a->present;
+    rep.received = a ? a->len : 0;
+    rep.max_size = max_size;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void on_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__UploadChunk *u = (const Hvpb__V1__UploadChunk *)m;
+    n_upload++;
+    fake_art_t *a = art_find(u->digest, 1);
+    if (a == NULL || a->present || u->offset != a->len || u->data.len > (1u << 20)) {
+        hv_rpc_finish(c, HV_ESTATE, "upload of %s: offset %llu, expected %llu", u->digest,
+                      (unsigned long long)u->offset, (unsigned long long)(a ? a->len : 0));
+        return;
+    }
+    unsigned char *grown = hv_realloc(a->data, a->len + u->data.len + 1);
+    memcpy(grown + a->len, u->data.data, u->data.len);
+    a->data = grown;
+    a->len += u->data.len;
+    if (u->last) {
+        hv_sha256_t sh;
+        uint8_t d[32];
+        char hex[65];
+        hv_sha256_init(&sh);
+        hv_sha256_update(&sh, a->data, a->len);
+        hv_sha256_final(&sh, d);
+        hv_sha256_hex(d, hex);
+        if (strcmp(hex, a->digest) != 0 || a->len != u->total_size) {
+            hv_rpc_finish(c, HV_ECORRUPT, "upload of %s: digest mismatch", a->digest);
+            return;
+        }
+        a->present = 1;
+    }
+    Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
+    rep.received = a->len;
+    rep.complete = a->present;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void on_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__JobSpec *s = ((const Hvpb__V1__SubmitRequest *)m)->spec;
+    n_submit++;
+    if (submit_refuse) {
+        hv_rpc_finish(c, HV_ETOOBIG, "job needs 64 slots, the cluster has at most 8");
+        return;
+    }
+    memset(&got_spec, 0, sizeof(got_spec));
+    snprintf(got_spec.name, sizeof(got_spec.name), "%s", s->name);
+    snprintf(got_spec.user, sizeof(got_spec.user), "%s", s->user);
+    if (s->binary != NULL) {
+        snprintf(got_spec.binary_name, sizeof(got_spec.binary_name), "%s", s->binary->name);
+        snprintf(got_spec.binary_digest, sizeof(got_spec.binary_digest), "%s", s->binary->digest);
+        got_spec.binary_mode = s->binary->mode;
+        got_spec.binary_size = s->binary->size;
+    }
+    for (size_t i = 0; i < s->n_args; i++) {
+        size_t l = strlen(got_spec.args);
+        snprintf(got_spec.args + l, sizeof(got_spec.args) - l, "%s|", s->args[i]);
+    }
+    for (size_t i = 0; i < s->n_env; i++) {
+        size_t l = strlen(got_spec.env);
+        snprintf(got_spec.env + l, sizeof(got_spec.env) - l, "%s=%s|", s->env[i]->key,
+                 s->env[i]->value);
+    }
+    for (size_t i = 0; i < s->n_files; i++) {
+        size_t l = strlen(got_spec.files);
+        fake_art_t *a = art_find(s->files[i]->digest, 0);
+        snprintf(got_spec.files + l, sizeof(got_spec.files) - l, "%s:%s|", s->files[i]->name,
+                 a && a->present ? "present" : "missing");
+    }
+    got_spec.np = s->np;
+    got_spec.min_np = s->min_np;
+    got_spec.max_np = s->max_np;
+    Hvpb__V1__SubmitReply rep = HVPB__V1__SUBMIT_REPLY__INIT;
+    rep.job_id = 7;
+    rep.np = s->np ? s->np : 4;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void send_done(hv_rpc_call_t *c, Hvpb__V1__JobView *v) {
+    Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+    it.body_case = HVPB__V1__WATCH_ITEM__BODY_DONE;
+    it.done = v;
+    hv_rpc_send(c, &it.base);
+    hv_rpc_finish(c, HV_OK, NULL);
+}
+
+/* Plays the script from the client's resume point: log lines before log_offset and events up
+ * to event_after are skipped, as the head does. IT_BREAK fails only the first Watch call. */
+static void on_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__WatchRequest *r = (const Hvpb__V1__WatchRequest *)m;
+    n_watch++;
+    watch_started_ms = hv_now_ms();
+    last_log_offset = r->log_offset;
+    last_event_after = r->event_after;
+    uint64_t nlog = 0;
+    for (const script_item_t *s = script; s != NULL && s->kind != IT_END; s++) {
+        Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+        if (s->kind == IT_LOG) {
+            if (!r->logs || nlog++ < r->log_offset) {
+                continue;
+            }
+            Hvpb__V1__LogLine l = HVPB__V1__LOG_LINE__INIT;
+            l.rank = s->rank;
+            l.stream = s->stream;
+            l.text = (char *)s->text;
+            it.body_case = HVPB__V1__WATCH_ITEM__BODY_LOG;
+            it.log = &l;
+            hv_rpc_send(c, &it.base);
+        } else if (s->kind == IT_EVENT) {
+            if (!r->events || s->seq <= r->event_after) {
+                continue;
+            }
+            Hvpb__V1__Event e = HVPB__V1__EVENT__INIT;
+            e.seq = s->seq;
+            e.job_id = 7;
+            e.kind = (char *)s->ekind;
+            e.message = (char *)s->text;
+            it.body_case = HVPB__V1__WATCH_ITEM__BODY_EVENT;
+            it.event = &e;
+            hv_rpc_send(c, &it.base);
+        } else if (s->kind == IT_BREAK) {
+            if (n_watch == 1) {
+                hv_rpc_finish(c, HV_EUNAVAIL, "head shutting down");
+                return;
+            }
+        } else if (s->kind == IT_HOLD) {
+            held_watch = c;
+            return;
+        } else if (s->kind == IT_DONE) {
+            if (r->follow) {
+                send_done(c, final_view);
+            } else {
+                hv_rpc_finish(c, HV_OK, NULL);
+            }
+            return;
+        }
+    }
+    hv_rpc_finish(c, HV_OK, NULL);
+}
+
+static void on_watch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)st;
+    (void)ud;
+    if (held_watch == c) {
+        held_watch = NULL;
+    }
+}
+
+static void on_cancel(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__JobRef *r = (const Hvpb__V1__JobRef *)m;
+    n_cancel++;
+    cancel_ms = hv_now_ms();
+    if (r->job_id != 7) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)r->job_id);
+        return;
+    }
+    Hvpb__V1__CancelReply rep = HVPB__V1__CANCEL_REPLY__INIT;
+    rep.state = "cancelled";
+    hv_rpc_reply(c, &rep.base);
+    if (held_watch != NULL && cancel_ends_job) {
+        hv_rpc_call_t *w = held_watch;
+        held_watch = NULL;
+        send_done(w, cancelled_view);
+    }
+}
+
+static void on_get_job(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__JobRef *r = (const Hvpb__V1__JobRef *)m;
+    if (r->job_id != 7 || final_view == NULL) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)r->job_id);
+        return;
+    }
+    hv_rpc_reply(c, &final_view->base);
+}
+
+static void on_list_jobs(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)m;
+    (void)ud;
+    Hvpb__V1__ListJobsReply rep = HVPB__V1__LIST_JOBS_REPLY__INIT;
+    rep.n_jobs = 1;
+    rep.jobs = &final_view;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void on_list_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)m;
+    (void)ud;
+    static char *addrs[] = {"10.0.0.1", "10.0.1.1"};
+    Hvpb__V1__KeyValue zone = HVPB__V1__KEY_VALUE__INIT;
+    zone.key = "zone";
+    zone.value = "us-east-1a";
+    Hvpb__V1__KeyValue *labels[] = {&zone};
+    Hvpb__V1__NodeInfo info1 = HVPB__V1__NODE_INFO__INIT, info2 = HVPB__V1__NODE_INFO__INIT;
+    info1.name = "gpu-node-1";
+    info1.addrs = addrs;
+    info1.n_addrs = 2;
+    info1.slots = 8;
+    info1.gpus = 8;
+    info1.labels = labels;
+    info1.n_labels = 1;
+    info2.name = "n2";
+    info2.slots = 4;
+    Hvpb__V1__NodeView n1 = HVPB__V1__NODE_VIEW__INIT, n2 = HVPB__V1__NODE_VIEW__INIT;
+    n1.node_id = 1;
+    n1.info = &info1;
+    n1.state = "alive";
+    n1.slots_used = 2;
+    n1.last_seen_ms = hv_wall_ms() - 3000;
+    n2.node_id = 12;
+    n2.info = &info2;
+    n2.state = "dead";
+    n2.addr = "10.0.0.2";
+    Hvpb__V1__NodeView *nodes[] = {&n1, &n2};
+    Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
+    rep.n_nodes = 2;
+    rep.nodes = nodes;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void on_list_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__ListEventsRequest *r = (const Hvpb__V1__ListEventsRequest *)m;
+    Hvpb__V1__Event e1 = HVPB__V1__EVENT__INIT, e2 = HVPB__V1__EVENT__INIT;
+    e1.seq = 41;
+    e1.node_id = 3;
+    e1.kind = "node.join";
+    e1.message = "node n3 joined";
+    e2.seq = 42;
+    e2.job_id = 7;
+    e2.kind = "job.state";
+    e2.message = "job 7 is running\twith \"4\" workers";
+    Hvpb__V1__Event *evs[] = {&e1, &e2};
+    Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
+    rep.n_events = r->job_id == 7 ? 1 : 2;
+    rep.events = r->job_id == 7 ? &evs[1] : evs;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void server_up(void) {
+    if (uv_loop_init(&loop) != 0 || hv_rpc_engine_create(&loop, &eng) != HV_OK) {
+        fprintf(stderr, "cannot start the engine\n");
+        exit(1);
+    }
+    int port = 0;
+    if (hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port) != HV_OK) {
+        fprintf(stderr, "cannot bind 127.0.0.1:0\n");
+        exit(1);
+    }
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    const hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY, &hvpb__v1__stat_artifact_request__descriptor,
+         on_stat, NULL, NULL},
+        {"/hvpb.v1.Jobs/Upload", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor, on_upload, NULL,
+         NULL},
+        {"/hvpb.v1.Jobs/Submit", HV_RPC_UNARY, &hvpb__v1__submit_request__descriptor, on_submit,
+         NULL, NULL},
+        {"/hvpb.v1.Jobs/Watch", HV_RPC_SERVER_STREAM, &hvpb__v1__watch_request__descriptor,
+         on_watch, on_watch_done, NULL},
+        {"/hvpb.v1.Jobs/Cancel", HV_RPC_UNARY, &hvpb__v1__job_ref__descriptor, on_cancel, NULL,
+         NULL},
+        {"/hvpb.v1.Jobs/GetJob", HV_RPC_UNARY, &hvpb__v1__job_ref__descriptor, on_get_job, NULL,
+         NULL},
+        {"/hvpb.v1.Jobs/ListJobs", HV_RPC_UNARY, &hvpb__v1__list_jobs_request__descriptor,
+         on_list_jobs, NULL, NULL},
+        {"/hvpb.v1.Jobs/ListNodes", HV_RPC_UNARY, &hvpb__v1__list_nodes_request__descriptor,
+         on_list_nodes, NULL, NULL},
+        {"/hvpb.v1.Jobs/ListEvents", HV_RPC_UNARY, &hvpb__v1__list_events_request__descriptor,
+         on_list_events, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        hv_rpc_server_add(srv, &ms[i]);
+    }
+    if (hv_rpc_server_start(srv) != HV_OK) {
+        fprintf(stderr, "cannot start the server\n");
+        exit(1);
+    }
+}
+
+static void server_down(void) {
+    hv_rpc_server_shutdown(srv);
+    hv_rpc_engine_destroy(eng);
+    uv_loop_close(&loop);
+    arts_reset();
+}
+
+/* ---- running the tools ---------------------------------------------------------------------- */
+
+static char tmpdir[256];
+static char bindir[512];
+
+/* What one run of a tool produced. */
+typedef struct run_s {
+    int status;    /* exit status, or 128+signal */
+    char *out;     /* owned: stdout */
+    char *err;     /* owned: stderr */
+    uint64_t ms;   /* how long it ran */
+} run_t;
+
+static char *slurp(const char *path) {
+    char *buf = NULL;
+    size_t len = 0;
+    if (hv_read_file(path, 16u << 20, &buf, &len) != HV_OK) {
+        return hv_strdup("");
+    }
+    return buf;
+}
+
+/* SIGINT plan for a run: send sigint_count SIGINTs, the first sigint_after_ms after the Watch
+ * call arrived, the second sigint_after_ms after the Cancel arrived. */
+static int sigint_count;
+static uint64_t sigint_after_ms = 300;
+
+/* Runs bindir/tool with args (NULL-terminated), serving the fake head meanwhile. The tool gets
+ * HV_HEAD=target. Bounded: killed after 30 s. */
+static void run_tool(run_t *r, const char *tool, const char *const *args) {
+    char path[700], outp[300], errp[300];
+    snprintf(path, sizeof(path), "%s/%s", bindir, tool);
+    snprintf(outp, sizeof(outp), "%s/out", tmpdir);
+    snprintf(errp, sizeof(errp), "%s/err", tmpdir);
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = tool;
+    for (int i = 0; args[i] != NULL && argc < 31; i++) {
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    /* The environment is built before fork: after it, the child only makes system calls (gRPC
+     * threads may hold locks at the moment of the fork). */
+    extern char **environ;
+    static char head_env[96];
+    snprintf(head_env, sizeof(head_env), "HV_HEAD=%s", target);
+    size_t nenv = 0;
+    while (environ[nenv] != NULL) {
+        nenv++;
+    }
+    char **envp = hv_calloc(nenv + 2, sizeof(char *));
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++) {
+        if (strncmp(environ[i], "HV_HEAD=", 8) != 0) {
+            envp[k++] = environ[i];
+        }
+    }
+    envp[k++] = head_env;
+    envp[k] = NULL;
+    int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    watch_started_ms = 0;
+    cancel_ms = 0;
+    uint64_t t0 = hv_now_ms();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(o, 1);
+        dup2(e, 2);
+        execve(path, (char *const *)argv, envp);
+        _exit(127);
+    }
+    close(o);
+    close(e);
+    hv_free(envp);
+    int status = -1, sent = 0;
+    for (;;) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        int ws = 0;
+        pid_t w = waitpid(pid, &ws, WNOHANG);
+        if (w == pid) {
+            status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+            break;
+        }
+        uint64_t now = hv_now_ms();
+        if (now - t0 > 30000) {
+            fprintf(stderr, "%s did not finish within 30 s: killed\n", tool);
+            kill(pid, SIGKILL);
+            test_failed = 1;
+        }
+        if (sent < sigint_count && sent == 0 && watch_started_ms != 0 &&
+            now - watch_started_ms >= sigint_after_ms) {
+            kill(pid, SIGINT);
+            sent++;
+        } else if (sent < sigint_count && sent == 1 && cancel_ms != 0 &&
+                   now - cancel_ms >= sigint_after_ms) {
+            kill(pid, SIGINT);
+            sent++;
+        }
+        usleep(500);
+    }
+    for (int i = 0; i < 20; i++) { /* let the server see the last closes */
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(500);
+    }
+    r->status = status;
+    r->ms = hv_now_ms() - t0;
+    r->out = slurp(outp);
+    r->err = slurp(errp);
+}
+
+static void run_free(run_t *r) {
+    hv_free(r->out);
+    hv_free(r->err);
+}
+
+/* Writes an "ELF" (magic + pattern) of size bytes, mode 0755, under tmpdir. */
+static void put_elf(const char *name, size_t size, unsigned seed, char *path, size_t len) {
+    snprintf(path, len, "%s/%s", tmpdir, name);
+    unsigned char *buf = hv_malloc(size);
+    memcpy(buf, "\x7f" "ELF", 4);
+    for (size_t i = 4; i < size; i++) {
+        buf[i] = (unsigned char)((i * 2654435761u + seed) >> 13);
+    }
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, size, f);
+    fclose(f);
+    chmod(path, 0755);
+    hv_free(buf);
+}
+
+static void put_text(const char *name, const char *text, char *path, size_t len) {
+    snprintf(path, len, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0640);
+}
+
+static void reset_counts(void) {
+    n_stat = n_upload = n_submit = n_watch = n_cancel = 0;
+    submit_refuse = 0;
+    cancel_ends_job = 1;
+    sigint_count = 0;
+    held_watch = NULL;
+}
+
+/* ---- job views ------------------------------------------------------------------------------ */
+
+static Hvpb__V1__WorkerView wv[3];
+static Hvpb__V1__WorkerView *wvp[3] = {&wv[0], &wv[1], &wv[2]};
+static Hvpb__V1__JobView view_ok, view_failed, view_cancelled;
+
+static void views_init(void) {
+    for (int i = 0; i < 3; i++) {
+        hvpb__v1__worker_view__init(&wv[i]);
+        wv[i].rank = (uint32_t)i;
+        wv[i].node = i < 2 ? "n1" : "n2";
+        wv[i].state = "exited";
+        wv[i].pid = 1000 + i;
+        wv[i].worker_id = 100 + (uint64_t)i;
+    }
+    hvpb__v1__job_view__init(&view_ok);
+    view_ok.job_id = 7;
+    view_ok.name = "train.bin";
+    view_ok.state = "succeeded";
+    view_ok.np = 3;
+    view_ok.submitted_ms = 1700000000000ull;
+    view_ok.started_ms = 1700000001000ull;
+    view_ok.ended_ms = 1700000186000ull;
+    view_ok.workers = wvp;
+    view_ok.n_workers = 3;
+    view_ok.binary_digest = "ab12";
+    view_failed = view_ok;
+    view_failed.state = "failed";
+    view_failed.reason = "rank 1 exited with status 3";
+    view_cancelled = view_ok;
+    view_cancelled.state = "cancelled";
+    view_cancelled.reason = "cancelled by user";
+}
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+static const script_item_t script_ok[] = {
+    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state"},
+    {IT_EVENT, 0, 0, "worker 100 started", 11, "worker.start"},
+    {IT_LOG, 0, 1, "hello from 0", 0, NULL},
+    {IT_LOG, 1, 2, "warning from 1", 0, NULL},
+    {IT_LOG, 2, 1, "epoch 1 loss=0.5", 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state"},
+    {IT_DONE, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static void test_submit_ok(void) {
+    char bin[512], data[512], sz[32];
+    put_elf("train.bin", (5u << 19) + 17, 1, bin, sizeof(bin)); /* 2.5 MiB: three chunks */
+    put_text("data.txt", "1 2 3\n", data, sizeof(data));
+    reset_counts();
+    script = script_ok;
+    final_view = &view_ok;
+    for (int i = 0; i < 3; i++) {
+        wv[i].exit_code = 0;
+        wv[i].term_signal = 0;
+    }
+    run_t r;
+    const char *args[] = {"-np", "3", "--env", "LR=0.1", "--env", "EMPTY=", "--file", data,
+                          bin, "--epochs", "2", "-np", "9", NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "[0]<stdout>:hello from 0\n[2]<stdout>:epoch 1 loss=0.5\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 submitted (3 workers)\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 is running on 2 nodes\n");
+    CHECK_HAS(r.err, "[1]<stderr>:warning from 1\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 succeeded\n");
+    CHECK_LACKS(r.err, "worker 100 started");
+    CHECK_LACKS(r.err, "uploading");
+    /* The head got both files, whole and verified, in 1 MiB pieces. */
+    CHECK_INT(n_upload, 3 + 1);
+    CHECK_INT(narts, 2);
+    CHECK(arts[0].present && arts[1].present);
+    CHECK_INT(got_spec.binary_size, (5u << 19) + 17);
+    char want_digest[65];
+    uint64_t size = 0;
+    hv_sha256_file(bin, want_digest, &size);
+    CHECK_STR(got_spec.binary_digest, want_digest);
+    CHECK_STR(got_spec.binary_name, "train.bin");
+    CHECK_STR(got_spec.name, "train.bin");
+    CHECK_INT(got_spec.binary_mode, 0755);
+    CHECK_INT(got_spec.np, 3);
+    CHECK_STR(got_spec.args, "--epochs|2|-np|9|");
+    CHECK_STR(got_spec.env, "LR=0.1|EMPTY=|");
+    CHECK_STR(got_spec.files, "data.txt:present|");
+    CHECK(got_spec.user[0] != '\0');
+    (void)sz;
+    run_free(&r);
+
+    /* Again, with no -np and a name: nothing is uploaded (the head has it). */
+    reset_counts();
+    const char *args2[] = {"--name", "resnet", "--quiet", bin, NULL};
+    run_tool(&r, "hvsubmit", args2);
+    CHECK_INT(r.status, 0);
+    CHECK_INT(n_upload, 0);
+    CHECK_INT(n_stat, 1);
+    CHECK_INT(got_spec.np, 0);
+    CHECK_STR(got_spec.name, "resnet");
+    CHECK_HAS(r.err, "hvsubmit: job 7 takes every free slot: 4 workers\n");
+    CHECK_LACKS(r.err, "is running"); /* --quiet */
+    run_free(&r);
+}
+
+static void test_upload_resume_and_limit(void) {
+    char bin[512];
+    put_elf("big.bin", (3u << 20) + 5, 2, bin, sizeof(bin));
+    char digest[65];
+    uint64_t size = 0;
+    hv_sha256_file(bin, digest, &size);
+    /* The head holds the first 2 MiB of an earlier, interrupted upload. */
+    fake_art_t *a = art_find(digest, 1);
+    a->data = hv_malloc(2u << 20);
+    FILE *f = fopen(bin, "rb");
+    CHECK(fread(a->data, 1, 2u << 20, f) == 2u << 20);
+    fclose(f);
+    a->len = 2u << 20;
+    reset_counts();
+    script = script_ok;
+    final_view = &view_ok;
+    run_t r;
+    const char *args[] = {"-v", "-np", "2", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 0);
+    CHECK_INT(n_upload, 2); /* 2 MiB..3 MiB, then the last 5 bytes */
+    CHECK(a->present);
+    CHECK_HAS(r.err, "from byte 2097152");
+    run_free(&r);
+
+    /* Over the head's limit: refused before any byte is sent. */
+    char bin2[512];
+    put_elf("huge.bin", (5u << 19), 3, bin2, sizeof(bin2));
+    max_size = 1u << 20;
+    reset_counts();
+    const char *args2[] = {bin2, NULL};
+    run_tool(&r, "hvsubmit", args2);
+    max_size = 1ull << 30;
+    CHECK_INT(r.status, 1);
+    CHECK_INT(n_upload, 0);
+    CHECK_INT(n_submit, 0);
+    CHECK_HAS(r.err, "huge.bin is 2.5 MiB, over the head's upload limit of 1.0 MiB (max_upload in "
+                     "the head's config)");
+    run_free(&r);
+}
+
+static const script_item_t script_fail[] = {
+    {IT_LOG, 1, 2, "Traceback: boom", 0, NULL},
+    {IT_EVENT, 0, 0, "rank 1 on n1 exited with status 3", 20, "worker.exit"},
+    {IT_EVENT, 0, 0, "job 7 failed", 21, "job.state"},
+    {IT_DONE, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static void test_submit_failed(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    reset_counts();
+    script = script_fail;
+    final_view = &view_failed;
+    wv[0].state = "killed";
+    wv[0].exit_code = -1;
+    wv[0].term_signal = 15;
+    wv[1].state = "exited";
+    wv[1].exit_code = 3;
+    wv[1].term_signal = 0;
+    wv[2].state = "exited";
+    wv[2].exit_code = 0;
+    wv[2].term_signal = 0;
+    run_t r;
+    const char *args[] = {"-np", "3", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 3);
+    CHECK_HAS(r.err, "[1]<stderr>:Traceback: boom\n");
+    CHECK_HAS(r.err, "hvsubmit: rank 1 on n1 exited with status 3\n"); /* the event */
+    CHECK_HAS(r.err, "hvsubmit: job 7 failed: rank 1 exited with status 3\n");
+    CHECK_HAS(r.err, "hvsubmit: rank 1 on node n1 exited with status 3\n");
+    CHECK_HAS(r.err, "hvsubmit: rank 0 on node n1 was killed by signal SIGTERM\n");
+    CHECK_LACKS(r.err, "rank 2 on node");
+    run_free(&r);
+
+    /* Killed by SIGKILL (e.g. the OOM killer): 128 + 9. */
+    reset_counts();
+    wv[0].state = "exited";
+    wv[0].term_signal = 0;
+    wv[0].exit_code = 0;
+    wv[1].exit_code = -1;
+    wv[1].term_signal = 9;
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 137);
+    CHECK_HAS(r.err, "hvsubmit: rank 1 on node n1 was killed by signal SIGKILL\n");
+    run_free(&r);
+    wv[1].exit_code = 0;
+    wv[1].term_signal = 0;
+}
+
+static const script_item_t script_break[] = {
+    {IT_EVENT, 0, 0, "job 7 is running", 30, "job.state"},
+    {IT_LOG, 0, 1, "line a", 0, NULL},
+    {IT_LOG, 0, 1, "line b", 0, NULL},
+    {IT_BREAK, 0, 0, NULL, 0, NULL},
+    {IT_LOG, 0, 1, "line c", 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 succeeded", 31, "job.state"},
+    {IT_DONE, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static void test_watch_resume(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    reset_counts();
+    script = script_break;
+    final_view = &view_ok;
+    run_t r;
+    const char *args[] = {"-np", "3", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 0);
+    CHECK_INT(n_watch, 2);
+    CHECK_INT(last_log_offset, 2);
+    CHECK_INT(last_event_after, 30);
+    CHECK_STR(r.out, "[0]<stdout>:line a\n[0]<stdout>:line b\n[0]<stdout>:line c\n");
+    CHECK_HAS(r.err, "hvsubmit: lost the head, reconnecting...\n");
+    CHECK_HAS(r.err, "hvsubmit: reconnected to the head\n");
+    const char *first = strstr(r.err, "job 7 is running");
+    CHECK(first != NULL && strstr(first + 1, "job 7 is running") == NULL);
+    run_free(&r);
+}
+
+static const script_item_t script_hold[] = {
+    {IT_LOG, 0, 1, "step 1", 0, NULL},
+    {IT_HOLD, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static void test_sigint(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    reset_counts();
+    script = script_hold;
+    final_view = &view_ok;
+    cancelled_view = &view_cancelled;
+    sigint_count = 1;
+    run_t r;
+    const char *args[] = {"-np", "3", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 130);
+    CHECK_INT(n_cancel, 1);
+    CHECK_STR(r.out, "[0]<stdout>:step 1\n");
+    CHECK_HAS(r.err, "hvsubmit: cancelling job 7...\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 was cancelled: cancelled by user\n");
+    run_free(&r);
+
+    /* The job does not end after the cancel: a second Ctrl-C exits at once. */
+    reset_counts();
+    cancel_ends_job = 0;
+    sigint_count = 2;
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 130);
+    CHECK_INT(n_cancel, 1);
+    CHECK(r.ms < 5000);
+    CHECK_HAS(r.err, "interrupted again");
+    run_free(&r);
+    cancel_ends_job = 1;
+}
+
+static void test_refused_detach_unreachable(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    reset_counts();
+    script = script_ok;
+    final_view = &view_ok;
+    submit_refuse = 1;
+    run_t r;
+    const char *args[] = {"-np", "64", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "hvsubmit: job needs 64 slots, the cluster has at most 8\n");
+    CHECK_INT(n_watch, 0);
+    run_free(&r);
+
+    reset_counts();
+    const char *args2[] = {"--detach", "-np", "2", bin, NULL};
+    run_tool(&r, "hvsubmit", args2);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "7\n");
+    CHECK_INT(n_watch, 0);
+    run_free(&r);
+
+    /* A head that is not there: a clear message within seconds. */
+    reset_counts();
+    const char *args3[] = {"--head", "127.0.0.1:1", bin, NULL};
+    run_tool(&r, "hvsubmit", args3);
+    CHECK_INT(r.status, 1);
+    CHECK_HAS(r.err, "hvsubmit: cannot reach the head at 127.0.0.1:1: ");
+    CHECK(r.ms < 10000);
+    run_free(&r);
+
+    /* Local problems: exit 2 before any call. */
+    char script_path[512];
+    put_text("train.sh", "#!/bin/sh\necho hi\n", script_path, sizeof(script_path));
+    chmod(script_path, 0755);
+    reset_counts();
+    const char *args4[] = {script_path, NULL};
+    run_tool(&r, "hvsubmit", args4);
+    CHECK_INT(r.status, 2);
+    CHECK_HAS(r.err, "train.sh is a script, not an ELF executable");
+    CHECK_INT(n_stat, 0);
+    run_free(&r);
+}
+
+static void test_hvctl(void) {
+    reset_counts();
+    final_view = &view_failed;
+    wv[0].state = "killed";
+    wv[0].exit_code = -1;
+    wv[0].term_signal = 15;
+    wv[1].exit_code = 3;
+    wv[2].state = "running";
+    wv[2].exit_code = 0;
+    run_t r;
+
+    const char *a1[] = {"job", "7", NULL};
+    run_tool(&r, "hvctl", a1);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "STATE:      failed\n");
+    CHECK_HAS(r.out, "REASON:     rank 1 exited with status 3\n");
+    CHECK_HAS(r.out, "DURATION:   3m05s\n");
+    CHECK_HAS(r.out, "RANK  NODE  STATE    PID   EXIT     ATTEMPT  REASON\n"
+                     "0     n1    killed   1000  SIGTERM  0        -\n"
+                     "1     n1    exited   1001  3        0        -\n"
+                     "2     n2    running  1002  -        0        -\n");
+    run_free(&r);
+
+    const char *a2[] = {"job", "42", NULL};
+    run_tool(&r, "hvctl", a2);
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "hvctl: no job 42\n");
+    run_free(&r);
+
+    const char *a3[] = {"--json", "job", "7", NULL};
+    run_tool(&r, "hvctl", a3);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "\"job_id\": 7,\n");
+    CHECK_HAS(r.out, "\"term_signal\": 15,\n");
+    CHECK(r.out[0] == '{' && strcmp(r.out + strlen(r.out) - 2, "}\n") == 0);
+    run_free(&r);
+
+    const char *a4[] = {"jobs", NULL};
+    run_tool(&r, "hvctl", a4);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "ID  NAME       STATE   NP  SUBMITTED");
+    CHECK_HAS(r.out, "3m05s     rank 1 exited with status 3\n");
+    run_free(&r);
+
+    const char *a5[] = {"nodes", NULL};
+    run_tool(&r, "hvctl", a5);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "NAME        ID  STATE  SLOTS  GPUS  ADDRS              LAST-SEEN  LABELS\n"
+                     "gpu-node-1  1   alive  2/8    8     10.0.0.1,10.0.1.1  3s ago     "
+                     "zone=us-east-1a\n"
+                     "n2          12  dead   0/4    0     10.0.0.2           -          -\n");
+    run_free(&r);
+
+    const char *a6[] = {"events", "--job", "7", "--json", NULL};
+    run_tool(&r, "hvctl", a6);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "\"message\": \"job 7 is running\\twith \\\"4\\\" workers\"\n");
+    CHECK_LACKS(r.out, "node.join");
+    run_free(&r);
+
+    const char *a7[] = {"events", NULL};
+    run_tool(&r, "hvctl", a7);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "SEQ  TIME");
+    CHECK_HAS(r.out, "node.join  node n3 joined\n");
+    CHECK_HAS(r.out, "job 7 is running with \"4\" workers\n");
+    run_free(&r);
+
+    const char *a8[] = {"cancel", "7", NULL};
+    run_tool(&r, "hvctl", a8);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "job 7: cancelled\n");
+    run_free(&r);
+
+    script = script_ok;
+    const char *a9[] = {"logs", "7", NULL};
+    run_tool(&r, "hvctl", a9);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "[0]<stdout>:hello from 0\n[1]<stderr>:warning from 1\n"
+                     "[2]<stdout>:epoch 1 loss=0.5\n");
+    run_free(&r);
+
+    const char *a10[] = {"logs", "7", "--follow", "--json", NULL};
+    run_tool(&r, "hvctl", a10);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "\"text\": \"warning from 1\"\n");
+    run_free(&r);
+
+    const char *a11[] = {"job", NULL};
+    run_tool(&r, "hvctl", a11);
+    CHECK_INT(r.status, 2);
+    CHECK_HAS(r.err, "'job' needs a job id");
+    run_free(&r);
+}
+
+/* ---- runner --------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} tests[] = {
+    {"submit_ok", test_submit_ok},
+    {"upload_resume_and_limit", test_upload_resume_and_limit},
+    {"submit_failed", test_submit_failed},
+    {"watch_resume", test_watch_resume},
+    {"sigint", test_sigint},
+    {"refused_detach_unreachable", test_refused_detach_unreachable},
+    {"hvctl", test_hvctl},
+};
+
+int main(int argc, char **argv) {
+    const char *env = getenv("HV_BIN_DIR");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(bindir, sizeof(bindir), "%s", env);
+    } else {
+        snprintf(bindir, sizeof(bindir), "%s", argv[0]);
+        char *slash = strrchr(bindir, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+        } else {
+            snprintf(bindir, sizeof(bindir), ".");
+        }
+    }
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof(tmpdir), "%s/hv-fakehead-XXXXXX", base && base[0] ? base : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    views_init();
+    server_up();
+    int ran = 0, failed = 0;
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) {
+            continue;
+        }
+        test_failed = 0;
+        tests[i].fn();
+        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", tests[i].name);
+        fflush(stdout);
+        ran++;
+        failed += test_failed;
+    }
+    server_down();
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no test named '%s'\n", argc > 1 ? argv[1] : "");
+        return 1;
+    }
+    printf("%d/%d passed\n", ran - failed, ran);
+    return failed ? 1 : 0;
+}
