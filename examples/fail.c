@@ -1,9 +1,9 @@
 /*
  * fail: a worker that fails on purpose, for tests of exit-code and log handling.
  *   fail [CODE [RANK [SLEEP_S]]]
- * Every rank prints one line to stdout and one to stderr, sleeps SLEEP_S seconds if given (so a
- * cancel test has a running job), then rank RANK (default 0) exits with CODE (default 1) and the
- * others exit 0. Uses only the public API.
+ * Every rank prints one line to stdout and one to stderr; rank RANK (default 0) then exits with
+ * CODE (default 1) at once, while the others sleep SLEEP_S seconds if given (so a test can check
+ * that the head kills them) and exit 0. Uses only the public API.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     fprintf(stderr, "rank %d: stderr line\n", rank);
     fflush(stderr);
-    if (sleep_s > 0) {
+    if (sleep_s > 0 && rank != (int)target) {
         struct timespec ts = {.tv_sec = sleep_s, .tv_nsec = 0};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs what the build and the tests
+# need, builds hv twice (RelWithDebInfo, and with AddressSanitizer + UBSan), and runs ctest on
+# both with labels unit, integration and fault (gpu and perf tests are left to their own runs).
+# Usage: deploy/test.sh [--no-sanitize] [extra ctest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SAN=1
+if [ "${1:-}" = "--no-sanitize" ]; then SAN=0; shift; fi
+deploy/install-deps.sh
+jobs=$(nproc)
+run_suite() { # BUILD_DIR CMAKE_ARGS...
+    local dir=$1; shift
+    echo "== configure $dir ($*)"
+    cmake -S . -B "$dir" "$@" >/dev/null
+    echo "== build $dir"
+    cmake --build "$dir" -j"$jobs" 2>&1 | grep -E 'error|warning' && return 1
+    echo "== test $dir"
+    (cd "$dir" && ctest --output-on-failure -LE 'gpu|perf' -j"$jobs" "${CTEST_ARGS[@]}")
+}
+CTEST_ARGS=("$@")
+run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ $SAN = 1 ]; then
+    # grpc's own threads keep a few process-lifetime allocations; they are not ours.
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON \
+        -DHV_TEST_TIMEOUT_MULTIPLIER=3
+fi
+echo "== all suites passed"

@@ -1,0 +1,29 @@
+#!/bin/sh
+# An agent killed with SIGKILL is declared dead after the lease (not before), and its job fails
+# with that reason; hvsubmit exits non-zero naming the node.
+. "$HV_SRC_DIR/tests/lib.sh"
+hv_setup
+LEASE_MS=2000
+start_head
+start_agent node-a 2
+start_agent node-b 2
+"$BIN/hvsubmit" -np 4 "$EX/sleeper" 60 >"$TMP/submit.out" 2>"$TMP/submit.err" &
+sub=$!
+wait_for 15 sh -c "[ \"\$(grep -c 'started' '$TMP/submit.out')\" -eq 4 ]" || fail "4 workers did not start"
+t0=$(date +%s%N)
+kill -KILL "$(agent_pid node-b)"
+pkill -KILL -f "$TMP/agent-node-b/jobs/" # the node's machine is gone with it
+wait $sub; ec=$?
+t1=$(date +%s%N)
+[ $ec -ne 0 ] || fail "hvsubmit exited 0 though a node died"
+ms=$(( (t1 - t0) / 1000000 ))
+[ $ms -ge 1500 ] || fail "the node was declared dead after ${ms} ms, before its 2000 ms lease"
+[ $ms -le 15000 ] || fail "the job took ${ms} ms to fail"
+assert_grep "$TMP/submit.err" "node-b" "hvsubmit must name the dead node"
+assert_grep "$TMP/submit.err" "no heartbeat" "hvsubmit must give the reason"
+[ "$(job_state 1)" = failed ] || fail "job not failed"
+"$BIN/hvctl" --head "$HEAD" --json nodes >"$TMP/nodes.json"
+grep -q '"name": *"node-b"' "$TMP/nodes.json" || fail "node-b missing from nodes"
+sed -n '/"node-b"/,/}/p' "$TMP/nodes.json" | grep -q '"state": *"dead"' || fail "node-b not listed as dead"
+wait_for 10 sh -c "! pgrep -f '$TMP/agent-node-a/jobs/' >/dev/null" || fail "node-a's workers were not killed"
+pass "dead agent detected after ${ms} ms (lease 2000 ms); job failed with the reason"

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Multi-host: the head and two agents each run in their own network namespace with their own
+# address on a bridge (10.201.0.0/24, inside namespaces this test creates). hello -np 4 runs
+# across them; nodes report their own addresses. Skipped (exit 77) where ip netns is not allowed.
+. "$HV_SRC_DIR/tests/lib.sh"
+hv_setup
+P=hvt$$
+H=${P}h A=${P}a B=${P}b
+netns_cleanup() {
+    for n in $H $A $B; do ip netns pids $n 2>/dev/null | xargs -r kill -KILL; ip netns del $n 2>/dev/null; done
+    hv_cleanup
+}
+trap netns_cleanup EXIT
+if ! ip netns add $H 2>/dev/null; then echo "SKIP: ip netns is not permitted here"; exit 77; fi
+ip netns add $A && ip netns add $B || fail "cannot create namespaces"
+ip -n $H link set lo up; ip -n $A link set lo up; ip -n $B link set lo up
+ip -n $H link add br0 type bridge && ip -n $H link set br0 up && ip -n $H addr add 10.201.0.1/24 dev br0 || fail "bridge"
+i=2
+for n in $A $B; do
+    ip link add ${n}x type veth peer name ${n}y || fail "veth"
+    ip link set ${n}x netns $n; ip link set ${n}y netns $H
+    ip -n $H link set ${n}y master br0; ip -n $H link set ${n}y up
+    ip -n $n addr add 10.201.0.$i/24 dev ${n}x; ip -n $n link set ${n}x up
+    i=$((i + 1))
+done
+HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml"
+ip netns exec $H "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
+wait_for 10 grep -q 'listening on' "$TMP/head.out" || fail "head did not start in its namespace"
+assert_grep "$TMP/head.out" "advertised 10.201.0.1:7000"
+for n in a b; do
+    ns=$(eval echo \$$(echo $n | tr a-z A-Z))
+    ip netns exec $ns "$BIN/hvagent" join 10.201.0.1:7000 --token "$TOKEN" --name node-$n --slots 2 \
+        --work-dir "$TMP/agent-node-$n" >"$TMP/agent-$n.out" 2>"$TMP/agent-$n.err" &
+    wait_for 15 grep -q joined "$TMP/agent-$n.out" || fail "agent node-$n did not join across namespaces"
+done
+HEAD=10.201.0.1:7000
+ip netns exec $H "$BIN/hvsubmit" --head $HEAD -np 4 "$EX/hello" >"$TMP/submit.out" 2>"$TMP/submit.err" || fail "hvsubmit across namespaces failed"
+[ "$(grep -c 'hello from rank' "$TMP/submit.out")" -eq 4 ] || fail "expected 4 hello lines"
+ip netns exec $H "$BIN/hvctl" --head $HEAD --json nodes >"$TMP/nodes.json" || fail "hvctl nodes"
+assert_grep "$TMP/nodes.json" "10.201.0.2" "node-a must report its own address"
+assert_grep "$TMP/nodes.json" "10.201.0.3" "node-b must report its own address"
+ip netns exec $H "$BIN/hvctl" --head $HEAD job 1 >"$TMP/job.out"
+assert_grep "$TMP/job.out" "node-a"; assert_grep "$TMP/job.out" "node-b"
+pass "head and agents in separate network namespaces"

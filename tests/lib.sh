@@ -1,0 +1,102 @@
+# tests/lib.sh: shared helpers for hv's integration and fault tests (POSIX sh + bash features).
+# Each test sources this file, calls hv_setup, starts a real hvhead and real hvagents on loopback
+# with ports chosen at run time, drives them with hvsubmit/hvctl, and asserts what a user would
+# see. Every wait is bounded; hv_cleanup kills whatever the test started.
+set -u
+BIN=${HV_BIN_DIR:?HV_BIN_DIR not set (run through ctest)}
+EX=${HV_EXAMPLES_DIR:?HV_EXAMPLES_DIR not set (run through ctest)}
+T_MULT=${HV_TEST_TIMEOUT_MULTIPLIER:-1}
+TOKEN=hv-test-token
+PIDS=""
+
+hv_cleanup() {
+    for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
+    # workers run in their own process groups: kill anything still running from our tree
+    if [ -n "${TMP:-}" ] && [ -d "$TMP" ]; then
+        for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+        if [ "${HV_KEEP_TMP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi
+    fi
+}
+
+hv_setup() {
+    TMP=$(mktemp -d /tmp/hvtest.XXXXXX)
+    trap hv_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+fail() {
+    echo "FAIL: $*" >&2
+    for f in "$TMP"/*.out "$TMP"/*.err; do
+        [ -f "$f" ] || continue
+        echo "----- $f (last 30 lines)" >&2
+        tail -n 30 "$f" >&2
+    done
+    exit 1
+}
+
+pass() { echo "PASS: $*"; }
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds; returns 1 on timeout.
+wait_for() {
+    local secs=$(( $1 * T_MULT )) i=0; shift
+    while [ $i -lt $(( secs * 10 )) ]; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+# write_config FILE [extra yaml lines...]: a fast-lease config on an ephemeral loopback port.
+write_config() {
+    local f=$1; shift
+    {
+        echo "cluster_name: test"
+        echo "listen: ${HV_LISTEN:-127.0.0.1:0}"
+        echo "data_dir: $TMP/data"
+        echo "token: $TOKEN"
+        echo "heartbeat_ms: ${HB_MS:-200}"
+        echo "lease_ms: ${LEASE_MS:-2000}"
+        echo "kill_grace_ms: 1000"
+        echo "log_level: info"
+        for l in "$@"; do echo "$l"; done
+    } > "$f"
+}
+
+# start_head [yaml lines...]: sets HEAD=host:port and HEAD_PID.
+start_head() {
+    [ -f "$TMP/head.yaml" ] || write_config "$TMP/head.yaml" "$@"
+    "$BIN/hvhead" start --config "$TMP/head.yaml" >>"$TMP/head.out" 2>>"$TMP/head.err" &
+    HEAD_PID=$!
+    PIDS="$PIDS $HEAD_PID"
+    local n_ready; n_ready=$(grep -c 'listening on' "$TMP/head.out" 2>/dev/null || true)
+    wait_for 10 sh -c "[ \$(grep -c 'listening on' '$TMP/head.out') -gt ${n_ready:-0} ]" \
+        || fail "hvhead did not print its ready line"
+    HEAD=$(grep 'listening on' "$TMP/head.out" | tail -n 1 | sed -E 's/.*listening on ([^ ]+) .*/\1/')
+    export HV_HEAD=$HEAD
+}
+
+# start_agent NAME SLOTS [extra args]: waits for the agent's "joined" line.
+start_agent() {
+    local name=$1 slots=$2; shift 2
+    "$BIN/hvagent" join "$HEAD" --token "$TOKEN" --name "$name" --slots "$slots" \
+        --work-dir "$TMP/agent-$name" "$@" >"$TMP/agent-$name.out" 2>"$TMP/agent-$name.err" &
+    local pid=$!
+    PIDS="$PIDS $pid"
+    eval "AGENT_PID_$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')=$pid"
+    wait_for 15 grep -q 'joined' "$TMP/agent-$name.out" || fail "hvagent $name did not join"
+}
+
+agent_pid() { eval "echo \${AGENT_PID_$(echo "$1" | tr -c 'a-zA-Z0-9\n' '_')}"; }
+
+assert_grep() { # FILE PATTERN [message]
+    grep -q -- "$2" "$1" || fail "${3:-expected '$2' in $1}"
+}
+
+assert_no_grep() {
+    if grep -q -- "$2" "$1"; then fail "${3:-unexpected '$2' in $1}"; fi
+}
+
+# job_state ID: prints the job's state via hvctl --json.
+job_state() {
+    "$BIN/hvctl" --head "$HEAD" --json job "$1" 2>/dev/null | sed -nE 's/.*"state": *"([a-z]+)".*/\1/p' | head -n 1
+}
