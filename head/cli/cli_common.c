@@ -510,7 +510,10 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
     const Hvpb__V1__WorkerView *first = NULL;
     for (size_t i = 0; i < v->n_workers; i++) {
         const Hvpb__V1__WorkerView *w = v->workers[i];
-        if (w != NULL && hv_cli_worker_failed(w) && (first == NULL || cli_worker_before(w, first))) {
+        if (w == NULL || !hv_cli_worker_failed(w)) {
+            continue;
+        }
+        if (first == NULL || cli_worker_before(w, first)) {
             first = w;
         }
     }

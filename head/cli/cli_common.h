@@ -103,7 +103,9 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
 /* Returns the exit status hvsubmit uses for a finished job (see hvsubmit's usage): 0 when it
  * succeeded; when it failed, the first failing rank's exit code if it is 1..125, 128+signal if
  * that rank was killed by a signal, else 1; when cancelled, 130 if we_cancelled, else 1. The first
- * failing rank is the lowest rank (then the lowest attempt) with a non-zero exit or a signal.
+ * failing rank is the lowest rank (then the lowest attempt) with a non-zero exit or a signal,
+ * preferring workers that failed on their own over those the head killed (state "killed"), which
+ * are usually the consequence of the first failure.
  * *first_out (optional) receives that worker or NULL (borrowed from v). */
 int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
                            const Hvpb__V1__WorkerView **first_out);

@@ -191,8 +191,12 @@ static void on_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)ud;
     const Hvpb__V1__JobSpec *s = ((const Hvpb__V1__SubmitRequest *)m)->spec;
     n_submit++;
-    if (submit_refuse) {
+    if (submit_refuse == 1) {
         hv_rpc_finish(c, HV_ETOOBIG, "job needs 64 slots, the cluster has at most 8");
+        return;
+    }
+    if (submit_refuse == 2) {
+        hv_rpc_finish(c, HV_EUNAVAIL, "no node has joined the cluster: start one with hvagent");
         return;
     }
     memset(&got_spec, 0, sizeof(got_spec));
@@ -733,7 +737,7 @@ static void test_upload_resume_and_limit(void) {
 static const script_item_t script_fail[] = {
     {IT_LOG, 1, 2, "Traceback: boom", 0, NULL},
     {IT_EVENT, 0, 0, "rank 1 on n1 exited with status 3", 20, "worker.exit"},
-    {IT_EVENT, 0, 0, "job 7 failed", 21, "job.state"},
+    {IT_EVENT, 0, 0, "job 7 failed: rank 1 exited with status 3", 21, "job.state"},
     {IT_DONE, 0, 0, NULL, 0, NULL},
     {IT_END, 0, 0, NULL, 0, NULL},
 };
@@ -760,6 +764,8 @@ static void test_submit_failed(void) {
     CHECK_HAS(r.err, "[1]<stderr>:Traceback: boom\n");
     CHECK_HAS(r.err, "hvsubmit: rank 1 on n1 exited with status 3\n"); /* the event */
     CHECK_HAS(r.err, "hvsubmit: job 7 failed: rank 1 exited with status 3\n");
+    const char *once = strstr(r.err, "job 7 failed:");
+    CHECK(once != NULL && strstr(once + 1, "job 7 failed:") == NULL);
     CHECK_HAS(r.err, "hvsubmit: rank 1 on node n1 exited with status 3\n");
     CHECK_HAS(r.err, "hvsubmit: rank 0 on node n1 was killed by signal SIGTERM\n");
     CHECK_LACKS(r.err, "rank 2 on node");
@@ -833,7 +839,7 @@ static void test_sigint(void) {
     CHECK_INT(n_cancel, 1);
     CHECK_STR(r.out, "[0]<stdout>:step 1\n");
     CHECK_HAS(r.err, "hvsubmit: cancelling job 7...\n");
-    CHECK_HAS(r.err, "hvsubmit: job 7 was cancelled: cancelled by user\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 cancelled: cancelled by user\n");
     run_free(&r);
 
     /* The job does not end after the cancel: a second Ctrl-C exits at once. */
@@ -862,6 +868,14 @@ static void test_refused_detach_unreachable(void) {
     CHECK_INT(r.status, 1);
     CHECK_STR(r.err, "hvsubmit: job needs 64 slots, the cluster has at most 8\n");
     CHECK_INT(n_watch, 0);
+    run_free(&r);
+
+    /* The head's own UNAVAILABLE is its message, not "cannot reach the head". */
+    reset_counts();
+    submit_refuse = 2;
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "hvsubmit: no node has joined the cluster: start one with hvagent\n");
     run_free(&r);
 
     reset_counts();

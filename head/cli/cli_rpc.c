@@ -12,9 +12,29 @@ int hv_cli_rpc_unreachable(const hv_rpc_status_t *st) {
     return st->grpc_code == HV_CLI_GRPC_UNAVAILABLE || st->rc == HV_EUNAVAIL;
 }
 
+/* Details gRPC core writes when the transport fails (lower case; matched case-insensitively). */
+static const char *const rpc_transport_words[] = {
+    "failed to connect",    "connection refused", "connection reset", "socket closed",
+    "broken pipe",          "goaway",             "transport closed", "keepalive",
+    "dns resolution",       "empty address list", "endpoint",         "stream removed",
+    "cancelling all calls", "connect failed",     "name resolution",  "no route to host",
+};
+
+int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st) {
+    if (st->msg[0] == '\0') {
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(rpc_transport_words) / sizeof(rpc_transport_words[0]); i++) {
+        if (strcasestr(st->msg, rpc_transport_words[i]) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
                       const hv_rpc_status_t *st, uint32_t timeout_ms) {
-    if (hv_cli_rpc_unreachable(st)) {
+    if (hv_cli_rpc_unreachable(st) && hv_cli_rpc_transport_detail(st)) {
         /* gRPC's detail for the common case is long; say it plainly. */
         const char *detail = st->msg[0] ? st->msg : hv_strerror(st->rc);
         if (strstr(detail, "Connection refused") != NULL) {

@@ -22,12 +22,18 @@ enum {
     HV_CLI_GRPC_UNAVAILABLE = 14,
 };
 
-/* True when the call failed because the head could not be reached or went away (the caller
- * may retry): UNAVAILABLE, or a transport-level reset. */
+/* True when the call failed with UNAVAILABLE: the head could not be reached, went away, or
+ * said it cannot serve right now. The caller may retry. */
 int hv_cli_rpc_unreachable(const hv_rpc_status_t *st);
 
+/* True when st's detail comes from gRPC's transport ("failed to connect to all addresses",
+ * "Socket closed", ...) or is empty, rather than being a message the head wrote. The head also
+ * answers UNAVAILABLE itself (e.g. "no node has joined the cluster"); that text is shown as is. */
+int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st);
+
 /* Prints why a call failed to stderr as "prog: ..." and returns the exit status to use (1).
- *   unreachable:  "prog: cannot reach the head at HEAD: <detail>"
+ *   unreachable:  "prog: cannot reach the head at HEAD: <detail>" (UNAVAILABLE from the
+ *                 transport; the head's own UNAVAILABLE messages are shown as they are)
  *   deadline:     "prog: the head at HEAD did not answer WHAT within N s"
  *   otherwise:    "prog: <the head's message>" (or "prog: WHAT failed: <error>" when it gave none)
  * prog, head, what and st are borrowed. */

@@ -58,6 +58,7 @@ typedef struct submit_watch_s {
     uint64_t last_seq;         /* seq of the last event seen = event_after on resume */
     int cancel_sent;           /* Cancel reached the head */
     uint64_t cancel_deadline;  /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
+    char last_state[512];      /* the last job.state message printed (not printed twice) */
 } submit_watch_t;
 
 static void submit_usage(FILE *f) {
@@ -426,24 +427,31 @@ static int submit_cancel(submit_watch_t *w) {
 static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
     const Hvpb__V1__WorkerView *first = NULL;
     int status = hv_cli_job_exit_status(v, w->cancel_sent || w->cancel_deadline != 0, &first);
+    char line[1024];
     if (strcmp(v->state, "failed") == 0) {
+        /* The head's last state event usually says exactly this already. */
         if (v->reason[0] != '\0') {
-            fprintf(stderr, SUBMIT_PROG ": job %llu failed: %s\n", (unsigned long long)w->job_id,
-                    v->reason);
+            snprintf(line, sizeof(line), "job %llu failed: %s", (unsigned long long)w->job_id,
+                     v->reason);
         } else {
-            fprintf(stderr, SUBMIT_PROG ": job %llu failed\n", (unsigned long long)w->job_id);
+            snprintf(line, sizeof(line), "job %llu failed", (unsigned long long)w->job_id);
+        }
+        if (strcmp(line, w->last_state) != 0) {
+            fprintf(stderr, SUBMIT_PROG ": %s\n", line);
         }
         for (size_t i = 0; i < v->n_workers; i++) {
             const Hvpb__V1__WorkerView *wv = v->workers[i];
             if (wv != NULL && hv_cli_worker_failed(wv)) {
-                char line[1024];
                 fprintf(stderr, SUBMIT_PROG ": %s\n",
                         hv_cli_worker_outcome(wv, line, sizeof(line)));
             }
         }
     } else if (strcmp(v->state, "cancelled") == 0) {
-        fprintf(stderr, SUBMIT_PROG ": job %llu was cancelled%s%s\n",
-                (unsigned long long)w->job_id, v->reason[0] ? ": " : "", v->reason);
+        snprintf(line, sizeof(line), "job %llu cancelled%s%s", (unsigned long long)w->job_id,
+                 v->reason[0] ? ": " : "", v->reason);
+        if (strcmp(line, w->last_state) != 0) {
+            fprintf(stderr, SUBMIT_PROG ": %s\n", line);
+        }
     } else if (strcmp(v->state, "succeeded") != 0) {
         fprintf(stderr, SUBMIT_PROG ": job %llu ended in state '%s'%s%s\n",
                 (unsigned long long)w->job_id, v->state, v->reason[0] ? ": " : "", v->reason);
@@ -473,6 +481,9 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         }
         if (!w->quiet && hv_cli_event_shown(e->kind)) {
             fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
+            if (strcmp(e->kind, "job.state") == 0) {
+                snprintf(w->last_state, sizeof(w->last_state), "%s", e->message);
+            }
         }
         return -1;
     }
