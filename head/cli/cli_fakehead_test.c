@@ -637,7 +637,7 @@ static const script_item_t script_ok[] = {
 };
 
 static void test_submit_ok(void) {
-    char bin[512], data[512], sz[32];
+    char bin[512], data[512];
     put_elf("train.bin", (5u << 19) + 17, 1, bin, sizeof(bin)); /* 2.5 MiB: three chunks */
     put_text("data.txt", "1 2 3\n", data, sizeof(data));
     reset_counts();
@@ -676,7 +676,6 @@ static void test_submit_ok(void) {
     CHECK_STR(got_spec.env, "LR=0.1|EMPTY=|");
     CHECK_STR(got_spec.files, "data.txt:present|");
     CHECK(got_spec.user[0] != '\0');
-    (void)sz;
     run_free(&r);
 
     /* Again, with no -np and a name: nothing is uploaded (the head has it). */
