@@ -407,7 +407,7 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     uint32_t capacity = head_capacity(h, spec->slots_per_host);
     if (capacity == 0) {
-        hv_rpc_finish(c, HV_EUNAVAIL, "no node has joined the cluster: start one with "
+        hv_rpc_finish(c, HV_ESTATE, "no node has joined the cluster: start one with "
                       "'hvagent join %s'", h->advertise);
         return;
     }
