@@ -1,0 +1,598 @@
+/*
+ * config: hvagent's command line (see config.h). Flags take "--flag value" or "--flag=value";
+ * every error names the flag and the value. Defaults come from the host only when the flag was
+ * not given.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mem.h"
+#include "util.h"
+
+static const char agent_usage[] =
+    "usage: hvagent join HOST:PORT [options]     register this node with the head and run its\n"
+    "                                            workers (foreground unless --daemon)\n"
+    "       hvagent stop  [--pid-file F | --work-dir DIR | --name NAME] [--timeout S]\n"
+    "       hvagent drain [--pid-file F | --work-dir DIR | --name NAME]\n"
+    "join options:\n"
+    "  --token T              join token (or --token-file F, or HV_TOKEN in the environment)\n"
+    "  --token-file F         read the join token from file F\n"
+    "  --slots N              worker slots offered (default: GPUs, else CPUs)\n"
+    "  --name NAME            node name (default: the hostname)\n"
+    "  --labels k=v,...       node labels (repeatable)\n"
+    "  --work-dir DIR         cache, job dirs and pid file (default ./hv-agent-NAME)\n"
+    "  --addr IP              address peers reach this node at (repeatable; default: every\n"
+    "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"
+    "  --preemptible          this node is spot/preemptible capacity\n"
+    "  --instance-id ID       cloud instance id (autoscaler bookkeeping)\n"
+    "  --orphan-policy P      kill|keep workers when the head is gone past the lease (kill)\n"
+    "  --connect-timeout S    keep trying to reach the head this long at start (30)\n"
+    "  --daemon               detach; with --pid-file and --log-file\n"
+    "  --pid-file F           pid file (default WORK_DIR/hvagent.pid)\n"
+    "  --log-file F           append logs to F\n"
+    "  --log-level L          error|warn|notice|info|debug\n";
+
+const char *hv_agent_usage(void) { return agent_usage; }
+
+static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- host facts ----------------------------------------------------------------------------- */
+
+uint32_t hv_agent_gpu_count(void) {
+    const char *env = getenv("HV_AGENT_GPUS");
+    uint64_t v;
+    if (env != NULL && hv_parse_u64(env, 0, 1024, &v) == HV_OK) {
+        return (uint32_t)v;
+    }
+    DIR *d = opendir("/dev");
+    if (d == NULL) {
+        return 0;
+    }
+    uint32_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *p = e->d_name;
+        if (strncmp(p, "nvidia", 6) != 0 || p[6] == '\0') {
+            continue;
+        }
+        p += 6;
+        while (*p >= '0' && *p <= '9') {
+            p++;
+        }
+        n += *p == '\0';
+    }
+    closedir(d);
+    return n;
+}
+
+uint32_t hv_agent_cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) {
+            return (uint32_t)n;
+        }
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
+}
+
+int hv_agent_host_is_loopback(const char *host) {
+    if (strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0) {
+        return 1;
+    }
+    struct in_addr a;
+    if (inet_pton(AF_INET, host, &a) == 1) {
+        return (ntohl(a.s_addr) >> 24) == 127;
+    }
+    return 0;
+}
+
+static hv_err cfg_add_addr(hv_agent_config_t *cfg, const char *ip) {
+    for (size_t i = 0; i < cfg->naddrs; i++) {
+        if (strcmp(cfg->addrs[i], ip) == 0) {
+            return HV_OK;
+        }
+    }
+    if (cfg->naddrs >= HV_AGENT_MAX_ADDRS) {
+        return HV_ETOOBIG;
+    }
+    char *c = hv_strdup(ip);
+    if (c == NULL) {
+        return HV_ENOMEM;
+    }
+    cfg->addrs[cfg->naddrs++] = c;
+    return HV_OK;
+}
+
+static hv_err cfg_default_addrs(hv_agent_config_t *cfg) {
+    if (!hv_agent_host_is_loopback(cfg->head_host)) {
+        struct ifaddrs *ifs = NULL;
+        if (getifaddrs(&ifs) == 0) {
+            for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+                if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+                    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) {
+                    continue;
+                }
+                char buf[INET_ADDRSTRLEN];
+                const struct sockaddr_in *sin = (const struct sockaddr_in *)(void *)i->ifa_addr;
+                if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) != NULL &&
+                    cfg_add_addr(cfg, buf) == HV_ENOMEM) {
+                    freeifaddrs(ifs);
+                    return HV_ENOMEM;
+                }
+            }
+            freeifaddrs(ifs);
+        }
+    }
+    if (cfg->naddrs == 0) {
+        return cfg_add_addr(cfg, "127.0.0.1");
+    }
+    return HV_OK;
+}
+
+/* ---- flag values ---------------------------------------------------------------------------- */
+
+static int name_valid(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > HV_AGENT_NAME_MAX || s[0] == '.' || s[0] == '-') {
+        return 0;
+    }
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static hv_err cfg_add_labels(hv_agent_config_t *cfg, const char *list, char *err, size_t errlen) {
+    char *copy = hv_strdup(list);
+    if (copy == NULL) {
+        return HV_ENOMEM;
+    }
+    hv_err rc = HV_OK;
+    char *save = NULL;
+    for (char *kv = strtok_r(copy, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq == NULL || eq == kv || strlen(kv) > 256 + 1 + 1024) {
+            cfg_err(err, errlen, "--labels: \"%.100s\" is not key=value", kv);
+            rc = HV_EINVAL;
+            goto out;
+        }
+        if (cfg->nlabels >= HV_AGENT_MAX_LABELS) {
+            cfg_err(err, errlen, "--labels: more than %d labels", HV_AGENT_MAX_LABELS);
+            rc = HV_EINVAL;
+            goto out;
+        }
+        *eq = '\0';
+        size_t i;
+        for (i = 0; i < cfg->nlabels; i++) {
+            if (strcmp(cfg->label_keys[i], kv) == 0) {
+                break;
+            }
+        }
+        char *v = hv_strdup(eq + 1);
+        char *k = i == cfg->nlabels ? hv_strdup(kv) : NULL;
+        if (v == NULL || (i == cfg->nlabels && k == NULL)) {
+            hv_free(v);
+            hv_free(k);
+            rc = HV_ENOMEM;
+            goto out;
+        }
+        if (i == cfg->nlabels) {
+            cfg->label_keys[i] = k;
+            cfg->label_values[i] = v;
+            cfg->nlabels++;
+        } else {
+            hv_free(cfg->label_values[i]); // the last value of a key wins
+            cfg->label_values[i] = v;
+        }
+    }
+    if (list[0] == '\0') {
+        cfg_err(err, errlen, "--labels: empty list");
+        rc = HV_EINVAL;
+    }
+out:
+    hv_free(copy);
+    return rc;
+}
+
+static hv_err cfg_read_token(hv_agent_config_t *cfg, const char *path, char *err, size_t errlen) {
+    char *data = NULL;
+    size_t len = 0;
+    hv_err rc = hv_read_file(path, 64 * 1024, &data, &len);
+    if (rc != HV_OK) {
+        cfg_err(err, errlen, "--token-file %s: %s", path, hv_strerror(rc));
+        return HV_EINVAL;
+    }
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' ' ||
+                       data[len - 1] == '\t')) {
+        data[--len] = '\0';
+    }
+    hv_free(cfg->token);
+    cfg->token = data;
+    return HV_OK;
+}
+
+static hv_err cfg_absolute(const char *in, char *out, size_t outlen) {
+    if (in[0] == '/') {
+        if ((size_t)snprintf(out, outlen, "%s", in) >= outlen) {
+            return HV_EINVAL;
+        }
+        return HV_OK;
+    }
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        return hv_err_from_errno(errno);
+    }
+    const char *rel = in;
+    while (rel[0] == '.' && rel[1] == '/') {
+        rel += 2;
+    }
+    if ((size_t)snprintf(out, outlen, "%s/%s", cwd, rel) >= outlen) {
+        return HV_EINVAL;
+    }
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/') {
+        out[--n] = '\0';
+    }
+    return HV_OK;
+}
+
+/* ---- parsing -------------------------------------------------------------------------------- */
+
+typedef enum flag_id {
+    F_TOKEN, F_TOKEN_FILE, F_SLOTS, F_NAME, F_LABELS, F_WORK_DIR, F_ADDR, F_PREEMPTIBLE,
+    F_INSTANCE_ID, F_ORPHAN, F_CONNECT_TIMEOUT, F_DAEMON, F_PID_FILE, F_LOG_FILE, F_LOG_LEVEL,
+    F_TIMEOUT, F_HELP, F_VERSION,
+} flag_id;
+
+typedef struct flag_s {
+    const char *name;
+    flag_id id;
+    int takes_value;
+    unsigned cmds; /* bit per hv_agent_cmd where the flag is allowed */
+} flag_t;
+
+#define C_JOIN (1u << HV_AGENT_CMD_JOIN)
+#define C_STOP (1u << HV_AGENT_CMD_STOP)
+#define C_DRAIN (1u << HV_AGENT_CMD_DRAIN)
+#define C_ALL (C_JOIN | C_STOP | C_DRAIN)
+
+static const flag_t flags[] = {
+    {"token", F_TOKEN, 1, C_JOIN},
+    {"token-file", F_TOKEN_FILE, 1, C_JOIN},
+    {"slots", F_SLOTS, 1, C_JOIN},
+    {"name", F_NAME, 1, C_ALL},
+    {"labels", F_LABELS, 1, C_JOIN},
+    {"work-dir", F_WORK_DIR, 1, C_ALL},
+    {"addr", F_ADDR, 1, C_JOIN},
+    {"preemptible", F_PREEMPTIBLE, 0, C_JOIN},
+    {"instance-id", F_INSTANCE_ID, 1, C_JOIN},
+    {"orphan-policy", F_ORPHAN, 1, C_JOIN},
+    {"connect-timeout", F_CONNECT_TIMEOUT, 1, C_JOIN},
+    {"daemon", F_DAEMON, 0, C_JOIN},
+    {"pid-file", F_PID_FILE, 1, C_ALL},
+    {"log-file", F_LOG_FILE, 1, C_JOIN},
+    {"log-level", F_LOG_LEVEL, 1, C_JOIN},
+    {"timeout", F_TIMEOUT, 1, C_STOP},
+    {"help", F_HELP, 0, C_ALL},
+    {"version", F_VERSION, 0, C_ALL},
+};
+
+static const char *cmd_name(hv_agent_cmd c) {
+    return c == HV_AGENT_CMD_JOIN ? "join" : c == HV_AGENT_CMD_STOP ? "stop" : "drain";
+}
+
+hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char *err,
+                             size_t errlen) {
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->orphan_kill = 1;
+    cfg->connect_timeout_ms = 30000;
+    cfg->stop_timeout_ms = 20000;
+    err[0] = '\0';
+    int slots_set = 0, token_set = 0, token_file_set = 0, work_dir_set = 0;
+    char work_dir_arg[PATH_MAX] = "";
+    hv_err rc;
+
+    if (argc < 2) {
+        cfg_err(err, errlen, "missing command (join, stop or drain)");
+        return HV_EINVAL;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "join") == 0) {
+        cfg->cmd = HV_AGENT_CMD_JOIN;
+    } else if (strcmp(cmd, "stop") == 0) {
+        cfg->cmd = HV_AGENT_CMD_STOP;
+    } else if (strcmp(cmd, "drain") == 0) {
+        cfg->cmd = HV_AGENT_CMD_DRAIN;
+    } else if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        cfg->cmd = HV_AGENT_CMD_HELP;
+        return HV_OK;
+    } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        cfg->cmd = HV_AGENT_CMD_VERSION;
+        return HV_OK;
+    } else {
+        cfg_err(err, errlen, "unknown command \"%.100s\" (want join, stop or drain)", cmd);
+        return HV_EINVAL;
+    }
+
+    int positional = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0) {
+            a = "--help";
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            if (cfg->cmd != HV_AGENT_CMD_JOIN || positional > 0) {
+                cfg_err(err, errlen, "unexpected argument \"%.100s\"", a);
+                return HV_EINVAL;
+            }
+            positional++;
+            if (hv_parse_hostport(a, cfg->head_host, sizeof(cfg->head_host), &cfg->head_port) !=
+                    HV_OK ||
+                cfg->head_port == 0 || strlen(a) >= sizeof(cfg->head)) {
+                cfg_err(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
+                return HV_EINVAL;
+            }
+            snprintf(cfg->head, sizeof(cfg->head), "%s", a);
+            continue;
+        }
+        const char *nm = a + 2;
+        const char *eq = strchr(nm, '=');
+        size_t nlen = eq != NULL ? (size_t)(eq - nm) : strlen(nm);
+        const flag_t *f = NULL;
+        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+            if (strlen(flags[k].name) == nlen && strncmp(flags[k].name, nm, nlen) == 0) {
+                f = &flags[k];
+            }
+        }
+        if (f == NULL || !(f->cmds & (1u << cfg->cmd))) {
+            cfg_err(err, errlen, "unknown option --%.*s for hvagent %s", (int)nlen, nm,
+                    cmd_name(cfg->cmd));
+            return HV_EINVAL;
+        }
+        const char *val = NULL;
+        if (f->takes_value) {
+            if (eq != NULL) {
+                val = eq + 1;
+            } else if (i + 1 < argc) {
+                val = argv[++i];
+            } else {
+                cfg_err(err, errlen, "--%s needs a value", f->name);
+                return HV_EINVAL;
+            }
+        } else if (eq != NULL) {
+            cfg_err(err, errlen, "--%s takes no value", f->name);
+            return HV_EINVAL;
+        }
+        uint64_t u;
+        switch (f->id) {
+        case F_TOKEN:
+            hv_free(cfg->token);
+            cfg->token = hv_strdup(val);
+            if (cfg->token == NULL) {
+                return HV_ENOMEM;
+            }
+            token_set = 1;
+            break;
+        case F_TOKEN_FILE:
+            if ((rc = cfg_read_token(cfg, val, err, errlen)) != HV_OK) {
+                return rc;
+            }
+            token_file_set = 1;
+            break;
+        case F_SLOTS:
+            if (hv_parse_u64(val, 1, 65535, &u) != HV_OK) {
+                cfg_err(err, errlen, "--slots \"%.50s\": want a number from 1 to 65535", val);
+                return HV_EINVAL;
+            }
+            cfg->slots = (uint32_t)u;
+            slots_set = 1;
+            break;
+        case F_NAME:
+            if (!name_valid(val)) {
+                cfg_err(err, errlen,
+                        "--name \"%.100s\": want 1-%d characters of A-Z a-z 0-9 . _ - (not "
+                        "starting with . or -)",
+                        val, HV_AGENT_NAME_MAX);
+                return HV_EINVAL;
+            }
+            snprintf(cfg->name, sizeof(cfg->name), "%s", val);
+            break;
+        case F_LABELS:
+            if ((rc = cfg_add_labels(cfg, val, err, errlen)) != HV_OK) {
+                return rc;
+            }
+            break;
+        case F_WORK_DIR:
+            if (val[0] == '\0' || strlen(val) >= sizeof(work_dir_arg) - 64) {
+                cfg_err(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
+                return HV_EINVAL;
+            }
+            snprintf(work_dir_arg, sizeof(work_dir_arg), "%s", val);
+            work_dir_set = 1;
+            break;
+        case F_ADDR: {
+            struct in_addr a4;
+            struct in6_addr a6;
+            if (inet_pton(AF_INET, val, &a4) != 1 && inet_pton(AF_INET6, val, &a6) != 1) {
+                cfg_err(err, errlen, "--addr \"%.100s\": not an IP address", val);
+                return HV_EINVAL;
+            }
+            rc = cfg_add_addr(cfg, val);
+            if (rc == HV_ETOOBIG) {
+                cfg_err(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
+                return HV_EINVAL;
+            }
+            if (rc != HV_OK) {
+                return rc;
+            }
+            break;
+        }
+        case F_PREEMPTIBLE:
+            cfg->preemptible = 1;
+            break;
+        case F_INSTANCE_ID:
+            if (strlen(val) >= sizeof(cfg->instance_id)) {
+                cfg_err(err, errlen, "--instance-id: longer than %zu characters",
+                        sizeof(cfg->instance_id) - 1);
+                return HV_EINVAL;
+            }
+            snprintf(cfg->instance_id, sizeof(cfg->instance_id), "%s", val);
+            break;
+        case F_ORPHAN:
+            if (strcmp(val, "kill") == 0) {
+                cfg->orphan_kill = 1;
+            } else if (strcmp(val, "keep") == 0) {
+                cfg->orphan_kill = 0;
+            } else {
+                cfg_err(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
+                return HV_EINVAL;
+            }
+            break;
+        case F_CONNECT_TIMEOUT:
+            if (hv_parse_u64(val, 1, 86400, &u) != HV_OK) {
+                cfg_err(err, errlen, "--connect-timeout \"%.50s\": want seconds from 1 to 86400",
+                        val);
+                return HV_EINVAL;
+            }
+            cfg->connect_timeout_ms = (uint32_t)u * 1000u;
+            break;
+        case F_TIMEOUT:
+            if (hv_parse_u64(val, 1, 3600, &u) != HV_OK) {
+                cfg_err(err, errlen, "--timeout \"%.50s\": want seconds from 1 to 3600", val);
+                return HV_EINVAL;
+            }
+            cfg->stop_timeout_ms = (uint32_t)u * 1000u;
+            break;
+        case F_DAEMON:
+            cfg->daemon = 1;
+            break;
+        case F_PID_FILE:
+        case F_LOG_FILE: {
+            char *dst = f->id == F_PID_FILE ? cfg->pid_file : cfg->log_file;
+            if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
+                cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
+                return HV_EINVAL;
+            }
+            break;
+        }
+        case F_LOG_LEVEL:
+            if (hv_log_parse_level(val, &cfg->log_level) != 0) {
+                cfg_err(err, errlen,
+                        "--log-level \"%.50s\": want error, warn, notice, info or debug", val);
+                return HV_EINVAL;
+            }
+            cfg->log_level_set = 1;
+            break;
+        case F_HELP:
+            cfg->cmd = HV_AGENT_CMD_HELP;
+            return HV_OK;
+        case F_VERSION:
+            cfg->cmd = HV_AGENT_CMD_VERSION;
+            return HV_OK;
+        }
+    }
+
+    if (cfg->cmd == HV_AGENT_CMD_JOIN) {
+        if (positional == 0) {
+            cfg_err(err, errlen, "hvagent join needs the head address HOST:PORT");
+            return HV_EINVAL;
+        }
+        if (token_set && token_file_set) {
+            cfg_err(err, errlen, "give --token or --token-file, not both");
+            return HV_EINVAL;
+        }
+        if (!token_set && !token_file_set) {
+            const char *env = getenv("HV_TOKEN");
+            cfg->token = hv_strdup(env != NULL ? env : "");
+            if (cfg->token == NULL) {
+                return HV_ENOMEM;
+            }
+        }
+    }
+    if (cfg->name[0] == '\0') {
+        char host[256];
+        if (gethostname(host, sizeof(host)) != 0) {
+            snprintf(host, sizeof(host), "node");
+        }
+        host[sizeof(host) - 1] = '\0';
+        // Keep the hostname's characters that a node name allows.
+        size_t o = 0;
+        for (size_t k = 0; host[k] != '\0' && o < HV_AGENT_NAME_MAX; k++) {
+            char c = host[k];
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-') {
+                cfg->name[o++] = c;
+            }
+        }
+        cfg->name[o] = '\0';
+        if (!name_valid(cfg->name)) {
+            snprintf(cfg->name, sizeof(cfg->name), "node");
+        }
+    }
+    if (!work_dir_set) {
+        snprintf(work_dir_arg, sizeof(work_dir_arg), "hv-agent-%s", cfg->name);
+    }
+    if (cfg_absolute(work_dir_arg, cfg->work_dir, sizeof(cfg->work_dir)) != HV_OK) {
+        cfg_err(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", work_dir_arg);
+        return HV_EINVAL;
+    }
+    if (cfg->pid_file[0] == '\0') {
+        if ((size_t)snprintf(cfg->pid_file, sizeof(cfg->pid_file), "%s/hvagent.pid",
+                             cfg->work_dir) >= sizeof(cfg->pid_file)) {
+            cfg_err(err, errlen, "--work-dir: path too long");
+            return HV_EINVAL;
+        }
+    }
+    if (cfg->cmd != HV_AGENT_CMD_JOIN) {
+        return HV_OK;
+    }
+    cfg->gpus = hv_agent_gpu_count();
+    cfg->cpus = hv_agent_cpu_count();
+    if (!slots_set) {
+        cfg->slots = cfg->gpus > 0 ? cfg->gpus : cfg->cpus;
+    }
+    if (cfg->naddrs == 0 && (rc = cfg_default_addrs(cfg)) != HV_OK) {
+        return rc;
+    }
+    return HV_OK;
+}
+
+void hv_agent_config_fini(hv_agent_config_t *cfg) {
+    hv_free(cfg->token);
+    cfg->token = NULL;
+    for (size_t i = 0; i < cfg->nlabels; i++) {
+        hv_free(cfg->label_keys[i]);
+        hv_free(cfg->label_values[i]);
+    }
+    cfg->nlabels = 0;
+    for (size_t i = 0; i < cfg->naddrs; i++) {
+        hv_free(cfg->addrs[i]);
+    }
+    cfg->naddrs = 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * config: hvagent's command line and the defaults it takes from the host (hostname, CPU and GPU
+ * counts, IPv4 addresses). Parsing is pure apart from reading --token-file, HV_TOKEN and
+ * HV_AGENT_GPUS and looking at the host; it starts nothing. Caller: agent/main.c (and
+ * config_test.c). Not thread-safe (uses the environment); call once at startup.
+ *
+ *   hvagent join HOST:PORT [--token T | --token-file F] [--slots N] [--name NAME]
+ *                [--labels k=v,...] [--work-dir DIR] [--addr IP]... [--preemptible]
+ *                [--instance-id ID] [--orphan-policy kill|keep] [--connect-timeout S]
+ *                [--daemon] [--pid-file F] [--log-file F] [--log-level L]
+ *   hvagent stop  [--pid-file F | --work-dir DIR | --name NAME] [--timeout S]
+ *   hvagent drain [--pid-file F | --work-dir DIR | --name NAME]
+ */
+#ifndef HV_AGENT_CONFIG_H
+#define HV_AGENT_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "log.h"
+
+#define HV_AGENT_NAME_MAX 128   /* node name length bound */
+#define HV_AGENT_MAX_LABELS 64
+#define HV_AGENT_MAX_ADDRS 32
+
+typedef enum hv_agent_cmd {
+    HV_AGENT_CMD_JOIN = 0,
+    HV_AGENT_CMD_STOP = 1,
+    HV_AGENT_CMD_DRAIN = 2,
+    HV_AGENT_CMD_HELP = 3,
+    HV_AGENT_CMD_VERSION = 4,
+} hv_agent_cmd;
+
+/* Everything the command line says, defaults filled in. Caller storage; strings inline or owned
+ * as noted; release with hv_agent_config_fini. */
+typedef struct hv_agent_config_s {
+    hv_agent_cmd cmd;
+    char head[300];                     /* "HOST:PORT" as given */
+    char head_host[256];                /* its host part */
+    int head_port;
+    char *token;                        /* owned; "" when none */
+    char name[HV_AGENT_NAME_MAX + 1];   /* node name (default: hostname) */
+    uint32_t slots;                     /* default: gpus, else cpus */
+    uint32_t gpus;                      /* /dev/nvidia[0-9]* count or HV_AGENT_GPUS */
+    uint32_t cpus;                      /* CPUs this process may run on */
+    char *label_keys[HV_AGENT_MAX_LABELS];   /* owned */
+    char *label_values[HV_AGENT_MAX_LABELS]; /* owned */
+    size_t nlabels;
+    char *addrs[HV_AGENT_MAX_ADDRS];    /* owned; IPs peers use to reach this node */
+    size_t naddrs;
+    char work_dir[PATH_MAX];            /* absolute (default ./hv-agent-<name>) */
+    int preemptible;
+    char instance_id[256];
+    int orphan_kill;                    /* 1: kill workers when the lease runs out; 0: keep */
+    uint32_t connect_timeout_ms;        /* first-join retry window (default 30 s) */
+    int daemon;
+    char pid_file[PATH_MAX];            /* default <work_dir>/hvagent.pid */
+    char log_file[PATH_MAX];            /* "" = stderr */
+    int log_level_set;
+    hv_log_level log_level;
+    uint32_t stop_timeout_ms;           /* stop: how long to wait for the agent (default 20 s) */
+} hv_agent_config_t;
+
+/* Parses argv (argv[0] is the program). On HV_OK cfg is complete. On HV_EINVAL err holds a
+ * one-line message for the user (the caller prints it with the usage and exits 2). Other
+ * errors: HV_ENOMEM. cfg must be released with hv_agent_config_fini in every case. */
+hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char *err,
+                             size_t errlen);
+
+void hv_agent_config_fini(hv_agent_config_t *cfg);
+
+/* The usage text (static). */
+const char *hv_agent_usage(void);
+
+/* Host facts used as defaults, exposed for tests. */
+uint32_t hv_agent_gpu_count(void);
+uint32_t hv_agent_cpu_count(void);
+/* 1 when host names this machine's loopback ("localhost", 127.x.y.z, ::1). */
+int hv_agent_host_is_loopback(const char *host);
+
+#endif

@@ -1,0 +1,483 @@
+/*
+ * hvagent: the node agent's entry point. It parses the command line (agent/config.c), then for
+ * `join` wires the modules on one libuv loop: the rpc engine and a channel to the head, the
+ * artifact cache, the worker table and the session; it turns head orders into worker actions and
+ * worker events into session messages, and owns the process-level concerns: pid file, daemon
+ * mode, signals (SIGINT/SIGTERM stop, SIGUSR1 drain) and an orderly shutdown that kills the
+ * workers and reports their exits before leaving. `stop` and `drain` signal a running agent
+ * through its pid file. There is no logic here that a module could own.
+ *
+ * Threads: the main thread runs the loop; the rpc engine's completion-queue thread hands
+ * everything over to it. No other threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "artifact.h"
+#include "config.h"
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "rpc.h"
+#include "session.h"
+#include "util.h"
+#include "workers.h"
+
+#ifndef HV_AGENT_VERSION
+#define HV_AGENT_VERSION "0.0.0"
+#endif
+
+#define AGENT_KILL_GRACE_MS 2000    /* SIGTERM -> SIGKILL on shutdown and lease expiry */
+#define AGENT_EXIT_WAIT_MS 1000     /* after the grace: how long to wait for the last exits */
+#define AGENT_REPORT_WAIT_MS 3000   /* how long to wait for the head to confirm the exits */
+#define AGENT_STOP_TICK_MS 50
+
+typedef enum stop_phase {
+    STOP_NONE = 0,
+    STOP_WORKERS = 1, /* waiting for workers to exit */
+    STOP_REPORT = 2,  /* waiting for the head to acknowledge the exits */
+} stop_phase;
+
+typedef struct agent_s {
+    hv_agent_config_t cfg;
+    uv_loop_t loop;
+    hv_rpc_engine_t *eng;
+    hv_rpc_channel_t *ch;
+    hv_artifact_cache_t *cache;
+    hv_workers_t *workers;
+    hv_session_t *session;
+    uv_signal_t sig_int, sig_term, sig_usr1;
+    uv_timer_t stop_timer;
+    stop_phase phase;
+    uint64_t phase_deadline;  /* loop time when the current phase gives up */
+    int exit_code;
+    uint64_t node_id;
+} agent_t;
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+static void agent_stop_tick(uv_timer_t *t) {
+    agent_t *a = t->data;
+    uint64_t now = uv_now(&a->loop);
+    if (a->phase == STOP_WORKERS) {
+        if (hv_workers_count(a->workers) > 0 && now < a->phase_deadline) {
+            return;
+        }
+        if (hv_workers_count(a->workers) > 0) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-STOP-SLOW",
+                   "%zu workers did not exit in time; leaving them to SIGKILL",
+                   hv_workers_count(a->workers));
+        }
+        a->phase = STOP_REPORT;
+        a->phase_deadline = now + AGENT_REPORT_WAIT_MS;
+    }
+    if (a->phase == STOP_REPORT) {
+        size_t unacked = hv_session_unacked(a->session);
+        if (unacked > 0 && hv_session_connected(a->session) && now < a->phase_deadline) {
+            return;
+        }
+        if (unacked > 0) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-STOP-UNREPORTED",
+                   "leaving with %zu events the head has not confirmed", unacked);
+        }
+        uv_timer_stop(&a->stop_timer);
+        uv_stop(&a->loop);
+    }
+}
+
+/* Kills the workers, then reports and leaves with exit_code. A second request hurries. */
+static void agent_shutdown(agent_t *a, const char *reason, int exit_code) {
+    uint64_t now = uv_now(&a->loop);
+    if (a->phase != STOP_NONE) {
+        HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-STOP-NOW", "stopping now: SIGKILL to workers");
+        hv_workers_kill_all(a->workers, 0, reason, 1);
+        if (a->phase == STOP_WORKERS) {
+            a->phase_deadline = now + 200;
+        }
+        return;
+    }
+    HV_LOG(exit_code == 0 ? HV_LOG_NOTICE : HV_LOG_INFO, "agent", "HV-AGENT-STOP",
+           "stopping: %s (%zu workers)", reason, hv_workers_count(a->workers));
+    a->exit_code = exit_code;
+    a->phase = STOP_WORKERS;
+    a->phase_deadline = now + AGENT_KILL_GRACE_MS + AGENT_EXIT_WAIT_MS;
+    hv_workers_kill_all(a->workers, AGENT_KILL_GRACE_MS, reason, 1);
+    hv_artifact_cache_stop(a->cache);
+    uv_timer_start(&a->stop_timer, agent_stop_tick, 0, AGENT_STOP_TICK_MS);
+}
+
+static void agent_signal_cb(uv_signal_t *h, int signum) {
+    agent_t *a = h->data;
+    if (signum == SIGUSR1) {
+        HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN", "drain requested (SIGUSR1)");
+        hv_session_drain_notice(a->session, "hvagent drain", 0);
+        return;
+    }
+    char reason[64];
+    snprintf(reason, sizeof(reason), "the agent got %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    agent_shutdown(a, reason, 0);
+}
+
+/* ---- session callbacks ---------------------------------------------------------------------- */
+
+static void agent_on_joined(hv_session_t *s, int first, uint64_t node_id, const char *cluster,
+                            void *ud) {
+    agent_t *a = ud;
+    (void)s;
+    (void)first;
+    (void)cluster;
+    a->node_id = node_id;
+}
+
+static void agent_on_connected(hv_session_t *s, int first, void *ud) {
+    agent_t *a = ud;
+    (void)s;
+    if (first) {
+        printf("hvagent: joined %s as node %s (id %llu), %u slots\n", a->cfg.head, a->cfg.name,
+               (unsigned long long)a->node_id, a->cfg.slots);
+        fflush(stdout);
+    }
+}
+
+static void agent_on_order(hv_session_t *s, const Hvpb__V1__HeadMsg *m, void *ud) {
+    agent_t *a = ud;
+    switch (m->body_case) {
+    case HVPB__V1__HEAD_MSG__BODY_SPAWN:
+        hv_workers_spawn(a->workers, m->spawn);
+        break;
+    case HVPB__V1__HEAD_MSG__BODY_KILL:
+        hv_workers_kill(a->workers, m->kill->worker_id, m->kill->grace_ms, m->kill->reason);
+        break;
+    case HVPB__V1__HEAD_MSG__BODY_DRAIN:
+        HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN", "the head drains this node: %s",
+               m->drain->reason);
+        hv_session_set_draining(s, 1);
+        break;
+    case HVPB__V1__HEAD_MSG__BODY_SHUTDOWN: {
+        char reason[300];
+        snprintf(reason, sizeof(reason), "shutdown ordered by the head: %.250s",
+                 m->shutdown->reason);
+        agent_shutdown(a, reason, 0);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void agent_on_fatal(hv_session_t *s, hv_err rc, const char *msg, void *ud) {
+    agent_t *a = ud;
+    (void)s;
+    if (rc == HV_EPERM || rc == HV_EINVAL || rc == HV_ENOTSUP) {
+        fprintf(stderr, "hvagent: the head refused to join: %s\n", msg);
+    } else {
+        fprintf(stderr, "hvagent: %s\n", msg);
+    }
+    agent_shutdown(a, "could not join the head", 1);
+}
+
+static void agent_on_lease_expired(hv_session_t *s, void *ud) {
+    agent_t *a = ud;
+    (void)s;
+    if (!a->cfg.orphan_kill || hv_workers_count(a->workers) == 0) {
+        return;
+    }
+    HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ORPHANS",
+           "the head is gone past the lease: killing %zu workers (orphan policy kill)",
+           hv_workers_count(a->workers));
+    hv_workers_kill_all(a->workers, AGENT_KILL_GRACE_MS,
+                        "the head was unreachable for longer than the lease", 0);
+}
+
+static size_t agent_running(hv_session_running_t **out, void *ud) {
+    agent_t *a = ud;
+    hv_worker_pid_t *v = NULL;
+    size_t n = hv_workers_running(a->workers, &v);
+    *out = NULL;
+    if (n == 0) {
+        return 0;
+    }
+    hv_session_running_t *r = hv_calloc(n, sizeof(*r));
+    if (r == NULL) {
+        hv_free(v);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        r[i].worker_id = v[i].worker_id;
+        r[i].pid = v[i].pid;
+    }
+    hv_free(v);
+    *out = r;
+    return n;
+}
+
+/* ---- worker callbacks ----------------------------------------------------------------------- */
+
+static void agent_on_started(uint64_t worker_id, int pid, void *ud) {
+    agent_t *a = ud;
+    hv_session_worker_started(a->session, worker_id, pid);
+}
+
+static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal,
+                            const char *reason, void *ud) {
+    agent_t *a = ud;
+    hv_session_worker_exited(a->session, worker_id, exit_code, term_signal, reason);
+}
+
+static void agent_on_line(uint64_t worker_id, int stream, const char *line, size_t len,
+                          void *ud) {
+    agent_t *a = ud;
+    hv_session_log(a->session, worker_id, stream, line, len);
+}
+
+/* ---- pid file ------------------------------------------------------------------------------- */
+
+static pid_t pidfile_pid(const char *path) {
+    char *txt = NULL;
+    if (hv_read_file(path, 64, &txt, NULL) != HV_OK) {
+        return 0;
+    }
+    long v = strtol(txt, NULL, 10);
+    hv_free(txt);
+    return v > 0 ? (pid_t)v : 0;
+}
+
+/* Writes our pid unless a live process holds the file. */
+static int pidfile_claim(const char *path) {
+    pid_t old = pidfile_pid(path);
+    if (old > 0 && old != getpid() && kill(old, 0) == 0) {
+        fprintf(stderr, "hvagent: another agent (pid %d) holds %s\n", (int)old, path);
+        return -1;
+    }
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+    hv_err rc = hv_write_file_atomic(path, buf, (size_t)n, 0644);
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvagent: cannot write the pid file %s: %s\n", path, hv_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- join ----------------------------------------------------------------------------------- */
+
+static uint64_t agent_incarnation(void) {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+        v = hv_wall_ms() ^ ((uint64_t)getpid() << 32) ^ hv_now_ms();
+    }
+    return v != 0 ? v : 1;
+}
+
+static void walk_close(uv_handle_t *h, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(h)) {
+        uv_close(h, NULL);
+    }
+}
+
+static int agent_join(agent_t *a) {
+    hv_agent_config_t *cfg = &a->cfg;
+    char path[PATH_MAX + 16];
+    hv_err rc = hv_mkdirs(cfg->work_dir, 0755);
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvagent: cannot create the work dir %s: %s\n", cfg->work_dir,
+                hv_strerror(rc));
+        return 1;
+    }
+    if (cfg->daemon) {
+        rc = hv_daemonize(cfg->pid_file, cfg->log_file[0] ? cfg->log_file : NULL);
+        if (rc == HV_EEXIST) {
+            fprintf(stderr, "hvagent: another agent (pid %d) holds %s\n",
+                    (int)pidfile_pid(cfg->pid_file), cfg->pid_file);
+            return 1;
+        }
+        if (rc != HV_OK) {
+            fprintf(stderr, "hvagent: cannot daemonize: %s\n", hv_strerror(rc));
+            return 1;
+        }
+    } else {
+        if (cfg->log_file[0] != '\0') {
+            int fd = open(cfg->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            if (fd < 0) {
+                fprintf(stderr, "hvagent: cannot open the log file %s: %s\n", cfg->log_file,
+                        strerror(errno));
+                return 1;
+            }
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (pidfile_claim(cfg->pid_file) != 0) {
+            return 1;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-START",
+           "hvagent %s: node %s, %u slots (%u GPUs, %u CPUs), work dir %s, head %s",
+           HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->work_dir,
+           cfg->head);
+
+    int code = 1;
+    uv_loop_init(&a->loop);
+    uv_timer_init(&a->loop, &a->stop_timer);
+    a->stop_timer.data = a;
+    if ((rc = hv_rpc_engine_create(&a->loop, &a->eng)) != HV_OK ||
+        (rc = hv_rpc_channel_create(cfg->head, &a->ch)) != HV_OK) {
+        fprintf(stderr, "hvagent: cannot start the rpc layer: %s\n", hv_strerror(rc));
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/cache", cfg->work_dir);
+    if ((rc = hv_artifact_cache_create(&a->loop, a->eng, a->ch, path, cfg->token, &a->cache)) !=
+        HV_OK) {
+        fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path,
+                hv_strerror(rc));
+        goto out;
+    }
+    hv_workers_config_t wc = {.work_dir = cfg->work_dir, .node_name = cfg->name};
+    hv_workers_cbs_t wcb = {.on_started = agent_on_started, .on_exited = agent_on_exited,
+                            .on_line = agent_on_line, .ud = a};
+    if ((rc = hv_workers_create(&a->loop, &wc, a->cache, &wcb, &a->workers)) != HV_OK) {
+        fprintf(stderr, "hvagent: cannot set up workers: %s\n", hv_strerror(rc));
+        goto out;
+    }
+
+    Hvpb__V1__KeyValue kv[HV_AGENT_MAX_LABELS];
+    Hvpb__V1__KeyValue *kvp[HV_AGENT_MAX_LABELS];
+    for (size_t i = 0; i < cfg->nlabels; i++) {
+        Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
+        kv[i] = init;
+        kv[i].key = cfg->label_keys[i];
+        kv[i].value = cfg->label_values[i];
+        kvp[i] = &kv[i];
+    }
+    Hvpb__V1__NodeInfo ni = HVPB__V1__NODE_INFO__INIT;
+    ni.name = cfg->name;
+    ni.addrs = cfg->addrs;
+    ni.n_addrs = cfg->naddrs;
+    ni.slots = cfg->slots;
+    ni.gpus = cfg->gpus;
+    ni.cpus = cfg->cpus;
+    ni.labels = kvp;
+    ni.n_labels = cfg->nlabels;
+    ni.preemptible = cfg->preemptible ? 1 : 0;
+    ni.instance_id = cfg->instance_id;
+    ni.version = "hvagent " HV_AGENT_VERSION;
+    hv_session_config_t sc = {.head = cfg->head, .token = cfg->token,
+                              .incarnation = agent_incarnation(), .node = &ni,
+                              .connect_timeout_ms = cfg->connect_timeout_ms};
+    hv_session_cbs_t scb = {.on_joined = agent_on_joined, .on_connected = agent_on_connected,
+                            .on_order = agent_on_order, .on_fatal = agent_on_fatal,
+                            .on_lease_expired = agent_on_lease_expired,
+                            .running = agent_running, .ud = a};
+    if ((rc = hv_session_create(&a->loop, a->eng, a->ch, &sc, &scb, &a->session)) != HV_OK) {
+        fprintf(stderr, "hvagent: cannot start the session: %s\n", hv_strerror(rc));
+        goto out;
+    }
+    uv_signal_t *sigs[] = {&a->sig_int, &a->sig_term, &a->sig_usr1};
+    int signums[] = {SIGINT, SIGTERM, SIGUSR1};
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(&a->loop, sigs[i]);
+        sigs[i]->data = a;
+        uv_signal_start(sigs[i], agent_signal_cb, signums[i]);
+    }
+
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    code = a->exit_code;
+    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-EXIT", "hvagent exits with status %d", code);
+
+out:
+    // Order matters: nothing may start new calls, then the engine ends every call (running
+    // their callbacks), then the modules free what the callbacks no longer reach.
+    hv_session_stop(a->session);
+    if (a->cache != NULL) {
+        hv_artifact_cache_stop(a->cache);
+    }
+    hv_rpc_engine_destroy(a->eng);
+    hv_workers_destroy(a->workers);
+    hv_artifact_cache_destroy(a->cache);
+    hv_session_destroy(a->session);
+    hv_rpc_channel_destroy(a->ch);
+    uv_walk(&a->loop, walk_close, NULL);
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&a->loop) != 0) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-LOOP", "the loop still had open handles");
+    }
+    hv_pidfile_remove(cfg->pid_file);
+    return code;
+}
+
+/* ---- stop / drain --------------------------------------------------------------------------- */
+
+static int agent_stop_cmd(const hv_agent_config_t *cfg) {
+    pid_t pid = pidfile_pid(cfg->pid_file);
+    hv_err rc = hv_stop_pidfile(cfg->pid_file, cfg->stop_timeout_ms, 1);
+    if (rc == HV_ENOTFOUND) {
+        fprintf(stderr, "hvagent: no agent is running (pid file %s)\n", cfg->pid_file);
+        return 1;
+    }
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvagent: could not stop the agent (pid %d): %s\n", (int)pid,
+                hv_strerror(rc));
+        return 1;
+    }
+    printf("hvagent: stopped the agent (pid %d)\n", (int)pid);
+    return 0;
+}
+
+static int agent_drain_cmd(const hv_agent_config_t *cfg) {
+    pid_t pid = pidfile_pid(cfg->pid_file);
+    if (pid <= 0 || kill(pid, SIGUSR1) != 0) {
+        fprintf(stderr, "hvagent: no agent is running (pid file %s)\n", cfg->pid_file);
+        return 1;
+    }
+    printf("hvagent: asked the agent (pid %d) to drain\n", (int)pid);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static agent_t agent;
+    char err[512];
+    hv_log_init("hvagent");
+    hv_err rc = hv_agent_config_parse(argc, argv, &agent.cfg, err, sizeof(err));
+    int code;
+    if (rc == HV_EINVAL) {
+        fprintf(stderr, "hvagent: %s\n%s", err, hv_agent_usage());
+        code = 2;
+    } else if (rc != HV_OK) {
+        fprintf(stderr, "hvagent: %s\n", hv_strerror(rc));
+        code = 1;
+    } else {
+        if (agent.cfg.log_level_set) {
+            hv_log_set_level(agent.cfg.log_level);
+        }
+        switch (agent.cfg.cmd) {
+        case HV_AGENT_CMD_HELP:
+            fputs(hv_agent_usage(), stdout);
+            code = 0;
+            break;
+        case HV_AGENT_CMD_VERSION:
+            printf("hvagent %s\n", HV_AGENT_VERSION);
+            code = 0;
+            break;
+        case HV_AGENT_CMD_STOP:
+            code = agent_stop_cmd(&agent.cfg);
+            break;
+        case HV_AGENT_CMD_DRAIN:
+            code = agent_drain_cmd(&agent.cfg);
+            break;
+        default:
+            code = agent_join(&agent);
+            break;
+        }
+    }
+    hv_agent_config_fini(&agent.cfg);
+    return code;
+}

@@ -1,0 +1,82 @@
+/*
+ * workers: the worker processes of one node, as the head orders them. A spawn order becomes:
+ * fetch the binary and files through the artifact cache, lay them out in
+ * <work-dir>/jobs/<job_id>/w<worker_id>/, and start the program there (agent/spawn.c) with the
+ * agent's environment plus the order's env and the HV_* variables. Kill orders, the lease expiry
+ * and shutdown kill process groups with a grace period. What happens is reported through three
+ * callbacks (started, exited, output line); the owner (main.c) forwards them to the head.
+ *
+ * Every worker that was ordered gets exactly one exited callback (also when the fetch or the
+ * spawn failed: exit_code -1 and a reason), unless hv_workers_destroy ran first. Not here: talking
+ * to the head (agent/session.c), the cache itself (agent/artifact.c).
+ *
+ * Threads: the loop thread only; callbacks run there.
+ */
+#ifndef HV_AGENT_WORKERS_H
+#define HV_AGENT_WORKERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "artifact.h"
+#include "err.h"
+#include "hv.pb-c.h"
+
+typedef struct hv_workers_s hv_workers_t;
+
+typedef struct hv_workers_cbs_s {
+    void (*on_started)(uint64_t worker_id, int pid, void *ud);
+    /* reason: "" for an exit on its own, else why (borrowed). */
+    void (*on_exited)(uint64_t worker_id, int exit_code, int term_signal, const char *reason,
+                      void *ud);
+    /* One output line (stream 1 = stdout, 2 = stderr); line borrowed, not NUL-terminated. */
+    void (*on_line)(uint64_t worker_id, int stream, const char *line, size_t len, void *ud);
+    void *ud;
+} hv_workers_cbs_t;
+
+typedef struct hv_workers_config_s {
+    const char *work_dir;  /* absolute path; jobs/ goes below it */
+    const char *node_name; /* HV_NODE */
+} hv_workers_config_t;
+
+/* A running worker. */
+typedef struct hv_worker_pid_s {
+    uint64_t worker_id;
+    int pid;
+} hv_worker_pid_t;
+
+/* Creates the table. loop and cache are borrowed and must outlive it; cfg and cbs are copied. */
+hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
+                         hv_artifact_cache_t *cache, const hv_workers_cbs_t *cbs,
+                         hv_workers_t **out);
+
+/* Starts a worker (asynchronously: fetch, lay out, spawn). spec is borrowed. An order for a
+ * worker id that is already here is ignored. A bad order (file names with '/' or "..") or a
+ * table that is closing produces an exited callback with exit_code -1 and the reason. */
+void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *spec);
+
+/* Kills one worker: SIGTERM to its group, SIGKILL after grace_ms. A worker still fetching never
+ * starts. Unknown ids are ignored (logged at info). reason is copied into the exit reason. */
+void hv_workers_kill(hv_workers_t *w, uint64_t worker_id, uint32_t grace_ms, const char *reason);
+
+/* Kills every worker as hv_workers_kill does. With refuse_new set, later spawn orders are
+ * answered with an exit ("the agent is shutting down"). */
+void hv_workers_kill_all(hv_workers_t *w, uint32_t grace_ms, const char *reason, int refuse_new);
+
+/* Workers ordered and not yet reported exited (fetching or running). */
+size_t hv_workers_count(const hv_workers_t *w);
+
+/* The live workers, i.e. every worker not yet reported exited: running ones with their pid,
+ * ones still fetching with pid 0 (they will start, and the head must not count them lost).
+ * Returns the count; *out is an owned array (hv_free), NULL when the count is 0 or memory ran
+ * out. */
+size_t hv_workers_running(const hv_workers_t *w, hv_worker_pid_t **out);
+
+/* Forgets every worker without waiting: running ones get SIGKILL to their group; no more
+ * callbacks. Call after the artifact cache was stopped and the rpc engine destroyed (so no fetch
+ * callback is pending). destroy(NULL) is a no-op. */
+void hv_workers_destroy(hv_workers_t *w);
+
+#endif
