@@ -84,7 +84,7 @@ hv_err hv_init(void) {
         rc = HV_EINVAL;
         goto out;
     }
-    const char *node = getenv("HV_NODE_NAME");
+    const char *node = getenv("HV_NODE");
     if (node != NULL && node[0] != '\0') {
         snprintf(g.host, sizeof(g.host), "%s", node);
     } else if (gethostname(g.host, sizeof(g.host) - 1) != 0) {
