@@ -554,6 +554,9 @@ static void job_set_terminal(head_t *h, head_job_t *j, const char *state, const 
     head_set_str(&j->row.reason, reason);
     j->row.ended_ms = hv_wall_ms();
     job_store(h, j);
+    /* Set before the event: watchers must not see a terminal job as finished while its
+     * workers are still being reaped (job_maybe_finished clears it). */
+    j->ending = 1;
     if (reason != NULL && reason[0] != '\0') {
         head_event(h, j->row.id, 0, "job.state", "job %llu %s: %s", (unsigned long long)j->row.id,
                    state, reason);
@@ -561,7 +564,6 @@ static void job_set_terminal(head_t *h, head_job_t *j, const char *state, const 
         head_event(h, j->row.id, 0, "job.state", "job %llu %s", (unsigned long long)j->row.id,
                    state);
     }
-    j->ending = 1;
 }
 
 void head_driver_end_job(head_t *h, head_job_t *j, const char *state, const char *reason) {
@@ -646,7 +648,8 @@ void head_driver_worker_exited(head_t *h, head_worker_t *w, int exit_code, int t
     describe_exit(what, sizeof(what), w, exit_code, term_signal, reason);
     int ok = exit_code == 0 && term_signal == 0;
     if (!ok || killed_by_us) {
-        head_event(h, j->row.id, w->row.node_id, ok ? "worker.exit" : "worker.fail", "%s", what);
+        const char *kind = killed_by_us ? "worker.killed" : ok ? "worker.exit" : "worker.fail";
+        head_event(h, j->row.id, w->row.node_id, kind, "%s", what);
     }
     if (j->ending || head_job_terminal(j)) {
         job_maybe_finished(h, j);

@@ -13,7 +13,7 @@ hv_cleanup() {
     for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
     # workers run in their own process groups: kill anything still running from our tree
     if [ -n "${TMP:-}" ] && [ -d "$TMP" ]; then
-        for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+        for p in $(pgrep -f "$TMP" 2>/dev/null) $(workers); do kill -KILL "$p" 2>/dev/null; done
         if [ "${HV_KEEP_TMP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi
     fi
 }
@@ -100,3 +100,17 @@ assert_no_grep() {
 job_state() {
     "$BIN/hvctl" --head "$HEAD" --json job "$1" 2>/dev/null | sed -nE 's/.*"state": *"([a-z]+)".*/\1/p' | head -n 1
 }
+
+# workers [JOB]: pids of worker processes (cwd inside one of this test's agents' job dirs).
+workers() {
+    local d c
+    for d in /proc/[0-9]*; do
+        c=$(readlink "$d/cwd" 2>/dev/null) || continue
+        case "$c" in "$TMP"/agent-*/jobs/${1:-}*) echo "${d#/proc/}" ;; esac
+    done
+}
+n_workers() { workers "$@" | wc -l; }
+workers_at_least() { [ "$(n_workers "$1")" -ge "$2" ]; }  # JOB N
+no_workers() { [ "$(n_workers "${1:-}")" -eq 0 ]; }       # [JOB]
+state_is() { [ "$(job_state "$1")" = "$2" ]; }             # JOB STATE
+lines_at_least() { [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }  # FILE PATTERN N

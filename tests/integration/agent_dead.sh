@@ -9,10 +9,10 @@ start_agent node-a 2
 start_agent node-b 2
 "$BIN/hvsubmit" -np 4 "$EX/sleeper" 60 >"$TMP/submit.out" 2>"$TMP/submit.err" &
 sub=$!
-wait_for 15 sh -c "[ \"\$(grep -c 'started' '$TMP/submit.out')\" -eq 4 ]" || fail "4 workers did not start"
+wait_for 15 lines_at_least "$TMP/submit.out" started 4 || fail "4 workers did not start"
 t0=$(date +%s%N)
 kill -KILL "$(agent_pid node-b)"
-pkill -KILL -f "$TMP/agent-node-b/jobs/" # the node's machine is gone with it
+for p in $(workers); do case "$(readlink /proc/$p/cwd)" in *agent-node-b/*) kill -KILL $p ;; esac; done # the node's machine is gone with it
 wait $sub; ec=$?
 t1=$(date +%s%N)
 [ $ec -ne 0 ] || fail "hvsubmit exited 0 though a node died"
@@ -25,5 +25,5 @@ assert_grep "$TMP/submit.err" "no heartbeat" "hvsubmit must give the reason"
 "$BIN/hvctl" --head "$HEAD" --json nodes >"$TMP/nodes.json"
 grep -q '"name": *"node-b"' "$TMP/nodes.json" || fail "node-b missing from nodes"
 sed -n '/"node-b"/,/}/p' "$TMP/nodes.json" | grep -q '"state": *"dead"' || fail "node-b not listed as dead"
-wait_for 10 sh -c "! pgrep -f '$TMP/agent-node-a/jobs/' >/dev/null" || fail "node-a's workers were not killed"
+wait_for 10 no_workers || fail "node-a's workers were not killed"
 pass "dead agent detected after ${ms} ms (lease 2000 ms); job failed with the reason"

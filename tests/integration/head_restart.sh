@@ -14,8 +14,8 @@ start_agent node-a 2
 start_agent node-b 2
 "$BIN/hvsubmit" -np 4 "$EX/sleeper" 5 >"$TMP/submit.out" 2>"$TMP/submit.err" &
 sub=$!
-wait_for 15 sh -c "[ \"\$(grep -c 'started' '$TMP/submit.out')\" -eq 4 ]" || fail "4 workers did not start"
-pids_before=$(pgrep -f "$TMP/agent-.*/jobs/1/" | sort | tr '\n' ' ')
+wait_for 15 lines_at_least "$TMP/submit.out" started 4 || fail "4 workers did not start"
+pids_before=$(workers 1 | sort | tr '\n' ' ')
 kill -KILL "$HEAD_PID"
 sleep 1
 start_head
@@ -34,11 +34,11 @@ for p in $pids_before; do
 done
 # second part: the head restarts, but the agents are gone for good
 "$BIN/hvsubmit" --detach -np 2 "$EX/sleeper" 60 >"$TMP/id2" 2>/dev/null || fail "submit 2 failed"
-wait_for 15 sh -c "[ \"\$(pgrep -fc '$TMP/agent-.*/jobs/2/')\" -ge 2 ]" || fail "job 2 did not start"
+wait_for 15 workers_at_least 2 2 || fail "job 2 did not start"
 kill -KILL "$HEAD_PID" "$(agent_pid node-a)" "$(agent_pid node-b)"
-pkill -KILL -f "$TMP/agent-.*/jobs/2/"
+kill -KILL $(workers 2)
 start_head
-wait_for $(( LEASE_MS / 1000 + 10 )) sh -c "[ \"\$(job_state 2 2>/dev/null)\" = failed ]" || fail "job 2 stayed '$(job_state 2)'"
+wait_for $(( LEASE_MS / 1000 + 10 )) state_is 2 failed || fail "job 2 stayed '$(job_state 2)'"
 "$BIN/hvctl" --head "$HEAD" job 2 >"$TMP/job2.out" 2>&1
 assert_grep "$TMP/job2.out" "no heartbeat" "job 2's reason must say the node stopped heartbeating"
 pass "head SIGKILL + restart keeps the job; lost nodes fail it with a reason"

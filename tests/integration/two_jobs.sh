@@ -10,7 +10,7 @@ start_agent node-b 2
 pa=$!
 "$BIN/hvsubmit" -np 2 "$EX/sleeper" 3 >"$TMP/b.out" 2>"$TMP/b.err" &
 pb=$!
-wait_for 15 sh -c "[ \"\$(pgrep -fc '$TMP/agent-.*/jobs/')\" -ge 4 ]" || fail "the two jobs did not run side by side"
+wait_for 15 workers_at_least "" 4 || fail "the two jobs did not run side by side"
 "$BIN/hvsubmit" -np 4 "$EX/hello" >"$TMP/c.out" 2>"$TMP/c.err" &
 pc=$!
 sleep 0.5

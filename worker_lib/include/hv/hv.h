@@ -97,10 +97,148 @@ HV_API int hv_size(void);
 HV_API int hv_local_rank(void);
 HV_API int hv_local_size(void);
 
-/* The name of the host (node) this worker runs on, as the cluster knows it (HV_NODE_NAME when
+/* The name of the host (node) this worker runs on, as the cluster knows it (HV_NODE when
  * set, else the system host name). Static storage valid until hv_shutdown; "" when not
  * initialised. Thread-safe. */
 HV_API const char *hv_host_name(void);
+
+/* Starts hv with explicit settings. cfg is borrowed (read during the call). cfg->size must be set
+ * (HV_CONFIG_INIT does it); a zero field means "the HV_* environment variable, else the default".
+ * Otherwise as hv_init (which is hv_init_config(NULL)). */
+typedef struct hv_config_s {
+    size_t size;               /* sizeof(hv_config_t): lets the library accept older structs */
+    uint32_t peer_timeout_ms;  /* a peer silent this long inside a collective fails it with
+                                  HV_ETIMEDOUT; env HV_PEER_TIMEOUT_MS, default 5000 */
+    uint64_t fusion_threshold; /* max bytes fused into one collective; env HV_FUSION_THRESHOLD
+                                  (bytes or "64MiB"), default 128 MiB */
+    uint32_t cycle_time_us;    /* how long the background engine gathers submissions before it
+                                  negotiates; env HV_CYCLE_TIME_MS (float ms), default 1 ms */
+    uint32_t rdzv_timeout_ms;  /* bound on joining the rendezvous; env HV_RDZV_TIMEOUT_MS,
+                                  default 90000 */
+    uint32_t spin_us;          /* busy-poll this long before blocking on a socket; env HV_SPIN_US,
+                                  default 50 (0 when ranks outnumber cores) */
+    const char *data_addr;     /* data-plane listen address "ip:port"; env HV_DATA_ADDR, default
+                                  0.0.0.0:0 (borrowed, copied) */
+} hv_config_t;
+
+#define HV_CONFIG_INIT {sizeof(hv_config_t), 0, 0, 0, 0, 0, NULL}
+
+HV_API hv_err hv_init_config(const hv_config_t *cfg);
+
+/* Aborts the data plane at once: every operation pending or in progress on any thread fails
+ * with HV_ECANCELED, peers see the connections close (their operations fail with HV_EPEER), and
+ * later operations fail until hv_shutdown + hv_init. Safe from any thread, never blocks (it is
+ * the path to take when the process learns that the membership changed or a peer is lost).
+ * Returns HV_ESTATE when not initialised. */
+HV_API hv_err hv_abort(void);
+
+/* A human-readable account of the last failure of the data plane ("rank 1 at 10.0.0.2:41234:
+ * connection reset during allreduce of 'grad.fc'"), or "" if none. Thread-safe; the string is
+ * copied into buf (len bytes, always NUL-terminated). Returns buf. */
+HV_API const char *hv_last_error(char *buf, size_t len);
+
+/* Log sink for libhv's own records (default: stderr, WARN and above; HV_LOG_LEVEL changes the
+ * level). fn receives the level (3 error .. 7 debug), a subsystem, a stable message id and the
+ * text; all borrowed for the duration of the call. fn may be called from libhv's threads at any
+ * time, so it must be thread-safe. NULL restores stderr. */
+typedef void (*hv_log_fn)(int level, const char *subsys, const char *msgid, const char *text,
+                          void *ud);
+HV_API void hv_set_logger(hv_log_fn fn, void *ud);
+
+/* ---- data types and reduction operations ----------------------------------------------------- */
+
+typedef enum hv_dtype {
+    HV_FLOAT32 = 0,
+    HV_FLOAT64 = 1,
+    HV_FLOAT16 = 2,  /* IEEE binary16, stored as uint16_t; reduced in float, rounded to nearest
+                        even at every step */
+    HV_BFLOAT16 = 3, /* bfloat16 (upper half of a float32), stored as uint16_t; same rounding */
+    HV_INT32 = 4,
+    HV_INT64 = 5,
+    HV_UINT8 = 6,
+    HV__DTYPE_COUNT
+} hv_dtype;
+
+typedef enum hv_op {
+    HV_SUM = 0,
+    HV_AVG = 1,     /* sum, then divided by the world size once (integers: truncated) */
+    HV_MIN = 2,
+    HV_MAX = 3,
+    HV_PRODUCT = 4,
+    HV__OP_COUNT
+} hv_op;
+
+/* Bytes per element of dt; 0 for an unknown type. */
+HV_API size_t hv_dtype_size(hv_dtype dt);
+
+/* ---- collectives -----------------------------------------------------------------------------
+ * All collectives are run by libhv's engine: operations are matched across ranks by name (the
+ * unnamed blocking calls get names from a per-process sequence number, so every rank must issue
+ * its unnamed blocking calls in the same order, as with MPI). Named asynchronous operations may
+ * be submitted in different orders on different ranks; each executes once every rank submitted
+ * it, fused with others that are ready (HV_FUSION_THRESHOLD). Every rank gets bit-identical
+ * results. Thread-safety: all calls below may be made from any thread concurrently.
+ * Buffers are borrowed: they must stay valid and untouched until the operation completes
+ * (blocking calls: until they return; async: until hv_wait/hv_test reports completion).
+ * Device (CUDA) pointers are accepted when libhv was built with CUDA (see README.md).
+ * Failure of a peer makes the pending operations fail with HV_EPEER at once (connection reset) or
+ * HV_ETIMEDOUT (a peer silent for HV_PEER_TIMEOUT_MS); after that every call fails until
+ * hv_shutdown() and hv_init() rebuild the data plane. Operations fail with HV_ESTATE before
+ * hv_init, HV_EINVAL for a bad argument (NULL buffer with count > 0, unknown dtype/op, root out
+ * of range), HV_EPROTO when ranks disagree about an operation (same name, different count, type,
+ * op or root). */
+
+/* A handle to an asynchronous operation. 0 is never a valid handle. A handle is released by the
+ * hv_wait() or successful hv_test() that reports its completion; using it afterwards returns
+ * HV_ENOTFOUND (never undefined behaviour). */
+typedef uint64_t hv_handle_t;
+
+/* Allreduce of count elements: out = op over all ranks of in. in == out is in place. Blocking. */
+HV_API hv_err hv_allreduce(const void *in, void *out, size_t count, hv_dtype dt, hv_op op);
+
+/* Submits a named allreduce and returns at once with *handle set. name is copied (at most 255
+ * bytes); it identifies the tensor across ranks and must not be pending already on this rank
+ * (HV_EEXIST). */
+HV_API hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t count,
+                                 hv_dtype dt, hv_op op, hv_handle_t *handle);
+
+/* One tensor of a grouped submission. All pointers borrowed. */
+typedef struct hv_tensor_s {
+    const char *name; /* unique among pending operations of this rank */
+    const void *in;   /* input; == out for in place */
+    void *out;        /* result */
+    size_t count;     /* elements */
+    hv_dtype dtype;
+} hv_tensor_t;
+
+/* Submits n tensors as one group: they are negotiated together, fused together as far as the
+ * fusion threshold allows, and the one handle completes when all are done. tensors[] is borrowed
+ * for the call only (the names are copied). */
+HV_API hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
+                                       hv_handle_t *handle);
+
+/* Broadcast of count elements from rank root to every rank, in place. Blocking. */
+HV_API hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root);
+HV_API hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt, int root,
+                                 hv_handle_t *handle);
+
+/* Allgather with per-rank counts: each rank contributes count elements (counts may differ); out
+ * receives every rank's elements in rank order. out_cap is out's capacity in elements. counts
+ * (optional, hv_size() entries) receives every rank's count. If any rank's out_cap is below the
+ * total, every rank gets HV_ETOOBIG (counts is still filled, so callers can retry with a larger
+ * buffer). Blocking. */
+HV_API hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t out_cap,
+                           size_t *counts);
+
+/* Returns when every rank has entered the barrier. Blocking. */
+HV_API hv_err hv_barrier(void);
+
+/* Blocks until the operation completes and returns its status; releases the handle. */
+HV_API hv_err hv_wait(hv_handle_t handle);
+
+/* Never blocks. *done = 0: still running (returns HV_OK, handle kept). *done = 1: completed; the
+ * return value is the operation's status and the handle is released. */
+HV_API hv_err hv_test(hv_handle_t handle, int *done);
 
 #ifdef __cplusplus
 }
