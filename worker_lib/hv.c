@@ -1,8 +1,9 @@
 /*
  * hv: the public entry points of libhv (include/hv/hv.h) and the process-wide state behind them.
- * It reads the HV_* environment once per hv_init, picks the rendezvous, and owns the one context
- * the public API talks to. It is not where collectives or transports live (see ring.c,
- * transport_*.c, engine.c); it only wires them together. Called by the user's training program.
+ * It reads the HV_* environment once, picks the rendezvous (the head when HV_HEAD, HV_JOB_ID and
+ * HV_WORKER_ID are set; a shared directory when HV_RDZV_DIR is; else a single-process world),
+ * and owns the one world the public API talks to. It is not where collectives or transports
+ * live (engine.c, ring.c, transport_*.c); it only validates arguments and forwards.
  */
 #include "err.h"
 
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,100 +19,400 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "log.h"
+#include "mem.h"
+#include "rdzv.h"
+#include "util.h"
+#include "world.h"
 
 #define HV_VERSION_STR_(a, b, c) #a "." #b "." #c
 #define HV_VERSION_STR(a, b, c) HV_VERSION_STR_(a, b, c)
 
-/* Process-wide state. Written by hv_init/hv_shutdown only (which are not thread-safe with each
- * other); the rank getters read atomics so they are safe from any thread. */
+/* HV_* settings, read from the environment once per process (first hv_init). */
+typedef struct params_s {
+    int loaded;
+    hv_err rc;              // a malformed variable makes every hv_init fail the same way
+    int env_rank, env_size, env_local_rank, env_local_size; // -1 when unset
+    char head[256];         // HV_HEAD
+    uint64_t job_id, worker_id;
+    int have_job, have_worker;
+    char rdzv_dir[1024];    // HV_RDZV_DIR
+    char node[256];         // HV_NODE_NAME or the host name
+    char data_addr[128];    // HV_DATA_ADDR
+    uint32_t peer_timeout_ms, rdzv_timeout_ms, cycle_time_us, spin_us;
+    uint64_t fusion_threshold;
+    uint64_t stage_bytes, small_bytes, spec_bytes;
+    int sock_buf;
+} params_t;
+
+/* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
+ * collectives read g.engine without the lock (hv_shutdown must not race with them). */
 static struct {
-    atomic_int inited;      // 1 between a successful hv_init and hv_shutdown
-    atomic_int rank;        // -1 when not initialised
-    atomic_int size;
-    atomic_int local_rank;
-    atomic_int local_size;
-    char host[256];         // node name, "" when not initialised
-} g = {.rank = -1, .size = -1, .local_rank = -1, .local_size = -1};
+    pthread_mutex_t mu;
+    params_t p;
+    hv__world_t *world;                 // owned, NULL when not initialised or no data plane
+    _Atomic(hv__engine_t *) engine;     // the world's engine, for lock-free calls
+    hv__rdzv_local_store_t *solo;       // single-process rendezvous store, owned
+    atomic_int inited;
+    atomic_int rank, size, local_rank, local_size;
+    uint32_t last_generation;           // of the previous world (re-init after shutdown)
+    char host[256];
+    char init_error[512];
+    hv_log_fn user_log;
+    void *user_log_ud;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .rank = -1, .size = -1, .local_rank = -1,
+       .local_size = -1};
 
 const char *hv_version(void) {
     return HV_VERSION_STR(HV_VERSION_MAJOR, HV_VERSION_MINOR, HV_VERSION_PATCH);
 }
 
-/* Parses the integer environment variable name into [min, max]; absent leaves *out alone. */
-static hv_err env_int(const char *name, long min, long max, int *out) {
+/* ---- environment ----------------------------------------------------------------------------- */
+
+static hv_err env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out, int *seen) {
     const char *s = getenv(name);
     if (s == NULL || s[0] == '\0') {
         return HV_OK;
     }
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "%s=%s: expected an integer in [%ld, %ld]",
-               name, s, min, max);
+    if (hv_parse_u64(s, min, max, out) != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "%s=%s: expected an integer in [%llu, %llu]",
+               name, s, (unsigned long long)min, (unsigned long long)max);
         return HV_EINVAL;
     }
-    *out = (int)v;
+    if (seen != NULL) {
+        *seen = 1;
+    }
     return HV_OK;
 }
 
-hv_err hv_init(void) {
-    if (atomic_load(&g.inited)) {
-        return HV_ESTATE;
+static hv_err env_int(const char *name, int min, int max, int *out) {
+    uint64_t v = 0;
+    int seen = 0;
+    hv_err rc = env_u64(name, (uint64_t)min, (uint64_t)max, &v, &seen);
+    if (rc == HV_OK && seen) {
+        *out = (int)v;
     }
-    hv_log_init("libhv");
-    int rank = 0, size = 1, local_rank = -1, local_size = -1;
+    return rc;
+}
+
+static hv_err env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out) {
+    uint64_t v = 0;
+    int seen = 0;
+    hv_err rc = env_u64(name, min, max, &v, &seen);
+    if (rc == HV_OK && seen) {
+        *out = (uint32_t)v;
+    }
+    return rc;
+}
+
+static hv_err env_size(const char *name, uint64_t *out) {
+    const char *s = getenv(name);
+    if (s == NULL || s[0] == '\0') {
+        return HV_OK;
+    }
+    if (hv_parse_size(s, out) != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "%s=%s: expected a size (bytes, 64KiB, 1GiB)",
+               name, s);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+static hv_err env_str(const char *name, char *buf, size_t len) {
+    const char *s = getenv(name);
+    if (s == NULL) {
+        return HV_OK;
+    }
+    if (strlen(s) >= len) {
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "%s is longer than %zu bytes", name, len - 1);
+        return HV_EINVAL;
+    }
+    snprintf(buf, len, "%s", s);
+    return HV_OK;
+}
+
+static hv_err params_load(params_t *p) {
+    memset(p, 0, sizeof(*p));
+    p->env_rank = p->env_size = p->env_local_rank = p->env_local_size = -1;
+    p->peer_timeout_ms = 5000;
+    p->rdzv_timeout_ms = 90000;
+    p->cycle_time_us = 1000;
+    p->spin_us = UINT32_MAX;
+    p->fusion_threshold = 128u << 20;
+    p->small_bytes = SIZE_MAX;
+    p->spec_bytes = SIZE_MAX;
     hv_err rc;
-    HV_TRY_GOTO(env_int("HV_SIZE", 1, INT_MAX, &size), rc, out);
-    HV_TRY_GOTO(env_int("HV_RANK", 0, INT_MAX, &rank), rc, out);
-    HV_TRY_GOTO(env_int("HV_LOCAL_SIZE", 1, INT_MAX, &local_size), rc, out);
-    HV_TRY_GOTO(env_int("HV_LOCAL_RANK", 0, INT_MAX, &local_rank), rc, out);
-    if (rank >= size) {
-        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "HV_RANK=%d is not below HV_SIZE=%d", rank,
-               size);
+    HV_TRY_GOTO(env_int("HV_SIZE", 1, 1 << 20, &p->env_size), rc, out);
+    HV_TRY_GOTO(env_int("HV_RANK", 0, (1 << 20) - 1, &p->env_rank), rc, out);
+    HV_TRY_GOTO(env_int("HV_LOCAL_SIZE", 1, 1 << 20, &p->env_local_size), rc, out);
+    HV_TRY_GOTO(env_int("HV_LOCAL_RANK", 0, (1 << 20) - 1, &p->env_local_rank), rc, out);
+    HV_TRY_GOTO(env_str("HV_HEAD", p->head, sizeof(p->head)), rc, out);
+    HV_TRY_GOTO(env_u64("HV_JOB_ID", 0, UINT64_MAX, &p->job_id, &p->have_job), rc, out);
+    HV_TRY_GOTO(env_u64("HV_WORKER_ID", 0, UINT64_MAX, &p->worker_id, &p->have_worker), rc, out);
+    HV_TRY_GOTO(env_str("HV_RDZV_DIR", p->rdzv_dir, sizeof(p->rdzv_dir)), rc, out);
+    HV_TRY_GOTO(env_str("HV_NODE_NAME", p->node, sizeof(p->node)), rc, out);
+    HV_TRY_GOTO(env_str("HV_DATA_ADDR", p->data_addr, sizeof(p->data_addr)), rc, out);
+    HV_TRY_GOTO(env_u32("HV_PEER_TIMEOUT_MS", 10, 3600000, &p->peer_timeout_ms), rc, out);
+    HV_TRY_GOTO(env_u32("HV_RDZV_TIMEOUT_MS", 10, 86400000, &p->rdzv_timeout_ms), rc, out);
+    HV_TRY_GOTO(env_u32("HV_SPIN_US", 0, 1000000, &p->spin_us), rc, out);
+    HV_TRY_GOTO(env_size("HV_FUSION_THRESHOLD", &p->fusion_threshold), rc, out);
+    HV_TRY_GOTO(env_size("HV_STAGE_BYTES", &p->stage_bytes), rc, out);
+    HV_TRY_GOTO(env_size("HV_SMALL_BYTES", &p->small_bytes), rc, out);
+    HV_TRY_GOTO(env_size("HV_SPEC_BYTES", &p->spec_bytes), rc, out);
+    uint64_t sb = 0;
+    HV_TRY_GOTO(env_size("HV_SOCKET_BUF", &sb), rc, out);
+    p->sock_buf = sb > INT_MAX ? INT_MAX : (int)sb;
+    const char *ct = getenv("HV_CYCLE_TIME_MS");
+    if (ct != NULL && ct[0] != '\0') {
+        char *end = NULL;
+        errno = 0;
+        double ms = strtod(ct, &end);
+        if (errno != 0 || end == ct || *end != '\0' || !(ms >= 0.001 && ms <= 10000)) {
+            HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV",
+                   "HV_CYCLE_TIME_MS=%s: expected milliseconds in [0.001, 10000]", ct);
+            rc = HV_EINVAL;
+            goto out;
+        }
+        p->cycle_time_us = (uint32_t)lround(ms * 1000.0);
+    }
+    if (p->env_rank >= 0 && p->env_size > 0 && p->env_rank >= p->env_size) {
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "HV_RANK=%d is not below HV_SIZE=%d",
+               p->env_rank, p->env_size);
         rc = HV_EINVAL;
         goto out;
     }
-    if (local_size < 0) {
-        local_size = 1;
-    }
-    if (local_rank < 0) {
-        local_rank = 0;
-    }
-    if (local_rank >= local_size) {
+    if (p->env_local_rank >= 0 && p->env_local_size > 0 &&
+        p->env_local_rank >= p->env_local_size) {
         HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "HV_LOCAL_RANK=%d is not below HV_LOCAL_SIZE=%d",
-               local_rank, local_size);
+               p->env_local_rank, p->env_local_size);
         rc = HV_EINVAL;
         goto out;
     }
-    const char *node = getenv("HV_NODE");
-    if (node != NULL && node[0] != '\0') {
-        snprintf(g.host, sizeof(g.host), "%s", node);
-    } else if (gethostname(g.host, sizeof(g.host) - 1) != 0) {
-        snprintf(g.host, sizeof(g.host), "localhost");
+    if (p->node[0] == '\0' && gethostname(p->node, sizeof(p->node) - 1) != 0) {
+        snprintf(p->node, sizeof(p->node), "localhost");
     }
+    rc = HV_OK;
+out:
+    p->loaded = 1;
+    p->rc = rc;
+    return rc;
+}
+
+static int is_loopback_target(const char *hostport) {
+    char host[256];
+    int port;
+    if (hv_parse_hostport(hostport, host, sizeof(host), &port) != HV_OK) {
+        return 0;
+    }
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "localhost") == 0 ||
+           strcmp(host, "::1") == 0;
+}
+
+/* ---- logging --------------------------------------------------------------------------------- */
+
+static void user_log_adapter(hv_log_level level, const char *subsys, const char *msgid,
+                             const char *text, void *ud) {
+    (void)ud;
+    hv_log_fn fn = g.user_log;
+    if (fn != NULL) {
+        fn((int)level, subsys, msgid, text, g.user_log_ud);
+    }
+}
+
+void hv_set_logger(hv_log_fn fn, void *ud) {
+    g.user_log = fn;
+    g.user_log_ud = ud;
+    hv_log_set_sink(fn != NULL ? user_log_adapter : NULL, NULL);
+}
+
+/* ---- lifetime -------------------------------------------------------------------------------- */
+
+static void set_identity(int rank, int size, int local_rank, int local_size) {
     atomic_store(&g.rank, rank);
     atomic_store(&g.size, size);
     atomic_store(&g.local_rank, local_rank);
     atomic_store(&g.local_size, local_size);
+}
+
+static hv_err init_locked(const hv_config_t *cfg) {
+    if (atomic_load(&g.inited)) {
+        return HV_ESTATE;
+    }
+    if (cfg != NULL && cfg->size < sizeof(size_t)) {
+        return HV_EINVAL;
+    }
+    if (!g.p.loaded) {
+        hv_log_init("libhv");
+        if (getenv("HV_LOG_LEVEL") == NULL) {
+            hv_log_set_level(HV_LOG_WARN); // a library stays quiet unless asked
+        }
+        params_load(&g.p);
+    }
+    if (g.p.rc != HV_OK) {
+        return g.p.rc;
+    }
+    const params_t *p = &g.p;
+    g.init_error[0] = '\0';
+    hv__world_opts_t wo = {
+        .bind_addr = p->data_addr[0] ? p->data_addr : NULL,
+        .host_name = p->node,
+        .last_generation = g.last_generation,
+        .rdzv_timeout_ms = p->rdzv_timeout_ms,
+        .peer_timeout_ms = p->peer_timeout_ms,
+        .spin_us = p->spin_us,
+        .cycle_time_us = p->cycle_time_us,
+        .fusion_threshold = p->fusion_threshold,
+        .stage_bytes = (size_t)p->stage_bytes,
+        .small_bytes = (size_t)p->small_bytes,
+        .spec_bytes = (size_t)p->spec_bytes,
+        .sock_buf = p->sock_buf,
+    };
+    // Explicit configuration wins over the environment (size says which fields exist).
+#define CFG_HAS(f) (cfg != NULL && cfg->size >= offsetof(hv_config_t, f) + sizeof(cfg->f))
+    if (CFG_HAS(peer_timeout_ms) && cfg->peer_timeout_ms) {
+        wo.peer_timeout_ms = cfg->peer_timeout_ms;
+    }
+    if (CFG_HAS(fusion_threshold) && cfg->fusion_threshold) {
+        wo.fusion_threshold = cfg->fusion_threshold;
+    }
+    if (CFG_HAS(cycle_time_us) && cfg->cycle_time_us) {
+        wo.cycle_time_us = cfg->cycle_time_us;
+    }
+    if (CFG_HAS(rdzv_timeout_ms) && cfg->rdzv_timeout_ms) {
+        wo.rdzv_timeout_ms = cfg->rdzv_timeout_ms;
+    }
+    if (CFG_HAS(spin_us) && cfg->spin_us) {
+        wo.spin_us = cfg->spin_us;
+    }
+    if (CFG_HAS(data_addr) && cfg->data_addr != NULL) {
+        wo.bind_addr = cfg->data_addr;
+    }
+#undef CFG_HAS
+    hv_err rc = HV_OK;
+    int fallback_env = 0;
+    if (p->head[0] != '\0' && p->have_job && p->have_worker) {
+        if (is_loopback_target(p->head)) {
+            wo.advertise_ip = "127.0.0.1";
+        }
+        rc = hv__rdzv_head_client(p->head, p->job_id, p->worker_id, &wo.rdzv);
+        if (rc == HV_OK) {
+            rc = hv__world_create(&wo, &g.world);
+        }
+        if (rc == HV_ENOTSUP && p->env_size > 0) {
+            // A head without the Rendezvous service: keep the identity the agent gave us.
+            HV_LOG(HV_LOG_WARN, "init", "HV-INIT-NORDZV",
+                   "the head at %s has no Rendezvous service; running without a data plane as "
+                   "rank %d of %d", p->head, p->env_rank, p->env_size);
+            fallback_env = 1;
+            rc = HV_OK;
+        }
+    } else if (p->rdzv_dir[0] != '\0') {
+        if (p->env_rank < 0 || p->env_size < 1) {
+            HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "HV_RDZV_DIR needs HV_RANK and HV_SIZE");
+            return HV_EINVAL;
+        }
+        wo.advertise_ip = "127.0.0.1";
+        if (wo.bind_addr == NULL) {
+            wo.bind_addr = "127.0.0.1:0";
+        }
+        rc = hv__rdzv_file_client(p->rdzv_dir, p->env_rank, p->env_size, &wo.rdzv);
+        if (rc == HV_OK) {
+            rc = hv__world_create(&wo, &g.world);
+        }
+    } else if (p->env_size > 1) {
+        // Identity without a way to find peers (e.g. an agent without a head rendezvous).
+        fallback_env = 1;
+    } else {
+        if (g.solo == NULL) {
+            rc = hv__rdzv_local_store_create(1, &g.solo);
+        }
+        if (rc == HV_OK) {
+            rc = hv__rdzv_local_client(g.solo, 0, &wo.rdzv);
+        }
+        if (rc == HV_OK) {
+            wo.bind_addr = "127.0.0.1:0";
+            rc = hv__world_create(&wo, &g.world);
+        }
+    }
+    if (rc != HV_OK) {
+        g.world = NULL;
+        snprintf(g.init_error, sizeof(g.init_error), "hv_init: %s", hv_strerror(rc));
+        return rc;
+    }
+    if (fallback_env) {
+        int size = p->env_size > 0 ? p->env_size : 1;
+        int rank = p->env_rank >= 0 ? p->env_rank : 0;
+        int ls = p->env_local_size > 0 ? p->env_local_size : 1;
+        int lr = p->env_local_rank >= 0 ? p->env_local_rank : 0;
+        set_identity(rank, size, lr, ls);
+        snprintf(g.host, sizeof(g.host), "%s", p->node);
+        atomic_store(&g.engine, NULL);
+    } else {
+        const hv__rdzv_assignment_t *a = hv__world_assignment(g.world);
+        set_identity(a->rank, a->size, a->local_rank, a->local_size);
+        const char *h = a->peers[a->rank].host;
+        snprintf(g.host, sizeof(g.host), "%s", p->head[0] && h[0] ? h : p->node);
+        g.last_generation = a->generation;
+        atomic_store(&g.engine, hv__world_engine(g.world));
+    }
     atomic_store(&g.inited, 1);
-    rc = HV_OK;
-out:
+    return HV_OK;
+}
+
+hv_err hv_init_config(const hv_config_t *cfg) {
+    pthread_mutex_lock(&g.mu);
+    hv_err rc = init_locked(cfg);
+    pthread_mutex_unlock(&g.mu);
     return rc;
 }
 
+hv_err hv_init(void) { return hv_init_config(NULL); }
+
 hv_err hv_shutdown(void) {
-    if (!atomic_load(&g.inited)) {
-        return HV_OK;
+    pthread_mutex_lock(&g.mu);
+    hv_err rc = HV_OK;
+    if (atomic_load(&g.inited)) {
+        hv__engine_t *e = atomic_exchange(&g.engine, NULL);
+        int healthy = e == NULL || hv__engine_status(e) == HV_OK;
+        if (g.world != NULL) {
+            rc = hv__world_destroy(g.world, healthy);
+            g.world = NULL;
+        }
+        set_identity(-1, -1, -1, -1);
+        g.host[0] = '\0';
+        atomic_store(&g.inited, 0);
     }
-    atomic_store(&g.rank, -1);
-    atomic_store(&g.size, -1);
-    atomic_store(&g.local_rank, -1);
-    atomic_store(&g.local_size, -1);
-    g.host[0] = '\0';
-    atomic_store(&g.inited, 0);
-    return HV_OK;
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+hv_err hv_abort(void) {
+    pthread_mutex_lock(&g.mu);
+    hv_err rc = HV_ESTATE;
+    if (atomic_load(&g.inited)) {
+        if (g.world != NULL) {
+            hv__world_abort(g.world, HV_ECANCELED, "hv_abort called");
+        }
+        rc = HV_OK;
+    }
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+const char *hv_last_error(char *buf, size_t len) {
+    if (buf == NULL || len == 0) {
+        return buf;
+    }
+    pthread_mutex_lock(&g.mu);
+    hv__engine_t *e = atomic_load(&g.engine);
+    if (e != NULL) {
+        hv__engine_last_error(e, buf, len);
+    } else {
+        snprintf(buf, len, "%s", g.init_error);
+    }
+    pthread_mutex_unlock(&g.mu);
+    return buf;
 }
 
 int hv_rank(void) { return atomic_load(&g.rank); }
@@ -118,3 +420,114 @@ int hv_size(void) { return atomic_load(&g.size); }
 int hv_local_rank(void) { return atomic_load(&g.local_rank); }
 int hv_local_size(void) { return atomic_load(&g.local_size); }
 const char *hv_host_name(void) { return g.host; }
+
+/* ---- collectives ----------------------------------------------------------------------------- */
+
+/* The engine, or why there is none. */
+static hv_err engine_get(hv__engine_t **out) {
+    hv__engine_t *e = atomic_load(&g.engine);
+    if (e != NULL) {
+        *out = e;
+        return HV_OK;
+    }
+    if (!atomic_load(&g.inited)) {
+        return HV_ESTATE;
+    }
+    HV_LOG(HV_LOG_ERROR, "api", "HV-API-NODATA",
+           "no data plane: libhv was started without a rendezvous (set HV_HEAD/HV_JOB_ID/"
+           "HV_WORKER_ID, or HV_RDZV_DIR with HV_RANK and HV_SIZE)");
+    return HV_ENOTSUP;
+}
+
+hv_err hv_allreduce(const void *in, void *out, size_t count, hv_dtype dt, hv_op op) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count,
+                       .dtype = dt, .op = op};
+    return hv__engine_run(e, &d);
+}
+
+hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t count, hv_dtype dt,
+                          hv_op op, hv_handle_t *handle) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (name == NULL || handle == NULL) {
+        return HV_EINVAL;
+    }
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = name, .in = in, .out = out,
+                       .count = count, .dtype = dt, .op = op};
+    return hv__engine_submit(e, &d, 1, handle);
+}
+
+hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
+                                hv_handle_t *handle) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (tensors == NULL || n == 0 || handle == NULL || n > (1u << 20)) {
+        return HV_EINVAL;
+    }
+    hv__op_desc_t *ds = hv_calloc(n, sizeof(*ds));
+    if (ds == NULL) {
+        return HV_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ds[i] = (hv__op_desc_t){.kind = HV__OP_ALLREDUCE, .name = tensors[i].name,
+                                .in = tensors[i].in, .out = tensors[i].out,
+                                .count = tensors[i].count, .dtype = tensors[i].dtype, .op = op};
+        if (tensors[i].name == NULL) {
+            hv_free(ds);
+            return HV_EINVAL;
+        }
+    }
+    hv_err rc = hv__engine_submit(e, ds, n, handle);
+    hv_free(ds);
+    return rc;
+}
+
+hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count,
+                       .dtype = dt, .root = root};
+    return hv__engine_run(e, &d);
+}
+
+hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt, int root,
+                          hv_handle_t *handle) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (name == NULL || handle == NULL) {
+        return HV_EINVAL;
+    }
+    hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .name = name, .in = buf, .out = buf,
+                       .count = count, .dtype = dt, .root = root};
+    return hv__engine_submit(e, &d, 1, handle);
+}
+
+hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t out_cap,
+                    size_t *counts) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    hv__op_desc_t d = {.kind = HV__OP_ALLGATHER, .in = in, .out = out, .count = count,
+                       .dtype = dt, .out_cap = out_cap, .counts = counts};
+    return hv__engine_run(e, &d);
+}
+
+hv_err hv_barrier(void) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    hv__op_desc_t d = {.kind = HV__OP_BARRIER};
+    return hv__engine_run(e, &d);
+}
+
+hv_err hv_wait(hv_handle_t handle) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    return hv__engine_wait(e, handle);
+}
+
+hv_err hv_test(hv_handle_t handle, int *done) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    return hv__engine_test(e, handle, done);
+}

@@ -1,0 +1,67 @@
+/*
+ * transport: the seam between libhv's collective algorithms (ring.c) and the ways bytes move
+ * between ranks (transport_tcp.c, transport_shm.c; NCCL lives in transport_nccl.c behind its own
+ * collective seam because NCCL runs whole collectives). A link is one ring position's pair of
+ * byte pipes: it sends to the right neighbour and receives from the left one (for 2 ranks both
+ * are the same peer, over two pipes). Algorithms only see the ops below and never know which
+ * transport they drive. This header is not a connection manager: world.c builds links.
+ *
+ * Threading: a link is used by one thread at a time (the engine's driver), except ops->abort,
+ * which any thread may call at any time to wake that thread and fail the link.
+ * Errors: HV_EPEER (the peer closed or reset the connection), HV_ECANCELED (aborted locally),
+ * HV_EIO (any other socket error).
+ */
+#ifndef HV_WORKER_LIB_TRANSPORT_H
+#define HV_WORKER_LIB_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "err.h"
+
+typedef struct hv__link_s hv__link_t;
+
+typedef struct hv__transport_ops_s {
+    const char *name; /* "tcp", "shm" */
+
+    /* Moves up to the bytes described by iov[0..iovcnt) to the right peer without blocking.
+     * *n receives the number of bytes taken (0 when the pipe is full). */
+    hv_err (*send_some)(hv__link_t *l, const struct iovec *iov, int iovcnt, size_t *n);
+
+    /* Moves up to the bytes described by iov into caller memory without blocking. *n receives
+     * the number of bytes stored (0 when nothing arrived). */
+    hv_err (*recv_some)(hv__link_t *l, const struct iovec *iov, int iovcnt, size_t *n);
+
+    /* Optional zero-copy receive (NULL when the transport has none): *p and *n describe up to max
+     * received bytes in the transport's own memory (*n may be 0). They stay valid until
+     * recv_consume(l, k), which releases the first k of them. */
+    hv_err (*recv_view)(hv__link_t *l, size_t max, const void **p, size_t *n);
+    void (*recv_consume)(hv__link_t *l, size_t k);
+
+    /* Blocks until send_some (want_send) or recv_some (want_recv) may make progress, a peer
+     * fails, the link is aborted (HV_ECANCELED) or timeout_ms passes (HV_OK either way: the
+     * caller retries and tracks its own deadline). */
+    hv_err (*wait)(hv__link_t *l, int want_send, int want_recv, int timeout_ms);
+
+    /* Idle waiting (the engine between rounds). idle_arm prepares the link for a poll() on
+     * idle_fd() (POLLIN): it returns 1 when data from the left peer is already waiting (do not
+     * sleep), else 0. The fd then polls readable when data or a failure arrives. idle_disarm
+     * follows every idle_arm that returned 0, after waking. */
+    int (*idle_arm)(hv__link_t *l);
+    int (*idle_fd)(hv__link_t *l);
+    void (*idle_disarm)(hv__link_t *l);
+
+    /* Any thread, never blocks: fails the link (later ops return HV_ECANCELED), wakes a thread
+     * blocked in wait, and closes the connections so that the peers notice at once. */
+    void (*abort)(hv__link_t *l);
+
+    /* Frees the link (closes what abort did not). The link must not be in use. */
+    void (*destroy)(hv__link_t *l);
+} hv__transport_ops_t;
+
+/* Every transport's link struct starts with this. */
+struct hv__link_s {
+    const hv__transport_ops_t *ops;
+};
+
+#endif

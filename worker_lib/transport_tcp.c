@@ -1,0 +1,461 @@
+/*
+ * transport_tcp: see transport_tcp.h. The link owns two non-blocking sockets (send_fd to the
+ * right neighbour, recv_fd from the left) and an eventfd that abort() signals so that a thread
+ * blocked in poll() wakes at once. abort() shuts the sockets down but does not close them, so a
+ * concurrent poll() never races with the descriptor being reused; destroy() closes.
+ */
+#include "transport_tcp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define TCP_HELLO_MAGIC 0x48564450u // "HVDP"
+#define TCP_HELLO_VERSION 1u
+#define TCP_HELLO_LEN 28
+#define TCP_HELLO_WAIT_MS 2000 // bound on reading one hello from an accepted connection
+
+struct hv__tcp_listener_s {
+    int fd;   // listening socket (non-blocking), owned
+    int port; // bound port
+};
+
+typedef struct tcp_link_s {
+    hv__link_t base;   // ops = &hv__tcp_ops
+    int send_fd;       // to the right neighbour, owned
+    int recv_fd;       // from the left neighbour, owned
+    int abort_fd;      // eventfd written by abort, owned
+    atomic_int aborted; // 1 after abort
+} tcp_link_t;
+
+/* ---- addresses ------------------------------------------------------------------------------- */
+
+static hv_err tcp_resolve(const char *hostport, int passive, struct sockaddr_storage *ss,
+                          socklen_t *sslen) {
+    char host[256];
+    int port = 0;
+    if (hv_parse_hostport(hostport, host, sizeof(host), &port) != HV_OK || port < 0 ||
+        port > 65535) {
+        HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-ADDR", "'%s' is not a host:port address", hostport);
+        return HV_EINVAL;
+    }
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    if (passive) {
+        hints.ai_flags = AI_PASSIVE;
+    }
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(host[0] ? host : NULL, service, &hints, &res);
+    if (g != 0 || res == NULL) {
+        HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-ADDR", "cannot resolve '%s': %s", hostport,
+               gai_strerror(g));
+        return HV_EINVAL;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *sslen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return HV_OK;
+}
+
+static uint64_t tcp_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int tcp_remaining(uint64_t deadline) {
+    uint64_t now = tcp_now_ms();
+    return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+/* ---- listener -------------------------------------------------------------------------------- */
+
+hv_err hv__tcp_listen(const char *bind_addr, hv__tcp_listener_t **out) {
+    struct sockaddr_storage ss;
+    socklen_t sslen = 0;
+    hv_err rc = tcp_resolve(bind_addr ? bind_addr : "0.0.0.0:0", 1, &ss, &sslen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    hv__tcp_listener_t *l = hv_calloc(1, sizeof(*l));
+    if (l == NULL) {
+        return HV_ENOMEM;
+    }
+    l->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
+        rc = hv_err_from_errno(errno);
+        goto fail;
+    }
+    int one = 1;
+    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(l->fd, (struct sockaddr *)&ss, sslen) != 0 || listen(l->fd, 128) != 0) {
+        HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-LISTEN", "cannot listen on %s: %s",
+               bind_addr ? bind_addr : "0.0.0.0:0", strerror(errno));
+        rc = HV_EIO;
+        goto fail;
+    }
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof(bound);
+    if (getsockname(l->fd, (struct sockaddr *)&bound, &blen) != 0) {
+        rc = HV_EIO;
+        goto fail;
+    }
+    l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                : ((struct sockaddr_in *)&bound)->sin_port);
+    *out = l;
+    return HV_OK;
+fail:
+    if (l->fd >= 0) {
+        close(l->fd);
+    }
+    hv_free(l);
+    return rc;
+}
+
+int hv__tcp_listener_port(const hv__tcp_listener_t *l) { return l->port; }
+
+void hv__tcp_listener_destroy(hv__tcp_listener_t *l) {
+    if (l == NULL) {
+        return;
+    }
+    close(l->fd);
+    hv_free(l);
+}
+
+/* ---- handshake ------------------------------------------------------------------------------- */
+
+static void put32(unsigned char *p, uint32_t v) {
+    v = htonl(v);
+    memcpy(p, &v, 4);
+}
+
+/* Hello: magic, version, world_id (hi, lo), generation, from rank, to rank. */
+static void hello_encode(unsigned char *b, uint64_t world, uint32_t gen, uint32_t from,
+                         uint32_t to) {
+    put32(b, TCP_HELLO_MAGIC);
+    put32(b + 4, TCP_HELLO_VERSION);
+    put32(b + 8, (uint32_t)(world >> 32));
+    put32(b + 12, (uint32_t)world);
+    put32(b + 16, gen);
+    put32(b + 20, from);
+    put32(b + 24, to);
+}
+
+/* Reads or writes exactly len bytes on a non-blocking socket within timeout_ms. */
+static hv_err tcp_io_full(int fd, void *buf, size_t len, int writing, int timeout_ms) {
+    uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
+                            : recv(fd, (char *)buf + done, len - done, 0);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            return HV_EPEER;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            return errno == ECONNRESET || errno == EPIPE ? HV_EPEER : HV_EIO;
+        }
+        int left = tcp_remaining(deadline);
+        if (left == 0) {
+            return HV_ETIMEDOUT;
+        }
+        struct pollfd p = {.fd = fd, .events = writing ? POLLOUT : POLLIN};
+        poll(&p, 1, left);
+    }
+    return HV_OK;
+}
+
+static void tcp_tune(int fd, const hv__tcp_opts_t *opts) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (opts != NULL && opts->sock_buf > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &opts->sock_buf, sizeof(opts->sock_buf));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &opts->sock_buf, sizeof(opts->sock_buf));
+    }
+}
+
+/* Connects to addr, retrying refused connections until the deadline. */
+static hv_err tcp_connect(const char *addr, const hv__tcp_opts_t *opts, uint64_t deadline,
+                          int *out) {
+    struct sockaddr_storage ss;
+    socklen_t sslen = 0;
+    hv_err rc = tcp_resolve(addr, 0, &ss, &sslen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    for (;;) {
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            return hv_err_from_errno(errno);
+        }
+        tcp_tune(fd, opts);
+        int err = 0;
+        if (connect(fd, (struct sockaddr *)&ss, sslen) != 0) {
+            err = errno;
+            if (err == EINPROGRESS) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                int pr = poll(&p, 1, tcp_remaining(deadline));
+                socklen_t elen = sizeof(err);
+                if (pr <= 0) {
+                    err = ETIMEDOUT;
+                } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
+                    err = errno;
+                }
+            }
+        }
+        if (err == 0) {
+            *out = fd;
+            return HV_OK;
+        }
+        close(fd);
+        if (tcp_remaining(deadline) == 0) {
+            HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-CONNECT", "cannot connect to %s: %s", addr,
+                   strerror(err));
+            return HV_ETIMEDOUT;
+        }
+        if (err != ECONNREFUSED && err != EINTR && err != ETIMEDOUT && err != EAGAIN) {
+            HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-CONNECT", "cannot connect to %s: %s", addr,
+                   strerror(err));
+            return HV_EPEER;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Accepts connections until one carries the hello of id->left_rank for this world/generation. */
+static hv_err tcp_accept_left(hv__tcp_listener_t *lst, const hv__tcp_ident_t *id,
+                              const hv__tcp_opts_t *opts, uint64_t deadline, int *out) {
+    unsigned char want[TCP_HELLO_LEN];
+    hello_encode(want, id->world_id, id->generation, id->left_rank, id->rank);
+    for (;;) {
+        int left = tcp_remaining(deadline);
+        if (left == 0) {
+            HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-ACCEPT",
+                   "rank %u: left neighbour (rank %u) did not connect in time", id->rank,
+                   id->left_rank);
+            return HV_ETIMEDOUT;
+        }
+        struct pollfd p = {.fd = lst->fd, .events = POLLIN};
+        if (poll(&p, 1, left) <= 0) {
+            continue;
+        }
+        int fd = accept4(lst->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        tcp_tune(fd, opts);
+        unsigned char got[TCP_HELLO_LEN];
+        int wait = left < TCP_HELLO_WAIT_MS ? left : TCP_HELLO_WAIT_MS;
+        if (tcp_io_full(fd, got, sizeof(got), 0, wait) == HV_OK &&
+            memcmp(got, want, sizeof(got)) == 0) {
+            *out = fd;
+            return HV_OK;
+        }
+        HV_LOG(HV_LOG_INFO, "tcp", "HV-TCP-STRAY",
+               "rank %u: refused a connection that is not rank %u of generation %u", id->rank,
+               id->left_rank, id->generation);
+        close(fd);
+    }
+}
+
+hv_err hv__tcp_link_create(hv__tcp_listener_t *lst, const char *right_addr,
+                           const hv__tcp_ident_t *id, const hv__tcp_opts_t *opts, int timeout_ms,
+                           hv__link_t **out) {
+    uint64_t deadline = tcp_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+    hv_err rc = HV_OK;
+    tcp_link_t *l = hv_calloc(1, sizeof(*l));
+    if (l == NULL) {
+        return HV_ENOMEM;
+    }
+    l->base.ops = &hv__tcp_ops;
+    l->send_fd = l->recv_fd = l->abort_fd = -1;
+    l->abort_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->abort_fd < 0) {
+        rc = hv_err_from_errno(errno);
+        goto fail;
+    }
+    // Connect first: the peer's listener queues us even before it accepts, so every rank can
+    // connect right and then accept left without a deadlock.
+    HV_TRY_GOTO(tcp_connect(right_addr, opts, deadline, &l->send_fd), rc, fail);
+    unsigned char hello[TCP_HELLO_LEN];
+    hello_encode(hello, id->world_id, id->generation, id->rank, id->right_rank);
+    HV_TRY_GOTO(tcp_io_full(l->send_fd, hello, sizeof(hello), 1, tcp_remaining(deadline) + 1),
+                rc, fail);
+    HV_TRY_GOTO(tcp_accept_left(lst, id, opts, deadline, &l->recv_fd), rc, fail);
+    *out = &l->base;
+    return HV_OK;
+fail:
+    if (l->send_fd >= 0) {
+        close(l->send_fd);
+    }
+    if (l->abort_fd >= 0) {
+        close(l->abort_fd);
+    }
+    hv_free(l);
+    return rc;
+}
+
+int hv__tcp_link_send_fd(hv__link_t *l) { return ((tcp_link_t *)l)->send_fd; }
+int hv__tcp_link_recv_fd(hv__link_t *l) { return ((tcp_link_t *)l)->recv_fd; }
+
+/* ---- ops ------------------------------------------------------------------------------------- */
+
+static hv_err tcp_errno(const char *what) {
+    int e = errno;
+    if (e == ECONNRESET || e == EPIPE || e == ENOTCONN || e == ECONNABORTED) {
+        return HV_EPEER;
+    }
+    HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-IO", "%s: %s", what, strerror(e));
+    return HV_EIO;
+}
+
+static hv_err tcp_send_some(hv__link_t *base, const struct iovec *iov, int iovcnt, size_t *n) {
+    tcp_link_t *l = (tcp_link_t *)base;
+    if (atomic_load_explicit(&l->aborted, memory_order_relaxed)) {
+        return HV_ECANCELED;
+    }
+    struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+    for (;;) {
+        ssize_t r = sendmsg(l->send_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r >= 0) {
+            *n = (size_t)r;
+            return HV_OK;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+            *n = 0;
+            return HV_OK;
+        }
+        if (atomic_load(&l->aborted)) {
+            return HV_ECANCELED;
+        }
+        return tcp_errno("send");
+    }
+}
+
+static hv_err tcp_recv_some(hv__link_t *base, const struct iovec *iov, int iovcnt, size_t *n) {
+    tcp_link_t *l = (tcp_link_t *)base;
+    if (atomic_load_explicit(&l->aborted, memory_order_relaxed)) {
+        return HV_ECANCELED;
+    }
+    struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+    for (;;) {
+        ssize_t r = recvmsg(l->recv_fd, &m, MSG_DONTWAIT);
+        if (r > 0) {
+            *n = (size_t)r;
+            return HV_OK;
+        }
+        if (r == 0) {
+            size_t want = 0;
+            for (int i = 0; i < iovcnt; i++) {
+                want += iov[i].iov_len;
+            }
+            if (want == 0) {
+                *n = 0;
+                return HV_OK;
+            }
+            return atomic_load(&l->aborted) ? HV_ECANCELED : HV_EPEER; // orderly close: gone
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            *n = 0;
+            return HV_OK;
+        }
+        if (atomic_load(&l->aborted)) {
+            return HV_ECANCELED;
+        }
+        return tcp_errno("recv");
+    }
+}
+
+static hv_err tcp_wait(hv__link_t *base, int want_send, int want_recv, int timeout_ms) {
+    tcp_link_t *l = (tcp_link_t *)base;
+    struct pollfd p[3];
+    int np = 0;
+    p[np++] = (struct pollfd){.fd = l->abort_fd, .events = POLLIN};
+    if (want_send) {
+        p[np++] = (struct pollfd){.fd = l->send_fd, .events = POLLOUT};
+    }
+    if (want_recv) {
+        p[np++] = (struct pollfd){.fd = l->recv_fd, .events = POLLIN};
+    }
+    int r = poll(p, (nfds_t)np, timeout_ms);
+    if (atomic_load(&l->aborted) || (r > 0 && (p[0].revents & POLLIN))) {
+        return HV_ECANCELED;
+    }
+    return HV_OK; // progress possible, an error to be read by the next op, or timeout
+}
+
+static int tcp_idle_arm(hv__link_t *base) {
+    (void)base;
+    return 0; // poll() on the socket itself sees data that is already there
+}
+
+static int tcp_idle_fd(hv__link_t *base) { return ((tcp_link_t *)base)->recv_fd; }
+
+static void tcp_idle_disarm(hv__link_t *base) { (void)base; }
+
+static void tcp_abort(hv__link_t *base) {
+    tcp_link_t *l = (tcp_link_t *)base;
+    if (atomic_exchange(&l->aborted, 1)) {
+        return;
+    }
+    uint64_t one = 1;
+    ssize_t w = write(l->abort_fd, &one, sizeof(one));
+    (void)w;
+    // Shut down, do not close: another thread may be inside poll() on these descriptors.
+    shutdown(l->send_fd, SHUT_RDWR);
+    shutdown(l->recv_fd, SHUT_RDWR);
+}
+
+static void tcp_destroy(hv__link_t *base) {
+    if (base == NULL) {
+        return;
+    }
+    tcp_link_t *l = (tcp_link_t *)base;
+    close(l->send_fd);
+    close(l->recv_fd);
+    close(l->abort_fd);
+    hv_free(l);
+}
+
+const hv__transport_ops_t hv__tcp_ops = {
+    .name = "tcp",
+    .send_some = tcp_send_some,
+    .recv_some = tcp_recv_some,
+    .recv_view = NULL,
+    .recv_consume = NULL,
+    .wait = tcp_wait,
+    .idle_arm = tcp_idle_arm,
+    .idle_fd = tcp_idle_fd,
+    .idle_disarm = tcp_idle_disarm,
+    .abort = tcp_abort,
+    .destroy = tcp_destroy,
+};

@@ -1,0 +1,54 @@
+/*
+ * transport_tcp: the TCP implementation of the transport seam (transport.h), plus the listener
+ * and the connection handshake that build a ring link: connect to the right neighbour, accept
+ * the left one, and check each other with a hello (world id, generation, ranks) so that stale
+ * or foreign connections are refused. Sockets are non-blocking with TCP_NODELAY; waiting is
+ * poll() on the two sockets and an eventfd that abort() signals. Not an algorithm: ring.c
+ * decides what to send. Called by world.c (build) and, through the ops, by ring.c.
+ */
+#ifndef HV_WORKER_LIB_TRANSPORT_TCP_H
+#define HV_WORKER_LIB_TRANSPORT_TCP_H
+
+#include <stdint.h>
+
+#include "transport.h"
+
+typedef struct hv__tcp_listener_s hv__tcp_listener_t;
+
+/* Listens on bind_addr ("0.0.0.0:0", "127.0.0.1:0", "10.0.0.5:7100"; NULL = "0.0.0.0:0").
+ * *out is owned by the caller (hv__tcp_listener_destroy). Errors: HV_EINVAL (bad address),
+ * HV_EIO (bind/listen failed; the log says why), HV_ENOMEM. */
+hv_err hv__tcp_listen(const char *bind_addr, hv__tcp_listener_t **out);
+/* The bound port. */
+int hv__tcp_listener_port(const hv__tcp_listener_t *l);
+void hv__tcp_listener_destroy(hv__tcp_listener_t *l);
+
+/* Who a link belongs to: both ends must agree on world_id and generation. */
+typedef struct hv__tcp_ident_s {
+    uint64_t world_id;   /* the job (or test world) */
+    uint32_t generation; /* the rendezvous round */
+    uint32_t rank;       /* my rank */
+    uint32_t left_rank;  /* whom I accept */
+    uint32_t right_rank; /* whom I connect to */
+} hv__tcp_ident_t;
+
+/* Options of a link's sockets. */
+typedef struct hv__tcp_opts_s {
+    int sock_buf; /* SO_SNDBUF/SO_RCVBUF in bytes; 0 leaves the kernel's autotuning */
+} hv__tcp_opts_t;
+
+/* Builds the ring link: connects to right_addr ("ip:port", retrying until timeout_ms), sends
+ * the hello, and accepts on lst until the left neighbour's matching hello arrives (others are
+ * closed). Blocking, bounded by timeout_ms (HV_ETIMEDOUT). lst is borrowed. *out is owned
+ * (ops->destroy). */
+hv_err hv__tcp_link_create(hv__tcp_listener_t *lst, const char *right_addr,
+                           const hv__tcp_ident_t *id, const hv__tcp_opts_t *opts, int timeout_ms,
+                           hv__link_t **out);
+
+/* The two sockets of a TCP link (for transports layered on it, e.g. shm doorbells). */
+int hv__tcp_link_send_fd(hv__link_t *l);
+int hv__tcp_link_recv_fd(hv__link_t *l);
+
+extern const hv__transport_ops_t hv__tcp_ops;
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * world: see world.h. Order of construction: listen (so that the advertised port exists before
+ * anyone can learn it), join the rendezvous, connect right and accept left, stop listening,
+ * build the ring and start the engine. Any failure unwinds what was built.
+ */
+#include "world.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mem.h"
+#include "ring.h"
+#include "transport_tcp.h"
+#include "util.h"
+
+struct hv__world_s {
+    hv__rdzv_t rdzv;              // owned
+    hv__rdzv_assignment_t asg;    // owned
+    hv__link_t *link;             // owned, NULL when size == 1
+    hv__ring_t *ring;             // owned
+    hv__engine_t *engine;         // owned
+};
+
+/* The first non-loopback IPv4 address of this host, else 127.0.0.1. */
+static void first_ipv4(char *buf, size_t len) {
+    snprintf(buf, len, "127.0.0.1");
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) != 0) {
+        return;
+    }
+    for (struct ifaddrs *i = ifa; i != NULL; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+            (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) {
+            continue;
+        }
+        inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf, (socklen_t)len);
+        break;
+    }
+    freeifaddrs(ifa);
+}
+
+static void advertise(const hv__world_opts_t *o, int port, char *out, size_t len) {
+    char ip[256] = "";
+    char host[256];
+    int bport = 0;
+    if (o->bind_addr != NULL &&
+        hv_parse_hostport(o->bind_addr, host, sizeof(host), &bport) == HV_OK && host[0] != '\0' &&
+        strcmp(host, "0.0.0.0") != 0 && strcmp(host, "::") != 0) {
+        snprintf(ip, sizeof(ip), "%s", host);
+    } else if (o->advertise_ip != NULL && o->advertise_ip[0] != '\0') {
+        snprintf(ip, sizeof(ip), "%s", o->advertise_ip);
+    } else {
+        first_ipv4(ip, sizeof(ip));
+    }
+    snprintf(out, len, strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
+}
+
+hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
+    hv__tcp_listener_t *lst = NULL;
+    hv_err rc = HV_OK;
+    hv__world_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        o->rdzv.ops->destroy(o->rdzv.ctx);
+        return HV_ENOMEM;
+    }
+    w->rdzv = o->rdzv;
+    HV_TRY_GOTO(hv__tcp_listen(o->bind_addr, &lst), rc, fail);
+    char addr[HV_RDZV_ADDR_MAX];
+    advertise(o, hv__tcp_listener_port(lst), addr, sizeof(addr));
+    const char *host = o->host_name != NULL ? o->host_name : "localhost";
+    uint32_t rdzv_ms = o->rdzv_timeout_ms ? o->rdzv_timeout_ms : 90000;
+    rc = w->rdzv.ops->join(w->rdzv.ctx, addr, host, o->last_generation, rdzv_ms, &w->asg);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-RDZV", "joining the %s rendezvous failed: %s",
+               w->rdzv.ops->name, hv_strerror(rc));
+        goto fail;
+    }
+    const hv__rdzv_assignment_t *a = &w->asg;
+    uint32_t peer_ms = o->peer_timeout_ms ? o->peer_timeout_ms : 5000;
+    if (a->size > 1) {
+        int right = (a->rank + 1) % a->size, left = (a->rank - 1 + a->size) % a->size;
+        hv__tcp_ident_t id = {.world_id = a->world_id,
+                              .generation = a->generation,
+                              .rank = (uint32_t)a->rank,
+                              .left_rank = (uint32_t)left,
+                              .right_rank = (uint32_t)right};
+        hv__tcp_opts_t topts = {.sock_buf = o->sock_buf};
+        uint32_t conn_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 30000;
+        rc = hv__tcp_link_create(lst, a->peers[right].addr, &id, &topts, (int)conn_ms, &w->link);
+        if (rc != HV_OK) {
+            HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-CONNECT",
+                   "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank,
+                   right, a->peers[right].addr, hv_strerror(rc));
+            goto fail;
+        }
+    }
+    hv__tcp_listener_destroy(lst);
+    lst = NULL;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t spin = o->spin_us;
+    if (spin == UINT32_MAX) {
+        // Spinning only pays when every local rank can have a core to itself.
+        spin = ncpu > 0 && a->local_size <= ncpu ? 50 : 2;
+    }
+    hv__ring_opts_t ro = {
+        .timeout_ms = peer_ms,
+        .spin_us = spin,
+        .stage_bytes = o->stage_bytes ? o->stage_bytes : 256u << 10,
+        .small_bytes = o->small_bytes != SIZE_MAX ? o->small_bytes : 16u << 10,
+    };
+    HV_TRY_GOTO(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring), rc, fail);
+    hv__engine_opts_t eo = {
+        .fusion_threshold = o->fusion_threshold,
+        .cycle_time_us = o->cycle_time_us ? o->cycle_time_us : 1000,
+        .spin_us = spin,
+        .peer_timeout_ms = peer_ms,
+        .spec_bytes = o->spec_bytes != SIZE_MAX ? o->spec_bytes : 64u << 10,
+        .cache_capacity = 0,
+    };
+    HV_TRY_GOTO(hv__engine_create(w->ring, &eo, &w->engine), rc, fail);
+    HV_LOG(HV_LOG_INFO, "world", "HV-WORLD-UP",
+           "rank %d of %d (local %d of %d) generation %u, data plane %s", a->rank, a->size,
+           a->local_rank, a->local_size, a->generation, addr);
+    *out = w;
+    return HV_OK;
+fail:
+    hv__tcp_listener_destroy(lst);
+    hv__world_destroy(w, 0);
+    return rc;
+}
+
+hv_err hv__world_destroy(hv__world_t *w, int report_done) {
+    if (w == NULL) {
+        return HV_OK;
+    }
+    hv_err rc = HV_OK;
+    if (w->engine != NULL) {
+        hv__engine_destroy(w->engine);
+    }
+    hv__ring_destroy(w->ring);
+    if (w->link != NULL) {
+        w->link->ops->destroy(w->link);
+    }
+    if (report_done && w->rdzv.ops != NULL) {
+        rc = w->rdzv.ops->done(w->rdzv.ctx);
+    }
+    if (w->rdzv.ops != NULL) {
+        w->rdzv.ops->destroy(w->rdzv.ctx);
+    }
+    hv__rdzv_assignment_fini(&w->asg);
+    hv_free(w);
+    return rc;
+}
+
+hv__engine_t *hv__world_engine(hv__world_t *w) { return w->engine; }
+const hv__rdzv_assignment_t *hv__world_assignment(const hv__world_t *w) { return &w->asg; }
+hv__rdzv_t *hv__world_rdzv(hv__world_t *w) { return &w->rdzv; }
+
+void hv__world_abort(hv__world_t *w, hv_err why, const char *reason) {
+    if (w->engine != NULL) {
+        hv__engine_abort(w->engine, why, reason);
+    } else if (w->link != NULL) {
+        w->link->ops->abort(w->link);
+    }
+}

@@ -1,0 +1,54 @@
+/*
+ * world: one membership of libhv: the rendezvous assignment, the data-plane link to the ring
+ * neighbours, the ring and the engine on top of it. Creating a world joins the rendezvous and
+ * connects; destroying it closes everything (and may report Done). hv.c keeps one world per
+ * process; tests create several (one per thread) with rdzv_local. Not the public API.
+ *
+ * Threading: create/destroy from one thread; the engine (hv__world_engine) is thread-safe;
+ * hv__world_abort may be called from any thread at any time.
+ */
+#ifndef HV_WORKER_LIB_WORLD_H
+#define HV_WORKER_LIB_WORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "err.h"
+#include "rdzv.h"
+
+typedef struct hv__world_opts_s {
+    hv__rdzv_t rdzv;            /* owned by the world from the call on, even on failure */
+    const char *bind_addr;      /* data-plane listen address, NULL = "0.0.0.0:0" (borrowed) */
+    const char *advertise_ip;   /* IP peers should dial; NULL = the bind IP if specific, else
+                                   the first non-loopback IPv4 (borrowed) */
+    const char *host_name;      /* node name given to the rendezvous (borrowed) */
+    uint32_t last_generation;   /* the generation of the previous world (0 at first) */
+    uint32_t rdzv_timeout_ms;   /* 0 = 90000 */
+    uint32_t connect_timeout_ms;/* bound on building the link; 0 = 30000 */
+    uint32_t peer_timeout_ms;   /* 0 = 5000 */
+    uint32_t spin_us;           /* UINT32_MAX = automatic */
+    uint32_t cycle_time_us;     /* 0 = 1000 */
+    uint64_t fusion_threshold;  /* 0 = 128 MiB */
+    size_t stage_bytes;         /* 0 = 256 KiB */
+    size_t small_bytes;         /* ring allgather-then-reduce bound; SIZE_MAX = automatic */
+    size_t spec_bytes;          /* engine frame data bound; SIZE_MAX = automatic */
+    int sock_buf;               /* 0 = kernel autotuning */
+} hv__world_opts_t;
+
+typedef struct hv__world_s hv__world_t;
+
+hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out);
+
+/* Closes the world. report_done: tell the rendezvous that this worker finished successfully. */
+hv_err hv__world_destroy(hv__world_t *w, int report_done);
+
+hv__engine_t *hv__world_engine(hv__world_t *w);
+const hv__rdzv_assignment_t *hv__world_assignment(const hv__world_t *w);
+/* The rendezvous client (for the KV, e.g. an NCCL unique id). Borrowed. */
+hv__rdzv_t *hv__world_rdzv(hv__world_t *w);
+
+/* Fails every operation and closes the data plane at once (any thread). */
+void hv__world_abort(hv__world_t *w, hv_err why, const char *reason);
+
+#endif
