@@ -38,7 +38,7 @@ typedef struct params_s {
     uint64_t job_id, worker_id;
     int have_job, have_worker;
     char rdzv_dir[1024];    // HV_RDZV_DIR
-    char node[256];         // HV_NODE_NAME or the host name
+    char node[256];         // HV_NODE (or HV_NODE_NAME), else the host name
     char data_addr[128];    // HV_DATA_ADDR
     uint32_t peer_timeout_ms, rdzv_timeout_ms, cycle_time_us, spin_us;
     uint64_t fusion_threshold;
@@ -151,7 +151,9 @@ static hv_err params_load(params_t *p) {
     HV_TRY_GOTO(env_u64("HV_JOB_ID", 0, UINT64_MAX, &p->job_id, &p->have_job), rc, out);
     HV_TRY_GOTO(env_u64("HV_WORKER_ID", 0, UINT64_MAX, &p->worker_id, &p->have_worker), rc, out);
     HV_TRY_GOTO(env_str("HV_RDZV_DIR", p->rdzv_dir, sizeof(p->rdzv_dir)), rc, out);
+    // The agent sets HV_NODE (and HV_NODE_NAME, the older spelling).
     HV_TRY_GOTO(env_str("HV_NODE_NAME", p->node, sizeof(p->node)), rc, out);
+    HV_TRY_GOTO(env_str("HV_NODE", p->node, sizeof(p->node)), rc, out);
     HV_TRY_GOTO(env_str("HV_DATA_ADDR", p->data_addr, sizeof(p->data_addr)), rc, out);
     HV_TRY_GOTO(env_u32("HV_PEER_TIMEOUT_MS", 10, 3600000, &p->peer_timeout_ms), rc, out);
     HV_TRY_GOTO(env_u32("HV_RDZV_TIMEOUT_MS", 10, 86400000, &p->rdzv_timeout_ms), rc, out);
