@@ -186,6 +186,7 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     env_setu(e, "HV_LOCAL_SIZE", sp->local_size);
     env_setu(e, "HV_GENERATION", sp->generation);
     env_set(e, "HV_NODE", 7, w->node_name);
+    env_set(e, "HV_NODE_NAME", 12, w->node_name); // the name libhv's world module reads
     if (sp->n_gpus > 0) {
         char list[1024];
         size_t off = 0;
@@ -290,7 +291,7 @@ static void worker_launch(worker_t *wk) {
         worker_finish(wk, -1, 0, "spawn failed: out of memory");
         return;
     }
-    argv[0] = sp->binary->name;
+    argv[0] = bin; // the full path, so ps and pgrep -f show where the worker runs
     for (size_t i = 0; i < sp->n_args; i++) {
         argv[i + 1] = sp->args[i];
     }
