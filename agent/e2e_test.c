@@ -1,0 +1,545 @@
+/*
+ * e2e_test: the hvagent binary end to end against an in-process fake head (Join, Session and
+ * Fetch served by hv_rpc on loopback; no hvhead needed). The agent runs as a child process
+ * (through agent/spawn.c); the fake head orders workers (a shell script it serves by digest) and
+ * records what the agent reports. Checks what an operator and the head rely on: the ready line,
+ * exit statuses and messages for usage errors, a refused token and an unreachable head; SIGTERM
+ * and a shutdown order kill the workers and report their exits before the agent leaves with 0;
+ * workers survive a head restart shorter than the lease and are listed in the new hello; past
+ * the lease they are killed and their exits reported after the reconnect; --daemon and
+ * `hvagent stop`. `agent_e2e_test <case>` runs one case.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_test.h"
+#include "hv.pb-c.h"
+#include "mem.h"
+#include "rpc.h"
+#include "sha256.h"
+#include "spawn.h"
+#include "util.h"
+
+#define MAX_LINES 512
+
+static uv_loop_t loop;
+static hv_rpc_engine_t *eng;
+static hv_rpc_server_t *srv;
+static int port;
+static char head_addr[64];
+static char tmp[256];
+static char agent_bin[4096];
+
+/* ---- the fake head -------------------------------------------------------------------------- */
+
+static const char *script; /* the worker program the head serves */
+static char script_digest[65];
+static uint32_t lease_ms = 600;
+static int join_unavailable;
+static int joins, hellos, started_ev, exited_ev, log_lines;
+static hv_rpc_call_t *head_call;
+static uint64_t hello_running_id;
+static int hello_running_pid;
+static int worker_pid;
+static int exit_code, exit_signal;
+static char exit_reason[512];
+static int exit_after_hello;   /* the exited event came after the latest hello */
+static int got_term_line_before_exit;
+static uint64_t ack;
+
+static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
+    (void)ud;
+    joins++;
+    if (join_unavailable) {
+        hv_rpc_finish(c, HV_EUNAVAIL, "restarting");
+        return;
+    }
+    if (strcmp(r->token, "tok") != 0) {
+        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster 'e2e'");
+        return;
+    }
+    Hvpb__V1__JoinReply rep = HVPB__V1__JOIN_REPLY__INIT;
+    rep.node_id = 5;
+    rep.heartbeat_ms = 100;
+    rep.lease_ms = lease_ms;
+    rep.cluster_name = "e2e";
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void head_send(hv_rpc_call_t *c, Hvpb__V1__HeadMsg *m) {
+    m->ack_seq = ack;
+    hv_rpc_send(c, &m->base);
+}
+
+static void head_session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    const Hvpb__V1__AgentMsg *am = (const Hvpb__V1__AgentMsg *)m;
+    (void)ud;
+    Hvpb__V1__HeadMsg rep = HVPB__V1__HEAD_MSG__INIT;
+    Hvpb__V1__Heartbeat hb = HVPB__V1__HEARTBEAT__INIT;
+    switch (am->body_case) {
+    case HVPB__V1__AGENT_MSG__BODY_HELLO:
+        hellos++;
+        head_call = c;
+        hello_running_id = am->hello->n_running > 0 ? am->hello->running[0]->worker_id : 0;
+        hello_running_pid = am->hello->n_running > 0 ? am->hello->running[0]->pid : 0;
+        exit_after_hello = 0;
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_HEARTBEAT:
+        rep.body_case = HVPB__V1__HEAD_MSG__BODY_HEARTBEAT;
+        rep.heartbeat = &hb;
+        head_send(c, &rep);
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_STARTED:
+        started_ev++;
+        worker_pid = am->started->pid;
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_EXITED:
+        exited_ev++;
+        exit_code = am->exited->exit_code;
+        exit_signal = am->exited->term_signal;
+        snprintf(exit_reason, sizeof(exit_reason), "%s", am->exited->reason);
+        exit_after_hello = 1;
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_LOG:
+        for (size_t i = 0; i < am->log->n_lines; i++) {
+            log_lines++;
+            if (strcmp(am->log->lines[i], "got TERM") == 0 && exited_ev == 0) {
+                got_term_line_before_exit = 1;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    if (am->seq != 0) {
+        ack = am->seq;
+        Hvpb__V1__HeadMsg a = HVPB__V1__HEAD_MSG__INIT;
+        head_send(c, &a);
+    }
+}
+
+static void head_session_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)st;
+    (void)ud;
+    if (head_call == c) {
+        head_call = NULL;
+    }
+}
+
+static void head_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    const Hvpb__V1__FetchRequest *r = (const Hvpb__V1__FetchRequest *)m;
+    (void)ud;
+    if (strcmp(r->digest, script_digest) != 0) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no artifact %s", r->digest);
+        return;
+    }
+    Hvpb__V1__ArtifactChunk ch = HVPB__V1__ARTIFACT_CHUNK__INIT;
+    ch.offset = 0;
+    ch.total_size = strlen(script);
+    ch.data.data = (uint8_t *)script;
+    ch.data.len = strlen(script);
+    hv_rpc_send(c, &ch.base);
+    hv_rpc_finish(c, HV_OK, NULL);
+}
+
+static void head_spawn(uint64_t worker_id) {
+    Hvpb__V1__HeadMsg m = HVPB__V1__HEAD_MSG__INIT;
+    Hvpb__V1__SpawnWorker sp = HVPB__V1__SPAWN_WORKER__INIT;
+    Hvpb__V1__FileRef bin = HVPB__V1__FILE_REF__INIT;
+    bin.name = "worker.sh";
+    bin.digest = script_digest;
+    bin.size = strlen(script);
+    sp.worker_id = worker_id;
+    sp.job_id = 1;
+    sp.size = 1;
+    sp.local_size = 1;
+    sp.binary = &bin;
+    sp.head_addr = head_addr;
+    m.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
+    m.spawn = &sp;
+    CHECK(head_call != NULL);
+    if (head_call != NULL) {
+        head_send(head_call, &m);
+    }
+}
+
+/* ---- the agent process ---------------------------------------------------------------------- */
+
+typedef struct agent_s {
+    hv_proc_t *proc;
+    int done;
+    int code;
+    int sig;
+    int ready;              /* the ready line arrived */
+    char ready_line[256];
+    char err[8192];         /* stderr, concatenated */
+    size_t errlen;
+} agent_t;
+
+static void agent_line(hv_proc_t *p, int stream, const char *line, size_t len, void *ud) {
+    agent_t *a = ud;
+    (void)p;
+    if (stream == 1 && len > 16 && strncmp(line, "hvagent: joined ", 16) == 0) {
+        a->ready = 1;
+        snprintf(a->ready_line, sizeof(a->ready_line), "%.*s", (int)len, line);
+    }
+    if (stream == 2 && a->errlen + len + 2 < sizeof(a->err)) {
+        memcpy(a->err + a->errlen, line, len);
+        a->errlen += len;
+        a->err[a->errlen++] = '\n';
+        a->err[a->errlen] = '\0';
+    }
+}
+
+static void agent_exit(hv_proc_t *p, int code, int sig, void *ud) {
+    agent_t *a = ud;
+    (void)p;
+    a->done = 1;
+    a->code = code;
+    a->sig = sig;
+    a->proc = NULL;
+}
+
+/* Starts hvagent with the given extra arguments (NULL-terminated). */
+static void agent_start(agent_t *a, const char *target, char **extra) {
+    memset(a, 0, sizeof(*a));
+    char *argv[32];
+    int n = 0;
+    argv[n++] = agent_bin;
+    argv[n++] = "join";
+    argv[n++] = (char *)target;
+    while (extra != NULL && *extra != NULL && n < 30) {
+        argv[n++] = *extra++;
+    }
+    argv[n] = NULL;
+    hv_proc_opts_t o = {.file = agent_bin, .argv = argv, .cwd = tmp, .on_line = agent_line,
+                        .on_exit = agent_exit, .ud = a};
+    char err[256];
+    CHECK_RC(hv_proc_spawn(&loop, &o, &a->proc, err, sizeof(err)), HV_OK);
+}
+
+static void wake_cb(uv_timer_t *t) { (void)t; }
+
+static int run_until(const int *flag, int want, uint64_t ms) {
+    uv_timer_t wake;
+    uv_timer_init(&loop, &wake);
+    uv_timer_start(&wake, wake_cb, 10, 10);
+    uint64_t deadline = hv_now_ms() + ms;
+    while (*flag < want && hv_now_ms() < deadline) {
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&wake, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    if (*flag < want) {
+        fprintf(stderr, "  (waited %llu ms for %d, have %d)\n", (unsigned long long)ms, want,
+                *flag);
+        return 0;
+    }
+    return 1;
+}
+
+static void run_for(uint64_t ms) {
+    uv_timer_t wake;
+    uv_timer_init(&loop, &wake);
+    uv_timer_start(&wake, wake_cb, 10, 10);
+    uint64_t deadline = hv_now_ms() + ms;
+    while (hv_now_ms() < deadline) {
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&wake, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+static int pid_alive(int pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        return 0;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp != NULL && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+static void setup(const char *worker_script) {
+    snprintf(tmp, sizeof(tmp), "/tmp/hv-agent-e2e-%d", (int)getpid());
+    CHECK_RC(hv_mkdirs(tmp, 0755), HV_OK);
+    uv_loop_init(&loop);
+    CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
+    CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
+    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join", .kind = HV_RPC_UNARY,
+                          .req = &hvpb__v1__join_request__descriptor, .on_msg = head_join};
+    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session", .kind = HV_RPC_BIDI,
+                          .req = &hvpb__v1__agent_msg__descriptor, .on_msg = head_session_msg,
+                          .on_done = head_session_done};
+    hv_rpc_method_t mf = {.path = "/hvpb.v1.Cluster/Fetch", .kind = HV_RPC_SERVER_STREAM,
+                          .req = &hvpb__v1__fetch_request__descriptor, .on_msg = head_fetch};
+    CHECK_RC(hv_rpc_server_add(srv, &mj), HV_OK);
+    CHECK_RC(hv_rpc_server_add(srv, &ms), HV_OK);
+    CHECK_RC(hv_rpc_server_add(srv, &mf), HV_OK);
+    CHECK_RC(hv_rpc_server_start(srv), HV_OK);
+    snprintf(head_addr, sizeof(head_addr), "127.0.0.1:%d", port);
+    script = worker_script;
+    hv_sha256_t s;
+    uint8_t d[32];
+    hv_sha256_init(&s);
+    hv_sha256_update(&s, script, strlen(script));
+    hv_sha256_final(&s, d);
+    hv_sha256_hex(d, script_digest);
+    lease_ms = 600;
+    join_unavailable = joins = hellos = started_ev = exited_ev = log_lines = 0;
+    head_call = NULL;
+    worker_pid = 0;
+    exit_reason[0] = '\0';
+    got_term_line_before_exit = 0;
+    ack = 0;
+}
+
+static void teardown(agent_t *a) {
+    if (a != NULL && a->proc != NULL) {
+        hv_proc_close(a->proc, 1);
+    }
+    if (worker_pid > 0 && pid_alive(worker_pid)) {
+        kill(-worker_pid, SIGKILL);
+    }
+    hv_rpc_server_shutdown(srv);
+    hv_rpc_engine_destroy(eng);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ(uv_loop_close(&loop), 0);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+    CHECK_EQ(system(cmd), 0);
+}
+
+static const char *looping_worker =
+    "#!/bin/sh\n"
+    "trap 'echo got TERM; exit 0' TERM\n"
+    "echo started\n"
+    "while :; do sleep 0.05; done\n";
+
+/* Starts an agent that joins the fake head and runs one looping worker (id 1). */
+static void start_with_worker(agent_t *a, char **extra) {
+    agent_start(a, head_addr, extra);
+    CHECK(run_until(&a->ready, 1, 10000));
+    CHECK(run_until(&hellos, 1, 5000));
+    head_spawn(1);
+    CHECK(run_until(&started_ev, 1, 10000));
+    CHECK(run_until(&log_lines, 1, 5000)); // "started": the trap is set
+    CHECK(worker_pid > 0 && pid_alive(worker_pid));
+}
+
+static void case_ready_and_sigterm(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--name", "e2e", "--slots", "3", NULL};
+    start_with_worker(&a, extra);
+    char want[128];
+    snprintf(want, sizeof(want), "hvagent: joined %s as node e2e (id 5), 3 slots", head_addr);
+    CHECK_STR(a.ready_line, want);
+    uint64_t t0 = hv_now_ms();
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(run_until(&a.done, 1, 8000));
+    uint64_t took = hv_now_ms() - t0;
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(exited_ev, 1);         // reported before the agent left
+    CHECK_EQ(exit_code, 0);         // the worker's trap exited 0
+    CHECK(got_term_line_before_exit);
+    CHECK(!pid_alive(worker_pid));
+    CHECK(took < 4000);
+    fprintf(stderr, "  SIGTERM to exit: %llu ms\n", (unsigned long long)took);
+    teardown(&a);
+}
+
+static void case_shutdown_order(void) {
+    setup("#!/bin/sh\ntrap '' TERM\necho started\nwhile :; do sleep 0.05; done\n");
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--name", "e2e", NULL};
+    start_with_worker(&a, extra);
+    Hvpb__V1__HeadMsg m = HVPB__V1__HEAD_MSG__INIT;
+    Hvpb__V1__ShutdownOrder so = HVPB__V1__SHUTDOWN_ORDER__INIT;
+    so.reason = "test";
+    m.body_case = HVPB__V1__HEAD_MSG__BODY_SHUTDOWN;
+    m.shutdown = &so;
+    head_send(head_call, &m);
+    CHECK(run_until(&a.done, 1, 10000));
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(exited_ev, 1);
+    CHECK_EQ(exit_signal, SIGKILL); // it ignored SIGTERM: killed after the grace
+    CHECK(strstr(exit_reason, "shutdown ordered by the head: test") != NULL);
+    CHECK(!pid_alive(worker_pid));
+    teardown(&a);
+}
+
+static void case_refused_and_usage(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "wrong", NULL};
+    agent_start(&a, head_addr, extra);
+    CHECK(run_until(&a.done, 1, 10000));
+    CHECK_EQ(a.code, 1);
+    CHECK_EQ(joins, 1);
+    CHECK(strstr(a.err, "hvagent: the head refused to join: wrong join token for cluster "
+                        "'e2e'") != NULL);
+    CHECK(!a.ready);
+
+    char *bad[] = {"--slots", "many", NULL};
+    agent_start(&a, head_addr, bad);
+    CHECK(run_until(&a.done, 1, 5000));
+    CHECK_EQ(a.code, 2);
+    CHECK(strstr(a.err, "--slots \"many\"") != NULL);
+    CHECK(strstr(a.err, "usage: hvagent join") != NULL);
+
+    uint64_t t0 = hv_now_ms();
+    char *dead[] = {"--token", "tok", "--connect-timeout", "1", NULL};
+    agent_start(&a, "127.0.0.1:1", dead);
+    CHECK(run_until(&a.done, 1, 8000));
+    CHECK_EQ(a.code, 1);
+    CHECK(strstr(a.err, "hvagent: cannot reach the head at 127.0.0.1:1 after 1 s") != NULL);
+    CHECK(hv_now_ms() - t0 < 4000);
+    teardown(&a);
+}
+
+static void case_survives_short_restart(void) {
+    setup(looping_worker);
+    lease_ms = 3000;
+    agent_t a;
+    char *extra[] = {"--token", "tok", NULL};
+    start_with_worker(&a, extra);
+    // The head "restarts": the stream ends and joins fail for a while (shorter than the lease).
+    join_unavailable = 1;
+    hv_rpc_finish(head_call, HV_EUNAVAIL, "head restarting");
+    head_call = NULL;
+    run_for(800);
+    CHECK(pid_alive(worker_pid));
+    join_unavailable = 0;
+    CHECK(run_until(&hellos, 2, 8000));
+    CHECK_EQ(hello_running_id, 1);
+    CHECK_EQ(hello_running_pid, worker_pid);
+    CHECK(pid_alive(worker_pid));
+    CHECK_EQ(exited_ev, 0);
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(run_until(&a.done, 1, 8000));
+    CHECK_EQ(a.code, 0);
+    teardown(&a);
+}
+
+static void case_lease_kills_orphans(void) {
+    setup(looping_worker);
+    lease_ms = 600;
+    agent_t a;
+    char *extra[] = {"--token", "tok", NULL};
+    start_with_worker(&a, extra);
+    join_unavailable = 1;
+    hv_rpc_finish(head_call, HV_EUNAVAIL, "network cut");
+    head_call = NULL;
+    uint64_t t0 = hv_now_ms();
+    int pid = worker_pid;
+    while (pid_alive(pid) && hv_now_ms() - t0 < 6000) {
+        run_for(50);
+    }
+    uint64_t took = hv_now_ms() - t0;
+    CHECK(!pid_alive(pid));
+    CHECK(took >= 500 && took < 4000); // not before the lease
+    fprintf(stderr, "  worker killed %llu ms after the head went away (lease 600 ms)\n",
+            (unsigned long long)took);
+    CHECK_EQ(exited_ev, 0); // nobody to report to yet
+    join_unavailable = 0;
+    CHECK(run_until(&exited_ev, 1, 8000));
+    CHECK(exit_after_hello);
+    CHECK(strstr(exit_reason, "lease") != NULL);
+    CHECK_EQ(hello_running_id, 0); // the new hello lists no worker
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(run_until(&a.done, 1, 8000));
+    CHECK_EQ(a.code, 0);
+    teardown(&a);
+}
+
+static void case_daemon_stop(void) {
+    setup(looping_worker);
+    char pidf[400], logf[400];
+    snprintf(pidf, sizeof(pidf), "%s/a.pid", tmp);
+    snprintf(logf, sizeof(logf), "%s/a.log", tmp);
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--daemon", "--pid-file", pidf, "--log-file", logf,
+                     "--work-dir", "wd", NULL};
+    agent_start(&a, head_addr, extra);
+    CHECK(run_until(&a.done, 1, 5000)); // the parent leaves once the pid file is written
+    CHECK_EQ(a.code, 0);
+    CHECK(run_until(&hellos, 1, 8000)); // the daemon joined
+    char *txt = NULL;
+    CHECK_RC(hv_read_file(pidf, 64, &txt, NULL), HV_OK);
+    int dpid = txt != NULL ? atoi(txt) : 0;
+    hv_free(txt);
+    CHECK(dpid > 0 && pid_alive(dpid));
+    // A second agent on the same pid file is refused.
+    agent_t b;
+    agent_start(&b, head_addr, extra);
+    CHECK(run_until(&b.done, 1, 5000));
+    CHECK_EQ(b.code, 1);
+    CHECK(strstr(b.err, "another agent") != NULL);
+    // hvagent stop
+    char *argv[] = {agent_bin, "stop", "--pid-file", pidf, NULL};
+    hv_proc_opts_t o = {.file = agent_bin, .argv = argv, .cwd = tmp, .on_line = agent_line,
+                        .on_exit = agent_exit, .ud = &b};
+    memset(&b, 0, sizeof(b));
+    char err[128];
+    CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
+    CHECK(run_until(&b.done, 1, 15000));
+    CHECK_EQ(b.code, 0);
+    CHECK(dpid > 0 && !pid_alive(dpid));
+    CHECK(access(pidf, F_OK) != 0); // removed on the way out
+    char *log = NULL;
+    CHECK_RC(hv_read_file(logf, 1 << 20, &log, NULL), HV_OK);
+    CHECK(log != NULL && strstr(log, "hvagent: joined") != NULL);
+    hv_free(log);
+    char wd[400];
+    snprintf(wd, sizeof(wd), "%s/wd/cache", tmp);
+    CHECK(access(wd, F_OK) == 0); // relative work dir resolved against the cwd
+    teardown(NULL);
+}
+
+static const test_case_t cases[] = {
+    {"ready_and_sigterm", case_ready_and_sigterm},
+    {"shutdown_order", case_shutdown_order},
+    {"refused_and_usage", case_refused_and_usage},
+    {"survives_short_restart", case_survives_short_restart},
+    {"lease_kills_orphans", case_lease_kills_orphans},
+    {"daemon_stop", case_daemon_stop},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    const char *dir = getenv("HV_BIN_DIR");
+    if (dir != NULL) {
+        snprintf(agent_bin, sizeof(agent_bin), "%s/hvagent", dir);
+    } else {
+        // Next to this test binary.
+        char self[2048];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+        }
+        snprintf(agent_bin, sizeof(agent_bin), "%s/hvagent", self);
+    }
+    if (access(agent_bin, X_OK) != 0) {
+        fprintf(stderr, "cannot run %s: %s\n", agent_bin, strerror(errno));
+        return 1;
+    }
+    return test_run(cases, argc, argv);
+}

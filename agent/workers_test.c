@@ -1,0 +1,398 @@
+/*
+ * workers_test: spawn orders through agent/workers.c with real processes. Artifacts are put into
+ * the cache directory by digest beforehand (a cache without a head serves them), except in the
+ * case that needs a download in flight, which uses a Fetch server that never answers. Checks what
+ * a worker and an operator see: the directory layout, files and modes, the HV_* environment
+ * (and no join token), arguments, one exit report per order with a clear reason for fetch and
+ * spawn failures, kills with grace, refusing new work while shutting down, and a kill while
+ * the binary is still downloading. `workers_test <case>` runs one case.
+ */
+#include "workers.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_test.h"
+#include "mem.h"
+#include "sha256.h"
+#include "util.h"
+
+#define MAX_LINES 256
+
+static uv_loop_t loop;
+static char top[256], work[300], cache_dir[400];
+static hv_artifact_cache_t *cache;
+static hv_workers_t *wt;
+
+/* What the callbacks saw. */
+static int started, exited, nlines;
+static uint64_t started_id, exited_id;
+static int started_pid, exit_code, term_signal;
+static char exit_reason[512];
+static char *lines[MAX_LINES];
+
+static void on_started(uint64_t id, int pid, void *ud) {
+    (void)ud;
+    started++;
+    started_id = id;
+    started_pid = pid;
+}
+
+static void on_exited(uint64_t id, int code, int sig, const char *reason, void *ud) {
+    (void)ud;
+    exited++;
+    exited_id = id;
+    exit_code = code;
+    term_signal = sig;
+    snprintf(exit_reason, sizeof(exit_reason), "%s", reason);
+}
+
+static void on_line(uint64_t id, int stream, const char *line, size_t len, void *ud) {
+    (void)id;
+    (void)stream;
+    (void)ud;
+    if (nlines < MAX_LINES) {
+        lines[nlines] = hv_strndup(line, len);
+    }
+    nlines++;
+}
+
+/* The value of "KEY=value" among the received lines, or NULL. */
+static const char *line_value(const char *key) {
+    size_t k = strlen(key);
+    for (int i = 0; i < nlines && i < MAX_LINES; i++) {
+        if (strncmp(lines[i], key, k) == 0 && lines[i][k] == '=') {
+            return lines[i] + k + 1;
+        }
+    }
+    return NULL;
+}
+
+static void wake_cb(uv_timer_t *t) { (void)t; }
+
+static int run_until(const int *flag, int want, uint64_t ms) {
+    uv_timer_t wake;
+    uv_timer_init(&loop, &wake);
+    uv_timer_start(&wake, wake_cb, 10, 10);
+    uint64_t deadline = hv_now_ms() + ms;
+    while (*flag < want && hv_now_ms() < deadline) {
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&wake, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    if (*flag < want) {
+        fprintf(stderr, "  (waited %llu ms)\n", (unsigned long long)ms);
+        return 0;
+    }
+    return 1;
+}
+
+/* Stores content in the cache under its digest (hex written to digest). */
+static void put_artifact(const char *content, char digest[65]) {
+    hv_sha256_t s;
+    uint8_t d[32];
+    hv_sha256_init(&s);
+    hv_sha256_update(&s, content, strlen(content));
+    hv_sha256_final(&s, d);
+    hv_sha256_hex(d, digest);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", cache_dir, digest);
+    CHECK_RC(hv_write_file_atomic(path, content, strlen(content), 0755), HV_OK);
+    chmod(path, 0755);
+}
+
+static void setup_with(hv_rpc_engine_t *e, hv_rpc_channel_t *ch) {
+    snprintf(top, sizeof(top), "/tmp/hv-workers-test-%d", (int)getpid());
+    snprintf(work, sizeof(work), "%s/work", top);
+    snprintf(cache_dir, sizeof(cache_dir), "%s/cache", work);
+    CHECK_RC(hv_mkdirs(cache_dir, 0755), HV_OK);
+    CHECK_RC(hv_artifact_cache_create(&loop, e, ch, cache_dir, "tok", &cache), HV_OK);
+    hv_workers_config_t cfg = {.work_dir = work, .node_name = "node-x"};
+    hv_workers_cbs_t cbs = {.on_started = on_started, .on_exited = on_exited,
+                            .on_line = on_line};
+    CHECK_RC(hv_workers_create(&loop, &cfg, cache, &cbs, &wt), HV_OK);
+    started = exited = nlines = 0;
+    exit_reason[0] = '\0';
+}
+
+static void setup(void) {
+    uv_loop_init(&loop);
+    setup_with(NULL, NULL);
+}
+
+static void teardown(void) {
+    hv_artifact_cache_stop(cache);
+    hv_workers_destroy(wt);
+    hv_artifact_cache_destroy(cache);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ(uv_loop_close(&loop), 0);
+    for (int i = 0; i < nlines && i < MAX_LINES; i++) {
+        hv_free(lines[i]);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+    CHECK_EQ(system(cmd), 0);
+}
+
+/* A spawn order for the given binary digest, with sensible defaults. */
+typedef struct order_s {
+    Hvpb__V1__SpawnWorker sp;
+    Hvpb__V1__FileRef bin;
+    Hvpb__V1__FileRef file;
+    Hvpb__V1__FileRef *files[1];
+    Hvpb__V1__KeyValue kv;
+    Hvpb__V1__KeyValue *env[1];
+    char *args[2];
+    uint32_t gpus[2];
+} order_t;
+
+static void order_init(order_t *o, uint64_t worker_id, const char *digest, const char *name) {
+    Hvpb__V1__SpawnWorker sp = HVPB__V1__SPAWN_WORKER__INIT;
+    Hvpb__V1__FileRef f = HVPB__V1__FILE_REF__INIT;
+    Hvpb__V1__KeyValue kv = HVPB__V1__KEY_VALUE__INIT;
+    memset(o, 0, sizeof(*o));
+    o->sp = sp;
+    o->bin = f;
+    o->file = f;
+    o->kv = kv;
+    o->bin.name = (char *)name;
+    o->bin.digest = (char *)digest;
+    o->sp.worker_id = worker_id;
+    o->sp.job_id = 7;
+    o->sp.rank = 3;
+    o->sp.size = 4;
+    o->sp.local_rank = 1;
+    o->sp.local_size = 2;
+    o->sp.generation = 2;
+    o->sp.head_addr = "10.1.2.3:7000";
+    o->sp.binary = &o->bin;
+}
+
+static void case_layout_env(void) {
+    setup();
+    char bin[65], data[65];
+    put_artifact("#!/bin/sh\n"
+                 "echo PWD=$(pwd)\n"
+                 "for v in HV_HEAD HV_JOB_ID HV_WORKER_ID HV_RANK HV_SIZE HV_LOCAL_RANK "
+                 "HV_LOCAL_SIZE HV_GENERATION HV_NODE CUDA_VISIBLE_DEVICES FOO; do\n"
+                 "  eval echo $v=\\$$v\ndone\n"
+                 "echo TOKEN=${HV_TOKEN-unset}\n"
+                 "echo ARGS=\"$*\"\n"
+                 "echo DATA=$(cat data.txt)\n"
+                 "echo MODE=$(stat -c %a data.txt)\n"
+                 "echo BINMODE=$(stat -c %a train.sh)\n"
+                 "exit 4\n",
+                 bin);
+    put_artifact("payload\n", data);
+    setenv("HV_TOKEN", "secret", 1);
+    order_t o;
+    order_init(&o, 42, bin, "train.sh");
+    o.file.name = "data.txt";
+    o.file.digest = data;
+    o.file.mode = 0600;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    o.kv.key = "FOO";
+    o.kv.value = "bar baz";
+    o.env[0] = &o.kv;
+    o.sp.env = o.env;
+    o.sp.n_env = 1;
+    o.args[0] = "--epochs";
+    o.args[1] = "3";
+    o.sp.args = o.args;
+    o.sp.n_args = 2;
+    o.gpus[0] = 1;
+    o.gpus[1] = 3;
+    o.sp.gpus = o.gpus;
+    o.sp.n_gpus = 2;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(hv_workers_count(wt), 1);
+    CHECK(run_until(&exited, 1, 10000));
+    unsetenv("HV_TOKEN");
+    CHECK_EQ(started, 1);
+    CHECK_EQ(started_id, 42);
+    CHECK(started_pid > 0);
+    CHECK_EQ(exited_id, 42);
+    CHECK_EQ(exit_code, 4);
+    CHECK_EQ(term_signal, 0);
+    CHECK_STR(exit_reason, "");
+    CHECK_EQ(hv_workers_count(wt), 0);
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%s/jobs/7/w42", work);
+    CHECK_STR(line_value("PWD"), dir);
+    CHECK_STR(line_value("HV_HEAD"), "10.1.2.3:7000");
+    CHECK_STR(line_value("HV_JOB_ID"), "7");
+    CHECK_STR(line_value("HV_WORKER_ID"), "42");
+    CHECK_STR(line_value("HV_RANK"), "3");
+    CHECK_STR(line_value("HV_SIZE"), "4");
+    CHECK_STR(line_value("HV_LOCAL_RANK"), "1");
+    CHECK_STR(line_value("HV_LOCAL_SIZE"), "2");
+    CHECK_STR(line_value("HV_GENERATION"), "2");
+    CHECK_STR(line_value("HV_NODE"), "node-x");
+    CHECK_STR(line_value("CUDA_VISIBLE_DEVICES"), "1,3");
+    CHECK_STR(line_value("FOO"), "bar baz");
+    CHECK_STR(line_value("TOKEN"), "unset");
+    CHECK_STR(line_value("ARGS"), "--epochs 3");
+    CHECK_STR(line_value("DATA"), "payload");
+    CHECK_STR(line_value("MODE"), "600");
+    CHECK_STR(line_value("BINMODE"), "755");
+    teardown();
+}
+
+static void case_fetch_failed(void) {
+    setup();
+    order_t o;
+    order_init(&o, 5, "ab00000000000000000000000000000000000000000000000000000000000000",
+               "train");
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(run_until(&exited, 1, 5000));
+    CHECK_EQ(started, 0);
+    CHECK_EQ(exit_code, -1);
+    CHECK_EQ(term_signal, 0);
+    CHECK(strncmp(exit_reason, "fetch failed: ", 14) == 0);
+    fprintf(stderr, "  reason: %s\n", exit_reason);
+    teardown();
+}
+
+static void case_bad_names(void) {
+    setup();
+    char bin[65];
+    put_artifact("#!/bin/sh\nexit 0\n", bin);
+    const char *bad[] = {"../evil", "a/b", "..", ""};
+    for (int i = 0; i < 4; i++) {
+        order_t o;
+        order_init(&o, 10 + (uint64_t)i, bin, "ok");
+        o.file.name = (char *)bad[i];
+        o.file.digest = bin;
+        o.files[0] = &o.file;
+        o.sp.files = o.files;
+        o.sp.n_files = 1;
+        int before = exited;
+        hv_workers_spawn(wt, &o.sp);
+        CHECK_EQ(exited, before + 1); // at once
+        CHECK(strstr(exit_reason, "spawn failed: bad file name") != NULL);
+    }
+    order_t o;
+    order_init(&o, 20, bin, "../bin");
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(strstr(exit_reason, "spawn failed: bad binary name") != NULL);
+    CHECK_EQ(started, 0);
+    CHECK_EQ(hv_workers_count(wt), 0);
+    teardown();
+}
+
+static void case_spawn_failed(void) {
+    setup();
+    char bin[65];
+    // A script whose interpreter does not exist: exec fails with ENOENT.
+    put_artifact("#!/nonexistent/interpreter\n", bin);
+    order_t o;
+    order_init(&o, 6, bin, "prog");
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(run_until(&exited, 1, 5000));
+    CHECK_EQ(started, 0);
+    CHECK_EQ(exit_code, -1);
+    CHECK_STR(exit_reason, "spawn failed: No such file or directory");
+    teardown();
+}
+
+static void case_kill_and_refuse(void) {
+    setup();
+    char bin[65];
+    put_artifact("#!/bin/sh\necho up\nsleep 30\n", bin);
+    order_t o;
+    order_init(&o, 8, bin, "sleepy");
+    hv_workers_spawn(wt, &o.sp);
+    hv_workers_spawn(wt, &o.sp); // a repeat is ignored
+    CHECK(run_until(&nlines, 1, 5000));
+    CHECK_EQ(started, 1);
+    hv_worker_pid_t *run = NULL;
+    CHECK_EQ(hv_workers_running(wt, &run), 1);
+    if (run != NULL) {
+        CHECK_EQ(run[0].worker_id, 8);
+        CHECK_EQ(run[0].pid, started_pid);
+    }
+    hv_free(run);
+    hv_workers_kill(wt, 999, 100, "nobody"); // unknown: ignored
+    hv_workers_kill(wt, 8, 5000, "test kill");
+    CHECK(run_until(&exited, 1, 5000));
+    CHECK_EQ(exit_code, -1);
+    CHECK_EQ(term_signal, SIGTERM);
+    CHECK_STR(exit_reason, "killed by the agent: test kill");
+    // Shutting down: new orders are answered with an exit at once.
+    hv_workers_kill_all(wt, 100, "stopping", 1);
+    order_init(&o, 9, bin, "sleepy");
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 2);
+    CHECK_STR(exit_reason, "spawn failed: the agent is shutting down");
+    CHECK_EQ(started, 1);
+    teardown();
+}
+
+/* A Fetch server that never answers: downloads stay in flight. */
+static int fetches;
+static void stall_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)c;
+    (void)m;
+    (void)ud;
+    fetches++;
+}
+
+static void case_kill_while_fetching(void) {
+    uv_loop_init(&loop);
+    hv_rpc_engine_t *e = NULL;
+    hv_rpc_server_t *s = NULL;
+    hv_rpc_channel_t *ch = NULL;
+    int port = 0;
+    char target[64];
+    CHECK_RC(hv_rpc_engine_create(&loop, &e), HV_OK);
+    CHECK_RC(hv_rpc_server_create(e, "127.0.0.1:0", &s, &port), HV_OK);
+    hv_rpc_method_t m = {.path = "/hvpb.v1.Cluster/Fetch", .kind = HV_RPC_SERVER_STREAM,
+                         .req = &hvpb__v1__fetch_request__descriptor, .on_msg = stall_fetch};
+    CHECK_RC(hv_rpc_server_add(s, &m), HV_OK);
+    CHECK_RC(hv_rpc_server_start(s), HV_OK);
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    setup_with(e, ch);
+    order_t o;
+    order_init(&o, 11, "cd00000000000000000000000000000000000000000000000000000000000000",
+               "big");
+    hv_workers_spawn(wt, &o.sp);
+    fetches = 0;
+    CHECK(run_until(&fetches, 1, 5000));
+    hv_worker_pid_t *run = NULL;
+    CHECK_EQ(hv_workers_running(wt, &run), 1); // listed (pid 0) while fetching
+    if (run != NULL) {
+        CHECK_EQ(run[0].pid, 0);
+    }
+    hv_free(run);
+    hv_workers_kill(wt, 11, 1000, "job cancelled");
+    CHECK_EQ(exited, 1); // reported at once, not when the download ends
+    CHECK_STR(exit_reason, "killed before start: job cancelled");
+    CHECK_EQ(hv_workers_count(wt), 0);
+    // Shutdown order: stop the cache, end the calls; the record goes without a second report.
+    hv_artifact_cache_stop(cache);
+    hv_rpc_server_shutdown(s);
+    hv_rpc_engine_destroy(e);
+    CHECK_EQ(exited, 1);
+    CHECK_EQ(started, 0);
+    hv_rpc_channel_destroy(ch);
+    teardown();
+}
+
+static const test_case_t cases[] = {
+    {"layout_env", case_layout_env},
+    {"fetch_failed", case_fetch_failed},
+    {"bad_names", case_bad_names},
+    {"spawn_failed", case_spawn_failed},
+    {"kill_and_refuse", case_kill_and_refuse},
+    {"kill_while_fetching", case_kill_while_fetching},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) { return test_run(cases, argc, argv); }
