@@ -76,6 +76,7 @@ struct head_job_s {
     uint64_t log_lines;           /* lines written so far */
     uint64_t log_bytes;           /* bytes written so far */
     head_watch_t *watchers;
+    uint64_t last_event_seq;      /* newest event of this job (0 = unknown: ask the store) */
     head_kv_t *kv;                /* rendezvous key-value pairs */
     head_kvwait_t *kvwaits;       /* KvGet calls waiting for a key */
     uint64_t rdzv_deadline;       /* monotonic ms: the open round fails after this */

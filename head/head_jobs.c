@@ -19,7 +19,9 @@
 #include "sha256.h"
 #include "util.h"
 
-#define WATCH_WINDOW 64                /* messages a watcher may have queued */
+#define WATCH_WINDOW 8                 /* messages a watcher may have queued */
+#define WATCH_BATCH_LINES 1024         /* log lines per message at most */
+#define WATCH_BATCH_BYTES (256u << 10) /* log text per message at most */
 #define JOB_LOG_MAX (1ull << 30)       /* a job's log stops growing past 1 GiB */
 #define SUBMIT_MAX_ARGS 4096
 #define SUBMIT_MAX_FILES 256
@@ -177,6 +179,66 @@ static void watch_finish(head_watch_t *w, hv_err rc, const char *msg) {
     }
 }
 
+/* Reads the next complete lines of the job's log into one LogBatch message (at most
+ * WATCH_BATCH_LINES lines / WATCH_BATCH_BYTES of text) and sends batches while the watcher's
+ * window allows. Returns 1 when the watcher has read everything written so far. */
+static int watch_send_logs(head_watch_t *w) {
+    static char text[WATCH_BATCH_BYTES + HEAD_LOG_MAX_LINE + 64];
+    static Hvpb__V1__LogLine lines[WATCH_BATCH_LINES];
+    static Hvpb__V1__LogLine *lp[WATCH_BATCH_LINES];
+    head_job_t *j = w->job;
+    clearerr(w->rf);
+    if (fseeko(w->rf, (off_t)w->log_pos, SEEK_SET) != 0) {
+        return 1;
+    }
+    while (hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
+        size_t n = 0, used = 0;
+        uint64_t pos = w->log_pos;
+        while (n < WATCH_BATCH_LINES && used < WATCH_BATCH_BYTES) {
+            char *line = text + used;
+            if (fgets(line, (int)(sizeof(text) - used), w->rf) == NULL) {
+                break;
+            }
+            size_t len = strlen(line);
+            if (len == 0 || line[len - 1] != '\n') {
+                break; /* a partial line: the writer is mid-line; read it next time */
+            }
+            pos += len;
+            line[len - 1] = '\0';
+            if (w->skip_lines > 0) {
+                w->skip_lines--;
+                continue;
+            }
+            hvpb__v1__log_line__init(&lines[n]);
+            if (parse_log_line(line, &lines[n]) != 0) {
+                continue;
+            }
+            lp[n] = &lines[n];
+            n++;
+            used += len;
+        }
+        if (n > 0) {
+            Hvpb__V1__LogBatch b = HVPB__V1__LOG_BATCH__INIT;
+            Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+            b.lines = lp;
+            b.n_lines = n;
+            it.body_case = HVPB__V1__WATCH_ITEM__BODY_LOGS;
+            it.logs = &b;
+            if (hv_rpc_send(w->call, &it.base) != HV_OK) {
+                return 0; /* not consumed: re-read from log_pos next time */
+            }
+        }
+        if (pos == w->log_pos) {
+            break; /* nothing new */
+        }
+        w->log_pos = pos;
+        if (fseeko(w->rf, (off_t)w->log_pos, SEEK_SET) != 0) {
+            break;
+        }
+    }
+    return w->log_pos >= j->log_bytes || j->log == NULL;
+}
+
 /* Sends what the watcher has not seen yet, up to its window. */
 static void watch_pump(head_t *h, head_watch_t *w) {
     if (w->finished || !hv_rpc_call_open(w->call)) {
@@ -184,7 +246,10 @@ static void watch_pump(head_t *h, head_watch_t *w) {
     }
     head_job_t *j = w->job;
     int caught_up = 1;
-    if (w->events && hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
+    /* Only ask the store when the job has events this watcher has not seen (the pump runs at
+     * every send completion, so this check keeps log streaming off sqlite). */
+    int news = j->last_event_seq == 0 || w->event_after < j->last_event_seq;
+    if (w->events && news && hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
         hv_event_row_t *ev = NULL;
         size_t n = 0;
         if (hv_store_event_list(h->store, j->row.id, w->event_after, 0, &ev, &n) == HV_OK) {
@@ -211,40 +276,11 @@ static void watch_pump(head_t *h, head_watch_t *w) {
             }
             hv_store_event_free_list(ev, n);
         }
-    } else if (w->events) {
+    } else if (w->events && news) {
         caught_up = 0;
     }
     if (w->logs && w->rf != NULL) {
-        static char line[HEAD_LOG_MAX_LINE + 64];
-        clearerr(w->rf);
-        if (fseeko(w->rf, (off_t)w->log_pos, SEEK_SET) == 0) {
-            while (hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
-                if (fgets(line, sizeof(line), w->rf) == NULL) {
-                    break;
-                }
-                size_t len = strlen(line);
-                if (len == 0 || line[len - 1] != '\n') {
-                    break; /* a partial line: the writer is mid-line; read it next time */
-                }
-                w->log_pos += len;
-                line[len - 1] = '\0';
-                if (w->skip_lines > 0) {
-                    w->skip_lines--;
-                    continue;
-                }
-                Hvpb__V1__LogLine ll = HVPB__V1__LOG_LINE__INIT;
-                Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
-                if (parse_log_line(line, &ll) != 0) {
-                    continue;
-                }
-                it.body_case = HVPB__V1__WATCH_ITEM__BODY_LOG;
-                it.log = &ll;
-                if (hv_rpc_send(w->call, &it.base) != HV_OK) {
-                    break;
-                }
-            }
-            caught_up &= w->log_pos >= j->log_bytes || j->log == NULL;
-        }
+        caught_up &= watch_send_logs(w);
     }
     if (!caught_up) {
         return;

@@ -37,7 +37,8 @@ void head_event(head_t *h, uint64_t job_id, uint64_t node_id, const char *kind, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    hv_err rc = hv_store_event_append(h->store, job_id, node_id, kind, msg, NULL);
+    uint64_t seq = 0;
+    hv_err rc = hv_store_event_append(h->store, job_id, node_id, kind, msg, &seq);
     if (rc != HV_OK) {
         head_store_failed(h, rc, "append event");
     }
@@ -46,6 +47,7 @@ void head_event(head_t *h, uint64_t job_id, uint64_t node_id, const char *kind, 
     if (job_id != 0) {
         head_job_t *j = head_job_by_id(h, job_id);
         if (j != NULL) {
+            j->last_event_seq = seq;
             head_jobs_notify(h, j);
         }
     }

@@ -604,8 +604,18 @@ static int ctl_logs(const ctl_t *c) {
         }
         const Hvpb__V1__WatchItem *it = (const Hvpb__V1__WatchItem *)msg;
         int done = it->body_case == HVPB__V1__WATCH_ITEM__BODY_DONE;
+        Hvpb__V1__LogLine *one = it->log;
+        Hvpb__V1__LogLine **lines = NULL;
+        size_t nl = 0;
         if (it->body_case == HVPB__V1__WATCH_ITEM__BODY_LOG) {
-            const Hvpb__V1__LogLine *l = it->log;
+            lines = &one;
+            nl = 1;
+        } else if (it->body_case == HVPB__V1__WATCH_ITEM__BODY_LOGS) {
+            lines = it->logs->lines;
+            nl = it->logs->n_lines;
+        }
+        for (size_t i = 0; i < nl; i++) {
+            const Hvpb__V1__LogLine *l = lines[i];
             const char *stream = l->stream == 2 ? "stderr" : "stdout";
             if (c->o->json) {
                 hv_cli_json_obj_begin(&j);
@@ -618,8 +628,10 @@ static int ctl_logs(const ctl_t *c) {
                 hv_cli_json_obj_end(&j);
             } else {
                 printf("[%u]<%s>:%s\n", (unsigned)l->rank, stream, l->text);
-                fflush(stdout);
             }
+        }
+        if (nl > 0 && !c->o->json) {
+            fflush(stdout);
         }
         hv_rpc_msg_free(msg);
         if (done) {

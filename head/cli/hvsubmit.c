@@ -462,13 +462,24 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
 /* Handles one item; returns -1 to go on, else the exit status. */
 static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
     switch (it->body_case) {
-    case HVPB__V1__WATCH_ITEM__BODY_LOG: {
-        const Hvpb__V1__LogLine *l = it->log;
-        FILE *f = l->stream == 2 ? stderr : stdout;
-        fprintf(f, "[%u]<%s>:%s\n", (unsigned)l->rank, l->stream == 2 ? "stderr" : "stdout",
-                l->text);
-        fflush(f);
-        w->nlogs++;
+    case HVPB__V1__WATCH_ITEM__BODY_LOG:
+    case HVPB__V1__WATCH_ITEM__BODY_LOGS: {
+        Hvpb__V1__LogLine *one = it->log;
+        Hvpb__V1__LogLine **lines = &one;
+        size_t n = 1;
+        if (it->body_case == HVPB__V1__WATCH_ITEM__BODY_LOGS) {
+            lines = it->logs->lines;
+            n = it->logs->n_lines;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const Hvpb__V1__LogLine *l = lines[i];
+            FILE *f = l->stream == 2 ? stderr : stdout;
+            fprintf(f, "[%u]<%s>:%s\n", (unsigned)l->rank, l->stream == 2 ? "stderr" : "stdout",
+                    l->text);
+        }
+        fflush(stdout); /* whole batches at a time: lines stay live, writes stay few */
+        fflush(stderr);
+        w->nlogs += n;
         return -1;
     }
     case HVPB__V1__WATCH_ITEM__BODY_EVENT: {

@@ -1,0 +1,214 @@
+/*
+ * bench_allreduce: libhv's allreduce benchmark (busbw per size, and a ResNet-50 step of 161
+ * named async tensors submitted in reverse order). Two modes:
+ *   bench_allreduce --launch N [opts]  forks N ranks of itself that meet through a temporary
+ *                                      HV_RDZV_DIR (the standalone launcher);
+ *   bench_allreduce [opts]             one rank under any launcher that sets libhv's
+ *                                      environment (hvsubmit/hvagent, or the launcher above).
+ * Options: --sizes 4K,1M,... --runs R --resnet COUNTS_FILE --steps S. Rank 0 prints ROW lines
+ * (see bench_common.h). Uses only the public API.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hv/hv.h>
+
+#include "bench_common.h"
+
+static int check(hv_err rc, const char *what) {
+    if (rc != HV_OK) {
+        char detail[512];
+        fprintf(stderr, "rank %d: %s: %s (%s)\n", hv_rank(), what, hv_strerror(rc),
+                hv_last_error(detail, sizeof(detail)));
+        return -1;
+    }
+    return 0;
+}
+
+static int bench_sizes(const bench_cfg_t *c) {
+    size_t max = 0;
+    for (int i = 0; i < c->nsizes; i++) {
+        max = c->sizes[i] > max ? c->sizes[i] : max;
+    }
+    size_t n = max / sizeof(float);
+    float *buf = malloc(n * sizeof(float) + 64);
+    if (buf == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = 1.0f;
+    }
+    for (int s = 0; s < c->nsizes; s++) {
+        size_t count = c->sizes[s] / sizeof(float);
+        int iters = bench_iters(c->sizes[s]);
+        double t[16];
+        for (int w = 0; w < (iters > 10 ? 10 : 2); w++) {
+            if (check(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM), "warm-up") != 0) {
+                return -1;
+            }
+        }
+        for (int r = 0; r < c->runs && r < 16; r++) {
+            if (check(hv_barrier(), "barrier") != 0) {
+                return -1;
+            }
+            double t0 = bench_now();
+            for (int i = 0; i < iters; i++) {
+                if (check(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM), "allreduce") != 0) {
+                    return -1;
+                }
+            }
+            t[r] = (bench_now() - t0) / iters;
+        }
+        if (hv_rank() == 0) {
+            bench_row("allreduce", count * sizeof(float), bench_median(t, c->runs), hv_size());
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+static int bench_resnet(const bench_cfg_t *c) {
+    static size_t counts[BENCH_MAX_TENSORS];
+    int nt = bench_read_counts(c->resnet, counts, BENCH_MAX_TENSORS);
+    if (nt <= 0) {
+        return -1;
+    }
+    float *bufs[BENCH_MAX_TENSORS];
+    char names[BENCH_MAX_TENSORS][32];
+    hv_handle_t h[BENCH_MAX_TENSORS];
+    size_t total = 0;
+    for (int i = 0; i < nt; i++) {
+        bufs[i] = malloc(counts[i] * sizeof(float) + 64);
+        if (bufs[i] == NULL) {
+            return -1;
+        }
+        for (size_t k = 0; k < counts[i]; k++) {
+            bufs[i][k] = 0.5f;
+        }
+        snprintf(names[i], sizeof(names[i]), "resnet50.grad.%d", i);
+        total += counts[i] * sizeof(float);
+    }
+    double t[64];
+    int steps = c->resnet_steps < 64 ? c->resnet_steps : 64;
+    for (int s = -2; s < steps; s++) {
+        if (check(hv_barrier(), "barrier") != 0) {
+            return -1;
+        }
+        double t0 = bench_now();
+        // A backward pass hands gradients over in reverse registration order.
+        for (int i = nt - 1; i >= 0; i--) {
+            if (check(hv_allreduce_async(names[i], bufs[i], bufs[i], counts[i], HV_FLOAT32,
+                                         HV_SUM, &h[i]),
+                      "allreduce_async") != 0) {
+                return -1;
+            }
+        }
+        for (int i = nt - 1; i >= 0; i--) {
+            if (check(hv_wait(h[i]), "wait") != 0) {
+                return -1;
+            }
+        }
+        if (s >= 0) {
+            t[s] = bench_now() - t0;
+        }
+    }
+    if (hv_rank() == 0) {
+        bench_row("resnet", total, bench_median(t, steps), hv_size());
+    }
+    for (int i = 0; i < nt; i++) {
+        free(bufs[i]);
+    }
+    return 0;
+}
+
+static int worker(const bench_cfg_t *c) {
+    if (check(hv_init(), "hv_init") != 0) {
+        return 1;
+    }
+    int rc = 0;
+    if (c->nsizes > 0) {
+        rc = bench_sizes(c);
+    }
+    if (rc == 0 && c->resnet != NULL) {
+        rc = bench_resnet(c);
+    }
+    hv_shutdown();
+    return rc == 0 ? 0 : 1;
+}
+
+/* Forks n ranks of this program with a fresh rendezvous directory; returns 0 if all succeed. */
+static int launch(int n, char **argv) {
+    char dir[] = "/tmp/hv-bench-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    pid_t pids[64];
+    for (int r = 0; r < n; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            char rank[16], size[16];
+            snprintf(rank, sizeof(rank), "%d", r);
+            snprintf(size, sizeof(size), "%d", n);
+            setenv("HV_RDZV_DIR", dir, 1);
+            setenv("HV_RANK", rank, 1);
+            setenv("HV_SIZE", size, 1);
+            setenv("HV_LOCAL_RANK", rank, 1);
+            setenv("HV_LOCAL_SIZE", size, 1);
+            execv("/proc/self/exe", argv);
+            _exit(127);
+        }
+    }
+    int failed = 0;
+    for (int r = 0; r < n; r++) {
+        int st = 0;
+        waitpid(pids[r], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            failed = 1;
+            for (int q = 0; q < n; q++) {
+                kill(pids[q], SIGTERM); // one failed: do not leave the others waiting
+            }
+        }
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", dir);
+    }
+    return failed;
+}
+
+int main(int argc, char **argv) {
+    int used[256] = {0};
+    bench_cfg_t c = {0};
+    if (argc > 255 || bench_parse(argc, argv, &c, used) != 0) {
+        return 2;
+    }
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--launch") == 0) {
+            int n = atoi(argv[i + 1]);
+            if (n < 1 || n > 64) {
+                fprintf(stderr, "--launch N: 1..64\n");
+                return 2;
+            }
+            // Children get the same arguments minus --launch N.
+            char *args[256];
+            int k = 0;
+            for (int j = 0; j < argc; j++) {
+                if (j == i || j == i + 1) {
+                    continue;
+                }
+                args[k++] = argv[j];
+            }
+            args[k] = NULL;
+            return launch(n, args);
+        }
+    }
+    return worker(&c);
+}

@@ -1,0 +1,164 @@
+#!/bin/sh
+# head_load.sh [AGENTS...]: what hvhead costs with many agents connected and heartbeating.
+# For each count (default 100) it starts a fresh head on 127.0.0.1:0 with the default timings
+# (heartbeat_ms 1000, lease_ms 10000), measures it idle, then runs tests/perf/agent_load with that
+# many simulated agents (Join + Session + a heartbeat a second, one connection each), and after
+# every session is up samples the head's /proc/PID/stat (utime+stime) and /proc/PID/status
+# (VmRSS, VmHWM) at the start and the end of a steady window. It prints one table row per count
+# and exits 1 if any session was not established, was lost, or `hvctl nodes` did not list every
+# simulated node alive.
+#   head_load.sh            100 agents
+#   head_load.sh 10 100 500 three runs, one row each
+# Environment: BUILD (build dir, default build; binaries in $BUILD/bin), WINDOW (steady window in
+# s, default 20), SETTLE (s between the last session up and the window, default 3), IDLE (idle
+# window in s, default 5), HV_KEEP_TMP=1 keeps the scratch dir. Loopback only; every process it
+# starts is killed on exit; every wait is bounded.
+set -u
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) [ -d "$BUILD" ] || BUILD=$SRC/$BUILD ;; esac
+BIN=${HV_BIN_DIR:-$BUILD/bin}
+WINDOW=${WINDOW:-20}
+SETTLE=${SETTLE:-3}
+IDLE=${IDLE:-5}
+TOKEN=hv-perf-token
+HZ=$(getconf CLK_TCK)
+PIDS=""
+TMP=$(mktemp -d /tmp/hvperf.XXXXXX)
+
+cleanup() {
+    for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
+    if [ "${HV_KEEP_TMP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+die() { echo "head_load: $*" >&2; exit 1; }
+
+need_bins() {
+    missing=""
+    for b in hvhead hvctl agent_load; do [ -x "$BIN/$b" ] || missing="$missing $b"; done
+    [ -z "$missing" ] && return 0
+    [ -f "$BUILD/CMakeCache.txt" ] || die "missing$missing in $BIN and no configured build in $BUILD"
+    echo "head_load: building$missing in $BUILD" >&2
+    # shellcheck disable=SC2086
+    cmake --build "$BUILD" -j2 --target $missing >/dev/null || die "cannot build$missing"
+}
+
+now() { date +%s.%N; }
+# cpu_ticks PID: utime + stime (fields 14 and 15 of /proc/PID/stat; comm has no spaces here).
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# mem_kb PID FIELD: VmRSS or VmHWM in kB.
+mem_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+# cpu_pct T0 T1 TICKS0 TICKS1: percent of one core.
+cpu_pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v hz="$HZ" \
+    'BEGIN {printf "%.1f", (y - x) / hz / (b - a) * 100}'; }
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s; returns 1 on timeout.
+wait_for() {
+    secs=$1; shift
+    i=0
+    while [ $i -lt $((secs * 10)) ]; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+stop_pid() { # PID: TERM, then KILL after 5 s
+    kill -TERM "$1" 2>/dev/null || return 0
+    wait_for 5 sh -c "! kill -0 $1 2>/dev/null" || kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    return 0
+}
+
+# run_one N: prints one table row; returns 1 if the run failed a check.
+run_one() {
+    n=$1
+    d=$TMP/run-$n
+    mkdir -p "$d"
+    cat >"$d/head.yaml" <<EOF
+cluster_name: perf
+listen: 127.0.0.1:0
+data_dir: $d/data
+token: $TOKEN
+heartbeat_ms: 1000
+lease_ms: 10000
+EOF
+    "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
+    hp=$!
+    PIDS="$PIDS $hp"
+    wait_for 10 grep -q 'listening on' "$d/head.out" || die "hvhead did not print its ready line
+$(tail -n 20 "$d/head.err")"
+    head=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$d/head.out" | head -n 1)
+    port=${head##*:}
+
+    # idle head
+    sleep 1
+    t0=$(now); c0=$(cpu_ticks $hp)
+    sleep "$IDLE"
+    t1=$(now); c1=$(cpu_ticks $hp)
+    idle_cpu=$(cpu_pct "$t0" "$t1" "$c0" "$c1")
+    rss_idle=$(mem_kb $hp VmRSS)
+
+    ramp=$((n * 5)); [ $ramp -lt 1000 ] && ramp=1000
+    dur=$((ramp / 1000 + 1 + SETTLE + WINDOW + 8))
+    "$BIN/agent_load" --head "$head" --token "$TOKEN" --agents "$n" --duration "$dur" \
+        --ramp-ms "$ramp" --prefix "perf$n" >"$d/load.out" 2>"$d/load.err" &
+    lp=$!
+    PIDS="$PIDS $lp"
+    up=yes
+    wait_for $((ramp / 1000 + 30)) grep -q 'sessions established' "$d/load.out" || up=no
+    sleep "$SETTLE"
+    t2=$(now); c2=$(cpu_ticks $hp); l2=$(cpu_ticks $lp 2>/dev/null || echo 0)
+    sleep "$WINDOW"
+    t3=$(now); c3=$(cpu_ticks $hp); l3=$(cpu_ticks $lp 2>/dev/null || echo 0)
+    rss=$(mem_kb $hp VmRSS); hwm=$(mem_kb $hp VmHWM)
+    cpu=$(cpu_pct "$t2" "$t3" "$c2" "$c3")
+    lcpu=$(cpu_pct "$t2" "$t3" "$l2" "$l3")
+    alive=$("$BIN/hvctl" --head "$head" nodes 2>"$d/hvctl.err" |
+        awk -v p="perf$n-" 'index($1, p) == 1 && $3 == "alive"' | wc -l)
+    conns=$(ss -Htn state established "( sport = :$port )" 2>/dev/null | wc -l)
+    wait_for $((dur + 15)) sh -c "! kill -0 $lp 2>/dev/null" || kill -KILL $lp 2>/dev/null
+    wait $lp; lrc=$?
+    stop_pid $hp
+
+    est=$(sed -nE 's/.* established=([0-9]+) lost=([0-9]+).*/\1/p' "$d/load.out")
+    lost=$(sed -nE 's/.* established=([0-9]+) lost=([0-9]+).*/\2/p' "$d/load.out")
+    sent=$(sed -nE 's/.*heartbeats sent=([0-9]+) replies=([0-9]+).*/\1/p' "$d/load.out")
+    repl=$(sed -nE 's/.*heartbeats sent=([0-9]+) replies=([0-9]+).*/\2/p' "$d/load.out")
+    rtt=$(sed -nE 's/.*round trip ms \(steady\): p50=([0-9.]+) p90=[0-9.]+ p99=([0-9.]+) max=([0-9.]+).*/\1\/\2\/\3/p' \
+        "$d/load.out")
+    awk -v n="$n" -v conns="$conns" -v alive="$alive" -v est="${est:-0}" -v cpu="$cpu" \
+        -v idle="$idle_cpu" -v ri="$rss_idle" -v r="$rss" -v hwm="$hwm" -v lcpu="$lcpu" \
+        -v sent="${sent:-0}" -v repl="${repl:-0}" -v rtt="${rtt:--}" 'BEGIN {
+        printf "%6d %6d %6d %6d %8.1f %7.1f %8.3f %9.1f %9.1f %9.1f %9.1f %9d/%-9d %-20s %7.1f\n",
+            n, est, alive, conns, cpu, idle, (cpu - idle) / n, ri / 1024, r / 1024, hwm / 1024,
+            (r - ri) / n, repl, sent, rtt, lcpu }'
+    ok=0
+    [ "$up" = yes ] || { echo "  FAIL: not every session was established (see $d/load.*)" >&2; ok=1; }
+    [ "${est:-0}" -eq "$n" ] || { echo "  FAIL: established ${est:-0} of $n" >&2; ok=1; }
+    [ "${lost:-1}" -eq 0 ] || { echo "  FAIL: ${lost:-?} sessions lost" >&2; ok=1; }
+    [ "$alive" -eq "$n" ] || { echo "  FAIL: hvctl nodes lists $alive alive, want $n" >&2; ok=1; }
+    [ $lrc -eq 0 ] || { echo "  FAIL: agent_load exited $lrc: $(tail -n 3 "$d/load.err")" >&2; ok=1; }
+    return $ok
+}
+
+need_bins
+[ $# -gt 0 ] || set -- 100
+for n in "$@"; do
+    case $n in ''|*[!0-9]*) die "agent count '$n' is not a number" ;; esac
+    [ "$n" -ge 1 ] && [ "$n" -le 10000 ] || die "agent count $n: expected 1..10000"
+done
+echo "head_load: hvhead with N simulated agents, heartbeat 1 s, lease 10 s; steady window" \
+    "${WINDOW} s; $(nproc) CPUs; $(uname -r)"
+echo "cpu% = share of one core over the window; rss in MiB; kib/agt = (rss - idle rss) / N;"
+echo "cpu/agt = (cpu% - idle cpu%) / N; replies/sent = heartbeats over the whole agent_load run;"
+echo "rtt = heartbeat round trip p50/p99/max ms seen by agent_load after every session was up"
+printf "%6s %6s %6s %6s %8s %7s %8s %9s %9s %9s %9s %19s %-20s %7s\n" agents estab alive conns \
+    cpu% idle% cpu/agt rss.idle rss rss.hwm kib/agt replies/sent rtt load%
+status=0
+for n in "$@"; do
+    run_one "$n" || status=1
+done
+exit $status

@@ -1,0 +1,15 @@
+# Performance tools and tests (tests/perf). Included from tests/CMakeLists.txt. The tools are
+# built with the project; the measurements are the scripts submit_latency.sh and head_load.sh,
+# run by hand (see docs/PERFORMANCE.md). ctest registers them with LABELS perf so that a default
+# run (ctest -LE "gpu|perf") skips them.
+add_executable(agent_load ${CMAKE_CURRENT_LIST_DIR}/agent_load.c)
+target_link_libraries(agent_load hv_rpc PkgConfig::UV)
+
+add_executable(spawn_watch ${CMAKE_CURRENT_LIST_DIR}/spawn_watch.c)
+
+hv_add_test(NAME perf.head_load COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/head_load.sh 100
+            LABELS perf TIMEOUT 300)
+hv_add_test(NAME perf.submit_latency COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/submit_latency.sh 10
+            LABELS perf TIMEOUT 300)
+set_tests_properties(hv.perf.head_load hv.perf.submit_latency PROPERTIES RUN_SERIAL TRUE
+                     SKIP_RETURN_CODE 77)
