@@ -14,7 +14,11 @@ run_suite() { # BUILD_DIR CMAKE_ARGS...
     echo "== configure $dir ($*)"
     cmake -S . -B "$dir" "$@" >/dev/null
     echo "== build $dir"
-    cmake --build "$dir" -j"$jobs" 2>&1 | grep -E 'error|warning' && return 1
+    if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
+        grep -E -B2 -A6 'error|warning' "$dir/build.log" | head -80
+        echo "== build of $dir FAILED (full log: $dir/build.log)"
+        return 1
+    fi
     echo "== test $dir"
     (cd "$dir" && ctest --output-on-failure -LE 'gpu|perf' -j"$jobs" "${CTEST_ARGS[@]}")
 }

@@ -94,7 +94,7 @@ struct head_s {
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
     int port;                     /* bound port */
-    char advertise[256];          /* host:port agents and workers use to reach the head */
+    char advertise[300];          /* host:port agents and workers use to reach the head */
     char pid_path[4096];
     int stopping;
     head_node_t *nodes;
