@@ -87,6 +87,7 @@ struct hv_session_s {
     hv_rpc_call_t *join_call;        /* JOINING: in flight */
     hv_rpc_call_t *call;             /* OPENING/CONNECTED: the Session stream */
     uv_timer_t tick;
+    uv_timer_t flush_timer;          /* 0 ms: sends the lines of one loop iteration together */
     uint64_t node_id;
     uint32_t heartbeat_ms;
     uint32_t lease_ms;
@@ -116,10 +117,12 @@ struct hv_session_s {
     dropped_t *dropped;              /* drop counts not yet reported */
     uint64_t dropped_total;
     int drop_warned;                 /* a WARN was logged for the current overflow */
+    int closing;                     /* timer handles whose close callback is still due */
 };
 
 static void session_join(hv_session_t *s);
 static void session_flush(hv_session_t *s);
+static void session_flush_cb(uv_timer_t *t);
 
 static uint64_t session_jitter(hv_session_t *s, uint64_t ms) {
     // xorshift64: +-20% spread so a cluster's agents do not reconnect in lockstep.
@@ -241,8 +244,9 @@ void hv_session_log(hv_session_t *s, uint64_t worker_id, int stream, const char 
     b->lines[b->n++] = copy;
     b->bytes += cost;
     s->log_bytes += cost;
-    if (s->call != NULL) {
-        session_flush(s);
+    if (s->call != NULL && !uv_is_active((uv_handle_t *)&s->flush_timer)) {
+        // Not now: the rest of this pipe read most likely adds lines to the same batch.
+        uv_timer_start(&s->flush_timer, session_flush_cb, 0, 0);
     }
     return;
 lost:
@@ -439,6 +443,8 @@ static void session_flush(hv_session_t *s) {
         batch_free(b);
     }
 }
+
+static void session_flush_cb(uv_timer_t *t) { session_flush(t->data); }
 
 static void session_drain_cb(hv_rpc_call_t *call, void *ud) {
     hv_session_t *s = ud;
@@ -736,6 +742,8 @@ hv_err hv_session_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *
     s->started_ms = uv_now(loop);
     uv_timer_init(loop, &s->tick);
     s->tick.data = s;
+    uv_timer_init(loop, &s->flush_timer);
+    s->flush_timer.data = s;
     uv_timer_start(&s->tick, session_tick, SESSION_TICK_MS, SESSION_TICK_MS);
     session_join(s);
     *out = s;
@@ -781,6 +789,7 @@ void hv_session_stop(hv_session_t *s) {
     }
     s->state = ST_STOPPED;
     uv_timer_stop(&s->tick);
+    uv_timer_stop(&s->flush_timer);
     if (s->join_call != NULL) {
         hv_rpc_call_cancel(s->join_call);
     }
@@ -791,6 +800,9 @@ void hv_session_stop(hv_session_t *s) {
 
 static void session_closed_cb(uv_handle_t *h) {
     hv_session_t *s = h->data;
+    if (--s->closing > 0) {
+        return; // the other timer is still closing
+    }
     session_ack(s, UINT64_MAX);
     while (s->log_head != NULL) {
         logbatch_t *b = s->log_head;
@@ -819,5 +831,7 @@ void hv_session_destroy(hv_session_t *s) {
                "session destroyed while an rpc call is still open: leaking it");
         return;
     }
+    s->closing = 2;
     uv_close((uv_handle_t *)&s->tick, session_closed_cb);
+    uv_close((uv_handle_t *)&s->flush_timer, session_closed_cb);
 }
