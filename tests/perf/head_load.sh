@@ -151,7 +151,7 @@ for n in "$@"; do
     [ "$n" -ge 1 ] && [ "$n" -le 10000 ] || die "agent count $n: expected 1..10000"
 done
 echo "head_load: hvhead with N simulated agents, heartbeat 1 s, lease 10 s; steady window" \
-    "${WINDOW} s; $(nproc) CPUs; $(uname -r)"
+    "${WINDOW} s; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cpu% = share of one core over the window; rss in MiB; kib/agt = (rss - idle rss) / N;"
 echo "cpu/agt = (cpu% - idle cpu%) / N; replies/sent = heartbeats over the whole agent_load run;"
 echo "rtt = heartbeat round trip p50/p99/max ms seen by agent_load after every session was up"
