@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1024,8 +1025,11 @@ static void *eng_thread(void *arg) {
     uint64_t link_since = 0; // when input from the left was first seen while idle (0: none)
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->stop && e->driving) {
-            pthread_cond_wait(&e->cv, &e->mu);
+        if (e->driving) {
+            while (!e->stop && e->driving) {
+                pthread_cond_wait(&e->cv, &e->mu);
+            }
+            link_since = 0; // whatever input there was, the driver handled it
         }
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
@@ -1040,15 +1044,26 @@ static void *eng_thread(void *arg) {
             eng_sleep(e, -1, 0);
             continue;
         }
+        int busy = e->inq_head != NULL || atomic_load(&e->npend) > 0;
         pthread_mutex_unlock(&e->mu);
-        int64_t wait_ns;
         if (link_since == 0 && link_has_input(e)) {
             link_since = now_ns();
         }
+        int64_t wait_ns;
         if (!eng_decide(e, link_since, &wait_ns)) {
-            int w = eng_sleep(e, wait_ns, link_since == 0);
-            if (w == 2 && link_since == 0) {
-                link_since = now_ns();
+            if (busy) {
+                // Work is pending here: join a round the moment another rank starts one.
+                int w = eng_sleep(e, wait_ns, link_since == 0);
+                if (w == 2 && link_since == 0) {
+                    link_since = now_ns();
+                }
+            } else {
+                // Idle: nothing can complete without a local submission (which pokes us, or is
+                // driven by its blocking caller), so only look at the link at the join-delay
+                // pace, to prove liveness and notice a dead peer. Not watching it avoids waking
+                // up for every round a blocking caller drives.
+                int64_t d = (int64_t)e->join_delay_ns;
+                eng_sleep(e, wait_ns < 0 || wait_ns > d ? d : wait_ns, 0);
             }
             continue;
         }
@@ -1058,12 +1073,9 @@ static void *eng_thread(void *arg) {
             continue; // a caller took the drive; re-evaluate when it is released
         }
         e->driving = 1;
+        int have_inq = e->inq_head != NULL;
         pthread_mutex_unlock(&e->mu);
         // Re-check under the drive: a caller may have consumed the round that woke us.
-        int have_inq;
-        pthread_mutex_lock(&e->mu);
-        have_inq = e->inq_head != NULL;
-        pthread_mutex_unlock(&e->mu);
         if (have_inq || link_has_input(e)) {
             if (eng_round(e) != HV_OK) {
                 eng_fail_all(e);
@@ -1105,6 +1117,7 @@ static void eng_drive_until(hv__engine_t *e, eng_group_t *g) {
                 got = 1;
                 break;
             }
+            sched_yield();
         }
         if (got) {
             link_since = link_since ? link_since : now_ns();
@@ -1264,6 +1277,7 @@ hv_err hv__engine_submit(hv__engine_t *e, const hv__op_desc_t *ops, size_t n, hv
     }
     eng_group_t *g = hv_calloc(1, sizeof(*g));
     eng_req_t **rs = hv_calloc(n, sizeof(*rs));
+    int was_empty = 0;
     hv_err rc = g && rs ? HV_OK : HV_ENOMEM;
     for (size_t i = 0; i < n && rc == HV_OK; i++) {
         rs[i] = hv_malloc(sizeof(eng_req_t));
@@ -1283,6 +1297,7 @@ hv_err hv__engine_submit(hv__engine_t *e, const hv__op_desc_t *ops, size_t n, hv
         } else if (e->stop) {
             rc = HV_ECANCELED;
         } else if ((rc = slot_alloc_locked(e, g, out)) == HV_OK) {
+            was_empty = e->inq_head == NULL;
             rc = enqueue_locked(e, rs, n, 0);
             if (rc != HV_OK) {
                 eng_slot_t *s = slot_get_locked(e, *out);
@@ -1302,16 +1317,16 @@ hv_err hv__engine_submit(hv__engine_t *e, const hv__op_desc_t *ops, size_t n, hv
         return rc;
     }
     hv_free(rs);
-    eng_poke(e);
+    if (was_empty) {
+        eng_poke(e); // the background thread starts the cycle timer
+    }
     return HV_OK;
 }
 
 /* Waits for g (not in the handle table or held by the caller) to be done; drives if it can. */
 static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
     uint64_t spin_ns = (uint64_t)e->o.spin_us * 1000u;
-    uint64_t t0 = now_ns();
-    while (!atomic_load_explicit(&g->done, memory_order_acquire) && now_ns() - t0 < spin_ns) {
-    }
+    int spun = 0;
     pthread_mutex_lock(&e->mu);
     while (!atomic_load_explicit(&g->done, memory_order_acquire)) {
         if (may_drive && !e->driving && !e->stop && e->failed == HV_OK) {
@@ -1321,9 +1336,11 @@ static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
             pthread_mutex_lock(&e->mu);
             e->driving = 0;
             pthread_cond_broadcast(&e->cv);
-            pthread_mutex_unlock(&e->mu);
-            eng_poke(e); // the background thread re-evaluates (new submissions, input)
-            pthread_mutex_lock(&e->mu);
+            if (e->inq_head != NULL) {
+                pthread_mutex_unlock(&e->mu);
+                eng_poke(e); // submissions arrived meanwhile: the background thread takes over
+                pthread_mutex_lock(&e->mu);
+            }
             continue;
         }
         if (e->failed != HV_OK && !e->driving) {
@@ -1334,6 +1351,18 @@ static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
             pthread_mutex_lock(&e->mu);
             e->driving = 0;
             pthread_cond_broadcast(&e->cv);
+            continue;
+        }
+        if (!spun) {
+            // Another thread drives; it is likely to finish soon: spin briefly before sleeping.
+            spun = 1;
+            pthread_mutex_unlock(&e->mu);
+            uint64_t t0 = now_ns();
+            while (!atomic_load_explicit(&g->done, memory_order_acquire) &&
+                   now_ns() - t0 < spin_ns) {
+                sched_yield();
+            }
+            pthread_mutex_lock(&e->mu);
             continue;
         }
         struct timespec ts;

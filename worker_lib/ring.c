@@ -9,6 +9,7 @@
  */
 #include "ring.h"
 
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -198,6 +199,8 @@ static hv_err ring_pace(hv__ring_t *r, pace_t *p, int want_send, int want_recv) 
         return HV_ETIMEDOUT;
     }
     if (idle < (uint64_t)r->o.spin_us * 1000u) {
+        // Spinning: give the core away if another thread wants it (ranks may share cores).
+        sched_yield();
         return HV_OK;
     }
     uint64_t left_ms = ((uint64_t)r->o.timeout_ms * 1000000u - idle) / 1000000u + 1;
