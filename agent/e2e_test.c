@@ -52,6 +52,8 @@ static char exit_reason[512];
 static int exit_after_hello;   /* the exited event came after the latest hello */
 static int got_term_line_before_exit;
 static uint64_t ack;
+static int drains;             /* DrainNotice messages received */
+static int hb_draining;        /* the last heartbeat said draining */
 
 static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
@@ -91,7 +93,11 @@ static void head_session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         hello_running_pid = am->hello->n_running > 0 ? am->hello->running[0]->pid : 0;
         exit_after_hello = 0;
         break;
+    case HVPB__V1__AGENT_MSG__BODY_DRAIN:
+        drains++;
+        break;
     case HVPB__V1__AGENT_MSG__BODY_HEARTBEAT:
+        hb_draining = am->heartbeat->draining;
         rep.body_case = HVPB__V1__HEAD_MSG__BODY_HEARTBEAT;
         rep.heartbeat = &hb;
         head_send(c, &rep);
@@ -306,6 +312,7 @@ static void setup(const char *worker_script) {
     exit_reason[0] = '\0';
     got_term_line_before_exit = 0;
     ack = 0;
+    drains = hb_draining = 0;
 }
 
 static void teardown(agent_t *a) {
@@ -511,7 +518,42 @@ static void case_daemon_stop(void) {
     teardown(NULL);
 }
 
+/* Runs `hvagent <cmd> --work-dir wd` and returns its exit status. */
+static int agent_cmd(const char *cmd) {
+    agent_t b;
+    memset(&b, 0, sizeof(b));
+    char *argv[] = {agent_bin, (char *)cmd, "--work-dir", "wd", NULL};
+    hv_proc_opts_t o = {.file = agent_bin, .argv = argv, .cwd = tmp, .on_line = agent_line,
+                        .on_exit = agent_exit, .ud = &b};
+    char err[128];
+    CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
+    CHECK(run_until(&b.done, 1, 15000));
+    return b.code;
+}
+
+static void case_drain(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--work-dir", "wd", NULL};
+    agent_start(&a, head_addr, extra);
+    CHECK(run_until(&hellos, 1, 8000));
+    CHECK_EQ(agent_cmd("drain"), 0); // SIGUSR1 through the default pid file
+    CHECK(run_until(&drains, 1, 5000));
+    CHECK(run_until(&hb_draining, 1, 2000));
+    // The notice is repeated on the next stream.
+    hv_rpc_finish(head_call, HV_EUNAVAIL, "cut");
+    head_call = NULL;
+    CHECK(run_until(&hellos, 2, 8000));
+    CHECK(run_until(&drains, 2, 5000));
+    CHECK_EQ(agent_cmd("stop"), 0);
+    CHECK(run_until(&a.done, 1, 8000));
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(agent_cmd("stop"), 1); // nobody left to stop
+    teardown(&a);
+}
+
 static const test_case_t cases[] = {
+    {"drain", case_drain},
     {"ready_and_sigterm", case_ready_and_sigterm},
     {"shutdown_order", case_shutdown_order},
     {"refused_and_usage", case_refused_and_usage},

@@ -293,6 +293,20 @@ static int agent_join(agent_t *a) {
                 hv_strerror(rc));
         return 1;
     }
+    // The pid and log files may live in directories of their own.
+    const char *files[] = {cfg->pid_file, cfg->log_file};
+    for (int i = 0; i < 2; i++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", files[i]);
+        char *slash = strrchr(dir, '/');
+        if (slash != NULL && slash != dir) {
+            *slash = '\0';
+            if ((rc = hv_mkdirs(dir, 0755)) != HV_OK) {
+                fprintf(stderr, "hvagent: cannot create %s: %s\n", dir, hv_strerror(rc));
+                return 1;
+            }
+        }
+    }
     if (cfg->daemon) {
         rc = hv_daemonize(cfg->pid_file, cfg->log_file[0] ? cfg->log_file : NULL);
         if (rc == HV_EEXIST) {

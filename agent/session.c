@@ -102,8 +102,9 @@ struct hv_session_s {
     int lease_fired;                 /* on_lease_expired ran for this disconnection */
     uint64_t rng;                    /* jitter state */
     int draining;
-    char *drain_reason;              /* owned; a DrainNotice waiting to be sent */
+    char *drain_reason;              /* owned; the DrainNotice given, NULL if none */
     uint32_t drain_deadline_ms;
+    int drain_pending;               /* the notice is still to be sent on this stream */
     char last_error[300];            /* why the last attempt failed, for messages */
 
     uint64_t next_seq;
@@ -393,7 +394,7 @@ static void session_flush(hv_session_t *s) {
     if (s->call == NULL || !hv_rpc_call_open(s->call)) {
         return;
     }
-    if (s->drain_reason != NULL) {
+    if (s->drain_pending && s->drain_reason != NULL) {
         Hvpb__V1__AgentMsg m = HVPB__V1__AGENT_MSG__INIT;
         Hvpb__V1__DrainNotice dn = HVPB__V1__DRAIN_NOTICE__INIT;
         dn.reason = s->drain_reason;
@@ -401,8 +402,7 @@ static void session_flush(hv_session_t *s) {
         m.body_case = HVPB__V1__AGENT_MSG__BODY_DRAIN;
         m.drain = &dn;
         if (hv_rpc_send(s->call, &m.base) == HV_OK) {
-            hv_free(s->drain_reason);
-            s->drain_reason = NULL;
+            s->drain_pending = 0;
         }
     }
     while (s->dropped != NULL && log_slots(s)) {
@@ -572,6 +572,8 @@ static void session_open(hv_session_t *s) {
             break;
         }
     }
+    // A drain notice is repeated on every new stream: the last one may have been lost with it.
+    s->drain_pending = s->drain_reason != NULL;
     send_heartbeat(s); // also gets the head to answer at once
     s->next_heartbeat = s->opened_at + s->heartbeat_ms;
     session_flush(s);
@@ -768,6 +770,7 @@ void hv_session_drain_notice(hv_session_t *s, const char *reason, uint32_t deadl
     hv_free(s->drain_reason);
     s->drain_reason = r;
     s->drain_deadline_ms = deadline_ms;
+    s->drain_pending = 1;
     session_flush(s);
 }
 
