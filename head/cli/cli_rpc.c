@@ -5,8 +5,26 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_common.h"
+#include "util.h"
+
+hv_err hv_cli_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
+                        const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
+                        ProtobufCMessage **resp_out, hv_rpc_status_t *st) {
+    uint64_t give_up = hv_now_ms() + HV_CLI_CONNECT_RETRY_MS;
+    uint32_t pause_ms = 100;
+    for (;;) {
+        hv_err rc = hv_rpc_unary(ch, path, req, resp_desc, timeout_ms, resp_out, st);
+        int never_connected = rc == HV_EUNAVAIL && strstr(st->msg, "failed to connect") != NULL;
+        if (!never_connected || hv_now_ms() + pause_ms > give_up) {
+            return rc;
+        }
+        usleep(pause_ms * 1000u);
+        pause_ms *= 2;
+    }
+}
 
 int hv_cli_rpc_unreachable(const hv_rpc_status_t *st) {
     return st->grpc_code == HV_CLI_GRPC_UNAVAILABLE || st->rc == HV_EUNAVAIL;

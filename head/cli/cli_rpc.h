@@ -22,6 +22,16 @@ enum {
     HV_CLI_GRPC_UNAVAILABLE = 14,
 };
 
+/* hv_rpc_unary, riding over a connection that could not be made on the first tries (a head
+ * under load, a listener that is just starting): when the call failed with UNAVAILABLE before a
+ * connection existed ("failed to connect"), the request never left this process, so it is
+ * retried, even for calls that are not idempotent, for up to HV_CLI_CONNECT_RETRY_MS. Any other
+ * outcome is returned as is. Same arguments and ownership as hv_rpc_unary. */
+#define HV_CLI_CONNECT_RETRY_MS 1500u
+hv_err hv_cli_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
+                        const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
+                        ProtobufCMessage **resp_out, hv_rpc_status_t *st);
+
 /* True when the call failed with UNAVAILABLE: the head could not be reached, went away, or
  * said it cannot serve right now. The caller may retry. */
 int hv_cli_rpc_unreachable(const hv_rpc_status_t *st);

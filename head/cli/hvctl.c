@@ -188,7 +188,7 @@ static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *
     snprintf(path, sizeof(path), "/hvpb.v1.Jobs/%s", method);
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
-    if (hv_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
+    if (hv_cli_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
         if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
             st.msg[0] == '\0') {
             fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);

@@ -158,7 +158,7 @@ static hv_err submit_stat(hv_rpc_channel_t *ch, const char *head, const char *di
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
-    hv_err rc = hv_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
+    hv_err rc = hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
                              &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                              &st);
     if (rc != HV_OK) {
@@ -203,7 +203,7 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
         ProtobufCMessage *resp = NULL;
         hv_rpc_status_t st;
         memset(&st, 0, sizeof(st));
-        hv_err rc = hv_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
+        hv_err rc = hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
                                  &hvpb__v1__upload_reply__descriptor, SUBMIT_UPLOAD_MS, &resp,
                                  &st);
         if (rc != HV_OK) {
@@ -382,7 +382,7 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
-    if (hv_rpc_unary(ch, "/hvpb.v1.Jobs/Submit", &req.base, &hvpb__v1__submit_reply__descriptor,
+    if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Submit", &req.base, &hvpb__v1__submit_reply__descriptor,
                      HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
         status = hv_cli_rpc_report(SUBMIT_PROG, head, "Submit", &st, HV_CLI_UNARY_MS);
         goto out;
@@ -408,7 +408,7 @@ static int submit_cancel(submit_watch_t *w) {
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
-    hv_err rc = hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cancel", &ref.base,
+    hv_err rc = hv_cli_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cancel", &ref.base,
                              &hvpb__v1__cancel_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
     if (rc != HV_OK) {
         if (hv_cli_rpc_unreachable(&st)) {
@@ -537,7 +537,7 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
         ref.job_id = w->job_id;
         ProtobufCMessage *resp = NULL;
         memset(&st, 0, sizeof(st));
-        hv_err rc = hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
+        hv_err rc = hv_cli_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
                                  &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
         if (rc == HV_OK) {
             hv_rpc_msg_free(resp);
