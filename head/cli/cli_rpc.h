@@ -1,8 +1,9 @@
 /*
  * cli_rpc: the RPC side hvsubmit and hvctl share: turning a failed call into one clear line on
  * stderr ("cannot reach the head at ...", the head's own message otherwise) and picking the exit
- * status that goes with it. It makes no calls itself; hvsubmit.c and hvctl.c use common/rpc.h's
- * blocking API directly. Stateless and reentrant.
+ * status that goes with it; and hv_cli_rpc_unary, the blocking unary call both tools make
+ * (common/rpc.h's, plus a bounded retry while no connection could be made). Stateless and
+ * reentrant.
  */
 #ifndef HV_CLI_CLI_RPC_H
 #define HV_CLI_CLI_RPC_H
