@@ -10,6 +10,7 @@
  * Threads: the main thread runs the loop; the rpc engine's completion-queue thread hands
  * everything over to it. No other threads.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -277,6 +278,29 @@ static uint64_t agent_incarnation(void) {
     return v != 0 ? v : 1;
 }
 
+/* Marks every descriptor this process inherited (beyond stdio) close-on-exec, so workers do not
+ * inherit them: a pipe a shell or test harness left open would otherwise stay open as long as
+ * any worker lives. */
+static void agent_cloexec_inherited(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL) {
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || fd <= 2 || fd == dirfd(d)) {
+            continue;
+        }
+        int flags = fcntl((int)fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC)) {
+            fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
+        }
+    }
+    closedir(d);
+}
+
 static void walk_close(uv_handle_t *h, void *arg) {
     (void)arg;
     if (!uv_is_closing(h)) {
@@ -334,6 +358,7 @@ static int agent_join(agent_t *a) {
         }
     }
     signal(SIGPIPE, SIG_IGN);
+    agent_cloexec_inherited();
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-START",
            "hvagent %s: node %s, %u slots (%u GPUs, %u CPUs), work dir %s, head %s",
            HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->work_dir,
