@@ -324,32 +324,28 @@ static size_t node_count(head_t *h) {
     return n;
 }
 
-uint32_t head_free_slots(head_t *h, uint32_t slots_per_host) {
+/* Slots usable now (nodes that can take orders) or in total (every live node, were it empty). */
+static uint32_t count_slots(head_t *h, uint32_t slots_per_host, int free_now) {
     size_t cap = node_count(h) + 1;
     hv_sched_node_t *sn = hv_calloc(cap, sizeof(*sn));
     head_node_t **map = hv_calloc(cap, sizeof(*map));
-    uint32_t free_slots = 0;
+    uint32_t slots = 0;
     if (sn != NULL && map != NULL) {
-        size_t n = sched_nodes(h, sn, map, cap, 1);
-        free_slots = hv_sched_free(sn, n, slots_per_host);
+        size_t n = sched_nodes(h, sn, map, cap, free_now);
+        slots = free_now ? hv_sched_free(sn, n, slots_per_host)
+                         : hv_sched_capacity(sn, n, slots_per_host);
     }
     hv_free(sn);
     hv_free(map);
-    return free_slots;
+    return slots;
+}
+
+uint32_t head_free_slots(head_t *h, uint32_t slots_per_host) {
+    return count_slots(h, slots_per_host, 1);
 }
 
 uint32_t head_capacity(head_t *h, uint32_t slots_per_host) {
-    size_t cap = node_count(h) + 1;
-    hv_sched_node_t *sn = hv_calloc(cap, sizeof(*sn));
-    head_node_t **map = hv_calloc(cap, sizeof(*map));
-    uint32_t total = 0;
-    if (sn != NULL && map != NULL) {
-        size_t n = sched_nodes(h, sn, map, cap, 0);
-        total = hv_sched_capacity(sn, n, slots_per_host);
-    }
-    hv_free(sn);
-    hv_free(map);
-    return total;
+    return count_slots(h, slots_per_host, 0);
 }
 
 /* ---- submit and schedule -------------------------------------------------------------------- */

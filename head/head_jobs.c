@@ -40,24 +40,40 @@ struct head_watch_s {
 
 /* ---- views ---------------------------------------------------------------------------------- */
 
+/* The job fields of a view, borrowed from row. */
+static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
+    hvpb__v1__job_view__init(v);
+    v->job_id = row->id;
+    v->name = row->name;
+    v->state = row->state;
+    v->np = row->np;
+    v->reason = row->reason;
+    v->submitted_ms = row->submitted_ms;
+    v->started_ms = row->started_ms;
+    v->ended_ms = row->ended_ms;
+    v->resets = row->resets;
+    v->min_np = row->min_np;
+    v->max_np = row->max_np;
+}
+
+/* An event message, borrowing row's strings. */
+static void event_from_row(Hvpb__V1__Event *e, const hv_event_row_t *row) {
+    hvpb__v1__event__init(e);
+    e->seq = row->seq;
+    e->time_ms = row->time_ms;
+    e->job_id = row->job_id;
+    e->node_id = row->node_id;
+    e->kind = row->kind;
+    e->message = row->message;
+}
+
 typedef struct view_scratch_s {
     Hvpb__V1__WorkerView *wv;
     Hvpb__V1__WorkerView **wp;
 } view_scratch_t;
 
 void head_jobs_fill_view(head_t *h, head_job_t *j, Hvpb__V1__JobView *v, void **scratch) {
-    hvpb__v1__job_view__init(v);
-    v->job_id = j->row.id;
-    v->name = j->row.name;
-    v->state = j->row.state;
-    v->np = j->row.np;
-    v->reason = j->row.reason;
-    v->submitted_ms = j->row.submitted_ms;
-    v->started_ms = j->row.started_ms;
-    v->ended_ms = j->row.ended_ms;
-    v->resets = j->row.resets;
-    v->min_np = j->row.min_np;
-    v->max_np = j->row.max_np;
+    view_from_row(v, &j->row);
     v->binary_digest = j->spec && j->spec->binary ? j->spec->binary->digest : "";
     view_scratch_t *s = hv_calloc(1, sizeof(*s));
     *scratch = s;
@@ -258,14 +274,9 @@ static void watch_pump(head_t *h, head_watch_t *w) {
                     caught_up = 0;
                     break;
                 }
-                Hvpb__V1__Event e = HVPB__V1__EVENT__INIT;
+                Hvpb__V1__Event e;
                 Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
-                e.seq = ev[i].seq;
-                e.time_ms = ev[i].time_ms;
-                e.job_id = ev[i].job_id;
-                e.node_id = ev[i].node_id;
-                e.kind = ev[i].kind;
-                e.message = ev[i].message;
+                event_from_row(&e, &ev[i]);
                 it.body_case = HVPB__V1__WATCH_ITEM__BODY_EVENT;
                 it.event = &e;
                 if (hv_rpc_send(w->call, &it.base) != HV_OK) {
@@ -536,18 +547,7 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
     } else {
         for (size_t i = 0; i < n; i++) {
-            hvpb__v1__job_view__init(&vs[i]);
-            vs[i].job_id = rows[i].id;
-            vs[i].name = rows[i].name;
-            vs[i].state = rows[i].state;
-            vs[i].np = rows[i].np;
-            vs[i].reason = rows[i].reason;
-            vs[i].submitted_ms = rows[i].submitted_ms;
-            vs[i].started_ms = rows[i].started_ms;
-            vs[i].ended_ms = rows[i].ended_ms;
-            vs[i].resets = rows[i].resets;
-            vs[i].min_np = rows[i].min_np;
-            vs[i].max_np = rows[i].max_np;
+            view_from_row(&vs[i], &rows[i]);
             vp[i] = &vs[i];
         }
         Hvpb__V1__ListJobsReply rep = HVPB__V1__LIST_JOBS_REPLY__INIT;
@@ -668,13 +668,7 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
     } else {
         for (size_t i = 0; i < n; i++) {
-            hvpb__v1__event__init(&es[i]);
-            es[i].seq = ev[i].seq;
-            es[i].time_ms = ev[i].time_ms;
-            es[i].job_id = ev[i].job_id;
-            es[i].node_id = ev[i].node_id;
-            es[i].kind = ev[i].kind;
-            es[i].message = ev[i].message;
+            event_from_row(&es[i], &ev[i]);
             ep[i] = &es[i];
         }
         Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
