@@ -693,6 +693,7 @@ static hv_err eng_round(hv__engine_t *e) {
         eng_set_failed(e, rc, "rank %d: out of memory in the engine", e->rank);
         return rc;
     }
+    uint64_t t_start = now_ns();
     size_t flen = 0;
     if ((rc = eng_encode(e, &flen)) != HV_OK) {
         eng_set_failed(e, rc, "rank %d: out of memory encoding a frame", e->rank);
@@ -922,7 +923,12 @@ static hv_err eng_round(hv__engine_t *e) {
         }
     }
     exec_stable_sort(x, nar);
-    return eng_execute(e);
+    uint64_t t_neg = now_ns();
+    rc = eng_execute(e);
+    HV_LOG(HV_LOG_DEBUG, "engine", "HV-ENGINE-ROUND",
+           "rank %d: round: negotiation %.1f us, %zu ready, execution %.1f us", e->rank,
+           (double)(t_neg - t_start) / 1e3, e->nexec, (double)(now_ns() - t_neg) / 1e3);
+    return rc;
 }
 
 /* ---- driving --------------------------------------------------------------------------------- */

@@ -376,6 +376,17 @@ static void vec_scale(const hv__vec_t *buf, size_t off, size_t len, hv_dtype dt,
     }
 }
 
+/* The ring allreduce as one pipeline. Step s < n-1 (reduce-scatter) receives segment
+ * rank-s-1 and reduces it into place; step s >= n-1 (allgather) receives segment rank-s+n-1...
+ * and copies it into place. What a rank sends at step s >= 1 is exactly what it received at step
+ * s-1, so the send side trails the receive side byte by byte instead of waiting for step
+ * boundaries: a piece is forwarded right after it was reduced, while it is still in cache, and
+ * for n > 2 the steps overlap along the ring. Step 0 sends the rank's own raw segment. */
+typedef struct ar_step_s {
+    size_t off; // segment offset in the logical buffer
+    size_t len;
+} ar_step_t;
+
 hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op op) {
     size_t esize = hv_dtype_size(dt);
     if (esize == 0 || !hv__op_valid(op) || buf->total % esize != 0) {
@@ -389,41 +400,132 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
         return ring_allreduce_small(r, buf, dt, op);
     }
     size_t count = buf->total / esize;
-    hv_err rc;
-    // Reduce-scatter: after n-1 steps this rank holds segment rank+1 fully reduced.
-    for (int s = 0; s < n - 1; s++) {
-        int ks = ((r->rank - s) % n + n) % n;
-        int kr = ((r->rank - s - 1) % n + n) % n;
-        xfer_t x = {.reduce = 1, .dt = dt, .op = op, .esize = esize};
-        size_t so = seg_off(count, ks, n, esize), ro = seg_off(count, kr, n, esize);
-        x.s_rem = seg_off(count, ks + 1, n, esize) - so;
-        x.r_rem = seg_off(count, kr + 1, n, esize) - ro;
-        cur_seek(&x.sc, buf, so);
-        cur_seek(&x.rc, buf, ro);
-        if ((rc = ring_xfer(r, &x)) != HV_OK) {
-            return rc;
+    int nsteps = 2 * (n - 1);
+    // recv[s]: the segment received at step s; the send of step s >= 1 is recv[s - 1].
+    ar_step_t recv_st[2 * 64], *rs = recv_st;
+    if (nsteps > 2 * 64) {
+        rs = hv_malloc(sizeof(ar_step_t) * (size_t)nsteps);
+        if (rs == NULL) {
+            return HV_ENOMEM;
         }
     }
-    int own = (r->rank + 1) % n;
-    if (op == HV_AVG) {
-        size_t o = seg_off(count, own, n, esize);
-        vec_scale(buf, o, seg_off(count, own + 1, n, esize) - o, dt, n);
+    for (int s = 0; s < nsteps; s++) {
+        int k = s < n - 1 ? r->rank - s - 1 : r->rank - (s - (n - 1));
+        k = ((k % n) + n) % n;
+        rs[s].off = seg_off(count, k, n, esize);
+        rs[s].len = seg_off(count, k + 1, n, esize) - rs[s].off;
     }
-    // Allgather of the reduced segments.
-    for (int s = 0; s < n - 1; s++) {
-        int ks = ((r->rank + 1 - s) % n + n) % n;
-        int kr = ((r->rank - s) % n + n) % n;
-        xfer_t x = {.reduce = 0, .esize = esize};
-        size_t so = seg_off(count, ks, n, esize), ro = seg_off(count, kr, n, esize);
-        x.s_rem = seg_off(count, ks + 1, n, esize) - so;
-        x.r_rem = seg_off(count, kr + 1, n, esize) - ro;
-        cur_seek(&x.sc, buf, so);
-        cur_seek(&x.rc, buf, ro);
-        if ((rc = ring_xfer(r, &x)) != HV_OK) {
-            return rc;
+    ar_step_t first = {seg_off(count, r->rank, n, esize), 0};
+    first.len = seg_off(count, r->rank + 1, n, esize) - first.off;
+
+    const hv__transport_ops_t *ops = r->link->ops;
+    struct iovec iov[RING_IOV_MAX];
+    int ss = 0, rstep = 0;   // current send / receive step
+    size_t sdone = 0;        // bytes sent in step ss
+    size_t rdone = 0;        // bytes received and processed in step rstep
+    size_t fill = 0;         // staged, unreduced bytes (reduce-scatter steps)
+    cursor_t sc, rc_;
+    cur_seek(&sc, buf, first.off);
+    cur_seek(&rc_, buf, rs[0].off);
+    pace_t pace = {.last_ns = now_ns()};
+    hv_err rc = HV_OK;
+    while (ss < nsteps || rstep < nsteps) {
+        int moved = 0;
+        // ---- send: as much of the current step as is final ----
+        while (ss < nsteps) {
+            const ar_step_t *st = ss == 0 ? &first : &rs[ss - 1];
+            size_t avail = ss == 0 ? st->len : (rstep > ss - 1 ? st->len : rdone);
+            if (sdone == st->len) {
+                if (++ss < nsteps) {
+                    sdone = 0;
+                    cur_seek(&sc, buf, rs[ss - 1].off);
+                }
+                continue;
+            }
+            if (sdone >= avail) {
+                break;
+            }
+            int k = cur_iov(&sc, avail - sdone, iov, RING_IOV_MAX);
+            size_t got = 0;
+            if ((rc = ops->send_some(r->link, iov, k, &got)) != HV_OK) {
+                goto out;
+            }
+            if (got == 0) {
+                break;
+            }
+            cur_advance(&sc, got);
+            sdone += got;
+            moved = 1;
+        }
+        // ---- receive: reduce (reduce-scatter) or copy (allgather) into place ----
+        if (rstep < nsteps) {
+            const ar_step_t *st = &rs[rstep];
+            size_t left = st->len - rdone;
+            size_t got = 0;
+            if (left == 0) {
+                got = 0;
+            } else if (rstep >= n - 1) {
+                int k = cur_iov(&rc_, left, iov, RING_IOV_MAX);
+                if ((rc = ops->recv_some(r->link, iov, k, &got)) != HV_OK) {
+                    goto out;
+                }
+                cur_advance(&rc_, got);
+                rdone += got;
+            } else {
+                size_t room = r->o.stage_bytes - fill;
+                if (room > left - fill) {
+                    room = left - fill;
+                }
+                struct iovec one = {.iov_base = r->stage + fill, .iov_len = room};
+                if (room > 0 && (rc = ops->recv_some(r->link, &one, 1, &got)) != HV_OK) {
+                    goto out;
+                }
+                fill += got;
+                size_t whole = fill / esize * esize;
+                if (whole > 0) {
+                    if (rstep == n - 2 && op == HV_AVG) {
+                        // The last reduce-scatter step makes this rank's segment final: scale
+                        // the piece now, before it is forwarded.
+                        cur_reduce(&rc_, r->stage, whole, dt, op, esize);
+                        vec_scale(buf, st->off + rdone, whole, dt, n);
+                    } else {
+                        cur_reduce(&rc_, r->stage, whole, dt, op, esize);
+                    }
+                    rdone += whole;
+                    fill -= whole;
+                    if (fill > 0) {
+                        memmove(r->stage, r->stage + whole, fill);
+                    }
+                }
+            }
+            moved |= got > 0;
+            if (rdone == st->len) {
+                if (++rstep < nsteps) {
+                    rdone = 0;
+                    cur_seek(&rc_, buf, rs[rstep].off);
+                }
+                moved = 1;
+            }
+        }
+        if (moved) {
+            pace.last_ns = now_ns();
+            continue;
+        }
+        int want_send = 0;
+        if (ss < nsteps) {
+            const ar_step_t *st = ss == 0 ? &first : &rs[ss - 1];
+            size_t avail = ss == 0 ? st->len : (rstep > ss - 1 ? st->len : rdone);
+            want_send = sdone < avail;
+        }
+        if ((rc = ring_pace(r, &pace, want_send, rstep < nsteps)) != HV_OK) {
+            goto out;
         }
     }
-    return HV_OK;
+out:
+    if (rs != recv_st) {
+        hv_free(rs);
+    }
+    return rc;
 }
 
 /* ---- broadcast and allgather ------------------------------------------------------------------- */
