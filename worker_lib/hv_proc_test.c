@@ -1,0 +1,397 @@
+/*
+ * hv_proc_test: the public API (<hv/hv.h>) across real processes: ranks are forked children
+ * that meet through HV_RDZV_DIR, as the standalone launcher does. Covers the API surface, a rank
+ * killed with SIGKILL in the middle of allreduces (survivors fail fast with HV_EPEER), a rank
+ * stopped with SIGSTOP (survivors fail with HV_ETIMEDOUT within HV_PEER_TIMEOUT_MS), and
+ * hv_init again after hv_shutdown.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "err.h" // before <hv/hv.h>: the public header then skips its copy of hv_err
+#include "hvtest.h"
+
+#include <hv/hv.h>
+
+/* ---- harness ----------------------------------------------------------------------------------- */
+
+typedef int (*child_fn)(int rank, int size, int out_fd);
+
+typedef struct proc_s {
+    pid_t pid;
+    int fd; // read end of the child's report pipe
+} proc_t;
+
+static char rdzv_dir[64];
+
+/* Forks n ranks running fn; extra "K=V" environment entries (may be NULL). */
+static int spawn(int n, child_fn fn, proc_t *ps, const char *const *env) {
+    snprintf(rdzv_dir, sizeof(rdzv_dir), "/tmp/hv-proc-test-XXXXXX");
+    if (mkdtemp(rdzv_dir) == NULL) {
+        return -1;
+    }
+    for (int r = 0; r < n; r++) {
+        int p[2];
+        if (pipe(p) != 0) {
+            return -1;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            char rank[16], size[16];
+            snprintf(rank, sizeof(rank), "%d", r);
+            snprintf(size, sizeof(size), "%d", n);
+            setenv("HV_RDZV_DIR", rdzv_dir, 1);
+            setenv("HV_RANK", rank, 1);
+            setenv("HV_SIZE", size, 1);
+            for (int i = 0; env != NULL && env[i] != NULL; i++) {
+                putenv((char *)env[i]);
+            }
+            _exit(fn(r, n, p[1]));
+        }
+        close(p[1]);
+        ps[r].pid = pid;
+        ps[r].fd = p[0];
+    }
+    return 0;
+}
+
+/* Reads one report line from a child within timeout_s ("" on timeout/EOF). */
+static void report(proc_t *p, char *buf, size_t len, double timeout_s) {
+    size_t k = 0;
+    double t0 = hvtest_now();
+    buf[0] = '\0';
+    while (k + 1 < len && hvtest_now() - t0 < timeout_s) {
+        struct pollfd pf = {.fd = p->fd, .events = POLLIN};
+        if (poll(&pf, 1, 50) <= 0) {
+            continue;
+        }
+        ssize_t r = read(p->fd, buf + k, 1);
+        if (r <= 0 || buf[k] == '\n') {
+            break;
+        }
+        k++;
+    }
+    buf[k] = '\0';
+}
+
+/* Waits for a child (killing it after timeout_s); returns its exit code, or -signal. */
+static int reap(proc_t *p, double timeout_s) {
+    double t0 = hvtest_now();
+    int st = 0;
+    for (;;) {
+        pid_t w = waitpid(p->pid, &st, WNOHANG);
+        if (w == p->pid) {
+            break;
+        }
+        if (hvtest_now() - t0 > timeout_s) {
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &st, 0);
+            break;
+        }
+        usleep(5000);
+    }
+    close(p->fd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+static void cleanup_dir(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", rdzv_dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot remove %s\n", rdzv_dir);
+    }
+}
+
+static void say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int fd, const char *fmt, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    buf[n++] = '\n';
+    ssize_t w = write(fd, buf, (size_t)n);
+    (void)w;
+}
+
+#define CHILD_CHECK(expr)                                                                          \
+    do {                                                                                           \
+        hv_err c_rc = (expr);                                                                      \
+        if (c_rc != HV_OK) {                                                                       \
+            char c_detail[256];                                                                    \
+            say(out, "FAIL %s:%d %s: %s (%s)", __FILE__, __LINE__, #expr, hv_errname(c_rc),       \
+                hv_last_error(c_detail, sizeof(c_detail)));                                        \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* ---- cases ------------------------------------------------------------------------------------- */
+
+static int child_api(int rank, int size, int out) {
+    if (hv_rank() != -1) {
+        say(out, "FAIL rank before init is %d", hv_rank());
+        return 1;
+    }
+    CHILD_CHECK(hv_allreduce(NULL, NULL, 0, HV_FLOAT32, HV_SUM) == HV_ESTATE ? HV_OK : HV_EINTERNAL);
+    CHILD_CHECK(hv_init());
+    if (hv_rank() != rank || hv_size() != size || hv_init() != HV_ESTATE) {
+        say(out, "FAIL identity %d/%d", hv_rank(), hv_size());
+        return 1;
+    }
+    double d[1000];
+    for (int i = 0; i < 1000; i++) {
+        d[i] = rank + i;
+    }
+    CHILD_CHECK(hv_allreduce(d, d, 1000, HV_FLOAT64, HV_SUM));
+    for (int i = 0; i < 1000; i++) {
+        if (d[i] != size * i + size * (size - 1) / 2) {
+            say(out, "FAIL allreduce [%d] = %g", i, d[i]);
+            return 1;
+        }
+    }
+    // Async, grouped, polled; in different orders on different ranks.
+    int32_t a[4][100];
+    hv_tensor_t ts[4];
+    char names[4][8];
+    for (int t = 0; t < 4; t++) {
+        int k = rank % 2 ? 3 - t : t;
+        for (int i = 0; i < 100; i++) {
+            a[k][i] = k + 1;
+        }
+        snprintf(names[k], sizeof(names[k]), "g%d", k);
+        ts[t] = (hv_tensor_t){.name = names[k], .in = a[k], .out = a[k], .count = 100,
+                              .dtype = HV_INT32};
+    }
+    hv_handle_t hg, h1;
+    CHILD_CHECK(hv_allreduce_group_async(ts, 4, HV_MAX, &hg));
+    uint16_t half[64];
+    for (int i = 0; i < 64; i++) {
+        half[i] = 0x3c00; // 1.0
+    }
+    CHILD_CHECK(hv_allreduce_async("half", half, half, 64, HV_FLOAT16, HV_SUM, &h1));
+    int done = 0;
+    for (double t0 = hvtest_now(); !done && hvtest_now() - t0 < 20;) {
+        CHILD_CHECK(hv_test(hg, &done));
+    }
+    CHILD_CHECK(hv_wait(h1));
+    if (!done || a[2][99] != 3 || half[63] != (size == 2 ? 0x4000 : 0x4200)) {
+        say(out, "FAIL async: done %d a %d half 0x%04x", done, a[2][99], half[63]);
+        return 1;
+    }
+    if (hv_wait(h1) != HV_ENOTFOUND) {
+        say(out, "FAIL a released handle is accepted");
+        return 1;
+    }
+    int64_t b[10];
+    for (int i = 0; i < 10; i++) {
+        b[i] = rank == size - 1 ? 42 : 0;
+    }
+    CHILD_CHECK(hv_broadcast(b, 10, HV_INT64, size - 1));
+    uint8_t g[64];
+    size_t counts[8];
+    uint8_t mine[8] = {0};
+    for (int i = 0; i <= rank; i++) {
+        mine[i] = (uint8_t)rank;
+    }
+    CHILD_CHECK(hv_allgather(mine, (size_t)rank + 1, HV_UINT8, g, sizeof(g), counts));
+    CHILD_CHECK(hv_barrier());
+    if (b[9] != 42 || counts[size - 1] != (size_t)size || g[0] != 0 || g[1] != 1) {
+        say(out, "FAIL bcast %lld counts %zu g %d %d", (long long)b[9], counts[size - 1], g[0],
+            g[1]);
+        return 1;
+    }
+    CHILD_CHECK(hv_shutdown());
+    if (hv_rank() != -1 || hv_barrier() != HV_ESTATE) {
+        say(out, "FAIL state after shutdown");
+        return 1;
+    }
+    // Again: a new generation of the same world.
+    CHILD_CHECK(hv_init());
+    float f = 1.0f;
+    CHILD_CHECK(hv_allreduce(&f, &f, 1, HV_FLOAT32, HV_AVG));
+    CHILD_CHECK(hv_shutdown());
+    say(out, "OK %g", (double)f);
+    return f == 1.0f ? 0 : 1;
+}
+
+static void test_api(void) {
+    proc_t ps[3];
+    ASSERT_TRUE(spawn(3, child_api, ps, NULL) == 0);
+    for (int r = 0; r < 3; r++) {
+        char line[256];
+        report(&ps[r], line, sizeof(line), hvtest_scale(30));
+        int code = reap(&ps[r], hvtest_scale(10));
+        if (code != 0 || strncmp(line, "OK", 2) != 0) {
+            HVT_FAIL("rank %d: exit %d: %s", r, code, line);
+        }
+    }
+    cleanup_dir();
+}
+
+/* Allreduce in a loop until it fails; report the error and how long after the parent's signal
+ * (the parent writes the signal time to the shared file). */
+static int child_loop(int rank, int size, int out) {
+    (void)size;
+    CHILD_CHECK(hv_init());
+    size_t count = (16u << 20) / 4;
+    float *buf = calloc(count, sizeof(float));
+    CHILD_CHECK(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM));
+    say(out, "READY");
+    hv_err rc = HV_OK;
+    for (int i = 0; i < 1000000 && rc == HV_OK; i++) {
+        rc = hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM);
+    }
+    double t = hvtest_now();
+    // A failed world refuses everything until it is rebuilt.
+    hv_err again = hv_allreduce(buf, buf, 16, HV_FLOAT32, HV_SUM);
+    char detail[256];
+    hv_last_error(detail, sizeof(detail));
+    hv_shutdown();
+    free(buf);
+    say(out, "%s %.6f %s rank %d: %s", hv_errname(rc), t, hv_errname(again), rank, detail);
+    return 0;
+}
+
+static void run_fault(int sig, const char *want, double bound_s, const char *const *env) {
+    int n = sig == SIGKILL ? 3 : 2;
+    proc_t ps[3];
+    ASSERT_TRUE(spawn(n, child_loop, ps, env) == 0);
+    char line[512];
+    for (int r = 0; r < n; r++) {
+        report(&ps[r], line, sizeof(line), hvtest_scale(30));
+        if (strcmp(line, "READY") != 0) {
+            HVT_FAIL("rank %d did not get ready: '%s'", r, line);
+            for (int q = 0; q < n; q++) {
+                kill(ps[q].pid, SIGKILL);
+                reap(&ps[q], 5);
+            }
+            cleanup_dir();
+            return;
+        }
+    }
+    usleep(50000); // well inside the allreduce loop
+    int victim = n - 1;
+    double t_sig = hvtest_now();
+    kill(ps[victim].pid, sig);
+    for (int r = 0; r < n - 1; r++) {
+        report(&ps[r], line, sizeof(line), hvtest_scale(bound_s + 10));
+        char errname[32] = "", again[32] = "";
+        double t = 0;
+        if (sscanf(line, "%31s %lf %31s", errname, &t, again) != 3) {
+            HVT_FAIL("rank %d: no report after the signal: '%s'", r, line);
+            continue;
+        }
+        fprintf(stderr, "  rank %d: %s %.0f ms after the signal; then %s\n    (%s)\n", r, errname,
+                (t - t_sig) * 1e3, again, line);
+        if (strcmp(errname, want) != 0 && !(sig == SIGSTOP && strcmp(errname, "HV_EPEER") == 0)) {
+            HVT_FAIL("rank %d: got %s, want %s", r, errname, want);
+        }
+        if (t - t_sig > bound_s) {
+            HVT_FAIL("rank %d: took %.2f s, bound %.2f s", r, t - t_sig, bound_s);
+        }
+        if (strcmp(again, "HV_OK") == 0) {
+            HVT_FAIL("rank %d: an allreduce succeeded after the failure", r);
+        }
+    }
+    if (sig == SIGSTOP) {
+        kill(ps[victim].pid, SIGKILL);
+    }
+    for (int r = 0; r < n; r++) {
+        int code = reap(&ps[r], hvtest_scale(10));
+        if (r != victim && code != 0) {
+            HVT_FAIL("rank %d exited %d", r, code);
+        }
+    }
+    cleanup_dir();
+}
+
+static void test_sigkill(void) { run_fault(SIGKILL, "HV_EPEER", 2.0, NULL); }
+
+static void test_sigstop(void) {
+    static const char *const env[] = {"HV_PEER_TIMEOUT_MS=500", NULL};
+    // The survivor is inside a transfer or a negotiation: either way within the timeout
+    // (+ scheduling slack), and the error is a timeout.
+    run_fault(SIGSTOP, "HV_ETIMEDOUT", 1.5, env);
+}
+
+static int child_solo(int rank, int size, int out) {
+    (void)rank;
+    (void)size;
+    unsetenv("HV_RDZV_DIR");
+    unsetenv("HV_RANK");
+    unsetenv("HV_SIZE");
+    for (int i = 0; i < 3; i++) {
+        CHILD_CHECK(hv_init());
+        if (hv_rank() != 0 || hv_size() != 1 || hv_local_size() != 1) {
+            say(out, "FAIL solo identity");
+            return 1;
+        }
+        int32_t x = 5;
+        CHILD_CHECK(hv_allreduce(&x, &x, 1, HV_INT32, HV_AVG));
+        hv_handle_t h;
+        CHILD_CHECK(hv_allreduce_async("t", &x, &x, 1, HV_INT32, HV_SUM, &h));
+        CHILD_CHECK(hv_wait(h));
+        CHILD_CHECK(hv_barrier());
+        if (x != 5) {
+            say(out, "FAIL solo value %d", x);
+            return 1;
+        }
+        CHILD_CHECK(hv_shutdown());
+    }
+    CHILD_CHECK(hv_shutdown()); // harmless when not initialised
+    say(out, "OK");
+    return 0;
+}
+
+static void test_solo_reinit(void) {
+    proc_t p;
+    ASSERT_TRUE(spawn(1, child_solo, &p, NULL) == 0);
+    char line[256];
+    report(&p, line, sizeof(line), hvtest_scale(20));
+    int code = reap(&p, hvtest_scale(10));
+    if (code != 0 || strcmp(line, "OK") != 0) {
+        HVT_FAIL("exit %d: %s", code, line);
+    }
+    cleanup_dir();
+}
+
+static int child_badenv(int rank, int size, int out) {
+    (void)rank;
+    (void)size;
+    setenv("HV_PEER_TIMEOUT_MS", "soon", 1);
+    hv_err rc = hv_init();
+    say(out, "%s", hv_errname(rc));
+    return 0;
+}
+
+static void test_bad_env(void) {
+    proc_t p;
+    ASSERT_TRUE(spawn(1, child_badenv, &p, NULL) == 0);
+    char line[256];
+    report(&p, line, sizeof(line), hvtest_scale(20));
+    reap(&p, hvtest_scale(10));
+    cleanup_dir();
+    if (strcmp(line, "HV_EINVAL") != 0) {
+        HVT_FAIL("a malformed HV_PEER_TIMEOUT_MS gave %s, want HV_EINVAL", line);
+    }
+}
+
+static const hvtest_case_t cases[] = {
+    {"api", test_api},
+    {"sigkill", test_sigkill},
+    {"sigstop", test_sigstop},
+    {"solo_reinit", test_solo_reinit},
+    {"bad_env", test_bad_env},
+};
+
+HVTEST_MAIN(cases)
