@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "hvtest.h"
+#include "log.h"
 #include "mem.h"
 #include "rdzv.h"
 #include "reduce.h"
@@ -22,6 +23,11 @@
 #include "world.h"
 
 /* ---- harness: run a function on N ranks -------------------------------------------------------- */
+
+/* Transport mode of the next run_ranks: shared-memory ring size (0: TCP only), and how many
+ * consecutive ranks share a host name (0: all on one host). */
+static size_t g_shm_bytes;
+static int g_ranks_per_host;
 
 typedef struct rank_ctx_s rank_ctx_t;
 typedef void (*rank_fn)(rank_ctx_t *c);
@@ -41,9 +47,14 @@ struct rank_ctx_s {
 
 static void *rank_main(void *arg) {
     rank_ctx_t *c = arg;
+    char host[32] = "h0";
+    if (g_ranks_per_host > 0) {
+        snprintf(host, sizeof(host), "h%d", c->rank / g_ranks_per_host);
+    }
     hv__world_opts_t o = {
         .bind_addr = "127.0.0.1:0",
-        .host_name = c->host ? c->host : "h0",
+        .host_name = c->host ? c->host : host,
+        .shm_bytes = g_shm_bytes,
         .rdzv_timeout_ms = (uint32_t)hvtest_scale(20000),
         .connect_timeout_ms = (uint32_t)hvtest_scale(20000),
         .peer_timeout_ms = c->peer_timeout_ms ? c->peer_timeout_ms : 5000,
@@ -68,6 +79,7 @@ static void *rank_main(void *arg) {
 
 /* Runs fn on n ranks; ctx_init (optional) adjusts each rank's context first. */
 static void run_ranks(int n, rank_fn fn, void *arg, uint32_t peer_timeout_ms) {
+    hv_log_init("coll_test"); // HV_LOG_LEVEL / HV_LOG_SUBSYS for debugging
     hv__rdzv_local_store_t *store = NULL;
     if (hv__rdzv_local_store_create(n, &store) != HV_OK) {
         HVT_FAIL("store");
@@ -723,12 +735,39 @@ static void rank_pending_shutdown(rank_ctx_t *c) {
     int done = 1;
     ASSERT_OK(hv__engine_test(c->e, h, &done));
     ASSERT_EQ_INT(done, 0);
-    hv__engine_abort(c->e, HV_ECANCELED, "test abort");
-    ASSERT_RC(hv__engine_wait(c->e, h), HV_ECANCELED);
-    ASSERT_RC(hv__engine_run(c->e, &d), HV_ECANCELED);
+    // Rank 0 aborts: its own operations fail with HV_ECANCELED, the peer's with HV_EPEER (its
+    // connection closed), both at once.
+    double t0 = hvtest_now();
+    hv_err want = HV_EPEER;
+    if (c->rank == 0) {
+        hv__engine_abort(c->e, HV_ECANCELED, "test abort");
+        want = HV_ECANCELED;
+    }
+    ASSERT_RC(hv__engine_wait(c->e, h), want);
+    ASSERT_RC(hv__engine_run(c->e, &d), want);
+    ASSERT_TRUE(hvtest_now() - t0 < hvtest_scale(2.0));
 }
 
 static void test_abort_pending(void) { run_ranks(2, rank_pending_shutdown, NULL, 0); }
+
+/* The same cases over shared memory (all ranks on one host), and mixed (two ranks per host:
+ * shared memory inside a host, TCP between hosts). Small rings force wrap-around and full-ring
+ * waits. */
+static void with_shm(void (*fn)(void), size_t bytes, int per_host) {
+    g_shm_bytes = bytes;
+    g_ranks_per_host = per_host;
+    fn();
+    g_shm_bytes = 0;
+    g_ranks_per_host = 0;
+}
+
+static void test_shm_types_ops(void) { with_shm(test_types_ops, 1u << 20, 0); }
+static void test_shm_sizes(void) { with_shm(test_sizes_1_to_8, 64u << 10, 2); }
+static void test_shm_big(void) { with_shm(test_big, 4u << 20, 0); }
+static void test_shm_orders(void) { with_shm(test_random_orders, 1u << 20, 0); }
+static void test_shm_bcast_gather(void) { with_shm(test_bcast_gather_barrier, 8u << 10, 0); }
+static void test_shm_kill(void) { with_shm(test_kill_rank, 1u << 20, 0); }
+static void test_shm_determinism(void) { with_shm(test_determinism, 64u << 10, 2); }
 
 static const hvtest_case_t cases[] = {
     {"types_ops", test_types_ops},
@@ -742,6 +781,13 @@ static const hvtest_case_t cases[] = {
     {"kill_rank", test_kill_rank},
     {"stalled_peer", test_stalled_peer},
     {"abort_pending", test_abort_pending},
+    {"shm_types_ops", test_shm_types_ops},
+    {"shm_sizes_mixed_hosts", test_shm_sizes},
+    {"shm_big", test_shm_big},
+    {"shm_random_orders", test_shm_orders},
+    {"shm_bcast_gather_barrier", test_shm_bcast_gather},
+    {"shm_kill_rank", test_shm_kill},
+    {"shm_determinism_mixed_hosts", test_shm_determinism},
 };
 
 HVTEST_MAIN(cases)

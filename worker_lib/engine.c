@@ -93,6 +93,7 @@ struct hv__engine_s {
     uint64_t inq_first_ns;  // under mu: arrival of the oldest request in inq
     hv__strmap_t live;      // under mu: name -> req, every not yet completed request
     int driving;            // under mu: a thread holds the drive
+    int bg_watching;        // under mu: the background thread sleeps watching the link
     int stop;               // under mu
     int waiters;            // under mu: threads inside wait/run (destroy waits for them)
     hv_err failed;          // under mu (read without it as a hint): sticky failure
@@ -936,22 +937,13 @@ static hv_err eng_round(hv__engine_t *e) {
 /* True when the link has data (or a failure) waiting from the left neighbour. */
 static int link_has_input(hv__engine_t *e) {
     hv__link_t *l = hv__ring_link(e->ring);
-    if (l == NULL) {
-        return 0;
-    }
-    int a = l->ops->idle_arm(l);
-    if (a == 1) {
-        return 1;
-    }
-    struct pollfd p = {.fd = l->ops->idle_fd(l), .events = POLLIN};
-    int r = poll(&p, 1, 0);
-    l->ops->idle_disarm(l);
-    return r > 0;
+    return l != NULL && l->ops->has_input(l);
 }
 
 /* Waits up to timeout_ns (-1: forever) for the event fd or, if watch_link, the link. Returns
- * 2 when the link has input, 1 when the event fd fired, 0 on timeout. */
-static int eng_sleep(hv__engine_t *e, int64_t timeout_ns, int watch_link) {
+ * 2 when the link has input, 1 when the event fd fired, 0 on timeout. driving: this thread
+ * holds the drive, so wake-ups of the link are its to consume. */
+static int eng_sleep(hv__engine_t *e, int64_t timeout_ns, int watch_link, int driving) {
     hv__link_t *l = watch_link ? hv__ring_link(e->ring) : NULL;
     struct pollfd p[2] = {{.fd = e->ev_fd, .events = POLLIN}, {.fd = -1}};
     int np = 1;
@@ -969,19 +961,21 @@ static int eng_sleep(hv__engine_t *e, int64_t timeout_ns, int watch_link) {
         tsp = &ts;
     }
     int r = ppoll(p, (nfds_t)np, tsp, NULL);
+    int input = 0;
     if (l != NULL) {
         l->ops->idle_disarm(l);
+        input = l->ops->has_input(l);
+        if (driving) {
+            l->ops->drain(l);
+        }
     }
-    if (r <= 0) {
-        return 0;
-    }
-    if (p[0].revents & POLLIN) {
+    if (r > 0 && (p[0].revents & POLLIN)) {
         eng_drain(e);
     }
-    if (np == 2 && p[1].revents) {
+    if (input) {
         return 2;
     }
-    return 1;
+    return r > 0 && (p[0].revents & POLLIN) ? 1 : 0;
 }
 
 /* What the driver should do now: 1 run a round, 0 nothing (wait). Sets *wait_ns for the wait
@@ -1047,7 +1041,7 @@ static void *eng_thread(void *arg) {
             pthread_mutex_unlock(&e->mu);
             eng_fail_all(e);
             eng_release_drive(e);
-            eng_sleep(e, -1, 0);
+            eng_sleep(e, -1, 0, 0);
             continue;
         }
         int busy = e->inq_head != NULL || atomic_load(&e->npend) > 0;
@@ -1059,7 +1053,16 @@ static void *eng_thread(void *arg) {
         if (!eng_decide(e, link_since, &wait_ns)) {
             if (busy) {
                 // Work is pending here: join a round the moment another rank starts one.
-                int w = eng_sleep(e, wait_ns, link_since == 0);
+                // A driver that takes over meanwhile may consume the doorbell this sleep
+                // relies on (shared memory), so it pokes us when it lets go (bg_watching).
+                pthread_mutex_lock(&e->mu);
+                e->bg_watching = link_since == 0;
+                int taken = e->driving;
+                pthread_mutex_unlock(&e->mu);
+                int w = taken ? 1 : eng_sleep(e, wait_ns, link_since == 0, 0);
+                pthread_mutex_lock(&e->mu);
+                e->bg_watching = 0;
+                pthread_mutex_unlock(&e->mu);
                 if (w == 2 && link_since == 0) {
                     link_since = now_ns();
                 }
@@ -1069,7 +1072,7 @@ static void *eng_thread(void *arg) {
                 // pace, to prove liveness and notice a dead peer. Not watching it avoids waking
                 // up for every round a blocking caller drives.
                 int64_t d = (int64_t)e->join_delay_ns;
-                eng_sleep(e, wait_ns < 0 || wait_ns > d ? d : wait_ns, 0);
+                eng_sleep(e, wait_ns < 0 || wait_ns > d ? d : wait_ns, 0, 0);
             }
             continue;
         }
@@ -1086,6 +1089,9 @@ static void *eng_thread(void *arg) {
             if (eng_round(e) != HV_OK) {
                 eng_fail_all(e);
             }
+        } else if (hv__ring_link(e->ring) != NULL) {
+            hv__link_t *l = hv__ring_link(e->ring);
+            l->ops->drain(l); // stale wake-ups only
         }
         link_since = 0;
         eng_release_drive(e);
@@ -1129,7 +1135,7 @@ static void eng_drive_until(hv__engine_t *e, eng_group_t *g) {
             link_since = link_since ? link_since : now_ns();
             continue;
         }
-        int w = eng_sleep(e, wait_ns, link_since == 0);
+        int w = eng_sleep(e, wait_ns, link_since == 0, 1);
         if (w == 2 && link_since == 0) {
             link_since = now_ns();
         }
@@ -1342,9 +1348,11 @@ static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
             pthread_mutex_lock(&e->mu);
             e->driving = 0;
             pthread_cond_broadcast(&e->cv);
-            if (e->inq_head != NULL) {
+            if (e->inq_head != NULL || e->bg_watching) {
+                // Submissions arrived meanwhile, or the background thread sleeps on the link
+                // (we may have taken its wake-up): it takes over from here.
                 pthread_mutex_unlock(&e->mu);
-                eng_poke(e); // submissions arrived meanwhile: the background thread takes over
+                eng_poke(e);
                 pthread_mutex_lock(&e->mu);
             }
             continue;

@@ -44,6 +44,7 @@ typedef struct params_s {
     uint64_t fusion_threshold;
     uint64_t stage_bytes, small_bytes, spec_bytes;
     int sock_buf;
+    uint64_t shm_bytes;     // 0: same-host neighbours use TCP too
 } params_t;
 
 /* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
@@ -59,6 +60,7 @@ static struct {
     uint32_t last_generation;           // of the previous world (re-init after shutdown)
     char host[256];
     char init_error[512];
+    atomic_int user_failed;             // a collective returned a data-plane error to the user
     hv_log_fn user_log;
     void *user_log_ud;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .rank = -1, .size = -1, .local_rank = -1,
@@ -162,6 +164,13 @@ static hv_err params_load(params_t *p) {
     HV_TRY_GOTO(env_size("HV_STAGE_BYTES", &p->stage_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_SMALL_BYTES", &p->small_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_SPEC_BYTES", &p->spec_bytes), rc, out);
+    p->shm_bytes = 4u << 20;
+    const char *shm = getenv("HV_SHM");
+    if (shm != NULL && strcmp(shm, "0") == 0) {
+        p->shm_bytes = 0;
+    } else {
+        HV_TRY_GOTO(env_size("HV_SHM_BYTES", &p->shm_bytes), rc, out);
+    }
     uint64_t sb = 0;
     HV_TRY_GOTO(env_size("HV_SOCKET_BUF", &sb), rc, out);
     p->sock_buf = sb > INT_MAX ? INT_MAX : (int)sb;
@@ -269,6 +278,7 @@ static hv_err init_locked(const hv_config_t *cfg) {
         .small_bytes = (size_t)p->small_bytes,
         .spec_bytes = (size_t)p->spec_bytes,
         .sock_buf = p->sock_buf,
+        .shm_bytes = (size_t)p->shm_bytes,
     };
     // Explicit configuration wins over the environment (size says which fields exist).
 #define CFG_HAS(f) (cfg != NULL && cfg->size >= offsetof(hv_config_t, f) + sizeof(cfg->f))
@@ -358,6 +368,7 @@ static hv_err init_locked(const hv_config_t *cfg) {
         g.last_generation = a->generation;
         atomic_store(&g.engine, hv__world_engine(g.world));
     }
+    atomic_store(&g.user_failed, 0);
     atomic_store(&g.inited, 1);
     return HV_OK;
 }
@@ -375,8 +386,11 @@ hv_err hv_shutdown(void) {
     pthread_mutex_lock(&g.mu);
     hv_err rc = HV_OK;
     if (atomic_load(&g.inited)) {
-        hv__engine_t *e = atomic_exchange(&g.engine, NULL);
-        int healthy = e == NULL || hv__engine_status(e) == HV_OK;
+        atomic_store(&g.engine, NULL);
+        // Done means "the training function returned": report it unless the program saw a
+        // collective fail. (A peer that shut down first may have failed the engine after the
+        // last collective; that is a normal end, not a failure.)
+        int healthy = !atomic_load(&g.user_failed);
         if (g.world != NULL) {
             rc = hv__world_destroy(g.world, healthy);
             g.world = NULL;
@@ -425,6 +439,15 @@ const char *hv_host_name(void) { return g.host; }
 
 /* ---- collectives ----------------------------------------------------------------------------- */
 
+/* Notes data-plane failures seen by the program (argument and usage errors do not count). */
+static hv_err seen(hv_err rc) {
+    if (rc != HV_OK && rc != HV_EINVAL && rc != HV_EEXIST && rc != HV_ENOTFOUND &&
+        rc != HV_ETOOBIG && rc != HV_ESTATE && rc != HV_ENOTSUP) {
+        atomic_store(&g.user_failed, 1);
+    }
+    return rc;
+}
+
 /* The engine, or why there is none. */
 static hv_err engine_get(hv__engine_t **out) {
     hv__engine_t *e = atomic_load(&g.engine);
@@ -446,7 +469,7 @@ hv_err hv_allreduce(const void *in, void *out, size_t count, hv_dtype dt, hv_op 
     HV_TRY(engine_get(&e));
     hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count,
                        .dtype = dt, .op = op};
-    return hv__engine_run(e, &d);
+    return seen(hv__engine_run(e, &d));
 }
 
 hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t count, hv_dtype dt,
@@ -458,7 +481,7 @@ hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t co
     }
     hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = name, .in = in, .out = out,
                        .count = count, .dtype = dt, .op = op};
-    return hv__engine_submit(e, &d, 1, handle);
+    return seen(hv__engine_submit(e, &d, 1, handle));
 }
 
 hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
@@ -481,7 +504,7 @@ hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
             return HV_EINVAL;
         }
     }
-    hv_err rc = hv__engine_submit(e, ds, n, handle);
+    hv_err rc = seen(hv__engine_submit(e, ds, n, handle));
     hv_free(ds);
     return rc;
 }
@@ -491,7 +514,7 @@ hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root) {
     HV_TRY(engine_get(&e));
     hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count,
                        .dtype = dt, .root = root};
-    return hv__engine_run(e, &d);
+    return seen(hv__engine_run(e, &d));
 }
 
 hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt, int root,
@@ -503,7 +526,7 @@ hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt
     }
     hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .name = name, .in = buf, .out = buf,
                        .count = count, .dtype = dt, .root = root};
-    return hv__engine_submit(e, &d, 1, handle);
+    return seen(hv__engine_submit(e, &d, 1, handle));
 }
 
 hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t out_cap,
@@ -512,24 +535,24 @@ hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t
     HV_TRY(engine_get(&e));
     hv__op_desc_t d = {.kind = HV__OP_ALLGATHER, .in = in, .out = out, .count = count,
                        .dtype = dt, .out_cap = out_cap, .counts = counts};
-    return hv__engine_run(e, &d);
+    return seen(hv__engine_run(e, &d));
 }
 
 hv_err hv_barrier(void) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
     hv__op_desc_t d = {.kind = HV__OP_BARRIER};
-    return hv__engine_run(e, &d);
+    return seen(hv__engine_run(e, &d));
 }
 
 hv_err hv_wait(hv_handle_t handle) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    return hv__engine_wait(e, handle);
+    return seen(hv__engine_wait(e, handle));
 }
 
 hv_err hv_test(hv_handle_t handle, int *done) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    return hv__engine_test(e, handle, done);
+    return seen(hv__engine_test(e, handle, done));
 }

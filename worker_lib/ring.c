@@ -472,29 +472,50 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
                 cur_advance(&rc_, got);
                 rdone += got;
             } else {
-                size_t room = r->o.stage_bytes - fill;
-                if (room > left - fill) {
-                    room = left - fill;
+                // Zero-copy when the transport offers a view (shared memory): reduce straight
+                // from the neighbour's bytes. Otherwise through the cache-sized staging piece.
+                const unsigned char *src = NULL;
+                size_t whole = 0, view = 0;
+                if (fill == 0 && ops->recv_view != NULL) {
+                    const void *p = NULL;
+                    if ((rc = ops->recv_view(r->link, left, &p, &view)) != HV_OK) {
+                        goto out;
+                    }
+                    // Elements must be aligned to be read in place (the byte stream may have
+                    // been shifted by an earlier odd-sized message): else stage them.
+                    whole = ((uintptr_t)p & (esize - 1)) == 0 ? view / esize * esize : 0;
+                    src = p;
                 }
-                struct iovec one = {.iov_base = r->stage + fill, .iov_len = room};
-                if (room > 0 && (rc = ops->recv_some(r->link, &one, 1, &got)) != HV_OK) {
-                    goto out;
+                if (whole == 0) {
+                    size_t room = r->o.stage_bytes - fill;
+                    if (room > left - fill) {
+                        room = left - fill;
+                    }
+                    struct iovec one = {.iov_base = r->stage + fill, .iov_len = room};
+                    if (room > 0 && (rc = ops->recv_some(r->link, &one, 1, &got)) != HV_OK) {
+                        goto out;
+                    }
+                    fill += got;
+                    whole = fill / esize * esize;
+                    src = r->stage;
+                } else {
+                    got = whole;
                 }
-                fill += got;
-                size_t whole = fill / esize * esize;
                 if (whole > 0) {
+                    cur_reduce(&rc_, src, whole, dt, op, esize);
                     if (rstep == n - 2 && op == HV_AVG) {
                         // The last reduce-scatter step makes this rank's segment final: scale
                         // the piece now, before it is forwarded.
-                        cur_reduce(&rc_, r->stage, whole, dt, op, esize);
                         vec_scale(buf, st->off + rdone, whole, dt, n);
-                    } else {
-                        cur_reduce(&rc_, r->stage, whole, dt, op, esize);
                     }
                     rdone += whole;
-                    fill -= whole;
-                    if (fill > 0) {
-                        memmove(r->stage, r->stage + whole, fill);
+                    if (src == r->stage) {
+                        fill -= whole;
+                        if (fill > 0) {
+                            memmove(r->stage, r->stage + whole, fill);
+                        }
+                    } else {
+                        ops->recv_consume(r->link, whole);
                     }
                 }
             }
@@ -607,10 +628,14 @@ static hv_err frame_reserve(frame_t *f, size_t len) {
 static hv_err ring_frame_step(hv__ring_t *r, int ks, int kr) {
     const hv__transport_ops_t *ops = r->link->ops;
     frame_t *sf = &r->frames[ks], *rf = &r->frames[kr];
+    // [u32 length][payload][zeros up to a multiple of 8]: the padding keeps the byte stream
+    // 8-aligned for the transfers that follow (zero-copy reads need aligned elements).
+    static const unsigned char zeros[8];
     unsigned char shdr[4], rhdr[4];
     uint32_t slen32 = (uint32_t)sf->len;
     memcpy(shdr, &slen32, 4);
-    size_t s_total = 4 + sf->len, s_done = 0;
+    size_t s_pad = (8 - (4 + sf->len) % 8) % 8;
+    size_t s_total = 4 + sf->len + s_pad, s_done = 0;
     size_t r_hdr = 0, r_len = 0, r_done = 0;
     int r_known = 0;
     pace_t pace = {.last_ns = now_ns()};
@@ -618,16 +643,18 @@ static hv_err ring_frame_step(hv__ring_t *r, int ks, int kr) {
     while (s_done < s_total || !r_known || r_done < r_len) {
         int moved = 0;
         if (s_done < s_total) {
-            struct iovec iov[2];
+            struct iovec iov[3];
             int k = 0;
             if (s_done < 4) {
                 iov[k++] = (struct iovec){.iov_base = shdr + s_done, .iov_len = 4 - s_done};
-                if (sf->len > 0) {
-                    iov[k++] = (struct iovec){.iov_base = sf->p, .iov_len = sf->len};
-                }
-            } else {
-                iov[k++] = (struct iovec){.iov_base = sf->p + (s_done - 4),
-                                          .iov_len = s_total - s_done};
+            }
+            if (s_done < 4 + sf->len && sf->len > 0) {
+                size_t o = s_done > 4 ? s_done - 4 : 0;
+                iov[k++] = (struct iovec){.iov_base = sf->p + o, .iov_len = sf->len - o};
+            }
+            size_t po = s_done > 4 + sf->len ? s_done - 4 - sf->len : 0;
+            if (s_pad > po) {
+                iov[k++] = (struct iovec){.iov_base = (void *)(zeros + po), .iov_len = s_pad - po};
             }
             size_t n = 0;
             if ((rc = ops->send_some(r->link, iov, k, &n)) != HV_OK) {
@@ -654,10 +681,11 @@ static hv_err ring_frame_step(hv__ring_t *r, int ks, int kr) {
                     return HV_EPROTO;
                 }
                 r_len = l32;
-                if ((rc = frame_reserve(rf, r_len)) != HV_OK) {
+                if ((rc = frame_reserve(rf, r_len + 8)) != HV_OK) {
                     return rc;
                 }
                 rf->len = r_len;
+                r_len += (8 - (4 + r_len) % 8) % 8; // receive the padding too (into the slack)
                 r_known = 1;
             }
         }

@@ -43,13 +43,17 @@ typedef struct hv__transport_ops_s {
      * caller retries and tracks its own deadline). */
     hv_err (*wait)(hv__link_t *l, int want_send, int want_recv, int timeout_ms);
 
-    /* Idle waiting (the engine between rounds). idle_arm prepares the link for a poll() on
-     * idle_fd() (POLLIN): it returns 1 when data from the left peer is already waiting (do not
-     * sleep), else 0. The fd then polls readable when data or a failure arrives. idle_disarm
-     * follows every idle_arm that returned 0, after waking. */
+    /* Idle waiting (the engine between rounds). has_input: 1 when data or a failure from the
+     * left peer is waiting (never consumes; any thread). idle_arm announces a sleeper before a
+     * poll() for POLLIN on idle_fd(); it returns 1 (and announces nothing) when input is already
+     * there. Every idle_arm that returned 0 is followed by idle_disarm after waking. Several
+     * threads may sleep at once. drain discards pending wake-ups; only the thread that drives
+     * the link calls it (after it consumed what woke it). */
+    int (*has_input)(hv__link_t *l);
     int (*idle_arm)(hv__link_t *l);
     int (*idle_fd)(hv__link_t *l);
     void (*idle_disarm)(hv__link_t *l);
+    void (*drain)(hv__link_t *l);
 
     /* Any thread, never blocks: fails the link (later ops return HV_ECANCELED), wakes a thread
      * blocked in wait, and closes the connections so that the peers notice at once. */

@@ -326,6 +326,7 @@ int hv__tcp_link_recv_fd(hv__link_t *l) { return ((tcp_link_t *)l)->recv_fd; }
 static hv_err tcp_errno(const char *what) {
     int e = errno;
     if (e == ECONNRESET || e == EPIPE || e == ENOTCONN || e == ECONNABORTED) {
+        HV_LOG(HV_LOG_INFO, "tcp", "HV-TCP-RESET", "%s: %s", what, strerror(e));
         return HV_EPEER;
     }
     HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-IO", "%s: %s", what, strerror(e));
@@ -379,6 +380,7 @@ static hv_err tcp_recv_some(hv__link_t *base, const struct iovec *iov, int iovcn
                 *n = 0;
                 return HV_OK;
             }
+            HV_LOG(HV_LOG_INFO, "tcp", "HV-TCP-EOF", "fd %d: the peer closed", l->recv_fd);
             return atomic_load(&l->aborted) ? HV_ECANCELED : HV_EPEER; // orderly close: gone
         }
         if (errno == EINTR) {
@@ -413,10 +415,17 @@ static hv_err tcp_wait(hv__link_t *base, int want_send, int want_recv, int timeo
     return HV_OK; // progress possible, an error to be read by the next op, or timeout
 }
 
+static int tcp_has_input(hv__link_t *base) {
+    struct pollfd p = {.fd = ((tcp_link_t *)base)->recv_fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
+}
+
 static int tcp_idle_arm(hv__link_t *base) {
     (void)base;
     return 0; // poll() on the socket itself sees data that is already there
 }
+
+static void tcp_drain(hv__link_t *base) { (void)base; }
 
 static int tcp_idle_fd(hv__link_t *base) { return ((tcp_link_t *)base)->recv_fd; }
 
@@ -453,9 +462,11 @@ const hv__transport_ops_t hv__tcp_ops = {
     .recv_view = NULL,
     .recv_consume = NULL,
     .wait = tcp_wait,
+    .has_input = tcp_has_input,
     .idle_arm = tcp_idle_arm,
     .idle_fd = tcp_idle_fd,
     .idle_disarm = tcp_idle_disarm,
+    .drain = tcp_drain,
     .abort = tcp_abort,
     .destroy = tcp_destroy,
 };

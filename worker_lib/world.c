@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mem.h"
 #include "ring.h"
+#include "transport_shm.h"
 #include "transport_tcp.h"
 #include "util.h"
 
@@ -98,6 +99,22 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
                    "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank,
                    right, a->peers[right].addr, hv_strerror(rc));
             goto fail;
+        }
+        // Neighbours on this host talk through shared memory (both ends see the same hosts,
+        // so both decide the same way for each direction).
+        int send_local = strcmp(a->peers[right].host, a->peers[a->rank].host) == 0;
+        int recv_local = strcmp(a->peers[left].host, a->peers[a->rank].host) == 0;
+        if (o->shm_bytes > 0 && (send_local || recv_local)) {
+            hv__link_t *up = NULL;
+            rc = hv__shm_link_upgrade(w->link, send_local, recv_local, o->shm_bytes,
+                                      (int)conn_ms, &up);
+            if (rc != HV_OK) {
+                HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
+                       "rank %d: shared-memory handshake with the neighbours failed: %s",
+                       a->rank, hv_strerror(rc));
+                goto fail;
+            }
+            w->link = up;
         }
     }
     hv__tcp_listener_destroy(lst);

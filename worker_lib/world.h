@@ -34,6 +34,7 @@ typedef struct hv__world_opts_s {
     size_t small_bytes;         /* ring allgather-then-reduce bound; SIZE_MAX = automatic */
     size_t spec_bytes;          /* engine frame data bound; SIZE_MAX = automatic */
     int sock_buf;               /* 0 = kernel autotuning */
+    size_t shm_bytes;           /* shared-memory ring per same-host direction; 0 = TCP only */
 } hv__world_opts_t;
 
 typedef struct hv__world_s hv__world_t;
