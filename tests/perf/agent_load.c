@@ -3,15 +3,18 @@
  * head pays for connected nodes. Each simulated agent does what agent/session.c does on the
  * wire and nothing more: Cluster.Join (distinct name, random incarnation), then a Cluster.Session
  * stream with a hello and a heartbeat every heartbeat_ms (the interval from the JoinReply). Each
- * agent has its own channel, as each real agent has its own process. It runs no workers and
- * answers no order: an order from the head (spawn, kill, ...) is only counted. After the
- * duration given on the command line it cancels every call and prints what it saw: sessions
- * established, heartbeats sent, replies received and their round-trip times.
- * Everything runs on one libuv loop through common/rpc.h's event-driven engine. It is not a test
- * of the agent (agent/session.c is) and never reconnects a lost session (that is counted).
- * Called by tests/perf/head_load.sh and tests/integration/agent_load_smoke.sh.
+ * agent has its own channel and its own TCP connection, as each real agent has its own process
+ * (see load_target for how). It runs no workers and answers no order: an order from the head
+ * (spawn, kill, ...) is only counted. After the duration given on the command line, or at
+ * SIGINT/SIGTERM, it cancels every call and prints what it saw: sessions established,
+ * heartbeats sent, replies received and their round-trip times. A Join that fails is retried
+ * every 500 ms (a refused one ends the run); a Session that ends early is counted as lost and
+ * not reopened. Everything runs on one libuv loop through common/rpc.h's event-driven engine.
+ * It is not a test of the agent (agent/session.c has its own). Called by
+ * tests/perf/head_load.sh and tests/integration/agent_load_smoke.sh.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +84,7 @@ typedef struct load_s {
     size_t n;
     uint64_t t0;                   /* uv_hrtime() at start */
     uv_timer_t stop;
+    uv_signal_t sigint, sigterm;   /* either one ends the run early, with the same report */
     int stopping;
     size_t up;                     /* agents whose session got an answer (ever) */
     size_t lost;                   /* sessions that ended before the run did */
@@ -117,6 +121,7 @@ static void rtt_add(rtt_t *r, uint64_t ns) {
 }
 
 static void agent_join(agent_t *a);
+static void load_stop_cb(uv_timer_t *t);
 
 /*
  * gRPC core shares connections between channels of one process that have the same target and
@@ -273,6 +278,15 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
         return;
     }
     a->join_fail++;
+    if (st->rc == HV_EPERM || st->rc == HV_EINVAL) {
+        // A refusal (wrong token, bad node info) will not change on retry: end the run.
+        fprintf(stderr, "agent_load: %s: the head refused the join: %s; stopping\n", a->name,
+                st->msg[0] ? st->msg : hv_strerror(st->rc));
+        a->state = AS_LOST;
+        a->ld->lost++;
+        uv_timer_start(&a->ld->stop, load_stop_cb, 0, 0);
+        return;
+    }
     if (a->join_fail == 1) {
         fprintf(stderr, "agent_load: %s: join failed: %s%s%s; retrying every %d ms\n", a->name,
                 hv_strerror(st->rc), st->msg[0] ? ": " : "", st->msg, LOAD_JOIN_RETRY_MS);
@@ -330,6 +344,14 @@ static void load_stop_cb(uv_timer_t *t) {
     uv_stop(&ld->loop);
 }
 
+static void load_signal_cb(uv_signal_t *h, int signum) {
+    load_t *ld = h->data;
+    (void)signum;
+    if (!ld->stopping) {
+        load_stop_cb(&ld->stop);
+    }
+}
+
 static int cmp_u32(const void *x, const void *y) {
     uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
     return a < b ? -1 : a > b;
@@ -345,7 +367,9 @@ static double pct_ms(const uint32_t *v, size_t n, double p) {
 
 /* Sorts r and prints its percentiles. */
 static void rtt_print(const char *what, rtt_t *r) {
-    qsort(r->us, r->n, sizeof(*r->us), cmp_u32);
+    if (r->n > 0) {
+        qsort(r->us, r->n, sizeof(*r->us), cmp_u32);
+    }
     printf("agent_load: heartbeat round trip ms (%s): p50=%.3f p90=%.3f p99=%.3f max=%.3f "
            "(%zu samples)\n",
            what, pct_ms(r->us, r->n, 0.50), pct_ms(r->us, r->n, 0.90), pct_ms(r->us, r->n, 0.99),
@@ -390,6 +414,7 @@ static void load_usage(FILE *f) {
             "  --prefix P         node names are P-0, P-1, ... (default load-PID)\n"
             "  --slots K          slots each node offers (default 1)\n"
             "  --heartbeat-ms MS  heartbeat interval (default: what the head says)\n"
+            "SIGINT or SIGTERM ends the run early, with the same report.\n"
             "exit status: 0 every session was established and none was lost; 1 otherwise;\n"
             "2 bad usage.\n",
             LOAD_MAX_AGENTS, LOAD_MAX_DURATION_S);
@@ -472,6 +497,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "agent_load: out of memory for %zu agents\n", ld.n);
         goto out;
     }
+    // The varied spellings of the head's address (load_target) must not go to DNS: gRPC's
+    // default c-ares resolver sends them to the nameserver, while its native resolver
+    // (getaddrinfo) reads them as numbers. Set before anything initializes gRPC (the engine
+    // does), or gRPC registers two "dns" resolvers and aborts.
+    char probe[320];
+    if (ld.n > 1 && load_target(ld.head, 1, probe, sizeof(probe))) {
+        setenv("GRPC_DNS_RESOLVER", "native", 0);
+    }
     rc = hv_rpc_engine_create(&ld.loop, &ld.eng);
     if (rc != HV_OK) {
         fprintf(stderr, "agent_load: cannot create the rpc engine: %s\n", hv_strerror(rc));
@@ -501,6 +534,11 @@ int main(int argc, char **argv) {
     uv_timer_init(&ld.loop, &ld.stop);
     ld.stop.data = &ld;
     uv_timer_start(&ld.stop, load_stop_cb, duration * 1000, 0);
+    uv_signal_init(&ld.loop, &ld.sigint);
+    uv_signal_init(&ld.loop, &ld.sigterm);
+    ld.sigint.data = ld.sigterm.data = &ld;
+    uv_signal_start(&ld.sigint, load_signal_cb, SIGINT);
+    uv_signal_start(&ld.sigterm, load_signal_cb, SIGTERM);
     printf("agent_load: %zu agents against %s for %llu s (ramp %llu ms), %zu connections\n",
            ld.n, ld.head, (unsigned long long)duration, (unsigned long long)ramp,
            varied ? (ld.n < 1000 ? ld.n : 1000) : 1);
@@ -509,6 +547,8 @@ int main(int argc, char **argv) {
     load_report(&ld, (double)(uv_hrtime() - ld.t0) / 1e9);
     status = ld.up == ld.n && ld.lost == 0 ? 0 : 1;
     uv_close((uv_handle_t *)&ld.stop, NULL);
+    uv_close((uv_handle_t *)&ld.sigint, NULL);
+    uv_close((uv_handle_t *)&ld.sigterm, NULL);
 run_out:
     ld.stopping = 1;
     // Every call was cancelled by the stop timer; destroy waits for their on_done (bounded).

@@ -102,7 +102,8 @@ $(tail -n 20 "$d/head.err")"
     rss_idle=$(mem_kb $hp VmRSS)
 
     ramp=$((n * 5)); [ $ramp -lt 1000 ] && ramp=1000
-    dur=$((ramp / 1000 + 1 + SETTLE + WINDOW + 8))
+    # agent_load's own bound; the script ends it with SIGTERM once it has sampled the head
+    dur=$((ramp / 1000 + 30 + SETTLE + WINDOW + 30))
     "$BIN/agent_load" --head "$head" --token "$TOKEN" --agents "$n" --duration "$dur" \
         --ramp-ms "$ramp" --prefix "perf$n" >"$d/load.out" 2>"$d/load.err" &
     lp=$!
@@ -119,7 +120,8 @@ $(tail -n 20 "$d/head.err")"
     alive=$("$BIN/hvctl" --head "$head" nodes 2>"$d/hvctl.err" |
         awk -v p="perf$n-" 'index($1, p) == 1 && $3 == "alive"' | wc -l)
     conns=$(ss -Htn state established "( sport = :$port )" 2>/dev/null | wc -l)
-    wait_for $((dur + 15)) sh -c "! kill -0 $lp 2>/dev/null" || kill -KILL $lp 2>/dev/null
+    kill -TERM $lp 2>/dev/null
+    wait_for 15 sh -c "! kill -0 $lp 2>/dev/null" || kill -KILL $lp 2>/dev/null
     wait $lp; lrc=$?
     stop_pid $hp
 
@@ -127,14 +129,17 @@ $(tail -n 20 "$d/head.err")"
     lost=$(sed -nE 's/.* established=([0-9]+) lost=([0-9]+).*/\2/p' "$d/load.out")
     sent=$(sed -nE 's/.*heartbeats sent=([0-9]+) replies=([0-9]+).*/\1/p' "$d/load.out")
     repl=$(sed -nE 's/.*heartbeats sent=([0-9]+) replies=([0-9]+).*/\2/p' "$d/load.out")
+    upms=$(sed -nE 's/.*all sessions established after ([0-9]+) ms.*/\1/p' "$d/load.out" | head -n 1)
+    jfail=$(sed -nE 's/.* join_failures=([0-9]+).*/\1/p' "$d/load.out")
     rtt=$(sed -nE 's/.*round trip ms \(steady\): p50=([0-9.]+) p90=[0-9.]+ p99=([0-9.]+) max=([0-9.]+).*/\1\/\2\/\3/p' \
         "$d/load.out")
     awk -v n="$n" -v conns="$conns" -v alive="$alive" -v est="${est:-0}" -v cpu="$cpu" \
         -v idle="$idle_cpu" -v ri="$rss_idle" -v r="$rss" -v hwm="$hwm" -v lcpu="$lcpu" \
-        -v sent="${sent:-0}" -v repl="${repl:-0}" -v rtt="${rtt:--}" 'BEGIN {
-        printf "%6d %6d %6d %6d %8.1f %7.1f %8.3f %9.1f %9.1f %9.1f %9.1f %9d/%-9d %-20s %7.1f\n",
-            n, est, alive, conns, cpu, idle, (cpu - idle) / n, ri / 1024, r / 1024, hwm / 1024,
-            (r - ri) / n, repl, sent, rtt, lcpu }'
+        -v sent="${sent:-0}" -v repl="${repl:-0}" -v rtt="${rtt:--}" -v upms="${upms:--}" \
+        -v jfail="${jfail:-0}" 'BEGIN {
+        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %8.1f %6.1f %7.1f %7.1f %8d/%-8d %-20s %5.1f\n",
+            n, est, alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, ri / 1024, r / 1024,
+            hwm / 1024, (r - ri) / n, repl, sent, rtt, lcpu }'
     ok=0
     [ "$up" = yes ] || { echo "  FAIL: not every session was established (see $d/load.*)" >&2; ok=1; }
     [ "${est:-0}" -eq "$n" ] || { echo "  FAIL: established ${est:-0} of $n" >&2; ok=1; }
@@ -154,9 +159,11 @@ echo "head_load: hvhead with N simulated agents, heartbeat 1 s, lease 10 s; stea
     "${WINDOW} s; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cpu% = share of one core over the window; rss in MiB; kib/agt = (rss - idle rss) / N;"
 echo "cpu/agt = (cpu% - idle cpu%) / N; replies/sent = heartbeats over the whole agent_load run;"
+echo "up.ms = start of agent_load to the last session up (ramp included); jfail = Join attempts"
+echo "that failed and were retried; load% = agent_load's own CPU (it shares the machine)"
 echo "rtt = heartbeat round trip p50/p99/max ms seen by agent_load after every session was up"
-printf "%6s %6s %6s %6s %8s %7s %8s %9s %9s %9s %9s %19s %-20s %7s\n" agents estab alive conns \
-    cpu% idle% cpu/agt rss.idle rss rss.hwm kib/agt replies/sent rtt load%
+printf "%6s %6s %6s %6s %6s %5s %6s %5s %7s %8s %6s %7s %7s %17s %-20s %5s\n" agents estab \
+    alive conns up.ms jfail cpu% idle% cpu/agt rss.idle rss rss.hwm kib/agt replies/sent rtt load%
 status=0
 for n in "$@"; do
     run_one "$n" || status=1
