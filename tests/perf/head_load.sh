@@ -39,7 +39,8 @@ need_bins() {
     missing=""
     for b in hvhead hvctl agent_load; do [ -x "$BIN/$b" ] || missing="$missing $b"; done
     [ -z "$missing" ] && return 0
-    [ -f "$BUILD/CMakeCache.txt" ] || die "missing$missing in $BIN and no configured build in $BUILD"
+    [ -f "$BUILD/CMakeCache.txt" ] ||
+        die "missing$missing in $BIN and no configured build in $BUILD"
     echo "head_load: building$missing in $BUILD" >&2
     # shellcheck disable=SC2086
     cmake --build "$BUILD" -j2 --target $missing >/dev/null || die "cannot build$missing"
@@ -129,23 +130,27 @@ $(tail -n 20 "$d/head.err")"
     lost=$(sed -nE 's/.* established=([0-9]+) lost=([0-9]+).*/\2/p' "$d/load.out")
     sent=$(sed -nE 's/.*heartbeats sent=([0-9]+) replies=([0-9]+).*/\1/p' "$d/load.out")
     repl=$(sed -nE 's/.*heartbeats sent=([0-9]+) replies=([0-9]+).*/\2/p' "$d/load.out")
-    upms=$(sed -nE 's/.*all sessions established after ([0-9]+) ms.*/\1/p' "$d/load.out" | head -n 1)
+    upms=$(sed -nE 's/.*all sessions established after ([0-9]+) ms.*/\1/p' "$d/load.out" |
+        head -n 1)
     jfail=$(sed -nE 's/.* join_failures=([0-9]+).*/\1/p' "$d/load.out")
-    rtt=$(sed -nE 's/.*round trip ms \(steady\): p50=([0-9.]+) p90=[0-9.]+ p99=([0-9.]+) max=([0-9.]+).*/\1\/\2\/\3/p' \
-        "$d/load.out")
+    rtt=$(sed -nE 's/.*round trip ms \(steady\): p50=([0-9.]+) p90=[0-9.]+ /\1 /p' "$d/load.out" |
+        sed -nE 's/^([0-9.]+) p99=([0-9.]+) max=([0-9.]+).*/\1\/\2\/\3/p')
     awk -v n="$n" -v conns="$conns" -v alive="$alive" -v est="${est:-0}" -v cpu="$cpu" \
         -v idle="$idle_cpu" -v ri="$rss_idle" -v r="$rss" -v hwm="$hwm" -v lcpu="$lcpu" \
         -v sent="${sent:-0}" -v repl="${repl:-0}" -v rtt="${rtt:--}" -v upms="${upms:--}" \
         -v jfail="${jfail:-0}" 'BEGIN {
-        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %8.1f %6.1f %7.1f %7.1f %8d/%-8d %-20s %5.1f\n",
-            n, est, alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, ri / 1024, r / 1024,
-            hwm / 1024, (r - ri) / n, repl, sent, rtt, lcpu }'
+        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %8.1f %6.1f %7.1f %7.1f ", n, est,
+            alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, ri / 1024, r / 1024,
+            hwm / 1024, (r - ri) / n
+        printf "%8d/%-8d %-20s %5.1f\n", repl, sent, rtt, lcpu }'
     ok=0
-    [ "$up" = yes ] || { echo "  FAIL: not every session was established (see $d/load.*)" >&2; ok=1; }
+    [ "$up" = yes ] ||
+        { echo "  FAIL: not every session was established (see $d/load.*)" >&2; ok=1; }
     [ "${est:-0}" -eq "$n" ] || { echo "  FAIL: established ${est:-0} of $n" >&2; ok=1; }
     [ "${lost:-1}" -eq 0 ] || { echo "  FAIL: ${lost:-?} sessions lost" >&2; ok=1; }
     [ "$alive" -eq "$n" ] || { echo "  FAIL: hvctl nodes lists $alive alive, want $n" >&2; ok=1; }
-    [ $lrc -eq 0 ] || { echo "  FAIL: agent_load exited $lrc: $(tail -n 3 "$d/load.err")" >&2; ok=1; }
+    [ $lrc -eq 0 ] ||
+        { echo "  FAIL: agent_load exited $lrc: $(tail -n 3 "$d/load.err")" >&2; ok=1; }
     return $ok
 }
 

@@ -6,6 +6,7 @@ add_executable(agent_load ${CMAKE_CURRENT_LIST_DIR}/agent_load.c)
 target_link_libraries(agent_load hv_rpc PkgConfig::UV)
 
 add_executable(spawn_watch ${CMAKE_CURRENT_LIST_DIR}/spawn_watch.c)
+target_link_libraries(spawn_watch hv_base)
 
 hv_add_test(NAME perf.head_load COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/head_load.sh 100
             LABELS perf TIMEOUT 300)

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mem.h"
+
 #define WATCH_MAX_PIDS 65536
 #define WATCH_MAX_COUNT 1024
 
@@ -69,7 +71,7 @@ static int pidset_add(pidset_t *s, int pid) {
         if (ncap > WATCH_MAX_PIDS) {
             return -1;
         }
-        int *nv = realloc(s->v, ncap * sizeof(*nv));
+        int *nv = hv_realloc(s->v, ncap * sizeof(*nv));
         if (nv == NULL) {
             return -1;
         }
@@ -295,7 +297,7 @@ int main(int argc, char **argv) {
         printf("first_ms=-1\nall_ms=-1\n");
     }
     printf("cmd_exit=%d cmd_ms=%.3f\n", rc, (double)exit_ns / 1e6);
-    free(w.before.v);
-    free(w.seen.v);
+    hv_free(w.before.v);
+    hv_free(w.seen.v);
     return rc;
 }

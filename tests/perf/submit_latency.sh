@@ -122,7 +122,9 @@ for a in a b; do
         --work-dir "$TMP/agent-$a" --log-level info >"$TMP/agent-$a.out" 2>"$TMP/agent-$a.err" &
     PIDS="$PIDS $!"
 done
-alive() { [ "$("$BIN/hvctl" --head "$HEAD" nodes 2>/dev/null | awk '$3 == "alive"' | wc -l)" -eq 2 ]; }
+alive() {
+    [ "$("$BIN/hvctl" --head "$HEAD" nodes 2>/dev/null | awk '$3 == "alive"' | wc -l)" -eq 2 ]
+}
 wait_for 15 alive || die "the two agents did not join"
 
 echo "submit_latency: $RUNS x 'hvsubmit -np 4 sleeper $SLEEP' on hvhead + 2 hvagents x 2 slots," \
@@ -138,11 +140,17 @@ while [ $run -le "$RUNS" ]; do
         --cmd-out "$TMP/submit-$run.out" -- \
         "$BIN/hvsubmit" --head "$HEAD" -np 4 "$EX/sleeper" "$SLEEP" >"$TMP/watch-$run.out"
     rc=$?
-    [ $rc -eq 0 ] || { echo "  run $run: hvsubmit exited $rc: $(tail -n 3 "$TMP/submit-$run.out")" >&2; status=1; }
+    if [ $rc -ne 0 ]; then
+        echo "  run $run: hvsubmit exited $rc: $(tail -n 3 "$TMP/submit-$run.out")" >&2
+        status=1
+    fi
     wait_for 10 sh -c "[ -z \"\$(for p in /proc/[0-9]*; do readlink \$p/cwd; done 2>/dev/null |
         grep -F '$TMP/agent-' | grep /jobs/)\" ]" || echo "  run $run: workers still running" >&2
     id=$(sed -nE 's/^hvsubmit: job ([0-9]+) submitted.*/\1/p' "$TMP/submit-$run.out" | head -n 1)
-    [ -n "$id" ] || { echo "  run $run: no job id in hvsubmit's output" >&2; status=1; run=$((run + 1)); continue; }
+    if [ -z "$id" ]; then
+        echo "  run $run: no job id in hvsubmit's output" >&2
+        status=1; run=$((run + 1)); continue
+    fi
     t0=$(sed -nE 's/^t0_wall_ms=([0-9.]+)/\1/p' "$TMP/watch-$run.out")
     all=$(sed -nE 's/^all_ms=(.*)/\1/p' "$TMP/watch-$run.out")
     "$BIN/hvctl" --head "$HEAD" --json events --job "$id" >"$TMP/events-$run.json" 2>&1
