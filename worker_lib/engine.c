@@ -33,6 +33,7 @@
 #define ENG_FLAG_SPEC 1u            // the frame carries data for every set bit
 #define ENG_HDR_LEN 24
 #define ENG_NO_BIT (-1)
+#define ENG_ANON_NAMES 64 // distinct names of unnamed blocking calls (see hv__engine_run)
 
 /* ---- types ----------------------------------------------------------------------------------- */
 
@@ -1401,8 +1402,11 @@ hv_err hv__engine_run(hv__engine_t *e, const hv__op_desc_t *op) {
     char name[HV__NAME_MAX + 1];
     pthread_mutex_lock(&e->mu);
     if (op->name == NULL) {
+        // Unnamed blocking calls match across ranks by their sequence number. The names cycle
+        // (a rank cannot run ENG_ANON_NAMES calls ahead of the others: each one waits for
+        // them), so the response cache holds a few entries, not one per call.
         snprintf(name, sizeof(name), "~%s.%llu", kind_name(op->kind),
-                 (unsigned long long)++e->anon_seq);
+                 (unsigned long long)(++e->anon_seq % ENG_ANON_NAMES));
     } else {
         snprintf(name, sizeof(name), "%s", op->name);
     }

@@ -313,11 +313,6 @@ static hv_err ring_xfer(hv__ring_t *r, xfer_t *x) {
 
 /* ---- allreduce --------------------------------------------------------------------------------- */
 
-static size_t seg_off(size_t count, int k, int n, size_t esize) {
-    // Element-aligned split into n nearly equal segments; 128-bit-free as count < 2^54.
-    return (size_t)((unsigned __int128)count * (unsigned)k / (unsigned)n) * esize;
-}
-
 static hv_err ring_scratch(hv__ring_t *r, size_t need) {
     if (need <= r->scratch_cap) {
         return HV_OK;
@@ -376,16 +371,51 @@ static void vec_scale(const hv__vec_t *buf, size_t off, size_t len, hv_dtype dt,
     }
 }
 
-/* The ring allreduce as one pipeline. Step s < n-1 (reduce-scatter) receives segment
- * rank-s-1 and reduces it into place; step s >= n-1 (allgather) receives segment rank-s+n-1...
- * and copies it into place. What a rank sends at step s >= 1 is exactly what it received at step
- * s-1, so the send side trails the receive side byte by byte instead of waiting for step
- * boundaries: a piece is forwarded right after it was reduced, while it is still in cache, and
- * for n > 2 the steps overlap along the ring. Step 0 sends the rank's own raw segment. */
-typedef struct ar_step_s {
-    size_t off; // segment offset in the logical buffer
-    size_t len;
-} ar_step_t;
+/* The ring allreduce as one pipeline. The buffer is cut into chunks (chunk_bytes, so that a
+ * chunk's working set stays in cache) and each chunk into n segments. Per chunk, step s < n-1
+ * (reduce-scatter) receives segment rank-s-1 and reduces it into place, and step s >= n-1
+ * (allgather) receives segment rank-(s-n+1) and copies it into place. What a rank sends at
+ * step s >= 1 is exactly what it received at step s-1, so the send side trails the receive side
+ * byte by byte instead of waiting for step boundaries: a piece is forwarded right after it was
+ * reduced, while it is still in cache; for n > 2 the steps overlap along the ring; and the next
+ * chunk's first step (the rank's own raw segment) streams while this chunk finishes. A raw
+ * segment is never overwritten before it was sent: the allgather that overwrites it carries a
+ * reduction that includes it. */
+typedef struct ar_plan_s {
+    size_t count;     // elements in the buffer
+    size_t chunk;     // elements per chunk
+    size_t esize;
+    int n, rank;
+    int nsteps;       // per chunk: 2 (n - 1)
+    long total;       // steps over all chunks
+} ar_plan_t;
+
+/* The segment received at global step j (chunk j / nsteps, step j % nsteps). */
+static void plan_recv(const ar_plan_t *p, long j, size_t *off, size_t *len) {
+    size_t c = (size_t)(j / p->nsteps);
+    int s = (int)(j % p->nsteps);
+    int k = s < p->n - 1 ? p->rank - s - 1 : p->rank - (s - (p->n - 1));
+    k = ((k % p->n) + p->n) % p->n;
+    size_t base = c * p->chunk, cnt = p->count - base < p->chunk ? p->count - base : p->chunk;
+    *off = (base + (size_t)((unsigned __int128)cnt * (unsigned)k / (unsigned)p->n)) * p->esize;
+    *len = (base + (size_t)((unsigned __int128)cnt * (unsigned)(k + 1) / (unsigned)p->n)) *
+               p->esize - *off;
+}
+
+/* The segment sent at global step j: the own raw segment at a chunk's first step, else what
+ * was received at step j - 1. */
+static void plan_send(const ar_plan_t *p, long j, size_t *off, size_t *len) {
+    if (j % p->nsteps != 0) {
+        plan_recv(p, j - 1, off, len);
+        return;
+    }
+    size_t c = (size_t)(j / p->nsteps);
+    size_t base = c * p->chunk, cnt = p->count - base < p->chunk ? p->count - base : p->chunk;
+    int k = p->rank;
+    *off = (base + (size_t)((unsigned __int128)cnt * (unsigned)k / (unsigned)p->n)) * p->esize;
+    *len = (base + (size_t)((unsigned __int128)cnt * (unsigned)(k + 1) / (unsigned)p->n)) *
+               p->esize - *off;
+}
 
 hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op op) {
     size_t esize = hv_dtype_size(dt);
@@ -399,49 +429,45 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
     if (buf->total <= r->o.small_bytes) {
         return ring_allreduce_small(r, buf, dt, op);
     }
-    size_t count = buf->total / esize;
-    int nsteps = 2 * (n - 1);
-    // recv[s]: the segment received at step s; the send of step s >= 1 is recv[s - 1].
-    ar_step_t recv_st[2 * 64], *rs = recv_st;
-    if (nsteps > 2 * 64) {
-        rs = hv_malloc(sizeof(ar_step_t) * (size_t)nsteps);
-        if (rs == NULL) {
-            return HV_ENOMEM;
-        }
+    ar_plan_t pl = {.count = buf->total / esize, .esize = esize, .n = n, .rank = r->rank,
+                    .nsteps = 2 * (n - 1)};
+    size_t chunk_bytes = r->o.chunk_bytes ? r->o.chunk_bytes : buf->total;
+    pl.chunk = chunk_bytes / esize;
+    if (pl.chunk < (size_t)n) {
+        pl.chunk = (size_t)n;
     }
-    for (int s = 0; s < nsteps; s++) {
-        int k = s < n - 1 ? r->rank - s - 1 : r->rank - (s - (n - 1));
-        k = ((k % n) + n) % n;
-        rs[s].off = seg_off(count, k, n, esize);
-        rs[s].len = seg_off(count, k + 1, n, esize) - rs[s].off;
-    }
-    ar_step_t first = {seg_off(count, r->rank, n, esize), 0};
-    first.len = seg_off(count, r->rank + 1, n, esize) - first.off;
+    size_t nchunks = (pl.count + pl.chunk - 1) / pl.chunk;
+    pl.total = (long)nchunks * pl.nsteps;
 
     const hv__transport_ops_t *ops = r->link->ops;
     struct iovec iov[RING_IOV_MAX];
-    int ss = 0, rstep = 0;   // current send / receive step
+    long ss = 0, rstep = 0;  // current send / receive step (global)
+    size_t s_off, s_len, r_off, r_len;
     size_t sdone = 0;        // bytes sent in step ss
     size_t rdone = 0;        // bytes received and processed in step rstep
     size_t fill = 0;         // staged, unreduced bytes (reduce-scatter steps)
     cursor_t sc, rc_;
-    cur_seek(&sc, buf, first.off);
-    cur_seek(&rc_, buf, rs[0].off);
+    plan_send(&pl, 0, &s_off, &s_len);
+    plan_recv(&pl, 0, &r_off, &r_len);
+    cur_seek(&sc, buf, s_off);
+    cur_seek(&rc_, buf, r_off);
     pace_t pace = {.last_ns = now_ns()};
     hv_err rc = HV_OK;
-    while (ss < nsteps || rstep < nsteps) {
+    while (ss < pl.total || rstep < pl.total) {
         int moved = 0;
         // ---- send: as much of the current step as is final ----
-        while (ss < nsteps) {
-            const ar_step_t *st = ss == 0 ? &first : &rs[ss - 1];
-            size_t avail = ss == 0 ? st->len : (rstep > ss - 1 ? st->len : rdone);
-            if (sdone == st->len) {
-                if (++ss < nsteps) {
+        while (ss < pl.total) {
+            if (sdone == s_len) {
+                if (++ss < pl.total) {
                     sdone = 0;
-                    cur_seek(&sc, buf, rs[ss - 1].off);
+                    plan_send(&pl, ss, &s_off, &s_len);
+                    cur_seek(&sc, buf, s_off);
                 }
                 continue;
             }
+            // Step ss forwards receive step ss - 1 (unless it is a chunk's first step).
+            size_t avail = ss % pl.nsteps == 0 || rstep > ss - 1 ? s_len
+                                                                 : (rstep == ss - 1 ? rdone : 0);
             if (sdone >= avail) {
                 break;
             }
@@ -458,13 +484,13 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
             moved = 1;
         }
         // ---- receive: reduce (reduce-scatter) or copy (allgather) into place ----
-        if (rstep < nsteps) {
-            const ar_step_t *st = &rs[rstep];
-            size_t left = st->len - rdone;
+        if (rstep < pl.total) {
+            int s = (int)(rstep % pl.nsteps);
+            size_t left = r_len - rdone;
             size_t got = 0;
             if (left == 0) {
                 got = 0;
-            } else if (rstep >= n - 1) {
+            } else if (s >= n - 1) {
                 int k = cur_iov(&rc_, left, iov, RING_IOV_MAX);
                 if ((rc = ops->recv_some(r->link, iov, k, &got)) != HV_OK) {
                     goto out;
@@ -503,10 +529,10 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
                 }
                 if (whole > 0) {
                     cur_reduce(&rc_, src, whole, dt, op, esize);
-                    if (rstep == n - 2 && op == HV_AVG) {
+                    if (s == n - 2 && op == HV_AVG) {
                         // The last reduce-scatter step makes this rank's segment final: scale
                         // the piece now, before it is forwarded.
-                        vec_scale(buf, st->off + rdone, whole, dt, n);
+                        vec_scale(buf, r_off + rdone, whole, dt, n);
                     }
                     rdone += whole;
                     if (src == r->stage) {
@@ -520,10 +546,11 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
                 }
             }
             moved |= got > 0;
-            if (rdone == st->len) {
-                if (++rstep < nsteps) {
+            if (rdone == r_len) {
+                if (++rstep < pl.total) {
                     rdone = 0;
-                    cur_seek(&rc_, buf, rs[rstep].off);
+                    plan_recv(&pl, rstep, &r_off, &r_len);
+                    cur_seek(&rc_, buf, r_off);
                 }
                 moved = 1;
             }
@@ -533,19 +560,16 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
             continue;
         }
         int want_send = 0;
-        if (ss < nsteps) {
-            const ar_step_t *st = ss == 0 ? &first : &rs[ss - 1];
-            size_t avail = ss == 0 ? st->len : (rstep > ss - 1 ? st->len : rdone);
+        if (ss < pl.total) {
+            size_t avail = ss % pl.nsteps == 0 || rstep > ss - 1 ? s_len
+                                                                 : (rstep == ss - 1 ? rdone : 0);
             want_send = sdone < avail;
         }
-        if ((rc = ring_pace(r, &pace, want_send, rstep < nsteps)) != HV_OK) {
+        if ((rc = ring_pace(r, &pace, want_send, rstep < pl.total)) != HV_OK) {
             goto out;
         }
     }
 out:
-    if (rs != recv_st) {
-        hv_free(rs);
-    }
     return rc;
 }
 

@@ -130,6 +130,11 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         .spin_us = spin,
         .stage_bytes = o->stage_bytes ? o->stage_bytes : 256u << 10,
         .small_bytes = o->small_bytes != SIZE_MAX ? o->small_bytes : 16u << 10,
+        // 256 KiB segments per step: each chunk's working set stays in cache (measured best
+        // between 128 KiB and 512 KiB at 2 and 4 ranks over loopback TCP).
+        .chunk_bytes = o->chunk_bytes == SIZE_MAX ? 0
+                       : o->chunk_bytes           ? o->chunk_bytes
+                                                  : (size_t)a->size * (256u << 10),
     };
     HV_TRY_GOTO(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring), rc, fail);
     hv__engine_opts_t eo = {

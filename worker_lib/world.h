@@ -35,6 +35,7 @@ typedef struct hv__world_opts_s {
     size_t spec_bytes;          /* engine frame data bound; SIZE_MAX = automatic */
     int sock_buf;               /* 0 = kernel autotuning */
     size_t shm_bytes;           /* shared-memory ring per same-host direction; 0 = TCP only */
+    size_t chunk_bytes;         /* allreduce pipeline chunk; 0 = size x 256 KiB, SIZE_MAX = whole */
 } hv__world_opts_t;
 
 typedef struct hv__world_s hv__world_t;

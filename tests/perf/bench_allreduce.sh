@@ -2,12 +2,14 @@
 # bench_allreduce.sh: libhv's allreduce against OpenMPI, side by side, in one command.
 #
 #   tests/perf/bench_allreduce.sh [--quick] [--bin DIR] [--ranks "2 4"] [--sizes 4K,...]
-#                                 [--reps N] [--resnet FILE]
+#                                 [--reps N] [--resnet FILE] [--cluster] [--shm]
 #
 # For each rank count it runs, --reps times and interleaved (so that load drifting on the machine
 # hits every implementation alike):
-#   hv       bench_allreduce (libhv over TCP; launched by its own forking launcher, or by the
-#            command in HV_BENCH_LAUNCH, e.g. "hvsubmit --head 127.0.0.1:7000 -np {n} --")
+#   hv       bench_allreduce (libhv; TCP unless --shm): launched by its own forking launcher;
+#            with --cluster through the real binaries (a local hvhead and one hvagent, ranks
+#            submitted with hvsubmit); or by the command in HV_BENCH_LAUNCH, e.g.
+#            "hvsubmit --head 127.0.0.1:7000 -q -np {n}"
 #   mpi-tcp  bench_mpi under mpirun forced to TCP over loopback (ob1, btl tcp,self)
 #   mpi-def  bench_mpi under mpirun with OpenMPI's defaults (shared memory)
 # and prints the median time and busbw (nccl-tests definition) of every row, with hv/peer
@@ -23,6 +25,8 @@ bin="${HV_BIN_DIR:-$repo/build/bin}"
 ranks="2 4"
 sizes="4K,64K,1M,16M,64M,256M"
 reps=3
+cluster=0
+shm=0
 resnet="$repo/../shared/data/resnet50_grad_counts.txt"
 [ -f "$resnet" ] || resnet="/work/shared/data/resnet50_grad_counts.txt"
 while [ $# -gt 0 ]; do
@@ -33,7 +37,9 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --resnet) resnet="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --cluster) cluster=1; shift ;;
+    --shm) shm=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench_allreduce.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -50,14 +56,45 @@ rn_args=()
 [ -f "$resnet" ] && rn_args=(--resnet "$resnet")
 
 out=$(mktemp -d /tmp/hv-bench-out.XXXXXX)
-trap 'rm -rf "$out"' EXIT
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$out"
+}
+trap cleanup EXIT
 
-run_hv() { # n rep
+# libhv's transport: TCP for the comparison with OpenMPI over TCP, unless --shm.
+hv_env=(HV_SHM=0)
+[ "$shm" = 1 ] && hv_env=(HV_SHM=1)
+
+if [ "$cluster" = 1 ]; then
+  # A throw-away cluster: one head and one agent with as many slots as the largest run.
+  max=0; for n in $ranks; do [ "$n" -gt "$max" ] && max=$n; done
+  cat > "$out/head.yaml" <<YAML
+cluster_name: bench
+listen: 127.0.0.1:0
+data_dir: $out/data
+token: bench-token
+log_level: warn
+YAML
+  "$bin/hvhead" start --config "$out/head.yaml" > "$out/head.out" 2> "$out/head.err" &
+  pids="$pids $!"
+  for _ in $(seq 1 100); do grep -q 'listening on' "$out/head.out" && break; sleep 0.1; done
+  head_addr=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$out/head.out" | tail -n 1)
+  [ -n "$head_addr" ] || { echo "hvhead did not start" >&2; cat "$out/head.err" >&2; exit 1; }
+  "$bin/hvagent" join "$head_addr" --token bench-token --name bench-node --slots "$max" \
+    --work-dir "$out/agent" > "$out/agent.out" 2> "$out/agent.err" &
+  pids="$pids $!"
+  for _ in $(seq 1 150); do grep -q 'joined' "$out/agent.out" && break; sleep 0.1; done
+  HV_BENCH_LAUNCH="$bin/hvsubmit --head $head_addr -q -e ${hv_env[0]} -np {n}"
+fi
+
+run_hv() { # n
   local n=$1
   if [ -n "${HV_BENCH_LAUNCH:-}" ]; then
     ${HV_BENCH_LAUNCH//\{n\}/$n} "$hvb" --sizes "$sizes" --runs 3 "${rn_args[@]}"
   else
-    "$hvb" --launch "$n" --sizes "$sizes" --runs 3 "${rn_args[@]}"
+    env "${hv_env[@]}" "$hvb" --launch "$n" --sizes "$sizes" --runs 3 "${rn_args[@]}"
   fi
 }
 
@@ -105,7 +142,7 @@ END {
     split(order[i], p, SUBSEP); n = p[1]; kind = p[2]; bytes = p[3];
     if (n != last) {
       printf "\n%d ranks (busbw = bytes/time x 2(n-1)/n; x = peer time / hv time)\n", n;
-      printf "%-18s | %-22s | %-22s %6s | %-22s %6s\n", "row", "hv (tcp)", "mpi-tcp", "x", "mpi-default", "x";
+      printf "%-18s | %-22s | %-22s %6s | %-22s %6s\n", "row", "hv (" hvt ")", "mpi-tcp", "x", "mpi-default", "x";
       last = n;
     }
     row = kind == "resnet" ? "resnet50 step" : human(bytes);
@@ -119,4 +156,4 @@ END {
     x3 = mt[1] > 0 && mt[3] > 0 ? sprintf("%6.2f", mt[3] / mt[1]) : "     -";
     printf "%-18s | %s | %s %s | %s %s\n", row, cell[1], cell[2], x2, cell[3], x3;
   }
-}' "$out/rows"
+}' hvt="$([ "$shm" = 1 ] && echo shm || echo tcp)" "$out/rows"
