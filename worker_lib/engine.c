@@ -28,6 +28,7 @@
 #include "mem.h"
 #include "reduce.h"
 #include "strmap.h"
+#include "transport_nccl.h"
 
 #define ENG_FRAME_MAGIC 0x484e4731u // "HNG1"
 #define ENG_FLAG_SPEC 1u            // the frame carries data for every set bit
@@ -53,6 +54,7 @@ typedef struct eng_req_s {
     size_t bytes;           // count * element size
     int32_t bit;            // cache bit announced in the current round, or ENG_NO_BIT
     int heap;               // allocated by the engine (async)
+    int device;             // in/out are CUDA device memory (NCCL or staging)
 } eng_req_t;
 
 typedef struct eng_entry_s { // response cache entry; identical on every rank
@@ -128,6 +130,11 @@ struct hv__engine_s {
     size_t iov_cap;
     size_t *ag_buf;         // allgather: 2 * size entries (count, cap), then lens, offs
     const unsigned char **spec_ptr; // size entries: each frame's speculative data this round
+    unsigned char *pinned;  // pinned host staging for device tensors without NCCL, owned
+    size_t pinned_cap;
+    void **nccl_bufs;       // device batch: buffers and counts for hv__nccl_allreduce
+    size_t *nccl_counts;
+    size_t nccl_cap;
 };
 
 static uint64_t now_ns(void) {
@@ -256,6 +263,7 @@ static void eng_set_failed(hv__engine_t *e, hv_err rc, const char *fmt, ...) {
         if (l != NULL) {
             l->ops->abort(l);
         }
+        hv__nccl_abort(e->o.nccl);
         eng_poke(e);
     }
 }
@@ -339,7 +347,7 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
         if (b >= 0 && meta_matches(&e->cache[b], r)) {
             r->bit = (int32_t)b;
             e->bit_req[b] = r;
-            if (r->d.kind == HV__OP_ALLREDUCE) {
+            if (r->d.kind == HV__OP_ALLREDUCE && !r->device) {
                 spec += r->bytes;
             } else {
                 spec_ok = 0;
@@ -461,7 +469,65 @@ static hv_err eng_view(hv__engine_t *e, int k, frame_view_t *v) {
 
 /* ---- execution ------------------------------------------------------------------------------- */
 
-static int exec_key(const eng_req_t *r) { return r->d.dtype * HV__OP_COUNT + r->d.op; }
+static int exec_key(const eng_req_t *r) {
+    return (r->device * HV__DTYPE_COUNT + r->d.dtype) * HV__OP_COUNT + r->d.op;
+}
+
+/* Pinned host staging of at least n bytes (device tensors without NCCL). */
+static hv_err eng_pinned(hv__engine_t *e, size_t n) {
+    if (n <= e->pinned_cap && e->pinned != NULL) {
+        return HV_OK;
+    }
+    void *p = NULL;
+    hv_err rc = hv__gpu_host_alloc(n, &p);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    hv__gpu_host_free(e->pinned);
+    e->pinned = p;
+    e->pinned_cap = n;
+    return HV_OK;
+}
+
+/* A batch of device tensors: NCCL when the world has a communicator, else staged through
+ * pinned host memory and reduced by the ring like host tensors. */
+static hv_err eng_device_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n, size_t total) {
+    hv_err rc;
+    if (e->o.nccl != NULL) {
+        if ((rc = grow((void **)&e->nccl_bufs, &e->nccl_cap, n, sizeof(void *))) != HV_OK) {
+            return rc;
+        }
+        e->nccl_counts = hv_realloc(e->nccl_counts, e->nccl_cap * sizeof(size_t));
+        if (e->nccl_counts == NULL) {
+            return HV_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            e->nccl_bufs[i] = rs[i]->d.out;
+            e->nccl_counts[i] = rs[i]->d.count;
+        }
+        return hv__nccl_allreduce(e->o.nccl, e->nccl_bufs, e->nccl_counts, n, rs[0]->d.dtype,
+                                  rs[0]->d.op);
+    }
+    if ((rc = eng_pinned(e, total)) != HV_OK) {
+        return rc;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        rc = hv__gpu_memcpy(e->pinned + off, rs[i]->d.out, rs[i]->bytes);
+        off += rs[i]->bytes;
+    }
+    struct iovec one = {.iov_base = e->pinned, .iov_len = total};
+    hv__vec_t v = {.iov = &one, .n = 1, .total = total};
+    if (rc == HV_OK) {
+        rc = hv__ring_allreduce(e->ring, &v, rs[0]->d.dtype, rs[0]->d.op);
+    }
+    off = 0;
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        rc = hv__gpu_memcpy(rs[i]->d.out, e->pinned + off, rs[i]->bytes);
+        off += rs[i]->bytes;
+    }
+    return rc;
+}
 
 static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
     hv_err rc = grow((void **)&e->iov, &e->iov_cap, n, sizeof(struct iovec));
@@ -475,7 +541,11 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
         total += rs[i]->bytes;
     }
     hv__vec_t v = {.iov = e->iov, .n = (int)n, .total = total};
-    rc = hv__ring_allreduce(e->ring, &v, rs[0]->d.dtype, rs[0]->d.op);
+    if (rs[0]->device) {
+        rc = eng_device_allreduce(e, rs, n, total);
+    } else {
+        rc = hv__ring_allreduce(e->ring, &v, rs[0]->d.dtype, rs[0]->d.op);
+    }
     pthread_mutex_lock(&e->mu);
     e->stats.fused_calls++;
     pthread_mutex_unlock(&e->mu);
@@ -526,10 +596,19 @@ static hv_err eng_allgather(hv__engine_t *e, eng_req_t *r, hv_err *op_rc) {
         acc += lens[k];
     }
     char *out = r->d.out;
-    if (lens[e->rank] > 0 && (const char *)r->d.in != out + offs[e->rank]) {
-        memmove(out + offs[e->rank], r->d.in, lens[e->rank]);
+    if (r->device) {
+        // Device buffers: gather in pinned host memory, then one copy to the device.
+        if ((rc = eng_pinned(e, acc)) == HV_OK &&
+            (rc = hv__gpu_memcpy(e->pinned + offs[e->rank], r->d.in, lens[e->rank])) == HV_OK &&
+            (rc = hv__ring_allgatherv(e->ring, e->pinned, lens, offs)) == HV_OK) {
+            rc = hv__gpu_memcpy(out, e->pinned, acc);
+        }
+    } else {
+        if (lens[e->rank] > 0 && (const char *)r->d.in != out + offs[e->rank]) {
+            memmove(out + offs[e->rank], r->d.in, lens[e->rank]);
+        }
+        rc = hv__ring_allgatherv(e->ring, out, lens, offs);
     }
-    rc = hv__ring_allgatherv(e->ring, out, lens, offs);
     if (rc != HV_OK) {
         eng_set_failed(e, rc, "rank %d: %s during allgather of '%s'", e->rank, hv_strerror(rc),
                        r->name);
@@ -547,11 +626,19 @@ static hv_err eng_execute(hv__engine_t *e) {
     while (nar < n && x[nar]->d.kind == HV__OP_ALLREDUCE) {
         nar++;
     }
-    for (size_t i = 0; i < nar; i++) {
+    for (size_t i = 0; i < nar && rc == HV_OK; i++) {
         eng_req_t *r = x[i];
         if (r->d.in != r->d.out && r->bytes > 0) {
-            memcpy(r->d.out, r->d.in, r->bytes);
+            if (r->device) {
+                rc = hv__gpu_memcpy(r->d.out, r->d.in, r->bytes);
+            } else {
+                memcpy(r->d.out, r->d.in, r->bytes);
+            }
         }
+    }
+    if (rc != HV_OK) {
+        eng_set_failed(e, rc, "rank %d: copying a device tensor failed", e->rank);
+        return rc;
     }
     // Batches: consecutive runs of equal (dtype, op) up to the fusion threshold.
     size_t i = 0;
@@ -574,7 +661,21 @@ static hv_err eng_execute(hv__engine_t *e) {
         hv_err op_rc = HV_OK;
         switch (r->d.kind) {
         case HV__OP_BROADCAST:
-            rc = hv__ring_broadcast(e->ring, r->d.out, r->bytes, r->d.root);
+            if (r->device) {
+                // Staged through pinned host memory (NCCL broadcast is not wired in yet).
+                rc = eng_pinned(e, r->bytes);
+                if (rc == HV_OK) {
+                    rc = hv__gpu_memcpy(e->pinned, r->d.out, r->bytes);
+                }
+                if (rc == HV_OK) {
+                    rc = hv__ring_broadcast(e->ring, e->pinned, r->bytes, r->d.root);
+                }
+                if (rc == HV_OK) {
+                    rc = hv__gpu_memcpy(r->d.out, e->pinned, r->bytes);
+                }
+            } else {
+                rc = hv__ring_broadcast(e->ring, r->d.out, r->bytes, r->d.root);
+            }
             if (rc != HV_OK) {
                 eng_set_failed(e, rc, "rank %d: %s during broadcast of '%s' from rank %d",
                                e->rank, hv_strerror(rc), r->name, r->d.root);
@@ -1183,6 +1284,8 @@ static void req_init(eng_req_t *r, const hv__op_desc_t *d, const char *name, eng
     r->grp = g;
     r->bit = ENG_NO_BIT;
     r->bytes = d->kind == HV__OP_BARRIER ? 0 : d->count * hv_dtype_size(d->dtype);
+    r->device = d->kind != HV__OP_BARRIER && hv__gpu_count() > 0 &&
+                (hv__gpu_is_device(d->out) || hv__gpu_is_device(d->in));
     if (d->kind == HV__OP_BARRIER) {
         r->d.count = 0;
         r->d.dtype = HV_UINT8;
@@ -1592,6 +1695,9 @@ void hv__engine_destroy(hv__engine_t *e) {
     hv_free(e->iov);
     hv_free(e->ag_buf);
     hv_free(e->spec_ptr);
+    hv__gpu_host_free(e->pinned);
+    hv_free(e->nccl_bufs);
+    hv_free(e->nccl_counts);
     hv__strmap_fini(&e->live);
     hv__strmap_fini(&e->pend_by_name);
     hv__strmap_fini(&e->cache_by_name);

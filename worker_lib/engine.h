@@ -55,6 +55,8 @@ typedef struct hv__engine_opts_s {
     uint32_t peer_timeout_ms;  /* bounds how long an idle rank may delay joining a round */
     size_t spec_bytes;         /* per-rank data sent inside the negotiation frame (small steps) */
     uint32_t cache_capacity;   /* response cache entries */
+    struct hv__nccl_s *nccl;   /* NCCL communicator for device tensors, or NULL (borrowed; then
+                                  device tensors are staged through pinned host memory) */
 } hv__engine_opts_t;
 
 typedef struct hv__engine_s hv__engine_t;

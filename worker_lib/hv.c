@@ -46,6 +46,7 @@ typedef struct params_s {
     int sock_buf;
     uint64_t shm_bytes;     // 0: same-host neighbours use TCP too
     uint64_t chunk_bytes;   // allreduce pipeline chunk (HV_CHUNK_BYTES), 0 = default
+    int use_nccl;           // HV_NCCL (default 1): NCCL for device tensors when a GPU is seen
 } params_t;
 
 /* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
@@ -166,6 +167,8 @@ static hv_err params_load(params_t *p) {
     HV_TRY_GOTO(env_size("HV_SMALL_BYTES", &p->small_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_SPEC_BYTES", &p->spec_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_CHUNK_BYTES", &p->chunk_bytes), rc, out);
+    const char *nccl = getenv("HV_NCCL");
+    p->use_nccl = nccl == NULL || strcmp(nccl, "0") != 0;
     p->shm_bytes = 4u << 20;
     const char *shm = getenv("HV_SHM");
     if (shm != NULL && strcmp(shm, "0") == 0) {
@@ -282,6 +285,7 @@ static hv_err init_locked(const hv_config_t *cfg) {
         .sock_buf = p->sock_buf,
         .shm_bytes = (size_t)p->shm_bytes,
         .chunk_bytes = (size_t)p->chunk_bytes,
+        .use_nccl = p->use_nccl,
     };
     // Explicit configuration wins over the environment (size says which fields exist).
 #define CFG_HAS(f) (cfg != NULL && cfg->size >= offsetof(hv_config_t, f) + sizeof(cfg->f))

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mem.h"
 #include "ring.h"
+#include "transport_nccl.h"
 #include "transport_shm.h"
 #include "transport_tcp.h"
 #include "util.h"
@@ -26,6 +27,7 @@ struct hv__world_s {
     hv__link_t *link;             // owned, NULL when size == 1
     hv__ring_t *ring;             // owned
     hv__engine_t *engine;         // owned
+    hv__nccl_t *nccl;             // owned, NULL without a GPU (or with HV_NCCL=0)
 };
 
 /* The first non-loopback IPv4 address of this host, else 127.0.0.1. */
@@ -137,7 +139,19 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
                                                   : (size_t)a->size * (256u << 10),
     };
     HV_TRY_GOTO(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring), rc, fail);
+    if (o->use_nccl && a->size > 1 && hv__gpu_count() > 0) {
+        // Device tensors go through NCCL; without it they are staged through host memory.
+        rc = hv__nccl_create(&w->rdzv, a->rank, a->size, a->local_rank, a->generation, peer_ms,
+                             &w->nccl);
+        if (rc != HV_OK) {
+            HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-NCCL",
+                   "rank %d: creating the NCCL communicator failed: %s", a->rank,
+                   hv_strerror(rc));
+            goto fail;
+        }
+    }
     hv__engine_opts_t eo = {
+        .nccl = w->nccl,
         .fusion_threshold = o->fusion_threshold,
         .cycle_time_us = o->cycle_time_us ? o->cycle_time_us : 1000,
         .spin_us = spin,
@@ -165,6 +179,7 @@ hv_err hv__world_destroy(hv__world_t *w, int report_done) {
     if (w->engine != NULL) {
         hv__engine_destroy(w->engine);
     }
+    hv__nccl_destroy(w->nccl);
     hv__ring_destroy(w->ring);
     if (w->link != NULL) {
         w->link->ops->destroy(w->link);

@@ -36,6 +36,7 @@ typedef struct hv__world_opts_s {
     int sock_buf;               /* 0 = kernel autotuning */
     size_t shm_bytes;           /* shared-memory ring per same-host direction; 0 = TCP only */
     size_t chunk_bytes;         /* allreduce pipeline chunk; 0 = size x 256 KiB, SIZE_MAX = whole */
+    int use_nccl;               /* 1: create an NCCL communicator when a GPU is visible */
 } hv__world_opts_t;
 
 typedef struct hv__world_s hv__world_t;

@@ -1,0 +1,408 @@
+/*
+ * transport_nccl: see transport_nccl.h. NCCL's and CUDA's codes are converted to hv_err here
+ * and logged with their raw text once. The communicator is created non-blocking (config.blocking
+ * = 0): every NCCL call may return ncclInProgress, and this module polls ncclCommGetAsyncError
+ * and the stream with a deadline, so that no call can hang the user's process; on timeout or
+ * abort it calls ncclCommAbort, the documented way to unblock a communicator after a peer loss.
+ */
+#include "transport_nccl.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "mem.h"
+
+#ifdef HV_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
+
+static atomic_int gpu_devices = -1; // -1: not asked yet
+
+#ifdef HV_HAVE_NCCL
+
+static uint64_t nccl_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int hv__gpu_count(void) {
+    int c = atomic_load(&gpu_devices);
+    if (c < 0) {
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess) {
+            HV_LOG(HV_LOG_INFO, "gpu", "HV-GPU-NONE", "no CUDA device: %s", cudaGetErrorString(e));
+            cudaGetLastError(); // clear the sticky error
+            n = 0;
+        }
+        atomic_store(&gpu_devices, n);
+        c = n;
+    }
+    return c;
+}
+
+int hv__gpu_is_device(const void *p) {
+    if (p == NULL || hv__gpu_count() == 0) {
+        return 0;
+    }
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+
+hv_err hv__gpu_memcpy(void *dst, const void *src, size_t n) {
+    if (n == 0) {
+        return HV_OK;
+    }
+    cudaError_t e = cudaMemcpy(dst, src, n, cudaMemcpyDefault);
+    if (e != cudaSuccess) {
+        HV_LOG(HV_LOG_ERROR, "gpu", "HV-GPU-COPY", "cudaMemcpy of %zu bytes: %s", n,
+               cudaGetErrorString(e));
+        cudaGetLastError();
+        return HV_EIO;
+    }
+    return HV_OK;
+}
+
+hv_err hv__gpu_host_alloc(size_t n, void **out) {
+    void *p = NULL;
+    if (cudaMallocHost(&p, n ? n : 1) != cudaSuccess) {
+        cudaGetLastError();
+        return HV_ENOMEM;
+    }
+    *out = p;
+    return HV_OK;
+}
+
+void hv__gpu_host_free(void *p) {
+    if (p != NULL) {
+        cudaFreeHost(p);
+    }
+}
+
+hv_err hv__gpu_device_alloc(size_t n, void **out) {
+    if (hv__gpu_count() == 0) {
+        return HV_ENOTSUP;
+    }
+    void *p = NULL;
+    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
+        cudaGetLastError();
+        return HV_ENOMEM;
+    }
+    *out = p;
+    return HV_OK;
+}
+
+void hv__gpu_device_free(void *p) {
+    if (p != NULL) {
+        cudaFree(p);
+    }
+}
+
+struct hv__nccl_s {
+    ncclComm_t comm;
+    cudaStream_t stream;
+    int device;
+    uint32_t timeout_ms;
+    atomic_int aborted; // set by hv__nccl_abort (any thread)
+    int failed;         // the communicator was aborted or reported an error
+};
+
+static hv_err err_from_nccl(ncclResult_t r, const char *what) {
+    if (r == ncclSuccess) {
+        return HV_OK;
+    }
+    HV_LOG(HV_LOG_ERROR, "nccl", "HV-NCCL-ERROR", "%s: %s", what, ncclGetErrorString(r));
+    switch (r) {
+    case ncclRemoteError:
+    case ncclSystemError:
+        return HV_EPEER;
+    case ncclInvalidArgument:
+    case ncclInvalidUsage:
+        return HV_EINVAL;
+    case ncclUnhandledCudaError:
+        return HV_EIO;
+    default:
+        return HV_EINTERNAL;
+    }
+}
+
+/* Waits until the communicator left ncclInProgress and, if stream, the stream is idle. */
+static hv_err nccl_wait(hv__nccl_t *c, int stream, uint64_t deadline, const char *what) {
+    for (;;) {
+        if (atomic_load(&c->aborted)) {
+            ncclCommAbort(c->comm);
+            c->failed = 1;
+            return HV_ECANCELED;
+        }
+        ncclResult_t async = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(c->comm, &async);
+        if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+            ncclCommAbort(c->comm);
+            c->failed = 1;
+            return err_from_nccl(r != ncclSuccess ? r : async, what);
+        }
+        if (async == ncclSuccess) {
+            if (!stream) {
+                return HV_OK;
+            }
+            cudaError_t q = cudaStreamQuery(c->stream);
+            if (q == cudaSuccess) {
+                return HV_OK;
+            }
+            if (q != cudaErrorNotReady) {
+                HV_LOG(HV_LOG_ERROR, "nccl", "HV-NCCL-CUDA", "%s: %s", what, cudaGetErrorString(q));
+                cudaGetLastError();
+                ncclCommAbort(c->comm);
+                c->failed = 1;
+                return HV_EIO;
+            }
+        }
+        if (nccl_now_ms() >= deadline) {
+            HV_LOG(HV_LOG_WARN, "nccl", "HV-NCCL-TIMEOUT", "%s did not finish in time: aborting",
+                   what);
+            ncclCommAbort(c->comm);
+            c->failed = 1;
+            return HV_ETIMEDOUT;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int local_rank, uint32_t generation,
+                       uint32_t timeout_ms, hv__nccl_t **out) {
+    int ndev = hv__gpu_count();
+    if (ndev == 0) {
+        return HV_ENOTSUP;
+    }
+    hv__nccl_t *c = hv_calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return HV_ENOMEM;
+    }
+    c->timeout_ms = timeout_ms;
+    c->device = local_rank % ndev;
+    hv_err rc = HV_OK;
+    if (cudaSetDevice(c->device) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaGetLastError();
+        hv_free(c);
+        return HV_EIO;
+    }
+    char key[64];
+    snprintf(key, sizeof(key), "hv.nccl.%u", generation);
+    ncclUniqueId id;
+    if (rank == 0) {
+        if ((rc = err_from_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId")) == HV_OK) {
+            rc = rdzv->ops->kv_put(rdzv->ctx, key, &id, sizeof(id));
+        }
+    } else {
+        void *val = NULL;
+        size_t len = 0;
+        rc = rdzv->ops->kv_get(rdzv->ctx, key, timeout_ms, &val, &len);
+        if (rc == HV_OK && len != sizeof(id)) {
+            rc = HV_EPROTO;
+        }
+        if (rc == HV_OK) {
+            memcpy(&id, val, sizeof(id));
+        }
+        hv_free(val);
+    }
+    if (rc != HV_OK) {
+        cudaStreamDestroy(c->stream);
+        hv_free(c);
+        return rc;
+    }
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&c->comm, size, id, rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        rc = err_from_nccl(r, "ncclCommInitRankConfig");
+        cudaStreamDestroy(c->stream);
+        hv_free(c);
+        return rc;
+    }
+    rc = nccl_wait(c, 0, nccl_now_ms() + timeout_ms, "ncclCommInitRankConfig");
+    if (rc != HV_OK) {
+        cudaStreamDestroy(c->stream);
+        hv_free(c);
+        return rc;
+    }
+    *out = c;
+    return HV_OK;
+}
+
+static int nccl_type(hv_dtype dt, ncclDataType_t *t) {
+    switch (dt) {
+    case HV_FLOAT32:
+        *t = ncclFloat32;
+        return 1;
+    case HV_FLOAT64:
+        *t = ncclFloat64;
+        return 1;
+    case HV_FLOAT16:
+        *t = ncclFloat16;
+        return 1;
+    case HV_BFLOAT16:
+        *t = ncclBfloat16;
+        return 1;
+    case HV_INT32:
+        *t = ncclInt32;
+        return 1;
+    case HV_INT64:
+        *t = ncclInt64;
+        return 1;
+    case HV_UINT8:
+        *t = ncclUint8;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int nccl_op(hv_op op, ncclRedOp_t *o) {
+    switch (op) {
+    case HV_SUM:
+        *o = ncclSum;
+        return 1;
+    case HV_AVG:
+        *o = ncclAvg;
+        return 1;
+    case HV_MIN:
+        *o = ncclMin;
+        return 1;
+    case HV_MAX:
+        *o = ncclMax;
+        return 1;
+    case HV_PRODUCT:
+        *o = ncclProd;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+hv_err hv__nccl_allreduce(hv__nccl_t *c, void *const *bufs, const size_t *counts, size_t n,
+                          hv_dtype dt, hv_op op) {
+    ncclDataType_t t;
+    ncclRedOp_t o;
+    if (c->failed) {
+        return HV_ESTATE;
+    }
+    if (!nccl_type(dt, &t) || !nccl_op(op, &o)) {
+        return HV_EINVAL;
+    }
+    size_t bytes = 0;
+    ncclResult_t r = ncclGroupStart();
+    for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++) {
+        r = ncclAllReduce(bufs[i], bufs[i], counts[i], t, o, c->comm, c->stream);
+        bytes += counts[i] * hv_dtype_size(dt);
+    }
+    ncclResult_t g = ncclGroupEnd();
+    if (r != ncclSuccess && r != ncclInProgress) {
+        c->failed = 1;
+        ncclCommAbort(c->comm);
+        return err_from_nccl(r, "ncclAllReduce");
+    }
+    if (g != ncclSuccess && g != ncclInProgress) {
+        c->failed = 1;
+        ncclCommAbort(c->comm);
+        return err_from_nccl(g, "ncclGroupEnd");
+    }
+    // The bound: the peer timeout, plus the bytes at a pessimistic 1 GB/s.
+    uint64_t deadline = nccl_now_ms() + c->timeout_ms + bytes / 1000000u;
+    return nccl_wait(c, 1, deadline, "NCCL allreduce");
+}
+
+void hv__nccl_abort(hv__nccl_t *c) {
+    if (c != NULL) {
+        atomic_store(&c->aborted, 1);
+    }
+}
+
+void hv__nccl_destroy(hv__nccl_t *c) {
+    if (c == NULL) {
+        return;
+    }
+    if (c->failed || atomic_load(&c->aborted)) {
+        if (!c->failed) {
+            ncclCommAbort(c->comm);
+        }
+    } else {
+        ncclCommDestroy(c->comm);
+    }
+    cudaStreamDestroy(c->stream);
+    hv_free(c);
+}
+
+#else // !HV_HAVE_NCCL: no GPU support in this build
+
+int hv__gpu_count(void) {
+    atomic_store(&gpu_devices, 0);
+    return 0;
+}
+
+int hv__gpu_is_device(const void *p) {
+    (void)p;
+    return 0;
+}
+
+hv_err hv__gpu_memcpy(void *dst, const void *src, size_t n) {
+    memmove(dst, src, n);
+    return HV_OK;
+}
+
+hv_err hv__gpu_host_alloc(size_t n, void **out) {
+    void *p = hv_malloc(n ? n : 1);
+    if (p == NULL) {
+        return HV_ENOMEM;
+    }
+    *out = p;
+    return HV_OK;
+}
+
+void hv__gpu_host_free(void *p) { hv_free(p); }
+
+hv_err hv__gpu_device_alloc(size_t n, void **out) {
+    (void)n;
+    (void)out;
+    return HV_ENOTSUP;
+}
+
+void hv__gpu_device_free(void *p) { (void)p; }
+
+hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int local_rank, uint32_t generation,
+                       uint32_t timeout_ms, hv__nccl_t **out) {
+    (void)rdzv;
+    (void)rank;
+    (void)size;
+    (void)local_rank;
+    (void)generation;
+    (void)timeout_ms;
+    (void)out;
+    return HV_ENOTSUP;
+}
+
+hv_err hv__nccl_allreduce(hv__nccl_t *c, void *const *bufs, const size_t *counts, size_t n,
+                          hv_dtype dt, hv_op op) {
+    (void)c;
+    (void)bufs;
+    (void)counts;
+    (void)n;
+    (void)dt;
+    (void)op;
+    return HV_ENOTSUP;
+}
+
+void hv__nccl_abort(hv__nccl_t *c) { (void)c; }
+void hv__nccl_destroy(hv__nccl_t *c) { (void)c; }
+
+#endif
