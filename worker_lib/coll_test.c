@@ -28,6 +28,7 @@
  * consecutive ranks share a host name (0: all on one host). */
 static size_t g_shm_bytes;
 static int g_ranks_per_host;
+static int g_hier; // 1: hierarchical mode, used for every allreduce (min bytes 1)
 
 typedef struct rank_ctx_s rank_ctx_t;
 typedef void (*rank_fn)(rank_ctx_t *c);
@@ -55,6 +56,8 @@ static void *rank_main(void *arg) {
         .bind_addr = "127.0.0.1:0",
         .host_name = c->host ? c->host : host,
         .shm_bytes = g_shm_bytes,
+        .hierarchical = g_hier,
+        .hier_min_bytes = 1,
         .rdzv_timeout_ms = (uint32_t)hvtest_scale(20000),
         .connect_timeout_ms = (uint32_t)hvtest_scale(20000),
         .peer_timeout_ms = c->peer_timeout_ms ? c->peer_timeout_ms : 5000,
@@ -636,12 +639,15 @@ static void rank_simple(rank_ctx_t *c) {
     ASSERT_TRUE(x[999] == (float)(c->size * (c->size - 1) / 2));
 }
 
+static int g_kill_ranks = 3;
+
 static void test_kill_rank(void) {
     kill_arg_t a;
     memset(&a, 0, sizeof(a));
-    run_ranks(3, rank_kill, &a, 0);
-    ASSERT_RC(a.rc[2], HV_ECANCELED);
-    for (int r = 0; r < 2; r++) {
+    int n = g_kill_ranks;
+    run_ranks(n, rank_kill, &a, 0);
+    ASSERT_RC(a.rc[n - 1], HV_ECANCELED);
+    for (int r = 0; r < n - 1; r++) {
         double dt = a.fail_at[r] - a.started;
         fprintf(stderr, "  rank %d saw %s %.1f ms after the kill\n", r, hv_errname(a.rc[r]),
                 dt * 1e3);
@@ -653,7 +659,7 @@ static void test_kill_rank(void) {
         }
     }
     // Re-initialise: a fresh world works (the survivors plus a replacement).
-    run_ranks(3, rank_simple, NULL, 0);
+    run_ranks(n, rank_simple, NULL, 0);
 }
 
 /* A peer that connects and then never answers: the survivor times out within the bound. */
@@ -769,6 +775,36 @@ static void test_shm_bcast_gather(void) { with_shm(test_bcast_gather_barrier, 8u
 static void test_shm_kill(void) { with_shm(test_kill_rank, 1u << 20, 0); }
 static void test_shm_determinism(void) { with_shm(test_determinism, 64u << 10, 2); }
 
+/* Hierarchical (2D) allreduce: hosts of 2 and of 3 ranks, over TCP and with shared memory
+ * inside hosts. */
+static void with_hier(void (*fn)(void), size_t shm, int per_host) {
+    g_hier = 1;
+    with_shm(fn, shm, per_host);
+    g_hier = 0;
+}
+
+static void run_hier_sweep(void) {
+    static const size_t counts[] = {0, 1, 7, 1031, 40009, 300007};
+    sweep_arg_t a = {counts, sizeof(counts) / sizeof(counts[0]), 1};
+    run_ranks(4, rank_sweep, &a, 0); // 2 hosts x 2 (or 4 x 1 with 1 per host: flat)
+    if (!hvtest_failed && g_ranks_per_host == 2) {
+        run_ranks(6, rank_sweep, &a, 0); // 3 hosts x 2
+    }
+    if (!hvtest_failed && g_ranks_per_host == 3) {
+        run_ranks(6, rank_sweep, &a, 0); // 2 hosts x 3
+    }
+}
+
+static void test_hier_tcp(void) { with_hier(run_hier_sweep, 0, 2); }
+static void test_hier_shm(void) { with_hier(run_hier_sweep, 1u << 20, 3); }
+static void test_hier_orders(void) { with_hier(test_random_orders, 1u << 20, 2); }
+static void test_hier_kill(void) {
+    g_kill_ranks = 4; // 2 hosts x 2: the victim is on the second host
+    with_hier(test_kill_rank, 0, 2);
+    g_kill_ranks = 3;
+}
+static void test_hier_determinism(void) { with_hier(test_determinism, 64u << 10, 2); }
+
 static const hvtest_case_t cases[] = {
     {"types_ops", test_types_ops},
     {"sizes_1_to_8", test_sizes_1_to_8},
@@ -788,6 +824,11 @@ static const hvtest_case_t cases[] = {
     {"shm_bcast_gather_barrier", test_shm_bcast_gather},
     {"shm_kill_rank", test_shm_kill},
     {"shm_determinism_mixed_hosts", test_shm_determinism},
+    {"hier_tcp", test_hier_tcp},
+    {"hier_shm", test_hier_shm},
+    {"hier_random_orders", test_hier_orders},
+    {"hier_kill_rank", test_hier_kill},
+    {"hier_determinism", test_hier_determinism},
 };
 
 HVTEST_MAIN(cases)

@@ -259,9 +259,13 @@ static void eng_set_failed(hv__engine_t *e, hv_err rc, const char *fmt, ...) {
     pthread_mutex_unlock(&e->mu);
     if (first) {
         HV_LOG(HV_LOG_WARN, "engine", "HV-ENGINE-FAIL", "%s", e->last_error);
-        hv__link_t *l = hv__ring_link(e->ring);
-        if (l != NULL) {
-            l->ops->abort(l);
+        hv__link_t *ls[3] = {hv__ring_link(e->ring),
+                             e->o.intra ? hv__ring_link(e->o.intra) : NULL,
+                             e->o.cross ? hv__ring_link(e->o.cross) : NULL};
+        for (int i = 0; i < 3; i++) {
+            if (ls[i] != NULL) {
+                ls[i]->ops->abort(ls[i]);
+            }
         }
         hv__nccl_abort(e->o.nccl);
         eng_poke(e);
@@ -543,6 +547,9 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
     hv__vec_t v = {.iov = e->iov, .n = (int)n, .total = total};
     if (rs[0]->device) {
         rc = eng_device_allreduce(e, rs, n, total);
+    } else if (e->o.intra != NULL && total >= e->o.hier_min_bytes) {
+        rc = hv__ring_allreduce_2d(e->o.intra, e->o.cross, &v, rs[0]->d.dtype, rs[0]->d.op,
+                                   e->size);
     } else {
         rc = hv__ring_allreduce(e->ring, &v, rs[0]->d.dtype, rs[0]->d.op);
     }

@@ -57,6 +57,9 @@ typedef struct hv__engine_opts_s {
     uint32_t cache_capacity;   /* response cache entries */
     struct hv__nccl_s *nccl;   /* NCCL communicator for device tensors, or NULL (borrowed; then
                                   device tensors are staged through pinned host memory) */
+    hv__ring_t *intra;         /* hierarchical mode: this host's ring, or NULL (borrowed) */
+    hv__ring_t *cross;         /* hierarchical mode: the cross-host ring (borrowed) */
+    size_t hier_min_bytes;     /* smaller fused allreduces use the flat ring */
 } hv__engine_opts_t;
 
 typedef struct hv__engine_s hv__engine_t;

@@ -47,6 +47,8 @@ typedef struct params_s {
     uint64_t shm_bytes;     // 0: same-host neighbours use TCP too
     uint64_t chunk_bytes;   // allreduce pipeline chunk (HV_CHUNK_BYTES), 0 = default
     int use_nccl;           // HV_NCCL (default 1): NCCL for device tensors when a GPU is seen
+    int hierarchical;       // HV_HIERARCHICAL (default 1): 2D allreduce over several hosts
+    uint64_t hier_min_bytes; // HV_HIER_MIN_BYTES
 } params_t;
 
 /* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
@@ -167,6 +169,9 @@ static hv_err params_load(params_t *p) {
     HV_TRY_GOTO(env_size("HV_SMALL_BYTES", &p->small_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_SPEC_BYTES", &p->spec_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_CHUNK_BYTES", &p->chunk_bytes), rc, out);
+    const char *hier = getenv("HV_HIERARCHICAL");
+    p->hierarchical = hier == NULL || strcmp(hier, "0") != 0;
+    HV_TRY_GOTO(env_size("HV_HIER_MIN_BYTES", &p->hier_min_bytes), rc, out);
     const char *nccl = getenv("HV_NCCL");
     p->use_nccl = nccl == NULL || strcmp(nccl, "0") != 0;
     p->shm_bytes = 4u << 20;
@@ -286,6 +291,8 @@ static hv_err init_locked(const hv_config_t *cfg) {
         .shm_bytes = (size_t)p->shm_bytes,
         .chunk_bytes = (size_t)p->chunk_bytes,
         .use_nccl = p->use_nccl,
+        .hierarchical = p->hierarchical,
+        .hier_min_bytes = (size_t)p->hier_min_bytes,
     };
     // Explicit configuration wins over the environment (size says which fields exist).
 #define CFG_HAS(f) (cfg != NULL && cfg->size >= offsetof(hv_config_t, f) + sizeof(cfg->f))

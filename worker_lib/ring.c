@@ -37,6 +37,8 @@ struct hv__ring_s {
     size_t scratch_cap;
     frame_t *frames;         // size entries, owned
     size_t *blk_len;         // 2 * size entries, owned: block lengths then offsets (small path)
+    struct iovec *own;       // owned segments after a reduce-scatter (hierarchical), owned
+    size_t nown, own_cap;
 };
 
 static uint64_t now_ns(void) {
@@ -87,6 +89,7 @@ void hv__ring_destroy(hv__ring_t *r) {
     }
     hv_free(r->frames);
     hv_free(r->blk_len);
+    hv_free(r->own);
     hv_free(r->stage);
     hv_free(r->scratch);
     hv_free(r);
@@ -386,15 +389,31 @@ typedef struct ar_plan_s {
     size_t chunk;     // elements per chunk
     size_t esize;
     int n, rank;
-    int nsteps;       // per chunk: 2 (n - 1)
+    int s_first;      // first step run per chunk (0, or n-1 for the allgather phase alone)
+    int s_last;       // one past the last (2(n-1), or n-1 for the reduce-scatter phase alone)
     long total;       // steps over all chunks
 } ar_plan_t;
 
-/* The segment received at global step j (chunk j / nsteps, step j % nsteps). */
-static void plan_recv(const ar_plan_t *p, long j, size_t *off, size_t *len) {
-    size_t c = (size_t)(j / p->nsteps);
-    int s = (int)(j % p->nsteps);
-    int k = s < p->n - 1 ? p->rank - s - 1 : p->rank - (s - (p->n - 1));
+static void plan_init(ar_plan_t *p, const hv__ring_t *r, size_t total_bytes, size_t esize,
+                      int s_first, int s_last) {
+    memset(p, 0, sizeof(*p));
+    p->count = total_bytes / esize;
+    p->esize = esize;
+    p->n = r->size;
+    p->rank = r->rank;
+    p->s_first = s_first;
+    p->s_last = s_last;
+    size_t chunk_bytes = r->o.chunk_bytes ? r->o.chunk_bytes : total_bytes;
+    p->chunk = chunk_bytes / esize;
+    if (p->chunk < (size_t)p->n) {
+        p->chunk = (size_t)p->n;
+    }
+    size_t nchunks = (p->count + p->chunk - 1) / p->chunk;
+    p->total = (long)nchunks * (s_last - s_first);
+}
+
+/* Segment k of chunk c. */
+static void plan_seg(const ar_plan_t *p, size_t c, int k, size_t *off, size_t *len) {
     k = ((k % p->n) + p->n) % p->n;
     size_t base = c * p->chunk, cnt = p->count - base < p->chunk ? p->count - base : p->chunk;
     *off = (base + (size_t)((unsigned __int128)cnt * (unsigned)k / (unsigned)p->n)) * p->esize;
@@ -402,53 +421,42 @@ static void plan_recv(const ar_plan_t *p, long j, size_t *off, size_t *len) {
                p->esize - *off;
 }
 
-/* The segment sent at global step j: the own raw segment at a chunk's first step, else what
- * was received at step j - 1. */
-static void plan_send(const ar_plan_t *p, long j, size_t *off, size_t *len) {
-    if (j % p->nsteps != 0) {
-        plan_recv(p, j - 1, off, len);
-        return;
-    }
-    size_t c = (size_t)(j / p->nsteps);
-    size_t base = c * p->chunk, cnt = p->count - base < p->chunk ? p->count - base : p->chunk;
-    int k = p->rank;
-    *off = (base + (size_t)((unsigned __int128)cnt * (unsigned)k / (unsigned)p->n)) * p->esize;
-    *len = (base + (size_t)((unsigned __int128)cnt * (unsigned)(k + 1) / (unsigned)p->n)) *
-               p->esize - *off;
+/* The step (within its chunk) of global step j, and the chunk. */
+static int plan_step(const ar_plan_t *p, long j, size_t *c) {
+    int per = p->s_last - p->s_first;
+    *c = (size_t)(j / per);
+    return p->s_first + (int)(j % per);
 }
 
-hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op op) {
-    size_t esize = hv_dtype_size(dt);
-    if (esize == 0 || !hv__op_valid(op) || buf->total % esize != 0) {
-        return HV_EINVAL;
-    }
-    int n = r->size;
-    if (n == 1 || buf->total == 0) {
-        return HV_OK; // AVG over one rank is the identity
-    }
-    if (buf->total <= r->o.small_bytes) {
-        return ring_allreduce_small(r, buf, dt, op);
-    }
-    ar_plan_t pl = {.count = buf->total / esize, .esize = esize, .n = n, .rank = r->rank,
-                    .nsteps = 2 * (n - 1)};
-    size_t chunk_bytes = r->o.chunk_bytes ? r->o.chunk_bytes : buf->total;
-    pl.chunk = chunk_bytes / esize;
-    if (pl.chunk < (size_t)n) {
-        pl.chunk = (size_t)n;
-    }
-    size_t nchunks = (pl.count + pl.chunk - 1) / pl.chunk;
-    pl.total = (long)nchunks * pl.nsteps;
+/* The segment received at chunk step s: reduce-scatter steps receive rank-s-1, allgather
+ * steps rank-(s-n+1). */
+static int seg_recv(const ar_plan_t *p, int s) {
+    return s < p->n - 1 ? p->rank - s - 1 : p->rank - (s - (p->n - 1));
+}
 
+/* The segment sent at chunk step s: the own raw segment first, then what step s-1 received. */
+static int seg_send(const ar_plan_t *p, int s) { return s == 0 ? p->rank : seg_recv(p, s - 1); }
+
+/* The ring allreduce pipeline, or one of its phases (see plan_init). scale_div > 1 divides the
+ * rank's own segment once, when the last reduce-scatter step finishes a piece (AVG). */
+static hv_err ring_pipe(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op op, int s_first,
+                        int s_last, int scale_div) {
+    size_t esize = hv_dtype_size(dt);
+    int n = r->size;
+    ar_plan_t pl;
+    plan_init(&pl, r, buf->total, esize, s_first, s_last);
     const hv__transport_ops_t *ops = r->link->ops;
     struct iovec iov[RING_IOV_MAX];
     long ss = 0, rstep = 0;  // current send / receive step (global)
-    size_t s_off, s_len, r_off, r_len;
+    size_t s_off, s_len, r_off, r_len, c;
     size_t sdone = 0;        // bytes sent in step ss
     size_t rdone = 0;        // bytes received and processed in step rstep
     size_t fill = 0;         // staged, unreduced bytes (reduce-scatter steps)
     cursor_t sc, rc_;
-    plan_send(&pl, 0, &s_off, &s_len);
-    plan_recv(&pl, 0, &r_off, &r_len);
+    int st = plan_step(&pl, 0, &c);
+    plan_seg(&pl, c, seg_send(&pl, st), &s_off, &s_len);
+    plan_seg(&pl, c, seg_recv(&pl, st), &r_off, &r_len);
+    int rs_step = st;        // chunk step of rstep
     cur_seek(&sc, buf, s_off);
     cur_seek(&rc_, buf, r_off);
     pace_t pace = {.last_ns = now_ns()};
@@ -460,21 +468,23 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
             if (sdone == s_len) {
                 if (++ss < pl.total) {
                     sdone = 0;
-                    plan_send(&pl, ss, &s_off, &s_len);
+                    st = plan_step(&pl, ss, &c);
+                    plan_seg(&pl, c, seg_send(&pl, st), &s_off, &s_len);
                     cur_seek(&sc, buf, s_off);
                 }
                 continue;
             }
-            // Step ss forwards receive step ss - 1 (unless it is a chunk's first step).
-            size_t avail = ss % pl.nsteps == 0 || rstep > ss - 1 ? s_len
-                                                                 : (rstep == ss - 1 ? rdone : 0);
+            // A chunk's first step sends data that is final already; later steps forward what
+            // receive step ss - 1 has processed so far.
+            int first = (ss % (pl.s_last - pl.s_first)) == 0;
+            size_t avail = first || rstep > ss - 1 ? s_len : (rstep == ss - 1 ? rdone : 0);
             if (sdone >= avail) {
                 break;
             }
             int k = cur_iov(&sc, avail - sdone, iov, RING_IOV_MAX);
             size_t got = 0;
             if ((rc = ops->send_some(r->link, iov, k, &got)) != HV_OK) {
-                goto out;
+                return rc;
             }
             if (got == 0) {
                 break;
@@ -485,15 +495,14 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
         }
         // ---- receive: reduce (reduce-scatter) or copy (allgather) into place ----
         if (rstep < pl.total) {
-            int s = (int)(rstep % pl.nsteps);
             size_t left = r_len - rdone;
             size_t got = 0;
             if (left == 0) {
                 got = 0;
-            } else if (s >= n - 1) {
+            } else if (rs_step >= n - 1) {
                 int k = cur_iov(&rc_, left, iov, RING_IOV_MAX);
                 if ((rc = ops->recv_some(r->link, iov, k, &got)) != HV_OK) {
-                    goto out;
+                    return rc;
                 }
                 cur_advance(&rc_, got);
                 rdone += got;
@@ -505,7 +514,7 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
                 if (fill == 0 && ops->recv_view != NULL) {
                     const void *p = NULL;
                     if ((rc = ops->recv_view(r->link, left, &p, &view)) != HV_OK) {
-                        goto out;
+                        return rc;
                     }
                     // Elements must be aligned to be read in place (the byte stream may have
                     // been shifted by an earlier odd-sized message): else stage them.
@@ -519,7 +528,7 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
                     }
                     struct iovec one = {.iov_base = r->stage + fill, .iov_len = room};
                     if (room > 0 && (rc = ops->recv_some(r->link, &one, 1, &got)) != HV_OK) {
-                        goto out;
+                        return rc;
                     }
                     fill += got;
                     whole = fill / esize * esize;
@@ -529,10 +538,10 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
                 }
                 if (whole > 0) {
                     cur_reduce(&rc_, src, whole, dt, op, esize);
-                    if (s == n - 2 && op == HV_AVG) {
+                    if (rs_step == n - 2 && scale_div > 1) {
                         // The last reduce-scatter step makes this rank's segment final: scale
                         // the piece now, before it is forwarded.
-                        vec_scale(buf, r_off + rdone, whole, dt, n);
+                        vec_scale(buf, r_off + rdone, whole, dt, scale_div);
                     }
                     rdone += whole;
                     if (src == r->stage) {
@@ -549,7 +558,8 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
             if (rdone == r_len) {
                 if (++rstep < pl.total) {
                     rdone = 0;
-                    plan_recv(&pl, rstep, &r_off, &r_len);
+                    rs_step = plan_step(&pl, rstep, &c);
+                    plan_seg(&pl, c, seg_recv(&pl, rs_step), &r_off, &r_len);
                     cur_seek(&rc_, buf, r_off);
                 }
                 moved = 1;
@@ -561,15 +571,108 @@ hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_o
         }
         int want_send = 0;
         if (ss < pl.total) {
-            size_t avail = ss % pl.nsteps == 0 || rstep > ss - 1 ? s_len
-                                                                 : (rstep == ss - 1 ? rdone : 0);
+            int first = (ss % (pl.s_last - pl.s_first)) == 0;
+            size_t avail = first || rstep > ss - 1 ? s_len : (rstep == ss - 1 ? rdone : 0);
             want_send = sdone < avail;
         }
         if ((rc = ring_pace(r, &pace, want_send, rstep < pl.total)) != HV_OK) {
-            goto out;
+            return rc;
         }
     }
-out:
+    return HV_OK;
+}
+
+/* The ring allreduce as one pipeline. The buffer is cut into chunks (chunk_bytes, so that a
+ * chunk's working set stays in cache) and each chunk into n segments. Per chunk, step s < n-1
+ * (reduce-scatter) receives segment rank-s-1 and reduces it into place, and step s >= n-1
+ * (allgather) receives segment rank-(s-n+1) and copies it into place. What a rank sends at
+ * step s >= 1 is exactly what it received at step s-1, so the send side trails the receive side
+ * byte by byte instead of waiting for step boundaries: a piece is forwarded right after it was
+ * reduced, while it is still in cache; for n > 2 the steps overlap along the ring; and the next
+ * chunk's first step (the rank's own raw segment) streams while this chunk finishes. A raw
+ * segment is never overwritten before it was sent: the allgather that overwrites it carries a
+ * reduction that includes it. */
+hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op op) {
+    size_t esize = hv_dtype_size(dt);
+    if (esize == 0 || !hv__op_valid(op) || buf->total % esize != 0) {
+        return HV_EINVAL;
+    }
+    int n = r->size;
+    if (n == 1 || buf->total == 0) {
+        return HV_OK; // AVG over one rank is the identity
+    }
+    if (buf->total <= r->o.small_bytes) {
+        return ring_allreduce_small(r, buf, dt, op);
+    }
+    return ring_pipe(r, buf, dt, op, 0, 2 * (n - 1), op == HV_AVG ? n : 0);
+}
+
+/* Describes this rank's owned segments (segment rank+1 of every chunk, after a reduce-scatter)
+ * as a scatter list into buf, in r->own (valid until the next call). */
+static hv_err ring_owned(hv__ring_t *r, const hv__vec_t *buf, size_t esize, hv__vec_t *out) {
+    ar_plan_t pl;
+    plan_init(&pl, r, buf->total, esize, 0, r->size - 1);
+    size_t nchunks = (pl.count + pl.chunk - 1) / pl.chunk;
+    r->nown = 0;
+    size_t total = 0;
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t off, len;
+        plan_seg(&pl, c, r->rank + 1, &off, &len);
+        cursor_t cu;
+        cur_seek(&cu, buf, off);
+        while (len > 0 && cu.idx < buf->n) {
+            if (r->nown == r->own_cap) {
+                size_t cap = r->own_cap ? r->own_cap * 2 : 64;
+                struct iovec *v = hv_realloc(r->own, cap * sizeof(*v));
+                if (v == NULL) {
+                    return HV_ENOMEM;
+                }
+                r->own = v;
+                r->own_cap = cap;
+            }
+            size_t room = buf->iov[cu.idx].iov_len - cu.off;
+            size_t take = len < room ? len : room;
+            r->own[r->nown].iov_base = (char *)buf->iov[cu.idx].iov_base + cu.off;
+            r->own[r->nown].iov_len = take;
+            r->nown++;
+            total += take;
+            len -= take;
+            cur_advance(&cu, take);
+        }
+    }
+    *out = (hv__vec_t){.iov = r->own, .n = (int)r->nown, .total = total};
+    return HV_OK;
+}
+
+hv_err hv__ring_allreduce_2d(hv__ring_t *intra, hv__ring_t *cross, const hv__vec_t *buf,
+                             hv_dtype dt, hv_op op, int world_size) {
+    size_t esize = hv_dtype_size(dt);
+    if (esize == 0 || !hv__op_valid(op) || buf->total % esize != 0) {
+        return HV_EINVAL;
+    }
+    if (buf->total == 0) {
+        return HV_OK;
+    }
+    // AVG: sum everywhere, divide once where each element becomes final.
+    hv_op sop = op == HV_AVG ? HV_SUM : op;
+    int li = intra->size;
+    hv_err rc = HV_OK;
+    if (li > 1) {
+        rc = ring_pipe(intra, buf, dt, sop, 0, li - 1, 0);
+    }
+    hv__vec_t own = *buf;
+    if (rc == HV_OK && li > 1) {
+        rc = ring_owned(intra, buf, esize, &own);
+    }
+    if (rc == HV_OK && cross->size > 1 && own.total > 0) {
+        rc = hv__ring_allreduce(cross, &own, dt, sop);
+    }
+    if (rc == HV_OK && op == HV_AVG && world_size > 1) {
+        vec_scale(&own, 0, own.total, dt, world_size);
+    }
+    if (rc == HV_OK && li > 1) {
+        rc = ring_pipe(intra, buf, dt, sop, li - 1, 2 * (li - 1), 0);
+    }
     return rc;
 }
 

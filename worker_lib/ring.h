@@ -53,6 +53,13 @@ hv__link_t *hv__ring_link(hv__ring_t *r);
 /* Allreduce in place over buf (count = buf->total / dtype size elements). */
 hv_err hv__ring_allreduce(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op op);
 
+/* Hierarchical (2D) allreduce in place: reduce-scatter over intra (the ranks of this host),
+ * allreduce of this rank's share over cross (the ranks with the same local rank on every host),
+ * allgather over intra. Every host must have intra->size ranks. world_size divides AVG. Same
+ * results on every rank (each element is final in one place, then copied). */
+hv_err hv__ring_allreduce_2d(hv__ring_t *intra, hv__ring_t *cross, const hv__vec_t *buf,
+                             hv_dtype dt, hv_op op, int world_size);
+
 /* Broadcast of len bytes at buf from rank root. */
 hv_err hv__ring_broadcast(hv__ring_t *r, void *buf, size_t len, int root);
 

@@ -26,8 +26,8 @@
 #include "util.h"
 
 #define TCP_HELLO_MAGIC 0x48564450u // "HVDP"
-#define TCP_HELLO_VERSION 1u
-#define TCP_HELLO_LEN 28
+#define TCP_HELLO_VERSION 2u
+#define TCP_HELLO_LEN 32
 #define TCP_HELLO_WAIT_MS 2000 // bound on reading one hello from an accepted connection
 
 struct hv__tcp_listener_s {
@@ -145,16 +145,17 @@ static void put32(unsigned char *p, uint32_t v) {
     memcpy(p, &v, 4);
 }
 
-/* Hello: magic, version, world_id (hi, lo), generation, from rank, to rank. */
-static void hello_encode(unsigned char *b, uint64_t world, uint32_t gen, uint32_t from,
-                         uint32_t to) {
+/* Hello: magic, version, world_id (hi, lo), generation, ring, from rank, to rank. */
+static void hello_encode(unsigned char *b, uint64_t world, uint32_t gen, uint32_t ring,
+                         uint32_t from, uint32_t to) {
     put32(b, TCP_HELLO_MAGIC);
     put32(b + 4, TCP_HELLO_VERSION);
     put32(b + 8, (uint32_t)(world >> 32));
     put32(b + 12, (uint32_t)world);
     put32(b + 16, gen);
-    put32(b + 20, from);
-    put32(b + 24, to);
+    put32(b + 20, ring);
+    put32(b + 24, from);
+    put32(b + 28, to);
 }
 
 /* Reads or writes exactly len bytes on a non-blocking socket within timeout_ms. */
@@ -245,17 +246,21 @@ static hv_err tcp_connect(const char *addr, const hv__tcp_opts_t *opts, uint64_t
     }
 }
 
-/* Accepts connections until one carries the hello of id->left_rank for this world/generation. */
-static hv_err tcp_accept_left(hv__tcp_listener_t *lst, const hv__tcp_ident_t *id,
-                              const hv__tcp_opts_t *opts, uint64_t deadline, int *out) {
-    unsigned char want[TCP_HELLO_LEN];
-    hello_encode(want, id->world_id, id->generation, id->left_rank, id->rank);
-    for (;;) {
+/* Accepts connections until every link i got the hello of ids[i].left_rank for its ring
+ * (connections for other worlds, generations or rings are closed). */
+static hv_err tcp_accept_lefts(hv__tcp_listener_t *lst, const hv__tcp_ident_t *ids, int n,
+                               const hv__tcp_opts_t *opts, uint64_t deadline, int *fds) {
+    int missing = n;
+    while (missing > 0) {
         int left = tcp_remaining(deadline);
         if (left == 0) {
-            HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-ACCEPT",
-                   "rank %u: left neighbour (rank %u) did not connect in time", id->rank,
-                   id->left_rank);
+            for (int i = 0; i < n; i++) {
+                if (fds[i] < 0) {
+                    HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-ACCEPT",
+                           "rank %u: left neighbour (rank %u) of ring %u did not connect in time",
+                           ids[i].rank, ids[i].left_rank, ids[i].ring);
+                }
+            }
             return HV_ETIMEDOUT;
         }
         struct pollfd p = {.fd = lst->fd, .events = POLLIN};
@@ -269,53 +274,96 @@ static hv_err tcp_accept_left(hv__tcp_listener_t *lst, const hv__tcp_ident_t *id
         tcp_tune(fd, opts);
         unsigned char got[TCP_HELLO_LEN];
         int wait = left < TCP_HELLO_WAIT_MS ? left : TCP_HELLO_WAIT_MS;
-        if (tcp_io_full(fd, got, sizeof(got), 0, wait) == HV_OK &&
-            memcmp(got, want, sizeof(got)) == 0) {
-            *out = fd;
-            return HV_OK;
+        int matched = -1;
+        if (tcp_io_full(fd, got, sizeof(got), 0, wait) == HV_OK) {
+            for (int i = 0; i < n && matched < 0; i++) {
+                unsigned char want[TCP_HELLO_LEN];
+                hello_encode(want, ids[i].world_id, ids[i].generation, ids[i].ring,
+                             ids[i].left_rank, ids[i].rank);
+                if (fds[i] < 0 && memcmp(got, want, sizeof(got)) == 0) {
+                    matched = i;
+                }
+            }
         }
-        HV_LOG(HV_LOG_INFO, "tcp", "HV-TCP-STRAY",
-               "rank %u: refused a connection that is not rank %u of generation %u", id->rank,
-               id->left_rank, id->generation);
-        close(fd);
+        if (matched < 0) {
+            HV_LOG(HV_LOG_INFO, "tcp", "HV-TCP-STRAY",
+                   "rank %u: refused a connection that is no expected neighbour of generation %u",
+                   ids[0].rank, ids[0].generation);
+            close(fd);
+            continue;
+        }
+        fds[matched] = fd;
+        missing--;
     }
+    return HV_OK;
+}
+
+hv_err hv__tcp_links_create(hv__tcp_listener_t *lst, const char *const *right_addrs,
+                            const hv__tcp_ident_t *ids, int n, const hv__tcp_opts_t *opts,
+                            int timeout_ms, hv__link_t **outs) {
+    uint64_t deadline = tcp_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+    hv_err rc = HV_OK;
+    tcp_link_t *ls[8] = {0};
+    int rfds[8];
+    if (n < 1 || n > 8) {
+        return HV_EINVAL;
+    }
+    for (int i = 0; i < n; i++) {
+        rfds[i] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        ls[i] = hv_calloc(1, sizeof(tcp_link_t));
+        if (ls[i] == NULL) {
+            rc = HV_ENOMEM;
+            goto fail;
+        }
+        ls[i]->base.ops = &hv__tcp_ops;
+        ls[i]->send_fd = ls[i]->recv_fd = -1;
+        ls[i]->abort_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (ls[i]->abort_fd < 0) {
+            rc = hv_err_from_errno(errno);
+            goto fail;
+        }
+    }
+    // Connect first: the peers' listeners queue us even before they accept, so every rank can
+    // connect right and then accept left without a deadlock.
+    for (int i = 0; i < n; i++) {
+        HV_TRY_GOTO(tcp_connect(right_addrs[i], opts, deadline, &ls[i]->send_fd), rc, fail);
+        unsigned char hello[TCP_HELLO_LEN];
+        hello_encode(hello, ids[i].world_id, ids[i].generation, ids[i].ring, ids[i].rank,
+                     ids[i].right_rank);
+        HV_TRY_GOTO(tcp_io_full(ls[i]->send_fd, hello, sizeof(hello), 1,
+                                tcp_remaining(deadline) + 1),
+                    rc, fail);
+    }
+    HV_TRY_GOTO(tcp_accept_lefts(lst, ids, n, opts, deadline, rfds), rc, fail);
+    for (int i = 0; i < n; i++) {
+        ls[i]->recv_fd = rfds[i];
+        outs[i] = &ls[i]->base;
+    }
+    return HV_OK;
+fail:
+    for (int i = 0; i < n; i++) {
+        if (rfds[i] >= 0) {
+            close(rfds[i]);
+        }
+        if (ls[i] != NULL) {
+            if (ls[i]->send_fd >= 0) {
+                close(ls[i]->send_fd);
+            }
+            if (ls[i]->abort_fd >= 0) {
+                close(ls[i]->abort_fd);
+            }
+            hv_free(ls[i]);
+        }
+    }
+    return rc;
 }
 
 hv_err hv__tcp_link_create(hv__tcp_listener_t *lst, const char *right_addr,
                            const hv__tcp_ident_t *id, const hv__tcp_opts_t *opts, int timeout_ms,
                            hv__link_t **out) {
-    uint64_t deadline = tcp_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
-    hv_err rc = HV_OK;
-    tcp_link_t *l = hv_calloc(1, sizeof(*l));
-    if (l == NULL) {
-        return HV_ENOMEM;
-    }
-    l->base.ops = &hv__tcp_ops;
-    l->send_fd = l->recv_fd = l->abort_fd = -1;
-    l->abort_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (l->abort_fd < 0) {
-        rc = hv_err_from_errno(errno);
-        goto fail;
-    }
-    // Connect first: the peer's listener queues us even before it accepts, so every rank can
-    // connect right and then accept left without a deadlock.
-    HV_TRY_GOTO(tcp_connect(right_addr, opts, deadline, &l->send_fd), rc, fail);
-    unsigned char hello[TCP_HELLO_LEN];
-    hello_encode(hello, id->world_id, id->generation, id->rank, id->right_rank);
-    HV_TRY_GOTO(tcp_io_full(l->send_fd, hello, sizeof(hello), 1, tcp_remaining(deadline) + 1),
-                rc, fail);
-    HV_TRY_GOTO(tcp_accept_left(lst, id, opts, deadline, &l->recv_fd), rc, fail);
-    *out = &l->base;
-    return HV_OK;
-fail:
-    if (l->send_fd >= 0) {
-        close(l->send_fd);
-    }
-    if (l->abort_fd >= 0) {
-        close(l->abort_fd);
-    }
-    hv_free(l);
-    return rc;
+    return hv__tcp_links_create(lst, &right_addr, id, 1, opts, timeout_ms, out);
 }
 
 int hv__tcp_link_send_fd(hv__link_t *l) { return ((tcp_link_t *)l)->send_fd; }

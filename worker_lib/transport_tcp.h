@@ -23,13 +23,14 @@ hv_err hv__tcp_listen(const char *bind_addr, hv__tcp_listener_t **out);
 int hv__tcp_listener_port(const hv__tcp_listener_t *l);
 void hv__tcp_listener_destroy(hv__tcp_listener_t *l);
 
-/* Who a link belongs to: both ends must agree on world_id and generation. */
+/* Who a link belongs to: both ends must agree on world_id, generation and ring. */
 typedef struct hv__tcp_ident_s {
     uint64_t world_id;   /* the job (or test world) */
     uint32_t generation; /* the rendezvous round */
     uint32_t rank;       /* my rank */
     uint32_t left_rank;  /* whom I accept */
     uint32_t right_rank; /* whom I connect to */
+    uint32_t ring;       /* which ring of this world (0: all ranks; others: hierarchical) */
 } hv__tcp_ident_t;
 
 /* Options of a link's sockets. */
@@ -44,6 +45,13 @@ typedef struct hv__tcp_opts_s {
 hv_err hv__tcp_link_create(hv__tcp_listener_t *lst, const char *right_addr,
                            const hv__tcp_ident_t *id, const hv__tcp_opts_t *opts, int timeout_ms,
                            hv__link_t **out);
+
+/* Builds several ring links at once (one per ids[i], connecting to right_addrs[i]): connects
+ * all, then accepts until every link's left neighbour arrived, in whatever order they come.
+ * On HV_OK outs[i] are owned by the caller; on failure nothing is. */
+hv_err hv__tcp_links_create(hv__tcp_listener_t *lst, const char *const *right_addrs,
+                            const hv__tcp_ident_t *ids, int n, const hv__tcp_opts_t *opts,
+                            int timeout_ms, hv__link_t **outs);
 
 /* The two sockets of a TCP link (for transports layered on it, e.g. shm doorbells). */
 int hv__tcp_link_send_fd(hv__link_t *l);

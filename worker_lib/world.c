@@ -26,6 +26,10 @@ struct hv__world_s {
     hv__rdzv_assignment_t asg;    // owned
     hv__link_t *link;             // owned, NULL when size == 1
     hv__ring_t *ring;             // owned
+    hv__link_t *intra_link;       // owned, hierarchical mode only: the ranks of this host
+    hv__link_t *cross_link;       // owned, hierarchical mode only: same local rank, all hosts
+    hv__ring_t *intra;            // owned
+    hv__ring_t *cross;            // owned
     hv__engine_t *engine;         // owned
     hv__nccl_t *nccl;             // owned, NULL without a GPU (or with HV_NCCL=0)
 };
@@ -64,6 +68,75 @@ static void advertise(const hv__world_opts_t *o, int port, char *out, size_t len
     snprintf(out, len, strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
 }
 
+/* The hierarchical layout: rings of this host's ranks and of the ranks with this local rank on
+ * every host. Only when there are several hosts and every host has the same number (> 1) of
+ * ranks; hosts are ordered by their lowest rank, a host's ranks by rank. */
+typedef struct hier_s {
+    int on;
+    int intra_pos, intra_size, intra_left, intra_right;  // positions; left/right: global ranks
+    int cross_pos, cross_size, cross_left, cross_right;
+} hier_t;
+
+static hv_err hier_plan(const hv__rdzv_assignment_t *a, hier_t *h) {
+    int n = a->size;
+    int *host = hv_calloc((size_t)n * 2, sizeof(int)); // host ordinal, then local index
+    if (host == NULL) {
+        return HV_ENOMEM;
+    }
+    int *local = host + n;
+    int nhosts = 0;
+    for (int r = 0; r < n; r++) {
+        host[r] = -1;
+        local[r] = 0;
+        for (int q = 0; q < r; q++) {
+            if (strcmp(a->peers[q].host, a->peers[r].host) == 0) {
+                host[r] = host[q];
+                local[r]++;
+            }
+        }
+        if (host[r] < 0) {
+            host[r] = nhosts++;
+        }
+    }
+    int per = 0, even = 1;
+    for (int hh = 0; hh < nhosts; hh++) {
+        int cnt = 0;
+        for (int r = 0; r < n; r++) {
+            cnt += host[r] == hh;
+        }
+        if (hh == 0) {
+            per = cnt;
+        } else if (cnt != per) {
+            even = 0;
+        }
+    }
+    memset(h, 0, sizeof(*h));
+    if (nhosts > 1 && per > 1 && even) {
+        int me = a->rank;
+        h->on = 1;
+        h->intra_size = per;
+        h->intra_pos = local[me];
+        h->cross_size = nhosts;
+        h->cross_pos = host[me];
+        for (int r = 0; r < n; r++) {
+            if (host[r] == host[me] && local[r] == (local[me] + 1) % per) {
+                h->intra_right = r;
+            }
+            if (host[r] == host[me] && local[r] == (local[me] - 1 + per) % per) {
+                h->intra_left = r;
+            }
+            if (local[r] == local[me] && host[r] == (host[me] + 1) % nhosts) {
+                h->cross_right = r;
+            }
+            if (local[r] == local[me] && host[r] == (host[me] - 1 + nhosts) % nhosts) {
+                h->cross_left = r;
+            }
+        }
+    }
+    hv_free(host);
+    return HV_OK;
+}
+
 hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     hv__tcp_listener_t *lst = NULL;
     hv_err rc = HV_OK;
@@ -86,16 +159,40 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     }
     const hv__rdzv_assignment_t *a = &w->asg;
     uint32_t peer_ms = o->peer_timeout_ms ? o->peer_timeout_ms : 5000;
+    hier_t hier = {0};
+    if (o->hierarchical && a->size > 1) {
+        HV_TRY_GOTO(hier_plan(a, &hier), rc, fail);
+    }
     if (a->size > 1) {
         int right = (a->rank + 1) % a->size, left = (a->rank - 1 + a->size) % a->size;
-        hv__tcp_ident_t id = {.world_id = a->world_id,
-                              .generation = a->generation,
-                              .rank = (uint32_t)a->rank,
-                              .left_rank = (uint32_t)left,
-                              .right_rank = (uint32_t)right};
+        hv__tcp_ident_t ids[3] = {{.world_id = a->world_id,
+                                   .generation = a->generation,
+                                   .rank = (uint32_t)a->rank,
+                                   .left_rank = (uint32_t)left,
+                                   .right_rank = (uint32_t)right,
+                                   .ring = 0}};
+        const char *addrs[3] = {a->peers[right].addr};
+        int nlinks = 1;
+        if (hier.on) {
+            ids[1] = ids[0];
+            ids[1].ring = 1;
+            ids[1].left_rank = (uint32_t)hier.intra_left;
+            ids[1].right_rank = (uint32_t)hier.intra_right;
+            addrs[1] = a->peers[hier.intra_right].addr;
+            ids[2] = ids[0];
+            ids[2].ring = 2;
+            ids[2].left_rank = (uint32_t)hier.cross_left;
+            ids[2].right_rank = (uint32_t)hier.cross_right;
+            addrs[2] = a->peers[hier.cross_right].addr;
+            nlinks = 3;
+        }
+        hv__link_t *links[3] = {NULL, NULL, NULL};
         hv__tcp_opts_t topts = {.sock_buf = o->sock_buf};
         uint32_t conn_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 30000;
-        rc = hv__tcp_link_create(lst, a->peers[right].addr, &id, &topts, (int)conn_ms, &w->link);
+        rc = hv__tcp_links_create(lst, addrs, ids, nlinks, &topts, (int)conn_ms, links);
+        w->link = links[0];
+        w->intra_link = links[1];
+        w->cross_link = links[2];
         if (rc != HV_OK) {
             HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-CONNECT",
                    "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank,
@@ -118,6 +215,17 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
             }
             w->link = up;
         }
+        if (hier.on && o->shm_bytes > 0) {
+            hv__link_t *up = NULL;
+            rc = hv__shm_link_upgrade(w->intra_link, 1, 1, o->shm_bytes, (int)conn_ms, &up);
+            if (rc != HV_OK) {
+                HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
+                       "rank %d: shared-memory handshake on the host ring failed: %s", a->rank,
+                       hv_strerror(rc));
+                goto fail;
+            }
+            w->intra_link = up;
+        }
     }
     hv__tcp_listener_destroy(lst);
     lst = NULL;
@@ -139,6 +247,14 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
                                                   : (size_t)a->size * (256u << 10),
     };
     HV_TRY_GOTO(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring), rc, fail);
+    if (hier.on) {
+        HV_TRY_GOTO(hv__ring_create(hier.intra_pos, hier.intra_size, w->intra_link, &ro,
+                                    &w->intra),
+                    rc, fail);
+        HV_TRY_GOTO(hv__ring_create(hier.cross_pos, hier.cross_size, w->cross_link, &ro,
+                                    &w->cross),
+                    rc, fail);
+    }
     if (o->use_nccl && a->size > 1 && hv__gpu_count() > 0) {
         // Device tensors go through NCCL; without it they are staged through host memory.
         rc = hv__nccl_create(&w->rdzv, a->rank, a->size, a->local_rank, a->generation, peer_ms,
@@ -152,6 +268,9 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     }
     hv__engine_opts_t eo = {
         .nccl = w->nccl,
+        .intra = w->intra,
+        .cross = w->cross,
+        .hier_min_bytes = o->hier_min_bytes ? o->hier_min_bytes : 256u << 10,
         .fusion_threshold = o->fusion_threshold,
         .cycle_time_us = o->cycle_time_us ? o->cycle_time_us : 1000,
         .spin_us = spin,
@@ -181,8 +300,13 @@ hv_err hv__world_destroy(hv__world_t *w, int report_done) {
     }
     hv__nccl_destroy(w->nccl);
     hv__ring_destroy(w->ring);
-    if (w->link != NULL) {
-        w->link->ops->destroy(w->link);
+    hv__ring_destroy(w->intra);
+    hv__ring_destroy(w->cross);
+    hv__link_t *links[3] = {w->link, w->intra_link, w->cross_link};
+    for (int i = 0; i < 3; i++) {
+        if (links[i] != NULL) {
+            links[i]->ops->destroy(links[i]);
+        }
     }
     if (report_done && w->rdzv.ops != NULL) {
         rc = w->rdzv.ops->done(w->rdzv.ctx);
@@ -202,7 +326,12 @@ hv__rdzv_t *hv__world_rdzv(hv__world_t *w) { return &w->rdzv; }
 void hv__world_abort(hv__world_t *w, hv_err why, const char *reason) {
     if (w->engine != NULL) {
         hv__engine_abort(w->engine, why, reason);
-    } else if (w->link != NULL) {
-        w->link->ops->abort(w->link);
+        return;
+    }
+    hv__link_t *links[3] = {w->link, w->intra_link, w->cross_link};
+    for (int i = 0; i < 3; i++) {
+        if (links[i] != NULL) {
+            links[i]->ops->abort(links[i]);
+        }
     }
 }

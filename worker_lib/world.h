@@ -37,6 +37,9 @@ typedef struct hv__world_opts_s {
     size_t shm_bytes;           /* shared-memory ring per same-host direction; 0 = TCP only */
     size_t chunk_bytes;         /* allreduce pipeline chunk; 0 = size x 256 KiB, SIZE_MAX = whole */
     int use_nccl;               /* 1: create an NCCL communicator when a GPU is visible */
+    int hierarchical;           /* 1: with several hosts of equal rank counts > 1, large
+                                   allreduces run 2D (intra-host, cross-host, intra-host) */
+    size_t hier_min_bytes;      /* smaller allreduces use the flat ring; 0 = 256 KiB */
 } hv__world_opts_t;
 
 typedef struct hv__world_s hv__world_t;
