@@ -115,8 +115,8 @@ typedef struct hv_config_s {
                                   negotiates; env HV_CYCLE_TIME_MS (float ms), default 1 ms */
     uint32_t rdzv_timeout_ms;  /* bound on joining the rendezvous; env HV_RDZV_TIMEOUT_MS,
                                   default 90000 */
-    uint32_t spin_us;          /* busy-poll this long before blocking on a socket; env HV_SPIN_US,
-                                  default 50 (0 when ranks outnumber cores) */
+    uint32_t spin_us;          /* busy-poll (yielding the CPU) this long before blocking; env
+                                  HV_SPIN_US, default 50 (100 when local ranks outnumber cores) */
     const char *data_addr;     /* data-plane listen address "ip:port"; env HV_DATA_ADDR, default
                                   0.0.0.0:0 (borrowed, copied) */
 } hv_config_t;
