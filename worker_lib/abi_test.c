@@ -13,7 +13,8 @@
 _Static_assert(HV_OK == 0 && HV_EINVAL == 1 && HV_ENOMEM == 2 && HV_ETIMEDOUT == 3, "hv_err");
 _Static_assert(HV_ECLOSED == 4 && HV_ECANCELED == 5 && HV_EPROTO == 6 && HV_ESTATE == 7, "hv_err");
 _Static_assert(HV_EPEER == 8 && HV_EIO == 9 && HV_EINTERNAL == 10 && HV_ENOTFOUND == 11, "hv_err");
-_Static_assert(HV_EEXIST == 12 && HV_EPERM == 13 && HV_EUNAVAIL == 14 && HV_ETOOBIG == 15, "hv_err");
+_Static_assert(HV_EEXIST == 12 && HV_EPERM == 13 && HV_EUNAVAIL == 14 && HV_ETOOBIG == 15,
+               "hv_err");
 _Static_assert(HV_ENOTSUP == 16 && HV_ECORRUPT == 17 && HV_ERESET == 18, "hv_err");
 _Static_assert(HV__ERR_COUNT == 19, "a new hv_err value must be added to hv/hv.h too");
 

@@ -22,7 +22,7 @@
 #include "transport_tcp.h"
 #include "world.h"
 
-/* ---- harness: run a function on N ranks -------------------------------------------------------- */
+/* ---- harness: run a function on N ranks ------------------------------------------------------ */
 
 /* Transport mode of the next run_ranks: shared-memory ring size (0: TCP only), and how many
  * consecutive ranks share a host name (0: all on one host). */
@@ -101,7 +101,7 @@ static void run_ranks(int n, rank_fn fn, void *arg, uint32_t peer_timeout_ms) {
     hv__rdzv_local_store_destroy(store);
 }
 
-/* ---- values with exact results ----------------------------------------------------------------- */
+/* ---- values with exact results --------------------------------------------------------------- */
 
 static double val_for(hv_op op, hv_dtype dt, int rank, size_t i) {
     switch (op) {
@@ -209,7 +209,7 @@ static int check_buf(int rank, hv_op op, hv_dtype dt, int n, const void *buf, si
     return 1;
 }
 
-/* ---- cases ------------------------------------------------------------------------------------- */
+/* ---- cases ----------------------------------------------------------------------------------- */
 
 typedef struct sweep_arg_s {
     const size_t *counts;
@@ -756,6 +756,57 @@ static void rank_pending_shutdown(rank_ctx_t *c) {
 
 static void test_abort_pending(void) { run_ranks(2, rank_pending_shutdown, NULL, 0); }
 
+/* Fail the Nth allocation, for every N of a short session (world, blocking, async, grouped
+ * collectives): every call returns HV_OK or an error (never crashes), and under ASan nothing
+ * leaks. One rank: a failure on one rank of several would leave the others waiting for a
+ * collective that never comes, which is the expected behaviour, not a test. */
+static void test_alloc_failures(void) {
+    hv_log_set_level(HV_LOG_ERROR);
+    int completed = 0;
+    for (long nth = 1; nth <= 400 && !completed; nth++) {
+        hv__rdzv_local_store_t *store = NULL;
+        ASSERT_OK(hv__rdzv_local_store_create(1, &store));
+        hv__world_opts_t o = {.bind_addr = "127.0.0.1:0", .host_name = "h0",
+                              .spin_us = UINT32_MAX, .small_bytes = SIZE_MAX,
+                              .spec_bytes = SIZE_MAX};
+        hv__world_t *w = NULL;
+        hv_mem_fail_after(nth);
+        hv_err rc = hv__rdzv_local_client(store, 0, &o.rdzv);
+        if (rc == HV_OK) {
+            rc = hv__world_create(&o, &w);
+        }
+        int steps_ok = 0;
+        if (rc == HV_OK) {
+            hv__engine_t *e = hv__world_engine(w);
+            float x[64] = {1};
+            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = x, .out = x, .count = 64,
+                               .dtype = HV_FLOAT32, .op = HV_SUM};
+            hv_handle_t h;
+            if (hv__engine_run(e, &d) == HV_OK) {
+                steps_ok++;
+            }
+            d.name = "a";
+            if (hv__engine_submit(e, &d, 1, &h) == HV_OK && hv__engine_wait(e, h) == HV_OK) {
+                steps_ok++;
+            }
+            hv__op_desc_t g[2] = {d, d};
+            g[0].name = "g0";
+            g[1].name = "g1";
+            if (hv__engine_submit(e, g, 2, &h) == HV_OK && hv__engine_wait(e, h) == HV_OK) {
+                steps_ok++;
+            }
+            hv__world_destroy(w, 1);
+        } else if (rc != HV_ENOMEM) {
+            HVT_FAIL("allocation %ld failing made world creation return %s", nth,
+                     hv_errname(rc));
+        }
+        hv_mem_fail_after(0);
+        hv__rdzv_local_store_destroy(store);
+        completed = steps_ok == 3 && nth > 300; // past every allocation of the session
+    }
+    hv_log_set_level(HV_LOG_WARN);
+}
+
 /* The same cases over shared memory (all ranks on one host), and mixed (two ranks per host:
  * shared memory inside a host, TCP between hosts). Small rings force wrap-around and full-ring
  * waits. */
@@ -817,6 +868,7 @@ static const hvtest_case_t cases[] = {
     {"kill_rank", test_kill_rank},
     {"stalled_peer", test_stalled_peer},
     {"abort_pending", test_abort_pending},
+    {"alloc_failures", test_alloc_failures},
     {"shm_types_ops", test_shm_types_ops},
     {"shm_sizes_mixed_hosts", test_shm_sizes},
     {"shm_big", test_shm_big},

@@ -441,7 +441,7 @@ static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d) {
         return d->root >= 0 && d->root < e->size ? HV_OK : HV_EINVAL;
     case HV__OP_ALLGATHER:
         return (d->count == 0 || d->in != NULL) && (d->out_cap == 0 || d->out != NULL) ? HV_OK
-                                                                                         : HV_EINVAL;
+                                                                                       : HV_EINVAL;
     default:
         return HV_EINVAL;
     }
@@ -854,6 +854,7 @@ void hv__engine_destroy(hv__engine_t *e) {
     }
     hv_free(e->slots);
     hv_free(e->free_slots);
+    hv__engine_res_clear(e);
     for (uint32_t i = 0; i < e->ncache; i++) {
         hv_free(e->cache[i].name);
     }

@@ -131,6 +131,8 @@ void hv__engine_complete(hv__engine_t *e, eng_req_t **reqs, size_t n, const hv_e
 /* Fails the engine (first failure wins, logged once), aborts every link. */
 void hv__engine_fail(hv__engine_t *e, hv_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Frees the names of the round's uncached-name records (driver; also at destroy). */
+void hv__engine_res_clear(hv__engine_t *e);
 /* Driver: one negotiation round and the execution of what it found ready (engine_round.c). */
 hv_err hv__engine_round(hv__engine_t *e);
 

@@ -203,7 +203,8 @@ static hv_err eng_pinned(hv__engine_t *e, size_t n) {
 static hv_err eng_device_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n, size_t total) {
     hv_err rc;
     if (e->o.nccl != NULL) {
-        if ((rc = hv__engine_grow((void **)&e->nccl_bufs, &e->nccl_cap, n, sizeof(void *))) != HV_OK) {
+        if ((rc = hv__engine_grow((void **)&e->nccl_bufs, &e->nccl_cap, n, sizeof(void *))) !=
+            HV_OK) {
             return rc;
         }
         e->nccl_counts = hv_realloc(e->nccl_counts, e->nccl_cap * sizeof(size_t));
@@ -262,8 +263,9 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
     e->stats.fused_calls++;
     pthread_mutex_unlock(&e->mu);
     if (rc != HV_OK) {
-        hv__engine_fail(e, rc, "rank %d: %s during allreduce of %zu tensor(s), %zu bytes, first '%s'",
-                       e->rank, hv_strerror(rc), n, total, rs[0]->name);
+        hv__engine_fail(e, rc,
+                        "rank %d: %s during allreduce of %zu tensor(s), %zu bytes, first '%s'",
+                        e->rank, hv_strerror(rc), n, total, rs[0]->name);
     }
     return rc;
 }
@@ -420,6 +422,14 @@ static void exec_stable_sort(eng_req_t **x, size_t n) {
     }
 }
 
+void hv__engine_res_clear(hv__engine_t *e) {
+    for (size_t i = 0; i < e->nres; i++) {
+        hv_free((void *)e->res[i].name);
+    }
+    e->nres = 0;
+    hv__strmap_clear(&e->res_by_name);
+}
+
 /* ---- the round ------------------------------------------------------------------------------- */
 
 static hv_err cache_add(hv__engine_t *e, const eng_resolve_t *rs, int32_t *bit) {
@@ -469,8 +479,8 @@ static void meta_diff(char *buf, size_t len, const char *name, int k, const eng_
              "count %llu",
              name, hv__engine_kind_name(a->kind), hv__dtype_name((hv_dtype)a->dtype),
              hv__op_name((hv_op)a->op), (int)a->root, (unsigned long long)a->count, k,
-             hv__engine_kind_name(kind), hv__dtype_name((hv_dtype)dtype), hv__op_name((hv_op)op), root,
-             (unsigned long long)count);
+             hv__engine_kind_name(kind), hv__dtype_name((hv_dtype)dtype), hv__op_name((hv_op)op),
+             root, (unsigned long long)count);
 }
 
 static int resolve_same(const eng_resolve_t *a, int kind, int dtype, int op, int root,
@@ -573,8 +583,8 @@ hv_err hv__engine_round(hv__engine_t *e) {
                 hv__reduce_scale(r->d.dtype, r->d.out, r->d.count, n);
             }
             off += r->bytes;
-            if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, cnt + 1, sizeof(*e->exec))) !=
-                HV_OK) {
+            if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, cnt + 1,
+                                      sizeof(*e->exec))) != HV_OK) {
                 hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
                 return rc;
             }
@@ -591,8 +601,8 @@ hv_err hv__engine_round(hv__engine_t *e) {
     // Cached names ready everywhere, in bit order.
     for (uint32_t b = 0; b < e->ncache; b++) {
         if (e->and_bits[b / 8] & (1u << (b % 8))) {
-            if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1, sizeof(*e->exec))) !=
-                HV_OK) {
+            if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1,
+                                      sizeof(*e->exec))) != HV_OK) {
                 hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
                 return rc;
             }
@@ -600,8 +610,7 @@ hv_err hv__engine_round(hv__engine_t *e) {
         }
     }
     // Names announced uncached by some rank: count the ranks that have each pending.
-    e->nres = 0;
-    hv__strmap_clear(&e->res_by_name);
+    hv__engine_res_clear(e); // (a round that failed half-way may have left some)
     for (int k = 0; k < n && total_unc > 0; k++) {
         frame_view_t v;
         eng_view(e, k, &v);
@@ -621,8 +630,8 @@ hv_err hv__engine_round(hv__engine_t *e) {
             uintptr_t ri = (uintptr_t)hv__strmap_get(&e->res_by_name, name); // index + 1
             eng_resolve_t *rs = ri ? &e->res[ri - 1] : NULL;
             if (rs == NULL) {
-                if ((rc = hv__engine_grow((void **)&e->res, &e->res_cap, e->nres + 1, sizeof(*e->res))) !=
-                    HV_OK) {
+                if ((rc = hv__engine_grow((void **)&e->res, &e->res_cap, e->nres + 1,
+                                          sizeof(*e->res))) != HV_OK) {
                     hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
                     return rc;
                 }
@@ -711,18 +720,14 @@ hv_err hv__engine_round(hv__engine_t *e) {
                 break;
             }
         }
-        if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1, sizeof(*e->exec))) !=
-            HV_OK) {
+        if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1,
+                                  sizeof(*e->exec))) != HV_OK) {
             hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
             break;
         }
         e->exec[e->nexec++] = mine;
     }
-    for (size_t i = 0; i < e->nres; i++) {
-        hv_free((void *)e->res[i].name);
-    }
-    e->nres = 0;
-    hv__strmap_clear(&e->res_by_name);
+    hv__engine_res_clear(e);
     if (rc != HV_OK) {
         return rc;
     }

@@ -205,8 +205,9 @@ static hv_err params_load(params_t *p) {
     }
     if (p->env_local_rank >= 0 && p->env_local_size > 0 &&
         p->env_local_rank >= p->env_local_size) {
-        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV", "HV_LOCAL_RANK=%d is not below HV_LOCAL_SIZE=%d",
-               p->env_local_rank, p->env_local_size);
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV",
+               "HV_LOCAL_RANK=%d is not below HV_LOCAL_SIZE=%d", p->env_local_rank,
+               p->env_local_size);
         rc = HV_EINVAL;
         goto out;
     }

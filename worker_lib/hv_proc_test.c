@@ -22,7 +22,7 @@
 
 #include <hv/hv.h>
 
-/* ---- harness ----------------------------------------------------------------------------------- */
+/* ---- harness --------------------------------------------------------------------------------- */
 
 typedef int (*child_fn)(int rank, int size, int out_fd);
 
@@ -135,14 +135,15 @@ static void say(int fd, const char *fmt, ...) {
         }                                                                                          \
     } while (0)
 
-/* ---- cases ------------------------------------------------------------------------------------- */
+/* ---- cases ----------------------------------------------------------------------------------- */
 
 static int child_api(int rank, int size, int out) {
     if (hv_rank() != -1) {
         say(out, "FAIL rank before init is %d", hv_rank());
         return 1;
     }
-    CHILD_CHECK(hv_allreduce(NULL, NULL, 0, HV_FLOAT32, HV_SUM) == HV_ESTATE ? HV_OK : HV_EINTERNAL);
+    CHILD_CHECK(hv_allreduce(NULL, NULL, 0, HV_FLOAT32, HV_SUM) == HV_ESTATE ? HV_OK
+                                                                             : HV_EINTERNAL);
     CHILD_CHECK(hv_init());
     if (hv_rank() != rank || hv_size() != size || hv_init() != HV_ESTATE) {
         say(out, "FAIL identity %d/%d", hv_rank(), hv_size());

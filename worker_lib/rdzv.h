@@ -90,7 +90,7 @@ hv_err hv__rdzv_local_client(hv__rdzv_local_store_t *s, int want_rank, hv__rdzv_
  * generation g's files are named g<g>.r<rank>. */
 hv_err hv__rdzv_file_client(const char *dir, int rank, int size, hv__rdzv_t *out);
 
-/* ---- rdzv_head: the head's Rendezvous service -------------------------------------------------- */
+/* ---- rdzv_head: the head's Rendezvous service ------------------------------------------------ */
 
 /* A client of the head at head_addr ("host:port") for job_id / worker_id. Errors: HV_EUNAVAIL
  * when the gRPC channel cannot be created. */

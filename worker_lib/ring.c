@@ -99,7 +99,7 @@ int hv__ring_rank(const hv__ring_t *r) { return r->rank; }
 int hv__ring_size(const hv__ring_t *r) { return r->size; }
 hv__link_t *hv__ring_link(hv__ring_t *r) { return r->link; }
 
-/* ---- cursors over scatter lists ---------------------------------------------------------------- */
+/* ---- cursors over scatter lists -------------------------------------------------------------- */
 
 typedef struct cursor_s {
     const hv__vec_t *v;
@@ -314,7 +314,7 @@ static hv_err ring_xfer(hv__ring_t *r, xfer_t *x) {
     return HV_OK;
 }
 
-/* ---- allreduce --------------------------------------------------------------------------------- */
+/* ---- allreduce ------------------------------------------------------------------------------- */
 
 static hv_err ring_scratch(hv__ring_t *r, size_t need) {
     if (need <= r->scratch_cap) {
@@ -676,7 +676,7 @@ hv_err hv__ring_allreduce_2d(hv__ring_t *intra, hv__ring_t *cross, const hv__vec
     return rc;
 }
 
-/* ---- broadcast and allgather ------------------------------------------------------------------- */
+/* ---- broadcast and allgather ----------------------------------------------------------------- */
 
 hv_err hv__ring_broadcast(hv__ring_t *r, void *buf, size_t len, int root) {
     int n = r->size;
@@ -731,7 +731,7 @@ hv_err hv__ring_allgatherv(hv__ring_t *r, void *out, const size_t *lens, const s
     return HV_OK;
 }
 
-/* ---- frames ------------------------------------------------------------------------------------ */
+/* ---- frames ---------------------------------------------------------------------------------- */
 
 static hv_err frame_reserve(frame_t *f, size_t len) {
     if (len <= f->cap) {

@@ -2,20 +2,22 @@
 # bench_allreduce.sh: libhv's allreduce against OpenMPI, side by side, in one command.
 #
 #   tests/perf/bench_allreduce.sh [--quick] [--bin DIR] [--ranks "2 4"] [--sizes 4K,...]
-#                                 [--reps N] [--resnet FILE] [--cluster] [--shm]
+#                                 [--reps N] [--resnet FILE] [--cluster]
 #
 # For each rank count it runs, --reps times and interleaved (so that load drifting on the machine
 # hits every implementation alike):
-#   hv       bench_allreduce (libhv; TCP unless --shm): launched by its own forking launcher;
-#            with --cluster through the real binaries (a local hvhead and one hvagent, ranks
-#            submitted with hvsubmit); or by the command in HV_BENCH_LAUNCH, e.g.
-#            "hvsubmit --head 127.0.0.1:7000 -q -np {n}"
+#   hv-tcp   bench_allreduce (libhv, HV_SHM=0: TCP between all ranks)
+#   hv-shm   bench_allreduce (libhv, same-host neighbours through shared memory)
 #   mpi-tcp  bench_mpi under mpirun forced to TCP over loopback (ob1, btl tcp,self)
 #   mpi-def  bench_mpi under mpirun with OpenMPI's defaults (shared memory)
-# and prints the median time and busbw (nccl-tests definition) of every row, with hv/peer
-# ratios: "x" = peer time / hv time (above 1: hv is faster). Rows: in-place float32 sum per
-# size, and one ResNet-50 step (161 gradients; hv: named async tensors submitted in reverse
-# order and fused; MPI: one MPI_Allreduce per tensor).
+# hv runs under its own forking launcher; with --cluster through the real binaries (a local
+# hvhead and one hvagent, ranks submitted with hvsubmit); or under the command in
+# HV_BENCH_LAUNCH, e.g. "hvsubmit --head 127.0.0.1:7000 -q -np {n}" ({n}: ranks; the HV_SHM
+# setting is passed as -e HV_SHM=...).
+# It prints the median time and busbw (nccl-tests definition) of every row with ratios
+# "x" = peer time / hv time (above 1: hv is faster): hv-tcp against mpi-tcp, hv-shm against
+# mpi-def. Rows: in-place float32 sum per size, and one ResNet-50 step (161 gradients; hv: named
+# async tensors submitted in reverse order and fused; MPI: one MPI_Allreduce per tensor).
 # Needs: bench_allreduce and bench_mpi (built when MPI is found: deploy/install-deps.sh --bench).
 set -euo pipefail
 
@@ -26,7 +28,6 @@ ranks="2 4"
 sizes="4K,64K,1M,16M,64M,256M"
 reps=3
 cluster=0
-shm=0
 resnet="$repo/../shared/data/resnet50_grad_counts.txt"
 [ -f "$resnet" ] || resnet="/work/shared/data/resnet50_grad_counts.txt"
 while [ $# -gt 0 ]; do
@@ -38,7 +39,6 @@ while [ $# -gt 0 ]; do
     --reps) reps="$2"; shift 2 ;;
     --resnet) resnet="$2"; shift 2 ;;
     --cluster) cluster=1; shift ;;
-    --shm) shm=1; shift ;;
     -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench_allreduce.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -63,10 +63,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# libhv's transport: TCP for the comparison with OpenMPI over TCP, unless --shm.
-hv_env=(HV_SHM=0)
-[ "$shm" = 1 ] && hv_env=(HV_SHM=1)
-
 if [ "$cluster" = 1 ]; then
   # A throw-away cluster: one head and one agent with as many slots as the largest run.
   max=0; for n in $ranks; do [ "$n" -gt "$max" ] && max=$n; done
@@ -86,15 +82,15 @@ YAML
     --work-dir "$out/agent" > "$out/agent.out" 2> "$out/agent.err" &
   pids="$pids $!"
   for _ in $(seq 1 150); do grep -q 'joined' "$out/agent.out" && break; sleep 0.1; done
-  HV_BENCH_LAUNCH="$bin/hvsubmit --head $head_addr -q -e ${hv_env[0]} -np {n}"
+  HV_BENCH_LAUNCH="$bin/hvsubmit --head $head_addr -q -np {n}"
 fi
 
-run_hv() { # n
-  local n=$1
+run_hv() { # n shm(0|1)
+  local n=$1 shm=$2
   if [ -n "${HV_BENCH_LAUNCH:-}" ]; then
-    ${HV_BENCH_LAUNCH//\{n\}/$n} "$hvb" --sizes "$sizes" --runs 3 "${rn_args[@]}"
+    ${HV_BENCH_LAUNCH//\{n\}/$n} -e "HV_SHM=$shm" "$hvb" --sizes "$sizes" --runs 3 "${rn_args[@]}"
   else
-    env "${hv_env[@]}" "$hvb" --launch "$n" --sizes "$sizes" --runs 3 "${rn_args[@]}"
+    HV_SHM=$shm "$hvb" --launch "$n" --sizes "$sizes" --runs 3 "${rn_args[@]}"
   fi
 }
 
@@ -109,8 +105,10 @@ run_mpi() { # n mode
 for n in $ranks; do
   for rep in $(seq 1 "$reps"); do
     echo "ranks $n, repetition $rep/$reps ..." >&2
-    run_hv "$n" | grep -o 'ROW .*' | sed "s/^/hv $n /" >> "$out/rows" || {
-      echo "hv benchmark failed" >&2; exit 1; }
+    run_hv "$n" 0 | grep -o 'ROW .*' | sed "s/^/hv-tcp $n /" >> "$out/rows" || {
+      echo "hv benchmark (tcp) failed" >&2; exit 1; }
+    run_hv "$n" 1 | grep -o 'ROW .*' | sed "s/^/hv-shm $n /" >> "$out/rows" || {
+      echo "hv benchmark (shm) failed" >&2; exit 1; }
     if [ "$have_mpi" = 1 ]; then
       run_mpi "$n" tcp | grep -o 'ROW .*' | sed "s/^/mpi-tcp $n /" >> "$out/rows" || true
       run_mpi "$n" def | grep -o 'ROW .*' | sed "s/^/mpi-def $n /" >> "$out/rows" || true
@@ -138,22 +136,23 @@ function fmt_t(us) { return us >= 10000 ? sprintf("%8.1f ms", us / 1000) : sprin
 }
 END {
   last = "";
+  split("hv-tcp mpi-tcp hv-shm mpi-def", impls, " ");
   for (i = 1; i <= no; i++) {
     split(order[i], p, SUBSEP); n = p[1]; kind = p[2]; bytes = p[3];
     if (n != last) {
       printf "\n%d ranks (busbw = bytes/time x 2(n-1)/n; x = peer time / hv time)\n", n;
-      printf "%-18s | %-22s | %-22s %6s | %-22s %6s\n", "row", "hv (" hvt ")", "mpi-tcp", "x", "mpi-default", "x";
+      printf "%-14s | %-22s | %-22s %5s | %-22s | %-22s %5s\n", "row", "hv tcp", "OpenMPI tcp", "x",
+        "hv shm", "OpenMPI default", "x";
       last = n;
     }
     row = kind == "resnet" ? "resnet50 step" : human(bytes);
-    for (m = 1; m <= 3; m++) {
-      impl = m == 1 ? "hv" : (m == 2 ? "mpi-tcp" : "mpi-def");
-      k = impl SUBSEP n SUBSEP kind SUBSEP bytes;
+    for (m = 1; m <= 4; m++) {
+      k = impls[m] SUBSEP n SUBSEP kind SUBSEP bytes;
       if (k in t) { mt[m] = median(t[k]); mb[m] = median(bw[k]); cell[m] = sprintf("%s %6.3f GB/s", fmt_t(mt[m]), mb[m]) }
       else { mt[m] = 0; cell[m] = sprintf("%22s", "-") }
     }
-    x2 = mt[1] > 0 && mt[2] > 0 ? sprintf("%6.2f", mt[2] / mt[1]) : "     -";
-    x3 = mt[1] > 0 && mt[3] > 0 ? sprintf("%6.2f", mt[3] / mt[1]) : "     -";
-    printf "%-18s | %s | %s %s | %s %s\n", row, cell[1], cell[2], x2, cell[3], x3;
+    x1 = mt[1] > 0 && mt[2] > 0 ? sprintf("%5.2f", mt[2] / mt[1]) : "    -";
+    x2 = mt[3] > 0 && mt[4] > 0 ? sprintf("%5.2f", mt[4] / mt[3]) : "    -";
+    printf "%-14s | %s | %s %s | %s | %s %s\n", row, cell[1], cell[2], x1, cell[3], cell[4], x2;
   }
-}' hvt="$([ "$shm" = 1 ] && echo shm || echo tcp)" "$out/rows"
+}' "$out/rows"
