@@ -20,6 +20,7 @@
 #define ENG_FRAME_MAGIC 0x484e4731u // "HNG1"
 #define ENG_FLAG_SPEC 1u            // the frame carries data for every set bit
 #define ENG_HDR_LEN 24
+#define SPEC_PAD(x) (((x) + 7) & ~(size_t)7) // each tensor's data starts 8-aligned in a frame
 
 /* ---- frames ---------------------------------------------------------------------------------- */
 
@@ -57,7 +58,7 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
             r->bit = (int32_t)b;
             e->bit_req[b] = r;
             if (r->d.kind == HV__OP_ALLREDUCE && !r->device) {
-                spec += r->bytes;
+                spec += SPEC_PAD(r->bytes);
             } else {
                 spec_ok = 0;
             }
@@ -112,7 +113,8 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
                 if (r->bytes > 0) {
                     memcpy(f + off, r->d.in, r->bytes);
                 }
-                off += r->bytes;
+                memset(f + off + r->bytes, 0, SPEC_PAD(r->bytes) - r->bytes);
+                off += SPEC_PAD(r->bytes);
             }
         }
     }
@@ -582,7 +584,7 @@ hv_err hv__engine_round(hv__engine_t *e) {
             if (r->d.op == HV_AVG) {
                 hv__reduce_scale(r->d.dtype, r->d.out, r->d.count, n);
             }
-            off += r->bytes;
+            off += SPEC_PAD(r->bytes);
             if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, cnt + 1,
                                       sizeof(*e->exec))) != HV_OK) {
                 hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
