@@ -62,6 +62,12 @@ int main(int argc, char **argv) {
            "public and internal hv_err agree (HV_ERESET)");
     expect(errname != NULL && strcmp(errname(HV_EPEER), "HV_EPEER") == 0,
            "public and internal hv_err agree (HV_EPEER)");
+    // The library knows no value past the public HV__ERR_COUNT: a code appended to common/err.h
+    // must be appended to <hv/hv.h> too.
+    expect(errname != NULL && strcmp(errname(HV__ERR_COUNT), "HV_E?") == 0,
+           "<hv/hv.h> has every hv_err value of common/err.h");
+    expect(errname != NULL && strcmp(errname((hv_err)(HV__ERR_COUNT - 1)), "HV_E?") != 0,
+           "<hv/hv.h> has no hv_err value the library does not know");
     size_t (*dsize)(hv_dtype) = (size_t (*)(hv_dtype))dlsym(h, "hv_dtype_size");
     expect(dsize != NULL && dsize(HV_BFLOAT16) == 2 && dsize(HV_INT64) == 8, "hv_dtype_size");
     dlclose(h);
