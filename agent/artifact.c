@@ -40,19 +40,19 @@ typedef enum entry_state {
 
 typedef struct entry_s {
     char digest[65];
-    uint64_t size;          /* expected size from the order; 0 = unknown */
+    uint64_t size; /* expected size from the order; 0 = unknown */
     entry_state state;
-    waiter_t *waiters;      /* owned list, in arrival order (reversed on delivery) */
-    hv_err rc;              /* ENTRY_READY: outcome */
-    char detail[256];       /* ENTRY_READY: why it failed */
-    hv_rpc_call_t *call;    /* ENTRY_FETCHING: the call (valid until on_done) */
-    int fd;                 /* temporary file while downloading; -1 otherwise */
-    char tmp[PATH_MAX];     /* its path */
-    hv_sha256_t sha;        /* digest of the bytes written so far */
-    uint64_t written;       /* bytes written to fd */
-    uint64_t total;         /* total size the head announced; 0 until the first chunk */
-    int attempts;           /* Fetch calls started */
-    uint64_t retry_at;      /* ENTRY_RETRY: loop time to resume */
+    waiter_t *waiters;   /* owned list, in arrival order (reversed on delivery) */
+    hv_err rc;           /* ENTRY_READY: outcome */
+    char detail[256];    /* ENTRY_READY: why it failed */
+    hv_rpc_call_t *call; /* ENTRY_FETCHING: the call (valid until on_done) */
+    int fd;              /* temporary file while downloading; -1 otherwise */
+    char tmp[PATH_MAX];  /* its path */
+    hv_sha256_t sha;     /* digest of the bytes written so far */
+    uint64_t written;    /* bytes written to fd */
+    uint64_t total;      /* total size the head announced; 0 until the first chunk */
+    int attempts;        /* Fetch calls started */
+    uint64_t retry_at;   /* ENTRY_RETRY: loop time to resume */
     struct hv_artifact_cache_s *cache;
     struct entry_s *next;
 } entry_t;
@@ -67,15 +67,15 @@ typedef struct verified_s {
 } verified_t;
 
 struct hv_artifact_cache_s {
-    uv_loop_t *loop;        /* borrowed */
-    hv_rpc_engine_t *eng;   /* borrowed; NULL = no fetching */
-    hv_rpc_channel_t *ch;   /* borrowed; NULL = no fetching */
-    char *dir;              /* owned */
-    char *token;            /* owned */
-    uv_timer_t timer;       /* delivery and retry tick */
-    entry_t *entries;       /* owned list */
-    verified_t *verified;   /* owned list */
-    int stopped;            /* hv_artifact_cache_stop ran */
+    uv_loop_t *loop;      /* borrowed */
+    hv_rpc_engine_t *eng; /* borrowed; NULL = no fetching */
+    hv_rpc_channel_t *ch; /* borrowed; NULL = no fetching */
+    char *dir;            /* owned */
+    char *token;          /* owned */
+    uv_timer_t timer;     /* delivery and retry tick */
+    entry_t *entries;     /* owned list */
+    verified_t *verified; /* owned list */
+    int stopped;          /* hv_artifact_cache_stop ran */
 };
 
 static void cache_tick(uv_timer_t *t);
@@ -230,8 +230,7 @@ static void fetch_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, void 
     }
     if (en->size != 0 && ch->total_size != en->size) {
         entry_fail(en, HV_ECORRUPT, "the head has %llu bytes of %s, the order says %llu",
-                   (unsigned long long)ch->total_size, en->digest,
-                   (unsigned long long)en->size);
+                   (unsigned long long)ch->total_size, en->digest, (unsigned long long)en->size);
     } else if (ch->total_size != en->total) {
         entry_fail(en, HV_EPROTO, "total_size changed from %llu to %llu mid-stream",
                    (unsigned long long)en->total, (unsigned long long)ch->total_size);
@@ -358,7 +357,9 @@ static hv_err fetch_start(hv_artifact_cache_t *c, entry_t *en) {
         timeout = UINT32_MAX;
     }
     hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__artifact_chunk__descriptor,
-                               .on_msg = fetch_on_msg, .on_done = fetch_on_done, .ud = en};
+                               .on_msg = fetch_on_msg,
+                               .on_done = fetch_on_done,
+                               .ud = en};
     en->attempts++;
     hv_err rc = hv_rpc_call_start(c->eng, c->ch, "/hvpb.v1.Cluster/Fetch", HV_RPC_SERVER_STREAM,
                                   &req.base, (uint32_t)timeout, &cbs, &en->call);
@@ -411,8 +412,8 @@ hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_chan
                                 const char *dir, const char *token, hv_artifact_cache_t **out) {
     hv_err rc = hv_mkdirs(dir, 0755);
     if (rc != HV_OK) {
-        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CACHE-DIR", "cannot create cache dir %s: %s",
-               dir, hv_strerror(rc));
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CACHE-DIR", "cannot create cache dir %s: %s", dir,
+               hv_strerror(rc));
         return rc;
     }
     hv_artifact_cache_t *c = hv_calloc(1, sizeof(*c));

@@ -58,8 +58,7 @@ void hv_artifact_cache_destroy(hv_artifact_cache_t *c);
 /* Puts a copy of the cached file src at dst with permission bits mode: a hard link when the
  * cached file already has that mode (links share the mode), else a byte copy. An existing dst
  * is replaced. On failure err (may be NULL) gets "<op> <path>: <strerror>". Blocking. */
-hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, char *err,
-                         size_t errlen);
+hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, char *err, size_t errlen);
 
 /* Mode of files in the cache: most artifacts are programs, and programs are linked, not
  * copied, when the spawn order asks for this mode. */

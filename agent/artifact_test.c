@@ -27,11 +27,11 @@
 
 /* A blob the fake head serves. */
 typedef struct blob_s {
-    char digest[65];    /* what it is served as */
-    uint8_t *data;      /* owned */
+    char digest[65]; /* what it is served as */
+    uint8_t *data;   /* owned */
     size_t len;
-    size_t break_at;    /* first stream ends (OK status) after this many bytes; 0 = never */
-    int stall;          /* never answer */
+    size_t break_at; /* first stream ends (OK status) after this many bytes; 0 = never */
+    int stall;       /* never answer */
 } blob_t;
 
 static uv_loop_t loop;
@@ -40,8 +40,8 @@ static hv_rpc_server_t *srv;
 static hv_rpc_channel_t *chan;
 static blob_t blobs[4];
 static int nblobs;
-static int fetch_calls;        /* Fetch calls the server saw */
-static uint64_t last_offset;   /* offset of the last Fetch request */
+static int fetch_calls;      /* Fetch calls the server saw */
+static uint64_t last_offset; /* offset of the last Fetch request */
 static char dir[256];
 
 static void serve_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -129,8 +129,10 @@ static void setup(void) {
     CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
     int port = 0;
     CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
-    hv_rpc_method_t m = {.path = "/hvpb.v1.Cluster/Fetch", .kind = HV_RPC_SERVER_STREAM,
-                         .req = &hvpb__v1__fetch_request__descriptor, .on_msg = serve_fetch};
+    hv_rpc_method_t m = {.path = "/hvpb.v1.Cluster/Fetch",
+                         .kind = HV_RPC_SERVER_STREAM,
+                         .req = &hvpb__v1__fetch_request__descriptor,
+                         .on_msg = serve_fetch};
     CHECK_RC(hv_rpc_server_add(srv, &m), HV_OK);
     CHECK_RC(hv_rpc_server_start(srv), HV_OK);
     char target[64];
@@ -391,7 +393,7 @@ static void case_place(void) {
     struct stat a, b;
     CHECK_RC(hv_artifact_place(src, dst, 0755, err, sizeof(err)), HV_OK);
     CHECK(stat(src, &a) == 0 && stat(dst, &b) == 0);
-    CHECK(a.st_ino == b.st_ino); // linked
+    CHECK(a.st_ino == b.st_ino);                                          // linked
     CHECK_RC(hv_artifact_place(src, dst, 0644, err, sizeof(err)), HV_OK); // replaces
     CHECK(stat(src, &a) == 0 && stat(dst, &b) == 0);
     CHECK(a.st_ino != b.st_ino); // copied

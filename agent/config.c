@@ -265,9 +265,24 @@ static hv_err cfg_absolute(const char *in, char *out, size_t outlen) {
 /* ---- parsing -------------------------------------------------------------------------------- */
 
 typedef enum flag_id {
-    F_TOKEN, F_TOKEN_FILE, F_SLOTS, F_NAME, F_LABELS, F_WORK_DIR, F_ADDR, F_PREEMPTIBLE,
-    F_INSTANCE_ID, F_ORPHAN, F_CONNECT_TIMEOUT, F_DAEMON, F_PID_FILE, F_LOG_FILE, F_LOG_LEVEL,
-    F_TIMEOUT, F_HELP, F_VERSION,
+    F_TOKEN,
+    F_TOKEN_FILE,
+    F_SLOTS,
+    F_NAME,
+    F_LABELS,
+    F_WORK_DIR,
+    F_ADDR,
+    F_PREEMPTIBLE,
+    F_INSTANCE_ID,
+    F_ORPHAN,
+    F_CONNECT_TIMEOUT,
+    F_DAEMON,
+    F_PID_FILE,
+    F_LOG_FILE,
+    F_LOG_LEVEL,
+    F_TIMEOUT,
+    F_HELP,
+    F_VERSION,
 } flag_id;
 
 typedef struct flag_s {

@@ -21,7 +21,7 @@
 #include "err.h"
 #include "log.h"
 
-#define HV_AGENT_NAME_MAX 128   /* node name length bound */
+#define HV_AGENT_NAME_MAX 128 /* node name length bound */
 #define HV_AGENT_MAX_LABELS 64
 #define HV_AGENT_MAX_ADDRS 32
 
@@ -37,30 +37,30 @@ typedef enum hv_agent_cmd {
  * as noted; release with hv_agent_config_fini. */
 typedef struct hv_agent_config_s {
     hv_agent_cmd cmd;
-    char head[300];                     /* "HOST:PORT" as given */
-    char head_host[256];                /* its host part */
+    char head[300];      /* "HOST:PORT" as given */
+    char head_host[256]; /* its host part */
     int head_port;
-    char *token;                        /* owned; "" when none */
-    char name[HV_AGENT_NAME_MAX + 1];   /* node name (default: hostname) */
-    uint32_t slots;                     /* default: gpus, else cpus */
-    uint32_t gpus;                      /* /dev/nvidia[0-9]* count or HV_AGENT_GPUS */
-    uint32_t cpus;                      /* CPUs this process may run on */
+    char *token;                             /* owned; "" when none */
+    char name[HV_AGENT_NAME_MAX + 1];        /* node name (default: hostname) */
+    uint32_t slots;                          /* default: gpus, else cpus */
+    uint32_t gpus;                           /* /dev/nvidia[0-9]* count or HV_AGENT_GPUS */
+    uint32_t cpus;                           /* CPUs this process may run on */
     char *label_keys[HV_AGENT_MAX_LABELS];   /* owned */
     char *label_values[HV_AGENT_MAX_LABELS]; /* owned */
     size_t nlabels;
-    char *addrs[HV_AGENT_MAX_ADDRS];    /* owned; IPs peers use to reach this node */
+    char *addrs[HV_AGENT_MAX_ADDRS]; /* owned; IPs peers use to reach this node */
     size_t naddrs;
-    char work_dir[PATH_MAX];            /* absolute (default ./hv-agent-<name>) */
+    char work_dir[PATH_MAX]; /* absolute (default ./hv-agent-<name>) */
     int preemptible;
     char instance_id[256];
-    int orphan_kill;                    /* 1: kill workers when the lease runs out; 0: keep */
-    uint32_t connect_timeout_ms;        /* first-join retry window (default 30 s) */
+    int orphan_kill;             /* 1: kill workers when the lease runs out; 0: keep */
+    uint32_t connect_timeout_ms; /* first-join retry window (default 30 s) */
     int daemon;
-    char pid_file[PATH_MAX];            /* default <work_dir>/hvagent.pid */
-    char log_file[PATH_MAX];            /* "" = stderr */
+    char pid_file[PATH_MAX]; /* default <work_dir>/hvagent.pid */
+    char log_file[PATH_MAX]; /* "" = stderr */
     int log_level_set;
     hv_log_level log_level;
-    uint32_t stop_timeout_ms;           /* stop: how long to wait for the agent (default 20 s) */
+    uint32_t stop_timeout_ms; /* stop: how long to wait for the agent (default 20 s) */
 } hv_agent_config_t;
 
 /* Parses argv (argv[0] is the program). On HV_OK cfg is complete. On HV_EINVAL err holds a

@@ -91,12 +91,12 @@ static void case_all_flags(void) {
     CHECK(fd >= 0);
     CHECK_EQ(write(fd, "file-token\n", 11), 11);
     close(fd);
-    parse_ok(ARGV("join", "--token-file", tokfile, "--slots=3", "--name", "gpu-7.a_b",
-                  "--labels", "zone=z1,tier=spot", "--labels=zone=z2", "--work-dir", "/srv/hv",
-                  "--addr", "10.0.0.5", "--addr=fe80::1", "--preemptible", "--instance-id",
-                  "i-123", "--orphan-policy=keep", "--connect-timeout", "5", "--daemon",
-                  "--pid-file", "run/a.pid", "--log-file=/var/log/hvagent.log", "--log-level",
-                  "debug", "head.example:7001"),
+    parse_ok(ARGV("join", "--token-file", tokfile, "--slots=3", "--name", "gpu-7.a_b", "--labels",
+                  "zone=z1,tier=spot", "--labels=zone=z2", "--work-dir", "/srv/hv", "--addr",
+                  "10.0.0.5", "--addr=fe80::1", "--preemptible", "--instance-id", "i-123",
+                  "--orphan-policy=keep", "--connect-timeout", "5", "--daemon", "--pid-file",
+                  "run/a.pid", "--log-file=/var/log/hvagent.log", "--log-level", "debug",
+                  "head.example:7001"),
              &cfg);
     CHECK_STR(cfg.token, "file-token");
     CHECK_EQ(cfg.slots, 3);
@@ -168,8 +168,7 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--labels", "=v"), "--labels: \"=v\"");
     parse_bad(ARGV("join", "h:1", "--addr", "10.0.0.300"), "--addr \"10.0.0.300\"");
     parse_bad(ARGV("join", "h:1", "--orphan-policy", "maybe"), "--orphan-policy \"maybe\"");
-    parse_bad(ARGV("join", "h:1", "--token", "a", "--token-file", "/etc/hostname"),
-              "not both");
+    parse_bad(ARGV("join", "h:1", "--token", "a", "--token-file", "/etc/hostname"), "not both");
     parse_bad(ARGV("join", "h:1", "--token-file", "/nonexistent/tok"),
               "--token-file /nonexistent/tok");
     parse_bad(ARGV("join", "h:1", "--frobnicate"), "unknown option --frobnicate");
@@ -207,12 +206,8 @@ static void case_host_facts(void) {
 }
 
 static const test_case_t cases[] = {
-    {"defaults", case_defaults},
-    {"all_flags", case_all_flags},
-    {"stop_drain", case_stop_drain},
-    {"errors", case_errors},
-    {"host_facts", case_host_facts},
-    {NULL, NULL},
+    {"defaults", case_defaults}, {"all_flags", case_all_flags},   {"stop_drain", case_stop_drain},
+    {"errors", case_errors},     {"host_facts", case_host_facts}, {NULL, NULL},
 };
 
 int main(int argc, char **argv) { return test_run(cases, argc, argv); }

@@ -49,11 +49,11 @@ static int hello_running_pid;
 static int worker_pid;
 static int exit_code, exit_signal;
 static char exit_reason[512];
-static int exit_after_hello;   /* the exited event came after the latest hello */
+static int exit_after_hello; /* the exited event came after the latest hello */
 static int got_term_line_before_exit;
 static uint64_t ack;
-static int drains;             /* DrainNotice messages received */
-static int hb_draining;        /* the last heartbeat said draining */
+static int drains;      /* DrainNotice messages received */
+static int hb_draining; /* the last heartbeat said draining */
 
 static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
@@ -183,9 +183,9 @@ typedef struct agent_s {
     int done;
     int code;
     int sig;
-    int ready;              /* the ready line arrived */
+    int ready; /* the ready line arrived */
     char ready_line[256];
-    char err[8192];         /* stderr, concatenated */
+    char err[8192]; /* stderr, concatenated */
     size_t errlen;
 } agent_t;
 
@@ -225,8 +225,12 @@ static void agent_start(agent_t *a, const char *target, char **extra) {
         argv[n++] = *extra++;
     }
     argv[n] = NULL;
-    hv_proc_opts_t o = {.file = agent_bin, .argv = argv, .cwd = tmp, .on_line = agent_line,
-                        .on_exit = agent_exit, .ud = a};
+    hv_proc_opts_t o = {.file = agent_bin,
+                        .argv = argv,
+                        .cwd = tmp,
+                        .on_line = agent_line,
+                        .on_exit = agent_exit,
+                        .ud = a};
     char err[256];
     CHECK_RC(hv_proc_spawn(&loop, &o, &a->proc, err, sizeof(err)), HV_OK);
 }
@@ -286,13 +290,19 @@ static void setup(const char *worker_script) {
     uv_loop_init(&loop);
     CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
     CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
-    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join", .kind = HV_RPC_UNARY,
-                          .req = &hvpb__v1__join_request__descriptor, .on_msg = head_join};
-    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session", .kind = HV_RPC_BIDI,
-                          .req = &hvpb__v1__agent_msg__descriptor, .on_msg = head_session_msg,
+    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join",
+                          .kind = HV_RPC_UNARY,
+                          .req = &hvpb__v1__join_request__descriptor,
+                          .on_msg = head_join};
+    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session",
+                          .kind = HV_RPC_BIDI,
+                          .req = &hvpb__v1__agent_msg__descriptor,
+                          .on_msg = head_session_msg,
                           .on_done = head_session_done};
-    hv_rpc_method_t mf = {.path = "/hvpb.v1.Cluster/Fetch", .kind = HV_RPC_SERVER_STREAM,
-                          .req = &hvpb__v1__fetch_request__descriptor, .on_msg = head_fetch};
+    hv_rpc_method_t mf = {.path = "/hvpb.v1.Cluster/Fetch",
+                          .kind = HV_RPC_SERVER_STREAM,
+                          .req = &hvpb__v1__fetch_request__descriptor,
+                          .on_msg = head_fetch};
     CHECK_RC(hv_rpc_server_add(srv, &mj), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &ms), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &mf), HV_OK);
@@ -331,11 +341,10 @@ static void teardown(agent_t *a) {
     CHECK_EQ(system(cmd), 0);
 }
 
-static const char *looping_worker =
-    "#!/bin/sh\n"
-    "trap 'echo got TERM; exit 0' TERM\n"
-    "echo started\n"
-    "while :; do sleep 0.05; done\n";
+static const char *looping_worker = "#!/bin/sh\n"
+                                    "trap 'echo got TERM; exit 0' TERM\n"
+                                    "echo started\n"
+                                    "while :; do sleep 0.05; done\n";
 
 /* Starts an agent that joins the fake head and runs one looping worker (id 1). */
 static void start_with_worker(agent_t *a, char **extra) {
@@ -361,8 +370,8 @@ static void case_ready_and_sigterm(void) {
     CHECK(run_until(&a.done, 1, 8000));
     uint64_t took = hv_now_ms() - t0;
     CHECK_EQ(a.code, 0);
-    CHECK_EQ(exited_ev, 1);         // reported before the agent left
-    CHECK_EQ(exit_code, 0);         // the worker's trap exited 0
+    CHECK_EQ(exited_ev, 1); // reported before the agent left
+    CHECK_EQ(exit_code, 0); // the worker's trap exited 0
     CHECK(got_term_line_before_exit);
     CHECK(!pid_alive(worker_pid));
     CHECK(took < 4000);
@@ -480,8 +489,8 @@ static void case_daemon_stop(void) {
     snprintf(pidf, sizeof(pidf), "%s/a.pid", tmp);
     snprintf(logf, sizeof(logf), "%s/a.log", tmp);
     agent_t a;
-    char *extra[] = {"--token", "tok", "--daemon", "--pid-file", pidf, "--log-file", logf,
-                     "--work-dir", "wd", NULL};
+    char *extra[] = {"--token",    "tok", "--daemon",   "--pid-file", pidf,
+                     "--log-file", logf,  "--work-dir", "wd",         NULL};
     agent_start(&a, head_addr, extra);
     CHECK(run_until(&a.done, 1, 5000)); // the parent leaves once the pid file is written
     CHECK_EQ(a.code, 0);
@@ -499,8 +508,12 @@ static void case_daemon_stop(void) {
     CHECK(strstr(b.err, "another agent") != NULL);
     // hvagent stop
     char *argv[] = {agent_bin, "stop", "--pid-file", pidf, NULL};
-    hv_proc_opts_t o = {.file = agent_bin, .argv = argv, .cwd = tmp, .on_line = agent_line,
-                        .on_exit = agent_exit, .ud = &b};
+    hv_proc_opts_t o = {.file = agent_bin,
+                        .argv = argv,
+                        .cwd = tmp,
+                        .on_line = agent_line,
+                        .on_exit = agent_exit,
+                        .ud = &b};
     memset(&b, 0, sizeof(b));
     char err[128];
     CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
@@ -523,8 +536,12 @@ static int agent_cmd(const char *cmd) {
     agent_t b;
     memset(&b, 0, sizeof(b));
     char *argv[] = {agent_bin, (char *)cmd, "--work-dir", "wd", NULL};
-    hv_proc_opts_t o = {.file = agent_bin, .argv = argv, .cwd = tmp, .on_line = agent_line,
-                        .on_exit = agent_exit, .ud = &b};
+    hv_proc_opts_t o = {.file = agent_bin,
+                        .argv = argv,
+                        .cwd = tmp,
+                        .on_line = agent_line,
+                        .on_exit = agent_exit,
+                        .ud = &b};
     char err[128];
     CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
     CHECK(run_until(&b.done, 1, 15000));

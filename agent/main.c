@@ -36,9 +36,9 @@
 #define HV_AGENT_VERSION "0.0.0"
 #endif
 
-#define AGENT_KILL_GRACE_MS 2000    /* SIGTERM -> SIGKILL on shutdown and lease expiry */
-#define AGENT_EXIT_WAIT_MS 1000     /* after the grace: how long to wait for the last exits */
-#define AGENT_REPORT_WAIT_MS 3000   /* how long to wait for the head to confirm the exits */
+#define AGENT_KILL_GRACE_MS 2000  /* SIGTERM -> SIGKILL on shutdown and lease expiry */
+#define AGENT_EXIT_WAIT_MS 1000   /* after the grace: how long to wait for the last exits */
+#define AGENT_REPORT_WAIT_MS 3000 /* how long to wait for the head to confirm the exits */
 #define AGENT_STOP_TICK_MS 50
 
 typedef enum stop_phase {
@@ -58,7 +58,7 @@ typedef struct agent_s {
     uv_signal_t sig_int, sig_term, sig_usr1;
     uv_timer_t stop_timer;
     stop_phase phase;
-    uint64_t phase_deadline;  /* loop time when the current phase gives up */
+    uint64_t phase_deadline; /* loop time when the current phase gives up */
     int exit_code;
     uint64_t node_id;
 } agent_t;
@@ -227,14 +227,13 @@ static void agent_on_started(uint64_t worker_id, int pid, void *ud) {
     hv_session_worker_started(a->session, worker_id, pid);
 }
 
-static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal,
-                            const char *reason, void *ud) {
+static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, const char *reason,
+                            void *ud) {
     agent_t *a = ud;
     hv_session_worker_exited(a->session, worker_id, exit_code, term_signal, reason);
 }
 
-static void agent_on_line(uint64_t worker_id, int stream, const char *line, size_t len,
-                          void *ud) {
+static void agent_on_line(uint64_t worker_id, int stream, const char *line, size_t len, void *ud) {
     agent_t *a = ud;
     hv_session_log(a->session, worker_id, stream, line, len);
 }
@@ -361,8 +360,7 @@ static int agent_join(agent_t *a) {
     agent_cloexec_inherited();
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-START",
            "hvagent %s: node %s, %u slots (%u GPUs, %u CPUs), work dir %s, head %s",
-           HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->work_dir,
-           cfg->head);
+           HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->work_dir, cfg->head);
 
     int code = 1;
     uv_loop_init(&a->loop);
@@ -376,13 +374,14 @@ static int agent_join(agent_t *a) {
     snprintf(path, sizeof(path), "%s/cache", cfg->work_dir);
     if ((rc = hv_artifact_cache_create(&a->loop, a->eng, a->ch, path, cfg->token, &a->cache)) !=
         HV_OK) {
-        fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path,
-                hv_strerror(rc));
+        fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path, hv_strerror(rc));
         goto out;
     }
     hv_workers_config_t wc = {.work_dir = cfg->work_dir, .node_name = cfg->name};
-    hv_workers_cbs_t wcb = {.on_started = agent_on_started, .on_exited = agent_on_exited,
-                            .on_line = agent_on_line, .ud = a};
+    hv_workers_cbs_t wcb = {.on_started = agent_on_started,
+                            .on_exited = agent_on_exited,
+                            .on_line = agent_on_line,
+                            .ud = a};
     if ((rc = hv_workers_create(&a->loop, &wc, a->cache, &wcb, &a->workers)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot set up workers: %s\n", hv_strerror(rc));
         goto out;
@@ -409,13 +408,18 @@ static int agent_join(agent_t *a) {
     ni.preemptible = cfg->preemptible ? 1 : 0;
     ni.instance_id = cfg->instance_id;
     ni.version = "hvagent " HV_AGENT_VERSION;
-    hv_session_config_t sc = {.head = cfg->head, .token = cfg->token,
-                              .incarnation = agent_incarnation(), .node = &ni,
+    hv_session_config_t sc = {.head = cfg->head,
+                              .token = cfg->token,
+                              .incarnation = agent_incarnation(),
+                              .node = &ni,
                               .connect_timeout_ms = cfg->connect_timeout_ms};
-    hv_session_cbs_t scb = {.on_joined = agent_on_joined, .on_connected = agent_on_connected,
-                            .on_order = agent_on_order, .on_fatal = agent_on_fatal,
+    hv_session_cbs_t scb = {.on_joined = agent_on_joined,
+                            .on_connected = agent_on_connected,
+                            .on_order = agent_on_order,
+                            .on_fatal = agent_on_fatal,
                             .on_lease_expired = agent_on_lease_expired,
-                            .running = agent_running, .ud = a};
+                            .running = agent_running,
+                            .ud = a};
     if ((rc = hv_session_create(&a->loop, a->eng, a->ch, &sc, &scb, &a->session)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot start the session: %s\n", hv_strerror(rc));
         goto out;

@@ -41,25 +41,25 @@ typedef struct event_s {
     uint64_t seq;
     event_kind kind;
     uint64_t worker_id;
-    int pid;             /* EV_STARTED */
-    int exit_code;       /* EV_EXITED */
-    int term_signal;     /* EV_EXITED */
-    char *reason;        /* EV_EXITED; owned */
-    uint64_t log_mark;   /* log batches with an id below this were produced before the event */
+    int pid;           /* EV_STARTED */
+    int exit_code;     /* EV_EXITED */
+    int term_signal;   /* EV_EXITED */
+    char *reason;      /* EV_EXITED; owned */
+    uint64_t log_mark; /* log batches with an id below this were produced before the event */
     struct event_s *next;
 } event_t;
 
 /* Lines of one worker stream waiting to be sent, in order. */
 typedef struct logbatch_s {
-    uint64_t id;         /* increasing per session object */
+    uint64_t id; /* increasing per session object */
     uint64_t worker_id;
     uint32_t stream;
-    char **lines;        /* owned strings in [first, n) */
+    char **lines; /* owned strings in [first, n) */
     size_t first;
     size_t n;
     size_t cap;
-    size_t bytes;        /* cost of the lines in [first, n) */
-    int sealed;          /* no more lines may join (an event was queued after it) */
+    size_t bytes; /* cost of the lines in [first, n) */
+    int sealed;   /* no more lines may join (an event was queued after it) */
     struct logbatch_s *next;
 } logbatch_t;
 
@@ -72,53 +72,53 @@ typedef struct dropped_s {
 } dropped_t;
 
 struct hv_session_s {
-    uv_loop_t *loop;                 /* borrowed */
-    hv_rpc_engine_t *eng;            /* borrowed */
-    hv_rpc_channel_t *ch;            /* borrowed */
+    uv_loop_t *loop;      /* borrowed */
+    hv_rpc_engine_t *eng; /* borrowed */
+    hv_rpc_channel_t *ch; /* borrowed */
     hv_session_cbs_t cbs;
-    char *head;                      /* owned copy of cfg->head */
-    char *token;                     /* owned */
+    char *head;  /* owned copy of cfg->head */
+    char *token; /* owned */
     uint64_t incarnation;
-    Hvpb__V1__NodeInfo *node;        /* owned deep copy (protobuf-c unpacked) */
+    Hvpb__V1__NodeInfo *node; /* owned deep copy (protobuf-c unpacked) */
     uint32_t connect_timeout_ms;
     size_t log_limit;
 
     session_state state;
-    hv_rpc_call_t *join_call;        /* JOINING: in flight */
-    hv_rpc_call_t *call;             /* OPENING/CONNECTED: the Session stream */
+    hv_rpc_call_t *join_call; /* JOINING: in flight */
+    hv_rpc_call_t *call;      /* OPENING/CONNECTED: the Session stream */
     uv_timer_t tick;
-    uv_timer_t flush_timer;          /* 0 ms: sends the lines of one loop iteration together */
+    uv_timer_t flush_timer; /* 0 ms: sends the lines of one loop iteration together */
     uint64_t node_id;
     uint32_t heartbeat_ms;
     uint32_t lease_ms;
-    int joined_once;                 /* a Join succeeded at least once */
-    int connected_once;              /* a Session got an answer at least once */
-    uint64_t started_ms;             /* when the session object started (first-join deadline) */
-    uint64_t backoff_ms;             /* next reconnect delay */
-    uint64_t retry_at;               /* BACKOFF: when to join again */
-    uint64_t opened_at;              /* OPENING: when the stream was started */
-    uint64_t last_contact;           /* last message from the head (0 = never) */
+    int joined_once;       /* a Join succeeded at least once */
+    int connected_once;    /* a Session got an answer at least once */
+    uint64_t started_ms;   /* when the session object started (first-join deadline) */
+    uint64_t backoff_ms;   /* next reconnect delay */
+    uint64_t retry_at;     /* BACKOFF: when to join again */
+    uint64_t opened_at;    /* OPENING: when the stream was started */
+    uint64_t last_contact; /* last message from the head (0 = never) */
     uint64_t next_heartbeat;
-    int lease_fired;                 /* on_lease_expired ran for this disconnection */
-    uint64_t rng;                    /* jitter state */
+    int lease_fired; /* on_lease_expired ran for this disconnection */
+    uint64_t rng;    /* jitter state */
     int draining;
-    char *drain_reason;              /* owned; the DrainNotice given, NULL if none */
+    char *drain_reason; /* owned; the DrainNotice given, NULL if none */
     uint32_t drain_deadline_ms;
-    int drain_pending;               /* the notice is still to be sent on this stream */
-    char last_error[300];            /* why the last attempt failed, for messages */
+    int drain_pending;    /* the notice is still to be sent on this stream */
+    char last_error[300]; /* why the last attempt failed, for messages */
 
     uint64_t next_seq;
-    event_t *ev_head, *ev_tail;      /* unacknowledged events, by seq */
-    event_t *ev_unsent;              /* first event not yet sent on the current stream */
+    event_t *ev_head, *ev_tail; /* unacknowledged events, by seq */
+    event_t *ev_unsent;         /* first event not yet sent on the current stream */
     size_t ev_count;
 
     uint64_t next_batch_id;
     logbatch_t *log_head, *log_tail;
-    size_t log_bytes;                /* cost of every queued line */
-    dropped_t *dropped;              /* drop counts not yet reported */
+    size_t log_bytes;   /* cost of every queued line */
+    dropped_t *dropped; /* drop counts not yet reported */
     uint64_t dropped_total;
-    int drop_warned;                 /* a WARN was logged for the current overflow */
-    int closing;                     /* timer handles whose close callback is still due */
+    int drop_warned; /* a WARN was logged for the current overflow */
+    int closing;     /* timer handles whose close callback is still due */
 };
 
 static void session_join(hv_session_t *s);
@@ -199,8 +199,7 @@ static void log_overflow_warn(hv_session_t *s) {
     }
 }
 
-void hv_session_log(hv_session_t *s, uint64_t worker_id, int stream, const char *line,
-                    size_t len) {
+void hv_session_log(hv_session_t *s, uint64_t worker_id, int stream, const char *line, size_t len) {
     if (s->state == ST_STOPPED && s->call == NULL) {
         return;
     }
@@ -294,8 +293,8 @@ hv_err hv_session_worker_started(hv_session_t *s, uint64_t worker_id, int pid) {
     return event_push(s, e);
 }
 
-hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code,
-                                int term_signal, const char *reason) {
+hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
+                                const char *reason) {
     event_t *e = hv_calloc(1, sizeof(*e));
     char *r = hv_strdup(reason != NULL ? reason : "");
     if (e == NULL || r == NULL) {
@@ -431,8 +430,7 @@ static void session_flush(hv_session_t *s) {
         if (b == NULL || !log_slots(s)) {
             return;
         }
-        if (send_lines(s, b->worker_id, b->stream, b->lines + b->first, b->n - b->first) !=
-            HV_OK) {
+        if (send_lines(s, b->worker_id, b->stream, b->lines + b->first, b->n - b->first) != HV_OK) {
             return;
         }
         s->log_bytes -= b->bytes;
@@ -485,8 +483,8 @@ static void session_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, voi
         s->lease_fired = 0;
         s->drop_warned = 0;
         HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-SESSION",
-               "session with the head %s established (node %llu, %zu events to confirm)",
-               s->head, (unsigned long long)s->node_id, s->ev_count);
+               "session with the head %s established (node %llu, %zu events to confirm)", s->head,
+               (unsigned long long)s->node_id, s->ev_count);
         int first = !s->connected_once;
         s->connected_once = 1;
         if (s->cbs.on_connected != NULL) {
@@ -517,8 +515,8 @@ static void session_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-HEAD-LOST",
                "lost the session with the head %s: %s; reconnecting", s->head, s->last_error);
     } else {
-        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-SESSION-FAIL", "session with %s failed: %s",
-               s->head, s->last_error);
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-SESSION-FAIL", "session with %s failed: %s", s->head,
+               s->last_error);
     }
     session_backoff(s);
 }
@@ -548,15 +546,16 @@ static void session_open(hv_session_t *s) {
     m.body_case = HVPB__V1__AGENT_MSG__BODY_HELLO;
     m.hello = &h;
     hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__head_msg__descriptor,
-                               .on_msg = session_on_msg, .on_done = session_on_done, .ud = s};
-    hv_err rc = hv_rpc_call_start(s->eng, s->ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI,
-                                  &m.base, 0, &cbs, &s->call);
+                               .on_msg = session_on_msg,
+                               .on_done = session_on_done,
+                               .ud = s};
+    hv_err rc = hv_rpc_call_start(s->eng, s->ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, &m.base,
+                                  0, &cbs, &s->call);
     hv_free(rw);
     hv_free(rwp);
     hv_free(run);
     if (rc != HV_OK) {
-        snprintf(s->last_error, sizeof(s->last_error), "cannot start Session: %s",
-                 hv_strerror(rc));
+        snprintf(s->last_error, sizeof(s->last_error), "cannot start Session: %s", hv_strerror(rc));
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-SESSION-FAIL", "%s", s->last_error);
         s->call = NULL;
         session_backoff(s);
@@ -602,9 +601,7 @@ static void join_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, void *
     }
 }
 
-static int join_refusal(hv_err rc) {
-    return rc == HV_EPERM || rc == HV_EINVAL || rc == HV_ENOTSUP;
-}
+static int join_refusal(hv_err rc) { return rc == HV_EPERM || rc == HV_EINVAL || rc == HV_ENOTSUP; }
 
 static void join_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud) {
     hv_session_t *s = ud;
@@ -651,15 +648,16 @@ static void session_join(hv_session_t *s) {
     req.node = s->node;
     req.incarnation = s->incarnation;
     hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__join_reply__descriptor,
-                               .on_msg = join_on_msg, .on_done = join_on_done, .ud = s};
+                               .on_msg = join_on_msg,
+                               .on_done = join_on_done,
+                               .ud = s};
     s->state = ST_JOINING;
     s->node_id = 0;
-    hv_err rc = hv_rpc_call_start(s->eng, s->ch, "/hvpb.v1.Cluster/Join", HV_RPC_UNARY,
-                                  &req.base, HV_SESSION_JOIN_TIMEOUT_MS, &cbs, &s->join_call);
+    hv_err rc = hv_rpc_call_start(s->eng, s->ch, "/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &req.base,
+                                  HV_SESSION_JOIN_TIMEOUT_MS, &cbs, &s->join_call);
     if (rc != HV_OK) {
         s->join_call = NULL;
-        snprintf(s->last_error, sizeof(s->last_error), "cannot start Join: %s",
-                 hv_strerror(rc));
+        snprintf(s->last_error, sizeof(s->last_error), "cannot start Join: %s", hv_strerror(rc));
         session_backoff(s);
     }
 }

@@ -25,12 +25,12 @@
 #include "hv.pb-c.h"
 #include "rpc.h"
 
-#define HV_SESSION_JOIN_TIMEOUT_MS 10000     /* deadline of one Join call */
-#define HV_SESSION_BACKOFF_MIN_MS 200        /* first reconnect delay */
-#define HV_SESSION_BACKOFF_MAX_MS 5000       /* reconnect delay cap */
-#define HV_SESSION_LOG_BATCH (256u * 1024u)  /* bytes of lines in one LogLines message */
-#define HV_SESSION_LOG_BUFFER (4u << 20)     /* default bound of buffered log bytes */
-#define HV_SESSION_INFLIGHT_MAX 64           /* log messages queued in the rpc layer at once */
+#define HV_SESSION_JOIN_TIMEOUT_MS 10000    /* deadline of one Join call */
+#define HV_SESSION_BACKOFF_MIN_MS 200       /* first reconnect delay */
+#define HV_SESSION_BACKOFF_MAX_MS 5000      /* reconnect delay cap */
+#define HV_SESSION_LOG_BATCH (256u * 1024u) /* bytes of lines in one LogLines message */
+#define HV_SESSION_LOG_BUFFER (4u << 20)    /* default bound of buffered log bytes */
+#define HV_SESSION_INFLIGHT_MAX 64          /* log messages queued in the rpc layer at once */
 
 typedef struct hv_session_s hv_session_t;
 
@@ -44,8 +44,7 @@ typedef struct hv_session_running_s {
 typedef struct hv_session_cbs_s {
     /* The head accepted a Join (first = 1 for the first one of this process). cluster is the
      * head's cluster name (borrowed). */
-    void (*on_joined)(hv_session_t *s, int first, uint64_t node_id, const char *cluster,
-                      void *ud);
+    void (*on_joined)(hv_session_t *s, int first, uint64_t node_id, const char *cluster, void *ud);
     /* A Session stream got its first answer from the head (first = 1 the first time in this
      * process): the node is registered and holds its lease. */
     void (*on_connected)(hv_session_t *s, int first, void *ud);
@@ -65,12 +64,12 @@ typedef struct hv_session_cbs_s {
 } hv_session_cbs_t;
 
 typedef struct hv_session_config_s {
-    const char *head;                /* "host:port", for messages */
-    const char *token;               /* join token ("" if none) */
-    uint64_t incarnation;            /* random per agent process, nonzero */
-    const Hvpb__V1__NodeInfo *node;  /* what the node says about itself; deep-copied */
-    uint32_t connect_timeout_ms;     /* how long the first Join may keep failing (0 = 30 s) */
-    size_t log_buffer;               /* bound on buffered log bytes (0 = HV_SESSION_LOG_BUFFER) */
+    const char *head;               /* "host:port", for messages */
+    const char *token;              /* join token ("" if none) */
+    uint64_t incarnation;           /* random per agent process, nonzero */
+    const Hvpb__V1__NodeInfo *node; /* what the node says about itself; deep-copied */
+    uint32_t connect_timeout_ms;    /* how long the first Join may keep failing (0 = 30 s) */
+    size_t log_buffer;              /* bound on buffered log bytes (0 = HV_SESSION_LOG_BUFFER) */
 } hv_session_config_t;
 
 /* Creates the session and starts joining at once. e and ch are borrowed (ch: the head's channel,
@@ -82,14 +81,13 @@ hv_err hv_session_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *
 /* Queues the reliable events. reason is copied (NULL = ""). HV_ENOMEM is the only error; the
  * event is then lost and logged. */
 hv_err hv_session_worker_started(hv_session_t *s, uint64_t worker_id, int pid);
-hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code,
-                                int term_signal, const char *reason);
+hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
+                                const char *reason);
 
 /* Queues one output line of a worker (stream 1 = stdout, 2 = stderr). line is copied; len at
  * most HV_PROC_LINE_MAX is expected (longer lines are cut here too). Never fails: under memory
  * pressure or over the buffer bound the oldest lines are dropped and counted. */
-void hv_session_log(hv_session_t *s, uint64_t worker_id, int stream, const char *line,
-                    size_t len);
+void hv_session_log(hv_session_t *s, uint64_t worker_id, int stream, const char *line, size_t len);
 
 /* Tells the head the node should be drained (preemption notice); sent now or at the next
  * connection. Also marks the node draining in heartbeats. reason is copied. */

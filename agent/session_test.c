@@ -21,13 +21,13 @@
 
 /* One message the fake head received. */
 typedef struct rec_s {
-    int body;           /* HVPB__V1__AGENT_MSG__BODY_* */
+    int body; /* HVPB__V1__AGENT_MSG__BODY_* */
     uint64_t seq;
     uint64_t worker_id;
-    int value;          /* pid, exit code, stream */
+    int value; /* pid, exit code, stream */
     size_t n_lines;
-    char *first_line;   /* owned copy of the first line of a log message */
-    char *last_line;    /* owned copy of the last line */
+    char *first_line; /* owned copy of the first line of a log message */
+    char *last_line;  /* owned copy of the last line */
 } rec_t;
 
 static uv_loop_t loop;
@@ -38,9 +38,9 @@ static char target[64];
 
 /* fake head state */
 static int joins;
-static int join_unavailable;  /* answer Join with UNAVAILABLE */
-static int auto_ack;          /* ack each seq event at once */
-static uint64_t head_ack;     /* ack_seq sent with heartbeat answers */
+static int join_unavailable; /* answer Join with UNAVAILABLE */
+static int auto_ack;         /* ack each seq event at once */
+static uint64_t head_ack;    /* ack_seq sent with heartbeat answers */
 static int answer_heartbeats = 1;
 static uint64_t hello_incarnation;
 static size_t hello_running;
@@ -145,8 +145,7 @@ static void head_drop(void) {
     }
 }
 
-static void on_joined(hv_session_t *s, int first, uint64_t node_id, const char *cluster,
-                      void *ud) {
+static void on_joined(hv_session_t *s, int first, uint64_t node_id, const char *cluster, void *ud) {
     (void)s;
     (void)first;
     (void)ud;
@@ -241,10 +240,14 @@ static void setup(void) {
     CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
     int port = 0;
     CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
-    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join", .kind = HV_RPC_UNARY,
-                          .req = &hvpb__v1__join_request__descriptor, .on_msg = head_join};
-    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session", .kind = HV_RPC_BIDI,
-                          .req = &hvpb__v1__agent_msg__descriptor, .on_msg = head_session_msg,
+    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join",
+                          .kind = HV_RPC_UNARY,
+                          .req = &hvpb__v1__join_request__descriptor,
+                          .on_msg = head_join};
+    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session",
+                          .kind = HV_RPC_BIDI,
+                          .req = &hvpb__v1__agent_msg__descriptor,
+                          .on_msg = head_session_msg,
                           .on_done = head_session_done};
     CHECK_RC(hv_rpc_server_add(srv, &mj), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &ms), HV_OK);
@@ -268,11 +271,18 @@ static hv_session_t *start(const char *token, hv_rpc_channel_t *ch, uint32_t con
     ni.addrs = addrs;
     ni.n_addrs = 1;
     ni.slots = 2;
-    hv_session_config_t cfg = {.head = target, .token = token, .incarnation = 0x1234, .node = &ni,
-                               .connect_timeout_ms = connect_ms, .log_buffer = log_buffer};
-    hv_session_cbs_t cbs = {.on_joined = on_joined, .on_connected = on_connected,
-                            .on_order = on_order, .on_fatal = on_fatal,
-                            .on_lease_expired = on_lease, .running = running_cb};
+    hv_session_config_t cfg = {.head = target,
+                               .token = token,
+                               .incarnation = 0x1234,
+                               .node = &ni,
+                               .connect_timeout_ms = connect_ms,
+                               .log_buffer = log_buffer};
+    hv_session_cbs_t cbs = {.on_joined = on_joined,
+                            .on_connected = on_connected,
+                            .on_order = on_order,
+                            .on_fatal = on_fatal,
+                            .on_lease_expired = on_lease,
+                            .running = running_cb};
     hv_session_t *s = NULL;
     CHECK_RC(hv_session_create(&loop, eng, ch, &cfg, &cbs, &s), HV_OK);
     return s;

@@ -26,11 +26,11 @@ typedef enum proc_timer_mode {
 
 /* One output pipe and the line it is assembling. */
 typedef struct proc_stream_s {
-    uv_pipe_t pipe;                  /* read end; the child writes the other end */
-    int eof;                         /* 1 once EOF (or a read error) was seen */
-    size_t len;                      /* bytes pending in line */
-    char line[HV_PROC_LINE_MAX];     /* the current, unterminated line */
-    char rbuf[PROC_READ_BUF];        /* read buffer handed to libuv */
+    uv_pipe_t pipe;              /* read end; the child writes the other end */
+    int eof;                     /* 1 once EOF (or a read error) was seen */
+    size_t len;                  /* bytes pending in line */
+    char line[HV_PROC_LINE_MAX]; /* the current, unterminated line */
+    char rbuf[PROC_READ_BUF];    /* read buffer handed to libuv */
 } proc_stream_t;
 
 static_assert(offsetof(proc_stream_t, pipe) == 0, "proc_alloc_cb relies on the pipe coming first");
@@ -321,8 +321,8 @@ hv_err hv_proc_spawn(uv_loop_t *loop, const hv_proc_opts_t *o, hv_proc_t **out, 
     for (int s = 0; s < 2; s++) {
         int rc = uv_read_start((uv_stream_t *)&p->out[s].pipe, proc_alloc_cb, proc_read_cb);
         if (rc != 0) {
-            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-PIPE", "process %d: cannot read %s: %s",
-                   p->pid, s == 0 ? "stdout" : "stderr", uv_strerror(rc));
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-PIPE", "process %d: cannot read %s: %s", p->pid,
+                   s == 0 ? "stdout" : "stderr", uv_strerror(rc));
             p->out[s].eof = 1;
         }
     }

@@ -24,21 +24,21 @@
 /* What one child did, as the callbacks saw it. */
 typedef struct run_s {
     uv_loop_t loop;
-    uv_timer_t guard;         /* bounds the case */
-    hv_proc_t *proc;          /* NULL once exited */
-    int exited;               /* on_exit ran */
+    uv_timer_t guard; /* bounds the case */
+    hv_proc_t *proc;  /* NULL once exited */
+    int exited;       /* on_exit ran */
     int exit_code;
     int term_signal;
     int nlines;
     int stream[MAX_LINES];
-    char *line[MAX_LINES];    /* owned copies */
+    char *line[MAX_LINES]; /* owned copies */
     size_t len[MAX_LINES];
     uint64_t start_ms;
-    uint64_t exit_ms;         /* loop time of on_exit */
+    uint64_t exit_ms; /* loop time of on_exit */
     int timed_out;
-    int kill_on_line;         /* kill the child when line number kill_on_line arrives (1-based) */
+    int kill_on_line; /* kill the child when line number kill_on_line arrives (1-based) */
     uint32_t kill_grace;
-    uint64_t kill_ms;         /* loop time of the kill */
+    uint64_t kill_ms; /* loop time of the kill */
 } run_t;
 
 static void on_line(hv_proc_t *p, int stream, const char *line, size_t len, void *ud) {
@@ -83,8 +83,13 @@ static void run_init(run_t *r) {
 /* Starts `sh -c script`; returns the spawn result. */
 static hv_err run_start(run_t *r, const char *script, char *const *env, const char *cwd) {
     char *argv[] = {"sh", "-c", (char *)script, NULL};
-    hv_proc_opts_t o = {.file = "/bin/sh", .argv = argv, .env = env, .cwd = cwd,
-                        .on_line = on_line, .on_exit = on_exit_cb, .ud = r};
+    hv_proc_opts_t o = {.file = "/bin/sh",
+                        .argv = argv,
+                        .env = env,
+                        .cwd = cwd,
+                        .on_line = on_line,
+                        .on_exit = on_exit_cb,
+                        .ud = r};
     char err[128];
     return hv_proc_spawn(&r->loop, &o, &r->proc, err, sizeof(err));
 }
@@ -226,9 +231,9 @@ static void case_utf8_cut(void) {
     run_t r;
     run_init(&r);
     // 16383 ASCII bytes then "é" (2 bytes): the cut must not split the character.
-    CHECK_RC(run_start(&r, "head -c 16383 /dev/zero | tr '\\0' a; printf '\\303\\251z\\n'", NULL,
-                       NULL),
-             HV_OK);
+    CHECK_RC(
+        run_start(&r, "head -c 16383 /dev/zero | tr '\\0' a; printf '\\303\\251z\\n'", NULL, NULL),
+        HV_OK);
     run_wait(&r, 5000);
     CHECK_EQ(r.nlines, 2);
     if (r.nlines == 2) {
@@ -291,8 +296,8 @@ static void case_grace_sigkill(void) {
     run_t r;
     run_init(&r);
     // Ignores SIGTERM (and so does the grandchild, which inherits SIG_IGN).
-    CHECK_RC(run_start(&r, "trap '' TERM; sleep 1000 & echo $!; while :; do sleep 0.05; done",
-                       NULL, NULL),
+    CHECK_RC(run_start(&r, "trap '' TERM; sleep 1000 & echo $!; while :; do sleep 0.05; done", NULL,
+                       NULL),
              HV_OK);
     r.kill_on_line = 1;
     r.kill_grace = 400;
@@ -371,8 +376,11 @@ static void case_spawn_errors(void) {
     char *argv[] = {"x", NULL};
     char err[128];
     hv_proc_t *p = NULL;
-    hv_proc_opts_t o = {.file = "/nonexistent/hv-no-such-program", .argv = argv,
-                        .on_line = on_line, .on_exit = on_exit_cb, .ud = NULL};
+    hv_proc_opts_t o = {.file = "/nonexistent/hv-no-such-program",
+                        .argv = argv,
+                        .on_line = on_line,
+                        .on_exit = on_exit_cb,
+                        .ud = NULL};
     CHECK_RC(hv_proc_spawn(&loop, &o, &p, err, sizeof(err)), HV_ENOTFOUND);
     CHECK_STR(err, "No such file or directory");
     CHECK(p == NULL);
@@ -419,9 +427,9 @@ static void case_many_lines(void) {
     run_t r;
     run_init(&r);
     // Lines cross pipe read boundaries; count them all and check the last.
-    CHECK_RC(run_start(&r, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done", NULL,
-                       NULL),
-             HV_OK);
+    CHECK_RC(
+        run_start(&r, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done", NULL, NULL),
+        HV_OK);
     run_wait(&r, 20000);
     CHECK(r.exited);
     CHECK_EQ(r.nlines, 20000);

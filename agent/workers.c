@@ -27,8 +27,8 @@ typedef struct worker_s worker_t;
 
 /* One artifact a worker waits for. */
 typedef struct art_s {
-    worker_t *wk;    /* back pointer for the callback */
-    char *path;      /* owned: the cached file, once fetched */
+    worker_t *wk; /* back pointer for the callback */
+    char *path;   /* owned: the cached file, once fetched */
 } art_t;
 
 struct worker_s {
@@ -36,24 +36,24 @@ struct worker_s {
     Hvpb__V1__SpawnWorker *spec; /* owned deep copy of the order */
     uint64_t id;
     worker_state state;
-    art_t *arts;                 /* owned: [0] = binary, [1..] = files */
+    art_t *arts; /* owned: [0] = binary, [1..] = files */
     size_t n_arts;
-    size_t pending;              /* artifact callbacks still to come */
-    char fail[300];              /* first fetch error ("" = none) */
-    hv_proc_t *proc;             /* WS_RUNNING */
+    size_t pending;  /* artifact callbacks still to come */
+    char fail[300];  /* first fetch error ("" = none) */
+    hv_proc_t *proc; /* WS_RUNNING */
     int pid;
-    char *kill_reason;           /* owned; set once a kill was asked for */
-    int reported;                /* the exit was reported; the record only waits for fetches */
+    char *kill_reason; /* owned; set once a kill was asked for */
+    int reported;      /* the exit was reported; the record only waits for fetches */
     worker_t *next;
 };
 
 struct hv_workers_s {
-    uv_loop_t *loop;             /* borrowed */
-    hv_artifact_cache_t *cache;  /* borrowed */
+    uv_loop_t *loop;            /* borrowed */
+    hv_artifact_cache_t *cache; /* borrowed */
     hv_workers_cbs_t cbs;
-    char *work_dir;              /* owned */
-    char *node_name;             /* owned */
-    worker_t *list;              /* owned records */
+    char *work_dir;  /* owned */
+    char *node_name; /* owned */
+    worker_t *list;  /* owned records */
     size_t count;
     int refuse_new;
 };
@@ -106,7 +106,7 @@ static void worker_finish(worker_t *wk, int exit_code, int term_signal, const ch
 /* ---- environment ---------------------------------------------------------------------------- */
 
 typedef struct envv_s {
-    char **v;   /* owned "K=V" strings, NULL-terminated when done */
+    char **v; /* owned "K=V" strings, NULL-terminated when done */
     size_t n;
     size_t cap;
     int oom;
@@ -192,8 +192,8 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
         size_t off = 0;
         list[0] = '\0';
         for (size_t i = 0; i < sp->n_gpus && off + 12 < sizeof(list); i++) {
-            off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "",
-                                    sp->gpus[i]);
+            off +=
+                (size_t)snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "", sp->gpus[i]);
         }
         env_set(e, "CUDA_VISIBLE_DEVICES", 20, list);
     }
@@ -273,8 +273,7 @@ static void worker_launch(worker_t *wk) {
     }
     for (size_t i = 0; i < sp->n_files; i++) {
         unsigned mode = sp->files[i]->mode != 0 ? (sp->files[i]->mode & 07777) : 0644;
-        if (snprintf(path, sizeof(path), "%s/%s", dir, sp->files[i]->name) >=
-            (int)sizeof(path)) {
+        if (snprintf(path, sizeof(path), "%s/%s", dir, sp->files[i]->name) >= (int)sizeof(path)) {
             worker_finish(wk, -1, 0, "spawn failed: path too long");
             return;
         }
@@ -295,8 +294,13 @@ static void worker_launch(worker_t *wk) {
     for (size_t i = 0; i < sp->n_args; i++) {
         argv[i + 1] = sp->args[i];
     }
-    hv_proc_opts_t o = {.file = bin, .argv = argv, .env = env.v, .cwd = dir,
-                        .on_line = worker_on_line, .on_exit = worker_on_exit, .ud = wk};
+    hv_proc_opts_t o = {.file = bin,
+                        .argv = argv,
+                        .env = env.v,
+                        .cwd = dir,
+                        .on_line = worker_on_line,
+                        .on_exit = worker_on_exit,
+                        .ud = wk};
     rc = hv_proc_spawn(w->loop, &o, &wk->proc, err, sizeof(err));
     hv_free(argv);
     env_free(&env);
@@ -311,8 +315,8 @@ static void worker_launch(worker_t *wk) {
     wk->pid = hv_proc_pid(wk->proc);
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-WORKER-START",
            "worker %llu of job %llu (rank %u/%u) started as pid %d in %s",
-           (unsigned long long)wk->id, (unsigned long long)sp->job_id, sp->rank, sp->size,
-           wk->pid, dir);
+           (unsigned long long)wk->id, (unsigned long long)sp->job_id, sp->rank, sp->size, wk->pid,
+           dir);
     w->cbs.on_started(wk->id, wk->pid, w->cbs.ud);
 }
 
@@ -460,9 +464,8 @@ void hv_workers_kill(hv_workers_t *w, uint64_t worker_id, uint32_t grace_ms, con
     if (wk->kill_reason == NULL) {
         wk->kill_reason = hv_strdup(reason != NULL && reason[0] ? reason : "kill order");
     }
-    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-KILL",
-           "killing worker %llu (pid %d, grace %u ms): %s", (unsigned long long)worker_id,
-           wk->pid, grace_ms, reason != NULL ? reason : "");
+    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-KILL", "killing worker %llu (pid %d, grace %u ms): %s",
+           (unsigned long long)worker_id, wk->pid, grace_ms, reason != NULL ? reason : "");
     if (wk->state == WS_RUNNING && wk->proc != NULL) {
         hv_proc_kill(wk->proc, grace_ms);
     } else if (wk->state == WS_FETCHING) {
@@ -518,8 +521,7 @@ void hv_workers_destroy(hv_workers_t *w) {
         if (wk->state == WS_FETCHING && wk->pending > 0) {
             // A fetch callback would still reach this record: keep it rather than crash.
             HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-WORKER-LEAK",
-                   "worker %llu still waits for artifacts at shutdown",
-                   (unsigned long long)wk->id);
+                   "worker %llu still waits for artifacts at shutdown", (unsigned long long)wk->id);
             continue;
         }
         if (wk->proc != NULL) {

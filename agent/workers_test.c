@@ -112,8 +112,7 @@ static void setup_with(hv_rpc_engine_t *e, hv_rpc_channel_t *ch) {
     CHECK_RC(hv_mkdirs(cache_dir, 0755), HV_OK);
     CHECK_RC(hv_artifact_cache_create(&loop, e, ch, cache_dir, "tok", &cache), HV_OK);
     hv_workers_config_t cfg = {.work_dir = work, .node_name = "node-x"};
-    hv_workers_cbs_t cbs = {.on_started = on_started, .on_exited = on_exited,
-                            .on_line = on_line};
+    hv_workers_cbs_t cbs = {.on_started = on_started, .on_exited = on_exited, .on_line = on_line};
     CHECK_RC(hv_workers_create(&loop, &cfg, cache, &cbs, &wt), HV_OK);
     started = exited = nlines = 0;
     exit_reason[0] = '\0';
@@ -247,8 +246,7 @@ static void case_layout_env(void) {
 static void case_fetch_failed(void) {
     setup();
     order_t o;
-    order_init(&o, 5, "ab00000000000000000000000000000000000000000000000000000000000000",
-               "train");
+    order_init(&o, 5, "ab00000000000000000000000000000000000000000000000000000000000000", "train");
     hv_workers_spawn(wt, &o.sp);
     CHECK(run_until(&exited, 1, 5000));
     CHECK_EQ(started, 0);
@@ -352,16 +350,17 @@ static void case_kill_while_fetching(void) {
     char target[64];
     CHECK_RC(hv_rpc_engine_create(&loop, &e), HV_OK);
     CHECK_RC(hv_rpc_server_create(e, "127.0.0.1:0", &s, &port), HV_OK);
-    hv_rpc_method_t m = {.path = "/hvpb.v1.Cluster/Fetch", .kind = HV_RPC_SERVER_STREAM,
-                         .req = &hvpb__v1__fetch_request__descriptor, .on_msg = stall_fetch};
+    hv_rpc_method_t m = {.path = "/hvpb.v1.Cluster/Fetch",
+                         .kind = HV_RPC_SERVER_STREAM,
+                         .req = &hvpb__v1__fetch_request__descriptor,
+                         .on_msg = stall_fetch};
     CHECK_RC(hv_rpc_server_add(s, &m), HV_OK);
     CHECK_RC(hv_rpc_server_start(s), HV_OK);
     snprintf(target, sizeof(target), "127.0.0.1:%d", port);
     CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
     setup_with(e, ch);
     order_t o;
-    order_init(&o, 11, "cd00000000000000000000000000000000000000000000000000000000000000",
-               "big");
+    order_init(&o, 11, "cd00000000000000000000000000000000000000000000000000000000000000", "big");
     hv_workers_spawn(wt, &o.sp);
     fetches = 0;
     CHECK(run_until(&fetches, 1, 5000));

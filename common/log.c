@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 static hv_log_level log_level = HV_LOG_NOTICE;
-static char log_subsys[256];          // empty = all subsystems
+static char log_subsys[256]; // empty = all subsystems
 static char log_prog[32] = "hv";
 static hv_log_sink_fn log_sink;
 static void *log_sink_ud;
@@ -21,7 +21,7 @@ int hv_log_parse_level(const char *s, hv_log_level *out) {
     static const struct {
         const char *name;
         hv_log_level level;
-    } names[] = {{"error", HV_LOG_ERROR}, {"warn", HV_LOG_WARN},   {"warning", HV_LOG_WARN},
+    } names[] = {{"error", HV_LOG_ERROR},   {"warn", HV_LOG_WARN}, {"warning", HV_LOG_WARN},
                  {"notice", HV_LOG_NOTICE}, {"info", HV_LOG_INFO}, {"debug", HV_LOG_DEBUG}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strcasecmp(s, names[i].name) == 0) {
@@ -62,7 +62,7 @@ int hv_log_enabled(hv_log_level level, const char *subsys) {
         return 0;
     }
     if (log_subsys[0] == '\0' || level <= HV_LOG_WARN) {
-        return 1;  // warnings and errors are never filtered by subsystem
+        return 1; // warnings and errors are never filtered by subsystem
     }
     size_t n = strlen(subsys);
     for (const char *p = log_subsys; *p != '\0';) {
@@ -91,8 +91,7 @@ static const char *level_name(hv_log_level l) {
     }
 }
 
-void hv_log_write(hv_log_level level, const char *subsys, const char *msgid, const char *fmt,
-                  ...) {
+void hv_log_write(hv_log_level level, const char *subsys, const char *msgid, const char *fmt, ...) {
     char text[2048];
     va_list ap;
     va_start(ap, fmt);

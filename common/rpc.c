@@ -34,12 +34,12 @@
 #define RPC_PREPOSTED_CALLS 16 /* server request_call slots kept posted */
 
 typedef enum op_kind {
-    OP_NEW_CALL,  /* server: request_call completed */
-    OP_RECV,      /* RECV_MESSAGE */
-    OP_SEND,      /* SEND_MESSAGE (and maybe status / close) */
-    OP_CLOSE,     /* server RECV_CLOSE_ON_SERVER, client RECV_STATUS_ON_CLIENT */
-    OP_START,     /* client initial batch */
-    OP_SHUTDOWN,  /* server shutdown notification */
+    OP_NEW_CALL, /* server: request_call completed */
+    OP_RECV,     /* RECV_MESSAGE */
+    OP_SEND,     /* SEND_MESSAGE (and maybe status / close) */
+    OP_CLOSE,    /* server RECV_CLOSE_ON_SERVER, client RECV_STATUS_ON_CLIENT */
+    OP_START,    /* client initial batch */
+    OP_SHUTDOWN, /* server shutdown notification */
 } op_kind;
 
 typedef struct rpc_op_s {
@@ -52,21 +52,21 @@ typedef struct rpc_op_s {
 
 struct hv_rpc_call_s {
     hv_rpc_engine_t *eng;
-    hv_rpc_server_t *srv;               /* server calls: owning server; NULL for clients */
+    hv_rpc_server_t *srv; /* server calls: owning server; NULL for clients */
     grpc_call *call;
     int is_client;
     hv_rpc_kind kind;
-    const hv_rpc_method_t *method;      /* server: bound method (NULL = unimplemented) */
+    const hv_rpc_method_t *method; /* server: bound method (NULL = unimplemented) */
     const ProtobufCMessageDescriptor *recv_desc;
     hv_rpc_msg_cb on_msg;
     hv_rpc_done_cb on_done;
     hv_rpc_drain_cb on_drain;
     void *ud;
-    void *data;                         /* user data (hv_rpc_call_set_data) */
+    void *data; /* user data (hv_rpc_call_set_data) */
     /* server: request_call outputs */
     grpc_call_details details;
     grpc_metadata_array request_md;
-    int cancelled;                      /* RECV_CLOSE_ON_SERVER result */
+    int cancelled; /* RECV_CLOSE_ON_SERVER result */
     /* client: status outputs */
     grpc_metadata_array initial_md;
     grpc_metadata_array trailing_md;
@@ -79,11 +79,11 @@ struct hv_rpc_call_s {
     int recv_eof;
     int msgs_received;
     /* sending */
-    grpc_byte_buffer **q;               /* ring of packed messages */
+    grpc_byte_buffer **q; /* ring of packed messages */
     size_t q_head, q_len, q_cap;
-    grpc_byte_buffer *sending;          /* in flight */
+    grpc_byte_buffer *sending; /* in flight */
     int send_pending;
-    int send_included_final;            /* the in-flight batch carries status / close */
+    int send_included_final; /* the in-flight batch carries status / close */
     int initial_md_sent;
     int finish_requested;
     int final_sent;
@@ -91,14 +91,14 @@ struct hv_rpc_call_s {
     grpc_slice finish_details;
     int finish_details_set;
     /* lifecycle */
-    int open;                           /* user may still send */
-    int close_done;                     /* OP_CLOSE completed */
+    int open;       /* user may still send */
+    int close_done; /* OP_CLOSE completed */
     int done_called;
     int ops_outstanding;
     hv_rpc_status_t st;
     char peer[280];
     rpc_op_t op_recv, op_send, op_close, op_start, op_new;
-    struct hv_rpc_call_s *prev, *next;  /* engine's live-call list */
+    struct hv_rpc_call_s *prev, *next; /* engine's live-call list */
 };
 
 struct hv_rpc_server_s {
@@ -121,7 +121,7 @@ struct hv_rpc_engine_s {
     pthread_mutex_t mu;
     rpc_op_t *inbox_head, *inbox_tail; /* guarded by mu */
     hv_rpc_server_t *servers;
-    hv_rpc_call_t *calls;               /* every live call (server and client) */
+    hv_rpc_call_t *calls; /* every live call (server and client) */
     size_t n_calls;
     int destroying;
 };
@@ -304,7 +304,8 @@ static gpr_timespec deadline_after(uint32_t ms) {
 static void *engine_thread(void *arg) {
     hv_rpc_engine_t *e = arg;
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        grpc_event ev =
+            grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN) {
             break;
         }
@@ -633,9 +634,8 @@ static void server_post_request(hv_rpc_server_t *s) {
         return;
     }
     c->srv = s;
-    grpc_call_error err = grpc_server_request_call(s->server, &c->call, &c->details,
-                                                   &c->request_md, s->eng->cq, s->eng->cq,
-                                                   &c->op_new);
+    grpc_call_error err = grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md,
+                                                   s->eng->cq, s->eng->cq, &c->op_new);
     if (err != GRPC_CALL_OK) {
         c->done_called = 1;
         call_free(c);

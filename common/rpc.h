@@ -29,18 +29,18 @@
 
 #include "err.h"
 
-#define HV_RPC_MAX_MSG (8u << 20)          /* max serialized message, both directions */
-#define HV_RPC_KEEPALIVE_MS 10000          /* client and server ping interval */
-#define HV_RPC_KEEPALIVE_TIMEOUT_MS 5000   /* a ping unanswered this long closes the transport */
-#define HV_RPC_MIN_PING_INTERVAL_MS 5000   /* server accepts pings this often (<= KEEPALIVE_MS) */
-#define HV_RPC_SEND_QUEUE_MAX 4096         /* per-call queued messages before hv_rpc_send fails */
-#define HV_RPC_SEND_QUEUE_LOW 256          /* on_drain fires when the queue falls below this */
+#define HV_RPC_MAX_MSG (8u << 20)        /* max serialized message, both directions */
+#define HV_RPC_KEEPALIVE_MS 10000        /* client and server ping interval */
+#define HV_RPC_KEEPALIVE_TIMEOUT_MS 5000 /* a ping unanswered this long closes the transport */
+#define HV_RPC_MIN_PING_INTERVAL_MS 5000 /* server accepts pings this often (<= KEEPALIVE_MS) */
+#define HV_RPC_SEND_QUEUE_MAX 4096       /* per-call queued messages before hv_rpc_send fails */
+#define HV_RPC_SEND_QUEUE_LOW 256        /* on_drain fires when the queue falls below this */
 
 /* The outcome of a call. msg is a human-readable detail ("" on success). */
 typedef struct hv_rpc_status_s {
-    hv_err rc;      /* mapped code */
-    int grpc_code;  /* raw grpc_status_code */
-    char msg[512];  /* detail from the peer or the transport */
+    hv_err rc;     /* mapped code */
+    int grpc_code; /* raw grpc_status_code */
+    char msg[512]; /* detail from the peer or the transport */
 } hv_rpc_status_t;
 
 typedef struct hv_rpc_engine_s hv_rpc_engine_t;
@@ -79,11 +79,11 @@ void hv_rpc_engine_destroy(hv_rpc_engine_t *e);
 /* ---- server --------------------------------------------------------------------------------- */
 
 typedef struct hv_rpc_method_s {
-    const char *path;                       /* "/hvpb.v1.Jobs/Submit" (borrowed, static) */
+    const char *path; /* "/hvpb.v1.Jobs/Submit" (borrowed, static) */
     hv_rpc_kind kind;
-    const ProtobufCMessageDescriptor *req;  /* request message type */
-    hv_rpc_msg_cb on_msg;                   /* each request (once for unary and server-stream) */
-    hv_rpc_done_cb on_done;                 /* optional: the call ended */
+    const ProtobufCMessageDescriptor *req; /* request message type */
+    hv_rpc_msg_cb on_msg;                  /* each request (once for unary and server-stream) */
+    hv_rpc_done_cb on_done;                /* optional: the call ended */
     void *ud;
 } hv_rpc_method_t;
 

@@ -119,12 +119,24 @@ static void server_up(void) {
     CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
     CHECK(port > 0);
     snprintf(target, sizeof(target), "127.0.0.1:%d", port);
-    hv_rpc_method_t m1 = {"/hvpb.v1.Jobs/GetJob", HV_RPC_UNARY, &hvpb__v1__job_ref__descriptor,
-                          get_job, count_done, NULL};
-    hv_rpc_method_t m2 = {"/hvpb.v1.Jobs/Watch", HV_RPC_SERVER_STREAM,
-                          &hvpb__v1__watch_request__descriptor, watch, watch_done, NULL};
-    hv_rpc_method_t m3 = {"/hvpb.v1.Cluster/Session", HV_RPC_BIDI,
-                          &hvpb__v1__agent_msg__descriptor, session, count_done, NULL};
+    hv_rpc_method_t m1 = {"/hvpb.v1.Jobs/GetJob",
+                          HV_RPC_UNARY,
+                          &hvpb__v1__job_ref__descriptor,
+                          get_job,
+                          count_done,
+                          NULL};
+    hv_rpc_method_t m2 = {"/hvpb.v1.Jobs/Watch",
+                          HV_RPC_SERVER_STREAM,
+                          &hvpb__v1__watch_request__descriptor,
+                          watch,
+                          watch_done,
+                          NULL};
+    hv_rpc_method_t m3 = {"/hvpb.v1.Cluster/Session",
+                          HV_RPC_BIDI,
+                          &hvpb__v1__agent_msg__descriptor,
+                          session,
+                          count_done,
+                          NULL};
     CHECK_RC(hv_rpc_server_add(srv, &m1), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &m2), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &m3), HV_OK);
@@ -183,14 +195,14 @@ static void *unary_client(void *arg) {
              HV_ENOTFOUND);
     CHECK(strcmp(st.msg, "no job 42") == 0);
     /* unknown method */
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/Nope", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/Nope", &r.base, &hvpb__v1__job_view__descriptor, 2000,
+                          &resp, &st),
              HV_ENOTSUP);
     /* deadline: the server never answers job 99 */
     uint64_t t0 = hv_now_ms();
     r.job_id = 99;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          300, &resp, &st),
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor, 300,
+                          &resp, &st),
              HV_ETIMEDOUT);
     CHECK(hv_now_ms() - t0 < 2000);
     /* oversized request is refused before sending */
@@ -286,8 +298,7 @@ static int case_bidi(void) {
     CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
     hv_rpc_client_cbs_t cbs = {&hvpb__v1__head_msg__descriptor, bidi_msg, bidi_done, NULL};
     hv_rpc_call_t *c;
-    CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs,
-                               &c),
+    CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs, &c),
              HV_OK);
     for (int i = 1; i <= 100; i++) {
         Hvpb__V1__AgentMsg a = HVPB__V1__AGENT_MSG__INIT;
@@ -301,8 +312,7 @@ static int case_bidi(void) {
     CHECK(bidi_status_done && bidi_acked == 100);
     CHECK_RC(bidi_st.rc, HV_ECANCELED);
     /* A second session left open must be torn down by engine destroy without leaks. */
-    CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs,
-                               &c),
+    CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs, &c),
              HV_OK);
     bidi_status_done = 0;
     for (int i = 0; i < 20; i++) {

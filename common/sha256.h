@@ -15,10 +15,10 @@
 
 /* Running state of one digest. Caller storage; fields are private to sha256.c. */
 typedef struct hv_sha256_s {
-    uint32_t h[8];     /* intermediate hash value H(i) */
-    uint64_t len;      /* message length so far, in bytes */
-    uint8_t buf[64];   /* pending partial block */
-    size_t buflen;     /* bytes used in buf, 0..63 */
+    uint32_t h[8];   /* intermediate hash value H(i) */
+    uint64_t len;    /* message length so far, in bytes */
+    uint8_t buf[64]; /* pending partial block */
+    size_t buflen;   /* bytes used in buf, 0..63 */
 } hv_sha256_t;
 
 /* Starts a new digest in ctx (borrowed). */

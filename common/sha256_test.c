@@ -24,7 +24,7 @@ static int failures;
     do {                                                                                           \
         const char *g_ = (got), *w_ = (want);                                                      \
         if (g_ == NULL || strcmp(g_, w_) != 0) {                                                   \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
                     g_ ? g_ : "(null)", w_);                                                       \
             failures++;                                                                            \
         }                                                                                          \
@@ -34,7 +34,7 @@ static int failures;
     do {                                                                                           \
         hv_err g_ = (got), w_ = (want);                                                            \
         if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
                     hv_errname(g_), hv_errname(w_));                                               \
             failures++;                                                                            \
         }                                                                                          \

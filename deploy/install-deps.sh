@@ -4,7 +4,8 @@
 # Usage: deploy/install-deps.sh [--bench]   (--bench adds OpenMPI for the benchmark peer)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
-      libuv1-dev libsqlite3-dev sqlite3 libyaml-dev iproute2 procps python3)
+      libuv1-dev libsqlite3-dev sqlite3 libyaml-dev iproute2 procps python3
+      clang-format git)
 if [ "${1:-}" = "--bench" ] || [ "${HV_BENCH_DEPS:-0}" = 1 ]; then
     pkgs+=(openmpi-bin libopenmpi-dev)
 fi

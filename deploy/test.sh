@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 SAN=1
 if [ "${1:-}" = "--no-sanitize" ]; then SAN=0; shift; fi
 deploy/install-deps.sh
+echo "== format (clang-format --dry-run on every tracked .c/.h)"
+if ! git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror; then
+    echo "== format check FAILED: run clang-format -i on the files above"
+    exit 1
+fi
 jobs=$(nproc)
 run_suite() { # BUILD_DIR CMAKE_ARGS...
     local dir=$1; shift

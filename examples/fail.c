@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     }
     int exit_code = rank == (int)target ? (int)code : 0;
     if (exit_code == 0) {
-        hv_shutdown();  // a worker that succeeds says so (Done); the failing one just exits
+        hv_shutdown(); // a worker that succeeds says so (Done); the failing one just exits
     }
     return exit_code;
 }

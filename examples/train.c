@@ -57,9 +57,9 @@ int main(int argc, char **argv) {
     }
     int rank = hv_rank(), size = hv_size();
     size_t dim = (size_t)ntensors * (size_t)elems;
-    float *w = calloc(dim, sizeof(float));       // the model: all tensors back to back
+    float *w = calloc(dim, sizeof(float)); // the model: all tensors back to back
     float *grad = calloc(dim, sizeof(float));
-    float *truth = calloc(dim, sizeof(float));   // the weights the data was generated with
+    float *truth = calloc(dim, sizeof(float)); // the weights the data was generated with
     float *x = calloc(dim, sizeof(float));
     hv_handle_t *h = calloc((size_t)ntensors, sizeof(hv_handle_t));
     char(*names)[32] = calloc((size_t)ntensors, 32);
@@ -105,8 +105,7 @@ int main(int argc, char **argv) {
         // A backward pass hands the tensors over last layer first.
         for (long t = ntensors - 1; t >= 0; t--) {
             float *g = grad + (size_t)t * (size_t)elems;
-            if (check(hv_allreduce_async(names[t], g, g, (size_t)elems, HV_FLOAT32, HV_AVG,
-                                         &h[t]),
+            if (check(hv_allreduce_async(names[t], g, g, (size_t)elems, HV_FLOAT32, HV_AVG, &h[t]),
                       "allreduce_async") != 0) {
                 goto out;
             }

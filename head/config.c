@@ -30,17 +30,17 @@
 
 /* What a key holds; decides how its scalar is parsed and checked. */
 typedef enum config_type {
-    CFG_MAP,          // a section: a mapping of further keys
-    CFG_NAME,         // required name: letters, digits, '.', '_', '-'; 1..63 bytes
-    CFG_STR,          // required non-empty string
-    CFG_STR_OPT,      // string; empty or null = unset (NULL)
-    CFG_TOKEN,        // optional secret: no whitespace; never echoed in messages
-    CFG_LISTEN,       // required HOST:PORT, port 0..65535 (0 = pick one, for tests)
-    CFG_ADDR_OPT,     // optional HOST:PORT, port 1..65535
-    CFG_U32,          // decimal integer in [min, max]
-    CFG_SIZE,         // byte size with optional unit, in [min, max]
-    CFG_LOGLEVEL,     // error|warn|notice|info|debug
-    CFG_PROVIDER,     // none|local|command|spot-sim
+    CFG_MAP,      // a section: a mapping of further keys
+    CFG_NAME,     // required name: letters, digits, '.', '_', '-'; 1..63 bytes
+    CFG_STR,      // required non-empty string
+    CFG_STR_OPT,  // string; empty or null = unset (NULL)
+    CFG_TOKEN,    // optional secret: no whitespace; never echoed in messages
+    CFG_LISTEN,   // required HOST:PORT, port 0..65535 (0 = pick one, for tests)
+    CFG_ADDR_OPT, // optional HOST:PORT, port 1..65535
+    CFG_U32,      // decimal integer in [min, max]
+    CFG_SIZE,     // byte size with optional unit, in [min, max]
+    CFG_LOGLEVEL, // error|warn|notice|info|debug
+    CFG_PROVIDER, // none|local|command|spot-sim
 } config_type;
 
 /* One known key. */
@@ -48,8 +48,8 @@ typedef struct config_opt_s {
     const char *section; // "" at the top level, else the dotted path of the enclosing mapping
     const char *name;    // the key inside its section
     config_type type;
-    size_t off;          // field offset in hv_head_config_t (unused for CFG_MAP)
-    uint64_t min, max;   // range for CFG_U32 and CFG_SIZE
+    size_t off;        // field offset in hv_head_config_t (unused for CFG_MAP)
+    uint64_t min, max; // range for CFG_U32 and CFG_SIZE
 } config_opt_t;
 
 #define CFG_OFF(f) offsetof(hv_head_config_t, f)
@@ -71,12 +71,10 @@ static const config_opt_t config_opts[] = {
     {"", "elastic", CFG_MAP, 0, 0, 0},
     {"elastic", "elastic_timeout_s", CFG_U32, CFG_OFF(elastic.elastic_timeout_s), 1, 604800},
     {"elastic", "max_resets", CFG_U32, CFG_OFF(elastic.max_resets), 0, 1000000},
-    {"elastic", "blacklist_cooldown_s", CFG_U32, CFG_OFF(elastic.blacklist_cooldown_s), 0,
+    {"elastic", "blacklist_cooldown_s", CFG_U32, CFG_OFF(elastic.blacklist_cooldown_s), 0, 604800},
+    {"elastic", "blacklist_max_cooldown_s", CFG_U32, CFG_OFF(elastic.blacklist_max_cooldown_s), 0,
      604800},
-    {"elastic", "blacklist_max_cooldown_s", CFG_U32, CFG_OFF(elastic.blacklist_max_cooldown_s),
-     0, 604800},
-    {"elastic", "rendezvous_timeout_s", CFG_U32, CFG_OFF(elastic.rendezvous_timeout_s), 1,
-     3600},
+    {"elastic", "rendezvous_timeout_s", CFG_U32, CFG_OFF(elastic.rendezvous_timeout_s), 1, 3600},
     {"", "autoscaler", CFG_MAP, 0, 0, 0},
     {"autoscaler", "provider", CFG_PROVIDER, CFG_OFF(autoscaler.provider), 0, 0},
     {"autoscaler", "min_nodes", CFG_U32, CFG_OFF(autoscaler.min_nodes), 0, 100000},
@@ -86,8 +84,7 @@ static const config_opt_t config_opts[] = {
     {"autoscaler.local", "slots", CFG_U32, CFG_OFF(autoscaler.local_slots), 1, 4096},
     {"autoscaler", "command", CFG_MAP, 0, 0, 0},
     {"autoscaler.command", "launch", CFG_STR_OPT, CFG_OFF(autoscaler.command_launch), 0, 0},
-    {"autoscaler.command", "terminate", CFG_STR_OPT, CFG_OFF(autoscaler.command_terminate), 0,
-     0},
+    {"autoscaler.command", "terminate", CFG_STR_OPT, CFG_OFF(autoscaler.command_terminate), 0, 0},
 };
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
@@ -96,12 +93,12 @@ static const char *const config_providers[] = {"none", "local", "command", "spot
 
 /* State of one file walk. */
 typedef struct config_parse_s {
-    const char *path;             // the file, as the caller named it (borrowed)
-    char *err;                    // caller's message buffer (borrowed)
+    const char *path; // the file, as the caller named it (borrowed)
+    char *err;        // caller's message buffer (borrowed)
     size_t errlen;
-    hv_head_config_t *cfg;        // the config being filled (borrowed)
-    yaml_document_t *doc;         // the composed document (borrowed)
-    int set[CONFIG_NOPTS];        // 1 when the file gave this key
+    hv_head_config_t *cfg;          // the config being filled (borrowed)
+    yaml_document_t *doc;           // the composed document (borrowed)
+    int set[CONFIG_NOPTS];          // 1 when the file gave this key
     yaml_mark_t mark[CONFIG_NOPTS]; // where the file gave its value
 } config_parse_t;
 
@@ -406,8 +403,9 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
     switch (o->type) {
     case CFG_NAME: {
         size_t len = strlen(v);
-        if (len == 0 || len > 63 || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789._-") != len) {
+        if (len == 0 || len > 63 ||
+            strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789._-") != len) {
             return config_fail(p, at,
                                "key '%s': value '%s' must be 1..63 letters, digits, '.', '_' "
                                "or '-'",
@@ -490,8 +488,9 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
                 return config_set_str(p->cfg, o, v);
             }
         }
-        return config_fail(p, at, "key '%s': value '%s' is not one of none, local, command, "
-                                  "spot-sim",
+        return config_fail(p, at,
+                           "key '%s': value '%s' is not one of none, local, command, "
+                           "spot-sim",
                            key, shown);
     case CFG_MAP:
         break;
@@ -502,8 +501,8 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
 /* Walks one mapping node whose keys belong to section. */
 static hv_err config_walk(config_parse_t *p, const yaml_node_t *map, const char *section) {
     hv_err rc;
-    for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
-         pair < map->data.mapping.pairs.top; pair++) {
+    for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
+         pair++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
         if (k == NULL || v == NULL) {
@@ -908,8 +907,8 @@ static hv_err config_read_token(const char *path, const char *what, char **out, 
     while (b < e && (buf[b] == ' ' || buf[b] == '\t' || buf[b] == '\r' || buf[b] == '\n')) {
         b++;
     }
-    while (e > b && (buf[e - 1] == ' ' || buf[e - 1] == '\t' || buf[e - 1] == '\r' ||
-                     buf[e - 1] == '\n')) {
+    while (e > b &&
+           (buf[e - 1] == ' ' || buf[e - 1] == '\t' || buf[e - 1] == '\r' || buf[e - 1] == '\n')) {
         e--;
     }
     if (b == e) {
@@ -1002,8 +1001,7 @@ static hv_err config_create_token(const char *path, char *err, size_t errlen) {
             continue;
         }
         if (n <= 0) {
-            config_errf(err, errlen, "token file '%s': no random bytes: %s", path,
-                        strerror(errno));
+            config_errf(err, errlen, "token file '%s': no random bytes: %s", path, strerror(errno));
             rc = HV_EIO;
             goto out;
         }

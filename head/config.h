@@ -41,14 +41,14 @@ typedef struct hv_head_config_s {
         uint32_t rendezvous_timeout_s;     /* deadline for a rendezvous round; 60 */
     } elastic;
     struct {
-        char *provider;           /* "none" (default) | "local" | "command" | "spot-sim" */
-        uint32_t min_nodes;       /* nodes kept even when idle; 0 */
-        uint32_t max_nodes;       /* nodes the autoscaler may own; 0; >= min_nodes, and >= 1
+        char *provider;          /* "none" (default) | "local" | "command" | "spot-sim" */
+        uint32_t min_nodes;      /* nodes kept even when idle; 0 */
+        uint32_t max_nodes;      /* nodes the autoscaler may own; 0; >= min_nodes, and >= 1
                                    * when provider is not "none" */
-        uint32_t idle_timeout_s;  /* idle time before a node is given back; 300 */
-        uint32_t local_slots;     /* key autoscaler.local.slots: slots per local agent; 2 */
-        char *command_launch;     /* key autoscaler.command.launch, or NULL */
-        char *command_terminate;  /* key autoscaler.command.terminate, or NULL */
+        uint32_t idle_timeout_s; /* idle time before a node is given back; 300 */
+        uint32_t local_slots;    /* key autoscaler.local.slots: slots per local agent; 2 */
+        char *command_launch;    /* key autoscaler.command.launch, or NULL */
+        char *command_terminate; /* key autoscaler.command.terminate, or NULL */
     } autoscaler;
 } hv_head_config_t;
 

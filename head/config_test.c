@@ -44,7 +44,7 @@ static int failures;
     do {                                                                                           \
         const char *g_ = (got), *w_ = (want);                                                      \
         if ((g_ == NULL) != (w_ == NULL) || (g_ != NULL && strcmp(g_, w_) != 0)) {                 \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
                     g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                       \
             failures++;                                                                            \
         }                                                                                          \
@@ -54,7 +54,7 @@ static int failures;
     do {                                                                                           \
         hv_err g_ = (got), w_ = (want);                                                            \
         if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n  message: %s\n", __FILE__,       \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n  message: %s\n", __FILE__,        \
                     __LINE__, #got, hv_errname(g_), hv_errname(w_), (err));                        \
             failures++;                                                                            \
         }                                                                                          \
@@ -168,8 +168,8 @@ static void test_empty(void) {
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         hv_head_config_t c;
         char err[512] = "", path[512];
-        hv_err rc = hv_head_config_load(data_path(files[i], path, sizeof(path)), &c, err,
-                                        sizeof(err));
+        hv_err rc =
+            hv_head_config_load(data_path(files[i], path, sizeof(path)), &c, err, sizeof(err));
         CHECK_RC(rc, HV_OK, err);
         if (rc == HV_OK) {
             check_defaults(&c);
@@ -217,36 +217,66 @@ typedef struct bad_case_s {
 } bad_case_t;
 
 static const bad_case_t bad_cases[] = {
-    {"bad_unknown_key.yaml", HV_EINVAL, "3:1", {"heartbeet_ms"},
+    {"bad_unknown_key.yaml",
+     HV_EINVAL,
+     "3:1",
+     {"heartbeet_ms"},
      "unknown key 'heartbeet_ms' (did you mean 'heartbeat_ms'?)"},
-    {"bad_nested_unknown.yaml", HV_EINVAL, "2:3", {"'elastic.max_reset'", "elastic.max_resets"},
+    {"bad_nested_unknown.yaml",
+     HV_EINVAL,
+     "2:3",
+     {"'elastic.max_reset'", "elastic.max_resets"},
      NULL},
     {"bad_misplaced_key.yaml", HV_EINVAL, "1:1", {"'max_resets'", "'elastic.max_resets'"}, NULL},
-    {"bad_type.yaml", HV_EINVAL, "7:15", {"heartbeat_ms", "fast"},
+    {"bad_type.yaml",
+     HV_EINVAL,
+     "7:15",
+     {"heartbeat_ms", "fast"},
      "key 'heartbeat_ms': value 'fast' is not an integer"},
     {"bad_range.yaml", HV_EINVAL, "1:16", {"kill_grace_ms", "'700000'", "0..600000"}, NULL},
-    {"bad_lease.yaml", HV_EINVAL, "2:11", {"lease_ms", "100"},
+    {"bad_lease.yaml",
+     HV_EINVAL,
+     "2:11",
+     {"lease_ms", "100"},
      "key 'lease_ms': value '100' must be at least 3 x heartbeat_ms (3000)"},
-    {"bad_heartbeat_vs_default_lease.yaml", HV_EINVAL, "1:15",
-     {"heartbeat_ms", "'5000'", "lease_ms"}, NULL},
-    {"bad_enum.yaml", HV_EINVAL, "1:12", {"log_level", "loud"},
+    {"bad_heartbeat_vs_default_lease.yaml",
+     HV_EINVAL,
+     "1:15",
+     {"heartbeat_ms", "'5000'", "lease_ms"},
+     NULL},
+    {"bad_enum.yaml",
+     HV_EINVAL,
+     "1:12",
+     {"log_level", "loud"},
      "key 'log_level': value 'loud' is not one of error, warn, notice, info, debug"},
-    {"bad_listen.yaml", HV_EINVAL, "1:9", {"listen", "nohost"},
+    {"bad_listen.yaml",
+     HV_EINVAL,
+     "1:9",
+     {"listen", "nohost"},
      "key 'listen': value 'nohost' is not HOST:PORT"},
     {"bad_port.yaml", HV_EINVAL, "1:9", {"listen", "'0.0.0.0:70000'", "port"}, NULL},
     {"bad_duplicate.yaml", HV_EINVAL, "3:1", {"duplicate key 'listen'", "line 1"}, NULL},
     {"bad_syntax.yaml", HV_EINVAL, "4:2", {"YAML syntax error"}, NULL},
-    {"bad_section.yaml", HV_EINVAL, "2:10", {"elastic"},
+    {"bad_section.yaml",
+     HV_EINVAL,
+     "2:10",
+     {"elastic"},
      "key 'elastic': expected a mapping, got a scalar"},
-    {"bad_scalar_expected.yaml", HV_EINVAL, "2:3", {"listen", "expected a scalar", "sequence"},
+    {"bad_scalar_expected.yaml",
+     HV_EINVAL,
+     "2:3",
+     {"listen", "expected a scalar", "sequence"},
      NULL},
     {"bad_top_level.yaml", HV_EINVAL, "1:1", {"top level", "sequence"}, NULL},
     {"bad_token_both.yaml", HV_EINVAL, "2:13", {"'token'", "'token_file'", "both"}, NULL},
     {"bad_size.yaml", HV_EINVAL, "1:13", {"max_upload", "'10XB'", "not a size"}, NULL},
     {"bad_size_range.yaml", HV_EINVAL, "1:13", {"max_upload", "'100GiB'", "1KiB..64GiB"}, NULL},
     {"bad_provider.yaml", HV_EINVAL, "2:13", {"autoscaler.provider", "'aws'", "spot-sim"}, NULL},
-    {"bad_command_provider.yaml", HV_EINVAL, "2:13",
-     {"autoscaler.provider", "'command'", "autoscaler.command.terminate"}, NULL},
+    {"bad_command_provider.yaml",
+     HV_EINVAL,
+     "2:13",
+     {"autoscaler.provider", "'command'", "autoscaler.command.terminate"},
+     NULL},
     {"bad_cooldown.yaml", HV_EINVAL, "3:29", {"blacklist_max_cooldown_s", "'60'", "600"}, NULL},
     {"bad_two_documents.yaml", HV_EINVAL, "2:1", {"one YAML document"}, NULL},
 };

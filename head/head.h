@@ -37,27 +37,27 @@ typedef struct head_node_s head_node_t;
 typedef struct head_worker_s head_worker_t;
 
 struct head_node_s {
-    hv_node_row_t row;            /* persisted fields (owned strings) */
-    hv_rpc_call_t *session;       /* live Session stream, or NULL */
-    uint64_t lease_deadline;      /* monotonic ms; dead when passed */
-    uint64_t persisted_seen_ms;   /* last last_seen_ms written to the store */
+    hv_node_row_t row;          /* persisted fields (owned strings) */
+    hv_rpc_call_t *session;     /* live Session stream, or NULL */
+    uint64_t lease_deadline;    /* monotonic ms; dead when passed */
+    uint64_t persisted_seen_ms; /* last last_seen_ms written to the store */
     uint32_t slots_used;
     uint64_t gpus_used_mask;
-    int reconcile_pending;        /* hello seen; reconcile at the next heartbeat */
-    uint64_t *hello_running;      /* worker ids the agent listed in hello (owned) */
+    int reconcile_pending;   /* hello seen; reconcile at the next heartbeat */
+    uint64_t *hello_running; /* worker ids the agent listed in hello (owned) */
     size_t n_hello_running;
-    uint64_t max_seq_applied;     /* highest AgentMsg.seq applied (this head process) */
+    uint64_t max_seq_applied; /* highest AgentMsg.seq applied (this head process) */
     head_node_t *next;
 };
 
 struct head_worker_s {
-    hv_worker_row_t row;          /* persisted fields */
-    head_job_t *job;              /* owner */
-    head_node_t *node;            /* where it runs (NULL if the node is unknown) */
-    uint64_t kill_deadline;       /* monotonic ms: lost if not exited by then (0 = no kill) */
-    char *rdzv_addr;              /* data-plane address from JoinRound (owned) */
-    hv_rpc_call_t *rdzv_call;     /* JoinRound waiting for the round to close */
-    int done;                     /* reported Done through the rendezvous */
+    hv_worker_row_t row;      /* persisted fields */
+    head_job_t *job;          /* owner */
+    head_node_t *node;        /* where it runs (NULL if the node is unknown) */
+    uint64_t kill_deadline;   /* monotonic ms: lost if not exited by then (0 = no kill) */
+    char *rdzv_addr;          /* data-plane address from JoinRound (owned) */
+    hv_rpc_call_t *rdzv_call; /* JoinRound waiting for the round to close */
+    int done;                 /* reported Done through the rendezvous */
 };
 
 typedef struct head_watch_s head_watch_t;
@@ -65,16 +65,16 @@ typedef struct head_kvwait_s head_kvwait_t;
 typedef struct head_kv_s head_kv_t;
 
 struct head_job_s {
-    hv_job_row_t row;             /* persisted fields */
-    Hvpb__V1__JobSpec *spec;      /* unpacked spec (owned) */
-    head_worker_t **workers;      /* workers of the current attempt, by rank (np entries) */
+    hv_job_row_t row;        /* persisted fields */
+    Hvpb__V1__JobSpec *spec; /* unpacked spec (owned) */
+    head_worker_t **workers; /* workers of the current attempt, by rank (np entries) */
     uint32_t n_workers;
-    uint64_t wait_deadline;       /* monotonic ms: fail if not placed by then */
-    int ending;                   /* a terminal state is decided; waiting for workers to end */
-    char *end_state;              /* the terminal state to write once workers ended (owned) */
-    FILE *log;                    /* append handle of <data>/logs/<id>.log */
-    uint64_t log_lines;           /* lines written so far */
-    uint64_t log_bytes;           /* bytes written so far */
+    uint64_t wait_deadline; /* monotonic ms: fail if not placed by then */
+    int ending;             /* a terminal state is decided; waiting for workers to end */
+    char *end_state;        /* the terminal state to write once workers ended (owned) */
+    FILE *log;              /* append handle of <data>/logs/<id>.log */
+    uint64_t log_lines;     /* lines written so far */
+    uint64_t log_bytes;     /* bytes written so far */
     head_watch_t *watchers;
     uint64_t last_event_seq;      /* newest event of this job (0 = unknown: ask the store) */
     head_kv_t *kv;                /* rendezvous key-value pairs */
@@ -93,13 +93,13 @@ struct head_s {
     hv_rpc_server_t *srv;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
-    int port;                     /* bound port */
-    char advertise[300];          /* host:port agents and workers use to reach the head */
+    int port;            /* bound port */
+    char advertise[300]; /* host:port agents and workers use to reach the head */
     char pid_path[4096];
     int stopping;
     head_node_t *nodes;
-    head_job_t *jobs;             /* active and recently ended jobs */
-    uint64_t started_ms;          /* monotonic start time */
+    head_job_t *jobs;    /* active and recently ended jobs */
+    uint64_t started_ms; /* monotonic start time */
 };
 
 /* ---- shared helpers (main.c) ---- */

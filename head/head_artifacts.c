@@ -81,8 +81,7 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
     head_t *h = ud;
     const Hvpb__V1__StatArtifactRequest *req = (const Hvpb__V1__StatArtifactRequest *)m;
     if (!hv_sha256_valid_hex(req->digest)) {
-        hv_rpc_finish(c, HV_EINVAL, "digest '%s' is not 64 lowercase hex characters",
-                      req->digest);
+        hv_rpc_finish(c, HV_EINVAL, "digest '%s' is not 64 lowercase hex characters", req->digest);
         return;
     }
     Hvpb__V1__StatArtifactReply rep = HVPB__V1__STAT_ARTIFACT_REPLY__INIT;
@@ -110,8 +109,7 @@ static hv_err upload_hash_to(upload_t *u, const char *part, uint64_t offset) {
     }
     uint8_t buf[65536];
     while (u->hashed < offset) {
-        size_t want = offset - u->hashed < sizeof(buf) ? (size_t)(offset - u->hashed)
-                                                       : sizeof(buf);
+        size_t want = offset - u->hashed < sizeof(buf) ? (size_t)(offset - u->hashed) : sizeof(buf);
         ssize_t r = read(fd, buf, want);
         if (r <= 0) {
             close(fd);
@@ -129,8 +127,7 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     const Hvpb__V1__UploadChunk *req = (const Hvpb__V1__UploadChunk *)m;
     char sz1[32], sz2[32];
     if (!hv_sha256_valid_hex(req->digest)) {
-        hv_rpc_finish(c, HV_EINVAL, "digest '%s' is not 64 lowercase hex characters",
-                      req->digest);
+        hv_rpc_finish(c, HV_EINVAL, "digest '%s' is not 64 lowercase hex characters", req->digest);
         return;
     }
     if (req->total_size > h->cfg.max_upload_bytes) {
@@ -241,8 +238,8 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 
 hv_err head_artifacts_register(head_t *h) {
     hv_rpc_method_t ms[] = {
-        {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY,
-         &hvpb__v1__stat_artifact_request__descriptor, jobs_stat_artifact, NULL, h},
+        {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY, &hvpb__v1__stat_artifact_request__descriptor,
+         jobs_stat_artifact, NULL, h},
         {"/hvpb.v1.Jobs/Upload", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor, jobs_upload,
          NULL, h},
     };

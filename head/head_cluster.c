@@ -254,16 +254,17 @@ static void session_reconcile(head_t *h, head_node_t *n) {
                 listed |= n->hello_running[i] == w->row.id;
             }
             if (!listed) {
-                head_driver_worker_lost(h, w, "the worker was not running when its agent "
-                                              "reconnected");
+                head_driver_worker_lost(h, w,
+                                        "the worker was not running when its agent "
+                                        "reconnected");
             }
         }
     }
     for (size_t i = 0; i < n->n_hello_running; i++) {
         head_worker_t *w = head_worker_by_id(h, n->hello_running[i]);
-        int wanted = w != NULL && w->node == n && !w->job->ending &&
-                     (strcmp(w->row.state, "running") == 0 ||
-                      strcmp(w->row.state, "starting") == 0);
+        int wanted =
+            w != NULL && w->node == n && !w->job->ending &&
+            (strcmp(w->row.state, "running") == 0 || strcmp(w->row.state, "starting") == 0);
         if (!wanted) {
             Hvpb__V1__HeadMsg msg = HVPB__V1__HEAD_MSG__INIT;
             Hvpb__V1__KillWorker k = HVPB__V1__KILL_WORKER__INIT;
@@ -385,8 +386,8 @@ static void fetch_pump(hv_rpc_call_t *c, void *ud) {
         return;
     }
     while (f->offset < f->size && hv_rpc_call_queued(c) < FETCH_WINDOW) {
-        size_t want = f->size - f->offset < FETCH_CHUNK ? (size_t)(f->size - f->offset)
-                                                         : FETCH_CHUNK;
+        size_t want =
+            f->size - f->offset < FETCH_CHUNK ? (size_t)(f->size - f->offset) : FETCH_CHUNK;
         ssize_t r = pread(f->fd, f->buf, want, (off_t)f->offset);
         if (r <= 0) {
             hv_rpc_finish(c, HV_EIO, "cannot read artifact: %s", r < 0 ? strerror(errno) : "EOF");
@@ -464,8 +465,8 @@ static void fetch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
 
 hv_err head_cluster_register(head_t *h) {
     hv_rpc_method_t ms[] = {
-        {"/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &hvpb__v1__join_request__descriptor,
-         cluster_join, NULL, h},
+        {"/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &hvpb__v1__join_request__descriptor, cluster_join,
+         NULL, h},
         {"/hvpb.v1.Cluster/Session", HV_RPC_BIDI, &hvpb__v1__agent_msg__descriptor, session_msg,
          session_done, h},
         {"/hvpb.v1.Cluster/Fetch", HV_RPC_SERVER_STREAM, &hvpb__v1__fetch_request__descriptor,

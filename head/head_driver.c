@@ -240,8 +240,8 @@ hv_err head_driver_load(head_t *h) {
     for (head_job_t *j = h->jobs; j != NULL; j = j->next) {
         n_active++;
     }
-    HV_LOG(HV_LOG_NOTICE, "driver", "HV-HEAD-LOAD", "loaded %zu nodes, %zu active jobs, %zu workers",
-           nn, n_active, nw);
+    HV_LOG(HV_LOG_NOTICE, "driver", "HV-HEAD-LOAD",
+           "loaded %zu nodes, %zu active jobs, %zu workers", nn, n_active, nw);
     return HV_OK;
 }
 
@@ -717,8 +717,7 @@ void head_driver_tick(head_t *h, uint64_t now) {
         }
         for (uint32_t r = 0; r < j->n_workers; r++) {
             head_worker_t *w = j->workers[r];
-            if (w != NULL && w->kill_deadline != 0 && now > w->kill_deadline &&
-                worker_active(w)) {
+            if (w != NULL && w->kill_deadline != 0 && now > w->kill_deadline && worker_active(w)) {
                 head_driver_worker_lost(h, w, "it did not report an exit after the kill order");
             }
         }

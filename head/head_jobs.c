@@ -30,10 +30,10 @@ struct head_watch_s {
     hv_rpc_call_t *call;
     head_job_t *job;
     int logs, events, follow;
-    FILE *rf;                 /* read handle on the job's log */
-    uint64_t log_pos;         /* byte offset of the next line to read */
-    uint64_t skip_lines;      /* lines still to skip (resume) */
-    uint64_t event_after;     /* last event seq sent */
+    FILE *rf;             /* read handle on the job's log */
+    uint64_t log_pos;     /* byte offset of the next line to read */
+    uint64_t skip_lines;  /* lines still to skip (resume) */
+    uint64_t event_after; /* last event seq sent */
     int finished;
     head_watch_t *next;
 };
@@ -139,9 +139,10 @@ void head_jobs_log(head_t *h, head_worker_t *w, uint32_t stream, char **lines, s
     const char *sname = stream == 2 ? "stderr" : "stdout";
     for (size_t i = 0; i < n; i++) {
         if (j->log_bytes >= JOB_LOG_MAX) {
-            HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-FULL", "job %llu: log reached %llu bytes; "
-                   "further output is dropped", (unsigned long long)j->row.id,
-                   (unsigned long long)JOB_LOG_MAX);
+            HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-FULL",
+                   "job %llu: log reached %llu bytes; "
+                   "further output is dropped",
+                   (unsigned long long)j->row.id, (unsigned long long)JOB_LOG_MAX);
             break;
         }
         /* One stored line per output line: strip anything that would break the framing. */
@@ -375,8 +376,7 @@ static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                  (unsigned long long)j->row.id);
         w->rf = fopen(path, "r");
         if (w->rf == NULL && errno != ENOENT) {
-            HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path,
-                   strerror(errno));
+            HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path, strerror(errno));
         }
     }
     w->next = j->watchers;
@@ -429,8 +429,10 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     for (size_t i = 0; i < spec->n_files; i++) {
         Hvpb__V1__FileRef *f = spec->files[i];
         if (!safe_name(f->name) || strcmp(f->name, spec->binary->name) == 0) {
-            hv_rpc_finish(c, HV_EINVAL, "file name '%s' must be a plain file name, distinct "
-                          "from the binary's", f->name);
+            hv_rpc_finish(c, HV_EINVAL,
+                          "file name '%s' must be a plain file name, distinct "
+                          "from the binary's",
+                          f->name);
             return;
         }
         for (size_t k = 0; k < i; k++) {
@@ -440,8 +442,7 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
             }
         }
         if (!head_artifact_present(h, f->digest)) {
-            hv_rpc_finish(c, HV_ESTATE, "file %s (%s) has not been uploaded", f->name,
-                          f->digest);
+            hv_rpc_finish(c, HV_ESTATE, "file %s (%s) has not been uploaded", f->name, f->digest);
             return;
         }
     }
@@ -454,8 +455,10 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     uint32_t capacity = head_capacity(h, spec->slots_per_host);
     if (capacity == 0) {
-        hv_rpc_finish(c, HV_ESTATE, "no node has joined the cluster: start one with "
-                      "'hvagent join %s'", h->advertise);
+        hv_rpc_finish(c, HV_ESTATE,
+                      "no node has joined the cluster: start one with "
+                      "'hvagent join %s'",
+                      h->advertise);
         return;
     }
     uint32_t np = spec->np;
@@ -473,8 +476,8 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     if ((spec->min_np != 0 && spec->min_np > np) || (spec->max_np != 0 && spec->max_np < np)) {
-        hv_rpc_finish(c, HV_EINVAL, "need min-np <= np <= max-np, got %u <= %u <= %u",
-                      spec->min_np, np, spec->max_np);
+        hv_rpc_finish(c, HV_EINVAL, "need min-np <= np <= max-np, got %u <= %u <= %u", spec->min_np,
+                      np, spec->max_np);
         return;
     }
     /* The default name is borrowed for packing only: the rpc layer frees the message. */
@@ -656,8 +659,8 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     hv_event_row_t *ev = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_event_list(h->store, req->job_id, 0, req->limit ? req->limit : 200, &ev,
-                                    &n);
+    hv_err rc =
+        hv_store_event_list(h->store, req->job_id, 0, req->limit ? req->limit : 200, &ev, &n);
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "cannot list events: %s", hv_store_last_error(h->store));
         return;

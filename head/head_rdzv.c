@@ -38,8 +38,8 @@ static head_worker_t *rdzv_worker(head_t *h, uint64_t job_id, uint64_t worker_id
                                   hv_rpc_call_t *c) {
     head_job_t *j = head_job_by_id(h, job_id);
     if (j == NULL || head_job_terminal(j)) {
-        hv_rpc_finish(c, j ? HV_ESTATE : HV_ENOTFOUND, "job %llu is %s",
-                      (unsigned long long)job_id, j ? j->row.state : "unknown");
+        hv_rpc_finish(c, j ? HV_ESTATE : HV_ENOTFOUND, "job %llu is %s", (unsigned long long)job_id,
+                      j ? j->row.state : "unknown");
         return NULL;
     }
     for (uint32_t r = 0; r < j->n_workers; r++) {
@@ -98,8 +98,10 @@ static void round_close(head_job_t *j) {
         hv_rpc_reply(c, &rep.base);
     }
     j->rdzv_deadline = 0;
-    HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-ROUND", "job %llu: round %u closed with %u workers on %u "
-           "hosts", (unsigned long long)j->row.id, gen, np, hosts);
+    HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-ROUND",
+           "job %llu: round %u closed with %u workers on %u "
+           "hosts",
+           (unsigned long long)j->row.id, gen, np, hosts);
     hv_free(peers);
     hv_free(pp);
     hv_free(cross);
@@ -283,8 +285,7 @@ static void rdzv_kv_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     wt->call = c;
-    wt->deadline =
-        hv_now_ms() + (req->wait_ms < KV_MAX_WAIT_MS ? req->wait_ms : KV_MAX_WAIT_MS);
+    wt->deadline = hv_now_ms() + (req->wait_ms < KV_MAX_WAIT_MS ? req->wait_ms : KV_MAX_WAIT_MS);
     wt->next = j->kvwaits;
     j->kvwaits = wt;
     hv_rpc_call_set_data(c, wt);

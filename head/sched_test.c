@@ -34,7 +34,7 @@ static int failures;
     do {                                                                                           \
         hv_err g_ = (got), w_ = (want);                                                            \
         if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,     \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
                     hv_errname(g_), hv_errname(w_));                                               \
             failures++;                                                                            \
         }                                                                                          \

@@ -34,19 +34,41 @@ int main(int argc, char **argv) {
         fprintf(stderr, "FAIL dlopen %s: %s\n", lib, dlerror());
         return 1;
     }
-    static const char *public_api[] = {
-        "hv_version", "hv_strerror", "hv_errname", "hv_init", "hv_init_config", "hv_shutdown",
-        "hv_abort", "hv_last_error", "hv_set_logger", "hv_rank", "hv_size", "hv_local_rank",
-        "hv_local_size", "hv_host_name", "hv_dtype_size", "hv_allreduce", "hv_allreduce_async",
-        "hv_allreduce_group_async", "hv_broadcast", "hv_broadcast_async", "hv_allgather",
-        "hv_barrier", "hv_wait", "hv_test"};
+    static const char *public_api[] = {"hv_version",
+                                       "hv_strerror",
+                                       "hv_errname",
+                                       "hv_init",
+                                       "hv_init_config",
+                                       "hv_shutdown",
+                                       "hv_abort",
+                                       "hv_last_error",
+                                       "hv_set_logger",
+                                       "hv_rank",
+                                       "hv_size",
+                                       "hv_local_rank",
+                                       "hv_local_size",
+                                       "hv_host_name",
+                                       "hv_dtype_size",
+                                       "hv_allreduce",
+                                       "hv_allreduce_async",
+                                       "hv_allreduce_group_async",
+                                       "hv_broadcast",
+                                       "hv_broadcast_async",
+                                       "hv_allgather",
+                                       "hv_barrier",
+                                       "hv_wait",
+                                       "hv_test"};
     for (size_t i = 0; i < sizeof(public_api) / sizeof(public_api[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is exported", public_api[i]);
         expect(dlsym(h, public_api[i]) != NULL, what);
     }
-    static const char *internal[] = {"hv__engine_create", "hv__ring_allreduce", "hv_malloc",
-                                     "hv_log_write", "hv_rpc_unary", "hv__reduce",
+    static const char *internal[] = {"hv__engine_create",
+                                     "hv__ring_allreduce",
+                                     "hv_malloc",
+                                     "hv_log_write",
+                                     "hv_rpc_unary",
+                                     "hv__reduce",
                                      "hvpb__v1__rdzv_join_request__descriptor"};
     for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++) {
         char what[128];
@@ -68,7 +90,7 @@ int main(int argc, char **argv) {
            "<hv/hv.h> has every hv_err value of common/err.h");
     expect(errname != NULL && strcmp(errname((hv_err)(HV__ERR_COUNT - 1)), "HV_E?") != 0,
            "<hv/hv.h> has no hv_err value the library does not know");
-    size_t (*dsize)(hv_dtype) = (size_t (*)(hv_dtype))dlsym(h, "hv_dtype_size");
+    size_t (*dsize)(hv_dtype) = (size_t(*)(hv_dtype))dlsym(h, "hv_dtype_size");
     expect(dsize != NULL && dsize(HV_BFLOAT16) == 2 && dsize(HV_INT64) == 8, "hv_dtype_size");
     dlclose(h);
     fprintf(stderr, "%s abi\n", failures ? "FAIL" : "ok  ");

@@ -91,7 +91,11 @@ static void run_ranks(int n, rank_fn fn, void *arg, uint32_t peer_timeout_ms) {
     rank_ctx_t cs[16];
     pthread_t th[16];
     for (int i = 0; i < n; i++) {
-        cs[i] = (rank_ctx_t){.rank = i, .size = n, .arg = arg, .fn = fn, .store = store,
+        cs[i] = (rank_ctx_t){.rank = i,
+                             .size = n,
+                             .arg = arg,
+                             .fn = fn,
+                             .store = store,
                              .peer_timeout_ms = peer_timeout_ms};
         pthread_create(&th[i], NULL, rank_main, &cs[i]);
     }
@@ -232,11 +236,15 @@ static void rank_sweep(rank_ctx_t *c) {
                     store_val((hv_dtype)dt, in, i, val_for((hv_op)op, (hv_dtype)dt, c->rank, i));
                 }
                 // Out of place, then in place on the result's copy of the input.
-                hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = in, .out = out,
-                                   .count = count, .dtype = (hv_dtype)dt, .op = (hv_op)op};
+                hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                                   .in = in,
+                                   .out = out,
+                                   .count = count,
+                                   .dtype = (hv_dtype)dt,
+                                   .op = (hv_op)op};
                 hv_err rc = hv__engine_run(c->e, &d);
-                int ok = rc == HV_OK &&
-                         check_buf(c->rank, (hv_op)op, (hv_dtype)dt, c->size, out, count);
+                int ok =
+                    rc == HV_OK && check_buf(c->rank, (hv_op)op, (hv_dtype)dt, c->size, out, count);
                 if (rc != HV_OK) {
                     HVT_FAIL("rank %d: allreduce %s %s count %zu: %s", c->rank,
                              hv__dtype_name((hv_dtype)dt), hv__op_name((hv_op)op), count,
@@ -291,8 +299,12 @@ static void rank_big(rank_ctx_t *c) {
     for (size_t i = 0; i < a->count; i++) {
         buf[i] = (float)((i % 1000) + (size_t)c->rank);
     }
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = buf, .out = buf, .count = a->count,
-                       .dtype = HV_FLOAT32, .op = HV_SUM};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .in = buf,
+                       .out = buf,
+                       .count = a->count,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_SUM};
     hv_err rc = hv__engine_run(c->e, &d);
     if (rc != HV_OK) {
         HVT_FAIL("rank %d: %s", c->rank, hv_strerror(rc));
@@ -333,8 +345,12 @@ static void rank_determinism(rank_ctx_t *c) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         buf[i] = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5) * 1000.0f;
     }
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = buf, .out = buf, .count = a->count,
-                       .dtype = HV_FLOAT32, .op = HV_AVG};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .in = buf,
+                       .out = buf,
+                       .count = a->count,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_AVG};
     hv_err rc = hv__engine_run(c->e, &d);
     if (rc != HV_OK) {
         HVT_FAIL("rank %d: %s", c->rank, hv_strerror(rc));
@@ -396,8 +412,13 @@ static void rank_orders(rank_ctx_t *c) {
             }
             char name[32];
             snprintf(name, sizeof(name), "grad.%d", t);
-            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = name, .in = bufs[t],
-                               .out = bufs[t], .count = counts[t], .dtype = dt, .op = op};
+            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                               .name = name,
+                               .in = bufs[t],
+                               .out = bufs[t],
+                               .count = counts[t],
+                               .dtype = dt,
+                               .op = op};
             ASSERT_OK(hv__engine_submit(c->e, &d, 1, &h[k]));
             if (k % 17 == 5) {
                 usleep(200); // let some rounds start with only part of the step submitted
@@ -441,8 +462,13 @@ static void rank_many(rank_ctx_t *c) {
                 p[i] = (float)(k % 10 + c->rank);
             }
             snprintf(names[k], 16, "t%d", k);
-            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = names[k], .in = p, .out = p,
-                               .count = 64, .dtype = HV_FLOAT32, .op = HV_SUM};
+            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                               .name = names[k],
+                               .in = p,
+                               .out = p,
+                               .count = 64,
+                               .dtype = HV_FLOAT32,
+                               .op = HV_SUM};
             ASSERT_OK(hv__engine_submit(c->e, &d, 1, &hs[t]));
         }
         for (int t = 0; t < MANY; t++) {
@@ -484,8 +510,12 @@ static void rank_bcast_gather(rank_ctx_t *c) {
         for (size_t i = 0; i < count; i++) {
             b[i] = c->rank == root ? (int32_t)(i * 3 + (size_t)root) : -1;
         }
-        hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .in = b, .out = b, .count = count,
-                           .dtype = HV_INT32, .root = root};
+        hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
+                           .in = b,
+                           .out = b,
+                           .count = count,
+                           .dtype = HV_INT32,
+                           .root = root};
         hv_err rc = hv__engine_run(c->e, &d);
         int bad = rc != HV_OK;
         for (size_t i = 0; i < count && !bad; i++) {
@@ -509,8 +539,13 @@ static void rank_bcast_gather(rank_ctx_t *c) {
         in[i] = c->rank * 1000.0 + (double)i;
     }
     size_t counts[16];
-    hv__op_desc_t d = {.kind = HV__OP_ALLGATHER, .in = in, .out = out, .count = mine,
-                       .dtype = HV_FLOAT64, .out_cap = total, .counts = counts};
+    hv__op_desc_t d = {.kind = HV__OP_ALLGATHER,
+                       .in = in,
+                       .out = out,
+                       .count = mine,
+                       .dtype = HV_FLOAT64,
+                       .out_cap = total,
+                       .counts = counts};
     ASSERT_OK(hv__engine_run(c->e, &d));
     size_t k = 0;
     for (int r = 0; r < n; r++) {
@@ -542,8 +577,12 @@ static void test_bcast_gather_barrier(void) {
 /* Wrong use is an error, never a crash. */
 static void rank_errors(rank_ctx_t *c) {
     float x[4] = {1, 2, 3, 4};
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = x, .out = x, .count = 4,
-                       .dtype = (hv_dtype)42, .op = HV_SUM};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .in = x,
+                       .out = x,
+                       .count = 4,
+                       .dtype = (hv_dtype)42,
+                       .op = HV_SUM};
     ASSERT_RC(hv__engine_run(c->e, &d), HV_EINVAL);
     d.dtype = HV_FLOAT32;
     d.op = (hv_op)9;
@@ -552,8 +591,12 @@ static void rank_errors(rank_ctx_t *c) {
     d.out = NULL;
     ASSERT_RC(hv__engine_run(c->e, &d), HV_EINVAL);
     d.out = x;
-    hv__op_desc_t b = {.kind = HV__OP_BROADCAST, .in = x, .out = x, .count = 4,
-                       .dtype = HV_FLOAT32, .root = c->size};
+    hv__op_desc_t b = {.kind = HV__OP_BROADCAST,
+                       .in = x,
+                       .out = x,
+                       .count = 4,
+                       .dtype = HV_FLOAT32,
+                       .root = c->size};
     ASSERT_RC(hv__engine_run(c->e, &b), HV_EINVAL);
     // Duplicate pending name, stale handle.
     hv_handle_t h1, h2;
@@ -567,8 +610,13 @@ static void rank_errors(rank_ctx_t *c) {
     ASSERT_RC(hv__engine_test(c->e, 12345, &done), HV_ENOTFOUND);
     // Ranks that disagree about a tensor both get HV_EPROTO; the engine stays usable.
     float y[12] = {0};
-    hv__op_desc_t m = {.kind = HV__OP_ALLREDUCE, .name = "mismatch", .in = y, .out = y,
-                       .count = c->rank == 0 ? 10 : 12, .dtype = HV_FLOAT32, .op = HV_SUM};
+    hv__op_desc_t m = {.kind = HV__OP_ALLREDUCE,
+                       .name = "mismatch",
+                       .in = y,
+                       .out = y,
+                       .count = c->rank == 0 ? 10 : 12,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_SUM};
     ASSERT_RC(hv__engine_run(c->e, &m), HV_EPROTO);
     d.name = NULL;
     ASSERT_OK(hv__engine_run(c->e, &d));
@@ -610,8 +658,12 @@ static void rank_kill(rank_ctx_t *c) {
     kill_arg_t *a = c->arg;
     size_t count = (64u << 20) / 4;
     float *buf = hv_calloc(count, sizeof(float));
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = buf, .out = buf, .count = count,
-                       .dtype = HV_FLOAT32, .op = HV_SUM};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .in = buf,
+                       .out = buf,
+                       .count = count,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_SUM};
     ASSERT_OK(hv__engine_run(c->e, &d)); // warm: everybody is up
     pthread_t th;
     killer_t k = {c, a};
@@ -633,8 +685,12 @@ static void rank_simple(rank_ctx_t *c) {
     for (int i = 0; i < 1000; i++) {
         x[i] = (float)c->rank;
     }
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = x, .out = x, .count = 1000,
-                       .dtype = HV_FLOAT32, .op = HV_SUM};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .in = x,
+                       .out = x,
+                       .count = 1000,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_SUM};
     ASSERT_OK(hv__engine_run(c->e, &d));
     ASSERT_TRUE(x[999] == (float)(c->size * (c->size - 1) / 2));
 }
@@ -681,8 +737,11 @@ static void *stalled_peer(void *arg) {
     char addr[64];
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", hv__tcp_listener_port(lst));
     if (rz.ops->join(rz.ctx, addr, "h0", 0, 10000, &asg) == HV_OK) {
-        hv__tcp_ident_t id = {.world_id = asg.world_id, .generation = asg.generation, .rank = 1,
-                              .left_rank = 0, .right_rank = 0};
+        hv__tcp_ident_t id = {.world_id = asg.world_id,
+                              .generation = asg.generation,
+                              .rank = 1,
+                              .left_rank = 0,
+                              .right_rank = 0};
         hv__link_t *l = NULL;
         if (hv__tcp_link_create(lst, asg.peers[0].addr, &id, NULL, 10000, &l) == HV_OK) {
             usleep((useconds_t)hvtest_scale(1.5e6)); // connected, silent
@@ -697,8 +756,11 @@ static void *stalled_peer(void *arg) {
 
 static void *stall_survivor(void *arg) {
     stall_arg_t *s = arg;
-    hv__world_opts_t o = {.bind_addr = "127.0.0.1:0", .host_name = "h0", .peer_timeout_ms = 300,
-                          .spin_us = UINT32_MAX, .small_bytes = SIZE_MAX,
+    hv__world_opts_t o = {.bind_addr = "127.0.0.1:0",
+                          .host_name = "h0",
+                          .peer_timeout_ms = 300,
+                          .spin_us = UINT32_MAX,
+                          .small_bytes = SIZE_MAX,
                           .spec_bytes = SIZE_MAX};
     hv__world_t *w = NULL;
     if (hv__rdzv_local_client(s->store, 0, &o.rdzv) != HV_OK || hv__world_create(&o, &w) != HV_OK) {
@@ -706,8 +768,12 @@ static void *stall_survivor(void *arg) {
         return NULL;
     }
     float x[100] = {0};
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = x, .out = x, .count = 100,
-                       .dtype = HV_FLOAT32, .op = HV_SUM};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .in = x,
+                       .out = x,
+                       .count = 100,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_SUM};
     double t0 = hvtest_now();
     s->rc = hv__engine_run(hv__world_engine(w), &d);
     s->took = hvtest_now() - t0;
@@ -734,8 +800,13 @@ static void test_stalled_peer(void) {
 static void rank_pending_shutdown(rank_ctx_t *c) {
     float x[8] = {0};
     hv_handle_t h;
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = c->rank == 0 ? "only-rank0" : "other",
-                       .in = x, .out = x, .count = 8, .dtype = HV_FLOAT32, .op = HV_SUM};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .name = c->rank == 0 ? "only-rank0" : "other",
+                       .in = x,
+                       .out = x,
+                       .count = 8,
+                       .dtype = HV_FLOAT32,
+                       .op = HV_SUM};
     ASSERT_OK(hv__engine_submit(c->e, &d, 1, &h));
     usleep(20000);
     int done = 1;
@@ -766,8 +837,10 @@ static void test_alloc_failures(void) {
     for (long nth = 1; nth <= 400 && !completed; nth++) {
         hv__rdzv_local_store_t *store = NULL;
         ASSERT_OK(hv__rdzv_local_store_create(1, &store));
-        hv__world_opts_t o = {.bind_addr = "127.0.0.1:0", .host_name = "h0",
-                              .spin_us = UINT32_MAX, .small_bytes = SIZE_MAX,
+        hv__world_opts_t o = {.bind_addr = "127.0.0.1:0",
+                              .host_name = "h0",
+                              .spin_us = UINT32_MAX,
+                              .small_bytes = SIZE_MAX,
                               .spec_bytes = SIZE_MAX};
         hv__world_t *w = NULL;
         hv_mem_fail_after(nth);
@@ -779,8 +852,12 @@ static void test_alloc_failures(void) {
         if (rc == HV_OK) {
             hv__engine_t *e = hv__world_engine(w);
             float x[64] = {1};
-            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = x, .out = x, .count = 64,
-                               .dtype = HV_FLOAT32, .op = HV_SUM};
+            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                               .in = x,
+                               .out = x,
+                               .count = 64,
+                               .dtype = HV_FLOAT32,
+                               .op = HV_SUM};
             hv_handle_t h;
             if (hv__engine_run(e, &d) == HV_OK) {
                 steps_ok++;
@@ -797,8 +874,7 @@ static void test_alloc_failures(void) {
             }
             hv__world_destroy(w, 1);
         } else if (rc != HV_ENOMEM) {
-            HVT_FAIL("allocation %ld failing made world creation return %s", nth,
-                     hv_errname(rc));
+            HVT_FAIL("allocation %ld failing made world creation return %s", nth, hv_errname(rc));
         }
         hv_mem_fail_after(0);
         hv__rdzv_local_store_destroy(store);

@@ -148,8 +148,7 @@ void hv__engine_fail(hv__engine_t *e, hv_err rc, const char *fmt, ...) {
     pthread_mutex_unlock(&e->mu);
     if (first) {
         HV_LOG(HV_LOG_WARN, "engine", "HV-ENGINE-FAIL", "%s", e->last_error);
-        hv__link_t *ls[3] = {hv__ring_link(e->ring),
-                             e->o.intra ? hv__ring_link(e->o.intra) : NULL,
+        hv__link_t *ls[3] = {hv__ring_link(e->ring), e->o.intra ? hv__ring_link(e->o.intra) : NULL,
                              e->o.cross ? hv__ring_link(e->o.cross) : NULL};
         for (int i = 0; i < 3; i++) {
             if (ls[i] != NULL) {

@@ -42,10 +42,10 @@ typedef struct hv__op_desc_s {
     void *out;        /* allreduce result, broadcast buffer, allgather output */
     size_t count;     /* elements (allgather: this rank's contribution) */
     hv_dtype dtype;
-    hv_op op;         /* allreduce */
-    int root;         /* broadcast */
-    size_t out_cap;   /* allgather: out's capacity in elements */
-    size_t *counts;   /* allgather: optional, size entries: every rank's count */
+    hv_op op;       /* allreduce */
+    int root;       /* broadcast */
+    size_t out_cap; /* allgather: out's capacity in elements */
+    size_t *counts; /* allgather: optional, size entries: every rank's count */
 } hv__op_desc_t;
 
 typedef struct hv__engine_opts_s {
@@ -92,11 +92,11 @@ void hv__engine_last_error(hv__engine_t *e, char *buf, size_t len);
 
 /* Counters for tests and benchmarks. */
 typedef struct hv__engine_stats_s {
-    uint64_t rounds;         /* negotiation rounds run */
-    uint64_t fast_rounds;    /* rounds completed from the data in the frames */
-    uint64_t fused_calls;    /* ring allreduces run for fused batches */
-    uint64_t tensors;        /* operations completed */
-    uint32_t cache_entries;  /* response cache size */
+    uint64_t rounds;        /* negotiation rounds run */
+    uint64_t fast_rounds;   /* rounds completed from the data in the frames */
+    uint64_t fused_calls;   /* ring allreduces run for fused batches */
+    uint64_t tensors;       /* operations completed */
+    uint32_t cache_entries; /* response cache size */
 } hv__engine_stats_t;
 void hv__engine_stats(hv__engine_t *e, hv__engine_stats_t *out);
 

@@ -21,10 +21,10 @@
 /* ---- types ----------------------------------------------------------------------------------- */
 
 typedef struct eng_group_s {
-    atomic_int done;     // 1 once every member completed (release: status is final)
-    hv_err status;       // first error among members; under mu until done
-    uint32_t remaining;  // members not yet completed; under mu
-    int heap;            // 1: async (freed when its handle is released); 0: a caller's stack
+    atomic_int done;    // 1 once every member completed (release: status is final)
+    hv_err status;      // first error among members; under mu until done
+    uint32_t remaining; // members not yet completed; under mu
+    int heap;           // 1: async (freed when its handle is released); 0: a caller's stack
 } eng_group_t;
 
 typedef struct eng_req_s {
@@ -33,10 +33,10 @@ typedef struct eng_req_s {
     eng_group_t *grp;       // completion (borrowed from the group's owner)
     hv__op_desc_t d;        // copy; d.name points at name
     char name[HV__NAME_MAX + 1];
-    size_t bytes;           // count * element size
-    int32_t bit;            // cache bit announced in the current round, or ENG_NO_BIT
-    int heap;               // allocated by the engine (async)
-    int device;             // in/out are CUDA device memory (NCCL or staging)
+    size_t bytes; // count * element size
+    int32_t bit;  // cache bit announced in the current round, or ENG_NO_BIT
+    int heap;     // allocated by the engine (async)
+    int device;   // in/out are CUDA device memory (NCCL or staging)
 } eng_req_t;
 
 typedef struct eng_entry_s { // response cache entry; identical on every rank
@@ -47,22 +47,22 @@ typedef struct eng_entry_s { // response cache entry; identical on every rank
 } eng_entry_t;
 
 typedef struct eng_resolve_s { // an uncached name seen in this round's frames
-    const char *name;           // borrowed from a frame (valid for the round)
+    const char *name;          // borrowed from a frame (valid for the round)
     uint8_t kind, dtype, op;
     int32_t root;
     uint64_t count;
-    int ranks;                  // ranks that have it pending
-    int conflict;               // ranks disagree on its meta
-    char why[160];              // first disagreement, for the error message
+    int ranks;     // ranks that have it pending
+    int conflict;  // ranks disagree on its meta
+    char why[160]; // first disagreement, for the error message
 } eng_resolve_t;
 
 typedef struct eng_slot_s {
-    uint32_t gen;       // bumped on release so stale handles are refused
-    eng_group_t *grp;   // NULL when free
+    uint32_t gen;     // bumped on release so stale handles are refused
+    eng_group_t *grp; // NULL when free
 } eng_slot_t;
 
 struct hv__engine_s {
-    hv__ring_t *ring;       // borrowed
+    hv__ring_t *ring; // borrowed
     int rank, size;
     hv__engine_opts_t o;
     uint64_t join_delay_ns; // how long an idle rank may delay joining another rank's round
@@ -71,50 +71,50 @@ struct hv__engine_s {
     int thread_started;
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;      // completions, drive released
-    eng_req_t *inq_head;    // under mu: submitted, not yet taken
+    pthread_cond_t cv;   // completions, drive released
+    eng_req_t *inq_head; // under mu: submitted, not yet taken
     eng_req_t *inq_tail;
-    int inq_urgent;         // under mu: a blocking caller waits on something in inq
-    uint64_t inq_first_ns;  // under mu: arrival of the oldest request in inq
-    hv__strmap_t live;      // under mu: name -> req, every not yet completed request
-    int driving;            // under mu: a thread holds the drive
-    int bg_watching;        // under mu: the background thread sleeps watching the link
-    int stop;               // under mu
-    int waiters;            // under mu: threads inside wait/run (destroy waits for them)
-    hv_err failed;          // under mu (read without it as a hint): sticky failure
-    char last_error[512];   // under mu
-    uint64_t anon_seq;      // under mu
-    eng_slot_t *slots;      // under mu: handle table
+    int inq_urgent;        // under mu: a blocking caller waits on something in inq
+    uint64_t inq_first_ns; // under mu: arrival of the oldest request in inq
+    hv__strmap_t live;     // under mu: name -> req, every not yet completed request
+    int driving;           // under mu: a thread holds the drive
+    int bg_watching;       // under mu: the background thread sleeps watching the link
+    int stop;              // under mu
+    int waiters;           // under mu: threads inside wait/run (destroy waits for them)
+    hv_err failed;         // under mu (read without it as a hint): sticky failure
+    char last_error[512];  // under mu
+    uint64_t anon_seq;     // under mu
+    eng_slot_t *slots;     // under mu: handle table
     uint32_t nslots;
     uint32_t *free_slots;
     uint32_t nfree;
     hv__engine_stats_t stats; // under mu
 
     // ---- driver-owned ----
-    eng_req_t *pend_head;   // pending: taken from inq, not yet completed
+    eng_req_t *pend_head; // pending: taken from inq, not yet completed
     eng_req_t *pend_tail;
-    atomic_size_t npend;    // pending count (written by the driver, read by anyone)
+    atomic_size_t npend; // pending count (written by the driver, read by anyone)
     hv__strmap_t pend_by_name;
-    eng_entry_t *cache;     // cache[bit]
+    eng_entry_t *cache; // cache[bit]
     uint32_t ncache, cache_cap;
     hv__strmap_t cache_by_name; // name -> (void *)(bit + 1)
-    eng_req_t **bit_req;    // cache_cap entries: this rank's request announced with that bit
-    unsigned char *frame;   // own frame being built
+    eng_req_t **bit_req;        // cache_cap entries: this rank's request announced with that bit
+    unsigned char *frame;       // own frame being built
     size_t frame_cap;
     unsigned char *and_bits;
     size_t and_cap;
-    eng_resolve_t *res;     // uncached names of this round
+    eng_resolve_t *res; // uncached names of this round
     size_t nres, res_cap;
     hv__strmap_t res_by_name;
-    eng_req_t **exec;       // to execute this round
+    eng_req_t **exec; // to execute this round
     size_t nexec, exec_cap;
     struct iovec *iov;
     size_t iov_cap;
-    size_t *ag_buf;         // allgather: 2 * size entries (count, cap), then lens, offs
+    size_t *ag_buf;                 // allgather: 2 * size entries (count, cap), then lens, offs
     const unsigned char **spec_ptr; // size entries: each frame's speculative data this round
-    unsigned char *pinned;  // pinned host staging for device tensors without NCCL, owned
+    unsigned char *pinned;          // pinned host staging for device tensors without NCCL, owned
     size_t pinned_cap;
-    void **nccl_bufs;       // device batch: buffers and counts for hv__nccl_allreduce
+    void **nccl_bufs; // device batch: buffers and counts for hv__nccl_allreduce
     size_t *nccl_counts;
     size_t nccl_cap;
 };
@@ -126,8 +126,7 @@ const char *hv__engine_kind_name(int kind);
 /* Grows *p (elem-sized entries, capacity *cap) to hold need entries. */
 hv_err hv__engine_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Driver: completes reqs[0..n) with rcs[i] (or rc when rcs is NULL), unlinking them. */
-void hv__engine_complete(hv__engine_t *e, eng_req_t **reqs, size_t n, const hv_err *rcs,
-                         hv_err rc);
+void hv__engine_complete(hv__engine_t *e, eng_req_t **reqs, size_t n, const hv_err *rcs, hv_err rc);
 /* Fails the engine (first failure wins, logged once), aborts every link. */
 void hv__engine_fail(hv__engine_t *e, hv_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -127,8 +127,8 @@ typedef struct frame_view_s {
     uint32_t flags;
     uint32_t nunc;
     const unsigned char *bits;
-    const unsigned char *unc;   // first uncached entry
-    const unsigned char *spec;  // spec data (8-aligned) or NULL
+    const unsigned char *unc;  // first uncached entry
+    const unsigned char *spec; // spec data (8-aligned) or NULL
     uint64_t spec_bytes;
 } frame_view_t;
 
@@ -256,8 +256,8 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
     if (rs[0]->device) {
         rc = eng_device_allreduce(e, rs, n, total);
     } else if (e->o.intra != NULL && total >= e->o.hier_min_bytes) {
-        rc = hv__ring_allreduce_2d(e->o.intra, e->o.cross, &v, rs[0]->d.dtype, rs[0]->d.op,
-                                   e->size);
+        rc =
+            hv__ring_allreduce_2d(e->o.intra, e->o.cross, &v, rs[0]->d.dtype, rs[0]->d.op, e->size);
     } else {
         rc = hv__ring_allreduce(e->ring, &v, rs[0]->d.dtype, rs[0]->d.op);
     }
@@ -274,7 +274,7 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
 
 static hv_err eng_allgather(hv__engine_t *e, eng_req_t *r, hv_err *op_rc) {
     int n = e->size;
-    size_t *cc = e->ag_buf;               // (count, cap) per rank
+    size_t *cc = e->ag_buf; // (count, cap) per rank
     size_t *lens = e->ag_buf + 2 * n, *offs = e->ag_buf + 3 * n;
     cc[2 * e->rank] = r->d.count;
     cc[2 * e->rank + 1] = r->d.out_cap;
@@ -285,7 +285,7 @@ static hv_err eng_allgather(hv__engine_t *e, eng_req_t *r, hv_err *op_rc) {
     hv_err rc = hv__ring_allgatherv(e->ring, cc, lens, offs);
     if (rc != HV_OK) {
         hv__engine_fail(e, rc, "rank %d: %s during allgather of '%s'", e->rank, hv_strerror(rc),
-                       r->name);
+                        r->name);
         return rc;
     }
     size_t esize = hv_dtype_size(r->d.dtype), total = 0;
@@ -327,7 +327,7 @@ static hv_err eng_allgather(hv__engine_t *e, eng_req_t *r, hv_err *op_rc) {
     }
     if (rc != HV_OK) {
         hv__engine_fail(e, rc, "rank %d: %s during allgather of '%s'", e->rank, hv_strerror(rc),
-                       r->name);
+                        r->name);
     }
     return rc;
 }
@@ -393,8 +393,8 @@ static hv_err eng_execute(hv__engine_t *e) {
                 rc = hv__ring_broadcast(e->ring, r->d.out, r->bytes, r->d.root);
             }
             if (rc != HV_OK) {
-                hv__engine_fail(e, rc, "rank %d: %s during broadcast of '%s' from rank %d",
-                               e->rank, hv_strerror(rc), r->name, r->d.root);
+                hv__engine_fail(e, rc, "rank %d: %s during broadcast of '%s' from rank %d", e->rank,
+                                hv_strerror(rc), r->name, r->d.root);
             }
             break;
         case HV__OP_ALLGATHER:
@@ -528,7 +528,7 @@ hv_err hv__engine_round(hv__engine_t *e) {
     }
     if ((rc = hv__ring_allgather_frames(e->ring, e->frame, flen)) != HV_OK) {
         hv__engine_fail(e, rc, "rank %d: %s while negotiating with the other ranks", e->rank,
-                       hv_strerror(rc));
+                        hv_strerror(rc));
         return rc;
     }
     int n = e->size;
@@ -679,8 +679,8 @@ hv_err hv__engine_round(hv__engine_t *e) {
                 if (!rs->conflict &&
                     !resolve_same(rs, c->kind, c->dtype, c->op, c->root, c->count)) {
                     rs->conflict = 1;
-                    meta_diff(rs->why, sizeof(rs->why), rs->name, k, rs, c->kind, c->dtype,
-                              c->op, c->root, c->count);
+                    meta_diff(rs->why, sizeof(rs->why), rs->name, k, rs, c->kind, c->dtype, c->op,
+                              c->root, c->count);
                 }
             }
         }
@@ -695,7 +695,7 @@ hv_err hv__engine_round(hv__engine_t *e) {
         if (mine == NULL) {
             rc = HV_EINTERNAL; // every rank has it pending, so must we
             hv__engine_fail(e, rc, "rank %d: '%s' resolved but not pending here", e->rank,
-                           rs->name);
+                            rs->name);
             break;
         }
         if (rs->conflict) {

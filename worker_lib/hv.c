@@ -32,22 +32,22 @@
 /* HV_* settings, read from the environment once per process (first hv_init). */
 typedef struct params_s {
     int loaded;
-    hv_err rc;              // a malformed variable makes every hv_init fail the same way
+    hv_err rc; // a malformed variable makes every hv_init fail the same way
     int env_rank, env_size, env_local_rank, env_local_size; // -1 when unset
-    char head[256];         // HV_HEAD
+    char head[256];                                         // HV_HEAD
     uint64_t job_id, worker_id;
     int have_job, have_worker;
-    char rdzv_dir[1024];    // HV_RDZV_DIR
-    char node[256];         // HV_NODE (or HV_NODE_NAME), else the host name
-    char data_addr[128];    // HV_DATA_ADDR
+    char rdzv_dir[1024]; // HV_RDZV_DIR
+    char node[256];      // HV_NODE (or HV_NODE_NAME), else the host name
+    char data_addr[128]; // HV_DATA_ADDR
     uint32_t peer_timeout_ms, rdzv_timeout_ms, cycle_time_us, spin_us;
     uint64_t fusion_threshold;
     uint64_t stage_bytes, small_bytes, spec_bytes;
     int sock_buf;
-    uint64_t shm_bytes;     // 0: same-host neighbours use TCP too
-    uint64_t chunk_bytes;   // allreduce pipeline chunk (HV_CHUNK_BYTES), 0 = default
-    int use_nccl;           // HV_NCCL (default 1): NCCL for device tensors when a GPU is seen
-    int hierarchical;       // HV_HIERARCHICAL (default 1): 2D allreduce over several hosts
+    uint64_t shm_bytes;      // 0: same-host neighbours use TCP too
+    uint64_t chunk_bytes;    // allreduce pipeline chunk (HV_CHUNK_BYTES), 0 = default
+    int use_nccl;            // HV_NCCL (default 1): NCCL for device tensors when a GPU is seen
+    int hierarchical;        // HV_HIERARCHICAL (default 1): 2D allreduce over several hosts
     uint64_t hier_min_bytes; // HV_HIER_MIN_BYTES
 } params_t;
 
@@ -56,19 +56,18 @@ typedef struct params_s {
 static struct {
     pthread_mutex_t mu;
     params_t p;
-    hv__world_t *world;                 // owned, NULL when not initialised or no data plane
-    _Atomic(hv__engine_t *) engine;     // the world's engine, for lock-free calls
-    hv__rdzv_local_store_t *solo;       // single-process rendezvous store, owned
+    hv__world_t *world;             // owned, NULL when not initialised or no data plane
+    _Atomic(hv__engine_t *) engine; // the world's engine, for lock-free calls
+    hv__rdzv_local_store_t *solo;   // single-process rendezvous store, owned
     atomic_int inited;
     atomic_int rank, size, local_rank, local_size;
-    uint32_t last_generation;           // of the previous world (re-init after shutdown)
+    uint32_t last_generation; // of the previous world (re-init after shutdown)
     char host[256];
     char init_error[512];
-    atomic_int user_failed;             // a collective returned a data-plane error to the user
+    atomic_int user_failed; // a collective returned a data-plane error to the user
     hv_log_fn user_log;
     void *user_log_ud;
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .rank = -1, .size = -1, .local_rank = -1,
-       .local_size = -1};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .rank = -1, .size = -1, .local_rank = -1, .local_size = -1};
 
 const char *hv_version(void) {
     return HV_VERSION_STR(HV_VERSION_MAJOR, HV_VERSION_MINOR, HV_VERSION_PATCH);
@@ -203,8 +202,7 @@ static hv_err params_load(params_t *p) {
         rc = HV_EINVAL;
         goto out;
     }
-    if (p->env_local_rank >= 0 && p->env_local_size > 0 &&
-        p->env_local_rank >= p->env_local_size) {
+    if (p->env_local_rank >= 0 && p->env_local_size > 0 && p->env_local_rank >= p->env_local_size) {
         HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV",
                "HV_LOCAL_RANK=%d is not below HV_LOCAL_SIZE=%d", p->env_local_rank,
                p->env_local_size);
@@ -330,7 +328,8 @@ static hv_err init_locked(const hv_config_t *cfg) {
             // A head without the Rendezvous service: keep the identity the agent gave us.
             HV_LOG(HV_LOG_WARN, "init", "HV-INIT-NORDZV",
                    "the head at %s has no Rendezvous service; running without a data plane as "
-                   "rank %d of %d", p->head, p->env_rank, p->env_size);
+                   "rank %d of %d",
+                   p->head, p->env_rank, p->env_size);
             fallback_env = 1;
             rc = HV_OK;
         }
@@ -482,8 +481,8 @@ static hv_err engine_get(hv__engine_t **out) {
 hv_err hv_allreduce(const void *in, void *out, size_t count, hv_dtype dt, hv_op op) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count,
-                       .dtype = dt, .op = op};
+    hv__op_desc_t d = {
+        .kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count, .dtype = dt, .op = op};
     return seen(hv__engine_run(e, &d));
 }
 
@@ -494,8 +493,13 @@ hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t co
     if (name == NULL || handle == NULL) {
         return HV_EINVAL;
     }
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = name, .in = in, .out = out,
-                       .count = count, .dtype = dt, .op = op};
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .name = name,
+                       .in = in,
+                       .out = out,
+                       .count = count,
+                       .dtype = dt,
+                       .op = op};
     return seen(hv__engine_submit(e, &d, 1, handle));
 }
 
@@ -511,9 +515,13 @@ hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
         return HV_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        ds[i] = (hv__op_desc_t){.kind = HV__OP_ALLREDUCE, .name = tensors[i].name,
-                                .in = tensors[i].in, .out = tensors[i].out,
-                                .count = tensors[i].count, .dtype = tensors[i].dtype, .op = op};
+        ds[i] = (hv__op_desc_t){.kind = HV__OP_ALLREDUCE,
+                                .name = tensors[i].name,
+                                .in = tensors[i].in,
+                                .out = tensors[i].out,
+                                .count = tensors[i].count,
+                                .dtype = tensors[i].dtype,
+                                .op = op};
         if (tensors[i].name == NULL) {
             hv_free(ds);
             return HV_EINVAL;
@@ -527,8 +535,8 @@ hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
 hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count,
-                       .dtype = dt, .root = root};
+    hv__op_desc_t d = {
+        .kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count, .dtype = dt, .root = root};
     return seen(hv__engine_run(e, &d));
 }
 
@@ -539,8 +547,13 @@ hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt
     if (name == NULL || handle == NULL) {
         return HV_EINVAL;
     }
-    hv__op_desc_t d = {.kind = HV__OP_BROADCAST, .name = name, .in = buf, .out = buf,
-                       .count = count, .dtype = dt, .root = root};
+    hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
+                       .name = name,
+                       .in = buf,
+                       .out = buf,
+                       .count = count,
+                       .dtype = dt,
+                       .root = root};
     return seen(hv__engine_submit(e, &d, 1, handle));
 }
 
@@ -548,8 +561,13 @@ hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t
                     size_t *counts) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    hv__op_desc_t d = {.kind = HV__OP_ALLGATHER, .in = in, .out = out, .count = count,
-                       .dtype = dt, .out_cap = out_cap, .counts = counts};
+    hv__op_desc_t d = {.kind = HV__OP_ALLGATHER,
+                       .in = in,
+                       .out = out,
+                       .count = count,
+                       .dtype = dt,
+                       .out_cap = out_cap,
+                       .counts = counts};
     return seen(hv__engine_run(e, &d));
 }
 

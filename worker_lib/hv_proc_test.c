@@ -129,7 +129,7 @@ static void say(int fd, const char *fmt, ...) {
         hv_err c_rc = (expr);                                                                      \
         if (c_rc != HV_OK) {                                                                       \
             char c_detail[256];                                                                    \
-            say(out, "FAIL %s:%d %s: %s (%s)", __FILE__, __LINE__, #expr, hv_errname(c_rc),       \
+            say(out, "FAIL %s:%d %s: %s (%s)", __FILE__, __LINE__, #expr, hv_errname(c_rc),        \
                 hv_last_error(c_detail, sizeof(c_detail)));                                        \
             return 1;                                                                              \
         }                                                                                          \
@@ -170,8 +170,8 @@ static int child_api(int rank, int size, int out) {
             a[k][i] = k + 1;
         }
         snprintf(names[k], sizeof(names[k]), "g%d", k);
-        ts[t] = (hv_tensor_t){.name = names[k], .in = a[k], .out = a[k], .count = 100,
-                              .dtype = HV_INT32};
+        ts[t] = (hv_tensor_t){
+            .name = names[k], .in = a[k], .out = a[k], .count = 100, .dtype = HV_INT32};
     }
     hv_handle_t hg, h1;
     CHILD_CHECK(hv_allreduce_group_async(ts, 4, HV_MAX, &hg));
@@ -388,10 +388,8 @@ static void test_bad_env(void) {
 }
 
 static const hvtest_case_t cases[] = {
-    {"api", test_api},
-    {"sigkill", test_sigkill},
-    {"sigstop", test_sigstop},
-    {"solo_reinit", test_solo_reinit},
+    {"api", test_api},         {"sigkill", test_sigkill},
+    {"sigstop", test_sigstop}, {"solo_reinit", test_solo_reinit},
     {"bad_env", test_bad_env},
 };
 

@@ -24,9 +24,13 @@ typedef struct gctx_s {
 
 static void *gpu_rank(void *arg) {
     gctx_t *c = arg;
-    hv__world_opts_t o = {.bind_addr = "127.0.0.1:0", .host_name = "g0", .spin_us = UINT32_MAX,
-                          .small_bytes = SIZE_MAX, .spec_bytes = SIZE_MAX,
-                          .use_nccl = c->use_nccl, .peer_timeout_ms = 20000};
+    hv__world_opts_t o = {.bind_addr = "127.0.0.1:0",
+                          .host_name = "g0",
+                          .spin_us = UINT32_MAX,
+                          .small_bytes = SIZE_MAX,
+                          .spec_bytes = SIZE_MAX,
+                          .use_nccl = c->use_nccl,
+                          .peer_timeout_ms = 20000};
     hv__world_t *w = NULL;
     if (hv__rdzv_local_client(c->store, c->rank, &o.rdzv) != HV_OK ||
         hv__world_create(&o, &w) != HV_OK) {
@@ -50,8 +54,13 @@ static void *gpu_rank(void *arg) {
         hv__gpu_memcpy(dev, host, n * sizeof(float));
         char name[32];
         snprintf(name, sizeof(name), "dev.%d", t);
-        hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE, .name = name, .in = dev, .out = dev,
-                           .count = n, .dtype = HV_FLOAT32, .op = HV_SUM};
+        hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                           .name = name,
+                           .in = dev,
+                           .out = dev,
+                           .count = n,
+                           .dtype = HV_FLOAT32,
+                           .op = HV_SUM};
         hv_handle_t h;
         hv_err rc = hv__engine_submit(e, &d, 1, &h);
         if (rc == HV_OK) {

@@ -88,8 +88,8 @@ static hv_err file_join(void *ctx, const char *my_addr, const char *my_host, uin
         if (rc == HV_ENOTFOUND) {
             if (hv_now_ms() >= deadline) {
                 HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-TIMEOUT",
-                       "rank %d: rank %d did not join generation %u in %s within %u ms", c->rank,
-                       r, gen, c->dir, timeout_ms);
+                       "rank %d: rank %d did not join generation %u in %s within %u ms", c->rank, r,
+                       gen, c->dir, timeout_ms);
                 rc = HV_ETIMEDOUT;
                 goto fail;
             }
@@ -150,8 +150,7 @@ static hv_err file_kv_put(void *ctx, const char *key, const void *value, size_t 
     return file_write(c->dir, name, value, len);
 }
 
-static hv_err file_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **value,
-                          size_t *len) {
+static hv_err file_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **value, size_t *len) {
     file_client_t *c = ctx;
     char name[600];
     key_name(key, name, sizeof(name));

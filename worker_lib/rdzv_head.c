@@ -15,8 +15,8 @@
 #include "mem.h"
 #include "rpc.h"
 
-#define HEAD_CALL_MS 10000          // Done, KvPut: plain unary calls
-#define HEAD_JOIN_SLACK_MS 10000    // JoinRound blocks until the round closes; give it room
+#define HEAD_CALL_MS 10000       // Done, KvPut: plain unary calls
+#define HEAD_JOIN_SLACK_MS 10000 // JoinRound blocks until the round closes; give it room
 #define HEAD_KV_VALUE_MAX (64u << 10)
 
 typedef struct head_client_s {
@@ -52,8 +52,8 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     rc = HV_EPROTO;
     if (r->size == 0 || r->rank >= r->size || r->n_peers != r->size || r->size > (1u << 20)) {
         HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-REPLY",
-               "JoinRound reply is inconsistent: rank %u size %u with %zu peers", r->rank,
-               r->size, r->n_peers);
+               "JoinRound reply is inconsistent: rank %u size %u with %zu peers", r->rank, r->size,
+               r->n_peers);
         goto out;
     }
     a.peers = hv_calloc(r->size, sizeof(hv__rdzv_peer_t));
@@ -131,17 +131,16 @@ static hv_err head_kv_put(void *ctx, const char *key, const void *value, size_t 
     return rc;
 }
 
-static hv_err head_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **value,
-                          size_t *len) {
+static hv_err head_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **value, size_t *len) {
     head_client_t *c = ctx;
     Hvpb__V1__KvGetRequest req = HVPB__V1__KV_GET_REQUEST__INIT;
     req.job_id = c->job_id;
     req.key = (char *)key;
     req.wait_ms = wait_ms;
     ProtobufCMessage *resp = NULL;
-    hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/KvGet", &req.base,
-                             &hvpb__v1__kv_get_reply__descriptor, wait_ms + HEAD_CALL_MS, &resp,
-                             NULL);
+    hv_err rc =
+        hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/KvGet", &req.base,
+                     &hvpb__v1__kv_get_reply__descriptor, wait_ms + HEAD_CALL_MS, &resp, NULL);
     if (rc != HV_OK) {
         return rc;
     }

@@ -24,29 +24,29 @@ typedef struct local_member_s {
 
 typedef struct local_round_s {
     uint32_t generation;
-    int expected;           // size when the round closed
+    int expected; // size when the round closed
     int joined;
-    int next_arrival;       // arrival numbers are never reused within a round
+    int next_arrival; // arrival numbers are never reused within a round
     int closed;
-    int refs;               // joiners still reading the round
+    int refs;                // joiners still reading the round
     local_member_t *members; // capacity cap
     int cap;
 } local_round_t;
 
 typedef struct local_kv_s {
     struct local_kv_s *next;
-    char *key;   // owned
-    void *val;   // owned
+    char *key; // owned
+    void *val; // owned
     size_t len;
 } local_kv_t;
 
 struct hv__rdzv_local_store_s {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int size;             // expected members of the next round to close
-    uint32_t generation;  // last closed round
+    int size;            // expected members of the next round to close
+    uint32_t generation; // last closed round
     uint64_t world_id;
-    local_round_t *open;  // the round being gathered, or NULL
+    local_round_t *open; // the round being gathered, or NULL
     local_kv_t *kv;
     int done_count;
 };

@@ -21,8 +21,8 @@ size_t hv_dtype_size(hv_dtype dt) {
 
 const char *hv__dtype_name(hv_dtype dt) {
     static const char *names[HV__DTYPE_COUNT] = {
-        [HV_FLOAT32] = "float32", [HV_FLOAT64] = "float64", [HV_FLOAT16] = "float16",
-        [HV_BFLOAT16] = "bfloat16", [HV_INT32] = "int32",   [HV_INT64] = "int64",
+        [HV_FLOAT32] = "float32",   [HV_FLOAT64] = "float64", [HV_FLOAT16] = "float16",
+        [HV_BFLOAT16] = "bfloat16", [HV_INT32] = "int32",     [HV_INT64] = "int64",
         [HV_UINT8] = "uint8",
     };
     return hv__dtype_valid(dt) ? names[dt] : "?";
@@ -30,8 +30,8 @@ const char *hv__dtype_name(hv_dtype dt) {
 
 const char *hv__op_name(hv_op op) {
     static const char *names[HV__OP_COUNT] = {
-        [HV_SUM] = "sum", [HV_AVG] = "avg", [HV_MIN] = "min", [HV_MAX] = "max",
-        [HV_PRODUCT] = "product",
+        [HV_SUM] = "sum", [HV_AVG] = "avg",         [HV_MIN] = "min",
+        [HV_MAX] = "max", [HV_PRODUCT] = "product",
     };
     return hv__op_valid(op) ? names[op] : "?";
 }
@@ -103,24 +103,24 @@ float hv__bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 #define HV__MAX(a, b) ((b) > (a) ? (b) : (a))
 
 #define DEFINE_SUM_PROD(T, sfx)                                                                    \
-    static void sum_##sfx(T *restrict d, const T *restrict s, size_t n) {                         \
+    static void sum_##sfx(T *restrict d, const T *restrict s, size_t n) {                          \
         for (size_t i = 0; i < n; i++) {                                                           \
             d[i] = (T)(d[i] + s[i]);                                                               \
         }                                                                                          \
     }                                                                                              \
-    static void prod_##sfx(T *restrict d, const T *restrict s, size_t n) {                        \
+    static void prod_##sfx(T *restrict d, const T *restrict s, size_t n) {                         \
         for (size_t i = 0; i < n; i++) {                                                           \
             d[i] = (T)(d[i] * s[i]);                                                               \
         }                                                                                          \
     }
 
 #define DEFINE_MIN_MAX(T, sfx)                                                                     \
-    static void min_##sfx(T *restrict d, const T *restrict s, size_t n) {                         \
+    static void min_##sfx(T *restrict d, const T *restrict s, size_t n) {                          \
         for (size_t i = 0; i < n; i++) {                                                           \
             d[i] = HV__MIN(d[i], s[i]);                                                            \
         }                                                                                          \
     }                                                                                              \
-    static void max_##sfx(T *restrict d, const T *restrict s, size_t n) {                         \
+    static void max_##sfx(T *restrict d, const T *restrict s, size_t n) {                          \
         for (size_t i = 0; i < n; i++) {                                                           \
             d[i] = HV__MAX(d[i], s[i]);                                                            \
         }                                                                                          \

@@ -118,17 +118,17 @@ static unsigned f2u_t(float f) {
 static void check_f16(float f) {
     uint16_t got = hv__f32_to_f16(f), want = ref_f32_to_f16(f);
     if (got != want) {
-        HVT_FAIL("f32 %.9g (0x%08x): got half 0x%04x, want 0x%04x", (double)f,
-                 f2u_t(f), got, want);
+        HVT_FAIL("f32 %.9g (0x%08x): got half 0x%04x, want 0x%04x", (double)f, f2u_t(f), got, want);
     }
 }
 
 static void test_f16_rounding(void) {
     // Ties, halfway points, subnormals, overflow boundary.
-    float edge[] = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.99f, 65520.0f, 65536.0f, 1e10f, -1e10f,
-                    5.9604645e-8f, 2.9802322e-8f, 2.98023259e-8f, 8.940697e-8f, 6.1035156e-5f,
-                    6.1035152e-5f, 1.0009765625f, 1.00048828125f, 1.00146484375f, INFINITY,
-                    -INFINITY, 1e-30f, 3.0e-8f};
+    float edge[] = {0.0f,          -0.0f,          1.0f,           65504.0f,      65519.99f,
+                    65520.0f,      65536.0f,       1e10f,          -1e10f,        5.9604645e-8f,
+                    2.9802322e-8f, 2.98023259e-8f, 8.940697e-8f,   6.1035156e-5f, 6.1035152e-5f,
+                    1.0009765625f, 1.00048828125f, 1.00146484375f, INFINITY,      -INFINITY,
+                    1e-30f,        3.0e-8f};
     for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
         check_f16(edge[i]);
         if (hvtest_failed) {
@@ -186,9 +186,9 @@ static void test_bf16(void) {
             return;
         }
     }
-    ASSERT_EQ_INT(hv__f32_to_bf16(1.00390625f), 0x3f80);        // tie, even stays
-    ASSERT_EQ_INT(hv__f32_to_bf16(1.01171875f), 0x3f82);        // tie, odd rounds up
-    ASSERT_EQ_INT(hv__f32_to_bf16(u2f(0x7f7fffffu)), 0x7f80);   // max float -> inf
+    ASSERT_EQ_INT(hv__f32_to_bf16(1.00390625f), 0x3f80);      // tie, even stays
+    ASSERT_EQ_INT(hv__f32_to_bf16(1.01171875f), 0x3f82);      // tie, odd rounds up
+    ASSERT_EQ_INT(hv__f32_to_bf16(u2f(0x7f7fffffu)), 0x7f80); // max float -> inf
 }
 
 /* Reference reduction in double (exact for the small integers used below). */

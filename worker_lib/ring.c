@@ -30,14 +30,14 @@ typedef struct frame_s {
 struct hv__ring_s {
     int rank;
     int size;
-    hv__link_t *link;        // borrowed (owned by world.c)
+    hv__link_t *link; // borrowed (owned by world.c)
     hv__ring_opts_t o;
-    unsigned char *stage;    // o.stage_bytes, owned: receive staging for reductions
-    unsigned char *scratch;  // small-allreduce gather area, owned, grows
+    unsigned char *stage;   // o.stage_bytes, owned: receive staging for reductions
+    unsigned char *scratch; // small-allreduce gather area, owned, grows
     size_t scratch_cap;
-    frame_t *frames;         // size entries, owned
-    size_t *blk_len;         // 2 * size entries, owned: block lengths then offsets (small path)
-    struct iovec *own;       // owned segments after a reduce-scatter (hierarchical), owned
+    frame_t *frames;   // size entries, owned
+    size_t *blk_len;   // 2 * size entries, owned: block lengths then offsets (small path)
+    struct iovec *own; // owned segments after a reduce-scatter (hierarchical), owned
     size_t nown, own_cap;
 };
 
@@ -212,12 +212,12 @@ static hv_err ring_pace(hv__ring_t *r, pace_t *p, int want_send, int want_recv) 
 }
 
 typedef struct xfer_s {
-    cursor_t sc;     // next byte to send
-    size_t s_rem;    // bytes left to send
-    cursor_t rc;     // next destination byte (copied or reduced into)
-    size_t r_rem;    // bytes left to receive (including staged, unreduced ones)
-    int reduce;      // 1: received bytes are reduced into the destination
-    int relay;       // 1: send only what has been received (broadcast relay)
+    cursor_t sc;  // next byte to send
+    size_t s_rem; // bytes left to send
+    cursor_t rc;  // next destination byte (copied or reduced into)
+    size_t r_rem; // bytes left to receive (including staged, unreduced ones)
+    int reduce;   // 1: received bytes are reduced into the destination
+    int relay;    // 1: send only what has been received (broadcast relay)
     hv_dtype dt;
     hv_op op;
     size_t esize;
@@ -385,13 +385,13 @@ static void vec_scale(const hv__vec_t *buf, size_t off, size_t len, hv_dtype dt,
  * segment is never overwritten before it was sent: the allgather that overwrites it carries a
  * reduction that includes it. */
 typedef struct ar_plan_s {
-    size_t count;     // elements in the buffer
-    size_t chunk;     // elements per chunk
+    size_t count; // elements in the buffer
+    size_t chunk; // elements per chunk
     size_t esize;
     int n, rank;
-    int s_first;      // first step run per chunk (0, or n-1 for the allgather phase alone)
-    int s_last;       // one past the last (2(n-1), or n-1 for the reduce-scatter phase alone)
-    long total;       // steps over all chunks
+    int s_first; // first step run per chunk (0, or n-1 for the allgather phase alone)
+    int s_last;  // one past the last (2(n-1), or n-1 for the reduce-scatter phase alone)
+    long total;  // steps over all chunks
 } ar_plan_t;
 
 static void plan_init(ar_plan_t *p, const hv__ring_t *r, size_t total_bytes, size_t esize,
@@ -417,8 +417,9 @@ static void plan_seg(const ar_plan_t *p, size_t c, int k, size_t *off, size_t *l
     k = ((k % p->n) + p->n) % p->n;
     size_t base = c * p->chunk, cnt = p->count - base < p->chunk ? p->count - base : p->chunk;
     *off = (base + (size_t)((unsigned __int128)cnt * (unsigned)k / (unsigned)p->n)) * p->esize;
-    *len = (base + (size_t)((unsigned __int128)cnt * (unsigned)(k + 1) / (unsigned)p->n)) *
-               p->esize - *off;
+    *len =
+        (base + (size_t)((unsigned __int128)cnt * (unsigned)(k + 1) / (unsigned)p->n)) * p->esize -
+        *off;
 }
 
 /* The step (within its chunk) of global step j, and the chunk. */
@@ -447,16 +448,16 @@ static hv_err ring_pipe(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op 
     plan_init(&pl, r, buf->total, esize, s_first, s_last);
     const hv__transport_ops_t *ops = r->link->ops;
     struct iovec iov[RING_IOV_MAX];
-    long ss = 0, rstep = 0;  // current send / receive step (global)
+    long ss = 0, rstep = 0; // current send / receive step (global)
     size_t s_off, s_len, r_off, r_len, c;
-    size_t sdone = 0;        // bytes sent in step ss
-    size_t rdone = 0;        // bytes received and processed in step rstep
-    size_t fill = 0;         // staged, unreduced bytes (reduce-scatter steps)
+    size_t sdone = 0; // bytes sent in step ss
+    size_t rdone = 0; // bytes received and processed in step rstep
+    size_t fill = 0;  // staged, unreduced bytes (reduce-scatter steps)
     cursor_t sc, rc_;
     int st = plan_step(&pl, 0, &c);
     plan_seg(&pl, c, seg_send(&pl, st), &s_off, &s_len);
     plan_seg(&pl, c, seg_recv(&pl, st), &r_off, &r_len);
-    int rs_step = st;        // chunk step of rstep
+    int rs_step = st; // chunk step of rstep
     cur_seek(&sc, buf, s_off);
     cur_seek(&rc_, buf, r_off);
     pace_t pace = {.last_ns = now_ns()};

@@ -31,11 +31,11 @@ typedef struct hv__vec_s {
 } hv__vec_t;
 
 typedef struct hv__ring_opts_s {
-    uint32_t timeout_ms;  /* a transfer making no progress this long fails: HV_ETIMEDOUT */
-    uint32_t spin_us;     /* busy-poll this long before blocking in the transport's wait */
-    size_t stage_bytes;   /* receive staging piece for reductions (cache-sized) */
-    size_t small_bytes;   /* allreduces up to this size use the allgather-then-reduce variant */
-    size_t chunk_bytes;   /* large allreduces run as a pipeline of chunks this big; 0 = whole */
+    uint32_t timeout_ms; /* a transfer making no progress this long fails: HV_ETIMEDOUT */
+    uint32_t spin_us;    /* busy-poll this long before blocking in the transport's wait */
+    size_t stage_bytes;  /* receive staging piece for reductions (cache-sized) */
+    size_t small_bytes;  /* allreduces up to this size use the allgather-then-reduce variant */
+    size_t chunk_bytes;  /* large allreduces run as a pipeline of chunks this big; 0 = whole */
 } hv__ring_opts_t;
 
 typedef struct hv__ring_s hv__ring_t;

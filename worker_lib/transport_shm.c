@@ -33,30 +33,30 @@
 #define SHM_LINE 64
 
 typedef struct shm_hdr_s {
-    _Alignas(SHM_LINE) _Atomic uint64_t head;   // producer: bytes written
-    _Alignas(SHM_LINE) _Atomic uint64_t tail;   // consumer: bytes consumed
+    _Alignas(SHM_LINE) _Atomic uint64_t head;       // producer: bytes written
+    _Alignas(SHM_LINE) _Atomic uint64_t tail;       // consumer: bytes consumed
     _Alignas(SHM_LINE) _Atomic uint32_t cons_sleep; // consumer threads (about to be) blocked
     _Alignas(SHM_LINE) _Atomic uint32_t prod_sleep; // producer is (about to be) blocked
     _Alignas(SHM_LINE) uint32_t magic;
-    uint64_t size;                              // data bytes, a power of two
+    uint64_t size; // data bytes, a power of two
 } shm_hdr_t;
 
 typedef struct shm_ring_s {
-    shm_hdr_t *h;       // mapped, NULL when this direction is TCP
+    shm_hdr_t *h; // mapped, NULL when this direction is TCP
     unsigned char *data;
     uint64_t mask;
     size_t map_len;
 } shm_ring_t;
 
 typedef struct shm_link_s {
-    hv__link_t base;     // ops = &hv__shm_ops
-    hv__link_t *tcp;     // owned: the sockets (data for TCP directions, doorbells otherwise)
+    hv__link_t base; // ops = &hv__shm_ops
+    hv__link_t *tcp; // owned: the sockets (data for TCP directions, doorbells otherwise)
     int send_fd, recv_fd;
-    shm_ring_t tx;       // to the right neighbour (we produce)
-    shm_ring_t rx;       // from the left neighbour (we consume)
+    shm_ring_t tx; // to the right neighbour (we produce)
+    shm_ring_t rx; // from the left neighbour (we consume)
     atomic_int aborted;
-    atomic_int tx_gone;  // the right neighbour's doorbell socket closed (it is gone or done)
-    atomic_int rx_gone;  // the left neighbour's doorbell socket closed
+    atomic_int tx_gone; // the right neighbour's doorbell socket closed (it is gone or done)
+    atomic_int rx_gone; // the left neighbour's doorbell socket closed
 } shm_link_t;
 
 static uint64_t shm_now_ms(void) {

@@ -36,10 +36,10 @@ struct hv__tcp_listener_s {
 };
 
 typedef struct tcp_link_s {
-    hv__link_t base;   // ops = &hv__tcp_ops
-    int send_fd;       // to the right neighbour, owned
-    int recv_fd;       // from the left neighbour, owned
-    int abort_fd;      // eventfd written by abort, owned
+    hv__link_t base;    // ops = &hv__tcp_ops
+    int send_fd;        // to the right neighbour, owned
+    int recv_fd;        // from the left neighbour, owned
+    int abort_fd;       // eventfd written by abort, owned
     atomic_int aborted; // 1 after abort
 } tcp_link_t;
 
@@ -332,9 +332,9 @@ hv_err hv__tcp_links_create(hv__tcp_listener_t *lst, const char *const *right_ad
         unsigned char hello[TCP_HELLO_LEN];
         hello_encode(hello, ids[i].world_id, ids[i].generation, ids[i].ring, ids[i].rank,
                      ids[i].right_rank);
-        HV_TRY_GOTO(tcp_io_full(ls[i]->send_fd, hello, sizeof(hello), 1,
-                                tcp_remaining(deadline) + 1),
-                    rc, fail);
+        HV_TRY_GOTO(
+            tcp_io_full(ls[i]->send_fd, hello, sizeof(hello), 1, tcp_remaining(deadline) + 1), rc,
+            fail);
     }
     HV_TRY_GOTO(tcp_accept_lefts(lst, ids, n, opts, deadline, rfds), rc, fail);
     for (int i = 0; i < n; i++) {

@@ -22,16 +22,16 @@
 #include "util.h"
 
 struct hv__world_s {
-    hv__rdzv_t rdzv;              // owned
-    hv__rdzv_assignment_t asg;    // owned
-    hv__link_t *link;             // owned, NULL when size == 1
-    hv__ring_t *ring;             // owned
-    hv__link_t *intra_link;       // owned, hierarchical mode only: the ranks of this host
-    hv__link_t *cross_link;       // owned, hierarchical mode only: same local rank, all hosts
-    hv__ring_t *intra;            // owned
-    hv__ring_t *cross;            // owned
-    hv__engine_t *engine;         // owned
-    hv__nccl_t *nccl;             // owned, NULL without a GPU (or with HV_NCCL=0)
+    hv__rdzv_t rdzv;           // owned
+    hv__rdzv_assignment_t asg; // owned
+    hv__link_t *link;          // owned, NULL when size == 1
+    hv__ring_t *ring;          // owned
+    hv__link_t *intra_link;    // owned, hierarchical mode only: the ranks of this host
+    hv__link_t *cross_link;    // owned, hierarchical mode only: same local rank, all hosts
+    hv__ring_t *intra;         // owned
+    hv__ring_t *cross;         // owned
+    hv__engine_t *engine;      // owned
+    hv__nccl_t *nccl;          // owned, NULL without a GPU (or with HV_NCCL=0)
 };
 
 /* The first non-loopback IPv4 address of this host, else 127.0.0.1. */
@@ -73,7 +73,7 @@ static void advertise(const hv__world_opts_t *o, int port, char *out, size_t len
  * ranks; hosts are ordered by their lowest rank, a host's ranks by rank. */
 typedef struct hier_s {
     int on;
-    int intra_pos, intra_size, intra_left, intra_right;  // positions; left/right: global ranks
+    int intra_pos, intra_size, intra_left, intra_right; // positions; left/right: global ranks
     int cross_pos, cross_size, cross_left, cross_right;
 } hier_t;
 
@@ -195,8 +195,8 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         w->cross_link = links[2];
         if (rc != HV_OK) {
             HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-CONNECT",
-                   "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank,
-                   right, a->peers[right].addr, hv_strerror(rc));
+                   "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank, right,
+                   a->peers[right].addr, hv_strerror(rc));
             goto fail;
         }
         // Neighbours on this host talk through shared memory (both ends see the same hosts,
@@ -205,12 +205,12 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         int recv_local = strcmp(a->peers[left].host, a->peers[a->rank].host) == 0;
         if (o->shm_bytes > 0 && (send_local || recv_local)) {
             hv__link_t *up = NULL;
-            rc = hv__shm_link_upgrade(w->link, send_local, recv_local, o->shm_bytes,
-                                      (int)conn_ms, &up);
+            rc = hv__shm_link_upgrade(w->link, send_local, recv_local, o->shm_bytes, (int)conn_ms,
+                                      &up);
             if (rc != HV_OK) {
                 HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
-                       "rank %d: shared-memory handshake with the neighbours failed: %s",
-                       a->rank, hv_strerror(rc));
+                       "rank %d: shared-memory handshake with the neighbours failed: %s", a->rank,
+                       hv_strerror(rc));
                 goto fail;
             }
             w->link = up;
@@ -250,11 +250,9 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     };
     HV_TRY_GOTO(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring), rc, fail);
     if (hier.on) {
-        HV_TRY_GOTO(hv__ring_create(hier.intra_pos, hier.intra_size, w->intra_link, &ro,
-                                    &w->intra),
+        HV_TRY_GOTO(hv__ring_create(hier.intra_pos, hier.intra_size, w->intra_link, &ro, &w->intra),
                     rc, fail);
-        HV_TRY_GOTO(hv__ring_create(hier.cross_pos, hier.cross_size, w->cross_link, &ro,
-                                    &w->cross),
+        HV_TRY_GOTO(hv__ring_create(hier.cross_pos, hier.cross_size, w->cross_link, &ro, &w->cross),
                     rc, fail);
     }
     if (o->use_nccl && a->size > 1 && hv__gpu_count() > 0) {
@@ -263,8 +261,7 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
                              &w->nccl);
         if (rc != HV_OK) {
             HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-NCCL",
-                   "rank %d: creating the NCCL communicator failed: %s", a->rank,
-                   hv_strerror(rc));
+                   "rank %d: creating the NCCL communicator failed: %s", a->rank, hv_strerror(rc));
             goto fail;
         }
     }
@@ -282,7 +279,7 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         // loopback TCP: 64 KiB 37 -> 28 us, 256 KiB 80 -> 72 us); with more ranks every rank
         // receives n-1 whole frames, so the bound drops (4 ranks: 128 KiB 345 -> 225 us at 16 KiB).
         .spec_bytes = o->spec_bytes != SIZE_MAX ? o->spec_bytes
-                      : a->size <= 2                ? 256u << 10
+                      : a->size <= 2            ? 256u << 10
                       : (128u << 10) / (size_t)a->size > (16u << 10)
                           ? (128u << 10) / (size_t)a->size
                           : 16u << 10,

@@ -18,28 +18,28 @@
 #include "rdzv.h"
 
 typedef struct hv__world_opts_s {
-    hv__rdzv_t rdzv;            /* owned by the world from the call on, even on failure */
-    const char *bind_addr;      /* data-plane listen address, NULL = "0.0.0.0:0" (borrowed) */
-    const char *advertise_ip;   /* IP peers should dial; NULL = the bind IP if specific, else
+    hv__rdzv_t rdzv;             /* owned by the world from the call on, even on failure */
+    const char *bind_addr;       /* data-plane listen address, NULL = "0.0.0.0:0" (borrowed) */
+    const char *advertise_ip;    /* IP peers should dial; NULL = the bind IP if specific, else
                                    the first non-loopback IPv4 (borrowed) */
-    const char *host_name;      /* node name given to the rendezvous (borrowed) */
-    uint32_t last_generation;   /* the generation of the previous world (0 at first) */
-    uint32_t rdzv_timeout_ms;   /* 0 = 90000 */
-    uint32_t connect_timeout_ms;/* bound on building the link; 0 = 30000 */
-    uint32_t peer_timeout_ms;   /* 0 = 5000 */
-    uint32_t spin_us;           /* UINT32_MAX = automatic */
-    uint32_t cycle_time_us;     /* 0 = 1000 */
-    uint64_t fusion_threshold;  /* 0 = 128 MiB */
-    size_t stage_bytes;         /* 0 = 256 KiB */
-    size_t small_bytes;         /* ring allgather-then-reduce bound; SIZE_MAX = automatic */
-    size_t spec_bytes;          /* engine frame data bound; SIZE_MAX = automatic */
-    int sock_buf;               /* 0 = kernel autotuning */
-    size_t shm_bytes;           /* shared-memory ring per same-host direction; 0 = TCP only */
-    size_t chunk_bytes;         /* allreduce pipeline chunk; 0 = size x 256 KiB, SIZE_MAX = whole */
-    int use_nccl;               /* 1: create an NCCL communicator when a GPU is visible */
-    int hierarchical;           /* 1: with several hosts of equal rank counts > 1, large
+    const char *host_name;       /* node name given to the rendezvous (borrowed) */
+    uint32_t last_generation;    /* the generation of the previous world (0 at first) */
+    uint32_t rdzv_timeout_ms;    /* 0 = 90000 */
+    uint32_t connect_timeout_ms; /* bound on building the link; 0 = 30000 */
+    uint32_t peer_timeout_ms;    /* 0 = 5000 */
+    uint32_t spin_us;            /* UINT32_MAX = automatic */
+    uint32_t cycle_time_us;      /* 0 = 1000 */
+    uint64_t fusion_threshold;   /* 0 = 128 MiB */
+    size_t stage_bytes;          /* 0 = 256 KiB */
+    size_t small_bytes;          /* ring allgather-then-reduce bound; SIZE_MAX = automatic */
+    size_t spec_bytes;           /* engine frame data bound; SIZE_MAX = automatic */
+    int sock_buf;                /* 0 = kernel autotuning */
+    size_t shm_bytes;            /* shared-memory ring per same-host direction; 0 = TCP only */
+    size_t chunk_bytes;    /* allreduce pipeline chunk; 0 = size x 256 KiB, SIZE_MAX = whole */
+    int use_nccl;          /* 1: create an NCCL communicator when a GPU is visible */
+    int hierarchical;      /* 1: with several hosts of equal rank counts > 1, large
                                    allreduces run 2D (intra-host, cross-host, intra-host) */
-    size_t hier_min_bytes;      /* smaller allreduces use the flat ring; 0 = 256 KiB */
+    size_t hier_min_bytes; /* smaller allreduces use the flat ring; 0 = 256 KiB */
 } hv__world_opts_t;
 
 typedef struct hv__world_s hv__world_t;

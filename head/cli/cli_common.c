@@ -126,8 +126,8 @@ enum submit_opt {
 };
 
 typedef struct submit_optdef_s {
-    const char *name;   /* without dashes */
-    char short_name;    /* single-dash letter, or 0 */
+    const char *name; /* without dashes */
+    char short_name;  /* single-dash letter, or 0 */
     enum submit_opt id;
     int takes_value;
 } submit_optdef_t;
@@ -213,8 +213,7 @@ static hv_err submit_push_env(hv_cli_submit_opts_t *o, const char *v, char *err,
     return HV_OK;
 }
 
-static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err,
-                               size_t errlen) {
+static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err, size_t errlen) {
     if (v[0] == '\0') {
         cli_err(err, errlen, "--file: empty path");
         return HV_EINVAL;
@@ -436,8 +435,7 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
         return HV_EINVAL;
     }
     if (n < 4 || magic[0] != 0x7f || magic[1] != 'E' || magic[2] != 'L' || magic[3] != 'F') {
-        cli_err(err, errlen, "%s is not an ELF executable (it does not start with \\x7fELF)",
-                path);
+        cli_err(err, errlen, "%s is not an ELF executable (it does not start with \\x7fELF)", path);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -585,10 +583,10 @@ int hv_cli_event_shown(const char *kind) {
 /* ---- human formats -------------------------------------------------------------------------- */
 
 static const char *const cli_signames[] = {
-    NULL,      "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",    "SIGTRAP", "SIGABRT", "SIGBUS",
-    "SIGFPE",  "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",   "SIGPIPE", "SIGALRM", "SIGTERM",
-    "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP",   "SIGTTIN", "SIGTTOU", "SIGURG",
-    "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH",  "SIGIO",   "SIGPWR",  "SIGSYS",
+    NULL,        "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",   "SIGTRAP", "SIGABRT", "SIGBUS",
+    "SIGFPE",    "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",  "SIGPIPE", "SIGALRM", "SIGTERM",
+    "SIGSTKFLT", "SIGCHLD", "SIGCONT",   "SIGSTOP", "SIGTSTP",  "SIGTTIN", "SIGTTOU", "SIGURG",
+    "SIGXCPU",   "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO",   "SIGPWR",  "SIGSYS",
 };
 
 const char *hv_cli_signame(int sig, char *buf, size_t len) {
@@ -806,12 +804,24 @@ void hv_cli_json_write_string(FILE *f, const char *s) {
             p++;
         } else if (c < 0x20 || c == 0x7f) {
             switch (c) {
-            case '\n': fputs("\\n", f); break;
-            case '\r': fputs("\\r", f); break;
-            case '\t': fputs("\\t", f); break;
-            case '\b': fputs("\\b", f); break;
-            case '\f': fputs("\\f", f); break;
-            default: fprintf(f, "\\u%04x", c); break;
+            case '\n':
+                fputs("\\n", f);
+                break;
+            case '\r':
+                fputs("\\r", f);
+                break;
+            case '\t':
+                fputs("\\t", f);
+                break;
+            case '\b':
+                fputs("\\b", f);
+                break;
+            case '\f':
+                fputs("\\f", f);
+                break;
+            default:
+                fprintf(f, "\\u%04x", c);
+                break;
             }
             p++;
         } else {

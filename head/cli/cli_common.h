@@ -18,16 +18,16 @@
 #include "hv.pb-c.h"
 
 #define HV_CLI_DEFAULT_HEAD "127.0.0.1:7000"
-#define HV_CLI_ERR_LEN 512          /* size of the err buffers below */
-#define HV_CLI_UNARY_MS 10000u      /* deadline of one unary call */
+#define HV_CLI_ERR_LEN 512             /* size of the err buffers below */
+#define HV_CLI_UNARY_MS 10000u         /* deadline of one unary call */
 #define HV_CLI_UPLOAD_CHUNK (1u << 20) /* bytes per Upload call (the proto's bound) */
 
 /* Process exit statuses shared by both tools. */
 enum {
     HV_CLI_EXIT_OK = 0,
-    HV_CLI_EXIT_FAIL = 1,      /* the job failed, or the head refused or could not be reached */
-    HV_CLI_EXIT_USAGE = 2,     /* bad command line or a local file that cannot be shipped */
-    HV_CLI_EXIT_SIGINT = 130,  /* interrupted by Ctrl-C */
+    HV_CLI_EXIT_FAIL = 1,     /* the job failed, or the head refused or could not be reached */
+    HV_CLI_EXIT_USAGE = 2,    /* bad command line or a local file that cannot be shipped */
+    HV_CLI_EXIT_SIGINT = 130, /* interrupted by Ctrl-C */
 };
 
 /* Returns the head address to use: opt if given, else $HV_HEAD if set and non-empty, else
@@ -55,25 +55,25 @@ void hv_cli_kv_fini(hv_cli_kv_t *kv);
 
 /* hvsubmit's command line. Strings are borrowed from argv unless said otherwise. */
 typedef struct hv_cli_submit_opts_s {
-    const char *head;         /* --head, or NULL */
-    uint32_t np;              /* -np; 0 when not given */
-    int np_set;               /* -np was given */
-    uint32_t min_np;          /* --min-np, 0 = unset */
-    uint32_t max_np;          /* --max-np, 0 = unset */
-    uint32_t max_resets;      /* --max-resets */
-    uint32_t slots_per_host;  /* --slots-per-host, 0 = no limit */
-    uint32_t timeout_s;       /* --timeout, 0 = the head's default */
-    const char *name;         /* --name, or NULL (the binary's base name) */
-    int detach;               /* --detach */
-    int quiet;                /* --quiet */
-    int verbose;              /* --verbose */
-    int help;                 /* -h / --help: print usage, exit 0 */
-    const char *binary;       /* the program; NULL only when help is set */
-    char **args;              /* the program's arguments (argv tail, borrowed) */
+    const char *head;        /* --head, or NULL */
+    uint32_t np;             /* -np; 0 when not given */
+    int np_set;              /* -np was given */
+    uint32_t min_np;         /* --min-np, 0 = unset */
+    uint32_t max_np;         /* --max-np, 0 = unset */
+    uint32_t max_resets;     /* --max-resets */
+    uint32_t slots_per_host; /* --slots-per-host, 0 = no limit */
+    uint32_t timeout_s;      /* --timeout, 0 = the head's default */
+    const char *name;        /* --name, or NULL (the binary's base name) */
+    int detach;              /* --detach */
+    int quiet;               /* --quiet */
+    int verbose;             /* --verbose */
+    int help;                /* -h / --help: print usage, exit 0 */
+    const char *binary;      /* the program; NULL only when help is set */
+    char **args;             /* the program's arguments (argv tail, borrowed) */
     int nargs;
-    hv_cli_kv_t *env;         /* --env, owned array of owned pairs */
+    hv_cli_kv_t *env; /* --env, owned array of owned pairs */
     size_t nenv;
-    const char **files;       /* --file paths (owned array of borrowed strings) */
+    const char **files; /* --file paths (owned array of borrowed strings) */
     size_t nfiles;
 } hv_cli_submit_opts_t;
 
@@ -155,12 +155,12 @@ size_t hv_cli_table_rows(const hv_cli_table_t *t);
  * a key before each value inside an object. Misuse (too deep, a value where a key is due) sets
  * err and makes later calls no-ops, so the output is never silently invalid. */
 typedef struct hv_cli_json_s {
-    FILE *f;                                /* borrowed */
-    int depth;                              /* open containers */
+    FILE *f;                                     /* borrowed */
+    int depth;                                   /* open containers */
     unsigned char is_obj[HV_CLI_JSON_MAX_DEPTH]; /* per level: 1 object, 0 array */
     unsigned char count[HV_CLI_JSON_MAX_DEPTH];  /* per level: values written (saturates at 1) */
-    int want_value;                         /* a key was written, its value is due */
-    int err;                                /* misuse detected */
+    int want_value;                              /* a key was written, its value is due */
+    int err;                                     /* misuse detected */
 } hv_cli_json_t;
 
 void hv_cli_json_init(hv_cli_json_t *j, FILE *f);

@@ -122,8 +122,8 @@ static void test_parse_basic(void) {
 static void test_parse_forms(void) {
     char store[512], err[HV_CLI_ERR_LEN];
     char *argv[64];
-    int argc = split_args("--np=2 --head=node1:7001 --name=resnet --detach -q -v ./a.out",
-                          store, sizeof(store), argv, 64);
+    int argc = split_args("--np=2 --head=node1:7001 --name=resnet --detach -q -v ./a.out", store,
+                          sizeof(store), argv, 64);
     hv_cli_submit_opts_t o;
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
     CHECK_INT(o.np, 2);
@@ -192,15 +192,14 @@ static void test_parse_errors(void) {
         memset(&o, 0, sizeof(o));
         hv_err rc = hv_cli_submit_parse(argc, argv, &o, err, sizeof(err));
         if (rc != HV_EINVAL) {
-            fprintf(stderr, "case '%s': rc = %s, want HV_EINVAL\n", cases[i].line,
-                    hv_errname(rc));
+            fprintf(stderr, "case '%s': rc = %s, want HV_EINVAL\n", cases[i].line, hv_errname(rc));
             test_failed = 1;
             hv_cli_submit_opts_fini(&o);
             continue;
         }
         if (strstr(err, cases[i].msg) == NULL) {
-            fprintf(stderr, "case '%s': err = \"%s\", want it to contain \"%s\"\n",
-                    cases[i].line, err, cases[i].msg);
+            fprintf(stderr, "case '%s': err = \"%s\", want it to contain \"%s\"\n", cases[i].line,
+                    err, cases[i].msg);
             test_failed = 1;
         }
     }
@@ -506,7 +505,7 @@ static void test_table(void) {
         return;
     }
     static const char *const r1[] = {"7", "train.bin", "running"};
-    static const char *const r2[] = {"12", "", "failed"};           /* empty shows as "-" */
+    static const char *const r2[] = {"12", "", "failed"};                   /* empty shows as "-" */
     static const char *const r3[] = {"3", "d\xc3\xa9j\xc3\xa0", "a\tb\nc"}; /* UTF-8, controls */
     CHECK_RC(hv_cli_table_add(t, r1), HV_OK);
     CHECK_RC(hv_cli_table_add(t, r2), HV_OK);
@@ -640,8 +639,8 @@ static void test_parse_oom(void) {
     char store[512], err[HV_CLI_ERR_LEN];
     char *argv[64];
     for (long n = 1; n <= 12; n++) {
-        int argc = split_args("--env A=1 --env B=2 --file x --file y t", store, sizeof(store),
-                              argv, 64);
+        int argc =
+            split_args("--env A=1 --env B=2 --file x --file y t", store, sizeof(store), argv, 64);
         hv_cli_submit_opts_t o;
         memset(&o, 0, sizeof(o));
         hv_mem_fail_after(n);

@@ -110,13 +110,13 @@ typedef struct script_item_s {
 } script_item_t;
 
 static const script_item_t *script;
-static Hvpb__V1__JobView *final_view;      /* sent with IT_DONE */
-static Hvpb__V1__JobView *cancelled_view;  /* sent when Cancel arrives during IT_HOLD */
-static int submit_refuse;                  /* Submit answers RESOURCE_EXHAUSTED */
-static int cancel_ends_job = 1;            /* Cancel makes a held Watch send the cancelled view */
-static hv_rpc_call_t *held_watch;          /* a Watch call kept open by IT_HOLD */
-static uint64_t watch_started_ms;          /* when the last Watch call arrived */
-static uint64_t cancel_ms;                 /* when Cancel arrived */
+static Hvpb__V1__JobView *final_view;     /* sent with IT_DONE */
+static Hvpb__V1__JobView *cancelled_view; /* sent when Cancel arrives during IT_HOLD */
+static int submit_refuse;                 /* Submit answers RESOURCE_EXHAUSTED */
+static int cancel_ends_job = 1;           /* Cancel makes a held Watch send the cancelled view */
+static hv_rpc_call_t *held_watch;         /* a Watch call kept open by IT_HOLD */
+static uint64_t watch_started_ms;         /* when the last Watch call arrived */
+static uint64_t cancel_ms;                /* when Cancel arrived */
 static uint64_t last_log_offset, last_event_after;
 
 static fake_art_t *art_find(const char *digest, int create) {
@@ -449,10 +449,10 @@ static char bindir[512];
 
 /* What one run of a tool produced. */
 typedef struct run_s {
-    int status;    /* exit status, or 128+signal */
-    char *out;     /* owned: stdout */
-    char *err;     /* owned: stderr */
-    uint64_t ms;   /* how long it ran */
+    int status;  /* exit status, or 128+signal */
+    char *out;   /* owned: stdout */
+    char *err;   /* owned: stderr */
+    uint64_t ms; /* how long it ran */
 } run_t;
 
 static char *slurp(const char *path) {
@@ -562,7 +562,10 @@ static void run_free(run_t *r) {
 static void put_elf(const char *name, size_t size, unsigned seed, char *path, size_t len) {
     snprintf(path, len, "%s/%s", tmpdir, name);
     unsigned char *buf = hv_malloc(size);
-    memcpy(buf, "\x7f" "ELF", 4);
+    memcpy(buf,
+           "\x7f"
+           "ELF",
+           4);
     for (size_t i = 4; i < size; i++) {
         buf[i] = (unsigned char)((i * 2654435761u + seed) >> 13);
     }
@@ -648,8 +651,8 @@ static void test_submit_ok(void) {
         wv[i].term_signal = 0;
     }
     run_t r;
-    const char *args[] = {"-np", "3", "--env", "LR=0.1", "--env", "EMPTY=", "--file", data,
-                          bin, "--epochs", "2", "-np", "9", NULL};
+    const char *args[] = {"-np", "3", "--env",    "LR=0.1", "--env", "EMPTY=", "--file",
+                          data,  bin, "--epochs", "2",      "-np",   "9",      NULL};
     run_tool(&r, "hvsubmit", args);
     CHECK_INT(r.status, 0);
     CHECK_STR(r.out, "[0]<stdout>:hello from 0\n[2]<stdout>:epoch 1 loss=0.5\n");

@@ -32,10 +32,12 @@ int hv_cli_rpc_unreachable(const hv_rpc_status_t *st) {
 
 /* Details gRPC core writes when the transport fails (lower case; matched case-insensitively). */
 static const char *const rpc_transport_words[] = {
-    "failed to connect",    "connection refused", "connection reset", "socket closed",
-    "broken pipe",          "goaway",             "transport closed", "keepalive",
-    "dns resolution",       "empty address list", "endpoint",         "stream removed",
-    "cancelling all calls", "connect failed",     "name resolution",  "no route to host",
+    "failed to connect",    "connection refused", "connection reset",
+    "socket closed",        "broken pipe",        "goaway",
+    "transport closed",     "keepalive",          "dns resolution",
+    "empty address list",   "endpoint",           "stream removed",
+    "cancelling all calls", "connect failed",     "name resolution",
+    "no route to host",
 };
 
 int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st) {

@@ -20,20 +20,20 @@
 
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
-    const char *head;     /* --head or NULL */
-    int json;             /* --json */
-    int follow;           /* logs --follow */
-    uint64_t job_id;      /* the ID argument, or events --job */
-    int job_set;          /* events --job was given */
-    uint32_t limit;       /* --limit, 0 = the head's default */
-    const char *cmd;      /* nodes|jobs|job|logs|cancel|events */
+    const char *head; /* --head or NULL */
+    int json;         /* --json */
+    int follow;       /* logs --follow */
+    uint64_t job_id;  /* the ID argument, or events --job */
+    int job_set;      /* events --job was given */
+    uint32_t limit;   /* --limit, 0 = the head's default */
+    const char *cmd;  /* nodes|jobs|job|logs|cancel|events */
 } ctl_opts_t;
 
 /* What the command functions share. */
 typedef struct ctl_s {
     const ctl_opts_t *o;
-    const char *head;         /* resolved address, borrowed */
-    hv_rpc_channel_t *ch;     /* owned by main */
+    const char *head;     /* resolved address, borrowed */
+    hv_rpc_channel_t *ch; /* owned by main */
 } ctl_t;
 
 static void ctl_usage(FILE *f) {
@@ -151,8 +151,8 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     o->cmd = pos[0];
     const char *c = o->cmd;
     int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
-    int known = takes_id || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
-                strcmp(c, "events") == 0;
+    int known =
+        takes_id || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 || strcmp(c, "events") == 0;
     if (!known) {
         return ctl_usage_error("unknown command '%s'", c);
     }
@@ -189,8 +189,7 @@ static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
-        if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
-            st.msg[0] == '\0') {
+        if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) && st.msg[0] == '\0') {
             fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);
             return HV_CLI_EXIT_FAIL;
         }
@@ -307,8 +306,8 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
 static int ctl_nodes(const ctl_t *c) {
     Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor,
-                          &resp);
+    int status =
+        ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor, &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -546,8 +545,8 @@ static int ctl_job(const ctl_t *c) {
                 snprintf(ex, sizeof(ex), "-");
             }
             snprintf(att, sizeof(att), "%u", (unsigned)w->attempt);
-            const char *row[] = {rank, w->node, w->state, w->pid > 0 ? pid : "-", ex, att,
-                                 w->reason};
+            const char *row[] = {rank, w->node, w->state, w->pid > 0 ? pid : "-",
+                                 ex,   att,     w->reason};
             if (hv_cli_table_add(t, row) != HV_OK) {
                 hv_cli_table_destroy(t);
                 hv_rpc_msg_free(resp);
@@ -593,8 +592,7 @@ static int ctl_logs(const ctl_t *c) {
             if (st.rc != HV_OK) {
                 if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
                     st.msg[0] == '\0') {
-                    fprintf(stderr, CTL_PROG ": no job %llu\n",
-                            (unsigned long long)c->o->job_id);
+                    fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);
                     status = HV_CLI_EXIT_FAIL;
                 } else {
                     status = hv_cli_rpc_report(CTL_PROG, c->head, "Watch", &st, 0);
@@ -679,8 +677,8 @@ static int ctl_events(const ctl_t *c) {
     req.job_id = c->o->job_set ? c->o->job_id : 0;
     req.limit = c->o->limit;
     ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "ListEvents", &req.base, &hvpb__v1__list_events_reply__descriptor,
-                          &resp);
+    int status =
+        ctl_call(c, "ListEvents", &req.base, &hvpb__v1__list_events_reply__descriptor, &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }

@@ -29,36 +29,36 @@
 #include "util.h"
 
 #define SUBMIT_PROG "hvsubmit"
-#define SUBMIT_UPLOAD_MS 30000u        /* deadline of one Upload call */
-#define SUBMIT_RECONNECT_MS 60000u     /* how long to try to get the head back */
+#define SUBMIT_UPLOAD_MS 30000u    /* deadline of one Upload call */
+#define SUBMIT_RECONNECT_MS 60000u /* how long to try to get the head back */
 #define SUBMIT_BACKOFF_MIN_MS 200u
 #define SUBMIT_BACKOFF_MAX_MS 2000u
-#define SUBMIT_CANCEL_WAIT_MS 30000u   /* after Ctrl-C, wait this long for the job to end */
-#define SUBMIT_POLL_MS 200u            /* how often the watch loop looks at the Ctrl-C flag */
-#define SUBMIT_BIG_UPLOAD (64u << 20)  /* say "uploading ..." for files at least this big */
+#define SUBMIT_CANCEL_WAIT_MS 30000u  /* after Ctrl-C, wait this long for the job to end */
+#define SUBMIT_POLL_MS 200u           /* how often the watch loop looks at the Ctrl-C flag */
+#define SUBMIT_BIG_UPLOAD (64u << 20) /* say "uploading ..." for files at least this big */
 
 /* Ctrl-C presses seen; written only by the handler. */
 static volatile sig_atomic_t submit_sigint;
 
 /* One file shipped with the job, once uploaded. */
 typedef struct submit_artifact_s {
-    const char *path;  /* borrowed from argv */
+    const char *path; /* borrowed from argv */
     char digest[65];
     uint64_t size;
-    uint32_t mode;     /* permission bits */
+    uint32_t mode; /* permission bits */
 } submit_artifact_t;
 
 /* Everything the watch loop keeps between reconnects. */
 typedef struct submit_watch_s {
-    hv_rpc_channel_t *ch;      /* borrowed */
-    const char *head;          /* borrowed, for messages */
+    hv_rpc_channel_t *ch; /* borrowed */
+    const char *head;     /* borrowed, for messages */
     uint64_t job_id;
     int quiet;
-    uint64_t nlogs;            /* log lines printed so far = log_offset on resume */
-    uint64_t last_seq;         /* seq of the last event seen = event_after on resume */
-    int cancel_sent;           /* Cancel reached the head */
-    uint64_t cancel_deadline;  /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
-    char last_state[512];      /* the last job.state message printed (not printed twice) */
+    uint64_t nlogs;           /* log lines printed so far = log_offset on resume */
+    uint64_t last_seq;        /* seq of the last event seen = event_after on resume */
+    int cancel_sent;          /* Cancel reached the head */
+    uint64_t cancel_deadline; /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
+    char last_state[512];     /* the last job.state message printed (not printed twice) */
 } submit_watch_t;
 
 static void submit_usage(FILE *f) {
@@ -158,9 +158,9 @@ static hv_err submit_stat(hv_rpc_channel_t *ch, const char *head, const char *di
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
-    hv_err rc = hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
-                             &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp,
-                             &st);
+    hv_err rc =
+        hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
+                         &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
     if (rc != HV_OK) {
         hv_cli_rpc_report(SUBMIT_PROG, head, "StatArtifact", &st, HV_CLI_UNARY_MS);
         return rc;
@@ -203,13 +203,12 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
         ProtobufCMessage *resp = NULL;
         hv_rpc_status_t st;
         memset(&st, 0, sizeof(st));
-        hv_err rc = hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
-                                 &hvpb__v1__upload_reply__descriptor, SUBMIT_UPLOAD_MS, &resp,
-                                 &st);
+        hv_err rc =
+            hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
+                             &hvpb__v1__upload_reply__descriptor, SUBMIT_UPLOAD_MS, &resp, &st);
         if (rc != HV_OK) {
             int resumable = st.grpc_code == HV_CLI_GRPC_FAILED_PRECONDITION ||
-                            st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE ||
-                            hv_cli_rpc_unreachable(&st);
+                            st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE || hv_cli_rpc_unreachable(&st);
             if (!resumable || ++retries > 5) {
                 if (st.msg[0] != '\0' && !hv_cli_rpc_unreachable(&st)) {
                     fprintf(stderr, SUBMIT_PROG ": upload of %s failed: %s\n", a->path, st.msg);
@@ -299,8 +298,9 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
     }
     if (present) {
         if (verbose) {
-            fprintf(stderr, SUBMIT_PROG ": %s is already on the head (sha256 %.12s), not "
-                            "uploading it\n",
+            fprintf(stderr,
+                    SUBMIT_PROG ": %s is already on the head (sha256 %.12s), not "
+                                "uploading it\n",
                     path, a->digest);
         }
         return HV_CLI_EXIT_OK;
@@ -383,7 +383,7 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Submit", &req.base, &hvpb__v1__submit_reply__descriptor,
-                     HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
+                         HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
         status = hv_cli_rpc_report(SUBMIT_PROG, head, "Submit", &st, HV_CLI_UNARY_MS);
         goto out;
     }
@@ -409,7 +409,7 @@ static int submit_cancel(submit_watch_t *w) {
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
     hv_err rc = hv_cli_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cancel", &ref.base,
-                             &hvpb__v1__cancel_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
+                                 &hvpb__v1__cancel_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
     if (rc != HV_OK) {
         if (hv_cli_rpc_unreachable(&st)) {
             return 0;
@@ -538,7 +538,7 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
         ProtobufCMessage *resp = NULL;
         memset(&st, 0, sizeof(st));
         hv_err rc = hv_cli_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
-                                 &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
+                                     &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
         if (rc == HV_OK) {
             hv_rpc_msg_free(resp);
             if (!w->quiet) {
@@ -569,8 +569,9 @@ static int submit_watch(submit_watch_t *w) {
             w->cancel_sent = submit_cancel(w);
         }
         if (w->cancel_deadline != 0 && hv_now_ms() >= w->cancel_deadline) {
-            fprintf(stderr, SUBMIT_PROG ": job %llu did not end within %u s of the cancel "
-                            "request; see 'hvctl job %llu'\n",
+            fprintf(stderr,
+                    SUBMIT_PROG ": job %llu did not end within %u s of the cancel "
+                                "request; see 'hvctl job %llu'\n",
                     (unsigned long long)w->job_id, SUBMIT_CANCEL_WAIT_MS / 1000,
                     (unsigned long long)w->job_id);
             status = HV_CLI_EXIT_SIGINT;
@@ -693,8 +694,7 @@ int main(int argc, char **argv) {
     }
     if (o.detach) {
         if (submit_sigint) {
-            fprintf(stderr, SUBMIT_PROG ": cancelling job %llu...\n",
-                    (unsigned long long)w.job_id);
+            fprintf(stderr, SUBMIT_PROG ": cancelling job %llu...\n", (unsigned long long)w.job_id);
             submit_cancel(&w);
             status = HV_CLI_EXIT_SIGINT;
             goto out;

@@ -49,48 +49,48 @@ struct load_s;
 
 /* One simulated agent. Owned by the load's array; every field is touched on the loop thread. */
 typedef struct agent_s {
-    struct load_s *ld;             /* borrowed back pointer */
+    struct load_s *ld; /* borrowed back pointer */
     char name[96];
     uint64_t incarnation;
-    hv_rpc_channel_t *ch;          /* owned: this agent's own channel (its own connection) */
-    hv_rpc_call_t *join;           /* AS_JOINING: the Join call */
-    hv_rpc_call_t *sess;           /* AS_OPENING/AS_UP: the Session stream */
-    uv_timer_t timer;              /* start, join retry, then heartbeats */
+    hv_rpc_channel_t *ch; /* owned: this agent's own channel (its own connection) */
+    hv_rpc_call_t *join;  /* AS_JOINING: the Join call */
+    hv_rpc_call_t *sess;  /* AS_OPENING/AS_UP: the Session stream */
+    uv_timer_t timer;     /* start, join retry, then heartbeats */
     uint64_t node_id;
     uint32_t heartbeat_ms;
     agent_state state;
-    uint64_t sent;                 /* heartbeats queued on the stream (the first one included) */
-    uint64_t replies;              /* heartbeat answers */
-    uint64_t others;               /* any other HeadMsg (orders, bare acks) */
-    uint64_t join_fail;            /* Join attempts that failed */
-    uint64_t ring[LOAD_RTT_RING];  /* uv_hrtime() of heartbeats not yet answered, FIFO */
+    uint64_t sent;                /* heartbeats queued on the stream (the first one included) */
+    uint64_t replies;             /* heartbeat answers */
+    uint64_t others;              /* any other HeadMsg (orders, bare acks) */
+    uint64_t join_fail;           /* Join attempts that failed */
+    uint64_t ring[LOAD_RTT_RING]; /* uv_hrtime() of heartbeats not yet answered, FIFO */
     size_t ring_head, ring_n;
 } agent_t;
 
 /* Heartbeat round trips in microseconds, growable. */
 typedef struct rtt_s {
-    uint32_t *us;                  /* owned */
+    uint32_t *us; /* owned */
     size_t n, cap;
 } rtt_t;
 
 typedef struct load_s {
     uv_loop_t loop;
     hv_rpc_engine_t *eng;
-    const char *head;              /* borrowed from argv / environment */
+    const char *head; /* borrowed from argv / environment */
     const char *token;
-    uint32_t hb_override_ms;       /* 0 = the head's heartbeat_ms */
+    uint32_t hb_override_ms; /* 0 = the head's heartbeat_ms */
     uint32_t slots;
-    agent_t *agents;               /* owned array of n */
+    agent_t *agents; /* owned array of n */
     size_t n;
-    uint64_t t0;                   /* uv_hrtime() at start */
+    uint64_t t0; /* uv_hrtime() at start */
     uv_timer_t stop;
-    uv_signal_t sigint, sigterm;   /* either one ends the run early, with the same report */
+    uv_signal_t sigint, sigterm; /* either one ends the run early, with the same report */
     int stopping;
-    size_t up;                     /* agents whose session got an answer (ever) */
-    size_t lost;                   /* sessions that ended before the run did */
-    uint64_t all_up_ns;            /* time from start until every session was up (0 = not yet) */
-    rtt_t rtt_all;                 /* every heartbeat answered */
-    rtt_t rtt_steady;              /* heartbeats sent after every session was up */
+    size_t up;          /* agents whose session got an answer (ever) */
+    size_t lost;        /* sessions that ended before the run did */
+    uint64_t all_up_ns; /* time from start until every session was up (0 = not yet) */
+    rtt_t rtt_all;      /* every heartbeat answered */
+    rtt_t rtt_steady;   /* heartbeats sent after every session was up */
 } load_t;
 
 static uint64_t load_rand64(void) {
@@ -233,7 +233,8 @@ static void agent_open(agent_t *a) {
     m.body_case = HVPB__V1__AGENT_MSG__BODY_HELLO;
     m.hello = &h;
     hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__head_msg__descriptor,
-                               .on_msg = agent_session_msg, .on_done = agent_session_done,
+                               .on_msg = agent_session_msg,
+                               .on_done = agent_session_done,
                                .ud = a};
     hv_err rc = hv_rpc_call_start(a->ld->eng, a->ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI,
                                   &m.base, 0, &cbs, &a->sess);
@@ -261,9 +262,7 @@ static void agent_join_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, voi
     }
 }
 
-static void agent_retry_cb(uv_timer_t *t) {
-    agent_join(t->data);
-}
+static void agent_retry_cb(uv_timer_t *t) { agent_join(t->data); }
 
 static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud) {
     agent_t *a = ud;
@@ -313,11 +312,13 @@ static void agent_join(agent_t *a) {
     req.node = &node;
     req.incarnation = a->incarnation;
     hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__join_reply__descriptor,
-                               .on_msg = agent_join_msg, .on_done = agent_join_done, .ud = a};
+                               .on_msg = agent_join_msg,
+                               .on_done = agent_join_done,
+                               .ud = a};
     a->node_id = 0;
     a->state = AS_JOINING;
-    hv_err rc = hv_rpc_call_start(ld->eng, a->ch, "/hvpb.v1.Cluster/Join", HV_RPC_UNARY,
-                                  &req.base, LOAD_JOIN_TIMEOUT_MS, &cbs, &a->join);
+    hv_err rc = hv_rpc_call_start(ld->eng, a->ch, "/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &req.base,
+                                  LOAD_JOIN_TIMEOUT_MS, &cbs, &a->join);
     if (rc != HV_OK) {
         a->join = NULL;
         a->join_fail++;
@@ -387,16 +388,15 @@ static void load_report(load_t *ld, double secs) {
         join_fail += a->join_fail;
         joined += a->node_id != 0;
     }
-    printf("agent_load: agents=%zu joined=%zu established=%zu lost=%zu join_failures=%llu\n",
-           ld->n, joined, ld->up, ld->lost, (unsigned long long)join_fail);
+    printf("agent_load: agents=%zu joined=%zu established=%zu lost=%zu join_failures=%llu\n", ld->n,
+           joined, ld->up, ld->lost, (unsigned long long)join_fail);
     printf("agent_load: ran %.1f s: heartbeats sent=%llu replies=%llu (%.1f/s) other_msgs=%llu\n",
            secs, (unsigned long long)sent, (unsigned long long)replies,
            secs > 0 ? (double)replies / secs : 0.0, (unsigned long long)others);
     rtt_print("all", &ld->rtt_all);
     rtt_print("steady", &ld->rtt_steady);
     if (ld->all_up_ns != 0) {
-        printf("agent_load: all sessions established after %.0f ms\n",
-               (double)ld->all_up_ns / 1e6);
+        printf("agent_load: all sessions established after %.0f ms\n", (double)ld->all_up_ns / 1e6);
     }
     fflush(stdout);
 }
@@ -523,8 +523,8 @@ int main(int argc, char **argv) {
         varied = load_target(ld.head, i, target, sizeof(target));
         rc = hv_rpc_channel_create(target, &a->ch);
         if (rc != HV_OK) {
-            fprintf(stderr, "agent_load: %s: cannot create a channel to %s: %s\n", a->name,
-                    target, hv_strerror(rc));
+            fprintf(stderr, "agent_load: %s: cannot create a channel to %s: %s\n", a->name, target,
+                    hv_strerror(rc));
             a->ch = NULL;
             goto run_out;
         }
@@ -539,8 +539,8 @@ int main(int argc, char **argv) {
     ld.sigint.data = ld.sigterm.data = &ld;
     uv_signal_start(&ld.sigint, load_signal_cb, SIGINT);
     uv_signal_start(&ld.sigterm, load_signal_cb, SIGTERM);
-    printf("agent_load: %zu agents against %s for %llu s (ramp %llu ms), %zu connections\n",
-           ld.n, ld.head, (unsigned long long)duration, (unsigned long long)ramp,
+    printf("agent_load: %zu agents against %s for %llu s (ramp %llu ms), %zu connections\n", ld.n,
+           ld.head, (unsigned long long)duration, (unsigned long long)ramp,
            varied ? (ld.n < 1000 ? ld.n : 1000) : 1);
     fflush(stdout);
     uv_run(&ld.loop, UV_RUN_DEFAULT);

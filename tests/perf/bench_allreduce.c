@@ -103,8 +103,8 @@ static int bench_resnet(const bench_cfg_t *c) {
         double t0 = bench_now();
         // A backward pass hands gradients over in reverse registration order.
         for (int i = nt - 1; i >= 0; i--) {
-            if (check(hv_allreduce_async(names[i], bufs[i], bufs[i], counts[i], HV_FLOAT32,
-                                         HV_SUM, &h[i]),
+            if (check(hv_allreduce_async(names[i], bufs[i], bufs[i], counts[i], HV_FLOAT32, HV_SUM,
+                                         &h[i]),
                       "allreduce_async") != 0) {
                 return -1;
             }

@@ -22,7 +22,7 @@ typedef struct bench_cfg_s {
     size_t sizes[BENCH_MAX_SIZES];
     int nsizes;
     int runs;
-    const char *resnet;  // counts file, or NULL
+    const char *resnet; // counts file, or NULL
     int resnet_steps;
 } bench_cfg_t;
 

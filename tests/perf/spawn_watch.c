@@ -116,12 +116,12 @@ static void proc_each(void (*fn)(int pid, void *ud), void *ud) {
 }
 
 typedef struct watch_s {
-    const char *prefix;            /* cwd prefix */
+    const char *prefix; /* cwd prefix */
     size_t prefix_len;
-    const char *not_comm;          /* a process with this comm has not exec'd yet */
-    pidset_t before;               /* pids present at the start */
-    pidset_t seen;                 /* matching pids counted */
-    int count;                     /* how many to wait for */
+    const char *not_comm; /* a process with this comm has not exec'd yet */
+    pidset_t before;      /* pids present at the start */
+    pidset_t seen;        /* matching pids counted */
+    int count;            /* how many to wait for */
     uint64_t t0_ns;
     uint64_t seen_ns[WATCH_MAX_COUNT];
     uint64_t seen_wall_us[WATCH_MAX_COUNT];

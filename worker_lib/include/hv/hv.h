@@ -121,7 +121,8 @@ typedef struct hv_config_s {
                                   0.0.0.0:0 (borrowed, copied) */
 } hv_config_t;
 
-#define HV_CONFIG_INIT {sizeof(hv_config_t), 0, 0, 0, 0, 0, NULL}
+#define HV_CONFIG_INIT                                                                             \
+    { sizeof(hv_config_t), 0, 0, 0, 0, 0, NULL }
 
 HV_API hv_err hv_init_config(const hv_config_t *cfg);
 
@@ -161,7 +162,7 @@ typedef enum hv_dtype {
 
 typedef enum hv_op {
     HV_SUM = 0,
-    HV_AVG = 1,     /* sum, then divided by the world size once (integers: truncated) */
+    HV_AVG = 1, /* sum, then divided by the world size once (integers: truncated) */
     HV_MIN = 2,
     HV_MAX = 3,
     HV_PRODUCT = 4,
