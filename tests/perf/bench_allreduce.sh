@@ -28,8 +28,8 @@ ranks="2 4"
 sizes="4K,64K,1M,16M,64M,256M"
 reps=3
 cluster=0
-resnet="$repo/../shared/data/resnet50_grad_counts.txt"
-[ -f "$resnet" ] || resnet="/work/shared/data/resnet50_grad_counts.txt"
+# the 161 float32 parameter counts of torchvision's ResNet-50 (a copy of shared/data's file)
+resnet="$repo/tests/perf/data/resnet50_grad_counts.txt"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) sizes="4K,1M,16M,64M"; ranks="2"; reps=1; shift ;;
