@@ -4,41 +4,12 @@
  * Each case can run alone: `sha256_test <case>`.
  */
 #include "sha256.h"
+#include "hv_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (g_ == NULL || strcmp(g_, w_) != 0) {                                                   \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
-                    g_ ? g_ : "(null)", w_);                                                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
-                    hv_errname(g_), hv_errname(w_));                                               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void hex_of(const void *data, size_t len, char hex[65]) {
     hv_sha256_t ctx;
@@ -102,7 +73,7 @@ static void test_split_updates(void) {
             hv_sha256_hex(d, got);
             if (strcmp(got, want) != 0) {
                 fprintf(stderr, "len %zu piece %zu: got %s want %s\n", len, piece, got, want);
-                failures++;
+                hv_check_failures++;
                 return;
             }
         }
@@ -169,10 +140,7 @@ static void test_file(void) {
     CHECK_RC(hv_sha256_file("/tmp", hex, NULL), HV_EINVAL);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
+static const hv_check_case_t cases[] = {
     {"vectors", test_vectors},
     {"million_a", test_million_a},
     {"split_updates", test_split_updates},
@@ -181,20 +149,5 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-    int ran = 0;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
-            continue;
-        }
-        int before = failures;
-        cases[i].fn();
-        printf("%s %s\n", failures == before ? "PASS" : "FAIL", cases[i].name);
-        ran++;
-    }
-    if (ran == 0) {
-        fprintf(stderr, "no case named %s\n", argv[1]);
-        return 2;
-    }
-    printf("%d case(s), %d failure(s)\n", ran, failures);
-    return failures == 0 ? 0 : 1;
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -15,50 +15,11 @@
 
 #include "log.h"
 #include "mem.h"
+#include "hv_check.h"
 
 #ifndef HV_TEST_DATA
 #error "HV_TEST_DATA must name head/testdata"
 #endif
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_EQ(got, want)                                                                        \
-    do {                                                                                           \
-        unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want);        \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s == %s\n  got:  %llu\n  want: %llu\n", __FILE__, __LINE__,   \
-                    #got, #want, g_, w_);                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if ((g_ == NULL) != (w_ == NULL) || (g_ != NULL && strcmp(g_, w_) != 0)) {                 \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
-                    g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_RC(got, want, err)                                                                   \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n  message: %s\n", __FILE__,        \
-                    __LINE__, #got, hv_errname(g_), hv_errname(w_), (err));                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static const char *data_path(const char *name, char *buf, size_t len) {
     snprintf(buf, len, "%s/%s", HV_TEST_DATA, name);
@@ -104,7 +65,7 @@ static void test_defaults(void) {
     hv_head_config_fini(&c); // twice is harmless
     hv_head_config_fini(NULL);
 
-    CHECK_RC(hv_head_config_load(NULL, &c, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_head_config_load(NULL, &c, err, sizeof(err)), HV_OK, err);
     check_defaults(&c);
     CHECK_STR(c.path, NULL);
     hv_head_config_fini(&c);
@@ -115,7 +76,7 @@ static void test_full(void) {
     char err[512] = "", path[512];
     data_path("good_full.yaml", path, sizeof(path));
     hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
-    CHECK_RC(rc, HV_OK, err);
+    CHECK_RC_MSG(rc, HV_OK, err);
     if (rc != HV_OK) {
         return;
     }
@@ -152,7 +113,7 @@ static void test_minimal(void) {
     char err[512] = "", path[512];
     hv_err rc = hv_head_config_load(data_path("good_minimal.yaml", path, sizeof(path)), &c, err,
                                     sizeof(err));
-    CHECK_RC(rc, HV_OK, err);
+    CHECK_RC_MSG(rc, HV_OK, err);
     if (rc != HV_OK) {
         return;
     }
@@ -170,7 +131,7 @@ static void test_empty(void) {
         char err[512] = "", path[512];
         hv_err rc =
             hv_head_config_load(data_path(files[i], path, sizeof(path)), &c, err, sizeof(err));
-        CHECK_RC(rc, HV_OK, err);
+        CHECK_RC_MSG(rc, HV_OK, err);
         if (rc == HV_OK) {
             check_defaults(&c);
             CHECK_STR(c.path, path);
@@ -184,7 +145,7 @@ static void test_examples(void) {
     char err[512] = "", path[512];
     snprintf(path, sizeof(path), "%s/../../examples/local.yaml", HV_TEST_DATA);
     hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
-    CHECK_RC(rc, HV_OK, err);
+    CHECK_RC_MSG(rc, HV_OK, err);
     if (rc == HV_OK) {
         CHECK_STR(c.listen, "127.0.0.1:7000");
         CHECK_STR(c.data_dir, "./hv-data");
@@ -195,7 +156,7 @@ static void test_examples(void) {
     }
     snprintf(path, sizeof(path), "%s/../../examples/cluster.yaml", HV_TEST_DATA);
     rc = hv_head_config_load(path, &c, err, sizeof(err));
-    CHECK_RC(rc, HV_OK, err);
+    CHECK_RC_MSG(rc, HV_OK, err);
     if (rc == HV_OK) {
         CHECK_STR(c.listen, "0.0.0.0:7000");
         CHECK_STR(c.data_dir, "/var/lib/hv");
@@ -290,7 +251,7 @@ static void run_bad_case(const bad_case_t *bc) {
     hv_head_config_t before;
     memcpy(&before, &c, sizeof(c));
     hv_err rc = hv_head_config_load(path, &c, err, sizeof(err));
-    CHECK_RC(rc, bc->rc, err);
+    CHECK_RC_MSG(rc, bc->rc, err);
     CHECK(memcmp(&before, &c, sizeof(c)) == 0);
     if (rc == HV_OK) {
         hv_head_config_fini(&c);
@@ -299,13 +260,13 @@ static void run_bad_case(const bad_case_t *bc) {
     snprintf(prefix, sizeof(prefix), "%s:%s: ", path, bc->where);
     if (strncmp(err, prefix, strlen(prefix)) != 0) {
         fprintf(stderr, "%s: message prefix\n  got:  %s\n  want: %s...\n", bc->file, err, prefix);
-        failures++;
+        hv_check_failures++;
         return;
     }
     for (size_t i = 0; i < 3 && bc->want[i] != NULL; i++) {
         if (strstr(err, bc->want[i]) == NULL) {
             fprintf(stderr, "%s: message lacks \"%s\"\n  got: %s\n", bc->file, bc->want[i], err);
-            failures++;
+            hv_check_failures++;
         }
     }
     if (bc->exact != NULL) {
@@ -315,9 +276,9 @@ static void run_bad_case(const bad_case_t *bc) {
 
 static void test_bad_files(void) {
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
-        int before = failures;
+        int before = hv_check_failures;
         run_bad_case(&bad_cases[i]);
-        if (failures != before) {
+        if (hv_check_failures != before) {
             fprintf(stderr, "  (case %s)\n", bad_cases[i].file);
         }
     }
@@ -327,19 +288,19 @@ static void test_missing_file(void) {
     hv_head_config_t c;
     char err[512] = "", path[512], want[600];
     data_path("no_such_file.yaml", path, sizeof(path));
-    CHECK_RC(hv_head_config_load(path, &c, err, sizeof(err)), HV_ENOTFOUND, err);
+    CHECK_RC_MSG(hv_head_config_load(path, &c, err, sizeof(err)), HV_ENOTFOUND, err);
     snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path);
     CHECK_STR(err, want);
 
-    CHECK_RC(hv_head_config_load(HV_TEST_DATA, &c, err, sizeof(err)), HV_EIO, err);
+    CHECK_RC_MSG(hv_head_config_load(HV_TEST_DATA, &c, err, sizeof(err)), HV_EIO, err);
     CHECK(strstr(err, "cannot read") != NULL);
 
     /* A NULL or zero-length message buffer is allowed. */
-    CHECK_RC(hv_head_config_load(path, &c, NULL, 0), HV_ENOTFOUND, "");
+    CHECK_RC_MSG(hv_head_config_load(path, &c, NULL, 0), HV_ENOTFOUND, "");
     data_path("bad_type.yaml", path, sizeof(path));
-    CHECK_RC(hv_head_config_load(path, &c, NULL, 0), HV_EINVAL, "");
+    CHECK_RC_MSG(hv_head_config_load(path, &c, NULL, 0), HV_EINVAL, "");
     char tiny[8];
-    CHECK_RC(hv_head_config_load(path, &c, tiny, sizeof(tiny)), HV_EINVAL, "");
+    CHECK_RC_MSG(hv_head_config_load(path, &c, tiny, sizeof(tiny)), HV_EINVAL, "");
     CHECK(strlen(tiny) < sizeof(tiny));
 }
 
@@ -390,7 +351,7 @@ static void test_token_file(void) {
     write_file(path, "  abc123-XYZ \n\n", 0600);
     warn_perms_seen = 0;
     token_cfg(&c, path, NULL);
-    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
     CHECK_STR(c.token, "abc123-XYZ");
     CHECK_STR(c.token_file, path);
     CHECK_EQ(warn_perms_seen, 0);
@@ -399,7 +360,7 @@ static void test_token_file(void) {
     /* World-readable: accepted, with a warning. */
     write_file(path, "abc123\n", 0644);
     token_cfg(&c, path, NULL);
-    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
     CHECK_STR(c.token, "abc123");
     CHECK_EQ(warn_perms_seen, 1);
     hv_head_config_fini(&c);
@@ -407,7 +368,7 @@ static void test_token_file(void) {
     /* Empty (whitespace only). */
     write_file(path, " \n\t\n", 0600);
     token_cfg(&c, path, NULL);
-    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_EINVAL, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_EINVAL, err);
     CHECK(strstr(err, path) != NULL && strstr(err, "empty") != NULL);
     CHECK_STR(c.token, NULL);
     hv_head_config_fini(&c);
@@ -415,14 +376,14 @@ static void test_token_file(void) {
     /* Two words. */
     write_file(path, "abc def\n", 0600);
     token_cfg(&c, path, NULL);
-    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_EINVAL, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_EINVAL, err);
     CHECK(strstr(err, "whitespace") != NULL);
     hv_head_config_fini(&c);
 
     /* Missing. */
     unlink(path);
     token_cfg(&c, path, NULL);
-    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_ENOTFOUND, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_ENOTFOUND, err);
     CHECK(strstr(err, "token_file") != NULL && strstr(err, path) != NULL &&
           strstr(err, "No such file") != NULL);
     hv_head_config_fini(&c);
@@ -430,7 +391,7 @@ static void test_token_file(void) {
     /* An inline token wins and touches nothing. */
     token_cfg(&c, NULL, dir);
     c.token = hv_strdup("inline");
-    CHECK_RC(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c, err, sizeof(err)), HV_OK, err);
     CHECK_STR(c.token, "inline");
     CHECK(access(path, F_OK) != 0);
     hv_head_config_fini(&c);
@@ -448,7 +409,7 @@ static void test_token_generate(void) {
     snprintf(path, sizeof(path), "%s/token", data_dir);
 
     token_cfg(&c1, NULL, data_dir);
-    CHECK_RC(hv_head_config_resolve_token(&c1, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c1, err, sizeof(err)), HV_OK, err);
     CHECK(c1.token != NULL && strlen(c1.token) == 32);
     CHECK(c1.token != NULL && strspn(c1.token, "0123456789abcdef") == 32);
     CHECK_STR(c1.token_file, path);
@@ -458,7 +419,7 @@ static void test_token_generate(void) {
 
     /* A second start reuses the same token. */
     token_cfg(&c2, NULL, data_dir);
-    CHECK_RC(hv_head_config_resolve_token(&c2, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_head_config_resolve_token(&c2, err, sizeof(err)), HV_OK, err);
     CHECK_STR(c2.token, c1.token);
     hv_head_config_fini(&c2);
 
@@ -473,7 +434,7 @@ static void test_token_generate(void) {
             hv_head_config_fini(&c2);
             break;
         }
-        CHECK_RC(rc, HV_ENOMEM, err);
+        CHECK_RC_MSG(rc, HV_ENOMEM, err);
         CHECK_STR(c2.token, NULL);
         hv_head_config_fini(&c2);
     }
@@ -507,16 +468,13 @@ static void test_oom(void) {
             CHECK_STR(c.autoscaler.command_terminate, "./terminate.sh");
             hv_head_config_fini(&c);
         } else {
-            CHECK_RC(rc, HV_ENOMEM, err);
+            CHECK_RC_MSG(rc, HV_ENOMEM, err);
         }
     }
     CHECK(ok);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
+static const hv_check_case_t cases[] = {
     {"defaults", test_defaults},
     {"full", test_full},
     {"minimal", test_minimal},
@@ -530,20 +488,5 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-    int ran = 0;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
-            continue;
-        }
-        int before = failures;
-        cases[i].fn();
-        printf("%s %s\n", failures == before ? "PASS" : "FAIL", cases[i].name);
-        ran++;
-    }
-    if (ran == 0) {
-        fprintf(stderr, "no case named %s\n", argv[1]);
-        return 2;
-    }
-    printf("%d case(s), %d failure(s)\n", ran, failures);
-    return failures == 0 ? 0 : 1;
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -5,40 +5,11 @@
  * `sched_test <case>` runs one case.
  */
 #include "sched.h"
+#include "hv_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_EQ(got, want)                                                                        \
-    do {                                                                                           \
-        long long g_ = (long long)(got), w_ = (long long)(want);                                   \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s == %s\n  got:  %lld\n  want: %lld\n", __FILE__, __LINE__,   \
-                    #got, #want, g_, w_);                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s\n  want: %s\n", __FILE__, __LINE__, #got,       \
-                    hv_errname(g_), hv_errname(w_));                                               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static hv_sched_node_t node(uint64_t id, uint32_t total, uint32_t used) {
     hv_sched_node_t nd = {.id = id, .slots_total = total, .slots_used = used, .schedulable = 1};
@@ -55,7 +26,7 @@ static int check_layout(const hv_sched_node_t *nodes, size_t n, const hv_sched_r
         uint32_t k = out[r].local_size;
         if (nd >= n || k == 0 || r + k > req->np) {
             fprintf(stderr, "rank %u: node %zu local_size %u out of range\n", r, nd, k);
-            failures++;
+            hv_check_failures++;
             return -1;
         }
         hosts++;
@@ -302,7 +273,7 @@ static void test_hundred_nodes(void) {
         int hosts = check_layout(nodes, N, &req, out);
         if (hosts != min_hosts) {
             fprintf(stderr, "np %u: used %d hosts, minimum is %d\n", req.np, hosts, min_hosts);
-            failures++;
+            hv_check_failures++;
         }
         free(out);
     }
@@ -312,10 +283,7 @@ static void test_hundred_nodes(void) {
     free(out);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
+static const hv_check_case_t cases[] = {
     {"fills_hosts", test_fills_hosts},
     {"most_free_first", test_most_free_first},
     {"slots_per_host", test_slots_per_host},
@@ -328,20 +296,5 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-    int ran = 0;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
-            continue;
-        }
-        int before = failures;
-        cases[i].fn();
-        printf("%s %s\n", failures == before ? "PASS" : "FAIL", cases[i].name);
-        ran++;
-    }
-    if (ran == 0) {
-        fprintf(stderr, "no case named %s\n", argv[1]);
-        return 2;
-    }
-    printf("%d case(s), %d failure(s)\n", ran, failures);
-    return failures == 0 ? 0 : 1;
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

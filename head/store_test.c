@@ -21,26 +21,7 @@
 
 #include "log.h"
 #include "mem.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: %s\n", __FILE__, __LINE__, #got,  \
-                    hv_errname(g_), hv_strerror(g_), hv_errname(w_));                              \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "hv_check.h"
 
 /* Like CHECK_RC but also prints the store's detail; for calls on an open handle. */
 #define CHECK_OK(s, got)                                                                           \
@@ -49,7 +30,7 @@ static int failures;
         if (g_ != HV_OK) {                                                                         \
             fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: HV_OK\n", __FILE__, __LINE__,     \
                     #got, hv_errname(g_), hv_store_last_error(s));                                 \
-            failures++;                                                                            \
+            hv_check_failures++;                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -59,7 +40,7 @@ static int failures;
         if (g_ != w_) {                                                                            \
             fprintf(stderr, "%s:%d: %s\n  got:  %" PRIu64 "\n  want: %" PRIu64 "\n", __FILE__,     \
                     __LINE__, #got, g_, w_);                                                       \
-            failures++;                                                                            \
+            hv_check_failures++;                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -69,17 +50,7 @@ static int failures;
         if (g_ != w_) {                                                                            \
             fprintf(stderr, "%s:%d: %s\n  got:  %" PRId64 "\n  want: %" PRId64 "\n", __FILE__,     \
                     __LINE__, #got, g_, w_);                                                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (g_ == NULL || strcmp(g_, w_) != 0) {                                                   \
-            fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  want: \"%s\"\n", __FILE__, __LINE__,     \
-                    #got, g_ ? g_ : "(null)", w_);                                                 \
-            failures++;                                                                            \
+            hv_check_failures++;                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -89,7 +60,7 @@ static int failures;
         if (h_ == NULL || strstr(h_, n_) == NULL) {                                                \
             fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  want it to contain: \"%s\"\n", __FILE__, \
                     __LINE__, #hay, h_ ? h_ : "(null)", n_);                                       \
-            failures++;                                                                            \
+            hv_check_failures++;                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -1150,10 +1121,7 @@ static void test_oom(void) {
 
 /* ---- runner ---------------------------------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
+static const hv_check_case_t cases[] = {
     {"persist", test_persist},
     {"node_upsert", test_node_upsert},
     {"job_list", test_job_list},
@@ -1175,27 +1143,5 @@ static const struct {
 int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_WARN); // HV_LOG_LEVEL in the environment overrides
     hv_log_init("store_test");
-    size_t ncases = sizeof(cases) / sizeof(cases[0]);
-    int ran = 0;
-    for (size_t i = 0; i < ncases; i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
-            continue;
-        }
-        int before = failures;
-        make_tmp();
-        cases[i].fn();
-        remove_tmp();
-        printf("%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
-        ran++;
-    }
-    if (ran == 0) {
-        fprintf(stderr, "no case named '%s'; cases:", argv[1]);
-        for (size_t i = 0; i < ncases; i++) {
-            fprintf(stderr, " %s", cases[i].name);
-        }
-        fprintf(stderr, "\n");
-        return 2;
-    }
-    printf("%d case(s), %d failure(s)\n", ran, failures);
-    return failures == 0 ? 0 : 1;
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, make_tmp, remove_tmp);
 }

@@ -1,0 +1,98 @@
+/*
+ * hv_check: the assertions and case runner shared by hv's unit tests (never by production code).
+ * A test file includes this header once, writes its cases as void functions, lists them in an
+ * hv_check_case_t table and ends with `return hv_check_main(cases, N, argc, argv, setup, teardown)`.
+ * A failed check prints both operands and counts; the case goes on. `test CASE` runs one case.
+ * Header-only with static definitions, so each test executable has its own counter.
+ */
+#ifndef HV_COMMON_HV_CHECK_H
+#define HV_COMMON_HV_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+
+static int hv_check_failures; /* checks failed so far in this process */
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            hv_check_failures++;                                                                   \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ(got, want)                                                                        \
+    do {                                                                                           \
+        long long g_ = (long long)(got), w_ = (long long)(want);                                   \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s == %s\n  got:  %lld\n  want: %lld\n", __FILE__, __LINE__,   \
+                    #got, #want, g_, w_);                                                          \
+            hv_check_failures++;                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* Equal strings; NULL equals only NULL. */
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g_ = (got), *w_ = (want);                                                      \
+        if ((g_ == NULL) != (w_ == NULL) || (g_ != NULL && strcmp(g_, w_) != 0)) {                 \
+            fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  want: \"%s\"\n", __FILE__, __LINE__,     \
+                    #got, g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                 \
+            hv_check_failures++;                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* An hv_err result, with a detail message printed on mismatch (the module's error text). */
+#define CHECK_RC_MSG(got, want, msg)                                                               \
+    do {                                                                                           \
+        hv_err g_ = (got), w_ = (want);                                                            \
+        if (g_ != w_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: %s\n  message: %s\n", __FILE__,   \
+                    __LINE__, #got, hv_errname(g_), hv_strerror(g_), hv_errname(w_), (msg));       \
+            hv_check_failures++;                                                                   \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(got, want) CHECK_RC_MSG(got, want, "-")
+
+typedef struct hv_check_case_s {
+    const char *name;
+    void (*fn)(void);
+} hv_check_case_t;
+
+/* Runs every case, or only the one named by argv[1], each between setup and teardown (both
+ * optional). Prints "PASS name" / "FAIL name" per case and a summary. Returns the exit status:
+ * 0 all passed, 1 a check failed, 2 no case has that name. */
+static inline int hv_check_main(const hv_check_case_t *cases, size_t n, int argc, char **argv,
+                                void (*setup)(void), void (*teardown)(void)) {
+    int ran = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) {
+            continue;
+        }
+        int before = hv_check_failures;
+        if (setup != NULL) {
+            setup();
+        }
+        cases[i].fn();
+        if (teardown != NULL) {
+            teardown();
+        }
+        printf("%s %s\n", hv_check_failures == before ? "PASS" : "FAIL", cases[i].name);
+        ran++;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no case named '%s'; cases:", argc > 1 ? argv[1] : "");
+        for (size_t i = 0; i < n; i++) {
+            fprintf(stderr, " %s", cases[i].name);
+        }
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    printf("%d case(s), %d failure(s)\n", ran, hv_check_failures);
+    return hv_check_failures == 0 ? 0 : 1;
+}
+
+#endif
