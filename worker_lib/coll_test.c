@@ -119,51 +119,6 @@ static double val_for(hv_op op, hv_dtype dt, int rank, size_t i) {
     }
 }
 
-static void store_val(hv_dtype dt, void *p, size_t i, double v) {
-    switch (dt) {
-    case HV_FLOAT32:
-        ((float *)p)[i] = (float)v;
-        break;
-    case HV_FLOAT64:
-        ((double *)p)[i] = v;
-        break;
-    case HV_FLOAT16:
-        ((uint16_t *)p)[i] = hv__f32_to_f16((float)v);
-        break;
-    case HV_BFLOAT16:
-        ((uint16_t *)p)[i] = hv__f32_to_bf16((float)v);
-        break;
-    case HV_INT32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case HV_INT64:
-        ((int64_t *)p)[i] = (int64_t)v;
-        break;
-    default:
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    }
-}
-
-static double load_val(hv_dtype dt, const void *p, size_t i) {
-    switch (dt) {
-    case HV_FLOAT32:
-        return ((const float *)p)[i];
-    case HV_FLOAT64:
-        return ((const double *)p)[i];
-    case HV_FLOAT16:
-        return hv__f16_to_f32(((const uint16_t *)p)[i]);
-    case HV_BFLOAT16:
-        return hv__bf16_to_f32(((const uint16_t *)p)[i]);
-    case HV_INT32:
-        return ((const int32_t *)p)[i];
-    case HV_INT64:
-        return (double)((const int64_t *)p)[i];
-    default:
-        return ((const uint8_t *)p)[i];
-    }
-}
-
 static int is_int(hv_dtype dt) { return dt == HV_INT32 || dt == HV_INT64 || dt == HV_UINT8; }
 
 /* The expected result at element i (independent of the reduction order: exact values). */
@@ -195,12 +150,12 @@ static double expect(hv_op op, hv_dtype dt, int n, size_t i) {
 /* Checks buf against the expected values; returns 0 and reports on the first mismatch. */
 static int check_buf(int rank, hv_op op, hv_dtype dt, int n, const void *buf, size_t count) {
     for (size_t i = 0; i < count; i++) {
-        double got = load_val(dt, buf, i), want = expect(op, dt, n, i);
+        double got = hvtest_load(dt, buf, i), want = expect(op, dt, n, i);
         if (dt == HV_FLOAT16 || dt == HV_BFLOAT16) {
             // The expected value itself rounded through the type (AVG may be inexact there).
             void *tmp = &(uint16_t){0};
-            store_val(dt, tmp, 0, want);
-            want = load_val(dt, tmp, 0);
+            hvtest_store(dt, tmp, 0, want);
+            want = hvtest_load(dt, tmp, 0);
         } else if (dt == HV_FLOAT32) {
             want = (float)want;
         }
@@ -233,7 +188,7 @@ static void rank_sweep(rank_ctx_t *c) {
                 size_t count = a->counts[k];
                 unsigned char *in = hv_malloc(count * es + 1), *out = hv_malloc(count * es + 1);
                 for (size_t i = 0; i < count; i++) {
-                    store_val((hv_dtype)dt, in, i, val_for((hv_op)op, (hv_dtype)dt, c->rank, i));
+                    hvtest_store((hv_dtype)dt, in, i, val_for((hv_op)op, (hv_dtype)dt, c->rank, i));
                 }
                 // Out of place, then in place on the result's copy of the input.
                 hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
@@ -408,7 +363,7 @@ static void rank_orders(rank_ctx_t *c) {
             hv_dtype dt = types[t % 4];
             hv_op op = (hv_op)(t % HV__OP_COUNT);
             for (size_t i = 0; i < counts[t]; i++) {
-                store_val(dt, bufs[t], i, val_for(op, dt, c->rank, i));
+                hvtest_store(dt, bufs[t], i, val_for(op, dt, c->rank, i));
             }
             char name[32];
             snprintf(name, sizeof(name), "grad.%d", t);

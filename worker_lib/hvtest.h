@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "reduce.h"
 
 extern int hvtest_failed; // set by a failing assert in the current case
 
@@ -69,6 +70,53 @@ static inline double hvtest_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Writes v into element i of a buffer of type dt (fp16/bf16 rounded as libhv does). */
+static inline void hvtest_store(hv_dtype dt, void *p, size_t i, double v) {
+    switch (dt) {
+    case HV_FLOAT32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case HV_FLOAT64:
+        ((double *)p)[i] = v;
+        break;
+    case HV_FLOAT16:
+        ((uint16_t *)p)[i] = hv__f32_to_f16((float)v);
+        break;
+    case HV_BFLOAT16:
+        ((uint16_t *)p)[i] = hv__f32_to_bf16((float)v);
+        break;
+    case HV_INT32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case HV_INT64:
+        ((int64_t *)p)[i] = (int64_t)v;
+        break;
+    default:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    }
+}
+
+/* Element i of a buffer of type dt, as a double. */
+static inline double hvtest_load(hv_dtype dt, const void *p, size_t i) {
+    switch (dt) {
+    case HV_FLOAT32:
+        return ((const float *)p)[i];
+    case HV_FLOAT64:
+        return ((const double *)p)[i];
+    case HV_FLOAT16:
+        return hv__f16_to_f32(((const uint16_t *)p)[i]);
+    case HV_BFLOAT16:
+        return hv__bf16_to_f32(((const uint16_t *)p)[i]);
+    case HV_INT32:
+        return ((const int32_t *)p)[i];
+    case HV_INT64:
+        return (double)((const int64_t *)p)[i];
+    default:
+        return ((const uint8_t *)p)[i];
+    }
 }
 
 int hvtest_main(int argc, char **argv, const hvtest_case_t *cases, size_t ncases);

@@ -206,51 +206,6 @@ static double ref_op(hv_op op, double a, double b) {
     }
 }
 
-static double load(hv_dtype dt, const void *p, size_t i) {
-    switch (dt) {
-    case HV_FLOAT32:
-        return ((const float *)p)[i];
-    case HV_FLOAT64:
-        return ((const double *)p)[i];
-    case HV_FLOAT16:
-        return hv__f16_to_f32(((const uint16_t *)p)[i]);
-    case HV_BFLOAT16:
-        return hv__bf16_to_f32(((const uint16_t *)p)[i]);
-    case HV_INT32:
-        return ((const int32_t *)p)[i];
-    case HV_INT64:
-        return (double)((const int64_t *)p)[i];
-    default:
-        return ((const uint8_t *)p)[i];
-    }
-}
-
-static void store(hv_dtype dt, void *p, size_t i, double v) {
-    switch (dt) {
-    case HV_FLOAT32:
-        ((float *)p)[i] = (float)v;
-        break;
-    case HV_FLOAT64:
-        ((double *)p)[i] = v;
-        break;
-    case HV_FLOAT16:
-        ((uint16_t *)p)[i] = hv__f32_to_f16((float)v);
-        break;
-    case HV_BFLOAT16:
-        ((uint16_t *)p)[i] = hv__f32_to_bf16((float)v);
-        break;
-    case HV_INT32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case HV_INT64:
-        ((int64_t *)p)[i] = (int64_t)v;
-        break;
-    default:
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    }
-}
-
 static void test_kernels(void) {
     size_t n = 1031; // prime, not a multiple of any vector width or block
     static unsigned char a[1031 * 8], b[1031 * 8];
@@ -258,17 +213,18 @@ static void test_kernels(void) {
         for (int op = 0; op < HV__OP_COUNT; op++) {
             for (size_t i = 0; i < n; i++) {
                 // Small values keep every result exact in every type (uint8: 0..7).
-                store((hv_dtype)dt, a, i, (double)(rng() % 8));
-                store((hv_dtype)dt, b, i, (double)(rng() % 8) - (dt == HV_UINT8 ? 0 : 3));
+                hvtest_store((hv_dtype)dt, a, i, (double)(rng() % 8));
+                hvtest_store((hv_dtype)dt, b, i, (double)(rng() % 8) - (dt == HV_UINT8 ? 0 : 3));
             }
             static unsigned char want[1031 * 8];
             for (size_t i = 0; i < n; i++) {
-                store((hv_dtype)dt, want, i,
-                      ref_op((hv_op)op, load((hv_dtype)dt, a, i), load((hv_dtype)dt, b, i)));
+                hvtest_store((hv_dtype)dt, want, i,
+                             ref_op((hv_op)op, hvtest_load((hv_dtype)dt, a, i),
+                                    hvtest_load((hv_dtype)dt, b, i)));
             }
             hv__reduce((hv_op)op, (hv_dtype)dt, a, b, n);
             for (size_t i = 0; i < n; i++) {
-                double g = load((hv_dtype)dt, a, i), w = load((hv_dtype)dt, want, i);
+                double g = hvtest_load((hv_dtype)dt, a, i), w = hvtest_load((hv_dtype)dt, want, i);
                 if (g != w) {
                     HVT_FAIL("%s %s [%zu]: got %g want %g", hv__dtype_name((hv_dtype)dt),
                              hv__op_name((hv_op)op), i, g, w);
@@ -278,11 +234,11 @@ static void test_kernels(void) {
         }
         // AVG's division.
         for (size_t i = 0; i < n; i++) {
-            store((hv_dtype)dt, a, i, (double)(4 * (i % 16)));
+            hvtest_store((hv_dtype)dt, a, i, (double)(4 * (i % 16)));
         }
         hv__reduce_scale((hv_dtype)dt, a, n, 4);
         for (size_t i = 0; i < n; i++) {
-            ASSERT_TRUE(load((hv_dtype)dt, a, i) == (double)(i % 16));
+            ASSERT_TRUE(hvtest_load((hv_dtype)dt, a, i) == (double)(i % 16));
         }
     }
     ASSERT_EQ_INT(hv_dtype_size(HV_BFLOAT16), 2);
