@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "err.h"
+#include "util.h"
 
 static int test_failures;
 
@@ -82,5 +85,30 @@ static inline int test_run(const test_case_t *cases, int argc, char **argv) {
     }
     return test_failures == 0 ? 0 : 1;
 }
+
+static void test_wake_cb(uv_timer_t *t) { (void)t; }
+
+/* Runs loop until *flag >= want (flag NULL: never) or ms pass, waking at least every 10 ms so the
+ * deadline is checked. Returns 1 if the flag got there, else 0 (and says how long it waited). */
+static inline int test_run_until(uv_loop_t *loop, const int *flag, int want, uint64_t ms) {
+    uv_timer_t wake;
+    uv_timer_init(loop, &wake);
+    uv_timer_start(&wake, test_wake_cb, 10, 10);
+    uint64_t deadline = hv_now_ms() + ms;
+    while ((flag == NULL || *flag < want) && hv_now_ms() < deadline) {
+        uv_run(loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&wake, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    if (flag != NULL && *flag < want) {
+        fprintf(stderr, "  (waited %llu ms for %d, have %d)\n", (unsigned long long)ms, want,
+                *flag);
+        return 0;
+    }
+    return 1;
+}
+
+/* Runs loop for ms. */
+static inline void test_run_for(uv_loop_t *loop, uint64_t ms) { test_run_until(loop, NULL, 1, ms); }
 
 #endif

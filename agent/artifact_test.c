@@ -105,24 +105,6 @@ static void blob_add(size_t len, int corrupt, size_t break_at, int stall) {
     b->stall = stall;
 }
 
-static void wake_cb(uv_timer_t *t) { (void)t; }
-
-/* Runs the loop until *flag becomes nonzero or ms pass. */
-static void run_until(int *flag, uint64_t ms) {
-    uv_timer_t wake;
-    uv_timer_init(&loop, &wake);
-    uv_timer_start(&wake, wake_cb, 20, 20);
-    uint64_t deadline = hv_now_ms() + ms;
-    while (!*flag && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&wake, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    if (!*flag) {
-        fprintf(stderr, "  (timed out after %llu ms)\n", (unsigned long long)ms);
-    }
-}
-
 static void setup(void) {
     snprintf(dir, sizeof(dir), "/tmp/hv-artifact-test-%d/cache", (int)getpid());
     uv_loop_init(&loop);
@@ -217,7 +199,7 @@ static void case_fetch_shared(void) {
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
     CHECK_EQ(a.done, 0); // never inside get
-    run_until(&b.done, 10000);
+    test_run_until(&loop, &b.done, 1, 10000);
     CHECK_EQ(a.done, 1);
     CHECK_EQ(b.done, 1);
     CHECK_RC(a.rc, HV_OK);
@@ -231,7 +213,7 @@ static void case_fetch_shared(void) {
     // A second request is served from disk without a call.
     got_t h = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, 0, got_cb, &h), HV_OK);
-    run_until(&h.done, 5000);
+    test_run_until(&loop, &h.done, 1, 5000);
     CHECK_RC(h.rc, HV_OK);
     CHECK_EQ(fetch_calls, 1);
     hv_artifact_cache_destroy(c);
@@ -245,7 +227,7 @@ static void case_restart_and_damage(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
     got_t a = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    run_until(&a.done, 10000);
+    test_run_until(&loop, &a.done, 1, 10000);
     CHECK_RC(a.rc, HV_OK);
     hv_artifact_cache_destroy(c);
 
@@ -253,7 +235,7 @@ static void case_restart_and_damage(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
     got_t b = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
-    run_until(&b.done, 5000);
+    test_run_until(&loop, &b.done, 1, 5000);
     CHECK_RC(b.rc, HV_OK);
     hv_artifact_cache_destroy(c);
 
@@ -267,7 +249,7 @@ static void case_restart_and_damage(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
     got_t d = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &d), HV_OK);
-    run_until(&d.done, 5000);
+    test_run_until(&loop, &d.done, 1, 5000);
     CHECK_RC(d.rc, HV_ENOTFOUND);
     CHECK(access(a.path, F_OK) != 0);
     hv_artifact_cache_destroy(c);
@@ -276,7 +258,7 @@ static void case_restart_and_damage(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
     got_t e = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &e), HV_OK);
-    run_until(&e.done, 10000);
+    test_run_until(&loop, &e.done, 1, 10000);
     CHECK_RC(e.rc, HV_OK);
     CHECK(same_content(e.path, &blobs[0]));
     hv_artifact_cache_destroy(c);
@@ -290,7 +272,7 @@ static void case_resume(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
     got_t a = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    run_until(&a.done, 10000);
+    test_run_until(&loop, &a.done, 1, 10000);
     CHECK_RC(a.rc, HV_OK);
     CHECK_EQ(fetch_calls, 2);
     CHECK_EQ(last_offset, 300 * 1024);
@@ -313,10 +295,10 @@ static void case_failures(void) {
                              10, got_cb, &missing),
              HV_OK);
     CHECK_RC(hv_artifact_get(c, "../../etc/passwd", 10, got_cb, &name), HV_OK);
-    run_until(&missing.done, 10000);
-    run_until(&bad.done, 10000);
-    run_until(&size.done, 10000);
-    run_until(&name.done, 10000);
+    test_run_until(&loop, &missing.done, 1, 10000);
+    test_run_until(&loop, &bad.done, 1, 10000);
+    test_run_until(&loop, &size.done, 1, 10000);
+    test_run_until(&loop, &name.done, 1, 10000);
     CHECK_RC(bad.rc, HV_ECORRUPT);
     CHECK(strstr(bad.detail, "digest mismatch") != NULL);
     CHECK_RC(size.rc, HV_ECORRUPT);
@@ -337,7 +319,7 @@ static void case_failures(void) {
     got_t perm = {0};
     fetch_calls = 0;
     CHECK_RC(hv_artifact_get(c, blobs[1].digest, blobs[1].len, got_cb, &perm), HV_OK);
-    run_until(&perm.done, 10000);
+    test_run_until(&loop, &perm.done, 1, 10000);
     CHECK_RC(perm.rc, HV_EPERM);
     CHECK_EQ(fetch_calls, 1);
     hv_artifact_cache_destroy(c);
@@ -354,7 +336,7 @@ static void case_unreachable(void) {
     got_t a = {0};
     uint64_t t0 = hv_now_ms();
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    run_until(&a.done, 15000);
+    test_run_until(&loop, &a.done, 1, 15000);
     CHECK_RC(a.rc, HV_EUNAVAIL);
     CHECK(hv_now_ms() - t0 < 10000);
     CHECK_EQ(temp_files(), 0);
@@ -370,9 +352,9 @@ static void case_stop(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
     got_t a = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    run_until(&fetch_calls, 5000);
+    test_run_until(&loop, &fetch_calls, 1, 5000);
     hv_artifact_cache_stop(c);
-    run_until(&a.done, 5000);
+    test_run_until(&loop, &a.done, 1, 5000);
     CHECK_RC(a.rc, HV_ECANCELED);
     got_t b = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_ECLOSED);

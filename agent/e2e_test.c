@@ -235,38 +235,6 @@ static void agent_start(agent_t *a, const char *target, char **extra) {
     CHECK_RC(hv_proc_spawn(&loop, &o, &a->proc, err, sizeof(err)), HV_OK);
 }
 
-static void wake_cb(uv_timer_t *t) { (void)t; }
-
-static int run_until(const int *flag, int want, uint64_t ms) {
-    uv_timer_t wake;
-    uv_timer_init(&loop, &wake);
-    uv_timer_start(&wake, wake_cb, 10, 10);
-    uint64_t deadline = hv_now_ms() + ms;
-    while (*flag < want && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&wake, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    if (*flag < want) {
-        fprintf(stderr, "  (waited %llu ms for %d, have %d)\n", (unsigned long long)ms, want,
-                *flag);
-        return 0;
-    }
-    return 1;
-}
-
-static void run_for(uint64_t ms) {
-    uv_timer_t wake;
-    uv_timer_init(&loop, &wake);
-    uv_timer_start(&wake, wake_cb, 10, 10);
-    uint64_t deadline = hv_now_ms() + ms;
-    while (hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&wake, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-}
-
 static int pid_alive(int pid) {
     char path[64], buf[512];
     snprintf(path, sizeof(path), "/proc/%d/stat", pid);
@@ -349,11 +317,11 @@ static const char *looping_worker = "#!/bin/sh\n"
 /* Starts an agent that joins the fake head and runs one looping worker (id 1). */
 static void start_with_worker(agent_t *a, char **extra) {
     agent_start(a, head_addr, extra);
-    CHECK(run_until(&a->ready, 1, 10000));
-    CHECK(run_until(&hellos, 1, 5000));
+    CHECK(test_run_until(&loop, &a->ready, 1, 10000));
+    CHECK(test_run_until(&loop, &hellos, 1, 5000));
     head_spawn(1);
-    CHECK(run_until(&started_ev, 1, 10000));
-    CHECK(run_until(&log_lines, 1, 5000)); // "started": the trap is set
+    CHECK(test_run_until(&loop, &started_ev, 1, 10000));
+    CHECK(test_run_until(&loop, &log_lines, 1, 5000)); // "started": the trap is set
     CHECK(worker_pid > 0 && pid_alive(worker_pid));
 }
 
@@ -367,7 +335,7 @@ static void case_ready_and_sigterm(void) {
     CHECK_STR(a.ready_line, want);
     uint64_t t0 = hv_now_ms();
     kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(run_until(&a.done, 1, 8000));
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
     uint64_t took = hv_now_ms() - t0;
     CHECK_EQ(a.code, 0);
     CHECK_EQ(exited_ev, 1); // reported before the agent left
@@ -390,7 +358,7 @@ static void case_shutdown_order(void) {
     m.body_case = HVPB__V1__HEAD_MSG__BODY_SHUTDOWN;
     m.shutdown = &so;
     head_send(head_call, &m);
-    CHECK(run_until(&a.done, 1, 10000));
+    CHECK(test_run_until(&loop, &a.done, 1, 10000));
     CHECK_EQ(a.code, 0);
     CHECK_EQ(exited_ev, 1);
     CHECK_EQ(exit_signal, SIGKILL); // it ignored SIGTERM: killed after the grace
@@ -404,7 +372,7 @@ static void case_refused_and_usage(void) {
     agent_t a;
     char *extra[] = {"--token", "wrong", NULL};
     agent_start(&a, head_addr, extra);
-    CHECK(run_until(&a.done, 1, 10000));
+    CHECK(test_run_until(&loop, &a.done, 1, 10000));
     CHECK_EQ(a.code, 1);
     CHECK_EQ(joins, 1);
     CHECK(strstr(a.err, "hvagent: the head refused to join: wrong join token for cluster "
@@ -413,7 +381,7 @@ static void case_refused_and_usage(void) {
 
     char *bad[] = {"--slots", "many", NULL};
     agent_start(&a, head_addr, bad);
-    CHECK(run_until(&a.done, 1, 5000));
+    CHECK(test_run_until(&loop, &a.done, 1, 5000));
     CHECK_EQ(a.code, 2);
     CHECK(strstr(a.err, "--slots \"many\"") != NULL);
     CHECK(strstr(a.err, "usage: hvagent join") != NULL);
@@ -421,7 +389,7 @@ static void case_refused_and_usage(void) {
     uint64_t t0 = hv_now_ms();
     char *dead[] = {"--token", "tok", "--connect-timeout", "1", NULL};
     agent_start(&a, "127.0.0.1:1", dead);
-    CHECK(run_until(&a.done, 1, 8000));
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
     CHECK_EQ(a.code, 1);
     CHECK(strstr(a.err, "hvagent: cannot reach the head at 127.0.0.1:1 after 1 s") != NULL);
     CHECK(hv_now_ms() - t0 < 4000);
@@ -438,16 +406,16 @@ static void case_survives_short_restart(void) {
     join_unavailable = 1;
     hv_rpc_finish(head_call, HV_EUNAVAIL, "head restarting");
     head_call = NULL;
-    run_for(800);
+    test_run_for(&loop, 800);
     CHECK(pid_alive(worker_pid));
     join_unavailable = 0;
-    CHECK(run_until(&hellos, 2, 8000));
+    CHECK(test_run_until(&loop, &hellos, 2, 8000));
     CHECK_EQ(hello_running_id, 1);
     CHECK_EQ(hello_running_pid, worker_pid);
     CHECK(pid_alive(worker_pid));
     CHECK_EQ(exited_ev, 0);
     kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(run_until(&a.done, 1, 8000));
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
     CHECK_EQ(a.code, 0);
     teardown(&a);
 }
@@ -464,7 +432,7 @@ static void case_lease_kills_orphans(void) {
     uint64_t t0 = hv_now_ms();
     int pid = worker_pid;
     while (pid_alive(pid) && hv_now_ms() - t0 < 6000) {
-        run_for(50);
+        test_run_for(&loop, 50);
     }
     uint64_t took = hv_now_ms() - t0;
     CHECK(!pid_alive(pid));
@@ -473,12 +441,12 @@ static void case_lease_kills_orphans(void) {
             (unsigned long long)took);
     CHECK_EQ(exited_ev, 0); // nobody to report to yet
     join_unavailable = 0;
-    CHECK(run_until(&exited_ev, 1, 8000));
+    CHECK(test_run_until(&loop, &exited_ev, 1, 8000));
     CHECK(exit_after_hello);
     CHECK(strstr(exit_reason, "lease") != NULL);
     CHECK_EQ(hello_running_id, 0); // the new hello lists no worker
     kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(run_until(&a.done, 1, 8000));
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
     CHECK_EQ(a.code, 0);
     teardown(&a);
 }
@@ -492,9 +460,10 @@ static void case_daemon_stop(void) {
     char *extra[] = {"--token",    "tok", "--daemon",   "--pid-file", pidf,
                      "--log-file", logf,  "--work-dir", "wd",         NULL};
     agent_start(&a, head_addr, extra);
-    CHECK(run_until(&a.done, 1, 5000)); // the parent leaves once the pid file is written
+    CHECK(
+        test_run_until(&loop, &a.done, 1, 5000)); // the parent leaves once the pid file is written
     CHECK_EQ(a.code, 0);
-    CHECK(run_until(&hellos, 1, 8000)); // the daemon joined
+    CHECK(test_run_until(&loop, &hellos, 1, 8000)); // the daemon joined
     char *txt = NULL;
     CHECK_RC(hv_read_file(pidf, 64, &txt, NULL), HV_OK);
     int dpid = txt != NULL ? atoi(txt) : 0;
@@ -503,7 +472,7 @@ static void case_daemon_stop(void) {
     // A second agent on the same pid file is refused.
     agent_t b;
     agent_start(&b, head_addr, extra);
-    CHECK(run_until(&b.done, 1, 5000));
+    CHECK(test_run_until(&loop, &b.done, 1, 5000));
     CHECK_EQ(b.code, 1);
     CHECK(strstr(b.err, "another agent") != NULL);
     // hvagent stop
@@ -517,7 +486,7 @@ static void case_daemon_stop(void) {
     memset(&b, 0, sizeof(b));
     char err[128];
     CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
-    CHECK(run_until(&b.done, 1, 15000));
+    CHECK(test_run_until(&loop, &b.done, 1, 15000));
     CHECK_EQ(b.code, 0);
     CHECK(dpid > 0 && !pid_alive(dpid));
     CHECK(access(pidf, F_OK) != 0); // removed on the way out
@@ -544,7 +513,7 @@ static int agent_cmd(const char *cmd) {
                         .ud = &b};
     char err[128];
     CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
-    CHECK(run_until(&b.done, 1, 15000));
+    CHECK(test_run_until(&loop, &b.done, 1, 15000));
     return b.code;
 }
 
@@ -553,17 +522,17 @@ static void case_drain(void) {
     agent_t a;
     char *extra[] = {"--token", "tok", "--work-dir", "wd", NULL};
     agent_start(&a, head_addr, extra);
-    CHECK(run_until(&hellos, 1, 8000));
+    CHECK(test_run_until(&loop, &hellos, 1, 8000));
     CHECK_EQ(agent_cmd("drain"), 0); // SIGUSR1 through the default pid file
-    CHECK(run_until(&drains, 1, 5000));
-    CHECK(run_until(&hb_draining, 1, 2000));
+    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
     // The notice is repeated on the next stream.
     hv_rpc_finish(head_call, HV_EUNAVAIL, "cut");
     head_call = NULL;
-    CHECK(run_until(&hellos, 2, 8000));
-    CHECK(run_until(&drains, 2, 5000));
+    CHECK(test_run_until(&loop, &hellos, 2, 8000));
+    CHECK(test_run_until(&loop, &drains, 2, 5000));
     CHECK_EQ(agent_cmd("stop"), 0);
-    CHECK(run_until(&a.done, 1, 8000));
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
     CHECK_EQ(a.code, 0);
     CHECK_EQ(agent_cmd("stop"), 1); // nobody left to stop
     teardown(&a);

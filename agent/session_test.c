@@ -201,40 +201,6 @@ static size_t running_cb(hv_session_running_t **out, void *ud) {
     return 2;
 }
 
-static void wake_cb(uv_timer_t *t) { (void)t; }
-
-/* Runs the loop until *flag >= want or ms pass; returns 1 if reached. */
-static int run_until(const int *flag, int want, uint64_t ms) {
-    uv_timer_t wake;
-    uv_timer_init(&loop, &wake);
-    uv_timer_start(&wake, wake_cb, 10, 10);
-    uint64_t deadline = hv_now_ms() + ms;
-    while (*flag < want && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&wake, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    if (*flag < want) {
-        fprintf(stderr, "  (waited %llu ms for %d, have %d)\n", (unsigned long long)ms, want,
-                *flag);
-        return 0;
-    }
-    return 1;
-}
-
-static void run_for(uint64_t ms) {
-    int never = 0;
-    uv_timer_t wake;
-    uv_timer_init(&loop, &wake);
-    uv_timer_start(&wake, wake_cb, 10, 10);
-    uint64_t deadline = hv_now_ms() + ms;
-    while (!never && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&wake, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-}
-
 static void setup(void) {
     uv_loop_init(&loop);
     CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
@@ -313,7 +279,7 @@ static int count_body(int body) {
 static void case_join_heartbeat(void) {
     setup();
     hv_session_t *s = start("tok", chan, 0, 0);
-    CHECK(run_until(&connected, 1, 5000));
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
     CHECK_EQ(joined, 1);
     CHECK(hv_session_connected(s));
     CHECK_EQ(hv_session_node_id(s), 5);
@@ -321,7 +287,7 @@ static void case_join_heartbeat(void) {
     CHECK_EQ(hello_running, 2);
     CHECK(nrec >= 2 && recs[0].body == HVPB__V1__AGENT_MSG__BODY_HELLO);
     int before = count_body(HVPB__V1__AGENT_MSG__BODY_HEARTBEAT);
-    run_for(550);
+    test_run_for(&loop, 550);
     int beats = count_body(HVPB__V1__AGENT_MSG__BODY_HEARTBEAT) - before;
     if (beats < 4 || beats > 7) {
         fprintf(stderr, "  %d heartbeats in 550 ms at 100 ms; want about 5\n", beats);
@@ -337,7 +303,7 @@ static void case_join_heartbeat(void) {
     if (head_call != NULL) {
         hv_rpc_send(head_call, &m.base);
     }
-    CHECK(run_until(&orders, 1, 3000));
+    CHECK(test_run_until(&loop, &orders, 1, 3000));
     CHECK_EQ(fatal, 0);
     teardown(s);
 }
@@ -345,7 +311,7 @@ static void case_join_heartbeat(void) {
 static void case_wrong_token(void) {
     setup();
     hv_session_t *s = start("nope", chan, 0, 0);
-    CHECK(run_until(&fatal, 1, 5000));
+    CHECK(test_run_until(&loop, &fatal, 1, 5000));
     CHECK_RC(fatal_rc, HV_EPERM);
     CHECK(strstr(fatal_msg, "wrong join token") != NULL);
     CHECK_EQ(joins, 1); // not retried
@@ -359,7 +325,7 @@ static void case_unreachable(void) {
     CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &dead), HV_OK);
     uint64_t t0 = hv_now_ms();
     hv_session_t *s = start("tok", dead, 1500, 0);
-    CHECK(run_until(&fatal, 1, 6000));
+    CHECK(test_run_until(&loop, &fatal, 1, 6000));
     uint64_t took = hv_now_ms() - t0;
     CHECK_RC(fatal_rc, HV_EUNAVAIL);
     CHECK(strstr(fatal_msg, "cannot reach the head") != NULL);
@@ -385,17 +351,17 @@ static int find_nth(int b, int n, int from) {
 static void case_resend_until_acked(void) {
     setup();
     hv_session_t *s = start("tok", chan, 0, 0);
-    CHECK(run_until(&connected, 1, 5000));
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
     hv_session_worker_started(s, 1, 4242);
     hv_session_worker_exited(s, 1, 3, 0, "");
     int want = nrec + 2;
-    CHECK(run_until(&nrec, want, 3000));
+    CHECK(test_run_until(&loop, &nrec, want, 3000));
     CHECK_EQ(hv_session_unacked(s), 2);
     // Cut the stream before any ack: the events come again after the next hello, before its
     // first heartbeat, in order.
     int cut = nrec;
     head_drop();
-    CHECK(run_until(&connected, 2, 5000));
+    CHECK(test_run_until(&loop, &connected, 2, 5000));
     int h = find_nth(HVPB__V1__AGENT_MSG__BODY_HELLO, 0, cut);
     CHECK(h >= 0);
     if (h >= 0 && h + 3 < nrec) {
@@ -412,14 +378,14 @@ static void case_resend_until_acked(void) {
     head_ack = 2;
     int acked = 0;
     for (int i = 0; i < 100 && hv_session_unacked(s) != 0; i++) {
-        run_for(20);
+        test_run_for(&loop, 20);
     }
     acked = hv_session_unacked(s) == 0;
     CHECK(acked);
     cut = nrec;
     head_drop();
-    CHECK(run_until(&connected, 3, 5000));
-    run_for(200);
+    CHECK(test_run_until(&loop, &connected, 3, 5000));
+    test_run_for(&loop, 200);
     CHECK_EQ(find_nth(HVPB__V1__AGENT_MSG__BODY_STARTED, 0, cut), -1);
     CHECK_EQ(find_nth(HVPB__V1__AGENT_MSG__BODY_EXITED, 0, cut), -1);
     teardown(s);
@@ -429,7 +395,7 @@ static void case_lines_before_exit(void) {
     setup();
     auto_ack = 1;
     hv_session_t *s = start("tok", chan, 0, 0);
-    CHECK(run_until(&connected, 1, 5000));
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
     char line[64];
     for (int i = 0; i < 3000; i++) {
         int n = snprintf(line, sizeof(line), "line %d", i);
@@ -438,7 +404,7 @@ static void case_lines_before_exit(void) {
     hv_session_worker_exited(s, 7, 0, 0, "");
     int exits = 0;
     for (int i = 0; i < 300 && exits == 0; i++) {
-        run_for(10);
+        test_run_for(&loop, 10);
         exits = count_body(HVPB__V1__AGENT_MSG__BODY_EXITED);
     }
     CHECK_EQ(exits, 1);
@@ -467,11 +433,11 @@ static void case_lines_before_exit(void) {
 static void case_buffer_drops_oldest(void) {
     setup();
     hv_session_t *s = start("tok", chan, 0, 64 * 1024);
-    CHECK(run_until(&connected, 1, 5000));
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
     // The head goes away: the stream ends and joins fail.
     join_unavailable = 1;
     head_drop();
-    run_for(300);
+    test_run_for(&loop, 300);
     CHECK(!hv_session_connected(s));
     char line[128];
     int total = 5000;
@@ -483,8 +449,8 @@ static void case_buffer_drops_oldest(void) {
     CHECK(dropped > 0 && dropped < (uint64_t)total);
     int cut = nrec;
     join_unavailable = 0;
-    CHECK(run_until(&connected, 2, 8000));
-    run_for(300);
+    CHECK(test_run_until(&loop, &connected, 2, 8000));
+    test_run_for(&loop, 300);
     // First a notice with the count, then the newest lines up to the last one.
     int first_log = find_nth(HVPB__V1__AGENT_MSG__BODY_LOG, 0, cut);
     CHECK(first_log >= 0);
@@ -515,14 +481,14 @@ static void case_buffer_drops_oldest(void) {
 static void case_lease_expiry(void) {
     setup();
     hv_session_t *s = start("tok", chan, 0, 0);
-    CHECK(run_until(&connected, 1, 5000));
-    run_for(200);
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
+    test_run_for(&loop, 200);
     // The head stops answering and refuses joins.
     join_unavailable = 1;
     answer_heartbeats = 0;
     uint64_t t0 = hv_now_ms();
     head_drop();
-    CHECK(run_until(&lease_expired, 1, 5000));
+    CHECK(test_run_until(&loop, &lease_expired, 1, 5000));
     uint64_t after = lease_at - t0;
     // The last answer came up to one heartbeat before the drop; the lease is 600 ms.
     if (after < 400 || after > 1500) {
@@ -530,7 +496,7 @@ static void case_lease_expiry(void) {
                 (unsigned long long)after);
         test_failures++;
     }
-    run_for(500);
+    test_run_for(&loop, 500);
     CHECK_EQ(lease_expired, 1); // once per disconnection
     teardown(s);
 }

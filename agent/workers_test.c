@@ -72,25 +72,6 @@ static const char *line_value(const char *key) {
     return NULL;
 }
 
-static void wake_cb(uv_timer_t *t) { (void)t; }
-
-static int run_until(const int *flag, int want, uint64_t ms) {
-    uv_timer_t wake;
-    uv_timer_init(&loop, &wake);
-    uv_timer_start(&wake, wake_cb, 10, 10);
-    uint64_t deadline = hv_now_ms() + ms;
-    while (*flag < want && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&wake, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    if (*flag < want) {
-        fprintf(stderr, "  (waited %llu ms)\n", (unsigned long long)ms);
-        return 0;
-    }
-    return 1;
-}
-
 /* Stores content in the cache under its digest (hex written to digest). */
 static void put_artifact(const char *content, char digest[65]) {
     hv_sha256_t s;
@@ -211,7 +192,7 @@ static void case_layout_env(void) {
     o.sp.n_gpus = 2;
     hv_workers_spawn(wt, &o.sp);
     CHECK_EQ(hv_workers_count(wt), 1);
-    CHECK(run_until(&exited, 1, 10000));
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
     unsetenv("HV_TOKEN");
     CHECK_EQ(started, 1);
     CHECK_EQ(started_id, 42);
@@ -248,7 +229,7 @@ static void case_fetch_failed(void) {
     order_t o;
     order_init(&o, 5, "ab00000000000000000000000000000000000000000000000000000000000000", "train");
     hv_workers_spawn(wt, &o.sp);
-    CHECK(run_until(&exited, 1, 5000));
+    CHECK(test_run_until(&loop, &exited, 1, 5000));
     CHECK_EQ(started, 0);
     CHECK_EQ(exit_code, -1);
     CHECK_EQ(term_signal, 0);
@@ -292,7 +273,7 @@ static void case_spawn_failed(void) {
     order_t o;
     order_init(&o, 6, bin, "prog");
     hv_workers_spawn(wt, &o.sp);
-    CHECK(run_until(&exited, 1, 5000));
+    CHECK(test_run_until(&loop, &exited, 1, 5000));
     CHECK_EQ(started, 0);
     CHECK_EQ(exit_code, -1);
     CHECK_STR(exit_reason, "spawn failed: No such file or directory");
@@ -307,7 +288,7 @@ static void case_kill_and_refuse(void) {
     order_init(&o, 8, bin, "sleepy");
     hv_workers_spawn(wt, &o.sp);
     hv_workers_spawn(wt, &o.sp); // a repeat is ignored
-    CHECK(run_until(&nlines, 1, 5000));
+    CHECK(test_run_until(&loop, &nlines, 1, 5000));
     CHECK_EQ(started, 1);
     hv_worker_pid_t *run = NULL;
     CHECK_EQ(hv_workers_running(wt, &run), 1);
@@ -318,7 +299,7 @@ static void case_kill_and_refuse(void) {
     hv_free(run);
     hv_workers_kill(wt, 999, 100, "nobody"); // unknown: ignored
     hv_workers_kill(wt, 8, 5000, "test kill");
-    CHECK(run_until(&exited, 1, 5000));
+    CHECK(test_run_until(&loop, &exited, 1, 5000));
     CHECK_EQ(exit_code, -1);
     CHECK_EQ(term_signal, SIGTERM);
     CHECK_STR(exit_reason, "killed by the agent: test kill");
@@ -363,7 +344,7 @@ static void case_kill_while_fetching(void) {
     order_init(&o, 11, "cd00000000000000000000000000000000000000000000000000000000000000", "big");
     hv_workers_spawn(wt, &o.sp);
     fetches = 0;
-    CHECK(run_until(&fetches, 1, 5000));
+    CHECK(test_run_until(&loop, &fetches, 1, 5000));
     hv_worker_pid_t *run = NULL;
     CHECK_EQ(hv_workers_running(wt, &run), 1); // listed (pid 0) while fetching
     if (run != NULL) {
