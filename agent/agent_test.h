@@ -1,8 +1,8 @@
 /*
- * agent_test: check macros and a case runner shared by the agent's unit tests (spawn_test,
- * artifact_test, ...). Test-only; no production file includes it. Checks print both operands;
- * a test executable runs every case, or one case named on the command line, and exits non-zero
- * if any check failed.
+ * agent_test: the case runner and loop helpers shared by the agent's unit tests (spawn_test,
+ * artifact_test, ...); the check macros come from common/hv_check.h. Test-only; no production
+ * file includes it. A test executable runs every case, or the cases named on the command line,
+ * and exits non-zero if any check failed.
  */
 #ifndef HV_AGENT_AGENT_TEST_H
 #define HV_AGENT_AGENT_TEST_H
@@ -14,47 +14,8 @@
 #include <uv.h>
 
 #include "err.h"
+#include "hv_check.h"
 #include "util.h"
-
-static int test_failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            test_failures++;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_EQ(got, want)                                                                        \
-    do {                                                                                           \
-        long long g_ = (long long)(got), w_ = (long long)(want);                                   \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s == %s\n  got:  %lld\n  want: %lld\n", __FILE__, __LINE__,   \
-                    #got, #want, g_, w_);                                                          \
-            test_failures++;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (g_ == NULL || strcmp(g_, w_) != 0) {                                                   \
-            fprintf(stderr, "%s:%d: %s == %s\n  got:  \"%s\"\n  want: \"%s\"\n", __FILE__,         \
-                    __LINE__, #got, #want, g_ ? g_ : "(null)", w_);                                \
-            test_failures++;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: %s\n", __FILE__, __LINE__, #got,  \
-                    hv_errname(g_), hv_strerror(g_), hv_errname(w_));                              \
-            test_failures++;                                                                       \
-        }                                                                                          \
-    } while (0)
 
 typedef struct test_case_s {
     const char *name;
@@ -74,16 +35,16 @@ static inline int test_run(const test_case_t *cases, int argc, char **argv) {
         if (!wanted) {
             continue;
         }
-        int before = test_failures;
+        int before = hv_check_failures;
         c->fn();
         ran++;
-        fprintf(stderr, "%-28s %s\n", c->name, test_failures == before ? "ok" : "FAILED");
+        fprintf(stderr, "%-28s %s\n", c->name, hv_check_failures == before ? "ok" : "FAILED");
     }
     if (ran == 0) {
         fprintf(stderr, "no such case\n");
         return 2;
     }
-    return test_failures == 0 ? 0 : 1;
+    return hv_check_failures == 0 ? 0 : 1;
 }
 
 static void test_wake_cb(uv_timer_t *t) { (void)t; }

@@ -31,7 +31,7 @@ static void parse_ok(char **argv, hv_agent_config_t *cfg) {
     hv_err rc = hv_agent_config_parse(argc_of(argv), argv, cfg, err, sizeof(err));
     if (rc != HV_OK) {
         fprintf(stderr, "  unexpected error: %s (%s)\n", err, hv_errname(rc));
-        test_failures++;
+        hv_check_failures++;
     }
 }
 
@@ -43,7 +43,7 @@ static void parse_bad(char **argv, const char *want) {
     CHECK_RC(rc, HV_EINVAL);
     if (strstr(err, want) == NULL) {
         fprintf(stderr, "  message \"%s\" does not contain \"%s\"\n", err, want);
-        test_failures++;
+        hv_check_failures++;
     }
     hv_agent_config_fini(&cfg);
 }

@@ -179,7 +179,7 @@ static void case_lines(void) {
         } else {
             fprintf(stderr, "  unexpected line %d on stream %d: \"%s\"\n", i, r.stream[i],
                     r.line[i]);
-            test_failures++;
+            hv_check_failures++;
         }
     }
     CHECK_EQ(no, 4);
@@ -309,7 +309,7 @@ static void case_grace_sigkill(void) {
     if (took < 350 || took > 2500) {
         fprintf(stderr, "  SIGKILL came %llu ms after the kill; want about 400\n",
                 (unsigned long long)took);
-        test_failures++;
+        hv_check_failures++;
     }
     int gpid = r.nlines >= 1 ? atoi(r.line[0]) : 0;
     CHECK(gpid > 0);
