@@ -26,6 +26,7 @@
 #include "log.h"
 #include "mem.h"
 #include "transport_tcp.h"
+#include "util.h"
 
 #define SHM_MAGIC 0x48565348u // "HVSH"
 #define SHM_OFFER_MAGIC 0x4f465652u
@@ -58,12 +59,6 @@ typedef struct shm_link_s {
     atomic_int tx_gone; // the right neighbour's doorbell socket closed (it is gone or done)
     atomic_int rx_gone; // the left neighbour's doorbell socket closed
 } shm_link_t;
-
-static uint64_t shm_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- segments -------------------------------------------------------------------------------- */
 
@@ -107,35 +102,6 @@ static void ring_unmap(shm_ring_t *r) {
     }
 }
 
-/* Blocking exact I/O on a non-blocking socket, bounded by the deadline. */
-static hv_err sock_io(int fd, void *buf, size_t len, int writing, uint64_t deadline) {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
-                            : recv(fd, (char *)buf + done, len - done, 0);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            return HV_EPEER;
-        }
-        if (errno == EINTR) {
-            continue;
-        }
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            return HV_EPEER;
-        }
-        uint64_t now = shm_now_ms();
-        if (now >= deadline) {
-            return HV_ETIMEDOUT;
-        }
-        struct pollfd p = {.fd = fd, .events = writing ? POLLOUT : POLLIN};
-        poll(&p, 1, (int)(deadline - now));
-    }
-    return HV_OK;
-}
-
 hv_err hv__shm_link_upgrade(hv__link_t *tcp, int send_local, int recv_local, size_t ring_bytes,
                             int timeout_ms, hv__link_t **out) {
     size_t bytes = 4096;
@@ -150,7 +116,7 @@ hv_err hv__shm_link_upgrade(hv__link_t *tcp, int send_local, int recv_local, siz
     l->tcp = tcp;
     l->send_fd = hv__tcp_link_send_fd(tcp);
     l->recv_fd = hv__tcp_link_recv_fd(tcp);
-    uint64_t deadline = shm_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = hv_now_ms() + (uint64_t)timeout_ms;
     hv_err rc = HV_OK;
     char name[SHM_NAME_MAX] = "";
     int rx_fd = -1;
@@ -159,7 +125,7 @@ hv_err hv__shm_link_upgrade(hv__link_t *tcp, int send_local, int recv_local, siz
     if (recv_local) {
         static atomic_uint seq;
         snprintf(name, sizeof(name), "/hv-%d-%u-%lx", (int)getpid(), atomic_fetch_add(&seq, 1),
-                 (unsigned long)shm_now_ms());
+                 (unsigned long)hv_now_ms());
         rx_fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
         uint32_t offer[2] = {SHM_OFFER_MAGIC, 0};
         if (rx_fd >= 0 && ring_map(rx_fd, bytes, 1, &l->rx) == HV_OK) {
@@ -173,15 +139,15 @@ hv_err hv__shm_link_upgrade(hv__link_t *tcp, int send_local, int recv_local, siz
                 rx_fd = -1;
             }
         }
-        HV_TRY_GOTO(sock_io(l->recv_fd, offer, sizeof(offer), 1, deadline), rc, fail);
+        HV_TRY_GOTO(hv__tcp_io_until(l->recv_fd, offer, sizeof(offer), 1, deadline), rc, fail);
         if (offer[1] > 0) {
-            HV_TRY_GOTO(sock_io(l->recv_fd, name, offer[1], 1, deadline), rc, fail);
+            HV_TRY_GOTO(hv__tcp_io_until(l->recv_fd, name, offer[1], 1, deadline), rc, fail);
         }
     }
     // 2. Sender side: read the right neighbour's offer, open it, answer yes or no.
     if (send_local) {
         uint32_t offer[2];
-        HV_TRY_GOTO(sock_io(l->send_fd, offer, sizeof(offer), 0, deadline), rc, fail);
+        HV_TRY_GOTO(hv__tcp_io_until(l->send_fd, offer, sizeof(offer), 0, deadline), rc, fail);
         if (offer[0] != SHM_OFFER_MAGIC || offer[1] >= SHM_NAME_MAX) {
             rc = HV_EPROTO;
             goto fail;
@@ -189,7 +155,7 @@ hv_err hv__shm_link_upgrade(hv__link_t *tcp, int send_local, int recv_local, siz
         uint8_t ok = 0;
         if (offer[1] > 0) {
             char peer[SHM_NAME_MAX];
-            HV_TRY_GOTO(sock_io(l->send_fd, peer, offer[1], 0, deadline), rc, fail);
+            HV_TRY_GOTO(hv__tcp_io_until(l->send_fd, peer, offer[1], 0, deadline), rc, fail);
             peer[offer[1]] = '\0';
             int fd = shm_open(peer, O_RDWR, 0);
             if (fd >= 0) {
@@ -197,12 +163,12 @@ hv_err hv__shm_link_upgrade(hv__link_t *tcp, int send_local, int recv_local, siz
                 close(fd);
             }
         }
-        HV_TRY_GOTO(sock_io(l->send_fd, &ok, 1, 1, deadline), rc, fail);
+        HV_TRY_GOTO(hv__tcp_io_until(l->send_fd, &ok, 1, 1, deadline), rc, fail);
     }
     // 3. Receiver side: the answer. Unlink either way: both ends hold mappings now.
     if (recv_local) {
         uint8_t ok = 0;
-        rc = sock_io(l->recv_fd, &ok, 1, 0, deadline);
+        rc = hv__tcp_io_until(l->recv_fd, &ok, 1, 0, deadline);
         if (rx_fd >= 0) {
             shm_unlink(name);
             close(rx_fd);

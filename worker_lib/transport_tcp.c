@@ -73,14 +73,8 @@ static hv_err tcp_resolve(const char *hostport, int passive, struct sockaddr_sto
     return HV_OK;
 }
 
-static uint64_t tcp_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int tcp_remaining(uint64_t deadline) {
-    uint64_t now = tcp_now_ms();
+    uint64_t now = hv_now_ms();
     return now >= deadline ? 0 : (int)(deadline - now);
 }
 
@@ -158,9 +152,7 @@ static void hello_encode(unsigned char *b, uint64_t world, uint32_t gen, uint32_
     put32(b + 28, to);
 }
 
-/* Reads or writes exactly len bytes on a non-blocking socket within timeout_ms. */
-static hv_err tcp_io_full(int fd, void *buf, size_t len, int writing, int timeout_ms) {
-    uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+hv_err hv__tcp_io_until(int fd, void *buf, size_t len, int writing, uint64_t deadline) {
     size_t done = 0;
     while (done < len) {
         ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
@@ -186,6 +178,11 @@ static hv_err tcp_io_full(int fd, void *buf, size_t len, int writing, int timeou
         poll(&p, 1, left);
     }
     return HV_OK;
+}
+
+/* Reads or writes exactly len bytes on a non-blocking socket within timeout_ms. */
+static hv_err tcp_io_full(int fd, void *buf, size_t len, int writing, int timeout_ms) {
+    return hv__tcp_io_until(fd, buf, len, writing, hv_now_ms() + (uint64_t)timeout_ms);
 }
 
 static void tcp_tune(int fd, const hv__tcp_opts_t *opts) {
@@ -301,7 +298,7 @@ static hv_err tcp_accept_lefts(hv__tcp_listener_t *lst, const hv__tcp_ident_t *i
 hv_err hv__tcp_links_create(hv__tcp_listener_t *lst, const char *const *right_addrs,
                             const hv__tcp_ident_t *ids, int n, const hv__tcp_opts_t *opts,
                             int timeout_ms, hv__link_t **outs) {
-    uint64_t deadline = tcp_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+    uint64_t deadline = hv_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
     hv_err rc = HV_OK;
     tcp_link_t *ls[8] = {0};
     int rfds[8];

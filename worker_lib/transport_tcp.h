@@ -53,6 +53,11 @@ hv_err hv__tcp_links_create(hv__tcp_listener_t *lst, const char *const *right_ad
                             const hv__tcp_ident_t *ids, int n, const hv__tcp_opts_t *opts,
                             int timeout_ms, hv__link_t **outs);
 
+/* Reads (writing = 0) or writes exactly len bytes on a non-blocking socket, waiting in poll()
+ * until deadline (hv_now_ms() clock). HV_EPEER when the peer closed or reset, HV_ETIMEDOUT at
+ * the deadline, HV_EIO on another socket error. buf is borrowed. */
+hv_err hv__tcp_io_until(int fd, void *buf, size_t len, int writing, uint64_t deadline);
+
 /* The two sockets of a TCP link (for transports layered on it, e.g. shm doorbells). */
 int hv__tcp_link_send_fd(hv__link_t *l);
 int hv__tcp_link_recv_fd(hv__link_t *l);
