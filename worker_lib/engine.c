@@ -416,6 +416,32 @@ static void eng_drive_until(hv__engine_t *e, eng_group_t *g) {
 
 /* ---- submission ------------------------------------------------------------------------------ */
 
+/* With NCCL, device tensors must sit on the communicator's device, in and out alike (NCCL reads
+ * and writes them there); host tensors keep the ring. Broadcast is in place: only out counts. */
+static hv_err desc_device_check(const hv__engine_t *e, const hv__op_desc_t *d) {
+    int want = hv__nccl_device(e->o.nccl);
+    int dout = hv__gpu_device_of(d->out);
+    int din = d->kind != HV__OP_BROADCAST && d->in != NULL && d->in != d->out
+                  ? hv__gpu_device_of(d->in)
+                  : dout;
+    if ((dout < 0 && din < 0) || (dout == want && din == want)) {
+        return HV_OK;
+    }
+    char where_in[32] = "host memory", where_out[32] = "host memory";
+    if (din >= 0) {
+        snprintf(where_in, sizeof(where_in), "CUDA device %d", din);
+    }
+    if (dout >= 0) {
+        snprintf(where_out, sizeof(where_out), "CUDA device %d", dout);
+    }
+    HV_LOG(HV_LOG_ERROR, "engine", "HV-ENGINE-DEVICE",
+           "rank %d: %s '%s': input in %s, output in %s, but hv's NCCL communicator is on CUDA "
+           "device %d: allocate device tensors there (hv_init makes it the current device)",
+           e->rank, hv__engine_kind_name(d->kind), d->name != NULL ? d->name : "(unnamed)",
+           where_in, where_out, want);
+    return HV_EINVAL;
+}
+
 static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d) {
     if (d->kind == HV__OP_BARRIER) {
         return HV_OK;
@@ -432,6 +458,9 @@ static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d) {
     size_t esize = hv_dtype_size(d->dtype);
     if (d->count > SIZE_MAX / 2 / esize) {
         return HV_ETOOBIG;
+    }
+    if (e->o.nccl != NULL && desc_device_check(e, d) != HV_OK) {
+        return HV_EINVAL;
     }
     switch (d->kind) {
     case HV__OP_ALLREDUCE:
@@ -455,7 +484,7 @@ static void req_init(eng_req_t *r, const hv__op_desc_t *d, const char *name, eng
     r->bit = ENG_NO_BIT;
     r->bytes = d->kind == HV__OP_BARRIER ? 0 : d->count * hv_dtype_size(d->dtype);
     r->device = d->kind != HV__OP_BARRIER && hv__gpu_count() > 0 &&
-                (hv__gpu_is_device(d->out) || hv__gpu_is_device(d->in));
+                (hv__gpu_device_of(d->out) >= 0 || hv__gpu_device_of(d->in) >= 0);
     if (d->kind == HV__OP_BARRIER) {
         r->d.count = 0;
         r->d.dtype = HV_UINT8;

@@ -36,24 +36,24 @@ typedef struct eng_req_s {
     size_t bytes; // count * element size
     int32_t bit;  // cache bit announced in the current round, or ENG_NO_BIT
     int heap;     // allocated by the engine (async)
-    int device;   // in/out are CUDA device memory (NCCL or staging)
+    int device;   // in or out is CUDA device memory (NCCL or staging); agreed by every rank
 } eng_req_t;
 
 typedef struct eng_entry_s { // response cache entry; identical on every rank
     char *name;              // owned
-    uint8_t kind, dtype, op;
+    uint8_t kind, dtype, op, device;
     int32_t root;
     uint64_t count;
 } eng_entry_t;
 
 typedef struct eng_resolve_s { // an uncached name seen in this round's frames
     const char *name;          // borrowed from a frame (valid for the round)
-    uint8_t kind, dtype, op;
+    uint8_t kind, dtype, op, device;
     int32_t root;
     uint64_t count;
     int ranks;     // ranks that have it pending
     int conflict;  // ranks disagree on its meta
-    char why[160]; // first disagreement, for the error message
+    char why[320]; // first disagreement, for the error message
 } eng_resolve_t;
 
 typedef struct eng_slot_s {

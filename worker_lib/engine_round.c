@@ -39,10 +39,11 @@ static uint64_t get64(const unsigned char *p) {
 
 static int meta_matches(const eng_entry_t *c, const eng_req_t *r) {
     return c->kind == r->d.kind && c->dtype == r->d.dtype && c->op == r->d.op &&
-           c->root == r->d.root && (r->d.kind == HV__OP_ALLGATHER || c->count == r->d.count);
+           c->device == r->device && c->root == r->d.root &&
+           (r->d.kind == HV__OP_ALLGATHER || c->count == r->d.count);
 }
 
-#define UNC_FIXED 16 // kind, dtype, op, pad, root (4), count (8)
+#define UNC_FIXED 16 // kind, dtype, op, device, root (4), count (8)
 
 /* Encodes this rank's frame for the pending list. Returns its length in *len. */
 static hv_err eng_encode(hv__engine_t *e, size_t *len) {
@@ -100,7 +101,7 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
         m[0] = (unsigned char)r->d.kind;
         m[1] = (unsigned char)r->d.dtype;
         m[2] = (unsigned char)r->d.op;
-        m[3] = 0;
+        m[3] = (unsigned char)(r->device != 0);
         put32(m + 4, (uint32_t)r->d.root);
         put64(m + 8, (uint64_t)r->d.count);
         off += UNC_FIXED;
@@ -312,8 +313,10 @@ static hv_err eng_allgather(hv__engine_t *e, eng_req_t *r, hv_err *op_rc) {
         acc += lens[k];
     }
     char *out = r->d.out;
-    if (r->device) {
-        // Device buffers: gather in pinned host memory, then one copy to the device.
+    if (r->device && e->o.nccl != NULL) {
+        rc = hv__nccl_allgatherv(e->o.nccl, r->d.in, out, lens, offs);
+    } else if (r->device) {
+        // Device buffers without NCCL: gather in pinned host memory, then one copy to the device.
         if ((rc = eng_pinned(e, acc)) == HV_OK &&
             (rc = hv__gpu_memcpy(e->pinned + offs[e->rank], r->d.in, lens[e->rank])) == HV_OK &&
             (rc = hv__ring_allgatherv(e->ring, e->pinned, lens, offs)) == HV_OK) {
@@ -377,8 +380,10 @@ static hv_err eng_execute(hv__engine_t *e) {
         hv_err op_rc = HV_OK;
         switch (r->d.kind) {
         case HV__OP_BROADCAST:
-            if (r->device) {
-                // Staged through pinned host memory (NCCL broadcast is not wired in yet).
+            if (r->device && e->o.nccl != NULL) {
+                rc = hv__nccl_broadcast(e->o.nccl, r->d.out, r->bytes, r->d.root);
+            } else if (r->device) {
+                // Staged through pinned host memory.
                 rc = eng_pinned(e, r->bytes);
                 if (rc == HV_OK) {
                     rc = hv__gpu_memcpy(e->pinned, r->d.out, r->bytes);
@@ -461,6 +466,7 @@ static hv_err cache_add(hv__engine_t *e, const eng_resolve_t *rs, int32_t *bit) 
     c->kind = rs->kind;
     c->dtype = rs->dtype;
     c->op = rs->op;
+    c->device = rs->device;
     c->root = rs->root;
     c->count = rs->count;
     if (hv__strmap_put(&e->cache_by_name, c->name, (void *)(intptr_t)(e->ncache + 1)) != HV_OK) {
@@ -474,21 +480,27 @@ static hv_err cache_add(hv__engine_t *e, const eng_resolve_t *rs, int32_t *bit) 
     return HV_OK;
 }
 
+/* An operation's meta as announced in a frame or kept in the cache. */
+typedef struct eng_meta_s {
+    int kind, dtype, op, device, root;
+    uint64_t count;
+} eng_meta_t;
+
 static void meta_diff(char *buf, size_t len, const char *name, int k, const eng_resolve_t *a,
-                      int kind, int dtype, int op, int root, uint64_t count) {
+                      const eng_meta_t *m) {
     snprintf(buf, len,
-             "ranks disagree on '%s': %s %s %s root %d count %llu vs rank %d: %s %s %s root %d "
-             "count %llu",
+             "ranks disagree on '%s': %s %s %s %s memory root %d count %llu vs rank %d: %s %s %s "
+             "%s memory root %d count %llu",
              name, hv__engine_kind_name(a->kind), hv__dtype_name((hv_dtype)a->dtype),
-             hv__op_name((hv_op)a->op), (int)a->root, (unsigned long long)a->count, k,
-             hv__engine_kind_name(kind), hv__dtype_name((hv_dtype)dtype), hv__op_name((hv_op)op),
-             root, (unsigned long long)count);
+             hv__op_name((hv_op)a->op), a->device ? "device" : "host", (int)a->root,
+             (unsigned long long)a->count, k, hv__engine_kind_name(m->kind),
+             hv__dtype_name((hv_dtype)m->dtype), hv__op_name((hv_op)m->op),
+             m->device ? "device" : "host", m->root, (unsigned long long)m->count);
 }
 
-static int resolve_same(const eng_resolve_t *a, int kind, int dtype, int op, int root,
-                        uint64_t count) {
-    return a->kind == kind && a->dtype == dtype && a->op == op && a->root == root &&
-           (kind == HV__OP_ALLGATHER || a->count == count);
+static int resolve_same(const eng_resolve_t *a, const eng_meta_t *m) {
+    return a->kind == m->kind && a->dtype == m->dtype && a->op == m->op && a->device == m->device &&
+           a->root == m->root && (m->kind == HV__OP_ALLGATHER || a->count == m->count);
 }
 
 /* One negotiation round and the execution of what it found ready. */
@@ -624,10 +636,13 @@ hv_err hv__engine_round(hv__engine_t *e) {
             char name[HV__NAME_MAX + 1];
             memcpy(name, p + 2, nl);
             name[nl] = '\0';
-            const unsigned char *m = p + 2 + nl;
-            int kind = m[0], dtype = m[1], op = m[2];
-            int root = (int32_t)get32(m + 4);
-            uint64_t count = get64(m + 8);
+            const unsigned char *mp = p + 2 + nl;
+            eng_meta_t m = {.kind = mp[0],
+                            .dtype = mp[1],
+                            .op = mp[2],
+                            .device = mp[3],
+                            .root = (int32_t)get32(mp + 4),
+                            .count = get64(mp + 8)};
             p += 2 + nl + UNC_FIXED;
             uintptr_t ri = (uintptr_t)hv__strmap_get(&e->res_by_name, name); // index + 1
             eng_resolve_t *rs = ri ? &e->res[ri - 1] : NULL;
@@ -641,14 +656,15 @@ hv_err hv__engine_round(hv__engine_t *e) {
                 rs = &e->res[e->nres++];
                 memset(rs, 0, sizeof(*rs));
                 rs->name = NULL;
-                rs->kind = (uint8_t)kind;
-                rs->dtype = (uint8_t)dtype;
-                rs->op = (uint8_t)op;
-                rs->root = root;
-                rs->count = count;
-            } else if (!rs->conflict && !resolve_same(rs, kind, dtype, op, root, count)) {
+                rs->kind = (uint8_t)m.kind;
+                rs->dtype = (uint8_t)m.dtype;
+                rs->op = (uint8_t)m.op;
+                rs->device = (uint8_t)m.device;
+                rs->root = m.root;
+                rs->count = m.count;
+            } else if (!rs->conflict && !resolve_same(rs, &m)) {
                 rs->conflict = 1;
-                meta_diff(rs->why, sizeof(rs->why), name, k, rs, kind, dtype, op, root, count);
+                meta_diff(rs->why, sizeof(rs->why), name, k, rs, &m);
             }
             rs->ranks++;
             if (rs->name == NULL) {
@@ -671,16 +687,20 @@ hv_err hv__engine_round(hv__engine_t *e) {
             continue;
         }
         const eng_entry_t *c = &e->cache[b];
+        eng_meta_t cm = {.kind = c->kind,
+                         .dtype = c->dtype,
+                         .op = c->op,
+                         .device = c->device,
+                         .root = c->root,
+                         .count = c->count};
         for (int k = 0; k < n; k++) {
             frame_view_t v;
             eng_view(e, k, &v);
             if (v.bits[b / 8] & (1u << (b % 8))) {
                 rs->ranks++;
-                if (!rs->conflict &&
-                    !resolve_same(rs, c->kind, c->dtype, c->op, c->root, c->count)) {
+                if (!rs->conflict && !resolve_same(rs, &cm)) {
                     rs->conflict = 1;
-                    meta_diff(rs->why, sizeof(rs->why), rs->name, k, rs, c->kind, c->dtype, c->op,
-                              c->root, c->count);
+                    meta_diff(rs->why, sizeof(rs->why), rs->name, k, rs, &cm);
                 }
             }
         }
@@ -713,6 +733,7 @@ hv_err hv__engine_round(hv__engine_t *e) {
             c->kind = rs->kind;
             c->dtype = rs->dtype;
             c->op = rs->op;
+            c->device = rs->device;
             c->root = rs->root;
             c->count = rs->count;
         } else {

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "util.h"
 
 #ifdef HV_HAVE_NCCL
 #include <cuda_runtime_api.h>
@@ -23,12 +24,6 @@
 static atomic_int gpu_devices = -1; // -1: not asked yet
 
 #ifdef HV_HAVE_NCCL
-
-static uint64_t nccl_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 int hv__gpu_count(void) {
     int c = atomic_load(&gpu_devices);
@@ -46,16 +41,28 @@ int hv__gpu_count(void) {
     return c;
 }
 
-int hv__gpu_is_device(const void *p) {
+int hv__gpu_device_of(const void *p) {
     if (p == NULL || hv__gpu_count() == 0) {
-        return 0;
+        return -1;
     }
     struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof(a));
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         cudaGetLastError();
-        return 0;
+        return -1;
     }
-    return a.type == cudaMemoryTypeDevice;
+    return a.type == cudaMemoryTypeDevice ? a.device : -1;
+}
+
+hv_err hv__gpu_identity(int dev, char *buf, size_t len) {
+    cudaError_t e = cudaDeviceGetPCIBusId(buf, (int)len, dev);
+    if (e != cudaSuccess) {
+        HV_LOG(HV_LOG_WARN, "gpu", "HV-GPU-BUSID", "device %d: no PCI bus id: %s", dev,
+               cudaGetErrorString(e));
+        cudaGetLastError();
+        return HV_EIO;
+    }
+    return HV_OK;
 }
 
 hv_err hv__gpu_memcpy(void *dst, const void *src, size_t n) {
@@ -88,12 +95,21 @@ void hv__gpu_host_free(void *p) {
     }
 }
 
-hv_err hv__gpu_device_alloc(size_t n, void **out) {
+hv_err hv__gpu_device_alloc(int dev, size_t n, void **out) {
     if (hv__gpu_count() == 0) {
         return HV_ENOTSUP;
     }
+    int saved = -1;
+    if (dev >= 0 && (cudaGetDevice(&saved) != cudaSuccess || cudaSetDevice(dev) != cudaSuccess)) {
+        cudaGetLastError();
+        return HV_EINVAL;
+    }
     void *p = NULL;
-    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
+    cudaError_t e = cudaMalloc(&p, n ? n : 1);
+    if (dev >= 0) {
+        cudaSetDevice(saved);
+    }
+    if (e != cudaSuccess) {
         cudaGetLastError();
         return HV_ENOMEM;
     }
@@ -135,20 +151,27 @@ static hv_err err_from_nccl(ncclResult_t r, const char *what) {
     }
 }
 
+/* Marks the communicator failed and aborts it (the only way to unblock NCCL after a peer loss). */
+static void nccl_fail(hv__nccl_t *c) {
+    if (!c->failed) {
+        c->failed = 1;
+        ncclCommAbort(c->comm);
+    }
+}
+
 /* Waits until the communicator left ncclInProgress and, if stream, the stream is idle. */
 static hv_err nccl_wait(hv__nccl_t *c, int stream, uint64_t deadline, const char *what) {
     for (;;) {
         if (atomic_load(&c->aborted)) {
-            ncclCommAbort(c->comm);
-            c->failed = 1;
+            nccl_fail(c);
             return HV_ECANCELED;
         }
         ncclResult_t async = ncclSuccess;
         ncclResult_t r = ncclCommGetAsyncError(c->comm, &async);
         if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
-            ncclCommAbort(c->comm);
-            c->failed = 1;
-            return err_from_nccl(r != ncclSuccess ? r : async, what);
+            hv_err rc = err_from_nccl(r != ncclSuccess ? r : async, what);
+            nccl_fail(c);
+            return rc;
         }
         if (async == ncclSuccess) {
             if (!stream) {
@@ -161,16 +184,14 @@ static hv_err nccl_wait(hv__nccl_t *c, int stream, uint64_t deadline, const char
             if (q != cudaErrorNotReady) {
                 HV_LOG(HV_LOG_ERROR, "nccl", "HV-NCCL-CUDA", "%s: %s", what, cudaGetErrorString(q));
                 cudaGetLastError();
-                ncclCommAbort(c->comm);
-                c->failed = 1;
+                nccl_fail(c);
                 return HV_EIO;
             }
         }
-        if (nccl_now_ms() >= deadline) {
-            HV_LOG(HV_LOG_WARN, "nccl", "HV-NCCL-TIMEOUT", "%s did not finish in time: aborting",
-                   what);
-            ncclCommAbort(c->comm);
-            c->failed = 1;
+        if (hv_now_ms() >= deadline) {
+            HV_LOG(HV_LOG_WARN, "nccl", "HV-NCCL-TIMEOUT", "%s did not finish in %u ms: aborting",
+                   what, c->timeout_ms);
+            nccl_fail(c);
             return HV_ETIMEDOUT;
         }
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000};
@@ -178,21 +199,30 @@ static hv_err nccl_wait(hv__nccl_t *c, int stream, uint64_t deadline, const char
     }
 }
 
-hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int local_rank, uint32_t generation,
+hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int device, uint32_t generation,
                        uint32_t timeout_ms, hv__nccl_t **out) {
     int ndev = hv__gpu_count();
     if (ndev == 0) {
         return HV_ENOTSUP;
+    }
+    if (device < 0 || device >= ndev) {
+        return HV_EINVAL;
     }
     hv__nccl_t *c = hv_calloc(1, sizeof(*c));
     if (c == NULL) {
         return HV_ENOMEM;
     }
     c->timeout_ms = timeout_ms;
-    c->device = local_rank % ndev;
+    c->device = device;
     hv_err rc = HV_OK;
-    if (cudaSetDevice(c->device) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess) {
+    // The communicator takes the current device; it stays current for the caller (hv.h).
+    cudaError_t ce = cudaSetDevice(c->device);
+    if (ce == cudaSuccess) {
+        ce = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    }
+    if (ce != cudaSuccess) {
+        HV_LOG(HV_LOG_ERROR, "nccl", "HV-NCCL-DEVICE", "device %d: %s", c->device,
+               cudaGetErrorString(ce));
         cudaGetLastError();
         hv_free(c);
         return HV_EIO;
@@ -217,6 +247,8 @@ hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int local_rank, uin
         hv_free(val);
     }
     if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "nccl", "HV-NCCL-ID", "rank %d: %s the NCCL id (key %s): %s", rank,
+               rank == 0 ? "publishing" : "fetching", key, hv_strerror(rc));
         cudaStreamDestroy(c->stream);
         hv_free(c);
         return rc;
@@ -230,15 +262,19 @@ hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int local_rank, uin
         hv_free(c);
         return rc;
     }
-    rc = nccl_wait(c, 0, nccl_now_ms() + timeout_ms, "ncclCommInitRankConfig");
+    rc = nccl_wait(c, 0, hv_now_ms() + timeout_ms, "ncclCommInitRankConfig");
     if (rc != HV_OK) {
         cudaStreamDestroy(c->stream);
         hv_free(c);
         return rc;
     }
+    HV_LOG(HV_LOG_INFO, "nccl", "HV-NCCL-UP",
+           "rank %d of %d: NCCL communicator on device %d (id %s)", rank, size, c->device, key);
     *out = c;
     return HV_OK;
 }
+
+int hv__nccl_device(const hv__nccl_t *c) { return c->device; }
 
 static int nccl_type(hv_dtype dt, ncclDataType_t *t) {
     switch (dt) {
@@ -290,36 +326,114 @@ static int nccl_op(hv_op op, ncclRedOp_t *o) {
     }
 }
 
+/* A collective's bracket: switch to the communicator's device (restored by nccl_end), open a
+ * group. Between them the caller issues NCCL calls, keeping the first failure in *r. */
+typedef struct nccl_call_s {
+    int saved_device;
+    ncclResult_t r;
+} nccl_call_t;
+
+static hv_err nccl_begin(hv__nccl_t *c, nccl_call_t *k) {
+    if (c->failed) {
+        return HV_ESTATE;
+    }
+    k->saved_device = -1;
+    if (cudaGetDevice(&k->saved_device) != cudaSuccess) {
+        cudaGetLastError();
+        k->saved_device = -1;
+    }
+    if (k->saved_device != c->device && cudaSetDevice(c->device) != cudaSuccess) {
+        cudaGetLastError();
+        return HV_EIO;
+    }
+    k->r = ncclGroupStart();
+    return HV_OK;
+}
+
+static int nccl_ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
+/* Closes the group and waits for the work: bytes bound the deadline (the peer timeout plus the
+ * bytes at a pessimistic 1 GB/s). */
+static hv_err nccl_end(hv__nccl_t *c, nccl_call_t *k, size_t bytes, const char *what) {
+    ncclResult_t g = ncclGroupEnd();
+    hv_err rc;
+    if (!nccl_ok(k->r) || !nccl_ok(g)) {
+        rc = err_from_nccl(!nccl_ok(k->r) ? k->r : g, what);
+        nccl_fail(c);
+    } else {
+        rc = nccl_wait(c, 1, hv_now_ms() + c->timeout_ms + bytes / 1000000u, what);
+    }
+    if (k->saved_device >= 0 && k->saved_device != c->device) {
+        cudaSetDevice(k->saved_device);
+    }
+    return rc;
+}
+
 hv_err hv__nccl_allreduce(hv__nccl_t *c, void *const *bufs, const size_t *counts, size_t n,
                           hv_dtype dt, hv_op op) {
     ncclDataType_t t;
     ncclRedOp_t o;
-    if (c->failed) {
-        return HV_ESTATE;
-    }
     if (!nccl_type(dt, &t) || !nccl_op(op, &o)) {
         return HV_EINVAL;
     }
+    nccl_call_t k;
+    hv_err rc = nccl_begin(c, &k);
+    if (rc != HV_OK) {
+        return rc;
+    }
     size_t bytes = 0;
-    ncclResult_t r = ncclGroupStart();
-    for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++) {
-        r = ncclAllReduce(bufs[i], bufs[i], counts[i], t, o, c->comm, c->stream);
+    for (size_t i = 0; i < n && nccl_ok(k.r); i++) {
+        k.r = ncclAllReduce(bufs[i], bufs[i], counts[i], t, o, c->comm, c->stream);
         bytes += counts[i] * hv_dtype_size(dt);
     }
-    ncclResult_t g = ncclGroupEnd();
-    if (r != ncclSuccess && r != ncclInProgress) {
-        c->failed = 1;
-        ncclCommAbort(c->comm);
-        return err_from_nccl(r, "ncclAllReduce");
+    return nccl_end(c, &k, bytes, "NCCL allreduce");
+}
+
+hv_err hv__nccl_broadcast(hv__nccl_t *c, void *buf, size_t bytes, int root) {
+    nccl_call_t k;
+    hv_err rc = nccl_begin(c, &k);
+    if (rc != HV_OK) {
+        return rc;
     }
-    if (g != ncclSuccess && g != ncclInProgress) {
-        c->failed = 1;
-        ncclCommAbort(c->comm);
-        return err_from_nccl(g, "ncclGroupEnd");
+    if (nccl_ok(k.r)) {
+        k.r = ncclBroadcast(buf, buf, bytes, ncclUint8, root, c->comm, c->stream);
     }
-    // The bound: the peer timeout, plus the bytes at a pessimistic 1 GB/s.
-    uint64_t deadline = nccl_now_ms() + c->timeout_ms + bytes / 1000000u;
-    return nccl_wait(c, 1, deadline, "NCCL allreduce");
+    return nccl_end(c, &k, bytes, "NCCL broadcast");
+}
+
+hv_err hv__nccl_allgatherv(hv__nccl_t *c, const void *in, void *out, const size_t *lens,
+                           const size_t *offs) {
+    int size = 0, rank = 0;
+    if (ncclCommCount(c->comm, &size) != ncclSuccess ||
+        ncclCommUserRank(c->comm, &rank) != ncclSuccess) {
+        return HV_EINTERNAL;
+    }
+    int equal = 1;
+    size_t total = 0;
+    for (int i = 0; i < size; i++) {
+        equal &= lens[i] == lens[0] && offs[i] == (size_t)i * lens[0];
+        total += lens[i];
+    }
+    nccl_call_t k;
+    hv_err rc = nccl_begin(c, &k);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    char *o = out;
+    if (equal) {
+        if (lens[0] > 0 && nccl_ok(k.r)) {
+            k.r = ncclAllGather(in, out, lens[0], ncclUint8, c->comm, c->stream);
+        }
+    } else {
+        // Unequal pieces: rank i broadcasts its piece into place on every rank.
+        for (int i = 0; i < size && nccl_ok(k.r); i++) {
+            if (lens[i] > 0) {
+                const void *src = i == rank ? in : o + offs[i];
+                k.r = ncclBroadcast(src, o + offs[i], lens[i], ncclUint8, i, c->comm, c->stream);
+            }
+        }
+    }
+    return nccl_end(c, &k, total, "NCCL allgather");
 }
 
 void hv__nccl_abort(hv__nccl_t *c) {
@@ -333,9 +447,7 @@ void hv__nccl_destroy(hv__nccl_t *c) {
         return;
     }
     if (c->failed || atomic_load(&c->aborted)) {
-        if (!c->failed) {
-            ncclCommAbort(c->comm);
-        }
+        nccl_fail(c);
     } else {
         ncclCommDestroy(c->comm);
     }
@@ -350,9 +462,16 @@ int hv__gpu_count(void) {
     return 0;
 }
 
-int hv__gpu_is_device(const void *p) {
+int hv__gpu_device_of(const void *p) {
     (void)p;
-    return 0;
+    return -1;
+}
+
+hv_err hv__gpu_identity(int dev, char *buf, size_t len) {
+    (void)dev;
+    (void)buf;
+    (void)len;
+    return HV_ENOTSUP;
 }
 
 hv_err hv__gpu_memcpy(void *dst, const void *src, size_t n) {
@@ -371,7 +490,8 @@ hv_err hv__gpu_host_alloc(size_t n, void **out) {
 
 void hv__gpu_host_free(void *p) { hv_free(p); }
 
-hv_err hv__gpu_device_alloc(size_t n, void **out) {
+hv_err hv__gpu_device_alloc(int dev, size_t n, void **out) {
+    (void)dev;
     (void)n;
     (void)out;
     return HV_ENOTSUP;
@@ -379,12 +499,12 @@ hv_err hv__gpu_device_alloc(size_t n, void **out) {
 
 void hv__gpu_device_free(void *p) { (void)p; }
 
-hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int local_rank, uint32_t generation,
+hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int device, uint32_t generation,
                        uint32_t timeout_ms, hv__nccl_t **out) {
     (void)rdzv;
     (void)rank;
     (void)size;
-    (void)local_rank;
+    (void)device;
     (void)generation;
     (void)timeout_ms;
     (void)out;
@@ -399,6 +519,29 @@ hv_err hv__nccl_allreduce(hv__nccl_t *c, void *const *bufs, const size_t *counts
     (void)n;
     (void)dt;
     (void)op;
+    return HV_ENOTSUP;
+}
+
+int hv__nccl_device(const hv__nccl_t *c) {
+    (void)c;
+    return -1;
+}
+
+hv_err hv__nccl_broadcast(hv__nccl_t *c, void *buf, size_t bytes, int root) {
+    (void)c;
+    (void)buf;
+    (void)bytes;
+    (void)root;
+    return HV_ENOTSUP;
+}
+
+hv_err hv__nccl_allgatherv(hv__nccl_t *c, const void *in, void *out, const size_t *lens,
+                           const size_t *offs) {
+    (void)c;
+    (void)in;
+    (void)out;
+    (void)lens;
+    (void)offs;
     return HV_ENOTSUP;
 }
 

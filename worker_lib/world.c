@@ -137,6 +137,68 @@ static hv_err hier_plan(const hv__rdzv_assignment_t *a, hier_t *h) {
     return HV_OK;
 }
 
+/* One rank's say in nccl_plan, exchanged around the ring. */
+typedef struct gpu_rec_s {
+    int32_t can; // 1: wants NCCL, sees a GPU and knows its identity
+    int32_t device;
+    char bus[32]; // the device's PCI bus id
+} gpu_rec_t;
+
+/* Decides, identically on every rank, whether device tensors run on NCCL: every rank must want
+ * it and see a GPU, and no two ranks of one host may use the same GPU (NCCL refuses that; with
+ * more ranks than GPUs on a host they are staged through host memory instead). *device: this
+ * rank's GPU (local_rank modulo the devices it sees). Collective (one ring allgather). */
+static hv_err nccl_plan(hv__world_t *w, int *use, int *device) {
+    const hv__rdzv_assignment_t *a = &w->asg;
+    int n = a->size;
+    gpu_rec_t *recs = hv_calloc((size_t)n, sizeof(*recs));
+    size_t *lens = hv_calloc(2 * (size_t)n, sizeof(*lens));
+    if (recs == NULL || lens == NULL) {
+        hv_free(recs);
+        hv_free(lens);
+        return HV_ENOMEM;
+    }
+    size_t *offs = lens + n;
+    int ndev = hv__gpu_count();
+    *device = ndev > 0 ? a->local_rank % ndev : -1;
+    gpu_rec_t *me = &recs[a->rank];
+    me->device = *device;
+    me->can = ndev > 0 && hv__gpu_identity(*device, me->bus, sizeof(me->bus)) == HV_OK;
+    me->bus[sizeof(me->bus) - 1] = '\0';
+    for (int k = 0; k < n; k++) {
+        lens[k] = sizeof(*recs);
+        offs[k] = (size_t)k * sizeof(*recs);
+    }
+    hv_err rc = hv__ring_allgatherv(w->ring, recs, lens, offs);
+    char why[512] = "";
+    *use = rc == HV_OK;
+    for (int k = 0; k < n && *use; k++) {
+        recs[k].bus[sizeof(recs[k].bus) - 1] = '\0';
+        if (!recs[k].can) {
+            *use = 0;
+            snprintf(why, sizeof(why), "rank %d has no usable GPU", k);
+        }
+        for (int j = 0; j < k && *use; j++) {
+            if (strcmp(a->peers[j].host, a->peers[k].host) == 0 &&
+                strcmp(recs[j].bus, recs[k].bus) == 0) {
+                *use = 0;
+                snprintf(why, sizeof(why),
+                         "ranks %d and %d share the GPU at %s on host %s (NCCL needs one GPU "
+                         "per rank)",
+                         j, k, recs[k].bus, a->peers[k].host);
+            }
+        }
+    }
+    if (rc == HV_OK && !*use && me->can) {
+        HV_LOG(HV_LOG_WARN, "world", "HV-WORLD-NCCL-OFF",
+               "rank %d: device tensors are staged through host memory, not NCCL: %s", a->rank,
+               why);
+    }
+    hv_free(recs);
+    hv_free(lens);
+    return rc;
+}
+
 hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     hv__tcp_listener_t *lst = NULL;
     hv_err rc = HV_OK;
@@ -255,10 +317,18 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         HV_TRY_GOTO(hv__ring_create(hier.cross_pos, hier.cross_size, w->cross_link, &ro, &w->cross),
                     rc, fail);
     }
-    if (o->use_nccl && a->size > 1 && hv__gpu_count() > 0) {
+    int use_nccl = 0, device = -1;
+    // Only when NCCL is wanted (HV_NCCL, the same on every rank of a job): then every rank
+    // takes part in the agreement, GPU or not.
+    if (a->size > 1 && o->use_nccl && (rc = nccl_plan(w, &use_nccl, &device)) != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-NCCL",
+               "rank %d: agreeing on the GPU path with the other ranks failed: %s", a->rank,
+               hv_strerror(rc));
+        goto fail;
+    }
+    if (use_nccl) {
         // Device tensors go through NCCL; without it they are staged through host memory.
-        rc = hv__nccl_create(&w->rdzv, a->rank, a->size, a->local_rank, a->generation, peer_ms,
-                             &w->nccl);
+        rc = hv__nccl_create(&w->rdzv, a->rank, a->size, device, a->generation, peer_ms, &w->nccl);
         if (rc != HV_OK) {
             HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-NCCL",
                    "rank %d: creating the NCCL communicator failed: %s", a->rank, hv_strerror(rc));
@@ -329,6 +399,7 @@ hv_err hv__world_destroy(hv__world_t *w, int report_done) {
 hv__engine_t *hv__world_engine(hv__world_t *w) { return w->engine; }
 const hv__rdzv_assignment_t *hv__world_assignment(const hv__world_t *w) { return &w->asg; }
 hv__rdzv_t *hv__world_rdzv(hv__world_t *w) { return &w->rdzv; }
+int hv__world_uses_nccl(const hv__world_t *w) { return w->nccl != NULL; }
 
 void hv__world_abort(hv__world_t *w, hv_err why, const char *reason) {
     if (w->engine != NULL) {

@@ -54,6 +54,9 @@ const hv__rdzv_assignment_t *hv__world_assignment(const hv__world_t *w);
 /* The rendezvous client (for the KV, e.g. an NCCL unique id). Borrowed. */
 hv__rdzv_t *hv__world_rdzv(hv__world_t *w);
 
+/* 1 when device tensors run on NCCL in this world (0: staged through host memory). */
+int hv__world_uses_nccl(const hv__world_t *w);
+
 /* Fails every operation and closes the data plane at once (any thread). */
 void hv__world_abort(hv__world_t *w, hv_err why, const char *reason);
 

@@ -181,13 +181,18 @@ HV_API size_t hv_dtype_size(hv_dtype dt);
  * results. Thread-safety: all calls below may be made from any thread concurrently.
  * Buffers are borrowed: they must stay valid and untouched until the operation completes
  * (blocking calls: until they return; async: until hv_wait/hv_test reports completion).
- * Device (CUDA) pointers are accepted when libhv was built with CUDA (see README.md).
+ * Device (CUDA) pointers are accepted when libhv was built with CUDA and NCCL (see README.md):
+ * when every rank has its own GPU, allreduce, broadcast and allgather of device tensors run on
+ * NCCL (hv_init makes GPU local_rank % visible devices the calling thread's current device;
+ * device tensors must live on it, else HV_EINVAL); otherwise device tensors are staged through
+ * pinned host memory over the TCP/shared-memory ring. Every rank must pass the same kind of
+ * memory (device or host) for one operation, else HV_EPROTO.
  * Failure of a peer makes the pending operations fail with HV_EPEER at once (connection reset) or
  * HV_ETIMEDOUT (a peer silent for HV_PEER_TIMEOUT_MS); after that every call fails until
  * hv_shutdown() and hv_init() rebuild the data plane. Operations fail with HV_ESTATE before
  * hv_init, HV_EINVAL for a bad argument (NULL buffer with count > 0, unknown dtype/op, root out
  * of range), HV_EPROTO when ranks disagree about an operation (same name, different count, type,
- * op or root). */
+ * op, root, or device vs host memory). */
 
 /* A handle to an asynchronous operation. 0 is never a valid handle. A handle is released by the
  * hv_wait() or successful hv_test() that reports its completion; using it afterwards returns
