@@ -249,6 +249,8 @@ static void rdzv_kv_put(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_free(kv->value);
     kv->value = v;
     kv->len = req->value.len;
+    HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-KV", "job %llu: '%s' set (%zu bytes)",
+           (unsigned long long)req->job_id, kv->key, kv->len);
     for (head_kvwait_t **p = &j->kvwaits; *p != NULL;) {
         head_kvwait_t *wt = *p;
         if (strcmp(wt->key, kv->key) == 0) {

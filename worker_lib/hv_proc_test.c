@@ -3,7 +3,10 @@
  * that meet through HV_RDZV_DIR, as the standalone launcher does. Covers the API surface, a rank
  * killed with SIGKILL in the middle of allreduces (survivors fail fast with HV_EPEER), a rank
  * stopped with SIGSTOP (survivors fail with HV_ETIMEDOUT within HV_PEER_TIMEOUT_MS), and
- * hv_init again after hv_shutdown.
+ * hv_init again after hv_shutdown. The *_device cases do the same with CUDA device buffers on
+ * NCCL (one GPU per rank; they skip with fewer): the survivors' NCCL calls must fail as fast.
+ * The parent never touches CUDA (a forked child could not use it then): a probe child counts
+ * the devices.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 
 #include "err.h" // before <hv/hv.h>: the public header then skips its copy of hv_err
 #include "hvtest.h"
+#include "transport_nccl.h"
 
 #include <hv/hv.h>
 
@@ -245,7 +249,18 @@ static int child_loop(int rank, int size, int out) {
     (void)size;
     CHILD_CHECK(hv_init());
     size_t count = (16u << 20) / 4;
-    float *buf = calloc(count, sizeof(float));
+    int device = getenv("HV_TEST_DEVICE") != NULL;
+    float *buf = NULL;
+    if (device) {
+        // On the GPU hv_init made current: the allreduces run on NCCL.
+        CHILD_CHECK(hv__gpu_device_alloc(-1, count * sizeof(float), (void **)&buf));
+        float zero[256] = {0};
+        for (size_t off = 0; off < count; off += 256) {
+            CHILD_CHECK(hv__gpu_memcpy(buf + off, zero, sizeof(zero)));
+        }
+    } else {
+        buf = calloc(count, sizeof(float));
+    }
     CHILD_CHECK(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM));
     say(out, "READY");
     hv_err rc = HV_OK;
@@ -258,7 +273,11 @@ static int child_loop(int rank, int size, int out) {
     char detail[256];
     hv_last_error(detail, sizeof(detail));
     hv_shutdown();
-    free(buf);
+    if (device) {
+        hv__gpu_device_free(buf);
+    } else {
+        free(buf);
+    }
     say(out, "%s %.6f %s rank %d: %s", hv_errname(rc), t, hv_errname(again), rank, detail);
     return 0;
 }
@@ -325,6 +344,43 @@ static void test_sigstop(void) {
     run_fault(SIGSTOP, "HV_ETIMEDOUT", 1.5, env);
 }
 
+/* CUDA devices a child process sees (forked, so that the parent never initialises CUDA). */
+static int probe_gpus(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int n = hv__gpu_count();
+        _exit(n > 100 ? 100 : n);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+        return 0;
+    }
+    return WEXITSTATUS(st);
+}
+
+static void test_sigkill_device(void) {
+    int n = probe_gpus();
+    if (n < 3) {
+        HVT_SKIP("3 ranks on NCCL need 3 CUDA devices, %d visible", n);
+        return;
+    }
+    static const char *const env[] = {"HV_TEST_DEVICE=1", NULL};
+    // NCCL may see the loss itself (a remote error) or the negotiation over TCP sees the reset:
+    // either is HV_EPEER, within the same bound as the host path.
+    run_fault(SIGKILL, "HV_EPEER", 2.0, env);
+}
+
+static void test_sigstop_device(void) {
+    int n = probe_gpus();
+    if (n < 2) {
+        HVT_SKIP("2 ranks on NCCL need 2 CUDA devices, %d visible", n);
+        return;
+    }
+    static const char *const env[] = {"HV_TEST_DEVICE=1", "HV_PEER_TIMEOUT_MS=500", NULL};
+    // A stalled NCCL call is aborted at the peer timeout plus the bytes' allowance (16 ms).
+    run_fault(SIGSTOP, "HV_ETIMEDOUT", 1.5, env);
+}
+
 static int child_solo(int rank, int size, int out) {
     (void)rank;
     (void)size;
@@ -388,9 +444,13 @@ static void test_bad_env(void) {
 }
 
 static const hvtest_case_t cases[] = {
-    {"api", test_api},         {"sigkill", test_sigkill},
-    {"sigstop", test_sigstop}, {"solo_reinit", test_solo_reinit},
+    {"api", test_api},
+    {"sigkill", test_sigkill},
+    {"sigstop", test_sigstop},
+    {"solo_reinit", test_solo_reinit},
     {"bad_env", test_bad_env},
+    {"sigkill_device", test_sigkill_device},
+    {"sigstop_device", test_sigstop_device},
 };
 
 HVTEST_MAIN(cases)

@@ -15,7 +15,18 @@
 #include "err.h"
 #include "reduce.h"
 
-extern int hvtest_failed; // set by a failing assert in the current case
+extern int hvtest_failed;  // set by a failing assert in the current case
+extern int hvtest_skipped; // set by HVT_SKIP: the current case could not run here
+
+/* Marks the current case skipped (says why); the caller returns. A run whose every case was
+ * skipped exits 77 (ctest's SKIP_RETURN_CODE), so a skip never reads as a pass. */
+#define HVT_SKIP(...)                                                                              \
+    do {                                                                                           \
+        fprintf(stderr, "  skipped: ");                                                            \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        hvtest_skipped = 1;                                                                        \
+    } while (0)
 
 typedef struct hvtest_case_s {
     const char *name;
@@ -123,11 +134,12 @@ int hvtest_main(int argc, char **argv, const hvtest_case_t *cases, size_t ncases
 
 #define HVTEST_MAIN(cases)                                                                         \
     int hvtest_failed;                                                                             \
+    int hvtest_skipped;                                                                            \
     int main(int argc, char **argv) {                                                              \
         return hvtest_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));                   \
     }                                                                                              \
     int hvtest_main(int argc, char **argv, const hvtest_case_t *cs, size_t n) {                    \
-        int failures = 0, ran = 0;                                                                 \
+        int failures = 0, ran = 0, skipped = 0;                                                    \
         for (size_t i = 0; i < n; i++) {                                                           \
             int want = argc < 2;                                                                   \
             for (int a = 1; a < argc; a++) {                                                       \
@@ -137,18 +149,23 @@ int hvtest_main(int argc, char **argv, const hvtest_case_t *cases, size_t ncases
                 continue;                                                                          \
             }                                                                                      \
             hvtest_failed = 0;                                                                     \
+            hvtest_skipped = 0;                                                                    \
             double t0 = hvtest_now();                                                              \
             cs[i].fn();                                                                            \
             ran++;                                                                                 \
-            fprintf(stderr, "%-4s %-40s %.3f s\n", hvtest_failed ? "FAIL" : "ok", cs[i].name,      \
-                    hvtest_now() - t0);                                                            \
+            fprintf(stderr, "%-4s %-40s %.3f s\n",                                                 \
+                    hvtest_failed    ? "FAIL"                                                      \
+                    : hvtest_skipped ? "skip"                                                      \
+                                     : "ok",                                                       \
+                    cs[i].name, hvtest_now() - t0);                                                \
             failures += hvtest_failed;                                                             \
+            skipped += hvtest_skipped && !hvtest_failed;                                           \
         }                                                                                          \
         if (ran == 0) {                                                                            \
             fprintf(stderr, "no test case matched\n");                                             \
             return 2;                                                                              \
         }                                                                                          \
-        return failures ? 1 : 0;                                                                   \
+        return failures ? 1 : skipped == ran ? 77 : 0;                                             \
     }
 
 #endif

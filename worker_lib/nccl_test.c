@@ -388,7 +388,7 @@ static void run_ranks(int n, int use_nccl, int expect_nccl, body_fn body) {
 static int need_gpus(int n) {
     int have = hv__gpu_count();
     if (have < n) {
-        fprintf(stderr, "  skipped: needs %d CUDA device(s), %d visible\n", n, have);
+        HVT_SKIP("needs %d CUDA device(s), %d visible", n, have);
         return 0;
     }
     return 1;
@@ -412,7 +412,7 @@ static void test_shared_gpu(void) {
         return;
     }
     if (have + 1 > MAX_RANKS) {
-        fprintf(stderr, "  skipped: %d devices: would need %d ranks\n", have, have + 1);
+        HVT_SKIP("%d devices: would need %d ranks", have, have + 1);
         return;
     }
     run_ranks(have + 1, 1, 0, body_collectives);
