@@ -5,8 +5,10 @@
  *                                      HV_RDZV_DIR (the standalone launcher);
  *   bench_allreduce [opts]             one rank under any launcher that sets libhv's
  *                                      environment (hvsubmit/hvagent, or the launcher above).
- * Options: --sizes 4K,1M,... --runs R --resnet COUNTS_FILE --steps S. Rank 0 prints ROW lines
- * (see bench_common.h). Uses only the public API.
+ * Options: --sizes 4K,1M,... --runs R --resnet COUNTS_FILE --steps S, and --device: the buffers
+ * are CUDA device memory (cudaMalloc on the GPU hv_init made current; built with CUDA only), so
+ * libhv runs them on NCCL (a GPU per rank) or stages them through host memory. Rank 0 prints ROW
+ * lines (see bench_common.h). Uses only the public API (and the CUDA runtime for --device).
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,6 +22,51 @@
 #include <hv/hv.h>
 
 #include "bench_common.h"
+
+#ifdef HV_BENCH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static int on_device; // --device: buffers in CUDA device memory
+
+/* A buffer of bytes (+64) filled with v, on the host or (--device) the current GPU. */
+static float *buf_alloc(size_t bytes, float v) {
+    size_t n = bytes / sizeof(float);
+    float *h = malloc(bytes + 64);
+    if (h == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        h[i] = v;
+    }
+    if (!on_device) {
+        return h;
+    }
+#ifdef HV_BENCH_CUDA
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes + 64) != cudaSuccess ||
+        cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        fprintf(stderr, "rank %d: cannot allocate %zu bytes on the GPU\n", hv_rank(), bytes);
+        cudaFree(d);
+        d = NULL;
+    }
+    free(h);
+    return d;
+#else
+    free(h);
+    return NULL;
+#endif
+}
+
+static void buf_free(float *p) {
+#ifdef HV_BENCH_CUDA
+    if (on_device) {
+        cudaFree(p);
+        return;
+    }
+#endif
+    free(p);
+}
 
 static int check(hv_err rc, const char *what) {
     if (rc != HV_OK) {
@@ -36,13 +83,9 @@ static int bench_sizes(const bench_cfg_t *c) {
     for (int i = 0; i < c->nsizes; i++) {
         max = c->sizes[i] > max ? c->sizes[i] : max;
     }
-    size_t n = max / sizeof(float);
-    float *buf = malloc(n * sizeof(float) + 64);
+    float *buf = buf_alloc(max, 1.0f);
     if (buf == NULL) {
         return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        buf[i] = 1.0f;
     }
     for (int s = 0; s < c->nsizes; s++) {
         size_t count = c->sizes[s] / sizeof(float);
@@ -69,7 +112,7 @@ static int bench_sizes(const bench_cfg_t *c) {
             bench_row("allreduce", count * sizeof(float), bench_median(t, c->runs), hv_size());
         }
     }
-    free(buf);
+    buf_free(buf);
     return 0;
 }
 
@@ -84,12 +127,9 @@ static int bench_resnet(const bench_cfg_t *c) {
     hv_handle_t h[BENCH_MAX_TENSORS];
     size_t total = 0;
     for (int i = 0; i < nt; i++) {
-        bufs[i] = malloc(counts[i] * sizeof(float) + 64);
+        bufs[i] = buf_alloc(counts[i] * sizeof(float), 0.5f);
         if (bufs[i] == NULL) {
             return -1;
-        }
-        for (size_t k = 0; k < counts[i]; k++) {
-            bufs[i][k] = 0.5f;
         }
         snprintf(names[i], sizeof(names[i]), "resnet50.grad.%d", i);
         total += counts[i] * sizeof(float);
@@ -122,7 +162,7 @@ static int bench_resnet(const bench_cfg_t *c) {
         bench_row("resnet", total, bench_median(t, steps), hv_size());
     }
     for (int i = 0; i < nt; i++) {
-        free(bufs[i]);
+        buf_free(bufs[i]);
     }
     return 0;
 }
@@ -190,6 +230,15 @@ int main(int argc, char **argv) {
     if (argc > 255 || bench_parse(argc, argv, &c, used) != 0) {
         return 2;
     }
+    for (int i = 1; i < argc; i++) {
+        on_device |= strcmp(argv[i], "--device") == 0;
+    }
+#ifndef HV_BENCH_CUDA
+    if (on_device) {
+        fprintf(stderr, "bench_allreduce: --device needs a build with CUDA (none was found)\n");
+        return 2;
+    }
+#endif
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--launch") == 0) {
             int n = atoi(argv[i + 1]);
