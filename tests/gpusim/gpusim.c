@@ -220,8 +220,16 @@ GS_API const char *cudaGetErrorName(cudaError_t e) {
         return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady:
         return "cudaErrorNotReady";
-    default:
+    case cudaErrorInitializationError:
+        return "cudaErrorInitializationError";
+    case cudaErrorInsufficientDriver:
+        return "cudaErrorInsufficientDriver";
+    case cudaErrorNotSupported:
+        return "cudaErrorNotSupported";
+    case cudaErrorUnknown:
         return "cudaErrorUnknown";
+    default:
+        return "unrecognized error code";
     }
 }
 
@@ -243,6 +251,14 @@ GS_API const char *cudaGetErrorString(cudaError_t e) {
         return "invalid resource handle";
     case cudaErrorNotReady:
         return "device not ready";
+    case cudaErrorInitializationError:
+        return "initialization error";
+    case cudaErrorInsufficientDriver:
+        return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNotSupported:
+        return "operation not supported";
+    case cudaErrorUnknown:
+        return "unknown error";
     default:
         return "unrecognized error code";
     }
@@ -289,6 +305,37 @@ GS_API cudaError_t cudaGetDevice(int *device) {
         return cuda_fail(cudaErrorInvalidValue, "cudaGetDevice");
     }
     *device = tl_device;
+    return cudaSuccess;
+}
+
+/* PCI bus ids "0000:XX:00.0", one per simulated device (XX = 0x10 + device); the same on every
+ * simulated host, as identical machines would report. */
+GS_API cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
+    gs_init();
+    if (g_ndev == 0) {
+        return cuda_fail(cudaErrorNoDevice, "cudaDeviceGetPCIBusId");
+    }
+    if (device < 0 || device >= g_ndev) {
+        return cuda_fail(cudaErrorInvalidDevice, "cudaDeviceGetPCIBusId");
+    }
+    char id[16];
+    int n = snprintf(id, sizeof(id), "0000:%02X:00.0", 0x10 + device);
+    if (pciBusId == NULL || len <= n) {
+        return cuda_fail(cudaErrorInvalidValue, "cudaDeviceGetPCIBusId: buffer too small");
+    }
+    memcpy(pciBusId, id, (size_t)n + 1);
+    return cudaSuccess;
+}
+
+GS_API cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId) {
+    gs_init();
+    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+    if (device == NULL || pciBusId == NULL ||
+        sscanf(pciBusId, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4 || dom != 0 || dev != 0 ||
+        fn != 0 || bus < 0x10 || bus >= 0x10u + (unsigned)g_ndev) {
+        return cuda_fail(cudaErrorInvalidDevice, "cudaDeviceGetByPCIBusId");
+    }
+    *device = (int)bus - 0x10;
     return cudaSuccess;
 }
 
@@ -1561,6 +1608,9 @@ static ncclResult_t coll_submit(int kind, const void *send, void *recv, size_t c
     }
     op->recv_a->refs++;
     op->stream->pending++;
+    gs_log("%s(count %zu, type %d, op %d, root %d) on comm %p rank %d%s", what, count,
+           (int)datatype, (int)redop, root, (void *)comm, comm->rank,
+           tl_group_depth > 0 ? " (grouped)" : "");
     if (tl_group_depth > 0) {
         op->next = NULL;
         if (tl_group_tail != NULL) {

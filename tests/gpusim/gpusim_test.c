@@ -166,6 +166,17 @@ static void test_memcpy_and_attributes(void) {
     CHECK_EQ(cudaPeekAtLastError(), cudaErrorInvalidDevice);
     CHECK_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
     CHECK_EQ(cudaGetLastError(), cudaSuccess);
+    char bus[16] = "";
+    int back_dev = -1;
+    CHECK_EQ(cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), 3), cudaSuccess);
+    CHECK_STR(bus, "0000:13:00.0");
+    CHECK_EQ(cudaDeviceGetByPCIBusId(&back_dev, bus), cudaSuccess);
+    CHECK_EQ(back_dev, 3);
+    CHECK_EQ(cudaDeviceGetPCIBusId(bus, 4, 0), cudaErrorInvalidValue);
+    CHECK_EQ(cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), 4), cudaErrorInvalidDevice);
+    CHECK_STR(cudaGetErrorString(cudaErrorInsufficientDriver),
+              "CUDA driver version is insufficient for CUDA runtime version");
+    cudaGetLastError();
     CHECK_EQ(cudaSetDevice(2), cudaSuccess);
     int cur = -1;
     CHECK_EQ(cudaGetDevice(&cur), cudaSuccess);
