@@ -46,9 +46,9 @@
 #define GS_MAX_RANKS 1024
 #define GS_SLOT_BYTES ((size_t)1 << 20) // one rank's share of the segment per chunk
 #define GS_HOST_LEN 64
-#define GS_POLL_NS 30000              // barrier poll period once spinning stopped
-#define GS_LIVENESS_NS 5000000ull     // how often a waiting rank checks its peers' processes
-#define GS_CONFIG_MAGIC 0xcafebeefu   // NCCL_CONFIG_INITIALIZER's magic
+#define GS_POLL_NS 30000            // barrier poll period once spinning stopped
+#define GS_LIVENESS_NS 5000000ull   // how often a waiting rank checks its peers' processes
+#define GS_CONFIG_MAGIC 0xcafebeefu // NCCL_CONFIG_INITIALIZER's magic
 
 /* ---- global state ---------------------------------------------------------------------------- */
 
@@ -80,17 +80,17 @@ typedef struct gs_op_s {
     struct gs_op_s *next;
     ncclComm_t comm;
     struct CUstream_st *stream;
-    int kind;         // GS_ALLREDUCE ...
+    int kind; // GS_ALLREDUCE ...
     ncclDataType_t nccl_dtype;
     ncclRedOp_t nccl_op;
     hv_dtype dt;
     hv_op op;
     int root;
-    size_t count;     // elements (allgather: per rank sent; reducescatter: per rank received)
-    size_t esize;     // bytes per element
+    size_t count; // elements (allgather: per rank sent; reducescatter: per rank received)
+    size_t esize; // bytes per element
     gs_alloc_t *send_a, *recv_a; // referenced allocations (send_a NULL when unused)
-    const char *send; // backing address of the send buffer (NULL when unused)
-    char *recv;       // backing address of the receive buffer
+    const char *send;            // backing address of the send buffer (NULL when unused)
+    char *recv;                  // backing address of the receive buffer
 } gs_op_t;
 
 /* Per-rank record in the shared segment. */
@@ -98,7 +98,7 @@ typedef struct gs_rank_s {
     _Atomic int32_t state; // 0 free, 1 being filled, 2 registered
     int32_t pid;
     int32_t device;
-    int32_t left;          // the rank destroyed or aborted its communicator
+    int32_t left; // the rank destroyed or aborted its communicator
     char host[GS_HOST_LEN];
     _Atomic uint64_t phase; // barriers this rank has reached
     // The collective this rank runs now, written before its first barrier (mismatch check).
@@ -123,14 +123,14 @@ struct ncclComm {
     gs_seg_t *seg;
     size_t seg_len, slots_off;
     pthread_t worker;
-    pthread_cond_t cv;     // wakes the worker (with g_mu)
-    gs_op_t *head, *tail;  // queued collectives (g_mu)
-    int stop;              // ncclCommDestroy: finish the queue, then exit (g_mu)
-    atomic_int abort;      // ncclCommAbort: drop everything now
-    atomic_int state;      // ncclInProgress until init is done, then ncclSuccess or an error
-    uint64_t phase;        // barriers passed (worker only)
-    uint64_t seq;          // collectives run (worker only)
-    char msg[256];         // why state is an error (g_mu)
+    pthread_cond_t cv;    // wakes the worker (with g_mu)
+    gs_op_t *head, *tail; // queued collectives (g_mu)
+    int stop;             // ncclCommDestroy: finish the queue, then exit (g_mu)
+    atomic_int abort;     // ncclCommAbort: drop everything now
+    atomic_int state;     // ncclInProgress until init is done, then ncclSuccess or an error
+    uint64_t phase;       // barriers passed (worker only)
+    uint64_t seq;         // collectives run (worker only)
+    char msg[256];        // why state is an error (g_mu)
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -840,8 +840,7 @@ static ncclResult_t comm_check(const ncclComm_t c, const char *what) {
     ncclComm_t p = c != NULL ? comm_find(c) : NULL;
     pthread_mutex_unlock(&g_mu);
     if (p == NULL) {
-        return nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator", what,
-                         (void *)c);
+        return nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator", what, (void *)c);
     }
     return ncclSuccess;
 }
@@ -1007,8 +1006,7 @@ static ncclResult_t seg_join(ncclComm_t c, const ncclUniqueId *id) {
     }
     c->seg = p;
     int32_t zero = 0;
-    if (!atomic_compare_exchange_strong(&c->seg->nranks, &zero, c->nranks) &&
-        zero != c->nranks) {
+    if (!atomic_compare_exchange_strong(&c->seg->nranks, &zero, c->nranks) && zero != c->nranks) {
         munmap(p, c->seg_len);
         c->seg = NULL;
         return nccl_fail(ncclInvalidUsage, "ranks disagree on nranks: %d here, %d at a peer",
@@ -1099,8 +1097,8 @@ static ncclResult_t op_run(ncclComm_t c, gs_op_t *op) {
     gs_rank_t *me = &c->seg->ranks[c->rank];
     me->kind = op->kind;
     me->dtype = (int32_t)op->nccl_dtype;
-    me->redop = op->kind == GS_ALLREDUCE || op->kind == GS_REDUCESCATTER ? (int32_t)op->nccl_op
-                                                                         : -1;
+    me->redop =
+        op->kind == GS_ALLREDUCE || op->kind == GS_REDUCESCATTER ? (int32_t)op->nccl_op : -1;
     me->root = op->kind == GS_BROADCAST ? op->root : -1;
     me->count = op->count;
     me->seq = ++c->seq;
@@ -1269,8 +1267,8 @@ GS_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUni
     }
     *comm = NULL;
     if (nranks < 1 || nranks > GS_MAX_RANKS || rank < 0 || rank >= nranks) {
-        return nccl_fail(ncclInvalidArgument, "ncclCommInitRankConfig: rank %d of nranks %d",
-                         rank, nranks);
+        return nccl_fail(ncclInvalidArgument, "ncclCommInitRankConfig: rank %d of nranks %d", rank,
+                         nranks);
     }
     int blocking = 1;
     if (config != NULL) {
@@ -1338,8 +1336,7 @@ GS_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUni
     return ncclSuccess;
 }
 
-GS_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
-                                     int rank) {
+GS_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
     return ncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
 }
 
@@ -1388,7 +1385,9 @@ GS_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
     return rc;
 }
 
-GS_API ncclResult_t ncclCommFinalize(ncclComm_t comm) { return comm_check(comm, "ncclCommFinalize"); }
+GS_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+    return comm_check(comm, "ncclCommFinalize");
+}
 
 GS_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
     if (comm == NULL) {
@@ -1533,8 +1532,8 @@ static ncclResult_t coll_submit(int kind, const void *send, void *recv, size_t c
     int reduces = kind == GS_ALLREDUCE || kind == GS_REDUCESCATTER;
     pthread_mutex_lock(&g_mu);
     if (comm == NULL || comm_find(comm) == NULL) {
-        rc = nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator", what,
-                       (void *)comm);
+        rc =
+            nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator", what, (void *)comm);
         goto unlock;
     }
     op->comm = comm;
@@ -1551,8 +1550,8 @@ static ncclResult_t coll_submit(int kind, const void *send, void *recv, size_t c
         goto unlock;
     }
     if (!dtype_map(datatype, &op->dt, &op->esize)) {
-        rc = nccl_fail(ncclInvalidArgument, "%s: datatype %d is not supported", what,
-                       (int)datatype);
+        rc =
+            nccl_fail(ncclInvalidArgument, "%s: datatype %d is not supported", what, (int)datatype);
         goto unlock;
     }
     if (reduces ? !op_map(redop, &op->op) : 0) {
@@ -1572,8 +1571,8 @@ static ncclResult_t coll_submit(int kind, const void *send, void *recv, size_t c
     }
     op->stream = stream_resolve(stream, comm->device);
     if (op->stream == NULL || op->stream->device != comm->device) {
-        rc = nccl_fail(ncclInvalidArgument, "%s: stream %p is not a live stream of device %d",
-                       what, (void *)stream, comm->device);
+        rc = nccl_fail(ncclInvalidArgument, "%s: stream %p is not a live stream of device %d", what,
+                       (void *)stream, comm->device);
         op->stream = NULL;
         goto unlock;
     }
@@ -1598,8 +1597,8 @@ static ncclResult_t coll_submit(int kind, const void *send, void *recv, size_t c
     if (op->recv_a == NULL) {
         op->send_a = NULL;
         rc = nccl_fail(ncclInvalidArgument,
-                       "%s: recvbuff %p (%zu bytes) is not device memory of device %d", what,
-                       recv, recv_bytes, comm->device);
+                       "%s: recvbuff %p (%zu bytes) is not device memory of device %d", what, recv,
+                       recv_bytes, comm->device);
         goto unlock;
     }
     op->recv = op->recv_a->backing + ((char *)recv - op->recv_a->addr);

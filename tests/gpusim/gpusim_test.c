@@ -33,7 +33,7 @@ static atomic_int t_failures; // failed checks in rank threads (added to the tot
         if (!(cond)) {                                                                             \
             char d_[256];                                                                          \
             snprintf(d_, sizeof(d_), __VA_ARGS__);                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__, __LINE__, #cond, d_);      \
+            fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__, __LINE__, #cond, d_);       \
             atomic_fetch_add(&t_failures, 1);                                                      \
         }                                                                                          \
     } while (0)
@@ -49,9 +49,7 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-static void collect_thread_failures(void) {
-    hv_check_failures += atomic_exchange(&t_failures, 0);
-}
+static void collect_thread_failures(void) { hv_check_failures += atomic_exchange(&t_failures, 0); }
 
 /* Polls until c leaves ncclInProgress or limit_s passes: the async state. */
 static ncclResult_t wait_comm(ncclComm_t c, double limit_s) {
@@ -265,7 +263,7 @@ static ncclResult_t init_nonblocking(const rctx_t *x, ncclComm_t *out) {
 #define RUN_OK(x, c, s, launch, what)                                                              \
     do {                                                                                           \
         ncclResult_t l_ = (launch);                                                                \
-        TCHECK(l_ == ncclSuccess || l_ == ncclInProgress, "rank %d: %s launch: %s", (x)->rank,    \
+        TCHECK(l_ == ncclSuccess || l_ == ncclInProgress, "rank %d: %s launch: %s", (x)->rank,     \
                what, ncclGetErrorString(l_));                                                      \
         ncclResult_t w_ = wait_stream((c), (s), 20);                                               \
         TCHECK(w_ == ncclSuccess, "rank %d: %s: %s", (x)->rank, what, ncclGetErrorString(w_));     \
@@ -396,8 +394,10 @@ static void rank_allreduce_small(const rctx_t *x, ncclComm_t c, cudaStream_t s) 
             wu = v < wu ? v : wu;
         }
         if (gd[i] != wd || gu[i] != wu) {
-            TCHECK(gd[i] == wd && gu[i] == wu, "rank %d: [%d] f64 prod %g (want %g), u8 min %d "
-                   "(want %d)", r, i, gd[i], wd, gu[i], wu);
+            TCHECK(gd[i] == wd && gu[i] == wu,
+                   "rank %d: [%d] f64 prod %g (want %g), u8 min %d "
+                   "(want %d)",
+                   r, i, gd[i], wd, gu[i], wu);
             break;
         }
     }
@@ -501,8 +501,7 @@ static void rank_grouped(const rctx_t *x, ncclComm_t c, cudaStream_t s) {
         TCHECK(gb[i] == i + 100, "rank %d: grouped broadcast [%d] = %d", r, i, gb[i]);
     }
     for (int i = 0; gc != NULL && i < C * n; i++) {
-        TCHECK(gc[i] == (i / C) * 100 + i % C, "rank %d: grouped allgather [%d] = %d", r, i,
-               gc[i]);
+        TCHECK(gc[i] == (i / C) * 100 + i % C, "rank %d: grouped allgather [%d] = %d", r, i, gc[i]);
     }
     for (int i = 0; grs != NULL && i < RS; i++) {
         float want = (float)(n * (n - 1) / 2 + n * (r * RS + i));
@@ -539,8 +538,7 @@ static void rank_bad_args(const rctx_t *x, ncclComm_t c, cudaStream_t s) {
            "count past the allocation");
     TCHECK(ncclAllReduce(mine, mine, 16, ncclUint32, ncclSum, c, s) == ncclInvalidArgument,
            "unsupported dtype");
-    TCHECK(ncclAllReduce(mine, mine, 16, ncclFloat32, (ncclRedOp_t)9, c, s) ==
-               ncclInvalidArgument,
+    TCHECK(ncclAllReduce(mine, mine, 16, ncclFloat32, (ncclRedOp_t)9, c, s) == ncclInvalidArgument,
            "bad op");
     TCHECK(ncclBroadcast(mine, mine, 16, ncclFloat32, x->n, c, s) == ncclInvalidArgument,
            "root out of range");
@@ -610,8 +608,8 @@ static void *rank_duplicate(void *arg) {
     cudaSetDevice(x->device);
     ncclComm_t c = NULL;
     ncclResult_t r = init_nonblocking(x, &c);
-    TCHECK(r == ncclInvalidUsage, "rank %d: two ranks on device 0: %s, want invalid usage",
-           x->rank, ncclGetErrorString(r));
+    TCHECK(r == ncclInvalidUsage, "rank %d: two ranks on device 0: %s, want invalid usage", x->rank,
+           ncclGetErrorString(r));
     TCHECK(strstr(ncclGetLastError(c), "Duplicate GPU") != NULL, "last error: %s",
            ncclGetLastError(c));
     TCHECK(ncclCommAbort(c) == ncclSuccess, "abort");
