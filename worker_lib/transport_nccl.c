@@ -126,6 +126,8 @@ void hv__gpu_device_free(void *p) {
 struct hv__nccl_s {
     ncclComm_t comm;
     cudaStream_t stream;
+    void *fusion; // device fusion buffer (packed batches), grown on demand
+    size_t fusion_cap;
     int device;
     uint32_t timeout_ms;
     atomic_int aborted; // set by hv__nccl_abort (any thread)
@@ -353,20 +355,63 @@ static hv_err nccl_begin(hv__nccl_t *c, nccl_call_t *k) {
 static int nccl_ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 
 /* Closes the group and waits for the work: bytes bound the deadline (the peer timeout plus the
- * bytes at a pessimistic 1 GB/s). */
+ * bytes at a pessimistic 1 GB/s). The communicator's device stays current (nccl_leave). */
 static hv_err nccl_end(hv__nccl_t *c, nccl_call_t *k, size_t bytes, const char *what) {
     ncclResult_t g = ncclGroupEnd();
-    hv_err rc;
     if (!nccl_ok(k->r) || !nccl_ok(g)) {
-        rc = err_from_nccl(!nccl_ok(k->r) ? k->r : g, what);
+        hv_err rc = err_from_nccl(!nccl_ok(k->r) ? k->r : g, what);
         nccl_fail(c);
-    } else {
-        rc = nccl_wait(c, 1, hv_now_ms() + c->timeout_ms + bytes / 1000000u, what);
+        return rc;
     }
+    return nccl_wait(c, 1, hv_now_ms() + c->timeout_ms + bytes / 1000000u, what);
+}
+
+/* Restores the caller's current device; returns rc. */
+static hv_err nccl_leave(const hv__nccl_t *c, const nccl_call_t *k, hv_err rc) {
     if (k->saved_device >= 0 && k->saved_device != c->device) {
         cudaSetDevice(k->saved_device);
     }
     return rc;
+}
+
+/* Device fusion buffer of at least n bytes (on the communicator's device, which is current). */
+static hv_err nccl_fusion(hv__nccl_t *c, size_t n) {
+    if (n <= c->fusion_cap) {
+        return HV_OK;
+    }
+    if (c->fusion != NULL) {
+        // Earlier work on the stream may still read the old buffer.
+        cudaStreamSynchronize(c->stream);
+        cudaFree(c->fusion);
+        c->fusion = NULL;
+        c->fusion_cap = 0;
+    }
+    if (cudaMalloc(&c->fusion, n) != cudaSuccess) {
+        cudaGetLastError();
+        c->fusion = NULL;
+        HV_LOG(HV_LOG_ERROR, "nccl", "HV-NCCL-FUSION", "no %zu-byte fusion buffer on device %d", n,
+               c->device);
+        return HV_ENOMEM;
+    }
+    c->fusion_cap = n;
+    return HV_OK;
+}
+
+/* Queues device-to-device copies of the batch into (pack) or out of the fusion buffer. */
+static hv_err nccl_copy_batch(hv__nccl_t *c, void *const *bufs, const size_t *counts, size_t n,
+                              size_t esize, int pack) {
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t b = counts[i] * esize;
+        char *f = (char *)c->fusion + off;
+        if (b > 0 && cudaMemcpyAsync(pack ? f : bufs[i], pack ? bufs[i] : f, b,
+                                     cudaMemcpyDeviceToDevice, c->stream) != cudaSuccess) {
+            cudaGetLastError();
+            return HV_EIO;
+        }
+        off += b;
+    }
+    return HV_OK;
 }
 
 hv_err hv__nccl_allreduce(hv__nccl_t *c, void *const *bufs, const size_t *counts, size_t n,
@@ -381,12 +426,27 @@ hv_err hv__nccl_allreduce(hv__nccl_t *c, void *const *bufs, const size_t *counts
     if (rc != HV_OK) {
         return rc;
     }
-    size_t bytes = 0;
-    for (size_t i = 0; i < n && nccl_ok(k.r); i++) {
-        k.r = ncclAllReduce(bufs[i], bufs[i], counts[i], t, o, c->comm, c->stream);
-        bytes += counts[i] * hv_dtype_size(dt);
+    size_t esize = hv_dtype_size(dt), total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += counts[i];
     }
-    return nccl_end(c, &k, bytes, "NCCL allreduce");
+    if (n == 1) {
+        k.r = nccl_ok(k.r) ? ncclAllReduce(bufs[0], bufs[0], counts[0], t, o, c->comm, c->stream)
+                           : k.r;
+    } else if (nccl_ok(k.r)) {
+        // A fused batch: pack into one device buffer, one collective, unpack (all ordered on
+        // the stream), as the host path runs one ring allreduce over the batch.
+        if ((rc = nccl_fusion(c, total * esize)) == HV_OK &&
+            (rc = nccl_copy_batch(c, bufs, counts, n, esize, 1)) == HV_OK) {
+            k.r = ncclAllReduce(c->fusion, c->fusion, total, t, o, c->comm, c->stream);
+        }
+    }
+    hv_err end = nccl_end(c, &k, total * esize, "NCCL allreduce");
+    if (rc == HV_OK && end == HV_OK && n > 1 &&
+        (rc = nccl_copy_batch(c, bufs, counts, n, esize, 0)) == HV_OK) {
+        rc = nccl_wait(c, 1, hv_now_ms() + c->timeout_ms, "unpacking the fusion buffer");
+    }
+    return nccl_leave(c, &k, rc != HV_OK ? rc : end);
 }
 
 hv_err hv__nccl_broadcast(hv__nccl_t *c, void *buf, size_t bytes, int root) {
@@ -398,7 +458,7 @@ hv_err hv__nccl_broadcast(hv__nccl_t *c, void *buf, size_t bytes, int root) {
     if (nccl_ok(k.r)) {
         k.r = ncclBroadcast(buf, buf, bytes, ncclUint8, root, c->comm, c->stream);
     }
-    return nccl_end(c, &k, bytes, "NCCL broadcast");
+    return nccl_leave(c, &k, nccl_end(c, &k, bytes, "NCCL broadcast"));
 }
 
 hv_err hv__nccl_allgatherv(hv__nccl_t *c, const void *in, void *out, const size_t *lens,
@@ -433,7 +493,7 @@ hv_err hv__nccl_allgatherv(hv__nccl_t *c, const void *in, void *out, const size_
             }
         }
     }
-    return nccl_end(c, &k, total, "NCCL allgather");
+    return nccl_leave(c, &k, nccl_end(c, &k, total, "NCCL allgather"));
 }
 
 void hv__nccl_abort(hv__nccl_t *c) {
@@ -451,7 +511,18 @@ void hv__nccl_destroy(hv__nccl_t *c) {
     } else {
         ncclCommDestroy(c->comm);
     }
+    int saved = -1;
+    if (cudaGetDevice(&saved) == cudaSuccess && saved != c->device) {
+        cudaSetDevice(c->device);
+    }
+    if (c->fusion != NULL) {
+        cudaFree(c->fusion);
+    }
     cudaStreamDestroy(c->stream);
+    if (saved >= 0 && saved != c->device) {
+        cudaSetDevice(saved);
+    }
+    cudaGetLastError();
     hv_free(c);
 }
 
