@@ -21,7 +21,9 @@ hv_cleanup() {
 hv_setup() {
     TMP=$(mktemp -d /tmp/hvtest.XXXXXX)
     trap hv_cleanup EXIT
-    trap 'exit 130' INT TERM
+    # A signal must still run the cleanup: a test piped into `head` dies of SIGPIPE, and
+    # without this its head, agents and workers would outlive it (and skew what runs next).
+    trap 'exit 130' INT TERM HUP PIPE
 }
 
 fail() {

@@ -4,8 +4,7 @@
 #   tests/perf/bench_allreduce.sh [--quick] [--bin DIR] [--ranks "2 4"] [--sizes 4K,...]
 #                                 [--reps N] [--resnet FILE] [--cluster]
 #
-# For each rank count it runs, --reps times and interleaved (so that load drifting on the machine
-# hits every implementation alike):
+# For each rank count, repetition and row (a size, or the ResNet-50 step) it runs, back to back:
 #   hv-tcp   bench_allreduce (libhv, HV_SHM=0: TCP between all ranks)
 #   hv-shm   bench_allreduce (libhv, same-host neighbours through shared memory)
 #   mpi-tcp  bench_mpi under mpirun forced to TCP over loopback (ob1, btl tcp,self)
@@ -14,10 +13,14 @@
 # hvhead and one hvagent, ranks submitted with hvsubmit); or under the command in
 # HV_BENCH_LAUNCH, e.g. "hvsubmit --head 127.0.0.1:7000 -q -np {n}" ({n}: ranks; the HV_SHM
 # setting is passed as -e HV_SHM=...).
-# It prints the median time and busbw (nccl-tests definition) of every row with ratios
-# "x" = peer time / hv time (above 1: hv is faster): hv-tcp against mpi-tcp, hv-shm against
-# mpi-def. Rows: in-place float32 sum per size, and one ResNet-50 step (161 gradients; hv: named
-# async tensors submitted in reverse order and fused; MPI: one MPI_Allreduce per tensor).
+# Each row is measured in its own processes, hv and its peer right after each other, and the
+# order alternates between repetitions: these shared VMs drift, and loopback TCP in particular
+# has spells in which every process's socket copies run ~3x slower (seen with both hv and
+# OpenMPI), so only measurements taken together are compared. It prints the median time and
+# busbw (nccl-tests definition) of every row and "x" = the median over repetitions of
+# peer time / hv time (above 1: hv is faster): hv-tcp against mpi-tcp, hv-shm against mpi-def.
+# Rows: in-place float32 sum per size, and one ResNet-50 step (161 gradients; hv: named async
+# tensors submitted in reverse order and fused; MPI: one MPI_Allreduce per tensor).
 # Needs: bench_allreduce and bench_mpi (built when MPI is found: deploy/install-deps.sh --bench).
 set -euo pipefail
 
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
     --reps) reps="$2"; shift 2 ;;
     --resnet) resnet="$2"; shift 2 ;;
     --cluster) cluster=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { print }' "$0"; exit 0 ;;
     *) echo "bench_allreduce.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -85,38 +88,59 @@ YAML
   HV_BENCH_LAUNCH="$bin/hvsubmit --head $head_addr -q -np {n}"
 fi
 
-run_hv() { # n shm(0|1)
+run_hv() { # n shm(0|1) row-args...
   local n=$1 shm=$2
+  shift 2
   if [ -n "${HV_BENCH_LAUNCH:-}" ]; then
-    ${HV_BENCH_LAUNCH//\{n\}/$n} -e "HV_SHM=$shm" "$hvb" --sizes "$sizes" --runs 3 "${rn_args[@]}"
+    ${HV_BENCH_LAUNCH//\{n\}/$n} -e "HV_SHM=$shm" "$hvb" --runs 3 "$@"
   else
-    HV_SHM=$shm "$hvb" --launch "$n" --sizes "$sizes" --runs 3 "${rn_args[@]}"
+    HV_SHM=$shm "$hvb" --launch "$n" --runs 3 "$@"
   fi
 }
 
-run_mpi() { # n mode
+run_mpi() { # n mode row-args...
   local n=$1 mode=$2
+  shift 2
   local mca=()
   [ "$mode" = tcp ] && mca=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
   mpirun --allow-run-as-root --oversubscribe -np "$n" "${mca[@]}" \
-    "$mpib" --sizes "$sizes" --runs 3 "${rn_args[@]}" 2> "$out/mpi.err"
+    "$mpib" --runs 3 "$@" 2> "$out/mpi.err"
 }
 
+# One measurement: impl n rep row-args... -> "impl n rep ROW ..." lines in $out/rows.
+measure() {
+  local impl=$1 n=$2 rep=$3
+  shift 3
+  case "$impl" in
+    hv-tcp) run_hv "$n" 0 "$@" ;;
+    hv-shm) run_hv "$n" 1 "$@" ;;
+    mpi-tcp) run_mpi "$n" tcp "$@" || true ;;
+    mpi-def) run_mpi "$n" def "$@" || true ;;
+  esac | grep -o 'ROW .*' | sed "s/^/$impl $n $rep /" >> "$out/rows" || {
+    case "$impl" in hv-*) echo "hv benchmark ($impl, $*) failed" >&2; exit 1 ;; esac; }
+}
+
+rows=()
+for s in ${sizes//,/ }; do rows+=("--sizes $s"); done
+[ ${#rn_args[@]} -gt 0 ] && rows+=("--sizes none ${rn_args[*]}")
 for n in $ranks; do
   for rep in $(seq 1 "$reps"); do
     echo "ranks $n, repetition $rep/$reps ..." >&2
-    run_hv "$n" 0 | grep -o 'ROW .*' | sed "s/^/hv-tcp $n /" >> "$out/rows" || {
-      echo "hv benchmark (tcp) failed" >&2; exit 1; }
-    run_hv "$n" 1 | grep -o 'ROW .*' | sed "s/^/hv-shm $n /" >> "$out/rows" || {
-      echo "hv benchmark (shm) failed" >&2; exit 1; }
-    if [ "$have_mpi" = 1 ]; then
-      run_mpi "$n" tcp | grep -o 'ROW .*' | sed "s/^/mpi-tcp $n /" >> "$out/rows" || true
-      run_mpi "$n" def | grep -o 'ROW .*' | sed "s/^/mpi-def $n /" >> "$out/rows" || true
-    fi
+    for row in "${rows[@]}"; do
+      # shellcheck disable=SC2086
+      for pair in "hv-tcp mpi-tcp" "hv-shm mpi-def"; do
+        set -- $pair
+        [ "$have_mpi" = 1 ] || set -- "$1"
+        # alternate who goes first, so that neither always runs right after the other's setup
+        [ $((rep % 2)) = 0 ] && [ $# = 2 ] && set -- "$2" "$1"
+        for impl in "$@"; do measure "$impl" "$n" "$rep" $row; done
+      done
+    done
   done
 done
 
-# rows: impl n ROW kind bytes time_us busbw  ->  medians per (impl, n, kind, bytes)
+# rows: impl n rep ROW kind bytes time_us busbw -> medians per (impl, n, kind, bytes); x: the
+# median over reps of the per-rep ratio.
 awk '
 function median(list,   a, k, i, j, t) {
   k = split(list, a, " ");
@@ -130,9 +154,20 @@ function human(b) {
 }
 function fmt_t(us) { return us >= 10000 ? sprintf("%8.1f ms", us / 1000) : sprintf("%8.1f us", us) }
 {
-  key = $1 SUBSEP $2 SUBSEP $4 SUBSEP $5;
-  t[key] = t[key] " " $6; bw[key] = bw[key] " " $7;
-  if (!(($2 SUBSEP $4 SUBSEP $5) in seen)) { seen[$2 SUBSEP $4 SUBSEP $5] = 1; order[++no] = $2 SUBSEP $4 SUBSEP $5 }
+  key = $1 SUBSEP $2 SUBSEP $5 SUBSEP $6;
+  t[key] = t[key] " " $7; bw[key] = bw[key] " " $8;
+  one[key SUBSEP $3] = $7; reps[$3] = 1;
+  if (!(($2 SUBSEP $5 SUBSEP $6) in seen)) { seen[$2 SUBSEP $5 SUBSEP $6] = 1; order[++no] = $2 SUBSEP $5 SUBSEP $6 }
+}
+# median over reps of peer time / hv time, for keys a (hv) and b (peer); "    -" without pairs
+function ratio(a, b,   r, list, got) {
+  list = ""; got = 0;
+  for (r in reps) {
+    if ((a SUBSEP r) in one && (b SUBSEP r) in one && one[a SUBSEP r] > 0) {
+      list = list " " (one[b SUBSEP r] / one[a SUBSEP r]); got = 1;
+    }
+  }
+  return got ? sprintf("%5.2f", median(list)) : "    -";
 }
 END {
   last = "";
@@ -140,7 +175,7 @@ END {
   for (i = 1; i <= no; i++) {
     split(order[i], p, SUBSEP); n = p[1]; kind = p[2]; bytes = p[3];
     if (n != last) {
-      printf "\n%d ranks (busbw = bytes/time x 2(n-1)/n; x = peer time / hv time)\n", n;
+      printf "\n%d ranks (busbw = bytes/time x 2(n-1)/n; x = median of per-repetition peer time / hv time)\n", n;
       printf "%-14s | %-22s | %-22s %5s | %-22s | %-22s %5s\n", "row", "hv tcp", "OpenMPI tcp", "x",
         "hv shm", "OpenMPI default", "x";
       last = n;
@@ -151,8 +186,8 @@ END {
       if (k in t) { mt[m] = median(t[k]); mb[m] = median(bw[k]); cell[m] = sprintf("%s %6.3f GB/s", fmt_t(mt[m]), mb[m]) }
       else { mt[m] = 0; cell[m] = sprintf("%22s", "-") }
     }
-    x1 = mt[1] > 0 && mt[2] > 0 ? sprintf("%5.2f", mt[2] / mt[1]) : "    -";
-    x2 = mt[3] > 0 && mt[4] > 0 ? sprintf("%5.2f", mt[4] / mt[3]) : "    -";
+    x1 = ratio(impls[1] SUBSEP n SUBSEP kind SUBSEP bytes, impls[2] SUBSEP n SUBSEP kind SUBSEP bytes);
+    x2 = ratio(impls[3] SUBSEP n SUBSEP kind SUBSEP bytes, impls[4] SUBSEP n SUBSEP kind SUBSEP bytes);
     printf "%-14s | %s | %s %s | %s | %s %s\n", row, cell[1], cell[2], x1, cell[3], cell[4], x2;
   }
 }' "$out/rows"

@@ -57,7 +57,7 @@ static inline size_t bench_parse_size(const char *s) {
     return (size_t)v;
 }
 
-/* Parses "--sizes 4K,1M", "--runs N", "--resnet FILE", "--steps N"; returns 0 or -1. Unknown
+/* Parses "--sizes 4K,1M" (or "none"), "--runs N", "--resnet FILE", "--steps N"; returns 0 or -1. Unknown
  * arguments are left for the caller (their indexes are marked in used[]). */
 static inline int bench_parse(int argc, char **argv, bench_cfg_t *c, int *used) {
     static const char *defaults = "4K,64K,1M,16M,64M,256M";
@@ -81,6 +81,9 @@ static inline int bench_parse(int argc, char **argv, bench_cfg_t *c, int *used) 
         }
     }
     c->nsizes = 0;
+    if (strcmp(sizes, "none") == 0) {
+        return 0; // only the ResNet step (--resnet), if any
+    }
     char buf[512];
     snprintf(buf, sizeof(buf), "%s", sizes);
     for (char *tok = strtok(buf, ","); tok != NULL && c->nsizes < BENCH_MAX_SIZES;
