@@ -1352,37 +1352,34 @@ GS_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
     return ncclSuccess;
 }
 
-GS_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
-    ncclResult_t rc = comm_check(comm, "ncclCommCount");
-    if (rc == ncclSuccess && count == NULL) {
-        rc = nccl_fail(ncclInvalidArgument, "ncclCommCount: count is NULL");
+/* The integer getters (ncclCommCount, ncclCommCuDevice, ncclCommUserRank): checks the
+ * communicator and the out pointer, then *out = the field `which` names. */
+typedef enum gs_comm_field { GS_FIELD_NRANKS, GS_FIELD_DEVICE, GS_FIELD_RANK } gs_comm_field;
+
+static ncclResult_t comm_get_int(const ncclComm_t comm, gs_comm_field which, int *out,
+                                 const char *what) {
+    ncclResult_t rc = comm_check(comm, what);
+    if (rc == ncclSuccess && out == NULL) {
+        rc = nccl_fail(ncclInvalidArgument, "%s: the out pointer is NULL", what);
     }
     if (rc == ncclSuccess) {
-        *count = comm->nranks;
+        *out = which == GS_FIELD_NRANKS   ? comm->nranks
+               : which == GS_FIELD_DEVICE ? comm->device
+                                          : comm->rank;
     }
     return rc;
+}
+
+GS_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+    return comm_get_int(comm, GS_FIELD_NRANKS, count, "ncclCommCount");
 }
 
 GS_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
-    ncclResult_t rc = comm_check(comm, "ncclCommCuDevice");
-    if (rc == ncclSuccess && device == NULL) {
-        rc = nccl_fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
-    }
-    if (rc == ncclSuccess) {
-        *device = comm->device;
-    }
-    return rc;
+    return comm_get_int(comm, GS_FIELD_DEVICE, device, "ncclCommCuDevice");
 }
 
 GS_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
-    ncclResult_t rc = comm_check(comm, "ncclCommUserRank");
-    if (rc == ncclSuccess && rank == NULL) {
-        rc = nccl_fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
-    }
-    if (rc == ncclSuccess) {
-        *rank = comm->rank;
-    }
-    return rc;
+    return comm_get_int(comm, GS_FIELD_RANK, rank, "ncclCommUserRank");
 }
 
 GS_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
