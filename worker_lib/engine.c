@@ -416,14 +416,25 @@ static void eng_drive_until(hv__engine_t *e, eng_group_t *g) {
 
 /* ---- submission ------------------------------------------------------------------------------ */
 
-/* With NCCL, device tensors must sit on the communicator's device, in and out alike (NCCL reads
- * and writes them there); host tensors keep the ring. Broadcast is in place: only out counts. */
-static hv_err desc_device_check(const hv__engine_t *e, const hv__op_desc_t *d) {
-    int want = hv__nccl_device(e->o.nccl);
+/* Where an operation's buffers live, asked once per submission: *device = 1 when in or out is
+ * CUDA device memory. With NCCL, device tensors must sit on the communicator's device, in and
+ * out alike (NCCL reads and writes them there); host tensors keep the ring. Broadcast is in
+ * place: only out counts. */
+static hv_err desc_devices(const hv__engine_t *e, const hv__op_desc_t *d, int *device) {
+    *device = 0;
+    if (d->kind == HV__OP_BARRIER || hv__gpu_count() == 0) {
+        return HV_OK;
+    }
     int dout = hv__gpu_device_of(d->out);
-    int din = d->kind != HV__OP_BROADCAST && d->in != NULL && d->in != d->out
-                  ? hv__gpu_device_of(d->in)
-                  : dout;
+    int din = d->in != NULL && d->in != d->out ? hv__gpu_device_of(d->in) : dout;
+    *device = dout >= 0 || din >= 0;
+    if (e->o.nccl == NULL) {
+        return HV_OK;
+    }
+    if (d->kind == HV__OP_BROADCAST) {
+        din = dout;
+    }
+    int want = hv__nccl_device(e->o.nccl);
     if ((dout < 0 && din < 0) || (dout == want && din == want)) {
         return HV_OK;
     }
@@ -442,7 +453,9 @@ static hv_err desc_device_check(const hv__engine_t *e, const hv__op_desc_t *d) {
     return HV_EINVAL;
 }
 
-static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d) {
+/* Validates d; on HV_OK *device says whether it works on device memory (desc_devices). */
+static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d, int *device) {
+    *device = 0;
     if (d->kind == HV__OP_BARRIER) {
         return HV_OK;
     }
@@ -459,23 +472,27 @@ static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d) {
     if (d->count > SIZE_MAX / 2 / esize) {
         return HV_ETOOBIG;
     }
-    if (e->o.nccl != NULL && desc_device_check(e, d) != HV_OK) {
-        return HV_EINVAL;
-    }
+    int ok;
     switch (d->kind) {
     case HV__OP_ALLREDUCE:
-        return hv__op_valid(d->op) && (d->count == 0 || d->in != NULL) ? HV_OK : HV_EINVAL;
+        ok = hv__op_valid(d->op) && (d->count == 0 || d->in != NULL);
+        break;
     case HV__OP_BROADCAST:
-        return d->root >= 0 && d->root < e->size ? HV_OK : HV_EINVAL;
+        ok = d->root >= 0 && d->root < e->size;
+        break;
     case HV__OP_ALLGATHER:
-        return (d->count == 0 || d->in != NULL) && (d->out_cap == 0 || d->out != NULL) ? HV_OK
-                                                                                       : HV_EINVAL;
+        ok = (d->count == 0 || d->in != NULL) && (d->out_cap == 0 || d->out != NULL);
+        break;
     default:
-        return HV_EINVAL;
+        ok = 0;
+        break;
     }
+    return ok ? desc_devices(e, d, device) : HV_EINVAL;
 }
 
-static void req_init(eng_req_t *r, const hv__op_desc_t *d, const char *name, eng_group_t *g) {
+/* device: from desc_check. */
+static void req_init(eng_req_t *r, const hv__op_desc_t *d, const char *name, eng_group_t *g,
+                     int device) {
     memset(r, 0, sizeof(*r));
     r->d = *d;
     snprintf(r->name, sizeof(r->name), "%s", name);
@@ -483,8 +500,7 @@ static void req_init(eng_req_t *r, const hv__op_desc_t *d, const char *name, eng
     r->grp = g;
     r->bit = ENG_NO_BIT;
     r->bytes = d->kind == HV__OP_BARRIER ? 0 : d->count * hv_dtype_size(d->dtype);
-    r->device = d->kind != HV__OP_BARRIER && hv__gpu_count() > 0 &&
-                (hv__gpu_device_of(d->out) >= 0 || hv__gpu_device_of(d->in) >= 0);
+    r->device = device;
     if (d->kind == HV__OP_BARRIER) {
         r->d.count = 0;
         r->d.dtype = HV_UINT8;
@@ -581,26 +597,25 @@ hv_err hv__engine_submit(hv__engine_t *e, const hv__op_desc_t *ops, size_t n, hv
     if (n == 0 || ops == NULL || out == NULL) {
         return HV_EINVAL;
     }
-    for (size_t i = 0; i < n; i++) {
-        hv_err rc = desc_check(e, &ops[i]);
-        if (rc != HV_OK) {
-            return rc;
-        }
-        if (ops[i].name == NULL) {
-            return HV_EINVAL;
-        }
-    }
     eng_group_t *g = hv_calloc(1, sizeof(*g));
     eng_req_t **rs = hv_calloc(n, sizeof(*rs));
     int was_empty = 0;
     hv_err rc = g && rs ? HV_OK : HV_ENOMEM;
     for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        int device = 0;
+        if ((rc = desc_check(e, &ops[i], &device)) != HV_OK) {
+            break;
+        }
+        if (ops[i].name == NULL) {
+            rc = HV_EINVAL;
+            break;
+        }
         rs[i] = hv_malloc(sizeof(eng_req_t));
         if (rs[i] == NULL) {
             rc = HV_ENOMEM;
             break;
         }
-        req_init(rs[i], &ops[i], ops[i].name, g);
+        req_init(rs[i], &ops[i], ops[i].name, g, device);
         rs[i]->heap = 1;
     }
     if (rc == HV_OK) {
@@ -695,7 +710,8 @@ static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
 }
 
 hv_err hv__engine_run(hv__engine_t *e, const hv__op_desc_t *op) {
-    hv_err rc = desc_check(e, op);
+    int device = 0;
+    hv_err rc = desc_check(e, op, &device);
     if (rc != HV_OK) {
         return rc;
     }
@@ -712,7 +728,7 @@ hv_err hv__engine_run(hv__engine_t *e, const hv__op_desc_t *op) {
     } else {
         snprintf(name, sizeof(name), "%s", op->name);
     }
-    req_init(&r, op, name, &g);
+    req_init(&r, op, name, &g, device);
     eng_req_t *rp = &r;
     if (e->failed != HV_OK) {
         rc = e->failed;

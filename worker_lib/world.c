@@ -139,8 +139,7 @@ static hv_err hier_plan(const hv__rdzv_assignment_t *a, hier_t *h) {
 
 /* One rank's say in nccl_plan, exchanged around the ring. */
 typedef struct gpu_rec_s {
-    int32_t can; // 1: wants NCCL, sees a GPU and knows its identity
-    int32_t device;
+    int32_t can;  // 1: sees a GPU and knows its identity
     char bus[32]; // the device's PCI bus id
 } gpu_rec_t;
 
@@ -162,7 +161,6 @@ static hv_err nccl_plan(hv__world_t *w, int *use, int *device) {
     int ndev = hv__gpu_count();
     *device = ndev > 0 ? a->local_rank % ndev : -1;
     gpu_rec_t *me = &recs[a->rank];
-    me->device = *device;
     me->can = ndev > 0 && hv__gpu_identity(*device, me->bus, sizeof(me->bus)) == HV_OK;
     me->bus[sizeof(me->bus) - 1] = '\0';
     for (int k = 0; k < n; k++) {
