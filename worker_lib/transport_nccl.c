@@ -95,19 +95,38 @@ void hv__gpu_host_free(void *p) {
     }
 }
 
+/* Makes dev the calling thread's current device; *saved is the one gpu_leave gives back (-1 if
+ * CUDA could not say). HV_EIO when CUDA refuses dev. */
+static hv_err gpu_enter(int dev, int *saved) {
+    if (cudaGetDevice(saved) != cudaSuccess) {
+        cudaGetLastError();
+        *saved = -1;
+    }
+    if (*saved != dev && cudaSetDevice(dev) != cudaSuccess) {
+        cudaGetLastError();
+        return HV_EIO;
+    }
+    return HV_OK;
+}
+
+static void gpu_leave(int dev, int saved) {
+    if (saved >= 0 && saved != dev) {
+        cudaSetDevice(saved);
+    }
+}
+
 hv_err hv__gpu_device_alloc(int dev, size_t n, void **out) {
     if (hv__gpu_count() == 0) {
         return HV_ENOTSUP;
     }
     int saved = -1;
-    if (dev >= 0 && (cudaGetDevice(&saved) != cudaSuccess || cudaSetDevice(dev) != cudaSuccess)) {
-        cudaGetLastError();
+    if (dev >= 0 && gpu_enter(dev, &saved) != HV_OK) {
         return HV_EINVAL;
     }
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, n ? n : 1);
     if (dev >= 0) {
-        cudaSetDevice(saved);
+        gpu_leave(dev, saved);
     }
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -328,7 +347,7 @@ static int nccl_op(hv_op op, ncclRedOp_t *o) {
     }
 }
 
-/* A collective's bracket: switch to the communicator's device (restored by nccl_end), open a
+/* A collective's bracket: switch to the communicator's device (restored by nccl_leave), open a
  * group. Between them the caller issues NCCL calls, keeping the first failure in *r. */
 typedef struct nccl_call_s {
     int saved_device;
@@ -339,14 +358,9 @@ static hv_err nccl_begin(hv__nccl_t *c, nccl_call_t *k) {
     if (c->failed) {
         return HV_ESTATE;
     }
-    k->saved_device = -1;
-    if (cudaGetDevice(&k->saved_device) != cudaSuccess) {
-        cudaGetLastError();
-        k->saved_device = -1;
-    }
-    if (k->saved_device != c->device && cudaSetDevice(c->device) != cudaSuccess) {
-        cudaGetLastError();
-        return HV_EIO;
+    hv_err rc = gpu_enter(c->device, &k->saved_device);
+    if (rc != HV_OK) {
+        return rc;
     }
     k->r = ncclGroupStart();
     return HV_OK;
@@ -368,9 +382,7 @@ static hv_err nccl_end(hv__nccl_t *c, nccl_call_t *k, size_t bytes, const char *
 
 /* Restores the caller's current device; returns rc. */
 static hv_err nccl_leave(const hv__nccl_t *c, const nccl_call_t *k, hv_err rc) {
-    if (k->saved_device >= 0 && k->saved_device != c->device) {
-        cudaSetDevice(k->saved_device);
-    }
+    gpu_leave(c->device, k->saved_device);
     return rc;
 }
 
@@ -512,16 +524,12 @@ void hv__nccl_destroy(hv__nccl_t *c) {
         ncclCommDestroy(c->comm);
     }
     int saved = -1;
-    if (cudaGetDevice(&saved) == cudaSuccess && saved != c->device) {
-        cudaSetDevice(c->device);
-    }
+    gpu_enter(c->device, &saved); // best effort: the frees below work from any device too
     if (c->fusion != NULL) {
         cudaFree(c->fusion);
     }
     cudaStreamDestroy(c->stream);
-    if (saved >= 0 && saved != c->device) {
-        cudaSetDevice(saved);
-    }
+    gpu_leave(c->device, saved);
     cudaGetLastError();
     hv_free(c);
 }
