@@ -25,7 +25,10 @@ static const char agent_usage[] =
     "usage: hvagent join HOST:PORT [options]     register this node with the head and run its\n"
     "                                            workers (foreground unless --daemon)\n"
     "       hvagent stop  [--pid-file F | --work-dir DIR | --name NAME] [--timeout S]\n"
+    "                                            stop the agent now (its workers are killed)\n"
     "       hvagent drain [--pid-file F | --work-dir DIR | --name NAME]\n"
+    "                                            drain the node without stopping the agent:\n"
+    "                                            it takes no new work until the head undrains it\n"
     "join options:\n"
     "  --token T              join token (or --token-file F, or HV_TOKEN in the environment)\n"
     "  --token-file F         read the join token from file F\n"
@@ -39,6 +42,10 @@ static const char agent_usage[] =
     "  --instance-id ID       cloud instance id (autoscaler bookkeeping)\n"
     "  --orphan-policy P      kill|keep workers when the head is gone past the lease (kill)\n"
     "  --connect-timeout S    keep trying to reach the head this long at start (30)\n"
+    "  --drain-deadline S     SIGTERM (a preemption notice) drains the node: the workers keep\n"
+    "                         running, the head moves elastic jobs away, and the agent exits\n"
+    "                         once no worker is left, or stops them after S s (120; 0: SIGTERM\n"
+    "                         stops at once). SIGINT, or a second SIGTERM, stops at once\n"
     "  --daemon               detach; with --pid-file and --log-file\n"
     "  --pid-file F           pid file (default WORK_DIR/hvagent.pid)\n"
     "  --log-file F           append logs to F\n"
@@ -276,6 +283,7 @@ typedef enum flag_id {
     F_INSTANCE_ID,
     F_ORPHAN,
     F_CONNECT_TIMEOUT,
+    F_DRAIN_DEADLINE,
     F_DAEMON,
     F_PID_FILE,
     F_LOG_FILE,
@@ -309,6 +317,7 @@ static const flag_t flags[] = {
     {"instance-id", F_INSTANCE_ID, 1, C_JOIN},
     {"orphan-policy", F_ORPHAN, 1, C_JOIN},
     {"connect-timeout", F_CONNECT_TIMEOUT, 1, C_JOIN},
+    {"drain-deadline", F_DRAIN_DEADLINE, 1, C_JOIN},
     {"daemon", F_DAEMON, 0, C_JOIN},
     {"pid-file", F_PID_FILE, 1, C_ALL},
     {"log-file", F_LOG_FILE, 1, C_JOIN},
@@ -327,6 +336,7 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
     memset(cfg, 0, sizeof(*cfg));
     cfg->orphan_kill = 1;
     cfg->connect_timeout_ms = 30000;
+    cfg->drain_deadline_ms = 120000;
     cfg->stop_timeout_ms = 20000;
     err[0] = '\0';
     int slots_set = 0, token_set = 0, token_file_set = 0, work_dir_set = 0;
@@ -496,6 +506,16 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
                 return HV_EINVAL;
             }
             cfg->connect_timeout_ms = (uint32_t)u * 1000u;
+            break;
+        case F_DRAIN_DEADLINE:
+            if (hv_parse_u64(val, 0, 86400, &u) != HV_OK) {
+                cfg_err(err, errlen,
+                        "--drain-deadline \"%.50s\": want seconds from 0 to 86400 (0: SIGTERM "
+                        "stops the workers at once)",
+                        val);
+                return HV_EINVAL;
+            }
+            cfg->drain_deadline_ms = (uint32_t)u * 1000u;
             break;
         case F_TIMEOUT:
             if (hv_parse_u64(val, 1, 3600, &u) != HV_OK) {

@@ -7,7 +7,7 @@
  *   hvagent join HOST:PORT [--token T | --token-file F] [--slots N] [--name NAME]
  *                [--labels k=v,...] [--work-dir DIR] [--addr IP]... [--preemptible]
  *                [--instance-id ID] [--orphan-policy kill|keep] [--connect-timeout S]
- *                [--daemon] [--pid-file F] [--log-file F] [--log-level L]
+ *                [--drain-deadline S] [--daemon] [--pid-file F] [--log-file F] [--log-level L]
  *   hvagent stop  [--pid-file F | --work-dir DIR | --name NAME] [--timeout S]
  *   hvagent drain [--pid-file F | --work-dir DIR | --name NAME]
  */
@@ -55,6 +55,8 @@ typedef struct hv_agent_config_s {
     char instance_id[256];
     int orphan_kill;             /* 1: kill workers when the lease runs out; 0: keep */
     uint32_t connect_timeout_ms; /* first-join retry window (default 30 s) */
+    uint32_t drain_deadline_ms;  /* SIGTERM: drain for at most this long (default 120 s; 0 =
+                                    SIGTERM stops at once) */
     int daemon;
     char pid_file[PATH_MAX]; /* default <work_dir>/hvagent.pid */
     char log_file[PATH_MAX]; /* "" = stderr */

@@ -63,6 +63,7 @@ static void case_defaults(void) {
     CHECK_EQ(cfg.slots, cfg.gpus > 0 ? cfg.gpus : cfg.cpus);
     CHECK_EQ(cfg.orphan_kill, 1);
     CHECK_EQ(cfg.connect_timeout_ms, 30000);
+    CHECK_EQ(cfg.drain_deadline_ms, 120000);
     CHECK_EQ(cfg.daemon, 0);
     char cwd[PATH_MAX], want[PATH_MAX + 300];
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
@@ -94,9 +95,9 @@ static void case_all_flags(void) {
     parse_ok(ARGV("join", "--token-file", tokfile, "--slots=3", "--name", "gpu-7.a_b", "--labels",
                   "zone=z1,tier=spot", "--labels=zone=z2", "--work-dir", "/srv/hv", "--addr",
                   "10.0.0.5", "--addr=fe80::1", "--preemptible", "--instance-id", "i-123",
-                  "--orphan-policy=keep", "--connect-timeout", "5", "--daemon", "--pid-file",
-                  "run/a.pid", "--log-file=/var/log/hvagent.log", "--log-level", "debug",
-                  "head.example:7001"),
+                  "--orphan-policy=keep", "--connect-timeout", "5", "--drain-deadline", "25",
+                  "--daemon", "--pid-file", "run/a.pid", "--log-file=/var/log/hvagent.log",
+                  "--log-level", "debug", "head.example:7001"),
              &cfg);
     CHECK_STR(cfg.token, "file-token");
     CHECK_EQ(cfg.slots, 3);
@@ -114,6 +115,7 @@ static void case_all_flags(void) {
     CHECK_STR(cfg.instance_id, "i-123");
     CHECK_EQ(cfg.orphan_kill, 0);
     CHECK_EQ(cfg.connect_timeout_ms, 5000);
+    CHECK_EQ(cfg.drain_deadline_ms, 25000);
     CHECK_EQ(cfg.daemon, 1);
     char cwd[PATH_MAX], want[PATH_MAX + 64];
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
@@ -125,6 +127,13 @@ static void case_all_flags(void) {
     CHECK_STR(cfg.head_host, "head.example");
     hv_agent_config_fini(&cfg);
     unlink(tokfile);
+    // 0: SIGTERM stops at once, as before drains existed.
+    parse_ok(ARGV("join", "h:1", "--drain-deadline=0"), &cfg);
+    CHECK_EQ(cfg.drain_deadline_ms, 0);
+    hv_agent_config_fini(&cfg);
+    parse_ok(ARGV("join", "h:1", "--drain-deadline", "86400"), &cfg);
+    CHECK_EQ(cfg.drain_deadline_ms, 86400000u);
+    hv_agent_config_fini(&cfg);
 }
 
 static void case_stop_drain(void) {
@@ -177,6 +186,13 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--name", ".."), "--name \"..\"");
     parse_bad(ARGV("join", "h:1", "--log-level", "loud"), "--log-level \"loud\"");
     parse_bad(ARGV("join", "h:1", "--connect-timeout", "0"), "--connect-timeout \"0\"");
+    parse_bad(ARGV("join", "h:1", "--drain-deadline", "2m"),
+              "--drain-deadline \"2m\": want seconds from 0 to 86400");
+    parse_bad(ARGV("join", "h:1", "--drain-deadline", "-1"), "--drain-deadline \"-1\"");
+    parse_bad(ARGV("join", "h:1", "--drain-deadline", "86401"), "--drain-deadline \"86401\"");
+    parse_bad(ARGV("join", "h:1", "--drain-deadline"), "--drain-deadline needs a value");
+    parse_bad(ARGV("drain", "--drain-deadline", "5"),
+              "unknown option --drain-deadline for hvagent drain");
     parse_bad(ARGV("stop", "--slots", "2"), "unknown option --slots for hvagent stop");
     parse_bad(ARGV("stop", "h:1"), "unexpected argument");
 }

@@ -4,10 +4,14 @@
  * (through agent/spawn.c); the fake head orders workers (a shell script it serves by digest) and
  * records what the agent reports. Checks what an operator and the head rely on: the ready line,
  * exit statuses and messages for usage errors, a refused token and an unreachable head; SIGTERM
- * and a shutdown order kill the workers and report their exits before the agent leaves with 0;
- * workers survive a head restart shorter than the lease and are listed in the new hello; past
- * the lease they are killed and their exits reported after the reconnect; --daemon and
- * `hvagent stop`. `agent_e2e_test <case>` runs one case.
+ * (the preemption notice) drains: the notice with the deadline, workers left running, exit 0
+ * once they exited on their own, or a stop at the deadline, at a second SIGTERM or at SIGINT; an
+ * idle agent leaves at once after SIGTERM (bounded when the head is away); SIGTERM with
+ * --drain-deadline 0 and a shutdown order kill the workers and report their exits before the
+ * agent leaves with 0; `hvagent drain` and the head's drain/undrain orders set and clear the
+ * heartbeat's draining flag; workers survive a head restart shorter than the lease and are
+ * listed in the new hello; past the lease they are killed and their exits reported after the
+ * reconnect; --daemon and `hvagent stop`. `agent_e2e_test <case>` runs one case.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,8 +56,11 @@ static char exit_reason[512];
 static int exit_after_hello; /* the exited event came after the latest hello */
 static int got_term_line_before_exit;
 static uint64_t ack;
-static int drains;      /* DrainNotice messages received */
-static int hb_draining; /* the last heartbeat said draining */
+static int drains;                  /* DrainNotice messages received */
+static int hb_draining;             /* the last heartbeat said draining */
+static int hb_clear;                /* heartbeats that said not draining */
+static uint32_t drain_deadline_got; /* deadline_ms of the last DrainNotice */
+static char drain_reason_got[256];  /* reason of the last DrainNotice */
 
 static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
@@ -95,9 +102,12 @@ static void head_session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         break;
     case HVPB__V1__AGENT_MSG__BODY_DRAIN:
         drains++;
+        drain_deadline_got = am->drain->deadline_ms;
+        snprintf(drain_reason_got, sizeof(drain_reason_got), "%s", am->drain->reason);
         break;
     case HVPB__V1__AGENT_MSG__BODY_HEARTBEAT:
         hb_draining = am->heartbeat->draining;
+        hb_clear += !am->heartbeat->draining;
         rep.body_case = HVPB__V1__HEAD_MSG__BODY_HEARTBEAT;
         rep.heartbeat = &hb;
         head_send(c, &rep);
@@ -170,6 +180,20 @@ static void head_spawn(uint64_t worker_id) {
     sp.head_addr = head_addr;
     m.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
     m.spawn = &sp;
+    CHECK(head_call != NULL);
+    if (head_call != NULL) {
+        head_send(head_call, &m);
+    }
+}
+
+/* Sends a DrainOrder (undrain = 1: take the node back). */
+static void head_drain_order(int undrain) {
+    Hvpb__V1__HeadMsg m = HVPB__V1__HEAD_MSG__INIT;
+    Hvpb__V1__DrainOrder d = HVPB__V1__DRAIN_ORDER__INIT;
+    d.reason = undrain ? "hvctl undrain" : "hvctl drain";
+    d.undrain = undrain ? 1 : 0;
+    m.body_case = HVPB__V1__HEAD_MSG__BODY_DRAIN;
+    m.drain = &d;
     CHECK(head_call != NULL);
     if (head_call != NULL) {
         head_send(head_call, &m);
@@ -290,7 +314,9 @@ static void setup(const char *worker_script) {
     exit_reason[0] = '\0';
     got_term_line_before_exit = 0;
     ack = 0;
-    drains = hb_draining = 0;
+    drains = hb_draining = hb_clear = 0;
+    drain_deadline_got = 0;
+    drain_reason_got[0] = '\0';
 }
 
 static void teardown(agent_t *a) {
@@ -309,8 +335,11 @@ static void teardown(agent_t *a) {
     CHECK_EQ(system(cmd), 0);
 }
 
+/* Loops until SIGTERM (the agent's kill) or SIGUSR1 (the test's stand-in for a worker that
+ * leaves on its own, as an elastic worker moved off a draining node does). */
 static const char *looping_worker = "#!/bin/sh\n"
                                     "trap 'echo got TERM; exit 0' TERM\n"
+                                    "trap 'echo leaving; exit 0' USR1\n"
                                     "echo started\n"
                                     "while :; do sleep 0.05; done\n";
 
@@ -325,10 +354,14 @@ static void start_with_worker(agent_t *a, char **extra) {
     CHECK(worker_pid > 0 && pid_alive(worker_pid));
 }
 
+static int agent_cmd(const char *cmd);
+
+/* --drain-deadline 0: SIGTERM stops at once, as before drains existed. */
 static void case_ready_and_sigterm(void) {
     setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "tok", "--name", "e2e", "--slots", "3", NULL};
+    char *extra[] = {"--token",          "tok", "--name", "e2e", "--slots", "3",
+                     "--drain-deadline", "0",   NULL};
     start_with_worker(&a, extra);
     char want[128];
     snprintf(want, sizeof(want), "hvagent: joined %s as node e2e (id 5), 3 slots", head_addr);
@@ -343,7 +376,182 @@ static void case_ready_and_sigterm(void) {
     CHECK(got_term_line_before_exit);
     CHECK(!pid_alive(worker_pid));
     CHECK(took < 4000);
+    CHECK_EQ(drains, 0);
     fprintf(stderr, "  SIGTERM to exit: %llu ms\n", (unsigned long long)took);
+    teardown(&a);
+}
+
+/* SIGTERM drains: the notice carries the deadline, the worker keeps running, an undrain order
+ * does not hold back an agent that is leaving, and the agent exits 0 once the worker left on
+ * its own and its exit was reported. */
+static void case_sigterm_drains(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--drain-deadline", "30", NULL};
+    start_with_worker(&a, extra);
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    CHECK(drain_deadline_got > 29000 && drain_deadline_got <= 30000);
+    CHECK(strstr(drain_reason_got, "SIGTERM") != NULL);
+    CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
+    test_run_for(&loop, 700);
+    CHECK(!a.done);
+    CHECK(pid_alive(worker_pid));
+    CHECK_EQ(exited_ev, 0);
+    // The head cannot take back a node whose agent got SIGTERM: the notice comes again.
+    head_drain_order(1);
+    CHECK(test_run_until(&loop, &drains, 2, 5000));
+    CHECK(drain_deadline_got > 25000 && drain_deadline_got < 30000);
+    test_run_for(&loop, 300);
+    CHECK_EQ(hb_draining, 1);
+    CHECK(!a.done);
+    // The worker leaves on its own (an elastic worker moved off the node at its commit).
+    uint64_t t0 = hv_now_ms();
+    kill(worker_pid, SIGUSR1);
+    CHECK(test_run_until(&loop, &a.done, 1, 5000));
+    fprintf(stderr, "  worker exit to agent exit: %llu ms\n",
+            (unsigned long long)(hv_now_ms() - t0));
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(exited_ev, 1); // reported (and acknowledged) before the agent left
+    CHECK_EQ(exit_code, 0);
+    CHECK_EQ(exit_signal, 0);
+    CHECK_STR(exit_reason, "");
+    CHECK(!got_term_line_before_exit);
+    CHECK(strstr(a.err, "HV-AGENT-DRAIN-START") != NULL);
+    CHECK(strstr(a.err, "HV-AGENT-DRAIN-DONE") != NULL);
+    teardown(&a);
+}
+
+/* The drain deadline passes with the worker still running: it is stopped as at SIGINT. */
+static void case_drain_deadline(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--drain-deadline", "1", NULL};
+    start_with_worker(&a, extra);
+    uint64_t t0 = hv_now_ms();
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    CHECK(drain_deadline_got > 900 && drain_deadline_got <= 1000);
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    uint64_t took = hv_now_ms() - t0;
+    fprintf(stderr, "  SIGTERM to exit with a 1 s deadline: %llu ms\n", (unsigned long long)took);
+    CHECK(took >= 900 && took < 5000);
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(exited_ev, 1);
+    CHECK(got_term_line_before_exit); // SIGTERM to the worker, as at a stop
+    CHECK(strstr(exit_reason, "drain deadline (1 s) passed") != NULL);
+    CHECK(!pid_alive(worker_pid));
+    CHECK(strstr(a.err, "HV-AGENT-DRAIN-DEADLINE") != NULL);
+    teardown(&a);
+}
+
+/* A second SIGTERM during the drain, or SIGINT at any time, stops at once. */
+static void case_second_sigterm_and_sigint(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", NULL}; // the default deadline: 120 s
+    start_with_worker(&a, extra);
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    CHECK_EQ(drain_deadline_got, 120000);
+    test_run_for(&loop, 300);
+    CHECK(pid_alive(worker_pid));
+    uint64_t t0 = hv_now_ms();
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    CHECK(hv_now_ms() - t0 < 4000);
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(exited_ev, 1);
+    CHECK(got_term_line_before_exit);
+    CHECK(strstr(exit_reason, "SIGTERM again") != NULL);
+    CHECK(!pid_alive(worker_pid));
+    teardown(&a);
+
+    setup(looping_worker);
+    start_with_worker(&a, extra);
+    t0 = hv_now_ms();
+    kill(hv_proc_pid(a.proc), SIGINT);
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    CHECK(hv_now_ms() - t0 < 4000);
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(drains, 0); // no drain: a plain stop
+    CHECK_EQ(exited_ev, 1);
+    CHECK(got_term_line_before_exit);
+    CHECK(strstr(exit_reason, "SIGINT") != NULL);
+    CHECK(!pid_alive(worker_pid));
+    teardown(&a);
+}
+
+/* An agent without workers leaves as soon as the head has the notice; with the head away, after
+ * a bounded wait. */
+static void case_sigterm_idle(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", NULL};
+    agent_start(&a, head_addr, extra);
+    CHECK(test_run_until(&loop, &a.ready, 1, 10000));
+    CHECK(test_run_until(&loop, &hellos, 1, 5000));
+    uint64_t t0 = hv_now_ms();
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(test_run_until(&loop, &a.done, 1, 5000));
+    uint64_t took = hv_now_ms() - t0;
+    fprintf(stderr, "  idle agent, SIGTERM to exit: %llu ms\n", (unsigned long long)took);
+    CHECK(took < 2000);
+    CHECK_EQ(a.code, 0);
+    CHECK_EQ(drains, 1);
+    CHECK(strstr(a.err, "HV-AGENT-DRAIN-UNCONFIRMED") == NULL);
+
+    // The head is gone: the agent cannot confirm the notice and leaves after the bounded wait.
+    agent_start(&a, head_addr, extra);
+    CHECK(test_run_until(&loop, &hellos, 2, 8000));
+    join_unavailable = 1;
+    hv_rpc_finish(head_call, HV_EUNAVAIL, "network cut");
+    head_call = NULL;
+    test_run_for(&loop, 100);
+    t0 = hv_now_ms();
+    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    took = hv_now_ms() - t0;
+    fprintf(stderr, "  idle agent, head away, SIGTERM to exit: %llu ms\n",
+            (unsigned long long)took);
+    CHECK(took >= 2500 && took < 6000);
+    CHECK_EQ(a.code, 0);
+    CHECK(strstr(a.err, "HV-AGENT-DRAIN-UNCONFIRMED") != NULL);
+    teardown(&a);
+}
+
+/* `hvagent drain` marks the node draining; the head's undrain order clears it (and the notice is
+ * not repeated on the next stream); its drain order sets it again. The agent stays throughout. */
+static void case_undrain(void) {
+    setup(looping_worker);
+    agent_t a;
+    char *extra[] = {"--token", "tok", "--work-dir", "wd", NULL};
+    agent_start(&a, head_addr, extra);
+    CHECK(test_run_until(&loop, &hellos, 1, 8000));
+    CHECK_EQ(agent_cmd("drain"), 0);
+    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    CHECK_EQ(drain_deadline_got, 0); // unknown: the node is not going away
+    CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
+    hb_clear = 0;
+    head_drain_order(1);
+    CHECK(test_run_until(&loop, &hb_clear, 1, 2000));
+    CHECK_EQ(hb_draining, 0);
+    // A new stream: no notice again, heartbeats still clear.
+    hv_rpc_finish(head_call, HV_EUNAVAIL, "cut");
+    head_call = NULL;
+    CHECK(test_run_until(&loop, &hellos, 2, 8000));
+    hb_clear = 0;
+    CHECK(test_run_until(&loop, &hb_clear, 2, 3000));
+    CHECK_EQ(drains, 1);
+    CHECK_EQ(hb_draining, 0);
+    // The head drains the node on its own: heartbeats say so, and the agent stays.
+    head_drain_order(0);
+    CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
+    CHECK(!a.done);
+    CHECK(strstr(a.err, "HV-AGENT-UNDRAIN") != NULL);
+    CHECK_EQ(agent_cmd("stop"), 0);
+    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    CHECK_EQ(a.code, 0);
     teardown(&a);
 }
 
@@ -414,7 +622,7 @@ static void case_survives_short_restart(void) {
     CHECK_EQ(hello_running_pid, worker_pid);
     CHECK(pid_alive(worker_pid));
     CHECK_EQ(exited_ev, 0);
-    kill(hv_proc_pid(a.proc), SIGTERM);
+    kill(hv_proc_pid(a.proc), SIGINT);
     CHECK(test_run_until(&loop, &a.done, 1, 8000));
     CHECK_EQ(a.code, 0);
     teardown(&a);
@@ -444,8 +652,8 @@ static void case_lease_kills_orphans(void) {
     CHECK(test_run_until(&loop, &exited_ev, 1, 8000));
     CHECK(exit_after_hello);
     CHECK(strstr(exit_reason, "lease") != NULL);
-    CHECK_EQ(hello_running_id, 0); // the new hello lists no worker
-    kill(hv_proc_pid(a.proc), SIGTERM);
+    CHECK_EQ(hello_running_id, 0);      // the new hello lists no worker
+    kill(hv_proc_pid(a.proc), SIGTERM); // no worker left: the drain ends at once
     CHECK(test_run_until(&loop, &a.done, 1, 8000));
     CHECK_EQ(a.code, 0);
     teardown(&a);
@@ -541,6 +749,11 @@ static void case_drain(void) {
 static const test_case_t cases[] = {
     {"drain", case_drain},
     {"ready_and_sigterm", case_ready_and_sigterm},
+    {"sigterm_drains", case_sigterm_drains},
+    {"drain_deadline", case_drain_deadline},
+    {"second_sigterm_and_sigint", case_second_sigterm_and_sigint},
+    {"sigterm_idle", case_sigterm_idle},
+    {"undrain", case_undrain},
     {"shutdown_order", case_shutdown_order},
     {"refused_and_usage", case_refused_and_usage},
     {"survives_short_restart", case_survives_short_restart},

@@ -3,9 +3,22 @@
  * `join` wires the modules on one libuv loop: the rpc engine and a channel to the head, the
  * artifact cache, the worker table and the session; it turns head orders into worker actions and
  * worker events into session messages, and owns the process-level concerns: pid file, daemon
- * mode, signals (SIGINT/SIGTERM stop, SIGUSR1 drain) and an orderly shutdown that kills the
- * workers and reports their exits before leaving. `stop` and `drain` signal a running agent
- * through its pid file. There is no logic here that a module could own.
+ * mode, signals, the drain and an orderly shutdown. `stop` (SIGINT) and `drain` (SIGUSR1) signal
+ * a running agent through its pid file. There is no logic here that a module could own.
+ *
+ * Signals and the ways out:
+ *   - SIGTERM is the cloud's preemption notice (AWS gives 2 minutes, GCP 30 s). It starts a
+ *     drain that ends the process: the DrainNotice (with the --drain-deadline) goes to the head,
+ *     heartbeats say draining, the workers keep running (the head moves elastic jobs' workers
+ *     off the node at their next commit and they exit on their own), and once no worker is left
+ *     and the head confirmed their exits the agent exits 0. An agent with no workers leaves as
+ *     soon as the head has read the notice (bounded wait). When the deadline passes first, the
+ *     agent stops as below. --drain-deadline 0 makes SIGTERM stop at once.
+ *   - SIGINT, a second SIGTERM, a ShutdownOrder: stop at once: SIGTERM to every worker's
+ *     process group, SIGKILL after a grace, report the exits, exit. A further signal hurries
+ *     the SIGKILL.
+ *   - SIGUSR1 (`hvagent drain`) and a DrainOrder drain without ending the process: the node
+ *     stays, takes no new work, and a DrainOrder with undrain set takes it back.
  *
  * Threads: the main thread runs the loop; the rpc engine's completion-queue thread hands
  * everything over to it. No other threads.
@@ -43,8 +56,9 @@
 
 typedef enum stop_phase {
     STOP_NONE = 0,
-    STOP_WORKERS = 1, /* waiting for workers to exit */
-    STOP_REPORT = 2,  /* waiting for the head to acknowledge the exits */
+    STOP_DRAIN = 1,   /* after SIGTERM: waiting for the workers to leave on their own */
+    STOP_WORKERS = 2, /* waiting for killed workers to exit */
+    STOP_REPORT = 3,  /* waiting for the head to acknowledge the exits */
 } stop_phase;
 
 typedef struct agent_s {
@@ -59,15 +73,56 @@ typedef struct agent_s {
     uv_timer_t stop_timer;
     stop_phase phase;
     uint64_t phase_deadline; /* loop time when the current phase gives up */
+    uint64_t notice_wait;    /* STOP_DRAIN: loop time until which an idle node waits for the head
+                                to confirm the drain notice */
     int exit_code;
     uint64_t node_id;
 } agent_t;
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
 
+static void agent_shutdown(agent_t *a, const char *reason, int exit_code);
+
+/* STOP_DRAIN: leaves for STOP_REPORT once the workers are gone, or stops them at the deadline. */
+static void agent_drain_tick(agent_t *a, uint64_t now) {
+    size_t n = hv_workers_count(a->workers);
+    if (n > 0) {
+        if (now >= a->phase_deadline) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-DRAIN-DEADLINE",
+                   "the drain deadline (%u s) passed with %zu workers still running: stopping "
+                   "them",
+                   a->cfg.drain_deadline_ms / 1000u, n);
+            char reason[96];
+            snprintf(reason, sizeof(reason), "the node's drain deadline (%u s) passed",
+                     a->cfg.drain_deadline_ms / 1000u);
+            agent_shutdown(a, reason, 0);
+        }
+        return;
+    }
+    int confirmed = hv_session_drain_confirmed(a->session);
+    if (!confirmed && now < a->notice_wait) {
+        return;
+    }
+    if (!confirmed) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-DRAIN-UNCONFIRMED",
+               "leaving without word from the head that it got the drain notice (%s)",
+               hv_session_connected(a->session) ? "no answer" : "not connected");
+    }
+    HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN-DONE", "drained: no worker left; leaving");
+    // Spawn orders that still arrive are answered with an exit, which the report phase waits
+    // for like any other.
+    hv_workers_kill_all(a->workers, 0, "the node is leaving (drained)", 1);
+    hv_artifact_cache_stop(a->cache);
+    a->phase = STOP_REPORT;
+    a->phase_deadline = now + AGENT_REPORT_WAIT_MS;
+}
+
 static void agent_stop_tick(uv_timer_t *t) {
     agent_t *a = t->data;
     uint64_t now = uv_now(&a->loop);
+    if (a->phase == STOP_DRAIN) {
+        agent_drain_tick(a, now);
+    }
     if (a->phase == STOP_WORKERS) {
         if (hv_workers_count(a->workers) > 0 && now < a->phase_deadline) {
             return;
@@ -94,10 +149,11 @@ static void agent_stop_tick(uv_timer_t *t) {
     }
 }
 
-/* Kills the workers, then reports and leaves with exit_code. A second request hurries. */
+/* Kills the workers, then reports and leaves with exit_code. Stops a drain that is under way
+ * the same way. A second request hurries. */
 static void agent_shutdown(agent_t *a, const char *reason, int exit_code) {
     uint64_t now = uv_now(&a->loop);
-    if (a->phase != STOP_NONE) {
+    if (a->phase == STOP_WORKERS || a->phase == STOP_REPORT) {
         HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-STOP-NOW", "stopping now: SIGKILL to workers");
         hv_workers_kill_all(a->workers, 0, reason, 1);
         if (a->phase == STOP_WORKERS) {
@@ -115,15 +171,42 @@ static void agent_shutdown(agent_t *a, const char *reason, int exit_code) {
     uv_timer_start(&a->stop_timer, agent_stop_tick, 0, AGENT_STOP_TICK_MS);
 }
 
+/* The first SIGTERM: drain, and leave once the workers are gone (see the file comment). */
+static void agent_drain_and_leave(agent_t *a) {
+    uint64_t now = uv_now(&a->loop);
+    uint32_t deadline_ms = a->cfg.drain_deadline_ms;
+    HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN-START",
+           "preemption notice (SIGTERM): draining; leaving once the %zu workers have exited, "
+           "stopping them after %u s",
+           hv_workers_count(a->workers), deadline_ms / 1000u);
+    a->exit_code = 0;
+    a->phase = STOP_DRAIN;
+    a->phase_deadline = now + deadline_ms;
+    a->notice_wait = now + AGENT_REPORT_WAIT_MS;
+    hv_session_drain_notice(a->session, "preemption notice (SIGTERM to the agent)", deadline_ms);
+    uv_timer_start(&a->stop_timer, agent_stop_tick, AGENT_STOP_TICK_MS, AGENT_STOP_TICK_MS);
+}
+
 static void agent_signal_cb(uv_signal_t *h, int signum) {
     agent_t *a = h->data;
     if (signum == SIGUSR1) {
-        HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN", "drain requested (SIGUSR1)");
+        if (a->phase != STOP_NONE) {
+            HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-DRAIN",
+                   "drain requested (SIGUSR1): the agent is already leaving");
+            return;
+        }
+        HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN",
+               "drain requested (SIGUSR1): the node takes no new work; the agent stays");
         hv_session_drain_notice(a->session, "hvagent drain", 0);
         return;
     }
+    if (signum == SIGTERM && a->phase == STOP_NONE && a->cfg.drain_deadline_ms > 0) {
+        agent_drain_and_leave(a);
+        return;
+    }
     char reason[64];
-    snprintf(reason, sizeof(reason), "the agent got %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    snprintf(reason, sizeof(reason), "the agent got %s%s", signum == SIGINT ? "SIGINT" : "SIGTERM",
+             signum == SIGTERM && a->phase == STOP_DRAIN ? " again" : "");
     agent_shutdown(a, reason, 0);
 }
 
@@ -158,9 +241,27 @@ static void agent_on_order(hv_session_t *s, const Hvpb__V1__HeadMsg *m, void *ud
         hv_workers_kill(a->workers, m->kill->worker_id, m->kill->grace_ms, m->kill->reason);
         break;
     case HVPB__V1__HEAD_MSG__BODY_DRAIN:
-        HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN", "the head drains this node: %s",
-               m->drain->reason);
-        hv_session_set_draining(s, 1);
+        if (!m->drain->undrain) {
+            HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN", "the head drains this node: %s",
+                   m->drain->reason);
+            hv_session_set_draining(s, 1);
+        } else if (a->phase == STOP_DRAIN) {
+            // The SIGTERM said this process ends; say so again rather than take work that
+            // would be killed at the deadline.
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-UNDRAIN-REFUSED",
+                   "the head undrains this node (%s), but the agent is leaving after SIGTERM: "
+                   "repeating the drain notice",
+                   m->drain->reason);
+            uint64_t now = uv_now(&a->loop);
+            hv_session_drain_notice(s, "preemption notice (SIGTERM to the agent)",
+                                    a->phase_deadline > now ? (uint32_t)(a->phase_deadline - now)
+                                                            : 1);
+        } else {
+            HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-UNDRAIN",
+                   "the head takes this node back (undrain)%s%s", m->drain->reason[0] ? ": " : "",
+                   m->drain->reason);
+            hv_session_set_draining(s, 0);
+        }
         break;
     case HVPB__V1__HEAD_MSG__BODY_SHUTDOWN: {
         char reason[300];
@@ -230,6 +331,11 @@ static void agent_on_started(uint64_t worker_id, int pid, void *ud) {
 static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, const char *reason,
                             void *ud) {
     agent_t *a = ud;
+    if (a->phase == STOP_DRAIN) {
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-DRAIN-WORKER",
+               "draining: worker %llu left (status %d, signal %d); %zu workers still running",
+               (unsigned long long)worker_id, exit_code, term_signal, hv_workers_count(a->workers));
+    }
     hv_session_worker_exited(a->session, worker_id, exit_code, term_signal, reason);
 }
 
@@ -459,17 +565,23 @@ out:
 
 /* ---- stop / drain --------------------------------------------------------------------------- */
 
+/* `hvagent stop` means "stop now": SIGINT (SIGTERM would start a drain), then SIGKILL if the
+ * agent is still there after --timeout. */
 static int agent_stop_cmd(const hv_agent_config_t *cfg) {
     pid_t pid = pidfile_pid(cfg->pid_file);
-    hv_err rc = hv_stop_pidfile(cfg->pid_file, cfg->stop_timeout_ms, 1);
-    if (rc == HV_ENOTFOUND) {
+    if (pid <= 0 || kill(pid, SIGINT) != 0) {
         fprintf(stderr, "hvagent: no agent is running (pid file %s)\n", cfg->pid_file);
         return 1;
     }
-    if (rc != HV_OK) {
-        fprintf(stderr, "hvagent: could not stop the agent (pid %d): %s\n", (int)pid,
-                hv_strerror(rc));
-        return 1;
+    uint64_t deadline = hv_now_ms() + cfg->stop_timeout_ms;
+    while (kill(pid, 0) == 0) {
+        if (hv_now_ms() >= deadline) {
+            kill(pid, SIGKILL);
+            fprintf(stderr, "hvagent: the agent (pid %d) did not stop within %u s: killed it\n",
+                    (int)pid, cfg->stop_timeout_ms / 1000u);
+            return 0;
+        }
+        usleep(20000);
     }
     printf("hvagent: stopped the agent (pid %d)\n", (int)pid);
     return 0;

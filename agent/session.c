@@ -102,9 +102,14 @@ struct hv_session_s {
     int lease_fired; /* on_lease_expired ran for this disconnection */
     uint64_t rng;    /* jitter state */
     int draining;
-    char *drain_reason; /* owned; the DrainNotice given, NULL if none */
-    uint32_t drain_deadline_ms;
+    char *drain_reason;   /* owned; the DrainNotice given, NULL if none (or undrained) */
+    uint64_t drain_until; /* loop ms when the node is expected to die; 0 = unknown */
     int drain_pending;    /* the notice is still to be sent on this stream */
+    int drain_sent;       /* the notice went out on the current stream */
+    int drain_confirmed;  /* the head answered a heartbeat sent after the notice */
+    uint64_t hb_sent;     /* heartbeats sent on the current stream */
+    uint64_t hb_answered; /* heartbeat answers received on the current stream */
+    uint64_t drain_mark;  /* hb_sent when the notice went out */
     char last_error[300]; /* why the last attempt failed, for messages */
 
     uint64_t next_seq;
@@ -381,7 +386,19 @@ static void send_heartbeat(hv_session_t *s) {
     hb.draining = s->draining ? 1 : 0;
     m.body_case = HVPB__V1__AGENT_MSG__BODY_HEARTBEAT;
     m.heartbeat = &hb;
-    hv_rpc_send(s->call, &m.base); // a full queue skips one beat; the next one follows
+    if (hv_rpc_send(s->call, &m.base) == HV_OK) { // a full queue skips one beat
+        s->hb_sent++;
+    }
+}
+
+/* What a DrainNotice says about the time left: 0 when unknown, at least 1 ms once known. */
+static uint32_t drain_left_ms(const hv_session_t *s) {
+    if (s->drain_until == 0) {
+        return 0;
+    }
+    uint64_t now = uv_now(s->loop);
+    uint64_t left = s->drain_until > now ? s->drain_until - now : 1;
+    return left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
 }
 
 static int log_slots(const hv_session_t *s) {
@@ -397,11 +414,17 @@ static void session_flush(hv_session_t *s) {
         Hvpb__V1__AgentMsg m = HVPB__V1__AGENT_MSG__INIT;
         Hvpb__V1__DrainNotice dn = HVPB__V1__DRAIN_NOTICE__INIT;
         dn.reason = s->drain_reason;
-        dn.deadline_ms = s->drain_deadline_ms;
+        dn.deadline_ms = drain_left_ms(s);
         m.body_case = HVPB__V1__AGENT_MSG__BODY_DRAIN;
         m.drain = &dn;
         if (hv_rpc_send(s->call, &m.base) == HV_OK) {
             s->drain_pending = 0;
+            s->drain_sent = 1;
+            s->drain_mark = s->hb_sent;
+            // A heartbeat right behind the notice: it carries the draining flag at once, and
+            // the head's answer to it proves the notice was read (the stream is ordered and
+            // the head answers every heartbeat).
+            send_heartbeat(s);
         }
     }
     while (s->dropped != NULL && log_slots(s)) {
@@ -492,6 +515,14 @@ static void session_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, voi
         }
     }
     session_ack(s, m->ack_seq);
+    if (m->body_case == HVPB__V1__HEAD_MSG__BODY_HEARTBEAT) {
+        s->hb_answered++;
+        if (s->drain_sent && !s->drain_confirmed && s->hb_answered > s->drain_mark) {
+            s->drain_confirmed = 1;
+            HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-DRAIN-NOTICED",
+                   "the head %s has the drain notice", s->head);
+        }
+    }
     if (m->body_case != HVPB__V1__HEAD_MSG__BODY_HEARTBEAT &&
         m->body_case != HVPB__V1__HEAD_MSG__BODY__NOT_SET && s->cbs.on_order != NULL &&
         s->state != ST_STOPPED) {
@@ -564,6 +595,9 @@ static void session_open(hv_session_t *s) {
     hv_rpc_call_set_drain_cb(s->call, session_drain_cb);
     s->state = ST_OPENING;
     s->opened_at = uv_now(s->loop);
+    s->hb_sent = 0;
+    s->hb_answered = 0;
+    s->drain_sent = 0;
     // Every unacknowledged event goes right after the hello and before the first heartbeat:
     // the head reconciles the hello's worker list at that heartbeat, after applying them.
     for (s->ev_unsent = s->ev_head; s->ev_unsent != NULL; s->ev_unsent = s->ev_unsent->next) {
@@ -763,16 +797,33 @@ void hv_session_drain_notice(hv_session_t *s, const char *reason, uint32_t deadl
     s->draining = 1;
     char *r = hv_strdup(reason != NULL ? reason : "");
     if (r == NULL) {
-        return;
+        return; // heartbeats still say draining; the head drains the node on that alone
     }
     hv_free(s->drain_reason);
     s->drain_reason = r;
-    s->drain_deadline_ms = deadline_ms;
+    s->drain_until = deadline_ms != 0 ? uv_now(s->loop) + deadline_ms : 0;
     s->drain_pending = 1;
+    s->drain_sent = 0;
+    s->drain_confirmed = 0;
     session_flush(s);
 }
 
-void hv_session_set_draining(hv_session_t *s, int draining) { s->draining = draining; }
+void hv_session_set_draining(hv_session_t *s, int draining) {
+    s->draining = draining ? 1 : 0;
+    if (!draining) {
+        // Undrained: the notice must not be repeated on the next stream either.
+        hv_free(s->drain_reason);
+        s->drain_reason = NULL;
+        s->drain_until = 0;
+        s->drain_pending = 0;
+        s->drain_sent = 0;
+        s->drain_confirmed = 0;
+    }
+}
+
+int hv_session_draining(const hv_session_t *s) { return s->draining; }
+
+int hv_session_drain_confirmed(const hv_session_t *s) { return s->drain_confirmed; }
 
 int hv_session_connected(const hv_session_t *s) { return s->state == ST_CONNECTED; }
 

@@ -89,11 +89,20 @@ hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_co
  * pressure or over the buffer bound the oldest lines are dropped and counted. */
 void hv_session_log(hv_session_t *s, uint64_t worker_id, int stream, const char *line, size_t len);
 
-/* Tells the head the node should be drained (preemption notice); sent now or at the next
- * connection. Also marks the node draining in heartbeats. reason is copied. */
+/* Tells the head the node should be drained (preemption notice); sent now and again on every
+ * new stream until the node is undrained, each time with the time left until deadline_ms from
+ * now (0 = unknown) and followed by a heartbeat. Also marks the node draining in heartbeats.
+ * reason is copied. */
 void hv_session_drain_notice(hv_session_t *s, const char *reason, uint32_t deadline_ms);
-/* Marks the node draining (after a DrainOrder) in heartbeats. */
+/* draining = 1: marks the node draining in heartbeats (after a DrainOrder). draining = 0
+ * (undrain): heartbeats say not draining and a notice given before is forgotten (not sent
+ * again on the next stream). */
 void hv_session_set_draining(hv_session_t *s, int draining);
+/* 1 while heartbeats say draining. */
+int hv_session_draining(const hv_session_t *s);
+/* 1 once the head answered a heartbeat sent after the last drain notice on the same stream:
+ * the stream is ordered, so the head has read the notice. 0 before, and after an undrain. */
+int hv_session_drain_confirmed(const hv_session_t *s);
 
 /* True while a Session stream is open and the head answered on it. */
 int hv_session_connected(const hv_session_t *s);

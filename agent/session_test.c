@@ -4,8 +4,10 @@
  * and an operator rely on: join and ready, a refused token and an unreachable head end the
  * session with a clear reason, heartbeats keep coming, events are re-sent after a reconnect
  * (right after the hello, before the first heartbeat) until acknowledged, lines arrive in order
- * and before the exit that follows them, a full buffer drops the oldest lines and says so, and
- * the lease expiry fires only after the lease. `session_test <case>` runs one case.
+ * and before the exit that follows them, a full buffer drops the oldest lines and says so, the
+ * lease expiry fires only after the lease, and a drain notice is followed by a heartbeat whose
+ * answer confirms it, repeated on every new stream with the time left, and forgotten after an
+ * undrain. `session_test <case>` runs one case.
  */
 #include "session.h"
 
@@ -24,7 +26,7 @@ typedef struct rec_s {
     int body; /* HVPB__V1__AGENT_MSG__BODY_* */
     uint64_t seq;
     uint64_t worker_id;
-    int value; /* pid, exit code, stream */
+    int value; /* pid, exit code, stream, heartbeat's draining flag, drain deadline_ms */
     size_t n_lines;
     char *first_line; /* owned copy of the first line of a log message */
     char *last_line;  /* owned copy of the last line */
@@ -98,6 +100,12 @@ static void head_session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
             hello_incarnation = am->hello->incarnation;
             hello_running = am->hello->n_running;
             head_call = c;
+            break;
+        case HVPB__V1__AGENT_MSG__BODY_HEARTBEAT:
+            r->value = am->heartbeat->draining;
+            break;
+        case HVPB__V1__AGENT_MSG__BODY_DRAIN:
+            r->value = (int)am->drain->deadline_ms;
             break;
         case HVPB__V1__AGENT_MSG__BODY_STARTED:
             r->worker_id = am->started->worker_id;
@@ -501,6 +509,72 @@ static void case_lease_expiry(void) {
     teardown(s);
 }
 
+/* Runs the loop until the session says the head has the drain notice, for at most ms. */
+static int wait_confirmed(hv_session_t *s, uint64_t ms) {
+    uint64_t end = hv_now_ms() + ms;
+    while (!hv_session_drain_confirmed(s) && hv_now_ms() < end) {
+        test_run_for(&loop, 20);
+    }
+    return hv_session_drain_confirmed(s);
+}
+
+/* The index of the last record with this body, or -1. */
+static int last_body(int body) {
+    for (int i = nrec - 1; i >= 0; i--) {
+        if (recs[i].body == body) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void case_drain_notice(void) {
+    setup();
+    hv_session_t *s = start("tok", chan, 0, 0);
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
+    CHECK(!hv_session_draining(s));
+    // The head reads but does not answer: the notice goes out, unconfirmed.
+    answer_heartbeats = 0;
+    hv_session_drain_notice(s, "preemption", 5000);
+    CHECK(hv_session_draining(s));
+    test_run_for(&loop, 250);
+    CHECK_EQ(count_body(HVPB__V1__AGENT_MSG__BODY_DRAIN), 1);
+    int d = last_body(HVPB__V1__AGENT_MSG__BODY_DRAIN);
+    CHECK(d >= 0 && recs[d].value > 4500 && recs[d].value <= 5000);
+    // A heartbeat saying draining follows the notice at once.
+    CHECK(d >= 0 && d + 1 < nrec && recs[d + 1].body == HVPB__V1__AGENT_MSG__BODY_HEARTBEAT &&
+          recs[d + 1].value == 1);
+    CHECK(!hv_session_drain_confirmed(s));
+    answer_heartbeats = 1;
+    CHECK(wait_confirmed(s, 2000));
+    // A new stream: the notice again, with the time left, and confirmed again.
+    test_run_for(&loop, 300);
+    head_drop();
+    CHECK(test_run_until(&loop, &connected, 2, 5000));
+    test_run_for(&loop, 250);
+    CHECK_EQ(count_body(HVPB__V1__AGENT_MSG__BODY_DRAIN), 2);
+    d = last_body(HVPB__V1__AGENT_MSG__BODY_DRAIN);
+    CHECK(d >= 0 && recs[d].value > 3000 && recs[d].value < 4800);
+    CHECK(wait_confirmed(s, 2000));
+    // Undrained: heartbeats say so, and the next stream carries no notice.
+    hv_session_set_draining(s, 0);
+    CHECK(!hv_session_draining(s));
+    CHECK(!hv_session_drain_confirmed(s));
+    head_drop();
+    CHECK(test_run_until(&loop, &connected, 3, 5000));
+    test_run_for(&loop, 300);
+    CHECK_EQ(count_body(HVPB__V1__AGENT_MSG__BODY_DRAIN), 2);
+    int h = last_body(HVPB__V1__AGENT_MSG__BODY_HEARTBEAT);
+    CHECK(h >= 0 && recs[h].value == 0);
+    // A drain order from the head (set_draining 1) marks heartbeats without a notice.
+    hv_session_set_draining(s, 1);
+    test_run_for(&loop, 250);
+    h = last_body(HVPB__V1__AGENT_MSG__BODY_HEARTBEAT);
+    CHECK(h >= 0 && recs[h].value == 1);
+    CHECK_EQ(count_body(HVPB__V1__AGENT_MSG__BODY_DRAIN), 2);
+    teardown(s);
+}
+
 static const test_case_t cases[] = {
     {"join_heartbeat", case_join_heartbeat},
     {"wrong_token", case_wrong_token},
@@ -509,6 +583,7 @@ static const test_case_t cases[] = {
     {"lines_before_exit", case_lines_before_exit},
     {"buffer_drops_oldest", case_buffer_drops_oldest},
     {"lease_expiry", case_lease_expiry},
+    {"drain_notice", case_drain_notice},
     {NULL, NULL},
 };
 
