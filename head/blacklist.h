@@ -1,0 +1,43 @@
+/*
+ * blacklist: the pure rule for barring a node from a job after its workers failed there. One
+ * entry is one (job, node) pair; the node is named by the id the head gave it, never by host
+ * name, so a new machine that reuses a name starts clean. Each failure is a strike; the node then
+ * gets no work of that job for a cooldown that doubles with every strike (min, 2 min, 4 min, ...
+ * up to max), with up to 25% jitter so that nodes struck together do not come back together;
+ * after max_strikes strikes the bar is permanent. No I/O, no clock, no allocation: the caller
+ * (the head's driver) passes the time and a random number and stores the entry. Reentrant.
+ */
+#ifndef HV_HEAD_BLACKLIST_H
+#define HV_HEAD_BLACKLIST_H
+
+#include <stdint.h>
+
+/* How a job treats failures. */
+typedef struct hv_bl_policy_s {
+    uint32_t cooldown_min_s; /* first cooldown in seconds; 0 turns blacklisting off */
+    uint32_t cooldown_max_s; /* cap of the doubling cooldown (>= cooldown_min_s) */
+    uint32_t max_strikes;    /* strikes after which the bar is permanent; 0 = never permanent */
+} hv_bl_policy_t;
+
+/* One node's record for one job. Zeroed = clean. */
+typedef struct hv_bl_entry_s {
+    uint32_t strikes;  /* failures counted */
+    uint64_t until_ms; /* wall-clock ms when the cooldown ends (meaningless when permanent) */
+    int permanent;     /* 1: barred for good */
+} hv_bl_entry_t;
+
+/* 1 when the policy bars nodes at all (cooldown_min_s > 0). */
+int hv_bl_on(const hv_bl_policy_t *p);
+
+/* Records one failure at now_ms. rand32 is a uniformly random 32-bit number (the jitter).
+ * Returns the cooldown given in ms (0 when the bar became permanent or the policy is off;
+ * then e is unchanged when off). */
+uint64_t hv_bl_strike(hv_bl_entry_t *e, const hv_bl_policy_t *p, uint64_t now_ms, uint32_t rand32);
+
+/* 1 when the node may not run the job's workers at now_ms. */
+int hv_bl_blocked(const hv_bl_entry_t *e, uint64_t now_ms);
+
+/* Milliseconds left of the cooldown at now_ms (0 when not blocked; UINT64_MAX if permanent). */
+uint64_t hv_bl_left_ms(const hv_bl_entry_t *e, uint64_t now_ms);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * blacklist_test: the strike and cooldown rule, table by table: the first cooldown, doubling,
+ * the cap, jitter bounds, the permanent bar after max strikes, an off policy, and when a node is
+ * eligible again. `blacklist_test <case>` runs one case.
+ */
+#include "blacklist.h"
+#include "hv_check.h"
+
+#include <stdint.h>
+
+static const hv_bl_policy_t P = {.cooldown_min_s = 10, .cooldown_max_s = 100, .max_strikes = 5};
+
+/* Strike after strike with no jitter: 10, 20, 40, 80 s, then permanent at the fifth. */
+static void case_doubling(void) {
+    static const struct {
+        uint32_t strikes;
+        uint64_t cooldown_ms;
+        int permanent;
+    } want[] = {{1, 10000, 0}, {2, 20000, 0}, {3, 40000, 0}, {4, 80000, 0}, {5, 0, 1}};
+    hv_bl_entry_t e = {0};
+    uint64_t now = 1000000;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        uint64_t cd = hv_bl_strike(&e, &P, now, 0);
+        CHECK_EQ(e.strikes, want[i].strikes);
+        CHECK_EQ(cd, want[i].cooldown_ms);
+        CHECK_EQ(e.permanent, want[i].permanent);
+        if (!want[i].permanent) {
+            CHECK_EQ(e.until_ms, now + want[i].cooldown_ms);
+        }
+        now += 500000;
+    }
+}
+
+static void case_cap(void) {
+    hv_bl_policy_t p = {.cooldown_min_s = 30, .cooldown_max_s = 100, .max_strikes = 0};
+    hv_bl_entry_t e = {0};
+    uint64_t cds[6];
+    for (int i = 0; i < 6; i++) {
+        cds[i] = hv_bl_strike(&e, &p, 0, UINT32_MAX); /* full jitter */
+    }
+    CHECK_EQ(cds[0], 30000 + 7500); /* 30 s + a quarter */
+    CHECK_EQ(cds[1], 60000 + 15000);
+    CHECK_EQ(cds[2], 100000); /* 120 s capped at 100 */
+    CHECK_EQ(cds[5], 100000);
+    CHECK_EQ(e.permanent, 0); /* max_strikes 0: never permanent */
+    CHECK_EQ(e.strikes, 6);
+}
+
+/* Jitter stays within [d, 1.25 d] and differs with the random number. */
+static void case_jitter(void) {
+    uint32_t rands[] = {0, 1u << 30, 1u << 31, 3u << 30, UINT32_MAX};
+    uint64_t prev = 0;
+    for (size_t i = 0; i < sizeof(rands) / sizeof(rands[0]); i++) {
+        hv_bl_entry_t e = {0};
+        uint64_t cd = hv_bl_strike(&e, &P, 0, rands[i]);
+        CHECK(cd >= 10000 && cd <= 12500);
+        CHECK(i == 0 || cd > prev);
+        prev = cd;
+    }
+}
+
+static void case_blocked(void) {
+    hv_bl_entry_t e = {0};
+    CHECK_EQ(hv_bl_blocked(&e, 0), 0);
+    CHECK_EQ(hv_bl_left_ms(&e, 0), 0);
+    hv_bl_strike(&e, &P, 5000, 0); /* until 15000 */
+    CHECK_EQ(hv_bl_blocked(&e, 5000), 1);
+    CHECK_EQ(hv_bl_blocked(&e, 14999), 1);
+    CHECK_EQ(hv_bl_left_ms(&e, 14000), 1000);
+    CHECK_EQ(hv_bl_blocked(&e, 15000), 0); /* the cooldown ended: eligible again */
+    CHECK_EQ(hv_bl_left_ms(&e, 20000), 0);
+    hv_bl_entry_t perm = {.strikes = 5, .permanent = 1};
+    CHECK_EQ(hv_bl_blocked(&perm, UINT64_MAX - 1), 1);
+    CHECK(hv_bl_left_ms(&perm, 0) == UINT64_MAX);
+}
+
+static void case_off(void) {
+    hv_bl_policy_t off = {.cooldown_min_s = 0, .cooldown_max_s = 0, .max_strikes = 3};
+    hv_bl_entry_t e = {0};
+    CHECK_EQ(hv_bl_on(&off), 0);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(hv_bl_strike(&e, &off, 1000, 7), 0);
+    }
+    CHECK_EQ(e.strikes, 0);
+    CHECK_EQ(hv_bl_blocked(&e, 1000), 0);
+}
+
+/* max_strikes 1: the first failure bars the node for good (Horovod's default behaviour). */
+static void case_first_strike_permanent(void) {
+    hv_bl_policy_t p = {.cooldown_min_s = 10, .cooldown_max_s = 10, .max_strikes = 1};
+    hv_bl_entry_t e = {0};
+    CHECK_EQ(hv_bl_strike(&e, &p, 0, 0), 0);
+    CHECK_EQ(e.permanent, 1);
+    CHECK_EQ(hv_bl_blocked(&e, 1u << 30), 1);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"doubling", case_doubling}, {"cap", case_cap},
+        {"jitter", case_jitter},     {"blocked", case_blocked},
+        {"off", case_off},           {"first_strike_permanent", case_first_strike_permanent},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}

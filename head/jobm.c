@@ -1,0 +1,898 @@
+/*
+ * jobm: see jobm.h. Vocabulary used below:
+ *   live      the worker's process may still run (starting or running);
+ *   expected  live, not removed and not done: the open round waits for it;
+ *   member    member_gen == the last closed round's generation (closed_gen);
+ *   survivor  a live member that is not removed: it holds the committed training state.
+ * closed_gen is not stored: at a close every expected worker that did not join is removed, so
+ * the newest member_gen among the job's workers is the last closed round.
+ */
+#include "jobm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mem.h"
+#include "rounds.h"
+
+static const char *const job_names[HV_JOB__COUNT] = {"pending",   "placing", "running",
+                                                     "succeeded", "failed",  "cancelled"};
+static const char *const wk_names[HV_WK__COUNT] = {"starting", "running", "exited",
+                                                   "killed",   "lost",    "left"};
+
+const char *hv_job_state_name(hv_job_state_t s) { return s < HV_JOB__COUNT ? job_names[s] : "?"; }
+const char *hv_wk_state_name(hv_wk_state_t s) { return s < HV_WK__COUNT ? wk_names[s] : "?"; }
+
+hv_err hv_job_state_parse(const char *s, hv_job_state_t *out) {
+    for (int i = 0; s != NULL && i < HV_JOB__COUNT; i++) {
+        if (strcmp(s, job_names[i]) == 0) {
+            *out = (hv_job_state_t)i;
+            return HV_OK;
+        }
+    }
+    return HV_EINVAL;
+}
+
+hv_err hv_wk_state_parse(const char *s, hv_wk_state_t *out) {
+    if (s != NULL && strcmp(s, "pending") == 0) {
+        *out = HV_WK_STARTING;
+        return HV_OK;
+    }
+    for (int i = 0; s != NULL && i < HV_WK__COUNT; i++) {
+        if (strcmp(s, wk_names[i]) == 0) {
+            *out = (hv_wk_state_t)i;
+            return HV_OK;
+        }
+    }
+    return HV_EINVAL;
+}
+
+int hv_job_state_terminal(hv_job_state_t s) {
+    return s == HV_JOB_SUCCEEDED || s == HV_JOB_FAILED || s == HV_JOB_CANCELLED;
+}
+
+int hv_wk_state_active(hv_wk_state_t s) { return s == HV_WK_STARTING || s == HV_WK_RUNNING; }
+
+/* ---- actions -------------------------------------------------------------------------------- */
+
+void hv_jm_out_init(hv_jm_out_t *o) { memset(o, 0, sizeof(*o)); }
+
+void hv_jm_out_reset(hv_jm_out_t *o) {
+    for (size_t i = 0; i < o->n; i++) {
+        hv_free(o->a[i].data);
+        hv_free(o->a[i].removed);
+    }
+    o->n = 0;
+    o->oom = 0;
+}
+
+void hv_jm_out_fini(hv_jm_out_t *o) {
+    hv_jm_out_reset(o);
+    hv_free(o->a);
+    memset(o, 0, sizeof(*o));
+}
+
+static hv_jm_action_t *act(hv_jm_out_t *o, hv_jm_act_kind_t kind) {
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        hv_jm_action_t *a = hv_realloc(o->a, cap * sizeof(*a));
+        if (a == NULL) {
+            o->oom = 1;
+            return NULL;
+        }
+        o->a = a;
+        o->cap = cap;
+    }
+    hv_jm_action_t *x = &o->a[o->n++];
+    memset(x, 0, sizeof(*x));
+    x->kind = kind;
+    return x;
+}
+
+static void act_text(hv_jm_action_t *x, const char *fmt, va_list ap) {
+    vsnprintf(x->text, sizeof(x->text), fmt, ap);
+}
+
+static void act_event(hv_jm_out_t *o, const char *kind, char *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Takes ownership of data (may be NULL). */
+static void act_event(hv_jm_out_t *o, const char *kind, char *data, const char *fmt, ...) {
+    hv_jm_action_t *x = act(o, HV_JA_EVENT);
+    if (x == NULL) {
+        hv_free(data);
+        return;
+    }
+    snprintf(x->event, sizeof(x->event), "%s", kind);
+    x->data = data;
+    va_list ap;
+    va_start(ap, fmt);
+    act_text(x, fmt, ap);
+    va_end(ap);
+}
+
+static void act_worker(hv_jm_out_t *o, hv_jm_act_kind_t kind, hv_jm_worker_t *w, hv_err rc,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void act_worker(hv_jm_out_t *o, hv_jm_act_kind_t kind, hv_jm_worker_t *w, hv_err rc,
+                       const char *fmt, ...) {
+    hv_jm_action_t *x = act(o, kind);
+    if (x == NULL) {
+        return;
+    }
+    x->w = w;
+    x->rc = rc;
+    va_list ap;
+    va_start(ap, fmt);
+    act_text(x, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+static int live(const hv_jm_worker_t *w) { return hv_wk_state_active(w->state); }
+static int expected(const hv_jm_worker_t *w) { return live(w) && !w->removed && !w->done; }
+
+static void mark(hv_jm_worker_t *w) { w->dirty = 1; }
+
+static uint32_t closed_gen(const hv_jm_job_t *j) {
+    uint32_t g = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        if (j->w[i]->member_gen > g) {
+            g = j->w[i]->member_gen;
+        }
+    }
+    return g;
+}
+
+static size_t count_live(const hv_jm_job_t *j) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        n += live(j->w[i]);
+    }
+    return n;
+}
+
+size_t hv_jm_live(const hv_jm_job_t *j) { return count_live(j); }
+
+/* Live members of the last closed round that still hold the state. */
+static size_t count_survivors(const hv_jm_job_t *j, uint32_t cg) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        n += cg > 0 && w->member_gen == cg && live(w) && !w->removed;
+    }
+    return n;
+}
+
+static void append(char *buf, size_t len, const char *sep, const char *text) {
+    size_t l = strlen(buf);
+    if (l + 1 < len) {
+        snprintf(buf + l, len - l, "%s%s", l > 0 ? sep : "", text);
+    }
+}
+
+static void job_kill(hv_jm_job_t *j, hv_jm_worker_t *w, const char *why, hv_jm_out_t *out) {
+    (void)j;
+    if (!live(w) || w->kill_sent) {
+        return;
+    }
+    w->kill_sent = 1;
+    act_worker(out, HV_JA_KILL, w, HV_OK, "%s", why);
+}
+
+/* ---- JSON for event data -------------------------------------------------------------------- */
+
+typedef struct jbuf_s {
+    char *s;
+    size_t len, cap;
+    int oom;
+} jbuf_t;
+
+static void jb_put(jbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void jb_put(jbuf_t *b, const char *fmt, ...) {
+    if (b->oom) {
+        return;
+    }
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->s != NULL && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap : 256) * 2 + (size_t)n;
+        char *s = hv_realloc(b->s, cap);
+        if (s == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* A JSON string literal. */
+static void jb_str(jbuf_t *b, const char *s) {
+    jb_put(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            jb_put(b, "\\%c", *p);
+        } else if (*p < 0x20) {
+            jb_put(b, "\\u%04x", *p);
+        } else {
+            jb_put(b, "%c", *p);
+        }
+    }
+    jb_put(b, "\"");
+}
+
+static char *jb_take(jbuf_t *b) {
+    if (b->oom) {
+        hv_free(b->s);
+        return NULL;
+    }
+    return b->s;
+}
+
+static const char *node_name(const hv_jm_job_t *j, uint64_t node_id) {
+    const char *n = j->node_name != NULL ? j->node_name(node_id, j->node_name_ud) : NULL;
+    return n != NULL ? n : "?";
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+void hv_jm_init(hv_jm_job_t *j, uint64_t id, const hv_jm_params_t *p) {
+    memset(j, 0, sizeof(*j));
+    j->id = id;
+    j->p = *p;
+    if (!j->p.elastic) {
+        j->p.min_np = j->p.max_np = j->p.np;
+    }
+    j->state = HV_JOB_PENDING;
+}
+
+void hv_jm_fini(hv_jm_job_t *j) {
+    hv_free(j->w);
+    j->w = NULL;
+    j->nw = j->capw = 0;
+}
+
+hv_err hv_jm_attach(hv_jm_job_t *j, hv_jm_worker_t *w) {
+    if (j->nw == j->capw) {
+        size_t cap = j->capw ? j->capw * 2 : 8;
+        hv_jm_worker_t **v = hv_realloc(j->w, cap * sizeof(*v));
+        if (v == NULL) {
+            return HV_ENOMEM;
+        }
+        j->w = v;
+        j->capw = cap;
+    }
+    j->w[j->nw++] = w;
+    return HV_OK;
+}
+
+static void after_end(hv_jm_job_t *j, hv_jm_out_t *out) {
+    if (j->ending && count_live(j) == 0) {
+        j->ending = 0;
+        act(out, HV_JA_FINISHED);
+    }
+}
+
+void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state) || !hv_job_state_terminal(st)) {
+        return;
+    }
+    j->state = st;
+    snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
+    j->round_open = 0;
+    j->ending = 1;
+    j->dirty = 1;
+    for (size_t i = 0; i < j->nw; i++) {
+        job_kill(j, j->w[i], reason && reason[0] ? reason : "the job ended", out);
+    }
+    if (j->reason[0] != '\0') {
+        act_event(out, "job.state", NULL, "job %llu %s: %s", (unsigned long long)j->id,
+                  hv_job_state_name(st), j->reason);
+    } else {
+        act_event(out, "job.state", NULL, "job %llu %s", (unsigned long long)j->id,
+                  hv_job_state_name(st));
+    }
+    act(out, HV_JA_ENDED);
+    after_end(j, out);
+}
+
+/* ---- rounds --------------------------------------------------------------------------------- */
+
+static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    uint32_t gen = j->generation;
+    uint32_t prev = closed_gen(j);
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        n += expected(j->w[i]) && j->w[i]->joined;
+    }
+    hv_round_member_t *m = hv_calloc(n ? n : 1, sizeof(*m));
+    hv_jm_worker_t **mw = hv_calloc(n ? n : 1, sizeof(*mw));
+    hv_round_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
+    size_t *scratch = hv_calloc(n ? n : 1, sizeof(*scratch));
+    uint64_t *ids_prev = hv_calloc(j->nw ? j->nw : 1, sizeof(*ids_prev));
+    uint64_t *ids_next = hv_calloc(n ? n : 1, sizeof(*ids_next));
+    if (m == NULL || mw == NULL || slots == NULL || scratch == NULL || ids_prev == NULL ||
+        ids_next == NULL) {
+        out->oom = 1; /* the round stays open; the next tick tries again */
+        goto out;
+    }
+    size_t k = 0, np = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (prev > 0 && w->member_gen == prev) {
+            ids_prev[np++] = w->id;
+        }
+        if (!(expected(w) && w->joined)) {
+            continue;
+        }
+        m[k].worker_id = w->id;
+        m[k].node_id = w->node_id;
+        m[k].joined_gen = w->joined_gen;
+        m[k].prev_rank = w->member_gen > 0 ? w->rank : HV_ROUND_NEW;
+        ids_next[k] = w->id;
+        mw[k++] = w;
+    }
+    uint32_t hosts = 0;
+    hv_round_assign(m, n, scratch, slots, &hosts);
+    /* Whoever was expected and did not come is left out: it must not train in a stale ring. */
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (expected(w) && !w->joined) {
+            w->removed = 1;
+            mark(w);
+            job_kill(j, w, "it did not join its job's new round in time", out);
+        }
+    }
+    const char *rank0 = "?";
+    for (size_t i = 0; i < n; i++) {
+        hv_jm_worker_t *w = mw[i];
+        w->member_gen = gen;
+        if (w->joined_gen == 0) {
+            w->joined_gen = gen;
+        }
+        w->rank = slots[i].rank;
+        w->local_rank = slots[i].local_rank;
+        w->local_size = slots[i].local_size;
+        w->cross_rank = slots[i].cross_rank;
+        w->joined = 0;
+        w->done = 0;
+        mark(w);
+        if (w->rank == 0) {
+            rank0 = node_name(j, w->node_id);
+        }
+    }
+    size_t added = 0, removed = 0;
+    hv_round_diff(ids_prev, np, ids_next, n, &added, &removed);
+    j->size = (uint32_t)n;
+    j->cross_size = hosts;
+    j->round_open = 0;
+    j->failures[0] = '\0';
+    j->dirty = 1;
+    uint64_t waited = now > j->round_opened_ms ? now - j->round_opened_ms : 0;
+    jbuf_t b = {0};
+    jb_put(&b, "{\"generation\":%u,\"size\":%zu,\"nodes\":%u,\"reason\":", gen, n, hosts);
+    jb_str(&b, j->round_reason);
+    jb_put(&b, ",\"rollback\":%s,\"resets\":%u,\"added\":%zu,\"removed\":%zu,\"wait_ms\":%llu",
+           j->round_rollback ? "true" : "false", j->resets, added, removed,
+           (unsigned long long)waited);
+    jb_put(&b, ",\"rank0\":");
+    jb_str(&b, rank0);
+    jb_put(&b, ",\"members\":[");
+    for (uint32_t r = 0; r < n; r++) {
+        for (size_t i = 0; i < n; i++) {
+            if (mw[i]->rank == r) {
+                jb_put(&b, "%s{\"worker\":%llu,\"rank\":%u,\"node\":", r ? "," : "",
+                       (unsigned long long)mw[i]->id, r);
+                jb_str(&b, node_name(j, mw[i]->node_id));
+                jb_put(&b, "}");
+            }
+        }
+    }
+    jb_put(&b, "]}");
+    act_event(out, "round.close", jb_take(&b),
+              "generation %u: %zu workers on %u nodes, rank 0 on %s (+%zu -%zu%s) after %llu ms; "
+              "reason: %s",
+              gen, n, hosts, rank0, added, removed, j->round_rollback ? ", rolled back" : "",
+              (unsigned long long)waited, j->round_reason);
+    hv_jm_action_t *x = act(out, HV_JA_ROUND);
+    if (x != NULL) {
+        x->generation = gen;
+    }
+out:
+    hv_free(m);
+    hv_free(mw);
+    hv_free(slots);
+    hv_free(scratch);
+    hv_free(ids_prev);
+    hv_free(ids_next);
+}
+
+static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    if (!j->round_open || hv_job_state_terminal(j->state)) {
+        return;
+    }
+    uint32_t cg = closed_gen(j);
+    hv_round_view_t v = {.min_np = j->p.elastic ? j->p.min_np : j->p.np,
+                         .now = now,
+                         .deadline = j->round_deadline_ms,
+                         .fail_at = j->round_fail_at_ms};
+    int holder_waiting = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (expected(w)) {
+            v.expected++;
+            v.joined += w->joined;
+            holder_waiting |= cg > 0 && w->member_gen == cg && w->joined;
+        }
+    }
+    hv_round_decision_t d = hv_round_decide(&v);
+    if (d == HV_ROUND_CLOSE && cg > 0 && !holder_waiting) {
+        /* Only newcomers joined: nobody could pass the state on. Wait for a survivor; if none is
+         * left the failure path has already ended the job. */
+        d = now >= v.fail_at ? HV_ROUND_FAIL : HV_ROUND_WAIT;
+    }
+    if (d == HV_ROUND_CLOSE) {
+        close_round(j, now, out);
+    } else if (d == HV_ROUND_FAIL) {
+        char why[HV_JM_REASON_MAX];
+        if (!j->p.elastic) {
+            snprintf(why, sizeof(why), "rendezvous timed out after %u s: %u of %u workers joined",
+                     j->p.rdzv_timeout_s, v.joined, j->p.np);
+        } else {
+            snprintf(why, sizeof(why),
+                     "generation %u could not form: %u of %u workers joined, --min-np is %u, "
+                     "and the elastic timeout (%u s) passed",
+                     j->generation, v.joined, v.expected, j->p.min_np, j->p.elastic_timeout_s);
+        }
+        hv_jm_end(j, HV_JOB_FAILED, why, out);
+    }
+}
+
+/* Workers removed from the membership that are still alive (they leave at their next check). */
+static void push_round(hv_jm_job_t *j, hv_jm_out_t *out) {
+    hv_jm_action_t *x = act(out, HV_JA_PUSH);
+    if (x == NULL) {
+        return;
+    }
+    x->generation = j->generation;
+    x->failure = j->round_rollback;
+    snprintf(x->text, sizeof(x->text), "%s", j->round_reason);
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        n += live(j->w[i]) && j->w[i]->removed;
+    }
+    if (n > 0 && (x->removed = hv_calloc(n, sizeof(uint64_t))) != NULL) {
+        for (size_t i = 0; i < j->nw; i++) {
+            if (live(j->w[i]) && j->w[i]->removed) {
+                x->removed[x->nremoved++] = j->w[i]->id;
+            }
+        }
+    }
+}
+
+/* Opens the next round (or, when one is open, adds this reason to it). Every round after the
+ * first is a reset, bounded by max_resets. */
+static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_t now,
+                       hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    if (j->round_open) {
+        j->round_rollback |= rollback;
+        append(j->round_reason, sizeof(j->round_reason), "; ", reason);
+        j->dirty = 1;
+        act_event(out, "round.update", NULL, "generation %u also: %s", j->generation, reason);
+        /* The members must hear of a failure (they roll back) and of removals at once. */
+        push_round(j, out);
+        evaluate(j, now, out);
+        return;
+    }
+    uint32_t cg = closed_gen(j);
+    if (cg > 0) {
+        if (j->resets + 1 > j->p.max_resets) {
+            char why[HV_JM_REASON_MAX];
+            snprintf(why, sizeof(why), "reset %u was needed (%s) but --max-resets is %u",
+                     j->resets + 1, reason, j->p.max_resets);
+            hv_jm_end(j, HV_JOB_FAILED, why, out);
+            return;
+        }
+        j->resets++;
+    }
+    j->generation++;
+    j->round_open = 1;
+    j->round_rollback = rollback;
+    snprintf(j->round_reason, sizeof(j->round_reason), "%s", reason);
+    j->round_opened_ms = now;
+    j->round_deadline_ms = now + (uint64_t)j->p.rdzv_timeout_s * 1000u;
+    uint32_t wait_s = j->p.elastic ? j->p.elastic_timeout_s : j->p.rdzv_timeout_s;
+    j->round_fail_at_ms = now + (uint64_t)wait_s * 1000u;
+    if (j->round_fail_at_ms < j->round_deadline_ms) {
+        j->round_fail_at_ms = j->round_deadline_ms;
+    }
+    j->dirty = 1;
+    jbuf_t b = {0};
+    jb_put(&b, "{\"generation\":%u,\"reason\":", j->generation);
+    jb_str(&b, reason);
+    jb_put(&b, ",\"rollback\":%s,\"resets\":%u}", rollback ? "true" : "false", j->resets);
+    act_event(out, "round.open", jb_take(&b), "generation %u opened%s: %s", j->generation,
+              rollback ? " (roll back)" : "", reason);
+    if (cg > 0) {
+        push_round(j, out);
+    }
+    evaluate(j, now, out);
+}
+
+/* ---- inputs --------------------------------------------------------------------------------- */
+
+hv_err hv_jm_placed(hv_jm_job_t *j, hv_jm_worker_t **ws, size_t n, uint64_t now, hv_jm_out_t *out) {
+    (void)out;
+    for (size_t i = 0; i < n; i++) {
+        HV_TRY(hv_jm_attach(j, ws[i]));
+        mark(ws[i]);
+    }
+    if (j->state == HV_JOB_PENDING) {
+        j->state = HV_JOB_PLACING;
+        j->dirty = 1;
+    }
+    if (j->round_open) {
+        uint64_t d = now + (uint64_t)j->p.rdzv_timeout_s * 1000u;
+        if (d > j->round_deadline_ms) {
+            j->round_deadline_ms = d;
+            j->dirty = 1;
+        }
+    }
+    return HV_OK;
+}
+
+void hv_jm_started(hv_jm_job_t *j, hv_jm_worker_t *w, uint64_t now, hv_jm_out_t *out) {
+    (void)now;
+    if (w->state != HV_WK_STARTING) {
+        return; /* a repeat, or it already ended */
+    }
+    w->state = HV_WK_RUNNING;
+    mark(w);
+    if (j->state != HV_JOB_PLACING) {
+        return;
+    }
+    size_t running = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *o = j->w[i];
+        if (o->state == HV_WK_STARTING && !o->removed) {
+            return;
+        }
+        running += o->state == HV_WK_RUNNING;
+    }
+    j->state = HV_JOB_RUNNING;
+    j->dirty = 1;
+    act_event(out, "job.state", NULL, "job %llu running: %zu workers started",
+              (unsigned long long)j->id, running);
+}
+
+/* Every member of the final round reported Done and exited 0 (elastic), or every worker exited
+ * 0 (fixed-size): the job succeeded; whatever still runs (newcomers) is stopped. */
+static void check_success(hv_jm_job_t *j, hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    uint32_t cg = closed_gen(j);
+    size_t members = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        int ok = w->state == HV_WK_EXITED && w->exit_code == 0 && w->term_signal == 0;
+        if (j->p.elastic) {
+            if (cg == 0 || w->member_gen != cg || w->removed) {
+                continue;
+            }
+            if (!ok || !w->done) {
+                return;
+            }
+            members++;
+        } else {
+            if (w->removed) {
+                continue;
+            }
+            if (!ok) {
+                return;
+            }
+            members++;
+        }
+    }
+    if (members == 0) {
+        return;
+    }
+    hv_jm_end(j, HV_JOB_SUCCEEDED, "", out);
+}
+
+/* w failed (its state is already final). */
+static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
+                        hv_jm_out_t *out) {
+    act_event(out, "worker.fail", NULL, "%s", what);
+    if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    append(j->failures, sizeof(j->failures), "; ", what);
+    if (!j->p.elastic) {
+        hv_jm_end(j, HV_JOB_FAILED, what, out);
+        return;
+    }
+    if (j->p.blacklist_on) {
+        hv_jm_action_t *x = act(out, HV_JA_STRIKE);
+        if (x != NULL) {
+            x->node_id = w->node_id;
+            snprintf(x->text, sizeof(x->text), "%s", what);
+        }
+        char why[300];
+        snprintf(why, sizeof(why), "a worker of the job failed on %s", node_name(j, w->node_id));
+        hv_jm_stop_node(j, w->node_id, why, now, out);
+    }
+    uint32_t cg = closed_gen(j);
+    size_t survivors = count_survivors(j, cg);
+    size_t others = 0, failed = 0, members = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *o = j->w[i];
+        others += live(o) && !o->removed;
+        if (cg > 0 && o->member_gen == cg) {
+            members++;
+            failed += !live(o) && !o->removed;
+        }
+    }
+    char why[HV_JM_REASON_MAX];
+    if (cg == 0) {
+        /* No round closed yet: there is no state to lose. Carry on with whoever is left. */
+        if (others == 0) {
+            snprintf(why, sizeof(why), "all workers failed: %s", j->failures);
+            hv_jm_end(j, HV_JOB_FAILED, why, out);
+            return;
+        }
+        evaluate(j, now, out);
+        return;
+    }
+    if (survivors == 0) {
+        if (failed == members) {
+            snprintf(why, sizeof(why), "all %zu workers of generation %u failed: %s", members, cg,
+                     j->failures);
+        } else {
+            snprintf(why, sizeof(why),
+                     "no worker of generation %u survived to hold the training state: %s", cg,
+                     what);
+        }
+        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        return;
+    }
+    char reason[300];
+    snprintf(reason, sizeof(reason), "failure: %s", what);
+    open_round(j, reason, 1, now, out);
+}
+
+static void worker_ended(hv_jm_job_t *j, hv_jm_worker_t *w, hv_wk_state_t st, int failure,
+                         const char *what, uint64_t now, hv_jm_out_t *out) {
+    w->state = st;
+    w->joined = 0;
+    mark(w);
+    if (failure) {
+        fail_worker(j, w, what, now, out);
+    } else if (!hv_job_state_terminal(j->state)) {
+        if (st == HV_WK_LEFT) {
+            act_event(out, "worker.left", NULL, "%s after leaving the job", what);
+        } else if (st == HV_WK_KILLED && !j->ending) {
+            act_event(out, "worker.killed", NULL, "%s", what);
+        }
+        check_success(j, out);
+        evaluate(j, now, out);
+    } else if (st == HV_WK_KILLED) {
+        act_event(out, "worker.killed", NULL, "%s", what);
+    }
+    after_end(j, out);
+}
+
+void hv_jm_exited(hv_jm_job_t *j, hv_jm_worker_t *w, int exit_code, int term_signal,
+                  const char *what, uint64_t now, hv_jm_out_t *out) {
+    if (!live(w)) {
+        return;
+    }
+    w->exit_code = exit_code;
+    w->term_signal = term_signal;
+    int ok = exit_code == 0 && term_signal == 0;
+    if (w->removed) {
+        worker_ended(j, w, w->kill_sent ? HV_WK_KILLED : HV_WK_LEFT, 0, what, now, out);
+        return;
+    }
+    if (w->kill_sent) {
+        worker_ended(j, w, HV_WK_KILLED, 0, what, now, out);
+        return;
+    }
+    int need_done = j->p.elastic || w->member_gen > 0;
+    if (ok && need_done && !w->done) {
+        char why[HV_JM_REASON_MAX];
+        snprintf(why, sizeof(why), "%s without reporting Done (%s)", what,
+                 j->p.elastic ? "training must return from hv_elastic_run"
+                              : "it joined the rendezvous but did not call hv_shutdown");
+        worker_ended(j, w, HV_WK_EXITED, 1, why, now, out);
+        return;
+    }
+    worker_ended(j, w, HV_WK_EXITED, !ok, what, now, out);
+}
+
+void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
+                hv_jm_out_t *out) {
+    if (!live(w)) {
+        return;
+    }
+    w->exit_code = -1;
+    worker_ended(j, w, HV_WK_LOST, !w->removed && !w->kill_sent, what, now, out);
+}
+
+void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t now,
+                hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state)) {
+        act_worker(out, HV_JA_JOIN_REFUSED, w, HV_ESTATE, "job %llu has ended (%s)%s%s",
+                   (unsigned long long)j->id, hv_job_state_name(j->state), j->reason[0] ? ": " : "",
+                   j->reason);
+        return;
+    }
+    if (!live(w)) {
+        act_worker(out, HV_JA_JOIN_REFUSED, w, HV_ENOTFOUND, "worker %llu of job %llu is %s",
+                   (unsigned long long)w->id, (unsigned long long)j->id,
+                   hv_wk_state_name(w->state));
+        return;
+    }
+    if (w->removed) {
+        w->joined = 0;
+        act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "worker %llu was removed from job %llu",
+                   (unsigned long long)w->id, (unsigned long long)j->id);
+        return;
+    }
+    if (w->done) {
+        act_worker(out, HV_JA_JOIN_REFUSED, w, HV_ESTATE,
+                   "worker %llu already reported Done in generation %u", (unsigned long long)w->id,
+                   w->member_gen);
+        return;
+    }
+    if (!j->round_open) {
+        if (w->member_gen == 0) {
+            open_round(j, closed_gen(j) == 0 ? "start" : "new workers joined", 0, now, out);
+        } else if (w->member_gen == j->generation && last_gen < j->generation) {
+            /* It missed the reply of the round it belongs to (the head restarted, or the call
+             * broke): answer it again. */
+            act_worker(out, HV_JA_RESEND, w, HV_OK, "generation %u", j->generation);
+            return;
+        } else if (!j->p.elastic) {
+            act_worker(out, HV_JA_JOIN_REFUSED, w, HV_ESTATE,
+                       "job %llu is not elastic: its membership cannot change "
+                       "(did a collective fail?)",
+                       (unsigned long long)j->id);
+            return;
+        } else {
+            char reason[200];
+            snprintf(reason, sizeof(reason), "worker %llu on %s re-joined: its data plane failed",
+                     (unsigned long long)w->id, node_name(j, w->node_id));
+            open_round(j, reason, 1, now, out);
+        }
+    }
+    if (!j->round_open || !live(w) || w->removed) {
+        if (!hv_job_state_terminal(j->state) && live(w) && w->removed) {
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "worker %llu was removed",
+                       (unsigned long long)w->id);
+        } else if (hv_job_state_terminal(j->state)) {
+            act_worker(out, HV_JA_JOIN_REFUSED, w, HV_ESTATE, "job %llu has ended: %s",
+                       (unsigned long long)j->id, j->reason);
+        }
+        return;
+    }
+    w->joined = 1;
+    evaluate(j, now, out);
+}
+
+void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w) {
+    (void)j;
+    w->joined = 0;
+}
+
+hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now, hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state) || !live(w) || w->removed || w->member_gen == 0 ||
+        (gen != 0 && gen != w->member_gen)) {
+        return HV_ESTATE;
+    }
+    if (!w->done) {
+        w->done = 1;
+        w->joined = 0;
+        mark(w);
+        evaluate(j, now, out);
+    }
+    return HV_OK;
+}
+
+void hv_jm_stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now,
+                     hv_jm_out_t *out) {
+    (void)now;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id != node_id || !live(w) || w->removed) {
+            continue;
+        }
+        w->removed = 1;
+        mark(w);
+        if (w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "%s", why);
+        }
+        job_kill(j, w, why, out);
+    }
+}
+
+void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now,
+                 hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    size_t members = 0, here = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id != node_id || !live(w) || w->removed) {
+            continue;
+        }
+        here++;
+        if (!j->p.elastic) {
+            continue;
+        }
+        w->removed = 1;
+        mark(w);
+        if (w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "its node is draining");
+        }
+        if (w->member_gen == 0) {
+            job_kill(j, w, "its node is draining", out); /* no state to hand over */
+        } else {
+            members++;
+        }
+    }
+    if (here == 0) {
+        return;
+    }
+    if (!j->p.elastic) {
+        act_event(out, "job.note", NULL,
+                  "job %llu is not elastic: its %zu workers stay on draining node %s until "
+                  "they end or the node stops",
+                  (unsigned long long)j->id, here, node_name(j, node_id));
+        return;
+    }
+    if (members == 0) {
+        evaluate(j, now, out);
+        return;
+    }
+    char reason[300];
+    snprintf(reason, sizeof(reason), "drain: %s", why);
+    open_round(j, reason, 0, now, out);
+}
+
+void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) { evaluate(j, now, out); }
+
+uint32_t hv_jm_wants(const hv_jm_job_t *j) {
+    if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING)) {
+        return 0;
+    }
+    uint32_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (w->done) {
+            return 0; /* training is finishing */
+        }
+        n += live(w) && !w->removed;
+    }
+    return j->p.max_np > n ? j->p.max_np - n : 0;
+}

@@ -1,0 +1,206 @@
+/*
+ * jobm: the decisions of one job, fixed-size or elastic, as a state machine. The head's driver
+ * feeds it inputs (workers placed, started, exited or lost, a rendezvous join, Done, a node
+ * draining, cancel, the time) and gets back the new state plus a list of actions (kill this
+ * worker, push this membership change, answer the joiners of a closed round, strike this node,
+ * record this event). jobm does no I/O and reads no clock: the driver stores what jobm marked
+ * dirty, then carries the actions out, so every decision is durable before anyone hears of it.
+ *
+ * The model (Elastic Horovod's, see docs/ARCHITECTURE.md):
+ *   - Workers join rounds; each round has a generation. A round opens at the first join of a
+ *     job, when a member fails, when a node with members drains, when a new worker joins, or
+ *     when a member re-joins on its own (its data plane failed). It closes when every expected
+ *     worker joined, or at its deadline with at least min_np, and ranks are assigned oldest
+ *     worker first (rounds.h). Every round after the first is a reset; max_resets bounds them.
+ *   - Outcome is explicit: an elastic job succeeds when every member of its final round reported
+ *     Done and exited 0; a fixed-size job when every worker exited 0 (and reported Done if it
+ *     joined the rendezvous). A worker the head removed (drain, stop) or killed never counts as
+ *     a success, and one that exits 0 without Done after joining is a failure.
+ *   - A failure of an elastic job strikes the worker's node (the driver applies blacklist.h),
+ *     stops the job's other workers there, and opens a rollback round with the survivors; with
+ *     no survivor holding the state the job fails and says why. A fixed-size job fails at once.
+ *   - A round below min_np waits for capacity until the elastic timeout, then fails the job.
+ *
+ * Ownership: the driver allocates workers (embedding hv_jm_worker_t) and jobs; jobm keeps an
+ * array of pointers to the job's workers (owned array, borrowed workers). Actions are written
+ * into an hv_jm_out_t that the caller resets between uses. Single-threaded.
+ */
+#ifndef HV_HEAD_JOBM_H
+#define HV_HEAD_JOBM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef enum hv_job_state {
+    HV_JOB_PENDING = 0, /* waiting for slots */
+    HV_JOB_PLACING = 1, /* workers ordered, not all started */
+    HV_JOB_RUNNING = 2,
+    HV_JOB_SUCCEEDED = 3,
+    HV_JOB_FAILED = 4,
+    HV_JOB_CANCELLED = 5,
+    HV_JOB__COUNT
+} hv_job_state_t;
+
+typedef enum hv_wk_state {
+    HV_WK_STARTING = 0, /* spawn ordered */
+    HV_WK_RUNNING = 1,
+    HV_WK_EXITED = 2, /* ended on its own */
+    HV_WK_KILLED = 3, /* ended after the head ordered it killed */
+    HV_WK_LOST = 4,   /* gone without an exit report (node dead, no report after a kill) */
+    HV_WK_LEFT = 5,   /* ended after the head removed it from the job (drain) */
+    HV_WK__COUNT
+} hv_wk_state_t;
+
+/* The store's and the wire's words ("pending", "running", ...; "starting", "left", ...). */
+const char *hv_job_state_name(hv_job_state_t s);
+const char *hv_wk_state_name(hv_wk_state_t s);
+/* HV_EINVAL for an unknown word. The store's "pending" worker state reads as starting. */
+hv_err hv_job_state_parse(const char *s, hv_job_state_t *out);
+hv_err hv_wk_state_parse(const char *s, hv_wk_state_t *out);
+int hv_job_state_terminal(hv_job_state_t s);
+int hv_wk_state_active(hv_wk_state_t s);
+
+/* A worker as the job machine sees it. Embedded first in the driver's worker. */
+typedef struct hv_jm_worker_s {
+    uint64_t id;      /* worker id; also its age (older workers have smaller ids) */
+    uint64_t node_id; /* where it runs */
+    /* persisted */
+    hv_wk_state_t state;
+    int exit_code, term_signal;
+    uint32_t joined_gen; /* first round it was a member of (its seniority); 0 = none yet */
+    uint32_t member_gen; /* last round it was a member of; 0 = none yet */
+    uint32_t rank, local_rank, local_size, cross_rank; /* in member_gen (placement before) */
+    int done;                                          /* reported Done as a member of member_gen */
+    int removed; /* the head took it out of the job: its end is neither success nor failure */
+    /* in memory only */
+    int joined;    /* its JoinRound waits in the open round */
+    int kill_sent; /* a kill order went out */
+    int dirty;     /* changed since the driver stored it */
+} hv_jm_worker_t;
+
+/* A job's settings, fixed at submission. */
+typedef struct hv_jm_params_s {
+    int elastic;
+    uint32_t np, min_np, max_np; /* fixed-size jobs: all equal to np */
+    uint32_t max_resets;
+    uint32_t check_every;       /* told to workers at every round */
+    uint32_t rdzv_timeout_s;    /* how long a round waits for stragglers */
+    uint32_t elastic_timeout_s; /* how long a round may wait for min_np */
+    int blacklist_on;           /* a failure strikes the node and stops the job there */
+} hv_jm_params_t;
+
+#define HV_JM_REASON_MAX 512
+
+typedef struct hv_jm_job_s {
+    uint64_t id;
+    hv_jm_params_t p;
+    /* persisted */
+    hv_job_state_t state;
+    char reason[HV_JM_REASON_MAX]; /* why it ended ("" while active or on success) */
+    uint32_t generation;           /* the newest round, open or closed; 0 = none yet */
+    uint32_t size;                 /* members of the last closed round */
+    uint32_t cross_size;           /* nodes of the last closed round */
+    uint32_t resets;               /* rounds opened after the first */
+    int round_open;                /* a round is gathering workers */
+    int round_rollback;            /* it follows a failure */
+    char round_reason[256];        /* why the newest round opened */
+    uint64_t round_opened_ms;      /* wall-clock ms */
+    uint64_t round_deadline_ms;    /* stragglers are left out after this */
+    uint64_t round_fail_at_ms;     /* the job fails if the round cannot close by then */
+    /* in memory */
+    /* Names a node for messages and event data (may return NULL); set by the driver. */
+    const char *(*node_name)(uint64_t node_id, void *ud);
+    void *node_name_ud;
+    char failures[HV_JM_REASON_MAX]; /* failures since the last closed round, "; "-separated */
+    int ending;                      /* terminal, some workers still alive */
+    int dirty;                       /* changed since the driver stored it */
+    hv_jm_worker_t **w;              /* every worker of the job (owned array, borrowed workers) */
+    size_t nw, capw;
+} hv_jm_job_t;
+
+typedef enum hv_jm_act_kind {
+    HV_JA_KILL = 0,     /* order w killed (text: reason) */
+    HV_JA_PUSH,         /* push (generation, failure, text) and the removed workers */
+    HV_JA_ROUND,        /* the round `generation` closed: answer its joiners */
+    HV_JA_RESEND,       /* answer w with the current closed round again (a lost reply) */
+    HV_JA_JOIN_REMOVED, /* answer w's join: removed from the job */
+    HV_JA_JOIN_REFUSED, /* answer w's join with rc and text */
+    HV_JA_STRIKE,       /* strike node_id for this job (text: the failure) */
+    HV_JA_EVENT,        /* append an event (event kind, text, optional JSON data) */
+    HV_JA_ENDED,        /* the job reached a terminal state (waiting joins must fail) */
+    HV_JA_FINISHED,     /* terminal and no worker alive: final view, free rendezvous state */
+} hv_jm_act_kind_t;
+
+typedef struct hv_jm_action_s {
+    hv_jm_act_kind_t kind;
+    hv_jm_worker_t *w;   /* KILL, RESEND, JOIN_*: the worker */
+    uint64_t node_id;    /* STRIKE */
+    uint32_t generation; /* PUSH, ROUND */
+    int failure;         /* PUSH: a member failed (roll back) */
+    hv_err rc;           /* JOIN_REFUSED */
+    char event[24];      /* EVENT: kind, e.g. "round.close" */
+    char text[HV_JM_REASON_MAX];
+    char *data;        /* EVENT: a JSON object or NULL (owned by the out list) */
+    uint64_t *removed; /* PUSH: worker ids not in the new round (owned by the out list) */
+    size_t nremoved;
+} hv_jm_action_t;
+
+typedef struct hv_jm_out_s {
+    hv_jm_action_t *a; /* owned */
+    size_t n, cap;
+    int oom; /* an action could not be recorded (out of memory) */
+} hv_jm_out_t;
+
+void hv_jm_out_init(hv_jm_out_t *o);
+/* Frees what the actions own and empties the list (keeps its storage). */
+void hv_jm_out_reset(hv_jm_out_t *o);
+void hv_jm_out_fini(hv_jm_out_t *o);
+
+/* Initialises a pending job. */
+void hv_jm_init(hv_jm_job_t *j, uint64_t id, const hv_jm_params_t *p);
+void hv_jm_fini(hv_jm_job_t *j);
+
+/* Adds a worker that the driver loaded from the store (any state); no decision is taken. */
+hv_err hv_jm_attach(hv_jm_job_t *j, hv_jm_worker_t *w);
+
+/* The driver placed workers (state STARTING, spawn orders about to go out): the first placement
+ * moves a pending job to placing; workers placed while a round is open are expected in it (its
+ * deadline is extended so they have time to start). */
+hv_err hv_jm_placed(hv_jm_job_t *j, hv_jm_worker_t **ws, size_t n, uint64_t now, hv_jm_out_t *out);
+void hv_jm_started(hv_jm_job_t *j, hv_jm_worker_t *w, uint64_t now, hv_jm_out_t *out);
+/* The worker ended on its own or after a kill. what: a description for messages ("rank 2 on
+ * node-b exited with status 3"). */
+void hv_jm_exited(hv_jm_job_t *j, hv_jm_worker_t *w, int exit_code, int term_signal,
+                  const char *what, uint64_t now, hv_jm_out_t *out);
+/* The worker is gone without an exit report. */
+void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
+                hv_jm_out_t *out);
+/* A JoinRound arrived from w (the driver keeps the call and its address). */
+void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t now,
+                hv_jm_out_t *out);
+/* A JoinRound of w went away (the worker gave up or died while waiting). */
+void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w);
+/* Done from w for generation gen (0 = unknown). HV_ESTATE for a stale generation, a worker
+ * that is not active or a job that ended. */
+hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now, hv_jm_out_t *out);
+/* The node drains: the job's workers there leave at their next membership check. why: the
+ * node's name and the reason, for messages. */
+void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now, hv_jm_out_t *out);
+/* Stops the job's workers on node_id (removed, killed), e.g. after a strike. */
+void hv_jm_stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now,
+                     hv_jm_out_t *out);
+/* Ends the job (cancelled, or failed for a reason found outside: wait timeout). Terminal states
+ * only; a job already terminal is left alone. */
+void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out);
+/* Deadlines of the open round. */
+void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
+
+/* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
+ * running or placing, or one that is finishing). Counts live workers that are not removed. */
+uint32_t hv_jm_wants(const hv_jm_job_t *j);
+/* Workers still alive (not ended), removed ones included. */
+size_t hv_jm_live(const hv_jm_job_t *j);
+
+#endif

@@ -1,0 +1,616 @@
+/*
+ * jobm_test: the job machine, scenario by scenario, with a fake clock and no I/O. Each case
+ * feeds inputs (placed, started, join, done, exited, lost, drain, tick) and checks what a user
+ * would see: the job's state and reason, the rounds (generation, size, rank 0's node, rollback),
+ * the pushes, kills and strikes, and which joins are answered how. The scenarios follow Elastic
+ * Horovod's own integration tests and the walls its users hit (removal below min-np, a deleted
+ * worker counted as success, survivors aborting). `jobm_test <case>` runs one case.
+ */
+#include "jobm.h"
+#include "hv_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NODE_A 100
+#define NODE_B 200
+#define NODE_C 300
+#define MAXW 32
+
+static hv_jm_worker_t W[MAXW];
+static size_t nW;
+static hv_jm_job_t J;
+static hv_jm_out_t O;
+static uint64_t now;
+
+static const char *name_of(uint64_t id, void *ud) {
+    (void)ud;
+    return id == NODE_A ? "a" : id == NODE_B ? "b" : id == NODE_C ? "c" : NULL;
+}
+
+static void setup(void) {
+    memset(W, 0, sizeof(W));
+    nW = 0;
+    hv_jm_out_init(&O);
+    now = 1000000;
+}
+
+static void teardown(void) {
+    hv_jm_fini(&J);
+    hv_jm_out_fini(&O);
+}
+
+static void job(int elastic, uint32_t np, uint32_t min_np, uint32_t max_np, uint32_t max_resets) {
+    hv_jm_params_t p = {.elastic = elastic,
+                        .np = np,
+                        .min_np = min_np,
+                        .max_np = max_np,
+                        .max_resets = max_resets,
+                        .check_every = 1,
+                        .rdzv_timeout_s = 30,
+                        .elastic_timeout_s = 600,
+                        .blacklist_on = 1};
+    hv_jm_init(&J, 7, &p);
+    J.node_name = name_of;
+}
+
+/* Places n workers on node (ids continue from the last), returns the first index. */
+static size_t place(uint64_t node, size_t n) {
+    hv_jm_worker_t *ws[MAXW];
+    size_t first = nW;
+    for (size_t i = 0; i < n; i++) {
+        hv_jm_worker_t *w = &W[nW];
+        w->id = 10 + nW;
+        w->node_id = node;
+        w->state = HV_WK_STARTING;
+        ws[i] = w;
+        nW++;
+    }
+    CHECK_RC(hv_jm_placed(&J, ws, n, now, &O), HV_OK);
+    return first;
+}
+
+static void start_all(void) {
+    for (size_t i = 0; i < nW; i++) {
+        hv_jm_started(&J, &W[i], now, &O);
+    }
+}
+
+static size_t count(hv_jm_act_kind_t k) {
+    size_t n = 0;
+    for (size_t i = 0; i < O.n; i++) {
+        n += O.a[i].kind == k;
+    }
+    return n;
+}
+
+static const hv_jm_action_t *find(hv_jm_act_kind_t k) {
+    for (size_t i = 0; i < O.n; i++) {
+        if (O.a[i].kind == k) {
+            return &O.a[i];
+        }
+    }
+    return NULL;
+}
+
+static const hv_jm_action_t *find_event(const char *kind) {
+    for (size_t i = 0; i < O.n; i++) {
+        if (O.a[i].kind == HV_JA_EVENT && strcmp(O.a[i].event, kind) == 0) {
+            return &O.a[i];
+        }
+    }
+    return NULL;
+}
+
+static int killed(const hv_jm_worker_t *w) {
+    for (size_t i = 0; i < O.n; i++) {
+        if (O.a[i].kind == HV_JA_KILL && O.a[i].w == w) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const hv_jm_action_t *answer_of(const hv_jm_worker_t *w) {
+    for (size_t i = 0; i < O.n; i++) {
+        if ((O.a[i].kind == HV_JA_JOIN_REMOVED || O.a[i].kind == HV_JA_JOIN_REFUSED ||
+             O.a[i].kind == HV_JA_RESEND) &&
+            O.a[i].w == w) {
+            return &O.a[i];
+        }
+    }
+    return NULL;
+}
+
+static void join(size_t i, uint32_t last_gen) { hv_jm_join(&J, &W[i], last_gen, now, &O); }
+
+/* Every live, not removed worker joins with the generation it is in. */
+static void join_all(void) {
+    for (size_t i = 0; i < nW; i++) {
+        if (hv_wk_state_active(W[i].state) && !W[i].removed) {
+            join(i, W[i].member_gen);
+        }
+    }
+}
+
+static void finish(size_t i) {
+    CHECK_RC(hv_jm_done(&J, &W[i], W[i].member_gen, now, &O), HV_OK);
+    hv_jm_exited(&J, &W[i], 0, 0, "exited with status 0", now, &O);
+}
+
+static hv_jm_worker_t *rank0(void) {
+    for (size_t i = 0; i < nW; i++) {
+        if (W[i].member_gen == J.generation && W[i].rank == 0 && !W[i].removed) {
+            return &W[i];
+        }
+    }
+    return NULL;
+}
+
+/* ---- fixed-size jobs ------------------------------------------------------------------------ */
+
+static void case_fixed_success(void) {
+    job(0, 4, 0, 0, 0);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    CHECK_EQ(J.state, HV_JOB_PLACING);
+    start_all();
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK(find_event("job.state") != NULL);
+    hv_jm_out_reset(&O);
+    for (size_t i = 0; i < 3; i++) {
+        join(i, 0);
+    }
+    CHECK_EQ(count(HV_JA_ROUND), 0); /* waits for the fourth */
+    CHECK_EQ(J.generation, 1);
+    join(3, 0);
+    const hv_jm_action_t *r = find(HV_JA_ROUND);
+    CHECK(r != NULL && r->generation == 1);
+    CHECK_EQ(J.size, 4);
+    CHECK_EQ(J.cross_size, 2);
+    CHECK_EQ(J.resets, 0);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_EQ(W[i].rank, i); /* placement order kept in the first round */
+        CHECK_EQ(W[i].member_gen, 1);
+    }
+    CHECK_EQ(W[3].local_rank, 1);
+    hv_jm_out_reset(&O);
+    for (size_t i = 0; i < 4; i++) {
+        finish(i);
+    }
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+    CHECK_STR(J.reason, "");
+    CHECK_EQ(count(HV_JA_FINISHED), 1);
+}
+
+static void case_fixed_failure(void) {
+    job(0, 2, 0, 0, 0);
+    place(NODE_A, 2);
+    start_all();
+    join(0, 0);
+    join(1, 0);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[1], 3, 0, "rank 1 on a exited with status 3", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK_STR(J.reason, "rank 1 on a exited with status 3");
+    CHECK(killed(&W[0]));
+    CHECK_EQ(count(HV_JA_STRIKE), 0); /* blacklisting is for elastic jobs */
+    CHECK_EQ(count(HV_JA_FINISHED), 0);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], -1, 15, "rank 0 on a was killed by signal SIGTERM", now, &O);
+    CHECK_EQ(W[0].state, HV_WK_KILLED);
+    CHECK_EQ(count(HV_JA_FINISHED), 1);
+    CHECK_STR(J.reason, "rank 1 on a exited with status 3"); /* the first cause stays */
+}
+
+/* A worker that joined the rendezvous and exits 0 without Done has not finished its work. */
+static void case_fixed_exit0_without_done(void) {
+    job(0, 1, 0, 0, 0);
+    place(NODE_A, 1);
+    start_all();
+    join(0, 0);
+    hv_jm_exited(&J, &W[0], 0, 0, "rank 0 on a exited with status 0", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "without reporting Done") != NULL);
+}
+
+/* A program that never joins the rendezvous (not linked with libhv) succeeds by exiting 0. */
+static void case_fixed_plain_program(void) {
+    job(0, 2, 0, 0, 0);
+    place(NODE_A, 2);
+    start_all();
+    hv_jm_exited(&J, &W[0], 0, 0, "x", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    hv_jm_exited(&J, &W[1], 0, 0, "x", now, &O);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+static void case_fixed_rendezvous_timeout(void) {
+    job(0, 3, 0, 0, 0);
+    place(NODE_A, 3);
+    start_all();
+    join(0, 0);
+    join(1, 0);
+    now += 29000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    now += 2000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK_STR(J.reason, "rendezvous timed out after 30 s: 2 of 3 workers joined");
+    CHECK_EQ(count(HV_JA_ENDED), 1);
+}
+
+/* A fixed-size job's member that re-joins is refused: the membership cannot change. */
+static void case_fixed_rejoin_refused(void) {
+    job(0, 2, 0, 0, 0);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    join(0, 1);
+    const hv_jm_action_t *a = answer_of(&W[0]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REFUSED && a->rc == HV_ESTATE);
+    CHECK_EQ(J.generation, 1);
+}
+
+/* ---- elastic jobs --------------------------------------------------------------------------- */
+
+/* Elastic Horovod: A(2) and B(2); rank 0 exits 1 -> A struck, its other worker stopped, g2 of
+ * size 2 on B, rolled back. */
+static void case_failure_blacklists_node(void) {
+    job(1, 4, 2, 4, 3);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    start_all();
+    join_all();
+    CHECK_EQ(J.generation, 1);
+    CHECK(rank0() == &W[0]);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
+    const hv_jm_action_t *s = find(HV_JA_STRIKE);
+    CHECK(s != NULL && s->node_id == NODE_A);
+    CHECK(killed(&W[1]));
+    CHECK_EQ(W[1].removed, 1);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.resets, 1);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->generation == 2 && p->failure == 1);
+    CHECK(find_event("worker.fail") != NULL);
+    CHECK(find_event("round.open") != NULL);
+    /* the survivors' collectives fail; they restore and re-join */
+    hv_jm_out_reset(&O);
+    join(2, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    join(3, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.size, 2);
+    CHECK(rank0() == &W[2]);
+    CHECK_EQ(J.round_rollback, 1);
+    const hv_jm_action_t *e = find_event("round.close");
+    CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"rollback\":true") != NULL);
+    CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"rank0\":\"b\"") != NULL);
+    /* the stopped worker's end is no failure */
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[1], -1, 15, "rank 1 on a was killed by signal SIGTERM", now, &O);
+    CHECK_EQ(W[1].state, HV_WK_KILLED);
+    CHECK_EQ(count(HV_JA_STRIKE), 0);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    finish(2);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    finish(3);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* All ranks exit 1: the job fails naming the exits and no round of generation 2 closes. */
+static void case_all_fail(void) {
+    job(1, 2, 1, 2, 3);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
+    hv_jm_exited(&J, &W[1], 1, 0, "rank 1 on b exited with status 1", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "failed") != NULL);
+    CHECK_STR(J.reason, "all 2 workers of generation 1 failed: rank 0 on a exited with status 1; "
+                        "rank 1 on b exited with status 1");
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    CHECK_EQ(count(HV_JA_FINISHED), 1);
+}
+
+/* A worker killed by the head, or one that was removed, never makes a job succeed. (horovod
+ * #3852: a job declared a success after one of its workers was deleted.) */
+static void case_killed_never_success(void) {
+    job(1, 2, 1, 2, 3);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[1], "rank 1 on b was lost: node b is dead", now, &O);
+    CHECK_EQ(J.generation, 2);
+    join(0, 1);
+    CHECK_EQ(J.size, 1);
+    finish(0);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED); /* the final round had one member, who finished */
+    CHECK_EQ(W[1].state, HV_WK_LOST);
+}
+
+static void case_max_resets(void) {
+    job(1, 2, 1, 4, 1);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    /* g2: a node added (reset 1) */
+    size_t n = place(NODE_B, 2);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    join(n, 0);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.resets, 1);
+    CHECK(find(HV_JA_PUSH) != NULL && find(HV_JA_PUSH)->failure == 0);
+    join_all();
+    CHECK_EQ(J.size, 4);
+    /* g3 would be reset 2: with --max-resets 1 the job fails instead */
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK_STR(J.reason, "reset 2 was needed (drain: node a: preemption notice) but --max-resets "
+                        "is 1");
+}
+
+/* Elastic Horovod: A(2), -np 2 --min-np 2 --max-np 4; B(2) joins after e0; A drained after e1 ->
+ * g1 size 2, g2 size 4 (added), g3 size 2 (removed), rank 0 on B, no rollback. */
+static void case_grow_then_drain(void) {
+    job(1, 2, 2, 4, 5);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    CHECK_EQ(J.size, 2);
+    CHECK_EQ(hv_jm_wants(&J), 2);
+    size_t n = place(NODE_B, 2);
+    CHECK_EQ(hv_jm_wants(&J), 0);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    hv_jm_out_reset(&O);
+    join(n, 0);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.round_rollback, 0);
+    join(n + 1, 0);
+    CHECK_EQ(count(HV_JA_ROUND), 0); /* the members re-join at their next check */
+    join(0, 1);
+    join(1, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.size, 4);
+    CHECK(rank0() == &W[0]);
+    CHECK_EQ(W[n].rank, 2);
+    CHECK_EQ(W[n].joined_gen, 2);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->failure == 0 && p->nremoved == 2);
+    CHECK_EQ(killed(&W[0]), 0); /* drained members leave at their next commit */
+    hv_jm_out_reset(&O);
+    join(0, 2);
+    const hv_jm_action_t *a = answer_of(&W[0]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
+    join(n, 2);
+    join(n + 1, 2);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.generation, 3);
+    CHECK_EQ(J.size, 2);
+    CHECK(rank0() == &W[n]); /* rank 0 on B */
+    CHECK_EQ(J.round_rollback, 0);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], 0, 0, "rank 0 on a exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on a exited with status 0", now, &O);
+    CHECK_EQ(W[0].state, HV_WK_LEFT);
+    CHECK(find_event("worker.left") != NULL);
+    CHECK(find_event("worker.fail") == NULL);
+    finish(n);
+    finish(n + 1);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+    CHECK_EQ(J.resets, 2);
+}
+
+/* A(8) and B(4), -np 12 --min-np 8 --max-np 12; drain A: the job waits (no deadlock, horovod
+ * #3494); C joins with 12 slots before the elastic timeout: a round of 12, rank 0 on B. */
+static void case_drain_below_min_waits_for_capacity(void) {
+    job(1, 12, 8, 12, 5);
+    place(NODE_A, 8);
+    place(NODE_B, 4);
+    start_all();
+    join_all();
+    CHECK_EQ(J.size, 12);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    for (size_t i = 0; i < 8; i++) {
+        join(i, 1); /* answered: removed */
+        hv_jm_exited(&J, &W[i], 0, 0, "left", now, &O);
+    }
+    for (size_t i = 8; i < 12; i++) {
+        join(i, 1);
+    }
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    now += 120000; /* past the rendezvous deadline: still below min-np, so it waits */
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(hv_jm_wants(&J), 8);
+    size_t n = place(NODE_C, 8);
+    for (size_t i = n; i < n + 8; i++) {
+        hv_jm_started(&J, &W[i], now, &O);
+    }
+    for (size_t i = n; i < n + 7; i++) {
+        join(i, 0);
+    }
+    CHECK_EQ(count(HV_JA_ROUND), 0); /* 11 joined: the 12th is on its way */
+    join(n + 7, 0);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.size, 12);
+    CHECK_EQ(W[8].rank, 0); /* rank 0 on B */
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+}
+
+static void case_below_min_times_out(void) {
+    job(1, 4, 3, 4, 5);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    join(2, 1);
+    join(3, 1);
+    now += 599000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    now += 2000;
+    hv_jm_out_reset(&O);
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "--min-np is 3") != NULL);
+    CHECK(strstr(J.reason, "elastic timeout (600 s)") != NULL);
+    const hv_jm_action_t *a = find(HV_JA_ENDED);
+    CHECK(a != NULL);
+}
+
+/* Stragglers: a member that does not re-join by the deadline is left out (and stopped) when the
+ * others are at least min-np. */
+static void case_straggler_left_out(void) {
+    job(1, 3, 2, 3, 5);
+    place(NODE_A, 3);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    join(0, 1); /* opens g2 on its own: data-plane failure */
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.round_rollback, 1);
+    join(1, 1);
+    now += 31000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.size, 2);
+    CHECK_EQ(W[2].removed, 1);
+    CHECK(killed(&W[2]));
+    hv_jm_out_reset(&O);
+    join(2, 1); /* the straggler comes back: it is not part of the job any more */
+    const hv_jm_action_t *a = answer_of(&W[2]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
+}
+
+/* The head restarted after closing a round but before the replies reached the workers: they
+ * re-join with the previous generation and get the same assignment. */
+static void case_resend_lost_reply(void) {
+    job(1, 2, 1, 2, 5);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    join(1, 0);
+    const hv_jm_action_t *a = answer_of(&W[1]);
+    CHECK(a != NULL && a->kind == HV_JA_RESEND);
+    CHECK_EQ(J.generation, 1);
+    CHECK_EQ(J.round_open, 0);
+}
+
+static void case_join_refusals(void) {
+    job(1, 2, 1, 2, 5);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    finish(0);
+    hv_jm_out_reset(&O);
+    join(0, 1);
+    const hv_jm_action_t *a = answer_of(&W[0]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REFUSED && a->rc == HV_ENOTFOUND);
+    CHECK_RC(hv_jm_done(&J, &W[1], 5, now, &O), HV_ESTATE); /* a stale generation */
+    hv_jm_end(&J, HV_JOB_CANCELLED, "cancelled by the user", &O);
+    hv_jm_out_reset(&O);
+    join(1, 1);
+    a = answer_of(&W[1]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REFUSED && a->rc == HV_ESTATE);
+    CHECK(strstr(a->text, "cancelled by the user") != NULL);
+}
+
+/* An elastic worker that exits 0 without Done failed; it is struck like any failure. */
+static void case_elastic_exit0_without_done(void) {
+    job(1, 2, 1, 2, 5);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O);
+    CHECK(find(HV_JA_STRIKE) != NULL);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.round_rollback, 1);
+    CHECK(strstr(J.round_reason, "without reporting Done") != NULL);
+}
+
+/* Newcomers alone cannot form a round after the first: somebody must hold the state. */
+static void case_newcomers_need_a_survivor(void) {
+    job(1, 1, 1, 3, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    size_t n = place(NODE_B, 2);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    hv_jm_out_reset(&O);
+    join(n, 0);
+    join(n + 1, 0);
+    CHECK_EQ(count(HV_JA_ROUND), 0); /* the member has not re-joined yet */
+    now += 31000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    join(0, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.size, 3);
+    CHECK(rank0() == &W[0]);
+}
+
+static void case_names(void) {
+    hv_job_state_t js;
+    hv_wk_state_t ws;
+    for (int i = 0; i < HV_JOB__COUNT; i++) {
+        CHECK_RC(hv_job_state_parse(hv_job_state_name((hv_job_state_t)i), &js), HV_OK);
+        CHECK_EQ(js, i);
+    }
+    for (int i = 0; i < HV_WK__COUNT; i++) {
+        CHECK_RC(hv_wk_state_parse(hv_wk_state_name((hv_wk_state_t)i), &ws), HV_OK);
+        CHECK_EQ(ws, i);
+    }
+    CHECK_RC(hv_wk_state_parse("pending", &ws), HV_OK);
+    CHECK_EQ(ws, HV_WK_STARTING);
+    CHECK_RC(hv_job_state_parse("bogus", &js), HV_EINVAL);
+    CHECK_EQ(hv_job_state_terminal(HV_JOB_CANCELLED), 1);
+    CHECK_EQ(hv_job_state_terminal(HV_JOB_RUNNING), 0);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"fixed_success", case_fixed_success},
+        {"fixed_failure", case_fixed_failure},
+        {"fixed_exit0_without_done", case_fixed_exit0_without_done},
+        {"fixed_plain_program", case_fixed_plain_program},
+        {"fixed_rendezvous_timeout", case_fixed_rendezvous_timeout},
+        {"fixed_rejoin_refused", case_fixed_rejoin_refused},
+        {"failure_blacklists_node", case_failure_blacklists_node},
+        {"all_fail", case_all_fail},
+        {"killed_never_success", case_killed_never_success},
+        {"max_resets", case_max_resets},
+        {"grow_then_drain", case_grow_then_drain},
+        {"drain_below_min_waits_for_capacity", case_drain_below_min_waits_for_capacity},
+        {"below_min_times_out", case_below_min_times_out},
+        {"straggler_left_out", case_straggler_left_out},
+        {"resend_lost_reply", case_resend_lost_reply},
+        {"join_refusals", case_join_refusals},
+        {"elastic_exit0_without_done", case_elastic_exit0_without_done},
+        {"newcomers_need_a_survivor", case_newcomers_need_a_survivor},
+        {"names", case_names},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
+}

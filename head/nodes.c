@@ -1,0 +1,72 @@
+/* nodes: see nodes.h. */
+#include "nodes.h"
+
+#include <string.h>
+
+static const char *const node_names[HV_NODE__COUNT] = {"alive", "draining", "dead"};
+
+hv_node_state_t hv_node_next(hv_node_state_t st, hv_node_event_t ev) {
+    switch (ev) {
+    case HV_NODE_EV_JOIN_NEW:
+        return HV_NODE_ALIVE;
+    case HV_NODE_EV_REATTACH:
+        return st == HV_NODE_DEAD ? HV_NODE_ALIVE : st;
+    case HV_NODE_EV_DRAIN:
+        return st == HV_NODE_DEAD ? HV_NODE_DEAD : HV_NODE_DRAINING;
+    case HV_NODE_EV_UNDRAIN:
+        return st == HV_NODE_DRAINING ? HV_NODE_ALIVE : st;
+    case HV_NODE_EV_EXPIRED:
+        return HV_NODE_DEAD;
+    }
+    return st;
+}
+
+const char *hv_node_state_name(hv_node_state_t st) {
+    return st < HV_NODE__COUNT ? node_names[st] : "?";
+}
+
+hv_err hv_node_state_parse(const char *s, hv_node_state_t *out) {
+    for (int i = 0; s != NULL && i < HV_NODE__COUNT; i++) {
+        if (strcmp(s, node_names[i]) == 0) {
+            *out = (hv_node_state_t)i;
+            return HV_OK;
+        }
+    }
+    return HV_EINVAL;
+}
+
+void hv_lease_renew(hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms) {
+    l->deadline_ms = now_ms + lease_ms;
+}
+
+int hv_lease_expired(const hv_lease_t *l, uint64_t now_ms) { return now_ms > l->deadline_ms; }
+
+uint64_t hv_lease_silent_ms(const hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms) {
+    uint64_t since = l->deadline_ms >= lease_ms ? l->deadline_ms - lease_ms : 0;
+    return now_ms > since ? now_ms - since : 0;
+}
+
+void hv_node_claim(hv_node_acct_t *a, int gpu) {
+    a->slots_used++;
+    if (gpu >= 0 && gpu < 64) {
+        a->gpus_used_mask |= 1ull << gpu;
+    }
+}
+
+void hv_node_release(hv_node_acct_t *a, int gpu) {
+    if (a->slots_used > 0) {
+        a->slots_used--;
+    }
+    if (gpu >= 0 && gpu < 64) {
+        a->gpus_used_mask &= ~(1ull << gpu);
+    }
+}
+
+void hv_node_reset(hv_node_acct_t *a) {
+    a->slots_used = 0;
+    a->gpus_used_mask = 0;
+}
+
+int hv_node_takes_work(hv_node_state_t st, int has_session) {
+    return st == HV_NODE_ALIVE && has_session;
+}

@@ -1,0 +1,69 @@
+/*
+ * nodes: the pure rules for one node of the cluster: its state (alive, draining, dead) and the
+ * events that move it, its lease (renewed by every message of its agent, expired after
+ * lease_ms of silence), and its slot and GPU accounting. No I/O, no clock (the time is passed
+ * in), no allocation. The head's driver keeps one hv_node_acct_t and hv_lease_t per node and
+ * asks these functions; the table of nodes, sessions and the store stay with the driver.
+ */
+#ifndef HV_HEAD_NODES_H
+#define HV_HEAD_NODES_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+typedef enum hv_node_state {
+    HV_NODE_ALIVE = 0,    /* takes work */
+    HV_NODE_DRAINING = 1, /* takes no new work; elastic jobs move off it */
+    HV_NODE_DEAD = 2,     /* its lease ran out or its agent was replaced */
+    HV_NODE__COUNT
+} hv_node_state_t;
+
+typedef enum hv_node_event {
+    HV_NODE_EV_JOIN_NEW = 0, /* an agent joined with a new incarnation (first time or restart) */
+    HV_NODE_EV_REATTACH = 1, /* the same agent opened a session again */
+    HV_NODE_EV_DRAIN = 2,    /* a preemption notice, hvagent drain or hvctl drain */
+    HV_NODE_EV_UNDRAIN = 3,  /* hvctl undrain */
+    HV_NODE_EV_EXPIRED = 4,  /* the lease ran out */
+} hv_node_event_t;
+
+/* The state after ev in state st. A draining node stays draining when its agent re-attaches
+ * (the notice still holds) but a new agent process starts alive; a dead node is back when its
+ * agent re-attaches; undrain only affects a draining node. */
+hv_node_state_t hv_node_next(hv_node_state_t st, hv_node_event_t ev);
+
+/* "alive", "draining", "dead" (the store's and the wire's words). */
+const char *hv_node_state_name(hv_node_state_t st);
+/* HV_EINVAL for an unknown word. */
+hv_err hv_node_state_parse(const char *s, hv_node_state_t *out);
+
+/* A lease: deadline on the caller's monotonic clock. */
+typedef struct hv_lease_s {
+    uint64_t deadline_ms;
+} hv_lease_t;
+
+void hv_lease_renew(hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms);
+/* 1 when now is past the deadline. */
+int hv_lease_expired(const hv_lease_t *l, uint64_t now_ms);
+/* How long the node has been silent at now (lease_ms + overdue time), for messages. */
+uint64_t hv_lease_silent_ms(const hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms);
+
+/* Slots and GPUs of a node. */
+typedef struct hv_node_acct_s {
+    uint32_t slots;          /* offered */
+    uint32_t gpus;           /* present (at most 64 are tracked) */
+    uint32_t slots_used;     /* taken by live workers */
+    uint64_t gpus_used_mask; /* bit i: GPU i given to a live worker */
+} hv_node_acct_t;
+
+/* Takes one slot (and GPU gpu when gpu >= 0). */
+void hv_node_claim(hv_node_acct_t *a, int gpu);
+/* Gives one back; never goes below zero. */
+void hv_node_release(hv_node_acct_t *a, int gpu);
+/* Forgets every claim (the node died: its workers are gone). */
+void hv_node_reset(hv_node_acct_t *a);
+
+/* 1 when the node may be given new work: alive (not draining or dead) with a live session. */
+int hv_node_takes_work(hv_node_state_t st, int has_session);
+
+#endif

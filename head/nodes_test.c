@@ -1,0 +1,85 @@
+/*
+ * nodes_test: the node state table (every state x event), lease expiry and silence, slot and
+ * GPU accounting, and which nodes take work. `nodes_test <case>` runs one case.
+ */
+#include "nodes.h"
+#include "hv_check.h"
+
+#define A HV_NODE_ALIVE
+#define D HV_NODE_DRAINING
+#define X HV_NODE_DEAD
+
+static void case_transitions(void) {
+    /* rows: state; columns: JOIN_NEW, REATTACH, DRAIN, UNDRAIN, EXPIRED */
+    static const hv_node_state_t want[3][5] = {
+        /* alive    */ {A, A, D, A, X},
+        /* draining */ {A, D, D, A, X},
+        /* dead     */ {A, A, X, X, X},
+    };
+    for (int s = 0; s < 3; s++) {
+        for (int e = 0; e < 5; e++) {
+            hv_node_state_t got = hv_node_next((hv_node_state_t)s, (hv_node_event_t)e);
+            if (got != want[s][e]) {
+                fprintf(stderr, "state %s event %d: got %s want %s\n",
+                        hv_node_state_name((hv_node_state_t)s), e, hv_node_state_name(got),
+                        hv_node_state_name(want[s][e]));
+                hv_check_failures++;
+            }
+        }
+    }
+}
+
+static void case_names(void) {
+    hv_node_state_t st;
+    for (int s = 0; s < HV_NODE__COUNT; s++) {
+        CHECK_RC(hv_node_state_parse(hv_node_state_name((hv_node_state_t)s), &st), HV_OK);
+        CHECK_EQ(st, s);
+    }
+    CHECK_RC(hv_node_state_parse("gone", &st), HV_EINVAL);
+    CHECK_RC(hv_node_state_parse(NULL, &st), HV_EINVAL);
+}
+
+static void case_lease(void) {
+    hv_lease_t l;
+    hv_lease_renew(&l, 1000, 2000);
+    CHECK_EQ(hv_lease_expired(&l, 3000), 0);
+    CHECK_EQ(hv_lease_expired(&l, 3001), 1);
+    CHECK_EQ(hv_lease_silent_ms(&l, 3500, 2000), 2500);
+    hv_lease_renew(&l, 3400, 2000);
+    CHECK_EQ(hv_lease_expired(&l, 3500), 0);
+}
+
+static void case_accounting(void) {
+    hv_node_acct_t a = {.slots = 4, .gpus = 2};
+    hv_node_claim(&a, 1);
+    hv_node_claim(&a, -1);
+    CHECK_EQ(a.slots_used, 2);
+    CHECK_EQ(a.gpus_used_mask, 2);
+    hv_node_release(&a, 1);
+    CHECK_EQ(a.slots_used, 1);
+    CHECK_EQ(a.gpus_used_mask, 0);
+    hv_node_release(&a, -1);
+    hv_node_release(&a, -1); /* one too many: stays at zero */
+    CHECK_EQ(a.slots_used, 0);
+    hv_node_claim(&a, 70); /* beyond the tracked GPUs: a slot, no bit */
+    CHECK_EQ(a.gpus_used_mask, 0);
+    hv_node_claim(&a, 0);
+    hv_node_reset(&a);
+    CHECK_EQ(a.slots_used, 0);
+    CHECK_EQ(a.gpus_used_mask, 0);
+}
+
+static void case_takes_work(void) {
+    CHECK_EQ(hv_node_takes_work(A, 1), 1);
+    CHECK_EQ(hv_node_takes_work(A, 0), 0);
+    CHECK_EQ(hv_node_takes_work(D, 1), 0);
+    CHECK_EQ(hv_node_takes_work(X, 1), 0);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"transitions", case_transitions}, {"names", case_names},           {"lease", case_lease},
+        {"accounting", case_accounting},   {"takes_work", case_takes_work},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}
