@@ -38,7 +38,7 @@ void head_event(head_t *h, uint64_t job_id, uint64_t node_id, const char *kind, 
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     uint64_t seq = 0;
-    hv_err rc = hv_store_event_append(h->store, job_id, node_id, kind, msg, &seq);
+    hv_err rc = hv_store_event_append(h->store, job_id, node_id, kind, msg, NULL, &seq);
     if (rc != HV_OK) {
         head_store_failed(h, rc, "append event");
     }

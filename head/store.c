@@ -115,8 +115,74 @@ static const char store_v2_sql[] =
     "ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE workers ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;";
 
+/* v3: elastic jobs. Jobs get their elastic settings and the state of their newest round; workers
+ * their membership (first and last round, rank, Done, removed, data-plane address) and the state
+ * 'left' (a CHECK constraint cannot be altered in place, so the table is rebuilt with its ids and
+ * its AUTOINCREMENT counter); the blacklist is keyed by (job, node id) instead of a host name
+ * (it had no writer before); events get structured data (JSON). */
+static const char store_v3_sql[] =
+    "ALTER TABLE jobs ADD COLUMN elastic INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN check_every INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN elastic_timeout_s INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN rdzv_timeout_s INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cooldown_min_s INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cooldown_max_s INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN max_strikes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN slots_per_host INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN size INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cross_size INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_open INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_rollback INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN round_opened_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_deadline_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_fail_at_ms INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE workers_v3 ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    " rank INTEGER NOT NULL DEFAULT 0,"
+    " attempt INTEGER NOT NULL DEFAULT 0,"
+    " node_id INTEGER NOT NULL DEFAULT 0,"
+    " local_rank INTEGER NOT NULL DEFAULT 0,"
+    " local_size INTEGER NOT NULL DEFAULT 0,"
+    " gpu INTEGER NOT NULL DEFAULT -1,"
+    " state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN"
+    "  ('pending','starting','running','exited','lost','killed','left')),"
+    " pid INTEGER NOT NULL DEFAULT 0,"
+    " exit_code INTEGER NOT NULL DEFAULT 0,"
+    " term_signal INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT NOT NULL DEFAULT '',"
+    " started_ms INTEGER NOT NULL DEFAULT 0,"
+    " ended_ms INTEGER NOT NULL DEFAULT 0,"
+    " generation INTEGER NOT NULL DEFAULT 0,"
+    " member_gen INTEGER NOT NULL DEFAULT 0,"
+    " joined_gen INTEGER NOT NULL DEFAULT 0,"
+    " cross_rank INTEGER NOT NULL DEFAULT 0,"
+    " done INTEGER NOT NULL DEFAULT 0,"
+    " removed INTEGER NOT NULL DEFAULT 0,"
+    " addr TEXT NOT NULL DEFAULT '');"
+    "INSERT INTO workers_v3 (id, job_id, rank, attempt, node_id, local_rank, local_size, gpu,"
+    " state, pid, exit_code, term_signal, reason, started_ms, ended_ms, generation)"
+    " SELECT id, job_id, rank, attempt, node_id, local_rank, local_size, gpu, state, pid,"
+    " exit_code, term_signal, reason, started_ms, ended_ms, generation FROM workers;"
+    "UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence"
+    " WHERE name = 'workers'), 0)) WHERE name = 'workers_v3';"
+    "DROP TABLE workers;"
+    "ALTER TABLE workers_v3 RENAME TO workers;"
+    "CREATE INDEX workers_job ON workers(job_id, rank, attempt);"
+    "DROP TABLE blacklist;"
+    "CREATE TABLE blacklist ("
+    " job_id INTEGER NOT NULL,"
+    " node_id INTEGER NOT NULL,"
+    " strikes INTEGER NOT NULL DEFAULT 0,"
+    " until_ms INTEGER NOT NULL DEFAULT 0,"
+    " permanent INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT NOT NULL DEFAULT '',"
+    " PRIMARY KEY (job_id, node_id));"
+    "ALTER TABLE events ADD COLUMN data TEXT NOT NULL DEFAULT '';";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
-static const char *const store_migrations[] = {store_v1_sql, store_v2_sql};
+static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -161,13 +227,17 @@ enum {
     " incarnation, registered_ms, last_seen_ms"
 #define JOB_COLS                                                                                   \
     "id, name, state, reason, spec, np, min_np, max_np, max_resets, timeout_s, resets,"            \
-    " generation, submitted_ms, started_ms, ended_ms"
+    " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
+    " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
+    " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
+    " round_fail_at_ms"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
-    " exit_code, term_signal, state, reason, started_ms, ended_ms"
-#define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message"
+    " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
+    " cross_rank, done, removed, addr"
+#define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message, data"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
-#define BLACKLIST_COLS "node_name, reason, strikes, until_ms"
+#define BLACKLIST_COLS "job_id, node_id, reason, strikes, until_ms, permanent"
 #define INSTANCE_COLS "id, provider, state, node_name, price_milli, created_ms, ended_ms"
 #define WORKER_ACTIVE "state IN ('pending','starting','running')"
 
@@ -190,32 +260,45 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_NODE_LIST] = "SELECT " NODE_COLS " FROM nodes ORDER BY id",
     [ST_JOB_INSERT] = "INSERT INTO jobs (name, state, reason, spec, np, min_np, max_np,"
                       " max_resets, timeout_s, resets, generation, submitted_ms, started_ms,"
-                      " ended_ms)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                      " ended_ms, elastic, check_every, elastic_timeout_s, rdzv_timeout_s,"
+                      " cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"
+                      " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
+                      " round_deadline_ms, round_fail_at_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
+                      " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
+                      " ?31)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
-                      " ended_ms = ?14 WHERE id = ?15",
+                      " ended_ms = ?14, elastic = ?16, check_every = ?17,"
+                      " elastic_timeout_s = ?18, rdzv_timeout_s = ?19, cooldown_min_s = ?20,"
+                      " cooldown_max_s = ?21, max_strikes = ?22, slots_per_host = ?23,"
+                      " size = ?24, cross_size = ?25, round_open = ?26, round_rollback = ?27,"
+                      " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
+                      " round_fail_at_ms = ?31 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
                     " WHERE ?1 = 0 OR state IN ('pending','placing','running')"
                     " ORDER BY id DESC LIMIT ?2",
     [ST_WORKER_INSERT] = "INSERT INTO workers (job_id, node_id, rank, attempt, local_rank,"
                          " local_size, generation, gpu, pid, exit_code, term_signal, state,"
-                         " reason, started_ms, ended_ms)"
+                         " reason, started_ms, ended_ms, member_gen, joined_gen, cross_rank,"
+                         " done, removed, addr)"
                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-                         " ?15)",
+                         " ?15, ?17, ?18, ?19, ?20, ?21, ?22)",
     [ST_WORKER_UPDATE] = "UPDATE workers SET job_id = ?1, node_id = ?2, rank = ?3,"
                          " attempt = ?4, local_rank = ?5, local_size = ?6, generation = ?7,"
                          " gpu = ?8, pid = ?9, exit_code = ?10, term_signal = ?11, state = ?12,"
-                         " reason = ?13, started_ms = ?14, ended_ms = ?15 WHERE id = ?16",
+                         " reason = ?13, started_ms = ?14, ended_ms = ?15, member_gen = ?17,"
+                         " joined_gen = ?18, cross_rank = ?19, done = ?20, removed = ?21,"
+                         " addr = ?22 WHERE id = ?16",
     [ST_WORKER_GET] = "SELECT " WORKER_COLS " FROM workers WHERE id = ?1",
     [ST_WORKER_LIST_ALL] = "SELECT " WORKER_COLS " FROM workers WHERE ?1 = 0 OR " WORKER_ACTIVE
                            " ORDER BY job_id, rank, attempt",
     [ST_WORKER_LIST_JOB] = "SELECT " WORKER_COLS " FROM workers WHERE job_id = ?2"
                            " AND (?1 = 0 OR " WORKER_ACTIVE ") ORDER BY job_id, rank, attempt",
-    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message, data)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     /* The inner query picks the newest `limit` events, the outer one puts them back in order. */
     [ST_EVENT_LIST_ALL] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
                           " WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
@@ -226,10 +309,11 @@ static const char *const store_sql[ST__COUNT] = {
                         " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
     [ST_ARTIFACT_TOUCH] = "UPDATE artifacts SET last_used_ms = ?2 WHERE digest = ?1",
-    [ST_BLACKLIST_PUT] = "INSERT OR REPLACE INTO blacklist (node_name, reason, strikes,"
-                         " until_ms) VALUES (?1, ?2, ?3, ?4)",
-    [ST_BLACKLIST_LIST] = "SELECT " BLACKLIST_COLS " FROM blacklist ORDER BY node_name",
-    [ST_BLACKLIST_REMOVE] = "DELETE FROM blacklist WHERE node_name = ?1",
+    [ST_BLACKLIST_PUT] = "INSERT OR REPLACE INTO blacklist (job_id, node_id, reason, strikes,"
+                         " until_ms, permanent) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_BLACKLIST_LIST] = "SELECT " BLACKLIST_COLS " FROM blacklist WHERE ?1 = 0 OR job_id = ?1"
+                          " ORDER BY job_id, node_id",
+    [ST_BLACKLIST_REMOVE] = "DELETE FROM blacklist WHERE job_id = ?1 AND node_id = ?2",
     [ST_INSTANCE_PUT] = "INSERT OR REPLACE INTO instances (id, provider, state, node_name,"
                         " price_milli, created_ms, ended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_INSTANCE_GET] = "SELECT " INSTANCE_COLS " FROM instances WHERE id = ?1",
@@ -1002,6 +1086,7 @@ void hv_store_job_fini(hv_job_row_t *row) {
     hv_free(row->state);
     hv_free(row->reason);
     hv_free(row->spec);
+    hv_free(row->round_reason);
     memset(row, 0, sizeof(*row));
 }
 
@@ -1041,13 +1126,32 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->submitted_ms = col_u64(st, 12);
     r->started_ms = col_u64(st, 13);
     r->ended_ms = col_u64(st, 14);
+    r->elastic = col_int(st, 15);
+    r->check_every = col_u32(st, 16);
+    r->elastic_timeout_s = col_u32(st, 17);
+    r->rdzv_timeout_s = col_u32(st, 18);
+    r->cooldown_min_s = col_u32(st, 19);
+    r->cooldown_max_s = col_u32(st, 20);
+    r->max_strikes = col_u32(st, 21);
+    r->slots_per_host = col_u32(st, 22);
+    r->size = col_u32(st, 23);
+    r->cross_size = col_u32(st, 24);
+    r->round_open = col_int(st, 25);
+    r->round_rollback = col_int(st, 26);
+    if (col_text(st, 27, &r->round_reason) != HV_OK) {
+        goto fail;
+    }
+    r->round_opened_ms = col_u64(st, 28);
+    r->round_deadline_ms = col_u64(st, 29);
+    r->round_fail_at_ms = col_u64(st, 30);
     return HV_OK;
 fail:
     hv_store_job_fini(r);
     return HV_ENOMEM;
 }
 
-/* Binds ?1..?14 in the order of ST_JOB_INSERT; ST_JOB_UPDATE leaves ?4 (spec) out. */
+/* Binds ?1..?14 and ?16..?31 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
+ * out. */
 static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_text(b, 1, row->name);
     bind_text(b, 2, row->state != NULL ? row->state : "pending");
@@ -1065,6 +1169,22 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 12, row->submitted_ms);
     bind_u64(b, 13, row->started_ms);
     bind_u64(b, 14, row->ended_ms);
+    bind_int(b, 16, row->elastic != 0);
+    bind_u64(b, 17, row->check_every);
+    bind_u64(b, 18, row->elastic_timeout_s);
+    bind_u64(b, 19, row->rdzv_timeout_s);
+    bind_u64(b, 20, row->cooldown_min_s);
+    bind_u64(b, 21, row->cooldown_max_s);
+    bind_u64(b, 22, row->max_strikes);
+    bind_u64(b, 23, row->slots_per_host);
+    bind_u64(b, 24, row->size);
+    bind_u64(b, 25, row->cross_size);
+    bind_int(b, 26, row->round_open != 0);
+    bind_int(b, 27, row->round_rollback != 0);
+    bind_text(b, 28, row->round_reason);
+    bind_u64(b, 29, row->round_opened_ms);
+    bind_u64(b, 30, row->round_deadline_ms);
+    bind_u64(b, 31, row->round_fail_at_ms);
 }
 
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
@@ -1166,6 +1286,7 @@ void hv_store_worker_fini(hv_worker_row_t *row) {
     }
     hv_free(row->state);
     hv_free(row->reason);
+    hv_free(row->addr);
     memset(row, 0, sizeof(*row));
 }
 
@@ -1199,10 +1320,19 @@ static hv_err worker_read(sqlite3_stmt *st, void *vrow) {
     }
     r->started_ms = col_u64(st, 14);
     r->ended_ms = col_u64(st, 15);
+    r->member_gen = col_u32(st, 16);
+    r->joined_gen = col_u32(st, 17);
+    r->cross_rank = col_u32(st, 18);
+    r->done = col_int(st, 19);
+    r->removed = col_int(st, 20);
+    if (col_text(st, 21, &r->addr) != HV_OK) {
+        hv_store_worker_fini(r);
+        return HV_ENOMEM;
+    }
     return HV_OK;
 }
 
-/* Binds ?1..?15 in the order of ST_WORKER_INSERT (and ST_WORKER_UPDATE). */
+/* Binds ?1..?15 and ?17..?22 (?16 is the id of an update). */
 static void worker_bind(store_bind_t *b, const hv_worker_row_t *row) {
     bind_u64(b, 1, row->job_id);
     bind_u64(b, 2, row->node_id);
@@ -1219,6 +1349,12 @@ static void worker_bind(store_bind_t *b, const hv_worker_row_t *row) {
     bind_text(b, 13, row->reason);
     bind_u64(b, 14, row->started_ms);
     bind_u64(b, 15, row->ended_ms);
+    bind_u64(b, 17, row->member_gen);
+    bind_u64(b, 18, row->joined_gen);
+    bind_u64(b, 19, row->cross_rank);
+    bind_int(b, 20, row->done != 0);
+    bind_int(b, 21, row->removed != 0);
+    bind_text(b, 22, row->addr);
 }
 
 hv_err hv_store_worker_insert(hv_store_t *s, hv_worker_row_t *row) {
@@ -1322,6 +1458,7 @@ void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
     for (size_t i = 0; rows != NULL && i < n; i++) {
         hv_free(rows[i].kind);
         hv_free(rows[i].message);
+        hv_free(rows[i].data);
     }
     hv_free(rows);
 }
@@ -1330,6 +1467,7 @@ static void event_fini_v(void *vrow) {
     hv_event_row_t *r = vrow;
     hv_free(r->kind);
     hv_free(r->message);
+    hv_free(r->data);
     memset(r, 0, sizeof(*r));
 }
 
@@ -1340,7 +1478,8 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
     r->time_ms = col_u64(st, 1);
     r->job_id = col_u64(st, 2);
     r->node_id = col_u64(st, 3);
-    if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK) {
+    if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK ||
+        col_text(st, 6, &r->data) != HV_OK) {
         event_fini_v(r);
         return HV_ENOMEM;
     }
@@ -1348,7 +1487,7 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
 }
 
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
-                             const char *message, uint64_t *seq_out) {
+                             const char *message, const char *data, uint64_t *seq_out) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
     if ((rc = store_stmt(s, ST_EVENT_APPEND, &st)) != HV_OK) {
@@ -1360,6 +1499,7 @@ hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, c
     bind_u64(&b, 3, node_id);
     bind_text(&b, 4, kind);
     bind_text(&b, 5, message);
+    bind_text(&b, 6, data);
     if ((rc = store_bind_check(s, &b, "event append")) != HV_OK ||
         (rc = store_exec_stmt(s, st, "event append")) != HV_OK) {
         goto out;
@@ -1494,7 +1634,6 @@ out:
 
 void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n) {
     for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_free(rows[i].node_name);
         hv_free(rows[i].reason);
     }
     hv_free(rows);
@@ -1502,7 +1641,6 @@ void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n) {
 
 static void blacklist_fini_v(void *vrow) {
     hv_blacklist_row_t *r = vrow;
-    hv_free(r->node_name);
     hv_free(r->reason);
     memset(r, 0, sizeof(*r));
 }
@@ -1510,30 +1648,35 @@ static void blacklist_fini_v(void *vrow) {
 static hv_err blacklist_read(sqlite3_stmt *st, void *vrow) {
     hv_blacklist_row_t *r = vrow;
     memset(r, 0, sizeof(*r));
-    if (col_text(st, 0, &r->node_name) != HV_OK || col_text(st, 1, &r->reason) != HV_OK) {
+    r->job_id = col_u64(st, 0);
+    r->node_id = col_u64(st, 1);
+    if (col_text(st, 2, &r->reason) != HV_OK) {
         blacklist_fini_v(r);
         return HV_ENOMEM;
     }
-    r->strikes = col_u32(st, 2);
-    r->until_ms = col_u64(st, 3);
+    r->strikes = col_u32(st, 3);
+    r->until_ms = col_u64(st, 4);
+    r->permanent = col_int(st, 5);
     return HV_OK;
 }
 
 hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
-    if (row == NULL || row->node_name == NULL || row->node_name[0] == '\0') {
-        store_set_err(s, "blacklist put: an entry needs a node name");
+    if (row == NULL || row->job_id == 0 || row->node_id == 0) {
+        store_set_err(s, "blacklist put: an entry needs a job id and a node id");
         return HV_EINVAL;
     }
     if ((rc = store_stmt(s, ST_BLACKLIST_PUT, &st)) != HV_OK) {
         return rc;
     }
     store_bind_t b = {st, SQLITE_OK};
-    bind_text(&b, 1, row->node_name);
-    bind_text(&b, 2, row->reason);
-    bind_u64(&b, 3, row->strikes);
-    bind_u64(&b, 4, row->until_ms);
+    bind_u64(&b, 1, row->job_id);
+    bind_u64(&b, 2, row->node_id);
+    bind_text(&b, 3, row->reason);
+    bind_u64(&b, 4, row->strikes);
+    bind_u64(&b, 5, row->until_ms);
+    bind_int(&b, 6, row->permanent != 0);
     if ((rc = store_bind_check(s, &b, "blacklist put")) == HV_OK) {
         rc = store_exec_stmt(s, st, "blacklist put");
     }
@@ -1541,15 +1684,20 @@ hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row) {
     return rc;
 }
 
-hv_err hv_store_blacklist_list(hv_store_t *s, hv_blacklist_row_t **out, size_t *n) {
+hv_err hv_store_blacklist_list(hv_store_t *s, uint64_t job_id, hv_blacklist_row_t **out,
+                               size_t *n) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
     void *rows = NULL;
     if ((rc = store_stmt(s, ST_BLACKLIST_LIST, &st)) != HV_OK) {
         return rc;
     }
-    rc = store_collect(s, st, sizeof(hv_blacklist_row_t), blacklist_read, blacklist_fini_v,
-                       "blacklist list", &rows, n);
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, job_id);
+    if ((rc = store_bind_check(s, &b, "blacklist list")) == HV_OK) {
+        rc = store_collect(s, st, sizeof(hv_blacklist_row_t), blacklist_read, blacklist_fini_v,
+                           "blacklist list", &rows, n);
+    }
     if (rc == HV_OK) {
         *out = rows;
     }
@@ -1557,21 +1705,22 @@ hv_err hv_store_blacklist_list(hv_store_t *s, hv_blacklist_row_t **out, size_t *
     return rc;
 }
 
-hv_err hv_store_blacklist_remove(hv_store_t *s, const char *node_name) {
+hv_err hv_store_blacklist_remove(hv_store_t *s, uint64_t job_id, uint64_t node_id) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
     if ((rc = store_stmt(s, ST_BLACKLIST_REMOVE, &st)) != HV_OK) {
         return rc;
     }
     store_bind_t b = {st, SQLITE_OK};
-    bind_text(&b, 1, node_name);
+    bind_u64(&b, 1, job_id);
+    bind_u64(&b, 2, node_id);
     if ((rc = store_bind_check(s, &b, "blacklist remove")) != HV_OK ||
         (rc = store_exec_stmt(s, st, "blacklist remove")) != HV_OK) {
         goto out;
     }
     if (sqlite3_changes(s->db) == 0) {
-        store_set_err(s, "blacklist remove: %s is not blacklisted",
-                      node_name != NULL ? node_name : "(null)");
+        store_set_err(s, "blacklist remove: node %" PRIu64 " is not blacklisted for job %" PRIu64,
+                      node_id, job_id);
         rc = HV_ENOTFOUND;
     }
 out:

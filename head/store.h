@@ -32,8 +32,10 @@
 typedef struct hv_store_s hv_store_t;
 
 /* The schema version this binary writes. v1: nodes, jobs, workers, events, artifacts.
- * v2: + blacklist, instances, jobs.generation, workers.generation. */
-#define HV_STORE_SCHEMA_VERSION 2
+ * v2: + blacklist, instances, jobs.generation, workers.generation.
+ * v3: elastic jobs (settings and round state), worker membership and the state "left", the
+ *     blacklist by (job, node id), event data. */
+#define HV_STORE_SCHEMA_VERSION 3
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -102,6 +104,18 @@ typedef struct hv_job_row_s {
     size_t spec_len;
     uint32_t np, min_np, max_np, max_resets, timeout_s, resets, generation;
     uint64_t submitted_ms, started_ms, ended_ms; // wall-clock ms, 0 = not yet
+    /* v3: elastic settings (fixed at submission) */
+    int elastic;                                // 0 or 1
+    uint32_t check_every;                       // commits between membership checks
+    uint32_t elastic_timeout_s, rdzv_timeout_s; // round bounds
+    uint32_t cooldown_min_s, cooldown_max_s;    // blacklist cooldown range (0 = off)
+    uint32_t max_strikes;                       // strikes before a permanent bar (0 = never)
+    uint32_t slots_per_host;                    // placement limit (0 = none)
+    /* v3: the newest round */
+    uint32_t size, cross_size;      // members and nodes of the last closed round
+    int round_open, round_rollback; // 0 or 1
+    char *round_reason;             // why the newest round opened
+    uint64_t round_opened_ms, round_deadline_ms, round_fail_at_ms; // wall-clock ms
 } hv_job_row_t;
 
 /* Sets row->id. HV_EINVAL for an unknown state. */
@@ -125,9 +139,14 @@ typedef struct hv_worker_row_s {
     uint32_t rank, attempt, local_rank, local_size, generation;
     int gpu; // -1 = none
     int pid, exit_code, term_signal;
-    char *state; // "pending" | "starting" | "running" | "exited" | "lost" | "killed"
+    char *state; // "pending" | "starting" | "running" | "exited" | "lost" | "killed" | "left"
     char *reason;
     uint64_t started_ms, ended_ms; // wall-clock ms, 0 = not yet
+    /* v3: membership (generation above is the round the worker was placed in) */
+    uint32_t member_gen, joined_gen; // last and first round it was a member of (0 = none)
+    uint32_t cross_rank;             // in member_gen (rank, local_rank, local_size too)
+    int done, removed;               // reported Done; taken out of the job by the head
+    char *addr;                      // data-plane address from its last JoinRound
 } hv_worker_row_t;
 
 /* Sets row->id. */
@@ -151,11 +170,13 @@ typedef struct hv_event_row_s {
     uint64_t job_id;  // 0 = none
     uint64_t node_id; // 0 = none
     char *kind, *message;
+    char *data; // a JSON object with the event's fields, or "" (v3)
 } hv_event_row_t;
 
-/* Appends an event stamped with the wall clock now; *seq_out (may be NULL) gets its seq. */
+/* Appends an event stamped with the wall clock now; data (may be NULL) is a JSON object text.
+ * *seq_out (may be NULL) gets its seq. */
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
-                             const char *message, uint64_t *seq_out);
+                             const char *message, const char *data, uint64_t *seq_out);
 /* Events with seq > after_seq of job_id (0 = all), in ascending seq order. limit 0 = no limit;
  * otherwise the NEWEST `limit` matching events, still in ascending order. */
 hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
@@ -181,19 +202,23 @@ void hv_store_artifact_fini(hv_artifact_row_t *row);
 
 /* ---- blacklist (schema v2) ------------------------------------------------------------------- */
 
+/* A node barred from one job's work (v3: by node id, the head's identity for the node, so a new
+ * machine that reuses a host name starts clean). */
 typedef struct hv_blacklist_row_s {
-    char *node_name; // node identity (required)
-    char *reason;
-    uint32_t strikes;  // failures counted against the node
-    uint64_t until_ms; // wall-clock ms until which the node gets no work
+    uint64_t job_id;   // required
+    uint64_t node_id;  // required
+    char *reason;      // the last failure
+    uint32_t strikes;  // failures counted against the node for this job
+    uint64_t until_ms; // wall-clock ms until which the node gets no work of the job
+    int permanent;     // 1: barred for good
 } hv_blacklist_row_t;
 
-/* Inserts or replaces the entry for row->node_name. */
+/* Inserts or replaces the entry for (job_id, node_id). HV_EINVAL without both ids. */
 hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row);
-/* All entries ordered by node_name. */
-hv_err hv_store_blacklist_list(hv_store_t *s, hv_blacklist_row_t **out, size_t *n);
+/* Entries of job_id (0 = all jobs) ordered by job, node. */
+hv_err hv_store_blacklist_list(hv_store_t *s, uint64_t job_id, hv_blacklist_row_t **out, size_t *n);
 /* HV_ENOTFOUND if there is no entry. */
-hv_err hv_store_blacklist_remove(hv_store_t *s, const char *node_name);
+hv_err hv_store_blacklist_remove(hv_store_t *s, uint64_t job_id, uint64_t node_id);
 void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n);
 
 /* ---- instances: the autoscaler's cloud instances (schema v2) --------------------------------- */

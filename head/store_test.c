@@ -203,8 +203,9 @@ static void test_persist(void) {
     CHECK(w.id != 0);
 
     uint64_t seq1 = 0, seq2 = 0;
-    CHECK_OK(s, hv_store_event_append(s, job.id, node.id, "worker.lost", "rank 3 lost", &seq1));
-    CHECK_OK(s, hv_store_event_append(s, 0, 0, NULL, NULL, &seq2));
+    CHECK_OK(s, hv_store_event_append(s, job.id, node.id, "worker.lost", "rank 3 lost",
+                                      "{\"rank\":3}", &seq1));
+    CHECK_OK(s, hv_store_event_append(s, 0, 0, NULL, NULL, NULL, &seq2));
     CHECK(seq2 > seq1);
 
     hv_artifact_row_t art = {.digest = "ab12",
@@ -213,8 +214,12 @@ static void test_persist(void) {
                              .created_ms = 11,
                              .last_used_ms = 12};
     CHECK_OK(s, hv_store_artifact_put(s, &art));
-    hv_blacklist_row_t bl = {
-        .node_name = "n1", .reason = "3 failures", .strikes = 3, .until_ms = 1700000100000ull};
+    hv_blacklist_row_t bl = {.job_id = job.id,
+                             .node_id = node.id,
+                             .reason = "3 failures",
+                             .strikes = 3,
+                             .until_ms = 1700000100000ull,
+                             .permanent = 1};
     CHECK_OK(s, hv_store_blacklist_put(s, &bl));
     hv_instance_row_t inst = {.id = "spot-1",
                               .provider = "spot-sim",
@@ -328,10 +333,12 @@ static void test_persist(void) {
 
     hv_blacklist_row_t *bls = NULL;
     size_t nbl = 0;
-    CHECK_OK(s, hv_store_blacklist_list(s, &bls, &nbl));
+    CHECK_OK(s, hv_store_blacklist_list(s, 0, &bls, &nbl));
     CHECK_U64(nbl, 1);
     if (nbl == 1) {
-        CHECK_STR(bls[0].node_name, "n1");
+        CHECK_U64(bls[0].job_id, job.id);
+        CHECK_U64(bls[0].node_id, node.id);
+        CHECK_I64(bls[0].permanent, 1);
         CHECK_STR(bls[0].reason, "3 failures");
         CHECK_U64(bls[0].strikes, 3);
         CHECK_U64(bls[0].until_ms, 1700000100000ull);
@@ -579,10 +586,10 @@ static void test_events(void) {
         char msg[32];
         snprintf(msg, sizeof(msg), "event %d", i);
         /* Even events belong to job 1, odd ones to job 2. */
-        CHECK_OK(s, hv_store_event_append(s, (uint64_t)(i % 2 + 1), 0, "k", msg, &seq[i]));
+        CHECK_OK(s, hv_store_event_append(s, (uint64_t)(i % 2 + 1), 0, "k", msg, NULL, &seq[i]));
         CHECK(i == 0 || seq[i] > seq[i - 1]);
     }
-    CHECK_OK(s, hv_store_event_append(s, 1, 0, "k", "no seq wanted", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 1, 0, "k", "no seq wanted", NULL, NULL));
 
     hv_event_row_t *ev = NULL;
     size_t n = 0;
@@ -671,30 +678,40 @@ static void test_artifacts(void) {
 
 static void test_blacklist(void) {
     hv_store_t *s = open_ok(tmp_dir);
-    hv_blacklist_row_t a = {.node_name = "zeta", .strikes = 1, .until_ms = 10, .reason = "r1"};
-    hv_blacklist_row_t b = {.node_name = "alpha", .strikes = 2, .until_ms = 20};
+    /* Entries are per (job, node id): the same node can be barred from one job and not another. */
+    hv_blacklist_row_t a = {
+        .job_id = 2, .node_id = 9, .strikes = 1, .until_ms = 10, .reason = "r1"};
+    hv_blacklist_row_t b = {.job_id = 2, .node_id = 3, .strikes = 2, .until_ms = 20};
+    hv_blacklist_row_t c = {.job_id = 4, .node_id = 9, .strikes = 1, .until_ms = 30};
     CHECK_OK(s, hv_store_blacklist_put(s, &a));
     CHECK_OK(s, hv_store_blacklist_put(s, &b));
+    CHECK_OK(s, hv_store_blacklist_put(s, &c));
     a.strikes = 5; // a second strike replaces the entry
     a.until_ms = 40;
     CHECK_OK(s, hv_store_blacklist_put(s, &a));
     hv_blacklist_row_t *rows = NULL;
     size_t n = 0;
-    CHECK_OK(s, hv_store_blacklist_list(s, &rows, &n));
+    CHECK_OK(s, hv_store_blacklist_list(s, 2, &rows, &n));
     CHECK_U64(n, 2);
     if (n == 2) {
-        CHECK_STR(rows[0].node_name, "alpha");
+        CHECK_U64(rows[0].node_id, 3);
         CHECK_STR(rows[0].reason, "");
-        CHECK_STR(rows[1].node_name, "zeta");
+        CHECK_U64(rows[1].node_id, 9);
         CHECK_U64(rows[1].strikes, 5);
         CHECK_U64(rows[1].until_ms, 40);
+        CHECK_I64(rows[1].permanent, 0);
     }
     hv_store_blacklist_free_list(rows, n);
-    CHECK_OK(s, hv_store_blacklist_remove(s, "zeta"));
-    CHECK_RC(hv_store_blacklist_remove(s, "zeta"), HV_ENOTFOUND);
-    CHECK_OK(s, hv_store_blacklist_list(s, &rows, &n));
-    CHECK_U64(n, 1);
+    CHECK_OK(s, hv_store_blacklist_list(s, 0, &rows, &n));
+    CHECK_U64(n, 3);
     hv_store_blacklist_free_list(rows, n);
+    CHECK_OK(s, hv_store_blacklist_remove(s, 2, 9));
+    CHECK_RC(hv_store_blacklist_remove(s, 2, 9), HV_ENOTFOUND);
+    CHECK_OK(s, hv_store_blacklist_list(s, 0, &rows, &n));
+    CHECK_U64(n, 2);
+    hv_store_blacklist_free_list(rows, n);
+    hv_blacklist_row_t noid = {.job_id = 2};
+    CHECK_RC(hv_store_blacklist_put(s, &noid), HV_EINVAL);
 
     /* instances: the other v2 table. */
     hv_instance_row_t i1 = {.id = "i-1", .provider = "local", .created_ms = 1};
@@ -725,7 +742,7 @@ static void test_rollback(void) {
     CHECK_OK(s, hv_store_job_insert(s, &j));
     hv_worker_row_t w = {.job_id = j.id, .state = "pending"};
     CHECK_OK(s, hv_store_worker_insert(s, &w));
-    CHECK_OK(s, hv_store_event_append(s, j.id, 0, "submitted", "", NULL));
+    CHECK_OK(s, hv_store_event_append(s, j.id, 0, "submitted", "", NULL, NULL));
     hv_node_row_t nd = {.name = "n"};
     CHECK_OK(s, hv_store_node_upsert(s, &nd));
     CHECK_OK(s, hv_store_rollback(s));
@@ -783,9 +800,9 @@ static void test_migrate_v1(void) {
         fprintf(stderr, "  %s\n", err);
         return;
     }
-    /* The v1 file really lacks v2's tables: a v2 open is the first to create them. */
+    /* The v1 file really lacks the later tables: this open is the first to create them. */
     hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), 2);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     hv_job_row_t j = {0};
     CHECK_OK(s, hv_store_job_get(s, 5, &j));
     CHECK_STR(j.name, "old-job");
@@ -818,7 +835,7 @@ static void test_migrate_v1(void) {
     hv_store_event_free_list(ev, n);
 
     /* The new tables and columns work. */
-    hv_blacklist_row_t bl = {.node_name = "oldnode", .strikes = 1};
+    hv_blacklist_row_t bl = {.job_id = 5, .node_id = 1, .strikes = 1};
     CHECK_OK(s, hv_store_blacklist_put(s, &bl));
     hv_instance_row_t in = {.id = "i-9", .provider = "local"};
     CHECK_OK(s, hv_store_instance_put(s, &in));
@@ -829,16 +846,145 @@ static void test_migrate_v1(void) {
     CHECK(newer.id > 5); // ids continue after the old rows
     hv_store_close(s);
 
-    /* Reopening a v2 database migrates nothing and keeps the new data. */
+    /* Reopening a current database migrates nothing and keeps the new data. */
     s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), 2);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     CHECK_OK(s, hv_store_job_get(s, 5, &j));
     CHECK_U64(j.generation, 4);
     hv_store_job_fini(&j);
     hv_blacklist_row_t *bls = NULL;
-    CHECK_OK(s, hv_store_blacklist_list(s, &bls, &n));
+    CHECK_OK(s, hv_store_blacklist_list(s, 0, &bls, &n));
     CHECK_U64(n, 1);
     hv_store_blacklist_free_list(bls, n);
+    hv_store_close(s);
+}
+
+/* A v2 database (what hvhead wrote before elastic jobs) with a running job: v3 keeps every row,
+ * its ids and the id counter, and adds the elastic columns with defaults. */
+static void test_migrate_v2(void) {
+    char err[512] = "";
+    const char *v2_rows =
+        "INSERT INTO jobs (id, name, state, np, min_np, max_np, generation)"
+        " VALUES (3, 'j', 'running', 2, 2, 2, 1);"
+        "INSERT INTO workers (id, job_id, rank, attempt, state, pid, generation, reason)"
+        " VALUES (40, 3, 1, 1, 'running', 77, 1, 'r');"
+        "INSERT INTO workers (id, job_id, rank, attempt, state) VALUES (41, 3, 0, 1, 'killed');"
+        "DELETE FROM workers WHERE id = 41;" /* the counter is ahead of the rows */
+        "INSERT INTO blacklist (node_name, strikes) VALUES ('old', 2);"
+        "INSERT INTO events (time_ms, job_id, kind, message) VALUES (1, 3, 'k', 'v2 event');";
+    hv_err rc = hv__store_create_at_version(tmp_dir, 2, v2_rows, err, sizeof(err));
+    CHECK_RC(rc, HV_OK);
+    if (rc != HV_OK) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), 3);
+    hv_worker_row_t w = {0};
+    CHECK_OK(s, hv_store_worker_get(s, 40, &w));
+    CHECK_U64(w.job_id, 3);
+    CHECK_U64(w.rank, 1);
+    CHECK_I64(w.pid, 77);
+    CHECK_U64(w.generation, 1);
+    CHECK_STR(w.state, "running");
+    CHECK_STR(w.reason, "r");
+    CHECK_U64(w.member_gen, 0);
+    CHECK_STR(w.addr, "");
+    /* the new state and columns (upd borrows w's strings but state and addr) */
+    hv_worker_row_t upd = w;
+    upd.state = "left";
+    upd.member_gen = 2;
+    upd.joined_gen = 1;
+    upd.done = 1;
+    upd.removed = 1;
+    upd.addr = "10.0.0.5:4000";
+    CHECK_OK(s, hv_store_worker_update(s, &upd));
+    hv_store_worker_fini(&w);
+    CHECK_OK(s, hv_store_worker_get(s, 40, &w));
+    CHECK_STR(w.state, "left");
+    CHECK_U64(w.member_gen, 2);
+    CHECK_I64(w.done, 1);
+    CHECK_I64(w.removed, 1);
+    CHECK_STR(w.addr, "10.0.0.5:4000");
+    hv_store_worker_fini(&w);
+    hv_worker_row_t nw = {.job_id = 3, .state = "starting"};
+    CHECK_OK(s, hv_store_worker_insert(s, &nw));
+    CHECK(nw.id > 41); /* ids are never handed out twice */
+    hv_job_row_t j = {0};
+    CHECK_OK(s, hv_store_job_get(s, 3, &j));
+    CHECK_I64(j.elastic, 0);
+    CHECK_U64(j.check_every, 1);
+    CHECK_STR(j.round_reason, "");
+    hv_store_job_fini(&j);
+    hv_blacklist_row_t *bls = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_blacklist_list(s, 0, &bls, &n));
+    CHECK_U64(n, 0); /* the host-name entries had no writer and are gone */
+    hv_store_blacklist_free_list(bls, n);
+    hv_event_row_t *ev = NULL;
+    CHECK_OK(s, hv_store_event_list(s, 3, 0, 0, &ev, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(ev[0].message, "v2 event");
+        CHECK_STR(ev[0].data, "");
+    }
+    hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
+/* Elastic columns round-trip. */
+static void test_elastic_job(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_job_row_t row = {.name = "e",
+                        .state = "running",
+                        .np = 4,
+                        .elastic = 1,
+                        .check_every = 5,
+                        .elastic_timeout_s = 60,
+                        .rdzv_timeout_s = 30,
+                        .cooldown_min_s = 10,
+                        .cooldown_max_s = 100,
+                        .max_strikes = 4,
+                        .slots_per_host = 2,
+                        .size = 3,
+                        .cross_size = 2,
+                        .round_open = 1,
+                        .round_rollback = 1,
+                        .round_reason = "failure: rank 1 on b exited with status 1",
+                        .round_opened_ms = 11,
+                        .round_deadline_ms = 22,
+                        .round_fail_at_ms = 33,
+                        .generation = 7,
+                        .resets = 6};
+    CHECK_OK(s, hv_store_job_insert(s, &row));
+    hv_job_row_t got = {0};
+    CHECK_OK(s, hv_store_job_get(s, row.id, &got));
+    CHECK_I64(got.elastic, 1);
+    CHECK_U64(got.check_every, 5);
+    CHECK_U64(got.elastic_timeout_s, 60);
+    CHECK_U64(got.rdzv_timeout_s, 30);
+    CHECK_U64(got.cooldown_min_s, 10);
+    CHECK_U64(got.cooldown_max_s, 100);
+    CHECK_U64(got.max_strikes, 4);
+    CHECK_U64(got.slots_per_host, 2);
+    CHECK_U64(got.size, 3);
+    CHECK_U64(got.cross_size, 2);
+    CHECK_I64(got.round_open, 1);
+    CHECK_I64(got.round_rollback, 1);
+    CHECK_STR(got.round_reason, "failure: rank 1 on b exited with status 1");
+    CHECK_U64(got.round_opened_ms, 11);
+    CHECK_U64(got.round_deadline_ms, 22);
+    CHECK_U64(got.round_fail_at_ms, 33);
+    hv_store_job_fini(&got);
+    row.round_open = 0;
+    row.round_reason = "";
+    row.size = 2;
+    CHECK_OK(s, hv_store_job_update(s, &row));
+    CHECK_OK(s, hv_store_job_get(s, row.id, &got));
+    CHECK_I64(got.round_open, 0);
+    CHECK_U64(got.size, 2);
+    CHECK_U64(got.check_every, 5);
+    hv_store_job_fini(&got);
     hv_store_close(s);
 }
 
@@ -854,7 +1000,7 @@ static void test_newer_version(void) {
     err[0] = '\0';
     CHECK_RC(hv_store_open(tmp_dir, &s, err, sizeof(err)), HV_ENOTSUP);
     CHECK(s == NULL);
-    CHECK_CONTAINS(err, "state.db has schema version 9, newer than this hvhead's 2; "
+    CHECK_CONTAINS(err, "state.db has schema version 9, newer than this hvhead's 3; "
                         "use a newer hvhead");
     CHECK_CONTAINS(err, path);
     uint8_t *after = read_all(path, &len1);
@@ -925,7 +1071,7 @@ static void test_truncated_file(void) {
     msg[sizeof(msg) - 1] = '\0';
     CHECK_OK(s, hv_store_begin(s));
     for (int i = 0; i < 400; i++) {
-        CHECK_OK(s, hv_store_event_append(s, (uint64_t)i, 0, "filler", msg, NULL));
+        CHECK_OK(s, hv_store_event_append(s, (uint64_t)i, 0, "filler", msg, NULL, NULL));
     }
     CHECK_OK(s, hv_store_commit(s));
     hv_store_close(s);
@@ -954,7 +1100,7 @@ static void test_damaged_page(void) {
     msg[sizeof(msg) - 1] = '\0';
     CHECK_OK(s, hv_store_begin(s));
     for (int i = 0; i < 400; i++) {
-        CHECK_OK(s, hv_store_event_append(s, 1, 0, "filler", msg, NULL));
+        CHECK_OK(s, hv_store_event_append(s, 1, 0, "filler", msg, NULL, NULL));
     }
     CHECK_OK(s, hv_store_commit(s));
     hv_store_close(s);
@@ -1050,7 +1196,7 @@ static void test_crash_recovery(void) {
         }
         hv_job_row_t j = {.name = "survivor", .state = "running", .np = 2};
         if (hv_store_job_insert(s, &j) != HV_OK ||
-            hv_store_event_append(s, j.id, 0, "started", "before the crash", NULL) != HV_OK ||
+            hv_store_event_append(s, j.id, 0, "started", "before the crash", NULL, NULL) != HV_OK ||
             hv_store_begin(s) != HV_OK) {
             _exit(4);
         }
@@ -1131,6 +1277,8 @@ static const hv_check_case_t cases[] = {
     {"blacklist", test_blacklist},
     {"rollback", test_rollback},
     {"migrate_v1", test_migrate_v1},
+    {"migrate_v2", test_migrate_v2},
+    {"elastic_job", test_elastic_job},
     {"newer_version", test_newer_version},
     {"garbage_file", test_garbage_file},
     {"truncated_file", test_truncated_file},
