@@ -2,11 +2,15 @@
  * hv: the public entry points of libhv (include/hv/hv.h) and the process-wide state behind them.
  * It reads the HV_* environment once, picks the rendezvous (the head when HV_HEAD, HV_JOB_ID and
  * HV_WORKER_ID are set; a shared directory when HV_RDZV_DIR is; else a single-process world),
- * and owns the one world the public API talks to. It is not where collectives or transports
- * live (engine.c, ring.c, transport_*.c); it only validates arguments and forwards.
+ * and owns the one membership (member.c: the rendezvous client, the current world, the push
+ * watcher) the public API talks to. It is not where collectives or transports live (engine.c,
+ * ring.c, transport_*.c) nor the elastic retry loop (elastic.c, which re-joins through the
+ * member and is told about new worlds here, via proc_on_world); it only validates arguments and
+ * forwards.
  */
 #include "err.h"
 
+#include "hv/elastic.h"
 #include "hv/hv.h"
 
 #include <errno.h>
@@ -22,6 +26,8 @@
 #include "engine.h"
 #include "log.h"
 #include "mem.h"
+#include "member.h"
+#include "process.h"
 #include "rdzv.h"
 #include "util.h"
 #include "world.h"
@@ -52,12 +58,14 @@ typedef struct params_s {
 } params_t;
 
 /* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
- * collectives read g.engine without the lock (hv_shutdown must not race with them). */
+ * collectives read g.engine without the lock (hv_shutdown, and an elastic re-join, must not
+ * race with them). */
 static struct {
     pthread_mutex_t mu;
     params_t p;
-    hv__world_t *world;             // owned, NULL when not initialised or no data plane
-    _Atomic(hv__engine_t *) engine; // the world's engine, for lock-free calls
+    hv__member_t *member;           // owned, NULL when not initialised or no data plane
+    _Atomic(hv__engine_t *) engine; // the current world's engine, for lock-free calls
+    atomic_uint generation;         // the current world's round (hv_generation)
     hv__rdzv_local_store_t *solo;   // single-process rendezvous store, owned
     atomic_int inited;
     atomic_int rank, size, local_rank, local_size;
@@ -255,6 +263,26 @@ static void set_identity(int rank, int size, int local_rank, int local_size) {
     atomic_store(&g.local_size, local_size);
 }
 
+/* The member's world changed (first join, elastic re-join, leaving): the public identity and
+ * engine follow it. Runs on the thread that joins, possibly under g.mu (hv_init): it takes no
+ * lock. Between rounds the identity stays that of the last world and collectives fail with
+ * HV_ESTATE (engine NULL). */
+static void proc_on_world(void *ud, hv__world_t *w) {
+    (void)ud;
+    if (w == NULL) {
+        atomic_store(&g.engine, NULL);
+        return;
+    }
+    const hv__rdzv_assignment_t *a = hv__world_assignment(w);
+    set_identity(a->rank, a->size, a->local_rank, a->local_size);
+    g.last_generation = a->generation;
+    atomic_store(&g.generation, a->generation);
+    // A collective that failed in the previous world says nothing about this one: Done after a
+    // successful (re-joined) run must still be reported.
+    atomic_store(&g.user_failed, 0);
+    atomic_store(&g.engine, hv__world_engine(w));
+}
+
 static hv_err init_locked(const hv_config_t *cfg) {
     if (atomic_load(&g.inited)) {
         return HV_ESTATE;
@@ -316,13 +344,16 @@ static hv_err init_locked(const hv_config_t *cfg) {
 #undef CFG_HAS
     hv_err rc = HV_OK;
     int fallback_env = 0;
+    hv__member_opts_t mo = {.on_world = proc_on_world};
+    g.member = NULL;
     if (p->head[0] != '\0' && p->have_job && p->have_worker) {
         if (is_loopback_target(p->head)) {
             wo.advertise_ip = "127.0.0.1";
         }
         rc = hv__rdzv_head_client(p->head, p->job_id, p->worker_id, &wo.rdzv);
         if (rc == HV_OK) {
-            rc = hv__world_create(&wo, &g.world);
+            mo.world = wo;
+            rc = hv__member_create(&mo, &g.member);
         }
         if (rc == HV_ENOTSUP && p->env_size > 0) {
             // A head without the Rendezvous service: keep the identity the agent gave us.
@@ -344,7 +375,8 @@ static hv_err init_locked(const hv_config_t *cfg) {
         }
         rc = hv__rdzv_file_client(p->rdzv_dir, p->env_rank, p->env_size, &wo.rdzv);
         if (rc == HV_OK) {
-            rc = hv__world_create(&wo, &g.world);
+            mo.world = wo;
+            rc = hv__member_create(&mo, &g.member);
         }
     } else if (p->env_size > 1) {
         // Identity without a way to find peers (e.g. an agent without a head rendezvous).
@@ -358,11 +390,12 @@ static hv_err init_locked(const hv_config_t *cfg) {
         }
         if (rc == HV_OK) {
             wo.bind_addr = "127.0.0.1:0";
-            rc = hv__world_create(&wo, &g.world);
+            mo.world = wo;
+            rc = hv__member_create(&mo, &g.member);
         }
     }
     if (rc != HV_OK) {
-        g.world = NULL;
+        g.member = NULL;
         snprintf(g.init_error, sizeof(g.init_error), "hv_init: %s", hv_strerror(rc));
         return rc;
     }
@@ -375,12 +408,10 @@ static hv_err init_locked(const hv_config_t *cfg) {
         snprintf(g.host, sizeof(g.host), "%s", p->node);
         atomic_store(&g.engine, NULL);
     } else {
-        const hv__rdzv_assignment_t *a = hv__world_assignment(g.world);
-        set_identity(a->rank, a->size, a->local_rank, a->local_size);
+        // proc_on_world has set the identity, the generation and the engine.
+        const hv__rdzv_assignment_t *a = hv__member_assignment(g.member);
         const char *h = a->peers[a->rank].host;
         snprintf(g.host, sizeof(g.host), "%s", p->head[0] && h[0] ? h : p->node);
-        g.last_generation = a->generation;
-        atomic_store(&g.engine, hv__world_engine(g.world));
     }
     atomic_store(&g.user_failed, 0);
     atomic_store(&g.inited, 1);
@@ -404,11 +435,14 @@ hv_err hv_shutdown(void) {
         // Done means "the training function returned": report it unless the program saw a
         // collective fail. (A peer that shut down first may have failed the engine after the
         // last collective; that is a normal end, not a failure.)
+        // (After hv_elastic_run, Done was reported already and is not sent twice; a removed
+        // worker never reports it.)
         int healthy = !atomic_load(&g.user_failed);
-        if (g.world != NULL) {
-            rc = hv__world_destroy(g.world, healthy);
-            g.world = NULL;
+        if (g.member != NULL) {
+            rc = hv__member_destroy(g.member, healthy);
+            g.member = NULL;
         }
+        atomic_store(&g.generation, 0);
         set_identity(-1, -1, -1, -1);
         g.host[0] = '\0';
         atomic_store(&g.inited, 0);
@@ -421,8 +455,8 @@ hv_err hv_abort(void) {
     pthread_mutex_lock(&g.mu);
     hv_err rc = HV_ESTATE;
     if (atomic_load(&g.inited)) {
-        if (g.world != NULL) {
-            hv__world_abort(g.world, HV_ECANCELED, "hv_abort called");
+        if (g.member != NULL) {
+            hv__member_abort(g.member, HV_ECANCELED, "hv_abort called");
         }
         rc = HV_OK;
     }
@@ -436,14 +470,24 @@ const char *hv_last_error(char *buf, size_t len) {
     }
     pthread_mutex_lock(&g.mu);
     hv__engine_t *e = atomic_load(&g.engine);
+    buf[0] = '\0';
     if (e != NULL) {
         hv__engine_last_error(e, buf, len);
-    } else {
+    } else if (g.member != NULL) {
+        hv__member_last_error(g.member, buf, len); // why a re-join failed
+    }
+    if (buf[0] == '\0' && e == NULL) {
         snprintf(buf, len, "%s", g.init_error);
     }
     pthread_mutex_unlock(&g.mu);
     return buf;
 }
+
+uint32_t hv_generation(void) { return atomic_load(&g.generation); }
+
+hv__member_t *hv__process_member(void) { return atomic_load(&g.inited) ? g.member : NULL; }
+
+int hv__process_inited(void) { return atomic_load(&g.inited); }
 
 int hv_rank(void) { return atomic_load(&g.rank); }
 int hv_size(void) { return atomic_load(&g.size); }
@@ -471,6 +515,9 @@ static hv_err engine_get(hv__engine_t **out) {
     }
     if (!atomic_load(&g.inited)) {
         return HV_ESTATE;
+    }
+    if (g.member != NULL) {
+        return HV_ESTATE; // between two rounds of an elastic job, or removed from it
     }
     HV_LOG(HV_LOG_ERROR, "api", "HV-API-NODATA",
            "no data plane: libhv was started without a rendezvous (set HV_HEAD/HV_JOB_ID/"

@@ -4,10 +4,17 @@
  * it also offers Done (the training function returned) and a small key-value store (e.g. for an
  * NCCL unique id). Implementations: rdzv_head.c (the head's Rendezvous gRPC service, the real
  * one), rdzv_local.c (an in-process store for tests that run ranks as threads) and rdzv_file.c
- * (a shared directory, for benchmarks and tests that fork ranks without a head). world.c is the
- * only caller; it never knows which implementation it drives.
+ * (a shared directory, for benchmarks and tests that fork ranks without a head). world.c and
+ * member.c are the callers; they never know which implementation they drive.
  *
- * Threading: one rendezvous client is used by one thread at a time.
+ * Elastic jobs: an assignment also says how often to check the membership (check_every), why the
+ * round opened, whether it follows a failure (rollback) and whether this worker was removed from
+ * the job (drained). The optional watch op starts a background watcher that reports membership
+ * pushes (a new round opened: its generation, whether a member failed); only rdzv_head and
+ * rdzv_local (elastic stores) have one.
+ *
+ * Threading: join, done, kv_put and kv_get are used by one thread at a time; a watcher runs on
+ * its own thread next to them, and watch_stop may be called from any thread.
  */
 #ifndef HV_WORKER_LIB_RDZV_H
 #define HV_WORKER_LIB_RDZV_H
@@ -27,6 +34,8 @@ typedef struct hv__rdzv_peer_s {
     char host[HV_RDZV_HOST_MAX]; /* node name: equal names share a host (shared memory) */
 } hv__rdzv_peer_t;
 
+#define HV_RDZV_REASON_MAX 256
+
 typedef struct hv__rdzv_assignment_s {
     uint64_t world_id;   /* identifies the job / test world (data-plane hellos check it) */
     uint32_t generation; /* the round */
@@ -34,7 +43,25 @@ typedef struct hv__rdzv_assignment_s {
     int local_rank, local_size; /* among workers with the same host */
     int cross_rank, cross_size; /* index of this host among hosts; number of hosts */
     hv__rdzv_peer_t *peers;     /* size entries, by rank; owned (hv__rdzv_assignment_fini) */
+    uint32_t check_every;       /* commits between membership checks; 0 = not given (1) */
+    int removed;  /* 1: this worker is no member of the job any more (its node was drained): it
+                     must leave without reporting Done; rank, size and peers are then unset */
+    int rollback; /* 1: the round follows a failure (the survivors restored a commit) */
+    char reason[HV_RDZV_REASON_MAX]; /* why the round opened ("" when not given) */
 } hv__rdzv_assignment_t;
+
+/* A membership push: the head opened round `generation`. */
+typedef struct hv__rdzv_push_s {
+    uint32_t generation;
+    int failure;             /* 1: a member failed, the survivors must roll back */
+    const char *reason;      /* borrowed for the callback */
+    const uint64_t *removed; /* worker ids that are not members of the new round (borrowed) */
+    size_t n_removed;
+} hv__rdzv_push_t;
+
+/* Called on the watcher's thread for each push newer than any before. Must not block for long
+ * and must not call back into the rendezvous client. */
+typedef void (*hv__rdzv_push_cb)(void *ud, const hv__rdzv_push_t *push);
 
 void hv__rdzv_assignment_fini(hv__rdzv_assignment_t *a);
 
@@ -46,13 +73,26 @@ typedef struct hv__rdzv_ops_s {
      * the caller). */
     hv_err (*join)(void *ctx, const char *my_addr, const char *my_host, uint32_t last_generation,
                    uint32_t timeout_ms, hv__rdzv_assignment_t *out);
-    /* Reports that the training function returned successfully. Bounded. */
-    hv_err (*done)(void *ctx);
+    /* Reports that the training function returned successfully in round generation. Bounded
+     * (implementations retry an unreachable head for a while). */
+    hv_err (*done)(void *ctx, uint32_t generation);
     /* Stores value (len bytes, borrowed) under key for the job. */
     hv_err (*kv_put)(void *ctx, const char *key, const void *value, size_t len);
     /* Reads key, waiting up to wait_ms for it to appear (HV_ENOTFOUND after that). On HV_OK
      * *value is an owned buffer (hv_free) of *len bytes. */
     hv_err (*kv_get)(void *ctx, const char *key, uint32_t wait_ms, void **value, size_t *len);
+    /* Optional (NULL: this rendezvous never pushes, membership is fixed). Starts a watcher that
+     * calls cb(ud, push) from a background thread for every round newer than generation (and
+     * at once when the job is already past it), reconnecting by itself when its stream breaks.
+     * *out is owned by the caller: stop it with watch_stop before destroying the client.
+     * Errors: HV_ENOTSUP when this client has no pushes after all, HV_ENOMEM. */
+    hv_err (*watch)(void *ctx, uint32_t generation, hv__rdzv_push_cb cb, void *ud, void **out);
+    /* Stops and frees a watcher; returns promptly (bounded waits inside) and never calls cb
+     * after it returned. Any thread. NULL is a no-op. */
+    void (*watch_stop)(void *watcher);
+    /* Optional: the detail of the last failed call ("resets exceeded --max-resets 2"), "" when
+     * none. The string is owned by the client and valid until its next call. */
+    const char *(*last_error)(void *ctx);
     /* Frees the client. destroy(NULL) is not called. */
     void (*destroy)(void *ctx);
 } hv__rdzv_ops_t;
@@ -82,6 +122,35 @@ void hv__rdzv_local_store_destroy(hv__rdzv_local_store_t *s);
 /* A client of the store (borrowed; must outlive the client). want_rank >= 0 asks for that rank
  * (ranks are ordered by want_rank, then by arrival). */
 hv_err hv__rdzv_local_client(hv__rdzv_local_store_t *s, int want_rank, hv__rdzv_t *out);
+
+/* Elastic stores simulate the head's rounds for tests: workers are named by id; a round closes
+ * when every expected worker (added, not failed or removed) joined; ranks go oldest worker first
+ * (the round it first joined, then its id); every new round is pushed to the watchers. The
+ * first round (generation 1) is open from creation. Rounds after it open when a test adds,
+ * fails or removes a worker, or when a member re-joins from the current round (it left its
+ * world: the head would see that as a failure). check_every goes into every assignment. */
+hv_err hv__rdzv_local_store_create_elastic(uint32_t check_every, hv__rdzv_local_store_t **out);
+/* A client acting as worker worker_id of an elastic store (joins fail with HV_ENOTFOUND until
+ * the worker was added). */
+hv_err hv__rdzv_local_client_worker(hv__rdzv_local_store_t *s, uint64_t worker_id, hv__rdzv_t *out);
+/* Adds an expected worker: it joins the open round, or opens the next one (a push, no failure). */
+void hv__rdzv_local_store_add_worker(hv__rdzv_local_store_t *s, uint64_t worker_id);
+/* Declares a worker failed (as the head does when its process exits): it is no member any more
+ * (its joins fail with HV_ENOTFOUND); the next round opens with failure = 1 unless one is open. */
+void hv__rdzv_local_store_fail_worker(hv__rdzv_local_store_t *s, uint64_t worker_id,
+                                      const char *reason);
+/* Removes a worker (its node drained): the next round opens (no failure) with the worker in the
+ * push's removed list; its next join answers removed. */
+void hv__rdzv_local_store_remove_worker(hv__rdzv_local_store_t *s, uint64_t worker_id);
+/* Ends the job: joins fail with HV_ESTATE (last_error: reason), watchers stop receiving. */
+void hv__rdzv_local_store_end(hv__rdzv_local_store_t *s, const char *reason);
+/* The generation of the last closed round (0 before the first). */
+uint32_t hv__rdzv_local_store_generation(hv__rdzv_local_store_t *s);
+/* Waits up to timeout_ms until round generation has closed. HV_OK or HV_ETIMEDOUT. */
+hv_err hv__rdzv_local_store_wait_generation(hv__rdzv_local_store_t *s, uint32_t generation,
+                                            uint32_t timeout_ms);
+/* The generation of the last Done (0 if none). */
+uint32_t hv__rdzv_local_store_done_generation(hv__rdzv_local_store_t *s);
 
 /* ---- rdzv_file: shared directory (multi-process runs without a head) ------------------------- */
 

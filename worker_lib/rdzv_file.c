@@ -4,7 +4,8 @@
  * file system). Ranks and size are given; each worker publishes "addr\nhost\n" as
  * <dir>/g<generation>.r<rank> (written to a temporary name, then renamed, so readers never see
  * half a file) and waits until all size files of that generation exist. The KV store is files
- * named kv.<hex of key>. Not for elastic jobs: membership is fixed.
+ * named kv.<hex of key>. Not for elastic jobs: membership is fixed, so it has no push watcher
+ * (watch is NULL) and hv_elastic_run returns failures as they are.
  */
 #include "rdzv.h"
 
@@ -129,7 +130,8 @@ fail:
     return rc;
 }
 
-static hv_err file_done(void *ctx) {
+static hv_err file_done(void *ctx, uint32_t generation) {
+    (void)generation; // membership is fixed: there is only one round per hv_init
     file_client_t *c = ctx;
     char name[64];
     snprintf(name, sizeof(name), "done.r%d", c->rank);

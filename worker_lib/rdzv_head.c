@@ -1,30 +1,94 @@
 /*
  * rdzv_head: the rendezvous client for the head's Rendezvous service (proto/hv.proto: JoinRound,
- * Done, KvPut, KvGet), over the blocking calls of common/rpc.h. It is the only worker_lib file
- * that sees protobuf types; it converts them to hv__rdzv_assignment_t and checks what the head
- * sent (ranks in range, addresses present) before anything else uses it. WatchMembers (the
- * membership push) belongs to the elastic layer, not here.
+ * Done, WatchMembers, KvPut, KvGet), over the blocking calls of common/rpc.h. It is the only
+ * worker_lib file that sees protobuf types; it converts them to hv__rdzv_assignment_t and
+ * hv__rdzv_push_t and checks what the head sent (ranks in range, addresses present) before
+ * anything else uses it. It is not the elastic logic (member.c, elastic.c): it only carries
+ * calls and pushes.
+ *
+ * The head may be restarted (even SIGKILLed) while a job trains, so every call here retries
+ * UNAVAILABLE with a bounded backoff within its own deadline: JoinRound within the rendezvous
+ * timeout, Done within HEAD_DONE_BUDGET_MS, the KV within its wait. The push watcher is a thread
+ * that keeps one WatchMembers stream open, reconnecting with backoff for as long as it runs;
+ * every wait in it is bounded so that watch_stop returns promptly.
+ *
+ * Threading: join/done/kv are called by one thread at a time; the watcher thread shares only
+ * the gRPC channel (thread-safe) and the read-only ids with them.
  */
 #include "rdzv.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
 #include "rpc.h"
+#include "util.h"
 
-#define HEAD_CALL_MS 10000       // Done, KvPut: plain unary calls
-#define HEAD_JOIN_SLACK_MS 10000 // JoinRound blocks until the round closes; give it room
+#define HEAD_CALL_MS 10000        // Done, KvPut: plain unary calls
+#define HEAD_JOIN_SLACK_MS 10000  // JoinRound blocks until the round closes; give it room
+#define HEAD_DONE_BUDGET_MS 30000 // Done retries an unreachable head this long
+#define HEAD_BACKOFF_MIN_MS 100
+#define HEAD_BACKOFF_MAX_MS 2000
+#define HEAD_WATCH_POLL_MS 200 // the watcher checks its stop flag at least this often
 #define HEAD_KV_VALUE_MAX (64u << 10)
 
 typedef struct head_client_s {
-    hv_rpc_channel_t *ch; // owned
+    hv_rpc_channel_t *ch; // owned; thread-safe (shared with the watcher thread)
     uint64_t job_id;
     uint64_t worker_id;
     char target[256];
+    char last_error[512]; // detail of the last failed call (the calling thread's)
 } head_client_t;
+
+static void sleep_ms(uint64_t ms) {
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* One unary call, retried while the head is unreachable (HV_EUNAVAIL) until budget_ms has
+ * passed since the first try; each try gets call_ms (plus what is left of the budget when
+ * stretch is set: JoinRound blocks for the round). */
+static hv_err head_unary(head_client_t *c, const char *path, const ProtobufCMessage *req,
+                         const ProtobufCMessageDescriptor *desc, uint32_t budget_ms,
+                         uint32_t call_ms, int stretch, ProtobufCMessage **resp,
+                         hv_rpc_status_t *st) {
+    uint64_t deadline = hv_now_ms() + budget_ms;
+    uint64_t backoff = HEAD_BACKOFF_MIN_MS;
+    int tries = 0;
+    for (;;) {
+        uint64_t now = hv_now_ms();
+        uint64_t left = deadline > now ? deadline - now : 0;
+        uint32_t ms = call_ms + (stretch ? (uint32_t)left : 0);
+        hv_err rc = hv_rpc_unary(c->ch, path, req, desc, ms, resp, st);
+        tries++;
+        if (rc != HV_EUNAVAIL) {
+            return rc;
+        }
+        now = hv_now_ms();
+        if (now >= deadline) {
+            HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-UNAVAIL",
+                   "job %llu worker %llu: the head at %s stayed unreachable for %u ms (%d tries "
+                   "of %s)",
+                   (unsigned long long)c->job_id, (unsigned long long)c->worker_id, c->target,
+                   budget_ms, tries, path);
+            return rc;
+        }
+        if (tries == 1) {
+            HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-RETRY",
+                   "job %llu worker %llu: the head at %s is unreachable (%s): retrying %s",
+                   (unsigned long long)c->job_id, (unsigned long long)c->worker_id, c->target,
+                   st != NULL ? st->msg : "", path);
+        }
+        sleep_ms(backoff < deadline - now ? backoff : deadline - now);
+        backoff = backoff * 2 > HEAD_BACKOFF_MAX_MS ? HEAD_BACKOFF_MAX_MS : backoff * 2;
+    }
+}
 
 static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uint32_t last_gen,
                         uint32_t timeout_ms, hv__rdzv_assignment_t *out) {
@@ -36,11 +100,13 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     req.addr = (char *)my_addr;
     req.last_generation = last_gen;
     ProtobufCMessage *resp = NULL;
-    hv_rpc_status_t st;
-    hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/JoinRound", &req.base,
-                             &hvpb__v1__rdzv_join_reply__descriptor,
-                             timeout_ms + HEAD_JOIN_SLACK_MS, &resp, &st);
+    hv_rpc_status_t st = {0};
+    c->last_error[0] = '\0';
+    hv_err rc = head_unary(c, "/hvpb.v1.Rendezvous/JoinRound", &req.base,
+                           &hvpb__v1__rdzv_join_reply__descriptor, timeout_ms, HEAD_JOIN_SLACK_MS,
+                           1, &resp, &st);
     if (rc != HV_OK) {
+        snprintf(c->last_error, sizeof(c->last_error), "%s", st.msg);
         HV_LOG(rc == HV_ENOTSUP ? HV_LOG_INFO : HV_LOG_ERROR, "rdzv", "HV-RDZV-JOIN",
                "job %llu worker %llu: JoinRound at %s failed: %s (%s)",
                (unsigned long long)c->job_id, (unsigned long long)c->worker_id, c->target,
@@ -49,6 +115,22 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     }
     Hvpb__V1__RdzvJoinReply *r = (Hvpb__V1__RdzvJoinReply *)resp;
     hv__rdzv_assignment_t a = {0};
+    a.world_id = c->job_id;
+    a.generation = r->generation;
+    a.check_every = r->check_every;
+    a.rollback = r->rollback;
+    snprintf(a.reason, sizeof(a.reason), "%s", r->reason ? r->reason : "");
+    if (r->removed) {
+        // Drained: no rank, no peers. The caller leaves the job without Done.
+        a.removed = 1;
+        HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-REMOVED",
+               "job %llu worker %llu: removed from the job at generation %u (%s)",
+               (unsigned long long)c->job_id, (unsigned long long)c->worker_id, r->generation,
+               a.reason);
+        *out = a;
+        hv_rpc_msg_free(resp);
+        return HV_OK;
+    }
     rc = HV_EPROTO;
     if (r->size == 0 || r->rank >= r->size || r->n_peers != r->size || r->size > (1u << 20)) {
         HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-REPLY",
@@ -76,8 +158,6 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
         snprintf(q->addr, sizeof(q->addr), "%s", p->addr);
         snprintf(q->host, sizeof(q->host), "%s", p->host ? p->host : "");
     }
-    a.world_id = c->job_id;
-    a.generation = r->generation;
     a.rank = (int)r->rank;
     a.size = (int)r->size;
     a.local_rank = (int)r->local_rank;
@@ -96,19 +176,23 @@ out:
     return rc;
 }
 
-static hv_err head_done(void *ctx) {
+static hv_err head_done(void *ctx, uint32_t generation) {
     head_client_t *c = ctx;
     Hvpb__V1__RdzvDoneRequest req = HVPB__V1__RDZV_DONE_REQUEST__INIT;
     req.job_id = c->job_id;
     req.worker_id = c->worker_id;
+    req.generation = generation;
     ProtobufCMessage *resp = NULL;
-    hv_rpc_status_t st;
-    hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/Done", &req.base,
-                             &hvpb__v1__rdzv_done_reply__descriptor, HEAD_CALL_MS, &resp, &st);
+    hv_rpc_status_t st = {0};
+    hv_err rc =
+        head_unary(c, "/hvpb.v1.Rendezvous/Done", &req.base, &hvpb__v1__rdzv_done_reply__descriptor,
+                   HEAD_DONE_BUDGET_MS, HEAD_CALL_MS, 0, &resp, &st);
     if (rc != HV_OK) {
-        HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-DONE", "job %llu worker %llu: Done failed: %s (%s)",
-               (unsigned long long)c->job_id, (unsigned long long)c->worker_id, hv_strerror(rc),
-               st.msg);
+        snprintf(c->last_error, sizeof(c->last_error), "%s", st.msg);
+        HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-DONE",
+               "job %llu worker %llu: Done (generation %u) failed: %s (%s)",
+               (unsigned long long)c->job_id, (unsigned long long)c->worker_id, generation,
+               hv_strerror(rc), st.msg);
     }
     hv_rpc_msg_free(resp);
     return rc;
@@ -125,8 +209,9 @@ static hv_err head_kv_put(void *ctx, const char *key, const void *value, size_t 
     req.value.data = (uint8_t *)value;
     req.value.len = len;
     ProtobufCMessage *resp = NULL;
-    hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/KvPut", &req.base,
-                             &hvpb__v1__kv_put_reply__descriptor, HEAD_CALL_MS, &resp, NULL);
+    hv_err rc =
+        head_unary(c, "/hvpb.v1.Rendezvous/KvPut", &req.base, &hvpb__v1__kv_put_reply__descriptor,
+                   HEAD_CALL_MS, HEAD_CALL_MS, 0, &resp, NULL);
     hv_rpc_msg_free(resp);
     return rc;
 }
@@ -139,8 +224,8 @@ static hv_err head_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **v
     req.wait_ms = wait_ms;
     ProtobufCMessage *resp = NULL;
     hv_err rc =
-        hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/KvGet", &req.base,
-                     &hvpb__v1__kv_get_reply__descriptor, wait_ms + HEAD_CALL_MS, &resp, NULL);
+        head_unary(c, "/hvpb.v1.Rendezvous/KvGet", &req.base, &hvpb__v1__kv_get_reply__descriptor,
+                   wait_ms, wait_ms + HEAD_CALL_MS, 0, &resp, NULL);
     if (rc != HV_OK) {
         return rc;
     }
@@ -165,6 +250,176 @@ static hv_err head_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **v
     return rc;
 }
 
+/* ---- WatchMembers: the push watcher --------------------------------------------------------- */
+
+typedef struct head_watch_s {
+    head_client_t *c; // borrowed: the client outlives its watchers (rdzv.h)
+    hv__rdzv_push_cb cb;
+    void *ud;
+    pthread_t thread;
+    pthread_mutex_t mu;    // guards stop and cur
+    pthread_cond_t cv;     // signalled by stop (wakes the backoff wait)
+    int stop;              // set by watch_stop
+    hv_rpc_bstream_t *cur; // the open stream, for cancel from watch_stop (owned by the thread)
+    uint32_t generation;   // newest generation delivered (watcher thread only)
+} head_watch_t;
+
+/* Waits ms or until stopped; returns 1 when stopped. */
+static int watch_pause(head_watch_t *w, uint64_t ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += (time_t)(ms / 1000);
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &dl) != ETIMEDOUT) {
+    }
+    int stop = w->stop;
+    pthread_mutex_unlock(&w->mu);
+    return stop;
+}
+
+/* Delivers one push if it is newer than what was delivered before. */
+static void watch_deliver(head_watch_t *w, const Hvpb__V1__MembershipPush *m) {
+    if (m->generation <= w->generation) {
+        return; // a replay after a reconnect
+    }
+    w->generation = m->generation;
+    hv__rdzv_push_t p = {.generation = m->generation,
+                         .failure = m->failure,
+                         .reason = m->reason ? m->reason : "",
+                         .removed = m->removed,
+                         .n_removed = m->n_removed};
+    HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-PUSH",
+           "job %llu worker %llu: round %u opened (%s%s), %zu worker(s) removed",
+           (unsigned long long)w->c->job_id, (unsigned long long)w->c->worker_id, p.generation,
+           p.failure ? "failure: " : "", p.reason, p.n_removed);
+    w->cb(w->ud, &p);
+}
+
+static void *watch_main(void *arg) {
+    head_watch_t *w = arg;
+    head_client_t *c = w->c;
+    uint64_t backoff = HEAD_BACKOFF_MIN_MS;
+    int logged_down = 0;
+    for (;;) {
+        Hvpb__V1__RdzvWatchRequest req = HVPB__V1__RDZV_WATCH_REQUEST__INIT;
+        req.job_id = c->job_id;
+        req.worker_id = c->worker_id;
+        req.generation = w->generation;
+        hv_rpc_bstream_t *s = NULL;
+        // No deadline on the stream: keepalive notices a dead head; we reconnect then.
+        hv_err rc = hv_rpc_bstream_open(c->ch, "/hvpb.v1.Rendezvous/WatchMembers", &req.base,
+                                        &hvpb__v1__membership_push__descriptor, 0, &s);
+        int terminal = 0, got = 0;
+        hv_rpc_status_t st = {0};
+        if (rc == HV_OK) {
+            pthread_mutex_lock(&w->mu);
+            w->cur = s;
+            int stop = w->stop;
+            pthread_mutex_unlock(&w->mu);
+            while (!stop) {
+                ProtobufCMessage *m = NULL;
+                rc = hv_rpc_bstream_next(s, HEAD_WATCH_POLL_MS, &m, &st);
+                if (rc == HV_OK) {
+                    watch_deliver(w, (const Hvpb__V1__MembershipPush *)m);
+                    hv_rpc_msg_free(m);
+                    got = 1;
+                } else if (rc != HV_ETIMEDOUT) {
+                    break; // HV_ECLOSED: st says why
+                }
+                pthread_mutex_lock(&w->mu);
+                stop = w->stop;
+                pthread_mutex_unlock(&w->mu);
+            }
+            pthread_mutex_lock(&w->mu);
+            w->cur = NULL;
+            pthread_mutex_unlock(&w->mu);
+            hv_rpc_bstream_destroy(s);
+            // The job ended or this worker is not part of it (any more), or the head has no
+            // such service: nothing will ever come; stop instead of polling the head forever.
+            terminal = rc == HV_ECLOSED &&
+                       (st.rc == HV_ESTATE || st.rc == HV_ENOTFOUND || st.rc == HV_ENOTSUP);
+        } else {
+            snprintf(st.msg, sizeof(st.msg), "%s", hv_strerror(rc));
+        }
+        if (watch_pause(w, 0)) {
+            break;
+        }
+        if (terminal) {
+            HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-WATCH-END",
+                   "job %llu worker %llu: WatchMembers ended: %s (%s); no more pushes",
+                   (unsigned long long)c->job_id, (unsigned long long)c->worker_id,
+                   hv_strerror(st.rc), st.msg);
+            break;
+        }
+        if (got) {
+            backoff = HEAD_BACKOFF_MIN_MS;
+            logged_down = 0;
+        }
+        if (!logged_down) {
+            // Once per outage: a head restart is routine for an elastic job.
+            HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-WATCH-RETRY",
+                   "job %llu worker %llu: WatchMembers stream ended (%s: %s); reconnecting",
+                   (unsigned long long)c->job_id, (unsigned long long)c->worker_id,
+                   hv_strerror(st.rc), st.msg);
+            logged_down = 1;
+        }
+        // A stream the head ended cleanly is re-opened too, but never in a tight loop.
+        uint64_t pause = st.rc == HV_OK && backoff < 1000 ? 1000 : backoff;
+        if (watch_pause(w, pause)) {
+            break;
+        }
+        backoff = backoff * 2 > HEAD_BACKOFF_MAX_MS ? HEAD_BACKOFF_MAX_MS : backoff * 2;
+    }
+    return NULL;
+}
+
+static hv_err head_watch(void *ctx, uint32_t generation, hv__rdzv_push_cb cb, void *ud,
+                         void **out) {
+    head_watch_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return HV_ENOMEM;
+    }
+    w->c = ctx;
+    w->cb = cb;
+    w->ud = ud;
+    w->generation = generation;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        hv_free(w);
+        return HV_ENOMEM;
+    }
+    *out = w;
+    return HV_OK;
+}
+
+static void head_watch_stop(void *watcher) {
+    head_watch_t *w = watcher;
+    if (w == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    if (w->cur != NULL) {
+        hv_rpc_bstream_cancel(w->cur); // the thread's next() returns at once
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    hv_free(w);
+}
+
+static const char *head_last_error(void *ctx) { return ((head_client_t *)ctx)->last_error; }
+
 static void head_destroy(void *ctx) {
     head_client_t *c = ctx;
     hv_rpc_channel_destroy(c->ch);
@@ -177,6 +432,9 @@ static const hv__rdzv_ops_t head_ops = {
     .done = head_done,
     .kv_put = head_kv_put,
     .kv_get = head_kv_get,
+    .watch = head_watch,
+    .watch_stop = head_watch_stop,
+    .last_error = head_last_error,
     .destroy = head_destroy,
 };
 

@@ -22,7 +22,8 @@
 #include "util.h"
 
 struct hv__world_s {
-    hv__rdzv_t rdzv;           // owned
+    hv__rdzv_t rdzv; // owned unless rdzv_borrowed
+    int rdzv_borrowed;
     hv__rdzv_assignment_t asg; // owned
     hv__link_t *link;          // owned, NULL when size == 1
     hv__ring_t *ring;          // owned
@@ -200,12 +201,16 @@ static hv_err nccl_plan(hv__world_t *w, int *use, int *device) {
 hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     hv__tcp_listener_t *lst = NULL;
     hv_err rc = HV_OK;
+    o->joined_generation = 0;
     hv__world_t *w = hv_calloc(1, sizeof(*w));
     if (w == NULL) {
-        o->rdzv.ops->destroy(o->rdzv.ctx);
+        if (!o->rdzv_borrowed) {
+            o->rdzv.ops->destroy(o->rdzv.ctx);
+        }
         return HV_ENOMEM;
     }
     w->rdzv = o->rdzv;
+    w->rdzv_borrowed = o->rdzv_borrowed;
     HV_TRY_GOTO(hv__tcp_listen(o->bind_addr, &lst), rc, fail);
     char addr[HV_RDZV_ADDR_MAX];
     advertise(o, hv__tcp_listener_port(lst), addr, sizeof(addr));
@@ -216,6 +221,13 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-RDZV", "joining the %s rendezvous failed: %s",
                w->rdzv.ops->name, hv_strerror(rc));
         goto fail;
+    }
+    o->joined_generation = w->asg.generation;
+    if (w->asg.removed) {
+        // Drained: no data plane. The caller sees assignment->removed and leaves the job.
+        hv__tcp_listener_destroy(lst);
+        *out = w;
+        return HV_OK;
     }
     const hv__rdzv_assignment_t *a = &w->asg;
     uint32_t peer_ms = o->peer_timeout_ms ? o->peer_timeout_ms : 5000;
@@ -383,15 +395,24 @@ hv_err hv__world_destroy(hv__world_t *w, int report_done) {
             links[i]->ops->destroy(links[i]);
         }
     }
-    if (report_done && w->rdzv.ops != NULL) {
-        rc = w->rdzv.ops->done(w->rdzv.ctx);
+    if (report_done && w->rdzv.ops != NULL && !w->asg.removed) {
+        rc = w->rdzv.ops->done(w->rdzv.ctx, w->asg.generation);
     }
-    if (w->rdzv.ops != NULL) {
+    if (w->rdzv.ops != NULL && !w->rdzv_borrowed) {
         w->rdzv.ops->destroy(w->rdzv.ctx);
     }
     hv__rdzv_assignment_fini(&w->asg);
     hv_free(w);
     return rc;
+}
+
+void hv__world_leave(hv__world_t *w) {
+    if (w == NULL) {
+        return;
+    }
+    // A communicator that is finalised waits for its peers; after a reset some may be gone.
+    hv__nccl_abort(w->nccl);
+    hv__world_destroy(w, 0);
 }
 
 hv__engine_t *hv__world_engine(hv__world_t *w) { return w->engine; }

@@ -4,6 +4,10 @@
  * connects; destroying it closes everything (and may report Done). hv.c keeps one world per
  * process; tests create several (one per thread) with rdzv_local. Not the public API.
  *
+ * Elastic jobs keep one rendezvous client across worlds (member.c): they pass it borrowed
+ * (rdzv_borrowed), leave a world with hv__world_leave (no Done, NCCL aborted rather than
+ * finalised) and join the next round with the generation they left.
+ *
  * Threading: create/destroy from one thread; the engine (hv__world_engine) is thread-safe;
  * hv__world_abort may be called from any thread at any time.
  */
@@ -18,7 +22,11 @@
 #include "rdzv.h"
 
 typedef struct hv__world_opts_s {
-    hv__rdzv_t rdzv;             /* owned by the world from the call on, even on failure */
+    hv__rdzv_t rdzv;             /* owned by the world from the call on, even on failure, unless
+                                    rdzv_borrowed */
+    int rdzv_borrowed;           /* 1: rdzv stays the caller's (must outlive the world) */
+    uint32_t joined_generation;  /* out: the generation the join returned, set even when the
+                                    world could not be built afterwards (0: the join failed) */
     const char *bind_addr;       /* data-plane listen address, NULL = "0.0.0.0:0" (borrowed) */
     const char *advertise_ip;    /* IP peers should dial; NULL = the bind IP if specific, else
                                    the first non-loopback IPv4 (borrowed) */
@@ -44,10 +52,17 @@ typedef struct hv__world_opts_s {
 
 typedef struct hv__world_s hv__world_t;
 
+/* Joins the next round and builds the data plane. When the rendezvous answers that this worker
+ * was removed from the job, the world is created without a data plane (engine NULL,
+ * assignment->removed set): the caller leaves. */
 hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out);
 
 /* Closes the world. report_done: tell the rendezvous that this worker finished successfully. */
 hv_err hv__world_destroy(hv__world_t *w, int report_done);
+
+/* Leaves the world for the next round: like destroy without Done, but an NCCL communicator is
+ * aborted (ncclCommAbort) rather than finalised, since peers may be gone. NULL is a no-op. */
+void hv__world_leave(hv__world_t *w);
 
 hv__engine_t *hv__world_engine(hv__world_t *w);
 const hv__rdzv_assignment_t *hv__world_assignment(const hv__world_t *w);

@@ -1,0 +1,578 @@
+/*
+ * elastic: the elastic state and the retry loop of include/hv/elastic.h. A state is a list of
+ * registered buffers (the user's, and the samplers' positions) with an in-memory snapshot of
+ * each: commit copies buffers to snapshots, restore copies back, sync broadcasts every buffer
+ * from rank 0 and snapshots the result. hv_elastic_run wraps the training function: sync, run;
+ * on a peer's failure restore, re-join, sync, run again; on a membership change seen at a
+ * commit re-join without restoring; on success report Done.
+ *
+ * Membership changes reach a worker as pushes (member.c records the newest pushed generation);
+ * commit turns them into a decision every rank takes at the same commit: every check_every
+ * commits of a round the ranks allreduce (MAX) the newest generation each has seen pushed, and
+ * if it is newer than the world's, every rank returns HV_ERESET. A failure needs no check: the
+ * member aborts the world when the push arrives, and a dead peer fails the data plane anyway,
+ * whichever comes first.
+ *
+ * It is not the membership (member.c), the sampler's arithmetic (sampler.c) or the transport.
+ * The collectives here go straight to the world's engine (hv__engine_run), so a state bound to
+ * a test's own member (elastic_int.h) works the same as one on the process's membership (hv.c).
+ */
+#include "elastic_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "mem.h"
+#include "process.h"
+#include "sampler.h"
+
+#define STATE_NAME_MAX 255
+#define STATE_RESET_FNS 16
+
+typedef struct state_buf_s {
+    char name[STATE_NAME_MAX + 1];
+    void *buf; // borrowed (the user's, or a sampler's)
+    size_t bytes;
+    void *snap; // owned: the last committed copy (NULL before the first snapshot)
+} state_buf_t;
+
+struct hv_state_s {
+    state_buf_t *bufs; // registration order (the same on every rank)
+    int nbufs, capbufs;
+    hv_sampler_t **samplers; // owned
+    int nsamplers, capsamplers;
+    struct {
+        hv_reset_fn fn;
+        void *ud;
+    } resets[STATE_RESET_FNS];
+    int nresets;
+    hv__member_t *bound;       // borrowed: a test's member, NULL = the process's
+    int running;               // inside hv_elastic_run
+    int have_snapshot;         // every buffer has a snapshot
+    int removed;               // the head removed this worker (drain)
+    uint32_t resets_seen;      // rounds after the first (hv_state_resets)
+    uint32_t rollbacks;        // of those, after a restore
+    uint64_t commits;          // commits that returned HV_OK
+    uint64_t round_commits;    // commits in the current round (the check cadence)
+    uint32_t round_generation; // the round round_commits counts in
+};
+
+/* ---- registration ---------------------------------------------------------------------------- */
+
+hv_err hv_state_create(hv_state_t **out) {
+    if (out == NULL) {
+        return HV_EINVAL;
+    }
+    hv_state_t *st = hv_calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return HV_ENOMEM;
+    }
+    *out = st;
+    return HV_OK;
+}
+
+void hv_state_destroy(hv_state_t *st) {
+    if (st == NULL) {
+        return;
+    }
+    for (int i = 0; i < st->nsamplers; i++) {
+        hv__sampler_free(st->samplers[i]);
+    }
+    for (int i = 0; i < st->nbufs; i++) {
+        hv_free(st->bufs[i].snap);
+    }
+    hv_free(st->samplers);
+    hv_free(st->bufs);
+    hv_free(st);
+}
+
+hv_err hv__state_add_internal(hv_state_t *st, const char *name, void *buf, size_t bytes) {
+    if (st == NULL || name == NULL || name[0] == '\0' || buf == NULL || bytes == 0 ||
+        strlen(name) > STATE_NAME_MAX) {
+        return HV_EINVAL;
+    }
+    if (st->running) {
+        return HV_ESTATE;
+    }
+    for (int i = 0; i < st->nbufs; i++) {
+        if (strcmp(st->bufs[i].name, name) == 0) {
+            return HV_EEXIST;
+        }
+    }
+    if (st->nbufs == st->capbufs) {
+        int cap = st->capbufs ? st->capbufs * 2 : 8;
+        state_buf_t *b = hv_realloc(st->bufs, (size_t)cap * sizeof(*b));
+        if (b == NULL) {
+            return HV_ENOMEM;
+        }
+        st->bufs = b;
+        st->capbufs = cap;
+    }
+    state_buf_t *b = &st->bufs[st->nbufs++];
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", name);
+    b->buf = buf;
+    b->bytes = bytes;
+    st->have_snapshot = 0; // the new buffer has none yet
+    return HV_OK;
+}
+
+hv_err hv_state_add_buffer(hv_state_t *st, const char *name, void *buf, size_t bytes) {
+    return hv__state_add_internal(st, name, buf, bytes);
+}
+
+hv_err hv_state_add_u64(hv_state_t *st, const char *name, uint64_t *value) {
+    return hv__state_add_internal(st, name, value, sizeof(*value));
+}
+
+hv_err hv__state_attach_sampler(hv_state_t *st, hv_sampler_t *s) {
+    if (st->nsamplers == st->capsamplers) {
+        int cap = st->capsamplers ? st->capsamplers * 2 : 4;
+        hv_sampler_t **v = hv_realloc(st->samplers, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            return HV_ENOMEM;
+        }
+        st->samplers = v;
+        st->capsamplers = cap;
+    }
+    st->samplers[st->nsamplers++] = s;
+    return HV_OK;
+}
+
+hv_err hv_state_on_reset(hv_state_t *st, hv_reset_fn fn, void *ud) {
+    if (st == NULL || fn == NULL) {
+        return HV_EINVAL;
+    }
+    if (st->nresets == STATE_RESET_FNS) {
+        return HV_ETOOBIG;
+    }
+    st->resets[st->nresets].fn = fn;
+    st->resets[st->nresets].ud = ud;
+    st->nresets++;
+    return HV_OK;
+}
+
+void hv__state_bind(hv_state_t *st, hv__member_t *m) { st->bound = m; }
+
+hv__member_t *hv__state_member(const hv_state_t *st) {
+    return st->bound != NULL ? st->bound : hv__process_member();
+}
+
+hv_err hv__state_world(const hv_state_t *st, hv__engine_t **e, int *rank, int *size) {
+    hv__member_t *m = hv__state_member(st);
+    const hv__rdzv_assignment_t *a = m != NULL ? hv__member_assignment(m) : NULL;
+    hv__engine_t *eng = m != NULL ? hv__member_engine(m) : NULL;
+    if (a == NULL || eng == NULL) {
+        return HV_ESTATE;
+    }
+    if (e != NULL) {
+        *e = eng;
+    }
+    if (rank != NULL) {
+        *rank = a->rank;
+    }
+    if (size != NULL) {
+        *size = a->size;
+    }
+    return HV_OK;
+}
+
+int hv__state_running(const hv_state_t *st) { return st->running; }
+
+int hv_state_removed(const hv_state_t *st) { return st != NULL && st->removed; }
+uint32_t hv_state_resets(const hv_state_t *st) { return st != NULL ? st->resets_seen : 0; }
+uint32_t hv_state_rollbacks(const hv_state_t *st) { return st != NULL ? st->rollbacks : 0; }
+uint64_t hv_state_commits(const hv_state_t *st) { return st != NULL ? st->commits : 0; }
+
+/* ---- snapshot, restore ----------------------------------------------------------------------- */
+
+/* Copies every buffer into its snapshot (allocated on first use). */
+static hv_err state_snapshot(hv_state_t *st) {
+    for (int i = 0; i < st->nbufs; i++) {
+        state_buf_t *b = &st->bufs[i];
+        if (b->snap == NULL && (b->snap = hv_malloc(b->bytes)) == NULL) {
+            HV_LOG(HV_LOG_ERROR, "elastic", "HV-STATE-NOMEM",
+                   "cannot allocate the %zu-byte snapshot of '%s'", b->bytes, b->name);
+            return HV_ENOMEM;
+        }
+        memcpy(b->snap, b->buf, b->bytes);
+    }
+    st->have_snapshot = 1;
+    return HV_OK;
+}
+
+static void state_rewind_samplers(hv_state_t *st) {
+    for (int i = 0; i < st->nsamplers; i++) {
+        hv__sampler_rewind(st->samplers[i]);
+    }
+}
+
+hv_err hv_state_restore(hv_state_t *st) {
+    if (st == NULL) {
+        return HV_EINVAL;
+    }
+    if (!st->have_snapshot) {
+        return HV_ESTATE;
+    }
+    for (int i = 0; i < st->nbufs; i++) {
+        memcpy(st->bufs[i].buf, st->bufs[i].snap, st->bufs[i].bytes);
+    }
+    state_rewind_samplers(st);
+    return HV_OK;
+}
+
+/* ---- sync ------------------------------------------------------------------------------------ */
+
+/* FNV-1a over the registered names and sizes: what every rank must agree on. */
+static uint64_t layout_hash(const hv_state_t *st) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < st->nbufs; i++) {
+        const unsigned char *p = (const unsigned char *)st->bufs[i].name;
+        for (size_t k = 0; k <= strlen(st->bufs[i].name); k++) { // the NUL separates names
+            h = (h ^ p[k]) * 1099511628211ull;
+        }
+        uint64_t b = st->bufs[i].bytes;
+        for (int k = 0; k < 8; k++) {
+            h = (h ^ ((b >> (8 * k)) & 0xff)) * 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+/* This rank's layout as text, "name\tbytes\n" per buffer (owned). */
+static char *layout_text(const hv_state_t *st, size_t *len) {
+    size_t cap = 1;
+    for (int i = 0; i < st->nbufs; i++) {
+        cap += strlen(st->bufs[i].name) + 24;
+    }
+    char *t = hv_malloc(cap);
+    if (t == NULL) {
+        return NULL;
+    }
+    size_t k = 0;
+    for (int i = 0; i < st->nbufs; i++) {
+        k += (size_t)snprintf(t + k, cap - k, "%s\t%zu\n", st->bufs[i].name, st->bufs[i].bytes);
+    }
+    *len = k;
+    return t;
+}
+
+/* Entry i of a layout text (name and size), 0 when there is none. */
+static int layout_entry(const char *t, size_t len, int i, char *name, size_t cap, size_t *bytes) {
+    size_t p = 0;
+    for (int k = 0; k < i && p < len; p++) {
+        k += t[p] == '\n';
+    }
+    if (p >= len) {
+        return 0;
+    }
+    size_t q = p;
+    while (q < len && t[q] != '\t') {
+        q++;
+    }
+    size_t n = q - p < cap - 1 ? q - p : cap - 1;
+    memcpy(name, t + p, n);
+    name[n] = '\0';
+    *bytes = 0;
+    for (q++; q < len && t[q] >= '0' && t[q] <= '9'; q++) {
+        *bytes = *bytes * 10 + (size_t)(t[q] - '0');
+    }
+    return 1;
+}
+
+/* Every rank has the layout texts of all (rank order): log the first difference with rank 0. */
+static void layout_explain(const char *all, const size_t *counts, int size, int me) {
+    size_t off0 = 0, off = counts[0];
+    for (int r = 1; r < size; r++) {
+        const char *t0 = all + off0, *t = all + off;
+        for (int i = 0;; i++) {
+            char n0[STATE_NAME_MAX + 1], n[STATE_NAME_MAX + 1];
+            size_t b0 = 0, b = 0;
+            int h0 = layout_entry(t0, counts[0], i, n0, sizeof(n0), &b0);
+            int h = layout_entry(t, counts[r], i, n, sizeof(n), &b);
+            if (!h0 && !h) {
+                break;
+            }
+            if (h0 != h || strcmp(n0, n) != 0 || b0 != b) {
+                char a0[STATE_NAME_MAX + 64], a[STATE_NAME_MAX + 64];
+                snprintf(a0, sizeof(a0), h0 ? "'%s' (%zu bytes)" : "nothing", n0, b0);
+                snprintf(a, sizeof(a), h ? "'%s' (%zu bytes)" : "nothing", n, b);
+                HV_LOG(HV_LOG_ERROR, "elastic", "HV-STATE-LAYOUT",
+                       "rank %d: the ranks registered different state: buffer #%d is %s on rank "
+                       "0 but %s on rank %d (every rank must register the same names with the "
+                       "same sizes in the same order)",
+                       me, i, a0, a, r);
+                return;
+            }
+        }
+        off += counts[r];
+    }
+}
+
+/* Checks that every rank registered the same buffers (one allgather of a hash; on a mismatch a
+ * second one of the layouts, to name the difference). HV_EPROTO on every rank when they differ. */
+static hv_err layout_check(hv_state_t *st, hv__engine_t *e, int rank, int size) {
+    uint64_t *hs = hv_calloc((size_t)size, sizeof(*hs));
+    if (hs == NULL) {
+        return HV_ENOMEM;
+    }
+    uint64_t h = layout_hash(st);
+    hv__op_desc_t d = {.kind = HV__OP_ALLGATHER,
+                       .in = &h,
+                       .out = hs,
+                       .count = 1,
+                       .dtype = HV_INT64,
+                       .out_cap = (size_t)size};
+    hv_err rc = hv__engine_run(e, &d);
+    int same = 1;
+    for (int r = 0; rc == HV_OK && r < size; r++) {
+        same &= hs[r] == hs[0];
+    }
+    hv_free(hs);
+    if (rc != HV_OK || same) {
+        return rc;
+    }
+    size_t len = 0, *counts = hv_calloc((size_t)size, sizeof(*counts));
+    char *mine = layout_text(st, &len), *all = NULL;
+    size_t cap = len * (size_t)size + 1;
+    for (int tries = 0; rc == HV_OK && tries < 2; tries++) {
+        hv_free(all);
+        all = hv_malloc(cap);
+        if (mine == NULL || counts == NULL || all == NULL) {
+            rc = HV_ENOMEM; // the others fail the collective: peers see the error too
+            break;
+        }
+        d = (hv__op_desc_t){.kind = HV__OP_ALLGATHER,
+                            .in = mine,
+                            .out = all,
+                            .count = len,
+                            .dtype = HV_UINT8,
+                            .out_cap = cap,
+                            .counts = counts};
+        rc = hv__engine_run(e, &d);
+        if (rc == HV_ETOOBIG) {
+            cap = 1;
+            for (int r = 0; r < size; r++) {
+                cap += counts[r];
+            }
+            rc = HV_OK;
+            continue;
+        }
+        if (rc == HV_OK) {
+            layout_explain(all, counts, size, rank);
+            rc = HV_EPROTO;
+        }
+        break;
+    }
+    hv_free(all);
+    hv_free(mine);
+    hv_free(counts);
+    return rc;
+}
+
+hv_err hv_state_sync(hv_state_t *st) {
+    if (st == NULL) {
+        return HV_EINVAL;
+    }
+    hv__engine_t *e = NULL;
+    int rank = 0, size = 0;
+    hv_err rc = hv__state_world(st, &e, &rank, &size);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    if (size > 1) {
+        HV_TRY(layout_check(st, e, rank, size));
+    }
+    if (size > 1 && st->nbufs > 0) {
+        // One negotiation round for all buffers, then one pipelined ring broadcast each (the
+        // ring relays each piece as it arrives, so a large state moves at link bandwidth).
+        hv__op_desc_t *ds = hv_calloc((size_t)st->nbufs, sizeof(*ds));
+        char(*names)[32] = hv_calloc((size_t)st->nbufs, sizeof(*names));
+        if (ds == NULL || names == NULL) {
+            hv_free(ds);
+            hv_free(names);
+            return HV_ENOMEM;
+        }
+        for (int i = 0; i < st->nbufs; i++) {
+            snprintf(names[i], sizeof(names[i]), "hv.state.sync.%d", i);
+            ds[i] = (hv__op_desc_t){.kind = HV__OP_BROADCAST,
+                                    .name = names[i],
+                                    .in = st->bufs[i].buf,
+                                    .out = st->bufs[i].buf,
+                                    .count = st->bufs[i].bytes,
+                                    .dtype = HV_UINT8,
+                                    .root = 0};
+        }
+        hv_handle_t h = 0;
+        rc = hv__engine_submit(e, ds, (size_t)st->nbufs, &h);
+        if (rc == HV_OK) {
+            rc = hv__engine_wait(e, h);
+        }
+        hv_free(ds);
+        hv_free(names);
+        if (rc != HV_OK) {
+            return rc;
+        }
+    }
+    HV_TRY(state_snapshot(st));
+    state_rewind_samplers(st);
+    return HV_OK;
+}
+
+/* ---- commit, check --------------------------------------------------------------------------- */
+
+hv_err hv_state_check(hv_state_t *st) {
+    if (st == NULL) {
+        return HV_EINVAL;
+    }
+    hv__engine_t *e = NULL;
+    HV_TRY(hv__state_world(st, &e, NULL, NULL));
+    hv__member_t *m = hv__state_member(st);
+    if (!hv__member_elastic(m)) {
+        return HV_OK; // a fixed membership never changes
+    }
+    uint32_t gen = hv__member_assignment(m)->generation;
+    uint32_t pushed = hv__member_pushed(m);
+    // One small allreduce: if any rank has seen a newer round pushed, all reset here.
+    int64_t v = pushed > gen ? (int64_t)pushed : (int64_t)gen;
+    hv__op_desc_t d = {
+        .kind = HV__OP_ALLREDUCE, .in = &v, .out = &v, .count = 1, .dtype = HV_INT64, .op = HV_MAX};
+    hv_err rc = hv__engine_run(e, &d);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    if (v > (int64_t)gen) {
+        HV_LOG(HV_LOG_INFO, "elastic", "HV-STATE-RESET",
+               "rank %d: round %" PRId64 " was pushed while in round %u: re-joining",
+               hv__member_assignment(m)->rank, v, gen);
+        return HV_ERESET;
+    }
+    return HV_OK;
+}
+
+hv_err hv_state_commit(hv_state_t *st) {
+    if (st == NULL) {
+        return HV_EINVAL;
+    }
+    hv__engine_t *e = NULL;
+    int size = 0;
+    HV_TRY(hv__state_world(st, &e, NULL, &size));
+    for (int i = 0; i < st->nsamplers; i++) {
+        HV_TRY(hv__sampler_commit(st->samplers[i], e, size));
+    }
+    HV_TRY(state_snapshot(st));
+    const hv__rdzv_assignment_t *a = hv__member_assignment(hv__state_member(st));
+    if (a->generation != st->round_generation) {
+        // Every rank of a new round (survivors and joiners alike) counts from zero, so the
+        // checks fall on the same commits everywhere.
+        st->round_generation = a->generation;
+        st->round_commits = 0;
+    }
+    st->round_commits++;
+    uint32_t every = a->check_every ? a->check_every : 1;
+    if (st->round_commits % every == 0) {
+        HV_TRY(hv_state_check(st));
+    }
+    st->commits++;
+    return HV_OK;
+}
+
+/* ---- the run loop ---------------------------------------------------------------------------- */
+
+/* Errors of the data plane: a peer failed or the world was aborted. */
+static int peer_failure(hv_err rc) {
+    return rc == HV_EPEER || rc == HV_ETIMEDOUT || rc == HV_ECANCELED || rc == HV_ECLOSED ||
+           rc == HV_EIO;
+}
+
+static void run_callbacks(hv_state_t *st, const hv__member_change_t *ch, int rollback) {
+    hv_reset_info_t info = {.old_size = ch->old_size,
+                            .new_size = ch->new_size,
+                            .old_generation = ch->old_generation,
+                            .new_generation = ch->new_generation,
+                            .rollback = rollback,
+                            .reason = ch->reason};
+    for (int i = 0; i < st->nresets; i++) {
+        st->resets[i].fn(st, &info, st->resets[i].ud);
+    }
+}
+
+static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud) {
+    int elastic = hv__member_elastic(m);
+    int first = 1, rollback = 0;
+    hv__member_change_t ch = {0};
+    HV_TRY(state_snapshot(st)); // restore before the first commit returns here
+    for (;;) {
+        hv_err rc = hv_state_sync(st);
+        if (rc == HV_OK) {
+            if (!first) {
+                run_callbacks(st, &ch, rollback);
+            }
+            rc = fn(st, ud);
+            if (rc == HV_OK) {
+                // Done's failure is logged where it happens; training itself succeeded.
+                hv__member_done(m);
+                return HV_OK;
+            }
+        }
+        int restore;
+        if (elastic && rc == HV_ERESET) {
+            restore = 0;
+        } else if (elastic && peer_failure(rc)) {
+            restore = 1;
+        } else {
+            return rc;
+        }
+        const hv__rdzv_assignment_t *a = hv__member_assignment(m);
+        HV_LOG(HV_LOG_WARN, "elastic", "HV-ELASTIC-RESET", "rank %d of %d, round %u: %s: %s",
+               a ? a->rank : -1, a ? a->size : 0, a ? a->generation : 0, hv_strerror(rc),
+               restore ? "restoring the last commit and re-joining" : "re-joining");
+        if (restore) {
+            HV_TRY(hv_state_restore(st));
+        }
+        HV_TRY(hv__member_rejoin(m, &ch));
+        if (ch.removed) {
+            st->removed = 1;
+            return HV_OK;
+        }
+        // The head's flag covers a worker that reset at a check while another failed.
+        rollback = restore || ch.rollback;
+        st->resets_seen++;
+        st->rollbacks += rollback != 0;
+        state_rewind_samplers(st);
+        first = 0;
+    }
+}
+
+hv_err hv_elastic_run(hv_state_t *st, hv_train_fn fn, void *ud) {
+    if (st == NULL || fn == NULL) {
+        return HV_EINVAL;
+    }
+    if (st->running) {
+        return HV_ESTATE;
+    }
+    hv__member_t *m = st->bound;
+    if (m == NULL) {
+        if (!hv__process_inited()) {
+            HV_TRY(hv_init());
+        }
+        m = hv__process_member();
+        if (m == NULL) {
+            HV_LOG(HV_LOG_ERROR, "elastic", "HV-ELASTIC-NODATA",
+                   "hv_elastic_run needs a data plane: libhv was started without a rendezvous "
+                   "(set HV_HEAD/HV_JOB_ID/HV_WORKER_ID, or HV_RDZV_DIR with HV_RANK and HV_SIZE)");
+            return HV_ENOTSUP;
+        }
+    }
+    if (hv__member_removed(m)) {
+        st->removed = 1;
+        return HV_OK;
+    }
+    st->running = 1;
+    st->removed = 0;
+    hv_err rc = run_loop(st, m, fn, ud);
+    st->running = 0;
+    return rc;
+}
