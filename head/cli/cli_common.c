@@ -1,6 +1,7 @@
 /*
  * cli_common: see cli_common.h. Pure helpers of hvsubmit and hvctl: command-line parsing, local
- * file checks, exit statuses, human formats, the table printer and the JSON emitter. No RPC.
+ * file checks, exit statuses, human formats (elastic summaries, blacklist entries), the table
+ * printer and the JSON emitter with its checker for JSON texts from the head. No RPC.
  */
 #include "cli_common.h"
 
@@ -114,6 +115,9 @@ enum submit_opt {
     OPT_MIN_NP,
     OPT_MAX_NP,
     OPT_MAX_RESETS,
+    OPT_ELASTIC_TIMEOUT,
+    OPT_CHECK_EVERY,
+    OPT_COOLDOWN,
     OPT_SLOTS_PER_HOST,
     OPT_ENV,
     OPT_FILE,
@@ -138,6 +142,9 @@ static const submit_optdef_t submit_optdefs[] = {
     {"min-np", 0, OPT_MIN_NP, 1},
     {"max-np", 0, OPT_MAX_NP, 1},
     {"max-resets", 0, OPT_MAX_RESETS, 1},
+    {"elastic-timeout", 0, OPT_ELASTIC_TIMEOUT, 1},
+    {"check-every", 0, OPT_CHECK_EVERY, 1},
+    {"blacklist-cooldown", 0, OPT_COOLDOWN, 1},
     {"slots-per-host", 0, OPT_SLOTS_PER_HOST, 1},
     {"env", 'e', OPT_ENV, 1},
     {"file", 'f', OPT_FILE, 1},
@@ -185,6 +192,61 @@ static hv_err submit_parse_u32(const char *opt, const char *v, uint32_t min, uin
         return HV_EINVAL;
     }
     *out = (uint32_t)n;
+    return HV_OK;
+}
+
+/* A number from min to max; what says what it counts, for the message ("seconds"). */
+static hv_err submit_parse_range(const char *opt, const char *v, uint32_t min, uint32_t max,
+                                 const char *what, uint32_t *out, char *err, size_t errlen) {
+    uint64_t n = 0;
+    if (hv_parse_u64(v, min, max, &n) != HV_OK) {
+        cli_err(err, errlen, "--%s '%s': expected %s from %u to %u", opt, v, what, (unsigned)min,
+                (unsigned)max);
+        return HV_EINVAL;
+    }
+    *out = (uint32_t)n;
+    return HV_OK;
+}
+
+/* --blacklist-cooldown MIN:MAX, in seconds; 0:0 turns blacklisting off. */
+static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char *err,
+                                    size_t errlen) {
+    const char *colon = strchr(v, ':');
+    char lo[32], hi[32];
+    uint64_t a = 0, b = 0;
+    if (colon == NULL || (size_t)(colon - v) >= sizeof(lo) || strlen(colon + 1) >= sizeof(hi)) {
+        cli_err(err, errlen,
+                "--blacklist-cooldown '%s': expected MIN:MAX in seconds, e.g. 60:3600 (0:0 turns "
+                "blacklisting off)",
+                v);
+        return HV_EINVAL;
+    }
+    memcpy(lo, v, (size_t)(colon - v));
+    lo[colon - v] = '\0';
+    snprintf(hi, sizeof(hi), "%s", colon + 1);
+    if (hv_parse_u64(lo, 0, HV_CLI_COOLDOWN_MAX, &a) != HV_OK ||
+        hv_parse_u64(hi, 0, HV_CLI_COOLDOWN_MAX, &b) != HV_OK) {
+        cli_err(err, errlen,
+                "--blacklist-cooldown '%s': MIN and MAX are whole seconds from 0 to %u, e.g. "
+                "60:3600",
+                v, (unsigned)HV_CLI_COOLDOWN_MAX);
+        return HV_EINVAL;
+    }
+    if (a > b) {
+        cli_err(err, errlen, "--blacklist-cooldown '%s': MIN %llu is more than MAX %llu", v,
+                (unsigned long long)a, (unsigned long long)b);
+        return HV_EINVAL;
+    }
+    if (a == 0 && b != 0) {
+        cli_err(err, errlen,
+                "--blacklist-cooldown '%s': a MIN of 0 turns blacklisting off; give 0:0 for that, "
+                "or a MIN of at least 1",
+                v);
+        return HV_EINVAL;
+    }
+    o->cooldown_min_s = (uint32_t)a;
+    o->cooldown_max_s = (uint32_t)b;
+    o->cooldown_set = 1;
     return HV_OK;
 }
 
@@ -246,11 +308,23 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return rc;
     }
     case OPT_MIN_NP:
+        o->elastic = 1;
         return submit_parse_u32("min-np", v, 1, &o->min_np, err, errlen);
     case OPT_MAX_NP:
+        o->elastic = 1;
         return submit_parse_u32("max-np", v, 1, &o->max_np, err, errlen);
     case OPT_MAX_RESETS:
-        return submit_parse_u32("max-resets", v, 0, &o->max_resets, err, errlen);
+        o->max_resets_set = 1;
+        return submit_parse_range("max-resets", v, 0, HV_CLI_MAX_RESETS_MAX, "a whole number",
+                                  &o->max_resets, err, errlen);
+    case OPT_ELASTIC_TIMEOUT:
+        return submit_parse_range("elastic-timeout", v, 1, HV_CLI_ELASTIC_TIMEOUT_MAX, "seconds",
+                                  &o->elastic_timeout_s, err, errlen);
+    case OPT_CHECK_EVERY:
+        return submit_parse_range("check-every", v, 1, HV_CLI_CHECK_EVERY_MAX,
+                                  "a number of commits", &o->check_every, err, errlen);
+    case OPT_COOLDOWN:
+        return submit_parse_cooldown(o, v, err, errlen);
     case OPT_SLOTS_PER_HOST:
         return submit_parse_u32("slots-per-host", v, 1, &o->slots_per_host, err, errlen);
     case OPT_TIMEOUT:
@@ -297,6 +371,19 @@ static hv_err submit_check_counts(const hv_cli_submit_opts_t *o, char *err, size
     if (o->np_set && o->max_np != 0 && o->np > o->max_np) {
         cli_err(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
                 (unsigned)o->max_np);
+        return HV_EINVAL;
+    }
+    /* The other elastic options mean nothing for a fixed-size job: say so rather than drop them. */
+    const char *lone = o->max_resets_set      ? "--max-resets"
+                       : o->elastic_timeout_s ? "--elastic-timeout"
+                       : o->check_every       ? "--check-every"
+                       : o->cooldown_set      ? "--blacklist-cooldown"
+                                              : NULL;
+    if (!o->elastic && lone != NULL) {
+        cli_err(err, errlen,
+                "%s is for elastic jobs: give --min-np and/or --max-np too (a job without them "
+                "has a fixed size and fails at its first worker failure)",
+                lone);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -560,6 +647,79 @@ const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size
         snprintf(buf + n, len - (size_t)n, " (%s)", w->reason);
     }
     return buf;
+}
+
+const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t len) {
+    snprintf(buf, len, "generation %u, %u worker%s, %u reset%s", (unsigned)v->generation,
+             (unsigned)v->size, v->size == 1 ? "" : "s", (unsigned)v->resets,
+             v->resets == 1 ? "" : "s");
+    return buf;
+}
+
+const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len) {
+    const char *st = v->round_state != NULL ? v->round_state : "";
+    const char *why = v->round_reason != NULL ? v->round_reason : "";
+    if (st[0] == '\0' && why[0] == '\0') {
+        snprintf(buf, len, "-");
+    } else if (why[0] == '\0') {
+        snprintf(buf, len, "%s", st);
+    } else {
+        snprintf(buf, len, "%s (opened for: %s)", st[0] ? st : "-", why);
+    }
+    return buf;
+}
+
+const char *hv_cli_fmt_blacklist(Hvpb__V1__BlacklistEntry *const *e, size_t n, uint64_t now_ms,
+                                 char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < len; i++) {
+        const Hvpb__V1__BlacklistEntry *b = e[i];
+        if (b == NULL) {
+            continue;
+        }
+        const char *sep = used > 0 ? "; " : "";
+        unsigned strikes = (unsigned)b->strikes;
+        int w;
+        if (b->permanent) {
+            w = snprintf(buf + used, len - used, "%sjob %llu: permanent (%u strike%s)", sep,
+                         (unsigned long long)b->job_id, strikes, strikes == 1 ? "" : "s");
+        } else if (b->until_ms > now_ms) {
+            char left[32];
+            w = snprintf(buf + used, len - used, "%sjob %llu: %u strike%s, %s left", sep,
+                         (unsigned long long)b->job_id, strikes, strikes == 1 ? "" : "s",
+                         hv_cli_fmt_duration(b->until_ms - now_ms + 999, left, sizeof(left)));
+        } else {
+            w = snprintf(buf + used, len - used, "%sjob %llu: %u strike%s, cooldown over", sep,
+                         (unsigned long long)b->job_id, strikes, strikes == 1 ? "" : "s");
+        }
+        if (w < 0) {
+            break;
+        }
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    if (buf[0] == '\0') {
+        snprintf(buf, len, "-");
+    }
+    return buf;
+}
+
+hv_err hv_cli_check_node(const char *node, char *err, size_t errlen) {
+    size_t n = strlen(node);
+    int ok = n > 0 && n <= 128;
+    for (const char *p = node; ok && *p; p++) {
+        char c = *p;
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '.' || c == '_' || c == '-';
+    }
+    if (!ok) {
+        cli_err(err, errlen,
+                "bad node '%.140s': expected a node name (as 'hvctl nodes' lists it) or its "
+                "numeric id",
+                node);
+        return HV_EINVAL;
+    }
+    return HV_OK;
 }
 
 /* Events named with any of these words report a worker failure. */
@@ -910,13 +1070,14 @@ void hv_cli_json_obj_end(hv_cli_json_t *j) { json_close(j, 1); }
 void hv_cli_json_arr_begin(hv_cli_json_t *j) { json_open(j, 0); }
 void hv_cli_json_arr_end(hv_cli_json_t *j) { json_close(j, 0); }
 
-void hv_cli_json_key(hv_cli_json_t *j, const char *key) {
+/* Called before every key: checks that a key may come here and writes the separator. */
+static int json_before_key(hv_cli_json_t *j) {
     if (j->err) {
-        return;
+        return 0;
     }
     if (j->depth == 0 || !j->is_obj[j->depth - 1] || j->want_value) {
         j->err = 1;
-        return;
+        return 0;
     }
     int lvl = j->depth - 1;
     if (j->count[lvl]) {
@@ -924,9 +1085,33 @@ void hv_cli_json_key(hv_cli_json_t *j, const char *key) {
     }
     j->count[lvl] = 1;
     json_indent(j);
+    return 1;
+}
+
+void hv_cli_json_key(hv_cli_json_t *j, const char *key) {
+    if (!json_before_key(j)) {
+        return;
+    }
     hv_cli_json_write_string(j->f, key);
     fputs(": ", j->f);
     j->want_value = 1;
+}
+
+/* A key that is already a checked JSON string token (quotes included). */
+static void json_raw_key(hv_cli_json_t *j, const char *tok, size_t len) {
+    if (!json_before_key(j)) {
+        return;
+    }
+    fwrite(tok, 1, len, j->f);
+    fputs(": ", j->f);
+    j->want_value = 1;
+}
+
+/* A value that is already a checked JSON scalar token (string, number, true, false, null). */
+static void json_raw_value(hv_cli_json_t *j, const char *tok, size_t len) {
+    if (json_before_value(j)) {
+        fwrite(tok, 1, len, j->f);
+    }
 }
 
 void hv_cli_json_str(hv_cli_json_t *j, const char *s) {
@@ -957,6 +1142,222 @@ void hv_cli_json_null(hv_cli_json_t *j) {
     if (json_before_value(j)) {
         fputs("null", j->f);
     }
+}
+
+/* ---- embedding a JSON text ------------------------------------------------------------------ */
+
+/* A scan of one JSON text. With out == NULL it only checks; with out set it writes every token
+ * through the writer (run only after a check passed, so every write succeeds). */
+typedef struct jscan_s {
+    const char *p;      /* next byte */
+    hv_cli_json_t *out; /* NULL: check only */
+    int depth;          /* containers open in the text */
+    int max_depth;      /* containers the writer has room for */
+} jscan_t;
+
+static void jscan_ws(jscan_t *s) {
+    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r') {
+        s->p++;
+    }
+}
+
+static int jscan_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string token at s->p (which is '"'); its length including both quotes in *len. */
+static int jscan_string(jscan_t *s, size_t *len) {
+    const unsigned char *p = (const unsigned char *)s->p + 1;
+    for (;;) {
+        unsigned char c = *p;
+        if (c == '"') {
+            break;
+        }
+        if (c < 0x20) {
+            return 0; /* a control character or the end of the text */
+        }
+        if (c == '\\') {
+            char e = (char)p[1];
+            if (e == 'u') {
+                if (!jscan_hex((char)p[2]) || !jscan_hex((char)p[3]) || !jscan_hex((char)p[4]) ||
+                    !jscan_hex((char)p[5])) {
+                    return 0;
+                }
+                p += 6;
+            } else if (e != '\0' && strchr("\"\\/bfnrt", e) != NULL) {
+                p += 2;
+            } else {
+                return 0;
+            }
+            continue;
+        }
+        size_t n = json_utf8_len(p);
+        if (n == 0) {
+            return 0;
+        }
+        p += n;
+    }
+    *len = (size_t)((const char *)p + 1 - s->p);
+    return 1;
+}
+
+/* A number token; its length in *len. */
+static int jscan_number(jscan_t *s, size_t *len) {
+    const char *p = s->p;
+    if (*p == '-') {
+        p++;
+    }
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (*p >= '0' && *p <= '9') {
+            p++;
+        }
+    } else {
+        return 0;
+    }
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) {
+            return 0;
+        }
+        while (*p >= '0' && *p <= '9') {
+            p++;
+        }
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') {
+            p++;
+        }
+        if (!(*p >= '0' && *p <= '9')) {
+            return 0;
+        }
+        while (*p >= '0' && *p <= '9') {
+            p++;
+        }
+    }
+    *len = (size_t)(p - s->p);
+    return 1;
+}
+
+static void json_raw_value(hv_cli_json_t *j, const char *tok, size_t len);
+static void json_raw_key(hv_cli_json_t *j, const char *tok, size_t len);
+
+static int jscan_value(jscan_t *s);
+
+/* An object or array at s->p. */
+static int jscan_container(jscan_t *s, int is_obj) {
+    if (++s->depth > s->max_depth) {
+        return 0;
+    }
+    if (s->out != NULL && is_obj) {
+        hv_cli_json_obj_begin(s->out);
+    } else if (s->out != NULL) {
+        hv_cli_json_arr_begin(s->out);
+    }
+    s->p++;
+    jscan_ws(s);
+    char close = is_obj ? '}' : ']';
+    if (*s->p != close) {
+        for (;;) {
+            if (is_obj) {
+                size_t len = 0;
+                if (*s->p != '"' || !jscan_string(s, &len)) {
+                    return 0;
+                }
+                if (s->out != NULL) {
+                    json_raw_key(s->out, s->p, len);
+                }
+                s->p += len;
+                jscan_ws(s);
+                if (*s->p != ':') {
+                    return 0;
+                }
+                s->p++;
+                jscan_ws(s);
+            }
+            if (!jscan_value(s)) {
+                return 0;
+            }
+            jscan_ws(s);
+            if (*s->p == ',') {
+                s->p++;
+                jscan_ws(s);
+                continue;
+            }
+            if (*s->p != close) {
+                return 0;
+            }
+            break;
+        }
+    }
+    s->p++;
+    s->depth--;
+    if (s->out != NULL && is_obj) {
+        hv_cli_json_obj_end(s->out);
+    } else if (s->out != NULL) {
+        hv_cli_json_arr_end(s->out);
+    }
+    return 1;
+}
+
+/* One value at s->p (no leading whitespace). */
+static int jscan_value(jscan_t *s) {
+    size_t len = 0;
+    char c = *s->p;
+    if (c == '{' || c == '[') {
+        return jscan_container(s, c == '{');
+    }
+    if (c == '"') {
+        if (!jscan_string(s, &len)) {
+            return 0;
+        }
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        if (!jscan_number(s, &len)) {
+            return 0;
+        }
+    } else if (strncmp(s->p, "true", 4) == 0 || strncmp(s->p, "null", 4) == 0) {
+        len = 4;
+    } else if (strncmp(s->p, "false", 5) == 0) {
+        len = 5;
+    } else {
+        return 0;
+    }
+    if (s->out != NULL) {
+        json_raw_value(s->out, s->p, len);
+    }
+    s->p += len;
+    return 1;
+}
+
+/* Checks (out == NULL) or writes one whole text. */
+static int jscan_text(const char *text, hv_cli_json_t *out, int max_depth) {
+    jscan_t s = {.p = text, .out = out, .depth = 0, .max_depth = max_depth};
+    jscan_ws(&s);
+    if (!jscan_value(&s)) {
+        return 0;
+    }
+    jscan_ws(&s);
+    return *s.p == '\0';
+}
+
+hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object) {
+    if (j->err || text == NULL) {
+        return HV_EINVAL;
+    }
+    const char *first = text;
+    while (*first == ' ' || *first == '\t' || *first == '\n' || *first == '\r') {
+        first++;
+    }
+    if (want_object && *first != '{') {
+        return HV_EINVAL;
+    }
+    if (!jscan_text(text, NULL, HV_CLI_JSON_MAX_DEPTH - j->depth)) {
+        return HV_EINVAL;
+    }
+    jscan_text(text, j, HV_CLI_JSON_MAX_DEPTH - j->depth);
+    return j->err ? HV_EINVAL : HV_OK;
 }
 
 hv_err hv_cli_json_finish(hv_cli_json_t *j) {

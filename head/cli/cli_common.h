@@ -2,8 +2,9 @@
  * cli_common: what hvsubmit and hvctl share and what can be tested without a head: resolving
  * the head address, parsing hvsubmit's command line, checking the files a job ships (ELF
  * executable, readable --file, no name clashes), parsing --env, turning a finished job into an
- * exit status, human formats (durations, "5s ago", signal names), an aligned text table and a
- * small JSON emitter (protobuf-c has no JSON). It is not an RPC client: the calls themselves live
+ * exit status, human formats (durations, "5s ago", signal names, elastic rounds, blacklist
+ * entries), an aligned text table and a small JSON emitter (protobuf-c has no JSON) that can also
+ * embed a JSON text from the head after checking it. It is not an RPC client: the calls themselves live
  * in hvsubmit.c and hvctl.c. Everything here is single-threaded: a table or JSON writer belongs
  * to its caller; functions with no object are reentrant.
  */
@@ -53,14 +54,28 @@ typedef struct hv_cli_kv_s {
 hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errlen);
 void hv_cli_kv_fini(hv_cli_kv_t *kv);
 
-/* hvsubmit's command line. Strings are borrowed from argv unless said otherwise. */
+/* Bounds of hvsubmit's elastic options (the same as the head's elastic: config keys). */
+#define HV_CLI_MAX_RESETS_MAX 1000000u     /* --max-resets */
+#define HV_CLI_ELASTIC_TIMEOUT_MAX 604800u /* --elastic-timeout, seconds (7 days) */
+#define HV_CLI_CHECK_EVERY_MAX 1000000u    /* --check-every, commits */
+#define HV_CLI_COOLDOWN_MAX 604800u        /* --blacklist-cooldown, seconds (7 days) */
+
+/* hvsubmit's command line. Strings are borrowed from argv unless said otherwise. Elastic values
+ * left at 0 (and their *_set flags at 0) mean the head's default (its elastic: config). */
 typedef struct hv_cli_submit_opts_s {
-    const char *head;        /* --head, or NULL */
-    uint32_t np;             /* -np; 0 when not given */
-    int np_set;              /* -np was given */
-    uint32_t min_np;         /* --min-np, 0 = unset */
-    uint32_t max_np;         /* --max-np, 0 = unset */
-    uint32_t max_resets;     /* --max-resets */
+    const char *head;           /* --head, or NULL */
+    uint32_t np;                /* -np; 0 when not given */
+    int np_set;                 /* -np was given */
+    uint32_t min_np;            /* --min-np, 0 = unset */
+    uint32_t max_np;            /* --max-np, 0 = unset */
+    int elastic;                /* --min-np or --max-np was given: an elastic job */
+    uint32_t max_resets;        /* --max-resets */
+    int max_resets_set;         /* --max-resets was given (0 = fail at the first reset) */
+    uint32_t elastic_timeout_s; /* --elastic-timeout, 0 = the head's default */
+    uint32_t check_every;       /* --check-every, 0 = the head's default */
+    uint32_t cooldown_min_s;    /* --blacklist-cooldown MIN:MAX */
+    uint32_t cooldown_max_s;
+    int cooldown_set;        /* --blacklist-cooldown was given (0:0 = no blacklisting) */
     uint32_t slots_per_host; /* --slots-per-host, 0 = no limit */
     uint32_t timeout_s;      /* --timeout, 0 = the head's default */
     const char *name;        /* --name, or NULL (the binary's base name) */
@@ -79,8 +94,9 @@ typedef struct hv_cli_submit_opts_s {
 
 /* Parses argv[1..argc-1]. Options stop at the first argument that is not an option (or after
  * "--"): that is the binary, and everything after it goes to the workers untouched. Both "-np 4"
- * and "--np=4" spellings are accepted. Checks numbers and their consistency (-np 0, min > np,
- * np > max, min > max) but touches no file. HV_EINVAL with a message in err on bad usage;
+ * and "--np=4" spellings are accepted. Checks numbers, their ranges and their consistency (-np 0,
+ * min > np, np > max, min > max, --check-every 0, a cooldown MIN above MAX, elastic options
+ * without --min-np or --max-np) but touches no file. HV_EINVAL with a message in err on bad usage;
  * on HV_OK *out is filled and must be released with hv_cli_submit_opts_fini (also safe after a
  * failure, on a zeroed struct). */
 hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, char *err,
@@ -116,6 +132,24 @@ int hv_cli_worker_failed(const Hvpb__V1__WorkerView *w);
 /* Writes "rank R on node N exited with status S" / "... was killed by signal SIGKILL" /
  * "... was lost" for a failed worker into buf, with " (reason)" when the head gave one. */
 const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size_t len);
+
+/* For an elastic job's end: "generation 3, 2 workers, 1 reset" (the round, its size and the
+ * resets of v) into buf. */
+const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t len);
+
+/* The round line of `hvctl job`: "closed (opened for: failure: rank 1 ...)", "open (...)", or
+ * "-" before the first round; into buf. */
+const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len);
+
+/* A node's blacklist entries for `hvctl nodes`, seen at now_ms (wall ms): "job 3: 1 strike, 42s
+ * left", "job 5: permanent (5 strikes)", "job 4: 2 strikes, cooldown over", joined by "; ";
+ * "-" when there are none. Into buf (cut to fit). */
+const char *hv_cli_fmt_blacklist(Hvpb__V1__BlacklistEntry *const *e, size_t n, uint64_t now_ms,
+                                 char *buf, size_t len);
+
+/* Checks hvctl drain/undrain's NODE: a node name (1 to 128 of A-Z a-z 0-9 . _ -) or a numeric
+ * id. HV_EINVAL with a message in err otherwise. */
+hv_err hv_cli_check_node(const char *node, char *err, size_t errlen);
 
 /* True for the events hvsubmit shows while a job runs: job state changes, elastic resets and
  * worker failures. Others (placement chatter) are left for `hvctl events`. */
@@ -176,6 +210,14 @@ void hv_cli_json_bool(hv_cli_json_t *j, int v);
 void hv_cli_json_null(hv_cli_json_t *j);
 /* Ends the document with a newline. HV_EINVAL if containers are still open or misuse occurred. */
 hv_err hv_cli_json_finish(hv_cli_json_t *j);
+
+/* Writes text, one JSON value that came from elsewhere (an event's data from the head), as the
+ * next value: it is checked first (RFC 8259 grammar, valid UTF-8, nesting within what the writer
+ * has left) and then written again through the writer, so it is indented like the rest and the
+ * document stays valid. Strings and numbers keep their exact spelling. HV_EINVAL, with nothing
+ * written, when text is not exactly one valid JSON value (surrounding whitespace aside) or
+ * nests too deep; want_object set also refuses a value that is not an object. */
+hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object);
 
 /* Writes s as a quoted JSON string: escapes '"', '\\' and control characters, and replaces bytes
  * that are not valid UTF-8 with U+FFFD so that the output is always valid JSON. */

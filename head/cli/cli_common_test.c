@@ -1,8 +1,10 @@
 /*
  * cli_common_test: unit tests of what hvsubmit and hvctl decide without a head: the command line,
  * the checks on the files a job ships (a real ELF copied from /bin/true, a script, a file that is
- * not executable, a directory, a missing path), --env, exit statuses of finished jobs, the table
- * printer and the JSON emitter. Run all cases, or one by name: cli_common_test json_escape.
+ * not executable, a directory, a missing path), --env, the elastic options (accepted and refused
+ * values), exit statuses of finished jobs, the elastic and blacklist display formats, node
+ * names for drain, the table printer, the JSON emitter and the embedding of the head's JSON
+ * texts. Run all cases, or one by name: cli_common_test json_escape.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -116,6 +118,67 @@ static void test_parse_basic(void) {
         CHECK_STR(o.args[3], "3");
     }
     CHECK(o.head == NULL && o.name == NULL && !o.detach && !o.quiet && !o.help);
+    CHECK(o.elastic && o.max_resets_set);
+    CHECK(!o.cooldown_set && o.check_every == 0 && o.elastic_timeout_s == 0);
+    hv_cli_submit_opts_fini(&o);
+
+    /* --max-resets 0 is kept as given; without --min-np/--max-np a job has a fixed size. */
+    argc = split_args("-np 4 --max-resets=0 --max-np=4 t", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK(o.elastic);
+    CHECK_INT(o.max_resets, 0);
+    CHECK_INT(o.max_resets_set, 1); /* 0 given on purpose: fail at the first reset */
+    hv_cli_submit_opts_fini(&o);
+    argc = split_args("-np 4 t", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK(!o.elastic && !o.max_resets_set && !o.cooldown_set);
+    hv_cli_submit_opts_fini(&o);
+}
+
+static void test_parse_elastic(void) {
+    char store[512], err[HV_CLI_ERR_LEN];
+    char *argv[64];
+    hv_cli_submit_opts_t o;
+    int argc = split_args("--min-np 2 --elastic-timeout 300 --check-every 10 "
+                          "--blacklist-cooldown 30:1800 --max-resets 5 train.bin --check-every 1",
+                          store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.elastic, 1);
+    CHECK_INT(o.min_np, 2);
+    CHECK_INT(o.max_np, 0);
+    CHECK_INT(o.np_set, 0);
+    CHECK_INT(o.elastic_timeout_s, 300);
+    CHECK_INT(o.check_every, 10);
+    CHECK_INT(o.cooldown_min_s, 30);
+    CHECK_INT(o.cooldown_max_s, 1800);
+    CHECK_INT(o.cooldown_set, 1);
+    CHECK_INT(o.max_resets, 5);
+    CHECK_INT(o.max_resets_set, 1);
+    CHECK_INT(o.nargs, 2); /* the program's own --check-every */
+    hv_cli_submit_opts_fini(&o);
+
+    /* The "=" forms, the bounds, and 0:0 (no blacklisting). */
+    argc = split_args("--max-np=8 -np=8 --elastic-timeout=604800 --check-every=1000000 "
+                      "--blacklist-cooldown=0:0 --max-resets=1000000 t",
+                      store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.elastic, 1);
+    CHECK_INT(o.max_np, 8);
+    CHECK_INT(o.np, 8);
+    CHECK_INT(o.elastic_timeout_s, 604800);
+    CHECK_INT(o.check_every, 1000000);
+    CHECK_INT(o.cooldown_min_s, 0);
+    CHECK_INT(o.cooldown_max_s, 0);
+    CHECK_INT(o.cooldown_set, 1);
+    CHECK_INT(o.max_resets, 1000000);
+    hv_cli_submit_opts_fini(&o);
+
+    /* MIN = MAX: a fixed cooldown. */
+    argc = split_args("--max-np 3 --blacklist-cooldown 604800:604800 t", store, sizeof(store), argv,
+                      64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.cooldown_min_s, 604800);
+    CHECK_INT(o.cooldown_max_s, 604800);
     hv_cli_submit_opts_fini(&o);
 }
 
@@ -182,6 +245,35 @@ static void test_parse_errors(void) {
         {"--detach=yes t", "option '--detach' takes no value"},
         {"--head nohostport t", "bad head address 'nohostport'"},
         {"--timeout 0 t", "--timeout '0'"},
+        /* elastic options */
+        {"--min-np 1 --check-every 0 t",
+         "--check-every '0': expected a number of commits from 1 to 1000000"},
+        {"--min-np 1 --check-every 1000001 t", "--check-every '1000001'"},
+        {"--min-np 1 --check-every often t", "--check-every 'often'"},
+        {"--max-np 4 --max-resets 1000001 t",
+         "--max-resets '1000001': expected a whole number from 0 to 1000000"},
+        {"--max-np 4 --max-resets -1 t", "--max-resets '-1'"},
+        {"--min-np 2 --elastic-timeout 0 t",
+         "--elastic-timeout '0': expected seconds from 1 to 604800"},
+        {"--min-np 2 --elastic-timeout 10m t", "--elastic-timeout '10m'"},
+        {"--min-np 2 --blacklist-cooldown 60 t",
+         "--blacklist-cooldown '60': expected MIN:MAX in seconds, e.g. 60:3600"},
+        {"--min-np 2 --blacklist-cooldown 600:60 t",
+         "--blacklist-cooldown '600:60': MIN 600 is more than MAX 60"},
+        {"--min-np 2 --blacklist-cooldown 0:60 t",
+         "--blacklist-cooldown '0:60': a MIN of 0 turns blacklisting off; give 0:0"},
+        {"--min-np 2 --blacklist-cooldown a:b t",
+         "--blacklist-cooldown 'a:b': MIN and MAX are whole seconds from 0 to 604800"},
+        {"--min-np 2 --blacklist-cooldown 1:604801 t", "--blacklist-cooldown '1:604801'"},
+        {"--min-np 2 --blacklist-cooldown :5 t", "--blacklist-cooldown ':5'"},
+        {"--min-np 2 --blacklist-cooldown 5: t", "--blacklist-cooldown '5:'"},
+        {"--min-np 2 --blacklist-cooldown 1:2:3 t", "--blacklist-cooldown '1:2:3'"},
+        {"--min-np 2 --blacklist-cooldown t", "--blacklist-cooldown 't': expected MIN:MAX"},
+        {"--max-resets 3 t", "--max-resets is for elastic jobs: give --min-np and/or --max-np"},
+        {"-np 2 --check-every 5 t", "--check-every is for elastic jobs"},
+        {"--elastic-timeout 60 t", "--elastic-timeout is for elastic jobs"},
+        {"--blacklist-cooldown 0:0 t", "--blacklist-cooldown is for elastic jobs"},
+        {"--min-np 3 -np 2 --max-np 8 t", "--min-np 3 is more than -np 2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char store[512], err[HV_CLI_ERR_LEN];
@@ -449,6 +541,70 @@ static void test_exit_status(void) {
     CHECK_INT(hv_cli_job_exit_status(&v, 0, NULL), 1);
 }
 
+static void test_elastic_formats(void) {
+    char buf[512];
+    Hvpb__V1__JobView v = HVPB__V1__JOB_VIEW__INIT;
+    v.elastic = 1;
+    v.generation = 3;
+    v.size = 2;
+    v.resets = 1;
+    CHECK_STR(hv_cli_elastic_summary(&v, buf, sizeof(buf)), "generation 3, 2 workers, 1 reset");
+    v.size = 1;
+    v.resets = 0;
+    CHECK_STR(hv_cli_elastic_summary(&v, buf, sizeof(buf)), "generation 3, 1 worker, 0 resets");
+
+    CHECK_STR(hv_cli_fmt_round(&v, buf, sizeof(buf)), "-"); /* no round yet */
+    v.round_state = "closed";
+    v.round_reason = "failure: rank 1 on n2 exited with status 3";
+    CHECK_STR(hv_cli_fmt_round(&v, buf, sizeof(buf)),
+              "closed (opened for: failure: rank 1 on n2 exited with status 3)");
+    v.round_state = "open";
+    v.round_reason = "";
+    CHECK_STR(hv_cli_fmt_round(&v, buf, sizeof(buf)), "open");
+
+    /* Blacklist entries, seen at t = 1000 s. */
+    uint64_t now = 1000000;
+    Hvpb__V1__BlacklistEntry b1 = HVPB__V1__BLACKLIST_ENTRY__INIT;
+    Hvpb__V1__BlacklistEntry b2 = HVPB__V1__BLACKLIST_ENTRY__INIT;
+    Hvpb__V1__BlacklistEntry b3 = HVPB__V1__BLACKLIST_ENTRY__INIT;
+    b1.job_id = 3;
+    b1.strikes = 1;
+    b1.until_ms = now + 41500; /* 41.5 s left: shown rounded up */
+    b2.job_id = 5;
+    b2.strikes = 5;
+    b2.permanent = 1;
+    b3.job_id = 4;
+    b3.strikes = 2;
+    b3.until_ms = now - 1;
+    Hvpb__V1__BlacklistEntry *bl[] = {&b1, &b2, &b3};
+    CHECK_STR(hv_cli_fmt_blacklist(bl, 0, now, buf, sizeof(buf)), "-");
+    CHECK_STR(hv_cli_fmt_blacklist(bl, 1, now, buf, sizeof(buf)), "job 3: 1 strike, 42s left");
+    CHECK_STR(hv_cli_fmt_blacklist(bl, 3, now, buf, sizeof(buf)),
+              "job 3: 1 strike, 42s left; job 5: permanent (5 strikes); job 4: 2 strikes, "
+              "cooldown over");
+    b1.until_ms = now + 185000;
+    b2.strikes = 1;
+    CHECK_STR(hv_cli_fmt_blacklist(bl, 2, now, buf, sizeof(buf)),
+              "job 3: 1 strike, 3m05s left; job 5: permanent (1 strike)");
+    /* A small buffer cuts the text, still terminated. */
+    char small[20];
+    CHECK_STR(hv_cli_fmt_blacklist(bl, 3, now, small, sizeof(small)), "job 3: 1 strike, 3m");
+
+    /* drain/undrain's NODE. */
+    char err[HV_CLI_ERR_LEN];
+    CHECK_RC(hv_cli_check_node("gpu-node-1", err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_check_node("12", err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_check_node("a.b_c-d", err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_check_node("", err, sizeof(err)), HV_EINVAL);
+    CHECK_RC(hv_cli_check_node("two words", err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "bad node 'two words': expected a node name");
+    CHECK_RC(hv_cli_check_node("a/b", err, sizeof(err)), HV_EINVAL);
+    char longname[200];
+    memset(longname, 'x', 129);
+    longname[129] = '\0';
+    CHECK_RC(hv_cli_check_node(longname, err, sizeof(err)), HV_EINVAL);
+}
+
 static void test_events_and_formats(void) {
     char buf[64];
     CHECK(hv_cli_event_shown("job.state"));
@@ -634,6 +790,133 @@ static void test_json_doc(void) {
     }
 }
 
+/* Writes {"k": <text>} for test_json_embed; the embed's result goes back through ud. */
+typedef struct embed_case_s {
+    const char *text;
+    int want_object;
+    int depth; /* arrays to open around the object first */
+    hv_err rc;
+} embed_case_t;
+
+static void write_embed(FILE *f, void *ud) {
+    embed_case_t *c = ud;
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    for (int i = 0; i < c->depth; i++) {
+        hv_cli_json_arr_begin(&j);
+    }
+    hv_cli_json_obj_begin(&j);
+    hv_cli_json_key(&j, "k");
+    c->rc = hv_cli_json_embed(&j, c->text, c->want_object);
+    if (c->rc != HV_OK) {
+        hv_cli_json_null(&j);
+    }
+    hv_cli_json_key(&j, "after");
+    hv_cli_json_u64(&j, 1);
+    hv_cli_json_obj_end(&j);
+    for (int i = 0; i < c->depth; i++) {
+        hv_cli_json_arr_end(&j);
+    }
+    CHECK_RC(hv_cli_json_finish(&j), HV_OK);
+}
+
+static void test_json_embed(void) {
+    /* An object from the head is re-indented; strings and numbers keep their spelling. */
+    embed_case_t c = {" {\"generation\":3, \"size\" : 2,\"rollback\":true,\"removed\":[7,8],"
+                      "\"reason\":\"failure: rank 1 \\\"x\\\" \\u00e9 caf\xc3\xa9\",\"x\":-1.5e+3,"
+                      "\"none\":null,\"e\":{},\"a\":[]} \n",
+                      1, 0, HV_EINVAL};
+    char *out = capture(write_embed, &c);
+    CHECK_RC(c.rc, HV_OK);
+    CHECK_STR(out, "{\n"
+                   "  \"k\": {\n"
+                   "    \"generation\": 3,\n"
+                   "    \"size\": 2,\n"
+                   "    \"rollback\": true,\n"
+                   "    \"removed\": [\n"
+                   "      7,\n"
+                   "      8\n"
+                   "    ],\n"
+                   "    \"reason\": \"failure: rank 1 \\\"x\\\" \\u00e9 caf\xc3\xa9\",\n"
+                   "    \"x\": -1.5e+3,\n"
+                   "    \"none\": null,\n"
+                   "    \"e\": {},\n"
+                   "    \"a\": []\n"
+                   "  },\n"
+                   "  \"after\": 1\n"
+                   "}\n");
+    free(out);
+
+    /* Any value when an object is not required. */
+    static const char *const ok_any[] = {"[1,\"two\",[3]]", "0",     "-0.25",
+                                         "\"s\"",           "false", "  null  "};
+    for (size_t i = 0; i < sizeof(ok_any) / sizeof(ok_any[0]); i++) {
+        embed_case_t k = {ok_any[i], 0, 0, HV_EINVAL};
+        out = capture(write_embed, &k);
+        if (k.rc != HV_OK) {
+            fprintf(stderr, "embed '%s': %s, want HV_OK\n", ok_any[i], hv_errname(k.rc));
+            test_failed = 1;
+        }
+        free(out);
+    }
+
+    /* Refused, with nothing written: the document still holds "k": null. */
+    static const char *const bad[] = {
+        "",
+        "   ",
+        "{",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{a:1}",
+        "{'a':1}",
+        "{\"a\":1} x",
+        "{\"a\":1}{}",
+        "{\"a\":01}",
+        "{\"a\":1.}",
+        "{\"a\":-}",
+        "{\"a\":1e}",
+        "{\"a\":+1}",
+        "{\"a\":tru}",
+        "{\"a\":\"unterminated}",
+        "{\"a\":\"tab\tinside\"}",
+        "{\"a\":\"bad \\x escape\"}",
+        "{\"a\":\"short \\u12\"}",
+        "{\"a\":\"bad utf8 \xff\"}",
+        "{\"a\":[1,2}",
+        "[1]", /* not an object */
+        "\"text\"",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        embed_case_t k = {bad[i], 1, 0, HV_OK};
+        out = capture(write_embed, &k);
+        if (k.rc != HV_EINVAL) {
+            fprintf(stderr, "embed '%s': %s, want HV_EINVAL\n", bad[i], hv_errname(k.rc));
+            test_failed = 1;
+        }
+        CHECK_STR(out, "{\n  \"k\": null,\n  \"after\": 1\n}\n");
+        free(out);
+    }
+
+    /* Nesting: the writer's depth bound counts the containers already open around it. */
+    char deep[64] = "";
+    for (int i = 0; i < 14; i++) {
+        strcat(deep, "[");
+    }
+    strcat(deep, "1");
+    for (int i = 0; i < 14; i++) {
+        strcat(deep, "]");
+    }
+    embed_case_t d1 = {deep, 0, 0, HV_EINVAL}; /* 1 + 14 levels: fits in 16 */
+    out = capture(write_embed, &d1);
+    CHECK_RC(d1.rc, HV_OK);
+    free(out);
+    embed_case_t d2 = {deep, 0, 2, HV_OK}; /* 3 + 14: too deep */
+    out = capture(write_embed, &d2);
+    CHECK_RC(d2.rc, HV_EINVAL);
+    CHECK_HAS(out, "\"k\": null");
+    free(out);
+}
+
 static void test_parse_oom(void) {
     /* Every allocation of a parse can fail without a leak or a crash. */
     char store[512], err[HV_CLI_ERR_LEN];
@@ -660,16 +943,19 @@ static const struct {
     {"parse_basic", test_parse_basic},
     {"parse_forms", test_parse_forms},
     {"parse_errors", test_parse_errors},
+    {"parse_elastic", test_parse_elastic},
     {"parse_oom", test_parse_oom},
     {"env", test_env},
     {"head_addr", test_head_addr},
     {"check_binary", test_check_binary},
     {"check_files", test_check_files},
     {"exit_status", test_exit_status},
+    {"elastic_formats", test_elastic_formats},
     {"events_and_formats", test_events_and_formats},
     {"table", test_table},
     {"json_escape", test_json_escape},
     {"json_doc", test_json_doc},
+    {"json_embed", test_json_embed},
 };
 
 /* Removes what make_tmpdir created (files, one level of subdirectory). */

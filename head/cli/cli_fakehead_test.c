@@ -4,8 +4,11 @@
  * whole behaviour is checked without hvhead: upload by digest with skip, resume and the size
  * limit; the spec that reaches the head; the watch output format; exit statuses of failed jobs;
  * a Watch stream that breaks (resume without repeats); Ctrl-C once (cancel) and twice (exit at
- * once); a refused submit; --detach; hvctl's tables, --json and NOT_FOUND. The tests with a
- * real head live in tests/integration. Cases run alone by name: cli_fakehead_test [case].
+ * once); a refused submit; --detach; hvctl's tables, --json and NOT_FOUND; the elastic options
+ * in the spec and the end-of-job summary; hvctl's elastic job view, blacklist column, event
+ * data embedded in --json, and drain/undrain (unknown node, old head, unreachable head). The
+ * tests with a real head live in tests/integration. Cases run alone by name:
+ * cli_fakehead_test [case].
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +100,16 @@ static struct {
     char name[64], user[64], binary_name[64], binary_digest[65], args[256], env[256], files[256];
     uint32_t np, min_np, max_np, binary_mode;
     uint64_t binary_size;
+    int elastic, max_resets_set, cooldown_set;
+    uint32_t max_resets, elastic_timeout_s, check_every, cooldown_min_s, cooldown_max_s;
 } got_spec;
+
+/* What DrainNode received. */
+static struct {
+    int n;
+    char node[160], reason[300];
+    int drain;
+} got_drain;
 
 /* The scenario the fake plays. */
 enum item_kind { IT_LOG, IT_EVENT, IT_BREAK, IT_HOLD, IT_DONE, IT_END };
@@ -226,6 +238,14 @@ static void on_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     got_spec.np = s->np;
     got_spec.min_np = s->min_np;
     got_spec.max_np = s->max_np;
+    got_spec.elastic = s->elastic;
+    got_spec.max_resets = s->max_resets;
+    got_spec.max_resets_set = s->max_resets_set;
+    got_spec.elastic_timeout_s = s->elastic_timeout_s;
+    got_spec.check_every = s->check_every;
+    got_spec.cooldown_min_s = s->cooldown_min_s;
+    got_spec.cooldown_max_s = s->cooldown_max_s;
+    got_spec.cooldown_set = s->cooldown_set;
     Hvpb__V1__SubmitReply rep = HVPB__V1__SUBMIT_REPLY__INIT;
     rep.job_id = 7;
     rep.np = s->np ? s->np : 4;
@@ -359,12 +379,25 @@ static void on_list_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     info1.n_labels = 1;
     info2.name = "n2";
     info2.slots = 4;
+    Hvpb__V1__BlacklistEntry b1 = HVPB__V1__BLACKLIST_ENTRY__INIT;
+    Hvpb__V1__BlacklistEntry b2 = HVPB__V1__BLACKLIST_ENTRY__INIT;
+    b1.job_id = 3;
+    b1.strikes = 1;
+    b1.until_ms = hv_wall_ms() + 41200; /* shown as 42s left */
+    b1.reason = "rank 1 on gpu-node-1 exited with status 3";
+    b2.job_id = 5;
+    b2.strikes = 5;
+    b2.permanent = 1;
+    b2.reason = "rank 0 on gpu-node-1 was killed by signal SIGSEGV";
+    Hvpb__V1__BlacklistEntry *bl[] = {&b1, &b2};
     Hvpb__V1__NodeView n1 = HVPB__V1__NODE_VIEW__INIT, n2 = HVPB__V1__NODE_VIEW__INIT;
     n1.node_id = 1;
     n1.info = &info1;
-    n1.state = "alive";
+    n1.state = "draining";
     n1.slots_used = 2;
     n1.last_seen_ms = hv_wall_ms() - 3000;
+    n1.blacklist = bl;
+    n1.n_blacklist = 2;
     n2.node_id = 12;
     n2.info = &info2;
     n2.state = "dead";
@@ -388,11 +421,55 @@ static void on_list_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud
     e2.job_id = 7;
     e2.kind = "job.state";
     e2.message = "job 7 is running\twith \"4\" workers";
-    Hvpb__V1__Event *evs[] = {&e1, &e2};
+    Hvpb__V1__Event e3 = HVPB__V1__EVENT__INIT, e4 = HVPB__V1__EVENT__INIT;
+    e3.seq = 43;
+    e3.job_id = 7;
+    e3.kind = "round.close";
+    e3.message = "job 7: generation 3 with 2 workers\n(after a failure)";
+    e3.data = "{\"generation\":3,\"size\":2,\"rollback\":true,\"removed\":[101],"
+              "\"reason\":\"failure: rank 1 \\\"x\\\"\"}";
+    e4.seq = 44;
+    e4.job_id = 7;
+    e4.kind = "round.open";
+    e4.message = "job 7: round 4 opens";
+    e4.data = "{\"generation\": 4, oops";
+    Hvpb__V1__Event *evs[] = {&e1, &e2, &e3, &e4};
     Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
-    rep.n_events = r->job_id == 7 ? 1 : 2;
+    rep.n_events = r->job_id == 7 ? 3 : 4;
     rep.events = r->job_id == 7 ? &evs[1] : evs;
     hv_rpc_reply(c, &rep.base);
+}
+
+/* DrainNode: gpu-node-1 (or "1") is known; "old" plays a head without DrainNode; "ghost" is
+ * refused with the head's own message; any other node is NOT_FOUND without one. */
+static void on_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__NodeDrainRequest *r = (const Hvpb__V1__NodeDrainRequest *)m;
+    got_drain.n++;
+    snprintf(got_drain.node, sizeof(got_drain.node), "%s", r->node);
+    snprintf(got_drain.reason, sizeof(got_drain.reason), "%s", r->reason);
+    got_drain.drain = r->drain;
+    if (strcmp(r->node, "old") == 0) {
+        hv_rpc_finish(c, HV_ENOTSUP, NULL);
+        return;
+    }
+    if (strcmp(r->node, "ghost") == 0) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no node named 'ghost' or with id ghost");
+        return;
+    }
+    if (strcmp(r->node, "gpu-node-1") != 0 && strcmp(r->node, "1") != 0) {
+        hv_rpc_finish(c, HV_ENOTFOUND, NULL);
+        return;
+    }
+    Hvpb__V1__NodeInfo info = HVPB__V1__NODE_INFO__INIT;
+    info.name = "gpu-node-1";
+    info.slots = 8;
+    Hvpb__V1__NodeView n = HVPB__V1__NODE_VIEW__INIT;
+    n.node_id = 1;
+    n.info = &info;
+    n.state = r->drain ? "draining" : "alive";
+    n.slots_used = 2;
+    hv_rpc_reply(c, &n.base);
 }
 
 static void server_up(void) {
@@ -425,6 +502,8 @@ static void server_up(void) {
          on_list_nodes, NULL, NULL},
         {"/hvpb.v1.Jobs/ListEvents", HV_RPC_UNARY, &hvpb__v1__list_events_request__descriptor,
          on_list_events, NULL, NULL},
+        {"/hvpb.v1.Jobs/DrainNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
+         on_drain_node, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
         hv_rpc_server_add(srv, &ms[i]);
@@ -584,8 +663,27 @@ static void put_text(const char *name, const char *text, char *path, size_t len)
     chmod(path, 0640);
 }
 
+/* 1 when text is one valid JSON document (python3's parser), 0 when not; 1 as well when there
+ * is no python3 to ask (the C tests of the emitter still hold). */
+static int json_valid(const char *text) {
+    char path[300], cmd[700];
+    snprintf(path, sizeof(path), "%s/doc.json", tmpdir);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        return 0;
+    }
+    fputs(text, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd),
+             "command -v python3 >/dev/null 2>&1 || exit 0; "
+             "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '%s'",
+             path);
+    return system(cmd) == 0;
+}
+
 static void reset_counts(void) {
     n_stat = n_upload = n_submit = n_watch = n_cancel = 0;
+    memset(&got_drain, 0, sizeof(got_drain));
     submit_refuse = 0;
     cancel_ends_job = 1;
     sigint_count = 0;
@@ -596,7 +694,7 @@ static void reset_counts(void) {
 
 static Hvpb__V1__WorkerView wv[3];
 static Hvpb__V1__WorkerView *wvp[3] = {&wv[0], &wv[1], &wv[2]};
-static Hvpb__V1__JobView view_ok, view_failed, view_cancelled;
+static Hvpb__V1__JobView view_ok, view_failed, view_cancelled, view_elastic, view_elastic_failed;
 
 static void views_init(void) {
     for (int i = 0; i < 3; i++) {
@@ -624,6 +722,24 @@ static void views_init(void) {
     view_cancelled = view_ok;
     view_cancelled.state = "cancelled";
     view_cancelled.reason = "cancelled by user";
+    view_elastic = view_ok;
+    view_elastic.elastic = 1;
+    view_elastic.np = 4;
+    view_elastic.min_np = 2;
+    view_elastic.max_np = 8;
+    view_elastic.generation = 3;
+    view_elastic.size = 2;
+    view_elastic.resets = 1;
+    view_elastic.max_resets = 3;
+    view_elastic.check_every = 10;
+    view_elastic.round_state = "closed";
+    view_elastic.round_reason = "failure: rank 1 on n1 exited with status 3";
+    view_elastic_failed = view_elastic;
+    view_elastic_failed.state = "failed";
+    view_elastic_failed.reason = "3 resets, at most 3 allowed: rank 0 on n2 exited with status 4";
+    view_elastic_failed.generation = 4;
+    view_elastic_failed.size = 1;
+    view_elastic_failed.resets = 3;
 }
 
 /* ---- cases ---------------------------------------------------------------------------------- */
@@ -679,6 +795,12 @@ static void test_submit_ok(void) {
     CHECK_STR(got_spec.env, "LR=0.1|EMPTY=|");
     CHECK_STR(got_spec.files, "data.txt:present|");
     CHECK(got_spec.user[0] != '\0');
+    /* A fixed-size job: nothing elastic in the spec, no summary at the end. */
+    CHECK_INT(got_spec.elastic, 0);
+    CHECK_INT(got_spec.max_resets_set, 0);
+    CHECK_INT(got_spec.cooldown_set, 0);
+    CHECK_INT(got_spec.check_every, 0);
+    CHECK_LACKS(r.err, "generation");
     run_free(&r);
 
     /* Again, with no -np and a name: nothing is uploaded (the head has it). */
@@ -927,10 +1049,11 @@ static void test_hvctl(void) {
     CHECK_HAS(r.out, "STATE:      failed\n");
     CHECK_HAS(r.out, "REASON:     rank 1 exited with status 3\n");
     CHECK_HAS(r.out, "DURATION:   3m05s\n");
-    CHECK_HAS(r.out, "RANK  NODE  STATE    PID   EXIT     ATTEMPT  REASON\n"
-                     "0     n1    killed   1000  SIGTERM  0        -\n"
-                     "1     n1    exited   1001  3        0        -\n"
-                     "2     n2    running  1002  -        0        -\n");
+    CHECK_HAS(r.out, "RANK  NODE  STATE    PID   EXIT     ATTEMPT  GEN  JOINED  DONE  REASON\n"
+                     "0     n1    killed   1000  SIGTERM  0        -    -       no    -\n"
+                     "1     n1    exited   1001  3        0        -    -       no    -\n"
+                     "2     n2    running  1002  -        0        -    -       no    -\n");
+    CHECK_LACKS(r.out, "ELASTIC:");
     run_free(&r);
 
     const char *a2[] = {"job", "42", NULL};
@@ -944,7 +1067,9 @@ static void test_hvctl(void) {
     CHECK_INT(r.status, 0);
     CHECK_HAS(r.out, "\"job_id\": 7,\n");
     CHECK_HAS(r.out, "\"term_signal\": 15,\n");
+    CHECK_HAS(r.out, "\"elastic\": false,\n");
     CHECK(r.out[0] == '{' && strcmp(r.out + strlen(r.out) - 2, "}\n") == 0);
+    CHECK(json_valid(r.out));
     run_free(&r);
 
     const char *a4[] = {"jobs", NULL};
@@ -957,10 +1082,25 @@ static void test_hvctl(void) {
     const char *a5[] = {"nodes", NULL};
     run_tool(&r, "hvctl", a5);
     CHECK_INT(r.status, 0);
-    CHECK_HAS(r.out, "NAME        ID  STATE  SLOTS  GPUS  ADDRS              LAST-SEEN  LABELS\n"
-                     "gpu-node-1  1   alive  2/8    8     10.0.0.1,10.0.1.1  3s ago     "
-                     "zone=us-east-1a\n"
-                     "n2          12  dead   0/4    0     10.0.0.2           -          -\n");
+    CHECK_HAS(r.out, "NAME        ID  STATE     SLOTS  GPUS  ADDRS              LAST-SEEN  LABELS  "
+                     "         BLACKLIST\n"
+                     "gpu-node-1  1   draining  2/8    8     10.0.0.1,10.0.1.1  3s ago     "
+                     "zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 strikes)\n"
+                     "n2          12  dead      0/4    0     10.0.0.2           -          -     "
+                     "           -\n");
+    run_free(&r);
+
+    const char *a5j[] = {"--json", "nodes", NULL};
+    run_tool(&r, "hvctl", a5j);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "\"name\": \"gpu-node-1\",\n      \"state\": \"draining\",\n");
+    CHECK_HAS(r.out, "\"draining\": true,\n      \"blacklist\": [\n        {\n"
+                     "          \"job_id\": 3,\n          \"strikes\": 1,\n"
+                     "          \"permanent\": false,\n");
+    CHECK_HAS(r.out, "\"job_id\": 5,\n          \"strikes\": 5,\n          \"permanent\": true,\n");
+    CHECK_HAS(r.out, "\"reason\": \"rank 0 on gpu-node-1 was killed by signal SIGSEGV\"\n");
+    CHECK_HAS(r.out, "\"draining\": false,\n      \"blacklist\": []\n");
+    CHECK(json_valid(r.out));
     run_free(&r);
 
     const char *a6[] = {"events", "--job", "7", "--json", NULL};
@@ -968,14 +1108,35 @@ static void test_hvctl(void) {
     CHECK_INT(r.status, 0);
     CHECK_HAS(r.out, "\"message\": \"job 7 is running\\twith \\\"4\\\" workers\"\n");
     CHECK_LACKS(r.out, "node.join");
+    /* The head's JSON data is an object in the document, re-indented. */
+    CHECK_HAS(r.out, "\"message\": \"job 7: generation 3 with 2 workers\\n(after a failure)\",\n"
+                     "      \"data\": {\n"
+                     "        \"generation\": 3,\n"
+                     "        \"size\": 2,\n"
+                     "        \"rollback\": true,\n"
+                     "        \"removed\": [\n"
+                     "          101\n"
+                     "        ],\n"
+                     "        \"reason\": \"failure: rank 1 \\\"x\\\"\"\n"
+                     "      }\n");
+    /* Data that is not a JSON object stays out of "data" and is kept as text. */
+    CHECK_HAS(r.out, "\"data\": null,\n      \"data_text\": \"{\\\"generation\\\": 4, oops\"\n");
+    CHECK(json_valid(r.out));
     run_free(&r);
 
     const char *a7[] = {"events", NULL};
     run_tool(&r, "hvctl", a7);
     CHECK_INT(r.status, 0);
     CHECK_HAS(r.out, "SEQ  TIME");
-    CHECK_HAS(r.out, "node.join  node n3 joined\n");
+    CHECK_HAS(r.out, "node.join    node n3 joined\n");
     CHECK_HAS(r.out, "job 7 is running with \"4\" workers\n");
+    /* One line per event, data or not (the header, then four events). */
+    CHECK_HAS(r.out, "round.close  job 7: generation 3 with 2 workers (after a failure)\n");
+    int lines = 0;
+    for (const char *p = r.out; *p; p++) {
+        lines += *p == '\n';
+    }
+    CHECK_INT(lines, 5);
     run_free(&r);
 
     const char *a8[] = {"cancel", "7", NULL};
@@ -1005,6 +1166,302 @@ static void test_hvctl(void) {
     run_free(&r);
 }
 
+static const script_item_t script_elastic[] = {
+    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state"},
+    {IT_LOG, 0, 1, "epoch 1", 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state"},
+    {IT_DONE, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static const script_item_t script_elastic_fail[] = {
+    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 20, "job.state"},
+    {IT_EVENT, 0, 0, "job 7 failed", 21, "job.state"},
+    {IT_DONE, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static void test_submit_elastic(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    for (int i = 0; i < 3; i++) {
+        wv[i].state = "exited";
+        wv[i].exit_code = 0;
+        wv[i].term_signal = 0;
+    }
+    reset_counts();
+    script = script_elastic;
+    final_view = &view_elastic;
+    run_t r;
+    const char *args[] = {"-np",
+                          "4",
+                          "--min-np",
+                          "2",
+                          "--max-np",
+                          "8",
+                          "--max-resets",
+                          "3",
+                          "--elastic-timeout",
+                          "300",
+                          "--check-every",
+                          "10",
+                          "--blacklist-cooldown",
+                          "30:600",
+                          bin,
+                          NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_INT(r.status, 0);
+    CHECK_INT(got_spec.np, 4);
+    CHECK_INT(got_spec.min_np, 2);
+    CHECK_INT(got_spec.max_np, 8);
+    CHECK_INT(got_spec.elastic, 1);
+    CHECK_INT(got_spec.max_resets, 3);
+    CHECK_INT(got_spec.max_resets_set, 1);
+    CHECK_INT(got_spec.elastic_timeout_s, 300);
+    CHECK_INT(got_spec.check_every, 10);
+    CHECK_INT(got_spec.cooldown_min_s, 30);
+    CHECK_INT(got_spec.cooldown_max_s, 600);
+    CHECK_INT(got_spec.cooldown_set, 1);
+    CHECK_HAS(r.err, "hvsubmit: job 7 submitted (4 workers, elastic: 2 to 8)\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 succeeded\n");
+    CHECK_HAS(r.err, "hvsubmit: job 7 succeeded: generation 3, 2 workers, 1 reset\n");
+    CHECK_STR(r.out, "[0]<stdout>:epoch 1\n");
+    run_free(&r);
+
+    /* Zeros given on purpose reach the head as such (max_resets_set, cooldown_set). */
+    reset_counts();
+    const char *args2[] = {"--max-np", "8", "--max-resets", "0", "--blacklist-cooldown", "0:0",
+                           bin,        NULL};
+    run_tool(&r, "hvsubmit", args2);
+    CHECK_INT(r.status, 0);
+    CHECK_INT(got_spec.np, 0);
+    CHECK_INT(got_spec.min_np, 0);
+    CHECK_INT(got_spec.max_np, 8);
+    CHECK_INT(got_spec.elastic, 1);
+    CHECK_INT(got_spec.max_resets, 0);
+    CHECK_INT(got_spec.max_resets_set, 1);
+    CHECK_INT(got_spec.cooldown_min_s, 0);
+    CHECK_INT(got_spec.cooldown_max_s, 0);
+    CHECK_INT(got_spec.cooldown_set, 1);
+    CHECK_INT(got_spec.check_every, 0);       /* the head's default */
+    CHECK_INT(got_spec.elastic_timeout_s, 0); /* the head's default */
+    CHECK_HAS(r.err, "hvsubmit: job 7 submitted (4 workers, elastic: at most 8)\n");
+    run_free(&r);
+
+    /* --quiet: no summary after a success. */
+    reset_counts();
+    const char *args3[] = {"--quiet", "--min-np", "2", bin, NULL};
+    run_tool(&r, "hvsubmit", args3);
+    CHECK_INT(r.status, 0);
+    CHECK_INT(got_spec.elastic, 1);
+    CHECK_INT(got_spec.max_resets_set, 0);
+    CHECK_INT(got_spec.cooldown_set, 0);
+    CHECK_HAS(r.err, "elastic: at least 2)");
+    CHECK_LACKS(r.err, "generation");
+    run_free(&r);
+
+    /* A failed elastic job: the stored reason, the culprit, then where the job ended. */
+    reset_counts();
+    script = script_elastic_fail;
+    final_view = &view_elastic_failed;
+    view_elastic_failed.reason = "3 resets, at most 3 allowed: rank 0 on n1 exited with status 4";
+    wv[0].exit_code = 4;
+    const char *args4[] = {"--min-np", "1", "--max-np", "3", bin, NULL};
+    run_tool(&r, "hvsubmit", args4);
+    CHECK_INT(r.status, 4);
+    const char *reason = strstr(r.err, "hvsubmit: job 7 failed: 3 resets, at most 3 allowed: rank "
+                                       "0 on n1 exited with status 4\n");
+    const char *summary = strstr(r.err, "hvsubmit: job 7 at its end: generation 4, 1 worker, "
+                                        "3 resets\n");
+    CHECK(reason != NULL && summary != NULL && reason < summary);
+    CHECK_HAS(r.err, "hvsubmit: rank 0 on node n1 exited with status 4\n");
+    if (reason == NULL || summary == NULL) {
+        fprintf(stderr, "stderr was:\n%s", r.err);
+    }
+    run_free(&r);
+    wv[0].exit_code = 0;
+
+    /* Bad elastic options: exit 2 before anything reaches the head. */
+    static const struct {
+        const char *a, *b, *c, *d;
+        const char *msg;
+    } bad[] = {
+        {"--min-np", "2", "--check-every", "0",
+         "hvsubmit: --check-every '0': expected a number of commits from 1 to 1000000\n"
+         "Try 'hvsubmit --help'.\n"},
+        {"--min-np", "1", "--blacklist-cooldown", "60:30",
+         "hvsubmit: --blacklist-cooldown '60:30': MIN 60 is more than MAX 30\n"},
+        {"-np", "2", "--max-resets", "2",
+         "hvsubmit: --max-resets is for elastic jobs: give --min-np and/or --max-np too"},
+        {"-np", "9", "--max-np", "8", "hvsubmit: -np 9 is more than --max-np 8\n"},
+        {"--max-np", "4", "--elastic-timeout", "0",
+         "hvsubmit: --elastic-timeout '0': expected seconds from 1 to 604800\n"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        reset_counts();
+        const char *a5[] = {bad[i].a, bad[i].b, bad[i].c, bad[i].d, bin, NULL};
+        run_tool(&r, "hvsubmit", a5);
+        CHECK_INT(r.status, 2);
+        CHECK_HAS(r.err, bad[i].msg);
+        CHECK_INT(n_stat, 0);
+        CHECK_INT(n_submit, 0);
+        run_free(&r);
+    }
+
+    const char *help[] = {"--help", NULL};
+    run_tool(&r, "hvsubmit", help);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "--blacklist-cooldown MIN:MAX");
+    CHECK_HAS(r.out, "--check-every N");
+    CHECK_HAS(r.out, "--elastic-timeout S");
+    CHECK_HAS(r.out, "the head's defaults (the elastic: section of its config)");
+    run_free(&r);
+}
+
+static void test_hvctl_elastic(void) {
+    reset_counts();
+    final_view = &view_elastic;
+    wv[0].state = "exited";
+    wv[0].exit_code = 0;
+    wv[0].term_signal = 0;
+    wv[0].generation = 3;
+    wv[0].joined_generation = 1;
+    wv[0].done = 1;
+    wv[1].state = "exited";
+    wv[1].exit_code = 3;
+    wv[1].term_signal = 0;
+    wv[1].generation = 2;
+    wv[1].joined_generation = 1;
+    wv[1].reason = "";
+    wv[2].state = "running";
+    wv[2].exit_code = 0;
+    wv[2].generation = 3;
+    wv[2].joined_generation = 3;
+    run_t r;
+    const char *a1[] = {"job", "7", NULL};
+    run_tool(&r, "hvctl", a1);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "NP:         4 (2-8)\n"
+                     "ELASTIC:    2 to 8 workers, membership checked every 10 commits\n"
+                     "GENERATION: 3 (2 workers)\n"
+                     "ROUND:      closed (opened for: failure: rank 1 on n1 exited with status 3)\n"
+                     "RESETS:     1 of at most 3\n");
+    CHECK_HAS(r.out, "RANK  NODE  STATE    PID   EXIT  ATTEMPT  GEN  JOINED  DONE  REASON\n"
+                     "0     n1    exited   1000  0     0        3    1       yes   -\n"
+                     "1     n1    exited   1001  3     0        2    1       no    -\n"
+                     "2     n2    running  1002  -     0        3    3       no    -\n");
+    run_free(&r);
+
+    const char *a2[] = {"--json", "job", "7", NULL};
+    run_tool(&r, "hvctl", a2);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "\"elastic\": true,\n");
+    CHECK_HAS(r.out, "\"generation\": 3,\n  \"size\": 2,\n");
+    CHECK_HAS(r.out, "\"round_state\": \"closed\",\n");
+    CHECK_HAS(r.out, "\"round_reason\": \"failure: rank 1 on n1 exited with status 3\",\n");
+    CHECK_HAS(r.out, "\"max_resets\": 3,\n  \"check_every\": 10,\n");
+    CHECK_HAS(r.out, "\"min_np\": 2,\n  \"max_np\": 8,\n  \"resets\": 1,\n");
+    CHECK_HAS(r.out, "\"generation\": 3,\n      \"joined_generation\": 1,\n"
+                     "      \"done\": true\n");
+    CHECK(json_valid(r.out));
+    run_free(&r);
+
+    /* A fixed-size job shows none of it. */
+    final_view = &view_ok;
+    run_tool(&r, "hvctl", a1);
+    CHECK_INT(r.status, 0);
+    CHECK_LACKS(r.out, "ELASTIC:");
+    CHECK_LACKS(r.out, "GENERATION:");
+    CHECK_HAS(r.out, "RESETS:     0\n");
+    run_free(&r);
+    for (int i = 0; i < 3; i++) {
+        wv[i].generation = 0;
+        wv[i].joined_generation = 0;
+        wv[i].done = 0;
+    }
+}
+
+static void test_hvctl_drain(void) {
+    reset_counts();
+    run_t r;
+    const char *a1[] = {"drain", "gpu-node-1", "--reason", "spot notice", NULL};
+    run_tool(&r, "hvctl", a1);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "node gpu-node-1 (id 1): draining, 2/8 slots used\n");
+    CHECK_INT(got_drain.n, 1);
+    CHECK_INT(got_drain.drain, 1);
+    CHECK_STR(got_drain.node, "gpu-node-1");
+    CHECK_STR(got_drain.reason, "spot notice");
+    run_free(&r);
+
+    const char *a2[] = {"undrain", "1", NULL};
+    run_tool(&r, "hvctl", a2);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "node gpu-node-1 (id 1): alive, 2/8 slots used\n");
+    CHECK_INT(got_drain.drain, 0);
+    CHECK_STR(got_drain.node, "1");
+    CHECK(strncmp(got_drain.reason, "hvctl undrain", 13) == 0);
+    run_free(&r);
+
+    const char *a3[] = {"--json", "drain", "1", NULL};
+    run_tool(&r, "hvctl", a3);
+    CHECK_INT(r.status, 0);
+    CHECK_HAS(r.out, "\"state\": \"draining\",\n");
+    CHECK_HAS(r.out, "\"draining\": true,\n");
+    CHECK(json_valid(r.out));
+    run_free(&r);
+
+    /* An unknown node: the head's NOT_FOUND without a message, and with one. */
+    const char *a4[] = {"drain", "nosuch", NULL};
+    run_tool(&r, "hvctl", a4);
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "hvctl: no node 'nosuch' (see 'hvctl nodes')\n");
+    CHECK_STR(r.out, "");
+    run_free(&r);
+    const char *a5[] = {"undrain", "ghost", NULL};
+    run_tool(&r, "hvctl", a5);
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "hvctl: no node named 'ghost' or with id ghost\n");
+    run_free(&r);
+
+    /* A head without DrainNode. */
+    const char *a6[] = {"drain", "old", NULL};
+    run_tool(&r, "hvctl", a6);
+    CHECK_INT(r.status, 1);
+    CHECK_HAS(r.err, "hvctl: the head at 127.0.0.1:");
+    CHECK_HAS(r.err, " does not know DrainNode (it is older than this hvctl)\n");
+    run_free(&r);
+
+    /* No head there. */
+    const char *a7[] = {"--head", "127.0.0.1:1", "drain", "n1", NULL};
+    run_tool(&r, "hvctl", a7);
+    CHECK_INT(r.status, 1);
+    CHECK_HAS(r.err, "hvctl: cannot reach the head at 127.0.0.1:1: ");
+    CHECK(r.ms < 10000);
+    run_free(&r);
+
+    /* Usage errors: exit 2, no call. */
+    int before = got_drain.n;
+    static const struct {
+        const char *a, *b, *c;
+        const char *msg;
+    } bad[] = {
+        {"drain", NULL, NULL, "hvctl: 'drain' needs a node name or id\n"},
+        {"undrain", "a/b", NULL, "hvctl: bad node 'a/b': expected a node name"},
+        {"drain", "n1", "n2", "hvctl: unexpected argument 'n2'\n"},
+        {"jobs", "--reason", "x", "hvctl: --reason goes with 'drain' or 'undrain', not 'jobs'\n"},
+        {"drain", "n1", "--reason", "hvctl: option '--reason' needs a value\n"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *a8[] = {bad[i].a, bad[i].b, bad[i].c, NULL};
+        run_tool(&r, "hvctl", a8);
+        CHECK_INT(r.status, 2);
+        CHECK_HAS(r.err, bad[i].msg);
+        run_free(&r);
+    }
+    CHECK_INT(got_drain.n, before);
+}
+
 /* ---- runner --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -1018,6 +1475,9 @@ static const struct {
     {"sigint", test_sigint},
     {"refused_detach_unreachable", test_refused_detach_unreachable},
     {"hvctl", test_hvctl},
+    {"submit_elastic", test_submit_elastic},
+    {"hvctl_elastic", test_hvctl_elastic},
+    {"hvctl_drain", test_hvctl_drain},
 };
 
 int main(int argc, char **argv) {

@@ -52,6 +52,11 @@ int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st) {
     return 0;
 }
 
+int hv_cli_rpc_head_message(const hv_rpc_status_t *st) {
+    return st->msg[0] != '\0' && strstr(st->msg, "Error received from peer") == NULL &&
+           strstr(st->msg, "grpc_status:") == NULL;
+}
+
 int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
                       const hv_rpc_status_t *st, uint32_t timeout_ms) {
     if (hv_cli_rpc_unreachable(st) && hv_cli_rpc_transport_detail(st)) {
@@ -64,7 +69,7 @@ int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
     } else if (st->grpc_code == HV_CLI_GRPC_DEADLINE_EXCEEDED || st->rc == HV_ETIMEDOUT) {
         fprintf(stderr, "%s: the head at %s did not answer %s within %u s\n", prog, head, what,
                 (unsigned)((timeout_ms + 999) / 1000));
-    } else if (st->msg[0] != '\0') {
+    } else if (hv_cli_rpc_head_message(st)) {
         fprintf(stderr, "%s: %s\n", prog, st->msg);
     } else {
         fprintf(stderr, "%s: %s failed: %s\n", prog, what, hv_strerror(st->rc));

@@ -20,6 +20,7 @@ enum {
     HV_CLI_GRPC_RESOURCE_EXHAUSTED = 8,
     HV_CLI_GRPC_FAILED_PRECONDITION = 9,
     HV_CLI_GRPC_OUT_OF_RANGE = 11,
+    HV_CLI_GRPC_UNIMPLEMENTED = 12,
     HV_CLI_GRPC_UNAVAILABLE = 14,
 };
 
@@ -42,11 +43,17 @@ int hv_cli_rpc_unreachable(const hv_rpc_status_t *st);
  * answers UNAVAILABLE itself (e.g. "no node has joined the cluster"); that text is shown as is. */
 int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st);
 
+/* True when st carries a message the head wrote: not empty, and not the error text gRPC core
+ * puts there when the head answered with a status code and no message ("... Error received
+ * from peer ... {grpc_message:"", grpc_status:5, ...}"). */
+int hv_cli_rpc_head_message(const hv_rpc_status_t *st);
+
 /* Prints why a call failed to stderr as "prog: ..." and returns the exit status to use (1).
  *   unreachable:  "prog: cannot reach the head at HEAD: <detail>" (UNAVAILABLE from the
  *                 transport; the head's own UNAVAILABLE messages are shown as they are)
  *   deadline:     "prog: the head at HEAD did not answer WHAT within N s"
- *   otherwise:    "prog: <the head's message>" (or "prog: WHAT failed: <error>" when it gave none)
+ *   otherwise:    "prog: <the head's message>" (or "prog: WHAT failed: <error>" when it gave none,
+ *                 see hv_cli_rpc_head_message)
  * prog, head, what and st are borrowed. */
 int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
                       const hv_rpc_status_t *st, uint32_t timeout_ms);

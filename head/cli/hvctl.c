@@ -1,8 +1,10 @@
 /*
- * hvctl: looks at and steers an hv cluster through the head's Jobs service: nodes, jobs, one
- * job with its workers, a job's logs, cancel, the event log. Output is an aligned table for
- * people or, with --json, one JSON document for scripts. It holds no state and makes one call per
- * command (a stream for logs); every unary call has a 10 s deadline. Single-threaded.
+ * hvctl: looks at and steers an hv cluster through the head's Jobs service: nodes (with their
+ * blacklist entries), jobs, one job with its workers (and, for elastic jobs, its rounds and
+ * resets), a job's logs, cancel, the event log, and draining a node or taking it back. Output
+ * is an aligned table for people or, with --json, one JSON document for scripts (an event's
+ * data, a JSON object from the head, is embedded as an object). It holds no state and makes one
+ * call per command (a stream for logs); every unary call has a 10 s deadline. Single-threaded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +22,15 @@
 
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
-    const char *head; /* --head or NULL */
-    int json;         /* --json */
-    int follow;       /* logs --follow */
-    uint64_t job_id;  /* the ID argument, or events --job */
-    int job_set;      /* events --job was given */
-    uint32_t limit;   /* --limit, 0 = the head's default */
-    const char *cmd;  /* nodes|jobs|job|logs|cancel|events */
+    const char *head;   /* --head or NULL */
+    int json;           /* --json */
+    int follow;         /* logs --follow */
+    uint64_t job_id;    /* the ID argument, or events --job */
+    int job_set;        /* events --job was given */
+    uint32_t limit;     /* --limit, 0 = the head's default */
+    const char *cmd;    /* nodes|jobs|job|logs|cancel|events|drain|undrain */
+    const char *node;   /* drain/undrain: the NODE argument (a name or an id) */
+    const char *reason; /* drain/undrain --reason, or NULL */
 } ctl_opts_t;
 
 /* What the command functions share. */
@@ -48,6 +52,9 @@ static void ctl_usage(FILE *f) {
             "                              for more until the job ends\n"
             "  cancel ID                   cancel a job\n"
             "  events [--job ID] [--limit N]  the event log, newest last\n"
+            "  drain NODE [--reason TEXT]  drain a node (a name or an id): it takes no new work\n"
+            "                              and elastic jobs move off it at their next commit\n"
+            "  undrain NODE [--reason TEXT]  let a drained node take work again\n"
             "\n"
             "options:\n"
             "  --head HOST:PORT   the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
@@ -85,7 +92,7 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(o, 0, sizeof(*o));
     const char *pos[3] = {NULL, NULL, NULL};
     int npos = 0;
-    int saw_follow = 0, saw_job = 0, saw_limit = 0;
+    int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
@@ -118,7 +125,8 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         int is_head = ctl_opt_is(a, "head", &v);
         int is_job = !is_head && ctl_opt_is(a, "job", &v);
         int is_limit = !is_head && !is_job && ctl_opt_is(a, "limit", &v);
-        if (!is_head && !is_job && !is_limit) {
+        int is_reason = !is_head && !is_job && !is_limit && ctl_opt_is(a, "reason", &v);
+        if (!is_head && !is_job && !is_limit && !is_reason) {
             return ctl_usage_error("unknown option '%s'", a);
         }
         if (v == NULL) {
@@ -130,6 +138,12 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         uint64_t n = 0;
         if (is_head) {
             o->head = v;
+        } else if (is_reason) {
+            if (strlen(v) > 256) {
+                return ctl_usage_error("%s", "--reason: expected at most 256 characters");
+            }
+            o->reason = v;
+            saw_reason = 1;
         } else if (is_job) {
             if (hv_parse_u64(v, 1, UINT64_MAX, &n) != HV_OK) {
                 return ctl_usage_error("bad job id '%s'", v);
@@ -151,12 +165,22 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     o->cmd = pos[0];
     const char *c = o->cmd;
     int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
-    int known =
-        takes_id || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 || strcmp(c, "events") == 0;
+    int takes_node = strcmp(c, "drain") == 0 || strcmp(c, "undrain") == 0;
+    int known = takes_id || takes_node || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
+                strcmp(c, "events") == 0;
     if (!known) {
         return ctl_usage_error("unknown command '%s'", c);
     }
-    if (takes_id) {
+    if (takes_node) {
+        char err[HV_CLI_ERR_LEN];
+        if (npos < 2) {
+            return ctl_usage_error("'%s' needs a node name or id", c);
+        }
+        if (hv_cli_check_node(pos[1], err, sizeof(err)) != HV_OK) {
+            return ctl_usage_error("%s", err);
+        }
+        o->node = pos[1];
+    } else if (takes_id) {
         uint64_t n = 0;
         if (npos < 2) {
             return ctl_usage_error("'%s' needs a job id", c);
@@ -177,25 +201,44 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     if (saw_limit && strcmp(c, "events") != 0 && strcmp(c, "jobs") != 0) {
         return ctl_usage_error("--limit goes with 'jobs' or 'events', not '%s'", c);
     }
+    if (saw_reason && !takes_node) {
+        return ctl_usage_error("--reason goes with 'drain' or 'undrain', not '%s'", c);
+    }
     return -1;
 }
 
 /* One unary call; prints the error and returns the exit status on failure, else 0 and an owned
- * reply in *out. */
+ * reply in *out. missing: what to say when the head answers NOT_FOUND without a message ("no
+ * job 7"). */
 static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *req,
-                    const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **out) {
+                    const ProtobufCMessageDescriptor *resp_desc, const char *missing,
+                    ProtobufCMessage **out) {
     char path[128];
     snprintf(path, sizeof(path), "/hvpb.v1.Jobs/%s", method);
     hv_rpc_status_t st;
     memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
-        if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) && st.msg[0] == '\0') {
-            fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);
+        if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
+            !hv_cli_rpc_head_message(&st)) {
+            fprintf(stderr, CTL_PROG ": %s\n", missing);
+            return HV_CLI_EXIT_FAIL;
+        }
+        if (st.grpc_code == HV_CLI_GRPC_UNIMPLEMENTED) {
+            fprintf(stderr,
+                    CTL_PROG ": the head at %s does not know %s (it is older than this "
+                             "hvctl)\n",
+                    c->head, method);
             return HV_CLI_EXIT_FAIL;
         }
         return hv_cli_rpc_report(CTL_PROG, c->head, method, &st, HV_CLI_UNARY_MS);
     }
     return HV_CLI_EXIT_OK;
+}
+
+/* "no job 7", for ctl_call. */
+static const char *ctl_no_job(const ctl_t *c, char *buf, size_t len) {
+    snprintf(buf, len, "no job %llu", (unsigned long long)c->o->job_id);
+    return buf;
 }
 
 /* Prints a finished table (or "no ..." when it is empty) and frees it. */
@@ -300,14 +343,34 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     hv_cli_json_str(j, info ? info->instance_id : "");
     hv_cli_json_key(j, "version");
     hv_cli_json_str(j, info ? info->version : "");
+    hv_cli_json_key(j, "draining");
+    hv_cli_json_bool(j, strcmp(n->state, "draining") == 0);
+    hv_cli_json_key(j, "blacklist");
+    hv_cli_json_arr_begin(j);
+    for (size_t i = 0; i < n->n_blacklist; i++) {
+        const Hvpb__V1__BlacklistEntry *b = n->blacklist[i];
+        hv_cli_json_obj_begin(j);
+        hv_cli_json_key(j, "job_id");
+        hv_cli_json_u64(j, b->job_id);
+        hv_cli_json_key(j, "strikes");
+        hv_cli_json_u64(j, b->strikes);
+        hv_cli_json_key(j, "permanent");
+        hv_cli_json_bool(j, b->permanent);
+        hv_cli_json_key(j, "until_ms");
+        hv_cli_json_u64(j, b->until_ms);
+        hv_cli_json_key(j, "reason");
+        hv_cli_json_str(j, b->reason);
+        hv_cli_json_obj_end(j);
+    }
+    hv_cli_json_arr_end(j);
     hv_cli_json_obj_end(j);
 }
 
 static int ctl_nodes(const ctl_t *c) {
     Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
-    int status =
-        ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor, &resp);
+    int status = ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor,
+                          "no nodes", &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -327,10 +390,10 @@ static int ctl_nodes(const ctl_t *c) {
         hv_rpc_msg_free(resp);
         return HV_CLI_EXIT_OK;
     }
-    static const char *const hdr[] = {"NAME", "ID",    "STATE",     "SLOTS",
-                                      "GPUS", "ADDRS", "LAST-SEEN", "LABELS"};
+    static const char *const hdr[] = {"NAME",  "ID",        "STATE",  "SLOTS",    "GPUS",
+                                      "ADDRS", "LAST-SEEN", "LABELS", "BLACKLIST"};
     hv_cli_table_t *t = NULL;
-    if (hv_cli_table_create(8, hdr, &t) != HV_OK) {
+    if (hv_cli_table_create(9, hdr, &t) != HV_OK) {
         hv_rpc_msg_free(resp);
         return ctl_oom();
     }
@@ -338,7 +401,7 @@ static int ctl_nodes(const ctl_t *c) {
     for (size_t i = 0; i < r->n_nodes; i++) {
         const Hvpb__V1__NodeView *n = r->nodes[i];
         const Hvpb__V1__NodeInfo *info = n->info;
-        char id[24], slots[32], gpus[16], addrs[512], seen[32], labels[512];
+        char id[24], slots[32], gpus[16], addrs[512], seen[32], labels[512], bl[1024];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)n->node_id);
         snprintf(slots, sizeof(slots), "%u/%u", (unsigned)n->slots_used,
                  (unsigned)(info ? info->slots : 0));
@@ -348,14 +411,16 @@ static int ctl_nodes(const ctl_t *c) {
         } else {
             snprintf(addrs, sizeof(addrs), "%s", n->addr);
         }
-        const char *row[] = {info ? info->name : "",
-                             id,
-                             n->state,
-                             slots,
-                             gpus,
-                             addrs,
-                             hv_cli_fmt_ago(n->last_seen_ms, now, seen, sizeof(seen)),
-                             ctl_labels(info, labels, sizeof(labels))};
+        const char *row[] = {
+            info ? info->name : "",
+            id,
+            n->state,
+            slots,
+            gpus,
+            addrs,
+            hv_cli_fmt_ago(n->last_seen_ms, now, seen, sizeof(seen)),
+            ctl_labels(info, labels, sizeof(labels)),
+            hv_cli_fmt_blacklist(n->blacklist, n->n_blacklist, now, bl, sizeof(bl))};
         if (hv_cli_table_add(t, row) != HV_OK) {
             hv_cli_table_destroy(t);
             hv_rpc_msg_free(resp);
@@ -389,6 +454,12 @@ static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
     hv_cli_json_u64(j, w->attempt);
     hv_cli_json_key(j, "reason");
     hv_cli_json_str(j, w->reason);
+    hv_cli_json_key(j, "generation");
+    hv_cli_json_u64(j, w->generation);
+    hv_cli_json_key(j, "joined_generation");
+    hv_cli_json_u64(j, w->joined_generation);
+    hv_cli_json_key(j, "done");
+    hv_cli_json_bool(j, w->done);
     hv_cli_json_obj_end(j);
 }
 
@@ -418,6 +489,20 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
     hv_cli_json_u64(j, v->ended_ms);
     hv_cli_json_key(j, "binary_digest");
     hv_cli_json_str(j, v->binary_digest);
+    hv_cli_json_key(j, "elastic");
+    hv_cli_json_bool(j, v->elastic);
+    hv_cli_json_key(j, "generation");
+    hv_cli_json_u64(j, v->generation);
+    hv_cli_json_key(j, "size");
+    hv_cli_json_u64(j, v->size);
+    hv_cli_json_key(j, "round_state");
+    hv_cli_json_str(j, v->round_state);
+    hv_cli_json_key(j, "round_reason");
+    hv_cli_json_str(j, v->round_reason);
+    hv_cli_json_key(j, "max_resets");
+    hv_cli_json_u64(j, v->max_resets);
+    hv_cli_json_key(j, "check_every");
+    hv_cli_json_u64(j, v->check_every);
     if (with_workers) {
         hv_cli_json_key(j, "workers");
         hv_cli_json_arr_begin(j);
@@ -443,7 +528,8 @@ static int ctl_jobs(const ctl_t *c) {
     Hvpb__V1__ListJobsRequest req = HVPB__V1__LIST_JOBS_REQUEST__INIT;
     req.limit = c->o->limit;
     ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "ListJobs", &req.base, &hvpb__v1__list_jobs_reply__descriptor, &resp);
+    int status = ctl_call(c, "ListJobs", &req.base, &hvpb__v1__list_jobs_reply__descriptor,
+                          "no jobs", &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -496,7 +582,9 @@ static int ctl_job(const ctl_t *c) {
     Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
     req.job_id = c->o->job_id;
     ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "GetJob", &req.base, &hvpb__v1__job_view__descriptor, &resp);
+    char missing[48];
+    int status = ctl_call(c, "GetJob", &req.base, &hvpb__v1__job_view__descriptor,
+                          ctl_no_job(c, missing, sizeof(missing)), &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -514,7 +602,22 @@ static int ctl_job(const ctl_t *c) {
     printf("NAME:       %s\n", v->name);
     printf("STATE:      %s\n", v->state);
     printf("NP:         %s\n", ctl_np(v, buf, sizeof(buf)));
-    printf("RESETS:     %u\n", (unsigned)v->resets);
+    if (v->elastic) {
+        char round[600];
+        char checks[64] = "";
+        if (v->check_every != 0) {
+            snprintf(checks, sizeof(checks), ", membership checked every %u commit%s",
+                     (unsigned)v->check_every, v->check_every == 1 ? "" : "s");
+        }
+        printf("ELASTIC:    %u to %u workers%s\n", (unsigned)(v->min_np ? v->min_np : v->np),
+               (unsigned)(v->max_np ? v->max_np : v->np), checks);
+        printf("GENERATION: %u (%u worker%s)\n", (unsigned)v->generation, (unsigned)v->size,
+               v->size == 1 ? "" : "s");
+        printf("ROUND:      %s\n", hv_cli_fmt_round(v, round, sizeof(round)));
+        printf("RESETS:     %u of at most %u\n", (unsigned)v->resets, (unsigned)v->max_resets);
+    } else {
+        printf("RESETS:     %u\n", (unsigned)v->resets);
+    }
     printf("SUBMITTED:  %s\n", ctl_time(v->submitted_ms, buf, sizeof(buf)));
     printf("STARTED:    %s\n", ctl_time(v->started_ms, buf, sizeof(buf)));
     printf("ENDED:      %s\n", ctl_time(v->ended_ms, buf, sizeof(buf)));
@@ -522,16 +625,16 @@ static int ctl_job(const ctl_t *c) {
     printf("BINARY:     sha256:%s\n", v->binary_digest[0] ? v->binary_digest : "-");
     printf("REASON:     %s\n", v->reason[0] ? v->reason : "-");
     if (v->n_workers > 0) {
-        static const char *const hdr[] = {"RANK", "NODE",    "STATE", "PID",
-                                          "EXIT", "ATTEMPT", "REASON"};
+        static const char *const hdr[] = {"RANK",    "NODE", "STATE",  "PID",  "EXIT",
+                                          "ATTEMPT", "GEN",  "JOINED", "DONE", "REASON"};
         hv_cli_table_t *t = NULL;
-        if (hv_cli_table_create(7, hdr, &t) != HV_OK) {
+        if (hv_cli_table_create(10, hdr, &t) != HV_OK) {
             hv_rpc_msg_free(resp);
             return ctl_oom();
         }
         for (size_t i = 0; i < v->n_workers; i++) {
             const Hvpb__V1__WorkerView *w = v->workers[i];
-            char rank[16], pid[16], ex[32], att[16];
+            char rank[16], pid[16], ex[32], att[16], gen[16], joined[16];
             snprintf(rank, sizeof(rank), "%u", (unsigned)w->rank);
             snprintf(pid, sizeof(pid), "%d", (int)w->pid);
             int ended = strcmp(w->state, "exited") == 0 || strcmp(w->state, "lost") == 0 ||
@@ -545,8 +648,18 @@ static int ctl_job(const ctl_t *c) {
                 snprintf(ex, sizeof(ex), "-");
             }
             snprintf(att, sizeof(att), "%u", (unsigned)w->attempt);
-            const char *row[] = {rank, w->node, w->state, w->pid > 0 ? pid : "-",
-                                 ex,   att,     w->reason};
+            snprintf(gen, sizeof(gen), "%u", (unsigned)w->generation);
+            snprintf(joined, sizeof(joined), "%u", (unsigned)w->joined_generation);
+            const char *row[] = {rank,
+                                 w->node,
+                                 w->state,
+                                 w->pid > 0 ? pid : "-",
+                                 ex,
+                                 att,
+                                 w->generation ? gen : "-",
+                                 w->joined_generation ? joined : "-",
+                                 w->done ? "yes" : "no",
+                                 w->reason};
             if (hv_cli_table_add(t, row) != HV_OK) {
                 hv_cli_table_destroy(t);
                 hv_rpc_msg_free(resp);
@@ -591,7 +704,7 @@ static int ctl_logs(const ctl_t *c) {
         if (rc != HV_OK) {
             if (st.rc != HV_OK) {
                 if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
-                    st.msg[0] == '\0') {
+                    !hv_cli_rpc_head_message(&st)) {
                     fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);
                     status = HV_CLI_EXIT_FAIL;
                 } else {
@@ -650,7 +763,9 @@ static int ctl_cancel(const ctl_t *c) {
     Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
     req.job_id = c->o->job_id;
     ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "Cancel", &req.base, &hvpb__v1__cancel_reply__descriptor, &resp);
+    char missing[48];
+    int status = ctl_call(c, "Cancel", &req.base, &hvpb__v1__cancel_reply__descriptor,
+                          ctl_no_job(c, missing, sizeof(missing)), &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -677,8 +792,9 @@ static int ctl_events(const ctl_t *c) {
     req.job_id = c->o->job_set ? c->o->job_id : 0;
     req.limit = c->o->limit;
     ProtobufCMessage *resp = NULL;
-    int status =
-        ctl_call(c, "ListEvents", &req.base, &hvpb__v1__list_events_reply__descriptor, &resp);
+    char missing[48];
+    int status = ctl_call(c, "ListEvents", &req.base, &hvpb__v1__list_events_reply__descriptor,
+                          ctl_no_job(c, missing, sizeof(missing)), &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -704,6 +820,16 @@ static int ctl_events(const ctl_t *c) {
             hv_cli_json_str(&j, e->kind);
             hv_cli_json_key(&j, "message");
             hv_cli_json_str(&j, e->message);
+            if (e->data != NULL && e->data[0] != '\0') {
+                /* The head's JSON object goes in as an object; text that is not one (a head
+                 * bug) is kept, as a string, under another key so "data" is always an object. */
+                hv_cli_json_key(&j, "data");
+                if (hv_cli_json_embed(&j, e->data, 1) != HV_OK) {
+                    hv_cli_json_null(&j);
+                    hv_cli_json_key(&j, "data_text");
+                    hv_cli_json_str(&j, e->data);
+                }
+            }
             hv_cli_json_obj_end(&j);
         }
         hv_cli_json_arr_end(&j);
@@ -741,6 +867,45 @@ static int ctl_events(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+/* ---- drain, undrain ------------------------------------------------------------------------- */
+
+static int ctl_drain(const ctl_t *c, int drain) {
+    Hvpb__V1__NodeDrainRequest req = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
+    char reason[300];
+    if (c->o->reason != NULL) {
+        snprintf(reason, sizeof(reason), "%s", c->o->reason);
+    } else {
+        const char *user = getenv("USER");
+        snprintf(reason, sizeof(reason), "hvctl %s%s%s", drain ? "drain" : "undrain",
+                 user != NULL && user[0] != '\0' ? " by " : "", user != NULL ? user : "");
+    }
+    req.node = (char *)c->o->node;
+    req.drain = drain ? 1 : 0;
+    req.reason = reason;
+    ProtobufCMessage *resp = NULL;
+    char missing[200];
+    snprintf(missing, sizeof(missing), "no node '%s' (see 'hvctl nodes')", c->o->node);
+    int status =
+        ctl_call(c, "DrainNode", &req.base, &hvpb__v1__node_view__descriptor, missing, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__NodeView *n = (const Hvpb__V1__NodeView *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        ctl_json_node(&j, n);
+        hv_cli_json_finish(&j);
+    } else {
+        printf("node %s (id %llu): %s, %u/%u slots used\n",
+               n->info != NULL && n->info->name[0] ? n->info->name : c->o->node,
+               (unsigned long long)n->node_id, n->state, (unsigned)n->slots_used,
+               (unsigned)(n->info != NULL ? n->info->slots : 0));
+    }
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
     ctl_opts_t o;
@@ -769,6 +934,8 @@ int main(int argc, char **argv) {
         status = ctl_logs(&c);
     } else if (strcmp(o.cmd, "cancel") == 0) {
         status = ctl_cancel(&c);
+    } else if (strcmp(o.cmd, "drain") == 0 || strcmp(o.cmd, "undrain") == 0) {
+        status = ctl_drain(&c, strcmp(o.cmd, "drain") == 0);
     } else {
         status = ctl_events(&c);
     }

@@ -4,9 +4,11 @@
  * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. It uploads
  * the program and --file artifacts by digest first (skipping what the head already holds,
  * resuming what it holds in part), survives a head restart while watching (reconnects for up to
- * 60 s and resumes without repeating output), and turns Ctrl-C into a cancel request. It is a
- * client only: every check of what the cluster can run is the head's. Single-threaded; blocking
- * calls from common/rpc.h.
+ * 60 s and resumes without repeating output), and turns Ctrl-C into a cancel request. An
+ * elastic job (--min-np/--max-np) carries its options in the spec (zeros the user gave on
+ * purpose are flagged, the rest take the head's defaults) and ends with a line giving its last
+ * generation, size and resets. It is a client only: every check of what the cluster can run is
+ * the head's. Single-threaded; blocking calls from common/rpc.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +56,7 @@ typedef struct submit_watch_s {
     const char *head;     /* borrowed, for messages */
     uint64_t job_id;
     int quiet;
+    int elastic;              /* the job is elastic: its end gets a summary line */
     uint64_t nlogs;           /* log lines printed so far = log_offset on resume */
     uint64_t last_seq;        /* seq of the last event seen = event_after on resume */
     int cancel_sent;          /* Cancel reached the head */
@@ -62,33 +65,45 @@ typedef struct submit_watch_s {
 } submit_watch_t;
 
 static void submit_usage(FILE *f) {
-    fprintf(f,
-            "usage: hvsubmit [OPTIONS] train.bin [ARGS...]\n"
-            "\n"
-            "Submits train.bin (an ELF executable linked with libhv) to the hv head and follows\n"
-            "the job: worker output appears as [rank]<stdout>:text and [rank]<stderr>:text.\n"
-            "Options stop at the program; everything after it goes to the workers.\n"
-            "\n"
-            "options:\n"
-            "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
-            "  -np N                 workers to run (default: every free slot)\n"
-            "  --min-np N            elastic: keep running with at least N workers\n"
-            "  --max-np N            elastic: grow up to N workers\n"
-            "  --max-resets N        elastic: membership resets allowed before failing\n"
-            "  --slots-per-host K    at most K ranks on one node\n"
-            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
-            "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
-            "  --timeout S           fail the job if it waits more than S s for free slots\n"
-            "  --name NAME           display name (default: the program's file name)\n"
-            "  --detach, -d          print the job id and exit without following the job\n"
-            "  --quiet, -q           do not print state changes (only output and errors)\n"
-            "  --verbose, -v         say more about uploads\n"
-            "  --help, -h            this help\n"
-            "\n"
-            "exit status: 0 the job succeeded; the first failing rank's exit status (1..125) or\n"
-            "128+signal; 1 the job failed otherwise or the head refused or was unreachable;\n"
-            "2 bad usage or a file that cannot be shipped; 130 cancelled with Ctrl-C.\n"
-            "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n");
+    fprintf(
+        f, "usage: hvsubmit [OPTIONS] train.bin [ARGS...]\n"
+           "\n"
+           "Submits train.bin (an ELF executable linked with libhv) to the hv head and follows\n"
+           "the job: worker output appears as [rank]<stdout>:text and [rank]<stderr>:text.\n"
+           "Options stop at the program; everything after it goes to the workers.\n"
+           "\n"
+           "options:\n"
+           "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
+           "  -np N                 workers to run (default: every free slot)\n"
+           "  --slots-per-host K    at most K ranks on one node\n"
+           "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
+           "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
+           "  --timeout S           fail the job if it waits more than S s for free slots\n"
+           "  --name NAME           display name (default: the program's file name)\n"
+           "  --detach, -d          print the job id and exit without following the job\n"
+           "  --quiet, -q           do not print state changes (only output and errors)\n"
+           "  --verbose, -v         say more about uploads\n"
+           "  --help, -h            this help\n"
+           "\n"
+           "elastic jobs (--min-np or --max-np makes a job elastic: it keeps running when workers\n"
+           "fail or nodes leave, and grows when nodes join; -np is where it starts):\n"
+           "  --min-np N            keep running with at least N workers\n"
+           "  --max-np N            grow up to N workers\n"
+           "  --max-resets N        membership resets after failures allowed before the job\n"
+           "                        fails (0: fail at the first failure)\n"
+           "  --elastic-timeout S   how long the job may wait to get back to --min-np workers\n"
+           "  --check-every N       commits between the workers' membership checks (at least 1)\n"
+           "  --blacklist-cooldown MIN:MAX\n"
+           "                        seconds a node whose worker failed gets no more of this\n"
+           "                        job's work, doubling from MIN up to MAX per failure there\n"
+           "                        (0:0: no blacklisting)\n"
+           "Left out, these take the head's defaults (the elastic: section of its config).\n"
+           "When an elastic job ends, hvsubmit prints its last generation, size and resets.\n"
+           "\n"
+           "exit status: 0 the job succeeded; the first failing rank's exit status (1..125) or\n"
+           "128+signal; 1 the job failed otherwise or the head refused or was unreachable;\n"
+           "2 bad usage or a file that cannot be shipped; 130 cancelled with Ctrl-C.\n"
+           "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n");
 }
 
 static void submit_on_sigint(int sig) {
@@ -210,7 +225,7 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
             int resumable = st.grpc_code == HV_CLI_GRPC_FAILED_PRECONDITION ||
                             st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE || hv_cli_rpc_unreachable(&st);
             if (!resumable || ++retries > 5) {
-                if (st.msg[0] != '\0' && !hv_cli_rpc_unreachable(&st)) {
+                if (hv_cli_rpc_head_message(&st) && !hv_cli_rpc_unreachable(&st)) {
                     fprintf(stderr, SUBMIT_PROG ": upload of %s failed: %s\n", a->path, st.msg);
                 } else {
                     hv_cli_rpc_report(SUBMIT_PROG, head, "an upload", &st, SUBMIT_UPLOAD_MS);
@@ -373,6 +388,13 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     spec.min_np = o->min_np;
     spec.max_np = o->max_np;
     spec.max_resets = o->max_resets;
+    spec.max_resets_set = o->max_resets_set;
+    spec.elastic = o->elastic;
+    spec.elastic_timeout_s = o->elastic_timeout_s;
+    spec.check_every = o->check_every;
+    spec.cooldown_min_s = o->cooldown_min_s;
+    spec.cooldown_max_s = o->cooldown_max_s;
+    spec.cooldown_set = o->cooldown_set;
     spec.slots_per_host = o->slots_per_host;
     spec.timeout_s = o->timeout_s;
     spec.user = (char *)submit_user();
@@ -455,6 +477,14 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
     } else if (strcmp(v->state, "succeeded") != 0) {
         fprintf(stderr, SUBMIT_PROG ": job %llu ended in state '%s'%s%s\n",
                 (unsigned long long)w->job_id, v->state, v->reason[0] ? ": " : "", v->reason);
+    }
+    /* An elastic job's size changed along the way: say where it ended ("succeeded: generation
+     * 3, 2 workers, 1 reset"), after the reason when it did not succeed. --quiet keeps it for
+     * the jobs that did not succeed. */
+    int ok = strcmp(v->state, "succeeded") == 0;
+    if ((w->elastic || v->elastic) && !(ok && w->quiet)) {
+        fprintf(stderr, SUBMIT_PROG ": job %llu %s: %s\n", (unsigned long long)w->job_id,
+                ok ? "succeeded" : "at its end", hv_cli_elastic_summary(v, line, sizeof(line)));
     }
     return status;
 }
@@ -547,8 +577,9 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
             return -1;
         }
         if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || rc == HV_ENOTFOUND) {
+            int said = hv_cli_rpc_head_message(&st);
             fprintf(stderr, SUBMIT_PROG ": the head no longer knows job %llu%s%s\n",
-                    (unsigned long long)w->job_id, st.msg[0] ? ": " : "", st.msg);
+                    (unsigned long long)w->job_id, said ? ": " : "", said ? st.msg : "");
             return HV_CLI_EXIT_FAIL;
         }
     }
@@ -615,7 +646,7 @@ static int submit_watch(submit_watch_t *w) {
         s = NULL;
         if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) {
             fprintf(stderr, SUBMIT_PROG ": %s\n",
-                    st.msg[0] ? st.msg : "the head does not know this job");
+                    hv_cli_rpc_head_message(&st) ? st.msg : "the head does not know this job");
             status = HV_CLI_EXIT_FAIL;
         } else if (st.rc == HV_OK || hv_cli_rpc_unreachable(&st) || st.rc == HV_EPEER ||
                    st.rc == HV_ECLOSED || st.rc == HV_ECANCELED || st.rc == HV_ETIMEDOUT ||
@@ -680,12 +711,24 @@ int main(int argc, char **argv) {
     w.ch = ch;
     w.head = head;
     w.quiet = o.quiet;
+    w.elastic = o.elastic;
     uint32_t np = 0;
     status = submit_job(ch, head, &o, arts, &w.job_id, &np);
     if (status != HV_CLI_EXIT_OK) {
         goto out;
     }
-    if (o.np_set) {
+    if (o.elastic) {
+        char range[64];
+        if (o.min_np != 0 && o.max_np != 0) {
+            snprintf(range, sizeof(range), "%u to %u", (unsigned)o.min_np, (unsigned)o.max_np);
+        } else if (o.min_np != 0) {
+            snprintf(range, sizeof(range), "at least %u", (unsigned)o.min_np);
+        } else {
+            snprintf(range, sizeof(range), "at most %u", (unsigned)o.max_np);
+        }
+        fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s, elastic: %s)\n",
+                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s", range);
+    } else if (o.np_set) {
         fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s)\n",
                 (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
     } else {
