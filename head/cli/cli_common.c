@@ -725,9 +725,12 @@ hv_err hv_cli_check_node(const char *node, char *err, size_t errlen) {
 /* Events named with any of these words report a worker failure. */
 static const char *const cli_failure_words[] = {"fail", "exit", "lost", "kill", "dead", "signal"};
 
-int hv_cli_event_shown(const char *kind) {
-    if (strcmp(kind, "job.state") == 0 || strncmp(kind, "job.reset", 9) == 0 ||
-        strncmp(kind, "job.resize", 10) == 0) {
+int hv_cli_event_shown(const char *kind, int elastic) {
+    if (strcmp(kind, "job.state") == 0 || strcmp(kind, "job.note") == 0 ||
+        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0) {
+        return 1;
+    }
+    if (elastic && (strncmp(kind, "round.", 6) == 0 || strcmp(kind, "worker.left") == 0)) {
         return 1;
     }
     if (strncmp(kind, "worker.", 7) == 0) {

@@ -151,9 +151,11 @@ const char *hv_cli_fmt_blacklist(Hvpb__V1__BlacklistEntry *const *e, size_t n, u
  * id. HV_EINVAL with a message in err otherwise. */
 hv_err hv_cli_check_node(const char *node, char *err, size_t errlen);
 
-/* True for the events hvsubmit shows while a job runs: job state changes, elastic resets and
- * worker failures. Others (placement chatter) are left for `hvctl events`. */
-int hv_cli_event_shown(const char *kind);
+/* True for the events hvsubmit shows while a job runs: job state changes and notes
+ * (job.state, job.note), elastic resets and worker failures; for an elastic job also its rounds
+ * (round.open, round.close, round.update) and workers that left it (worker.left). Others
+ * (placement chatter, a fixed-size job's one round) are left for `hvctl events`. */
+int hv_cli_event_shown(const char *kind, int elastic);
 
 /* "SIGKILL" for 9 etc.; "signal 42" for numbers without a name (written into buf). */
 const char *hv_cli_signame(int sig, char *buf, size_t len);

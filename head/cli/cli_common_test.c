@@ -607,14 +607,27 @@ static void test_elastic_formats(void) {
 
 static void test_events_and_formats(void) {
     char buf[64];
-    CHECK(hv_cli_event_shown("job.state"));
-    CHECK(hv_cli_event_shown("job.reset"));
-    CHECK(hv_cli_event_shown("worker.exit"));
-    CHECK(hv_cli_event_shown("worker.lost"));
-    CHECK(hv_cli_event_shown("worker.spawn_failed"));
-    CHECK(!hv_cli_event_shown("worker.start"));
-    CHECK(!hv_cli_event_shown("job.placed"));
-    CHECK(!hv_cli_event_shown("node.join"));
+    for (int elastic = 0; elastic <= 1; elastic++) {
+        CHECK(hv_cli_event_shown("job.state", elastic));
+        CHECK(hv_cli_event_shown("job.note", elastic));
+        CHECK(hv_cli_event_shown("job.reset", elastic));
+        CHECK(hv_cli_event_shown("worker.exit", elastic));
+        CHECK(hv_cli_event_shown("worker.lost", elastic));
+        CHECK(hv_cli_event_shown("worker.fail", elastic));
+        CHECK(hv_cli_event_shown("worker.killed", elastic));
+        CHECK(hv_cli_event_shown("worker.spawn_failed", elastic));
+        CHECK(!hv_cli_event_shown("worker.start", elastic));
+        CHECK(!hv_cli_event_shown("job.placed", elastic));
+        CHECK(!hv_cli_event_shown("node.join", elastic));
+    }
+    /* Rounds and workers leaving: only for elastic jobs (a fixed-size job has one round). */
+    CHECK(!hv_cli_event_shown("round.open", 0));
+    CHECK(!hv_cli_event_shown("round.close", 0));
+    CHECK(!hv_cli_event_shown("worker.left", 0));
+    CHECK(hv_cli_event_shown("round.open", 1));
+    CHECK(hv_cli_event_shown("round.close", 1));
+    CHECK(hv_cli_event_shown("round.update", 1));
+    CHECK(hv_cli_event_shown("worker.left", 1));
 
     CHECK_STR(hv_cli_signame(9, buf, sizeof(buf)), "SIGKILL");
     CHECK_STR(hv_cli_signame(15, buf, sizeof(buf)), "SIGTERM");

@@ -745,6 +745,7 @@ static void views_init(void) {
 /* ---- cases ---------------------------------------------------------------------------------- */
 
 static const script_item_t script_ok[] = {
+    {IT_EVENT, 0, 0, "generation 1 opened: start", 9, "round.open"},
     {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state"},
     {IT_EVENT, 0, 0, "worker 100 started", 11, "worker.start"},
     {IT_LOG, 0, 1, "hello from 0", 0, NULL},
@@ -777,6 +778,7 @@ static void test_submit_ok(void) {
     CHECK_HAS(r.err, "[1]<stderr>:warning from 1\n");
     CHECK_HAS(r.err, "hvsubmit: job 7 succeeded\n");
     CHECK_LACKS(r.err, "worker 100 started");
+    CHECK_LACKS(r.err, "generation 1 opened"); /* a fixed-size job's one round */
     CHECK_LACKS(r.err, "uploading");
     /* The head got both files, whole and verified, in 1 MiB pieces. */
     CHECK_INT(n_upload, 3 + 1);
@@ -1169,6 +1171,8 @@ static void test_hvctl(void) {
 static const script_item_t script_elastic[] = {
     {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state"},
     {IT_LOG, 0, 1, "epoch 1", 0, NULL},
+    {IT_EVENT, 0, 0, "generation 3 opened (roll back): failure: rank 1 on n1 exited with status 3",
+     11, "round.open"},
     {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state"},
     {IT_DONE, 0, 0, NULL, 0, NULL},
     {IT_END, 0, 0, NULL, 0, NULL},
@@ -1223,6 +1227,8 @@ static void test_submit_elastic(void) {
     CHECK_INT(got_spec.cooldown_max_s, 600);
     CHECK_INT(got_spec.cooldown_set, 1);
     CHECK_HAS(r.err, "hvsubmit: job 7 submitted (4 workers, elastic: 2 to 8)\n");
+    CHECK_HAS(r.err, "hvsubmit: generation 3 opened (roll back): failure: rank 1 on n1 exited "
+                     "with status 3\n");
     CHECK_HAS(r.err, "hvsubmit: job 7 succeeded\n");
     CHECK_HAS(r.err, "hvsubmit: job 7 succeeded: generation 3, 2 workers, 1 reset\n");
     CHECK_STR(r.out, "[0]<stdout>:epoch 1\n");

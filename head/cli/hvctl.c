@@ -638,7 +638,7 @@ static int ctl_job(const ctl_t *c) {
             snprintf(rank, sizeof(rank), "%u", (unsigned)w->rank);
             snprintf(pid, sizeof(pid), "%d", (int)w->pid);
             int ended = strcmp(w->state, "exited") == 0 || strcmp(w->state, "lost") == 0 ||
-                        strcmp(w->state, "killed") == 0;
+                        strcmp(w->state, "killed") == 0 || strcmp(w->state, "left") == 0;
             if (w->term_signal != 0) {
                 char sig[24];
                 snprintf(ex, sizeof(ex), "%s", hv_cli_signame(w->term_signal, sig, sizeof(sig)));

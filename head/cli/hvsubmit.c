@@ -520,7 +520,7 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         if (e->seq > w->last_seq) {
             w->last_seq = e->seq;
         }
-        if (!w->quiet && hv_cli_event_shown(e->kind)) {
+        if (!w->quiet && hv_cli_event_shown(e->kind, w->elastic)) {
             fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
             if (strcmp(e->kind, "job.state") == 0) {
                 snprintf(w->last_state, sizeof(w->last_state), "%s", e->message);
