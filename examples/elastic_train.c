@@ -453,7 +453,17 @@ typedef struct trainer_s {
     double lr;            /* the peak rate at the current world size */
     uint64_t timed_epoch; /* the epoch t_start belongs to (UINT64_MAX: none) */
     double t_start;       /* when this process started (or joined) that epoch */
-    uint64_t printed;     /* epochs whose line this process printed */
+    int entered;          /* train() ran before in this process */
+    /* The last epoch's line, kept by every rank (they all compute the same values), and the
+     * epochs whose line rank 0 printed, counted by every rank, so that a survivor that becomes
+     * rank 0 neither repeats nor loses a line. */
+    struct {
+        uint64_t epoch, samples, duplicates;
+        int exact, size;
+        uint32_t generation;
+        double loss, accuracy, seconds;
+    } report;
+    uint64_t printed;
 } trainer_t;
 
 static double now_s(void) {
@@ -627,12 +637,39 @@ static void sleep_ms(uint32_t ms) {
     }
 }
 
+/* Rank 0 prints the line of the epoch the state has just completed, once: every rank notes it
+ * as printed. */
+static void report_print(trainer_t *t) {
+    if (t->printed >= t->epoch || t->report.epoch + 1 != t->epoch) {
+        return;
+    }
+    if (hv_rank() == 0) {
+        printf("elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
+               "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
+               (unsigned long long)t->report.epoch, t->report.size, t->report.generation,
+               hv_host_name(), (unsigned long long)t->report.samples,
+               (unsigned long long)t->report.duplicates, t->report.exact, t->report.loss,
+               t->report.accuracy, t->report.seconds);
+        fflush(stdout);
+    }
+    t->printed = t->epoch;
+}
+
 /* The training function run by hv_elastic_run: called again (after a sync from rank 0) after
  * every reset, so it continues from the state, never from local variables. */
 static hv_err train(hv_state_t *st, void *ud) {
     trainer_t *t = ud;
     hv_err rc;
     t->lr = peak_lr(&t->o, hv_size());
+    if (!t->entered) {
+        // A worker that joins a running job does not print the epochs before it came.
+        t->entered = 1;
+        t->printed = t->epoch;
+    } else {
+        // An epoch's end whose commit snapshotted the state but then failed at the membership
+        // check: the state kept the new epoch, so its line is printed now.
+        report_print(t);
+    }
     if (t->first_gen == 0) {
         // The job's first round: remember it, so that --exit-at/--kill-at act only there (a
         // replacement worker, which gets this from the sync, does not fail again). Committed at
@@ -675,7 +712,8 @@ static hv_err train(hv_state_t *st, void *ud) {
             }
         }
         // The epoch's end: what the sampler saw, the test accuracy, then the next epoch, which
-        // is committed before the line is printed (a rollback would otherwise print it twice).
+        // is committed before the line is printed (a rollback to the last step would otherwise
+        // print it twice).
         hv_sampler_stats_t ss = {.size = sizeof(ss)};
         double accuracy = 0;
         if ((rc = hv_sampler_stats(t->sampler, &ss)) != HV_OK ||
@@ -683,8 +721,16 @@ static hv_err train(hv_state_t *st, void *ud) {
             (rc = hv_sampler_next_epoch(t->sampler)) != HV_OK) {
             return rc;
         }
-        uint64_t n = t->train.count, epoch = t->epoch;
-        double loss = t->loss_sum / (double)(ss.processed > 0 ? ss.processed : 1);
+        uint64_t n = t->train.count;
+        t->report.epoch = t->epoch;
+        t->report.samples = ss.processed;
+        t->report.duplicates = ss.duplicates;
+        t->report.exact = ss.processed == n && ss.duplicates == 0 && ss.checksum == n * (n - 1) / 2;
+        t->report.size = hv_size();
+        t->report.generation = hv_generation();
+        t->report.loss = t->loss_sum / (double)(ss.processed > 0 ? ss.processed : 1);
+        t->report.accuracy = accuracy;
+        t->report.seconds = now_s() - t->t_start;
         t->epoch++;
         t->batch = 0;
         t->loss_sum = 0;
@@ -693,16 +739,7 @@ static hv_err train(hv_state_t *st, void *ud) {
         if (rc != HV_OK && rc != HV_ERESET) {
             return rc;
         }
-        if (hv_rank() == 0 && t->printed < t->epoch) {
-            int exact = ss.processed == n && ss.duplicates == 0 && ss.checksum == n * (n - 1) / 2;
-            printf("elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
-                   "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
-                   (unsigned long long)epoch, hv_size(), hv_generation(), hv_host_name(),
-                   (unsigned long long)ss.processed, (unsigned long long)ss.duplicates, exact, loss,
-                   accuracy, now_s() - t->t_start);
-            fflush(stdout);
-            t->printed = t->epoch;
-        }
+        report_print(t);
         if (rc == HV_ERESET) {
             return rc;
         }
