@@ -526,8 +526,10 @@ static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud
             return rc;
         }
         const hv__rdzv_assignment_t *a = hv__member_assignment(m);
-        HV_LOG(HV_LOG_WARN, "elastic", "HV-ELASTIC-RESET", "rank %d of %d, round %u: %s: %s",
-               a ? a->rank : -1, a ? a->size : 0, a ? a->generation : 0, hv_strerror(rc),
+        // A failure is worth a warning; a membership change (growth, drain) is routine.
+        HV_LOG(restore ? HV_LOG_WARN : HV_LOG_INFO, "elastic", "HV-ELASTIC-RESET",
+               "rank %d of %d, round %u: %s: %s", a ? a->rank : -1, a ? a->size : 0,
+               a ? a->generation : 0, hv_strerror(rc),
                restore ? "restoring the last commit and re-joining" : "re-joining");
         if (restore) {
             HV_TRY(hv_state_restore(st));

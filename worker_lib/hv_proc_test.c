@@ -3,7 +3,8 @@
  * that meet through HV_RDZV_DIR, as the standalone launcher does. Covers the API surface, a rank
  * killed with SIGKILL in the middle of allreduces (survivors fail fast with HV_EPEER), a rank
  * stopped with SIGSTOP (survivors fail with HV_ETIMEDOUT within HV_PEER_TIMEOUT_MS), and
- * hv_init again after hv_shutdown. The *_device cases do the same with CUDA device buffers on
+ * hv_init again after hv_shutdown, and hv_elastic_run through the public API on a fixed
+ * membership (sync from rank 0, commits, Done, failures returned as they are). The *_device cases do the same with CUDA device buffers on
  * NCCL (one GPU per rank; they skip with fewer): the survivors' NCCL calls must fail as fast.
  * The parent never touches CUDA (a forked child could not use it then): a probe child counts
  * the devices.
@@ -24,6 +25,7 @@
 #include "hvtest.h"
 #include "transport_nccl.h"
 
+#include <hv/elastic.h>
 #include <hv/hv.h>
 
 /* ---- harness --------------------------------------------------------------------------------- */
@@ -443,12 +445,91 @@ static void test_bad_env(void) {
     }
 }
 
+/* hv_elastic_run through the public API, on rdzv_file (a fixed membership: no pushes). */
+typedef struct proc_model_s {
+    float w[256];
+    uint64_t step;
+    int rank;
+    int bad; // set when the training function saw something wrong
+} proc_model_t;
+
+static hv_err proc_train(hv_state_t *st, void *ud) {
+    proc_model_t *m = ud;
+    // The sync from rank 0 replaced every rank's initial model with rank 0's.
+    for (int i = 0; i < 256; i++) {
+        m->bad |= m->w[i] != (float)i;
+    }
+    m->bad |= m->step != 0 || hv_generation() != 1;
+    for (; m->step < 3; m->step++) {
+        hv_err rc = hv_allreduce(m->w, m->w, 256, HV_FLOAT32, HV_AVG);
+        if (rc == HV_OK) {
+            rc = hv_state_commit(st);
+        }
+        if (rc != HV_OK) {
+            return rc;
+        }
+    }
+    return HV_OK;
+}
+
+static hv_err proc_fail(hv_state_t *st, void *ud) {
+    (void)st;
+    (void)ud;
+    return HV_EPEER; // without a head nothing re-joins: returned as it is
+}
+
+static int child_elastic(int rank, int size, int out) {
+    (void)size;
+    proc_model_t m = {.rank = rank, .step = rank == 0 ? 0 : 99};
+    for (int i = 0; i < 256; i++) {
+        m.w[i] = rank == 0 ? (float)i : -1.0f;
+    }
+    hv_state_t *st = NULL;
+    CHILD_CHECK(hv_state_create(&st));
+    CHILD_CHECK(hv_state_add_buffer(st, "w", m.w, sizeof(m.w)));
+    CHILD_CHECK(hv_state_add_u64(st, "step", &m.step));
+    CHILD_CHECK(hv_elastic_run(st, proc_train, &m)); // calls hv_init itself
+    char done[128];
+    snprintf(done, sizeof(done), "%s/done.r%d", rdzv_dir, rank);
+    if (m.bad || hv_state_commits(st) != 3 || hv_state_removed(st) || hv_state_resets(st) ||
+        hv_rank() != rank || access(done, F_OK) != 0) {
+        say(out, "FAIL bad %d commits %llu removed %d resets %u rank %d done-file %d", m.bad,
+            (unsigned long long)hv_state_commits(st), hv_state_removed(st), hv_state_resets(st),
+            hv_rank(), access(done, F_OK));
+        return 1;
+    }
+    hv_err rc = hv_elastic_run(st, proc_fail, NULL);
+    hv_state_destroy(st);
+    CHILD_CHECK(hv_shutdown());
+    if (rc != HV_EPEER || hv_generation() != 0) {
+        say(out, "FAIL a failure came back as %s (generation %u)", hv_errname(rc), hv_generation());
+        return 1;
+    }
+    say(out, "OK");
+    return 0;
+}
+
+static void test_elastic(void) {
+    proc_t ps[2];
+    ASSERT_TRUE(spawn(2, child_elastic, ps, NULL) == 0);
+    for (int r = 0; r < 2; r++) {
+        char line[256];
+        report(&ps[r], line, sizeof(line), hvtest_scale(30));
+        int code = reap(&ps[r], hvtest_scale(10));
+        if (code != 0 || strcmp(line, "OK") != 0) {
+            HVT_FAIL("rank %d: exit %d: %s", r, code, line);
+        }
+    }
+    cleanup_dir();
+}
+
 static const hvtest_case_t cases[] = {
     {"api", test_api},
     {"sigkill", test_sigkill},
     {"sigstop", test_sigstop},
     {"solo_reinit", test_solo_reinit},
     {"bad_env", test_bad_env},
+    {"elastic", test_elastic},
     {"sigkill_device", test_sigkill_device},
     {"sigstop_device", test_sigstop_device},
 };

@@ -27,7 +27,7 @@
 
 #define TCP_HELLO_MAGIC 0x48564450u // "HVDP"
 #define TCP_HELLO_VERSION 2u
-#define TCP_HELLO_LEN 32
+#define TCP_HELLO_LEN HV__TCP_HELLO_LEN
 #define TCP_HELLO_WAIT_MS 2000 // bound on reading one hello from an accepted connection
 
 struct hv__tcp_listener_s {
@@ -150,6 +150,10 @@ static void hello_encode(unsigned char *b, uint64_t world, uint32_t gen, uint32_
     put32(b + 20, ring);
     put32(b + 24, from);
     put32(b + 28, to);
+}
+
+void hv__tcp_hello(const hv__tcp_ident_t *id, unsigned char out[HV__TCP_HELLO_LEN]) {
+    hello_encode(out, id->world_id, id->generation, id->ring, id->rank, id->right_rank);
 }
 
 hv_err hv__tcp_io_until(int fd, void *buf, size_t len, int writing, uint64_t deadline) {

@@ -53,6 +53,12 @@ hv_err hv__tcp_links_create(hv__tcp_listener_t *lst, const char *const *right_ad
                             const hv__tcp_ident_t *ids, int n, const hv__tcp_opts_t *opts,
                             int timeout_ms, hv__link_t **outs);
 
+#define HV__TCP_HELLO_LEN 32
+
+/* The hello that the connecting end of link id sends to its right neighbour: world id,
+ * generation, ring, from rank, to rank (tests forge stale ones with it). */
+void hv__tcp_hello(const hv__tcp_ident_t *id, unsigned char out[HV__TCP_HELLO_LEN]);
+
 /* Reads (writing = 0) or writes exactly len bytes on a non-blocking socket, waiting in poll()
  * until deadline (hv_now_ms() clock). HV_EPEER when the peer closed or reset, HV_ETIMEDOUT at
  * the deadline, HV_EIO on another socket error. buf is borrowed. */

@@ -14,3 +14,11 @@ hv_add_test(NAME perf.submit_latency COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/submit
             LABELS perf TIMEOUT 300)
 set_tests_properties(hv.perf.head_load hv.perf.submit_latency PROPERTIES RUN_SERIAL TRUE
                      SKIP_RETURN_CODE 77)
+
+# Elastic state sync (hv_state_sync) against a plain ring broadcast and a commit, 64 MiB and
+# 512 MiB at 2 and 4 ranks (tests/perf/bench_sync.sh; forks its ranks over rdzv_file).
+add_executable(bench_sync ${CMAKE_CURRENT_LIST_DIR}/bench_sync.c)
+target_link_libraries(bench_sync PRIVATE hv_static)
+hv_add_test(NAME perf.bench_sync
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_sync.sh --quick --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf TIMEOUT 900)
