@@ -75,6 +75,8 @@ static const config_opt_t config_opts[] = {
     {"elastic", "blacklist_max_cooldown_s", CFG_U32, CFG_OFF(elastic.blacklist_max_cooldown_s), 0,
      604800},
     {"elastic", "rendezvous_timeout_s", CFG_U32, CFG_OFF(elastic.rendezvous_timeout_s), 1, 3600},
+    {"elastic", "check_every", CFG_U32, CFG_OFF(elastic.check_every), 1, 1000000},
+    {"elastic", "blacklist_max_strikes", CFG_U32, CFG_OFF(elastic.blacklist_max_strikes), 0, 1000},
     {"", "autoscaler", CFG_MAP, 0, 0, 0},
     {"autoscaler", "provider", CFG_PROVIDER, CFG_OFF(autoscaler.provider), 0, 0},
     {"autoscaler", "min_nodes", CFG_U32, CFG_OFF(autoscaler.min_nodes), 0, 100000},
@@ -850,6 +852,8 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->elastic.blacklist_cooldown_s = 60;
     cfg->elastic.blacklist_max_cooldown_s = 3600;
     cfg->elastic.rendezvous_timeout_s = 60;
+    cfg->elastic.check_every = 1;
+    cfg->elastic.blacklist_max_strikes = 5;
     cfg->autoscaler.provider = hv_strdup("none");
     cfg->autoscaler.min_nodes = 0;
     cfg->autoscaler.max_nodes = 0;

@@ -39,6 +39,8 @@ typedef struct hv_head_config_s {
         uint32_t blacklist_cooldown_s;     /* first cooldown of a failed node; 60; 0 = none */
         uint32_t blacklist_max_cooldown_s; /* cap of the doubling cooldown; 3600 */
         uint32_t rendezvous_timeout_s;     /* deadline for a rendezvous round; 60 */
+        uint32_t check_every;              /* commits between membership checks; 1 */
+        uint32_t blacklist_max_strikes;    /* failures before a permanent bar; 5; 0 = never */
     } elastic;
     struct {
         char *provider;          /* "none" (default) | "local" | "command" | "spot-sim" */

@@ -46,6 +46,8 @@ static void check_defaults(const hv_head_config_t *c) {
     CHECK_EQ(c->elastic.blacklist_cooldown_s, 60);
     CHECK_EQ(c->elastic.blacklist_max_cooldown_s, 3600);
     CHECK_EQ(c->elastic.rendezvous_timeout_s, 60);
+    CHECK_EQ(c->elastic.check_every, 1);
+    CHECK_EQ(c->elastic.blacklist_max_strikes, 5);
     CHECK_STR(c->autoscaler.provider, "none");
     CHECK_EQ(c->autoscaler.min_nodes, 0);
     CHECK_EQ(c->autoscaler.max_nodes, 0);
@@ -98,6 +100,8 @@ static void test_full(void) {
     CHECK_EQ(c.elastic.blacklist_cooldown_s, 5);
     CHECK_EQ(c.elastic.blacklist_max_cooldown_s, 50);
     CHECK_EQ(c.elastic.rendezvous_timeout_s, 20);
+    CHECK_EQ(c.elastic.check_every, 4);
+    CHECK_EQ(c.elastic.blacklist_max_strikes, 2);
     CHECK_STR(c.autoscaler.provider, "command");
     CHECK_EQ(c.autoscaler.min_nodes, 1);
     CHECK_EQ(c.autoscaler.max_nodes, 8);

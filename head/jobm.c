@@ -764,7 +764,10 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
     }
     if (!j->round_open) {
         if (w->member_gen == 0) {
-            open_round(j, closed_gen(j) == 0 ? "start" : "new workers joined", 0, now, out);
+            char reason[240];
+            snprintf(reason, sizeof(reason), "grow: %s",
+                     j->grow_reason[0] ? j->grow_reason : "new workers joined");
+            open_round(j, closed_gen(j) == 0 ? "start" : reason, 0, now, out);
         } else if (w->member_gen == j->generation && last_gen < j->generation) {
             /* It missed the reply of the round it belongs to (the head restarted, or the call
              * broke): answer it again. */

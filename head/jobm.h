@@ -114,6 +114,8 @@ typedef struct hv_jm_job_s {
     const char *(*node_name)(uint64_t node_id, void *ud);
     void *node_name_ud;
     char failures[HV_JM_REASON_MAX]; /* failures since the last closed round, "; "-separated */
+    char grow_reason[200];           /* why the driver placed the newest workers (for the round
+                                        they open: "cooldown of node a ended", "free slots") */
     int ending;                      /* terminal, some workers still alive */
     int dirty;                       /* changed since the driver stored it */
     hv_jm_worker_t **w;              /* every worker of the job (owned array, borrowed workers) */

@@ -3,21 +3,58 @@
  * mistake, before anything starts), opens the sqlite store, reloads the cluster's state, serves
  * the Cluster, Jobs and Rendezvous services on one gRPC port and prints one ready line naming the
  * address. SIGINT/SIGTERM stop it cleanly; `hvhead stop` signals a daemonized head through its
- * pid file. Everything after start-up runs on one libuv loop thread (see head.h).
+ * pid file.
+ *
+ * This file only wires the modules together, on one libuv loop thread:
+ *   store (sqlite) <- driver (decisions, the tables) <- services (gRPC methods)
+ * The driver reaches the services only through the hv_driver_io_t below (orders, answers,
+ * pushes, watcher news), so no two modules call each other in a circle. A 200 ms tick drives the
+ * driver's clocks (leases, deadlines, cooldowns) and the rendezvous' key-value waits.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "head.h"
+#include <uv.h>
+
+#include "artifacts.h"
+#include "config.h"
+#include "driver.h"
 #include "log.h"
 #include "mem.h"
+#include "rpc.h"
+#include "store.h"
+#include "svc_artifacts.h"
+#include "svc_cluster.h"
+#include "svc_jobs.h"
+#include "svc_rdzv.h"
 #include "util.h"
+
+#define HEAD_TICK_MS 200
+
+typedef struct head_s {
+    uv_loop_t *loop;
+    hv_head_config_t cfg;
+    hv_store_t *store;
+    hv_artifacts_t *arts;
+    hv_driver_t *driver;
+    hv_rpc_engine_t *eng;
+    hv_rpc_server_t *srv;
+    hv_svc_cluster_t *cluster;
+    hv_svc_jobs_t *jobs;
+    hv_svc_rdzv_t *rdzv;
+    uv_timer_t tick;
+    uv_signal_t sigint, sigterm;
+    int port;            /* bound port */
+    char advertise[300]; /* host:port agents and workers use to reach the head */
+    char pid_path[4096];
+    int stopping;
+} head_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hvhead start [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
@@ -30,49 +67,63 @@ static void usage(FILE *f) {
                "          (default pid file: DATA_DIR/hvhead.pid)\n");
 }
 
-void head_event(head_t *h, uint64_t job_id, uint64_t node_id, const char *kind, const char *fmt,
-                ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    uint64_t seq = 0;
-    hv_err rc = hv_store_event_append(h->store, job_id, node_id, kind, msg, NULL, &seq);
-    if (rc != HV_OK) {
-        head_store_failed(h, rc, "append event");
-    }
-    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
-           (unsigned long long)job_id, (unsigned long long)node_id, msg);
-    if (job_id != 0) {
-        head_job_t *j = head_job_by_id(h, job_id);
-        if (j != NULL) {
-            j->last_event_seq = seq;
-            head_jobs_notify(h, j);
-        }
+/* ---- the driver's io: each action goes to the service that owns the call ------------------ */
+
+static hv_err io_order(void *ud, uint64_t node_id, const hv_order_t *o) {
+    head_t *h = ud;
+    return h->cluster != NULL ? hv_svc_cluster_order(h->cluster, node_id, o) : HV_ECLOSED;
+}
+
+static void io_drop_session(void *ud, uint64_t node_id) {
+    head_t *h = ud;
+    if (h->cluster != NULL) {
+        hv_svc_cluster_drop(h->cluster, node_id);
     }
 }
 
-void head_set_str(char **dst, const char *src) {
-    char *copy = hv_strdup(src ? src : "");
-    if (copy != NULL) {
-        hv_free(*dst);
-        *dst = copy;
+static void io_round(void *ud, const hv_round_info_t *r, const uint64_t *to, size_t nto) {
+    head_t *h = ud;
+    if (h->rdzv != NULL) {
+        hv_svc_rdzv_round(h->rdzv, r, to, nto);
     }
 }
 
-hv_err head_store_failed(head_t *h, hv_err rc, const char *what) {
-    HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)", what,
-           hv_store_path(h->store), hv_store_last_error(h->store), hv_strerror(rc));
-    return rc;
+static void io_join_answer(void *ud, uint64_t worker_id, hv_err rc, const char *why) {
+    head_t *h = ud;
+    if (h->rdzv != NULL) {
+        hv_svc_rdzv_answer(h->rdzv, worker_id, rc, why);
+    }
 }
+
+static void io_push(void *ud, uint64_t job_id, uint32_t generation, int failure, const char *reason,
+                    const uint64_t *removed, size_t nremoved) {
+    head_t *h = ud;
+    if (h->rdzv != NULL) {
+        hv_svc_rdzv_push(h->rdzv, job_id, generation, failure, reason, removed, nremoved);
+    }
+}
+
+static void io_job_changed(void *ud, uint64_t job_id) {
+    head_t *h = ud;
+    if (h->jobs != NULL) {
+        hv_svc_jobs_changed(h->jobs, job_id);
+    }
+}
+
+static void io_job_finished(void *ud, uint64_t job_id) {
+    head_t *h = ud;
+    if (h->rdzv != NULL) {
+        hv_svc_rdzv_finished(h->rdzv, job_id);
+    }
+}
+
+/* ---- loop ----------------------------------------------------------------------------------- */
 
 static void head_tick_cb(uv_timer_t *t) {
     head_t *h = t->data;
     uint64_t now = hv_now_ms();
-    head_cluster_tick(h, now);
-    head_driver_tick(h, now);
-    head_rdzv_tick(h, now);
+    hv_driver_tick(h->driver, now);
+    hv_svc_rdzv_tick(h->rdzv, now);
 }
 
 static void head_begin_stop(head_t *h, const char *why) {
@@ -81,6 +132,7 @@ static void head_begin_stop(head_t *h, const char *why) {
     }
     h->stopping = 1;
     HV_LOG(HV_LOG_NOTICE, "head", "HV-HEAD-STOP", "stopping (%s)", why);
+    hv_driver_stop(h->driver);
     uv_timer_stop(&h->tick);
     uv_signal_stop(&h->sigint);
     uv_signal_stop(&h->sigterm);
@@ -289,17 +341,26 @@ static int cmd_start(const head_opts_t *o) {
         return 1;
     }
     h->loop = uv_default_loop();
-    h->started_ms = hv_now_ms();
     int exit_code = 1;
-    if ((rc = head_artifacts_init(h)) != HV_OK) {
+    hv_driver_io_t io = {.order = io_order,
+                         .drop_session = io_drop_session,
+                         .round = io_round,
+                         .join_answer = io_join_answer,
+                         .push = io_push,
+                         .job_changed = io_job_changed,
+                         .job_finished = io_job_finished,
+                         .ud = h};
+    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, h->cfg.max_upload_bytes, &h->arts)) !=
+        HV_OK) {
         fprintf(stderr, "hvhead: cannot prepare %s/artifacts: %s\n", h->cfg.data_dir,
                 hv_strerror(rc));
         goto out_store;
     }
-    if ((rc = head_driver_load(h)) != HV_OK) {
+    if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
+        (rc = hv_driver_load(h->driver)) != HV_OK) {
         fprintf(stderr, "hvhead: cannot load state from %s: %s\n", hv_store_path(h->store),
                 hv_strerror(rc));
-        goto out_store;
+        goto out_state;
     }
     if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
         fprintf(stderr, "hvhead: cannot start the rpc engine: %s\n", hv_strerror(rc));
@@ -311,16 +372,20 @@ static int cmd_start(const head_opts_t *o) {
                 h->cfg.listen);
         goto out_engine;
     }
-    if ((rc = head_cluster_register(h)) != HV_OK || (rc = head_jobs_register(h)) != HV_OK ||
-        (rc = head_artifacts_register(h)) != HV_OK || (rc = head_rdzv_register(h)) != HV_OK ||
-        (rc = hv_rpc_server_start(h->srv)) != HV_OK) {
-        fprintf(stderr, "hvhead: cannot start the server: %s\n", hv_strerror(rc));
-        goto out_engine;
-    }
     char host[256];
     int cfg_port;
     hv_parse_hostport(h->cfg.listen, host, sizeof(host), &cfg_port);
     head_derive_advertise(h, host);
+    if ((rc = hv_svc_cluster_create(h->srv, &h->cfg, h->driver, h->arts, h->advertise,
+                                    &h->cluster)) != HV_OK ||
+        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->store, h->arts, &h->jobs)) !=
+            HV_OK ||
+        (rc = hv_svc_artifacts_register(h->srv, h->arts)) != HV_OK ||
+        (rc = hv_svc_rdzv_create(h->srv, h->driver, &h->rdzv)) != HV_OK ||
+        (rc = hv_rpc_server_start(h->srv)) != HV_OK) {
+        fprintf(stderr, "hvhead: cannot start the server: %s\n", hv_strerror(rc));
+        goto out_engine;
+    }
 
     uv_timer_init(h->loop, &h->tick);
     h->tick.data = h;
@@ -332,26 +397,34 @@ static int cmd_start(const head_opts_t *o) {
     uv_signal_start(&h->sigterm, head_signal_cb, SIGTERM);
     signal(SIGPIPE, SIG_IGN);
 
-    head_event(h, 0, 0, "head.start", "head started on %s:%d (advertised as %s)", host, h->port,
-               h->advertise);
+    hv_driver_event(h->driver, 0, 0, "head.start", NULL, "head started on %s:%d (advertised as %s)",
+                    host, h->port, h->advertise);
     printf("hvhead: listening on %s:%d (cluster %s, advertised %s, data %s)\n", host, h->port,
            h->cfg.cluster_name, h->advertise, h->cfg.data_dir);
     fflush(stdout);
-    head_driver_schedule(h);
+    hv_driver_schedule(h->driver);
 
     uv_run(h->loop, UV_RUN_DEFAULT);
 
-    head_event(h, 0, 0, "head.stop", "head stopped");
-    head_cluster_shutdown(h);
+    hv_driver_event(h->driver, 0, 0, "head.stop", NULL, "head stopped");
+    hv_svc_jobs_close(h->jobs);
     hv_rpc_server_shutdown(h->srv);
     uv_close((uv_handle_t *)&h->tick, NULL);
     uv_close((uv_handle_t *)&h->sigint, NULL);
     uv_close((uv_handle_t *)&h->sigterm, NULL);
     exit_code = 0;
 out_engine:
+    /* Ends every call (their callbacks run); then nothing refers to the services. */
     hv_rpc_engine_destroy(h->eng);
+    hv_svc_cluster_destroy(h->cluster);
+    hv_svc_jobs_destroy(h->jobs);
+    hv_svc_rdzv_destroy(h->rdzv);
+    h->cluster = NULL;
+    h->jobs = NULL;
+    h->rdzv = NULL;
 out_state:
-    head_driver_free(h);
+    hv_driver_destroy(h->driver);
+    hv_artifacts_close(h->arts);
     uv_run(h->loop, UV_RUN_NOWAIT);
     uv_loop_close(h->loop);
 out_store:

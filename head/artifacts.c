@@ -1,0 +1,252 @@
+/* artifacts: see artifacts.h. */
+#include "artifacts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mem.h"
+#include "sha256.h"
+#include "util.h"
+
+/* An upload in progress: the running hash of its first `hashed` bytes. */
+typedef struct upload_s {
+    char digest[65];
+    hv_sha256_t sha;
+    uint64_t hashed;
+    struct upload_s *next;
+} upload_t;
+
+struct hv_artifacts_s {
+    char *dir;         /* data dir (owned) */
+    hv_store_t *store; /* borrowed */
+    uint64_t max_upload;
+    upload_t *uploads;
+};
+
+hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, uint64_t max_upload,
+                         hv_artifacts_t **out) {
+    const char *subs[] = {"artifacts", "uploads", "logs"};
+    for (size_t i = 0; i < 3; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", data_dir, subs[i]);
+        HV_TRY(hv_mkdirs(path, 0755));
+    }
+    hv_artifacts_t *a = hv_calloc(1, sizeof(*a));
+    if (a == NULL || (a->dir = hv_strdup(data_dir)) == NULL) {
+        hv_free(a);
+        return HV_ENOMEM;
+    }
+    a->store = store;
+    a->max_upload = max_upload;
+    *out = a;
+    return HV_OK;
+}
+
+void hv_artifacts_close(hv_artifacts_t *a) {
+    if (a == NULL) {
+        return;
+    }
+    while (a->uploads != NULL) {
+        upload_t *u = a->uploads;
+        a->uploads = u->next;
+        hv_free(u);
+    }
+    hv_free(a->dir);
+    hv_free(a);
+}
+
+uint64_t hv_artifacts_max(const hv_artifacts_t *a) { return a->max_upload; }
+
+hv_err hv_artifacts_path(hv_artifacts_t *a, const char *digest, char *buf, size_t len) {
+    if (digest == NULL || !hv_sha256_valid_hex(digest)) {
+        return HV_EINVAL;
+    }
+    snprintf(buf, len, "%s/artifacts/%s", a->dir, digest);
+    return HV_OK;
+}
+
+int hv_artifacts_present(hv_artifacts_t *a, const char *digest) {
+    char path[4096];
+    struct stat sb;
+    hv_artifact_row_t row;
+    memset(&row, 0, sizeof(row));
+    if (hv_artifacts_path(a, digest, path, sizeof(path)) != HV_OK ||
+        hv_store_artifact_get(a->store, digest, &row) != HV_OK) {
+        return 0;
+    }
+    int ok = stat(path, &sb) == 0 && (uint64_t)sb.st_size == row.size;
+    hv_store_artifact_fini(&row);
+    return ok;
+}
+
+static void part_path(hv_artifacts_t *a, const char *digest, char *buf, size_t len) {
+    snprintf(buf, len, "%s/uploads/%s.part", a->dir, digest);
+}
+
+static uint64_t file_size(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest) {
+    char part[4096];
+    if (!hv_sha256_valid_hex(digest)) {
+        return 0;
+    }
+    part_path(a, digest, part, sizeof(part));
+    return file_size(part);
+}
+
+void hv_artifacts_touch(hv_artifacts_t *a, const char *digest) {
+    hv_store_artifact_touch(a->store, digest, hv_wall_ms());
+}
+
+static void upload_forget(hv_artifacts_t *a, const char *digest) {
+    for (upload_t **p = &a->uploads; *p != NULL; p = &(*p)->next) {
+        if (strcmp((*p)->digest, digest) == 0) {
+            upload_t *u = *p;
+            *p = u->next;
+            hv_free(u);
+            return;
+        }
+    }
+}
+
+/* Brings the running hash of an upload up to `offset` bytes (after a head restart it rehashes
+ * the part file once). */
+static hv_err upload_hash_to(upload_t *u, const char *part, uint64_t offset) {
+    if (u->hashed == offset) {
+        return HV_OK;
+    }
+    hv_sha256_init(&u->sha);
+    u->hashed = 0;
+    int fd = open(part, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return offset == 0 ? HV_OK : hv_err_from_errno(errno);
+    }
+    uint8_t buf[65536];
+    while (u->hashed < offset) {
+        size_t want = offset - u->hashed < sizeof(buf) ? (size_t)(offset - u->hashed) : sizeof(buf);
+        ssize_t r = read(fd, buf, want);
+        if (r <= 0) {
+            close(fd);
+            return HV_EIO;
+        }
+        hv_sha256_update(&u->sha, buf, (size_t)r);
+        u->hashed += (uint64_t)r;
+    }
+    close(fd);
+    return HV_OK;
+}
+
+hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
+                          const uint8_t *data, size_t len, int last, uint64_t *received,
+                          int *complete, char *err, size_t errlen) {
+    char sz1[32], sz2[32];
+    *complete = 0;
+    if (!hv_sha256_valid_hex(digest)) {
+        snprintf(err, errlen, "digest '%s' is not 64 lowercase hex characters", digest);
+        return HV_EINVAL;
+    }
+    if (total > a->max_upload) {
+        snprintf(err, errlen, "upload of %s exceeds the head's limit of %s (max_upload)",
+                 hv_fmt_size(total, sz1, sizeof(sz1)),
+                 hv_fmt_size(a->max_upload, sz2, sizeof(sz2)));
+        return HV_ETOOBIG;
+    }
+    if (hv_artifacts_present(a, digest)) {
+        *received = total;
+        *complete = 1;
+        return HV_OK;
+    }
+    char part[4096], final[4096];
+    part_path(a, digest, part, sizeof(part));
+    hv_artifacts_path(a, digest, final, sizeof(final));
+    uint64_t have = file_size(part);
+    if (offset != have) {
+        snprintf(err, errlen, "upload offset %llu, but the head holds %llu bytes",
+                 (unsigned long long)offset, (unsigned long long)have);
+        return HV_ESTATE;
+    }
+    if (offset + len > total) {
+        snprintf(err, errlen, "chunk runs past the declared size %llu", (unsigned long long)total);
+        return HV_EINVAL;
+    }
+    upload_t *u = a->uploads;
+    while (u != NULL && strcmp(u->digest, digest) != 0) {
+        u = u->next;
+    }
+    if (u == NULL) {
+        if ((u = hv_calloc(1, sizeof(*u))) == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return HV_ENOMEM;
+        }
+        snprintf(u->digest, sizeof(u->digest), "%s", digest);
+        hv_sha256_init(&u->sha);
+        u->next = a->uploads;
+        a->uploads = u;
+    }
+    hv_err rc = upload_hash_to(u, part, have);
+    int fd = -1;
+    if (rc == HV_OK && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+        rc = hv_err_from_errno(errno);
+    }
+    if (rc == HV_OK && len > 0 && pwrite(fd, data, len, (off_t)have) != (ssize_t)len) {
+        rc = HV_EIO;
+    }
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-IO", "cannot write %s: %s", part,
+               strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        snprintf(err, errlen, "the head cannot store the upload: %s", hv_strerror(rc));
+        return HV_EIO;
+    }
+    hv_sha256_update(&u->sha, data, len);
+    u->hashed += len;
+    *received = have + len;
+    if (!last) {
+        close(fd);
+        return HV_OK;
+    }
+    uint8_t dg[32];
+    char hex[65];
+    hv_sha256_final(&u->sha, dg);
+    hv_sha256_hex(dg, hex);
+    int sync_ok = fsync(fd) == 0;
+    close(fd);
+    upload_forget(a, digest);
+    if (*received != total || strcmp(hex, digest) != 0) {
+        unlink(part);
+        snprintf(err, errlen, "upload does not match its digest: got %llu bytes with sha256 %s",
+                 (unsigned long long)*received, hex);
+        return HV_ECORRUPT;
+    }
+    if (!sync_ok || rename(part, final) != 0) {
+        snprintf(err, errlen, "the head cannot publish the artifact: %s", strerror(errno));
+        return HV_EIO;
+    }
+    chmod(final, 0755);
+    hv_artifact_row_t row = {.digest = (char *)digest,
+                             .path = final,
+                             .size = total,
+                             .created_ms = hv_wall_ms(),
+                             .last_used_ms = hv_wall_ms()};
+    rc = hv_store_artifact_put(a->store, &row);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot record artifact %s: %s", digest,
+               hv_store_last_error(a->store));
+        snprintf(err, errlen, "the head cannot record the artifact");
+        return HV_EIO;
+    }
+    *complete = 1;
+    HV_LOG(HV_LOG_INFO, "artifacts", "HV-ARTIFACT-NEW", "artifact %.12s stored (%s)", digest,
+           hv_fmt_size(total, sz1, sizeof(sz1)));
+    return HV_OK;
+}

@@ -1,0 +1,45 @@
+/*
+ * artifacts: uploaded binaries and files, stored once by sha256 under <data>/artifacts/<digest>.
+ * Uploads arrive as ordered chunks into <data>/uploads/<digest>.part; the digest is computed as
+ * the chunks arrive, checked on the last one, and only then is the file renamed into place and
+ * recorded in the store. A partial upload survives a head restart and resumes from its size.
+ * Nothing over max_upload is accepted. Used by the Jobs service (uploads, and the check that a
+ * submitted job's files are present) and the Cluster service (agents fetch artifacts). No RPC
+ * here. Loop thread only.
+ */
+#ifndef HV_HEAD_ARTIFACTS_H
+#define HV_HEAD_ARTIFACTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "store.h"
+
+typedef struct hv_artifacts_s hv_artifacts_t;
+
+/* Creates <data_dir>/artifacts, uploads and logs. store is borrowed. */
+hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, uint64_t max_upload,
+                         hv_artifacts_t **out);
+void hv_artifacts_close(hv_artifacts_t *a);
+
+uint64_t hv_artifacts_max(const hv_artifacts_t *a);
+/* 1 if the artifact is stored, recorded and complete. */
+int hv_artifacts_present(hv_artifacts_t *a, const char *digest);
+/* Path of an artifact (into buf). HV_EINVAL for a malformed digest. */
+hv_err hv_artifacts_path(hv_artifacts_t *a, const char *digest, char *buf, size_t len);
+/* Bytes of an unfinished upload held for digest (the resume point). */
+uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest);
+/* Records a use (agents fetched it). */
+void hv_artifacts_touch(hv_artifacts_t *a, const char *digest);
+
+/* Writes one chunk of an upload: offset must equal the bytes held so far. With last set the
+ * digest is verified and the artifact published. *received gets the bytes held after the chunk,
+ * *complete whether the artifact is now present. Errors, with a message for the user in err:
+ * HV_EINVAL (bad digest, chunk past the size), HV_ETOOBIG (over max_upload), HV_ESTATE (wrong
+ * offset), HV_ECORRUPT (digest mismatch: the part file is discarded), HV_EIO, HV_ENOMEM. */
+hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
+                          const uint8_t *data, size_t len, int last, uint64_t *received,
+                          int *complete, char *err, size_t errlen);
+
+#endif

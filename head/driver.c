@@ -1,0 +1,1882 @@
+/*
+ * driver: see driver.h. The path of every input is the same:
+ *   1. find the job and worker, call the job machine (jobm.c), which changes the model and
+ *      returns actions;
+ *   2. apply(): store every row the job machine marked dirty in one transaction;
+ *   3. only if that succeeded, carry the actions out (orders, answers, pushes, events).
+ * When the store fails, the job's actions wait in its queue and the tick tries again, in order.
+ * Placement (sched.c) and node events (nodes.c) are decided here with the pure modules, stored,
+ * then announced, the same way.
+ */
+#include "driver.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "log.h"
+#include "mem.h"
+#include "sched.h"
+#include "util.h"
+
+#define KILL_SLACK_MS 5000       /* after the grace, how long a killed worker may take to report */
+#define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
+#define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
+#define STORE_RETRY_LOG_MS 10000 /* how often a failing store is logged again */
+#define JOB_LOG_MAX (1ull << 30) /* a job's log stops growing past 1 GiB */
+#define LOG_MAX_LINE 16384
+
+/* A job's actions that wait for the store (its decision is not durable yet). */
+typedef struct pending_s {
+    hv_djob_t *job;
+    hv_jm_out_t out;
+    struct pending_s *next;
+} pending_t;
+
+struct hv_driver_s {
+    const hv_head_config_t *cfg; /* borrowed */
+    hv_store_t *store;           /* borrowed */
+    hv_driver_io_t io;
+    hv_dnode_t *nodes;
+    hv_djob_t *jobs; /* submission order (= scheduling order) */
+    pending_t *pending;
+    hv_jm_out_t out; /* scratch for one input */
+    int stopping;
+    uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
+};
+
+static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+static void set_str(char **dst, const char *src) {
+    char *copy = hv_strdup(src ? src : "");
+    if (copy != NULL) {
+        hv_free(*dst);
+        *dst = copy;
+    }
+}
+
+static uint32_t rand32(void) {
+    uint32_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+        v = (uint32_t)(hv_now_ms() * 2654435761u);
+    }
+    return v;
+}
+
+static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
+    uint64_t now = hv_now_ms();
+    if (now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
+        d->store_failed_logged = now;
+        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE",
+               "cannot %s in %s: %s (%s); the decision waits and is written again", what,
+               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc));
+    }
+}
+
+const char *hv_driver_data_dir(const hv_driver_t *d) { return d->cfg->data_dir; }
+
+hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
+
+hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id) {
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        if (n->id == id) {
+            return n;
+        }
+    }
+    return NULL;
+}
+
+hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name) {
+    for (hv_dnode_t *n = d->nodes; n != NULL && name != NULL; n = n->next) {
+        if (strcmp(n->name, name) == 0) {
+            return n;
+        }
+    }
+    return NULL;
+}
+
+static const char *node_name_cb(uint64_t node_id, void *ud) {
+    hv_dnode_t *n = hv_driver_node(ud, node_id);
+    return n != NULL ? n->name : NULL;
+}
+
+const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
+    const char *n = node_name_cb(w->jm.node_id, d);
+    return n != NULL ? n : "?";
+}
+
+static hv_djob_t *job_by_id(hv_driver_t *d, uint64_t id) {
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->jm.id == id) {
+            return j;
+        }
+    }
+    return NULL;
+}
+
+static hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        if (j->jm.w[i]->id == id) {
+            return (hv_dworker_t *)j->jm.w[i];
+        }
+    }
+    return NULL;
+}
+
+static hv_dworker_t *worker_by_id(hv_driver_t *d, uint64_t id) {
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        hv_dworker_t *w = worker_of(j, id);
+        if (w != NULL) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+static int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
+
+int hv_driver_job_active(hv_driver_t *d, uint64_t job_id) {
+    hv_djob_t *j = job_by_id(d, job_id);
+    return j != NULL && job_active(j);
+}
+
+static int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
+
+/* "rank 2 on node-b" */
+static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t len) {
+    snprintf(buf, len, "rank %u on %s", w->jm.rank, hv_driver_worker_node(d, w));
+}
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                    const char *data, const char *msg) {
+    uint64_t seq = 0;
+    hv_err rc = hv_store_event_append(d->store, job_id, node_id, kind, msg, data, &seq);
+    if (rc != HV_OK) {
+        store_failed(d, rc, "append an event");
+    }
+    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
+           (unsigned long long)job_id, (unsigned long long)node_id, msg);
+    if (job_id != 0) {
+        hv_djob_t *j = job_by_id(d, job_id);
+        if (j != NULL && seq > j->last_event_seq) {
+            j->last_event_seq = seq;
+        }
+        if (d->io.job_changed != NULL) {
+            d->io.job_changed(d->io.ud, job_id);
+        }
+    }
+}
+
+void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                     const char *data, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    event_v(d, job_id, node_id, kind, data, msg);
+}
+
+/* ---- rows ----------------------------------------------------------------------------------- */
+
+static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
+    memset(r, 0, sizeof(*r));
+    const hv_jm_job_t *m = &j->jm;
+    r->id = m->id;
+    r->name = j->name;
+    r->state = (char *)hv_job_state_name(m->state);
+    r->reason = (char *)m->reason;
+    r->spec = j->spec;
+    r->spec_len = j->spec_len;
+    r->np = j->np;
+    r->min_np = m->p.min_np;
+    r->max_np = m->p.max_np;
+    r->max_resets = m->p.max_resets;
+    r->timeout_s = j->timeout_s;
+    r->resets = m->resets;
+    r->generation = m->generation;
+    r->submitted_ms = j->submitted_ms;
+    r->started_ms = j->started_ms;
+    r->ended_ms = j->ended_ms;
+    r->elastic = m->p.elastic;
+    r->check_every = m->p.check_every;
+    r->elastic_timeout_s = m->p.elastic_timeout_s;
+    r->rdzv_timeout_s = m->p.rdzv_timeout_s;
+    r->cooldown_min_s = j->bl.cooldown_min_s;
+    r->cooldown_max_s = j->bl.cooldown_max_s;
+    r->max_strikes = j->bl.max_strikes;
+    r->slots_per_host = j->slots_per_host;
+    r->size = m->size;
+    r->cross_size = m->cross_size;
+    r->round_open = m->round_open;
+    r->round_rollback = m->round_rollback;
+    r->round_reason = (char *)m->round_reason;
+    r->round_opened_ms = m->round_opened_ms;
+    r->round_deadline_ms = m->round_deadline_ms;
+    r->round_fail_at_ms = m->round_fail_at_ms;
+}
+
+static void worker_row(const hv_dworker_t *w, hv_worker_row_t *r) {
+    memset(r, 0, sizeof(*r));
+    const hv_jm_worker_t *m = &w->jm;
+    r->id = m->id;
+    r->job_id = w->job->jm.id;
+    r->node_id = m->node_id;
+    r->rank = m->rank;
+    r->attempt = w->attempt;
+    r->local_rank = m->local_rank;
+    r->local_size = m->local_size;
+    r->generation = w->place_gen;
+    r->gpu = w->gpu;
+    r->pid = w->pid;
+    r->exit_code = m->exit_code;
+    r->term_signal = m->term_signal;
+    r->state = (char *)hv_wk_state_name(m->state);
+    r->reason = w->reason;
+    r->started_ms = w->started_ms;
+    r->ended_ms = w->ended_ms;
+    r->member_gen = m->member_gen;
+    r->joined_gen = m->joined_gen;
+    r->cross_rank = m->cross_rank;
+    r->done = m->done;
+    r->removed = m->removed;
+    r->addr = w->addr;
+}
+
+/* Writes what changed of j (and its workers) in one transaction. */
+static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
+    int any = j->jm.dirty || j->dirty_row;
+    for (size_t i = 0; i < j->jm.nw && !any; i++) {
+        any = j->jm.w[i]->dirty;
+    }
+    if (!any) {
+        return HV_OK;
+    }
+    hv_err rc = hv_store_begin(d->store);
+    if (rc == HV_OK && (j->jm.dirty || j->dirty_row)) {
+        hv_job_row_t r;
+        job_row(j, &r);
+        rc = hv_store_job_update(d->store, &r);
+    }
+    for (size_t i = 0; i < j->jm.nw && rc == HV_OK; i++) {
+        if (j->jm.w[i]->dirty) {
+            hv_worker_row_t r;
+            worker_row((hv_dworker_t *)j->jm.w[i], &r);
+            rc = hv_store_worker_update(d->store, &r);
+        }
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(d->store);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(d->store);
+        store_failed(d, rc, "store a job's state");
+        return rc;
+    }
+    j->jm.dirty = 0;
+    j->dirty_row = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        j->jm.w[i]->dirty = 0;
+    }
+    return HV_OK;
+}
+
+/* ---- job logs ------------------------------------------------------------------------------- */
+
+static void job_open_log(hv_driver_t *d, hv_djob_t *j) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/logs/%llu.log", d->cfg->data_dir,
+             (unsigned long long)j->jm.id);
+    j->log = fopen(path, "a");
+    if (j->log == NULL) {
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-LOG-OPEN", "cannot open %s: job output is not kept",
+               path);
+        return;
+    }
+    long end = ftell(j->log);
+    j->log_bytes = end > 0 ? (uint64_t)end : 0;
+}
+
+void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, char **lines,
+                          size_t n) {
+    hv_dworker_t *w = worker_by_id(d, worker_id);
+    if (w == NULL || w->job->log == NULL || n == 0) {
+        return;
+    }
+    hv_djob_t *j = w->job;
+    const char *sname = stream == 2 ? "stderr" : "stdout";
+    for (size_t i = 0; i < n; i++) {
+        if (j->log_bytes >= JOB_LOG_MAX) {
+            HV_LOG(HV_LOG_WARN, "driver", "HV-LOG-FULL",
+                   "job %llu: log reached %llu bytes; further output is dropped",
+                   (unsigned long long)j->jm.id, (unsigned long long)JOB_LOG_MAX);
+            break;
+        }
+        /* One stored line per output line: strip anything that would break the framing. */
+        const char *text = lines[i];
+        size_t len = strnlen(text, LOG_MAX_LINE);
+        int wrote = fprintf(j->log, "[%u]<%s>:", w->jm.rank, sname);
+        for (size_t k = 0; k < len; k++) {
+            fputc(text[k] == '\n' || text[k] == '\r' ? ' ' : text[k], j->log);
+        }
+        fputc('\n', j->log);
+        j->log_bytes += (uint64_t)(wrote > 0 ? wrote : 0) + len + 1;
+    }
+    fflush(j->log);
+    if (d->io.job_changed != NULL) {
+        d->io.job_changed(d->io.ud, j->jm.id);
+    }
+}
+
+/* ---- jobs in memory ------------------------------------------------------------------------- */
+
+static void worker_free(hv_dworker_t *w) {
+    hv_free(w->reason);
+    hv_free(w->addr);
+    hv_free(w);
+}
+
+static void job_free(hv_djob_t *j) {
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        worker_free((hv_dworker_t *)j->jm.w[i]);
+    }
+    hv_jm_fini(&j->jm);
+    while (j->blacklist != NULL) {
+        hv_dbl_t *b = j->blacklist;
+        j->blacklist = b->next;
+        hv_free(b);
+    }
+    if (j->log != NULL) {
+        fclose(j->log);
+    }
+    hv_free(j->name);
+    hv_free(j->spec);
+    hv_free(j);
+}
+
+/* Appends to the tail: the list is in submission order, which is scheduling order. */
+static void job_link(hv_driver_t *d, hv_djob_t *j) {
+    hv_djob_t **p = &d->jobs;
+    while (*p != NULL) {
+        p = &(*p)->next;
+    }
+    *p = j;
+}
+
+/* A job from its row (the row's strings and spec move into the job). */
+static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
+    hv_djob_t *j = hv_calloc(1, sizeof(*j));
+    if (j == NULL) {
+        return HV_ENOMEM;
+    }
+    hv_jm_params_t p = {.elastic = r->elastic,
+                        .np = r->np,
+                        .min_np = r->min_np,
+                        .max_np = r->max_np,
+                        .max_resets = r->max_resets,
+                        .check_every = r->check_every ? r->check_every : 1,
+                        .rdzv_timeout_s = r->rdzv_timeout_s ? r->rdzv_timeout_s
+                                                            : d->cfg->elastic.rendezvous_timeout_s,
+                        .elastic_timeout_s = r->elastic_timeout_s
+                                                 ? r->elastic_timeout_s
+                                                 : d->cfg->elastic.elastic_timeout_s,
+                        .blacklist_on = r->elastic && r->cooldown_min_s > 0};
+    hv_jm_init(&j->jm, r->id, &p);
+    j->jm.node_name = node_name_cb;
+    j->jm.node_name_ud = d;
+    hv_job_state_t st = HV_JOB_PENDING;
+    if (hv_job_state_parse(r->state, &st) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "driver", "HV-JOB-STATE", "job %llu: unknown stored state '%s'",
+               (unsigned long long)r->id, r->state);
+        st = HV_JOB_FAILED;
+    }
+    j->jm.state = st;
+    snprintf(j->jm.reason, sizeof(j->jm.reason), "%s", r->reason ? r->reason : "");
+    j->jm.generation = r->generation;
+    j->jm.size = r->size;
+    j->jm.cross_size = r->cross_size;
+    j->jm.resets = r->resets;
+    j->jm.round_open = r->round_open;
+    j->jm.round_rollback = r->round_rollback;
+    snprintf(j->jm.round_reason, sizeof(j->jm.round_reason), "%s",
+             r->round_reason ? r->round_reason : "");
+    j->jm.round_opened_ms = r->round_opened_ms;
+    j->jm.round_deadline_ms = r->round_deadline_ms;
+    j->jm.round_fail_at_ms = r->round_fail_at_ms;
+    j->name = r->name;
+    r->name = NULL;
+    j->spec = r->spec;
+    j->spec_len = r->spec_len;
+    r->spec = NULL;
+    r->spec_len = 0;
+    j->np = r->np;
+    j->timeout_s = r->timeout_s;
+    j->slots_per_host = r->slots_per_host;
+    j->bl.cooldown_min_s = r->cooldown_min_s;
+    j->bl.cooldown_max_s = r->cooldown_max_s;
+    j->bl.max_strikes = r->max_strikes;
+    j->submitted_ms = r->submitted_ms;
+    j->started_ms = r->started_ms;
+    j->ended_ms = r->ended_ms;
+    *out = j;
+    return HV_OK;
+}
+
+static hv_err worker_from_row(hv_djob_t *j, hv_worker_row_t *r, hv_dworker_t **out) {
+    hv_dworker_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return HV_ENOMEM;
+    }
+    hv_wk_state_t st;
+    if (hv_wk_state_parse(r->state, &st) != HV_OK) {
+        st = HV_WK_LOST;
+    }
+    w->jm.id = r->id;
+    w->jm.node_id = r->node_id;
+    w->jm.state = st;
+    w->jm.exit_code = r->exit_code;
+    w->jm.term_signal = r->term_signal;
+    w->jm.joined_gen = r->joined_gen;
+    w->jm.member_gen = r->member_gen;
+    w->jm.rank = r->rank;
+    w->jm.local_rank = r->local_rank;
+    w->jm.local_size = r->local_size;
+    w->jm.cross_rank = r->cross_rank;
+    w->jm.done = r->done;
+    w->jm.removed = r->removed;
+    w->job = j;
+    w->attempt = r->attempt;
+    w->place_gen = r->generation;
+    w->gpu = r->gpu;
+    w->pid = r->pid;
+    w->reason = r->reason;
+    r->reason = NULL;
+    w->addr = r->addr;
+    r->addr = NULL;
+    w->started_ms = r->started_ms;
+    w->ended_ms = r->ended_ms;
+    hv_err rc = hv_jm_attach(&j->jm, &w->jm);
+    if (rc != HV_OK) {
+        worker_free(w);
+        return rc;
+    }
+    *out = w;
+    return HV_OK;
+}
+
+static void job_load_blacklist(hv_driver_t *d, hv_djob_t *j) {
+    hv_blacklist_row_t *rows = NULL;
+    size_t n = 0;
+    if (hv_store_blacklist_list(d->store, j->jm.id, &rows, &n) != HV_OK) {
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        hv_dbl_t *b = hv_calloc(1, sizeof(*b));
+        if (b == NULL) {
+            break;
+        }
+        b->node_id = rows[i].node_id;
+        b->e.strikes = rows[i].strikes;
+        b->e.until_ms = rows[i].until_ms;
+        b->e.permanent = rows[i].permanent;
+        snprintf(b->reason, sizeof(b->reason), "%s", rows[i].reason);
+        b->next = j->blacklist;
+        j->blacklist = b;
+    }
+    hv_store_blacklist_free_list(rows, n);
+}
+
+/* Loads a job and all its workers (any state) from the store. */
+static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
+    hv_djob_t *j;
+    HV_TRY(job_from_row(d, row, &j));
+    hv_worker_row_t *ws = NULL;
+    size_t nw = 0;
+    hv_err rc = hv_store_worker_list(d->store, j->jm.id, 0, &ws, &nw);
+    if (rc != HV_OK) {
+        job_free(j);
+        return rc;
+    }
+    for (size_t i = 0; i < nw && rc == HV_OK; i++) {
+        hv_dworker_t *w;
+        rc = worker_from_row(j, &ws[i], &w);
+    }
+    hv_store_worker_free_list(ws, nw);
+    if (rc != HV_OK) {
+        job_free(j);
+        return rc;
+    }
+    job_load_blacklist(d, j);
+    *out = j;
+    return HV_OK;
+}
+
+hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
+    hv_djob_t *j = job_by_id(d, job_id);
+    if (j != NULL) {
+        return j;
+    }
+    hv_job_row_t row;
+    memset(&row, 0, sizeof(row));
+    if (hv_store_job_get(d->store, job_id, &row) != HV_OK) {
+        return NULL;
+    }
+    hv_err rc = job_load(d, &row, &j);
+    hv_store_job_fini(&row);
+    if (rc != HV_OK) {
+        return NULL;
+    }
+    job_link(d, j);
+    return j;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv_driver_io_t *io,
+                        hv_driver_t **out) {
+    hv_driver_t *d = hv_calloc(1, sizeof(*d));
+    if (d == NULL) {
+        return HV_ENOMEM;
+    }
+    d->cfg = cfg;
+    d->store = store;
+    d->io = *io;
+    hv_jm_out_init(&d->out);
+    *out = d;
+    return HV_OK;
+}
+
+void hv_driver_stop(hv_driver_t *d) { d->stopping = 1; }
+
+void hv_driver_destroy(hv_driver_t *d) {
+    if (d == NULL) {
+        return;
+    }
+    while (d->pending != NULL) {
+        pending_t *p = d->pending;
+        d->pending = p->next;
+        hv_jm_out_fini(&p->out);
+        hv_free(p);
+    }
+    while (d->jobs != NULL) {
+        hv_djob_t *j = d->jobs;
+        d->jobs = j->next;
+        job_free(j);
+    }
+    while (d->nodes != NULL) {
+        hv_dnode_t *n = d->nodes;
+        d->nodes = n->next;
+        if (n->last_seen_ms > n->persisted_seen_ms) {
+            hv_store_node_set_state(d->store, n->id, hv_node_state_name(n->state), n->last_seen_ms);
+        }
+        hv_free(n->name);
+        hv_free(n->addrs);
+        hv_free(n->labels);
+        hv_free(n->instance_id);
+        hv_free(n->peer);
+        hv_free(n->hello_running);
+        hv_free(n);
+    }
+    hv_jm_out_fini(&d->out);
+    hv_free(d);
+}
+
+static hv_dnode_t *node_from_row(hv_node_row_t *r) {
+    hv_dnode_t *n = hv_calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return NULL;
+    }
+    n->id = r->id;
+    n->name = r->name;
+    n->addrs = r->addrs;
+    n->labels = r->labels;
+    n->instance_id = r->instance_id;
+    n->peer = r->peer;
+    r->name = r->addrs = r->labels = r->instance_id = r->peer = NULL;
+    n->acct.slots = r->slots;
+    n->acct.gpus = r->gpus;
+    n->cpus = r->cpus;
+    n->preemptible = r->preemptible;
+    n->incarnation = r->incarnation;
+    if (hv_node_state_parse(r->state, &n->state) != HV_OK) {
+        n->state = HV_NODE_DEAD;
+    }
+    n->registered_ms = r->registered_ms;
+    n->last_seen_ms = n->persisted_seen_ms = r->last_seen_ms;
+    return n;
+}
+
+hv_err hv_driver_load(hv_driver_t *d) {
+    uint64_t now = hv_now_ms(), wall = hv_wall_ms();
+    hv_node_row_t *nodes = NULL;
+    size_t nn = 0;
+    HV_TRY(hv_store_node_list(d->store, &nodes, &nn));
+    for (size_t i = 0; i < nn; i++) {
+        hv_dnode_t *n = node_from_row(&nodes[i]);
+        if (n == NULL) {
+            hv_store_node_free_list(nodes, nn);
+            return HV_ENOMEM;
+        }
+        /* Agents get one lease from the head's start to re-attach. */
+        hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
+        n->next = d->nodes;
+        d->nodes = n;
+    }
+    hv_store_node_free_list(nodes, nn);
+
+    hv_job_row_t *jobs = NULL;
+    size_t nj = 0;
+    HV_TRY(hv_store_job_list(d->store, 1, 0, &jobs, &nj));
+    size_t nworkers = 0;
+    /* job_list is newest first; link oldest first so scheduling order is kept. */
+    for (size_t i = nj; i-- > 0;) {
+        hv_djob_t *j;
+        if (job_load(d, &jobs[i], &j) != HV_OK) {
+            HV_LOG(HV_LOG_ERROR, "driver", "HV-JOB-LOAD", "job %llu could not be loaded",
+                   (unsigned long long)jobs[i].id);
+            continue;
+        }
+        uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
+        uint64_t waited = wall > j->submitted_ms ? wall - j->submitted_ms : 0;
+        j->wait_deadline = now + (timeout * 1000ull > waited ? timeout * 1000ull - waited : 0);
+        /* An open round gets a full rendezvous timeout from now: its workers re-join after the
+         * restart (their calls broke with the old process). */
+        if (j->jm.round_open) {
+            uint64_t dl = wall + (uint64_t)j->jm.p.rdzv_timeout_s * 1000u;
+            if (j->jm.round_deadline_ms < dl) {
+                j->jm.round_deadline_ms = dl;
+            }
+            if (j->jm.round_fail_at_ms < dl) {
+                j->jm.round_fail_at_ms = dl;
+            }
+        }
+        for (size_t k = 0; k < j->jm.nw; k++) {
+            hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];
+            if (!wlive(w)) {
+                continue;
+            }
+            nworkers++;
+            hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
+            if (n != NULL) {
+                hv_node_claim(&n->acct, w->gpu);
+            }
+        }
+        job_open_log(d, j);
+        job_link(d, j);
+    }
+    hv_store_job_free_list(jobs, nj);
+
+    /* Workers of jobs that ended while they were being killed are not coming back. */
+    hv_worker_row_t *ws = NULL;
+    size_t nw = 0;
+    HV_TRY(hv_store_worker_list(d->store, 0, 1, &ws, &nw));
+    for (size_t i = 0; i < nw; i++) {
+        if (job_by_id(d, ws[i].job_id) != NULL) {
+            continue;
+        }
+        hv_worker_row_t r = ws[i];
+        r.state = "lost";
+        r.reason = "the head restarted while its job was ending";
+        r.ended_ms = wall;
+        hv_err rc = hv_store_worker_update(d->store, &r);
+        if (rc != HV_OK) {
+            store_failed(d, rc, "mark a worker of an ended job lost");
+        }
+    }
+    hv_store_worker_free_list(ws, nw);
+    size_t n_active = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        n_active++;
+    }
+    HV_LOG(HV_LOG_NOTICE, "driver", "HV-HEAD-LOAD",
+           "loaded %zu nodes, %zu active jobs, %zu live workers", nn, n_active, nworkers);
+    return HV_OK;
+}
+
+/* ---- applying decisions --------------------------------------------------------------------- */
+
+static void out_move(hv_jm_out_t *dst, hv_jm_out_t *src) {
+    for (size_t i = 0; i < src->n; i++) {
+        if (dst->n == dst->cap) {
+            size_t cap = dst->cap ? dst->cap * 2 : 16;
+            hv_jm_action_t *a = hv_realloc(dst->a, cap * sizeof(*a));
+            if (a == NULL) {
+                dst->oom = 1;
+                hv_free(src->a[i].data);
+                hv_free(src->a[i].removed);
+                continue;
+            }
+            dst->a = a;
+            dst->cap = cap;
+        }
+        dst->a[dst->n++] = src->a[i];
+    }
+    src->n = 0; /* ownership of data/removed moved */
+}
+
+/* Builds the round of j (generation gen) by rank and hands it to io->round for to[]. */
+static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_t *to, size_t nto) {
+    size_t n = j->jm.size;
+    if (n == 0 || d->io.round == NULL) {
+        return;
+    }
+    hv_round_peer_t *peers = hv_calloc(n, sizeof(*peers));
+    uint64_t *all = NULL;
+    if (peers == NULL) {
+        return;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
+        if (w->jm.member_gen != gen || w->jm.removed || w->jm.rank >= n) {
+            continue;
+        }
+        hv_round_peer_t *p = &peers[w->jm.rank];
+        p->worker_id = w->jm.id;
+        p->rank = w->jm.rank;
+        p->local_rank = w->jm.local_rank;
+        p->local_size = w->jm.local_size;
+        p->cross_rank = w->jm.cross_rank;
+        p->addr = w->addr ? w->addr : "";
+        p->host = hv_driver_worker_node(d, w);
+        found++;
+    }
+    if (found != n) {
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-ROUND-HOLE",
+               "job %llu generation %u: %zu of %zu members found; the round is not answered",
+               (unsigned long long)j->jm.id, gen, found, n);
+        hv_free(peers);
+        return;
+    }
+    if (to == NULL) {
+        all = hv_calloc(n, sizeof(*all));
+        if (all == NULL) {
+            hv_free(peers);
+            return;
+        }
+        for (size_t r = 0; r < n; r++) {
+            all[r] = peers[r].worker_id;
+        }
+        to = all;
+        nto = n;
+    }
+    hv_round_info_t info = {.job_id = j->jm.id,
+                            .generation = gen,
+                            .size = (uint32_t)n,
+                            .cross_size = j->jm.cross_size,
+                            .check_every = j->jm.p.check_every,
+                            .rollback = j->jm.round_rollback,
+                            .reason = j->jm.round_reason,
+                            .peers = peers};
+    d->io.round(d->io.ud, &info, to, nto);
+    HV_LOG(HV_LOG_INFO, "driver", "HV-RDZV-ROUND",
+           "job %llu: generation %u answered to %zu of %zu workers", (unsigned long long)j->jm.id,
+           gen, nto, n);
+    hv_free(all);
+    hv_free(peers);
+}
+
+static void send_kill(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
+    w->kill_deadline = hv_now_ms() + d->cfg->kill_grace_ms + KILL_SLACK_MS;
+    hv_order_t o = {.kind = HV_ORDER_KILL,
+                    .worker_id = w->jm.id,
+                    .job_id = w->job->jm.id,
+                    .grace_ms = d->cfg->kill_grace_ms,
+                    .reason = reason};
+    if (d->io.order != NULL) {
+        d->io.order(d->io.ud, w->jm.node_id, &o); /* no session: the kill deadline decides */
+    }
+}
+
+static hv_dbl_t *bl_entry(hv_djob_t *j, uint64_t node_id, int create) {
+    for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
+        if (b->node_id == node_id) {
+            return b;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    hv_dbl_t *b = hv_calloc(1, sizeof(*b));
+    if (b != NULL) {
+        b->node_id = node_id;
+        b->next = j->blacklist;
+        j->blacklist = b;
+    }
+    return b;
+}
+
+static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *what) {
+    hv_dbl_t *b = bl_entry(j, node_id, 1);
+    if (b == NULL) {
+        return;
+    }
+    uint64_t wall = hv_wall_ms();
+    uint64_t cd = hv_bl_strike(&b->e, &j->bl, wall, rand32());
+    snprintf(b->reason, sizeof(b->reason), "%s", what);
+    hv_blacklist_row_t row = {.job_id = j->jm.id,
+                              .node_id = node_id,
+                              .reason = b->reason,
+                              .strikes = b->e.strikes,
+                              .until_ms = b->e.until_ms,
+                              .permanent = b->e.permanent};
+    hv_err rc = hv_store_blacklist_put(d->store, &row);
+    if (rc != HV_OK) {
+        store_failed(d, rc, "store a blacklist entry");
+    }
+    const char *name = node_name_cb(node_id, d);
+    char data[256];
+    snprintf(data, sizeof(data),
+             "{\"job\":%llu,\"node_id\":%llu,\"strikes\":%u,\"permanent\":%s,\"cooldown_ms\":%llu}",
+             (unsigned long long)j->jm.id, (unsigned long long)node_id, b->e.strikes,
+             b->e.permanent ? "true" : "false", (unsigned long long)cd);
+    if (b->e.permanent) {
+        hv_driver_event(d, j->jm.id, node_id, "node.blacklist", data,
+                        "node %s is barred from job %llu for good after %u failures (%s)",
+                        name ? name : "?", (unsigned long long)j->jm.id, b->e.strikes, what);
+    } else {
+        hv_driver_event(d, j->jm.id, node_id, "node.blacklist", data,
+                        "node %s is barred from job %llu for %.1f s after failure %u (%s)",
+                        name ? name : "?", (unsigned long long)j->jm.id, (double)cd / 1000.0,
+                        b->e.strikes, what);
+    }
+}
+
+static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
+    for (size_t i = 0; i < out->n; i++) {
+        hv_jm_action_t *a = &out->a[i];
+        hv_dworker_t *w = (hv_dworker_t *)a->w;
+        switch (a->kind) {
+        case HV_JA_KILL:
+            if (wlive(w)) {
+                send_kill(d, w, a->text);
+            }
+            break;
+        case HV_JA_PUSH:
+            if (d->io.push != NULL) {
+                d->io.push(d->io.ud, j->jm.id, a->generation, a->failure, a->text, a->removed,
+                           a->nremoved);
+            }
+            break;
+        case HV_JA_ROUND:
+            send_round(d, j, a->generation, NULL, 0);
+            break;
+        case HV_JA_RESEND: {
+            uint64_t id = w->jm.id;
+            send_round(d, j, w->jm.member_gen, &id, 1);
+            break;
+        }
+        case HV_JA_JOIN_REMOVED:
+            if (d->io.join_answer != NULL) {
+                d->io.join_answer(d->io.ud, w->jm.id, HV_OK, a->text);
+            }
+            break;
+        case HV_JA_JOIN_REFUSED:
+            if (d->io.join_answer != NULL) {
+                d->io.join_answer(d->io.ud, w->jm.id, a->rc, a->text);
+            }
+            break;
+        case HV_JA_STRIKE:
+            strike(d, j, a->node_id, a->text);
+            break;
+        case HV_JA_EVENT:
+            event_v(d, j->jm.id, 0, a->event, a->data, a->text);
+            break;
+        case HV_JA_ENDED: {
+            char why[HV_JM_REASON_MAX + 64];
+            snprintf(why, sizeof(why), "job %llu has ended (%s)%s%s", (unsigned long long)j->jm.id,
+                     hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
+            for (size_t k = 0; k < j->jm.nw; k++) {
+                hv_jm_worker_t *o = j->jm.w[k];
+                if (o->joined && d->io.join_answer != NULL) {
+                    o->joined = 0;
+                    d->io.join_answer(d->io.ud, o->id, HV_ESTATE, why);
+                }
+            }
+            break;
+        }
+        case HV_JA_FINISHED:
+            if (d->io.job_finished != NULL) {
+                d->io.job_finished(d->io.ud, j->jm.id);
+            }
+            break;
+        }
+    }
+    if (d->io.job_changed != NULL) {
+        d->io.job_changed(d->io.ud, j->jm.id);
+    }
+}
+
+static pending_t *pending_of(hv_driver_t *d, hv_djob_t *j) {
+    for (pending_t *p = d->pending; p != NULL; p = p->next) {
+        if (p->job == j) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* Stores j, then carries out out's actions; if the store fails they wait (after any already
+ * waiting for j). out is emptied either way. */
+static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
+    if (out->oom) {
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM",
+               "job %llu: out of memory while deciding; some actions were dropped",
+               (unsigned long long)j->jm.id);
+    }
+    if (hv_job_state_terminal(j->jm.state) && j->ended_ms == 0) {
+        j->ended_ms = hv_wall_ms();
+        j->dirty_row = 1;
+    }
+    if (j->jm.state == HV_JOB_RUNNING && j->started_ms == 0) {
+        j->started_ms = hv_wall_ms();
+        j->dirty_row = 1;
+    }
+    pending_t *p = pending_of(d, j);
+    if (p == NULL && persist(d, j) == HV_OK) {
+        exec_actions(d, j, out);
+        hv_jm_out_reset(out);
+        return;
+    }
+    if (p == NULL) {
+        p = hv_calloc(1, sizeof(*p));
+        if (p == NULL) {
+            HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM",
+                   "job %llu: out of memory: acting without the store",
+                   (unsigned long long)j->jm.id);
+            exec_actions(d, j, out);
+            hv_jm_out_reset(out);
+            return;
+        }
+        hv_jm_out_init(&p->out);
+        p->job = j;
+        p->next = d->pending;
+        d->pending = p;
+    }
+    out_move(&p->out, out);
+    hv_jm_out_reset(out);
+}
+
+/* Retries the store for every job whose actions wait. */
+static void flush_pending(hv_driver_t *d) {
+    for (pending_t **pp = &d->pending; *pp != NULL;) {
+        pending_t *p = *pp;
+        if (persist(d, p->job) != HV_OK) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-OK",
+               "job %llu: the store works again; %zu waiting actions go out",
+               (unsigned long long)p->job->jm.id, p->out.n);
+        exec_actions(d, p->job, &p->out);
+        hv_jm_out_fini(&p->out);
+        hv_free(p);
+    }
+}
+
+/* ---- capacity and placement ----------------------------------------------------------------- */
+
+static size_t node_count(hv_driver_t *d) {
+    size_t n = 0;
+    for (hv_dnode_t *nd = d->nodes; nd != NULL; nd = nd->next) {
+        n++;
+    }
+    return n;
+}
+
+/* Whether job j may place workers on node nd now (blacklist). */
+static int eligible(const hv_djob_t *j, const hv_dnode_t *nd, uint64_t wall) {
+    if (j == NULL) {
+        return 1;
+    }
+    for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
+        if (b->node_id == nd->id) {
+            return !hv_bl_blocked(&b->e, wall);
+        }
+    }
+    return 1;
+}
+
+/* The scheduler's view of the nodes for job j (NULL: any job). need_session: only nodes that
+ * can take orders now. With a per-job host limit, a node's room is what the limit leaves beside
+ * the job's live workers there. */
+static size_t sched_nodes(hv_driver_t *d, const hv_djob_t *j, hv_sched_node_t *out,
+                          hv_dnode_t **map, size_t cap, int need_session) {
+    size_t n = 0;
+    uint64_t wall = hv_wall_ms();
+    for (hv_dnode_t *nd = d->nodes; nd != NULL && n < cap; nd = nd->next) {
+        out[n].id = nd->id;
+        out[n].slots_total = nd->acct.slots;
+        out[n].slots_used = nd->acct.slots_used;
+        out[n].gpus = nd->acct.gpus;
+        out[n].gpus_used_mask = nd->acct.gpus_used_mask;
+        int alive = nd->state == HV_NODE_ALIVE;
+        out[n].schedulable = alive && (!need_session || nd->has_session) && eligible(j, nd, wall);
+        if (j != NULL && j->slots_per_host > 0) {
+            uint32_t mine = 0;
+            for (size_t i = 0; i < j->jm.nw; i++) {
+                mine += j->jm.w[i]->node_id == nd->id && hv_wk_state_active(j->jm.w[i]->state);
+            }
+            uint32_t room = j->slots_per_host > mine ? j->slots_per_host - mine : 0;
+            uint32_t free =
+                out[n].slots_total > out[n].slots_used ? out[n].slots_total - out[n].slots_used : 0;
+            if (room < free) {
+                out[n].slots_used = out[n].slots_total - room;
+            }
+        }
+        map[n] = nd;
+        n++;
+    }
+    return n;
+}
+
+static uint32_t count_slots(hv_driver_t *d, const hv_djob_t *j, uint32_t slots_per_host,
+                            int free_now) {
+    size_t cap = node_count(d) + 1;
+    hv_sched_node_t *sn = hv_calloc(cap, sizeof(*sn));
+    hv_dnode_t **map = hv_calloc(cap, sizeof(*map));
+    uint32_t slots = 0;
+    if (sn != NULL && map != NULL) {
+        size_t n = sched_nodes(d, j, sn, map, cap, free_now);
+        uint32_t sph = j != NULL && j->slots_per_host ? 0 : slots_per_host;
+        slots = free_now ? hv_sched_free(sn, n, sph) : hv_sched_capacity(sn, n, sph);
+    }
+    hv_free(sn);
+    hv_free(map);
+    return slots;
+}
+
+uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host) {
+    return count_slots(d, NULL, slots_per_host, 1);
+}
+
+uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host) {
+    return count_slots(d, NULL, slots_per_host, 0);
+}
+
+static void send_spawn(hv_driver_t *d, hv_djob_t *j, hv_dworker_t *w, uint32_t size) {
+    hv_order_t o = {.kind = HV_ORDER_SPAWN,
+                    .worker_id = w->jm.id,
+                    .job_id = j->jm.id,
+                    .rank = w->jm.rank,
+                    .size = size,
+                    .local_rank = w->jm.local_rank,
+                    .local_size = w->jm.local_size,
+                    .generation = w->place_gen,
+                    .gpu = w->gpu,
+                    .spec = j->spec,
+                    .spec_len = j->spec_len};
+    hv_err rc = d->io.order != NULL ? d->io.order(d->io.ud, w->jm.node_id, &o) : HV_ECLOSED;
+    if (rc != HV_OK && wlive(w)) {
+        char what[300];
+        worker_desc(d, w, what, sizeof(what));
+        strncat(what, " was lost: its node's session closed before the spawn order",
+                sizeof(what) - strlen(what) - 1);
+        hv_dnode_t *nd = hv_driver_node(d, w->jm.node_id);
+        if (nd != NULL) {
+            hv_node_release(&nd->acct, w->gpu);
+        }
+        set_str(&w->reason, "its node's session closed before the spawn order");
+        w->ended_ms = hv_wall_ms();
+        hv_jm_lost(&j->jm, &w->jm, what, hv_wall_ms(), &d->out);
+        apply(d, j, &d->out);
+    }
+}
+
+/* Places n workers of j; grow_reason for rounds opened by them ("" for the first placement).
+ * Returns 1 if placed. */
+static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
+    size_t cap = node_count(d) + 1;
+    hv_sched_node_t *sn = hv_calloc(cap, sizeof(*sn));
+    hv_dnode_t **map = hv_calloc(cap, sizeof(*map));
+    hv_sched_slot_t *slots = hv_calloc(n, sizeof(*slots));
+    hv_dworker_t **ws = hv_calloc(n, sizeof(*ws));
+    int placed = 0;
+    if (sn == NULL || map == NULL || slots == NULL || ws == NULL) {
+        goto out;
+    }
+    size_t nn = sched_nodes(d, j, sn, map, cap, 1);
+    hv_sched_req_t req = {.np = n, .slots_per_host = 0};
+    if (hv_sched_place(sn, nn, &req, slots) != HV_OK) {
+        goto out;
+    }
+    int first = j->jm.state == HV_JOB_PENDING;
+    uint32_t base_rank = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        base_rank++; /* later placements continue the rank numbering (display only) */
+    }
+    /* Store every worker and the job's new state in one transaction, then send orders. */
+    hv_err rc = hv_store_begin(d->store);
+    uint32_t made = 0;
+    for (uint32_t r = 0; r < n && rc == HV_OK; r++) {
+        hv_dworker_t *w = hv_calloc(1, sizeof(*w));
+        if (w == NULL) {
+            rc = HV_ENOMEM;
+            break;
+        }
+        w->job = j;
+        w->jm.node_id = map[slots[r].node]->id;
+        w->jm.state = HV_WK_STARTING;
+        w->jm.exit_code = -1;
+        w->jm.rank = base_rank + slots[r].rank;
+        w->jm.local_rank = slots[r].local_rank;
+        w->jm.local_size = slots[r].local_size;
+        w->gpu = slots[r].gpu;
+        w->attempt = 1;
+        w->place_gen = j->jm.generation;
+        w->reason = hv_strdup("");
+        w->addr = hv_strdup("");
+        ws[made++] = w;
+        hv_worker_row_t row;
+        worker_row(w, &row);
+        row.job_id = j->jm.id;
+        rc = hv_store_worker_insert(d->store, &row);
+        w->jm.id = row.id;
+    }
+    if (rc == HV_OK && first) {
+        hv_job_row_t row;
+        hv_job_state_t was = j->jm.state;
+        j->jm.state = HV_JOB_PLACING;
+        job_row(j, &row);
+        rc = hv_store_job_update(d->store, &row);
+        j->jm.state = was;
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(d->store);
+    }
+    if (rc != HV_OK) {
+        store_failed(d, rc, "place a job's workers");
+        hv_store_rollback(d->store);
+        for (uint32_t i = 0; i < made; i++) {
+            worker_free(ws[i]);
+        }
+        goto out;
+    }
+    hv_jm_worker_t **jw = (hv_jm_worker_t **)ws; /* jm is the first member */
+    if (hv_jm_placed(&j->jm, jw, n, hv_wall_ms(), &d->out) != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM", "job %llu: out of memory placing workers",
+               (unsigned long long)j->jm.id);
+    }
+    if (why != NULL && why[0] != '\0') {
+        snprintf(j->jm.grow_reason, sizeof(j->jm.grow_reason), "%s", why);
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        ws[r]->jm.dirty = 0;
+        hv_dnode_t *nd = hv_driver_node(d, ws[r]->jm.node_id);
+        if (nd != NULL) {
+            hv_node_claim(&nd->acct, ws[r]->gpu);
+        }
+    }
+    j->jm.dirty = 0;
+    char hosts[512] = "";
+    for (uint32_t r = 0; r < n; r++) {
+        if (ws[r]->jm.local_rank == 0) {
+            size_t l = strlen(hosts);
+            snprintf(hosts + l, sizeof(hosts) - l, "%s%s x%u", l ? ", " : "",
+                     hv_driver_worker_node(d, ws[r]), ws[r]->jm.local_size);
+        }
+    }
+    if (first) {
+        hv_driver_event(d, j->jm.id, 0, "job.state", NULL, "job %llu placing %u workers on %s",
+                        (unsigned long long)j->jm.id, n, hosts);
+    } else {
+        hv_driver_event(d, j->jm.id, 0, "job.grow", NULL, "job %llu grows by %u workers on %s (%s)",
+                        (unsigned long long)j->jm.id, n, hosts, why);
+    }
+    apply(d, j, &d->out);
+    uint32_t size = first ? n : j->jm.size + n;
+    for (uint32_t r = 0; r < n && !hv_job_state_terminal(j->jm.state); r++) {
+        send_spawn(d, j, ws[r], size);
+    }
+    placed = 1;
+out:
+    hv_free(sn);
+    hv_free(map);
+    hv_free(slots);
+    hv_free(ws);
+    return placed;
+}
+
+/* Why an elastic job may grow now, for its next round's reason. */
+static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t len) {
+    uint64_t wall = hv_wall_ms();
+    for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
+        hv_dnode_t *nd = hv_driver_node(d, b->node_id);
+        if (nd != NULL && b->e.strikes > 0 && !b->e.permanent && !hv_bl_blocked(&b->e, wall) &&
+            nd->acct.slots_used < nd->acct.slots) {
+            snprintf(buf, len, "cooldown of node %s ended", nd->name);
+            return;
+        }
+    }
+    snprintf(buf, len, "free slots");
+}
+
+void hv_driver_schedule(hv_driver_t *d) {
+    if (d->stopping) {
+        return;
+    }
+    int blocked = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->jm.state != HV_JOB_PENDING || blocked) {
+            continue;
+        }
+        /* First come, first served: a job that does not fit blocks the ones behind it, so a
+         * large job is not starved by a stream of small ones. */
+        uint32_t free = count_slots(d, j, j->slots_per_host, 1);
+        if (free < j->np) {
+            blocked = 1;
+            continue;
+        }
+        uint32_t n = j->jm.p.elastic ? (free < j->jm.p.max_np ? free : j->jm.p.max_np) : j->np;
+        if (!place(d, j, n, "")) {
+            blocked = 1;
+        }
+    }
+    if (blocked) {
+        return; /* pending jobs come before growth */
+    }
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        uint32_t want = hv_jm_wants(&j->jm);
+        if (want == 0) {
+            continue;
+        }
+        uint32_t free = count_slots(d, j, 0, 1);
+        if (free == 0) {
+            continue;
+        }
+        char why[200];
+        grow_reason(d, j, why, sizeof(why));
+        place(d, j, want < free ? want : free, why);
+    }
+}
+
+/* ---- submit and cancel ---------------------------------------------------------------------- */
+
+hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_id,
+                        uint32_t *np_out, char *err, size_t errlen) {
+    const hv_head_config_t *c = d->cfg;
+    uint32_t capacity = hv_driver_capacity(d, s->slots_per_host);
+    if (capacity == 0) {
+        snprintf(err, errlen, "no node has joined the cluster: start one with 'hvagent join'");
+        return HV_ESTATE;
+    }
+    uint32_t np = s->np;
+    if (np == 0) {
+        np = hv_driver_free_slots(d, s->slots_per_host);
+        if (np == 0) {
+            np = 1;
+        }
+    }
+    if (np > capacity) {
+        snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np, capacity,
+                 s->slots_per_host ? " with that --slots-per-host" : "");
+        return HV_EINVAL;
+    }
+    int elastic = s->elastic || s->min_np != 0 || s->max_np != 0;
+    uint32_t min_np = s->min_np ? s->min_np : np;
+    uint32_t max_np = s->max_np ? s->max_np : np;
+    if (min_np > np || max_np < np || min_np == 0) {
+        snprintf(err, errlen, "need 1 <= min-np <= np <= max-np, got %u <= %u <= %u", min_np, np,
+                 max_np);
+        return HV_EINVAL;
+    }
+    hv_job_row_t row;
+    memset(&row, 0, sizeof(row));
+    row.name = (char *)s->name;
+    row.state = "pending";
+    row.reason = "";
+    row.spec = (uint8_t *)s->spec;
+    row.spec_len = s->spec_len;
+    row.np = np;
+    row.min_np = elastic ? min_np : np;
+    row.max_np = elastic ? max_np : np;
+    row.max_resets = !elastic ? 0 : s->max_resets_set ? s->max_resets : c->elastic.max_resets;
+    row.timeout_s = s->timeout_s ? s->timeout_s : c->job_wait_timeout_s;
+    row.submitted_ms = hv_wall_ms();
+    row.elastic = elastic;
+    row.check_every = s->check_every ? s->check_every : c->elastic.check_every;
+    row.elastic_timeout_s =
+        s->elastic_timeout_s ? s->elastic_timeout_s : c->elastic.elastic_timeout_s;
+    row.rdzv_timeout_s = c->elastic.rendezvous_timeout_s;
+    row.cooldown_min_s = s->cooldown_set ? s->cooldown_min_s : c->elastic.blacklist_cooldown_s;
+    row.cooldown_max_s = s->cooldown_set ? s->cooldown_max_s : c->elastic.blacklist_max_cooldown_s;
+    if (row.cooldown_max_s < row.cooldown_min_s) {
+        row.cooldown_max_s = row.cooldown_min_s;
+    }
+    row.max_strikes = c->elastic.blacklist_max_strikes;
+    row.slots_per_host = s->slots_per_host;
+    row.round_reason = "";
+    hv_err rc = hv_store_job_insert(d->store, &row);
+    if (rc != HV_OK) {
+        store_failed(d, rc, "insert a job");
+        snprintf(err, errlen, "the head cannot store the job: %s", hv_strerror(rc));
+        return HV_EIO;
+    }
+    hv_job_row_t copy = row;
+    copy.name = hv_strdup(s->name);
+    copy.spec = hv_malloc(s->spec_len ? s->spec_len : 1);
+    copy.round_reason = NULL;
+    if (copy.name == NULL || copy.spec == NULL) {
+        hv_free(copy.name);
+        hv_free(copy.spec);
+        snprintf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    if (s->spec_len > 0) {
+        memcpy(copy.spec, s->spec, s->spec_len);
+    }
+    hv_djob_t *j;
+    rc = job_from_row(d, &copy, &j);
+    hv_free(copy.name);
+    hv_free(copy.spec);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
+    j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
+    job_open_log(d, j);
+    job_link(d, j);
+    if (elastic) {
+        hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
+                        "job %llu (%s) submitted: %u workers (elastic %u..%u, max resets %u, "
+                        "check every %u commits), pending",
+                        (unsigned long long)j->jm.id, j->name, np, row.min_np, row.max_np,
+                        row.max_resets, row.check_every);
+    } else {
+        hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
+                        "job %llu (%s) submitted: %u workers, pending",
+                        (unsigned long long)j->jm.id, j->name, np);
+    }
+    *job_id = j->jm.id;
+    *np_out = np;
+    return HV_OK;
+}
+
+hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
+    hv_djob_t *j = hv_driver_job(d, job_id);
+    if (j == NULL) {
+        return HV_ENOTFOUND;
+    }
+    if (job_active(j)) {
+        hv_jm_end(&j->jm, HV_JOB_CANCELLED, "cancelled by the user", &d->out);
+        apply(d, j, &d->out);
+    }
+    return HV_OK;
+}
+
+/* ---- workers -------------------------------------------------------------------------------- */
+
+void hv_driver_worker_started(hv_driver_t *d, uint64_t worker_id, int pid) {
+    hv_dworker_t *w = worker_by_id(d, worker_id);
+    if (w == NULL || w->jm.state != HV_WK_STARTING) {
+        return; /* a repeat, or it already ended */
+    }
+    w->pid = pid;
+    w->started_ms = hv_wall_ms();
+    HV_LOG(HV_LOG_INFO, "driver", "HV-WORKER-START", "job %llu worker %llu started on %s (pid %d)",
+           (unsigned long long)w->job->jm.id, (unsigned long long)w->jm.id,
+           hv_driver_worker_node(d, w), pid);
+    hv_jm_started(&w->job->jm, &w->jm, hv_wall_ms(), &d->out);
+    apply(d, w->job, &d->out);
+}
+
+static void describe_exit(hv_driver_t *d, char *buf, size_t len, const hv_dworker_t *w, int code,
+                          int sig, const char *reason) {
+    char who[300];
+    worker_desc(d, w, who, sizeof(who));
+    if (reason != NULL && reason[0] != '\0' && code < 0 && sig == 0) {
+        snprintf(buf, len, "%s could not run: %s", who, reason);
+    } else if (sig != 0) {
+        const char *name = sigabbrev_np(sig);
+        snprintf(buf, len, "%s was killed by signal SIG%s", who, name ? name : "?");
+    } else {
+        snprintf(buf, len, "%s exited with status %d", who, code);
+    }
+}
+
+/* Common end of a worker: releases its slot, records why. */
+static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
+    hv_dnode_t *nd = hv_driver_node(d, w->jm.node_id);
+    if (nd != NULL) {
+        hv_node_release(&nd->acct, w->gpu);
+    }
+    set_str(&w->reason, reason);
+    w->ended_ms = hv_wall_ms();
+    w->kill_deadline = 0;
+}
+
+void hv_driver_worker_exited(hv_driver_t *d, uint64_t worker_id, int exit_code, int term_signal,
+                             const char *reason) {
+    hv_dworker_t *w = worker_by_id(d, worker_id);
+    if (w == NULL || !wlive(w)) {
+        return;
+    }
+    char what[600];
+    describe_exit(d, what, sizeof(what), w, exit_code, term_signal, reason);
+    worker_gone(d, w, reason);
+    hv_jm_exited(&w->job->jm, &w->jm, exit_code, term_signal, what, hv_wall_ms(), &d->out);
+    apply(d, w->job, &d->out);
+    hv_driver_schedule(d);
+}
+
+static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
+    if (!wlive(w)) {
+        return;
+    }
+    char who[300], what[700];
+    worker_desc(d, w, who, sizeof(who));
+    snprintf(what, sizeof(what), "%s was lost: %s", who, reason);
+    worker_gone(d, w, reason);
+    hv_driver_event(d, w->job->jm.id, w->jm.node_id, "worker.lost", NULL, "%s", what);
+    hv_jm_lost(&w->job->jm, &w->jm, what, hv_wall_ms(), &d->out);
+    apply(d, w->job, &d->out);
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+static void node_store_state(hv_driver_t *d, hv_dnode_t *n) {
+    hv_err rc =
+        hv_store_node_set_state(d->store, n->id, hv_node_state_name(n->state), n->last_seen_ms);
+    if (rc != HV_OK) {
+        store_failed(d, rc, "store a node's state");
+    } else {
+        n->persisted_seen_ms = n->last_seen_ms;
+    }
+}
+
+/* Every live worker on n is gone (the node died or its agent was replaced). */
+static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        for (size_t i = 0; i < j->jm.nw; i++) {
+            hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
+            if (w->jm.node_id == n->id && wlive(w)) {
+                worker_lost(d, w, why);
+            }
+        }
+    }
+    hv_node_reset(&n->acct);
+}
+
+static void node_row(const hv_dnode_t *n, hv_node_row_t *r) {
+    memset(r, 0, sizeof(*r));
+    r->id = n->id;
+    r->name = n->name;
+    r->addrs = n->addrs;
+    r->labels = n->labels;
+    r->instance_id = n->instance_id;
+    r->state = (char *)hv_node_state_name(n->state);
+    r->peer = n->peer;
+    r->slots = n->acct.slots;
+    r->gpus = n->acct.gpus;
+    r->cpus = n->cpus;
+    r->preemptible = n->preemptible;
+    r->incarnation = n->incarnation;
+    r->registered_ms = n->registered_ms;
+    r->last_seen_ms = n->last_seen_ms;
+}
+
+hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
+                           size_t errlen) {
+    uint64_t now = hv_now_ms();
+    hv_dnode_t *n = hv_driver_node_by_name(d, info->name);
+    int is_new = n == NULL;
+    int restarted = !is_new && n->incarnation != info->incarnation;
+    hv_node_state_t st = is_new || restarted ? hv_node_next(HV_NODE_ALIVE, HV_NODE_EV_JOIN_NEW)
+                                             : hv_node_next(n->state, HV_NODE_EV_REATTACH);
+    hv_dnode_t tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    if (!is_new) {
+        tmp = *n;
+    } else {
+        tmp.registered_ms = hv_wall_ms();
+    }
+    tmp.name = (char *)info->name;
+    tmp.addrs = (char *)info->addrs;
+    tmp.labels = (char *)info->labels;
+    tmp.instance_id = (char *)info->instance_id;
+    tmp.peer = (char *)info->peer;
+    tmp.acct.slots = info->slots;
+    tmp.acct.gpus = info->gpus;
+    tmp.cpus = info->cpus;
+    tmp.preemptible = info->preemptible;
+    tmp.incarnation = info->incarnation;
+    tmp.state = st;
+    tmp.last_seen_ms = hv_wall_ms();
+    hv_node_row_t row;
+    node_row(&tmp, &row);
+    hv_err rc = hv_store_node_upsert(d->store, &row);
+    if (rc != HV_OK) {
+        store_failed(d, rc, "register a node");
+        snprintf(err, errlen, "the head cannot store the node: %s", hv_strerror(rc));
+        return HV_EIO;
+    }
+    if (is_new) {
+        n = hv_calloc(1, sizeof(*n));
+        if (n == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return HV_ENOMEM;
+        }
+        n->registered_ms = tmp.registered_ms;
+        n->next = d->nodes;
+        d->nodes = n;
+    } else if (restarted) {
+        /* The agent restarted: whatever it ran before is gone. */
+        if (n->has_session && d->io.drop_session != NULL) {
+            d->io.drop_session(d->io.ud, n->id);
+        }
+        n->has_session = 0;
+        node_lost_workers(d, n, "the agent restarted");
+    }
+    n->id = row.id;
+    set_str(&n->name, info->name);
+    set_str(&n->addrs, info->addrs);
+    set_str(&n->labels, info->labels);
+    set_str(&n->instance_id, info->instance_id);
+    set_str(&n->peer, info->peer);
+    n->acct.slots = info->slots;
+    n->acct.gpus = info->gpus;
+    n->cpus = info->cpus;
+    n->preemptible = info->preemptible;
+    n->incarnation = info->incarnation;
+    n->state = st;
+    n->last_seen_ms = n->persisted_seen_ms = tmp.last_seen_ms;
+    hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
+    hv_driver_event(d, 0, n->id, "node.join", NULL, "node %s joined from %s: %u slots, %u GPUs%s",
+                    n->name, info->peer ? info->peer : "?", n->acct.slots, n->acct.gpus,
+                    n->preemptible ? ", preemptible" : "");
+    *node_id = n->id;
+    return HV_OK;
+}
+
+hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnation,
+                             const uint64_t *running, size_t nrunning, char *err, size_t errlen) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n == NULL) {
+        snprintf(err, errlen, "unknown node id %llu: join again", (unsigned long long)node_id);
+        return HV_ENOTFOUND;
+    }
+    if (n->incarnation != incarnation) {
+        snprintf(err, errlen, "node %s has a newer agent; join again", n->name);
+        return HV_ESTATE;
+    }
+    n->has_session = 1;
+    hv_lease_renew(&n->lease, hv_now_ms(), d->cfg->lease_ms);
+    hv_free(n->hello_running);
+    n->hello_running = NULL;
+    n->n_hello_running = 0;
+    if (nrunning > 0 && (n->hello_running = hv_calloc(nrunning, sizeof(uint64_t))) != NULL) {
+        memcpy(n->hello_running, running, nrunning * sizeof(uint64_t));
+        n->n_hello_running = nrunning;
+    }
+    n->reconcile_pending = 1;
+    hv_node_state_t st = hv_node_next(n->state, HV_NODE_EV_REATTACH);
+    if (st != n->state) {
+        n->state = st;
+        n->last_seen_ms = hv_wall_ms();
+        node_store_state(d, n);
+        hv_driver_event(d, 0, n->id, "node.back", NULL, "node %s is back", n->name);
+    }
+    HV_LOG(HV_LOG_INFO, "driver", "HV-SESSION-OPEN", "node %s session open (%zu running)", n->name,
+           nrunning);
+    return HV_OK;
+}
+
+void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n != NULL) {
+        n->has_session = 0;
+    }
+}
+
+void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n != NULL) {
+        hv_lease_renew(&n->lease, hv_now_ms(), d->cfg->lease_ms);
+        n->last_seen_ms = hv_wall_ms();
+    }
+}
+
+/* At the first heartbeat after a hello every re-sent event has been applied (the stream is
+ * ordered): a worker the head believes alive that the agent did not list is really gone, and a
+ * worker the agent runs that the head does not expect is killed. */
+void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n == NULL || !n->reconcile_pending) {
+        return;
+    }
+    n->reconcile_pending = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        for (size_t i = 0; i < j->jm.nw; i++) {
+            hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
+            if (w->jm.node_id != n->id || !wlive(w)) {
+                continue;
+            }
+            int listed = 0;
+            for (size_t k = 0; k < n->n_hello_running; k++) {
+                listed |= n->hello_running[k] == w->jm.id;
+            }
+            if (!listed) {
+                worker_lost(d, w, "the worker was not running when its agent reconnected");
+            }
+        }
+    }
+    for (size_t k = 0; k < n->n_hello_running; k++) {
+        hv_dworker_t *w = worker_by_id(d, n->hello_running[k]);
+        int wanted = w != NULL && w->jm.node_id == n->id && wlive(w) && job_active(w->job);
+        if (!wanted) {
+            hv_order_t o = {.kind = HV_ORDER_KILL,
+                            .worker_id = n->hello_running[k],
+                            .grace_ms = d->cfg->kill_grace_ms,
+                            .reason = "the head no longer expects this worker"};
+            if (d->io.order != NULL) {
+                d->io.order(d->io.ud, n->id, &o);
+            }
+        }
+    }
+    hv_free(n->hello_running);
+    n->hello_running = NULL;
+    n->n_hello_running = 0;
+    hv_driver_schedule(d);
+}
+
+hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
+                            int from_agent) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n == NULL) {
+        return HV_ENOTFOUND;
+    }
+    hv_node_state_t st = hv_node_next(n->state, drain ? HV_NODE_EV_DRAIN : HV_NODE_EV_UNDRAIN);
+    if (!drain && n->state != HV_NODE_DRAINING) {
+        return HV_ESTATE;
+    }
+    if (st == n->state) {
+        return HV_OK; /* already so */
+    }
+    n->state = st;
+    n->last_seen_ms = hv_wall_ms();
+    node_store_state(d, n);
+    const char *why = reason != NULL && reason[0] != '\0' ? reason : "no reason given";
+    if (!drain) {
+        hv_driver_event(d, 0, n->id, "node.undrain", NULL, "node %s takes work again (%s)", n->name,
+                        why);
+        if (d->io.order != NULL) {
+            hv_order_t o = {.kind = HV_ORDER_UNDRAIN, .reason = why};
+            d->io.order(d->io.ud, n->id, &o);
+        }
+        hv_driver_schedule(d);
+        return HV_OK;
+    }
+    hv_driver_event(d, 0, n->id, "node.drain", NULL, "node %s is draining: %s", n->name, why);
+    if (!from_agent && d->io.order != NULL) {
+        hv_order_t o = {.kind = HV_ORDER_DRAIN, .reason = why};
+        d->io.order(d->io.ud, n->id, &o);
+    }
+    char what[400];
+    snprintf(what, sizeof(what), "node %s (%s)", n->name, why);
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (!job_active(j)) {
+            continue;
+        }
+        hv_jm_drain(&j->jm, n->id, what, hv_wall_ms(), &d->out);
+        apply(d, j, &d->out);
+    }
+    hv_driver_schedule(d);
+    return HV_OK;
+}
+
+size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_t **jobs,
+                                const hv_dbl_t **entries, size_t cap) {
+    size_t n = 0;
+    uint64_t wall = hv_wall_ms();
+    for (hv_djob_t *j = d->jobs; j != NULL && n < cap; j = j->next) {
+        if (!job_active(j)) {
+            continue;
+        }
+        for (hv_dbl_t *b = j->blacklist; b != NULL && n < cap; b = b->next) {
+            if (b->node_id == node_id && hv_bl_blocked(&b->e, wall)) {
+                jobs[n] = j;
+                entries[n] = b;
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- rendezvous ----------------------------------------------------------------------------- */
+
+/* The job and worker of a rendezvous call, or an error for the caller. */
+static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                        hv_dworker_t **wo, char *err, size_t errlen) {
+    hv_djob_t *j = job_by_id(d, job_id);
+    if (j == NULL || !job_active(j)) {
+        if (j == NULL) {
+            j = hv_driver_job(d, job_id);
+        }
+        if (j == NULL) {
+            snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
+            return HV_ENOTFOUND;
+        }
+        snprintf(err, errlen, "job %llu has ended (%s)%s%s", (unsigned long long)job_id,
+                 hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
+        return HV_ESTATE;
+    }
+    hv_dworker_t *w = worker_of(j, worker_id);
+    if (w == NULL) {
+        snprintf(err, errlen, "worker %llu is not part of job %llu", (unsigned long long)worker_id,
+                 (unsigned long long)job_id);
+        return HV_ENOTFOUND;
+    }
+    *jo = j;
+    *wo = w;
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
+                           uint32_t last_gen, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    if (addr == NULL || addr[0] == '\0' || strlen(addr) > 255) {
+        snprintf(err, errlen, "a data-plane address is required");
+        return HV_EINVAL;
+    }
+    if (w->addr == NULL || strcmp(w->addr, addr) != 0) {
+        set_str(&w->addr, addr);
+        w->jm.dirty = 1;
+    }
+    hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
+    apply(d, j, &d->out);
+    return HV_OK;
+}
+
+void hv_driver_rdzv_join_gone(hv_driver_t *d, uint64_t worker_id) {
+    hv_dworker_t *w = worker_by_id(d, worker_id);
+    if (w != NULL) {
+        hv_jm_join_gone(&w->job->jm, &w->jm);
+    }
+}
+
+hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
+                           char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    hv_err rc = hv_jm_done(&j->jm, &w->jm, gen, hv_wall_ms(), &d->out);
+    if (rc != HV_OK) {
+        snprintf(err, errlen,
+                 "worker %llu cannot report Done for generation %u: it is %s in generation %u%s",
+                 (unsigned long long)worker_id, gen, hv_wk_state_name(w->jm.state),
+                 w->jm.member_gen, w->jm.removed ? " and was removed from the job" : "");
+        hv_jm_out_reset(&d->out);
+        return rc;
+    }
+    apply(d, j, &d->out);
+    if (pending_of(d, j) != NULL) {
+        snprintf(err, errlen, "the head cannot store Done now; try again");
+        return HV_EIO;
+    }
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                            uint32_t *generation, int *failure, const char **reason, char *err,
+                            size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    *generation = j->jm.generation;
+    *failure = j->jm.round_rollback;
+    *reason = j->jm.round_reason;
+    return HV_OK;
+}
+
+/* ---- tick ----------------------------------------------------------------------------------- */
+
+static void tick_nodes(hv_driver_t *d, uint64_t now) {
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        if (n->state == HV_NODE_DEAD) {
+            continue;
+        }
+        if (hv_lease_expired(&n->lease, now)) {
+            char why[128];
+            snprintf(why, sizeof(why), "no heartbeat for %.1f s (lease %.1f s)",
+                     (double)hv_lease_silent_ms(&n->lease, now, d->cfg->lease_ms) / 1000.0,
+                     (double)d->cfg->lease_ms / 1000.0);
+            if (n->has_session && d->io.drop_session != NULL) {
+                d->io.drop_session(d->io.ud, n->id);
+            }
+            n->has_session = 0;
+            n->state = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
+            node_store_state(d, n);
+            hv_driver_event(d, 0, n->id, "node.dead", NULL, "node %s is dead: %s", n->name, why);
+            char lost[256];
+            snprintf(lost, sizeof(lost), "node %s is dead: %s", n->name, why);
+            node_lost_workers(d, n, lost);
+        } else if (n->last_seen_ms > n->persisted_seen_ms + SEEN_PERSIST_MS) {
+            node_store_state(d, n);
+        }
+    }
+}
+
+/* Announces cooldowns that ended (the node may be used again by the job). */
+static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
+    for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
+        if (b->e.strikes > 0 && !b->e.permanent && b->e.until_ms != 0 && wall >= b->e.until_ms) {
+            const char *name = node_name_cb(b->node_id, d);
+            hv_driver_event(d, j->jm.id, b->node_id, "node.cooldown", NULL,
+                            "node %s may run job %llu again: its cooldown ended (%u strikes)",
+                            name ? name : "?", (unsigned long long)j->jm.id, b->e.strikes);
+            b->e.until_ms = 0; /* announced; the strikes stay */
+        }
+    }
+}
+
+void hv_driver_tick(hv_driver_t *d, uint64_t now) {
+    uint64_t wall = hv_wall_ms();
+    flush_pending(d);
+    tick_nodes(d, now);
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->jm.state == HV_JOB_PENDING && now > j->wait_deadline) {
+            char why[256];
+            snprintf(why, sizeof(why),
+                     "waited %u s for %u free slots; %u are free now (%u in the cluster)",
+                     j->timeout_s, j->np, count_slots(d, j, j->slots_per_host, 1),
+                     count_slots(d, j, j->slots_per_host, 0));
+            hv_jm_end(&j->jm, HV_JOB_FAILED, why, &d->out);
+            apply(d, j, &d->out);
+            continue;
+        }
+        for (size_t i = 0; i < j->jm.nw; i++) {
+            hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
+            if (w->kill_deadline != 0 && now > w->kill_deadline && wlive(w)) {
+                worker_lost(d, w, "it did not report an exit after the kill order");
+            }
+        }
+        if (job_active(j)) {
+            tick_cooldowns(d, j, wall);
+            hv_jm_tick(&j->jm, wall, &d->out);
+            apply(d, j, &d->out);
+        }
+    }
+    /* Forget ended jobs after a while; the store keeps them. */
+    for (hv_djob_t **p = &d->jobs; *p != NULL;) {
+        hv_djob_t *j = *p;
+        if (!job_active(j) && !j->jm.ending && pending_of(d, j) == NULL &&
+            wall > j->ended_ms + ENDED_JOB_KEEP_MS) {
+            *p = j->next;
+            job_free(j);
+        } else {
+            p = &j->next;
+        }
+    }
+    hv_driver_schedule(d);
+}

@@ -1,0 +1,263 @@
+/*
+ * driver: the one owner of hvhead's nodes, jobs and workers. The services (svc_cluster,
+ * svc_jobs, svc_rdzv, svc_artifacts) decode requests and call the driver; the driver decides
+ * with the pure core (jobm.h for jobs, rounds.h, blacklist.h, nodes.h, sched.h), stores every
+ * decision in sqlite (store.h) and only then acts, through the hv_driver_io_t it was given at
+ * creation: orders to agents, answers to rendezvous joins, membership pushes, watcher updates.
+ * When a store write fails, the actions wait: the next tick writes again, then acts (a decision
+ * is never announced before it is durable, and never dropped).
+ *
+ * What the driver does not do: protobuf, gRPC calls or streams (the services own them; the
+ * driver names workers, nodes and jobs by id), artifacts, or reading job logs.
+ *
+ * The model structs below are read by the services to build views; only driver.c writes them.
+ * Threads: the head's loop thread only. Times: `now` arguments are hv_now_ms() (monotonic);
+ * what is persisted uses the wall clock.
+ */
+#ifndef HV_HEAD_DRIVER_H
+#define HV_HEAD_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "blacklist.h"
+#include "config.h"
+#include "err.h"
+#include "jobm.h"
+#include "nodes.h"
+#include "store.h"
+
+typedef struct hv_driver_s hv_driver_t;
+
+/* ---- what the driver asks of the services --------------------------------------------------- */
+
+typedef enum hv_order_kind {
+    HV_ORDER_SPAWN = 0,
+    HV_ORDER_KILL = 1,
+    HV_ORDER_DRAIN = 2,
+    HV_ORDER_UNDRAIN = 3,
+} hv_order_kind_t;
+
+/* An order for a node's agent. Everything borrowed for the duration of the call. */
+typedef struct hv_order_s {
+    hv_order_kind_t kind;
+    uint64_t worker_id, job_id;                  /* SPAWN, KILL */
+    uint32_t rank, size, local_rank, local_size; /* SPAWN: placement */
+    uint32_t generation;                         /* SPAWN: the job's round at placement */
+    int gpu;                                     /* SPAWN: -1 = none */
+    const uint8_t *spec;                         /* SPAWN: the packed JobSpec */
+    size_t spec_len;
+    uint32_t grace_ms;  /* KILL */
+    const char *reason; /* KILL, DRAIN */
+} hv_order_t;
+
+/* One member of a closed round, by rank. */
+typedef struct hv_round_peer_s {
+    uint64_t worker_id;
+    uint32_t rank, local_rank, local_size, cross_rank;
+    const char *addr; /* data-plane address it joined with */
+    const char *host; /* its node's name */
+} hv_round_peer_t;
+
+typedef struct hv_round_info_s {
+    uint64_t job_id;
+    uint32_t generation, size, cross_size, check_every;
+    int rollback;
+    const char *reason;
+    const hv_round_peer_t *peers; /* size entries, by rank */
+} hv_round_info_t;
+
+typedef struct hv_driver_io_s {
+    /* Sends an order down a node's Session. HV_ECLOSED when the node has no session now. */
+    hv_err (*order)(void *ud, uint64_t node_id, const hv_order_t *o);
+    /* Ends a node's Session (the node is dead, or a new agent replaced it). */
+    void (*drop_session)(void *ud, uint64_t node_id);
+    /* Answers the waiting JoinRound calls of the workers in to[] with the round. */
+    void (*round)(void *ud, const hv_round_info_t *r, const uint64_t *to, size_t nto);
+    /* Answers one waiting JoinRound: rc HV_OK = "removed from the job"; else refused with why. */
+    void (*join_answer)(void *ud, uint64_t worker_id, hv_err rc, const char *why);
+    /* Pushes a membership change to the job's WatchMembers streams. */
+    void (*push)(void *ud, uint64_t job_id, uint32_t generation, int failure, const char *reason,
+                 const uint64_t *removed, size_t nremoved);
+    /* The job's state, events or log changed: its watchers may want news. */
+    void (*job_changed)(void *ud, uint64_t job_id);
+    /* The job ended and every worker is gone: end its rendezvous state (waits, streams, KV). */
+    void (*job_finished)(void *ud, uint64_t job_id);
+    void *ud;
+} hv_driver_io_t;
+
+/* ---- the model (read-only outside driver.c) ------------------------------------------------- */
+
+typedef struct hv_dnode_s {
+    uint64_t id;
+    char *name, *addrs, *labels, *instance_id, *peer; /* owned */
+    uint32_t cpus;
+    int preemptible;
+    uint64_t incarnation;
+    hv_node_state_t state;
+    uint64_t registered_ms, last_seen_ms; /* wall clock */
+    hv_node_acct_t acct;                  /* slots, GPUs, what is taken */
+    hv_lease_t lease;                     /* monotonic */
+    int has_session;                      /* an agent Session is attached */
+    int reconcile_pending;                /* hello seen; reconcile at the next heartbeat */
+    uint64_t *hello_running;              /* worker ids listed in the hello (owned) */
+    size_t n_hello_running;
+    uint64_t persisted_seen_ms;
+    struct hv_dnode_s *next;
+} hv_dnode_t;
+
+typedef struct hv_djob_s hv_djob_t;
+
+typedef struct hv_dworker_s {
+    hv_jm_worker_t jm; /* first: the job machine's view */
+    hv_djob_t *job;
+    uint32_t attempt, place_gen; /* attempt number; the round the worker was placed in */
+    int gpu, pid;
+    char *reason;                  /* why it ended (owned) */
+    char *addr;                    /* data-plane address of its last JoinRound (owned) */
+    uint64_t started_ms, ended_ms; /* wall clock */
+    uint64_t kill_deadline;        /* monotonic; lost when passed (0 = none) */
+} hv_dworker_t;
+
+/* One node barred from one job's work. */
+typedef struct hv_dbl_s {
+    uint64_t node_id;
+    hv_bl_entry_t e;
+    char reason[HV_JM_REASON_MAX]; /* the last failure */
+    struct hv_dbl_s *next;
+} hv_dbl_t;
+
+struct hv_djob_s {
+    hv_jm_job_t jm; /* first: the job machine (state, rounds, workers) */
+    char *name;     /* owned */
+    uint8_t *spec;  /* packed JobSpec (owned) */
+    size_t spec_len;
+    uint32_t np, timeout_s, slots_per_host;
+    hv_bl_policy_t bl;                           /* blacklist policy of the job */
+    hv_dbl_t *blacklist;                         /* entries (owned list) */
+    uint64_t submitted_ms, started_ms, ended_ms; /* wall clock */
+    uint64_t wait_deadline;                      /* monotonic: fail if not placed by then */
+    FILE *log;                                   /* append handle of its log file */
+    uint64_t log_bytes;                          /* bytes written so far */
+    uint64_t last_event_seq;                     /* newest event of the job */
+    int dirty_row;                               /* row fields changed outside jobm */
+    struct hv_djob_s *next;
+};
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+/* cfg, store and io are borrowed and must outlive the driver. */
+hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv_driver_io_t *io,
+                        hv_driver_t **out);
+/* Loads nodes, active jobs with their workers and blacklists from the store. Every node gets one
+ * lease from now to re-attach; open rounds get time for their workers to join again. */
+hv_err hv_driver_load(hv_driver_t *d);
+/* From now on nothing new is placed (shutdown). */
+void hv_driver_stop(hv_driver_t *d);
+void hv_driver_destroy(hv_driver_t *d);
+/* Leases, deadlines, retries of failed store writes, cooldowns; places what can be placed. */
+void hv_driver_tick(hv_driver_t *d, uint64_t now);
+/* Places pending jobs and grows elastic jobs onto free slots. */
+void hv_driver_schedule(hv_driver_t *d);
+/* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
+void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                     const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* ---- nodes (Cluster service) ---------------------------------------------------------------- */
+
+typedef struct hv_node_info_s {
+    const char *name, *addrs, *labels, *instance_id, *peer;
+    uint32_t slots, gpus, cpus;
+    int preemptible;
+    uint64_t incarnation;
+} hv_node_info_t;
+
+/* Registers a node (by name) or re-registers it; a new incarnation means the agent restarted and
+ * its old workers are gone. HV_EIO when it cannot be stored (err says why). */
+hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
+                           size_t errlen);
+/* A Session opened with its hello (running: worker ids alive on the node). HV_ENOTFOUND for an
+ * unknown node, HV_ESTATE when a newer agent holds the node. */
+hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnation,
+                             const uint64_t *running, size_t nrunning, char *err, size_t errlen);
+/* The Session ended; the lease keeps running. */
+void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id);
+/* Any message from the node's agent: renews the lease. */
+void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id);
+/* A heartbeat: after a hello, reconciles the node's workers (see driver.c). */
+void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id);
+/* Drain (drain = 1) or undrain a node. from_agent: the notice came from the agent itself (no
+ * order is sent back). HV_ESTATE to undrain a node that is not draining. */
+hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
+                            int from_agent);
+hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id);
+hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name);
+/* The first node (nodes are linked by next). */
+hv_dnode_t *hv_driver_nodes(hv_driver_t *d);
+/* Active blacklist entries of a node (each with the job it bars), for views: fills up to cap,
+ * returns the count. */
+size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_t **jobs,
+                                const hv_dbl_t **entries, size_t cap);
+
+/* ---- workers (Cluster service) -------------------------------------------------------------- */
+
+void hv_driver_worker_started(hv_driver_t *d, uint64_t worker_id, int pid);
+void hv_driver_worker_exited(hv_driver_t *d, uint64_t worker_id, int exit_code, int term_signal,
+                             const char *reason);
+/* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log. */
+void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, char **lines,
+                          size_t n);
+
+/* ---- jobs (Jobs service) -------------------------------------------------------------------- */
+
+typedef struct hv_job_submit_s {
+    const char *name;
+    const uint8_t *spec; /* packed JobSpec, borrowed */
+    size_t spec_len;
+    uint32_t np; /* 0 = every free slot */
+    int elastic;
+    uint32_t min_np, max_np, max_resets, timeout_s, slots_per_host;
+    int max_resets_set;
+    uint32_t elastic_timeout_s, check_every; /* 0 = the config's */
+    int cooldown_set;
+    uint32_t cooldown_min_s, cooldown_max_s;
+} hv_job_submit_t;
+
+/* Validates against the cluster (np against capacity, bounds) and stores a pending job.
+ * HV_EINVAL/HV_ESTATE with a message for the user in err; HV_EIO when it cannot be stored.
+ * *np_out: the workers the job will start with (np = 0 resolved). */
+hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_id,
+                        uint32_t *np_out, char *err, size_t errlen);
+/* HV_ENOTFOUND for an unknown job; a job that already ended is left alone. */
+hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id);
+/* A job in memory, or loaded back from the store (ended jobs leave memory after a while).
+ * NULL when unknown. */
+hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
+/* Node name of a worker ("?" if unknown). */
+const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
+uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);
+uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
+const char *hv_driver_data_dir(const hv_driver_t *d);
+
+/* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
+
+/* A JoinRound of worker_id of job_id with its data-plane address. HV_OK: the answer comes later
+ * through io->round or io->join_answer. Otherwise refused now (err says why): HV_ENOTFOUND for
+ * an unknown job or worker, HV_ESTATE for a job that ended. */
+hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
+                           uint32_t last_gen, char *err, size_t errlen);
+/* The JoinRound call went away before it was answered. */
+void hv_driver_rdzv_join_gone(hv_driver_t *d, uint64_t worker_id);
+/* Done from a worker for generation gen. HV_OK once stored; HV_ESTATE (stale, ended), HV_EIO. */
+hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
+                           char *err, size_t errlen);
+/* Checks that worker_id belongs to job_id and the job is active; *generation gets the job's
+ * newest round, *failure and *reason its state (for an immediate push). */
+hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                            uint32_t *generation, int *failure, const char **reason, char *err,
+                            size_t errlen);
+/* The job is active (for the key-value store). */
+int hv_driver_job_active(hv_driver_t *d, uint64_t job_id);
+
+#endif

@@ -1,0 +1,51 @@
+/* svc_artifacts: see svc_artifacts.h. */
+#include "svc_artifacts.h"
+
+#include "hv.pb-c.h"
+#include "sha256.h"
+
+static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_artifacts_t *a = ud;
+    const Hvpb__V1__StatArtifactRequest *req = (const Hvpb__V1__StatArtifactRequest *)m;
+    if (!hv_sha256_valid_hex(req->digest)) {
+        hv_rpc_finish(c, HV_EINVAL, "digest '%s' is not 64 lowercase hex characters", req->digest);
+        return;
+    }
+    Hvpb__V1__StatArtifactReply rep = HVPB__V1__STAT_ARTIFACT_REPLY__INIT;
+    rep.present = hv_artifacts_present(a, req->digest);
+    rep.max_size = hv_artifacts_max(a);
+    if (!rep.present) {
+        rep.received = hv_artifacts_partial(a, req->digest);
+    }
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_artifacts_t *a = ud;
+    const Hvpb__V1__UploadChunk *req = (const Hvpb__V1__UploadChunk *)m;
+    Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
+    char err[512];
+    int complete = 0;
+    hv_err rc =
+        hv_artifacts_write(a, req->digest, req->total_size, req->offset, req->data.data,
+                           req->data.len, req->last, &rep.received, &complete, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    rep.complete = complete;
+    hv_rpc_reply(c, &rep.base);
+}
+
+hv_err hv_svc_artifacts_register(hv_rpc_server_t *srv, hv_artifacts_t *arts) {
+    hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY, &hvpb__v1__stat_artifact_request__descriptor,
+         jobs_stat_artifact, NULL, arts},
+        {"/hvpb.v1.Jobs/Upload", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor, jobs_upload,
+         NULL, arts},
+    };
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        HV_TRY(hv_rpc_server_add(srv, &ms[i]));
+    }
+    return HV_OK;
+}

@@ -1,0 +1,495 @@
+/* svc_cluster: see svc_cluster.h. */
+#include "svc_cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define FETCH_CHUNK (1u << 20)
+#define FETCH_WINDOW 4
+
+/* One agent's Session stream; the call's data. */
+typedef struct sess_s {
+    hv_svc_cluster_t *svc;
+    hv_rpc_call_t *call;
+    uint64_t node_id;         /* 0 until the hello */
+    uint64_t max_seq_applied; /* highest AgentMsg.seq applied on this stream */
+    struct sess_s *next;
+} sess_t;
+
+struct hv_svc_cluster_s {
+    const hv_head_config_t *cfg;
+    hv_driver_t *d;
+    hv_artifacts_t *arts;
+    char advertise[300];
+    sess_t *sessions; /* streams with a hello (node attached) */
+};
+
+/* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
+static int token_ok(const hv_svc_cluster_t *s, const char *given) {
+    const char *want = s->cfg->token ? s->cfg->token : "";
+    size_t lw = strlen(want), lg = given ? strlen(given) : 0;
+    unsigned char diff = (unsigned char)(lw != lg);
+    for (size_t i = 0; i < lw; i++) {
+        diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
+    }
+    return diff == 0 && lw > 0;
+}
+
+static sess_t *sess_of(hv_svc_cluster_t *s, uint64_t node_id) {
+    for (sess_t *x = s->sessions; x != NULL; x = x->next) {
+        if (x->node_id == node_id) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+static void sess_unlink(hv_svc_cluster_t *s, sess_t *x) {
+    for (sess_t **p = &s->sessions; *p != NULL; p = &(*p)->next) {
+        if (*p == x) {
+            *p = x->next;
+            return;
+        }
+    }
+}
+
+static hv_err send_msg(sess_t *x, const Hvpb__V1__HeadMsg *m) {
+    return hv_rpc_send(x->call, &m->base);
+}
+
+hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_order_t *o) {
+    sess_t *x = sess_of(s, node_id);
+    if (x == NULL) {
+        return HV_ECLOSED;
+    }
+    Hvpb__V1__HeadMsg msg = HVPB__V1__HEAD_MSG__INIT;
+    switch (o->kind) {
+    case HV_ORDER_SPAWN: {
+        Hvpb__V1__JobSpec *spec = hvpb__v1__job_spec__unpack(NULL, o->spec_len, o->spec);
+        if (spec == NULL) {
+            HV_LOG(HV_LOG_ERROR, "cluster", "HV-JOB-SPEC", "job %llu: stored spec is unreadable",
+                   (unsigned long long)o->job_id);
+            return HV_ECORRUPT;
+        }
+        Hvpb__V1__SpawnWorker sp = HVPB__V1__SPAWN_WORKER__INIT;
+        sp.worker_id = o->worker_id;
+        sp.job_id = o->job_id;
+        sp.rank = o->rank;
+        sp.size = o->size;
+        sp.local_rank = o->local_rank;
+        sp.local_size = o->local_size;
+        sp.binary = spec->binary;
+        sp.n_args = spec->n_args;
+        sp.args = spec->args;
+        sp.n_env = spec->n_env;
+        sp.env = spec->env;
+        sp.n_files = spec->n_files;
+        sp.files = spec->files;
+        uint32_t gpu = (uint32_t)o->gpu;
+        if (o->gpu >= 0) {
+            sp.n_gpus = 1;
+            sp.gpus = &gpu;
+        }
+        sp.head_addr = s->advertise;
+        sp.generation = o->generation;
+        msg.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
+        msg.spawn = &sp;
+        hv_err rc = send_msg(x, &msg);
+        hvpb__v1__job_spec__free_unpacked(spec, NULL);
+        return rc;
+    }
+    case HV_ORDER_KILL: {
+        Hvpb__V1__KillWorker k = HVPB__V1__KILL_WORKER__INIT;
+        k.worker_id = o->worker_id;
+        k.grace_ms = o->grace_ms;
+        k.reason = (char *)(o->reason ? o->reason : "");
+        msg.body_case = HVPB__V1__HEAD_MSG__BODY_KILL;
+        msg.kill = &k;
+        return send_msg(x, &msg);
+    }
+    case HV_ORDER_DRAIN:
+    case HV_ORDER_UNDRAIN: {
+        Hvpb__V1__DrainOrder dr = HVPB__V1__DRAIN_ORDER__INIT;
+        dr.reason = (char *)(o->reason ? o->reason : "");
+        dr.undrain = o->kind == HV_ORDER_UNDRAIN;
+        msg.body_case = HVPB__V1__HEAD_MSG__BODY_DRAIN;
+        msg.drain = &dr;
+        return send_msg(x, &msg);
+    }
+    }
+    return HV_EINVAL;
+}
+
+void hv_svc_cluster_drop(hv_svc_cluster_t *s, uint64_t node_id) {
+    sess_t *x = sess_of(s, node_id);
+    if (x == NULL) {
+        return;
+    }
+    sess_unlink(s, x);
+    hv_rpc_call_set_data(x->call, NULL);
+    hv_rpc_call_cancel(x->call);
+    hv_free(x);
+}
+
+/* ---- Join ----------------------------------------------------------------------------------- */
+
+static char *join_strings(char **v, size_t n) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        len += strlen(v[i]) + 1;
+    }
+    char *out = hv_malloc(len);
+    if (out == NULL) {
+        return NULL;
+    }
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) {
+            strcat(out, ",");
+        }
+        strcat(out, v[i]);
+    }
+    return out;
+}
+
+static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        len += strlen(kv[i]->key) + strlen(kv[i]->value) + 2;
+    }
+    char *out = hv_malloc(len);
+    if (out == NULL) {
+        return NULL;
+    }
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) {
+            strcat(out, ",");
+        }
+        strcat(out, kv[i]->key);
+        strcat(out, "=");
+        strcat(out, kv[i]->value);
+    }
+    return out;
+}
+
+static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_cluster_t *s = ud;
+    const Hvpb__V1__JoinRequest *req = (const Hvpb__V1__JoinRequest *)m;
+    if (!token_ok(s, req->token)) {
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN", "refused a join from %s: wrong token",
+               hv_rpc_call_peer(c));
+        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster '%s'", s->cfg->cluster_name);
+        return;
+    }
+    const Hvpb__V1__NodeInfo *info = req->node;
+    if (info == NULL || info->name == NULL || info->name[0] == '\0' || strlen(info->name) > 128) {
+        hv_rpc_finish(c, HV_EINVAL, "node name must be 1 to 128 characters");
+        return;
+    }
+    if (info->slots == 0 || info->slots > 4096) {
+        hv_rpc_finish(c, HV_EINVAL, "node %s: slots must be 1..4096, got %u", info->name,
+                      info->slots);
+        return;
+    }
+    char *addrs = join_strings(info->addrs, info->n_addrs);
+    char *labels = join_labels(info->labels, info->n_labels);
+    hv_node_info_t ni = {.name = info->name,
+                         .addrs = addrs,
+                         .labels = labels,
+                         .instance_id = info->instance_id,
+                         .peer = hv_rpc_call_peer(c),
+                         .slots = info->slots,
+                         .gpus = info->gpus,
+                         .cpus = info->cpus,
+                         .preemptible = info->preemptible,
+                         .incarnation = req->incarnation};
+    uint64_t node_id = 0;
+    char err[256];
+    hv_err rc = addrs != NULL && labels != NULL
+                    ? hv_driver_node_join(s->d, &ni, &node_id, err, sizeof(err))
+                    : HV_ENOMEM;
+    hv_free(addrs);
+    hv_free(labels);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", rc == HV_ENOMEM ? "out of memory" : err);
+        return;
+    }
+    Hvpb__V1__JoinReply rep = HVPB__V1__JOIN_REPLY__INIT;
+    rep.node_id = node_id;
+    rep.heartbeat_ms = s->cfg->heartbeat_ms;
+    rep.lease_ms = s->cfg->lease_ms;
+    rep.cluster_name = s->cfg->cluster_name;
+    hv_rpc_reply(c, &rep.base);
+    hv_driver_schedule(s->d);
+}
+
+/* ---- Session -------------------------------------------------------------------------------- */
+
+static void send_ack(sess_t *x) {
+    Hvpb__V1__HeadMsg ack = HVPB__V1__HEAD_MSG__INIT;
+    ack.ack_seq = x->max_seq_applied;
+    send_msg(x, &ack);
+}
+
+static void session_hello(hv_svc_cluster_t *s, hv_rpc_call_t *c,
+                          const Hvpb__V1__AgentHello *hello) {
+    if (!token_ok(s, hello->token)) {
+        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster '%s'", s->cfg->cluster_name);
+        return;
+    }
+    uint64_t *running = NULL;
+    if (hello->n_running > 0 && (running = hv_calloc(hello->n_running, sizeof(*running))) == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < hello->n_running; i++) {
+        running[i] = hello->running[i]->worker_id;
+    }
+    char err[256];
+    hv_err rc = hv_driver_node_attach(s->d, hello->node_id, hello->incarnation, running,
+                                      hello->n_running, err, sizeof(err));
+    hv_free(running);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    sess_t *x = hv_calloc(1, sizeof(*x));
+    if (x == NULL) {
+        hv_driver_node_detach(s->d, hello->node_id);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    hv_svc_cluster_drop(s, hello->node_id); /* a superseded stream of the same node */
+    x->svc = s;
+    x->call = c;
+    x->node_id = hello->node_id;
+    x->next = s->sessions;
+    s->sessions = x;
+    hv_rpc_call_set_data(c, x);
+}
+
+static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_cluster_t *s = ud;
+    const Hvpb__V1__AgentMsg *am = (const Hvpb__V1__AgentMsg *)m;
+    sess_t *x = hv_rpc_call_data(c);
+    if (x == NULL) {
+        if (am->body_case != HVPB__V1__AGENT_MSG__BODY_HELLO) {
+            hv_rpc_finish(c, HV_EPROTO, "the first Session message must be a hello");
+            return;
+        }
+        session_hello(s, c, am->hello);
+        return;
+    }
+    hv_driver_node_heard(s->d, x->node_id);
+    if (am->seq != 0 && am->seq <= x->max_seq_applied) {
+        send_ack(x); /* a re-sent event we already applied */
+        return;
+    }
+    switch (am->body_case) {
+    case HVPB__V1__AGENT_MSG__BODY_HEARTBEAT: {
+        hv_driver_node_heartbeat(s->d, x->node_id);
+        if (hv_rpc_call_data(c) != x) {
+            return; /* the reconcile dropped this session */
+        }
+        Hvpb__V1__HeadMsg rep = HVPB__V1__HEAD_MSG__INIT;
+        Hvpb__V1__Heartbeat hb = HVPB__V1__HEARTBEAT__INIT;
+        hb.time_ms = hv_wall_ms();
+        rep.ack_seq = x->max_seq_applied;
+        rep.body_case = HVPB__V1__HEAD_MSG__BODY_HEARTBEAT;
+        rep.heartbeat = &hb;
+        send_msg(x, &rep);
+        break;
+    }
+    case HVPB__V1__AGENT_MSG__BODY_STARTED:
+        hv_driver_worker_started(s->d, am->started->worker_id, am->started->pid);
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_EXITED:
+        hv_driver_worker_exited(s->d, am->exited->worker_id, am->exited->exit_code,
+                                am->exited->term_signal, am->exited->reason);
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_LOG:
+        hv_driver_worker_log(s->d, am->log->worker_id, am->log->stream, am->log->lines,
+                             am->log->n_lines);
+        break;
+    case HVPB__V1__AGENT_MSG__BODY_DRAIN: {
+        const char *r = am->drain->reason != NULL && am->drain->reason[0] != '\0'
+                            ? am->drain->reason
+                            : "drain notice";
+        char why[300];
+        if (am->drain->deadline_ms > 0) {
+            snprintf(why, sizeof(why), "%s; the node goes within %.0f s", r,
+                     (double)am->drain->deadline_ms / 1000.0);
+        } else {
+            snprintf(why, sizeof(why), "%s", r);
+        }
+        hv_driver_node_drain(s->d, x->node_id, 1, why, 1);
+        break;
+    }
+    case HVPB__V1__AGENT_MSG__BODY_HELLO:
+        hv_rpc_finish(c, HV_EPROTO, "hello sent twice");
+        return;
+    default:
+        break;
+    }
+    if (am->seq != 0 && hv_rpc_call_data(c) == x) {
+        x->max_seq_applied = am->seq;
+        send_ack(x);
+    }
+}
+
+static void session_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    hv_svc_cluster_t *s = ud;
+    sess_t *x = hv_rpc_call_data(c);
+    if (x == NULL) {
+        return;
+    }
+    HV_LOG(HV_LOG_NOTICE, "cluster", "HV-SESSION-LOST",
+           "node %llu: session ended (%s); the lease runs until it reconnects",
+           (unsigned long long)x->node_id, st->msg[0] ? st->msg : hv_strerror(st->rc));
+    sess_unlink(s, x);
+    hv_driver_node_detach(s->d, x->node_id);
+    hv_free(x);
+}
+
+/* ---- Fetch ---------------------------------------------------------------------------------- */
+
+typedef struct fetch_s {
+    int fd;
+    uint64_t offset, size;
+    uint8_t *buf;
+} fetch_t;
+
+static void fetch_pump(hv_rpc_call_t *c, void *ud) {
+    (void)ud;
+    fetch_t *f = hv_rpc_call_data(c);
+    if (f == NULL || !hv_rpc_call_open(c)) {
+        return;
+    }
+    while (f->offset < f->size && hv_rpc_call_queued(c) < FETCH_WINDOW) {
+        size_t want =
+            f->size - f->offset < FETCH_CHUNK ? (size_t)(f->size - f->offset) : FETCH_CHUNK;
+        ssize_t r = pread(f->fd, f->buf, want, (off_t)f->offset);
+        if (r <= 0) {
+            hv_rpc_finish(c, HV_EIO, "cannot read artifact: %s", r < 0 ? strerror(errno) : "EOF");
+            return;
+        }
+        Hvpb__V1__ArtifactChunk ch = HVPB__V1__ARTIFACT_CHUNK__INIT;
+        ch.offset = f->offset;
+        ch.total_size = f->size;
+        ch.data.data = f->buf;
+        ch.data.len = (size_t)r;
+        if (hv_rpc_send(c, &ch.base) != HV_OK) {
+            return;
+        }
+        f->offset += (uint64_t)r;
+    }
+    if (f->offset >= f->size) {
+        hv_rpc_finish(c, HV_OK, NULL);
+    }
+}
+
+static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_cluster_t *s = ud;
+    const Hvpb__V1__FetchRequest *req = (const Hvpb__V1__FetchRequest *)m;
+    if (!token_ok(s, req->token)) {
+        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster '%s'", s->cfg->cluster_name);
+        return;
+    }
+    char path[4096];
+    if (hv_artifacts_path(s->arts, req->digest, path, sizeof(path)) != HV_OK ||
+        !hv_artifacts_present(s->arts, req->digest)) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no artifact %s", req->digest);
+        return;
+    }
+    fetch_t *f = hv_calloc(1, sizeof(*f));
+    if (f == NULL || (f->buf = hv_malloc(FETCH_CHUNK)) == NULL) {
+        hv_free(f);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    struct stat sb;
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
+        hv_rpc_finish(c, HV_EIO, "cannot open artifact %s: %s", req->digest, strerror(errno));
+        if (f->fd >= 0) {
+            close(f->fd);
+        }
+        hv_free(f->buf);
+        hv_free(f);
+        return;
+    }
+    f->size = (uint64_t)sb.st_size;
+    f->offset = req->offset <= f->size ? req->offset : f->size;
+    hv_rpc_call_set_data(c, f);
+    hv_rpc_call_set_drain_cb(c, fetch_pump);
+    hv_artifacts_touch(s->arts, req->digest);
+    if (f->size == 0) {
+        Hvpb__V1__ArtifactChunk ch = HVPB__V1__ARTIFACT_CHUNK__INIT;
+        hv_rpc_send(c, &ch.base);
+    }
+    fetch_pump(c, ud);
+}
+
+static void fetch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)st;
+    (void)ud;
+    fetch_t *f = hv_rpc_call_data(c);
+    if (f != NULL) {
+        close(f->fd);
+        hv_free(f->buf);
+        hv_free(f);
+    }
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
+                             hv_artifacts_t *arts, const char *advertise, hv_svc_cluster_t **out) {
+    hv_svc_cluster_t *s = hv_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    s->cfg = cfg;
+    s->d = d;
+    s->arts = arts;
+    snprintf(s->advertise, sizeof(s->advertise), "%s", advertise);
+    hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &hvpb__v1__join_request__descriptor, cluster_join,
+         NULL, s},
+        {"/hvpb.v1.Cluster/Session", HV_RPC_BIDI, &hvpb__v1__agent_msg__descriptor, session_msg,
+         session_done, s},
+        {"/hvpb.v1.Cluster/Fetch", HV_RPC_SERVER_STREAM, &hvpb__v1__fetch_request__descriptor,
+         cluster_fetch, fetch_done, s},
+    };
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        hv_err rc = hv_rpc_server_add(srv, &ms[i]);
+        if (rc != HV_OK) {
+            hv_free(s);
+            return rc;
+        }
+    }
+    *out = s;
+    return HV_OK;
+}
+
+void hv_svc_cluster_destroy(hv_svc_cluster_t *s) {
+    if (s == NULL) {
+        return;
+    }
+    while (s->sessions != NULL) {
+        sess_t *x = s->sessions;
+        s->sessions = x->next;
+        hv_free(x);
+    }
+    hv_free(s);
+}

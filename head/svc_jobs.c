@@ -1,0 +1,804 @@
+/* svc_jobs: see svc_jobs.h. */
+#include "svc_jobs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "sha256.h"
+#include "util.h"
+
+#define WATCH_WINDOW 8                 /* messages a watcher may have queued */
+#define WATCH_BATCH_LINES 1024         /* log lines per message at most */
+#define WATCH_BATCH_BYTES (256u << 10) /* log text per message at most */
+#define LOG_MAX_LINE 16384
+#define SUBMIT_MAX_ARGS 4096
+#define SUBMIT_MAX_FILES 256
+#define NODE_BL_MAX 32 /* blacklist entries shown per node */
+
+typedef struct watch_s {
+    hv_svc_jobs_t *svc;
+    hv_rpc_call_t *call;
+    uint64_t job_id;
+    int logs, events, follow;
+    FILE *rf;             /* read handle on the job's log */
+    uint64_t log_pos;     /* byte offset of the next line to read */
+    uint64_t skip_lines;  /* lines still to skip (resume) */
+    uint64_t event_after; /* last event seq sent */
+    int finished;
+    struct watch_s *next;
+} watch_t;
+
+struct hv_svc_jobs_s {
+    const hv_head_config_t *cfg;
+    hv_driver_t *d;
+    hv_store_t *store;
+    hv_artifacts_t *arts;
+    watch_t *watchers;
+};
+
+/* ---- views ---------------------------------------------------------------------------------- */
+
+/* An event message, borrowing row's strings. */
+static void event_from_row(Hvpb__V1__Event *e, const hv_event_row_t *row) {
+    hvpb__v1__event__init(e);
+    e->seq = row->seq;
+    e->time_ms = row->time_ms;
+    e->job_id = row->job_id;
+    e->node_id = row->node_id;
+    e->kind = row->kind;
+    e->message = row->message;
+    e->data = row->data;
+}
+
+/* A JobView of j; the arrays are allocated into *scratch (free with view_free). Strings are
+ * borrowed from j, which must not change until the view is sent. */
+typedef struct view_scratch_s {
+    Hvpb__V1__WorkerView *wv;
+    Hvpb__V1__WorkerView **wp;
+    Hvpb__V1__JobSpec *spec;
+} view_scratch_t;
+
+static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view_scratch_t *sc) {
+    memset(sc, 0, sizeof(*sc));
+    hvpb__v1__job_view__init(v);
+    const hv_jm_job_t *m = &j->jm;
+    v->job_id = m->id;
+    v->name = j->name;
+    v->state = (char *)hv_job_state_name(m->state);
+    v->np = j->np;
+    v->reason = (char *)m->reason;
+    v->submitted_ms = j->submitted_ms;
+    v->started_ms = j->started_ms;
+    v->ended_ms = j->ended_ms;
+    v->resets = m->resets;
+    v->min_np = m->p.min_np;
+    v->max_np = m->p.max_np;
+    v->elastic = m->p.elastic;
+    v->generation = m->generation;
+    v->size = m->size;
+    v->round_reason = (char *)m->round_reason;
+    v->round_state = m->generation == 0 ? "" : m->round_open ? "open" : "closed";
+    v->max_resets = m->p.max_resets;
+    v->check_every = m->p.check_every;
+    sc->spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
+    v->binary_digest = sc->spec && sc->spec->binary ? sc->spec->binary->digest : "";
+    if (m->nw == 0) {
+        return;
+    }
+    sc->wv = hv_calloc(m->nw, sizeof(*sc->wv));
+    sc->wp = hv_calloc(m->nw, sizeof(*sc->wp));
+    if (sc->wv == NULL || sc->wp == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < m->nw; i++) {
+        hv_dworker_t *w = (hv_dworker_t *)m->w[i];
+        Hvpb__V1__WorkerView *x = &sc->wv[i];
+        hvpb__v1__worker_view__init(x);
+        x->worker_id = w->jm.id;
+        x->rank = w->jm.rank;
+        x->node = (char *)hv_driver_worker_node(s->d, w);
+        x->state = (char *)hv_wk_state_name(w->jm.state);
+        x->pid = w->pid;
+        x->exit_code = w->jm.exit_code;
+        x->term_signal = w->jm.term_signal;
+        x->attempt = w->attempt;
+        x->reason = w->reason ? w->reason : "";
+        x->generation = w->jm.member_gen;
+        x->joined_generation = w->jm.joined_gen;
+        x->done = w->jm.done;
+        sc->wp[i] = x;
+    }
+    v->workers = sc->wp;
+    v->n_workers = m->nw;
+}
+
+static void view_free(view_scratch_t *sc) {
+    hv_free(sc->wv);
+    hv_free(sc->wp);
+    if (sc->spec != NULL) {
+        hvpb__v1__job_spec__free_unpacked(sc->spec, NULL);
+    }
+}
+
+/* ---- watch ---------------------------------------------------------------------------------- */
+
+/* Parses "[rank]<stream>:text" in place. */
+static int parse_log_line(char *line, Hvpb__V1__LogLine *out) {
+    if (line[0] != '[') {
+        return -1;
+    }
+    char *end;
+    unsigned long rank = strtoul(line + 1, &end, 10);
+    if (*end != ']') {
+        return -1;
+    }
+    if (strncmp(end, "]<stdout>:", 10) == 0) {
+        out->stream = 1;
+    } else if (strncmp(end, "]<stderr>:", 10) == 0) {
+        out->stream = 2;
+    } else {
+        return -1;
+    }
+    out->rank = (uint32_t)rank;
+    out->text = end + 10;
+    return 0;
+}
+
+/* Reads the next complete lines of the job's log into one LogBatch message (at most
+ * WATCH_BATCH_LINES lines / WATCH_BATCH_BYTES of text) and sends batches while the watcher's
+ * window allows. Returns 1 when the watcher has read everything written so far. */
+static int watch_send_logs(watch_t *w, const hv_djob_t *j) {
+    static char text[WATCH_BATCH_BYTES + LOG_MAX_LINE + 64];
+    static Hvpb__V1__LogLine lines[WATCH_BATCH_LINES];
+    static Hvpb__V1__LogLine *lp[WATCH_BATCH_LINES];
+    clearerr(w->rf);
+    if (fseeko(w->rf, (off_t)w->log_pos, SEEK_SET) != 0) {
+        return 1;
+    }
+    while (hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
+        size_t n = 0, used = 0;
+        uint64_t pos = w->log_pos;
+        while (n < WATCH_BATCH_LINES && used < WATCH_BATCH_BYTES) {
+            char *line = text + used;
+            if (fgets(line, (int)(sizeof(text) - used), w->rf) == NULL) {
+                break;
+            }
+            size_t len = strlen(line);
+            if (len == 0 || line[len - 1] != '\n') {
+                break; /* a partial line: the writer is mid-line; read it next time */
+            }
+            pos += len;
+            line[len - 1] = '\0';
+            if (w->skip_lines > 0) {
+                w->skip_lines--;
+                continue;
+            }
+            hvpb__v1__log_line__init(&lines[n]);
+            if (parse_log_line(line, &lines[n]) != 0) {
+                continue;
+            }
+            lp[n] = &lines[n];
+            n++;
+            used += len;
+        }
+        if (n > 0) {
+            Hvpb__V1__LogBatch b = HVPB__V1__LOG_BATCH__INIT;
+            Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+            b.lines = lp;
+            b.n_lines = n;
+            it.body_case = HVPB__V1__WATCH_ITEM__BODY_LOGS;
+            it.logs = &b;
+            if (hv_rpc_send(w->call, &it.base) != HV_OK) {
+                return 0; /* not consumed: re-read from log_pos next time */
+            }
+        }
+        if (pos == w->log_pos) {
+            break; /* nothing new */
+        }
+        w->log_pos = pos;
+        if (fseeko(w->rf, (off_t)w->log_pos, SEEK_SET) != 0) {
+            break;
+        }
+    }
+    return w->log_pos >= j->log_bytes || j->log == NULL;
+}
+
+static void watch_finish(watch_t *w, hv_err rc, const char *msg) {
+    if (w->finished) {
+        return;
+    }
+    w->finished = 1;
+    if (msg != NULL) {
+        hv_rpc_finish(w->call, rc, "%s", msg);
+    } else {
+        hv_rpc_finish(w->call, rc, NULL);
+    }
+}
+
+/* Sends what the watcher has not seen yet, up to its window. */
+static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
+    if (w->finished || !hv_rpc_call_open(w->call)) {
+        return;
+    }
+    hv_djob_t *j = hv_driver_job(s->d, w->job_id);
+    if (j == NULL) {
+        watch_finish(w, HV_ENOTFOUND, "the job is gone");
+        return;
+    }
+    int caught_up = 1;
+    /* Only ask the store when the job has events this watcher has not seen (the pump runs at
+     * every send completion, so this check keeps log streaming off sqlite). */
+    int news = j->last_event_seq == 0 || w->event_after < j->last_event_seq;
+    if (w->events && news && hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
+        hv_event_row_t *ev = NULL;
+        size_t n = 0;
+        if (hv_store_event_list(s->store, j->jm.id, w->event_after, 0, &ev, &n) == HV_OK) {
+            for (size_t i = 0; i < n; i++) {
+                if (hv_rpc_call_queued(w->call) >= WATCH_WINDOW) {
+                    caught_up = 0;
+                    break;
+                }
+                Hvpb__V1__Event e;
+                Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+                event_from_row(&e, &ev[i]);
+                it.body_case = HVPB__V1__WATCH_ITEM__BODY_EVENT;
+                it.event = &e;
+                if (hv_rpc_send(w->call, &it.base) != HV_OK) {
+                    caught_up = 0;
+                    break;
+                }
+                w->event_after = ev[i].seq;
+                if (ev[i].seq > j->last_event_seq) {
+                    j->last_event_seq = ev[i].seq;
+                }
+            }
+            hv_store_event_free_list(ev, n);
+        }
+    } else if (w->events && news) {
+        caught_up = 0;
+    }
+    if (w->logs && w->rf != NULL) {
+        caught_up &= watch_send_logs(w, j);
+    }
+    if (!caught_up) {
+        return;
+    }
+    if (hv_job_state_terminal(j->jm.state) && !j->jm.ending) {
+        Hvpb__V1__JobView v;
+        view_scratch_t sc;
+        Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+        view_fill(s, j, &v, &sc);
+        it.body_case = HVPB__V1__WATCH_ITEM__BODY_DONE;
+        it.done = &v;
+        hv_rpc_send(w->call, &it.base);
+        view_free(&sc);
+        watch_finish(w, HV_OK, NULL);
+    } else if (!w->follow) {
+        watch_finish(w, HV_OK, NULL);
+    }
+}
+
+void hv_svc_jobs_changed(hv_svc_jobs_t *s, uint64_t job_id) {
+    for (watch_t *w = s->watchers; w != NULL; w = w->next) {
+        if (w->job_id == job_id) {
+            watch_pump(s, w);
+        }
+    }
+}
+
+static void watch_drain(hv_rpc_call_t *c, void *ud) {
+    watch_t *w = hv_rpc_call_data(c);
+    if (w != NULL) {
+        watch_pump(ud, w);
+    }
+}
+
+static void watch_unlink(hv_svc_jobs_t *s, watch_t *w) {
+    for (watch_t **p = &s->watchers; *p != NULL; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    if (w->rf != NULL) {
+        fclose(w->rf);
+        w->rf = NULL;
+    }
+}
+
+void hv_svc_jobs_close(hv_svc_jobs_t *s) {
+    for (watch_t *w = s->watchers; w != NULL; w = w->next) {
+        watch_finish(w, HV_EUNAVAIL, "the head is shutting down");
+    }
+}
+
+static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__WatchRequest *req = (const Hvpb__V1__WatchRequest *)m;
+    hv_djob_t *j = hv_driver_job(s->d, req->job_id);
+    if (j == NULL) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
+        return;
+    }
+    watch_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    w->svc = s;
+    w->call = c;
+    w->job_id = req->job_id;
+    w->logs = req->logs;
+    w->events = req->events;
+    w->follow = req->follow;
+    w->skip_lines = req->log_offset;
+    w->event_after = req->event_after;
+    if (w->logs) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/logs/%llu.log", s->cfg->data_dir,
+                 (unsigned long long)j->jm.id);
+        w->rf = fopen(path, "r");
+        if (w->rf == NULL && errno != ENOENT) {
+            HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path, strerror(errno));
+        }
+    }
+    w->next = s->watchers;
+    s->watchers = w;
+    hv_rpc_call_set_data(c, w);
+    hv_rpc_call_set_drain_cb(c, watch_drain);
+    watch_pump(s, w);
+}
+
+static void watch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)st;
+    watch_t *w = hv_rpc_call_data(c);
+    if (w != NULL) {
+        watch_unlink(ud, w);
+        hv_free(w);
+    }
+}
+
+/* ---- submit --------------------------------------------------------------------------------- */
+
+static int safe_name(const char *s) {
+    return s != NULL && s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
+           strcmp(s, "..") != 0 && strlen(s) <= 255;
+}
+
+/* Checks what the head cannot take from a client as it is. HV_OK or an error with a message. */
+static hv_err submit_check(hv_svc_jobs_t *s, const Hvpb__V1__JobSpec *spec, char *err, size_t len) {
+    if (spec == NULL || spec->binary == NULL) {
+        snprintf(err, len, "the job has no binary");
+        return HV_EINVAL;
+    }
+    if (!safe_name(spec->binary->name)) {
+        snprintf(err, len, "binary name '%s' must be a plain file name", spec->binary->name);
+        return HV_EINVAL;
+    }
+    if (!hv_artifacts_present(s->arts, spec->binary->digest)) {
+        snprintf(err, len, "binary %s (%s) has not been uploaded", spec->binary->name,
+                 spec->binary->digest);
+        return HV_ESTATE;
+    }
+    if (spec->n_args > SUBMIT_MAX_ARGS || spec->n_files > SUBMIT_MAX_FILES) {
+        snprintf(err, len, "too many arguments or files (limits %d and %d)", SUBMIT_MAX_ARGS,
+                 SUBMIT_MAX_FILES);
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < spec->n_files; i++) {
+        const Hvpb__V1__FileRef *f = spec->files[i];
+        if (!safe_name(f->name) || strcmp(f->name, spec->binary->name) == 0) {
+            snprintf(err, len,
+                     "file name '%s' must be a plain file name, distinct from the binary's",
+                     f->name);
+            return HV_EINVAL;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(spec->files[k]->name, f->name) == 0) {
+                snprintf(err, len, "file name '%s' is given twice", f->name);
+                return HV_EINVAL;
+            }
+        }
+        if (!hv_artifacts_present(s->arts, f->digest)) {
+            snprintf(err, len, "file %s (%s) has not been uploaded", f->name, f->digest);
+            return HV_ESTATE;
+        }
+    }
+    for (size_t i = 0; i < spec->n_env; i++) {
+        if (spec->env[i]->key == NULL || spec->env[i]->key[0] == '\0' ||
+            strchr(spec->env[i]->key, '=') != NULL) {
+            snprintf(err, len, "environment variable %zu has an empty or bad name", i);
+            return HV_EINVAL;
+        }
+    }
+    if (spec->cooldown_set && spec->cooldown_max_s < spec->cooldown_min_s) {
+        snprintf(err, len, "blacklist cooldown %u:%u: the maximum is below the minimum",
+                 spec->cooldown_min_s, spec->cooldown_max_s);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__SubmitRequest *req = (const Hvpb__V1__SubmitRequest *)m;
+    Hvpb__V1__JobSpec *spec = req->spec;
+    char err[600];
+    hv_err rc = submit_check(s, spec, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    /* The default name is borrowed for packing only: the rpc layer frees the message. */
+    char *given_name = spec->name;
+    if (spec->name == NULL || spec->name[0] == '\0') {
+        spec->name = spec->binary->name;
+    }
+    size_t len = hvpb__v1__job_spec__get_packed_size(spec);
+    uint8_t *packed = hv_malloc(len ? len : 1);
+    if (packed == NULL) {
+        spec->name = given_name;
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    hvpb__v1__job_spec__pack(spec, packed);
+    hv_job_submit_t sub = {.name = spec->name,
+                           .spec = packed,
+                           .spec_len = len,
+                           .np = spec->np,
+                           .elastic = spec->elastic,
+                           .min_np = spec->min_np,
+                           .max_np = spec->max_np,
+                           .max_resets = spec->max_resets,
+                           .max_resets_set = spec->max_resets_set,
+                           .timeout_s = spec->timeout_s,
+                           .slots_per_host = spec->slots_per_host,
+                           .elastic_timeout_s = spec->elastic_timeout_s,
+                           .check_every = spec->check_every,
+                           .cooldown_set = spec->cooldown_set,
+                           .cooldown_min_s = spec->cooldown_min_s,
+                           .cooldown_max_s = spec->cooldown_max_s};
+    uint64_t job_id = 0;
+    uint32_t np = 0;
+    rc = hv_driver_submit(s->d, &sub, &job_id, &np, err, sizeof(err));
+    HV_LOG(rc == HV_OK ? HV_LOG_NOTICE : HV_LOG_INFO, "jobs", "HV-JOB-SUBMIT",
+           "job %llu (%s): %u workers%s%s", (unsigned long long)job_id, spec->name, np,
+           rc == HV_OK ? "" : ": refused: ", rc == HV_OK ? "" : err);
+    spec->name = given_name;
+    hv_free(packed);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__SubmitReply rep = HVPB__V1__SUBMIT_REPLY__INIT;
+    rep.job_id = job_id;
+    rep.np = np;
+    hv_rpc_reply(c, &rep.base);
+    hv_driver_schedule(s->d);
+}
+
+/* ---- queries -------------------------------------------------------------------------------- */
+
+static void jobs_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__JobRef *req = (const Hvpb__V1__JobRef *)m;
+    hv_djob_t *j = hv_driver_job(s->d, req->job_id);
+    if (j == NULL) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
+        return;
+    }
+    Hvpb__V1__JobView v;
+    view_scratch_t sc;
+    view_fill(s, j, &v, &sc);
+    hv_rpc_reply(c, &v.base);
+    view_free(&sc);
+}
+
+static void jobs_cancel(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__JobRef *req = (const Hvpb__V1__JobRef *)m;
+    if (hv_driver_cancel(s->d, req->job_id) != HV_OK) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
+        return;
+    }
+    hv_djob_t *j = hv_driver_job(s->d, req->job_id);
+    Hvpb__V1__CancelReply rep = HVPB__V1__CANCEL_REPLY__INIT;
+    rep.state = (char *)(j != NULL ? hv_job_state_name(j->jm.state) : "cancelled");
+    hv_rpc_reply(c, &rep.base);
+}
+
+/* The fields of a view of a stored job row (ListJobs reads rows, not the driver's model). */
+static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
+    hvpb__v1__job_view__init(v);
+    v->job_id = row->id;
+    v->name = row->name;
+    v->state = row->state;
+    v->np = row->np;
+    v->reason = row->reason;
+    v->submitted_ms = row->submitted_ms;
+    v->started_ms = row->started_ms;
+    v->ended_ms = row->ended_ms;
+    v->resets = row->resets;
+    v->min_np = row->min_np;
+    v->max_np = row->max_np;
+    v->elastic = row->elastic;
+    v->generation = row->generation;
+    v->size = row->size;
+    v->round_reason = row->round_reason;
+    v->round_state = row->generation == 0 ? "" : row->round_open ? "open" : "closed";
+    v->max_resets = row->max_resets;
+    v->check_every = row->check_every;
+}
+
+static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__ListJobsRequest *req = (const Hvpb__V1__ListJobsRequest *)m;
+    hv_job_row_t *rows = NULL;
+    size_t n = 0;
+    hv_err rc = hv_store_job_list(s->store, 0, req->limit ? req->limit : 100, &rows, &n);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot list jobs: %s", hv_store_last_error(s->store));
+        return;
+    }
+    Hvpb__V1__JobView *vs = hv_calloc(n ? n : 1, sizeof(*vs));
+    Hvpb__V1__JobView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
+    if (vs == NULL || vp == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            view_from_row(&vs[i], &rows[i]);
+            vp[i] = &vs[i];
+        }
+        Hvpb__V1__ListJobsReply rep = HVPB__V1__LIST_JOBS_REPLY__INIT;
+        rep.jobs = vp;
+        rep.n_jobs = n;
+        hv_rpc_reply(c, &rep.base);
+    }
+    hv_free(vs);
+    hv_free(vp);
+    hv_store_job_free_list(rows, n);
+}
+
+/* Splits a comma list into a NULL-free array of pointers into `copy` (owned by the caller). */
+static size_t split_commas(char *copy, char **out, size_t max) {
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t != NULL && n < max;
+         t = strtok_r(NULL, ",", &save)) {
+        out[n++] = t;
+    }
+    return n;
+}
+
+enum { MAXL = 64 };
+
+/* One node's view and the storage it borrows. */
+typedef struct node_slot_s {
+    Hvpb__V1__NodeView v;
+    Hvpb__V1__NodeInfo info;
+    char *addr_copy, *label_copy;
+    char *addrs[MAXL];
+    Hvpb__V1__KeyValue kv[MAXL];
+    Hvpb__V1__KeyValue *kvp[MAXL];
+    Hvpb__V1__BlacklistEntry bl[NODE_BL_MAX];
+    Hvpb__V1__BlacklistEntry *blp[NODE_BL_MAX];
+} node_slot_t;
+
+static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
+    hvpb__v1__node_view__init(&x->v);
+    hvpb__v1__node_info__init(&x->info);
+    x->info.name = nd->name;
+    x->info.slots = nd->acct.slots;
+    x->info.gpus = nd->acct.gpus;
+    x->info.cpus = nd->cpus;
+    x->info.preemptible = nd->preemptible;
+    x->info.instance_id = nd->instance_id;
+    x->addr_copy = hv_strdup(nd->addrs);
+    x->label_copy = hv_strdup(nd->labels);
+    if (x->addr_copy != NULL) {
+        x->info.n_addrs = split_commas(x->addr_copy, x->addrs, MAXL);
+        x->info.addrs = x->addrs;
+    }
+    if (x->label_copy != NULL) {
+        char *parts[MAXL];
+        size_t nl = split_commas(x->label_copy, parts, MAXL);
+        for (size_t k = 0; k < nl; k++) {
+            hvpb__v1__key_value__init(&x->kv[k]);
+            char *eq = strchr(parts[k], '=');
+            if (eq != NULL) {
+                *eq = '\0';
+            }
+            x->kv[k].key = parts[k];
+            x->kv[k].value = eq ? eq + 1 : "";
+            x->kvp[k] = &x->kv[k];
+        }
+        x->info.n_labels = nl;
+        x->info.labels = x->kvp;
+    }
+    x->v.node_id = nd->id;
+    x->v.info = &x->info;
+    x->v.state = (char *)hv_node_state_name(nd->state);
+    x->v.slots_used = nd->acct.slots_used;
+    x->v.last_seen_ms = nd->last_seen_ms;
+    x->v.addr = nd->peer;
+    const hv_djob_t *jobs[NODE_BL_MAX];
+    const hv_dbl_t *ents[NODE_BL_MAX];
+    size_t nb = hv_driver_node_blacklist(s->d, nd->id, jobs, ents, NODE_BL_MAX);
+    for (size_t k = 0; k < nb; k++) {
+        hvpb__v1__blacklist_entry__init(&x->bl[k]);
+        x->bl[k].job_id = jobs[k]->jm.id;
+        x->bl[k].strikes = ents[k]->e.strikes;
+        x->bl[k].until_ms = ents[k]->e.permanent ? 0 : ents[k]->e.until_ms;
+        x->bl[k].permanent = ents[k]->e.permanent;
+        x->bl[k].reason = (char *)ents[k]->reason;
+        x->blp[k] = &x->bl[k];
+    }
+    x->v.blacklist = x->blp;
+    x->v.n_blacklist = nb;
+}
+
+static void node_view_free(node_slot_t *x) {
+    hv_free(x->addr_copy);
+    hv_free(x->label_copy);
+}
+
+static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)m;
+    hv_svc_jobs_t *s = ud;
+    size_t n = 0;
+    for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
+        n++;
+    }
+    node_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
+    Hvpb__V1__NodeView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
+    if (slots == NULL || vp == NULL) {
+        hv_free(slots);
+        hv_free(vp);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    size_t i = 0;
+    for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next, i++) {
+        node_view(s, nd, &slots[i]);
+        vp[i] = &slots[i].v;
+    }
+    Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
+    rep.nodes = vp;
+    rep.n_nodes = n;
+    hv_rpc_reply(c, &rep.base);
+    for (i = 0; i < n; i++) {
+        node_view_free(&slots[i]);
+    }
+    hv_free(slots);
+    hv_free(vp);
+}
+
+static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__NodeDrainRequest *req = (const Hvpb__V1__NodeDrainRequest *)m;
+    hv_dnode_t *nd = hv_driver_node_by_name(s->d, req->node);
+    if (nd == NULL && req->node != NULL && req->node[0] != '\0') {
+        char *end = NULL;
+        unsigned long long id = strtoull(req->node, &end, 10);
+        if (end != NULL && *end == '\0') {
+            nd = hv_driver_node(s->d, id);
+        }
+    }
+    if (nd == NULL) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node ? req->node : "");
+        return;
+    }
+    const char *why = req->reason != NULL && req->reason[0] != '\0'
+                          ? req->reason
+                          : (req->drain ? "hvctl drain" : "hvctl undrain");
+    hv_err rc = hv_driver_node_drain(s->d, nd->id, req->drain, why, 0);
+    if (rc == HV_ESTATE) {
+        hv_rpc_finish(c, rc, "node %s is %s, not draining", nd->name,
+                      hv_node_state_name(nd->state));
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot %s node %s: %s", req->drain ? "drain" : "undrain", nd->name,
+                      hv_strerror(rc));
+        return;
+    }
+    node_slot_t *x = hv_calloc(1, sizeof(*x));
+    if (x == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    node_view(s, nd, x);
+    hv_rpc_reply(c, &x->v.base);
+    node_view_free(x);
+    hv_free(x);
+}
+
+static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__ListEventsRequest *req = (const Hvpb__V1__ListEventsRequest *)m;
+    if (req->job_id != 0 && hv_driver_job(s->d, req->job_id) == NULL) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
+        return;
+    }
+    hv_event_row_t *ev = NULL;
+    size_t n = 0;
+    hv_err rc =
+        hv_store_event_list(s->store, req->job_id, 0, req->limit ? req->limit : 200, &ev, &n);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot list events: %s", hv_store_last_error(s->store));
+        return;
+    }
+    Hvpb__V1__Event *es = hv_calloc(n ? n : 1, sizeof(*es));
+    Hvpb__V1__Event **ep = hv_calloc(n ? n : 1, sizeof(*ep));
+    if (es == NULL || ep == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            event_from_row(&es[i], &ev[i]);
+            ep[i] = &es[i];
+        }
+        Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
+        rep.events = ep;
+        rep.n_events = n;
+        hv_rpc_reply(c, &rep.base);
+    }
+    hv_free(es);
+    hv_free(ep);
+    hv_store_event_free_list(ev, n);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+hv_err hv_svc_jobs_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
+                          hv_store_t *store, hv_artifacts_t *arts, hv_svc_jobs_t **out) {
+    hv_svc_jobs_t *s = hv_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    s->cfg = cfg;
+    s->d = d;
+    s->store = store;
+    s->arts = arts;
+    hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Jobs/Submit", HV_RPC_UNARY, &hvpb__v1__submit_request__descriptor, jobs_submit,
+         NULL, s},
+        {"/hvpb.v1.Jobs/GetJob", HV_RPC_UNARY, &hvpb__v1__job_ref__descriptor, jobs_get, NULL, s},
+        {"/hvpb.v1.Jobs/ListJobs", HV_RPC_UNARY, &hvpb__v1__list_jobs_request__descriptor,
+         jobs_list, NULL, s},
+        {"/hvpb.v1.Jobs/ListNodes", HV_RPC_UNARY, &hvpb__v1__list_nodes_request__descriptor,
+         jobs_nodes, NULL, s},
+        {"/hvpb.v1.Jobs/ListEvents", HV_RPC_UNARY, &hvpb__v1__list_events_request__descriptor,
+         jobs_events, NULL, s},
+        {"/hvpb.v1.Jobs/Cancel", HV_RPC_UNARY, &hvpb__v1__job_ref__descriptor, jobs_cancel, NULL,
+         s},
+        {"/hvpb.v1.Jobs/Watch", HV_RPC_SERVER_STREAM, &hvpb__v1__watch_request__descriptor,
+         jobs_watch, watch_done, s},
+        {"/hvpb.v1.Jobs/DrainNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
+         jobs_drain_node, NULL, s},
+    };
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        hv_err rc = hv_rpc_server_add(srv, &ms[i]);
+        if (rc != HV_OK) {
+            hv_free(s);
+            return rc;
+        }
+    }
+    *out = s;
+    return HV_OK;
+}
+
+void hv_svc_jobs_destroy(hv_svc_jobs_t *s) {
+    if (s == NULL) {
+        return;
+    }
+    while (s->watchers != NULL) {
+        watch_t *w = s->watchers;
+        watch_unlink(s, w);
+        hv_free(w);
+    }
+    hv_free(s);
+}

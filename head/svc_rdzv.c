@@ -1,0 +1,504 @@
+/* svc_rdzv: see svc_rdzv.h. */
+#include "svc_rdzv.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define KV_MAX_KEYS 1024
+#define KV_MAX_KEY 256
+#define KV_MAX_VALUE 65536
+#define KV_MAX_WAIT_MS 120000
+
+/* A call of one worker: a waiting JoinRound or a WatchMembers stream (the call's data). */
+typedef struct rcall_s {
+    hv_svc_rdzv_t *svc;
+    hv_rpc_call_t *call;
+    uint64_t job_id, worker_id;
+    int watch; /* 1: WatchMembers, 0: JoinRound */
+    struct rcall_s *next;
+} rcall_t;
+
+typedef struct kv_s {
+    uint64_t job_id;
+    char *key;
+    uint8_t *value;
+    size_t len;
+    struct kv_s *next;
+} kv_t;
+
+typedef struct kvwait_s {
+    hv_svc_rdzv_t *svc;
+    hv_rpc_call_t *call;
+    uint64_t job_id;
+    char *key;
+    uint64_t deadline;
+    struct kvwait_s *next;
+} kvwait_t;
+
+struct hv_svc_rdzv_s {
+    hv_driver_t *d;
+    rcall_t *calls;
+    kv_t *kv;
+    kvwait_t *waits;
+};
+
+static void rcall_unlink(hv_svc_rdzv_t *s, rcall_t *x) {
+    for (rcall_t **p = &s->calls; *p != NULL; p = &(*p)->next) {
+        if (*p == x) {
+            *p = x->next;
+            return;
+        }
+    }
+}
+
+static rcall_t *join_of(hv_svc_rdzv_t *s, uint64_t worker_id) {
+    for (rcall_t *x = s->calls; x != NULL; x = x->next) {
+        if (!x->watch && x->worker_id == worker_id) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+/* Takes a waiting join out of the table; the caller answers it. */
+static hv_rpc_call_t *join_take(hv_svc_rdzv_t *s, uint64_t worker_id) {
+    rcall_t *x = join_of(s, worker_id);
+    if (x == NULL) {
+        return NULL;
+    }
+    hv_rpc_call_t *c = x->call;
+    rcall_unlink(s, x);
+    hv_rpc_call_set_data(c, NULL);
+    hv_free(x);
+    return c;
+}
+
+static rcall_t *rcall_add(hv_svc_rdzv_t *s, hv_rpc_call_t *c, uint64_t job, uint64_t worker,
+                          int watch) {
+    rcall_t *x = hv_calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return NULL;
+    }
+    x->svc = s;
+    x->call = c;
+    x->job_id = job;
+    x->worker_id = worker;
+    x->watch = watch;
+    x->next = s->calls;
+    s->calls = x;
+    hv_rpc_call_set_data(c, x);
+    return x;
+}
+
+/* ---- JoinRound ------------------------------------------------------------------------------ */
+
+void hv_svc_rdzv_round(hv_svc_rdzv_t *s, const hv_round_info_t *r, const uint64_t *to, size_t nto) {
+    Hvpb__V1__PeerInfo *peers = hv_calloc(r->size, sizeof(*peers));
+    Hvpb__V1__PeerInfo **pp = hv_calloc(r->size, sizeof(*pp));
+    if (peers == NULL || pp == NULL) {
+        hv_free(peers);
+        hv_free(pp);
+        return; /* the workers' calls time out and they join again */
+    }
+    for (uint32_t k = 0; k < r->size; k++) {
+        hvpb__v1__peer_info__init(&peers[k]);
+        peers[k].rank = k;
+        peers[k].worker_id = r->peers[k].worker_id;
+        peers[k].addr = (char *)r->peers[k].addr;
+        peers[k].host = (char *)r->peers[k].host;
+        pp[k] = &peers[k];
+    }
+    for (size_t i = 0; i < nto; i++) {
+        const hv_round_peer_t *me = NULL;
+        for (uint32_t k = 0; k < r->size; k++) {
+            if (r->peers[k].worker_id == to[i]) {
+                me = &r->peers[k];
+            }
+        }
+        hv_rpc_call_t *c = me != NULL ? join_take(s, to[i]) : NULL;
+        if (c == NULL) {
+            continue; /* not waiting now: it gets the round when it asks again */
+        }
+        Hvpb__V1__RdzvJoinReply rep = HVPB__V1__RDZV_JOIN_REPLY__INIT;
+        rep.generation = r->generation;
+        rep.rank = me->rank;
+        rep.size = r->size;
+        rep.local_rank = me->local_rank;
+        rep.local_size = me->local_size;
+        rep.cross_rank = me->cross_rank;
+        rep.cross_size = r->cross_size;
+        rep.peers = pp;
+        rep.n_peers = r->size;
+        rep.check_every = r->check_every;
+        rep.reason = (char *)(r->reason ? r->reason : "");
+        rep.rollback = r->rollback;
+        hv_rpc_reply(c, &rep.base);
+    }
+    hv_free(peers);
+    hv_free(pp);
+}
+
+void hv_svc_rdzv_answer(hv_svc_rdzv_t *s, uint64_t worker_id, hv_err rc, const char *why) {
+    hv_rpc_call_t *c = join_take(s, worker_id);
+    if (c == NULL) {
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", why ? why : "");
+        return;
+    }
+    Hvpb__V1__RdzvJoinReply rep = HVPB__V1__RDZV_JOIN_REPLY__INIT;
+    rep.removed = 1;
+    rep.reason = (char *)(why ? why : "");
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void rdzv_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__RdzvJoinRequest *req = (const Hvpb__V1__RdzvJoinRequest *)m;
+    /* A newer join of the same worker supersedes an older one still waiting. */
+    hv_rpc_call_t *old = join_take(s, req->worker_id);
+    if (old != NULL) {
+        hv_rpc_finish(old, HV_ECANCELED, "superseded by a newer join");
+    }
+    /* Registered first: the driver may answer before it returns. */
+    rcall_t *x = rcall_add(s, c, req->job_id, req->worker_id, 0);
+    if (x == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    char err[600];
+    hv_err rc = hv_driver_rdzv_join(s->d, req->job_id, req->worker_id, req->addr,
+                                    req->last_generation, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_call_t *mine = join_take(s, req->worker_id);
+        if (mine != NULL) {
+            hv_rpc_finish(mine, rc, "%s", err);
+        }
+    }
+}
+
+static void rdzv_call_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)st;
+    hv_svc_rdzv_t *s = ud;
+    rcall_t *x = hv_rpc_call_data(c);
+    if (x == NULL) {
+        return;
+    }
+    rcall_unlink(s, x);
+    if (!x->watch) {
+        hv_driver_rdzv_join_gone(s->d, x->worker_id); /* it gave up or died while waiting */
+    }
+    hv_free(x);
+}
+
+/* ---- Done ----------------------------------------------------------------------------------- */
+
+static void rdzv_done(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__RdzvDoneRequest *req = (const Hvpb__V1__RdzvDoneRequest *)m;
+    char err[600];
+    hv_err rc =
+        hv_driver_rdzv_done(s->d, req->job_id, req->worker_id, req->generation, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__RdzvDoneReply rep = HVPB__V1__RDZV_DONE_REPLY__INIT;
+    hv_rpc_reply(c, &rep.base);
+}
+
+/* ---- WatchMembers --------------------------------------------------------------------------- */
+
+static void send_push(hv_rpc_call_t *c, uint32_t generation, int failure, const char *reason,
+                      const uint64_t *removed, size_t nremoved) {
+    Hvpb__V1__MembershipPush p = HVPB__V1__MEMBERSHIP_PUSH__INIT;
+    p.generation = generation;
+    p.failure = failure;
+    p.reason = (char *)(reason ? reason : "");
+    p.removed = (uint64_t *)removed;
+    p.n_removed = nremoved;
+    hv_rpc_send(c, &p.base);
+}
+
+static void rdzv_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__RdzvWatchRequest *req = (const Hvpb__V1__RdzvWatchRequest *)m;
+    uint32_t gen = 0;
+    int failure = 0;
+    const char *reason = "";
+    char err[600];
+    hv_err rc = hv_driver_rdzv_check(s->d, req->job_id, req->worker_id, &gen, &failure, &reason,
+                                     err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    if (rcall_add(s, c, req->job_id, req->worker_id, 1) == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    /* A worker that missed pushes (its stream broke, the head restarted) hears of the newest
+     * round at once. */
+    if (req->generation != 0 && gen > req->generation) {
+        send_push(c, gen, failure, reason, NULL, 0);
+    }
+}
+
+void hv_svc_rdzv_push(hv_svc_rdzv_t *s, uint64_t job_id, uint32_t generation, int failure,
+                      const char *reason, const uint64_t *removed, size_t nremoved) {
+    size_t n = 0;
+    for (rcall_t *x = s->calls; x != NULL; x = x->next) {
+        if (x->watch && x->job_id == job_id) {
+            send_push(x->call, generation, failure, reason, removed, nremoved);
+            n++;
+        }
+    }
+    HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-PUSH",
+           "job %llu: generation %u pushed to %zu workers (%s%s)", (unsigned long long)job_id,
+           generation, n, failure ? "failure: roll back; " : "", reason ? reason : "");
+}
+
+/* ---- key-value ------------------------------------------------------------------------------ */
+
+static kv_t *kv_find(hv_svc_rdzv_t *s, uint64_t job_id, const char *key) {
+    for (kv_t *kv = s->kv; kv != NULL; kv = kv->next) {
+        if (kv->job_id == job_id && strcmp(kv->key, key) == 0) {
+            return kv;
+        }
+    }
+    return NULL;
+}
+
+static void kv_reply(hv_rpc_call_t *c, const kv_t *kv) {
+    Hvpb__V1__KvGetReply rep = HVPB__V1__KV_GET_REPLY__INIT;
+    if (kv != NULL) {
+        rep.found = 1;
+        rep.value.data = kv->value;
+        rep.value.len = kv->len;
+    }
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void kvwait_free(kvwait_t *w) {
+    hv_free(w->key);
+    hv_free(w);
+}
+
+static void rdzv_kv_put(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__KvPutRequest *req = (const Hvpb__V1__KvPutRequest *)m;
+    if (!hv_driver_job_active(s->d, req->job_id)) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no active job %llu", (unsigned long long)req->job_id);
+        return;
+    }
+    if (req->key == NULL || req->key[0] == '\0' || strlen(req->key) > KV_MAX_KEY ||
+        req->value.len > KV_MAX_VALUE) {
+        hv_rpc_finish(c, HV_EINVAL, "key must be 1..%d bytes and value at most %d bytes",
+                      KV_MAX_KEY, KV_MAX_VALUE);
+        return;
+    }
+    kv_t *kv = kv_find(s, req->job_id, req->key);
+    if (kv == NULL) {
+        size_t count = 0;
+        for (kv_t *k = s->kv; k != NULL; k = k->next) {
+            count += k->job_id == req->job_id;
+        }
+        if (count >= KV_MAX_KEYS) {
+            hv_rpc_finish(c, HV_ETOOBIG, "job %llu has too many keys (limit %d)",
+                          (unsigned long long)req->job_id, KV_MAX_KEYS);
+            return;
+        }
+        if ((kv = hv_calloc(1, sizeof(*kv))) == NULL || (kv->key = hv_strdup(req->key)) == NULL) {
+            hv_free(kv);
+            hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+            return;
+        }
+        kv->job_id = req->job_id;
+        kv->next = s->kv;
+        s->kv = kv;
+    }
+    uint8_t *v = hv_malloc(req->value.len ? req->value.len : 1);
+    if (v == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    if (req->value.len > 0) {
+        memcpy(v, req->value.data, req->value.len);
+    }
+    hv_free(kv->value);
+    kv->value = v;
+    kv->len = req->value.len;
+    HV_LOG(HV_LOG_INFO, "rdzv", "HV-RDZV-KV", "job %llu: '%s' set (%zu bytes)",
+           (unsigned long long)req->job_id, kv->key, kv->len);
+    for (kvwait_t **p = &s->waits; *p != NULL;) {
+        kvwait_t *w = *p;
+        if (w->job_id == kv->job_id && strcmp(w->key, kv->key) == 0) {
+            *p = w->next;
+            hv_rpc_call_set_data(w->call, NULL);
+            kv_reply(w->call, kv);
+            kvwait_free(w);
+        } else {
+            p = &w->next;
+        }
+    }
+    Hvpb__V1__KvPutReply rep = HVPB__V1__KV_PUT_REPLY__INIT;
+    hv_rpc_reply(c, &rep.base);
+}
+
+static void rdzv_kv_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__KvGetRequest *req = (const Hvpb__V1__KvGetRequest *)m;
+    if (!hv_driver_job_active(s->d, req->job_id)) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no active job %llu", (unsigned long long)req->job_id);
+        return;
+    }
+    kv_t *kv = req->key ? kv_find(s, req->job_id, req->key) : NULL;
+    if (kv != NULL || req->wait_ms == 0 || req->key == NULL) {
+        kv_reply(c, kv);
+        return;
+    }
+    kvwait_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL || (w->key = hv_strdup(req->key)) == NULL) {
+        hv_free(w);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    w->svc = s;
+    w->call = c;
+    w->job_id = req->job_id;
+    w->deadline = hv_now_ms() + (req->wait_ms < KV_MAX_WAIT_MS ? req->wait_ms : KV_MAX_WAIT_MS);
+    w->next = s->waits;
+    s->waits = w;
+    hv_rpc_call_set_data(c, w);
+}
+
+/* A KvGet caller that went away: forget its wait. */
+static void rdzv_kv_get_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
+    (void)st;
+    hv_svc_rdzv_t *s = ud;
+    kvwait_t *gone = hv_rpc_call_data(c);
+    for (kvwait_t **p = &s->waits; gone != NULL && *p != NULL; p = &(*p)->next) {
+        if (*p == gone) {
+            *p = gone->next;
+            kvwait_free(gone);
+            return;
+        }
+    }
+}
+
+void hv_svc_rdzv_tick(hv_svc_rdzv_t *s, uint64_t now) {
+    for (kvwait_t **p = &s->waits; *p != NULL;) {
+        kvwait_t *w = *p;
+        if (now > w->deadline) {
+            *p = w->next;
+            hv_rpc_call_set_data(w->call, NULL);
+            kv_reply(w->call, NULL);
+            kvwait_free(w);
+        } else {
+            p = &w->next;
+        }
+    }
+}
+
+void hv_svc_rdzv_finished(hv_svc_rdzv_t *s, uint64_t job_id) {
+    char why[96];
+    snprintf(why, sizeof(why), "job %llu has ended", (unsigned long long)job_id);
+    for (rcall_t **p = &s->calls; *p != NULL;) {
+        rcall_t *x = *p;
+        if (x->job_id != job_id) {
+            p = &x->next;
+            continue;
+        }
+        *p = x->next;
+        hv_rpc_call_set_data(x->call, NULL);
+        if (x->watch) {
+            hv_rpc_finish(x->call, HV_OK, NULL);
+        } else {
+            hv_rpc_finish(x->call, HV_ESTATE, "%s", why);
+        }
+        hv_free(x);
+    }
+    for (kvwait_t **p = &s->waits; *p != NULL;) {
+        kvwait_t *w = *p;
+        if (w->job_id == job_id) {
+            *p = w->next;
+            hv_rpc_call_set_data(w->call, NULL);
+            kv_reply(w->call, NULL);
+            kvwait_free(w);
+        } else {
+            p = &w->next;
+        }
+    }
+    for (kv_t **p = &s->kv; *p != NULL;) {
+        kv_t *kv = *p;
+        if (kv->job_id == job_id) {
+            *p = kv->next;
+            hv_free(kv->key);
+            hv_free(kv->value);
+            hv_free(kv);
+        } else {
+            p = &kv->next;
+        }
+    }
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **out) {
+    hv_svc_rdzv_t *s = hv_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    s->d = d;
+    hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Rendezvous/JoinRound", HV_RPC_UNARY, &hvpb__v1__rdzv_join_request__descriptor,
+         rdzv_join, rdzv_call_done, s},
+        {"/hvpb.v1.Rendezvous/Done", HV_RPC_UNARY, &hvpb__v1__rdzv_done_request__descriptor,
+         rdzv_done, NULL, s},
+        {"/hvpb.v1.Rendezvous/WatchMembers", HV_RPC_SERVER_STREAM,
+         &hvpb__v1__rdzv_watch_request__descriptor, rdzv_watch, rdzv_call_done, s},
+        {"/hvpb.v1.Rendezvous/KvPut", HV_RPC_UNARY, &hvpb__v1__kv_put_request__descriptor,
+         rdzv_kv_put, NULL, s},
+        {"/hvpb.v1.Rendezvous/KvGet", HV_RPC_UNARY, &hvpb__v1__kv_get_request__descriptor,
+         rdzv_kv_get, rdzv_kv_get_done, s},
+    };
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        hv_err rc = hv_rpc_server_add(srv, &ms[i]);
+        if (rc != HV_OK) {
+            hv_free(s);
+            return rc;
+        }
+    }
+    *out = s;
+    return HV_OK;
+}
+
+void hv_svc_rdzv_destroy(hv_svc_rdzv_t *s) {
+    if (s == NULL) {
+        return;
+    }
+    while (s->calls != NULL) {
+        rcall_t *x = s->calls;
+        s->calls = x->next;
+        hv_free(x);
+    }
+    while (s->waits != NULL) {
+        kvwait_t *w = s->waits;
+        s->waits = w->next;
+        kvwait_free(w);
+    }
+    while (s->kv != NULL) {
+        kv_t *kv = s->kv;
+        s->kv = kv->next;
+        hv_free(kv->key);
+        hv_free(kv->value);
+        hv_free(kv);
+    }
+    hv_free(s);
+}
