@@ -8,7 +8,9 @@
  * joiner receives the state by sync); a drained worker (hv_elastic_run returns HV_OK with
  * hv_state_removed, no Done, the others go on without rollback); the job ending; reset
  * callbacks; the sampler across a failure and a growth inside one epoch (every sample exactly
- * once, a constant global batch, the same partition on every rank); a stale data-plane hello.
+ * once, a constant global batch, the same partition on every rank); a stale data-plane hello;
+ * with CUDA/NCCL (three GPUs, or tests/gpusim's stand-in), the model's allreduce on device
+ * memory through NCCL across a failure and a growth: every round builds a new communicator.
  * Every wait is bounded; the few "wait until the push arrived" points are condition waits.
  */
 #include <errno.h>
@@ -27,7 +29,9 @@
 #include "member.h"
 #include "rdzv.h"
 #include "sampler.h"
+#include "transport_nccl.h"
 #include "transport_tcp.h"
+#include "world.h"
 
 #include "hv/elastic.h"
 
@@ -58,6 +62,7 @@ struct scenario_s {
     int with_sampler;     // sampler scenario
     uint64_t samples;     // sampler: data set size
     uint32_t batch;       // sampler: global batch
+    int nccl;             // the allreduce runs on device memory through NCCL
     worker_t *workers[MAX_WORKERS];
     pthread_t threads[MAX_WORKERS];
     int nthreads;
@@ -75,6 +80,7 @@ struct worker_s {
     uint64_t step;
     uint64_t epoch;
     uint64_t idxsum; // sampler: sum of the processed indices (through an allreduce)
+    float *dev;      // nccl: the allreduce's device buffer (K floats)
     // results
     hv_err run_rc;
     hv_err fail_rc;       // the data-plane error fn saw (0: none)
@@ -99,8 +105,11 @@ struct worker_s {
         }                                                                                          \
     } while (0)
 
+static int g_use_nccl; // world_opts: ask for NCCL (set by the nccl case only)
+
 static hv__world_opts_t world_opts(void) {
     return (hv__world_opts_t){
+        .use_nccl = g_use_nccl,
         .bind_addr = "127.0.0.1:0",
         .host_name = "h0",
         .shm_bytes = 0, // real TCP
@@ -178,6 +187,7 @@ static void *worker_main(void *arg) {
     }
     hv_state_destroy(w->st);
     w->st = NULL;
+    hv__gpu_device_free(w->dev);
     hv__member_destroy(w->m, 0);
     w->m = NULL;
     return NULL;
@@ -318,6 +328,13 @@ static hv_err train_model(hv_state_t *st, void *ud) {
     // After every sync all ranks hold rank 0's model, which is the model after `step` steps.
     T_CHECK(model_ok(w->w, w->step));
     float g[K];
+    if (w->sc->nccl) {
+        // Every round must have built an NCCL communicator (a new one, with the round's id).
+        T_CHECK(hv__world_uses_nccl(hv__member_world(w->m)));
+        if (w->dev == NULL) {
+            T_CHECK(hv__gpu_device_alloc(-1, sizeof(g), (void **)&w->dev) == HV_OK);
+        }
+    }
     while (w->step < w->sc->steps) {
         hv_err rc = hooks_before_step(w, e);
         if (rc != HV_OK) {
@@ -326,15 +343,22 @@ static hv_err train_model(hv_state_t *st, void *ud) {
         for (int i = 0; i < K; i++) {
             g[i] = (float)(w->step + (uint64_t)i); // every rank's: the average is step + i
         }
+        float *buf = w->dev != NULL ? w->dev : g;
+        if (w->dev != NULL) {
+            T_CHECK(hv__gpu_memcpy(w->dev, g, sizeof(g)) == HV_OK);
+        }
         hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
-                           .in = g,
-                           .out = g,
+                           .in = buf,
+                           .out = buf,
                            .count = K,
                            .dtype = HV_FLOAT32,
                            .op = HV_AVG};
         if ((rc = hv__engine_run(e, &d)) != HV_OK) {
             w->fail_rc = rc;
             return rc; // a peer failed: hv_elastic_run restores and re-joins
+        }
+        if (w->dev != NULL) {
+            T_CHECK(hv__gpu_memcpy(g, w->dev, sizeof(g)) == HV_OK);
         }
         for (int i = 0; i < K; i++) {
             w->w[i] += g[i];
@@ -770,12 +794,46 @@ static void test_stale_hello(void) {
     hv__tcp_listener_destroy(lst);
 }
 
+/* The same failure and growth with the model's allreduce on device memory through NCCL: each
+ * reset aborts the round's communicator and the next round builds a new one from a unique id
+ * published under that round's key (hv.nccl.<generation>). Needs 3 GPUs (or the stand-in). */
+static void test_nccl_reset(void) {
+    int have = hv__gpu_count();
+    if (have < 3) {
+        HVT_SKIP("needs 3 CUDA devices, %d visible", have);
+        return;
+    }
+    scenario_t sc;
+    scenario_init(&sc, 1, train_model);
+    g_use_nccl = 1;
+    sc.nccl = 1;
+    sc.steps = 16;
+    sc.fail_id = 3;
+    sc.fail_step = 4;
+    sc.grow_id = 4;
+    sc.grow_step = 8;
+    sc.wait_gen = 3;
+    sc.wait_step = 9;
+    scenario_run(&sc, 3);
+    g_use_nccl = 0;
+    ASSERT_RC(scenario_worker(&sc, 3)->run_rc, HV_EINTERNAL);
+    expect_finished(&sc, (const uint64_t[]){1, 2, 4}, 3);
+    for (uint64_t id = 1; id <= 2; id++) {
+        worker_t *w = scenario_worker(&sc, id);
+        ASSERT_EQ_INT(w->resets, 2);
+        ASSERT_EQ_INT(w->rollbacks, 1);
+        ASSERT_EQ_INT(w->infos[1].new_size, 3);
+        ASSERT_EQ_INT(w->reset_step, 9);
+    }
+    scenario_fini(&sc);
+}
+
 static const hvtest_case_t cases[] = {
     {"roundtrip", test_roundtrip},     {"steady", test_steady},
     {"failure", test_failure},         {"failure_push", test_failure_push},
     {"growth", test_growth},           {"drain", test_drain},
     {"job_end", test_job_end},         {"sampler", test_sampler},
-    {"stale_hello", test_stale_hello},
+    {"stale_hello", test_stale_hello}, {"nccl_reset", test_nccl_reset},
 };
 
 HVTEST_MAIN(cases)
