@@ -293,7 +293,8 @@ void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_
     }
     j->state = st;
     snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
-    j->round_open = 0;
+    /* round_open stays as it was: a job that ended while a round gathered shows that round as
+     * never formed (its generation was opened, not closed). */
     j->ending = 1;
     j->dirty = 1;
     for (size_t i = 0; i < j->nw; i++) {
@@ -668,7 +669,7 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         } else {
             snprintf(why, sizeof(why),
                      "no worker of generation %u survived to hold the training state: %s", cg,
-                     what);
+                     j->failures);
         }
         hv_jm_end(j, HV_JOB_FAILED, why, out);
         return;

@@ -103,7 +103,8 @@ typedef struct hv_jm_job_s {
     uint32_t size;                 /* members of the last closed round */
     uint32_t cross_size;           /* nodes of the last closed round */
     uint32_t resets;               /* rounds opened after the first */
-    int round_open;                /* a round is gathering workers */
+    int round_open;                /* a round is gathering workers (or, once the job ended,
+                                      the newest round never formed) */
     int round_rollback;            /* it follows a failure */
     char round_reason[256];        /* why the newest round opened */
     uint64_t round_opened_ms;      /* wall-clock ms */

@@ -82,7 +82,10 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->generation = m->generation;
     v->size = m->size;
     v->round_reason = (char *)m->round_reason;
-    v->round_state = m->generation == 0 ? "" : m->round_open ? "open" : "closed";
+    v->round_state = m->generation == 0                ? ""
+                     : !m->round_open                  ? "closed"
+                     : hv_job_state_terminal(m->state) ? "not formed"
+                                                       : "open";
     v->max_resets = m->p.max_resets;
     v->check_every = m->p.check_every;
     sc->spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
@@ -530,7 +533,12 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
     v->generation = row->generation;
     v->size = row->size;
     v->round_reason = row->round_reason;
-    v->round_state = row->generation == 0 ? "" : row->round_open ? "open" : "closed";
+    hv_job_state_t st = HV_JOB_PENDING;
+    hv_job_state_parse(row->state, &st);
+    v->round_state = row->generation == 0        ? ""
+                     : !row->round_open          ? "closed"
+                     : hv_job_state_terminal(st) ? "not formed"
+                                                 : "open";
     v->max_resets = row->max_resets;
     v->check_every = row->check_every;
 }

@@ -1,0 +1,118 @@
+# tests/elastic.sh: helpers for the elastic integration and fault tests (sourced after lib.sh).
+# They run examples/elastic_train (a real MLP on Fashion-MNIST, shortened with --train-limit)
+# through hvsubmit against a real head and agents, and read what a user would read: the epoch
+# lines on hvsubmit's stdout, its exit status, `hvctl job`, `hvctl nodes` and the rounds in
+# `hvctl events --json`. Every wait is bounded (T_MULT scales them under sanitizers).
+
+TRAIN=$EX/elastic_train
+# Short epochs that still learn: 4000 samples, 1000 test samples, global batch 64.
+TRAIN_ARGS="--train-limit 4000 --test-limit 1000 --batch 64"
+
+# A head with fast leases and elastic settings that suit tests (extra yaml lines may follow).
+start_elastic_head() {
+    start_head "elastic:" "  rendezvous_timeout_s: ${RDZV_S:-20}" \
+        "  blacklist_cooldown_s: ${COOLDOWN_S:-60}" \
+        "  blacklist_max_cooldown_s: ${COOLDOWN_MAX_S:-600}" \
+        "  blacklist_max_strikes: ${MAX_STRIKES:-5}" "$@"
+}
+
+# submit NAME ARGS...: runs hvsubmit in the background; output in $TMP/NAME.out / .err, its pid
+# in SUB_PID. ARGS are hvsubmit options, then the program's arguments after "--".
+submit() {
+    local name=$1; shift
+    local opts="" prog=""
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts="$opts $1"; shift; done
+    [ "${1:-}" = "--" ] && shift
+    # shellcheck disable=SC2086
+    "$BIN/hvsubmit" --head "$HEAD" $opts "$TRAIN" $TRAIN_ARGS "$@" \
+        >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    SUB_PID=$!
+    PIDS="$PIDS $SUB_PID"
+}
+
+# wait_submit: waits (bounded) for the last submit; sets SUB_RC.
+wait_submit() {
+    local secs=$(( ${1:-120} * T_MULT )) i=0
+    while kill -0 "$SUB_PID" 2>/dev/null; do
+        [ $i -ge $(( secs * 10 )) ] && { kill -INT "$SUB_PID"; fail "hvsubmit did not end within ${secs}s"; }
+        sleep 0.1; i=$((i + 1))
+    done
+    wait "$SUB_PID"; SUB_RC=$?
+}
+
+# wait_epoch NAME E: rank 0 printed the line of epoch E.
+wait_epoch() {
+    wait_for "${3:-90}" grep -q "elastic_train: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"
+}
+
+# epoch_lines NAME: the epoch lines, without the [rank]<stdout>: prefix.
+epoch_lines() { sed -n 's/^\[[0-9]*\]<stdout>:elastic_train: epoch=/epoch=/p' "$TMP/$1.out"; }
+
+# check_exact NAME EPOCHS: every epoch was printed once, processed each sample exactly once.
+check_exact() {
+    local n; n=$(epoch_lines "$1" | wc -l)
+    [ "$n" -eq "$2" ] || fail "$1: expected $2 epoch lines, got $n"
+    if epoch_lines "$1" | grep -v "duplicates=0 exact=1" | grep -q .; then
+        epoch_lines "$1" >&2
+        fail "$1: an epoch did not process every sample exactly once"
+    fi
+    for e in $(seq 0 $(( $2 - 1 ))); do
+        [ "$(epoch_lines "$1" | grep -c "^epoch=$e ")" -eq 1 ] || fail "$1: epoch $e printed $(epoch_lines "$1" | grep -c "^epoch=$e ") times"
+    done
+}
+
+# final_accuracy NAME: from the "done" line.
+final_accuracy() { sed -n 's/.*elastic_train: done .*accuracy=\([0-9.]*\).*/\1/p' "$TMP/$1.out" | tail -n 1; }
+
+# close_enough A B TOL: |A - B| <= TOL.
+close_enough() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+# events JOB: the job's events as JSON (hvctl events --json) into $TMP/events-JOB.json.
+events() { "$BIN/hvctl" --head "$HEAD" events --job "$1" --json --limit 1000 >"$TMP/events-$1.json" 2>&1; }
+
+# rounds JOB: one line per closed round: "G SIZE ROLLBACK RANK0 REASON" (from the event data).
+rounds() {
+    events "$1"
+    /usr/bin/python3 - "$TMP/events-$1.json" <<'PY'
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+for e in evs:
+    if e["kind"] == "round.close":
+        d = e["data"]
+        print(d["generation"], d["size"], "rollback" if d["rollback"] else "-", d["rank0"], d["reason"])
+PY
+}
+
+# round_json_ok JOB: every round.close event has the fields a user reads (generation, size,
+# members with ranks and nodes, reason, wait time, rollback) and consistent sizes.
+round_json_ok() {
+    events "$1"
+    /usr/bin/python3 - "$TMP/events-$1.json" <<'PY'
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+closes = [e["data"] for e in evs if e["kind"] == "round.close"]
+opens = [e["data"] for e in evs if e["kind"] == "round.open"]
+assert closes, "no round.close event"
+for d in closes:
+    for k in ("generation", "size", "reason", "rollback", "wait_ms", "members", "rank0", "added", "removed"):
+        assert k in d, "round.close lacks %s: %r" % (k, d)
+    assert len(d["members"]) == d["size"], d
+    assert sorted(m["rank"] for m in d["members"]) == list(range(d["size"])), d
+gens = [d["generation"] for d in closes]
+assert gens == sorted(gens) and len(set(gens)) == len(gens), gens
+for d in opens:
+    assert "generation" in d and "reason" in d and "rollback" in d, d
+PY
+}
+
+# node_of_rank0 NAME: the node that runs rank 0 in the first epoch line.
+rank0_node() { epoch_lines "$1" | sed -n "s/^epoch=$2 .*rank0=\([^ ]*\).*/\1/p"; }
+
+# agent_workers NAME: pids of worker processes of agent NAME.
+agent_workers() {
+    local d c
+    for d in /proc/[0-9]*; do
+        c=$(readlink "$d/cwd" 2>/dev/null) || continue
+        case "$c" in "$TMP"/agent-$1/jobs/*) echo "${d#/proc/}" ;; esac
+    done
+}

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Failures of elastic jobs, through the real binaries, on A(2) and B(2) with
+# -np 4 --min-np 2 --max-np 4 (Elastic Horovod's scenarios):
+#  1. a reference run without failures;
+#  2. rank 1 is SIGKILLed in the middle of epoch 1: the job ends 0, every epoch processes each
+#     sample exactly once, the final accuracy is within 0.01 of the reference (same seed,
+#     constant global batch), g2 rolls back, and the node is barred from that job (event);
+#  3. the rank-0 worker exits 1 at epoch 1, batch 0: the job ends 0; its node A is barred and
+#     A's other worker stopped; g2 has 2 workers, rank 0 on B; epoch 1 is neither lost nor
+#     repeated;
+#  4. every rank exits 1 at epoch 1: the job fails naming the exits, and no round 2 closes.
+. "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/elastic.sh"
+hv_setup
+start_elastic_head
+start_agent node-a 2
+start_agent node-b 2
+E="-np 4 --min-np 2 --max-np 4 --"
+
+submit ref $E --epochs 3
+wait_submit
+[ "$SUB_RC" -eq 0 ] || fail "the reference run failed"
+check_exact ref 3
+ref=$(final_accuracy ref)
+
+submit kill $E --epochs 3 --kill-at 1:20:1 --step-delay-ms 5
+wait_submit
+[ "$SUB_RC" -eq 0 ] || fail "a SIGKILLed worker must not fail the job (rc $SUB_RC)"
+check_exact kill 3
+acc=$(final_accuracy kill)
+close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a failure is not within 0.01 of $ref"
+rounds 2 >"$TMP/r2"; cat "$TMP/r2"
+sed -n 2p "$TMP/r2" | grep -q '^2 2 rollback node-b .*failure: rank 1 on node-a was killed by signal SIGKILL' \
+    || fail "g2 should roll back to 2 workers on node-b"
+events 2
+/usr/bin/python3 - "$TMP/events-2.json" <<'PY' || fail "node-a should have been barred from job 2"
+import json, sys
+bl = [e for e in json.load(open(sys.argv[1]))["events"] if e["kind"] == "node.blacklist"]
+assert len(bl) == 1, bl
+assert "node node-a is barred from job 2" in bl[0]["message"], bl[0]
+assert bl[0]["data"]["strikes"] == 1 and not bl[0]["data"]["permanent"], bl[0]
+PY
+
+submit exit1 $E --epochs 3 --exit-at 1:0:0:1 --step-delay-ms 5
+wait_submit
+[ "$SUB_RC" -eq 0 ] || fail "a worker's exit 1 must not fail an elastic job (rc $SUB_RC)"
+check_exact exit1 3
+rounds 3 >"$TMP/r3"; cat "$TMP/r3"
+sed -n 2p "$TMP/r3" | grep -q '^2 2 rollback node-b .*failure: rank 0 on node-a exited with status 1' \
+    || fail "g2 should be 2 workers on node-b after rank 0 failed"
+events 3
+grep -q '"kind": "node.blacklist"' "$TMP/events-3.json" || fail "node-a should be blacklisted"
+grep -q 'rank 1 on node-a was killed by signal SIGTERM' "$TMP/events-3.json" \
+    || fail "node-a's other worker should have been stopped"
+epoch_lines exit1 | grep -q '^epoch=1 size=2 generation=2 rank0=node-b' || fail "epoch 1 should finish in g2 on node-b"
+
+submit all $E --epochs 3 --exit-at 1:0:all:1
+wait_submit
+[ "$SUB_RC" -eq 1 ] || fail "all ranks failing must fail the job with their status 1 (got $SUB_RC)"
+# Each failure stops the job's other worker on that node (its node is barred), so the head sees
+# one exit per node before nobody is left to hold the state; the reason names them.
+grep -E "job 4 failed: (all [0-9] workers of generation 1 failed|no worker of generation 1 survived to hold the training state): rank [0-9] on node-. exited with status 1; rank [0-9] on node-. exited with status 1" "$TMP/all.err" \
+    || fail "the reason must name the exits"
+rounds 4 >"$TMP/r4"
+[ "$(wc -l <"$TMP/r4")" -eq 1 ] || fail "no round after g1 may close when every worker failed"
+"$BIN/hvctl" --head "$HEAD" job 4 >"$TMP/job4.txt"
+assert_grep "$TMP/job4.txt" "failed"
+pass "SIGKILL and exit 1 survived exactly, all-fail fails with its reason"
