@@ -63,6 +63,9 @@ struct scenario_s {
     uint64_t samples;     // sampler: data set size
     uint32_t batch;       // sampler: global batch
     int nccl;             // the allreduce runs on device memory through NCCL
+    uint64_t ghost_id;    // a worker added by worker 1 at ghost_step that joins a round and
+    uint64_t ghost_step;  // dies before connecting (its round's ring can never be built)
+    pthread_t ghost;
     worker_t *workers[MAX_WORKERS];
     pthread_t threads[MAX_WORKERS];
     int nthreads;
@@ -105,7 +108,8 @@ struct worker_s {
         }                                                                                          \
     } while (0)
 
-static int g_use_nccl; // world_opts: ask for NCCL (set by the nccl case only)
+static int g_use_nccl;        // world_opts: ask for NCCL (set by the nccl case only)
+static uint32_t g_connect_ms; // world_opts: the ring build bound (0: 20 s)
 
 static hv__world_opts_t world_opts(void) {
     return (hv__world_opts_t){
@@ -114,7 +118,7 @@ static hv__world_opts_t world_opts(void) {
         .host_name = "h0",
         .shm_bytes = 0, // real TCP
         .rdzv_timeout_ms = (uint32_t)hvtest_scale(60000),
-        .connect_timeout_ms = (uint32_t)hvtest_scale(20000),
+        .connect_timeout_ms = g_connect_ms ? g_connect_ms : (uint32_t)hvtest_scale(20000),
         .peer_timeout_ms = (uint32_t)hvtest_scale(10000),
         .spin_us = UINT32_MAX,
         .small_bytes = SIZE_MAX,
@@ -230,6 +234,9 @@ static void scenario_run(scenario_t *sc, int n) {
         }
         pthread_join(sc->threads[k], NULL);
     }
+    if (sc->ghost_id) {
+        pthread_join(sc->ghost, NULL);
+    }
 }
 
 static worker_t *scenario_worker(scenario_t *sc, uint64_t id) {
@@ -260,6 +267,25 @@ static int model_ok(const float *m, uint64_t steps) {
     return 1;
 }
 
+/* The ghost: joins the round it was added to with an address nobody listens on, then dies
+ * (the head declares it failed) without ever connecting. */
+static void *ghost_main(void *arg) {
+    scenario_t *sc = arg;
+    hv__rdzv_t rz;
+    hv__rdzv_assignment_t a;
+    if (hv__rdzv_local_client_worker(sc->store, sc->ghost_id, &rz) != HV_OK) {
+        return NULL;
+    }
+    if (rz.ops->join(rz.ctx, "127.0.0.1:1", "h0", 0, (uint32_t)hvtest_scale(60000), &a) == HV_OK) {
+        hv__rdzv_local_store_fail_worker(sc->store, sc->ghost_id, "worker died while joining");
+        hv__rdzv_assignment_fini(&a);
+    } else {
+        HVT_FAIL("the ghost could not join");
+    }
+    rz.ops->destroy(rz.ctx);
+    return NULL;
+}
+
 /* Scenario hooks common to the train functions; return HV_OK to go on. */
 static hv_err hooks_before_step(worker_t *w, hv__engine_t *e) {
     (void)e;
@@ -286,6 +312,10 @@ static hv_err hooks_before_step(worker_t *w, hv__engine_t *e) {
     if (w->id == 1 && sc->grow_id && w->step == sc->grow_step) {
         hv__rdzv_local_store_add_worker(sc->store, sc->grow_id);
         start_worker(sc, sc->grow_id);
+    }
+    if (w->id == 1 && sc->ghost_id && w->step == sc->ghost_step) {
+        hv__rdzv_local_store_add_worker(sc->store, sc->ghost_id);
+        pthread_create(&sc->ghost, NULL, ghost_main, sc);
     }
     if (w->id == 1 && sc->remove_id && w->step == sc->remove_step) {
         hv__rdzv_local_store_remove_worker(sc->store, sc->remove_id);
@@ -675,6 +705,32 @@ static void test_growth(void) {
     scenario_fini(&sc);
 }
 
+/* A worker joins a round and dies before connecting: the others' build of that round (stuck in
+ * connect / accept) is cancelled by the failure push, and they form the next round at once.
+ * The ring build bound is 10 minutes here: without the cancel the case could not finish. */
+static void test_ghost(void) {
+    scenario_t sc;
+    scenario_init(&sc, 1, train_model);
+    g_connect_ms = 600000;
+    sc.steps = 10;
+    sc.ghost_id = 9;
+    sc.ghost_step = 3;
+    sc.wait_gen = 2;
+    sc.wait_step = 4;
+    scenario_run(&sc, 2);
+    g_connect_ms = 0;
+    expect_finished(&sc, (const uint64_t[]){1, 2}, 2);
+    for (uint64_t id = 1; id <= 2; id++) {
+        worker_t *w = scenario_worker(&sc, id);
+        ASSERT_EQ_INT(w->reset_step, 4);
+        ASSERT_EQ_INT(w->resets, 1);
+        ASSERT_EQ_INT(w->infos[0].old_generation, 1);
+        ASSERT_EQ_INT(w->infos[0].new_generation, 3); // round 2 never came up
+        ASSERT_EQ_INT(w->infos[0].new_size, 2);
+    }
+    scenario_fini(&sc);
+}
+
 /* Worker 3's node is drained: every rank resets at the same commit, worker 3's re-join answers
  * "removed" (hv_elastic_run returns HV_OK, no Done), the others go on without rollback. */
 static void test_drain(void) {
@@ -829,11 +885,12 @@ static void test_nccl_reset(void) {
 }
 
 static const hvtest_case_t cases[] = {
-    {"roundtrip", test_roundtrip},     {"steady", test_steady},
-    {"failure", test_failure},         {"failure_push", test_failure_push},
-    {"growth", test_growth},           {"drain", test_drain},
-    {"job_end", test_job_end},         {"sampler", test_sampler},
-    {"stale_hello", test_stale_hello}, {"nccl_reset", test_nccl_reset},
+    {"roundtrip", test_roundtrip},   {"steady", test_steady},
+    {"failure", test_failure},       {"failure_push", test_failure_push},
+    {"growth", test_growth},         {"ghost", test_ghost},
+    {"drain", test_drain},           {"job_end", test_job_end},
+    {"sampler", test_sampler},       {"stale_hello", test_stale_hello},
+    {"nccl_reset", test_nccl_reset},
 };
 
 HVTEST_MAIN(cases)

@@ -99,6 +99,15 @@ static void note_error(hv__member_t *m, hv_err rc, const char *what) {
              detail[0] ? ": " : "", detail);
 }
 
+/* World build cancel: a failure pushed for a round after the one being built dooms it. */
+static int member_build_cancelled(void *ud, uint32_t generation) {
+    hv__member_t *m = ud;
+    pthread_mutex_lock(&m->mu);
+    int doomed = m->fail_gen > generation;
+    pthread_mutex_unlock(&m->mu);
+    return doomed;
+}
+
 /* Data-plane errors: the round was joined but its ring could not be built. */
 static int build_error(hv_err rc) {
     return rc == HV_EPEER || rc == HV_ETIMEDOUT || rc == HV_ECANCELED || rc == HV_ECLOSED ||
@@ -112,6 +121,8 @@ static hv_err member_join(hv__member_t *m, uint32_t last_gen, hv__world_t **out)
         o.rdzv = m->rdzv;
         o.rdzv_borrowed = 1;
         o.last_generation = last_gen;
+        o.cancel = member_build_cancelled;
+        o.cancel_ud = m;
         hv__world_t *w = NULL;
         hv_err rc = hv__world_create(&o, &w);
         if (rc == HV_OK) {

@@ -198,7 +198,20 @@ static void tcp_tune(int fd, const hv__tcp_opts_t *opts) {
     }
 }
 
-/* Connects to addr, retrying refused connections until the deadline. */
+#define TCP_CANCEL_POLL_MS 50 // a build checks its cancel callback at least this often
+
+static int tcp_cancelled(const hv__tcp_opts_t *opts) {
+    return opts != NULL && opts->cancelled != NULL && opts->cancelled(opts->cancel_ud);
+}
+
+/* A wait slice: the time left, at most TCP_CANCEL_POLL_MS when the build can be cancelled. */
+static int tcp_slice(const hv__tcp_opts_t *opts, uint64_t deadline) {
+    int left = tcp_remaining(deadline);
+    return opts != NULL && opts->cancelled != NULL && left > TCP_CANCEL_POLL_MS ? TCP_CANCEL_POLL_MS
+                                                                                : left;
+}
+
+/* Connects to addr, retrying refused connections until the deadline (or a cancel). */
 static hv_err tcp_connect(const char *addr, const hv__tcp_opts_t *opts, uint64_t deadline,
                           int *out) {
     struct sockaddr_storage ss;
@@ -218,7 +231,10 @@ static hv_err tcp_connect(const char *addr, const hv__tcp_opts_t *opts, uint64_t
             err = errno;
             if (err == EINPROGRESS) {
                 struct pollfd p = {.fd = fd, .events = POLLOUT};
-                int pr = poll(&p, 1, tcp_remaining(deadline));
+                int pr;
+                while ((pr = poll(&p, 1, tcp_slice(opts, deadline))) == 0 &&
+                       tcp_remaining(deadline) > 0 && !tcp_cancelled(opts)) {
+                }
                 socklen_t elen = sizeof(err);
                 if (pr <= 0) {
                     err = ETIMEDOUT;
@@ -232,6 +248,9 @@ static hv_err tcp_connect(const char *addr, const hv__tcp_opts_t *opts, uint64_t
             return HV_OK;
         }
         close(fd);
+        if (tcp_cancelled(opts)) {
+            return HV_ECANCELED;
+        }
         if (tcp_remaining(deadline) == 0) {
             HV_LOG(HV_LOG_ERROR, "tcp", "HV-TCP-CONNECT", "cannot connect to %s: %s", addr,
                    strerror(err));
@@ -264,8 +283,11 @@ static hv_err tcp_accept_lefts(hv__tcp_listener_t *lst, const hv__tcp_ident_t *i
             }
             return HV_ETIMEDOUT;
         }
+        if (tcp_cancelled(opts)) {
+            return HV_ECANCELED;
+        }
         struct pollfd p = {.fd = lst->fd, .events = POLLIN};
-        if (poll(&p, 1, left) <= 0) {
+        if (poll(&p, 1, tcp_slice(opts, deadline)) <= 0) {
             continue;
         }
         int fd = accept4(lst->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -36,11 +36,15 @@ typedef struct hv__tcp_ident_s {
 /* Options of a link's sockets. */
 typedef struct hv__tcp_opts_s {
     int sock_buf; /* SO_SNDBUF/SO_RCVBUF in bytes; 0 leaves the kernel's autotuning */
+    /* Optional: polled (at least every 50 ms) while a link is being built; non-zero stops the
+     * build with HV_ECANCELED (an elastic round that a failure doomed before it was up). */
+    int (*cancelled)(void *ud);
+    void *cancel_ud;
 } hv__tcp_opts_t;
 
 /* Builds the ring link: connects to right_addr ("ip:port", retrying until timeout_ms), sends
  * the hello, and accepts on lst until the left neighbour's matching hello arrives (others are
- * closed). Blocking, bounded by timeout_ms (HV_ETIMEDOUT). lst is borrowed. *out is owned
+ * closed). Blocking, bounded by timeout_ms (HV_ETIMEDOUT) or opts->cancelled (HV_ECANCELED). lst is borrowed. *out is owned
  * (ops->destroy). */
 hv_err hv__tcp_link_create(hv__tcp_listener_t *lst, const char *right_addr,
                            const hv__tcp_ident_t *id, const hv__tcp_opts_t *opts, int timeout_ms,

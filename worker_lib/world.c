@@ -138,6 +138,18 @@ static hv_err hier_plan(const hv__rdzv_assignment_t *a, hier_t *h) {
     return HV_OK;
 }
 
+/* The caller's cancel callback bound to the round being built (for the TCP layer). */
+typedef struct world_cancel_s {
+    int (*fn)(void *ud, uint32_t generation);
+    void *ud;
+    uint32_t generation;
+} world_cancel_t;
+
+static int world_cancelled(void *ud) {
+    world_cancel_t *c = ud;
+    return c->fn(c->ud, c->generation);
+}
+
 /* One rank's say in nccl_plan, exchanged around the ring. */
 typedef struct gpu_rec_s {
     int32_t can;  // 1: sees a GPU and knows its identity
@@ -259,7 +271,10 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
             nlinks = 3;
         }
         hv__link_t *links[3] = {NULL, NULL, NULL};
-        hv__tcp_opts_t topts = {.sock_buf = o->sock_buf};
+        world_cancel_t wc = {.fn = o->cancel, .ud = o->cancel_ud, .generation = a->generation};
+        hv__tcp_opts_t topts = {.sock_buf = o->sock_buf,
+                                .cancelled = o->cancel != NULL ? world_cancelled : NULL,
+                                .cancel_ud = &wc};
         uint32_t conn_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 30000;
         rc = hv__tcp_links_create(lst, addrs, ids, nlinks, &topts, (int)conn_ms, links);
         w->link = links[0];

@@ -48,6 +48,11 @@ typedef struct hv__world_opts_s {
     int hierarchical;      /* 1: with several hosts of equal rank counts > 1, large
                                    allreduces run 2D (intra-host, cross-host, intra-host) */
     size_t hier_min_bytes; /* smaller allreduces use the flat ring; 0 = 256 KiB */
+    /* Optional: polled while the ring links are being built, with the round's generation;
+     * non-zero stops the build with HV_ECANCELED (a failure pushed after the join doomed the
+     * round: waiting for the connect timeout would only delay the next one). */
+    int (*cancel)(void *ud, uint32_t generation);
+    void *cancel_ud;
 } hv__world_opts_t;
 
 typedef struct hv__world_s hv__world_t;

@@ -111,11 +111,11 @@ HV_API hv_err hv_state_check(hv_state_t *st);
 
 /* What changed at a reset, passed to reset callbacks (read-only, valid during the call). */
 typedef struct hv_reset_info_s {
-    int old_size, new_size;         /* world sizes before and after */
-    uint32_t old_generation;        /* the round this worker was in before */
-    uint32_t new_generation;        /* the round it is in now */
-    int rollback;                   /* 1: a peer failed and the state was restored */
-    const char *reason;             /* the head's reason for the round ("failure: ...", ...) */
+    int old_size, new_size;  /* world sizes before and after */
+    uint32_t old_generation; /* the round this worker was in before */
+    uint32_t new_generation; /* the round it is in now */
+    int rollback;            /* 1: a peer failed and the state was restored */
+    const char *reason;      /* the head's reason for the round ("failure: ...", ...) */
 } hv_reset_info_t;
 
 /* Called on every rank after each new round has formed and the state was synced, before the
@@ -204,12 +204,12 @@ HV_API uint64_t hv_sampler_step_samples(const hv_sampler_t *s);
 HV_API hv_err hv_sampler_next_epoch(hv_sampler_t *s);
 
 typedef struct hv_sampler_stats_s {
-    size_t size;          /* sizeof(hv_sampler_stats_t), set by the caller */
-    uint64_t epoch;       /* the current epoch, from 0 */
-    uint64_t processed;   /* samples of this epoch committed as processed, by all ranks */
-    uint64_t duplicates;  /* committed samples that had been committed before in this epoch */
-    uint64_t remaining;   /* samples of this epoch not yet committed */
-    uint64_t checksum;    /* sum of the committed sample indices of this epoch */
+    size_t size;         /* sizeof(hv_sampler_stats_t), set by the caller */
+    uint64_t epoch;      /* the current epoch, from 0 */
+    uint64_t processed;  /* samples of this epoch committed as processed, by all ranks */
+    uint64_t duplicates; /* committed samples that had been committed before in this epoch */
+    uint64_t remaining;  /* samples of this epoch not yet committed */
+    uint64_t checksum;   /* sum of the committed sample indices of this epoch */
 } hv_sampler_stats_t;
 
 /* Fills *out (out->size must be set). At the end of an exact epoch: processed == num_samples,
