@@ -691,6 +691,21 @@ hv_err hv_driver_load(hv_driver_t *d) {
         }
     }
     hv_store_worker_free_list(ws, nw);
+    /* Drains in progress go on: workers on draining nodes that were not removed yet (they stay
+     * while nobody else holds their job's state) are taken care of again. */
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        if (n->state != HV_NODE_DRAINING) {
+            continue;
+        }
+        char what[300];
+        snprintf(what, sizeof(what), "node %s (draining before the head restarted)", n->name);
+        for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+            if (job_active(j)) {
+                hv_jm_drain(&j->jm, n->id, what, wall, &d->out);
+                apply(d, j, &d->out);
+            }
+        }
+    }
     size_t n_active = 0;
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         n_active++;

@@ -422,6 +422,8 @@ out:
     hv_free(ids_next);
 }
 
+static void release_evicted(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
+
 static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     if (!j->round_open || hv_job_state_terminal(j->state)) {
         return;
@@ -448,6 +450,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     if (d == HV_ROUND_CLOSE) {
         close_round(j, now, out);
+        release_evicted(j, now, out);
     } else if (d == HV_ROUND_FAIL) {
         char why[HV_JM_REASON_MAX];
         if (!j->p.elastic) {
@@ -461,6 +464,37 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         }
         hv_jm_end(j, HV_JOB_FAILED, why, out);
     }
+}
+
+static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_t now,
+                       hv_jm_out_t *out);
+
+/* Members kept on a draining node to hold the state leave once a round with workers elsewhere
+ * has formed (they synced the state to them at its start). */
+static void release_evicted(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    uint32_t cg = closed_gen(j);
+    size_t evicted = 0, others = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (w->member_gen == cg && live(w) && !w->removed) {
+            evicted += w->evict;
+            others += !w->evict;
+        }
+    }
+    if (evicted == 0 || others == 0 || hv_job_state_terminal(j->state)) {
+        return;
+    }
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->evict && live(w) && !w->removed) {
+            w->removed = 1;
+            mark(w);
+        }
+    }
+    char reason[200];
+    snprintf(reason, sizeof(reason),
+             "drain: %zu workers on draining nodes leave now that others hold the state", evicted);
+    open_round(j, reason, 0, now, out);
 }
 
 /* Workers removed from the membership that are still alive (they leave at their next check). */
@@ -843,7 +877,38 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
     if (hv_job_state_terminal(j->state)) {
         return;
     }
-    size_t members = 0, here = 0;
+    size_t members = 0, here = 0, holders_elsewhere = 0, members_here = 0;
+    uint32_t cg = closed_gen(j);
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (cg > 0 && w->member_gen == cg && live(w) && !w->removed && !w->evict) {
+            holders_elsewhere += w->node_id != node_id;
+            members_here += w->node_id == node_id;
+        }
+    }
+    if (j->p.elastic && members_here > 0 && holders_elsewhere == 0) {
+        /* Removing them would lose the training state: they stay as its holders until workers
+         * elsewhere (placed as the job grows) have joined a round and received it. */
+        for (size_t i = 0; i < j->nw; i++) {
+            hv_jm_worker_t *w = j->w[i];
+            if (w->node_id != node_id || !live(w) || w->removed) {
+                continue;
+            }
+            if (w->member_gen == cg) {
+                w->evict = 1;
+            } else {
+                w->removed = 1;
+                mark(w);
+                job_kill(j, w, "its node is draining", out);
+            }
+        }
+        act_event(out, "job.note", NULL,
+                  "job %llu keeps its %zu workers on draining node %s until workers elsewhere "
+                  "hold the training state",
+                  (unsigned long long)j->id, members_here, node_name(j, node_id));
+        evaluate(j, now, out);
+        return;
+    }
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (w->node_id != node_id || !live(w) || w->removed) {
@@ -896,7 +961,7 @@ uint32_t hv_jm_wants(const hv_jm_job_t *j) {
         if (w->done) {
             return 0; /* training is finishing */
         }
-        n += live(w) && !w->removed;
+        n += live(w) && !w->removed && !w->evict;
     }
     return j->p.max_np > n ? j->p.max_np - n : 0;
 }

@@ -77,6 +77,8 @@ typedef struct hv_jm_worker_s {
     /* in memory only */
     int joined;    /* its JoinRound waits in the open round */
     int kill_sent; /* a kill order went out */
+    int evict;     /* its node drains but no other worker holds the state yet: it stays until a
+                      round with workers elsewhere has formed, then leaves */
     int dirty;     /* changed since the driver stored it */
 } hv_jm_worker_t;
 

@@ -572,6 +572,49 @@ static void case_newcomers_need_a_survivor(void) {
     CHECK(rank0() == &W[0]);
 }
 
+/* Draining the node that holds every member keeps them as the state's holders: the job grows
+ * elsewhere, a round with both forms (rank 0 still on the drained node, which syncs the state),
+ * and only then do they leave, without a rollback. */
+static void case_drain_hands_over_state(void) {
+    job(1, 2, 2, 2, 5);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    CHECK_EQ(hv_jm_wants(&J), 0);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    CHECK_EQ(W[0].removed, 0);
+    CHECK_EQ(count(HV_JA_PUSH), 0);
+    CHECK(find_event("job.note") != NULL);
+    CHECK_EQ(hv_jm_wants(&J), 2); /* replacements wanted */
+    size_t n = place(NODE_B, 2);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    join(n, 0);
+    join(n + 1, 0);
+    join(0, 1);
+    hv_jm_out_reset(&O);
+    join(1, 1);
+    /* g2 formed with all four, rank 0 still on a; g3 opened at once to let a's workers go */
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(W[0].member_gen, 2);
+    CHECK_EQ(W[0].rank, 0);
+    CHECK_EQ(J.generation, 3);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.round_rollback, 0);
+    CHECK_EQ(W[0].removed, 1);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->nremoved == 2 && p->failure == 0);
+    hv_jm_out_reset(&O);
+    join(0, 2);
+    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
+    join(n, 2);
+    join(n + 1, 2);
+    CHECK_EQ(J.size, 2);
+    CHECK(rank0() == &W[n]);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+}
+
 static void case_names(void) {
     hv_job_state_t js;
     hv_wk_state_t ws;
@@ -610,6 +653,7 @@ int main(int argc, char **argv) {
         {"join_refusals", case_join_refusals},
         {"elastic_exit0_without_done", case_elastic_exit0_without_done},
         {"newcomers_need_a_survivor", case_newcomers_need_a_survivor},
+        {"drain_hands_over_state", case_drain_hands_over_state},
         {"names", case_names},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
