@@ -176,7 +176,7 @@ static void agent_drain_and_leave(agent_t *a) {
     uint64_t now = uv_now(&a->loop);
     uint32_t deadline_ms = a->cfg.drain_deadline_ms;
     HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-DRAIN-START",
-           "preemption notice (SIGTERM): draining; leaving once the %zu workers have exited, "
+           "preemption notice (SIGTERM): draining with %zu workers; leaving once none is left, "
            "stopping them after %u s",
            hv_workers_count(a->workers), deadline_ms / 1000u);
     a->exit_code = 0;

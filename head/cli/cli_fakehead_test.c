@@ -632,6 +632,17 @@ static void run_tool(run_t *r, const char *tool, const char *const *args) {
     r->err = slurp(errp);
 }
 
+/* Checks a tool's exit status; on a mismatch also shows what it wrote to stderr. */
+#define CHECK_STATUS(run, want)                                                                    \
+    do {                                                                                           \
+        const run_t *r__ = (run);                                                                  \
+        if (r__->status != (want)) {                                                               \
+            fprintf(stderr, "%s:%d: exit status %d, want %d; stderr:\n%s", __FILE__, __LINE__,     \
+                    r__->status, (want), r__->err);                                                \
+            test_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
 static void run_free(run_t *r) {
     hv_free(r->out);
     hv_free(r->err);
@@ -771,7 +782,7 @@ static void test_submit_ok(void) {
     const char *args[] = {"-np", "3", "--env",    "LR=0.1", "--env", "EMPTY=", "--file",
                           data,  bin, "--epochs", "2",      "-np",   "9",      NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "[0]<stdout>:hello from 0\n[2]<stdout>:epoch 1 loss=0.5\n");
     CHECK_HAS(r.err, "hvsubmit: job 7 submitted (3 workers)\n");
     CHECK_HAS(r.err, "hvsubmit: job 7 is running on 2 nodes\n");
@@ -809,7 +820,7 @@ static void test_submit_ok(void) {
     reset_counts();
     const char *args2[] = {"--name", "resnet", "--quiet", bin, NULL};
     run_tool(&r, "hvsubmit", args2);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_INT(n_upload, 0);
     CHECK_INT(n_stat, 1);
     CHECK_INT(got_spec.np, 0);
@@ -838,7 +849,7 @@ static void test_upload_resume_and_limit(void) {
     run_t r;
     const char *args[] = {"-v", "-np", "2", bin, NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_INT(n_upload, 2); /* 2 MiB..3 MiB, then the last 5 bytes */
     CHECK(a->present);
     CHECK_HAS(r.err, "from byte 2097152");
@@ -852,7 +863,7 @@ static void test_upload_resume_and_limit(void) {
     const char *args2[] = {bin2, NULL};
     run_tool(&r, "hvsubmit", args2);
     max_size = 1ull << 30;
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_INT(n_upload, 0);
     CHECK_INT(n_submit, 0);
     CHECK_HAS(r.err, "huge.bin is 2.5 MiB, over the head's upload limit of 1.0 MiB (max_upload in "
@@ -886,7 +897,7 @@ static void test_submit_failed(void) {
     run_t r;
     const char *args[] = {"-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 3);
+    CHECK_STATUS(&r, 3);
     CHECK_HAS(r.err, "[1]<stderr>:Traceback: boom\n");
     CHECK_HAS(r.err, "hvsubmit: rank 1 on n1 exited with status 3\n"); /* the event */
     CHECK_HAS(r.err, "hvsubmit: job 7 failed: rank 1 exited with status 3\n");
@@ -905,7 +916,7 @@ static void test_submit_failed(void) {
     wv[1].exit_code = -1;
     wv[1].term_signal = 9;
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 137);
+    CHECK_STATUS(&r, 137);
     CHECK_HAS(r.err, "hvsubmit: rank 1 on node n1 was killed by signal SIGKILL\n");
     run_free(&r);
     wv[1].exit_code = 0;
@@ -932,7 +943,7 @@ static void test_watch_resume(void) {
     run_t r;
     const char *args[] = {"-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_INT(n_watch, 2);
     CHECK_INT(last_log_offset, 2);
     CHECK_INT(last_event_after, 30);
@@ -961,7 +972,7 @@ static void test_sigint(void) {
     run_t r;
     const char *args[] = {"-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 130);
+    CHECK_STATUS(&r, 130);
     CHECK_INT(n_cancel, 1);
     CHECK_STR(r.out, "[0]<stdout>:step 1\n");
     CHECK_HAS(r.err, "hvsubmit: cancelling job 7...\n");
@@ -973,7 +984,7 @@ static void test_sigint(void) {
     cancel_ends_job = 0;
     sigint_count = 2;
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 130);
+    CHECK_STATUS(&r, 130);
     CHECK_INT(n_cancel, 1);
     CHECK(r.ms < 5000);
     CHECK_HAS(r.err, "interrupted again");
@@ -991,7 +1002,7 @@ static void test_refused_detach_unreachable(void) {
     run_t r;
     const char *args[] = {"-np", "64", bin, NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_STR(r.err, "hvsubmit: job needs 64 slots, the cluster has at most 8\n");
     CHECK_INT(n_watch, 0);
     run_free(&r);
@@ -1000,14 +1011,14 @@ static void test_refused_detach_unreachable(void) {
     reset_counts();
     submit_refuse = 2;
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_STR(r.err, "hvsubmit: no node has joined the cluster: start one with hvagent\n");
     run_free(&r);
 
     reset_counts();
     const char *args2[] = {"--detach", "-np", "2", bin, NULL};
     run_tool(&r, "hvsubmit", args2);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "7\n");
     CHECK_INT(n_watch, 0);
     run_free(&r);
@@ -1016,7 +1027,7 @@ static void test_refused_detach_unreachable(void) {
     reset_counts();
     const char *args3[] = {"--head", "127.0.0.1:1", bin, NULL};
     run_tool(&r, "hvsubmit", args3);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_HAS(r.err, "hvsubmit: cannot reach the head at 127.0.0.1:1: ");
     CHECK(r.ms < 10000);
     run_free(&r);
@@ -1028,7 +1039,7 @@ static void test_refused_detach_unreachable(void) {
     reset_counts();
     const char *args4[] = {script_path, NULL};
     run_tool(&r, "hvsubmit", args4);
-    CHECK_INT(r.status, 2);
+    CHECK_STATUS(&r, 2);
     CHECK_HAS(r.err, "train.sh is a script, not an ELF executable");
     CHECK_INT(n_stat, 0);
     run_free(&r);
@@ -1047,7 +1058,7 @@ static void test_hvctl(void) {
 
     const char *a1[] = {"job", "7", NULL};
     run_tool(&r, "hvctl", a1);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "STATE:      failed\n");
     CHECK_HAS(r.out, "REASON:     rank 1 exited with status 3\n");
     CHECK_HAS(r.out, "DURATION:   3m05s\n");
@@ -1060,13 +1071,13 @@ static void test_hvctl(void) {
 
     const char *a2[] = {"job", "42", NULL};
     run_tool(&r, "hvctl", a2);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_STR(r.err, "hvctl: no job 42\n");
     run_free(&r);
 
     const char *a3[] = {"--json", "job", "7", NULL};
     run_tool(&r, "hvctl", a3);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "\"job_id\": 7,\n");
     CHECK_HAS(r.out, "\"term_signal\": 15,\n");
     CHECK_HAS(r.out, "\"elastic\": false,\n");
@@ -1076,14 +1087,14 @@ static void test_hvctl(void) {
 
     const char *a4[] = {"jobs", NULL};
     run_tool(&r, "hvctl", a4);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "ID  NAME       STATE   NP  SUBMITTED");
     CHECK_HAS(r.out, "3m05s     rank 1 exited with status 3\n");
     run_free(&r);
 
     const char *a5[] = {"nodes", NULL};
     run_tool(&r, "hvctl", a5);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "NAME        ID  STATE     SLOTS  GPUS  ADDRS              LAST-SEEN  LABELS  "
                      "         BLACKLIST\n"
                      "gpu-node-1  1   draining  2/8    8     10.0.0.1,10.0.1.1  3s ago     "
@@ -1094,7 +1105,7 @@ static void test_hvctl(void) {
 
     const char *a5j[] = {"--json", "nodes", NULL};
     run_tool(&r, "hvctl", a5j);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "\"name\": \"gpu-node-1\",\n      \"state\": \"draining\",\n");
     CHECK_HAS(r.out, "\"draining\": true,\n      \"blacklist\": [\n        {\n"
                      "          \"job_id\": 3,\n          \"strikes\": 1,\n"
@@ -1107,7 +1118,7 @@ static void test_hvctl(void) {
 
     const char *a6[] = {"events", "--job", "7", "--json", NULL};
     run_tool(&r, "hvctl", a6);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "\"message\": \"job 7 is running\\twith \\\"4\\\" workers\"\n");
     CHECK_LACKS(r.out, "node.join");
     /* The head's JSON data is an object in the document, re-indented. */
@@ -1128,7 +1139,7 @@ static void test_hvctl(void) {
 
     const char *a7[] = {"events", NULL};
     run_tool(&r, "hvctl", a7);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "SEQ  TIME");
     CHECK_HAS(r.out, "node.join    node n3 joined\n");
     CHECK_HAS(r.out, "job 7 is running with \"4\" workers\n");
@@ -1143,27 +1154,27 @@ static void test_hvctl(void) {
 
     const char *a8[] = {"cancel", "7", NULL};
     run_tool(&r, "hvctl", a8);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "job 7: cancelled\n");
     run_free(&r);
 
     script = script_ok;
     const char *a9[] = {"logs", "7", NULL};
     run_tool(&r, "hvctl", a9);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "[0]<stdout>:hello from 0\n[1]<stderr>:warning from 1\n"
                      "[2]<stdout>:epoch 1 loss=0.5\n");
     run_free(&r);
 
     const char *a10[] = {"logs", "7", "--follow", "--json", NULL};
     run_tool(&r, "hvctl", a10);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "\"text\": \"warning from 1\"\n");
     run_free(&r);
 
     const char *a11[] = {"job", NULL};
     run_tool(&r, "hvctl", a11);
-    CHECK_INT(r.status, 2);
+    CHECK_STATUS(&r, 2);
     CHECK_HAS(r.err, "'job' needs a job id");
     run_free(&r);
 }
@@ -1214,7 +1225,7 @@ static void test_submit_elastic(void) {
                           bin,
                           NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_INT(got_spec.np, 4);
     CHECK_INT(got_spec.min_np, 2);
     CHECK_INT(got_spec.max_np, 8);
@@ -1239,7 +1250,7 @@ static void test_submit_elastic(void) {
     const char *args2[] = {"--max-np", "8", "--max-resets", "0", "--blacklist-cooldown", "0:0",
                            bin,        NULL};
     run_tool(&r, "hvsubmit", args2);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_INT(got_spec.np, 0);
     CHECK_INT(got_spec.min_np, 0);
     CHECK_INT(got_spec.max_np, 8);
@@ -1258,7 +1269,7 @@ static void test_submit_elastic(void) {
     reset_counts();
     const char *args3[] = {"--quiet", "--min-np", "2", bin, NULL};
     run_tool(&r, "hvsubmit", args3);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_INT(got_spec.elastic, 1);
     CHECK_INT(got_spec.max_resets_set, 0);
     CHECK_INT(got_spec.cooldown_set, 0);
@@ -1274,7 +1285,7 @@ static void test_submit_elastic(void) {
     wv[0].exit_code = 4;
     const char *args4[] = {"--min-np", "1", "--max-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args4);
-    CHECK_INT(r.status, 4);
+    CHECK_STATUS(&r, 4);
     const char *reason = strstr(r.err, "hvsubmit: job 7 failed: 3 resets, at most 3 allowed: rank "
                                        "0 on n1 exited with status 4\n");
     const char *summary = strstr(r.err, "hvsubmit: job 7 at its end: generation 4, 1 worker, "
@@ -1307,7 +1318,7 @@ static void test_submit_elastic(void) {
         reset_counts();
         const char *a5[] = {bad[i].a, bad[i].b, bad[i].c, bad[i].d, bin, NULL};
         run_tool(&r, "hvsubmit", a5);
-        CHECK_INT(r.status, 2);
+        CHECK_STATUS(&r, 2);
         CHECK_HAS(r.err, bad[i].msg);
         CHECK_INT(n_stat, 0);
         CHECK_INT(n_submit, 0);
@@ -1316,7 +1327,7 @@ static void test_submit_elastic(void) {
 
     const char *help[] = {"--help", NULL};
     run_tool(&r, "hvsubmit", help);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "--blacklist-cooldown MIN:MAX");
     CHECK_HAS(r.out, "--check-every N");
     CHECK_HAS(r.out, "--elastic-timeout S");
@@ -1346,7 +1357,7 @@ static void test_hvctl_elastic(void) {
     run_t r;
     const char *a1[] = {"job", "7", NULL};
     run_tool(&r, "hvctl", a1);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "NP:         4 (2-8)\n"
                      "ELASTIC:    2 to 8 workers, membership checked every 10 commits\n"
                      "GENERATION: 3 (2 workers)\n"
@@ -1360,7 +1371,7 @@ static void test_hvctl_elastic(void) {
 
     const char *a2[] = {"--json", "job", "7", NULL};
     run_tool(&r, "hvctl", a2);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "\"elastic\": true,\n");
     CHECK_HAS(r.out, "\"generation\": 3,\n  \"size\": 2,\n");
     CHECK_HAS(r.out, "\"round_state\": \"closed\",\n");
@@ -1375,7 +1386,7 @@ static void test_hvctl_elastic(void) {
     /* A fixed-size job shows none of it. */
     final_view = &view_ok;
     run_tool(&r, "hvctl", a1);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_LACKS(r.out, "ELASTIC:");
     CHECK_LACKS(r.out, "GENERATION:");
     CHECK_HAS(r.out, "RESETS:     0\n");
@@ -1392,7 +1403,7 @@ static void test_hvctl_drain(void) {
     run_t r;
     const char *a1[] = {"drain", "gpu-node-1", "--reason", "spot notice", NULL};
     run_tool(&r, "hvctl", a1);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "node gpu-node-1 (id 1): draining, 2/8 slots used\n");
     CHECK_INT(got_drain.n, 1);
     CHECK_INT(got_drain.drain, 1);
@@ -1402,7 +1413,7 @@ static void test_hvctl_drain(void) {
 
     const char *a2[] = {"undrain", "1", NULL};
     run_tool(&r, "hvctl", a2);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "node gpu-node-1 (id 1): alive, 2/8 slots used\n");
     CHECK_INT(got_drain.drain, 0);
     CHECK_STR(got_drain.node, "1");
@@ -1411,7 +1422,7 @@ static void test_hvctl_drain(void) {
 
     const char *a3[] = {"--json", "drain", "1", NULL};
     run_tool(&r, "hvctl", a3);
-    CHECK_INT(r.status, 0);
+    CHECK_STATUS(&r, 0);
     CHECK_HAS(r.out, "\"state\": \"draining\",\n");
     CHECK_HAS(r.out, "\"draining\": true,\n");
     CHECK(json_valid(r.out));
@@ -1420,20 +1431,20 @@ static void test_hvctl_drain(void) {
     /* An unknown node: the head's NOT_FOUND without a message, and with one. */
     const char *a4[] = {"drain", "nosuch", NULL};
     run_tool(&r, "hvctl", a4);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_STR(r.err, "hvctl: no node 'nosuch' (see 'hvctl nodes')\n");
     CHECK_STR(r.out, "");
     run_free(&r);
     const char *a5[] = {"undrain", "ghost", NULL};
     run_tool(&r, "hvctl", a5);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_STR(r.err, "hvctl: no node named 'ghost' or with id ghost\n");
     run_free(&r);
 
     /* A head without DrainNode. */
     const char *a6[] = {"drain", "old", NULL};
     run_tool(&r, "hvctl", a6);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_HAS(r.err, "hvctl: the head at 127.0.0.1:");
     CHECK_HAS(r.err, " does not know DrainNode (it is older than this hvctl)\n");
     run_free(&r);
@@ -1441,7 +1452,7 @@ static void test_hvctl_drain(void) {
     /* No head there. */
     const char *a7[] = {"--head", "127.0.0.1:1", "drain", "n1", NULL};
     run_tool(&r, "hvctl", a7);
-    CHECK_INT(r.status, 1);
+    CHECK_STATUS(&r, 1);
     CHECK_HAS(r.err, "hvctl: cannot reach the head at 127.0.0.1:1: ");
     CHECK(r.ms < 10000);
     run_free(&r);
@@ -1461,7 +1472,7 @@ static void test_hvctl_drain(void) {
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *a8[] = {bad[i].a, bad[i].b, bad[i].c, NULL};
         run_tool(&r, "hvctl", a8);
-        CHECK_INT(r.status, 2);
+        CHECK_STATUS(&r, 2);
         CHECK_HAS(r.err, bad[i].msg);
         run_free(&r);
     }

@@ -13,17 +13,26 @@
 hv_err hv_cli_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
                         const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
                         ProtobufCMessage **resp_out, hv_rpc_status_t *st) {
-    uint64_t give_up = hv_now_ms() + HV_CLI_CONNECT_RETRY_MS;
+    uint64_t start = hv_now_ms();
     uint32_t pause_ms = 100;
     for (;;) {
         hv_err rc = hv_rpc_unary(ch, path, req, resp_desc, timeout_ms, resp_out, st);
-        int never_connected = rc == HV_EUNAVAIL && strstr(st->msg, "failed to connect") != NULL;
-        if (!never_connected || hv_now_ms() + pause_ms > give_up) {
+        if (rc == HV_OK || !hv_cli_rpc_connect_retry(st, start, &pause_ms)) {
             return rc;
         }
-        usleep(pause_ms * 1000u);
-        pause_ms *= 2;
     }
+}
+
+int hv_cli_rpc_connect_retry(const hv_rpc_status_t *st, uint64_t start_ms, uint32_t *pause_ms) {
+    int never_connected = st->rc == HV_EUNAVAIL && strstr(st->msg, "failed to connect") != NULL;
+    int refused = strcasestr(st->msg, "connection refused") != NULL;
+    uint64_t give_up = start_ms + (refused ? HV_CLI_CONNECT_RETRY_MS : HV_CLI_CONNECT_SLOW_MS);
+    if (!never_connected || hv_now_ms() + *pause_ms > give_up) {
+        return 0;
+    }
+    usleep(*pause_ms * 1000u);
+    *pause_ms = *pause_ms * 2 > 1000 ? 1000 : *pause_ms * 2;
+    return 1;
 }
 
 int hv_cli_rpc_unreachable(const hv_rpc_status_t *st) {

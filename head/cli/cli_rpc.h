@@ -27,12 +27,21 @@ enum {
 /* hv_rpc_unary, riding over a connection that could not be made on the first tries (a head
  * under load, a listener that is just starting): when the call failed with UNAVAILABLE before a
  * connection existed ("failed to connect"), the request never left this process, so it is
- * retried, even for calls that are not idempotent, for up to HV_CLI_CONNECT_RETRY_MS. Any other
- * outcome is returned as is. Same arguments and ownership as hv_rpc_unary. */
+ * retried, even for calls that are not idempotent, for up to HV_CLI_CONNECT_RETRY_MS after a
+ * refused connection (nobody listens there, most likely) and up to HV_CLI_CONNECT_SLOW_MS after
+ * any other connect failure (a handshake that did not finish in time: gRPC gives the first
+ * attempts only a fraction of a second, too little for a loaded machine). Any other outcome is
+ * returned as is. Same arguments and ownership as hv_rpc_unary. */
 #define HV_CLI_CONNECT_RETRY_MS 1500u
+#define HV_CLI_CONNECT_SLOW_MS 8000u
 hv_err hv_cli_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
                         const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
                         ProtobufCMessage **resp_out, hv_rpc_status_t *st);
+
+/* The retry rule of hv_cli_rpc_unary for any call: returns 1, after a pause, when the call that
+ * ended with st never reached the head and there is time left in the window that started at
+ * start_ms (hv_now_ms()); else 0. *pause_ms (start it at 100) grows with each retry. */
+int hv_cli_rpc_connect_retry(const hv_rpc_status_t *st, uint64_t start_ms, uint32_t *pause_ms);
 
 /* True when the call failed with UNAVAILABLE: the head could not be reached, went away, or
  * said it cannot serve right now. The caller may retry. */

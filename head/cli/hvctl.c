@@ -693,6 +693,9 @@ static int ctl_logs(const ctl_t *c) {
         hv_cli_json_arr_begin(&j);
     }
     int status = HV_CLI_EXIT_OK;
+    int got_any = 0; /* an item arrived: the stream reached the head */
+    uint64_t start_ms = hv_now_ms();
+    uint32_t pause_ms = 100;
     for (;;) {
         ProtobufCMessage *msg = NULL;
         hv_rpc_status_t st;
@@ -701,6 +704,19 @@ static int ctl_logs(const ctl_t *c) {
         if (rc == HV_ETIMEDOUT) {
             continue;
         }
+        if (rc != HV_OK && !got_any && hv_cli_rpc_connect_retry(&st, start_ms, &pause_ms)) {
+            /* No connection was made: nothing was shown yet, so simply ask again. */
+            hv_rpc_bstream_destroy(s);
+            s = NULL;
+            if (hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
+                                    &hvpb__v1__watch_item__descriptor, 0, &s) != HV_OK) {
+                fprintf(stderr, CTL_PROG ": cannot reach the head at %s\n", c->head);
+                status = HV_CLI_EXIT_FAIL;
+                break;
+            }
+            continue;
+        }
+        got_any = 1;
         if (rc != HV_OK) {
             if (st.rc != HV_OK) {
                 if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
