@@ -1,0 +1,34 @@
+#!/bin/sh
+# A node vanishes in the middle of an epoch (its agent and its workers are SIGKILLed: nobody
+# reports an exit). The survivors' collectives fail at once; they roll back and re-join, and the
+# round forms without the lost node when its lease runs out. The job ends 0, every epoch
+# processes each sample exactly once, and the final accuracy is within 0.01 of a run without
+# the failure (same seed, constant global batch).
+. "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/elastic.sh"
+hv_setup
+LEASE_MS=2000
+start_elastic_head
+start_agent node-a 2
+start_agent node-b 2
+E="-np 4 --min-np 2 --max-np 4 --"
+submit ref $E --epochs 3
+wait_submit
+[ "$SUB_RC" -eq 0 ] || fail "the reference run failed"
+check_exact ref 3
+
+submit loss $E --epochs 3 --step-delay-ms 20
+wait_epoch loss 0
+sleep 0.3
+victims="$(agent_pid node-b) $(agent_workers node-b)"
+[ "$(echo $victims | wc -w)" -eq 3 ] || fail "expected node-b's agent and 2 workers, got: $victims"
+kill -KILL $victims
+wait_submit 120
+[ "$SUB_RC" -eq 0 ] || fail "the loss of a node must not fail an elastic job (rc $SUB_RC)"
+check_exact loss 3
+acc=$(final_accuracy loss); ref=$(final_accuracy ref)
+close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a node loss is not within 0.01 of $ref"
+rounds 2 >"$TMP/r2"; cat "$TMP/r2"
+sed -n 2p "$TMP/r2" | grep -q '^2 2 rollback node-a ' || fail "g2 should roll back to the 2 workers of node-a"
+assert_grep "$TMP/loss.err" "node node-b is dead" "hvsubmit should show why the workers were lost"
+pass "a lost node costs a rollback, not the job; epochs stay exact"
