@@ -1124,9 +1124,12 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         goto out;
     }
     int first = j->jm.state == HV_JOB_PENDING;
+    /* New workers of a running job get ranks after its live members until their first round
+     * assigns the real ones (HV_RANK < HV_SIZE must hold in their environment). */
     uint32_t base_rank = 0;
     for (size_t i = 0; i < j->jm.nw; i++) {
-        base_rank++; /* later placements continue the rank numbering (display only) */
+        const hv_jm_worker_t *o = j->jm.w[i];
+        base_rank += hv_wk_state_active(o->state) && !o->removed;
     }
     /* Store every worker and the job's new state in one transaction, then send orders. */
     hv_err rc = hv_store_begin(d->store);
@@ -1207,7 +1210,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
                         (unsigned long long)j->jm.id, n, hosts, why);
     }
     apply(d, j, &d->out);
-    uint32_t size = first ? n : j->jm.size + n;
+    uint32_t size = base_rank + n;
     for (uint32_t r = 0; r < n && !hv_job_state_terminal(j->jm.state); r++) {
         send_spawn(d, j, ws[r], size);
     }

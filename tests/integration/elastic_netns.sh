@@ -1,0 +1,71 @@
+#!/bin/sh
+# Elastic training across hosts: the head and three agents each in their own network namespace
+# (10.202.0.0/24 on a bridge this test creates), workers talking over the veth links. One job
+# sees every kind of change: B joins (grow), a worker on B is SIGKILLed (failure: B barred,
+# rollback), C joins (grow), A gets the preemption notice (drain). It ends 0 with every epoch
+# exact and the rounds as planned. Skipped (exit 77) where ip netns is not permitted.
+. "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/elastic.sh"
+hv_setup
+P=hve$$
+H=${P}h A=${P}a B=${P}b C=${P}c
+netns_cleanup() {
+    for n in $H $A $B $C; do ip netns pids $n 2>/dev/null | xargs -r kill -KILL; ip netns del $n 2>/dev/null; done
+    hv_cleanup
+}
+trap netns_cleanup EXIT
+if ! ip netns add $H 2>/dev/null; then echo "SKIP: ip netns is not permitted here"; exit 77; fi
+for n in $A $B $C; do ip netns add $n || fail "cannot create namespaces"; done
+for n in $H $A $B $C; do ip -n $n link set lo up; done
+ip -n $H link add br0 type bridge && ip -n $H link set br0 up && ip -n $H addr add 10.202.0.1/24 dev br0 || fail "bridge"
+i=2
+for n in $A $B $C; do
+    ip link add ${n}x type veth peer name ${n}y || fail "veth"
+    ip link set ${n}x netns $n; ip link set ${n}y netns $H
+    ip -n $H link set ${n}y master br0; ip -n $H link set ${n}y up
+    ip -n $n addr add 10.202.0.$i/24 dev ${n}x; ip -n $n link set ${n}x up
+    i=$((i + 1))
+done
+HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" "elastic:" "  rendezvous_timeout_s: 20"
+ip netns exec $H "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
+PIDS="$PIDS $!"
+wait_for 10 grep -q 'listening on' "$TMP/head.out" || fail "head did not start in its namespace"
+HEAD=10.202.0.1:7000
+join_ns() { # NAME NS
+    ip netns exec "$2" "$BIN/hvagent" join $HEAD --token "$TOKEN" --name "$1" --slots 2 \
+        --work-dir "$TMP/agent-$1" --drain-deadline 60 >"$TMP/agent-$1.out" 2>"$TMP/agent-$1.err" &
+    eval "AGENT_PID_$(echo "$1" | tr -c 'a-zA-Z0-9\n' '_')=$!"
+    PIDS="$PIDS $!"
+    wait_for 15 grep -q joined "$TMP/agent-$1.out" || fail "agent $1 did not join across namespaces"
+}
+join_ns node-a $A
+# hvsubmit runs in the head's namespace.
+ip netns exec $H "$BIN/hvsubmit" --head $HEAD -np 2 --min-np 2 --max-np 4 --max-resets 10 "$TRAIN" $TRAIN_ARGS \
+    --epochs 5 --step-delay-ms 15 >"$TMP/run.out" 2>"$TMP/run.err" &
+SUB_PID=$!
+wait_epoch run 0
+join_ns node-b $B
+wait_epoch run 1
+kill -KILL "$(agent_workers node-b | head -n 1)"
+wait_epoch run 2
+join_ns node-c $C
+wait_epoch run 3
+kill -TERM "$(agent_pid node-a)"
+wait_submit 180
+[ "$SUB_RC" -eq 0 ] || fail "the job should survive grow, failure, grow and drain across namespaces (rc $SUB_RC)"
+check_exact run 5
+ip netns exec $H "$BIN/hvctl" --head $HEAD events --job 1 --json --limit 1000 >"$TMP/events-1.json"
+/usr/bin/python3 - "$TMP/events-1.json" <<'PY' || fail "unexpected rounds"
+import json, sys
+ev = json.load(open(sys.argv[1]))["events"]
+r = [e["data"] for e in ev if e["kind"] == "round.close"]
+for d in r:
+    print(d["generation"], d["size"], d["rollback"], d["rank0"], d["reason"])
+kinds = [("grow" if d["reason"].startswith("grow") else
+          "drain" if d["reason"].startswith("drain") else
+          "failure" if d["rollback"] else d["reason"]) for d in r]
+assert kinds == ["start", "grow", "failure", "grow", "drain"], kinds
+assert [d["size"] for d in r] == [2, 4, 2, 4, 2], r
+assert r[-1]["rank0"] == "node-c" and not r[-1]["rollback"], r[-1]
+PY
+pass "grow, failure, grow and drain with every host in its own network namespace"
