@@ -119,6 +119,18 @@ hv_err hv__state_add_internal(hv_state_t *st, const char *name, void *buf, size_
     return HV_OK;
 }
 
+void hv__state_remove_internal(hv_state_t *st, const char *name) {
+    for (int i = 0; i < st->nbufs; i++) {
+        if (strcmp(st->bufs[i].name, name) == 0) {
+            hv_free(st->bufs[i].snap);
+            memmove(&st->bufs[i], &st->bufs[i + 1],
+                    (size_t)(st->nbufs - i - 1) * sizeof(*st->bufs));
+            st->nbufs--;
+            return;
+        }
+    }
+}
+
 hv_err hv_state_add_buffer(hv_state_t *st, const char *name, void *buf, size_t bytes) {
     return hv__state_add_internal(st, name, buf, bytes);
 }

@@ -32,6 +32,9 @@ hv_err hv__state_world(const hv_state_t *st, hv__engine_t **e, int *rank, int *s
  * as hv_state_add_buffer. */
 hv_err hv__state_add_internal(hv_state_t *st, const char *name, void *buf, size_t bytes);
 
+/* Unregisters the buffer name (a sampler whose creation failed half-way). No-op if absent. */
+void hv__state_remove_internal(hv_state_t *st, const char *name);
+
 /* Hands sampler s to st: it is committed, rewound and freed with the state. HV_ENOMEM. */
 hv_err hv__state_attach_sampler(hv_state_t *st, hv_sampler_t *s);
 

@@ -152,12 +152,15 @@ hv_err hv_sampler_create(hv_state_t *st, const char *name, const hv_sampler_conf
     hv_err rc = hv__state_add_internal(st, pos_name, &s->pos, sizeof(s->pos));
     if (rc == HV_OK) {
         rc = hv__state_add_internal(st, map_name, s->bitmap, s->words * sizeof(uint64_t));
-        // (A failure here leaves pos registered with a freed sampler: only on HV_EEXIST, which
-        // the first registration would have reported already, or HV_ENOMEM, after which the
-        // state is unusable anyway; keep it simple and document that create must not fail.)
-    }
-    if (rc == HV_OK) {
-        rc = hv__state_attach_sampler(st, s);
+        if (rc == HV_OK) {
+            rc = hv__state_attach_sampler(st, s);
+            if (rc != HV_OK) {
+                hv__state_remove_internal(st, map_name);
+            }
+        }
+        if (rc != HV_OK) {
+            hv__state_remove_internal(st, pos_name); // nothing may point into a freed sampler
+        }
     }
     if (rc != HV_OK) {
         hv__sampler_free(s);

@@ -3,7 +3,7 @@
  * that each rank takes (sizes add up, shares are contiguous, the remainder goes to the first
  * ranks), the global batch at each world size, and the per-epoch permutation (a permutation,
  * the same for the same (seed, epoch), different across epochs and seeds, the identity without
- * shuffle, roughly uniform). The end-to-end behaviour (exact epochs across failures and growth)
+ * shuffle, roughly uniform), and state / sampler creation under allocation failures. The end-to-end behaviour (exact epochs across failures and growth)
  * is elastic_test's.
  */
 #include <stdint.h>
@@ -109,11 +109,43 @@ static void test_uniform(void) {
     }
 }
 
+/* Creating a state and a sampler with the n-th allocation failing, for every n: HV_ENOMEM or
+ * HV_OK, never a crash, a leak or a buffer left registered into freed memory (ASan builds). */
+static void test_oom(void) {
+    int ok = 0;
+    for (long n = 1; n < 40 && !ok; n++) {
+        uint64_t step = 0;
+        float w[64];
+        hv_state_t *st = NULL;
+        hv_sampler_t *s = NULL;
+        hv_sampler_config_t cfg = HV_SAMPLER_CONFIG_INIT;
+        cfg.num_samples = 1000;
+        hv_mem_fail_after(n);
+        hv_err rc = hv_state_create(&st);
+        if (rc == HV_OK) {
+            rc = hv_state_add_buffer(st, "w", w, sizeof(w));
+        }
+        if (rc == HV_OK) {
+            rc = hv_state_add_u64(st, "step", &step);
+        }
+        if (rc == HV_OK) {
+            rc = hv_sampler_create(st, "train", &cfg, &s);
+        }
+        hv_mem_fail_after(0);
+        ASSERT_TRUE(rc == HV_OK || rc == HV_ENOMEM);
+        if (rc == HV_ENOMEM && st != NULL) {
+            // What did register is consistent: a second sampler of another name still works.
+            ASSERT_RC(hv_sampler_create(st, "other", &cfg, &s), HV_OK);
+        }
+        ok = rc == HV_OK;
+        hv_state_destroy(st);
+    }
+    ASSERT_TRUE(ok);
+}
+
 static const hvtest_case_t cases[] = {
-    {"share", test_share},
-    {"global", test_global},
-    {"permutation", test_permutation},
-    {"uniform", test_uniform},
+    {"share", test_share},     {"global", test_global}, {"permutation", test_permutation},
+    {"uniform", test_uniform}, {"oom", test_oom},
 };
 
 HVTEST_MAIN(cases)
