@@ -22,3 +22,12 @@ target_link_libraries(bench_sync PRIVATE hv_static)
 hv_add_test(NAME perf.bench_sync
   COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_sync.sh --quick --bin ${CMAKE_BINARY_DIR}/bin
   LABELS perf TIMEOUT 900)
+
+# Elastic reset latency through the real binaries: failure (SIGKILL of a worker), join and drain
+# at 2..16 workers, with a breakdown (tests/perf/bench_elastic.sh; the worker is bench_elastic).
+add_executable(bench_elastic ${CMAKE_CURRENT_LIST_DIR}/bench_elastic.c)
+target_link_libraries(bench_elastic PRIVATE hv_static)
+hv_add_test(NAME perf.bench_elastic
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_elastic.sh --sizes "2 4" --resets 3 --drains 1
+          --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf TIMEOUT 900)
