@@ -593,9 +593,21 @@ static int cli_worker_before(const Hvpb__V1__WorkerView *a, const Hvpb__V1__Work
 int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
                            const Hvpb__V1__WorkerView **first_out) {
     const Hvpb__V1__WorkerView *first = NULL;
+    /* An elastic job survives failures: only a failure among the members of its last formed
+     * round can be why it ended (earlier failures were survived; workers the head stopped or
+     * drained are consequences). */
+    uint32_t last = v->generation;
+    if (v->elastic && last > 0 && v->round_state != NULL &&
+        (strcmp(v->round_state, "open") == 0 || strcmp(v->round_state, "not formed") == 0)) {
+        last--;
+    }
     for (size_t i = 0; i < v->n_workers; i++) {
         const Hvpb__V1__WorkerView *w = v->workers[i];
         if (w == NULL || !hv_cli_worker_failed(w)) {
+            continue;
+        }
+        if (v->elastic && (w->generation != last || strcmp(w->state, "killed") == 0 ||
+                           strcmp(w->state, "left") == 0)) {
             continue;
         }
         if (first == NULL || cli_worker_before(w, first)) {
@@ -650,6 +662,12 @@ const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size
 }
 
 const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t len) {
+    if (v->round_state != NULL && strcmp(v->round_state, "not formed") == 0 && v->generation > 1) {
+        snprintf(buf, len, "generation %u did not form; generation %u had %u worker%s; %u reset%s",
+                 (unsigned)v->generation, (unsigned)v->generation - 1, (unsigned)v->size,
+                 v->size == 1 ? "" : "s", (unsigned)v->resets, v->resets == 1 ? "" : "s");
+        return buf;
+    }
     snprintf(buf, len, "generation %u, %u worker%s, %u reset%s", (unsigned)v->generation,
              (unsigned)v->size, v->size == 1 ? "" : "s", (unsigned)v->resets,
              v->resets == 1 ? "" : "s");

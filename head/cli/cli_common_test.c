@@ -531,6 +531,34 @@ static void test_exit_status(void) {
     CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
     CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)), "rank 2 was lost");
 
+    /* Elastic: a failure survived in generation 1 does not decide the status of a job that
+     * failed later for another reason (reset limit); a failure in the last formed round does. */
+    {
+        Hvpb__V1__JobView e = v;
+        Hvpb__V1__WorkerView ew[3];
+        Hvpb__V1__WorkerView *ep[3] = {&ew[0], &ew[1], &ew[2]};
+        e.workers = ep;
+        e.n_workers = 3;
+        e.elastic = 1;
+        e.state = "failed";
+        e.generation = 3;
+        e.round_state = "not formed";
+        set_worker(&ew[0], 0, "n1", "exited", -1, 9); /* survived in generation 1 */
+        ew[0].generation = 1;
+        set_worker(&ew[1], 0, "n2", "killed", -1, 15); /* stopped when the job ended */
+        ew[1].generation = 2;
+        set_worker(&ew[2], 1, "n2", "exited", 0, 0);
+        ew[2].generation = 2;
+        CHECK_INT(hv_cli_job_exit_status(&e, 0, &first), 1);
+        set_worker(&ew[2], 1, "n2", "exited", 4, 0); /* the last round's member failed */
+        ew[2].generation = 2;
+        CHECK_INT(hv_cli_job_exit_status(&e, 0, &first), 4);
+        e.size = 2;
+        e.resets = 2;
+        CHECK_STR(hv_cli_elastic_summary(&e, buf, sizeof(buf)),
+                  "generation 3 did not form; generation 2 had 2 workers; 2 resets");
+    }
+
     /* Failed with no failing worker (e.g. timed out waiting for slots): 1. */
     set_worker(&ws[2], 2, "n2", "pending", 0, 0);
     CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
