@@ -47,6 +47,7 @@
  *   --train-limit N       train on the first N training samples only (default: all 60000)
  *   --test-limit N        evaluate on the first N test samples only (default: all 10000)
  *   --step-delay-ms N     sleep N ms after every step (lets tests act in the middle of an epoch)
+ *   --exit-on-node NODE:CODE  in every generation, a worker on NODE exits at its first step.
  *   --exit-at E:B:R:CODE  in the job's first generation, the worker of rank R (or `all`) exits
  *                         with status CODE when it reaches batch B (from 0) of epoch E (from 0)
  *   --kill-at E:B:R       the same, but the worker kills itself with SIGKILL
@@ -269,6 +270,8 @@ typedef struct opts_s {
     uint64_t train_limit, test_limit; /* 0: all */
     uint32_t step_delay_ms;
     fault_t exit_at, kill_at;
+    char exit_node[256]; /* --exit-on-node: a worker on this node fails at its first step */
+    int exit_node_code;
     int verbose;
 } opts_t;
 
@@ -278,7 +281,7 @@ static void usage(FILE *f) {
         "usage: elastic_train [--epochs N] [--batch N | --batch-per-rank N] [--lr X] [--seed N]\n"
         "                     [--data DIR] [--train-limit N] [--test-limit N]\n"
         "                     [--step-delay-ms N] [--exit-at E:B:R:CODE] [--kill-at E:B:R]\n"
-        "                     [--verbose]\n"
+        "                     [--exit-on-node NODE:CODE] [--verbose]\n"
         "Trains a 784-256-128-10 MLP on Fashion-MNIST under libhv's elastic API.\n"
         "  --epochs N           epochs (default 5)\n"
         "  --batch N            global batch, split across ranks (default 64)\n"
@@ -294,6 +297,8 @@ static void usage(FILE *f) {
         "  --exit-at E:B:R:CODE in the first generation, rank R (or 'all') exits with CODE\n"
         "                       at batch B of epoch E (both from 0)\n"
         "  --kill-at E:B:R      the same with SIGKILL\n"
+        "  --exit-on-node NODE:CODE  in every generation, a worker on node NODE exits with\n"
+        "                       CODE at its first step (a flapping node, for tests)\n"
         "  --verbose            configuration, data loading and progress on stderr\n"
         "Rank 0 prints one line per epoch and a final 'done' line on stdout. Exit status 0\n"
         "on success (also when a drain removed this worker), 1 on an error.\n",
@@ -363,8 +368,9 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             continue;
         }
         static const char *const with_value[] = {
-            "--epochs",      "--batch",      "--batch-per-rank", "--lr",      "--seed",   "--data",
-            "--train-limit", "--test-limit", "--step-delay-ms",  "--exit-at", "--kill-at"};
+            "--epochs",        "--batch",   "--batch-per-rank", "--lr",
+            "--seed",          "--data",    "--train-limit",    "--test-limit",
+            "--step-delay-ms", "--exit-at", "--kill-at",        "--exit-on-node"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
             known |= strcmp(name, with_value[k]) == 0;
@@ -418,6 +424,18 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             want = parse_fault(v, 1, &o->exit_at) ? "EPOCH:BATCH:RANK:CODE (RANK a number or "
                                                     "'all', CODE 0..255), e.g. 1:20:all:3"
                                                   : NULL;
+        } else if (strcmp(name, "--exit-on-node") == 0) {
+            const char *colon = strrchr(v, ':');
+            uint64_t code = 0;
+            want = colon == NULL || colon == v || (size_t)(colon - v) >= sizeof(o->exit_node) ||
+                           parse_u64(colon + 1, 0, 255, &code)
+                       ? "NODE:CODE (CODE 0..255), e.g. node-a:3"
+                       : NULL;
+            if (want == NULL) {
+                memcpy(o->exit_node, v, (size_t)(colon - v));
+                o->exit_node[colon - v] = '\0';
+                o->exit_node_code = (int)code;
+            }
         } else {
             want = parse_fault(v, 0, &o->kill_at)
                        ? "EPOCH:BATCH:RANK (RANK a number or 'all'), e.g. 0:50:1"
@@ -696,6 +714,14 @@ static hv_err train(hv_state_t *st, void *ud) {
             }
             fault_check(t, &t->o.exit_at, 0);
             fault_check(t, &t->o.kill_at, 1);
+            if (t->o.exit_node[0] != '\0' && strcmp(hv_host_name(), t->o.exit_node) == 0) {
+                fprintf(stderr,
+                        "elastic_train: rank %d on %s: exiting with status %d (--exit-on-node)\n",
+                        hv_rank(), t->o.exit_node, t->o.exit_node_code);
+                fflush(stdout);
+                fflush(stderr);
+                _exit(t->o.exit_node_code);
+            }
             if ((rc = train_step(t, n)) != HV_OK) {
                 return rc;
             }

@@ -483,6 +483,7 @@ static void job_load_blacklist(hv_driver_t *d, hv_djob_t *j) {
             break;
         }
         b->node_id = rows[i].node_id;
+        b->incarnation = rows[i].incarnation;
         b->e.strikes = rows[i].strikes;
         b->e.until_ms = rows[i].until_ms;
         b->e.permanent = rows[i].permanent;
@@ -833,6 +834,12 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     if (b == NULL) {
         return;
     }
+    hv_dnode_t *nd = hv_driver_node(d, node_id);
+    uint64_t inc = nd != NULL ? nd->incarnation : 0;
+    if (b->incarnation != inc) {
+        memset(&b->e, 0, sizeof(b->e)); /* another agent: its strikes start from zero */
+        b->incarnation = inc;
+    }
     uint64_t wall = hv_wall_ms();
     uint64_t cd = hv_bl_strike(&b->e, &j->bl, wall, rand32());
     snprintf(b->reason, sizeof(b->reason), "%s", what);
@@ -841,7 +848,8 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
                               .reason = b->reason,
                               .strikes = b->e.strikes,
                               .until_ms = b->e.until_ms,
-                              .permanent = b->e.permanent};
+                              .permanent = b->e.permanent,
+                              .incarnation = b->incarnation};
     hv_err rc = hv_store_blacklist_put(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "store a blacklist entry");
@@ -1007,14 +1015,15 @@ static size_t node_count(hv_driver_t *d) {
     return n;
 }
 
-/* Whether job j may place workers on node nd now (blacklist). */
+/* Whether job j may place workers on node nd now (blacklist). A bar holds for the agent it was
+ * earned under: a new agent on the node (a new machine that reuses the name) starts clean. */
 static int eligible(const hv_djob_t *j, const hv_dnode_t *nd, uint64_t wall) {
     if (j == NULL) {
         return 1;
     }
     for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         if (b->node_id == nd->id) {
-            return !hv_bl_blocked(&b->e, wall);
+            return b->incarnation != nd->incarnation || !hv_bl_blocked(&b->e, wall);
         }
     }
     return 1;
@@ -1229,6 +1238,7 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
     for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         hv_dnode_t *nd = hv_driver_node(d, b->node_id);
         if (nd != NULL && b->e.strikes > 0 && !b->e.permanent && !hv_bl_blocked(&b->e, wall) &&
+            b->incarnation == nd->incarnation && hv_node_takes_work(nd->state, nd->has_session) &&
             nd->acct.slots_used < nd->acct.slots) {
             snprintf(buf, len, "cooldown of node %s ended", nd->name);
             return;
@@ -1718,8 +1728,10 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
         if (!job_active(j)) {
             continue;
         }
+        hv_dnode_t *nd = hv_driver_node(d, node_id);
         for (hv_dbl_t *b = j->blacklist; b != NULL && n < cap; b = b->next) {
-            if (b->node_id == node_id && hv_bl_blocked(&b->e, wall)) {
+            if (b->node_id == node_id && hv_bl_blocked(&b->e, wall) && nd != NULL &&
+                b->incarnation == nd->incarnation) {
                 jobs[n] = j;
                 entries[n] = b;
                 n++;

@@ -123,6 +123,7 @@ typedef struct hv_dworker_s {
 /* One node barred from one job's work. */
 typedef struct hv_dbl_s {
     uint64_t node_id;
+    uint64_t incarnation; /* the node's agent when it was struck; another one starts clean */
     hv_bl_entry_t e;
     char reason[HV_JM_REASON_MAX]; /* the last failure */
     struct hv_dbl_s *next;

@@ -178,6 +178,7 @@ static const char store_v3_sql[] =
     " until_ms INTEGER NOT NULL DEFAULT 0,"
     " permanent INTEGER NOT NULL DEFAULT 0,"
     " reason TEXT NOT NULL DEFAULT '',"
+    " incarnation INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (job_id, node_id));"
     "ALTER TABLE events ADD COLUMN data TEXT NOT NULL DEFAULT '';";
 
@@ -237,7 +238,7 @@ enum {
     " cross_rank, done, removed, addr"
 #define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message, data"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
-#define BLACKLIST_COLS "job_id, node_id, reason, strikes, until_ms, permanent"
+#define BLACKLIST_COLS "job_id, node_id, reason, strikes, until_ms, permanent, incarnation"
 #define INSTANCE_COLS "id, provider, state, node_name, price_milli, created_ms, ended_ms"
 #define WORKER_ACTIVE "state IN ('pending','starting','running')"
 
@@ -310,7 +311,7 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
     [ST_ARTIFACT_TOUCH] = "UPDATE artifacts SET last_used_ms = ?2 WHERE digest = ?1",
     [ST_BLACKLIST_PUT] = "INSERT OR REPLACE INTO blacklist (job_id, node_id, reason, strikes,"
-                         " until_ms, permanent) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                         " until_ms, permanent, incarnation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_BLACKLIST_LIST] = "SELECT " BLACKLIST_COLS " FROM blacklist WHERE ?1 = 0 OR job_id = ?1"
                           " ORDER BY job_id, node_id",
     [ST_BLACKLIST_REMOVE] = "DELETE FROM blacklist WHERE job_id = ?1 AND node_id = ?2",
@@ -1657,6 +1658,7 @@ static hv_err blacklist_read(sqlite3_stmt *st, void *vrow) {
     r->strikes = col_u32(st, 3);
     r->until_ms = col_u64(st, 4);
     r->permanent = col_int(st, 5);
+    r->incarnation = col_u64(st, 6);
     return HV_OK;
 }
 
@@ -1677,6 +1679,7 @@ hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row) {
     bind_u64(&b, 4, row->strikes);
     bind_u64(&b, 5, row->until_ms);
     bind_int(&b, 6, row->permanent != 0);
+    bind_u64(&b, 7, row->incarnation);
     if ((rc = store_bind_check(s, &b, "blacklist put")) == HV_OK) {
         rc = store_exec_stmt(s, st, "blacklist put");
     }

@@ -205,12 +205,14 @@ void hv_store_artifact_fini(hv_artifact_row_t *row);
 /* A node barred from one job's work (v3: by node id, the head's identity for the node, so a new
  * machine that reuses a host name starts clean). */
 typedef struct hv_blacklist_row_s {
-    uint64_t job_id;   // required
-    uint64_t node_id;  // required
-    char *reason;      // the last failure
-    uint32_t strikes;  // failures counted against the node for this job
-    uint64_t until_ms; // wall-clock ms until which the node gets no work of the job
-    int permanent;     // 1: barred for good
+    uint64_t job_id;      // required
+    uint64_t node_id;     // required
+    char *reason;         // the last failure
+    uint32_t strikes;     // failures counted against the node for this job
+    uint64_t until_ms;    // wall-clock ms until which the node gets no work of the job
+    int permanent;        // 1: barred for good
+    uint64_t incarnation; // the agent process the failures happened under: a new agent on the
+                          // node (a new machine reusing the name, too) starts clean
 } hv_blacklist_row_t;
 
 /* Inserts or replaces the entry for (job_id, node_id). HV_EINVAL without both ids. */

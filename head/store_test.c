@@ -219,7 +219,8 @@ static void test_persist(void) {
                              .reason = "3 failures",
                              .strikes = 3,
                              .until_ms = 1700000100000ull,
-                             .permanent = 1};
+                             .permanent = 1,
+                             .incarnation = 0xfedcba9876543210ull};
     CHECK_OK(s, hv_store_blacklist_put(s, &bl));
     hv_instance_row_t inst = {.id = "spot-1",
                               .provider = "spot-sim",
@@ -339,6 +340,7 @@ static void test_persist(void) {
         CHECK_U64(bls[0].job_id, job.id);
         CHECK_U64(bls[0].node_id, node.id);
         CHECK_I64(bls[0].permanent, 1);
+        CHECK(bls[0].incarnation == 0xfedcba9876543210ull);
         CHECK_STR(bls[0].reason, "3 failures");
         CHECK_U64(bls[0].strikes, 3);
         CHECK_U64(bls[0].until_ms, 1700000100000ull);
