@@ -283,7 +283,10 @@ static void args_fill(grpc_arg *a, size_t *n, int server) {
         HV__ARG(GRPC_ARG_ALLOW_REUSEPORT, 0);
     } else {
         HV__ARG(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-        HV__ARG(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+        /* gRPC core also takes this as the minimum time a connection attempt gets (its "min
+         * connect timeout"): at 100 ms, handshakes on a loaded machine timed out. A refused
+         * connection still fails at once, and retries start after the 100 ms above. */
+        HV__ARG(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
         HV__ARG(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
         HV__ARG(GRPC_ARG_ENABLE_RETRIES, 0);
     }

@@ -1283,6 +1283,7 @@ static void test_submit_elastic(void) {
     final_view = &view_elastic_failed;
     view_elastic_failed.reason = "3 resets, at most 3 allowed: rank 0 on n1 exited with status 4";
     wv[0].exit_code = 4;
+    wv[0].generation = 4; /* a member of the last round: its failure is the job's status */
     const char *args4[] = {"--min-np", "1", "--max-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args4);
     CHECK_STATUS(&r, 4);
@@ -1297,6 +1298,7 @@ static void test_submit_elastic(void) {
     }
     run_free(&r);
     wv[0].exit_code = 0;
+    wv[0].generation = 0;
 
     /* Bad elastic options: exit 2 before anything reaches the head. */
     static const struct {
