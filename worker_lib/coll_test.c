@@ -751,6 +751,10 @@ static void test_stalled_peer(void) {
     ASSERT_TRUE(s.took >= 0.25 && s.took < hvtest_scale(1.3));
 }
 
+/* Both ranks have seen their operation pending before rank 0 aborts (without this, rank 0
+ * could abort before rank 1 looked, and rank 1 would see the abort instead of "pending"). */
+static pthread_barrier_t pending_seen;
+
 /* Shutting down with operations pending completes them with HV_ECANCELED. */
 static void rank_pending_shutdown(rank_ctx_t *c) {
     float x[8] = {0};
@@ -762,10 +766,13 @@ static void rank_pending_shutdown(rank_ctx_t *c) {
                        .count = 8,
                        .dtype = HV_FLOAT32,
                        .op = HV_SUM};
-    ASSERT_OK(hv__engine_submit(c->e, &d, 1, &h));
-    usleep(20000);
     int done = 1;
-    ASSERT_OK(hv__engine_test(c->e, h, &done));
+    hv_err src = hv__engine_submit(c->e, &d, 1, &h);
+    usleep(20000);
+    hv_err trc = src == HV_OK ? hv__engine_test(c->e, h, &done) : src;
+    pthread_barrier_wait(&pending_seen); /* reached by both ranks whatever happened */
+    ASSERT_OK(src);
+    ASSERT_OK(trc);
     ASSERT_EQ_INT(done, 0);
     // Rank 0 aborts: its own operations fail with HV_ECANCELED, the peer's with HV_EPEER (its
     // connection closed), both at once.
@@ -780,7 +787,11 @@ static void rank_pending_shutdown(rank_ctx_t *c) {
     ASSERT_TRUE(hvtest_now() - t0 < hvtest_scale(2.0));
 }
 
-static void test_abort_pending(void) { run_ranks(2, rank_pending_shutdown, NULL, 0); }
+static void test_abort_pending(void) {
+    pthread_barrier_init(&pending_seen, NULL, 2);
+    run_ranks(2, rank_pending_shutdown, NULL, 0);
+    pthread_barrier_destroy(&pending_seen);
+}
 
 /* Fail the Nth allocation, for every N of a short session (world, blocking, async, grouped
  * collectives): every call returns HV_OK or an error (never crashes), and under ASan nothing
