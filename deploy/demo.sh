@@ -14,7 +14,7 @@ echo "demo: build ready in build/ (bin/: hvhead hvagent hvsubmit hvctl; examples
 WORK=$(mktemp -d /tmp/hv-demo.XXXXXX)
 PIDS=()
 cleanup() {
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     rm -rf "$WORK"
 }

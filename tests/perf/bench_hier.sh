@@ -13,7 +13,7 @@ SIZES=${SIZES:-1M,16M,64M,256M}
 [ -x "$B/bench_allreduce" ] || cmake --build "${BUILD:-build}" --target bench_allreduce hvhead hvagent hvsubmit >/dev/null
 W=$(mktemp -d /tmp/hv-bench-hier.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$W"; }
+cleanup() { for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
 printf 'listen: 127.0.0.1:0\ndata_dir: %s/data\ntoken: bench\n' "$W" >"$W/head.yaml"
 "$B/hvhead" start --config "$W/head.yaml" >"$W/head.out" 2>"$W/head.err" & PIDS+=($!)
