@@ -753,6 +753,13 @@ hv_err hv_rpc_server_add(hv_rpc_server_t *s, const hv_rpc_method_t *m) {
     return HV_OK;
 }
 
+hv_err hv_rpc_server_add_n(hv_rpc_server_t *s, const hv_rpc_method_t *ms, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        HV_TRY(hv_rpc_server_add(s, &ms[i]));
+    }
+    return HV_OK;
+}
+
 hv_err hv_rpc_server_start(hv_rpc_server_t *s) {
     if (s->started) {
         return HV_ESTATE;

@@ -96,6 +96,8 @@ hv_err hv_rpc_server_create(hv_rpc_engine_t *e, const char *listen_addr, hv_rpc_
 /* Registers a method; m is copied. Only before hv_rpc_server_start. Unknown paths are answered
  * with UNIMPLEMENTED. */
 hv_err hv_rpc_server_add(hv_rpc_server_t *s, const hv_rpc_method_t *m);
+/* Registers the n methods of a service (a table); stops at the first error and returns it. */
+hv_err hv_rpc_server_add_n(hv_rpc_server_t *s, const hv_rpc_method_t *ms, size_t n);
 
 hv_err hv_rpc_server_start(hv_rpc_server_t *s);
 

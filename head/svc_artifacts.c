@@ -44,8 +44,5 @@ hv_err hv_svc_artifacts_register(hv_rpc_server_t *srv, hv_artifacts_t *arts) {
         {"/hvpb.v1.Jobs/Upload", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor, jobs_upload,
          NULL, arts},
     };
-    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
-        HV_TRY(hv_rpc_server_add(srv, &ms[i]));
-    }
-    return HV_OK;
+    return hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
 }

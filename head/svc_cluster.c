@@ -471,12 +471,10 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
         {"/hvpb.v1.Cluster/Fetch", HV_RPC_SERVER_STREAM, &hvpb__v1__fetch_request__descriptor,
          cluster_fetch, fetch_done, s},
     };
-    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
-        hv_err rc = hv_rpc_server_add(srv, &ms[i]);
-        if (rc != HV_OK) {
-            hv_free(s);
-            return rc;
-        }
+    hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
+    if (rc != HV_OK) {
+        hv_free(s);
+        return rc;
     }
     *out = s;
     return HV_OK;

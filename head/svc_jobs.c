@@ -788,12 +788,10 @@ hv_err hv_svc_jobs_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_
         {"/hvpb.v1.Jobs/DrainNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
          jobs_drain_node, NULL, s},
     };
-    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
-        hv_err rc = hv_rpc_server_add(srv, &ms[i]);
-        if (rc != HV_OK) {
-            hv_free(s);
-            return rc;
-        }
+    hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
+    if (rc != HV_OK) {
+        hv_free(s);
+        return rc;
     }
     *out = s;
     return HV_OK;

@@ -468,12 +468,10 @@ hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **
         {"/hvpb.v1.Rendezvous/KvGet", HV_RPC_UNARY, &hvpb__v1__kv_get_request__descriptor,
          rdzv_kv_get, rdzv_kv_get_done, s},
     };
-    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
-        hv_err rc = hv_rpc_server_add(srv, &ms[i]);
-        if (rc != HV_OK) {
-            hv_free(s);
-            return rc;
-        }
+    hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
+    if (rc != HV_OK) {
+        hv_free(s);
+        return rc;
     }
     *out = s;
     return HV_OK;
