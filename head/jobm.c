@@ -452,7 +452,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         close_round(j, now, out);
         release_evicted(j, now, out);
     } else if (d == HV_ROUND_FAIL) {
-        char why[HV_JM_REASON_MAX];
+        char why[HV_JM_REASON_MAX + 128];
         if (!j->p.elastic) {
             snprintf(why, sizeof(why), "rendezvous timed out after %u s: %u of %u workers joined",
                      j->p.rdzv_timeout_s, v.joined, j->p.np);
@@ -539,7 +539,7 @@ static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_
     uint32_t cg = closed_gen(j);
     if (cg > 0) {
         if (j->resets + 1 > j->p.max_resets) {
-            char why[HV_JM_REASON_MAX];
+            char why[HV_JM_REASON_MAX + 128];
             snprintf(why, sizeof(why), "reset %u was needed (%s) but --max-resets is %u",
                      j->resets + 1, reason, j->p.max_resets);
             hv_jm_end(j, HV_JOB_FAILED, why, out);
@@ -685,7 +685,7 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
             failed += !live(o) && !o->removed;
         }
     }
-    char why[HV_JM_REASON_MAX];
+    char why[HV_JM_REASON_MAX + 128];
     if (cg == 0) {
         /* No round closed yet: there is no state to lose. Carry on with whoever is left. */
         if (others == 0) {
@@ -752,7 +752,7 @@ void hv_jm_exited(hv_jm_job_t *j, hv_jm_worker_t *w, int exit_code, int term_sig
     }
     int need_done = j->p.elastic || w->member_gen > 0;
     if (ok && need_done && !w->done) {
-        char why[HV_JM_REASON_MAX];
+        char why[HV_JM_REASON_MAX + 128];
         snprintf(why, sizeof(why), "%s without reporting Done (%s)", what,
                  j->p.elastic ? "training must return from hv_elastic_run"
                               : "it joined the rendezvous but did not call hv_shutdown");
