@@ -4,11 +4,12 @@
 #   tests/perf/bench_elastic.sh [--sizes "2 4 8 16"] [--resets 10] [--drains 3] [--model BYTES]
 #                               [--bin DIR] [--out FILE]
 #
-# For each size N it starts a head and N+1 agents of one slot each on this machine, and runs
+# For each size N it starts a head and N agents of one slot each on this machine, and runs
 # tests/perf/bench_elastic (every step: an allreduce of a model-sized buffer and a commit) as
 # an elastic job -np N --min-np 1 --max-np N. Then:
 #   failure  x --resets: SIGKILL a random worker; latency = kill -> first step completed in the
-#            new round. The node is barred for a 1 s cooldown, after which the job grows back:
+#            new round (N-1 workers). The node is barred for a 1 s cooldown (doubling to at
+#            most 2 s), after which the job grows back onto it:
 #   join     each of those regrowths: latency = the round opened by the newcomer -> its first
 #            completed step (the members reach their next check, re-form the ring, sync);
 #   drain    x --drains: hvctl drain of a random node; latency = the drain -> first step of the
@@ -51,13 +52,12 @@ wait_for() { # SECONDS CMD...
     local i=0; local n=$(( $1 * 10 )); shift
     while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $n ] && return 1; sleep 0.1; done
 }
-# Pids of the job's workers of node NAME.
-node_workers() {
-    local d c
-    for d in /proc/[0-9]*; do
-        c=$(readlink "$d/cwd" 2>/dev/null) || continue
-        case "$c" in "$TMP"/run$RUN/agent-$1/jobs/*) echo "${d#/proc/}" ;; esac
-    done
+# "PID NODE" for every worker of the job (one pass over /proc).
+worker_table() {
+    # find says 1 when a process vanished while it looked; that is fine here.
+    { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/run$RUN/agent-*/jobs/*" \
+        -printf '%h %l\n' 2>/dev/null || true; } |
+        sed -E "s|^/proc/([0-9]+) $TMP/run$RUN/agent-([^/]+)/.*|\1 \2|"
 }
 max_gen() { sed -n 's/.*BENCH step [0-9]* gen=\([0-9]*\).*/\1/p' "$D/sub.out" | sort -n | tail -n 1; }
 size_of_gen() { sed -n "s/.*BENCH step [0-9]* gen=$1 size=\([0-9]*\).*/\1/p" "$D/sub.out" | head -n 1; }
@@ -92,12 +92,12 @@ EOF
     PIDS="$PIDS $!"
     wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; exit 1; }
     HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
-    for i in $(seq 0 "$N"); do
+    for i in $(seq 1 "$N"); do
         "$BIN/hvagent" join "$HEAD" --token bench-token --name "n$i" --slots 1 \
             --work-dir "$D/agent-n$i" >"$D/agent-n$i.out" 2>"$D/agent-n$i.err" &
         PIDS="$PIDS $!"
     done
-    for i in $(seq 0 "$N"); do
+    for i in $(seq 1 "$N"); do
         wait_for 20 grep -q joined "$D/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
     done
     "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 \
@@ -108,12 +108,11 @@ EOF
     : >"$D/marks"
     for r in $(seq 1 "$RESETS"); do
         g=$(max_gen)
-        # a random node that runs a worker
-        nodes=""
-        for i in $(seq 0 "$N"); do [ -n "$(node_workers "n$i")" ] && nodes="$nodes n$i"; done
-        set -- $nodes
-        victim_node=$(eval echo "\${$(( RANDOM % $# + 1 ))}")
-        victim=$(node_workers "$victim_node" | head -n 1)
+        # a random worker
+        worker_table >"$D/workers"
+        pick=$(( RANDOM % $(wc -l <"$D/workers") + 1 ))
+        victim=$(sed -n "${pick}p" "$D/workers" | cut -d' ' -f1)
+        victim_node=$(sed -n "${pick}p" "$D/workers" | cut -d' ' -f2)
         t=$(now_ms)
         kill -KILL "$victim"
         echo "kill $t $g $victim_node" >>"$D/marks"
@@ -123,10 +122,9 @@ EOF
     done
     for r in $(seq 1 "$DRAINS"); do
         g=$(max_gen)
-        nodes=""
-        for i in $(seq 0 "$N"); do [ -n "$(node_workers "n$i")" ] && nodes="$nodes n$i"; done
-        set -- $nodes
-        victim_node=$(eval echo "\${$(( RANDOM % $# + 1 ))}")
+        worker_table >"$D/workers"
+        pick=$(( RANDOM % $(wc -l <"$D/workers") + 1 ))
+        victim_node=$(sed -n "${pick}p" "$D/workers" | cut -d' ' -f2)
         t=$(now_ms)
         "$BIN/hvctl" --head "$HEAD" drain "$victim_node" >/dev/null
         echo "drain $t $g $victim_node" >>"$D/marks"
