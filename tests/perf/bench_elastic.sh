@@ -2,7 +2,7 @@
 # bench_elastic.sh: reset latency of elastic jobs through the real binaries, one command.
 #
 #   tests/perf/bench_elastic.sh [--sizes "2 4 8 16"] [--resets 10] [--drains 3] [--model BYTES]
-#                               [--bin DIR] [--out FILE]
+#                               [--bin DIR] [--out FILE] [--env K=V ...]
 #
 # For each size N it starts a head and N agents of one slot each on this machine, and runs
 # tests/perf/bench_elastic (every step: an allreduce of a model-sized buffer and a commit) as
@@ -27,6 +27,7 @@ RESETS=10
 DRAINS=3
 MODEL=$((1 << 20))
 OUT=""
+ENVS=""
 while [ $# -gt 0 ]; do
     case $1 in
     --sizes) SIZES=$2; shift 2 ;;
@@ -35,7 +36,8 @@ while [ $# -gt 0 ]; do
     --model) MODEL=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--bin DIR] [--out FILE]" >&2; exit 2 ;;
+    --env) ENVS="$ENVS --env $2"; shift 2 ;;
+    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--bin DIR] [--out FILE] [--env K=V]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
@@ -100,7 +102,8 @@ EOF
     for i in $(seq 1 "$N"); do
         wait_for 20 grep -q joined "$D/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
     done
-    "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 \
+    # shellcheck disable=SC2086
+    "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 $ENVS \
         "$BIN/bench_elastic" --model "$MODEL" --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
     SUB=$!
     PIDS="$PIDS $SUB"
