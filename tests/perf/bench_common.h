@@ -1,7 +1,8 @@
 /*
  * bench_common: what the allreduce benchmarks share so that libhv and the MPI peer are measured
  * the same way: the size list, iteration counts, the ResNet-50 tensor list, and the output
- * format. Each benchmark prints, from rank 0, one line per measurement:
+ * format; and the launcher that forks a benchmark's ranks over a rendezvous directory (used by
+ * bench_allreduce and bench_sync). Each benchmark prints, from rank 0, one line per measurement:
  *   ROW <kind> <bytes> <time_us> <busbw_GBps>
  * kind is "allreduce" (one in-place float32 sum of <bytes>) or "resnet" (one training step's
  * 161 gradients; time per step). busbw follows nccl-tests: bytes / time * 2 (n - 1) / n.
@@ -10,10 +11,14 @@
 #ifndef HV_TESTS_PERF_BENCH_COMMON_H
 #define HV_TESTS_PERF_BENCH_COMMON_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BENCH_MAX_SIZES 32
 #define BENCH_MAX_TENSORS 1024
@@ -144,6 +149,52 @@ static inline void bench_row(const char *kind, size_t bytes, double secs, int n)
     double busbw = secs > 0 ? (double)bytes / secs * 2.0 * (n - 1) / n / 1e9 : 0;
     printf("ROW %s %zu %.2f %.3f\n", kind, bytes, secs * 1e6, busbw);
     fflush(stdout);
+}
+
+/* Forks n (at most 64) ranks of this program, argv as given, meeting through a fresh rendezvous
+ * directory /tmp/<prefix>-XXXXXX (HV_RDZV_DIR, HV_RANK, HV_SIZE; every rank on this host, so
+ * HV_LOCAL_RANK = rank). Waits for all; when one fails the others are stopped. Returns 0 if
+ * every rank exited 0. */
+static inline int bench_launch(int n, char **argv, const char *prefix) {
+    char dir[256];
+    snprintf(dir, sizeof(dir), "/tmp/%s-XXXXXX", prefix);
+    if (n > 64 || mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    pid_t pids[64];
+    for (int r = 0; r < n; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            char rank[16], size[16];
+            snprintf(rank, sizeof(rank), "%d", r);
+            snprintf(size, sizeof(size), "%d", n);
+            setenv("HV_RDZV_DIR", dir, 1);
+            setenv("HV_RANK", rank, 1);
+            setenv("HV_SIZE", size, 1);
+            setenv("HV_LOCAL_RANK", rank, 1);
+            setenv("HV_LOCAL_SIZE", size, 1);
+            execv("/proc/self/exe", argv);
+            _exit(127);
+        }
+    }
+    int failed = 0;
+    for (int r = 0; r < n; r++) {
+        int st = 0;
+        waitpid(pids[r], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            failed = 1;
+            for (int q = 0; q < n; q++) {
+                kill(pids[q], SIGTERM); // one failed: do not leave the others waiting
+            }
+        }
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", dir);
+    }
+    return failed;
 }
 
 #endif

@@ -140,46 +140,6 @@ static int worker(const size_t *sizes, int nsizes, int runs, int tensors) {
     return rc == 0 ? 0 : 1;
 }
 
-/* Forks n ranks of this program with a fresh rendezvous directory; 0 if all succeed. */
-static int launch(int n, char **argv) {
-    char dir[] = "/tmp/hv-bench-sync-XXXXXX";
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
-    pid_t pids[64];
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0) {
-            char rank[16], size[16];
-            snprintf(rank, sizeof(rank), "%d", r);
-            snprintf(size, sizeof(size), "%d", n);
-            setenv("HV_RDZV_DIR", dir, 1);
-            setenv("HV_RANK", rank, 1);
-            setenv("HV_SIZE", size, 1);
-            execv("/proc/self/exe", argv);
-            _exit(127);
-        }
-    }
-    int failed = 0;
-    for (int r = 0; r < n; r++) {
-        int st = 0;
-        waitpid(pids[r], &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            failed = 1;
-            for (int q = 0; q < n; q++) {
-                kill(pids[q], SIGTERM); // one failed: do not leave the others waiting
-            }
-        }
-    }
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "could not remove %s\n", dir);
-    }
-    return failed;
-}
-
 int main(int argc, char **argv) {
     size_t sizes[16];
     int nsizes = 0, runs = 3, tensors = 16, n = 0;
@@ -224,7 +184,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (n > 0) {
-        return n > 64 ? 2 : launch(n, child_argv);
+        return n > 64 ? 2 : bench_launch(n, child_argv, "hv-bench-sync");
     }
     return worker(sizes, nsizes, runs, tensors);
 }
