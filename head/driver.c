@@ -78,8 +78,6 @@ static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
     }
 }
 
-const char *hv_driver_data_dir(const hv_driver_t *d) { return d->cfg->data_dir; }
-
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
 
 hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id) {
@@ -1746,15 +1744,12 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
 /* The job and worker of a rendezvous call, or an error for the caller. */
 static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
                         hv_dworker_t **wo, char *err, size_t errlen) {
-    hv_djob_t *j = job_by_id(d, job_id);
-    if (j == NULL || !job_active(j)) {
-        if (j == NULL) {
-            j = hv_driver_job(d, job_id);
-        }
-        if (j == NULL) {
-            snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
-            return HV_ENOTFOUND;
-        }
+    hv_djob_t *j = hv_driver_job(d, job_id); /* memory, else the store (an ended job) */
+    if (j == NULL) {
+        snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
+        return HV_ENOTFOUND;
+    }
+    if (!job_active(j)) {
         snprintf(err, errlen, "job %llu has ended (%s)%s%s", (unsigned long long)job_id,
                  hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
         return HV_ESTATE;

@@ -239,7 +239,6 @@ hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);
 uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
-const char *hv_driver_data_dir(const hv_driver_t *d);
 
 /* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
 

@@ -154,8 +154,6 @@ static size_t count_live(const hv_jm_job_t *j) {
     return n;
 }
 
-size_t hv_jm_live(const hv_jm_job_t *j) { return count_live(j); }
-
 /* Live members of the last closed round that still hold the state. */
 static size_t count_survivors(const hv_jm_job_t *j, uint32_t cg) {
     size_t n = 0;
@@ -173,8 +171,7 @@ static void append(char *buf, size_t len, const char *sep, const char *text) {
     }
 }
 
-static void job_kill(hv_jm_job_t *j, hv_jm_worker_t *w, const char *why, hv_jm_out_t *out) {
-    (void)j;
+static void job_kill(hv_jm_worker_t *w, const char *why, hv_jm_out_t *out) {
     if (!live(w) || w->kill_sent) {
         return;
     }
@@ -298,7 +295,7 @@ void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_
     j->ending = 1;
     j->dirty = 1;
     for (size_t i = 0; i < j->nw; i++) {
-        job_kill(j, j->w[i], reason && reason[0] ? reason : "the job ended", out);
+        job_kill(j->w[i], reason && reason[0] ? reason : "the job ended", out);
     }
     if (j->reason[0] != '\0') {
         act_event(out, "job.state", NULL, "job %llu %s: %s", (unsigned long long)j->id,
@@ -355,7 +352,7 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         if (expected(w) && !w->joined) {
             w->removed = 1;
             mark(w);
-            job_kill(j, w, "it did not join its job's new round in time", out);
+            job_kill(w, "it did not join its job's new round in time", out);
         }
     }
     const char *rank0 = "?";
@@ -423,6 +420,7 @@ out:
 }
 
 static void release_evicted(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
+static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_out_t *out);
 
 static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     if (!j->round_open || hv_job_state_terminal(j->state)) {
@@ -672,7 +670,7 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         }
         char why[300];
         snprintf(why, sizeof(why), "a worker of the job failed on %s", node_name(j, w->node_id));
-        hv_jm_stop_node(j, w->node_id, why, now, out);
+        stop_node(j, w->node_id, why, out);
     }
     uint32_t cg = closed_gen(j);
     size_t survivors = count_survivors(j, cg);
@@ -854,9 +852,8 @@ hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now,
     return HV_OK;
 }
 
-void hv_jm_stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now,
-                     hv_jm_out_t *out) {
-    (void)now;
+/* Stops the job's workers on node_id (removed, killed), e.g. after a strike. */
+static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_out_t *out) {
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (w->node_id != node_id || !live(w) || w->removed) {
@@ -868,7 +865,7 @@ void hv_jm_stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t
             w->joined = 0;
             act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "%s", why);
         }
-        job_kill(j, w, why, out);
+        job_kill(w, why, out);
     }
 }
 
@@ -899,7 +896,7 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
             } else {
                 w->removed = 1;
                 mark(w);
-                job_kill(j, w, "its node is draining", out);
+                job_kill(w, "its node is draining", out);
             }
         }
         act_event(out, "job.note", NULL,
@@ -925,7 +922,7 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
             act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "its node is draining");
         }
         if (w->member_gen == 0) {
-            job_kill(j, w, "its node is draining", out); /* no state to hand over */
+            job_kill(w, "its node is draining", out); /* no state to hand over */
         } else {
             members++;
         }

@@ -193,9 +193,6 @@ hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now,
 /* The node drains: the job's workers there leave at their next membership check. why: the
  * node's name and the reason, for messages. */
 void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now, hv_jm_out_t *out);
-/* Stops the job's workers on node_id (removed, killed), e.g. after a strike. */
-void hv_jm_stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now,
-                     hv_jm_out_t *out);
 /* Ends the job (cancelled, or failed for a reason found outside: wait timeout). Terminal states
  * only; a job already terminal is left alone. */
 void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out);
@@ -205,7 +202,5 @@ void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
 /* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
  * running or placing, or one that is finishing). Counts live workers that are not removed. */
 uint32_t hv_jm_wants(const hv_jm_job_t *j);
-/* Workers still alive (not ended), removed ones included. */
-size_t hv_jm_live(const hv_jm_job_t *j);
 
 #endif

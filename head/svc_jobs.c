@@ -43,6 +43,18 @@ struct hv_svc_jobs_s {
 
 /* ---- views ---------------------------------------------------------------------------------- */
 
+/* The word for a job's newest round: "" before the first, "open" while it gathers, "closed",
+ * or "not formed" when the job ended while it gathered. */
+static const char *round_state(uint32_t generation, int open, hv_job_state_t st) {
+    if (generation == 0) {
+        return "";
+    }
+    if (!open) {
+        return "closed";
+    }
+    return hv_job_state_terminal(st) ? "not formed" : "open";
+}
+
 /* An event message, borrowing row's strings. */
 static void event_from_row(Hvpb__V1__Event *e, const hv_event_row_t *row) {
     hvpb__v1__event__init(e);
@@ -82,10 +94,7 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->generation = m->generation;
     v->size = m->size;
     v->round_reason = (char *)m->round_reason;
-    v->round_state = m->generation == 0                ? ""
-                     : !m->round_open                  ? "closed"
-                     : hv_job_state_terminal(m->state) ? "not formed"
-                                                       : "open";
+    v->round_state = (char *)round_state(m->generation, m->round_open, m->state);
     v->max_resets = m->p.max_resets;
     v->check_every = m->p.check_every;
     sc->spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
@@ -535,10 +544,7 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
     v->round_reason = row->round_reason;
     hv_job_state_t st = HV_JOB_PENDING;
     hv_job_state_parse(row->state, &st);
-    v->round_state = row->generation == 0        ? ""
-                     : !row->round_open          ? "closed"
-                     : hv_job_state_terminal(st) ? "not formed"
-                                                 : "open";
+    v->round_state = (char *)round_state(row->generation, row->round_open, st);
     v->max_resets = row->max_resets;
     v->check_every = row->check_every;
 }
