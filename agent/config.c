@@ -40,6 +40,8 @@ static const char agent_usage[] =
     "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"
     "  --preemptible          this node is spot/preemptible capacity\n"
     "  --instance-id ID       cloud instance id (autoscaler bookkeeping)\n"
+    "  --run-as USER          run workers as USER (its uid and primary group, no other\n"
+    "                         groups); the agent itself needs root for it\n"
     "  --orphan-policy P      kill|keep workers when the head is gone past the lease (kill)\n"
     "  --connect-timeout S    keep trying to reach the head this long at start (30)\n"
     "  --drain-deadline S     SIGTERM (a preemption notice) drains the node: the workers keep\n"
@@ -49,7 +51,12 @@ static const char agent_usage[] =
     "  --daemon               detach; with --pid-file and --log-file\n"
     "  --pid-file F           pid file (default WORK_DIR/hvagent.pid)\n"
     "  --log-file F           append logs to F\n"
-    "  --log-level L          error|warn|notice|info|debug\n";
+    "  --log-level L          error|warn|notice|info|debug\n"
+    "  --ca FILE              verify the head's TLS certificate against this CA (or HV_CA_FILE);\n"
+    "                         the workers get the path as HV_CA_FILE\n"
+    "  --cert F --key F       client certificate and key (heads with tls.require_client_cert)\n"
+    "  --insecure             plain text to a head that is not on this machine (or\n"
+    "                         HV_INSECURE=1); without it such a head needs --ca\n";
 
 const char *hv_agent_usage(void) { return agent_usage; }
 
@@ -281,6 +288,7 @@ typedef enum flag_id {
     F_ADDR,
     F_PREEMPTIBLE,
     F_INSTANCE_ID,
+    F_RUN_AS,
     F_ORPHAN,
     F_CONNECT_TIMEOUT,
     F_DRAIN_DEADLINE,
@@ -291,6 +299,10 @@ typedef enum flag_id {
     F_TIMEOUT,
     F_HELP,
     F_VERSION,
+    F_CA,
+    F_CERT,
+    F_KEY,
+    F_INSECURE,
 } flag_id;
 
 typedef struct flag_s {
@@ -315,6 +327,7 @@ static const flag_t flags[] = {
     {"addr", F_ADDR, 1, C_JOIN},
     {"preemptible", F_PREEMPTIBLE, 0, C_JOIN},
     {"instance-id", F_INSTANCE_ID, 1, C_JOIN},
+    {"run-as", F_RUN_AS, 1, C_JOIN},
     {"orphan-policy", F_ORPHAN, 1, C_JOIN},
     {"connect-timeout", F_CONNECT_TIMEOUT, 1, C_JOIN},
     {"drain-deadline", F_DRAIN_DEADLINE, 1, C_JOIN},
@@ -325,7 +338,44 @@ static const flag_t flags[] = {
     {"timeout", F_TIMEOUT, 1, C_STOP},
     {"help", F_HELP, 0, C_ALL},
     {"version", F_VERSION, 0, C_ALL},
+    {"ca", F_CA, 1, C_JOIN},
+    {"cert", F_CERT, 1, C_JOIN},
+    {"key", F_KEY, 1, C_JOIN},
+    {"insecure", F_INSECURE, 0, C_JOIN},
 };
+
+/* TLS and the plain-text rule: --ca (else HV_CA_FILE) switches to TLS; a client certificate
+ * needs both --cert and --key and TLS; plain text to a head beyond loopback needs --insecure
+ * (or HV_INSECURE=1). */
+static hv_err cfg_transport(hv_agent_config_t *cfg, char *err, size_t errlen) {
+    const char *env = getenv("HV_CA_FILE");
+    if (cfg->ca_file[0] == '\0' && env != NULL && env[0] != '\0' &&
+        cfg_absolute(env, cfg->ca_file, sizeof(cfg->ca_file)) != HV_OK) {
+        cfg_err(err, errlen, "HV_CA_FILE: bad path \"%.100s\"", env);
+        return HV_EINVAL;
+    }
+    const char *ins = getenv("HV_INSECURE");
+    if (ins != NULL && strcmp(ins, "1") == 0) {
+        cfg->insecure = 1;
+    }
+    if ((cfg->cert_file[0] == '\0') != (cfg->key_file[0] == '\0')) {
+        cfg_err(err, errlen, "--cert and --key go together (the client certificate and its key)");
+        return HV_EINVAL;
+    }
+    if (cfg->cert_file[0] != '\0' && cfg->ca_file[0] == '\0') {
+        cfg_err(err, errlen, "--cert/--key need --ca (the CA that signed the head's certificate)");
+        return HV_EINVAL;
+    }
+    if (cfg->ca_file[0] == '\0' && !cfg->insecure && !hv_agent_host_is_loopback(cfg->head_host)) {
+        cfg_err(err, errlen,
+                "refusing plain text to the head at %s (not on this machine): give --ca FILE "
+                "(or HV_CA_FILE) with the CA of the head's certificate, or --insecure on a "
+                "trusted network",
+                cfg->head);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
 
 static const char *cmd_name(hv_agent_cmd c) {
     return c == HV_AGENT_CMD_JOIN ? "join" : c == HV_AGENT_CMD_STOP ? "stop" : "drain";
@@ -396,7 +446,7 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
             }
         }
         if (f == NULL || !(f->cmds & (1u << cfg->cmd))) {
-            cfg_err(err, errlen, "unknown option --%.*s for hvagent %s", (int)nlen, nm,
+            cfg_err(err, errlen, "unknown option '--%.*s' for 'hvagent %s'", (int)nlen, nm,
                     cmd_name(cfg->cmd));
             return HV_EINVAL;
         }
@@ -489,6 +539,14 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
             }
             snprintf(cfg->instance_id, sizeof(cfg->instance_id), "%s", val);
             break;
+        case F_RUN_AS:
+            if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
+                cfg_err(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
+                        sizeof(cfg->run_as) - 1);
+                return HV_EINVAL;
+            }
+            snprintf(cfg->run_as, sizeof(cfg->run_as), "%s", val);
+            break;
         case F_ORPHAN:
             if (strcmp(val, "kill") == 0) {
                 cfg->orphan_kill = 1;
@@ -550,6 +608,21 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
         case F_VERSION:
             cfg->cmd = HV_AGENT_CMD_VERSION;
             return HV_OK;
+        case F_CA:
+        case F_CERT:
+        case F_KEY: {
+            char *dst = f->id == F_CA     ? cfg->ca_file
+                        : f->id == F_CERT ? cfg->cert_file
+                                          : cfg->key_file;
+            if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
+                cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
+                return HV_EINVAL;
+            }
+            break;
+        }
+        case F_INSECURE:
+            cfg->insecure = 1;
+            break;
         }
     }
 
@@ -568,6 +641,9 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
             if (cfg->token == NULL) {
                 return HV_ENOMEM;
             }
+        }
+        if ((rc = cfg_transport(cfg, err, errlen)) != HV_OK) {
+            return rc;
         }
     }
     if (cfg->name[0] == '\0') {

@@ -8,6 +8,7 @@
  *                [--labels k=v,...] [--work-dir DIR] [--addr IP]... [--preemptible]
  *                [--instance-id ID] [--orphan-policy kill|keep] [--connect-timeout S]
  *                [--drain-deadline S] [--daemon] [--pid-file F] [--log-file F] [--log-level L]
+ *                [--ca F [--cert F --key F] | --insecure]
  *   hvagent stop  [--pid-file F | --work-dir DIR | --name NAME] [--timeout S]
  *   hvagent drain [--pid-file F | --work-dir DIR | --name NAME]
  */
@@ -53,7 +54,8 @@ typedef struct hv_agent_config_s {
     char work_dir[PATH_MAX]; /* absolute (default ./hv-agent-<name>) */
     int preemptible;
     char instance_id[256];
-    int orphan_kill;             /* 1: kill workers when the lease runs out; 0: keep */
+    char run_as[64]; /* --run-as USER: workers run as this user; "" = the agent's own user */
+    int orphan_kill; /* 1: kill workers when the lease runs out; 0: keep */
     uint32_t connect_timeout_ms; /* first-join retry window (default 30 s) */
     uint32_t drain_deadline_ms;  /* SIGTERM: drain for at most this long (default 120 s; 0 =
                                     SIGTERM stops at once) */
@@ -63,6 +65,10 @@ typedef struct hv_agent_config_s {
     int log_level_set;
     hv_log_level log_level;
     uint32_t stop_timeout_ms; /* stop: how long to wait for the agent (default 20 s) */
+    char ca_file[PATH_MAX];   /* --ca or HV_CA_FILE, absolute; "" = plain text */
+    char cert_file[PATH_MAX]; /* --cert (client certificate for mTLS), absolute, or "" */
+    char key_file[PATH_MAX];  /* --key, absolute, or "" */
+    int insecure;             /* --insecure / HV_INSECURE=1: plain text beyond loopback */
 } hv_agent_config_t;
 
 /* Parses argv (argv[0] is the program). On HV_OK cfg is complete. On HV_EINVAL err holds a

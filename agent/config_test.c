@@ -97,7 +97,7 @@ static void case_all_flags(void) {
                   "10.0.0.5", "--addr=fe80::1", "--preemptible", "--instance-id", "i-123",
                   "--orphan-policy=keep", "--connect-timeout", "5", "--drain-deadline", "25",
                   "--daemon", "--pid-file", "run/a.pid", "--log-file=/var/log/hvagent.log",
-                  "--log-level", "debug", "head.example:7001"),
+                  "--log-level", "debug", "--insecure", "head.example:7001"),
              &cfg);
     CHECK_STR(cfg.token, "file-token");
     CHECK_EQ(cfg.slots, 3);
@@ -128,10 +128,10 @@ static void case_all_flags(void) {
     hv_agent_config_fini(&cfg);
     unlink(tokfile);
     // 0: SIGTERM stops at once, as before drains existed.
-    parse_ok(ARGV("join", "h:1", "--drain-deadline=0"), &cfg);
+    parse_ok(ARGV("join", "h:1", "--insecure", "--drain-deadline=0"), &cfg);
     CHECK_EQ(cfg.drain_deadline_ms, 0);
     hv_agent_config_fini(&cfg);
-    parse_ok(ARGV("join", "h:1", "--drain-deadline", "86400"), &cfg);
+    parse_ok(ARGV("join", "h:1", "--insecure", "--drain-deadline", "86400"), &cfg);
     CHECK_EQ(cfg.drain_deadline_ms, 86400000u);
     hv_agent_config_fini(&cfg);
 }
@@ -180,7 +180,7 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--token", "a", "--token-file", "/etc/hostname"), "not both");
     parse_bad(ARGV("join", "h:1", "--token-file", "/nonexistent/tok"),
               "--token-file /nonexistent/tok");
-    parse_bad(ARGV("join", "h:1", "--frobnicate"), "unknown option --frobnicate");
+    parse_bad(ARGV("join", "h:1", "--frobnicate"), "unknown option '--frobnicate'");
     parse_bad(ARGV("join", "h:1", "--daemon=yes"), "--daemon takes no value");
     parse_bad(ARGV("join", "h:1", "--name", "a/b"), "--name \"a/b\"");
     parse_bad(ARGV("join", "h:1", "--name", ".."), "--name \"..\"");
@@ -192,8 +192,8 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--drain-deadline", "86401"), "--drain-deadline \"86401\"");
     parse_bad(ARGV("join", "h:1", "--drain-deadline"), "--drain-deadline needs a value");
     parse_bad(ARGV("drain", "--drain-deadline", "5"),
-              "unknown option --drain-deadline for hvagent drain");
-    parse_bad(ARGV("stop", "--slots", "2"), "unknown option --slots for hvagent stop");
+              "unknown option '--drain-deadline' for 'hvagent drain'");
+    parse_bad(ARGV("stop", "--slots", "2"), "unknown option '--slots' for 'hvagent stop'");
     parse_bad(ARGV("stop", "h:1"), "unexpected argument");
 }
 
@@ -210,7 +210,7 @@ static void case_host_facts(void) {
     unsetenv("HV_AGENT_GPUS");
     // A non-loopback head: every non-loopback IPv4 of this host, or 127.0.0.1 if there is none.
     hv_agent_config_t cfg;
-    parse_ok(ARGV("join", "192.0.2.1:7000"), &cfg);
+    parse_ok(ARGV("join", "192.0.2.1:7000", "--insecure"), &cfg);
     CHECK(cfg.naddrs >= 1);
     for (size_t i = 0; i < cfg.naddrs; i++) {
         if (cfg.naddrs > 1) {
@@ -221,9 +221,56 @@ static void case_host_facts(void) {
     hv_agent_config_fini(&cfg);
 }
 
+/* TLS flags and the plain-text rule: a head beyond loopback needs --ca or --insecure. */
+static void case_tls(void) {
+    hv_agent_config_t cfg;
+    char cwd[PATH_MAX], want[PATH_MAX + 64];
+    CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+    unsetenv("HV_CA_FILE");
+    unsetenv("HV_INSECURE");
+    parse_ok(ARGV("join", "10.0.0.1:7000", "--ca", "tls/ca.pem", "--cert=/etc/hv/node.pem", "--key",
+                  "/etc/hv/node.key"),
+             &cfg);
+    snprintf(want, sizeof(want), "%s/tls/ca.pem", cwd); // workers run elsewhere: absolute
+    CHECK_STR(cfg.ca_file, want);
+    CHECK_STR(cfg.cert_file, "/etc/hv/node.pem");
+    CHECK_STR(cfg.key_file, "/etc/hv/node.key");
+    CHECK_EQ(cfg.insecure, 0);
+    hv_agent_config_fini(&cfg);
+    parse_ok(ARGV("join", "127.0.0.1:7000"), &cfg); // loopback: plain text is the default
+    CHECK_STR(cfg.ca_file, "");
+    hv_agent_config_fini(&cfg);
+    parse_bad(ARGV("join", "10.0.0.1:7000"), "refusing plain text to the head at 10.0.0.1:7000");
+    parse_bad(ARGV("join", "head.example:7000"), "--insecure");
+    parse_bad(ARGV("join", "10.0.0.1:7000", "--ca", "/ca.pem", "--cert", "/c.pem"),
+              "--cert and --key go together");
+    parse_bad(ARGV("join", "10.0.0.1:7000", "--key", "/k.pem", "--cert", "/c.pem"), "need --ca");
+    parse_bad(ARGV("join", "10.0.0.1:7000", "--ca", ""), "--ca: bad path");
+    parse_bad(ARGV("stop", "--ca", "/ca.pem"), "unknown option '--ca' for 'hvagent stop'");
+    setenv("HV_CA_FILE", "/etc/hv/ca.pem", 1);
+    parse_ok(ARGV("join", "10.0.0.1:7000"), &cfg);
+    CHECK_STR(cfg.ca_file, "/etc/hv/ca.pem");
+    hv_agent_config_fini(&cfg);
+    parse_ok(ARGV("join", "10.0.0.1:7000", "--ca", "/other.pem"), &cfg); // the flag wins
+    CHECK_STR(cfg.ca_file, "/other.pem");
+    hv_agent_config_fini(&cfg);
+    unsetenv("HV_CA_FILE");
+    setenv("HV_INSECURE", "1", 1);
+    parse_ok(ARGV("join", "10.0.0.1:7000"), &cfg);
+    CHECK_EQ(cfg.insecure, 1);
+    CHECK_STR(cfg.ca_file, "");
+    hv_agent_config_fini(&cfg);
+    unsetenv("HV_INSECURE");
+}
+
 static const test_case_t cases[] = {
-    {"defaults", case_defaults}, {"all_flags", case_all_flags},   {"stop_drain", case_stop_drain},
-    {"errors", case_errors},     {"host_facts", case_host_facts}, {NULL, NULL},
+    {"defaults", case_defaults},
+    {"all_flags", case_all_flags},
+    {"stop_drain", case_stop_drain},
+    {"errors", case_errors},
+    {"host_facts", case_host_facts},
+    {"tls", case_tls},
+    {NULL, NULL},
 };
 
 int main(int argc, char **argv) { return test_run(cases, argc, argv); }

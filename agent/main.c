@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,42 @@ static void agent_signal_cb(uv_signal_t *h, int signum) {
 
 /* ---- session callbacks ---------------------------------------------------------------------- */
 
+/* Overwrites a secret string in place (the compiler may not drop the stores). */
+static void secret_wipe(char *p) {
+    volatile char *v = p;
+    for (size_t i = 0; v != NULL && v[i] != '\0'; i++) {
+        v[i] = '\0';
+    }
+}
+
+/* Keeps the join token out of sight of the processes on this node: the value of HV_TOKEN is
+ * overwritten where the kernel shows it (/proc/PID/environ reads the original block, which
+ * unsetenv alone leaves intact) and removed from the environment, and a --token value is
+ * overwritten in argv (/proc/PID/cmdline, ps), with a warning: it was visible until now. */
+static void hide_join_token(int argc, char **argv) {
+    char *v = getenv("HV_TOKEN");
+    if (v != NULL) {
+        char *entry = v - strlen("HV_TOKEN="); // the "HV_TOKEN=value" string environ points to
+        size_t len = strlen(entry);
+        unsetenv("HV_TOKEN");
+        memset(entry, 0, len);
+    }
+    for (int i = 1; i < argc; i++) {
+        char *val = NULL;
+        if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+            val = argv[i + 1];
+        } else if (strncmp(argv[i], "--token=", 8) == 0) {
+            val = argv[i] + 8;
+        }
+        if (val != NULL) {
+            fprintf(stderr, "hvagent: warning: --token puts the join token on the command line, "
+                            "where other users of this machine can read it (ps); use "
+                            "--token-file FILE (mode 0600) or HV_TOKEN instead\n");
+            memset(val, 'x', strlen(val));
+        }
+    }
+}
+
 static void agent_on_joined(hv_session_t *s, int first, uint64_t node_id, const char *cluster,
                             void *ud) {
     agent_t *a = ud;
@@ -219,6 +256,7 @@ static void agent_on_joined(hv_session_t *s, int first, uint64_t node_id, const 
     (void)first;
     (void)cluster;
     a->node_id = node_id;
+    secret_wipe(a->cfg.token); // the session has the node credential now; the join token goes
 }
 
 static void agent_on_connected(hv_session_t *s, int first, void *ud) {
@@ -278,7 +316,8 @@ static void agent_on_order(hv_session_t *s, const Hvpb__V1__HeadMsg *m, void *ud
 static void agent_on_fatal(hv_session_t *s, hv_err rc, const char *msg, void *ud) {
     agent_t *a = ud;
     (void)s;
-    if (rc == HV_EPERM || rc == HV_EINVAL || rc == HV_ENOTSUP) {
+    if (rc == HV_EPERM || rc == HV_EAUTH || rc == HV_EINVAL || rc == HV_ENOTSUP ||
+        rc == HV_EEXIST) {
         fprintf(stderr, "hvagent: the head refused to join: %s\n", msg);
     } else {
         fprintf(stderr, "hvagent: %s\n", msg);
@@ -413,6 +452,31 @@ static void walk_close(uv_handle_t *h, void *arg) {
     }
 }
 
+/* The channel to the head: TLS when the command line gave a CA (with the client certificate for
+ * mTLS when given), else plain text (config.c allowed it: loopback, or --insecure, warned). */
+static hv_err agent_channel(const hv_agent_config_t *cfg, hv_rpc_channel_t **out) {
+    char err[1024] = "";
+    hv_err rc;
+    if (cfg->ca_file[0] != '\0') {
+        hv_rpc_tls_t tls = {.ca_file = cfg->ca_file,
+                            .cert_file = cfg->cert_file[0] ? cfg->cert_file : NULL,
+                            .key_file = cfg->key_file[0] ? cfg->key_file : NULL};
+        rc = hv_rpc_channel_create_tls(cfg->head, &tls, out, err, sizeof(err));
+    } else {
+        if (!hv_rpc_target_is_loopback(cfg->head)) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-INSECURE",
+                   "plain text to the head at %s (--insecure): the join token, node credentials "
+                   "and job data cross the network readable by anyone on it",
+                   cfg->head);
+        }
+        rc = hv_rpc_channel_create_tls(cfg->head, NULL, out, err, sizeof(err));
+    }
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvagent: %s\n", err[0] ? err : hv_strerror(rc));
+    }
+    return rc;
+}
+
 static int agent_join(agent_t *a) {
     hv_agent_config_t *cfg = &a->cfg;
     char path[PATH_MAX + 16];
@@ -472,18 +536,43 @@ static int agent_join(agent_t *a) {
     uv_loop_init(&a->loop);
     uv_timer_init(&a->loop, &a->stop_timer);
     a->stop_timer.data = a;
-    if ((rc = hv_rpc_engine_create(&a->loop, &a->eng)) != HV_OK ||
-        (rc = hv_rpc_channel_create(cfg->head, &a->ch)) != HV_OK) {
+    if ((rc = hv_rpc_engine_create(&a->loop, &a->eng)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot start the rpc layer: %s\n", hv_strerror(rc));
         goto out;
     }
+    if ((rc = agent_channel(cfg, &a->ch)) != HV_OK) {
+        goto out;
+    }
     snprintf(path, sizeof(path), "%s/cache", cfg->work_dir);
-    if ((rc = hv_artifact_cache_create(&a->loop, a->eng, a->ch, path, cfg->token, &a->cache)) !=
-        HV_OK) {
+    /* Fetch is authorized by the node credential the channel carries after Join. */
+    if ((rc = hv_artifact_cache_create(&a->loop, a->eng, a->ch, path, "", &a->cache)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path, hv_strerror(rc));
         goto out;
     }
-    hv_workers_config_t wc = {.work_dir = cfg->work_dir, .node_name = cfg->name};
+    hv_workers_config_t wc = {
+        .work_dir = cfg->work_dir, .node_name = cfg->name, .ca_file = cfg->ca_file};
+    if (cfg->run_as[0] != '\0') {
+        struct passwd *pw = getpwnam(cfg->run_as);
+        if (pw == NULL) {
+            fprintf(stderr, "hvagent: --run-as %s: no such user\n", cfg->run_as);
+            goto out;
+        }
+        if (geteuid() != 0 && pw->pw_uid != geteuid()) {
+            fprintf(stderr,
+                    "hvagent: --run-as %s: the agent must run as root to start workers "
+                    "as another user\n",
+                    cfg->run_as);
+            goto out;
+        }
+        if (pw->pw_uid == 0) {
+            fprintf(stderr, "hvagent: warning: --run-as %s runs workers as root\n", cfg->run_as);
+        }
+        wc.run_as = 1;
+        wc.run_uid = (unsigned)pw->pw_uid;
+        wc.run_gid = (unsigned)pw->pw_gid;
+        wc.run_user = cfg->run_as;
+        wc.run_home = pw->pw_dir != NULL ? pw->pw_dir : "/";
+    }
     hv_workers_cbs_t wcb = {.on_started = agent_on_started,
                             .on_exited = agent_on_exited,
                             .on_line = agent_on_line,
@@ -602,10 +691,12 @@ int main(int argc, char **argv) {
     char err[512];
     hv_log_init("hvagent");
     hv_err rc = hv_agent_config_parse(argc, argv, &agent.cfg, err, sizeof(err));
+    hide_join_token(argc, argv);
     int code;
     if (rc == HV_EINVAL) {
-        fprintf(stderr, "hvagent: %s\n%s", err, hv_agent_usage());
-        code = 2;
+        /* A usage error, the same shape in all hv tools. */
+        fprintf(stderr, "hvagent: %s (see hvagent --help)\n", err);
+        code = 64;
     } else if (rc != HV_OK) {
         fprintf(stderr, "hvagent: %s\n", hv_strerror(rc));
         code = 1;

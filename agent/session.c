@@ -570,7 +570,7 @@ static void session_open(hv_session_t *s) {
     Hvpb__V1__AgentMsg m = HVPB__V1__AGENT_MSG__INIT;
     Hvpb__V1__AgentHello h = HVPB__V1__AGENT_HELLO__INIT;
     h.node_id = s->node_id;
-    h.token = s->token;
+    h.token = (char *)""; // the Session is authorized by the node credential (metadata)
     h.incarnation = s->incarnation;
     h.running = rwp;
     h.n_running = n;
@@ -617,6 +617,17 @@ static void join_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, void *
     const Hvpb__V1__JoinReply *r = (const Hvpb__V1__JoinReply *)msg;
     (void)call;
     s->node_id = r->node_id;
+    if (r->node_credential != NULL && r->node_credential[0] != '\0') {
+        /* From now on every call (Session, Fetch, re-joins) carries the node credential, and the
+         * join token is forgotten: it admitted this agent once. */
+        if (hv_rpc_channel_set_token(s->ch, r->node_credential) != HV_OK) {
+            HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CRED", "the head sent an unusable credential");
+        }
+        volatile char *t = s->token;
+        for (size_t i = 0; t[i] != '\0'; i++) {
+            t[i] = '\0';
+        }
+    }
     s->heartbeat_ms = r->heartbeat_ms != 0 ? r->heartbeat_ms : SESSION_DEFAULT_HEARTBEAT_MS;
     if (s->heartbeat_ms < 50) {
         s->heartbeat_ms = 50;
@@ -635,7 +646,10 @@ static void join_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, void *
     }
 }
 
-static int join_refusal(hv_err rc) { return rc == HV_EPERM || rc == HV_EINVAL || rc == HV_ENOTSUP; }
+static int join_refusal(hv_err rc) {
+    return rc == HV_EPERM || rc == HV_EAUTH || rc == HV_EINVAL || rc == HV_ENOTSUP ||
+           rc == HV_EEXIST;
+}
 
 static void join_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud) {
     hv_session_t *s = ud;
@@ -651,8 +665,21 @@ static void join_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *u
     hv_err rc = st->rc == HV_OK ? HV_EPROTO : st->rc;
     snprintf(s->last_error, sizeof(s->last_error), "%.290s",
              st->msg[0] ? st->msg : hv_strerror(rc));
-    if (!s->joined_once && join_refusal(rc)) {
+    /* HV_EEXIST: another live agent holds our node name. Retrying would only fight it for the
+     * name, so this agent stops, even after it was joined once (it was taken over). */
+    if ((!s->joined_once && join_refusal(rc)) || rc == HV_EEXIST) {
         session_fatal(s, rc, s->last_error);
+        return;
+    }
+    if (rc == HV_EAUTH) {
+        /* The node credential is no longer accepted: revoked (hvctl node revoke), or the head's
+         * data directory (its key) was replaced. The join token is gone, so stop. */
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "the head %s no longer accepts this node's credential (%s); restart the agent "
+                 "with the join token to join again",
+                 s->head, s->last_error);
+        session_fatal(s, rc, msg);
         return;
     }
     if (join_refusal(rc)) {
@@ -669,9 +696,13 @@ static void join_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *u
         s->retry_at = give_up; // one last try at the deadline
     }
     if (!s->joined_once && uv_now(s->loop) >= give_up) {
-        char msg[512];
+        char msg[512], plain[300];
+        /* gRPC's own text ("DNS resolution failed ... C-ares status ...") in plain words. */
+        const char *why =
+            hv_rpc_plain_transport_error(s->last_error, s->head, plain, sizeof(plain));
         snprintf(msg, sizeof(msg), "cannot reach the head at %s after %u s: %s", s->head,
-                 (unsigned)((uv_now(s->loop) - s->started_ms + 500) / 1000), s->last_error);
+                 (unsigned)((uv_now(s->loop) - s->started_ms + 500) / 1000),
+                 why != NULL ? why : s->last_error);
         session_fatal(s, HV_EUNAVAIL, msg);
     }
 }

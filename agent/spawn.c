@@ -26,11 +26,10 @@ typedef enum proc_timer_mode {
 
 /* One output pipe and the line it is assembling. */
 typedef struct proc_stream_s {
-    uv_pipe_t pipe;              /* read end; the child writes the other end */
-    int eof;                     /* 1 once EOF (or a read error) was seen */
-    size_t len;                  /* bytes pending in line */
-    char line[HV_PROC_LINE_MAX]; /* the current, unterminated line */
-    char rbuf[PROC_READ_BUF];    /* read buffer handed to libuv */
+    uv_pipe_t pipe;           /* read end; the child writes the other end */
+    int eof;                  /* 1 once EOF (or a read error) was seen */
+    hv_linesplit_t split;     /* the line being assembled */
+    char rbuf[PROC_READ_BUF]; /* read buffer handed to libuv */
 } proc_stream_t;
 
 static_assert(offsetof(proc_stream_t, pipe) == 0, "proc_alloc_cb relies on the pipe coming first");
@@ -87,78 +86,97 @@ static void proc_signal_group(hv_proc_t *p, int sig) {
     }
 }
 
-static void proc_emit(hv_proc_t *p, int s, const char *line, size_t len) {
-    p->on_line(p, s + 1, line, len, p->ud);
-}
-
 /* Emits a full buffer as a piece of a long line, cutting before an incomplete UTF-8 sequence
  * when next (the byte that follows) continues it, and keeps the rest for the next piece. */
-static void proc_emit_piece(hv_proc_t *p, int s, unsigned char next) {
-    proc_stream_t *st = &p->out[s];
-    size_t cut = st->len;
+static void split_emit_piece(hv_linesplit_t *ls, unsigned char next, hv_linesplit_cb cb, void *ud) {
+    size_t cut = ls->len;
     if ((next & 0xC0) == 0x80) {
         size_t i = cut;
-        while (i > 0 && cut - i < 4 && ((unsigned char)st->line[i - 1] & 0xC0) == 0x80) {
+        while (i > 0 && cut - i < 4 && ((unsigned char)ls->line[i - 1] & 0xC0) == 0x80) {
             i--;
         }
-        if (i > 0 && ((unsigned char)st->line[i - 1] & 0xC0) == 0xC0 && cut - (i - 1) < 4) {
+        if (i > 0 && ((unsigned char)ls->line[i - 1] & 0xC0) == 0xC0 && cut - (i - 1) < 4) {
             cut = i - 1;
         }
         if (cut == 0) {
-            cut = st->len;
+            cut = ls->len;
         }
     }
-    proc_emit(p, s, st->line, cut);
-    memmove(st->line, st->line + cut, st->len - cut);
-    st->len -= cut;
+    cb(ud, ls->line, cut);
+    memmove(ls->line, ls->line + cut, ls->len - cut);
+    ls->len -= cut;
 }
 
-/* Feeds n bytes of output of stream s into the line splitter. */
-static void proc_feed(hv_proc_t *p, int s, const char *data, size_t n) {
-    proc_stream_t *st = &p->out[s];
-    while (n > 0 && !p->done) {
-        if (st->len == HV_PROC_LINE_MAX) {
+void hv_linesplit_feed(hv_linesplit_t *ls, const char *data, size_t n, hv_linesplit_cb cb, void *ud,
+                       const int *stop) {
+    while (n > 0 && (stop == NULL || !*stop)) {
+        if (ls->len == HV_PROC_LINE_MAX) {
             // The buffer is full: a newline right here ends the line, anything else cuts it.
             if (data[0] == '\n') {
-                proc_emit(p, s, st->line, st->len);
-                st->len = 0;
+                cb(ud, ls->line, ls->len);
+                ls->len = 0;
                 data++;
                 n--;
             } else {
-                proc_emit_piece(p, s, (unsigned char)data[0]);
+                split_emit_piece(ls, (unsigned char)data[0], cb, ud);
             }
             continue;
         }
-        size_t room = HV_PROC_LINE_MAX - st->len;
+        size_t room = HV_PROC_LINE_MAX - ls->len;
         size_t scan = n < room ? n : room;
         const char *nl = memchr(data, '\n', scan);
         if (nl != NULL) {
             size_t k = (size_t)(nl - data);
-            if (st->len == 0) {
-                proc_emit(p, s, data, k);
+            if (ls->len == 0) {
+                cb(ud, data, k);
             } else {
-                memcpy(st->line + st->len, data, k);
-                proc_emit(p, s, st->line, st->len + k);
+                memcpy(ls->line + ls->len, data, k);
+                cb(ud, ls->line, ls->len + k);
             }
-            st->len = 0;
+            ls->len = 0;
             data += k + 1;
             n -= k + 1;
             continue;
         }
-        memcpy(st->line + st->len, data, scan);
-        st->len += scan;
+        memcpy(ls->line + ls->len, data, scan);
+        ls->len += scan;
         data += scan;
         n -= scan;
     }
 }
 
+void hv_linesplit_flush(hv_linesplit_t *ls, hv_linesplit_cb cb, void *ud) {
+    if (ls->len > 0) {
+        cb(ud, ls->line, ls->len);
+    }
+    ls->len = 0;
+}
+
+/* The splitter's callback for stream s of p. */
+typedef struct proc_emit_ctx_s {
+    hv_proc_t *p;
+    int s;
+} proc_emit_ctx_t;
+
+static void proc_emit(void *ud, const char *line, size_t len) {
+    proc_emit_ctx_t *x = ud;
+    x->p->on_line(x->p, x->s + 1, line, len, x->p->ud);
+}
+
+/* Feeds n bytes of output of stream s into the line splitter. */
+static void proc_feed(hv_proc_t *p, int s, const char *data, size_t n) {
+    proc_emit_ctx_t x = {p, s};
+    hv_linesplit_feed(&p->out[s].split, data, n, proc_emit, &x, &p->done);
+}
+
 /* Delivers the unterminated last line of stream s, if any. */
 static void proc_flush(hv_proc_t *p, int s) {
-    proc_stream_t *st = &p->out[s];
-    if (st->len > 0 && !p->done) {
-        proc_emit(p, s, st->line, st->len);
+    proc_emit_ctx_t x = {p, s};
+    if (p->done) {
+        p->out[s].split.len = 0;
+        return;
     }
-    st->len = 0;
+    hv_linesplit_flush(&p->out[s].split, proc_emit, &x);
 }
 
 /* The leader is reaped and the pipes are done (or given up on): report once and close. */
@@ -303,6 +321,12 @@ hv_err hv_proc_spawn(uv_loop_t *loop, const hv_proc_opts_t *o, hv_proc_t **out, 
     po.env = (char **)o->env;
     po.cwd = o->cwd;
     po.flags = UV_PROCESS_DETACHED;
+    if (o->set_user) {
+        /* libuv's child drops the supplementary groups, then setgid, then setuid, before exec. */
+        po.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID;
+        po.uid = (uv_uid_t)o->uid;
+        po.gid = (uv_gid_t)o->gid;
+    }
     po.stdio_count = 3;
     po.stdio = stdio;
     p->proc.data = p;

@@ -28,6 +28,22 @@
 
 typedef struct hv_proc_s hv_proc_t;
 
+/* The line splitter every output pipe uses, pure (no I/O; fuzzed in tests/fuzz): bytes in, lines
+ * out. A line is delivered without its newline; one longer than HV_PROC_LINE_MAX comes in pieces
+ * of at most that size, cut before an incomplete UTF-8 sequence where the next byte continues
+ * it. Zero-initialize one per stream. */
+typedef struct hv_linesplit_s {
+    size_t len;                  /* bytes pending in line */
+    char line[HV_PROC_LINE_MAX]; /* the current, unterminated line */
+} hv_linesplit_t;
+typedef void (*hv_linesplit_cb)(void *ud, const char *line, size_t len);
+/* Feeds n bytes; cb gets each complete line or piece. Stops early once *stop is nonzero (stop
+ * may be NULL); the rest of data is then dropped. */
+void hv_linesplit_feed(hv_linesplit_t *ls, const char *data, size_t n, hv_linesplit_cb cb, void *ud,
+                       const int *stop);
+/* Delivers the unterminated last line, if any, and empties ls. */
+void hv_linesplit_flush(hv_linesplit_t *ls, hv_linesplit_cb cb, void *ud);
+
 /* One line (or piece of a long line) of output, without the newline. stream: 1 = stdout,
  * 2 = stderr. line is borrowed for the duration of the callback; it is not NUL-terminated. */
 typedef void (*hv_proc_line_cb)(hv_proc_t *p, int stream, const char *line, size_t len, void *ud);
@@ -45,6 +61,8 @@ typedef struct hv_proc_opts_s {
     hv_proc_line_cb on_line; /* required */
     hv_proc_exit_cb on_exit; /* required */
     void *ud;                /* passed to the callbacks */
+    int set_user;            /* 1: the child runs as uid/gid (setgid, setgroups(0), setuid) */
+    unsigned uid, gid;
 } hv_proc_opts_t;
 
 /* Starts the process. On success *out is the running process (owned by the loop; it frees itself

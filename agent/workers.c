@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,7 +54,13 @@ struct hv_workers_s {
     hv_workers_cbs_t cbs;
     char *work_dir;  /* owned */
     char *node_name; /* owned */
-    worker_t *list;  /* owned records */
+    char *ca_file;   /* owned; "" = plain text */
+    struct {
+        int run_as;
+        unsigned run_uid, run_gid;
+        char run_user[64], run_home[256];
+    } cfg;
+    worker_t *list; /* owned records */
     size_t count;
     int refuse_new;
 };
@@ -157,12 +164,15 @@ static void env_free(envv_t *e) {
     hv_free(e->v);
 }
 
-/* The worker's environment: the agent's (minus its join token), the order's, then HV_*. */
+/* The worker's environment: the agent's (minus anything of the agent's credentials), the
+ * order's, then HV_*, and the worker's own Rendezvous secret (HV_WORKER_SECRET): the only
+ * credential a worker sees. */
 static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, envv_t *e) {
     memset(e, 0, sizeof(*e));
     for (char **p = environ; p != NULL && *p != NULL; p++) {
         const char *eq = strchr(*p, '=');
-        if (eq == NULL || strncmp(*p, "HV_TOKEN=", 9) == 0) {
+        if (eq == NULL || strncmp(*p, "HV_TOKEN=", 9) == 0 ||
+            strncmp(*p, "HV_TOKEN_FILE=", 14) == 0 || strncmp(*p, "HV_WORKER_SECRET=", 17) == 0) {
             continue;
         }
         env_set(e, *p, (size_t)(eq - *p), eq + 1);
@@ -187,6 +197,17 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     env_setu(e, "HV_GENERATION", sp->generation);
     env_set(e, "HV_NODE", 7, w->node_name);
     env_set(e, "HV_NODE_NAME", 12, w->node_name); // the name libhv's world module reads
+    /* The CA the agent verifies the head with, so libhv's rendezvous channel verifies it too;
+     * "" (plain text) overrides one inherited or passed with --env. A path, not a secret. */
+    env_set(e, "HV_CA_FILE", 10, w->ca_file);
+    if (w->cfg.run_as) {
+        env_set(e, "USER", 4, w->cfg.run_user);
+        env_set(e, "LOGNAME", 7, w->cfg.run_user);
+        env_set(e, "HOME", 4, w->cfg.run_home);
+    }
+    if (sp->worker_secret != NULL && sp->worker_secret[0] != '\0') {
+        env_set(e, "HV_WORKER_SECRET", 16, sp->worker_secret);
+    }
     if (sp->n_gpus > 0) {
         char list[1024];
         size_t off = 0;
@@ -261,6 +282,12 @@ static void worker_launch(worker_t *wk) {
         worker_finish(wk, -1, 0, reason);
         return;
     }
+    if (w->cfg.run_as && chown(dir, (uid_t)w->cfg.run_uid, (gid_t)w->cfg.run_gid) != 0) {
+        snprintf(reason, sizeof(reason), "spawn failed: cannot give %.400s to user %s: %s", dir,
+                 w->cfg.run_user, strerror(errno));
+        worker_finish(wk, -1, 0, reason);
+        return;
+    }
     // name_ok bounds names to 255 bytes and dir left room for them.
     if (snprintf(bin, sizeof(bin), "%s/%s", dir, sp->binary->name) >= (int)sizeof(bin)) {
         worker_finish(wk, -1, 0, "spawn failed: path too long");
@@ -300,7 +327,10 @@ static void worker_launch(worker_t *wk) {
                         .cwd = dir,
                         .on_line = worker_on_line,
                         .on_exit = worker_on_exit,
-                        .ud = wk};
+                        .ud = wk,
+                        .set_user = w->cfg.run_as,
+                        .uid = w->cfg.run_uid,
+                        .gid = w->cfg.run_gid};
     rc = hv_proc_spawn(w->loop, &o, &wk->proc, err, sizeof(err));
     hv_free(argv);
     env_free(&env);
@@ -355,9 +385,18 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
     }
     w->work_dir = hv_strdup(cfg->work_dir);
     w->node_name = hv_strdup(cfg->node_name != NULL ? cfg->node_name : "");
-    if (w->work_dir == NULL || w->node_name == NULL) {
+    w->ca_file = hv_strdup(cfg->ca_file != NULL ? cfg->ca_file : "");
+    w->cfg.run_as = cfg->run_as;
+    w->cfg.run_uid = cfg->run_uid;
+    w->cfg.run_gid = cfg->run_gid;
+    snprintf(w->cfg.run_user, sizeof(w->cfg.run_user), "%s",
+             cfg->run_user != NULL ? cfg->run_user : "");
+    snprintf(w->cfg.run_home, sizeof(w->cfg.run_home), "%s",
+             cfg->run_home != NULL ? cfg->run_home : "/");
+    if (w->work_dir == NULL || w->node_name == NULL || w->ca_file == NULL) {
         hv_free(w->work_dir);
         hv_free(w->node_name);
+        hv_free(w->ca_file);
         hv_free(w);
         return HV_ENOMEM;
     }
@@ -534,5 +573,6 @@ void hv_workers_destroy(hv_workers_t *w) {
     }
     hv_free(w->work_dir);
     hv_free(w->node_name);
+    hv_free(w->ca_file);
     hv_free(w);
 }

@@ -39,6 +39,11 @@ typedef struct hv_workers_cbs_s {
 typedef struct hv_workers_config_s {
     const char *work_dir;  /* absolute path; jobs/ goes below it */
     const char *node_name; /* HV_NODE */
+    const char *ca_file;   /* HV_CA_FILE: the CA that verifies the head (TLS), or NULL / "" */
+    int run_as;            /* 1: workers run as uid/gid, their job dirs are theirs */
+    unsigned run_uid, run_gid;
+    const char *run_user; /* its name (USER, LOGNAME), when run_as */
+    const char *run_home; /* its home (HOME), when run_as */
 } hv_workers_config_t;
 
 /* A running worker. */

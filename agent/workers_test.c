@@ -92,7 +92,8 @@ static void setup_with(hv_rpc_engine_t *e, hv_rpc_channel_t *ch) {
     snprintf(cache_dir, sizeof(cache_dir), "%s/cache", work);
     CHECK_RC(hv_mkdirs(cache_dir, 0755), HV_OK);
     CHECK_RC(hv_artifact_cache_create(&loop, e, ch, cache_dir, "tok", &cache), HV_OK);
-    hv_workers_config_t cfg = {.work_dir = work, .node_name = "node-x"};
+    hv_workers_config_t cfg = {
+        .work_dir = work, .node_name = "node-x", .ca_file = "/etc/hv/tls/ca.pem"};
     hv_workers_cbs_t cbs = {.on_started = on_started, .on_exited = on_exited, .on_line = on_line};
     CHECK_RC(hv_workers_create(&loop, &cfg, cache, &cbs, &wt), HV_OK);
     started = exited = nlines = 0;
@@ -158,7 +159,7 @@ static void case_layout_env(void) {
     put_artifact("#!/bin/sh\n"
                  "echo PWD=$(pwd)\n"
                  "for v in HV_HEAD HV_JOB_ID HV_WORKER_ID HV_RANK HV_SIZE HV_LOCAL_RANK "
-                 "HV_LOCAL_SIZE HV_GENERATION HV_NODE CUDA_VISIBLE_DEVICES FOO; do\n"
+                 "HV_LOCAL_SIZE HV_GENERATION HV_NODE HV_CA_FILE CUDA_VISIBLE_DEVICES FOO; do\n"
                  "  eval echo $v=\\$$v\ndone\n"
                  "echo TOKEN=${HV_TOKEN-unset}\n"
                  "echo ARGS=\"$*\"\n"
@@ -169,6 +170,7 @@ static void case_layout_env(void) {
                  bin);
     put_artifact("payload\n", data);
     setenv("HV_TOKEN", "secret", 1);
+    setenv("HV_CA_FILE", "/inherited/ca.pem", 1); // the agent's own CA setting wins
     order_t o;
     order_init(&o, 42, bin, "train.sh");
     o.file.name = "data.txt";
@@ -194,6 +196,7 @@ static void case_layout_env(void) {
     CHECK_EQ(hv_workers_count(wt), 1);
     CHECK(test_run_until(&loop, &exited, 1, 10000));
     unsetenv("HV_TOKEN");
+    unsetenv("HV_CA_FILE");
     CHECK_EQ(started, 1);
     CHECK_EQ(started_id, 42);
     CHECK(started_pid > 0);
@@ -214,6 +217,7 @@ static void case_layout_env(void) {
     CHECK_STR(line_value("HV_LOCAL_SIZE"), "2");
     CHECK_STR(line_value("HV_GENERATION"), "2");
     CHECK_STR(line_value("HV_NODE"), "node-x");
+    CHECK_STR(line_value("HV_CA_FILE"), "/etc/hv/tls/ca.pem"); // libhv verifies the head with it
     CHECK_STR(line_value("CUDA_VISIBLE_DEVICES"), "1,3");
     CHECK_STR(line_value("FOO"), "bar baz");
     CHECK_STR(line_value("TOKEN"), "unset");

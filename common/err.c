@@ -2,6 +2,8 @@
 #include "err.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 static const struct {
     const char *name;
@@ -26,6 +28,7 @@ static const struct {
     [HV_ENOTSUP] = {"HV_ENOTSUP", "not supported"},
     [HV_ECORRUPT] = {"HV_ECORRUPT", "data corrupted"},
     [HV_ERESET] = {"HV_ERESET", "membership changed"},
+    [HV_EAUTH] = {"HV_EAUTH", "not authenticated"},
 };
 
 const char *hv_strerror(hv_err rc) {
@@ -76,4 +79,14 @@ hv_err hv_err_from_errno(int e) {
     default:
         return HV_EIO;
     }
+}
+
+void hv_errf(char *err, size_t errlen, const char *fmt, ...) {
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }

@@ -21,12 +21,13 @@ typedef enum hv_err {
     HV_EINTERNAL = 10, /* a bug in hv */
     HV_ENOTFOUND = 11, /* no such job, node, key, file */
     HV_EEXIST = 12,    /* already exists */
-    HV_EPERM = 13,     /* refused: wrong token, not allowed */
+    HV_EPERM = 13,     /* refused: a known credential without the right (PERMISSION_DENIED) */
     HV_EUNAVAIL = 14,  /* service unreachable */
     HV_ETOOBIG = 15,   /* over a size limit */
     HV_ENOTSUP = 16,   /* not supported in this build or configuration */
     HV_ECORRUPT = 17,  /* stored data is damaged */
     HV_ERESET = 18,    /* membership changed: re-join (elastic) */
+    HV_EAUTH = 19,     /* no credential, or one the head does not know (UNAUTHENTICATED) */
     HV__ERR_COUNT
 } hv_err;
 
@@ -38,6 +39,12 @@ const char *hv_errname(hv_err rc);
 
 /* Maps an errno value to hv_err. */
 hv_err hv_err_from_errno(int e);
+
+#include <stddef.h>
+
+/* Writes a message into a caller's buffer (err may be NULL or errlen 0: nothing is written). The
+ * one helper for the "char *err, size_t errlen" convention of hv's APIs. */
+void hv_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define HV_TRY(x)                                                                                  \
     do {                                                                                           \

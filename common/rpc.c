@@ -15,22 +15,28 @@
  */
 #include "rpc.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
 #include "log.h"
 #include "mem.h"
 #include "util.h"
 
+#define RPC_BEARER "Bearer "
+#define RPC_AUTH_KEY "authorization"
 #define RPC_PREPOSTED_CALLS 16 /* server request_call slots kept posted */
 
 typedef enum op_kind {
@@ -97,6 +103,8 @@ struct hv_rpc_call_s {
     int ops_outstanding;
     hv_rpc_status_t st;
     char peer[280];
+    int chan_tls; /* client: the channel uses TLS (for hv_rpc_explain_transport) */
+    char bearer[HV_RPC_MAX_TOKEN + 1]; /* server: the caller's bearer token, "" if none */
     rpc_op_t op_recv, op_send, op_close, op_start, op_new;
     struct hv_rpc_call_s *prev, *next; /* engine's live-call list */
 };
@@ -106,10 +114,13 @@ struct hv_rpc_server_s {
     grpc_server *server;
     hv_rpc_method_t *methods;
     size_t n_methods;
+    hv_rpc_gate_cb gate; /* optional: decides on each call's first message */
+    void *gate_ud;
     int started;
     int shutting_down;
     int shutdown_done;
     rpc_op_t op_shutdown;
+    char *client_cert_prefix; /* TLS: methods under it need a verified client certificate */
     struct hv_rpc_server_s *next;
 };
 
@@ -129,7 +140,12 @@ struct hv_rpc_engine_s {
 struct hv_rpc_channel_s {
     grpc_channel *ch;
     char target[256];
+    int tls;       /* made by hv_rpc_channel_create_tls with TLS */
+    char *ca_file; /* TLS: the CA file, for messages; owned */
+    char auth[HV_RPC_MAX_TOKEN + sizeof(RPC_BEARER)]; /* "Bearer <token>", "" = none */
 };
+
+static void rpc_quiet_grpc(void);
 
 /* ---- status mapping ------------------------------------------------------------------------- */
 
@@ -149,8 +165,9 @@ hv_err hv__rpc_err_from_grpc(int code) {
     case GRPC_STATUS_ALREADY_EXISTS:
         return HV_EEXIST;
     case GRPC_STATUS_PERMISSION_DENIED:
-    case GRPC_STATUS_UNAUTHENTICATED:
         return HV_EPERM;
+    case GRPC_STATUS_UNAUTHENTICATED:
+        return HV_EAUTH;
     case GRPC_STATUS_RESOURCE_EXHAUSTED:
         return HV_ETOOBIG;
     case GRPC_STATUS_FAILED_PRECONDITION:
@@ -175,6 +192,7 @@ int hv__rpc_grpc_from_err(hv_err rc) {
     case HV_OK:
         return GRPC_STATUS_OK;
     case HV_EINVAL:
+    case HV_EPROTO: /* the peer (a client, on the server side) broke the protocol */
         return GRPC_STATUS_INVALID_ARGUMENT;
     case HV_ENOMEM:
     case HV_ETOOBIG:
@@ -189,6 +207,8 @@ int hv__rpc_grpc_from_err(hv_err rc) {
         return GRPC_STATUS_ALREADY_EXISTS;
     case HV_EPERM:
         return GRPC_STATUS_PERMISSION_DENIED;
+    case HV_EAUTH:
+        return GRPC_STATUS_UNAUTHENTICATED;
     case HV_ESTATE:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case HV_ERESET:
@@ -201,6 +221,7 @@ int hv__rpc_grpc_from_err(hv_err rc) {
     case HV_ECORRUPT:
         return GRPC_STATUS_DATA_LOSS;
     case HV_EINTERNAL:
+    case HV_EIO: /* the server's disk or file system failed: not the client's doing */
         return GRPC_STATUS_INTERNAL;
     default:
         return GRPC_STATUS_UNKNOWN;
@@ -241,13 +262,62 @@ static hv_err msg_pack(const ProtobufCMessage *msg, grpc_byte_buffer **out) {
     return *out ? HV_OK : HV_ENOMEM;
 }
 
+/* 1 when m and every message inside it hold no unknown field numbered 0. */
+static int msg_tags_valid(const ProtobufCMessage *m, int depth) {
+    if (depth > 64) {
+        return 0;
+    }
+    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+        if (m->unknown_fields[i].tag == 0) {
+            return 0;
+        }
+    }
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
+            continue;
+        }
+        const char *base = (const char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *arr = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t k = 0; k < n; k++) {
+                if (arr[k] != NULL && !msg_tags_valid(arr[k], depth + 1)) {
+                    return 0;
+                }
+            }
+            continue;
+        }
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+            *(const uint32_t *)(base + f->quantifier_offset) != f->id) {
+            continue; /* another member of the oneof is set */
+        }
+        const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)(base + f->offset);
+        if (sub != NULL && !msg_tags_valid(sub, depth + 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+ProtobufCMessage *hv_rpc_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                                size_t len) {
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, data);
+    if (m != NULL && !msg_tags_valid(m, 0)) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return NULL;
+    }
+    return m;
+}
+
 /* Unpacks and destroys bb. NULL on a malformed message. */
 static ProtobufCMessage *msg_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *bb) {
     grpc_byte_buffer_reader r;
     ProtobufCMessage *m = NULL;
     if (grpc_byte_buffer_reader_init(&r, bb)) {
         grpc_slice s = grpc_byte_buffer_reader_readall(&r);
-        m = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+        m = hv_rpc_unpack(desc, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s));
         grpc_slice_unref(s);
         grpc_byte_buffer_reader_destroy(&r);
     }
@@ -353,6 +423,7 @@ static void engine_drain(hv_rpc_engine_t *e) {
 static void engine_async_cb(uv_async_t *h) { engine_drain(h->data); }
 
 hv_err hv_rpc_engine_create(uv_loop_t *loop, hv_rpc_engine_t **out) {
+    rpc_quiet_grpc();
     hv_rpc_engine_t *e = hv_calloc(1, sizeof(*e));
     if (e == NULL) {
         return HV_ENOMEM;
@@ -570,10 +641,23 @@ static void on_recv_done(hv_rpc_call_t *c, int success) {
         if (c->is_client) {
             hv_rpc_call_cancel(c);
         } else {
-            hv_rpc_finish(c, HV_EPROTO, "malformed %s message", c->recv_desc->name);
+            /* The client sent bytes that are not the method's request: its fault, not ours. */
+            hv_rpc_finish(c, HV_EINVAL, "malformed request: not a valid %s message",
+                          c->recv_desc->name);
         }
         call_check_done(c);
         return;
+    }
+    if (!c->is_client && c->msgs_received == 1 && c->srv != NULL && c->srv->gate != NULL) {
+        char why[512] = "";
+        hv_err grc = c->srv->gate(c, c->method->path, m, why, sizeof(why), c->srv->gate_ud);
+        if (grc != HV_OK) {
+            /* Refused before any handler saw the message; nothing more is read. */
+            protobuf_c_message_free_unpacked(m, NULL);
+            hv_rpc_finish(c, grc, "%s", why[0] != '\0' ? why : hv_strerror(grc));
+            call_check_done(c);
+            return;
+        }
     }
     if (!c->done_called && c->on_msg != NULL) {
         c->on_msg(c, m, c->ud);
@@ -614,6 +698,7 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
             status_set(&c->st, GRPC_STATUS_UNKNOWN, "status batch failed", 19);
         } else {
             status_from_client(&c->st, c->status, c->status_details, c->error_string);
+            hv_rpc_explain_transport(c->chan_tls, NULL, &c->st);
         }
     } else {
         if (c->cancelled || !c->final_sent) {
@@ -626,6 +711,343 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
     }
     c->open = 0;
     call_check_done(c);
+}
+
+/* ---- gRPC core's own log lines ----------------------------------------------------------- */
+
+/* gRPC core writes its errors to stderr in its own format ("E1124 ... ssl_transport_security.cc
+ * Handshake failed ..."): a CLI user would see library internals next to hv's own message. They
+ * go to hv's log at debug level instead (GRPC_VERBOSITY in the environment keeps gRPC's own
+ * output, for debugging gRPC itself); an assertion, which aborts next, stays an error. */
+static void rpc_grpc_log(gpr_log_func_args *a) {
+    const char *file = a->file != NULL ? strrchr(a->file, '/') : NULL;
+    file = file != NULL ? file + 1 : (a->file != NULL ? a->file : "?");
+    int fatal = a->message != NULL && strncmp(a->message, "assertion failed", 16) == 0;
+    HV_LOG(fatal ? HV_LOG_ERROR : HV_LOG_DEBUG, "grpc", "HV-RPC-GRPC-LOG", "%s:%d: %s", file,
+           a->line, a->message != NULL ? a->message : "");
+}
+
+static void rpc_grpc_log_install(void) {
+    if (getenv("GRPC_VERBOSITY") == NULL && getenv("GRPC_TRACE") == NULL) {
+        gpr_set_log_function(rpc_grpc_log);
+    }
+}
+
+static void rpc_quiet_grpc(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, rpc_grpc_log_install);
+}
+
+/* ---- TLS ------------------------------------------------------------------------------------ */
+
+#define RPC_PEM_MAX (1u << 20) /* a PEM file larger than this is a mistake */
+
+/* Reads a PEM file whole (NUL-terminated, owned) and checks that it holds a block of the kind
+ * (a "CERTIFICATE" or a "PRIVATE KEY", any of its variants). what names the file in messages. */
+static hv_err tls_read_pem(const char *path, const char *what, int key, char **out, char *err,
+                           size_t errlen) {
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        int e = errno;
+        hv_errf(err, errlen, "%s '%s': cannot open: %s", what, path, strerror(e));
+        return e == ENOENT ? HV_ENOTFOUND : HV_EIO;
+    }
+    char *buf = hv_malloc(RPC_PEM_MAX + 1);
+    size_t len = buf != NULL ? fread(buf, 1, RPC_PEM_MAX + 1, f) : 0;
+    int rerr = ferror(f);
+    fclose(f);
+    if (buf == NULL) {
+        hv_errf(err, errlen, "%s '%s': out of memory", what, path);
+        return HV_ENOMEM;
+    }
+    hv_err rc = HV_OK;
+    if (rerr) {
+        hv_errf(err, errlen, "%s '%s': cannot read: %s", what, path, "read error");
+        rc = HV_EIO;
+    } else if (len > RPC_PEM_MAX) {
+        hv_errf(err, errlen, "%s '%s': larger than %u bytes; not a PEM file", what, path,
+                RPC_PEM_MAX);
+        rc = HV_EINVAL;
+    } else {
+        buf[len] = '\0';
+        const char *begin = strstr(buf, "-----BEGIN ");
+        const char *kind = begin != NULL ? begin + 11 : NULL;
+        int ok = kind != NULL && (key ? strstr(kind, "PRIVATE KEY-----") != NULL
+                                      : strncmp(kind, "CERTIFICATE-----", 16) == 0);
+        if (!ok) {
+            hv_errf(err, errlen, "%s '%s': not a PEM %s (no '-----BEGIN %s-----' line)", what, path,
+                    key ? "private key" : "certificate", key ? "PRIVATE KEY" : "CERTIFICATE");
+            rc = HV_EINVAL;
+        } else if (key && (strstr(buf, "ENCRYPTED") != NULL)) {
+            hv_errf(err, errlen,
+                    "%s '%s': the key is encrypted with a passphrase, which hv cannot ask "
+                    "for; store it unencrypted, mode 0600 (openssl pkey -in KEY -out NEW)",
+                    what, path);
+            rc = HV_EINVAL;
+        }
+    }
+    if (rc != HV_OK) {
+        memset(buf, 0, len < RPC_PEM_MAX ? len : RPC_PEM_MAX);
+        hv_free(buf);
+        return rc;
+    }
+    *out = buf;
+    return HV_OK;
+}
+
+static void tls_free_pem(char *pem) {
+    if (pem != NULL) {
+        memset(pem, 0, strlen(pem)); /* keys are secrets: no copies left in freed memory */
+        hv_free(pem);
+    }
+}
+
+/* Loads the files a server needs. which (optional) receives the file to blame on failure. */
+static hv_err tls_load(const hv_rpc_tls_t *tls, int server, char **ca, char **cert, char **key,
+                       const char **which, char *err, size_t errlen) {
+    hv_err rc = HV_OK;
+    const char *w = NULL;
+    *ca = *cert = *key = NULL;
+    if (server && (tls->cert_file == NULL || tls->key_file == NULL)) {
+        hv_errf(err, errlen, "TLS needs a certificate and its private key");
+        w = tls->cert_file == NULL ? "cert" : "key";
+        rc = HV_EINVAL;
+    } else if (!server && tls->ca_file == NULL) {
+        hv_errf(err, errlen, "TLS needs the CA file that signed the head's certificate");
+        w = "ca";
+        rc = HV_EINVAL;
+    } else if (!server && (tls->cert_file == NULL) != (tls->key_file == NULL)) {
+        hv_errf(err, errlen, "a client certificate needs both the certificate and its key");
+        w = tls->cert_file == NULL ? "cert" : "key";
+        rc = HV_EINVAL;
+    } else if (tls->ca_file != NULL &&
+               (rc = tls_read_pem(tls->ca_file, "CA file", 0, ca, err, errlen)) != HV_OK) {
+        w = "ca";
+    } else if (tls->cert_file != NULL &&
+               (rc = tls_read_pem(tls->cert_file, "certificate", 0, cert, err, errlen)) != HV_OK) {
+        w = "cert";
+    } else if (tls->key_file != NULL &&
+               (rc = tls_read_pem(tls->key_file, "private key", 1, key, err, errlen)) != HV_OK) {
+        w = "key";
+    }
+    if (rc != HV_OK) {
+        tls_free_pem(*ca);
+        tls_free_pem(*cert);
+        tls_free_pem(*key);
+        *ca = *cert = *key = NULL;
+    }
+    if (which != NULL) {
+        *which = w;
+    }
+    return rc;
+}
+
+static hv_err tls_server_creds(const hv_rpc_tls_t *tls, grpc_server_credentials **out, char *err,
+                               size_t errlen) {
+    char *ca, *cert, *key;
+    HV_TRY(tls_load(tls, 1, &ca, &cert, &key, NULL, err, errlen));
+    grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+    /* With a CA, every client is asked for a certificate and one that is presented must verify;
+     * which methods insist on one is decided per call (server_peer_cert_ok). */
+    *out = grpc_ssl_server_credentials_create_ex(
+        ca, &pair, 1,
+        ca != NULL ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+                   : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+        NULL);
+    tls_free_pem(ca);
+    tls_free_pem(cert);
+    tls_free_pem(key);
+    if (*out == NULL) {
+        hv_errf(err, errlen, "gRPC refused the TLS material");
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+static hv_err tls_channel_creds(const hv_rpc_tls_t *tls, grpc_channel_credentials **out, char *err,
+                                size_t errlen) {
+    char *ca, *cert, *key;
+    HV_TRY(tls_load(tls, 0, &ca, &cert, &key, NULL, err, errlen));
+    grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+    *out = grpc_ssl_credentials_create_ex(ca, cert != NULL ? &pair : NULL, NULL, NULL);
+    tls_free_pem(ca);
+    tls_free_pem(cert);
+    tls_free_pem(key);
+    if (*out == NULL) {
+        hv_errf(err, errlen, "gRPC refused the TLS material");
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+hv_err hv_rpc_tls_check(const hv_rpc_tls_t *tls, const char **which_out, char *err, size_t errlen) {
+    char *ca, *cert, *key;
+    const char *which = NULL;
+    hv_err rc = tls_load(tls, 1, &ca, &cert, &key, &which, err, errlen);
+    if (rc == HV_OK) {
+        rpc_quiet_grpc();
+        grpc_init();
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+        grpc_server_credentials *creds = grpc_ssl_server_credentials_create_ex(
+            ca, &pair, 1,
+            ca != NULL ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+                       : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+            NULL);
+        grpc_server *srv = grpc_server_create(NULL, NULL);
+        grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+        grpc_server_register_completion_queue(srv, cq, NULL);
+        /* gRPC core loads the key pair and the CA when the port is added: a key that does not
+         * match the certificate, or a file with no usable PEM block, fails here. */
+        int port = creds != NULL ? grpc_server_add_http2_port(srv, "127.0.0.1:0", creds) : 0;
+        if (creds != NULL) {
+            grpc_server_credentials_release(creds);
+        }
+        static int tag;
+        grpc_server_shutdown_and_notify(srv, cq, &tag); /* never started: returns at once */
+        grpc_completion_queue_pluck(cq, &tag, deadline_after(5000), NULL);
+        grpc_server_destroy(srv);
+        grpc_completion_queue_shutdown(cq);
+        while (
+            grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+            GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(cq);
+        grpc_shutdown();
+        if (port == 0) {
+            hv_errf(err, errlen,
+                    "the private key '%s' does not match the certificate '%s'%s%s%s, or one of "
+                    "them is damaged",
+                    tls->key_file, tls->cert_file, ca != NULL ? " (or the CA file '" : "",
+                    ca != NULL ? tls->ca_file : "", ca != NULL ? "' is not a certificate)" : "");
+            which = "key";
+            rc = HV_EINVAL;
+        }
+        tls_free_pem(ca);
+        tls_free_pem(cert);
+        tls_free_pem(key);
+    }
+    if (which_out != NULL) {
+        *which_out = which;
+    }
+    return rc;
+}
+
+int hv_rpc_target_is_loopback(const char *target) {
+    char host[256];
+    const char *h = target;
+    if (strncmp(h, "unix:", 5) == 0 || strncmp(h, "unix-abstract:", 14) == 0) {
+        return 1;
+    }
+    if (strncmp(h, "dns:///", 7) == 0) {
+        h += 7;
+    } else if (strncmp(h, "ipv4:", 5) == 0 || strncmp(h, "ipv6:", 5) == 0) {
+        h += 5;
+    }
+    size_t len;
+    if (h[0] == '[') {
+        const char *end = strchr(h, ']');
+        if (end == NULL) {
+            return 0;
+        }
+        h++;
+        len = (size_t)(end - h);
+    } else {
+        const char *colon = strrchr(h, ':');
+        len = colon != NULL ? (size_t)(colon - h) : strlen(h);
+    }
+    if (len == 0 || len >= sizeof(host)) {
+        return 0;
+    }
+    memcpy(host, h, len);
+    host[len] = '\0';
+    if (strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0) {
+        return 1;
+    }
+    unsigned a, b, c, d;
+    char extra;
+    return sscanf(host, "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) == 4 && a == 127 && b < 256 &&
+           c < 256 && d < 256;
+}
+
+void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st) {
+    if (st->grpc_code != GRPC_STATUS_UNAVAILABLE) {
+        return;
+    }
+    const char *m = st->msg;
+    char ca[300];
+    snprintf(ca, sizeof(ca), "%s%s%s", ca_file ? "'" : "", ca_file ? ca_file : "the CA file",
+             ca_file ? "'" : "");
+    char out[sizeof(st->msg)];
+    out[0] = '\0';
+    if (tls) {
+        if (strstr(m, "CERTIFICATE_VERIFY_FAILED") != NULL ||
+            strcasestr(m, "certificate verify failed") != NULL) {
+            snprintf(out, sizeof(out),
+                     "TLS: the head's certificate is not signed by the CA in %s (--ca); the "
+                     "head may use another CA",
+                     ca);
+        } else if (strstr(m, "not in peer certificate") != NULL) {
+            snprintf(out, sizeof(out),
+                     "TLS: the head's certificate does not name the address dialled (its "
+                     "subjectAltName must list that DNS name or IP)");
+        } else if (strstr(m, "WRONG_VERSION_NUMBER") != NULL ||
+                   strcasestr(m, "handshake") != NULL || strcasestr(m, "socket closed") != NULL ||
+                   strcasestr(m, "connection reset") != NULL ||
+                   strcasestr(m, "end of file") != NULL) {
+            snprintf(out, sizeof(out),
+                     "TLS handshake with the head failed (the head may serve plain text, or "
+                     "require a client certificate: hvagent --cert/--key)");
+        }
+    } else if (strstr(m, "failed to connect") != NULL &&
+               (strcasestr(m, "socket closed") != NULL ||
+                strcasestr(m, "before receiving SETTINGS frame") != NULL ||
+                strcasestr(m, "connection reset") != NULL ||
+                strcasestr(m, "end of file") != NULL)) {
+        /* Kept "failed to connect": callers retry such failures (a loaded or restarting head
+         * can also close a connection early). */
+        snprintf(out, sizeof(out),
+                 "failed to connect: the head closed the connection during setup; if it uses "
+                 "TLS, give --ca FILE (or HV_CA_FILE) with the CA that signed its certificate");
+    }
+    if (out[0] != '\0') {
+        snprintf(st->msg, sizeof(st->msg), "%s", out);
+    }
+}
+
+/* Server: a call to a method under client_cert_prefix needs a client certificate that the TLS
+ * handshake verified against the CA. Refuses the call (and returns 0) otherwise. */
+static int server_peer_cert_ok(hv_rpc_server_t *s, hv_rpc_call_t *c) {
+    size_t plen = strlen(s->client_cert_prefix);
+    if (GRPC_SLICE_LENGTH(c->details.method) < plen ||
+        memcmp(GRPC_SLICE_START_PTR(c->details.method), s->client_cert_prefix, plen) != 0) {
+        return 1;
+    }
+    int ok = 0;
+    grpc_auth_context *ctx = grpc_call_auth_context(c->call);
+    if (ctx != NULL) {
+        /* The server asks with REQUEST_..._AND_VERIFY: a presented certificate that did not
+         * verify fails the handshake, so one that is here was verified. */
+        grpc_auth_property_iterator it =
+            grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_PEM_CERT_PROPERTY_NAME);
+        ok = grpc_auth_property_iterator_next(&it) != NULL;
+        grpc_auth_context_release(ctx);
+    }
+    if (ok) {
+        return 1;
+    }
+    HV_LOG(HV_LOG_WARN, "rpc", "HV-RPC-NO-CLIENT-CERT",
+           "refused a call from %s: no client certificate (tls.require_client_cert)", c->peer);
+    grpc_op close_op;
+    memset(&close_op, 0, sizeof(close_op));
+    close_op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close_op.data.recv_close_on_server.cancelled = &c->cancelled;
+    call_start_batch(c, &close_op, 1, &c->op_close);
+    c->method = NULL;
+    c->open = 1;
+    hv_rpc_finish(c, HV_EPERM,
+                  "the head requires a client certificate for this service (tls.require_client_"
+                  "cert): give hvagent --cert FILE --key FILE signed by the head's CA");
+    return 0;
 }
 
 /* ---- server --------------------------------------------------------------------------------- */
@@ -665,6 +1087,47 @@ static void server_unimplemented(hv_rpc_call_t *c) {
     hv_rpc_finish(c, HV_ENOTSUP, "unknown method %s", path);
 }
 
+/* Keeps the value of the caller's "authorization: Bearer <token>" metadata. A missing, malformed
+ * or oversized header leaves "" (the services then answer UNAUTHENTICATED). */
+static void call_read_bearer(hv_rpc_call_t *c) {
+    c->bearer[0] = '\0';
+    for (size_t i = 0; i < c->request_md.count; i++) {
+        const grpc_metadata *m = &c->request_md.metadata[i];
+        if (grpc_slice_str_cmp(m->key, RPC_AUTH_KEY) != 0) {
+            continue;
+        }
+        size_t len = GRPC_SLICE_LENGTH(m->value), pl = sizeof(RPC_BEARER) - 1;
+        const char *v = (const char *)GRPC_SLICE_START_PTR(m->value);
+        if (len <= pl || len - pl > HV_RPC_MAX_TOKEN || strncasecmp(v, RPC_BEARER, pl) != 0) {
+            return;
+        }
+        memcpy(c->bearer, v + pl, len - pl);
+        c->bearer[len - pl] = '\0';
+        if (strlen(c->bearer) != len - pl) {
+            c->bearer[0] = '\0'; /* an embedded NUL: not a token */
+        }
+        return;
+    }
+}
+
+/* Fills md with the channel's authorization header; returns how many entries (0 or 1). The
+ * value is a copy (grpc_call_start_batch takes its own reference to it): release it with
+ * md_release once the batch is started, so a later hv_rpc_channel_set_token cannot change the
+ * bytes of a call in flight. */
+static size_t channel_md(const hv_rpc_channel_t *ch, grpc_metadata *md) {
+    memset(md, 0, sizeof(*md));
+    if (ch == NULL || ch->auth[0] == '\0') {
+        return 0;
+    }
+    md->key = grpc_slice_from_static_string(RPC_AUTH_KEY);
+    md->value = grpc_slice_from_copied_string(ch->auth);
+    return 1;
+}
+
+static void md_release(grpc_metadata *md) {
+    grpc_slice_unref(md->value); /* the empty slice of an unused md: a no-op */
+}
+
 static void on_new_call(hv_rpc_call_t *c, int success) {
     hv_rpc_server_t *s = c->srv;
     if (!success) {
@@ -680,6 +1143,7 @@ static void on_new_call(hv_rpc_call_t *c, int success) {
         snprintf(c->peer, sizeof(c->peer), "%s", peer);
         gpr_free(peer);
     }
+    call_read_bearer(c);
     for (size_t i = 0; i < s->n_methods; i++) {
         if (grpc_slice_str_cmp(c->details.method, s->methods[i].path) == 0) {
             c->method = &s->methods[i];
@@ -688,6 +1152,9 @@ static void on_new_call(hv_rpc_call_t *c, int success) {
     }
     if (c->method == NULL) {
         server_unimplemented(c);
+        return;
+    }
+    if (s->client_cert_prefix != NULL && !server_peer_cert_ok(s, c)) {
         return;
     }
     c->kind = c->method->kind;
@@ -709,8 +1176,29 @@ static void on_new_call(hv_rpc_call_t *c, int success) {
 
 hv_err hv_rpc_server_create(hv_rpc_engine_t *e, const char *listen_addr, hv_rpc_server_t **out,
                             int *port_out) {
+    return hv_rpc_server_create_tls(e, listen_addr, NULL, out, port_out, NULL, 0);
+}
+
+hv_err hv_rpc_server_create_tls(hv_rpc_engine_t *e, const char *listen_addr,
+                                const hv_rpc_tls_t *tls, hv_rpc_server_t **out, int *port_out,
+                                char *err, size_t errlen) {
+    grpc_server_credentials *creds = NULL;
+    hv_err rc;
+    if (tls != NULL) {
+        /* A bad key pair and a busy address both make add_http2_port return 0: tell them apart
+         * by loading the material on a throwaway loopback port first. */
+        if ((rc = hv_rpc_tls_check(tls, NULL, err, errlen)) != HV_OK ||
+            (rc = tls_server_creds(tls, &creds, err, errlen)) != HV_OK) {
+            return rc;
+        }
+    } else {
+        creds = grpc_insecure_server_credentials_create();
+    }
     hv_rpc_server_t *s = hv_calloc(1, sizeof(*s));
-    if (s == NULL) {
+    if (s == NULL || (tls != NULL && tls->client_cert_prefix != NULL &&
+                      (s->client_cert_prefix = hv_strdup(tls->client_cert_prefix)) == NULL)) {
+        grpc_server_credentials_release(creds);
+        hv_free(s);
         return HV_ENOMEM;
     }
     grpc_arg a[16];
@@ -720,12 +1208,13 @@ hv_err hv_rpc_server_create(hv_rpc_engine_t *e, const char *listen_addr, hv_rpc_
     s->eng = e;
     s->server = grpc_server_create(&args, NULL);
     grpc_server_register_completion_queue(s->server, e->cq, NULL);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
     int port = grpc_server_add_http2_port(s->server, listen_addr, creds);
     grpc_server_credentials_release(creds);
     if (port == 0) {
         grpc_server_destroy(s->server);
+        hv_free(s->client_cert_prefix);
         hv_free(s);
+        hv_errf(err, errlen, "cannot listen on %s: address in use or not available", listen_addr);
         return HV_EUNAVAIL;
     }
     s->op_shutdown.kind = OP_SHUTDOWN;
@@ -758,6 +1247,11 @@ hv_err hv_rpc_server_add_n(hv_rpc_server_t *s, const hv_rpc_method_t *ms, size_t
         HV_TRY(hv_rpc_server_add(s, &ms[i]));
     }
     return HV_OK;
+}
+
+void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud) {
+    s->gate = gate;
+    s->gate_ud = ud;
 }
 
 hv_err hv_rpc_server_start(hv_rpc_server_t *s) {
@@ -859,31 +1353,78 @@ void hv_rpc_call_set_data(hv_rpc_call_t *c, void *data) { c->data = data; }
 void *hv_rpc_call_data(const hv_rpc_call_t *c) { return c->data; }
 void hv_rpc_call_set_drain_cb(hv_rpc_call_t *c, hv_rpc_drain_cb cb) { c->on_drain = cb; }
 const char *hv_rpc_call_peer(const hv_rpc_call_t *c) { return c->peer; }
+const char *hv_rpc_call_bearer(const hv_rpc_call_t *c) { return c->bearer; }
 size_t hv_rpc_call_queued(const hv_rpc_call_t *c) { return c->q_len; }
 int hv_rpc_call_open(const hv_rpc_call_t *c) { return c->open && !c->finish_requested; }
 
 /* ---- channels ------------------------------------------------------------------------------- */
 
 hv_err hv_rpc_channel_create(const char *target, hv_rpc_channel_t **out) {
+    return hv_rpc_channel_create_tls(target, NULL, out, NULL, 0);
+}
+
+hv_err hv_rpc_channel_create_tls(const char *target, const hv_rpc_tls_t *tls,
+                                 hv_rpc_channel_t **out, char *err, size_t errlen) {
+    grpc_channel_credentials *creds = NULL;
     hv_rpc_channel_t *ch = hv_calloc(1, sizeof(*ch));
     if (ch == NULL) {
         return HV_ENOMEM;
     }
+    rpc_quiet_grpc();
     grpc_init();
+    if (tls != NULL) {
+        hv_err rc = tls_channel_creds(tls, &creds, err, errlen);
+        if (rc == HV_OK && (ch->ca_file = hv_strdup(tls->ca_file)) == NULL) {
+            rc = HV_ENOMEM;
+        }
+        if (rc != HV_OK) {
+            if (creds != NULL) {
+                grpc_channel_credentials_release(creds);
+            }
+            hv_free(ch);
+            grpc_shutdown();
+            return rc;
+        }
+        ch->tls = 1;
+    } else {
+        creds = grpc_insecure_credentials_create();
+    }
     grpc_arg a[16];
     size_t n;
     args_fill(a, &n, 0);
     grpc_channel_args args = {.num_args = n, .args = a};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
     ch->ch = grpc_channel_create(target, creds, &args);
     grpc_channel_credentials_release(creds);
     snprintf(ch->target, sizeof(ch->target), "%s", target);
     if (ch->ch == NULL) {
+        hv_free(ch->ca_file);
         hv_free(ch);
         grpc_shutdown();
+        hv_errf(err, errlen, "cannot make a channel to %s", target);
         return HV_EINVAL;
     }
     *out = ch;
+    return HV_OK;
+}
+
+hv_err hv_rpc_channel_set_token(hv_rpc_channel_t *ch, const char *token) {
+    size_t len = token != NULL ? strlen(token) : 0;
+    if (len > HV_RPC_MAX_TOKEN) {
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char b = (unsigned char)token[i];
+        if (b <= ' ' || b >= 0x7f) {
+            return HV_EINVAL; /* a header value: printable ASCII, no spaces */
+        }
+    }
+    volatile char *a = ch->auth; /* the old value is a secret: wipe it */
+    for (size_t i = 0; i < sizeof(ch->auth); i++) {
+        a[i] = 0;
+    }
+    if (len > 0) {
+        snprintf(ch->auth, sizeof(ch->auth), "%s%s", RPC_BEARER, token);
+    }
     return HV_OK;
 }
 
@@ -891,7 +1432,9 @@ void hv_rpc_channel_destroy(hv_rpc_channel_t *ch) {
     if (ch == NULL) {
         return;
     }
+    hv_rpc_channel_set_token(ch, NULL);
     grpc_channel_destroy(ch->ch);
+    hv_free(ch->ca_file);
     hv_free(ch);
     grpc_shutdown();
 }
@@ -927,6 +1470,7 @@ hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *p
     c->ud = cbs->ud;
     c->open = 1;
     snprintf(c->peer, sizeof(c->peer), "%s", ch->target);
+    c->chan_tls = ch->tls;
     grpc_slice method = grpc_slice_from_copied_string(path);
     c->call = grpc_channel_create_call(ch->ch, NULL, GRPC_PROPAGATE_DEFAULTS, e->cq, method, NULL,
                                        deadline_after(timeout_ms), NULL);
@@ -935,6 +1479,9 @@ hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *p
     grpc_op ops[4];
     size_t n = 0;
     memset(ops, 0, sizeof(ops));
+    grpc_metadata md;
+    ops[n].data.send_initial_metadata.count = channel_md(ch, &md);
+    ops[n].data.send_initial_metadata.metadata = &md;
     ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
     ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[n++].data.recv_initial_metadata.recv_initial_metadata = &c->initial_md;
@@ -947,6 +1494,7 @@ hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *p
         c->final_sent = 1;
     }
     int bad = call_start_batch(c, ops, n, &c->op_start);
+    md_release(&md);
     if (kind != HV_RPC_BIDI) {
         /* grpc took its own reference to the payload; ours goes once the batch is started. */
         c->sending = first;
@@ -1062,6 +1610,7 @@ void hv_rpc_engine_destroy(hv_rpc_engine_t *e) {
         e->servers = s->next;
         grpc_server_destroy(s->server);
         hv_free(s->methods);
+        hv_free(s->client_cert_prefix);
         hv_free(s);
     }
     grpc_completion_queue_destroy(e->cq);
@@ -1109,7 +1658,10 @@ hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessa
     const char *error_string = NULL;
     grpc_op ops[6];
     memset(ops, 0, sizeof(ops));
+    grpc_metadata md;
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = channel_md(ch, &md);
+    ops[0].data.send_initial_metadata.metadata = &md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
     ops[1].data.send_message.send_message = send_bb;
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -1124,6 +1676,7 @@ hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessa
     ops[5].data.recv_status_on_client.error_string = &error_string;
     static int tag;
     grpc_call_error err = grpc_call_start_batch(call, ops, 6, &tag, NULL);
+    md_release(&md);
     if (err == GRPC_CALL_OK) {
         /* The deadline is enforced by gRPC; the extra second only guards against a lost tag. */
         grpc_event ev = grpc_completion_queue_pluck(
@@ -1133,6 +1686,7 @@ hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessa
             grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         }
         status_from_client(st, code, details, error_string);
+        hv_rpc_explain_transport(ch->tls, ch->ca_file, st);
     } else {
         status_set(st, GRPC_STATUS_INTERNAL, "cannot start call", 17);
     }
@@ -1184,6 +1738,7 @@ struct hv_rpc_bstream_s {
     int tag_start, tag_status, tag_recv; /* addresses used as tags */
     int start_pending, status_pending, recv_pending;
     int eof;
+    int chan_tls; /* the channel uses TLS (for hv_rpc_explain_transport) */
     hv_rpc_status_t st;
 };
 
@@ -1193,6 +1748,7 @@ static void bstream_handle(hv_rpc_bstream_t *s, grpc_event ev) {
     } else if (ev.tag == &s->tag_status) {
         s->status_pending = 0;
         status_from_client(&s->st, s->code, s->details, s->error_string);
+        hv_rpc_explain_transport(s->chan_tls, NULL, &s->st);
     } else if (ev.tag == &s->tag_recv) {
         s->recv_pending = 0;
         if (!ev.success || s->recv_bb == NULL) {
@@ -1214,6 +1770,7 @@ hv_err hv_rpc_bstream_open(hv_rpc_channel_t *ch, const char *path, const Protobu
         return rc;
     }
     s->desc = resp_desc;
+    s->chan_tls = ch->tls;
     s->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_slice method = grpc_slice_from_copied_string(path);
     s->call = grpc_channel_create_call(ch->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq, method, NULL,
@@ -1224,7 +1781,10 @@ hv_err hv_rpc_bstream_open(hv_rpc_channel_t *ch, const char *path, const Protobu
     s->details = grpc_empty_slice();
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
+    grpc_metadata md;
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = channel_md(ch, &md);
+    ops[0].data.send_initial_metadata.metadata = &md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
     ops[1].data.send_message.send_message = s->send_bb;
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -1233,6 +1793,7 @@ hv_err hv_rpc_bstream_open(hv_rpc_channel_t *ch, const char *path, const Protobu
     if (grpc_call_start_batch(s->call, ops, 4, &s->tag_start, NULL) == GRPC_CALL_OK) {
         s->start_pending = 1;
     }
+    md_release(&md);
     grpc_op st;
     memset(&st, 0, sizeof(st));
     st.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
@@ -1329,4 +1890,76 @@ void hv_rpc_bstream_destroy(hv_rpc_bstream_t *s) {
     }
     grpc_completion_queue_destroy(s->cq);
     hv_free(s);
+}
+
+/* ---- transport failures in plain words ---------------------------------------------------- */
+
+/* The host part of "HOST:PORT" / "[V6]:PORT" into buf. */
+static const char *rpc_host_of(const char *target, char *buf, size_t len) {
+    const char *h = target != NULL ? target : "";
+    const char *colon = strrchr(h, ':');
+    size_t n = colon != NULL ? (size_t)(colon - h) : strlen(h);
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+        h++;
+        n -= 2;
+    }
+    snprintf(buf, len, "%.*s", (int)n, h);
+    return buf;
+}
+
+/* Texts gRPC core writes (lower case, matched case-insensitively) and what they mean. The
+ * first match wins: name resolution before "failed to connect", which wraps everything. */
+static const struct {
+    const char *word;
+    const char *plain; /* NULL: "cannot resolve host" */
+} rpc_transport_words[] = {
+    {"connection refused", "connection refused"},
+    {"dns resolution", NULL},
+    {"ares", NULL},
+    {"name resolution", NULL},
+    {"domain name not found", NULL},
+    {"empty address list", NULL},
+    {"resolve", NULL},
+    {"no route to host", "no route to host"},
+    {"network is unreachable", "network is unreachable"},
+    {"handshake", "the secure (TLS) handshake failed"},
+    {"ssl", "the secure (TLS) handshake failed"},
+    {"certificate", "the secure (TLS) handshake failed"},
+    {"timed out", "timed out connecting"},
+    {"deadline", "timed out connecting"},
+    {"connection reset", "the connection was closed"},
+    {"socket closed", "the connection was closed"},
+    {"broken pipe", "the connection was closed"},
+    {"goaway", "the connection was closed"},
+    {"stream removed", "the connection was closed"},
+    {"transport closed", "the connection was closed"},
+    {"cancelling all calls", "the connection was closed"},
+    {"keepalive", "the connection was closed"},
+    {"connect failed", "no connection could be made"},
+    {"failed to connect", "no connection could be made"},
+    {"endpoint", "no connection could be made"},
+};
+
+const char *hv_rpc_plain_transport_error(const char *detail, const char *target, char *buf,
+                                         size_t len) {
+    if (detail == NULL || buf == NULL || len == 0) {
+        return NULL;
+    }
+    /* Already in plain words (hv_rpc_explain_transport wrote it): shown as it is. */
+    if (strncmp(detail, "TLS", 3) == 0 || strstr(detail, "give --ca") != NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(rpc_transport_words) / sizeof(rpc_transport_words[0]); i++) {
+        if (strcasestr(detail, rpc_transport_words[i].word) == NULL) {
+            continue;
+        }
+        if (rpc_transport_words[i].plain != NULL) {
+            snprintf(buf, len, "%s", rpc_transport_words[i].plain);
+        } else {
+            char host[256];
+            snprintf(buf, len, "cannot resolve host '%s'", rpc_host_of(target, host, sizeof(host)));
+        }
+        return buf;
+    }
+    return NULL;
 }

@@ -35,6 +35,7 @@
 #define HV_RPC_MIN_PING_INTERVAL_MS 5000 /* server accepts pings this often (<= KEEPALIVE_MS) */
 #define HV_RPC_SEND_QUEUE_MAX 4096       /* per-call queued messages before hv_rpc_send fails */
 #define HV_RPC_SEND_QUEUE_LOW 256        /* on_drain fires when the queue falls below this */
+#define HV_RPC_MAX_TOKEN 256 /* longest bearer token a channel sends or a server reads */
 
 /* The outcome of a call. msg is a human-readable detail ("" on success). */
 typedef struct hv_rpc_status_s {
@@ -99,6 +100,15 @@ hv_err hv_rpc_server_add(hv_rpc_server_t *s, const hv_rpc_method_t *m);
 /* Registers the n methods of a service (a table); stops at the first error and returns it. */
 hv_err hv_rpc_server_add_n(hv_rpc_server_t *s, const hv_rpc_method_t *ms, size_t n);
 
+/* Decides whether a call may go on, from its method path, its first request message (decoded)
+ * and its caller (hv_rpc_call_bearer, hv_rpc_call_peer). Anything but HV_OK ends the call with
+ * that code and the detail written to msg (msglen bytes) before any handler sees the message;
+ * nothing more is read from the call. Runs on the loop thread, once per call. */
+typedef hv_err (*hv_rpc_gate_cb)(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *first,
+                                 char *msg, size_t msglen, void *ud);
+/* Installs the gate for every method of the server (before hv_rpc_server_start). */
+void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud);
+
 hv_err hv_rpc_server_start(hv_rpc_server_t *s);
 
 /* Stops accepting calls and cancels the calls in progress (their on_done runs on the loop).
@@ -128,6 +138,10 @@ void *hv_rpc_call_data(const hv_rpc_call_t *c);
 void hv_rpc_call_set_drain_cb(hv_rpc_call_t *c, hv_rpc_drain_cb cb);
 /* Peer address as gRPC reports it ("ipv4:127.0.0.1:43512"); "" if unknown. Borrowed. */
 const char *hv_rpc_call_peer(const hv_rpc_call_t *c);
+/* Server: the caller's credential, the value of its "authorization: Bearer <token>" metadata;
+ * "" when the call carried none (or a malformed one). Borrowed, valid until on_done. The rpc
+ * layer only carries it; the services decide what it allows. */
+const char *hv_rpc_call_bearer(const hv_rpc_call_t *c);
 /* Messages queued and not yet handed to gRPC. */
 size_t hv_rpc_call_queued(const hv_rpc_call_t *c);
 /* True until the call ended or was finished by us. */
@@ -139,6 +153,58 @@ int hv_rpc_call_open(const hv_rpc_call_t *c);
  * agents re-attach quickly after a head restart. Thread-safe. */
 hv_err hv_rpc_channel_create(const char *target, hv_rpc_channel_t **out);
 void hv_rpc_channel_destroy(hv_rpc_channel_t *ch);
+/* Attaches a credential: every call started on ch afterwards carries the metadata
+ * "authorization: Bearer <token>". NULL or "" removes it. The token must be printable ASCII
+ * without spaces, at most HV_RPC_MAX_TOKEN bytes (else HV_EINVAL). Not thread-safe with calls
+ * being started on ch at the same moment: set it before sharing the channel. */
+hv_err hv_rpc_channel_set_token(hv_rpc_channel_t *ch, const char *token);
+
+/* ---- TLS ------------------------------------------------------------------------------------ */
+
+/* TLS material, as PEM file paths (borrowed; read when a server or channel is created, so a
+ * renewed certificate is picked up at the next start). gRPC core's SSL credentials do the rest.
+ *  - server: cert_file and key_file are required. With ca_file, the server asks every client for
+ *    a certificate and verifies one that is presented against ca_file; calls to methods whose
+ *    path starts with client_cert_prefix are refused with UNAUTHENTICATED unless the peer
+ *    presented a verified certificate (mTLS for one service, e.g. "/hvpb.v1.Cluster/": agents).
+ *  - client: ca_file is required and the server's certificate must chain to it and name the
+ *    target's host (subjectAltName DNS or IP). cert_file + key_file (both or neither) are the
+ *    client certificate for mTLS. */
+typedef struct hv_rpc_tls_s {
+    const char *ca_file;
+    const char *cert_file;
+    const char *key_file;
+    const char *client_cert_prefix; /* server only; NULL = no method needs a client cert */
+} hv_rpc_tls_t;
+
+/* hv_rpc_server_create with TLS (tls NULL = plain text, as hv_rpc_server_create). Errors:
+ * HV_ENOTFOUND / HV_EIO (a file cannot be read), HV_EINVAL (not PEM, or the key does not match
+ * the certificate), HV_EUNAVAIL (the address cannot be bound); err (may be NULL) says which in
+ * the user's terms. */
+hv_err hv_rpc_server_create_tls(hv_rpc_engine_t *e, const char *listen_addr,
+                                const hv_rpc_tls_t *tls, hv_rpc_server_t **out, int *port_out,
+                                char *err, size_t errlen);
+
+/* hv_rpc_channel_create with TLS (tls NULL = plain text). Transport failures on the channel's
+ * calls are reported in the user's terms (an untrusted or misnamed server certificate, a plain
+ * text head) instead of gRPC's detail. Errors as hv_rpc_server_create_tls, with err. */
+hv_err hv_rpc_channel_create_tls(const char *target, const hv_rpc_tls_t *tls,
+                                 hv_rpc_channel_t **out, char *err, size_t errlen);
+
+/* Checks server material without serving: the files are readable PEM and the private key
+ * matches the certificate (gRPC core loads them on a throwaway loopback port). For config
+ * validation at start. Errors as hv_rpc_server_create_tls; which_out (optional) receives
+ * "cert", "key" or "ca": the file to blame. */
+hv_err hv_rpc_tls_check(const hv_rpc_tls_t *tls, const char **which_out, char *err, size_t errlen);
+
+/* 1 when target's host ("HOST:PORT", "[V6]:PORT", "unix:...") is this machine's loopback:
+ * localhost, 127.0.0.0/8, ::1, a unix socket. Plain text is hv's default only there. */
+int hv_rpc_target_is_loopback(const char *target);
+
+/* Rewrites a transport failure's gRPC detail in st->msg into the user's terms (TLS handshake
+ * failed and why, or a plain-text client that met a TLS head), given how the channel was made.
+ * Done by the blocking calls and client calls of this layer already; exposed for tests. */
+void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st);
 
 /* ---- event-driven client calls -------------------------------------------------------------- */
 
@@ -185,6 +251,27 @@ void hv_rpc_bstream_cancel(hv_rpc_bstream_t *s);
 void hv_rpc_bstream_destroy(hv_rpc_bstream_t *s);
 
 void hv_rpc_msg_free(ProtobufCMessage *m);
+
+/* Unpacks len bytes as a desc message the way every received message is: NULL when the bytes are
+ * not a valid message. Stricter than protobuf-c alone: a field number 0 (which protobuf-c keeps
+ * as an unknown field when its tag is encoded in more than one byte) is refused, at any depth,
+ * since such a message packs into bytes that do not parse again (found by tests/fuzz). Free the
+ * result with hv_rpc_msg_free. */
+ProtobufCMessage *hv_rpc_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                                size_t len);
+
+/* ---- transport failures in plain words ---------------------------------------------------- */
+
+/* gRPC core's own texts for a failed connection ("failed to connect to all addresses; last
+ * error: UNKNOWN: ipv4:127.0.0.1:1: Connection refused", "DNS resolution failed for h:7000:
+ * C-ares status is not ARES_SUCCESS ...") mean nothing to a user. Writes what happened in plain
+ * words into buf and returns it: "connection refused", "cannot resolve host 'NAME'" (NAME from
+ * target, "HOST:PORT" or "[V6]:PORT"), "no route to host", "network is unreachable", "timed out
+ * connecting", "the connection was closed", "the secure (TLS) handshake failed". Returns NULL,
+ * with buf untouched, when detail is not one of gRPC's transport texts (a message the peer wrote
+ * itself, shown as it is). */
+const char *hv_rpc_plain_transport_error(const char *detail, const char *target, char *buf,
+                                         size_t len);
 
 /* ---- status mapping (exposed for tests and messages) ---------------------------------------- */
 hv_err hv__rpc_err_from_grpc(int grpc_code);

@@ -112,6 +112,34 @@ static void session(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     CHECK_RC(hv_rpc_send(c, &h.base), HV_OK);
 }
 
+/* The gate: job ids from 10^9 on need the bearer "hvc_good"; none -> HV_EAUTH, another ->
+ * HV_EPERM. Watch streams from 10^9 on too. Other calls pass untouched. */
+static char gate_seen[HV_RPC_MAX_TOKEN + 1];
+static hv_err test_gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *first,
+                        char *msg, size_t msglen, void *ud) {
+    (void)ud;
+    uint64_t id = 0;
+    if (strcmp(path, "/hvpb.v1.Jobs/GetJob") == 0) {
+        id = ((const Hvpb__V1__JobRef *)first)->job_id;
+    } else if (strcmp(path, "/hvpb.v1.Jobs/Watch") == 0) {
+        id = ((const Hvpb__V1__WatchRequest *)first)->job_id;
+    }
+    if (id < 1000000000) {
+        return HV_OK;
+    }
+    const char *b = hv_rpc_call_bearer(c);
+    snprintf(gate_seen, sizeof(gate_seen), "%s", b);
+    if (b[0] == '\0') {
+        snprintf(msg, msglen, "no credential");
+        return HV_EAUTH;
+    }
+    if (strcmp(b, "hvc_good") != 0) {
+        snprintf(msg, msglen, "wrong credential");
+        return HV_EPERM;
+    }
+    return HV_OK;
+}
+
 static void server_up(void) {
     CHECK(uv_loop_init(&loop) == 0);
     CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
@@ -140,6 +168,7 @@ static void server_up(void) {
     CHECK_RC(hv_rpc_server_add(srv, &m1), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &m2), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &m3), HV_OK);
+    hv_rpc_server_set_gate(srv, test_gate, NULL);
     CHECK_RC(hv_rpc_server_start(srv), HV_OK);
 }
 
@@ -347,6 +376,108 @@ static int case_unavailable(void) {
     return 0;
 }
 
+/* What gRPC core says for a dead port and an unknown host, and the plain words users get. */
+static int case_plain_errors(void) {
+    char buf[300];
+    CHECK(hv_rpc_plain_transport_error("failed to connect to all addresses; last error: UNKNOWN: "
+                                       "ipv4:127.0.0.1:1: Connection refused",
+                                       "127.0.0.1:1", buf, sizeof(buf)) == buf);
+    CHECK(strcmp(buf, "connection refused") == 0);
+    CHECK(hv_rpc_plain_transport_error("DNS resolution failed for nohost.invalid:7000: C-ares "
+                                       "status is not ARES_SUCCESS qtype=A name=nohost.invalid "
+                                       "is_balancer=0: Domain name not found",
+                                       "nohost.invalid:7000", buf, sizeof(buf)) == buf);
+    CHECK(strcmp(buf, "cannot resolve host 'nohost.invalid'") == 0);
+    CHECK(hv_rpc_plain_transport_error("empty address list", "[::1]:7000", buf, sizeof(buf)) ==
+          buf);
+    CHECK(strcmp(buf, "cannot resolve host '::1'") == 0);
+    CHECK(hv_rpc_plain_transport_error("Socket closed", "h:1", buf, sizeof(buf)) == buf);
+    CHECK(strcmp(buf, "the connection was closed") == 0);
+    /* A message the peer wrote itself is not a transport text. */
+    CHECK(hv_rpc_plain_transport_error("no node has joined the cluster", "h:1", buf, sizeof(buf)) ==
+          NULL);
+    /* And what a real failed call carries is recognised. */
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &ch), HV_OK);
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          5000, &resp, &st),
+             HV_EUNAVAIL);
+    CHECK(hv_rpc_plain_transport_error(st.msg, "127.0.0.1:1", buf, sizeof(buf)) != NULL);
+    CHECK(strcmp(buf, "connection refused") == 0);
+    hv_rpc_channel_destroy(ch);
+    return 0;
+}
+
+/* Bearer credentials: carried by every call on a channel after hv_rpc_channel_set_token, read
+ * by the server, refused by the gate before the handler runs, with UNAUTHENTICATED (16) and
+ * PERMISSION_DENIED (7) kept apart; malformed tokens are refused locally. */
+static void *bearer_client(void *arg) {
+    (void)arg;
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    r.job_id = 1000000000;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_EAUTH);
+    CHECK(st.grpc_code == 16);
+    CHECK(strcmp(st.msg, "no credential") == 0);
+    CHECK_RC(hv_rpc_channel_set_token(ch, "hvc_bad"), HV_OK);
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_EPERM);
+    CHECK(st.grpc_code == 7);
+    CHECK(strcmp(gate_seen, "hvc_bad") == 0);
+    CHECK_RC(hv_rpc_channel_set_token(ch, "hvc_good"), HV_OK);
+    /* passes the gate, then the handler answers NOT_FOUND */
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_ENOTFOUND);
+    CHECK(strcmp(gate_seen, "hvc_good") == 0);
+    /* a server stream carries it too */
+    Hvpb__V1__WatchRequest w = HVPB__V1__WATCH_REQUEST__INIT;
+    w.job_id = 1000000001;
+    hv_rpc_bstream_t *bs;
+    CHECK_RC(hv_rpc_bstream_open(ch, "/hvpb.v1.Jobs/Watch", &w.base,
+                                 &hvpb__v1__watch_item__descriptor, 5000, &bs),
+             HV_OK);
+    CHECK_RC(hv_rpc_bstream_next(bs, 5000, &resp, &st), HV_OK);
+    hv_rpc_msg_free(resp);
+    hv_rpc_bstream_destroy(bs);
+    /* malformed tokens never reach the wire; removing it sends none */
+    CHECK_RC(hv_rpc_channel_set_token(ch, "has space"), HV_EINVAL);
+    CHECK_RC(hv_rpc_channel_set_token(ch, "line\nbreak"), HV_EINVAL);
+    char big[HV_RPC_MAX_TOKEN + 2];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    CHECK_RC(hv_rpc_channel_set_token(ch, big), HV_EINVAL);
+    CHECK_RC(hv_rpc_channel_set_token(ch, NULL), HV_OK);
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_EAUTH);
+    CHECK(strcmp(gate_seen, "") == 0);
+    /* below the gate's threshold: no credential needed, as before */
+    r.job_id = 7;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_OK);
+    hv_rpc_msg_free(resp);
+    hv_rpc_channel_destroy(ch);
+    return NULL;
+}
+
+static int case_bearer(void) {
+    server_up();
+    serve_while(bearer_client);
+    server_down();
+    return 0;
+}
+
 static int case_bind_conflict(void) {
     server_up();
     hv_rpc_server_t *s2;
@@ -355,14 +486,80 @@ static int case_bind_conflict(void) {
     return 0;
 }
 
+/* Bytes that no protobuf message parses: field 1 as a varint whose continuation bit never ends.
+ * protobuf-c packs unknown fields verbatim, which lets a test send them through hv_rpc_unary. */
+static const uint8_t garbage_varint[] = {0xff, 0xff};
+static ProtobufCMessageUnknownField garbage_field = {.tag = 1,
+                                                     .wire_type = PROTOBUF_C_WIRE_TYPE_VARINT,
+                                                     .len = 2,
+                                                     .data = (uint8_t *)garbage_varint};
+
+static void *garbage_client(void *arg) {
+    (void)arg;
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    const char *paths[] = {"/hvpb.v1.Jobs/GetJob", "/hvpb.v1.Jobs/Watch",
+                           "/hvpb.v1.Cluster/Session"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        Hvpb__V1__ListJobsRequest r = HVPB__V1__LIST_JOBS_REQUEST__INIT;
+        r.base.n_unknown_fields = 1;
+        r.base.unknown_fields = &garbage_field;
+        ProtobufCMessage *resp = NULL;
+        hv_rpc_status_t st;
+        CHECK_RC(
+            hv_rpc_unary(ch, paths[i], &r.base, &hvpb__v1__job_view__descriptor, 2000, &resp, &st),
+            HV_EINVAL);
+        CHECK(st.grpc_code == 3); /* INVALID_ARGUMENT, not UNKNOWN (2) */
+        CHECK(strstr(st.msg, "malformed request") != NULL);
+    }
+    /* The server still serves well-formed calls. */
+    Hvpb__V1__JobRef ok = HVPB__V1__JOB_REF__INIT;
+    ok.job_id = 7;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &ok.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_OK);
+    hv_rpc_msg_free(resp);
+    hv_rpc_channel_destroy(ch);
+    return NULL;
+}
+
+/* A field numbered 0 with a two-byte tag: protobuf-c alone keeps it, and the message then packs
+ * into bytes it cannot read back (a stored job spec would be lost). hv_rpc_unpack refuses it, at
+ * any depth. (Found by tests/fuzz/fuzz_rpc; seeds regress_tag0_*.) */
+static int case_unpack_tag0(void) {
+    const uint8_t top[] = {0x0a, 0x01, 'x', 0x80, 0x00, 0x00};                /* JobSpec */
+    const uint8_t nested[] = {0x0a, 0x06, 0x0a, 0x01, 'x', 0x80, 0x00, 0x00}; /* SubmitRequest */
+    const uint8_t good[] = {0x0a, 0x03, 0x0a, 0x01, 'x'};
+    CHECK(hv_rpc_unpack(&hvpb__v1__job_spec__descriptor, top, sizeof(top)) == NULL);
+    CHECK(hv_rpc_unpack(&hvpb__v1__submit_request__descriptor, nested, sizeof(nested)) == NULL);
+    ProtobufCMessage *m = hv_rpc_unpack(&hvpb__v1__submit_request__descriptor, good, sizeof(good));
+    CHECK(m != NULL);
+    CHECK(strcmp(((Hvpb__V1__SubmitRequest *)m)->spec->name, "x") == 0);
+    hv_rpc_msg_free(m);
+    return 0;
+}
+
+static int case_garbage(void) {
+    server_up();
+    serve_while(garbage_client);
+    server_down();
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(void);
-} cases[] = {{"unary", case_unary},
+} cases[] = {{"garbage", case_garbage},
+             {"unpack_tag0", case_unpack_tag0},
+             {"unary", case_unary},
              {"stream", case_stream},
              {"bidi", case_bidi},
              {"unavailable", case_unavailable},
-             {"bind_conflict", case_bind_conflict}};
+             {"bind_conflict", case_bind_conflict},
+             {"plain_errors", case_plain_errors},
+             {"bearer", case_bearer}};
 
 int main(int argc, char **argv) {
     int ran = 0;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,22 +167,112 @@ static pid_t pidfile_read(const char *pid_path) {
     return v > 0 ? (pid_t)v : 0;
 }
 
-hv_err hv_daemonize(const char *pid_path, const char *log_path) {
+/* The write end of the pipe to the waiting parent (hv_daemonize_wait), -1 once answered. */
+static int daemon_notify_fd = -1;
+
+static void notify_write(char kind, const char *text) {
+    if (daemon_notify_fd < 0) {
+        return;
+    }
+    char buf[2048];
+    int n = snprintf(buf, sizeof(buf), "%c%s", kind, text != NULL ? text : "");
+    if (n < 0) {
+        n = 1;
+    }
+    size_t len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(daemon_notify_fd, p, len);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            break;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    close(daemon_notify_fd);
+    daemon_notify_fd = -1;
+}
+
+void hv_daemon_ready(const char *line) { notify_write('k', line); }
+
+void hv_daemon_failed(const char *why) { notify_write('e', why); }
+
+/* Parent side: reads the daemon's answer until EOF or wait_ms, then exits. */
+static void daemon_parent_wait(int fd, pid_t child, const char *pid_path, const char *log_path,
+                               uint32_t wait_ms) {
+    char msg[2048];
+    size_t got = 0;
+    uint64_t deadline = hv_now_ms() + wait_ms;
+    int eof = 0;
+    while (!eof && got < sizeof(msg) - 1) {
+        uint64_t now = hv_now_ms();
+        if (now >= deadline) {
+            break;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(deadline - now));
+        if (pr < 0 && errno == EINTR) {
+            continue;
+        }
+        if (pr <= 0) {
+            break;
+        }
+        ssize_t r = read(fd, msg + got, sizeof(msg) - 1 - got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            eof = 1;
+        } else {
+            got += (size_t)r;
+        }
+    }
+    msg[got] = '\0';
+    waitpid(child, NULL, 0);
+    if (got > 0 && msg[0] == 'k') {
+        if (msg[1] != '\0') {
+            printf("%s\n", msg + 1);
+        }
+        fflush(stdout);
+        _exit(0);
+    }
+    if (got > 0 && msg[0] == 'e') {
+        fprintf(stderr, "%s\n", msg + 1);
+    } else if (eof) {
+        fprintf(stderr, "the daemon exited before it was ready%s%s\n", log_path ? "; see " : "",
+                log_path ? log_path : "");
+    } else {
+        pid_t pid = pidfile_read(pid_path);
+        fprintf(stderr, "the daemon (pid %d) did not report ready within %u s%s%s\n", (int)pid,
+                (unsigned)(wait_ms / 1000), log_path ? "; see " : "", log_path ? log_path : "");
+    }
+    _exit(1);
+}
+
+static hv_err daemonize(const char *pid_path, const char *log_path, uint32_t wait_ms) {
     pid_t old = pidfile_read(pid_path);
     if (old > 0 && kill(old, 0) == 0) {
         return HV_EEXIST;
     }
     int sync_pipe[2];
-    if (pipe(sync_pipe) != 0) {
+    if (pipe2(sync_pipe, O_CLOEXEC) != 0) {
         return hv_err_from_errno(errno);
     }
+    fflush(stdout);
+    fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         return hv_err_from_errno(errno);
     }
     if (pid > 0) {
-        /* Parent: wait for the daemon to confirm the pid file, then leave. */
         close(sync_pipe[1]);
+        if (wait_ms > 0) {
+            daemon_parent_wait(sync_pipe[0], pid, pid_path, log_path, wait_ms);
+        }
+        /* Wait for the daemon to confirm the pid file, then leave. */
         char c = 0;
         ssize_t r;
         do {
@@ -215,11 +306,68 @@ hv_err hv_daemonize(const char *pid_path, const char *log_path) {
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
     hv_err rc = hv_write_file_atomic(pid_path, buf, (size_t)n, 0644);
-    char c = rc == HV_OK ? 'k' : 'f';
-    ssize_t w = write(sync_pipe[1], &c, 1);
-    (void)w;
-    close(sync_pipe[1]);
+    daemon_notify_fd = sync_pipe[1];
+    if (rc != HV_OK) {
+        char why[4200];
+        snprintf(why, sizeof(why), "cannot write the pid file %s: %s", pid_path, hv_strerror(rc));
+        hv_daemon_failed(why);
+    } else if (wait_ms == 0) {
+        hv_daemon_ready(NULL);
+    }
     return rc;
+}
+
+hv_err hv_daemonize(const char *pid_path, const char *log_path) {
+    return daemonize(pid_path, log_path, 0);
+}
+
+hv_err hv_daemonize_wait(const char *pid_path, const char *log_path, uint32_t wait_ms) {
+    return daemonize(pid_path, log_path, wait_ms > 0 ? wait_ms : 1);
+}
+
+/* ---- exclusive lock files --------------------------------------------------------------------- */
+
+int hv_lock_holder(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int pid = 0;
+    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+        pid = (int)fl.l_pid;
+    }
+    close(fd);
+    return pid;
+}
+
+hv_err hv_lock_take(const char *path, int *fd_out, int *holder_out) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return hv_err_from_errno(errno);
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+        int e = errno;
+        if (e == EAGAIN || e == EACCES) {
+            struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+            if (holder_out != NULL) {
+                *holder_out = fcntl(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK ? (int)q.l_pid : 0;
+            }
+            close(fd);
+            return HV_EEXIST;
+        }
+        close(fd);
+        return hv_err_from_errno(e);
+    }
+    /* For people reading the directory; the lock, not this text, is what counts. */
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) < 0) {
+        /* informational only */
+    }
+    *fd_out = fd;
+    return HV_OK;
 }
 
 hv_err hv_stop_pidfile(const char *pid_path, uint32_t timeout_ms, int kill_after) {

@@ -30,6 +30,23 @@ hv_err hv_write_file_atomic(const char *path, const void *data, size_t len, unsi
  * the daemon's pid to pid_path (refusing with HV_EEXIST if a live process holds it). Returns in
  * the daemon only; the parent exits 0 once the pid file is written. */
 hv_err hv_daemonize(const char *pid_path, const char *log_path);
+/* Like hv_daemonize, but the parent stays until the daemon calls hv_daemon_ready (it prints the
+ * daemon's line on stdout and exits 0) or hv_daemon_failed (it prints the reason on stderr and
+ * exits 1), the daemon exits first, or wait_ms pass (exit 1, saying so): so a start that fails
+ * after the fork (port in use, locked data directory) is reported by the command that started it.
+ * Returns in the daemon only. */
+hv_err hv_daemonize_wait(const char *pid_path, const char *log_path, uint32_t wait_ms);
+/* In a daemon from hv_daemonize_wait: answer the waiting parent (once; later calls and calls in
+ * a process that is no such daemon do nothing). */
+void hv_daemon_ready(const char *line);
+void hv_daemon_failed(const char *why);
+
+/* Takes an exclusive fcntl lock on path (created 0600 if missing; our pid is written into it for
+ * people), held while the process lives (or until *fd_out is closed). HV_EEXIST if another live
+ * process holds it, with its pid in *holder_out (0 if unknown). */
+hv_err hv_lock_take(const char *path, int *fd_out, int *holder_out);
+/* The pid of the process holding path's lock, 0 if none (does not take it). */
+int hv_lock_holder(const char *path);
 /* Reads pid_path; sends SIGTERM; waits up to timeout_ms for the process to exit (then SIGKILL
  * if kill_after is set). HV_ENOTFOUND if no pid file or no such process. */
 hv_err hv_stop_pidfile(const char *pid_path, uint32_t timeout_ms, int kill_after);

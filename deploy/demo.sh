@@ -27,7 +27,9 @@ PIDS+=($!)
 for _ in $(seq 100); do grep -q 'listening on' "$WORK/head.out" && break; sleep 0.1; done
 grep -q 'listening on' "$WORK/head.out" || { cat "$WORK/head.out" "$WORK/head.log"; exit 1; }
 cat "$WORK/head.out"
-HEAD=$(sed -E 's/.*listening on ([^ ]+) .*/\1/' "$WORK/head.out")
+HEAD=$(sed -E -n 's/.*listening on ([^ ]+) .*/\1/p' "$WORK/head.out")
+# hvsubmit and hvctl authenticate with the client token the head wrote into its data dir
+export HV_TOKEN_FILE=$WORK/data/client.token
 
 for n in local-a local-b; do
     build/bin/hvagent join "$HEAD" --token hv-local-dev --name "$n" --slots 2 \

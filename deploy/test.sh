@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what the build and the tests
 # need, builds hv twice (RelWithDebInfo, and with AddressSanitizer + UBSan), and runs ctest on
-# both with labels unit, integration and fault (gpu and perf tests are left to their own runs).
+# both with labels unit, integration and fault (gpu and perf tests are left to their own runs);
+# then builds the libFuzzer targets with clang and runs each for HV_FUZZ_SECONDS (default 20;
+# label fuzz; tests/fuzz/run.sh --seconds N runs them longer).
 # Usage: deploy/test.sh [--no-sanitize] [extra ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,5 +38,14 @@ if [ $SAN = 1 ]; then
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON \
         -DHV_TEST_TIMEOUT_MULTIPLIER=3
+    echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-20} s per target)"
+    cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHV_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DHV_FUZZ_SECONDS="${HV_FUZZ_SECONDS:-20}" >/dev/null
+    if ! cmake --build build-fuzz --target hv_fuzz -j"$jobs" >build-fuzz/build.log 2>&1; then
+        grep -E -B2 -A6 'error|warning' build-fuzz/build.log | head -80
+        echo "== build of build-fuzz FAILED (full log: build-fuzz/build.log)"
+        exit 1
+    fi
+    (cd build-fuzz && ctest --output-on-failure -L fuzz -j"$jobs")
 fi
 echo "== all suites passed"

@@ -1,6 +1,7 @@
 /* artifacts: see artifacts.h. */
 #include "artifacts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,17 +25,81 @@ typedef struct upload_s {
 struct hv_artifacts_s {
     char *dir;         /* data dir (owned) */
     hv_store_t *store; /* borrowed */
-    uint64_t max_upload;
+    hv_artifacts_limits_t lim;
+    uint64_t next_sweep_ms; /* wall clock */
     upload_t *uploads;
 };
 
-hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, uint64_t max_upload,
+static void upload_forget(hv_artifacts_t *a, const char *digest);
+
+/* Sweep period: often enough for the timeout, at most every 30 s. */
+static uint64_t sweep_every_ms(const hv_artifacts_t *a) {
+    uint64_t half = a->lim.upload_timeout_ms / 2;
+    return half < 30000 ? (half > 0 ? half : 1) : 30000;
+}
+
+/* Walks uploads/: adds the sizes of the part files, and with now_ms != 0 removes those not
+ * modified for upload_timeout. */
+static uint64_t parts_walk(hv_artifacts_t *a, uint64_t now_ms, size_t *removed) {
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/uploads", a->dir);
+    DIR *d = opendir(dir);
+    uint64_t total = 0;
+    if (d == NULL) {
+        return 0;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".part") != 0) {
+            continue;
+        }
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) {
+            continue;
+        }
+        uint64_t mtime_ms =
+            (uint64_t)sb.st_mtim.tv_sec * 1000 + (uint64_t)sb.st_mtim.tv_nsec / 1000000;
+        if (now_ms != 0 && now_ms > mtime_ms + a->lim.upload_timeout_ms) {
+            if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
+                char digest[65];
+                snprintf(digest, sizeof(digest), "%.*s", (int)(n - 5), e->d_name);
+                upload_forget(a, digest);
+                HV_LOG(HV_LOG_NOTICE, "artifacts", "HV-UPLOAD-STALE",
+                       "removed unfinished upload %s/%s (%llu bytes, untouched for %llu s)", dir,
+                       e->d_name, (unsigned long long)sb.st_size,
+                       (unsigned long long)((now_ms - mtime_ms) / 1000));
+                if (removed != NULL) {
+                    (*removed)++;
+                }
+                continue;
+            }
+        }
+        total += (uint64_t)sb.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+uint64_t hv_artifacts_parts_bytes(hv_artifacts_t *a) { return parts_walk(a, 0, NULL); }
+
+size_t hv_artifacts_sweep(hv_artifacts_t *a, uint64_t now_ms) {
+    if (now_ms < a->next_sweep_ms) {
+        return 0;
+    }
+    a->next_sweep_ms = now_ms + sweep_every_ms(a);
+    size_t removed = 0;
+    parts_walk(a, now_ms, &removed);
+    return removed;
+}
+
+hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, const hv_artifacts_limits_t *lim,
                          hv_artifacts_t **out) {
     const char *subs[] = {"artifacts", "uploads", "logs"};
     for (size_t i = 0; i < 3; i++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", data_dir, subs[i]);
-        HV_TRY(hv_mkdirs(path, 0755));
+        HV_TRY(hv_mkdirs(path, 0700));
     }
     hv_artifacts_t *a = hv_calloc(1, sizeof(*a));
     if (a == NULL || (a->dir = hv_strdup(data_dir)) == NULL) {
@@ -42,7 +107,8 @@ hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, uint64_t max_u
         return HV_ENOMEM;
     }
     a->store = store;
-    a->max_upload = max_upload;
+    a->lim = *lim;
+    hv_artifacts_sweep(a, hv_wall_ms());
     *out = a;
     return HV_OK;
 }
@@ -60,7 +126,7 @@ void hv_artifacts_close(hv_artifacts_t *a) {
     hv_free(a);
 }
 
-uint64_t hv_artifacts_max(const hv_artifacts_t *a) { return a->max_upload; }
+uint64_t hv_artifacts_max(const hv_artifacts_t *a) { return a->lim.max_upload; }
 
 hv_err hv_artifacts_path(hv_artifacts_t *a, const char *digest, char *buf, size_t len) {
     if (digest == NULL || !hv_sha256_valid_hex(digest)) {
@@ -153,10 +219,10 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         snprintf(err, errlen, "digest '%s' is not 64 lowercase hex characters", digest);
         return HV_EINVAL;
     }
-    if (total > a->max_upload) {
+    if (total > a->lim.max_upload) {
         snprintf(err, errlen, "upload of %s exceeds the head's limit of %s (max_upload)",
                  hv_fmt_size(total, sz1, sizeof(sz1)),
-                 hv_fmt_size(a->max_upload, sz2, sizeof(sz2)));
+                 hv_fmt_size(a->lim.max_upload, sz2, sizeof(sz2)));
         return HV_ETOOBIG;
     }
     if (hv_artifacts_present(a, digest)) {
@@ -177,6 +243,20 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         snprintf(err, errlen, "chunk runs past the declared size %llu", (unsigned long long)total);
         return HV_EINVAL;
     }
+    if (len > 0) {
+        uint64_t held = parts_walk(a, 0, NULL);
+        if (held + len > a->lim.quota) {
+            char sz3[32];
+            snprintf(err, errlen,
+                     "the head holds %s of unfinished uploads and its upload_quota is %s: this "
+                     "chunk of %s does not fit; try again later",
+                     hv_fmt_size(held, sz1, sizeof(sz1)),
+                     hv_fmt_size(a->lim.quota, sz2, sizeof(sz2)),
+                     hv_fmt_size(len, sz3, sizeof(sz3)));
+            HV_LOG(HV_LOG_WARN, "artifacts", "HV-UPLOAD-QUOTA", "%s", err);
+            return HV_ETOOBIG;
+        }
+    }
     upload_t *u = a->uploads;
     while (u != NULL && strcmp(u->digest, digest) != 0) {
         u = u->next;
@@ -192,20 +272,49 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         a->uploads = u;
     }
     hv_err rc = upload_hash_to(u, part, have);
-    int fd = -1;
-    if (rc == HV_OK && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    int fd = -1, werr = 0;
+    if (rc == HV_OK && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+        werr = errno;
         rc = hv_err_from_errno(errno);
     }
-    if (rc == HV_OK && len > 0 && pwrite(fd, data, len, (off_t)have) != (ssize_t)len) {
-        rc = HV_EIO;
+    for (size_t done = 0; rc == HV_OK && done < len;) {
+        ssize_t w = pwrite(fd, data + done, len - done, (off_t)(have + done));
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            werr = w < 0 ? errno : ENOSPC;
+            rc = HV_EIO;
+            break;
+        }
+        done += (size_t)w;
     }
     if (rc != HV_OK) {
-        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-IO", "cannot write %s: %s", part,
-               strerror(errno));
         if (fd >= 0) {
             close(fd);
         }
-        snprintf(err, errlen, "the head cannot store the upload: %s", hv_strerror(rc));
+        if (werr == ENOSPC || werr == EDQUOT) {
+            /* Give the space back at once: this upload cannot finish now, others may. */
+            unlink(part);
+            upload_forget(a, digest);
+            HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-NOSPACE",
+                   "no space left on device writing %s: the upload of %.12s was discarded", part,
+                   digest);
+            snprintf(err, errlen,
+                     "the head cannot store the upload: no space left on device (%s); the "
+                     "partial upload was discarded",
+                     part);
+            return HV_ETOOBIG;
+        }
+        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-IO", "cannot write %s: %s", part,
+               strerror(werr));
+        /* Keep the part file consistent with what was acknowledged, for a resume. */
+        if (truncate(part, (off_t)have) != 0) {
+            unlink(part);
+            upload_forget(a, digest);
+        }
+        snprintf(err, errlen, "the head cannot store the upload in %s: %s", part,
+                 werr ? strerror(werr) : hv_strerror(rc));
         return HV_EIO;
     }
     hv_sha256_update(&u->sha, data, len);
@@ -232,7 +341,7 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         snprintf(err, errlen, "the head cannot publish the artifact: %s", strerror(errno));
         return HV_EIO;
     }
-    chmod(final, 0755);
+    chmod(final, 0600); /* data for the agents, which set their own modes; not for others */
     hv_artifact_row_t row = {.digest = (char *)digest,
                              .path = final,
                              .size = total,

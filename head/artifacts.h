@@ -2,7 +2,11 @@
  * artifacts: uploaded binaries and files, stored once by sha256 under <data>/artifacts/<digest>.
  * Uploads arrive as ordered chunks into <data>/uploads/<digest>.part; the digest is computed as
  * the chunks arrive, checked on the last one, and only then is the file renamed into place and
- * recorded in the store. A partial upload survives a head restart and resumes from its size.
+ * recorded in the store. A partial upload survives a head restart and resumes from its size,
+ * unless nothing was written to it for upload_timeout: such a stale part is removed at open and
+ * by hv_artifacts_sweep. The part files together hold at most upload_quota bytes (a chunk past
+ * it is refused, RESOURCE_EXHAUSTED); a full disk discards the upload that hit it and says "no
+ * space left on device" with the path, and everything else keeps working.
  * Nothing over max_upload is accepted. Used by the Jobs service (uploads, and the check that a
  * submitted job's files are present) and the Cluster service (agents fetch artifacts). No RPC
  * here. Loop thread only.
@@ -18,9 +22,22 @@
 
 typedef struct hv_artifacts_s hv_artifacts_t;
 
-/* Creates <data_dir>/artifacts, uploads and logs. store is borrowed. */
-hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, uint64_t max_upload,
+/* Limits of the upload area. */
+typedef struct hv_artifacts_limits_s {
+    uint64_t max_upload;        /* largest artifact */
+    uint64_t quota;             /* bytes all unfinished uploads may hold together */
+    uint32_t upload_timeout_ms; /* an unfinished upload untouched this long is removed */
+} hv_artifacts_limits_t;
+
+/* Creates <data_dir>/artifacts, uploads and logs, and removes stale part files. store is
+ * borrowed. */
+hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, const hv_artifacts_limits_t *lim,
                          hv_artifacts_t **out);
+/* Removes unfinished uploads untouched for upload_timeout (wall clock now_ms); cheap to call
+ * often (it scans at most every few seconds). Returns how many it removed. */
+size_t hv_artifacts_sweep(hv_artifacts_t *a, uint64_t now_ms);
+/* Bytes the unfinished uploads hold now. */
+uint64_t hv_artifacts_parts_bytes(hv_artifacts_t *a);
 void hv_artifacts_close(hv_artifacts_t *a);
 
 uint64_t hv_artifacts_max(const hv_artifacts_t *a);
@@ -36,8 +53,9 @@ void hv_artifacts_touch(hv_artifacts_t *a, const char *digest);
 /* Writes one chunk of an upload: offset must equal the bytes held so far. With last set the
  * digest is verified and the artifact published. *received gets the bytes held after the chunk,
  * *complete whether the artifact is now present. Errors, with a message for the user in err:
- * HV_EINVAL (bad digest, chunk past the size), HV_ETOOBIG (over max_upload), HV_ESTATE (wrong
- * offset), HV_ECORRUPT (digest mismatch: the part file is discarded), HV_EIO, HV_ENOMEM. */
+ * HV_EINVAL (bad digest, chunk past the size), HV_ETOOBIG (over max_upload or upload_quota, or
+ * no space left on the device: the part file is discarded), HV_ESTATE (wrong offset),
+ * HV_ECORRUPT (digest mismatch: the part file is discarded), HV_EIO, HV_ENOMEM. */
 hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
                           const uint8_t *data, size_t len, int last, uint64_t *received,
                           int *complete, char *err, size_t errlen);

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "rpc.h"
 
 #define CONFIG_MAX_FILE (1024 * 1024) // a config file larger than this is a mistake
 #define CONFIG_MAX_TOKEN 4096         // bytes read from a token file
@@ -30,17 +32,21 @@
 
 /* What a key holds; decides how its scalar is parsed and checked. */
 typedef enum config_type {
-    CFG_MAP,      // a section: a mapping of further keys
-    CFG_NAME,     // required name: letters, digits, '.', '_', '-'; 1..63 bytes
-    CFG_STR,      // required non-empty string
-    CFG_STR_OPT,  // string; empty or null = unset (NULL)
-    CFG_TOKEN,    // optional secret: no whitespace; never echoed in messages
-    CFG_LISTEN,   // required HOST:PORT, port 0..65535 (0 = pick one, for tests)
-    CFG_ADDR_OPT, // optional HOST:PORT, port 1..65535
-    CFG_U32,      // decimal integer in [min, max]
-    CFG_SIZE,     // byte size with optional unit, in [min, max]
-    CFG_LOGLEVEL, // error|warn|notice|info|debug
-    CFG_PROVIDER, // none|local|command|spot-sim
+    CFG_MAP,        // a section: a mapping of further keys
+    CFG_NAME,       // required name: letters, digits, '.', '_', '-'; 1..63 bytes
+    CFG_STR,        // required non-empty string
+    CFG_STR_OPT,    // string; empty or null = unset (NULL)
+    CFG_TOKEN,      // optional secret: no whitespace; never echoed in messages
+    CFG_LISTEN,     // required HOST:PORT, port 0..65535 (0 = pick one, for tests)
+    CFG_ADDR_OPT,   // optional HOST:PORT, port 1..65535
+    CFG_U32,        // decimal integer in [min, max]
+    CFG_SIZE,       // byte size with optional unit, in [min, max]
+    CFG_LOGLEVEL,   // error|warn|notice|info|debug
+    CFG_PROVIDER,   // none|local|command|spot-sim
+    CFG_NUM,        // decimal number in [min/1000, max/1000] (a double)
+    CFG_NODE_TYPES, // autoscaler.node_types: NAME -> mapping of node-type keys
+    CFG_NAME_LIST,  // a sequence of names (autoscaler.fallback), checked after the walk
+    CFG_BOOL,       // true|false (also yes|no|on|off), into an int
 } config_type;
 
 /* One known key. */
@@ -66,6 +72,8 @@ static const config_opt_t config_opts[] = {
     {"", "lease_ms", CFG_U32, CFG_OFF(lease_ms), 1, 3600000}, // min: 3 x heartbeat_ms
     {"", "log_level", CFG_LOGLEVEL, CFG_OFF(log_level), 0, 0},
     {"", "max_upload", CFG_SIZE, CFG_OFF(max_upload_bytes), 1024, 64ull << 30},
+    {"", "upload_quota", CFG_SIZE, CFG_OFF(upload_quota_bytes), 1024, 1ull << 40},
+    {"", "upload_timeout_s", CFG_U32, CFG_OFF(upload_timeout_s), 1, 604800},
     {"", "kill_grace_ms", CFG_U32, CFG_OFF(kill_grace_ms), 0, 600000},
     {"", "job_wait_timeout_s", CFG_U32, CFG_OFF(job_wait_timeout_s), 1, 604800},
     {"", "elastic", CFG_MAP, 0, 0, 0},
@@ -87,7 +95,38 @@ static const config_opt_t config_opts[] = {
     {"autoscaler", "command", CFG_MAP, 0, 0, 0},
     {"autoscaler.command", "launch", CFG_STR_OPT, CFG_OFF(autoscaler.command_launch), 0, 0},
     {"autoscaler.command", "terminate", CFG_STR_OPT, CFG_OFF(autoscaler.command_terminate), 0, 0},
+    {"autoscaler.command", "list", CFG_STR_OPT, CFG_OFF(autoscaler.command_list), 0, 0},
+    {"autoscaler", "upscaling_speed", CFG_NUM, CFG_OFF(autoscaler.upscaling_speed), 1, 1000000},
+    {"autoscaler", "launch_timeout_s", CFG_U32, CFG_OFF(autoscaler.launch_timeout_s), 1, 86400},
+    {"autoscaler", "max_launch_failures", CFG_U32, CFG_OFF(autoscaler.max_launch_failures), 1,
+     1000},
+    {"autoscaler", "set_aside_s", CFG_U32, CFG_OFF(autoscaler.set_aside_s), 0, 604800},
+    {"autoscaler", "node_types", CFG_NODE_TYPES, 0, 0, 0},
+    {"autoscaler", "fallback", CFG_NAME_LIST, 0, 0, 0},
+    {"autoscaler", "spot_sim", CFG_MAP, 0, 0, 0},
+    {"autoscaler.spot_sim", "seed", CFG_U32, CFG_OFF(autoscaler.spot_sim.seed), 0, UINT32_MAX},
+    {"autoscaler.spot_sim", "boot_min_ms", CFG_U32, CFG_OFF(autoscaler.spot_sim.boot_min_ms), 0,
+     3600000},
+    {"autoscaler.spot_sim", "boot_max_ms", CFG_U32, CFG_OFF(autoscaler.spot_sim.boot_max_ms), 0,
+     3600000},
+    {"autoscaler.spot_sim", "preempt_every_s", CFG_U32,
+     CFG_OFF(autoscaler.spot_sim.preempt_every_s), 0, 604800},
+    {"autoscaler.spot_sim", "notice_s", CFG_U32, CFG_OFF(autoscaler.spot_sim.notice_s), 0, 3600},
+    {"autoscaler.spot_sim", "no_notice_fraction", CFG_NUM,
+     CFG_OFF(autoscaler.spot_sim.no_notice_fraction), 0, 1000},
+    {"autoscaler.spot_sim", "trace", CFG_STR_OPT, CFG_OFF(autoscaler.spot_sim.trace), 0, 0},
+    {"", "allow_insecure", CFG_BOOL, CFG_OFF(allow_insecure), 0, 0},
+    {"", "tls", CFG_MAP, 0, 0, 0},
+    {"tls", "cert", CFG_STR_OPT, CFG_OFF(tls.cert), 0, 0},
+    {"tls", "key", CFG_STR_OPT, CFG_OFF(tls.key), 0, 0},
+    {"tls", "ca", CFG_STR_OPT, CFG_OFF(tls.ca), 0, 0},
+    {"tls", "require_client_cert", CFG_BOOL, CFG_OFF(tls.require_client_cert), 0, 0},
 };
+
+/* The keys of one node type (autoscaler.node_types.NAME.KEY); parsed by config_node_types. */
+static const char *const config_type_keys[] = {
+    "slots",     "gpus",      "preemptible", "price_per_hour", "ondemand_price_per_hour",
+    "min_nodes", "max_nodes", "capacity",    "labels"};
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
 
@@ -102,6 +141,8 @@ typedef struct config_parse_s {
     yaml_document_t *doc;           // the composed document (borrowed)
     int set[CONFIG_NOPTS];          // 1 when the file gave this key
     yaml_mark_t mark[CONFIG_NOPTS]; // where the file gave its value
+    const yaml_node_t *fallback;    // autoscaler.fallback, applied after the walk
+    yaml_mark_t *type_marks;        // where each node type was given (cfg->autoscaler.types)
 } config_parse_t;
 
 /* ---- messages ------------------------------------------------------------------------------ */
@@ -317,6 +358,21 @@ static int config_parse_size(const char *s, uint64_t *out) {
     return -1;
 }
 
+/* Parses a plain decimal number ("0.25", "3", "1e-3"); 0 on success, -1 when it is not one. */
+static int config_parse_num(const char *s, double *out) {
+    if (s[0] == '\0' || strchr("0123456789.-+", s[0]) == NULL) {
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(d)) {
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
 /* Formats a byte count for a range message: "1KiB", "64GiB", or plain bytes. */
 static const char *config_fmt_size(uint64_t v, char *buf, size_t len) {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -494,10 +550,344 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
                            "key '%s': value '%s' is not one of none, local, command, "
                            "spot-sim",
                            key, shown);
+    case CFG_BOOL: {
+        static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+        static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+            if (strcmp(v, yes[i]) == 0 || strcmp(v, no[i]) == 0) {
+                *(int *)((char *)p->cfg + o->off) = strcmp(v, yes[i]) == 0;
+                return HV_OK;
+            }
+        }
+        return config_fail(p, at, "key '%s': value '%s' is not true or false", key, shown);
+    }
+    case CFG_NUM: {
+        double d = 0;
+        if (config_parse_num(v, &d) != 0) {
+            return config_fail(p, at, "key '%s': value '%s' is not a number", key, shown);
+        }
+        if (d < (double)o->min / 1000.0 || d > (double)o->max / 1000.0) {
+            return config_fail(p, at, "key '%s': value '%s' is out of range (%g..%g)", key, shown,
+                               (double)o->min / 1000.0, (double)o->max / 1000.0);
+        }
+        *(double *)((char *)p->cfg + o->off) = d;
+        return HV_OK;
+    }
     case CFG_MAP:
+    case CFG_NODE_TYPES:
+    case CFG_NAME_LIST:
         break;
     }
     return HV_EINTERNAL;
+}
+
+/* ---- autoscaler.node_types ------------------------------------------------------------------ */
+
+/* A scalar node's text ("" for null) and a quotable copy of it in shown[CONFIG_VALUE_SHOW + 8];
+ * NULL (with the error reported in *rc) when it is not a scalar. */
+static const char *config_scalar(config_parse_t *p, const yaml_node_t *n, const char *key,
+                                 char *shown, hv_err *rc) {
+    if (n->type != YAML_SCALAR_NODE) {
+        *rc = config_fail(p, n->start_mark, "key '%s': expected a scalar, got %s", key,
+                          config_node_kind(n));
+        return NULL;
+    }
+    const char *v = config_is_null(n) ? "" : (const char *)n->data.scalar.value;
+    config_show(v, shown, CONFIG_VALUE_SHOW + 8);
+    return v;
+}
+
+/* A node type's integer key in [lo, hi]. */
+static hv_err config_type_u32(config_parse_t *p, const yaml_node_t *n, const char *key, uint32_t lo,
+                              uint32_t hi, uint32_t *out) {
+    hv_err rc = HV_OK;
+    char shown[CONFIG_VALUE_SHOW + 8];
+    const char *v = config_scalar(p, n, key, shown, &rc);
+    if (v == NULL) {
+        return rc;
+    }
+    uint64_t num = 0;
+    int r = config_parse_uint(v, &num);
+    if (r < 0) {
+        return config_fail(p, n->start_mark, "key '%s': value '%s' is not an integer", key, shown);
+    }
+    if (r > 0 || num < lo || num > hi) {
+        return config_fail(p, n->start_mark, "key '%s': value '%s' is out of range (%u..%u)", key,
+                           shown, lo, hi);
+    }
+    *out = (uint32_t)num;
+    return HV_OK;
+}
+
+/* A node type's price (a number >= 0). */
+static hv_err config_type_price(config_parse_t *p, const yaml_node_t *n, const char *key,
+                                double *out) {
+    hv_err rc = HV_OK;
+    char shown[CONFIG_VALUE_SHOW + 8];
+    const char *v = config_scalar(p, n, key, shown, &rc);
+    if (v == NULL) {
+        return rc;
+    }
+    double d = 0;
+    if (config_parse_num(v, &d) != 0 || d < 0 || d > 1e6) {
+        return config_fail(p, n->start_mark,
+                           "key '%s': value '%s' is not a price per hour (a number, 0..1000000)",
+                           key, shown);
+    }
+    *out = d;
+    return HV_OK;
+}
+
+/* YAML 1.1 booleans as people write them. */
+static hv_err config_type_bool(config_parse_t *p, const yaml_node_t *n, const char *key, int *out) {
+    hv_err rc = HV_OK;
+    char shown[CONFIG_VALUE_SHOW + 8];
+    const char *v = config_scalar(p, n, key, shown, &rc);
+    if (v == NULL) {
+        return rc;
+    }
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcmp(v, yes[i]) == 0) {
+            *out = 1;
+            return HV_OK;
+        }
+        if (strcmp(v, no[i]) == 0) {
+            *out = 0;
+            return HV_OK;
+        }
+    }
+    return config_fail(p, n->start_mark, "key '%s': value '%s' is not true or false", key, shown);
+}
+
+/* labels: a mapping of names to scalars, kept as "k=v,k=v". */
+static hv_err config_type_labels(config_parse_t *p, const yaml_node_t *n, const char *key,
+                                 char **out) {
+    if (config_is_null(n)) {
+        return HV_OK;
+    }
+    if (n->type != YAML_MAPPING_NODE) {
+        return config_fail(p, n->start_mark, "key '%s': expected a mapping (name: value), got %s",
+                           key, config_node_kind(n));
+    }
+    char buf[1024] = "";
+    size_t used = 0;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE) {
+            return config_fail(p, (k ? k : n)->start_mark,
+                               "key '%s': each label is name: value (scalars)", key);
+        }
+        const char *kn = (const char *)k->data.scalar.value;
+        const char *vv = config_is_null(v) ? "" : (const char *)v->data.scalar.value;
+        size_t kl = strlen(kn), vl = strlen(vv);
+        if (kl == 0 ||
+            strspn(kn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") !=
+                kl ||
+            strpbrk(vv, ",=\n") != NULL) {
+            char shown[CONFIG_VALUE_SHOW + 8];
+            return config_fail(p, k->start_mark,
+                               "key '%s': label '%s': names are letters, digits, '.', '_', '-', "
+                               "'/'; values may not contain ',' or '='",
+                               key, config_show(kn, shown, sizeof(shown)));
+        }
+        int w = snprintf(buf + used, sizeof(buf) - used, "%s%s=%s", used ? "," : "", kn, vv);
+        if (w < 0 || (size_t)w >= sizeof(buf) - used || kl + vl > 512) {
+            return config_fail(p, n->start_mark, "key '%s': the labels are longer than %zu bytes",
+                               key, sizeof(buf) - 1);
+        }
+        used += (size_t)w;
+    }
+    if (used > 0 && (*out = hv_strdup(buf)) == NULL) {
+        return HV_ENOMEM;
+    }
+    return HV_OK;
+}
+
+/* autoscaler.node_types: NAME: {slots: N, ...}, in the file's order. */
+static hv_err config_node_types(config_parse_t *p, const yaml_node_t *v) {
+    hv_head_config_t *c = p->cfg;
+    if (config_is_null(v)) {
+        return HV_OK;
+    }
+    if (v->type != YAML_MAPPING_NODE) {
+        return config_fail(p, v->start_mark,
+                           "key 'autoscaler.node_types': expected a mapping of node type names "
+                           "to their settings, got %s",
+                           config_node_kind(v));
+    }
+    size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+    if (n > 64) {
+        return config_fail(p, v->start_mark, "key 'autoscaler.node_types': %zu types; at most 64",
+                           n);
+    }
+    if (n == 0) {
+        return HV_OK;
+    }
+    c->autoscaler.types = hv_calloc(n, sizeof(*c->autoscaler.types));
+    p->type_marks = hv_calloc(n, sizeof(*p->type_marks));
+    if (c->autoscaler.types == NULL || p->type_marks == NULL) {
+        return HV_ENOMEM;
+    }
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *tv = yaml_document_get_node(p->doc, pr->value);
+        if (k == NULL || tv == NULL) {
+            return HV_EINTERNAL;
+        }
+        char shown[CONFIG_VALUE_SHOW + 8], key[160];
+        const char *name = k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
+        size_t len = strlen(name);
+        if (k->type != YAML_SCALAR_NODE || len == 0 || len > 40 ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                len) {
+            return config_fail(p, k->start_mark,
+                               "key 'autoscaler.node_types': type name '%s' must be 1..40 "
+                               "letters, digits, '.', '_' or '-'",
+                               config_show(name, shown, sizeof(shown)));
+        }
+        for (size_t j = 0; j < c->autoscaler.ntypes; j++) {
+            if (strcmp(c->autoscaler.types[j].name, name) == 0) {
+                return config_fail(p, k->start_mark,
+                                   "duplicate key 'autoscaler.node_types.%s' (first given at line "
+                                   "%zu)",
+                                   name, p->type_marks[j].line + 1);
+            }
+        }
+        hv_head_node_type_t *t = &c->autoscaler.types[c->autoscaler.ntypes];
+        p->type_marks[c->autoscaler.ntypes] = k->start_mark;
+        c->autoscaler.ntypes++;
+        if ((t->name = hv_strdup(name)) == NULL) {
+            return HV_ENOMEM;
+        }
+        t->max_nodes = UINT32_MAX; /* not given: autoscaler.max_nodes, set after the walk */
+        t->ondemand_price_per_hour = -1;
+        if (tv->type != YAML_MAPPING_NODE) {
+            return config_fail(p, tv->start_mark,
+                               "key 'autoscaler.node_types.%s': expected a mapping (slots: N, "
+                               "...), got %s",
+                               name, config_node_kind(tv));
+        }
+        int have_slots = 0;
+        for (yaml_node_pair_t *q = tv->data.mapping.pairs.start; q < tv->data.mapping.pairs.top;
+             q++) {
+            yaml_node_t *kk = yaml_document_get_node(p->doc, q->key);
+            yaml_node_t *vv = yaml_document_get_node(p->doc, q->value);
+            if (kk == NULL || vv == NULL) {
+                return HV_EINTERNAL;
+            }
+            const char *kn =
+                kk->type == YAML_SCALAR_NODE ? (const char *)kk->data.scalar.value : "";
+            snprintf(key, sizeof(key), "autoscaler.node_types.%s.%s", name,
+                     config_show(kn, shown, sizeof(shown)));
+            size_t ki = 0, nk = sizeof(config_type_keys) / sizeof(config_type_keys[0]);
+            while (ki < nk && strcmp(config_type_keys[ki], kn) != 0) {
+                ki++;
+            }
+            if (ki == nk) {
+                return config_fail(p, kk->start_mark,
+                                   "unknown key '%s' (a node type has slots, gpus, preemptible, "
+                                   "price_per_hour, ondemand_price_per_hour, min_nodes, "
+                                   "max_nodes, capacity, labels)",
+                                   key);
+            }
+            for (yaml_node_pair_t *prev = tv->data.mapping.pairs.start; prev < q; prev++) {
+                yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
+                if (pk != NULL && pk->type == YAML_SCALAR_NODE &&
+                    strcmp((const char *)pk->data.scalar.value, kn) == 0) {
+                    return config_fail(p, kk->start_mark,
+                                       "duplicate key '%s' (first given at line %zu)", key,
+                                       pk->start_mark.line + 1);
+                }
+            }
+            hv_err rc = HV_OK;
+            switch (ki) {
+            case 0:
+                rc = config_type_u32(p, vv, key, 1, 4096, &t->slots);
+                have_slots = 1;
+                break;
+            case 1:
+                rc = config_type_u32(p, vv, key, 0, 64, &t->gpus);
+                break;
+            case 2:
+                rc = config_type_bool(p, vv, key, &t->preemptible);
+                break;
+            case 3:
+                rc = config_type_price(p, vv, key, &t->price_per_hour);
+                break;
+            case 4:
+                rc = config_type_price(p, vv, key, &t->ondemand_price_per_hour);
+                break;
+            case 5:
+                rc = config_type_u32(p, vv, key, 0, 100000, &t->min_nodes);
+                break;
+            case 6:
+                rc = config_type_u32(p, vv, key, 0, 100000, &t->max_nodes);
+                break;
+            case 7:
+                rc = config_type_u32(p, vv, key, 0, 100000, &t->capacity);
+                break;
+            default:
+                rc = config_type_labels(p, vv, key, &t->labels);
+                break;
+            }
+            if (rc != HV_OK) {
+                return rc;
+            }
+        }
+        if (!have_slots) {
+            return config_fail(p, k->start_mark,
+                               "key 'autoscaler.node_types.%s': 'slots' is required", name);
+        }
+    }
+    return HV_OK;
+}
+
+/* autoscaler.fallback: the listed types first, in that order, then the rest in file order. */
+static hv_err config_apply_fallback(config_parse_t *p) {
+    hv_head_config_t *c = p->cfg;
+    const yaml_node_t *f = p->fallback;
+    size_t n = c->autoscaler.ntypes, placed = 0;
+    for (yaml_node_item_t *it = f->data.sequence.items.start; it < f->data.sequence.items.top;
+         it++) {
+        yaml_node_t *e = yaml_document_get_node(p->doc, *it);
+        char shown[CONFIG_VALUE_SHOW + 8];
+        const char *name =
+            e != NULL && e->type == YAML_SCALAR_NODE ? (const char *)e->data.scalar.value : NULL;
+        if (name == NULL) {
+            return config_fail(p, e ? e->start_mark : f->start_mark,
+                               "key 'autoscaler.fallback': each entry is a node type name");
+        }
+        size_t j = placed;
+        while (j < n && strcmp(c->autoscaler.types[j].name, name) != 0) {
+            j++;
+        }
+        if (j == n) {
+            for (size_t i = 0; i < placed; i++) {
+                if (strcmp(c->autoscaler.types[i].name, name) == 0) {
+                    return config_fail(p, e->start_mark,
+                                       "key 'autoscaler.fallback': '%s' is listed twice",
+                                       config_show(name, shown, sizeof(shown)));
+                }
+            }
+            return config_fail(p, e->start_mark,
+                               "key 'autoscaler.fallback': '%s' is not a type under "
+                               "autoscaler.node_types",
+                               config_show(name, shown, sizeof(shown)));
+        }
+        /* move type j to position placed, keeping the others' order */
+        hv_head_node_type_t t = c->autoscaler.types[j];
+        yaml_mark_t m = p->type_marks[j];
+        memmove(&c->autoscaler.types[placed + 1], &c->autoscaler.types[placed],
+                (j - placed) * sizeof(t));
+        memmove(&p->type_marks[placed + 1], &p->type_marks[placed], (j - placed) * sizeof(m));
+        c->autoscaler.types[placed] = t;
+        p->type_marks[placed] = m;
+        placed++;
+    }
+    return HV_OK;
 }
 
 /* Walks one mapping node whose keys belong to section. */
@@ -563,6 +953,21 @@ static hv_err config_walk(config_parse_t *p, const yaml_node_t *map, const char 
             }
             continue;
         }
+        if (o->type == CFG_NODE_TYPES) {
+            if ((rc = config_node_types(p, v)) != HV_OK) {
+                return rc;
+            }
+            continue;
+        }
+        if (o->type == CFG_NAME_LIST) {
+            if (!config_is_null(v) && v->type != YAML_SEQUENCE_NODE) {
+                return config_fail(p, v->start_mark,
+                                   "key '%s': expected a list of node type names, got %s", key,
+                                   config_node_kind(v));
+            }
+            p->fallback = config_is_null(v) ? NULL : v;
+            continue;
+        }
         if ((rc = config_apply(p, o, v)) != HV_OK) {
             return rc;
         }
@@ -592,9 +997,59 @@ static long config_blame(const config_parse_t *p, size_t a, size_t b) {
     return -1;
 }
 
+/* The transport: TLS material that gRPC can load (checked now, so a bad file is reported at
+ * its key instead of when the first agent connects), and plain text only on loopback unless the
+ * file says allow_insecure. */
+static hv_err config_check_transport(config_parse_t *p) {
+    hv_head_config_t *c = p->cfg;
+    size_t sec = config_opt_index("", "tls"), cert = config_opt_index("tls", "cert");
+    size_t key = config_opt_index("tls", "key"), ca = config_opt_index("tls", "ca");
+    size_t rcc = config_opt_index("tls", "require_client_cert");
+    /* "tls:" with nothing under it is plain text, as without the section. */
+    size_t listen = config_opt_index("", "listen");
+    if (p->set[sec] &&
+        (c->tls.cert != NULL || c->tls.key != NULL || c->tls.ca != NULL || p->set[rcc])) {
+        if (c->tls.cert == NULL || c->tls.key == NULL) {
+            return config_fail(p, p->mark[sec],
+                               "key 'tls': needs 'cert' (the head's certificate) and 'key' (its "
+                               "private key), as PEM files; see docs/tls.md");
+        }
+        if (c->tls.require_client_cert && c->tls.ca == NULL) {
+            return config_fail(p, p->mark[rcc],
+                               "key 'tls.require_client_cert': needs 'tls.ca', the CA that "
+                               "signs the agents' client certificates");
+        }
+        hv_rpc_tls_t tls = {.ca_file = c->tls.ca, .cert_file = c->tls.cert, .key_file = c->tls.key};
+        const char *which = NULL;
+        char why[600];
+        hv_err rc = hv_rpc_tls_check(&tls, &which, why, sizeof(why));
+        if (rc != HV_OK) {
+            size_t at = which == NULL               ? sec
+                        : strcmp(which, "ca") == 0  ? ca
+                        : strcmp(which, "key") == 0 ? key
+                                                    : cert;
+            return config_fail(
+                p, p->mark[at], "key '%s': %s",
+                at == sec ? "tls" : (at == ca ? "tls.ca" : (at == key ? "tls.key" : "tls.cert")),
+                why);
+        }
+        return HV_OK;
+    }
+    if (!c->allow_insecure && !hv_rpc_target_is_loopback(c->listen) && p->set[listen]) {
+        char shown[CONFIG_VALUE_SHOW + 8];
+        return config_fail(p, p->mark[listen],
+                           "key 'listen': value '%s' is not a loopback address and there is no "
+                           "'tls:' section: tokens and jobs would cross the network in plain "
+                           "text; configure tls (docs/tls.md) or set 'allow_insecure: true'",
+                           config_show(c->listen, shown, sizeof(shown)));
+    }
+    return HV_OK;
+}
+
 /* Rules that involve more than one key. Run after the whole file is applied. */
 static hv_err config_cross_check(config_parse_t *p) {
     hv_head_config_t *c = p->cfg;
+    hv_err rc;
     size_t hb = config_opt_index("", "heartbeat_ms"), lease = config_opt_index("", "lease_ms");
     long who;
 
@@ -634,6 +1089,10 @@ static hv_err config_cross_check(config_parse_t *p) {
                            c->elastic.blacklist_max_cooldown_s, c->elastic.blacklist_cooldown_s);
     }
 
+    if ((rc = config_check_transport(p)) != HV_OK) {
+        return rc;
+    }
+
     size_t prov = config_opt_index("autoscaler", "provider");
     size_t mn = config_opt_index("autoscaler", "min_nodes");
     size_t mx = config_opt_index("autoscaler", "max_nodes");
@@ -663,6 +1122,75 @@ static hv_err config_cross_check(config_parse_t *p) {
                                missing);
         }
     }
+    if (p->fallback != NULL) {
+        if (c->autoscaler.ntypes == 0) {
+            return config_fail(p, p->fallback->start_mark,
+                               "key 'autoscaler.fallback': there are no autoscaler.node_types "
+                               "to order");
+        }
+        hv_err rc = config_apply_fallback(p);
+        if (rc != HV_OK) {
+            return rc;
+        }
+    }
+    uint64_t mins = 0;
+    for (size_t i = 0; i < c->autoscaler.ntypes; i++) {
+        hv_head_node_type_t *t = &c->autoscaler.types[i];
+        if (t->max_nodes != UINT32_MAX && t->min_nodes > t->max_nodes) {
+            return config_fail(p, p->type_marks[i],
+                               "key 'autoscaler.node_types.%s': min_nodes (%u) is above "
+                               "max_nodes (%u)",
+                               t->name, t->min_nodes, t->max_nodes);
+        }
+        mins += t->min_nodes;
+    }
+    if (mins > c->autoscaler.max_nodes && c->autoscaler.ntypes > 0) {
+        return config_fail(p, p->mark[config_opt_index("autoscaler", "node_types")],
+                           "key 'autoscaler.node_types': the types' min_nodes add up to %llu, "
+                           "above autoscaler.max_nodes (%u)",
+                           (unsigned long long)mins, c->autoscaler.max_nodes);
+    }
+    size_t bmin = config_opt_index("autoscaler.spot_sim", "boot_min_ms");
+    size_t bmax = config_opt_index("autoscaler.spot_sim", "boot_max_ms");
+    if (c->autoscaler.spot_sim.boot_max_ms < c->autoscaler.spot_sim.boot_min_ms &&
+        (who = config_blame(p, bmax, bmin)) >= 0) {
+        return config_fail(p, p->mark[who],
+                           "key 'autoscaler.spot_sim.%s': boot_max_ms (%u) must be at least "
+                           "boot_min_ms (%u)",
+                           config_opts[who].name, c->autoscaler.spot_sim.boot_max_ms,
+                           c->autoscaler.spot_sim.boot_min_ms);
+    }
+    return HV_OK;
+}
+
+/* After the file (or with no file): each type's defaults that depend on other keys, and the one
+ * implicit type when node_types was not given. */
+static hv_err config_finish_types(hv_head_config_t *c) {
+    if (c->autoscaler.ntypes == 0) {
+        int spot = strcmp(c->autoscaler.provider, "spot-sim") == 0;
+        c->autoscaler.types = hv_calloc(1, sizeof(*c->autoscaler.types));
+        if (c->autoscaler.types == NULL ||
+            (c->autoscaler.types[0].name = hv_strdup(spot ? "spot" : "local")) == NULL) {
+            return HV_ENOMEM;
+        }
+        c->autoscaler.ntypes = 1;
+        c->autoscaler.types[0].slots = c->autoscaler.local_slots;
+        c->autoscaler.types[0].preemptible = spot;
+        c->autoscaler.types[0].max_nodes = UINT32_MAX;
+        c->autoscaler.types[0].ondemand_price_per_hour = -1;
+    }
+    for (size_t i = 0; i < c->autoscaler.ntypes; i++) {
+        hv_head_node_type_t *t = &c->autoscaler.types[i];
+        if (t->max_nodes == UINT32_MAX) {
+            t->max_nodes = c->autoscaler.max_nodes;
+            if (t->max_nodes < t->min_nodes) {
+                t->max_nodes = t->min_nodes;
+            }
+        }
+        if (t->ondemand_price_per_hour < 0) {
+            t->ondemand_price_per_hour = t->preemptible ? 0 : t->price_per_hour;
+        }
+    }
     return HV_OK;
 }
 
@@ -681,28 +1209,92 @@ static yaml_mark_t config_offset_mark(const char *buf, size_t len, size_t off) {
     return m;
 }
 
-/* Turns a libyaml parser failure into a positioned message. */
+/* libyaml's problem texts (its own terms: tokens, scalars, indicators) and what they mean to
+ * someone editing the file. Matched by prefix; the first match wins. */
+static const struct {
+    const char *problem;
+    const char *context; /* NULL: any */
+    const char *words;
+} config_yaml_words[] = {
+    {"found character that cannot start any token", NULL,
+     "a character that cannot start a value here (YAML indents with spaces, not tabs; quote "
+     "values that start with '@', '`' or '%')"},
+    {"found a tab character", NULL, "a tab character: YAML indents with spaces only"},
+    {"mapping values are not allowed", NULL,
+     "a ':' where no 'key: value' can start (a missing line break, or a value containing ': ' "
+     "that needs quotes)"},
+    {"block sequence entries are not allowed", NULL,
+     "a '- item' where it cannot start (put a list on its own lines under its key)"},
+    {"did not find expected ',' or ']'", NULL, "a '[' list that is not closed with ']'"},
+    {"did not find expected ',' or '}'", NULL, "a '{' map that is not closed with '}'"},
+    {"did not find expected '-' indicator", NULL,
+     "bad indentation: a list item without '-', or a line indented differently from the items "
+     "above it"},
+    {"did not find expected key", NULL,
+     "bad indentation: expected a 'key: value' line indented like the keys above it"},
+    {"could not find expected ':'", NULL, "a key without ':' (expected 'key: value')"},
+    {"found unexpected end of stream", "while scanning a quoted scalar",
+     "a quoted string that is never closed"},
+    {"found unexpected end of stream", NULL, "the file ends in the middle of a value"},
+    {"found undefined alias", NULL, "an alias (*name) without a matching anchor (&name) before it"},
+    {"found unknown escape character", NULL,
+     "an unknown escape sequence ('\\' followed by a letter) in a double-quoted string"},
+    {"found unexpected document indicator", NULL, "a '---' or '...' line inside a quoted string"},
+    {"did not find URI escaped octet", NULL, "a bad '%' escape in a tag"},
+    {"found undefined tag handle", NULL, "an unknown '!' tag"},
+    {"control characters are not allowed", NULL, "a control character (not text)"},
+    {"invalid leading UTF-8 octet", NULL, "bytes that are not UTF-8 text"},
+    {"invalid trailing UTF-8 octet", NULL, "bytes that are not UTF-8 text"},
+    {"incomplete UTF-8 octet sequence", NULL, "bytes that are not UTF-8 text"},
+    {"invalid Unicode character", NULL, "bytes that are not UTF-8 text"},
+    {"found incompatible YAML document", NULL, "a %YAML directive for an unsupported version"},
+};
+
+/* What a libyaml problem means in the file's terms, or NULL when it is not one we know. */
+static const char *config_yaml_words_for(const char *problem, const char *context) {
+    if (problem == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(config_yaml_words) / sizeof(config_yaml_words[0]); i++) {
+        if (strncmp(problem, config_yaml_words[i].problem, strlen(config_yaml_words[i].problem)) ==
+                0 &&
+            (config_yaml_words[i].context == NULL ||
+             (context != NULL && strcmp(context, config_yaml_words[i].context) == 0))) {
+            return config_yaml_words[i].words;
+        }
+    }
+    return NULL;
+}
+
+/* Turns a libyaml parser failure into a positioned message in the user's terms: what is wrong
+ * at FILE:LINE:COL and, when the construct that is broken began earlier, where it began. Only a
+ * problem libyaml reports that the table above does not know keeps libyaml's own text. */
 static hv_err config_yaml_error(config_parse_t *p, yaml_parser_t *parser, const char *buf,
                                 size_t len) {
+    const char *words = config_yaml_words_for(parser->problem, parser->context);
+    size_t at = parser->problem_mark.index;
+    if (parser->error == YAML_SCANNER_ERROR && at < len && buf[at] == '\t') {
+        words = "a tab character: YAML indents with spaces only";
+    }
+    const char *what = words != NULL ? words : parser->problem ? parser->problem : "bad input";
     switch (parser->error) {
     case YAML_MEMORY_ERROR:
         config_errf(p->err, p->errlen, "%s: out of memory while parsing", p->path);
         return HV_ENOMEM;
     case YAML_READER_ERROR:
         return config_fail(p, config_offset_mark(buf, len, parser->problem_offset),
-                           "YAML error: %s", parser->problem ? parser->problem : "bad input");
+                           "not valid YAML: %s", what);
     case YAML_SCANNER_ERROR:
     case YAML_PARSER_ERROR:
     case YAML_COMPOSER_ERROR:
-        if (parser->context != NULL) {
-            return config_fail(p, parser->problem_mark, "YAML syntax error: %s (%s at line %zu)",
-                               parser->problem ? parser->problem : "bad input", parser->context,
+        if (parser->context != NULL && parser->context_mark.line != parser->problem_mark.line) {
+            return config_fail(p, parser->problem_mark,
+                               "not valid YAML: %s (it starts at line %zu)", what,
                                parser->context_mark.line + 1);
         }
-        return config_fail(p, parser->problem_mark, "YAML syntax error: %s",
-                           parser->problem ? parser->problem : "bad input");
+        return config_fail(p, parser->problem_mark, "not valid YAML: %s", what);
     default:
-        return config_fail(p, parser->problem_mark, "YAML error");
+        return config_fail(p, parser->problem_mark, "not valid YAML");
     }
 }
 
@@ -771,7 +1363,8 @@ out:
 }
 
 /* Parses the file at p->path into p->cfg. */
-static hv_err config_parse_file(config_parse_t *p) {
+/* Parses the file p->path, or text/text_len when text is not NULL (p->path names it). */
+static hv_err config_parse_file(config_parse_t *p, const char *text, size_t text_len) {
     hv_err rc;
     char *buf = NULL;
     size_t len = 0;
@@ -779,8 +1372,21 @@ static hv_err config_parse_file(config_parse_t *p) {
     yaml_document_t doc, extra;
     int have_parser = 0, have_doc = 0;
 
-    if ((rc = config_slurp(p->path, CONFIG_MAX_FILE, p->path, &buf, &len, NULL, p->err,
-                           p->errlen)) != HV_OK) {
+    if (text != NULL) {
+        if (text_len > CONFIG_MAX_FILE) {
+            config_errf(p->err, p->errlen, "%s: larger than %u bytes", p->path,
+                        (unsigned)CONFIG_MAX_FILE);
+            return HV_ETOOBIG;
+        }
+        if ((buf = hv_malloc(text_len + 1)) == NULL) {
+            config_errf(p->err, p->errlen, "%s: out of memory", p->path);
+            return HV_ENOMEM;
+        }
+        memcpy(buf, text, text_len);
+        buf[text_len] = '\0';
+        len = text_len;
+    } else if ((rc = config_slurp(p->path, CONFIG_MAX_FILE, p->path, &buf, &len, NULL, p->err,
+                                  p->errlen)) != HV_OK) {
         return rc;
     }
     if (!yaml_parser_initialize(&parser)) {
@@ -839,12 +1445,14 @@ out:
 void hv_head_config_defaults(hv_head_config_t *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->cluster_name = hv_strdup("hv");
-    cfg->listen = hv_strdup("0.0.0.0:7000");
+    cfg->listen = hv_strdup("127.0.0.1:7000");
     cfg->data_dir = hv_strdup("./hv-data");
     cfg->heartbeat_ms = 1000;
     cfg->lease_ms = 10000;
     cfg->log_level = HV_LOG_NOTICE;
     cfg->max_upload_bytes = 1ull << 30;
+    cfg->upload_quota_bytes = 4ull << 30;
+    cfg->upload_timeout_s = 3600;
     cfg->kill_grace_ms = 5000;
     cfg->job_wait_timeout_s = 600;
     cfg->elastic.elastic_timeout_s = 600;
@@ -859,9 +1467,18 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->autoscaler.max_nodes = 0;
     cfg->autoscaler.idle_timeout_s = 300;
     cfg->autoscaler.local_slots = 2;
+    cfg->autoscaler.upscaling_speed = 1.0;
+    cfg->autoscaler.launch_timeout_s = 300;
+    cfg->autoscaler.max_launch_failures = 3;
+    cfg->autoscaler.set_aside_s = 300;
+    cfg->autoscaler.spot_sim.seed = 1;
+    cfg->autoscaler.spot_sim.boot_min_ms = 1000;
+    cfg->autoscaler.spot_sim.boot_max_ms = 3000;
+    cfg->autoscaler.spot_sim.notice_s = 30;
 }
 
-hv_err hv_head_config_load(const char *path, hv_head_config_t *cfg, char *err, size_t errlen) {
+static hv_err config_load(const char *path, const char *text, size_t text_len,
+                          hv_head_config_t *cfg, char *err, size_t errlen) {
     hv_err rc = HV_OK;
     hv_head_config_t tmp;
     config_parse_t *p = NULL;
@@ -884,17 +1501,36 @@ hv_err hv_head_config_load(const char *path, hv_head_config_t *cfg, char *err, s
         p->err = err;
         p->errlen = errlen;
         p->cfg = &tmp;
-        if ((rc = config_parse_file(p)) != HV_OK) {
+        if ((rc = config_parse_file(p, text, text_len)) != HV_OK) {
             goto fail;
         }
+        hv_free(p->type_marks);
         hv_free(p);
+        p = NULL;
+    }
+    if ((rc = config_finish_types(&tmp)) != HV_OK) {
+        config_errf(err, errlen, "%s: out of memory", path != NULL ? path : "config");
+        goto fail;
     }
     *cfg = tmp;
     return HV_OK;
 fail:
+    if (p != NULL) {
+        hv_free(p->type_marks);
+    }
     hv_free(p);
     hv_head_config_fini(&tmp);
     return rc;
+}
+
+hv_err hv_head_config_load(const char *path, hv_head_config_t *cfg, char *err, size_t errlen) {
+    return config_load(path, NULL, 0, cfg, err, errlen);
+}
+
+hv_err hv_head_config_parse(const char *name, const char *text, size_t len, hv_head_config_t *cfg,
+                            char *err, size_t errlen) {
+    return config_load(name != NULL ? name : "config", text != NULL ? text : "", len, cfg, err,
+                       errlen);
 }
 
 /* Reads a token file: one token, surrounding whitespace trimmed. what names it in messages. */
@@ -1095,6 +1731,10 @@ fail:
     return rc;
 }
 
+int hv_head_config_plain_text_exposed(const hv_head_config_t *cfg) {
+    return cfg->tls.cert == NULL && !hv_rpc_target_is_loopback(cfg->listen);
+}
+
 void hv_head_config_fini(hv_head_config_t *cfg) {
     if (cfg == NULL) {
         return;
@@ -1112,5 +1752,15 @@ void hv_head_config_fini(hv_head_config_t *cfg) {
     hv_free(cfg->autoscaler.provider);
     hv_free(cfg->autoscaler.command_launch);
     hv_free(cfg->autoscaler.command_terminate);
+    hv_free(cfg->autoscaler.command_list);
+    hv_free(cfg->autoscaler.spot_sim.trace);
+    for (size_t i = 0; i < cfg->autoscaler.ntypes; i++) {
+        hv_free(cfg->autoscaler.types[i].name);
+        hv_free(cfg->autoscaler.types[i].labels);
+    }
+    hv_free(cfg->autoscaler.types);
+    hv_free(cfg->tls.cert);
+    hv_free(cfg->tls.key);
+    hv_free(cfg->tls.ca);
     memset(cfg, 0, sizeof(*cfg));
 }

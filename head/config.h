@@ -17,21 +17,40 @@
 
 #include "err.h"
 
+/* One node type the autoscaler may launch (autoscaler.node_types.NAME). */
+typedef struct hv_head_node_type_s {
+    char *name;                     /* the key under node_types; letters, digits, '.', '_', '-' */
+    uint32_t slots;                 /* worker slots per node; required, 1..4096 */
+    uint32_t gpus;                  /* GPUs per node; 0 */
+    int preemptible;                /* spot / preemptible; false */
+    double price_per_hour;          /* what a node costs per hour; 0 */
+    double ondemand_price_per_hour; /* the same node on demand, for the cost report; default
+                                     * price_per_hour when not preemptible, else 0 (unknown) */
+    uint32_t min_nodes;             /* kept even when idle; 0 */
+    uint32_t max_nodes;             /* at most; default autoscaler.max_nodes */
+    uint32_t capacity;              /* spot-sim only: instances the simulated cloud has at once;
+                                     * 0 = no limit */
+    char *labels;                   /* "k=v,k=v" (the labels mapping), or NULL */
+} hv_head_node_type_t;
+
 /* hvhead's settings. Every char * is owned by the struct (freed by hv_head_config_fini) and is
  * NULL only where noted. Times are in the unit the name says. */
 typedef struct hv_head_config_s {
-    char *path;                  /* file loaded, or NULL for pure defaults */
-    char *cluster_name;          /* shown by hvctl and in logs; default "hv" */
-    char *listen;                /* HOST:PORT of the gRPC server; default "0.0.0.0:7000" */
-    char *advertise;             /* HOST:PORT agents/workers use to reach the head; NULL = derive */
-    char *data_dir;              /* sqlite state, artifacts, job logs; default "./hv-data" */
-    char *token;                 /* join token given inline, or NULL */
-    char *token_file;            /* file holding the join token, or NULL */
-    uint32_t heartbeat_ms;       /* agent heartbeat period; 1000; 50..60000 */
-    uint32_t lease_ms;           /* node lease; 10000; >= 3 * heartbeat_ms, <= 3600000 */
-    int log_level;               /* an hv_log_level (common/log.h); default HV_LOG_NOTICE */
-    uint64_t max_upload_bytes;   /* key max_upload; 1 GiB; 1 KiB..64 GiB */
-    uint32_t kill_grace_ms;      /* SIGTERM to SIGKILL delay for workers; 5000; 0..600000 */
+    char *path;                /* file loaded, or NULL for pure defaults */
+    char *cluster_name;        /* shown by hvctl and in logs; default "hv" */
+    char *listen;              /* HOST:PORT of the gRPC server; default "127.0.0.1:7000" */
+    char *advertise;           /* HOST:PORT agents/workers use to reach the head; NULL = derive */
+    char *data_dir;            /* sqlite state, artifacts, job logs; default "./hv-data" */
+    char *token;               /* join token given inline, or NULL */
+    char *token_file;          /* file holding the join token, or NULL */
+    uint32_t heartbeat_ms;     /* agent heartbeat period; 1000; 50..60000 */
+    uint32_t lease_ms;         /* node lease; 10000; >= 3 * heartbeat_ms, <= 3600000 */
+    int log_level;             /* an hv_log_level (common/log.h); default HV_LOG_NOTICE */
+    uint64_t max_upload_bytes; /* key max_upload; 1 GiB; 1 KiB..64 GiB */
+    uint64_t
+        upload_quota_bytes;    /* key upload_quota: unfinished uploads held; 4 GiB; 1 KiB..1 TiB */
+    uint32_t upload_timeout_s; /* an unfinished upload untouched this long is removed; 3600 */
+    uint32_t kill_grace_ms;    /* SIGTERM to SIGKILL delay for workers; 5000; 0..600000 */
     uint32_t job_wait_timeout_s; /* default bound for a job waiting for slots; 600; 1..604800 */
     struct {
         uint32_t elastic_timeout_s;        /* wait for min-np nodes after a loss; 600 */
@@ -43,15 +62,44 @@ typedef struct hv_head_config_s {
         uint32_t blacklist_max_strikes;    /* failures before a permanent bar; 5; 0 = never */
     } elastic;
     struct {
-        char *provider;          /* "none" (default) | "local" | "command" | "spot-sim" */
-        uint32_t min_nodes;      /* nodes kept even when idle; 0 */
-        uint32_t max_nodes;      /* nodes the autoscaler may own; 0; >= min_nodes, and >= 1
+        char *provider;               /* "none" (default) | "local" | "command" | "spot-sim" */
+        uint32_t min_nodes;           /* nodes kept even when idle; 0 */
+        uint32_t max_nodes;           /* nodes the autoscaler may own; 0; >= min_nodes, and >= 1
                                    * when provider is not "none" */
-        uint32_t idle_timeout_s; /* idle time before a node is given back; 300 */
-        uint32_t local_slots;    /* key autoscaler.local.slots: slots per local agent; 2 */
-        char *command_launch;    /* key autoscaler.command.launch, or NULL */
-        char *command_terminate; /* key autoscaler.command.terminate, or NULL */
+        uint32_t idle_timeout_s;      /* idle time before a node is given back; 300 */
+        uint32_t local_slots;         /* key autoscaler.local.slots: slots per local agent; 2 */
+        char *command_launch;         /* key autoscaler.command.launch, or NULL */
+        char *command_terminate;      /* key autoscaler.command.terminate, or NULL */
+        char *command_list;           /* key autoscaler.command.list, or NULL */
+        double upscaling_speed;       /* launching at once: max(5, ceil(speed x running)); 1.0 */
+        uint32_t launch_timeout_s;    /* an instance not joined by then is a failure; 300 */
+        uint32_t max_launch_failures; /* failures in a row that set a type aside; 3 */
+        uint32_t set_aside_s;         /* for how long; 300 */
+        hv_head_node_type_t *types;   /* in fallback order; never empty once loaded (without
+                                       * node_types: one type "local", or "spot" for spot-sim,
+                                       * of local.slots slots) */
+        size_t ntypes;
+        struct {
+            uint32_t seed;             /* 1 */
+            uint32_t boot_min_ms;      /* boot delay, uniform in [min, max]; 1000 */
+            uint32_t boot_max_ms;      /* 3000 */
+            uint32_t preempt_every_s;  /* mean gap between random preemptions; 0 = none */
+            uint32_t notice_s;         /* lead time of a notice; 30 */
+            double no_notice_fraction; /* preemptions that come without notice; 0 */
+            char *trace;               /* a preemption trace file, or NULL */
+        } spot_sim;
     } autoscaler;
+    /* TLS (docs/tls.md). The files are checked at load: readable PEM, the key matches the
+     * certificate. Without cert, the head serves plain text. */
+    struct {
+        char *cert;              /* PEM certificate (chain) of the head, or NULL */
+        char *key;               /* its PEM private key; set together with cert */
+        char *ca;                /* PEM CA that signs the agents' client certificates, or NULL */
+        int require_client_cert; /* agents (the Cluster service) must present a certificate
+                                    signed by ca; needs ca */
+    } tls;
+    int allow_insecure; /* plain text on a non-loopback listen address is allowed (with a WARN);
+                           without it, a file listening beyond loopback without tls is refused */
 } hv_head_config_t;
 
 /* Fills cfg (caller storage, previous content ignored) with the defaults. Allocates the
@@ -69,6 +117,10 @@ void hv_head_config_defaults(hv_head_config_t *cfg);
  * Returns HV_EINVAL for bad content, HV_ENOTFOUND when the file does not exist, HV_EIO when it
  * cannot be read, HV_ENOMEM. */
 hv_err hv_head_config_load(const char *path, hv_head_config_t *cfg, char *err, size_t errlen);
+/* The same for YAML text held in memory (len bytes, need not be NUL-terminated); name stands
+ * for the file in messages and cfg->path. No file is read. For tests and the fuzzer. */
+hv_err hv_head_config_parse(const char *name, const char *text, size_t len, hv_head_config_t *cfg,
+                            char *err, size_t errlen);
 
 /* Makes cfg->token hold the join token. Blocking (file I/O).
  *  - token set inline: nothing to do.
@@ -81,6 +133,10 @@ hv_err hv_head_config_load(const char *path, hv_head_config_t *cfg, char *err, s
  * Returns HV_OK, HV_EINVAL (empty or malformed token), HV_ENOTFOUND, HV_EIO, HV_ENOMEM, with a
  * one-line message in err on failure. cfg is changed only on HV_OK. */
 hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t errlen);
+
+/* 1 when the head would serve plain text beyond loopback: no tls and a non-loopback listen
+ * address (the caller refuses that unless allow_insecure, and warns when it is allowed). */
+int hv_head_config_plain_text_exposed(const hv_head_config_t *cfg);
 
 /* Frees everything cfg owns and zeroes it. cfg may be NULL; calling it twice is harmless. */
 void hv_head_config_fini(hv_head_config_t *cfg);

@@ -30,7 +30,13 @@ static const char *data_path(const char *name, char *buf, size_t len) {
 
 static void check_defaults(const hv_head_config_t *c) {
     CHECK_STR(c->cluster_name, "hv");
-    CHECK_STR(c->listen, "0.0.0.0:7000");
+    CHECK_STR(c->listen, "127.0.0.1:7000");
+    CHECK_STR(c->tls.cert, NULL);
+    CHECK_STR(c->tls.key, NULL);
+    CHECK_STR(c->tls.ca, NULL);
+    CHECK_EQ(c->tls.require_client_cert, 0);
+    CHECK_EQ(c->allow_insecure, 0);
+    CHECK(!hv_head_config_plain_text_exposed(c));
     CHECK_STR(c->advertise, NULL);
     CHECK_STR(c->data_dir, "./hv-data");
     CHECK_STR(c->token, NULL);
@@ -39,6 +45,8 @@ static void check_defaults(const hv_head_config_t *c) {
     CHECK_EQ(c->lease_ms, 10000);
     CHECK_EQ(c->log_level, HV_LOG_NOTICE);
     CHECK_EQ(c->max_upload_bytes, 1ull << 30);
+    CHECK_EQ(c->upload_quota_bytes, 4ull << 30);
+    CHECK_EQ(c->upload_timeout_s, 3600);
     CHECK_EQ(c->kill_grace_ms, 5000);
     CHECK_EQ(c->job_wait_timeout_s, 600);
     CHECK_EQ(c->elastic.elastic_timeout_s, 600);
@@ -70,6 +78,13 @@ static void test_defaults(void) {
     CHECK_RC_MSG(hv_head_config_load(NULL, &c, err, sizeof(err)), HV_OK, err);
     check_defaults(&c);
     CHECK_STR(c.path, NULL);
+    /* no node_types: one implicit type of local.slots slots, up to max_nodes */
+    CHECK_EQ(c.autoscaler.ntypes, 1);
+    CHECK_STR(c.autoscaler.types[0].name, "local");
+    CHECK_EQ(c.autoscaler.types[0].slots, 2);
+    CHECK_EQ(c.autoscaler.types[0].preemptible, 0);
+    CHECK(c.autoscaler.upscaling_speed == 1.0);
+    CHECK_EQ(c.autoscaler.launch_timeout_s, 300);
     hv_head_config_fini(&c);
 }
 
@@ -93,6 +108,8 @@ static void test_full(void) {
     CHECK_EQ(c.lease_ms, 1500);
     CHECK_EQ(c.log_level, HV_LOG_DEBUG);
     CHECK_EQ(c.max_upload_bytes, 512ull << 20);
+    CHECK_EQ(c.upload_quota_bytes, 2ull << 30);
+    CHECK_EQ(c.upload_timeout_s, 120);
     CHECK_EQ(c.kill_grace_ms, 0);
     CHECK_EQ(c.job_wait_timeout_s, 30);
     CHECK_EQ(c.elastic.elastic_timeout_s, 120);
@@ -109,6 +126,52 @@ static void test_full(void) {
     CHECK_EQ(c.autoscaler.local_slots, 4);
     CHECK_STR(c.autoscaler.command_launch, "./launch.sh --zone a");
     CHECK_STR(c.autoscaler.command_terminate, "./terminate.sh");
+    hv_head_config_fini(&c);
+}
+
+static void test_autoscaler(void) {
+    hv_head_config_t c;
+    char err[512] = "", path[512];
+    hv_err rc = hv_head_config_load(data_path("good_autoscaler.yaml", path, sizeof(path)), &c, err,
+                                    sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return;
+    }
+    CHECK_STR(c.autoscaler.provider, "spot-sim");
+    CHECK(c.autoscaler.upscaling_speed == 0.5);
+    CHECK_EQ(c.autoscaler.launch_timeout_s, 60);
+    CHECK_EQ(c.autoscaler.max_launch_failures, 2);
+    CHECK_EQ(c.autoscaler.set_aside_s, 30);
+    CHECK_EQ(c.autoscaler.ntypes, 3);
+    /* fallback: spot-a, spot-b first, then ondemand (file order for the rest) */
+    const hv_head_node_type_t *a = &c.autoscaler.types[0], *b = &c.autoscaler.types[1],
+                              *o = &c.autoscaler.types[2];
+    CHECK_STR(a->name, "spot-a");
+    CHECK_STR(b->name, "spot-b");
+    CHECK_STR(o->name, "ondemand");
+    CHECK_EQ(a->slots, 2);
+    CHECK_EQ(a->preemptible, 1);
+    CHECK(a->price_per_hour == 0.12 && a->ondemand_price_per_hour == 0.40);
+    CHECK_EQ(a->max_nodes, 4);
+    CHECK_EQ(a->capacity, 3);
+    CHECK_STR(a->labels, "zone=a,disk=ssd");
+    CHECK_EQ(b->slots, 4);
+    CHECK_EQ(b->gpus, 1);
+    CHECK_EQ(b->preemptible, 1);
+    CHECK_EQ(b->min_nodes, 1);
+    CHECK_EQ(b->max_nodes, 10);             /* not given: autoscaler.max_nodes */
+    CHECK(b->ondemand_price_per_hour == 0); /* preemptible without an on-demand price: unknown */
+    CHECK_EQ(o->preemptible, 0);
+    CHECK(o->ondemand_price_per_hour == 0.40); /* on demand: its own price */
+    CHECK_STR(o->labels, NULL);
+    CHECK_EQ(c.autoscaler.spot_sim.seed, 7);
+    CHECK_EQ(c.autoscaler.spot_sim.boot_min_ms, 100);
+    CHECK_EQ(c.autoscaler.spot_sim.boot_max_ms, 200);
+    CHECK_EQ(c.autoscaler.spot_sim.preempt_every_s, 60);
+    CHECK_EQ(c.autoscaler.spot_sim.notice_s, 5);
+    CHECK(c.autoscaler.spot_sim.no_notice_fraction == 0.25);
+    CHECK_STR(c.autoscaler.spot_sim.trace, "/tmp/trace.txt");
     hv_head_config_fini(&c);
 }
 
@@ -144,6 +207,80 @@ static void test_empty(void) {
     }
 }
 
+/* ---- certificates (made by the openssl command, tests/make_certs.sh) ------------------------ */
+
+static char cert_dir[256], cert_dir_slash[260];
+
+static void write_file(const char *path, const char *text, mode_t mode);
+
+/* Makes the test PKI once; 0 (and the TLS checks are skipped, with a note) without openssl. */
+static int have_certs(void) {
+    static int state; // 0 unknown, 1 ok, -1 unavailable
+    if (state == 0) {
+        char cmd[800];
+        snprintf(cert_dir, sizeof(cert_dir), "/tmp/hvcfgtls.XXXXXX");
+        if (system("openssl version >/dev/null 2>&1") != 0 || mkdtemp(cert_dir) == NULL) {
+            state = -1;
+        } else {
+            snprintf(cmd, sizeof(cmd), "sh '%s/../../tests/make_certs.sh' '%s'", HV_TEST_DATA,
+                     cert_dir);
+            state = system(cmd) == 0 ? 1 : -1;
+            snprintf(cert_dir_slash, sizeof(cert_dir_slash), "%s/", cert_dir);
+        }
+        if (state < 0) {
+            fprintf(stderr, "note: no openssl command: TLS config checks skipped\n");
+        }
+    }
+    return state > 0;
+}
+
+static void remove_certs(void) {
+    if (cert_dir[0] != '\0') {
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cert_dir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "cannot remove %s\n", cert_dir);
+        }
+    }
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return NULL;
+    }
+    char *buf = hv_malloc(1 << 16);
+    size_t n = buf != NULL ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    if (buf != NULL) {
+        buf[n] = '\0';
+    }
+    return buf;
+}
+
+/* A copy of text with every from replaced by to (owned). */
+static char *replace_all(const char *text, const char *from, const char *to) {
+    size_t n = 0, fl = strlen(from), tl = strlen(to);
+    for (const char *q = strstr(text, from); q != NULL; q = strstr(q + fl, from)) {
+        n++;
+    }
+    char *out = hv_malloc(strlen(text) + n * tl + 1), *o = out;
+    for (const char *q = text;;) {
+        const char *hit = strstr(q, from);
+        size_t keep = hit != NULL ? (size_t)(hit - q) : strlen(q);
+        memcpy(o, q, keep);
+        o += keep;
+        if (hit == NULL) {
+            break;
+        }
+        memcpy(o, to, tl);
+        o += tl;
+        q = hit + fl;
+    }
+    *o = '\0';
+    return out;
+}
+
 static void test_examples(void) {
     hv_head_config_t c;
     char err[512] = "", path[512];
@@ -158,15 +295,37 @@ static void test_examples(void) {
         CHECK_STR(c.autoscaler.provider, "none");
         hv_head_config_fini(&c);
     }
+    /* cluster.yaml names its TLS files under /etc/hv/tls/: load it with those made here. */
+    if (!have_certs()) {
+        return;
+    }
     snprintf(path, sizeof(path), "%s/../../examples/cluster.yaml", HV_TEST_DATA);
-    rc = hv_head_config_load(path, &c, err, sizeof(err));
+    char *text = slurp(path), copy[600];
+    CHECK(text != NULL);
+    if (text == NULL) {
+        return;
+    }
+    char *fixed = replace_all(text, "/etc/hv/tls/", cert_dir_slash);
+    snprintf(copy, sizeof(copy), "%s/cluster.yaml", cert_dir);
+    write_file(copy, fixed, 0600);
+    hv_free(text);
+    hv_free(fixed);
+    rc = hv_head_config_load(copy, &c, err, sizeof(err));
     CHECK_RC_MSG(rc, HV_OK, err);
     if (rc == HV_OK) {
         CHECK_STR(c.listen, "0.0.0.0:7000");
+        CHECK(c.tls.cert != NULL && strstr(c.tls.cert, cert_dir) == c.tls.cert);
+        CHECK(c.tls.key != NULL && c.tls.ca != NULL);
+        CHECK_EQ(c.tls.require_client_cert, 1);
+        CHECK_EQ(c.allow_insecure, 0);
+        CHECK(!hv_head_config_plain_text_exposed(&c));
         CHECK_STR(c.data_dir, "/var/lib/hv");
         CHECK_STR(c.token, NULL);
         CHECK_STR(c.token_file, "/etc/hv/token");
         CHECK(c.lease_ms >= 3 * c.heartbeat_ms);
+        CHECK_EQ(c.autoscaler.ntypes, 2);
+        CHECK_STR(c.autoscaler.types[0].name, "gpu-spot");
+        CHECK_STR(c.autoscaler.command_list, "deploy/providers/aws-spot/list.sh");
         hv_head_config_fini(&c);
     }
 }
@@ -221,7 +380,7 @@ static const bad_case_t bad_cases[] = {
      "key 'listen': value 'nohost' is not HOST:PORT"},
     {"bad_port.yaml", HV_EINVAL, "1:9", {"listen", "'0.0.0.0:70000'", "port"}, NULL},
     {"bad_duplicate.yaml", HV_EINVAL, "3:1", {"duplicate key 'listen'", "line 1"}, NULL},
-    {"bad_syntax.yaml", HV_EINVAL, "4:2", {"YAML syntax error"}, NULL},
+    {"bad_syntax.yaml", HV_EINVAL, "4:2", {"not valid YAML", "bad indentation", "line 1"}, NULL},
     {"bad_section.yaml",
      HV_EINVAL,
      "2:10",
@@ -244,6 +403,63 @@ static const bad_case_t bad_cases[] = {
      NULL},
     {"bad_cooldown.yaml", HV_EINVAL, "3:29", {"blacklist_max_cooldown_s", "'60'", "600"}, NULL},
     {"bad_two_documents.yaml", HV_EINVAL, "2:1", {"one YAML document"}, NULL},
+    {"bad_type_no_slots.yaml",
+     HV_EINVAL,
+     "4:5",
+     {"a"},
+     "key 'autoscaler.node_types.a': 'slots' is required"},
+    {"bad_type_unknown_key.yaml",
+     HV_EINVAL,
+     "4:19",
+     {"'autoscaler.node_types.a.spot'", "preemptible"},
+     NULL},
+    {"bad_type_bool.yaml",
+     HV_EINVAL,
+     "4:32",
+     {"a.preemptible"},
+     "key 'autoscaler.node_types.a.preemptible': value 'maybe' is not true or false"},
+    {"bad_type_price.yaml", HV_EINVAL, "4:35", {"price_per_hour", "'cheap'"}, NULL},
+    {"bad_fallback_unknown.yaml",
+     HV_EINVAL,
+     "5:17",
+     {"fallback"},
+     "key 'autoscaler.fallback': 'b' is not a type under autoscaler.node_types"},
+    {"bad_type_mins.yaml",
+     HV_EINVAL,
+     "4:5",
+     {"node_types"},
+     "key 'autoscaler.node_types': the types' min_nodes add up to 4, above autoscaler.max_nodes "
+     "(3)"},
+    {"bad_type_min_max.yaml",
+     HV_EINVAL,
+     "4:5",
+     {"a"},
+     "key 'autoscaler.node_types.a': min_nodes (3) is above max_nodes (2)"},
+    {"bad_upscaling.yaml",
+     HV_EINVAL,
+     "2:20",
+     {"upscaling_speed"},
+     "key 'autoscaler.upscaling_speed': value '0' is out of range (0.001..1000)"},
+    {"bad_boot.yaml", HV_EINVAL, "4:18", {"boot_max_ms", "100", "500"}, NULL},
+    {"bad_type_name.yaml", HV_EINVAL, "3:5", {"'a b'", "letters"}, NULL},
+    {"bad_insecure_listen.yaml",
+     HV_EINVAL,
+     "2:9",
+     {"key 'listen'", "'0.0.0.0:7000'", "allow_insecure: true"},
+     NULL},
+    {"bad_bool.yaml",
+     HV_EINVAL,
+     "2:17",
+     {"allow_insecure"},
+     "key 'allow_insecure': value 'maybe' is not true or false"},
+    {"bad_tls_no_key.yaml", HV_EINVAL, "3:3", {"key 'tls'", "'cert'", "'key'"}, NULL},
+    {"bad_tls_missing_file.yaml",
+     HV_EINVAL,
+     "2:9",
+     {"key 'tls.cert'"},
+     "key 'tls.cert': certificate '/nonexistent/server.pem': cannot open: No such file or "
+     "directory"},
+    {"bad_tls_rcc_no_ca.yaml", HV_EINVAL, "4:24", {"tls.require_client_cert", "tls.ca"}, NULL},
 };
 
 static void run_bad_case(const bad_case_t *bc) {
@@ -478,10 +694,166 @@ static void test_oom(void) {
     CHECK(ok);
 }
 
+/* Text in memory: the same parser, the given name in messages, no NUL needed. */
+static void test_parse_buffer(void) {
+    hv_head_config_t c;
+    char err[512];
+    const char good[] = "lease_ms: 5000\nupload_quota: 1MiB\nXXX";
+    CHECK_RC(hv_head_config_parse("mem.yaml", good, sizeof(good) - 4, &c, err, sizeof(err)), HV_OK);
+    CHECK_EQ(c.lease_ms, 5000);
+    CHECK_EQ(c.upload_quota_bytes, 1ull << 20);
+    CHECK_STR(c.path, "mem.yaml");
+    hv_head_config_fini(&c);
+    const char bad[] = "lease_ms: 5000\nnope: 1\n";
+    CHECK_RC(hv_head_config_parse("mem.yaml", bad, sizeof(bad) - 1, &c, err, sizeof(err)),
+             HV_EINVAL);
+    CHECK(strstr(err, "mem.yaml:2:1") != NULL && strstr(err, "nope") != NULL);
+}
+
+/* ---- transport: tls and the plain-text rule ----------------------------------------------- */
+
+/* Writes a config into the cert dir and loads it; returns the rc, err holds the message. */
+static hv_err load_text(const char *name, const char *text, hv_head_config_t *c, char *err,
+                        size_t errlen) {
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", cert_dir, name);
+    write_file(path, text, 0600);
+    return hv_head_config_load(path, c, err, errlen);
+}
+
+static void test_insecure(void) {
+    hv_head_config_t c;
+    char err[512] = "", path[512];
+    hv_err rc = hv_head_config_load(data_path("good_insecure.yaml", path, sizeof(path)), &c, err,
+                                    sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc == HV_OK) {
+        CHECK_EQ(c.allow_insecure, 1);
+        CHECK_STR(c.tls.cert, NULL); // "tls:" with nothing under it: plain text
+        CHECK(hv_head_config_plain_text_exposed(&c));
+        hv_head_config_fini(&c);
+    }
+    /* Loopback addresses need no allowance. */
+    static const char *const loop[] = {"127.0.0.1:0", "localhost:7000", "\"[::1]:7000\"",
+                                       "127.3.4.5:7000"};
+    if (!have_certs()) {
+        return;
+    }
+    for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "listen: %s\n", loop[i]);
+        rc = load_text("loop.yaml", text, &c, err, sizeof(err));
+        CHECK_RC_MSG(rc, HV_OK, err);
+        if (rc == HV_OK) {
+            CHECK(!hv_head_config_plain_text_exposed(&c));
+            hv_head_config_fini(&c);
+        }
+    }
+    rc = load_text("v6.yaml", "listen: \"[::]:7000\"\n", &c, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_EINVAL, err);
+    CHECK(strstr(err, "v6.yaml:1:9: key 'listen'") != NULL);
+}
+
+static void test_tls(void) {
+    hv_head_config_t c;
+    char err[1024] = "", text[2048];
+    if (!have_certs()) {
+        return;
+    }
+    const char *d = cert_dir;
+    snprintf(text, sizeof(text),
+             "listen: 0.0.0.0:0\ntls:\n  cert: %s/server.pem\n  key: %s/server.key\n  ca: "
+             "%s/ca.pem\n  require_client_cert: true\n",
+             d, d, d);
+    hv_err rc = load_text("good.yaml", text, &c, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc == HV_OK) {
+        char want[400];
+        snprintf(want, sizeof(want), "%s/server.pem", d);
+        CHECK_STR(c.tls.cert, want);
+        snprintf(want, sizeof(want), "%s/server.key", d);
+        CHECK_STR(c.tls.key, want);
+        snprintf(want, sizeof(want), "%s/ca.pem", d);
+        CHECK_STR(c.tls.ca, want);
+        CHECK_EQ(c.tls.require_client_cert, 1);
+        CHECK(!hv_head_config_plain_text_exposed(&c));
+        hv_head_config_fini(&c);
+    }
+    /* A key that belongs to another certificate: blamed on tls.key, at its line. */
+    snprintf(text, sizeof(text), "tls:\n  cert: %s/server.pem\n  key: %s/other.key\n", d, d);
+    rc = load_text("mismatch.yaml", text, &c, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_EINVAL, err);
+    CHECK(strstr(err, "mismatch.yaml:3:8: key 'tls.key': the private key") != NULL);
+    CHECK(strstr(err, "does not match the certificate") != NULL);
+    /* cert and key swapped: the certificate file holds no certificate. */
+    snprintf(text, sizeof(text), "tls:\n  cert: %s/server.key\n  key: %s/server.pem\n", d, d);
+    rc = load_text("swapped.yaml", text, &c, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_EINVAL, err);
+    CHECK(strstr(err, "swapped.yaml:2:9: key 'tls.cert': certificate") != NULL);
+    CHECK(strstr(err, "not a PEM certificate") != NULL);
+    /* An unreadable CA file: blamed on tls.ca. */
+    snprintf(text, sizeof(text),
+             "tls:\n  cert: %s/server.pem\n  key: %s/server.key\n  ca: %s/nope.pem\n", d, d, d);
+    rc = load_text("noca.yaml", text, &c, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_EINVAL, err);
+    CHECK(strstr(err, "noca.yaml:4:7: key 'tls.ca': CA file") != NULL);
+    CHECK(strstr(err, "No such file or directory") != NULL);
+    /* A directory where the key should be. */
+    snprintf(text, sizeof(text), "tls:\n  cert: %s/server.pem\n  key: %s\n", d, d);
+    rc = load_text("dir.yaml", text, &c, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_EINVAL, err);
+    CHECK(strstr(err, "dir.yaml:3:8: key 'tls.key'") != NULL);
+}
+
+/* Malformed YAML gets a message in the file's terms: where, and what is wrong, never libyaml's
+ * own vocabulary (tokens, scalars, indicators, "while parsing a block mapping"). */
+static void test_yaml_words(void) {
+    static const struct {
+        const char *text;
+        const char *where; /* LINE:COL */
+        const char *want;
+    } yc[] = {
+        {"listen: [1, 2\ndata_dir: x\n", "2:9", "a '[' list that is not closed with ']'"},
+        {"a: b: c\n", "1:5", "a ':' where no 'key: value' can start"},
+        {"listen: \"abc\n", "2:1", "a quoted string that is never closed (it starts at line 1)"},
+        {"key:\n\t- x\n", "2:1", "a tab character: YAML indents with spaces only"},
+        {"- a\nb: c\n", "2:1", "bad indentation"},
+        {"x: &a\n y: *b\n", "2:5", "an alias (*name) without a matching anchor"},
+        {"a: @x\n", "1:4", "a character that cannot start a value here"},
+    };
+    static const char *const internal[] = {"token",         "scalar",           "indicator",
+                                           "while parsing", "while scanning",   "block mapping",
+                                           "flow sequence", "YAML syntax error"};
+    char dir[] = "/tmp/hv_config_yaml_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (size_t i = 0; i < sizeof(yc) / sizeof(yc[0]); i++) {
+        char path[600], err[512] = "", prefix[700];
+        snprintf(path, sizeof(path), "%s/bad%zu.yaml", dir, i);
+        write_file(path, yc[i].text, 0644);
+        hv_head_config_t c;
+        CHECK_RC_MSG(hv_head_config_load(path, &c, err, sizeof(err)), HV_EINVAL, err);
+        snprintf(prefix, sizeof(prefix), "%s:%s: not valid YAML: ", path, yc[i].where);
+        if (strncmp(err, prefix, strlen(prefix)) != 0 || strstr(err, yc[i].want) == NULL) {
+            fprintf(stderr, "case %zu:\n  got:  %s\n  want: %s...%s\n", i, err, prefix, yc[i].want);
+            hv_check_failures++;
+        }
+        for (size_t k = 0; k < sizeof(internal) / sizeof(internal[0]); k++) {
+            if (strstr(err, internal[k]) != NULL) {
+                fprintf(stderr, "case %zu: libyaml's '%s' in: %s\n", i, internal[k], err);
+                hv_check_failures++;
+            }
+        }
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 static const hv_check_case_t cases[] = {
+    {"parse_buffer", test_parse_buffer},
     {"defaults", test_defaults},
     {"full", test_full},
     {"minimal", test_minimal},
+    {"autoscaler", test_autoscaler},
     {"empty", test_empty},
     {"examples", test_examples},
     {"bad_files", test_bad_files},
@@ -489,8 +861,13 @@ static const hv_check_case_t cases[] = {
     {"token_file", test_token_file},
     {"token_generate", test_token_generate},
     {"oom", test_oom},
+    {"insecure", test_insecure},
+    {"tls", test_tls},
+    {"yaml_words", test_yaml_words},
 };
 
 int main(int argc, char **argv) {
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+    int rc = hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+    remove_certs();
+    return rc;
 }

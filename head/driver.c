@@ -1513,8 +1513,26 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
                            size_t errlen) {
     uint64_t now = hv_now_ms();
     hv_dnode_t *n = hv_driver_node_by_name(d, info->name);
-    int is_new = n == NULL;
-    int restarted = !is_new && n->incarnation != info->incarnation;
+    hv_join_kind_t kind = n == NULL
+                              ? hv_node_join_kind(0, 0, info->incarnation, HV_NODE_ALIVE, 0, 0)
+                              : hv_node_join_kind(1, n->incarnation, info->incarnation, n->state,
+                                                  n->has_session, hv_lease_expired(&n->lease, now));
+    if (kind == HV_JOIN_REFUSE) {
+        uint64_t silent = hv_lease_silent_ms(&n->lease, now, d->cfg->lease_ms);
+        HV_LOG(HV_LOG_WARN, "driver", "HV-JOIN-NAME-IN-USE",
+               "refused a second agent named %s from %s: the agent from %s is live (heard %llu ms "
+               "ago)",
+               n->name, info->peer ? info->peer : "?", n->peer ? n->peer : "?",
+               (unsigned long long)silent);
+        snprintf(err, errlen,
+                 "node name %s is in use by a live agent (connected from %s, heard %llu ms ago); "
+                 "give this agent another --name, or stop the other one (its name is free once "
+                 "it has been silent for %u ms)",
+                 n->name, n->peer ? n->peer : "?", (unsigned long long)silent, d->cfg->lease_ms);
+        return HV_EEXIST;
+    }
+    int is_new = kind == HV_JOIN_FIRST;
+    int restarted = kind == HV_JOIN_TAKEOVER;
     hv_node_state_t st = is_new || restarted ? hv_node_next(HV_NODE_ALIVE, HV_NODE_EV_JOIN_NEW)
                                              : hv_node_next(n->state, HV_NODE_EV_REATTACH);
     hv_dnode_t tmp;

@@ -12,22 +12,27 @@
  * driver's clocks (leases, deadlines, cooldowns) and the rendezvous' key-value waits.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
 
 #include "artifacts.h"
+#include "auth.h"
 #include "config.h"
 #include "driver.h"
 #include "log.h"
 #include "mem.h"
 #include "rpc.h"
+#include "svc_auth.h"
 #include "store.h"
 #include "svc_artifacts.h"
 #include "svc_cluster.h"
@@ -36,6 +41,7 @@
 #include "util.h"
 
 #define HEAD_TICK_MS 200
+#define HEAD_CLIENT_RELOAD_TICKS 10 /* client tokens re-read every 2 s */
 
 typedef struct head_s {
     uv_loop_t *loop;
@@ -48,13 +54,52 @@ typedef struct head_s {
     hv_svc_cluster_t *cluster;
     hv_svc_jobs_t *jobs;
     hv_svc_rdzv_t *rdzv;
+    hv_svc_auth_t *authsvc;
+    hv_auth_t auth; /* the head's key, client tokens, revoked node credentials */
+    uint32_t ticks;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
     int port;            /* bound port */
     char advertise[300]; /* host:port agents and workers use to reach the head */
     char pid_path[4096];
+    int lock_fd; /* DATA_DIR/hvhead.lock, locked while this head lives */
     int stopping;
 } head_t;
+
+#define HEAD_DAEMON_READY_MS 60000
+
+/* A start failure: on stderr, and (with --daemon) to the parent still waiting in the shell. */
+static void head_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void head_fail(const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", msg);
+    hv_daemon_failed(msg);
+}
+
+/* Two heads on one data directory would corrupt each other's state: the first holds a lock on
+ * DATA_DIR/hvhead.lock for its whole life (a kernel lock, so a crash releases it; no stale pid
+ * file can block a restart). */
+static int head_lock_data_dir(head_t *h) {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/hvhead.lock", h->cfg.data_dir);
+    int holder = 0;
+    hv_err rc = hv_lock_take(path, &h->lock_fd, &holder);
+    if (rc == HV_EEXIST) {
+        head_fail("hvhead: data directory %s is in use by another head (pid %d); stop it first or "
+                  "give this one another data_dir",
+                  h->cfg.data_dir, holder);
+        return 1;
+    }
+    if (rc != HV_OK) {
+        head_fail("hvhead: cannot lock %s: %s", path, hv_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hvhead start [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
@@ -64,7 +109,44 @@ static void usage(FILE *f) {
                "\n"
                "  start   run the head (foreground unless --daemon); prints a ready line\n"
                "  stop    stop a head started with --daemon, through its pid file\n"
-               "          (default pid file: DATA_DIR/hvhead.pid)\n");
+               "          (default pid file: DATA_DIR/hvhead.pid)\n"
+               "\n"
+               "'hvhead start --help' and 'hvhead stop --help' describe each option.\n"
+               "exit status: 0 done; 64 bad usage; 2 a bad config file; 1 the head could not\n"
+               "start or stopped on an error.\n");
+}
+
+static void usage_start(FILE *f) {
+    fprintf(f, "usage: hvhead start [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
+               "                    [--daemon] [--pid-file FILE] [--log-file FILE]\n"
+               "\n"
+               "Runs the head: the gRPC services on its listen address, state in DATA_DIR.\n"
+               "Prints 'hvhead: listening on HOST:PORT ...' once it serves.\n"
+               "\n"
+               "  --config FILE, -c FILE  cluster.yaml (see docs/configuration.md); without it,\n"
+               "                          the defaults\n"
+               "  --data-dir DIR          overrides data_dir from the config\n"
+               "  --listen HOST:PORT      overrides listen from the config\n"
+               "  --daemon                run in the background once it serves\n"
+               "  --pid-file FILE         where --daemon writes its pid (default:\n"
+               "                          DATA_DIR/hvhead.pid)\n"
+               "  --log-file FILE         append the log there instead of stderr\n"
+               "  --help, -h              this help\n");
+}
+
+static void usage_stop(FILE *f) {
+    fprintf(f, "usage: hvhead stop [--config FILE] [--data-dir DIR] [--pid-file FILE]\n"
+               "\n"
+               "Stops a head started with --daemon, through its pid file (default:\n"
+               "DATA_DIR/hvhead.pid, DATA_DIR from --data-dir or the config).\n");
+}
+
+/* A usage error, the same shape in all hv tools: "hvhead: MSG (see hvhead --help)", exit 64. */
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "hvhead: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see hvhead --help)\n");
+    return 64;
 }
 
 /* ---- the driver's io: each action goes to the service that owns the call ------------------ */
@@ -72,6 +154,11 @@ static void usage(FILE *f) {
 static hv_err io_order(void *ud, uint64_t node_id, const hv_order_t *o) {
     head_t *h = ud;
     return h->cluster != NULL ? hv_svc_cluster_order(h->cluster, node_id, o) : HV_ECLOSED;
+}
+
+static void auth_drop_session(void *ud, uint64_t node_id) {
+    head_t *h = ud;
+    hv_svc_cluster_drop(h->cluster, node_id);
 }
 
 static void io_drop_session(void *ud, uint64_t node_id) {
@@ -124,6 +211,14 @@ static void head_tick_cb(uv_timer_t *t) {
     uint64_t now = hv_now_ms();
     hv_driver_tick(h->driver, now);
     hv_svc_rdzv_tick(h->rdzv, now);
+    hv_artifacts_sweep(h->arts, hv_wall_ms());
+    if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
+        /* A client token file added or deleted takes effect within seconds, without a restart. */
+        char err[700];
+        if (hv_auth_reload_clients(&h->auth, err, sizeof(err)) != HV_OK) {
+            HV_LOG(HV_LOG_WARN, "auth", "HV-AUTH-RELOAD", "client tokens not reloaded: %s", err);
+        }
+    }
 }
 
 static void head_begin_stop(head_t *h, const char *why) {
@@ -171,7 +266,9 @@ static void head_derive_advertise(head_t *h, const char *listen_host) {
             freeifaddrs(ifs);
         }
     }
-    snprintf(h->advertise, sizeof(h->advertise), "%s:%d", host, h->port);
+    /* An IPv6 literal goes in brackets, or its colons would run into the port's. */
+    snprintf(h->advertise, sizeof(h->advertise), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+             h->port);
 }
 
 typedef struct head_opts_s {
@@ -187,8 +284,7 @@ typedef struct head_opts_s {
 static int parse_args(int argc, char **argv, head_opts_t *o) {
     memset(o, 0, sizeof(*o));
     if (argc < 2) {
-        usage(stderr);
-        return 2;
+        return usage_error("%s", "no command given (start or stop)");
     }
     o->cmd = argv[1];
     if (strcmp(o->cmd, "--version") == 0 || strcmp(o->cmd, "version") == 0) {
@@ -200,13 +296,19 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
         exit(0);
     }
     if (strcmp(o->cmd, "start") != 0 && strcmp(o->cmd, "stop") != 0) {
-        fprintf(stderr, "hvhead: unknown command '%s'\n", o->cmd);
-        usage(stderr);
-        return 2;
+        return usage_error("unknown command '%s' (start or stop)", o->cmd);
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            strcmp(o->cmd, "start") == 0 ? usage_start(stdout) : usage_stop(stdout);
+            exit(0);
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("hvhead %s\n", HV_VERSION_STRING);
+            exit(0);
+        }
         if (strcmp(a, "--daemon") == 0) {
             o->daemon = 1;
             continue;
@@ -221,13 +323,10 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
         } else if (strcmp(a, "--log-file") == 0) {
             slot = &o->log_file;
         } else {
-            fprintf(stderr, "hvhead: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
+            return usage_error("unknown option '%s'", a);
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "hvhead: option '%s' needs a value\n", a);
-            return 2;
+            return usage_error("option '%s' needs a value", a);
         }
         *slot = argv[++i];
     }
@@ -254,11 +353,20 @@ static int load_config(const head_opts_t *o, hv_head_config_t *cfg) {
         char host[256];
         int port;
         if (hv_parse_hostport(o->listen, host, sizeof(host), &port) != HV_OK) {
-            fprintf(stderr, "hvhead: --listen: value '%s' is not HOST:PORT\n", o->listen);
-            return 2;
+            hv_head_config_fini(cfg);
+            return usage_error("--listen: value '%s' is not HOST:PORT", o->listen);
         }
         hv_free(cfg->listen);
         cfg->listen = hv_strdup(o->listen);
+        if (cfg->listen != NULL && hv_head_config_plain_text_exposed(cfg) && !cfg->allow_insecure) {
+            fprintf(stderr,
+                    "hvhead: --listen %s: not a loopback address and the config has no 'tls:' "
+                    "section: tokens and jobs would cross the network in plain text; configure "
+                    "tls (docs/tls.md) or set 'allow_insecure: true' in the config\n",
+                    o->listen);
+            hv_head_config_fini(cfg);
+            return 2;
+        }
     }
     return 0;
 }
@@ -303,10 +411,25 @@ static int cmd_start(const head_opts_t *o) {
     hv_log_set_level((hv_log_level)h->cfg.log_level);
     hv_log_init("hvhead"); /* HV_LOG_LEVEL in the environment wins over the config */
     char err[1024];
-    hv_err rc = hv_mkdirs(h->cfg.data_dir, 0755);
+    /* Everything the head creates (state.db and its -wal/-shm, logs, artifacts, tokens) is
+     * for the head's user only: secrets and job environments live there. */
+    umask(077);
+    hv_err rc = hv_mkdirs(h->cfg.data_dir, 0700);
+    if (rc == HV_OK && chmod(h->cfg.data_dir, 0700) != 0) {
+        rc = hv_err_from_errno(errno);
+    }
     if (rc != HV_OK) {
         fprintf(stderr, "hvhead: cannot create data directory %s: %s\n", h->cfg.data_dir,
                 hv_strerror(rc));
+        hv_head_config_fini(&h->cfg);
+        hv_free(h);
+        return 1;
+    }
+    char client_path[700];
+    rc =
+        hv_auth_load(&h->auth, h->cfg.data_dir, client_path, sizeof(client_path), err, sizeof(err));
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvhead: %s\n", err);
         hv_head_config_fini(&h->cfg);
         hv_free(h);
         return 1;
@@ -323,19 +446,46 @@ static int cmd_start(const head_opts_t *o) {
     } else {
         snprintf(h->pid_path, sizeof(h->pid_path), "%s/hvhead.pid", h->cfg.data_dir);
     }
+    h->lock_fd = -1;
     if (o->daemon) {
-        /* Fork before sqlite, gRPC or libuv hold any state. */
-        rc = hv_daemonize(h->pid_path, o->log_file);
+        /* The lock is per process: say now if another head holds it; the daemon takes it. */
+        char lock_path[4200];
+        snprintf(lock_path, sizeof(lock_path), "%s/hvhead.lock", h->cfg.data_dir);
+        int holder = hv_lock_holder(lock_path);
+        if (holder > 0) {
+            fprintf(stderr,
+                    "hvhead: data directory %s is in use by another head (pid %d); stop it "
+                    "first or give this one another data_dir\n",
+                    h->cfg.data_dir, holder);
+            hv_head_config_fini(&h->cfg);
+            hv_free(h);
+            return 1;
+        }
+        /* Fork before sqlite, gRPC or libuv hold any state. The shell's hvhead waits until this
+         * daemon is listening or says why it cannot. */
+        rc = hv_daemonize_wait(h->pid_path, o->log_file, HEAD_DAEMON_READY_MS);
         if (rc != HV_OK) {
             fprintf(stderr, "hvhead: cannot daemonize (%s): %s\n", h->pid_path,
                     rc == HV_EEXIST ? "a head is already running" : hv_strerror(rc));
             return 1;
         }
     }
+    if (head_lock_data_dir(h) != 0) {
+        if (o->daemon) {
+            hv_pidfile_remove(h->pid_path);
+        }
+        hv_head_config_fini(&h->cfg);
+        hv_free(h);
+        return 1;
+    }
 
     rc = hv_store_open(h->cfg.data_dir, &h->store, err, sizeof(err));
     if (rc != HV_OK) {
-        fprintf(stderr, "hvhead: %s\n", err);
+        head_fail("hvhead: %s", err);
+        if (o->daemon) {
+            hv_pidfile_remove(h->pid_path);
+        }
+        close(h->lock_fd);
         hv_head_config_fini(&h->cfg);
         hv_free(h);
         return 1;
@@ -350,27 +500,56 @@ static int cmd_start(const head_opts_t *o) {
                          .job_changed = io_job_changed,
                          .job_finished = io_job_finished,
                          .ud = h};
-    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, h->cfg.max_upload_bytes, &h->arts)) !=
-        HV_OK) {
-        fprintf(stderr, "hvhead: cannot prepare %s/artifacts: %s\n", h->cfg.data_dir,
-                hv_strerror(rc));
+    hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,
+                                 .quota = h->cfg.upload_quota_bytes,
+                                 .upload_timeout_ms = h->cfg.upload_timeout_s * 1000u};
+    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, &lim, &h->arts)) != HV_OK) {
+        head_fail("hvhead: cannot prepare %s/artifacts: %s", h->cfg.data_dir, hv_strerror(rc));
         goto out_store;
     }
     if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
         (rc = hv_driver_load(h->driver)) != HV_OK) {
-        fprintf(stderr, "hvhead: cannot load state from %s: %s\n", hv_store_path(h->store),
-                hv_strerror(rc));
+        head_fail("hvhead: cannot load state from %s: %s", hv_store_path(h->store),
+                  hv_strerror(rc));
         goto out_state;
     }
     if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
-        fprintf(stderr, "hvhead: cannot start the rpc engine: %s\n", hv_strerror(rc));
+        head_fail("hvhead: cannot start the rpc engine: %s", hv_strerror(rc));
         goto out_state;
     }
-    rc = hv_rpc_server_create(h->eng, h->cfg.listen, &h->srv, &h->port);
-    if (rc != HV_OK) {
-        fprintf(stderr, "hvhead: cannot listen on %s: address in use or not available\n",
-                h->cfg.listen);
-        goto out_engine;
+    if (h->cfg.tls.cert != NULL) {
+        /* With require_client_cert, agents (the Cluster service) must present a certificate
+         * signed by tls.ca; hvsubmit, hvctl and workers are checked by their tokens. */
+        hv_rpc_tls_t tls = {.ca_file = h->cfg.tls.ca,
+                            .cert_file = h->cfg.tls.cert,
+                            .key_file = h->cfg.tls.key,
+                            .client_cert_prefix =
+                                h->cfg.tls.require_client_cert ? "/hvpb.v1.Cluster/" : NULL};
+        rc = hv_rpc_server_create_tls(h->eng, h->cfg.listen, &tls, &h->srv, &h->port, err,
+                                      sizeof(err));
+        if (rc != HV_OK) {
+            head_fail("hvhead: %s%s", rc == HV_EUNAVAIL ? "" : "tls: ", err);
+            goto out_engine;
+        }
+        HV_LOG(HV_LOG_NOTICE, "head", "HV-HEAD-TLS", "TLS on %s with certificate %s%s%s",
+               h->cfg.listen, h->cfg.tls.cert,
+               h->cfg.tls.require_client_cert ? "; agents must present a client certificate "
+                                                "signed by "
+                                              : "",
+               h->cfg.tls.require_client_cert ? h->cfg.tls.ca : "");
+    } else {
+        rc = hv_rpc_server_create(h->eng, h->cfg.listen, &h->srv, &h->port);
+        if (rc != HV_OK) {
+            head_fail("hvhead: cannot listen on %s: address in use or not available",
+                      h->cfg.listen);
+            goto out_engine;
+        }
+        if (hv_head_config_plain_text_exposed(&h->cfg)) {
+            HV_LOG(HV_LOG_WARN, "head", "HV-HEAD-INSECURE",
+                   "serving plain text on %s (allow_insecure): anyone on the network can read "
+                   "tokens and jobs and impersonate the head; configure tls (docs/tls.md)",
+                   h->cfg.listen);
+        }
     }
     char host[256];
     int cfg_port;
@@ -382,10 +561,13 @@ static int cmd_start(const head_opts_t *o) {
             HV_OK ||
         (rc = hv_svc_artifacts_register(h->srv, h->arts)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->srv, h->driver, &h->rdzv)) != HV_OK ||
+        (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, auth_drop_session, h, &h->authsvc)) !=
+            HV_OK ||
         (rc = hv_rpc_server_start(h->srv)) != HV_OK) {
-        fprintf(stderr, "hvhead: cannot start the server: %s\n", hv_strerror(rc));
+        head_fail("hvhead: cannot start the server: %s", hv_strerror(rc));
         goto out_engine;
     }
+    hv_svc_cluster_set_auth(h->cluster, &h->auth);
 
     uv_timer_init(h->loop, &h->tick);
     h->tick.data = h;
@@ -399,9 +581,20 @@ static int cmd_start(const head_opts_t *o) {
 
     hv_driver_event(h->driver, 0, 0, "head.start", NULL, "head started on %s:%d (advertised as %s)",
                     host, h->port, h->advertise);
-    printf("hvhead: listening on %s:%d (cluster %s, advertised %s, data %s)\n", host, h->port,
-           h->cfg.cluster_name, h->advertise, h->cfg.data_dir);
+    char ready[1200];
+    snprintf(ready, sizeof(ready),
+             "hvhead: listening on %s%s%s:%d (cluster %s, advertised %s, data %s)",
+             strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", h->port,
+             h->cfg.cluster_name, h->advertise, h->cfg.data_dir);
+    printf("%s\n", ready);
+    /* Where the client token is, never its value. */
+    printf("hvhead: client token in %s (hvsubmit/hvctl --token-file, or HV_TOKEN_FILE)\n",
+           client_path);
+    HV_LOG(HV_LOG_NOTICE, "auth", "HV-AUTH-CLIENT",
+           "every call needs a credential; client token in %s, %zu client token(s) in all",
+           client_path, h->auth.n_clients);
     fflush(stdout);
+    hv_daemon_ready(ready);
     hv_driver_schedule(h->driver);
 
     uv_run(h->loop, UV_RUN_DEFAULT);
@@ -419,6 +612,8 @@ out_engine:
     hv_svc_cluster_destroy(h->cluster);
     hv_svc_jobs_destroy(h->jobs);
     hv_svc_rdzv_destroy(h->rdzv);
+    hv_svc_auth_destroy(h->authsvc);
+    h->authsvc = NULL;
     h->cluster = NULL;
     h->jobs = NULL;
     h->rdzv = NULL;
@@ -432,7 +627,9 @@ out_store:
     if (o->daemon) {
         hv_pidfile_remove(h->pid_path);
     }
+    close(h->lock_fd);
     hv_head_config_fini(&h->cfg);
+    memset(&h->auth, 0, sizeof(h->auth)); /* the key and tokens: no copies in freed memory */
     hv_free(h);
     if (exit_code == 0) {
         printf("hvhead: stopped\n");

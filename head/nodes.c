@@ -67,6 +67,20 @@ void hv_node_reset(hv_node_acct_t *a) {
     a->gpus_used_mask = 0;
 }
 
+hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t incarnation,
+                                 hv_node_state_t st, int has_session, int lease_expired) {
+    if (!known) {
+        return HV_JOIN_FIRST;
+    }
+    if (known_incarnation == incarnation) {
+        return HV_JOIN_SAME;
+    }
+    if (st != HV_NODE_DEAD && has_session && !lease_expired) {
+        return HV_JOIN_REFUSE;
+    }
+    return HV_JOIN_TAKEOVER;
+}
+
 int hv_node_takes_work(hv_node_state_t st, int has_session) {
     return st == HV_NODE_ALIVE && has_session;
 }

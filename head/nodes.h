@@ -63,6 +63,21 @@ void hv_node_release(hv_node_acct_t *a, int gpu);
 /* Forgets every claim (the node died: its workers are gone). */
 void hv_node_reset(hv_node_acct_t *a);
 
+/* What a Join for a node name means, given what the head knows of that name. */
+typedef enum hv_join_kind {
+    HV_JOIN_FIRST = 0,    /* no node of that name yet */
+    HV_JOIN_SAME = 1,     /* the same agent process again (same incarnation): re-attach */
+    HV_JOIN_TAKEOVER = 2, /* a new agent process, and the previous one is gone (dead, no session,
+                           * or its lease ran out): the new one takes the name over */
+    HV_JOIN_REFUSE = 3,   /* a new agent process while the previous one is live: the name is in
+                           * use, the newcomer is refused (two agents never push each other off) */
+} hv_join_kind_t;
+
+/* known: a node of that name exists, with known_incarnation, state st, has_session and
+ * lease_expired as the head sees them now; incarnation: the joining agent's. */
+hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t incarnation,
+                                 hv_node_state_t st, int has_session, int lease_expired);
+
 /* 1 when the node may be given new work: alive (not draining or dead) with a live session. */
 int hv_node_takes_work(hv_node_state_t st, int has_session);
 

@@ -76,10 +76,48 @@ static void case_takes_work(void) {
     CHECK_EQ(hv_node_takes_work(X, 1), 0);
 }
 
+static void case_join_kind(void) {
+    static const struct {
+        int known;
+        uint64_t known_inc, inc;
+        hv_node_state_t st;
+        int has_session, expired;
+        hv_join_kind_t want;
+    } rows[] = {
+        /* a name never seen */
+        {0, 0, 7, A, 0, 0, HV_JOIN_FIRST},
+        /* the same agent re-joins (reconnect, head restart), whatever its state */
+        {1, 7, 7, A, 1, 0, HV_JOIN_SAME},
+        {1, 7, 7, X, 0, 1, HV_JOIN_SAME},
+        {1, 7, 7, D, 0, 0, HV_JOIN_SAME},
+        /* a second live agent with the same name: refused */
+        {1, 7, 8, A, 1, 0, HV_JOIN_REFUSE},
+        {1, 7, 8, D, 1, 0, HV_JOIN_REFUSE},
+        /* the previous agent is gone: takeover with the new incarnation */
+        {1, 7, 8, A, 1, 1, HV_JOIN_TAKEOVER}, /* its lease ran out (hung or partitioned) */
+        {1, 7, 8, A, 0, 0, HV_JOIN_TAKEOVER}, /* its stream closed (killed, restarted) */
+        {1, 7, 8, X, 1, 0, HV_JOIN_TAKEOVER}, /* declared dead */
+        {1, 7, 8, X, 0, 1, HV_JOIN_TAKEOVER},
+        {1, 7, 8, D, 0, 1, HV_JOIN_TAKEOVER},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_join_kind_t got = hv_node_join_kind(rows[i].known, rows[i].known_inc, rows[i].inc,
+                                               rows[i].st, rows[i].has_session, rows[i].expired);
+        if (got != rows[i].want) {
+            fprintf(stderr, "join row %zu: got %d want %d\n", i, got, rows[i].want);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"transitions", case_transitions}, {"names", case_names},           {"lease", case_lease},
-        {"accounting", case_accounting},   {"takes_work", case_takes_work},
+        {"transitions", case_transitions},
+        {"names", case_names},
+        {"lease", case_lease},
+        {"accounting", case_accounting},
+        {"takes_work", case_takes_work},
+        {"join_kind", case_join_kind},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -2,13 +2,14 @@
 #include "svc_artifacts.h"
 
 #include "hv.pb-c.h"
-#include "sha256.h"
+#include "validate.h"
 
 static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_artifacts_t *a = ud;
     const Hvpb__V1__StatArtifactRequest *req = (const Hvpb__V1__StatArtifactRequest *)m;
-    if (!hv_sha256_valid_hex(req->digest)) {
-        hv_rpc_finish(c, HV_EINVAL, "digest '%s' is not 64 lowercase hex characters", req->digest);
+    char err[300];
+    if (hv_validate_stat_artifact(req, err, sizeof(err)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", err);
         return;
     }
     Hvpb__V1__StatArtifactReply rep = HVPB__V1__STAT_ARTIFACT_REPLY__INIT;
@@ -26,6 +27,10 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
     char err[512];
     int complete = 0;
+    if (hv_validate_upload(req, err, sizeof(err)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", err);
+        return;
+    }
     hv_err rc =
         hv_artifacts_write(a, req->digest, req->total_size, req->offset, req->data.data,
                            req->data.len, req->last, &rep.received, &complete, err, sizeof(err));

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "mem.h"
 #include "util.h"
+#include "validate.h"
 
 #define FETCH_CHUNK (1u << 20)
 #define FETCH_WINDOW 4
@@ -30,7 +31,8 @@ struct hv_svc_cluster_s {
     hv_driver_t *d;
     hv_artifacts_t *arts;
     char advertise[300];
-    sess_t *sessions; /* streams with a hello (node attached) */
+    sess_t *sessions;      /* streams with a hello (node attached) */
+    const hv_auth_t *auth; /* node credentials and worker secrets */
 };
 
 /* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
@@ -101,10 +103,16 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         }
         sp.head_addr = s->advertise;
         sp.generation = o->generation;
+        char secret[HV_AUTH_CRED_MAX] = "";
+        if (s->auth != NULL) {
+            hv_auth_worker_cred(s->auth, o->job_id, o->worker_id, secret);
+        }
+        sp.worker_secret = secret;
         msg.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
         msg.spawn = &sp;
         hv_err rc = send_msg(x, &msg);
         hvpb__v1__job_spec__free_unpacked(spec, NULL);
+        memset(secret, 0, sizeof(secret));
         return rc;
     }
     case HV_ORDER_KILL: {
@@ -185,21 +193,39 @@ static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
 static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_cluster_t *s = ud;
     const Hvpb__V1__JoinRequest *req = (const Hvpb__V1__JoinRequest *)m;
-    if (!token_ok(s, req->token)) {
-        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN", "refused a join from %s: wrong token",
+    /* The join token admits a new agent; an agent that joined already re-joins (after a head
+     * restart or a lost stream) with its node credential, checked below against the node id. */
+    hv_cred_t cred = {.kind = HV_CRED_NONE};
+    int by_token = token_ok(s, req->token);
+    if (!by_token &&
+        (s->auth == NULL || hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
+         cred.kind != HV_CRED_NODE || cred.incarnation != req->incarnation)) {
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+               "refused a join from %s: wrong join token and no valid node credential",
                hv_rpc_call_peer(c));
-        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster '%s'", s->cfg->cluster_name);
+        hv_rpc_finish(c, HV_EAUTH,
+                      "not authenticated: wrong join token for cluster '%s' (and no valid node "
+                      "credential)",
+                      s->cfg->cluster_name);
         return;
     }
     const Hvpb__V1__NodeInfo *info = req->node;
-    if (info == NULL || info->name == NULL || info->name[0] == '\0' || strlen(info->name) > 128) {
-        hv_rpc_finish(c, HV_EINVAL, "node name must be 1 to 128 characters");
+    char verr[400];
+    if (hv_validate_join(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
-    if (info->slots == 0 || info->slots > 4096) {
-        hv_rpc_finish(c, HV_EINVAL, "node %s: slots must be 1..4096, got %u", info->name,
-                      info->slots);
-        return;
+    if (!by_token) {
+        /* Decided before the driver sees the join: a node credential re-joins its own node. */
+        const hv_dnode_t *known = hv_driver_node_by_name(s->d, info->name);
+        if (known == NULL || known->id != cred.node_id) {
+            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+                   "refused a join of %s from %s: the node credential is not this node's",
+                   info->name, hv_rpc_call_peer(c));
+            hv_rpc_finish(c, HV_EPERM, "permission denied: the node credential is not %s's",
+                          info->name);
+            return;
+        }
     }
     char *addrs = join_strings(info->addrs, info->n_addrs);
     char *labels = join_labels(info->labels, info->n_labels);
@@ -224,12 +250,18 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
         hv_rpc_finish(c, rc, "%s", rc == HV_ENOMEM ? "out of memory" : err);
         return;
     }
+    char cred_text[HV_AUTH_CRED_MAX] = "";
+    if (s->auth != NULL) {
+        hv_auth_node_cred(s->auth, node_id, req->incarnation, cred_text);
+    }
     Hvpb__V1__JoinReply rep = HVPB__V1__JOIN_REPLY__INIT;
     rep.node_id = node_id;
+    rep.node_credential = cred_text;
     rep.heartbeat_ms = s->cfg->heartbeat_ms;
     rep.lease_ms = s->cfg->lease_ms;
     rep.cluster_name = s->cfg->cluster_name;
     hv_rpc_reply(c, &rep.base);
+    memset(cred_text, 0, sizeof(cred_text));
     hv_driver_schedule(s->d);
 }
 
@@ -243,10 +275,8 @@ static void send_ack(sess_t *x) {
 
 static void session_hello(hv_svc_cluster_t *s, hv_rpc_call_t *c,
                           const Hvpb__V1__AgentHello *hello) {
-    if (!token_ok(s, hello->token)) {
-        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster '%s'", s->cfg->cluster_name);
-        return;
-    }
+    /* Authorized by the gate (svc_auth): the node credential of hello->node_id and this
+     * incarnation. */
     uint64_t *running = NULL;
     if (hello->n_running > 0 && (running = hv_calloc(hello->n_running, sizeof(*running))) == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
@@ -401,11 +431,12 @@ static void fetch_pump(hv_rpc_call_t *c, void *ud) {
 static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_cluster_t *s = ud;
     const Hvpb__V1__FetchRequest *req = (const Hvpb__V1__FetchRequest *)m;
-    if (!token_ok(s, req->token)) {
-        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster '%s'", s->cfg->cluster_name);
+    /* Authorized by the gate (svc_auth): a node credential. */
+    char path[4096];
+    if (hv_validate_fetch(req, path, sizeof(path)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", path);
         return;
     }
-    char path[4096];
     if (hv_artifacts_path(s->arts, req->digest, path, sizeof(path)) != HV_OK ||
         !hv_artifacts_present(s->arts, req->digest)) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no artifact %s", req->digest);
@@ -479,6 +510,8 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
     *out = s;
     return HV_OK;
 }
+
+void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a) { s->auth = a; }
 
 void hv_svc_cluster_destroy(hv_svc_cluster_t *s) {
     if (s == NULL) {

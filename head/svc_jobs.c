@@ -11,13 +11,12 @@
 #include "mem.h"
 #include "sha256.h"
 #include "util.h"
+#include "validate.h"
 
 #define WATCH_WINDOW 8                 /* messages a watcher may have queued */
 #define WATCH_BATCH_LINES 1024         /* log lines per message at most */
 #define WATCH_BATCH_BYTES (256u << 10) /* log text per message at most */
 #define LOG_MAX_LINE 16384
-#define SUBMIT_MAX_ARGS 4096
-#define SUBMIT_MAX_FILES 256
 #define NODE_BL_MAX 32 /* blacklist entries shown per node */
 
 typedef struct watch_s {
@@ -377,61 +376,19 @@ static void watch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
 
 /* ---- submit --------------------------------------------------------------------------------- */
 
-static int safe_name(const char *s) {
-    return s != NULL && s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
-           strcmp(s, "..") != 0 && strlen(s) <= 255;
-}
-
-/* Checks what the head cannot take from a client as it is. HV_OK or an error with a message. */
+/* After hv_validate_submit: are the job's artifacts here. HV_OK or HV_ESTATE with a message. */
 static hv_err submit_check(hv_svc_jobs_t *s, const Hvpb__V1__JobSpec *spec, char *err, size_t len) {
-    if (spec == NULL || spec->binary == NULL) {
-        snprintf(err, len, "the job has no binary");
-        return HV_EINVAL;
-    }
-    if (!safe_name(spec->binary->name)) {
-        snprintf(err, len, "binary name '%s' must be a plain file name", spec->binary->name);
-        return HV_EINVAL;
-    }
     if (!hv_artifacts_present(s->arts, spec->binary->digest)) {
         snprintf(err, len, "binary %s (%s) has not been uploaded", spec->binary->name,
                  spec->binary->digest);
         return HV_ESTATE;
     }
-    if (spec->n_args > SUBMIT_MAX_ARGS || spec->n_files > SUBMIT_MAX_FILES) {
-        snprintf(err, len, "too many arguments or files (limits %d and %d)", SUBMIT_MAX_ARGS,
-                 SUBMIT_MAX_FILES);
-        return HV_EINVAL;
-    }
     for (size_t i = 0; i < spec->n_files; i++) {
         const Hvpb__V1__FileRef *f = spec->files[i];
-        if (!safe_name(f->name) || strcmp(f->name, spec->binary->name) == 0) {
-            snprintf(err, len,
-                     "file name '%s' must be a plain file name, distinct from the binary's",
-                     f->name);
-            return HV_EINVAL;
-        }
-        for (size_t k = 0; k < i; k++) {
-            if (strcmp(spec->files[k]->name, f->name) == 0) {
-                snprintf(err, len, "file name '%s' is given twice", f->name);
-                return HV_EINVAL;
-            }
-        }
         if (!hv_artifacts_present(s->arts, f->digest)) {
             snprintf(err, len, "file %s (%s) has not been uploaded", f->name, f->digest);
             return HV_ESTATE;
         }
-    }
-    for (size_t i = 0; i < spec->n_env; i++) {
-        if (spec->env[i]->key == NULL || spec->env[i]->key[0] == '\0' ||
-            strchr(spec->env[i]->key, '=') != NULL) {
-            snprintf(err, len, "environment variable %zu has an empty or bad name", i);
-            return HV_EINVAL;
-        }
-    }
-    if (spec->cooldown_set && spec->cooldown_max_s < spec->cooldown_min_s) {
-        snprintf(err, len, "blacklist cooldown %u:%u: the maximum is below the minimum",
-                 spec->cooldown_min_s, spec->cooldown_max_s);
-        return HV_EINVAL;
     }
     return HV_OK;
 }
@@ -441,7 +398,10 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     const Hvpb__V1__SubmitRequest *req = (const Hvpb__V1__SubmitRequest *)m;
     Hvpb__V1__JobSpec *spec = req->spec;
     char err[600];
-    hv_err rc = submit_check(s, spec, err, sizeof(err));
+    hv_err rc = hv_validate_submit(req, err, sizeof(err));
+    if (rc == HV_OK) {
+        rc = submit_check(s, spec, err, sizeof(err));
+    }
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", err);
         return;
@@ -490,6 +450,7 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     Hvpb__V1__SubmitReply rep = HVPB__V1__SUBMIT_REPLY__INIT;
     rep.job_id = job_id;
     rep.np = np;
+    rep.lease_ms = s->cfg->lease_ms;
     hv_rpc_reply(c, &rep.base);
     hv_driver_schedule(s->d);
 }
@@ -552,6 +513,11 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
 static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__ListJobsRequest *req = (const Hvpb__V1__ListJobsRequest *)m;
+    char verr[200];
+    if (hv_validate_list_jobs(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
     hv_job_row_t *rows = NULL;
     size_t n = 0;
     hv_err rc = hv_store_job_list(s->store, 0, req->limit ? req->limit : 100, &rows, &n);
@@ -683,6 +649,7 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
     rep.nodes = vp;
     rep.n_nodes = n;
+    rep.cluster_name = s->cfg->cluster_name;
     hv_rpc_reply(c, &rep.base);
     for (i = 0; i < n; i++) {
         node_view_free(&slots[i]);
@@ -694,6 +661,11 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__NodeDrainRequest *req = (const Hvpb__V1__NodeDrainRequest *)m;
+    char verr[300];
+    if (hv_validate_node_drain(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
     hv_dnode_t *nd = hv_driver_node_by_name(s->d, req->node);
     if (nd == NULL && req->node != NULL && req->node[0] != '\0') {
         char *end = NULL;
@@ -734,6 +706,11 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
 static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__ListEventsRequest *req = (const Hvpb__V1__ListEventsRequest *)m;
+    char verr[200];
+    if (hv_validate_list_events(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
     if (req->job_id != 0 && hv_driver_job(s->d, req->job_id) == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
         return;

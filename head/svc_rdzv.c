@@ -8,10 +8,9 @@
 #include "log.h"
 #include "mem.h"
 #include "util.h"
+#include "validate.h"
 
 #define KV_MAX_KEYS 1024
-#define KV_MAX_KEY 256
-#define KV_MAX_VALUE 65536
 #define KV_MAX_WAIT_MS 120000
 
 /* A call of one worker: a waiting JoinRound or a WatchMembers stream (the call's data). */
@@ -161,6 +160,11 @@ void hv_svc_rdzv_answer(hv_svc_rdzv_t *s, uint64_t worker_id, hv_err rc, const c
 static void rdzv_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_rdzv_t *s = ud;
     const Hvpb__V1__RdzvJoinRequest *req = (const Hvpb__V1__RdzvJoinRequest *)m;
+    char verr[300];
+    if (hv_validate_rdzv_join(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
     /* A newer join of the same worker supersedes an older one still waiting. */
     hv_rpc_call_t *old = join_take(s, req->worker_id);
     if (old != NULL) {
@@ -293,14 +297,13 @@ static void kvwait_free(kvwait_t *w) {
 static void rdzv_kv_put(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_rdzv_t *s = ud;
     const Hvpb__V1__KvPutRequest *req = (const Hvpb__V1__KvPutRequest *)m;
-    if (!hv_driver_job_active(s->d, req->job_id)) {
-        hv_rpc_finish(c, HV_ENOTFOUND, "no active job %llu", (unsigned long long)req->job_id);
+    char verr[200];
+    if (hv_validate_kv_put(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
-    if (req->key == NULL || req->key[0] == '\0' || strlen(req->key) > KV_MAX_KEY ||
-        req->value.len > KV_MAX_VALUE) {
-        hv_rpc_finish(c, HV_EINVAL, "key must be 1..%d bytes and value at most %d bytes",
-                      KV_MAX_KEY, KV_MAX_VALUE);
+    if (!hv_driver_job_active(s->d, req->job_id)) {
+        hv_rpc_finish(c, HV_ENOTFOUND, "no active job %llu", (unsigned long long)req->job_id);
         return;
     }
     kv_t *kv = kv_find(s, req->job_id, req->key);
@@ -354,6 +357,11 @@ static void rdzv_kv_put(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 static void rdzv_kv_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_rdzv_t *s = ud;
     const Hvpb__V1__KvGetRequest *req = (const Hvpb__V1__KvGetRequest *)m;
+    char verr[200];
+    if (hv_validate_kv_get(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
     if (!hv_driver_job_active(s->d, req->job_id)) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no active job %llu", (unsigned long long)req->job_id);
         return;

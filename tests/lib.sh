@@ -20,6 +20,9 @@ hv_cleanup() {
 
 hv_setup() {
     TMP=$(mktemp -d /tmp/hvtest.XXXXXX)
+    # hvsubmit/hvctl authenticate with the client token the head writes into its data dir
+    # (write_config puts every test's head there, whichever way the test starts it)
+    export HV_TOKEN_FILE=$TMP/data/client.token
     trap hv_cleanup EXIT
     # A signal must still run the cleanup: a test piped into `head` dies of SIGPIPE, and
     # without this its head, agents and workers would outlive it (and skew what runs next).
@@ -104,12 +107,11 @@ job_state() {
 }
 
 # workers [JOB]: pids of worker processes (cwd inside one of this test's agents' job dirs).
+# One find over /proc: a readlink process per pid took seconds per scan on a loaded machine,
+# longer than the short jobs some tests watch.
 workers() {
-    local d c
-    for d in /proc/[0-9]*; do
-        c=$(readlink "$d/cwd" 2>/dev/null) || continue
-        case "$c" in "$TMP"/agent-*/jobs/${1:-}*) echo "${d#/proc/}" ;; esac
-    done
+    find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-*/jobs/${1:-}*" 2>/dev/null \
+        | cut -d/ -f3
 }
 n_workers() { workers "$@" | wc -l; }
 workers_at_least() { [ "$(n_workers "$1")" -ge "$2" ]; }  # JOB N

@@ -15,8 +15,9 @@ _Static_assert(HV_ECLOSED == 4 && HV_ECANCELED == 5 && HV_EPROTO == 6 && HV_ESTA
 _Static_assert(HV_EPEER == 8 && HV_EIO == 9 && HV_EINTERNAL == 10 && HV_ENOTFOUND == 11, "hv_err");
 _Static_assert(HV_EEXIST == 12 && HV_EPERM == 13 && HV_EUNAVAIL == 14 && HV_ETOOBIG == 15,
                "hv_err");
-_Static_assert(HV_ENOTSUP == 16 && HV_ECORRUPT == 17 && HV_ERESET == 18, "hv_err");
-_Static_assert(HV__ERR_COUNT == 19, "a new hv_err value must be added to hv/hv.h too");
+_Static_assert(HV_ENOTSUP == 16 && HV_ECORRUPT == 17 && HV_ERESET == 18 && HV_EAUTH == 19,
+               "hv_err");
+_Static_assert(HV__ERR_COUNT == 20, "a new hv_err value must be added to hv/hv.h too");
 
 static int failures;
 

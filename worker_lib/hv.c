@@ -237,6 +237,14 @@ static int is_loopback_target(const char *hostport) {
            strcmp(host, "::1") == 0;
 }
 
+/* 1 when the head is reached at an IPv6 literal ("[::1]:7000"): the data plane follows it. */
+static int is_ipv6_target(const char *hostport) {
+    char host[256];
+    int port;
+    return hv_parse_hostport(hostport, host, sizeof(host), &port) == HV_OK &&
+           strchr(host, ':') != NULL;
+}
+
 /* ---- logging --------------------------------------------------------------------------------- */
 
 static void user_log_adapter(hv_log_level level, const char *subsys, const char *msgid,
@@ -347,8 +355,13 @@ static hv_err init_locked(const hv_config_t *cfg) {
     hv__member_opts_t mo = {.on_world = proc_on_world};
     g.member = NULL;
     if (p->head[0] != '\0' && p->have_job && p->have_worker) {
+        int v6 = is_ipv6_target(p->head);
         if (is_loopback_target(p->head)) {
-            wo.advertise_ip = "127.0.0.1";
+            wo.advertise_ip = v6 ? "::1" : "127.0.0.1";
+        }
+        if (v6 && wo.bind_addr == NULL) {
+            /* Dual-stack where the system allows it; peers are given an IPv6 address. */
+            wo.bind_addr = "[::]:0";
         }
         rc = hv__rdzv_head_client(p->head, p->job_id, p->worker_id, &wo.rdzv);
         if (rc == HV_OK) {

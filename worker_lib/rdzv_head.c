@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -445,12 +446,26 @@ hv_err hv__rdzv_head_client(const char *head_addr, uint64_t job_id, uint64_t wor
         return HV_ENOMEM;
     }
     snprintf(c->target, sizeof(c->target), "%s", head_addr);
-    hv_err rc = hv_rpc_channel_create(head_addr, &c->ch);
+    /* HV_CA_FILE (set by the agent when it verifies the head over TLS): the rendezvous channel
+     * verifies the head against the same CA. Unset or empty: plain text, as the agent's. */
+    const char *ca = getenv("HV_CA_FILE");
+    hv_rpc_tls_t tls = {.ca_file = ca};
+    char err[512] = "";
+    hv_err rc = hv_rpc_channel_create_tls(head_addr, ca != NULL && ca[0] != '\0' ? &tls : NULL,
+                                          &c->ch, err, sizeof(err));
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-HEAD", "cannot open a channel to the head at %s: %s",
-               head_addr, hv_strerror(rc));
+               head_addr, err[0] ? err : hv_strerror(rc));
         hv_free(c);
         return rc;
+    }
+    /* The worker's Rendezvous credential, scoped to this job and worker; the agent puts it in
+     * the environment of the workers it spawns (hvhead refuses Rendezvous calls without it). */
+    const char *secret = getenv("HV_WORKER_SECRET");
+    if (secret != NULL && secret[0] != '\0' && hv_rpc_channel_set_token(c->ch, secret) != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-SECRET",
+               "HV_WORKER_SECRET is not a usable credential (printable, at most %d characters)",
+               HV_RPC_MAX_TOKEN);
     }
     c->job_id = job_id;
     c->worker_id = worker_id;

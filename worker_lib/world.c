@@ -35,19 +35,28 @@ struct hv__world_s {
     hv__nccl_t *nccl;          // owned, NULL without a GPU (or with HV_NCCL=0)
 };
 
-/* The first non-loopback IPv4 address of this host, else 127.0.0.1. */
-static void first_ipv4(char *buf, size_t len) {
-    snprintf(buf, len, "127.0.0.1");
+/* The first non-loopback address of this host of the family (AF_INET, or AF_INET6 without
+ * link-local ones, which need a scope), else the loopback one. */
+static void first_ip(int family, char *buf, size_t len) {
+    snprintf(buf, len, family == AF_INET6 ? "::1" : "127.0.0.1");
     struct ifaddrs *ifa = NULL;
     if (getifaddrs(&ifa) != 0) {
         return;
     }
     for (struct ifaddrs *i = ifa; i != NULL; i = i->ifa_next) {
-        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != family ||
             (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) {
             continue;
         }
-        inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf, (socklen_t)len);
+        if (family == AF_INET6) {
+            const struct in6_addr *a6 = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+            if (IN6_IS_ADDR_LINKLOCAL(a6) || IN6_IS_ADDR_LOOPBACK(a6)) {
+                continue;
+            }
+            inet_ntop(AF_INET6, a6, buf, (socklen_t)len);
+        } else {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf, (socklen_t)len);
+        }
         break;
     }
     freeifaddrs(ifa);
@@ -55,7 +64,7 @@ static void first_ipv4(char *buf, size_t len) {
 
 static void advertise(const hv__world_opts_t *o, int port, char *out, size_t len) {
     char ip[256] = "";
-    char host[256];
+    char host[256] = "";
     int bport = 0;
     if (o->bind_addr != NULL &&
         hv_parse_hostport(o->bind_addr, host, sizeof(host), &bport) == HV_OK && host[0] != '\0' &&
@@ -64,7 +73,9 @@ static void advertise(const hv__world_opts_t *o, int port, char *out, size_t len
     } else if (o->advertise_ip != NULL && o->advertise_ip[0] != '\0') {
         snprintf(ip, sizeof(ip), "%s", o->advertise_ip);
     } else {
-        first_ipv4(ip, sizeof(ip));
+        /* A wildcard IPv6 bind ("[::]:0") means the head is reached over IPv6. */
+        first_ip(o->bind_addr != NULL && strcmp(host, "::") == 0 ? AF_INET6 : AF_INET, ip,
+                 sizeof(ip));
     }
     snprintf(out, len, strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
 }

@@ -127,6 +127,11 @@ enum submit_opt {
     OPT_QUIET,
     OPT_VERBOSE,
     OPT_HELP,
+    OPT_CA,
+    OPT_INSECURE,
+    OPT_VERSION,
+    OPT_HEAD_TIMEOUT,
+    OPT_TOKEN_FILE,
 };
 
 typedef struct submit_optdef_s {
@@ -138,6 +143,7 @@ typedef struct submit_optdef_s {
 
 static const submit_optdef_t submit_optdefs[] = {
     {"head", 0, OPT_HEAD, 1},
+    {"token-file", 0, OPT_TOKEN_FILE, 1},
     {"np", 0, OPT_NP, 1},
     {"min-np", 0, OPT_MIN_NP, 1},
     {"max-np", 0, OPT_MAX_NP, 1},
@@ -154,6 +160,10 @@ static const submit_optdef_t submit_optdefs[] = {
     {"quiet", 'q', OPT_QUIET, 0},
     {"verbose", 'v', OPT_VERBOSE, 0},
     {"help", 'h', OPT_HELP, 0},
+    {"ca", 0, OPT_CA, 1},
+    {"insecure", 0, OPT_INSECURE, 0},
+    {"version", 'V', OPT_VERSION, 0},
+    {"head-timeout", 0, OPT_HEAD_TIMEOUT, 1},
 };
 
 /* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
@@ -296,6 +306,19 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_HEAD:
         o->head = v;
         return hv_cli_check_head_addr(v, err, errlen);
+    case OPT_CA:
+        if (v[0] == '\0') {
+            cli_err(err, errlen, "--ca needs a file");
+            return HV_EINVAL;
+        }
+        o->ca = v;
+        return HV_OK;
+    case OPT_INSECURE:
+        o->insecure = 1;
+        return HV_OK;
+    case OPT_TOKEN_FILE:
+        o->token_file = v;
+        return HV_OK;
     case OPT_NP: {
         hv_err rc = submit_parse_u32("np", v, 0, &o->np, err, errlen);
         if (rc == HV_OK && o->np == 0) {
@@ -352,6 +375,13 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_HELP:
         o->help = 1;
         return HV_OK;
+    case OPT_VERSION:
+        o->version = 1;
+        return HV_OK;
+    case OPT_HEAD_TIMEOUT:
+        o->head_timeout_set = 1;
+        return submit_parse_range("head-timeout", v, 1, HV_CLI_HEAD_TIMEOUT_MAX, "seconds",
+                                  &o->head_timeout_s, err, errlen);
     }
     return HV_EINTERNAL;
 }
@@ -427,7 +457,7 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
         if ((rc = submit_apply(&o, d, value, err, errlen)) != HV_OK) {
             goto fail;
         }
-        if (o.help) {
+        if (o.help || o.version) {
             *out = o;
             return HV_OK;
         }
@@ -448,6 +478,18 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
 fail:
     hv_cli_submit_opts_fini(&o);
     return rc;
+}
+
+uint64_t hv_cli_head_wait_ms(const hv_cli_submit_opts_t *o, uint32_t lease_ms) {
+    if (o != NULL && o->head_timeout_set) {
+        return (uint64_t)o->head_timeout_s * 1000u;
+    }
+    return (uint64_t)(lease_ms != 0 ? lease_ms : HV_CLI_DEFAULT_LEASE_MS) + HV_CLI_HEAD_MARGIN_MS;
+}
+
+int hv_cli_usage_error(const char *prog, const char *msg) {
+    fprintf(stderr, "%s: %s (see %s --help)\n", prog, msg, prog);
+    return HV_CLI_EXIT_USAGE;
 }
 
 void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o) {
@@ -487,6 +529,150 @@ static hv_err cli_stat_regular(const char *what, const char *path, struct stat *
     return HV_OK;
 }
 
+/* ---- ELF header ---------------------------------------------------------------------------- */
+
+static const struct {
+    unsigned machine;
+    const char *name;
+} cli_elf_machines[] = {
+    {3, "x86 (i386)"}, {8, "MIPS"},    {20, "PowerPC"},  {21, "PowerPC64"}, {22, "S/390"},
+    {40, "ARM"},       {62, "x86-64"}, {183, "AArch64"}, {243, "RISC-V"},   {258, "LoongArch"},
+};
+
+const char *hv_cli_elf_machine_name(unsigned machine) {
+    for (size_t i = 0; i < sizeof(cli_elf_machines) / sizeof(cli_elf_machines[0]); i++) {
+        if (cli_elf_machines[i].machine == machine) {
+            return cli_elf_machines[i].name;
+        }
+    }
+    return NULL;
+}
+
+/* Reads an n-byte unsigned field at off in the file's byte order (big when msb). */
+static uint64_t cli_elf_get(const unsigned char *b, size_t off, size_t n, int msb) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = msb ? off + i : off + n - 1 - i;
+        v = (v << 8) | b[k];
+    }
+    return v;
+}
+
+hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t file_size, char *err,
+                               size_t errlen) {
+    if (buf == NULL || len < 4 || buf[0] != 0x7f || buf[1] != 'E' || buf[2] != 'L' ||
+        buf[3] != 'F') {
+        cli_err(err, errlen, "not an ELF executable (it does not start with \\x7fELF)");
+        return HV_EINVAL;
+    }
+    if (len < 6 || (buf[4] != 1 && buf[4] != 2)) {
+        cli_err(err, errlen,
+                "not a valid ELF file: unknown class %u (EI_CLASS, want 1 for 32-bit "
+                "or 2 for 64-bit)",
+                len < 6 ? 0u : (unsigned)buf[4]);
+        return HV_EINVAL;
+    }
+    int is64 = buf[4] == 2;
+    size_t hdr = is64 ? 64 : 52;
+    if (buf[5] != 1 && buf[5] != 2) {
+        cli_err(err, errlen, "not a valid ELF file: unknown byte order %u (EI_DATA)",
+                (unsigned)buf[5]);
+        return HV_EINVAL;
+    }
+    int msb = buf[5] == 2;
+    if (len < hdr || file_size < hdr) {
+        cli_err(err, errlen, "a truncated ELF file: %llu bytes, shorter than its %zu-byte header",
+                (unsigned long long)(file_size < len ? file_size : len), hdr);
+        return HV_EINVAL;
+    }
+    if (buf[6] != 1) {
+        cli_err(err, errlen, "not a valid ELF file: unknown ELF version %u", (unsigned)buf[6]);
+        return HV_EINVAL;
+    }
+    unsigned type = (unsigned)cli_elf_get(buf, 16, 2, msb);
+    unsigned machine = (unsigned)cli_elf_get(buf, 18, 2, msb);
+    uint64_t version = cli_elf_get(buf, 20, 4, msb);
+    uint64_t phoff = is64 ? cli_elf_get(buf, 32, 8, msb) : cli_elf_get(buf, 28, 4, msb);
+    size_t rest = is64 ? 52 : 40; /* e_ehsize, then e_phentsize, e_phnum */
+    uint64_t ehsize = cli_elf_get(buf, rest, 2, msb);
+    uint64_t phentsize = cli_elf_get(buf, rest + 2, 2, msb);
+    uint64_t phnum = cli_elf_get(buf, rest + 4, 2, msb);
+    switch (type) {
+    case 2: /* ET_EXEC */
+    case 3: /* ET_DYN: a position-independent executable (or a shared library) */
+        break;
+    case 1:
+        cli_err(err, errlen,
+                "a relocatable object file (.o), not a linked program: link it "
+                "into an executable");
+        return HV_EINVAL;
+    case 4:
+        cli_err(err, errlen, "a core dump, not a program");
+        return HV_EINVAL;
+    default:
+        cli_err(err, errlen, "not an ELF executable: unknown file type %u (e_type)", type);
+        return HV_EINVAL;
+    }
+    const char *mname = hv_cli_elf_machine_name(machine);
+    if (mname == NULL) {
+        cli_err(err, errlen, "an ELF file for an unknown machine %u (e_machine)", machine);
+        return HV_EINVAL;
+    }
+    if (version != 1 || ehsize != hdr) {
+        cli_err(err, errlen, "not a valid ELF file: %s %llu in its header (want %llu)",
+                version != 1 ? "e_version" : "e_ehsize",
+                (unsigned long long)(version != 1 ? version : ehsize),
+                (unsigned long long)(version != 1 ? 1 : hdr));
+        return HV_EINVAL;
+    }
+    if (phnum == 0) {
+        cli_err(err, errlen,
+                "an ELF file without program headers: nothing to load, not a "
+                "program");
+        return HV_EINVAL;
+    }
+    uint64_t want_phent = is64 ? 56 : 32;
+    if (phentsize != want_phent) {
+        cli_err(err, errlen,
+                "not a valid ELF file: program header entries of %llu bytes (want "
+                "%llu)",
+                (unsigned long long)phentsize, (unsigned long long)want_phent);
+        return HV_EINVAL;
+    }
+    /* phnum <= 65535 and phentsize <= 56: the product cannot overflow; phoff can be anything. */
+    uint64_t table = phnum * phentsize;
+    if (phoff < hdr || phoff > file_size || file_size - phoff < table) {
+        cli_err(err, errlen,
+                "a truncated or damaged ELF file: its program headers (%llu bytes at "
+                "offset %llu) lie outside the file's %llu bytes",
+                (unsigned long long)table, (unsigned long long)phoff,
+                (unsigned long long)file_size);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+hv_err hv_cli_elf_check_header(const unsigned char *buf, size_t len, char *err, size_t errlen) {
+    return hv_cli_elf_check_prefix(buf, len, len, err, errlen);
+}
+
+int hv_cli_exit_for_local(hv_err rc) {
+    switch (rc) {
+    case HV_OK:
+        return HV_CLI_EXIT_OK;
+    case HV_ENOTFOUND:
+    case HV_EPERM:
+        return HV_CLI_EXIT_NOINPUT;
+    case HV_EIO:
+        return HV_CLI_EXIT_IOERR;
+    case HV_ENOMEM:
+    case HV_EINTERNAL:
+        return HV_CLI_EXIT_SOFTWARE;
+    default:
+        return HV_CLI_EXIT_DATAERR;
+    }
+}
+
 hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     struct stat st;
     hv_err rc = cli_stat_regular("", path, &st, err, errlen);
@@ -495,25 +681,36 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     }
     if ((st.st_mode & 0111) == 0 || access(path, X_OK) != 0) {
         cli_err(err, errlen, "%s is not executable (chmod +x %s)", path, path);
-        return HV_EPERM;
+        return HV_EINVAL;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
         return HV_EPERM;
     }
-    unsigned char magic[4] = {0, 0, 0, 0};
-    ssize_t n;
-    do {
-        n = read(fd, magic, sizeof(magic));
-    } while (n < 0 && errno == EINTR);
-    int e = errno;
+    unsigned char hdr[HV_CLI_ELF_HDR_MAX];
+    size_t got = 0;
+    int e = 0;
+    while (got < sizeof(hdr)) {
+        ssize_t n = read(fd, hdr + got, sizeof(hdr) - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            e = errno;
+            break;
+        }
+        if (n == 0) {
+            break;
+        }
+        got += (size_t)n;
+    }
     close(fd);
-    if (n < 0) {
+    if (e != 0) {
         cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(e));
         return HV_EIO;
     }
-    if (n >= 2 && magic[0] == '#' && magic[1] == '!') {
+    if (got >= 2 && hdr[0] == '#' && hdr[1] == '!') {
         cli_err(err, errlen,
                 "%s is a script, not an ELF executable: hv ships one compiled program to the "
                 "nodes and runs it there, without the script's interpreter or its imports; build "
@@ -521,8 +718,9 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
                 path);
         return HV_EINVAL;
     }
-    if (n < 4 || magic[0] != 0x7f || magic[1] != 'E' || magic[2] != 'L' || magic[3] != 'F') {
-        cli_err(err, errlen, "%s is not an ELF executable (it does not start with \\x7fELF)", path);
+    char why[HV_CLI_ERR_LEN];
+    if (hv_cli_elf_check_prefix(hdr, got, (uint64_t)st.st_size, why, sizeof(why)) != HV_OK) {
+        cli_err(err, errlen, "%s is %s", path, why);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -629,7 +827,7 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
     if (first->term_signal > 0 && first->term_signal < 128) {
         return 128 + first->term_signal;
     }
-    if (first->exit_code >= 1 && first->exit_code <= 125) {
+    if (first->exit_code >= 1 && first->exit_code <= 255) {
         return first->exit_code;
     }
     return HV_CLI_EXIT_FAIL;
@@ -719,6 +917,58 @@ const char *hv_cli_fmt_blacklist(Hvpb__V1__BlacklistEntry *const *e, size_t n, u
     if (buf[0] == '\0') {
         snprintf(buf, len, "-");
     }
+    return buf;
+}
+
+const char *hv_cli_fmt_progress(const char *name, uint64_t done, uint64_t total, int bar_width,
+                                char *buf, size_t len) {
+    if (done > total) {
+        done = total;
+    }
+    unsigned pct = total == 0 ? 100u : (unsigned)((done * 100u) / total);
+    char d[32], t[32];
+    hv_fmt_size(done, d, sizeof(d));
+    hv_fmt_size(total, t, sizeof(t));
+    if (bar_width <= 0) {
+        snprintf(buf, len, "uploading %s: %u%% (%s of %s)", name, pct, d, t);
+        return buf;
+    }
+    char bar[128];
+    int w = bar_width < (int)sizeof(bar) - 1 ? bar_width : (int)sizeof(bar) - 1;
+    int fill = total == 0 ? w : (int)((done * (uint64_t)w) / total);
+    for (int i = 0; i < w; i++) {
+        bar[i] = i < fill ? '#' : '.';
+    }
+    bar[w] = '\0';
+    snprintf(buf, len, "%s [%s] %3u%%  %s of %s", name, bar, pct, d, t);
+    return buf;
+}
+
+const char *hv_cli_fmt_pending(uint32_t np, Hvpb__V1__NodeView *const *nodes, size_t n, char *buf,
+                               size_t len) {
+    uint64_t free = 0, slots = 0;
+    unsigned alive = 0, draining = 0, dead = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Hvpb__V1__NodeView *v = nodes[i];
+        if (v == NULL) {
+            continue;
+        }
+        uint32_t s = v->info != NULL ? v->info->slots : 0;
+        if (strcmp(v->state, "alive") == 0) {
+            alive++;
+            slots += s;
+            free += s > v->slots_used ? s - v->slots_used : 0;
+        } else if (strcmp(v->state, "draining") == 0) {
+            draining++;
+        } else {
+            dead++;
+        }
+    }
+    snprintf(buf, len,
+             "waiting for %u free slot%s: %llu of %llu free now (%u node%s alive, %u draining, "
+             "%u dead)",
+             (unsigned)np, np == 1 ? "" : "s", (unsigned long long)free, (unsigned long long)slots,
+             alive, alive == 1 ? "" : "s", draining, dead);
     return buf;
 }
 
@@ -1387,4 +1637,200 @@ hv_err hv_cli_json_finish(hv_cli_json_t *j) {
     }
     fputc('\n', j->f);
     return HV_OK;
+}
+
+/* ---- hvctl status ------------------------------------------------------------------------- */
+
+void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
+                         Hvpb__V1__JobView *const *jobs, size_t njobs, hv_cli_status_t *out) {
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < nnodes; i++) {
+        const Hvpb__V1__NodeView *n = nodes[i];
+        if (n == NULL) {
+            continue;
+        }
+        uint32_t slots = n->info != NULL ? n->info->slots : 0;
+        uint32_t used = n->slots_used < slots ? n->slots_used : slots;
+        if (strcmp(n->state, "alive") == 0) {
+            out->nodes_alive++;
+            out->slots_alive += slots;
+            out->slots_used += used;
+            out->slots_free += slots - used;
+            out->gpus += n->info != NULL ? n->info->gpus : 0;
+        } else if (strcmp(n->state, "draining") == 0) {
+            out->nodes_draining++;
+            out->slots_draining += slots;
+            out->slots_used += used;
+            out->gpus += n->info != NULL ? n->info->gpus : 0;
+        } else {
+            out->nodes_dead++;
+        }
+    }
+    out->jobs_counted = njobs;
+    for (size_t i = 0; i < njobs; i++) {
+        const Hvpb__V1__JobView *v = jobs[i];
+        if (v == NULL) {
+            continue;
+        }
+        if (strcmp(v->state, "pending") == 0) {
+            out->jobs_pending++;
+            out->demand_slots += v->np;
+        } else if (strcmp(v->state, "placing") == 0) {
+            out->jobs_placing++;
+        } else if (strcmp(v->state, "running") == 0) {
+            out->jobs_running++;
+            if (v->elastic && v->max_np > v->size && v->size > 0) {
+                out->grow_jobs++;
+                out->grow_workers += v->max_np - v->size;
+            }
+        } else if (strcmp(v->state, "succeeded") == 0) {
+            out->jobs_succeeded++;
+        } else if (strcmp(v->state, "failed") == 0) {
+            out->jobs_failed++;
+        } else if (strcmp(v->state, "cancelled") == 0) {
+            out->jobs_cancelled++;
+        } else {
+            out->jobs_other++;
+        }
+    }
+}
+
+void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const hv_cli_status_t *s,
+                         Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms) {
+    if (cluster != NULL && cluster[0] != '\0') {
+        fprintf(f, "cluster: %s at %s\n", cluster, head);
+    } else {
+        fprintf(f, "cluster: at %s\n", head);
+    }
+    fprintf(f, "nodes:   %u alive, %u draining, %u dead\n", s->nodes_alive, s->nodes_draining,
+            s->nodes_dead);
+    fprintf(f, "slots:   %llu used, %llu free (%llu on alive nodes",
+            (unsigned long long)s->slots_used, (unsigned long long)s->slots_free,
+            (unsigned long long)s->slots_alive);
+    if (s->slots_draining > 0) {
+        fprintf(f, ", %llu on draining nodes", (unsigned long long)s->slots_draining);
+    }
+    fprintf(f, ")");
+    if (s->gpus > 0) {
+        fprintf(f, ", %llu GPUs", (unsigned long long)s->gpus);
+    }
+    fprintf(f, "\n");
+    fprintf(f, "jobs:    %u pending, %u placing, %u running, %u succeeded, %u failed, %u cancelled",
+            s->jobs_pending, s->jobs_placing, s->jobs_running, s->jobs_succeeded, s->jobs_failed,
+            s->jobs_cancelled);
+    if (s->jobs_other > 0) {
+        fprintf(f, ", %u other", s->jobs_other);
+    }
+    if (s->jobs_counted >= HV_CLI_STATUS_JOBS) {
+        fprintf(f, " (of the newest %u jobs)", HV_CLI_STATUS_JOBS);
+    }
+    fprintf(f, "\n");
+    if (s->jobs_pending == 0) {
+        fprintf(f, "demand:  none pending");
+    } else {
+        fprintf(f, "demand:  %u job%s waiting for %llu slot%s (%llu free now)", s->jobs_pending,
+                s->jobs_pending == 1 ? "" : "s", (unsigned long long)s->demand_slots,
+                s->demand_slots == 1 ? "" : "s", (unsigned long long)s->slots_free);
+    }
+    if (s->grow_jobs > 0) {
+        fprintf(f, "; %u elastic job%s could grow by %llu worker%s", s->grow_jobs,
+                s->grow_jobs == 1 ? "" : "s", (unsigned long long)s->grow_workers,
+                s->grow_workers == 1 ? "" : "s");
+    }
+    fprintf(f, "\n");
+    /* The pending jobs, oldest first (the list comes newest first): the head serves them in
+     * that order. */
+    for (size_t k = njobs; k > 0; k--) {
+        const Hvpb__V1__JobView *v = jobs[k - 1];
+        if (v == NULL || strcmp(v->state, "pending") != 0) {
+            continue;
+        }
+        char ago[32];
+        fprintf(f, "  job %llu (%s) waits for %u slot%s, submitted %s\n",
+                (unsigned long long)v->job_id, v->name, (unsigned)v->np, v->np == 1 ? "" : "s",
+                hv_cli_fmt_ago(v->submitted_ms, now_ms, ago, sizeof(ago)));
+    }
+}
+
+void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
+                        const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,
+                        uint64_t now_ms) {
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "cluster_name");
+    hv_cli_json_str(j, cluster != NULL ? cluster : "");
+    hv_cli_json_key(j, "head");
+    hv_cli_json_str(j, head);
+    hv_cli_json_key(j, "nodes");
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "alive");
+    hv_cli_json_u64(j, s->nodes_alive);
+    hv_cli_json_key(j, "draining");
+    hv_cli_json_u64(j, s->nodes_draining);
+    hv_cli_json_key(j, "dead");
+    hv_cli_json_u64(j, s->nodes_dead);
+    hv_cli_json_obj_end(j);
+    hv_cli_json_key(j, "slots");
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "used");
+    hv_cli_json_u64(j, s->slots_used);
+    hv_cli_json_key(j, "free");
+    hv_cli_json_u64(j, s->slots_free);
+    hv_cli_json_key(j, "alive");
+    hv_cli_json_u64(j, s->slots_alive);
+    hv_cli_json_key(j, "draining");
+    hv_cli_json_u64(j, s->slots_draining);
+    hv_cli_json_key(j, "gpus");
+    hv_cli_json_u64(j, s->gpus);
+    hv_cli_json_obj_end(j);
+    hv_cli_json_key(j, "jobs");
+    hv_cli_json_obj_begin(j);
+    static const char *const names[] = {"pending", "placing",   "running", "succeeded",
+                                        "failed",  "cancelled", "other"};
+    const uint32_t counts[] = {s->jobs_pending,   s->jobs_placing, s->jobs_running,
+                               s->jobs_succeeded, s->jobs_failed,  s->jobs_cancelled,
+                               s->jobs_other};
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        hv_cli_json_key(j, names[i]);
+        hv_cli_json_u64(j, counts[i]);
+    }
+    hv_cli_json_obj_end(j);
+    hv_cli_json_key(j, "pending_demand");
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "jobs");
+    hv_cli_json_u64(j, s->jobs_pending);
+    hv_cli_json_key(j, "slots");
+    hv_cli_json_u64(j, s->demand_slots);
+    hv_cli_json_key(j, "waiting");
+    hv_cli_json_arr_begin(j);
+    for (size_t k = njobs; k > 0; k--) {
+        const Hvpb__V1__JobView *v = jobs[k - 1];
+        if (v == NULL || strcmp(v->state, "pending") != 0) {
+            continue;
+        }
+        hv_cli_json_obj_begin(j);
+        hv_cli_json_key(j, "job_id");
+        hv_cli_json_u64(j, v->job_id);
+        hv_cli_json_key(j, "name");
+        hv_cli_json_str(j, v->name);
+        hv_cli_json_key(j, "np");
+        hv_cli_json_u64(j, v->np);
+        hv_cli_json_key(j, "waiting_ms");
+        hv_cli_json_u64(
+            j, v->submitted_ms != 0 && now_ms > v->submitted_ms ? now_ms - v->submitted_ms : 0);
+        hv_cli_json_obj_end(j);
+    }
+    hv_cli_json_arr_end(j);
+    hv_cli_json_obj_end(j);
+    hv_cli_json_key(j, "elastic_growth");
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "jobs");
+    hv_cli_json_u64(j, s->grow_jobs);
+    hv_cli_json_key(j, "workers");
+    hv_cli_json_u64(j, s->grow_workers);
+    hv_cli_json_obj_end(j);
+    hv_cli_json_key(j, "jobs_counted");
+    hv_cli_json_u64(j, s->jobs_counted);
+    hv_cli_json_key(j, "jobs_limit");
+    hv_cli_json_u64(j, HV_CLI_STATUS_JOBS);
+    hv_cli_json_obj_end(j);
 }

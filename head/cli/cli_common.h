@@ -23,13 +23,36 @@
 #define HV_CLI_UNARY_MS 10000u         /* deadline of one unary call */
 #define HV_CLI_UPLOAD_CHUNK (1u << 20) /* bytes per Upload call (the proto's bound) */
 
-/* Process exit statuses shared by both tools. */
+/* Process exit statuses shared by both tools (documented in README.md, "Exit status"). A job's
+ * own outcome: 0, or the failing rank's exit status (1..255), or 128+signal. hvsubmit's and
+ * hvctl's own errors use the sysexits(3) numbers, so that a program's exit 2 is never mistaken
+ * for a usage error; each comes with a "hvsubmit: ..." / "hvctl: ..." line on stderr. */
 enum {
     HV_CLI_EXIT_OK = 0,
-    HV_CLI_EXIT_FAIL = 1,     /* the job failed, or the head refused or could not be reached */
-    HV_CLI_EXIT_USAGE = 2,    /* bad command line or a local file that cannot be shipped */
-    HV_CLI_EXIT_SIGINT = 130, /* interrupted by Ctrl-C */
+    HV_CLI_EXIT_FAIL = 1,         /* the job failed without a failing rank of its own (timed out
+                                     waiting for slots, cancelled by someone else, lost) */
+    HV_CLI_EXIT_USAGE = 64,       /* bad command line */
+    HV_CLI_EXIT_DATAERR = 65,     /* refused as invalid: not an ELF executable, not executable,
+                                     the head refused the request (-np it can never hold, over
+                                     its upload limit) */
+    HV_CLI_EXIT_NOINPUT = 66,     /* a local file is missing or unreadable; no such job or node */
+    HV_CLI_EXIT_UNAVAILABLE = 69, /* the head cannot be reached, or went away and did not come
+                                     back within --head-timeout */
+    HV_CLI_EXIT_SOFTWARE = 70,    /* internal error (a bug, an answer that makes no sense) */
+    HV_CLI_EXIT_IOERR = 74,       /* reading a local file failed */
+    HV_CLI_EXIT_TEMPFAIL = 75,    /* the head is busy or did not answer in time: try again */
+    HV_CLI_EXIT_NOPERM = 77,      /* the head refused our credentials or the operation */
+    HV_CLI_EXIT_SIGINT = 130,     /* interrupted by Ctrl-C (the job was cancelled) */
 };
+
+/* The exit status for a local check that failed with rc (hv_cli_check_binary, hv_cli_check_file,
+ * hv_cli_submit_check_files, hv_cli_check_head_addr): HV_ENOTFOUND/HV_EPERM (missing,
+ * unreadable) -> 66, HV_EIO -> 74, HV_ENOMEM/HV_EINTERNAL -> 70, others -> 65. */
+int hv_cli_exit_for_local(hv_err rc);
+
+/* Prints a usage error the way all four hv tools do, "PROG: MSG (see PROG --help)", and returns
+ * HV_CLI_EXIT_USAGE (64). */
+int hv_cli_usage_error(const char *prog, const char *msg);
 
 /* Returns the head address to use: opt if given, else $HV_HEAD if set and non-empty, else
  * HV_CLI_DEFAULT_HEAD. The result is borrowed (opt, the environment, or a static string). */
@@ -59,11 +82,21 @@ void hv_cli_kv_fini(hv_cli_kv_t *kv);
 #define HV_CLI_ELASTIC_TIMEOUT_MAX 604800u /* --elastic-timeout, seconds (7 days) */
 #define HV_CLI_CHECK_EVERY_MAX 1000000u    /* --check-every, commits */
 #define HV_CLI_COOLDOWN_MAX 604800u        /* --blacklist-cooldown, seconds (7 days) */
+#define HV_CLI_HEAD_TIMEOUT_MAX 86400u     /* --head-timeout, seconds (1 day) */
+/* Without --head-timeout hvsubmit waits for a head that went away for the lease the head gave
+ * its nodes (SubmitReply.lease_ms; HV_CLI_DEFAULT_LEASE_MS from a head that does not say) plus
+ * HV_CLI_HEAD_MARGIN_MS: by then the nodes have killed the job's workers (orphan policy kill),
+ * so a head that comes back later has nothing left to show. */
+#define HV_CLI_DEFAULT_LEASE_MS 10000u
+#define HV_CLI_HEAD_MARGIN_MS 30000u
 
 /* hvsubmit's command line. Strings are borrowed from argv unless said otherwise. Elastic values
  * left at 0 (and their *_set flags at 0) mean the head's default (its elastic: config). */
 typedef struct hv_cli_submit_opts_s {
     const char *head;           /* --head, or NULL */
+    const char *ca;             /* --ca (the head's CA; TLS), or NULL */
+    int insecure;               /* --insecure: plain text to a head beyond loopback */
+    const char *token_file;     /* --token-file, or NULL (then $HV_TOKEN_FILE, the default) */
     uint32_t np;                /* -np; 0 when not given */
     int np_set;                 /* -np was given */
     uint32_t min_np;            /* --min-np, 0 = unset */
@@ -83,6 +116,9 @@ typedef struct hv_cli_submit_opts_s {
     int quiet;               /* --quiet */
     int verbose;             /* --verbose */
     int help;                /* -h / --help: print usage, exit 0 */
+    int version;             /* -V / --version: print the version, exit 0 */
+    uint32_t head_timeout_s; /* --head-timeout: give up on a head that went away after this */
+    int head_timeout_set;    /* --head-timeout was given (else the head's lease + a margin) */
     const char *binary;      /* the program; NULL only when help is set */
     char **args;             /* the program's arguments (argv tail, borrowed) */
     int nargs;
@@ -103,11 +139,35 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
                            size_t errlen);
 void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o);
 
+/* How long hvsubmit waits for a head that went away, in ms: --head-timeout if given, else
+ * lease_ms (0: HV_CLI_DEFAULT_LEASE_MS) + HV_CLI_HEAD_MARGIN_MS. */
+uint64_t hv_cli_head_wait_ms(const hv_cli_submit_opts_t *o, uint32_t lease_ms);
+
 /* Checks that path can be shipped as a job's program: it exists, is a regular file, is
- * executable by us, is readable and starts with the ELF magic ("#!" scripts are refused with a
- * hint). HV_ENOTFOUND / HV_EINVAL / HV_EPERM with a message naming path in err. Blocking (reads
- * four bytes). */
+ * executable by us, is readable and has a sound ELF header (hv_cli_elf_check_header; "#!"
+ * scripts are refused with a hint). HV_ENOTFOUND (missing) / HV_EPERM (unreadable) / HV_EINVAL
+ * (not a program that can run) / HV_EIO with a message naming path in err. Blocking (reads the
+ * first 64 bytes). */
 hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen);
+
+/* The bytes of an ELF header (Elf64_Ehdr; Elf32_Ehdr is 52). */
+#define HV_CLI_ELF_HDR_MAX 64u
+
+/* Checks that buf, the first len bytes of a file that is exactly len bytes long, starts with an
+ * ELF header of a program that can be run: the magic, EI_CLASS 32 or 64 bit, EI_DATA little or
+ * big endian, EI_VERSION 1, e_type ET_EXEC or ET_DYN (an object file, a core dump are refused),
+ * e_machine a known architecture (x86-64, AArch64, ...), e_version 1, e_ehsize and e_phentsize
+ * right for the class, and at least one program header lying inside the file. HV_EINVAL with
+ * what is wrong in err ("... is a relocatable object file (.o), not a linked program") otherwise,
+ * without the file's name (the caller adds it). Pure: no I/O, any bytes are safe. */
+hv_err hv_cli_elf_check_header(const unsigned char *buf, size_t len, char *err, size_t errlen);
+
+/* The same for a file of file_size bytes whose first len bytes (len <= file_size) are in buf. */
+hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t file_size, char *err,
+                               size_t errlen);
+
+/* The name of an ELF e_machine ("x86-64", "AArch64"), or NULL when it is not one hv knows. */
+const char *hv_cli_elf_machine_name(unsigned machine);
 
 /* Checks a --file: exists, is a regular file, is readable. Messages as above. */
 hv_err hv_cli_check_file(const char *path, char *err, size_t errlen);
@@ -117,7 +177,7 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen);
 hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_t errlen);
 
 /* Returns the exit status hvsubmit uses for a finished job (see hvsubmit's usage): 0 when it
- * succeeded; when it failed, the first failing rank's exit code if it is 1..125, 128+signal if
+ * succeeded; when it failed, the first failing rank's exit code if it is 1..255, 128+signal if
  * that rank was killed by a signal, else 1; when cancelled, 130 if we_cancelled, else 1. The first
  * failing rank is the lowest rank (then the lowest attempt) with a non-zero exit or a signal,
  * preferring workers that failed on their own over those the head killed (state "killed"), which
@@ -147,6 +207,12 @@ const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len);
 const char *hv_cli_fmt_blacklist(Hvpb__V1__BlacklistEntry *const *e, size_t n, uint64_t now_ms,
                                  char *buf, size_t len);
 
+/* What a pending job waits for, from the nodes (ListNodes) and the job's np, into buf:
+ * "waiting for 4 free slots: 1 of 3 free now (2 nodes alive, 1 draining, 0 dead)". Counts only
+ * alive nodes' free slots (a draining or dead node takes no work). */
+const char *hv_cli_fmt_pending(uint32_t np, Hvpb__V1__NodeView *const *nodes, size_t n, char *buf,
+                               size_t len);
+
 /* Checks hvctl drain/undrain's NODE: a node name (1 to 128 of A-Z a-z 0-9 . _ -) or a numeric
  * id. HV_EINVAL with a message in err otherwise. */
 hv_err hv_cli_check_node(const char *node, char *err, size_t errlen);
@@ -156,6 +222,12 @@ hv_err hv_cli_check_node(const char *node, char *err, size_t errlen);
  * (round.open, round.close, round.update) and workers that left it (worker.left). Others
  * (placement chatter, a fixed-size job's one round) are left for `hvctl events`. */
 int hv_cli_event_shown(const char *kind, int elastic);
+
+/* One upload's progress into buf. bar_width > 0 (a terminal): "NAME [#####.....]  45%  12.0 MiB
+ * of 26.0 MiB" with a bar of bar_width cells; 0: "uploading NAME: 45% (12.0 MiB of 26.0 MiB)".
+ * done is capped at total; a total of 0 reads as done. */
+const char *hv_cli_fmt_progress(const char *name, uint64_t done, uint64_t total, int bar_width,
+                                char *buf, size_t len);
 
 /* "SIGKILL" for 9 etc.; "signal 42" for numbers without a name (written into buf). */
 const char *hv_cli_signame(int sig, char *buf, size_t len);
@@ -224,5 +296,43 @@ hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object);
 /* Writes s as a quoted JSON string: escapes '"', '\\' and control characters, and replaces bytes
  * that are not valid UTF-8 with U+FFFD so that the output is always valid JSON. */
 void hv_cli_json_write_string(FILE *f, const char *s);
+
+/* ---- hvctl status ------------------------------------------------------------------------- */
+
+#define HV_CLI_STATUS_JOBS 1000u /* hvctl status counts the newest this many jobs */
+
+/* A cluster summary, counted from ListNodes and ListJobs. */
+typedef struct hv_cli_status_s {
+    uint32_t nodes_alive, nodes_draining, nodes_dead;
+    uint64_t slots_alive;    /* slots on alive nodes */
+    uint64_t slots_draining; /* slots on draining nodes (take no new work) */
+    uint64_t slots_used;     /* used on alive and draining nodes */
+    uint64_t slots_free;     /* free on alive nodes: what a new job can get */
+    uint64_t gpus;           /* on alive and draining nodes */
+    uint32_t jobs_pending, jobs_placing, jobs_running, jobs_succeeded, jobs_failed, jobs_cancelled,
+        jobs_other;
+    size_t jobs_counted;   /* jobs in the list (HV_CLI_STATUS_JOBS at most) */
+    uint64_t demand_slots; /* workers the pending jobs wait for (the sum of their np) */
+    uint64_t grow_workers; /* workers running elastic jobs could still add (max_np - size) */
+    uint32_t grow_jobs;    /* running elastic jobs below their max_np */
+} hv_cli_status_t;
+
+/* Counts nodes (by state; slots of dead nodes count nowhere) and jobs (by state; pending jobs'
+ * np into demand_slots; running elastic jobs below max_np into grow_*) into *out. */
+void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
+                         Hvpb__V1__JobView *const *jobs, size_t njobs, hv_cli_status_t *out);
+
+/* `hvctl status` for people: "cluster: NAME at HEAD", a few "label: counts" lines, then the
+ * pending jobs (id, name, np, waiting since) oldest first. cluster is the head's cluster_name
+ * ("" or NULL: not shown); now_ms is wall time. */
+void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const hv_cli_status_t *s,
+                         Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms);
+
+/* `hvctl status --json`: {"cluster_name", "head", "nodes": {...}, "slots": {...}, "jobs": {...},
+ * "pending_demand": {"jobs", "slots", "waiting": [...]}, "elastic_growth": {...},
+ * "jobs_counted", "jobs_limit"}. */
+void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
+                        const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,
+                        uint64_t now_ms);
 
 #endif

@@ -384,7 +384,7 @@ static void test_check_binary(void) {
     CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_OK);
 
     put_elf("noexec.bin", 0644, path, sizeof(path));
-    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EPERM);
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
     CHECK_HAS(err, "is not executable (chmod +x");
     CHECK_HAS(err, path);
 
@@ -420,6 +420,265 @@ static void test_check_binary(void) {
         CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EPERM);
         CHECK_HAS(err, "cannot read");
     }
+}
+
+/* A 64-bit little-endian x86-64 PIE header with one program header right after it. */
+static void elf64(unsigned char *b, size_t size) {
+    memset(b, 0, size);
+    memcpy(b,
+           "\x7f"
+           "ELF",
+           4);
+    b[4] = 2;   /* ELFCLASS64 */
+    b[5] = 1;   /* little endian */
+    b[6] = 1;   /* EV_CURRENT */
+    b[16] = 3;  /* ET_DYN */
+    b[18] = 62; /* EM_X86_64 */
+    b[20] = 1;  /* e_version */
+    b[32] = 64; /* e_phoff */
+    b[52] = 64; /* e_ehsize */
+    b[54] = 56; /* e_phentsize */
+    b[56] = 1;  /* e_phnum */
+}
+
+static void test_elf_header(void) {
+    char err[HV_CLI_ERR_LEN];
+    unsigned char b[256];
+    elf64(b, sizeof(b));
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_OK);
+    b[16] = 2; /* ET_EXEC */
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_OK);
+
+    /* Only the magic: refused, whatever follows. */
+    static const unsigned char magic_only[] = "\x7f"
+                                              "ELF junk that is not a header at all....";
+    CHECK_RC(hv_cli_elf_check_header(magic_only, sizeof(magic_only) - 1, err, sizeof(err)),
+             HV_EINVAL);
+    CHECK_HAS(err, "not a valid ELF file: unknown class");
+    CHECK_RC(hv_cli_elf_check_header((const unsigned char *)"\x7f"
+                                                            "EL",
+                                     3, err, sizeof(err)),
+             HV_EINVAL);
+    CHECK_HAS(err, "does not start with \\x7fELF");
+    CHECK_RC(hv_cli_elf_check_header(NULL, 0, err, sizeof(err)), HV_EINVAL);
+
+    /* Truncated after the identification bytes. */
+    CHECK_RC(hv_cli_elf_check_header(b, 40, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "truncated ELF file: 40 bytes, shorter than its 64-byte header");
+
+    elf64(b, sizeof(b));
+    b[5] = 3;
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "unknown byte order 3");
+
+    elf64(b, sizeof(b));
+    b[16] = 1; /* ET_REL */
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "relocatable object file (.o), not a linked program");
+    b[16] = 4; /* ET_CORE */
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "core dump");
+
+    elf64(b, sizeof(b));
+    b[18] = 0x34; /* 0x1234: no such machine */
+    b[19] = 0x12;
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "unknown machine 4660");
+    b[18] = 183; /* AArch64: known, accepted (the nodes may not be this host's machine) */
+    b[19] = 0;
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_OK);
+    CHECK_STR(hv_cli_elf_machine_name(183), "AArch64");
+    CHECK(hv_cli_elf_machine_name(4660) == NULL);
+
+    elf64(b, sizeof(b));
+    b[56] = 0; /* no program headers */
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "without program headers");
+    elf64(b, sizeof(b));
+    b[56] = 4; /* 4 x 56 bytes at 64 do not fit in 256 */
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "lie outside the file's 256 bytes");
+    elf64(b, sizeof(b));
+    memset(b + 32, 0xff, 8); /* e_phoff near 2^64: no overflow */
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "lie outside");
+    elf64(b, sizeof(b));
+    b[54] = 40;
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "program header entries of 40 bytes");
+    elf64(b, sizeof(b));
+    b[20] = 2;
+    CHECK_RC(hv_cli_elf_check_header(b, sizeof(b), err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "e_version 2");
+
+    /* 32-bit big-endian (e.g. MIPS): a 52-byte header, fields in big-endian order. */
+    unsigned char c[128];
+    memset(c, 0, sizeof(c));
+    memcpy(c,
+           "\x7f"
+           "ELF",
+           4);
+    c[4] = 1;
+    c[5] = 2;
+    c[6] = 1;
+    c[17] = 2;  /* ET_EXEC */
+    c[19] = 8;  /* EM_MIPS */
+    c[23] = 1;  /* e_version */
+    c[31] = 52; /* e_phoff */
+    c[41] = 52; /* e_ehsize */
+    c[43] = 32; /* e_phentsize */
+    c[45] = 2;  /* e_phnum */
+    CHECK_RC(hv_cli_elf_check_header(c, sizeof(c), err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_elf_check_header(c, 100, err, sizeof(err)), HV_EINVAL); /* 52+64 > 100 */
+
+    /* The prefix form: the header from the first 64 bytes, the table against the file size. */
+    elf64(b, sizeof(b));
+    CHECK_RC(hv_cli_elf_check_prefix(b, 64, 4096, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_elf_check_prefix(b, 64, 100, err, sizeof(err)), HV_EINVAL);
+
+    /* Every prefix of a good header is refused cleanly (no read past len). */
+    for (size_t n = 0; n < 120; n++) {
+        unsigned char *p = hv_malloc(n ? n : 1);
+        memcpy(p, b, n);
+        CHECK_RC(hv_cli_elf_check_header(p, n, err, sizeof(err)), HV_EINVAL);
+        hv_free(p);
+    }
+    CHECK_RC(hv_cli_elf_check_header(b, 120, err, sizeof(err)), HV_OK);
+
+    /* Through the file check: a file that only starts with \x7fELF names the file. */
+    char path[512];
+    make_tmpdir();
+    put_file("fake.bin",
+             "\x7f"
+             "ELF"
+             "not really",
+             14, 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, path);
+    CHECK_HAS(err, "is not a valid ELF file");
+    put_file("obj.o", (const char *)b, 0, 0755, path, sizeof(path));
+    b[16] = 1;
+    put_file("obj.o", (const char *)b, sizeof(b), 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "obj.o is a relocatable object file (.o)");
+}
+
+static void test_exit_codes(void) {
+    /* Distinct, and none of them is a common program status (1, 2) or a signal (>128). */
+    const int codes[] = {HV_CLI_EXIT_USAGE,       HV_CLI_EXIT_DATAERR,  HV_CLI_EXIT_NOINPUT,
+                         HV_CLI_EXIT_UNAVAILABLE, HV_CLI_EXIT_SOFTWARE, HV_CLI_EXIT_IOERR,
+                         HV_CLI_EXIT_TEMPFAIL,    HV_CLI_EXIT_NOPERM};
+    const int want[] = {64, 65, 66, 69, 70, 74, 75, 77};
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        CHECK_INT(codes[i], want[i]);
+    }
+    CHECK_INT(hv_cli_exit_for_local(HV_OK), 0);
+    CHECK_INT(hv_cli_exit_for_local(HV_ENOTFOUND), 66);
+    CHECK_INT(hv_cli_exit_for_local(HV_EPERM), 66);
+    CHECK_INT(hv_cli_exit_for_local(HV_EINVAL), 65);
+    CHECK_INT(hv_cli_exit_for_local(HV_EIO), 74);
+    CHECK_INT(hv_cli_exit_for_local(HV_ENOMEM), 70);
+
+    /* --head-timeout, else the lease + 30 s (10 s lease from a head that does not say). */
+    hv_cli_submit_opts_t o;
+    memset(&o, 0, sizeof(o));
+    CHECK(hv_cli_head_wait_ms(&o, 2000) == 32000);
+    CHECK(hv_cli_head_wait_ms(&o, 0) == 40000);
+    char *argv[] = {"hvsubmit", "--head-timeout", "5", "prog", NULL};
+    char err[HV_CLI_ERR_LEN];
+    CHECK_RC(hv_cli_submit_parse(4, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK(hv_cli_head_wait_ms(&o, 2000) == 5000);
+    hv_cli_submit_opts_fini(&o);
+    char *bad[] = {"hvsubmit", "--head-timeout", "0", "prog", NULL};
+    CHECK_RC(hv_cli_submit_parse(4, bad, &o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "--head-timeout '0': expected seconds from 1 to 86400");
+    char *ver[] = {"hvsubmit", "--version", NULL};
+    CHECK_RC(hv_cli_submit_parse(2, ver, &o, err, sizeof(err)), HV_OK);
+    CHECK(o.version);
+    hv_cli_submit_opts_fini(&o);
+}
+
+static void test_progress_pending(void) {
+    char buf[256];
+    CHECK_STR(hv_cli_fmt_progress("t.bin", 512, 1024, 10, buf, sizeof(buf)),
+              "t.bin [#####.....]  50%  512 B of 1.0 KiB");
+    CHECK_STR(hv_cli_fmt_progress("t.bin", 2048, 1024, 4, buf, sizeof(buf)),
+              "t.bin [####] 100%  1.0 KiB of 1.0 KiB");
+    CHECK_STR(hv_cli_fmt_progress("t.bin", 0, 0, 0, buf, sizeof(buf)),
+              "uploading t.bin: 100% (0 B of 0 B)");
+    CHECK_STR(hv_cli_fmt_progress("t.bin", 256, 1024, 0, buf, sizeof(buf)),
+              "uploading t.bin: 25% (256 B of 1.0 KiB)");
+
+    Hvpb__V1__NodeInfo info[3];
+    Hvpb__V1__NodeView nv[3];
+    Hvpb__V1__NodeView *np[3] = {&nv[0], &nv[1], &nv[2]};
+    const char *states[3] = {"alive", "draining", "dead"};
+    for (int i = 0; i < 3; i++) {
+        hvpb__v1__node_info__init(&info[i]);
+        hvpb__v1__node_view__init(&nv[i]);
+        info[i].slots = 4;
+        info[i].gpus = 1;
+        nv[i].info = &info[i];
+        nv[i].state = (char *)states[i];
+        nv[i].slots_used = 1;
+    }
+    CHECK_STR(hv_cli_fmt_pending(4, np, 3, buf, sizeof(buf)),
+              "waiting for 4 free slots: 3 of 4 free now (1 node alive, 1 draining, 1 dead)");
+
+    /* hvctl status: counts by state, slots of dead nodes nowhere, the pending demand. */
+    Hvpb__V1__JobView jv[5];
+    Hvpb__V1__JobView *jp[5] = {&jv[0], &jv[1], &jv[2], &jv[3], &jv[4]};
+    const char *js[5] = {"pending", "running", "running", "failed", "pending"};
+    for (int i = 0; i < 5; i++) {
+        hvpb__v1__job_view__init(&jv[i]);
+        jv[i].job_id = (uint64_t)(9 - i); /* newest first, as ListJobs gives them */
+        jv[i].state = (char *)js[i];
+        jv[i].name = "t";
+        jv[i].np = 2;
+    }
+    jv[2].elastic = 1;
+    jv[2].size = 2;
+    jv[2].max_np = 5;
+    jv[4].np = 3;
+    hv_cli_status_t st;
+    hv_cli_status_count(np, 3, jp, 5, &st);
+    CHECK_INT(st.nodes_alive, 1);
+    CHECK_INT(st.nodes_draining, 1);
+    CHECK_INT(st.nodes_dead, 1);
+    CHECK(st.slots_used == 2 && st.slots_free == 3 && st.slots_alive == 4 &&
+          st.slots_draining == 4 && st.gpus == 2);
+    CHECK_INT(st.jobs_pending, 2);
+    CHECK_INT(st.jobs_running, 2);
+    CHECK_INT(st.jobs_failed, 1);
+    CHECK(st.demand_slots == 5);
+    CHECK(st.grow_jobs == 1 && st.grow_workers == 3);
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    hv_cli_status_print(f, "prod", "h:1", &st, jp, 5, 0);
+    fclose(f);
+    CHECK_HAS(text, "cluster: prod at h:1\nnodes:   1 alive, 1 draining, 1 dead\n");
+    CHECK_HAS(text, "slots:   2 used, 3 free (4 on alive nodes, 4 on draining nodes), 2 GPUs\n");
+    CHECK_HAS(text,
+              "jobs:    2 pending, 0 placing, 2 running, 0 succeeded, 1 failed, 0 cancelled\n");
+    CHECK_HAS(text, "demand:  2 jobs waiting for 5 slots (3 free now); 1 elastic job could grow by "
+                    "3 workers\n");
+    /* Oldest first: job 5 (np 3) before job 9. */
+    const char *j5 = strstr(text, "  job 5 (t) waits for 3 slots");
+    const char *j9 = strstr(text, "  job 9 (t) waits for 2 slots");
+    CHECK(j5 != NULL && j9 != NULL && j5 < j9);
+    free(text);
+    text = NULL;
+    f = open_memstream(&text, &tlen);
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    hv_cli_status_json(&j, "prod", "h:1", &st, jp, 5, 0);
+    CHECK_RC(hv_cli_json_finish(&j), HV_OK);
+    fclose(f);
+    CHECK_HAS(text, "\"pending_demand\": {\n    \"jobs\": 2,\n    \"slots\": 5,");
+    CHECK_HAS(text, "\"free\": 3,");
+    CHECK_HAS(text, "\"cluster_name\": \"prod\",\n  \"head\": \"h:1\",");
+    free(text);
 }
 
 static void test_check_files(void) {
@@ -523,10 +782,15 @@ static void test_exit_status(void) {
     CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)),
               "rank 2 on node n2 was killed by signal SIGKILL (out of memory)");
 
-    /* Exit status outside 1..125 and a lost worker: 1. */
+    /* Any exit status 1..255 is the rank's own (200 stays 200); a lost worker: 1. */
     set_worker(&ws[0], 0, "n1", "exited", 0, 0);
     set_worker(&ws[2], 2, "n2", "exited", 200, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 200);
+    set_worker(&ws[2], 2, "n2", "exited", 255, 0);
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 255);
+    set_worker(&ws[2], 2, "n2", "exited", 2, 0); /* a program's exit 2 is not a usage error */
+    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 2);
+    CHECK(2 != HV_CLI_EXIT_USAGE);
     set_worker(&ws[2], 2, "", "lost", -1, 0);
     CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
     CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)), "rank 2 was lost");
@@ -989,6 +1253,9 @@ static const struct {
     {"env", test_env},
     {"head_addr", test_head_addr},
     {"check_binary", test_check_binary},
+    {"elf_header", test_elf_header},
+    {"exit_codes", test_exit_codes},
+    {"progress_pending", test_progress_pending},
     {"check_files", test_check_files},
     {"exit_status", test_exit_status},
     {"elastic_formats", test_elastic_formats},

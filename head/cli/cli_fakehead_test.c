@@ -125,6 +125,7 @@ static const script_item_t *script;
 static Hvpb__V1__JobView *final_view;     /* sent with IT_DONE */
 static Hvpb__V1__JobView *cancelled_view; /* sent when Cancel arrives during IT_HOLD */
 static int submit_refuse;                 /* Submit answers RESOURCE_EXHAUSTED */
+static unsigned upload_delay_ms;          /* each Upload answers this late (a slow link) */
 static int cancel_ends_job = 1;           /* Cancel makes a held Watch send the cancelled view */
 static hv_rpc_call_t *held_watch;         /* a Watch call kept open by IT_HOLD */
 static uint64_t watch_started_ms;         /* when the last Watch call arrived */
@@ -169,6 +170,9 @@ static void on_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)ud;
     const Hvpb__V1__UploadChunk *u = (const Hvpb__V1__UploadChunk *)m;
     n_upload++;
+    if (upload_delay_ms != 0) {
+        usleep(upload_delay_ms * 1000u);
+    }
     fake_art_t *a = art_find(u->digest, 1);
     if (a == NULL || a->present || u->offset != a->len || u->data.len > (1u << 20)) {
         hv_rpc_finish(c, HV_ESTATE, "upload of %s: offset %llu, expected %llu", u->digest,
@@ -209,6 +213,10 @@ static void on_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     if (submit_refuse == 2) {
         hv_rpc_finish(c, HV_EUNAVAIL, "no node has joined the cluster: start one with hvagent");
+        return;
+    }
+    if (submit_refuse == 3) {
+        hv_rpc_finish(c, HV_EPERM, "this client token may not submit jobs");
         return;
     }
     memset(&got_spec, 0, sizeof(got_spec));
@@ -565,20 +573,30 @@ static void run_tool(run_t *r, const char *tool, const char *const *args) {
     /* The environment is built before fork: after it, the child only makes system calls (gRPC
      * threads may hold locks at the moment of the fork). */
     extern char **environ;
-    static char head_env[96];
+    static char head_env[96], token_env[400];
     snprintf(head_env, sizeof(head_env), "HV_HEAD=%s", target);
+    /* The CLIs refuse to run without a client token; the fake head does not check it. */
+    snprintf(token_env, sizeof(token_env), "HV_TOKEN_FILE=%s/client.token", tmpdir);
+    FILE *tf = fopen(token_env + strlen("HV_TOKEN_FILE="), "w");
+    if (tf != NULL) {
+        fputs("hvc_fakeheadfakeheadfakehead\n", tf);
+        fclose(tf);
+        chmod(token_env + strlen("HV_TOKEN_FILE="), 0600);
+    }
     size_t nenv = 0;
     while (environ[nenv] != NULL) {
         nenv++;
     }
-    char **envp = hv_calloc(nenv + 2, sizeof(char *));
+    char **envp = hv_calloc(nenv + 3, sizeof(char *));
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++) {
-        if (strncmp(environ[i], "HV_HEAD=", 8) != 0) {
+        if (strncmp(environ[i], "HV_HEAD=", 8) != 0 &&
+            strncmp(environ[i], "HV_TOKEN_FILE=", 14) != 0) {
             envp[k++] = environ[i];
         }
     }
     envp[k++] = head_env;
+    envp[k++] = token_env;
     envp[k] = NULL;
     int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -648,17 +666,24 @@ static void run_free(run_t *r) {
     hv_free(r->err);
 }
 
-/* Writes an "ELF" (magic + pattern) of size bytes, mode 0755, under tmpdir. */
+/* Writes an "ELF" (a real header + pattern) of size bytes, mode 0755, under tmpdir. */
 static void put_elf(const char *name, size_t size, unsigned seed, char *path, size_t len) {
     snprintf(path, len, "%s/%s", tmpdir, name);
     unsigned char *buf = hv_malloc(size);
-    memcpy(buf,
-           "\x7f"
-           "ELF",
-           4);
-    for (size_t i = 4; i < size; i++) {
+    for (size_t i = 0; i < size; i++) {
         buf[i] = (unsigned char)((i * 2654435761u + seed) >> 13);
     }
+    /* A sound ELF64 header (x86-64, ET_DYN, one program header right after it): hvsubmit
+     * checks the header before it uploads anything. */
+    static const unsigned char hdr[64] = {
+        0x7f, 'E', 'L', 'F', 2,  1, 1,  0, 0, 0, 0, 0, 0, 0, 0, 0, /* e_ident */
+        3,    0,   62,  0,   1,  0, 0,  0,                         /* type, machine, version */
+        0,    0,   0,   0,   0,  0, 0,  0,                         /* e_entry */
+        64,   0,   0,   0,   0,  0, 0,  0,                         /* e_phoff */
+        0,    0,   0,   0,   0,  0, 0,  0,                         /* e_shoff */
+        0,    0,   0,   0,   64, 0, 56, 0, 1, 0, 0, 0, 0, 0, 0, 0, /* flags, sizes, counts */
+    };
+    memcpy(buf, hdr, sizeof(hdr));
     FILE *f = fopen(path, "wb");
     fwrite(buf, 1, size, f);
     fclose(f);
@@ -696,6 +721,7 @@ static void reset_counts(void) {
     n_stat = n_upload = n_submit = n_watch = n_cancel = 0;
     memset(&got_drain, 0, sizeof(got_drain));
     submit_refuse = 0;
+    upload_delay_ms = 0;
     cancel_ends_job = 1;
     sigint_count = 0;
     held_watch = NULL;
@@ -830,6 +856,28 @@ static void test_submit_ok(void) {
     run_free(&r);
 }
 
+/* A slow upload, not on a terminal: a progress line every 5 s, and how long it took at the end. */
+static void test_upload_progress(void) {
+    char bin[512];
+    put_elf("slow.bin", (7u << 19) + 9, 5, bin, sizeof(bin)); /* 3.5 MiB: four chunks */
+    reset_counts();
+    upload_delay_ms = 1800;
+    script = script_ok;
+    final_view = &view_ok;
+    run_t r;
+    const char *args[] = {"-np", "2", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    upload_delay_ms = 0;
+    CHECK_STATUS(&r, 0);
+    CHECK_INT(n_upload, 4);
+    CHECK_HAS(r.err, "hvsubmit: uploading slow.bin: ");
+    CHECK_HAS(r.err, "% (");
+    CHECK_HAS(r.err, " of 3.5 MiB)\n");
+    CHECK_HAS(r.err, "hvsubmit: uploaded slow.bin (3.5 MiB) in ");
+    CHECK_LACKS(r.err, "slow.bin ["); /* no bar: stderr is not a terminal */
+    run_free(&r);
+}
+
 static void test_upload_resume_and_limit(void) {
     char bin[512];
     put_elf("big.bin", (3u << 20) + 5, 2, bin, sizeof(bin));
@@ -863,7 +911,7 @@ static void test_upload_resume_and_limit(void) {
     const char *args2[] = {bin2, NULL};
     run_tool(&r, "hvsubmit", args2);
     max_size = 1ull << 30;
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 65);
     CHECK_INT(n_upload, 0);
     CHECK_INT(n_submit, 0);
     CHECK_HAS(r.err, "huge.bin is 2.5 MiB, over the head's upload limit of 1.0 MiB (max_upload in "
@@ -875,6 +923,12 @@ static const script_item_t script_fail[] = {
     {IT_LOG, 1, 2, "Traceback: boom", 0, NULL},
     {IT_EVENT, 0, 0, "rank 1 on n1 exited with status 3", 20, "worker.exit"},
     {IT_EVENT, 0, 0, "job 7 failed: rank 1 exited with status 3", 21, "job.state"},
+    {IT_DONE, 0, 0, NULL, 0, NULL},
+    {IT_END, 0, 0, NULL, 0, NULL},
+};
+
+static const script_item_t script_fail_noevent[] = {
+    {IT_EVENT, 0, 0, "job 7 failed: rank 1 was killed", 21, "job.state"},
     {IT_DONE, 0, 0, NULL, 0, NULL},
     {IT_END, 0, 0, NULL, 0, NULL},
 };
@@ -903,13 +957,15 @@ static void test_submit_failed(void) {
     CHECK_HAS(r.err, "hvsubmit: job 7 failed: rank 1 exited with status 3\n");
     const char *once = strstr(r.err, "job 7 failed:");
     CHECK(once != NULL && strstr(once + 1, "job 7 failed:") == NULL);
-    CHECK_HAS(r.err, "hvsubmit: rank 1 on node n1 exited with status 3\n");
+    /* Each failure is told once: rank 1's by its event, rank 0's (no event) at the end. */
+    CHECK_LACKS(r.err, "hvsubmit: rank 1 on node n1 exited with status 3\n");
     CHECK_HAS(r.err, "hvsubmit: rank 0 on node n1 was killed by signal SIGTERM\n");
     CHECK_LACKS(r.err, "rank 2 on node");
     run_free(&r);
 
-    /* Killed by SIGKILL (e.g. the OOM killer): 128 + 9. */
+    /* Killed by SIGKILL (e.g. the OOM killer): 128 + 9, told at the end when no event did. */
     reset_counts();
+    script = script_fail_noevent;
     wv[0].state = "exited";
     wv[0].term_signal = 0;
     wv[0].exit_code = 0;
@@ -1002,7 +1058,7 @@ static void test_refused_detach_unreachable(void) {
     run_t r;
     const char *args[] = {"-np", "64", bin, NULL};
     run_tool(&r, "hvsubmit", args);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 65);
     CHECK_STR(r.err, "hvsubmit: job needs 64 slots, the cluster has at most 8\n");
     CHECK_INT(n_watch, 0);
     run_free(&r);
@@ -1011,8 +1067,16 @@ static void test_refused_detach_unreachable(void) {
     reset_counts();
     submit_refuse = 2;
     run_tool(&r, "hvsubmit", args);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 75);
     CHECK_STR(r.err, "hvsubmit: no node has joined the cluster: start one with hvagent\n");
+    run_free(&r);
+
+    /* A refusal of our credentials: 77, with the head's reason. */
+    reset_counts();
+    submit_refuse = 3;
+    run_tool(&r, "hvsubmit", args);
+    CHECK_STATUS(&r, 77);
+    CHECK_STR(r.err, "hvsubmit: the head refused Submit: this client token may not submit jobs\n");
     run_free(&r);
 
     reset_counts();
@@ -1027,19 +1091,19 @@ static void test_refused_detach_unreachable(void) {
     reset_counts();
     const char *args3[] = {"--head", "127.0.0.1:1", bin, NULL};
     run_tool(&r, "hvsubmit", args3);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 69);
     CHECK_HAS(r.err, "hvsubmit: cannot reach the head at 127.0.0.1:1: ");
     CHECK(r.ms < 10000);
     run_free(&r);
 
-    /* Local problems: exit 2 before any call. */
+    /* Local problems: exit 65 (not a program that can be shipped) before any call. */
     char script_path[512];
     put_text("train.sh", "#!/bin/sh\necho hi\n", script_path, sizeof(script_path));
     chmod(script_path, 0755);
     reset_counts();
     const char *args4[] = {script_path, NULL};
     run_tool(&r, "hvsubmit", args4);
-    CHECK_STATUS(&r, 2);
+    CHECK_STATUS(&r, 65);
     CHECK_HAS(r.err, "train.sh is a script, not an ELF executable");
     CHECK_INT(n_stat, 0);
     run_free(&r);
@@ -1071,7 +1135,7 @@ static void test_hvctl(void) {
 
     const char *a2[] = {"job", "42", NULL};
     run_tool(&r, "hvctl", a2);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 66);
     CHECK_STR(r.err, "hvctl: no job 42\n");
     run_free(&r);
 
@@ -1174,7 +1238,7 @@ static void test_hvctl(void) {
 
     const char *a11[] = {"job", NULL};
     run_tool(&r, "hvctl", a11);
-    CHECK_STATUS(&r, 2);
+    CHECK_STATUS(&r, 64);
     CHECK_HAS(r.err, "'job' needs a job id");
     run_free(&r);
 }
@@ -1300,27 +1364,30 @@ static void test_submit_elastic(void) {
     wv[0].exit_code = 0;
     wv[0].generation = 0;
 
-    /* Bad elastic options: exit 2 before anything reaches the head. */
+    /* Bad elastic options: exit 64 before anything reaches the head. */
     static const struct {
         const char *a, *b, *c, *d;
         const char *msg;
     } bad[] = {
         {"--min-np", "2", "--check-every", "0",
-         "hvsubmit: --check-every '0': expected a number of commits from 1 to 1000000\n"
-         "Try 'hvsubmit --help'.\n"},
+         "hvsubmit: --check-every '0': expected a number of commits from 1 to 1000000 (see "
+         "hvsubmit --help)\n"},
         {"--min-np", "1", "--blacklist-cooldown", "60:30",
-         "hvsubmit: --blacklist-cooldown '60:30': MIN 60 is more than MAX 30\n"},
+         "hvsubmit: --blacklist-cooldown '60:30': MIN 60 is more than MAX 30 (see hvsubmit "
+         "--help)\n"},
         {"-np", "2", "--max-resets", "2",
          "hvsubmit: --max-resets is for elastic jobs: give --min-np and/or --max-np too"},
-        {"-np", "9", "--max-np", "8", "hvsubmit: -np 9 is more than --max-np 8\n"},
+        {"-np", "9", "--max-np", "8",
+         "hvsubmit: -np 9 is more than --max-np 8 (see hvsubmit --help)\n"},
         {"--max-np", "4", "--elastic-timeout", "0",
-         "hvsubmit: --elastic-timeout '0': expected seconds from 1 to 604800\n"},
+         "hvsubmit: --elastic-timeout '0': expected seconds from 1 to 604800 (see hvsubmit "
+         "--help)\n"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         reset_counts();
         const char *a5[] = {bad[i].a, bad[i].b, bad[i].c, bad[i].d, bin, NULL};
         run_tool(&r, "hvsubmit", a5);
-        CHECK_STATUS(&r, 2);
+        CHECK_STATUS(&r, 64);
         CHECK_HAS(r.err, bad[i].msg);
         CHECK_INT(n_stat, 0);
         CHECK_INT(n_submit, 0);
@@ -1433,20 +1500,20 @@ static void test_hvctl_drain(void) {
     /* An unknown node: the head's NOT_FOUND without a message, and with one. */
     const char *a4[] = {"drain", "nosuch", NULL};
     run_tool(&r, "hvctl", a4);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 66);
     CHECK_STR(r.err, "hvctl: no node 'nosuch' (see 'hvctl nodes')\n");
     CHECK_STR(r.out, "");
     run_free(&r);
     const char *a5[] = {"undrain", "ghost", NULL};
     run_tool(&r, "hvctl", a5);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 66);
     CHECK_STR(r.err, "hvctl: no node named 'ghost' or with id ghost\n");
     run_free(&r);
 
     /* A head without DrainNode. */
     const char *a6[] = {"drain", "old", NULL};
     run_tool(&r, "hvctl", a6);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 69);
     CHECK_HAS(r.err, "hvctl: the head at 127.0.0.1:");
     CHECK_HAS(r.err, " does not know DrainNode (it is older than this hvctl)\n");
     run_free(&r);
@@ -1454,27 +1521,28 @@ static void test_hvctl_drain(void) {
     /* No head there. */
     const char *a7[] = {"--head", "127.0.0.1:1", "drain", "n1", NULL};
     run_tool(&r, "hvctl", a7);
-    CHECK_STATUS(&r, 1);
+    CHECK_STATUS(&r, 69);
     CHECK_HAS(r.err, "hvctl: cannot reach the head at 127.0.0.1:1: ");
     CHECK(r.ms < 10000);
     run_free(&r);
 
-    /* Usage errors: exit 2, no call. */
+    /* Usage errors: exit 64, no call. */
     int before = got_drain.n;
     static const struct {
         const char *a, *b, *c;
         const char *msg;
     } bad[] = {
-        {"drain", NULL, NULL, "hvctl: 'drain' needs a node name or id\n"},
+        {"drain", NULL, NULL, "hvctl: 'drain' needs a node name or id (see hvctl --help)\n"},
         {"undrain", "a/b", NULL, "hvctl: bad node 'a/b': expected a node name"},
-        {"drain", "n1", "n2", "hvctl: unexpected argument 'n2'\n"},
-        {"jobs", "--reason", "x", "hvctl: --reason goes with 'drain' or 'undrain', not 'jobs'\n"},
-        {"drain", "n1", "--reason", "hvctl: option '--reason' needs a value\n"},
+        {"drain", "n1", "n2", "hvctl: unexpected argument 'n2' (see hvctl --help)\n"},
+        {"jobs", "--reason", "x",
+         "hvctl: --reason goes with 'drain' or 'undrain', not 'jobs' (see hvctl --help)\n"},
+        {"drain", "n1", "--reason", "hvctl: option '--reason' needs a value (see hvctl --help)\n"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *a8[] = {bad[i].a, bad[i].b, bad[i].c, NULL};
         run_tool(&r, "hvctl", a8);
-        CHECK_STATUS(&r, 2);
+        CHECK_STATUS(&r, 64);
         CHECK_HAS(r.err, bad[i].msg);
         run_free(&r);
     }
@@ -1489,6 +1557,7 @@ static const struct {
 } tests[] = {
     {"submit_ok", test_submit_ok},
     {"upload_resume_and_limit", test_upload_resume_and_limit},
+    {"upload_progress", test_upload_progress},
     {"submit_failed", test_submit_failed},
     {"watch_resume", test_watch_resume},
     {"sigint", test_sigint},

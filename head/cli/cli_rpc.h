@@ -14,14 +14,19 @@
  * protocol; grpc headers stay inside common/rpc.c). */
 enum {
     HV_CLI_GRPC_CANCELLED = 1,
+    HV_CLI_GRPC_UNKNOWN = 2,
     HV_CLI_GRPC_INVALID_ARGUMENT = 3,
     HV_CLI_GRPC_DEADLINE_EXCEEDED = 4,
     HV_CLI_GRPC_NOT_FOUND = 5,
+    HV_CLI_GRPC_ALREADY_EXISTS = 6,
+    HV_CLI_GRPC_PERMISSION_DENIED = 7,
     HV_CLI_GRPC_RESOURCE_EXHAUSTED = 8,
     HV_CLI_GRPC_FAILED_PRECONDITION = 9,
     HV_CLI_GRPC_OUT_OF_RANGE = 11,
     HV_CLI_GRPC_UNIMPLEMENTED = 12,
+    HV_CLI_GRPC_INTERNAL = 13,
     HV_CLI_GRPC_UNAVAILABLE = 14,
+    HV_CLI_GRPC_UNAUTHENTICATED = 16,
 };
 
 /* hv_rpc_unary, riding over a connection that could not be made on the first tries (a head
@@ -57,14 +62,54 @@ int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st);
  * from peer ... {grpc_message:"", grpc_status:5, ...}"). */
 int hv_cli_rpc_head_message(const hv_rpc_status_t *st);
 
-/* Prints why a call failed to stderr as "prog: ..." and returns the exit status to use (1).
- *   unreachable:  "prog: cannot reach the head at HEAD: <detail>" (UNAVAILABLE from the
- *                 transport; the head's own UNAVAILABLE messages are shown as they are)
+/* Where the CLIs find their client token when neither --token-file nor HV_TOKEN_FILE is given:
+ * the client.token the head writes into its default data directory (./hv-data), so a head and
+ * CLIs started from the same directory need no option. */
+#define HV_CLI_DEFAULT_TOKEN_FILE "./hv-data/client.token"
+
+/* Reads the client token (opt = --token-file, else $HV_TOKEN_FILE, else
+ * HV_CLI_DEFAULT_TOKEN_FILE; one word, surrounding whitespace trimmed) and attaches it to ch, so
+ * every call carries it. On failure err says which file and why (never the value): HV_ENOTFOUND
+ * (the default file is missing: the message says how to give one), HV_EIO, HV_EINVAL (empty or
+ * not one word). A file readable by others is used, with a warning on stderr. */
+hv_err hv_cli_token_attach(hv_rpc_channel_t *ch, const char *opt, const char *prog, char *err,
+                           size_t errlen);
+
+/* The exit status (cli_common.h) for a call that failed with st: transport failures
+ * (UNAVAILABLE from the transport) 69; UNAUTHENTICATED / PERMISSION_DENIED 77; NOT_FOUND 66;
+ * INVALID_ARGUMENT / FAILED_PRECONDITION / OUT_OF_RANGE / ALREADY_EXISTS / RESOURCE_EXHAUSTED
+ * (over a limit: more slots than the cluster has, an upload over max_upload) 65;
+ * DEADLINE_EXCEEDED and the head's own UNAVAILABLE answers ("no node has joined") 75;
+ * anything else 70. */
+int hv_cli_rpc_exit_code(const hv_rpc_status_t *st);
+
+/* Writes why the transport failed in the user's terms into buf, for "cannot reach the head at
+ * HEAD: ...": "connection refused", "cannot resolve host 'NAME'",
+ * "no route to host", "the connection was closed", "timed out"; "no connection could be made"
+ * when gRPC's text says nothing more precise. gRPC's own wording never reaches the user. */
+const char *hv_cli_rpc_transport_words(const hv_rpc_status_t *st, const char *head, char *buf,
+                                       size_t len);
+
+/* Prints why a call failed to stderr as "prog: ..." and returns the exit status to use
+ * (hv_cli_rpc_exit_code).
+ *   unreachable:  "prog: cannot reach the head at HEAD: <hv_cli_rpc_transport_words>", with
+ *                 " (is hvhead running there?)" after "connection refused" (UNAVAILABLE from the transport; the head's own UNAVAILABLE messages are shown
+ *                 as they are)
  *   deadline:     "prog: the head at HEAD did not answer WHAT within N s"
+ *   refused:      "prog: the head refused WHAT: <its message>" (UNAUTHENTICATED,
+ *                 PERMISSION_DENIED)
  *   otherwise:    "prog: <the head's message>" (or "prog: WHAT failed: <error>" when it gave none,
  *                 see hv_cli_rpc_head_message)
  * prog, head, what and st are borrowed. */
 int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
                       const hv_rpc_status_t *st, uint32_t timeout_ms);
+
+/* Opens the channel to head as the command line and environment say: TLS verified against
+ * ca_opt (else $HV_CA_FILE) when one is given; else plain text, which beyond loopback needs
+ * insecure_opt (else HV_INSECURE=1) and then warns on stderr. On failure prints one line
+ * ("PROG: ...") and returns the exit status (HV_CLI_EXIT_USAGE for a bad CA file or a refused
+ * plain text); HV_CLI_EXIT_OK with *out set otherwise. */
+int hv_cli_rpc_open(const char *prog, const char *head, const char *ca_opt, int insecure_opt,
+                    hv_rpc_channel_t **out);
 
 #endif

@@ -22,15 +22,18 @@
 
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
-    const char *head;   /* --head or NULL */
-    int json;           /* --json */
-    int follow;         /* logs --follow */
-    uint64_t job_id;    /* the ID argument, or events --job */
-    int job_set;        /* events --job was given */
-    uint32_t limit;     /* --limit, 0 = the head's default */
-    const char *cmd;    /* nodes|jobs|job|logs|cancel|events|drain|undrain */
-    const char *node;   /* drain/undrain: the NODE argument (a name or an id) */
-    const char *reason; /* drain/undrain --reason, or NULL */
+    const char *head;       /* --head or NULL */
+    const char *ca;         /* --ca or NULL */
+    const char *token_file; /* --token-file or NULL */
+    int insecure;           /* --insecure */
+    int json;               /* --json */
+    int follow;             /* logs --follow */
+    uint64_t job_id;        /* the ID argument, or events --job */
+    int job_set;            /* events --job was given */
+    uint32_t limit;         /* --limit, 0 = the head's default */
+    const char *cmd;        /* nodes|jobs|job|logs|cancel|events|drain|undrain */
+    const char *node;       /* drain/undrain: the NODE argument (a name or an id) */
+    const char *reason;     /* drain/undrain --reason, or NULL */
 } ctl_opts_t;
 
 /* What the command functions share. */
@@ -40,37 +43,85 @@ typedef struct ctl_s {
     hv_rpc_channel_t *ch; /* owned by main */
 } ctl_t;
 
+/* The commands: name, arguments, what it does (for the usage and each command's --help). */
+static const struct {
+    const char *name;
+    const char *args;
+    const char *what;
+} ctl_cmds[] = {
+    {"status", "",
+     "a cluster summary: nodes by state, slots used and\n"
+     "free, jobs by state, the pending demand (jobs\n"
+     "waiting for slots, elastic jobs below --max-np)"},
+    {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
+    {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
+    {"job", "ID", "one job and its workers"},
+    {"logs", "ID [--follow|-f]",
+     "a job's output ([rank]<stdout>:text); --follow waits for more\n"
+     "until the job ends"},
+    {"cancel", "ID", "cancel a job"},
+    {"events", "[--job ID] [--limit N]", "the event log, newest last"},
+    {"drain", "NODE [--reason TEXT]",
+     "drain a node (a name or an id): it takes no new work and\n"
+     "elastic jobs move off it at their next commit"},
+    {"undrain", "NODE [--reason TEXT]", "let a drained node take work again"},
+    {"node revoke", "NODE",
+     "revoke a node's credential and end its session: its agent\n"
+     "stops (and its workers); it needs the join token to come back"},
+};
+#define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
+
+static const char ctl_options_text[] =
+    "options:\n"
+    "  --head HOST:PORT   the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
+    "  --ca FILE          verify the head's TLS certificate against this CA\n"
+    "                     (default: $HV_CA_FILE; docs/tls.md)\n"
+    "  --insecure         plain text to a head not on this machine (or HV_INSECURE=1)\n"
+    "  --token-file F     the client token (default: $HV_TOKEN_FILE, else\n"
+    "                     " HV_CLI_DEFAULT_TOKEN_FILE ")\n"
+    "  --json             print one JSON document instead of a table\n"
+    "  --help, -h         this help (after a command: that command's help)\n"
+    "  --version, -V      print the version\n";
+
+static const char ctl_exit_text[] =
+    "exit status: 0 done; 64 bad usage; 65 the head refused the request as invalid;\n"
+    "66 no such job or node; 69 the head cannot be reached; 70 internal error;\n"
+    "75 the head is busy or did not answer in time; 77 the head refused our credentials.\n";
+
 static void ctl_usage(FILE *f) {
-    fprintf(f,
-            "usage: hvctl [--head HOST:PORT] [--json] COMMAND\n"
-            "\n"
-            "commands:\n"
-            "  nodes                       nodes of the cluster and their slots\n"
-            "  jobs [--limit N]            recent jobs\n"
-            "  job ID                      one job and its workers\n"
-            "  logs ID [--follow]          a job's output ([rank]<stdout>:text); --follow waits\n"
-            "                              for more until the job ends\n"
-            "  cancel ID                   cancel a job\n"
-            "  events [--job ID] [--limit N]  the event log, newest last\n"
-            "  drain NODE [--reason TEXT]  drain a node (a name or an id): it takes no new work\n"
-            "                              and elastic jobs move off it at their next commit\n"
-            "  undrain NODE [--reason TEXT]  let a drained node take work again\n"
-            "\n"
-            "options:\n"
-            "  --head HOST:PORT   the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
-            "  --json             print one JSON document instead of a table\n"
-            "  --help, -h         this help\n"
-            "\n"
-            "exit status: 0 done; 1 the head refused, does not know the id, or is unreachable;\n"
-            "2 bad usage.\n");
+    fprintf(f, "usage: hvctl [--head HOST:PORT] [--ca FILE | --insecure] [--json] COMMAND "
+               "[ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < CTL_NCMDS; i++) {
+        char head[64];
+        snprintf(head, sizeof(head), "%s %s", ctl_cmds[i].name, ctl_cmds[i].args);
+        fprintf(f, "  %-31s", head);
+        for (const char *p = ctl_cmds[i].what; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n') {
+                fprintf(f, "  %-31s", "");
+            }
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "\n%s\n%s", ctl_options_text, ctl_exit_text);
+}
+
+static void ctl_cmd_usage(FILE *f, const char *cmd) {
+    for (size_t i = 0; i < CTL_NCMDS; i++) {
+        if (strcmp(ctl_cmds[i].name, cmd) == 0) {
+            fprintf(f, "usage: hvctl [--head HOST:PORT] [--json] %s%s%s\n\n%s\n\n%s\n%s",
+                    ctl_cmds[i].name, ctl_cmds[i].args[0] ? " " : "", ctl_cmds[i].args,
+                    ctl_cmds[i].what, ctl_options_text, ctl_exit_text);
+            return;
+        }
+    }
+    ctl_usage(f);
 }
 
 static int ctl_usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, CTL_PROG ": ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    ctl_usage(stderr);
-    return HV_CLI_EXIT_USAGE;
+    char msg[HV_CLI_ERR_LEN];
+    snprintf(msg, sizeof(msg), fmt, arg);
+    return hv_cli_usage_error(CTL_PROG, msg);
 }
 
 /* Matches "--name", "-name" and "--name=value"; *value_out gets the text after '=' or NULL. */
@@ -92,19 +143,23 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(o, 0, sizeof(*o));
     const char *pos[3] = {NULL, NULL, NULL};
     int npos = 0;
-    int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0;
+    int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0, saw_help = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
         if (a[0] != '-' || a[1] == '\0') {
-            if (npos >= 2) {
+            if (npos >= 2 && (npos >= 3 || strcmp(pos[0], "node") != 0)) {
                 return ctl_usage_error("unexpected argument '%s'", a);
             }
             pos[npos++] = a;
             continue;
         }
         if (strcmp(a, "-h") == 0 || ctl_opt_is(a, "help", &v)) {
-            ctl_usage(stdout);
+            saw_help = 1; /* after the loop: the command's own help if one was named */
+            continue;
+        }
+        if (strcmp(a, "-V") == 0 || ctl_opt_is(a, "version", &v)) {
+            printf(CTL_PROG " %s\n", HV_VERSION_STRING);
             return HV_CLI_EXIT_OK;
         }
         if (ctl_opt_is(a, "json", &v)) {
@@ -122,11 +177,26 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             saw_follow = 1;
             continue;
         }
-        int is_head = ctl_opt_is(a, "head", &v);
-        int is_job = !is_head && ctl_opt_is(a, "job", &v);
+        if (ctl_opt_is(a, "insecure", &v)) {
+            if (v != NULL) {
+                return ctl_usage_error("option '%s' takes no value", a);
+            }
+            o->insecure = 1;
+            continue;
+        }
+        if (ctl_opt_is(a, "ca", &v)) {
+            if (v == NULL && i + 1 >= argc) {
+                return ctl_usage_error("option '%s' needs a value", a);
+            }
+            o->ca = v != NULL ? v : argv[++i];
+            continue;
+        }
+        int is_token_file = ctl_opt_is(a, "token-file", &v);
+        int is_head = !is_token_file && ctl_opt_is(a, "head", &v);
+        int is_job = !is_head && !is_token_file && ctl_opt_is(a, "job", &v);
         int is_limit = !is_head && !is_job && ctl_opt_is(a, "limit", &v);
         int is_reason = !is_head && !is_job && !is_limit && ctl_opt_is(a, "reason", &v);
-        if (!is_head && !is_job && !is_limit && !is_reason) {
+        if (!is_head && !is_job && !is_limit && !is_reason && !is_token_file) {
             return ctl_usage_error("unknown option '%s'", a);
         }
         if (v == NULL) {
@@ -136,7 +206,9 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             v = argv[++i];
         }
         uint64_t n = 0;
-        if (is_head) {
+        if (is_token_file) {
+            o->token_file = v;
+        } else if (is_head) {
             o->head = v;
         } else if (is_reason) {
             if (strlen(v) > 256) {
@@ -159,15 +231,38 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             saw_limit = 1;
         }
     }
+    if (saw_help) {
+        if (npos == 0) {
+            ctl_usage(stdout);
+        } else {
+            ctl_cmd_usage(stdout, pos[0]);
+        }
+        return HV_CLI_EXIT_OK;
+    }
     if (npos == 0) {
         return ctl_usage_error("%s", "no command given");
     }
     o->cmd = pos[0];
+    int via_node = 0;
+    if (strcmp(pos[0], "node") == 0) {
+        via_node = 1;
+        /* node revoke NODE: the rest is checked like drain's NODE */
+        if (npos < 2 || strcmp(pos[1], "revoke") != 0) {
+            return ctl_usage_error("%s", "'node' needs a subcommand: node revoke NODE");
+        }
+        o->cmd = "revoke";
+        pos[0] = pos[1];
+        pos[1] = pos[2];
+        pos[2] = NULL;
+        npos--;
+    }
     const char *c = o->cmd;
     int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
-    int takes_node = strcmp(c, "drain") == 0 || strcmp(c, "undrain") == 0;
-    int known = takes_id || takes_node || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
-                strcmp(c, "events") == 0;
+    int takes_node =
+        strcmp(c, "drain") == 0 || strcmp(c, "undrain") == 0 || strcmp(c, "revoke") == 0;
+    int known = (takes_id || takes_node || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
+                 strcmp(c, "events") == 0 || strcmp(c, "status") == 0) &&
+                (strcmp(c, "revoke") != 0 || via_node);
     if (!known) {
         return ctl_usage_error("unknown command '%s'", c);
     }
@@ -221,14 +316,14 @@ static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *
         if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
             !hv_cli_rpc_head_message(&st)) {
             fprintf(stderr, CTL_PROG ": %s\n", missing);
-            return HV_CLI_EXIT_FAIL;
+            return HV_CLI_EXIT_NOINPUT;
         }
         if (st.grpc_code == HV_CLI_GRPC_UNIMPLEMENTED) {
             fprintf(stderr,
                     CTL_PROG ": the head at %s does not know %s (it is older than this "
                              "hvctl)\n",
                     c->head, method);
-            return HV_CLI_EXIT_FAIL;
+            return HV_CLI_EXIT_UNAVAILABLE;
         }
         return hv_cli_rpc_report(CTL_PROG, c->head, method, &st, HV_CLI_UNARY_MS);
     }
@@ -253,7 +348,7 @@ static void ctl_table_done(hv_cli_table_t *t, const char *empty) {
 
 static int ctl_oom(void) {
     fprintf(stderr, CTL_PROG ": out of memory\n");
-    return HV_CLI_EXIT_FAIL;
+    return HV_CLI_EXIT_SOFTWARE;
 }
 
 static const char *ctl_time(uint64_t wall_ms, char *buf, size_t len) {
@@ -685,7 +780,7 @@ static int ctl_logs(const ctl_t *c) {
     if (hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
                             &hvpb__v1__watch_item__descriptor, 0, &s) != HV_OK) {
         fprintf(stderr, CTL_PROG ": cannot reach the head at %s\n", c->head);
-        return HV_CLI_EXIT_FAIL;
+        return HV_CLI_EXIT_UNAVAILABLE;
     }
     hv_cli_json_t j;
     if (c->o->json) {
@@ -711,7 +806,7 @@ static int ctl_logs(const ctl_t *c) {
             if (hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
                                     &hvpb__v1__watch_item__descriptor, 0, &s) != HV_OK) {
                 fprintf(stderr, CTL_PROG ": cannot reach the head at %s\n", c->head);
-                status = HV_CLI_EXIT_FAIL;
+                status = HV_CLI_EXIT_UNAVAILABLE;
                 break;
             }
             continue;
@@ -722,7 +817,7 @@ static int ctl_logs(const ctl_t *c) {
                 if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
                     !hv_cli_rpc_head_message(&st)) {
                     fprintf(stderr, CTL_PROG ": no job %llu\n", (unsigned long long)c->o->job_id);
-                    status = HV_CLI_EXIT_FAIL;
+                    status = HV_CLI_EXIT_NOINPUT;
                 } else {
                     status = hv_cli_rpc_report(CTL_PROG, c->head, "Watch", &st, 0);
                 }
@@ -883,6 +978,27 @@ static int ctl_events(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+/* ---- node revoke ------------------------------------------------------------------------- */
+
+static int ctl_revoke(const ctl_t *c) {
+    Hvpb__V1__NodeDrainRequest req = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
+    req.node = (char *)c->o->node;
+    req.reason = (char *)"hvctl node revoke";
+    ProtobufCMessage *resp = NULL;
+    char missing[200];
+    snprintf(missing, sizeof(missing), "no node '%s' (see 'hvctl nodes')", c->o->node);
+    int status =
+        ctl_call(c, "RevokeNode", &req.base, &hvpb__v1__node_view__descriptor, missing, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__NodeView *n = (const Hvpb__V1__NodeView *)resp;
+    printf("node %s (id %llu): credential revoked, session ended\n", c->o->node,
+           (unsigned long long)n->node_id);
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
 /* ---- drain, undrain ------------------------------------------------------------------------- */
 
 static int ctl_drain(const ctl_t *c, int drain) {
@@ -922,6 +1038,42 @@ static int ctl_drain(const ctl_t *c, int drain) {
     return HV_CLI_EXIT_OK;
 }
 
+/* ---- status --------------------------------------------------------------------------------- */
+
+static int ctl_status(const ctl_t *c) {
+    Hvpb__V1__ListNodesRequest nreq = HVPB__V1__LIST_NODES_REQUEST__INIT;
+    ProtobufCMessage *nresp = NULL, *jresp = NULL;
+    int status = ctl_call(c, "ListNodes", &nreq.base, &hvpb__v1__list_nodes_reply__descriptor,
+                          "no nodes", &nresp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    Hvpb__V1__ListJobsRequest jreq = HVPB__V1__LIST_JOBS_REQUEST__INIT;
+    jreq.limit = HV_CLI_STATUS_JOBS;
+    status = ctl_call(c, "ListJobs", &jreq.base, &hvpb__v1__list_jobs_reply__descriptor, "no jobs",
+                      &jresp);
+    if (status != HV_CLI_EXIT_OK) {
+        hv_rpc_msg_free(nresp);
+        return status;
+    }
+    const Hvpb__V1__ListNodesReply *nr = (const Hvpb__V1__ListNodesReply *)nresp;
+    const Hvpb__V1__ListJobsReply *jr = (const Hvpb__V1__ListJobsReply *)jresp;
+    hv_cli_status_t sum;
+    hv_cli_status_count(nr->nodes, nr->n_nodes, jr->jobs, jr->n_jobs, &sum);
+    uint64_t now = hv_wall_ms();
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_status_json(&j, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        hv_cli_json_finish(&j);
+    } else {
+        hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+    }
+    hv_rpc_msg_free(jresp);
+    hv_rpc_msg_free(nresp);
+    return HV_CLI_EXIT_OK;
+}
+
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
     ctl_opts_t o;
@@ -932,15 +1084,22 @@ int main(int argc, char **argv) {
     char err[HV_CLI_ERR_LEN];
     const char *head = hv_cli_head_addr(o.head);
     if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK) {
-        fprintf(stderr, CTL_PROG ": %s\n", err);
-        return HV_CLI_EXIT_USAGE;
+        return hv_cli_usage_error(CTL_PROG, err);
     }
     ctl_t c = {.o = &o, .head = head, .ch = NULL};
-    if (hv_rpc_channel_create(head, &c.ch) != HV_OK) {
-        fprintf(stderr, CTL_PROG ": cannot reach the head at %s: bad address\n", head);
-        return HV_CLI_EXIT_FAIL;
+    if ((status = hv_cli_rpc_open(CTL_PROG, head, o.ca, o.insecure, &c.ch)) != HV_CLI_EXIT_OK) {
+        return status;
     }
-    if (strcmp(o.cmd, "nodes") == 0) {
+    if (hv_cli_token_attach(c.ch, o.token_file, CTL_PROG, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, CTL_PROG ": %s\n", err);
+        hv_rpc_channel_destroy(c.ch);
+        return HV_CLI_EXIT_NOINPUT;
+    }
+    if (strcmp(o.cmd, "revoke") == 0) {
+        status = ctl_revoke(&c);
+    } else if (strcmp(o.cmd, "status") == 0) {
+        status = ctl_status(&c);
+    } else if (strcmp(o.cmd, "nodes") == 0) {
         status = ctl_nodes(&c);
     } else if (strcmp(o.cmd, "jobs") == 0) {
         status = ctl_jobs(&c);

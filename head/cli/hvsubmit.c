@@ -3,8 +3,12 @@
  * horovodrun does: worker output on stdout/stderr as "[rank]<stdout>:text", state changes and
  * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. It uploads
  * the program and --file artifacts by digest first (skipping what the head already holds,
- * resuming what it holds in part), survives a head restart while watching (reconnects for up to
- * 60 s and resumes without repeating output), and turns Ctrl-C into a cancel request. An
+ * resuming what it holds in part, with a progress bar on a terminal or a line every few seconds
+ * otherwise), says what a job waiting for slots waits for, survives a head restart while
+ * watching (reconnects for up to the nodes' lease plus a margin, or --head-timeout, and resumes
+ * without repeating output), turns Ctrl-C into a cancel request and SIGTERM/SIGHUP into a
+ * detach that says how to follow the job again. Its own errors exit with sysexits(3) codes
+ * (cli_common.h), a job's failure with the failing rank's own status. An
  * elastic job (--min-np/--max-np) carries its options in the spec (zeros the user gave on
  * purpose are flagged, the rest take the head's defaults) and ends with a line giving its last
  * generation, size and resets. It is a client only: every check of what the cluster can run is
@@ -31,16 +35,22 @@
 #include "util.h"
 
 #define SUBMIT_PROG "hvsubmit"
-#define SUBMIT_UPLOAD_MS 30000u    /* deadline of one Upload call */
-#define SUBMIT_RECONNECT_MS 60000u /* how long to try to get the head back */
+#define SUBMIT_UPLOAD_MS 30000u /* deadline of one Upload call */
 #define SUBMIT_BACKOFF_MIN_MS 200u
 #define SUBMIT_BACKOFF_MAX_MS 2000u
 #define SUBMIT_CANCEL_WAIT_MS 30000u  /* after Ctrl-C, wait this long for the job to end */
 #define SUBMIT_POLL_MS 200u           /* how often the watch loop looks at the Ctrl-C flag */
 #define SUBMIT_BIG_UPLOAD (64u << 20) /* say "uploading ..." for files at least this big */
+#define SUBMIT_PROGRESS_MS 5000u      /* not on a terminal: a progress line this often */
+#define SUBMIT_BAR_MS 100u            /* on a terminal: redraw the bar at most this often */
+#define SUBMIT_PENDING_MS 2000u       /* a job still pending after this: say what it waits for */
+#define SUBMIT_PENDING_EVERY_MS 5000u /* then look again this often, print when it changed */
+#define SUBMIT_EXIT_DETACHED HV_CLI_EXIT_TEMPFAIL /* SIGTERM/SIGHUP: the outcome is not known */
 
 /* Ctrl-C presses seen; written only by the handler. */
 static volatile sig_atomic_t submit_sigint;
+/* SIGTERM or SIGHUP received (its number): detach. Written only by the handler. */
+static volatile sig_atomic_t submit_detach_sig;
 
 /* One file shipped with the job, once uploaded. */
 typedef struct submit_artifact_s {
@@ -56,12 +66,19 @@ typedef struct submit_watch_s {
     const char *head;     /* borrowed, for messages */
     uint64_t job_id;
     int quiet;
-    int elastic;              /* the job is elastic: its end gets a summary line */
-    uint64_t nlogs;           /* log lines printed so far = log_offset on resume */
-    uint64_t last_seq;        /* seq of the last event seen = event_after on resume */
-    int cancel_sent;          /* Cancel reached the head */
-    uint64_t cancel_deadline; /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
-    char last_state[512];     /* the last job.state message printed (not printed twice) */
+    int elastic;                 /* the job is elastic: its end gets a summary line */
+    uint64_t nlogs;              /* log lines printed so far = log_offset on resume */
+    uint64_t last_seq;           /* seq of the last event seen = event_after on resume */
+    int cancel_sent;             /* Cancel reached the head */
+    uint64_t cancel_deadline;    /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
+    char last_state[512];        /* the last job.state message printed (not printed twice) */
+    uint64_t head_wait_ms;       /* how long to wait for a head that went away */
+    uint64_t submitted_at;       /* hv_now_ms() when Submit returned */
+    int started;                 /* the job left "pending" (a placing/running event, any output) */
+    uint64_t next_pending_check; /* hv_now_ms() of the next look at a pending job's wait */
+    char pending_said[256];      /* the last "waiting for slots" line printed */
+    uint32_t said_ranks[64];     /* ranks whose failure an event already told (the end does not */
+    size_t nsaid_ranks;          /* repeat them); past 64, the end repeats rather than forget */
 } submit_watch_t;
 
 static void submit_usage(FILE *f) {
@@ -74,6 +91,11 @@ static void submit_usage(FILE *f) {
            "\n"
            "options:\n"
            "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
+           "  --ca FILE             verify the head's TLS certificate against this CA\n"
+           "                        (default: $HV_CA_FILE; docs/tls.md)\n"
+           "  --insecure            plain text to a head not on this machine (or HV_INSECURE=1)\n"
+           "  --token-file F        the client token (default: $HV_TOKEN_FILE, else\n"
+           "                        " HV_CLI_DEFAULT_TOKEN_FILE ")\n"
            "  -np N                 workers to run (default: every free slot)\n"
            "  --slots-per-host K    at most K ranks on one node\n"
            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
@@ -81,9 +103,12 @@ static void submit_usage(FILE *f) {
            "  --timeout S           fail the job if it waits more than S s for free slots\n"
            "  --name NAME           display name (default: the program's file name)\n"
            "  --detach, -d          print the job id and exit without following the job\n"
+           "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
+           "                        it to come back (default: the nodes' lease + 30 s)\n"
            "  --quiet, -q           do not print state changes (only output and errors)\n"
            "  --verbose, -v         say more about uploads\n"
            "  --help, -h            this help\n"
+           "  --version, -V         print the version\n"
            "\n"
            "elastic jobs (--min-np or --max-np makes a job elastic: it keeps running when workers\n"
            "fail or nodes leave, and grows when nodes join; -np is where it starts):\n"
@@ -100,10 +125,26 @@ static void submit_usage(FILE *f) {
            "Left out, these take the head's defaults (the elastic: section of its config).\n"
            "When an elastic job ends, hvsubmit prints its last generation, size and resets.\n"
            "\n"
-           "exit status: 0 the job succeeded; the first failing rank's exit status (1..125) or\n"
-           "128+signal; 1 the job failed otherwise or the head refused or was unreachable;\n"
-           "2 bad usage or a file that cannot be shipped; 130 cancelled with Ctrl-C.\n"
-           "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n");
+           "exit status:\n"
+           "  0    the job succeeded\n"
+           "  N    the first failing rank's own exit status (1..255), or 128+signal when it\n"
+           "       was killed by a signal\n"
+           "  1    the job failed without a failing rank (waited too long for slots, cancelled\n"
+           "       by someone else, workers lost)\n"
+           "  64   bad usage\n"
+           "  65   the input was refused: not an ELF executable that can run, or the head\n"
+           "       refused the request (-np the cluster can never hold, over max_upload)\n"
+           "  66   a file is missing or unreadable, or the head no longer knows the job\n"
+           "  69   the head cannot be reached, or went away and did not come back in time\n"
+           "  70   internal error\n"
+           "  74   reading a local file failed\n"
+           "  75   the head is busy or did not answer in time; or hvsubmit detached on\n"
+           "       SIGTERM/SIGHUP (the job goes on)\n"
+           "  77   the head refused our credentials\n"
+           "  130  cancelled with Ctrl-C\n"
+           "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n"
+           "SIGTERM or SIGHUP detach: the job goes on, and hvsubmit says how to follow it\n"
+           "(hvctl logs -f ID).\n");
 }
 
 static void submit_on_sigint(int sig) {
@@ -118,19 +159,24 @@ static void submit_on_sigint(int sig) {
     submit_sigint = 1;
 }
 
-static void submit_install_sigint(void) {
+static void submit_on_detach(int sig) { submit_detach_sig = sig; }
+
+static void submit_install_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = submit_on_sigint;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0; /* no SA_RESTART: a blocking read should see EINTR */
     sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = submit_on_detach;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
-/* Sleeps ms, waking early on Ctrl-C. */
+/* Sleeps ms, waking early on Ctrl-C, SIGTERM or SIGHUP. */
 static void submit_sleep(uint32_t ms) {
     uint64_t end = hv_now_ms() + ms;
-    while (!submit_sigint) {
+    while (!submit_sigint && !submit_detach_sig) {
         uint64_t now = hv_now_ms();
         if (now >= end) {
             break;
@@ -142,6 +188,53 @@ static void submit_sleep(uint32_t ms) {
 }
 
 /* ---- upload --------------------------------------------------------------------------------- */
+
+/* An upload's progress display: a bar redrawn in place on a terminal, else a line every
+ * SUBMIT_PROGRESS_MS. */
+typedef struct submit_progress_s {
+    int on;         /* show anything at all (not --quiet) */
+    int tty;        /* stderr is a terminal */
+    uint64_t start; /* hv_now_ms() at the start */
+    uint64_t last;  /* hv_now_ms() of the last draw */
+    int shown;      /* something was drawn: the end gets a closing line */
+} submit_progress_t;
+
+static void submit_progress(submit_progress_t *p, const submit_artifact_t *a, uint64_t done) {
+    if (!p->on) {
+        return;
+    }
+    uint64_t now = hv_now_ms();
+    char line[512];
+    const char *name = hv_cli_basename(a->path);
+    if (p->tty) {
+        if (a->size < HV_CLI_UPLOAD_CHUNK || (now - p->last < SUBMIT_BAR_MS && done < a->size)) {
+            return;
+        }
+        fprintf(stderr, "\r" SUBMIT_PROG ": %s\033[K",
+                hv_cli_fmt_progress(name, done, a->size, 30, line, sizeof(line)));
+        if (done >= a->size) {
+            fputc('\n', stderr);
+        }
+        fflush(stderr);
+        p->last = now;
+        p->shown = 1;
+        return;
+    }
+    if (done >= a->size) {
+        if (p->shown) {
+            char sz[32];
+            fprintf(stderr, SUBMIT_PROG ": uploaded %s (%s) in %.1f s\n", name,
+                    hv_fmt_size(a->size, sz, sizeof(sz)), (double)(now - p->start) / 1000.0);
+        }
+        return;
+    }
+    if (now - p->last >= SUBMIT_PROGRESS_MS) {
+        fprintf(stderr, SUBMIT_PROG ": %s\n",
+                hv_cli_fmt_progress(name, done, a->size, 0, line, sizeof(line)));
+        p->last = now;
+        p->shown = 1;
+    }
+}
 
 /* Reads exactly len bytes at off. HV_EIO with a message if the file shrank or failed. */
 static hv_err submit_pread(int fd, const char *path, void *buf, size_t len, uint64_t off) {
@@ -164,10 +257,10 @@ static hv_err submit_pread(int fd, const char *path, void *buf, size_t len, uint
     return HV_OK;
 }
 
-/* Asks the head what it holds of digest. On HV_OK the reply is owned by the caller. Prints the
- * error itself otherwise. */
-static hv_err submit_stat(hv_rpc_channel_t *ch, const char *head, const char *digest,
-                          Hvpb__V1__StatArtifactReply **out) {
+/* Asks the head what it holds of digest. On 0 the reply is owned by the caller. Prints the
+ * error itself otherwise and returns the exit status. */
+static int submit_stat(hv_rpc_channel_t *ch, const char *head, const char *digest,
+                       Hvpb__V1__StatArtifactReply **out) {
     Hvpb__V1__StatArtifactRequest req = HVPB__V1__STAT_ARTIFACT_REQUEST__INIT;
     req.digest = (char *)digest;
     ProtobufCMessage *resp = NULL;
@@ -177,19 +270,20 @@ static hv_err submit_stat(hv_rpc_channel_t *ch, const char *head, const char *di
         hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
                          &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
     if (rc != HV_OK) {
-        hv_cli_rpc_report(SUBMIT_PROG, head, "StatArtifact", &st, HV_CLI_UNARY_MS);
-        return rc;
+        return hv_cli_rpc_report(SUBMIT_PROG, head, "StatArtifact", &st, HV_CLI_UNARY_MS);
     }
     *out = (Hvpb__V1__StatArtifactReply *)resp;
-    return HV_OK;
+    return HV_CLI_EXIT_OK;
 }
 
 /* Sends the bytes of path from offset on, one Upload call per chunk. The head may answer an
  * offset mismatch (someone else is uploading the same file, or it lost a partial upload across
  * a restart): then we ask it again where to resume, a few times. Prints its own errors. */
 static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_artifact_t *a,
-                       uint64_t offset, int verbose) {
-    int status = HV_CLI_EXIT_FAIL;
+                       uint64_t offset, int verbose, int quiet) {
+    int status = HV_CLI_EXIT_IOERR;
+    submit_progress_t prog = {.on = !quiet, .tty = isatty(STDERR_FILENO), .start = hv_now_ms()};
+    prog.last = prog.start;
     int retries = 0;
     unsigned char *buf = hv_malloc(HV_CLI_UPLOAD_CHUNK);
     int fd = open(a->path, O_RDONLY | O_CLOEXEC);
@@ -224,11 +318,16 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
         if (rc != HV_OK) {
             int resumable = st.grpc_code == HV_CLI_GRPC_FAILED_PRECONDITION ||
                             st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE || hv_cli_rpc_unreachable(&st);
+            if (prog.shown && prog.tty) {
+                fputc('\n', stderr);
+            }
             if (!resumable || ++retries > 5) {
                 if (hv_cli_rpc_head_message(&st) && !hv_cli_rpc_unreachable(&st)) {
                     fprintf(stderr, SUBMIT_PROG ": upload of %s failed: %s\n", a->path, st.msg);
+                    status = hv_cli_rpc_exit_code(&st);
                 } else {
-                    hv_cli_rpc_report(SUBMIT_PROG, head, "an upload", &st, SUBMIT_UPLOAD_MS);
+                    status =
+                        hv_cli_rpc_report(SUBMIT_PROG, head, "an upload", &st, SUBMIT_UPLOAD_MS);
                 }
                 goto out;
             }
@@ -236,9 +335,10 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
                 submit_sleep(1000);
             }
             Hvpb__V1__StatArtifactReply *sr = NULL;
-            if (submit_stat(ch, head, a->digest, &sr) != HV_OK) {
+            if ((status = submit_stat(ch, head, a->digest, &sr)) != HV_CLI_EXIT_OK) {
                 goto out;
             }
+            status = HV_CLI_EXIT_IOERR;
             int present = sr->present;
             offset = sr->received <= a->size ? sr->received : 0;
             hv_rpc_msg_free(&sr->base);
@@ -251,10 +351,12 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
         int complete = ur->complete;
         uint64_t received = ur->received;
         hv_rpc_msg_free(resp);
+        submit_progress(&prog, a, complete ? a->size : received);
         if (complete) {
             break;
         }
         if (chunk.last || received <= offset || received > a->size) {
+            status = HV_CLI_EXIT_SOFTWARE;
             fprintf(stderr,
                     SUBMIT_PROG ": upload of %s: the head holds %llu of %llu bytes after the "
                                 "last piece and did not accept the file\n",
@@ -279,7 +381,7 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
     struct stat sb;
     if (stat(path, &sb) != 0) {
         fprintf(stderr, SUBMIT_PROG ": %s: %s\n", path, strerror(errno));
-        return HV_CLI_EXIT_USAGE;
+        return HV_CLI_EXIT_NOINPUT;
     }
     memset(a, 0, sizeof(*a));
     a->path = path;
@@ -287,7 +389,7 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
     hv_err rc = hv_sha256_file(path, a->digest, &a->size);
     if (rc != HV_OK) {
         fprintf(stderr, SUBMIT_PROG ": cannot read %s: %s\n", path, hv_strerror(rc));
-        return HV_CLI_EXIT_USAGE;
+        return HV_CLI_EXIT_IOERR;
     }
     for (size_t i = 0; i < ndone; i++) {
         if (strcmp(done[i].digest, a->digest) == 0) {
@@ -295,8 +397,9 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
         }
     }
     Hvpb__V1__StatArtifactReply *sr = NULL;
-    if (submit_stat(ch, head, a->digest, &sr) != HV_OK) {
-        return HV_CLI_EXIT_FAIL;
+    int st = submit_stat(ch, head, a->digest, &sr);
+    if (st != HV_CLI_EXIT_OK) {
+        return st;
     }
     int present = sr->present;
     uint64_t received = sr->received;
@@ -309,7 +412,7 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
                             "head's config)\n",
                 path, hv_fmt_size(a->size, have, sizeof(have)),
                 hv_fmt_size(max_size, limit, sizeof(limit)));
-        return HV_CLI_EXIT_FAIL;
+        return HV_CLI_EXIT_DATAERR;
     }
     if (present) {
         if (verbose) {
@@ -323,12 +426,12 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
     if (received > a->size) {
         received = 0;
     }
-    if (!quiet && a->size >= SUBMIT_BIG_UPLOAD) {
+    if (!quiet && a->size >= SUBMIT_BIG_UPLOAD && !isatty(STDERR_FILENO)) {
         char sz[32];
         fprintf(stderr, SUBMIT_PROG ": uploading %s (%s)...\n", path,
                 hv_fmt_size(a->size, sz, sizeof(sz)));
     }
-    return submit_send(ch, head, a, received, verbose);
+    return submit_send(ch, head, a, received, verbose, quiet);
 }
 
 /* ---- submit --------------------------------------------------------------------------------- */
@@ -353,7 +456,8 @@ static void submit_fileref(Hvpb__V1__FileRef *ref, const submit_artifact_t *a) {
 /* Sends the spec. On success *job_id and *np are set; otherwise the error is printed and an
  * exit status returned. */
 static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submit_opts_t *o,
-                      const submit_artifact_t *arts, uint64_t *job_id, uint32_t *np) {
+                      const submit_artifact_t *arts, uint64_t *job_id, uint32_t *np,
+                      uint32_t *lease_ms) {
     int status = HV_CLI_EXIT_FAIL;
     Hvpb__V1__KeyValue *kvs = hv_calloc(o->nenv + 1, sizeof(*kvs));
     Hvpb__V1__KeyValue **kvp = hv_calloc(o->nenv + 1, sizeof(*kvp));
@@ -412,6 +516,7 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     Hvpb__V1__SubmitReply *sr = (Hvpb__V1__SubmitReply *)resp;
     *job_id = sr->job_id;
     *np = sr->np;
+    *lease_ms = sr->lease_ms;
     hv_rpc_msg_free(resp);
     status = HV_CLI_EXIT_OK;
 out:
@@ -445,6 +550,16 @@ static int submit_cancel(submit_watch_t *w) {
 
 /* ---- watch ---------------------------------------------------------------------------------- */
 
+/* True when a worker event already told rank's failure. */
+static int submit_rank_said(const submit_watch_t *w, uint32_t rank) {
+    for (size_t i = 0; i < w->nsaid_ranks; i++) {
+        if (w->said_ranks[i] == rank) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Prints the end of the job and returns the exit status. */
 static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
     const Hvpb__V1__WorkerView *first = NULL;
@@ -463,7 +578,7 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
         }
         for (size_t i = 0; i < v->n_workers; i++) {
             const Hvpb__V1__WorkerView *wv = v->workers[i];
-            if (wv != NULL && hv_cli_worker_failed(wv)) {
+            if (wv != NULL && hv_cli_worker_failed(wv) && !submit_rank_said(w, wv->rank)) {
                 fprintf(stderr, SUBMIT_PROG ": %s\n",
                         hv_cli_worker_outcome(wv, line, sizeof(line)));
             }
@@ -510,6 +625,7 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         fflush(stdout); /* whole batches at a time: lines stay live, writes stay few */
         fflush(stderr);
         w->nlogs += n;
+        w->started = 1;
         return -1;
     }
     case HVPB__V1__WATCH_ITEM__BODY_EVENT: {
@@ -520,7 +636,18 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         if (e->seq > w->last_seq) {
             w->last_seq = e->seq;
         }
-        if (!w->quiet && hv_cli_event_shown(e->kind, w->elastic)) {
+        if (strcmp(e->kind, "job.state") == 0 && strstr(e->message, "pending") == NULL) {
+            w->started = 1;
+        }
+        /* hvsubmit said "job N submitted (...)" itself: the head's event says it again. */
+        int said = strcmp(e->kind, "job.state") == 0 && strstr(e->message, ") submitted: ") != NULL;
+        if (!w->quiet && !said && hv_cli_event_shown(e->kind, w->elastic) &&
+            strcmp(e->message, w->last_state) != 0) {
+            unsigned rank = 0;
+            if (strncmp(e->kind, "worker.", 7) == 0 && sscanf(e->message, "rank %u ", &rank) == 1 &&
+                w->nsaid_ranks < sizeof(w->said_ranks) / sizeof(w->said_ranks[0])) {
+                w->said_ranks[w->nsaid_ranks++] = rank;
+            }
             fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
             if (strcmp(e->kind, "job.state") == 0) {
                 snprintf(w->last_state, sizeof(w->last_state), "%s", e->message);
@@ -535,21 +662,38 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
     }
 }
 
+/* SIGTERM/SIGHUP: leave the job running and say how to follow it. Returns the exit status. */
+static int submit_detach(const submit_watch_t *w) {
+    const char *sig = submit_detach_sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    fprintf(stderr,
+            SUBMIT_PROG ": %s: detached; job %llu goes on: follow it with 'hvctl logs -f %llu', "
+                        "see its state with 'hvctl job %llu', stop it with 'hvctl cancel %llu'\n",
+            sig, (unsigned long long)w->job_id, (unsigned long long)w->job_id,
+            (unsigned long long)w->job_id, (unsigned long long)w->job_id);
+    return SUBMIT_EXIT_DETACHED;
+}
+
 /* Tries to get the head back after the watch stream broke: asks GetJob until it answers, for
- * up to SUBMIT_RECONNECT_MS. Returns -1 when the head is back, else the exit status. */
+ * up to w->head_wait_ms. Returns -1 when the head is back, else the exit status. */
 static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
     fprintf(stderr, SUBMIT_PROG ": lost the head, reconnecting...\n");
     uint64_t start = hv_now_ms();
     uint32_t backoff = SUBMIT_BACKOFF_MIN_MS;
     hv_rpc_status_t st = *why;
     for (;;) {
-        if (hv_now_ms() - start >= SUBMIT_RECONNECT_MS) {
+        if (submit_detach_sig) {
+            return submit_detach(w);
+        }
+        if (hv_now_ms() - start >= w->head_wait_ms) {
+            char words[300];
             fprintf(stderr,
-                    SUBMIT_PROG ": could not reach the head at %s again within %u s (%s); job "
-                                "%llu may still be running: see 'hvctl job %llu'\n",
-                    w->head, SUBMIT_RECONNECT_MS / 1000, st.msg[0] ? st.msg : "no answer",
+                    SUBMIT_PROG ": gave up after %llu s: the head at %s did not come back (%s); "
+                                "job %llu may still be running: see 'hvctl job %llu' once the "
+                                "head is back (--head-timeout S sets this wait)\n",
+                    (unsigned long long)((w->head_wait_ms + 999) / 1000), w->head,
+                    hv_cli_rpc_transport_words(&st, w->head, words, sizeof(words)),
                     (unsigned long long)w->job_id, (unsigned long long)w->job_id);
-            return HV_CLI_EXIT_FAIL;
+            return HV_CLI_EXIT_UNAVAILABLE;
         }
         if (w->cancel_deadline != 0 && hv_now_ms() >= w->cancel_deadline) {
             fprintf(stderr, SUBMIT_PROG ": the head did not come back to cancel job %llu\n",
@@ -580,8 +724,51 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
             int said = hv_cli_rpc_head_message(&st);
             fprintf(stderr, SUBMIT_PROG ": the head no longer knows job %llu%s%s\n",
                     (unsigned long long)w->job_id, said ? ": " : "", said ? st.msg : "");
-            return HV_CLI_EXIT_FAIL;
+            return HV_CLI_EXIT_NOINPUT;
         }
+    }
+}
+
+/* A job still pending a while after Submit: says what it waits for (how many slots, how many
+ * are free), again whenever that changes. Looks at most every SUBMIT_PENDING_EVERY_MS. */
+static void submit_pending(submit_watch_t *w) {
+    uint64_t now = hv_now_ms();
+    if (w->started || w->quiet || submit_sigint || now < w->next_pending_check) {
+        return;
+    }
+    w->next_pending_check = now + SUBMIT_PENDING_EVERY_MS;
+    Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
+    ref.job_id = w->job_id;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base, &hvpb__v1__job_view__descriptor,
+                     HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
+        return; /* the watch stream notices a lost head */
+    }
+    const Hvpb__V1__JobView *v = (const Hvpb__V1__JobView *)resp;
+    int pending = strcmp(v->state, "pending") == 0;
+    uint32_t np = v->np;
+    hv_rpc_msg_free(resp);
+    if (!pending) {
+        w->started = 1;
+        return;
+    }
+    Hvpb__V1__ListNodesRequest lreq = HVPB__V1__LIST_NODES_REQUEST__INIT;
+    resp = NULL;
+    memset(&st, 0, sizeof(st));
+    if (hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/ListNodes", &lreq.base,
+                     &hvpb__v1__list_nodes_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                     &st) != HV_OK) {
+        return;
+    }
+    const Hvpb__V1__ListNodesReply *r = (const Hvpb__V1__ListNodesReply *)resp;
+    char line[256];
+    hv_cli_fmt_pending(np, r->nodes, r->n_nodes, line, sizeof(line));
+    hv_rpc_msg_free(resp);
+    if (strcmp(line, w->pending_said) != 0) {
+        fprintf(stderr, SUBMIT_PROG ": job %llu is %s\n", (unsigned long long)w->job_id, line);
+        snprintf(w->pending_said, sizeof(w->pending_said), "%s", line);
     }
 }
 
@@ -590,6 +777,11 @@ static int submit_watch(submit_watch_t *w) {
     hv_rpc_bstream_t *s = NULL;
     int status = -1;
     while (status < 0) {
+        if (submit_detach_sig && !submit_sigint) {
+            status = submit_detach(w);
+            break;
+        }
+        submit_pending(w);
         /* Ctrl-C: ask the head to cancel (once it answers), then keep watching, bounded. */
         if (submit_sigint && !w->cancel_sent) {
             if (w->cancel_deadline == 0) {
@@ -647,7 +839,7 @@ static int submit_watch(submit_watch_t *w) {
         if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) {
             fprintf(stderr, SUBMIT_PROG ": %s\n",
                     hv_cli_rpc_head_message(&st) ? st.msg : "the head does not know this job");
-            status = HV_CLI_EXIT_FAIL;
+            status = HV_CLI_EXIT_NOINPUT;
         } else if (st.rc == HV_OK || hv_cli_rpc_unreachable(&st) || st.rc == HV_EPEER ||
                    st.rc == HV_ECLOSED || st.rc == HV_ECANCELED || st.rc == HV_ETIMEDOUT ||
                    st.grpc_code == HV_CLI_GRPC_CANCELLED) {
@@ -670,8 +862,12 @@ int main(int argc, char **argv) {
     int status = HV_CLI_EXIT_FAIL;
 
     if (hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)) != HV_OK) {
-        fprintf(stderr, SUBMIT_PROG ": %s\nTry 'hvsubmit --help'.\n", err);
-        return HV_CLI_EXIT_USAGE;
+        return hv_cli_usage_error(SUBMIT_PROG, err);
+    }
+    if (o.version) {
+        printf(SUBMIT_PROG " %s\n", HV_VERSION_STRING);
+        hv_cli_submit_opts_fini(&o);
+        return HV_CLI_EXIT_OK;
     }
     if (o.help) {
         submit_usage(stdout);
@@ -679,21 +875,31 @@ int main(int argc, char **argv) {
         return HV_CLI_EXIT_OK;
     }
     const char *head = hv_cli_head_addr(o.head);
-    if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK ||
-        hv_cli_submit_check_files(&o, err, sizeof(err)) != HV_OK) {
+    if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK) {
+        status = hv_cli_usage_error(SUBMIT_PROG, err);
+        goto out;
+    }
+    hv_err crc = hv_cli_submit_check_files(&o, err, sizeof(err));
+    if (crc != HV_OK) {
         fprintf(stderr, SUBMIT_PROG ": %s\n", err);
-        status = HV_CLI_EXIT_USAGE;
+        status = hv_cli_exit_for_local(crc);
         goto out;
     }
-    if (hv_rpc_channel_create(head, &ch) != HV_OK) {
-        fprintf(stderr, SUBMIT_PROG ": cannot reach the head at %s: bad address\n", head);
+    if ((status = hv_cli_rpc_open(SUBMIT_PROG, head, o.ca, o.insecure, &ch)) != HV_CLI_EXIT_OK) {
         goto out;
     }
+    if (hv_cli_token_attach(ch, o.token_file, SUBMIT_PROG, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, SUBMIT_PROG ": %s\n", err);
+        status = HV_CLI_EXIT_NOINPUT;
+        goto out;
+    }
+    status = HV_CLI_EXIT_FAIL;
 
     /* Ship the program and each --file (arts[0] is the program). */
     arts = hv_calloc(o.nfiles + 1, sizeof(*arts));
     if (arts == NULL) {
         fprintf(stderr, SUBMIT_PROG ": out of memory\n");
+        status = HV_CLI_EXIT_SOFTWARE;
         goto out;
     }
     for (size_t i = 0; i <= o.nfiles; i++) {
@@ -705,18 +911,21 @@ int main(int argc, char **argv) {
     }
 
     /* From here on Ctrl-C means "cancel the job", even while Submit is in flight. */
-    submit_install_sigint();
+    submit_install_signals();
     submit_watch_t w;
     memset(&w, 0, sizeof(w));
     w.ch = ch;
     w.head = head;
     w.quiet = o.quiet;
     w.elastic = o.elastic;
-    uint32_t np = 0;
-    status = submit_job(ch, head, &o, arts, &w.job_id, &np);
+    uint32_t np = 0, lease_ms = 0;
+    status = submit_job(ch, head, &o, arts, &w.job_id, &np, &lease_ms);
     if (status != HV_CLI_EXIT_OK) {
         goto out;
     }
+    w.head_wait_ms = hv_cli_head_wait_ms(&o, lease_ms);
+    w.submitted_at = hv_now_ms();
+    w.next_pending_check = w.submitted_at + SUBMIT_PENDING_MS;
     if (o.elastic) {
         char range[64];
         if (o.min_np != 0 && o.max_np != 0) {

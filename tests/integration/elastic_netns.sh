@@ -26,7 +26,10 @@ for n in $A $B $C; do
     ip -n $n addr add 10.202.0.$i/24 dev ${n}x; ip -n $n link set ${n}x up
     i=$((i + 1))
 done
-HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" "elastic:" "  rendezvous_timeout_s: 20"
+# Plain text across the namespaces, allowed on purpose (netns.sh covers TLS): the head needs
+# allow_insecure, and the agents and CLIs HV_INSECURE=1, to talk plain text beyond loopback.
+HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" "allow_insecure: true" "elastic:" "  rendezvous_timeout_s: 20"
+export HV_INSECURE=1
 ip netns exec $H "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
 PIDS="$PIDS $!"
 wait_for 10 grep -q 'listening on' "$TMP/head.out" || fail "head did not start in its namespace"

@@ -28,7 +28,7 @@ assert_grep "$TMP/env.out" "HV_NODE=node-a"
 assert_grep "$TMP/env.out" "HV_NODE=node-b"
 # a missing shipped file is refused before anything is uploaded
 "$BIN/hvsubmit" -np 1 --file "$TMP/none.txt" /bin/cat none.txt 2>"$TMP/e1"; ec=$?
-[ $ec -eq 2 ] || fail "missing --file: exit $ec, want 2"
+[ $ec -eq 66 ] || fail "missing --file: exit $ec, want 66"
 assert_grep "$TMP/e1" "none.txt"
 # hvctl views of job 2
 "$BIN/hvctl" --head "$HEAD" logs 2 >"$TMP/logs.out" || fail "hvctl logs"

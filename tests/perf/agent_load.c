@@ -256,6 +256,9 @@ static void agent_join_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, voi
     const Hvpb__V1__JoinReply *r = (const Hvpb__V1__JoinReply *)msg;
     (void)call;
     a->node_id = r->node_id;
+    if (r->node_credential != NULL && r->node_credential[0] != '\0') {
+        hv_rpc_channel_set_token(a->ch, r->node_credential); /* Session needs it, as hvagent's */
+    }
     a->heartbeat_ms = a->ld->hb_override_ms != 0 ? a->ld->hb_override_ms : r->heartbeat_ms;
     if (a->heartbeat_ms < 50) {
         a->heartbeat_ms = 50;
@@ -277,7 +280,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
         return;
     }
     a->join_fail++;
-    if (st->rc == HV_EPERM || st->rc == HV_EINVAL) {
+    if (st->rc == HV_EPERM || st->rc == HV_EAUTH || st->rc == HV_EINVAL) {
         // A refusal (wrong token, bad node info) will not change on retry: end the run.
         fprintf(stderr, "agent_load: %s: the head refused the join: %s; stopping\n", a->name,
                 st->msg[0] ? st->msg : hv_strerror(st->rc));

@@ -76,6 +76,7 @@ data_dir: $out/data
 token: bench-token
 log_level: warn
 YAML
+  export HV_TOKEN_FILE="$out/data/client.token" # the CLIs' credential, written by the head
   "$bin/hvhead" start --config "$out/head.yaml" > "$out/head.out" 2> "$out/head.err" &
   pids="$pids $!"
   for _ in $(seq 1 100); do grep -q 'listening on' "$out/head.out" && break; sleep 0.1; done

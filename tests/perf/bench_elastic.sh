@@ -2,7 +2,7 @@
 # bench_elastic.sh: reset latency of elastic jobs through the real binaries, one command.
 #
 #   tests/perf/bench_elastic.sh [--sizes "2 4 8 16"] [--resets 10] [--drains 3] [--model BYTES]
-#                               [--bin DIR] [--out FILE] [--env K=V ...]
+#                               [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V ...]
 #
 # For each size N it starts a head and N agents of one slot each on this machine, and runs
 # tests/perf/bench_elastic (every step: an allreduce of a model-sized buffer and a commit) as
@@ -26,6 +26,7 @@ SIZES="2 4 8 16"
 RESETS=10
 DRAINS=3
 MODEL=$((1 << 20))
+STEP_MS=5
 OUT=""
 ENVS=""
 while [ $# -gt 0 ]; do
@@ -34,10 +35,11 @@ while [ $# -gt 0 ]; do
     --resets) RESETS=$2; shift 2 ;;
     --drains) DRAINS=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;
+    --step-ms) STEP_MS=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --env) ENVS="$ENVS --env $2"; shift 2 ;;
-    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--bin DIR] [--out FILE] [--env K=V]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
@@ -90,6 +92,7 @@ elastic:
   blacklist_max_cooldown_s: 2
   blacklist_max_strikes: 0
 EOF
+    export HV_TOKEN_FILE="$D/data/client.token" # the CLIs' credential, written by the head
     "$BIN/hvhead" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
     PIDS="$PIDS $!"
     wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; exit 1; }
@@ -104,7 +107,7 @@ EOF
     done
     # shellcheck disable=SC2086
     "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 $ENVS \
-        "$BIN/bench_elastic" --model "$MODEL" --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
+        "$BIN/bench_elastic" --model "$MODEL" --seconds 3600 --step-ms "$STEP_MS" >"$D/sub.out" 2>"$D/sub.err" &
     SUB=$!
     PIDS="$PIDS $SUB"
     wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }

@@ -16,9 +16,10 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
 printf 'listen: 127.0.0.1:0\ndata_dir: %s/data\ntoken: bench\n' "$W" >"$W/head.yaml"
+export HV_TOKEN_FILE="$W/data/client.token" # the CLIs' credential, written by the head
 "$B/hvhead" start --config "$W/head.yaml" >"$W/head.out" 2>"$W/head.err" & PIDS+=($!)
 for _ in $(seq 100); do grep -q 'listening on' "$W/head.out" && break; sleep 0.1; done
-H=$(sed -E 's/.*listening on ([^ ]+) .*/\1/' "$W/head.out")
+H=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$W/head.out")
 for n in node-a node-b; do
     "$B/hvagent" join "$H" --token bench --name $n --slots 2 --work-dir "$W/$n" >"$W/$n.out" 2>"$W/$n.err" & PIDS+=($!)
     for _ in $(seq 100); do grep -q joined "$W/$n.out" && break; sleep 0.1; done

@@ -86,6 +86,7 @@ token: $TOKEN
 heartbeat_ms: 1000
 lease_ms: 10000
 EOF
+    export HV_TOKEN_FILE="$d/data/client.token" # the CLIs' credential, written by the head
     "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
     hp=$!
     PIDS="$PIDS $hp"

@@ -113,6 +113,7 @@ lease_ms: 2000
 kill_grace_ms: 1000
 log_level: info
 EOF
+export HV_TOKEN_FILE="$TMP/data/client.token" # the CLIs' credential, written by the head
 "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
 PIDS="$PIDS $!"
 wait_for 10 grep -q 'listening on' "$TMP/head.out" || die "hvhead did not print its ready line"

@@ -62,6 +62,7 @@ typedef enum hv_err {
     HV_ENOTSUP = 16,   /* not supported in this build or configuration */
     HV_ECORRUPT = 17,  /* damaged data */
     HV_ERESET = 18,    /* membership changed: re-join (elastic) */
+    HV_EAUTH = 19,     /* not authenticated (no or unknown credential, e.g. HV_WORKER_SECRET) */
     HV__ERR_COUNT
 } hv_err;
 
@@ -76,6 +77,7 @@ HV_API const char *hv_errname(hv_err rc);
 /* Joins the job and sets up the data plane. Configuration comes from the environment:
  *   HV_HEAD, HV_JOB_ID, HV_WORKER_ID  set by hvagent: join the head's rendezvous (rank, size and
  *                                     peers come from the head; blocks until the round closes).
+ *   HV_WORKER_SECRET                  set by hvagent: the credential sent to the rendezvous.
  *   HV_RANK, HV_SIZE, HV_LOCAL_RANK, HV_LOCAL_SIZE  without a head: taken as given.
  *   nothing                           a single-process world: rank 0 of 1.
  * Blocking (up to the rendezvous deadline). Not thread-safe with respect to hv_shutdown or a

@@ -1,0 +1,131 @@
+/*
+ * policy: the autoscaler's decisions, as pure code. Given the node types in their fallback order,
+ * the instances the autoscaler owns, the demand the head cannot place, each type's launch record
+ * and the time, hv_as_decide says what to launch and what to terminate, each with a reason that
+ * the head stores as an event. No I/O, no clock, no allocation: the caller (the head) passes the
+ * time, owns every array, stores the type records and carries the actions out through a provider.
+ *
+ * The rules, in the order they are applied on each call:
+ *  1. A type set aside after launch failures comes back when its set-aside ends (TYPE_BACK).
+ *  2. An instance still launching after the launch timeout is terminated and counts as a launch
+ *     failure of its type; max_launch_failures failures in a row set the type aside for
+ *     set_aside_s (TYPE_ASIDE). A failure the provider reports at once goes through
+ *     hv_as_launch_failed with the same rule; a joined instance clears the count (hv_as_joined).
+ *  3. Each type is kept at its min_nodes (when it is not set aside).
+ *  4. Demand: workers that no node can take now (pending workers of jobs, up to each elastic
+ *     job's max-np, and explicit resize requests) are first given to the capacity already on its
+ *     way (instances launching); for the rest, nodes are launched of the first type in fallback
+ *     order that is not set aside, is below its max_nodes and fits the workers (slots, GPUs).
+ *     When none can, an UNMET action says why (the caller logs it once per change).
+ *  5. Launches stop at max_nodes (all types) and at max(5, ceil(upscaling_speed x running))
+ *     instances launching at once (Ray's rule, so its users' settings mean the same here).
+ *  6. A running instance with no worker, idle for idle_timeout_s, is terminated when its type
+ *     keeps min_nodes and the cluster keeps min_nodes without it (an idle node is one the head
+ *     could not give the pending workers, e.g. barred for their job, so it never blocks demand).
+ *     An instance that runs workers is never terminated (it is drained first by the caller);
+ *     draining and terminating instances are left to the provider.
+ */
+#ifndef HV_AUTOSCALER_POLICY_H
+#define HV_AUTOSCALER_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HV_AS_REASON 200 /* bytes of an action's reason, NUL included */
+
+/* A node type, as configured. */
+typedef struct hv_as_type_s {
+    const char *name;      /* borrowed */
+    uint32_t slots;        /* worker slots per node, >= 1 */
+    uint32_t gpus;         /* GPUs per node */
+    int preemptible;       /* a spot / preemptible type */
+    double price_per_hour; /* what one node costs per hour */
+    uint32_t min_nodes;    /* kept even when idle */
+    uint32_t max_nodes;    /* at most this many of the type (>= min_nodes) */
+} hv_as_type_t;
+
+typedef struct hv_as_config_s {
+    const hv_as_type_t *types; /* in fallback order (borrowed) */
+    size_t ntypes;
+    uint32_t min_nodes;           /* all types together */
+    uint32_t max_nodes;           /* all types together */
+    double upscaling_speed;       /* see rule 5; > 0 */
+    uint32_t idle_timeout_s;      /* rule 6 */
+    uint32_t launch_timeout_s;    /* rule 2 */
+    uint32_t max_launch_failures; /* failures in a row that set a type aside; >= 1 */
+    uint32_t set_aside_s;         /* for how long */
+} hv_as_config_t;
+
+/* A type's launch record (the caller stores it; zeroed = clean). */
+typedef struct hv_as_type_state_s {
+    uint32_t failures;       /* launch failures in a row */
+    uint64_t aside_until_ms; /* 0: usable; else set aside until then */
+} hv_as_type_state_t;
+
+typedef enum hv_as_inst_state_e {
+    HV_AS_LAUNCHING = 0, /* asked of the provider, not joined yet */
+    HV_AS_RUNNING,       /* joined the head */
+    HV_AS_DRAINING,      /* a preemption notice or a drain: leaving */
+    HV_AS_TERMINATING,   /* terminate asked of the provider */
+} hv_as_inst_state;
+
+/* An instance the autoscaler owns. */
+typedef struct hv_as_instance_s {
+    uint64_t id;
+    size_t type; /* index into config types */
+    hv_as_inst_state state;
+    uint64_t launched_ms;   /* when the launch was asked */
+    uint64_t idle_since_ms; /* RUNNING with no worker: since when; else ignored */
+    uint32_t workers;       /* workers running on it now */
+} hv_as_instance_t;
+
+/* Workers that no node can take now, of one shape. */
+typedef struct hv_as_demand_s {
+    uint32_t workers;          /* how many */
+    uint32_t slots_per_worker; /* >= 1 */
+    uint32_t gpus_per_worker;
+    const char *what; /* for reasons: "job 3 (grow to 8)"; borrowed, may be NULL */
+} hv_as_demand_t;
+
+typedef enum hv_as_action_kind_e {
+    HV_AS_LAUNCH = 0, /* launch one node of type */
+    HV_AS_TERMINATE,  /* terminate instance (launch_failure: it never joined) */
+    HV_AS_TYPE_ASIDE, /* type set aside until until_ms */
+    HV_AS_TYPE_BACK,  /* type usable again */
+    HV_AS_UNMET,      /* demand no type can serve now (reason says why) */
+} hv_as_action_kind;
+
+typedef struct hv_as_action_s {
+    hv_as_action_kind kind;
+    size_t type;
+    uint64_t instance;  /* TERMINATE */
+    int launch_failure; /* TERMINATE: the instance did not join in time */
+    uint64_t until_ms;  /* TYPE_ASIDE */
+    char reason[HV_AS_REASON];
+} hv_as_action_t;
+
+/* Checks a configuration; on failure writes what is wrong to err and returns 0. */
+int hv_as_config_valid(const hv_as_config_t *c, char *err, size_t errlen);
+
+/* Decides at now_ms. ts has c->ntypes records and is updated (rules 1 and 2). Writes at most cap
+ * actions to out and returns how many it wrote; when cap is too small the rest is decided on the
+ * next call (launches are counted, so nothing is launched twice). */
+size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as_instance_t *inst,
+                    size_t ninst, const hv_as_demand_t *d, size_t nd, uint64_t now_ms,
+                    hv_as_action_t *out, size_t cap);
+
+/* A launch of type failed at once (the provider said no). Returns 1 and fills *aside (optional)
+ * with a TYPE_ASIDE action when this failure set the type aside, else 0. */
+int hv_as_launch_failed(const hv_as_config_t *c, hv_as_type_state_t *ts, size_t type,
+                        uint64_t now_ms, const char *why, hv_as_action_t *aside);
+
+/* An instance of type joined: its type's failure count starts over. */
+void hv_as_joined(hv_as_type_state_t *ts, size_t type);
+
+/* Workers of one shape that a node of type t holds (0 when they do not fit). */
+uint32_t hv_as_fit(const hv_as_type_t *t, uint32_t slots_per_worker, uint32_t gpus_per_worker);
+
+/* "launch", "terminate", "type-aside", "type-back", "unmet". */
+const char *hv_as_action_name(hv_as_action_kind k);
+
+#endif

@@ -1,0 +1,532 @@
+/*
+ * policy_test: the autoscaler's rules, table by table, with a fake clock: each type's minimum,
+ * demand served in fallback order, capacity on its way, max_nodes and the upscaling speed, GPU
+ * fit, launch timeouts and failures setting a type aside and bringing it back, idle nodes given
+ * back (never a busy one, never below a minimum), a full action array, and bad configurations.
+ * `policy_test <case>` runs one case.
+ */
+#include "hv_check.h"
+#include "policy.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define S 1000ull /* ms per second */
+
+/* spot-a (2 slots, at most 2), spot-b (4 slots, at most 2), ondemand (4 slots, at most 10). */
+static const hv_as_type_t TYPES[] = {
+    {.name = "spot-a", .slots = 2, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 2},
+    {.name = "spot-b", .slots = 4, .preemptible = 1, .price_per_hour = 0.2, .max_nodes = 2},
+    {.name = "ondemand", .slots = 4, .price_per_hour = 0.8, .max_nodes = 10},
+};
+
+static hv_as_config_t cfg(void) {
+    return (hv_as_config_t){.types = TYPES,
+                            .ntypes = 3,
+                            .min_nodes = 0,
+                            .max_nodes = 20,
+                            .upscaling_speed = 1.0,
+                            .idle_timeout_s = 300,
+                            .launch_timeout_s = 60,
+                            .max_launch_failures = 3,
+                            .set_aside_s = 120};
+}
+
+/* The actions as a compact string: "L0 L0 L1 T7 A0 B0 U" (launch type, terminate instance,
+ * type aside, type back, unmet). */
+static void summary(const hv_as_action_t *a, size_t n, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(buf);
+        switch (a[i].kind) {
+        case HV_AS_LAUNCH:
+            snprintf(buf + used, len - used, "%sL%zu", i ? " " : "", a[i].type);
+            break;
+        case HV_AS_TERMINATE:
+            snprintf(buf + used, len - used, "%sT%llu%s", i ? " " : "",
+                     (unsigned long long)a[i].instance, a[i].launch_failure ? "!" : "");
+            break;
+        case HV_AS_TYPE_ASIDE:
+            snprintf(buf + used, len - used, "%sA%zu", i ? " " : "", a[i].type);
+            break;
+        case HV_AS_TYPE_BACK:
+            snprintf(buf + used, len - used, "%sB%zu", i ? " " : "", a[i].type);
+            break;
+        case HV_AS_UNMET:
+            snprintf(buf + used, len - used, "%sU", i ? " " : "");
+            break;
+        }
+    }
+}
+
+/* Demand served in fallback order, against what already exists and is on its way. */
+static void case_demand(void) {
+    static const struct {
+        const char *name;
+        hv_as_instance_t inst[4];
+        size_t ninst;
+        uint32_t workers;
+        uint32_t max_nodes;
+        const char *want;
+    } rows[] = {
+        {"nothing wanted", {{0}}, 0, 0, 20, ""},
+        {"one worker: the first type", {{0}}, 0, 1, 20, "L0"},
+        {"two fit one spot-a node", {{0}}, 0, 2, 20, "L0"},
+        {"10 workers: spot-a to its max, then spot-b, then on-demand",
+         {{0}},
+         0,
+         10,
+         20,
+         "L0 L0 L1 L1"},
+        {"14 workers reach on-demand", {{0}}, 0, 14, 20, "L0 L0 L1 L1 L2"},
+        {"capacity launching covers it",
+         {{.id = 1, .type = 0, .state = HV_AS_LAUNCHING, .launched_ms = 0},
+          {.id = 2, .type = 0, .state = HV_AS_LAUNCHING, .launched_ms = 0}},
+         2,
+         3,
+         20,
+         ""},
+        {"a running spot-a counts against its max",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 2},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 2}},
+         2,
+         3,
+         20,
+         "L1"},
+        {"a draining node still counts against max",
+         {{.id = 1, .type = 0, .state = HV_AS_DRAINING, .workers = 2},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 2}},
+         2,
+         1,
+         20,
+         "L1"},
+        {"a terminating node does not count",
+         {{.id = 1, .type = 0, .state = HV_AS_TERMINATING},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 2}},
+         2,
+         1,
+         20,
+         "L0"},
+        {"max_nodes of the cluster stops it", {{0}}, 0, 10, 3, "L0 L0 L1 U"},
+        {"max_nodes reached before",
+         {{.id = 1, .type = 2, .state = HV_AS_RUNNING, .workers = 4}},
+         1,
+         1,
+         1,
+         "U"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg();
+        c.max_nodes = rows[i].max_nodes;
+        hv_as_type_state_t ts[3] = {{0}};
+        hv_as_demand_t d = {.workers = rows[i].workers, .slots_per_worker = 1, .what = "job 1"};
+        hv_as_action_t out[16];
+        size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, &d, 1, 10 * S, out, 16);
+        char got[128];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+    }
+}
+
+/* The reasons say what the user needs: who wants what, what was skipped and why. */
+static void case_reasons(void) {
+    hv_as_config_t c = cfg();
+    c.max_nodes = 3;
+    hv_as_type_state_t ts[3] = {{0}};
+    hv_as_demand_t d = {.workers = 10, .slots_per_worker = 1, .what = "job 7"};
+    hv_as_action_t out[8];
+    size_t n = hv_as_decide(&c, ts, NULL, 0, &d, 1, 0, out, 8);
+    CHECK_EQ(n, 4);
+    CHECK(strstr(out[0].reason, "job 7 wants 10 more workers") != NULL);
+    CHECK(strstr(out[0].reason, "a spot-a node holds 2") != NULL);
+    CHECK(strstr(out[2].reason, "skipped spot-a at its max_nodes") != NULL);
+    CHECK_STR(hv_as_action_name(out[3].kind), "unmet");
+    CHECK(strstr(out[3].reason, "job 7 wants 2 more workers: the cluster is at max_nodes 3") !=
+          NULL);
+}
+
+/* Each type's minimum, with what exists counted (a draining node does not keep the minimum). */
+static void case_min_nodes(void) {
+    static const hv_as_type_t types[] = {
+        {.name = "a", .slots = 2, .min_nodes = 2, .max_nodes = 4},
+        {.name = "b", .slots = 2, .min_nodes = 1, .max_nodes = 1},
+    };
+    static const struct {
+        const char *name;
+        hv_as_instance_t inst[3];
+        size_t ninst;
+        const char *want;
+    } rows[] = {
+        {"empty cluster", {{0}}, 0, "L0 L0 L1"},
+        {"one a launching", {{.id = 1, .type = 0, .state = HV_AS_LAUNCHING}}, 1, "L0 L1"},
+        {"all there",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 3, .type = 1, .state = HV_AS_RUNNING}},
+         3,
+         ""},
+        {"a draining a is replaced",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 2, .type = 0, .state = HV_AS_DRAINING},
+          {.id = 3, .type = 1, .state = HV_AS_RUNNING}},
+         3,
+         "L0"},
+        {"b at its max while draining: no room",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 3, .type = 1, .state = HV_AS_DRAINING}},
+         3,
+         ""},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg();
+        c.types = types;
+        c.ntypes = 2;
+        hv_as_type_state_t ts[2] = {{0}};
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, NULL, 0, 1000, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+    }
+    hv_as_config_t c = cfg();
+    c.types = types;
+    c.ntypes = 2;
+    hv_as_type_state_t ts[2] = {{0}};
+    hv_as_action_t out[4];
+    CHECK_EQ(hv_as_decide(&c, ts, NULL, 0, NULL, 0, 0, out, 4), 3);
+    CHECK_STR(out[0].reason, "type a keeps at least 2 nodes (has 0)");
+}
+
+/* At most max(5, ceil(speed x running)) launching at once. */
+static void case_upscaling_speed(void) {
+    static const hv_as_type_t types[] = {{.name = "c", .slots = 1, .max_nodes = 1000}};
+    static const struct {
+        uint32_t running, launching;
+        double speed;
+        uint32_t want_launches;
+    } rows[] = {
+        {0, 0, 1.0, 5},   /* the floor of 5 */
+        {2, 0, 1.0, 5},   /* 2 x 1.0 < 5 */
+        {10, 0, 1.0, 10}, /* 10 x 1.0 */
+        {10, 4, 1.0, 6},  /* 4 already launching */
+        {10, 0, 0.5, 5},  /* ceil(5) */
+        {11, 0, 0.5, 6},  /* ceil(5.5) */
+        {20, 0, 2.0, 40}, /* doubling */
+        {20, 45, 2.0, 0}, /* over the limit already */
+    };
+    static hv_as_instance_t inst[100];
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg();
+        c.types = types;
+        c.ntypes = 1;
+        c.max_nodes = 1000;
+        c.upscaling_speed = rows[i].speed;
+        size_t ni = 0;
+        for (uint32_t r = 0; r < rows[i].running; r++, ni++) {
+            inst[ni] = (hv_as_instance_t){.id = ni + 1, .state = HV_AS_RUNNING, .workers = 1};
+        }
+        for (uint32_t l = 0; l < rows[i].launching; l++, ni++) {
+            inst[ni] =
+                (hv_as_instance_t){.id = ni + 1, .state = HV_AS_LAUNCHING, .launched_ms = 5 * S};
+        }
+        hv_as_type_state_t ts[1] = {{0}};
+        hv_as_demand_t d = {.workers = 500, .slots_per_worker = 1};
+        static hv_as_action_t out[200];
+        size_t n = hv_as_decide(&c, ts, inst, ni, &d, 1, 10 * S, out, 200);
+        uint32_t launches = 0;
+        for (size_t j = 0; j < n; j++) {
+            launches += out[j].kind == HV_AS_LAUNCH;
+            CHECK(out[j].kind != HV_AS_UNMET); /* waiting for the speed is not unmet */
+        }
+        CHECK_EQ(launches, rows[i].want_launches);
+    }
+}
+
+/* Workers that need GPUs go to a type that has them; a type too small is skipped. */
+static void case_gpu_fit(void) {
+    static const hv_as_type_t types[] = {
+        {.name = "cpu", .slots = 16, .max_nodes = 10},
+        {.name = "gpu4", .slots = 8, .gpus = 4, .max_nodes = 10},
+    };
+    CHECK_EQ(hv_as_fit(&types[0], 1, 0), 16);
+    CHECK_EQ(hv_as_fit(&types[0], 3, 0), 5);
+    CHECK_EQ(hv_as_fit(&types[0], 1, 1), 0);
+    CHECK_EQ(hv_as_fit(&types[1], 1, 1), 4);
+    CHECK_EQ(hv_as_fit(&types[1], 4, 1), 2);
+    CHECK_EQ(hv_as_fit(&types[1], 0, 0), 8); /* 0 slots per worker means 1 */
+    hv_as_config_t c = cfg();
+    c.types = types;
+    c.ntypes = 2;
+    hv_as_type_state_t ts[2] = {{0}};
+    hv_as_demand_t d[] = {
+        {.workers = 6, .slots_per_worker = 1, .gpus_per_worker = 1, .what = "job 2"},
+        {.workers = 3, .slots_per_worker = 1, .what = "job 3"},
+    };
+    hv_as_action_t out[8];
+    size_t n = hv_as_decide(&c, ts, NULL, 0, d, 2, 0, out, 8);
+    char got[64];
+    summary(out, n, got, sizeof(got));
+    /* job 2: two gpu4 nodes (4 + 2 GPUs); job 3 fits in what is left of them (8+8-6 slots) */
+    CHECK_STR(got, "L1 L1");
+    CHECK(strstr(out[0].reason, "skipped cpu too small") != NULL);
+    /* a GPU demand with no GPU type: unmet, saying why */
+    c.ntypes = 1;
+    n = hv_as_decide(&c, ts, NULL, 0, d, 1, 0, out, 8);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(out[0].kind, HV_AS_UNMET);
+    CHECK(strstr(out[0].reason, "job 2 wants 6 more workers (1 slot, 1 GPU each) and no type can "
+                                "launch: cpu too small") != NULL);
+}
+
+/* An instance that does not join in time is terminated and counted; K failures in a row set the
+ * type aside, demand falls back to the next type, and the type comes back after its set-aside. */
+static void case_launch_timeout_and_set_aside(void) {
+    hv_as_config_t c = cfg();
+    hv_as_type_state_t ts[3] = {{0}};
+    hv_as_action_t out[8], aside;
+    char got[64];
+    hv_as_demand_t d = {.workers = 2, .slots_per_worker = 1, .what = "job 1"};
+    /* t = 59 s: the launch of t = 0 is still within its 60 s */
+    hv_as_instance_t in = {.id = 9, .type = 0, .state = HV_AS_LAUNCHING, .launched_ms = 0};
+    size_t n = hv_as_decide(&c, ts, &in, 1, &d, 1, 59 * S, out, 8);
+    CHECK_EQ(n, 0);
+    /* t = 60 s: terminated as a launch failure; the demand launches spot-a again (1 failure) */
+    n = hv_as_decide(&c, ts, &in, 1, &d, 1, 60 * S, out, 8);
+    summary(out, n, got, sizeof(got));
+    CHECK_STR(got, "T9! L0");
+    CHECK_EQ(ts[0].failures, 1);
+    CHECK(strstr(out[0].reason, "did not join within the launch timeout of 60 s") != NULL);
+    /* two failures the provider reports at once: the third sets spot-a aside */
+    CHECK_EQ(hv_as_launch_failed(&c, ts, 0, 61 * S, "capacity", &aside), 0);
+    CHECK_EQ(hv_as_launch_failed(&c, ts, 0, 62 * S, "InsufficientInstanceCapacity", &aside), 1);
+    CHECK_EQ(aside.kind, HV_AS_TYPE_ASIDE);
+    CHECK_EQ(aside.until_ms, 182 * S);
+    CHECK_STR(aside.reason, "type spot-a set aside for 120 s after 3 launch failures in a row "
+                            "(last: InsufficientInstanceCapacity)");
+    /* while aside: spot-b serves the demand, the reason says spot-a was skipped */
+    n = hv_as_decide(&c, ts, NULL, 0, &d, 1, 100 * S, out, 8);
+    summary(out, n, got, sizeof(got));
+    CHECK_STR(got, "L1");
+    CHECK(strstr(out[0].reason, "skipped spot-a set aside") != NULL);
+    /* at its end: back, failures cleared, used first again */
+    n = hv_as_decide(&c, ts, NULL, 0, &d, 1, 182 * S, out, 8);
+    summary(out, n, got, sizeof(got));
+    CHECK_STR(got, "B0 L0");
+    CHECK_EQ(ts[0].failures, 0);
+    CHECK_EQ(ts[0].aside_until_ms, 0);
+    /* a joined instance clears the count */
+    hv_as_launch_failed(&c, ts, 1, 200 * S, "x", NULL);
+    CHECK_EQ(ts[1].failures, 1);
+    hv_as_joined(ts, 1);
+    CHECK_EQ(ts[1].failures, 0);
+}
+
+/* A timeout that sets the type aside does it in the same call, and the demand falls back. */
+static void case_timeout_sets_aside(void) {
+    hv_as_config_t c = cfg();
+    c.max_launch_failures = 1;
+    hv_as_type_state_t ts[3] = {{0}};
+    hv_as_instance_t in = {.id = 4, .type = 0, .state = HV_AS_LAUNCHING, .launched_ms = 0};
+    hv_as_demand_t d = {.workers = 1, .slots_per_worker = 1};
+    hv_as_action_t out[8];
+    char got[64];
+    size_t n = hv_as_decide(&c, ts, &in, 1, &d, 1, 61 * S, out, 8);
+    summary(out, n, got, sizeof(got));
+    CHECK_STR(got, "T4! A0 L1");
+    CHECK_EQ(out[1].until_ms, 181 * S);
+}
+
+/* Idle nodes go after the idle timeout; never a busy one, never below a minimum. */
+static void case_idle(void) {
+    static const struct {
+        const char *name;
+        hv_as_instance_t inst[3];
+        size_t ninst;
+        uint32_t a_min, min_nodes;
+        const char *want;
+    } rows[] = {
+        {"idle 299 s of 300",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .idle_since_ms = 1 * S}},
+         1,
+         0,
+         0,
+         ""},
+        {"idle 300 s", {{.id = 1, .type = 1, .state = HV_AS_RUNNING}}, 1, 0, 0, "T1"},
+        {"busy, however long ago it was idle",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         0,
+         0,
+         ""},
+        {"the type's minimum stays",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING}},
+         2,
+         1,
+         0,
+         "T1"},
+        {"the cluster's minimum stays",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 2, .type = 1, .state = HV_AS_RUNNING},
+          {.id = 3, .type = 1, .state = HV_AS_RUNNING}},
+         3,
+         0,
+         2,
+         "T1"},
+        {"draining is the provider's",
+         {{.id = 1, .type = 1, .state = HV_AS_DRAINING}},
+         1,
+         0,
+         0,
+         ""},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_type_t types[] = {
+            {.name = "a", .slots = 2, .min_nodes = rows[i].a_min, .max_nodes = 5},
+            {.name = "b", .slots = 2, .max_nodes = 5},
+        };
+        hv_as_config_t c = cfg();
+        c.types = types;
+        c.ntypes = 2;
+        c.min_nodes = rows[i].min_nodes;
+        hv_as_type_state_t ts[2] = {{0}};
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, NULL, 0, 300 * S, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+        if (n == 1) {
+            CHECK(strstr(out[0].reason, "idle for 300 s (idle timeout 300 s)") != NULL);
+            CHECK_EQ(out[0].launch_failure, 0);
+        }
+    }
+}
+
+/* A full action array: what does not fit is decided on the next call, nothing twice. */
+static void case_full_array(void) {
+    hv_as_config_t c = cfg();
+    hv_as_type_state_t ts[3] = {{0}};
+    hv_as_demand_t d = {.workers = 4, .slots_per_worker = 1};
+    hv_as_action_t out[1];
+    CHECK_EQ(hv_as_decide(&c, ts, NULL, 0, &d, 1, 0, out, 1), 1);
+    CHECK_EQ(out[0].kind, HV_AS_LAUNCH);
+    hv_as_instance_t in = {.id = 1, .type = out[0].type, .state = HV_AS_LAUNCHING};
+    CHECK_EQ(hv_as_decide(&c, ts, &in, 1, &d, 1, 1, out, 1), 1);
+    CHECK_EQ(out[0].kind, HV_AS_LAUNCH);
+    hv_as_instance_t two[2] = {in, {.id = 2, .type = out[0].type, .state = HV_AS_LAUNCHING}};
+    CHECK_EQ(hv_as_decide(&c, ts, two, 2, &d, 1, 2, out, 1), 0);
+    /* a timed-out launch with no room is neither terminated nor counted */
+    hv_as_instance_t late = {.id = 3, .type = 0, .state = HV_AS_LAUNCHING, .launched_ms = 0};
+    CHECK_EQ(hv_as_decide(&c, ts, &late, 1, NULL, 0, 100 * S, out, 0), 0);
+    CHECK_EQ(ts[0].failures, 0);
+}
+
+static void case_config(void) {
+    char err[200];
+    hv_as_config_t c = cfg();
+    CHECK_EQ(hv_as_config_valid(&c, err, sizeof(err)), 1);
+    static const struct {
+        const char *name;
+        hv_as_type_t t[2];
+        size_t nt;
+        uint32_t min_nodes, max_nodes, fails;
+        double speed;
+        const char *want;
+    } rows[] = {
+        {"no name", {{.slots = 1, .max_nodes = 1}}, 1, 0, 1, 1, 1.0, "node type 1 has no name"},
+        {"twice",
+         {{.name = "x", .slots = 1, .max_nodes = 1}, {.name = "x", .slots = 1}},
+         2,
+         0,
+         1,
+         1,
+         1.0,
+         "node type 'x' is named twice"},
+        {"no slots",
+         {{.name = "x", .max_nodes = 1}},
+         1,
+         0,
+         1,
+         1,
+         1.0,
+         "node type 'x': slots must be at least 1"},
+        {"type min > max",
+         {{.name = "x", .slots = 1, .min_nodes = 3, .max_nodes = 2}},
+         1,
+         0,
+         1,
+         1,
+         1.0,
+         "node type 'x': min_nodes 3 is above max_nodes 2"},
+        {"negative price",
+         {{.name = "x", .slots = 1, .price_per_hour = -1}},
+         1,
+         0,
+         1,
+         1,
+         1.0,
+         "node type 'x': price_per_hour must be a number >= 0"},
+        {"min > max",
+         {{.name = "x", .slots = 1}},
+         1,
+         3,
+         2,
+         1,
+         1.0,
+         "min_nodes 3 is above max_nodes 2"},
+        {"speed 0",
+         {{.name = "x", .slots = 1}},
+         1,
+         0,
+         1,
+         1,
+         0.0,
+         "upscaling_speed must be a number > 0"},
+        {"no failures",
+         {{.name = "x", .slots = 1}},
+         1,
+         0,
+         1,
+         0,
+         1.0,
+         "max_launch_failures must be at least 1"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        c = cfg();
+        c.types = rows[i].t;
+        c.ntypes = rows[i].nt;
+        c.min_nodes = rows[i].min_nodes;
+        c.max_nodes = rows[i].max_nodes;
+        c.max_launch_failures = rows[i].fails;
+        c.upscaling_speed = rows[i].speed;
+        err[0] = '\0';
+        CHECK_EQ(hv_as_config_valid(&c, err, sizeof(err)), 0);
+        CHECK_STR(err, rows[i].want);
+    }
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"demand", case_demand},
+        {"reasons", case_reasons},
+        {"min_nodes", case_min_nodes},
+        {"upscaling_speed", case_upscaling_speed},
+        {"gpu_fit", case_gpu_fit},
+        {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},
+        {"timeout_sets_aside", case_timeout_sets_aside},
+        {"idle", case_idle},
+        {"full_array", case_full_array},
+        {"config", case_config},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}

@@ -1,0 +1,536 @@
+/*
+ * provider_local: see provider_local.h. Instances live in a list; a child we started is watched
+ * by its uv_process_t exit callback, an adopted one by polling kill(pid, 0) on the tick. Events
+ * found inside a call (an adopted pid that is gone, a booting spot-sim instance terminated) are
+ * delivered on the next tick, never from inside the caller's own call.
+ */
+#include "provider_local.h"
+
+#include "log.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LP_NAME 128
+#define LP_PATH 1024
+
+typedef enum lp_state_e {
+    LP_BOOTING = 0, /* spot-sim: accepted, the agent not started yet */
+    LP_RUNNING,     /* the agent process exists */
+    LP_GONE,        /* reported or to be reported on the next tick */
+} lp_state;
+
+typedef struct lp_inst_s {
+    struct lp_inst_s *next;
+    struct hv_prov_local_s *lp;
+    uint64_t id;
+    char name[LP_NAME];
+    size_t type;
+    uint32_t slots;
+    int preemptible;
+    char head[256];
+    char token_file[LP_PATH];
+    lp_state st;
+    int pid;
+    int child;         /* 1: our child, watched by proc; 0: adopted, polled */
+    uv_process_t proc; /* valid when child */
+    int terminating;   /* terminate asked */
+    int preempted;     /* spot-sim took it (1: after a notice, 2: without) */
+    uint64_t kill_at;  /* uv_now when SIGKILL is due (0: none) */
+    char why[200];     /* LP_GONE: the reason to report */
+    int reported;      /* LP_GONE: the event went out */
+    char handle[24];
+} lp_inst_t;
+
+typedef struct hv_prov_local_s {
+    hv_provider_t base;
+    uv_loop_t *loop;
+    hv_prov_local_opts_t o;
+    char agent[LP_PATH];
+    char work_dir[LP_PATH];
+    uv_timer_t tick;
+    hv_ss_t *sim;
+    lp_inst_t *insts;
+} hv_prov_local_t;
+
+static lp_inst_t *lp_find(hv_prov_local_t *lp, uint64_t id) {
+    for (lp_inst_t *in = lp->insts; in != NULL; in = in->next) {
+        if (in->id == id && in->st != LP_GONE) {
+            return in;
+        }
+    }
+    return NULL;
+}
+
+static void lp_free_inst(hv_prov_local_t *lp, lp_inst_t *in) {
+    for (lp_inst_t **pp = &lp->insts; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == in) {
+            *pp = in->next;
+            break;
+        }
+    }
+    hv_free(in);
+}
+
+/* A closed agent handle: the instance goes (in->lp is NULL when it is in no list). */
+static void on_proc_closed(uv_handle_t *h) {
+    lp_inst_t *in = h->data;
+    if (in->lp != NULL) {
+        lp_free_inst(in->lp, in);
+    } else {
+        hv_free(in);
+    }
+}
+
+/* Marks the instance gone with why; the tick reports it. */
+static void lp_gone(lp_inst_t *in, const char *why) {
+    if (in->st == LP_GONE) {
+        return;
+    }
+    in->st = LP_GONE;
+    snprintf(in->why, sizeof(in->why), "%s", why);
+}
+
+static void lp_signal_group(lp_inst_t *in, int sig) {
+    if (in->pid > 0) {
+        /* the agent leads its own process group (UV_PROCESS_DETACHED: a new session); never
+         * the bare pid, which may belong to another process once the agent was reaped */
+        (void)kill(-in->pid, sig);
+    }
+}
+
+static void lp_on_exit(uv_process_t *p, int64_t status, int term_signal) {
+    lp_inst_t *in = p->data;
+    char why[200];
+    if (in->preempted) {
+        snprintf(why, sizeof(why), "preempted %s",
+                 in->preempted == 1 ? "after its notice" : "without notice");
+    } else if (in->terminating) {
+        snprintf(why, sizeof(why), "terminated");
+    } else if (term_signal != 0) {
+        snprintf(why, sizeof(why), "its agent was killed by signal %d", term_signal);
+    } else {
+        snprintf(why, sizeof(why), "its agent exited with status %" PRId64, status);
+    }
+    /* the group may hold workers the agent left behind: they go with the instance */
+    lp_signal_group(in, SIGKILL);
+    in->pid = 0;
+    lp_gone(in, why);
+}
+
+/* Makes dir (and its parents) with mode 0700. */
+static int mkdirs(const char *dir) {
+    char tmp[LP_PATH];
+    if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = tmp + 1; *p != '\0'; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+                return -1;
+            }
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+        return -1;
+    }
+    return chmod(tmp, 0700);
+}
+
+/* Starts the agent of in. On failure *closing is 1 when in now belongs to a closing handle
+ * (taken out of the list, freed by the close callback): the caller must drop it. */
+static hv_err lp_start(hv_prov_local_t *lp, lp_inst_t *in, int *closing, char *err, size_t errlen) {
+    *closing = 0;
+    char dir[LP_PATH], log_path[LP_PATH + 16], slots[16], id[24];
+    if (snprintf(dir, sizeof(dir), "%s/%s", lp->work_dir, in->name) >= (int)sizeof(dir)) {
+        snprintf(err, errlen, "instance directory under %s: path too long", lp->work_dir);
+        return HV_EINVAL;
+    }
+    if (mkdirs(dir) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return HV_EIO;
+    }
+    snprintf(log_path, sizeof(log_path), "%s/agent.log", dir);
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", log_path, strerror(errno));
+        return HV_EIO;
+    }
+    snprintf(slots, sizeof(slots), "%u", in->slots);
+    snprintf(id, sizeof(id), "%" PRIu64, in->id);
+    char *argv[16];
+    int n = 0;
+    argv[n++] = lp->agent;
+    argv[n++] = "join";
+    argv[n++] = in->head;
+    argv[n++] = "--name";
+    argv[n++] = in->name;
+    argv[n++] = "--slots";
+    argv[n++] = slots;
+    argv[n++] = "--token-file";
+    argv[n++] = in->token_file;
+    argv[n++] = "--work-dir";
+    argv[n++] = dir;
+    argv[n++] = "--instance-id";
+    argv[n++] = id;
+    if (in->preemptible) {
+        argv[n++] = "--preemptible";
+    }
+    argv[n] = NULL;
+    uv_stdio_container_t stdio[3];
+    stdio[0].flags = UV_IGNORE;
+    stdio[1].flags = UV_INHERIT_FD;
+    stdio[1].data.fd = fd;
+    stdio[2].flags = UV_INHERIT_FD;
+    stdio[2].data.fd = fd;
+    uv_process_options_t po;
+    memset(&po, 0, sizeof(po));
+    po.file = lp->agent;
+    po.args = argv;
+    po.exit_cb = lp_on_exit;
+    po.stdio = stdio;
+    po.stdio_count = 3;
+    po.flags = UV_PROCESS_DETACHED;
+    in->proc.data = in;
+    int rc = uv_spawn(lp->loop, &in->proc, &po);
+    close(fd);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start %s: %s", lp->agent, uv_strerror(rc));
+        /* uv_spawn initialized the handle even so: the instance goes when it is closed */
+        for (lp_inst_t **pp = &lp->insts; *pp != NULL; pp = &(*pp)->next) {
+            if (*pp == in) {
+                *pp = in->next;
+                break;
+            }
+        }
+        in->lp = NULL;
+        in->st = LP_GONE;
+        in->reported = 1;
+        uv_close((uv_handle_t *)&in->proc, on_proc_closed);
+        *closing = 1;
+        return HV_EIO;
+    }
+    in->child = 1;
+    in->pid = in->proc.pid;
+    in->st = LP_RUNNING;
+    snprintf(in->handle, sizeof(in->handle), "%d", in->pid);
+    return HV_OK;
+}
+
+static lp_inst_t *lp_new(hv_prov_local_t *lp, const hv_prov_launch_t *l, char *err, size_t errlen) {
+    if (l->name == NULL || l->name[0] == '\0' || strchr(l->name, '/') != NULL ||
+        strlen(l->name) >= LP_NAME || l->head == NULL || strlen(l->head) >= 256 ||
+        l->token_file == NULL || strlen(l->token_file) >= LP_PATH || l->slots == 0) {
+        snprintf(err, errlen, "bad launch request for instance %" PRIu64, l->instance);
+        return NULL;
+    }
+    if (lp_find(lp, l->instance) != NULL) {
+        snprintf(err, errlen, "instance %" PRIu64 " exists already", l->instance);
+        return NULL;
+    }
+    lp_inst_t *in = hv_calloc(1, sizeof(*in));
+    if (in == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    in->lp = lp;
+    in->id = l->instance;
+    snprintf(in->name, sizeof(in->name), "%s", l->name);
+    in->type = l->type;
+    in->slots = l->slots;
+    in->preemptible = l->preemptible;
+    snprintf(in->head, sizeof(in->head), "%s", l->head);
+    snprintf(in->token_file, sizeof(in->token_file), "%s", l->token_file);
+    return in;
+}
+
+static hv_err lp_launch(hv_provider_t *p, const hv_prov_launch_t *l, char *err, size_t errlen) {
+    hv_prov_local_t *lp = (hv_prov_local_t *)p;
+    lp_inst_t *in = lp_new(lp, l, err, errlen);
+    if (in == NULL) {
+        return HV_EINVAL;
+    }
+    if (lp->sim != NULL) {
+        if (!hv_ss_launch(lp->sim, l->instance, l->type, uv_now(lp->loop), err, errlen)) {
+            hv_free(in);
+            return HV_EUNAVAIL;
+        }
+        in->st = LP_BOOTING;
+        in->next = lp->insts;
+        lp->insts = in;
+        return HV_OK;
+    }
+    int closing = 0;
+    hv_err rc = lp_start(lp, in, &closing, err, errlen);
+    if (rc != HV_OK) {
+        if (!closing) {
+            hv_free(in);
+        }
+        return rc;
+    }
+    in->next = lp->insts;
+    lp->insts = in;
+    return HV_OK;
+}
+
+static hv_err lp_terminate(hv_provider_t *p, uint64_t instance) {
+    hv_prov_local_t *lp = (hv_prov_local_t *)p;
+    lp_inst_t *in = lp_find(lp, instance);
+    if (in == NULL) {
+        return HV_ENOTFOUND;
+    }
+    if (lp->sim != NULL) {
+        hv_ss_terminate(lp->sim, instance);
+    }
+    if (in->st == LP_BOOTING) {
+        lp_gone(in, "terminated before it booted");
+        return HV_OK;
+    }
+    if (!in->terminating) {
+        in->terminating = 1;
+        lp_signal_group(in, SIGTERM);
+        in->kill_at = uv_now(lp->loop) + lp->o.stop_grace_ms;
+    }
+    return HV_OK;
+}
+
+/* Reads /proc/PID/WHAT into buf (NUL-terminated); returns the bytes read, or -1. */
+static long read_proc(int pid, const char *what, char *buf, size_t len) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return -1;
+    }
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return (long)n;
+}
+
+/* 1 when pid exists and is not a zombie (an exited agent whose parent has not reaped it). */
+static int pid_alive(int pid) {
+    char buf[512];
+    if (pid <= 0 || kill(pid, 0) != 0 || read_proc(pid, "stat", buf, sizeof(buf)) < 0) {
+        return 0;
+    }
+    const char *rp = strrchr(buf, ')'); /* "PID (COMM) STATE ..." */
+    return rp == NULL || rp[1] != ' ' || rp[2] != 'Z';
+}
+
+/* 1 when pid is alive and its command line names the instance. */
+static int pid_is(int pid, const char *name) {
+    char buf[4096];
+    long got = pid_alive(pid) ? read_proc(pid, "cmdline", buf, sizeof(buf)) : -1;
+    if (got < 0) {
+        return 0;
+    }
+    size_t n = (size_t)got;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\0') {
+            buf[i] = '\n';
+        }
+    }
+    buf[n] = '\0';
+    char want[LP_NAME + 16];
+    snprintf(want, sizeof(want), "\n--name\n%s\n", name);
+    return strstr(buf, want) != NULL;
+}
+
+static hv_err lp_adopt(hv_provider_t *p, const hv_prov_launch_t *l, const char *handle) {
+    hv_prov_local_t *lp = (hv_prov_local_t *)p;
+    char err[200];
+    lp_inst_t *in = lp_new(lp, l, err, sizeof(err));
+    if (in == NULL) {
+        return HV_EINVAL;
+    }
+    in->next = lp->insts;
+    lp->insts = in;
+    char *end = NULL;
+    long pid = handle ? strtol(handle, &end, 10) : 0;
+    if (handle == NULL || end == handle || *end != '\0' || pid <= 0 || pid > INT32_MAX ||
+        !pid_is((int)pid, l->name)) {
+        lp_gone(in, "its agent was gone when the head restarted");
+        return HV_OK;
+    }
+    in->pid = (int)pid;
+    in->st = LP_RUNNING;
+    snprintf(in->handle, sizeof(in->handle), "%ld", pid);
+    if (lp->sim != NULL) {
+        (void)hv_ss_adopt(lp->sim, l->instance, l->type);
+    }
+    return HV_OK;
+}
+
+static const char *lp_handle(hv_provider_t *p, uint64_t instance) {
+    lp_inst_t *in = lp_find((hv_prov_local_t *)p, instance);
+    return in != NULL && in->handle[0] != '\0' ? in->handle : NULL;
+}
+
+/* ---- the tick ------------------------------------------------------------------------------- */
+
+static void lp_sim_step(hv_prov_local_t *lp, uint64_t now) {
+    hv_ss_action_t acts[16];
+    size_t n;
+    while ((n = hv_ss_step(lp->sim, now, acts, 16)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            hv_ss_action_t *a = &acts[i];
+            lp_inst_t *in = lp_find(lp, a->instance);
+            if (a->kind == HV_SS_NOTE || in == NULL) {
+                if (a->kind == HV_SS_NOTE) {
+                    lp->base.on_event(&lp->base, HV_PROV_NOTE, 0, a->reason, lp->base.ud);
+                }
+                continue;
+            }
+            if (a->kind == HV_SS_BOOTED) {
+                char err[300];
+                int closing = 0;
+                uint64_t id = in->id;
+                if (lp_start(lp, in, &closing, err, sizeof(err)) != HV_OK) {
+                    hv_ss_terminate(lp->sim, id);
+                    if (!closing) {
+                        lp_free_inst(lp, in);
+                    }
+                    lp->base.on_event(&lp->base, HV_PROV_LAUNCH_FAILED, id, err, lp->base.ud);
+                }
+            } else if (a->kind == HV_SS_NOTICE) {
+                lp_signal_group(in, SIGTERM);
+                lp->base.on_event(&lp->base, HV_PROV_NOTICE, in->id, a->reason, lp->base.ud);
+            } else if (a->kind == HV_SS_PREEMPTED) {
+                in->preempted = a->with_notice ? 1 : 2;
+                if (in->pid > 0) {
+                    lp_signal_group(in, SIGKILL);
+                    if (!in->child) {
+                        lp_gone(in, in->preempted == 1 ? "preempted after its notice"
+                                                       : "preempted without notice");
+                    }
+                } else {
+                    lp_gone(in, "preempted");
+                }
+            }
+        }
+        if (n < 16) {
+            break;
+        }
+    }
+}
+
+static void lp_on_tick(uv_timer_t *t) {
+    hv_prov_local_t *lp = t->data;
+    uint64_t now = uv_now(lp->loop);
+    if (lp->sim != NULL) {
+        lp_sim_step(lp, now);
+    }
+    lp_inst_t *next;
+    for (lp_inst_t *in = lp->insts; in != NULL; in = next) {
+        next = in->next;
+        if (in->st == LP_RUNNING) {
+            if (in->kill_at != 0 && now >= in->kill_at) {
+                lp_signal_group(in, SIGKILL);
+                in->kill_at = 0;
+            }
+            if (!in->child && !pid_alive(in->pid)) {
+                lp_gone(in, in->terminating ? "terminated" : "its agent is gone");
+            }
+        }
+        if (in->st == LP_GONE && !in->reported) {
+            in->reported = 1;
+            if (lp->sim != NULL) {
+                hv_ss_terminate(lp->sim, in->id);
+            }
+            lp->base.on_event(&lp->base, HV_PROV_GONE, in->id, in->why, lp->base.ud);
+            if (in->child) {
+                uv_close((uv_handle_t *)&in->proc, on_proc_closed);
+            } else {
+                lp_free_inst(lp, in);
+            }
+        }
+    }
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+    hv_prov_local_t *lp = h->data;
+    hv_ss_destroy(lp->sim);
+    hv_free(lp);
+}
+
+static void lp_destroy(hv_provider_t *p) {
+    hv_prov_local_t *lp = (hv_prov_local_t *)p;
+    lp_inst_t *in = lp->insts;
+    lp->insts = NULL;
+    while (in != NULL) {
+        lp_inst_t *next = in->next;
+        in->next = NULL;
+        if (in->child) {
+            /* the agent keeps running; we stop watching it (a handle already closing frees
+             * the instance in its callback) */
+            in->lp = NULL;
+            if (!uv_is_closing((uv_handle_t *)&in->proc)) {
+                uv_close((uv_handle_t *)&in->proc, on_proc_closed);
+            }
+        } else {
+            hv_free(in);
+        }
+        in = next;
+    }
+    uv_close((uv_handle_t *)&lp->tick, on_timer_closed);
+}
+
+/* spot-sim is the same provider with a simulation: only the name differs. */
+#define LP_VTBL(nm)                                                                                \
+    {                                                                                              \
+        .name = nm, .launch = lp_launch, .terminate = lp_terminate, .adopt = lp_adopt,             \
+        .handle = lp_handle, .destroy = lp_destroy                                                 \
+    }
+static const hv_provider_vtbl_t local_vtbl = LP_VTBL("local");
+static const hv_provider_vtbl_t spotsim_vtbl = LP_VTBL("spot-sim");
+
+hv_err hv_provider_local_create(uv_loop_t *loop, const hv_prov_local_opts_t *o,
+                                hv_prov_event_cb on_event, void *ud, hv_provider_t **out) {
+    *out = NULL;
+    if (loop == NULL || o == NULL || o->agent == NULL || o->work_dir == NULL || on_event == NULL ||
+        strlen(o->agent) >= LP_PATH || strlen(o->work_dir) >= LP_PATH) {
+        return HV_EINVAL;
+    }
+    hv_prov_local_t *lp = hv_calloc(1, sizeof(*lp));
+    if (lp == NULL) {
+        return HV_ENOMEM;
+    }
+    lp->base.v = o->sim != NULL ? &spotsim_vtbl : &local_vtbl;
+    lp->base.on_event = on_event;
+    lp->base.ud = ud;
+    lp->loop = loop;
+    lp->o = *o;
+    snprintf(lp->agent, sizeof(lp->agent), "%s", o->agent);
+    snprintf(lp->work_dir, sizeof(lp->work_dir), "%s", o->work_dir);
+    if (mkdirs(lp->work_dir) != 0) {
+        HV_LOG(HV_LOG_ERROR, "autoscaler", "HV-AS-DIR", "cannot create %s: %s", lp->work_dir,
+               strerror(errno));
+        hv_free(lp);
+        return HV_EIO;
+    }
+    if (o->sim != NULL) {
+        lp->sim = hv_ss_create(o->sim, uv_now(loop));
+        if (lp->sim == NULL) {
+            hv_free(lp);
+            return HV_EINVAL;
+        }
+    }
+    uv_timer_init(loop, &lp->tick);
+    lp->tick.data = lp;
+    uint32_t every = o->tick_ms ? o->tick_ms : 100;
+    uv_timer_start(&lp->tick, lp_on_tick, every, every);
+    *out = &lp->base;
+    return HV_OK;
+}

@@ -1,0 +1,539 @@
+/* auth: see auth.h. */
+#include "auth.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+#define AUTH_MAC_HEX 32     /* 128 bits of the HMAC, in hex */
+#define AUTH_CLIENT_RAND 24 /* random bytes in a generated client token (48 hex digits) */
+#define AUTH_FILE_MAX 4096  /* bytes read from a key or token file */
+
+/* ---- pure ----------------------------------------------------------------------------------- */
+
+static void wipe(void *p, size_t n) {
+    volatile unsigned char *v = p;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = 0;
+    }
+}
+
+void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_AUTH_KEY_BYTES]) {
+    wipe(a, sizeof(*a));
+    memcpy(a->key, key, HV_AUTH_KEY_BYTES);
+}
+
+int hv_auth_equal(const char *want, const char *given) {
+    size_t lw = strlen(want), lg = strlen(given);
+    unsigned char diff = (unsigned char)(lw != lg);
+    for (size_t i = 0; i < lw; i++) {
+        diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
+    }
+    return diff == 0;
+}
+
+/* HMAC-SHA256 (RFC 2104) of msg under the head key; hex of the first 128 bits into out[33]. */
+static void auth_mac(const hv_auth_t *a, const char *msg, char out[AUTH_MAC_HEX + 1]) {
+    uint8_t pad[64], inner[32], full[32];
+    hv_sha256_t h;
+    memset(pad, 0x36, sizeof(pad));
+    for (size_t i = 0; i < HV_AUTH_KEY_BYTES; i++) {
+        pad[i] ^= a->key[i];
+    }
+    hv_sha256_init(&h);
+    hv_sha256_update(&h, pad, sizeof(pad));
+    hv_sha256_update(&h, msg, strlen(msg));
+    hv_sha256_final(&h, inner);
+    memset(pad, 0x5c, sizeof(pad));
+    for (size_t i = 0; i < HV_AUTH_KEY_BYTES; i++) {
+        pad[i] ^= a->key[i];
+    }
+    hv_sha256_init(&h);
+    hv_sha256_update(&h, pad, sizeof(pad));
+    hv_sha256_update(&h, inner, sizeof(inner));
+    hv_sha256_final(&h, full);
+    char hex[65];
+    hv_sha256_hex(full, hex);
+    memcpy(out, hex, AUTH_MAC_HEX);
+    out[AUTH_MAC_HEX] = '\0';
+    wipe(pad, sizeof(pad));
+    wipe(inner, sizeof(inner));
+}
+
+void hv_auth_node_cred(const hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *out) {
+    char msg[80], mac[AUTH_MAC_HEX + 1];
+    snprintf(msg, sizeof(msg), "node:%" PRIu64 ":%" PRIu64, node_id, incarnation);
+    auth_mac(a, msg, mac);
+    snprintf(out, HV_AUTH_CRED_MAX, "hvn_%" PRIu64 "_%" PRIx64 "_%s", node_id, incarnation, mac);
+}
+
+void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id, char *out) {
+    char msg[80], mac[AUTH_MAC_HEX + 1];
+    snprintf(msg, sizeof(msg), "worker:%" PRIu64 ":%" PRIu64, job_id, worker_id);
+    auth_mac(a, msg, mac);
+    snprintf(out, HV_AUTH_CRED_MAX, "hvw_%" PRIu64 "_%" PRIu64 "_%s", job_id, worker_id, mac);
+}
+
+static int client_token_valid(const char *t) {
+    size_t n = strlen(t);
+    if (strncmp(t, "hvc_", 4) != 0 || n < 4 + 16 || n > 4 + 200) {
+        return 0;
+    }
+    for (size_t i = 4; i < n; i++) {
+        char ch = t[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+              ch == '-' || ch == '_')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+hv_err hv_auth_add_client(hv_auth_t *a, const char *name, const char *token) {
+    if (name == NULL || token == NULL || !client_token_valid(token)) {
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < a->n_clients; i++) {
+        if (hv_auth_equal(a->clients[i].token, token)) {
+            return HV_EEXIST;
+        }
+    }
+    if (a->n_clients == HV_AUTH_MAX_CLIENTS) {
+        return HV_ETOOBIG;
+    }
+    snprintf(a->clients[a->n_clients].name, sizeof(a->clients[0].name), "%s", name);
+    snprintf(a->clients[a->n_clients].token, sizeof(a->clients[0].token), "%s", token);
+    a->n_clients++;
+    return HV_OK;
+}
+
+hv_err hv_auth_revoke_node(hv_auth_t *a, uint64_t node_id, uint64_t incarnation) {
+    for (size_t i = 0; i < a->n_revoked; i++) {
+        if (a->revoked[i].node_id == node_id && a->revoked[i].incarnation == incarnation) {
+            return HV_OK;
+        }
+    }
+    if (a->n_revoked == HV_AUTH_MAX_REVOKED) {
+        return HV_ETOOBIG;
+    }
+    a->revoked[a->n_revoked].node_id = node_id;
+    a->revoked[a->n_revoked].incarnation = incarnation;
+    a->n_revoked++;
+    return HV_OK;
+}
+
+/* Parses "<dec>_" (base 10) or "<hex>_" (base 16) at *p; advances past the '_'. */
+static int parse_num(const char **p, int base, uint64_t *out) {
+    const char *s = *p;
+    uint64_t v = 0;
+    size_t n = 0;
+    for (; *s != '_' && *s != '\0'; s++, n++) {
+        int d;
+        if (*s >= '0' && *s <= '9') {
+            d = *s - '0';
+        } else if (base == 16 && *s >= 'a' && *s <= 'f') {
+            d = *s - 'a' + 10;
+        } else {
+            return 0;
+        }
+        if (n >= (base == 10 ? 19u : 16u)) {
+            return 0;
+        }
+        v = v * (uint64_t)base + (uint64_t)d;
+    }
+    if (*s != '_' || n == 0) {
+        return 0;
+    }
+    *p = s + 1;
+    *out = v;
+    return 1;
+}
+
+hv_err hv_auth_identify(const hv_auth_t *a, const char *bearer, hv_cred_t *out) {
+    memset(out, 0, sizeof(*out));
+    if (bearer == NULL || bearer[0] == '\0') {
+        return HV_EAUTH;
+    }
+    char want[HV_AUTH_CRED_MAX];
+    if (strncmp(bearer, "hvc_", 4) == 0) {
+        /* Every token is compared (no early exit), so the time does not say which one matched. */
+        size_t hit = a->n_clients;
+        for (size_t i = 0; i < a->n_clients; i++) {
+            if (hv_auth_equal(a->clients[i].token, bearer)) {
+                hit = i;
+            }
+        }
+        if (hit == a->n_clients) {
+            return HV_EAUTH;
+        }
+        out->kind = HV_CRED_CLIENT;
+        snprintf(out->client, sizeof(out->client), "%s", a->clients[hit].name);
+        return HV_OK;
+    }
+    const char *p = bearer + 4;
+    if (strncmp(bearer, "hvn_", 4) == 0) {
+        uint64_t node, inc;
+        if (!parse_num(&p, 10, &node) || !parse_num(&p, 16, &inc)) {
+            return HV_EAUTH;
+        }
+        hv_auth_node_cred(a, node, inc, want);
+        if (!hv_auth_equal(want, bearer)) {
+            return HV_EAUTH;
+        }
+        for (size_t i = 0; i < a->n_revoked; i++) {
+            if (a->revoked[i].node_id == node && a->revoked[i].incarnation == inc) {
+                return HV_EAUTH;
+            }
+        }
+        out->kind = HV_CRED_NODE;
+        out->node_id = node;
+        out->incarnation = inc;
+        return HV_OK;
+    }
+    if (strncmp(bearer, "hvw_", 4) == 0) {
+        uint64_t job, worker;
+        if (!parse_num(&p, 10, &job) || !parse_num(&p, 10, &worker)) {
+            return HV_EAUTH;
+        }
+        hv_auth_worker_cred(a, job, worker, want);
+        if (!hv_auth_equal(want, bearer)) {
+            return HV_EAUTH;
+        }
+        out->kind = HV_CRED_WORKER;
+        out->job_id = job;
+        out->worker_id = worker;
+        return HV_OK;
+    }
+    return HV_EAUTH;
+}
+
+hv_err hv_auth_check(const hv_cred_t *cred, hv_auth_scope scope, uint64_t id) {
+    if (cred == NULL || cred->kind == HV_CRED_NONE) {
+        return HV_EAUTH;
+    }
+    switch (scope) {
+    case HV_AUTH_CLIENT:
+        return cred->kind == HV_CRED_CLIENT ? HV_OK : HV_EPERM;
+    case HV_AUTH_NODE:
+        return cred->kind == HV_CRED_NODE && (id == 0 || cred->node_id == id) ? HV_OK : HV_EPERM;
+    case HV_AUTH_JOB:
+        return cred->kind == HV_CRED_WORKER && cred->job_id == id ? HV_OK : HV_EPERM;
+    case HV_AUTH_JOIN:
+        return HV_OK;
+    }
+    return HV_EPERM;
+}
+
+int hv_auth_rule(const char *path, hv_auth_scope *scope) {
+    static const struct {
+        const char *prefix; /* a service ("/pkg.Service/") or one method */
+        hv_auth_scope scope;
+    } rules[] = {
+        {"/hvpb.v1.Jobs/", HV_AUTH_CLIENT},         {"/hvpb.v1.Cluster/Join", HV_AUTH_JOIN},
+        {"/hvpb.v1.Cluster/Session", HV_AUTH_NODE}, {"/hvpb.v1.Cluster/Fetch", HV_AUTH_NODE},
+        {"/hvpb.v1.Rendezvous/", HV_AUTH_JOB},
+    };
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        size_t n = strlen(rules[i].prefix);
+        int service = rules[i].prefix[n - 1] == '/';
+        if (service ? strncmp(path, rules[i].prefix, n) == 0 && path[n] != '\0'
+                    : strcmp(path, rules[i].prefix) == 0) {
+            *scope = rules[i].scope;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *scope_needs(hv_auth_scope scope) {
+    switch (scope) {
+    case HV_AUTH_CLIENT:
+        return "a client token (hvsubmit/hvctl --token-file, or HV_TOKEN_FILE)";
+    case HV_AUTH_NODE:
+        return "this node's credential (given by Join)";
+    case HV_AUTH_JOB:
+        return "the worker secret of this job (HV_WORKER_SECRET)";
+    case HV_AUTH_JOIN:
+        return "the join token or this node's credential";
+    }
+    return "a credential";
+}
+
+hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope, uint64_t id,
+                    hv_cred_t *cred_out, char *msg, size_t msglen) {
+    hv_cred_t local;
+    hv_cred_t *cred = cred_out != NULL ? cred_out : &local;
+    hv_err rc = hv_auth_identify(a, bearer, cred);
+    if (scope == HV_AUTH_JOIN) {
+        rc = HV_OK; /* the join token travels in the request: svc_cluster checks both */
+    } else if (rc == HV_OK) {
+        rc = hv_auth_check(cred, scope, id);
+    }
+    if (rc == HV_EAUTH) {
+        snprintf(msg, msglen, "not authenticated: %s; this call needs %s",
+                 bearer == NULL || bearer[0] == '\0' ? "no credential was sent"
+                                                     : "the credential is not valid on this head",
+                 scope_needs(scope));
+    } else if (rc == HV_EPERM) {
+        snprintf(msg, msglen, "permission denied: this call needs %s", scope_needs(scope));
+    } else if (msglen > 0) {
+        msg[0] = '\0';
+    }
+    return rc;
+}
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+/* Reads a one-word file (surrounding whitespace trimmed) into out (cap bytes). */
+static hv_err read_word(const char *path, char *out, size_t cap, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            return HV_ENOTFOUND;
+        }
+        hv_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return HV_EIO;
+    }
+    char buf[AUTH_FILE_MAX + 1];
+    ssize_t n = read(fd, buf, AUTH_FILE_MAX);
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        hv_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+        return HV_EIO;
+    }
+    buf[n] = '\0';
+    char *s = buf;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') {
+        s++;
+    }
+    size_t len = strlen(s);
+    while (len > 0 &&
+           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r')) {
+        len--;
+    }
+    s[len] = '\0';
+    if (len == 0 || len >= cap || strpbrk(s, " \t\r\n") != NULL) {
+        hv_errf(err, errlen, "%s: expected one word of at most %zu characters", path, cap - 1);
+        wipe(buf, sizeof(buf));
+        return HV_EINVAL;
+    }
+    memcpy(out, s, len + 1);
+    wipe(buf, sizeof(buf));
+    return HV_OK;
+}
+
+/* Creates path with text (mode 0600) unless it exists: written to a temporary file, then linked
+ * into place, so two heads starting at once agree and no reader sees half a file. */
+static hv_err create_secret(const char *path, const char *text, char *err, size_t errlen) {
+    char tmp[600];
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        hv_errf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        return HV_EIO;
+    }
+    size_t len = strlen(text);
+    int ok = write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+    int e = errno;
+    close(fd);
+    if (!ok) {
+        unlink(tmp);
+        hv_errf(err, errlen, "%s: cannot write: %s", tmp, strerror(e));
+        return HV_EIO;
+    }
+    if (link(tmp, path) != 0 && errno != EEXIST) {
+        e = errno;
+        unlink(tmp);
+        hv_errf(err, errlen, "%s: cannot create: %s", path, strerror(e));
+        return HV_EIO;
+    }
+    unlink(tmp);
+    return HV_OK;
+}
+
+static hv_err random_hex(size_t nbytes, char *out) {
+    uint8_t raw[64];
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t n = getrandom(raw + got, nbytes - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return HV_EIO;
+        }
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < nbytes; i++) {
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    }
+    wipe(raw, sizeof(raw));
+    return HV_OK;
+}
+
+/* Reads path, creating it first with gen (prefix + random hex) when it does not exist. */
+static hv_err read_or_create(const char *path, const char *prefix, size_t nrand, char *out,
+                             size_t cap, char *err, size_t errlen) {
+    hv_err rc = read_word(path, out, cap, err, errlen);
+    if (rc != HV_ENOTFOUND) {
+        return rc;
+    }
+    char text[200];
+    size_t pl = strlen(prefix);
+    memcpy(text, prefix, pl);
+    if (random_hex(nrand, text + pl) != HV_OK) {
+        hv_errf(err, errlen, "%s: no random bytes: %s", path, strerror(errno));
+        return HV_EIO;
+    }
+    rc = create_secret(path, text, err, errlen);
+    wipe(text, sizeof(text));
+    if (rc != HV_OK) {
+        return rc;
+    }
+    return read_word(path, out, cap, err, errlen);
+}
+
+static hv_err load_clients(hv_auth_t *a, char *err, size_t errlen) {
+    char path[600], tok[HV_AUTH_TOKEN_MAX + 1];
+    snprintf(path, sizeof(path), "%s/client.token", a->data_dir);
+    hv_err rc = read_or_create(path, "hvc_", AUTH_CLIENT_RAND, tok, sizeof(tok), err, errlen);
+    if (rc == HV_OK && (rc = hv_auth_add_client(a, "default", tok)) != HV_OK) {
+        hv_errf(err, errlen, "%s: not a client token (want hvc_ and 16 to 200 letters or digits)",
+                path);
+    }
+    if (rc != HV_OK) {
+        wipe(tok, sizeof(tok));
+        return rc;
+    }
+    snprintf(path, sizeof(path), "%s/clients", a->data_dir);
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        wipe(tok, sizeof(tok));
+        return HV_OK; /* no further tokens configured */
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n <= 6 || strcmp(de->d_name + n - 6, ".token") != 0 || de->d_name[0] == '.') {
+            continue;
+        }
+        char file[900], name[64];
+        snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
+        snprintf(name, sizeof(name), "%.*s", (int)(n - 6), de->d_name);
+        if ((rc = read_word(file, tok, sizeof(tok), err, errlen)) != HV_OK) {
+            break;
+        }
+        rc = hv_auth_add_client(a, name, tok);
+        if (rc == HV_EEXIST) {
+            rc = HV_OK;
+        } else if (rc != HV_OK) {
+            hv_errf(err, errlen, "%s: %s", file,
+                    rc == HV_ETOOBIG
+                        ? "too many client tokens (at most 64)"
+                        : "not a client token (want hvc_ and 16 to 200 letters or digits)");
+            break;
+        }
+    }
+    closedir(d);
+    wipe(tok, sizeof(tok));
+    return rc;
+}
+
+hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen) {
+    hv_auth_t *next = malloc(sizeof(*next));
+    if (next == NULL) {
+        hv_errf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    memcpy(next, a, sizeof(*next));
+    wipe(next->clients, sizeof(next->clients));
+    next->n_clients = 0;
+    hv_err rc = load_clients(next, err, errlen);
+    if (rc == HV_OK) {
+        memcpy(a->clients, next->clients, sizeof(a->clients));
+        a->n_clients = next->n_clients;
+    }
+    wipe(next, sizeof(*next));
+    free(next);
+    return rc;
+}
+
+hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_t cap, char *err,
+                    size_t errlen) {
+    char path[600], hex[2 * HV_AUTH_KEY_BYTES + 1];
+    uint8_t key[HV_AUTH_KEY_BYTES];
+    snprintf(path, sizeof(path), "%s/auth.key", data_dir);
+    hv_err rc = read_or_create(path, "", HV_AUTH_KEY_BYTES, hex, sizeof(hex), err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    if (strlen(hex) != 2 * HV_AUTH_KEY_BYTES || !hv_sha256_valid_hex(hex)) {
+        wipe(hex, sizeof(hex));
+        hv_errf(err, errlen,
+                "%s: damaged (want 64 hex digits); delete it to make a new key, which "
+                "makes every agent re-join with the join token",
+                path);
+        return HV_ECORRUPT;
+    }
+    for (size_t i = 0; i < HV_AUTH_KEY_BYTES; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        key[i] = (uint8_t)v;
+    }
+    hv_auth_init(a, key);
+    wipe(key, sizeof(key));
+    wipe(hex, sizeof(hex));
+    snprintf(a->data_dir, sizeof(a->data_dir), "%s", data_dir);
+    if ((rc = load_clients(a, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    if (client_path != NULL) {
+        snprintf(client_path, cap, "%s/client.token", data_dir);
+    }
+    snprintf(path, sizeof(path), "%s/revoked_nodes", data_dir);
+    FILE *f = fopen(path, "re");
+    if (f != NULL) {
+        uint64_t node, inc;
+        while (fscanf(f, "%" SCNu64 " %" SCNx64, &node, &inc) == 2) {
+            hv_auth_revoke_node(a, node, inc);
+        }
+        fclose(f);
+    }
+    return HV_OK;
+}
+
+hv_err hv_auth_revoke_node_stored(hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *err,
+                                  size_t errlen) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/revoked_nodes", a->data_dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        hv_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return HV_EIO;
+    }
+    char line[64];
+    int n = snprintf(line, sizeof(line), "%" PRIu64 " %" PRIx64 "\n", node_id, incarnation);
+    int ok = write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+    int e = errno;
+    close(fd);
+    if (!ok) {
+        hv_errf(err, errlen, "%s: cannot write: %s", path, strerror(e));
+        return HV_EIO;
+    }
+    hv_err rc = hv_auth_revoke_node(a, node_id, incarnation);
+    if (rc != HV_OK) {
+        hv_errf(err, errlen, "too many revoked node credentials (at most %d)", HV_AUTH_MAX_REVOKED);
+    }
+    return rc;
+}

@@ -1,0 +1,134 @@
+/*
+ * auth: who may call what on the head. Every RPC carries "authorization: Bearer <credential>"
+ * (common/rpc.c reads it, hv_rpc_call_bearer); the services ask this module, at the edge, before
+ * they decode anything else, and answer UNAUTHENTICATED or PERMISSION_DENIED with its message.
+ *
+ * Three kinds of credential, recognisable by their prefix so a leaked value says what it opens:
+ *   hvc_<hex>                       client (hvsubmit, hvctl): the Jobs service. Random; the head
+ *                                   generates <data_dir>/client.token and reads further ones
+ *                                   from <data_dir>/clients/NAME.token (hv_auth_load).
+ *   hvn_<node>_<incarnation>_<mac>  node (one agent process): Cluster.Session and Cluster.Fetch
+ *                                   for that node, and its re-joins. Returned by Join.
+ *   hvw_<job>_<worker>_<mac>        worker: the Rendezvous service for that one job. Carried by
+ *                                   the spawn order, passed to the worker as HV_WORKER_SECRET.
+ * mac = HMAC-SHA256(head key, "node:<node>:<incarnation>" | "worker:<job>:<worker>"), 128 bits
+ * in hex. The key (<data_dir>/auth.key, 0600) survives a head restart, so live agents and
+ * workers keep working across one without anything stored per credential. The join token is not
+ * handled here: it only admits a Join (svc_cluster compares it).
+ *
+ * The decision part (identify, check, messages) is pure: no I/O, no clock. hv_auth_load and
+ * hv_auth_reload_clients are the only I/O (files in the data directory). Not thread-safe: the
+ * head's loop thread owns it.
+ */
+#ifndef HV_HEAD_AUTH_H
+#define HV_HEAD_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define HV_AUTH_KEY_BYTES 32
+#define HV_AUTH_CRED_MAX 128   /* longest derived credential, with its NUL */
+#define HV_AUTH_TOKEN_MAX 256  /* longest client token accepted (= HV_RPC_MAX_TOKEN) */
+#define HV_AUTH_MAX_CLIENTS 64 /* client tokens at once */
+#define HV_AUTH_MAX_REVOKED 1024
+
+typedef enum hv_cred_kind {
+    HV_CRED_NONE = 0, /* no credential, or one nobody issued */
+    HV_CRED_CLIENT = 1,
+    HV_CRED_NODE = 2,
+    HV_CRED_WORKER = 3,
+} hv_cred_kind;
+
+/* What a credential is, once identified. */
+typedef struct hv_cred_s {
+    hv_cred_kind kind;
+    uint64_t node_id, incarnation; /* NODE */
+    uint64_t job_id, worker_id;    /* WORKER */
+    char client[64];               /* CLIENT: the token's name ("default" or the file name) */
+} hv_cred_t;
+
+/* What a method needs. */
+typedef enum hv_auth_scope {
+    HV_AUTH_CLIENT = 0, /* Jobs.*: a client credential */
+    HV_AUTH_NODE = 1,   /* Cluster.Session / Fetch: a node credential (of node id, if id != 0) */
+    HV_AUTH_JOB = 2,    /* Rendezvous.*: a worker credential of job id */
+    HV_AUTH_JOIN = 3,   /* Cluster.Join: the join token in the request, or the node's credential
+                         * (svc_cluster decides: it alone knows which node the name is) */
+} hv_auth_scope;
+
+typedef struct hv_auth_s {
+    uint8_t key[HV_AUTH_KEY_BYTES];
+    size_t n_clients;
+    struct {
+        char name[64];
+        char token[HV_AUTH_TOKEN_MAX + 1];
+    } clients[HV_AUTH_MAX_CLIENTS];
+    size_t n_revoked;
+    struct {
+        uint64_t node_id, incarnation;
+    } revoked[HV_AUTH_MAX_REVOKED];
+    char data_dir[512]; /* set by hv_auth_load */
+} hv_auth_t;
+
+/* ---- pure ----------------------------------------------------------------------------------- */
+
+/* Empties a (no clients, nothing revoked) and sets its key. */
+void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_AUTH_KEY_BYTES]);
+
+/* Adds a client token under name. HV_EINVAL: not "hvc_" followed by 16..200 letters, digits,
+ * '-' or '_'; HV_ETOOBIG: HV_AUTH_MAX_CLIENTS reached; HV_EEXIST: the same token again. */
+hv_err hv_auth_add_client(hv_auth_t *a, const char *name, const char *token);
+
+/* The credential of a node's agent process (out: HV_AUTH_CRED_MAX bytes). */
+void hv_auth_node_cred(const hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *out);
+/* The secret of one worker of one job (out: HV_AUTH_CRED_MAX bytes). */
+void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id, char *out);
+
+/* Revokes one node credential (node_id, incarnation): it is refused from now on. Idempotent.
+ * HV_ETOOBIG when the list is full. */
+hv_err hv_auth_revoke_node(hv_auth_t *a, uint64_t node_id, uint64_t incarnation);
+
+/* Says what bearer is. Every comparison with a secret is constant-time. HV_OK and *out filled,
+ * or HV_EAUTH (empty, malformed, not issued by this head, or revoked) with out->kind NONE. */
+hv_err hv_auth_identify(const hv_auth_t *a, const char *bearer, hv_cred_t *out);
+
+/* The decision: may cred call a method of scope for id (job id for HV_AUTH_JOB, node id or 0
+ * for HV_AUTH_NODE, ignored for HV_AUTH_CLIENT)? HV_OK, HV_EAUTH (no credential) or HV_EPERM
+ * (a credential of another kind or another job/node). */
+hv_err hv_auth_check(const hv_cred_t *cred, hv_auth_scope scope, uint64_t id);
+
+/* The scope a method needs, by its gRPC path ("/hvpb.v1.Jobs/Submit"). Returns 0 for a path
+ * the table does not know: such a method is refused (deny by default). */
+int hv_auth_rule(const char *path, hv_auth_scope *scope);
+
+/* identify + check, with the message to send on refusal (msg: msglen bytes). The message names
+ * what the method needs, never whether the job or node exists, and never the credential. */
+hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope, uint64_t id,
+                    hv_cred_t *cred_out, char *msg, size_t msglen);
+
+/* Constant-time string equality (both NUL-terminated; the time depends only on the lengths). */
+int hv_auth_equal(const char *want, const char *given);
+
+/* ---- files (I/O) ---------------------------------------------------------------------------- */
+
+/* Loads the head's key from <data_dir>/auth.key and its client token from
+ * <data_dir>/client.token, generating each (random, mode 0600, atomically) when missing, then
+ * the client tokens in <data_dir>/clients/ (every NAME.token file) and the revoked node
+ * credentials in <data_dir>/revoked_nodes. client_path (optional, cap bytes) receives the
+ * generated-or-found client token's path, for the "where is it" log line. On failure err says
+ * which file and why; the values are never quoted. */
+hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_t cap, char *err,
+                    size_t errlen);
+
+/* Re-reads the client tokens (client.token and clients/): a deleted file is revoked, a new one
+ * admitted, without a restart. On failure the old set stays. */
+hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen);
+
+/* Revokes a node credential and appends it to <data_dir>/revoked_nodes (stored before it takes
+ * effect, fsync'd). */
+hv_err hv_auth_revoke_node_stored(hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *err,
+                                  size_t errlen);
+
+#endif

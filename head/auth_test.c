@@ -1,0 +1,253 @@
+/*
+ * auth_test: the access table, credential by credential and scope by scope (which kind may call
+ * which service for which job or node, and with which refusal), derived credentials (stable for
+ * one key, different for another, tampering refused), client tokens, node revocation, the
+ * refusal messages (they never name the job or echo the credential), and the files (generated
+ * 0600, stable across a reload, extra tokens in clients/, revocations kept). `auth_test CASE`
+ * runs one case.
+ */
+#include "auth.h"
+#include "hv_check.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static hv_auth_t A; /* static: the struct is large */
+
+static void setup_key(hv_auth_t *a, uint8_t fill) {
+    uint8_t key[HV_AUTH_KEY_BYTES];
+    memset(key, fill, sizeof(key));
+    hv_auth_init(a, key);
+}
+
+#define CLIENT_TOK "hvc_0123456789abcdef0123"
+
+/* Every credential kind against every scope: the table is the access policy. */
+static void case_table(void) {
+    setup_key(&A, 7);
+    CHECK_RC(hv_auth_add_client(&A, "default", CLIENT_TOK), HV_OK);
+    char node5[HV_AUTH_CRED_MAX], w8[HV_AUTH_CRED_MAX];
+    hv_auth_node_cred(&A, 5, 0xabc, node5);
+    hv_auth_worker_cred(&A, 8, 3, w8);
+    static const struct {
+        const char *who; /* "client", "node5", "worker8", "none", "junk" */
+        hv_auth_scope scope;
+        uint64_t id;
+        hv_err want;
+    } rows[] = {
+        {"client", HV_AUTH_CLIENT, 0, HV_OK},     {"client", HV_AUTH_NODE, 0, HV_EPERM},
+        {"client", HV_AUTH_JOB, 8, HV_EPERM},     {"node5", HV_AUTH_CLIENT, 0, HV_EPERM},
+        {"node5", HV_AUTH_NODE, 0, HV_OK},        {"node5", HV_AUTH_NODE, 5, HV_OK},
+        {"node5", HV_AUTH_NODE, 6, HV_EPERM},     {"node5", HV_AUTH_JOB, 8, HV_EPERM},
+        {"worker8", HV_AUTH_JOB, 8, HV_OK},       {"worker8", HV_AUTH_JOB, 9, HV_EPERM},
+        {"worker8", HV_AUTH_CLIENT, 0, HV_EPERM}, {"worker8", HV_AUTH_NODE, 0, HV_EPERM},
+        {"none", HV_AUTH_CLIENT, 0, HV_EAUTH},    {"none", HV_AUTH_NODE, 0, HV_EAUTH},
+        {"none", HV_AUTH_JOB, 8, HV_EAUTH},       {"junk", HV_AUTH_CLIENT, 0, HV_EAUTH},
+        {"junk", HV_AUTH_JOB, 8, HV_EAUTH},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *b = strcmp(rows[i].who, "client") == 0    ? CLIENT_TOK
+                        : strcmp(rows[i].who, "node5") == 0   ? node5
+                        : strcmp(rows[i].who, "worker8") == 0 ? w8
+                        : strcmp(rows[i].who, "none") == 0    ? ""
+                                                              : "hvc_guessguessguessguess";
+        char msg[256];
+        hv_err rc = hv_auth_call(&A, b, rows[i].scope, rows[i].id, NULL, msg, sizeof(msg));
+        CHECK_RC_MSG(rc, rows[i].want, rows[i].who);
+        if (rc != HV_OK) {
+            CHECK(strstr(msg, rows[i].want == HV_EAUTH ? "not authenticated"
+                                                       : "permission denied") != NULL);
+            CHECK(strstr(msg, "job 8") == NULL && strstr(msg, "job 9") == NULL);
+            CHECK(strstr(msg, "hvc_") == NULL && strstr(msg, "hvw_") == NULL);
+        }
+    }
+}
+
+/* Derived credentials: the same for the same key, useless under another key, and any change
+ * to the numbers or the mac is refused. */
+static void case_derived(void) {
+    setup_key(&A, 1);
+    char w[HV_AUTH_CRED_MAX], w2[HV_AUTH_CRED_MAX];
+    hv_auth_worker_cred(&A, 8, 3, w);
+    hv_auth_worker_cred(&A, 8, 3, w2);
+    CHECK_STR(w, w2);
+    CHECK(strncmp(w, "hvw_8_3_", 8) == 0);
+    hv_cred_t c;
+    CHECK_RC(hv_auth_identify(&A, w, &c), HV_OK);
+    CHECK_EQ(c.kind, HV_CRED_WORKER);
+    CHECK_EQ(c.job_id, 8);
+    CHECK_EQ(c.worker_id, 3);
+    /* the same mac with another job number: refused (a worker cannot re-scope its secret) */
+    char forged[HV_AUTH_CRED_MAX + 8];
+    snprintf(forged, sizeof(forged), "hvw_9_3_%s", w + 8);
+    CHECK_RC(hv_auth_identify(&A, forged, &c), HV_EAUTH);
+    CHECK_EQ(c.kind, HV_CRED_NONE);
+    snprintf(forged, sizeof(forged), "%s", w);
+    forged[strlen(forged) - 1] = forged[strlen(forged) - 1] == '0' ? '1' : '0';
+    CHECK_RC(hv_auth_identify(&A, forged, &c), HV_EAUTH);
+    /* truncated, extra text, odd numbers */
+    snprintf(forged, sizeof(forged), "%.*s", (int)strlen(w) - 1, w);
+    CHECK_RC(hv_auth_identify(&A, forged, &c), HV_EAUTH);
+    snprintf(forged, sizeof(forged), "%sx", w);
+    CHECK_RC(hv_auth_identify(&A, forged, &c), HV_EAUTH);
+    CHECK_RC(hv_auth_identify(&A, "hvw__3_00", &c), HV_EAUTH);
+    CHECK_RC(hv_auth_identify(&A, "hvw_99999999999999999999_3_00", &c), HV_EAUTH);
+    CHECK_RC(hv_auth_identify(&A, "hvn_1_zz_00", &c), HV_EAUTH);
+    /* another head (another key) does not accept it */
+    static hv_auth_t B;
+    setup_key(&B, 2);
+    CHECK_RC(hv_auth_identify(&B, w, &c), HV_EAUTH);
+    char n[HV_AUTH_CRED_MAX];
+    hv_auth_node_cred(&A, 12, 0xdeadbeef, n);
+    CHECK(strncmp(n, "hvn_12_deadbeef_", 16) == 0);
+    CHECK_RC(hv_auth_identify(&A, n, &c), HV_OK);
+    CHECK_EQ(c.kind, HV_CRED_NODE);
+    CHECK_EQ(c.node_id, 12);
+    CHECK_EQ(c.incarnation, 0xdeadbeef);
+    CHECK_RC(hv_auth_identify(&B, n, &c), HV_EAUTH);
+}
+
+/* Revoking one incarnation of a node refuses exactly that credential. */
+static void case_revoke(void) {
+    setup_key(&A, 3);
+    char n1[HV_AUTH_CRED_MAX], n2[HV_AUTH_CRED_MAX];
+    hv_auth_node_cred(&A, 4, 1, n1);
+    hv_auth_node_cred(&A, 4, 2, n2);
+    CHECK_RC(hv_auth_revoke_node(&A, 4, 1), HV_OK);
+    CHECK_RC(hv_auth_revoke_node(&A, 4, 1), HV_OK);
+    CHECK_EQ(A.n_revoked, 1);
+    hv_cred_t c;
+    CHECK_RC(hv_auth_identify(&A, n1, &c), HV_EAUTH);
+    CHECK_RC(hv_auth_identify(&A, n2, &c), HV_OK);
+}
+
+/* Every method hv serves has a rule; an unknown one has none (refused). */
+static void case_rules(void) {
+    static const struct {
+        const char *path;
+        int known;
+        hv_auth_scope scope;
+    } rows[] = {
+        {"/hvpb.v1.Jobs/Submit", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/Cancel", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/Upload", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/RevokeNode", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Cluster/Join", 1, HV_AUTH_JOIN},
+        {"/hvpb.v1.Cluster/Session", 1, HV_AUTH_NODE},
+        {"/hvpb.v1.Cluster/Fetch", 1, HV_AUTH_NODE},
+        {"/hvpb.v1.Rendezvous/KvPut", 1, HV_AUTH_JOB},
+        {"/hvpb.v1.Rendezvous/JoinRound", 1, HV_AUTH_JOB},
+        {"/hvpb.v1.Cluster/Other", 0, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/", 0, HV_AUTH_CLIENT},
+        {"/hvpb.v1.JobsX/Submit", 0, HV_AUTH_CLIENT},
+        {"", 0, HV_AUTH_CLIENT},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_auth_scope sc = HV_AUTH_CLIENT;
+        CHECK_EQ(hv_auth_rule(rows[i].path, &sc), rows[i].known);
+        if (rows[i].known) {
+            CHECK_EQ(sc, rows[i].scope);
+        }
+    }
+}
+
+static void case_clients(void) {
+    setup_key(&A, 4);
+    CHECK_RC(hv_auth_add_client(&A, "a", "hvc_short"), HV_EINVAL);
+    CHECK_RC(hv_auth_add_client(&A, "a", "xyz_0123456789abcdef0123"), HV_EINVAL);
+    CHECK_RC(hv_auth_add_client(&A, "a", "hvc_0123456789abcdef01 3"), HV_EINVAL);
+    CHECK_RC(hv_auth_add_client(&A, "a", CLIENT_TOK), HV_OK);
+    CHECK_RC(hv_auth_add_client(&A, "b", CLIENT_TOK), HV_EEXIST);
+    CHECK_RC(hv_auth_add_client(&A, "ci", "hvc_ci-runner_0123456789"), HV_OK);
+    hv_cred_t c;
+    CHECK_RC(hv_auth_identify(&A, "hvc_ci-runner_0123456789", &c), HV_OK);
+    CHECK_STR(c.client, "ci");
+    CHECK_RC(hv_auth_identify(&A, "hvc_ci-runner_012345678", &c), HV_EAUTH);
+    CHECK_RC(hv_auth_identify(&A, "hvc_ci-runner_01234567890", &c), HV_EAUTH);
+    CHECK(hv_auth_equal("abc", "abc"));
+    CHECK(!hv_auth_equal("abc", "abd"));
+    CHECK(!hv_auth_equal("abc", "ab"));
+    CHECK(!hv_auth_equal("", "a"));
+}
+
+static void file_mode_is(const char *path, unsigned mode) {
+    struct stat st;
+    CHECK_EQ(stat(path, &st), 0);
+    CHECK_EQ(st.st_mode & 0777, mode);
+}
+
+/* The files: generated once with mode 0600, the same values after a reload, extra tokens from
+ * clients/, a deleted one revoked by a reload, a revocation kept across a load. */
+static void case_files(void) {
+    char dir[] = "/tmp/hv-auth-test.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char err[512], cpath[600], path[700];
+    static hv_auth_t B;
+    CHECK_RC(hv_auth_load(&A, dir, cpath, sizeof(cpath), err, sizeof(err)), HV_OK);
+    snprintf(path, sizeof(path), "%s/client.token", dir);
+    CHECK_STR(cpath, path);
+    file_mode_is(path, 0600);
+    snprintf(path, sizeof(path), "%s/auth.key", dir);
+    file_mode_is(path, 0600);
+    CHECK_EQ(A.n_clients, 1);
+    char w[HV_AUTH_CRED_MAX];
+    hv_auth_worker_cred(&A, 1, 1, w);
+    CHECK_RC(hv_auth_load(&B, dir, NULL, 0, err, sizeof(err)), HV_OK);
+    hv_cred_t c;
+    CHECK_RC(hv_auth_identify(&B, w, &c), HV_OK); /* same key after a restart */
+    CHECK_RC(hv_auth_identify(&B, A.clients[0].token, &c), HV_OK);
+
+    snprintf(path, sizeof(path), "%s/clients", dir);
+    CHECK_EQ(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/clients/ci.token", dir);
+    FILE *f = fopen(path, "w");
+    fputs("  hvc_ci_0123456789abcdef\n", f);
+    fclose(f);
+    CHECK_RC(hv_auth_reload_clients(&B, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_auth_identify(&B, "hvc_ci_0123456789abcdef", &c), HV_OK);
+    CHECK_STR(c.client, "ci");
+    unlink(path);
+    CHECK_RC(hv_auth_reload_clients(&B, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_auth_identify(&B, "hvc_ci_0123456789abcdef", &c), HV_EAUTH);
+    /* a bad token file: the old set stays, the message names the file, not the value */
+    f = fopen(path, "w");
+    fputs("password123\n", f);
+    fclose(f);
+    CHECK_RC(hv_auth_reload_clients(&B, err, sizeof(err)), HV_EINVAL);
+    CHECK(strstr(err, "ci.token") != NULL);
+    CHECK(strstr(err, "password123") == NULL);
+    CHECK_EQ(B.n_clients, 1);
+    unlink(path);
+
+    char n[HV_AUTH_CRED_MAX];
+    hv_auth_node_cred(&B, 3, 9, n);
+    CHECK_RC(hv_auth_revoke_node_stored(&B, 3, 9, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_auth_identify(&B, n, &c), HV_EAUTH);
+    CHECK_RC(hv_auth_load(&A, dir, NULL, 0, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_auth_identify(&A, n, &c), HV_EAUTH); /* still revoked after a restart */
+    snprintf(path, sizeof(path), "%s/revoked_nodes", dir);
+    file_mode_is(path, 0600);
+
+    /* a damaged key is an error, not a silent new key */
+    snprintf(path, sizeof(path), "%s/auth.key", dir);
+    f = fopen(path, "w");
+    fputs("nothex\n", f);
+    fclose(f);
+    CHECK_RC(hv_auth_load(&A, dir, NULL, 0, err, sizeof(err)), HV_ECORRUPT);
+    CHECK(strstr(err, "auth.key") != NULL);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK_EQ(system(cmd), 0);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"table", case_table},     {"derived", case_derived}, {"revoke", case_revoke},
+        {"clients", case_clients}, {"files", case_files},     {"rules", case_rules},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}

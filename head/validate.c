@@ -1,0 +1,244 @@
+/* validate: see validate.h. */
+#include "validate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sha256.h"
+#include "util.h"
+
+/* A node name: 1..HV_NODE_NAME_MAX bytes, no control character or blank (it is shown in logs,
+ * tables and events, one word). */
+static int node_name_ok(const char *s) {
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n == 0 || n > HV_NODE_NAME_MAX) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch <= ' ' || ch == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static hv_err bad(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static hv_err bad(char *err, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return HV_EINVAL;
+}
+
+/* At most 80 bytes of a client's string, for a message (the rest is "..."). */
+static const char *clip(const char *s, char *buf, size_t len) {
+    if (s == NULL) {
+        return "";
+    }
+    snprintf(buf, len, "%.80s%s", s, strlen(s) > 80 ? "..." : "");
+    return buf;
+}
+
+static hv_err digest_check(const char *field, const char *d, char *err, size_t len) {
+    char c[100];
+    if (d == NULL || !hv_sha256_valid_hex(d)) {
+        return bad(err, len, "%s: '%s' is not 64 lowercase hex characters", field,
+                   clip(d, c, sizeof(c)));
+    }
+    return HV_OK;
+}
+
+int hv_validate_file_name(const char *s) {
+    return s != NULL && s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
+           strcmp(s, "..") != 0 && strlen(s) <= 255;
+}
+
+hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
+    const Hvpb__V1__NodeInfo *info = r->node;
+    char c[100];
+    if (info == NULL) {
+        return bad(err, len, "node: missing (the joining node's name and slots)");
+    }
+    if (!node_name_ok(info->name)) {
+        return bad(err, len,
+                   "node.name: '%s' must be 1 to %d characters without blanks or control "
+                   "characters",
+                   clip(info->name, c, sizeof(c)), HV_NODE_NAME_MAX);
+    }
+    if (info->slots == 0 || info->slots > HV_NODE_SLOTS_MAX) {
+        return bad(err, len, "node.slots: node %s: slots must be 1..%d, got %u", info->name,
+                   HV_NODE_SLOTS_MAX, info->slots);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_fetch(const Hvpb__V1__FetchRequest *r, char *err, size_t len) {
+    return digest_check("digest", r->digest, err, len);
+}
+
+hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *err, size_t len) {
+    return digest_check("digest", r->digest, err, len);
+}
+
+hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len) {
+    HV_TRY(digest_check("digest", r->digest, err, len));
+    if (r->data.len > r->total_size || r->offset > r->total_size - r->data.len) {
+        return bad(err, len, "offset: a chunk of %zu bytes at %llu runs past total_size %llu",
+                   r->data.len, (unsigned long long)r->offset, (unsigned long long)r->total_size);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len) {
+    const Hvpb__V1__JobSpec *spec = r->spec;
+    char c[100];
+    if (spec == NULL || spec->binary == NULL) {
+        return bad(err, len, "spec.binary: the job has no binary");
+    }
+    if (!hv_validate_file_name(spec->binary->name)) {
+        return bad(err, len, "spec.binary.name: '%s' must be a plain file name",
+                   clip(spec->binary->name, c, sizeof(c)));
+    }
+    HV_TRY(digest_check("spec.binary.digest", spec->binary->digest, err, len));
+    if (spec->n_args > HV_SUBMIT_MAX_ARGS) {
+        return bad(err, len, "spec.args: %zu arguments, at most %d", spec->n_args,
+                   HV_SUBMIT_MAX_ARGS);
+    }
+    if (spec->n_files > HV_SUBMIT_MAX_FILES) {
+        return bad(err, len, "spec.files: %zu files, at most %d", spec->n_files,
+                   HV_SUBMIT_MAX_FILES);
+    }
+    for (size_t i = 0; i < spec->n_files; i++) {
+        const Hvpb__V1__FileRef *f = spec->files[i];
+        if (!hv_validate_file_name(f->name) || strcmp(f->name, spec->binary->name) == 0) {
+            return bad(err, len,
+                       "spec.files: file name '%s' must be a plain file name, distinct from the "
+                       "binary's",
+                       clip(f->name, c, sizeof(c)));
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(spec->files[k]->name, f->name) == 0) {
+                return bad(err, len, "spec.files: file name '%s' is given twice",
+                           clip(f->name, c, sizeof(c)));
+            }
+        }
+        HV_TRY(digest_check("spec.files.digest", f->digest, err, len));
+    }
+    for (size_t i = 0; i < spec->n_env; i++) {
+        const char *k = spec->env[i]->key;
+        if (k == NULL || k[0] == '\0' || strchr(k, '=') != NULL) {
+            return bad(err, len, "spec.env: variable %zu has an empty name or one with '=' ('%s')",
+                       i, clip(k, c, sizeof(c)));
+        }
+    }
+    if (spec->cooldown_set && spec->cooldown_max_s < spec->cooldown_min_s) {
+        return bad(err, len, "spec.cooldown: %u:%u: the maximum is below the minimum",
+                   spec->cooldown_min_s, spec->cooldown_max_s);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len) {
+    if (r->limit > HV_LIST_MAX) {
+        return bad(err, len, "limit: at most %d, got %u", HV_LIST_MAX, r->limit);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len) {
+    if (r->limit > HV_LIST_MAX) {
+        return bad(err, len, "limit: at most %d, got %u", HV_LIST_MAX, r->limit);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, size_t len) {
+    char c[100];
+    if (r->node == NULL || r->node[0] == '\0' || strlen(r->node) > HV_NODE_NAME_MAX) {
+        return bad(err, len, "node: '%s' must be a node name or id (1 to %d characters)",
+                   clip(r->node, c, sizeof(c)), HV_NODE_NAME_MAX);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len) {
+    char host[256], c[100];
+    int port;
+    if (r->addr != NULL && r->addr[0] != '\0' &&
+        (strlen(r->addr) > 300 || hv_parse_hostport(r->addr, host, sizeof(host), &port) != HV_OK ||
+         (r->addr[0] != '[' && strchr(host, ':') != NULL))) {
+        return bad(err, len, "addr: '%s' is not HOST:PORT (IPv6: [ADDR]:PORT)",
+                   clip(r->addr, c, sizeof(c)));
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len) {
+    size_t klen = r->key != NULL ? strlen(r->key) : 0;
+    if (klen == 0 || klen > HV_KV_MAX_KEY) {
+        return bad(err, len, "key: must be 1..%d bytes, got %zu", HV_KV_MAX_KEY, klen);
+    }
+    if (r->value.len > HV_KV_MAX_VALUE) {
+        return bad(err, len, "value: at most %d bytes, got %zu", HV_KV_MAX_VALUE, r->value.len);
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len) {
+    size_t klen = r->key != NULL ? strlen(r->key) : 0;
+    if (klen > HV_KV_MAX_KEY) {
+        return bad(err, len, "key: must be 1..%d bytes, got %zu", HV_KV_MAX_KEY, klen);
+    }
+    return HV_OK;
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+#define CHECK_FN(name, type)                                                                       \
+    static hv_err check_##name(const ProtobufCMessage *m, char *err, size_t len) {                 \
+        return hv_validate_##name((const type *)m, err, len);                                      \
+    }
+CHECK_FN(join, Hvpb__V1__JoinRequest)
+CHECK_FN(fetch, Hvpb__V1__FetchRequest)
+CHECK_FN(stat_artifact, Hvpb__V1__StatArtifactRequest)
+CHECK_FN(upload, Hvpb__V1__UploadChunk)
+CHECK_FN(submit, Hvpb__V1__SubmitRequest)
+CHECK_FN(list_jobs, Hvpb__V1__ListJobsRequest)
+CHECK_FN(list_events, Hvpb__V1__ListEventsRequest)
+CHECK_FN(node_drain, Hvpb__V1__NodeDrainRequest)
+CHECK_FN(rdzv_join, Hvpb__V1__RdzvJoinRequest)
+CHECK_FN(kv_put, Hvpb__V1__KvPutRequest)
+CHECK_FN(kv_get, Hvpb__V1__KvGetRequest)
+
+static const hv_validate_method_t methods[] = {
+    {"/hvpb.v1.Cluster/Join", &hvpb__v1__join_request__descriptor, check_join},
+    /* Session: a body this head does not know is a newer agent's, and is ignored. */
+    {"/hvpb.v1.Cluster/Session", &hvpb__v1__agent_msg__descriptor, NULL},
+    {"/hvpb.v1.Cluster/Fetch", &hvpb__v1__fetch_request__descriptor, check_fetch},
+    {"/hvpb.v1.Jobs/StatArtifact", &hvpb__v1__stat_artifact_request__descriptor,
+     check_stat_artifact},
+    {"/hvpb.v1.Jobs/Upload", &hvpb__v1__upload_chunk__descriptor, check_upload},
+    {"/hvpb.v1.Jobs/Submit", &hvpb__v1__submit_request__descriptor, check_submit},
+    {"/hvpb.v1.Jobs/GetJob", &hvpb__v1__job_ref__descriptor, NULL},
+    {"/hvpb.v1.Jobs/ListJobs", &hvpb__v1__list_jobs_request__descriptor, check_list_jobs},
+    {"/hvpb.v1.Jobs/ListNodes", &hvpb__v1__list_nodes_request__descriptor, NULL},
+    {"/hvpb.v1.Jobs/ListEvents", &hvpb__v1__list_events_request__descriptor, check_list_events},
+    {"/hvpb.v1.Jobs/Cancel", &hvpb__v1__job_ref__descriptor, NULL},
+    {"/hvpb.v1.Jobs/Watch", &hvpb__v1__watch_request__descriptor, NULL},
+    {"/hvpb.v1.Jobs/DrainNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
+    {"/hvpb.v1.Jobs/RevokeNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
+    {"/hvpb.v1.Rendezvous/JoinRound", &hvpb__v1__rdzv_join_request__descriptor, check_rdzv_join},
+    {"/hvpb.v1.Rendezvous/Done", &hvpb__v1__rdzv_done_request__descriptor, NULL},
+    {"/hvpb.v1.Rendezvous/WatchMembers", &hvpb__v1__rdzv_watch_request__descriptor, NULL},
+    {"/hvpb.v1.Rendezvous/KvPut", &hvpb__v1__kv_put_request__descriptor, check_kv_put},
+    {"/hvpb.v1.Rendezvous/KvGet", &hvpb__v1__kv_get_request__descriptor, check_kv_get},
+};
+
+const hv_validate_method_t *hv_validate_methods(size_t *n) {
+    *n = sizeof(methods) / sizeof(methods[0]);
+    return methods;
+}

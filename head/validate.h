@@ -1,0 +1,52 @@
+/*
+ * validate: the checks every request of the head's services passes before a handler acts on it,
+ * as pure functions (no I/O, no state, no allocation): what a field may hold on its own (lengths,
+ * ranges, names, digests). Whether a job, node or artifact exists is the handler's business.
+ * Each returns HV_OK, or HV_EINVAL with a message in err that names the field and the value
+ * ("node.slots: must be 1..4096, got 0"); the services answer it as INVALID_ARGUMENT.
+ * hv_validate_methods() lists every method with its request type and check, for the fuzzer
+ * (tests/fuzz) and the tests.
+ */
+#ifndef HV_HEAD_VALIDATE_H
+#define HV_HEAD_VALIDATE_H
+
+#include <stddef.h>
+
+#include "err.h"
+#include "hv.pb-c.h"
+
+#define HV_NODE_NAME_MAX 128
+#define HV_NODE_SLOTS_MAX 4096
+#define HV_SUBMIT_MAX_ARGS 4096
+#define HV_SUBMIT_MAX_FILES 256
+#define HV_KV_MAX_KEY 256
+#define HV_KV_MAX_VALUE 65536
+#define HV_LIST_MAX 100000
+
+hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len);
+hv_err hv_validate_fetch(const Hvpb__V1__FetchRequest *r, char *err, size_t len);
+hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *err, size_t len);
+hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len);
+hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len);
+hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len);
+hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len);
+hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, size_t len);
+hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len);
+hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len);
+hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len);
+
+/* A plain file name: not empty, no '/', not "." or "..", at most 255 bytes. */
+int hv_validate_file_name(const char *s);
+
+/* One method of the head's services: its path, request type and check (NULL: nothing to check
+ * beyond the request type). */
+typedef struct hv_validate_method_s {
+    const char *path;
+    const ProtobufCMessageDescriptor *req;
+    hv_err (*check)(const ProtobufCMessage *m, char *err, size_t len);
+} hv_validate_method_t;
+
+/* Every method the head serves (*n of them). */
+const hv_validate_method_t *hv_validate_methods(size_t *n);
+
+#endif

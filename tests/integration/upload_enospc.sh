@@ -1,0 +1,24 @@
+#!/bin/sh
+# A full disk during an upload: the head answers "no space left on device" naming the path,
+# discards that partial upload (the space comes back), and keeps serving: a smaller job uploads
+# and runs. The data directory is a real 3 MiB tmpfs (skipped where mount is not permitted); the
+# whole directory, since uploads/ and artifacts/ must share a file system (a rename publishes).
+. "$HV_SRC_DIR/tests/lib.sh"
+hv_setup
+mkdir -p "$TMP/data"
+if ! mount -t tmpfs -o size=3m,mode=0700 hvtest-data "$TMP/data" 2>"$TMP/mount.err"; then
+    echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
+    exit 77
+fi
+trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+start_head
+start_agent node-a 1
+cp /bin/echo "$TMP/big" # a small ELF, padded (the builds' hello is 1 to 4 MiB)
+truncate -s 4194304 "$TMP/big" # 4 MiB: does not fit in 3 MiB
+"$BIN/hvsubmit" -np 1 "$TMP/big" >"$TMP/big.out" 2>"$TMP/big.err" && fail "a 4 MiB upload into 3 MiB succeeded"
+assert_grep "$TMP/big.err" "no space left on device ($TMP/data/uploads/[0-9a-f]*.part)"
+[ -z "$(ls "$TMP/data/uploads")" ] || fail "the failed upload's part file was kept: $(ls -la "$TMP/data/uploads")"
+kill -0 "$HEAD_PID" || fail "the head died"
+"$BIN/hvsubmit" -np 1 /bin/echo small-job-ran >"$TMP/s.out" 2>&1 || fail "a job after the full disk failed: $(cat "$TMP/s.out")"
+assert_grep "$TMP/s.out" "small-job-ran"
+pass "a full disk gives 'no space left on device' with the path; the head keeps serving"

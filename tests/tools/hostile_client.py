@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""hostile_client: an independent gRPC client (Debian's python3-grpcio; it shares no code with hv)
+that sends wrong credentials and hostile payloads to every method of the head and checks the
+status codes the Trust issue promises. Messages are written as raw protobuf bytes by hand.
+
+usage: hostile_client.py HOST:PORT PROTO CLIENT_TOKEN_FILE
+Prints one line per check; exits 1 if any check failed, 0 otherwise.
+"""
+import concurrent.futures
+import re
+import sys
+
+import grpc
+
+OK, INVALID, NOT_FOUND, PERM, EXHAUSTED, UNAUTH = 0, 3, 5, 7, 8, 16
+BAD = {2: "UNKNOWN", 13: "INTERNAL"}
+
+target, proto, token_file = sys.argv[1:4]
+token = open(token_file).read().strip()
+
+# (service, method, client-streaming, server-streaming) from the wire contract itself
+methods = []
+service = None
+for line in open(proto):
+    m = re.match(r"\s*service\s+(\w+)", line)
+    if m:
+        service = m.group(1)
+    m = re.match(r"\s*rpc\s+(\w+)\((stream\s+)?\w+\)\s+returns\s+\((stream\s+)?\w+\)", line)
+    if m and service:
+        methods.append((service, m.group(1), bool(m.group(2)), bool(m.group(3))))
+if len(methods) < 18:
+    sys.exit("found only %d methods in %s" % (len(methods), proto))
+
+chan = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 64 << 20)])
+failures = 0
+
+
+def call(svc, meth, cstream, sstream, payload, auth, ch=None):
+    """Returns (code, details) of one call with payload bytes and an authorization value."""
+    ch = ch or chan
+    path = "/hvpb.v1.%s/%s" % (svc, meth)
+    md = [("authorization", auth)] if auth is not None else None
+    ident = lambda b: b  # noqa: E731 (raw bytes both ways)
+    try:
+        if cstream and sstream:
+            it = ch.stream_stream(path, ident, ident)(iter([payload]), metadata=md, timeout=5)
+            for _ in it:
+                break
+            return OK, ""
+        if sstream:
+            it = ch.unary_stream(path, ident, ident)(payload, metadata=md, timeout=5)
+            for _ in it:
+                break
+            return OK, ""
+        ch.unary_unary(path, ident, ident)(payload, metadata=md, timeout=5)
+        return OK, ""
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return 4, e.details() or ""
+        return e.code().value[0], e.details() or ""
+
+
+def check(name, got, want, details):
+    global failures
+    good = got in want and got not in BAD
+    if not good:
+        failures += 1
+    print("%s %s: got %d, want %s%s" % ("ok  " if good else "FAIL", name, got,
+                                         "/".join(str(w) for w in sorted(want)),
+                                         "" if good else " (%s)" % details))
+
+
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+
+
+GARBAGE = b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x02"  # a varint that never ends well
+HUGE = b"\x0a" + varint(6 << 20) + b"A" * (6 << 20)        # a 6 MiB string field 1
+FORGED = "Bearer hvw_" + "1" * 40                          # a worker secret nobody signed
+
+for svc, meth, cs, ss in methods:
+    n = "%s/%s" % (svc, meth)
+    # 1. no credential, a valid (empty) message: UNAUTHENTICATED
+    got, d = call(svc, meth, cs, ss, b"", None)
+    check(n + " no credential", got, {UNAUTH}, d)
+    if got == UNAUTH and ("job" in d.lower() and "exist" in d.lower()):
+        check(n + " says nothing of jobs", 1, {0}, d)
+    # 2. credentials that are not ours: UNAUTHENTICATED
+    for label, auth in (("forged worker secret", FORGED), ("unknown client token",
+                        "Bearer hvc_" + "0" * 32), ("Basic auth", "Basic dXNlcjpwYXNz"),
+                        ("empty bearer", "Bearer ")):
+        got, d = call(svc, meth, cs, ss, b"", auth)
+        check("%s %s" % (n, label), got, {UNAUTH, PERM}, d)
+    # a 64 KiB credential: gRPC's own metadata limit refuses it (RESOURCE_EXHAUSTED) before hv
+    # sees it, and closes that connection: on a channel of its own
+    big = grpc.insecure_channel(target)
+    got, d = call(svc, meth, cs, ss, b"", "Bearer hvc_" + "x" * 65536, big)
+    big.close()
+    check(n + " 64 KiB token", got, {UNAUTH, PERM, EXHAUSTED}, d)
+    # 3. a client token outside its scope: PERMISSION_DENIED (Join takes a join token in its
+    #    body: a client token there is no credential at all)
+    if svc in ("Cluster", "Rendezvous"):
+        got, d = call(svc, meth, cs, ss, b"", "Bearer " + token)
+        check(n + " client token out of scope", got, {PERM, UNAUTH} if meth == "Join" else {PERM}, d)
+        continue
+    # 4. the right credential and hostile bytes: INVALID_ARGUMENT (or a size refusal)
+    got, d = call(svc, meth, cs, ss, GARBAGE, "Bearer " + token)
+    check(n + " garbage", got, {INVALID}, d)
+    # 6 MiB in field 1: refused for its size or content, or (where field 1 is unknown to the
+    # message) ignored; never UNKNOWN or INTERNAL, and never echoed back whole
+    got, d = call(svc, meth, cs, ss, HUGE, "Bearer " + token)
+    check(n + " 6 MiB message", got, {OK, INVALID, EXHAUSTED, NOT_FOUND, 9}, d[:200])
+    if len(d) > 4096:
+        check(n + " 6 MiB message: the answer is short", len(d), {0}, "%d bytes" % len(d))
+
+# 5. a burst of unauthenticated calls at once (bounded: 256)
+with concurrent.futures.ThreadPoolExecutor(16) as ex:
+    codes = list(ex.map(lambda _: call("Jobs", "ListJobs", False, False, b"", None)[0], range(256)))
+check("burst of 256 calls without credential", max(codes), {UNAUTH}, sorted(set(codes)))
+
+# 6. the head still serves: a real request with the client token
+got, d = call("Jobs", "ListNodes", False, False, b"", "Bearer " + token)
+check("ListNodes with the client token afterwards", got, {OK}, d)
+got, d = call("Jobs", "GetJob", False, False, b"\x08" + varint(999999), "Bearer " + token)
+check("GetJob of a job that does not exist", got, {NOT_FOUND}, d)
+
+print("%d check(s) failed" % failures)
+sys.exit(1 if failures else 0)
