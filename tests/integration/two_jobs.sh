@@ -13,7 +13,9 @@ pb=$!
 wait_for 15 workers_at_least "" 4 || fail "the two jobs did not run side by side"
 "$BIN/hvsubmit" -np 4 "$EX/hello" >"$TMP/c.out" 2>"$TMP/c.err" &
 pc=$!
-sleep 0.5
+# hvsubmit uploads the program first (seconds on a loaded machine): wait for the job to exist.
+job_known() { [ -n "$(job_state 3)" ]; }
+wait_for 20 job_known || fail "job 3 was never submitted"
 st=$(job_state 3)
 [ "$st" = pending ] || fail "job 3 is '$st' while the cluster is full, want pending"
 "$BIN/hvsubmit" -np 4 --timeout 1 "$EX/hello" >"$TMP/d.out" 2>"$TMP/d.err"; ed=$?
