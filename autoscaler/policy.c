@@ -336,6 +336,18 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
             }
             continue;
         }
+        if (in->state == HV_AS_RUNNING && in->lost_since_ms != 0 && now_ms >= in->lost_since_ms &&
+            now_ms - in->lost_since_ms >= (uint64_t)c->launch_timeout_s * 1000u) {
+            hv_as_action_t *x = act_new(&a, HV_AS_TERMINATE, in->type);
+            if (x == NULL) {
+                continue;
+            }
+            x->instance = in->id;
+            reasonf(x, "instance %llu (%s): its node has been lost for %llu s",
+                    (unsigned long long)in->id, c->types[in->type].name,
+                    (unsigned long long)((now_ms - in->lost_since_ms) / 1000u));
+            continue;
+        }
         k.exist[in->type]++;
         k.exist_total++;
         if (in->state == HV_AS_LAUNCHING) {
@@ -365,6 +377,20 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
         }
     }
 
+    /* 3b. the cluster's minimum, in fallback order */
+    while (k.keep_total < c->min_nodes && may_launch(c, &k)) {
+        size_t t = 0;
+        while (t < c->ntypes && (aside(ts, t) || k.exist[t] >= c->types[t].max_nodes)) {
+            t++;
+        }
+        hv_as_action_t *x = t < c->ntypes ? act_new(&a, HV_AS_LAUNCH, t) : NULL;
+        if (x == NULL) {
+            break;
+        }
+        reasonf(x, "the cluster keeps at least %u nodes (has %u)", c->min_nodes, k.keep_total);
+        launched(c, &k, t);
+    }
+
     /* 4, 5. demand */
     for (size_t i = 0; i < nd; i++) {
         if (d[i].workers > 0) {
@@ -372,8 +398,14 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
         }
     }
 
-    /* 6. idle nodes */
-    for (size_t i = 0; i < ninst; i++) {
+    /* 6. idle nodes, unless workers still wait: the demand counts what the free slots cannot
+     * give, so an idle node is about to be used (or its demand is unmet, and giving the node
+     * back would only buy it again). */
+    int waiting = 0;
+    for (size_t i = 0; i < nd; i++) {
+        waiting |= d[i].workers > 0;
+    }
+    for (size_t i = 0; i < ninst && !waiting; i++) {
         const hv_as_instance_t *in = &inst[i];
         if (in->type >= c->ntypes || in->state != HV_AS_RUNNING || in->workers > 0 ||
             now_ms < in->idle_since_ms ||

@@ -11,7 +11,10 @@
  *     failure of its type; max_launch_failures failures in a row set the type aside for
  *     set_aside_s (TYPE_ASIDE). A failure the provider reports at once goes through
  *     hv_as_launch_failed with the same rule; a joined instance clears the count (hv_as_joined).
- *  3. Each type is kept at its min_nodes (when it is not set aside).
+ *     A running instance whose node the head has lost (its lease ran out) for launch_timeout_s
+ *     is terminated too: the machine may still exist and cost money, but its agent is gone.
+ *  3. Each type is kept at its min_nodes (when it is not set aside), then the cluster at its
+ *     min_nodes with the first usable type in fallback order.
  *  4. Demand: workers that no node can take now (pending workers of jobs, up to each elastic
  *     job's max-np, and explicit resize requests) are first given to the capacity already on its
  *     way (instances launching); for the rest, nodes are launched of the first type in fallback
@@ -20,8 +23,9 @@
  *  5. Launches stop at max_nodes (all types) and at max(5, ceil(upscaling_speed x running))
  *     instances launching at once (Ray's rule, so its users' settings mean the same here).
  *  6. A running instance with no worker, idle for idle_timeout_s, is terminated when its type
- *     keeps min_nodes and the cluster keeps min_nodes without it (an idle node is one the head
- *     could not give the pending workers, e.g. barred for their job, so it never blocks demand).
+ *     keeps min_nodes and the cluster keeps min_nodes without it, and no workers wait (demand
+ *     is what the free slots cannot take: with workers waiting an idle node is about to be
+ *     used, or the demand is unmet and giving the node back would only buy it again).
  *     An instance that runs workers is never terminated (it is drained first by the caller);
  *     draining and terminating instances are left to the provider.
  */
@@ -76,6 +80,8 @@ typedef struct hv_as_instance_s {
     hv_as_inst_state state;
     uint64_t launched_ms;   /* when the launch was asked */
     uint64_t idle_since_ms; /* RUNNING with no worker: since when; else ignored */
+    uint64_t lost_since_ms; /* RUNNING whose node the head lost (dead lease): since when;
+                             * 0 = its node is there */
     uint32_t workers;       /* workers running on it now */
 } hv_as_instance_t;
 

@@ -343,6 +343,89 @@ static void case_timeout_sets_aside(void) {
     CHECK_EQ(out[1].until_ms, 181 * S);
 }
 
+/* A running instance whose node was lost goes after the launch timeout (60 s here), and is no
+ * longer counted: a replacement is launched for the type's minimum. */
+static void case_lost(void) {
+    static const struct {
+        const char *name;
+        uint64_t lost_since;
+        const char *want;
+    } rows[] = {
+        {"node there", 0, ""},
+        {"lost 59 s", 41 * S, ""},
+        {"lost 60 s", 40 * S, "T1 L0"},
+    };
+    static const hv_as_type_t types[] = {{.name = "a", .slots = 2, .min_nodes = 1, .max_nodes = 2}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg();
+        c.types = types;
+        c.ntypes = 1;
+        hv_as_instance_t in = {.id = 1,
+                               .type = 0,
+                               .state = HV_AS_RUNNING,
+                               .idle_since_ms = 100 * S,
+                               .workers = 1,
+                               .lost_since_ms = rows[i].lost_since};
+        hv_as_type_state_t ts[1] = {{0}};
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, &in, 1, NULL, 0, 100 * S, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+        if (n == 2) {
+            CHECK(strstr(out[0].reason, "its node has been lost for 60 s") != NULL);
+            CHECK_EQ(out[0].launch_failure, 0);
+        }
+    }
+}
+
+/* The cluster's minimum, met with the first usable type in fallback order after each type's own
+ * minimum. */
+static void case_cluster_min(void) {
+    static const struct {
+        const char *name;
+        uint32_t min_nodes;
+        hv_as_instance_t inst[2];
+        size_t ninst;
+        int a_aside;
+        const char *want;
+    } rows[] = {
+        {"empty, min 2", 2, {{0}}, 0, 0, "L0 L0"},
+        {"one running", 2, {{.id = 1, .type = 1, .state = HV_AS_RUNNING}}, 1, 0, "L0"},
+        {"spot-a set aside: the next type", 1, {{0}}, 0, 1, "L1"},
+        {"spot-a at its max: the next",
+         3,
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING}},
+         2,
+         0,
+         "L1"},
+        {"met", 1, {{.id = 1, .type = 2, .state = HV_AS_LAUNCHING}}, 1, 0, ""},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg();
+        c.min_nodes = rows[i].min_nodes;
+        hv_as_type_state_t ts[3] = {{0}};
+        if (rows[i].a_aside) {
+            ts[0].aside_until_ms = 1000 * S;
+        }
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, NULL, 0, 10 * S, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+        if (n > 0) {
+            CHECK(strstr(out[0].reason, "the cluster keeps at least") != NULL);
+        }
+    }
+}
+
 /* Idle nodes go after the idle timeout; never a busy one, never below a minimum. */
 static void case_idle(void) {
     static const struct {
@@ -399,6 +482,14 @@ static void case_idle(void) {
         hv_as_type_state_t ts[2] = {{0}};
         hv_as_action_t out[8];
         size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, NULL, 0, 300 * S, out, 8);
+        /* with workers waiting that the cluster cannot take (at max_nodes 3), nothing goes */
+        c.max_nodes = 3;
+        hv_as_demand_t wait = {.workers = 9, .slots_per_worker = 1, .what = "job 1"};
+        hv_as_action_t out2[8];
+        size_t n2 = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, &wait, 1, 300 * S, out2, 8);
+        for (size_t k = 0; k < n2; k++) {
+            CHECK(out2[k].kind != HV_AS_TERMINATE);
+        }
         char got[64];
         summary(out, n, got, sizeof(got));
         if (strcmp(got, rows[i].want) != 0) {
@@ -520,6 +611,8 @@ int main(int argc, char **argv) {
         {"demand", case_demand},
         {"reasons", case_reasons},
         {"min_nodes", case_min_nodes},
+        {"cluster_min", case_cluster_min},
+        {"lost", case_lost},
         {"upscaling_speed", case_upscaling_speed},
         {"gpu_fit", case_gpu_fit},
         {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},

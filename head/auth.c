@@ -84,6 +84,33 @@ void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id
     snprintf(out, HV_AUTH_CRED_MAX, "hvw_%" PRIu64 "_%" PRIu64 "_%s", job_id, worker_id, mac);
 }
 
+void hv_auth_instance_cred(const hv_auth_t *a, uint64_t instance, char *out) {
+    char msg[80], mac[AUTH_MAC_HEX + 1];
+    snprintf(msg, sizeof(msg), "instance:%" PRIu64, instance);
+    auth_mac(a, msg, mac);
+    snprintf(out, HV_AUTH_CRED_MAX, "hvi_%" PRIu64 "_%s", instance, mac);
+}
+
+static int parse_num(const char **p, int base, uint64_t *out);
+
+int hv_auth_instance_id(const hv_auth_t *a, const char *token, uint64_t *instance) {
+    if (token == NULL || strncmp(token, "hvi_", 4) != 0) {
+        return 0;
+    }
+    const char *p = token + 4;
+    uint64_t id;
+    char want[HV_AUTH_CRED_MAX];
+    if (!parse_num(&p, 10, &id)) {
+        return 0;
+    }
+    hv_auth_instance_cred(a, id, want);
+    if (!hv_auth_equal(want, token)) {
+        return 0;
+    }
+    *instance = id;
+    return 1;
+}
+
 static int client_token_valid(const char *t) {
     size_t n = strlen(t);
     if (strncmp(t, "hvc_", 4) != 0 || n < 4 + 16 || n > 4 + 200) {

@@ -11,7 +11,12 @@
  *                                   for that node, and its re-joins. Returned by Join.
  *   hvw_<job>_<worker>_<mac>        worker: the Rendezvous service for that one job. Carried by
  *                                   the spawn order, passed to the worker as HV_WORKER_SECRET.
- * mac = HMAC-SHA256(head key, "node:<node>:<incarnation>" | "worker:<job>:<worker>"), 128 bits
+ *   hvi_<instance>_<mac>            enrollment of one autoscaler instance: its agent's Join, in
+ *                                   place of the join token, while the instance is alive and
+ *                                   only under the instance's own node name (head/autoscale.c
+ *                                   writes it into the instance's token file).
+ * mac = HMAC-SHA256(head key, "node:<node>:<incarnation>" | "worker:<job>:<worker>" |
+ * "instance:<instance>"), 128 bits
  * in hex. The key (<data_dir>/auth.key, 0600) survives a head restart, so live agents and
  * workers keep working across one without anything stored per credential. The join token is not
  * handled here: it only admits a Join (svc_cluster compares it).
@@ -85,6 +90,12 @@ hv_err hv_auth_add_client(hv_auth_t *a, const char *name, const char *token);
 void hv_auth_node_cred(const hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *out);
 /* The secret of one worker of one job (out: HV_AUTH_CRED_MAX bytes). */
 void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id, char *out);
+
+/* The enrollment credential of autoscaler instance `instance` (out: HV_AUTH_CRED_MAX bytes). */
+void hv_auth_instance_cred(const hv_auth_t *a, uint64_t instance, char *out);
+/* 1 when token is an enrollment credential this head issued, with its instance in *instance;
+ * else 0 (constant-time comparison). Whether the instance is still alive is the caller's. */
+int hv_auth_instance_id(const hv_auth_t *a, const char *token, uint64_t *instance);
 
 /* Revokes one node credential (node_id, incarnation): it is refused from now on. Idempotent.
  * HV_ETOOBIG when the list is full. */

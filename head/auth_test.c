@@ -244,10 +244,43 @@ static void case_files(void) {
     CHECK_EQ(system(cmd), 0);
 }
 
+/* Enrollment credentials of autoscaler instances: admitted for their own instance only, never
+ * as a credential for an RPC, and any change (another id, another key, a flipped mac) is
+ * refused. */
+static void case_instance(void) {
+    setup_key(&A, 3);
+    char c7[HV_AUTH_CRED_MAX], c8[HV_AUTH_CRED_MAX];
+    hv_auth_instance_cred(&A, 7, c7);
+    hv_auth_instance_cred(&A, 8, c8);
+    CHECK(strncmp(c7, "hvi_7_", 6) == 0);
+    CHECK(strcmp(c7, c8) != 0);
+    uint64_t id = 0;
+    CHECK_EQ(hv_auth_instance_id(&A, c7, &id), 1);
+    CHECK_EQ(id, 7);
+    /* instance 8's mac under instance 7's number */
+    char forged[HV_AUTH_CRED_MAX];
+    snprintf(forged, sizeof(forged), "hvi_7_%s", c8 + 6);
+    CHECK_EQ(hv_auth_instance_id(&A, forged, &id), 0);
+    snprintf(forged, sizeof(forged), "%s", c7);
+    forged[strlen(forged) - 1] = forged[strlen(forged) - 1] == '0' ? '1' : '0';
+    CHECK_EQ(hv_auth_instance_id(&A, forged, &id), 0);
+    CHECK_EQ(hv_auth_instance_id(&A, "hvi_7_", &id), 0);
+    CHECK_EQ(hv_auth_instance_id(&A, "hvi__abc", &id), 0);
+    CHECK_EQ(hv_auth_instance_id(&A, "", &id), 0);
+    CHECK_EQ(hv_auth_instance_id(&A, NULL, &id), 0);
+    /* not an RPC credential */
+    hv_cred_t cred;
+    CHECK_RC(hv_auth_identify(&A, c7, &cred), HV_EAUTH);
+    /* another head's key */
+    setup_key(&A, 4);
+    CHECK_EQ(hv_auth_instance_id(&A, c7, &id), 0);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"table", case_table},     {"derived", case_derived}, {"revoke", case_revoke},
-        {"clients", case_clients}, {"files", case_files},     {"rules", case_rules},
+        {"table", case_table},       {"derived", case_derived}, {"revoke", case_revoke},
+        {"clients", case_clients},   {"files", case_files},     {"rules", case_rules},
+        {"instance", case_instance},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

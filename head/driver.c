@@ -45,6 +45,8 @@ struct hv_driver_s {
     pending_t *pending;
     hv_jm_out_t out; /* scratch for one input */
     int stopping;
+    hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
+    void *room_ud;
     uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
 };
 
@@ -79,6 +81,17 @@ static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
 }
 
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
+
+void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id) {
+    hv_dnode_t *nd = hv_driver_node(d, node_id);
+    if (nd != NULL) {
+        nd->retired = 1;
+    }
+}
+
+int hv_driver_node_hidden(const hv_dnode_t *nd) {
+    return nd->retired && nd->state != HV_NODE_ALIVE;
+}
 
 hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id) {
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
@@ -1035,6 +1048,9 @@ static size_t sched_nodes(hv_driver_t *d, const hv_djob_t *j, hv_sched_node_t *o
     size_t n = 0;
     uint64_t wall = hv_wall_ms();
     for (hv_dnode_t *nd = d->nodes; nd != NULL && n < cap; nd = nd->next) {
+        if (hv_driver_node_hidden(nd)) {
+            continue;
+        }
         out[n].id = nd->id;
         out[n].slots_total = nd->acct.slots;
         out[n].slots_used = nd->acct.slots_used;
@@ -1284,12 +1300,47 @@ void hv_driver_schedule(hv_driver_t *d) {
     }
 }
 
+void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud) {
+    d->room = fn;
+    d->room_ud = ud;
+}
+
+size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
+    /* The free slots go to the jobs in scheduling order, as hv_driver_schedule gives them; what
+     * a job still wants beyond them is its demand. A pending job wants -np to start and, when
+     * elastic, up to max-np; a running elastic job what hv_jm_wants says. */
+    uint32_t pool = d->stopping ? 0 : hv_driver_free_slots(d, 0);
+    size_t n = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL && n < cap && !d->stopping; j = j->next) {
+        uint32_t want = 0;
+        if (j->jm.state == HV_JOB_PENDING) {
+            want = j->jm.p.elastic ? j->jm.p.max_np : j->np;
+        } else {
+            want = hv_jm_wants(&j->jm);
+        }
+        if (want == 0) {
+            continue;
+        }
+        uint32_t take = pool < want ? pool : want;
+        pool -= take;
+        if (want > take) {
+            out[n].job_id = j->jm.id;
+            out[n].workers = want - take;
+            out[n].pending = j->jm.state == HV_JOB_PENDING;
+            n++;
+        }
+    }
+    return n;
+}
+
 /* ---- submit and cancel ---------------------------------------------------------------------- */
 
 hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_id,
                         uint32_t *np_out, char *err, size_t errlen) {
     const hv_head_config_t *c = d->cfg;
-    uint32_t capacity = hv_driver_capacity(d, s->slots_per_host);
+    /* Slots an autoscaler could still buy count as capacity: the job waits for them. */
+    uint32_t room = d->room != NULL ? d->room(d->room_ud) : 0;
+    uint32_t capacity = hv_driver_capacity(d, s->slots_per_host) + room;
     if (capacity == 0) {
         snprintf(err, errlen, "no node has joined the cluster: start one with 'hvagent join'");
         return HV_ESTATE;
@@ -1302,8 +1353,16 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         }
     }
     if (np > capacity) {
-        snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np, capacity,
-                 s->slots_per_host ? " with that --slots-per-host" : "");
+        if (d->room != NULL) {
+            snprintf(err, errlen,
+                     "-np %u can never run here: the cluster has %u slots%s and the autoscaler "
+                     "can add %u more (autoscaler.max_nodes and the node types' max_nodes)",
+                     np, capacity - room, s->slots_per_host ? " with that --slots-per-host" : "",
+                     room);
+        } else {
+            snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np,
+                     capacity, s->slots_per_host ? " with that --slots-per-host" : "");
+        }
         return HV_EINVAL;
     }
     int elastic = s->elastic || s->min_np != 0 || s->max_np != 0;
@@ -1591,6 +1650,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     n->preemptible = info->preemptible;
     n->incarnation = info->incarnation;
     n->state = st;
+    n->retired = 0;
     n->last_seen_ms = n->persisted_seen_ms = tmp.last_seen_ms;
     hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
     hv_driver_event(d, 0, n->id, "node.join", NULL, "node %s joined from %s: %u slots, %u GPUs%s",

@@ -104,6 +104,7 @@ typedef struct hv_dnode_s {
     uint64_t *hello_running;              /* worker ids listed in the hello (owned) */
     size_t n_hello_running;
     uint64_t persisted_seen_ms;
+    int retired; /* its autoscaler instance ended: once not alive, neither counted nor listed */
     struct hv_dnode_s *next;
 } hv_dnode_t;
 
@@ -192,6 +193,12 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id);
  * order is sent back). HV_ESTATE to undrain a node that is not draining. */
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
                             int from_agent);
+/* The autoscaler gave the node's instance back: once the node is dead it no longer counts as
+ * capacity (it will not come back) and is not listed. A new agent joining under the name
+ * undoes it. */
+void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id);
+/* A retired node that is no longer alive (draining or dead): views and capacity leave it out. */
+int hv_driver_node_hidden(const hv_dnode_t *nd);
 hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id);
 hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name);
 /* The first node (nodes are linked by next). */
@@ -239,6 +246,23 @@ hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);
 uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
+
+/* ---- the autoscaler (head/autoscale.c) ------------------------------------------------------ */
+
+/* Workers one job wants that the free slots cannot give it now. */
+typedef struct hv_driver_demand_s {
+    uint64_t job_id;
+    uint32_t workers;
+    int pending; /* the job has not started: it waits for these to start */
+} hv_driver_demand_t;
+
+/* The demand of the active jobs, in scheduling order (fills up to cap, returns the count). */
+size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap);
+/* Slots an autoscaler can still add to the nodes alive now: a submit that fits the cluster with
+ * them is accepted and waits (bounded by its --timeout) instead of being refused. The driver
+ * asks fn at each submit (NULL: no autoscaler). */
+typedef uint32_t (*hv_driver_room_fn)(void *ud);
+void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud);
 
 /* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
 

@@ -27,6 +27,7 @@
 
 #include "artifacts.h"
 #include "auth.h"
+#include "autoscale.h"
 #include "config.h"
 #include "driver.h"
 #include "log.h"
@@ -55,7 +56,8 @@ typedef struct head_s {
     hv_svc_jobs_t *jobs;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
-    hv_auth_t auth; /* the head's key, client tokens, revoked node credentials */
+    hv_autoscale_t *as; /* NULL without an autoscaler */
+    hv_auth_t auth;     /* the head's key, client tokens, revoked node credentials */
     uint32_t ticks;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
@@ -211,6 +213,7 @@ static void head_tick_cb(uv_timer_t *t) {
     uint64_t now = hv_now_ms();
     hv_driver_tick(h->driver, now);
     hv_svc_rdzv_tick(h->rdzv, now);
+    hv_autoscale_tick(h->as, now);
     hv_artifacts_sweep(h->arts, hv_wall_ms());
     if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
         /* A client token file added or deleted takes effect within seconds, without a restart. */
@@ -568,6 +571,29 @@ static int cmd_start(const head_opts_t *o) {
         goto out_engine;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
+    /* The autoscaler starts its agents from the directory hvhead runs from. */
+    char agent[4096] = "hvagent";
+    ssize_t self_len = readlink("/proc/self/exe", agent, sizeof(agent) - 16);
+    if (self_len > 0) {
+        agent[self_len] = '\0';
+        char *slash = strrchr(agent, '/');
+        snprintf(slash != NULL ? slash + 1 : agent, 16, "hvagent");
+    }
+    hv_autoscale_opts_t aso = {.cfg = &h->cfg,
+                               .driver = h->driver,
+                               .store = h->store,
+                               .auth = &h->auth,
+                               .head_addr = h->advertise,
+                               .agent = agent};
+    err[0] = '\0';
+    if ((rc = hv_autoscale_create(h->loop, &aso, &h->as, err, sizeof(err))) != HV_OK ||
+        (rc = hv_autoscale_load(h->as)) != HV_OK) {
+        head_fail("hvhead: cannot start the autoscaler: %s", err[0] ? err : hv_strerror(rc));
+        goto out_engine;
+    }
+    if (h->as != NULL) {
+        hv_svc_cluster_set_admit(h->cluster, hv_autoscale_admit, h->as);
+    }
 
     uv_timer_init(h->loop, &h->tick);
     h->tick.data = h;
@@ -613,6 +639,8 @@ out_engine:
     hv_svc_jobs_destroy(h->jobs);
     hv_svc_rdzv_destroy(h->rdzv);
     hv_svc_auth_destroy(h->authsvc);
+    hv_autoscale_destroy(h->as);
+    h->as = NULL;
     h->authsvc = NULL;
     h->cluster = NULL;
     h->jobs = NULL;

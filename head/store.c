@@ -182,8 +182,19 @@ static const char store_v3_sql[] =
     " PRIMARY KEY (job_id, node_id));"
     "ALTER TABLE events ADD COLUMN data TEXT NOT NULL DEFAULT '';";
 
+/* v4: the autoscaler's instances get what a restarted head needs to adopt them and what the cost
+ * report needs: the node type, the provider's handle (local: the agent's pid), when the instance
+ * joined, why it ended, and whether a preemption ended it. */
+static const char store_v4_sql[] =
+    "ALTER TABLE instances ADD COLUMN type TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN handle TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN joined_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE instances ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
-static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql};
+static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
+                                               store_v4_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -239,7 +250,9 @@ enum {
 #define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message, data"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
 #define BLACKLIST_COLS "job_id, node_id, reason, strikes, until_ms, permanent, incarnation"
-#define INSTANCE_COLS "id, provider, state, node_name, price_milli, created_ms, ended_ms"
+#define INSTANCE_COLS                                                                              \
+    "id, provider, state, node_name, price_milli, created_ms, ended_ms, type, handle, joined_ms,"  \
+    " reason, preempted"
 #define WORKER_ACTIVE "state IN ('pending','starting','running')"
 
 static const char *const store_sql[ST__COUNT] = {
@@ -316,7 +329,8 @@ static const char *const store_sql[ST__COUNT] = {
                           " ORDER BY job_id, node_id",
     [ST_BLACKLIST_REMOVE] = "DELETE FROM blacklist WHERE job_id = ?1 AND node_id = ?2",
     [ST_INSTANCE_PUT] = "INSERT OR REPLACE INTO instances (id, provider, state, node_name,"
-                        " price_milli, created_ms, ended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        " price_milli, created_ms, ended_ms, type, handle, joined_ms, reason,"
+                        " preempted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_INSTANCE_GET] = "SELECT " INSTANCE_COLS " FROM instances WHERE id = ?1",
     [ST_INSTANCE_LIST] = "SELECT " INSTANCE_COLS " FROM instances WHERE ?1 = 0 OR ended_ms = 0"
                          " ORDER BY created_ms, id",
@@ -1741,6 +1755,9 @@ void hv_store_instance_fini(hv_instance_row_t *row) {
     hv_free(row->provider);
     hv_free(row->state);
     hv_free(row->node_name);
+    hv_free(row->type);
+    hv_free(row->handle);
+    hv_free(row->reason);
     memset(row, 0, sizeof(*row));
 }
 
@@ -1757,13 +1774,17 @@ static hv_err instance_read(sqlite3_stmt *st, void *vrow) {
     hv_instance_row_t *r = vrow;
     memset(r, 0, sizeof(*r));
     if (col_text(st, 0, &r->id) != HV_OK || col_text(st, 1, &r->provider) != HV_OK ||
-        col_text(st, 2, &r->state) != HV_OK || col_text(st, 3, &r->node_name) != HV_OK) {
+        col_text(st, 2, &r->state) != HV_OK || col_text(st, 3, &r->node_name) != HV_OK ||
+        col_text(st, 7, &r->type) != HV_OK || col_text(st, 8, &r->handle) != HV_OK ||
+        col_text(st, 10, &r->reason) != HV_OK) {
         hv_store_instance_fini(r);
         return HV_ENOMEM;
     }
     r->price_milli = col_u64(st, 4);
     r->created_ms = col_u64(st, 5);
     r->ended_ms = col_u64(st, 6);
+    r->joined_ms = col_u64(st, 9);
+    r->preempted = col_u64(st, 11) != 0;
     return HV_OK;
 }
 
@@ -1785,6 +1806,11 @@ hv_err hv_store_instance_put(hv_store_t *s, const hv_instance_row_t *row) {
     bind_u64(&b, 5, row->price_milli);
     bind_u64(&b, 6, row->created_ms);
     bind_u64(&b, 7, row->ended_ms);
+    bind_text(&b, 8, row->type);
+    bind_text(&b, 9, row->handle);
+    bind_u64(&b, 10, row->joined_ms);
+    bind_text(&b, 11, row->reason);
+    bind_int(&b, 12, row->preempted != 0);
     if ((rc = store_bind_check(s, &b, "instance put")) == HV_OK) {
         rc = store_exec_stmt(s, st, "instance put");
     }

@@ -34,8 +34,9 @@ typedef struct hv_store_s hv_store_t;
 /* The schema version this binary writes. v1: nodes, jobs, workers, events, artifacts.
  * v2: + blacklist, instances, jobs.generation, workers.generation.
  * v3: elastic jobs (settings and round state), worker membership and the state "left", the
- *     blacklist by (job, node id), event data. */
-#define HV_STORE_SCHEMA_VERSION 3
+ *     blacklist by (job, node id), event data.
+ * v4: instances: type, handle, joined_ms, reason, preempted. */
+#define HV_STORE_SCHEMA_VERSION 4
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -223,15 +224,20 @@ hv_err hv_store_blacklist_list(hv_store_t *s, uint64_t job_id, hv_blacklist_row_
 hv_err hv_store_blacklist_remove(hv_store_t *s, uint64_t job_id, uint64_t node_id);
 void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n);
 
-/* ---- instances: the autoscaler's cloud instances (schema v2) --------------------------------- */
+/* ---- instances: the autoscaler's cloud instances (schema v2, v4) ---------------------------- */
 
 typedef struct hv_instance_row_s {
-    char *id;                      // provider's instance id (required)
+    char *id;                      // the head's instance id, decimal (required)
     char *provider;                // provider name ("local", "command", "spot-sim")
-    char *state;                   // provider-defined lifecycle word, stored as given
-    char *node_name;               // node the instance became, "" until it joined
+    char *state;                   // "launching", "running", "draining", "terminating", "ended"
+    char *node_name;               // the node name its agent joins with
     uint64_t price_milli;          // price in thousandths of a currency unit per hour
     uint64_t created_ms, ended_ms; // wall-clock ms, ended 0 = still running
+    char *type;                    // node type (v4)
+    char *handle;                  // the provider's handle to adopt it again (v4)
+    uint64_t joined_ms;            // wall-clock ms its agent joined, 0 = not yet (v4)
+    char *reason;                  // why it ended (v4)
+    int preempted;                 // a preemption ended it (v4)
 } hv_instance_row_t;
 
 /* Inserts or replaces the instance with row->id. */

@@ -228,7 +228,12 @@ static void test_persist(void) {
                               .node_name = "n1",
                               .price_milli = 1234,
                               .created_ms = 5,
-                              .ended_ms = 0};
+                              .ended_ms = 0,
+                              .type = "spot-a",
+                              .handle = "4242",
+                              .joined_ms = 7,
+                              .reason = "",
+                              .preempted = 1};
     CHECK_OK(s, hv_store_instance_put(s, &inst));
     hv_store_close(s);
 
@@ -356,6 +361,11 @@ static void test_persist(void) {
     CHECK_U64(in.price_milli, 1234);
     CHECK_U64(in.created_ms, 5);
     CHECK_U64(in.ended_ms, 0);
+    CHECK_STR(in.type, "spot-a");
+    CHECK_STR(in.handle, "4242");
+    CHECK_U64(in.joined_ms, 7);
+    CHECK_STR(in.reason, "");
+    CHECK_I64(in.preempted, 1);
     hv_store_instance_fini(&in);
     hv_store_close(s);
 }
@@ -873,7 +883,9 @@ static void test_migrate_v2(void) {
         "INSERT INTO workers (id, job_id, rank, attempt, state) VALUES (41, 3, 0, 1, 'killed');"
         "DELETE FROM workers WHERE id = 41;" /* the counter is ahead of the rows */
         "INSERT INTO blacklist (node_name, strikes) VALUES ('old', 2);"
-        "INSERT INTO events (time_ms, job_id, kind, message) VALUES (1, 3, 'k', 'v2 event');";
+        "INSERT INTO events (time_ms, job_id, kind, message) VALUES (1, 3, 'k', 'v2 event');"
+        "INSERT INTO instances (id, provider, state, node_name, created_ms)"
+        " VALUES ('7', 'local', 'running', 'n7', 11);";
     hv_err rc = hv__store_create_at_version(tmp_dir, 2, v2_rows, err, sizeof(err));
     CHECK_RC(rc, HV_OK);
     if (rc != HV_OK) {
@@ -881,7 +893,7 @@ static void test_migrate_v2(void) {
         return;
     }
     hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), 3);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     hv_worker_row_t w = {0};
     CHECK_OK(s, hv_store_worker_get(s, 40, &w));
     CHECK_U64(w.job_id, 3);
@@ -918,6 +930,16 @@ static void test_migrate_v2(void) {
     CHECK_U64(j.check_every, 1);
     CHECK_STR(j.round_reason, "");
     hv_store_job_fini(&j);
+    /* v4: an instance keeps its row; the new columns are empty */
+    hv_instance_row_t in = {0};
+    CHECK_OK(s, hv_store_instance_get(s, "7", &in));
+    CHECK_STR(in.node_name, "n7");
+    CHECK_U64(in.created_ms, 11);
+    CHECK_STR(in.type, "");
+    CHECK_STR(in.handle, "");
+    CHECK_U64(in.joined_ms, 0);
+    CHECK_I64(in.preempted, 0);
+    hv_store_instance_fini(&in);
     hv_blacklist_row_t *bls = NULL;
     size_t n = 0;
     CHECK_OK(s, hv_store_blacklist_list(s, 0, &bls, &n));
@@ -1002,8 +1024,11 @@ static void test_newer_version(void) {
     err[0] = '\0';
     CHECK_RC(hv_store_open(tmp_dir, &s, err, sizeof(err)), HV_ENOTSUP);
     CHECK(s == NULL);
-    CHECK_CONTAINS(err, "state.db has schema version 9, newer than this hvhead's 3; "
-                        "use a newer hvhead");
+    char want[128];
+    snprintf(want, sizeof(want),
+             "state.db has schema version 9, newer than this hvhead's %d; use a newer hvhead",
+             HV_STORE_SCHEMA_VERSION);
+    CHECK_CONTAINS(err, want);
     CHECK_CONTAINS(err, path);
     uint8_t *after = read_all(path, &len1);
     CHECK(before != NULL && after != NULL && len0 == len1 && memcmp(before, after, len0) == 0);

@@ -33,6 +33,8 @@ struct hv_svc_cluster_s {
     char advertise[300];
     sess_t *sessions;      /* streams with a hello (node attached) */
     const hv_auth_t *auth; /* node credentials and worker secrets */
+    hv_svc_admit_fn admit; /* autoscaler instances' enrollment (NULL: none) */
+    void *admit_ud;
 };
 
 /* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
@@ -197,6 +199,23 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
      * restart or a lost stream) with its node credential, checked below against the node id. */
     hv_cred_t cred = {.kind = HV_CRED_NONE};
     int by_token = token_ok(s, req->token);
+    uint64_t instance = 0;
+    if (!by_token && s->auth != NULL && s->admit != NULL && req->node != NULL &&
+        req->node->name != NULL && hv_auth_instance_id(s->auth, req->token, &instance)) {
+        /* An autoscaler instance enrolling with its own credential: only while the instance is
+         * alive, and only under its own node name. */
+        if (!s->admit(s->admit_ud, instance, req->node->name)) {
+            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+                   "refused a join of %s from %s: instance %llu's credential does not admit it "
+                   "(the instance ended, or it is not this node's)",
+                   req->node->name, hv_rpc_call_peer(c), (unsigned long long)instance);
+            hv_rpc_finish(c, HV_EPERM,
+                          "permission denied: this instance credential does not admit node %s",
+                          req->node->name);
+            return;
+        }
+        by_token = 1;
+    }
     if (!by_token &&
         (s->auth == NULL || hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
          cred.kind != HV_CRED_NODE || cred.incarnation != req->incarnation)) {
@@ -512,6 +531,11 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
 }
 
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a) { s->auth = a; }
+
+void hv_svc_cluster_set_admit(hv_svc_cluster_t *s, hv_svc_admit_fn fn, void *ud) {
+    s->admit = fn;
+    s->admit_ud = ud;
+}
 
 void hv_svc_cluster_destroy(hv_svc_cluster_t *s) {
     if (s == NULL) {

@@ -28,6 +28,11 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
 /* Gives the service the head's credentials (borrowed, must outlive it): Join returns the node
  * credential and accepts it for re-joins; spawn orders carry the worker's secret. */
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a);
+/* Whether autoscaler instance `instance` may join as node `name` now (alive, its own name). */
+typedef int (*hv_svc_admit_fn)(void *ud, uint64_t instance, const char *name);
+/* Lets Join accept instance enrollment credentials (hvi_), asking fn (head/autoscale.c, wired by
+ * main.c) whether the instance may join. */
+void hv_svc_cluster_set_admit(hv_svc_cluster_t *s, hv_svc_admit_fn fn, void *ud);
 /* Sends an order down the node's Session. HV_ECLOSED when it has none. */
 hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_order_t *o);
 /* Ends the node's Session (if any). */

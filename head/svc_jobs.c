@@ -629,9 +629,11 @@ static void node_view_free(node_slot_t *x) {
 static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)m;
     hv_svc_jobs_t *s = ud;
+    /* Nodes the autoscaler gave back (retired and no longer alive) are not listed: their
+     * instances are in the cost report. */
     size_t n = 0;
     for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
-        n++;
+        n += !hv_driver_node_hidden(nd);
     }
     node_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
     Hvpb__V1__NodeView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
@@ -642,9 +644,13 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     size_t i = 0;
-    for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next, i++) {
+    for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL && i < n; nd = nd->next) {
+        if (hv_driver_node_hidden(nd)) {
+            continue;
+        }
         node_view(s, nd, &slots[i]);
         vp[i] = &slots[i].v;
+        i++;
     }
     Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
     rep.nodes = vp;

@@ -67,6 +67,16 @@ write_config() {
     } > "$f"
 }
 
+# free_port: a loopback TCP port nobody listens on now (for a head that must restart on the
+# same address).
+free_port() {
+    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# alive_nodes: how many nodes `hvctl nodes` shows alive.
+alive_nodes() { "$BIN/hvctl" --head "$HEAD" nodes 2>/dev/null | awk '$3 == "alive"' | wc -l; }
+alive_nodes_is() { [ "$(alive_nodes)" -eq "$1" ]; }
+
 # start_head [yaml lines...]: sets HEAD=host:port and HEAD_PID.
 start_head() {
     [ -f "$TMP/head.yaml" ] || write_config "$TMP/head.yaml" "$@"
@@ -110,8 +120,9 @@ job_state() {
 # One find over /proc: a readlink process per pid took seconds per scan on a loaded machine,
 # longer than the short jobs some tests watch.
 workers() {
-    find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-*/jobs/${1:-}*" 2>/dev/null \
-        | cut -d/ -f3
+    # (agents the test starts work in $TMP/agent-NAME, the autoscaler's in $TMP/data/instances)
+    find /proc -mindepth 2 -maxdepth 2 -name cwd \( -lname "$TMP/agent-*/jobs/${1:-}*" \
+        -o -lname "$TMP/data/instances/*/jobs/${1:-}*" \) 2>/dev/null | cut -d/ -f3
 }
 n_workers() { workers "$@" | wc -l; }
 workers_at_least() { [ "$(n_workers "$1")" -ge "$2" ]; }  # JOB N
