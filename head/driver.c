@@ -209,6 +209,7 @@ static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
     r->np = j->np;
     r->min_np = m->p.min_np;
     r->max_np = m->p.max_np;
+    r->target_np = m->p.target;
     r->max_resets = m->p.max_resets;
     r->timeout_s = j->timeout_s;
     r->resets = m->resets;
@@ -391,6 +392,7 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
                         .np = r->np,
                         .min_np = r->min_np,
                         .max_np = r->max_np,
+                        .target = r->target_np,
                         .max_resets = r->max_resets,
                         .check_every = r->check_every ? r->check_every : 1,
                         .rdzv_timeout_s = r->rdzv_timeout_s ? r->rdzv_timeout_s
@@ -1113,6 +1115,17 @@ static void send_spawn(hv_driver_t *d, hv_djob_t *j, hv_dworker_t *w, uint32_t s
                     .spec = j->spec,
                     .spec_len = j->spec_len};
     hv_err rc = d->io.order != NULL ? d->io.order(d->io.ud, w->jm.node_id, &o) : HV_ECLOSED;
+    hv_dnode_t *sn = rc == HV_OK ? hv_driver_node(d, w->jm.node_id) : NULL;
+    if (sn != NULL && sn->reconcile_pending) {
+        /* Ordered on the new Session after its hello: the agent knows this worker even though
+         * the hello did not list it, so the reconcile at the next heartbeat must not call it
+         * lost (a node that just joined gets work at once). */
+        uint64_t *grown = hv_realloc(sn->hello_running, (sn->n_hello_running + 1) * sizeof(*grown));
+        if (grown != NULL) {
+            grown[sn->n_hello_running++] = w->jm.id;
+            sn->hello_running = grown;
+        }
+    }
     if (rc != HV_OK && wlive(w)) {
         char what[300];
         worker_desc(d, w, what, sizeof(what));
@@ -1277,7 +1290,8 @@ void hv_driver_schedule(hv_driver_t *d) {
             blocked = 1;
             continue;
         }
-        uint32_t n = j->jm.p.elastic ? (free < j->jm.p.max_np ? free : j->jm.p.max_np) : j->np;
+        uint32_t t = hv_jm_target(&j->jm.p);
+        uint32_t n = j->jm.p.elastic ? (free < t ? free : t < j->np ? j->np : t) : j->np;
         if (!place(d, j, n, "")) {
             blocked = 1;
         }
@@ -1314,7 +1328,8 @@ size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
     for (hv_djob_t *j = d->jobs; j != NULL && n < cap && !d->stopping; j = j->next) {
         uint32_t want = 0;
         if (j->jm.state == HV_JOB_PENDING) {
-            want = j->jm.p.elastic ? j->jm.p.max_np : j->np;
+            uint32_t t = hv_jm_target(&j->jm.p);
+            want = j->jm.p.elastic && t > j->np ? t : j->np;
         } else {
             want = hv_jm_wants(&j->jm);
         }
@@ -1383,6 +1398,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.np = np;
     row.min_np = elastic ? min_np : np;
     row.max_np = elastic ? max_np : np;
+    row.target_np = elastic ? s->target_np : 0;
     row.max_resets = !elastic ? 0 : s->max_resets_set ? s->max_resets : c->elastic.max_resets;
     row.timeout_s = s->timeout_s ? s->timeout_s : c->job_wait_timeout_s;
     row.submitted_ms = hv_wall_ms();
@@ -1858,6 +1874,40 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     }
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
     apply(d, j, &d->out);
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t size,
+                             const char *reason, uint32_t *accepted, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    if (!j->jm.p.elastic) {
+        snprintf(err, errlen, "job %llu is not elastic: its size is fixed at %u",
+                 (unsigned long long)job_id, j->np);
+        return HV_ESTATE;
+    }
+    uint32_t old = hv_jm_target(&j->jm.p);
+    uint32_t before = j->jm.p.target;
+    j->jm.p.target = size;
+    uint32_t now = hv_jm_target(&j->jm.p);
+    *accepted = now;
+    if (now == old) {
+        j->jm.p.target = before;
+        return HV_OK;
+    }
+    j->dirty_row = 1;
+    hv_err rc = persist(d, j); /* stored before anything is bought or placed for it */
+    if (rc != HV_OK) {
+        j->jm.p.target = before;
+        snprintf(err, errlen, "the head cannot store the new size: %s", hv_strerror(rc));
+        return HV_EIO;
+    }
+    hv_driver_event(d, j->jm.id, 0, "job.resize", NULL,
+                    "job %llu asks for %u workers (was %u; %u..%u)%s%s",
+                    (unsigned long long)j->jm.id, now, old, j->jm.p.min_np, j->jm.p.max_np,
+                    reason && reason[0] ? ": " : "", reason ? reason : "");
+    hv_driver_schedule(d);
     return HV_OK;
 }
 

@@ -230,6 +230,8 @@ typedef struct hv_job_submit_s {
     uint32_t elastic_timeout_s, check_every; /* 0 = the config's */
     int cooldown_set;
     uint32_t cooldown_min_s, cooldown_max_s;
+    uint32_t target_np; /* elastic: the size wanted at first (0 = max_np), e.g. a growth
+                           schedule's first step */
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job.
@@ -271,6 +273,12 @@ void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud);
  * an unknown job or worker, HV_ESTATE for a job that ended. */
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
                            uint32_t last_gen, char *err, size_t errlen);
+/* A worker of an elastic job asks for a new size (a growth schedule, the program, a callback):
+ * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
+ * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only
+ * stops further growth: workers are not taken away. HV_ESTATE for a fixed-size job. */
+hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t size,
+                             const char *reason, uint32_t *accepted, char *err, size_t errlen);
 /* The JoinRound call went away before it was answered. */
 void hv_driver_rdzv_join_gone(hv_driver_t *d, uint64_t worker_id);
 /* Done from a worker for generation gen. HV_OK once stored; HV_ESTATE (stale, ended), HV_EIO. */

@@ -948,6 +948,13 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
 
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) { evaluate(j, now, out); }
 
+uint32_t hv_jm_target(const hv_jm_params_t *p) {
+    if (p->target == 0) {
+        return p->max_np;
+    }
+    return p->target < p->min_np ? p->min_np : p->target > p->max_np ? p->max_np : p->target;
+}
+
 uint32_t hv_jm_wants(const hv_jm_job_t *j) {
     if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING)) {
         return 0;
@@ -960,5 +967,6 @@ uint32_t hv_jm_wants(const hv_jm_job_t *j) {
         }
         n += live(w) && !w->removed && !w->evict;
     }
-    return j->p.max_np > n ? j->p.max_np - n : 0;
+    uint32_t t = hv_jm_target(&j->p);
+    return t > n ? t - n : 0;
 }

@@ -86,6 +86,8 @@ typedef struct hv_jm_worker_s {
 typedef struct hv_jm_params_s {
     int elastic;
     uint32_t np, min_np, max_np; /* fixed-size jobs: all equal to np */
+    uint32_t target;             /* elastic: the size asked for now (0 = max_np; see
+                                    hv_jm_target); a growth schedule or the program moves it */
     uint32_t max_resets;
     uint32_t check_every;       /* told to workers at every round */
     uint32_t rdzv_timeout_s;    /* how long a round waits for stragglers */
@@ -198,6 +200,9 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
 void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out);
 /* Deadlines of the open round. */
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
+
+/* The size an elastic job aims for: its target within [min_np, max_np], max_np without one. */
+uint32_t hv_jm_target(const hv_jm_params_t *p);
 
 /* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
  * running or placing, or one that is finishing). Counts live workers that are not removed. */

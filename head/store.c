@@ -182,7 +182,8 @@ static const char store_v3_sql[] =
     " PRIMARY KEY (job_id, node_id));"
     "ALTER TABLE events ADD COLUMN data TEXT NOT NULL DEFAULT '';";
 
-/* v4: the autoscaler's instances get what a restarted head needs to adopt them and what the cost
+/* v4: jobs get the size an elastic job asks for now (target_np, 0 = max_np: a growth schedule
+ * or the program moves it). The autoscaler's instances get what a restarted head needs to adopt them and what the cost
  * report needs: the node type, the provider's handle (local: the agent's pid), when the instance
  * joined, why it ended, and whether a preemption ended it. */
 static const char store_v4_sql[] =
@@ -190,7 +191,8 @@ static const char store_v4_sql[] =
     "ALTER TABLE instances ADD COLUMN handle TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE instances ADD COLUMN joined_ms INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE instances ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
-    "ALTER TABLE instances ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;";
+    "ALTER TABLE instances ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN target_np INTEGER NOT NULL DEFAULT 0;";
 
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
@@ -242,7 +244,7 @@ enum {
     " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
     " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
     " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
-    " round_fail_at_ms"
+    " round_fail_at_ms, target_np"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
     " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
@@ -277,10 +279,10 @@ static const char *const store_sql[ST__COUNT] = {
                       " ended_ms, elastic, check_every, elastic_timeout_s, rdzv_timeout_s,"
                       " cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"
                       " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
-                      " round_deadline_ms, round_fail_at_ms)"
+                      " round_deadline_ms, round_fail_at_ms, target_np)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
                       " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
-                      " ?31)",
+                      " ?31, ?32)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
@@ -289,7 +291,7 @@ static const char *const store_sql[ST__COUNT] = {
                       " cooldown_max_s = ?21, max_strikes = ?22, slots_per_host = ?23,"
                       " size = ?24, cross_size = ?25, round_open = ?26, round_rollback = ?27,"
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
-                      " round_fail_at_ms = ?31 WHERE id = ?15",
+                      " round_fail_at_ms = ?31, target_np = ?32 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
                     " WHERE ?1 = 0 OR state IN ('pending','placing','running')"
@@ -1159,13 +1161,14 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->round_opened_ms = col_u64(st, 28);
     r->round_deadline_ms = col_u64(st, 29);
     r->round_fail_at_ms = col_u64(st, 30);
+    r->target_np = col_u32(st, 31);
     return HV_OK;
 fail:
     hv_store_job_fini(r);
     return HV_ENOMEM;
 }
 
-/* Binds ?1..?14 and ?16..?31 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
+/* Binds ?1..?14 and ?16..?32 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
  * out. */
 static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_text(b, 1, row->name);
@@ -1200,6 +1203,7 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 29, row->round_opened_ms);
     bind_u64(b, 30, row->round_deadline_ms);
     bind_u64(b, 31, row->round_fail_at_ms);
+    bind_u64(b, 32, row->target_np);
 }
 
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {

@@ -35,7 +35,7 @@ typedef struct hv_store_s hv_store_t;
  * v2: + blacklist, instances, jobs.generation, workers.generation.
  * v3: elastic jobs (settings and round state), worker membership and the state "left", the
  *     blacklist by (job, node id), event data.
- * v4: instances: type, handle, joined_ms, reason, preempted. */
+ * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np. */
 #define HV_STORE_SCHEMA_VERSION 4
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
@@ -117,6 +117,7 @@ typedef struct hv_job_row_s {
     int round_open, round_rollback; // 0 or 1
     char *round_reason;             // why the newest round opened
     uint64_t round_opened_ms, round_deadline_ms, round_fail_at_ms; // wall-clock ms
+    uint32_t target_np; // v4: elastic: the size asked for now (0 = max_np)
 } hv_job_row_t;
 
 /* Sets row->id. HV_EINVAL for an unknown state. */

@@ -29,6 +29,10 @@ static void rdzv_ids(const char *path, const ProtobufCMessage *m, uint64_t *job,
         const Hvpb__V1__RdzvDoneRequest *r = (const Hvpb__V1__RdzvDoneRequest *)m;
         *job = r->job_id;
         *worker = r->worker_id;
+    } else if (d == &hvpb__v1__rdzv_resize_request__descriptor) {
+        const Hvpb__V1__RdzvResizeRequest *r = (const Hvpb__V1__RdzvResizeRequest *)m;
+        *job = r->job_id;
+        *worker = r->worker_id;
     } else if (d == &hvpb__v1__rdzv_watch_request__descriptor) {
         const Hvpb__V1__RdzvWatchRequest *r = (const Hvpb__V1__RdzvWatchRequest *)m;
         *job = r->job_id;

@@ -434,7 +434,8 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .check_every = spec->check_every,
                            .cooldown_set = spec->cooldown_set,
                            .cooldown_min_s = spec->cooldown_min_s,
-                           .cooldown_max_s = spec->cooldown_max_s};
+                           .cooldown_max_s = spec->cooldown_max_s,
+                           .target_np = spec->target_np};
     uint64_t job_id = 0;
     uint32_t np = 0;
     rc = hv_driver_submit(s->d, &sub, &job_id, &np, err, sizeof(err));

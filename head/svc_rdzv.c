@@ -217,6 +217,22 @@ static void rdzv_done(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
+static void rdzv_resize(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__RdzvResizeRequest *req = (const Hvpb__V1__RdzvResizeRequest *)m;
+    char err[600];
+    uint32_t size = 0;
+    hv_err rc = hv_driver_rdzv_resize(s->d, req->job_id, req->worker_id, req->size, req->reason,
+                                      &size, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__RdzvResizeReply rep = HVPB__V1__RDZV_RESIZE_REPLY__INIT;
+    rep.size = size;
+    hv_rpc_reply(c, &rep.base);
+}
+
 /* ---- WatchMembers --------------------------------------------------------------------------- */
 
 static void send_push(hv_rpc_call_t *c, uint32_t generation, int failure, const char *reason,
@@ -469,6 +485,8 @@ hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **
          rdzv_join, rdzv_call_done, s},
         {"/hvpb.v1.Rendezvous/Done", HV_RPC_UNARY, &hvpb__v1__rdzv_done_request__descriptor,
          rdzv_done, NULL, s},
+        {"/hvpb.v1.Rendezvous/Resize", HV_RPC_UNARY, &hvpb__v1__rdzv_resize_request__descriptor,
+         rdzv_resize, NULL, s},
         {"/hvpb.v1.Rendezvous/WatchMembers", HV_RPC_SERVER_STREAM,
          &hvpb__v1__rdzv_watch_request__descriptor, rdzv_watch, rdzv_call_done, s},
         {"/hvpb.v1.Rendezvous/KvPut", HV_RPC_UNARY, &hvpb__v1__kv_put_request__descriptor,

@@ -196,6 +196,17 @@ hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len
     return HV_OK;
 }
 
+hv_err hv_validate_rdzv_resize(const Hvpb__V1__RdzvResizeRequest *r, char *err, size_t len) {
+    if (r->size == 0) {
+        return bad(err, len, "size: must be at least 1");
+    }
+    size_t rlen = r->reason != NULL ? strlen(r->reason) : 0;
+    if (rlen > 200) {
+        return bad(err, len, "reason: at most 200 bytes, got %zu", rlen);
+    }
+    return HV_OK;
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 #define CHECK_FN(name, type)                                                                       \
@@ -213,6 +224,7 @@ CHECK_FN(node_drain, Hvpb__V1__NodeDrainRequest)
 CHECK_FN(rdzv_join, Hvpb__V1__RdzvJoinRequest)
 CHECK_FN(kv_put, Hvpb__V1__KvPutRequest)
 CHECK_FN(kv_get, Hvpb__V1__KvGetRequest)
+CHECK_FN(rdzv_resize, Hvpb__V1__RdzvResizeRequest)
 
 static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Cluster/Join", &hvpb__v1__join_request__descriptor, check_join},
@@ -233,6 +245,7 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Jobs/RevokeNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
     {"/hvpb.v1.Rendezvous/JoinRound", &hvpb__v1__rdzv_join_request__descriptor, check_rdzv_join},
     {"/hvpb.v1.Rendezvous/Done", &hvpb__v1__rdzv_done_request__descriptor, NULL},
+    {"/hvpb.v1.Rendezvous/Resize", &hvpb__v1__rdzv_resize_request__descriptor, check_rdzv_resize},
     {"/hvpb.v1.Rendezvous/WatchMembers", &hvpb__v1__rdzv_watch_request__descriptor, NULL},
     {"/hvpb.v1.Rendezvous/KvPut", &hvpb__v1__kv_put_request__descriptor, check_kv_put},
     {"/hvpb.v1.Rendezvous/KvGet", &hvpb__v1__kv_get_request__descriptor, check_kv_get},

@@ -34,6 +34,7 @@ hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, si
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len);
+hv_err hv_validate_rdzv_resize(const Hvpb__V1__RdzvResizeRequest *r, char *err, size_t len);
 
 /* A plain file name: not empty, no '/', not "." or "..", at most 255 bytes. */
 int hv_validate_file_name(const char *s);

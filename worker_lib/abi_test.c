@@ -58,19 +58,19 @@ int main(int argc, char **argv) {
                                        "hv_allgather",
                                        "hv_barrier",
                                        "hv_wait",
-                                       "hv_test"};
+                                       "hv_test",
+                                       "hv_request_size",
+                                       "hv_set_size_callback"};
     for (size_t i = 0; i < sizeof(public_api) / sizeof(public_api[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is exported", public_api[i]);
         expect(dlsym(h, public_api[i]) != NULL, what);
     }
-    static const char *internal[] = {"hv__engine_create",
-                                     "hv__ring_allreduce",
-                                     "hv_malloc",
-                                     "hv_log_write",
-                                     "hv_rpc_unary",
-                                     "hv__reduce",
-                                     "hvpb__v1__rdzv_join_request__descriptor"};
+    static const char *internal[] = {
+        "hv__engine_create", "hv__ring_allreduce",
+        "hv_malloc",         "hv_log_write",
+        "hv_rpc_unary",      "hv__reduce",
+        "hv__grow_parse",    "hvpb__v1__rdzv_join_request__descriptor"};
     for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is not exported", internal[i]);

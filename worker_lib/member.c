@@ -194,6 +194,13 @@ fail:
     return rc;
 }
 
+hv_err hv__member_resize(hv__member_t *m, uint32_t size, const char *reason, uint32_t *accepted) {
+    if (m == NULL || m->rdzv.ops == NULL || m->rdzv.ops->resize == NULL) {
+        return HV_ENOTSUP;
+    }
+    return m->rdzv.ops->resize(m->rdzv.ctx, size, reason, accepted);
+}
+
 hv_err hv__member_destroy(hv__member_t *m, int report_done) {
     if (m == NULL) {
         return HV_OK;

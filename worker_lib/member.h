@@ -60,6 +60,10 @@ hv__world_t *hv__member_world(hv__member_t *m);
 hv__engine_t *hv__member_engine(hv__member_t *m);
 const hv__rdzv_assignment_t *hv__member_assignment(hv__member_t *m);
 
+/* Asks the rendezvous for a new job size (hv_request_size). HV_ENOTSUP when it has none (a
+ * fixed local run). Owner's thread. */
+hv_err hv__member_resize(hv__member_t *m, uint32_t size, const char *reason, uint32_t *accepted);
+
 /* 1 when the rendezvous pushes membership changes (the head, an elastic local store). */
 int hv__member_elastic(const hv__member_t *m);
 /* 1 after a rejoin answered "removed". */

@@ -76,6 +76,9 @@ typedef struct hv__rdzv_ops_s {
     /* Reports that the training function returned successfully in round generation. Bounded
      * (implementations retry an unreachable head for a while). */
     hv_err (*done)(void *ctx, uint32_t generation);
+    /* Optional (NULL: HV_ENOTSUP). Asks for a new job size (growth over epochs); *accepted
+     * gets what the head aims for. Bounded like done. */
+    hv_err (*resize)(void *ctx, uint32_t size, const char *reason, uint32_t *accepted);
     /* Stores value (len bytes, borrowed) under key for the job. */
     hv_err (*kv_put)(void *ctx, const char *key, const void *value, size_t len);
     /* Reads key, waiting up to wait_ms for it to appear (HV_ENOTFOUND after that). On HV_OK

@@ -199,6 +199,27 @@ static hv_err head_done(void *ctx, uint32_t generation) {
     return rc;
 }
 
+static hv_err head_resize(void *ctx, uint32_t size, const char *reason, uint32_t *accepted) {
+    head_client_t *c = ctx;
+    Hvpb__V1__RdzvResizeRequest req = HVPB__V1__RDZV_RESIZE_REQUEST__INIT;
+    req.job_id = c->job_id;
+    req.worker_id = c->worker_id;
+    req.size = size;
+    req.reason = (char *)(reason ? reason : "");
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st = {0};
+    hv_err rc = head_unary(c, "/hvpb.v1.Rendezvous/Resize", &req.base,
+                           &hvpb__v1__rdzv_resize_reply__descriptor, HEAD_DONE_BUDGET_MS,
+                           HEAD_CALL_MS, 0, &resp, &st);
+    if (rc != HV_OK) {
+        snprintf(c->last_error, sizeof(c->last_error), "%s", st.msg);
+    } else if (accepted != NULL) {
+        *accepted = ((Hvpb__V1__RdzvResizeReply *)resp)->size;
+    }
+    hv_rpc_msg_free(resp);
+    return rc;
+}
+
 static hv_err head_kv_put(void *ctx, const char *key, const void *value, size_t len) {
     head_client_t *c = ctx;
     if (strlen(key) > 256 || len > HEAD_KV_VALUE_MAX) {
@@ -431,6 +452,7 @@ static const hv__rdzv_ops_t head_ops = {
     .name = "head",
     .join = head_join,
     .done = head_done,
+    .resize = head_resize,
     .kv_put = head_kv_put,
     .kv_get = head_kv_get,
     .watch = head_watch,

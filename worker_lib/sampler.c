@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "elastic_int.h"
+#include "grow.h"
 #include "log.h"
 #include "mem.h"
 
@@ -287,6 +288,7 @@ hv_err hv_sampler_next_epoch(hv_sampler_t *s) {
     s->pos.checksum = 0;
     memset(s->bitmap, 0, s->words * sizeof(uint64_t));
     hv__sampler_rewind(s);
+    hv__grow_epoch(s->pos.epoch);
     return HV_OK;
 }
 

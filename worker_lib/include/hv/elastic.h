@@ -160,6 +160,23 @@ HV_API uint64_t hv_state_commits(const hv_state_t *st);
 /* The generation (round number) of the current world; 0 when not initialised. Thread-safe. */
 HV_API uint32_t hv_generation(void);
 
+/* ---- growth over epochs ------------------------------------------------------------------- */
+
+/* Asks the head for `size` workers for this job (grow.h): the head aims for it within the job's
+ * [min-np, max-np], its autoscaler buys the nodes, and the new workers join at the next
+ * membership check. Any rank may ask (rank 0 at an epoch boundary, usually); *accepted (may be
+ * NULL) gets what the head aims for. HV_ESTATE before hv_init, HV_ENOTSUP without a head (a
+ * fixed local run), the head's refusal otherwise (a fixed-size job). */
+HV_API hv_err hv_request_size(uint32_t size, const char *reason, uint32_t *accepted);
+
+/* Returns the size wanted from `epoch` on (0: no change), given the epoch and whatever the
+ * program reports through ud (its loss, accuracy, throughput). */
+typedef uint32_t (*hv_size_fn)(uint64_t epoch, void *ud);
+/* Registers fn: rank 0 calls it at every new epoch (hv_sampler_next_epoch) and asks the head
+ * for its answer when it changed. It wins over the job's growth schedule (hvsubmit --grow,
+ * HV_GROW_SCHEDULE) for the epochs where it returns non-zero. NULL unregisters. */
+HV_API hv_err hv_set_size_callback(hv_size_fn fn, void *ud);
+
 /* ---- sampler --------------------------------------------------------------------------------- */
 
 typedef struct hv_sampler_s hv_sampler_t;
@@ -200,7 +217,9 @@ HV_API hv_err hv_sampler_next(hv_sampler_t *s, uint64_t *idx, size_t cap, size_t
  * that turns summed gradients into the batch mean. */
 HV_API uint64_t hv_sampler_step_samples(const hv_sampler_t *s);
 
-/* Starts the next epoch (a new permutation, nothing processed). Call on every rank. */
+/* Starts the next epoch (a new permutation, nothing processed). Call on every rank. It is the
+ * epoch boundary of growth over epochs: rank 0 asks the head for the size that the growth
+ * schedule or the size callback wants from the new epoch on. */
 HV_API hv_err hv_sampler_next_epoch(hv_sampler_t *s);
 
 typedef struct hv_sampler_stats_s {
