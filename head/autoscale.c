@@ -269,7 +269,7 @@ static void do_launch(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) 
     rc = hv_provider_launch(a->prov, &l, err, sizeof(err));
     if (rc != HV_OK) {
         char r[HV_AS_REASON];
-        snprintf(r, sizeof(r), "launch failed: %s", err[0] ? err : hv_strerror(rc));
+        snprintf(r, sizeof(r), "launch failed: %.150s", err[0] ? err : hv_strerror(rc));
         ended(a, in, r, 0);
         launch_failed(a, in, err);
         as_event(a, "autoscaler.launch_failed", "instance %" PRIu64 " (%s): %s", in->id, t->name,
