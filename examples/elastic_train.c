@@ -51,6 +51,13 @@
  *   --exit-at E:B:R:CODE  in the job's first generation, the worker of rank R (or `all`) exits
  *                         with status CODE when it reaches batch B (from 0) of epoch E (from 0)
  *   --kill-at E:B:R       the same, but the worker kills itself with SIGKILL
+ *   --double-every N      grow over epochs: ask for twice the job's first size every N epochs
+ *                         (a size callback, hv_set_size_callback), up to --double-max M
+ *                         (default 64; the head also holds it to --max-np). The batch is per
+ *                         rank (--batch-per-rank, default 32), so the global batch grows with
+ *                         the workers, and the learning rate stays at --lr instead of decaying:
+ *                         the growing batch takes the decay's place ("Don't decay the learning
+ *                         rate, increase the batch size", Smith et al. 2018)
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
@@ -272,6 +279,8 @@ typedef struct opts_s {
     fault_t exit_at, kill_at;
     char exit_node[256]; /* --exit-on-node: a worker on this node fails at its first step */
     int exit_node_code;
+    uint64_t double_every; /* --double-every: epochs between doublings (0: off) */
+    uint64_t double_max;   /* --double-max: the largest size asked for */
     int verbose;
 } opts_t;
 
@@ -281,7 +290,8 @@ static void usage(FILE *f) {
         "usage: elastic_train [--epochs N] [--batch N | --batch-per-rank N] [--lr X] [--seed N]\n"
         "                     [--data DIR] [--train-limit N] [--test-limit N]\n"
         "                     [--step-delay-ms N] [--exit-at E:B:R:CODE] [--kill-at E:B:R]\n"
-        "                     [--exit-on-node NODE:CODE] [--verbose]\n"
+        "                     [--exit-on-node NODE:CODE] [--double-every N [--double-max M]]\n"
+        "                     [--verbose]\n"
         "Trains a 784-256-128-10 MLP on Fashion-MNIST under libhv's elastic API.\n"
         "  --epochs N           epochs (default 5)\n"
         "  --batch N            global batch, split across ranks (default 64)\n"
@@ -299,6 +309,10 @@ static void usage(FILE *f) {
         "  --kill-at E:B:R      the same with SIGKILL\n"
         "  --exit-on-node NODE:CODE  in every generation, a worker on node NODE exits with\n"
         "                       CODE at its first step (a flapping node, for tests)\n"
+        "  --double-every N     ask the head for twice the first size every N epochs (up to\n"
+        "                       --double-max, default 64); the batch is per rank (default 32)\n"
+        "                       so the global batch doubles too, and the learning rate is\n"
+        "                       held at --lr instead of decaying\n"
         "  --verbose            configuration, data loading and progress on stderr\n"
         "Rank 0 prints one line per epoch and a final 'done' line on stdout. Exit status 0\n"
         "on success (also when a drain removed this worker), 1 on an error.\n",
@@ -368,9 +382,10 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             continue;
         }
         static const char *const with_value[] = {
-            "--epochs",        "--batch",   "--batch-per-rank", "--lr",
-            "--seed",          "--data",    "--train-limit",    "--test-limit",
-            "--step-delay-ms", "--exit-at", "--kill-at",        "--exit-on-node"};
+            "--epochs",        "--batch",     "--batch-per-rank", "--lr",
+            "--seed",          "--data",      "--train-limit",    "--test-limit",
+            "--step-delay-ms", "--exit-at",   "--kill-at",        "--exit-on-node",
+            "--double-every",  "--double-max"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
             known |= strcmp(name, with_value[k]) == 0;
@@ -417,6 +432,10 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             want = parse_u64(v, 1, UINT32_MAX, &o->train_limit) ? "a whole number >= 1" : NULL;
         } else if (strcmp(name, "--test-limit") == 0) {
             want = parse_u64(v, 1, UINT32_MAX, &o->test_limit) ? "a whole number >= 1" : NULL;
+        } else if (strcmp(name, "--double-every") == 0) {
+            want = parse_u64(v, 1, 100000, &o->double_every) ? "epochs from 1 to 100000" : NULL;
+        } else if (strcmp(name, "--double-max") == 0) {
+            want = parse_u64(v, 1, 1u << 20, &o->double_max) ? "a size from 1 to 1048576" : NULL;
         } else if (strcmp(name, "--step-delay-ms") == 0) {
             want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
             o->step_delay_ms = (uint32_t)u;
@@ -446,6 +465,22 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             return -1;
         }
     }
+    if (o->double_max != 0 && o->double_every == 0) {
+        fprintf(stderr, "elastic_train: --double-max needs --double-every\n");
+        return -1;
+    }
+    if (o->double_every != 0) {
+        if (have_batch && !o->per_rank) {
+            fprintf(stderr, "elastic_train: --double-every grows the global batch with the "
+                            "workers: give --batch-per-rank, not --batch\n");
+            return -1;
+        }
+        if (!have_batch) {
+            o->batch = 32;
+        }
+        o->per_rank = 1;
+        o->double_max = o->double_max ? o->double_max : 64;
+    }
     return 0;
 }
 
@@ -457,13 +492,14 @@ typedef struct trainer_s {
     hv_sampler_t *sampler; /* owned by the state */
     size_t cap;            /* this rank's most samples in a step (the sampler's cap) */
     /* Registered in the state (committed, restored, synced from rank 0): */
-    float *params;      /* [N_PARAMS] */
-    float *velocity;    /* [N_PARAMS] momentum buffers */
-    uint64_t epoch;     /* epochs completed */
-    uint64_t batch;     /* steps done in the current epoch */
-    uint64_t first_gen; /* the generation of the job's first round (0: not yet known) */
-    double loss_sum;    /* summed training loss of the current epoch's committed steps */
-    double accuracy;    /* test accuracy at the end of the last epoch */
+    float *params;       /* [N_PARAMS] */
+    float *velocity;     /* [N_PARAMS] momentum buffers */
+    uint64_t epoch;      /* epochs completed */
+    uint64_t batch;      /* steps done in the current epoch */
+    uint64_t first_gen;  /* the generation of the job's first round (0: not yet known) */
+    uint64_t first_size; /* the world size of that round (--double-every doubles it) */
+    double loss_sum;     /* summed training loss of the current epoch's committed steps */
+    double accuracy;     /* test accuracy at the end of the last epoch */
     /* Local to this process: */
     float *grad;      /* [N_PARAMS] this step's gradients, summed, then over all ranks */
     double step_loss; /* this step's loss sum (allreduced with the gradients) */
@@ -493,7 +529,19 @@ static double now_s(void) {
 
 /* The peak learning rate at world size `size`: with a per-rank batch the global batch grows with
  * the world, and so does the rate (the linear scaling rule); a constant global batch keeps it. */
-static double peak_lr(const opts_t *o, int size) { return o->per_rank ? o->lr * size : o->lr; }
+static double peak_lr(const opts_t *o, int size) {
+    return o->per_rank && o->double_every == 0 ? o->lr * size : o->lr;
+}
+
+/* --double-every: the size for an epoch (libhv calls it on rank 0 at every new epoch). */
+static uint32_t double_size(uint64_t epoch, void *ud) {
+    const trainer_t *t = ud;
+    uint64_t size = t->first_size > 0 ? t->first_size : 1;
+    for (uint64_t d = epoch / t->o.double_every; d > 0 && size < t->o.double_max; d--) {
+        size *= 2;
+    }
+    return (uint32_t)(size < t->o.double_max ? size : t->o.double_max);
+}
 
 static void on_reset(hv_state_t *st, const hv_reset_info_t *info, void *ud) {
     (void)st;
@@ -507,7 +555,9 @@ static void on_reset(hv_state_t *st, const hv_reset_info_t *info, void *ud) {
                 hv_rank(), info->old_generation, info->new_generation, info->old_size,
                 info->new_size, info->rollback ? "rolled back to the last commit" : "no rollback",
                 info->reason != NULL ? info->reason : "", old, t->lr,
-                t->o.per_rank ? "linear scaling with the world size" : "constant global batch");
+                t->o.double_every ? "held; the global batch grows with the workers"
+                : t->o.per_rank   ? "linear scaling with the world size"
+                                  : "constant global batch");
     }
 }
 
@@ -614,7 +664,8 @@ static hv_err train_step(trainer_t *t, size_t n) {
     }
     double progress =
         ((double)t->epoch + (double)ss.processed / (double)t->train.count) / (double)t->o.epochs;
-    float lr = (float)(t->lr * 0.5 * (1.0 + cos(M_PI * progress)));
+    float lr =
+        t->o.double_every ? (float)t->lr : (float)(t->lr * 0.5 * (1.0 + cos(M_PI * progress)));
     float scale = 1.0f / (float)total;
     float *restrict v = t->velocity;
     for (size_t i = 0; i < N_PARAMS; i++) {
@@ -694,6 +745,7 @@ static hv_err train(hv_state_t *st, void *ud) {
         // replacement worker, which gets this from the sync, does not fail again). Committed at
         // once, so that a failure before the first step does not forget it.
         t->first_gen = hv_generation();
+        t->first_size = (uint64_t)hv_size();
         if ((rc = hv_state_commit(st)) != HV_OK) {
             return rc;
         }
@@ -854,11 +906,16 @@ int main(int argc, char **argv) {
         (rc = hv_state_add_u64(st, "epoch", &t.epoch)) != HV_OK ||
         (rc = hv_state_add_u64(st, "batch", &t.batch)) != HV_OK ||
         (rc = hv_state_add_u64(st, "first_generation", &t.first_gen)) != HV_OK ||
+        (rc = hv_state_add_u64(st, "first_size", &t.first_size)) != HV_OK ||
         (rc = hv_state_add_buffer(st, "loss_sum", &t.loss_sum, sizeof(t.loss_sum))) != HV_OK ||
         (rc = hv_state_add_buffer(st, "accuracy", &t.accuracy, sizeof(t.accuracy))) != HV_OK ||
         (rc = hv_state_on_reset(st, on_reset, &t)) != HV_OK ||
         (rc = hv_sampler_create(st, "train", &scfg, &t.sampler)) != HV_OK) {
         code = fail("setting up the elastic state", rc);
+        goto out;
+    }
+    if (o->double_every != 0 && (rc = hv_set_size_callback(double_size, &t)) != HV_OK) {
+        code = fail("registering the size callback", rc);
         goto out;
     }
     rc = hv_elastic_run(st, train, &t);

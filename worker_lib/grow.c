@@ -8,66 +8,10 @@
 #include "member.h"
 #include "process.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-hv_err hv__grow_parse(const char *text, hv__grow_step_t *out, size_t cap, size_t *n, char *err,
-                      size_t errlen) {
-    *n = 0;
-    if (text == NULL || text[0] == '\0') {
-        snprintf(err, errlen, "empty schedule: want EPOCH:SIZE[,EPOCH:SIZE...], e.g. 0:2,30:4");
-        return HV_EINVAL;
-    }
-    const char *p = text;
-    for (size_t i = 1;; i++) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char step[64];
-        if (len == 0 || len >= sizeof(step)) {
-            snprintf(err, errlen, "step %zu: empty or too long; want EPOCH:SIZE", i);
-            return HV_EINVAL;
-        }
-        memcpy(step, p, len);
-        step[len] = '\0';
-        char *colon = strchr(step, ':'), *e1 = NULL, *e2 = NULL;
-        errno = 0;
-        unsigned long long ep = colon ? strtoull(step, &e1, 10) : 0;
-        unsigned long sz = colon ? strtoul(colon + 1, &e2, 10) : 0;
-        if (colon == NULL || e1 != colon || step[0] < '0' || step[0] > '9' || colon[1] < '0' ||
-            colon[1] > '9' || *e2 != '\0' || errno != 0 || sz == 0 || sz > 1000000) {
-            snprintf(err, errlen, "step %zu '%s': want EPOCH:SIZE with SIZE >= 1 (e.g. 30:4)", i,
-                     step);
-            return HV_EINVAL;
-        }
-        if (*n > 0 && ep <= out[*n - 1].epoch) {
-            snprintf(err, errlen, "step %zu '%s': epochs must increase (after epoch %llu)", i, step,
-                     (unsigned long long)out[*n - 1].epoch);
-            return HV_EINVAL;
-        }
-        if (*n == cap) {
-            snprintf(err, errlen, "more than %zu steps", cap);
-            return HV_EINVAL;
-        }
-        out[*n].epoch = ep;
-        out[*n].size = (uint32_t)sz;
-        (*n)++;
-        if (end == NULL) {
-            return HV_OK;
-        }
-        p = end + 1;
-    }
-}
-
-uint32_t hv__grow_size_at(const hv__grow_step_t *steps, size_t n, uint64_t epoch) {
-    uint32_t size = 0;
-    for (size_t i = 0; i < n && steps[i].epoch <= epoch; i++) {
-        size = steps[i].size;
-    }
-    return size;
-}
 
 static struct {
     pthread_mutex_t mu;
@@ -75,7 +19,7 @@ static struct {
     void *ud;
     uint32_t asked; /* the last size asked for (0: none yet) */
     int parsed;     /* HV_GROW_SCHEDULE read (1), or found bad (-1) */
-    hv__grow_step_t steps[HV_GROW_MAX_STEPS];
+    hv_grow_step_t steps[HV_GROW_MAX_STEPS];
     size_t nsteps;
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -121,7 +65,7 @@ void hv__grow_epoch(uint64_t epoch) {
         G.parsed = 1;
         if (env != NULL && env[0] != '\0') {
             char err[200];
-            if (hv__grow_parse(env, G.steps, HV_GROW_MAX_STEPS, &G.nsteps, err, sizeof(err)) !=
+            if (hv_grow_parse(env, G.steps, HV_GROW_MAX_STEPS, &G.nsteps, err, sizeof(err)) !=
                 HV_OK) {
                 HV_LOG(HV_LOG_ERROR, "grow", "HV-GROW", "HV_GROW_SCHEDULE ignored: %s", err);
                 G.parsed = -1;
@@ -129,7 +73,7 @@ void hv__grow_epoch(uint64_t epoch) {
             }
         }
     }
-    uint32_t want = hv__grow_size_at(G.steps, G.nsteps, epoch);
+    uint32_t want = hv_grow_size_at(G.steps, G.nsteps, epoch);
     const char *why = "growth schedule";
     if (G.fn != NULL) {
         uint32_t f = G.fn(epoch, G.ud);

@@ -8,7 +8,7 @@
  *     the workers' environment as HV_GROW_SCHEDULE; at each new epoch the size of the last
  *     step at or before it is asked for, once per change.
  * The epoch boundary is hv_sampler_next_epoch (sampler.c calls hv__grow_epoch on every rank;
- * only rank 0 asks). The schedule's parser and lookup are pure and unit-tested (grow_test.c).
+ * only rank 0 asks). The schedule's parser and lookup are common/growsched.c (hvsubmit checks --grow with it).
  */
 #ifndef HV_WORKER_GROW_H
 #define HV_WORKER_GROW_H
@@ -16,22 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-
-#define HV_GROW_MAX_STEPS 64
-
-typedef struct hv__grow_step_s {
-    uint64_t epoch;
-    uint32_t size;
-} hv__grow_step_t;
-
-/* Parses "EPOCH:SIZE[,EPOCH:SIZE...]" (epochs strictly increasing, sizes >= 1) into out (cap
- * entries); *n gets the count. HV_EINVAL with what is wrong in err ("step 2 '30x4': ..."). */
-hv_err hv__grow_parse(const char *text, hv__grow_step_t *out, size_t cap, size_t *n, char *err,
-                      size_t errlen);
-
-/* The size of the last step at or before epoch; 0 when the first step comes later. */
-uint32_t hv__grow_size_at(const hv__grow_step_t *steps, size_t n, uint64_t epoch);
+#include "growsched.h"
 
 /* A new epoch began (every rank calls it; rank 0 asks the head when the schedule or the
  * callback wants another size). Never fails the caller: a refused request is logged. */

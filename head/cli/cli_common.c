@@ -118,6 +118,7 @@ enum submit_opt {
     OPT_ELASTIC_TIMEOUT,
     OPT_CHECK_EVERY,
     OPT_COOLDOWN,
+    OPT_GROW,
     OPT_SLOTS_PER_HOST,
     OPT_ENV,
     OPT_FILE,
@@ -151,6 +152,7 @@ static const submit_optdef_t submit_optdefs[] = {
     {"elastic-timeout", 0, OPT_ELASTIC_TIMEOUT, 1},
     {"check-every", 0, OPT_CHECK_EVERY, 1},
     {"blacklist-cooldown", 0, OPT_COOLDOWN, 1},
+    {"grow", 0, OPT_GROW, 1},
     {"slots-per-host", 0, OPT_SLOTS_PER_HOST, 1},
     {"env", 'e', OPT_ENV, 1},
     {"file", 'f', OPT_FILE, 1},
@@ -348,6 +350,17 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
                                   "a number of commits", &o->check_every, err, errlen);
     case OPT_COOLDOWN:
         return submit_parse_cooldown(o, v, err, errlen);
+    case OPT_GROW: {
+        char why[200];
+        o->elastic = 1;
+        o->grow = v;
+        if (hv_grow_parse(v, o->grow_steps, HV_GROW_MAX_STEPS, &o->ngrow, why, sizeof(why)) !=
+            HV_OK) {
+            cli_err(err, errlen, "--grow '%.60s': %s", v, why);
+            return HV_EINVAL;
+        }
+        return HV_OK;
+    }
     case OPT_SLOTS_PER_HOST:
         return submit_parse_u32("slots-per-host", v, 1, &o->slots_per_host, err, errlen);
     case OPT_TIMEOUT:
@@ -386,8 +399,50 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     return HV_EINTERNAL;
 }
 
+/* --grow against -np, --min-np and --max-np: the size at epoch 0 is where the job starts (or -np
+ * when the schedule starts later), every size lies within min..max, and max defaults to the
+ * largest size. The workers get the schedule as HV_GROW_SCHEDULE. */
+static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    uint32_t first = hv_grow_size_at(o->grow_steps, o->ngrow, 0), top = 0;
+    if (first == 0 && !o->np_set) {
+        cli_err(err, errlen,
+                "--grow '%.60s' starts at epoch %llu: give -np for the epochs before it, or "
+                "start the schedule at epoch 0",
+                o->grow, (unsigned long long)o->grow_steps[0].epoch);
+        return HV_EINVAL;
+    }
+    if (first != 0 && o->np_set && o->np != first) {
+        cli_err(err, errlen, "-np %u and --grow '%.60s' disagree: the schedule starts at %u",
+                (unsigned)o->np, o->grow, (unsigned)first);
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < o->ngrow; i++) {
+        uint32_t sz = o->grow_steps[i].size;
+        top = sz > top ? sz : top;
+        if ((o->max_np != 0 && sz > o->max_np) || (o->min_np != 0 && sz < o->min_np)) {
+            cli_err(err, errlen,
+                    "--grow: %u workers at epoch %llu is outside --min-np %u .. "
+                    "--max-np %u",
+                    (unsigned)sz, (unsigned long long)o->grow_steps[i].epoch, (unsigned)o->min_np,
+                    (unsigned)o->max_np);
+            return HV_EINVAL;
+        }
+    }
+    if (first != 0) {
+        o->np = first;
+        o->np_set = 1;
+    }
+    top = top > o->np ? top : o->np;
+    if (o->max_np == 0) {
+        o->max_np = top;
+    }
+    char kv[HV_GROW_MAX_STEPS * 64 + 32];
+    snprintf(kv, sizeof(kv), "HV_GROW_SCHEDULE=%s", o->grow);
+    return submit_push_env(o, kv, err, errlen);
+}
+
 /* Checks the numbers against each other once all options are known. */
-static hv_err submit_check_counts(const hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     if (o->min_np != 0 && o->max_np != 0 && o->min_np > o->max_np) {
         cli_err(err, errlen, "--min-np %u is more than --max-np %u", (unsigned)o->min_np,
                 (unsigned)o->max_np);
@@ -402,6 +457,9 @@ static hv_err submit_check_counts(const hv_cli_submit_opts_t *o, char *err, size
         cli_err(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
                 (unsigned)o->max_np);
         return HV_EINVAL;
+    }
+    if (o->grow != NULL) {
+        HV_TRY(submit_check_grow(o, err, errlen));
     }
     /* The other elastic options mean nothing for a fixed-size job: say so rather than drop them. */
     const char *lone = o->max_resets_set      ? "--max-resets"

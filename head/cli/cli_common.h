@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "err.h"
+#include "growsched.h"
 #include "hv.pb-c.h"
 
 #define HV_CLI_DEFAULT_HEAD "127.0.0.1:7000"
@@ -109,6 +110,9 @@ typedef struct hv_cli_submit_opts_s {
     uint32_t cooldown_min_s;    /* --blacklist-cooldown MIN:MAX */
     uint32_t cooldown_max_s;
     int cooldown_set;        /* --blacklist-cooldown was given (0:0 = no blacklisting) */
+    const char *grow;        /* --grow EPOCH:SIZE,... (elastic; sets -np, --max-np, the env) */
+    hv_grow_step_t grow_steps[HV_GROW_MAX_STEPS];
+    size_t ngrow;
     uint32_t slots_per_host; /* --slots-per-host, 0 = no limit */
     uint32_t timeout_s;      /* --timeout, 0 = the head's default */
     const char *name;        /* --name, or NULL (the binary's base name) */

@@ -217,6 +217,28 @@ static void test_parse_forms(void) {
     }
     hv_cli_submit_opts_fini(&o);
 
+    /* --grow: elastic, starts at the epoch-0 size, --max-np defaults to the largest size, and the
+     * workers get the schedule. */
+    argc = split_args("--grow 0:2,3:4,6:8 t", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK(o.elastic);
+    CHECK_INT(o.np, 2);
+    CHECK_INT(o.np_set, 1);
+    CHECK_INT(o.max_np, 8);
+    CHECK_INT(o.ngrow, 3);
+    CHECK_INT(o.nenv, 1);
+    if (o.nenv == 1) {
+        CHECK_STR(o.env[0].key, "HV_GROW_SCHEDULE");
+        CHECK_STR(o.env[0].value, "0:2,3:4,6:8");
+    }
+    hv_cli_submit_opts_fini(&o);
+    /* A schedule that starts later takes -np before it; an explicit --max-np stays. */
+    argc = split_args("-np 1 --max-np 6 --grow 2:3 t", store, sizeof(store), argv, 64);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.np, 1);
+    CHECK_INT(o.max_np, 6);
+    hv_cli_submit_opts_fini(&o);
+
     argc = split_args("--help", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
     CHECK(o.help);
@@ -274,6 +296,14 @@ static void test_parse_errors(void) {
         {"--elastic-timeout 60 t", "--elastic-timeout is for elastic jobs"},
         {"--blacklist-cooldown 0:0 t", "--blacklist-cooldown is for elastic jobs"},
         {"--min-np 3 -np 2 --max-np 8 t", "--min-np 3 is more than -np 2"},
+        /* growth schedules */
+        {"--grow 0:2,30x4 t", "--grow '0:2,30x4': step 2 '30x4'"},
+        {"--grow 10:2,5:4 t", "epochs must increase"},
+        {"--grow 5:2,10:4 t", "--grow '5:2,10:4' starts at epoch 5: give -np"},
+        {"-np 3 --grow 0:2,10:4 t",
+         "-np 3 and --grow '0:2,10:4' disagree: the schedule starts at 2"},
+        {"--max-np 4 --grow 0:2,10:8 t", "--grow: 8 workers at epoch 10 is outside"},
+        {"--min-np 3 --grow 0:2,10:8 t", "--grow: 2 workers at epoch 0 is outside"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char store[512], err[HV_CLI_ERR_LEN];

@@ -122,6 +122,9 @@ static void submit_usage(FILE *f) {
            "                        seconds a node whose worker failed gets no more of this\n"
            "                        job's work, doubling from MIN up to MAX per failure there\n"
            "                        (0:0: no blacklisting)\n"
+           "  --grow E:N[,E:N...]   grow over epochs: N workers from epoch E on (0:2,30:4,60:8);\n"
+           "                        the job starts at the epoch-0 size, --max-np defaults to\n"
+           "                        the largest, and the autoscaler buys the nodes it needs\n"
            "Left out, these take the head's defaults (the elastic: section of its config).\n"
            "When an elastic job ends, hvsubmit prints its last generation, size and resets.\n"
            "\n"
@@ -491,6 +494,7 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     spec.np = o->np_set ? o->np : 0;
     spec.min_np = o->min_np;
     spec.max_np = o->max_np;
+    spec.target_np = o->grow != NULL ? o->np : 0; /* the schedule moves it from there */
     spec.max_resets = o->max_resets;
     spec.max_resets_set = o->max_resets_set;
     spec.elastic = o->elastic;

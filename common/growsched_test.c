@@ -1,7 +1,7 @@
 /*
- * grow_test: the growth schedule's parser and lookup, table by table.
+ * growsched_test: the growth schedule's parser and lookup, table by table.
  */
-#include "grow.h"
+#include "growsched.h"
 #include "hv_check.h"
 
 #include <string.h>
@@ -26,10 +26,10 @@ static void case_parse(void) {
         {"1:2 ", 0, 0, "step 1"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        hv__grow_step_t st[8];
+        hv_grow_step_t st[8];
         size_t n = 99;
         char err[200] = "";
-        hv_err rc = hv__grow_parse(rows[i].text, st, 8, &n, err, sizeof(err));
+        hv_err rc = hv_grow_parse(rows[i].text, st, 8, &n, err, sizeof(err));
         CHECK_EQ(rc == HV_OK, rows[i].ok);
         if (rows[i].ok) {
             CHECK_EQ(n, rows[i].n);
@@ -37,28 +37,28 @@ static void case_parse(void) {
             CHECK(strstr(err, rows[i].err) != NULL);
         }
     }
-    hv__grow_step_t st[2];
+    hv_grow_step_t st[2];
     size_t n;
     char err[200];
-    CHECK_RC(hv__grow_parse("0:1,1:2,2:3", st, 2, &n, err, sizeof(err)), HV_EINVAL);
+    CHECK_RC(hv_grow_parse("0:1,1:2,2:3", st, 2, &n, err, sizeof(err)), HV_EINVAL);
     CHECK(strstr(err, "more than 2 steps") != NULL);
 }
 
 static void case_size_at(void) {
-    hv__grow_step_t st[3];
+    hv_grow_step_t st[3];
     size_t n;
     char err[200];
-    CHECK_RC(hv__grow_parse("0:2,30:4,60:8", st, 3, &n, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_grow_parse("0:2,30:4,60:8", st, 3, &n, err, sizeof(err)), HV_OK);
     static const struct {
         uint64_t epoch;
         uint32_t size;
     } rows[] = {{0, 2}, {29, 2}, {30, 4}, {59, 4}, {60, 8}, {1000, 8}};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        CHECK_EQ(hv__grow_size_at(st, n, rows[i].epoch), rows[i].size);
+        CHECK_EQ(hv_grow_size_at(st, n, rows[i].epoch), rows[i].size);
     }
-    CHECK_RC(hv__grow_parse("5:3", st, 3, &n, err, sizeof(err)), HV_OK);
-    CHECK_EQ(hv__grow_size_at(st, n, 4), 0);
-    CHECK_EQ(hv__grow_size_at(st, n, 5), 3);
+    CHECK_RC(hv_grow_parse("5:3", st, 3, &n, err, sizeof(err)), HV_OK);
+    CHECK_EQ(hv_grow_size_at(st, n, 4), 0);
+    CHECK_EQ(hv_grow_size_at(st, n, 5), 3);
 }
 
 int main(int argc, char **argv) {
