@@ -37,6 +37,7 @@
 #include "store.h"
 #include "svc_artifacts.h"
 #include "svc_cluster.h"
+#include "svc_cost.h"
 #include "svc_jobs.h"
 #include "svc_rdzv.h"
 #include "util.h"
@@ -54,6 +55,7 @@ typedef struct head_s {
     hv_rpc_server_t *srv;
     hv_svc_cluster_t *cluster;
     hv_svc_jobs_t *jobs;
+    hv_svc_cost_t *cost;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
     hv_autoscale_t *as; /* NULL without an autoscaler */
@@ -562,6 +564,7 @@ static int cmd_start(const head_opts_t *o) {
                                     &h->cluster)) != HV_OK ||
         (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->store, h->arts, &h->jobs)) !=
             HV_OK ||
+        (rc = hv_svc_cost_create(h->srv, &h->cfg, h->store, &h->cost)) != HV_OK ||
         (rc = hv_svc_artifacts_register(h->srv, h->arts)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->srv, h->driver, &h->rdzv)) != HV_OK ||
         (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, auth_drop_session, h, &h->authsvc)) !=
@@ -637,6 +640,7 @@ out_engine:
     hv_rpc_engine_destroy(h->eng);
     hv_svc_cluster_destroy(h->cluster);
     hv_svc_jobs_destroy(h->jobs);
+    hv_svc_cost_destroy(h->cost);
     hv_svc_rdzv_destroy(h->rdzv);
     hv_svc_auth_destroy(h->authsvc);
     hv_autoscale_destroy(h->as);

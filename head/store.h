@@ -184,6 +184,9 @@ hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, c
 hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
                            hv_event_row_t **out, size_t *n);
 void hv_store_event_free_list(hv_event_row_t *rows, size_t n);
+/* How many events of `kind` (of job_id; 0 = all jobs) have data containing data_has ("" = any). */
+hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
+                            uint64_t *n);
 
 /* ---- artifacts (uploaded binaries, by sha256) ------------------------------------------------ */
 

@@ -628,6 +628,23 @@ static void test_events(void) {
     }
     hv_store_event_free_list(ev, n);
 
+    /* Counting by kind and data: two rollback rounds of job 3, one plain round, one of job 4. */
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"rollback\":true}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"rollback\":true}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"rollback\":false}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 4, 0, "round.close", "", "{\"rollback\":true}", NULL));
+    uint64_t cnt = 99;
+    CHECK_OK(s, hv_store_event_count(s, 3, "round.close", "\"rollback\":true", &cnt));
+    CHECK_U64(cnt, 2);
+    CHECK_OK(s, hv_store_event_count(s, 0, "round.close", "\"rollback\":true", &cnt));
+    CHECK_U64(cnt, 3);
+    CHECK_OK(s, hv_store_event_count(s, 3, "round.close", "", &cnt));
+    CHECK_U64(cnt, 3);
+    CHECK_OK(s, hv_store_event_count(s, 0, "k", NULL, &cnt));
+    CHECK_U64(cnt, 11);
+    CHECK_OK(s, hv_store_event_count(s, 5, "round.close", "", &cnt));
+    CHECK_U64(cnt, 0);
+
     /* job filter + limit: job 2 has seq[1,3,5,7,9]; newest 2 = 7, 9. */
     CHECK_OK(s, hv_store_event_list(s, 2, 0, 2, &ev, &n));
     CHECK_U64(n, 2);

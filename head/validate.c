@@ -243,6 +243,7 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Jobs/Watch", &hvpb__v1__watch_request__descriptor, NULL},
     {"/hvpb.v1.Jobs/DrainNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
     {"/hvpb.v1.Jobs/RevokeNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
+    {"/hvpb.v1.Jobs/Cost", &hvpb__v1__cost_request__descriptor, NULL},
     {"/hvpb.v1.Rendezvous/JoinRound", &hvpb__v1__rdzv_join_request__descriptor, check_rdzv_join},
     {"/hvpb.v1.Rendezvous/Done", &hvpb__v1__rdzv_done_request__descriptor, NULL},
     {"/hvpb.v1.Rendezvous/Resize", &hvpb__v1__rdzv_resize_request__descriptor, check_rdzv_resize},

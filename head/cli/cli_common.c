@@ -1455,6 +1455,16 @@ void hv_cli_json_u64(hv_cli_json_t *j, uint64_t v) {
     }
 }
 
+void hv_cli_json_f64(hv_cli_json_t *j, double v) {
+    if (json_before_value(j)) {
+        if (v != v || v > 1e300 || v < -1e300) {
+            fputs("null", j->f); /* JSON has no NaN or infinity */
+        } else {
+            fprintf(j->f, "%.6g", v);
+        }
+    }
+}
+
 void hv_cli_json_i64(hv_cli_json_t *j, int64_t v) {
     if (json_before_value(j)) {
         fprintf(j->f, "%lld", (long long)v);
@@ -1891,4 +1901,37 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
     hv_cli_json_key(j, "jobs_limit");
     hv_cli_json_u64(j, HV_CLI_STATUS_JOBS);
     hv_cli_json_obj_end(j);
+}
+
+/* "0.0123" with enough digits for small sums (4 decimals, 6 below 0.01). */
+static void cost_money(double v, char *buf, size_t len) {
+    snprintf(buf, len, v != 0 && v < 0.01 ? "%.6f" : "%.4f", v);
+}
+
+void hv_cli_cost_summary(const Hvpb__V1__CostReply *r, char *buf, size_t len) {
+    char money[32], od[32], part[160];
+    size_t off = 0;
+    cost_money(r->cost, money, sizeof(money));
+    off += (size_t)snprintf(buf + off, len - off, "cost %s for %.1f instance-s", money,
+                            r->instance_seconds);
+    for (size_t i = 0; i < r->n_types && off < len; i++) {
+        snprintf(part, sizeof(part), "%s%s %.1f s", i == 0 ? " (" : ", ", r->types[i]->type,
+                 r->types[i]->instance_seconds);
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", part, i + 1 == r->n_types ? ")" : "");
+    }
+    if (off < len) {
+        if (!r->ondemand_known) {
+            off += (size_t)snprintf(buf + off, len - off, "; on demand: unknown (no price)");
+        } else if (r->ondemand_cost > 0) {
+            cost_money(r->ondemand_cost, od, sizeof(od));
+            double saved = 100.0 * (1.0 - r->cost / r->ondemand_cost);
+            off += (size_t)snprintf(buf + off, len - off, "; on demand %s (%.0f%% %s)", od,
+                                    saved >= 0 ? saved : -saved, saved >= 0 ? "less" : "more");
+        }
+    }
+    if (off < len) {
+        snprintf(buf + off, len - off, "; %u preemption%s survived; %u rollback%s",
+                 (unsigned)r->preemptions, r->preemptions == 1 ? "" : "s", (unsigned)r->rollbacks,
+                 r->rollbacks == 1 ? "" : "s");
+    }
 }

@@ -109,8 +109,8 @@ typedef struct hv_cli_submit_opts_s {
     uint32_t check_every;       /* --check-every, 0 = the head's default */
     uint32_t cooldown_min_s;    /* --blacklist-cooldown MIN:MAX */
     uint32_t cooldown_max_s;
-    int cooldown_set;        /* --blacklist-cooldown was given (0:0 = no blacklisting) */
-    const char *grow;        /* --grow EPOCH:SIZE,... (elastic; sets -np, --max-np, the env) */
+    int cooldown_set; /* --blacklist-cooldown was given (0:0 = no blacklisting) */
+    const char *grow; /* --grow EPOCH:SIZE,... (elastic; sets -np, --max-np, the env) */
     hv_grow_step_t grow_steps[HV_GROW_MAX_STEPS];
     size_t ngrow;
     uint32_t slots_per_host; /* --slots-per-host, 0 = no limit */
@@ -283,6 +283,7 @@ void hv_cli_json_arr_end(hv_cli_json_t *j);
 void hv_cli_json_key(hv_cli_json_t *j, const char *key);
 void hv_cli_json_str(hv_cli_json_t *j, const char *s);
 void hv_cli_json_u64(hv_cli_json_t *j, uint64_t v);
+void hv_cli_json_f64(hv_cli_json_t *j, double v); /* NaN and infinities as null */
 void hv_cli_json_i64(hv_cli_json_t *j, int64_t v);
 void hv_cli_json_bool(hv_cli_json_t *j, int v);
 void hv_cli_json_null(hv_cli_json_t *j);
@@ -338,5 +339,10 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
 void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
                         const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,
                         uint64_t now_ms);
+
+/* One line for a CostReply (hvsubmit's last line, hvctl cost's footer): "cost 0.0123 for
+ * 412.0 instance-s (spot 380.0 s, ondemand 32.0 s); on demand 0.0456 (73% less); 2 preemptions
+ * survived; 1 rollback". */
+void hv_cli_cost_summary(const Hvpb__V1__CostReply *r, char *buf, size_t len);
 
 #endif

@@ -61,6 +61,10 @@ static const struct {
      "until the job ends"},
     {"cancel", "ID", "cancel a job"},
     {"events", "[--job ID] [--limit N]", "the event log, newest last"},
+    {"cost", "[--job ID]",
+     "what the cluster (or one job) cost: instance-seconds by node\n"
+     "type, cost at the configured prices, the same time on\n"
+     "demand, preemptions (survived, for a job), rollbacks"},
     {"drain", "NODE [--reason TEXT]",
      "drain a node (a name or an id): it takes no new work and\n"
      "elastic jobs move off it at their next commit"},
@@ -261,7 +265,7 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     int takes_node =
         strcmp(c, "drain") == 0 || strcmp(c, "undrain") == 0 || strcmp(c, "revoke") == 0;
     int known = (takes_id || takes_node || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
-                 strcmp(c, "events") == 0 || strcmp(c, "status") == 0) &&
+                 strcmp(c, "events") == 0 || strcmp(c, "status") == 0 || strcmp(c, "cost") == 0) &&
                 (strcmp(c, "revoke") != 0 || via_node);
     if (!known) {
         return ctl_usage_error("unknown command '%s'", c);
@@ -290,8 +294,8 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     if (saw_follow && strcmp(c, "logs") != 0) {
         return ctl_usage_error("--follow goes with 'logs', not '%s'", c);
     }
-    if (saw_job && strcmp(c, "events") != 0) {
-        return ctl_usage_error("--job goes with 'events', not '%s'", c);
+    if (saw_job && strcmp(c, "events") != 0 && strcmp(c, "cost") != 0) {
+        return ctl_usage_error("--job goes with 'events' or 'cost', not '%s'", c);
     }
     if (saw_limit && strcmp(c, "events") != 0 && strcmp(c, "jobs") != 0) {
         return ctl_usage_error("--limit goes with 'jobs' or 'events', not '%s'", c);
@@ -898,6 +902,120 @@ static int ctl_cancel(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, stdout);
+    hv_cli_json_obj_begin(&j);
+    if (r->job_id != 0) {
+        hv_cli_json_key(&j, "job_id");
+        hv_cli_json_u64(&j, r->job_id);
+        hv_cli_json_key(&j, "state");
+        hv_cli_json_str(&j, r->state);
+        hv_cli_json_key(&j, "wall_seconds");
+        hv_cli_json_f64(&j, r->wall_seconds);
+    }
+    hv_cli_json_key(&j, "types");
+    hv_cli_json_arr_begin(&j);
+    for (size_t i = 0; i < r->n_types; i++) {
+        const Hvpb__V1__CostLine *l = r->types[i];
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "type");
+        hv_cli_json_str(&j, l->type);
+        hv_cli_json_key(&j, "instances");
+        hv_cli_json_u64(&j, l->instances);
+        hv_cli_json_key(&j, "instance_seconds");
+        hv_cli_json_f64(&j, l->instance_seconds);
+        hv_cli_json_key(&j, "price_per_hour");
+        hv_cli_json_f64(&j, l->price_per_hour);
+        hv_cli_json_key(&j, "cost");
+        hv_cli_json_f64(&j, l->cost);
+        hv_cli_json_key(&j, "ondemand_cost");
+        if (l->ondemand_known) {
+            hv_cli_json_f64(&j, l->ondemand_cost);
+        } else {
+            hv_cli_json_null(&j);
+        }
+        hv_cli_json_key(&j, "preemptions");
+        hv_cli_json_u64(&j, l->preemptions);
+        hv_cli_json_obj_end(&j);
+    }
+    hv_cli_json_arr_end(&j);
+    hv_cli_json_key(&j, "instance_seconds");
+    hv_cli_json_f64(&j, r->instance_seconds);
+    hv_cli_json_key(&j, "cost");
+    hv_cli_json_f64(&j, r->cost);
+    hv_cli_json_key(&j, "ondemand_cost");
+    if (r->ondemand_known) {
+        hv_cli_json_f64(&j, r->ondemand_cost);
+    } else {
+        hv_cli_json_null(&j);
+    }
+    hv_cli_json_key(&j, "preemptions");
+    hv_cli_json_u64(&j, r->preemptions);
+    hv_cli_json_key(&j, "rollbacks");
+    hv_cli_json_u64(&j, r->rollbacks);
+    hv_cli_json_obj_end(&j);
+    hv_cli_json_finish(&j);
+}
+
+static int ctl_cost(const ctl_t *c) {
+    Hvpb__V1__CostRequest req = HVPB__V1__COST_REQUEST__INIT;
+    req.job_id = c->o->job_set ? c->o->job_id : 0;
+    ProtobufCMessage *resp = NULL;
+    char missing[48];
+    int status = ctl_call(c, "Cost", &req.base, &hvpb__v1__cost_reply__descriptor,
+                          ctl_no_job(c, missing, sizeof(missing)), &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__CostReply *r = (const Hvpb__V1__CostReply *)resp;
+    if (c->o->json) {
+        ctl_cost_json(r);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    if (r->job_id != 0) {
+        printf("job %llu (%s, %.1f s since submission)\n", (unsigned long long)r->job_id, r->state,
+               r->wall_seconds);
+    } else {
+        printf("cluster, every instance the autoscaler launched\n");
+    }
+    static const char *const hdr[] = {"TYPE", "INSTANCES", "INSTANCE-S", "PRICE/H",
+                                      "COST", "ON-DEMAND", "PREEMPTIONS"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(7, hdr, &t) != HV_OK) {
+        hv_rpc_msg_free(resp);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < r->n_types; i++) {
+        const Hvpb__V1__CostLine *l = r->types[i];
+        char n[16], secs[32], price[32], cost[32], od[32], pre[16];
+        snprintf(n, sizeof(n), "%u", (unsigned)l->instances);
+        snprintf(secs, sizeof(secs), "%.1f", l->instance_seconds);
+        snprintf(price, sizeof(price), "%.4f", l->price_per_hour);
+        snprintf(cost, sizeof(cost), "%.6f", l->cost);
+        if (l->ondemand_known) {
+            snprintf(od, sizeof(od), "%.6f", l->ondemand_cost);
+        } else {
+            snprintf(od, sizeof(od), "unknown");
+        }
+        snprintf(pre, sizeof(pre), "%u", (unsigned)l->preemptions);
+        const char *row[] = {l->type, n, secs, price, cost, od, pre};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            hv_rpc_msg_free(resp);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, r->job_id != 0 ? "no instance time: the job ran on no node yet"
+                                     : "no instances: the autoscaler launched none");
+    char line[1024];
+    hv_cli_cost_summary(r, line, sizeof(line));
+    printf("total: %s\n", line);
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
 static int ctl_events(const ctl_t *c) {
     Hvpb__V1__ListEventsRequest req = HVPB__V1__LIST_EVENTS_REQUEST__INIT;
     req.job_id = c->o->job_set ? c->o->job_id : 0;
@@ -1111,6 +1229,8 @@ int main(int argc, char **argv) {
         status = ctl_cancel(&c);
     } else if (strcmp(o.cmd, "drain") == 0 || strcmp(o.cmd, "undrain") == 0) {
         status = ctl_drain(&c, strcmp(o.cmd, "drain") == 0);
+    } else if (strcmp(o.cmd, "cost") == 0) {
+        status = ctl_cost(&c);
     } else {
         status = ctl_events(&c);
     }

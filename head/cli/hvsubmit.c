@@ -126,7 +126,8 @@ static void submit_usage(FILE *f) {
            "                        the job starts at the epoch-0 size, --max-np defaults to\n"
            "                        the largest, and the autoscaler buys the nodes it needs\n"
            "Left out, these take the head's defaults (the elastic: section of its config).\n"
-           "When an elastic job ends, hvsubmit prints its last generation, size and resets.\n"
+           "When an elastic job ends, hvsubmit prints its last generation, size and resets,\n"
+           "and, when it ran on nodes the autoscaler bought, what it cost (hvctl cost).\n"
            "\n"
            "exit status:\n"
            "  0    the job succeeded\n"
@@ -564,6 +565,31 @@ static int submit_rank_said(const submit_watch_t *w, uint32_t rank) {
     return 0;
 }
 
+/* The job's cost line, when it ran on nodes the autoscaler bought (a head without the Cost call,
+ * or one that does not answer in time, prints nothing). */
+static void submit_cost(const submit_watch_t *w) {
+    Hvpb__V1__CostRequest req = HVPB__V1__COST_REQUEST__INIT;
+    req.job_id = w->job_id;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cost", &req.base, &hvpb__v1__cost_reply__descriptor,
+                     HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
+        return;
+    }
+    const Hvpb__V1__CostReply *r = (const Hvpb__V1__CostReply *)resp;
+    int bought = 0;
+    for (size_t i = 0; i < r->n_types; i++) {
+        bought |= strcmp(r->types[i]->type, "manual") != 0;
+    }
+    if (bought) {
+        char line[1024];
+        hv_cli_cost_summary(r, line, sizeof(line));
+        fprintf(stderr, SUBMIT_PROG ": job %llu %s\n", (unsigned long long)w->job_id, line);
+    }
+    hv_rpc_msg_free(resp);
+}
+
 /* Prints the end of the job and returns the exit status. */
 static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
     const Hvpb__V1__WorkerView *first = NULL;
@@ -604,6 +630,9 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
     if ((w->elastic || v->elastic) && !(ok && w->quiet)) {
         fprintf(stderr, SUBMIT_PROG ": job %llu %s: %s\n", (unsigned long long)w->job_id,
                 ok ? "succeeded" : "at its end", hv_cli_elastic_summary(v, line, sizeof(line)));
+    }
+    if (!(ok && w->quiet)) {
+        submit_cost(w);
     }
     return status;
 }
