@@ -10,7 +10,9 @@
 #include "mem.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -107,6 +109,51 @@ static void lp_signal_group(lp_inst_t *in, int sig) {
     }
 }
 
+/* The instance is gone as a machine goes: its agent's group and every process that runs in its
+ * directory (the workers, which the agent starts in sessions of their own under <dir>/jobs)
+ * are killed, so no worker of a preempted instance lives on. */
+static void lp_kill_instance(lp_inst_t *in) {
+    lp_signal_group(in, SIGKILL);
+    char rel[LP_PATH + LP_NAME + 2], dir[PATH_MAX + 2];
+    snprintf(rel, sizeof(rel), "%s/%s", in->lp->work_dir, in->name);
+    if (realpath(rel, dir) == NULL) { /* the cwd links hold absolute, resolved paths */
+        return;
+    }
+    int dl = (int)strlen(dir);
+    if (dl + 2 > (int)sizeof(dir)) {
+        return;
+    }
+    dir[dl++] = '/';
+    dir[dl] = '\0';
+    DIR *d = opendir("/proc");
+    if (d == NULL || dl <= 0 || dl >= (int)sizeof(dir)) {
+        if (d != NULL) {
+            closedir(d);
+        }
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end = NULL;
+        long pid = strtol(e->d_name, &end, 10);
+        if (pid <= 1 || end == NULL || *end != '\0' || pid == (long)getpid()) {
+            continue;
+        }
+        char link[64], cwd[PATH_MAX + 2];
+        snprintf(link, sizeof(link), "/proc/%ld/cwd", pid);
+        ssize_t n = readlink(link, cwd, sizeof(cwd) - 2);
+        if (n <= 0) {
+            continue;
+        }
+        cwd[n] = '/';
+        cwd[n + 1] = '\0';
+        if (strncmp(cwd, dir, (size_t)dl) == 0) {
+            (void)kill((pid_t)pid, SIGKILL);
+        }
+    }
+    closedir(d);
+}
+
 static void lp_on_exit(uv_process_t *p, int64_t status, int term_signal) {
     lp_inst_t *in = p->data;
     char why[200];
@@ -120,8 +167,8 @@ static void lp_on_exit(uv_process_t *p, int64_t status, int term_signal) {
     } else {
         snprintf(why, sizeof(why), "its agent exited with status %" PRId64, status);
     }
-    /* the group may hold workers the agent left behind: they go with the instance */
-    lp_signal_group(in, SIGKILL);
+    /* workers the agent left behind go with the instance */
+    lp_kill_instance(in);
     in->pid = 0;
     lp_gone(in, why);
 }
@@ -410,7 +457,7 @@ static void lp_sim_step(hv_prov_local_t *lp, uint64_t now) {
             } else if (a->kind == HV_SS_PREEMPTED) {
                 in->preempted = a->with_notice ? 1 : 2;
                 if (in->pid > 0) {
-                    lp_signal_group(in, SIGKILL);
+                    lp_kill_instance(in);
                     if (!in->child) {
                         lp_gone(in, in->preempted == 1 ? "preempted after its notice"
                                                        : "preempted without notice");
@@ -437,7 +484,7 @@ static void lp_on_tick(uv_timer_t *t) {
         next = in->next;
         if (in->st == LP_RUNNING) {
             if (in->kill_at != 0 && now >= in->kill_at) {
-                lp_signal_group(in, SIGKILL);
+                lp_kill_instance(in);
                 in->kill_at = 0;
             }
             if (!in->child && !pid_alive(in->pid)) {

@@ -137,6 +137,13 @@ int hv_ss_adopt(hv_ss_t *s, uint64_t instance, size_t type) {
         return 0;
     }
     s->inst[s->n++] = (inst_t){.id = instance, .type = type, .st = I_RUNNING};
+    /* A restarted head must not replay the random preemptions its predecessor already had:
+     * the adopted ids move the stream on (deterministically, so a run stays reproducible). */
+    s->rng ^= (instance + 1) * 0x9E3779B97F4A7C15ULL;
+    s->rng = s->rng ? s->rng : 1;
+    if (s->next_random_ms != UINT64_MAX) {
+        s->next_random_ms = s->start_ms + random_gap_ms(s);
+    }
     return 1;
 }
 

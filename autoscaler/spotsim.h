@@ -81,7 +81,9 @@ int hv_ss_launch(hv_ss_t *s, uint64_t instance, size_t type, uint64_t now_ms, ch
                  size_t whylen);
 
 /* After a head restart: an instance that was running before joins the simulation as running
- * (no boot, no capacity check). Returns 0 when the id is in use or the table is full. */
+ * (no boot, no capacity check). Adopting moves the random stream on by the instance's id, so a
+ * restarted head does not replay its predecessor's preemptions (a trace is replayed from the
+ * new start). Returns 0 when the id is in use or the table is full. */
 int hv_ss_adopt(hv_ss_t *s, uint64_t instance, size_t type);
 
 /* The autoscaler gave the instance back (or its agent ended): it no longer exists. */

@@ -36,6 +36,7 @@ typedef struct as_inst_s {
     int ended;
     int dirty;     /* the row must be written again */
     int preempted; /* a preemption ended it */
+    int noticed;   /* the provider delivered a preemption notice (its end is a preemption) */
     char name[AS_NAME];
     char handle[64];
     char reason[HV_AS_REASON];
@@ -188,6 +189,7 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, c
     const char *tn = type_name(a, in);
     switch (ev) {
     case HV_PROV_NOTICE:
+        in->noticed = 1;
         if (!in->ended && in->state != HV_AS_TERMINATING) {
             in->state = HV_AS_DRAINING;
             (void)persist(a, in);
@@ -207,8 +209,15 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, c
     case HV_PROV_GONE:
         if (!in->ended) {
             int never_joined = in->joined_wall == 0 && in->state != HV_AS_TERMINATING;
-            int preempted = why != NULL && strstr(why, "preempt") != NULL;
-            ended(a, in, why ? why : "gone", preempted);
+            int preempted = in->noticed || (why != NULL && strstr(why, "preempt") != NULL);
+            char r[HV_AS_REASON];
+            snprintf(r, sizeof(r), "%s%.150s",
+                     in->noticed && (why == NULL || !strstr(why, "preempt"))
+                         ? "preempted after its notice: "
+                         : "",
+                     why ? why : "gone");
+            why = r;
+            ended(a, in, why, preempted);
             if (never_joined && !preempted) {
                 launch_failed(a, in, why);
             }

@@ -1930,8 +1930,9 @@ void hv_cli_cost_summary(const Hvpb__V1__CostReply *r, char *buf, size_t len) {
         }
     }
     if (off < len) {
-        snprintf(buf + off, len - off, "; %u preemption%s survived; %u rollback%s",
-                 (unsigned)r->preemptions, r->preemptions == 1 ? "" : "s", (unsigned)r->rollbacks,
+        snprintf(buf + off, len - off, "; %u preemption%s%s; %u rollback%s",
+                 (unsigned)r->preemptions, r->preemptions == 1 ? "" : "s",
+                 r->job_id != 0 ? " survived" : "", (unsigned)r->rollbacks,
                  r->rollbacks == 1 ? "" : "s");
     }
 }
