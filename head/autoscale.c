@@ -202,8 +202,8 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, c
             char r[HV_AS_REASON];
             snprintf(r, sizeof(r), "launch failed: %s", why ? why : "unknown");
             ended(a, in, r, 0);
-            launch_failed(a, in, why);
             as_event(a, "autoscaler.launch_failed", "instance %" PRIu64 " (%s): %s", id, tn, r);
+            launch_failed(a, in, why); /* after its event: it may set the type aside */
         }
         break;
     case HV_PROV_GONE:
@@ -218,12 +218,12 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, c
                      why ? why : "gone");
             why = r;
             ended(a, in, why, preempted);
-            if (never_joined && !preempted) {
-                launch_failed(a, in, why);
-            }
             as_event(a, preempted ? "autoscaler.preempted" : "autoscaler.gone",
                      "instance %" PRIu64 " (%s, node %s) is gone: %s", id, tn, in->name,
                      why ? why : "gone");
+            if (never_joined && !preempted) {
+                launch_failed(a, in, why);
+            }
         }
         break;
     case HV_PROV_NOTE:
@@ -280,9 +280,9 @@ static void do_launch(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) 
         char r[HV_AS_REASON];
         snprintf(r, sizeof(r), "launch failed: %.150s", err[0] ? err : hv_strerror(rc));
         ended(a, in, r, 0);
-        launch_failed(a, in, err);
         as_event(a, "autoscaler.launch_failed", "instance %" PRIu64 " (%s): %s", in->id, t->name,
                  r);
+        launch_failed(a, in, err);
         return;
     }
     const char *h = hv_provider_handle(a->prov, in->id);
