@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The quick-start demo: installs what hv needs, builds it, and runs a local cluster on embedded
-# defaults (a head with its sqlite state in a temporary data directory, two local agents with
-# 2 slots each), submits examples/hello across 4 workers, prints the workers' output, and stops
-# everything cleanly. Exit status: hvsubmit's.
+# The quick-start demo: installs what hv needs, builds it, and runs the main job on embedded
+# defaults: a head (examples/autoscale.yaml, state in a temporary data directory) whose
+# autoscaler keeps one local agent and buys more as a job grows; elastic_train learning
+# Fashion-MNIST with a growth schedule (2 workers, 4 from epoch 2, 6 from epoch 4); the per-epoch
+# lines (world size, loss, accuracy), the autoscaler's decisions as they happen, the job's cost,
+# and the idle nodes going away after the job. Exit status: hvsubmit's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 deploy/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-echo "demo: build ready in build/ (bin/: hvhead hvagent hvsubmit hvctl; examples/: hello ...)"
+echo "demo: build ready in build/ (bin/: hvhead hvagent hvsubmit hvctl; examples/: elastic_train ...)"
 
 WORK=$(mktemp -d /tmp/hv-demo.XXXXXX)
 PIDS=()
@@ -20,31 +21,48 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The head: examples/local.yaml (127.0.0.1:7000, token hv-local-dev), state under $WORK.
-build/bin/hvhead start --config examples/local.yaml --data-dir "$WORK/data" \
+build/bin/hvhead start --config examples/autoscale.yaml --data-dir "$WORK/data" \
     >"$WORK/head.out" 2>"$WORK/head.log" &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q 'listening on' "$WORK/head.out" && break; sleep 0.1; done
 grep -q 'listening on' "$WORK/head.out" || { cat "$WORK/head.out" "$WORK/head.log"; exit 1; }
 cat "$WORK/head.out"
-HEAD=$(sed -E -n 's/.*listening on ([^ ]+) .*/\1/p' "$WORK/head.out")
-# hvsubmit and hvctl authenticate with the client token the head wrote into its data dir
-export HV_TOKEN_FILE=$WORK/data/client.token
+export HV_HEAD; HV_HEAD=$(sed -E -n 's/.*listening on ([^ ]+) .*/\1/p' "$WORK/head.out")
+export HV_TOKEN_FILE=$WORK/data/client.token # the client token the head wrote
+ctl() { build/bin/hvctl "$@"; }
 
-for n in local-a local-b; do
-    build/bin/hvagent join "$HEAD" --token hv-local-dev --name "$n" --slots 2 \
-        --work-dir "$WORK/$n" >"$WORK/$n.out" 2>"$WORK/$n.log" &
-    PIDS+=($!)
-    for _ in $(seq 100); do grep -q joined "$WORK/$n.out" && break; sleep 0.1; done
-    grep -q joined "$WORK/$n.out" || { cat "$WORK/$n.out" "$WORK/$n.log"; exit 1; }
-    cat "$WORK/$n.out"
-done
+alive() { ctl nodes 2>/dev/null | awk '$3 == "alive"' | wc -l; }
+for _ in $(seq 200); do [ "$(alive)" -ge 1 ] && break; sleep 0.1; done
+echo "demo: the autoscaler keeps its minimum of 1 node:"
+ctl nodes
 
-echo "demo: hvsubmit -np 4 build/examples/hello"
+# The autoscaler's decisions as they happen (bounded: it stops with the job).
+watch_events() {
+    local seen=0 out
+    while :; do
+        out=$(ctl events --limit 1000 2>/dev/null) || out=""
+        printf '%s\n' "$out" | awk -v s="$seen" 'NR > 1 && $1 > s && $6 ~ /^autoscaler\./' |
+            while read -r _ _ t _ _ kind msg; do echo "demo: [$t] $kind $msg"; done
+        seen=$(printf '%s\n' "$out" | awk -v s="$seen" 'NR > 1 && $1 > s {s = $1} END {print s}')
+        sleep 1
+    done
+}
+watch_events &
+WATCH=$!
+PIDS+=($WATCH)
+
+echo "demo: hvsubmit --grow 0:2,2:4,4:6 build/examples/elastic_train --epochs 6"
 rc=0
-build/bin/hvsubmit --head "$HEAD" -np 4 build/examples/hello || rc=$?
-echo "demo: cluster state:"
-build/bin/hvctl --head "$HEAD" nodes
-build/bin/hvctl --head "$HEAD" jobs
-echo "demo: stopping the agents and the head"
+build/bin/hvsubmit --grow 0:2,2:4,4:6 build/examples/elastic_train --epochs 6 \
+    --train-limit 30000 --test-limit 5000 || rc=$?
+sleep 1
+kill "$WATCH" 2>/dev/null || true
+echo "demo: what the cluster cost (hvctl cost):"
+ctl cost
+echo "demo: waiting for the idle nodes to go (idle_timeout_s: 8) ..."
+for _ in $(seq 60); do [ "$(alive)" -le 1 ] && break; sleep 1; done
+ctl events --limit 1000 | awk '$6 == "autoscaler.terminate"' |
+    while read -r _ _ t _ _ kind msg; do echo "demo: [$t] $kind $msg"; done
+ctl nodes
+echo "demo: stopping the head (its last agent goes with it)"
 exit $rc
