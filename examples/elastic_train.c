@@ -48,8 +48,9 @@
  *   --test-limit N        evaluate on the first N test samples only (default: all 10000)
  *   --step-delay-ms N     sleep N ms after every step (lets tests act in the middle of an epoch)
  *   --exit-on-node NODE:CODE  in every generation, a worker on NODE exits at its first step.
- *   --exit-at E:B:R:CODE  in the job's first generation, the worker of rank R (or `all`) exits
- *                         with status CODE when it reaches batch B (from 0) of epoch E (from 0)
+ *   --exit-at E:B:R:CODE  in the job's first generation (never after --checkpoint resumed it),
+ *                         the worker of rank R (or `all`) exits with status CODE when it
+ *                         reaches batch B (from 0) of epoch E (from 0)
  *   --kill-at E:B:R       the same, but the worker kills itself with SIGKILL
  *   --double-every N      grow over epochs: ask for twice the job's first size every N epochs
  *                         (a size callback, hv_set_size_callback), up to --double-max M
@@ -58,10 +59,20 @@
  *                         the workers, and the learning rate stays at --lr instead of decaying:
  *                         the growing batch takes the decay's place ("Don't decay the learning
  *                         rate, increase the batch size", Smith et al. 2018)
+ *   --checkpoint PATH     rank 0 writes the state to PATH (hv_state_save) every
+ *                         --checkpoint-every N steps (default: at each epoch's end); at start
+ *                         every worker resumes from PATH when it exists (hv_state_load). With
+ *                         `hvsubmit --retries`, this is the restart-the-job policy
+ *   --compute-ms-per-sample X  sleep X ms per sample of this rank's share of each step: a
+ *                         stand-in for an accelerator's time, so that a step takes as long as the
+ *                         job's machines make it take, whatever this host's cores (benchmarks)
+ *   --step-log PATH       rank 0 appends "EPOCH BATCH GENERATION" to PATH as each step starts
+ *                         (steps redone after a rollback or a restart appear again: goodput)
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -279,8 +290,12 @@ typedef struct opts_s {
     fault_t exit_at, kill_at;
     char exit_node[256]; /* --exit-on-node: a worker on this node fails at its first step */
     int exit_node_code;
-    uint64_t double_every; /* --double-every: epochs between doublings (0: off) */
-    uint64_t double_max;   /* --double-max: the largest size asked for */
+    uint64_t double_every;        /* --double-every: epochs between doublings (0: off) */
+    uint64_t double_max;          /* --double-max: the largest size asked for */
+    const char *checkpoint;       /* --checkpoint PATH, or NULL */
+    uint64_t checkpoint_every;    /* --checkpoint-every steps (0: at each epoch's end) */
+    double compute_ms_per_sample; /* --compute-ms-per-sample */
+    const char *step_log;         /* --step-log PATH, or NULL */
     int verbose;
 } opts_t;
 
@@ -291,7 +306,8 @@ static void usage(FILE *f) {
         "                     [--data DIR] [--train-limit N] [--test-limit N]\n"
         "                     [--step-delay-ms N] [--exit-at E:B:R:CODE] [--kill-at E:B:R]\n"
         "                     [--exit-on-node NODE:CODE] [--double-every N [--double-max M]]\n"
-        "                     [--verbose]\n"
+        "                     [--checkpoint PATH [--checkpoint-every N]]\n"
+        "                     [--compute-ms-per-sample X] [--step-log PATH] [--verbose]\n"
         "Trains a 784-256-128-10 MLP on Fashion-MNIST under libhv's elastic API.\n"
         "  --epochs N           epochs (default 5)\n"
         "  --batch N            global batch, split across ranks (default 64)\n"
@@ -313,6 +329,11 @@ static void usage(FILE *f) {
         "                       --double-max, default 64); the batch is per rank (default 32)\n"
         "                       so the global batch doubles too, and the learning rate is\n"
         "                       held at --lr instead of decaying\n"
+        "  --checkpoint PATH    rank 0 saves the state there every --checkpoint-every N steps\n"
+        "                       (default: each epoch's end); workers resume from it at start\n"
+        "  --compute-ms-per-sample X  sleep X ms per sample of this rank's share of a step\n"
+        "                       (an accelerator's time, for benchmarks)\n"
+        "  --step-log PATH      rank 0 appends 'EPOCH BATCH GENERATION' as each step starts\n"
         "  --verbose            configuration, data loading and progress on stderr\n"
         "Rank 0 prints one line per epoch and a final 'done' line on stdout. Exit status 0\n"
         "on success (also when a drain removed this worker), 1 on an error.\n",
@@ -381,11 +402,24 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             o->verbose = 1;
             continue;
         }
-        static const char *const with_value[] = {
-            "--epochs",        "--batch",     "--batch-per-rank", "--lr",
-            "--seed",          "--data",      "--train-limit",    "--test-limit",
-            "--step-delay-ms", "--exit-at",   "--kill-at",        "--exit-on-node",
-            "--double-every",  "--double-max"};
+        static const char *const with_value[] = {"--epochs",
+                                                 "--batch",
+                                                 "--batch-per-rank",
+                                                 "--lr",
+                                                 "--seed",
+                                                 "--data",
+                                                 "--train-limit",
+                                                 "--test-limit",
+                                                 "--step-delay-ms",
+                                                 "--exit-at",
+                                                 "--kill-at",
+                                                 "--exit-on-node",
+                                                 "--double-every",
+                                                 "--double-max",
+                                                 "--checkpoint",
+                                                 "--checkpoint-every",
+                                                 "--compute-ms-per-sample",
+                                                 "--step-log"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
             known |= strcmp(name, with_value[k]) == 0;
@@ -432,6 +466,23 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             want = parse_u64(v, 1, UINT32_MAX, &o->train_limit) ? "a whole number >= 1" : NULL;
         } else if (strcmp(name, "--test-limit") == 0) {
             want = parse_u64(v, 1, UINT32_MAX, &o->test_limit) ? "a whole number >= 1" : NULL;
+        } else if (strcmp(name, "--checkpoint") == 0) {
+            o->checkpoint = v;
+            want = v[0] == '\0' ? "a file path" : NULL;
+        } else if (strcmp(name, "--checkpoint-every") == 0) {
+            want =
+                parse_u64(v, 1, UINT32_MAX, &o->checkpoint_every) ? "a number of steps >= 1" : NULL;
+        } else if (strcmp(name, "--step-log") == 0) {
+            o->step_log = v;
+            want = v[0] == '\0' ? "a file path" : NULL;
+        } else if (strcmp(name, "--compute-ms-per-sample") == 0) {
+            char *end = NULL;
+            errno = 0;
+            o->compute_ms_per_sample = strtod(v, &end);
+            want = errno != 0 || end == v || *end != '\0' || !(o->compute_ms_per_sample >= 0) ||
+                           o->compute_ms_per_sample > 10000
+                       ? "milliseconds from 0 to 10000"
+                       : NULL;
         } else if (strcmp(name, "--double-every") == 0) {
             want = parse_u64(v, 1, 100000, &o->double_every) ? "epochs from 1 to 100000" : NULL;
         } else if (strcmp(name, "--double-max") == 0) {
@@ -464,6 +515,10 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             fprintf(stderr, "elastic_train: %s: expected %s, got '%s'\n", name, want, v);
             return -1;
         }
+    }
+    if (o->checkpoint_every != 0 && o->checkpoint == NULL) {
+        fprintf(stderr, "elastic_train: --checkpoint-every needs --checkpoint\n");
+        return -1;
     }
     if (o->double_max != 0 && o->double_every == 0) {
         fprintf(stderr, "elastic_train: --double-max needs --double-every\n");
@@ -509,6 +564,7 @@ typedef struct trainer_s {
     uint64_t timed_epoch; /* the epoch t_start belongs to (UINT64_MAX: none) */
     double t_start;       /* when this process started (or joined) that epoch */
     int entered;          /* train() ran before in this process */
+    int step_fd;          /* --step-log, opened on first use (-1: not yet) */
     /* The last epoch's line, kept by every rank (they all compute the same values), and the
      * epochs whose line rank 0 printed, counted by every rank, so that a survivor that becomes
      * rank 0 neither repeats nor loses a line. */
@@ -707,6 +763,35 @@ static void sleep_ms(uint32_t ms) {
     }
 }
 
+static void sleep_us(uint64_t us) {
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* --step-log: rank 0 appends the step it starts (one short O_APPEND write). */
+static void step_log(trainer_t *t) {
+    if (t->o.step_log == NULL || hv_rank() != 0) {
+        return;
+    }
+    if (t->step_fd < 0) {
+        t->step_fd = open(t->o.step_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    }
+    char line[96];
+    int n = snprintf(line, sizeof(line), "%llu %llu %u\n", (unsigned long long)t->epoch,
+                     (unsigned long long)t->batch, hv_generation());
+    if (t->step_fd >= 0 && write(t->step_fd, line, (size_t)n) != n) {
+        fprintf(stderr, "elastic_train: --step-log %s: %s\n", t->o.step_log, strerror(errno));
+    }
+}
+
+/* --checkpoint: rank 0 writes the committed state (a failure is reported, training goes on). */
+static void checkpoint(trainer_t *t, hv_state_t *st) {
+    if (hv_rank() == 0 && hv_state_save(st, t->o.checkpoint) != HV_OK) {
+        fprintf(stderr, "elastic_train: checkpoint to %s failed\n", t->o.checkpoint);
+    }
+}
+
 /* Rank 0 prints the line of the epoch the state has just completed, once: every rank notes it
  * as printed. */
 static void report_print(trainer_t *t) {
@@ -774,12 +859,19 @@ static hv_err train(hv_state_t *st, void *ud) {
                 fflush(stderr);
                 _exit(t->o.exit_node_code);
             }
+            step_log(t);
+            if (t->o.compute_ms_per_sample > 0 && n > 0) {
+                sleep_us((uint64_t)(t->o.compute_ms_per_sample * 1000.0 * (double)n));
+            }
             if ((rc = train_step(t, n)) != HV_OK) {
                 return rc;
             }
             t->batch++;
             if ((rc = hv_state_commit(st)) != HV_OK) {
                 return rc;
+            }
+            if (t->o.checkpoint_every != 0 && t->batch % t->o.checkpoint_every == 0) {
+                checkpoint(t, st);
             }
             if (t->o.verbose && hv_rank() == 0 && t->batch % 100 == 0) {
                 fprintf(stderr, "elastic_train: epoch %llu batch %llu loss %.4f\n",
@@ -818,6 +910,9 @@ static hv_err train(hv_state_t *st, void *ud) {
         if (rc != HV_OK && rc != HV_ERESET) {
             return rc;
         }
+        if (rc == HV_OK && t->o.checkpoint != NULL && t->o.checkpoint_every == 0) {
+            checkpoint(t, st);
+        }
         report_print(t);
         if (rc == HV_ERESET) {
             return rc;
@@ -843,7 +938,7 @@ static int fail(const char *what, hv_err rc) {
 static void *alloc_floats(size_t n) { return aligned_alloc(64, ((n * 4 + 63) / 64) * 64); }
 
 int main(int argc, char **argv) {
-    trainer_t t = {.timed_epoch = UINT64_MAX};
+    trainer_t t = {.timed_epoch = UINT64_MAX, .step_fd = -1};
     int pr = parse_args(argc, argv, &t.o);
     if (pr != 0) {
         return pr > 0 ? 0 : 1;
@@ -914,6 +1009,17 @@ int main(int argc, char **argv) {
         code = fail("setting up the elastic state", rc);
         goto out;
     }
+    if (o->checkpoint != NULL) {
+        rc = hv_state_load(st, o->checkpoint);
+        if (rc == HV_OK) {
+            t.first_gen = UINT64_MAX; /* a resumed job is not its first run: no --exit-at */
+            fprintf(stderr, "elastic_train: resumed from %s at epoch %llu, step %llu\n",
+                    o->checkpoint, (unsigned long long)t.epoch, (unsigned long long)t.batch);
+        } else if (rc != HV_ENOTFOUND) {
+            code = fail("loading the checkpoint", rc);
+            goto out;
+        }
+    }
     if (o->double_every != 0 && (rc = hv_set_size_callback(double_size, &t)) != HV_OK) {
         code = fail("registering the size callback", rc);
         goto out;
@@ -949,6 +1055,9 @@ out:
     free(A->d2);
     free(A->d1);
     free(A->y);
+    if (t.step_fd >= 0) {
+        close(t.step_fd);
+    }
     fmnist_fini(&t.train);
     fmnist_fini(&t.test);
     return code;

@@ -60,7 +60,9 @@ int main(int argc, char **argv) {
                                        "hv_wait",
                                        "hv_test",
                                        "hv_request_size",
-                                       "hv_set_size_callback"};
+                                       "hv_set_size_callback",
+                                       "hv_state_save",
+                                       "hv_state_load"};
     for (size_t i = 0; i < sizeof(public_api) / sizeof(public_api[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is exported", public_api[i]);
@@ -70,7 +72,7 @@ int main(int argc, char **argv) {
         "hv__engine_create", "hv__ring_allreduce",
         "hv_malloc",         "hv_log_write",
         "hv_rpc_unary",      "hv__reduce",
-        "hv__grow_parse",    "hvpb__v1__rdzv_join_request__descriptor"};
+        "hv_grow_parse",     "hvpb__v1__rdzv_join_request__descriptor"};
     for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is not exported", internal[i]);

@@ -27,6 +27,7 @@
 #include "mem.h"
 #include "process.h"
 #include "sampler.h"
+#include "util.h"
 
 #define STATE_NAME_MAX 255
 #define STATE_RESET_FNS 16
@@ -197,6 +198,131 @@ int hv_state_removed(const hv_state_t *st) { return st != NULL && st->removed; }
 uint32_t hv_state_resets(const hv_state_t *st) { return st != NULL ? st->resets_seen : 0; }
 uint32_t hv_state_rollbacks(const hv_state_t *st) { return st != NULL ? st->rollbacks : 0; }
 uint64_t hv_state_commits(const hv_state_t *st) { return st != NULL ? st->commits : 0; }
+
+/* ---- checkpoint files ------------------------------------------------------------------------ */
+
+/* File: "HVSTATE1" | u32 count | per buffer: u16 name length, name, u64 bytes, data | u64
+ * FNV-1a of everything before it. Little-endian as the machine writes it (a checkpoint is read
+ * back by the same job on the same kind of machine). */
+#define CKPT_MAGIC "HVSTATE1"
+#define CKPT_MAX ((size_t)1 << 36)
+
+static uint64_t ckpt_fnv(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ p[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+hv_err hv_state_save(const hv_state_t *st, const char *path) {
+    if (st == NULL || path == NULL || path[0] == '\0') {
+        return HV_EINVAL;
+    }
+    size_t total = 8 + 4 + 8;
+    for (int i = 0; i < st->nbufs; i++) {
+        total += 2 + strlen(st->bufs[i].name) + 8 + st->bufs[i].bytes;
+    }
+    unsigned char *out = hv_malloc(total), *p = out;
+    if (out == NULL) {
+        return HV_ENOMEM;
+    }
+    memcpy(p, CKPT_MAGIC, 8);
+    p += 8;
+    uint32_t n = (uint32_t)st->nbufs;
+    memcpy(p, &n, 4);
+    p += 4;
+    for (int i = 0; i < st->nbufs; i++) {
+        const state_buf_t *b = &st->bufs[i];
+        uint16_t nl = (uint16_t)strlen(b->name);
+        uint64_t bytes = b->bytes;
+        memcpy(p, &nl, 2);
+        memcpy(p + 2, b->name, nl);
+        memcpy(p + 2 + nl, &bytes, 8);
+        p += 2 + nl + 8;
+        /* the last commit when there is one: what a restarted job must resume from */
+        memcpy(p, st->have_snapshot && b->snap != NULL ? b->snap : b->buf, b->bytes);
+        p += b->bytes;
+    }
+    uint64_t h = ckpt_fnv(out, (size_t)(p - out));
+    memcpy(p, &h, 8);
+    hv_err rc = hv_write_file_atomic(path, out, total, 0600);
+    hv_free(out);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "elastic", "HV-STATE-SAVE", "writing the checkpoint %s failed: %s",
+               path, hv_strerror(rc));
+    }
+    return rc;
+}
+
+hv_err hv_state_load(hv_state_t *st, const char *path) {
+    if (st == NULL || path == NULL || path[0] == '\0') {
+        return HV_EINVAL;
+    }
+    if (st->running) {
+        return HV_ESTATE;
+    }
+    char *data = NULL;
+    size_t len = 0;
+    hv_err rc = hv_read_file(path, CKPT_MAX, &data, &len);
+    if (rc != HV_OK) {
+        return rc; /* HV_ENOTFOUND: no checkpoint yet */
+    }
+    const unsigned char *b = (const unsigned char *)data, *end = b + len;
+    const char *why = NULL;
+    uint64_t h = 0;
+    uint32_t n = 0;
+    if (len < 20 || memcmp(b, CKPT_MAGIC, 8) != 0) {
+        why = "not an hv checkpoint";
+    } else if (memcpy(&h, end - 8, 8), h != ckpt_fnv(b, len - 8)) {
+        why = "checksum mismatch (a truncated or damaged file)";
+    } else {
+        memcpy(&n, b + 8, 4);
+        if (n != (uint32_t)st->nbufs) {
+            why = "it holds another set of buffers";
+        }
+    }
+    const unsigned char *p = b + 12;
+    end -= 8;
+    /* First check every entry against the registered buffers, then copy: a mismatch changes
+     * nothing. */
+    for (int pass = 0; pass < 2 && why == NULL; pass++) {
+        p = b + 12;
+        for (uint32_t i = 0; i < n && why == NULL; i++) {
+            uint16_t nl;
+            uint64_t bytes;
+            if (end - p < 2 || (memcpy(&nl, p, 2), end - p < 2 + (ptrdiff_t)nl + 8)) {
+                why = "truncated entry";
+                break;
+            }
+            memcpy(&bytes, p + 2 + nl, 8);
+            const unsigned char *d = p + 2 + nl + 8;
+            state_buf_t *sb = NULL;
+            for (int k = 0; k < st->nbufs; k++) {
+                if (strlen(st->bufs[k].name) == nl && memcmp(st->bufs[k].name, p + 2, nl) == 0) {
+                    sb = &st->bufs[k];
+                }
+            }
+            if (sb == NULL || bytes != sb->bytes || (uint64_t)(end - d) < bytes) {
+                why = sb == NULL ? "a buffer name this state does not have"
+                                 : "a buffer of another size";
+                break;
+            }
+            if (pass == 1) {
+                memcpy(sb->buf, d, sb->bytes);
+            }
+            p = d + bytes;
+        }
+    }
+    if (why != NULL) {
+        HV_LOG(HV_LOG_WARN, "elastic", "HV-STATE-LOAD", "checkpoint %s not loaded: %s", path, why);
+        hv_free(data);
+        return HV_EINVAL;
+    }
+    st->have_snapshot = 0; /* the next sync or commit snapshots what was loaded */
+    hv_free(data);
+    return HV_OK;
+}
 
 /* ---- snapshot, restore ----------------------------------------------------------------------- */
 

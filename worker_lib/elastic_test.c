@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elastic_int.h"
@@ -31,6 +32,7 @@
 #include "sampler.h"
 #include "transport_nccl.h"
 #include "transport_tcp.h"
+#include "util.h"
 #include "world.h"
 
 #include "hv/elastic.h"
@@ -884,12 +886,85 @@ static void test_nccl_reset(void) {
     scenario_fini(&sc);
 }
 
+/* Checkpoint files: a saved state loads back into a fresh one with the same registrations (in
+ * another order); a file of another state, a damaged one and a missing one change nothing. */
+static void test_checkpoint(void) {
+    char dir[] = "/tmp/hv-ckpt-XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    char path[64], bad[80];
+    snprintf(path, sizeof(path), "%s/ck", dir);
+    snprintf(bad, sizeof(bad), "%s/bad", dir);
+    float w[100];
+    uint64_t epoch = 7, step = 3;
+    for (int i = 0; i < 100; i++) {
+        w[i] = (float)i * 0.5f;
+    }
+    hv_state_t *a = NULL, *b = NULL, *c = NULL;
+    ASSERT_EQ_INT(hv_state_create(&a), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_buffer(a, "w", w, sizeof(w)), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_u64(a, "epoch", &epoch), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_u64(a, "step", &step), HV_OK);
+    ASSERT_EQ_INT(hv_state_save(a, path), HV_OK);
+
+    float w2[100] = {0};
+    uint64_t e2 = 0, s2 = 0;
+    ASSERT_EQ_INT(hv_state_create(&b), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_u64(b, "step", &s2), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_buffer(b, "w", w2, sizeof(w2)), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_u64(b, "epoch", &e2), HV_OK);
+    ASSERT_EQ_INT(hv_state_load(b, path), HV_OK);
+    ASSERT_EQ_INT((int)e2, 7);
+    ASSERT_EQ_INT((int)s2, 3);
+    ASSERT_TRUE(memcmp(w, w2, sizeof(w)) == 0);
+
+    /* Another state (a buffer of another size): refused, nothing changed. */
+    float small[10] = {0};
+    uint64_t e3 = 99;
+    ASSERT_EQ_INT(hv_state_create(&c), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_buffer(c, "w", small, sizeof(small)), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_u64(c, "epoch", &e3), HV_OK);
+    ASSERT_EQ_INT(hv_state_add_u64(c, "step", &e3), HV_OK);
+    ASSERT_EQ_INT(hv_state_load(c, path), HV_EINVAL);
+    ASSERT_EQ_INT((int)e3, 99);
+
+    /* A damaged file (one byte flipped) and a truncated one are refused. */
+    char *data = NULL;
+    size_t len = 0;
+    ASSERT_EQ_INT(hv_read_file(path, 1 << 20, &data, &len), HV_OK);
+    data[len / 2] ^= 1;
+    ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
+    e2 = 0;
+    ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
+    ASSERT_EQ_INT((int)e2, 0);
+    data[len / 2] ^= 1;
+    ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len - 9, 0600), HV_OK);
+    ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
+    hv_free(data);
+    ASSERT_EQ_INT(hv_state_load(b, "/nonexistent/ck"), HV_ENOTFOUND);
+    /* The file is private to the job's user. */
+    struct stat sb;
+    ASSERT_EQ_INT(stat(path, &sb), 0);
+    ASSERT_EQ_INT((int)(sb.st_mode & 0777), 0600);
+    hv_state_destroy(a);
+    hv_state_destroy(b);
+    hv_state_destroy(c);
+    unlink(path);
+    unlink(bad);
+    rmdir(dir);
+}
+
 static const hvtest_case_t cases[] = {
-    {"roundtrip", test_roundtrip},   {"steady", test_steady},
-    {"failure", test_failure},       {"failure_push", test_failure_push},
-    {"growth", test_growth},         {"ghost", test_ghost},
-    {"drain", test_drain},           {"job_end", test_job_end},
-    {"sampler", test_sampler},       {"stale_hello", test_stale_hello},
+    {"checkpoint", test_checkpoint},
+    {"roundtrip", test_roundtrip},
+    {"steady", test_steady},
+    {"failure", test_failure},
+    {"failure_push", test_failure_push},
+    {"growth", test_growth},
+    {"ghost", test_ghost},
+    {"drain", test_drain},
+    {"job_end", test_job_end},
+    {"sampler", test_sampler},
+    {"stale_hello", test_stale_hello},
     {"nccl_reset", test_nccl_reset},
 };
 

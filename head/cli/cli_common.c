@@ -132,6 +132,7 @@ enum submit_opt {
     OPT_INSECURE,
     OPT_VERSION,
     OPT_HEAD_TIMEOUT,
+    OPT_RETRIES,
     OPT_TOKEN_FILE,
 };
 
@@ -166,6 +167,7 @@ static const submit_optdef_t submit_optdefs[] = {
     {"insecure", 0, OPT_INSECURE, 0},
     {"version", 'V', OPT_VERSION, 0},
     {"head-timeout", 0, OPT_HEAD_TIMEOUT, 1},
+    {"retries", 0, OPT_RETRIES, 1},
 };
 
 /* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
@@ -391,6 +393,9 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_VERSION:
         o->version = 1;
         return HV_OK;
+    case OPT_RETRIES:
+        return submit_parse_range("retries", v, 0, HV_CLI_RETRIES_MAX, "a whole number",
+                                  &o->retries, err, errlen);
     case OPT_HEAD_TIMEOUT:
         o->head_timeout_set = 1;
         return submit_parse_range("head-timeout", v, 1, HV_CLI_HEAD_TIMEOUT_MAX, "seconds",
@@ -460,6 +465,10 @@ static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t err
     }
     if (o->grow != NULL) {
         HV_TRY(submit_check_grow(o, err, errlen));
+    }
+    if (o->retries != 0 && o->detach) {
+        cli_err(err, errlen, "--retries needs hvsubmit to follow the job: not with --detach");
+        return HV_EINVAL;
     }
     /* The other elastic options mean nothing for a fixed-size job: say so rather than drop them. */
     const char *lone = o->max_resets_set      ? "--max-resets"

@@ -84,6 +84,7 @@ void hv_cli_kv_fini(hv_cli_kv_t *kv);
 #define HV_CLI_CHECK_EVERY_MAX 1000000u    /* --check-every, commits */
 #define HV_CLI_COOLDOWN_MAX 604800u        /* --blacklist-cooldown, seconds (7 days) */
 #define HV_CLI_HEAD_TIMEOUT_MAX 86400u     /* --head-timeout, seconds (1 day) */
+#define HV_CLI_RETRIES_MAX 1000u           /* --retries */
 /* Without --head-timeout hvsubmit waits for a head that went away for the lease the head gave
  * its nodes (SubmitReply.lease_ms; HV_CLI_DEFAULT_LEASE_MS from a head that does not say) plus
  * HV_CLI_HEAD_MARGIN_MS: by then the nodes have killed the job's workers (orphan policy kill),
@@ -123,6 +124,7 @@ typedef struct hv_cli_submit_opts_s {
     int version;             /* -V / --version: print the version, exit 0 */
     uint32_t head_timeout_s; /* --head-timeout: give up on a head that went away after this */
     int head_timeout_set;    /* --head-timeout was given (else the head's lease + a margin) */
+    uint32_t retries;        /* --retries: submit a failed job again, up to this many times */
     const char *binary;      /* the program; NULL only when help is set */
     char **args;             /* the program's arguments (argv tail, borrowed) */
     int nargs;

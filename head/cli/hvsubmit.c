@@ -67,6 +67,7 @@ typedef struct submit_watch_s {
     uint64_t job_id;
     int quiet;
     int elastic;                 /* the job is elastic: its end gets a summary line */
+    char final_state[16];        /* the state of the final JobView ("" before it came) */
     uint64_t nlogs;              /* log lines printed so far = log_offset on resume */
     uint64_t last_seq;           /* seq of the last event seen = event_after on resume */
     int cancel_sent;             /* Cancel reached the head */
@@ -103,6 +104,9 @@ static void submit_usage(FILE *f) {
            "  --timeout S           fail the job if it waits more than S s for free slots\n"
            "  --name NAME           display name (default: the program's file name)\n"
            "  --detach, -d          print the job id and exit without following the job\n"
+           "  --retries N           when the job fails, submit it again, up to N times (every\n"
+           "                        worker starts over; the program resumes from its own\n"
+           "                        checkpoint): the restart-the-job policy\n"
            "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
            "                        it to come back (default: the nodes' lease + 30 s)\n"
            "  --quiet, -q           do not print state changes (only output and errors)\n"
@@ -689,6 +693,7 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         return -1;
     }
     case HVPB__V1__WATCH_ITEM__BODY_DONE:
+        snprintf(w->final_state, sizeof(w->final_state), "%s", it->done->state);
         return submit_finish(w, it->done);
     default:
         return -1; /* a newer head's item: ignore */
@@ -885,6 +890,62 @@ static int submit_watch(submit_watch_t *w) {
     return status;
 }
 
+/* One submission, followed to its end (or detached). Returns the exit status; w->final_state
+ * says how the job ended ("" when it was not followed to its end). */
+static int submit_attempt(hv_rpc_channel_t *ch, const char *head, const hv_cli_submit_opts_t *oo,
+                          const submit_artifact_t *arts, submit_watch_t *wp) {
+    const hv_cli_submit_opts_t o = *oo;
+    int status;
+    submit_watch_t w;
+    memset(&w, 0, sizeof(w));
+    w.ch = ch;
+    w.head = head;
+    w.quiet = o.quiet;
+    w.elastic = o.elastic;
+    uint32_t np = 0, lease_ms = 0;
+    status = submit_job(ch, head, &o, arts, &w.job_id, &np, &lease_ms);
+    if (status != HV_CLI_EXIT_OK) {
+        goto out;
+    }
+    w.head_wait_ms = hv_cli_head_wait_ms(&o, lease_ms);
+    w.submitted_at = hv_now_ms();
+    w.next_pending_check = w.submitted_at + SUBMIT_PENDING_MS;
+    if (o.elastic) {
+        char range[64];
+        if (o.min_np != 0 && o.max_np != 0) {
+            snprintf(range, sizeof(range), "%u to %u", (unsigned)o.min_np, (unsigned)o.max_np);
+        } else if (o.min_np != 0) {
+            snprintf(range, sizeof(range), "at least %u", (unsigned)o.min_np);
+        } else {
+            snprintf(range, sizeof(range), "at most %u", (unsigned)o.max_np);
+        }
+        fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s, elastic: %s)\n",
+                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s", range);
+    } else if (o.np_set) {
+        fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s)\n",
+                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
+    } else {
+        fprintf(stderr, SUBMIT_PROG ": job %llu takes every free slot: %u worker%s\n",
+                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
+    }
+    if (o.detach) {
+        if (submit_sigint) {
+            fprintf(stderr, SUBMIT_PROG ": cancelling job %llu...\n", (unsigned long long)w.job_id);
+            submit_cancel(&w);
+            status = HV_CLI_EXIT_SIGINT;
+            goto out;
+        }
+        printf("%llu\n", (unsigned long long)w.job_id);
+        fflush(stdout);
+        status = HV_CLI_EXIT_OK;
+        goto out;
+    }
+    status = submit_watch(&w);
+out:
+    *wp = w;
+    return status;
+}
+
 int main(int argc, char **argv) {
     hv_log_init(SUBMIT_PROG);
     hv_cli_submit_opts_t o;
@@ -946,50 +1007,18 @@ int main(int argc, char **argv) {
     /* From here on Ctrl-C means "cancel the job", even while Submit is in flight. */
     submit_install_signals();
     submit_watch_t w;
-    memset(&w, 0, sizeof(w));
-    w.ch = ch;
-    w.head = head;
-    w.quiet = o.quiet;
-    w.elastic = o.elastic;
-    uint32_t np = 0, lease_ms = 0;
-    status = submit_job(ch, head, &o, arts, &w.job_id, &np, &lease_ms);
-    if (status != HV_CLI_EXIT_OK) {
-        goto out;
-    }
-    w.head_wait_ms = hv_cli_head_wait_ms(&o, lease_ms);
-    w.submitted_at = hv_now_ms();
-    w.next_pending_check = w.submitted_at + SUBMIT_PENDING_MS;
-    if (o.elastic) {
-        char range[64];
-        if (o.min_np != 0 && o.max_np != 0) {
-            snprintf(range, sizeof(range), "%u to %u", (unsigned)o.min_np, (unsigned)o.max_np);
-        } else if (o.min_np != 0) {
-            snprintf(range, sizeof(range), "at least %u", (unsigned)o.min_np);
-        } else {
-            snprintf(range, sizeof(range), "at most %u", (unsigned)o.max_np);
+    for (uint32_t attempt = 0;; attempt++) {
+        status = submit_attempt(ch, head, &o, arts, &w);
+        /* --retries: a job that failed (not one cancelled, nor a head that went away) is
+         * submitted again, as the restart-the-job policy of TorchElastic, Ray Train and
+         * SkyPilot does: every worker starts over (from the program's own checkpoint). */
+        if (status == HV_CLI_EXIT_OK || attempt >= o.retries || submit_sigint ||
+            strcmp(w.final_state, "failed") != 0) {
+            break;
         }
-        fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s, elastic: %s)\n",
-                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s", range);
-    } else if (o.np_set) {
-        fprintf(stderr, SUBMIT_PROG ": job %llu submitted (%u worker%s)\n",
-                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
-    } else {
-        fprintf(stderr, SUBMIT_PROG ": job %llu takes every free slot: %u worker%s\n",
-                (unsigned long long)w.job_id, (unsigned)np, np == 1 ? "" : "s");
+        fprintf(stderr, SUBMIT_PROG ": job %llu failed; submitting it again (retry %u of %u)\n",
+                (unsigned long long)w.job_id, attempt + 1, (unsigned)o.retries);
     }
-    if (o.detach) {
-        if (submit_sigint) {
-            fprintf(stderr, SUBMIT_PROG ": cancelling job %llu...\n", (unsigned long long)w.job_id);
-            submit_cancel(&w);
-            status = HV_CLI_EXIT_SIGINT;
-            goto out;
-        }
-        printf("%llu\n", (unsigned long long)w.job_id);
-        fflush(stdout);
-        status = HV_CLI_EXIT_OK;
-        goto out;
-    }
-    status = submit_watch(&w);
 out:
     if (ch != NULL) {
         hv_rpc_channel_destroy(ch);

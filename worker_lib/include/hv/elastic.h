@@ -157,6 +157,17 @@ HV_API uint32_t hv_state_rollbacks(const hv_state_t *st);
 /* Commits made so far (survives restores: counts calls that returned HV_OK). */
 HV_API uint64_t hv_state_commits(const hv_state_t *st);
 
+/* Checkpoints to disk, for a job that must start over (every node lost at once, a restart-the-
+ * job policy): hv_state_save writes the last commit of every registered buffer (the samplers'
+ * positions included) to path atomically (a temporary file, fsync, rename; mode 0600); call it
+ * on one rank (rank 0), after hv_state_commit. hv_state_load reads such a file back into the
+ * registered buffers, matched by name and size (the same registrations, in any order), before
+ * hv_elastic_run (which then syncs rank 0's values to every rank). HV_ENOTFOUND: no file;
+ * HV_EINVAL: not a checkpoint of this state (a log line says why; nothing is changed);
+ * HV_ESTATE: inside hv_elastic_run. */
+HV_API hv_err hv_state_save(const hv_state_t *st, const char *path);
+HV_API hv_err hv_state_load(hv_state_t *st, const char *path);
+
 /* The generation (round number) of the current world; 0 when not initialised. Thread-safe. */
 HV_API uint32_t hv_generation(void);
 
