@@ -216,7 +216,7 @@ static hv_err lp_start(hv_prov_local_t *lp, lp_inst_t *in, int *closing, char *e
     }
     snprintf(slots, sizeof(slots), "%u", in->slots);
     snprintf(id, sizeof(id), "%" PRIu64, in->id);
-    char *argv[16];
+    char *argv[20];
     int n = 0;
     argv[n++] = lp->agent;
     argv[n++] = "join";
@@ -233,6 +233,13 @@ static hv_err lp_start(hv_prov_local_t *lp, lp_inst_t *in, int *closing, char *e
     argv[n++] = id;
     if (in->preemptible) {
         argv[n++] = "--preemptible";
+    }
+    char deadline[24];
+    if (lp->o.sim != NULL && lp->o.sim->notice_s > 0) {
+        /* the simulated notice: the agent tells the head how long its node has */
+        snprintf(deadline, sizeof(deadline), "%u", lp->o.sim->notice_s);
+        argv[n++] = "--drain-deadline";
+        argv[n++] = deadline;
     }
     argv[n] = NULL;
     uv_stdio_container_t stdio[3];

@@ -190,9 +190,11 @@ void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id);
 /* A heartbeat: after a hello, reconciles the node's workers (see driver.c). */
 void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id);
 /* Drain (drain = 1) or undrain a node. from_agent: the notice came from the agent itself (no
- * order is sent back). HV_ESTATE to undrain a node that is not draining. */
+ * order is sent back). notice_ms: a preemption notice's time until the node goes (0: unknown),
+ * which lets elastic jobs keep their workers there until replacements hold their state
+ * (hv_jm_drain). HV_ESTATE to undrain a node that is not draining. */
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
-                            int from_agent);
+                            int from_agent, uint32_t notice_ms);
 /* The autoscaler gave the node's instance back: once the node is dead it no longer counts as
  * capacity (it will not come back) and is not listed. A new agent joining under the name
  * undoes it. */

@@ -869,8 +869,8 @@ static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_o
     }
 }
 
-void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now,
-                 hv_jm_out_t *out) {
+void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hold_until,
+                 uint64_t now, hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state)) {
         return;
     }
@@ -903,6 +903,32 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
                   "job %llu keeps its %zu workers on draining node %s until workers elsewhere "
                   "hold the training state",
                   (unsigned long long)j->id, members_here, node_name(j, node_id));
+        evaluate(j, now, out);
+        return;
+    }
+    if (j->p.elastic && members_here > 0 && hold_until > now) {
+        /* Make before break: the members stay (and count as missing, so the job wants and the
+         * autoscaler buys their replacements) until a round with the replacements has formed,
+         * or until hold_until. Workers that are not members yet hold nothing: they go now. */
+        for (size_t i = 0; i < j->nw; i++) {
+            hv_jm_worker_t *w = j->w[i];
+            if (w->node_id != node_id || !live(w) || w->removed) {
+                continue;
+            }
+            if (w->member_gen == cg) {
+                w->evict = 1;
+                w->evict_until = hold_until;
+            } else {
+                w->removed = 1;
+                mark(w);
+                job_kill(w, "its node is draining", out);
+            }
+        }
+        act_event(out, "job.note", NULL,
+                  "job %llu keeps its %zu workers on node %s until replacements hold the "
+                  "training state, for at most %.1f s",
+                  (unsigned long long)j->id, members_here, node_name(j, node_id),
+                  (double)(hold_until - now) / 1000.0);
         evaluate(j, now, out);
         return;
     }
@@ -946,7 +972,38 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now
     open_round(j, reason, 0, now, out);
 }
 
-void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) { evaluate(j, now, out); }
+/* Members kept after a preemption notice whose time is up leave now, if others hold the state
+ * (else they stay its holders until their node goes). */
+static void evict_due(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    uint32_t cg = closed_gen(j);
+    size_t due = 0, others = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (w->member_gen == cg && live(w) && !w->removed) {
+            due += w->evict && w->evict_until != 0 && now >= w->evict_until;
+            others += !w->evict;
+        }
+    }
+    if (due == 0 || others == 0 || j->round_open || hv_job_state_terminal(j->state)) {
+        return;
+    }
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->evict && w->evict_until != 0 && now >= w->evict_until && live(w) && !w->removed) {
+            w->removed = 1;
+            mark(w);
+        }
+    }
+    char reason[200];
+    snprintf(reason, sizeof(reason),
+             "drain: %zu workers leave before their node goes (no replacement in time)", due);
+    open_round(j, reason, 0, now, out);
+}
+
+void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    evict_due(j, now, out);
+    evaluate(j, now, out);
+}
 
 uint32_t hv_jm_target(const hv_jm_params_t *p) {
     if (p->target == 0) {

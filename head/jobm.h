@@ -75,11 +75,13 @@ typedef struct hv_jm_worker_s {
     int done;                                          /* reported Done as a member of member_gen */
     int removed; /* the head took it out of the job: its end is neither success nor failure */
     /* in memory only */
-    int joined;    /* its JoinRound waits in the open round */
-    int kill_sent; /* a kill order went out */
-    int evict;     /* its node drains but no other worker holds the state yet: it stays until a
+    int joined;           /* its JoinRound waits in the open round */
+    int kill_sent;        /* a kill order went out */
+    uint64_t evict_until; /* evict after a preemption notice: leave by then (wall ms; 0: no
+                           * bound but a round with others holding the state) */
+    int evict; /* its node drains but no other worker holds the state yet: it stays until a
                       round with workers elsewhere has formed, then leaves */
-    int dirty;     /* changed since the driver stored it */
+    int dirty; /* changed since the driver stored it */
 } hv_jm_worker_t;
 
 /* A job's settings, fixed at submission. */
@@ -193,8 +195,14 @@ void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w);
  * that is not active or a job that ended. */
 hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now, hv_jm_out_t *out);
 /* The node drains: the job's workers there leave at their next membership check. why: the
- * node's name and the reason, for messages. */
-void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t now, hv_jm_out_t *out);
+ * node's name and the reason, for messages. hold_until (wall ms; 0: none): a preemption notice
+ * that leaves time: an elastic job's members there stay until replacements elsewhere joined a
+ * round and hold the state (make before break: the job does not run short while new nodes
+ * boot), but leave at hold_until at the latest (hv_jm_tick). The round that brings the
+ * replacements in still has the leaving members, so it may exceed --max-np by them for that one
+ * round; the next round, opened as it closes, drops them. */
+void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hold_until,
+                 uint64_t now, hv_jm_out_t *out);
 /* Ends the job (cancelled, or failed for a reason found outside: wait timeout). Terminal states
  * only; a job already terminal is left alone. */
 void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out);

@@ -356,7 +356,7 @@ static void case_max_resets(void) {
     CHECK_EQ(J.size, 4);
     /* g3 would be reset 2: with --max-resets 1 the job fails instead */
     hv_jm_out_reset(&O);
-    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
     CHECK_EQ(J.state, HV_JOB_FAILED);
     CHECK_STR(J.reason, "reset 2 was needed (drain: node a: preemption notice) but --max-resets "
                         "is 1");
@@ -390,7 +390,7 @@ static void case_grow_then_drain(void) {
     CHECK_EQ(W[n].rank, 2);
     CHECK_EQ(W[n].joined_gen, 2);
     hv_jm_out_reset(&O);
-    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
     const hv_jm_action_t *p = find(HV_JA_PUSH);
     CHECK(p != NULL && p->failure == 0 && p->nremoved == 2);
     CHECK_EQ(killed(&W[0]), 0); /* drained members leave at their next commit */
@@ -417,6 +417,65 @@ static void case_grow_then_drain(void) {
     CHECK_EQ(J.resets, 2);
 }
 
+/* Make before break: A(2) and B(2), -np 4 --min-np 2 --max-np 4; a preemption notice on A with
+ * time to spare keeps A's members (no round, the job wants 2 replacements); C's workers join a
+ * round with everybody, and only then A's leave. Without replacements in time, A's members leave
+ * at the hold's end. */
+static void case_notice_make_before_break(void) {
+    job(1, 4, 2, 4, 10);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    start_all();
+    join_all();
+    CHECK_EQ(J.size, 4);
+    CHECK_EQ(hv_jm_wants(&J), 0);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 10000, now, &O);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    CHECK(find(HV_JA_PUSH) == NULL); /* nobody leaves yet */
+    CHECK(W[0].evict && W[1].evict && !W[0].removed);
+    CHECK_EQ(hv_jm_wants(&J), 2); /* the replacements the autoscaler buys */
+    CHECK(find_event("job.note") != NULL);
+    /* C's two workers arrive: a round with all six, then one without A. */
+    size_t n = place(NODE_C, 2);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    hv_jm_out_reset(&O);
+    join(n, 0);
+    join(n + 1, 0);
+    for (size_t i = 0; i < 4; i++) {
+        join(i, 1);
+    }
+    CHECK_EQ(J.generation, 3); /* g2 (with C) closed, g3 (without A) opened */
+    CHECK(W[0].removed && W[1].removed);
+    CHECK_EQ(W[n].joined_gen, 2);
+    join(0, 2); /* answered: removed */
+    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
+    join(2, 2);
+    join(3, 2);
+    join(n, 2);
+    join(n + 1, 2);
+    CHECK_EQ(J.size, 4);
+    CHECK_EQ(J.round_rollback, 0);
+
+    /* No replacement in time: at the hold's end A's members leave anyway. */
+    job(1, 4, 2, 4, 10);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 10000, now, &O);
+    now += 9999;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    now += 1;
+    hv_jm_tick(&J, now, &O);
+    CHECK(W[0].removed && W[1].removed);
+    CHECK_EQ(J.round_open, 1);
+    CHECK(strstr(J.round_reason, "before their node goes") != NULL);
+}
+
 /* A(8) and B(4), -np 12 --min-np 8 --max-np 12; drain A: the job waits (no deadlock, horovod
  * #3494); C joins with 12 slots before the elastic timeout: a round of 12, rank 0 on B. */
 static void case_drain_below_min_waits_for_capacity(void) {
@@ -427,7 +486,7 @@ static void case_drain_below_min_waits_for_capacity(void) {
     join_all();
     CHECK_EQ(J.size, 12);
     hv_jm_out_reset(&O);
-    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
     for (size_t i = 0; i < 8; i++) {
         join(i, 1); /* answered: removed */
         hv_jm_exited(&J, &W[i], 0, 0, "left", now, &O);
@@ -462,7 +521,7 @@ static void case_below_min_times_out(void) {
     place(NODE_B, 2);
     start_all();
     join_all();
-    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
     join(2, 1);
     join(3, 1);
     now += 599000;
@@ -582,7 +641,7 @@ static void case_drain_hands_over_state(void) {
     join_all();
     CHECK_EQ(hv_jm_wants(&J), 0);
     hv_jm_out_reset(&O);
-    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now, &O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
     CHECK_EQ(W[0].removed, 0);
     CHECK_EQ(count(HV_JA_PUSH), 0);
     CHECK(find_event("job.note") != NULL);
@@ -646,6 +705,7 @@ int main(int argc, char **argv) {
         {"killed_never_success", case_killed_never_success},
         {"max_resets", case_max_resets},
         {"grow_then_drain", case_grow_then_drain},
+        {"notice_make_before_break", case_notice_make_before_break},
         {"drain_below_min_waits_for_capacity", case_drain_below_min_waits_for_capacity},
         {"below_min_times_out", case_below_min_times_out},
         {"straggler_left_out", case_straggler_left_out},

@@ -381,7 +381,7 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         } else {
             snprintf(why, sizeof(why), "%s", r);
         }
-        hv_driver_node_drain(s->d, x->node_id, 1, why, 1);
+        hv_driver_node_drain(s->d, x->node_id, 1, why, 1, am->drain->deadline_ms);
         break;
     }
     case HVPB__V1__AGENT_MSG__BODY_HELLO:

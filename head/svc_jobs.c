@@ -688,7 +688,7 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
     const char *why = req->reason != NULL && req->reason[0] != '\0'
                           ? req->reason
                           : (req->drain ? "hvctl drain" : "hvctl undrain");
-    hv_err rc = hv_driver_node_drain(s->d, nd->id, req->drain, why, 0);
+    hv_err rc = hv_driver_node_drain(s->d, nd->id, req->drain, why, 0, 0);
     if (rc == HV_ESTATE) {
         hv_rpc_finish(c, rc, "node %s is %s, not draining", nd->name,
                       hv_node_state_name(nd->state));

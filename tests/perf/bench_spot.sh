@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# bench_spot.sh: spot economics on the simulated preemptible cloud, one command.
+#
+#   tests/perf/bench_spot.sh [--epochs 5] [--train-limit 6000] [--workers 4] [--compute-ms 2]
+#                            [--scale 10] [--rates "300 60 20"] [--notice 120] [--boot 60:90]
+#                            [--no-notice 0.1] [--seed 1] [--cap-factor 4] [--out FILE]
+#
+# The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
+# a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
+# share, as an accelerator would) is run on a head whose autoscaler buys one-slot nodes from
+# spot-sim, each run on its own head:
+#   on-demand          on-demand nodes (price 0.40/h), no preemptions;
+#   hv elastic @ R     spot nodes (0.10/h), one preemption every R seconds on average across the
+#                      spot nodes, --no-notice of them without notice, the rest with a --notice
+#                      s notice (a drain); the job is elastic (-np W --min-np 1 --max-np W) and
+#                      re-forms in place;
+#   restart @ R        the same cloud and seed, the restart-the-job policy of TorchElastic, Ray
+#                      Train and SkyPilot: a fixed-size job (-np W) that any membership change
+#                      fails, submitted again (hvsubmit --retries) and resumed from the program's
+#                      checkpoint, written at every epoch's end (hv_state_save).
+# Times are the cloud's divided by --scale (default 10: a 60 s interval runs as 6 s, a 120 s
+# notice as 12 s, a 60-90 s boot as 6-9 s); reset and restart costs are not scaled, which makes
+# the scaled runs harder on both policies than the cloud would be.
+# Per run: wall time (submission to hvsubmit's exit), cost (hvctl cost: every instance from its
+# launch), cost per useful step, goodput (useful steps / steps started, from elastic_train's
+# --step-log; a step redone after a rollback or a restart counts twice), steps lost, and the
+# preemptions. A run that does not finish within --cap-factor x the on-demand wall time is
+# stopped and shown as such. Prints a markdown table; --out FILE writes it there too.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$SRC/build/bin
+EXB=$SRC/build/examples
+EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
+BOOT=60:90 NO_NOTICE=0.1 SEED=1 CAP=4 OUT=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --train-limit) TRAIN_LIMIT=$2; shift 2 ;;
+    --workers) WORKERS=$2; shift 2 ;;
+    --compute-ms) COMPUTE_MS=$2; shift 2 ;;
+    --scale) SCALE=$2; shift 2 ;;
+    --rates) RATES=$2; shift 2 ;;
+    --notice) NOTICE=$2; shift 2 ;;
+    --boot) BOOT=$2; shift 2 ;;
+    --no-notice) NO_NOTICE=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    --cap-factor) CAP=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) sed -n '2,6p' "$0" >&2; exit 2 ;;
+    esac
+done
+[ -x "$BIN/hvhead" ] && [ -x "$EXB/elastic_train" ] || { echo "build first (cmake --build build)" >&2; exit 2; }
+TMP=$(mktemp -d /tmp/hvspot.XXXXXX)
+HEAD_PID=""
+cleanup() {
+    [ -n "$HEAD_PID" ] && kill -KILL "$HEAD_PID" 2>/dev/null || true
+    for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+ms() { awk -v s="$1" -v k="$SCALE" 'BEGIN { printf "%d", s * 1000 / k }'; }
+secs() { awk -v s="$1" -v k="$SCALE" 'BEGIN { v = s / k; printf "%d", (v < 1 ? 1 : v + 0.5) }'; }
+BOOT_MIN=$(ms "${BOOT%%:*}") BOOT_MAX=$(ms "${BOOT##*:}")
+STEPS_PER_EPOCH=$(( (TRAIN_LIMIT + 63) / 64 ))
+USEFUL=$(( STEPS_PER_EPOCH * EPOCHS ))
+
+# run NAME TYPE RATE_S POLICY: one head, one job; appends a row to $TMP/rows.
+run() {
+    local name=$1 type=$2 rate=$3 policy=$4 d=$TMP/$1
+    mkdir -p "$d"
+    local preempt=0
+    [ "$rate" != 0 ] && preempt=$(secs "$rate")
+    cat >"$d/head.yaml" <<Y
+cluster_name: spot
+listen: 127.0.0.1:0
+data_dir: $d/data
+token: bench
+heartbeat_ms: 200
+lease_ms: 2000
+kill_grace_ms: 1000
+log_level: notice
+job_wait_timeout_s: 3600
+elastic:
+  rendezvous_timeout_s: 20
+autoscaler:
+  provider: spot-sim
+  max_nodes: $WORKERS
+  idle_timeout_s: 3600
+  launch_timeout_s: 120
+  node_types:
+    spot: {slots: 1, preemptible: true, price_per_hour: 0.10, ondemand_price_per_hour: 0.40}
+    ondemand: {slots: 1, price_per_hour: 0.40}
+  fallback: [$type]
+  spot_sim:
+    seed: $SEED
+    boot_min_ms: $BOOT_MIN
+    boot_max_ms: $BOOT_MAX
+    preempt_every_s: $preempt
+    notice_s: $(secs "$NOTICE")
+    no_notice_fraction: $NO_NOTICE
+Y
+    # the type not in the fallback list must not be bought: give it no nodes
+    sed -i "s/^    $( [ "$type" = spot ] && echo ondemand || echo spot ): {slots: 1,/&  max_nodes: 0,/" "$d/head.yaml"
+    "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
+    HEAD_PID=$!
+    local i=0
+    until grep -q 'listening on' "$d/head.out" 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 100 ] && { cat "$d/head.err" >&2; exit 1; }; sleep 0.1
+    done
+    local head; head=$(sed -E -n 's/.*listening on ([^ ]+) .*/\1/p' "$d/head.out")
+    export HV_TOKEN_FILE=$d/data/client.token
+    local args=(--epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --test-limit 2000 --batch 64
+                --compute-ms-per-sample "$COMPUTE_MS" --step-log "$d/steps")
+    local sub=(-np "$WORKERS")
+    if [ "$policy" = elastic ]; then
+        sub+=(--min-np 1 --max-np "$WORKERS" --max-resets 100000 --elastic-timeout 3600
+              --blacklist-cooldown 0:0)
+    else
+        sub+=(--retries 1000)
+        args+=(--checkpoint "$d/ck")
+    fi
+    local cap_s=100000
+    [ -n "${OD_WALL:-}" ] && cap_s=$(awk -v w="$OD_WALL" -v c="$CAP" 'BEGIN { printf "%d", w * c + 30 }')
+    local t0; t0=$(date +%s.%N)
+    local rc=0
+    timeout -s INT "$cap_s" "$BIN/hvsubmit" --head "$head" "${sub[@]}" "$EXB/elastic_train" "${args[@]}" \
+        >"$d/sub.out" 2>"$d/sub.err" || rc=$?
+    local t1; t1=$(date +%s.%N)
+    "$BIN/hvctl" --head "$head" --json cost >"$d/cost.json" 2>/dev/null || echo '{}' >"$d/cost.json"
+    "$BIN/hvctl" --head "$head" events --limit 100000 >"$d/events.txt" 2>/dev/null || true
+    kill -INT "$HEAD_PID" 2>/dev/null || true
+    wait "$HEAD_PID" 2>/dev/null || true
+    HEAD_PID=""
+    for p in $(pgrep -f "$d/" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    local wall; wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    local started=0; [ -f "$d/steps" ] && started=$(wc -l <"$d/steps")
+    local acc; acc=$(sed -n 's/.*elastic_train: done .*accuracy=\([0-9.]*\).*/\1/p' "$d/sub.out" | tail -n 1)
+    local restarts; restarts=$(grep -c 'submitting it again' "$d/sub.err" || true)
+    local pre; pre=$(grep -c 'autoscaler.preempted' "$d/events.txt" || true)
+    local status=done; [ "$rc" -ne 0 ] && status="stopped (rc $rc)"
+    [ "$name" = on-demand ] && OD_WALL=$wall
+    /usr/bin/python3 - "$d/cost.json" "$name" "$wall" "$started" "$USEFUL" "${acc:-}" "$restarts" \
+        "$pre" "$status" >>"$TMP/rows" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+name, wall, started, useful, acc, restarts, pre, status = sys.argv[2:]
+wall, started, useful = float(wall), int(started), int(useful)
+cost = c.get("cost", 0.0)
+done = status == "done"
+print("\t".join(str(x) for x in [name, wall, cost, cost / useful if done else "", started,
+      useful if done else "", (useful / started) if done and started else "",
+      (started - useful) if done else "", pre, restarts, acc or "-", status]))
+PY
+    echo "bench_spot: $name: ${wall} s, $status, $(tail -n 1 "$TMP/rows" | cut -f3) cost, $started steps started, $pre preemptions" >&2
+}
+
+echo "bench_spot: $WORKERS workers, $EPOCHS epochs x $STEPS_PER_EPOCH steps ($USEFUL useful steps), ${COMPUTE_MS} ms/sample, time scale 1/$SCALE, boot ${BOOT}s, notice ${NOTICE}s, ${NO_NOTICE} without notice, seed $SEED" >&2
+run on-demand ondemand 0 elastic
+for r in $RATES; do
+    run "hv-elastic@${r}s" spot "$r" elastic
+    run "restart@${r}s" spot "$r" restart
+done
+/usr/bin/python3 - "$TMP/rows" "$WORKERS" "$EPOCHS" "$USEFUL" "$COMPUTE_MS" "$SCALE" "$BOOT" "$NOTICE" "$NO_NOTICE" "$SEED" <<'PY' | tee "${OUT:-/dev/null}"
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+w, e, useful, cms, scale, boot, notice, nn, seed = sys.argv[2:]
+od = rows[0]
+od_wall, od_cps = float(od[1]), float(od[3])
+print("Spot economics on spot-sim: %s one-slot nodes, %s epochs = %s useful steps, %s ms per sample, "
+      "cloud times / %s (boot %s s, notice %s s, %s of preemptions without notice), seed %s.\n"
+      % (w, e, useful, cms, scale, boot, notice, nn, seed))
+print("| run | wall s | vs on-demand | cost | cost / useful step | vs on-demand | goodput | steps lost | preemptions | restarts | accuracy |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    name, wall, cost, cps, started, use, good, lost, pre, rest, acc, status = r
+    wall, cost = float(wall), float(cost)
+    if status != "done":
+        print("| %s | >%.0f (%s) | - | %.6f | - | - | - | - | %s | %s | - |" % (name, wall, status, cost, pre, rest))
+        continue
+    cps = float(cps)
+    print("| %s | %.1f | %+.0f%% | %.6f | %.3g | %+.0f%% | %.1f%% | %s | %s | %s | %s |" % (
+        name, wall, 100 * (wall / od_wall - 1), cost, cps, 100 * (cps / od_cps - 1),
+        100 * float(good), lost, pre, rest, acc))
+PY
