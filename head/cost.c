@@ -138,18 +138,29 @@ void hv_cost_job(const hv_cost_type_t *types, size_t ntypes, const hv_cost_insta
             l->preemptions++;
         }
     }
-    /* Workers on nodes that joined by hand: no instance, no price. */
+    /* A worker no instance's lifetime covers: on a node of that name (its times were recorded
+     * on either side of the instance's end, by the head's clock), it is charged to the type of
+     * the last such instance; on a node that joined by hand, it is free ("manual"). */
     for (size_t w = 0; w < nworkers; w++) {
         const hv_cost_worker_t *wk = &workers[w];
         double s;
         int on_instance = 0;
+        const hv_cost_instance_t *named = NULL;
         for (size_t i = 0; i < ninsts && !on_instance; i++) {
             on_instance = overlap(wk, &insts[i], now_ms, &s);
+            if (wk->node != NULL && insts[i].node != NULL && strcmp(insts[i].node, wk->node) == 0) {
+                named = &insts[i];
+            }
         }
-        if (!on_instance && wk->start_ms != 0 && wk->node != NULL) {
-            uint32_t slots = wk->node_slots > 0 ? wk->node_slots : 1;
-            charge(out, NULL, 0, span_s(wk->start_ms, end_or_now(wk->end_ms, now_ms)) / slots);
+        if (on_instance || wk->start_ms == 0 || wk->node == NULL) {
+            continue;
         }
+        size_t idx = 0;
+        const hv_cost_type_t *t = named ? type_of(types, ntypes, named->type, &idx) : NULL;
+        uint32_t slots = t != NULL && t->slots > 0 ? t->slots
+                         : wk->node_slots > 0      ? wk->node_slots
+                                                   : 1;
+        charge(out, t, idx, span_s(wk->start_ms, end_or_now(wk->end_ms, now_ms)) / slots);
     }
     report_finish(out);
 }

@@ -119,6 +119,14 @@ static void case_job_reused_name(void) {
         CHECK_EQ(s->preemptions, 1);
     }
     CHECK_EQ(r.preemptions, 1);
+
+    /* A worker recorded past its instance's end (the head noticed the loss later) is still
+     * that instance's type, not a node joined by hand. */
+    static const hv_cost_worker_t late[] = {{"n", 2, 2 * H, 2 * H + 1000}};
+    static const hv_cost_instance_t gone[] = {{"spot", "n", 1, H, 1}};
+    hv_cost_job(T, 3, gone, 1, late, 1, 0, 3 * H, &r);
+    CHECK(line(&r, "manual") == NULL);
+    CHECK(line(&r, "spot") != NULL && near(line(&r, "spot")->instance_s, 0.5));
 }
 
 /* Survived: the preempted instance ended before the job; not when the job ended first, nor

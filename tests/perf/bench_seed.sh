@@ -3,7 +3,8 @@
 #
 #   tests/perf/bench_seed.sh [--epochs N] [--train-limit N] [--test-limit N] [--period S]
 #                            [--batch N] [--seeds "1 2"] [--grow-every K] [--configs "1 2 3 4 5"]
-#                            [--run-timeout S] [--out FILE] [--logs DIR] [--bin DIR]
+#                            [--compute-ms X] [--run-timeout S] [--out FILE] [--logs DIR]
+#                            [--bin DIR]
 #
 # The same model (examples/elastic_train: an MLP on Fashion-MNIST, constant global batch
 # --batch split across the ranks, so every configuration does the same optimisation per step)
@@ -24,6 +25,10 @@
 # members' next check); agents stay up, so no process start-up of an agent is in the resize.
 # The resize clock starts once the job's 8 workers are running and stops when hvsubmit exits.
 # Blacklisting is off (a drain is no failure anyway) and --max-resets is unlimited.
+# A step's time follows the job's size as on real machines: each worker sleeps --compute-ms per
+# sample of its share of the global batch (elastic_train --compute-ms-per-sample, an
+# accelerator's time), so 8 workers step 4x faster than 2 even on this machine's 2 cores
+# (--compute-ms 0 measures this host's cores instead, where fewer workers run faster).
 #
 # Prints the parameters and a markdown table: configuration, workers, epochs, final test accuracy
 # (elastic_train's `done` line), wall time (hvsubmit start to exit), resets (hvsubmit's last line,
@@ -36,7 +41,8 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
 TRAIN=""
 EPOCHS=9
-TRAIN_LIMIT=60000
+TRAIN_LIMIT=12000
+COMPUTE_MS=2
 TEST_LIMIT=10000
 PERIOD=10
 BATCH=64
@@ -52,8 +58,8 @@ usage() {
 usage: $0 [--epochs N] [--train-limit N] [--test-limit N] [--period S] [--batch N]
           [--seeds "1 2"] [--grow-every K] [--configs "1 2 3 4 5"] [--run-timeout S]
           [--out FILE] [--logs DIR] [--bin DIR]
-defaults: --epochs $EPOCHS --train-limit $TRAIN_LIMIT --test-limit $TEST_LIMIT --period $PERIOD
-          --batch $BATCH --seeds "$SEEDS" --grow-every epochs/3 --run-timeout $RUN_TIMEOUT
+defaults: --epochs 9 --train-limit 12000 --test-limit 10000 --period 10 --batch 64 --compute-ms 2
+          --seeds "1" --grow-every epochs/3 --run-timeout 480 --configs "1 2 3 4 5"
 EOF
     exit 2
 }
@@ -65,6 +71,7 @@ while [ $# -gt 0 ]; do
     --test-limit) TEST_LIMIT=$2 ;;
     --period) PERIOD=$2 ;;
     --batch) BATCH=$2 ;;
+    --compute-ms) COMPUTE_MS=$2 ;;
     --seeds) SEEDS=$2 ;;
     --grow-every) GROW_EVERY=$2 ;;
     --configs) CONFIGS=$2 ;;
@@ -78,7 +85,7 @@ while [ $# -gt 0 ]; do
 done
 is_uint() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
 for v in "$EPOCHS" "$TRAIN_LIMIT" "$TEST_LIMIT" "$PERIOD" "$BATCH" "$RUN_TIMEOUT"; do
-    is_uint "$v" && [ "$v" -gt 0 ] || { echo "bench_seed: '$v' is not a positive integer" >&2; usage; }
+    if ! is_uint "$v" || [ "$v" -eq 0 ]; then echo "bench_seed: '$v' is not a positive integer" >&2; usage; fi
 done
 [ -n "$GROW_EVERY" ] || GROW_EVERY=$(( EPOCHS / 3 ))
 [ "$GROW_EVERY" -ge 1 ] || GROW_EVERY=1
@@ -98,6 +105,7 @@ LOGS=$(cd "$LOGS" && pwd)
 
 TMP=$(mktemp -d /tmp/hvseed.XXXXXX)
 PIDS=""
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
     for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
     # workers run in their own process groups: kill whatever still runs from our temp dir
@@ -205,6 +213,7 @@ run() {
     "$BIN/hvsubmit" --head "$HEAD" --name "seed-c$cfg" --max-resets 1000000 --blacklist-cooldown 0:0 $opts \
         "$TRAIN" --epochs "$EPOCHS" --batch "$BATCH" --seed "$seed" \
         --train-limit "$TRAIN_LIMIT" --test-limit "$TEST_LIMIT" \
+        --compute-ms-per-sample "$COMPUTE_MS" \
         >"$LOGS/$name.out" 2>"$LOGS/$name.err" &
     sub=$!
     PIDS="$PIDS $sub"
@@ -244,24 +253,28 @@ run() {
     stop_cluster "$d"
 
     # ---- the row
-    local out=$LOGS/$name.out err=$LOGS/$name.err acc resets wall sizes note inexact last
+    local out=$LOGS/$name.out err=$LOGS/$name.err acc resets wall sizes rounds note inexact last
     acc=$(sed -n 's/.*elastic_train: done .*accuracy=\([0-9.]*\).*/\1/p' "$out" | tail -n 1)
     resets=$(cat "$out" "$err" | sed -n 's/.*generation [0-9]*, [0-9]* workers\{0,1\}, \([0-9]*\) resets\{0,1\}.*/\1/p' | tail -n 1)
     [ -n "$resets" ] || resets=$(sed -n 's/.*elastic_train: done .*resets=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
     sizes=$(sed -n 's/.*elastic_train: epoch=[0-9]* size=\([0-9]*\) .*/\1/p' "$out" | paste -sd, -)
     inexact=$(grep 'elastic_train: epoch=' "$out" | grep -vc 'duplicates=0 exact=1' || true)
-    note="seed $seed; size at epoch ends: ${sizes:-none}"
-    [ "$step" -gt 0 ] && note="$note; $drains drains, $undrains undrains of$nodes"
+    # the size of every round (generation), from hvsubmit's "generation G: W workers" lines
+    rounds=$(sed -n 's/^hvsubmit: generation [0-9]*: \([0-9]*\) workers\{0,1\} .*/\1/p' "$err" | paste -sd'>' - | sed 's/>/→/g')
+    note="seed $seed; size at epoch ends: ${sizes:-none}; rounds: ${rounds:-none}"
+    [ "$step" -gt 0 ] && note="$note; drained $drains, undrained $undrains times:$nodes"
     if [ "$cfg" = 5 ] && [ -n "$sizes" ]; then
         # the schedule's size at epoch e: 2 before K, 4 before 2K, then 8; never above it, and
-        # reached by the end of each stage's last epoch
-        local e=0 want bad=""
+        # reached by the end of the last epoch of each stage that has 2 epochs or more (the
+        # resize is asked for at the stage's first epoch; its workers join during it)
+        local e=0 want bad="" stage_end
         for n in ${sizes//,/ }; do
             want=$(( e < GROW_EVERY ? 2 : e < 2 * GROW_EVERY ? 4 : 8 ))
+            stage_end=$(( e < GROW_EVERY ? GROW_EVERY - 1 : e < 2 * GROW_EVERY ? 2 * GROW_EVERY - 1 : EPOCHS - 1 ))
             [ "$n" -le "$want" ] || bad="$bad epoch $e has $n > $want;"
-            if [ $(( (e + 1) % GROW_EVERY )) -eq 0 ] || [ $((e + 1)) -eq "$EPOCHS" ]; then
-                [ "$n" -eq "$want" ] || bad="$bad epoch $e ends at $n, not $want;"
+            if [ "$e" -eq "$stage_end" ] && [ "$GROW_EVERY" -ge 2 ] && [ "$n" -ne "$want" ]; then
+                bad="$bad epoch $e ends at $n, not $want;"
             fi
             e=$((e + 1))
         done
@@ -287,7 +300,7 @@ TOTAL=$(awk -v a="$T_START" -v b="$(now_ms)" 'BEGIN { printf "%.0f", (b - a) / 1
 
 {
     echo "seed experiment (scaled down): elastic_train on Fashion-MNIST, MLP 784-256-128-10"
-    echo "parameters: --epochs $EPOCHS --train-limit $TRAIN_LIMIT --test-limit $TEST_LIMIT --batch $BATCH (global, constant) --period $PERIOD (P) --seeds \"$SEEDS\" --grow $GROW"
+    echo "parameters: --epochs $EPOCHS --train-limit $TRAIN_LIMIT --test-limit $TEST_LIMIT --batch $BATCH (global, constant) --compute-ms $COMPUTE_MS (per sample of a worker's share) --period $PERIOD (P) --seeds \"$SEEDS\" --grow $GROW"
     echo "cluster: 1 head + $NAGENTS one-slot agents per run, loopback; $(nproc) cores; every job elastic (--min-np 1, --max-resets 1000000, no blacklist); resize = hvctl drain/undrain; total ${TOTAL}s"
     echo "logs: $LOGS"
     echo
