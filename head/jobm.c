@@ -869,6 +869,27 @@ static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_o
     }
 }
 
+/* A draining node's members of generation cg stay as evicted members (until others hold the
+ * state, or until `until` when not 0); its workers that are not members yet hold nothing and
+ * are stopped now. */
+static void keep_members(hv_jm_job_t *j, uint64_t node_id, uint32_t cg, uint64_t until,
+                         hv_jm_out_t *out) {
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id != node_id || !live(w) || w->removed) {
+            continue;
+        }
+        if (w->member_gen == cg) {
+            w->evict = 1;
+            w->evict_until = until;
+        } else {
+            w->removed = 1;
+            mark(w);
+            job_kill(w, "its node is draining", out);
+        }
+    }
+}
+
 void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hold_until,
                  uint64_t now, hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state)) {
@@ -886,19 +907,7 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     if (j->p.elastic && members_here > 0 && holders_elsewhere == 0) {
         /* Removing them would lose the training state: they stay as its holders until workers
          * elsewhere (placed as the job grows) have joined a round and received it. */
-        for (size_t i = 0; i < j->nw; i++) {
-            hv_jm_worker_t *w = j->w[i];
-            if (w->node_id != node_id || !live(w) || w->removed) {
-                continue;
-            }
-            if (w->member_gen == cg) {
-                w->evict = 1;
-            } else {
-                w->removed = 1;
-                mark(w);
-                job_kill(w, "its node is draining", out);
-            }
-        }
+        keep_members(j, node_id, cg, 0, out);
         act_event(out, "job.note", NULL,
                   "job %llu keeps its %zu workers on draining node %s until workers elsewhere "
                   "hold the training state",
@@ -909,21 +918,8 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     if (j->p.elastic && members_here > 0 && hold_until > now) {
         /* Make before break: the members stay (and count as missing, so the job wants and the
          * autoscaler buys their replacements) until a round with the replacements has formed,
-         * or until hold_until. Workers that are not members yet hold nothing: they go now. */
-        for (size_t i = 0; i < j->nw; i++) {
-            hv_jm_worker_t *w = j->w[i];
-            if (w->node_id != node_id || !live(w) || w->removed) {
-                continue;
-            }
-            if (w->member_gen == cg) {
-                w->evict = 1;
-                w->evict_until = hold_until;
-            } else {
-                w->removed = 1;
-                mark(w);
-                job_kill(w, "its node is draining", out);
-            }
-        }
+         * or until hold_until. */
+        keep_members(j, node_id, cg, hold_until, out);
         act_event(out, "job.note", NULL,
                   "job %llu keeps its %zu workers on node %s until replacements hold the "
                   "training state, for at most %.1f s",
