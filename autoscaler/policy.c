@@ -169,7 +169,7 @@ void hv_as_joined(hv_as_type_state_t *ts, size_t type) {
 /* ---- decide --------------------------------------------------------------------------------- */
 
 typedef struct count_s {
-    uint32_t exist[AS_MAX_TYPES];      /* launching + running + draining: against max_nodes */
+    uint32_t exist[AS_MAX_TYPES];      /* launching + running: against max_nodes */
     uint32_t keep[AS_MAX_TYPES];       /* launching + running: against min_nodes */
     uint64_t free_slots[AS_MAX_TYPES]; /* capacity on its way, per type */
     uint64_t free_gpus[AS_MAX_TYPES];
@@ -348,8 +348,13 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
                     (unsigned long long)((now_ms - in->lost_since_ms) / 1000u));
             continue;
         }
-        k.exist[in->type]++;
-        k.exist_total++;
+        /* A draining instance is leaving (a preemption notice: the cloud takes it): its
+         * replacement may be bought while it still runs, so it does not count against
+         * max_nodes. */
+        if (in->state != HV_AS_DRAINING) {
+            k.exist[in->type]++;
+            k.exist_total++;
+        }
         if (in->state == HV_AS_LAUNCHING) {
             k.keep[in->type]++;
             k.keep_total++;

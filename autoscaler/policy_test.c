@@ -93,13 +93,14 @@ static void case_demand(void) {
          3,
          20,
          "L1"},
-        {"a draining node still counts against max",
+        {"a draining node (a notice: leaving) does not count against max: its replacement "
+         "is bought while it runs",
          {{.id = 1, .type = 0, .state = HV_AS_DRAINING, .workers = 2},
           {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 2}},
          2,
          1,
          20,
-         "L1"},
+         "L0"},
         {"a terminating node does not count",
          {{.id = 1, .type = 0, .state = HV_AS_TERMINATING},
           {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 2}},
@@ -174,12 +175,12 @@ static void case_min_nodes(void) {
           {.id = 3, .type = 1, .state = HV_AS_RUNNING}},
          3,
          "L0"},
-        {"b at its max while draining: no room",
+        {"b at its max but draining: replaced before it goes",
          {{.id = 1, .type = 0, .state = HV_AS_RUNNING},
           {.id = 2, .type = 0, .state = HV_AS_RUNNING},
           {.id = 3, .type = 1, .state = HV_AS_DRAINING}},
          3,
-         ""},
+         "L1"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         hv_as_config_t c = cfg();

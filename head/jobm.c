@@ -448,7 +448,9 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     if (d == HV_ROUND_CLOSE) {
         close_round(j, now, out);
-        release_evicted(j, now, out);
+        /* Not now: the close's answers are built from the members as they are when the
+         * actions are carried out, and must still include the ones that leave next. */
+        j->release_due = 1;
     } else if (d == HV_ROUND_FAIL) {
         char why[HV_JM_REASON_MAX + 128];
         if (!j->p.elastic) {
@@ -874,6 +876,7 @@ static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_o
  * are stopped now. */
 static void keep_members(hv_jm_job_t *j, uint64_t node_id, uint32_t cg, uint64_t until,
                          hv_jm_out_t *out) {
+    j->release_due = 0; /* they leave after the next round closes, not after the last one */
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (w->node_id != node_id || !live(w) || w->removed) {
@@ -997,6 +1000,10 @@ static void evict_due(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
 }
 
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    if (j->release_due) {
+        j->release_due = 0;
+        release_evicted(j, now, out);
+    }
     evict_due(j, now, out);
     evaluate(j, now, out);
 }

@@ -446,7 +446,12 @@ static void case_notice_make_before_break(void) {
     for (size_t i = 0; i < 4; i++) {
         join(i, 1);
     }
-    CHECK_EQ(J.generation, 3); /* g2 (with C) closed, g3 (without A) opened */
+    CHECK_EQ(J.generation, 2); /* g2 (with C) closed and answered with all six */
+    CHECK_EQ(J.size, 6);
+    CHECK(!W[0].removed);
+    hv_jm_out_reset(&O);
+    hv_jm_tick(&J, now, &O); /* the next tick: g3 without A */
+    CHECK_EQ(J.generation, 3);
     CHECK(W[0].removed && W[1].removed);
     CHECK_EQ(W[n].joined_gen, 2);
     join(0, 2); /* answered: removed */
@@ -654,10 +659,14 @@ static void case_drain_hands_over_state(void) {
     join(0, 1);
     hv_jm_out_reset(&O);
     join(1, 1);
-    /* g2 formed with all four, rank 0 still on a; g3 opened at once to let a's workers go */
+    /* g2 formed with all four, rank 0 still on a, and was answered with all four; at the next
+     * tick g3 opens to let a's workers go */
     CHECK_EQ(count(HV_JA_ROUND), 1);
     CHECK_EQ(W[0].member_gen, 2);
     CHECK_EQ(W[0].rank, 0);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(W[0].removed, 0);
+    hv_jm_tick(&J, now, &O);
     CHECK_EQ(J.generation, 3);
     CHECK_EQ(J.round_open, 1);
     CHECK_EQ(J.round_rollback, 0);
