@@ -198,7 +198,11 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, c
                  why ? why : "preemption notice");
         break;
     case HV_PROV_LAUNCH_FAILED:
-        if (!in->ended) {
+        /* One that is already being terminated (it did not join in time) was counted as a
+         * launch failure then: its launch command failing afterwards is the same failure. */
+        if (!in->ended && in->state == HV_AS_TERMINATING) {
+            ended(a, in, why ? why : "launch failed", 0);
+        } else if (!in->ended) {
             char r[HV_AS_REASON];
             snprintf(r, sizeof(r), "launch failed: %s", why ? why : "unknown");
             ended(a, in, r, 0);
@@ -598,9 +602,14 @@ hv_err hv_autoscale_create(uv_loop_t *loop, const hv_autoscale_opts_t *o, hv_aut
         return rc;
     }
     if (strcmp(pn, "command") == 0) {
+        /* Every command is bounded by the launch timeout, as documented (the config caps it at
+         * a day, which fits in 32 bits of ms). */
+        uint64_t bound = (uint64_t)o->cfg->autoscaler.launch_timeout_s * 1000u;
         hv_prov_command_opts_t co = {.launch = o->cfg->autoscaler.command_launch,
                                      .terminate = o->cfg->autoscaler.command_terminate,
-                                     .list = o->cfg->autoscaler.command_list};
+                                     .list = o->cfg->autoscaler.command_list,
+                                     .timeout_ms =
+                                         bound > UINT32_MAX ? UINT32_MAX : (uint32_t)bound};
         rc = hv_provider_command_create(loop, &co, on_provider_event, a, &a->prov);
     } else {
         int sim = strcmp(pn, "spot-sim") == 0;

@@ -12,5 +12,14 @@ chmod 700 "$dir"
 # setsid: the agent leads its own session, so terminate can stop its whole group
 setsid "$agent" join "$head" --name "$name" --slots "$slots" --token-file "$token_file" \
     --work-dir "$dir" </dev/null >>"$dir/agent.log" 2>&1 &
-echo $! >"$dir/pid"
-echo $!
+pid=$!
+# The head kills the launch command's process group when the command exits: return only once the
+# agent has left it (setsid done, it leads its own session), else it may be killed with it.
+i=0
+while [ "$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')" != "$pid" ] && [ $i -lt 100 ]; do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+    i=$((i + 1))
+done
+echo "$pid" >"$dir/pid"
+echo "$pid"
