@@ -3,7 +3,8 @@
 #
 #   tests/perf/bench_spot.sh [--epochs 5] [--train-limit 6000] [--workers 4] [--compute-ms 2]
 #                            [--scale 10] [--rates "300 60 20"] [--notice 120] [--boot 60:90]
-#                            [--no-notice 0.1] [--seed 1] [--cap-factor 4] [--out FILE]
+#                            [--no-notice 0.1] [--seed 1] [--cap-factor 4]
+#                            [--policies "elastic hybrid restart"] [--out FILE]
 #
 # The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
 # a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
@@ -14,6 +15,9 @@
 #                      spot nodes, --no-notice of them without notice, the rest with a --notice
 #                      s notice (a drain); the job is elastic (-np W --min-np 1 --max-np W) and
 #                      re-forms in place;
+#   hv+ckpt @ R        hv elastic as above, and as a last resort (every node holding the state
+#                      lost at once) the job is submitted again (hvsubmit --retries) and resumes
+#                      from the checkpoint elastic_train writes at every epoch's end;
 #   restart @ R        the same cloud and seed, the restart-the-job policy of TorchElastic, Ray
 #                      Train and SkyPilot: a fixed-size job (-np W) that any membership change
 #                      fails, submitted again (hvsubmit --retries) and resumed from the program's
@@ -31,7 +35,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
 EXB=$SRC/build/examples
 EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
-BOOT=60:90 NO_NOTICE=0.1 SEED=1 CAP=4 OUT=""
+BOOT=60:90 NO_NOTICE=0.1 SEED=1 CAP=4 OUT="" POLICIES="elastic hybrid restart"
 while [ $# -gt 0 ]; do
     case $1 in
     --epochs) EPOCHS=$2; shift 2 ;;
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
     --no-notice) NO_NOTICE=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --cap-factor) CAP=$2; shift 2 ;;
+    --policies) POLICIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     *) sed -n '2,6p' "$0" >&2; exit 2 ;;
     esac
@@ -112,10 +117,14 @@ Y
     local args=(--epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --test-limit 2000 --batch 64
                 --compute-ms-per-sample "$COMPUTE_MS" --step-log "$d/steps")
     local sub=(-np "$WORKERS")
-    if [ "$policy" = elastic ]; then
+    if [ "$policy" != restart ]; then
         sub+=(--min-np 1 --max-np "$WORKERS" --max-resets 100000 --elastic-timeout 3600
               --blacklist-cooldown 0:0)
-    else
+    fi
+    if [ "$policy" = hybrid ]; then
+        sub+=(--retries 1000)
+        args+=(--checkpoint "$d/ck")
+    elif [ "$policy" = restart ]; then
         sub+=(--retries 1000)
         args+=(--checkpoint "$d/ck")
     fi
@@ -157,8 +166,14 @@ PY
 echo "bench_spot: $WORKERS workers, $EPOCHS epochs x $STEPS_PER_EPOCH steps ($USEFUL useful steps), ${COMPUTE_MS} ms/sample, time scale 1/$SCALE, boot ${BOOT}s, notice ${NOTICE}s, ${NO_NOTICE} without notice, seed $SEED" >&2
 run on-demand ondemand 0 elastic
 for r in $RATES; do
-    run "hv-elastic@${r}s" spot "$r" elastic
-    run "restart@${r}s" spot "$r" restart
+    for p in $POLICIES; do
+        case $p in
+        elastic) run "hv-elastic@${r}s" spot "$r" elastic ;;
+        hybrid) run "hv+ckpt@${r}s" spot "$r" hybrid ;;
+        restart) run "restart@${r}s" spot "$r" restart ;;
+        *) echo "bench_spot: unknown policy $p" >&2; exit 2 ;;
+        esac
+    done
 done
 /usr/bin/python3 - "$TMP/rows" "$WORKERS" "$EPOCHS" "$USEFUL" "$COMPUTE_MS" "$SCALE" "$BOOT" "$NOTICE" "$NO_NOTICE" "$SEED" <<'PY' | tee "${OUT:-/dev/null}"
 import sys
