@@ -124,10 +124,10 @@ typedef struct hv_jm_job_s {
     char grow_reason[200];           /* why the driver placed the newest workers (for the round
                                         they open: "cooldown of node a ended", "free slots") */
     int ending;                      /* terminal, some workers still alive */
-    int release_due; /* a round closed with members kept on draining nodes: they leave at the
+    int release_due;    /* a round closed with members kept on draining nodes: they leave at the
                       * next tick, once the close's answers went out (hv_jm_tick) */
-    int dirty;                       /* changed since the driver stored it */
-    hv_jm_worker_t **w;              /* every worker of the job (owned array, borrowed workers) */
+    int dirty;          /* changed since the driver stored it */
+    hv_jm_worker_t **w; /* every worker of the job (owned array, borrowed workers) */
     size_t nw, capw;
 } hv_jm_job_t;
 
