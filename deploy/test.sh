@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what the build and the tests
 # need, builds hv twice (RelWithDebInfo, and with AddressSanitizer + UBSan), and runs ctest on
-# both with labels unit, integration and fault (gpu and perf tests are left to their own runs);
+# both with labels unit, integration and fault (gpu and perf tests are left to their own runs;
+# the sanitizer build also leaves out the label long: the longest scenarios, run by the plain one);
 # then builds the libFuzzer targets with clang and runs each for HV_FUZZ_SECONDS (default 20;
 # label fuzz; tests/fuzz/run.sh --seconds N runs them longer).
 # Usage: deploy/test.sh [--no-sanitize] [extra ctest args]
@@ -27,7 +28,7 @@ run_suite() { # BUILD_DIR CMAKE_ARGS...
         return 1
     fi
     echo "== test $dir"
-    (cd "$dir" && ctest --output-on-failure -LE 'gpu|perf' -j"$jobs" "${CTEST_ARGS[@]}")
+    (cd "$dir" && ctest --output-on-failure -LE "${EXCLUDE:-gpu|perf}" -j"$jobs" "${CTEST_ARGS[@]}")
 }
 CTEST_ARGS=("$@")
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -36,7 +37,8 @@ if [ $SAN = 1 ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-    HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON \
+    EXCLUDE='gpu|perf|long' HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan \
+        -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON \
         -DHV_TEST_TIMEOUT_MULTIPLIER=3
     echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-20} s per target)"
     cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHV_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -462,8 +462,10 @@ static void case_notice_make_before_break(void) {
     join(n + 1, 2);
     CHECK_EQ(J.size, 4);
     CHECK_EQ(J.round_rollback, 0);
+}
 
-    /* No replacement in time: at the hold's end A's members leave anyway. */
+/* The same notice without replacements in time: at the hold's end A's members leave anyway. */
+static void case_notice_hold_ends(void) {
     job(1, 4, 2, 4, 10);
     place(NODE_A, 2);
     place(NODE_B, 2);
@@ -715,6 +717,7 @@ int main(int argc, char **argv) {
         {"max_resets", case_max_resets},
         {"grow_then_drain", case_grow_then_drain},
         {"notice_make_before_break", case_notice_make_before_break},
+        {"notice_hold_ends", case_notice_hold_ends},
         {"drain_below_min_waits_for_capacity", case_drain_below_min_waits_for_capacity},
         {"below_min_times_out", case_below_min_times_out},
         {"straggler_left_out", case_straggler_left_out},

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The autoscaler on the simulated preemptible cloud (issue "Autoscaler", items 3, 5 and 7):
-#  - with a preemption every 3 s (most with a notice, which the agent turns into a drain; some
+#  - with a preemption every 4 s (most with a notice, which the agent turns into a drain; some
 #    without, which kill the instance with its workers), an elastic job completes and trains
 #    every sample exactly once per epoch;
 #  - the head is SIGKILLed mid-run and restarted: it adopts its instances and neither loses nor
@@ -15,13 +15,13 @@ HV_LISTEN=127.0.0.1:$(free_port)
 # Preemptions from a trace (so that CI sees the same run every time): a notice every few
 # seconds, two of them without notice. A restarted head replays it from its own start.
 cat >"$TMP/trace.txt" <<'TRACE'
-# time_s type event
-3 spot preempt
-6 spot kill
-9 spot preempt
-12 spot preempt
-15 spot kill
-18 spot preempt
+# time_s type event (from 8 s on, once the job has grown onto its nodes, also under ASan)
+8 spot preempt
+12 spot kill
+16 spot preempt
+20 spot preempt
+24 spot kill
+28 spot preempt
 TRACE
 start_elastic_head "autoscaler:" "  provider: spot-sim" "  min_nodes: 0" "  max_nodes: 4" \
     "  idle_timeout_s: 60" "  launch_timeout_s: 30" "  node_types:" \

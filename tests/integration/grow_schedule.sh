@@ -13,9 +13,9 @@ start_elastic_head "autoscaler:" "  provider: local" "  min_nodes: 1" "  max_nod
     "  idle_timeout_s: 30" "  launch_timeout_s: 30" "  local:" "    slots: 2"
 wait_for 20 alive_nodes_is 1 || fail "the autoscaler did not bring the cluster to its minimum"
 
-# Epochs of about 4 s (63 steps of 64 samples, 50 ms apart), long enough for a node to be
-# bought and to join within the epoch that asks for it.
-submit sched --grow 0:2,2:4,4:6 -- --epochs 6 --step-delay-ms 50
+# Epochs of about 2.5 s (63 steps of 64 samples, 30 ms apart), long enough for a node to be
+# bought and to join within the two epochs of a stage.
+submit sched --grow 0:2,2:4,4:6 -- --epochs 6 --step-delay-ms 30
 wait_submit 240
 [ "$SUB_RC" -eq 0 ] || fail "the scheduled job failed (rc $SUB_RC): $(tail -3 "$TMP/sched.err")"
 check_exact sched 6
@@ -39,7 +39,7 @@ assert_grep "$TMP/ev.txt" "asks for 6 workers (was 4; .*epoch 4, growth schedule
 # job on 1 worker; without it an elastic job starts on as many free slots as --max-np allows).
 # The batch is per rank here, so the global batch doubles with the workers.
 TRAIN_ARGS="--train-limit 4000 --test-limit 1000 --batch-per-rank 32"
-submit dbl --grow 0:1 --max-np 4 -- --epochs 4 --double-every 1 --step-delay-ms 50
+submit dbl --grow 0:1 --max-np 4 -- --epochs 4 --double-every 1 --step-delay-ms 30
 wait_submit 240
 [ "$SUB_RC" -eq 0 ] || fail "the doubling job failed (rc $SUB_RC): $(tail -3 "$TMP/dbl.err")"
 check_exact dbl 4
