@@ -419,7 +419,7 @@ out:
     hv_free(ids_next);
 }
 
-static void release_evicted(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
+static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *out);
 static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_out_t *out);
 
 static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
@@ -469,31 +469,38 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
 static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_t now,
                        hv_jm_out_t *out);
 
-/* Members kept on a draining node to hold the state leave once a round with workers elsewhere
- * has formed (they synced the state to them at its start). */
-static void release_evicted(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+/* Members kept on a draining node to hold the state leave, if others hold it: all of them once a
+ * round with workers elsewhere has formed (they synced the state to them at its start), or, with
+ * only_due, those whose time after a preemption notice is up (no replacement came in time). */
+static int leaves_now(const hv_jm_worker_t *w, int only_due, uint64_t now) {
+    return live(w) && !w->removed && w->evict &&
+           (!only_due || (w->evict_until != 0 && now >= w->evict_until));
+}
+
+static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *out) {
     uint32_t cg = closed_gen(j);
-    size_t evicted = 0, others = 0;
+    size_t leaving = 0, others = 0;
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
-        if (w->member_gen == cg && live(w) && !w->removed) {
-            evicted += w->evict;
-            others += !w->evict;
-        }
+        leaving += w->member_gen == cg && leaves_now(w, only_due, now) ? 1u : 0u;
+        others += w->member_gen == cg && live(w) && !w->removed && !w->evict;
     }
-    if (evicted == 0 || others == 0 || hv_job_state_terminal(j->state)) {
+    if (leaving == 0 || others == 0 || (only_due && j->round_open) ||
+        hv_job_state_terminal(j->state)) {
         return;
     }
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
-        if (w->evict && live(w) && !w->removed) {
+        if (leaves_now(w, only_due, now)) {
             w->removed = 1;
             mark(w);
         }
     }
     char reason[200];
     snprintf(reason, sizeof(reason),
-             "drain: %zu workers on draining nodes leave now that others hold the state", evicted);
+             only_due ? "drain: %zu workers leave before their node goes (no replacement in time)"
+                      : "drain: %zu workers on draining nodes leave now that others hold the state",
+             leaving);
     open_round(j, reason, 0, now, out);
 }
 
@@ -971,40 +978,12 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     open_round(j, reason, 0, now, out);
 }
 
-/* Members kept after a preemption notice whose time is up leave now, if others hold the state
- * (else they stay its holders until their node goes). */
-static void evict_due(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
-    uint32_t cg = closed_gen(j);
-    size_t due = 0, others = 0;
-    for (size_t i = 0; i < j->nw; i++) {
-        const hv_jm_worker_t *w = j->w[i];
-        if (w->member_gen == cg && live(w) && !w->removed) {
-            due += w->evict && w->evict_until != 0 && now >= w->evict_until;
-            others += !w->evict;
-        }
-    }
-    if (due == 0 || others == 0 || j->round_open || hv_job_state_terminal(j->state)) {
-        return;
-    }
-    for (size_t i = 0; i < j->nw; i++) {
-        hv_jm_worker_t *w = j->w[i];
-        if (w->evict && w->evict_until != 0 && now >= w->evict_until && live(w) && !w->removed) {
-            w->removed = 1;
-            mark(w);
-        }
-    }
-    char reason[200];
-    snprintf(reason, sizeof(reason),
-             "drain: %zu workers leave before their node goes (no replacement in time)", due);
-    open_round(j, reason, 0, now, out);
-}
-
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     if (j->release_due) {
         j->release_due = 0;
-        release_evicted(j, now, out);
+        leave_kept(j, 0, now, out);
     }
-    evict_due(j, now, out);
+    leave_kept(j, 1, now, out);
     evaluate(j, now, out);
 }
 
