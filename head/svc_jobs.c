@@ -665,6 +665,19 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_free(vp);
 }
 
+/* A node by name, else by id (a decimal string); NULL when neither. */
+static hv_dnode_t *node_named(hv_svc_jobs_t *s, const char *name) {
+    hv_dnode_t *nd = hv_driver_node_by_name(s->d, name);
+    if (nd == NULL && name != NULL && name[0] != '\0') {
+        char *end = NULL;
+        unsigned long long id = strtoull(name, &end, 10);
+        if (end != NULL && *end == '\0') {
+            nd = hv_driver_node(s->d, id);
+        }
+    }
+    return nd;
+}
+
 static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__NodeDrainRequest *req = (const Hvpb__V1__NodeDrainRequest *)m;
@@ -673,14 +686,7 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
         hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
-    hv_dnode_t *nd = hv_driver_node_by_name(s->d, req->node);
-    if (nd == NULL && req->node != NULL && req->node[0] != '\0') {
-        char *end = NULL;
-        unsigned long long id = strtoull(req->node, &end, 10);
-        if (end != NULL && *end == '\0') {
-            nd = hv_driver_node(s->d, id);
-        }
-    }
+    hv_dnode_t *nd = node_named(s, req->node);
     if (nd == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node ? req->node : "");
         return;
@@ -708,6 +714,74 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
     hv_rpc_reply(c, &x->v.base);
     node_view_free(x);
     hv_free(x);
+}
+
+/* Every node is checked before any changes; then each is drained (or undrained) in turn within
+ * this one callback, so that a job on several of them re-forms once: the round the first opens
+ * is still open for the others. */
+static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__NodesDrainRequest *req = (const Hvpb__V1__NodesDrainRequest *)m;
+    char verr[300];
+    if (hv_validate_nodes_drain(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
+    size_t n = req->n_nodes;
+    hv_dnode_t *nds[HV_DRAIN_NODES_MAX];
+    for (size_t i = 0; i < n; i++) {
+        nds[i] = node_named(s, req->nodes[i]);
+        if (nds[i] == NULL) {
+            hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s' (nothing was changed)",
+                          req->nodes[i]);
+            return;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (nds[k] == nds[i]) {
+                hv_rpc_finish(c, HV_EINVAL, "nodes '%s' and '%s' are the same node %s",
+                              req->nodes[k], req->nodes[i], nds[i]->name);
+                return;
+            }
+        }
+        if (!req->drain && nds[i]->state != HV_NODE_DRAINING) {
+            hv_rpc_finish(c, HV_ESTATE, "node %s is %s, not draining (nothing was changed)",
+                          nds[i]->name, hv_node_state_name(nds[i]->state));
+            return;
+        }
+    }
+    const char *why = req->reason != NULL && req->reason[0] != '\0'
+                          ? req->reason
+                          : (req->drain ? "hvctl drain" : "hvctl undrain");
+    for (size_t i = 0; i < n; i++) {
+        hv_err rc = hv_driver_node_drain(s->d, nds[i]->id, req->drain, why, 0, 0);
+        if (rc != HV_OK) {
+            hv_rpc_finish(c, rc, "cannot %s node %s: %s (the %zu nodes before it were changed)",
+                          req->drain ? "drain" : "undrain", nds[i]->name, hv_strerror(rc), i);
+            return;
+        }
+    }
+    node_slot_t *slots = hv_calloc(n, sizeof(*slots));
+    Hvpb__V1__NodeView **vp = hv_calloc(n, sizeof(*vp));
+    if (slots == NULL || vp == NULL) {
+        hv_free(slots);
+        hv_free(vp);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        node_view(s, nds[i], &slots[i]);
+        vp[i] = &slots[i].v;
+    }
+    Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
+    rep.nodes = vp;
+    rep.n_nodes = n;
+    rep.cluster_name = s->cfg->cluster_name;
+    hv_rpc_reply(c, &rep.base);
+    for (size_t i = 0; i < n; i++) {
+        node_view_free(&slots[i]);
+    }
+    hv_free(slots);
+    hv_free(vp);
 }
 
 static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -777,6 +851,8 @@ hv_err hv_svc_jobs_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_
          jobs_watch, watch_done, s},
         {"/hvpb.v1.Jobs/DrainNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
          jobs_drain_node, NULL, s},
+        {"/hvpb.v1.Jobs/DrainNodes", HV_RPC_UNARY, &hvpb__v1__nodes_drain_request__descriptor,
+         jobs_drain_nodes, NULL, s},
     };
     hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
     if (rc != HV_OK) {

@@ -165,6 +165,27 @@ hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, si
     return HV_OK;
 }
 
+hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len) {
+    char c[100];
+    if (r->n_nodes == 0 || r->n_nodes > HV_DRAIN_NODES_MAX) {
+        return bad(err, len, "nodes: expected 1 to %d nodes, got %zu", HV_DRAIN_NODES_MAX,
+                   r->n_nodes);
+    }
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        const char *n = r->nodes[i];
+        if (n == NULL || n[0] == '\0' || strlen(n) > HV_NODE_NAME_MAX) {
+            return bad(err, len, "nodes[%zu]: '%s' must be a node name or id (1 to %d characters)",
+                       i, clip(n, c, sizeof(c)), HV_NODE_NAME_MAX);
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(r->nodes[k], n) == 0) {
+                return bad(err, len, "nodes[%zu]: '%s' is named twice", i, clip(n, c, sizeof(c)));
+            }
+        }
+    }
+    return HV_OK;
+}
+
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len) {
     char host[256], c[100];
     int port;
@@ -221,6 +242,7 @@ CHECK_FN(submit, Hvpb__V1__SubmitRequest)
 CHECK_FN(list_jobs, Hvpb__V1__ListJobsRequest)
 CHECK_FN(list_events, Hvpb__V1__ListEventsRequest)
 CHECK_FN(node_drain, Hvpb__V1__NodeDrainRequest)
+CHECK_FN(nodes_drain, Hvpb__V1__NodesDrainRequest)
 CHECK_FN(rdzv_join, Hvpb__V1__RdzvJoinRequest)
 CHECK_FN(kv_put, Hvpb__V1__KvPutRequest)
 CHECK_FN(kv_get, Hvpb__V1__KvGetRequest)
@@ -242,6 +264,7 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Jobs/Cancel", &hvpb__v1__job_ref__descriptor, NULL},
     {"/hvpb.v1.Jobs/Watch", &hvpb__v1__watch_request__descriptor, NULL},
     {"/hvpb.v1.Jobs/DrainNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
+    {"/hvpb.v1.Jobs/DrainNodes", &hvpb__v1__nodes_drain_request__descriptor, check_nodes_drain},
     {"/hvpb.v1.Jobs/RevokeNode", &hvpb__v1__node_drain_request__descriptor, check_node_drain},
     {"/hvpb.v1.Jobs/Cost", &hvpb__v1__cost_request__descriptor, NULL},
     {"/hvpb.v1.Rendezvous/JoinRound", &hvpb__v1__rdzv_join_request__descriptor, check_rdzv_join},

@@ -16,6 +16,7 @@
 #include "hv.pb-c.h"
 
 #define HV_NODE_NAME_MAX 128
+#define HV_DRAIN_NODES_MAX 64 /* nodes in one DrainNodes call */
 #define HV_NODE_SLOTS_MAX 4096
 #define HV_SUBMIT_MAX_ARGS 4096
 #define HV_SUBMIT_MAX_FILES 256
@@ -31,6 +32,7 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
 hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len);
 hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len);
 hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, size_t len);
+hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len);
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len);

@@ -24,7 +24,7 @@ static void expect(hv_err rc, hv_err want, const char *field) {
 static void case_table(void) {
     size_t n = 0;
     const hv_validate_method_t *ms = hv_validate_methods(&n);
-    CHECK_EQ(n, 21); /* every rpc in proto/hv.proto (tests/integration/malformed_rpc.sh counts) */
+    CHECK_EQ(n, 22); /* every rpc in proto/hv.proto (tests/integration/malformed_rpc.sh counts) */
     for (size_t i = 0; i < n; i++) {
         CHECK(ms[i].path != NULL && ms[i].path[0] == '/' && ms[i].req != NULL);
         for (size_t k = 0; k < i; k++) {
@@ -139,6 +139,26 @@ static void case_misc(void) {
     expect(hv_validate_node_drain(&nd, err, sizeof(err)), HV_EINVAL, "node:");
     nd.node = "7";
     expect(hv_validate_node_drain(&nd, err, sizeof(err)), HV_OK, "");
+    Hvpb__V1__NodesDrainRequest nds = HVPB__V1__NODES_DRAIN_REQUEST__INIT;
+    expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL, "nodes: expected 1 to 64");
+    char *names[HV_DRAIN_NODES_MAX + 1];
+    char bufs[HV_DRAIN_NODES_MAX + 1][16];
+    for (int i = 0; i <= HV_DRAIN_NODES_MAX; i++) {
+        snprintf(bufs[i], sizeof(bufs[i]), "n%d", i);
+        names[i] = bufs[i];
+    }
+    nds.nodes = names;
+    nds.n_nodes = 3;
+    expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_OK, "");
+    nds.n_nodes = HV_DRAIN_NODES_MAX + 1;
+    expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL,
+           "nodes: expected 1 to 64 nodes, got 65");
+    nds.n_nodes = 3;
+    names[2] = bufs[0];
+    expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL,
+           "nodes[2]: 'n0' is named twice");
+    names[2] = "";
+    expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL, "nodes[2]: '' must be");
     Hvpb__V1__RdzvJoinRequest rj = HVPB__V1__RDZV_JOIN_REQUEST__INIT;
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_OK, ""); /* no data address */
     rj.addr = "10.0.0.1:4000";

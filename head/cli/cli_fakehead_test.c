@@ -1534,7 +1534,7 @@ static void test_hvctl_drain(void) {
     } bad[] = {
         {"drain", NULL, NULL, "hvctl: 'drain' needs a node name or id (see hvctl --help)\n"},
         {"undrain", "a/b", NULL, "hvctl: bad node 'a/b': expected a node name"},
-        {"drain", "n1", "n2", "hvctl: unexpected argument 'n2' (see hvctl --help)\n"},
+        {"drain", "n1", "n1", "hvctl: node 'n1' is named twice (see hvctl --help)\n"},
         {"jobs", "--reason", "x",
          "hvctl: --reason goes with 'drain' or 'undrain', not 'jobs' (see hvctl --help)\n"},
         {"drain", "n1", "--reason", "hvctl: option '--reason' needs a value (see hvctl --help)\n"},

@@ -19,21 +19,25 @@
 #include "util.h"
 
 #define CTL_PROG "hvctl"
+#define CTL_MAX_NODES 64 /* drain/undrain: nodes in one call */
+#define CTL_MAX_NODES_STR "64"
+#define CTL_MAX_POS (CTL_MAX_NODES + 2) /* the command, a subcommand, the nodes */
 
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
-    const char *head;       /* --head or NULL */
-    const char *ca;         /* --ca or NULL */
-    const char *token_file; /* --token-file or NULL */
-    int insecure;           /* --insecure */
-    int json;               /* --json */
-    int follow;             /* logs --follow */
-    uint64_t job_id;        /* the ID argument, or events --job */
-    int job_set;            /* events --job was given */
-    uint32_t limit;         /* --limit, 0 = the head's default */
-    const char *cmd;        /* nodes|jobs|job|logs|cancel|events|drain|undrain */
-    const char *node;       /* drain/undrain: the NODE argument (a name or an id) */
-    const char *reason;     /* drain/undrain --reason, or NULL */
+    const char *head;         /* --head or NULL */
+    const char *ca;           /* --ca or NULL */
+    const char *token_file;   /* --token-file or NULL */
+    int insecure;             /* --insecure */
+    int json;                 /* --json */
+    int follow;               /* logs --follow */
+    uint64_t job_id;          /* the ID argument, or events --job */
+    int job_set;              /* events --job was given */
+    uint32_t limit;           /* --limit, 0 = the head's default */
+    const char *cmd;          /* nodes|jobs|job|logs|cancel|events|drain|undrain */
+    const char *const *nodes; /* drain/undrain/revoke: the NODE arguments (names or ids) */
+    int nnodes;               /* how many (revoke: 1) */
+    const char *reason;       /* drain/undrain --reason, or NULL */
 } ctl_opts_t;
 
 /* What the command functions share. */
@@ -65,10 +69,11 @@ static const struct {
      "what the cluster (or one job) cost: instance-seconds by node\n"
      "type, cost at the configured prices, the same time on\n"
      "demand, preemptions (survived, for a job), rollbacks"},
-    {"drain", "NODE [--reason TEXT]",
-     "drain a node (a name or an id): it takes no new work and\n"
-     "elastic jobs move off it at their next commit"},
-    {"undrain", "NODE [--reason TEXT]", "let a drained node take work again"},
+    {"drain", "NODE... [--reason TEXT]",
+     "drain nodes (names or ids): they take no new work and\n"
+     "elastic jobs move off them at their next commit (the\n"
+     "nodes of one call in one round; all or none of them)"},
+    {"undrain", "NODE... [--reason TEXT]", "let drained nodes take work again"},
     {"node revoke", "NODE",
      "revoke a node's credential and end its session: its agent\n"
      "stops (and its workers); it needs the join token to come back"},
@@ -145,15 +150,17 @@ static int ctl_opt_is(const char *arg, const char *name, const char **value_out)
 /* Parses the command line; returns -1 on success, else the exit status (usage printed). */
 static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(o, 0, sizeof(*o));
-    const char *pos[3] = {NULL, NULL, NULL};
+    static const char *pos[CTL_MAX_POS + 1];
+    memset(pos, 0, sizeof(pos));
     int npos = 0;
     int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0, saw_help = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
         if (a[0] != '-' || a[1] == '\0') {
-            if (npos >= 2 && (npos >= 3 || strcmp(pos[0], "node") != 0)) {
-                return ctl_usage_error("unexpected argument '%s'", a);
+            if (npos >= CTL_MAX_POS) {
+                return ctl_usage_error("too many arguments (at most %s nodes at once)",
+                                       CTL_MAX_NODES_STR);
             }
             pos[npos++] = a;
             continue;
@@ -255,10 +262,10 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             return ctl_usage_error("%s", "'node' needs a subcommand: node revoke NODE");
         }
         o->cmd = "revoke";
-        pos[0] = pos[1];
-        pos[1] = pos[2];
-        pos[2] = NULL;
-        npos--;
+        for (int k = 1; k < npos; k++) {
+            pos[k - 1] = pos[k];
+        }
+        pos[--npos] = NULL;
     }
     const char *c = o->cmd;
     int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
@@ -275,10 +282,21 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         if (npos < 2) {
             return ctl_usage_error("'%s' needs a node name or id", c);
         }
-        if (hv_cli_check_node(pos[1], err, sizeof(err)) != HV_OK) {
-            return ctl_usage_error("%s", err);
+        if (npos > 2 && strcmp(c, "revoke") == 0) {
+            return ctl_usage_error("unexpected argument '%s' (one node per revoke)", pos[2]);
         }
-        o->node = pos[1];
+        for (int k = 1; k < npos; k++) {
+            if (hv_cli_check_node(pos[k], err, sizeof(err)) != HV_OK) {
+                return ctl_usage_error("%s", err);
+            }
+            for (int m = 1; m < k; m++) {
+                if (strcmp(pos[m], pos[k]) == 0) {
+                    return ctl_usage_error("node '%s' is named twice", pos[k]);
+                }
+            }
+        }
+        o->nodes = &pos[1];
+        o->nnodes = npos - 1;
     } else if (takes_id) {
         uint64_t n = 0;
         if (npos < 2) {
@@ -288,6 +306,9 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             return ctl_usage_error("bad job id '%s'", pos[1]);
         }
         o->job_id = n;
+        if (npos > 2) {
+            return ctl_usage_error("unexpected argument '%s'", pos[2]);
+        }
     } else if (npos > 1) {
         return ctl_usage_error("unexpected argument '%s'", pos[1]);
     }
@@ -1100,18 +1121,18 @@ static int ctl_events(const ctl_t *c) {
 
 static int ctl_revoke(const ctl_t *c) {
     Hvpb__V1__NodeDrainRequest req = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
-    req.node = (char *)c->o->node;
+    req.node = (char *)c->o->nodes[0];
     req.reason = (char *)"hvctl node revoke";
     ProtobufCMessage *resp = NULL;
     char missing[200];
-    snprintf(missing, sizeof(missing), "no node '%s' (see 'hvctl nodes')", c->o->node);
+    snprintf(missing, sizeof(missing), "no node '%s' (see 'hvctl nodes')", c->o->nodes[0]);
     int status =
         ctl_call(c, "RevokeNode", &req.base, &hvpb__v1__node_view__descriptor, missing, &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
     const Hvpb__V1__NodeView *n = (const Hvpb__V1__NodeView *)resp;
-    printf("node %s (id %llu): credential revoked, session ended\n", c->o->node,
+    printf("node %s (id %llu): credential revoked, session ended\n", c->o->nodes[0],
            (unsigned long long)n->node_id);
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;
@@ -1119,8 +1140,24 @@ static int ctl_revoke(const ctl_t *c) {
 
 /* ---- drain, undrain ------------------------------------------------------------------------- */
 
+static void ctl_print_drained(const ctl_t *c, const Hvpb__V1__NodeView *n, const char *asked) {
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        ctl_json_node(&j, n);
+        hv_cli_json_finish(&j);
+    } else {
+        printf("node %s (id %llu): %s, %u/%u slots used\n",
+               n->info != NULL && n->info->name[0] ? n->info->name : asked,
+               (unsigned long long)n->node_id, n->state, (unsigned)n->slots_used,
+               (unsigned)(n->info != NULL ? n->info->slots : 0));
+    }
+}
+
+/* One node: DrainNode (which heads older than DrainNodes know too); several: DrainNodes, one
+ * step on the head, so that an elastic job on them re-forms once, and nothing changes when one
+ * of them is unknown. Prints each node's new state (--json: one object per line). */
 static int ctl_drain(const ctl_t *c, int drain) {
-    Hvpb__V1__NodeDrainRequest req = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
     char reason[300];
     if (c->o->reason != NULL) {
         snprintf(reason, sizeof(reason), "%s", c->o->reason);
@@ -1129,28 +1166,37 @@ static int ctl_drain(const ctl_t *c, int drain) {
         snprintf(reason, sizeof(reason), "hvctl %s%s%s", drain ? "drain" : "undrain",
                  user != NULL && user[0] != '\0' ? " by " : "", user != NULL ? user : "");
     }
-    req.node = (char *)c->o->node;
-    req.drain = drain ? 1 : 0;
-    req.reason = reason;
     ProtobufCMessage *resp = NULL;
     char missing[200];
-    snprintf(missing, sizeof(missing), "no node '%s' (see 'hvctl nodes')", c->o->node);
-    int status =
-        ctl_call(c, "DrainNode", &req.base, &hvpb__v1__node_view__descriptor, missing, &resp);
+    if (c->o->nnodes == 1) {
+        Hvpb__V1__NodeDrainRequest req = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
+        req.node = (char *)c->o->nodes[0];
+        req.drain = drain ? 1 : 0;
+        req.reason = reason;
+        snprintf(missing, sizeof(missing), "no node '%s' (see 'hvctl nodes')", c->o->nodes[0]);
+        int status =
+            ctl_call(c, "DrainNode", &req.base, &hvpb__v1__node_view__descriptor, missing, &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            return status;
+        }
+        ctl_print_drained(c, (const Hvpb__V1__NodeView *)resp, c->o->nodes[0]);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    Hvpb__V1__NodesDrainRequest req = HVPB__V1__NODES_DRAIN_REQUEST__INIT;
+    req.nodes = (char **)c->o->nodes;
+    req.n_nodes = (size_t)c->o->nnodes;
+    req.drain = drain ? 1 : 0;
+    req.reason = reason;
+    snprintf(missing, sizeof(missing), "a node named is unknown (see 'hvctl nodes')");
+    int status = ctl_call(c, "DrainNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor,
+                          missing, &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
-    const Hvpb__V1__NodeView *n = (const Hvpb__V1__NodeView *)resp;
-    if (c->o->json) {
-        hv_cli_json_t j;
-        hv_cli_json_init(&j, stdout);
-        ctl_json_node(&j, n);
-        hv_cli_json_finish(&j);
-    } else {
-        printf("node %s (id %llu): %s, %u/%u slots used\n",
-               n->info != NULL && n->info->name[0] ? n->info->name : c->o->node,
-               (unsigned long long)n->node_id, n->state, (unsigned)n->slots_used,
-               (unsigned)(n->info != NULL ? n->info->slots : 0));
+    const Hvpb__V1__ListNodesReply *r = (const Hvpb__V1__ListNodesReply *)resp;
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        ctl_print_drained(c, r->nodes[i], i < (size_t)c->o->nnodes ? c->o->nodes[i] : "?");
     }
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;

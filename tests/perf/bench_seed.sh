@@ -20,8 +20,8 @@
 #                                      epochs); all 8 agents are up, the schedule limits the job
 # Every job is submitted elastic (also the fixed ones, with nothing resized) so that all five
 # pay the same per-step cost (a commit and a membership check every step). A resize is a drain
-# (`hvctl drain NODE`: the job leaves the node at its next commit, no rollback) and an undrain
-# (`hvctl undrain NODE`: the free slot makes the head place a worker there, which joins at the
+# (`hvctl drain NODE...`: the job leaves the nodes at its next commit, no rollback) and an undrain
+# (`hvctl undrain NODE...`: the free slot makes the head place a worker there, which joins at the
 # members' next check); agents stay up, so no process start-up of an agent is in the resize.
 # The resize clock starts once the job's 8 workers are running and stops when hvsubmit exits.
 # Blacklisting is off (a drain is no failure anyway) and --max-resets is unlimited.
@@ -233,13 +233,13 @@ run() {
                     echo "$(now_ms) 8 workers running; resizing by $step every ${every}s" >>"$LOGS/$name.resizes"
                 fi
             elif [ "$(now_ms)" -ge "$next" ]; then
-                for n in $nodes; do
-                    if [ "$down" = 0 ]; then
-                        ctl drain "$n" --reason "bench_seed: -$step" >>"$LOGS/$name.resizes" 2>&1 || true
-                    else
-                        ctl undrain "$n" --reason "bench_seed: +$step" >>"$LOGS/$name.resizes" 2>&1 || true
-                    fi
-                done
+                # one call for all the nodes: the job re-forms once per resize
+                # shellcheck disable=SC2086
+                if [ "$down" = 0 ]; then
+                    ctl drain $nodes --reason "bench_seed: -$step" >>"$LOGS/$name.resizes" 2>&1 || true
+                else
+                    ctl undrain $nodes --reason "bench_seed: +$step" >>"$LOGS/$name.resizes" 2>&1 || true
+                fi
                 if [ "$down" = 0 ]; then drains=$((drains + 1)); down=1; else undrains=$((undrains + 1)); down=0; fi
                 echo "$(now_ms) $([ "$down" = 1 ] && echo drained || echo undrained)$nodes" >>"$LOGS/$name.resizes"
                 next=$(( next + every * 1000 ))
