@@ -1456,7 +1456,7 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->kill_grace_ms = 5000;
     cfg->job_wait_timeout_s = 600;
     cfg->elastic.elastic_timeout_s = 600;
-    cfg->elastic.max_resets = 3;
+    cfg->elastic.max_resets = 100;
     cfg->elastic.blacklist_cooldown_s = 60;
     cfg->elastic.blacklist_max_cooldown_s = 3600;
     cfg->elastic.rendezvous_timeout_s = 60;

@@ -50,7 +50,7 @@ static void check_defaults(const hv_head_config_t *c) {
     CHECK_EQ(c->kill_grace_ms, 5000);
     CHECK_EQ(c->job_wait_timeout_s, 600);
     CHECK_EQ(c->elastic.elastic_timeout_s, 600);
-    CHECK_EQ(c->elastic.max_resets, 3);
+    CHECK_EQ(c->elastic.max_resets, 100);
     CHECK_EQ(c->elastic.blacklist_cooldown_s, 60);
     CHECK_EQ(c->elastic.blacklist_max_cooldown_s, 3600);
     CHECK_EQ(c->elastic.rendezvous_timeout_s, 60);
