@@ -1874,7 +1874,7 @@ static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_
 }
 
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, char *err, size_t errlen) {
+                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
@@ -1886,6 +1886,7 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
         set_str(&w->addr, addr);
         w->jm.dirty = 1;
     }
+    hv_jm_note_redone(&j->jm, redone_samples);
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
     apply(d, j, &d->out);
     return HV_OK;

@@ -274,7 +274,7 @@ void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud);
  * through io->round or io->join_answer. Otherwise refused now (err says why): HV_ENOTFOUND for
  * an unknown job or worker, HV_ESTATE for a job that ended. */
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, char *err, size_t errlen);
+                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen);
 /* A worker of an elastic job asks for a new size (a growth schedule, the program, a callback):
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only

@@ -387,7 +387,7 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     jb_put(&b, ",\"rollback\":%s,\"resets\":%u,\"added\":%zu,\"removed\":%zu,\"wait_ms\":%llu",
            j->round_rollback ? "true" : "false", j->resets, added, removed,
            (unsigned long long)waited);
-    jb_put(&b, ",\"rank0\":");
+    jb_put(&b, ",\"redone_samples\":%llu,\"rank0\":", (unsigned long long)j->round_redone);
     jb_str(&b, rank0);
     jb_put(&b, ",\"members\":[");
     for (uint32_t r = 0; r < n; r++) {
@@ -401,11 +401,18 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         }
     }
     jb_put(&b, "]}");
+    char redo[64] = "";
+    if (j->round_rollback) {
+        snprintf(redo, sizeof(redo),
+                 j->round_redone ? ", rolled back, %llu samples to redo" : ", rolled back",
+                 (unsigned long long)j->round_redone);
+    }
+    j->round_redone = 0;
     act_event(out, "round.close", jb_take(&b),
               "generation %u: %zu workers on %u nodes, rank 0 on %s (+%zu -%zu%s) after %llu ms; "
               "reason: %s",
-              gen, n, hosts, rank0, added, removed, j->round_rollback ? ", rolled back" : "",
-              (unsigned long long)waited, j->round_reason);
+              gen, n, hosts, rank0, added, removed, redo, (unsigned long long)waited,
+              j->round_reason);
     hv_jm_action_t *x = act(out, HV_JA_ROUND);
     if (x != NULL) {
         x->generation = gen;
@@ -840,6 +847,12 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
     }
     w->joined = 1;
     evaluate(j, now, out);
+}
+
+void hv_jm_note_redone(hv_jm_job_t *j, uint64_t samples) {
+    if (samples > j->round_redone) {
+        j->round_redone = samples;
+    }
 }
 
 void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w) {

@@ -123,6 +123,8 @@ typedef struct hv_jm_job_s {
     char failures[HV_JM_REASON_MAX]; /* failures since the last closed round, "; "-separated */
     char grow_reason[200];           /* why the driver placed the newest workers (for the round
                                         they open: "cooldown of node a ended", "free slots") */
+    uint64_t round_redone;           /* samples the rollback before the open round sent back
+                                        (the most any joiner reported; in its round.close) */
     int ending;                      /* terminal, some workers still alive */
     int release_due;    /* a round closed with members kept on draining nodes: they leave at the
                       * next tick, once the close's answers went out (hv_jm_tick) */
@@ -191,6 +193,9 @@ void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t no
 /* A JoinRound arrived from w (the driver keeps the call and its address). */
 void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t now,
                 hv_jm_out_t *out);
+/* Before hv_jm_join: the joiner's rollback sent back samples to be done again (the most any
+ * joiner of a round reports is the round's figure: every rank counts all ranks' samples). */
+void hv_jm_note_redone(hv_jm_job_t *j, uint64_t samples);
 /* A JoinRound of w went away (the worker gave up or died while waiting). */
 void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w);
 /* Done from w for generation gen (0 = unknown). HV_ESTATE for a stale generation, a worker

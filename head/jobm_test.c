@@ -279,10 +279,13 @@ static void case_failure_blacklists_node(void) {
     CHECK(p != NULL && p->generation == 2 && p->failure == 1);
     CHECK(find_event("worker.fail") != NULL);
     CHECK(find_event("round.open") != NULL);
-    /* the survivors' collectives fail; they restore and re-join */
+    /* the survivors' collectives fail; they restore and re-join, reporting the samples their
+     * rollback sent back (every rank counts all ranks': the round keeps the most) */
     hv_jm_out_reset(&O);
+    hv_jm_note_redone(&J, 64);
     join(2, 1);
     CHECK_EQ(count(HV_JA_ROUND), 0);
+    hv_jm_note_redone(&J, 32);
     join(3, 1);
     CHECK_EQ(count(HV_JA_ROUND), 1);
     CHECK_EQ(J.size, 2);
@@ -291,6 +294,9 @@ static void case_failure_blacklists_node(void) {
     const hv_jm_action_t *e = find_event("round.close");
     CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"rollback\":true") != NULL);
     CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"rank0\":\"b\"") != NULL);
+    CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"redone_samples\":64,") != NULL);
+    CHECK(e != NULL && strstr(e->text, "rolled back, 64 samples to redo") != NULL);
+    CHECK_EQ(J.round_redone, 0); /* the next round starts from nothing */
     /* the stopped worker's end is no failure */
     hv_jm_out_reset(&O);
     hv_jm_exited(&J, &W[1], -1, 15, "rank 1 on a was killed by signal SIGTERM", now, &O);

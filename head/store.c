@@ -224,6 +224,7 @@ enum {
     ST_EVENT_LIST_ALL,
     ST_EVENT_LIST_JOB,
     ST_EVENT_COUNT,
+    ST_EVENT_SUM,
     ST_ARTIFACT_PUT,
     ST_ARTIFACT_GET,
     ST_ARTIFACT_TOUCH,
@@ -324,6 +325,8 @@ static const char *const store_sql[ST__COUNT] = {
                           " ORDER BY seq",
     [ST_EVENT_COUNT] = "SELECT COUNT(*) FROM events WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2"
                        " AND instr(data, ?3) > 0",
+    [ST_EVENT_SUM] = "SELECT COALESCE(SUM(json_extract(data, ?3)), 0) FROM events"
+                     " WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2 AND json_valid(data)",
     [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
                         " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
@@ -1579,6 +1582,32 @@ hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, co
             *n = v > 0 ? (uint64_t)v : 0;
         } else {
             rc = store_fail(s, src, "event count");
+        }
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_event_sum(hv_store_t *s, uint64_t job_id, const char *kind, const char *field,
+                          uint64_t *sum) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_EVENT_SUM, &st)) != HV_OK) {
+        return rc;
+    }
+    char path[80];
+    snprintf(path, sizeof(path), "$.%s", field);
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, job_id);
+    bind_text(&b, 2, kind);
+    bind_text(&b, 3, path);
+    if ((rc = store_bind_check(s, &b, "event sum")) == HV_OK) {
+        int src = sqlite3_step(st);
+        if (src == SQLITE_ROW) {
+            sqlite3_int64 v = sqlite3_column_int64(st, 0);
+            *sum = v > 0 ? (uint64_t)v : 0;
+        } else {
+            rc = store_fail(s, src, "event sum");
         }
     }
     store_release(st);

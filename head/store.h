@@ -187,6 +187,10 @@ void hv_store_event_free_list(hv_event_row_t *rows, size_t n);
 /* How many events of `kind` (of job_id; 0 = all jobs) have data containing data_has ("" = any). */
 hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
                             uint64_t *n);
+/* The sum of the integer field `field` (a top-level key of the JSON data) over the events of
+ * `kind` (of job_id; 0 = all jobs); events without it count 0. */
+hv_err hv_store_event_sum(hv_store_t *s, uint64_t job_id, const char *kind, const char *field,
+                          uint64_t *sum);
 
 /* ---- artifacts (uploaded binaries, by sha256) ------------------------------------------------ */
 

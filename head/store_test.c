@@ -642,6 +642,19 @@ static void test_events(void) {
     CHECK_U64(cnt, 3);
     CHECK_OK(s, hv_store_event_count(s, 0, "k", NULL, &cnt));
     CHECK_U64(cnt, 11);
+    /* Summing a field of the data: job 3 redid 64 + 36 samples; other kinds do not count. */
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"redone_samples\":64}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"redone_samples\":36}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 4, 0, "round.close", "", "{\"redone_samples\":5}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "worker.fail", "", "{\"redone_samples\":7}", NULL));
+    CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "", NULL));
+    uint64_t sum = 1;
+    CHECK_OK(s, hv_store_event_sum(s, 3, "round.close", "redone_samples", &sum));
+    CHECK_U64(sum, 100);
+    CHECK_OK(s, hv_store_event_sum(s, 0, "round.close", "redone_samples", &sum));
+    CHECK_U64(sum, 105);
+    CHECK_OK(s, hv_store_event_sum(s, 9, "round.close", "redone_samples", &sum));
+    CHECK_U64(sum, 0);
     CHECK_OK(s, hv_store_event_count(s, 5, "round.close", "", &cnt));
     CHECK_U64(cnt, 0);
 

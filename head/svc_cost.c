@@ -119,11 +119,14 @@ static void cost_call(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     cost_input_t in;
     hv_cost_report_t r;
-    uint64_t rollbacks = 0;
+    uint64_t rollbacks = 0, redone = 0;
     hv_err rc = input_load(s, req->job_id, &in);
     if (rc == HV_OK) {
         rc = hv_store_event_count(s->store, req->job_id, "round.close", "\"rollback\":true",
                                   &rollbacks);
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_event_sum(s->store, req->job_id, "round.close", "redone_samples", &redone);
     }
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "cannot read the cost's records: %s", hv_store_last_error(s->store));
@@ -161,6 +164,7 @@ static void cost_call(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     rep.ondemand_known = r.ondemand_known;
     rep.preemptions = r.preemptions;
     rep.rollbacks = (uint32_t)(rollbacks > UINT32_MAX ? UINT32_MAX : rollbacks);
+    rep.redone_samples = redone;
     if (req->job_id != 0) {
         uint64_t end = job.ended_ms ? job.ended_ms : now;
         rep.wall_seconds = end > job.submitted_ms ? (double)(end - job.submitted_ms) / 1000.0 : 0;

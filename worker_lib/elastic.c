@@ -670,7 +670,12 @@ static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud
                a ? a->generation : 0, hv_strerror(rc),
                restore ? "restoring the last commit and re-joining" : "re-joining");
         if (restore) {
+            uint64_t redone = 0;
+            for (int i = 0; i < st->nsamplers; i++) {
+                redone += hv__sampler_pending_global(st->samplers[i]);
+            }
             HV_TRY(hv_state_restore(st));
+            hv__member_note_redone(m, redone);
         }
         HV_TRY(hv__member_rejoin(m, &ch));
         if (ch.removed) {

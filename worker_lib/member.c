@@ -266,6 +266,12 @@ hv_err hv__member_wait_pushed(hv__member_t *m, uint32_t gen, uint32_t timeout_ms
     return rc;
 }
 
+void hv__member_note_redone(hv__member_t *m, uint64_t samples) {
+    if (m != NULL && m->rdzv.ops != NULL && m->rdzv.ops->note_redone != NULL && samples > 0) {
+        m->rdzv.ops->note_redone(m->rdzv.ctx, samples);
+    }
+}
+
 hv_err hv__member_rejoin(hv__member_t *m, hv__member_change_t *out) {
     hv__member_change_t ch = {.old_generation = m->generation};
     hv__world_t *old = m->world;

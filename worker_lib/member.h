@@ -81,6 +81,10 @@ hv_err hv__member_wait_pushed(hv__member_t *m, uint32_t gen, uint32_t timeout_ms
  * HV_ETIMEDOUT; HV_EUNAVAIL); hv__member_last_error says why. */
 hv_err hv__member_rejoin(hv__member_t *m, hv__member_change_t *out);
 
+/* Before a rejoin after a rollback: the samples it sent back to be done again, for the head's
+ * accounting (a rendezvous without the report ignores it). */
+void hv__member_note_redone(hv__member_t *m, uint64_t samples);
+
 /* Reports Done for the current generation, once (later calls return the first status).
  * HV_ESTATE without a world. */
 hv_err hv__member_done(hv__member_t *m);

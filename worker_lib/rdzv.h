@@ -93,6 +93,10 @@ typedef struct hv__rdzv_ops_s {
     /* Stops and frees a watcher; returns promptly (bounded waits inside) and never calls cb
      * after it returned. Any thread. NULL is a no-op. */
     void (*watch_stop)(void *watcher);
+    /* Optional (NULL: not reported). The next join reports that a rollback sent back samples
+     * (handed out since the last commit, over all ranks) to be done again; cleared once a join
+     * has carried it. */
+    void (*note_redone)(void *ctx, uint64_t samples);
     /* Optional: the detail of the last failed call ("resets exceeded --max-resets 2"), "" when
      * none. The string is owned by the client and valid until its next call. */
     const char *(*last_error)(void *ctx);

@@ -44,6 +44,7 @@ typedef struct head_client_s {
     uint64_t worker_id;
     char target[256];
     char last_error[512]; // detail of the last failed call (the calling thread's)
+    uint64_t redone;      // samples a rollback sent back, for the next join (training thread)
 } head_client_t;
 
 static void sleep_ms(uint64_t ms) {
@@ -100,6 +101,7 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     req.worker_id = c->worker_id;
     req.addr = (char *)my_addr;
     req.last_generation = last_gen;
+    req.redone_samples = c->redone;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st = {0};
     c->last_error[0] = '\0';
@@ -114,6 +116,7 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
                hv_strerror(rc), st.msg);
         return rc;
     }
+    c->redone = 0; /* the head has it */
     Hvpb__V1__RdzvJoinReply *r = (Hvpb__V1__RdzvJoinReply *)resp;
     hv__rdzv_assignment_t a = {0};
     a.world_id = c->job_id;
@@ -448,6 +451,11 @@ static void head_destroy(void *ctx) {
     hv_free(c);
 }
 
+static void head_note_redone(void *ctx, uint64_t samples) {
+    head_client_t *c = ctx;
+    c->redone += samples;
+}
+
 static const hv__rdzv_ops_t head_ops = {
     .name = "head",
     .join = head_join,
@@ -457,6 +465,7 @@ static const hv__rdzv_ops_t head_ops = {
     .kv_get = head_kv_get,
     .watch = head_watch,
     .watch_stop = head_watch_stop,
+    .note_redone = head_note_redone,
     .last_error = head_last_error,
     .destroy = head_destroy,
 };

@@ -277,6 +277,10 @@ hv_err hv_sampler_next(hv_sampler_t *s, uint64_t *idx, size_t cap, size_t *n, in
 
 uint64_t hv_sampler_step_samples(const hv_sampler_t *s) { return s != NULL ? s->step_samples : 0; }
 
+uint64_t hv__sampler_pending_global(const hv_sampler_t *s) {
+    return s != NULL ? s->pending_global : 0;
+}
+
 hv_err hv_sampler_next_epoch(hv_sampler_t *s) {
     if (s == NULL) {
         return HV_EINVAL;

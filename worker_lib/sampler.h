@@ -33,6 +33,9 @@ hv_err hv__sampler_commit(hv_sampler_t *s, hv__engine_t *e, int size);
  * last commit and re-partition at the next hv_sampler_next. Local. */
 void hv__sampler_rewind(hv_sampler_t *s);
 
+/* Samples handed out since the last commit, over all ranks (what a rewind sends back). */
+uint64_t hv__sampler_pending_global(const hv_sampler_t *s);
+
 /* Frees s (its registered buffers are libhv's own). NULL is a no-op. */
 void hv__sampler_free(hv_sampler_t *s);
 

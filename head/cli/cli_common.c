@@ -1939,9 +1939,13 @@ void hv_cli_cost_summary(const Hvpb__V1__CostReply *r, char *buf, size_t len) {
         }
     }
     if (off < len) {
-        snprintf(buf + off, len - off, "; %u preemption%s%s; %u rollback%s",
-                 (unsigned)r->preemptions, r->preemptions == 1 ? "" : "s",
-                 r->job_id != 0 ? " survived" : "", (unsigned)r->rollbacks,
-                 r->rollbacks == 1 ? "" : "s");
+        off += (size_t)snprintf(buf + off, len - off, "; %u preemption%s%s; %u rollback%s",
+                                (unsigned)r->preemptions, r->preemptions == 1 ? "" : "s",
+                                r->job_id != 0 ? " survived" : "", (unsigned)r->rollbacks,
+                                r->rollbacks == 1 ? "" : "s");
+    }
+    if (off < len && r->redone_samples > 0) {
+        snprintf(buf + off, len - off, " (%llu sample%s redone)",
+                 (unsigned long long)r->redone_samples, r->redone_samples == 1 ? "" : "s");
     }
 }

@@ -68,7 +68,8 @@ static const struct {
     {"cost", "[--job ID]",
      "what the cluster (or one job) cost: instance-seconds by node\n"
      "type, cost at the configured prices, the same time on\n"
-     "demand, preemptions (survived, for a job), rollbacks"},
+     "demand, preemptions (survived, for a job), rollbacks and\n"
+     "the samples they sent back to be done again"},
     {"drain", "NODE... [--reason TEXT]",
      "drain nodes (names or ids): they take no new work and\n"
      "elastic jobs move off them at their next commit (the\n"
@@ -975,6 +976,8 @@ static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
     hv_cli_json_u64(&j, r->preemptions);
     hv_cli_json_key(&j, "rollbacks");
     hv_cli_json_u64(&j, r->rollbacks);
+    hv_cli_json_key(&j, "redone_samples");
+    hv_cli_json_u64(&j, r->redone_samples);
     hv_cli_json_obj_end(&j);
     hv_cli_json_finish(&j);
 }

@@ -3,7 +3,8 @@
 # reports an exit). The survivors' collectives fail at once; they roll back and re-join, and the
 # round forms without the lost node when its lease runs out. The job ends 0, every epoch
 # processes each sample exactly once, and the final accuracy is within 0.01 of a run without
-# the failure (same seed, constant global batch).
+# the failure (same seed, constant global batch). hvctl cost counts the rollback and the samples
+# it sent back to be done again.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
@@ -31,4 +32,20 @@ close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a node loss is not 
 rounds 2 >"$TMP/r2"; cat "$TMP/r2"
 sed -n 2p "$TMP/r2" | grep -q '^2 2 rollback node-a ' || fail "g2 should roll back to the 2 workers of node-a"
 assert_grep "$TMP/loss.err" "node node-b is dead" "hvsubmit should show why the workers were lost"
+# The rollback's cost: what the survivors had handed out since their last commit (they commit
+# every step of 64 samples, so one or two steps' samples) is recorded with the round and summed
+# by hvctl cost; the run without a failure redid nothing.
+"$BIN/hvctl" --head "$HEAD" cost --job 2 --json >"$TMP/cost2.json" || fail "hvctl cost --job 2 failed"
+"$BIN/hvctl" --head "$HEAD" cost --job 1 --json >"$TMP/cost1.json" || fail "hvctl cost --job 1 failed"
+"$BIN/hvctl" --head "$HEAD" cost --job 2 >"$TMP/cost2.txt"; cat "$TMP/cost2.txt"
+/usr/bin/python3 - "$TMP/cost1.json" "$TMP/cost2.json" "$TMP/events-2.json" <<'PY' || fail "the rollback's redone samples are wrong"
+import json, sys
+c1, c2 = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert c1["rollbacks"] == 0 and c1["redone_samples"] == 0, c1
+assert c2["rollbacks"] == 1, c2
+assert 1 <= c2["redone_samples"] <= 128, c2
+closes = [e["data"] for e in json.load(open(sys.argv[3]))["events"] if e["kind"] == "round.close"]
+assert closes[1]["redone_samples"] == c2["redone_samples"], closes[1]
+PY
+assert_grep "$TMP/cost2.txt" "1 rollback ("
 pass "a lost node costs a rollback, not the job; epochs stay exact"
