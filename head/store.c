@@ -1564,54 +1564,42 @@ out:
     return rc;
 }
 
-hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
-                            uint64_t *n) {
+/* One number from an event statement bound to (job_id, kind, arg). */
+static hv_err event_number(hv_store_t *s, int which, uint64_t job_id, const char *kind,
+                           const char *arg, const char *what, uint64_t *out) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
-    if ((rc = store_stmt(s, ST_EVENT_COUNT, &st)) != HV_OK) {
+    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
         return rc;
     }
     store_bind_t b = {st, SQLITE_OK};
     bind_u64(&b, 1, job_id);
     bind_text(&b, 2, kind);
-    bind_text(&b, 3, data_has != NULL ? data_has : "");
-    if ((rc = store_bind_check(s, &b, "event count")) == HV_OK) {
+    bind_text(&b, 3, arg);
+    if ((rc = store_bind_check(s, &b, what)) == HV_OK) {
         int src = sqlite3_step(st);
         if (src == SQLITE_ROW) {
             sqlite3_int64 v = sqlite3_column_int64(st, 0);
-            *n = v > 0 ? (uint64_t)v : 0;
+            *out = v > 0 ? (uint64_t)v : 0;
         } else {
-            rc = store_fail(s, src, "event count");
+            rc = store_fail(s, src, what);
         }
     }
     store_release(st);
     return rc;
 }
 
+hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
+                            uint64_t *n) {
+    return event_number(s, ST_EVENT_COUNT, job_id, kind, data_has != NULL ? data_has : "",
+                        "event count", n);
+}
+
 hv_err hv_store_event_sum(hv_store_t *s, uint64_t job_id, const char *kind, const char *field,
                           uint64_t *sum) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_EVENT_SUM, &st)) != HV_OK) {
-        return rc;
-    }
     char path[80];
     snprintf(path, sizeof(path), "$.%s", field);
-    store_bind_t b = {st, SQLITE_OK};
-    bind_u64(&b, 1, job_id);
-    bind_text(&b, 2, kind);
-    bind_text(&b, 3, path);
-    if ((rc = store_bind_check(s, &b, "event sum")) == HV_OK) {
-        int src = sqlite3_step(st);
-        if (src == SQLITE_ROW) {
-            sqlite3_int64 v = sqlite3_column_int64(st, 0);
-            *sum = v > 0 ? (uint64_t)v : 0;
-        } else {
-            rc = store_fail(s, src, "event sum");
-        }
-    }
-    store_release(st);
-    return rc;
+    return event_number(s, ST_EVENT_SUM, job_id, kind, path, "event sum", sum);
 }
 
 /* ---- artifacts ------------------------------------------------------------------------------- */
