@@ -807,6 +807,12 @@ static void test_sampler(void) {
     ASSERT_EQ_INT(scenario_worker(&sc, 4)->step, a->step);
     ASSERT_EQ_INT(a->epoch_checks, 2);
     ASSERT_EQ_INT(hv__rdzv_local_store_done_count(sc.store), 3);
+    // The survivors' rollback reported what all ranks had handed out since the commit: whole
+    // windows of the global batch (24), not a rank's share (8); none when the failure reached
+    // them at the check right after a commit, one for the step in flight, two when a rank had
+    // drawn the next.
+    uint64_t redone = hv__rdzv_local_store_redone(sc.store);
+    ASSERT_TRUE(redone == 0 || redone == 24 || redone == 48);
     scenario_fini(&sc);
 }
 

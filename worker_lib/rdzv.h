@@ -158,6 +158,8 @@ hv_err hv__rdzv_local_store_wait_generation(hv__rdzv_local_store_t *s, uint32_t 
                                             uint32_t timeout_ms);
 /* The generation of the last Done (0 if none). */
 uint32_t hv__rdzv_local_store_done_generation(hv__rdzv_local_store_t *s);
+/* The most samples a client reported sent back by a rollback (note_redone; 0 if none). */
+uint64_t hv__rdzv_local_store_redone(hv__rdzv_local_store_t *s);
 
 /* ---- rdzv_file: shared directory (multi-process runs without a head) ------------------------- */
 

@@ -100,6 +100,7 @@ struct hv__rdzv_local_store_s {
     local_round_t *open; // the round being gathered, or NULL (plain stores)
     local_kv_t *kv;
     int done_count;
+    uint64_t redone_max; // the most samples one note_redone reported
     local_elastic_t *el; // NULL for plain stores
 };
 
@@ -764,6 +765,22 @@ static void local_watch_stop(void *watcher) {
 
 static const char *local_last_error(void *ctx) { return ((local_client_t *)ctx)->last_error; }
 
+static void local_note_redone(void *ctx, uint64_t samples) {
+    hv__rdzv_local_store_t *s = ((local_client_t *)ctx)->store;
+    pthread_mutex_lock(&s->mu);
+    if (samples > s->redone_max) {
+        s->redone_max = samples;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t hv__rdzv_local_store_redone(hv__rdzv_local_store_t *s) {
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = s->redone_max;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 static void local_destroy(void *ctx) { hv_free(ctx); }
 
 static const hv__rdzv_ops_t local_ops = {
@@ -774,6 +791,7 @@ static const hv__rdzv_ops_t local_ops = {
     .kv_get = local_kv_get,
     .watch = local_watch,
     .watch_stop = local_watch_stop,
+    .note_redone = local_note_redone,
     .last_error = local_last_error,
     .destroy = local_destroy,
 };
