@@ -627,6 +627,32 @@ static void node_view_free(node_slot_t *x) {
     hv_free(x->label_copy);
 }
 
+/* Answers with a ListNodesReply of the n nodes nds, in that order. */
+static void reply_nodes(hv_rpc_call_t *c, hv_svc_jobs_t *s, hv_dnode_t *const *nds, size_t n) {
+    node_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
+    Hvpb__V1__NodeView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
+    if (slots == NULL || vp == NULL) {
+        hv_free(slots);
+        hv_free(vp);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        node_view(s, nds[i], &slots[i]);
+        vp[i] = &slots[i].v;
+    }
+    Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
+    rep.nodes = vp;
+    rep.n_nodes = n;
+    rep.cluster_name = s->cfg->cluster_name;
+    hv_rpc_reply(c, &rep.base);
+    for (size_t i = 0; i < n; i++) {
+        node_view_free(&slots[i]);
+    }
+    hv_free(slots);
+    hv_free(vp);
+}
+
 static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)m;
     hv_svc_jobs_t *s = ud;
@@ -636,33 +662,24 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
         n += !hv_driver_node_hidden(nd);
     }
-    node_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
-    Hvpb__V1__NodeView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
-    if (slots == NULL || vp == NULL) {
-        hv_free(slots);
-        hv_free(vp);
+    hv_dnode_t **nds = hv_calloc(n ? n : 1, sizeof(*nds));
+    if (nds == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
     size_t i = 0;
     for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL && i < n; nd = nd->next) {
-        if (hv_driver_node_hidden(nd)) {
-            continue;
+        if (!hv_driver_node_hidden(nd)) {
+            nds[i++] = nd;
         }
-        node_view(s, nd, &slots[i]);
-        vp[i] = &slots[i].v;
-        i++;
     }
-    Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
-    rep.nodes = vp;
-    rep.n_nodes = n;
-    rep.cluster_name = s->cfg->cluster_name;
-    hv_rpc_reply(c, &rep.base);
-    for (i = 0; i < n; i++) {
-        node_view_free(&slots[i]);
-    }
-    hv_free(slots);
-    hv_free(vp);
+    reply_nodes(c, s, nds, n);
+    hv_free(nds);
+}
+
+/* What a drain or undrain is recorded as when the caller gave no reason. */
+static const char *drain_why(const char *reason, int drain) {
+    return reason != NULL && reason[0] != '\0' ? reason : (drain ? "hvctl drain" : "hvctl undrain");
 }
 
 /* A node by name, else by id (a decimal string); NULL when neither. */
@@ -691,10 +708,8 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node ? req->node : "");
         return;
     }
-    const char *why = req->reason != NULL && req->reason[0] != '\0'
-                          ? req->reason
-                          : (req->drain ? "hvctl drain" : "hvctl undrain");
-    hv_err rc = hv_driver_node_drain(s->d, nd->id, req->drain, why, 0, 0);
+    hv_err rc =
+        hv_driver_node_drain(s->d, nd->id, req->drain, drain_why(req->reason, req->drain), 0, 0);
     if (rc == HV_ESTATE) {
         hv_rpc_finish(c, rc, "node %s is %s, not draining", nd->name,
                       hv_node_state_name(nd->state));
@@ -749,9 +764,7 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
             return;
         }
     }
-    const char *why = req->reason != NULL && req->reason[0] != '\0'
-                          ? req->reason
-                          : (req->drain ? "hvctl drain" : "hvctl undrain");
+    const char *why = drain_why(req->reason, req->drain);
     for (size_t i = 0; i < n; i++) {
         hv_err rc = hv_driver_node_drain(s->d, nds[i]->id, req->drain, why, 0, 0);
         if (rc != HV_OK) {
@@ -760,28 +773,7 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
             return;
         }
     }
-    node_slot_t *slots = hv_calloc(n, sizeof(*slots));
-    Hvpb__V1__NodeView **vp = hv_calloc(n, sizeof(*vp));
-    if (slots == NULL || vp == NULL) {
-        hv_free(slots);
-        hv_free(vp);
-        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        node_view(s, nds[i], &slots[i]);
-        vp[i] = &slots[i].v;
-    }
-    Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
-    rep.nodes = vp;
-    rep.n_nodes = n;
-    rep.cluster_name = s->cfg->cluster_name;
-    hv_rpc_reply(c, &rep.base);
-    for (size_t i = 0; i < n; i++) {
-        node_view_free(&slots[i]);
-    }
-    hv_free(slots);
-    hv_free(vp);
+    reply_nodes(c, s, nds, n);
 }
 
 static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
