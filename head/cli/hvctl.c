@@ -151,6 +151,8 @@ static int ctl_opt_is(const char *arg, const char *name, const char **value_out)
 /* Parses the command line; returns -1 on success, else the exit status (usage printed). */
 static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(o, 0, sizeof(*o));
+    /* static: o->nodes points into it after the parse (the positionals are not contiguous in
+     * argv, options may stand between them) */
     static const char *pos[CTL_MAX_POS + 1];
     memset(pos, 0, sizeof(pos));
     int npos = 0;
