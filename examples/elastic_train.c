@@ -68,6 +68,8 @@
  *                         job's machines make it take, whatever this host's cores (benchmarks)
  *   --step-log PATH       rank 0 appends "EPOCH BATCH GENERATION" to PATH as each step starts
  *                         (steps redone after a rollback or a restart appear again: goodput)
+ *   --epoch-log PATH      rank 0 appends each epoch's line to PATH too (a file write outlives a
+ *                         SIGKILL of the node; the log stream may lose the last lines it wrote)
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
@@ -296,6 +298,7 @@ typedef struct opts_s {
     uint64_t checkpoint_every;    /* --checkpoint-every steps (0: at each epoch's end) */
     double compute_ms_per_sample; /* --compute-ms-per-sample */
     const char *step_log;         /* --step-log PATH, or NULL */
+    const char *epoch_log;        /* --epoch-log PATH, or NULL */
     int verbose;
 } opts_t;
 
@@ -334,6 +337,7 @@ static void usage(FILE *f) {
         "  --compute-ms-per-sample X  sleep X ms per sample of this rank's share of a step\n"
         "                       (an accelerator's time, for benchmarks)\n"
         "  --step-log PATH      rank 0 appends 'EPOCH BATCH GENERATION' as each step starts\n"
+        "  --epoch-log PATH     rank 0 appends each epoch's line there too\n"
         "  --verbose            configuration, data loading and progress on stderr\n"
         "Rank 0 prints one line per epoch and a final 'done' line on stdout. Exit status 0\n"
         "on success (also when a drain removed this worker), 1 on an error.\n",
@@ -419,7 +423,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                                                  "--checkpoint",
                                                  "--checkpoint-every",
                                                  "--compute-ms-per-sample",
-                                                 "--step-log"};
+                                                 "--step-log",
+                                                 "--epoch-log"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
             known |= strcmp(name, with_value[k]) == 0;
@@ -474,6 +479,9 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                 parse_u64(v, 1, UINT32_MAX, &o->checkpoint_every) ? "a number of steps >= 1" : NULL;
         } else if (strcmp(name, "--step-log") == 0) {
             o->step_log = v;
+            want = v[0] == '\0' ? "a file path" : NULL;
+        } else if (strcmp(name, "--epoch-log") == 0) {
+            o->epoch_log = v;
             want = v[0] == '\0' ? "a file path" : NULL;
         } else if (strcmp(name, "--compute-ms-per-sample") == 0) {
             char *end = NULL;
@@ -565,6 +573,7 @@ typedef struct trainer_s {
     double t_start;       /* when this process started (or joined) that epoch */
     int entered;          /* train() ran before in this process */
     int step_fd;          /* --step-log, opened on first use (-1: not yet) */
+    int epoch_fd;         /* --epoch-log, the same */
     /* The last epoch's line, kept by every rank (they all compute the same values), and the
      * epochs whose line rank 0 printed, counted by every rank, so that a survivor that becomes
      * rank 0 neither repeats nor loses a line. */
@@ -769,20 +778,29 @@ static void sleep_us(uint64_t us) {
     }
 }
 
-/* --step-log: rank 0 appends the step it starts (one short O_APPEND write). */
+/* Appends line to the file of option opt (path), opened on first use into *fd (-1: not yet;
+ * -2: the open failed and was reported once): one O_APPEND write, so that a line is whole in
+ * the file even when the process is killed right after. */
+static void append_line(int *fd, const char *path, const char *opt, const char *line) {
+    if (*fd == -1 && (*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+        fprintf(stderr, "elastic_train: %s %s: %s\n", opt, path, strerror(errno));
+        *fd = -2;
+    }
+    size_t n = strlen(line);
+    if (*fd >= 0 && write(*fd, line, n) != (ssize_t)n) {
+        fprintf(stderr, "elastic_train: %s %s: %s\n", opt, path, strerror(errno));
+    }
+}
+
+/* --step-log: rank 0 appends the step it starts. */
 static void step_log(trainer_t *t) {
     if (t->o.step_log == NULL || hv_rank() != 0) {
         return;
     }
-    if (t->step_fd < 0) {
-        t->step_fd = open(t->o.step_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    }
     char line[96];
-    int n = snprintf(line, sizeof(line), "%llu %llu %u\n", (unsigned long long)t->epoch,
-                     (unsigned long long)t->batch, hv_generation());
-    if (t->step_fd >= 0 && write(t->step_fd, line, (size_t)n) != n) {
-        fprintf(stderr, "elastic_train: --step-log %s: %s\n", t->o.step_log, strerror(errno));
-    }
+    snprintf(line, sizeof(line), "%llu %llu %u\n", (unsigned long long)t->epoch,
+             (unsigned long long)t->batch, hv_generation());
+    append_line(&t->step_fd, t->o.step_log, "--step-log", line);
 }
 
 /* --checkpoint: rank 0 writes the committed state (a failure is reported, training goes on). */
@@ -799,13 +817,19 @@ static void report_print(trainer_t *t) {
         return;
     }
     if (hv_rank() == 0) {
-        printf("elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
-               "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
-               (unsigned long long)t->report.epoch, t->report.size, t->report.generation,
-               hv_host_name(), (unsigned long long)t->report.samples,
-               (unsigned long long)t->report.duplicates, t->report.exact, t->report.loss,
-               t->report.accuracy, t->report.seconds);
+        char line[512];
+        snprintf(line, sizeof(line),
+                 "elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
+                 "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
+                 (unsigned long long)t->report.epoch, t->report.size, t->report.generation,
+                 hv_host_name(), (unsigned long long)t->report.samples,
+                 (unsigned long long)t->report.duplicates, t->report.exact, t->report.loss,
+                 t->report.accuracy, t->report.seconds);
+        fputs(line, stdout);
         fflush(stdout);
+        if (t->o.epoch_log != NULL) {
+            append_line(&t->epoch_fd, t->o.epoch_log, "--epoch-log", line);
+        }
     }
     t->printed = t->epoch;
 }
@@ -938,7 +962,7 @@ static int fail(const char *what, hv_err rc) {
 static void *alloc_floats(size_t n) { return aligned_alloc(64, ((n * 4 + 63) / 64) * 64); }
 
 int main(int argc, char **argv) {
-    trainer_t t = {.timed_epoch = UINT64_MAX, .step_fd = -1};
+    trainer_t t = {.timed_epoch = UINT64_MAX, .step_fd = -1, .epoch_fd = -1};
     int pr = parse_args(argc, argv, &t.o);
     if (pr != 0) {
         return pr > 0 ? 0 : 1;
@@ -1057,6 +1081,9 @@ out:
     free(A->y);
     if (t.step_fd >= 0) {
         close(t.step_fd);
+    }
+    if (t.epoch_fd >= 0) {
+        close(t.epoch_fd);
     }
     fmnist_fini(&t.train);
     fmnist_fini(&t.test);

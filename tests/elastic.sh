@@ -45,8 +45,16 @@ wait_epoch() {
     wait_for "${3:-90}" grep -q "elastic_train: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"
 }
 
-# epoch_lines NAME: the epoch lines, without the [rank]<stdout>: prefix.
-epoch_lines() { sed -n 's/^\[[0-9]*\]<stdout>:elastic_train: epoch=/epoch=/p' "$TMP/$1.out"; }
+# epoch_lines NAME: the epoch lines, without the [rank]<stdout>: prefix; from $TMP/NAME.epochs
+# when the run wrote them there too (elastic_train --epoch-log: a node killed without notice
+# can take the last lines it wrote to the log stream with it, a file write it cannot).
+epoch_lines() {
+    if [ -f "$TMP/$1.epochs" ]; then
+        sed -n 's/^elastic_train: epoch=/epoch=/p' "$TMP/$1.epochs"
+    else
+        sed -n 's/^\[[0-9]*\]<stdout>:elastic_train: epoch=/epoch=/p' "$TMP/$1.out"
+    fi
+}
 
 # check_exact NAME EPOCHS: every epoch was printed once, processed each sample exactly once.
 check_exact() {
