@@ -1,4 +1,5 @@
-/* log: see log.h. State is process-global and guarded by one mutex for the sink. */
+/* log: see log.h. State is process-global and guarded by one mutex for the sink. Every record is
+ * one line: control characters in the formatted text are escaped before it reaches the sink. */
 #include "log.h"
 
 #include <pthread.h>
@@ -91,12 +92,42 @@ static const char *level_name(hv_log_level l) {
     }
 }
 
+/* Copies src into dst (cap > 0) with every C0 control character and DEL written as an escape
+ * (\n, \r, \t, else \xNN), so that no field a peer chose (a key, a node name, a reason) can
+ * end the record early and forge a line of its own, or send a terminal escape sequence. An escape
+ * that does not fit whole is left out: the record is cut short, never split. */
+static void log_escape(char *dst, size_t cap, const char *src) {
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p != '\0'; p++) {
+        char esc[5];
+        size_t n;
+        if (*p >= 0x20 && *p != 0x7f) {
+            esc[0] = (char)*p;
+            n = 1;
+        } else if (*p == '\n' || *p == '\r' || *p == '\t') {
+            esc[0] = '\\';
+            esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+            n = 2;
+        } else {
+            snprintf(esc, sizeof(esc), "\\x%02x", *p);
+            n = 4;
+        }
+        if (o + n >= cap) {
+            break;
+        }
+        memcpy(dst + o, esc, n);
+        o += n;
+    }
+    dst[o] = '\0';
+}
+
 void hv_log_write(hv_log_level level, const char *subsys, const char *msgid, const char *fmt, ...) {
-    char text[2048];
+    char raw[2048], text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    log_escape(text, sizeof(text), raw);
     pthread_mutex_lock(&log_mu);
     if (log_sink != NULL) {
         log_sink(level, subsys, msgid, text, log_sink_ud);

@@ -4,7 +4,9 @@
  * The level is checked before formatting. Levels follow syslog. HV_LOG_LEVEL (error, warn,
  * notice, info, debug) and HV_LOG_SUBSYS (comma list, e.g. "ring,rdzv") are read once from the
  * environment by hv_log_init(); a daemon may override the level from its config. Output goes to a
- * sink (default: stderr, one line per record). Thread-safe: records are written whole.
+ * sink (default: stderr, one line per record). Control characters (C0 and DEL) in the formatted
+ * text reach the sink escaped (\n, \r, \t, \xNN), so a logged field cannot forge a record.
+ * Thread-safe: records are written whole.
  * Not for per-chunk paths: those use HV_TRACE, compiled out unless HV_ENABLE_TRACE is defined.
  */
 #ifndef HV_COMMON_LOG_H

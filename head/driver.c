@@ -154,6 +154,18 @@ static hv_dworker_t *worker_by_id(hv_driver_t *d, uint64_t id) {
     return NULL;
 }
 
+/* The worker node_id reports on (*out NULL when the head does not know it: nothing to apply).
+ * HV_EPERM when it is placed on another node: a node credential acts only for its own workers. */
+static hv_err worker_of_node(hv_driver_t *d, uint64_t node_id, uint64_t worker_id,
+                             hv_dworker_t **out) {
+    hv_dworker_t *w = worker_by_id(d, worker_id);
+    if (w != NULL && w->jm.node_id != node_id) {
+        return HV_EPERM;
+    }
+    *out = w;
+    return HV_OK;
+}
+
 static int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
 
 int hv_driver_job_active(hv_driver_t *d, uint64_t job_id) {
@@ -321,11 +333,12 @@ static void job_open_log(hv_driver_t *d, hv_djob_t *j) {
     j->log_bytes = end > 0 ? (uint64_t)end : 0;
 }
 
-void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, char **lines,
-                          size_t n) {
-    hv_dworker_t *w = worker_by_id(d, worker_id);
+hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, uint32_t stream,
+                            char **lines, size_t n) {
+    hv_dworker_t *w;
+    HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || w->job->log == NULL || n == 0) {
-        return;
+        return HV_OK;
     }
     hv_djob_t *j = w->job;
     const char *sname = stream == 2 ? "stderr" : "stdout";
@@ -350,6 +363,7 @@ void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, c
     if (d->io.job_changed != NULL) {
         d->io.job_changed(d->io.ud, j->jm.id);
     }
+    return HV_OK;
 }
 
 /* ---- jobs in memory ------------------------------------------------------------------------- */
@@ -1480,10 +1494,11 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
 
 /* ---- workers -------------------------------------------------------------------------------- */
 
-void hv_driver_worker_started(hv_driver_t *d, uint64_t worker_id, int pid) {
-    hv_dworker_t *w = worker_by_id(d, worker_id);
+hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid) {
+    hv_dworker_t *w;
+    HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || w->jm.state != HV_WK_STARTING) {
-        return; /* a repeat, or it already ended */
+        return HV_OK; /* a repeat, or it already ended */
     }
     w->pid = pid;
     w->started_ms = hv_wall_ms();
@@ -1492,6 +1507,7 @@ void hv_driver_worker_started(hv_driver_t *d, uint64_t worker_id, int pid) {
            hv_driver_worker_node(d, w), pid);
     hv_jm_started(&w->job->jm, &w->jm, hv_wall_ms(), &d->out);
     apply(d, w->job, &d->out);
+    return HV_OK;
 }
 
 static void describe_exit(hv_driver_t *d, char *buf, size_t len, const hv_dworker_t *w, int code,
@@ -1519,11 +1535,12 @@ static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     w->kill_deadline = 0;
 }
 
-void hv_driver_worker_exited(hv_driver_t *d, uint64_t worker_id, int exit_code, int term_signal,
-                             const char *reason) {
-    hv_dworker_t *w = worker_by_id(d, worker_id);
+hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
+                               int term_signal, const char *reason) {
+    hv_dworker_t *w;
+    HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || !wlive(w)) {
-        return;
+        return HV_OK;
     }
     char what[600];
     describe_exit(d, what, sizeof(what), w, exit_code, term_signal, reason);
@@ -1531,6 +1548,7 @@ void hv_driver_worker_exited(hv_driver_t *d, uint64_t worker_id, int exit_code, 
     hv_jm_exited(&w->job->jm, &w->jm, exit_code, term_signal, what, hv_wall_ms(), &d->out);
     apply(d, w->job, &d->out);
     hv_driver_schedule(d);
+    return HV_OK;
 }
 
 static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {

@@ -212,12 +212,16 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
 
 /* ---- workers (Cluster service) -------------------------------------------------------------- */
 
-void hv_driver_worker_started(hv_driver_t *d, uint64_t worker_id, int pid);
-void hv_driver_worker_exited(hv_driver_t *d, uint64_t worker_id, int exit_code, int term_signal,
-                             const char *reason);
+/* Reports of node node_id's agent about one worker. Node scope: a node reports only on the
+ * workers placed on it, so each returns HV_EPERM, and applies nothing, when worker_id is placed on
+ * another node (or not placed yet); the caller logs the refusal. HV_OK otherwise, also when the
+ * head no longer knows the worker or the report repeats one already applied (nothing to do). */
+hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid);
+hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
+                               int term_signal, const char *reason);
 /* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log. */
-void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, char **lines,
-                          size_t n);
+hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, uint32_t stream,
+                            char **lines, size_t n);
 
 /* ---- jobs (Jobs service) -------------------------------------------------------------------- */
 

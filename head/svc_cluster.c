@@ -23,6 +23,9 @@ typedef struct sess_s {
     hv_rpc_call_t *call;
     uint64_t node_id;         /* 0 until the hello */
     uint64_t max_seq_applied; /* highest AgentMsg.seq applied on this stream */
+    uint64_t refused_window;  /* monotonic ms: start of the current refusal-log window */
+    uint32_t refused_logged;  /* HV-SESSION-SCOPE records in that window */
+    uint32_t refused_quiet;   /* refusals not logged since the last record (the rate limit) */
     struct sess_s *next;
 } sess_t;
 
@@ -327,6 +330,32 @@ static void session_hello(hv_svc_cluster_t *s, hv_rpc_call_t *c,
     hv_rpc_call_set_data(c, x);
 }
 
+#define SCOPE_LOG_BURST 5         /* refusal records per window and session, at most */
+#define SCOPE_LOG_WINDOW_MS 10000 /* the window */
+
+/* A report the driver refused: the worker it names is not placed on the sending node (node
+ * scope). Logged at WARN, at most SCOPE_LOG_BURST records per window and session so that a flood
+ * cannot fill the log; a record says how many refusals went unlogged before it. The session stays
+ * open: the bad report is dropped, the node's own reports still count (see docs/security.md). */
+static void session_refused(sess_t *x, const char *what, uint64_t worker_id) {
+    uint64_t now = hv_now_ms();
+    if (now - x->refused_window >= SCOPE_LOG_WINDOW_MS) {
+        x->refused_window = now;
+        x->refused_logged = 0;
+    }
+    if (x->refused_logged >= SCOPE_LOG_BURST) {
+        x->refused_quiet++;
+        return;
+    }
+    x->refused_logged++;
+    HV_LOG(HV_LOG_WARN, "cluster", "HV-SESSION-SCOPE",
+           "node %llu (from %s): refused '%s' for worker %llu, which is not placed on this node "
+           "(a node reports only on its own workers); %u earlier refusals not logged",
+           (unsigned long long)x->node_id, hv_rpc_call_peer(x->call), what,
+           (unsigned long long)worker_id, x->refused_quiet);
+    x->refused_quiet = 0;
+}
+
 static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_cluster_t *s = ud;
     const Hvpb__V1__AgentMsg *am = (const Hvpb__V1__AgentMsg *)m;
@@ -344,6 +373,8 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         send_ack(x); /* a re-sent event we already applied */
         return;
     }
+    hv_err rc = HV_OK;
+    uint64_t worker = 0;
     switch (am->body_case) {
     case HVPB__V1__AGENT_MSG__BODY_HEARTBEAT: {
         hv_driver_node_heartbeat(s->d, x->node_id);
@@ -360,15 +391,18 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         break;
     }
     case HVPB__V1__AGENT_MSG__BODY_STARTED:
-        hv_driver_worker_started(s->d, am->started->worker_id, am->started->pid);
+        worker = am->started->worker_id;
+        rc = hv_driver_worker_started(s->d, x->node_id, worker, am->started->pid);
         break;
     case HVPB__V1__AGENT_MSG__BODY_EXITED:
-        hv_driver_worker_exited(s->d, am->exited->worker_id, am->exited->exit_code,
-                                am->exited->term_signal, am->exited->reason);
+        worker = am->exited->worker_id;
+        rc = hv_driver_worker_exited(s->d, x->node_id, worker, am->exited->exit_code,
+                                     am->exited->term_signal, am->exited->reason);
         break;
     case HVPB__V1__AGENT_MSG__BODY_LOG:
-        hv_driver_worker_log(s->d, am->log->worker_id, am->log->stream, am->log->lines,
-                             am->log->n_lines);
+        worker = am->log->worker_id;
+        rc = hv_driver_worker_log(s->d, x->node_id, worker, am->log->stream, am->log->lines,
+                                  am->log->n_lines);
         break;
     case HVPB__V1__AGENT_MSG__BODY_DRAIN: {
         const char *r = am->drain->reason != NULL && am->drain->reason[0] != '\0'
@@ -389,6 +423,15 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     default:
         break;
+    }
+    if (rc == HV_EPERM) {
+        /* Not applied, so not acknowledged: the seq does not advance on a refused report. */
+        session_refused(x,
+                        am->body_case == HVPB__V1__AGENT_MSG__BODY_STARTED  ? "started"
+                        : am->body_case == HVPB__V1__AGENT_MSG__BODY_EXITED ? "exited"
+                                                                            : "log",
+                        worker);
+        return;
     }
     if (am->seq != 0 && hv_rpc_call_data(c) == x) {
         x->max_seq_applied = am->seq;
