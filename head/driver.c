@@ -1844,6 +1844,26 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     return HV_OK;
 }
 
+int hv_driver_node_jobs_any(hv_driver_t *d, uint64_t node_id,
+                            int (*fn)(const hv_djob_t *j, void *ud), void *ud) {
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (!job_active(j)) {
+            continue;
+        }
+        for (size_t i = 0; i < j->jm.nw; i++) {
+            const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
+            if (w->jm.node_id == node_id && wlive(w)) {
+                int r = fn(j, ud);
+                if (r != 0) {
+                    return r;
+                }
+                break; /* one call per job */
+            }
+        }
+    }
+    return 0;
+}
+
 size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_t **jobs,
                                 const hv_dbl_t **entries, size_t cap) {
     size_t n = 0;

@@ -205,6 +205,11 @@ hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id);
 hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name);
 /* The first node (nodes are linked by next). */
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d);
+/* Node scope of Cluster.Fetch: calls fn on each active job with a live worker placed on node_id
+ * until fn returns nonzero, and returns that value (0: fn matched none, or there is no such job).
+ * The job is borrowed for the call. */
+int hv_driver_node_jobs_any(hv_driver_t *d, uint64_t node_id,
+                            int (*fn)(const hv_djob_t *j, void *ud), void *ud);
 /* Active blacklist entries of a node (each with the job it bars), for views: fills up to cap,
  * returns the count. */
 size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_t **jobs,

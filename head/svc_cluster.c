@@ -490,6 +490,22 @@ static void fetch_pump(hv_rpc_call_t *c, void *ud) {
     }
 }
 
+/* True when the packed spec of job j names the artifact digest (ud) as its binary or a file. */
+static int spec_uses(const hv_djob_t *j, void *ud) {
+    const char *digest = ud;
+    Hvpb__V1__JobSpec *spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
+    if (spec == NULL) {
+        return 0;
+    }
+    int uses = spec->binary != NULL && spec->binary->digest != NULL &&
+               strcmp(spec->binary->digest, digest) == 0;
+    for (size_t i = 0; !uses && i < spec->n_files; i++) {
+        uses = spec->files[i]->digest != NULL && strcmp(spec->files[i]->digest, digest) == 0;
+    }
+    hvpb__v1__job_spec__free_unpacked(spec, NULL);
+    return uses;
+}
+
 static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_cluster_t *s = ud;
     const Hvpb__V1__FetchRequest *req = (const Hvpb__V1__FetchRequest *)m;
@@ -497,6 +513,22 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     char path[4096];
     if (hv_validate_fetch(req, path, sizeof(path)) != HV_OK) {
         hv_rpc_finish(c, HV_EINVAL, "%s", path);
+        return;
+    }
+    /* Node scope: a node fetches only what the workers placed on it run (the binary or a file
+     * of one of their jobs). Refused before the store is looked at, so the answer does not say
+     * whether another job's artifact exists. */
+    hv_cred_t cred = {.kind = HV_CRED_NONE};
+    if (s->auth != NULL &&
+        (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
+         cred.kind != HV_CRED_NODE ||
+         !hv_driver_node_jobs_any(s->d, cred.node_id, spec_uses, (void *)req->digest))) {
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-FETCH-SCOPE",
+               "node %llu (from %s): refused a fetch of artifact %.12s, which no worker placed on "
+               "this node uses",
+               (unsigned long long)cred.node_id, hv_rpc_call_peer(c), req->digest);
+        hv_rpc_finish(c, HV_EPERM, "permission denied: no worker on this node uses artifact %s",
+                      req->digest);
         return;
     }
     if (hv_artifacts_path(s->arts, req->digest, path, sizeof(path)) != HV_OK ||

@@ -3,7 +3,8 @@
 #  - a node that joined with the join token reports, on its own Session, `started`, a log line
 #    and `exited 0` for the two workers of a job running on node-a. The head refuses each report
 #    (HV-SESSION-SCOPE, with both ids) and acknowledges none: the job keeps running until its
-#    real workers end, it then succeeds, and the forged line is not in `hvctl logs`.
+#    real workers end, it then succeeds, and the forged line is not in `hvctl logs`. Nor may it
+#    fetch job 1's binary (PERMISSION_DENIED, HV-FETCH-SCOPE): no worker on it runs that.
 #  - a worker's KvPut key holding a newline cannot write a line of its own into the head's log.
 . "$HV_SRC_DIR/tests/lib.sh"
 /usr/bin/python3 -c "import grpc" 2>/dev/null || { echo "SKIP: python3-grpcio is not installed"; exit 77; }
@@ -22,11 +23,14 @@ WIDS=$("$BIN/hvctl" --json job 1 | /usr/bin/python3 -c \
 # 1. the other node's reports
 # shellcheck disable=SC2086 # one argument per worker id
 /usr/bin/python3 "$HV_SRC_DIR/tests/tools/hostile_node.py" "$HEAD" "$TOKEN" node-evil \
-    FORGED-BY-NODE $WIDS >"$TMP/evil.out" 2>&1 || fail "the hostile node could not join"
+    FORGED-BY-NODE "$(sha256sum /bin/sh | cut -d' ' -f1)" $WIDS >"$TMP/evil.out" 2>&1 \
+    || fail "the hostile node could not join"
 EVIL=$(sed -n 's/^node_id=//p' "$TMP/evil.out")
 state_is 1 running || fail "job 1 is $(job_state 1) after another node reported its workers exited"
 workers_at_least 1 2 || fail "job 1's workers are not running"
 assert_grep "$TMP/evil.out" "^acked=0$" "the head acknowledged another node's reports"
+assert_grep "$TMP/evil.out" "^fetch=7$" "another node fetched job 1's binary"
+assert_grep "$TMP/head.err" "HV-FETCH-SCOPE: node $EVIL " "the head did not log the refused fetch"
 for w in $WIDS; do
     assert_grep "$TMP/head.err" "HV-SESSION-SCOPE: node $EVIL .*refused '[a-z]*' for worker $w," \
         "the head did not log the refusal for worker $w"

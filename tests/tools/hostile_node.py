@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """hostile_node: a node that joins with the cluster's join token (as any new agent may), then
 uses its own node credential on its own Session to report on workers placed on another node:
-`started`, a `log` line and `exited` with status 0 for each worker id given. An independent gRPC
+`started`, a `log` line and `exited` with status 0 for each worker id given; then it fetches an
+artifact that only the other node's workers use. An independent gRPC
 client (Debian's python3-grpcio; it shares no code with hv); messages are raw protobuf bytes.
 
-usage: hostile_node.py HOST:PORT JOIN_TOKEN NODE_NAME FORGED_LINE WORKER_ID...
-Prints "node_id=N" after the join and "acked=S" at the end: the highest seq the head acknowledged
-on the Session (0: none of the reports was taken as applied). Exits 1 if the join or the Session
+usage: hostile_node.py HOST:PORT JOIN_TOKEN NODE_NAME FORGED_LINE DIGEST WORKER_ID...
+Prints "node_id=N" after the join, "acked=S": the highest seq the head acknowledged on the Session
+(0: none of the reports was taken as applied), and "fetch=CODE": the gRPC status of the fetch of
+DIGEST (0 OK, 7 PERMISSION_DENIED). Exits 1 if the join or the Session
 could not be opened, 0 otherwise (whether the head applied the reports is for the caller to judge).
 """
 import sys
@@ -14,8 +16,8 @@ import time
 
 import grpc
 
-target, join_token, name, forged = sys.argv[1:5]
-workers = [int(w) for w in sys.argv[5:]]
+target, join_token, name, forged, digest = sys.argv[1:6]
+workers = [int(w) for w in sys.argv[6:]]
 INCARNATION = 0x5EC0DE
 
 
@@ -112,3 +114,12 @@ except grpc.RpcError as e:
     if e.code() not in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
         print("session ended: %s %s" % (e.code(), e.details()), flush=True)
 print("acked=%d" % acked, flush=True)
+
+try:
+    for _ in chan.unary_stream("/hvpb.v1.Cluster/Fetch", ident, ident)(
+            f_bytes(1, digest), metadata=md, timeout=4):
+        pass
+    code = 0
+except grpc.RpcError as e:
+    code = e.code().value[0]
+print("fetch=%d" % code, flush=True)
