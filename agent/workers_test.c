@@ -5,7 +5,8 @@
  * a worker and an operator see: the directory layout, files and modes, the HV_* environment
  * (and no join token), arguments, one exit report per order with a clear reason for fetch and
  * spawn failures, kills with grace, refusing new work while shutting down, and a kill while
- * the binary is still downloading. `workers_test <case>` runs one case.
+ * the binary is still downloading; private job directories removed after the exit; 50,000
+ * --env entries spawned in linear time; orders beyond the agent's bounds refused. `workers_test <case>` runs one case.
  */
 #include "workers.h"
 
@@ -166,6 +167,8 @@ static void case_layout_env(void) {
                  "echo DATA=$(cat data.txt)\n"
                  "echo MODE=$(stat -c %a data.txt)\n"
                  "echo BINMODE=$(stat -c %a train.sh)\n"
+                 "echo DIRMODE=$(stat -c %a .)\n"
+                 "echo PARENTMODE=$(stat -c %a ..)\n"
                  "exit 4\n",
                  bin);
     put_artifact("payload\n", data);
@@ -224,7 +227,15 @@ static void case_layout_env(void) {
     CHECK_STR(line_value("ARGS"), "--epochs 3");
     CHECK_STR(line_value("DATA"), "payload");
     CHECK_STR(line_value("MODE"), "600");
-    CHECK_STR(line_value("BINMODE"), "755");
+    CHECK_STR(line_value("BINMODE"), "700"); // private copies: the owner's bits only
+    CHECK_STR(line_value("DIRMODE"), "700");
+    CHECK_STR(line_value("PARENTMODE"), "711"); // reachable, not listable
+    // The directory goes once the exit is reported (on the thread pool: wait for it).
+    snprintf(dir, sizeof(dir), "%s/jobs/7", work);
+    for (int i = 0; i < 200 && access(dir, F_OK) == 0; i++) {
+        test_run_for(&loop, 10);
+    }
+    CHECK(access(dir, F_OK) != 0);
     teardown();
 }
 
@@ -369,6 +380,86 @@ static void case_kill_while_fetching(void) {
     teardown();
 }
 
+/* 50,000 --env entries: the environment is built in linear time, so the order costs the loop
+ * milliseconds (a scan per entry took about 5 s, past the lease). A repeated key keeps the
+ * last value. */
+#define MANY_ENV 50000
+static void case_env_many(void) {
+    setup();
+    char bin[65];
+    put_artifact("#!/bin/sh\necho N=$(env | grep -c '^MANY')\necho K7=$MANY7\n", bin);
+    order_t o;
+    order_init(&o, 30, bin, "envy");
+    Hvpb__V1__KeyValue *kv = hv_calloc(MANY_ENV + 1, sizeof(*kv));
+    Hvpb__V1__KeyValue **env = hv_calloc(MANY_ENV + 1, sizeof(*env));
+    char(*keys)[16] = hv_calloc(MANY_ENV, sizeof(*keys));
+    for (size_t i = 0; i < MANY_ENV; i++) {
+        Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
+        kv[i] = init;
+        snprintf(keys[i], sizeof(keys[i]), "MANY%zu", i);
+        kv[i].key = keys[i];
+        kv[i].value = "v";
+        env[i] = &kv[i];
+    }
+    Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
+    kv[MANY_ENV] = init;
+    kv[MANY_ENV].key = "MANY7";
+    kv[MANY_ENV].value = "last";
+    env[MANY_ENV] = &kv[MANY_ENV];
+    o.sp.env = env;
+    o.sp.n_env = MANY_ENV + 1;
+    uint64_t t0 = hv_now_ms();
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &started, 1, 20000));
+    uint64_t took = hv_now_ms() - t0;
+    fprintf(stderr, "  %d env entries: spawned in %llu ms\n", MANY_ENV, (unsigned long long)took);
+    CHECK(took < 1000); // a small part of a lease (2 s in tests); a scan per entry took seconds
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    CHECK_STR(exit_reason, "");
+    CHECK_STR(line_value("N"), "50000");
+    CHECK_STR(line_value("K7"), "last");
+    hv_free(kv);
+    hv_free(env);
+    hv_free(keys);
+    teardown();
+}
+
+/* An order beyond the agent's own bounds ends at once with a reason, before any work. */
+static void case_too_big(void) {
+    setup();
+    char bin[65];
+    put_artifact("#!/bin/sh\nexit 0\n", bin);
+    order_t o;
+    order_init(&o, 31, bin, "big");
+    size_t n = HV_WORKERS_MAX_ENV + 1;
+    Hvpb__V1__KeyValue kv = HVPB__V1__KEY_VALUE__INIT;
+    kv.key = "A";
+    kv.value = "b";
+    Hvpb__V1__KeyValue **env = hv_calloc(n, sizeof(*env));
+    for (size_t i = 0; i < n; i++) {
+        env[i] = &kv;
+    }
+    o.sp.env = env;
+    o.sp.n_env = n;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 1); // at once
+    CHECK_STR(exit_reason, "spawn failed: 65537 environment variables, at most 65536");
+    o.sp.n_env = 0;
+    static char big[HV_WORKERS_MAX_ARG_BYTES / 4];
+    memset(big, 'x', sizeof(big) - 1);
+    char *args[5] = {big, big, big, big, big};
+    o.sp.args = args;
+    o.sp.n_args = 5;
+    o.sp.worker_id = 32;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 2);
+    CHECK(strstr(exit_reason, "spawn failed: arguments and environment take") != NULL);
+    CHECK_EQ(started, 0);
+    CHECK_EQ(hv_workers_count(wt), 0);
+    hv_free(env);
+    teardown();
+}
+
 static const test_case_t cases[] = {
     {"layout_env", case_layout_env},
     {"fetch_failed", case_fetch_failed},
@@ -376,6 +467,8 @@ static const test_case_t cases[] = {
     {"spawn_failed", case_spawn_failed},
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
+    {"env_many", case_env_many},
+    {"too_big", case_too_big},
     {NULL, NULL},
 };
 
