@@ -7,11 +7,14 @@
  */
 #include "artifact.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,6 +200,9 @@ static int cache_has_valid(hv_artifact_cache_t *c, const char *digest, uint64_t 
         return 0;
     }
     cache_remember(c, digest, &st);
+    if ((st.st_mode & 07777) != HV_ARTIFACT_CACHE_MODE) {
+        chmod(path, HV_ARTIFACT_CACHE_MODE); // put there by hand or by an older agent
+    }
     return 1;
 }
 
@@ -408,14 +414,86 @@ static void cache_tick(uv_timer_t *t) {
 
 /* ---- API ------------------------------------------------------------------------------------ */
 
-hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *ch,
-                                const char *dir, const char *token, hv_artifact_cache_t **out) {
-    hv_err rc = hv_mkdirs(dir, 0755);
+/* 1 when name is a partial download ".<digest>.tmp.<pid>" whose process is gone (or this one,
+ * which has no download yet while the cache is being created). */
+static int cache_stale_tmp(const char *name) {
+    if (name[0] != '.' || strlen(name) < 70 || strncmp(name + 65, ".tmp.", 5) != 0) {
+        return 0;
+    }
+    char *end = NULL;
+    long pid = strtol(name + 70, &end, 10);
+    if (end == name + 70 || *end != '\0' || pid <= 0 || pid > INT_MAX) {
+        return 1; // not a name this module writes: nothing can be using it
+    }
+    if (pid == (long)getpid()) {
+        return 1;
+    }
+    // Another agent sharing the directory (a pid file elsewhere) may be downloading: keep its file.
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes partial downloads left by killed agents and takes group and other bits off cached
+ * files (a cache written by an older agent had them). Best effort: logs what it cannot do. */
+static void cache_sweep(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+    int dfd = dirfd(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        if (cache_stale_tmp(name)) {
+            if (unlinkat(dfd, name, 0) == 0) {
+                HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-CACHE-SWEEP",
+                       "removed the partial download %s/%s of an agent that is gone", dir, name);
+            }
+            continue;
+        }
+        struct stat st;
+        if (!hv_sha256_valid_hex(name) || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || (st.st_mode & 07777) == HV_ARTIFACT_CACHE_MODE) {
+            continue;
+        }
+        if (fchmodat(dfd, name, HV_ARTIFACT_CACHE_MODE, 0) != 0) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-MODE", "cannot chmod %s/%s: %s", dir, name,
+                   strerror(errno));
+        }
+    }
+    closedir(d);
+}
+
+/* Makes dir (and missing parents) and checks that it is the agent's own directory, 0700. */
+static hv_err cache_open_dir(const char *dir) {
+    hv_err rc = hv_mkdirs(dir, 0700);
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CACHE-DIR", "cannot create cache dir %s: %s", dir,
                hv_strerror(rc));
         return rc;
     }
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CACHE-DIR",
+               "cache dir %s is not a directory of the agent's user (uid %d): refusing it", dir,
+               (int)geteuid());
+        return HV_EPERM;
+    }
+    if ((st.st_mode & 07777) != 0700 && chmod(dir, 0700) != 0) {
+        rc = hv_err_from_errno(errno);
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CACHE-DIR", "cannot chmod 0700 %s: %s", dir,
+               strerror(errno));
+        return rc;
+    }
+    return HV_OK;
+}
+
+hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *ch,
+                                const char *dir, const char *token, hv_artifact_cache_t **out) {
+    hv_err rc = cache_open_dir(dir);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    cache_sweep(dir);
     hv_artifact_cache_t *c = hv_calloc(1, sizeof(*c));
     if (c == NULL) {
         return HV_ENOMEM;
@@ -541,42 +619,86 @@ void hv_artifact_cache_destroy(hv_artifact_cache_t *c) {
 
 /* ---- placing files for workers -------------------------------------------------------------- */
 
-static hv_err place_copy(const char *src, const char *dst, unsigned mode, char *err,
-                         size_t errlen) {
-    hv_err rc = HV_OK;
-    int in = -1, out = -1;
+/* Copies the rest of in to out in the kernel (a reflink where the file system shares blocks);
+ * falls back to read and write where copy_file_range cannot (another file system on an old
+ * kernel, a file system without it). */
+static hv_err place_copy_data(int in, int out, const char *src, const char *dst, char *err,
+                              size_t errlen) {
+    for (;;) {
+        ssize_t n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0);
+        if (n > 0) {
+            continue;
+        }
+        if (n == 0) {
+            return HV_OK;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) {
+            break; // nothing was copied by this call: go on with plain reads from here
+        }
+        snprintf(err, errlen, "copy %s to %s: %s", src, dst, strerror(errno));
+        return hv_err_from_errno(errno);
+    }
     char buf[64 * 1024];
-    in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        rc = hv_err_from_errno(errno);
-        snprintf(err, errlen, "open %s: %s", src, strerror(errno));
-        goto out;
-    }
-    out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (out < 0) {
-        rc = hv_err_from_errno(errno);
-        snprintf(err, errlen, "create %s: %s", dst, strerror(errno));
-        goto out;
-    }
     for (;;) {
         ssize_t n = read(in, buf, sizeof(buf));
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n < 0) {
-            rc = hv_err_from_errno(errno);
             snprintf(err, errlen, "read %s: %s", src, strerror(errno));
-            goto out;
+            return hv_err_from_errno(errno);
         }
         if (n == 0) {
-            break;
+            return HV_OK;
         }
-        if ((rc = write_all(out, (const uint8_t *)buf, (size_t)n)) != HV_OK) {
+        hv_err rc = write_all(out, (const uint8_t *)buf, (size_t)n);
+        if (rc != HV_OK) {
             snprintf(err, errlen, "write %s: %s", dst, strerror(errno));
-            goto out;
+            return rc;
         }
     }
-    if (fchmod(out, mode) != 0) {
+}
+
+hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, long uid, long gid,
+                         char *err, size_t errlen) {
+    char dummy[8];
+    if (err == NULL || errlen == 0) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    hv_err rc = HV_OK;
+    int in = -1, out = -1;
+    if (unlink(dst) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "remove %s: %s", dst, strerror(errno));
+        return hv_err_from_errno(errno);
+    }
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "open %s: %s", src, strerror(errno));
+        goto out;
+    }
+    // O_EXCL with O_NOFOLLOW: a name that reappeared since the unlink is an error, not a target.
+    out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "create %s: %s", dst, strerror(errno));
+        goto out;
+    }
+    if ((rc = place_copy_data(in, out, src, dst, err, errlen)) != HV_OK) {
+        goto out;
+    }
+    // Owner first, then the mode: the mode must not be widened while root still owns the file.
+    if ((uid >= 0 || gid >= 0) && fchown(out, (uid_t)uid, (gid_t)gid) != 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "give %s to uid %ld: %s", dst, uid, strerror(errno));
+        goto out;
+    }
+    if (fchmod(out, mode & HV_ARTIFACT_PLACE_MODE_MASK) != 0) {
         rc = hv_err_from_errno(errno);
         snprintf(err, errlen, "chmod %s: %s", dst, strerror(errno));
         goto out;
@@ -592,28 +714,4 @@ out:
         }
     }
     return rc;
-}
-
-hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, char *err,
-                         size_t errlen) {
-    char dummy[8];
-    if (err == NULL || errlen == 0) {
-        err = dummy;
-        errlen = sizeof(dummy);
-    }
-    err[0] = '\0';
-    mode &= 07777;
-    if (unlink(dst) != 0 && errno != ENOENT) {
-        snprintf(err, errlen, "remove %s: %s", dst, strerror(errno));
-        return hv_err_from_errno(errno);
-    }
-    struct stat st;
-    if (stat(src, &st) != 0) {
-        snprintf(err, errlen, "stat %s: %s", src, strerror(errno));
-        return hv_err_from_errno(errno);
-    }
-    if ((st.st_mode & 07777) == mode && link(src, dst) == 0) {
-        return HV_OK;
-    }
-    return place_copy(src, dst, mode, err, errlen);
 }

@@ -10,6 +10,12 @@
  * It is not a general file store: no eviction (operators prune <work-dir>/cache), and it does
  * not place files for workers beyond hv_artifact_place. Caller: agent/workers.c.
  *
+ * Privacy: the cache holds every job's files, so the directory is 0700 and each file 0400,
+ * owned by the agent's user, and no set-id bit is ever kept. Workers never see a cached file:
+ * hv_artifact_place gives each a private copy, so a worker (even one running as root) cannot
+ * change what later jobs run. Downloads a killed agent left behind (.<digest>.tmp.<pid>) are
+ * removed when a cache is created.
+ *
  * Threads: every function runs on the loop thread; callbacks run there. Hashing a file already
  * on disk and writing chunks are blocking file I/O on the loop thread (local disk).
  */
@@ -34,9 +40,11 @@ typedef struct hv_artifact_cache_s hv_artifact_cache_t;
  * mismatch), HV_EPROTO, HV_EIO, HV_EUNAVAIL, HV_ETIMEDOUT, HV_ECANCELED (cache stopped). */
 typedef void (*hv_artifact_done_cb)(hv_err rc, const char *path, const char *detail, void *ud);
 
-/* Creates a cache in dir (created if missing). loop, e and ch are borrowed and must outlive the
- * cache; e and ch may be NULL, and then only artifacts already on disk are served. token is
- * copied (sent with each Fetch). */
+/* Creates a cache in dir (created if missing, made 0700; refused with HV_EPERM when it belongs
+ * to another user or is not a directory), removes partial downloads of processes that are gone
+ * and takes group and other bits off cached files. loop, e and ch are borrowed and must outlive
+ * the cache; e and ch may be NULL, and then only artifacts already on disk are served. token is
+ * copied (sent with each Fetch). Blocking (one pass over the directory). */
 hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *ch,
                                 const char *dir, const char *token, hv_artifact_cache_t **out);
 
@@ -55,13 +63,18 @@ void hv_artifact_cache_stop(hv_artifact_cache_t *c);
  * hv_rpc_engine_destroy, or after every callback ran). destroy(NULL) is a no-op. */
 void hv_artifact_cache_destroy(hv_artifact_cache_t *c);
 
-/* Puts a copy of the cached file src at dst with permission bits mode: a hard link when the
- * cached file already has that mode (links share the mode), else a byte copy. An existing dst
- * is replaced. On failure err (may be NULL) gets "<op> <path>: <strerror>". Blocking. */
-hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, char *err, size_t errlen);
+/* Puts a private copy of the cached file src at dst (never a link: a worker must not be able to
+ * change the cache), owned by uid:gid (-1 each: the agent's own), with the owner's bits of mode
+ * only: set-id, sticky, group and other bits are dropped (HV_ARTIFACT_PLACE_MODE_MASK). dst
+ * must be in a directory only the agent can write; an existing dst is replaced, a symlink there
+ * is not followed. The copy is made in the kernel (copy_file_range: a reflink where the file
+ * system can). On failure err (may be NULL) gets "<op> <path>: <strerror>". Blocking. */
+hv_err hv_artifact_place(const char *src, const char *dst, unsigned mode, long uid, long gid,
+                         char *err, size_t errlen);
 
-/* Mode of files in the cache: most artifacts are programs, and programs are linked, not
- * copied, when the spawn order asks for this mode. */
-#define HV_ARTIFACT_CACHE_MODE 0755u
+/* Mode of files in the cache: readable by the agent's user only. */
+#define HV_ARTIFACT_CACHE_MODE 0400u
+/* The permission bits a placed file may keep from its order. */
+#define HV_ARTIFACT_PLACE_MODE_MASK 0700u
 
 #endif

@@ -4,8 +4,9 @@
  * operator relies on: a fetched file is complete, verified and executable; concurrent requests
  * share one download; a broken stream resumes at its offset; a wrong digest, a wrong size, an
  * unknown artifact and a refused token fail with a clear reason and leave no temp file; the cache
- * serves files after an agent restart and notices a damaged one; placing links or copies with
- * the right mode. `artifact_test <case>` runs one case.
+ * serves files after an agent restart and notices a damaged one; the cache is private (0700
+ * directory, 0400 files) and a new cache sweeps partial downloads of dead agents; placing makes
+ * private copies, never links, without set-id bits. `artifact_test <case>` runs one case.
  */
 #include "artifact.h"
 
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent_test.h"
@@ -207,7 +209,8 @@ static void case_fetch_shared(void) {
     CHECK_STR(a.path, b.path);
     CHECK(same_content(a.path, &blobs[0]));
     struct stat st;
-    CHECK(stat(a.path, &st) == 0 && (st.st_mode & 0777) == 0755);
+    CHECK(stat(a.path, &st) == 0 && (st.st_mode & 07777) == HV_ARTIFACT_CACHE_MODE);
+    CHECK(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700); // nobody else can look in
     CHECK_EQ(fetch_calls, 1);
     CHECK_EQ(temp_files(), 0);
     // A second request is served from disk without a call.
@@ -240,6 +243,7 @@ static void case_restart_and_damage(void) {
     hv_artifact_cache_destroy(c);
 
     // Damage the cached copy: the next agent rejects and removes it.
+    chmod(a.path, 0600);
     int fd = open(a.path, O_WRONLY);
     CHECK(fd >= 0);
     if (fd >= 0) {
@@ -373,18 +377,76 @@ static void case_place(void) {
     chmod(src, 0755);
     char err[256];
     struct stat a, b;
-    CHECK_RC(hv_artifact_place(src, dst, 0755, err, sizeof(err)), HV_OK);
+    // Always a copy: a worker that could write the cached file would change what later jobs run.
+    CHECK_RC(hv_artifact_place(src, dst, 0755, -1, -1, err, sizeof(err)), HV_OK);
     CHECK(stat(src, &a) == 0 && stat(dst, &b) == 0);
-    CHECK(a.st_ino == b.st_ino);                                          // linked
-    CHECK_RC(hv_artifact_place(src, dst, 0644, err, sizeof(err)), HV_OK); // replaces
-    CHECK(stat(src, &a) == 0 && stat(dst, &b) == 0);
-    CHECK(a.st_ino != b.st_ino); // copied
-    CHECK_EQ(b.st_mode & 07777, 0644);
-    CHECK_EQ(a.st_mode & 07777, 0755);
+    CHECK(a.st_ino != b.st_ino);
+    CHECK_EQ(b.st_mode & 07777, 0700); // the owner's bits only
     CHECK_EQ(b.st_size, 18);
+    CHECK_RC(hv_artifact_place(src, dst, 0644, -1, -1, err, sizeof(err)), HV_OK); // replaces
+    CHECK(stat(dst, &b) == 0);
+    CHECK_EQ(b.st_mode & 07777, 0600);
+    CHECK_EQ(a.st_mode & 07777, 0755);
+    // Set-id bits never survive, even when the order asks for them.
+    CHECK_RC(hv_artifact_place(src, dst, 06755, -1, -1, err, sizeof(err)), HV_OK);
+    CHECK(stat(dst, &b) == 0);
+    CHECK_EQ(b.st_mode & 07777, 0700);
+    if (geteuid() == 0) { // placed as the run-as user
+        CHECK_RC(hv_artifact_place(src, dst, 04700, 65534, 65534, err, sizeof(err)), HV_OK);
+        CHECK(stat(dst, &b) == 0);
+        CHECK_EQ(b.st_uid, 65534);
+        CHECK_EQ(b.st_gid, 65534);
+        CHECK_EQ(b.st_mode & 07777, 0700);
+    }
+    // A symlink at dst is replaced, not followed.
+    char victim[300];
+    snprintf(victim, sizeof(victim), "%s/victim", top);
+    CHECK_RC(hv_write_file_atomic(victim, "keep", 4, 0644), HV_OK);
+    unlink(dst);
+    CHECK_EQ(symlink(victim, dst), 0);
+    CHECK_RC(hv_artifact_place(src, dst, 0644, -1, -1, err, sizeof(err)), HV_OK);
+    CHECK(lstat(dst, &b) == 0 && S_ISREG(b.st_mode));
+    CHECK(stat(victim, &a) == 0 && a.st_size == 4);
     snprintf(src, sizeof(src), "%s/none", top);
-    CHECK_RC(hv_artifact_place(src, dst, 0644, err, sizeof(err)), HV_ENOTFOUND);
+    CHECK_RC(hv_artifact_place(src, dst, 0644, -1, -1, err, sizeof(err)), HV_ENOTFOUND);
     CHECK(strstr(err, "No such file") != NULL);
+    rm_rf(top);
+}
+
+/* A cache left by an older or killed agent: an open directory, an open cached file, partial
+ * downloads. A new cache closes the first two and removes the partial download of a process
+ * that is gone, and keeps one of a live process (another agent sharing the directory). */
+static void case_sweep(void) {
+    char top[256], path[600];
+    snprintf(top, sizeof(top), "/tmp/hv-artifact-test-%d", (int)getpid());
+    snprintf(dir, sizeof(dir), "/tmp/hv-artifact-test-%d/cache", (int)getpid());
+    CHECK_RC(hv_mkdirs(dir, 0755), HV_OK);
+    chmod(dir, 0755);
+    const char *hex = "ab00000000000000000000000000000000000000000000000000000000000000";
+    pid_t dead = fork(); // a pid that is surely gone
+    if (dead == 0) {
+        _exit(0);
+    }
+    waitpid(dead, NULL, 0);
+    snprintf(path, sizeof(path), "%s/.%s.tmp.%d", dir, hex, (int)dead);
+    CHECK_RC(hv_write_file_atomic(path, "part", 4, 0600), HV_OK);
+    snprintf(path, sizeof(path), "%s/.%s.tmp.1", dir, hex); // pid 1 lives
+    CHECK_RC(hv_write_file_atomic(path, "part", 4, 0600), HV_OK);
+    snprintf(path, sizeof(path), "%s/%s", dir, hex);
+    CHECK_RC(hv_write_file_atomic(path, "whole", 5, 0755), HV_OK);
+    chmod(path, 04755);
+    uv_loop_init(&loop);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
+    struct stat st;
+    CHECK(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == HV_ARTIFACT_CACHE_MODE);
+    CHECK_EQ(temp_files(), 1); // only the live process's
+    snprintf(path, sizeof(path), "%s/.%s.tmp.1", dir, hex);
+    CHECK_EQ(access(path, F_OK), 0);
+    hv_artifact_cache_destroy(c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ(uv_loop_close(&loop), 0);
     rm_rf(top);
 }
 
@@ -396,6 +458,7 @@ static const test_case_t cases[] = {
     {"unreachable", case_unreachable},
     {"stop", case_stop},
     {"place", case_place},
+    {"sweep", case_sweep},
     {NULL, NULL},
 };
 

@@ -6,10 +6,13 @@
  */
 #include "workers.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
-#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -45,6 +48,7 @@ struct worker_s {
     int pid;
     char *kill_reason; /* owned; set once a kill was asked for */
     int reported;      /* the exit was reported; the record only waits for fetches */
+    int dir_made;      /* jobs/<job>/w<id> was created: remove it when the worker ends */
     worker_t *next;
 };
 
@@ -104,22 +108,237 @@ static void worker_report(worker_t *wk, int exit_code, int term_signal, const ch
     w->cbs.on_exited(wk->id, exit_code, term_signal, reason, w->cbs.ud);
 }
 
-/* Reports the end of a worker and frees it. */
+/* ---- job directories ------------------------------------------------------------------------ */
+
+#define WORKERS_RM_MAX_DEPTH 128 /* deeper trees in a worker's directory are left (and logged) */
+
+/* Removes name (a file or a whole tree) below the directory pfd without following symlinks:
+ * every step is relative to a directory already open, so a worker's process that swaps a
+ * directory for a link cannot send the removal elsewhere. 0, or -1 with errno. */
+static int rm_tree_at(int pfd, const char *name, int depth) {
+    if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT) {
+        return 0;
+    }
+    if (errno != EISDIR && errno != EPERM) {
+        return -1;
+    }
+    if (depth >= WORKERS_RM_MAX_DEPTH) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    // Removing while reading may hide entries from this pass: read again until nothing is left.
+    for (int pass = 0; pass < 3; pass++) {
+        int seen = 0;
+        struct dirent *de;
+        rewinddir(d);
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
+                continue;
+            }
+            seen++;
+            rc = rm_tree_at(fd, de->d_name, depth + 1) != 0 ? -1 : rc;
+        }
+        if (seen == 0 || rc != 0) {
+            break;
+        }
+    }
+    closedir(d);
+    if (unlinkat(pfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        rc = -1;
+    }
+    return rc;
+}
+
+/* One worker directory being removed on libuv's thread pool. Self-contained: it may outlive
+ * the table (shutdown), and the loop runs it to its end before closing. */
+typedef struct rm_req_s {
+    uv_work_t req;
+    char job_dir[PATH_MAX]; /* <work>/jobs/<job> */
+    char name[32];          /* w<worker id> */
+    int rc;                 /* 0 or an errno */
+} rm_req_t;
+
+static void rm_work_cb(uv_work_t *req) {
+    rm_req_t *r = req->data;
+    int pfd = open(r->job_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    r->rc = 0;
+    if (pfd < 0 || rm_tree_at(pfd, r->name, 0) != 0) {
+        r->rc = errno;
+    }
+    if (pfd >= 0) {
+        close(pfd);
+    }
+}
+
+static void rm_after_cb(uv_work_t *req, int status) {
+    rm_req_t *r = req->data;
+    if (status == 0 && r->rc != 0) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-JOBDIR-RM", "cannot remove %s/%s: %s", r->job_dir,
+               r->name, strerror(r->rc));
+    }
+    // On the loop thread, so no launch of the job's next worker runs between its mkdirs.
+    rmdir(r->job_dir); // the job's last worker here: ENOTEMPTY otherwise, which is fine
+    hv_free(r);
+}
+
+/* Removes the worker's directory, off the loop thread: a worker may leave a large tree. */
+static void worker_remove_dir(worker_t *wk) {
+    hv_workers_t *w = wk->tab;
+    rm_req_t *r = hv_calloc(1, sizeof(*r));
+    if (r == NULL) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-JOBDIR-RM",
+               "out of memory: the directory of worker %llu stays", (unsigned long long)wk->id);
+        return;
+    }
+    snprintf(r->job_dir, sizeof(r->job_dir), "%s/jobs/%llu", w->work_dir,
+             (unsigned long long)wk->spec->job_id);
+    snprintf(r->name, sizeof(r->name), "w%llu", (unsigned long long)wk->id);
+    r->req.data = r;
+    if (uv_queue_work(w->loop, &r->req, rm_work_cb, rm_after_cb) != 0) {
+        rm_work_cb(&r->req);
+        rm_after_cb(&r->req, 0);
+    }
+}
+
+/* Makes dir with exactly mode (an existing one is chmod'ed, a link or file there refused). */
+static hv_err mkdir_mode(const char *dir, unsigned mode) {
+    struct stat st;
+    if (mkdir(dir, mode) != 0 && errno != EEXIST) {
+        return hv_err_from_errno(errno);
+    }
+    if (lstat(dir, &st) != 0) {
+        return hv_err_from_errno(errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return HV_EEXIST;
+    }
+    if ((st.st_mode & 07777) != mode && chmod(dir, mode) != 0) {
+        return hv_err_from_errno(errno);
+    }
+    return HV_OK;
+}
+
+/* Makes the worker's directory <work>/jobs/<job>/w<id>, empty, 0700 and (for now) the agent's:
+ * the files go in before the run-as user gets it. jobs/ and jobs/<job> are 0711, so a user can
+ * reach a directory of its own there but list nobody's. A leftover of the same name (an agent
+ * killed without notice) is removed first. */
+static hv_err worker_make_dir(worker_t *wk, char *dir, size_t len, char *err, size_t errlen) {
+    const hv_workers_t *w = wk->tab;
+    unsigned long long job = (unsigned long long)wk->spec->job_id;
+    unsigned long long id = (unsigned long long)wk->id;
+    hv_err rc = HV_OK;
+    snprintf(dir, len, "%s/jobs", w->work_dir);
+    if ((rc = mkdir_mode(dir, 0711)) != HV_OK) {
+        goto out;
+    }
+    snprintf(dir, len, "%s/jobs/%llu", w->work_dir, job);
+    if ((rc = mkdir_mode(dir, 0711)) != HV_OK) {
+        goto out;
+    }
+    char name[32];
+    snprintf(name, sizeof(name), "w%llu", id);
+    int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0 || rm_tree_at(pfd, name, 0) != 0) {
+        rc = hv_err_from_errno(errno);
+    }
+    if (pfd >= 0) {
+        close(pfd);
+    }
+    snprintf(dir, len, "%s/jobs/%llu/w%llu", w->work_dir, job, id);
+    if (rc == HV_OK && mkdir(dir, 0700) != 0) {
+        rc = hv_err_from_errno(errno);
+    }
+    if (rc == HV_OK && chmod(dir, 0700) != 0) { // the umask may have taken more
+        rc = hv_err_from_errno(errno);
+    }
+out:
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "cannot create %.400s: %s", dir, hv_strerror(rc));
+    }
+    return rc;
+}
+
+/* Reports the end of a worker, removes its directory and frees it. */
 static void worker_finish(worker_t *wk, int exit_code, int term_signal, const char *reason) {
     worker_report(wk, exit_code, term_signal, reason);
+    if (wk->dir_made) {
+        worker_remove_dir(wk);
+    }
     worker_free(wk);
 }
 
 /* ---- environment ---------------------------------------------------------------------------- */
 
+/* The environment being built: "K=V" strings in order, and an open-addressing table from key
+ * to position so that a later setting replaces an earlier one in constant time (a scan per
+ * setting made 50,000 --env entries take seconds of the agent's loop). */
 typedef struct envv_s {
     char **v; /* owned "K=V" strings, NULL-terminated when done */
     size_t n;
     size_t cap;
+    size_t *slot; /* owned: v index + 1 per slot, 0 = empty; nslot is a power of two */
+    size_t nslot; /* kept at least twice n, so probes stay short and always end */
     int oom;
 } envv_t;
 
+static size_t env_hash(const char *key, size_t keylen) {
+    uint64_t h = 1469598103934665603ull; // FNV-1a
+    for (size_t i = 0; i < keylen; i++) {
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
+    }
+    return (size_t)(h ^ (h >> 32));
+}
+
+/* The slot of key: the one that holds it, or the empty one where it belongs. */
+static size_t *env_slot(const envv_t *e, const char *key, size_t keylen) {
+    size_t mask = e->nslot - 1;
+    for (size_t i = env_hash(key, keylen) & mask;; i = (i + 1) & mask) {
+        size_t *sl = &e->slot[i];
+        if (*sl == 0) {
+            return sl;
+        }
+        const char *kv = e->v[*sl - 1];
+        if (strncmp(kv, key, keylen) == 0 && kv[keylen] == '=') {
+            return sl;
+        }
+    }
+}
+
+/* Doubles the table and puts every entry back. */
+static int env_grow_table(envv_t *e) {
+    size_t nslot = e->nslot ? e->nslot * 2 : 128;
+    size_t *slot = hv_calloc(nslot, sizeof(*slot));
+    if (slot == NULL) {
+        return -1;
+    }
+    hv_free(e->slot);
+    e->slot = slot;
+    e->nslot = nslot;
+    for (size_t i = 0; i < e->n; i++) {
+        const char *kv = e->v[i];
+        *env_slot(e, kv, (size_t)(strchr(kv, '=') - kv)) = i + 1;
+    }
+    return 0;
+}
+
 static void env_set(envv_t *e, const char *key, size_t keylen, const char *value) {
+    if (e->oom) {
+        return;
+    }
+    if ((e->n + 1) * 2 > e->nslot && env_grow_table(e) != 0) {
+        e->oom = 1;
+        return;
+    }
     size_t vlen = strlen(value);
     char *kv = hv_malloc(keylen + vlen + 2);
     if (kv == NULL) {
@@ -129,12 +348,11 @@ static void env_set(envv_t *e, const char *key, size_t keylen, const char *value
     memcpy(kv, key, keylen);
     kv[keylen] = '=';
     memcpy(kv + keylen + 1, value, vlen + 1);
-    for (size_t i = 0; i < e->n; i++) {
-        if (strncmp(e->v[i], key, keylen) == 0 && e->v[i][keylen] == '=') {
-            hv_free(e->v[i]);
-            e->v[i] = kv;
-            return;
-        }
+    size_t *sl = env_slot(e, key, keylen);
+    if (*sl != 0) {
+        hv_free(e->v[*sl - 1]);
+        e->v[*sl - 1] = kv;
+        return;
     }
     if (e->n + 2 > e->cap) {
         size_t ncap = e->cap ? e->cap * 2 : 64;
@@ -149,6 +367,7 @@ static void env_set(envv_t *e, const char *key, size_t keylen, const char *value
     }
     e->v[e->n++] = kv;
     e->v[e->n] = NULL;
+    *sl = e->n;
 }
 
 static void env_setu(envv_t *e, const char *key, unsigned long long v) {
@@ -162,6 +381,7 @@ static void env_free(envv_t *e) {
         hv_free(e->v[i]);
     }
     hv_free(e->v);
+    hv_free(e->slot);
 }
 
 /* The worker's environment: the agent's (minus anything of the agent's credentials), the
@@ -177,15 +397,21 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
         }
         env_set(e, *p, (size_t)(eq - *p), eq + 1);
     }
+    size_t bad = 0;
+    const char *first_bad = NULL;
     for (size_t i = 0; i < sp->n_env; i++) {
         const char *k = sp->env[i]->key;
         if (k[0] == '\0' || strchr(k, '=') != NULL) {
-            HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-BAD-ENV",
-                   "worker %llu: ignoring environment variable with bad name \"%.64s\"",
-                   (unsigned long long)sp->worker_id, k);
+            first_bad = bad++ == 0 ? k : first_bad;
             continue;
         }
         env_set(e, k, strlen(k), sp->env[i]->value);
+    }
+    if (bad > 0) { // one line per order, not one per entry: an order may carry thousands
+        HV_LOG(
+            HV_LOG_INFO, "agent", "HV-AGENT-BAD-ENV",
+            "worker %llu: ignoring %zu environment variables with bad names, the first \"%.64s\"",
+            (unsigned long long)sp->worker_id, bad, first_bad);
     }
     env_set(e, "HV_HEAD", 7, sp->head_addr);
     env_setu(e, "HV_JOB_ID", sp->job_id);
@@ -272,28 +498,26 @@ static void worker_launch(worker_t *wk) {
         worker_finish(wk, -1, 0, "spawn failed: the agent is shutting down");
         return;
     }
-    char dir[PATH_MAX], path[PATH_MAX], bin[PATH_MAX], err[400];
-    int n = snprintf(dir, sizeof(dir), "%s/jobs/%llu/w%llu", w->work_dir,
-                     (unsigned long long)sp->job_id, (unsigned long long)sp->worker_id);
-    hv_err rc = n > 0 && (size_t)n + 258 < sizeof(dir) ? hv_mkdirs(dir, 0755) : HV_ETOOBIG;
+    char dir[PATH_MAX], path[PATH_MAX], bin[PATH_MAX], err[460];
+    long uid = w->cfg.run_as ? (long)w->cfg.run_uid : -1;
+    long gid = w->cfg.run_as ? (long)w->cfg.run_gid : -1;
+    if (strlen(w->work_dir) + 64 + 258 >= sizeof(dir)) {
+        worker_finish(wk, -1, 0, "spawn failed: the work dir's path is too long");
+        return;
+    }
+    hv_err rc = worker_make_dir(wk, dir, sizeof(dir), err, sizeof(err));
     if (rc != HV_OK) {
-        snprintf(reason, sizeof(reason), "spawn failed: cannot create %.400s: %s", dir,
-                 hv_strerror(rc));
+        snprintf(reason, sizeof(reason), "spawn failed: %s", err);
         worker_finish(wk, -1, 0, reason);
         return;
     }
-    if (w->cfg.run_as && chown(dir, (uid_t)w->cfg.run_uid, (gid_t)w->cfg.run_gid) != 0) {
-        snprintf(reason, sizeof(reason), "spawn failed: cannot give %.400s to user %s: %s", dir,
-                 w->cfg.run_user, strerror(errno));
-        worker_finish(wk, -1, 0, reason);
-        return;
-    }
+    wk->dir_made = 1;
     // name_ok bounds names to 255 bytes and dir left room for them.
     if (snprintf(bin, sizeof(bin), "%s/%s", dir, sp->binary->name) >= (int)sizeof(bin)) {
         worker_finish(wk, -1, 0, "spawn failed: path too long");
         return;
     }
-    if (hv_artifact_place(wk->arts[0].path, bin, 0755, err, sizeof(err)) != HV_OK) {
+    if (hv_artifact_place(wk->arts[0].path, bin, 0700, uid, gid, err, sizeof(err)) != HV_OK) {
         snprintf(reason, sizeof(reason), "spawn failed: %s", err);
         worker_finish(wk, -1, 0, reason);
         return;
@@ -304,11 +528,19 @@ static void worker_launch(worker_t *wk) {
             worker_finish(wk, -1, 0, "spawn failed: path too long");
             return;
         }
-        if (hv_artifact_place(wk->arts[i + 1].path, path, mode, err, sizeof(err)) != HV_OK) {
+        if (hv_artifact_place(wk->arts[i + 1].path, path, mode, uid, gid, err, sizeof(err)) !=
+            HV_OK) {
             snprintf(reason, sizeof(reason), "spawn failed: %s", err);
             worker_finish(wk, -1, 0, reason);
             return;
         }
+    }
+    // The directory goes to the run-as user last, once nothing more is put there as root.
+    if (w->cfg.run_as && chown(dir, (uid_t)w->cfg.run_uid, (gid_t)w->cfg.run_gid) != 0) {
+        snprintf(reason, sizeof(reason), "spawn failed: cannot give %.400s to user %s: %s", dir,
+                 w->cfg.run_user, strerror(errno));
+        worker_finish(wk, -1, 0, reason);
+        return;
     }
     envv_t env;
     char **argv = hv_calloc(sp->n_args + 2, sizeof(*argv));
@@ -420,6 +652,39 @@ static Hvpb__V1__SpawnWorker *spec_copy(const Hvpb__V1__SpawnWorker *sp) {
     return copy;
 }
 
+/* 1 (with reason) when the order is beyond what one worker may bring: the head bounds orders
+ * already, this keeps an agent's loop safe from one that did not. Linear in the order. */
+static int spec_too_big(const Hvpb__V1__SpawnWorker *sp, char *reason, size_t len) {
+    if (sp->n_env > HV_WORKERS_MAX_ENV) {
+        snprintf(reason, len, "spawn failed: %zu environment variables, at most %u", sp->n_env,
+                 HV_WORKERS_MAX_ENV);
+        return 1;
+    }
+    if (sp->n_args > HV_WORKERS_MAX_ARGS) {
+        snprintf(reason, len, "spawn failed: %zu arguments, at most %u", sp->n_args,
+                 HV_WORKERS_MAX_ARGS);
+        return 1;
+    }
+    if (sp->n_files > HV_WORKERS_MAX_FILES) {
+        snprintf(reason, len, "spawn failed: %zu files, at most %u", sp->n_files,
+                 HV_WORKERS_MAX_FILES);
+        return 1;
+    }
+    size_t bytes = 0;
+    for (size_t i = 0; i < sp->n_env; i++) {
+        bytes += strlen(sp->env[i]->key) + strlen(sp->env[i]->value) + 2;
+    }
+    for (size_t i = 0; i < sp->n_args; i++) {
+        bytes += strlen(sp->args[i]) + 1;
+    }
+    if (bytes > HV_WORKERS_MAX_ARG_BYTES) {
+        snprintf(reason, len, "spawn failed: arguments and environment take %zu bytes, at most %u",
+                 bytes, HV_WORKERS_MAX_ARG_BYTES);
+        return 1;
+    }
+    return 0;
+}
+
 void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
     char reason[400];
     if (workers_find(w, sp->worker_id) != NULL) {
@@ -434,6 +699,8 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
     } else if (sp->binary == NULL || !name_ok(sp->binary->name)) {
         snprintf(reason, sizeof(reason), "spawn failed: bad binary name \"%.200s\"",
                  sp->binary != NULL ? sp->binary->name : "");
+    } else if (spec_too_big(sp, reason, sizeof(reason))) {
+        // reason says which bound
     } else {
         for (size_t i = 0; i < sp->n_files; i++) {
             if (!name_ok(sp->files[i]->name) || strcmp(sp->files[i]->name, sp->binary->name) == 0) {
@@ -568,6 +835,9 @@ void hv_workers_destroy(hv_workers_t *w) {
                    "worker %llu (pid %d) did not exit in time: SIGKILL to its group",
                    (unsigned long long)wk->id, wk->pid);
             hv_proc_close(wk->proc, 1);
+        }
+        if (wk->dir_made) {
+            worker_remove_dir(wk); // finished by the loop run that follows the destroy
         }
         worker_free(wk);
     }

@@ -10,6 +10,11 @@
  * spawn failed: exit_code -1 and a reason), unless hv_workers_destroy ran first. Not here: talking
  * to the head (agent/session.c), the cache itself (agent/artifact.c).
  *
+ * Privacy: a worker's directory is 0700 and, with run_as, belongs to that user, as do the files
+ * placed there (private copies, never links into the cache, with no set-id, group or other
+ * bits); jobs/ and jobs/<job> are 0711. The directory is removed (on libuv's thread pool) once
+ * the worker's exit was reported; nothing in it is kept.
+ *
  * Threads: the loop thread only; callbacks run there.
  */
 #ifndef HV_AGENT_WORKERS_H
@@ -23,6 +28,14 @@
 #include "artifact.h"
 #include "err.h"
 #include "hv.pb-c.h"
+
+/* Bounds on one spawn order, checked before anything else is done with it (the head has its
+ * own, lower ones): beyond them the worker ends at once with "spawn failed: ...". Building a
+ * worker's environment is linear, so an order within them costs the loop milliseconds. */
+#define HV_WORKERS_MAX_ENV 65536u           /* --env entries */
+#define HV_WORKERS_MAX_ARGS 65536u          /* arguments */
+#define HV_WORKERS_MAX_FILES 4096u          /* --file entries */
+#define HV_WORKERS_MAX_ARG_BYTES (8u << 20) /* env plus args, bytes (exec takes far less) */
 
 typedef struct hv_workers_s hv_workers_t;
 

@@ -5,7 +5,9 @@
  * a worker and an operator see: the directory layout, files and modes, the HV_* environment
  * (and no join token), arguments, one exit report per order with a clear reason for fetch and
  * spawn failures, kills with grace, refusing new work while shutting down, and a kill while
- * the binary is still downloading. `workers_test <case>` runs one case.
+ * the binary is still downloading; private job directories removed after the exit; a worker
+ * that rewrites its files leaves the cache as it was; 50,000
+ * --env entries spawned in linear time; orders beyond the agent's bounds refused. `workers_test <case>` runs one case.
  */
 #include "workers.h"
 
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,6 +169,8 @@ static void case_layout_env(void) {
                  "echo DATA=$(cat data.txt)\n"
                  "echo MODE=$(stat -c %a data.txt)\n"
                  "echo BINMODE=$(stat -c %a train.sh)\n"
+                 "echo DIRMODE=$(stat -c %a .)\n"
+                 "echo PARENTMODE=$(stat -c %a ..)\n"
                  "exit 4\n",
                  bin);
     put_artifact("payload\n", data);
@@ -224,7 +229,15 @@ static void case_layout_env(void) {
     CHECK_STR(line_value("ARGS"), "--epochs 3");
     CHECK_STR(line_value("DATA"), "payload");
     CHECK_STR(line_value("MODE"), "600");
-    CHECK_STR(line_value("BINMODE"), "755");
+    CHECK_STR(line_value("BINMODE"), "700"); // private copies: the owner's bits only
+    CHECK_STR(line_value("DIRMODE"), "700");
+    CHECK_STR(line_value("PARENTMODE"), "711"); // reachable, not listable
+    // The directory goes once the exit is reported (on the thread pool: wait for it).
+    snprintf(dir, sizeof(dir), "%s/jobs/7", work);
+    for (int i = 0; i < 200 && access(dir, F_OK) == 0; i++) {
+        test_run_for(&loop, 10);
+    }
+    CHECK(access(dir, F_OK) != 0);
     teardown();
 }
 
@@ -369,6 +382,133 @@ static void case_kill_while_fetching(void) {
     teardown();
 }
 
+/* 50,000 --env entries: the environment is built in linear time, so the order costs the loop
+ * milliseconds (a scan per entry took about 5 s, past the lease). A repeated key keeps the
+ * last value. */
+#define MANY_ENV 50000
+
+/* CPU time this process used so far, user and system, in ms. */
+static uint64_t cpu_ms(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+#if defined(__SANITIZE_ADDRESS__)
+#define MANY_SLOWDOWN 3
+#else
+#define MANY_SLOWDOWN 1
+#endif
+static void case_env_many(void) {
+    setup();
+    char bin[65];
+    put_artifact("#!/bin/sh\necho N=$(env | grep -c '^MANY')\necho K7=$MANY7\n", bin);
+    order_t o;
+    order_init(&o, 30, bin, "envy");
+    Hvpb__V1__KeyValue *kv = hv_calloc(MANY_ENV + 1, sizeof(*kv));
+    Hvpb__V1__KeyValue **env = hv_calloc(MANY_ENV + 1, sizeof(*env));
+    char(*keys)[16] = hv_calloc(MANY_ENV, sizeof(*keys));
+    for (size_t i = 0; i < MANY_ENV; i++) {
+        Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
+        kv[i] = init;
+        snprintf(keys[i], sizeof(keys[i]), "MANY%zu", i);
+        kv[i].key = keys[i];
+        kv[i].value = "v";
+        env[i] = &kv[i];
+    }
+    Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
+    kv[MANY_ENV] = init;
+    kv[MANY_ENV].key = "MANY7";
+    kv[MANY_ENV].value = "last";
+    env[MANY_ENV] = &kv[MANY_ENV];
+    o.sp.env = env;
+    o.sp.n_env = MANY_ENV + 1;
+    uint64_t t0 = hv_now_ms(), c0 = cpu_ms();
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &started, 1, 60000));
+    uint64_t took = hv_now_ms() - t0, cpu = cpu_ms() - c0;
+    fprintf(stderr, "  %d env entries: spawned in %llu ms (%llu ms of this process's CPU)\n",
+            MANY_ENV, (unsigned long long)took, (unsigned long long)cpu);
+    // The agent's own work (CPU time, so a busy machine does not count) is a small part of a
+    // lease (2 s in tests), fork and exec included; a scan per entry took 5 s and more.
+    // Sanitizers make the fork of this big process and the copies slower.
+    CHECK(cpu < 500 * MANY_SLOWDOWN);
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    CHECK_STR(exit_reason, "");
+    CHECK_STR(line_value("N"), "50000");
+    CHECK_STR(line_value("K7"), "last");
+    hv_free(kv);
+    hv_free(env);
+    hv_free(keys);
+    teardown();
+}
+
+/* A worker (here running as the agent's user, as root workers do) that rewrites its files
+ * changes its own copies only: the next job gets the cached bytes. */
+static void case_cache_untouched(void) {
+    setup();
+    char bin[65], data[65];
+    put_artifact("#!/bin/sh\necho DATA=$(cat tool)\necho tampered >tool\n"
+                 "echo 'echo tampered' >>\"$0\"; exit 0\n",
+                 bin);
+    put_artifact("original\n", data);
+    for (uint64_t id = 40; id < 42; id++) {
+        order_t o;
+        order_init(&o, id, bin, "run.sh");
+        o.file.name = "tool";
+        o.file.digest = data;
+        o.file.mode = 0755;
+        o.files[0] = &o.file;
+        o.sp.files = o.files;
+        o.sp.n_files = 1;
+        int before = exited;
+        hv_workers_spawn(wt, &o.sp);
+        CHECK(test_run_until(&loop, &exited, before + 1, 10000));
+        CHECK_STR(exit_reason, "");
+    }
+    CHECK_EQ(nlines, 2); // no "tampered" line from a rewritten script
+    for (int i = 0; i < nlines && i < MAX_LINES; i++) {
+        CHECK_STR(lines[i], "DATA=original");
+    }
+    teardown();
+}
+
+/* An order beyond the agent's own bounds ends at once with a reason, before any work. */
+static void case_too_big(void) {
+    setup();
+    char bin[65];
+    put_artifact("#!/bin/sh\nexit 0\n", bin);
+    order_t o;
+    order_init(&o, 31, bin, "big");
+    size_t n = HV_WORKERS_MAX_ENV + 1;
+    Hvpb__V1__KeyValue kv = HVPB__V1__KEY_VALUE__INIT;
+    kv.key = "A";
+    kv.value = "b";
+    Hvpb__V1__KeyValue **env = hv_calloc(n, sizeof(*env));
+    for (size_t i = 0; i < n; i++) {
+        env[i] = &kv;
+    }
+    o.sp.env = env;
+    o.sp.n_env = n;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 1); // at once
+    CHECK_STR(exit_reason, "spawn failed: 65537 environment variables, at most 65536");
+    o.sp.n_env = 0;
+    static char big[HV_WORKERS_MAX_ARG_BYTES / 4];
+    memset(big, 'x', sizeof(big) - 1);
+    char *args[5] = {big, big, big, big, big};
+    o.sp.args = args;
+    o.sp.n_args = 5;
+    o.sp.worker_id = 32;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 2);
+    CHECK(strstr(exit_reason, "spawn failed: arguments and environment take") != NULL);
+    CHECK_EQ(started, 0);
+    CHECK_EQ(hv_workers_count(wt), 0);
+    hv_free(env);
+    teardown();
+}
+
 static const test_case_t cases[] = {
     {"layout_env", case_layout_env},
     {"fetch_failed", case_fetch_failed},
@@ -376,6 +516,9 @@ static const test_case_t cases[] = {
     {"spawn_failed", case_spawn_failed},
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
+    {"cache_untouched", case_cache_untouched},
+    {"env_many", case_env_many},
+    {"too_big", case_too_big},
     {NULL, NULL},
 };
 
