@@ -83,8 +83,9 @@ static const struct {
      "nodes of one call in one round; all or none of them)"},
     {"undrain", "NODE... [--reason TEXT]", "let drained nodes take work again"},
     {"node revoke", "NODE",
-     "revoke a node's credential and end its session: its agent\n"
-     "stops (and its workers); it needs the join token to come back"},
+     "revoke a node's credential (NODE: a name or id) and end\n"
+     "its session: its agent stops (and its workers); it needs\n"
+     "the join token to come back"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 

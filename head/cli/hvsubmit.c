@@ -788,8 +788,10 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
         }
         if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || rc == HV_ENOTFOUND) {
             int said = hv_cli_rpc_head_message(&st);
-            fprintf(stderr, SUBMIT_PROG ": the head no longer knows job %llu%s%s\n",
-                    (unsigned long long)w->job_id, said ? ": " : "", said ? st.msg : "");
+            char line[HV_CLI_ERR_LEN + 64];
+            snprintf(line, sizeof(line), "the head no longer knows job %llu%s%s",
+                     (unsigned long long)w->job_id, said ? ": " : "", said ? st.msg : "");
+            hv_cli_say(stderr, SUBMIT_PROG, line);
             return HV_CLI_EXIT_NOINPUT;
         }
     }

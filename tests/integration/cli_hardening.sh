@@ -13,7 +13,7 @@
 hv_setup
 ESC=$(printf '\033')
 LEASE_MS=8000
-start_head "upload_quota: 1MiB"
+start_head
 port=${HEAD##*:}
 sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml" # a restart keeps the address
 start_agent node-a 2
@@ -70,7 +70,10 @@ wait $follow; ec=$?
 [ "$(grep -c 'rank 0 done' "$TMP/f.out")" -eq 1 ] || fail "'done' not shown once: $(cat "$TMP/f.out")"
 assert_grep "$TMP/f.err" "reconnected to the head"
 
-# ---- a full upload_quota: try again later ------------------------------------------------------
+# ---- a full upload_quota: try again later (the head again, with a quota below the file) --------
+kill -KILL "$HEAD_PID"
+echo "upload_quota: 1MiB" >>"$TMP/head.yaml"
+start_head
 cp /bin/echo "$TMP/big" # a small ELF, padded past the 1 MiB quota
 truncate -s 2621440 "$TMP/big"
 "$BIN/hvsubmit" -np 1 "$TMP/big" >/dev/null 2>"$TMP/q.err"; ec=$?
