@@ -3,7 +3,7 @@
  * the head address, parsing hvsubmit's command line, checking the files a job ships (ELF
  * executable, readable --file, no name clashes), parsing --env, turning a finished job into an
  * exit status, human formats (durations, "5s ago", signal names, elastic rounds, blacklist
- * entries), an aligned text table and a small JSON emitter (protobuf-c has no JSON) that can also
+ * entries), text from the head or a worker made safe for a terminal, an aligned text table and a small JSON emitter (protobuf-c has no JSON) that can also
  * embed a JSON text from the head after checking it. It is not an RPC client: the calls themselves live
  * in hvsubmit.c and hvctl.c. Everything here is single-threaded: a table or JSON writer belongs
  * to its caller; functions with no object are reentrant.
