@@ -94,16 +94,23 @@ size_t hv_artifacts_sweep(hv_artifacts_t *a, uint64_t now_ms) {
 }
 
 hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, const hv_artifacts_limits_t *lim,
-                         hv_artifacts_t **out) {
+                         hv_artifacts_t **out, char *err, size_t errlen) {
     const char *subs[] = {"artifacts", "uploads", "logs"};
     for (size_t i = 0; i < 3; i++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", data_dir, subs[i]);
-        HV_TRY(hv_mkdirs(path, 0700));
+        hv_err rc = hv_mkdirs(path, 0700);
+        if (rc != HV_OK) {
+            /* Name the one that failed: a file called logs is no problem of artifacts/. */
+            snprintf(err, errlen, "cannot prepare %s: %s", path,
+                     rc == HV_EEXIST ? "it exists and is not a directory" : hv_strerror(rc));
+            return rc;
+        }
     }
     hv_artifacts_t *a = hv_calloc(1, sizeof(*a));
     if (a == NULL || (a->dir = hv_strdup(data_dir)) == NULL) {
         hv_free(a);
+        snprintf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     a->store = store;
@@ -254,7 +261,9 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
                      hv_fmt_size(a->lim.quota, sz2, sizeof(sz2)),
                      hv_fmt_size(len, sz3, sizeof(sz3)));
             HV_LOG(HV_LOG_WARN, "artifacts", "HV-UPLOAD-QUOTA", "%s", err);
-            return HV_ETOOBIG;
+            /* Not the file's fault (it may be well under max_upload): the space frees up as
+             * other uploads finish or time out, so the client is told to try again. */
+            return HV_EUNAVAIL;
         }
     }
     upload_t *u = a->uploads;

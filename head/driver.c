@@ -116,6 +116,18 @@ hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name) {
     return NULL;
 }
 
+hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id) {
+    hv_dnode_t *n = hv_driver_node_by_name(d, name_or_id);
+    if (n == NULL && name_or_id != NULL && name_or_id[0] >= '0' && name_or_id[0] <= '9') {
+        char *end = NULL;
+        unsigned long long id = strtoull(name_or_id, &end, 10);
+        if (end != NULL && *end == '\0') {
+            n = hv_driver_node(d, id);
+        }
+    }
+    return n;
+}
+
 static const char *node_name_cb(uint64_t node_id, void *ud) {
     hv_dnode_t *n = hv_driver_node(ud, node_id);
     return n != NULL ? n->name : NULL;

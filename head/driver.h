@@ -203,6 +203,9 @@ void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id);
 int hv_driver_node_hidden(const hv_dnode_t *nd);
 hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id);
 hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name);
+/* A node as a user names it (hvctl drain, undrain, node revoke): by name, else by id (a
+ * decimal string); NULL when neither. */
+hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id);
 /* The first node (nodes are linked by next). */
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d);
 /* Node scope of Cluster.Fetch: calls fn on each active job with a live worker placed on node_id

@@ -508,8 +508,10 @@ static int cmd_start(const head_opts_t *o) {
     hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,
                                  .quota = h->cfg.upload_quota_bytes,
                                  .upload_timeout_ms = h->cfg.upload_timeout_s * 1000u};
-    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, &lim, &h->arts)) != HV_OK) {
-        head_fail("hvhead: cannot prepare %s/artifacts: %s", h->cfg.data_dir, hv_strerror(rc));
+    char aerr[4600];
+    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, &lim, &h->arts, aerr, sizeof(aerr))) !=
+        HV_OK) {
+        head_fail("hvhead: %s", aerr);
         goto out_store;
     }
     if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||

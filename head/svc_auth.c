@@ -92,7 +92,7 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
-    const hv_dnode_t *n = hv_driver_node_by_name(s->d, req->node);
+    const hv_dnode_t *n = hv_driver_node_find(s->d, req->node); /* a name or an id */
     if (n == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node != NULL ? req->node : "");
         return;
@@ -105,12 +105,19 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         return;
     }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-AUTH-REVOKE",
-           "node %s (id %llu): credential revoked by a client from %s; its session ends", req->node,
+           "node %s (id %llu): credential revoked by a client from %s; its session ends", n->name,
            (unsigned long long)id, hv_rpc_call_peer(c));
+    /* The reply names the node, so that a revoke by id says which node it was. Copied first:
+     * dropping the session may change the node. */
+    char name[256];
+    snprintf(name, sizeof(name), "%s", n->name);
     s->drop(s->ud, id);
+    Hvpb__V1__NodeInfo info = HVPB__V1__NODE_INFO__INIT;
+    info.name = name;
     Hvpb__V1__NodeView v = HVPB__V1__NODE_VIEW__INIT;
     v.node_id = id;
     v.state = (char *)"revoked";
+    v.info = &info;
     hv_rpc_reply(c, &v.base);
 }
 

@@ -682,19 +682,6 @@ static const char *drain_why(const char *reason, int drain) {
     return reason != NULL && reason[0] != '\0' ? reason : (drain ? "hvctl drain" : "hvctl undrain");
 }
 
-/* A node by name, else by id (a decimal string); NULL when neither. */
-static hv_dnode_t *node_named(hv_svc_jobs_t *s, const char *name) {
-    hv_dnode_t *nd = hv_driver_node_by_name(s->d, name);
-    if (nd == NULL && name != NULL && name[0] != '\0') {
-        char *end = NULL;
-        unsigned long long id = strtoull(name, &end, 10);
-        if (end != NULL && *end == '\0') {
-            nd = hv_driver_node(s->d, id);
-        }
-    }
-    return nd;
-}
-
 static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__NodeDrainRequest *req = (const Hvpb__V1__NodeDrainRequest *)m;
@@ -703,7 +690,7 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
         hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
-    hv_dnode_t *nd = node_named(s, req->node);
+    hv_dnode_t *nd = hv_driver_node_find(s->d, req->node);
     if (nd == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node ? req->node : "");
         return;
@@ -745,7 +732,7 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
     size_t n = req->n_nodes;
     hv_dnode_t *nds[HV_DRAIN_NODES_MAX];
     for (size_t i = 0; i < n; i++) {
-        nds[i] = node_named(s, req->nodes[i]);
+        nds[i] = hv_driver_node_find(s->d, req->nodes[i]);
         if (nds[i] == NULL) {
             hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s' (nothing was changed)",
                           req->nodes[i]);

@@ -134,6 +134,7 @@ enum submit_opt {
     OPT_HEAD_TIMEOUT,
     OPT_RETRIES,
     OPT_TOKEN_FILE,
+    OPT_RAW,
 };
 
 typedef struct submit_optdef_s {
@@ -168,6 +169,7 @@ static const submit_optdef_t submit_optdefs[] = {
     {"version", 'V', OPT_VERSION, 0},
     {"head-timeout", 0, OPT_HEAD_TIMEOUT, 1},
     {"retries", 0, OPT_RETRIES, 1},
+    {"raw", 0, OPT_RAW, 0},
 };
 
 /* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
@@ -384,6 +386,9 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_QUIET:
         o->quiet = 1;
         return HV_OK;
+    case OPT_RAW:
+        o->raw = 1;
+        return HV_OK;
     case OPT_VERBOSE:
         o->verbose = 1;
         return HV_OK;
@@ -547,9 +552,9 @@ fail:
     return rc;
 }
 
-uint64_t hv_cli_head_wait_ms(const hv_cli_submit_opts_t *o, uint32_t lease_ms) {
-    if (o != NULL && o->head_timeout_set) {
-        return (uint64_t)o->head_timeout_s * 1000u;
+uint64_t hv_cli_head_wait_ms(int head_timeout_set, uint32_t head_timeout_s, uint32_t lease_ms) {
+    if (head_timeout_set) {
+        return (uint64_t)head_timeout_s * 1000u;
     }
     return (uint64_t)(lease_ms != 0 ? lease_ms : HV_CLI_DEFAULT_LEASE_MS) + HV_CLI_HEAD_MARGIN_MS;
 }
@@ -1134,6 +1139,136 @@ const char *hv_cli_fmt_ago(uint64_t then_ms, uint64_t now_ms, char *buf, size_t 
     return buf;
 }
 
+/* ---- text from elsewhere on a terminal ----------------------------------------------------- */
+
+/* The length of the valid UTF-8 sequence at p (2 to 4), or 0 when p does not start one (an
+ * ASCII byte, a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or a
+ * sequence cut short by the end of the string). */
+static size_t clean_utf8_len(const unsigned char *p) {
+    unsigned c = p[0];
+    size_t n;
+    unsigned min, cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2, min = 0x80, cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3, min = 0x800, cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4, min = 0x10000, cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0; /* the end of the string ('\0') stops here too */
+        }
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return n;
+}
+
+/* One step of hv_cli_clean at p (not at the end): the piece to write into out (at most 8 bytes
+ * with its '\0'), its length in *nout; returns how many bytes of p it stands for. */
+static size_t clean_step(const unsigned char *p, unsigned flags, char out[9], size_t *nout) {
+    static const char hex[] = "0123456789abcdef";
+    unsigned c = p[0];
+    if (c >= 0x20 && c < 0x7f) {
+        out[0] = (char)c;
+        *nout = 1;
+        return 1;
+    }
+    if (c == '\t' && (flags & HV_CLI_CLEAN_TAB)) {
+        out[0] = '\t';
+        *nout = 1;
+        return 1;
+    }
+    if (c == '\n' || c == '\r' || c == '\t') {
+        out[0] = '\\';
+        out[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        *nout = 2;
+        return 1;
+    }
+    size_t n = c >= 0x80 ? clean_utf8_len(p) : 0;
+    /* U+0080..U+009F, the C1 controls, are C2 80..C2 9F: shown byte by byte like bad bytes. */
+    if (n > 0 && !(c == 0xc2 && p[1] < 0xa0)) {
+        memcpy(out, p, n);
+        *nout = n;
+        return n;
+    }
+    size_t k = c == 0xc2 && n == 2 ? 2 : 1;
+    for (size_t i = 0; i < k; i++) {
+        out[4 * i] = '\\';
+        out[4 * i + 1] = 'x';
+        out[4 * i + 2] = hex[p[i] >> 4];
+        out[4 * i + 3] = hex[p[i] & 0xf];
+    }
+    *nout = 4 * k;
+    return k;
+}
+
+const char *hv_cli_clean(const char *s, unsigned flags, char *buf, size_t len) {
+    if (len == 0) {
+        return buf;
+    }
+    size_t used = 0;
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    while (*p != '\0') {
+        char piece[9];
+        size_t n = 0;
+        size_t eaten = clean_step(p, flags, piece, &n);
+        if (used + n >= len) {
+            break; /* cut before a piece that does not fit whole */
+        }
+        memcpy(buf + used, piece, n);
+        used += n;
+        p += eaten;
+    }
+    buf[used] = '\0';
+    return buf;
+}
+
+void hv_cli_clean_write(FILE *f, const char *s, unsigned flags) {
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    while (*p != '\0') {
+        /* Runs of plain text go out in one write. */
+        size_t run = 0;
+        while (p[run] >= 0x20 && p[run] < 0x7f) {
+            run++;
+        }
+        if (run > 0) {
+            fwrite(p, 1, run, f);
+            p += run;
+            continue;
+        }
+        char piece[9];
+        size_t n = 0;
+        p += clean_step(p, flags, piece, &n);
+        fwrite(piece, 1, n, f);
+    }
+}
+
+void hv_cli_say(FILE *f, const char *prog, const char *text) {
+    fprintf(f, "%s: ", prog);
+    hv_cli_clean_write(f, text, 0);
+    fputc('\n', f);
+}
+
+int hv_cli_clean_needed(const char *s, unsigned flags) {
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    while (*p != '\0') {
+        char piece[9];
+        size_t n = 0;
+        size_t eaten = clean_step(p, flags, piece, &n);
+        if (n != eaten || memcmp(piece, p, n) != 0) {
+            return 1;
+        }
+        p += eaten;
+    }
+    return 0;
+}
+
 /* ---- tables --------------------------------------------------------------------------------- */
 
 struct hv_cli_table_s {
@@ -1143,21 +1278,17 @@ struct hv_cli_table_s {
     size_t cap_rows; /* rows the cells array has room for, header included */
 };
 
-/* Copies a cell, showing control characters as spaces and an empty cell as "-". */
+/* Copies a cell, with control characters made visible (hv_cli_clean) and an empty cell as "-". */
 static char *table_copy_cell(const char *s) {
     if (s == NULL || s[0] == '\0') {
         return hv_strdup("-");
     }
-    char *c = hv_strdup(s);
+    size_t len = strlen(s) * 4 + 1; /* the most an escape takes per byte: \xNN */
+    char *c = hv_malloc(len);
     if (c == NULL) {
         return NULL;
     }
-    for (char *p = c; *p; p++) {
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-            *p = ' ';
-        }
-    }
-    return c;
+    return (char *)hv_cli_clean(s, 0, c, len);
 }
 
 /* Characters in a UTF-8 string: every byte that does not continue a sequence. */
@@ -1775,7 +1906,8 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
 void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const hv_cli_status_t *s,
                          Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms) {
     if (cluster != NULL && cluster[0] != '\0') {
-        fprintf(f, "cluster: %s at %s\n", cluster, head);
+        char clean[600];
+        fprintf(f, "cluster: %s at %s\n", hv_cli_clean(cluster, 0, clean, sizeof(clean)), head);
     } else {
         fprintf(f, "cluster: at %s\n", head);
     }
@@ -1822,9 +1954,10 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
         if (v == NULL || strcmp(v->state, "pending") != 0) {
             continue;
         }
-        char ago[32];
+        char ago[32], name[1100];
         fprintf(f, "  job %llu (%s) waits for %u slot%s, submitted %s\n",
-                (unsigned long long)v->job_id, v->name, (unsigned)v->np, v->np == 1 ? "" : "s",
+                (unsigned long long)v->job_id, hv_cli_clean(v->name, 0, name, sizeof(name)),
+                (unsigned)v->np, v->np == 1 ? "" : "s",
                 hv_cli_fmt_ago(v->submitted_ms, now_ms, ago, sizeof(ago)));
     }
 }

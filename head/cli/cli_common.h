@@ -3,7 +3,7 @@
  * the head address, parsing hvsubmit's command line, checking the files a job ships (ELF
  * executable, readable --file, no name clashes), parsing --env, turning a finished job into an
  * exit status, human formats (durations, "5s ago", signal names, elastic rounds, blacklist
- * entries), an aligned text table and a small JSON emitter (protobuf-c has no JSON) that can also
+ * entries), text from the head or a worker made safe for a terminal, an aligned text table and a small JSON emitter (protobuf-c has no JSON) that can also
  * embed a JSON text from the head after checking it. It is not an RPC client: the calls themselves live
  * in hvsubmit.c and hvctl.c. Everything here is single-threaded: a table or JSON writer belongs
  * to its caller; functions with no object are reentrant.
@@ -119,6 +119,7 @@ typedef struct hv_cli_submit_opts_s {
     const char *name;        /* --name, or NULL (the binary's base name) */
     int detach;              /* --detach */
     int quiet;               /* --quiet */
+    int raw;                 /* --raw: worker output as it came, even on a terminal */
     int verbose;             /* --verbose */
     int help;                /* -h / --help: print usage, exit 0 */
     int version;             /* -V / --version: print the version, exit 0 */
@@ -145,9 +146,11 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
                            size_t errlen);
 void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o);
 
-/* How long hvsubmit waits for a head that went away, in ms: --head-timeout if given, else
- * lease_ms (0: HV_CLI_DEFAULT_LEASE_MS) + HV_CLI_HEAD_MARGIN_MS. */
-uint64_t hv_cli_head_wait_ms(const hv_cli_submit_opts_t *o, uint32_t lease_ms);
+/* How long hvsubmit (and hvctl logs --follow) waits for a head that went away, in ms:
+ * head_timeout_s when head_timeout_set (--head-timeout), else lease_ms (0:
+ * HV_CLI_DEFAULT_LEASE_MS, what hvctl uses, as no reply of its calls carries the lease) +
+ * HV_CLI_HEAD_MARGIN_MS. */
+uint64_t hv_cli_head_wait_ms(int head_timeout_set, uint32_t head_timeout_s, uint32_t lease_ms);
 
 /* Checks that path can be shipped as a job's program: it exists, is a regular file, is
  * executable by us, is readable and has a sound ELF header (hv_cli_elf_check_header; "#!"
@@ -245,6 +248,30 @@ const char *hv_cli_fmt_duration(uint64_t ms, char *buf, size_t len);
  * when then_ms is 0. */
 const char *hv_cli_fmt_ago(uint64_t then_ms, uint64_t now_ms, char *buf, size_t len);
 
+/* ---- text from elsewhere on a terminal ---------------------------------------------------- */
+
+/* What hv_cli_clean leaves alone besides printable text. */
+#define HV_CLI_CLEAN_TAB 1u /* keep tabs (worker output); otherwise a tab shows as \t */
+
+/* Text that came from the head or a worker (a job's name, a reason, an event's message, a line of
+ * output) shown to a person: control characters would act on the terminal (clear it, set its
+ * title, move the cursor to fake a line). Copies s into buf with each of them made visible:
+ * newline, carriage return and tab as \n, \r, \t, other C0 controls and DEL as \xNN (ESC is
+ * \x1b), C1 controls (U+0080..U+009F, 8-bit CSI among them) and bytes that are not valid UTF-8
+ * as \xNN per byte. Valid UTF-8 text, backslashes included, is kept as it is. Cut to fit buf at
+ * a character or escape boundary; NULL reads as "". Returns buf. Pure. */
+const char *hv_cli_clean(const char *s, unsigned flags, char *buf, size_t len);
+
+/* The same, written to f, with no length limit. */
+void hv_cli_clean_write(FILE *f, const char *s, unsigned flags);
+
+/* Writes "PROG: TEXT\n" to f, TEXT cleaned (hv_cli_clean_write, tabs shown too): a line of
+ * hvsubmit's or hvctl's that carries text from the head. */
+void hv_cli_say(FILE *f, const char *prog, const char *text);
+
+/* True when s holds something hv_cli_clean would change (flags alike). */
+int hv_cli_clean_needed(const char *s, unsigned flags);
+
 /* ---- aligned tables ------------------------------------------------------------------------ */
 
 typedef struct hv_cli_table_s hv_cli_table_t;
@@ -253,7 +280,8 @@ typedef struct hv_cli_table_s hv_cli_table_t;
 hv_err hv_cli_table_create(size_t ncols, const char *const *headers, hv_cli_table_t **out);
 void hv_cli_table_destroy(hv_cli_table_t *t);
 /* Appends a row of ncols cells (copied; NULL or "" is shown as "-"). Control characters in a
- * cell (newlines, tabs) are shown as spaces so that a row stays on one line. */
+ * cell are made visible as hv_cli_clean does (a newline as \n), so that a row stays on one line
+ * and a cell cannot act on the terminal. */
 hv_err hv_cli_table_add(hv_cli_table_t *t, const char *const *cells);
 /* Writes the header and the rows, each column as wide as its widest cell (counted in UTF-8
  * characters), two spaces apart, without trailing blanks. */

@@ -612,12 +612,12 @@ static void test_exit_codes(void) {
     /* --head-timeout, else the lease + 30 s (10 s lease from a head that does not say). */
     hv_cli_submit_opts_t o;
     memset(&o, 0, sizeof(o));
-    CHECK(hv_cli_head_wait_ms(&o, 2000) == 32000);
-    CHECK(hv_cli_head_wait_ms(&o, 0) == 40000);
+    CHECK(hv_cli_head_wait_ms(o.head_timeout_set, o.head_timeout_s, 2000) == 32000);
+    CHECK(hv_cli_head_wait_ms(o.head_timeout_set, o.head_timeout_s, 0) == 40000);
     char *argv[] = {"hvsubmit", "--head-timeout", "5", "prog", NULL};
     char err[HV_CLI_ERR_LEN];
     CHECK_RC(hv_cli_submit_parse(4, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK(hv_cli_head_wait_ms(&o, 2000) == 5000);
+    CHECK(hv_cli_head_wait_ms(o.head_timeout_set, o.head_timeout_s, 2000) == 5000);
     hv_cli_submit_opts_fini(&o);
     char *bad[] = {"hvsubmit", "--head-timeout", "0", "prog", NULL};
     CHECK_RC(hv_cli_submit_parse(4, bad, &o, err, sizeof(err)), HV_EINVAL);
@@ -988,6 +988,62 @@ static char *capture(void (*fn)(FILE *f, void *ud), void *ud) {
 
 static void print_table(FILE *f, void *ud) { hv_cli_table_print((hv_cli_table_t *)ud, f); }
 
+/* Text from the head or a worker on a terminal: controls become visible, text stays. */
+static void test_clean(void) {
+    static const struct {
+        const char *in;
+        unsigned flags;
+        const char *want;
+    } cases[] = {
+        {"train.bin", 0, "train.bin"},
+        {NULL, 0, ""},
+        {"back\\slash \"q\"", 0, "back\\slash \"q\""}, /* kept: only controls change */
+        {"a\nb\rc\td", 0, "a\\nb\\rc\\td"},
+        {"a\tb", HV_CLI_CLEAN_TAB, "a\tb"}, /* worker output keeps its tabs */
+        {"\x1b[2Jclear", HV_CLI_CLEAN_TAB, "\\x1b[2Jclear"},
+        {"\x1b]0;title\x07x", 0, "\\x1b]0;title\\x07x"}, /* a window title */
+        {"del\x7f", 0, "del\\x7f"},
+        {"d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80", 0,
+         "d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80"}, /* UTF-8 kept */
+        {"c1 \xc2\x9b"
+         "2J",
+         0, "c1 \\xc2\\x9b2J"},              /* U+009B, 8-bit CSI */
+        {"nbsp\xc2\xa0", 0, "nbsp\xc2\xa0"}, /* U+00A0 is text */
+        {"raw \x9b"
+         "2J",
+         0, "raw \\x9b2J"}, /* a lone C1 byte */
+        {"bad \xc0\xaf \xed\xa0\x80 \xe2\x82", 0,
+         "bad \\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82"}, /* overlong, surrogate, cut */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[128];
+        CHECK_STR(hv_cli_clean(cases[i].in, cases[i].flags, buf, sizeof(buf)), cases[i].want);
+        CHECK_INT(hv_cli_clean_needed(cases[i].in, cases[i].flags),
+                  strcmp(cases[i].in ? cases[i].in : "", cases[i].want) != 0);
+        char *mem = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&mem, &len);
+        hv_cli_clean_write(f, cases[i].in, cases[i].flags);
+        fclose(f);
+        CHECK_STR(mem, cases[i].want);
+        free(mem);
+    }
+    /* Cut to fit at a piece boundary: never half an escape or half a character. */
+    char small[6];
+    CHECK_STR(hv_cli_clean("ab\x1b"
+                           "cd",
+                           0, small, sizeof(small)),
+              "ab");
+    CHECK_STR(hv_cli_clean("abcd\xc3\xa9\xc3\xa9", 0, small, sizeof(small)), "abcd");
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    hv_cli_say(f, "hvsubmit", "job 1 (x\x1b[2J) failed\nFAKE");
+    fclose(f);
+    CHECK_STR(mem, "hvsubmit: job 1 (x\\x1b[2J) failed\\nFAKE\n");
+    free(mem);
+}
+
 static void test_table(void) {
     static const char *const hdr[] = {"ID", "NAME", "STATE"};
     hv_cli_table_t *t = NULL;
@@ -1006,7 +1062,7 @@ static void test_table(void) {
     CHECK_STR(out, "ID  NAME       STATE\n"
                    "7   train.bin  running\n"
                    "12  -          failed\n"
-                   "3   d\xc3\xa9j\xc3\xa0       a b c\n");
+                   "3   d\xc3\xa9j\xc3\xa0       a\\tb\\nc\n");
     free(out);
     hv_cli_table_destroy(t);
     hv_cli_table_destroy(NULL);
@@ -1290,6 +1346,7 @@ static const struct {
     {"exit_status", test_exit_status},
     {"elastic_formats", test_elastic_formats},
     {"events_and_formats", test_events_and_formats},
+    {"clean", test_clean},
     {"table", test_table},
     {"json_escape", test_json_escape},
     {"json_doc", test_json_doc},

@@ -43,6 +43,15 @@ int hv_cli_rpc_unreachable(const hv_rpc_status_t *st) {
     return st->grpc_code == HV_CLI_GRPC_UNAVAILABLE || st->rc == HV_EUNAVAIL;
 }
 
+int hv_cli_rpc_stream_lost(const hv_rpc_status_t *st) {
+    if (st->grpc_code == HV_CLI_GRPC_NOT_FOUND || st->rc == HV_ENOTFOUND) {
+        return 0;
+    }
+    return st->rc == HV_OK || hv_cli_rpc_unreachable(st) || st->rc == HV_EPEER ||
+           st->rc == HV_ECLOSED || st->rc == HV_ECANCELED || st->rc == HV_ETIMEDOUT ||
+           st->grpc_code == HV_CLI_GRPC_CANCELLED;
+}
+
 /* Details gRPC core writes when the transport fails (lower case; matched case-insensitively). */
 static const char *const rpc_transport_words[] = {
     "failed to connect",
@@ -259,7 +268,7 @@ int hv_cli_rpc_report(const char *prog, const char *head, const char *what,
                     : (st->grpc_code == HV_CLI_GRPC_UNAUTHENTICATED ? "not authenticated"
                                                                     : "permission denied"));
     } else if (hv_cli_rpc_head_message(st)) {
-        fprintf(stderr, "%s: %s\n", prog, st->msg);
+        hv_cli_say(stderr, prog, st->msg); /* it may echo a name: nothing acts on the terminal */
     } else {
         fprintf(stderr, "%s: %s failed: %s\n", prog, what, hv_strerror(st->rc));
     }

@@ -52,6 +52,12 @@ int hv_cli_rpc_connect_retry(const hv_rpc_status_t *st, uint64_t start_ms, uint3
  * said it cannot serve right now. The caller may retry. */
 int hv_cli_rpc_unreachable(const hv_rpc_status_t *st);
 
+/* True when a Watch stream that ended with st before its job's end lost the head rather than
+ * being refused: it closed without a status, the head went away or is shutting down, the
+ * connection broke, was cancelled or timed out. hvsubmit and hvctl logs --follow reconnect then
+ * (NOT_FOUND and other refusals are reported instead). */
+int hv_cli_rpc_stream_lost(const hv_rpc_status_t *st);
+
 /* True when st's detail comes from gRPC's transport ("failed to connect to all addresses",
  * "Socket closed", ...) or is empty, rather than being a message the head wrote. The head also
  * answers UNAVAILABLE itself (e.g. "no node has joined the cluster"); that text is shown as is. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_common.h"
 #include "cli_rpc.h"
@@ -31,6 +32,9 @@ typedef struct ctl_opts_s {
     int insecure;             /* --insecure */
     int json;                 /* --json */
     int follow;               /* logs --follow */
+    int raw;                  /* logs --raw: worker output as it came, even on a terminal */
+    uint32_t head_timeout_s;  /* logs --follow --head-timeout: wait this long for the head */
+    int head_timeout_set;     /* --head-timeout was given (else the lease + a margin) */
     uint64_t job_id;          /* the ID argument, or events --job */
     int job_set;              /* events --job was given */
     uint32_t limit;           /* --limit, 0 = the head's default */
@@ -60,9 +64,12 @@ static const struct {
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
     {"job", "ID", "one job and its workers"},
-    {"logs", "ID [--follow|-f]",
+    {"logs", "ID [--follow|-f] [--raw]",
      "a job's output ([rank]<stdout>:text); --follow waits for more\n"
-     "until the job ends"},
+     "until the job ends, across a restart of the head (waiting\n"
+     "for it the nodes' lease + 30 s, or --head-timeout S); on a\n"
+     "terminal, control characters in the output (escape\n"
+     "sequences) are shown as \\xNN unless --raw"},
     {"cancel", "ID", "cancel a job"},
     {"events", "[--job ID] [--limit N]", "the event log, newest last"},
     {"cost", "[--job ID]",
@@ -76,8 +83,9 @@ static const struct {
      "nodes of one call in one round; all or none of them)"},
     {"undrain", "NODE... [--reason TEXT]", "let drained nodes take work again"},
     {"node revoke", "NODE",
-     "revoke a node's credential and end its session: its agent\n"
-     "stops (and its workers); it needs the join token to come back"},
+     "revoke a node's credential (NODE: a name or id) and end\n"
+     "its session: its agent stops (and its workers); it needs\n"
+     "the join token to come back"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
@@ -156,7 +164,8 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     static const char *pos[CTL_MAX_POS + 1];
     memset(pos, 0, sizeof(pos));
     int npos = 0;
-    int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0, saw_help = 0;
+    int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0, saw_help = 0, saw_raw = 0,
+        saw_head_timeout = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
@@ -191,6 +200,14 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             saw_follow = 1;
             continue;
         }
+        if (ctl_opt_is(a, "raw", &v)) {
+            if (v != NULL) {
+                return ctl_usage_error("option '%s' takes no value", a);
+            }
+            o->raw = 1;
+            saw_raw = 1;
+            continue;
+        }
         if (ctl_opt_is(a, "insecure", &v)) {
             if (v != NULL) {
                 return ctl_usage_error("option '%s' takes no value", a);
@@ -206,11 +223,12 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             continue;
         }
         int is_token_file = ctl_opt_is(a, "token-file", &v);
-        int is_head = !is_token_file && ctl_opt_is(a, "head", &v);
+        int is_head_timeout = !is_token_file && ctl_opt_is(a, "head-timeout", &v);
+        int is_head = !is_token_file && !is_head_timeout && ctl_opt_is(a, "head", &v);
         int is_job = !is_head && !is_token_file && ctl_opt_is(a, "job", &v);
         int is_limit = !is_head && !is_job && ctl_opt_is(a, "limit", &v);
         int is_reason = !is_head && !is_job && !is_limit && ctl_opt_is(a, "reason", &v);
-        if (!is_head && !is_job && !is_limit && !is_reason && !is_token_file) {
+        if (!is_head && !is_job && !is_limit && !is_reason && !is_token_file && !is_head_timeout) {
             return ctl_usage_error("unknown option '%s'", a);
         }
         if (v == NULL) {
@@ -222,6 +240,13 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         uint64_t n = 0;
         if (is_token_file) {
             o->token_file = v;
+        } else if (is_head_timeout) {
+            if (hv_parse_u64(v, 1, HV_CLI_HEAD_TIMEOUT_MAX, &n) != HV_OK) {
+                return ctl_usage_error("--head-timeout '%s': expected seconds from 1 to 86400", v);
+            }
+            o->head_timeout_s = (uint32_t)n;
+            o->head_timeout_set = 1;
+            saw_head_timeout = 1;
         } else if (is_head) {
             o->head = v;
         } else if (is_reason) {
@@ -318,6 +343,12 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     if (saw_follow && strcmp(c, "logs") != 0) {
         return ctl_usage_error("--follow goes with 'logs', not '%s'", c);
     }
+    if (saw_raw && strcmp(c, "logs") != 0) {
+        return ctl_usage_error("--raw goes with 'logs', not '%s'", c);
+    }
+    if (saw_head_timeout && (strcmp(c, "logs") != 0 || !o->follow)) {
+        return ctl_usage_error("%s", "--head-timeout goes with 'logs --follow'");
+    }
     if (saw_job && strcmp(c, "events") != 0 && strcmp(c, "cost") != 0) {
         return ctl_usage_error("--job goes with 'events' or 'cost', not '%s'", c);
     }
@@ -394,6 +425,14 @@ static const char *ctl_job_duration(const Hvpb__V1__JobView *v, char *buf, size_
     }
     uint64_t end = v->ended_ms ? v->ended_ms : hv_wall_ms();
     return hv_cli_fmt_duration(end > v->started_ms ? end - v->started_ms : 0, buf, len);
+}
+
+/* Prints "LABEL text" with the head's text cleaned (hv_cli_clean): a job's name or reason must
+ * not act on the terminal. */
+static void ctl_field(const char *label, const char *text) {
+    fputs(label, stdout);
+    hv_cli_clean_write(stdout, text, 0);
+    fputc('\n', stdout);
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
@@ -722,8 +761,8 @@ static int ctl_job(const ctl_t *c) {
     }
     char buf[64];
     printf("ID:         %llu\n", (unsigned long long)v->job_id);
-    printf("NAME:       %s\n", v->name);
-    printf("STATE:      %s\n", v->state);
+    ctl_field("NAME:       ", v->name);
+    ctl_field("STATE:      ", v->state);
     printf("NP:         %s\n", ctl_np(v, buf, sizeof(buf)));
     if (v->elastic) {
         char round[600];
@@ -736,7 +775,7 @@ static int ctl_job(const ctl_t *c) {
                (unsigned)(v->max_np ? v->max_np : v->np), checks);
         printf("GENERATION: %u (%u worker%s)\n", (unsigned)v->generation, (unsigned)v->size,
                v->size == 1 ? "" : "s");
-        printf("ROUND:      %s\n", hv_cli_fmt_round(v, round, sizeof(round)));
+        ctl_field("ROUND:      ", hv_cli_fmt_round(v, round, sizeof(round)));
         printf("RESETS:     %u of at most %u\n", (unsigned)v->resets, (unsigned)v->max_resets);
     } else {
         printf("RESETS:     %u\n", (unsigned)v->resets);
@@ -745,8 +784,8 @@ static int ctl_job(const ctl_t *c) {
     printf("STARTED:    %s\n", ctl_time(v->started_ms, buf, sizeof(buf)));
     printf("ENDED:      %s\n", ctl_time(v->ended_ms, buf, sizeof(buf)));
     printf("DURATION:   %s\n", ctl_job_duration(v, buf, sizeof(buf)));
-    printf("BINARY:     sha256:%s\n", v->binary_digest[0] ? v->binary_digest : "-");
-    printf("REASON:     %s\n", v->reason[0] ? v->reason : "-");
+    ctl_field("BINARY:     sha256:", v->binary_digest[0] ? v->binary_digest : "-");
+    ctl_field("REASON:     ", v->reason[0] ? v->reason : "-");
     if (v->n_workers > 0) {
         static const char *const hdr[] = {"RANK",    "NODE", "STATE",  "PID",  "EXIT",
                                           "ATTEMPT", "GEN",  "JOINED", "DONE", "REASON"};
@@ -798,23 +837,94 @@ static int ctl_job(const ctl_t *c) {
 
 /* ---- logs ----------------------------------------------------------------------------------- */
 
-static int ctl_logs(const ctl_t *c) {
+#define CTL_BACKOFF_MIN_MS 200u  /* logs --follow: first pause before asking a lost head again */
+#define CTL_BACKOFF_MAX_MS 2000u /* ... doubling up to this */
+
+/* One line of a job's output. On a terminal (clean set) control characters are made visible,
+ * tabs aside: an escape sequence in a worker's output must not act on the terminal unless the
+ * user asked for it (--raw). Into a file or a pipe the bytes go as they came. */
+static void ctl_log_line(const Hvpb__V1__LogLine *l, int clean) {
+    const char *stream = l->stream == 2 ? "stderr" : "stdout";
+    printf("[%u]<%s>:", (unsigned)l->rank, stream);
+    if (clean) {
+        hv_cli_clean_write(stdout, l->text, HV_CLI_CLEAN_TAB);
+    } else {
+        fputs(l->text, stdout);
+    }
+    fputc('\n', stdout);
+}
+
+static hv_err ctl_logs_open(const ctl_t *c, uint64_t offset, hv_rpc_bstream_t **out) {
     Hvpb__V1__WatchRequest req = HVPB__V1__WATCH_REQUEST__INIT;
     req.job_id = c->o->job_id;
     req.logs = 1;
     req.events = 0;
     req.follow = c->o->follow ? 1 : 0;
+    req.log_offset = offset;
+    return hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
+                               &hvpb__v1__watch_item__descriptor, 0, out);
+}
+
+/* logs --follow lost the head (why): asks GetJob until it answers, for up to the lease + 30 s
+ * (--head-timeout), as hvsubmit does. Returns -1 when the head is back, else the exit status
+ * with its error printed. */
+static int ctl_logs_reconnect(const ctl_t *c, const hv_rpc_status_t *why) {
+    uint64_t wait_ms = hv_cli_head_wait_ms(c->o->head_timeout_set, c->o->head_timeout_s, 0);
+    fprintf(stderr, CTL_PROG ": lost the head, reconnecting...\n");
+    fflush(stderr);
+    uint64_t start = hv_now_ms();
+    uint32_t backoff = CTL_BACKOFF_MIN_MS;
+    hv_rpc_status_t st = *why;
+    for (;;) {
+        uint64_t spent = hv_now_ms() - start;
+        if (spent >= wait_ms) {
+            char words[300];
+            fprintf(stderr,
+                    CTL_PROG ": gave up after %llu s: the head at %s did not come back (%s) "
+                             "(--head-timeout S sets this wait)\n",
+                    (unsigned long long)((wait_ms + 999) / 1000), c->head,
+                    hv_cli_rpc_transport_words(&st, c->head, words, sizeof(words)));
+            return HV_CLI_EXIT_UNAVAILABLE;
+        }
+        uint64_t pause = wait_ms - spent < backoff ? wait_ms - spent : backoff;
+        usleep((useconds_t)(pause * 1000u));
+        backoff = backoff * 2 > CTL_BACKOFF_MAX_MS ? CTL_BACKOFF_MAX_MS : backoff * 2;
+        Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
+        ref.job_id = c->o->job_id;
+        ProtobufCMessage *resp = NULL;
+        memset(&st, 0, sizeof(st));
+        hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
+                                 &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
+        if (rc == HV_OK) {
+            hv_rpc_msg_free(resp);
+            fprintf(stderr, CTL_PROG ": reconnected to the head\n");
+            return -1;
+        }
+        if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || rc == HV_ENOTFOUND) {
+            fprintf(stderr, CTL_PROG ": the head no longer knows job %llu\n",
+                    (unsigned long long)c->o->job_id);
+            return HV_CLI_EXIT_NOINPUT;
+        }
+        if (!hv_cli_rpc_unreachable(&st)) {
+            return hv_cli_rpc_report(CTL_PROG, c->head, "GetJob", &st, HV_CLI_UNARY_MS);
+        }
+    }
+}
+
+/* Streams a job's output (Watch with logs only). With --json the lines become one array, begun
+ * with the first answer so that a job the head does not know prints nothing on stdout. With
+ * --follow a stream that loses the head is opened again once it is back, from the line after
+ * the last one printed (log_offset), so no line shows twice. */
+static int ctl_logs(const ctl_t *c) {
+    int clean = !c->o->json && !c->o->raw && isatty(STDOUT_FILENO);
+    uint64_t nlines = 0; /* lines printed: log_offset of a reopened stream */
     hv_rpc_bstream_t *s = NULL;
-    if (hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
-                            &hvpb__v1__watch_item__descriptor, 0, &s) != HV_OK) {
+    if (ctl_logs_open(c, 0, &s) != HV_OK) {
         fprintf(stderr, CTL_PROG ": cannot reach the head at %s\n", c->head);
         return HV_CLI_EXIT_UNAVAILABLE;
     }
     hv_cli_json_t j;
-    if (c->o->json) {
-        hv_cli_json_init(&j, stdout);
-        hv_cli_json_arr_begin(&j);
-    }
+    int json_open = 0;
     int status = HV_CLI_EXIT_OK;
     int got_any = 0; /* an item arrived: the stream reached the head */
     uint64_t start_ms = hv_now_ms();
@@ -827,12 +937,21 @@ static int ctl_logs(const ctl_t *c) {
         if (rc == HV_ETIMEDOUT) {
             continue;
         }
-        if (rc != HV_OK && !got_any && hv_cli_rpc_connect_retry(&st, start_ms, &pause_ms)) {
-            /* No connection was made: nothing was shown yet, so simply ask again. */
+        int retry = rc != HV_OK && !got_any && hv_cli_rpc_connect_retry(&st, start_ms, &pause_ms);
+        if (!retry && rc != HV_OK && c->o->follow && got_any && hv_cli_rpc_stream_lost(&st)) {
+            /* The head went away while we followed: wait for it, then go on where we were. */
+            int back = ctl_logs_reconnect(c, &st);
+            if (back >= 0) {
+                status = back;
+                break;
+            }
+            retry = 1;
+        }
+        if (retry) {
+            /* Nothing of this stream was shown, or all of it was: ask again from nlines. */
             hv_rpc_bstream_destroy(s);
             s = NULL;
-            if (hv_rpc_bstream_open(c->ch, "/hvpb.v1.Jobs/Watch", &req.base,
-                                    &hvpb__v1__watch_item__descriptor, 0, &s) != HV_OK) {
+            if (ctl_logs_open(c, nlines, &s) != HV_OK) {
                 fprintf(stderr, CTL_PROG ": cannot reach the head at %s\n", c->head);
                 status = HV_CLI_EXIT_UNAVAILABLE;
                 break;
@@ -852,6 +971,11 @@ static int ctl_logs(const ctl_t *c) {
             }
             break;
         }
+        if (c->o->json && !json_open) {
+            hv_cli_json_init(&j, stdout);
+            hv_cli_json_arr_begin(&j);
+            json_open = 1;
+        }
         const Hvpb__V1__WatchItem *it = (const Hvpb__V1__WatchItem *)msg;
         int done = it->body_case == HVPB__V1__WATCH_ITEM__BODY_DONE;
         Hvpb__V1__LogLine *one = it->log;
@@ -866,20 +990,20 @@ static int ctl_logs(const ctl_t *c) {
         }
         for (size_t i = 0; i < nl; i++) {
             const Hvpb__V1__LogLine *l = lines[i];
-            const char *stream = l->stream == 2 ? "stderr" : "stdout";
             if (c->o->json) {
                 hv_cli_json_obj_begin(&j);
                 hv_cli_json_key(&j, "rank");
                 hv_cli_json_u64(&j, l->rank);
                 hv_cli_json_key(&j, "stream");
-                hv_cli_json_str(&j, stream);
+                hv_cli_json_str(&j, l->stream == 2 ? "stderr" : "stdout");
                 hv_cli_json_key(&j, "text");
                 hv_cli_json_str(&j, l->text);
                 hv_cli_json_obj_end(&j);
             } else {
-                printf("[%u]<%s>:%s\n", (unsigned)l->rank, stream, l->text);
+                ctl_log_line(l, clean);
             }
         }
+        nlines += nl;
         if (nl > 0 && !c->o->json) {
             fflush(stdout);
         }
@@ -889,7 +1013,11 @@ static int ctl_logs(const ctl_t *c) {
         }
     }
     hv_rpc_bstream_destroy(s);
-    if (c->o->json) {
+    if (c->o->json && (json_open || status == HV_CLI_EXIT_OK)) {
+        if (!json_open) {
+            hv_cli_json_init(&j, stdout); /* a job with no output: [] */
+            hv_cli_json_arr_begin(&j);
+        }
         hv_cli_json_arr_end(&j);
         hv_cli_json_finish(&j);
     }
@@ -920,7 +1048,8 @@ static int ctl_cancel(const ctl_t *c) {
         hv_cli_json_obj_end(&j);
         hv_cli_json_finish(&j);
     } else {
-        printf("job %llu: %s\n", (unsigned long long)c->o->job_id, r->state);
+        printf("job %llu: ", (unsigned long long)c->o->job_id);
+        ctl_field("", r->state);
     }
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;
@@ -1001,8 +1130,9 @@ static int ctl_cost(const ctl_t *c) {
         return HV_CLI_EXIT_OK;
     }
     if (r->job_id != 0) {
-        printf("job %llu (%s, %.1f s since submission)\n", (unsigned long long)r->job_id, r->state,
-               r->wall_seconds);
+        char state[200];
+        printf("job %llu (%s, %.1f s since submission)\n", (unsigned long long)r->job_id,
+               hv_cli_clean(r->state, 0, state, sizeof(state)), r->wall_seconds);
     } else {
         printf("cluster, every instance the autoscaler launched\n");
     }
@@ -1137,7 +1267,11 @@ static int ctl_revoke(const ctl_t *c) {
         return status;
     }
     const Hvpb__V1__NodeView *n = (const Hvpb__V1__NodeView *)resp;
-    printf("node %s (id %llu): credential revoked, session ended\n", c->o->nodes[0],
+    char name[600];
+    /* The head names the node (a head older than that answers with its id only). */
+    printf("node %s (id %llu): credential revoked, session ended\n",
+           hv_cli_clean(n->info != NULL && n->info->name[0] ? n->info->name : c->o->nodes[0], 0,
+                        name, sizeof(name)),
            (unsigned long long)n->node_id);
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;
@@ -1152,10 +1286,12 @@ static void ctl_print_drained(const ctl_t *c, const Hvpb__V1__NodeView *n, const
         ctl_json_node(&j, n);
         hv_cli_json_finish(&j);
     } else {
+        char name[600], state[200];
         printf("node %s (id %llu): %s, %u/%u slots used\n",
-               n->info != NULL && n->info->name[0] ? n->info->name : asked,
-               (unsigned long long)n->node_id, n->state, (unsigned)n->slots_used,
-               (unsigned)(n->info != NULL ? n->info->slots : 0));
+               hv_cli_clean(n->info != NULL && n->info->name[0] ? n->info->name : asked, 0, name,
+                            sizeof(name)),
+               (unsigned long long)n->node_id, hv_cli_clean(n->state, 0, state, sizeof(state)),
+               (unsigned)n->slots_used, (unsigned)(n->info != NULL ? n->info->slots : 0));
     }
 }
 

@@ -66,6 +66,8 @@ typedef struct submit_watch_s {
     const char *head;     /* borrowed, for messages */
     uint64_t job_id;
     int quiet;
+    int clean_out;               /* worker stdout lines: control characters made visible */
+    int clean_err;               /* worker stderr lines: the same (each stream a terminal) */
     int elastic;                 /* the job is elastic: its end gets a summary line */
     char final_state[16];        /* the state of the final JobView ("" before it came) */
     uint64_t nlogs;              /* log lines printed so far = log_offset on resume */
@@ -73,6 +75,8 @@ typedef struct submit_watch_s {
     int cancel_sent;             /* Cancel reached the head */
     uint64_t cancel_deadline;    /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
     char last_state[512];        /* the last job.state message printed (not printed twice) */
+    char last_shown[512];        /* the last event message printed: a worker's loss comes as
+                                    worker.lost and then worker.fail with the same words */
     uint64_t head_wait_ms;       /* how long to wait for a head that went away */
     uint64_t submitted_at;       /* hv_now_ms() when Submit returned */
     int started;                 /* the job left "pending" (a placing/running event, any output) */
@@ -110,6 +114,9 @@ static void submit_usage(FILE *f) {
            "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
            "                        it to come back (default: the nodes' lease + 30 s)\n"
            "  --quiet, -q           do not print state changes (only output and errors)\n"
+           "  --raw                 pass control characters in worker output through to a\n"
+           "                        terminal (by default escape sequences there show as\n"
+           "                        \\x1b...; into a file or a pipe output is never changed)\n"
            "  --verbose, -v         say more about uploads\n"
            "  --help, -h            this help\n"
            "  --version, -V         print the version\n"
@@ -325,14 +332,19 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
             hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
                              &hvpb__v1__upload_reply__descriptor, SUBMIT_UPLOAD_MS, &resp, &st);
         if (rc != HV_OK) {
+            /* The head answers UNAVAILABLE itself, with its words, when its upload_quota is
+             * full: that is reported (exit 75, try again later), not retried here. */
+            int lost = hv_cli_rpc_unreachable(&st) && hv_cli_rpc_transport_detail(&st);
             int resumable = st.grpc_code == HV_CLI_GRPC_FAILED_PRECONDITION ||
-                            st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE || hv_cli_rpc_unreachable(&st);
+                            st.grpc_code == HV_CLI_GRPC_OUT_OF_RANGE || lost;
             if (prog.shown && prog.tty) {
                 fputc('\n', stderr);
             }
             if (!resumable || ++retries > 5) {
-                if (hv_cli_rpc_head_message(&st) && !hv_cli_rpc_unreachable(&st)) {
-                    fprintf(stderr, SUBMIT_PROG ": upload of %s failed: %s\n", a->path, st.msg);
+                if (hv_cli_rpc_head_message(&st) && !lost) {
+                    char line[HV_CLI_ERR_LEN + 600];
+                    snprintf(line, sizeof(line), "upload of %s failed: %s", a->path, st.msg);
+                    hv_cli_say(stderr, SUBMIT_PROG, line);
                     status = hv_cli_rpc_exit_code(&st);
                 } else {
                     status =
@@ -340,7 +352,7 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
                 }
                 goto out;
             }
-            if (hv_cli_rpc_unreachable(&st)) {
+            if (lost) {
                 submit_sleep(1000);
             }
             Hvpb__V1__StatArtifactReply *sr = NULL;
@@ -609,32 +621,34 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
             snprintf(line, sizeof(line), "job %llu failed", (unsigned long long)w->job_id);
         }
         if (strcmp(line, w->last_state) != 0) {
-            fprintf(stderr, SUBMIT_PROG ": %s\n", line);
+            hv_cli_say(stderr, SUBMIT_PROG, line);
         }
         for (size_t i = 0; i < v->n_workers; i++) {
             const Hvpb__V1__WorkerView *wv = v->workers[i];
             if (wv != NULL && hv_cli_worker_failed(wv) && !submit_rank_said(w, wv->rank)) {
-                fprintf(stderr, SUBMIT_PROG ": %s\n",
-                        hv_cli_worker_outcome(wv, line, sizeof(line)));
+                hv_cli_say(stderr, SUBMIT_PROG, hv_cli_worker_outcome(wv, line, sizeof(line)));
             }
         }
     } else if (strcmp(v->state, "cancelled") == 0) {
         snprintf(line, sizeof(line), "job %llu cancelled%s%s", (unsigned long long)w->job_id,
                  v->reason[0] ? ": " : "", v->reason);
         if (strcmp(line, w->last_state) != 0) {
-            fprintf(stderr, SUBMIT_PROG ": %s\n", line);
+            hv_cli_say(stderr, SUBMIT_PROG, line);
         }
     } else if (strcmp(v->state, "succeeded") != 0) {
-        fprintf(stderr, SUBMIT_PROG ": job %llu ended in state '%s'%s%s\n",
-                (unsigned long long)w->job_id, v->state, v->reason[0] ? ": " : "", v->reason);
+        snprintf(line, sizeof(line), "job %llu ended in state '%s'%s%s",
+                 (unsigned long long)w->job_id, v->state, v->reason[0] ? ": " : "", v->reason);
+        hv_cli_say(stderr, SUBMIT_PROG, line);
     }
     /* An elastic job's size changed along the way: say where it ended ("succeeded: generation
      * 3, 2 workers, 1 reset"), after the reason when it did not succeed. --quiet keeps it for
      * the jobs that did not succeed. */
     int ok = strcmp(v->state, "succeeded") == 0;
     if ((w->elastic || v->elastic) && !(ok && w->quiet)) {
-        fprintf(stderr, SUBMIT_PROG ": job %llu %s: %s\n", (unsigned long long)w->job_id,
-                ok ? "succeeded" : "at its end", hv_cli_elastic_summary(v, line, sizeof(line)));
+        char sum[900];
+        snprintf(line, sizeof(line), "job %llu %s: %s", (unsigned long long)w->job_id,
+                 ok ? "succeeded" : "at its end", hv_cli_elastic_summary(v, sum, sizeof(sum)));
+        hv_cli_say(stderr, SUBMIT_PROG, line);
     }
     if (!(ok && w->quiet)) {
         submit_cost(w);
@@ -657,8 +671,13 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         for (size_t i = 0; i < n; i++) {
             const Hvpb__V1__LogLine *l = lines[i];
             FILE *f = l->stream == 2 ? stderr : stdout;
-            fprintf(f, "[%u]<%s>:%s\n", (unsigned)l->rank, l->stream == 2 ? "stderr" : "stdout",
-                    l->text);
+            fprintf(f, "[%u]<%s>:", (unsigned)l->rank, l->stream == 2 ? "stderr" : "stdout");
+            if (l->stream == 2 ? w->clean_err : w->clean_out) {
+                hv_cli_clean_write(f, l->text, HV_CLI_CLEAN_TAB);
+            } else {
+                fputs(l->text, f);
+            }
+            fputc('\n', f);
         }
         fflush(stdout); /* whole batches at a time: lines stay live, writes stay few */
         fflush(stderr);
@@ -677,8 +696,15 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         if (strcmp(e->kind, "job.state") == 0 && strstr(e->message, "pending") == NULL) {
             w->started = 1;
         }
-        /* hvsubmit said "job N submitted (...)" itself: the head's event says it again. */
+        /* hvsubmit said "job N submitted (...)" itself: the head's event says it again. An
+         * elastic job's end says "job N succeeded: generation G, ..." (submit_finish): the
+         * head's plain "job N succeeded" would come just before it. */
         int said = strcmp(e->kind, "job.state") == 0 && strstr(e->message, ") submitted: ") != NULL;
+        char ok_line[64];
+        snprintf(ok_line, sizeof(ok_line), "job %llu succeeded", (unsigned long long)w->job_id);
+        said |= w->elastic && strcmp(e->kind, "job.state") == 0 && strcmp(e->message, ok_line) == 0;
+        /* A lost worker is told twice in a row, by worker.lost and worker.fail. */
+        said |= strncmp(e->kind, "worker.", 7) == 0 && strcmp(e->message, w->last_shown) == 0;
         if (!w->quiet && !said && hv_cli_event_shown(e->kind, w->elastic) &&
             strcmp(e->message, w->last_state) != 0) {
             unsigned rank = 0;
@@ -686,7 +712,8 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
                 w->nsaid_ranks < sizeof(w->said_ranks) / sizeof(w->said_ranks[0])) {
                 w->said_ranks[w->nsaid_ranks++] = rank;
             }
-            fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
+            hv_cli_say(stderr, SUBMIT_PROG, e->message);
+            snprintf(w->last_shown, sizeof(w->last_shown), "%s", e->message);
             if (strcmp(e->kind, "job.state") == 0) {
                 snprintf(w->last_state, sizeof(w->last_state), "%s", e->message);
             }
@@ -761,8 +788,10 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
         }
         if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || rc == HV_ENOTFOUND) {
             int said = hv_cli_rpc_head_message(&st);
-            fprintf(stderr, SUBMIT_PROG ": the head no longer knows job %llu%s%s\n",
-                    (unsigned long long)w->job_id, said ? ": " : "", said ? st.msg : "");
+            char line[HV_CLI_ERR_LEN + 64];
+            snprintf(line, sizeof(line), "the head no longer knows job %llu%s%s",
+                     (unsigned long long)w->job_id, said ? ": " : "", said ? st.msg : "");
+            hv_cli_say(stderr, SUBMIT_PROG, line);
             return HV_CLI_EXIT_NOINPUT;
         }
     }
@@ -876,12 +905,10 @@ static int submit_watch(submit_watch_t *w) {
         hv_rpc_bstream_destroy(s);
         s = NULL;
         if (st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) {
-            fprintf(stderr, SUBMIT_PROG ": %s\n",
-                    hv_cli_rpc_head_message(&st) ? st.msg : "the head does not know this job");
+            hv_cli_say(stderr, SUBMIT_PROG,
+                       hv_cli_rpc_head_message(&st) ? st.msg : "the head does not know this job");
             status = HV_CLI_EXIT_NOINPUT;
-        } else if (st.rc == HV_OK || hv_cli_rpc_unreachable(&st) || st.rc == HV_EPEER ||
-                   st.rc == HV_ECLOSED || st.rc == HV_ECANCELED || st.rc == HV_ETIMEDOUT ||
-                   st.grpc_code == HV_CLI_GRPC_CANCELLED) {
+        } else if (hv_cli_rpc_stream_lost(&st)) {
             status = submit_reconnect(w, &st);
         } else {
             status = hv_cli_rpc_report(SUBMIT_PROG, w->head, "Watch", &st, 0);
@@ -902,13 +929,15 @@ static int submit_attempt(hv_rpc_channel_t *ch, const char *head, const hv_cli_s
     w.ch = ch;
     w.head = head;
     w.quiet = o.quiet;
+    w.clean_out = !o.raw && isatty(STDOUT_FILENO);
+    w.clean_err = !o.raw && isatty(STDERR_FILENO);
     w.elastic = o.elastic;
     uint32_t np = 0, lease_ms = 0;
     status = submit_job(ch, head, &o, arts, &w.job_id, &np, &lease_ms);
     if (status != HV_CLI_EXIT_OK) {
         goto out;
     }
-    w.head_wait_ms = hv_cli_head_wait_ms(&o, lease_ms);
+    w.head_wait_ms = hv_cli_head_wait_ms(o.head_timeout_set, o.head_timeout_s, lease_ms);
     w.submitted_at = hv_now_ms();
     w.next_pending_check = w.submitted_at + SUBMIT_PENDING_MS;
     if (o.elastic) {

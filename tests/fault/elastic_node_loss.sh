@@ -32,6 +32,11 @@ close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a node loss is not 
 rounds 2 >"$TMP/r2"; cat "$TMP/r2"
 sed -n 2p "$TMP/r2" | grep -q '^2 2 rollback node-a ' || fail "g2 should roll back to the 2 workers of node-a"
 assert_grep "$TMP/loss.err" "node node-b is dead" "hvsubmit should show why the workers were lost"
+# Each is said once: a lost worker comes as worker.lost and worker.fail, the end as the head's
+# state event and hvsubmit's summary.
+dup=$(grep '^hvsubmit: .*was lost' "$TMP/loss.err" | sort | uniq -d)
+[ -z "$dup" ] || fail "hvsubmit repeated: $dup"
+[ "$(grep -c '^hvsubmit: job 2 succeeded' "$TMP/loss.err")" -eq 1 ] || fail "hvsubmit did not say 'job 2 succeeded' once"
 # The rollback's cost: what the survivors had handed out since their last commit (they commit
 # every step of 64 samples, so one or two steps' samples) is recorded with the round and summed
 # by hvctl cost; the run without a failure redid nothing.

@@ -29,6 +29,7 @@ wait_submit
 check_exact kill 3
 acc=$(final_accuracy kill)
 close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a failure is not within 0.01 of $ref"
+[ "$(grep -c '^hvsubmit: job 2 succeeded' "$TMP/kill.err")" -eq 1 ] || fail "hvsubmit must say 'job 2 succeeded' once"
 rounds 2 >"$TMP/r2"; cat "$TMP/r2"
 sed -n 2p "$TMP/r2" | grep -q '^2 2 rollback node-b .*failure: rank 0 on node-a was killed by signal SIGKILL' \
     || fail "g2 should roll back to 2 workers on node-b"

@@ -85,12 +85,12 @@ assert_grep "$TMP/job.out" "succeeded"
 
 # Clients that cannot verify the head: non-zero, and a message a user can act on.
 "$BIN/hvsubmit" --head "$HEAD" -np 1 "$EX/hello" >"$TMP/plain.out" 2>"$TMP/plain.err"; ec=$?
-[ $ec -ne 0 ] || fail "a plain-text hvsubmit against a TLS head exited 0"
+[ $ec -eq 69 ] || fail "a plain-text hvsubmit against a TLS head: exit $ec, want 69 (docs/tls.md)"
 assert_grep "$TMP/plain.err" "cannot reach the head at $HEAD"
 assert_grep "$TMP/plain.err" "if it uses TLS, give --ca FILE"
 no_internals "$TMP/plain.err"
 "$BIN/hvctl" --head "$HEAD" --ca "$C/other-ca.pem" nodes >"$TMP/other.out" 2>"$TMP/other.err"; ec=$?
-[ $ec -ne 0 ] || fail "hvctl trusting another CA exited 0"
+[ $ec -eq 69 ] || fail "hvctl trusting another CA: exit $ec, want 69 (docs/tls.md)"
 assert_grep "$TMP/other.err" "the head's certificate is not signed by the CA in '$C/other-ca.pem'"
 no_internals "$TMP/other.err"
 "$BIN/hvctl" --head "$HEAD" --ca "$C/missing.pem" nodes >"$TMP/miss.out" 2>"$TMP/miss.err"; ec=$?
