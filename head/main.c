@@ -495,6 +495,18 @@ static int cmd_start(const head_opts_t *o) {
         hv_free(h);
         return 1;
     }
+    /* Credentials are only good within one state database (head/auth.h). */
+    if ((rc = hv_auth_set_epoch(&h->auth, hv_store_epoch(h->store))) != HV_OK) {
+        head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
+        if (o->daemon) {
+            hv_pidfile_remove(h->pid_path);
+        }
+        hv_store_close(h->store);
+        close(h->lock_fd);
+        hv_head_config_fini(&h->cfg);
+        hv_free(h);
+        return 1;
+    }
     h->loop = uv_default_loop();
     int exit_code = 1;
     hv_driver_io_t io = {.order = io_order,
