@@ -672,6 +672,7 @@ static int cmd_start(const head_opts_t *o) {
 
     uv_run(h->loop, UV_RUN_DEFAULT);
 
+    hv_autoscale_stop(h->as); /* gives back what it started on this machine */
     hv_driver_event(h->driver, 0, 0, "head.stop", NULL, "head stopped");
     hv_svc_jobs_close(h->jobs);
     hv_rpc_server_shutdown(h->srv);
