@@ -669,6 +669,7 @@ static int agent_not_running(const hv_agent_config_t *cfg, hv_err rc) {
  * holds the pid file's lock, then SIGKILL if it still holds it after --timeout. */
 static int agent_stop_cmd(const hv_agent_config_t *cfg) {
     int pid = 0;
+    uint64_t t0 = hv_now_ms();
     hv_err rc = hv_stop_locked(cfg->pid_file, SIGINT, cfg->stop_timeout_ms, 1, &pid);
     if (rc == HV_ENOTFOUND || rc == HV_EPERM) {
         return agent_not_running(cfg, rc);
@@ -677,6 +678,11 @@ static int agent_stop_cmd(const hv_agent_config_t *cfg) {
         fprintf(stderr, "hvagent: the agent (pid %d) did not stop within %u s, even killed: %s\n",
                 pid, cfg->stop_timeout_ms / 1000u + 5u, hv_strerror(rc));
         return 1;
+    }
+    if (hv_now_ms() - t0 >= cfg->stop_timeout_ms) {
+        fprintf(stderr, "hvagent: the agent (pid %d) did not stop within %u s: killed it\n", pid,
+                cfg->stop_timeout_ms / 1000u);
+        return 0;
     }
     printf("hvagent: stopped the agent (pid %d)\n", pid);
     return 0;
