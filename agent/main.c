@@ -385,26 +385,15 @@ static void agent_on_line(uint64_t worker_id, int stream, const char *line, size
 
 /* ---- pid file ------------------------------------------------------------------------------- */
 
-static pid_t pidfile_pid(const char *path) {
-    char *txt = NULL;
-    if (hv_read_file(path, 64, &txt, NULL) != HV_OK) {
-        return 0;
-    }
-    long v = strtol(txt, NULL, 10);
-    hv_free(txt);
-    return v > 0 ? (pid_t)v : 0;
-}
-
-/* Writes our pid unless a live process holds the file. */
+/* The agent holds a lock on its pid file while it lives (hv_pidfile_claim): that lock, not the
+ * number in the file, says which process is the agent. */
 static int pidfile_claim(const char *path) {
-    pid_t old = pidfile_pid(path);
-    if (old > 0 && old != getpid() && kill(old, 0) == 0) {
-        fprintf(stderr, "hvagent: another agent (pid %d) holds %s\n", (int)old, path);
+    int holder = 0;
+    hv_err rc = hv_pidfile_claim(path, &holder);
+    if (rc == HV_EEXIST) {
+        fprintf(stderr, "hvagent: another agent (pid %d) holds %s\n", holder, path);
         return -1;
     }
-    char buf[32];
-    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-    hv_err rc = hv_write_file_atomic(path, buf, (size_t)n, 0644);
     if (rc != HV_OK) {
         fprintf(stderr, "hvagent: cannot write the pid file %s: %s\n", path, hv_strerror(rc));
         return -1;
@@ -504,7 +493,7 @@ static int agent_join(agent_t *a) {
         rc = hv_daemonize(cfg->pid_file, cfg->log_file[0] ? cfg->log_file : NULL);
         if (rc == HV_EEXIST) {
             fprintf(stderr, "hvagent: another agent (pid %d) holds %s\n",
-                    (int)pidfile_pid(cfg->pid_file), cfg->pid_file);
+                    hv_lock_holder(cfg->pid_file), cfg->pid_file);
             return 1;
         }
         if (rc != HV_OK) {
@@ -654,35 +643,57 @@ out:
 
 /* ---- stop / drain --------------------------------------------------------------------------- */
 
-/* `hvagent stop` means "stop now": SIGINT (SIGTERM would start a drain), then SIGKILL if the
- * agent is still there after --timeout. */
-static int agent_stop_cmd(const hv_agent_config_t *cfg) {
-    pid_t pid = pidfile_pid(cfg->pid_file);
-    if (pid <= 0 || kill(pid, SIGINT) != 0) {
-        fprintf(stderr, "hvagent: no agent is running (pid file %s)\n", cfg->pid_file);
+/* No agent holds the pid file's lock: say so, and remove a stale file (whatever process its
+ * number names now is not signalled). */
+static int agent_not_running(const hv_agent_config_t *cfg, hv_err rc) {
+    if (rc == HV_EPERM) {
+        fprintf(stderr,
+                "hvagent: %s is locked by a process this one cannot see (another pid "
+                "namespace); stop that agent where it runs\n",
+                cfg->pid_file);
         return 1;
     }
-    uint64_t deadline = hv_now_ms() + cfg->stop_timeout_ms;
-    while (kill(pid, 0) == 0) {
-        if (hv_now_ms() >= deadline) {
-            kill(pid, SIGKILL);
-            fprintf(stderr, "hvagent: the agent (pid %d) did not stop within %u s: killed it\n",
-                    (int)pid, cfg->stop_timeout_ms / 1000u);
-            return 0;
-        }
-        usleep(20000);
+    int stale = hv_pidfile_remove_stale(cfg->pid_file);
+    if (stale != 0) {
+        fprintf(stderr,
+                "hvagent: no agent is running (no agent holds %s); the pid file was stale (it "
+                "named pid %d, which is not an agent): removed it, signalled nobody\n",
+                cfg->pid_file, stale);
+    } else {
+        fprintf(stderr, "hvagent: no agent is running (pid file %s)\n", cfg->pid_file);
     }
-    printf("hvagent: stopped the agent (pid %d)\n", (int)pid);
+    return 1;
+}
+
+/* `hvagent stop` means "stop now": SIGINT (SIGTERM would start a drain) to the process that
+ * holds the pid file's lock, then SIGKILL if it still holds it after --timeout. */
+static int agent_stop_cmd(const hv_agent_config_t *cfg) {
+    int pid = 0;
+    uint64_t t0 = hv_now_ms();
+    hv_err rc = hv_stop_locked(cfg->pid_file, SIGINT, cfg->stop_timeout_ms, 1, &pid);
+    if (rc == HV_ENOTFOUND || rc == HV_EPERM) {
+        return agent_not_running(cfg, rc);
+    }
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvagent: the agent (pid %d) did not stop within %u s, even killed: %s\n",
+                pid, cfg->stop_timeout_ms / 1000u + 5u, hv_strerror(rc));
+        return 1;
+    }
+    if (hv_now_ms() - t0 >= cfg->stop_timeout_ms) {
+        fprintf(stderr, "hvagent: the agent (pid %d) did not stop within %u s: killed it\n", pid,
+                cfg->stop_timeout_ms / 1000u);
+        return 0;
+    }
+    printf("hvagent: stopped the agent (pid %d)\n", pid);
     return 0;
 }
 
 static int agent_drain_cmd(const hv_agent_config_t *cfg) {
-    pid_t pid = pidfile_pid(cfg->pid_file);
+    int pid = hv_lock_holder(cfg->pid_file);
     if (pid <= 0 || kill(pid, SIGUSR1) != 0) {
-        fprintf(stderr, "hvagent: no agent is running (pid file %s)\n", cfg->pid_file);
-        return 1;
+        return agent_not_running(cfg, pid < 0 ? HV_EPERM : HV_ENOTFOUND);
     }
-    printf("hvagent: asked the agent (pid %d) to drain\n", (int)pid);
+    printf("hvagent: asked the agent (pid %d) to drain\n", pid);
     return 0;
 }
 

@@ -167,6 +167,12 @@ static pid_t pidfile_read(const char *pid_path) {
     return v > 0 ? (pid_t)v : 0;
 }
 
+/* The pid file this process holds (hv_pidfile_claim): the open descriptor is what keeps its
+ * lock, so nothing else in the process may open and close that file (closing any descriptor of
+ * a file drops the process's fcntl locks on it). */
+static int pidfile_fd = -1;
+static char pidfile_held[4096];
+
 /* The write end of the pipe to the waiting parent (hv_daemonize_wait), -1 once answered. */
 static int daemon_notify_fd = -1;
 
@@ -198,7 +204,14 @@ static void notify_write(char kind, const char *text) {
 
 void hv_daemon_ready(const char *line) { notify_write('k', line); }
 
-void hv_daemon_failed(const char *why) { notify_write('e', why); }
+void hv_daemon_failed(const char *why) {
+    /* A daemon that could not start gives its pid file back before the command that started it
+     * returns, so nobody finds the file of a daemon that never ran. */
+    if (daemon_notify_fd >= 0 && pidfile_fd >= 0) {
+        hv_pidfile_remove(pidfile_held);
+    }
+    notify_write('e', why);
+}
 
 /* Parent side: reads the daemon's answer until EOF or wait_ms, then exits. */
 static void daemon_parent_wait(int fd, pid_t child, const char *pid_path, const char *log_path,
@@ -253,8 +266,9 @@ static void daemon_parent_wait(int fd, pid_t child, const char *pid_path, const 
 }
 
 static hv_err daemonize(const char *pid_path, const char *log_path, uint32_t wait_ms) {
-    pid_t old = pidfile_read(pid_path);
-    if (old > 0 && kill(old, 0) == 0) {
+    /* Only the lock says a daemon runs: a pid file left by a killed one may name a live stranger
+     * (pids are reused), and that must not keep a new daemon from starting. */
+    if (hv_lock_holder(pid_path) != 0) {
         return HV_EEXIST;
     }
     int sync_pipe[2];
@@ -303,13 +317,18 @@ static hv_err daemonize(const char *pid_path, const char *log_path, uint32_t wai
     if (logfd > 2) {
         close(logfd);
     }
-    char buf[32];
-    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-    hv_err rc = hv_write_file_atomic(pid_path, buf, (size_t)n, 0644);
+    int holder = 0;
+    hv_err rc = hv_pidfile_claim(pid_path, &holder);
     daemon_notify_fd = sync_pipe[1];
     if (rc != HV_OK) {
         char why[4200];
-        snprintf(why, sizeof(why), "cannot write the pid file %s: %s", pid_path, hv_strerror(rc));
+        if (rc == HV_EEXIST) {
+            snprintf(why, sizeof(why), "the pid file %s is held by another daemon (pid %d)",
+                     pid_path, holder);
+        } else {
+            snprintf(why, sizeof(why), "cannot write the pid file %s: %s", pid_path,
+                     hv_strerror(rc));
+        }
         hv_daemon_failed(why);
     } else if (wait_ms == 0) {
         hv_daemon_ready(NULL);
@@ -335,7 +354,7 @@ int hv_lock_holder(const char *path) {
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     int pid = 0;
     if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
-        pid = (int)fl.l_pid;
+        pid = fl.l_pid > 0 ? (int)fl.l_pid : -1;
     }
     close(fd);
     return pid;
@@ -370,28 +389,144 @@ hv_err hv_lock_take(const char *path, int *fd_out, int *holder_out) {
     return HV_OK;
 }
 
-hv_err hv_stop_pidfile(const char *pid_path, uint32_t timeout_ms, int kill_after) {
-    pid_t pid = pidfile_read(pid_path);
-    if (pid <= 0 || kill(pid, SIGTERM) != 0) {
-        return HV_ENOTFOUND;
+/* ---- pid files -------------------------------------------------------------------------------- */
+
+/* Whether fd still is the file at path (not unlinked or replaced since it was opened). */
+static int fd_is_path(int fd, const char *path) {
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+hv_err hv_pidfile_claim(const char *pid_path, int *holder_out) {
+    if (strlen(pid_path) >= sizeof(pidfile_held)) {
+        return HV_EINVAL;
     }
-    uint64_t deadline = hv_now_ms() + timeout_ms;
-    while (hv_now_ms() < deadline) {
-        if (kill(pid, 0) != 0) {
-            return HV_OK;
+    /* A stop that removes a stale file may unlink it between our open and our lock: then the
+     * lock is on a file nobody will find, so try again (a few times; it cannot race forever). */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = -1;
+        int holder = 0;
+        hv_err rc = hv_lock_take(pid_path, &fd, &holder);
+        if (rc == HV_EEXIST && holder_out != NULL) {
+            *holder_out = holder;
         }
-        usleep(20000);
-    }
-    if (kill_after) {
-        kill(pid, SIGKILL);
+        if (rc != HV_OK) {
+            return rc;
+        }
+        if (!fd_is_path(fd, pid_path)) {
+            close(fd);
+            continue;
+        }
+        if (pidfile_fd >= 0) {
+            close(pidfile_fd);
+        }
+        pidfile_fd = fd;
+        snprintf(pidfile_held, sizeof(pidfile_held), "%s", pid_path);
         return HV_OK;
     }
-    return HV_ETIMEDOUT;
+    return HV_ESTATE;
 }
 
 void hv_pidfile_remove(const char *pid_path) {
-    if (pidfile_read(pid_path) == getpid()) {
+    if (pidfile_fd < 0 || strcmp(pid_path, pidfile_held) != 0) {
+        return;
+    }
+    /* Unlinked while still locked, so a starting daemon never locks the file we remove. */
+    if (fd_is_path(pidfile_fd, pid_path)) {
         unlink(pid_path);
+    }
+    close(pidfile_fd);
+    pidfile_fd = -1;
+    pidfile_held[0] = '\0';
+}
+
+int hv_pidfile_remove_stale(const char *pid_path) {
+    int fd = open(pid_path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int named = 0;
+    if (fcntl(fd, F_SETLK, &fl) == 0 && fd_is_path(fd, pid_path)) {
+        char buf[32] = "";
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        long v = n > 0 ? strtol(buf, NULL, 10) : 0;
+        named = v > 0 && v < 1L << 30 ? (int)v : -1;
+        unlink(pid_path);
+    }
+    close(fd);
+    return named;
+}
+
+/* 0: pid is gone; 1: it runs; 2: it has exited but its parent has not reaped it (a zombie). */
+static int pid_state(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        return 0;
+    }
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT ? 0 : 1;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 1;
+    }
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return paren != NULL && paren[1] == ' ' && paren[2] == 'Z' ? 2 : 1;
+}
+
+hv_err hv_stop_locked(const char *lock_path, int sig, uint32_t timeout_ms, int kill_after,
+                      int *pid_out) {
+    int pid = hv_lock_holder(lock_path);
+    if (pid == 0) {
+        return HV_ENOTFOUND;
+    }
+    if (pid < 0) {
+        return HV_EPERM; /* held from another pid namespace: nobody we can name */
+    }
+    if (pid_out != NULL) {
+        *pid_out = pid;
+    }
+    if (kill(pid, sig) != 0) {
+        return errno == ESRCH ? HV_ENOTFOUND : hv_err_from_errno(errno);
+    }
+    uint64_t deadline = hv_now_ms() + timeout_ms;
+    int killed = 0;
+    for (;;) {
+        /* Once the lock is free the daemon has let go; it exits right after. Never signal a
+         * pid whose lock is gone: it may already belong to someone else. */
+        if (hv_lock_holder(lock_path) != pid) {
+            /* Its exit follows; wait for the pid to be gone (reaped), within the same bound. A
+             * parent may be slow to reap (a container's init): a zombie for 3 s is gone enough. */
+            uint64_t until = deadline > hv_now_ms() + 2000 ? deadline : hv_now_ms() + 2000;
+            uint64_t zombie_since = 0;
+            int st;
+            while ((st = pid_state(pid)) != 0 && hv_now_ms() < until) {
+                if (st == 2 && zombie_since == 0) {
+                    zombie_since = hv_now_ms();
+                }
+                if (st == 2 && hv_now_ms() - zombie_since >= 3000) {
+                    break;
+                }
+                usleep(10000);
+            }
+            return HV_OK;
+        }
+        uint64_t now = hv_now_ms();
+        if (now >= deadline) {
+            if (!kill_after || killed) {
+                return HV_ETIMEDOUT;
+            }
+            kill(pid, SIGKILL); /* it still holds the lock: it is the daemon */
+            killed = 1;
+            deadline = now + 5000;
+        }
+        usleep(20000);
     }
 }
 

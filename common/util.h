@@ -26,9 +26,15 @@ hv_err hv_read_file(const char *path, size_t max, char **out, size_t *len_out);
 /* Writes data to path atomically (temp file + fsync + rename). */
 hv_err hv_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
 
-/* Detaches from the terminal (double fork, setsid, stdio to log_path or /dev/null) and writes
- * the daemon's pid to pid_path (refusing with HV_EEXIST if a live process holds it). Returns in
- * the daemon only; the parent exits 0 once the pid file is written. */
+/* A daemon is known by the lock it holds, never by a pid alone: a pid file left by a daemon that
+ * was killed can name any later process once the pid is reused. So the pid file is itself a lock
+ * file: the daemon holds an fcntl write lock on it while it lives (the kernel drops it with the
+ * process), and `stop` signals the lock's holder (hv_lock_holder), never the number the file
+ * holds. An unlocked pid file is stale whatever process its number names. */
+
+/* Detaches from the terminal (double fork, setsid, stdio to log_path or /dev/null) and claims
+ * pid_path for the daemon (hv_pidfile_claim; HV_EEXIST, before forking, if a live process holds
+ * its lock). Returns in the daemon only; the parent exits 0 once the pid file is written. */
 hv_err hv_daemonize(const char *pid_path, const char *log_path);
 /* Like hv_daemonize, but the parent stays until the daemon calls hv_daemon_ready (it prints the
  * daemon's line on stdout and exits 0) or hv_daemon_failed (it prints the reason on stderr and
@@ -45,13 +51,26 @@ void hv_daemon_failed(const char *why);
  * people), held while the process lives (or until *fd_out is closed). HV_EEXIST if another live
  * process holds it, with its pid in *holder_out (0 if unknown). */
 hv_err hv_lock_take(const char *path, int *fd_out, int *holder_out);
-/* The pid of the process holding path's lock, 0 if none (does not take it). */
+/* The pid of the process holding path's lock: 0 if none (a missing file included), -1 if it is
+ * held by a process whose pid we cannot see (another pid namespace). Does not take it. */
 int hv_lock_holder(const char *path);
-/* Reads pid_path; sends SIGTERM; waits up to timeout_ms for the process to exit (then SIGKILL
- * if kill_after is set). HV_ENOTFOUND if no pid file or no such process. */
-hv_err hv_stop_pidfile(const char *pid_path, uint32_t timeout_ms, int kill_after);
-/* Removes pid_path if it holds our pid. */
+
+/* Makes pid_path this process's pid file: locks it (as hv_lock_take) and writes our pid into it;
+ * the lock is kept until hv_pidfile_remove or the process ends. Nothing else in this process may
+ * open that file (closing any descriptor of it would drop the lock). HV_EEXIST if another live
+ * process holds it, its pid in *holder_out (may be NULL). */
+hv_err hv_pidfile_claim(const char *pid_path, int *holder_out);
+/* Removes pid_path and lets its lock go, if this process claimed it; else does nothing. */
 void hv_pidfile_remove(const char *pid_path);
+/* Removes pid_path if no process holds its lock (a stale file). Returns the pid the stale file
+ * named (-1 if it named none), 0 if nothing was removed (no file, or a live holder). */
+int hv_pidfile_remove_stale(const char *pid_path);
+/* Stops the daemon that holds lock_path's lock: sends it sig, waits up to timeout_ms for it to
+ * let go of the lock and exit, then (kill_after) SIGKILLs it if it still holds the lock. The
+ * holder's pid goes to *pid_out (may be NULL). HV_ENOTFOUND: nobody holds the lock (nothing is
+ * signalled); HV_EPERM: it is held from another pid namespace; HV_ETIMEDOUT: it did not stop. */
+hv_err hv_stop_locked(const char *lock_path, int sig, uint32_t timeout_ms, int kill_after,
+                      int *pid_out);
 
 /* Splits "host:port" ("[::1]:7000" too). host gets at most hostlen-1 chars. */
 hv_err hv_parse_hostport(const char *s, char *host, size_t hostlen, int *port);

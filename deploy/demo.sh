@@ -13,17 +13,32 @@ cmake --build build -j"$(nproc)" >/dev/null
 echo "demo: build ready in build/ (bin/: hvhead hvagent hvsubmit hvctl; examples/: elastic_train ...)"
 
 WORK=$(mktemp -d /tmp/hv-demo.XXXXXX)
-PIDS=()
+HEAD_PID=""
+WATCH=""
+# The machine is left as it was found: a clean stop of the head (SIGINT) gives back the agents
+# its autoscaler started; anything of the demo's still running after that is named and stopped.
 cleanup() {
-    for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    if [ -n "$WATCH" ]; then kill "$WATCH" 2>/dev/null || true; fi
+    if [ -n "$HEAD_PID" ]; then
+        echo "demo: stopping the head (it gives back the agents its autoscaler started)"
+        kill -INT "$HEAD_PID" 2>/dev/null || true
+        wait "$HEAD_PID" 2>/dev/null || true
+    fi
+    wait 2>/dev/null || true
+    local left
+    left=$(pgrep -f -- "$WORK" || true)
+    if [ -n "$left" ]; then
+        echo "demo: still running after the head stopped (stopping them):"
+        ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" || true
+        kill -KILL $left 2>/dev/null || true
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 build/bin/hvhead start --config examples/autoscale.yaml --data-dir "$WORK/data" \
     >"$WORK/head.out" 2>"$WORK/head.log" &
-PIDS+=($!)
+HEAD_PID=$!
 for _ in $(seq 100); do grep -q 'listening on' "$WORK/head.out" && break; sleep 0.1; done
 grep -q 'listening on' "$WORK/head.out" || { cat "$WORK/head.out" "$WORK/head.log"; exit 1; }
 cat "$WORK/head.out"
@@ -49,7 +64,6 @@ watch_events() {
 }
 watch_events &
 WATCH=$!
-PIDS+=($WATCH)
 
 echo "demo: hvsubmit --grow 0:2,2:4,4:6 build/examples/elastic_train --epochs 6"
 rc=0
@@ -64,5 +78,4 @@ for _ in $(seq 60); do [ "$(alive)" -le 1 ] && break; sleep 1; done
 ctl events --limit 1000 | awk '$6 == "autoscaler.terminate"' |
     while read -r _ _ t _ _ kind msg; do echo "demo: [$t] $kind $msg"; done
 ctl nodes
-echo "demo: stopping the head (its last agent goes with it)"
 exit $rc

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "sha256.h"
 
 #define AUTH_MAC_HEX 32     /* 128 bits of the HMAC, in hex */
@@ -33,6 +34,14 @@ void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_AUTH_KEY_BYTES]) {
     memcpy(a->key, key, HV_AUTH_KEY_BYTES);
 }
 
+hv_err hv_auth_set_epoch(hv_auth_t *a, const char *epoch) {
+    if (epoch == NULL || strlen(epoch) > HV_AUTH_EPOCH_MAX || strchr(epoch, ':') != NULL) {
+        return HV_EINVAL;
+    }
+    snprintf(a->epoch, sizeof(a->epoch), "%s", epoch);
+    return HV_OK;
+}
+
 int hv_auth_equal(const char *want, const char *given) {
     size_t lw = strlen(want), lg = strlen(given);
     unsigned char diff = (unsigned char)(lw != lg);
@@ -42,7 +51,8 @@ int hv_auth_equal(const char *want, const char *given) {
     return diff == 0;
 }
 
-/* HMAC-SHA256 (RFC 2104) of msg under the head key; hex of the first 128 bits into out[33]. */
+/* HMAC-SHA256 (RFC 2104) of "<epoch>:" + msg ("" + msg for the legacy epoch "") under the head
+ * key; hex of the first 128 bits into out[33]. */
 static void auth_mac(const hv_auth_t *a, const char *msg, char out[AUTH_MAC_HEX + 1]) {
     uint8_t pad[64], inner[32], full[32];
     hv_sha256_t h;
@@ -52,6 +62,10 @@ static void auth_mac(const hv_auth_t *a, const char *msg, char out[AUTH_MAC_HEX 
     }
     hv_sha256_init(&h);
     hv_sha256_update(&h, pad, sizeof(pad));
+    if (a->epoch[0] != '\0') {
+        hv_sha256_update(&h, a->epoch, strlen(a->epoch));
+        hv_sha256_update(&h, ":", 1);
+    }
     hv_sha256_update(&h, msg, strlen(msg));
     hv_sha256_final(&h, inner);
     memset(pad, 0x5c, sizeof(pad));
@@ -431,17 +445,51 @@ static hv_err read_or_create(const char *path, const char *prefix, size_t nrand,
     return read_word(path, out, cap, err, errlen);
 }
 
-static hv_err load_clients(hv_auth_t *a, char *err, size_t errlen) {
-    char path[600], tok[HV_AUTH_TOKEN_MAX + 1];
+/* Whether name was skipped by the previous load (so its warning is not repeated). */
+static int was_skipped(const hv_auth_t *prev, const char *name) {
+    for (size_t i = 0; prev != NULL && i < prev->n_skipped; i++) {
+        if (strcmp(prev->skipped[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A token file that gives no token: it is left out of the set (so a token its file no longer
+ * holds stops working at once), and said once, by file name, never by value. */
+static void skip_file(hv_auth_t *a, const hv_auth_t *prev, const char *name, const char *why) {
+    if (!was_skipped(prev, name)) {
+        HV_LOG(HV_LOG_WARN, "auth", "HV-AUTH-TOKEN-FILE",
+               "client token file %s/%s ignored: %s; no token of it is accepted until it is fixed",
+               a->data_dir, name, why);
+    }
+    if (a->n_skipped < HV_AUTH_MAX_CLIENTS) {
+        snprintf(a->skipped[a->n_skipped], sizeof(a->skipped[0]), "%s", name);
+        a->n_skipped++;
+    }
+}
+
+/* Loads client.token and clients/ into a (which has no clients yet). strict (the head's start):
+ * a client.token that cannot be read or is no token is an error. Otherwise (a reload) it, like
+ * every bad file in clients/, contributes no token: one bad file never keeps the set as it was.
+ * prev: the set before (for warnings said once), or NULL. */
+static hv_err load_clients(hv_auth_t *a, const hv_auth_t *prev, int strict, char *err,
+                           size_t errlen) {
+    char path[600], tok[HV_AUTH_TOKEN_MAX + 1], why[700];
+    const char *bad_token = "not a client token (want hvc_ and 16 to 200 letters or digits)";
+    a->n_skipped = 0;
     snprintf(path, sizeof(path), "%s/client.token", a->data_dir);
-    hv_err rc = read_or_create(path, "hvc_", AUTH_CLIENT_RAND, tok, sizeof(tok), err, errlen);
+    hv_err rc = read_or_create(path, "hvc_", AUTH_CLIENT_RAND, tok, sizeof(tok), why, sizeof(why));
     if (rc == HV_OK && (rc = hv_auth_add_client(a, "default", tok)) != HV_OK) {
-        hv_errf(err, errlen, "%s: not a client token (want hvc_ and 16 to 200 letters or digits)",
-                path);
+        snprintf(why, sizeof(why), "%s: %s", path, bad_token);
     }
     if (rc != HV_OK) {
-        wipe(tok, sizeof(tok));
-        return rc;
+        if (strict) {
+            hv_errf(err, errlen, "%s", why);
+            wipe(tok, sizeof(tok));
+            return rc;
+        }
+        skip_file(a, prev, "client.token", why);
     }
     snprintf(path, sizeof(path), "%s/clients", a->data_dir);
     DIR *d = opendir(path);
@@ -455,26 +503,30 @@ static hv_err load_clients(hv_auth_t *a, char *err, size_t errlen) {
         if (n <= 6 || strcmp(de->d_name + n - 6, ".token") != 0 || de->d_name[0] == '.') {
             continue;
         }
-        char file[900], name[64];
+        char file[900], name[64], shown[80];
         snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
         snprintf(name, sizeof(name), "%.*s", (int)(n - 6), de->d_name);
-        if ((rc = read_word(file, tok, sizeof(tok), err, errlen)) != HV_OK) {
-            break;
+        snprintf(shown, sizeof(shown), "clients/%.60s", de->d_name);
+        rc = read_word(file, tok, sizeof(tok), why, sizeof(why));
+        if (rc == HV_ENOTFOUND) {
+            continue; /* deleted while we read the directory */
         }
-        rc = hv_auth_add_client(a, name, tok);
-        if (rc == HV_EEXIST) {
-            rc = HV_OK;
-        } else if (rc != HV_OK) {
-            hv_errf(err, errlen, "%s: %s", file,
-                    rc == HV_ETOOBIG
-                        ? "too many client tokens (at most 64)"
-                        : "not a client token (want hvc_ and 16 to 200 letters or digits)");
-            break;
+        if (rc == HV_OK) {
+            rc = hv_auth_add_client(a, name, tok);
+            if (rc != HV_OK && rc != HV_EEXIST) {
+                snprintf(why, sizeof(why), "%s",
+                         rc == HV_ETOOBIG ? "too many client tokens (at most 64)" : bad_token);
+            }
+        } else if (rc == HV_EINVAL) {
+            snprintf(why, sizeof(why), "%s", "empty, or not one word of at most 256 characters");
+        }
+        if (rc != HV_OK && rc != HV_EEXIST) {
+            skip_file(a, prev, shown, why);
         }
     }
     closedir(d);
     wipe(tok, sizeof(tok));
-    return rc;
+    return HV_OK;
 }
 
 hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen) {
@@ -486,10 +538,12 @@ hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen) {
     memcpy(next, a, sizeof(*next));
     wipe(next->clients, sizeof(next->clients));
     next->n_clients = 0;
-    hv_err rc = load_clients(next, err, errlen);
+    hv_err rc = load_clients(next, a, 0, err, errlen);
     if (rc == HV_OK) {
         memcpy(a->clients, next->clients, sizeof(a->clients));
         a->n_clients = next->n_clients;
+        memcpy(a->skipped, next->skipped, sizeof(a->skipped));
+        a->n_skipped = next->n_skipped;
     }
     wipe(next, sizeof(*next));
     free(next);
@@ -522,7 +576,7 @@ hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_
     wipe(key, sizeof(key));
     wipe(hex, sizeof(hex));
     snprintf(a->data_dir, sizeof(a->data_dir), "%s", data_dir);
-    if ((rc = load_clients(a, err, errlen)) != HV_OK) {
+    if ((rc = load_clients(a, NULL, 1, err, errlen)) != HV_OK) {
         return rc;
     }
     if (client_path != NULL) {

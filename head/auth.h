@@ -15,10 +15,13 @@
  *                                   place of the join token, while the instance is alive and
  *                                   only under the instance's own node name (head/autoscale.c
  *                                   writes it into the instance's token file).
- * mac = HMAC-SHA256(head key, "node:<node>:<incarnation>" | "worker:<job>:<worker>" |
- * "instance:<instance>"), 128 bits
- * in hex. The key (<data_dir>/auth.key, 0600) survives a head restart, so live agents and
- * workers keep working across one without anything stored per credential. The join token is not
+ * mac = HMAC-SHA256(head key, "<epoch>:" + ("node:<node>:<incarnation>" |
+ * "worker:<job>:<worker>" | "instance:<instance>")), 128 bits in hex. The key
+ * (<data_dir>/auth.key, 0600) survives a head restart, so live agents and workers keep working
+ * across one without anything stored per credential. The epoch is the state database's
+ * (hv_store_epoch): ids are only unique within one database, so a new state.db, whose job 1 is
+ * not the old job 1, makes every credential of the old one invalid. A database from before
+ * epochs has epoch "" and no prefix (the MACs stay as they were). The join token is not
  * handled here: it only admits a Join (svc_cluster compares it).
  *
  * The decision part (identify, check, messages) is pure: no I/O, no clock. hv_auth_load and
@@ -38,6 +41,7 @@
 #define HV_AUTH_TOKEN_MAX 256  /* longest client token accepted (= HV_RPC_MAX_TOKEN) */
 #define HV_AUTH_MAX_CLIENTS 64 /* client tokens at once */
 #define HV_AUTH_MAX_REVOKED 1024
+#define HV_AUTH_EPOCH_MAX 32 /* characters of a state epoch */
 
 typedef enum hv_cred_kind {
     HV_CRED_NONE = 0, /* no credential, or one nobody issued */
@@ -75,12 +79,25 @@ typedef struct hv_auth_s {
         uint64_t node_id, incarnation;
     } revoked[HV_AUTH_MAX_REVOKED];
     char data_dir[512]; /* set by hv_auth_load */
+    /* Files the last load of the client tokens left out (client.token or clients/NAME.token:
+     * empty, unreadable, no token), so each is warned about once, not every reload. */
+    size_t n_skipped;
+    char skipped[HV_AUTH_MAX_CLIENTS][80];
+    /* The state database's epoch (hv_store_epoch), mixed into every node, worker and instance
+     * MAC: a new state.db (ids start again at 1) makes every credential of the old one invalid.
+     * "" for a database from before epochs (the MACs of earlier versions, so live agents keep
+     * working across the upgrade). Set by hv_auth_set_epoch. */
+    char epoch[HV_AUTH_EPOCH_MAX + 1];
 } hv_auth_t;
 
 /* ---- pure ----------------------------------------------------------------------------------- */
 
-/* Empties a (no clients, nothing revoked) and sets its key. */
+/* Empties a (no clients, nothing revoked, epoch "") and sets its key. */
 void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_AUTH_KEY_BYTES]);
+
+/* Sets the epoch mixed into every node, worker and instance MAC (copied; at most
+ * HV_AUTH_EPOCH_MAX characters, longer is HV_EINVAL). Call it before any credential is made. */
+hv_err hv_auth_set_epoch(hv_auth_t *a, const char *epoch);
 
 /* Adds a client token under name. HV_EINVAL: not "hvc_" followed by 16..200 letters, digits,
  * '-' or '_'; HV_ETOOBIG: HV_AUTH_MAX_CLIENTS reached; HV_EEXIST: the same token again. */
@@ -125,8 +142,9 @@ int hv_auth_equal(const char *want, const char *given);
 /* ---- files (I/O) ---------------------------------------------------------------------------- */
 
 /* Loads the head's key from <data_dir>/auth.key and its client token from
- * <data_dir>/client.token, generating each (random, mode 0600, atomically) when missing, then
- * the client tokens in <data_dir>/clients/ (every NAME.token file) and the revoked node
+ * <data_dir>/client.token, generating each (random, mode 0600, atomically) when missing (a
+ * damaged one is an error), then the client tokens in <data_dir>/clients/ (every NAME.token
+ * file; a bad one is left out with a warning, as in hv_auth_reload_clients) and the revoked node
  * credentials in <data_dir>/revoked_nodes. client_path (optional, cap bytes) receives the
  * generated-or-found client token's path, for the "where is it" log line. On failure err says
  * which file and why; the values are never quoted. */
@@ -134,7 +152,10 @@ hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_
                     size_t errlen);
 
 /* Re-reads the client tokens (client.token and clients/): a deleted file is revoked, a new one
- * admitted, without a restart. On failure the old set stays. */
+ * admitted, without a restart. A file that gives no token (empty, unreadable, not a token, one
+ * too many) contributes none, with a warning naming it (once, while it stays bad): one bad file
+ * never keeps the old set, so a deleted or emptied token stops working at the next reload.
+ * Fails (the old set stays) only for lack of memory. */
 hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen);
 
 /* Revokes a node credential and appends it to <data_dir>/revoked_nodes (stored before it takes

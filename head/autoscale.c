@@ -734,6 +734,73 @@ hv_err hv_autoscale_load(hv_autoscale_t *a) {
     return rc;
 }
 
+static void stop_wait_cb(uv_timer_t *t) { (void)t; }
+
+void hv_autoscale_stop(hv_autoscale_t *a) {
+    if (a == NULL) {
+        return;
+    }
+    size_t live = 0;
+    char ids[256] = "";
+    for (as_inst_t *in = a->insts; in != NULL; in = in->next) {
+        if (!in->ended) {
+            size_t used = strlen(ids);
+            if (used + 24 < sizeof(ids)) {
+                snprintf(ids + used, sizeof(ids) - used, "%s%s", live > 0 ? ", " : "", in->name);
+            }
+            live++;
+        }
+    }
+    if (live == 0) {
+        return;
+    }
+    /* Machines the user pays for (command) stay for the next start to adopt, and it says so;
+     * agents on this machine (local, spot-sim) go with the head that started them, so a clean
+     * stop leaves the machine as it was. */
+    if (strcmp(a->provider_name, "command") == 0) {
+        HV_LOG(HV_LOG_NOTICE, "autoscale", "HV-AS-LEAVE",
+               "autoscaler (command): leaving %zu instance(s) running (%s): the next hvhead "
+               "start on this data directory adopts them; terminate them with your provider "
+               "if no head will",
+               live, ids);
+        return;
+    }
+    HV_LOG(HV_LOG_NOTICE, "autoscale", "HV-AS-STOP",
+           "autoscaler (%s): the head stops: giving back its %zu instance(s) (%s)",
+           a->provider_name, live, ids);
+    hv_as_action_t x = {.kind = HV_AS_TERMINATE};
+    snprintf(x.reason, sizeof(x.reason), "the head stopped");
+    for (as_inst_t *in = a->insts; in != NULL; in = in->next) {
+        if (!in->ended) {
+            x.instance = in->id;
+            do_terminate(a, &x);
+        }
+    }
+    /* The provider reports each one gone (its agent exited, or was killed after the grace
+     * period): run the loop until then, bounded. */
+    uv_timer_t wake;
+    uv_timer_init(a->loop, &wake);
+    uv_timer_start(&wake, stop_wait_cb, 100, 100);
+    uint64_t deadline = hv_now_ms() + a->cfg->kill_grace_ms + 5000u + 3000u;
+    for (;;) {
+        live = 0;
+        for (as_inst_t *in = a->insts; in != NULL; in = in->next) {
+            live += !in->ended;
+        }
+        if (live == 0 || hv_now_ms() >= deadline) {
+            break;
+        }
+        uv_run(a->loop, UV_RUN_ONCE);
+    }
+    uv_close((uv_handle_t *)&wake, NULL);
+    uv_run(a->loop, UV_RUN_NOWAIT);
+    if (live > 0) {
+        HV_LOG(HV_LOG_WARN, "autoscale", "HV-AS-STOP-LEFT",
+               "autoscaler (%s): %zu instance(s) did not end in time; the next start adopts them",
+               a->provider_name, live);
+    }
+}
+
 void hv_autoscale_destroy(hv_autoscale_t *a) {
     if (a == NULL) {
         return;

@@ -51,6 +51,12 @@ hv_err hv_autoscale_load(hv_autoscale_t *a);
 void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now_ms);
 /* Whether instance `instance` may join as node `name` (an hv_svc_admit_fn). */
 int hv_autoscale_admit(void *ud, uint64_t instance, const char *name);
+/* A clean stop of the head (SIGINT, SIGTERM, hvhead stop): the instances of the local and
+ * spot-sim providers (agents on this machine) are terminated, stored as ended, and waited for
+ * (runs the loop, at most kill_grace_ms + 8 s); those of the command provider are left running
+ * for the next start to adopt, saying so in the log. A head that dies (SIGKILL) does neither:
+ * its next start adopts them all. NULL is a no-op. */
+void hv_autoscale_stop(hv_autoscale_t *a);
 /* Stops the provider's watching; the instances keep running (a restarted head adopts them). */
 void hv_autoscale_destroy(hv_autoscale_t *a);
 

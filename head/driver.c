@@ -331,10 +331,15 @@ static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
 
 /* ---- job logs ------------------------------------------------------------------------------- */
 
+void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len) {
+    const char *epoch = hv_store_epoch(d->store);
+    snprintf(buf, len, "%s/logs/%s%s%llu.log", d->cfg->data_dir, epoch, epoch[0] ? "-" : "",
+             (unsigned long long)job_id);
+}
+
 static void job_open_log(hv_driver_t *d, hv_djob_t *j) {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/logs/%llu.log", d->cfg->data_dir,
-             (unsigned long long)j->jm.id);
+    hv_driver_log_path(d, j->jm.id, path, sizeof(path));
     j->log = fopen(path, "a");
     if (j->log == NULL) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-LOG-OPEN", "cannot open %s: job output is not kept",

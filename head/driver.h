@@ -258,6 +258,9 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id);
 /* A job in memory, or loaded back from the store (ended jobs leave memory after a while).
  * NULL when unknown. */
 hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
+/* The path of job job_id's output log: <data_dir>/logs/<epoch>-<job>.log, or <job>.log under
+ * the legacy epoch "" (hv_store_epoch): a new state.db's job 1 never shows an old job 1's log. */
+void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len);
 /* Node name of a worker ("?" if unknown). */
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);

@@ -2,8 +2,8 @@
  * hvhead: the head process. `hvhead start --config FILE` validates the config (exit 2 on a
  * mistake, before anything starts), opens the sqlite store, reloads the cluster's state, serves
  * the Cluster, Jobs and Rendezvous services on one gRPC port and prints one ready line naming the
- * address. SIGINT/SIGTERM stop it cleanly; `hvhead stop` signals a daemonized head through its
- * pid file.
+ * address. SIGINT/SIGTERM stop it cleanly; `hvhead stop` signals the head that holds the lock
+ * on its pid file (a daemon) or on its data directory, never a pid read from a file alone.
  *
  * This file only wires the modules together, on one libuv loop thread:
  *   store (sqlite) <- driver (decisions, the tables) <- services (gRPC methods)
@@ -376,29 +376,52 @@ static int load_config(const head_opts_t *o, hv_head_config_t *cfg) {
     return 0;
 }
 
+/* `hvhead stop`: signals the head that holds the pid file's lock or, failing that, the data
+ * directory's (a head started in the foreground). The number in a pid file is never trusted on
+ * its own: a head killed with SIGKILL leaves a file whose pid may by now be anyone's. */
 static int cmd_stop(const head_opts_t *o) {
     hv_head_config_t cfg;
     int ec = load_config(o, &cfg);
     if (ec != 0) {
         return ec;
     }
-    char pid_path[4096];
+    char pid_path[4096], lock_path[4200];
     if (o->pid_file != NULL) {
         snprintf(pid_path, sizeof(pid_path), "%s", o->pid_file);
     } else {
         snprintf(pid_path, sizeof(pid_path), "%s/hvhead.pid", cfg.data_dir);
     }
+    snprintf(lock_path, sizeof(lock_path), "%s/hvhead.lock", cfg.data_dir);
     hv_head_config_fini(&cfg);
-    hv_err rc = hv_stop_pidfile(pid_path, 15000, 0);
+    const char *held = hv_lock_holder(pid_path) != 0 ? pid_path : lock_path;
+    int pid = 0;
+    hv_err rc = hv_stop_locked(held, SIGTERM, 15000, 0, &pid);
     if (rc == HV_ENOTFOUND) {
-        fprintf(stderr, "hvhead: no running head found through %s\n", pid_path);
+        int stale = hv_pidfile_remove_stale(pid_path);
+        if (stale != 0) {
+            fprintf(stderr,
+                    "hvhead: no running head found (no head holds %s or %s); the pid file was "
+                    "stale (it named pid %d, which is not a head): removed it, signalled nobody\n",
+                    pid_path, lock_path, stale);
+        } else {
+            fprintf(stderr, "hvhead: no running head found (no head holds %s or %s)\n", pid_path,
+                    lock_path);
+        }
+        return 1;
+    }
+    if (rc == HV_EPERM) {
+        fprintf(stderr,
+                "hvhead: %s is locked by a process this one cannot see (another pid namespace); "
+                "stop that head where it runs\n",
+                held);
         return 1;
     }
     if (rc != HV_OK) {
-        fprintf(stderr, "hvhead: the head did not stop within 15 s (%s)\n", pid_path);
+        fprintf(stderr, "hvhead: the head (pid %d) did not stop within 15 s: %s\n", pid,
+                hv_strerror(rc));
         return 1;
     }
-    printf("hvhead: stopped\n");
+    printf("hvhead: stopped (pid %d)\n", pid);
     return 0;
 }
 
@@ -470,8 +493,17 @@ static int cmd_start(const head_opts_t *o) {
          * daemon is listening or says why it cannot. */
         rc = hv_daemonize_wait(h->pid_path, o->log_file, HEAD_DAEMON_READY_MS);
         if (rc != HV_OK) {
-            fprintf(stderr, "hvhead: cannot daemonize (%s): %s\n", h->pid_path,
-                    rc == HV_EEXIST ? "a head is already running" : hv_strerror(rc));
+            if (rc == HV_EEXIST) {
+                fprintf(stderr,
+                        "hvhead: the pid file %s is held by another head (pid %d); stop it "
+                        "first or give this one another --pid-file\n",
+                        h->pid_path, hv_lock_holder(h->pid_path));
+            } else {
+                fprintf(stderr, "hvhead: cannot daemonize (%s): %s\n", h->pid_path,
+                        hv_strerror(rc));
+            }
+            hv_head_config_fini(&h->cfg);
+            hv_free(h);
             return 1;
         }
     }
@@ -490,6 +522,18 @@ static int cmd_start(const head_opts_t *o) {
         if (o->daemon) {
             hv_pidfile_remove(h->pid_path);
         }
+        close(h->lock_fd);
+        hv_head_config_fini(&h->cfg);
+        hv_free(h);
+        return 1;
+    }
+    /* Credentials are only good within one state database (head/auth.h). */
+    if ((rc = hv_auth_set_epoch(&h->auth, hv_store_epoch(h->store))) != HV_OK) {
+        head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
+        if (o->daemon) {
+            hv_pidfile_remove(h->pid_path);
+        }
+        hv_store_close(h->store);
         close(h->lock_fd);
         hv_head_config_fini(&h->cfg);
         hv_free(h);
@@ -630,6 +674,7 @@ static int cmd_start(const head_opts_t *o) {
 
     uv_run(h->loop, UV_RUN_DEFAULT);
 
+    hv_autoscale_stop(h->as); /* gives back what it started on this machine */
     hv_driver_event(h->driver, 0, 0, "head.stop", NULL, "head stopped");
     hv_svc_jobs_close(h->jobs);
     hv_rpc_server_shutdown(h->srv);

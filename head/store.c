@@ -194,9 +194,24 @@ static const char store_v4_sql[] =
     "ALTER TABLE instances ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN target_np INTEGER NOT NULL DEFAULT 0;";
 
+/* v5: the database's epoch (meta.epoch). Ids (jobs, workers, nodes) are unique only within one
+ * database, while job logs and the head's key outlive it: the epoch tells one database's job 1
+ * from another's (credentials mix it into their MAC, job logs are named by it). A database
+ * created now gets 16 random hex digits (sqlite's randomness comes from the OS); one that was
+ * already in use (any id ever handed out) gets "", the legacy epoch: its credentials and log
+ * names stay as they were, so an upgrade breaks no live agent and no log. */
+static const char store_v5_sql[] = "CREATE TABLE meta ("
+                                   " key TEXT PRIMARY KEY,"
+                                   " value TEXT NOT NULL DEFAULT '');"
+                                   "INSERT INTO meta (key, value) SELECT 'epoch', CASE WHEN"
+                                   " EXISTS (SELECT 1 FROM sqlite_sequence WHERE seq > 0)"
+                                   " OR EXISTS (SELECT 1 FROM jobs) OR EXISTS (SELECT 1 FROM nodes)"
+                                   " OR EXISTS (SELECT 1 FROM instances)"
+                                   " THEN '' ELSE lower(hex(randomblob(8))) END;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
-                                               store_v4_sql};
+                                               store_v4_sql, store_v5_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -348,6 +363,7 @@ struct hv_store_s {
     sqlite3 *db;                   // owned connection
     char *path;                    // owned: <data_dir>/state.db
     int version;                   // schema version (user_version) after open
+    char epoch[40];                // meta.epoch, read at open ("" legacy; see store_v5_sql)
     sqlite3_stmt *stmt[ST__COUNT]; // owned; prepared on first use, NULL until then
     char err[512];                 // detail of the last failure ("" if none)
 };
@@ -692,6 +708,31 @@ static hv_err store_migrate(hv_store_t *s, int from, int to, char *err, size_t e
     return HV_OK;
 }
 
+/* Reads meta.epoch into s->epoch. */
+static hv_err store_read_epoch(hv_store_t *s, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    int src =
+        sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'epoch'", -1, &st, NULL);
+    if (src == SQLITE_OK) {
+        src = sqlite3_step(st);
+    }
+    if (src == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        snprintf(s->epoch, sizeof(s->epoch), "%s", v != NULL ? (const char *)v : "");
+        src = SQLITE_OK;
+    } else if (src == SQLITE_DONE) {
+        src = SQLITE_CORRUPT;
+    }
+    hv_err rc = HV_OK;
+    if (src != SQLITE_OK) {
+        rc = store_err_from_sqlite(src);
+        open_msg(err, errlen, "%s: cannot read its epoch: %s; " STORE_ADVICE, s->path,
+                 src == SQLITE_CORRUPT ? "no epoch row in table meta" : sqlite3_errmsg(s->db));
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Checks the data dir exists (creating it) and can hold the database and its -wal/-shm files. */
 static hv_err store_prepare_dir(const char *dir, char *err, size_t errlen) {
     hv_err rc = hv_mkdirs(dir, 0700);
@@ -756,8 +797,14 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
         goto fail;
     }
     if (existed && fst.st_size == 0) {
-        HV_LOG(HV_LOG_WARN, "store", "HV-STORE-EMPTY", "%s is empty: starting with no state",
-               s->path);
+        /* sqlite would take an empty file for a new database: ids would start again at 1 while
+         * the job logs and the key stay. An empty state.db is a lost one; say so. */
+        open_msg(err, errlen,
+                 "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
+                 " (a head with no state.db starts a new one)",
+                 s->path);
+        rc = HV_ECORRUPT;
+        goto fail;
     }
 
     src = sqlite3_open_v2(s->path, &s->db,
@@ -858,6 +905,9 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     if ((rc = store_migrate(s, version, target, err, errlen)) != HV_OK) {
         goto fail;
     }
+    if (s->version >= 5 && (rc = store_read_epoch(s, err, errlen)) != HV_OK) {
+        goto fail;
+    }
     *out = s;
     return HV_OK;
 fail:
@@ -912,6 +962,8 @@ void hv_store_close(hv_store_t *s) {
 int hv_store_schema_version(hv_store_t *s) { return s->version; }
 
 const char *hv_store_path(hv_store_t *s) { return s->path; }
+
+const char *hv_store_epoch(hv_store_t *s) { return s->epoch; }
 
 const char *hv_store_last_error(hv_store_t *s) { return s->err; }
 

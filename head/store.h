@@ -35,15 +35,17 @@ typedef struct hv_store_s hv_store_t;
  * v2: + blacklist, instances, jobs.generation, workers.generation.
  * v3: elastic jobs (settings and round state), worker membership and the state "left", the
  *     blacklist by (job, node id), event data.
- * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np. */
-#define HV_STORE_SCHEMA_VERSION 4
+ * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
+ * v5: meta (the database's epoch, hv_store_epoch). */
+#define HV_STORE_SCHEMA_VERSION 5
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 /* Opens (creating if needed, with the data dir) <data_dir>/state.db, checks it (quick_check),
  * and migrates it to HV_STORE_SCHEMA_VERSION. On failure returns the error and writes a message
- * for an operator into err (may be NULL): HV_ECORRUPT for a file that is not a sqlite database
- * or is damaged (the file is never modified, moved or deleted), HV_ENOTSUP for a database
+ * for an operator into err (may be NULL): HV_ECORRUPT for a file that is not a sqlite database,
+ * is damaged or is empty (0 bytes: a lost database, not a new one; the file is never modified,
+ * moved or deleted), HV_ENOTSUP for a database
  * written by a newer hvhead, HV_EPERM/HV_EIO/HV_ENOTFOUND for a data dir that cannot be created
  * or written. On success *out is an owned handle, closed with hv_store_close. */
 hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t errlen);
@@ -51,6 +53,11 @@ hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t e
 void hv_store_close(hv_store_t *s);
 /* The schema version of the open database (HV_STORE_SCHEMA_VERSION after a successful open). */
 int hv_store_schema_version(hv_store_t *s);
+/* The database's epoch: 16 random hex digits chosen when the file was created, "" for one
+ * created before schema v5 (the legacy epoch). Ids are unique only within one epoch: what
+ * outlives the database (the head's key, job logs) is keyed by it. Borrowed; valid until
+ * close. */
+const char *hv_store_epoch(hv_store_t *s);
 /* The database file's path. Borrowed; valid until close. */
 const char *hv_store_path(hv_store_t *s);
 /* Detail of the last failure on this handle ("" if none). Borrowed; valid until the next call. */

@@ -1120,6 +1120,69 @@ static void test_garbage_file(void) {
     expect_corrupt("text");
 }
 
+/* An empty (0-byte) state.db is a lost database, not a new one: refused, left as it is. */
+static void test_empty_file(void) {
+    char path[300];
+    path_in(path, sizeof(path), "state.db");
+    write_all(path, "", 0);
+    expect_corrupt("empty");
+    char err[768] = "";
+    hv_store_t *s = NULL;
+    (void)hv_store_open(tmp_dir, &s, err, sizeof(err));
+    CHECK_CONTAINS(err, "is empty");
+}
+
+static int is_epoch(const char *e) {
+    if (strlen(e) != 16) {
+        return 0;
+    }
+    for (const char *p = e; *p != '\0'; p++) {
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A new database gets a random epoch, kept across opens; another new one gets another. A
+ * database from before epochs that handed out ids keeps the legacy epoch ""; an unused one gets
+ * a random one. */
+static void test_epoch(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    char first[40];
+    snprintf(first, sizeof(first), "%s", hv_store_epoch(s));
+    CHECK(is_epoch(first));
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    CHECK_STR(hv_store_epoch(s), first);
+    hv_store_close(s);
+    char path[300], aside[320];
+    path_in(path, sizeof(path), "state.db");
+    snprintf(aside, sizeof(aside), "%s.old", path);
+    CHECK(rename(path, aside) == 0);
+    s = open_ok(tmp_dir);
+    CHECK(is_epoch(hv_store_epoch(s)));
+    CHECK(strcmp(hv_store_epoch(s), first) != 0);
+    hv_store_close(s);
+
+    char err[512] = "";
+    unlink(path);
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 4, NULL, err, sizeof(err)), HV_OK);
+    s = open_ok(tmp_dir);
+    CHECK(is_epoch(hv_store_epoch(s)));
+    hv_store_close(s);
+    unlink(path);
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 4,
+                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                         " VALUES (1, 'j', 'succeeded', 1, 1, 1);"
+                                         "DELETE FROM jobs;",
+                                         err, sizeof(err)),
+             HV_OK);
+    s = open_ok(tmp_dir);
+    CHECK_STR(hv_store_epoch(s), "");
+    hv_store_close(s);
+}
+
 static void test_truncated_file(void) {
     /* A database of many pages, closed cleanly (WAL checkpointed into the main file). */
     hv_store_t *s = open_ok(tmp_dir);
@@ -1339,6 +1402,8 @@ static const hv_check_case_t cases[] = {
     {"newer_version", test_newer_version},
     {"garbage_file", test_garbage_file},
     {"truncated_file", test_truncated_file},
+    {"empty_file", test_empty_file},
+    {"epoch", test_epoch},
     {"damaged_page", test_damaged_page},
     {"unwritable_dir", test_unwritable_dir},
     {"crash_recovery", test_crash_recovery},

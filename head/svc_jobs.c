@@ -351,8 +351,7 @@ static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     w->event_after = req->event_after;
     if (w->logs) {
         char path[4096];
-        snprintf(path, sizeof(path), "%s/logs/%llu.log", s->cfg->data_dir,
-                 (unsigned long long)j->jm.id);
+        hv_driver_log_path(s->d, j->jm.id, path, sizeof(path));
         w->rf = fopen(path, "r");
         if (w->rf == NULL && errno != ENOENT) {
             HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path, strerror(errno));
