@@ -43,6 +43,16 @@ static const char *clip(const char *s, char *buf, size_t len) {
     return buf;
 }
 
+/* A string of at most max bytes (NULL counts as empty); else a message naming field, the size
+ * and the bound. */
+static hv_err size_check(const char *field, const char *s, size_t max, char *err, size_t len) {
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n > max) {
+        return bad(err, len, "%s: %zu bytes, at most %zu", field, n, max);
+    }
+    return HV_OK;
+}
+
 static hv_err digest_check(const char *field, const char *d, char *err, size_t len) {
     char c[100];
     if (d == NULL || !hv_sha256_valid_hex(d)) {
@@ -73,6 +83,32 @@ hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
         return bad(err, len, "node.slots: node %s: slots must be 1..%d, got %u", info->name,
                    HV_NODE_SLOTS_MAX, info->slots);
     }
+    if (info->n_addrs > HV_NODE_ADDRS_MAX) {
+        return bad(err, len, "node.addrs: %zu entries, at most %d", info->n_addrs,
+                   HV_NODE_ADDRS_MAX);
+    }
+    for (size_t i = 0; i < info->n_addrs; i++) {
+        char field[40];
+        snprintf(field, sizeof(field), "node.addrs[%zu]", i);
+        HV_TRY(size_check(field, info->addrs[i], HV_NODE_ADDR_MAX, err, len));
+    }
+    if (info->n_labels > HV_NODE_LABELS_MAX) {
+        return bad(err, len, "node.labels: %zu entries, at most %d", info->n_labels,
+                   HV_NODE_LABELS_MAX);
+    }
+    for (size_t i = 0; i < info->n_labels; i++) {
+        const Hvpb__V1__KeyValue *kv = info->labels[i];
+        char field[48];
+        if (kv->key == NULL || kv->key[0] == '\0') {
+            return bad(err, len, "node.labels[%zu].key: empty", i);
+        }
+        snprintf(field, sizeof(field), "node.labels[%zu].key", i);
+        HV_TRY(size_check(field, kv->key, HV_LABEL_KEY_MAX, err, len));
+        snprintf(field, sizeof(field), "node.labels[%zu].value", i);
+        HV_TRY(size_check(field, kv->value, HV_LABEL_VALUE_MAX, err, len));
+    }
+    HV_TRY(size_check("node.instance_id", info->instance_id, HV_NODE_FIELD_MAX, err, len));
+    HV_TRY(size_check("node.version", info->version, HV_NODE_FIELD_MAX, err, len));
     return HV_OK;
 }
 
@@ -86,6 +122,10 @@ hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *e
 
 hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len) {
     HV_TRY(digest_check("digest", r->digest, err, len));
+    if (r->data.len > HV_UPLOAD_CHUNK_MAX) {
+        return bad(err, len, "data: a chunk of %zu bytes, at most %u", r->data.len,
+                   HV_UPLOAD_CHUNK_MAX);
+    }
     if (r->data.len > r->total_size || r->offset > r->total_size - r->data.len) {
         return bad(err, len, "offset: a chunk of %zu bytes at %llu runs past total_size %llu",
                    r->data.len, (unsigned long long)r->offset, (unsigned long long)r->total_size);
@@ -104,9 +144,22 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
                    clip(spec->binary->name, c, sizeof(c)));
     }
     HV_TRY(digest_check("spec.binary.digest", spec->binary->digest, err, len));
+    HV_TRY(size_check("spec.name", spec->name, HV_JOB_NAME_MAX, err, len));
+    HV_TRY(size_check("spec.user", spec->user, HV_JOB_NAME_MAX, err, len));
     if (spec->n_args > HV_SUBMIT_MAX_ARGS) {
         return bad(err, len, "spec.args: %zu arguments, at most %d", spec->n_args,
                    HV_SUBMIT_MAX_ARGS);
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < spec->n_args; i++) {
+        total += spec->args[i] != NULL ? strlen(spec->args[i]) : 0;
+    }
+    if (total > HV_SUBMIT_ARGS_BYTES) {
+        return bad(err, len, "spec.args: %zu bytes in all, at most %u", total,
+                   HV_SUBMIT_ARGS_BYTES);
+    }
+    if (spec->n_env > HV_SUBMIT_MAX_ENV) {
+        return bad(err, len, "spec.env: %zu entries, at most %d", spec->n_env, HV_SUBMIT_MAX_ENV);
     }
     if (spec->n_files > HV_SUBMIT_MAX_FILES) {
         return bad(err, len, "spec.files: %zu files, at most %d", spec->n_files,
@@ -128,12 +181,26 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
         }
         HV_TRY(digest_check("spec.files.digest", f->digest, err, len));
     }
+    total = 0;
     for (size_t i = 0; i < spec->n_env; i++) {
         const char *k = spec->env[i]->key;
+        const char *v = spec->env[i]->value;
         if (k == NULL || k[0] == '\0' || strchr(k, '=') != NULL) {
             return bad(err, len, "spec.env: variable %zu has an empty name or one with '=' ('%s')",
                        i, clip(k, c, sizeof(c)));
         }
+        size_t kl = strlen(k), vl = v != NULL ? strlen(v) : 0;
+        if (kl > HV_ENV_KEY_MAX) {
+            return bad(err, len, "spec.env[%zu].key: %zu bytes, at most %d", i, kl, HV_ENV_KEY_MAX);
+        }
+        if (vl > HV_ENV_VALUE_MAX) {
+            return bad(err, len, "spec.env[%zu].value: %s: %zu bytes, at most %d", i,
+                       clip(k, c, sizeof(c)), vl, HV_ENV_VALUE_MAX);
+        }
+        total += kl + vl;
+    }
+    if (total > HV_SUBMIT_ENV_BYTES) {
+        return bad(err, len, "spec.env: %zu bytes in all, at most %u", total, HV_SUBMIT_ENV_BYTES);
     }
     if (spec->cooldown_set && spec->cooldown_max_s < spec->cooldown_min_s) {
         return bad(err, len, "spec.cooldown: %u:%u: the maximum is below the minimum",
@@ -162,7 +229,7 @@ hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, si
         return bad(err, len, "node: '%s' must be a node name or id (1 to %d characters)",
                    clip(r->node, c, sizeof(c)), HV_NODE_NAME_MAX);
     }
-    return HV_OK;
+    return size_check("reason", r->reason, HV_REASON_MAX, err, len);
 }
 
 hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len) {
@@ -183,7 +250,7 @@ hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, 
             }
         }
     }
-    return HV_OK;
+    return size_check("reason", r->reason, HV_REASON_MAX, err, len);
 }
 
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len) {
