@@ -209,11 +209,30 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
     return HV_OK;
 }
 
+/* A page token is "" or what a reply's next_page_token held: the decimal id of the last item
+ * listed. */
+static hv_err page_token_check(const char *t, char *err, size_t len) {
+    char c[100];
+    size_t n = t != NULL ? strlen(t) : 0;
+    if (n > 0 && (n > 19 || strspn(t, "0123456789") != n)) {
+        return bad(err, len, "page_token: '%s' is not a next_page_token of this list",
+                   clip(t, c, sizeof(c)));
+    }
+    return HV_OK;
+}
+
 hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len) {
     if (r->limit > HV_LIST_MAX) {
         return bad(err, len, "limit: at most %d, got %u", HV_LIST_MAX, r->limit);
     }
-    return HV_OK;
+    return page_token_check(r->page_token, err, len);
+}
+
+hv_err hv_validate_list_nodes(const Hvpb__V1__ListNodesRequest *r, char *err, size_t len) {
+    if (r->page_size > HV_LIST_MAX) {
+        return bad(err, len, "page_size: at most %d, got %u", HV_LIST_MAX, r->page_size);
+    }
+    return page_token_check(r->page_token, err, len);
 }
 
 hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len) {
@@ -307,6 +326,7 @@ CHECK_FN(stat_artifact, Hvpb__V1__StatArtifactRequest)
 CHECK_FN(upload, Hvpb__V1__UploadChunk)
 CHECK_FN(submit, Hvpb__V1__SubmitRequest)
 CHECK_FN(list_jobs, Hvpb__V1__ListJobsRequest)
+CHECK_FN(list_nodes, Hvpb__V1__ListNodesRequest)
 CHECK_FN(list_events, Hvpb__V1__ListEventsRequest)
 CHECK_FN(node_drain, Hvpb__V1__NodeDrainRequest)
 CHECK_FN(nodes_drain, Hvpb__V1__NodesDrainRequest)
@@ -326,7 +346,7 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Jobs/Submit", &hvpb__v1__submit_request__descriptor, check_submit},
     {"/hvpb.v1.Jobs/GetJob", &hvpb__v1__job_ref__descriptor, NULL},
     {"/hvpb.v1.Jobs/ListJobs", &hvpb__v1__list_jobs_request__descriptor, check_list_jobs},
-    {"/hvpb.v1.Jobs/ListNodes", &hvpb__v1__list_nodes_request__descriptor, NULL},
+    {"/hvpb.v1.Jobs/ListNodes", &hvpb__v1__list_nodes_request__descriptor, check_list_nodes},
     {"/hvpb.v1.Jobs/ListEvents", &hvpb__v1__list_events_request__descriptor, check_list_events},
     {"/hvpb.v1.Jobs/Cancel", &hvpb__v1__job_ref__descriptor, NULL},
     {"/hvpb.v1.Jobs/Watch", &hvpb__v1__watch_request__descriptor, NULL},

@@ -46,6 +46,7 @@ hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *e
 hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len);
 hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len);
 hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len);
+hv_err hv_validate_list_nodes(const Hvpb__V1__ListNodesRequest *r, char *err, size_t len);
 hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len);
 hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, size_t len);
 hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len);
