@@ -914,13 +914,24 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     if (es == NULL || ep == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
     } else {
-        for (size_t i = 0; i < n; i++) {
-            event_from_row(&es[i], &ev[i]);
-            ep[i] = &es[i];
+        /* The newest events that fit in LIST_PAGE_BYTES (a limit of 100000 would not fit in
+         * one message), still in ascending order. */
+        size_t first = n, bytes = 0;
+        while (first > 0) {
+            event_from_row(&es[first - 1], &ev[first - 1]);
+            size_t sz = field_size(hvpb__v1__event__get_packed_size(&es[first - 1]));
+            if (first < n && bytes + sz > LIST_PAGE_BYTES) {
+                break;
+            }
+            bytes += sz;
+            first--;
+        }
+        for (size_t i = first; i < n; i++) {
+            ep[i - first] = &es[i];
         }
         Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
         rep.events = ep;
-        rep.n_events = n;
+        rep.n_events = n - first;
         hv_rpc_reply(c, &rep.base);
     }
     hv_free(es);

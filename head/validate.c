@@ -104,6 +104,14 @@ hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
         }
         snprintf(field, sizeof(field), "node.labels[%zu].key", i);
         HV_TRY(size_check(field, kv->key, HV_LABEL_KEY_MAX, err, len));
+        /* The head keeps a node's labels as "k=v,k=v". */
+        if (strpbrk(kv->key, ",=") != NULL ||
+            (kv->value != NULL && strchr(kv->value, ',') != NULL)) {
+            char c[100];
+            return bad(err, len,
+                       "node.labels[%zu]: '%s': a key may not hold ',' or '=', a value ','", i,
+                       clip(kv->key, c, sizeof(c)));
+        }
         snprintf(field, sizeof(field), "node.labels[%zu].value", i);
         HV_TRY(size_check(field, kv->value, HV_LABEL_VALUE_MAX, err, len));
     }

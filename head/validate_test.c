@@ -238,7 +238,12 @@ static void case_sizes(void) {
            "node.labels[1].key: 64 bytes, at most 63");
     lab[1].key = "";
     expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.labels[1].key: empty");
+    lab[1].key = "zone,x";
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.labels[1]: 'zone,x'");
     lab[1].key = "zone";
+    lab[1].value = "a,b";
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.labels[1]: 'zone'");
+    lab[1].value = "us-east-1a";
     char *addrs[HV_NODE_ADDRS_MAX + 1];
     for (int i = 0; i <= HV_NODE_ADDRS_MAX; i++) {
         addrs[i] = "10.0.0.1";
