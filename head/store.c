@@ -230,6 +230,7 @@ enum {
     ST_JOB_UPDATE,
     ST_JOB_GET,
     ST_JOB_LIST,
+    ST_JOB_PAGE,
     ST_WORKER_INSERT,
     ST_WORKER_UPDATE,
     ST_WORKER_GET,
@@ -312,6 +313,8 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
                     " WHERE ?1 = 0 OR state IN ('pending','placing','running')"
+                    " ORDER BY id DESC LIMIT ?2",
+    [ST_JOB_PAGE] = "SELECT " JOB_COLS " FROM jobs WHERE ?1 = 0 OR id < ?1"
                     " ORDER BY id DESC LIMIT ?2",
     [ST_WORKER_INSERT] = "INSERT INTO workers (job_id, node_id, rank, attempt, local_rank,"
                          " local_size, generation, gpu, pid, exit_code, term_signal, state,"
@@ -1347,6 +1350,29 @@ hv_err hv_store_job_list(hv_store_t *s, int active_only, uint32_t limit, hv_job_
         goto out;
     }
     rc = store_collect(s, st, sizeof(hv_job_row_t), job_read, job_fini_v, "job list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_job_page(hv_store_t *s, uint64_t before_id, uint32_t limit, hv_job_row_t **out,
+                         size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_JOB_PAGE, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, before_id);
+    bind_limit(&b, 2, limit);
+    if ((rc = store_bind_check(s, &b, "job page")) != HV_OK) {
+        goto out;
+    }
+    rc = store_collect(s, st, sizeof(hv_job_row_t), job_read, job_fini_v, "job page", &rows, n);
     if (rc == HV_OK) {
         *out = rows;
     }

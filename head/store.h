@@ -136,6 +136,10 @@ hv_err hv_store_job_get(hv_store_t *s, uint64_t id, hv_job_row_t *out);
 /* Jobs newest first (by id). active_only: pending, placing, running. limit 0 = no limit. */
 hv_err hv_store_job_list(hv_store_t *s, int active_only, uint32_t limit, hv_job_row_t **out,
                          size_t *n);
+/* A page of jobs newest first: those with an id below before_id (0 = from the newest), at most
+ * limit of them (0 = no limit). */
+hv_err hv_store_job_page(hv_store_t *s, uint64_t before_id, uint32_t limit, hv_job_row_t **out,
+                         size_t *n);
 void hv_store_job_fini(hv_job_row_t *row);
 void hv_store_job_free_list(hv_job_row_t *rows, size_t n);
 

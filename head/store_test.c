@@ -464,6 +464,25 @@ static void test_job_list(void) {
     }
     hv_store_job_free_list(rows, n);
 
+    /* Pages: every state, newest first, below the last id of the page before. */
+    CHECK_OK(s, hv_store_job_page(s, 0, 4, &rows, &n));
+    CHECK_U64(n, 4);
+    if (n == 4) {
+        CHECK_U64(rows[0].id, ids[5]);
+        CHECK_U64(rows[3].id, ids[2]);
+    }
+    hv_store_job_free_list(rows, n);
+    CHECK_OK(s, hv_store_job_page(s, ids[2], 4, &rows, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(rows[0].id, ids[1]);
+        CHECK_U64(rows[1].id, ids[0]);
+    }
+    hv_store_job_free_list(rows, n);
+    CHECK_OK(s, hv_store_job_page(s, ids[0], 0, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_job_free_list(rows, n);
+
     /* update: everything but spec changes; the job leaves the active list. */
     hv_job_row_t j = {0};
     CHECK_OK(s, hv_store_job_get(s, ids[0], &j));

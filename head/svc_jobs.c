@@ -18,6 +18,12 @@
 #define WATCH_BATCH_BYTES (256u << 10) /* log text per message at most */
 #define LOG_MAX_LINE 16384
 #define NODE_BL_MAX 32 /* blacklist entries shown per node */
+#define LIST_JOBS_DEFAULT 100
+/* Bytes of views one ListJobs or ListNodes reply holds at most: half the message limit
+ * (HV_RPC_MAX_MSG), so that the reply's framing and a view at its largest always fit. A page
+ * ends early at this bound and its next_page_token continues the list. */
+#define LIST_PAGE_BYTES (4u << 20)
+#define VIEW_REASON_MAX 1024 /* bytes of a reason shown in a listed view */
 
 typedef struct watch_s {
     hv_svc_jobs_t *svc;
@@ -41,6 +47,59 @@ struct hv_svc_jobs_s {
 };
 
 /* ---- views ---------------------------------------------------------------------------------- */
+
+/* Cut copies of strings for one reply. A view shows each stored string cut to its documented
+ * bound (validate.h), so that rows stored before the bounds existed, or strings an agent sent,
+ * never make a reply too large to send. Owned copies live here until clip_free. */
+typedef struct clip_s {
+    char **v;   /* owned copies */
+    size_t n;   /* copies in v */
+    size_t cap; /* room in v */
+} clip_t;
+
+/* s, or a copy of its first bytes ending in "..." when it is longer than max (cut at a UTF-8
+ * character boundary); "" when s is NULL or memory runs out. */
+static char *clip_str(clip_t *c, const char *s, size_t max) {
+    if (s == NULL) {
+        return "";
+    }
+    size_t n = strnlen(s, max + 1);
+    if (n <= max) {
+        return (char *)s;
+    }
+    size_t cut = max > 3 ? max - 3 : 0;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80) {
+        cut--;
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 8;
+        char **v = hv_realloc(c->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return "";
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    char *x = hv_malloc(cut + 4);
+    if (x == NULL) {
+        return "";
+    }
+    memcpy(x, s, cut);
+    memcpy(x + cut, "...", 4);
+    c->v[c->n++] = x;
+    return x;
+}
+
+static void clip_free(clip_t *c) {
+    for (size_t i = 0; i < c->n; i++) {
+        hv_free(c->v[i]);
+    }
+    hv_free(c->v);
+    memset(c, 0, sizeof(*c));
+}
+
+/* The bytes a view adds to a reply as one repeated field: the view, its length and its tag. */
+static size_t field_size(size_t packed) { return packed + 11; }
 
 /* The word for a job's newest round: "" before the first, "open" while it gathers, "closed",
  * or "not formed" when the job ended while it gathered. */
@@ -72,6 +131,7 @@ typedef struct view_scratch_s {
     Hvpb__V1__WorkerView *wv;
     Hvpb__V1__WorkerView **wp;
     Hvpb__V1__JobSpec *spec;
+    clip_t clip; /* the view's cut strings */
 } view_scratch_t;
 
 static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view_scratch_t *sc) {
@@ -79,10 +139,10 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     hvpb__v1__job_view__init(v);
     const hv_jm_job_t *m = &j->jm;
     v->job_id = m->id;
-    v->name = j->name;
+    v->name = clip_str(&sc->clip, j->name, HV_JOB_NAME_MAX);
     v->state = (char *)hv_job_state_name(m->state);
     v->np = j->np;
-    v->reason = (char *)m->reason;
+    v->reason = clip_str(&sc->clip, m->reason, VIEW_REASON_MAX);
     v->submitted_ms = j->submitted_ms;
     v->started_ms = j->started_ms;
     v->ended_ms = j->ended_ms;
@@ -92,7 +152,7 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->elastic = m->p.elastic;
     v->generation = m->generation;
     v->size = m->size;
-    v->round_reason = (char *)m->round_reason;
+    v->round_reason = clip_str(&sc->clip, m->round_reason, VIEW_REASON_MAX);
     v->round_state = (char *)round_state(m->generation, m->round_open, m->state);
     v->max_resets = m->p.max_resets;
     v->check_every = m->p.check_every;
@@ -118,7 +178,7 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
         x->exit_code = w->jm.exit_code;
         x->term_signal = w->jm.term_signal;
         x->attempt = w->attempt;
-        x->reason = w->reason ? w->reason : "";
+        x->reason = clip_str(&sc->clip, w->reason, VIEW_REASON_MAX);
         x->generation = w->jm.member_gen;
         x->joined_generation = w->jm.joined_gen;
         x->done = w->jm.done;
@@ -129,6 +189,7 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
 }
 
 static void view_free(view_scratch_t *sc) {
+    clip_free(&sc->clip);
     hv_free(sc->wv);
     hv_free(sc->wp);
     if (sc->spec != NULL) {
@@ -486,13 +547,13 @@ static void jobs_cancel(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 }
 
 /* The fields of a view of a stored job row (ListJobs reads rows, not the driver's model). */
-static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
+static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t *clip) {
     hvpb__v1__job_view__init(v);
     v->job_id = row->id;
-    v->name = row->name;
-    v->state = row->state;
+    v->name = clip_str(clip, row->name, HV_JOB_NAME_MAX);
+    v->state = clip_str(clip, row->state, 16);
     v->np = row->np;
-    v->reason = row->reason;
+    v->reason = clip_str(clip, row->reason, VIEW_REASON_MAX);
     v->submitted_ms = row->submitted_ms;
     v->started_ms = row->started_ms;
     v->ended_ms = row->ended_ms;
@@ -502,7 +563,7 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row) {
     v->elastic = row->elastic;
     v->generation = row->generation;
     v->size = row->size;
-    v->round_reason = row->round_reason;
+    v->round_reason = clip_str(clip, row->round_reason, VIEW_REASON_MAX);
     hv_job_state_t st = HV_JOB_PENDING;
     hv_job_state_parse(row->state, &st);
     v->round_state = (char *)round_state(row->generation, row->round_open, st);
@@ -518,27 +579,45 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
+    /* One row more than the page tells whether a job follows it. */
+    uint32_t limit = req->limit ? req->limit : LIST_JOBS_DEFAULT;
+    uint64_t before = req->page_token != NULL ? strtoull(req->page_token, NULL, 10) : 0;
     hv_job_row_t *rows = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_job_list(s->store, 0, req->limit ? req->limit : 100, &rows, &n);
+    hv_err rc = hv_store_job_page(s->store, before, limit + 1, &rows, &n);
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "cannot list jobs: %s", hv_store_last_error(s->store));
         return;
     }
     Hvpb__V1__JobView *vs = hv_calloc(n ? n : 1, sizeof(*vs));
     Hvpb__V1__JobView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
+    clip_t clip = {0};
     if (vs == NULL || vp == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
     } else {
-        for (size_t i = 0; i < n; i++) {
-            view_from_row(&vs[i], &rows[i]);
-            vp[i] = &vs[i];
+        /* The page ends at limit jobs or at LIST_PAGE_BYTES, whichever comes first; one job
+         * always fits (its strings are cut). */
+        size_t k = 0, bytes = 0;
+        for (; k < n && k < limit; k++) {
+            view_from_row(&vs[k], &rows[k], &clip);
+            size_t sz = field_size(hvpb__v1__job_view__get_packed_size(&vs[k]));
+            if (k > 0 && bytes + sz > LIST_PAGE_BYTES) {
+                break;
+            }
+            bytes += sz;
+            vp[k] = &vs[k];
+        }
+        char token[24] = "";
+        if (k < n) {
+            snprintf(token, sizeof(token), "%llu", (unsigned long long)rows[k - 1].id);
         }
         Hvpb__V1__ListJobsReply rep = HVPB__V1__LIST_JOBS_REPLY__INIT;
         rep.jobs = vp;
-        rep.n_jobs = n;
+        rep.n_jobs = k;
+        rep.next_page_token = token;
         hv_rpc_reply(c, &rep.base);
     }
+    clip_free(&clip);
     hv_free(vs);
     hv_free(vp);
     hv_store_job_free_list(rows, n);
@@ -554,12 +633,14 @@ static size_t split_commas(char *copy, char **out, size_t max) {
     return n;
 }
 
-enum { MAXL = 64 };
+enum { MAXL = 64 }; /* addresses and labels shown per node: HV_NODE_ADDRS_MAX, _LABELS_MAX */
+_Static_assert(MAXL == HV_NODE_ADDRS_MAX && MAXL == HV_NODE_LABELS_MAX, "node view lists");
 
 /* One node's view and the storage it borrows. */
 typedef struct node_slot_s {
     Hvpb__V1__NodeView v;
     Hvpb__V1__NodeInfo info;
+    clip_t clip; /* the view's cut strings */
     char *addr_copy, *label_copy;
     char *addrs[MAXL];
     Hvpb__V1__KeyValue kv[MAXL];
@@ -571,16 +652,19 @@ typedef struct node_slot_s {
 static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
     hvpb__v1__node_view__init(&x->v);
     hvpb__v1__node_info__init(&x->info);
-    x->info.name = nd->name;
+    x->info.name = clip_str(&x->clip, nd->name, HV_NODE_NAME_MAX);
     x->info.slots = nd->acct.slots;
     x->info.gpus = nd->acct.gpus;
     x->info.cpus = nd->cpus;
     x->info.preemptible = nd->preemptible;
-    x->info.instance_id = nd->instance_id;
+    x->info.instance_id = clip_str(&x->clip, nd->instance_id, HV_NODE_FIELD_MAX);
     x->addr_copy = hv_strdup(nd->addrs);
     x->label_copy = hv_strdup(nd->labels);
     if (x->addr_copy != NULL) {
         x->info.n_addrs = split_commas(x->addr_copy, x->addrs, MAXL);
+        for (size_t k = 0; k < x->info.n_addrs; k++) {
+            x->addrs[k] = clip_str(&x->clip, x->addrs[k], HV_NODE_ADDR_MAX);
+        }
         x->info.addrs = x->addrs;
     }
     if (x->label_copy != NULL) {
@@ -592,8 +676,8 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
             if (eq != NULL) {
                 *eq = '\0';
             }
-            x->kv[k].key = parts[k];
-            x->kv[k].value = eq ? eq + 1 : "";
+            x->kv[k].key = clip_str(&x->clip, parts[k], HV_LABEL_KEY_MAX);
+            x->kv[k].value = clip_str(&x->clip, eq ? eq + 1 : "", HV_LABEL_VALUE_MAX);
             x->kvp[k] = &x->kv[k];
         }
         x->info.n_labels = nl;
@@ -604,7 +688,7 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
     x->v.state = (char *)hv_node_state_name(nd->state);
     x->v.slots_used = nd->acct.slots_used;
     x->v.last_seen_ms = nd->last_seen_ms;
-    x->v.addr = nd->peer;
+    x->v.addr = clip_str(&x->clip, nd->peer, HV_NODE_ADDR_MAX);
     const hv_djob_t *jobs[NODE_BL_MAX];
     const hv_dbl_t *ents[NODE_BL_MAX];
     size_t nb = hv_driver_node_blacklist(s->d, nd->id, jobs, ents, NODE_BL_MAX);
@@ -614,7 +698,7 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
         x->bl[k].strikes = ents[k]->e.strikes;
         x->bl[k].until_ms = ents[k]->e.permanent ? 0 : ents[k]->e.until_ms;
         x->bl[k].permanent = ents[k]->e.permanent;
-        x->bl[k].reason = (char *)ents[k]->reason;
+        x->bl[k].reason = clip_str(&x->clip, ents[k]->reason, VIEW_REASON_MAX);
         x->blp[k] = &x->bl[k];
     }
     x->v.blacklist = x->blp;
@@ -622,12 +706,16 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
 }
 
 static void node_view_free(node_slot_t *x) {
+    clip_free(&x->clip);
     hv_free(x->addr_copy);
     hv_free(x->label_copy);
 }
 
-/* Answers with a ListNodesReply of the n nodes nds, in that order. */
-static void reply_nodes(hv_rpc_call_t *c, hv_svc_jobs_t *s, hv_dnode_t *const *nds, size_t n) {
+/* Answers with a ListNodesReply of the n nodes nds, in that order. page > 0: a page of them,
+ * which ends at page nodes or at LIST_PAGE_BYTES (at least one node), with a next_page_token
+ * when nodes are left; 0: all of them (DrainNodes: at most HV_DRAIN_NODES_MAX, which fit). */
+static void reply_nodes(hv_rpc_call_t *c, hv_svc_jobs_t *s, hv_dnode_t *const *nds, size_t n,
+                        size_t page) {
     node_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
     Hvpb__V1__NodeView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
     if (slots == NULL || vp == NULL) {
@@ -636,30 +724,54 @@ static void reply_nodes(hv_rpc_call_t *c, hv_svc_jobs_t *s, hv_dnode_t *const *n
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        node_view(s, nds[i], &slots[i]);
-        vp[i] = &slots[i].v;
+    size_t k = 0, bytes = 0;
+    for (; k < n && (page == 0 || k < page); k++) {
+        node_view(s, nds[k], &slots[k]);
+        size_t sz = field_size(hvpb__v1__node_view__get_packed_size(&slots[k].v));
+        if (page > 0 && k > 0 && bytes + sz > LIST_PAGE_BYTES) {
+            node_view_free(&slots[k]);
+            break;
+        }
+        bytes += sz;
+        vp[k] = &slots[k].v;
+    }
+    char token[24] = "";
+    if (k < n) {
+        snprintf(token, sizeof(token), "%llu", (unsigned long long)nds[k - 1]->id);
     }
     Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
     rep.nodes = vp;
-    rep.n_nodes = n;
+    rep.n_nodes = k;
     rep.cluster_name = s->cfg->cluster_name;
+    rep.next_page_token = token;
     hv_rpc_reply(c, &rep.base);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < k; i++) {
         node_view_free(&slots[i]);
     }
     hv_free(slots);
     hv_free(vp);
 }
 
+/* Newest first: by id, descending. */
+static int node_newer(const void *a, const void *b) {
+    uint64_t x = (*(hv_dnode_t *const *)a)->id, y = (*(hv_dnode_t *const *)b)->id;
+    return x > y ? -1 : x < y;
+}
+
 static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    (void)m;
     hv_svc_jobs_t *s = ud;
+    const Hvpb__V1__ListNodesRequest *req = (const Hvpb__V1__ListNodesRequest *)m;
+    char verr[200];
+    if (hv_validate_list_nodes(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
+    uint64_t before = req->page_token != NULL ? strtoull(req->page_token, NULL, 10) : 0;
     /* Nodes the autoscaler gave back (retired and no longer alive) are not listed: their
-     * instances are in the cost report. */
+     * instances are in the cost report. A page holds the nodes with an id below the token's. */
     size_t n = 0;
     for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
-        n += !hv_driver_node_hidden(nd);
+        n += !hv_driver_node_hidden(nd) && (before == 0 || nd->id < before);
     }
     hv_dnode_t **nds = hv_calloc(n ? n : 1, sizeof(*nds));
     if (nds == NULL) {
@@ -668,11 +780,12 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     size_t i = 0;
     for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL && i < n; nd = nd->next) {
-        if (!hv_driver_node_hidden(nd)) {
+        if (!hv_driver_node_hidden(nd) && (before == 0 || nd->id < before)) {
             nds[i++] = nd;
         }
     }
-    reply_nodes(c, s, nds, n);
+    qsort(nds, n, sizeof(*nds), node_newer);
+    reply_nodes(c, s, nds, n, req->page_size != 0 ? req->page_size : (n ? n : 1));
     hv_free(nds);
 }
 
@@ -759,7 +872,7 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
             return;
         }
     }
-    reply_nodes(c, s, nds, n);
+    reply_nodes(c, s, nds, n, 0);
 }
 
 static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -787,13 +900,24 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     if (es == NULL || ep == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
     } else {
-        for (size_t i = 0; i < n; i++) {
-            event_from_row(&es[i], &ev[i]);
-            ep[i] = &es[i];
+        /* The newest events that fit in LIST_PAGE_BYTES (a limit of 100000 would not fit in
+         * one message), still in ascending order. */
+        size_t first = n, bytes = 0;
+        while (first > 0) {
+            event_from_row(&es[first - 1], &ev[first - 1]);
+            size_t sz = field_size(hvpb__v1__event__get_packed_size(&es[first - 1]));
+            if (first < n && bytes + sz > LIST_PAGE_BYTES) {
+                break;
+            }
+            bytes += sz;
+            first--;
+        }
+        for (size_t i = first; i < n; i++) {
+            ep[i - first] = &es[i];
         }
         Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
         rep.events = ep;
-        rep.n_events = n;
+        rep.n_events = n - first;
         hv_rpc_reply(c, &rep.base);
     }
     hv_free(es);

@@ -43,6 +43,16 @@ static const char *clip(const char *s, char *buf, size_t len) {
     return buf;
 }
 
+/* A string of at most max bytes (NULL counts as empty); else a message naming field, the size
+ * and the bound. */
+static hv_err size_check(const char *field, const char *s, size_t max, char *err, size_t len) {
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n > max) {
+        return bad(err, len, "%s: %zu bytes, at most %zu", field, n, max);
+    }
+    return HV_OK;
+}
+
 static hv_err digest_check(const char *field, const char *d, char *err, size_t len) {
     char c[100];
     if (d == NULL || !hv_sha256_valid_hex(d)) {
@@ -73,6 +83,40 @@ hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
         return bad(err, len, "node.slots: node %s: slots must be 1..%d, got %u", info->name,
                    HV_NODE_SLOTS_MAX, info->slots);
     }
+    if (info->n_addrs > HV_NODE_ADDRS_MAX) {
+        return bad(err, len, "node.addrs: %zu entries, at most %d", info->n_addrs,
+                   HV_NODE_ADDRS_MAX);
+    }
+    for (size_t i = 0; i < info->n_addrs; i++) {
+        char field[40];
+        snprintf(field, sizeof(field), "node.addrs[%zu]", i);
+        HV_TRY(size_check(field, info->addrs[i], HV_NODE_ADDR_MAX, err, len));
+    }
+    if (info->n_labels > HV_NODE_LABELS_MAX) {
+        return bad(err, len, "node.labels: %zu entries, at most %d", info->n_labels,
+                   HV_NODE_LABELS_MAX);
+    }
+    for (size_t i = 0; i < info->n_labels; i++) {
+        const Hvpb__V1__KeyValue *kv = info->labels[i];
+        char field[48];
+        if (kv->key == NULL || kv->key[0] == '\0') {
+            return bad(err, len, "node.labels[%zu].key: empty", i);
+        }
+        snprintf(field, sizeof(field), "node.labels[%zu].key", i);
+        HV_TRY(size_check(field, kv->key, HV_LABEL_KEY_MAX, err, len));
+        /* The head keeps a node's labels as "k=v,k=v". */
+        if (strpbrk(kv->key, ",=") != NULL ||
+            (kv->value != NULL && strchr(kv->value, ',') != NULL)) {
+            char c[100];
+            return bad(err, len,
+                       "node.labels[%zu]: '%s': a key may not hold ',' or '=', a value ','", i,
+                       clip(kv->key, c, sizeof(c)));
+        }
+        snprintf(field, sizeof(field), "node.labels[%zu].value", i);
+        HV_TRY(size_check(field, kv->value, HV_LABEL_VALUE_MAX, err, len));
+    }
+    HV_TRY(size_check("node.instance_id", info->instance_id, HV_NODE_FIELD_MAX, err, len));
+    HV_TRY(size_check("node.version", info->version, HV_NODE_FIELD_MAX, err, len));
     return HV_OK;
 }
 
@@ -86,6 +130,10 @@ hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *e
 
 hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len) {
     HV_TRY(digest_check("digest", r->digest, err, len));
+    if (r->data.len > HV_UPLOAD_CHUNK_MAX) {
+        return bad(err, len, "data: a chunk of %zu bytes, at most %u", r->data.len,
+                   HV_UPLOAD_CHUNK_MAX);
+    }
     if (r->data.len > r->total_size || r->offset > r->total_size - r->data.len) {
         return bad(err, len, "offset: a chunk of %zu bytes at %llu runs past total_size %llu",
                    r->data.len, (unsigned long long)r->offset, (unsigned long long)r->total_size);
@@ -104,9 +152,22 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
                    clip(spec->binary->name, c, sizeof(c)));
     }
     HV_TRY(digest_check("spec.binary.digest", spec->binary->digest, err, len));
+    HV_TRY(size_check("spec.name", spec->name, HV_JOB_NAME_MAX, err, len));
+    HV_TRY(size_check("spec.user", spec->user, HV_JOB_NAME_MAX, err, len));
     if (spec->n_args > HV_SUBMIT_MAX_ARGS) {
         return bad(err, len, "spec.args: %zu arguments, at most %d", spec->n_args,
                    HV_SUBMIT_MAX_ARGS);
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < spec->n_args; i++) {
+        total += spec->args[i] != NULL ? strlen(spec->args[i]) : 0;
+    }
+    if (total > HV_SUBMIT_ARGS_BYTES) {
+        return bad(err, len, "spec.args: %zu bytes in all, at most %u", total,
+                   HV_SUBMIT_ARGS_BYTES);
+    }
+    if (spec->n_env > HV_SUBMIT_MAX_ENV) {
+        return bad(err, len, "spec.env: %zu entries, at most %d", spec->n_env, HV_SUBMIT_MAX_ENV);
     }
     if (spec->n_files > HV_SUBMIT_MAX_FILES) {
         return bad(err, len, "spec.files: %zu files, at most %d", spec->n_files,
@@ -128,12 +189,26 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
         }
         HV_TRY(digest_check("spec.files.digest", f->digest, err, len));
     }
+    total = 0;
     for (size_t i = 0; i < spec->n_env; i++) {
         const char *k = spec->env[i]->key;
+        const char *v = spec->env[i]->value;
         if (k == NULL || k[0] == '\0' || strchr(k, '=') != NULL) {
             return bad(err, len, "spec.env: variable %zu has an empty name or one with '=' ('%s')",
                        i, clip(k, c, sizeof(c)));
         }
+        size_t kl = strlen(k), vl = v != NULL ? strlen(v) : 0;
+        if (kl > HV_ENV_KEY_MAX) {
+            return bad(err, len, "spec.env[%zu].key: %zu bytes, at most %d", i, kl, HV_ENV_KEY_MAX);
+        }
+        if (vl > HV_ENV_VALUE_MAX) {
+            return bad(err, len, "spec.env[%zu].value: %s: %zu bytes, at most %d", i,
+                       clip(k, c, sizeof(c)), vl, HV_ENV_VALUE_MAX);
+        }
+        total += kl + vl;
+    }
+    if (total > HV_SUBMIT_ENV_BYTES) {
+        return bad(err, len, "spec.env: %zu bytes in all, at most %u", total, HV_SUBMIT_ENV_BYTES);
     }
     if (spec->cooldown_set && spec->cooldown_max_s < spec->cooldown_min_s) {
         return bad(err, len, "spec.cooldown: %u:%u: the maximum is below the minimum",
@@ -142,11 +217,30 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
     return HV_OK;
 }
 
+/* A page token is "" or what a reply's next_page_token held: the decimal id of the last item
+ * listed. */
+static hv_err page_token_check(const char *t, char *err, size_t len) {
+    char c[100];
+    size_t n = t != NULL ? strlen(t) : 0;
+    if (n > 0 && (n > 19 || strspn(t, "0123456789") != n)) {
+        return bad(err, len, "page_token: '%s' is not a next_page_token of this list",
+                   clip(t, c, sizeof(c)));
+    }
+    return HV_OK;
+}
+
 hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len) {
     if (r->limit > HV_LIST_MAX) {
         return bad(err, len, "limit: at most %d, got %u", HV_LIST_MAX, r->limit);
     }
-    return HV_OK;
+    return page_token_check(r->page_token, err, len);
+}
+
+hv_err hv_validate_list_nodes(const Hvpb__V1__ListNodesRequest *r, char *err, size_t len) {
+    if (r->page_size > HV_LIST_MAX) {
+        return bad(err, len, "page_size: at most %d, got %u", HV_LIST_MAX, r->page_size);
+    }
+    return page_token_check(r->page_token, err, len);
 }
 
 hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len) {
@@ -162,7 +256,7 @@ hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, si
         return bad(err, len, "node: '%s' must be a node name or id (1 to %d characters)",
                    clip(r->node, c, sizeof(c)), HV_NODE_NAME_MAX);
     }
-    return HV_OK;
+    return size_check("reason", r->reason, HV_REASON_MAX, err, len);
 }
 
 hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len) {
@@ -183,7 +277,7 @@ hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, 
             }
         }
     }
-    return HV_OK;
+    return size_check("reason", r->reason, HV_REASON_MAX, err, len);
 }
 
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len) {
@@ -240,6 +334,7 @@ CHECK_FN(stat_artifact, Hvpb__V1__StatArtifactRequest)
 CHECK_FN(upload, Hvpb__V1__UploadChunk)
 CHECK_FN(submit, Hvpb__V1__SubmitRequest)
 CHECK_FN(list_jobs, Hvpb__V1__ListJobsRequest)
+CHECK_FN(list_nodes, Hvpb__V1__ListNodesRequest)
 CHECK_FN(list_events, Hvpb__V1__ListEventsRequest)
 CHECK_FN(node_drain, Hvpb__V1__NodeDrainRequest)
 CHECK_FN(nodes_drain, Hvpb__V1__NodesDrainRequest)
@@ -259,7 +354,7 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Jobs/Submit", &hvpb__v1__submit_request__descriptor, check_submit},
     {"/hvpb.v1.Jobs/GetJob", &hvpb__v1__job_ref__descriptor, NULL},
     {"/hvpb.v1.Jobs/ListJobs", &hvpb__v1__list_jobs_request__descriptor, check_list_jobs},
-    {"/hvpb.v1.Jobs/ListNodes", &hvpb__v1__list_nodes_request__descriptor, NULL},
+    {"/hvpb.v1.Jobs/ListNodes", &hvpb__v1__list_nodes_request__descriptor, check_list_nodes},
     {"/hvpb.v1.Jobs/ListEvents", &hvpb__v1__list_events_request__descriptor, check_list_events},
     {"/hvpb.v1.Jobs/Cancel", &hvpb__v1__job_ref__descriptor, NULL},
     {"/hvpb.v1.Jobs/Watch", &hvpb__v1__watch_request__descriptor, NULL},

@@ -15,11 +15,27 @@
 #include "err.h"
 #include "hv.pb-c.h"
 
+/* The size bounds of what the head accepts and stores (docs/security.md, "Resource bounds:
+ * sizes"; proto/hv.proto repeats each beside its field). Lengths are bytes of UTF-8. */
 #define HV_NODE_NAME_MAX 128
 #define HV_DRAIN_NODES_MAX 64 /* nodes in one DrainNodes call */
 #define HV_NODE_SLOTS_MAX 4096
-#define HV_SUBMIT_MAX_ARGS 4096
+#define HV_NODE_ADDRS_MAX 64            /* addresses of one node */
+#define HV_NODE_ADDR_MAX 255            /* bytes of one address */
+#define HV_NODE_LABELS_MAX 64           /* labels of one node */
+#define HV_LABEL_KEY_MAX 63             /* bytes of a label's key */
+#define HV_LABEL_VALUE_MAX 256          /* bytes of a label's value */
+#define HV_NODE_FIELD_MAX 256           /* bytes of a node's instance_id and version */
+#define HV_JOB_NAME_MAX 256             /* bytes of a job's name and of its user */
+#define HV_SUBMIT_MAX_ARGS 4096         /* arguments of a job */
+#define HV_SUBMIT_ARGS_BYTES (1u << 20) /* bytes of all its arguments together */
+#define HV_SUBMIT_MAX_ENV 4096          /* environment variables of a job */
+#define HV_ENV_KEY_MAX 256              /* bytes of a variable's name */
+#define HV_ENV_VALUE_MAX 65536          /* bytes of a variable's value */
+#define HV_SUBMIT_ENV_BYTES (1u << 20)  /* bytes of all names and values together */
 #define HV_SUBMIT_MAX_FILES 256
+#define HV_UPLOAD_CHUNK_MAX (1u << 20) /* bytes of data in one Upload call */
+#define HV_REASON_MAX 1024             /* bytes of a drain reason */
 #define HV_KV_MAX_KEY 256
 #define HV_KV_MAX_VALUE 65536
 #define HV_LIST_MAX 100000
@@ -30,6 +46,7 @@ hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *e
 hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len);
 hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len);
 hv_err hv_validate_list_jobs(const Hvpb__V1__ListJobsRequest *r, char *err, size_t len);
+hv_err hv_validate_list_nodes(const Hvpb__V1__ListNodesRequest *r, char *err, size_t len);
 hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, size_t len);
 hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, size_t len);
 hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len);

@@ -132,6 +132,20 @@ static void case_misc(void) {
     expect(hv_validate_list_jobs(&lj, err, sizeof(err)), HV_OK, "");
     lj.limit = HV_LIST_MAX + 1;
     expect(hv_validate_list_jobs(&lj, err, sizeof(err)), HV_EINVAL, "limit:");
+    lj.limit = 10;
+    lj.page_token = "12345";
+    expect(hv_validate_list_jobs(&lj, err, sizeof(err)), HV_OK, "");
+    lj.page_token = "12x";
+    expect(hv_validate_list_jobs(&lj, err, sizeof(err)), HV_EINVAL, "page_token:");
+    lj.page_token = "12345678901234567890";
+    expect(hv_validate_list_jobs(&lj, err, sizeof(err)), HV_EINVAL, "page_token:");
+    Hvpb__V1__ListNodesRequest ln = HVPB__V1__LIST_NODES_REQUEST__INIT;
+    expect(hv_validate_list_nodes(&ln, err, sizeof(err)), HV_OK, "");
+    ln.page_size = HV_LIST_MAX + 1;
+    expect(hv_validate_list_nodes(&ln, err, sizeof(err)), HV_EINVAL, "page_size:");
+    ln.page_size = 5;
+    ln.page_token = "-1";
+    expect(hv_validate_list_nodes(&ln, err, sizeof(err)), HV_EINVAL, "page_token:");
     Hvpb__V1__ListEventsRequest le = HVPB__V1__LIST_EVENTS_REQUEST__INIT;
     le.limit = 4000000000u;
     expect(hv_validate_list_events(&le, err, sizeof(err)), HV_EINVAL, "limit:");
@@ -184,10 +198,166 @@ static void case_misc(void) {
     expect(hv_validate_kv_get(&kg, err, sizeof(err)), HV_EINVAL, "key:");
 }
 
+/* A string of n bytes of ch in static storage (one at a time per slot). */
+static char *filled(int slot, size_t n, char ch) {
+    static char bufs[3][(1u << 20) + 2];
+    memset(bufs[slot], ch, n);
+    bufs[slot][n] = '\0';
+    return bufs[slot];
+}
+
+/* The written size bounds: each field at its bound passes, one byte or entry over is refused
+ * with a message that names the field, the size and the bound. */
+static void case_sizes(void) {
+    Hvpb__V1__JoinRequest j = HVPB__V1__JOIN_REQUEST__INIT;
+    Hvpb__V1__NodeInfo ni = HVPB__V1__NODE_INFO__INIT;
+    j.node = &ni;
+    ni.name = "n1";
+    ni.slots = 1;
+    static Hvpb__V1__KeyValue lab[HV_NODE_LABELS_MAX + 1];
+    static Hvpb__V1__KeyValue *labp[HV_NODE_LABELS_MAX + 1];
+    for (int i = 0; i <= HV_NODE_LABELS_MAX; i++) {
+        hvpb__v1__key_value__init(&lab[i]);
+        lab[i].key = filled(0, HV_LABEL_KEY_MAX, 'k');
+        lab[i].value = filled(1, HV_LABEL_VALUE_MAX, 'v');
+        labp[i] = &lab[i];
+    }
+    ni.labels = labp;
+    ni.n_labels = HV_NODE_LABELS_MAX;
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_OK, "");
+    ni.n_labels = HV_NODE_LABELS_MAX + 1;
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL,
+           "node.labels: 65 entries, at most 64");
+    ni.n_labels = 3;
+    lab[2].value = filled(2, 60000, 'x');
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL,
+           "node.labels[2].value: 60000 bytes, at most 256");
+    lab[2].value = "";
+    lab[1].key = filled(2, HV_LABEL_KEY_MAX + 1, 'k');
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL,
+           "node.labels[1].key: 64 bytes, at most 63");
+    lab[1].key = "";
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.labels[1].key: empty");
+    lab[1].key = "zone,x";
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.labels[1]: 'zone,x'");
+    lab[1].key = "zone";
+    lab[1].value = "a,b";
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.labels[1]: 'zone'");
+    lab[1].value = "us-east-1a";
+    char *addrs[HV_NODE_ADDRS_MAX + 1];
+    for (int i = 0; i <= HV_NODE_ADDRS_MAX; i++) {
+        addrs[i] = "10.0.0.1";
+    }
+    ni.addrs = addrs;
+    ni.n_addrs = HV_NODE_ADDRS_MAX + 1;
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.addrs: 65 entries, at most 64");
+    ni.n_addrs = 2;
+    addrs[1] = filled(2, HV_NODE_ADDR_MAX + 1, 'a');
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL,
+           "node.addrs[1]: 256 bytes, at most 255");
+    addrs[1] = "10.0.0.2";
+    ni.version = filled(2, 5000, 'v');
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL,
+           "node.version: 5000 bytes, at most 256");
+    ni.version = "1.0";
+    ni.instance_id = filled(2, HV_NODE_FIELD_MAX + 1, 'i');
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_EINVAL, "node.instance_id: 257 bytes");
+    ni.instance_id = "i-1";
+    expect(hv_validate_join(&j, err, sizeof(err)), HV_OK, "");
+
+    Hvpb__V1__UploadChunk u = HVPB__V1__UPLOAD_CHUNK__INIT;
+    u.digest = D64;
+    u.total_size = 64u << 20;
+    u.data.len = HV_UPLOAD_CHUNK_MAX;
+    expect(hv_validate_upload(&u, err, sizeof(err)), HV_OK, "");
+    u.data.len = 8u << 20;
+    expect(hv_validate_upload(&u, err, sizeof(err)), HV_EINVAL,
+           "data: a chunk of 8388608 bytes, at most 1048576");
+
+    Hvpb__V1__SubmitRequest r = HVPB__V1__SUBMIT_REQUEST__INIT;
+    Hvpb__V1__JobSpec spec = HVPB__V1__JOB_SPEC__INIT;
+    Hvpb__V1__FileRef bin = HVPB__V1__FILE_REF__INIT;
+    r.spec = &spec;
+    spec.binary = &bin;
+    bin.name = "train";
+    bin.digest = D64;
+    spec.name = filled(0, HV_JOB_NAME_MAX, 'n');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    spec.name = filled(0, 1u << 20, 'n');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL,
+           "spec.name: 1048576 bytes, at most 256");
+    spec.name = "job";
+    spec.user = filled(0, HV_JOB_NAME_MAX + 1, 'u');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.user: 257 bytes");
+    spec.user = "me";
+    /* 50,000 entries are refused on the count, before any is looked at. */
+    enum { MANY = 50000 };
+    static Hvpb__V1__KeyValue env[MANY];
+    static Hvpb__V1__KeyValue *envp[MANY];
+    for (int i = 0; i < MANY; i++) {
+        hvpb__v1__key_value__init(&env[i]);
+        env[i].key = "K";
+        env[i].value = "v";
+        envp[i] = &env[i];
+    }
+    spec.env = envp;
+    spec.n_env = MANY;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL,
+           "spec.env: 50000 entries, at most 4096");
+    spec.n_env = HV_SUBMIT_MAX_ENV;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    spec.n_env = 8;
+    env[7].value = filled(1, HV_ENV_VALUE_MAX + 1, 'v');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL,
+           "spec.env[7].value: K: 65537 bytes, at most 65536");
+    env[7].value = filled(1, HV_ENV_VALUE_MAX, 'v');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    env[7].key = filled(2, HV_ENV_KEY_MAX + 1, 'K');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL,
+           "spec.env[7].key: 257 bytes, at most 256");
+    env[7].key = "K";
+    /* 17 values of 64 KiB are over 1 MiB in all. */
+    for (int i = 0; i < 17; i++) {
+        env[i].value = filled(1, HV_ENV_VALUE_MAX, 'v');
+    }
+    spec.n_env = 17;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.env: 1114129 bytes in all");
+    spec.n_env = 0;
+    char *args[HV_SUBMIT_MAX_ARGS + 1];
+    for (int i = 0; i <= HV_SUBMIT_MAX_ARGS; i++) {
+        args[i] = "a";
+    }
+    spec.args = args;
+    spec.n_args = HV_SUBMIT_MAX_ARGS;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    spec.n_args = HV_SUBMIT_MAX_ARGS + 1;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL,
+           "spec.args: 4097 arguments, at most 4096");
+    spec.n_args = 2;
+    args[0] = filled(0, HV_SUBMIT_ARGS_BYTES, 'a');
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL,
+           "spec.args: 1048577 bytes in all, at most 1048576");
+    spec.n_args = 0;
+
+    Hvpb__V1__NodeDrainRequest nd = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
+    nd.node = "n1";
+    nd.reason = filled(0, HV_REASON_MAX, 'r');
+    expect(hv_validate_node_drain(&nd, err, sizeof(err)), HV_OK, "");
+    nd.reason = filled(0, HV_REASON_MAX + 1, 'r');
+    expect(hv_validate_node_drain(&nd, err, sizeof(err)), HV_EINVAL,
+           "reason: 1025 bytes, at most 1024");
+    Hvpb__V1__NodesDrainRequest nds = HVPB__V1__NODES_DRAIN_REQUEST__INIT;
+    char *names[1] = {"n1"};
+    nds.nodes = names;
+    nds.n_nodes = 1;
+    nds.reason = nd.reason;
+    expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL, "reason: 1025 bytes");
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"table", case_table},   {"join", case_join}, {"artifacts", case_artifacts},
-        {"submit", case_submit}, {"misc", case_misc},
+        {"submit", case_submit}, {"misc", case_misc}, {"sizes", case_sizes},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * resets), a job's logs, cancel, the event log, and draining a node or taking it back. Output
  * is an aligned table for people or, with --json, one JSON document for scripts (an event's
  * data, a JSON object from the head, is embedded as an object). It holds no state and makes one
- * call per command (a stream for logs); every unary call has a 10 s deadline. Single-threaded.
+ * call per command (a stream for logs; one call per page for the node and job lists, which it
+ * follows to the end); every unary call has a 10 s deadline. Single-threaded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #define CTL_MAX_NODES 64 /* drain/undrain: nodes in one call */
 #define CTL_MAX_NODES_STR "64"
 #define CTL_MAX_POS (CTL_MAX_NODES + 2) /* the command, a subcommand, the nodes */
+#define CTL_JOBS_PAGE 100u              /* jobs asked for per ListJobs call */
+#define CTL_PAGES_MAX 100000u /* calls one list makes at most (a guard against a head that loops) */
 
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
@@ -389,6 +392,129 @@ static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *
     return HV_CLI_EXIT_OK;
 }
 
+static int ctl_oom(void) {
+    fprintf(stderr, CTL_PROG ": out of memory\n");
+    return HV_CLI_EXIT_SOFTWARE;
+}
+
+/* The replies of a list fetched page by page, and the views of all of them in order. */
+typedef struct ctl_pages_s {
+    ProtobufCMessage **resp; /* owned replies */
+    size_t nresp;
+    void **items; /* views borrowed from resp */
+    size_t nitems;
+} ctl_pages_t;
+
+static void ctl_pages_free(ctl_pages_t *pg) {
+    for (size_t i = 0; i < pg->nresp; i++) {
+        hv_rpc_msg_free(pg->resp[i]);
+    }
+    hv_free(pg->resp);
+    hv_free(pg->items);
+    memset(pg, 0, sizeof(*pg));
+}
+
+/* Keeps resp (owned from now on) and appends its n views. HV_ENOMEM frees resp. */
+static hv_err ctl_pages_add(ctl_pages_t *pg, ProtobufCMessage *resp, void *const *items, size_t n) {
+    ProtobufCMessage **r = hv_realloc(pg->resp, (pg->nresp + 1) * sizeof(*r));
+    if (r == NULL) {
+        hv_rpc_msg_free(resp);
+        return HV_ENOMEM;
+    }
+    pg->resp = r;
+    pg->resp[pg->nresp++] = resp;
+    void **it = hv_realloc(pg->items, (pg->nitems + n + 1) * sizeof(*it));
+    if (it == NULL) {
+        return HV_ENOMEM;
+    }
+    pg->items = it;
+    memcpy(pg->items + pg->nitems, items, n * sizeof(*it));
+    pg->nitems += n;
+    return HV_OK;
+}
+
+/* Whether to ask for another page: the head gave a token that moves on (an older head gives
+ * none, and its one reply is the whole list). Copies the token into next. */
+static int ctl_pages_more(const char *token, size_t got, char *next, size_t len) {
+    if (token == NULL || token[0] == '\0' || got == 0 || strlen(token) >= len ||
+        strcmp(token, next) == 0) {
+        return 0;
+    }
+    snprintf(next, len, "%s", token);
+    return 1;
+}
+
+/* The newest `want` jobs (0: the head's default of 100), page by page, into *pg; on success
+ * *out holds them all (borrowed from pg). */
+static int ctl_list_jobs(const ctl_t *c, uint32_t want, ctl_pages_t *pg,
+                         Hvpb__V1__ListJobsReply *out) {
+    char token[32] = "";
+    want = want ? want : CTL_JOBS_PAGE;
+    memset(pg, 0, sizeof(*pg));
+    for (uint32_t call = 0; call < CTL_PAGES_MAX && pg->nitems < want; call++) {
+        Hvpb__V1__ListJobsRequest req = HVPB__V1__LIST_JOBS_REQUEST__INIT;
+        req.limit = want - (uint32_t)pg->nitems < CTL_JOBS_PAGE ? want - (uint32_t)pg->nitems
+                                                                : CTL_JOBS_PAGE;
+        req.page_token = token;
+        ProtobufCMessage *resp = NULL;
+        int status = ctl_call(c, "ListJobs", &req.base, &hvpb__v1__list_jobs_reply__descriptor,
+                              "no jobs", &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            ctl_pages_free(pg);
+            return status;
+        }
+        const Hvpb__V1__ListJobsReply *r = (const Hvpb__V1__ListJobsReply *)resp;
+        size_t got = r->n_jobs;
+        int more = ctl_pages_more(r->next_page_token, got, token, sizeof(token));
+        if (ctl_pages_add(pg, resp, (void *const *)r->jobs, got) != HV_OK) {
+            ctl_pages_free(pg);
+            return ctl_oom();
+        }
+        if (!more) {
+            break;
+        }
+    }
+    hvpb__v1__list_jobs_reply__init(out);
+    out->jobs = (Hvpb__V1__JobView **)pg->items;
+    out->n_jobs = pg->nitems < want ? pg->nitems : want;
+    return HV_CLI_EXIT_OK;
+}
+
+/* Every node, page by page, into *pg; on success *out holds them all and the cluster's name
+ * (borrowed from pg). */
+static int ctl_list_nodes(const ctl_t *c, ctl_pages_t *pg, Hvpb__V1__ListNodesReply *out) {
+    char token[32] = "";
+    memset(pg, 0, sizeof(*pg));
+    hvpb__v1__list_nodes_reply__init(out);
+    for (uint32_t call = 0; call < CTL_PAGES_MAX; call++) {
+        Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
+        req.page_token = token;
+        ProtobufCMessage *resp = NULL;
+        int status = ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor,
+                              "no nodes", &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            ctl_pages_free(pg);
+            return status;
+        }
+        const Hvpb__V1__ListNodesReply *r = (const Hvpb__V1__ListNodesReply *)resp;
+        size_t got = r->n_nodes;
+        int more = ctl_pages_more(r->next_page_token, got, token, sizeof(token));
+        if (pg->nresp == 0) {
+            out->cluster_name = r->cluster_name;
+        }
+        if (ctl_pages_add(pg, resp, (void *const *)r->nodes, got) != HV_OK) {
+            ctl_pages_free(pg);
+            return ctl_oom();
+        }
+        if (!more) {
+            break;
+        }
+    }
+    out->nodes = (Hvpb__V1__NodeView **)pg->items;
+    out->n_nodes = pg->nitems;
+    return HV_CLI_EXIT_OK;
+}
+
 /* "no job 7", for ctl_call. */
 static const char *ctl_no_job(const ctl_t *c, char *buf, size_t len) {
     snprintf(buf, len, "no job %llu", (unsigned long long)c->o->job_id);
@@ -403,11 +529,6 @@ static void ctl_table_done(hv_cli_table_t *t, const char *empty) {
         hv_cli_table_print(t, stdout);
     }
     hv_cli_table_destroy(t);
-}
-
-static int ctl_oom(void) {
-    fprintf(stderr, CTL_PROG ": out of memory\n");
-    return HV_CLI_EXIT_SOFTWARE;
 }
 
 static const char *ctl_time(uint64_t wall_ms, char *buf, size_t len) {
@@ -529,14 +650,13 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
 }
 
 static int ctl_nodes(const ctl_t *c) {
-    Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "ListNodes", &req.base, &hvpb__v1__list_nodes_reply__descriptor,
-                          "no nodes", &resp);
+    ctl_pages_t pg;
+    Hvpb__V1__ListNodesReply all;
+    int status = ctl_list_nodes(c, &pg, &all);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
-    const Hvpb__V1__ListNodesReply *r = (const Hvpb__V1__ListNodesReply *)resp;
+    const Hvpb__V1__ListNodesReply *r = &all;
     if (c->o->json) {
         hv_cli_json_t j;
         hv_cli_json_init(&j, stdout);
@@ -549,14 +669,14 @@ static int ctl_nodes(const ctl_t *c) {
         hv_cli_json_arr_end(&j);
         hv_cli_json_obj_end(&j);
         hv_cli_json_finish(&j);
-        hv_rpc_msg_free(resp);
+        ctl_pages_free(&pg);
         return HV_CLI_EXIT_OK;
     }
     static const char *const hdr[] = {"NAME",  "ID",        "STATE",  "SLOTS",    "GPUS",
                                       "ADDRS", "LAST-SEEN", "LABELS", "BLACKLIST"};
     hv_cli_table_t *t = NULL;
     if (hv_cli_table_create(9, hdr, &t) != HV_OK) {
-        hv_rpc_msg_free(resp);
+        ctl_pages_free(&pg);
         return ctl_oom();
     }
     uint64_t now = hv_wall_ms();
@@ -585,12 +705,12 @@ static int ctl_nodes(const ctl_t *c) {
             hv_cli_fmt_blacklist(n->blacklist, n->n_blacklist, now, bl, sizeof(bl))};
         if (hv_cli_table_add(t, row) != HV_OK) {
             hv_cli_table_destroy(t);
-            hv_rpc_msg_free(resp);
+            ctl_pages_free(&pg);
             return ctl_oom();
         }
     }
     ctl_table_done(t, "no nodes");
-    hv_rpc_msg_free(resp);
+    ctl_pages_free(&pg);
     return HV_CLI_EXIT_OK;
 }
 
@@ -687,15 +807,13 @@ static const char *ctl_np(const Hvpb__V1__JobView *v, char *buf, size_t len) {
 }
 
 static int ctl_jobs(const ctl_t *c) {
-    Hvpb__V1__ListJobsRequest req = HVPB__V1__LIST_JOBS_REQUEST__INIT;
-    req.limit = c->o->limit;
-    ProtobufCMessage *resp = NULL;
-    int status = ctl_call(c, "ListJobs", &req.base, &hvpb__v1__list_jobs_reply__descriptor,
-                          "no jobs", &resp);
+    ctl_pages_t pg;
+    Hvpb__V1__ListJobsReply all;
+    int status = ctl_list_jobs(c, c->o->limit, &pg, &all);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
-    const Hvpb__V1__ListJobsReply *r = (const Hvpb__V1__ListJobsReply *)resp;
+    const Hvpb__V1__ListJobsReply *r = &all;
     if (c->o->json) {
         hv_cli_json_t j;
         hv_cli_json_init(&j, stdout);
@@ -708,14 +826,14 @@ static int ctl_jobs(const ctl_t *c) {
         hv_cli_json_arr_end(&j);
         hv_cli_json_obj_end(&j);
         hv_cli_json_finish(&j);
-        hv_rpc_msg_free(resp);
+        ctl_pages_free(&pg);
         return HV_CLI_EXIT_OK;
     }
     static const char *const hdr[] = {"ID",        "NAME",     "STATE", "NP",
                                       "SUBMITTED", "DURATION", "REASON"};
     hv_cli_table_t *t = NULL;
     if (hv_cli_table_create(7, hdr, &t) != HV_OK) {
-        hv_rpc_msg_free(resp);
+        ctl_pages_free(&pg);
         return ctl_oom();
     }
     for (size_t i = 0; i < r->n_jobs; i++) {
@@ -731,12 +849,12 @@ static int ctl_jobs(const ctl_t *c) {
                              v->reason};
         if (hv_cli_table_add(t, row) != HV_OK) {
             hv_cli_table_destroy(t);
-            hv_rpc_msg_free(resp);
+            ctl_pages_free(&pg);
             return ctl_oom();
         }
     }
     ctl_table_done(t, "no jobs");
-    hv_rpc_msg_free(resp);
+    ctl_pages_free(&pg);
     return HV_CLI_EXIT_OK;
 }
 
@@ -1346,23 +1464,20 @@ static int ctl_drain(const ctl_t *c, int drain) {
 /* ---- status --------------------------------------------------------------------------------- */
 
 static int ctl_status(const ctl_t *c) {
-    Hvpb__V1__ListNodesRequest nreq = HVPB__V1__LIST_NODES_REQUEST__INIT;
-    ProtobufCMessage *nresp = NULL, *jresp = NULL;
-    int status = ctl_call(c, "ListNodes", &nreq.base, &hvpb__v1__list_nodes_reply__descriptor,
-                          "no nodes", &nresp);
+    ctl_pages_t npg, jpg;
+    Hvpb__V1__ListNodesReply nall;
+    Hvpb__V1__ListJobsReply jall;
+    int status = ctl_list_nodes(c, &npg, &nall);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
-    Hvpb__V1__ListJobsRequest jreq = HVPB__V1__LIST_JOBS_REQUEST__INIT;
-    jreq.limit = HV_CLI_STATUS_JOBS;
-    status = ctl_call(c, "ListJobs", &jreq.base, &hvpb__v1__list_jobs_reply__descriptor, "no jobs",
-                      &jresp);
+    status = ctl_list_jobs(c, HV_CLI_STATUS_JOBS, &jpg, &jall);
     if (status != HV_CLI_EXIT_OK) {
-        hv_rpc_msg_free(nresp);
+        ctl_pages_free(&npg);
         return status;
     }
-    const Hvpb__V1__ListNodesReply *nr = (const Hvpb__V1__ListNodesReply *)nresp;
-    const Hvpb__V1__ListJobsReply *jr = (const Hvpb__V1__ListJobsReply *)jresp;
+    const Hvpb__V1__ListNodesReply *nr = &nall;
+    const Hvpb__V1__ListJobsReply *jr = &jall;
     hv_cli_status_t sum;
     hv_cli_status_count(nr->nodes, nr->n_nodes, jr->jobs, jr->n_jobs, &sum);
     uint64_t now = hv_wall_ms();
@@ -1374,8 +1489,8 @@ static int ctl_status(const ctl_t *c) {
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
     }
-    hv_rpc_msg_free(jresp);
-    hv_rpc_msg_free(nresp);
+    ctl_pages_free(&jpg);
+    ctl_pages_free(&npg);
     return HV_CLI_EXIT_OK;
 }
 

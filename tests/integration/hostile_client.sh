@@ -2,14 +2,16 @@
 # An independent client (python3-grpcio, no hv code) sends wrong credentials and hostile payloads
 # to every method of the head: no credential and foreign credentials are UNAUTHENTICATED, a client
 # token outside its scope PERMISSION_DENIED, garbage INVALID_ARGUMENT, nothing UNKNOWN or
-# INTERNAL; afterwards the head still serves its real clients (a job runs).
+# INTERNAL; a request over a size bound (a 5 MiB name, 60 KB labels, an 8 MiB chunk, a 3 MiB env
+# value, 50,000 env entries) is INVALID_ARGUMENT naming the field and the bound; afterwards the
+# head still serves its real clients (a job runs).
 . "$HV_SRC_DIR/tests/lib.sh"
 /usr/bin/python3 -c "import grpc" 2>/dev/null || { echo "SKIP: python3-grpcio is not installed"; exit 77; }
 hv_setup
 start_head
 start_agent node-a 1
 /usr/bin/python3 "$HV_SRC_DIR/tests/tools/hostile_client.py" "$HEAD" "$HV_SRC_DIR/proto/hv.proto" \
-    "$HV_TOKEN_FILE" >"$TMP/hostile.out" 2>&1 || {
+    "$HV_TOKEN_FILE" "$TOKEN" >"$TMP/hostile.out" 2>&1 || {
     grep FAIL "$TMP/hostile.out" >&2
     tail -n 3 "$TMP/hostile.out" >&2
     fail "the head answered a hostile call with the wrong status"

@@ -3,12 +3,14 @@
 that sends wrong credentials and hostile payloads to every method of the head and checks the
 status codes the Trust issue promises. Messages are written as raw protobuf bytes by hand.
 
-usage: hostile_client.py HOST:PORT PROTO CLIENT_TOKEN_FILE
+usage: hostile_client.py HOST:PORT PROTO CLIENT_TOKEN_FILE [JOIN_TOKEN]
+With JOIN_TOKEN, Join is part of the size bounds section too.
 Prints one line per check; exits 1 if any check failed, 0 otherwise.
 """
 import concurrent.futures
 import re
 import sys
+import time
 
 import grpc
 
@@ -16,6 +18,7 @@ OK, INVALID, NOT_FOUND, PERM, EXHAUSTED, UNAUTH = 0, 3, 5, 7, 8, 16
 BAD = {2: "UNKNOWN", 13: "INTERNAL"}
 
 target, proto, token_file = sys.argv[1:4]
+join_token = sys.argv[4] if len(sys.argv) > 4 else None
 token = open(token_file).read().strip()
 
 # (service, method, client-streaming, server-streaming) from the wire contract itself
@@ -129,6 +132,75 @@ got, d = call("Jobs", "ListNodes", False, False, b"", "Bearer " + token)
 check("ListNodes with the client token afterwards", got, {OK}, d)
 got, d = call("Jobs", "GetJob", False, False, b"\x08" + varint(999999), "Bearer " + token)
 check("GetJob of a job that does not exist", got, {NOT_FOUND}, d)
+
+# 7. size bounds: every string and list the head stores has a written bound (proto/hv.proto,
+#    docs/security.md); a request over one is INVALID_ARGUMENT with a message that names the
+#    field, the size and the bound, and the listings keep working for everyone afterwards.
+
+
+def fld(num, data):
+    """A length-delimited field."""
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def vfld(num, v):
+    """A varint field."""
+    return varint(num << 3) + varint(v)
+
+
+def kv(k, v):
+    return fld(1, k) + fld(2, v)
+
+
+DIGEST = "0" * 64
+BINARY = fld(1, "train") + fld(2, DIGEST)
+
+
+def submit(spec_rest):
+    return fld(1, fld(2, BINARY) + spec_rest)
+
+
+def bounded(name, svc, meth, payload, field, limit, client=True):
+    """payload to svc/meth, with the client token (client) or none (Join carries its own)."""
+    start = time.monotonic()
+    got, d = call(svc, meth, False, False, payload, "Bearer " + token if client else None)
+    took = time.monotonic() - start
+    check("size bounds: " + name, got, {INVALID}, d[:200])
+    if got == INVALID:
+        good = d.startswith(field) and ("at most %d" % limit) in d and len(d) < 4096
+        check("size bounds: %s: the message names %s and %d" % (name, field, limit),
+              0 if good else 1, {0}, d[:200])
+    check("size bounds: %s: answered within 3 s" % name, 0 if took < 3 else 1, {0},
+          "%.1f s" % took)
+
+
+bounded("job name of 5 MiB", "Jobs", "Submit", submit(fld(1, "n" * (5 << 20))), "spec.name:", 256)
+bounded("env value of 3 MiB", "Jobs", "Submit", submit(fld(4, kv("BIG", "v" * (3 << 20)))),
+        "spec.env[0].value:", 65536)
+bounded("50,000 env entries", "Jobs", "Submit",
+        submit(b"".join(fld(4, kv("K%d" % i, "v")) for i in range(50000))),
+        "spec.env: 50000 entries", 4096)
+bounded("4097 arguments", "Jobs", "Submit", submit(b"".join(fld(3, "a") for _ in range(4097))),
+        "spec.args: 4097 arguments", 4096)
+bounded("upload chunk of 8 MiB", "Jobs", "Upload",
+        fld(1, DIGEST) + vfld(2, 16 << 20) + vfld(3, 0) + fld(4, b"\0" * (8 << 20)),
+        "data: a chunk of 8388608 bytes", 1 << 20)
+bounded("drain reason of 64 KiB", "Jobs", "DrainNode", fld(1, "node-a") + fld(3, "r" * 65536),
+        "reason:", 1024)
+if join_token is not None:
+    def join(labels):
+        node = fld(1, "hostile-node") + vfld(3, 1) + b"".join(fld(5, kv(k, v)) for k, v in labels)
+        return fld(1, join_token) + fld(2, node) + vfld(3, 7)
+    bounded("64 labels of 60 KB", "Cluster", "Join",
+            join([("k%d" % i, "v" * 60000) for i in range(64)]), "node.labels[0].value:", 256,
+            client=False)
+    bounded("65 labels", "Cluster", "Join", join([("k%d" % i, "v") for i in range(65)]),
+            "node.labels: 65 entries", 64, client=False)
+for meth in ("ListJobs", "ListNodes"):
+    got, d = call("Jobs", meth, False, False, b"", "Bearer " + token)
+    check("size bounds: %s works afterwards" % meth, got, {OK}, d)
 
 print("%d check(s) failed" % failures)
 sys.exit(1 if failures else 0)
