@@ -30,9 +30,7 @@
 #define KILL_SLACK_MS 5000       /* after the grace, how long a killed worker may take to report */
 #define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
-#define STORE_RETRY_LOG_MS 10000 /* how often a failing store is logged again */
-#define JOB_LOG_MAX (1ull << 30) /* a job's log stops growing past 1 GiB */
-#define LOG_MAX_LINE 16384
+#define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
@@ -53,6 +51,9 @@ struct hv_driver_s {
     hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
     void *room_ud;
     uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
+    int store_down;               /* the last state write failed */
+    char store_why[512];          /* while store_down: the line for clients */
+    hv_joblogs_t *logs;           /* the job output files (owned) */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -75,15 +76,53 @@ static uint32_t rand32(void) {
     return v;
 }
 
-static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
-    uint64_t now = hv_now_ms();
-    if (now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
-        d->store_failed_logged = now;
-        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE",
-               "cannot %s in %s: %s (%s); the decision waits and is written again", what,
-               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc));
+/* Tells every job's watchers that the store's health changed. */
+static void store_announce(hv_driver_t *d) {
+    for (hv_djob_t *j = d->jobs; j != NULL && d->io.job_changed != NULL; j = j->next) {
+        d->io.job_changed(d->io.ud, j->jm.id);
     }
 }
+
+/* A state write failed: logged when it starts (then at most every STORE_RETRY_LOG_MS), and the
+ * words for clients are kept (hv_driver_store_trouble) until a write works again. */
+static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
+    uint64_t now = hv_now_ms();
+    uint64_t avail = hv_joblogs_free_bytes(d->logs, now);
+    char space[128] = "";
+    if (avail != UINT64_MAX) {
+        snprintf(space, sizeof(space), "; %s has %llu bytes free", d->cfg->data_dir,
+                 (unsigned long long)avail);
+    }
+    snprintf(d->store_why, sizeof(d->store_why),
+             "the head cannot store its state in %s (%s%s); what it decided waits and is "
+             "written once it can",
+             hv_store_path(d->store), hv_store_last_error(d->store), space);
+    int first = !d->store_down;
+    d->store_down = 1;
+    if (first || now >= d->store_failed_logged + STORE_RETRY_LOG_MS) {
+        d->store_failed_logged = now;
+        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)%s%s", what,
+               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc), space,
+               first ? "; decisions wait and are written again every tick" : " (still)");
+    }
+    if (first) {
+        store_announce(d);
+    }
+}
+
+/* A state write worked: ends a failing spell. */
+static void store_worked(hv_driver_t *d) {
+    if (!d->store_down) {
+        return;
+    }
+    d->store_down = 0;
+    d->store_why[0] = '\0';
+    HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-OK", "the head stores its state in %s again",
+           hv_store_path(d->store));
+    store_announce(d);
+}
+
+const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
 
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
 
@@ -176,6 +215,8 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
     hv_err rc = hv_store_event_append(d->store, job_id, node_id, kind, msg, data, &seq);
     if (rc != HV_OK) {
         store_failed(d, rc, "append an event");
+    } else {
+        store_worked(d);
     }
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
@@ -302,54 +343,40 @@ static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
     for (size_t i = 0; i < j->jm.nw; i++) {
         j->jm.w[i]->dirty = 0;
     }
+    store_worked(d);
     return HV_OK;
 }
 
-/* ---- job logs ------------------------------------------------------------------------------- */
-
-static void job_open_log(hv_driver_t *d, hv_djob_t *j) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/logs/%llu.log", d->cfg->data_dir,
-             (unsigned long long)j->jm.id);
-    j->log = fopen(path, "a");
-    if (j->log == NULL) {
-        HV_LOG(HV_LOG_ERROR, "driver", "HV-LOG-OPEN", "cannot open %s: job output is not kept",
-               path);
-        return;
-    }
-    long end = ftell(j->log);
-    j->log_bytes = end > 0 ? (uint64_t)end : 0;
-}
+/* ---- job logs ----------------------------------------------------------------------------- */
 
 void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, char **lines,
                           size_t n) {
     hv_dworker_t *w = worker_by_id(d, worker_id);
-    if (w == NULL || w->job->log == NULL || n == 0) {
+    if (w == NULL || n == 0) {
         return;
     }
     hv_djob_t *j = w->job;
-    const char *sname = stream == 2 ? "stderr" : "stdout";
-    for (size_t i = 0; i < n; i++) {
-        if (j->log_bytes >= JOB_LOG_MAX) {
-            HV_LOG(HV_LOG_WARN, "driver", "HV-LOG-FULL",
-                   "job %llu: log reached %llu bytes; further output is dropped",
-                   (unsigned long long)j->jm.id, (unsigned long long)JOB_LOG_MAX);
-            break;
-        }
-        /* One stored line per output line: strip anything that would break the framing. */
-        const char *text = lines[i];
-        size_t len = strnlen(text, LOG_MAX_LINE);
-        int wrote = fprintf(j->log, "[%u]<%s>:", w->jm.rank, sname);
-        for (size_t k = 0; k < len; k++) {
-            fputc(text[k] == '\n' || text[k] == '\r' ? ' ' : text[k], j->log);
-        }
-        fputc('\n', j->log);
-        j->log_bytes += (uint64_t)(wrote > 0 ? wrote : 0) + len + 1;
-    }
-    fflush(j->log);
-    if (d->io.job_changed != NULL) {
+    if (hv_joblog_append(d->logs, &j->log, w->jm.rank, stream, lines, n, hv_now_ms()) &&
+        d->io.job_changed != NULL) {
         d->io.job_changed(d->io.ud, j->jm.id);
     }
+}
+
+/* The job ended: a job that lost output to the caps says how much, in its log and its events. */
+static void job_log_ended(hv_driver_t *d, hv_djob_t *j) {
+    if (j->log.dropped == 0) {
+        return;
+    }
+    char why[160];
+    snprintf(why, sizeof(why), "%s",
+             j->log.capped ? "logs.max_job_bytes"
+                           : "logs.max_total_bytes, logs.reserve_free_bytes or a full disk");
+    char line[400];
+    snprintf(line, sizeof(line), "%llu bytes of the job's output were dropped (%s)",
+             (unsigned long long)j->log.dropped, why);
+    hv_joblog_note(d->logs, &j->log, 0, line);
+    hv_driver_event(d, j->jm.id, 0, "job.note", NULL, "job %llu: %s", (unsigned long long)j->jm.id,
+                    line);
 }
 
 /* ---- jobs in memory ------------------------------------------------------------------------- */
@@ -370,9 +397,7 @@ static void job_free(hv_djob_t *j) {
         j->blacklist = b->next;
         hv_free(b);
     }
-    if (j->log != NULL) {
-        fclose(j->log);
-    }
+    hv_joblog_close(&j->log);
     hv_free(j->name);
     hv_free(j->spec);
     hv_free(j);
@@ -393,6 +418,7 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
     if (j == NULL) {
         return HV_ENOMEM;
     }
+    j->log.fd = -1; /* opened when the job is linked */
     hv_jm_params_t p = {.elastic = r->elastic,
                         .np = r->np,
                         .min_np = r->min_np,
@@ -567,6 +593,16 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
     d->cfg = cfg;
     d->store = store;
     d->io = *io;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/logs", cfg->data_dir);
+    hv_joblog_limits_t lim = {.max_job_bytes = cfg->logs.max_job_bytes,
+                              .max_total_bytes = cfg->logs.max_total_bytes,
+                              .reserve_free_bytes = cfg->logs.reserve_free_bytes};
+    hv_err rc = hv_joblogs_create(dir, &lim, NULL, &d->logs);
+    if (rc != HV_OK) {
+        hv_free(d);
+        return rc;
+    }
     hv_jm_out_init(&d->out);
     *out = d;
     return HV_OK;
@@ -604,6 +640,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n);
     }
     hv_jm_out_fini(&d->out);
+    hv_joblogs_destroy(d->logs);
     hv_free(d);
 }
 
@@ -687,7 +724,7 @@ hv_err hv_driver_load(hv_driver_t *d) {
                 hv_node_claim(&n->acct, w->gpu);
             }
         }
-        job_open_log(d, j);
+        hv_joblog_open(d->logs, &j->log, j->jm.id);
         job_link(d, j);
     }
     hv_store_job_free_list(jobs, nj);
@@ -944,6 +981,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             break;
         }
         case HV_JA_FINISHED:
+            job_log_ended(d, j);
             if (d->io.job_finished != NULL) {
                 d->io.job_finished(d->io.ud, j->jm.id);
             }
@@ -1423,9 +1461,10 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");
-        snprintf(err, errlen, "the head cannot store the job: %s", hv_strerror(rc));
-        return HV_EIO;
+        snprintf(err, errlen, "%s; the job was not submitted: try again once it can", d->store_why);
+        return HV_EUNAVAIL;
     }
+    store_worked(d);
     hv_job_row_t copy = row;
     copy.name = hv_strdup(s->name);
     copy.spec = hv_malloc(s->spec_len ? s->spec_len : 1);
@@ -1448,7 +1487,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         return rc;
     }
     j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
-    job_open_log(d, j);
+    hv_joblog_open(d->logs, &j->log, j->jm.id);
     job_link(d, j);
     if (elastic) {
         hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
@@ -1555,6 +1594,7 @@ static void node_store_state(hv_driver_t *d, hv_dnode_t *n) {
         store_failed(d, rc, "store a node's state");
     } else {
         n->persisted_seen_ms = n->last_seen_ms;
+        store_worked(d);
     }
 }
 

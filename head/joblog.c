@@ -166,7 +166,7 @@ void hv_joblog_open(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t job_id) {
 }
 
 void hv_joblog_close(hv_joblog_t *l) {
-    if (l->fd > 0) {
+    if (l->fd >= 0) {
         close(l->fd);
     }
     l->fd = -1;

@@ -57,8 +57,8 @@ typedef struct hv_joblogs_s hv_joblogs_t;
 /* Free space of a file system: *size and *avail in bytes; -1 when it cannot be read. */
 typedef int (*hv_joblog_statfs_fn)(const char *dir, uint64_t *size, uint64_t *avail);
 
-/* One job's log: caller storage, zeroed before hv_joblog_open. Fields are read-only outside
- * joblog.c. */
+/* One job's log: caller storage, set by hv_joblog_open (fd -1 before, so that closing an unopened
+ * log is harmless). Fields are read-only outside joblog.c. */
 typedef struct hv_joblog_s {
     uint64_t job_id;
     int fd;            /* append descriptor; -1 when the file could not be opened */
@@ -79,7 +79,7 @@ void hv_joblogs_destroy(hv_joblogs_t *ls);
 /* Opens (appends to) the log of job_id into l. On failure l->fd is -1, the cause is logged
  * once, and appends are dropped (counted). */
 void hv_joblog_open(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t job_id);
-/* Closes l (an unopened, zeroed l, or one already closed, is fine). */
+/* Closes l (one whose fd is -1, never opened or already closed, is fine). */
 void hv_joblog_close(hv_joblog_t *l);
 
 /* Appends n lines (borrowed; '\n' and '\r' inside a line become spaces, a line is cut at

@@ -78,6 +78,8 @@ typedef struct submit_watch_s {
     int started;                 /* the job left "pending" (a placing/running event, any output) */
     uint64_t next_pending_check; /* hv_now_ms() of the next look at a pending job's wait */
     char pending_said[256];      /* the last "waiting for slots" line printed */
+    uint64_t store_down_at;      /* hv_now_ms() when the head said it cannot store its state;
+                                  * 0 = it can (the wait for it is bounded by head_wait_ms) */
     uint32_t said_ranks[64];     /* ranks whose failure an event already told (the end does not */
     size_t nsaid_ranks;          /* repeat them); past 64, the end repeats rather than forget */
 } submit_watch_t;
@@ -147,8 +149,9 @@ static void submit_usage(FILE *f) {
            "  69   the head cannot be reached, or went away and did not come back in time\n"
            "  70   internal error\n"
            "  74   reading a local file failed\n"
-           "  75   the head is busy or did not answer in time; or hvsubmit detached on\n"
-           "       SIGTERM/SIGHUP (the job goes on)\n"
+           "  75   the head is busy or did not answer in time, or cannot store its state (a\n"
+           "       full disk: the job is refused, or a job followed is stuck for longer than\n"
+           "       --head-timeout); or hvsubmit detached on SIGTERM/SIGHUP (the job goes on)\n"
            "  77   the head refused our credentials\n"
            "  130  cancelled with Ctrl-C\n"
            "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n"
@@ -674,6 +677,18 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         if (e->seq > w->last_seq) {
             w->last_seq = e->seq;
         }
+        /* The head's state writes fail (a full disk), or work again: said even with --quiet,
+         * since the job cannot move meanwhile; the wait is bounded in submit_watch. */
+        if (strcmp(e->kind, "head.store.down") == 0 || strcmp(e->kind, "head.store.up") == 0) {
+            int down = strcmp(e->kind, "head.store.down") == 0;
+            if (down && w->store_down_at == 0) {
+                w->store_down_at = hv_now_ms();
+            } else if (!down) {
+                w->store_down_at = 0;
+            }
+            fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
+            return -1;
+        }
         if (strcmp(e->kind, "job.state") == 0 && strstr(e->message, "pending") == NULL) {
             w->started = 1;
         }
@@ -839,7 +854,18 @@ static int submit_watch(submit_watch_t *w) {
             status = HV_CLI_EXIT_SIGINT;
             break;
         }
+        if (w->store_down_at != 0 && hv_now_ms() - w->store_down_at >= w->head_wait_ms) {
+            fprintf(stderr,
+                    SUBMIT_PROG ": gave up after %llu s: the head still cannot store its state; "
+                                "job %llu may still be running: see 'hvctl job %llu' once it "
+                                "can (--head-timeout S sets this wait)\n",
+                    (unsigned long long)((w->head_wait_ms + 999) / 1000),
+                    (unsigned long long)w->job_id, (unsigned long long)w->job_id);
+            status = HV_CLI_EXIT_TEMPFAIL;
+            break;
+        }
         if (s == NULL) {
+            w->store_down_at = 0; /* a new stream says it again if it still holds */
             Hvpb__V1__WatchRequest req = HVPB__V1__WATCH_REQUEST__INIT;
             req.job_id = w->job_id;
             req.logs = 1;
