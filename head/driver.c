@@ -31,6 +31,7 @@
 #define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
+#define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
@@ -52,6 +53,7 @@ struct hv_driver_s {
     void *room_ud;
     uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
     int store_down;               /* the last state write failed */
+    uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
     char store_why[512];          /* while store_down: the line for clients */
     hv_joblogs_t *logs;           /* the job output files (owned) */
 };
@@ -87,23 +89,21 @@ static void store_announce(hv_driver_t *d) {
  * words for clients are kept (hv_driver_store_trouble) until a write works again. */
 static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
     uint64_t now = hv_now_ms();
-    uint64_t avail = hv_joblogs_free_bytes(d->logs, now);
+    int first = !d->store_down;
+    uint64_t avail = hv_joblogs_free_bytes(d->logs, now, first);
     char space[128] = "";
     if (avail != UINT64_MAX) {
         snprintf(space, sizeof(space), "; %s has %llu bytes free", d->cfg->data_dir,
                  (unsigned long long)avail);
     }
-    snprintf(d->store_why, sizeof(d->store_why),
-             "the head cannot store its state in %s (%s%s); what it decided waits and is "
-             "written once it can",
+    snprintf(d->store_why, sizeof(d->store_why), "the head cannot store its state in %s (%s%s)",
              hv_store_path(d->store), hv_store_last_error(d->store), space);
-    int first = !d->store_down;
     d->store_down = 1;
     if (first || now >= d->store_failed_logged + STORE_RETRY_LOG_MS) {
         d->store_failed_logged = now;
         HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)%s%s", what,
                hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc), space,
-               first ? "; decisions wait and are written again every tick" : " (still)");
+               first ? "; decisions wait and are written again every second" : " (still)");
     }
     if (first) {
         store_announce(d);
@@ -362,11 +362,13 @@ void hv_driver_worker_log(hv_driver_t *d, uint64_t worker_id, uint32_t stream, c
     }
 }
 
-/* The job ended: a job that lost output to the caps says how much, in its log and its events. */
+/* The job ended: a job that lost output to the caps says how much, once, in its log and its
+ * events. */
 static void job_log_ended(hv_driver_t *d, hv_djob_t *j) {
-    if (j->log.dropped == 0) {
+    if (j->log.dropped == 0 || j->log_end_said) {
         return;
     }
+    j->log_end_said = 1;
     char why[160];
     snprintf(why, sizeof(why), "%s",
              j->log.capped ? "logs.max_job_bytes"
@@ -928,6 +930,9 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
 }
 
 static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->jm.state)) {
+        job_log_ended(d, j); /* before the end's own events, which let watchers see the end */
+    }
     for (size_t i = 0; i < out->n; i++) {
         hv_jm_action_t *a = &out->a[i];
         hv_dworker_t *w = (hv_dworker_t *)a->w;
@@ -981,7 +986,6 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             break;
         }
         case HV_JA_FINISHED:
-            job_log_ended(d, j);
             if (d->io.job_finished != NULL) {
                 d->io.job_finished(d->io.ud, j->jm.id);
             }
@@ -993,7 +997,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
     }
 }
 
-static pending_t *pending_of(hv_driver_t *d, hv_djob_t *j) {
+static pending_t *pending_of(hv_driver_t *d, const hv_djob_t *j) {
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
         if (p->job == j) {
             return p;
@@ -1001,6 +1005,8 @@ static pending_t *pending_of(hv_driver_t *d, hv_djob_t *j) {
     }
     return NULL;
 }
+
+int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) { return pending_of(d, j) == NULL; }
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
@@ -1461,7 +1467,8 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");
-        snprintf(err, errlen, "%s; the job was not submitted: try again once it can", d->store_why);
+        snprintf(err, errlen, "%s; the job was not submitted: try again once there is room",
+                 d->store_why);
         return HV_EUNAVAIL;
     }
     store_worked(d);
@@ -2050,7 +2057,10 @@ static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
 
 void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     uint64_t wall = hv_wall_ms();
-    flush_pending(d);
+    if (!d->store_down || now >= d->store_retry_at) {
+        d->store_retry_at = now + STORE_RETRY_MS;
+        flush_pending(d);
+    }
     tick_nodes(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.state == HV_JOB_PENDING && now > j->wait_deadline) {

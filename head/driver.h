@@ -142,6 +142,7 @@ struct hv_djob_s {
     uint64_t submitted_ms, started_ms, ended_ms; /* wall clock */
     uint64_t wait_deadline;                      /* monotonic: fail if not placed by then */
     hv_joblog_t log;                             /* its output file (joblog.h) */
+    int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
     struct hv_djob_s *next;
@@ -253,10 +254,13 @@ const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);
 uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
 /* While the head's state writes fail (the last write failed; the next one that works ends it):
- * one line for clients, "the head cannot store its state: <why> (<data_dir> has N bytes free);
- * ...", borrowed until the next driver call. NULL while writes work. Each change (failing,
+ * one line for clients, "the head cannot store its state in PATH (<why>; <data_dir> has N bytes
+ * free)", borrowed until the next driver call. NULL while writes work. Each change (failing,
  * working again) calls io.job_changed for every job in memory, so watchers hear it. */
 const char *hv_driver_store_trouble(hv_driver_t *d);
+/* 1 when what the job machine decided for j is stored (no actions of j wait for the store): an
+ * end is told to watchers only then. */
+int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
 
 /* ---- the autoscaler (head/autoscale.c) ------------------------------------------------------ */
 

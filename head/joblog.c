@@ -141,7 +141,10 @@ void hv_joblogs_destroy(hv_joblogs_t *ls) {
     hv_free(ls);
 }
 
-uint64_t hv_joblogs_free_bytes(hv_joblogs_t *ls, uint64_t now_ms) {
+uint64_t hv_joblogs_free_bytes(hv_joblogs_t *ls, uint64_t now_ms, int fresh) {
+    if (fresh) {
+        ls->read_at = 0;
+    }
     joblogs_refresh(ls, now_ms);
     return ls->fs_free;
 }

@@ -92,9 +92,9 @@ int hv_joblog_append(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, uint32_t s
  * only when the file system has the bytes. Returns 1 when written. */
 int hv_joblog_note(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, const char *text);
 
-/* The data file system's free bytes as last read (refreshed if older than
- * HV_JOBLOG_STATFS_MS at now_ms); UINT64_MAX when unknown. */
-uint64_t hv_joblogs_free_bytes(hv_joblogs_t *ls, uint64_t now_ms);
+/* The data file system's free bytes as last read (read again when fresh, or when the reading
+ * is older than HV_JOBLOG_STATFS_MS at now_ms); UINT64_MAX when unknown. */
+uint64_t hv_joblogs_free_bytes(hv_joblogs_t *ls, uint64_t now_ms, int fresh);
 /* Bytes held by every log together (as counted). */
 uint64_t hv_joblogs_total(const hv_joblogs_t *ls);
 

@@ -210,9 +210,12 @@ static void case_statfs_cached(void) {
     }
     CHECK_EQ(fake_calls, 1);
     CHECK_EQ(l.bytes, 999 * 14);
-    CHECK_EQ(hv_joblogs_free_bytes(ls, 10999), 512 * MIB - 999 * 14);
-    CHECK_EQ(hv_joblogs_free_bytes(ls, 11000), 512 * MIB);
+    CHECK_EQ(hv_joblogs_free_bytes(ls, 10999, 0), 512 * MIB - 999 * 14);
+    CHECK_EQ(hv_joblogs_free_bytes(ls, 11000, 0), 512 * MIB);
     CHECK_EQ(fake_calls, 2);
+    fake_avail = 0;
+    CHECK_EQ(hv_joblogs_free_bytes(ls, 11001, 1), 0); /* fresh: read now */
+    CHECK_EQ(fake_calls, 3);
     hv_joblog_close(&l);
     hv_joblogs_destroy(ls);
 }

@@ -247,7 +247,12 @@ static void watch_store_notice(hv_svc_jobs_t *s, watch_t *w, uint64_t job_id) {
     e.time_ms = hv_wall_ms();
     e.job_id = job_id;
     e.kind = trouble != NULL ? "head.store.down" : "head.store.up";
-    e.message = trouble != NULL ? (char *)trouble : "the head stores its state again";
+    char msg[700] = "";
+    if (trouble != NULL) {
+        snprintf(msg, sizeof(msg), "%s; job %llu waits for it", trouble,
+                 (unsigned long long)job_id);
+    }
+    e.message = trouble != NULL ? msg : "the head stores its state again";
     it.body_case = HVPB__V1__WATCH_ITEM__BODY_EVENT;
     it.event = &e;
     if (hv_rpc_send(w->call, &it.base) == HV_OK) {
@@ -304,7 +309,9 @@ static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
     if (!caught_up) {
         return;
     }
-    if (hv_job_state_terminal(j->jm.state) && !j->jm.ending) {
+    /* An end is told once it is stored (a failing store holds it back, and the watcher was told
+     * why by watch_store_notice). */
+    if (hv_job_state_terminal(j->jm.state) && !j->jm.ending && hv_driver_job_settled(s->d, j)) {
         Hvpb__V1__JobView v;
         view_scratch_t sc;
         Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
