@@ -6,7 +6,8 @@
  * resuming what it holds in part, with a progress bar on a terminal or a line every few seconds
  * otherwise), says what a job waiting for slots waits for, survives a head restart while
  * watching (reconnects for up to the nodes' lease plus a margin, or --head-timeout, and resumes
- * without repeating output), turns Ctrl-C into a cancel request and SIGTERM/SIGHUP into a
+ * without repeating output), says when the head cannot store its state (a full disk: the job
+ * cannot move meanwhile) and waits for that no longer than the same bound, turns Ctrl-C into a cancel request and SIGTERM/SIGHUP into a
  * detach that says how to follow the job again. Its own errors exit with sysexits(3) codes
  * (cli_common.h), a job's failure with the failing rank's own status. An
  * elastic job (--min-np/--max-np) carries its options in the spec (zeros the user gave on
@@ -110,7 +111,8 @@ static void submit_usage(FILE *f) {
            "                        worker starts over; the program resumes from its own\n"
            "                        checkpoint): the restart-the-job policy\n"
            "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
-           "                        it to come back (default: the nodes' lease + 30 s)\n"
+           "                        it to come back (default: the nodes' lease + 30 s); the\n"
+           "                        same bound when the head says it cannot store its state\n"
            "  --quiet, -q           do not print state changes (only output and errors)\n"
            "  --verbose, -v         say more about uploads\n"
            "  --help, -h            this help\n"
