@@ -32,11 +32,13 @@
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
 #define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
+#define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
     hv_djob_t *job;
     hv_jm_out_t out;
+    int stored; /* flush_pending stored the job; its actions go out next */
     struct pending_s *next;
 } pending_t;
 
@@ -54,6 +56,8 @@ struct hv_driver_s {
     uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
     int store_down;               /* the last state write failed */
     uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
+    uint64_t store_ok_since;      /* while store_down: monotonic ms of the first write that worked
+                                   * since the last failure; 0 = none */
     char store_why[512];          /* while store_down: the line for clients */
     hv_joblogs_t *logs;           /* the job output files (owned) */
 };
@@ -90,6 +94,7 @@ static void store_announce(hv_driver_t *d) {
 static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
     uint64_t now = hv_now_ms();
     int first = !d->store_down;
+    d->store_ok_since = 0;
     uint64_t avail = hv_joblogs_free_bytes(d->logs, now, first);
     char space[128] = "";
     if (avail != UINT64_MAX) {
@@ -99,7 +104,9 @@ static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
     snprintf(d->store_why, sizeof(d->store_why), "the head cannot store its state in %s (%s%s)",
              hv_store_path(d->store), hv_store_last_error(d->store), space);
     d->store_down = 1;
-    if (first || now >= d->store_failed_logged + STORE_RETRY_LOG_MS) {
+    /* A store that fails, works, fails again (a nearly full disk) is not logged at each turn. */
+    if ((first && now >= d->store_failed_logged + STORE_RETRY_MS * 10) ||
+        now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
         d->store_failed_logged = now;
         HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)%s%s", what,
                hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc), space,
@@ -110,16 +117,37 @@ static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
     }
 }
 
-/* A state write worked: ends a failing spell. */
-static void store_worked(hv_driver_t *d) {
-    if (!d->store_down) {
+static int pending_unstored(const hv_driver_t *d);
+
+/* Ends a failing spell when no job's decisions wait for the store and writes have worked for
+ * STORE_OK_MS without a failure (on a nearly full disk a small write may work between two that
+ * fail: clients are not told "works again" at each turn), or at once when sure (every waiting
+ * decision was just written). */
+static void store_settle(hv_driver_t *d, uint64_t now, int sure) {
+    if (!d->store_down || pending_unstored(d)) {
+        return;
+    }
+    if (!sure && (d->store_ok_since == 0 || now < d->store_ok_since + STORE_OK_MS)) {
         return;
     }
     d->store_down = 0;
+    d->store_ok_since = 0;
     d->store_why[0] = '\0';
     HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-OK", "the head stores its state in %s again",
            hv_store_path(d->store));
     store_announce(d);
+}
+
+/* A state write worked. */
+static void store_worked(hv_driver_t *d) {
+    if (!d->store_down) {
+        return;
+    }
+    uint64_t now = hv_now_ms();
+    if (d->store_ok_since == 0) {
+        d->store_ok_since = now;
+    }
+    store_settle(d, now, 0);
 }
 
 const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
@@ -1049,11 +1077,31 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
     hv_jm_out_reset(out);
 }
 
-/* Retries the store for every job whose actions wait. */
+/* 1 when some job's decisions wait for the store. */
+static int pending_unstored(const hv_driver_t *d) {
+    for (const pending_t *p = d->pending; p != NULL; p = p->next) {
+        if (!p->stored) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Retries the store for every job whose actions wait. When every one is stored, the store is
+ * said to work again before their actions go out, so a watcher hears "stores again" before the
+ * job's end. */
 static void flush_pending(hv_driver_t *d) {
+    int any = 0;
+    for (pending_t *p = d->pending; p != NULL; p = p->next) {
+        p->stored = persist(d, p->job) == HV_OK;
+        any |= p->stored;
+    }
+    store_settle(d, hv_now_ms(), any);
     for (pending_t **pp = &d->pending; *pp != NULL;) {
         pending_t *p = *pp;
-        if (persist(d, p->job) != HV_OK) {
+        /* Again: an action carried out just before may have changed this job (a no-op else). */
+        if (!p->stored || persist(d, p->job) != HV_OK) {
+            p->stored = 0;
             pp = &p->next;
             continue;
         }
@@ -2061,6 +2109,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         d->store_retry_at = now + STORE_RETRY_MS;
         flush_pending(d);
     }
+    store_settle(d, now, 0);
     tick_nodes(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.state == HV_JOB_PENDING && now > j->wait_deadline) {

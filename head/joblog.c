@@ -166,6 +166,7 @@ void hv_joblog_open(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t job_id) {
     }
     struct stat sb;
     l->bytes = fstat(l->fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    l->capped = l->bytes >= ls->lim.max_job_bytes; /* its marker was written before a restart */
 }
 
 void hv_joblog_close(hv_joblog_t *l) {

@@ -64,6 +64,7 @@ kill -0 $SLEEP 2>/dev/null || fail "job 4's hvsubmit ended while the disk was fu
 rm -f "$TMP/data/filler"
 wait $SLEEP || fail "job 4's hvsubmit exited $? once there was room: $(cat "$TMP/sleep.err")"
 assert_grep "$TMP/sleep.err" "hvsubmit: the head stores its state again"
+[ "$(grep -c "cannot store its state" "$TMP/sleep.err")" -eq 1 ] || fail "job 4's hvsubmit was told more than once: $(cat "$TMP/sleep.err")"
 assert_grep "$TMP/sleep.err" "hvsubmit: job 4 succeeded"
 "$BIN/hvctl" --head "$HEAD" jobs >"$TMP/jobs.out" 2>&1 || fail "hvctl jobs failed"
 grep -q "^ *4 .*succeeded" "$TMP/jobs.out" || fail "job 4 is not stored as succeeded: $(cat "$TMP/jobs.out")"
