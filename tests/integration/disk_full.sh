@@ -35,7 +35,9 @@ timeout 20 "$BIN/hvsubmit" -np 1 /bin/echo stored-after >"$TMP/after.out" 2>&1 |
 
 # 2. Two jobs running when the disk fills up: job 4 ends meanwhile, job 5's hvsubmit gives up
 #    after its --head-timeout (the wait is bounded).
-timeout 60 "$BIN/hvsubmit" -np 1 --head-timeout 30 /bin/sleep 2 >"$TMP/sleep.out" 2>"$TMP/sleep.err" &
+# Job 4 ends when told to (the file $TMP/go, outside the full file system).
+timeout 60 "$BIN/hvsubmit" -np 1 --head-timeout 30 /bin/sh -c "while [ ! -e '$TMP/go' ]; do sleep 0.05; done" \
+    >"$TMP/sleep.out" 2>"$TMP/sleep.err" &
 SLEEP=$!
 wait_for 10 state_is 4 running || fail "job 4 did not start: $(cat "$TMP/sleep.err")"
 timeout 60 "$BIN/hvsubmit" -np 1 --head-timeout 2 /bin/sleep 30 >"$TMP/long.out" 2>"$TMP/long.err" &
@@ -51,6 +53,7 @@ assert_grep "$TMP/full.out" "^hvsubmit: the head cannot store its state in $TMP/
 wait_for 5 grep -q "hvsubmit: the head cannot store its state in .*; job 4 waits for it" "$TMP/sleep.err" \
     || fail "job 4's hvsubmit was not told: $(cat "$TMP/sleep.err")"
 # Job 4's worker exits: the head knows it ended, but cannot store it, so it is not told as ended.
+touch "$TMP/go"
 wait_for 10 state_is 4 succeeded || fail "job 4 did not end"
 "$BIN/hvctl" --head "$HEAD" jobs >"$TMP/jobs.out" 2>&1 || fail "hvctl jobs failed on a full disk"
 grep -q "^ *4 .*running" "$TMP/jobs.out" || fail "job 4's end was stored on a full disk? $(cat "$TMP/jobs.out")"
