@@ -4,7 +4,9 @@
  *      returns actions;
  *   2. apply(): store every row the job machine marked dirty in one transaction;
  *   3. only if that succeeded, carry the actions out (orders, answers, pushes, events).
- * When the store fails, the job's actions wait in its queue and the tick tries again, in order.
+ * When the store fails, the job's actions wait in its queue and the tick tries again, in order
+ * (every STORE_RETRY_MS while it fails); meanwhile hv_driver_store_trouble says why, for the
+ * services to tell their clients, and a job's end is told only once it is stored.
  * Placement (sched.c) and node events (nodes.c) are decided here with the pure modules, stored,
  * then announced, the same way.
  */
