@@ -76,6 +76,10 @@ static const config_opt_t config_opts[] = {
     {"", "upload_timeout_s", CFG_U32, CFG_OFF(upload_timeout_s), 1, 604800},
     {"", "kill_grace_ms", CFG_U32, CFG_OFF(kill_grace_ms), 0, 600000},
     {"", "job_wait_timeout_s", CFG_U32, CFG_OFF(job_wait_timeout_s), 1, 604800},
+    {"", "logs", CFG_MAP, 0, 0, 0},
+    {"logs", "max_job_bytes", CFG_SIZE, CFG_OFF(logs.max_job_bytes), 1024, 1ull << 40},
+    {"logs", "max_total_bytes", CFG_SIZE, CFG_OFF(logs.max_total_bytes), 1024, 64ull << 40},
+    {"logs", "reserve_free_bytes", CFG_SIZE, CFG_OFF(logs.reserve_free_bytes), 0, 1ull << 40},
     {"", "elastic", CFG_MAP, 0, 0, 0},
     {"elastic", "elastic_timeout_s", CFG_U32, CFG_OFF(elastic.elastic_timeout_s), 1, 604800},
     {"elastic", "max_resets", CFG_U32, CFG_OFF(elastic.max_resets), 0, 1000000},
@@ -1455,6 +1459,9 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->upload_timeout_s = 3600;
     cfg->kill_grace_ms = 5000;
     cfg->job_wait_timeout_s = 600;
+    cfg->logs.max_job_bytes = 256ull << 20;
+    cfg->logs.max_total_bytes = 4ull << 30;
+    cfg->logs.reserve_free_bytes = 256ull << 20;
     cfg->elastic.elastic_timeout_s = 600;
     cfg->elastic.max_resets = 100;
     cfg->elastic.blacklist_cooldown_s = 60;

@@ -52,6 +52,15 @@ typedef struct hv_head_config_s {
     uint32_t upload_timeout_s; /* an unfinished upload untouched this long is removed; 3600 */
     uint32_t kill_grace_ms;    /* SIGTERM to SIGKILL delay for workers; 5000; 0..600000 */
     uint32_t job_wait_timeout_s; /* default bound for a job waiting for slots; 600; 1..604800 */
+    /* Job output files (<data_dir>/logs; head/joblog.h): past a cap, output is dropped with a
+     * marker line so the state database always has room. */
+    struct {
+        uint64_t max_job_bytes;      /* one job's log; 256 MiB; 1 KiB..1 TiB */
+        uint64_t max_total_bytes;    /* every log together; 4 GiB, and at most half the data
+                                      * file system (applied at run time); 1 KiB..64 TiB */
+        uint64_t reserve_free_bytes; /* free space kept for state; 256 MiB, and at most a
+                                      * quarter of the data file system; 0..1 TiB */
+    } logs;
     struct {
         uint32_t elastic_timeout_s;        /* wait for min-np nodes after a loss; 600 */
         uint32_t max_resets;               /* resets before the job fails; 3 */

@@ -49,6 +49,9 @@ static void check_defaults(const hv_head_config_t *c) {
     CHECK_EQ(c->upload_timeout_s, 3600);
     CHECK_EQ(c->kill_grace_ms, 5000);
     CHECK_EQ(c->job_wait_timeout_s, 600);
+    CHECK_EQ(c->logs.max_job_bytes, 256ull << 20);
+    CHECK_EQ(c->logs.max_total_bytes, 4ull << 30);
+    CHECK_EQ(c->logs.reserve_free_bytes, 256ull << 20);
     CHECK_EQ(c->elastic.elastic_timeout_s, 600);
     CHECK_EQ(c->elastic.max_resets, 100);
     CHECK_EQ(c->elastic.blacklist_cooldown_s, 60);
@@ -112,6 +115,9 @@ static void test_full(void) {
     CHECK_EQ(c.upload_timeout_s, 120);
     CHECK_EQ(c.kill_grace_ms, 0);
     CHECK_EQ(c.job_wait_timeout_s, 30);
+    CHECK_EQ(c.logs.max_job_bytes, 2ull << 20);
+    CHECK_EQ(c.logs.max_total_bytes, 100ull << 20);
+    CHECK_EQ(c.logs.reserve_free_bytes, 0);
     CHECK_EQ(c.elastic.elastic_timeout_s, 120);
     CHECK_EQ(c.elastic.max_resets, 10);
     CHECK_EQ(c.elastic.blacklist_cooldown_s, 5);
@@ -395,6 +401,7 @@ static const bad_case_t bad_cases[] = {
     {"bad_token_both.yaml", HV_EINVAL, "2:13", {"'token'", "'token_file'", "both"}, NULL},
     {"bad_size.yaml", HV_EINVAL, "1:13", {"max_upload", "'10XB'", "not a size"}, NULL},
     {"bad_size_range.yaml", HV_EINVAL, "1:13", {"max_upload", "'100GiB'", "1KiB..64GiB"}, NULL},
+    {"bad_logs_range.yaml", HV_EINVAL, "2:18", {"max_job_bytes", "'10B'", "1KiB..1TiB"}, NULL},
     {"bad_provider.yaml", HV_EINVAL, "2:13", {"autoscaler.provider", "'aws'", "spot-sim"}, NULL},
     {"bad_command_provider.yaml",
      HV_EINVAL,

@@ -4,7 +4,9 @@
  *      returns actions;
  *   2. apply(): store every row the job machine marked dirty in one transaction;
  *   3. only if that succeeded, carry the actions out (orders, answers, pushes, events).
- * When the store fails, the job's actions wait in its queue and the tick tries again, in order.
+ * When the store fails, the job's actions wait in its queue and the tick tries again, in order
+ * (every STORE_RETRY_MS while it fails); meanwhile hv_driver_store_trouble says why, for the
+ * services to tell their clients, and a job's end is told only once it is stored.
  * Placement (sched.c) and node events (nodes.c) are decided here with the pure modules, stored,
  * then announced, the same way.
  */
@@ -30,14 +32,15 @@
 #define KILL_SLACK_MS 5000       /* after the grace, how long a killed worker may take to report */
 #define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
-#define STORE_RETRY_LOG_MS 10000 /* how often a failing store is logged again */
-#define JOB_LOG_MAX (1ull << 30) /* a job's log stops growing past 1 GiB */
-#define LOG_MAX_LINE 16384
+#define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
+#define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
+#define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
     hv_djob_t *job;
     hv_jm_out_t out;
+    int stored; /* flush_pending stored the job; its actions go out next */
     struct pending_s *next;
 } pending_t;
 
@@ -53,6 +56,12 @@ struct hv_driver_s {
     hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
     void *room_ud;
     uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
+    int store_down;               /* the last state write failed */
+    uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
+    uint64_t store_ok_since;      /* while store_down: monotonic ms of the first write that worked
+                                   * since the last failure; 0 = none */
+    char store_why[512];          /* while store_down: the line for clients */
+    hv_joblogs_t *logs;           /* the job output files (owned) */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -75,15 +84,75 @@ static uint32_t rand32(void) {
     return v;
 }
 
-static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
-    uint64_t now = hv_now_ms();
-    if (now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
-        d->store_failed_logged = now;
-        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE",
-               "cannot %s in %s: %s (%s); the decision waits and is written again", what,
-               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc));
+/* Tells every job's watchers that the store's health changed. */
+static void store_announce(hv_driver_t *d) {
+    for (hv_djob_t *j = d->jobs; j != NULL && d->io.job_changed != NULL; j = j->next) {
+        d->io.job_changed(d->io.ud, j->jm.id);
     }
 }
+
+/* A state write failed: logged when it starts (then at most every STORE_RETRY_LOG_MS), and the
+ * words for clients are kept (hv_driver_store_trouble) until a write works again. */
+static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
+    uint64_t now = hv_now_ms();
+    int first = !d->store_down;
+    d->store_ok_since = 0;
+    uint64_t avail = hv_joblogs_free_bytes(d->logs, now, first);
+    char space[128] = "";
+    if (avail != UINT64_MAX) {
+        snprintf(space, sizeof(space), "; %s has %llu bytes free", d->cfg->data_dir,
+                 (unsigned long long)avail);
+    }
+    snprintf(d->store_why, sizeof(d->store_why), "the head cannot store its state in %s (%s%s)",
+             hv_store_path(d->store), hv_store_last_error(d->store), space);
+    d->store_down = 1;
+    /* A store that fails, works, fails again (a nearly full disk) is not logged at each turn. */
+    if ((first && now >= d->store_failed_logged + STORE_RETRY_MS * 10) ||
+        now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
+        d->store_failed_logged = now;
+        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)%s%s", what,
+               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc), space,
+               first ? "; decisions wait and are written again every second" : " (still)");
+    }
+    if (first) {
+        store_announce(d);
+    }
+}
+
+static int pending_unstored(const hv_driver_t *d);
+
+/* Ends a failing spell when no job's decisions wait for the store and writes have worked for
+ * STORE_OK_MS without a failure (on a nearly full disk a small write may work between two that
+ * fail: clients are not told "works again" at each turn), or at once when sure (every waiting
+ * decision was just written). */
+static void store_settle(hv_driver_t *d, uint64_t now, int sure) {
+    if (!d->store_down || pending_unstored(d)) {
+        return;
+    }
+    if (!sure && (d->store_ok_since == 0 || now < d->store_ok_since + STORE_OK_MS)) {
+        return;
+    }
+    d->store_down = 0;
+    d->store_ok_since = 0;
+    d->store_why[0] = '\0';
+    HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-OK", "the head stores its state in %s again",
+           hv_store_path(d->store));
+    store_announce(d);
+}
+
+/* A state write worked. */
+static void store_worked(hv_driver_t *d) {
+    if (!d->store_down) {
+        return;
+    }
+    uint64_t now = hv_now_ms();
+    if (d->store_ok_since == 0) {
+        d->store_ok_since = now;
+    }
+    store_settle(d, now, 0);
+}
+
+const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
 
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
 
@@ -200,6 +269,8 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
     hv_err rc = hv_store_event_append(d->store, job_id, node_id, kind, msg, data, &seq);
     if (rc != HV_OK) {
         store_failed(d, rc, "append an event");
+    } else {
+        store_worked(d);
     }
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
@@ -326,61 +397,48 @@ static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
     for (size_t i = 0; i < j->jm.nw; i++) {
         j->jm.w[i]->dirty = 0;
     }
+    store_worked(d);
     return HV_OK;
 }
 
 /* ---- job logs ------------------------------------------------------------------------------- */
 
 void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len) {
-    const char *epoch = hv_store_epoch(d->store);
-    snprintf(buf, len, "%s/logs/%s%s%llu.log", d->cfg->data_dir, epoch, epoch[0] ? "-" : "",
-             (unsigned long long)job_id);
-}
-
-static void job_open_log(hv_driver_t *d, hv_djob_t *j) {
-    char path[4096];
-    hv_driver_log_path(d, j->jm.id, path, sizeof(path));
-    j->log = fopen(path, "a");
-    if (j->log == NULL) {
-        HV_LOG(HV_LOG_ERROR, "driver", "HV-LOG-OPEN", "cannot open %s: job output is not kept",
-               path);
-        return;
-    }
-    long end = ftell(j->log);
-    j->log_bytes = end > 0 ? (uint64_t)end : 0;
+    hv_joblog_path(d->logs, job_id, buf, len);
 }
 
 hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, uint32_t stream,
                             char **lines, size_t n) {
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
-    if (w == NULL || w->job->log == NULL || n == 0) {
+    if (w == NULL || n == 0) {
         return HV_OK;
     }
     hv_djob_t *j = w->job;
-    const char *sname = stream == 2 ? "stderr" : "stdout";
-    for (size_t i = 0; i < n; i++) {
-        if (j->log_bytes >= JOB_LOG_MAX) {
-            HV_LOG(HV_LOG_WARN, "driver", "HV-LOG-FULL",
-                   "job %llu: log reached %llu bytes; further output is dropped",
-                   (unsigned long long)j->jm.id, (unsigned long long)JOB_LOG_MAX);
-            break;
-        }
-        /* One stored line per output line: strip anything that would break the framing. */
-        const char *text = lines[i];
-        size_t len = strnlen(text, LOG_MAX_LINE);
-        int wrote = fprintf(j->log, "[%u]<%s>:", w->jm.rank, sname);
-        for (size_t k = 0; k < len; k++) {
-            fputc(text[k] == '\n' || text[k] == '\r' ? ' ' : text[k], j->log);
-        }
-        fputc('\n', j->log);
-        j->log_bytes += (uint64_t)(wrote > 0 ? wrote : 0) + len + 1;
-    }
-    fflush(j->log);
-    if (d->io.job_changed != NULL) {
+    if (hv_joblog_append(d->logs, &j->log, w->jm.rank, stream, lines, n, hv_now_ms()) &&
+        d->io.job_changed != NULL) {
         d->io.job_changed(d->io.ud, j->jm.id);
     }
     return HV_OK;
+}
+
+/* The job ended: a job that lost output to the caps says how much, once, in its log and its
+ * events. */
+static void job_log_ended(hv_driver_t *d, hv_djob_t *j) {
+    if (j->log.dropped == 0 || j->log_end_said) {
+        return;
+    }
+    j->log_end_said = 1;
+    char why[160];
+    snprintf(why, sizeof(why), "%s",
+             j->log.capped ? "logs.max_job_bytes"
+                           : "logs.max_total_bytes, logs.reserve_free_bytes or a full disk");
+    char line[400];
+    snprintf(line, sizeof(line), "%llu bytes of the job's output were dropped (%s)",
+             (unsigned long long)j->log.dropped, why);
+    hv_joblog_note(d->logs, &j->log, 0, line);
+    hv_driver_event(d, j->jm.id, 0, "job.note", NULL, "job %llu: %s", (unsigned long long)j->jm.id,
+                    line);
 }
 
 /* ---- jobs in memory ------------------------------------------------------------------------- */
@@ -401,9 +459,7 @@ static void job_free(hv_djob_t *j) {
         j->blacklist = b->next;
         hv_free(b);
     }
-    if (j->log != NULL) {
-        fclose(j->log);
-    }
+    hv_joblog_close(&j->log);
     hv_free(j->name);
     hv_free(j->spec);
     hv_free(j);
@@ -424,6 +480,7 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
     if (j == NULL) {
         return HV_ENOMEM;
     }
+    j->log.fd = -1; /* opened when the job is linked */
     hv_jm_params_t p = {.elastic = r->elastic,
                         .np = r->np,
                         .min_np = r->min_np,
@@ -598,6 +655,16 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
     d->cfg = cfg;
     d->store = store;
     d->io = *io;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/logs", cfg->data_dir);
+    hv_joblog_limits_t lim = {.max_job_bytes = cfg->logs.max_job_bytes,
+                              .max_total_bytes = cfg->logs.max_total_bytes,
+                              .reserve_free_bytes = cfg->logs.reserve_free_bytes};
+    hv_err rc = hv_joblogs_create(dir, hv_store_epoch(store), &lim, NULL, &d->logs);
+    if (rc != HV_OK) {
+        hv_free(d);
+        return rc;
+    }
     hv_jm_out_init(&d->out);
     *out = d;
     return HV_OK;
@@ -635,6 +702,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n);
     }
     hv_jm_out_fini(&d->out);
+    hv_joblogs_destroy(d->logs);
     hv_free(d);
 }
 
@@ -718,7 +786,7 @@ hv_err hv_driver_load(hv_driver_t *d) {
                 hv_node_claim(&n->acct, w->gpu);
             }
         }
-        job_open_log(d, j);
+        hv_joblog_open(d->logs, &j->log, j->jm.id);
         job_link(d, j);
     }
     hv_store_job_free_list(jobs, nj);
@@ -922,6 +990,9 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
 }
 
 static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->jm.state)) {
+        job_log_ended(d, j); /* before the end's own events, which let watchers see the end */
+    }
     for (size_t i = 0; i < out->n; i++) {
         hv_jm_action_t *a = &out->a[i];
         hv_dworker_t *w = (hv_dworker_t *)a->w;
@@ -986,7 +1057,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
     }
 }
 
-static pending_t *pending_of(hv_driver_t *d, hv_djob_t *j) {
+static pending_t *pending_of(hv_driver_t *d, const hv_djob_t *j) {
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
         if (p->job == j) {
             return p;
@@ -994,6 +1065,8 @@ static pending_t *pending_of(hv_driver_t *d, hv_djob_t *j) {
     }
     return NULL;
 }
+
+int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) { return pending_of(d, j) == NULL; }
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
@@ -1036,11 +1109,31 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
     hv_jm_out_reset(out);
 }
 
-/* Retries the store for every job whose actions wait. */
+/* 1 when some job's decisions wait for the store. */
+static int pending_unstored(const hv_driver_t *d) {
+    for (const pending_t *p = d->pending; p != NULL; p = p->next) {
+        if (!p->stored) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Retries the store for every job whose actions wait. When every one is stored, the store is
+ * said to work again before their actions go out, so a watcher hears "stores again" before the
+ * job's end. */
 static void flush_pending(hv_driver_t *d) {
+    int any = 0;
+    for (pending_t *p = d->pending; p != NULL; p = p->next) {
+        p->stored = persist(d, p->job) == HV_OK;
+        any |= p->stored;
+    }
+    store_settle(d, hv_now_ms(), any);
     for (pending_t **pp = &d->pending; *pp != NULL;) {
         pending_t *p = *pp;
-        if (persist(d, p->job) != HV_OK) {
+        /* Again: an action carried out just before may have changed this job (a no-op else). */
+        if (!p->stored || persist(d, p->job) != HV_OK) {
+            p->stored = 0;
             pp = &p->next;
             continue;
         }
@@ -1454,9 +1547,11 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");
-        snprintf(err, errlen, "the head cannot store the job: %s", hv_strerror(rc));
-        return HV_EIO;
+        snprintf(err, errlen, "%s; the job was not submitted: try again once there is room",
+                 d->store_why);
+        return HV_EUNAVAIL;
     }
+    store_worked(d);
     hv_job_row_t copy = row;
     copy.name = hv_strdup(s->name);
     copy.spec = hv_malloc(s->spec_len ? s->spec_len : 1);
@@ -1479,7 +1574,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         return rc;
     }
     j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
-    job_open_log(d, j);
+    hv_joblog_open(d->logs, &j->log, j->jm.id);
     job_link(d, j);
     if (elastic) {
         hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
@@ -1590,6 +1685,7 @@ static void node_store_state(hv_driver_t *d, hv_dnode_t *n) {
         store_failed(d, rc, "store a node's state");
     } else {
         n->persisted_seen_ms = n->last_seen_ms;
+        store_worked(d);
     }
 }
 
@@ -2065,7 +2161,11 @@ static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
 
 void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     uint64_t wall = hv_wall_ms();
-    flush_pending(d);
+    if (!d->store_down || now >= d->store_retry_at) {
+        d->store_retry_at = now + STORE_RETRY_MS;
+        flush_pending(d);
+    }
+    store_settle(d, now, 0);
     tick_nodes(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.state == HV_JOB_PENDING && now > j->wait_deadline) {

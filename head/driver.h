@@ -25,6 +25,7 @@
 #include "config.h"
 #include "err.h"
 #include "jobm.h"
+#include "joblog.h"
 #include "nodes.h"
 #include "store.h"
 
@@ -140,8 +141,8 @@ struct hv_djob_s {
     hv_dbl_t *blacklist;                         /* entries (owned list) */
     uint64_t submitted_ms, started_ms, ended_ms; /* wall clock */
     uint64_t wait_deadline;                      /* monotonic: fail if not placed by then */
-    FILE *log;                                   /* append handle of its log file */
-    uint64_t log_bytes;                          /* bytes written so far */
+    hv_joblog_t log;                             /* its output file (joblog.h) */
+    int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
     struct hv_djob_s *next;
@@ -227,7 +228,8 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
 hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid);
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
                                int term_signal, const char *reason);
-/* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log. */
+/* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log within the
+ * caps of cfg->logs (joblog.h). */
 hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, uint32_t stream,
                             char **lines, size_t n);
 
@@ -249,7 +251,8 @@ typedef struct hv_job_submit_s {
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job.
- * HV_EINVAL/HV_ESTATE with a message for the user in err; HV_EIO when it cannot be stored.
+ * HV_EINVAL/HV_ESTATE with a message for the user in err; HV_EUNAVAIL when it cannot be stored
+ * (err: hv_driver_store_trouble's words).
  * *np_out: the workers the job will start with (np = 0 resolved). */
 hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_id,
                         uint32_t *np_out, char *err, size_t errlen);
@@ -265,6 +268,14 @@ void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);
 uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
+/* While the head's state writes fail (the last write failed; the next one that works ends it):
+ * one line for clients, "the head cannot store its state in PATH (<why>; <data_dir> has N bytes
+ * free)", borrowed until the next driver call. NULL while writes work. Each change (failing,
+ * working again) calls io.job_changed for every job in memory, so watchers hear it. */
+const char *hv_driver_store_trouble(hv_driver_t *d);
+/* 1 when what the job machine decided for j is stored (no actions of j wait for the store): an
+ * end is told to watchers only then. */
+int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
 
 /* ---- the autoscaler (head/autoscale.c) ------------------------------------------------------ */
 

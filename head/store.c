@@ -428,8 +428,13 @@ static hv_err store_fail(hv_store_t *s, int src, const char *what) {
     if (rc == HV_OK) {
         rc = HV_EINTERNAL; // a "failure" that sqlite calls success: an unexpected row or done
     }
+    char prev[sizeof(s->err)];
+    memcpy(prev, s->err, sizeof(prev));
     store_set_err(s, "%s: %s (sqlite %d)", what, sqlite3_errmsg(s->db), src);
-    HV_LOG(HV_LOG_WARN, "store", "HV-STORE-SQL", "%s: %s", s->path, s->err);
+    /* The same failure again (a full disk retried every tick) is not logged again at WARN: the
+     * driver says how long it lasts. */
+    HV_LOG(strcmp(prev, s->err) != 0 ? HV_LOG_WARN : HV_LOG_DEBUG, "store", "HV-STORE-SQL",
+           "%s: %s", s->path, s->err);
     return rc;
 }
 

@@ -34,6 +34,7 @@ typedef struct watch_s {
     uint64_t log_pos;     /* byte offset of the next line to read */
     uint64_t skip_lines;  /* lines still to skip (resume) */
     uint64_t event_after; /* last event seq sent */
+    int store_said;       /* this watcher was told the head cannot store its state */
     int finished;
     struct watch_s *next;
 } watch_t;
@@ -277,7 +278,7 @@ static int watch_send_logs(watch_t *w, const hv_djob_t *j) {
             break;
         }
     }
-    return w->log_pos >= j->log_bytes || j->log == NULL;
+    return w->log_pos >= j->log.bytes || j->log.fd < 0;
 }
 
 static void watch_finish(watch_t *w, hv_err rc, const char *msg) {
@@ -292,6 +293,34 @@ static void watch_finish(watch_t *w, hv_err rc, const char *msg) {
     }
 }
 
+/* Tells an events watcher when the head's state writes start failing and when they work again
+ * (hv_driver_store_trouble): an event that is not stored (seq 0), kind "head.store.down" with
+ * the head's words, or "head.store.up". The job's progress waits meanwhile, so without this a
+ * client would wait in silence. */
+static void watch_store_notice(hv_svc_jobs_t *s, watch_t *w, uint64_t job_id) {
+    const char *trouble = hv_driver_store_trouble(s->d);
+    if (!w->events || (trouble != NULL) == w->store_said ||
+        hv_rpc_call_queued(w->call) >= WATCH_WINDOW) {
+        return;
+    }
+    Hvpb__V1__Event e = HVPB__V1__EVENT__INIT;
+    Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;
+    e.time_ms = hv_wall_ms();
+    e.job_id = job_id;
+    e.kind = trouble != NULL ? "head.store.down" : "head.store.up";
+    char msg[700] = "";
+    if (trouble != NULL) {
+        snprintf(msg, sizeof(msg), "%s; job %llu waits for it", trouble,
+                 (unsigned long long)job_id);
+    }
+    e.message = trouble != NULL ? msg : "the head stores its state again";
+    it.body_case = HVPB__V1__WATCH_ITEM__BODY_EVENT;
+    it.event = &e;
+    if (hv_rpc_send(w->call, &it.base) == HV_OK) {
+        w->store_said = trouble != NULL;
+    }
+}
+
 /* Sends what the watcher has not seen yet, up to its window. */
 static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
     if (w->finished || !hv_rpc_call_open(w->call)) {
@@ -302,6 +331,7 @@ static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
         watch_finish(w, HV_ENOTFOUND, "the job is gone");
         return;
     }
+    watch_store_notice(s, w, j->jm.id);
     int caught_up = 1;
     /* Only ask the store when the job has events this watcher has not seen (the pump runs at
      * every send completion, so this check keeps log streaming off sqlite). */
@@ -340,7 +370,9 @@ static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
     if (!caught_up) {
         return;
     }
-    if (hv_job_state_terminal(j->jm.state) && !j->jm.ending) {
+    /* An end is told once it is stored (a failing store holds it back, and the watcher was told
+     * why by watch_store_notice). */
+    if (hv_job_state_terminal(j->jm.state) && !j->jm.ending && hv_driver_job_settled(s->d, j)) {
         Hvpb__V1__JobView v;
         view_scratch_t sc;
         Hvpb__V1__WatchItem it = HVPB__V1__WATCH_ITEM__INIT;

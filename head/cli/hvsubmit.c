@@ -6,7 +6,8 @@
  * resuming what it holds in part, with a progress bar on a terminal or a line every few seconds
  * otherwise), says what a job waiting for slots waits for, survives a head restart while
  * watching (reconnects for up to the nodes' lease plus a margin, or --head-timeout, and resumes
- * without repeating output), turns Ctrl-C into a cancel request and SIGTERM/SIGHUP into a
+ * without repeating output), says when the head cannot store its state (a full disk: the job
+ * cannot move meanwhile) and waits for that no longer than the same bound, turns Ctrl-C into a cancel request and SIGTERM/SIGHUP into a
  * detach that says how to follow the job again. Its own errors exit with sysexits(3) codes
  * (cli_common.h), a job's failure with the failing rank's own status. An
  * elastic job (--min-np/--max-np) carries its options in the spec (zeros the user gave on
@@ -82,6 +83,8 @@ typedef struct submit_watch_s {
     int started;                 /* the job left "pending" (a placing/running event, any output) */
     uint64_t next_pending_check; /* hv_now_ms() of the next look at a pending job's wait */
     char pending_said[256];      /* the last "waiting for slots" line printed */
+    uint64_t store_down_at;      /* hv_now_ms() when the head said it cannot store its state;
+                                  * 0 = it can (the wait for it is bounded by head_wait_ms) */
     uint32_t said_ranks[64];     /* ranks whose failure an event already told (the end does not */
     size_t nsaid_ranks;          /* repeat them); past 64, the end repeats rather than forget */
 } submit_watch_t;
@@ -112,7 +115,8 @@ static void submit_usage(FILE *f) {
            "                        worker starts over; the program resumes from its own\n"
            "                        checkpoint): the restart-the-job policy\n"
            "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
-           "                        it to come back (default: the nodes' lease + 30 s)\n"
+           "                        it to come back (default: the nodes' lease + 30 s); the\n"
+           "                        same bound when the head says it cannot store its state\n"
            "  --quiet, -q           do not print state changes (only output and errors)\n"
            "  --raw                 pass control characters in worker output through to a\n"
            "                        terminal (by default escape sequences there show as\n"
@@ -154,8 +158,9 @@ static void submit_usage(FILE *f) {
            "  69   the head cannot be reached, or went away and did not come back in time\n"
            "  70   internal error\n"
            "  74   reading a local file failed\n"
-           "  75   the head is busy or did not answer in time; or hvsubmit detached on\n"
-           "       SIGTERM/SIGHUP (the job goes on)\n"
+           "  75   the head is busy or did not answer in time, or cannot store its state (a\n"
+           "       full disk: the job is refused, or a job followed is stuck for longer than\n"
+           "       --head-timeout); or hvsubmit detached on SIGTERM/SIGHUP (the job goes on)\n"
            "  77   the head refused our credentials\n"
            "  130  cancelled with Ctrl-C\n"
            "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n"
@@ -693,6 +698,18 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
         if (e->seq > w->last_seq) {
             w->last_seq = e->seq;
         }
+        /* The head's state writes fail (a full disk), or work again: said even with --quiet,
+         * since the job cannot move meanwhile; the wait is bounded in submit_watch. */
+        if (strcmp(e->kind, "head.store.down") == 0 || strcmp(e->kind, "head.store.up") == 0) {
+            int down = strcmp(e->kind, "head.store.down") == 0;
+            if (down && w->store_down_at == 0) {
+                w->store_down_at = hv_now_ms();
+            } else if (!down) {
+                w->store_down_at = 0;
+            }
+            fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
+            return -1;
+        }
         if (strcmp(e->kind, "job.state") == 0 && strstr(e->message, "pending") == NULL) {
             w->started = 1;
         }
@@ -868,7 +885,18 @@ static int submit_watch(submit_watch_t *w) {
             status = HV_CLI_EXIT_SIGINT;
             break;
         }
+        if (w->store_down_at != 0 && hv_now_ms() - w->store_down_at >= w->head_wait_ms) {
+            fprintf(stderr,
+                    SUBMIT_PROG ": gave up after %llu s: the head still cannot store its state; "
+                                "job %llu may still be running: see 'hvctl job %llu' once it "
+                                "can (--head-timeout S sets this wait)\n",
+                    (unsigned long long)((w->head_wait_ms + 999) / 1000),
+                    (unsigned long long)w->job_id, (unsigned long long)w->job_id);
+            status = HV_CLI_EXIT_TEMPFAIL;
+            break;
+        }
         if (s == NULL) {
+            w->store_down_at = 0; /* a new stream says it again if it still holds */
             Hvpb__V1__WatchRequest req = HVPB__V1__WATCH_REQUEST__INIT;
             req.job_id = w->job_id;
             req.logs = 1;
