@@ -26,7 +26,7 @@ wait $SPEW || fail "hvsubmit of the noisy job exited $?: $(tail -n 3 "$TMP/spew.
 assert_grep "$TMP/spew.err" "\[hv\] log truncated: job [0-9]* wrote more than 4194304 bytes; further output dropped"
 assert_grep "$TMP/spew.err" "bytes of the job's output were dropped (logs.max_job_bytes)"
 spew_id=$(sed -nE 's/^hvsubmit: job ([0-9]+) submitted.*/\1/p' "$TMP/spew.err")
-size=$(stat -c %s "$TMP/data/logs/$spew_id.log")
+size=$(stat -c %s "$TMP"/data/logs/*-"$spew_id".log) # logs/<epoch>-<job>.log
 [ "$size" -le $((4194304 + 1024)) ] || fail "job 1's log holds $size bytes, over its 4 MiB cap"
 "$BIN/hvctl" --head "$HEAD" status >"$TMP/status.out" 2>&1 || fail "hvctl status failed: $(cat "$TMP/status.out")"
 timeout 20 "$BIN/hvsubmit" -np 1 /bin/echo stored-after >"$TMP/after.out" 2>&1 || fail "a later job failed ($?): $(cat "$TMP/after.out")"
