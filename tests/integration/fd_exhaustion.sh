@@ -34,10 +34,10 @@ wait_for 10 state_is "$JOB" running || fail "job $JOB did not start"
 
 # 8 streams with the first credential: 6 held, 2 refused per client; meanwhile 8 with the
 # second: 4 held (10 in all), 4 refused. hvctl, with the first, is told why in plain words.
-$FLOOD watch "$HEAD" "$HV_TOKEN_FILE" "$JOB" 8 6 >"$TMP/watch1.out" 2>&1 &
+timeout 20 $FLOOD watch "$HEAD" "$HV_TOKEN_FILE" "$JOB" 8 6 >"$TMP/watch1.out" 2>&1 &
 W1=$!
 sleep 1.5
-$FLOOD watch "$HEAD" "$TMP/second.token" "$JOB" 8 2 >"$TMP/watch2.out" 2>&1 || fail "watch flood failed"
+timeout 20 $FLOOD watch "$HEAD" "$TMP/second.token" "$JOB" 8 2 >"$TMP/watch2.out" 2>&1 || fail "watch flood failed"
 timeout 10 "$BIN/hvctl" --head "$HEAD" logs "$JOB" -f >"$TMP/logs.out" 2>"$TMP/logs.err"
 echo "exit $?" >>"$TMP/logs.err"
 wait "$W1" || fail "watch flood failed"
@@ -49,19 +49,25 @@ assert_grep "$TMP/logs.err" "hvctl: too many watch streams" "hvctl did not say w
 assert_no_grep "$TMP/logs.err" "exit 0" "hvctl exited 0 on a refused stream"
 
 # Streams closed by their clients free their places.
-$FLOOD watch "$HEAD" "$HV_TOKEN_FILE" "$JOB" 6 1 >"$TMP/watch3.out" 2>&1 || fail "watch flood failed"
+timeout 20 $FLOOD watch "$HEAD" "$HV_TOKEN_FILE" "$JOB" 6 1 >"$TMP/watch3.out" 2>&1 || fail "watch flood failed"
 assert_grep "$TMP/watch3.out" "held 6 exhausted 0" "closed streams did not free their places"
 
 # 150 connections that send nothing, more than the head has descriptors: each is closed by the
 # head (after the 1 s handshake timeout, or with the listener gRPC gave up).
-$FLOOD idle "$HEAD" 150 6 >"$TMP/idle.out" 2>&1 || fail "idle flood failed"
+timeout 20 $FLOOD idle "$HEAD" 150 6 >"$TMP/idle.out" 2>&1 || fail "idle flood failed"
 assert_grep "$TMP/idle.out" "opened 150 closed 150" "the head did not close the idle connections"
 kill -0 "$HEAD_PID" || fail "the head died"
-wait_for 5 "$BIN/hvctl" --head "$HEAD" status || fail "the head no longer accepts connections after the flood"
+# hvctl waits for a connection that never comes when the listener is dead: 4 tries of 3 s.
+ok=0
+for i in 1 2 3 4; do
+    if timeout 3 "$BIN/hvctl" --head "$HEAD" status >"$TMP/status.out" 2>&1; then ok=1; break; fi
+    sleep 0.5
+done
+[ "$ok" = 1 ] || fail "the head no longer accepts connections after the flood"
 
 # And it still runs jobs: the agent stayed, the running job can be cancelled, a new job runs.
-"$BIN/hvctl" --head "$HEAD" cancel "$JOB" >/dev/null 2>&1 || fail "cannot cancel job $JOB after the flood"
+timeout 10 "$BIN/hvctl" --head "$HEAD" cancel "$JOB" >/dev/null 2>&1 || fail "cannot cancel job $JOB after the flood"
 wait_for 10 state_is "$JOB" cancelled || fail "job $JOB was not cancelled"
-"$BIN/hvsubmit" --head "$HEAD" -np 1 "$EX/hello" >"$TMP/s.out" 2>&1 || fail "a job after the flood failed"
+timeout 30 "$BIN/hvsubmit" --head "$HEAD" -np 1 "$EX/hello" >"$TMP/s.out" 2>&1 || fail "a job after the flood failed"
 assert_grep "$TMP/s.out" "hello from rank 0 of 1"
 pass "watch streams bounded, idle connections closed, the head serves after exhausting its descriptors"
