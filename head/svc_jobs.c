@@ -331,7 +331,7 @@ void hv_svc_jobs_close(hv_svc_jobs_t *s) {
 /* Admits one more Watch stream, or refuses it with RESOURCE_EXHAUSTED: each open stream holds the
  * job's log file (a descriptor) for as long as it lasts, so their number is bounded in all and
  * per client credential (limits.max_watch_streams, limits.max_watch_streams_per_client). */
-static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c) {
+static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c, uint64_t job_id) {
     const char *mine = hv_rpc_call_bearer(c);
     uint32_t total = 0, same = 0;
     for (watch_t *w = s->watchers; w != NULL; w = w->next) {
@@ -346,8 +346,9 @@ static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c) {
                hv_rpc_call_peer(c), same, max_client);
         hv_rpc_finish(c, HV_ETOOBIG,
                       "too many watch streams for this client credential: %u open, limit %u "
-                      "(limits.max_watch_streams_per_client); close some and try again",
-                      same, max_client);
+                      "(limits.max_watch_streams_per_client); job %llu is not affected: follow "
+                      "it later (hvctl logs -f %llu) or close other streams",
+                      same, max_client, (unsigned long long)job_id, (unsigned long long)job_id);
         return 0;
     }
     if (max_total != 0 && total >= max_total) {
@@ -356,8 +357,8 @@ static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c) {
                total, max_total);
         hv_rpc_finish(c, HV_ETOOBIG,
                       "too many watch streams: %u open, limit %u (limits.max_watch_streams); "
-                      "close some and try again",
-                      total, max_total);
+                      "job %llu is not affected: follow it later (hvctl logs -f %llu)",
+                      total, max_total, (unsigned long long)job_id, (unsigned long long)job_id);
         return 0;
     }
     return 1;
@@ -366,7 +367,7 @@ static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c) {
 static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__WatchRequest *req = (const Hvpb__V1__WatchRequest *)m;
-    if (!watch_admit(s, c)) {
+    if (!watch_admit(s, c, req->job_id)) {
         return;
     }
     hv_djob_t *j = hv_driver_job(s->d, req->job_id);
