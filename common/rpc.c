@@ -749,8 +749,10 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
 
 /* gRPC core writes its errors to stderr in its own format ("E1124 ... ssl_transport_security.cc
  * Handshake failed ..."): a CLI user would see library internals next to hv's own message. They
- * go to hv's log at debug level instead (GRPC_VERBOSITY in the environment keeps gRPC's own
- * output, for debugging gRPC itself); an assertion, which aborts next, stays an error. */
+ * go to hv's log at debug level instead (with GRPC_VERBOSITY or GRPC_TRACE in the environment,
+ * for debugging gRPC itself, every line gRPC emits goes to stderr); an assertion, which aborts
+ * next, stays an error. The hook is installed either way: it is also how the engine learns that
+ * a listener died (rpc_accept_failed). */
 static int rpc_grpc_verbose; /* GRPC_VERBOSITY or GRPC_TRACE set: gRPC's lines go to stderr */
 
 /* Set (from any gRPC thread) when gRPC core's listener stopped accepting: gRPC 1.51 logs "Failed
