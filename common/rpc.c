@@ -16,12 +16,14 @@
 #include "rpc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
@@ -37,7 +39,9 @@
 
 #define RPC_BEARER "Bearer "
 #define RPC_AUTH_KEY "authorization"
-#define RPC_PREPOSTED_CALLS 16 /* server request_call slots kept posted */
+#define RPC_PREPOSTED_CALLS 16   /* server request_call slots kept posted */
+#define RPC_WATCHDOG_MS 500      /* how often an engine looks for a dead listener */
+#define RPC_RELISTEN_RETRY_MS 50 /* how often it tries to bind again while the port is busy */
 
 typedef enum op_kind {
     OP_NEW_CALL, /* server: request_call completed */
@@ -54,7 +58,17 @@ typedef struct rpc_op_s {
     int success;
     hv_rpc_call_t *call;
     hv_rpc_server_t *server;
+    struct rpc_retired_s *retired; /* OP_SHUTDOWN of a replaced grpc_server */
 } rpc_op_t;
+
+/* A grpc_server replaced by hv_rpc_server_relisten: its listener is closed and it finishes the
+ * calls it still carries; destroyed when its shutdown completes. */
+typedef struct rpc_retired_s {
+    grpc_server *server;
+    rpc_op_t op_shutdown;
+    int shutdown_done;
+    struct rpc_retired_s *next;
+} rpc_retired_t;
 
 struct hv_rpc_call_s {
     hv_rpc_engine_t *eng;
@@ -121,6 +135,13 @@ struct hv_rpc_server_s {
     int shutdown_done;
     rpc_op_t op_shutdown;
     char *client_cert_prefix; /* TLS: methods under it need a verified client certificate */
+    /* What it takes to listen again on the same address (hv_rpc_server_relisten); owned. */
+    char *bound_addr;                  /* listen address with the bound port ("127.0.0.1:43211") */
+    char *tls_ca, *tls_cert, *tls_key; /* TLS material paths; cert NULL = plain text */
+    uint32_t handshake_timeout_ms;
+    rpc_retired_t *retired; /* replaced grpc_servers still finishing their calls */
+    unsigned relistens;     /* listeners re-created so far */
+    unsigned listen_fails;  /* failed attempts since the listener was retired */
     struct hv_rpc_server_s *next;
 };
 
@@ -135,6 +156,10 @@ struct hv_rpc_engine_s {
     hv_rpc_call_t *calls; /* every live call (server and client) */
     size_t n_calls;
     int destroying;
+    uint32_t handshake_timeout_ms; /* for servers created from now on */
+    uv_timer_t watchdog;           /* looks for a listener gRPC gave up on */
+    int watchdog_on;
+    int reserve_fd; /* /dev/null held open, closed to make room when descriptors run out */
 };
 
 struct hv_rpc_channel_s {
@@ -333,7 +358,8 @@ void hv_rpc_msg_free(ProtobufCMessage *m) {
 
 /* ---- channel arguments shared by both ends -------------------------------------------------- */
 
-static void args_fill(grpc_arg *a, size_t *n, int server) {
+/* server: 0 for a channel, else the server's handshake timeout in ms. */
+static void args_fill(grpc_arg *a, size_t *n, uint32_t server) {
     size_t i = 0;
 #define HV__ARG(k, v)                                                                              \
     do {                                                                                           \
@@ -351,6 +377,10 @@ static void args_fill(grpc_arg *a, size_t *n, int server) {
     if (server) {
         HV__ARG(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, HV_RPC_MIN_PING_INTERVAL_MS);
         HV__ARG(GRPC_ARG_ALLOW_REUSEPORT, 0);
+        /* A connection must finish its handshake (TLS, then the client's HTTP/2 SETTINGS) in
+         * this time or it is closed: one that sends nothing no longer holds a descriptor for
+         * gRPC's default of 120 s. */
+        HV__ARG(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, (int)server);
     } else {
         HV__ARG(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
         /* gRPC core also takes this as the minimum time a connection attempt gets (its "min
@@ -430,6 +460,8 @@ hv_err hv_rpc_engine_create(uv_loop_t *loop, hv_rpc_engine_t **out) {
     }
     grpc_init();
     e->loop = loop;
+    e->handshake_timeout_ms = HV_RPC_HANDSHAKE_TIMEOUT_MS;
+    e->reserve_fd = -1;
     pthread_mutex_init(&e->mu, NULL);
     e->cq = grpc_completion_queue_create_for_next(NULL);
     if (uv_async_init(loop, &e->async, engine_async_cb) != 0) {
@@ -717,20 +749,38 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
 
 /* gRPC core writes its errors to stderr in its own format ("E1124 ... ssl_transport_security.cc
  * Handshake failed ..."): a CLI user would see library internals next to hv's own message. They
- * go to hv's log at debug level instead (GRPC_VERBOSITY in the environment keeps gRPC's own
- * output, for debugging gRPC itself); an assertion, which aborts next, stays an error. */
+ * go to hv's log at debug level instead (with GRPC_VERBOSITY or GRPC_TRACE in the environment,
+ * for debugging gRPC itself, every line gRPC emits goes to stderr); an assertion, which aborts
+ * next, stays an error. The hook is installed either way: it is also how the engine learns that
+ * a listener died (rpc_accept_failed). */
+static int rpc_grpc_verbose; /* GRPC_VERBOSITY or GRPC_TRACE set: gRPC's lines go to stderr */
+
+/* Set (from any gRPC thread) when gRPC core's listener stopped accepting: gRPC 1.51 logs "Failed
+ * accept4: ..." and never re-arms a listener whose accept failed with anything but EAGAIN or
+ * ECONNABORTED (EMFILE above all), while the port stays bound; new connections then wait in the
+ * kernel's backlog forever. The engine's watchdog sees the flag and listens again. */
+static int rpc_accept_failed;
+
 static void rpc_grpc_log(gpr_log_func_args *a) {
     const char *file = a->file != NULL ? strrchr(a->file, '/') : NULL;
     file = file != NULL ? file + 1 : (a->file != NULL ? a->file : "?");
-    int fatal = a->message != NULL && strncmp(a->message, "assertion failed", 16) == 0;
+    const char *msg = a->message != NULL ? a->message : "";
+    if (strncmp(msg, "Failed accept", 13) == 0) {
+        __atomic_store_n(&rpc_accept_failed, 1, __ATOMIC_RELEASE);
+    }
+    if (rpc_grpc_verbose) {
+        fprintf(stderr, "grpc %s %s:%d: %s\n", gpr_log_severity_string(a->severity), file, a->line,
+                msg);
+        return;
+    }
+    int fatal = strncmp(msg, "assertion failed", 16) == 0;
     HV_LOG(fatal ? HV_LOG_ERROR : HV_LOG_DEBUG, "grpc", "HV-RPC-GRPC-LOG", "%s:%d: %s", file,
-           a->line, a->message != NULL ? a->message : "");
+           a->line, msg);
 }
 
 static void rpc_grpc_log_install(void) {
-    if (getenv("GRPC_VERBOSITY") == NULL && getenv("GRPC_TRACE") == NULL) {
-        gpr_set_log_function(rpc_grpc_log);
-    }
+    rpc_grpc_verbose = getenv("GRPC_VERBOSITY") != NULL || getenv("GRPC_TRACE") != NULL;
+    gpr_set_log_function(rpc_grpc_log);
 }
 
 static void rpc_quiet_grpc(void) {
@@ -1059,6 +1109,11 @@ static void server_post_request(hv_rpc_server_t *s) {
         return;
     }
     c->srv = s;
+    if (s->server == NULL) { /* between listeners (hv_rpc_server_relisten) */
+        c->done_called = 1;
+        call_free(c);
+        return;
+    }
     grpc_call_error err = grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md,
                                                    s->eng->cq, s->eng->cq, &c->op_new);
     if (err != GRPC_CALL_OK) {
@@ -1179,43 +1234,95 @@ hv_err hv_rpc_server_create(hv_rpc_engine_t *e, const char *listen_addr, hv_rpc_
     return hv_rpc_server_create_tls(e, listen_addr, NULL, out, port_out, NULL, 0);
 }
 
+/* Makes a grpc_server for s listening on addr: s's channel arguments, the engine's queue, plain
+ * text or TLS from the paths s keeps. *gs_out and *port_out on success. */
+static hv_err server_listen(hv_rpc_server_t *s, const char *addr, grpc_server **gs_out,
+                            int *port_out, char *err, size_t errlen) {
+    grpc_server_credentials *creds = NULL;
+    if (s->tls_cert != NULL) {
+        hv_rpc_tls_t tls = {.ca_file = s->tls_ca, .cert_file = s->tls_cert, .key_file = s->tls_key};
+        HV_TRY(tls_server_creds(&tls, &creds, err, errlen));
+    } else {
+        creds = grpc_insecure_server_credentials_create();
+    }
+    grpc_arg a[16];
+    size_t n;
+    args_fill(a, &n, s->handshake_timeout_ms);
+    grpc_channel_args args = {.num_args = n, .args = a};
+    grpc_server *gs = grpc_server_create(&args, NULL);
+    grpc_server_register_completion_queue(gs, s->eng->cq, NULL);
+    int port = grpc_server_add_http2_port(gs, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (port == 0) {
+        grpc_server_destroy(gs);
+        hv_errf(err, errlen, "cannot listen on %s: address in use or not available", addr);
+        return HV_EUNAVAIL;
+    }
+    *gs_out = gs;
+    *port_out = port;
+    return HV_OK;
+}
+
+static void server_free(hv_rpc_server_t *s) {
+    hv_free(s->methods);
+    hv_free(s->client_cert_prefix);
+    hv_free(s->bound_addr);
+    hv_free(s->tls_ca);
+    hv_free(s->tls_cert);
+    hv_free(s->tls_key);
+    hv_free(s);
+}
+
+/* Copies the TLS material's paths, for a later relisten. */
+static hv_err server_keep_tls(hv_rpc_server_t *s, const hv_rpc_tls_t *tls) {
+    if ((tls->client_cert_prefix != NULL &&
+         (s->client_cert_prefix = hv_strdup(tls->client_cert_prefix)) == NULL) ||
+        (tls->ca_file != NULL && (s->tls_ca = hv_strdup(tls->ca_file)) == NULL) ||
+        (s->tls_cert = hv_strdup(tls->cert_file)) == NULL ||
+        (s->tls_key = hv_strdup(tls->key_file)) == NULL) {
+        return HV_ENOMEM;
+    }
+    return HV_OK;
+}
+
+/* Keeps listen_addr with the port bound ("127.0.0.1:0" becomes "127.0.0.1:43211"), so that a
+ * relisten takes the same port. */
+static hv_err server_keep_addr(hv_rpc_server_t *s, const char *listen_addr, int port) {
+    const char *colon = strrchr(listen_addr, ':');
+    size_t hlen = colon != NULL ? (size_t)(colon - listen_addr) : strlen(listen_addr);
+    size_t cap = hlen + 16;
+    if ((s->bound_addr = hv_malloc(cap)) == NULL) {
+        return HV_ENOMEM;
+    }
+    snprintf(s->bound_addr, cap, "%.*s:%d", (int)hlen, listen_addr, port);
+    return HV_OK;
+}
+
 hv_err hv_rpc_server_create_tls(hv_rpc_engine_t *e, const char *listen_addr,
                                 const hv_rpc_tls_t *tls, hv_rpc_server_t **out, int *port_out,
                                 char *err, size_t errlen) {
-    grpc_server_credentials *creds = NULL;
     hv_err rc;
     if (tls != NULL) {
         /* A bad key pair and a busy address both make add_http2_port return 0: tell them apart
          * by loading the material on a throwaway loopback port first. */
-        if ((rc = hv_rpc_tls_check(tls, NULL, err, errlen)) != HV_OK ||
-            (rc = tls_server_creds(tls, &creds, err, errlen)) != HV_OK) {
-            return rc;
-        }
-    } else {
-        creds = grpc_insecure_server_credentials_create();
+        HV_TRY(hv_rpc_tls_check(tls, NULL, err, errlen));
     }
     hv_rpc_server_t *s = hv_calloc(1, sizeof(*s));
-    if (s == NULL || (tls != NULL && tls->client_cert_prefix != NULL &&
-                      (s->client_cert_prefix = hv_strdup(tls->client_cert_prefix)) == NULL)) {
-        grpc_server_credentials_release(creds);
-        hv_free(s);
+    if (s == NULL) {
         return HV_ENOMEM;
     }
-    grpc_arg a[16];
-    size_t n;
-    args_fill(a, &n, 1);
-    grpc_channel_args args = {.num_args = n, .args = a};
     s->eng = e;
-    s->server = grpc_server_create(&args, NULL);
-    grpc_server_register_completion_queue(s->server, e->cq, NULL);
-    int port = grpc_server_add_http2_port(s->server, listen_addr, creds);
-    grpc_server_credentials_release(creds);
-    if (port == 0) {
+    s->handshake_timeout_ms = e->handshake_timeout_ms;
+    int port = 0;
+    if ((tls != NULL && (rc = server_keep_tls(s, tls)) != HV_OK) ||
+        (rc = server_listen(s, listen_addr, &s->server, &port, err, errlen)) != HV_OK) {
+        server_free(s);
+        return rc;
+    }
+    if ((rc = server_keep_addr(s, listen_addr, port)) != HV_OK) {
         grpc_server_destroy(s->server);
-        hv_free(s->client_cert_prefix);
-        hv_free(s);
-        hv_errf(err, errlen, "cannot listen on %s: address in use or not available", listen_addr);
-        return HV_EUNAVAIL;
+        server_free(s);
+        return rc;
     }
     s->op_shutdown.kind = OP_SHUTDOWN;
     s->op_shutdown.server = s;
@@ -1254,6 +1361,8 @@ void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud) {
     s->gate_ud = ud;
 }
 
+static void engine_watchdog_start(hv_rpc_engine_t *e);
+
 hv_err hv_rpc_server_start(hv_rpc_server_t *s) {
     if (s->started) {
         return HV_ESTATE;
@@ -1263,6 +1372,7 @@ hv_err hv_rpc_server_start(hv_rpc_server_t *s) {
     for (int i = 0; i < RPC_PREPOSTED_CALLS; i++) {
         server_post_request(s);
     }
+    engine_watchdog_start(s->eng);
     return HV_OK;
 }
 
@@ -1271,8 +1381,142 @@ void hv_rpc_server_shutdown(hv_rpc_server_t *s) {
         return;
     }
     s->shutting_down = 1;
-    grpc_server_shutdown_and_notify(s->server, s->eng->cq, &s->op_shutdown);
-    grpc_server_cancel_all_calls(s->server);
+    if (s->server != NULL) {
+        grpc_server_shutdown_and_notify(s->server, s->eng->cq, &s->op_shutdown);
+        grpc_server_cancel_all_calls(s->server);
+    } else {
+        s->shutdown_done = 1;
+    }
+    for (rpc_retired_t *r = s->retired; r != NULL; r = r->next) {
+        grpc_server_cancel_all_calls(r->server);
+    }
+}
+
+/* Gives up the spare descriptor so that a new listener can open even when none is left. */
+static void engine_release_reserve(hv_rpc_engine_t *e) {
+    if (e->reserve_fd >= 0) {
+        close(e->reserve_fd);
+        e->reserve_fd = -1;
+    }
+}
+
+static void engine_take_reserve(hv_rpc_engine_t *e) {
+    if (e->reserve_fd < 0) {
+        e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+}
+
+/* Closes s's listener: the grpc_server goes on the retired list, where it finishes the calls it
+ * carries (its clients get a GOAWAY and open their next calls on the new listener). */
+static void server_retire(hv_rpc_server_t *s) {
+    if (s->server == NULL) {
+        return;
+    }
+    rpc_retired_t *r = hv_calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return; /* tried again at the next watchdog tick */
+    }
+    r->server = s->server;
+    r->op_shutdown.kind = OP_SHUTDOWN;
+    r->op_shutdown.server = s;
+    r->op_shutdown.retired = r;
+    r->next = s->retired;
+    s->retired = r;
+    s->server = NULL;
+    grpc_server_shutdown_and_notify(r->server, s->eng->cq, &r->op_shutdown);
+}
+
+/* A retired grpc_server finished its last call. */
+static void server_retired_done(hv_rpc_server_t *s, rpc_retired_t *r) {
+    for (rpc_retired_t **p = &s->retired; *p != NULL; p = &(*p)->next) {
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    }
+    grpc_server_destroy(r->server);
+    hv_free(r);
+}
+
+/* Listens on s's address with a new grpc_server when s has none. */
+static hv_err server_try_listen(hv_rpc_server_t *s) {
+    if (s->server != NULL) {
+        return HV_OK;
+    }
+    char err[600];
+    grpc_server *gs = NULL;
+    int port = 0;
+    engine_release_reserve(s->eng);
+    hv_err rc = server_listen(s, s->bound_addr, &gs, &port, err, sizeof(err));
+    engine_take_reserve(s->eng);
+    if (rc != HV_OK) {
+        /* The old listener's socket closes once the connections it was setting up are done
+         * (within the handshake timeout): until then the port is busy. */
+        if (s->listen_fails++ % 100 == 0) {
+            HV_LOG(HV_LOG_WARN, "rpc", "HV-RPC-RELISTEN-FAIL", "%s (%s); trying again every %d ms",
+                   err, strerror(errno), RPC_RELISTEN_RETRY_MS);
+        }
+        return rc;
+    }
+    s->listen_fails = 0;
+    s->server = gs;
+    grpc_server_start(gs);
+    for (int i = 0; i < RPC_PREPOSTED_CALLS; i++) {
+        server_post_request(s);
+    }
+    s->relistens++;
+    HV_LOG(HV_LOG_NOTICE, "rpc", "HV-RPC-RELISTEN", "listening again on %s (%u time(s))",
+           s->bound_addr, s->relistens);
+    return HV_OK;
+}
+
+hv_err hv_rpc_server_relisten(hv_rpc_server_t *s) {
+    if (!s->started || s->shutting_down) {
+        return HV_ESTATE;
+    }
+    server_retire(s);
+    return server_try_listen(s);
+}
+
+unsigned hv_rpc_server_relistens(const hv_rpc_server_t *s) { return s->relistens; }
+
+/* Every RPC_WATCHDOG_MS: a listener gRPC gave up on (rpc_accept_failed) is replaced, and one that
+ * could not be opened yet is tried again. */
+static void engine_watchdog_cb(uv_timer_t *t) {
+    hv_rpc_engine_t *e = t->data;
+    int failed = __atomic_exchange_n(&rpc_accept_failed, 0, __ATOMIC_ACQ_REL);
+    int waiting = 0; /* a server has no listener yet */
+    for (hv_rpc_server_t *s = e->servers; s != NULL; s = s->next) {
+        if (!s->started || s->shutting_down) {
+            continue;
+        }
+        if (failed && s->server != NULL) {
+            HV_LOG(HV_LOG_WARN, "rpc", "HV-RPC-ACCEPT-FAILED",
+                   "gRPC stopped accepting connections on %s (out of file descriptors?); "
+                   "opening a new listener on the same address",
+                   s->bound_addr);
+            server_retire(s);
+        }
+        waiting |= server_try_listen(s) != HV_OK;
+    }
+    engine_take_reserve(e);
+    uv_timer_set_repeat(t, waiting ? RPC_RELISTEN_RETRY_MS : RPC_WATCHDOG_MS);
+}
+
+static void engine_watchdog_start(hv_rpc_engine_t *e) {
+    if (e->watchdog_on) {
+        return;
+    }
+    uv_timer_init(e->loop, &e->watchdog);
+    e->watchdog.data = e;
+    uv_timer_start(&e->watchdog, engine_watchdog_cb, RPC_WATCHDOG_MS, RPC_WATCHDOG_MS);
+    uv_unref((uv_handle_t *)&e->watchdog); /* never what keeps a loop running */
+    e->watchdog_on = 1;
+    engine_take_reserve(e);
+}
+
+void hv_rpc_engine_set_handshake_timeout(hv_rpc_engine_t *e, uint32_t ms) {
+    e->handshake_timeout_ms = ms != 0 ? ms : HV_RPC_HANDSHAKE_TIMEOUT_MS;
 }
 
 /* ---- call API ------------------------------------------------------------------------------- */
@@ -1541,7 +1785,11 @@ hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *p
 static void engine_dispatch(hv_rpc_engine_t *e, rpc_op_t *op) {
     (void)e;
     if (op->kind == OP_SHUTDOWN) {
-        op->server->shutdown_done = 1;
+        if (op->retired != NULL) {
+            server_retired_done(op->server, op->retired);
+        } else {
+            op->server->shutdown_done = 1;
+        }
         return;
     }
     hv_rpc_call_t *c = op->call;
@@ -1591,7 +1839,7 @@ void hv_rpc_engine_destroy(hv_rpc_engine_t *e) {
     for (;;) {
         int servers_done = 1;
         for (hv_rpc_server_t *s = e->servers; s != NULL; s = s->next) {
-            servers_done &= s->shutdown_done;
+            servers_done &= s->shutdown_done && s->retired == NULL;
         }
         if ((servers_done && e->n_calls == 0) || hv_now_ms() > deadline) {
             break;
@@ -1608,11 +1856,18 @@ void hv_rpc_engine_destroy(hv_rpc_engine_t *e) {
     while (e->servers != NULL) {
         hv_rpc_server_t *s = e->servers;
         e->servers = s->next;
-        grpc_server_destroy(s->server);
-        hv_free(s->methods);
-        hv_free(s->client_cert_prefix);
-        hv_free(s);
+        while (s->retired != NULL) {
+            server_retired_done(s, s->retired);
+        }
+        if (s->server != NULL) {
+            grpc_server_destroy(s->server);
+        }
+        server_free(s);
     }
+    if (e->watchdog_on) {
+        uv_close((uv_handle_t *)&e->watchdog, NULL);
+    }
+    engine_release_reserve(e);
     grpc_completion_queue_destroy(e->cq);
     uv_close((uv_handle_t *)&e->async, NULL);
     uv_run(e->loop, UV_RUN_NOWAIT);

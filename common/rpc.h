@@ -36,6 +36,7 @@
 #define HV_RPC_SEND_QUEUE_MAX 4096       /* per-call queued messages before hv_rpc_send fails */
 #define HV_RPC_SEND_QUEUE_LOW 256        /* on_drain fires when the queue falls below this */
 #define HV_RPC_MAX_TOKEN 256 /* longest bearer token a channel sends or a server reads */
+#define HV_RPC_HANDSHAKE_TIMEOUT_MS 10000 /* server: a connection not set up by then is closed */
 
 /* The outcome of a call. msg is a human-readable detail ("" on success). */
 typedef struct hv_rpc_status_s {
@@ -77,6 +78,11 @@ hv_err hv_rpc_engine_create(uv_loop_t *loop, hv_rpc_engine_t **out);
  * not from inside a callback. */
 void hv_rpc_engine_destroy(hv_rpc_engine_t *e);
 
+/* Servers created on e from now on close a connection that has not finished its handshake (TLS,
+ * then the client's HTTP/2 SETTINGS) within ms milliseconds: a connection that sends nothing
+ * holds a descriptor that long at most. 0 = HV_RPC_HANDSHAKE_TIMEOUT_MS (the default). */
+void hv_rpc_engine_set_handshake_timeout(hv_rpc_engine_t *e, uint32_t ms);
+
 /* ---- server --------------------------------------------------------------------------------- */
 
 typedef struct hv_rpc_method_s {
@@ -114,6 +120,18 @@ hv_err hv_rpc_server_start(hv_rpc_server_t *s);
 /* Stops accepting calls and cancels the calls in progress (their on_done runs on the loop).
  * The server is freed by hv_rpc_engine_destroy. Idempotent. */
 void hv_rpc_server_shutdown(hv_rpc_server_t *s);
+
+/* Listener recovery. gRPC core (1.51, Debian 12) stops accepting for good once accept() fails
+ * with EMFILE or ENFILE, though the port stays bound. A started server is watched (every 500 ms,
+ * on the loop): when gRPC reports such a failure, the server closes its listener and listens
+ * again on the same address with a new one (one spare descriptor is kept for that moment). The
+ * old listener's connections finish the calls they carry, after a GOAWAY; methods, gate and TLS
+ * material are those of s. If the address cannot be bound yet, the watchdog tries again.
+ * hv_rpc_server_relisten does it now (tests). Errors: HV_ESTATE (not started, or shutting
+ * down), HV_EUNAVAIL (cannot listen yet; retried). */
+hv_err hv_rpc_server_relisten(hv_rpc_server_t *s);
+/* How many times s listened again. */
+unsigned hv_rpc_server_relistens(const hv_rpc_server_t *s);
 
 /* ---- calls (server side, and event-driven client side) -------------------------------------- */
 

@@ -178,7 +178,9 @@ static void server_down(void) {
     CHECK(uv_loop_close(&loop) == 0);
 }
 
-/* Runs fn on a thread while the main thread serves, until fn returns. */
+/* Runs fn on a thread while the main thread serves, until fn returns. serve_hook (optional) runs
+ * on the loop thread between turns. */
+static void (*serve_hook)(void);
 static volatile int client_finished;
 static void *(*client_fn)(void *);
 static void *client_trampoline(void *arg) {
@@ -194,6 +196,9 @@ static void serve_while(void *(*fn)(void *)) {
     uint64_t deadline = hv_now_ms() + 30000;
     while (!client_finished && hv_now_ms() < deadline) {
         uv_run(&loop, UV_RUN_NOWAIT);
+        if (serve_hook != NULL) {
+            serve_hook();
+        }
         usleep(200);
     }
     CHECK(client_finished);
@@ -486,6 +491,91 @@ static int case_bind_conflict(void) {
     return 0;
 }
 
+/* relisten: the server replaces its listener while a stream is in flight; the stream ends
+ * normally on the old one and new calls (same channel, and a new one) reach the new listener on
+ * the same port. */
+static volatile int relisten_wanted, relisten_done;
+
+static void relisten_hook(void) {
+    if (relisten_wanted && !relisten_done) {
+        hv_err rc = hv_rpc_server_relisten(srv);
+        CHECK(rc == HV_OK || rc == HV_EUNAVAIL || rc == HV_ESTATE); /* busy port: watchdog */
+        relisten_wanted = 0;
+    }
+    if (!relisten_done && hv_rpc_server_relistens(srv) >= 1) {
+        relisten_done = 1;
+    }
+}
+
+static hv_err relisten_get7(hv_rpc_channel_t *ch) {
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    r.job_id = 7;
+    ProtobufCMessage *resp = NULL;
+    hv_err rc = HV_EUNAVAIL;
+    /* A refused connect in the moment between listeners is retried (bounded: 3 s). */
+    for (int i = 0; i < 30 && rc == HV_EUNAVAIL; i++) {
+        rc = hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, NULL);
+        if (rc == HV_EUNAVAIL) {
+            usleep(100 * 1000);
+        }
+    }
+    hv_rpc_msg_free(resp);
+    return rc;
+}
+
+#define N_RELISTEN 3000 /* lines of the stream in flight across the relisten */
+static void *relisten_client(void *arg) {
+    (void)arg;
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    CHECK_RC(relisten_get7(ch), HV_OK);
+    Hvpb__V1__WatchRequest r = HVPB__V1__WATCH_REQUEST__INIT;
+    r.job_id = N_RELISTEN;
+    hv_rpc_bstream_t *s;
+    CHECK_RC(hv_rpc_bstream_open(ch, "/hvpb.v1.Jobs/Watch", &r.base,
+                                 &hvpb__v1__watch_item__descriptor, 30000, &s),
+             HV_OK);
+    ProtobufCMessage *m = NULL;
+    CHECK_RC(hv_rpc_bstream_next(s, 5000, &m, NULL), HV_OK);
+    hv_rpc_msg_free(m);
+    uint32_t got = 1;
+    relisten_wanted = 1;
+    for (int i = 0; i < 500 && !relisten_done; i++) {
+        usleep(10 * 1000);
+    }
+    CHECK(relisten_done);
+    for (;;) {
+        hv_rpc_status_t st;
+        hv_err rc = hv_rpc_bstream_next(s, 5000, &m, &st);
+        if (rc == HV_ECLOSED) {
+            CHECK_RC(st.rc, HV_OK);
+            break;
+        }
+        CHECK_RC(rc, HV_OK);
+        hv_rpc_msg_free(m);
+        got++;
+    }
+    CHECK(got == N_RELISTEN);
+    hv_rpc_bstream_destroy(s);
+    CHECK_RC(relisten_get7(ch), HV_OK);
+    hv_rpc_channel_destroy(ch);
+    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    CHECK_RC(relisten_get7(ch), HV_OK);
+    hv_rpc_channel_destroy(ch);
+    return NULL;
+}
+
+static int case_relisten(void) {
+    server_up();
+    serve_hook = relisten_hook;
+    serve_while(relisten_client);
+    serve_hook = NULL;
+    CHECK(hv_rpc_server_relistens(srv) == 1);
+    server_down();
+    return 0;
+}
+
 /* Bytes that no protobuf message parses: field 1 as a varint whose continuation bit never ends.
  * protobuf-c packs unknown fields verbatim, which lets a test send them through hv_rpc_unary. */
 static const uint8_t garbage_varint[] = {0xff, 0xff};
@@ -559,7 +649,8 @@ static const struct {
              {"unavailable", case_unavailable},
              {"bind_conflict", case_bind_conflict},
              {"plain_errors", case_plain_errors},
-             {"bearer", case_bearer}};
+             {"bearer", case_bearer},
+             {"relisten", case_relisten}};
 
 int main(int argc, char **argv) {
     int ran = 0;

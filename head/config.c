@@ -125,6 +125,11 @@ static const config_opt_t config_opts[] = {
     {"tls", "key", CFG_STR_OPT, CFG_OFF(tls.key), 0, 0},
     {"tls", "ca", CFG_STR_OPT, CFG_OFF(tls.ca), 0, 0},
     {"tls", "require_client_cert", CFG_BOOL, CFG_OFF(tls.require_client_cert), 0, 0},
+    {"", "limits", CFG_MAP, 0, 0, 0},
+    {"limits", "handshake_timeout_ms", CFG_U32, CFG_OFF(limits.handshake_timeout_ms), 100, 600000},
+    {"limits", "max_watch_streams", CFG_U32, CFG_OFF(limits.max_watch_streams), 0, 1000000},
+    {"limits", "max_watch_streams_per_client", CFG_U32,
+     CFG_OFF(limits.max_watch_streams_per_client), 0, 1000000},
 };
 
 /* The keys of one node type (autoscaler.node_types.NAME.KEY); parsed by config_node_types. */
@@ -1462,6 +1467,7 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->logs.max_job_bytes = 256ull << 20;
     cfg->logs.max_total_bytes = 4ull << 30;
     cfg->logs.reserve_free_bytes = 256ull << 20;
+    cfg->limits.handshake_timeout_ms = 10000;
     cfg->elastic.elastic_timeout_s = 600;
     cfg->elastic.max_resets = 100;
     cfg->elastic.blacklist_cooldown_s = 60;

@@ -109,6 +109,13 @@ typedef struct hv_head_config_s {
     } tls;
     int allow_insecure; /* plain text on a non-loopback listen address is allowed (with a WARN);
                            without it, a file listening beyond loopback without tls is refused */
+    /* Resource bounds (docs/security.md "Resource bounds"). 0 = derived at start from the
+     * open-file limit (hvhead sets its soft limit to the hard one). */
+    struct {
+        uint32_t handshake_timeout_ms; /* a connection not set up by then is closed; 10000 */
+        uint32_t max_watch_streams;    /* Jobs/Watch streams open at once, in all; 0 = derive */
+        uint32_t max_watch_streams_per_client; /* per client credential; 0 = derive */
+    } limits;
 } hv_head_config_t;
 
 /* Fills cfg (caller storage, previous content ignored) with the defaults. Allocates the

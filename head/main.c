@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +45,11 @@
 
 #define HEAD_TICK_MS 200
 #define HEAD_CLIENT_RELOAD_TICKS 10 /* client tokens re-read every 2 s */
+/* Descriptors kept out of the derived bounds: the store, job logs being written, uploads, agents'
+ * and clients' connections, and a new listener if gRPC loses its own. */
+#define HEAD_FD_RESERVE 64
+#define HEAD_FDS_PER_WATCH 4      /* a Watch stream's log file, and room for connections */
+#define HEAD_WATCH_MAX_AUTO 16384 /* derived bound at most, however high the limit */
 
 typedef struct head_s {
     uv_loop_t *loop;
@@ -82,6 +88,44 @@ static void head_fail(const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "%s\n", msg);
     hv_daemon_failed(msg);
+}
+
+/* Raises the open-file soft limit to the hard limit (a head serves many connections and streams;
+ * the soft default of 1024 is for interactive shells) and derives the bounds on Watch streams
+ * that the config leaves at 0: (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_WATCH in all, half of
+ * that per client credential. */
+static void head_fd_limits(head_t *h) {
+    struct rlimit rl;
+    uint64_t limit = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            struct rlimit want = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+            if (setrlimit(RLIMIT_NOFILE, &want) != 0) {
+                HV_LOG(HV_LOG_WARN, "head", "HV-HEAD-NOFILE",
+                       "cannot raise the open-file limit from %llu to %llu: %s",
+                       (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+                       strerror(errno));
+            } else {
+                rl = want;
+            }
+        }
+        limit = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
+    }
+    uint64_t avail = limit > HEAD_FD_RESERVE ? limit - HEAD_FD_RESERVE : 0;
+    uint64_t total = avail / HEAD_FDS_PER_WATCH;
+    total = total < 1 ? 1 : total > HEAD_WATCH_MAX_AUTO ? HEAD_WATCH_MAX_AUTO : total;
+    if (h->cfg.limits.max_watch_streams == 0) {
+        h->cfg.limits.max_watch_streams = (uint32_t)total;
+    }
+    if (h->cfg.limits.max_watch_streams_per_client == 0) {
+        uint32_t half = h->cfg.limits.max_watch_streams / 2;
+        h->cfg.limits.max_watch_streams_per_client = half > 0 ? half : 1;
+    }
+    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-LIMITS",
+           "open-file limit %llu; Watch streams at most %u in all and %u per client; "
+           "connections not set up within %u ms are closed",
+           (unsigned long long)limit, h->cfg.limits.max_watch_streams,
+           h->cfg.limits.max_watch_streams_per_client, h->cfg.limits.handshake_timeout_ms);
 }
 
 /* Two heads on one data directory would corrupt each other's state: the first holds a lock on
@@ -564,10 +608,12 @@ static int cmd_start(const head_opts_t *o) {
                   hv_strerror(rc));
         goto out_state;
     }
+    head_fd_limits(h);
     if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
         head_fail("hvhead: cannot start the rpc engine: %s", hv_strerror(rc));
         goto out_state;
     }
+    hv_rpc_engine_set_handshake_timeout(h->eng, h->cfg.limits.handshake_timeout_ms);
     if (h->cfg.tls.cert != NULL) {
         /* With require_client_cert, agents (the Cluster service) must present a certificate
          * signed by tls.ca; hvsubmit, hvctl and workers are checked by their tokens. */

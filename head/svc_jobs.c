@@ -421,9 +421,48 @@ void hv_svc_jobs_close(hv_svc_jobs_t *s) {
     }
 }
 
+/* Admits one more Watch stream, or refuses it with RESOURCE_EXHAUSTED: each open stream holds the
+ * job's log file (a descriptor) for as long as it lasts, so their number is bounded in all and
+ * per client credential (limits.max_watch_streams, limits.max_watch_streams_per_client). */
+static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c, uint64_t job_id) {
+    const char *mine = hv_rpc_call_bearer(c);
+    uint32_t total = 0, same = 0;
+    for (watch_t *w = s->watchers; w != NULL; w = w->next) {
+        total++;
+        same += strcmp(hv_rpc_call_bearer(w->call), mine) == 0;
+    }
+    uint32_t max_total = s->cfg->limits.max_watch_streams;
+    uint32_t max_client = s->cfg->limits.max_watch_streams_per_client;
+    if (max_client != 0 && same >= max_client) {
+        HV_LOG(HV_LOG_WARN, "jobs", "HV-WATCH-LIMIT",
+               "refused a Watch stream from %s: %u open with its credential, limit %u",
+               hv_rpc_call_peer(c), same, max_client);
+        hv_rpc_finish(c, HV_ETOOBIG,
+                      "too many watch streams for this client credential: %u open, limit %u "
+                      "(limits.max_watch_streams_per_client); job %llu is not affected: follow "
+                      "it later (hvctl logs -f %llu) or close other streams",
+                      same, max_client, (unsigned long long)job_id, (unsigned long long)job_id);
+        return 0;
+    }
+    if (max_total != 0 && total >= max_total) {
+        HV_LOG(HV_LOG_WARN, "jobs", "HV-WATCH-LIMIT",
+               "refused a Watch stream from %s: %u open in all, limit %u", hv_rpc_call_peer(c),
+               total, max_total);
+        hv_rpc_finish(c, HV_ETOOBIG,
+                      "too many watch streams: %u open, limit %u (limits.max_watch_streams); "
+                      "job %llu is not affected: follow it later (hvctl logs -f %llu)",
+                      total, max_total, (unsigned long long)job_id, (unsigned long long)job_id);
+        return 0;
+    }
+    return 1;
+}
+
 static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__WatchRequest *req = (const Hvpb__V1__WatchRequest *)m;
+    if (!watch_admit(s, c, req->job_id)) {
+        return;
+    }
     hv_djob_t *j = hv_driver_job(s->d, req->job_id);
     if (j == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
@@ -446,6 +485,14 @@ static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         char path[4096];
         hv_driver_log_path(s->d, j->jm.id, path, sizeof(path));
         w->rf = fopen(path, "r");
+        if (w->rf == NULL && (errno == EMFILE || errno == ENFILE)) {
+            HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path, strerror(errno));
+            hv_free(w);
+            hv_rpc_finish(c, HV_ETOOBIG,
+                          "the head is out of file descriptors; try again when fewer streams "
+                          "are open");
+            return;
+        }
         if (w->rf == NULL && errno != ENOENT) {
             HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path, strerror(errno));
         }
