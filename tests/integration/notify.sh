@@ -4,7 +4,8 @@
 # answers `hvctl status` (listening, state replayed), sends STATUS= lines with its nodes and jobs,
 # pings WATCHDOG=1 at half WATCHDOG_USEC, and STOPPING=1 on SIGTERM; hvagent says READY=1 once
 # the head lists it alive, and STOPPING=1 with "draining" when SIGTERM starts its drain. The
-# manager's variables do not reach the workers.
+# manager's variables do not reach the workers. A restarted head says READY=1 only with its
+# stored nodes replayed.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 PY=/usr/bin/python3
@@ -56,4 +57,15 @@ wait_for 10 grep -q '^msg STOPPING=1|STATUS=draining: 0 workers' "$TMP/agent.not
 kill -TERM "$HEAD_PID"
 wait_for 10 grep -q '^msg STOPPING=1|STATUS=stopping (SIGTERM)' "$TMP/head.notify" \
     || fail "hvhead sent no STOPPING=1 on SIGTERM"
+# A restart: READY=1 comes after the stored state is replayed, so its status line counts the
+# node the first run knew (node-a, draining when the head stopped).
+wait_for 10 sh -c "! kill -0 $HEAD_PID 2>/dev/null" || fail "hvhead did not stop on SIGTERM"
+NOTIFY_SOCKET=$TMP/head.sock "$BIN/hvhead" start --config "$TMP/head.yaml" \
+    >>"$TMP/head.out" 2>>"$TMP/head.err" &
+HEAD_PID=$!
+PIDS="$PIDS $HEAD_PID"
+wait_for 15 lines_at_least "$TMP/head.notify" '^msg READY=1' 2 || fail "the restarted hvhead sent no READY=1"
+grep '^msg READY=1' "$TMP/head.notify" | tail -n 1 >"$TMP/ready2"
+assert_no_grep "$TMP/ready2" 'nodes 0 alive, 0 draining, 0 dead' \
+    "the restarted head said READY=1 before it replayed its nodes: $(cat "$TMP/ready2")"
 pass "READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 from hvhead and hvagent"
