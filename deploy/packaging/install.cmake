@@ -31,6 +31,12 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/packaging/hvConfigVersion.c
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/hvConfig.cmake
   ${CMAKE_BINARY_DIR}/packaging/hvConfigVersion.cmake DESTINATION ${HV_CMAKE_DIR} COMPONENT dev)
+# libhv.a of a GPU build also needs NCCL and the CUDA runtime (from outside Debian: by path).
+set(HV_PC_GPU_LIBS "")
+if(HV_HAVE_NCCL)
+  get_filename_component(HV_NCCL_LIBDIR ${HV_NCCL_LIB} DIRECTORY)
+  set(HV_PC_GPU_LIBS "-L${HV_NCCL_LIBDIR} -lnccl -L${CUDAToolkit_LIBRARY_DIR} -lcudart ")
+endif()
 file(RELATIVE_PATH HV_PC_PREFIX_REL "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(${HV_PKG_DIR}/hv.pc.in ${CMAKE_BINARY_DIR}/packaging/hv.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/hv.pc

@@ -4,7 +4,8 @@
 # machine's own dpkg database is left alone), the layout is checked (the library's soname, the
 # headers, the CMake package, hv.pc, the daemons and units), and an out-of-tree program is built
 # and run against the unpacked library twice: with CMake's find_package(hv CONFIG) and with
-# pkg-config. Usage: package_test.sh BUILD_DIR (ctest passes it; label package).
+# pkg-config (and once more with libhv.a and pkg-config --static).
+# Usage: package_test.sh BUILD_DIR (ctest passes it; label package).
 . "$HV_SRC_DIR/tests/lib.sh"
 BUILD=${1:?usage: package_test.sh BUILD_DIR}
 for t in cpack dpkg-deb dpkg-shlibdeps pkg-config cc readelf; do
@@ -58,4 +59,11 @@ cc -o "$TMP/consumer2" "$HV_SRC_DIR/tests/package/consumer.c" $(pkg-config --cfl
     2>"$TMP/cc.err" || fail "the pkg-config consumer did not build"
 LD_LIBRARY_PATH=$R/lib "$TMP/consumer2" >"$TMP/run2.out" 2>&1 || fail "the pkg-config consumer failed"
 assert_grep "$TMP/run2.out" '^rank 0 of 1: allreduce 1 2 3 4$'
+# 3. The static library, with what pkg-config --static says it needs.
+# shellcheck disable=SC2046
+cc -o "$TMP/consumer3" "$HV_SRC_DIR/tests/package/consumer.c" $(pkg-config --cflags hv) \
+    "$R/lib/libhv.a" $(pkg-config --static --libs hv | sed 's/ -lhv / /') 2>"$TMP/cc3.err" \
+    || fail "the consumer does not link libhv.a with pkg-config --static's libraries"
+"$TMP/consumer3" >"$TMP/run3.out" 2>&1 || fail "the static consumer failed"
+assert_grep "$TMP/run3.out" '^rank 0 of 1: allreduce 1 2 3 4$'
 pass "libhv0, libhv-dev and hv $VER: layout, dependencies, find_package and pkg-config consumers"
