@@ -41,6 +41,7 @@
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
+#include "notify.h"
 #include "rpc.h"
 #include "session.h"
 #include "util.h"
@@ -78,6 +79,8 @@ typedef struct agent_s {
                                 to confirm the drain notice */
     int exit_code;
     uint64_t node_id;
+    hv_notify_t notify;      /* the service manager (systemd Type=notify), when one listens */
+    uv_timer_t notify_timer; /* WATCHDOG=1 pings, when the manager asked for them */
 } agent_t;
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
@@ -166,6 +169,7 @@ static void agent_shutdown(agent_t *a, const char *reason, int exit_code) {
            "stopping: %s (%zu workers)", reason, hv_workers_count(a->workers));
     a->exit_code = exit_code;
     a->phase = STOP_WORKERS;
+    hv_notify_sendf(&a->notify, "STOPPING=1\nSTATUS=stopping: %s", reason);
     a->phase_deadline = now + AGENT_KILL_GRACE_MS + AGENT_EXIT_WAIT_MS;
     hv_workers_kill_all(a->workers, AGENT_KILL_GRACE_MS, reason, 1);
     hv_artifact_cache_stop(a->cache);
@@ -184,6 +188,8 @@ static void agent_drain_and_leave(agent_t *a) {
     a->phase = STOP_DRAIN;
     a->phase_deadline = now + deadline_ms;
     a->notice_wait = now + AGENT_REPORT_WAIT_MS;
+    hv_notify_sendf(&a->notify, "STOPPING=1\nSTATUS=draining: %zu workers, %u s to leave",
+                    hv_workers_count(a->workers), deadline_ms / 1000u);
     hv_session_drain_notice(a->session, "preemption notice (SIGTERM to the agent)", deadline_ms);
     uv_timer_start(&a->stop_timer, agent_stop_tick, AGENT_STOP_TICK_MS, AGENT_STOP_TICK_MS);
 }
@@ -266,6 +272,8 @@ static void agent_on_connected(hv_session_t *s, int first, void *ud) {
         printf("hvagent: joined %s as node %s (id %llu), %u slots\n", a->cfg.head, a->cfg.name,
                (unsigned long long)a->node_id, a->cfg.slots);
         fflush(stdout);
+        hv_notify_sendf(&a->notify, "READY=1\nSTATUS=joined %s as node %s (id %llu), %u slots",
+                        a->cfg.head, a->cfg.name, (unsigned long long)a->node_id, a->cfg.slots);
     }
 }
 
@@ -441,6 +449,11 @@ static void walk_close(uv_handle_t *h, void *arg) {
     }
 }
 
+static void agent_watchdog_cb(uv_timer_t *t) {
+    agent_t *a = t->data;
+    hv_notify_watchdog(&a->notify, hv_now_ms());
+}
+
 /* The channel to the head: TLS when the command line gave a CA (with the client certificate for
  * mTLS when given), else plain text (config.c allowed it: loopback, or --insecure, warned). */
 static hv_err agent_channel(const hv_agent_config_t *cfg, hv_rpc_channel_t **out) {
@@ -517,6 +530,7 @@ static int agent_join(agent_t *a) {
     }
     signal(SIGPIPE, SIG_IGN);
     agent_cloexec_inherited();
+    hv_notify_init_env(&a->notify); // after --daemon's fork; before any worker inherits it
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-START",
            "hvagent %s: node %s, %u slots (%u GPUs, %u CPUs), work dir %s, head %s",
            HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->work_dir, cfg->head);
@@ -525,6 +539,14 @@ static int agent_join(agent_t *a) {
     uv_loop_init(&a->loop);
     uv_timer_init(&a->loop, &a->stop_timer);
     a->stop_timer.data = a;
+    uv_timer_init(&a->loop, &a->notify_timer);
+    a->notify_timer.data = a;
+    if (a->notify.watchdog_ms > 0 && hv_notify_active(&a->notify)) {
+        /* Twice per interval: a timer a little early must not skip a ping. */
+        uint64_t every = a->notify.watchdog_ms / 2 > 0 ? a->notify.watchdog_ms / 2 : 1;
+        uv_timer_start(&a->notify_timer, agent_watchdog_cb, 0, every);
+        uv_unref((uv_handle_t *)&a->notify_timer); // the pings never keep the agent alive
+    }
     if ((rc = hv_rpc_engine_create(&a->loop, &a->eng)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot start the rpc layer: %s\n", hv_strerror(rc));
         goto out;

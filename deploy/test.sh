@@ -37,7 +37,7 @@ if [ $SAN = 1 ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-    EXCLUDE='gpu|perf|long' HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan \
+    EXCLUDE='gpu|perf|long|package' HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan \
         -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON \
         -DHV_TEST_TIMEOUT_MULTIPLIER=3
     echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-20} s per target)"

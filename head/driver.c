@@ -254,6 +254,15 @@ int hv_driver_job_active(hv_driver_t *d, uint64_t job_id) {
     return j != NULL && job_active(j);
 }
 
+void hv_driver_job_counts(hv_driver_t *d, size_t counts[HV_JOB__COUNT]) {
+    memset(counts, 0, sizeof(size_t) * HV_JOB__COUNT);
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if ((unsigned)j->jm.state < HV_JOB__COUNT) {
+            counts[j->jm.state]++;
+        }
+    }
+}
+
 static int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
 
 /* "rank 2 on node-b" */

@@ -319,5 +319,7 @@ hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
                             size_t errlen);
 /* The job is active (for the key-value store). */
 int hv_driver_job_active(hv_driver_t *d, uint64_t job_id);
+/* The jobs in memory by state (every active job; ended ones for a while): for status lines. */
+void hv_driver_job_counts(hv_driver_t *d, size_t counts[HV_JOB__COUNT]);
 
 #endif

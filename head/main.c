@@ -33,6 +33,7 @@
 #include "driver.h"
 #include "log.h"
 #include "mem.h"
+#include "notify.h"
 #include "rpc.h"
 #include "svc_auth.h"
 #include "store.h"
@@ -50,6 +51,7 @@
 #define HEAD_FD_RESERVE 64
 #define HEAD_FDS_PER_WATCH 4      /* a Watch stream's log file, and room for connections */
 #define HEAD_WATCH_MAX_AUTO 16384 /* derived bound at most, however high the limit */
+#define HEAD_STATUS_TICKS 25        /* the service manager's STATUS= line every 5 s */
 
 typedef struct head_s {
     uv_loop_t *loop;
@@ -74,6 +76,7 @@ typedef struct head_s {
     char pid_path[4096];
     int lock_fd; /* DATA_DIR/hvhead.lock, locked while this head lives */
     int stopping;
+    hv_notify_t notify; /* the service manager (systemd Type=notify), when one listens */
 } head_t;
 
 #define HEAD_DAEMON_READY_MS 60000
@@ -254,6 +257,29 @@ static void io_job_finished(void *ud, uint64_t job_id) {
 
 /* ---- loop ----------------------------------------------------------------------------------- */
 
+/* The service manager's status line (`systemctl status hvhead`), prefixed by extra (e.g.
+ * "READY=1\n"): nodes by state and jobs by state, as the driver holds them. */
+static void head_notify_status(head_t *h, const char *extra) {
+    if (!hv_notify_active(&h->notify)) {
+        return;
+    }
+    size_t alive = 0, draining = 0, dead = 0, jobs[HV_JOB__COUNT];
+    for (hv_dnode_t *n = hv_driver_nodes(h->driver); n != NULL; n = n->next) {
+        if (hv_driver_node_hidden(n)) {
+            continue;
+        }
+        alive += n->state == HV_NODE_ALIVE;
+        draining += n->state == HV_NODE_DRAINING;
+        dead += n->state == HV_NODE_DEAD;
+    }
+    hv_driver_job_counts(h->driver, jobs);
+    hv_notify_sendf(&h->notify,
+                    "%sSTATUS=%s:%d: nodes %zu alive, %zu draining, %zu dead; jobs %zu running, "
+                    "%zu pending",
+                    extra, h->cfg.cluster_name, h->port, alive, draining, dead,
+                    jobs[HV_JOB_RUNNING] + jobs[HV_JOB_PLACING], jobs[HV_JOB_PENDING]);
+}
+
 static void head_tick_cb(uv_timer_t *t) {
     head_t *h = t->data;
     uint64_t now = hv_now_ms();
@@ -261,6 +287,10 @@ static void head_tick_cb(uv_timer_t *t) {
     hv_svc_rdzv_tick(h->rdzv, now);
     hv_autoscale_tick(h->as, now);
     hv_artifacts_sweep(h->arts, hv_wall_ms());
+    hv_notify_watchdog(&h->notify, now);
+    if (h->ticks % HEAD_STATUS_TICKS == 0) {
+        head_notify_status(h, "");
+    }
     if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
         /* A client token file added or deleted takes effect within seconds, without a restart. */
         char err[700];
@@ -276,6 +306,7 @@ static void head_begin_stop(head_t *h, const char *why) {
     }
     h->stopping = 1;
     HV_LOG(HV_LOG_NOTICE, "head", "HV-HEAD-STOP", "stopping (%s)", why);
+    hv_notify_sendf(&h->notify, "STOPPING=1\nSTATUS=stopping (%s)", why);
     hv_driver_stop(h->driver);
     uv_timer_stop(&h->tick);
     uv_signal_stop(&h->sigint);
@@ -481,7 +512,8 @@ static int cmd_start(const head_opts_t *o) {
         return ec;
     }
     hv_log_set_level((hv_log_level)h->cfg.log_level);
-    hv_log_init("hvhead"); /* HV_LOG_LEVEL in the environment wins over the config */
+    hv_log_init("hvhead");          /* HV_LOG_LEVEL in the environment wins over the config */
+    hv_notify_init_env(&h->notify); /* before any child (autoscaler commands) inherits it */
     char err[1024];
     /* Everything the head creates (state.db and its -wal/-shm, logs, artifacts, tokens) is
      * for the head's user only: secrets and job environments live there. */
@@ -716,6 +748,9 @@ static int cmd_start(const head_opts_t *o) {
            client_path, h->auth.n_clients);
     fflush(stdout);
     hv_daemon_ready(ready);
+    /* Ready for the service manager: listening, and the state replayed (hv_driver_load). */
+    head_notify_status(h, "READY=1\n");
+    hv_notify_watchdog(&h->notify, hv_now_ms());
     hv_driver_schedule(h->driver);
 
     uv_run(h->loop, UV_RUN_DEFAULT);

@@ -428,7 +428,9 @@ static hv_err ctl_pages_add(ctl_pages_t *pg, ProtobufCMessage *resp, void *const
         return HV_ENOMEM;
     }
     pg->items = it;
-    memcpy(pg->items + pg->nitems, items, n * sizeof(*it));
+    if (n > 0) { // an empty page (no nodes yet) has no array: memcpy from NULL is undefined
+        memcpy(pg->items + pg->nitems, items, n * sizeof(*it));
+    }
     pg->nitems += n;
     return HV_OK;
 }
