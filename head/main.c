@@ -51,7 +51,7 @@
 #define HEAD_FD_RESERVE 64
 #define HEAD_FDS_PER_WATCH 4      /* a Watch stream's log file, and room for connections */
 #define HEAD_WATCH_MAX_AUTO 16384 /* derived bound at most, however high the limit */
-#define HEAD_STATUS_TICKS 25        /* the service manager's STATUS= line every 5 s */
+#define HEAD_STATUS_TICKS 25      /* the service manager's STATUS= line every 5 s */
 
 typedef struct head_s {
     uv_loop_t *loop;
