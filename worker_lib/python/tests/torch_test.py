@@ -74,6 +74,9 @@ def launch(scenario, pypath):
             if p.poll() is None:
                 p.kill()
             p.wait()
+        for r, p in enumerate(procs):
+            if failed is None and p.returncode != expected[r]:
+                failed = "rank %d exited %d" % (r, p.returncode)
     if failed:
         print("FAIL: %s: %s" % (scenario, failed))
         return 1
@@ -331,6 +334,7 @@ def check_gil(hvd, torch, rank, size):
     before, t0 = ticks[0], time.monotonic()
     out = hvd.allreduce(torch.ones(1 << 20), op=hvd.Sum)
     waited, ran = time.monotonic() - t0, ticks[0] - before
+    print("gil: rank %d waited %.2f s, thread ran %d times" % (rank, waited, ran), file=sys.stderr)
     stop.set()
     th.join()
     assert torch.equal(out, torch.full((1 << 20,), 2.0))
