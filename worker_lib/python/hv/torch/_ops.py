@@ -55,6 +55,12 @@ class _Pending:
 
 def _dtype(tensor, what):
     """libhv's dtype for tensor; TypeError for anything libhv cannot take."""
+    # The per-call path: a dense CPU tensor of a known dtype (attribute reads only; device.type
+    # alone would cost ~0.8 us, a sixth of a 4 KiB allreduce).
+    if isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == torch.strided:
+        dt = _DTYPES.get(tensor.dtype)
+        if dt is not None:
+            return dt
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("hv.torch.%s: expected a torch.Tensor, got %s" %
                         (what, type(tensor).__name__))
