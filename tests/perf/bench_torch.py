@@ -63,11 +63,38 @@ def rank_main(sizes, runs):
                 times[k].append((time.perf_counter() - t0) / it)
         for k in kinds:
             rows[(k, nbytes)] = statistics.median(times[k])
+    if hvd.size() == 1:
+        rows.update(binding_cost(torch, hvd, runs))
     if hvd.rank() == 0:
         for (k, nbytes), secs in rows.items():
             print("ROW %s %d %.2f" % (k, nbytes, secs * 1e6), flush=True)
     dist.destroy_process_group()
     hvd.shutdown()
+
+
+def binding_cost(torch, hvd, runs):
+    """One rank, 4 KiB, in one process and interleaved (so the machine's drift cancels):
+      py        hvd.allreduce_(t, op=hvd.Sum)
+      ctypes    the same hv_allreduce called straight through ctypes (no hv.torch code)
+      ffi       a ctypes call of hv_allreduce that libhv refuses at once (bad dtype): the cost of
+                crossing into C with 5 arguments, and nothing else
+    The binding's cost per call is then py - ctypes + ffi."""
+    from hv import _lib
+    t = torch.ones(1024)
+    p, n = t.data_ptr(), t.numel()
+    kinds = {
+        "py": lambda: hvd.allreduce_(t, op=hvd.Sum),
+        "ctypes": lambda: _lib.hv_allreduce(p, p, n, _lib.FLOAT32, _lib.SUM),
+        "ffi": lambda: _lib.hv_allreduce(p, p, n, 99, _lib.SUM),
+    }
+    times = {k: [] for k in kinds}
+    for _ in range(runs * 3):
+        for k, fn in kinds.items():
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            times[k].append((time.perf_counter() - t0) / 2000)
+    return {("cost-" + k, 4096): statistics.median(v) for k, v in times.items()}
 
 
 def free_port():

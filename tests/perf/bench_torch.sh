@@ -7,7 +7,9 @@
 #    place, Sum), hvd.allreduce (new tensor, Average: Horovod's default) and dist.all_reduce
 #    on the same float32 tensors, interleaved; "x" = Gloo time / hv time (above 1: hv faster).
 # 2. The binding's cost: hvd.allreduce_ at 4 KiB against libhv's C benchmark (bench_allreduce)
-#    at 4 KiB, 2 ranks and 1 rank (1 rank: no peer, so the difference is the binding alone).
+#    at 4 KiB, 2 ranks and 1 rank (1 rank: no peer, so the difference is the binding alone);
+#    and, less exposed to the machine's drift, the same in one process (bench_torch.py
+#    binding_cost: the Python call, the bare ctypes call and a refused ctypes call, interleaved).
 # With --reps N each measurement is repeated N times and the median reported. Needs
 # /usr/bin/python3 with python3-torch and a build with build/python (cmake --build build).
 set -euo pipefail
@@ -67,4 +69,7 @@ END {
   printf "binding cost at 4 KiB (hvd.allreduce_ - C hv_allreduce, us per call):\n";
   printf "  2 ranks: python %.2f  C %.2f  -> %+.2f us\n", p2, c2, p2 - c2;
   printf "  1 rank:  python %.2f  C %.2f  -> %+.2f us\n", p1, c1, p1 - c1;
+  py = median("ROW1 cost-py 4096"); ct = median("ROW1 cost-ctypes 4096"); ffi = median("ROW1 cost-ffi 4096");
+  printf "  in one process, 1 rank: hvd.allreduce_ %.2f, hv_allreduce via ctypes %.2f, a refused\n", py, ct;
+  printf "  ctypes call %.2f -> binding = %.2f - %.2f + %.2f = %.2f us per call\n", ffi, py, ct, ffi, py - ct + ffi;
 }' "$out/rows"

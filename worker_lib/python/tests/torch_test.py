@@ -125,11 +125,17 @@ def scenario_loader():
     e = expect_raises(hvd.NotInitializedError, hvd.allreduce, torch.ones(4))
     assert isinstance(e, ValueError) and e.errname == "HV_ESTATE"
     expect_raises(hvd.NotInitializedError, hvd.broadcast_, torch.ones(4), 0)
+    m = torch.nn.Linear(2, 2)
+    expect_raises(hvd.NotInitializedError, hvd.DistributedOptimizer,
+                  torch.optim.SGD(m.parameters(), lr=0.1), named_parameters=m.named_parameters())
     hvd.shutdown()  # harmless before init
     hvd.init()  # a world of one
     hvd.init()  # again: nothing
     assert (hvd.size(), hvd.rank()) == (1, 0)
     assert hvd.allreduce(torch.arange(5.0)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert hvd.allreduce(torch.zeros(0)).numel() == 0  # empty tensors are fine
+    assert hvd.broadcast(torch.zeros(0, 3), 0).shape == (0, 3)
+    assert hvd.allgather(torch.tensor(7.0)).tolist() == [7.0]  # a scalar gathers as one row
     hvd.shutdown()
     expect_raises(hvd.NotInitializedError, hvd.allreduce_, torch.ones(2))
 

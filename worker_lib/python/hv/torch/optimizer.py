@@ -14,6 +14,7 @@ import warnings
 
 import torch
 
+from ..errors import NotInitializedError
 from . import _ops
 
 
@@ -21,6 +22,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # Mixed into a subclass of the user's optimizer class (see DistributedOptimizer below); the
     # original class's __init__ runs on its own param_groups, which carry every hyperparameter.
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op):
+        if _ops._lib.hv_size() < 1:
+            raise NotInitializedError("hv.torch.DistributedOptimizer: hv has not been "
+                                      "initialised; call hv.torch.init() first", 7, "HV_ESTATE")
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
