@@ -12,8 +12,10 @@ Scenarios:
              dtypes, ranks disagreeing on a size under one name), the GIL released in a call
   peer_gone  2 ranks: rank 1 is SIGKILLed; rank 0's allreduce raises HvInternalError (bounded)
              and the interpreter lives on
-Exit 77 (skip) when /usr/bin/python3 cannot import torch or HV_TEST_SANITIZE is set (the
-sanitizer build's libhv.so needs an ASan runtime that an uninstrumented python does not have).
+Exit 77 (skip) when /usr/bin/python3 cannot import torch, or when HV_TEST_SANITIZE is set (a
+sanitizer build whose runtimes could not be found). In the sanitizer build CMake sets
+HV_TEST_PRELOAD to GCC's libasan and libubsan, which the workers get as LD_PRELOAD (an
+uninstrumented python can load an instrumented libhv.so only that way), leak detection off.
 """
 
 import os
@@ -41,7 +43,13 @@ def launch(scenario, pypath):
         print("SKIP: %s cannot import torch (%s); install python3-torch "
               "(deploy/install-deps.sh)" % (sys.executable, exc))
         return 77
+    pypath = os.path.abspath(pypath)
     env = dict(os.environ, PYTHONPATH=pypath, HV_LOG_LEVEL=os.environ.get("HV_LOG_LEVEL", "3"))
+    if os.environ.get("HV_TEST_PRELOAD"):
+        # The sanitizer build: the workers load an instrumented libhv.so, so they need the
+        # sanitizer runtimes first; python's own memory is not freed at exit (no leak check).
+        env["LD_PRELOAD"] = os.environ["HV_TEST_PRELOAD"]
+        env["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     n = RANKS[scenario]
     me = os.path.abspath(__file__)
     if n == 0:
@@ -115,7 +123,7 @@ def scenario_loader():
                            text=True)
         for want in ("HV_LIBRARY (unset)", os.path.join(pkg, "libhv.so") + " (no such file)",
                      "libhv.so.0 on the loader path"):
-            assert r.returncode != 0 and want in r.stderr, (want, r.stderr)
+            assert r.returncode != 0 and want in r.stderr, (want, r.returncode, r.stderr, r.stdout)
     import torch
     import hv
     import hv.torch as hvd
