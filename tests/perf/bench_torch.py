@@ -10,6 +10,7 @@ Each rank initialises both hv and a Gloo process group. For every size and run, 
   hv      hvd.allreduce_(t, op=hvd.Sum)   in place, like dist.all_reduce
   hv-avg  hvd.allreduce(t)                Horovod's default: a new tensor, Average
   gloo    dist.all_reduce(t)              in place, SUM
+  gloo-avg  t.clone(), dist.all_reduce, div_  hv-avg's meaning written with torch.distributed
 A run times `iters` calls (256 MiB of traffic, 3..2000 calls) after a barrier; rank 0 prints
 ROW <kind> <bytes> <median us per call over runs> lines and, per size, gloo/hv ratios.
 """
@@ -32,6 +33,13 @@ def iters_for(nbytes):
     return max(3, min(2000, (256 << 20) // nbytes))
 
 
+def gloo_average(dist, t):
+    """What hvd.allreduce(t) does, written with torch.distributed: a new tensor, averaged."""
+    out = t.clone()
+    dist.all_reduce(out)
+    return out.div_(dist.get_world_size())
+
+
 def rank_main(sizes, runs):
     import torch
     import torch.distributed as dist
@@ -47,6 +55,7 @@ def rank_main(sizes, runs):
             "hv": (lambda: hvd.allreduce_(t, op=hvd.Sum), hvd.barrier),
             "hv-avg": (lambda: hvd.allreduce(t), hvd.barrier),
             "gloo": (lambda: dist.all_reduce(t), dist.barrier),
+            "gloo-avg": (lambda: gloo_average(dist, t), dist.barrier),
         }
         times = {k: [] for k in kinds}
         for k, (fn, _) in kinds.items():  # warm-up
