@@ -12,6 +12,8 @@ Scenarios:
              dtypes, ranks disagreeing on a size under one name), the GIL released in a call
   peer_gone  2 ranks: rank 1 is SIGKILLed; rank 0's allreduce raises HvInternalError (bounded)
              and the interpreter lives on
+  elastic    2 ranks, no head: hv.torch.elastic's TorchState (model, optimizer, scalars) synced
+             from rank 0 by run, commit and restore, exceptions through run
 Exit 77 (skip) when /usr/bin/python3 cannot import torch, or when HV_TEST_SANITIZE is set (a
 sanitizer build whose runtimes could not be found). In the sanitizer build CMake sets
 HV_TEST_PRELOAD to GCC's libasan and libubsan, which the workers get as LD_PRELOAD (an
@@ -27,7 +29,7 @@ import threading
 import time
 
 TIMEOUT_S = 45 * float(os.environ.get("HV_TEST_TIMEOUT_MULTIPLIER", "1"))
-RANKS = {"loader": 0, "api": 2, "peer_gone": 2}
+RANKS = {"loader": 0, "api": 2, "peer_gone": 2, "elastic": 2}
 
 
 # ---- the launcher ------------------------------------------------------------------------------
@@ -392,10 +394,64 @@ def scenario_peer_gone():
     print("rank 0: %s" % e)
 
 
+def scenario_elastic():
+    import torch
+    import hv.torch as hvd
+    from hv.torch import elastic
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    model = make_model(torch, seed=rank)  # different weights on every rank
+    mine = [p.detach().clone() for p in model.parameters()]
+    opt = hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.01),
+                                   named_parameters=model.named_parameters())
+    state = elastic.TorchState(model, opt, epoch=0, loss=1.5)
+    # The optimizer's lazy state exists now, equal to a fresh one's, and the model is unchanged.
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), mine))
+    st = opt.state[model.fc1.weight]
+    assert float(st["step"]) == 0 and not st["exp_avg"].any(), st
+    assert (state.epoch, state.loss) == (0, 1.5)
+    expect_raises(TypeError, elastic.TorchState, None, None, name="x", contains="int or a float")
+
+    @elastic.run
+    def train(state, epochs):
+        # run synced everything from rank 0 before calling us.
+        w = hvd.allgather_object(model.fc1.weight.sum().item())
+        assert len(set(w)) == 1, w
+        assert torch.equal(model.fc1.weight, make_model(torch, seed=0).fc1.weight)
+        for epoch in range(state.epoch, epochs):
+            x, y = batch(torch, 10 * epoch + rank)
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            state.epoch = epoch + 1
+            state.loss = 0.25 * (epoch + 1)
+            state.commit()
+        return "trained"
+
+    assert train(state, 2) == "trained" and (state.epoch, state.loss) == (2, 0.5)
+    assert float(opt.state[model.fc1.weight]["step"]) == 2
+    # restore: back to the last commit, tensors and scalars.
+    committed = [p.detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    state.epoch, state.loss = 99, -1.0
+    state.restore()
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), committed))
+    assert (state.epoch, state.loss) == (2, 0.5)
+
+    @elastic.run
+    def fails(state):
+        raise KeyError("not an hv error")
+
+    expect_raises(KeyError, fails, state, contains="not an hv error")
+    hvd.shutdown()
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--worker":
-        {"loader": scenario_loader, "api": scenario_api,
-         "peer_gone": scenario_peer_gone}[argv[2]]()
+        {"loader": scenario_loader, "api": scenario_api, "peer_gone": scenario_peer_gone,
+         "elastic": scenario_elastic}[argv[2]]()
         return 0
     if len(argv) == 4 and argv[1] == "--pypath" and argv[3] in RANKS:
         return launch(argv[3], argv[2])

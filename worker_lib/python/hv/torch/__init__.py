@@ -17,6 +17,7 @@ from ._ops import (Average, Compression, Max, Min, Product, Sum, allgather, allr
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
 from .optimizer import DistributedOptimizer
+from . import elastic  # noqa: E402  (hv.torch.elastic: TorchState, run; a first step)
 
 HorovodInternalError = HvInternalError
 
@@ -36,7 +37,7 @@ __all__ = [
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "synchronize", "poll",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_", "allgather",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
-    "DistributedOptimizer",
+    "DistributedOptimizer", "elastic",
     "HvError", "HvInternalError", "HorovodInternalError", "HostsUpdatedInterrupt",
     "MismatchError", "InvalidArgumentError", "NotInitializedError",
 ]
