@@ -445,6 +445,19 @@ def scenario_elastic():
         raise KeyError("not an hv error")
 
     expect_raises(KeyError, fails, state, contains="not an hv error")
+
+    # Without a head, libhv returns a peer failure as it is: rank 1's HvInternalError comes out
+    # of run on rank 1, and rank 0's next collective fails (bounded) with HvInternalError.
+    @elastic.run
+    def peer_fails(state):
+        state.commit()
+        if rank == 1:
+            raise hvd.HvInternalError("simulated peer failure", 8, "HV_EPEER")
+        return hvd.allreduce(torch.ones(2))
+
+    t0 = time.monotonic()
+    expect_raises(hvd.HvInternalError, peer_fails, state)
+    assert time.monotonic() - t0 < 10
     hvd.shutdown()
 
 
