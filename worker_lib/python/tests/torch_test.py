@@ -446,6 +446,33 @@ def scenario_elastic():
 
     expect_raises(KeyError, fails, state, contains="not an hv error")
 
+    # ElasticSampler: 2 epochs of 50 samples in steps of 4 per rank, every sample once per epoch.
+    sampler = elastic.ElasticSampler(list(range(50)), shuffle=True, seed=7, batch_size=4)
+    sstate = elastic.TorchState(None, None, sampler=sampler, epoch=0)
+
+    @elastic.run
+    def epochs(sstate):
+        orders = []
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            seen = []
+            for b in sampler.batches():
+                assert len(b) <= 4
+                step = [i for r in hvd.allgather_object(b) for i in r]
+                assert sampler.step_samples == len(step), (sampler.step_samples, step)
+                seen += step
+                sstate.commit()
+            assert sorted(seen) == list(range(50)), seen
+            st = sampler.stats()
+            assert (st["epoch"], st["processed"], st["duplicates"], st["remaining"],
+                    st["checksum"]) == (epoch, 50, 0, 0, 50 * 49 // 2), st
+            orders.append(seen)
+        assert orders[0] != orders[1]  # a new permutation each epoch
+        return orders
+
+    orders = epochs(sstate)
+    assert hvd.allgather_object(orders)[0] == orders
+
     # Without a head, libhv returns a peer failure as it is: rank 1's HvInternalError comes out
     # of run on rank 1, and rank 0's next collective fails (bounded) with HvInternalError.
     @elastic.run

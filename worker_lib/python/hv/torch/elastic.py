@@ -1,12 +1,12 @@
 """hv.torch.elastic: elastic training from Python over libhv's elastic C API (<hv/elastic.h>):
 TorchState (a model's and optimizer's tensors and scalars registered as libhv state buffers, so
-commit, restore and sync copy memory and never pickle) and run (Horovod's hvd.elastic.run: the
-training function under libhv's hv_elastic_run retry loop).
+commit, restore and sync copy memory and never pickle), run (Horovod's hvd.elastic.run: the training
+function under libhv's hv_elastic_run retry loop) and ElasticSampler (libhv's exact sampler).
 
 A FIRST STEP: this module works under a launcher without a head (HV_RDZV_DIR: sync, commit,
 restore, exceptions). Membership changes and rollback need workers started by hvagent, and
-hvsubmit cannot start a Python program yet (issue 14, section 3), so that path is untested; the
-ElasticSampler is not built yet. See docs/python.md.
+hvsubmit cannot start a Python program yet (issue 14, section 3), so that path is untested.
+See docs/python.md.
 """
 
 import ctypes
@@ -51,6 +51,123 @@ for _fn in ("hv_state_resets", "hv_state_rollbacks"):
     getattr(_l, _fn).argtypes = [_state_p]
 
 _HV_EINTERNAL = 10
+
+
+class _SamplerConfig(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("num_samples", ctypes.c_uint64),
+                ("seed", ctypes.c_uint64), ("batch", ctypes.c_uint32),
+                ("global_batch", ctypes.c_int), ("shuffle", ctypes.c_int)]
+
+
+class _SamplerStats(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("epoch", ctypes.c_uint64),
+                ("processed", ctypes.c_uint64), ("duplicates", ctypes.c_uint64),
+                ("remaining", ctypes.c_uint64), ("checksum", ctypes.c_uint64)]
+
+
+_l.hv_sampler_create.restype = ctypes.c_int
+_l.hv_sampler_create.argtypes = [_state_p, ctypes.c_char_p, ctypes.POINTER(_SamplerConfig),
+                                 ctypes.POINTER(ctypes.c_void_p)]
+_l.hv_sampler_next.restype = ctypes.c_int
+_l.hv_sampler_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
+                               ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
+_l.hv_sampler_step_samples.restype = ctypes.c_uint64
+_l.hv_sampler_step_samples.argtypes = [ctypes.c_void_p]
+_l.hv_sampler_next_epoch.restype = ctypes.c_int
+_l.hv_sampler_next_epoch.argtypes = [ctypes.c_void_p]
+_l.hv_sampler_stats.restype = ctypes.c_int
+_l.hv_sampler_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(_SamplerStats)]
+
+
+class ElasticSampler(torch.utils.data.Sampler):
+    """Horovod's ElasticSampler on libhv's exact sampler: within an epoch every sample is handed
+    out once across all ranks, across any number of resets (what was processed is exchanged at
+    every commit; a restore hands out again only what was not committed).
+
+    batch_size: samples per step per rank, or the global batch split across ranks when
+    global_batch=True (the same optimisation at any world size). Pass the sampler to TorchState
+    as a keyword argument (TorchState(model, opt, sampler=s)), which makes its position part of
+    the committed state. Iterate a step at a time with batches() (a list per step, possibly
+    empty on some ranks in an epoch's last step: every rank still takes part in the step's
+    collectives and commit). Iterating the sampler itself yields the same indices one by one
+    (for a DataLoader with num_workers=0; prefetching workers would take indices of steps not
+    yet processed, which the next commit then counts as done)."""
+
+    def __init__(self, dataset, shuffle=True, seed=0, batch_size=32, global_batch=False):
+        n = len(dataset)
+        if n < 1 or batch_size < 1:
+            raise ValueError("hv.torch.elastic.ElasticSampler: needs a non-empty dataset and "
+                             "batch_size >= 1")
+        self._cfg = _SamplerConfig(ctypes.sizeof(_SamplerConfig), n, int(seed), int(batch_size),
+                                   1 if global_batch else 0, 1 if shuffle else 0)
+        self._s = None
+        self._state = None
+        self.num_samples = n
+        self.batch_size = int(batch_size)
+
+    def _attach(self, state, name):
+        if self._s is not None:
+            raise ValueError("hv.torch.elastic.ElasticSampler: already part of a TorchState")
+        s = ctypes.c_void_p()
+        _lib.check(_l.hv_sampler_create(state._st, name.encode(), ctypes.byref(self._cfg),
+                                        ctypes.byref(s)), "hv_sampler_create")
+        self._s, self._state = s, state  # owned by the state (freed with it)
+
+    def _handle(self):
+        if self._s is None:
+            raise ValueError("hv.torch.elastic.ElasticSampler: pass it to TorchState(..., "
+                             "name=sampler) before use")
+        return self._s
+
+    def next_batch(self):
+        """This rank's indices for the next step (a list, maybe empty), or None at the end of
+        the epoch (on every rank at the same step)."""
+        cap = self.batch_size + 1
+        buf = (ctypes.c_uint64 * cap)()
+        n = ctypes.c_size_t(0)
+        end = ctypes.c_int(0)
+        _lib.check(_l.hv_sampler_next(self._handle(), buf, cap, ctypes.byref(n),
+                                      ctypes.byref(end)), "hv.torch.elastic.ElasticSampler")
+        if end.value:
+            return None
+        return list(buf[:n.value])
+
+    def batches(self):
+        """Steps of this epoch from the current position: a list of indices per step."""
+        while True:
+            b = self.next_batch()
+            if b is None:
+                return
+            yield b
+
+    def __iter__(self):
+        for b in self.batches():
+            yield from b
+
+    def __len__(self):
+        return self.num_samples
+
+    @property
+    def step_samples(self):
+        """Samples of the last step over all ranks (the divisor for a batch mean)."""
+        return int(_l.hv_sampler_step_samples(self._handle()))
+
+    def next_epoch(self):
+        """Starts the next epoch (every rank)."""
+        _lib.check(_l.hv_sampler_next_epoch(self._handle()), "hv.torch.elastic.next_epoch")
+
+    def set_epoch(self, epoch):
+        """Horovod's form: moves on to epoch (from the sampler's own epoch; never back)."""
+        while self.stats()["epoch"] < epoch:
+            self.next_epoch()
+
+    def stats(self):
+        """{epoch, processed, duplicates, remaining, checksum} of the current epoch."""
+        st = _SamplerStats()
+        st.size = ctypes.sizeof(_SamplerStats)
+        _lib.check(_l.hv_sampler_stats(self._handle(), ctypes.byref(st)),
+                   "hv.torch.elastic.stats")
+        return {k: int(getattr(st, k)) for k, _ in _SamplerStats._fields_[1:]}
 
 
 def _materialize_optimizer_state(optimizer):
@@ -120,7 +237,11 @@ class TorchState:
                         raise TypeError("hv.torch.elastic.TorchState: optimizer state %s is a %s; "
                                         "only tensors are supported" % (name, type(v).__name__))
         for k, v in scalars.items():
-            self._add_scalar(k, v)
+            if isinstance(v, ElasticSampler):
+                v._attach(self, k)
+                object.__setattr__(self, k, v)
+            else:
+                self._add_scalar(k, v)
 
     def _add_tensor(self, name, t):
         t = t.data if isinstance(t, torch.nn.Parameter) else t
