@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package that hv's build, tests and demo need.
 # (dataset-fashion-mnist: the data of examples/elastic_train, ~30 MiB, in /usr/share/datasets;
-# openssl: the command the TLS tests make their certificates with.)
+# openssl: the command the TLS tests make their certificates with; python3-torch: the tests of
+# the Python package, worker_lib/python.)
 # Idempotent: packages already present are left alone, so running it twice is harmless.
 # Usage: deploy/install-deps.sh [--bench]   (--bench adds OpenMPI for the benchmark peer)
 set -euo pipefail
@@ -11,7 +12,8 @@ pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotob
       clang libclang-rt-dev  # clang + libFuzzer runtime: tests/fuzz
       python3-grpcio       # an independent hostile client: tests/integration/hostile_client.sh
       dpkg-dev             # dpkg-shlibdeps: cpack's Debian packages (tests/package)
-      python3-yaml systemd)  # the static checks of deploy/k8s and the units (tests/deploy)
+      python3-yaml systemd # the static checks of deploy/k8s and the units (tests/deploy)
+      python3-torch)       # PyTorch 1.13 (CPU, Gloo; ~630 MB): hv.torch's tests and benchmarks
 if [ "${1:-}" = "--bench" ] || [ "${HV_BENCH_DEPS:-0}" = 1 ]; then
     pkgs+=(openmpi-bin libopenmpi-dev)
 fi

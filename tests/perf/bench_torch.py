@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""bench_torch.py: hv.torch's allreduce against torch.distributed with Gloo (what a PyTorch user
+has without hv), side by side in the same processes, and the binding's cost per call against
+libhv's C benchmark. Run through tests/perf/bench_torch.sh (one command).
+
+    bench_torch.py --launch N --pypath DIR [--sizes 4K,1M,64M] [--runs R]
+                                            forks N ranks meeting through a temporary
+                                            HV_RDZV_DIR (hv) and a loopback TCP store (Gloo)
+Each rank initialises both hv and a Gloo process group. For every size and run, back to back:
+  hv      hvd.allreduce_(t, op=hvd.Sum)   in place, like dist.all_reduce
+  hv-avg  hvd.allreduce(t)                Horovod's default: a new tensor, Average
+  gloo    dist.all_reduce(t)              in place, SUM
+  gloo-avg  t.clone(), dist.all_reduce, div_  hv-avg's meaning written with torch.distributed
+A run times `iters` calls (256 MiB of traffic, 3..2000 calls) after a barrier; rank 0 prints
+ROW <kind> <bytes> <median us per call over runs> lines and, per size, gloo/hv ratios.
+"""
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def parse_size(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
+
+
+def iters_for(nbytes):
+    return max(3, min(2000, (256 << 20) // nbytes))
+
+
+def gloo_average(dist, t):
+    """What hvd.allreduce(t) does, written with torch.distributed: a new tensor, averaged."""
+    out = t.clone()
+    dist.all_reduce(out)
+    return out.div_(dist.get_world_size())
+
+
+def rank_main(sizes, runs):
+    import torch
+    import torch.distributed as dist
+    import hv.torch as hvd
+    hvd.init()
+    dist.init_process_group("gloo", rank=hvd.rank(), world_size=hvd.size())
+    rows = {}
+    for nbytes in sizes:
+        n = nbytes // 4
+        t = torch.ones(n, dtype=torch.float32)
+        it = iters_for(nbytes)
+        kinds = {
+            "hv": (lambda: hvd.allreduce_(t, op=hvd.Sum), hvd.barrier),
+            "hv-avg": (lambda: hvd.allreduce(t), hvd.barrier),
+            "gloo": (lambda: dist.all_reduce(t), dist.barrier),
+            "gloo-avg": (lambda: gloo_average(dist, t), dist.barrier),
+        }
+        times = {k: [] for k in kinds}
+        for k, (fn, _) in kinds.items():  # warm-up
+            for _ in range(min(it, 10)):
+                fn()
+        for r in range(runs):
+            order = list(kinds) if r % 2 == 0 else list(reversed(list(kinds)))
+            for k in order:
+                fn, barrier = kinds[k]
+                barrier()
+                t0 = time.perf_counter()
+                for _ in range(it):
+                    fn()
+                times[k].append((time.perf_counter() - t0) / it)
+        for k in kinds:
+            rows[(k, nbytes)] = statistics.median(times[k])
+    if hvd.size() == 1:
+        rows.update(binding_cost(torch, hvd, runs))
+    if hvd.rank() == 0:
+        for (k, nbytes), secs in rows.items():
+            print("ROW %s %d %.2f" % (k, nbytes, secs * 1e6), flush=True)
+    dist.destroy_process_group()
+    hvd.shutdown()
+
+
+def binding_cost(torch, hvd, runs):
+    """One rank, 4 KiB, in one process and interleaved (so the machine's drift cancels):
+      py        hvd.allreduce_(t, op=hvd.Sum)
+      ctypes    the same hv_allreduce called straight through ctypes (no hv.torch code)
+      ffi       a ctypes call of hv_allreduce that libhv refuses at once (bad dtype): the cost of
+                crossing into C with 5 arguments, and nothing else
+    The binding's cost per call is then py - ctypes + ffi."""
+    from hv import _lib
+    t = torch.ones(1024)
+    p, n = t.data_ptr(), t.numel()
+    kinds = {
+        "py": lambda: hvd.allreduce_(t, op=hvd.Sum),
+        "ctypes": lambda: _lib.hv_allreduce(p, p, n, _lib.FLOAT32, _lib.SUM),
+        "ffi": lambda: _lib.hv_allreduce(p, p, n, 99, _lib.SUM),
+    }
+    times = {k: [] for k in kinds}
+    for _ in range(runs * 3):
+        for k, fn in kinds.items():
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            times[k].append((time.perf_counter() - t0) / 2000)
+    return {("cost-" + k, 4096): statistics.median(v) for k, v in times.items()}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(n, pypath, argv):
+    with tempfile.TemporaryDirectory(prefix="hv-bench-torch-") as rdzv:
+        port = str(free_port())
+        procs = []
+        for r in range(n):
+            env = dict(os.environ, PYTHONPATH=pypath, HV_RDZV_DIR=rdzv, HV_RANK=str(r),
+                       HV_SIZE=str(n), HV_LOCAL_RANK=str(r), HV_LOCAL_SIZE=str(n),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
+            procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv,
+                                          env=env))
+        rc = 0
+        for p in procs:
+            rc = rc or p.wait()
+        return rc
+
+
+def main(argv):
+    sizes, runs, n, pypath = [4 << 10, 1 << 20, 64 << 20], 7, 0, None
+    rest = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--launch":
+            n = int(argv[i + 1])
+        elif a == "--pypath":
+            pypath = argv[i + 1]
+        elif a == "--sizes":
+            sizes = [parse_size(s) for s in argv[i + 1].split(",")]
+            rest += [a, argv[i + 1]]
+        elif a == "--runs":
+            runs = int(argv[i + 1])
+            rest += [a, argv[i + 1]]
+        else:
+            print("bench_torch.py: unknown argument %s" % a, file=sys.stderr)
+            return 2
+        i += 2
+    if n > 0:
+        return launch(n, pypath or "", rest)
+    rank_main(sizes, runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,103 @@
+"""hv._lib: loads libhv.so with ctypes and declares the C functions of <hv/hv.h> that the
+Python package calls. It is the only module that touches ctypes prototypes; everything above it
+sees Python functions that raise hv exceptions (hv.errors) instead of returning hv_err codes.
+
+Where libhv.so comes from, in this order:
+  1. HV_LIBRARY, a path to the library (when set, nothing else is tried);
+  2. libhv.so inside this package's directory (the build tree links build/lib/libhv.so there);
+  3. libhv.so.0, then libhv.so, on the dynamic loader's path (LD_LIBRARY_PATH, ldconfig).
+When none loads, ImportError names every place tried and why each failed.
+
+ctypes.CDLL releases the GIL around every foreign call, so a blocking collective leaves other
+Python threads (a data loader) running.
+"""
+
+import ctypes
+import os
+
+from . import errors
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load():
+    tried = []
+    env = os.environ.get("HV_LIBRARY")
+    if env:
+        candidates = [("HV_LIBRARY=" + env, env)]
+    else:
+        tried.append("HV_LIBRARY (unset)")
+        here = os.path.join(_HERE, "libhv.so")
+        candidates = [(here, here), ("libhv.so.0 on the loader path", "libhv.so.0"),
+                      ("libhv.so on the loader path", "libhv.so")]
+    for label, path in candidates:
+        if os.sep in path and not os.path.exists(path):
+            tried.append("%s (no such file)" % label)
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as exc:
+            tried.append("%s (%s)" % (label, exc))
+    raise ImportError(
+        "hv: cannot load libhv: tried " + "; ".join(tried) +
+        ". Build it (cmake --build build: build/lib/libhv.so) and set HV_LIBRARY to its path, "
+        "or put it beside the hv package.")
+
+
+lib, path = _load()
+
+_c_int = ctypes.c_int
+_c_size = ctypes.c_size_t
+_vp = ctypes.c_void_p
+_handle = ctypes.c_uint64
+
+
+def _proto(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+hv_version = _proto("hv_version", ctypes.c_char_p)
+hv_strerror = _proto("hv_strerror", ctypes.c_char_p, _c_int)
+hv_errname = _proto("hv_errname", ctypes.c_char_p, _c_int)
+hv_init = _proto("hv_init", _c_int)
+hv_shutdown = _proto("hv_shutdown", _c_int)
+hv_abort = _proto("hv_abort", _c_int)
+hv_rank = _proto("hv_rank", _c_int)
+hv_size = _proto("hv_size", _c_int)
+hv_local_rank = _proto("hv_local_rank", _c_int)
+hv_local_size = _proto("hv_local_size", _c_int)
+hv_host_name = _proto("hv_host_name", ctypes.c_char_p)
+hv_last_error = _proto("hv_last_error", ctypes.c_char_p, ctypes.c_char_p, _c_size)
+hv_dtype_size = _proto("hv_dtype_size", _c_size, _c_int)
+hv_allreduce = _proto("hv_allreduce", _c_int, _vp, _vp, _c_size, _c_int, _c_int)
+hv_allreduce_async = _proto("hv_allreduce_async", _c_int, ctypes.c_char_p, _vp, _vp, _c_size,
+                            _c_int, _c_int, ctypes.POINTER(_handle))
+hv_broadcast = _proto("hv_broadcast", _c_int, _vp, _c_size, _c_int, _c_int)
+hv_broadcast_async = _proto("hv_broadcast_async", _c_int, ctypes.c_char_p, _vp, _c_size, _c_int,
+                            _c_int, ctypes.POINTER(_handle))
+hv_allgather = _proto("hv_allgather", _c_int, _vp, _c_size, _c_int, _vp, _c_size,
+                      ctypes.POINTER(_c_size))
+hv_barrier = _proto("hv_barrier", _c_int)
+hv_wait = _proto("hv_wait", _c_int, _handle)
+hv_test = _proto("hv_test", _c_int, _handle, ctypes.POINTER(_c_int))
+
+# enum hv_dtype and enum hv_op (values are part of libhv's ABI)
+FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT32, INT64, UINT8 = range(7)
+SUM, AVG, MIN, MAX, PRODUCT = range(5)
+
+
+def last_error():
+    """libhv's account of its last data-plane failure, or ""."""
+    buf = ctypes.create_string_buffer(1024)
+    hv_last_error(buf, len(buf))
+    return buf.value.decode("utf-8", "replace")
+
+
+def check(rc, what):
+    """Raises the hv exception for a non-zero hv_err rc; what names the call."""
+    if rc != 0:
+        raise errors.from_code(rc, what, hv_errname(rc).decode(), hv_strerror(rc).decode(),
+                               last_error())

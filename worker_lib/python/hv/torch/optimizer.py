@@ -1,0 +1,159 @@
+"""hv.torch.optimizer: DistributedOptimizer, which averages gradients across ranks while backward
+is still running. A hook on each parameter's gradient accumulator fires as soon as backward has
+written that parameter's gradient; it hands the gradient to libhv as a named asynchronous
+allreduce ("allreduce.<parameter name>"), so libhv negotiates, fuses and reduces it while
+backward computes the next layers. step() then waits only for what is still in flight.
+
+Used by training scripts through hv.torch.DistributedOptimizer(optimizer, named_parameters=...).
+It is a subclass of the user's optimizer class made on the fly, so isinstance checks, schedulers
+and state_dict() keep working.
+"""
+
+import contextlib
+import warnings
+
+import torch
+
+from ..errors import NotInitializedError
+from . import _ops
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    # Mixed into a subclass of the user's optimizer class (see DistributedOptimizer below); the
+    # original class's __init__ runs on its own param_groups, which carry every hyperparameter.
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op):
+        if _ops._lib.hv_size() < 1:
+            raise NotInitializedError("hv.torch.DistributedOptimizer: hv has not been "
+                                      "initialised; call hv.torch.init() first", 7, "HV_ESTATE")
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._op = op
+        if backward_passes_per_step < 1:
+            raise ValueError("hv.torch.DistributedOptimizer: backward_passes_per_step must be at "
+                             "least 1, got %r" % backward_passes_per_step)
+        self.backward_passes_per_step = backward_passes_per_step
+        all_params = [p for g in self.param_groups for p in g["params"]]
+        if named_parameters is not None:
+            named = list(named_parameters)
+            names = [n for n, _ in named]
+            if len(set(names)) != len(names):
+                dup = sorted({n for n in names if names.count(n) > 1})
+                raise ValueError("hv.torch.DistributedOptimizer: named_parameters has duplicate "
+                                 "names: %s" % ", ".join(dup))
+            by_id = {id(p): n for n, p in named}
+            unnamed = [i for i, p in enumerate(all_params) if id(p) not in by_id]
+            if unnamed:
+                raise ValueError("hv.torch.DistributedOptimizer: named_parameters lacks %d of the "
+                                 "optimizer's parameters (positions %s); pass "
+                                 "model.named_parameters() of the model the optimizer trains" %
+                                 (len(unnamed), unnamed[:8]))
+        else:
+            by_id = {id(p): "noname.%d" % i for i, p in enumerate(all_params)}
+        self._names = {p: "allreduce." + by_id[id(p)] for p in all_params}
+        self._requires_update = [p for p in all_params if p.requires_grad]
+        self._handles = {}  # param -> (handle, ctx): its gradient's allreduce in flight
+        self._delay = {p: backward_passes_per_step for p in self._requires_update}
+        self._synchronized = False
+        self._should_synchronize = True
+        self._hooks = []
+        if _ops._lib.hv_size() > 1:
+            self._register_hooks()
+
+    def _register_hooks(self):
+        for p in self._requires_update:
+            if hasattr(p, "register_post_accumulate_grad_hook"):  # torch >= 2.1
+                self._hooks.append(p.register_post_accumulate_grad_hook(self._make_hook(p)))
+                continue
+            # torch < 2.1: the AccumulateGrad node that writes p.grad, reached through a view.
+            acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            self._hooks.append(acc.register_hook(self._make_hook(p)))
+            self._hooks.append(acc)  # keeps the node (and its hook) alive
+
+    def _make_hook(self, p):
+        def hook(*_):
+            if p in self._handles:
+                raise AssertionError(
+                    "hv.torch.DistributedOptimizer: gradients were computed more than "
+                    "backward_passes_per_step (%d) times before step(); raise "
+                    "backward_passes_per_step to accumulate gradients locally" %
+                    self.backward_passes_per_step)
+            self._delay[p] -= 1
+            if self._delay[p] == 0:
+                self._handles[p] = self._submit(p)
+        return hook
+
+    def _submit(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        t, ctx = self._compression.compress(p.grad)
+        h = _ops.allreduce_async_(t, name=self._names[p], op=self._op)
+        return h, (t, ctx)
+
+    def synchronize(self):
+        """Submits the gradients that backward did not produce (unused parameters: zeros, so
+        every rank submits the same names) and waits for every gradient's allreduce."""
+        if _ops._lib.hv_size() <= 1:
+            self._synchronized = True
+            return
+        for p in self._requires_update:
+            if p not in self._handles:
+                self._handles[p] = self._submit(p)
+        handles, self._handles = self._handles, {}
+        first_error = None
+        for p, (h, (t, ctx)) in handles.items():
+            self._delay[p] = self.backward_passes_per_step
+            try:
+                out = _ops.synchronize(h)
+            except Exception as exc:  # wait for every handle before raising the first error
+                first_error = first_error or exc
+                continue
+            if out is not p.grad:
+                p.grad.copy_(self._compression.decompress(out, ctx))
+        if first_error is not None:
+            raise first_error
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """Lets step() skip its synchronize() after an explicit one (e.g. to clip gradients)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
+                              "optimizer.skip_synchronize(): gradients are reduced twice")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("hv.torch.DistributedOptimizer: zero_grad() called after "
+                                 "backward() but before step() or synchronize()")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=_ops.Compression.none,
+                         backward_passes_per_step=1, op=_ops.Average,
+                         gradient_predivide_factor=1.0):
+    """Wraps optimizer so that step() applies gradients averaged (op) over all ranks; each
+    gradient's allreduce starts as soon as backward produced it. named_parameters (normally
+    model.named_parameters()) names the tensors across ranks; without it they are named by
+    position, which needs the same optimizer construction on every rank.
+    backward_passes_per_step: local accumulation steps before the allreduce."""
+    if gradient_predivide_factor != 1.0:
+        raise ValueError("hv.torch.DistributedOptimizer: gradient_predivide_factor is not "
+                         "supported")
+    if op not in (_ops.Average, _ops.Sum):
+        raise ValueError("hv.torch.DistributedOptimizer: op must be Average or Sum")
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    dist = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op)
+    dist.state.update(optimizer.state)  # wrapping keeps momentum etc. (same parameter keys)
+    return dist

@@ -1,0 +1,503 @@
+#!/usr/bin/python3
+"""torch_test.py: unit tests of hv.torch (the Python binding of libhv) with real processes.
+
+    torch_test.py --pypath DIR SCENARIO     the launcher: spawns the scenario's ranks (each this
+                                            file with --worker), meeting through a temporary
+                                            HV_RDZV_DIR, and reports PASS / FAIL
+Scenarios:
+  loader     one process: where libhv is looked for and the errors when it is missing, calls
+             before init
+  api        2 ranks: every call, every dtype against a reference sum, non-contiguous tensors,
+             DistributedOptimizer against single-process training, misuse (wrong kinds and
+             dtypes, ranks disagreeing on a size under one name), the GIL released in a call
+  peer_gone  2 ranks: rank 1 is SIGKILLed; rank 0's allreduce raises HvInternalError (bounded)
+             and the interpreter lives on
+  elastic    2 ranks, no head: hv.torch.elastic's TorchState (model, optimizer, scalars) synced
+             from rank 0 by run, commit and restore, exceptions through run
+Exit 77 (skip) when /usr/bin/python3 cannot import torch, or when HV_TEST_SANITIZE is set (a
+sanitizer build whose runtimes could not be found). In the sanitizer build CMake sets
+HV_TEST_PRELOAD to GCC's libasan and libubsan, which the workers get as LD_PRELOAD (an
+uninstrumented python can load an instrumented libhv.so only that way), leak detection off.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TIMEOUT_S = 45 * float(os.environ.get("HV_TEST_TIMEOUT_MULTIPLIER", "1"))
+RANKS = {"loader": 0, "api": 2, "peer_gone": 2, "elastic": 2}
+
+
+# ---- the launcher ------------------------------------------------------------------------------
+
+def launch(scenario, pypath):
+    if os.environ.get("HV_TEST_SANITIZE"):
+        print("SKIP: sanitizer build: its libhv.so needs the ASan runtime preloaded into python; "
+              "the Python tests run in the plain build")
+        return 77
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        print("SKIP: %s cannot import torch (%s); install python3-torch "
+              "(deploy/install-deps.sh)" % (sys.executable, exc))
+        return 77
+    pypath = os.path.abspath(pypath)
+    env = dict(os.environ, PYTHONPATH=pypath, HV_LOG_LEVEL=os.environ.get("HV_LOG_LEVEL", "3"))
+    if os.environ.get("HV_TEST_PRELOAD"):
+        # The sanitizer build: the workers load an instrumented libhv.so, so they need the
+        # sanitizer runtimes first; python's own memory is not freed at exit (no leak check).
+        env["LD_PRELOAD"] = os.environ["HV_TEST_PRELOAD"]
+        env["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    n = RANKS[scenario]
+    me = os.path.abspath(__file__)
+    if n == 0:
+        rc = subprocess.call([sys.executable, me, "--worker", scenario], env=env,
+                             timeout=TIMEOUT_S)
+        print("PASS" if rc == 0 else "FAIL: %s exited %d" % (scenario, rc))
+        return 0 if rc == 0 else 1
+    with tempfile.TemporaryDirectory(prefix="hv-pytest-") as rdzv:
+        procs = []
+        for r in range(n):
+            e = dict(env, HV_RDZV_DIR=rdzv, HV_RANK=str(r), HV_SIZE=str(n), HV_LOCAL_RANK=str(r),
+                     HV_LOCAL_SIZE=str(n))
+            procs.append(subprocess.Popen([sys.executable, me, "--worker", scenario], env=e))
+        expected = {r: 0 for r in range(n)}
+        if scenario == "peer_gone":
+            expected[1] = -signal.SIGKILL
+        deadline = time.monotonic() + TIMEOUT_S
+        failed = None
+        while time.monotonic() < deadline and failed is None:
+            if all(p.poll() is not None for p in procs):
+                break
+            for r, p in enumerate(procs):
+                if p.poll() is not None and p.returncode != expected[r]:
+                    failed = "rank %d exited %d" % (r, p.returncode)
+            time.sleep(0.05)
+        else:
+            if failed is None:
+                failed = "timed out after %.0f s" % TIMEOUT_S
+        for p in procs:  # a failed rank leaves its peers waiting in a collective
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for r, p in enumerate(procs):
+            if failed is None and p.returncode != expected[r]:
+                failed = "rank %d exited %d" % (r, p.returncode)
+    if failed:
+        print("FAIL: %s: %s" % (scenario, failed))
+        return 1
+    print("PASS")
+    return 0
+
+
+# ---- the workers -------------------------------------------------------------------------------
+
+def expect_raises(exc_type, fn, *args, contains=None, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except exc_type as exc:
+        if contains is not None and contains not in str(exc):
+            raise AssertionError("%s raised %r, which lacks %r" % (fn.__name__, exc, contains))
+        return exc
+    raise AssertionError("%s did not raise %s" % (fn.__name__, exc_type.__name__))
+
+
+def scenario_loader():
+    here = os.environ["PYTHONPATH"]
+    env = dict(os.environ, HV_LIBRARY="/nonexistent/libhv.so")
+    r = subprocess.run([sys.executable, "-c", "import hv"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "HV_LIBRARY=/nonexistent/libhv.so (no such file)" in r.stderr, \
+        r.stderr
+    # Without HV_LIBRARY and without a libhv.so beside the package: every place tried is named.
+    with tempfile.TemporaryDirectory() as d:
+        pkg = os.path.join(d, "hv")
+        os.mkdir(pkg)
+        for f in ("__init__.py", "_lib.py", "errors.py"):
+            os.symlink(os.path.join(here, "hv", f), os.path.join(pkg, f))
+        env = {k: v for k, v in os.environ.items() if k not in ("HV_LIBRARY", "LD_LIBRARY_PATH")}
+        env["PYTHONPATH"] = d
+        r = subprocess.run([sys.executable, "-c", "import hv"], env=env, capture_output=True,
+                           text=True)
+        for want in ("HV_LIBRARY (unset)", os.path.join(pkg, "libhv.so") + " (no such file)",
+                     "libhv.so.0 on the loader path"):
+            assert r.returncode != 0 and want in r.stderr, (want, r.returncode, r.stderr, r.stdout)
+    import torch
+    import hv
+    import hv.torch as hvd
+    assert hv.library_path.endswith("libhv.so") and hv.version().count(".") == 2
+    for fn in (hvd.size, hvd.rank, hvd.local_rank, hvd.local_size):
+        expect_raises(hvd.NotInitializedError, fn, contains="init()")
+    e = expect_raises(hvd.NotInitializedError, hvd.allreduce, torch.ones(4))
+    assert isinstance(e, ValueError) and e.errname == "HV_ESTATE"
+    expect_raises(hvd.NotInitializedError, hvd.broadcast_, torch.ones(4), 0)
+    m = torch.nn.Linear(2, 2)
+    expect_raises(hvd.NotInitializedError, hvd.DistributedOptimizer,
+                  torch.optim.SGD(m.parameters(), lr=0.1), named_parameters=m.named_parameters())
+    hvd.shutdown()  # harmless before init
+    hvd.init()  # a world of one
+    hvd.init()  # again: nothing
+    assert (hvd.size(), hvd.rank()) == (1, 0)
+    assert hvd.allreduce(torch.arange(5.0)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert hvd.allreduce(torch.zeros(0)).numel() == 0  # empty tensors are fine
+    assert hvd.broadcast(torch.zeros(0, 3), 0).shape == (0, 3)
+    assert hvd.allgather(torch.tensor(7.0)).tolist() == [7.0]  # a scalar gathers as one row
+    hvd.shutdown()
+    expect_raises(hvd.NotInitializedError, hvd.allreduce_, torch.ones(2))
+
+
+def base(k, n, dtype):
+    """Rank k's input: small integers, so every sum and average is exact in every dtype."""
+    import torch
+    return ((torch.arange(n) % 7) + k * 3).to(dtype)
+
+
+def check_dtypes(hvd, torch, rank, size):
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+                  torch.int64, torch.uint8):
+        for n in (1, 1000, 300_001):
+            mine = base(rank, n, dtype)
+            ref_sum = sum(base(k, n, torch.float64) for k in range(size))
+            out = hvd.allreduce(mine, op=hvd.Sum)
+            assert out.dtype == dtype and torch.equal(out.double(), ref_sum), (dtype, n)
+            assert torch.equal(mine, base(rank, n, dtype)), "allreduce changed its input"
+            ref_max = torch.stack([base(k, n, torch.float64) for k in range(size)]).max(0).values
+            assert torch.equal(hvd.allreduce(mine, op=hvd.Max).double(), ref_max)
+            if dtype.is_floating_point:
+                avg = hvd.allreduce(mine)  # Horovod's default: Average
+                assert torch.equal(avg.double(), ref_sum / size), (dtype, n)
+            t = mine.clone()
+            assert hvd.allreduce_(t, op=hvd.Sum) is t and torch.equal(t.double(), ref_sum)
+            t = mine.clone()
+            h = hvd.allreduce_async_(t, name="dt.%s.%d" % (dtype, n), op=hvd.Sum)
+            while not hvd.poll(h):
+                time.sleep(0.001)
+            assert hvd.synchronize(h) is t and torch.equal(t.double(), ref_sum)
+            h = hvd.allreduce_async(mine, name="dto.%s.%d" % (dtype, n), op=hvd.Sum)
+            assert torch.equal(hvd.synchronize(h).double(), ref_sum)
+            expect_raises(ValueError, hvd.synchronize, h)  # spent
+
+
+def check_layouts(hvd, torch, rank, size):
+    # Non-contiguous: a transposed view and a strided slice, reduced in place and out of place.
+    ref = sum(base(k, 64, torch.float32) for k in range(size)).view(8, 8)
+    t = base(rank, 64, torch.float32).view(8, 8).t()
+    assert not t.is_contiguous()
+    assert torch.equal(hvd.allreduce(t, op=hvd.Sum), ref.t())
+    assert hvd.allreduce_(t, op=hvd.Sum) is t and torch.equal(t, ref.t())
+    big = base(rank, 64, torch.float64)
+    view = big[::2]
+    hvd.synchronize(hvd.allreduce_async_(view, name="strided", op=hvd.Sum))
+    full_ref = sum(base(k, 64, torch.float64) for k in range(size))
+    assert torch.equal(big[::2], full_ref[::2]) and torch.equal(big[1::2],
+                                                                base(rank, 64,
+                                                                     torch.float64)[1::2])
+    # Named blocking calls, pre/post scale, fp16 compression.
+    x = torch.full((10,), float(rank + 1))
+    assert torch.equal(hvd.allreduce(x, name="named.sum", op=hvd.Sum), torch.full((10,), 3.0))
+    assert torch.equal(hvd.allreduce(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5),
+                       torch.full((10,), 3.0))
+    c = hvd.allreduce(x, op=hvd.Sum, compression=hvd.Compression.fp16)
+    assert c.dtype == torch.float32 and torch.equal(c, torch.full((10,), 3.0))
+
+
+def check_broadcast_gather(hvd, torch, rank, size):
+    for root in range(size):
+        t = torch.full((5, 3), float(rank))
+        out = hvd.broadcast(t, root)
+        assert torch.equal(out, torch.full((5, 3), float(root))) and t[0, 0] == rank
+        assert hvd.broadcast_(t, root) is t and torch.equal(t, out)
+        u = torch.full((4, 4), rank, dtype=torch.int64).t()
+        hvd.synchronize(hvd.broadcast_async_(u, root, name="bc.%d" % root))
+        assert torch.equal(u, torch.full((4, 4), root, dtype=torch.int64))
+    # allgather: rank k gives k+1 rows.
+    g = hvd.allgather(torch.full((rank + 1, 2), rank, dtype=torch.int32))
+    want = torch.cat([torch.full((k + 1, 2), k, dtype=torch.int32) for k in range(size)])
+    assert torch.equal(g, want), g
+    e = expect_raises(hvd.MismatchError, hvd.allgather, torch.zeros(2, rank + 1),
+                      contains="dimensions after the first")
+    assert isinstance(e, ValueError)
+    expect_raises(hvd.MismatchError, hvd.allgather, torch.zeros([2] * (rank + 1)),
+                  contains="numbers of dimensions")
+    assert hvd.broadcast_object({"r": rank, "l": [1, 2]}, root_rank=1) == {"r": 1, "l": [1, 2]}
+    assert hvd.allgather_object(("x", rank)) == [("x", k) for k in range(size)]
+
+
+def make_model(torch, seed):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(6, 16)
+            self.fc2 = torch.nn.Linear(16, 3)
+            self.unused = torch.nn.Linear(2, 2)  # not in the graph: reduced as zeros
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+    torch.manual_seed(seed)
+    return Net()
+
+
+def batch(torch, k):
+    g = torch.Generator().manual_seed(100 + k)
+    return torch.randn(8, 6, generator=g), torch.randn(8, 3, generator=g)
+
+
+def check_optimizer(hvd, torch, rank, size):
+    # broadcast_parameters: every rank starts from rank 0's weights.
+    model = make_model(torch, seed=rank)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    ref = make_model(torch, seed=0)
+    for a, b in zip(model.parameters(), ref.parameters()):
+        assert torch.equal(a, b)
+    # broadcast_optimizer_state: rank 0 has momentum buffers and another lr, the others none.
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if rank == 0:
+        x, y = batch(torch, 99)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        opt.param_groups[0]["lr"] = 0.05
+    hvd.broadcast_parameters(list(model.named_parameters()), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert opt.param_groups[0]["lr"] == 0.05 and len(opt.state) == 4
+    states = hvd.allgather_object({k: v["momentum_buffer"].tolist()
+                                   for k, v in opt.state_dict()["state"].items()})
+    assert all(s == states[0] for s in states)
+    ref = make_model(torch, seed=0)
+    ref.load_state_dict(model.state_dict())
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+    ref_opt.load_state_dict(opt.state_dict())
+    # DistributedOptimizer against one process that sees every rank's batch.
+    dopt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    assert isinstance(dopt, torch.optim.SGD)
+    for step in range(3):
+        x, y = batch(torch, 10 * step + rank)
+        dopt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        # The gradients went to libhv during backward, not in step().
+        assert len(dopt._handles) == 4, len(dopt._handles)
+        dopt.step()
+        ref_opt.zero_grad()
+        for k in range(size):
+            xk, yk = batch(torch, 10 * step + k)
+            (torch.nn.functional.mse_loss(ref(xk), yk) / size).backward()
+        ref_opt.step()
+        for (n, a), b in zip(model.named_parameters(), ref.parameters()):
+            assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), (step, n, (a - b).abs().max())
+    # backward_passes_per_step=2: two local backwards, one allreduce.
+    m2 = make_model(torch, seed=0)
+    o2 = hvd.DistributedOptimizer(torch.optim.SGD(m2.parameters(), lr=0.1),
+                                  named_parameters=m2.named_parameters(),
+                                  backward_passes_per_step=2, op=hvd.Sum)
+    for p in range(2):
+        x, y = batch(torch, 50 + p)
+        torch.nn.functional.mse_loss(m2(x), y).backward()
+        assert len(o2._handles) == (0 if p == 0 else 4)
+    expect_raises(AssertionError, o2.zero_grad)
+    x, y = batch(torch, 52)
+    expect_raises(Exception, lambda: torch.nn.functional.mse_loss(m2(x), y).backward(),
+                  contains="backward_passes_per_step")
+    o2.step()
+    # Misuse of the constructor.
+    expect_raises(ValueError, hvd.DistributedOptimizer, torch.optim.SGD(m2.parameters(), lr=1),
+                  named_parameters=[("a", p) for p in m2.parameters()], contains="duplicate")
+    expect_raises(ValueError, hvd.DistributedOptimizer, torch.optim.SGD(m2.parameters(), lr=1),
+                  named_parameters=list(m2.named_parameters())[:1], contains="lacks")
+
+
+def check_misuse(hvd, torch, rank, size):
+    import numpy
+    for bad in ([1.0, 2.0], numpy.ones(3, dtype=numpy.float32), 3.0):
+        expect_raises(TypeError, hvd.allreduce, bad, contains="expected a torch.Tensor")
+    for dt in (torch.int8, torch.bool, torch.complex64, torch.int16):
+        expect_raises(TypeError, hvd.allreduce, torch.zeros(3, dtype=dt),
+                      contains="is not supported")
+    expect_raises(TypeError, hvd.allreduce_, torch.zeros(3, device="meta"), contains="CPU")
+    expect_raises(TypeError, hvd.broadcast_, torch.zeros(2, 2).to_sparse(), 0,
+                  contains="dense tensors only")
+    expect_raises(ValueError, hvd.allreduce, torch.ones(2), op=42)
+    expect_raises(ValueError, hvd.allreduce, torch.ones(2), average=True, op=hvd.Sum)
+    e = expect_raises(hvd.InvalidArgumentError, hvd.broadcast_, torch.ones(2), size + 3)
+    assert e.errname == "HV_EINVAL"
+    expect_raises(ValueError, hvd.synchronize, 123456789)
+    # Two ranks disagree on a tensor's size under one name: both get MismatchError.
+    e = expect_raises(hvd.MismatchError, hvd.allreduce, torch.ones(10 + rank), name="mismatch")
+    assert e.errname == "HV_EPROTO" and isinstance(e, hvd.HvError), e
+    # libhv's data plane is still usable after the refused operation.
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), 2.0))
+
+
+def check_gil(hvd, torch, rank, size):
+    # Rank 1 joins late, so rank 0 sits in libhv for ~1 s; a Python thread must keep running.
+    ticks = [0]
+    stop = threading.Event()
+
+    def loader():
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    th = threading.Thread(target=loader)
+    th.start()
+    hvd.barrier()
+    if rank == 1:
+        time.sleep(1.0)
+    before, t0 = ticks[0], time.monotonic()
+    out = hvd.allreduce(torch.ones(1 << 20), op=hvd.Sum)
+    waited, ran = time.monotonic() - t0, ticks[0] - before
+    print("gil: rank %d waited %.2f s, thread ran %d times" % (rank, waited, ran), file=sys.stderr)
+    stop.set()
+    th.join()
+    assert torch.equal(out, torch.full((1 << 20,), 2.0))
+    if rank == 0:
+        assert waited > 0.5, waited
+        assert ran >= 50, "a Python thread ran %d times during a %.2f s allreduce" % (ran, waited)
+
+
+def scenario_api():
+    import torch
+    import hv.torch as hvd
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    assert size == 2 and (hvd.local_rank(), hvd.local_size()) == (rank, 2)
+    check_dtypes(hvd, torch, rank, size)
+    check_layouts(hvd, torch, rank, size)
+    check_broadcast_gather(hvd, torch, rank, size)
+    check_optimizer(hvd, torch, rank, size)
+    check_misuse(hvd, torch, rank, size)
+    check_gil(hvd, torch, rank, size)
+    hvd.shutdown()
+
+
+def scenario_peer_gone():
+    import torch
+    import hv.torch as hvd
+    hvd.init()
+    rank = hvd.rank()
+    hvd.allreduce(torch.ones(100))
+    if rank == 1:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    t0 = time.monotonic()
+    e = expect_raises(hvd.HvInternalError, hvd.allreduce, torch.ones(1 << 16))
+    assert hvd.HorovodInternalError is hvd.HvInternalError
+    assert time.monotonic() - t0 < 10, time.monotonic() - t0
+    assert e.errname in ("HV_EPEER", "HV_ETIMEDOUT", "HV_ECANCELED"), e
+    # Every later call fails the same way until shutdown + init.
+    expect_raises(hvd.HvInternalError, hvd.allreduce_, torch.ones(4))
+    hvd.shutdown()
+    print("rank 0: %s" % e)
+
+
+def scenario_elastic():
+    import torch
+    import hv.torch as hvd
+    from hv.torch import elastic
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    model = make_model(torch, seed=rank)  # different weights on every rank
+    mine = [p.detach().clone() for p in model.parameters()]
+    opt = hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.01),
+                                   named_parameters=model.named_parameters())
+    state = elastic.TorchState(model, opt, epoch=0, loss=1.5)
+    # The optimizer's lazy state exists now, equal to a fresh one's, and the model is unchanged.
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), mine))
+    st = opt.state[model.fc1.weight]
+    assert float(st["step"]) == 0 and not st["exp_avg"].any(), st
+    assert (state.epoch, state.loss) == (0, 1.5)
+    expect_raises(TypeError, elastic.TorchState, None, None, name="x", contains="int or a float")
+
+    @elastic.run
+    def train(state, epochs):
+        # run synced everything from rank 0 before calling us.
+        w = hvd.allgather_object(model.fc1.weight.sum().item())
+        assert len(set(w)) == 1, w
+        assert torch.equal(model.fc1.weight, make_model(torch, seed=0).fc1.weight)
+        for epoch in range(state.epoch, epochs):
+            x, y = batch(torch, 10 * epoch + rank)
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            state.epoch = epoch + 1
+            state.loss = 0.25 * (epoch + 1)
+            state.commit()
+        return "trained"
+
+    assert train(state, 2) == "trained" and (state.epoch, state.loss) == (2, 0.5)
+    assert float(opt.state[model.fc1.weight]["step"]) == 2
+    # restore: back to the last commit, tensors and scalars.
+    committed = [p.detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    state.epoch, state.loss = 99, -1.0
+    state.restore()
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), committed))
+    assert (state.epoch, state.loss) == (2, 0.5)
+
+    @elastic.run
+    def fails(state):
+        raise KeyError("not an hv error")
+
+    expect_raises(KeyError, fails, state, contains="not an hv error")
+
+    # ElasticSampler: 2 epochs of 50 samples in steps of 4 per rank, every sample once per epoch.
+    sampler = elastic.ElasticSampler(list(range(50)), shuffle=True, seed=7, batch_size=4)
+    sstate = elastic.TorchState(None, None, sampler=sampler, epoch=0)
+
+    @elastic.run
+    def epochs(sstate):
+        orders = []
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            seen = []
+            for b in sampler.batches():
+                assert len(b) <= 4
+                step = [i for r in hvd.allgather_object(b) for i in r]
+                assert sampler.step_samples == len(step), (sampler.step_samples, step)
+                seen += step
+                sstate.commit()
+            assert sorted(seen) == list(range(50)), seen
+            st = sampler.stats()
+            assert (st["epoch"], st["processed"], st["duplicates"], st["remaining"],
+                    st["checksum"]) == (epoch, 50, 0, 0, 50 * 49 // 2), st
+            orders.append(seen)
+        assert orders[0] != orders[1]  # a new permutation each epoch
+        return orders
+
+    orders = epochs(sstate)
+    assert hvd.allgather_object(orders)[0] == orders
+
+    # Without a head, libhv returns a peer failure as it is: rank 1's HvInternalError comes out
+    # of run on rank 1, and rank 0's next collective fails (bounded) with HvInternalError.
+    @elastic.run
+    def peer_fails(state):
+        state.commit()
+        if rank == 1:
+            raise hvd.HvInternalError("simulated peer failure", 8, "HV_EPEER")
+        return hvd.allreduce(torch.ones(2))
+
+    t0 = time.monotonic()
+    expect_raises(hvd.HvInternalError, peer_fails, state)
+    assert time.monotonic() - t0 < 10
+    hvd.shutdown()
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--worker":
+        {"loader": scenario_loader, "api": scenario_api, "peer_gone": scenario_peer_gone,
+         "elastic": scenario_elastic}[argv[2]]()
+        return 0
+    if len(argv) == 4 and argv[1] == "--pypath" and argv[3] in RANKS:
+        return launch(argv[3], argv[2])
+    print("usage: torch_test.py --pypath DIR {%s}" % "|".join(RANKS), file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
