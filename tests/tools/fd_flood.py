@@ -11,20 +11,14 @@ usage:
       them, prints "opened N closed C", then closes them all.
 Every wait is bounded.
 """
+import os
 import socket
 import sys
 import threading
 import time
 
-
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out += bytes([b | (0x80 if v else 0)])
-        if not v:
-            return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pbwire import varint  # noqa: E402
 
 
 def watch(target, token_file, job, n, hold):

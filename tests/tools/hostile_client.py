@@ -8,11 +8,15 @@ With JOIN_TOKEN, Join is part of the size bounds section too.
 Prints one line per check; exits 1 if any check failed, 0 otherwise.
 """
 import concurrent.futures
+import os
 import re
 import sys
 import time
 
 import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pbwire import varint  # noqa: E402
 
 OK, INVALID, NOT_FOUND, PERM, EXHAUSTED, UNAUTH = 0, 3, 5, 7, 8, 16
 BAD = {2: "UNKNOWN", 13: "INTERNAL"}
@@ -71,16 +75,6 @@ def check(name, got, want, details):
     print("%s %s: got %d, want %s%s" % ("ok  " if good else "FAIL", name, got,
                                          "/".join(str(w) for w in sorted(want)),
                                          "" if good else " (%s)" % details))
-
-
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out += bytes([b | (0x80 if v else 0)])
-        if not v:
-            return out
 
 
 GARBAGE = b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x02"  # a varint that never ends well

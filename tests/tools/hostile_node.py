@@ -11,69 +11,18 @@ Prints "node_id=N" after the join, "acked=S": the highest seq the head acknowled
 DIGEST (0 OK, 7 PERMISSION_DENIED). Exits 1 if the join or the Session
 could not be opened, 0 otherwise (whether the head applied the reports is for the caller to judge).
 """
+import os
 import sys
 import time
 
 import grpc
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pbwire import f_bytes, f_int, fields  # noqa: E402
+
 target, join_token, name, forged, digest = sys.argv[1:6]
 workers = [int(w) for w in sys.argv[6:]]
 INCARNATION = 0x5EC0DE
-
-
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out += bytes([b | (0x80 if v else 0)])
-        if not v:
-            return out
-
-
-def key(field, wire):
-    return varint(field << 3 | wire)
-
-
-def f_int(field, v):
-    return key(field, 0) + varint(v) if v else b""
-
-
-def f_bytes(field, b):
-    b = b.encode() if isinstance(b, str) else b
-    return key(field, 2) + varint(len(b)) + b
-
-
-def fields(data):
-    """Top-level fields of a message: {number: [value, ...]} (varints as int, others as bytes)."""
-    out, i = {}, 0
-    while i < len(data):
-        k, i = read_varint(data, i)
-        num, wire = k >> 3, k & 7
-        if wire == 0:
-            v, i = read_varint(data, i)
-        elif wire == 2:
-            n, i = read_varint(data, i)
-            v, i = data[i:i + n], i + n
-        elif wire == 1:
-            v, i = data[i:i + 8], i + 8
-        elif wire == 5:
-            v, i = data[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wire)
-        out.setdefault(num, []).append(v)
-    return out
-
-
-def read_varint(data, i):
-    v, shift = 0, 0
-    while True:
-        b = data[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, i
 
 
 ident = lambda b: b  # noqa: E731 (raw bytes both ways)
