@@ -842,7 +842,8 @@ void hv_jm_exited(hv_jm_job_t *j, hv_jm_worker_t *w, int exit_code, int term_sig
     if (term_signal != 0 && completing(j)) {
         /* Killed from outside around the end (its node's agent, a person, the kernel) while the
          * training had finished: not a failure of the job. */
-        act_event(out, "job.note", NULL, "%s after the training had finished", what);
+        act_event(out, "job.note", NULL, "%s, after the training had finished: not a failure",
+                  what);
         worker_ended(j, w, HV_WK_EXITED, 0, what, now, out);
         return;
     }
@@ -866,7 +867,8 @@ void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t no
     w->exit_code = -1;
     int failure = !w->removed && !w->kill_sent;
     if (failure && completing(j)) {
-        act_event(out, "job.note", NULL, "%s after the training had finished", what);
+        act_event(out, "job.note", NULL, "%s, after the training had finished: not a failure",
+                  what);
         failure = 0;
     }
     worker_ended(j, w, HV_WK_LOST, failure, what, now, out);

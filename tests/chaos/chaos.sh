@@ -1,0 +1,165 @@
+#!/bin/sh
+# tests/chaos/chaos.sh: a seeded chaos run against an elastic job, as a user who leaves a long
+# job running would see it. A real head and one-slot agents (heartbeat 200 ms, lease 2 s) run
+# examples/elastic_train through hvsubmit (-np 4 --min-np 1 --max-np 4 --max-resets 1000
+# --elastic-timeout 60 --blacklist-cooldown 1:2); every 2-4 s one fault, drawn from the seed:
+#   kill-worker   kill -9 of one of the job's workers
+#   kill-agent    kill -9 of an agent and its workers; a fresh agent (a new name) joins 1 s later
+#   drain         hvctl drain of a node, undrain 1.5 s later
+#   drain-many    hvctl drain of two nodes at once, undrain 1.5 s later
+#   stop-agent    SIGSTOP of an agent for longer than the lease (3.5 s), then SIGCONT
+#   kill-head     kill -9 of the head, restarted on the same address and data directory
+# One fault at a time (never more than one node down, apart from drain-many's two drained
+# nodes). The run passes when hvsubmit exits 0, every epoch's line is in the epoch log exactly
+# once with every sample processed once, and the last epoch's accuracy is over a floor.
+# (A network namespace's link set down is not among the faults: tests/integration/
+# elastic_netns.sh covers a lost link on its own.)
+#
+# It prints "chaos seed=S" and one line per fault ("t=12.3 fault=kill-worker node=c2 pid=..."),
+# so a failure can be replayed: the same seed draws the same faults at the same times.
+#
+#   chaos.sh --seed S [--epochs E] [--train-limit N] [--accuracy-floor A]
+#   chaos.sh --seeds "S1 S2 ..." [same options]     one fresh cluster per seed, in turn
+# Run through ctest (hv.chaos.ci), or by hand with HV_BIN_DIR/HV_EXAMPLES_DIR/HV_SRC_DIR set
+# (tests/chaos/soak.sh sets them). Exit 0 when every seed passed.
+set -u
+SEED="" SEEDS="" EPOCHS=8 LIMIT=12000 FLOOR=0.65 STEP_MS=15
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --seed) SEED=$2; shift 2 ;;
+    --seeds) SEEDS=$2; shift 2 ;;
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --train-limit) LIMIT=$2; shift 2 ;;
+    --accuracy-floor) FLOOR=$2; shift 2 ;;
+    --step-delay-ms) STEP_MS=$2; shift 2 ;;
+    *) echo "chaos.sh: unknown option $1" >&2; exit 64 ;;
+    esac
+done
+if [ -n "$SEEDS" ]; then
+    failed=""
+    for s in $SEEDS; do
+        sh "$0" --seed "$s" --epochs "$EPOCHS" --train-limit "$LIMIT" \
+            --accuracy-floor "$FLOOR" --step-delay-ms "$STEP_MS" || failed="$failed $s"
+    done
+    [ -z "$failed" ] || { echo "chaos: seeds that failed:$failed (replay: chaos.sh --seed S)" >&2; exit 1; }
+    echo "PASS: chaos seeds $SEEDS"
+    exit 0
+fi
+[ -n "$SEED" ] || { echo "chaos.sh: --seed S or --seeds LIST is required" >&2; exit 64; }
+
+. "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/elastic.sh"
+hv_setup
+HB_MS=200 LEASE_MS=2000
+RDZV_S=10 start_elastic_head
+port=${HEAD##*:}
+sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
+
+# The seeded draws: an LCG in shell arithmetic (the same on every machine). rand N: 0..N-1.
+RNG=$(( SEED % 2147483647 ))
+[ "$RNG" -gt 0 ] || RNG=1
+rand() {
+    RNG=$(( (RNG * 1103515245 + 12345) % 2147483648 ))
+    R=$(( (RNG / 65536) % $1 ))
+}
+
+NODES="" NEXT=1
+add_node() {
+    local n="c$NEXT"; NEXT=$((NEXT + 1))
+    start_agent "$n" 1
+    NODES="$NODES $n"
+}
+for _ in 1 2 3 4; do add_node; done
+
+T0=$(date +%s.%N)
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+say() { echo "t=$(elapsed) $*" | tee -a "$TMP/faults.log"; }
+echo "chaos seed=$SEED epochs=$EPOCHS train-limit=$LIMIT" | tee "$TMP/faults.log"
+
+# pick_node: a node name from NODES into N.
+pick_node() {
+    local cnt; cnt=$(echo $NODES | wc -w)
+    rand "$cnt"
+    N=$(echo $NODES | tr ' ' '\n' | sed -n "$((R + 1))p")
+}
+node_of_pid() { readlink "/proc/$1/cwd" 2>/dev/null | sed -n "s|^$TMP/agent-\([^/]*\)/jobs/.*|\1|p"; }
+
+fault() {
+    rand 100
+    local k=$R
+    if [ "$k" -lt 30 ]; then
+        local ws cnt pid
+        ws=$(workers | sort -n)
+        cnt=$(echo $ws | wc -w)
+        rand 16 # drawn whether or not there is a worker, so the sequence stays the same
+        [ "$cnt" -gt 0 ] || { say "fault=kill-worker none-running"; return; }
+        pid=$(echo $ws | tr ' ' '\n' | sed -n "$(( R % cnt + 1 ))p")
+        say "fault=kill-worker node=$(node_of_pid "$pid") pid=$pid"
+        kill -KILL "$pid" 2>/dev/null
+    elif [ "$k" -lt 50 ]; then
+        pick_node
+        local apid ws; apid=$(agent_pid "$N"); ws=$(agent_workers "$N")
+        say "fault=kill-agent node=$N pid=$apid workers=$(echo $ws)"
+        kill -KILL "$apid" $ws 2>/dev/null
+        NODES=$(echo $NODES | tr ' ' '\n' | grep -vx "$N" | tr '\n' ' ')
+        sleep 1
+        add_node
+        say "joined node=c$((NEXT - 1))"
+    elif [ "$k" -lt 65 ]; then
+        pick_node
+        say "fault=drain node=$N"
+        "$BIN/hvctl" --head "$HEAD" drain "$N" --reason chaos >/dev/null 2>&1
+        sleep 1.5
+        "$BIN/hvctl" --head "$HEAD" undrain "$N" >/dev/null 2>&1
+    elif [ "$k" -lt 75 ]; then
+        pick_node; local a=$N
+        pick_node; local b=$N
+        say "fault=drain-many nodes=$a,$b"
+        "$BIN/hvctl" --head "$HEAD" drain "$a" "$b" --reason chaos >/dev/null 2>&1
+        sleep 1.5
+        "$BIN/hvctl" --head "$HEAD" undrain "$a" "$b" >/dev/null 2>&1
+    elif [ "$k" -lt 85 ]; then
+        pick_node
+        local apid; apid=$(agent_pid "$N")
+        say "fault=stop-agent node=$N pid=$apid for=3.5s"
+        kill -STOP "$apid" 2>/dev/null
+        sleep 3.5
+        kill -CONT "$apid" 2>/dev/null
+    else
+        say "fault=kill-head pid=$HEAD_PID"
+        kill -KILL "$HEAD_PID"
+        wait "$HEAD_PID" 2>/dev/null
+        sleep 0.5
+        start_head
+    fi
+}
+
+submit run -np 4 --min-np 1 --max-np 4 --max-resets 1000 --elastic-timeout 60 \
+    --blacklist-cooldown 1:2 -- --epochs "$EPOCHS" --train-limit "$LIMIT" \
+    --step-delay-ms "$STEP_MS" --epoch-log "$TMP/run.epochs"
+# Faults start once the job runs (its first epoch is on its way) and stop when hvsubmit ends.
+wait_for 60 workers_at_least "" 1 || fail "seed $SEED: no worker started"
+while kill -0 "$SUB_PID" 2>/dev/null; do
+    rand 2001
+    sleep "$(awk -v ms=$((2000 + R)) 'BEGIN { printf "%.3f", ms / 1000 }')"
+    kill -0 "$SUB_PID" 2>/dev/null || break
+    fault
+done
+wait_submit 300
+say "end hvsubmit rc=$SUB_RC"
+
+why() {
+    echo "chaos seed=$SEED FAILED: $*" >&2
+    echo "replay: sh tests/chaos/chaos.sh --seed $SEED --epochs $EPOCHS --train-limit $LIMIT" >&2
+    cat "$TMP/faults.log" >&2
+    "$BIN/hvctl" --head "$HEAD" job 1 >&2 2>&1 || true
+    fail "$*"
+}
+[ "$SUB_RC" -eq 0 ] || why "hvsubmit exited $SUB_RC: $(grep 'hvsubmit: job 1 failed' "$TMP/run.err" | head -n 1)"
+n=$(epoch_lines run | wc -l)
+[ "$n" -eq "$EPOCHS" ] || why "expected $EPOCHS epoch lines, got $n"
+(check_exact run "$EPOCHS") || why "the epochs were not exact"
+acc=$(epoch_lines run | tail -n 1 | sed -n 's/.* accuracy=\([0-9.]*\).*/\1/p')
+awk -v a="${acc:-0}" -v f="$FLOOR" 'BEGIN { exit !(a >= f) }' \
+    || why "accuracy $acc is under the floor $FLOOR"
+pass "chaos seed=$SEED: $(grep -c ' fault=' "$TMP/faults.log") faults in $(elapsed) s, $EPOCHS exact epochs, accuracy $acc"
