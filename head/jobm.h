@@ -231,7 +231,8 @@ void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 
 /* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
- * running or placing, or one that is finishing). Counts live workers that are not removed. */
+ * running or placing, one whose first round has not formed yet: it starts at -np, or one that
+ * is finishing). Counts live workers that are not removed. */
 uint32_t hv_jm_wants(const hv_jm_job_t *j);
 
 #endif

@@ -375,6 +375,7 @@ static void case_grow_then_drain(void) {
     job(1, 2, 2, 4, 5);
     place(NODE_A, 2);
     start_all();
+    CHECK_EQ(hv_jm_wants(&J), 0); /* it starts at -np: growth after the first round */
     join_all();
     CHECK_EQ(J.size, 2);
     CHECK_EQ(hv_jm_wants(&J), 2);
