@@ -900,7 +900,9 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
                    w->member_gen);
         return;
     }
-    if (completing(j)) {
+    int resend = !j->round_open && w->member_gen > 0 && w->member_gen == j->generation &&
+                 last_gen < j->generation;
+    if (completing(j) && !resend) {
         /* Its last collectives failed after others finished, or it is a newcomer: there is no
          * round to join. It leaves (neither success nor failure). */
         w->joined = 0;
@@ -918,7 +920,7 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
             snprintf(reason, sizeof(reason), "grow: %s",
                      j->grow_reason[0] ? j->grow_reason : "new workers joined");
             open_round(j, closed_gen(j) == 0 ? "start" : reason, 0, now, out);
-        } else if (w->member_gen == j->generation && last_gen < j->generation) {
+        } else if (resend) {
             /* It missed the reply of the round it belongs to (the head restarted, or the call
              * broke): answer it again. */
             act_worker(out, HV_JA_RESEND, w, HV_OK, "generation %u", j->generation);
