@@ -10,7 +10,8 @@
 #   stop-agent    SIGSTOP of an agent for longer than the lease (3.5 s), then SIGCONT
 #   kill-head     kill -9 of the head, restarted on the same address and data directory
 # One fault at a time (never more than one node down, apart from drain-many's two drained
-# nodes). The run passes when hvsubmit exits 0, every epoch's line is in the epoch log exactly
+# nodes). One more fault is aimed at the end of the training: when rank 0 starts one of the last
+# steps of the last epoch (--step-log), where a job meets its end (issue 18). The run passes when hvsubmit exits 0, every epoch's line is in the epoch log exactly
 # once with every sample processed once, and the last epoch's accuracy is over a floor.
 # (A network namespace's link set down is not among the faults: tests/integration/
 # elastic_netns.sh covers a lost link on its own.)
@@ -136,12 +137,34 @@ fault() {
 
 submit run -np 4 --min-np 1 --max-np 4 --max-resets 1000 --elastic-timeout 60 \
     --blacklist-cooldown 1:2 -- --epochs "$EPOCHS" --train-limit "$LIMIT" \
-    --step-delay-ms "$STEP_MS" --epoch-log "$TMP/run.epochs"
+    --step-delay-ms "$STEP_MS" --epoch-log "$TMP/run.epochs" --step-log "$TMP/run.steps"
+# The end fault's step: one of the last 6 of the last epoch (64 samples a step), drawn first.
+STEPS=$(( (LIMIT + 63) / 64 ))
+rand 6
+END_STEP=$(( STEPS - 1 - R ))
+END_DONE=0
+# near_end: rank 0 started step END_STEP (or later) of the last epoch.
+near_end() {
+    tail -n 1 "$TMP/run.steps" 2>/dev/null | awk -v e=$((EPOCHS - 1)) -v b="$END_STEP" \
+        '{ ok = $1 == e && $2 >= b } END { exit !ok }'
+}
+# pause MS: sleeps MS ms, or less to fire the end fault when its step comes.
+pause() {
+    local left=$1
+    while [ "$left" -gt 0 ]; do
+        if [ "$END_DONE" -eq 0 ] && near_end; then
+            END_DONE=1
+            say "end-of-training step=$((EPOCHS - 1)):$END_STEP"
+            fault
+        fi
+        sleep 0.05; left=$((left - 50))
+    done
+}
 # Faults start once the job runs (its first epoch is on its way) and stop when hvsubmit ends.
 wait_for 60 workers_at_least "" 1 || fail "seed $SEED: no worker started"
 while kill -0 "$SUB_PID" 2>/dev/null; do
     rand 2001
-    sleep "$(awk -v ms=$((2000 + R)) 'BEGIN { printf "%.3f", ms / 1000 }')"
+    pause $((2000 + R))
     kill -0 "$SUB_PID" 2>/dev/null || break
     fault
 done
