@@ -114,7 +114,9 @@ fault() {
         "$BIN/hvctl" --head "$HEAD" undrain "$N" >/dev/null 2>&1
     elif [ "$k" -lt 75 ]; then
         pick_node; local a=$N
+        NODES_ALL=$NODES NODES=$(echo $NODES | tr ' ' '\n' | grep -vx "$a" | tr '\n' ' ')
         pick_node; local b=$N
+        NODES=$NODES_ALL
         say "fault=drain-many nodes=$a,$b"
         "$BIN/hvctl" --head "$HEAD" drain "$a" "$b" --reason chaos >/dev/null 2>&1
         sleep 1.5
