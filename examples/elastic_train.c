@@ -68,8 +68,10 @@
  *                         job's machines make it take, whatever this host's cores (benchmarks)
  *   --step-log PATH       rank 0 appends "EPOCH BATCH GENERATION" to PATH as each step starts
  *                         (steps redone after a rollback or a restart appear again: goodput)
- *   --epoch-log PATH      rank 0 appends each epoch's line to PATH too (a file write outlives a
- *                         SIGKILL of the node; the log stream may lose the last lines it wrote)
+ *   --epoch-log PATH      rank 0 appends each epoch's line to PATH too, before stdout (a file
+ *                         write outlives a SIGKILL of the node or of its agent; the log stream
+ *                         may lose the last lines). A rank 0 that takes over after a reset does
+ *                         not print a line PATH already holds
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
