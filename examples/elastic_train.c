@@ -68,8 +68,10 @@
  *                         job's machines make it take, whatever this host's cores (benchmarks)
  *   --step-log PATH       rank 0 appends "EPOCH BATCH GENERATION" to PATH as each step starts
  *                         (steps redone after a rollback or a restart appear again: goodput)
- *   --epoch-log PATH      rank 0 appends each epoch's line to PATH too (a file write outlives a
- *                         SIGKILL of the node; the log stream may lose the last lines it wrote)
+ *   --epoch-log PATH      rank 0 appends each epoch's line to PATH too, before stdout (a file
+ *                         write outlives a SIGKILL of the node or of its agent; the log stream
+ *                         may lose the last lines). A rank 0 that takes over after a reset does
+ *                         not print a line PATH already holds
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
@@ -810,28 +812,61 @@ static void checkpoint(trainer_t *t, hv_state_t *st) {
     }
 }
 
-/* Rank 0 prints the line of the epoch the state has just completed, once: every rank notes it
- * as printed. */
+/* Whether the --epoch-log file already holds the line of epoch e: a rank 0 that takes over after
+ * a reset cannot know whether the one before it wrote the line before it went (the nodes of a
+ * test share the file). */
+static int epoch_logged(const char *path, uint64_t e) {
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return 0;
+    }
+    char want[64], line[512];
+    snprintf(want, sizeof(want), "elastic_train: epoch=%llu ", (unsigned long long)e);
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strncmp(line, want, strlen(want)) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Rank 0 prints the line of the epoch the state has just completed, once: to --epoch-log first
+ * (a file outlives a lost agent; stdout may be a broken pipe then), then to stdout. Only rank 0
+ * notes it as printed here; the others learn it from report_confirm. */
 static void report_print(trainer_t *t) {
-    if (t->printed >= t->epoch || t->report.epoch + 1 != t->epoch) {
+    if (t->printed >= t->epoch || t->report.epoch + 1 != t->epoch || hv_rank() != 0) {
         return;
     }
-    if (hv_rank() == 0) {
-        char line[512];
-        snprintf(line, sizeof(line),
-                 "elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
-                 "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
-                 (unsigned long long)t->report.epoch, t->report.size, t->report.generation,
-                 hv_host_name(), (unsigned long long)t->report.samples,
-                 (unsigned long long)t->report.duplicates, t->report.exact, t->report.loss,
-                 t->report.accuracy, t->report.seconds);
-        fputs(line, stdout);
-        fflush(stdout);
-        if (t->o.epoch_log != NULL) {
-            append_line(&t->epoch_fd, t->o.epoch_log, "--epoch-log", line);
-        }
+    if (t->o.epoch_log != NULL && epoch_logged(t->o.epoch_log, t->report.epoch)) {
+        t->printed = t->epoch; /* the rank 0 before this one wrote it */
+        return;
     }
+    char line[512];
+    snprintf(line, sizeof(line),
+             "elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
+             "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
+             (unsigned long long)t->report.epoch, t->report.size, t->report.generation,
+             hv_host_name(), (unsigned long long)t->report.samples,
+             (unsigned long long)t->report.duplicates, t->report.exact, t->report.loss,
+             t->report.accuracy, t->report.seconds);
+    if (t->o.epoch_log != NULL) {
+        append_line(&t->epoch_fd, t->o.epoch_log, "--epoch-log", line);
+    }
+    fputs(line, stdout);
+    fflush(stdout);
     t->printed = t->epoch;
+}
+
+/* Every rank takes rank 0's word for which epochs were printed (a small allreduce; every rank
+ * calls it at the same point). A rank that marked the epoch on its own would leave it unprinted
+ * if rank 0 died before writing it and the rank became rank 0. */
+static hv_err report_confirm(trainer_t *t) {
+    int64_t mine = hv_rank() == 0 ? (int64_t)t->printed : 0, all = 0;
+    hv_err rc = hv_allreduce(&mine, &all, 1, HV_INT64, HV_MAX);
+    if (rc == HV_OK && (uint64_t)all > t->printed) {
+        t->printed = (uint64_t)all;
+    }
+    return rc;
 }
 
 /* The training function run by hv_elastic_run: called again (after a sync from rank 0) after
@@ -846,8 +881,13 @@ static hv_err train(hv_state_t *st, void *ud) {
         t->printed = t->epoch;
     } else {
         // An epoch's end whose commit snapshotted the state but then failed at the membership
-        // check: the state kept the new epoch, so its line is printed now.
+        // check, or whose rank 0 went before it printed: the state kept the new epoch, so its
+        // line is printed now (unless rank 0 said it was).
         report_print(t);
+    }
+    // Every rank of the round, newcomers included, so that the collective matches.
+    if ((rc = report_confirm(t)) != HV_OK) {
+        return rc;
     }
     if (t->first_gen == 0) {
         // The job's first round: remember it, so that --exit-at/--kill-at act only there (a
@@ -938,8 +978,9 @@ static hv_err train(hv_state_t *st, void *ud) {
             checkpoint(t, st);
         }
         report_print(t);
-        if (rc == HV_ERESET) {
-            return rc;
+        hv_err crc = report_confirm(t);
+        if (rc == HV_ERESET || crc != HV_OK) {
+            return rc == HV_ERESET ? rc : crc;
         }
     }
     return HV_OK;

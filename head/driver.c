@@ -1428,9 +1428,9 @@ void hv_driver_schedule(hv_driver_t *d) {
             blocked = 1;
             continue;
         }
-        uint32_t t = hv_jm_target(&j->jm.p);
-        uint32_t n = j->jm.p.elastic ? (free < t ? free : t < j->np ? j->np : t) : j->np;
-        if (!place(d, j, n, "")) {
+        /* An elastic job starts at -np, as hvsubmit announced it; it grows toward its target
+         * on free slots once its first round formed (hv_jm_wants). */
+        if (!place(d, j, j->np, "")) {
             blocked = 1;
         }
     }

@@ -154,6 +154,30 @@ static size_t count_live(const hv_jm_job_t *j) {
     return n;
 }
 
+/* A worker reported Done for the last closed round: its training finished, so the job is
+ * completing (Elastic Horovod's rule: once any worker succeeded no new round opens, and the job
+ * succeeds when the others end without failing). Fixed-size jobs have no rounds to stop. */
+static int completing(const hv_jm_job_t *j) {
+    if (!j->p.elastic) {
+        return 0;
+    }
+    uint32_t cg = closed_gen(j);
+    for (size_t i = 0; i < j->nw; i++) {
+        if (cg > 0 && j->w[i]->member_gen == cg && j->w[i]->done) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static size_t count_done(const hv_jm_job_t *j) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        n += j->w[i]->done != 0;
+    }
+    return n;
+}
+
 /* Live members of the last closed round that still hold the state. */
 static size_t count_survivors(const hv_jm_job_t *j, uint32_t cg) {
     size_t n = 0;
@@ -428,12 +452,41 @@ out:
 
 static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *out);
 static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_out_t *out);
+static void check_success(hv_jm_job_t *j, hv_jm_out_t *out);
 
 static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     if (!j->round_open || hv_job_state_terminal(j->state)) {
         return;
     }
+    if (completing(j)) {
+        /* The open round never forms: the job ends when its workers have (check_success). */
+        check_success(j, out);
+        return;
+    }
     uint32_t cg = closed_gen(j);
+    /* Members of the last round that may still carry the state on: those that will re-join, and
+     * those leaving a drained node that may yet finish their training. Without any, the round
+     * can never form: say so now rather than at the elastic timeout. */
+    size_t possible = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        possible += cg > 0 && w->member_gen == cg && live(w) && !w->kill_sent;
+    }
+    if (cg > 0 && possible == 0) {
+        char why[HV_JM_REASON_MAX + 128];
+        if (j->failures[0] != '\0') {
+            snprintf(why, sizeof(why),
+                     "no worker of generation %u survived to hold the training state: %s", cg,
+                     j->failures);
+        } else {
+            snprintf(why, sizeof(why),
+                     "generation %u could not form: no worker of generation %u is left to hold "
+                     "the training state",
+                     j->generation, cg);
+        }
+        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        return;
+    }
     hv_round_view_t v = {.min_np = j->p.elastic ? j->p.min_np : j->p.np,
                          .now = now,
                          .deadline = j->round_deadline_ms,
@@ -493,7 +546,7 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
         others += w->member_gen == cg && live(w) && !w->removed && !w->evict;
     }
     if (leaving == 0 || others == 0 || (only_due && j->round_open) ||
-        hv_job_state_terminal(j->state)) {
+        hv_job_state_terminal(j->state) || completing(j)) {
         return;
     }
     for (size_t i = 0; i < j->nw; i++) {
@@ -538,6 +591,11 @@ static void push_round(hv_jm_job_t *j, hv_jm_out_t *out) {
 static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_t now,
                        hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    if (completing(j)) {
+        act_event(out, "job.note", NULL, "job %llu is completing: no new round for: %s",
+                  (unsigned long long)j->id, reason);
         return;
     }
     if (j->round_open) {
@@ -631,34 +689,40 @@ void hv_jm_started(hv_jm_job_t *j, hv_jm_worker_t *w, uint64_t now, hv_jm_out_t 
               (unsigned long long)j->id, running);
 }
 
-/* Every member of the final round reported Done and exited 0 (elastic), or every worker exited
- * 0 (fixed-size): the job succeeded; whatever still runs (newcomers) is stopped. */
+/* Elastic: the job is completing (a member of the last round reported Done) and no member of
+ * that round may still finish: those that reported Done have exited, the others have ended too
+ * (removed, stopped, or lost after the training finished) or are being killed. Newcomers that
+ * never became members hold nothing and are stopped. Fixed-size: every worker exited 0. Whatever
+ * still runs is stopped. A failure after the first success does not come here: it ends the job
+ * (fail_worker). */
 static void check_success(hv_jm_job_t *j, hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state)) {
         return;
     }
-    uint32_t cg = closed_gen(j);
+    if (j->p.elastic) {
+        if (!completing(j)) {
+            return;
+        }
+        uint32_t cg = closed_gen(j);
+        for (size_t i = 0; i < j->nw; i++) {
+            const hv_jm_worker_t *w = j->w[i];
+            if (w->member_gen == cg && live(w) && (w->done || !w->kill_sent)) {
+                return;
+            }
+        }
+        hv_jm_end(j, HV_JOB_SUCCEEDED, "", out);
+        return;
+    }
     size_t members = 0;
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
-        int ok = w->state == HV_WK_EXITED && w->exit_code == 0 && w->term_signal == 0;
-        if (j->p.elastic) {
-            if (cg == 0 || w->member_gen != cg || w->removed) {
-                continue;
-            }
-            if (!ok || !w->done) {
-                return;
-            }
-            members++;
-        } else {
-            if (w->removed) {
-                continue;
-            }
-            if (!ok) {
-                return;
-            }
-            members++;
+        if (w->removed) {
+            continue;
         }
+        if (w->state != HV_WK_EXITED || w->exit_code != 0 || w->term_signal != 0) {
+            return;
+        }
+        members++;
     }
     if (members == 0) {
         return;
@@ -678,6 +742,15 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         hv_jm_end(j, HV_JOB_FAILED, what, out);
         return;
     }
+    if (completing(j)) {
+        /* A worker failed on its own after others finished the training: no round can redo
+         * anything, and the job fails (Elastic Horovod's rule). */
+        char why[HV_JM_REASON_MAX + 128];
+        snprintf(why, sizeof(why), "%s, after %zu workers had finished the training", what,
+                 count_done(j));
+        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        return;
+    }
     if (j->p.blacklist_on) {
         hv_jm_action_t *x = act(out, HV_JA_STRIKE);
         if (x != NULL) {
@@ -690,13 +763,15 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
     }
     uint32_t cg = closed_gen(j);
     size_t survivors = count_survivors(j, cg);
-    size_t others = 0, failed = 0, members = 0;
+    size_t others = 0, failed = 0, members = 0, finishing = 0;
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *o = j->w[i];
         others += live(o) && !o->removed;
         if (cg > 0 && o->member_gen == cg) {
             members++;
             failed += !live(o) && !o->removed;
+            /* Leaving a drained node, it may still report Done for this round. */
+            finishing += live(o) && o->removed && !o->kill_sent;
         }
     }
     char why[HV_JM_REASON_MAX + 128];
@@ -710,7 +785,7 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         evaluate(j, now, out);
         return;
     }
-    if (survivors == 0) {
+    if (survivors == 0 && finishing == 0) {
         if (failed == members) {
             snprintf(why, sizeof(why), "all %zu workers of generation %u failed: %s", members, cg,
                      j->failures);
@@ -764,6 +839,14 @@ void hv_jm_exited(hv_jm_job_t *j, hv_jm_worker_t *w, int exit_code, int term_sig
         worker_ended(j, w, HV_WK_KILLED, 0, what, now, out);
         return;
     }
+    if (term_signal != 0 && completing(j)) {
+        /* Killed from outside around the end (its node's agent, a person, the kernel) while the
+         * training had finished: not a failure of the job. */
+        act_event(out, "job.note", NULL, "%s, after the training had finished: not a failure",
+                  what);
+        worker_ended(j, w, HV_WK_EXITED, 0, what, now, out);
+        return;
+    }
     int need_done = j->p.elastic || w->member_gen > 0;
     if (ok && need_done && !w->done) {
         char why[HV_JM_REASON_MAX + 128];
@@ -782,7 +865,13 @@ void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t no
         return;
     }
     w->exit_code = -1;
-    worker_ended(j, w, HV_WK_LOST, !w->removed && !w->kill_sent, what, now, out);
+    int failure = !w->removed && !w->kill_sent;
+    if (failure && completing(j)) {
+        act_event(out, "job.note", NULL, "%s, after the training had finished: not a failure",
+                  what);
+        failure = 0;
+    }
+    worker_ended(j, w, HV_WK_LOST, failure, what, now, out);
 }
 
 void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t now,
@@ -811,13 +900,27 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
                    w->member_gen);
         return;
     }
+    int resend = !j->round_open && w->member_gen > 0 && w->member_gen == j->generation &&
+                 last_gen < j->generation;
+    if (completing(j) && !resend) {
+        /* Its last collectives failed after others finished, or it is a newcomer: there is no
+         * round to join. It leaves (neither success nor failure). */
+        w->joined = 0;
+        w->removed = 1;
+        mark(w);
+        act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK,
+                   "job %llu is completing: its training finished on other workers",
+                   (unsigned long long)j->id);
+        check_success(j, out);
+        return;
+    }
     if (!j->round_open) {
         if (w->member_gen == 0) {
             char reason[240];
             snprintf(reason, sizeof(reason), "grow: %s",
                      j->grow_reason[0] ? j->grow_reason : "new workers joined");
             open_round(j, closed_gen(j) == 0 ? "start" : reason, 0, now, out);
-        } else if (w->member_gen == j->generation && last_gen < j->generation) {
+        } else if (resend) {
             /* It missed the reply of the round it belongs to (the head restarted, or the call
              * broke): answer it again. */
             act_worker(out, HV_JA_RESEND, w, HV_OK, "generation %u", j->generation);
@@ -860,15 +963,49 @@ void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w) {
     w->joined = 0;
 }
 
+/* The first Done of an elastic job: the round that may be open never forms; its joiners, and
+ * newcomers that hold nothing, leave. The members still training finish in their round. */
+static void begin_completing(hv_jm_job_t *j, const hv_jm_worker_t *first, hv_jm_out_t *out) {
+    uint32_t cg = closed_gen(j);
+    act_event(out, "job.note", NULL,
+              "job %llu is completing: rank %u on %s finished its training in generation %u%s",
+              (unsigned long long)j->id, first->rank, node_name(j, first->node_id), cg,
+              j->round_open ? "; the open round will not form" : "");
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (!live(w) || w->removed || w->done || (w->member_gen == cg && !w->joined)) {
+            continue;
+        }
+        w->removed = 1;
+        mark(w);
+        if (w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK,
+                       "job %llu is completing: its training finished on other workers",
+                       (unsigned long long)j->id);
+        }
+        if (w->member_gen != cg) {
+            job_kill(w, "its job is completing", out);
+        }
+    }
+}
+
 hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now, hv_jm_out_t *out) {
-    if (hv_job_state_terminal(j->state) || !live(w) || w->removed || w->member_gen == 0 ||
+    /* A member of the last closed round that finished its training in it counts, even if a
+     * newer round opened meanwhile or its node drained (it was removed from that round). */
+    if (hv_job_state_terminal(j->state) || !live(w) || (w->removed && !j->p.elastic) ||
+        w->member_gen == 0 || w->member_gen != closed_gen(j) ||
         (gen != 0 && gen != w->member_gen)) {
         return HV_ESTATE;
     }
     if (!w->done) {
+        int first = !completing(j);
         w->done = 1;
         w->joined = 0;
         mark(w);
+        if (first && j->p.elastic) {
+            begin_completing(j, w, out);
+        }
         evaluate(j, now, out);
     }
     return HV_OK;
@@ -916,6 +1053,11 @@ static void keep_members(hv_jm_job_t *j, uint64_t node_id, uint32_t cg, uint64_t
 void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hold_until,
                  uint64_t now, hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    if (completing(j)) {
+        /* Its members there are finishing (begin_completing stopped everyone else): no round,
+         * they end on their own or with the node. */
         return;
     }
     size_t members = 0, here = 0, holders_elsewhere = 0, members_here = 0;
@@ -1008,8 +1150,9 @@ uint32_t hv_jm_target(const hv_jm_params_t *p) {
 }
 
 uint32_t hv_jm_wants(const hv_jm_job_t *j) {
-    if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING)) {
-        return 0;
+    if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING) ||
+        closed_gen(j) == 0) {
+        return 0; /* it starts at -np: growth comes after its first round */
     }
     uint32_t n = 0;
     for (size_t i = 0; i < j->nw; i++) {

@@ -12,14 +12,23 @@
  *     when a member re-joins on its own (its data plane failed). It closes when every expected
  *     worker joined, or at its deadline with at least min_np, and ranks are assigned oldest
  *     worker first (rounds.h). Every round after the first is a reset; max_resets bounds them.
- *   - Outcome is explicit: an elastic job succeeds when every member of its final round reported
- *     Done and exited 0; a fixed-size job when every worker exited 0 (and reported Done if it
- *     joined the rendezvous). A worker the head removed (drain, stop) or killed never counts as
- *     a success, and one that exits 0 without Done after joining is a failure.
+ *   - Outcome is explicit. A fixed-size job succeeds when every worker exited 0 (and reported
+ *     Done if it joined the rendezvous). An elastic job follows Elastic Horovod's results rule:
+ *     once a member of the last closed round reports Done for that round (even if a newer round
+ *     opened meanwhile, or its node drained), the job is completing: no round opens or forms
+ *     again (joiners and newcomers leave, drains and growth change nothing), and the job succeeds
+ *     when every member of that round has ended; it fails only if one fails on its own after
+ *     that (an exit status, or exit 0 without Done). A kill by a signal or a lost node after the
+ *     first Done is no failure: the training had finished. A worker the head removed or killed
+ *     never counts as a success unless it reported Done for the round it ran in, and one that
+ *     exits 0 without Done after joining is a failure.
  *   - A failure of an elastic job strikes the worker's node (the driver applies blacklist.h),
- *     stops the job's other workers there, and opens a rollback round with the survivors; with
- *     no survivor holding the state the job fails and says why. A fixed-size job fails at once.
- *   - A round below min_np waits for capacity until the elastic timeout, then fails the job.
+ *     stops the job's other workers there, and opens a rollback round with the survivors (live
+ *     members of the last round, re-joined or not); with no survivor holding the state, and no
+ *     member leaving a drained node that may still finish, the job fails and says why. A
+ *     fixed-size job fails at once.
+ *   - A round below min_np waits for capacity until the elastic timeout, then fails the job. A
+ *     round that no member of the last round can ever join resolves at once.
  *
  * Ownership: the driver allocates workers (embedding hv_jm_worker_t) and jobs; jobm keeps an
  * array of pointers to the job's workers (owned array, borrowed workers). Actions are written
@@ -198,8 +207,10 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
 void hv_jm_note_redone(hv_jm_job_t *j, uint64_t samples);
 /* A JoinRound of w went away (the worker gave up or died while waiting). */
 void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w);
-/* Done from w for generation gen (0 = unknown). HV_ESTATE for a stale generation, a worker
- * that is not active or a job that ended. */
+/* Done from w for generation gen (0 = unknown): w finished its training in the last closed
+ * round; the first Done of an elastic job makes it complete (see the results rule above).
+ * HV_ESTATE for a stale generation (w is not a member of the last closed round), a worker that
+ * is not active, a removed worker of a fixed-size job, or a job that ended. */
 hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now, hv_jm_out_t *out);
 /* The node drains: the job's workers there leave at their next membership check. why: the
  * node's name and the reason, for messages. hold_until (wall ms; 0: none): a preemption notice
@@ -220,7 +231,8 @@ void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 
 /* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
- * running or placing, or one that is finishing). Counts live workers that are not removed. */
+ * running or placing, one whose first round has not formed yet: it starts at -np, or one that
+ * is finishing). Counts live workers that are not removed. */
 uint32_t hv_jm_wants(const hv_jm_job_t *j);
 
 #endif

@@ -15,6 +15,7 @@
 #define NODE_A 100
 #define NODE_B 200
 #define NODE_C 300
+#define NODE_D 400
 #define MAXW 32
 
 static hv_jm_worker_t W[MAXW];
@@ -25,7 +26,7 @@ static uint64_t now;
 
 static const char *name_of(uint64_t id, void *ud) {
     (void)ud;
-    return id == NODE_A ? "a" : id == NODE_B ? "b" : id == NODE_C ? "c" : NULL;
+    return id == NODE_A ? "a" : id == NODE_B ? "b" : id == NODE_C ? "c" : id == NODE_D ? "d" : NULL;
 }
 
 static void setup(void) {
@@ -374,6 +375,7 @@ static void case_grow_then_drain(void) {
     job(1, 2, 2, 4, 5);
     place(NODE_A, 2);
     start_all();
+    CHECK_EQ(hv_jm_wants(&J), 0); /* it starts at -np: growth after the first round */
     join_all();
     CHECK_EQ(J.size, 2);
     CHECK_EQ(hv_jm_wants(&J), 2);
@@ -691,6 +693,229 @@ static void case_drain_hands_over_state(void) {
     CHECK_EQ(J.state, HV_JOB_RUNNING);
 }
 
+/* ---- the end of an elastic job (Elastic Horovod: once any worker succeeded, the job is
+ * completing; no round opens for it and it succeeds when the others finish) ----------------- */
+
+/* Four one-slot nodes a..d, -np 4 --min-np 1 --max-np 4, generation 1 formed (rank 0 on a). */
+static void four_nodes(void) {
+    job(1, 4, 1, 4, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    place(NODE_C, 1);
+    place(NODE_D, 1);
+    start_all();
+    join_all();
+    CHECK_EQ(J.generation, 1);
+    CHECK_EQ(J.size, 4);
+    CHECK(rank0() == &W[0]);
+}
+
+static void done_and_exit(size_t i, uint32_t gen) {
+    CHECK_RC(hv_jm_done(&J, &W[i], gen, now, &O), HV_OK);
+    hv_jm_exited(&J, &W[i], 0, 0, "exited with status 0", now, &O);
+}
+
+/* A drain opens generation 2 just as the training ends: every member of generation 1, the
+ * drained one included, reports Done for generation 1. They all count, and generation 2 never
+ * forms (nobody waits for it). */
+static void case_done_in_older_generation(void) {
+    four_nodes();
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_D, "node d: drained by the operator", 0, now, &O);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(W[3].removed, 1);
+    for (size_t i = 0; i < 4; i++) {
+        done_and_exit(i, 1);
+    }
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+    CHECK_STR(J.reason, "");
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    CHECK_EQ(J.generation, 2); /* opened, never formed */
+    CHECK(find_event("worker.fail") == NULL);
+}
+
+/* Issue 18, failure 1: generation 2 is open (node d drains); b and c finished their training
+ * (Done for generation 1, exited 0); then rank 0 on a is killed before its own Done. The
+ * drained member on d is alive and finishing: it is no reason to say that nobody survived, and
+ * its Done for generation 1 is taken. The training finished: the job succeeded. */
+static void case_last_holder_killed_while_finishing(void) {
+    four_nodes();
+    hv_jm_drain(&J, NODE_D, "node d: drained by the operator", 0, now, &O);
+    done_and_exit(1, 1);
+    done_and_exit(2, 1);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], -1, 9, "rank 0 on a was killed by signal SIGKILL", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK(strstr(J.reason, "survived") == NULL);
+    CHECK_RC(hv_jm_done(&J, &W[3], 1, now, &O), HV_OK);
+    CHECK_EQ(J.state, HV_JOB_RUNNING); /* d's worker still runs */
+    hv_jm_exited(&J, &W[3], 0, 0, "rank 3 on d exited with status 0", now, &O);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+    CHECK_EQ(count(HV_JA_STRIKE), 0);
+}
+
+/* The same kill while b and c are still on their last steps (not Done yet): they hold the state
+ * though they have not re-joined the open round; they finish in generation 1 and the job
+ * succeeds. */
+static void case_holder_killed_others_not_rejoined(void) {
+    four_nodes();
+    hv_jm_drain(&J, NODE_D, "node d: drained by the operator", 0, now, &O);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], -1, 9, "rank 0 on a was killed by signal SIGKILL", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.round_rollback, 1);
+    for (size_t i = 1; i < 4; i++) {
+        done_and_exit(i, 1);
+    }
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* Issue 18, failure 2: every worker reported Done; a fault takes one of them (its node dies)
+ * before it exited. No round opens (before: generation 2 waited the elastic timeout for 0 of
+ * 0 workers and failed the job); the job succeeds when the others exit. */
+static void case_done_worker_lost(void) {
+    four_nodes();
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_RC(hv_jm_done(&J, &W[i], 1, now, &O), HV_OK);
+    }
+    hv_jm_exited(&J, &W[0], 0, 0, "exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[1], 0, 0, "exited with status 0", now, &O);
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[3], "rank 3 on d was lost: node d is dead", now, &O);
+    CHECK_EQ(J.generation, 1);
+    CHECK_EQ(J.round_open, 0);
+    CHECK(find_event("round.open") == NULL);
+    hv_jm_exited(&J, &W[2], 0, 0, "exited with status 0", now, &O);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* Every worker reported Done; a node drains before they all exited: no round opens and the job
+ * succeeds at once when the last one exits (no wait for the elastic timeout). */
+static void case_all_done_while_node_drains(void) {
+    four_nodes();
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_RC(hv_jm_done(&J, &W[i], 1, now, &O), HV_OK);
+    }
+    hv_jm_exited(&J, &W[0], 0, 0, "exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[1], 0, 0, "exited with status 0", now, &O);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_D, "node d: drained by the operator", 0, now, &O);
+    CHECK_EQ(J.generation, 1);
+    CHECK(find_event("round.open") == NULL);
+    hv_jm_exited(&J, &W[2], 0, 0, "exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[3], 0, 0, "exited with status 0", now, &O);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* The head restarts between the last commit and Done, with generation 2 open (node b drains):
+ * the new head knows only what was stored. Done for generation 1 arrives from both members, the
+ * drained one included, and the job succeeds. */
+static void case_head_restart_before_done(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
+    CHECK_EQ(J.round_open, 1);
+    /* the restart: a new job machine from the stored fields */
+    hv_jm_job_t saved = J;
+    hv_jm_params_t p = J.p;
+    hv_jm_init(&J, saved.id, &p);
+    J.node_name = name_of;
+    J.state = saved.state;
+    J.generation = saved.generation;
+    J.size = saved.size;
+    J.round_open = saved.round_open;
+    J.round_rollback = saved.round_rollback;
+    J.round_opened_ms = saved.round_opened_ms;
+    J.round_deadline_ms = now + 30000;
+    J.round_fail_at_ms = saved.round_fail_at_ms;
+    hv_jm_fini(&saved);
+    for (size_t i = 0; i < nW; i++) {
+        W[i].joined = W[i].kill_sent = W[i].evict = 0;
+        W[i].evict_until = 0;
+        CHECK_RC(hv_jm_attach(&J, &W[i]), HV_OK);
+    }
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_B, "node b (draining before the head restarted)", 0, now, &O);
+    now += 2000;
+    done_and_exit(1, 1);
+    done_and_exit(0, 1);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* After the first Done nothing opens a round: a newcomer's join, a drain, a member's re-join
+ * (its last collective failed after another finished) are answered "removed" or noted; growth
+ * stops. The job succeeds when the members finish; those who left count neither way. */
+static void case_nothing_opens_after_first_success(void) {
+    job(1, 3, 1, 4, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    place(NODE_C, 1);
+    start_all();
+    join_all();
+    size_t n = place(NODE_D, 1); /* growth placed before the end */
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_out_reset(&O);
+    CHECK_RC(hv_jm_done(&J, &W[0], 1, now, &O), HV_OK);
+    CHECK_EQ(hv_jm_wants(&J), 0);
+    join(n, 0);
+    CHECK(answer_of(&W[n]) != NULL && answer_of(&W[n])->kind == HV_JA_JOIN_REMOVED);
+    hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
+    join(2, 1);
+    CHECK(answer_of(&W[2]) != NULL && answer_of(&W[2])->kind == HV_JA_JOIN_REMOVED);
+    CHECK_EQ(J.generation, 1);
+    CHECK_EQ(J.resets, 0);
+    CHECK(find_event("round.open") == NULL);
+    hv_jm_exited(&J, &W[0], 0, 0, "exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[2], 0, 0, "left", now, &O);
+    CHECK_EQ(W[2].state, HV_WK_LEFT);
+    hv_jm_exited(&J, &W[n], 0, 0, "left", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING); /* b still finishing */
+    done_and_exit(1, 1);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* A worker that fails on its own after the first success fails the job (exit status, not a
+ * kill from outside), and says so. */
+static void case_failure_after_first_success(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    done_and_exit(0, 1);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[1], 3, 0, "rank 1 on b exited with status 3", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "rank 1 on b exited with status 3") != NULL);
+    CHECK(strstr(J.reason, "after") != NULL);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+}
+
+/* A round that no worker can ever join resolves at once: the only holder left, its members on
+ * a drained node leave without finishing; the job fails saying why, without waiting for the
+ * elastic timeout. */
+static void case_round_without_holders_fails_at_once(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING); /* b's member may still finish */
+    join(1, 1);
+    CHECK(answer_of(&W[1]) != NULL && answer_of(&W[1])->kind == HV_JA_JOIN_REMOVED);
+    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK_STR(J.reason, "no worker of generation 1 survived to hold the training state: rank 0 on "
+                        "a exited with status 1");
+}
+
 static void case_names(void) {
     hv_job_state_t js;
     hv_wk_state_t ws;
@@ -732,6 +957,15 @@ int main(int argc, char **argv) {
         {"elastic_exit0_without_done", case_elastic_exit0_without_done},
         {"newcomers_need_a_survivor", case_newcomers_need_a_survivor},
         {"drain_hands_over_state", case_drain_hands_over_state},
+        {"done_in_older_generation", case_done_in_older_generation},
+        {"last_holder_killed_while_finishing", case_last_holder_killed_while_finishing},
+        {"holder_killed_others_not_rejoined", case_holder_killed_others_not_rejoined},
+        {"done_worker_lost", case_done_worker_lost},
+        {"all_done_while_node_drains", case_all_done_while_node_drains},
+        {"head_restart_before_done", case_head_restart_before_done},
+        {"nothing_opens_after_first_success", case_nothing_opens_after_first_success},
+        {"failure_after_first_success", case_failure_after_first_success},
+        {"round_without_holders_fails_at_once", case_round_without_holders_fails_at_once},
         {"names", case_names},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);

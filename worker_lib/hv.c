@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,10 +292,26 @@ static void proc_on_world(void *ud, hv__world_t *w) {
     atomic_store(&g.engine, hv__world_engine(w));
 }
 
+/* A worker whose agent died has lost the read end of its stdout: with SIGPIPE's default action
+ * the next printf kills it, before it writes what matters more (a checkpoint, a log file, Done).
+ * The writes fail with EPIPE instead. A handler the program installed itself is left alone. */
+static void ignore_sigpipe(void) {
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+        (old.sa_flags & SA_SIGINFO) == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = SIG_IGN;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGPIPE, &sa, NULL);
+    }
+}
+
 static hv_err init_locked(const hv_config_t *cfg) {
     if (atomic_load(&g.inited)) {
         return HV_ESTATE;
     }
+    ignore_sigpipe();
     if (cfg != NULL && cfg->size < sizeof(size_t)) {
         return HV_EINVAL;
     }

@@ -83,7 +83,9 @@ HV_API const char *hv_errname(hv_err rc);
  * Blocking (up to the rendezvous deadline). Not thread-safe with respect to hv_shutdown or a
  * concurrent hv_init. Errors: HV_ESTATE (already initialised), HV_EINVAL (malformed HV_* value;
  * the log names the variable), HV_EUNAVAIL/HV_ETIMEDOUT (rendezvous), HV_EPEER (peers
- * unreachable), HV_ENOMEM. hv_init may be called again after hv_shutdown. */
+ * unreachable), HV_ENOMEM. hv_init may be called again after hv_shutdown. SIGPIPE is ignored
+ * from then on unless the program installed its own handler: a worker whose agent died (its
+ * stdout's reader gone) sees EPIPE from its writes instead of dying at its next printf. */
 HV_API hv_err hv_init(void);
 
 /* Leaves the job: completes nothing further, fails operations still pending with HV_ECANCELED,
