@@ -9,7 +9,8 @@ pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotob
       libuv1-dev libsqlite3-dev sqlite3 libyaml-dev iproute2 procps python3
       clang-format git zlib1g-dev dataset-fashion-mnist openssl
       clang libclang-rt-dev  # clang + libFuzzer runtime: tests/fuzz
-      python3-grpcio)      # an independent hostile client: tests/integration/hostile_client.sh
+      python3-grpcio       # an independent hostile client: tests/integration/hostile_client.sh
+      prometheus curl)     # a real Prometheus scrapes the head: tests/integration/metrics_*.sh
 if [ "${1:-}" = "--bench" ] || [ "${HV_BENCH_DEPS:-0}" = 1 ]; then
     pkgs+=(openmpi-bin libopenmpi-dev)
 fi

@@ -337,11 +337,13 @@ typedef struct http_conn_s {
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wr;
+    uv_shutdown_t sd;
     hv_http_server_t *s;
     char buf[HV_HTTP_MAX_HEAD]; /* request bytes received and not yet answered */
     size_t len;
     char *out; /* the response being written (owned) */
     int writing, close_after, closing, handles_open;
+    int lingering; /* answered and shut down: what the peer still sends is read and dropped */
     struct http_conn_s *prev, *next;
 } http_conn_t;
 
@@ -416,8 +418,22 @@ static void conn_write_cb(uv_write_t *w, int status) {
     c->writing = 0;
     hv_free(c->out);
     c->out = NULL;
-    if (status != 0 || c->close_after || c->s->closing) {
+    if (status != 0 || c->s->closing) {
         conn_close(c);
+        return;
+    }
+    if (c->close_after) {
+        /* Closing a socket with unread bytes (the rest of an oversized request) makes the kernel
+         * send a reset, which can destroy the response before the client reads it. So: FIN
+         * first, then read and drop what still comes, until the peer closes or a short bound. */
+        c->lingering = 1;
+        c->len = 0;
+        if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, NULL) != 0 ||
+            uv_read_start((uv_stream_t *)&c->tcp, conn_alloc_cb, conn_read_cb) != 0) {
+            conn_close(c);
+            return;
+        }
+        uv_timer_start(&c->timer, conn_timeout_cb, HV_HTTP_LINGER_MS, 0);
         return;
     }
     uv_timer_start(&c->timer, conn_timeout_cb, c->s->timeout_ms, 0);
@@ -538,13 +554,16 @@ static void conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
         conn_close(c);
         return;
     }
+    if (c->lingering) {
+        return; /* dropped: the buffer is reused from its start (len stays 0) */
+    }
     c->len += (size_t)nread;
     conn_process(c);
 }
 
 static void conn_timeout_cb(uv_timer_t *t) {
     http_conn_t *c = t->data;
-    if (c->len > 0 && !c->writing) {
+    if (c->len > 0 && !c->writing && !c->lingering) {
         conn_error(c, 408); /* a request began and never ended */
         return;
     }

@@ -25,8 +25,9 @@
 #define HV_HTTP_MAX_TARGET 1024  /* bytes of the request target */
 #define HV_HTTP_MAX_AUTH 512     /* bytes of an Authorization value */
 #define HV_HTTP_MAX_HEADERS 64   /* header lines of one request */
-#define HV_HTTP_MAX_CONNS 64     /* connections at once; more are answered 503 and closed */
+#define HV_HTTP_MAX_CONNS 64     /* connections at once; more are closed at once */
 #define HV_HTTP_TIMEOUT_MS 10000 /* to a complete request head */
+#define HV_HTTP_LINGER_MS 2000   /* after a refusal: how long the rest of a request is drained */
 
 /* One parsed request head. Strings are NUL-terminated copies. */
 typedef struct hv_http_request_s {

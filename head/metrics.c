@@ -459,7 +459,7 @@ static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
         hv_http_reply_printf(o, "hv_demand_workers{kind=\"grow\"} %" PRIu64 "\n", grow);
     }
     /* One series per active elastic job: jobs are few and end, workers and ranks are not
-     * labels. */
+     * labels. The label is job_id: Prometheus itself sets "job" (the scrape job's name). */
     static const struct {
         const char *name, *help;
     } ej[] = {
@@ -474,8 +474,8 @@ static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
                 continue;
             }
             uint64_t v = k == 0 ? j->jm.size : k == 1 ? j->jm.generation : hv_jm_target(&j->jm.p);
-            hv_http_reply_printf(o, "%s{job=\"%" PRIu64 "\"} %" PRIu64 "\n", ej[k].name, j->jm.id,
-                                 v);
+            hv_http_reply_printf(o, "%s{job_id=\"%" PRIu64 "\"} %" PRIu64 "\n", ej[k].name,
+                                 j->jm.id, v);
         }
     }
 }
