@@ -312,7 +312,7 @@ static const char *const store_sql[ST__COUNT] = {
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
                       " round_fail_at_ms = ?31, target_np = ?32 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
-    [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state",
+    [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
                     " WHERE ?1 = 0 OR state IN ('pending','placing','running')"
                     " ORDER BY id DESC LIMIT ?2",
