@@ -650,7 +650,9 @@ hv_err hv_http_server_create(uv_loop_t *loop, const hv_http_opts_t *o, hv_http_s
         hv_free(s);
         return HV_ENOMEM;
     }
-    memcpy(s->routes, o->routes, o->nroutes * sizeof(*s->routes));
+    if (o->nroutes > 0) {
+        memcpy(s->routes, o->routes, o->nroutes * sizeof(*s->routes));
+    }
     s->nroutes = o->nroutes;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;

@@ -50,7 +50,9 @@ assert got.startswith(b"HTTP/1.1 408"), got
 assert time.time() - t < 15, time.time() - t
 PY
 
+start_agent node-a 1
 "$BIN/hvctl" --head "$HEAD" nodes >"$TMP/nodes.out" 2>&1 || fail "hvctl nodes must work beside the metrics listener"
+assert_grep "$TMP/nodes.out" "node-a"
 printf 'not-the-token\n' >"$TMP/bad.token"
 HV_TOKEN_FILE=$TMP/bad.token "$BIN/hvctl" --head "$HEAD" nodes >"$TMP/bad.out" 2>&1 \
     && fail "hvctl with a bad token must be refused"
@@ -59,6 +61,8 @@ assert_grep "$TMP/metrics.txt" '^hv_rpcs_total{method="hvpb.v1.Jobs/ListNodes",c
 assert_grep "$TMP/metrics.txt" '^hv_rpcs_total{method="hvpb.v1.Jobs/ListNodes",code="UNAUTHENTICATED"} 1$'
 assert_grep "$TMP/metrics.txt" '^hv_auth_refusals_total{endpoint="grpc",code="UNAUTHENTICATED"} 1$'
 assert_grep "$TMP/metrics.txt" '^hv_auth_refusals_total{endpoint="metrics",code="UNAUTHENTICATED"} 2$'
+assert_grep "$TMP/metrics.txt" '^hv_nodes{state="alive",type="manual"} 1$'
+assert_grep "$TMP/metrics.txt" '^hv_slots{state="free",type="manual"} 1$'
 if command -v promtool >/dev/null; then
     promtool check metrics <"$TMP/metrics.txt" >"$TMP/promtool.out" 2>&1 || fail "promtool refused the exposition"
 fi
