@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "../../head/http.h" /* by path: -Ihead would let head/sched.h shadow <sched.h> */
 
 static void check_one(const char *buf, size_t len, int *status_out, size_t *used_out) {
     hv_http_request_t req;
