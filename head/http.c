@@ -628,7 +628,7 @@ hv_err hv_http_server_create(uv_loop_t *loop, const hv_http_opts_t *o, hv_http_s
         snprintf(err, errlen, "'%s' is not HOST:PORT", o->listen ? o->listen : "");
         return HV_EINVAL;
     }
-    if (strcmp(host, "localhost") == 0) {
+    if (strcasecmp(host, "localhost") == 0) {
         snprintf(host, sizeof(host), "127.0.0.1");
     }
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)&sa) != 0 &&
