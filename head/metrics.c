@@ -14,6 +14,7 @@
 #define METRICS_MAX_METHODS 96 /* distinct gRPC methods counted (hv serves ~40) */
 #define METRICS_CODES 17       /* gRPC status codes 0..16 */
 #define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_MAX_DRAINING 256 /* drains timed at once (more are counted, not timed) */
 
 /* Upper bounds (seconds) of the reset-duration buckets: a round closes in well under a second
  * when every member is alive, and waits up to the rendezvous timeout (60 s) for stragglers. */
@@ -25,6 +26,17 @@ typedef struct metrics_hist_s {
     uint64_t count;
     double sum; /* seconds */
 } metrics_hist_t;
+
+/* Upper bounds (seconds) of the drain-duration buckets: a preemption notice gives ~30 s to 2 min,
+ * an operator's drain may wait for long jobs. */
+static const double drain_bounds[] = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 14400};
+#define METRICS_NDRAIN (sizeof(drain_bounds) / sizeof(drain_bounds[0]))
+
+typedef struct metrics_dhist_s {
+    uint64_t bucket[METRICS_NDRAIN];
+    uint64_t count;
+    double sum;
+} metrics_dhist_t;
 
 typedef struct metrics_rpc_s {
     const char *path; /* the method's static path (borrowed from the rpc server's table) */
@@ -42,6 +54,11 @@ struct hv_metrics_s {
     uint64_t samples_redone;
     uint64_t drains, notices, launch_failures;
     metrics_hist_t reset_round; /* a reset's round, from opened to closed */
+    metrics_dhist_t drain_time; /* a node's drain, from its start to its end (gone, undrained) */
+    struct {
+        uint64_t node_id, since_ms; /* monotonic */
+    } draining[METRICS_MAX_DRAINING];
+    size_t ndraining;
     metrics_rpc_t rpc[METRICS_MAX_METHODS];
     size_t nrpc;
     uint64_t rpc_unknown[METRICS_CODES]; /* paths not served (and over METRICS_MAX_METHODS) */
@@ -218,11 +235,30 @@ static void hist_observe(metrics_hist_t *h, double v) {
     h->sum += v;
 }
 
+/* A drain of node_id ended (the node is dead, took work again, or its agent came back new). */
+static void drain_ended(hv_metrics_t *m, uint64_t node_id) {
+    for (size_t i = 0; i < m->ndraining; i++) {
+        if (m->draining[i].node_id == node_id) {
+            uint64_t now = hv_now_ms();
+            double v = (double)(now - m->draining[i].since_ms) / 1000.0;
+            for (size_t b = 0; b < METRICS_NDRAIN; b++) {
+                if (v <= drain_bounds[b]) {
+                    m->drain_time.bucket[b]++;
+                    break;
+                }
+            }
+            m->drain_time.count++;
+            m->drain_time.sum += v;
+            m->draining[i] = m->draining[--m->ndraining];
+            return;
+        }
+    }
+}
+
 void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
                          const char *data) {
     hv_metrics_t *m = ud;
     (void)job_id;
-    (void)node_id;
     if (strcmp(kind, "round.open") == 0) {
         /* The first round of a job is its start; every later one is a reset (jobm.h). */
         uint64_t resets = 0;
@@ -248,6 +284,17 @@ void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char
         if (hv_metrics_json_bool(data, "from_agent", &from_agent) && from_agent) {
             m->notices++;
         }
+        size_t i = 0;
+        while (i < m->ndraining && m->draining[i].node_id != node_id) {
+            i++;
+        }
+        if (i == m->ndraining && m->ndraining < METRICS_MAX_DRAINING) {
+            m->draining[m->ndraining].node_id = node_id; /* a drain already timed keeps its start */
+            m->draining[m->ndraining++].since_ms = hv_now_ms();
+        }
+    } else if (strcmp(kind, "node.dead") == 0 || strcmp(kind, "node.undrain") == 0 ||
+               strcmp(kind, "node.join") == 0) {
+        drain_ended(m, node_id);
     } else if (strcmp(kind, "autoscaler.launch_failed") == 0) {
         m->launch_failures++;
     }
@@ -507,6 +554,20 @@ static void render_events(hv_metrics_t *m, hv_http_reply_t *o) {
     fam(o, "hv_node_drains_total", "counter",
         "Nodes that began to drain (hvctl drain, the autoscaler, or the node's own notice).");
     hv_http_reply_printf(o, "hv_node_drains_total %" PRIu64 "\n", m->drains);
+    fam(o, "hv_node_drain_duration_seconds", "histogram",
+        "How long nodes this head saw begin to drain stayed draining: until the head declared "
+        "them dead (their lease included), they took work again, or their agent rejoined.");
+    cum = 0;
+    for (size_t i = 0; i < METRICS_NDRAIN; i++) {
+        cum += m->drain_time.bucket[i];
+        hv_http_reply_printf(o, "hv_node_drain_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+                             drain_bounds[i], cum);
+    }
+    hv_http_reply_printf(o,
+                         "hv_node_drain_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64
+                         "\nhv_node_drain_duration_seconds_sum %.3f\n"
+                         "hv_node_drain_duration_seconds_count %" PRIu64 "\n",
+                         m->drain_time.count, m->drain_time.sum, m->drain_time.count);
     fam(o, "hv_preemption_notices_total", "counter",
         "Drain notices sent by the nodes' own agents (a preemption notice, or the agent "
         "stopping).");

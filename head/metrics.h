@@ -6,11 +6,11 @@
  * the elastic jobs in memory, demand) and from the store (jobs by state, the autoscaler's
  * instances and, through cost.h, their instance-seconds and cost). Counters are counted as
  * things happen, through two hooks the head wires up: the driver's event observer
- * (hv_metrics_on_event: resets by reason, reset durations, samples redone, drains, preemption
- * notices, launch failures) and the gRPC server's call observer (hv_metrics_on_rpc: calls by
+ * (hv_metrics_on_event: resets by reason, reset durations, samples redone, drains and their
+ * durations, preemption notices, launch failures) and the gRPC server's call observer (hv_metrics_on_rpc: calls by
  * method and code, authentication refusals). The counters that stored events can give back are
- * seeded from them at creation, so a head restart does not reset them; the reset-duration
- * histogram and the RPC counters start at zero with each head (Prometheus handles a counter
+ * seeded from them at creation, so a head restart does not reset them; the duration histograms
+ * and the RPC counters start at zero with each head (Prometheus handles a counter
  * reset). No series has a per-worker or per-rank label.
  *
  * What it is not: a decision maker (it reads, never changes, the driver's state) or a store of

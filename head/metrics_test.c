@@ -128,6 +128,8 @@ static void case_counters(void) {
     hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":true,\"notice_ms\":30000}", "d");
     hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":false,\"notice_ms\":0}", "d");
     hv_driver_event(d, 0, 0, "autoscaler.launch_failed", NULL, "lf");
+    hv_driver_event(d, 0, 2, "node.dead", NULL, "gone"); /* node 2's drain ends */
+    hv_driver_event(d, 0, 3, "node.undrain", NULL, "u"); /* node 3 was not draining */
     hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 0, m);
     hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 0, m);
     hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 16, m);
@@ -151,6 +153,8 @@ static void case_counters(void) {
     CHECK_EQ(series(t, "hv_node_drains_total"), 2);
     CHECK_EQ(series(t, "hv_preemption_notices_total"), 1);
     CHECK_EQ(series(t, "hv_autoscaler_launch_failures_total"), 1);
+    CHECK_EQ(series(t, "hv_node_drain_duration_seconds_count"), 1);
+    CHECK_EQ(series(t, "hv_node_drain_duration_seconds_bucket{le=\"1\"}"), 1);
     CHECK_EQ(series(t, "hv_rpcs_total{method=\"hvpb.v1.Jobs/Submit\",code=\"OK\"}"), 2);
     CHECK_EQ(series(t, "hv_rpcs_total{method=\"hvpb.v1.Jobs/Submit\",code=\"UNAUTHENTICATED\"}"),
              1);
