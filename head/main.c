@@ -59,9 +59,9 @@ typedef struct head_s {
     hv_svc_cost_t *cost;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
-    hv_autoscale_t *as; /* NULL without an autoscaler */
-    hv_metrics_t *metrics;
-    hv_auth_t auth; /* the head's key, client tokens, revoked node credentials */
+    hv_autoscale_t *as;    /* NULL without an autoscaler */
+    hv_metrics_t *metrics; /* counters, the /metrics listener */
+    hv_auth_t auth;        /* the head's key, client tokens, revoked node credentials */
     uint32_t ticks;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
