@@ -15,6 +15,7 @@
  */
 #include "rpc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -130,6 +131,8 @@ struct hv_rpc_server_s {
     size_t n_methods;
     hv_rpc_gate_cb gate; /* optional: decides on each call's first message */
     void *gate_ud;
+    hv_rpc_observe_cb observe; /* optional: told of each call's end */
+    void *observe_ud;
     int started;
     int shutting_down;
     int shutdown_done;
@@ -739,6 +742,10 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
         } else {
             c->st.rc = c->finish_rc;
             c->st.grpc_code = hv__rpc_grpc_from_err(c->finish_rc);
+        }
+        if (c->srv != NULL && c->srv->observe != NULL) {
+            c->srv->observe(c->method != NULL ? c->method->path : NULL, c->st.grpc_code,
+                            c->srv->observe_ud);
         }
     }
     c->open = 0;
@@ -1354,6 +1361,33 @@ hv_err hv_rpc_server_add_n(hv_rpc_server_t *s, const hv_rpc_method_t *ms, size_t
         HV_TRY(hv_rpc_server_add(s, &ms[i]));
     }
     return HV_OK;
+}
+
+void hv_rpc_server_set_observer(hv_rpc_server_t *s, hv_rpc_observe_cb cb, void *ud) {
+    s->observe = cb;
+    s->observe_ud = ud;
+}
+
+const char *hv_rpc_code_name(int grpc_code) {
+    static const char *const names[] = {"OK",
+                                        "CANCELLED",
+                                        "UNKNOWN",
+                                        "INVALID_ARGUMENT",
+                                        "DEADLINE_EXCEEDED",
+                                        "NOT_FOUND",
+                                        "ALREADY_EXISTS",
+                                        "PERMISSION_DENIED",
+                                        "RESOURCE_EXHAUSTED",
+                                        "FAILED_PRECONDITION",
+                                        "ABORTED",
+                                        "OUT_OF_RANGE",
+                                        "UNIMPLEMENTED",
+                                        "INTERNAL",
+                                        "UNAVAILABLE",
+                                        "DATA_LOSS",
+                                        "UNAUTHENTICATED"};
+    static_assert(GRPC_STATUS_UNAUTHENTICATED == 16, "gRPC status codes are fixed by the protocol");
+    return grpc_code >= 0 && grpc_code <= 16 ? names[grpc_code] : "UNKNOWN";
 }
 
 void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud) {

@@ -115,6 +115,14 @@ typedef hv_err (*hv_rpc_gate_cb)(hv_rpc_call_t *c, const char *path, const Proto
 /* Installs the gate for every method of the server (before hv_rpc_server_start). */
 void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud);
 
+/* Told once per server call when it ends, on the loop thread: the method's path (static; NULL
+ * for a path the server does not serve) and the gRPC status code it ended with (cancelled by
+ * the peer included). For counting (head/metrics.c); it must not touch the call. */
+typedef void (*hv_rpc_observe_cb)(const char *path, int grpc_code, void *ud);
+void hv_rpc_server_set_observer(hv_rpc_server_t *s, hv_rpc_observe_cb cb, void *ud);
+/* The upper-case name of a gRPC status code ("OK", "UNAUTHENTICATED"); "UNKNOWN" for others. */
+const char *hv_rpc_code_name(int grpc_code);
+
 hv_err hv_rpc_server_start(hv_rpc_server_t *s);
 
 /* Stops accepting calls and cancels the calls in progress (their on_done runs on the loop).

@@ -13,6 +13,7 @@ pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotob
       python3-grpcio       # an independent hostile client: tests/integration/hostile_client.sh
       dpkg-dev             # dpkg-shlibdeps: cpack's Debian packages (tests/package)
       python3-yaml systemd # the static checks of deploy/k8s and the units (tests/deploy)
+      prometheus curl      # a real Prometheus scrapes the head: tests/integration/metrics_*.sh
       python3-torch)       # PyTorch 1.13 (CPU, Gloo; ~630 MB): hv.torch's tests and benchmarks
 if [ "${1:-}" = "--bench" ] || [ "${HV_BENCH_DEPS:-0}" = 1 ]; then
     pkgs+=(openmpi-bin libopenmpi-dev)

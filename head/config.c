@@ -130,6 +130,9 @@ static const config_opt_t config_opts[] = {
     {"limits", "max_watch_streams", CFG_U32, CFG_OFF(limits.max_watch_streams), 0, 1000000},
     {"limits", "max_watch_streams_per_client", CFG_U32,
      CFG_OFF(limits.max_watch_streams_per_client), 0, 1000000},
+    {"", "metrics", CFG_MAP, 0, 0, 0},
+    {"metrics", "listen", CFG_ADDR_OPT, CFG_OFF(metrics.listen), 0, 0},
+    {"metrics", "token_file", CFG_STR_OPT, CFG_OFF(metrics.token_file), 0, 0},
 };
 
 /* The keys of one node type (autoscaler.node_types.NAME.KEY); parsed by config_node_types. */
@@ -1101,6 +1104,24 @@ static hv_err config_cross_check(config_parse_t *p) {
     if ((rc = config_check_transport(p)) != HV_OK) {
         return rc;
     }
+    /* The metrics listener has no TLS: beyond loopback, only with a token (docs/metrics.md). */
+    size_t ml = config_opt_index("metrics", "listen"),
+           mt = config_opt_index("metrics", "token_file");
+    if (c->metrics.token_file != NULL && c->metrics.listen == NULL) {
+        return config_fail(p, p->mark[mt],
+                           "key 'metrics.token_file': needs 'metrics.listen', the address to "
+                           "serve /metrics on");
+    }
+    if (c->metrics.listen != NULL && c->metrics.token_file == NULL &&
+        !hv_rpc_target_is_loopback(c->metrics.listen)) {
+        char shown[CONFIG_VALUE_SHOW + 8];
+        return config_fail(p, p->mark[ml],
+                           "key 'metrics.listen': value '%s' is not a loopback address and there "
+                           "is no 'metrics.token_file': anyone on the network could read the "
+                           "cluster's metrics; set a token file (scrapers send 'Authorization: "
+                           "Bearer <token>') or listen on 127.0.0.1",
+                           config_show(c->metrics.listen, shown, sizeof(shown)));
+    }
 
     size_t prov = config_opt_index("autoscaler", "provider");
     size_t mn = config_opt_index("autoscaler", "min_nodes");
@@ -1547,8 +1568,8 @@ hv_err hv_head_config_parse(const char *name, const char *text, size_t len, hv_h
 }
 
 /* Reads a token file: one token, surrounding whitespace trimmed. what names it in messages. */
-static hv_err config_read_token(const char *path, const char *what, char **out, char *err,
-                                size_t errlen) {
+static hv_err config_read_token(const char *path, const char *what, const char *noun, char **out,
+                                char *err, size_t errlen) {
     hv_err rc;
     char *buf = NULL;
     size_t len = 0;
@@ -1565,7 +1586,7 @@ static hv_err config_read_token(const char *path, const char *what, char **out, 
         e--;
     }
     if (b == e) {
-        config_errf(err, errlen, "%s: the file is empty; put the join token in it", what);
+        config_errf(err, errlen, "%s: the file is empty; put the %s in it", what, noun);
         rc = HV_EINVAL;
         goto out;
     }
@@ -1707,7 +1728,8 @@ hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t err
     }
     if (cfg->token_file != NULL) {
         snprintf(what, sizeof(what), "%s: key 'token_file': file '%s'", src, cfg->token_file);
-        if ((rc = config_read_token(cfg->token_file, what, &tok, err, errlen)) != HV_OK) {
+        if ((rc = config_read_token(cfg->token_file, what, "join token", &tok, err, errlen)) !=
+            HV_OK) {
             return rc;
         }
         cfg->token = tok;
@@ -1729,7 +1751,7 @@ hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t err
             goto fail;
         }
     }
-    if ((rc = config_read_token(path, what, &tok, err, errlen)) != HV_OK) {
+    if ((rc = config_read_token(path, what, "join token", &tok, err, errlen)) != HV_OK) {
         goto fail;
     }
     if (!existed) {
@@ -1742,6 +1764,19 @@ hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t err
 fail:
     hv_free(path);
     return rc;
+}
+
+hv_err hv_head_config_metrics_token(const hv_head_config_t *cfg, char **out, char *err,
+                                    size_t errlen) {
+    *out = NULL;
+    if (cfg->metrics.token_file == NULL) {
+        return HV_OK;
+    }
+    char what[CONFIG_VALUE_SHOW + 64];
+    char shown[CONFIG_VALUE_SHOW + 8];
+    snprintf(what, sizeof(what), "key 'metrics.token_file': file '%s'",
+             config_show(cfg->metrics.token_file, shown, sizeof(shown)));
+    return config_read_token(cfg->metrics.token_file, what, "metrics token", out, err, errlen);
 }
 
 int hv_head_config_plain_text_exposed(const hv_head_config_t *cfg) {
@@ -1772,6 +1807,8 @@ void hv_head_config_fini(hv_head_config_t *cfg) {
         hv_free(cfg->autoscaler.types[i].labels);
     }
     hv_free(cfg->autoscaler.types);
+    hv_free(cfg->metrics.listen);
+    hv_free(cfg->metrics.token_file);
     hv_free(cfg->tls.cert);
     hv_free(cfg->tls.key);
     hv_free(cfg->tls.ca);

@@ -107,6 +107,13 @@ typedef struct hv_head_config_s {
         int require_client_cert; /* agents (the Cluster service) must present a certificate
                                     signed by ca; needs ca */
     } tls;
+    /* Prometheus metrics over HTTP (head/metrics.c, docs/metrics.md). No TLS: beyond loopback
+     * a token is required. */
+    struct {
+        char *listen;     /* numeric HOST:PORT of /metrics; NULL = no metrics listener */
+        char *token_file; /* file with the bearer token a scraper must send; NULL = none (then
+                             listen must be a loopback address) */
+    } metrics;
     int allow_insecure; /* plain text on a non-loopback listen address is allowed (with a WARN);
                            without it, a file listening beyond loopback without tls is refused */
     /* Resource bounds (docs/security.md "Resource bounds"). 0 = derived at start from the
@@ -149,6 +156,12 @@ hv_err hv_head_config_parse(const char *name, const char *text, size_t len, hv_h
  * Returns HV_OK, HV_EINVAL (empty or malformed token), HV_ENOTFOUND, HV_EIO, HV_ENOMEM, with a
  * one-line message in err on failure. cfg is changed only on HV_OK. */
 hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t errlen);
+
+/* Reads metrics.token_file (one word, surrounding whitespace trimmed; a file readable by group
+ * or others is accepted with a WARN) into *out (owned; NULL when no token file is set).
+ * Blocking. Errors as hv_head_config_resolve_token, with a one-line message in err. */
+hv_err hv_head_config_metrics_token(const hv_head_config_t *cfg, char **out, char *err,
+                                    size_t errlen);
 
 /* 1 when the head would serve plain text beyond loopback: no tls and a non-loopback listen
  * address (the caller refuses that unless allow_insecure, and warns when it is allowed). */

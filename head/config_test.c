@@ -717,6 +717,45 @@ static void test_parse_buffer(void) {
     CHECK(strstr(err, "mem.yaml:2:1") != NULL && strstr(err, "nope") != NULL);
 }
 
+/* The metrics listener: off by default; loopback without a token; beyond loopback only with a
+ * token file; a token file without a listener is a mistake. */
+static void test_metrics(void) {
+    static const struct {
+        const char *text;
+        hv_err want;
+        const char *msg; /* in the error, or NULL */
+    } rows[] = {
+        {"metrics:\n  listen: 127.0.0.1:7001\n", HV_OK, NULL},
+        {"metrics:\n  listen: '[::1]:7001'\n", HV_OK, NULL},
+        {"metrics:\n  listen: 0.0.0.0:7001\n  token_file: /x\n", HV_OK, NULL},
+        {"metrics:\n  listen: 0.0.0.0:7001\n", HV_EINVAL,
+         "mem.yaml:2:11: key 'metrics.listen': value '0.0.0.0:7001' is not a loopback address"},
+        {"metrics:\n  token_file: /x\n", HV_EINVAL, "key 'metrics.token_file': needs"},
+        {"metrics:\n  listen: 127.0.0.1\n", HV_EINVAL, "is not HOST:PORT"},
+        {"metrics:\n  port: 1\n", HV_EINVAL, "port"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_head_config_t c;
+        char err[512] = "";
+        hv_err rc = hv_head_config_parse("mem.yaml", rows[i].text, strlen(rows[i].text), &c, err,
+                                         sizeof(err));
+        CHECK_RC_MSG(rc, rows[i].want, err);
+        if (rows[i].msg != NULL && strstr(err, rows[i].msg) == NULL) {
+            fprintf(stderr, "row %zu: '%s' not in '%s'\n", i, rows[i].msg, err);
+            CHECK(0);
+        }
+        if (rc == HV_OK) {
+            CHECK(c.metrics.listen != NULL);
+            hv_head_config_fini(&c);
+        }
+    }
+    hv_head_config_t d;
+    hv_head_config_defaults(&d);
+    CHECK_STR(d.metrics.listen, NULL);
+    CHECK_STR(d.metrics.token_file, NULL);
+    hv_head_config_fini(&d);
+}
+
 /* ---- transport: tls and the plain-text rule ----------------------------------------------- */
 
 /* Writes a config into the cert dir and loads it; returns the rc, err holds the message. */
@@ -871,6 +910,7 @@ static const hv_check_case_t cases[] = {
     {"insecure", test_insecure},
     {"tls", test_tls},
     {"yaml_words", test_yaml_words},
+    {"metrics", test_metrics},
 };
 
 int main(int argc, char **argv) {

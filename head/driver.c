@@ -62,6 +62,8 @@ struct hv_driver_s {
                                    * since the last failure; 0 = none */
     char store_why[512];          /* while store_down: the line for clients */
     hv_joblogs_t *logs;           /* the job output files (owned) */
+    hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
+    void *observe_ud;
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -155,6 +157,13 @@ static void store_worked(hv_driver_t *d) {
 const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
 
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
+
+hv_djob_t *hv_driver_jobs(hv_driver_t *d) { return d->jobs; }
+
+void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud) {
+    d->observe = fn;
+    d->observe_ud = ud;
+}
 
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id) {
     hv_dnode_t *nd = hv_driver_node(d, node_id);
@@ -283,6 +292,9 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
     }
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
+    if (d->observe != NULL) {
+        d->observe(d->observe_ud, job_id, node_id, kind, data);
+    }
     if (job_id != 0) {
         hv_djob_t *j = job_by_id(d, job_id);
         if (j != NULL && seq > j->last_event_seq) {
@@ -1939,7 +1951,12 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
         hv_driver_schedule(d);
         return HV_OK;
     }
-    hv_driver_event(d, 0, n->id, "node.drain", NULL, "node %s is draining: %s", n->name, why);
+    /* from_agent: the node's own notice (a preemption notice, or its agent stopping), with the
+     * time it gave (0: unknown); else hvctl drain or the autoscaler. */
+    char ddata[96];
+    snprintf(ddata, sizeof(ddata), "{\"from_agent\":%s,\"notice_ms\":%u}",
+             from_agent ? "true" : "false", notice_ms);
+    hv_driver_event(d, 0, n->id, "node.drain", ddata, "node %s is draining: %s", n->name, why);
     if (!from_agent && d->io.order != NULL) {
         hv_order_t o = {.kind = HV_ORDER_DRAIN, .reason = why};
         d->io.order(d->io.ud, n->id, &o);

@@ -163,6 +163,12 @@ void hv_driver_destroy(hv_driver_t *d);
 void hv_driver_tick(hv_driver_t *d, uint64_t now);
 /* Places pending jobs and grows elastic jobs onto free slots. */
 void hv_driver_schedule(hv_driver_t *d);
+/* Told of every event once it is appended (also when its append failed): for counting
+ * (head/metrics.c); it must not call the driver. data: the event's JSON object or NULL; all
+ * borrowed for the call. One observer; NULL removes it. */
+typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
+                                     const char *data);
+void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud);
 /* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
@@ -264,6 +270,9 @@ hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
 /* The path of job job_id's output log: <data_dir>/logs/<epoch>-<job>.log, or <job>.log under
  * the legacy epoch "" (hv_store_epoch): a new state.db's job 1 never shows an old job 1's log. */
 void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len);
+/* The first job in memory (jobs are linked by next, in submission order): the active ones and
+ * those that ended a short while ago. */
+hv_djob_t *hv_driver_jobs(hv_driver_t *d);
 /* Node name of a worker ("?" if unknown). */
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);

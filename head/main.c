@@ -34,6 +34,7 @@
 #include "log.h"
 #include "mem.h"
 #include "notify.h"
+#include "metrics.h"
 #include "rpc.h"
 #include "svc_auth.h"
 #include "store.h"
@@ -66,8 +67,9 @@ typedef struct head_s {
     hv_svc_cost_t *cost;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
-    hv_autoscale_t *as; /* NULL without an autoscaler */
-    hv_auth_t auth;     /* the head's key, client tokens, revoked node credentials */
+    hv_autoscale_t *as;    /* NULL without an autoscaler */
+    hv_metrics_t *metrics; /* counters, the /metrics listener */
+    hv_auth_t auth;        /* the head's key, client tokens, revoked node credentials */
     uint32_t ticks;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
@@ -680,6 +682,13 @@ static int cmd_start(const head_opts_t *o) {
                    h->cfg.listen);
         }
     }
+    /* Metrics count the driver's events and every call the server ends (head/metrics.h). */
+    if ((rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics)) != HV_OK) {
+        head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
+        goto out_engine;
+    }
+    hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
+    hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
     char host[256];
     int cfg_port;
     hv_parse_hostport(h->cfg.listen, host, sizeof(host), &cfg_port);
@@ -721,6 +730,12 @@ static int cmd_start(const head_opts_t *o) {
     if (h->as != NULL) {
         hv_svc_cluster_set_admit(h->cluster, hv_autoscale_admit, h->as);
     }
+    int metrics_port = 0;
+    if (h->cfg.metrics.listen != NULL &&
+        (rc = hv_metrics_listen(h->metrics, h->loop, &metrics_port, err, sizeof(err))) != HV_OK) {
+        head_fail("hvhead: %s", err);
+        goto out_engine;
+    }
 
     uv_timer_init(h->loop, &h->tick);
     h->tick.data = h;
@@ -743,6 +758,14 @@ static int cmd_start(const head_opts_t *o) {
     /* Where the client token is, never its value. */
     printf("hvhead: client token in %s (hvsubmit/hvctl --token-file, or HV_TOKEN_FILE)\n",
            client_path);
+    if (h->cfg.metrics.listen != NULL) {
+        char mhost[256];
+        int mport;
+        hv_parse_hostport(h->cfg.metrics.listen, mhost, sizeof(mhost), &mport);
+        printf("hvhead: metrics on http://%s%s%s:%d/metrics%s\n", strchr(mhost, ':') ? "[" : "",
+               mhost, strchr(mhost, ':') ? "]" : "", metrics_port,
+               h->cfg.metrics.token_file != NULL ? " (bearer token of metrics.token_file)" : "");
+    }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-AUTH-CLIENT",
            "every call needs a credential; client token in %s, %zu client token(s) in all",
            client_path, h->auth.n_clients);
@@ -773,6 +796,9 @@ out_engine:
     hv_svc_auth_destroy(h->authsvc);
     hv_autoscale_destroy(h->as);
     h->as = NULL;
+    hv_driver_set_observer(h->driver, NULL, NULL);
+    hv_metrics_destroy(h->metrics); /* after the engine: ending calls are still counted */
+    h->metrics = NULL;
     h->authsvc = NULL;
     h->cluster = NULL;
     h->jobs = NULL;

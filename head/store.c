@@ -231,6 +231,7 @@ enum {
     ST_JOB_GET,
     ST_JOB_LIST,
     ST_JOB_PAGE,
+    ST_JOB_STATES,
     ST_WORKER_INSERT,
     ST_WORKER_UPDATE,
     ST_WORKER_GET,
@@ -311,6 +312,7 @@ static const char *const store_sql[ST__COUNT] = {
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
                       " round_fail_at_ms = ?31, target_np = ?32 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+    [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
                     " WHERE ?1 = 0 OR state IN ('pending','placing','running')"
                     " ORDER BY id DESC LIMIT ?2",
@@ -342,7 +344,7 @@ static const char *const store_sql[ST__COUNT] = {
                           " WHERE job_id = ?3 AND seq > ?1 ORDER BY seq DESC LIMIT ?2)"
                           " ORDER BY seq",
     [ST_EVENT_COUNT] = "SELECT COUNT(*) FROM events WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2"
-                       " AND instr(data, ?3) > 0",
+                       " AND (?3 = '' OR instr(data, ?3) > 0)",
     [ST_EVENT_SUM] = "SELECT COALESCE(SUM(json_extract(data, ?3)), 0) FROM events"
                      " WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2 AND json_valid(data)",
     [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
@@ -1643,6 +1645,26 @@ hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, u
         *out = rows;
     }
 out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_job_states(hv_store_t *s, void (*fn)(const char *state, uint64_t n, void *ud),
+                           void *ud) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_JOB_STATES, &st)) != HV_OK) {
+        return rc;
+    }
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *state = (const char *)sqlite3_column_text(st, 0);
+        sqlite3_int64 n = sqlite3_column_int64(st, 1);
+        fn(state != NULL ? state : "", n > 0 ? (uint64_t)n : 0, ud);
+    }
+    if (src != SQLITE_DONE) {
+        rc = store_fail(s, src, "count jobs by state");
+    }
     store_release(st);
     return rc;
 }

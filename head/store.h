@@ -136,6 +136,10 @@ hv_err hv_store_job_get(hv_store_t *s, uint64_t id, hv_job_row_t *out);
 /* Jobs newest first (by id). active_only: pending, placing, running. limit 0 = no limit. */
 hv_err hv_store_job_list(hv_store_t *s, int active_only, uint32_t limit, hv_job_row_t **out,
                          size_t *n);
+/* The number of jobs in each state: fn(state, count, ud) once per state that has jobs (the
+ * store's words, "pending" ... "cancelled"); the strings are borrowed for the call. */
+hv_err hv_store_job_states(hv_store_t *s, void (*fn)(const char *state, uint64_t n, void *ud),
+                           void *ud);
 /* A page of jobs newest first: those with an id below before_id (0 = from the newest), at most
  * limit of them (0 = no limit). */
 hv_err hv_store_job_page(hv_store_t *s, uint64_t before_id, uint32_t limit, hv_job_row_t **out,

@@ -419,6 +419,13 @@ static void test_node_upsert(void) {
     hv_store_close(s);
 }
 
+/* Appends "state=n " (the states come in the query's order: sorted). */
+static void job_state_cat(const char *state, uint64_t n, void *ud) {
+    char *buf = ud;
+    size_t len = strlen(buf);
+    snprintf(buf + len, 256 - len, "%s=%llu ", state, (unsigned long long)n);
+}
+
 static void test_job_list(void) {
     hv_store_t *s = open_ok(tmp_dir);
     static const char *const states[] = {"pending", "succeeded", "running",
@@ -438,6 +445,11 @@ static void test_job_list(void) {
         CHECK_U64(rows[i].id, ids[5 - i]); // newest first
     }
     hv_store_job_free_list(rows, n);
+
+    /* Counts by state (the metrics' hv_jobs): one each, none for succeeded. */
+    char seen[256] = "";
+    CHECK_OK(s, hv_store_job_states(s, job_state_cat, seen));
+    CHECK_STR(seen, "cancelled=1 failed=1 pending=1 placing=1 running=1 succeeded=1 ");
 
     CHECK_OK(s, hv_store_job_list(s, 1, 0, &rows, &n));
     CHECK_U64(n, 3); // placing, running, pending
@@ -661,6 +673,10 @@ static void test_events(void) {
     CHECK_U64(cnt, 3);
     CHECK_OK(s, hv_store_event_count(s, 0, "k", NULL, &cnt));
     CHECK_U64(cnt, 11);
+    /* "" counts events without data too (autoscaler.launch_failed has none). */
+    CHECK_OK(s, hv_store_event_append(s, 0, 0, "nodata", "m", NULL, NULL));
+    CHECK_OK(s, hv_store_event_count(s, 0, "nodata", "", &cnt));
+    CHECK_U64(cnt, 1);
     /* Summing a field of the data: job 3 redid 64 + 36 samples; other kinds do not count. */
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"redone_samples\":64}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"redone_samples\":36}", NULL));

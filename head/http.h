@@ -1,0 +1,107 @@
+/*
+ * http: a small HTTP/1.1 server on the head's libuv loop, for the read-only pages hvhead serves
+ * beside its gRPC port: /metrics (head/metrics.c) now, the status page later. It is not a
+ * general web server: GET and HEAD only, no request bodies, a bounded request head
+ * (HV_HTTP_MAX_HEAD bytes), a bounded number of connections, a timeout from accept (or from the
+ * previous response, with keep-alive) to a complete request head, and one response per request,
+ * written whole from a buffer the route's handler filled. Routes are a table of exact paths.
+ * No TLS: a listener beyond loopback must be protected by a bearer token (opts.token), which the
+ * config enforces (docs/metrics.md).
+ *
+ * The request parser (hv_http_parse) is pure and separate from the sockets so that it can be
+ * unit-tested and fuzzed (tests/fuzz/fuzz_http.c). Threads: the loop thread only.
+ */
+#ifndef HV_HEAD_HTTP_H
+#define HV_HEAD_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "err.h"
+
+#define HV_HTTP_MAX_HEAD 8192    /* bytes of a request line and headers, CRLFs included */
+#define HV_HTTP_MAX_TARGET 1024  /* bytes of the request target */
+#define HV_HTTP_MAX_AUTH 512     /* bytes of an Authorization value */
+#define HV_HTTP_MAX_HEADERS 64   /* header lines of one request */
+#define HV_HTTP_MAX_CONNS 64     /* connections at once; more are closed at once */
+#define HV_HTTP_TIMEOUT_MS 10000 /* to a complete request head */
+#define HV_HTTP_LINGER_MS 2000   /* after a refusal: how long the rest of a request is drained */
+
+/* One parsed request head. Strings are NUL-terminated copies. */
+typedef struct hv_http_request_s {
+    int head;                             /* HEAD (no body in the response), else GET */
+    int minor;                            /* HTTP/1.<minor>: 0 or 1 */
+    int keep_alive;                       /* the connection may serve another request */
+    char path[HV_HTTP_MAX_TARGET];        /* the target before '?' */
+    char query[HV_HTTP_MAX_TARGET];       /* after '?', "" when none */
+    char authorization[HV_HTTP_MAX_AUTH]; /* the Authorization header's value, "" when none */
+} hv_http_request_t;
+
+/* Parses the request head at buf (len bytes). Pure.
+ *   HV_OK with *used > 0: a complete head of *used bytes was parsed into *req.
+ *   HV_OK with *used == 0: incomplete; call again with more bytes.
+ *   HV_EPROTO: the request is refused; *status holds the HTTP status to answer (400 malformed,
+ *   405 a method other than GET/HEAD, 411/400 a body, 414 target too long, 431 head or a header
+ *   too large, 505 not HTTP/1.x) and the connection closes after it. */
+hv_err hv_http_parse(const char *buf, size_t len, hv_http_request_t *req, size_t *used,
+                     int *status);
+
+/* 1 when authorization (a header value) is "Bearer <token>" with exactly this token (compared
+ * in constant time); token NULL or "" means no token is needed (always 1). Pure. */
+int hv_http_bearer_ok(const char *authorization, const char *token);
+
+/* The reason phrase of a status ("Not Found"); "Unknown" for others. */
+const char *hv_http_reason(int status);
+
+/* A response under construction: the handler sets status and content type and appends the body.
+ * The body grows as needed (out of memory: oom is set and the server answers 500). */
+typedef struct hv_http_reply_s {
+    int status;               /* 200 unless set */
+    const char *content_type; /* static string; "text/plain; charset=utf-8" unless set */
+    char *body;               /* owned by the server */
+    size_t len, cap;
+    int oom;
+} hv_http_reply_t;
+
+void hv_http_reply_add(hv_http_reply_t *r, const char *data, size_t len);
+void hv_http_reply_printf(hv_http_reply_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Fills rep for req; runs on the loop thread and must not block for long. */
+typedef void (*hv_http_handler_fn)(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
+
+typedef struct hv_http_route_s {
+    const char *path; /* exact path, e.g. "/metrics" (borrowed, static) */
+    hv_http_handler_fn fn;
+    void *ud;
+} hv_http_route_t;
+
+typedef struct hv_http_opts_s {
+    const char *listen;            /* numeric HOST:PORT ("127.0.0.1:7001", "[::1]:0"); borrowed */
+    const char *token;             /* bearer token every request needs; NULL/"" = none; copied */
+    const hv_http_route_t *routes; /* copied */
+    size_t nroutes;
+    uint32_t timeout_ms; /* 0 = HV_HTTP_TIMEOUT_MS */
+} hv_http_opts_t;
+
+typedef struct hv_http_server_s hv_http_server_t;
+
+/* Counters of the server, for the metrics. */
+typedef struct hv_http_stats_s {
+    uint64_t requests;     /* requests answered (any status) */
+    uint64_t unauthorized; /* answered 401: no or a wrong bearer token */
+    uint64_t refused;      /* malformed, oversized, timed out or over the connection bound */
+} hv_http_stats_t;
+
+/* Binds and listens on opts->listen. *port_out (optional) gets the bound port. Errors: HV_EINVAL
+ * (not a numeric HOST:PORT; err says so), HV_EUNAVAIL (cannot bind: err says why), HV_ENOMEM. */
+hv_err hv_http_server_create(uv_loop_t *loop, const hv_http_opts_t *opts, hv_http_server_t **out,
+                             int *port_out, char *err, size_t errlen);
+/* Stops listening and closes every connection; the memory is freed once libuv has closed the
+ * handles (the loop must run once more). NULL is a no-op. */
+void hv_http_server_close(hv_http_server_t *s);
+void hv_http_server_stats(const hv_http_server_t *s, hv_http_stats_t *out);
+
+#endif

@@ -1,0 +1,266 @@
+/*
+ * http_test: the request parser table by table (what is accepted, what is refused with which
+ * status, incomplete heads), the bearer check, and the server on a real loopback socket: a
+ * route answers, an unknown path is 404, a missing token 401, an oversized head 431, and
+ * keep-alive serves two requests on one connection.
+ */
+#include "http.h"
+#include "hv_check.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+static void case_parse_table(void) {
+    static const struct {
+        const char *name, *in;
+        int want_status; /* 0: accepted; -1: incomplete */
+        const char *path, *query;
+        int keep_alive, head;
+    } rows[] = {
+        {"simple", "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 0, "/metrics", "", 1, 0},
+        {"query", "GET /a?b=c HTTP/1.1\r\nHost: x\r\n\r\n", 0, "/a", "b=c", 1, 0},
+        {"bare LF", "GET / HTTP/1.1\nHost: x\n\n", 0, "/", "", 1, 0},
+        {"1.0 closes", "GET / HTTP/1.0\r\n\r\n", 0, "/", "", 0, 0},
+        {"1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", 0, "/", "", 1, 0},
+        {"close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0, "/", "", 0, 0},
+        {"head", "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", 0, "/", "", 1, 1},
+        {"leading CRLF", "\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", 0, "/", "", 1, 0},
+        {"length 0", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 0, "/", "", 1, 0},
+        {"incomplete", "GET /metrics HTTP/1.1\r\nHost: x\r\n", -1, NULL, NULL, 0, 0},
+        {"empty", "", -1, NULL, NULL, 0, 0},
+        {"post", "POST / HTTP/1.1\r\nHost: x\r\n\r\n", 405, NULL, NULL, 0, 0},
+        {"lower get", "get / HTTP/1.1\r\nHost: x\r\n\r\n", 405, NULL, NULL, 0, 0},
+        {"no host", "GET / HTTP/1.1\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"http2", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, NULL, NULL, 0, 0},
+        {"garbage", "hello\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"no slash", "GET metrics HTTP/1.1\r\nHost: x\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"absolute", "GET http://a/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"two spaces", "GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"body", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"chunked", "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 400, NULL,
+         NULL, 0, 0},
+        {"fold", "GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"bad name", "GET / HTTP/1.1\r\nHo st: x\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"lone CR", "GET / HTTP/1.1\r\nHost: x\ry\r\n\r\n", 400, NULL, NULL, 0, 0},
+        {"ctl in value", "GET / HTTP/1.1\r\nHost: x\x01\r\n\r\n", 400, NULL, NULL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_http_request_t req;
+        size_t used = 99;
+        int status = -7;
+        size_t len = strlen(rows[i].in);
+        hv_err rc = hv_http_parse(rows[i].in, len, &req, &used, &status);
+        fprintf(stderr, "  row %s\n", rows[i].name);
+        if (rows[i].want_status == -1) {
+            CHECK_RC(rc, HV_OK);
+            CHECK_EQ(used, 0);
+        } else if (rows[i].want_status > 0) {
+            CHECK_RC(rc, HV_EPROTO);
+            CHECK_EQ(status, rows[i].want_status);
+        } else {
+            CHECK_RC(rc, HV_OK);
+            CHECK_EQ(used, len);
+            CHECK_STR(req.path, rows[i].path);
+            CHECK_STR(req.query, rows[i].query);
+            CHECK_EQ(req.keep_alive, rows[i].keep_alive);
+            CHECK_EQ(req.head, rows[i].head);
+        }
+    }
+}
+
+static void case_parse_limits(void) {
+    static char buf[HV_HTTP_MAX_HEAD + 4096];
+    hv_http_request_t req;
+    size_t used;
+    int status;
+    /* A head that does not end within the bound: 431, complete or not. */
+    memset(buf, 0, sizeof(buf));
+    int n = snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ");
+    memset(buf + n, 'a', HV_HTTP_MAX_HEAD);
+    CHECK_RC(hv_http_parse(buf, HV_HTTP_MAX_HEAD, &req, &used, &status), HV_EPROTO);
+    CHECK_EQ(status, 431);
+    /* A target over HV_HTTP_MAX_TARGET: 414. */
+    n = snprintf(buf, sizeof(buf), "GET /");
+    memset(buf + n, 'a', HV_HTTP_MAX_TARGET);
+    n += HV_HTTP_MAX_TARGET;
+    n += snprintf(buf + n, sizeof(buf) - (size_t)n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_RC(hv_http_parse(buf, (size_t)n, &req, &used, &status), HV_EPROTO);
+    CHECK_EQ(status, 414);
+    /* Too many header lines: 431. */
+    n = snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < HV_HTTP_MAX_HEADERS; i++) {
+        n += snprintf(buf + n, sizeof(buf) - (size_t)n, "X-%d: y\r\n", i);
+    }
+    n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\r\n");
+    CHECK_RC(hv_http_parse(buf, (size_t)n, &req, &used, &status), HV_EPROTO);
+    CHECK_EQ(status, 431);
+    /* Two pipelined requests: the first is parsed, *used says where the second begins. */
+    const char *two = "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK_RC(hv_http_parse(two, strlen(two), &req, &used, &status), HV_OK);
+    CHECK_EQ(used, strlen(two) / 2);
+    CHECK_STR(req.path, "/a");
+    /* The authorization value is kept; an oversized one is 431. */
+    const char *auth = "GET / HTTP/1.1\r\nHost: x\r\nAuthorization:  Bearer abc \r\n\r\n";
+    CHECK_RC(hv_http_parse(auth, strlen(auth), &req, &used, &status), HV_OK);
+    CHECK_STR(req.authorization, "Bearer abc");
+}
+
+static void case_bearer(void) {
+    CHECK(hv_http_bearer_ok("", NULL));
+    CHECK(hv_http_bearer_ok("", ""));
+    CHECK(hv_http_bearer_ok("Bearer s3cret", "s3cret"));
+    CHECK(hv_http_bearer_ok("bearer s3cret", "s3cret"));
+    CHECK(!hv_http_bearer_ok("", "s3cret"));
+    CHECK(!hv_http_bearer_ok("Bearer s3cre", "s3cret"));
+    CHECK(!hv_http_bearer_ok("Bearer s3cretx", "s3cret"));
+    CHECK(!hv_http_bearer_ok("Basic s3cret", "s3cret"));
+    CHECK(!hv_http_bearer_ok("Bearer ", "s3cret"));
+}
+
+/* ---- the server on a real socket ------------------------------------------------------------ */
+
+static void hello(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    (void)ud;
+    hv_http_reply_printf(rep, "hello %s\n", req->query);
+}
+
+typedef struct client_s {
+    int port;
+    const char *send;
+    size_t send_len;
+    char got[8192];
+    int shut; /* half-close after sending */
+} client_t;
+
+/* A blocking client thread: sends, then reads until the server closes (bounded by SO_RCVTIMEO). */
+static void *client_main(void *arg) {
+    client_t *c = arg;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+        size_t off = 0;
+        while (off < c->send_len) {
+            ssize_t w = send(fd, c->send + off, c->send_len - off, MSG_NOSIGNAL);
+            if (w <= 0) {
+                break;
+            }
+            off += (size_t)w;
+        }
+        size_t n = 0;
+        for (;;) {
+            ssize_t r = recv(fd, c->got + n, sizeof(c->got) - 1 - n, 0);
+            if (r <= 0) {
+                break;
+            }
+            n += (size_t)r;
+        }
+        c->got[n] = '\0';
+    }
+    close(fd);
+    return NULL;
+}
+
+/* Runs the loop until the client thread ends (bounded: the client's receive timeout). */
+static void exchange(uv_loop_t *loop, client_t *c) {
+    pthread_t th;
+    pthread_create(&th, NULL, client_main, c);
+    for (int i = 0; i < 5000; i++) {
+        uv_run(loop, UV_RUN_NOWAIT);
+        if (pthread_tryjoin_np(th, NULL) == 0) {
+            uv_run(loop, UV_RUN_NOWAIT);
+            return;
+        }
+        struct timespec ts = {.tv_nsec = 2000000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_join(th, NULL);
+}
+
+static void case_server(void) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    hv_http_route_t routes[] = {{"/hello", hello, NULL}};
+    hv_http_opts_t o = {.listen = "127.0.0.1:0", .token = "tok", .routes = routes, .nroutes = 1};
+    hv_http_server_t *s = NULL;
+    int port = 0;
+    char err[256] = "";
+    CHECK_RC_MSG(hv_http_server_create(&loop, &o, &s, &port, err, sizeof(err)), HV_OK, err);
+    CHECK(port > 0);
+
+    client_t c = {.port = port};
+    c.send = "GET /hello?x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer tok\r\n"
+             "\r\nGET /hello?y HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer tok\r\n"
+             "Connection: close\r\n\r\n";
+    c.send_len = strlen(c.send);
+    exchange(&loop, &c);
+    CHECK(strstr(c.got, "HTTP/1.1 200 OK") != NULL);
+    CHECK(strstr(c.got, "hello x\n") != NULL);
+    CHECK(strstr(c.got, "hello y\n") != NULL); /* keep-alive: the second on the same connection */
+
+    client_t d = {.port = port};
+    d.send = "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    d.send_len = strlen(d.send);
+    exchange(&loop, &d);
+    CHECK(strncmp(d.got, "HTTP/1.1 401 Unauthorized", 25) == 0);
+    CHECK(strstr(d.got, "WWW-Authenticate: Bearer") != NULL);
+
+    client_t e = {.port = port};
+    e.send =
+        "GET /nope HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer tok\r\nConnection: close\r\n\r\n";
+    e.send_len = strlen(e.send);
+    exchange(&loop, &e);
+    CHECK(strncmp(e.got, "HTTP/1.1 404 Not Found", 22) == 0);
+
+    static char big[HV_HTTP_MAX_HEAD + 100];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+    client_t f = {.port = port, .send = big, .send_len = sizeof(big)};
+    exchange(&loop, &f);
+    CHECK(strncmp(f.got, "HTTP/1.1 431", 12) == 0);
+
+    hv_http_stats_t st;
+    hv_http_server_stats(s, &st);
+    CHECK_EQ(st.requests, 5);
+    CHECK_EQ(st.unauthorized, 1);
+    CHECK_EQ(st.refused, 1);
+    hv_http_server_close(s);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ(uv_loop_close(&loop), 0);
+}
+
+/* A bind that cannot work says why; a name is refused as not numeric. */
+static void case_server_errors(void) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    hv_http_opts_t o = {.listen = "metrics.example:80"};
+    hv_http_server_t *s = NULL;
+    char err[256] = "";
+    CHECK_RC(hv_http_server_create(&loop, &o, &s, NULL, err, sizeof(err)), HV_EINVAL);
+    CHECK(strstr(err, "not a numeric address") != NULL);
+    o.listen = "192.0.2.1:1"; /* TEST-NET: not an address of this machine */
+    CHECK_RC(hv_http_server_create(&loop, &o, &s, NULL, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "cannot listen on 192.0.2.1:1") != NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ(uv_loop_close(&loop), 0);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {{"parse_table", case_parse_table},
+                                            {"parse_limits", case_parse_limits},
+                                            {"bearer", case_bearer},
+                                            {"server", case_server},
+                                            {"server_errors", case_server_errors}};
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}

@@ -1,0 +1,716 @@
+/* metrics: see metrics.h. */
+#include "metrics.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cost.h"
+#include "log.h"
+#include "mem.h"
+#include "rpc.h"
+#include "util.h"
+
+#define METRICS_MAX_METHODS 96 /* distinct gRPC methods counted (hv serves ~40) */
+#define METRICS_CODES 17       /* gRPC status codes 0..16 */
+#define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_MAX_DRAINING 256 /* drains timed at once (more are counted, not timed) */
+
+/* Upper bounds (seconds) of the reset-duration buckets: a round closes in well under a second
+ * when every member is alive, and waits up to the rendezvous timeout (60 s) for stragglers. */
+static const double reset_bounds[] = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+#define METRICS_NBOUNDS (sizeof(reset_bounds) / sizeof(reset_bounds[0]))
+
+typedef struct metrics_hist_s {
+    uint64_t bucket[METRICS_NBOUNDS]; /* observations <= bound (not cumulative here) */
+    uint64_t count;
+    double sum; /* seconds */
+} metrics_hist_t;
+
+/* Upper bounds (seconds) of the drain-duration buckets: a preemption notice gives ~30 s to 2 min,
+ * an operator's drain may wait for long jobs. */
+static const double drain_bounds[] = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 14400};
+#define METRICS_NDRAIN (sizeof(drain_bounds) / sizeof(drain_bounds[0]))
+
+typedef struct metrics_dhist_s {
+    uint64_t bucket[METRICS_NDRAIN];
+    uint64_t count;
+    double sum;
+} metrics_dhist_t;
+
+typedef struct metrics_rpc_s {
+    const char *path; /* the method's static path (borrowed from the rpc server's table) */
+    uint64_t n[METRICS_CODES];
+} metrics_rpc_t;
+
+struct hv_metrics_s {
+    const hv_head_config_t *cfg; /* borrowed */
+    hv_driver_t *d;              /* borrowed */
+    hv_store_t *store;           /* borrowed */
+    hv_http_server_t *http;      /* the listener, or NULL (owned) */
+    uint64_t start_wall_ms;
+    /* counters */
+    uint64_t resets[HV_RESET__COUNT];
+    uint64_t samples_redone;
+    uint64_t drains, notices, launch_failures;
+    metrics_hist_t reset_round; /* a reset's round, from opened to closed */
+    metrics_dhist_t drain_time; /* a node's drain, from its start to its end (gone, undrained) */
+    struct {
+        uint64_t node_id, since_ms; /* monotonic */
+    } draining[METRICS_MAX_DRAINING];
+    size_t ndraining;
+    metrics_rpc_t rpc[METRICS_MAX_METHODS];
+    size_t nrpc;
+    uint64_t rpc_unknown[METRICS_CODES]; /* paths not served (and over METRICS_MAX_METHODS) */
+};
+
+/* ---- pure helpers --------------------------------------------------------------------------- */
+
+hv_reset_reason_t hv_metrics_reset_reason(int rollback, const char *reason) {
+    if (rollback) {
+        return HV_RESET_FAILURE;
+    }
+    if (reason == NULL) {
+        return HV_RESET_OTHER;
+    }
+    if (strncmp(reason, "drain", 5) == 0) {
+        return HV_RESET_DRAIN;
+    }
+    if (strncmp(reason, "grow", 4) == 0) {
+        return HV_RESET_GROW;
+    }
+    if (strncmp(reason, "shrink", 6) == 0) {
+        return HV_RESET_SHRINK;
+    }
+    if (strncmp(reason, "failure", 7) == 0) {
+        return HV_RESET_FAILURE;
+    }
+    return HV_RESET_OTHER;
+}
+
+const char *hv_metrics_reset_reason_name(hv_reset_reason_t r) {
+    static const char *const names[HV_RESET__COUNT] = {"failure", "drain", "grow", "shrink",
+                                                       "other"};
+    return (unsigned)r < HV_RESET__COUNT ? names[r] : "other";
+}
+
+/* Skips a JSON string starting at its opening quote; returns the character after its closing
+ * quote, or NULL when it does not end. */
+static const char *json_skip_str(const char *p) {
+    for (p++; *p != '\0'; p++) {
+        if (*p == '\\' && p[1] != '\0') {
+            p++;
+        } else if (*p == '"') {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+static const char *json_ws(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+        p++;
+    }
+    return p;
+}
+
+/* The value of a top-level key: its first character, or NULL. */
+static const char *json_find(const char *js, const char *key) {
+    if (js == NULL) {
+        return NULL;
+    }
+    size_t klen = strlen(key);
+    int depth = 0;
+    const char *p = js;
+    while (*p != '\0') {
+        if (*p == '"') {
+            const char *s = p + 1;
+            const char *e = json_skip_str(p);
+            if (e == NULL) {
+                return NULL;
+            }
+            p = json_ws(e);
+            if (depth == 1 && *p == ':' && (size_t)(e - 1 - s) == klen &&
+                memcmp(s, key, klen) == 0) {
+                return json_ws(p + 1);
+            }
+            continue;
+        }
+        if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            depth--;
+        }
+        p++;
+    }
+    return NULL;
+}
+
+int hv_metrics_json_u64(const char *json, const char *key, uint64_t *out) {
+    const char *v = json_find(json, key);
+    if (v == NULL || *v < '0' || *v > '9') {
+        return 0;
+    }
+    uint64_t n = 0;
+    for (; *v >= '0' && *v <= '9'; v++) {
+        uint64_t d = (uint64_t)(*v - '0');
+        if (n > (UINT64_MAX - d) / 10) {
+            return 0;
+        }
+        n = n * 10 + d;
+    }
+    *out = n;
+    return 1;
+}
+
+int hv_metrics_json_bool(const char *json, const char *key, int *out) {
+    const char *v = json_find(json, key);
+    if (v != NULL && strncmp(v, "true", 4) == 0) {
+        *out = 1;
+        return 1;
+    }
+    if (v != NULL && strncmp(v, "false", 5) == 0) {
+        *out = 0;
+        return 1;
+    }
+    return 0;
+}
+
+int hv_metrics_json_str(const char *json, const char *key, char *buf, size_t len) {
+    const char *v = json_find(json, key);
+    if (v == NULL || *v != '"' || len == 0 || json_skip_str(v) == NULL) {
+        return 0;
+    }
+    size_t n = 0;
+    for (v++; *v != '"'; v++) {
+        char c = *v;
+        if (c == '\\') {
+            v++;
+            c = *v == 'n' ? '\n' : *v == 't' ? '\t' : *v == 'u' ? '?' : *v;
+            if (*v == 'u') {
+                for (int i = 0; i < 4 && v[1] != '"' && v[1] != '\0'; i++) {
+                    v++;
+                }
+            }
+        }
+        if (n + 1 < len) {
+            buf[n++] = c;
+        }
+    }
+    buf[n] = '\0';
+    return 1;
+}
+
+void hv_metrics_escape_label(const char *in, char *out, size_t len) {
+    size_t n = 0;
+    if (len == 0) {
+        return;
+    }
+    for (; in != NULL && *in != '\0'; in++) {
+        const char *rep = *in == '\\' ? "\\\\" : *in == '"' ? "\\\"" : *in == '\n' ? "\\n" : NULL;
+        size_t rl = rep != NULL ? 2 : 1;
+        if (n + rl + 1 > len) {
+            break;
+        }
+        if (rep != NULL) {
+            memcpy(out + n, rep, 2);
+        } else {
+            out[n] = *in;
+        }
+        n += rl;
+    }
+    out[n] = '\0';
+}
+
+/* ---- counting ------------------------------------------------------------------------------- */
+
+static void hist_observe(metrics_hist_t *h, double v) {
+    for (size_t i = 0; i < METRICS_NBOUNDS; i++) {
+        if (v <= reset_bounds[i]) {
+            h->bucket[i]++;
+            break;
+        }
+    }
+    h->count++;
+    h->sum += v;
+}
+
+/* A drain of node_id ended (the node is dead, took work again, or its agent came back new). */
+static void drain_ended(hv_metrics_t *m, uint64_t node_id) {
+    for (size_t i = 0; i < m->ndraining; i++) {
+        if (m->draining[i].node_id == node_id) {
+            uint64_t now = hv_now_ms();
+            double v = (double)(now - m->draining[i].since_ms) / 1000.0;
+            for (size_t b = 0; b < METRICS_NDRAIN; b++) {
+                if (v <= drain_bounds[b]) {
+                    m->drain_time.bucket[b]++;
+                    break;
+                }
+            }
+            m->drain_time.count++;
+            m->drain_time.sum += v;
+            m->draining[i] = m->draining[--m->ndraining];
+            return;
+        }
+    }
+}
+
+void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
+                         const char *data) {
+    hv_metrics_t *m = ud;
+    (void)job_id;
+    if (strcmp(kind, "round.open") == 0) {
+        /* The first round of a job is its start; every later one is a reset (jobm.h). */
+        uint64_t resets = 0;
+        int rollback = 0;
+        char reason[64] = "";
+        if (hv_metrics_json_u64(data, "resets", &resets) && resets > 0) {
+            hv_metrics_json_bool(data, "rollback", &rollback);
+            hv_metrics_json_str(data, "reason", reason, sizeof(reason));
+            m->resets[hv_metrics_reset_reason(rollback, reason)]++;
+        }
+    } else if (strcmp(kind, "round.close") == 0) {
+        uint64_t gen = 0, wait_ms = 0, redone = 0;
+        if (hv_metrics_json_u64(data, "generation", &gen) && gen > 1 &&
+            hv_metrics_json_u64(data, "wait_ms", &wait_ms)) {
+            hist_observe(&m->reset_round, (double)wait_ms / 1000.0);
+        }
+        if (hv_metrics_json_u64(data, "redone_samples", &redone)) {
+            m->samples_redone += redone;
+        }
+    } else if (strcmp(kind, "node.drain") == 0) {
+        int from_agent = 0;
+        m->drains++;
+        if (hv_metrics_json_bool(data, "from_agent", &from_agent) && from_agent) {
+            m->notices++;
+        }
+        size_t i = 0;
+        while (i < m->ndraining && m->draining[i].node_id != node_id) {
+            i++;
+        }
+        if (i == m->ndraining && m->ndraining < METRICS_MAX_DRAINING) {
+            m->draining[m->ndraining].node_id = node_id; /* a drain already timed keeps its start */
+            m->draining[m->ndraining++].since_ms = hv_now_ms();
+        }
+    } else if (strcmp(kind, "node.dead") == 0 || strcmp(kind, "node.undrain") == 0 ||
+               strcmp(kind, "node.join") == 0) {
+        drain_ended(m, node_id);
+    } else if (strcmp(kind, "autoscaler.launch_failed") == 0) {
+        m->launch_failures++;
+    }
+}
+
+void hv_metrics_on_rpc(const char *path, int grpc_code, void *ud) {
+    hv_metrics_t *m = ud;
+    if (grpc_code < 0 || grpc_code >= METRICS_CODES) {
+        grpc_code = 2; /* UNKNOWN */
+    }
+    if (path != NULL) {
+        for (size_t i = 0; i < m->nrpc; i++) {
+            if (m->rpc[i].path == path || strcmp(m->rpc[i].path, path) == 0) {
+                m->rpc[i].n[grpc_code]++;
+                return;
+            }
+        }
+        if (m->nrpc < METRICS_MAX_METHODS) {
+            m->rpc[m->nrpc].path = path;
+            m->rpc[m->nrpc++].n[grpc_code]++;
+            return;
+        }
+    }
+    m->rpc_unknown[grpc_code]++;
+}
+
+/* Counters from the stored events, so that a restarted head goes on from them. A failing query
+ * leaves that counter at zero (logged): the head still starts. */
+static void metrics_seed(hv_metrics_t *m) {
+    static const struct {
+        const char *kind, *has;
+    } q[] = {
+        {"round.open", ""},                  /* 0: every round */
+        {"round.open", "\"resets\":0}"},     /* 1: first rounds (not resets) */
+        {"round.open", "\"rollback\":true"}, /* 2: failure */
+        {"round.open", "\"reason\":\"drain"},
+        {"round.open", "\"reason\":\"grow"},
+        {"round.open", "\"reason\":\"shrink"},
+        {"node.drain", ""},
+        {"node.drain", "\"from_agent\":true"},
+        {"autoscaler.launch_failed", ""},
+    };
+    uint64_t n[sizeof(q) / sizeof(q[0])] = {0};
+    for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+        if (hv_store_event_count(m->store, 0, q[i].kind, q[i].has, &n[i]) != HV_OK) {
+            HV_LOG(HV_LOG_WARN, "metrics", "HV-METRICS-SEED",
+                   "cannot count the stored %s events: %s; that counter starts at 0", q[i].kind,
+                   hv_store_last_error(m->store));
+        }
+    }
+    uint64_t total = n[0] > n[1] ? n[0] - n[1] : 0;
+    m->resets[HV_RESET_FAILURE] = n[2];
+    m->resets[HV_RESET_DRAIN] = n[3];
+    m->resets[HV_RESET_GROW] = n[4];
+    m->resets[HV_RESET_SHRINK] = n[5];
+    uint64_t known = n[2] + n[3] + n[4] + n[5];
+    m->resets[HV_RESET_OTHER] = total > known ? total - known : 0;
+    m->drains = n[6];
+    m->notices = n[7];
+    m->launch_failures = n[8];
+    if (hv_store_event_sum(m->store, 0, "round.close", "redone_samples", &m->samples_redone) !=
+        HV_OK) {
+        m->samples_redone = 0;
+    }
+}
+
+hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t *store,
+                         hv_metrics_t **out) {
+    hv_metrics_t *m = hv_calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return HV_ENOMEM;
+    }
+    m->cfg = cfg;
+    m->d = d;
+    m->store = store;
+    m->start_wall_ms = hv_wall_ms();
+    metrics_seed(m);
+    *out = m;
+    return HV_OK;
+}
+
+void hv_metrics_destroy(hv_metrics_t *m) {
+    if (m == NULL) {
+        return;
+    }
+    hv_http_server_close(m->http);
+    hv_free(m);
+}
+
+/* ---- the exposition ------------------------------------------------------------------------- */
+
+static void fam(hv_http_reply_t *o, const char *name, const char *type, const char *help) {
+    hv_http_reply_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The node type of a node: its autoscaler instance's, else "manual" (joined by hand). */
+static const char *node_type(const hv_instance_row_t *rows, size_t n, const char *name) {
+    const char *t = HV_COST_MANUAL;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].node_name != NULL && rows[i].type != NULL &&
+            strcmp(rows[i].node_name, name) == 0) {
+            t = rows[i].type; /* ordered by creation: the newest wins */
+        }
+    }
+    return t;
+}
+
+/* The types a family is zero-filled over: the autoscaler's, then "manual". */
+static size_t type_names(const hv_head_config_t *c, const char **names, size_t cap) {
+    size_t n = 0;
+    if (c->autoscaler.provider != NULL && strcmp(c->autoscaler.provider, "none") != 0) {
+        for (size_t i = 0; i < c->autoscaler.ntypes && n + 1 < cap; i++) {
+            names[n++] = c->autoscaler.types[i].name;
+        }
+    }
+    names[n++] = HV_COST_MANUAL;
+    return n;
+}
+
+static size_t type_index(const char **names, size_t n, const char *t) {
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(names[i], t) == 0) {
+            return i;
+        }
+    }
+    return n;
+}
+
+#define METRICS_MAX_TYPES (HV_COST_MAX_TYPES + 2)
+
+static void render_nodes(hv_metrics_t *m, const hv_instance_row_t *irows, size_t ni,
+                         hv_http_reply_t *o) {
+    const char *types[METRICS_MAX_TYPES];
+    size_t nt = type_names(m->cfg, types, METRICS_MAX_TYPES - 1);
+    uint64_t count[METRICS_MAX_TYPES][HV_NODE__COUNT];
+    uint64_t used[METRICS_MAX_TYPES], freeslots[METRICS_MAX_TYPES];
+    memset(count, 0, sizeof(count));
+    memset(used, 0, sizeof(used));
+    memset(freeslots, 0, sizeof(freeslots));
+    for (const hv_dnode_t *n = hv_driver_nodes(m->d); n != NULL; n = n->next) {
+        if (hv_driver_node_hidden(n)) {
+            continue;
+        }
+        size_t t = type_index(types, nt, node_type(irows, ni, n->name));
+        if (t == nt) {
+            if (nt + 1 >= METRICS_MAX_TYPES) {
+                continue;
+            }
+            types[nt++] = node_type(irows, ni, n->name); /* a type no longer configured */
+        }
+        count[t][n->state < HV_NODE__COUNT ? n->state : HV_NODE_DEAD]++;
+        if (n->state != HV_NODE_DEAD) {
+            used[t] += n->acct.slots_used;
+        }
+        if (hv_node_takes_work(n->state, n->has_session) && n->acct.slots > n->acct.slots_used) {
+            freeslots[t] += n->acct.slots - n->acct.slots_used;
+        }
+    }
+    fam(o, "hv_nodes", "gauge", "Nodes the head knows, by state and node type.");
+    for (size_t t = 0; t < nt; t++) {
+        for (int s = 0; s < HV_NODE__COUNT; s++) {
+            hv_http_reply_printf(o, "hv_nodes{state=\"%s\",type=\"%s\"} %" PRIu64 "\n",
+                                 hv_node_state_name((hv_node_state_t)s), types[t], count[t][s]);
+        }
+    }
+    fam(o, "hv_slots", "gauge",
+        "Worker slots: used by live workers, and free on nodes that take work, by node type.");
+    for (size_t t = 0; t < nt; t++) {
+        hv_http_reply_printf(o, "hv_slots{state=\"used\",type=\"%s\"} %" PRIu64 "\n", types[t],
+                             used[t]);
+        hv_http_reply_printf(o, "hv_slots{state=\"free\",type=\"%s\"} %" PRIu64 "\n", types[t],
+                             freeslots[t]);
+    }
+}
+
+static void job_state_cb(const char *state, uint64_t n, void *ud) {
+    uint64_t *counts = ud;
+    hv_job_state_t s;
+    if (hv_job_state_parse(state, &s) == HV_OK) {
+        counts[s] += n;
+    }
+}
+
+static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
+    uint64_t counts[HV_JOB__COUNT] = {0};
+    if (hv_store_job_states(m->store, job_state_cb, counts) == HV_OK) {
+        fam(o, "hv_jobs", "gauge", "Jobs in the state database, by state.");
+        for (int s = 0; s < HV_JOB__COUNT; s++) {
+            hv_http_reply_printf(o, "hv_jobs{state=\"%s\"} %" PRIu64 "\n",
+                                 hv_job_state_name((hv_job_state_t)s), counts[s]);
+        }
+    }
+    size_t njobs = 0;
+    for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+        njobs++;
+    }
+    hv_driver_demand_t *dem = hv_calloc(njobs ? njobs : 1, sizeof(*dem));
+    uint64_t pending = 0, grow = 0;
+    if (dem != NULL) {
+        size_t nd = hv_driver_demand(m->d, dem, njobs);
+        for (size_t i = 0; i < nd; i++) {
+            *(dem[i].pending ? &pending : &grow) += dem[i].workers;
+        }
+        hv_free(dem);
+        fam(o, "hv_demand_workers", "gauge",
+            "Workers active jobs want that the free slots cannot give now: pending jobs waiting "
+            "to start, and elastic jobs that could grow.");
+        hv_http_reply_printf(o, "hv_demand_workers{kind=\"pending\"} %" PRIu64 "\n", pending);
+        hv_http_reply_printf(o, "hv_demand_workers{kind=\"grow\"} %" PRIu64 "\n", grow);
+    }
+    /* One series per active elastic job: jobs are few and end, workers and ranks are not
+     * labels. The label is job_id: Prometheus itself sets "job" (the scrape job's name). */
+    static const struct {
+        const char *name, *help;
+    } ej[] = {
+        {"hv_elastic_job_world_size", "Workers in the newest closed round of an elastic job."},
+        {"hv_elastic_job_generation", "Newest round (generation) of an elastic job."},
+        {"hv_elastic_job_target_size", "The size an elastic job aims for now."},
+    };
+    for (size_t k = 0; k < sizeof(ej) / sizeof(ej[0]); k++) {
+        fam(o, ej[k].name, "gauge", ej[k].help);
+        for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+            if (!j->jm.p.elastic || hv_job_state_terminal(j->jm.state)) {
+                continue;
+            }
+            uint64_t v = k == 0 ? j->jm.size : k == 1 ? j->jm.generation : hv_jm_target(&j->jm.p);
+            hv_http_reply_printf(o, "%s{job_id=\"%" PRIu64 "\"} %" PRIu64 "\n", ej[k].name,
+                                 j->jm.id, v);
+        }
+    }
+}
+
+static void render_events(hv_metrics_t *m, hv_http_reply_t *o) {
+    fam(o, "hv_resets_total", "counter",
+        "Resets of elastic jobs (rounds after a job's first), by reason.");
+    for (int r = 0; r < HV_RESET__COUNT; r++) {
+        hv_http_reply_printf(o, "hv_resets_total{reason=\"%s\"} %" PRIu64 "\n",
+                             hv_metrics_reset_reason_name((hv_reset_reason_t)r), m->resets[r]);
+    }
+    fam(o, "hv_reset_duration_seconds", "histogram",
+        "Duration of a reset by phase; phase round: from the round opening to its close.");
+    uint64_t cum = 0;
+    for (size_t i = 0; i < METRICS_NBOUNDS; i++) {
+        cum += m->reset_round.bucket[i];
+        hv_http_reply_printf(
+            o, "hv_reset_duration_seconds_bucket{phase=\"round\",le=\"%g\"} %" PRIu64 "\n",
+            reset_bounds[i], cum);
+    }
+    hv_http_reply_printf(o,
+                         "hv_reset_duration_seconds_bucket{phase=\"round\",le=\"+Inf\"} %" PRIu64
+                         "\nhv_reset_duration_seconds_sum{phase=\"round\"} %.3f\n"
+                         "hv_reset_duration_seconds_count{phase=\"round\"} %" PRIu64 "\n",
+                         m->reset_round.count, m->reset_round.sum, m->reset_round.count);
+    fam(o, "hv_samples_redone_total", "counter",
+        "Samples elastic jobs processed again after rolling back to their last commit.");
+    hv_http_reply_printf(o, "hv_samples_redone_total %" PRIu64 "\n", m->samples_redone);
+    fam(o, "hv_node_drains_total", "counter",
+        "Nodes that began to drain (hvctl drain, the autoscaler, or the node's own notice).");
+    hv_http_reply_printf(o, "hv_node_drains_total %" PRIu64 "\n", m->drains);
+    fam(o, "hv_node_drain_duration_seconds", "histogram",
+        "How long nodes this head saw begin to drain stayed draining: until the head declared "
+        "them dead (their lease included), they took work again, or their agent rejoined.");
+    cum = 0;
+    for (size_t i = 0; i < METRICS_NDRAIN; i++) {
+        cum += m->drain_time.bucket[i];
+        hv_http_reply_printf(o, "hv_node_drain_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+                             drain_bounds[i], cum);
+    }
+    hv_http_reply_printf(o,
+                         "hv_node_drain_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64
+                         "\nhv_node_drain_duration_seconds_sum %.3f\n"
+                         "hv_node_drain_duration_seconds_count %" PRIu64 "\n",
+                         m->drain_time.count, m->drain_time.sum, m->drain_time.count);
+    fam(o, "hv_preemption_notices_total", "counter",
+        "Drain notices sent by the nodes' own agents (a preemption notice, or the agent "
+        "stopping).");
+    hv_http_reply_printf(o, "hv_preemption_notices_total %" PRIu64 "\n", m->notices);
+    fam(o, "hv_autoscaler_launch_failures_total", "counter",
+        "Autoscaler launches that failed (at once, later, or by never joining).");
+    hv_http_reply_printf(o, "hv_autoscaler_launch_failures_total %" PRIu64 "\n",
+                         m->launch_failures);
+}
+
+static void render_instances(hv_metrics_t *m, const hv_instance_row_t *irows, size_t ni,
+                             uint64_t now, hv_http_reply_t *o) {
+    static const char *const states[] = {"launching", "running", "draining", "terminating"};
+    const char *types[METRICS_MAX_TYPES];
+    size_t nt = type_names(m->cfg, types, METRICS_MAX_TYPES);
+    nt = nt > 0 ? nt - 1 : 0; /* instances are never "manual" */
+    fam(o, "hv_autoscaler_instances", "gauge",
+        "The autoscaler's instances that have not ended, by state and node type.");
+    for (size_t t = 0; t < nt; t++) {
+        for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
+            uint64_t n = 0;
+            for (size_t i = 0; i < ni; i++) {
+                n += irows[i].ended_ms == 0 && irows[i].type != NULL && irows[i].state != NULL &&
+                     strcmp(irows[i].type, types[t]) == 0 && strcmp(irows[i].state, states[s]) == 0;
+            }
+            hv_http_reply_printf(o,
+                                 "hv_autoscaler_instances{state=\"%s\",type=\"%s\"} %" PRIu64 "\n",
+                                 states[s], types[t], n);
+        }
+    }
+    hv_cost_type_t ct[HV_COST_MAX_TYPES];
+    size_t nct = 0;
+    for (size_t t = 0; t < m->cfg->autoscaler.ntypes && t < HV_COST_MAX_TYPES; t++) {
+        const hv_head_node_type_t *ht = &m->cfg->autoscaler.types[t];
+        ct[nct++] =
+            (hv_cost_type_t){ht->name, ht->slots, ht->price_per_hour, ht->ondemand_price_per_hour};
+    }
+    hv_cost_instance_t *ci = hv_calloc(ni ? ni : 1, sizeof(*ci));
+    if (ci == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < ni; i++) {
+        ci[i] = (hv_cost_instance_t){irows[i].type, irows[i].node_name, irows[i].created_ms,
+                                     irows[i].ended_ms, irows[i].preempted};
+    }
+    hv_cost_report_t r;
+    hv_cost_cluster(ct, nct, ci, ni, now, &r);
+    hv_free(ci);
+    fam(o, "hv_instance_seconds_total", "counter",
+        "Seconds the autoscaler's instances ran (launch to end, or now), by node type.");
+    for (size_t i = 0; i < r.n; i++) {
+        hv_http_reply_printf(o, "hv_instance_seconds_total{type=\"%s\"} %.3f\n", r.lines[i].type,
+                             r.lines[i].instance_s);
+    }
+    fam(o, "hv_cost_total", "counter",
+        "What the autoscaler's instances cost at their type's price_per_hour (the config's "
+        "currency), by node type.");
+    for (size_t i = 0; i < r.n; i++) {
+        hv_http_reply_printf(o, "hv_cost_total{type=\"%s\"} %.6f\n", r.lines[i].type,
+                             r.lines[i].cost);
+    }
+    fam(o, "hv_preemptions_total", "counter", "The autoscaler's instances a preemption ended.");
+    hv_http_reply_printf(o, "hv_preemptions_total %" PRIu32 "\n", r.preemptions);
+}
+
+static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
+    fam(o, "hv_rpcs_total", "counter",
+        "gRPC calls the head served, by method and the status code they ended with.");
+    uint64_t refused[METRICS_CODES] = {0};
+    for (size_t i = 0; i <= m->nrpc; i++) {
+        const uint64_t *n = i < m->nrpc ? m->rpc[i].n : m->rpc_unknown;
+        char method[160];
+        const char *path = i < m->nrpc ? m->rpc[i].path : "unknown";
+        hv_metrics_escape_label(path[0] == '/' ? path + 1 : path, method, sizeof(method));
+        for (int c = 0; c < METRICS_CODES; c++) {
+            if (n[c] > 0) {
+                hv_http_reply_printf(o, "hv_rpcs_total{method=\"%s\",code=\"%s\"} %" PRIu64 "\n",
+                                     method, hv_rpc_code_name(c), n[c]);
+                refused[c] += n[c];
+            }
+        }
+    }
+    hv_http_stats_t hs;
+    hv_http_server_stats(m->http, &hs);
+    fam(o, "hv_auth_refusals_total", "counter",
+        "Calls refused for their credential: gRPC calls without a valid one (UNAUTHENTICATED) "
+        "or with one of another scope (PERMISSION_DENIED), and metrics scrapes without the "
+        "token.");
+    hv_http_reply_printf(o,
+                         "hv_auth_refusals_total{endpoint=\"grpc\",code=\"UNAUTHENTICATED\"} "
+                         "%" PRIu64 "\n"
+                         "hv_auth_refusals_total{endpoint=\"grpc\",code=\"PERMISSION_DENIED\"} "
+                         "%" PRIu64 "\n"
+                         "hv_auth_refusals_total{endpoint=\"metrics\",code=\"UNAUTHENTICATED\"} "
+                         "%" PRIu64 "\n",
+                         refused[16], refused[7], hs.unauthorized);
+}
+
+void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o) {
+    fam(o, "hv_build_info", "gauge", "The running hvhead's version (always 1).");
+    hv_http_reply_printf(o, "hv_build_info{version=\"%s\"} 1\n", HV_VERSION_STRING);
+    fam(o, "hv_head_start_time_seconds", "gauge", "When this head started (Unix time).");
+    hv_http_reply_printf(o, "hv_head_start_time_seconds %.3f\n", (double)m->start_wall_ms / 1000.0);
+    hv_instance_row_t *irows = NULL;
+    size_t ni = 0;
+    if (hv_store_instance_list(m->store, 0, &irows, &ni) != HV_OK) {
+        irows = NULL;
+        ni = 0;
+    }
+    render_nodes(m, irows, ni, o);
+    render_jobs(m, o);
+    render_events(m, o);
+    render_instances(m, irows, ni, now_wall_ms, o);
+    hv_store_instance_free_list(irows, ni);
+    render_rpcs(m, o);
+}
+
+static void metrics_serve(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    (void)req;
+    rep->content_type = METRICS_CTYPE;
+    hv_metrics_render(ud, hv_wall_ms(), rep);
+}
+
+hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *err,
+                         size_t errlen) {
+    char *token = NULL;
+    hv_err rc = hv_head_config_metrics_token(m->cfg, &token, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    hv_http_route_t routes[] = {{"/metrics", metrics_serve, m}};
+    hv_http_opts_t o = {.listen = m->cfg->metrics.listen,
+                        .token = token,
+                        .routes = routes,
+                        .nroutes = sizeof(routes) / sizeof(routes[0])};
+    char why[400] = "";
+    rc = hv_http_server_create(loop, &o, &m->http, port_out, why, sizeof(why));
+    if (token != NULL) {
+        memset(token, 0, strlen(token));
+        hv_free(token);
+    }
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "key 'metrics.listen': %s", why[0] ? why : hv_strerror(rc));
+    }
+    return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * metrics: hvhead's Prometheus metrics, in the text exposition format 0.0.4, served at /metrics
+ * on the listener of cfg->metrics (head/http.c). docs/metrics.md lists every series.
+ *
+ * Two kinds of figures. Gauges are read at each scrape from the driver's tables (nodes, slots,
+ * the elastic jobs in memory, demand) and from the store (jobs by state, the autoscaler's
+ * instances and, through cost.h, their instance-seconds and cost). Counters are counted as
+ * things happen, through two hooks the head wires up: the driver's event observer
+ * (hv_metrics_on_event: resets by reason, reset durations, samples redone, drains and their
+ * durations, preemption notices, launch failures) and the gRPC server's call observer (hv_metrics_on_rpc: calls by
+ * method and code, authentication refusals). The counters that stored events can give back are
+ * seeded from them at creation, so a head restart does not reset them; the duration histograms
+ * and the RPC counters start at zero with each head (Prometheus handles a counter
+ * reset). No series has a per-worker or per-rank label.
+ *
+ * What it is not: a decision maker (it reads, never changes, the driver's state) or a store of
+ * history. The pure helpers below (a round's reset reason, top-level fields of an event's
+ * JSON, label escaping) are unit-tested in metrics_test.c. Threads: the head's loop thread.
+ */
+#ifndef HV_HEAD_METRICS_H
+#define HV_HEAD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "driver.h"
+#include "err.h"
+#include "http.h"
+#include "store.h"
+
+typedef struct hv_metrics_s hv_metrics_t;
+
+/* cfg, d and store are borrowed and must outlive the metrics. Seeds the counters from the
+ * stored events (blocking: a few counting queries). */
+hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t *store,
+                         hv_metrics_t **out);
+/* Closes the listener (if any; its memory goes once the loop runs again) and frees m. NULL is a
+ * no-op. */
+void hv_metrics_destroy(hv_metrics_t *m);
+
+/* Starts the HTTP listener on cfg->metrics.listen, reading the token of metrics.token_file.
+ * *port_out gets the bound port. Errors with a one-line message in err: HV_EINVAL (token file
+ * or address), HV_EUNAVAIL (cannot bind), HV_ENOMEM. */
+hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *err, size_t errlen);
+
+/* The driver's event observer (hv_driver_observe_fn); ud is the hv_metrics_t. */
+void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
+                         const char *data);
+/* The gRPC server's call observer (hv_rpc_observe_cb); ud is the hv_metrics_t. */
+void hv_metrics_on_rpc(const char *path, int grpc_code, void *ud);
+
+/* Appends the whole exposition to out. now_wall_ms: the wall clock (for costs up to now). */
+void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *out);
+
+/* ---- pure helpers (exposed for the tests) --------------------------------------------------- */
+
+typedef enum hv_reset_reason {
+    HV_RESET_FAILURE = 0, /* a member failed or its data plane broke: roll back */
+    HV_RESET_DRAIN,       /* members leave a draining node */
+    HV_RESET_GROW,        /* new workers join */
+    HV_RESET_SHRINK,      /* the job is made smaller (hv takes no worker away today: 0) */
+    HV_RESET_OTHER,       /* anything else */
+    HV_RESET__COUNT
+} hv_reset_reason_t;
+
+/* The reason of a reset from a round's fields: rollback, else the reason's leading word
+ * ("drain: ...", "grow: ...", "shrink: ...") as jobm writes it. */
+hv_reset_reason_t hv_metrics_reset_reason(int rollback, const char *reason);
+const char *hv_metrics_reset_reason_name(hv_reset_reason_t r);
+
+/* A top-level field of a JSON object (nested objects and strings are skipped, so a key inside a
+ * value never matches). 1 when found and of the type asked; 0 otherwise (out untouched). The
+ * string is unescaped into buf (truncated to len-1 bytes; \u escapes become '?'). */
+int hv_metrics_json_u64(const char *json, const char *key, uint64_t *out);
+int hv_metrics_json_bool(const char *json, const char *key, int *out);
+int hv_metrics_json_str(const char *json, const char *key, char *buf, size_t len);
+
+/* A label value escaped for the exposition (\\, \", \n), truncated to len-1 bytes. */
+void hv_metrics_escape_label(const char *in, char *out, size_t len);
+
+#endif

@@ -1,0 +1,198 @@
+/*
+ * metrics_test: the pure helpers (a round's reset reason, top-level JSON fields of events,
+ * label escaping), then the counters end to end on a real store and driver in a temporary data
+ * dir: events appended through the driver are counted (resets by reason, the reset histogram,
+ * samples redone, drains and notices, launch failures), calls by method and code, and a second
+ * metrics object made on the same store (a restarted head) starts from the stored counts.
+ */
+#include "metrics.h"
+#include "hv_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+static void case_reset_reason(void) {
+    static const struct {
+        int rollback;
+        const char *reason;
+        hv_reset_reason_t want;
+    } rows[] = {
+        {1, "failure: rank 0 on a was killed by signal SIGKILL", HV_RESET_FAILURE},
+        {1, "worker 3 on a re-joined: its data plane failed", HV_RESET_FAILURE},
+        {0, "drain: node a (preempted)", HV_RESET_DRAIN},
+        {0, "drain: 2 workers on draining nodes leave now that others hold the state",
+         HV_RESET_DRAIN},
+        {0, "grow: free slots", HV_RESET_GROW},
+        {0, "shrink: to 2", HV_RESET_SHRINK},
+        {0, "failure: x", HV_RESET_FAILURE},
+        {0, "start", HV_RESET_OTHER},
+        {0, NULL, HV_RESET_OTHER},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        CHECK_EQ(hv_metrics_reset_reason(rows[i].rollback, rows[i].reason), rows[i].want);
+    }
+    CHECK_STR(hv_metrics_reset_reason_name(HV_RESET_FAILURE), "failure");
+    CHECK_STR(hv_metrics_reset_reason_name(HV_RESET_SHRINK), "shrink");
+}
+
+static void case_json(void) {
+    const char *js = "{\"generation\":3,\"reason\":\"drain: \\\"a\\\" \\\"wait_ms\\\":9\","
+                     "\"members\":[{\"worker\":1,\"wait_ms\":7}],\"rollback\":false,"
+                     "\"wait_ms\":1500, \"x\" : true}";
+    uint64_t v = 0;
+    CHECK(hv_metrics_json_u64(js, "generation", &v));
+    CHECK_EQ(v, 3);
+    CHECK(hv_metrics_json_u64(js, "wait_ms", &v)); /* the top-level one, not the nested one */
+    CHECK_EQ(v, 1500);
+    CHECK(!hv_metrics_json_u64(js, "worker", &v));
+    CHECK(!hv_metrics_json_u64(js, "reason", &v));
+    int b = -1;
+    CHECK(hv_metrics_json_bool(js, "rollback", &b));
+    CHECK_EQ(b, 0);
+    CHECK(hv_metrics_json_bool(js, "x", &b));
+    CHECK_EQ(b, 1);
+    char s[16];
+    CHECK(hv_metrics_json_str(js, "reason", s, sizeof(s)));
+    CHECK_STR(s, "drain: \"a\" \"wai"); /* truncated to 15 bytes */
+    CHECK(!hv_metrics_json_str(js, "generation", s, sizeof(s)));
+    CHECK(!hv_metrics_json_u64(NULL, "a", &v));
+    CHECK(!hv_metrics_json_u64("{\"a\":\"unterminated", "a", &v));
+    CHECK(!hv_metrics_json_u64("{\"a\":99999999999999999999999}", "a", &v));
+    char e[32];
+    hv_metrics_escape_label("a\"b\\c\nd", e, sizeof(e));
+    CHECK_STR(e, "a\\\"b\\\\c\\nd");
+    hv_metrics_escape_label("abcdef", e, 4);
+    CHECK_STR(e, "abc");
+}
+
+/* ---- counters on a real store ---------------------------------------------------------------- */
+
+static char dir[] = "/tmp/hv-metrics-test-XXXXXX";
+
+/* The value of the series line that starts with `series ` in text; -1 when absent. */
+static double series(const char *text, const char *name) {
+    char pat[300];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    const char *p = strstr(text, pat);
+    return p != NULL ? atof(p + strlen(pat)) : -1;
+}
+
+static char *render(hv_metrics_t *m) {
+    hv_http_reply_t r = {0};
+    hv_metrics_render(m, 1000, &r);
+    CHECK(!r.oom);
+    return r.body;
+}
+
+static void case_counters(void) {
+    CHECK(mkdtemp(dir) != NULL);
+    hv_head_config_t cfg;
+    char err[512];
+    CHECK_RC_MSG(hv_head_config_parse("t.yaml", "", 0, &cfg, err, sizeof(err)), HV_OK, err);
+    hv_free(cfg.data_dir);
+    cfg.data_dir = hv_strdup(dir);
+    hv_store_t *store = NULL;
+    CHECK_RC_MSG(hv_store_open(dir, &store, err, sizeof(err)), HV_OK, err);
+    hv_driver_io_t io = {0};
+    hv_driver_t *d = NULL;
+    CHECK_RC(hv_driver_create(&cfg, store, &io, &d), HV_OK);
+    CHECK_RC(hv_driver_load(d), HV_OK);
+    hv_metrics_t *m = NULL;
+    CHECK_RC(hv_metrics_create(&cfg, d, store, &m), HV_OK);
+    hv_driver_set_observer(d, hv_metrics_on_event, m);
+
+    /* The events as jobm and the driver write them. */
+    hv_driver_event(d, 1, 0, "round.open",
+                    "{\"generation\":1,\"reason\":\"start\",\"rollback\":false,\"resets\":0}",
+                    "g1");
+    hv_driver_event(d, 1, 0, "round.close",
+                    "{\"generation\":1,\"size\":2,\"wait_ms\":40,\"redone_samples\":0}", "c1");
+    hv_driver_event(d, 1, 0, "round.open",
+                    "{\"generation\":2,\"reason\":\"failure: rank 0 on a was killed\","
+                    "\"rollback\":true,\"resets\":1}",
+                    "g2");
+    hv_driver_event(d, 1, 0, "round.close",
+                    "{\"generation\":2,\"size\":1,\"wait_ms\":1500,\"redone_samples\":64}", "c2");
+    hv_driver_event(d, 1, 0, "round.open",
+                    "{\"generation\":3,\"reason\":\"grow: free slots\",\"rollback\":false,"
+                    "\"resets\":2}",
+                    "g3");
+    hv_driver_event(d, 1, 0, "round.open",
+                    "{\"generation\":4,\"reason\":\"drain: node b\",\"rollback\":false,"
+                    "\"resets\":3}",
+                    "g4");
+    hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":true,\"notice_ms\":30000}", "d");
+    hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":false,\"notice_ms\":0}", "d");
+    hv_driver_event(d, 0, 0, "autoscaler.launch_failed", NULL, "lf");
+    hv_driver_event(d, 0, 2, "node.dead", NULL, "gone"); /* node 2's drain ends */
+    hv_driver_event(d, 0, 3, "node.undrain", NULL, "u"); /* node 3 was not draining */
+    hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 0, m);
+    hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 0, m);
+    hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 16, m);
+    hv_metrics_on_rpc(NULL, 12, m);
+
+    char *t = render(m);
+    CHECK(t != NULL);
+    if (t == NULL) {
+        return;
+    }
+    CHECK_EQ(series(t, "hv_resets_total{reason=\"failure\"}"), 1);
+    CHECK_EQ(series(t, "hv_resets_total{reason=\"grow\"}"), 1);
+    CHECK_EQ(series(t, "hv_resets_total{reason=\"drain\"}"), 1);
+    CHECK_EQ(series(t, "hv_resets_total{reason=\"shrink\"}"), 0);
+    CHECK_EQ(series(t, "hv_resets_total{reason=\"other\"}"), 0);
+    CHECK_EQ(series(t, "hv_reset_duration_seconds_count{phase=\"round\"}"), 1);
+    CHECK_EQ(series(t, "hv_reset_duration_seconds_bucket{phase=\"round\",le=\"1\"}"), 0);
+    CHECK_EQ(series(t, "hv_reset_duration_seconds_bucket{phase=\"round\",le=\"2.5\"}"), 1);
+    CHECK_EQ(series(t, "hv_reset_duration_seconds_bucket{phase=\"round\",le=\"+Inf\"}"), 1);
+    CHECK_EQ(series(t, "hv_samples_redone_total"), 64);
+    CHECK_EQ(series(t, "hv_node_drains_total"), 2);
+    CHECK_EQ(series(t, "hv_preemption_notices_total"), 1);
+    CHECK_EQ(series(t, "hv_autoscaler_launch_failures_total"), 1);
+    CHECK_EQ(series(t, "hv_node_drain_duration_seconds_count"), 1);
+    CHECK_EQ(series(t, "hv_node_drain_duration_seconds_bucket{le=\"1\"}"), 1);
+    CHECK_EQ(series(t, "hv_rpcs_total{method=\"hvpb.v1.Jobs/Submit\",code=\"OK\"}"), 2);
+    CHECK_EQ(series(t, "hv_rpcs_total{method=\"hvpb.v1.Jobs/Submit\",code=\"UNAUTHENTICATED\"}"),
+             1);
+    CHECK_EQ(series(t, "hv_rpcs_total{method=\"unknown\",code=\"UNIMPLEMENTED\"}"), 1);
+    CHECK_EQ(series(t, "hv_auth_refusals_total{endpoint=\"grpc\",code=\"UNAUTHENTICATED\"}"), 1);
+    CHECK_EQ(series(t, "hv_jobs{state=\"running\"}"), 0);
+    CHECK_EQ(series(t, "hv_nodes{state=\"alive\",type=\"manual\"}"), 0);
+    CHECK(strstr(t, "# TYPE hv_reset_duration_seconds histogram\n") != NULL);
+    hv_free(t);
+
+    /* A restarted head: the counters that stored events give back start from them. */
+    hv_driver_set_observer(d, NULL, NULL);
+    hv_metrics_destroy(m);
+    CHECK_RC(hv_metrics_create(&cfg, d, store, &m), HV_OK);
+    t = render(m);
+    if (t != NULL) {
+        CHECK_EQ(series(t, "hv_resets_total{reason=\"failure\"}"), 1);
+        CHECK_EQ(series(t, "hv_resets_total{reason=\"grow\"}"), 1);
+        CHECK_EQ(series(t, "hv_resets_total{reason=\"drain\"}"), 1);
+        CHECK_EQ(series(t, "hv_resets_total{reason=\"other\"}"), 0);
+        CHECK_EQ(series(t, "hv_samples_redone_total"), 64);
+        CHECK_EQ(series(t, "hv_node_drains_total"), 2);
+        CHECK_EQ(series(t, "hv_preemption_notices_total"), 1);
+        CHECK_EQ(series(t, "hv_autoscaler_launch_failures_total"), 1);
+        CHECK_EQ(series(t, "hv_reset_duration_seconds_count{phase=\"round\"}"), 0);
+    }
+    hv_free(t);
+    hv_metrics_destroy(m);
+    hv_driver_destroy(d);
+    hv_store_close(store);
+    hv_head_config_fini(&cfg);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK_EQ(system(cmd), 0);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"reset_reason", case_reset_reason}, {"json", case_json}, {"counters", case_counters}};
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}
