@@ -659,21 +659,19 @@ static void test_failure_push(void) {
     scenario_run(&sc, 3);
     ASSERT_RC(scenario_worker(&sc, 3)->run_rc, HV_EINTERNAL);
     expect_finished(&sc, (const uint64_t[]){1, 2}, 2);
-    int cancelled = 0;
     for (uint64_t id = 1; id <= 2; id++) {
         worker_t *w = scenario_worker(&sc, id);
         fprintf(stderr, "  worker %llu saw %s\n", (unsigned long long)id, hv_errname(w->fail_rc));
-        // The first survivor the push reaches aborts its world (HV_ECANCELED); its neighbour
-        // may see that as a closed connection (HV_EPEER) before its own push arrives. Never
-        // the peer timeout.
+        // Whoever the push reaches first aborts its world: a survivor (HV_ECANCELED), or the
+        // hung worker itself, whose engine still takes the push and closes its links, so that
+        // both survivors may see a closed connection (HV_EPEER) before their own push arrives.
+        // Either way the push ended it: never the 10 s peer timeout (HV_ETIMEDOUT).
         ASSERT_TRUE(w->fail_rc == HV_ECANCELED || w->fail_rc == HV_EPEER);
-        cancelled += w->fail_rc == HV_ECANCELED;
         ASSERT_EQ_INT(w->rollbacks, 1);
         ASSERT_EQ_INT(w->infos[0].new_size, 2);
         ASSERT_EQ_INT(w->steps_after_reset[0], 4);
         ASSERT_TRUE(strstr(w->infos[0].reason, "no heartbeat") != NULL);
     }
-    ASSERT_TRUE(cancelled >= 1);
     scenario_fini(&sc);
 }
 
