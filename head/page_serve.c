@@ -208,9 +208,9 @@ static size_t serve_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *
             if (hv_metrics_json_u64(e->data, "wait_ms", &wait) && wait <= e->time_ms) {
                 r->opened_ms = e->time_ms - wait; /* the head's own measure of the round */
             }
-            if (reasons[k - 1][0] == '\0') {
-                hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
-            }
+            /* The close has the round's whole reason: more failures may have joined the one
+             * that opened it ("...; failure: rank 0 on a was killed ..."). */
+            hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
         }
     }
     return nr;
