@@ -14,6 +14,7 @@ pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotob
       dpkg-dev             # dpkg-shlibdeps: cpack's Debian packages (tests/package)
       python3-yaml systemd # the static checks of deploy/k8s and the units (tests/deploy)
       prometheus curl      # a real Prometheus scrapes the head: tests/integration/metrics_*.sh
+      chromium             # headless, loads the status page: tests/integration/status_page.sh
       python3-torch)       # PyTorch 1.13 (CPU, Gloo; ~630 MB): hv.torch's tests and benchmarks
 if [ "${1:-}" = "--bench" ] || [ "${HV_BENCH_DEPS:-0}" = 1 ]; then
     pkgs+=(openmpi-bin libopenmpi-dev)

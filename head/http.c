@@ -257,6 +257,14 @@ int hv_http_bearer_ok(const char *authorization, const char *token) {
     return diff == 0;
 }
 
+int hv_http_route_match(const char *route, const char *path) {
+    size_t n = strlen(route);
+    if (n > 1 && route[n - 1] == '/') {
+        return strncmp(route, path, n) == 0 && path[n] != '\0';
+    }
+    return strcmp(route, path) == 0;
+}
+
 const char *hv_http_reason(int status) {
     switch (status) {
     case 200:
@@ -504,7 +512,7 @@ static void conn_serve(http_conn_t *c, const hv_http_request_t *req) {
     }
     const hv_http_route_t *r = NULL;
     for (size_t i = 0; i < s->nroutes; i++) {
-        if (strcmp(s->routes[i].path, req->path) == 0) {
+        if (hv_http_route_match(s->routes[i].path, req->path)) {
             r = &s->routes[i];
             break;
         }

@@ -1,10 +1,11 @@
 /*
  * http: a small HTTP/1.1 server on the head's libuv loop, for the read-only pages hvhead serves
- * beside its gRPC port: /metrics (head/metrics.c) now, the status page later. It is not a
+ * beside its gRPC port: /metrics (head/metrics.c) and the status page (head/page_serve.c). It is not a
  * general web server: GET and HEAD only, no request bodies, a bounded request head
  * (HV_HTTP_MAX_HEAD bytes), a bounded number of connections, a timeout from accept (or from the
  * previous response, with keep-alive) to a complete request head, and one response per request,
- * written whole from a buffer the route's handler filled. Routes are a table of exact paths.
+ * written whole from a buffer the route's handler filled. Routes are a table of exact paths and
+ * prefixes (a route ending in '/', such as "/job/").
  * No TLS: a listener beyond loopback must be protected by a bearer token (opts.token), which the
  * config enforces (docs/metrics.md).
  *
@@ -52,6 +53,10 @@ hv_err hv_http_parse(const char *buf, size_t len, hv_http_request_t *req, size_t
  * in constant time); token NULL or "" means no token is needed (always 1). Pure. */
 int hv_http_bearer_ok(const char *authorization, const char *token);
 
+/* 1 when path is served by route: the same path, or, for a route ending in '/' (other than "/"),
+ * a longer path that starts with it ("/job/" serves "/job/7", not "/job/"). Pure. */
+int hv_http_route_match(const char *route, const char *path);
+
 /* The reason phrase of a status ("Not Found"); "Unknown" for others. */
 const char *hv_http_reason(int status);
 
@@ -73,7 +78,7 @@ void hv_http_reply_printf(hv_http_reply_t *r, const char *fmt, ...)
 typedef void (*hv_http_handler_fn)(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
 
 typedef struct hv_http_route_s {
-    const char *path; /* exact path, e.g. "/metrics" (borrowed, static) */
+    const char *path; /* exact path ("/metrics") or a prefix ("/job/"); borrowed, static */
     hv_http_handler_fn fn;
     void *ud;
 } hv_http_route_t;

@@ -8,6 +8,7 @@
 #include "cost.h"
 #include "log.h"
 #include "mem.h"
+#include "page_serve.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -48,6 +49,7 @@ struct hv_metrics_s {
     hv_driver_t *d;              /* borrowed */
     hv_store_t *store;           /* borrowed */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
+    hv_page_src_t page;          /* what the status page's routes read (head/page_serve.h) */
     uint64_t start_wall_ms;
     /* counters */
     uint64_t resets[HV_RESET__COUNT];
@@ -698,7 +700,10 @@ hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *
     if (rc != HV_OK) {
         return rc;
     }
-    hv_http_route_t routes[] = {{"/metrics", metrics_serve, m}};
+    m->page = (hv_page_src_t){m->cfg, m->d, m->store};
+    hv_http_route_t routes[] = {{"/metrics", metrics_serve, m},
+                                {"/", hv_page_serve_cluster, &m->page},
+                                {"/job/", hv_page_serve_job, &m->page}};
     hv_http_opts_t o = {.listen = m->cfg->metrics.listen,
                         .token = token,
                         .routes = routes,

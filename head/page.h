@@ -1,0 +1,108 @@
+/*
+ * page: the HTML of hvhead's read-only status page (docs/status-page.md). Two pages: the cluster
+ * ("/": the summary hvctl status prints with why pending work waits, the nodes, the jobs, the
+ * autoscaler's instances and the cost report) and one job ("/job/<id>": its state, its rounds
+ * (generations) over time with their reasons and durations, its workers).
+ *
+ * Pure: the caller gathers a snapshot (head/page_serve.c reads the driver and the store) and
+ * these functions write HTML into a reply buffer. Every string from the snapshot is
+ * HTML-escaped (job names, reasons and node names can hold anything). The page has no external
+ * assets (inline CSS, one small inline script that reloads it every few seconds) so that it
+ * works offline. Nothing secret is ever in a snapshot. Threads: any (no shared state).
+ */
+#ifndef HV_HEAD_PAGE_H
+#define HV_HEAD_PAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http.h"
+
+/* Every string below is borrowed and may be NULL (shown as ""). Times are wall-clock ms. */
+
+typedef struct hv_page_node_s {
+    uint64_t id;
+    const char *name, *state, *type; /* type: the autoscaler's node type, "manual" otherwise */
+    uint32_t slots, slots_used, gpus;
+    uint64_t last_seen_ms;
+} hv_page_node_t;
+
+typedef struct hv_page_job_s {
+    uint64_t id;
+    const char *name, *state, *reason; /* reason: why it ended ("" while active) */
+    int elastic;
+    uint32_t np, min_np, max_np, size, generation, resets;
+    uint64_t submitted_ms, started_ms, ended_ms;
+    uint32_t demand; /* workers it wants that the free slots cannot give now */
+    int pending;     /* it waits to start (demand is what it waits for) */
+} hv_page_job_t;
+
+typedef struct hv_page_instance_s {
+    const char *id, *type, *state, *node;
+    uint64_t created_ms, ended_ms;
+    int preempted;
+} hv_page_instance_t;
+
+typedef struct hv_page_cost_s {
+    const char *type;
+    uint32_t instances;
+    double instance_s, cost;
+} hv_page_cost_t;
+
+typedef struct hv_page_cluster_s {
+    const char *cluster_name;
+    uint64_t now_ms;
+    const hv_page_node_t *nodes;
+    size_t nnodes;
+    const hv_page_job_t *jobs; /* newest first */
+    size_t njobs;
+    const hv_page_instance_t *instances;
+    size_t ninstances;
+    int autoscaler; /* an autoscaler provider is configured */
+    const hv_page_cost_t *cost;
+    size_t ncost;
+    double cost_total;
+    uint32_t preemptions;
+} hv_page_cluster_t;
+
+/* One round (generation) of a job, from its round.open and round.close events. */
+typedef struct hv_page_round_s {
+    uint32_t generation;
+    const char *reason; /* why it opened */
+    int rollback;
+    uint64_t opened_ms;
+    uint64_t closed_ms; /* 0: still open (or never closed) */
+    uint32_t size;      /* members once closed */
+} hv_page_round_t;
+
+typedef struct hv_page_worker_s {
+    uint64_t id;
+    const char *node, *state, *reason;
+    uint32_t rank, member_gen; /* member_gen 0: not a member of any round yet */
+    int exit_code, term_signal;
+} hv_page_worker_t;
+
+typedef struct hv_page_jobview_s {
+    const char *cluster_name;
+    uint64_t now_ms;
+    hv_page_job_t job;
+    const hv_page_round_t *rounds; /* oldest first */
+    size_t nrounds;
+    const hv_page_worker_t *workers;
+    size_t nworkers;
+} hv_page_jobview_t;
+
+/* Appends s HTML-escaped (& < > " ' and control bytes become entities or '?'). s NULL: nothing. */
+void hv_page_escape(hv_http_reply_t *out, const char *s);
+
+/* Appends the cluster page / one job's page (a whole HTML document). */
+void hv_page_render_cluster(const hv_page_cluster_t *c, hv_http_reply_t *out);
+void hv_page_render_job(const hv_page_jobview_t *v, hv_http_reply_t *out);
+
+/* Appends a page that says what was not found (a whole HTML document; message escaped). */
+void hv_page_render_missing(const char *cluster_name, const char *message, hv_http_reply_t *out);
+
+/* A duration in words for people: "850 ms", "12.3 s", "4m 05s", "2h 03m". Pure. */
+const char *hv_page_fmt_duration(uint64_t ms, char *buf, size_t len);
+
+#endif

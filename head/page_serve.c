@@ -1,0 +1,280 @@
+/* page_serve: see page_serve.h. */
+#include "page_serve.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "mem.h"
+#include "metrics.h"
+#include "page.h"
+#include "util.h"
+
+#define PAGE_CTYPE "text/html; charset=utf-8"
+
+/* The node type of a node name: its newest autoscaler instance's, else "manual". */
+static const char *serve_node_type(const hv_instance_row_t *rows, size_t n, const char *name) {
+    const char *t = HV_COST_MANUAL;
+    for (size_t i = 0; name != NULL && i < n; i++) {
+        if (rows[i].node_name != NULL && rows[i].type != NULL &&
+            strcmp(rows[i].node_name, name) == 0) {
+            t = rows[i].type;
+        }
+    }
+    return t;
+}
+
+static void serve_job_fields(const hv_job_row_t *r, hv_page_job_t *out) {
+    *out = (hv_page_job_t){.id = r->id,
+                           .name = r->name,
+                           .state = r->state,
+                           .reason = r->reason,
+                           .elastic = r->elastic,
+                           .np = r->np,
+                           .min_np = r->min_np,
+                           .max_np = r->max_np,
+                           .size = r->elastic ? r->size : r->np,
+                           .generation = r->generation,
+                           .resets = r->resets,
+                           .submitted_ms = r->submitted_ms,
+                           .started_ms = r->started_ms,
+                           .ended_ms = r->ended_ms};
+}
+
+/* The demand of the active jobs (the autoscaler's view), filled into the page's jobs. */
+static void serve_demand(hv_driver_t *d, hv_page_job_t *jobs, size_t njobs) {
+    size_t n = 0;
+    for (hv_djob_t *j = hv_driver_jobs(d); j != NULL; j = j->next) {
+        n++;
+    }
+    hv_driver_demand_t *dem = hv_calloc(n ? n : 1, sizeof(*dem));
+    if (dem == NULL) {
+        return;
+    }
+    size_t nd = hv_driver_demand(d, dem, n);
+    for (size_t i = 0; i < nd; i++) {
+        for (size_t k = 0; k < njobs; k++) {
+            if (jobs[k].id == dem[i].job_id) {
+                jobs[k].demand = dem[i].workers;
+                jobs[k].pending = dem[i].pending;
+            }
+        }
+    }
+    hv_free(dem);
+}
+
+void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    (void)req;
+    hv_page_src_t *src = ud;
+    rep->content_type = PAGE_CTYPE;
+    uint64_t now = hv_wall_ms();
+    hv_instance_row_t *irows = NULL;
+    size_t ni = 0;
+    if (hv_store_instance_list(src->store, 0, &irows, &ni) != HV_OK) {
+        irows = NULL;
+        ni = 0;
+    }
+    hv_job_row_t *jrows = NULL;
+    size_t nj = 0;
+    if (hv_store_job_list(src->store, 0, HV_PAGE_MAX_JOBS, &jrows, &nj) != HV_OK) {
+        jrows = NULL;
+        nj = 0;
+    }
+    size_t nn = 0;
+    for (const hv_dnode_t *n = hv_driver_nodes(src->d); n != NULL; n = n->next) {
+        nn++;
+    }
+    hv_page_node_t *nodes = hv_calloc(nn ? nn : 1, sizeof(*nodes));
+    hv_page_job_t *jobs = hv_calloc(nj ? nj : 1, sizeof(*jobs));
+    hv_page_instance_t *insts = hv_calloc(ni ? ni : 1, sizeof(*insts));
+    hv_cost_instance_t *ci = hv_calloc(ni ? ni : 1, sizeof(*ci));
+    hv_page_cost_t cost[HV_COST_MAX_TYPES + 1];
+    if (nodes == NULL || jobs == NULL || insts == NULL || ci == NULL) {
+        rep->oom = 1;
+        goto out;
+    }
+    size_t k = 0;
+    for (const hv_dnode_t *n = hv_driver_nodes(src->d); n != NULL; n = n->next) {
+        if (hv_driver_node_hidden(n)) {
+            continue;
+        }
+        nodes[k++] = (hv_page_node_t){.id = n->id,
+                                      .name = n->name,
+                                      .state = hv_node_state_name(n->state),
+                                      .type = serve_node_type(irows, ni, n->name),
+                                      .slots = n->acct.slots,
+                                      .slots_used = n->acct.slots_used,
+                                      .gpus = n->acct.gpus,
+                                      .last_seen_ms = n->last_seen_ms};
+    }
+    nn = k;
+    for (size_t i = 0; i < nj; i++) {
+        serve_job_fields(&jrows[i], &jobs[i]);
+    }
+    serve_demand(src->d, jobs, nj);
+    for (size_t i = 0; i < ni; i++) {
+        insts[i] = (hv_page_instance_t){irows[i].id,        irows[i].type,       irows[i].state,
+                                        irows[i].node_name, irows[i].created_ms, irows[i].ended_ms,
+                                        irows[i].preempted};
+        ci[i] = (hv_cost_instance_t){irows[i].type, irows[i].node_name, irows[i].created_ms,
+                                     irows[i].ended_ms, irows[i].preempted};
+    }
+    /* The cost report, as hvctl cost shows it (head/cost.c over the config's prices). */
+    const hv_head_config_t *cfg = src->cfg;
+    hv_cost_type_t ct[HV_COST_MAX_TYPES];
+    size_t nct = 0;
+    for (size_t t = 0; t < cfg->autoscaler.ntypes && t < HV_COST_MAX_TYPES; t++) {
+        const hv_head_node_type_t *ht = &cfg->autoscaler.types[t];
+        ct[nct++] =
+            (hv_cost_type_t){ht->name, ht->slots, ht->price_per_hour, ht->ondemand_price_per_hour};
+    }
+    hv_cost_report_t r;
+    hv_cost_cluster(ct, nct, ci, ni, now, &r);
+    size_t nc = 0;
+    for (size_t i = 0; i < r.n && nc < sizeof(cost) / sizeof(cost[0]); i++) {
+        if (r.lines[i].instances == 0) {
+            continue;
+        }
+        cost[nc++] = (hv_page_cost_t){r.lines[i].type, r.lines[i].instances, r.lines[i].instance_s,
+                                      r.lines[i].cost};
+    }
+    hv_page_cluster_t c = {
+        .cluster_name = cfg->cluster_name,
+        .now_ms = now,
+        .nodes = nodes,
+        .nnodes = nn,
+        .jobs = jobs,
+        .njobs = nj,
+        .instances = insts,
+        .ninstances = ni,
+        .autoscaler =
+            cfg->autoscaler.provider != NULL && strcmp(cfg->autoscaler.provider, "none") != 0,
+        .cost = cost,
+        .ncost = nc,
+        .cost_total = r.cost,
+        .preemptions = r.preemptions,
+    };
+    hv_page_render_cluster(&c, rep);
+out:
+    hv_free(ci);
+    hv_free(insts);
+    hv_free(jobs);
+    hv_free(nodes);
+    hv_store_job_free_list(jrows, nj);
+    hv_store_instance_free_list(irows, ni);
+}
+
+/* The rounds of a job from its round.open and round.close events (their JSON fields). The
+ * reason strings are copied into reasons (one HV_JM_REASON_MAX slot per round). */
+static size_t serve_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
+                           char (*reasons)[HV_JM_REASON_MAX], size_t cap) {
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hv_event_row_t *e = &ev[i];
+        int open = strcmp(e->kind, "round.open") == 0;
+        if (!open && strcmp(e->kind, "round.close") != 0) {
+            continue;
+        }
+        uint64_t gen = 0;
+        if (e->data == NULL || !hv_metrics_json_u64(e->data, "generation", &gen)) {
+            continue;
+        }
+        size_t k = nr;
+        while (k > 0 && out[k - 1].generation != gen) {
+            k--;
+        }
+        if (k == 0) { /* a generation not seen yet */
+            if (nr == cap) {
+                continue;
+            }
+            k = ++nr;
+            out[k - 1] = (hv_page_round_t){.generation = (uint32_t)gen, .opened_ms = e->time_ms};
+            reasons[k - 1][0] = '\0';
+            out[k - 1].reason = reasons[k - 1];
+        }
+        hv_page_round_t *r = &out[k - 1];
+        if (open) {
+            r->opened_ms = e->time_ms;
+            hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
+            hv_metrics_json_bool(e->data, "rollback", &r->rollback);
+        } else {
+            uint64_t size = 0, wait = 0;
+            r->closed_ms = e->time_ms;
+            if (hv_metrics_json_u64(e->data, "size", &size)) {
+                r->size = (uint32_t)size;
+            }
+            if (hv_metrics_json_u64(e->data, "wait_ms", &wait) && wait <= e->time_ms) {
+                r->opened_ms = e->time_ms - wait; /* the head's own measure of the round */
+            }
+            /* The close has the round's whole reason: more failures may have joined the one
+             * that opened it ("...; failure: rank 0 on a was killed ..."). */
+            hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
+        }
+    }
+    return nr;
+}
+
+void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    hv_page_src_t *src = ud;
+    rep->content_type = PAGE_CTYPE;
+    const char *cluster = src->cfg->cluster_name;
+    const char *idtext = req->path + strlen("/job/");
+    char *end = NULL;
+    unsigned long long id = idtext[0] >= '1' && idtext[0] <= '9' ? strtoull(idtext, &end, 10) : 0;
+    char msg[160];
+    hv_job_row_t row;
+    memset(&row, 0, sizeof(row));
+    if (id == 0 || end == NULL || *end != '\0' || strlen(idtext) > 19) {
+        rep->status = 404;
+        hv_page_render_missing(cluster, "A job page is /job/<id>, with the job's number.", rep);
+        return;
+    }
+    if (hv_store_job_get(src->store, id, &row) != HV_OK) {
+        rep->status = 404;
+        snprintf(msg, sizeof(msg), "No job %llu (hvctl jobs lists them).", id);
+        hv_page_render_missing(cluster, msg, rep);
+        return;
+    }
+    hv_event_row_t *ev = NULL;
+    size_t nev = 0;
+    if (hv_store_event_list(src->store, id, 0, HV_PAGE_MAX_EVENTS, &ev, &nev) != HV_OK) {
+        ev = NULL;
+        nev = 0;
+    }
+    hv_djob_t *dj = hv_driver_job(src->d, id);
+    size_t nw = dj != NULL ? dj->jm.nw : 0;
+    hv_page_round_t *rounds = hv_calloc(nev ? nev : 1, sizeof(*rounds));
+    char(*reasons)[HV_JM_REASON_MAX] = hv_calloc(nev ? nev : 1, HV_JM_REASON_MAX);
+    hv_page_worker_t *ws = hv_calloc(nw ? nw : 1, sizeof(*ws));
+    if (rounds == NULL || reasons == NULL || ws == NULL) {
+        rep->oom = 1;
+        goto out;
+    }
+    hv_page_jobview_t v = {.cluster_name = cluster, .now_ms = hv_wall_ms(), .rounds = rounds};
+    serve_job_fields(&row, &v.job);
+    serve_demand(src->d, &v.job, 1);
+    v.nrounds = serve_rounds(ev, nev, rounds, reasons, nev);
+    for (size_t i = 0; i < nw; i++) {
+        const hv_dworker_t *w = (const hv_dworker_t *)dj->jm.w[i];
+        const hv_dnode_t *node = hv_driver_node(src->d, w->jm.node_id);
+        ws[i] = (hv_page_worker_t){.id = w->jm.id,
+                                   .node = node != NULL ? node->name : "?",
+                                   .state = hv_wk_state_name(w->jm.state),
+                                   .reason = w->reason,
+                                   .rank = w->jm.rank,
+                                   .member_gen = w->jm.member_gen,
+                                   .exit_code = w->jm.exit_code,
+                                   .term_signal = w->jm.term_signal};
+    }
+    v.workers = ws;
+    v.nworkers = nw;
+    hv_page_render_job(&v, rep);
+out:
+    hv_free(ws);
+    hv_free(reasons);
+    hv_free(rounds);
+    hv_store_event_free_list(ev, nev);
+    hv_store_job_fini(&row);
+}

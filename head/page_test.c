@@ -1,0 +1,256 @@
+/*
+ * page_test: the status page's HTML (head/page.c) from table-driven snapshots: escaping of every
+ * head-provided string (a job named like markup, reasons and node names with quotes and control
+ * bytes), the summary's pending demand and why each pending job waits, the job page's
+ * generations with their reasons, rollbacks and durations, an open round, the workers, durations
+ * in words, and the route matching of the HTTP server that serves /job/<id>.
+ */
+#include "page.h"
+#include "hv_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "mem.h"
+
+/* 1 when the rendered body holds s. */
+static int has(const hv_http_reply_t *r, const char *s) {
+    return r->body != NULL && strstr(r->body, s) != NULL;
+}
+
+static void reply_free(hv_http_reply_t *r) {
+    hv_free(r->body);
+    memset(r, 0, sizeof(*r));
+}
+
+static void case_escape(void) {
+    static const struct {
+        const char *in, *want;
+    } rows[] = {
+        {"plain", "plain"},
+        {"", ""},
+        {"<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"},
+        {"a&b", "a&amp;b"},
+        {"\"quoted\" 'single'", "&quot;quoted&quot; &#39;single&#39;"},
+        {"bell\a esc\x1b tab\tnl\n", "bell? esc? tab\tnl\n"},
+        {"&amp;", "&amp;amp;"},
+        {"utf-8 \xc3\xa9", "utf-8 \xc3\xa9"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_http_reply_t r = {0};
+        hv_page_escape(&r, rows[i].in);
+        hv_http_reply_add(&r, "", 0);
+        CHECK_STR(r.body != NULL ? r.body : "", rows[i].want);
+        reply_free(&r);
+    }
+    hv_http_reply_t r = {0};
+    hv_page_escape(&r, NULL);
+    CHECK_EQ(r.len, 0);
+    reply_free(&r);
+}
+
+static void case_duration(void) {
+    static const struct {
+        uint64_t ms;
+        const char *want;
+    } rows[] = {{0, "0 ms"},       {850, "850 ms"},    {1000, "1.0 s"},
+                {12345, "12.3 s"}, {245000, "4m 05s"}, {7380000, "2h 03m"}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char b[32];
+        CHECK_STR(hv_page_fmt_duration(rows[i].ms, b, sizeof(b)), rows[i].want);
+    }
+}
+
+static const uint64_t T0 = 1764000000000ull; /* a wall clock, ms */
+
+static void case_cluster(void) {
+    hv_page_node_t nodes[] = {
+        {1, "node-a", "alive", "manual", 4, 3, 0, T0 - 1000},
+        {2, "node-<b>", "draining", "spot", 2, 1, 1, T0 - 2000},
+        {3, "node-c", "dead", "manual", 2, 0, 0, T0 - 90000},
+    };
+    hv_page_job_t jobs[] = {
+        /* newest first */
+        {.id = 3,
+         .name = "<img src=x onerror=alert(1)>",
+         .state = "pending",
+         .np = 8,
+         .submitted_ms = T0 - 65000,
+         .demand = 8,
+         .pending = 1},
+        {.id = 2,
+         .name = "grower",
+         .state = "running",
+         .elastic = 1,
+         .np = 2,
+         .min_np = 1,
+         .max_np = 4,
+         .size = 2,
+         .generation = 3,
+         .resets = 2,
+         .demand = 2},
+        {.id = 1, .name = "done \"q\"", .state = "failed", .reason = "rank 0 exited <1>", .np = 1},
+    };
+    hv_page_instance_t insts[] = {{"17", "spot", "running", "node-<b>", T0 - 3600000, 0, 0}};
+    hv_page_cost_t cost[] = {{"spot", 1, 3600.0, 0.25}};
+    hv_page_cluster_t c = {.cluster_name = "lab & co",
+                           .now_ms = T0,
+                           .nodes = nodes,
+                           .nnodes = 3,
+                           .jobs = jobs,
+                           .njobs = 3,
+                           .instances = insts,
+                           .ninstances = 1,
+                           .autoscaler = 1,
+                           .cost = cost,
+                           .ncost = 1,
+                           .cost_total = 0.25,
+                           .preemptions = 1};
+    hv_http_reply_t r = {0};
+    hv_page_render_cluster(&c, &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(!r.oom);
+    static const char *const want[] = {
+        "<!DOCTYPE html>",
+        "<title>Cluster - lab &amp; co - hv</title>",
+        "1 alive, 1 draining, 1 dead",
+        "4 used, 1 free (of 4 on alive nodes)",
+        "1 pending, 0 placing, 1 running, 0 succeeded, 1 failed, 0 cancelled",
+        "1 job waiting for 8 slots (1 free now); 1 elastic job could grow by 2 workers",
+        "&lt;img src=x onerror=alert(1)&gt;) waits for 8 free slots: 1 of 4 free now (1 node "
+        "alive, 1 draining, 1 dead); submitted 1m 05s ago",
+        "<td>node-&lt;b&gt;</td><td class=\"s-draining\">draining</td><td>spot</td>",
+        "<td class=\"n\">2 (elastic 1..4)</td><td class=\"n\">3</td><td class=\"n\">2</td>",
+        "done &quot;q&quot;",
+        "rank 0 exited &lt;1&gt;",
+        "<a href=\"/job/3\">",
+        "<td>17</td><td>spot</td><td class=\"s-running\">running</td><td>node-&lt;b&gt;</td>",
+        "<td class=\"n\">1</td><td class=\"n\">1.000</td><td class=\"n\">0.2500</td>",
+        "1 preemption.",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!has(&r, want[i])) {
+            fprintf(stderr, "missing: %s\n", want[i]);
+        }
+        CHECK(has(&r, want[i]));
+    }
+    /* No head-provided markup survives, and no external asset is referenced. */
+    CHECK(!has(&r, "<img"));
+    CHECK(!has(&r, "<b>"));
+    CHECK(!has(&r, "src=\"http"));
+    CHECK(!has(&r, "href=\"http"));
+    reply_free(&r);
+
+    /* An empty cluster says so. */
+    hv_page_cluster_t e = {.now_ms = T0};
+    hv_page_render_cluster(&e, &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(has(&r, "none pending"));
+    CHECK(has(&r, "No node has joined."));
+    CHECK(has(&r, "No job yet."));
+    CHECK(has(&r, "No autoscaler is configured."));
+    CHECK(!has(&r, "id=\"pending\""));
+    reply_free(&r);
+}
+
+static void case_job(void) {
+    hv_page_round_t rounds[] = {
+        {1, "start", 0, T0 - 60000, T0 - 59150, 4},
+        {2, "failure: rank 0 on node-a was killed by signal SIGKILL", 1, T0 - 30000, T0 - 17700, 2},
+        {3, "grow: <free> slots", 0, T0 - 5000, 0, 0},
+    };
+    hv_page_worker_t ws[] = {
+        {11, "node-a", "failed", "killed by signal SIGKILL", 0, 1, 0, 9},
+        {12, "node-b", "running", NULL, 0, 2, 0, 0},
+        {13, "node-b", "exited", "", 1, 2, 3, 0},
+    };
+    hv_page_jobview_t v = {.cluster_name = "hv",
+                           .now_ms = T0,
+                           .job = {.id = 7,
+                                   .name = "train </td>",
+                                   .state = "running",
+                                   .elastic = 1,
+                                   .min_np = 2,
+                                   .max_np = 4,
+                                   .size = 2,
+                                   .generation = 3,
+                                   .resets = 2,
+                                   .submitted_ms = T0 - 61000},
+                           .rounds = rounds,
+                           .nrounds = 3,
+                           .workers = ws,
+                           .nworkers = 3};
+    hv_http_reply_t r = {0};
+    hv_page_render_job(&v, &r);
+    hv_http_reply_add(&r, "", 0);
+    static const char *const want[] = {
+        "<title>Job 7 - hv - hv</title>",
+        "<h1>Job 7: train &lt;/td&gt;</h1>",
+        "<td class=\"s-running\">running</td>",
+        "<td id=\"generation\">3</td>",
+        "<tr class=\"round\" data-generation=\"1\"><td class=\"n\">1</td>",
+        "<td class=\"reason\">start</td><td class=\"n\">4</td><td>850 ms</td>",
+        "<tr class=\"round\" data-generation=\"2\">",
+        "failure: rank 0 on node-a was killed by signal SIGKILL <span class=\"muted\">(rolled "
+        "back)</span></td><td class=\"n\">2</td><td>12.3 s</td>",
+        "grow: &lt;free&gt; slots</td><td></td><td class=\"s-open\">open for 5.0 s</td>",
+        "<td class=\"n\">11</td><td>node-a</td><td class=\"s-failed\">failed</td><td "
+        "class=\"n\">0</td><td class=\"n\">1</td><td>signal 9</td><td>killed by signal "
+        "SIGKILL</td>",
+        "<td class=\"n\">12</td><td>node-b</td><td class=\"s-running\">running</td><td "
+        "class=\"n\">0</td><td class=\"n\">2</td><td></td><td></td>",
+        "<td>3</td>",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!has(&r, want[i])) {
+            fprintf(stderr, "missing: %s\n", want[i]);
+        }
+        CHECK(has(&r, want[i]));
+    }
+    CHECK(!has(&r, "<free>"));
+    reply_free(&r);
+
+    /* A job with no round and no worker in memory. */
+    hv_page_jobview_t e = {
+        .now_ms = T0,
+        .job = {.id = 9, .name = "q", .state = "pending", .np = 2, .demand = 2, .pending = 1}};
+    hv_page_render_job(&e, &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(has(&r, "No round has opened."));
+    CHECK(has(&r, "<tr><th>waits for</th><td>2 free slots</td></tr>"));
+    CHECK(has(&r, "No worker is in the head"));
+    reply_free(&r);
+
+    hv_page_render_missing(NULL, "No job <5>.", &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(has(&r, "No job &lt;5&gt;."));
+    reply_free(&r);
+}
+
+static void case_routes(void) {
+    static const struct {
+        const char *route, *path;
+        int want;
+    } rows[] = {
+        {"/", "/", 1},
+        {"/", "/x", 0},
+        {"/metrics", "/metrics", 1},
+        {"/metrics", "/metrics/", 0},
+        {"/job/", "/job/7", 1},
+        {"/job/", "/job/", 0},
+        {"/job/", "/job", 0},
+        {"/job/", "/jobs/7", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        CHECK_EQ(hv_http_route_match(rows[i].route, rows[i].path), rows[i].want);
+    }
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {{"escape", case_escape},
+                                            {"duration", case_duration},
+                                            {"cluster", case_cluster},
+                                            {"job", case_job},
+                                            {"routes", case_routes}};
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}
