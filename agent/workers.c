@@ -785,8 +785,9 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
     } else if (sp->binary == NULL && !command_ok(sp->command)) {
         snprintf(reason, sizeof(reason), "spawn failed: bad command \"%.200s\"",
                  sp->command != NULL ? sp->command : "");
-    } else if (sp->binary != NULL &&
-               (!name_ok(sp->binary->name) || (sp->command != NULL && sp->command[0] != '\0'))) {
+    } else if (sp->binary != NULL && sp->command != NULL && sp->command[0] != '\0') {
+        snprintf(reason, sizeof(reason), "spawn failed: an order with both a binary and a command");
+    } else if (sp->binary != NULL && !name_ok(sp->binary->name)) {
         snprintf(reason, sizeof(reason), "spawn failed: bad binary name \"%.200s\"",
                  sp->binary->name);
     } else if (spec_too_big(sp, reason, sizeof(reason))) {
