@@ -895,7 +895,25 @@ int hv_cli_is_node_command(const char *prog) {
         return 1;
     }
     struct stat st;
-    return strchr(prog, '/') == NULL && stat(prog, &st) != 0 && errno == ENOENT;
+    if (strchr(prog, '/') != NULL || prog[0] == '\0' || stat(prog, &st) == 0) {
+        return 0;
+    }
+    /* A bare name that is no file here: a command when this machine has it on its PATH (the
+     * nodes are expected to have it too); else a typo, reported as a missing file. */
+    const char *path = getenv("PATH");
+    while (path != NULL && *path != '\0') {
+        size_t n = strcspn(path, ":");
+        char full[4096];
+        if (n > 0 &&
+            snprintf(full, sizeof(full), "%.*s/%s", (int)n, path, prog) < (int)sizeof(full)) {
+            if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0) {
+                return 1;
+            }
+        }
+        path += n;
+        path += *path == ':';
+    }
+    return 0;
 }
 
 /* Takes ownership of p (a path made here): it lives as long as o. */

@@ -194,7 +194,8 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen);
 
 /* 1 when hvsubmit runs prog from the nodes instead of shipping it: its base name is a Python
  * interpreter (python, python3, python3.11), or it is a bare name (no '/') that is no file here
- * (bash, torchrun). Anything else is a file that is shipped and must be an ELF executable. */
+ * but a program on this machine's PATH (bash, torchrun). Anything else is a file that is shipped
+ * and must be an ELF executable (a bare name found nowhere is a missing file). */
 int hv_cli_is_node_command(const char *prog);
 
 /* Bounds of --workdir: its files, and their bytes together. */

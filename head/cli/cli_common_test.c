@@ -770,7 +770,8 @@ static void test_prepare(void) {
     make_tmpdir();
     CHECK(hv_cli_is_node_command("python3"));
     CHECK(hv_cli_is_node_command("/usr/bin/python3.11"));
-    CHECK(hv_cli_is_node_command("hv-no-such-program"));
+    CHECK(hv_cli_is_node_command("sh"));                  /* on this machine's PATH */
+    CHECK(!hv_cli_is_node_command("hv-no-such-program")); /* a typo: a missing file */
     CHECK(!hv_cli_is_node_command("/bin/cat"));
     CHECK(!hv_cli_is_node_command("./python3-trainer"));
 

@@ -60,11 +60,15 @@ for r in 0 1; do
 done
 assert_grep "$TMP/wd.err" "subdirectory not shipped (sub)"
 
-# 5. a program the nodes do not have
-"$BIN/hvsubmit" -np 1 "$@" -- hv-no-such-interpreter "$JOB" >"$TMP/nocmd.out" 2>"$TMP/nocmd.err"; ec=$?
+# 5. a program this machine has on its PATH and the nodes do not
+mkdir "$TMP/localbin" && printf '#!/bin/sh\nexit 0\n' >"$TMP/localbin/hvinterp" && chmod +x "$TMP/localbin/hvinterp"
+PATH="$TMP/localbin:$PATH" "$BIN/hvsubmit" -np 1 "$@" -- hvinterp "$JOB" >"$TMP/nocmd.out" 2>"$TMP/nocmd.err"; ec=$?
 [ $ec -ne 0 ] || fail "a missing interpreter: exit 0"
-grep -Eq "node node-[ab] has no 'hv-no-such-interpreter' on PATH" "$TMP/nocmd.err" \
+grep -Eq "node node-[ab] has no 'hvinterp' on PATH" "$TMP/nocmd.err" \
     || fail "a missing interpreter: no line naming the node and the program"
+# ... and a name found nowhere is a missing file here, before anything is submitted
+"$BIN/hvsubmit" -np 1 -- hv-no-such-interpreter "$JOB" >"$TMP/typo.out" 2>"$TMP/typo.err"; ec=$?
+[ $ec -eq 66 ] || fail "a program found nowhere: exit $ec, want 66"
 
 # 6. a node without torch (python3 -S: no site-packages): one line, exit 78, no stack trace
 "$BIN/hvsubmit" -np 1 "$@" -- $PY -S "$JOB" >"$TMP/notorch.out" 2>"$TMP/notorch.err"; ec=$?
