@@ -1,7 +1,9 @@
 /*
  * hvsubmit: submits one job to hvhead and, unless --detach, follows it to the end the way
  * horovodrun does: worker output on stdout/stderr as "[rank]<stdout>:text", state changes and
- * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. It uploads
+ * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. A program
+ * the nodes have (python3 train.py: hv_cli_submit_prepare) is named in the spec, not shipped,
+ * and its script and --workdir files travel as --files do. It uploads
  * the program and --file artifacts by digest first (skipping what the head already holds,
  * resuming what it holds in part, with a progress bar on a terminal or a line every few seconds
  * otherwise), says what a job waiting for slots waits for, survives a head restart while
