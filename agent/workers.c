@@ -718,6 +718,15 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
         return HV_ENOMEM;
     }
     find_py_dir(w->py_dir, sizeof(w->py_dir));
+    if (w->py_dir[0] != '\0') {
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-PYTHON",
+               "node programs (hvsubmit -- python3 train.py) get %s first on PYTHONPATH",
+               w->py_dir);
+    } else {
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-PYTHON",
+               "no hv Python package beside hvagent (../python, ../share/hv/python): node "
+               "programs get PYTHONPATH unchanged and need hv installed");
+    }
     w->loop = loop;
     w->cache = cache;
     w->cbs = *cbs;
