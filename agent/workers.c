@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,9 +57,10 @@ struct hv_workers_s {
     uv_loop_t *loop;            /* borrowed */
     hv_artifact_cache_t *cache; /* borrowed */
     hv_workers_cbs_t cbs;
-    char *work_dir;  /* owned */
-    char *node_name; /* owned */
-    char *ca_file;   /* owned; "" = plain text */
+    char *work_dir;        /* owned */
+    char *node_name;       /* owned */
+    char *ca_file;         /* owned; "" = plain text */
+    char py_dir[PATH_MAX]; /* the hv Python package's parent directory ("" = none found) */
     struct {
         int run_as;
         unsigned run_uid, run_gid;
@@ -413,6 +415,25 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
             "worker %llu: ignoring %zu environment variables with bad names, the first \"%.64s\"",
             (unsigned long long)sp->worker_id, bad, first_bad);
     }
+    if (sp->command != NULL && sp->command[0] != '\0' && w->py_dir[0] != '\0') {
+        /* A node program (python3 train.py): the hv package goes first on PYTHONPATH. */
+        const char *old = NULL;
+        for (size_t i = 0; i < e->n; i++) {
+            if (strncmp(e->v[i], "PYTHONPATH=", 11) == 0) {
+                old = e->v[i] + 11;
+            }
+        }
+        size_t n = strlen(w->py_dir) + (old != NULL ? strlen(old) : 0) + 2;
+        char *pp = hv_malloc(n);
+        if (pp == NULL) {
+            e->oom = 1;
+        } else {
+            snprintf(pp, n, "%s%s%s", w->py_dir, old != NULL && old[0] ? ":" : "",
+                     old != NULL ? old : "");
+            env_set(e, "PYTHONPATH", 10, pp);
+            hv_free(pp);
+        }
+    }
     env_set(e, "HV_HEAD", 7, sp->head_addr);
     env_setu(e, "HV_JOB_ID", sp->job_id);
     env_setu(e, "HV_WORKER_ID", sp->worker_id);
@@ -479,6 +500,21 @@ static int name_ok(const char *name) {
            strstr(name, "..") == NULL && strcmp(name, ".") != 0 && strlen(name) < 256;
 }
 
+/* 1 when cmd can be a worker's node program: a name looked up on PATH or an absolute path,
+ * bounded, without control characters (the head checks the same). */
+static int command_ok(const char *cmd) {
+    size_t n = cmd != NULL ? strlen(cmd) : 0;
+    if (n == 0 || n >= PATH_MAX || (strchr(cmd, '/') != NULL && cmd[0] != '/')) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)cmd[i] < ' ' || cmd[i] == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Every artifact is there: lay out the directory and start the process. */
 static void worker_launch(worker_t *wk) {
     hv_workers_t *w = wk->tab;
@@ -512,15 +548,20 @@ static void worker_launch(worker_t *wk) {
         return;
     }
     wk->dir_made = 1;
-    // name_ok bounds names to 255 bytes and dir left room for them.
-    if (snprintf(bin, sizeof(bin), "%s/%s", dir, sp->binary->name) >= (int)sizeof(bin)) {
-        worker_finish(wk, -1, 0, "spawn failed: path too long");
-        return;
-    }
-    if (hv_artifact_place(wk->arts[0].path, bin, 0700, uid, gid, err, sizeof(err)) != HV_OK) {
-        snprintf(reason, sizeof(reason), "spawn failed: %s", err);
-        worker_finish(wk, -1, 0, reason);
-        return;
+    int is_cmd = sp->binary == NULL;
+    if (is_cmd) {
+        snprintf(bin, sizeof(bin), "%s", sp->command); // command_ok bounded it
+    } else {
+        // name_ok bounds names to 255 bytes and dir left room for them.
+        if (snprintf(bin, sizeof(bin), "%s/%s", dir, sp->binary->name) >= (int)sizeof(bin)) {
+            worker_finish(wk, -1, 0, "spawn failed: path too long");
+            return;
+        }
+        if (hv_artifact_place(wk->arts[0].path, bin, 0700, uid, gid, err, sizeof(err)) != HV_OK) {
+            snprintf(reason, sizeof(reason), "spawn failed: %s", err);
+            worker_finish(wk, -1, 0, reason);
+            return;
+        }
     }
     for (size_t i = 0; i < sp->n_files; i++) {
         unsigned mode = sp->files[i]->mode != 0 ? (sp->files[i]->mode & 07777) : 0644;
@@ -549,7 +590,7 @@ static void worker_launch(worker_t *wk) {
         worker_finish(wk, -1, 0, "spawn failed: out of memory");
         return;
     }
-    argv[0] = bin; // the full path, so ps and pgrep -f show where the worker runs
+    argv[0] = bin; // the full path (or the command), so ps and pgrep -f show the worker
     for (size_t i = 0; i < sp->n_args; i++) {
         argv[i + 1] = sp->args[i];
     }
@@ -566,6 +607,22 @@ static void worker_launch(worker_t *wk) {
     rc = hv_proc_spawn(w->loop, &o, &wk->proc, err, sizeof(err));
     hv_free(argv);
     env_free(&env);
+    if (rc != HV_OK && is_cmd && (rc == HV_ENOTFOUND || rc == HV_EPERM)) {
+        /* The node lacks the program the job names: say which node and which program. */
+        if (rc == HV_ENOTFOUND) {
+            snprintf(reason, sizeof(reason), "spawn failed: node %.128s has no %s'%.200s'%s",
+                     w->node_name, bin[0] == '/' ? "program " : "", bin,
+                     bin[0] == '/' ? "" : " on PATH");
+        } else {
+            snprintf(reason, sizeof(reason),
+                     "spawn failed: node %.128s cannot run '%.200s': %.100s", w->node_name, bin,
+                     err);
+        }
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-SPAWN-FAIL", "worker %llu (%s): %s",
+               (unsigned long long)wk->id, bin, reason);
+        worker_finish(wk, -1, 0, reason);
+        return;
+    }
     if (rc != HV_OK) {
         snprintf(reason, sizeof(reason), "spawn failed: %s", err);
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-SPAWN-FAIL", "worker %llu (%s): %s",
@@ -602,6 +659,34 @@ static void worker_art_done(hv_err rc, const char *path, const char *detail, voi
     }
 }
 
+/* The directory holding the hv Python package that command workers get on PYTHONPATH: the
+ * first of <dir of hvagent>/../python (the build tree: build/bin/hvagent, build/python/hv) and
+ * <dir of hvagent>/../share/hv/python (an install under a prefix) that has hv/__init__.py. */
+static void find_py_dir(char *out, size_t len) {
+    char exe[PATH_MAX];
+    out[0] = '\0';
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) {
+        return;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL) {
+        return;
+    }
+    *slash = '\0';
+    static const char *const rel[] = {"/../python", "/../share/hv/python"};
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        char dir[PATH_MAX], init[PATH_MAX + 32], real[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
+        snprintf(init, sizeof(init), "%s/hv/__init__.py", dir);
+        if (access(init, R_OK) == 0 && realpath(dir, real) != NULL) {
+            snprintf(out, len, "%s", real);
+            return;
+        }
+    }
+}
+
 /* ---- API ------------------------------------------------------------------------------------ */
 
 hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
@@ -631,6 +716,16 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
         hv_free(w->ca_file);
         hv_free(w);
         return HV_ENOMEM;
+    }
+    find_py_dir(w->py_dir, sizeof(w->py_dir));
+    if (w->py_dir[0] != '\0') {
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-PYTHON",
+               "node programs (hvsubmit -- python3 train.py) get %s first on PYTHONPATH",
+               w->py_dir);
+    } else {
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-PYTHON",
+               "no hv Python package beside hvagent (../python, ../share/hv/python): node "
+               "programs get PYTHONPATH unchanged and need hv installed");
     }
     w->loop = loop;
     w->cache = cache;
@@ -696,14 +791,20 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
     reason[0] = '\0';
     if (w->refuse_new) {
         snprintf(reason, sizeof(reason), "spawn failed: the agent is shutting down");
-    } else if (sp->binary == NULL || !name_ok(sp->binary->name)) {
+    } else if (sp->binary == NULL && !command_ok(sp->command)) {
+        snprintf(reason, sizeof(reason), "spawn failed: bad command \"%.200s\"",
+                 sp->command != NULL ? sp->command : "");
+    } else if (sp->binary != NULL && sp->command != NULL && sp->command[0] != '\0') {
+        snprintf(reason, sizeof(reason), "spawn failed: an order with both a binary and a command");
+    } else if (sp->binary != NULL && !name_ok(sp->binary->name)) {
         snprintf(reason, sizeof(reason), "spawn failed: bad binary name \"%.200s\"",
-                 sp->binary != NULL ? sp->binary->name : "");
+                 sp->binary->name);
     } else if (spec_too_big(sp, reason, sizeof(reason))) {
         // reason says which bound
     } else {
         for (size_t i = 0; i < sp->n_files; i++) {
-            if (!name_ok(sp->files[i]->name) || strcmp(sp->files[i]->name, sp->binary->name) == 0) {
+            if (!name_ok(sp->files[i]->name) ||
+                (sp->binary != NULL && strcmp(sp->files[i]->name, sp->binary->name) == 0)) {
                 snprintf(reason, sizeof(reason), "spawn failed: bad file name \"%.200s\"",
                          sp->files[i]->name);
                 break;
@@ -740,12 +841,16 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-SPAWN",
            "spawn order: worker %llu of job %llu (rank %u/%u), %s with %zu files",
            (unsigned long long)wk->id, (unsigned long long)sp->job_id, sp->rank, sp->size,
-           sp->binary->name, sp->n_files);
+           sp->binary != NULL ? sp->binary->name : sp->command, sp->n_files);
     // Count every request first so that no callback can see pending reach 0 early.
     wk->pending = wk->n_arts + 1;
     for (size_t i = 0; i < wk->n_arts; i++) {
         const Hvpb__V1__FileRef *f = i == 0 ? wk->spec->binary : wk->spec->files[i - 1];
         wk->arts[i].wk = wk;
+        if (f == NULL) { // a command job: nothing to fetch in the binary's place
+            wk->pending--;
+            continue;
+        }
         hv_err rc = hv_artifact_get(w->cache, f->digest, f->size, worker_art_done, &wk->arts[i]);
         if (rc != HV_OK) {
             if (wk->fail[0] == '\0') {

@@ -297,6 +297,65 @@ static void case_spawn_failed(void) {
     teardown();
 }
 
+/* A node program instead of a shipped binary (hvsubmit -- python3 train.py): the agent runs the
+ * command from PATH in the worker's directory with the shipped script, the hv package first on
+ * PYTHONPATH; a command the node lacks fails naming the node and the command; a relative path
+ * with '/' or a binary beside the command is refused. */
+static void case_command(void) {
+    setup();
+    char script[65];
+    put_artifact("echo PWD=$(pwd)\necho ARGS=\"$*\"\necho PYTHONPATH=$PYTHONPATH\nexit 5\n",
+                 script);
+    setenv("PYTHONPATH", "/user/lib", 1);
+    order_t o;
+    order_init(&o, 30, script, "unused");
+    o.sp.binary = NULL;
+    o.sp.command = "sh";
+    o.file.name = "job.sh";
+    o.file.digest = script;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    o.args[0] = "job.sh";
+    o.args[1] = "--lr=0.1";
+    o.sp.args = o.args;
+    o.sp.n_args = 2;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    unsetenv("PYTHONPATH");
+    CHECK_EQ(started, 1);
+    CHECK_EQ(exit_code, 5);
+    CHECK_STR(exit_reason, "");
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%s/jobs/7/w30", work);
+    CHECK_STR(line_value("PWD"), dir);
+    CHECK_STR(line_value("ARGS"), "--lr=0.1");
+    const char *pp = line_value("PYTHONPATH");
+    CHECK(pp != NULL && strstr(pp, "/python:/user/lib") != NULL); // build/python, then the user's
+
+    order_init(&o, 31, script, "unused");
+    o.sp.binary = NULL;
+    o.sp.command = "hv-no-such-command";
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 2, 10000));
+    CHECK_EQ(exit_code, -1);
+    CHECK_STR(exit_reason, "spawn failed: node node-x has no 'hv-no-such-command' on PATH");
+
+    order_init(&o, 32, script, "unused");
+    o.sp.binary = NULL;
+    o.sp.command = "bin/python3";
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 3); // at once
+    CHECK(strstr(exit_reason, "spawn failed: bad command") != NULL);
+    order_init(&o, 33, script, "prog");
+    o.sp.command = "python3";
+    hv_workers_spawn(wt, &o.sp);
+    CHECK_EQ(exited, 4);
+    CHECK_STR(exit_reason, "spawn failed: an order with both a binary and a command");
+    CHECK_EQ(hv_workers_count(wt), 0);
+    teardown();
+}
+
 static void case_kill_and_refuse(void) {
     setup();
     char bin[65];
@@ -514,6 +573,7 @@ static const test_case_t cases[] = {
     {"fetch_failed", case_fetch_failed},
     {"bad_names", case_bad_names},
     {"spawn_failed", case_spawn_failed},
+    {"command", case_command},
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
     {"cache_untouched", case_cache_untouched},

@@ -95,6 +95,7 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         sp.local_rank = o->local_rank;
         sp.local_size = o->local_size;
         sp.binary = spec->binary;
+        sp.command = spec->command;
         sp.n_args = spec->n_args;
         sp.args = spec->args;
         sp.n_env = spec->n_env;

@@ -517,7 +517,7 @@ static void watch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
 
 /* After hv_validate_submit: are the job's artifacts here. HV_OK or HV_ESTATE with a message. */
 static hv_err submit_check(hv_svc_jobs_t *s, const Hvpb__V1__JobSpec *spec, char *err, size_t len) {
-    if (!hv_artifacts_present(s->arts, spec->binary->digest)) {
+    if (spec->binary != NULL && !hv_artifacts_present(s->arts, spec->binary->digest)) {
         snprintf(err, len, "binary %s (%s) has not been uploaded", spec->binary->name,
                  spec->binary->digest);
         return HV_ESTATE;
@@ -548,7 +548,7 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     /* The default name is borrowed for packing only: the rpc layer frees the message. */
     char *given_name = spec->name;
     if (spec->name == NULL || spec->name[0] == '\0') {
-        spec->name = spec->binary->name;
+        spec->name = spec->binary != NULL ? spec->binary->name : spec->command;
     }
     size_t len = hvpb__v1__job_spec__get_packed_size(spec);
     uint8_t *packed = hv_malloc(len ? len : 1);

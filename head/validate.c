@@ -141,17 +141,49 @@ hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len)
     return HV_OK;
 }
 
+/* A node program (JobSpec.command): a name looked up on the node's PATH or an absolute path, of
+ * at most HV_COMMAND_MAX bytes, without control characters, with no binary beside it. */
+static hv_err command_check(const Hvpb__V1__JobSpec *spec, char *err, size_t len) {
+    char c[100];
+    const char *cmd = spec->command;
+    size_t n = strlen(cmd);
+    if (spec->binary != NULL) {
+        return bad(err, len, "spec.command: a job runs either a shipped binary or a command");
+    }
+    if (n > HV_COMMAND_MAX) {
+        return bad(err, len, "spec.command: %zu bytes, at most %d", n, HV_COMMAND_MAX);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)cmd[i] < ' ' || cmd[i] == 0x7f) {
+            return bad(err, len, "spec.command: '%s' has a control character",
+                       clip(cmd, c, sizeof(c)));
+        }
+    }
+    if (strchr(cmd, '/') != NULL && cmd[0] != '/') {
+        return bad(err, len,
+                   "spec.command: '%s' must be a name looked up on the node's PATH or an "
+                   "absolute path",
+                   clip(cmd, c, sizeof(c)));
+    }
+    return HV_OK;
+}
+
 hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len) {
     const Hvpb__V1__JobSpec *spec = r->spec;
     char c[100];
-    if (spec == NULL || spec->binary == NULL) {
-        return bad(err, len, "spec.binary: the job has no binary");
+    int has_command = spec != NULL && spec->command != NULL && spec->command[0] != '\0';
+    if (spec == NULL || (spec->binary == NULL && !has_command)) {
+        return bad(err, len, "spec.binary: the job has no binary and no command");
     }
-    if (!hv_validate_file_name(spec->binary->name)) {
-        return bad(err, len, "spec.binary.name: '%s' must be a plain file name",
-                   clip(spec->binary->name, c, sizeof(c)));
+    if (has_command) {
+        HV_TRY(command_check(spec, err, len));
+    } else {
+        if (!hv_validate_file_name(spec->binary->name)) {
+            return bad(err, len, "spec.binary.name: '%s' must be a plain file name",
+                       clip(spec->binary->name, c, sizeof(c)));
+        }
+        HV_TRY(digest_check("spec.binary.digest", spec->binary->digest, err, len));
     }
-    HV_TRY(digest_check("spec.binary.digest", spec->binary->digest, err, len));
     HV_TRY(size_check("spec.name", spec->name, HV_JOB_NAME_MAX, err, len));
     HV_TRY(size_check("spec.user", spec->user, HV_JOB_NAME_MAX, err, len));
     if (spec->n_args > HV_SUBMIT_MAX_ARGS) {
@@ -175,7 +207,8 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
     }
     for (size_t i = 0; i < spec->n_files; i++) {
         const Hvpb__V1__FileRef *f = spec->files[i];
-        if (!hv_validate_file_name(f->name) || strcmp(f->name, spec->binary->name) == 0) {
+        if (!hv_validate_file_name(f->name) ||
+            (spec->binary != NULL && strcmp(f->name, spec->binary->name) == 0)) {
             return bad(err, len,
                        "spec.files: file name '%s' must be a plain file name, distinct from the "
                        "binary's",

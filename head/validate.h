@@ -34,6 +34,7 @@
 #define HV_ENV_VALUE_MAX 65536          /* bytes of a variable's value */
 #define HV_SUBMIT_ENV_BYTES (1u << 20)  /* bytes of all names and values together */
 #define HV_SUBMIT_MAX_FILES 256
+#define HV_COMMAND_MAX 4096            /* bytes of JobSpec.command */
 #define HV_UPLOAD_CHUNK_MAX (1u << 20) /* bytes of data in one Upload call */
 #define HV_REASON_MAX 1024             /* bytes of a drain reason */
 #define HV_KV_MAX_KEY 256

@@ -125,6 +125,25 @@ static void case_submit(void) {
     expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.cooldown:");
     spec.cooldown_max_s = 10;
     expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    /* A node program instead of a shipped binary: a PATH name or an absolute path, bounded,
+     * never both; a shipped file may then carry any plain name. */
+    spec.command = "python3";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.command: a job runs either");
+    spec.binary = NULL;
+    f2.name = "train";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    spec.command = "/usr/bin/python3";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    spec.command = "bin/python3";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.command:");
+    spec.command = "python3\nrm";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.command:");
+    static char longcmd[HV_COMMAND_MAX + 2];
+    memset(longcmd, 'p', HV_COMMAND_MAX + 1);
+    spec.command = longcmd;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.command:");
+    spec.command = "";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.binary:");
 }
 
 static void case_misc(void) {

@@ -5,9 +5,12 @@
  */
 #include "cli_common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -135,6 +138,7 @@ enum submit_opt {
     OPT_RETRIES,
     OPT_TOKEN_FILE,
     OPT_RAW,
+    OPT_WORKDIR,
 };
 
 typedef struct submit_optdef_s {
@@ -170,6 +174,7 @@ static const submit_optdef_t submit_optdefs[] = {
     {"head-timeout", 0, OPT_HEAD_TIMEOUT, 1},
     {"retries", 0, OPT_RETRIES, 1},
     {"raw", 0, OPT_RAW, 0},
+    {"workdir", 0, OPT_WORKDIR, 1},
 };
 
 /* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
@@ -371,6 +376,13 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return submit_parse_u32("timeout", v, 1, &o->timeout_s, err, errlen);
     case OPT_ENV:
         return submit_push_env(o, v, err, errlen);
+    case OPT_WORKDIR:
+        if (v[0] == '\0') {
+            cli_err(err, errlen, "--workdir needs a directory");
+            return HV_EINVAL;
+        }
+        o->workdir = v;
+        return HV_OK;
     case OPT_FILE:
         return submit_push_file(o, v, err, errlen);
     case OPT_NAME:
@@ -573,6 +585,10 @@ void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o) {
     }
     hv_free(o->env);
     hv_free((void *)o->files);
+    for (size_t i = 0; i < o->nowned; i++) {
+        hv_free(o->owned[i]);
+    }
+    hv_free(o->owned);
     memset(o, 0, sizeof(*o));
 }
 
@@ -745,15 +761,32 @@ int hv_cli_exit_for_local(hv_err rc) {
     }
 }
 
+/* The interpreter a "#!" line names, for a hint: "python3" for "#!/usr/bin/env python3",
+ * "/bin/sh" for "#!/bin/sh"; "python3" when the line cannot be read. */
+static void cli_shebang_interpreter(const unsigned char *hdr, size_t len, char *out, size_t n) {
+    char line[HV_CLI_ELF_HDR_MAX + 1];
+    size_t k = 0;
+    for (size_t i = 2; i < len && hdr[i] != '\n' && k + 1 < sizeof(line); i++) {
+        line[k++] = (char)hdr[i];
+    }
+    line[k] = '\0';
+    char *save = NULL;
+    char *tok = strtok_r(line, " \t", &save);
+    if (tok != NULL && strcmp(hv_cli_basename(tok), "env") == 0) {
+        tok = strtok_r(NULL, " \t", &save);
+    }
+    int ok = tok != NULL && tok[0] != '\0';
+    for (const char *p = tok; ok && *p; p++) {
+        ok = (unsigned char)*p > ' ' && (unsigned char)*p < 0x7f;
+    }
+    snprintf(out, n, "%s", ok ? tok : "python3");
+}
+
 hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     struct stat st;
     hv_err rc = cli_stat_regular("", path, &st, err, errlen);
     if (rc != HV_OK) {
         return rc;
-    }
-    if ((st.st_mode & 0111) == 0 || access(path, X_OK) != 0) {
-        cli_err(err, errlen, "%s is not executable (chmod +x %s)", path, path);
-        return HV_EINVAL;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -783,16 +816,30 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
         return HV_EIO;
     }
     if (got >= 2 && hdr[0] == '#' && hdr[1] == '!') {
+        char interp[64];
+        cli_shebang_interpreter(hdr, got, interp, sizeof(interp));
         cli_err(err, errlen,
-                "%s is a script, not an ELF executable: hv ships one compiled program to the "
-                "nodes and runs it there, without the script's interpreter or its imports; build "
-                "the training program as an executable linked with libhv",
-                path);
+                "%s is a script, not an ELF executable: to run a script, give its interpreter: "
+                "hvsubmit -np N -- %s %s (the nodes must have %s)",
+                path, interp, path, interp);
+        return HV_EINVAL;
+    }
+    /* A script (or any file that is no ELF) gets the hint whatever its mode: what is wrong is
+     * that it lacks its interpreter, not the x bit. */
+    int not_elf = got < 4 || memcmp(hdr,
+                                    "\x7f"
+                                    "ELF",
+                                    4) != 0;
+    if (!not_elf && ((st.st_mode & 0111) == 0 || access(path, X_OK) != 0)) {
+        cli_err(err, errlen, "%s is not executable (chmod +x %s)", path, path);
         return HV_EINVAL;
     }
     char why[HV_CLI_ERR_LEN];
     if (hv_cli_elf_check_prefix(hdr, got, (uint64_t)st.st_size, why, sizeof(why)) != HV_OK) {
-        cli_err(err, errlen, "%s is %s", path, why);
+        cli_err(err, errlen, "%s is %s%s%s", path, why,
+                not_elf ? "; to run a script, give its interpreter: hvsubmit -np N -- python3 "
+                        : "",
+                not_elf ? path : "");
         return HV_EINVAL;
     }
     return HV_OK;
@@ -814,8 +861,11 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen) {
 }
 
 hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_t errlen) {
-    HV_TRY(hv_cli_check_binary(o->binary, err, errlen));
-    const char *bin_base = hv_cli_basename(o->binary);
+    if (!o->command) {
+        HV_TRY(hv_cli_check_binary(o->binary, err, errlen));
+    }
+    /* A command is not shipped: no file of the job clashes with its name. */
+    const char *bin_base = o->command ? "" : hv_cli_basename(o->binary);
     for (size_t i = 0; i < o->nfiles; i++) {
         HV_TRY(hv_cli_check_file(o->files[i], err, errlen));
         const char *base = hv_cli_basename(o->files[i]);
@@ -837,6 +887,210 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
         }
     }
     return HV_OK;
+}
+
+int hv_cli_is_node_command(const char *prog) {
+    const char *base = hv_cli_basename(prog);
+    if (strncmp(base, "python", 6) == 0 && strspn(base + 6, "0123456789.") == strlen(base + 6)) {
+        return 1;
+    }
+    struct stat st;
+    if (strchr(prog, '/') != NULL || prog[0] == '\0' || stat(prog, &st) == 0) {
+        return 0;
+    }
+    /* A bare name that is no file here: a command when this machine has it on its PATH (the
+     * nodes are expected to have it too); else a typo, reported as a missing file. */
+    const char *path = getenv("PATH");
+    while (path != NULL && *path != '\0') {
+        size_t n = strcspn(path, ":");
+        char full[4096];
+        if (n > 0 &&
+            snprintf(full, sizeof(full), "%.*s/%s", (int)n, path, prog) < (int)sizeof(full)) {
+            if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0) {
+                return 1;
+            }
+        }
+        path += n;
+        path += *path == ':';
+    }
+    return 0;
+}
+
+/* Takes ownership of p (a path made here): it lives as long as o. */
+static char *cli_own(hv_cli_submit_opts_t *o, char *p) {
+    char **v = p != NULL ? hv_realloc(o->owned, (o->nowned + 1) * sizeof(*v)) : NULL;
+    if (v == NULL) {
+        hv_free(p);
+        return NULL;
+    }
+    o->owned = v;
+    o->owned[o->nowned++] = p;
+    return p;
+}
+
+static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, char *err, size_t errlen) {
+    const char **files = hv_realloc(o->files, (o->nfiles + 1) * sizeof(*files));
+    if (files == NULL) {
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    o->files = files;
+    o->files[o->nfiles++] = path;
+    return HV_OK;
+}
+
+/* The glob patterns of DIR/.hvignore, one a line ('#' starts a comment line, blanks around a
+ * pattern are dropped); at most 64 of at most 255 bytes. */
+typedef struct cli_ignore_s {
+    char pat[64][256];
+    size_t n;
+} cli_ignore_t;
+
+static void cli_ignore_load(const char *dir, cli_ignore_t *ig) {
+    ig->n = 0;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/.hvignore", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return;
+    }
+    char line[512];
+    while (ig->n < 64 && fgets(line, sizeof(line), f) != NULL) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t') {
+            p++;
+        }
+        size_t n = strcspn(p, "\r\n");
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '/')) {
+            n--;
+        }
+        if (n == 0 || p[0] == '#' || n >= sizeof(ig->pat[0])) {
+            continue;
+        }
+        memcpy(ig->pat[ig->n], p, n);
+        ig->pat[ig->n++][n] = '\0';
+    }
+    fclose(f);
+}
+
+/* 1 when a --workdir entry is left out: hidden, Python's caches, or a .hvignore pattern. */
+static int cli_ignored(const char *name, const cli_ignore_t *ig) {
+    if (name[0] == '.' || strcmp(name, "__pycache__") == 0 || fnmatch("*.pyc", name, 0) == 0) {
+        return 1;
+    }
+    for (size_t i = 0; i < ig->n; i++) {
+        if (fnmatch(ig->pat[i], name, 0) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 when path is the same file as one the job already ships (--workdir . with the script in it). */
+static int cli_already_shipped(const hv_cli_submit_opts_t *o, const struct stat *st) {
+    for (size_t i = 0; i < o->nfiles; i++) {
+        struct stat s2;
+        if (stat(o->files[i], &s2) == 0 && s2.st_dev == st->st_dev && s2.st_ino == st->st_ino) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Adds the files of --workdir (see hv_cli_submit_prepare). */
+static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    const char *dir = o->workdir;
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        int e = errno;
+        cli_err(err, errlen, "--workdir %s: %s", dir,
+                e == ENOENT ? "no such directory" : strerror(e));
+        return e == ENOENT || e == ENOTDIR ? HV_ENOTFOUND : HV_EPERM;
+    }
+    cli_ignore_t *ig = hv_malloc(sizeof(*ig));
+    if (ig == NULL) {
+        closedir(d);
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    cli_ignore_load(dir, ig);
+    hv_err rc = HV_OK;
+    uint64_t bytes = 0;
+    struct dirent *de;
+    while (rc == HV_OK && (de = readdir(d)) != NULL) {
+        if (cli_ignored(de->d_name, ig)) {
+            continue;
+        }
+        size_t n = strlen(dir) + strlen(de->d_name) + 2;
+        char *path = hv_malloc(n);
+        struct stat st;
+        if (path == NULL) {
+            cli_err(err, errlen, "out of memory");
+            rc = HV_ENOMEM;
+            break;
+        }
+        snprintf(path, n, "%s/%s", dir, de->d_name);
+        int found = stat(path, &st) == 0;
+        if (!found || !S_ISREG(st.st_mode)) {
+            if (found && S_ISDIR(st.st_mode) && o->workdir_skipped++ == 0) {
+                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%s",
+                         de->d_name);
+            }
+            hv_free(path);
+            continue;
+        }
+        if (cli_already_shipped(o, &st)) {
+            hv_free(path);
+            continue;
+        }
+        bytes += (uint64_t)st.st_size;
+        if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
+            cli_err(err, errlen,
+                    "--workdir %s: more than %u files; leave some out with glob patterns in "
+                    "%s/.hvignore",
+                    dir, HV_CLI_WORKDIR_MAX_FILES, dir);
+            rc = HV_EINVAL;
+        } else if (bytes > HV_CLI_WORKDIR_MAX_BYTES) {
+            cli_err(err, errlen,
+                    "--workdir %s: more than %llu MiB of files; leave some out with glob "
+                    "patterns in %s/.hvignore, or ship big data another way",
+                    dir, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), dir);
+            rc = HV_EINVAL;
+        }
+        if (rc != HV_OK) {
+            hv_free(path);
+        } else if (cli_own(o, path) == NULL) {
+            cli_err(err, errlen, "out of memory");
+            rc = HV_ENOMEM;
+        } else {
+            rc = cli_push_file(o, path, err, errlen);
+        }
+    }
+    closedir(d);
+    hv_free(ig);
+    return rc;
+}
+
+hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    o->command = hv_cli_is_node_command(o->binary);
+    if (o->command) {
+        for (int i = 0; i < o->nargs; i++) {
+            if (o->args[i][0] == '-') {
+                continue;
+            }
+            struct stat st;
+            if (stat(o->args[i], &st) == 0 && S_ISREG(st.st_mode)) {
+                HV_TRY(cli_push_file(o, o->args[i], err, errlen));
+                o->args[i] = (char *)hv_cli_basename(o->args[i]);
+                o->script = o->args[i];
+            }
+            break;
+        }
+    }
+    if (o->workdir != NULL) {
+        HV_TRY(cli_scan_workdir(o, err, errlen));
+    }
+    return hv_cli_submit_check_files(o, err, errlen);
 }
 
 /* ---- job outcome ---------------------------------------------------------------------------- */

@@ -131,8 +131,18 @@ typedef struct hv_cli_submit_opts_s {
     int nargs;
     hv_cli_kv_t *env; /* --env, owned array of owned pairs */
     size_t nenv;
-    const char **files; /* --file paths (owned array of borrowed strings) */
+    const char **files; /* --file paths (owned array of borrowed strings), then the script and
+                           the --workdir files that hv_cli_submit_prepare added */
     size_t nfiles;
+    const char *workdir;    /* --workdir DIR, or NULL */
+    int command;            /* set by hv_cli_submit_prepare: the program is run from the nodes
+                            (hv_cli_is_node_command), not shipped */
+    const char *script;     /* the shipped script's base name (python3 train.py), or NULL */
+    size_t workdir_nfiles;  /* files --workdir added */
+    size_t workdir_skipped; /* subdirectories of --workdir that were not shipped */
+    char workdir_first_skipped[256]; /* the first of them, for a note */
+    char **owned; /* paths made by hv_cli_submit_prepare (files points into them) */
+    size_t nowned;
 } hv_cli_submit_opts_t;
 
 /* Parses argv[1..argc-1]. Options stop at the first argument that is not an option (or after
@@ -153,8 +163,9 @@ void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o);
 uint64_t hv_cli_head_wait_ms(int head_timeout_set, uint32_t head_timeout_s, uint32_t lease_ms);
 
 /* Checks that path can be shipped as a job's program: it exists, is a regular file, is
- * executable by us, is readable and has a sound ELF header (hv_cli_elf_check_header; "#!"
- * scripts are refused with a hint). HV_ENOTFOUND (missing) / HV_EPERM (unreadable) / HV_EINVAL
+ * readable, has a sound ELF header (hv_cli_elf_check_header) and is executable by us. A "#!"
+ * script or any other file that is no ELF is refused with the hint to give its interpreter
+ * (hvsubmit -np N -- python3 PATH), whatever its mode. HV_ENOTFOUND (missing) / HV_EPERM (unreadable) / HV_EINVAL
  * (not a program that can run) / HV_EIO with a message naming path in err. Blocking (reads the
  * first 64 bytes). */
 hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen);
@@ -180,6 +191,25 @@ const char *hv_cli_elf_machine_name(unsigned machine);
 
 /* Checks a --file: exists, is a regular file, is readable. Messages as above. */
 hv_err hv_cli_check_file(const char *path, char *err, size_t errlen);
+
+/* 1 when hvsubmit runs prog from the nodes instead of shipping it: its base name is a Python
+ * interpreter (python, python3, python3.11), or it is a bare name (no '/') that is no file here
+ * but a program on this machine's PATH (bash, torchrun). Anything else is a file that is shipped
+ * and must be an ELF executable (a bare name found nowhere is a missing file). */
+int hv_cli_is_node_command(const char *prog);
+
+/* Bounds of --workdir: its files, and their bytes together. */
+#define HV_CLI_WORKDIR_MAX_FILES 200u
+#define HV_CLI_WORKDIR_MAX_BYTES (256ull << 20)
+
+/* Resolves what a parsed command line ships: sets o->command (hv_cli_is_node_command); for a
+ * command, ships its first argument that does not start with '-' when that is a file here (the
+ * script: the argument becomes its base name, the name it has in the worker's directory); adds
+ * the regular files directly in --workdir (not its subdirectories; names starting with '.',
+ * __pycache__ and *.pyc are left out, and so is every name matching a glob pattern of a line of
+ * DIR/.hvignore), bounded by HV_CLI_WORKDIR_MAX_FILES and _BYTES. Then runs
+ * hv_cli_submit_check_files. Messages and codes as hv_cli_check_binary. */
+hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen);
 
 /* Runs every local check of a parsed command line: the binary, each --file, and that no two
  * shipped files share a base name (they land in one directory on the node). */

@@ -763,6 +763,93 @@ static void test_check_files(void) {
     hv_cli_submit_opts_fini(&o);
 }
 
+/* hvsubmit -- python3 train.py: the interpreter runs from the nodes, the script and --workdir's
+ * own files are shipped (bounded, .hvignore), a script without its interpreter gets the hint. */
+static void test_prepare(void) {
+    char err[HV_CLI_ERR_LEN], script[512], path[512], store[4096];
+    make_tmpdir();
+    CHECK(hv_cli_is_node_command("python3"));
+    CHECK(hv_cli_is_node_command("/usr/bin/python3.11"));
+    CHECK(hv_cli_is_node_command("sh"));                  /* on this machine's PATH */
+    CHECK(!hv_cli_is_node_command("hv-no-such-program")); /* a typo: a missing file */
+    CHECK(!hv_cli_is_node_command("/bin/cat"));
+    CHECK(!hv_cli_is_node_command("./python3-trainer"));
+
+    put_file("train.py", "print(1)\n", 9, 0644, script, sizeof(script));
+    snprintf(path, sizeof(path), "%s/wd", tmpdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/wd/sub", tmpdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/wd/__pycache__", tmpdir);
+    mkdir(path, 0755);
+    put_file("wd/helper.py", "x = 1\n", 6, 0644, path, sizeof(path));
+    put_file("wd/data.bin", "b", 1, 0644, path, sizeof(path));
+    put_file("wd/.env", "S=1\n", 4, 0600, path, sizeof(path));
+    put_file("wd/old.pyc", "c", 1, 0644, path, sizeof(path));
+    put_file("wd/.hvignore", "# big data\n  *.bin  \n", 21, 0644, path, sizeof(path));
+
+    char *argv[16];
+    char line[2048];
+    hv_cli_submit_opts_t o;
+    snprintf(line, sizeof(line), "-np 2 --workdir %s/wd -- python3 -u %s --lr 0.1", tmpdir, script);
+    int argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_OK);
+    CHECK(o.command);
+    CHECK_STR(o.binary, "python3");
+    CHECK_STR(o.script, "train.py");
+    CHECK_INT(o.nargs, 4);
+    CHECK_STR(o.args[1], "train.py"); /* the name it has in the worker's directory */
+    CHECK_INT(o.nfiles, 2);           /* train.py and wd/helper.py only */
+    CHECK_STR(hv_cli_basename(o.files[0]), "train.py");
+    CHECK_STR(hv_cli_basename(o.files[1]), "helper.py");
+    CHECK_INT(o.workdir_skipped, 1); /* sub/ (__pycache__ is left out by name) */
+    CHECK_STR(o.workdir_first_skipped, "sub");
+    hv_cli_submit_opts_fini(&o);
+
+    /* The script's own directory as --workdir: the script is shipped once. */
+    put_file("wd/run.py", "print(2)\n", 9, 0644, path, sizeof(path));
+    snprintf(line, sizeof(line), "--workdir %s/wd python3 %s/wd/run.py", tmpdir, tmpdir);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.nfiles, 2);
+    hv_cli_submit_opts_fini(&o);
+
+    /* Over the file bound: a message naming .hvignore. */
+    for (unsigned i = 0; i <= HV_CLI_WORKDIR_MAX_FILES; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "wd/sub/f%u.txt", i);
+        put_file(name, "", 0, 0644, path, sizeof(path));
+    }
+    snprintf(line, sizeof(line), "--workdir %s/wd/sub python3 %s", tmpdir, script);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "more than 200 files");
+    CHECK_HAS(err, ".hvignore");
+    hv_cli_submit_opts_fini(&o);
+
+    snprintf(line, sizeof(line), "--workdir %s/nowhere python3 %s", tmpdir, script);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_ENOTFOUND);
+    CHECK_HAS(err, "no such directory");
+    hv_cli_submit_opts_fini(&o);
+
+    /* The script itself as the program: refused, with how to submit it. */
+    snprintf(line, sizeof(line), "%s", script);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "to run a script, give its interpreter: hvsubmit -np N -- python3 ");
+    hv_cli_submit_opts_fini(&o);
+    static const char sh[] = "#!/usr/bin/env bash\necho hi\n";
+    put_file("run.sh", sh, sizeof(sh) - 1, 0755, path, sizeof(path));
+    CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "give its interpreter: hvsubmit -np N -- bash ");
+}
+
 /* ---- job outcome ---------------------------------------------------------------------------- */
 
 static void set_worker(Hvpb__V1__WorkerView *w, uint32_t rank, const char *node, const char *state,
@@ -1343,6 +1430,7 @@ static const struct {
     {"exit_codes", test_exit_codes},
     {"progress_pending", test_progress_pending},
     {"check_files", test_check_files},
+    {"prepare", test_prepare},
     {"exit_status", test_exit_status},
     {"elastic_formats", test_elastic_formats},
     {"events_and_formats", test_events_and_formats},

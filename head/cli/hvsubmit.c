@@ -1,7 +1,9 @@
 /*
  * hvsubmit: submits one job to hvhead and, unless --detach, follows it to the end the way
  * horovodrun does: worker output on stdout/stderr as "[rank]<stdout>:text", state changes and
- * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. It uploads
+ * failures as "hvsubmit: ..." lines, and an exit status that says how the job ended. A program
+ * the nodes have (python3 train.py: hv_cli_submit_prepare) is named in the spec, not shipped,
+ * and its script and --workdir files travel as --files do. It uploads
  * the program and --file artifacts by digest first (skipping what the head already holds,
  * resuming what it holds in part, with a progress bar on a terminal or a line every few seconds
  * otherwise), says what a job waiting for slots waits for, survives a head restart while
@@ -92,10 +94,17 @@ typedef struct submit_watch_s {
 static void submit_usage(FILE *f) {
     fprintf(
         f, "usage: hvsubmit [OPTIONS] train.bin [ARGS...]\n"
+           "       hvsubmit [OPTIONS] -- python3 train.py [ARGS...]\n"
            "\n"
            "Submits train.bin (an ELF executable linked with libhv) to the hv head and follows\n"
            "the job: worker output appears as [rank]<stdout>:text and [rank]<stderr>:text.\n"
            "Options stop at the program; everything after it goes to the workers.\n"
+           "A Python interpreter (python, python3, python3.11, or a path ending so), or a bare\n"
+           "name that is no file here but on this PATH (bash), is not shipped: every node runs\n"
+           "its own (looked up on its PATH, or the absolute path given), with the hv package\n"
+           "importable. Its first argument that is a file here (the script) is shipped and\n"
+           "run from the worker's directory. A node without the program fails its worker\n"
+           "with a message naming the node and the program (docs/python.md).\n"
            "\n"
            "options:\n"
            "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
@@ -108,6 +117,10 @@ static void submit_usage(FILE *f) {
            "  --slots-per-host K    at most K ranks on one node\n"
            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
            "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
+           "  --workdir DIR         ship DIR's own files (not its subdirectories) beside the\n"
+           "                        program: at most 200 files and 256 MiB; names starting\n"
+           "                        with '.', __pycache__ and *.pyc are left out, and so is\n"
+           "                        every name matching a glob line of DIR/.hvignore\n"
            "  --timeout S           fail the job if it waits more than S s for free slots\n"
            "  --name NAME           display name (default: the program's file name)\n"
            "  --detach, -d          print the job id and exit without following the job\n"
@@ -503,11 +516,17 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
         submit_fileref(&refs[i + 1], &arts[i + 1]);
         refp[i] = &refs[i + 1];
     }
-    submit_fileref(&refs[0], &arts[0]);
+    if (!o->command) {
+        submit_fileref(&refs[0], &arts[0]);
+    }
 
     Hvpb__V1__JobSpec spec = HVPB__V1__JOB_SPEC__INIT;
-    spec.name = (char *)(o->name ? o->name : hv_cli_basename(o->binary));
-    spec.binary = &refs[0];
+    spec.name = (char *)(o->name ? o->name : o->script ? o->script : hv_cli_basename(o->binary));
+    if (o->command) {
+        spec.command = (char *)o->binary; /* run from the node's PATH, not shipped */
+    } else {
+        spec.binary = &refs[0];
+    }
     spec.n_args = (size_t)o->nargs;
     spec.args = o->args;
     spec.n_env = o->nenv;
@@ -1031,11 +1050,18 @@ int main(int argc, char **argv) {
         status = hv_cli_usage_error(SUBMIT_PROG, err);
         goto out;
     }
-    hv_err crc = hv_cli_submit_check_files(&o, err, sizeof(err));
+    hv_err crc = hv_cli_submit_prepare(&o, err, sizeof(err));
     if (crc != HV_OK) {
         fprintf(stderr, SUBMIT_PROG ": %s\n", err);
         status = hv_cli_exit_for_local(crc);
         goto out;
+    }
+    if (o.workdir_skipped > 0 && !o.quiet) {
+        fprintf(stderr,
+                SUBMIT_PROG ": --workdir %s: %zu subdirector%s not shipped (%s%s): only the "
+                            "directory's own files are shipped\n",
+                o.workdir, o.workdir_skipped, o.workdir_skipped == 1 ? "y" : "ies",
+                o.workdir_first_skipped, o.workdir_skipped > 1 ? ", ..." : "");
     }
     if ((status = hv_cli_rpc_open(SUBMIT_PROG, head, o.ca, o.insecure, &ch)) != HV_CLI_EXIT_OK) {
         goto out;
@@ -1047,14 +1073,14 @@ int main(int argc, char **argv) {
     }
     status = HV_CLI_EXIT_FAIL;
 
-    /* Ship the program and each --file (arts[0] is the program). */
+    /* Ship the program and each --file (arts[0] is the program; unused for a node command). */
     arts = hv_calloc(o.nfiles + 1, sizeof(*arts));
     if (arts == NULL) {
         fprintf(stderr, SUBMIT_PROG ": out of memory\n");
         status = HV_CLI_EXIT_SOFTWARE;
         goto out;
     }
-    for (size_t i = 0; i <= o.nfiles; i++) {
+    for (size_t i = o.command ? 1 : 0; i <= o.nfiles; i++) {
         const char *path = i == 0 ? o.binary : o.files[i - 1];
         status = submit_upload(ch, head, path, arts, i, o.quiet, o.verbose, &arts[i]);
         if (status != HV_CLI_EXIT_OK) {

@@ -15,7 +15,7 @@ Python threads (a data loader) running.
 import ctypes
 import os
 
-from . import errors
+from . import _node, errors
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,6 +38,7 @@ def _load():
             return ctypes.CDLL(path), path
         except OSError as exc:
             tried.append("%s (%s)" % (label, exc))
+    _node.missing("hv (libhv)", "cannot load libhv: tried " + "; ".join(tried))
     raise ImportError(
         "hv: cannot load libhv: tried " + "; ".join(tried) +
         ". Build it (cmake --build build: build/lib/libhv.so) and set HV_LIBRARY to its path, "

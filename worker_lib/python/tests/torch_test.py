@@ -117,7 +117,7 @@ def scenario_loader():
     with tempfile.TemporaryDirectory() as d:
         pkg = os.path.join(d, "hv")
         os.mkdir(pkg)
-        for f in ("__init__.py", "_lib.py", "errors.py"):
+        for f in ("__init__.py", "_lib.py", "_node.py", "errors.py"):
             os.symlink(os.path.join(here, "hv", f), os.path.join(pkg, f))
         env = {k: v for k, v in os.environ.items() if k not in ("HV_LIBRARY", "LD_LIBRARY_PATH")}
         env["PYTHONPATH"] = d

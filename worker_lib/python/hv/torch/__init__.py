@@ -8,6 +8,13 @@ Errors are hv exceptions (hv.errors); HorovodInternalError is an alias of HvInte
 What is and is not supported: docs/python.md.
 """
 
+try:
+    import torch  # noqa: F401  (a node without torch: one clear line under hvagent, see hv._node)
+except ImportError as _exc:
+    from .. import _node
+    _node.missing("torch", str(_exc))
+    raise
+
 from .. import (HostsUpdatedInterrupt, HvError, HvInternalError, InvalidArgumentError,
                 MismatchError, NotInitializedError, barrier, init, is_initialized, local_rank,
                 local_size, rank, shutdown as _shutdown, size)
