@@ -296,6 +296,21 @@ int hv_auth_rule(const char *path, hv_auth_scope *scope) {
     return 0;
 }
 
+int hv_auth_audited(const char *path) {
+    static const char *const changes[] = {
+        "/hvpb.v1.Jobs/Submit",          "/hvpb.v1.Jobs/Cancel",
+        "/hvpb.v1.Jobs/DrainNode",       "/hvpb.v1.Jobs/DrainNodes",
+        "/hvpb.v1.Jobs/RevokeNode",      "/hvpb.v1.Jobs/CreateJoinToken",
+        "/hvpb.v1.Jobs/RevokeJoinToken", "/hvpb.v1.Cluster/Join",
+    };
+    for (size_t i = 0; path != NULL && i < sizeof(changes) / sizeof(changes[0]); i++) {
+        if (strcmp(path, changes[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static const char *scope_needs(hv_auth_scope scope) {
     switch (scope) {
     case HV_AUTH_CLIENT:

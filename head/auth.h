@@ -137,6 +137,12 @@ hv_err hv_auth_check(const hv_cred_t *cred, hv_auth_scope scope, uint64_t id);
  * the table does not know: such a method is refused (deny by default). */
 int hv_auth_rule(const char *path, hv_auth_scope *scope);
 
+/* 1 when a call of this method changes something and so goes into the audit trail whatever
+ * its result (Submit, Cancel, DrainNode(s), RevokeNode, Join, Create/RevokeJoinToken); a call
+ * of any other method goes there only when it is refused. Uploads are not audited (the Submit
+ * that uses one is). */
+int hv_auth_audited(const char *path);
+
 /* identify + check, with the message to send on refusal (msg: msglen bytes). The message names
  * what the method needs, never whether the job or node exists, and never the credential. */
 hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope, uint64_t id,

@@ -380,11 +380,26 @@ static void case_jtoken(void) {
     CHECK_RC(hv_auth_identify(&A, tok, &c), HV_EAUTH);
 }
 
+/* Changes are audited whatever their result; reads and the rendezvous are not. */
+static void case_audited(void) {
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Submit"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Cancel"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/DrainNodes"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Cluster/Join"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/CreateJoinToken"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/ListJobs"), 0);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Upload"), 0);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Rendezvous/JoinRound"), 0);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Submitx"), 0);
+    CHECK_EQ(hv_auth_audited(NULL), 0);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"table", case_table},       {"derived", case_derived}, {"revoke", case_revoke},
         {"clients", case_clients},   {"files", case_files},     {"rules", case_rules},
         {"instance", case_instance}, {"epoch", case_epoch},     {"jtoken", case_jtoken},
+        {"audited", case_audited},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -707,6 +707,9 @@ static int cmd_start(const head_opts_t *o) {
         goto out_engine;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
+    /* The audit trail and the join tokens made with hvctl token create live in the store. */
+    hv_svc_cluster_set_join_tokens(h->cluster, h->store);
+    hv_svc_auth_set_store(h->authsvc, h->store, h->cfg.token);
     /* The autoscaler starts its agents from the directory hvhead runs from. */
     char agent[4096] = "hvagent";
     ssize_t self_len = readlink("/proc/self/exe", agent, sizeof(agent) - 16);
