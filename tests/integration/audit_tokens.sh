@@ -50,6 +50,8 @@ assert_grep "$TMP/c.err" "join token $JID is used up"
 grep "$JID" "$TMP/list.txt" | grep -q "used up" || fail "token list: $(cat "$TMP/list.txt")"
 grep -q "1/1" "$TMP/list.txt" || fail "token list shows no uses: $(cat "$TMP/list.txt")"
 "$BIN/hvctl" --json token list >"$TMP/list.json" || fail "token list --json"
+"$BIN/hvhead" token list >"$TMP/list2.txt" || fail "hvhead token list"
+grep -q "$JID" "$TMP/list2.txt" || fail "hvhead token list: $(cat "$TMP/list2.txt")"
 sleep 2
 HV_TOKEN=$JT timeout 20 "$BIN/hvagent" join "$HEAD" --name node-d --slots 1 \
     --work-dir "$TMP/agent-node-d" >"$TMP/d.out" 2>"$TMP/d.err" && fail "an expired token admitted node-d"
