@@ -403,7 +403,7 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_AUDIT_TRIM] = "DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?1",
     [ST_AUDIT_LIST] = "SELECT " AUDIT_COLS " FROM audit WHERE (?1 = 0 OR seq < ?1)"
                       " AND time_ms >= ?2 AND (?3 = '' OR who_id = ?3 OR who_kind = ?3)"
-                      " AND (?4 = '' OR method = ?4 OR method LIKE '%/' || ?4)"
+                      " AND (?4 = '' OR method = ?4 COLLATE NOCASE)"
                       " AND (?5 = 0 OR code != 0) ORDER BY seq DESC LIMIT ?6",
     [ST_JTOKEN_INSERT] = "INSERT INTO join_tokens (" JTOKEN_COLS ")"
                          " VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ?6)",

@@ -1291,7 +1291,7 @@ static void test_audit(void) {
     CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
     CHECK_U64(n, 2);
     hv_free(rows);
-    f = (hv_audit_filter_t){.method = "Cancel"};
+    f = (hv_audit_filter_t){.method = "cancel"}; /* any case */
     CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
     CHECK_U64(n, 1);
     CHECK_STR(rows[0].who_id, "alice");

@@ -1547,84 +1547,89 @@ static void ctl_json_audit(hv_cli_json_t *j, const Hvpb__V1__AuditEntry *e) {
     hv_cli_json_obj_end(j);
 }
 
-/* hvctl audit: pages of ListAudit (newest first) until --limit (default 100) entries. */
+/* hvctl audit: pages of ListAudit (newest first) until --limit (default 100) entries, all
+ * fetched before anything is printed (a failure prints no half document). */
 static int ctl_audit(const ctl_t *c) {
     uint32_t want = c->o->limit != 0 ? c->o->limit : 100;
     uint64_t since = 0, now = hv_wall_ms();
     if (c->o->since_ms != 0) {
         since = now > c->o->since_ms ? now - c->o->since_ms : 1;
     }
-    hv_cli_json_t j;
-    hv_cli_table_t *t = NULL;
-    static const char *const hdr[] = {"TIME", "WHO", "FROM", "METHOD", "TARGET", "RESULT"};
-    if (c->o->json) {
-        hv_cli_json_init(&j, stdout);
-        hv_cli_json_obj_begin(&j);
-        hv_cli_json_key(&j, "entries");
-        hv_cli_json_arr_begin(&j);
-    } else if (hv_cli_table_create(6, hdr, &t) != HV_OK) {
-        return ctl_oom();
-    }
-    uint32_t got = 0;
+    ctl_pages_t pg = {0};
     uint64_t before = 0;
-    int status = HV_CLI_EXIT_OK;
-    for (unsigned page = 0; page < CTL_PAGES_MAX && got < want; page++) {
+    for (unsigned page = 0; page < CTL_PAGES_MAX && pg.nitems < want; page++) {
         Hvpb__V1__ListAuditRequest req = HVPB__V1__LIST_AUDIT_REQUEST__INIT;
         req.since_ms = since;
         req.who = (char *)(c->o->who != NULL ? c->o->who : "");
         req.method = (char *)(c->o->method != NULL ? c->o->method : "");
         req.refused_only = c->o->refused;
-        req.limit = want - got;
+        req.limit = want - (uint32_t)pg.nitems;
         req.before_seq = before;
         ProtobufCMessage *resp = NULL;
-        status = ctl_call(c, "ListAudit", &req.base, &hvpb__v1__list_audit_reply__descriptor,
-                          "no audit trail", &resp);
+        int status = ctl_call(c, "ListAudit", &req.base, &hvpb__v1__list_audit_reply__descriptor,
+                              "no audit trail", &resp);
         if (status != HV_CLI_EXIT_OK) {
-            break;
+            ctl_pages_free(&pg);
+            return status;
         }
         const Hvpb__V1__ListAuditReply *r = (const Hvpb__V1__ListAuditReply *)resp;
-        for (size_t i = 0; i < r->n_entries && got < want; i++, got++) {
-            const Hvpb__V1__AuditEntry *e = r->entries[i];
-            if (c->o->json) {
-                ctl_json_audit(&j, e);
-                continue;
-            }
-            char tm[48], who[160], peer[80], method[80], target[80], result[300];
-            char wk[40], wi[80];
-            hv_cli_clean(e->who_kind, 0, wk, sizeof(wk));
-            hv_cli_clean(e->who_id, 0, wi, sizeof(wi));
-            snprintf(who, sizeof(who), "%s%s%s", wk, wi[0] ? " " : "", wi);
-            const char *row[] = {
-                ctl_time(e->time_ms, tm, sizeof(tm)),
-                who,
-                hv_cli_clean(e->peer, 0, peer, sizeof(peer)),
-                hv_cli_clean(e->method, 0, method, sizeof(method)),
-                hv_cli_clean(e->target[0] ? e->target : "-", 0, target, sizeof(target)),
-                hv_cli_clean(e->result, 0, result, sizeof(result))};
-            if (hv_cli_table_add(t, row) != HV_OK) {
-                status = ctl_oom();
-                break;
-            }
-        }
+        size_t n = r->n_entries;
+        int more = n > 0 && r->next_before_seq != 0 && r->next_before_seq != before;
         before = r->next_before_seq;
-        int more = r->n_entries > 0 && before != 0;
-        hv_rpc_msg_free(resp);
-        if (status != HV_CLI_EXIT_OK || !more) {
+        if (n > want - pg.nitems) {
+            n = want - pg.nitems;
+        }
+        if (ctl_pages_add(&pg, resp, (void *const *)r->entries, n) != HV_OK) {
+            ctl_pages_free(&pg);
+            return ctl_oom();
+        }
+        if (!more) {
             break;
         }
     }
     if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "entries");
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < pg.nitems; i++) {
+            ctl_json_audit(&j, pg.items[i]);
+        }
         hv_cli_json_arr_end(&j);
         hv_cli_json_obj_end(&j);
-        if (status == HV_CLI_EXIT_OK) {
-            hv_cli_json_finish(&j);
-        }
-    } else if (status == HV_CLI_EXIT_OK) {
-        ctl_table_done(t, "no audit entries");
-    } else {
-        hv_cli_table_destroy(t);
+        hv_cli_json_finish(&j);
+        ctl_pages_free(&pg);
+        return HV_CLI_EXIT_OK;
     }
-    return status;
+    static const char *const hdr[] = {"TIME", "WHO", "FROM", "METHOD", "TARGET", "RESULT"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(6, hdr, &t) != HV_OK) {
+        ctl_pages_free(&pg);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < pg.nitems; i++) {
+        const Hvpb__V1__AuditEntry *e = pg.items[i];
+        char tm[48], who[160], peer[80], method[80], target[80], result[300], wk[40], wi[80];
+        hv_cli_clean(e->who_kind, 0, wk, sizeof(wk));
+        hv_cli_clean(e->who_id, 0, wi, sizeof(wi));
+        snprintf(who, sizeof(who), "%s%s%s", wk, wi[0] ? " " : "", wi);
+        const char *row[] = {
+            ctl_time(e->time_ms, tm, sizeof(tm)),
+            who,
+            hv_cli_clean(e->peer, 0, peer, sizeof(peer)),
+            hv_cli_clean(e->method, 0, method, sizeof(method)),
+            hv_cli_clean(e->target[0] ? e->target : "-", 0, target, sizeof(target)),
+            hv_cli_clean(e->result, 0, result, sizeof(result))};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            ctl_pages_free(&pg);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, "no audit entries");
+    ctl_pages_free(&pg);
+    return HV_CLI_EXIT_OK;
 }
 
 /* ---- token create, list, revoke ------------------------------------------------------------ */

@@ -30,6 +30,7 @@ grep " ListJobs " "$TMP/audit.txt" | grep -q "none .*UNAUTHENTICATED" \
 "$BIN/hvctl" audit --refused >"$TMP/refused.txt" || fail "hvctl audit --refused"
 assert_grep "$TMP/refused.txt" "ListJobs"
 assert_no_grep "$TMP/refused.txt" "Submit" "--refused showed an accepted call"
+[ "$("$BIN/hvctl" audit --limit 3 | wc -l)" -eq 4 ] || fail "audit --limit 3 is not 3 entries"
 "$BIN/hvctl" audit --method Cancel --who default >"$TMP/cancel.txt" || fail "audit --method"
 [ "$(grep -c ' Cancel ' "$TMP/cancel.txt")" -eq 1 ] && assert_no_grep "$TMP/cancel.txt" Submit
 
