@@ -133,6 +133,8 @@ struct hv_rpc_server_s {
     void *gate_ud;
     hv_rpc_observe_cb observe; /* optional: told of each call's end */
     void *observe_ud;
+    hv_rpc_end_cb end_hook; /* optional: told of each call's end, with the call */
+    void *end_ud;
     int started;
     int shutting_down;
     int shutdown_done;
@@ -746,6 +748,10 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
         if (c->srv != NULL && c->srv->observe != NULL) {
             c->srv->observe(c->method != NULL ? c->method->path : NULL, c->st.grpc_code,
                             c->srv->observe_ud);
+        }
+        if (c->srv != NULL && c->srv->end_hook != NULL) {
+            c->srv->end_hook(c, c->method != NULL ? c->method->path : NULL, c->st.grpc_code,
+                             c->st.msg, c->srv->end_ud);
         }
     }
     c->open = 0;
@@ -1388,6 +1394,11 @@ const char *hv_rpc_code_name(int grpc_code) {
                                         "UNAUTHENTICATED"};
     static_assert(GRPC_STATUS_UNAUTHENTICATED == 16, "gRPC status codes are fixed by the protocol");
     return grpc_code >= 0 && grpc_code <= 16 ? names[grpc_code] : "UNKNOWN";
+}
+
+void hv_rpc_server_set_end_hook(hv_rpc_server_t *s, hv_rpc_end_cb cb, void *ud) {
+    s->end_hook = cb;
+    s->end_ud = ud;
 }
 
 void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud) {

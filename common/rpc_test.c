@@ -115,9 +115,22 @@ static void session(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 /* The gate: job ids from 10^9 on need the bearer "hvc_good"; none -> HV_EAUTH, another ->
  * HV_EPERM. Watch streams from 10^9 on too. Other calls pass untouched. */
 static char gate_seen[HV_RPC_MAX_TOKEN + 1];
+/* The end hook: each call's end, with whether the gate saw the same call (by pointer). */
+static const hv_rpc_call_t *gate_last_call;
+static int end_not_found_matched; /* the GetJob of job 42 ended NOT_FOUND "no job 42" */
+static void test_end_hook(const hv_rpc_call_t *c, const char *path, int code, const char *detail,
+                          void *ud) {
+    (void)ud;
+    if (path != NULL && strcmp(path, "/hvpb.v1.Jobs/GetJob") == 0 && code == 5 &&
+        strcmp(detail, "no job 42") == 0 && c == gate_last_call) {
+        end_not_found_matched++;
+    }
+}
+
 static hv_err test_gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *first,
                         char *msg, size_t msglen, void *ud) {
     (void)ud;
+    gate_last_call = c;
     uint64_t id = 0;
     if (strcmp(path, "/hvpb.v1.Jobs/GetJob") == 0) {
         id = ((const Hvpb__V1__JobRef *)first)->job_id;
@@ -169,6 +182,7 @@ static void server_up(void) {
     CHECK_RC(hv_rpc_server_add(srv, &m2), HV_OK);
     CHECK_RC(hv_rpc_server_add(srv, &m3), HV_OK);
     hv_rpc_server_set_gate(srv, test_gate, NULL);
+    hv_rpc_server_set_end_hook(srv, test_end_hook, NULL);
     CHECK_RC(hv_rpc_server_start(srv), HV_OK);
 }
 
@@ -254,7 +268,8 @@ static void *unary_client(void *arg) {
 static int case_unary(void) {
     server_up();
     serve_while(unary_client);
-    CHECK(n_cancelled >= 1); /* the deadline call ended cancelled on the server */
+    CHECK(n_cancelled >= 1);           /* the deadline call ended cancelled on the server */
+    CHECK(end_not_found_matched == 1); /* the end hook: same call as the gate's, code, detail */
     server_down();
     return 0;
 }

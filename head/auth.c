@@ -296,6 +296,21 @@ int hv_auth_rule(const char *path, hv_auth_scope *scope) {
     return 0;
 }
 
+int hv_auth_audited(const char *path) {
+    static const char *const changes[] = {
+        "/hvpb.v1.Jobs/Submit",          "/hvpb.v1.Jobs/Cancel",
+        "/hvpb.v1.Jobs/DrainNode",       "/hvpb.v1.Jobs/DrainNodes",
+        "/hvpb.v1.Jobs/RevokeNode",      "/hvpb.v1.Jobs/CreateJoinToken",
+        "/hvpb.v1.Jobs/RevokeJoinToken", "/hvpb.v1.Cluster/Join",
+    };
+    for (size_t i = 0; path != NULL && i < sizeof(changes) / sizeof(changes[0]); i++) {
+        if (strcmp(path, changes[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static const char *scope_needs(hv_auth_scope scope) {
     switch (scope) {
     case HV_AUTH_CLIENT:
@@ -331,6 +346,82 @@ hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope,
         msg[0] = '\0';
     }
     return rc;
+}
+
+/* ---- join tokens ---------------------------------------------------------------------------- */
+
+int hv_auth_jtoken_id_valid(const char *id) {
+    if (id == NULL || strlen(id) != HV_AUTH_JTOKEN_ID_LEN) {
+        return 0;
+    }
+    for (size_t i = 0; i < HV_AUTH_JTOKEN_ID_LEN; i++) {
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int hv_auth_jtoken_parse(const char *token, char *id, char *sha) {
+    if (token == NULL || strncmp(token, "hvj_", 4) != 0 ||
+        strlen(token) != HV_AUTH_JTOKEN_MAX - 1 || token[4 + HV_AUTH_JTOKEN_ID_LEN] != '.') {
+        return 0;
+    }
+    char idbuf[HV_AUTH_JTOKEN_ID_LEN + 1];
+    memcpy(idbuf, token + 4, HV_AUTH_JTOKEN_ID_LEN);
+    idbuf[HV_AUTH_JTOKEN_ID_LEN] = '\0';
+    const char *secret = token + 4 + HV_AUTH_JTOKEN_ID_LEN + 1;
+    if (!hv_auth_jtoken_id_valid(idbuf)) {
+        return 0;
+    }
+    for (size_t i = 0; i < HV_AUTH_JTOKEN_SECRET_LEN; i++) {
+        char ch = secret[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+            return 0;
+        }
+    }
+    uint8_t digest[32];
+    hv_sha256_t h;
+    hv_sha256_init(&h);
+    hv_sha256_update(&h, secret, HV_AUTH_JTOKEN_SECRET_LEN);
+    hv_sha256_final(&h, digest);
+    hv_sha256_hex(digest, sha);
+    memcpy(id, idbuf, sizeof(idbuf));
+    return 1;
+}
+
+hv_jtoken_verdict hv_auth_jtoken_check(const char *want, const char *given, uint64_t expires_ms,
+                                       uint32_t max_uses, uint32_t uses, uint64_t revoked_ms,
+                                       uint64_t now_ms) {
+    if (want == NULL || given == NULL || want[0] == '\0' || !hv_auth_equal(want, given)) {
+        return HV_JTOKEN_WRONG;
+    }
+    if (revoked_ms != 0) {
+        return HV_JTOKEN_REVOKED;
+    }
+    if (expires_ms != 0 && now_ms >= expires_ms) {
+        return HV_JTOKEN_EXPIRED;
+    }
+    if (max_uses != 0 && uses >= max_uses) {
+        return HV_JTOKEN_USED_UP;
+    }
+    return HV_JTOKEN_OK;
+}
+
+const char *hv_auth_jtoken_verdict_name(hv_jtoken_verdict v) {
+    switch (v) {
+    case HV_JTOKEN_OK:
+        return "valid";
+    case HV_JTOKEN_WRONG:
+        return "wrong secret";
+    case HV_JTOKEN_REVOKED:
+        return "revoked";
+    case HV_JTOKEN_EXPIRED:
+        return "expired";
+    case HV_JTOKEN_USED_UP:
+        return "used up";
+    }
+    return "invalid";
 }
 
 /* ---- files ---------------------------------------------------------------------------------- */
@@ -592,6 +683,19 @@ hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_
         fclose(f);
     }
     return HV_OK;
+}
+
+hv_err hv_auth_jtoken_new(char *token, char *id, char *sha) {
+    /* 19 random bytes: 38 hex digits, 6 for the id and 32 (128 bits) for the secret. */
+    char hex[2 * 19 + 1];
+    if (random_hex(19, hex) != HV_OK) {
+        return HV_EIO;
+    }
+    /* The id: 6 hex digits (a subset of the letters and digits an id may have). */
+    snprintf(token, HV_AUTH_JTOKEN_MAX, "hvj_%.*s.%.*s", HV_AUTH_JTOKEN_ID_LEN, hex,
+             HV_AUTH_JTOKEN_SECRET_LEN, hex + HV_AUTH_JTOKEN_ID_LEN);
+    wipe(hex, sizeof(hex));
+    return hv_auth_jtoken_parse(token, id, sha) ? HV_OK : HV_EINTERNAL;
 }
 
 hv_err hv_auth_revoke_node_stored(hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *err,

@@ -24,6 +24,12 @@
  * epochs has epoch "" and no prefix (the MACs stay as they were). The join token is not
  * handled here: it only admits a Join (svc_cluster compares it).
  *
+ * Join tokens made with `hvctl token create` (the model: Kubernetes bootstrap tokens) are
+ *   hvj_<id>.<secret>               id: 6 letters or digits, may be shown (lists, the audit
+ *                                   trail); secret: 32 hex digits, shown once at creation. The
+ *                                   head stores only the secret's SHA-256 (head/store.h), with
+ *                                   the token's expiry, uses and revocation.
+ *
  * The decision part (identify, check, messages) is pure: no I/O, no clock. hv_auth_load and
  * hv_auth_reload_clients are the only I/O (files in the data directory). Not thread-safe: the
  * head's loop thread owns it.
@@ -131,6 +137,12 @@ hv_err hv_auth_check(const hv_cred_t *cred, hv_auth_scope scope, uint64_t id);
  * the table does not know: such a method is refused (deny by default). */
 int hv_auth_rule(const char *path, hv_auth_scope *scope);
 
+/* 1 when a call of this method changes something and so goes into the audit trail whatever
+ * its result (Submit, Cancel, DrainNode(s), RevokeNode, Join, Create/RevokeJoinToken); a call
+ * of any other method goes there only when it is refused. Uploads are not audited (the Submit
+ * that uses one is). */
+int hv_auth_audited(const char *path);
+
 /* identify + check, with the message to send on refusal (msg: msglen bytes). The message names
  * what the method needs, never whether the job or node exists, and never the credential. */
 hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope, uint64_t id,
@@ -138,6 +150,35 @@ hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope,
 
 /* Constant-time string equality (both NUL-terminated; the time depends only on the lengths). */
 int hv_auth_equal(const char *want, const char *given);
+
+/* ---- join tokens (hvj_<id>.<secret>) ------------------------------------------------------- */
+
+#define HV_AUTH_JTOKEN_ID_LEN 6
+#define HV_AUTH_JTOKEN_SECRET_LEN 32
+#define HV_AUTH_JTOKEN_MAX (4 + HV_AUTH_JTOKEN_ID_LEN + 1 + HV_AUTH_JTOKEN_SECRET_LEN + 1)
+
+/* 1 when token has the form hvj_<id>.<secret>: its id into id (HV_AUTH_JTOKEN_ID_LEN + 1 bytes)
+ * and the hex SHA-256 of its secret into sha (65 bytes); else 0 (nothing written). */
+int hv_auth_jtoken_parse(const char *token, char *id, char *sha);
+/* 1 when id could be a join token's id (what `hvctl token revoke ID` accepts). */
+int hv_auth_jtoken_id_valid(const char *id);
+
+typedef enum hv_jtoken_verdict {
+    HV_JTOKEN_OK = 0,
+    HV_JTOKEN_WRONG = 1,   /* the secret is not this token's */
+    HV_JTOKEN_REVOKED = 2, /* revoked (hvctl token revoke) */
+    HV_JTOKEN_EXPIRED = 3, /* past its expiry */
+    HV_JTOKEN_USED_UP = 4, /* every use it had is spent */
+} hv_jtoken_verdict;
+
+/* The decision for a stored token (want: its secret's hash) and a given secret's hash at
+ * now_ms: the hash is compared first (constant-time), so a wrong secret learns nothing of the
+ * token's state. expires_ms 0 = never; max_uses 0 = no limit; revoked_ms 0 = not revoked. */
+hv_jtoken_verdict hv_auth_jtoken_check(const char *want, const char *given, uint64_t expires_ms,
+                                       uint32_t max_uses, uint32_t uses, uint64_t revoked_ms,
+                                       uint64_t now_ms);
+/* "valid", "wrong secret", "revoked", "expired", "used up". */
+const char *hv_auth_jtoken_verdict_name(hv_jtoken_verdict v);
 
 /* ---- files (I/O) ---------------------------------------------------------------------------- */
 
@@ -157,6 +198,11 @@ hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_
  * never keeps the old set, so a deleted or emptied token stops working at the next reload.
  * Fails (the old set stays) only for lack of memory. */
 hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen);
+
+/* A new join token from the OS's randomness: the whole token (shown once) into token
+ * (HV_AUTH_JTOKEN_MAX bytes), its id and its secret's hash as hv_auth_jtoken_parse gives them.
+ * HV_EIO: no random bytes. */
+hv_err hv_auth_jtoken_new(char *token, char *id, char *sha);
 
 /* Revokes a node credential and appends it to <data_dir>/revoked_nodes (stored before it takes
  * effect, fsync'd). */

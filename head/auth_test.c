@@ -136,6 +136,9 @@ static void case_rules(void) {
         {"/hvpb.v1.Jobs/Cancel", 1, HV_AUTH_CLIENT},
         {"/hvpb.v1.Jobs/Upload", 1, HV_AUTH_CLIENT},
         {"/hvpb.v1.Jobs/RevokeNode", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/ListAudit", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/CreateJoinToken", 1, HV_AUTH_CLIENT},
+        {"/hvpb.v1.Jobs/RevokeJoinToken", 1, HV_AUTH_CLIENT},
         {"/hvpb.v1.Cluster/Join", 1, HV_AUTH_JOIN},
         {"/hvpb.v1.Cluster/Session", 1, HV_AUTH_NODE},
         {"/hvpb.v1.Cluster/Fetch", 1, HV_AUTH_NODE},
@@ -324,11 +327,82 @@ static void case_epoch(void) {
     CHECK_RC(hv_auth_set_epoch(&A, "0123456789abcdef0123456789abcdef0"), HV_EINVAL);
 }
 
+/* Join tokens: hvj_<6 letters or digits>.<32 hex digits> parse to the id and the secret's
+ * hash; anything else is refused. The check: a wrong secret first, then revoked, expired, used
+ * up. A new token parses back to what it says, and two are different. */
+static void case_jtoken(void) {
+    char id[HV_AUTH_JTOKEN_ID_LEN + 1] = "", sha[65] = "", sha2[65] = "";
+    const char *good = "hvj_abc123.0123456789abcdef0123456789abcdef";
+    CHECK_EQ(hv_auth_jtoken_parse(good, id, sha), 1);
+    CHECK_STR(id, "abc123");
+    CHECK_EQ(strlen(sha), 64);
+    CHECK_EQ(hv_auth_jtoken_parse("hvj_abc123.0123456789abcdef0123456789abcdee", id, sha2), 1);
+    CHECK(strcmp(sha, sha2) != 0);
+    const char *bad[] = {
+        "",
+        "hvj_",
+        "hvc_abc123.0123456789abcdef0123456789abcdef",  /* another prefix */
+        "hvj_ABC123.0123456789abcdef0123456789abcdef",  /* upper case id */
+        "hvj_abc12.30123456789abcdef0123456789abcdef",  /* the dot in the wrong place */
+        "hvj_abc123.0123456789abcdef0123456789abcdeg",  /* not hex */
+        "hvj_abc123.0123456789abcdef0123456789abcde",   /* short */
+        "hvj_abc123.0123456789abcdef0123456789abcdef0", /* long */
+        "hvj_abc123_0123456789abcdef0123456789abcdef",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char bid[HV_AUTH_JTOKEN_ID_LEN + 1] = "x", bsha[65] = "x";
+        CHECK_EQ(hv_auth_jtoken_parse(bad[i], bid, bsha), 0);
+        CHECK_STR(bid, "x");
+    }
+    CHECK_EQ(hv_auth_jtoken_parse(NULL, id, sha2), 0);
+    CHECK_EQ(hv_auth_jtoken_id_valid("abc123"), 1);
+    CHECK_EQ(hv_auth_jtoken_id_valid("abc12"), 0);
+    CHECK_EQ(hv_auth_jtoken_id_valid("abc12/"), 0);
+
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha, 0, 0, 5, 0, 99), HV_JTOKEN_OK);
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha, 1000, 2, 1, 0, 999), HV_JTOKEN_OK);
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha2, 1000, 2, 1, 0, 999), HV_JTOKEN_WRONG);
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha2, 1000, 2, 5, 7, 2000), HV_JTOKEN_WRONG);
+    CHECK_EQ(hv_auth_jtoken_check("", "", 0, 0, 0, 0, 1), HV_JTOKEN_WRONG);
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha, 1000, 2, 1, 0, 1000), HV_JTOKEN_EXPIRED);
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha, 1000, 2, 2, 0, 999), HV_JTOKEN_USED_UP);
+    CHECK_EQ(hv_auth_jtoken_check(sha, sha, 1000, 2, 2, 5, 2000), HV_JTOKEN_REVOKED);
+    CHECK_STR(hv_auth_jtoken_verdict_name(HV_JTOKEN_USED_UP), "used up");
+
+    char tok[HV_AUTH_JTOKEN_MAX], tok2[HV_AUTH_JTOKEN_MAX], nid[HV_AUTH_JTOKEN_ID_LEN + 1];
+    CHECK_RC(hv_auth_jtoken_new(tok, nid, sha), HV_OK);
+    CHECK_EQ(hv_auth_jtoken_parse(tok, id, sha2), 1);
+    CHECK_STR(id, nid);
+    CHECK_STR(sha2, sha);
+    CHECK(strstr(sha, tok + 11) == NULL); /* the hash is not the secret */
+    CHECK_RC(hv_auth_jtoken_new(tok2, id, sha2), HV_OK);
+    CHECK(strcmp(tok, tok2) != 0);
+    /* A join token is no bearer credential. */
+    setup_key(&A, 6);
+    hv_cred_t c;
+    CHECK_RC(hv_auth_identify(&A, tok, &c), HV_EAUTH);
+}
+
+/* Changes are audited whatever their result; reads and the rendezvous are not. */
+static void case_audited(void) {
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Submit"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Cancel"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/DrainNodes"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Cluster/Join"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/CreateJoinToken"), 1);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/ListJobs"), 0);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Upload"), 0);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Rendezvous/JoinRound"), 0);
+    CHECK_EQ(hv_auth_audited("/hvpb.v1.Jobs/Submitx"), 0);
+    CHECK_EQ(hv_auth_audited(NULL), 0);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"table", case_table},       {"derived", case_derived}, {"revoke", case_revoke},
         {"clients", case_clients},   {"files", case_files},     {"rules", case_rules},
-        {"instance", case_instance}, {"epoch", case_epoch},
+        {"instance", case_instance}, {"epoch", case_epoch},     {"jtoken", case_jtoken},
+        {"audited", case_audited},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -158,11 +158,14 @@ static void usage(FILE *f) {
     fprintf(f, "usage: hvhead start [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
                "                    [--daemon] [--pid-file FILE] [--log-file FILE]\n"
                "       hvhead stop [--config FILE] [--data-dir DIR] [--pid-file FILE]\n"
+               "       hvhead token create [--ttl D] [--uses N] | list | revoke ID\n"
                "       hvhead --version\n"
                "\n"
                "  start   run the head (foreground unless --daemon); prints a ready line\n"
                "  stop    stop a head started with --daemon, through its pid file\n"
                "          (default pid file: DATA_DIR/hvhead.pid)\n"
+               "  token   join tokens of the running head: the same as 'hvctl token ...'\n"
+               "          (runs the hvctl beside hvhead; --head, --token-file as hvctl's)\n"
                "\n"
                "'hvhead start --help' and 'hvhead stop --help' describe each option.\n"
                "exit status: 0 done; 64 bad usage; 2 a bad config file; 1 the head could not\n"
@@ -366,7 +369,7 @@ typedef struct head_opts_s {
 static int parse_args(int argc, char **argv, head_opts_t *o) {
     memset(o, 0, sizeof(*o));
     if (argc < 2) {
-        return usage_error("%s", "no command given (start or stop)");
+        return usage_error("%s", "no command given (start, stop or token)");
     }
     o->cmd = argv[1];
     if (strcmp(o->cmd, "--version") == 0 || strcmp(o->cmd, "version") == 0) {
@@ -378,7 +381,7 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
         exit(0);
     }
     if (strcmp(o->cmd, "start") != 0 && strcmp(o->cmd, "stop") != 0) {
-        return usage_error("unknown command '%s' (start or stop)", o->cmd);
+        return usage_error("unknown command '%s' (start, stop or token)", o->cmd);
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -707,6 +710,9 @@ static int cmd_start(const head_opts_t *o) {
         goto out_engine;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
+    /* The audit trail and the join tokens made with hvctl token create live in the store. */
+    hv_svc_cluster_set_join_tokens(h->cluster, h->store);
+    hv_svc_auth_set_store(h->authsvc, h->store, h->cfg.token);
     /* The autoscaler starts its agents from the directory hvhead runs from. */
     char agent[4096] = "hvagent";
     ssize_t self_len = readlink("/proc/self/exe", agent, sizeof(agent) - 16);
@@ -823,9 +829,40 @@ out_store:
     return exit_code;
 }
 
+/* hvhead token ...: join tokens are the running head's (in its store, which it holds locked),
+ * so this is a client of it: the hvctl installed beside hvhead, with "token" and the rest. */
+static int cmd_token(int argc, char **argv) {
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 8);
+    if (n <= 0) {
+        snprintf(path, sizeof(path), "hvctl");
+    } else {
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        snprintf(slash != NULL ? slash + 1 : path, 8, "hvctl");
+    }
+    char **args = calloc((size_t)argc + 1, sizeof(*args));
+    if (args == NULL) {
+        fprintf(stderr, "hvhead: out of memory\n");
+        return 70;
+    }
+    args[0] = (char *)"hvctl";
+    for (int i = 1; i < argc; i++) {
+        args[i] = argv[i]; /* "token", then its subcommand and options */
+    }
+    execv(path, args);
+    fprintf(stderr, "hvhead: cannot run %s for 'hvhead token': %s (it is 'hvctl token')\n", path,
+            strerror(errno));
+    free(args);
+    return 69;
+}
+
 int main(int argc, char **argv) {
     head_opts_t o;
     hv_log_init("hvhead");
+    if (argc >= 2 && strcmp(argv[1], "token") == 0) {
+        return cmd_token(argc, argv);
+    }
     int ec = parse_args(argc, argv, &o);
     if (ec != 0) {
         return ec;

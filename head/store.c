@@ -209,9 +209,33 @@ static const char store_v5_sql[] = "CREATE TABLE meta ("
                                    " OR EXISTS (SELECT 1 FROM instances)"
                                    " THEN '' ELSE lower(hex(randomblob(8))) END;";
 
+/* v6: the audit trail (one row per change and per refused call; the newest
+ * HV_STORE_AUDIT_KEEP are kept) and the join tokens (an id that may be shown, the SHA-256 of the
+ * secret, never the secret; expiry, uses and revocation). */
+static const char store_v6_sql[] = "CREATE TABLE audit ("
+                                   " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                                   " time_ms INTEGER NOT NULL,"
+                                   " who_kind TEXT NOT NULL,"
+                                   " who_id TEXT NOT NULL DEFAULT '',"
+                                   " peer TEXT NOT NULL DEFAULT '',"
+                                   " method TEXT NOT NULL,"
+                                   " target TEXT NOT NULL DEFAULT '',"
+                                   " code INTEGER NOT NULL,"
+                                   " result TEXT NOT NULL DEFAULT '');"
+                                   "CREATE INDEX audit_time ON audit (time_ms);"
+                                   "CREATE TABLE join_tokens ("
+                                   " id TEXT PRIMARY KEY,"
+                                   " secret_sha256 TEXT NOT NULL,"
+                                   " created_ms INTEGER NOT NULL,"
+                                   " expires_ms INTEGER NOT NULL DEFAULT 0,"
+                                   " max_uses INTEGER NOT NULL DEFAULT 0,"
+                                   " uses INTEGER NOT NULL DEFAULT 0,"
+                                   " revoked_ms INTEGER NOT NULL DEFAULT 0,"
+                                   " created_by TEXT NOT NULL DEFAULT '');";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
-                                               store_v4_sql, store_v5_sql};
+                                               store_v4_sql, store_v5_sql, store_v6_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -251,6 +275,14 @@ enum {
     ST_INSTANCE_PUT,
     ST_INSTANCE_GET,
     ST_INSTANCE_LIST,
+    ST_AUDIT_APPEND,
+    ST_AUDIT_TRIM,
+    ST_AUDIT_LIST,
+    ST_JTOKEN_INSERT,
+    ST_JTOKEN_GET,
+    ST_JTOKEN_LIST,
+    ST_JTOKEN_REVOKE,
+    ST_JTOKEN_USE,
     ST__COUNT
 };
 
@@ -270,6 +302,9 @@ enum {
     " cross_rank, done, removed, addr"
 #define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message, data"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
+#define AUDIT_COLS "seq, time_ms, who_kind, who_id, peer, method, target, code, result"
+#define JTOKEN_COLS                                                                                \
+    "id, secret_sha256, created_ms, expires_ms, max_uses, uses, revoked_ms, created_by"
 #define BLACKLIST_COLS "job_id, node_id, reason, strikes, until_ms, permanent, incarnation"
 #define INSTANCE_COLS                                                                              \
     "id, provider, state, node_name, price_milli, created_ms, ended_ms, type, handle, joined_ms,"  \
@@ -362,6 +397,22 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_INSTANCE_GET] = "SELECT " INSTANCE_COLS " FROM instances WHERE id = ?1",
     [ST_INSTANCE_LIST] = "SELECT " INSTANCE_COLS " FROM instances WHERE ?1 = 0 OR ended_ms = 0"
                          " ORDER BY created_ms, id",
+    [ST_AUDIT_APPEND] = "INSERT INTO audit (time_ms, who_kind, who_id, peer, method, target, code,"
+                        " result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    /* seq only grows and rows leave only from the bottom: the newest ?1 are those above max - ?1. */
+    [ST_AUDIT_TRIM] = "DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?1",
+    [ST_AUDIT_LIST] = "SELECT " AUDIT_COLS " FROM audit WHERE (?1 = 0 OR seq < ?1)"
+                      " AND time_ms >= ?2 AND (?3 = '' OR who_id = ?3 OR who_kind = ?3)"
+                      " AND (?4 = '' OR method = ?4 COLLATE NOCASE)"
+                      " AND (?5 = 0 OR code != 0) ORDER BY seq DESC LIMIT ?6",
+    [ST_JTOKEN_INSERT] = "INSERT INTO join_tokens (" JTOKEN_COLS ")"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ?6)",
+    [ST_JTOKEN_GET] = "SELECT " JTOKEN_COLS " FROM join_tokens WHERE id = ?1",
+    [ST_JTOKEN_LIST] = "SELECT " JTOKEN_COLS " FROM join_tokens ORDER BY created_ms, id",
+    [ST_JTOKEN_REVOKE] = "UPDATE join_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms = 0",
+    [ST_JTOKEN_USE] =
+        "UPDATE join_tokens SET uses = uses + 1 WHERE id = ?1 AND revoked_ms = 0"
+        " AND (expires_ms = 0 OR expires_ms > ?2) AND (max_uses = 0 OR uses < max_uses)",
 };
 
 struct hv_store_s {
@@ -2013,4 +2064,198 @@ hv_err hv_store_instance_list(hv_store_t *s, int active_only, hv_instance_row_t 
 out:
     store_release(st);
     return rc;
+}
+
+/* ---- audit trail (schema v6) ----------------------------------------------------------------- */
+
+static hv_err audit_read(sqlite3_stmt *st, void *vrow) {
+    hv_audit_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->seq = col_u64(st, 0);
+    r->time_ms = col_u64(st, 1);
+    const struct {
+        int col;
+        char *dst;
+        size_t cap;
+    } texts[] = {{2, r->who_kind, sizeof(r->who_kind)}, {3, r->who_id, sizeof(r->who_id)},
+                 {4, r->peer, sizeof(r->peer)},         {5, r->method, sizeof(r->method)},
+                 {6, r->target, sizeof(r->target)},     {8, r->result, sizeof(r->result)}};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        const unsigned char *v = sqlite3_column_text(st, texts[i].col);
+        snprintf(texts[i].dst, texts[i].cap, "%s", v != NULL ? (const char *)v : "");
+    }
+    r->code = col_int(st, 7);
+    return HV_OK;
+}
+
+static void audit_fini_v(void *vrow) { (void)vrow; }
+
+hv_err hv_store_audit_append(hv_store_t *s, const hv_audit_row_t *row, uint64_t keep) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_AUDIT_APPEND, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, row->time_ms);
+    bind_text(&b, 2, row->who_kind);
+    bind_text(&b, 3, row->who_id);
+    bind_text(&b, 4, row->peer);
+    bind_text(&b, 5, row->method);
+    bind_text(&b, 6, row->target);
+    bind_int(&b, 7, row->code);
+    bind_text(&b, 8, row->result);
+    if ((rc = store_bind_check(s, &b, "audit append")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "audit append");
+    }
+    store_release(st);
+    if (rc != HV_OK || keep == 0) {
+        return rc;
+    }
+    if ((rc = store_stmt(s, ST_AUDIT_TRIM, &st)) != HV_OK) {
+        return rc;
+    }
+    b = (store_bind_t){st, SQLITE_OK};
+    bind_u64(&b, 1, keep);
+    if ((rc = store_bind_check(s, &b, "audit trim")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "audit trim");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_row_t **out,
+                           size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_AUDIT_LIST, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, f->before_seq);
+    bind_u64(&b, 2, f->since_ms);
+    bind_text(&b, 3, f->who != NULL ? f->who : "");
+    bind_text(&b, 4, f->method != NULL ? f->method : "");
+    bind_int(&b, 5, f->refused_only != 0);
+    bind_limit(&b, 6, f->limit);
+    if ((rc = store_bind_check(s, &b, "audit list")) == HV_OK) {
+        rc = store_collect(s, st, sizeof(hv_audit_row_t), audit_read, audit_fini_v, "audit list",
+                           &rows, n);
+    }
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
+}
+
+/* ---- join tokens (schema v6) ----------------------------------------------------------------- */
+
+static hv_err jtoken_read(sqlite3_stmt *st, void *vrow) {
+    hv_jtoken_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    const unsigned char *v = sqlite3_column_text(st, 0);
+    snprintf(r->id, sizeof(r->id), "%s", v != NULL ? (const char *)v : "");
+    v = sqlite3_column_text(st, 1);
+    snprintf(r->secret_sha256, sizeof(r->secret_sha256), "%s", v != NULL ? (const char *)v : "");
+    r->created_ms = col_u64(st, 2);
+    r->expires_ms = col_u64(st, 3);
+    r->max_uses = col_u32(st, 4);
+    r->uses = col_u32(st, 5);
+    r->revoked_ms = col_u64(st, 6);
+    v = sqlite3_column_text(st, 7);
+    snprintf(r->created_by, sizeof(r->created_by), "%s", v != NULL ? (const char *)v : "");
+    return HV_OK;
+}
+
+static void jtoken_fini_v(void *vrow) { (void)vrow; }
+
+hv_err hv_store_jtoken_insert(hv_store_t *s, const hv_jtoken_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_JTOKEN_INSERT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, row->id);
+    bind_text(&b, 2, row->secret_sha256);
+    bind_u64(&b, 3, row->created_ms);
+    bind_u64(&b, 4, row->expires_ms);
+    bind_u64(&b, 5, row->max_uses);
+    bind_text(&b, 6, row->created_by);
+    if ((rc = store_bind_check(s, &b, "join token insert")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "join token insert");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_jtoken_get(hv_store_t *s, const char *id, hv_jtoken_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_JTOKEN_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, id);
+    if ((rc = store_bind_check(s, &b, "join token get")) != HV_OK) {
+        goto out;
+    }
+    int src = sqlite3_step(st);
+    if (src == SQLITE_DONE) {
+        store_set_err(s, "join token get: no join token %s", id);
+        rc = HV_ENOTFOUND;
+    } else if (src != SQLITE_ROW) {
+        rc = store_fail(s, src, "join token get");
+    } else {
+        rc = jtoken_read(st, out);
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_jtoken_list(hv_store_t *s, hv_jtoken_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    if ((rc = store_stmt(s, ST_JTOKEN_LIST, &st)) != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_jtoken_row_t), jtoken_read, jtoken_fini_v,
+                       "join token list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
+}
+
+/* One UPDATE whose WHERE is the condition: HV_ENOTFOUND when it changed no row. */
+static hv_err jtoken_update(hv_store_t *s, int stmt, const char *id, uint64_t now_ms,
+                            const char *what) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, stmt, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, id);
+    bind_u64(&b, 2, now_ms);
+    if ((rc = store_bind_check(s, &b, what)) == HV_OK &&
+        (rc = store_exec_stmt(s, st, what)) == HV_OK && sqlite3_changes(s->db) == 0) {
+        store_set_err(s, "%s: no usable join token %s", what, id);
+        rc = HV_ENOTFOUND;
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms) {
+    return jtoken_update(s, ST_JTOKEN_REVOKE, id, now_ms, "join token revoke");
+}
+
+hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms) {
+    return jtoken_update(s, ST_JTOKEN_USE, id, now_ms, "join token use");
 }

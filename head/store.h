@@ -36,8 +36,9 @@ typedef struct hv_store_s hv_store_t;
  * v3: elastic jobs (settings and round state), worker membership and the state "left", the
  *     blacklist by (job, node id), event data.
  * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
- * v5: meta (the database's epoch, hv_store_epoch). */
-#define HV_STORE_SCHEMA_VERSION 5
+ * v5: meta (the database's epoch, hv_store_epoch).
+ * v6: audit (the audit trail), join_tokens. */
+#define HV_STORE_SCHEMA_VERSION 6
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -271,6 +272,64 @@ hv_err hv_store_instance_get(hv_store_t *s, const char *id, hv_instance_row_t *o
 hv_err hv_store_instance_list(hv_store_t *s, int active_only, hv_instance_row_t **out, size_t *n);
 void hv_store_instance_fini(hv_instance_row_t *row);
 void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n);
+
+/* ---- audit trail (schema v6) ----------------------------------------------------------------- */
+
+/* Audit rows the head keeps: older ones are deleted as new ones come (about 30 MB at most). */
+#define HV_STORE_AUDIT_KEEP 100000
+
+/* One call that changed something, or was refused. Never a secret: who_id is a client token's
+ * name, a node id or a join token's id. */
+typedef struct hv_audit_row_s {
+    uint64_t seq;      // set by the store (ascending)
+    uint64_t time_ms;  // wall clock
+    char who_kind[16]; // "client", "node", "worker", "join-token", "none"
+    char who_id[64];   // the client token's name, the node id, the join token's id; "" none
+    char peer[64];     // the caller's address
+    char method[64];   // the gRPC method's name ("Submit", "Join")
+    char target[64];   // what it acts on: "job 3", "node gpu1", "token abc123"; "" none
+    int code;          // gRPC status code, 0 = OK
+    char result[256];  // "OK" or "<CODE NAME>: <message>"
+} hv_audit_row_t;
+
+/* Appends row (seq ignored), then deletes all but the newest `keep` rows (0 = keep all). */
+hv_err hv_store_audit_append(hv_store_t *s, const hv_audit_row_t *row, uint64_t keep);
+
+typedef struct hv_audit_filter_s {
+    uint64_t before_seq; // only rows with seq below it (paging); 0 = from the newest
+    uint64_t since_ms;   // only rows at or after it (wall clock); 0 = all
+    const char *who;     // a who_id or a who_kind; NULL or "" = anyone
+    const char *method;  // a method name; NULL or "" = any
+    int refused_only;    // only rows with a code other than OK
+    uint32_t limit;      // at most this many rows; 0 = no limit
+} hv_audit_filter_t;
+
+/* Rows matching f, newest first. *out owned (hv_free). */
+hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_row_t **out,
+                           size_t *n);
+
+/* ---- join tokens (schema v6) ----------------------------------------------------------------- */
+
+typedef struct hv_jtoken_row_s {
+    char id[16];                     // shown (auth.h: HV_AUTH_JTOKEN_ID_LEN characters)
+    char secret_sha256[65];          // hex SHA-256 of the secret; the secret itself is never stored
+    uint64_t created_ms, expires_ms; // wall clock; expires 0 = never
+    uint32_t max_uses, uses;         // max 0 = unlimited
+    uint64_t revoked_ms;             // 0 = not revoked
+    char created_by[64];             // the client token's name that made it
+} hv_jtoken_row_t;
+
+/* HV_EEXIST: a token with this id already exists. */
+hv_err hv_store_jtoken_insert(hv_store_t *s, const hv_jtoken_row_t *row);
+/* HV_ENOTFOUND. */
+hv_err hv_store_jtoken_get(hv_store_t *s, const char *id, hv_jtoken_row_t *out);
+/* All tokens (revoked and expired included) by creation. *out owned (hv_free). */
+hv_err hv_store_jtoken_list(hv_store_t *s, hv_jtoken_row_t **out, size_t *n);
+/* Marks it revoked at now_ms. HV_ENOTFOUND: no such token, or already revoked. */
+hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms);
+/* Counts one use, only if the token is still usable at now_ms (not revoked, not expired, uses
+ * left): the check and the count are one statement. HV_ENOTFOUND when it is not usable. */
+hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms);
 
 /* ---- testing only ---------------------------------------------------------------------------- */
 

@@ -1218,6 +1218,150 @@ static void test_epoch(void) {
     hv_store_close(s);
 }
 
+/* A v5 database (with a job) migrates to v6: the job stays, the audit and join token tables
+ * are there and empty. */
+static void test_migrate_v5(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 5,
+                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                         " VALUES (7, 'j', 'running', 1, 1, 1);",
+                                         err, sizeof(err)),
+             HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_job_row_t j;
+    CHECK_OK(s, hv_store_job_get(s, 7, &j));
+    CHECK_STR(j.name, "j");
+    hv_store_job_fini(&j);
+    hv_audit_row_t *rows = NULL;
+    size_t n = 9;
+    hv_audit_filter_t f = {0};
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_free(rows);
+    hv_jtoken_row_t *toks = NULL;
+    CHECK_OK(s, hv_store_jtoken_list(s, &toks, &n));
+    CHECK_U64(n, 0);
+    hv_free(toks);
+    hv_store_close(s);
+}
+
+static void audit_add(hv_store_t *s, uint64_t t, const char *who, const char *method, int code,
+                      uint64_t keep) {
+    hv_audit_row_t r = {0};
+    r.time_ms = t;
+    snprintf(r.who_kind, sizeof(r.who_kind), "%s", code == 16 ? "none" : "client");
+    snprintf(r.who_id, sizeof(r.who_id), "%s", who);
+    snprintf(r.peer, sizeof(r.peer), "ipv4:127.0.0.1:5000");
+    snprintf(r.method, sizeof(r.method), "%s", method);
+    snprintf(r.target, sizeof(r.target), "job 1");
+    r.code = code;
+    snprintf(r.result, sizeof(r.result), "%s", code == 0 ? "OK" : "UNAUTHENTICATED: no");
+    CHECK_OK(s, hv_store_audit_append(s, &r, keep));
+}
+
+/* Audit rows come back newest first, filtered by time, who, method and refusal, paged by seq;
+ * only the newest `keep` stay. */
+static void test_audit(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    audit_add(s, 1000, "default", "Submit", 0, 0);
+    audit_add(s, 2000, "alice", "Cancel", 0, 0);
+    audit_add(s, 3000, "", "ListJobs", 16, 0);
+    audit_add(s, 4000, "default", "DrainNode", 0, 0);
+    hv_audit_row_t *rows = NULL;
+    size_t n = 0;
+    hv_audit_filter_t f = {0};
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 4);
+    CHECK_STR(rows[0].method, "DrainNode");
+    CHECK_STR(rows[3].method, "Submit");
+    CHECK_STR(rows[3].peer, "ipv4:127.0.0.1:5000");
+    CHECK_STR(rows[3].target, "job 1");
+    CHECK_STR(rows[3].result, "OK");
+    uint64_t second = rows[1].seq;
+    hv_free(rows);
+    f.refused_only = 1;
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 1);
+    CHECK_STR(rows[0].method, "ListJobs");
+    CHECK_I64(rows[0].code, 16);
+    CHECK_STR(rows[0].who_kind, "none");
+    hv_free(rows);
+    f = (hv_audit_filter_t){.who = "default"};
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 2);
+    hv_free(rows);
+    f = (hv_audit_filter_t){.method = "cancel"}; /* any case */
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 1);
+    CHECK_STR(rows[0].who_id, "alice");
+    hv_free(rows);
+    f = (hv_audit_filter_t){.since_ms = 2000, .limit = 2};
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 2);
+    CHECK_STR(rows[1].method, "ListJobs");
+    hv_free(rows);
+    f = (hv_audit_filter_t){.before_seq = second};
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 2);
+    CHECK_STR(rows[0].method, "Cancel");
+    hv_free(rows);
+    /* Retention: keep 3 drops the oldest two of five. */
+    audit_add(s, 5000, "default", "Undrain", 0, 3);
+    f = (hv_audit_filter_t){0};
+    CHECK_OK(s, hv_store_audit_list(s, &f, &rows, &n));
+    CHECK_U64(n, 3);
+    CHECK_STR(rows[2].method, "ListJobs");
+    hv_free(rows);
+    hv_store_close(s);
+}
+
+/* Join tokens: stored by id with the secret's hash; a use counts only while the token is
+ * usable (not revoked, not expired, uses left). */
+static void test_join_tokens(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_jtoken_row_t t = {0};
+    snprintf(t.id, sizeof(t.id), "abc123");
+    snprintf(t.secret_sha256, sizeof(t.secret_sha256), "%064d", 0);
+    t.created_ms = 1000;
+    t.expires_ms = 5000;
+    t.max_uses = 2;
+    snprintf(t.created_by, sizeof(t.created_by), "default");
+    CHECK_OK(s, hv_store_jtoken_insert(s, &t));
+    CHECK_RC(hv_store_jtoken_insert(s, &t), HV_EEXIST);
+    hv_jtoken_row_t u = {0};
+    snprintf(u.id, sizeof(u.id), "zzz999");
+    snprintf(u.secret_sha256, sizeof(u.secret_sha256), "%064d", 1);
+    u.created_ms = 2000;
+    CHECK_OK(s, hv_store_jtoken_insert(s, &u));
+
+    CHECK_OK(s, hv_store_jtoken_use(s, "abc123", 2000));
+    CHECK_RC(hv_store_jtoken_use(s, "abc123", 6000), HV_ENOTFOUND); /* expired */
+    CHECK_OK(s, hv_store_jtoken_use(s, "abc123", 3000));
+    CHECK_RC(hv_store_jtoken_use(s, "abc123", 3000), HV_ENOTFOUND); /* no uses left */
+    CHECK_RC(hv_store_jtoken_use(s, "nope00", 3000), HV_ENOTFOUND);
+    hv_jtoken_row_t got;
+    CHECK_OK(s, hv_store_jtoken_get(s, "abc123", &got));
+    CHECK_U64(got.uses, 2);
+    CHECK_U64(got.max_uses, 2);
+    CHECK_U64(got.expires_ms, 5000);
+    CHECK_STR(got.created_by, "default");
+    CHECK_RC(hv_store_jtoken_get(s, "nope00", &got), HV_ENOTFOUND);
+
+    CHECK_OK(s, hv_store_jtoken_use(s, "zzz999", 1u << 30)); /* never expires, no limit */
+    CHECK_OK(s, hv_store_jtoken_revoke(s, "zzz999", 7000));
+    CHECK_RC(hv_store_jtoken_revoke(s, "zzz999", 8000), HV_ENOTFOUND);
+    CHECK_RC(hv_store_jtoken_use(s, "zzz999", 7001), HV_ENOTFOUND);
+    hv_jtoken_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_jtoken_list(s, &rows, &n));
+    CHECK_U64(n, 2);
+    CHECK_STR(rows[0].id, "abc123");
+    CHECK_U64(rows[1].revoked_ms, 7000);
+    hv_free(rows);
+    hv_store_close(s);
+}
+
 static void test_truncated_file(void) {
     /* A database of many pages, closed cleanly (WAL checkpointed into the main file). */
     hv_store_t *s = open_ok(tmp_dir);
@@ -1439,6 +1583,9 @@ static const hv_check_case_t cases[] = {
     {"truncated_file", test_truncated_file},
     {"empty_file", test_empty_file},
     {"epoch", test_epoch},
+    {"migrate_v5", test_migrate_v5},
+    {"audit", test_audit},
+    {"join_tokens", test_join_tokens},
     {"damaged_page", test_damaged_page},
     {"unwritable_dir", test_unwritable_dir},
     {"crash_recovery", test_crash_recovery},

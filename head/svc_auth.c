@@ -5,16 +5,35 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
+#include "util.h"
+
+#define AUDIT_PAGE_DEFAULT 200
+#define AUDIT_PAGE_MAX 1000
+#define AUDIT_FILTER_MAX 64                       /* bytes of the who and method filters */
+#define JTOKEN_TTL_MAX_MS (3650ull * 86400000ull) /* ten years */
+
+/* A call on its way into the audit trail: the gate saw who and what, the end hook adds the
+ * result. Keyed by the call (valid until its end). */
+typedef struct audit_pend_s {
+    const hv_rpc_call_t *c;
+    hv_audit_row_t row;
+    struct audit_pend_s *next;
+} audit_pend_t;
 
 struct hv_svc_auth_s {
     hv_auth_t *auth;
     hv_driver_t *d;
     hv_svc_auth_drop_cb drop;
     void *ud;
+    hv_store_t *store;        /* the audit trail and the join tokens (NULL: neither) */
+    const char *static_token; /* the configured join token (borrowed; may be NULL) */
+    audit_pend_t *pending;
+    int audit_failing; /* the last append failed (said once until one succeeds) */
 };
 
 /* The job and worker a Rendezvous request names (worker 0: the method names none). */
@@ -46,14 +65,149 @@ static void rdzv_ids(const char *path, const ProtobufCMessage *m, uint64_t *job,
     }
 }
 
+/* ---- audit trail ---------------------------------------------------------------------------- */
+
+static audit_pend_t *pend_find(hv_svc_auth_t *s, const hv_rpc_call_t *c, audit_pend_t ***link) {
+    for (audit_pend_t **p = &s->pending; *p != NULL; p = &(*p)->next) {
+        if ((*p)->c == c) {
+            if (link != NULL) {
+                *link = p;
+            }
+            return *p;
+        }
+    }
+    return NULL;
+}
+
+/* Who calls: kind and id, never a secret. A Join names itself by the token in its body. */
+static void audit_who(const hv_svc_auth_t *s, hv_rpc_call_t *c, hv_auth_scope scope,
+                      const ProtobufCMessage *first, hv_audit_row_t *r) {
+    hv_cred_t cred;
+    if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK) {
+        cred.kind = HV_CRED_NONE;
+    }
+    const char *jt = NULL;
+    if (scope == HV_AUTH_JOIN && first->descriptor == &hvpb__v1__join_request__descriptor) {
+        jt = ((const Hvpb__V1__JoinRequest *)first)->token;
+    }
+    char id[HV_AUTH_JTOKEN_ID_LEN + 1], sha[65];
+    uint64_t inst;
+    if (jt != NULL && jt[0] != '\0' && hv_auth_jtoken_parse(jt, id, sha)) {
+        snprintf(r->who_kind, sizeof(r->who_kind), "join-token");
+        snprintf(r->who_id, sizeof(r->who_id), "%s", id);
+    } else if (jt != NULL && s->static_token != NULL && s->static_token[0] != '\0' &&
+               hv_auth_equal(s->static_token, jt)) {
+        snprintf(r->who_kind, sizeof(r->who_kind), "join-token");
+        snprintf(r->who_id, sizeof(r->who_id), "static");
+    } else if (jt != NULL && hv_auth_instance_id(s->auth, jt, &inst)) {
+        snprintf(r->who_kind, sizeof(r->who_kind), "instance");
+        snprintf(r->who_id, sizeof(r->who_id), "%" PRIu64, inst);
+    } else if (cred.kind == HV_CRED_CLIENT) {
+        snprintf(r->who_kind, sizeof(r->who_kind), "client");
+        snprintf(r->who_id, sizeof(r->who_id), "%s", cred.client);
+    } else if (cred.kind == HV_CRED_NODE) {
+        snprintf(r->who_kind, sizeof(r->who_kind), "node");
+        snprintf(r->who_id, sizeof(r->who_id), "%" PRIu64, cred.node_id);
+    } else if (cred.kind == HV_CRED_WORKER) {
+        snprintf(r->who_kind, sizeof(r->who_kind), "worker");
+        snprintf(r->who_id, sizeof(r->who_id), "job %" PRIu64 " worker %" PRIu64, cred.job_id,
+                 cred.worker_id);
+    } else {
+        snprintf(r->who_kind, sizeof(r->who_kind),
+                 jt != NULL && jt[0] != '\0' ? "join-token" : "none");
+        snprintf(r->who_id, sizeof(r->who_id), "%s", jt != NULL && jt[0] != '\0' ? "unknown" : "");
+    }
+}
+
+/* What the call acts on, from its request. */
+static void audit_target(const ProtobufCMessage *m, char *out, size_t cap) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    out[0] = '\0';
+    if (d == &hvpb__v1__job_ref__descriptor) {
+        snprintf(out, cap, "job %" PRIu64, ((const Hvpb__V1__JobRef *)m)->job_id);
+    } else if (d == &hvpb__v1__submit_request__descriptor) {
+        const Hvpb__V1__SubmitRequest *r = (const Hvpb__V1__SubmitRequest *)m;
+        snprintf(out, cap, "job named %.50s",
+                 r->spec != NULL && r->spec->name != NULL ? r->spec->name : "");
+    } else if (d == &hvpb__v1__node_drain_request__descriptor) {
+        const Hvpb__V1__NodeDrainRequest *r = (const Hvpb__V1__NodeDrainRequest *)m;
+        snprintf(out, cap, "node %.50s%s", r->node != NULL ? r->node : "",
+                 r->drain ? "" : " (undrain)");
+    } else if (d == &hvpb__v1__nodes_drain_request__descriptor) {
+        const Hvpb__V1__NodesDrainRequest *r = (const Hvpb__V1__NodesDrainRequest *)m;
+        size_t len = (size_t)snprintf(out, cap, "%s", r->drain ? "nodes" : "undrain nodes");
+        for (size_t i = 0; i < r->n_nodes && len < cap; i++) {
+            len += (size_t)snprintf(out + len, cap - len, "%s%.30s", i == 0 ? " " : ",",
+                                    r->nodes[i] != NULL ? r->nodes[i] : "");
+        }
+    } else if (d == &hvpb__v1__join_request__descriptor) {
+        const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
+        snprintf(out, cap, "node %.50s",
+                 r->node != NULL && r->node->name != NULL ? r->node->name : "");
+    } else if (d == &hvpb__v1__join_token_ref__descriptor) {
+        const Hvpb__V1__JoinTokenRef *r = (const Hvpb__V1__JoinTokenRef *)m;
+        snprintf(out, cap, "token %.16s", r->id != NULL ? r->id : "");
+    }
+}
+
+/* Notes a call for the audit trail (its result comes at its end: audit_end). */
+static void audit_begin(hv_svc_auth_t *s, hv_rpc_call_t *c, const char *path, hv_auth_scope scope,
+                        const ProtobufCMessage *first) {
+    if (s->store == NULL || pend_find(s, c, NULL) != NULL) {
+        return;
+    }
+    audit_pend_t *p = hv_calloc(1, sizeof(*p));
+    if (p == NULL) {
+        HV_LOG(HV_LOG_WARN, "auth", "HV-AUDIT", "out of memory: a call to %s is not audited", path);
+        return;
+    }
+    p->c = c;
+    const char *slash = strrchr(path, '/');
+    snprintf(p->row.method, sizeof(p->row.method), "%s", slash != NULL ? slash + 1 : path);
+    snprintf(p->row.peer, sizeof(p->row.peer), "%s", hv_rpc_call_peer(c));
+    audit_who(s, c, scope, first, &p->row);
+    audit_target(first, p->row.target, sizeof(p->row.target));
+    p->next = s->pending;
+    s->pending = p;
+}
+
+static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const char *detail,
+                      void *ud) {
+    hv_svc_auth_t *s = ud;
+    audit_pend_t **link = NULL;
+    audit_pend_t *p = pend_find(s, c, &link);
+    (void)path;
+    if (p == NULL) {
+        return;
+    }
+    *link = p->next;
+    p->row.time_ms = hv_wall_ms();
+    p->row.code = code;
+    if (code == 0) {
+        snprintf(p->row.result, sizeof(p->row.result), "OK");
+    } else {
+        snprintf(p->row.result, sizeof(p->row.result), "%s: %s", hv_rpc_code_name(code),
+                 detail != NULL ? detail : "");
+    }
+    hv_err rc = hv_store_audit_append(s->store, &p->row, HV_STORE_AUDIT_KEEP);
+    if (rc != HV_OK && !s->audit_failing) {
+        HV_LOG(HV_LOG_WARN, "auth", "HV-AUDIT", "cannot write the audit trail: %s",
+               hv_store_last_error(s->store));
+    }
+    s->audit_failing = rc != HV_OK;
+    hv_free(p);
+}
+
 static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *first, char *msg,
                    size_t msglen, void *ud) {
     const hv_auth_t *a = ((hv_svc_auth_t *)ud)->auth;
     hv_auth_scope scope;
+    hv_svc_auth_t *s = ud;
     if (!hv_auth_rule(path, &scope)) {
         snprintf(msg, msglen, "permission denied: no credential may call %s", path);
         HV_LOG(HV_LOG_WARN, "auth", "HV-AUTH-REFUSED", "refused %s from %s: no rule for it", path,
                hv_rpc_call_peer(c));
+        audit_begin(s, c, path, HV_AUTH_CLIENT, first);
         return HV_EPERM;
     }
     uint64_t id = 0, worker = 0, incarnation = 0;
@@ -80,6 +234,9 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
         HV_LOG(HV_LOG_WARN, "auth", rc == HV_EAUTH ? "HV-AUTH-NONE" : "HV-AUTH-DENIED",
                "refused %s from %s: %s", path, hv_rpc_call_peer(c),
                rc == HV_EAUTH ? "no valid credential" : "credential of another scope");
+    }
+    if (rc != HV_OK || hv_auth_audited(path)) {
+        audit_begin(s, c, path, scope, first);
     }
     return rc;
 }
@@ -121,6 +278,215 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
     hv_rpc_reply(c, &v.base);
 }
 
+/* ---- Jobs.ListAudit -------------------------------------------------------------------------- */
+
+static void jobs_list_audit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_auth_t *s = ud;
+    const Hvpb__V1__ListAuditRequest *req = (const Hvpb__V1__ListAuditRequest *)m;
+    if ((req->who != NULL && strlen(req->who) > AUDIT_FILTER_MAX) ||
+        (req->method != NULL && strlen(req->method) > AUDIT_FILTER_MAX)) {
+        hv_rpc_finish(c, HV_EINVAL, "who and method are at most %d bytes", AUDIT_FILTER_MAX);
+        return;
+    }
+    if (s->store == NULL) {
+        hv_rpc_finish(c, HV_ESTATE, "this head keeps no audit trail");
+        return;
+    }
+    uint32_t limit = req->limit == 0 ? AUDIT_PAGE_DEFAULT : req->limit;
+    if (limit > AUDIT_PAGE_MAX) {
+        limit = AUDIT_PAGE_MAX; /* the rest: the next page (next_before_seq) */
+    }
+    hv_audit_filter_t f = {.before_seq = req->before_seq,
+                           .since_ms = req->since_ms,
+                           .who = req->who,
+                           .method = req->method,
+                           .refused_only = req->refused_only,
+                           .limit = limit + 1};
+    hv_audit_row_t *rows = NULL;
+    size_t n = 0;
+    hv_err rc = hv_store_audit_list(s->store, &f, &rows, &n);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot read the audit trail: %s", hv_store_last_error(s->store));
+        return;
+    }
+    size_t shown = n > limit ? limit : n;
+    Hvpb__V1__AuditEntry *es = hv_calloc(shown + 1, sizeof(*es));
+    Hvpb__V1__AuditEntry **ps = hv_calloc(shown + 1, sizeof(*ps));
+    if (es == NULL || ps == NULL) {
+        hv_free(es);
+        hv_free(ps);
+        hv_free(rows);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < shown; i++) {
+        hvpb__v1__audit_entry__init(&es[i]);
+        es[i].seq = rows[i].seq;
+        es[i].time_ms = rows[i].time_ms;
+        es[i].who_kind = rows[i].who_kind;
+        es[i].who_id = rows[i].who_id;
+        es[i].peer = rows[i].peer;
+        es[i].method = rows[i].method;
+        es[i].target = rows[i].target;
+        es[i].code = (uint32_t)rows[i].code;
+        es[i].result = rows[i].result;
+        ps[i] = &es[i];
+    }
+    Hvpb__V1__ListAuditReply rep = HVPB__V1__LIST_AUDIT_REPLY__INIT;
+    rep.entries = ps;
+    rep.n_entries = shown;
+    rep.next_before_seq = n > limit ? rows[shown - 1].seq : 0;
+    hv_rpc_reply(c, &rep.base);
+    hv_free(ps);
+    hv_free(es);
+    hv_free(rows);
+}
+
+/* ---- Jobs.*JoinToken(s) ---------------------------------------------------------------------- */
+
+static void jtoken_view(const hv_jtoken_row_t *r, uint64_t now_ms, Hvpb__V1__JoinTokenView *v) {
+    hvpb__v1__join_token_view__init(v);
+    v->id = (char *)r->id;
+    v->created_ms = r->created_ms;
+    v->expires_ms = r->expires_ms;
+    v->max_uses = r->max_uses;
+    v->uses = r->uses;
+    v->revoked_ms = r->revoked_ms;
+    v->created_by = (char *)r->created_by;
+    /* The state of a token whose secret one has: its hash against itself. */
+    v->state = (char *)hv_auth_jtoken_verdict_name(
+        hv_auth_jtoken_check(r->secret_sha256, r->secret_sha256, r->expires_ms, r->max_uses,
+                             r->uses, r->revoked_ms, now_ms));
+}
+
+static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_auth_t *s = ud;
+    const Hvpb__V1__CreateJoinTokenRequest *req = (const Hvpb__V1__CreateJoinTokenRequest *)m;
+    if (req->ttl_ms > JTOKEN_TTL_MAX_MS) {
+        hv_rpc_finish(c, HV_EINVAL, "ttl is at most 3650 days (0: the token never expires)");
+        return;
+    }
+    if (s->store == NULL) {
+        hv_rpc_finish(c, HV_ESTATE, "this head keeps no join tokens");
+        return;
+    }
+    hv_cred_t cred;
+    if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK) {
+        cred.client[0] = '\0';
+    }
+    char token[HV_AUTH_JTOKEN_MAX];
+    hv_jtoken_row_t row = {0};
+    uint64_t now = hv_wall_ms();
+    row.created_ms = now;
+    row.expires_ms = req->ttl_ms != 0 ? now + req->ttl_ms : 0;
+    row.max_uses = req->uses;
+    snprintf(row.created_by, sizeof(row.created_by), "%s", cred.client);
+    hv_err rc = HV_EEXIST;
+    for (int tries = 0; tries < 4 && rc == HV_EEXIST; tries++) { /* ids are 24 random bits */
+        if ((rc = hv_auth_jtoken_new(token, row.id, row.secret_sha256)) == HV_OK) {
+            rc = hv_store_jtoken_insert(s->store, &row);
+        }
+    }
+    if (rc != HV_OK) {
+        memset(token, 0, sizeof(token));
+        hv_rpc_finish(c, rc, "cannot make a join token: %s",
+                      rc == HV_EIO ? "no random bytes" : hv_store_last_error(s->store));
+        return;
+    }
+    audit_pend_t *p = pend_find(s, c, NULL);
+    if (p != NULL) {
+        snprintf(p->row.target, sizeof(p->row.target), "token %s", row.id);
+    }
+    HV_LOG(HV_LOG_NOTICE, "auth", "HV-JOIN-TOKEN-NEW",
+           "join token %s made by client %s from %s (ttl %" PRIu64 " ms, uses %u; 0 = no limit)",
+           row.id, row.created_by, hv_rpc_call_peer(c), req->ttl_ms, row.max_uses);
+    Hvpb__V1__JoinTokenView v;
+    jtoken_view(&row, now, &v);
+    Hvpb__V1__CreateJoinTokenReply rep = HVPB__V1__CREATE_JOIN_TOKEN_REPLY__INIT;
+    rep.token = &v;
+    rep.join_token = token;
+    hv_rpc_reply(c, &rep.base);
+    memset(token, 0, sizeof(token));
+}
+
+static void jobs_list_join_tokens(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_auth_t *s = ud;
+    (void)m;
+    if (s->store == NULL) {
+        hv_rpc_finish(c, HV_ESTATE, "this head keeps no join tokens");
+        return;
+    }
+    hv_jtoken_row_t *rows = NULL;
+    size_t n = 0;
+    hv_err rc = hv_store_jtoken_list(s->store, &rows, &n);
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot read the join tokens: %s", hv_store_last_error(s->store));
+        return;
+    }
+    Hvpb__V1__JoinTokenView *vs = hv_calloc(n + 1, sizeof(*vs));
+    Hvpb__V1__JoinTokenView **ps = hv_calloc(n + 1, sizeof(*ps));
+    if (vs == NULL || ps == NULL) {
+        hv_free(vs);
+        hv_free(ps);
+        hv_free(rows);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    uint64_t now = hv_wall_ms();
+    for (size_t i = 0; i < n; i++) {
+        jtoken_view(&rows[i], now, &vs[i]);
+        ps[i] = &vs[i];
+    }
+    Hvpb__V1__ListJoinTokensReply rep = HVPB__V1__LIST_JOIN_TOKENS_REPLY__INIT;
+    rep.tokens = ps;
+    rep.n_tokens = n;
+    hv_rpc_reply(c, &rep.base);
+    hv_free(ps);
+    hv_free(vs);
+    hv_free(rows);
+}
+
+static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_auth_t *s = ud;
+    const Hvpb__V1__JoinTokenRef *req = (const Hvpb__V1__JoinTokenRef *)m;
+    if (!hv_auth_jtoken_id_valid(req->id)) {
+        hv_rpc_finish(c, HV_EINVAL,
+                      "a join token id is %d lower-case letters or digits (hvctl token list)",
+                      HV_AUTH_JTOKEN_ID_LEN);
+        return;
+    }
+    if (s->store == NULL) {
+        hv_rpc_finish(c, HV_ESTATE, "this head keeps no join tokens");
+        return;
+    }
+    hv_jtoken_row_t row;
+    uint64_t now = hv_wall_ms();
+    hv_err rc = hv_store_jtoken_get(s->store, req->id, &row);
+    if (rc == HV_OK && row.revoked_ms == 0) {
+        rc = hv_store_jtoken_revoke(s->store, req->id, now);
+        row.revoked_ms = now;
+    }
+    if (rc == HV_ENOTFOUND) {
+        hv_rpc_finish(c, rc, "no join token %s", req->id);
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot revoke join token %s: %s", req->id,
+                      hv_store_last_error(s->store));
+        return;
+    }
+    HV_LOG(HV_LOG_NOTICE, "auth", "HV-JOIN-TOKEN-REVOKE",
+           "join token %s revoked by a client from %s", row.id, hv_rpc_call_peer(c));
+    Hvpb__V1__JoinTokenView v;
+    jtoken_view(&row, now, &v);
+    hv_rpc_reply(c, &v.base);
+}
+
+void hv_svc_auth_set_store(hv_svc_auth_t *s, hv_store_t *store, const char *static_token) {
+    s->store = store;
+    s->static_token = static_token;
+}
+
 hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
                           hv_svc_auth_drop_cb drop, void *ud, hv_svc_auth_t **out) {
     hv_svc_auth_t *s = hv_calloc(1, sizeof(*s));
@@ -131,17 +497,37 @@ hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
     s->d = d;
     s->drop = drop;
     s->ud = ud;
-    hv_rpc_method_t m = {
-        "/hvpb.v1.Jobs/RevokeNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
-        jobs_revoke_node,           NULL,         s};
-    hv_err rc = hv_rpc_server_add(srv, &m);
+    const hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Jobs/RevokeNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
+         jobs_revoke_node, NULL, s},
+        {"/hvpb.v1.Jobs/ListAudit", HV_RPC_UNARY, &hvpb__v1__list_audit_request__descriptor,
+         jobs_list_audit, NULL, s},
+        {"/hvpb.v1.Jobs/CreateJoinToken", HV_RPC_UNARY,
+         &hvpb__v1__create_join_token_request__descriptor, jobs_create_join_token, NULL, s},
+        {"/hvpb.v1.Jobs/ListJoinTokens", HV_RPC_UNARY,
+         &hvpb__v1__list_join_tokens_request__descriptor, jobs_list_join_tokens, NULL, s},
+        {"/hvpb.v1.Jobs/RevokeJoinToken", HV_RPC_UNARY, &hvpb__v1__join_token_ref__descriptor,
+         jobs_revoke_join_token, NULL, s},
+    };
+    hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
     if (rc != HV_OK) {
         hv_free(s);
         return rc;
     }
     hv_rpc_server_set_gate(srv, gate, s);
+    hv_rpc_server_set_end_hook(srv, audit_end, s);
     *out = s;
     return HV_OK;
 }
 
-void hv_svc_auth_destroy(hv_svc_auth_t *s) { hv_free(s); }
+void hv_svc_auth_destroy(hv_svc_auth_t *s) {
+    if (s == NULL) {
+        return;
+    }
+    while (s->pending != NULL) {
+        audit_pend_t *p = s->pending;
+        s->pending = p->next;
+        hv_free(p);
+    }
+    hv_free(s);
+}

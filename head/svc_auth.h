@@ -6,6 +6,15 @@
  * incarnation of a Session hello) and lets auth.c decide. A refusal is UNAUTHENTICATED or
  * PERMISSION_DENIED with auth.c's message and a WARN log line naming the peer and the method
  * (never the credential). Cluster.Join is left to svc_cluster (the join token is in its body).
+ *
+ * The audit trail: every call that changes something (auth.h: hv_auth_audited) and every
+ * refused call becomes one row in the store (store.h: hv_audit_row_t): the gate notes who
+ * (kind and id, never a secret), from where, the method and its target; the server's end hook
+ * (rpc.h: hv_rpc_server_set_end_hook) adds the result. Reads and the rendezvous are not written
+ * unless refused, so the hot path costs nothing. Jobs.ListAudit reads it (hvctl audit).
+ *
+ * Join tokens: Jobs.CreateJoinToken, ListJoinTokens, RevokeJoinToken (hvctl token ...), for any
+ * client token; the secret is in the create reply only (svc_cluster checks a Join's token).
  */
 #ifndef HV_HEAD_SVC_AUTH_H
 #define HV_HEAD_SVC_AUTH_H
@@ -13,6 +22,7 @@
 #include "auth.h"
 #include "driver.h"
 #include "rpc.h"
+#include "store.h"
 
 typedef struct hv_svc_auth_s hv_svc_auth_t;
 
@@ -25,6 +35,9 @@ typedef void (*hv_svc_auth_drop_cb)(void *ud, uint64_t node_id);
  * the server. */
 hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
                           hv_svc_auth_drop_cb drop, void *ud, hv_svc_auth_t **out);
+/* Gives the audit trail and the join tokens their store, and the configured join token (to
+ * name it "static" in the trail; borrowed). Before the server starts. */
+void hv_svc_auth_set_store(hv_svc_auth_t *s, hv_store_t *store, const char *static_token);
 void hv_svc_auth_destroy(hv_svc_auth_t *s);
 
 #endif

@@ -38,6 +38,7 @@ struct hv_svc_cluster_s {
     const hv_auth_t *auth; /* node credentials and worker secrets */
     hv_svc_admit_fn admit; /* autoscaler instances' enrollment (NULL: none) */
     void *admit_ud;
+    hv_store_t *store; /* join tokens made with hvctl token create (NULL: only the static one) */
 };
 
 /* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
@@ -196,6 +197,24 @@ static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
     return out;
 }
 
+/* A join token made with hvctl token create (hvj_<id>.<secret>): HV_JTOKEN_OK with its id, or
+ * why not in *why. Whether it is revoked, expired or used up is said only to a caller that has
+ * its secret. The use is counted once the join is stored (cluster_join). */
+static hv_jtoken_verdict join_token_check(hv_svc_cluster_t *s, const char *token, char *id,
+                                          const char **why) {
+    char sha[65];
+    hv_jtoken_row_t row;
+    hv_jtoken_verdict v = HV_JTOKEN_WRONG;
+    if (!hv_auth_jtoken_parse(token, id, sha)) {
+        snprintf(id, HV_AUTH_JTOKEN_ID_LEN + 1, "%s", "?");
+    } else if (hv_store_jtoken_get(s->store, id, &row) == HV_OK) {
+        v = hv_auth_jtoken_check(row.secret_sha256, sha, row.expires_ms, row.max_uses, row.uses,
+                                 row.revoked_ms, hv_wall_ms());
+    }
+    *why = v == HV_JTOKEN_WRONG ? "not valid on this head" : hv_auth_jtoken_verdict_name(v);
+    return v;
+}
+
 static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_cluster_t *s = ud;
     const Hvpb__V1__JoinRequest *req = (const Hvpb__V1__JoinRequest *)m;
@@ -203,6 +222,22 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
      * restart or a lost stream) with its node credential, checked below against the node id. */
     hv_cred_t cred = {.kind = HV_CRED_NONE};
     int by_token = token_ok(s, req->token);
+    char jtoken[HV_AUTH_JTOKEN_ID_LEN + 1] = ""; /* the id of a join token made by hvctl */
+    const char *jwhy = NULL;                     /* why that token admits nobody, or NULL */
+    if (!by_token && s->store != NULL && req->token != NULL &&
+        strncmp(req->token, "hvj_", 4) == 0) {
+        /* An agent re-joins with its node credential: that spends no use of the token. */
+        hv_cred_t nc;
+        int renewal = s->auth != NULL &&
+                      hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &nc) == HV_OK &&
+                      nc.kind == HV_CRED_NODE && nc.incarnation == req->incarnation;
+        if (renewal) {
+            /* the node credential path below decides */
+        } else if (join_token_check(s, req->token, jtoken, &jwhy) == HV_JTOKEN_OK) {
+            by_token = 1;
+            jwhy = NULL;
+        }
+    }
     uint64_t instance = 0;
     if (!by_token && s->auth != NULL && s->admit != NULL && req->node != NULL &&
         req->node->name != NULL && hv_auth_instance_id(s->auth, req->token, &instance)) {
@@ -223,6 +258,14 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
     if (!by_token &&
         (s->auth == NULL || hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
          cred.kind != HV_CRED_NODE || cred.incarnation != req->incarnation)) {
+        if (jwhy != NULL) {
+            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+                   "refused a join from %s: join token %s is %s", hv_rpc_call_peer(c), jtoken,
+                   jwhy);
+            hv_rpc_finish(c, HV_EAUTH, "not authenticated: join token %s is %s (hvctl token list)",
+                          jtoken, jwhy);
+            return;
+        }
         HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
                "refused a join from %s: wrong join token and no valid node credential",
                hv_rpc_call_peer(c));
@@ -272,6 +315,13 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", rc == HV_ENOMEM ? "out of memory" : err);
         return;
+    }
+    /* The loop thread is the only one: nothing used the token between its check and this. */
+    if (jtoken[0] != '\0' && jwhy == NULL &&
+        hv_store_jtoken_use(s->store, jtoken, hv_wall_ms()) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+               "node %s joined with join token %s, but its use could not be counted: %s",
+               info->name, jtoken, hv_store_last_error(s->store));
     }
     char cred_text[HV_AUTH_CRED_MAX] = "";
     if (s->auth != NULL) {
@@ -607,6 +657,8 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
 }
 
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a) { s->auth = a; }
+
+void hv_svc_cluster_set_join_tokens(hv_svc_cluster_t *s, hv_store_t *store) { s->store = store; }
 
 void hv_svc_cluster_set_admit(hv_svc_cluster_t *s, hv_svc_admit_fn fn, void *ud) {
     s->admit = fn;

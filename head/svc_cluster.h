@@ -18,6 +18,7 @@
 #include "driver.h"
 #include "err.h"
 #include "rpc.h"
+#include "store.h"
 
 typedef struct hv_svc_cluster_s hv_svc_cluster_t;
 
@@ -28,6 +29,9 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
 /* Gives the service the head's credentials (borrowed, must outlive it): Join returns the node
  * credential and accepts it for re-joins; spawn orders carry the worker's secret. */
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a);
+/* Join also admits the join tokens made with hvctl token create (hvj_<id>.<secret>) that are in
+ * store and still valid (not revoked, not expired, uses left); each join counts one use. */
+void hv_svc_cluster_set_join_tokens(hv_svc_cluster_t *s, hv_store_t *store);
 /* Whether autoscaler instance `instance` may join as node `name` now (alive, its own name). */
 typedef int (*hv_svc_admit_fn)(void *ud, uint64_t instance, const char *name);
 /* Lets Join accept instance enrollment credentials (hvi_), asking fn (head/autoscale.c, wired by

@@ -45,6 +45,13 @@ typedef struct ctl_opts_s {
     const char *const *nodes; /* drain/undrain/revoke: the NODE arguments (names or ids) */
     int nnodes;               /* how many (revoke: 1) */
     const char *reason;       /* drain/undrain --reason, or NULL */
+    uint64_t since_ms;        /* audit --since: this long ago (ms), 0 = all */
+    const char *who;          /* audit --who, or NULL */
+    const char *method;       /* audit --method, or NULL */
+    int refused;              /* audit --refused */
+    uint64_t ttl_ms;          /* token create --ttl, 0 = never expires */
+    uint32_t uses;            /* token create --uses, 0 = no limit */
+    const char *token_id;     /* token revoke ID */
 } ctl_opts_t;
 
 /* What the command functions share. */
@@ -89,6 +96,16 @@ static const struct {
      "revoke a node's credential (NODE: a name or id) and end\n"
      "its session: its agent stops (and its workers); it needs\n"
      "the join token to come back"},
+    {"audit", "[--since D] [--who ID] [--method M] [--refused] [--limit N]",
+     "the audit trail, newest first (default 100 entries): every\n"
+     "change (submit, cancel, drain, revoke, join, tokens) and\n"
+     "every refused call, with who, from where and the result;\n"
+     "D: 30s, 10m, 2h, 7d"},
+    {"token create", "[--ttl D] [--uses N]",
+     "make a join token for agents (hvagent --token); its secret\n"
+     "is printed this once. Default: no expiry, no use limit"},
+    {"token list", "", "join tokens: id, state, expiry, uses (never the secret)"},
+    {"token revoke", "ID", "revoke a join token: agents can no longer join with it"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
@@ -113,7 +130,7 @@ static void ctl_usage(FILE *f) {
     fprintf(f, "usage: hvctl [--head HOST:PORT] [--ca FILE | --insecure] [--json] COMMAND "
                "[ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < CTL_NCMDS; i++) {
-        char head[64];
+        char head[128];
         snprintf(head, sizeof(head), "%s %s", ctl_cmds[i].name, ctl_cmds[i].args);
         fprintf(f, "  %-31s", head);
         for (const char *p = ctl_cmds[i].what; *p; p++) {
@@ -159,6 +176,33 @@ static int ctl_opt_is(const char *arg, const char *name, const char **value_out)
     return 1;
 }
 
+/* A duration: a number with s, m, h or d (a bare number: seconds), at most 3650 days, in ms. */
+static hv_err ctl_parse_duration(const char *v, uint64_t *ms) {
+    static const struct {
+        char unit;
+        uint64_t ms;
+    } units[] = {{'s', 1000}, {'m', 60000}, {'h', 3600000}, {'d', 86400000}};
+    char num[24];
+    size_t n = strlen(v);
+    uint64_t per = 1000;
+    if (n == 0 || n >= sizeof(num)) {
+        return HV_EINVAL;
+    }
+    memcpy(num, v, n + 1);
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (num[n - 1] == units[i].unit) {
+            per = units[i].ms;
+            num[--n] = '\0';
+        }
+    }
+    uint64_t k = 0;
+    if (hv_parse_u64(num, 1, 3650ull * 86400000ull / per, &k) != HV_OK) {
+        return HV_EINVAL;
+    }
+    *ms = k * per;
+    return HV_OK;
+}
+
 /* Parses the command line; returns -1 on success, else the exit status (usage printed). */
 static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(o, 0, sizeof(*o));
@@ -168,7 +212,7 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(pos, 0, sizeof(pos));
     int npos = 0;
     int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0, saw_help = 0, saw_raw = 0,
-        saw_head_timeout = 0;
+        saw_head_timeout = 0, saw_audit = 0, saw_create = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
@@ -209,6 +253,49 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
             }
             o->raw = 1;
             saw_raw = 1;
+            continue;
+        }
+        if (ctl_opt_is(a, "refused", &v)) {
+            if (v != NULL) {
+                return ctl_usage_error("option '%s' takes no value", a);
+            }
+            o->refused = 1;
+            saw_audit = 1;
+            continue;
+        }
+        int is_since = ctl_opt_is(a, "since", &v), is_ttl = !is_since && ctl_opt_is(a, "ttl", &v);
+        int is_who = ctl_opt_is(a, "who", &v), is_method = ctl_opt_is(a, "method", &v);
+        int is_uses = ctl_opt_is(a, "uses", &v);
+        if (is_since || is_ttl || is_who || is_method || is_uses) {
+            if (v == NULL && i + 1 >= argc) {
+                return ctl_usage_error("option '%s' needs a value", a);
+            }
+            v = v != NULL ? v : argv[++i];
+            uint64_t n = 0;
+            if ((is_since || is_ttl) && ctl_parse_duration(v, &n) != HV_OK) {
+                return ctl_usage_error("'%s': expected a duration like 30s, 10m, 2h or 7d "
+                                       "(at most 3650d)",
+                                       v);
+            }
+            if ((is_who || is_method) && (v[0] == '\0' || strlen(v) > 64)) {
+                return ctl_usage_error("'%s': expected 1 to 64 characters", v);
+            }
+            if (is_uses && hv_parse_u64(v, 1, UINT32_MAX, &n) != HV_OK) {
+                return ctl_usage_error("--uses '%s': expected a number from 1 to 4294967295", v);
+            }
+            if (is_since) {
+                o->since_ms = n;
+            } else if (is_ttl) {
+                o->ttl_ms = n;
+            } else if (is_uses) {
+                o->uses = (uint32_t)n;
+            } else if (is_who) {
+                o->who = v;
+            } else {
+                o->method = v;
+            }
+            saw_audit |= is_since || is_who || is_method;
+            saw_create |= is_ttl || is_uses;
             continue;
         }
         if (ctl_opt_is(a, "insecure", &v)) {
@@ -298,12 +385,49 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         }
         pos[--npos] = NULL;
     }
+    if (strcmp(pos[0], "token") == 0) {
+        static const char *const subs[] = {"create", "list", "revoke"};
+        static const char *const cmds[] = {"token-create", "token-list", "token-revoke"};
+        o->cmd = NULL;
+        for (size_t k = 0; npos >= 2 && k < 3; k++) {
+            if (strcmp(pos[1], subs[k]) == 0) {
+                o->cmd = cmds[k];
+            }
+        }
+        if (o->cmd == NULL) {
+            return ctl_usage_error("%s", "'token' needs a subcommand: token create|list|revoke");
+        }
+        int want = strcmp(o->cmd, "token-revoke") == 0 ? 3 : 2;
+        if (npos < want) {
+            return ctl_usage_error("%s", "'token revoke' needs a token id (hvctl token list)");
+        }
+        if (npos > want) {
+            return ctl_usage_error("unexpected argument '%s'", pos[want]);
+        }
+        o->token_id = want == 3 ? pos[2] : NULL;
+        if (saw_create && strcmp(o->cmd, "token-create") != 0) {
+            return ctl_usage_error("%s", "--ttl and --uses go with 'token create'");
+        }
+        if (saw_follow || saw_raw || saw_head_timeout || saw_job || saw_limit || saw_reason ||
+            saw_audit) {
+            return ctl_usage_error("%s", "'token' takes only --ttl and --uses (with create)");
+        }
+        return -1;
+    }
+    if (saw_create) {
+        return ctl_usage_error("%s", "--ttl and --uses go with 'token create'");
+    }
+    if (saw_audit && strcmp(pos[0], "audit") != 0) {
+        return ctl_usage_error("--since, --who, --method and --refused go with 'audit', not '%s'",
+                               pos[0]);
+    }
     const char *c = o->cmd;
     int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
     int takes_node =
         strcmp(c, "drain") == 0 || strcmp(c, "undrain") == 0 || strcmp(c, "revoke") == 0;
     int known = (takes_id || takes_node || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
-                 strcmp(c, "events") == 0 || strcmp(c, "status") == 0 || strcmp(c, "cost") == 0) &&
+                 strcmp(c, "events") == 0 || strcmp(c, "status") == 0 || strcmp(c, "cost") == 0 ||
+                 strcmp(c, "audit") == 0) &&
                 (strcmp(c, "revoke") != 0 || via_node);
     if (!known) {
         return ctl_usage_error("unknown command '%s'", c);
@@ -355,8 +479,9 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     if (saw_job && strcmp(c, "events") != 0 && strcmp(c, "cost") != 0) {
         return ctl_usage_error("--job goes with 'events' or 'cost', not '%s'", c);
     }
-    if (saw_limit && strcmp(c, "events") != 0 && strcmp(c, "jobs") != 0) {
-        return ctl_usage_error("--limit goes with 'jobs' or 'events', not '%s'", c);
+    if (saw_limit && strcmp(c, "events") != 0 && strcmp(c, "jobs") != 0 &&
+        strcmp(c, "audit") != 0) {
+        return ctl_usage_error("--limit goes with 'jobs', 'events' or 'audit', not '%s'", c);
     }
     if (saw_reason && !takes_node) {
         return ctl_usage_error("--reason goes with 'drain' or 'undrain', not '%s'", c);
@@ -1397,6 +1522,253 @@ static int ctl_revoke(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+/* ---- audit ---------------------------------------------------------------------------------- */
+
+static void ctl_json_audit(hv_cli_json_t *j, const Hvpb__V1__AuditEntry *e) {
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "seq");
+    hv_cli_json_u64(j, e->seq);
+    hv_cli_json_key(j, "time_ms");
+    hv_cli_json_u64(j, e->time_ms);
+    hv_cli_json_key(j, "who_kind");
+    hv_cli_json_str(j, e->who_kind);
+    hv_cli_json_key(j, "who");
+    hv_cli_json_str(j, e->who_id);
+    hv_cli_json_key(j, "peer");
+    hv_cli_json_str(j, e->peer);
+    hv_cli_json_key(j, "method");
+    hv_cli_json_str(j, e->method);
+    hv_cli_json_key(j, "target");
+    hv_cli_json_str(j, e->target);
+    hv_cli_json_key(j, "code");
+    hv_cli_json_u64(j, e->code);
+    hv_cli_json_key(j, "result");
+    hv_cli_json_str(j, e->result);
+    hv_cli_json_obj_end(j);
+}
+
+/* hvctl audit: pages of ListAudit (newest first) until --limit (default 100) entries, all
+ * fetched before anything is printed (a failure prints no half document). */
+static int ctl_audit(const ctl_t *c) {
+    uint32_t want = c->o->limit != 0 ? c->o->limit : 100;
+    uint64_t since = 0, now = hv_wall_ms();
+    if (c->o->since_ms != 0) {
+        since = now > c->o->since_ms ? now - c->o->since_ms : 1;
+    }
+    ctl_pages_t pg = {0};
+    uint64_t before = 0;
+    for (unsigned page = 0; page < CTL_PAGES_MAX && pg.nitems < want; page++) {
+        Hvpb__V1__ListAuditRequest req = HVPB__V1__LIST_AUDIT_REQUEST__INIT;
+        req.since_ms = since;
+        req.who = (char *)(c->o->who != NULL ? c->o->who : "");
+        req.method = (char *)(c->o->method != NULL ? c->o->method : "");
+        req.refused_only = c->o->refused;
+        req.limit = want - (uint32_t)pg.nitems;
+        req.before_seq = before;
+        ProtobufCMessage *resp = NULL;
+        int status = ctl_call(c, "ListAudit", &req.base, &hvpb__v1__list_audit_reply__descriptor,
+                              "no audit trail", &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            ctl_pages_free(&pg);
+            return status;
+        }
+        const Hvpb__V1__ListAuditReply *r = (const Hvpb__V1__ListAuditReply *)resp;
+        size_t n = r->n_entries;
+        int more = n > 0 && r->next_before_seq != 0 && r->next_before_seq != before;
+        before = r->next_before_seq;
+        if (n > want - pg.nitems) {
+            n = want - pg.nitems;
+        }
+        if (ctl_pages_add(&pg, resp, (void *const *)r->entries, n) != HV_OK) {
+            ctl_pages_free(&pg);
+            return ctl_oom();
+        }
+        if (!more) {
+            break;
+        }
+    }
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "entries");
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < pg.nitems; i++) {
+            ctl_json_audit(&j, pg.items[i]);
+        }
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+        ctl_pages_free(&pg);
+        return HV_CLI_EXIT_OK;
+    }
+    static const char *const hdr[] = {"TIME", "WHO", "FROM", "METHOD", "TARGET", "RESULT"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(6, hdr, &t) != HV_OK) {
+        ctl_pages_free(&pg);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < pg.nitems; i++) {
+        const Hvpb__V1__AuditEntry *e = pg.items[i];
+        char tm[48], who[160], peer[80], method[80], target[80], result[300], wk[40], wi[80];
+        hv_cli_clean(e->who_kind, 0, wk, sizeof(wk));
+        hv_cli_clean(e->who_id, 0, wi, sizeof(wi));
+        snprintf(who, sizeof(who), "%s%s%s", wk, wi[0] ? " " : "", wi);
+        const char *row[] = {
+            ctl_time(e->time_ms, tm, sizeof(tm)),
+            who,
+            hv_cli_clean(e->peer, 0, peer, sizeof(peer)),
+            hv_cli_clean(e->method, 0, method, sizeof(method)),
+            hv_cli_clean(e->target[0] ? e->target : "-", 0, target, sizeof(target)),
+            hv_cli_clean(e->result, 0, result, sizeof(result))};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            ctl_pages_free(&pg);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, "no audit entries");
+    ctl_pages_free(&pg);
+    return HV_CLI_EXIT_OK;
+}
+
+/* ---- token create, list, revoke ------------------------------------------------------------ */
+
+static const char *ctl_when(uint64_t ms, const char *never, char *buf, size_t len) {
+    return ms == 0 ? never : ctl_time(ms, buf, len);
+}
+
+static void ctl_json_jtoken(hv_cli_json_t *j, const Hvpb__V1__JoinTokenView *v) {
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "id");
+    hv_cli_json_str(j, v->id);
+    hv_cli_json_key(j, "state");
+    hv_cli_json_str(j, v->state);
+    hv_cli_json_key(j, "created_ms");
+    hv_cli_json_u64(j, v->created_ms);
+    hv_cli_json_key(j, "expires_ms");
+    hv_cli_json_u64(j, v->expires_ms);
+    hv_cli_json_key(j, "max_uses");
+    hv_cli_json_u64(j, v->max_uses);
+    hv_cli_json_key(j, "uses");
+    hv_cli_json_u64(j, v->uses);
+    hv_cli_json_key(j, "revoked_ms");
+    hv_cli_json_u64(j, v->revoked_ms);
+    hv_cli_json_key(j, "created_by");
+    hv_cli_json_str(j, v->created_by);
+    hv_cli_json_obj_end(j);
+}
+
+static int ctl_token(const ctl_t *c) {
+    const char *cmd = c->o->cmd;
+    ProtobufCMessage *resp = NULL;
+    int status;
+    if (strcmp(cmd, "token-create") == 0) {
+        Hvpb__V1__CreateJoinTokenRequest req = HVPB__V1__CREATE_JOIN_TOKEN_REQUEST__INIT;
+        req.ttl_ms = c->o->ttl_ms;
+        req.uses = c->o->uses;
+        status = ctl_call(c, "CreateJoinToken", &req.base,
+                          &hvpb__v1__create_join_token_reply__descriptor, "no join tokens", &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            return status;
+        }
+        const Hvpb__V1__CreateJoinTokenReply *r = (const Hvpb__V1__CreateJoinTokenReply *)resp;
+        if (c->o->json) {
+            hv_cli_json_t j;
+            hv_cli_json_init(&j, stdout);
+            hv_cli_json_obj_begin(&j);
+            hv_cli_json_key(&j, "join_token");
+            hv_cli_json_str(&j, r->join_token);
+            hv_cli_json_key(&j, "token");
+            if (r->token != NULL) {
+                ctl_json_jtoken(&j, r->token);
+            } else {
+                hv_cli_json_null(&j);
+            }
+            hv_cli_json_obj_end(&j);
+            hv_cli_json_finish(&j);
+        } else {
+            char tm[48];
+            /* The token alone on stdout (for scripts); what it is on stderr. */
+            printf("%s\n", r->join_token);
+            if (r->token != NULL) {
+                fprintf(stderr,
+                        "join token %s: expires %s, uses %u%s; its secret is not shown again\n",
+                        r->token->id, ctl_when(r->token->expires_ms, "never", tm, sizeof(tm)),
+                        r->token->max_uses, r->token->max_uses == 0 ? " (no limit)" : "");
+            }
+        }
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    if (strcmp(cmd, "token-revoke") == 0) {
+        Hvpb__V1__JoinTokenRef req = HVPB__V1__JOIN_TOKEN_REF__INIT;
+        req.id = (char *)c->o->token_id;
+        char missing[120];
+        snprintf(missing, sizeof(missing), "no join token '%.40s' (see 'hvctl token list')",
+                 c->o->token_id);
+        status = ctl_call(c, "RevokeJoinToken", &req.base, &hvpb__v1__join_token_view__descriptor,
+                          missing, &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            return status;
+        }
+        printf("join token %s revoked\n", ((const Hvpb__V1__JoinTokenView *)resp)->id);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    Hvpb__V1__ListJoinTokensRequest req = HVPB__V1__LIST_JOIN_TOKENS_REQUEST__INIT;
+    status = ctl_call(c, "ListJoinTokens", &req.base, &hvpb__v1__list_join_tokens_reply__descriptor,
+                      "no join tokens", &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ListJoinTokensReply *r = (const Hvpb__V1__ListJoinTokensReply *)resp;
+    if (c->o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "tokens");
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < r->n_tokens; i++) {
+            ctl_json_jtoken(&j, r->tokens[i]);
+        }
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+        hv_rpc_msg_free(resp);
+        return HV_CLI_EXIT_OK;
+    }
+    static const char *const hdr[] = {"ID", "STATE", "CREATED", "EXPIRES", "USES", "BY"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(6, hdr, &t) != HV_OK) {
+        hv_rpc_msg_free(resp);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < r->n_tokens; i++) {
+        const Hvpb__V1__JoinTokenView *v = r->tokens[i];
+        char created[48], expires[48], uses[48], id[32], by[80];
+        if (v->max_uses != 0) {
+            snprintf(uses, sizeof(uses), "%u/%u", v->uses, v->max_uses);
+        } else {
+            snprintf(uses, sizeof(uses), "%u", v->uses);
+        }
+        const char *row[] = {hv_cli_clean(v->id, 0, id, sizeof(id)),
+                             v->state,
+                             ctl_time(v->created_ms, created, sizeof(created)),
+                             ctl_when(v->expires_ms, "never", expires, sizeof(expires)),
+                             uses,
+                             hv_cli_clean(v->created_by, 0, by, sizeof(by))};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            hv_rpc_msg_free(resp);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, "no join tokens");
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
 /* ---- drain, undrain ------------------------------------------------------------------------- */
 
 static void ctl_print_drained(const ctl_t *c, const Hvpb__V1__NodeView *n, const char *asked) {
@@ -1535,6 +1907,10 @@ int main(int argc, char **argv) {
         status = ctl_drain(&c, strcmp(o.cmd, "drain") == 0);
     } else if (strcmp(o.cmd, "cost") == 0) {
         status = ctl_cost(&c);
+    } else if (strcmp(o.cmd, "audit") == 0) {
+        status = ctl_audit(&c);
+    } else if (strncmp(o.cmd, "token-", 6) == 0) {
+        status = ctl_token(&c);
     } else {
         status = ctl_events(&c);
     }
