@@ -14,27 +14,6 @@
 #include "hv.pb-c.h"
 #include "rpc.h"
 
-static const char *code_name(int c) {
-    static const char *names[] = {"OK",
-                                  "CANCELLED",
-                                  "UNKNOWN",
-                                  "INVALID_ARGUMENT",
-                                  "DEADLINE_EXCEEDED",
-                                  "NOT_FOUND",
-                                  "ALREADY_EXISTS",
-                                  "PERMISSION_DENIED",
-                                  "RESOURCE_EXHAUSTED",
-                                  "FAILED_PRECONDITION",
-                                  "ABORTED",
-                                  "OUT_OF_RANGE",
-                                  "UNIMPLEMENTED",
-                                  "INTERNAL",
-                                  "UNAVAILABLE",
-                                  "DATA_LOSS",
-                                  "UNAUTHENTICATED"};
-    return c >= 0 && c < (int)(sizeof(names) / sizeof(names[0])) ? names[c] : "?";
-}
-
 /* Field 1 as a varint whose continuation bit never ends: malformed for every message type.
  * protobuf-c packs unknown fields verbatim, so hv_rpc_unary sends exactly these bytes. */
 static const uint8_t bad_varint[] = {0xff, 0xff, 0xff};
@@ -55,7 +34,8 @@ static int call(hv_rpc_channel_t *ch, const char *path, int garbage) {
      * method's reply parses; only the status is checked. Streams answer their first message. */
     hv_rpc_unary(ch, path, &r.base, &hvpb__v1__kv_put_reply__descriptor, 3000, &resp, &st);
     hv_rpc_msg_free(resp);
-    printf("%s %s %s %s\n", path, garbage ? "garbage" : "empty", code_name(st.grpc_code), st.msg);
+    printf("%s %s %s %s\n", path, garbage ? "garbage" : "empty", hv_rpc_code_name(st.grpc_code),
+           st.msg);
     if (garbage) {
         return st.grpc_code == 3 ? 0 : 1;
     }
