@@ -678,7 +678,10 @@ static void find_py_dir(char *out, size_t len) {
     static const char *const rel[] = {"/../python", "/../share/hv/python"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
         char dir[PATH_MAX], init[PATH_MAX + 32], real[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
+        int m = snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
+        if (m < 0 || (size_t)m >= sizeof(dir)) {
+            continue; // a path too long to hold is not where the package is
+        }
         snprintf(init, sizeof(init), "%s/hv/__init__.py", dir);
         if (access(init, R_OK) == 0 && realpath(dir, real) != NULL) {
             snprintf(out, len, "%s", real);
