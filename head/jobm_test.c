@@ -715,6 +715,18 @@ static void done_and_exit(size_t i, uint32_t gen) {
     hv_jm_exited(&J, &W[i], 0, 0, "exited with status 0", now, &O);
 }
 
+/* Four workers of generation 1 all reported Done; ranks 0 and 1 have exited, 2 and 3 not yet.
+ * The actions so far are cleared. */
+static void all_done_two_exited(void) {
+    four_nodes();
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_RC(hv_jm_done(&J, &W[i], 1, now, &O), HV_OK);
+    }
+    hv_jm_exited(&J, &W[0], 0, 0, "exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[1], 0, 0, "exited with status 0", now, &O);
+    hv_jm_out_reset(&O);
+}
+
 /* A drain opens generation 2 just as the training ends: every member of generation 1, the
  * drained one included, reports Done for generation 1. They all count, and generation 2 never
  * forms (nobody waits for it). */
@@ -775,13 +787,7 @@ static void case_holder_killed_others_not_rejoined(void) {
  * before it exited. No round opens (before: generation 2 waited the elastic timeout for 0 of
  * 0 workers and failed the job); the job succeeds when the others exit. */
 static void case_done_worker_lost(void) {
-    four_nodes();
-    for (size_t i = 0; i < 4; i++) {
-        CHECK_RC(hv_jm_done(&J, &W[i], 1, now, &O), HV_OK);
-    }
-    hv_jm_exited(&J, &W[0], 0, 0, "exited with status 0", now, &O);
-    hv_jm_exited(&J, &W[1], 0, 0, "exited with status 0", now, &O);
-    hv_jm_out_reset(&O);
+    all_done_two_exited();
     hv_jm_lost(&J, &W[3], "rank 3 on d was lost: node d is dead", now, &O);
     CHECK_EQ(J.generation, 1);
     CHECK_EQ(J.round_open, 0);
@@ -793,13 +799,7 @@ static void case_done_worker_lost(void) {
 /* Every worker reported Done; a node drains before they all exited: no round opens and the job
  * succeeds at once when the last one exits (no wait for the elastic timeout). */
 static void case_all_done_while_node_drains(void) {
-    four_nodes();
-    for (size_t i = 0; i < 4; i++) {
-        CHECK_RC(hv_jm_done(&J, &W[i], 1, now, &O), HV_OK);
-    }
-    hv_jm_exited(&J, &W[0], 0, 0, "exited with status 0", now, &O);
-    hv_jm_exited(&J, &W[1], 0, 0, "exited with status 0", now, &O);
-    hv_jm_out_reset(&O);
+    all_done_two_exited();
     hv_jm_drain(&J, NODE_D, "node d: drained by the operator", 0, now, &O);
     CHECK_EQ(J.generation, 1);
     CHECK(find_event("round.open") == NULL);
