@@ -38,8 +38,10 @@ dup=$(grep '^hvsubmit: .*was lost' "$TMP/loss.err" | sort | uniq -d)
 [ -z "$dup" ] || fail "hvsubmit repeated: $dup"
 [ "$(grep -c '^hvsubmit: job 2 succeeded' "$TMP/loss.err")" -eq 1 ] || fail "hvsubmit did not say 'job 2 succeeded' once"
 # The rollback's cost: what the survivors had handed out since their last commit (they commit
-# every step of 64 samples, so one or two steps' samples) is recorded with the round and summed
-# by hvctl cost; the run without a failure redid nothing.
+# every step of 64 samples, so at most two steps' samples) is recorded with the round and summed
+# by hvctl cost; the run without a failure redid nothing. It is 0 when the failure was caught by
+# the membership check that follows a commit's snapshot (nothing was handed out since), so the
+# figure is checked against the round's own record and the printed summary, not for being >= 1.
 "$BIN/hvctl" --head "$HEAD" cost --job 2 --json >"$TMP/cost2.json" || fail "hvctl cost --job 2 failed"
 "$BIN/hvctl" --head "$HEAD" cost --job 1 --json >"$TMP/cost1.json" || fail "hvctl cost --job 1 failed"
 "$BIN/hvctl" --head "$HEAD" cost --job 2 >"$TMP/cost2.txt"; cat "$TMP/cost2.txt"
@@ -48,9 +50,14 @@ import json, sys
 c1, c2 = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert c1["rollbacks"] == 0 and c1["redone_samples"] == 0, c1
 assert c2["rollbacks"] == 1, c2
-assert 1 <= c2["redone_samples"] <= 128, c2
+assert 0 <= c2["redone_samples"] <= 128, c2
 closes = [e["data"] for e in json.load(open(sys.argv[3]))["events"] if e["kind"] == "round.close"]
 assert closes[1]["redone_samples"] == c2["redone_samples"], closes[1]
 PY
-assert_grep "$TMP/cost2.txt" "1 rollback ("
+redone=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["redone_samples"])' "$TMP/cost2.json")
+if [ "$redone" -gt 0 ]; then
+    assert_grep "$TMP/cost2.txt" "1 rollback ($redone sample"
+else
+    assert_grep "$TMP/cost2.txt" "1 rollback$"
+fi
 pass "a lost node costs a rollback, not the job; epochs stay exact"
