@@ -196,3 +196,65 @@ int hv_sha256_valid_hex(const char *s) {
     }
     return s[64] == '\0';
 }
+
+/* HMAC (RFC 2104): H((K' ^ opad) || H((K' ^ ipad) || m)), where K' is the key padded with zeros
+ * to the block size (64 bytes), or H(K) padded when the key is longer than a block. */
+void hv_hmac_sha256_init(hv_hmac_sha256_t *ctx, const void *key, size_t keylen) {
+    uint8_t k[64] = {0};
+    if (keylen > sizeof(k)) {
+        hv_sha256_t h;
+        hv_sha256_init(&h);
+        hv_sha256_update(&h, key, keylen);
+        hv_sha256_final(&h, k);
+    } else if (keylen > 0) {
+        memcpy(k, key, keylen);
+    }
+    uint8_t pad[64];
+    for (size_t i = 0; i < sizeof(pad); i++) {
+        pad[i] = (uint8_t)(k[i] ^ 0x36);
+    }
+    hv_sha256_init(&ctx->inner);
+    hv_sha256_update(&ctx->inner, pad, sizeof(pad));
+    for (size_t i = 0; i < sizeof(pad); i++) {
+        pad[i] = (uint8_t)(k[i] ^ 0x5c);
+    }
+    hv_sha256_init(&ctx->outer);
+    hv_sha256_update(&ctx->outer, pad, sizeof(pad));
+    /* The padded key is secret material: do not leave it on the stack. */
+    volatile uint8_t *vk = k, *vp = pad;
+    for (size_t i = 0; i < sizeof(k); i++) {
+        vk[i] = 0;
+        vp[i] = 0;
+    }
+}
+
+void hv_hmac_sha256_update(hv_hmac_sha256_t *ctx, const void *data, size_t len) {
+    hv_sha256_update(&ctx->inner, data, len);
+}
+
+void hv_hmac_sha256_final(hv_hmac_sha256_t *ctx, uint8_t out[32]) {
+    uint8_t inner[32];
+    hv_sha256_final(&ctx->inner, inner);
+    hv_sha256_update(&ctx->outer, inner, sizeof(inner));
+    hv_sha256_final(&ctx->outer, out);
+    volatile uint8_t *v = (volatile uint8_t *)ctx;
+    for (size_t i = 0; i < sizeof(*ctx); i++) {
+        v[i] = 0;
+    }
+}
+
+void hv_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len, uint8_t out[32]) {
+    hv_hmac_sha256_t ctx;
+    hv_hmac_sha256_init(&ctx, key, keylen);
+    hv_hmac_sha256_update(&ctx, data, len);
+    hv_hmac_sha256_final(&ctx, out);
+}
+
+int hv_ct_equal(const void *a, const void *b, size_t len) {
+    const volatile uint8_t *x = a, *y = b;
+    uint8_t d = 0;
+    for (size_t i = 0; i < len; i++) {
+        d |= (uint8_t)(x[i] ^ y[i]);
+    }
+    return d == 0;
+}

@@ -1,9 +1,11 @@
 /*
  * sha256: SHA-256 (FIPS 180-4) for artifact digests. The head names uploaded binaries by their
- * digest, agents verify what they fetched, hvsubmit hashes before uploading. This is a plain,
- * portable implementation written from the standard; it is not a general crypto library (no
- * HMAC, no constant-time guarantees beyond what the algorithm gives). A context is caller
- * storage (init/update/final) with no allocation; contexts are not shared between threads.
+ * digest, agents verify what they fetched, hvsubmit hashes before uploading; HMAC-SHA256
+ * (RFC 2104) proves knowledge of a shared secret in libhv's actor handshake. This is a plain,
+ * portable implementation written from the standards; it is not a general crypto library (no
+ * constant-time guarantees beyond what the algorithm gives, except hv_ct_equal). A context is
+ * caller storage (init/update/final) with no allocation; contexts are not shared between
+ * threads.
  */
 #ifndef HV_COMMON_SHA256_H
 #define HV_COMMON_SHA256_H
@@ -35,5 +37,24 @@ void hv_sha256_hex(const uint8_t d[32], char hex[65]);
 hv_err hv_sha256_file(const char *path, char hex[65], uint64_t *size_out);
 /* 1 when s is exactly 64 lowercase hex characters (a digest as hv writes it), else 0. */
 int hv_sha256_valid_hex(const char *s);
+
+/* HMAC-SHA256 (RFC 2104 with SHA-256, block size 64). Caller storage, like hv_sha256_t. */
+typedef struct hv_hmac_sha256_s {
+    hv_sha256_t inner; /* H(K ^ ipad || message...) */
+    hv_sha256_t outer; /* H(K ^ opad || ...), finished in hv_hmac_sha256_final */
+} hv_hmac_sha256_t;
+
+/* Starts a MAC under key (borrowed, keylen bytes; a key longer than 64 bytes is hashed first, as
+ * the RFC says; key may be NULL when keylen == 0). */
+void hv_hmac_sha256_init(hv_hmac_sha256_t *ctx, const void *key, size_t keylen);
+/* Adds len bytes of data (borrowed; may be NULL when len == 0). */
+void hv_hmac_sha256_update(hv_hmac_sha256_t *ctx, const void *data, size_t len);
+/* Finishes the MAC into out; ctx must be re-initialized before reuse. Wipes the key material. */
+void hv_hmac_sha256_final(hv_hmac_sha256_t *ctx, uint8_t out[32]);
+/* One-shot HMAC-SHA256 of data under key. */
+void hv_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len, uint8_t out[32]);
+/* 1 when the len bytes at a and b are equal, else 0, in a time that depends only on len (for
+ * comparing MACs: an attacker learns nothing from how long a refusal took). */
+int hv_ct_equal(const void *a, const void *b, size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * sha256_test: checks hv_sha256 against the FIPS 180-2/NIST example vectors, against itself
- * when the input is fed in odd-sized pieces, and hv_sha256_file against the system's sha256sum.
+ * when the input is fed in odd-sized pieces, and hv_sha256_file against the system's sha256sum;
+ * HMAC-SHA256 against RFC 4231's test cases, and hv_ct_equal.
  * Each case can run alone: `sha256_test <case>`.
  */
 #include "sha256.h"
@@ -140,12 +141,62 @@ static void test_file(void) {
     CHECK_RC(hv_sha256_file("/tmp", hex, NULL), HV_EINVAL);
 }
 
+static void hmac_hex(const void *key, size_t keylen, const void *data, size_t len, char hex[65]) {
+    uint8_t d[32];
+    hv_hmac_sha256(key, keylen, data, len, d);
+    hv_sha256_hex(d, hex);
+}
+
+static void test_hmac(void) {
+    /* RFC 4231 test cases 1, 2 and 6 (a key longer than the block is hashed first). */
+    char hex[65];
+    uint8_t k1[20], k6[131];
+    memset(k1, 0x0b, sizeof(k1));
+    memset(k6, 0xaa, sizeof(k6));
+    hmac_hex(k1, sizeof(k1), "Hi There", 8, hex);
+    CHECK_STR(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    const char *m2 = "what do ya want for nothing?";
+    hmac_hex("Jefe", 4, m2, strlen(m2), hex);
+    CHECK_STR(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    const char *m6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    hmac_hex(k6, sizeof(k6), m6, strlen(m6), hex);
+    CHECK_STR(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    /* A key of exactly one block, a message fed in pieces (Python's hmac module gave the
+     * expected value). */
+    uint8_t k64[64];
+    char msg[200];
+    memset(k64, 0xaa, sizeof(k64));
+    memset(msg, 'x', sizeof(msg));
+    hv_hmac_sha256_t ctx;
+    hv_hmac_sha256_init(&ctx, k64, sizeof(k64));
+    hv_hmac_sha256_update(&ctx, msg, 7);
+    hv_hmac_sha256_update(&ctx, msg + 7, 130);
+    hv_hmac_sha256_update(&ctx, msg + 137, 63);
+    uint8_t d[32];
+    hv_hmac_sha256_final(&ctx, d);
+    hv_sha256_hex(d, hex);
+    CHECK_STR(hex, "195d3c6f6ae442a555518c607580f7e912914e7e4dea6e891e8cff56abc6d91f");
+}
+
+static void test_ct_equal(void) {
+    uint8_t a[32], b[32];
+    memset(a, 7, sizeof(a));
+    memset(b, 7, sizeof(b));
+    CHECK(hv_ct_equal(a, b, sizeof(a)));
+    b[31] ^= 1;
+    CHECK(!hv_ct_equal(a, b, sizeof(a)));
+    CHECK(hv_ct_equal(a, b, 31));
+    CHECK(hv_ct_equal(a, b, 0));
+}
+
 static const hv_check_case_t cases[] = {
     {"vectors", test_vectors},
     {"million_a", test_million_a},
     {"split_updates", test_split_updates},
     {"valid_hex", test_valid_hex},
     {"file", test_file},
+    {"hmac", test_hmac},
+    {"ct_equal", test_ct_equal},
 };
 
 int main(int argc, char **argv) {
