@@ -29,6 +29,8 @@ static const struct {
     [HV_ECORRUPT] = {"HV_ECORRUPT", "data corrupted"},
     [HV_ERESET] = {"HV_ERESET", "membership changed"},
     [HV_EAUTH] = {"HV_EAUTH", "not authenticated"},
+    [HV_EINDOUBT] = {"HV_EINDOUBT", "outcome unknown: the peer failed with the call in flight"},
+    [HV_EREMOTE] = {"HV_EREMOTE", "the remote method returned an error"},
 };
 
 const char *hv_strerror(hv_err rc) {

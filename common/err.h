@@ -28,6 +28,8 @@ typedef enum hv_err {
     HV_ECORRUPT = 17,  /* stored data is damaged */
     HV_ERESET = 18,    /* membership changed: re-join (elastic) */
     HV_EAUTH = 19,     /* no credential, or one the head does not know (UNAUTHENTICATED) */
+    HV_EINDOUBT = 20,  /* a call reached a peer that failed before answering: it may have run */
+    HV_EREMOTE = 21,   /* the remote method ran and returned an error (an actor call) */
     HV__ERR_COUNT
 } hv_err;
 

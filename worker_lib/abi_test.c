@@ -17,7 +17,8 @@ _Static_assert(HV_EEXIST == 12 && HV_EPERM == 13 && HV_EUNAVAIL == 14 && HV_ETOO
                "hv_err");
 _Static_assert(HV_ENOTSUP == 16 && HV_ECORRUPT == 17 && HV_ERESET == 18 && HV_EAUTH == 19,
                "hv_err");
-_Static_assert(HV__ERR_COUNT == 20, "a new hv_err value must be added to hv/hv.h too");
+_Static_assert(HV_EINDOUBT == 20 && HV_EREMOTE == 21, "hv_err");
+_Static_assert(HV__ERR_COUNT == 22, "a new hv_err value must be added to hv/hv.h too");
 
 static int failures;
 
@@ -62,17 +63,23 @@ int main(int argc, char **argv) {
                                        "hv_request_size",
                                        "hv_set_size_callback",
                                        "hv_state_save",
-                                       "hv_state_load"};
+                                       "hv_state_load",
+                                       "hv_actor_register",
+                                       "hv_actor_serve",
+                                       "hv_actor_connect",
+                                       "hv_actor_call_async",
+                                       "hv_future_wait",
+                                       "hv_actor_close"};
     for (size_t i = 0; i < sizeof(public_api) / sizeof(public_api[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is exported", public_api[i]);
         expect(dlsym(h, public_api[i]) != NULL, what);
     }
-    static const char *internal[] = {
-        "hv__engine_create", "hv__ring_allreduce",
-        "hv_malloc",         "hv_log_write",
-        "hv_rpc_unary",      "hv__reduce",
-        "hv_grow_parse",     "hvpb__v1__rdzv_join_request__descriptor"};
+    static const char *internal[] = {"hv__engine_create", "hv__ring_allreduce",
+                                     "hv_malloc",         "hv_log_write",
+                                     "hv_rpc_unary",      "hv__reduce",
+                                     "hv_grow_parse",     "hvpb__v1__rdzv_join_request__descriptor",
+                                     "hv__actor_mac",     "hv_hmac_sha256"};
     for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is not exported", internal[i]);

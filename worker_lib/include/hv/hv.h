@@ -63,6 +63,9 @@ typedef enum hv_err {
     HV_ECORRUPT = 17,  /* damaged data */
     HV_ERESET = 18,    /* membership changed: re-join (elastic) */
     HV_EAUTH = 19,     /* not authenticated (no or unknown credential, e.g. HV_WORKER_SECRET) */
+    HV_EINDOUBT = 20,  /* an actor call was sent, then the actor failed before answering: it may
+                          or may not have run (hv/actor.h) */
+    HV_EREMOTE = 21,   /* the actor's method ran and returned an error (hv/actor.h) */
     HV__ERR_COUNT
 } hv_err;
 

@@ -1,0 +1,568 @@
+/*
+ * actor_client: the calling side of libhv's actors (include/hv/actor.h): a connection to one
+ * actor, calls that return futures, and the outcome of each.
+ *
+ * Threads: a handle has one receiving thread, started by hv_actor_connect, that reads replies
+ * and completes futures; callers send from their own threads under the handle's send lock (a
+ * call's bytes are in the socket when hv_actor_call_async returns). The actor answers the calls
+ * of one connection in the order sent, so the calls in flight are a FIFO: a reply must answer
+ * the oldest pending call (anything else is a protocol error that breaks the connection).
+ *
+ * Locks: send_mu (one sender at a time; taken first), then mu (the pending FIFO, every future's
+ * outcome, refs, the broken/closed flags; the receiving thread takes only mu). When the
+ * connection breaks, the receiving thread sets broken and fails every pending call under mu in
+ * one step, and a sender checks broken under mu before it queues a call, so no call can be
+ * queued after the last failure and wait for ever.
+ *
+ * Lifetime: the handle and its futures share the state; refs counts the user's handle plus
+ * every future not yet destroyed, and the last one frees it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#include "actor_wire.h"
+#include "hv/actor.h"
+
+#define CLIENT_SEND_TIMEOUT_DEFAULT_MS 10000
+#define CLIENT_READ_CHUNK (64u << 10)
+
+struct hv_future_s {
+    hv_actor_t *a;            // shared state (one ref)
+    uint64_t id;              // call id
+    int done;                 // outcome known (under a->mu)
+    int abandoned;            // destroyed while pending: the receiver frees it
+    hv_err rc;                // the outcome
+    hv_err remote;            // the method's code (HV_EREMOTE)
+    uint8_t *data;            // owned: the result (HV_OK)
+    size_t len;               // bytes at data
+    char *msg;                // owned: the message of a failure, or NULL
+    struct hv_future_s *next; // pending FIFO
+};
+
+struct hv_actor_s {
+    int fd;             // owned
+    char addr[256];     // for messages
+    uint32_t max_frame; // the actor's limit (from HELLO)
+    uint32_t max_pending;
+    uint32_t send_timeout_ms;
+    pthread_t reader;
+    pthread_mutex_t send_mu;  // one sender at a time
+    pthread_mutex_t mu;       // everything below
+    pthread_cond_t cv;        // a future completed
+    int refs;                 // the handle + live futures
+    int closed;               // hv_actor_close was called
+    int broken;               // the connection is lost: new calls are not sent
+    hv_future_t *head, *tail; // pending calls, oldest first
+    uint32_t npending;
+    uint64_t next_id;
+    char why[512]; // why the connection broke (an ERROR frame's text, or a reset)
+};
+
+static void actor_unref(hv_actor_t *a) {
+    pthread_mutex_lock(&a->mu);
+    int last = --a->refs == 0;
+    pthread_mutex_unlock(&a->mu);
+    if (last) {
+        pthread_mutex_destroy(&a->send_mu);
+        pthread_mutex_destroy(&a->mu);
+        pthread_cond_destroy(&a->cv);
+        hv_free(a);
+    }
+}
+
+static void future_free(hv_future_t *f) {
+    hv_free(f->data);
+    hv_free(f->msg);
+    hv_free(f);
+}
+
+/* Sets f's outcome (under a->mu). Returns 1 when f was abandoned and must be freed now. */
+static int future_finish(hv_future_t *f, hv_err rc, hv_err remote, uint8_t *data, size_t len,
+                         const char *msg) {
+    f->rc = rc;
+    f->remote = remote;
+    f->data = data;
+    f->len = len;
+    if (msg != NULL) {
+        f->msg = hv_strdup(msg);
+    }
+    f->done = 1;
+    return f->abandoned;
+}
+
+/* Fails every pending call (under a->mu) and marks the connection broken. Returns the abandoned
+ * futures to free (a list through next) once the lock is released. */
+static hv_future_t *actor_fail_all(hv_actor_t *a, hv_err rc, const char *msg) {
+    hv_future_t *dead = NULL;
+    a->broken = 1;
+    while (a->head != NULL) {
+        hv_future_t *f = a->head;
+        a->head = f->next;
+        f->next = NULL;
+        if (future_finish(f, rc, HV_OK, NULL, 0, msg)) {
+            f->next = dead;
+            dead = f;
+        }
+    }
+    a->tail = NULL;
+    a->npending = 0;
+    pthread_cond_broadcast(&a->cv);
+    return dead;
+}
+
+static void free_dead(hv_actor_t *a, hv_future_t *dead) {
+    while (dead != NULL) {
+        hv_future_t *n = dead->next;
+        future_free(dead);
+        dead = n;
+        pthread_mutex_lock(&a->mu);
+        a->refs--; // never the last: the handle's ref is held while the receiver runs
+        pthread_mutex_unlock(&a->mu);
+    }
+}
+
+/* Handles one frame from the actor. Returns HV_OK, or an error that breaks the connection (why
+ * filled). dead collects abandoned futures. */
+static hv_err actor_frame(hv_actor_t *a, const hv__actor_hdr_t *h, const uint8_t *body,
+                          hv_future_t **dead) {
+    if (h->type == HV__ACTOR_ERROR) {
+        size_t tl = h->len > 4 ? h->len - 4 : 0;
+        tl = tl < sizeof(a->why) - 40 ? tl : sizeof(a->why) - 40;
+        pthread_mutex_lock(&a->mu);
+        snprintf(a->why, sizeof(a->why), "the actor closed the connection: %.*s", (int)tl,
+                 (const char *)body + 4);
+        pthread_mutex_unlock(&a->mu);
+        return HV_ECLOSED;
+    }
+    if (h->type != HV__ACTOR_REPLY || h->len < 4) {
+        snprintf(a->why, sizeof(a->why), "protocol error: unexpected frame type %u from the actor",
+                 h->type);
+        return HV_EPROTO;
+    }
+    uint32_t status = hv__actor_get_u32(body);
+    size_t len = h->len - 4;
+    uint8_t *data = NULL;
+    char *msg = NULL;
+    if (status == HV_OK && len > 0) {
+        data = hv_malloc(len);
+        if (data == NULL) {
+            snprintf(a->why, sizeof(a->why), "out of memory for a result of %zu bytes", len);
+            return HV_ENOMEM;
+        }
+        memcpy(data, body + 4, len);
+    } else if (status != HV_OK) {
+        size_t tl = len < HV__ACTOR_ERRMSG_MAX ? len : HV__ACTOR_ERRMSG_MAX;
+        msg = hv_malloc(tl + 1);
+        if (msg != NULL) {
+            memcpy(msg, body + 4, tl);
+            msg[tl] = '\0';
+        }
+    }
+    pthread_mutex_lock(&a->mu);
+    hv_future_t *f = a->head;
+    if (f == NULL || f->id != h->id) {
+        pthread_mutex_unlock(&a->mu);
+        hv_free(data);
+        hv_free(msg);
+        snprintf(a->why, sizeof(a->why), "protocol error: a reply to call %llu out of order",
+                 (unsigned long long)h->id);
+        return HV_EPROTO;
+    }
+    a->head = f->next;
+    if (a->head == NULL) {
+        a->tail = NULL;
+    }
+    a->npending--;
+    f->next = NULL;
+    f->rc = status == HV_OK ? HV_OK : HV_EREMOTE;
+    f->remote = (hv_err)status;
+    f->data = data;
+    f->len = len;
+    f->msg = msg;
+    f->done = 1;
+    if (f->abandoned) {
+        f->next = *dead;
+        *dead = f;
+    }
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return HV_OK;
+}
+
+static void *actor_reader(void *arg) {
+    hv_actor_t *a = arg;
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    hv_err rc = HV_OK;
+    for (;;) {
+        /* Room for a whole frame when the one at the front is larger than a chunk. */
+        size_t want = CLIENT_READ_CHUNK;
+        if (len >= HV__ACTOR_HDR) {
+            hv__actor_hdr_t h;
+            hv__actor_hdr_get(buf, &h);
+            if (h.len > a->max_frame + 4u) {
+                snprintf(a->why, sizeof(a->why), "protocol error: a reply of %u bytes", h.len);
+                rc = HV_EPROTO;
+                break;
+            }
+            if (HV__ACTOR_HDR + (size_t)h.len > len + want) {
+                want = HV__ACTOR_HDR + (size_t)h.len - len;
+            }
+        }
+        if (cap - len < want) {
+            uint8_t *g = hv_realloc(buf, len + want);
+            if (g == NULL) {
+                snprintf(a->why, sizeof(a->why), "out of memory");
+                rc = HV_ENOMEM;
+                break;
+            }
+            buf = g;
+            cap = len + want;
+        }
+        ssize_t n = recv(a->fd, buf + len, cap - len, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            rc = HV_ECLOSED;
+            break;
+        }
+        len += (size_t)n;
+        size_t pos = 0;
+        hv_future_t *dead = NULL;
+        while (rc == HV_OK && len - pos >= HV__ACTOR_HDR) {
+            hv__actor_hdr_t h;
+            hv__actor_hdr_get(buf + pos, &h);
+            if (len - pos < HV__ACTOR_HDR + (size_t)h.len) {
+                break;
+            }
+            rc = actor_frame(a, &h, buf + pos + HV__ACTOR_HDR, &dead);
+            pos += HV__ACTOR_HDR + (size_t)h.len;
+        }
+        free_dead(a, dead);
+        if (rc != HV_OK) {
+            break;
+        }
+        memmove(buf, buf + pos, len - pos);
+        len -= pos;
+    }
+    hv_free(buf);
+    /* The connection is over: every call in flight was sent and has no answer. */
+    pthread_mutex_lock(&a->mu);
+    char msg[1024];
+    hv_err out = a->closed ? HV_ECANCELED : HV_EINDOUBT;
+    if (a->closed) {
+        snprintf(msg, sizeof(msg),
+                 "the connection to the actor at %s was closed by the caller with the call in "
+                 "flight; it may or may not have run",
+                 a->addr);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "%s%sthe actor at %s went away with the call in flight (its process died, or "
+                 "the connection broke); the call may or may not have run",
+                 a->why, a->why[0] ? "; " : "", a->addr);
+    }
+    if (a->why[0] == '\0') {
+        snprintf(a->why, sizeof(a->why), "the connection to the actor at %.255s was lost", a->addr);
+    }
+    (void)rc;
+    hv_future_t *dead = actor_fail_all(a, out, msg);
+    pthread_mutex_unlock(&a->mu);
+    free_dead(a, dead);
+    return NULL;
+}
+
+hv_err hv_actor_connect(const char *addr, const char *secret, const hv_actor_connect_config_t *cfg,
+                        hv_actor_t **out, char *err, size_t errlen) {
+    if (out == NULL || addr == NULL || strlen(addr) >= 256) {
+        hv_errf(err, errlen, "no actor address");
+        return HV_EINVAL;
+    }
+    if (secret == NULL || strlen(secret) < HV_ACTOR_SECRET_MIN ||
+        strlen(secret) > HV_ACTOR_SECRET_MAX) {
+        hv_errf(err, errlen, "an actor's secret is %d to %d bytes", HV_ACTOR_SECRET_MIN,
+                HV_ACTOR_SECRET_MAX);
+        return HV_EINVAL;
+    }
+    if (cfg != NULL && cfg->size < sizeof(hv_actor_connect_config_t)) {
+        hv_errf(err, errlen, "hv_actor_connect_config_t.size is not set");
+        return HV_EINVAL;
+    }
+    uint32_t connect_ms =
+        cfg && cfg->connect_timeout_ms ? cfg->connect_timeout_ms : HV_ACTOR_CONNECT_TIMEOUT_DEFAULT;
+    uint64_t deadline = hv_now_ms() + connect_ms;
+    int fd = -1;
+    HV_TRY(hv__actor_dial(addr, deadline, &fd, err, errlen));
+    uint32_t max_frame = 0;
+    hv_err rc = hv__actor_client_handshake(fd, secret, deadline, &max_frame, err, errlen);
+    if (rc != HV_OK) {
+        close(fd);
+        return rc;
+    }
+    hv_actor_t *a = hv_calloc(1, sizeof(*a));
+    if (a == NULL) {
+        close(fd);
+        return HV_ENOMEM;
+    }
+    a->fd = fd;
+    snprintf(a->addr, sizeof(a->addr), "%s", addr);
+    a->max_frame = max_frame;
+    a->max_pending = cfg && cfg->max_pending ? cfg->max_pending : HV_ACTOR_PENDING_DEFAULT;
+    a->send_timeout_ms =
+        cfg && cfg->send_timeout_ms ? cfg->send_timeout_ms : CLIENT_SEND_TIMEOUT_DEFAULT_MS;
+    a->refs = 1;
+    a->next_id = 1;
+    pthread_mutex_init(&a->send_mu, NULL);
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&a->reader, NULL, actor_reader, a) != 0) {
+        close(fd);
+        actor_unref(a);
+        hv_errf(err, errlen, "cannot start a thread");
+        return HV_ENOMEM;
+    }
+    *out = a;
+    return HV_OK;
+}
+
+/* Writes the whole iovec (header, method, argument) within the send timeout. */
+static hv_err actor_send(hv_actor_t *a, struct iovec *iov, int n) {
+    uint64_t deadline = 0;
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    for (;;) {
+        ssize_t w = sendmsg(a->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                return HV_EPEER;
+            }
+            /* The socket's buffer is full (the actor is not reading): wait, bounded. */
+            if (deadline == 0) {
+                deadline = hv_now_ms() + a->send_timeout_ms;
+            }
+            int left = hv__actor_ms_left(deadline);
+            if (left == 0) {
+                return HV_ETIMEDOUT;
+            }
+            struct pollfd p = {.fd = a->fd, .events = POLLOUT};
+            (void)poll(&p, 1, left);
+            continue;
+        }
+        size_t done = (size_t)w;
+        while (m.msg_iovlen > 0 && done >= m.msg_iov->iov_len) {
+            done -= m.msg_iov->iov_len;
+            m.msg_iov++;
+            m.msg_iovlen--;
+        }
+        if (m.msg_iovlen == 0) {
+            return HV_OK;
+        }
+        m.msg_iov->iov_base = (uint8_t *)m.msg_iov->iov_base + done;
+        m.msg_iov->iov_len -= done;
+    }
+}
+
+hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, size_t len,
+                           hv_future_t **out) {
+    size_t name_len = method != NULL ? strlen(method) : 0;
+    if (a == NULL || out == NULL || name_len == 0 || name_len > HV_ACTOR_METHOD_MAX ||
+        (arg == NULL && len > 0)) {
+        return HV_EINVAL;
+    }
+    if (name_len + len > a->max_frame) {
+        return HV_ETOOBIG;
+    }
+    hv_future_t *f = hv_calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return HV_ENOMEM;
+    }
+    pthread_mutex_lock(&a->send_mu);
+    pthread_mutex_lock(&a->mu);
+    hv_err rc = a->closed                       ? HV_ECLOSED
+                : a->broken                     ? HV_EUNAVAIL
+                : a->npending >= a->max_pending ? HV_ETOOBIG
+                                                : HV_OK;
+    if (rc != HV_OK) {
+        pthread_mutex_unlock(&a->mu);
+        pthread_mutex_unlock(&a->send_mu);
+        hv_free(f);
+        return rc;
+    }
+    f->a = a;
+    f->id = a->next_id++;
+    if (a->tail != NULL) {
+        a->tail->next = f;
+    } else {
+        a->head = f;
+    }
+    a->tail = f;
+    a->npending++;
+    a->refs++;
+    pthread_mutex_unlock(&a->mu);
+    uint8_t hdr[HV__ACTOR_HDR];
+    hv__actor_hdr_t h = {.len = (uint32_t)(name_len + len),
+                         .type = HV__ACTOR_CALL,
+                         .name_len = (uint16_t)name_len,
+                         .id = f->id};
+    hv__actor_hdr_put(hdr, &h);
+    struct iovec iov[3] = {{hdr, sizeof(hdr)}, {(void *)method, name_len}, {(void *)arg, len}};
+    if (actor_send(a, iov, len > 0 ? 3 : 2) != HV_OK) {
+        /* Part of the call may be in the socket: the stream is unusable. The receiving thread
+         * sees the end of the connection and fails every pending call, this one included, as
+         * in doubt. */
+        pthread_mutex_lock(&a->mu);
+        snprintf(a->why, sizeof(a->why),
+                 "sending to the actor failed or made no progress for %u ms", a->send_timeout_ms);
+        pthread_mutex_unlock(&a->mu);
+        shutdown(a->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&a->send_mu);
+    *out = f;
+    return HV_OK;
+}
+
+hv_err hv_future_wait(hv_future_t *f, uint32_t timeout_ms, const void **data_out, size_t *len_out) {
+    if (f == NULL) {
+        return HV_EINVAL;
+    }
+    hv_actor_t *a = f->a;
+    pthread_mutex_lock(&a->mu);
+    if (!f->done && timeout_ms > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (!f->done) {
+            if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) == ETIMEDOUT) {
+                break;
+            }
+        }
+    }
+    hv_err rc = f->done ? f->rc : HV_ETIMEDOUT;
+    pthread_mutex_unlock(&a->mu);
+    if (rc == HV_OK) {
+        if (data_out != NULL) {
+            *data_out = f->data;
+        }
+        if (len_out != NULL) {
+            *len_out = f->len;
+        }
+    }
+    return rc;
+}
+
+const char *hv_future_error(const hv_future_t *f, hv_err *remote_code_out) {
+    if (f == NULL) {
+        return "";
+    }
+    pthread_mutex_lock(&f->a->mu);
+    int done = f->done;
+    hv_err remote = f->rc == HV_EREMOTE ? f->remote : HV_OK;
+    const char *msg = f->msg;
+    hv_err rc = f->rc;
+    pthread_mutex_unlock(&f->a->mu);
+    if (remote_code_out != NULL) {
+        *remote_code_out = done ? remote : HV_OK;
+    }
+    if (!done || rc == HV_OK) {
+        return "";
+    }
+    if (msg != NULL) {
+        return msg;
+    }
+    return hv_strerror(rc == HV_EREMOTE ? remote : rc);
+}
+
+void hv_future_destroy(hv_future_t *f) {
+    if (f == NULL) {
+        return;
+    }
+    hv_actor_t *a = f->a;
+    pthread_mutex_lock(&a->mu);
+    int pending = !f->done;
+    if (pending) {
+        f->abandoned = 1; // the receiving thread frees it and drops its ref
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (!pending) {
+        future_free(f);
+        actor_unref(a);
+    }
+}
+
+hv_err hv_actor_call(hv_actor_t *a, const char *method, const void *arg, size_t len,
+                     uint32_t timeout_ms, void **data_out, size_t *len_out, char *err,
+                     size_t errlen) {
+    hv_future_t *f = NULL;
+    hv_err rc = hv_actor_call_async(a, method, arg, len, &f);
+    if (rc != HV_OK) {
+        if (rc == HV_EUNAVAIL && a != NULL) {
+            pthread_mutex_lock(&a->mu);
+            hv_errf(err, errlen, "not sent: %s", a->why);
+            pthread_mutex_unlock(&a->mu);
+        } else {
+            hv_errf(err, errlen, "not sent: %s", hv_strerror(rc));
+        }
+        return rc;
+    }
+    rc = hv_future_wait(f, timeout_ms, NULL, NULL);
+    if (rc == HV_OK) {
+        if (data_out != NULL) {
+            *data_out = f->data; // handed over to the caller
+            f->data = NULL;
+        }
+        if (len_out != NULL) {
+            *len_out = f->len;
+        }
+    } else if (rc == HV_ETIMEDOUT) {
+        hv_errf(err, errlen, "no answer from the actor at %s within %u ms; the call may still run",
+                a->addr, timeout_ms);
+    } else {
+        hv_err remote = HV_OK;
+        const char *msg = hv_future_error(f, &remote);
+        if (rc == HV_EREMOTE) {
+            hv_errf(err, errlen, "%s: %s (%s)", method, msg, hv_errname(remote));
+        } else {
+            hv_errf(err, errlen, "%s", msg);
+        }
+    }
+    hv_future_destroy(f);
+    return rc;
+}
+
+void hv_actor_free(void *p) { hv_free(p); }
+
+void hv_actor_close(hv_actor_t *a) {
+    if (a == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&a->mu);
+    a->closed = 1;
+    pthread_mutex_unlock(&a->mu);
+    shutdown(a->fd, SHUT_RDWR);
+    pthread_join(a->reader, NULL);
+    close(a->fd);
+    actor_unref(a);
+}

@@ -1,0 +1,523 @@
+/*
+ * actor_test: libhv's actors (include/hv/actor.h) through real sockets and real processes. Each
+ * case forks an actor process that registers the test class "t" and runs hv_actor_serve (so
+ * SIGTERM, SIGKILL and a crashing method hit a real process), then calls it as a user would:
+ * order with many calls in flight, a bound on a wait, a wrong secret, an oversized frame (the
+ * caller refuses to send one; a hostile peer that sends one is cut off), a handshake that never
+ * comes, a SIGKILL and a crashing method with calls in flight (HV_EINDOUBT at once, not a hang),
+ * a method error (HV_EREMOTE with the method's code and message), and save/load across a stop
+ * and a restart. `actor_test NAME` runs one case.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "actor_wire.h"
+#include "hv/actor.h"
+#include "hvtest.h"
+#include "util.h"
+
+#define SECRET "test-secret-0123456789abcdef"
+
+/* ---- the test class, run in the forked actor process ----------------------------------------- */
+
+typedef struct tstate_s {
+    int64_t count;     // add / get
+    uint32_t last[16]; // seq: the last number seen per stream
+} tstate_t;
+
+static hv_err t_create(void *ud, const void *arg, size_t len, void **self_out) {
+    (void)ud;
+    (void)arg;
+    (void)len;
+    tstate_t *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return HV_ENOMEM;
+    }
+    *self_out = t;
+    return HV_OK;
+}
+
+static int64_t t_num(const void *arg, size_t len) {
+    char buf[32];
+    len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+    memcpy(buf, arg, len);
+    buf[len] = '\0';
+    return strtoll(buf, NULL, 10);
+}
+
+static hv_err t_call(void *self, const char *method, const void *arg, size_t len,
+                     hv_actor_out_t *out) {
+    tstate_t *t = self;
+    char buf[32];
+    if (strcmp(method, "seq") == 0) {
+        /* arg: u32 stream, u32 number. Each stream's numbers must come 1, 2, 3, ... */
+        uint32_t v[2];
+        if (len != sizeof(v)) {
+            return HV_EINVAL;
+        }
+        memcpy(v, arg, sizeof(v));
+        if (v[0] >= 16 || v[1] != t->last[v[0]] + 1) {
+            hv_actor_out_errorf(out, "stream %u: got %u after %u", v[0], v[1], t->last[v[0] & 15]);
+            return HV_EPROTO;
+        }
+        t->last[v[0]] = v[1];
+        return hv_actor_out_append(out, arg, len);
+    }
+    if (strcmp(method, "echo") == 0) {
+        return hv_actor_out_append(out, arg, len);
+    }
+    if (strcmp(method, "add") == 0 || strcmp(method, "get") == 0) {
+        if (method[0] == 'a') {
+            t->count += t_num(arg, len);
+        }
+        int n = snprintf(buf, sizeof(buf), "%lld", (long long)t->count);
+        return hv_actor_out_append(out, buf, (size_t)n);
+    }
+    if (strcmp(method, "sleep") == 0) {
+        usleep((useconds_t)t_num(arg, len) * 1000);
+        return HV_OK;
+    }
+    if (strcmp(method, "fail") == 0) {
+        hv_actor_out_errorf(out, "bad input '%.*s'", (int)len, (const char *)arg);
+        return HV_EINVAL;
+    }
+    if (strcmp(method, "crash") == 0) {
+        abort();
+    }
+    return HV_ENOTFOUND;
+}
+
+static hv_err t_save(void *self, hv_actor_out_t *out) {
+    tstate_t *t = self;
+    return hv_actor_out_append(out, &t->count, sizeof(t->count));
+}
+
+static hv_err t_load(void *self, const void *state, size_t len) {
+    tstate_t *t = self;
+    if (len != sizeof(t->count)) {
+        return HV_ECORRUPT;
+    }
+    memcpy(&t->count, state, sizeof(t->count));
+    return HV_OK;
+}
+
+/* ---- an actor process per case ----------------------------------------------------------------- */
+
+typedef struct srv_s {
+    pid_t pid;
+    char dir[64];    // per-case temporary directory
+    char addr[64];   // "127.0.0.1:PORT"
+    char state[128]; // dir/state
+} srv_t;
+
+typedef struct srv_opts_s {
+    uint32_t max_frame;
+    uint32_t hs_timeout_ms;
+    int save; // state_out = dir/state
+    int load; // state_in = dir/state
+} srv_opts_t;
+
+/* Forks the actor process and waits (bounded) for its address. 0 on success. */
+static int srv_start(srv_t *s, const srv_opts_t *o) {
+    char addr_file[128];
+    snprintf(addr_file, sizeof(addr_file), "%s/addr", s->dir);
+    unlink(addr_file);
+    snprintf(s->state, sizeof(s->state), "%s/state", s->dir);
+    fflush(NULL);
+    s->pid = fork();
+    if (s->pid == 0) {
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core); // the crash case aborts
+        hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
+        cls.name = "t";
+        cls.create = t_create;
+        cls.call = t_call;
+        cls.destroy = free;
+        cls.save = t_save;
+        cls.load = t_load;
+        if (hv_actor_register(&cls) != HV_OK) {
+            _exit(3);
+        }
+        hv_actor_server_config_t cfg = HV_ACTOR_SERVER_CONFIG_INIT;
+        cfg.class_name = "t";
+        cfg.secret = SECRET;
+        cfg.addr_file = addr_file;
+        cfg.max_frame = o ? o->max_frame : 0;
+        cfg.handshake_timeout_ms = o ? o->hs_timeout_ms : 0;
+        cfg.state_out = o && o->save ? s->state : NULL;
+        cfg.state_in = o && o->load ? s->state : NULL;
+        _exit(hv_actor_serve(&cfg) == HV_OK ? 0 : 1);
+    }
+    double end = hvtest_now() + hvtest_scale(10);
+    while (hvtest_now() < end) {
+        char *text = NULL;
+        size_t len = 0;
+        if (hv_read_file(addr_file, 64, &text, &len) == HV_OK) {
+            snprintf(s->addr, sizeof(s->addr), "%.*s", (int)(len > 0 ? len - 1 : 0), text);
+            free(text);
+            return 0;
+        }
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            HVT_FAIL("the actor process exited before listening (status %d)", st);
+            return -1;
+        }
+        usleep(5000);
+    }
+    HVT_FAIL("the actor process did not listen within 10 s");
+    return -1;
+}
+
+/* Ends the actor process (SIGKILL unless already gone) and reaps it. */
+static void srv_kill(srv_t *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+}
+
+/* Stops it the graceful way (SIGTERM) and returns its exit status, or -1 after 10 s. */
+static int srv_term(srv_t *s) {
+    kill(s->pid, SIGTERM);
+    double end = hvtest_now() + hvtest_scale(10);
+    while (hvtest_now() < end) {
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        usleep(5000);
+    }
+    srv_kill(s);
+    return -1;
+}
+
+static void srv_cleanup(srv_t *s) {
+    srv_kill(s);
+    char path[160];
+    const char *names[] = {"addr", "state"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
+        unlink(path);
+    }
+    rmdir(s->dir);
+}
+
+/* Runs body against a fresh actor process with options o, always cleaning up. */
+static void with_actor(void (*body)(srv_t *), const srv_opts_t *o) {
+    srv_t s = {0};
+    snprintf(s.dir, sizeof(s.dir), "/tmp/hv_actor_test.XXXXXX");
+    if (mkdtemp(s.dir) == NULL) {
+        HVT_FAIL("mkdtemp: %s", strerror(errno));
+        return;
+    }
+    if (srv_start(&s, o) == 0) {
+        body(&s);
+    }
+    srv_cleanup(&s);
+}
+
+static hv_actor_t *connect_ok(srv_t *s) {
+    hv_actor_t *a = NULL;
+    char err[256] = "";
+    hv_err rc = hv_actor_connect(s->addr, SECRET, NULL, &a, err, sizeof(err));
+    if (rc != HV_OK) {
+        HVT_FAIL("connect %s: %s (%s)", s->addr, err, hv_errname(rc));
+        return NULL;
+    }
+    return a;
+}
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+/* Two connections, 3000 calls each, up to 256 in flight on each: every call runs in the order
+ * its connection sent it (the actor checks) and each result is its own. */
+static void order_body(srv_t *s) {
+    enum { N = 3000, K = 256 };
+    hv_actor_t *a[2] = {connect_ok(s), connect_ok(s)};
+    static hv_future_t *fs[2][N];
+    ASSERT_TRUE(a[0] != NULL && a[1] != NULL);
+    uint32_t next[2] = {0, 0}, got[2] = {0, 0};
+    while (got[0] < N || got[1] < N) {
+        for (int c = 0; c < 2; c++) {
+            while (next[c] < N && next[c] - got[c] < K) {
+                uint32_t v[2] = {(uint32_t)c, next[c] + 1};
+                ASSERT_OK(hv_actor_call_async(a[c], "seq", v, sizeof(v), &fs[c][next[c]]));
+                next[c]++;
+            }
+            /* Take half of what is in flight, oldest first. */
+            uint32_t upto = got[c] + (next[c] - got[c] + 1) / 2;
+            for (; got[c] < upto; got[c]++) {
+                const void *d = NULL;
+                size_t len = 0;
+                hv_err rc = hv_future_wait(fs[c][got[c]], 10000, &d, &len);
+                if (rc != HV_OK) {
+                    HVT_FAIL("call %u of connection %d: %s: %s", got[c] + 1, c, hv_errname(rc),
+                             hv_future_error(fs[c][got[c]], NULL));
+                    return;
+                }
+                uint32_t v[2];
+                ASSERT_EQ_INT(len, sizeof(v));
+                memcpy(v, d, sizeof(v));
+                ASSERT_EQ_INT(v[0], c);
+                ASSERT_EQ_INT(v[1], got[c] + 1);
+                hv_future_destroy(fs[c][got[c]]);
+            }
+        }
+    }
+    hv_actor_close(a[0]);
+    hv_actor_close(a[1]);
+}
+static void case_order_pipelined(void) { with_actor(order_body, NULL); }
+
+/* hv_future_wait returns HV_ETIMEDOUT at its bound while the method still runs, and the same
+ * future then completes; hv_actor_call's timeout says the outcome is unknown. */
+static void wait_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    hv_future_t *f = NULL;
+    ASSERT_OK(hv_actor_call_async(a, "sleep", "1500", 4, &f));
+    double t0 = hvtest_now();
+    ASSERT_RC(hv_future_wait(f, 100, NULL, NULL), HV_ETIMEDOUT);
+    double waited = hvtest_now() - t0;
+    ASSERT_TRUE(waited >= 0.09 && waited < hvtest_scale(1.0));
+    ASSERT_RC(hv_future_wait(f, 0, NULL, NULL), HV_ETIMEDOUT);
+    ASSERT_OK(hv_future_wait(f, 10000, NULL, NULL));
+    hv_future_destroy(f);
+    char err[256] = "";
+    t0 = hvtest_now();
+    ASSERT_RC(hv_actor_call(a, "sleep", "1000", 4, 100, NULL, NULL, err, sizeof(err)),
+              HV_ETIMEDOUT);
+    ASSERT_TRUE(hvtest_now() - t0 < hvtest_scale(1.0));
+    ASSERT_TRUE(strstr(err, "may still run") != NULL);
+    /* The abandoned call still completes in order before this one. */
+    void *res = NULL;
+    size_t len = 0;
+    ASSERT_OK(hv_actor_call(a, "echo", "hi", 2, 10000, &res, &len, NULL, 0));
+    ASSERT_TRUE(len == 2 && memcmp(res, "hi", 2) == 0);
+    hv_actor_free(res);
+    hv_actor_close(a);
+}
+static void case_wait_bound(void) { with_actor(wait_body, NULL); }
+
+/* A caller with another secret is refused (HV_EAUTH, in words), and the actor goes on serving
+ * the right one. */
+static void secret_body(srv_t *s) {
+    hv_actor_t *a = NULL;
+    char err[256] = "";
+    ASSERT_RC(hv_actor_connect(s->addr, "another-secret-0123456789", NULL, &a, err, sizeof(err)),
+              HV_EAUTH);
+    ASSERT_TRUE(a == NULL);
+    ASSERT_TRUE(strstr(err, "secret") != NULL);
+    ASSERT_RC(hv_actor_connect(s->addr, "short", NULL, &a, err, sizeof(err)), HV_EINVAL);
+    a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    ASSERT_OK(hv_actor_call(a, "echo", "ok", 2, 10000, NULL, NULL, NULL, 0));
+    hv_actor_close(a);
+}
+static void case_wrong_secret(void) { with_actor(secret_body, NULL); }
+
+/* With a 64 KiB frame limit: the caller refuses to send a larger call (not delivered), and a peer
+ * that sends a larger frame anyway gets an ERROR frame (HV_ETOOBIG) and is cut off, while other
+ * callers go on. */
+static void frame_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    size_t big = 70000;
+    char *buf = calloc(1, big);
+    ASSERT_TRUE(buf != NULL);
+    hv_future_t *f = NULL;
+    hv_err rc = hv_actor_call_async(a, "echo", buf, big, &f);
+    free(buf);
+    ASSERT_RC(rc, HV_ETOOBIG);
+    ASSERT_TRUE(f == NULL);
+
+    /* The hostile peer: a valid handshake, then a header announcing 1 MiB. */
+    uint64_t deadline = hv_now_ms() + 5000;
+    int fd = -1;
+    uint32_t max_frame = 0;
+    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
+    ASSERT_OK(hv__actor_client_handshake(fd, SECRET, deadline, &max_frame, NULL, 0));
+    ASSERT_EQ_INT(max_frame, 65536);
+    uint8_t hdr[HV__ACTOR_HDR];
+    hv__actor_hdr_t h = {.len = 1u << 20, .type = HV__ACTOR_CALL, .name_len = 4, .id = 1};
+    hv__actor_hdr_put(hdr, &h);
+    ASSERT_OK(hv__actor_write_full(fd, hdr, sizeof(hdr), deadline));
+    uint8_t reply[HV__ACTOR_HDR + 256];
+    ASSERT_OK(hv__actor_read_full(fd, reply, HV__ACTOR_HDR, deadline));
+    hv__actor_hdr_get(reply, &h);
+    ASSERT_EQ_INT(h.type, HV__ACTOR_ERROR);
+    ASSERT_TRUE(h.len >= 4 && h.len <= 256);
+    ASSERT_OK(hv__actor_read_full(fd, reply + HV__ACTOR_HDR, h.len, deadline));
+    ASSERT_EQ_INT(hv__actor_get_u32(reply + HV__ACTOR_HDR), HV_ETOOBIG);
+    ASSERT_RC(hv__actor_read_full(fd, reply, 1, deadline), HV_ECLOSED);
+    close(fd);
+
+    ASSERT_OK(hv_actor_call(a, "echo", "still", 5, 10000, NULL, NULL, NULL, 0));
+    hv_actor_close(a);
+}
+static void case_oversized_frame(void) {
+    srv_opts_t o = {.max_frame = 65536};
+    with_actor(frame_body, &o);
+}
+
+/* A connection that never authenticates is closed at the handshake timeout. */
+static void handshake_body(srv_t *s) {
+    uint64_t deadline = hv_now_ms() + 5000;
+    int fd = -1;
+    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
+    uint8_t hello[HV__ACTOR_HDR + HV__ACTOR_HELLO_LEN];
+    ASSERT_OK(hv__actor_read_full(fd, hello, sizeof(hello), deadline));
+    double t0 = hvtest_now();
+    uint8_t b;
+    ASSERT_RC(hv__actor_read_full(fd, &b, 1, deadline), HV_ECLOSED);
+    ASSERT_TRUE(hvtest_now() - t0 < hvtest_scale(2.0));
+    close(fd);
+}
+static void case_handshake_timeout(void) {
+    srv_opts_t o = {.hs_timeout_ms = 300};
+    with_actor(handshake_body, &o);
+}
+
+/* Checks that every future in fs ends with HV_EINDOUBT within a bound, not at its timeout. */
+static void expect_in_doubt(hv_future_t **fs, int n, double t0) {
+    for (int i = 0; i < n; i++) {
+        hv_err rc = hv_future_wait(fs[i], 20000, NULL, NULL);
+        if (rc != HV_EINDOUBT) {
+            HVT_FAIL("call %d: got %s, want HV_EINDOUBT", i, hv_errname(rc));
+            return;
+        }
+        const char *msg = hv_future_error(fs[i], NULL);
+        if (strstr(msg, "may or may not have run") == NULL) {
+            HVT_FAIL("call %d: message '%s'", i, msg);
+            return;
+        }
+    }
+    if (hvtest_now() - t0 > hvtest_scale(3.0)) {
+        HVT_FAIL("the calls took %.1f s to fail", hvtest_now() - t0);
+    }
+    for (int i = 0; i < n; i++) {
+        hv_future_destroy(fs[i]);
+    }
+}
+
+/* SIGKILL of the actor process with calls in flight: each fails with HV_EINDOUBT at once; a later
+ * call is not sent (HV_EUNAVAIL). */
+static void sigkill_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    hv_future_t *fs[11];
+    ASSERT_OK(hv_actor_call_async(a, "sleep", "5000", 4, &fs[0]));
+    for (int i = 1; i < 11; i++) {
+        ASSERT_OK(hv_actor_call_async(a, "echo", "x", 1, &fs[i]));
+    }
+    usleep(200 * 1000);
+    double t0 = hvtest_now();
+    kill(s->pid, SIGKILL);
+    expect_in_doubt(fs, 11, t0);
+    hv_future_t *f = NULL;
+    char err[512] = "";
+    ASSERT_RC(hv_actor_call_async(a, "echo", "x", 1, &f), HV_EUNAVAIL);
+    ASSERT_RC(hv_actor_call(a, "echo", "x", 1, 1000, NULL, NULL, err, sizeof(err)), HV_EUNAVAIL);
+    ASSERT_TRUE(strstr(err, "not sent") != NULL);
+    hv_actor_close(a);
+}
+static void case_sigkill_inflight(void) { with_actor(sigkill_body, NULL); }
+
+/* A method that crashes the actor process fails the caller's pending calls with HV_EINDOUBT. */
+static void crash_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    hv_future_t *fs[6];
+    double t0 = hvtest_now();
+    ASSERT_OK(hv_actor_call_async(a, "crash", NULL, 0, &fs[0]));
+    for (int i = 1; i < 6; i++) {
+        ASSERT_OK(hv_actor_call_async(a, "echo", "x", 1, &fs[i]));
+    }
+    expect_in_doubt(fs, 6, t0);
+    ASSERT_TRUE(strstr(hv_strerror(HV_EINDOUBT), "outcome unknown") != NULL);
+    hv_actor_close(a);
+}
+static void case_method_crash(void) { with_actor(crash_body, NULL); }
+
+/* A method error reaches the caller as HV_EREMOTE with the method's code and message; the
+ * connection goes on. */
+static void error_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    hv_future_t *f = NULL;
+    ASSERT_OK(hv_actor_call_async(a, "fail", "xyz", 3, &f));
+    ASSERT_RC(hv_future_wait(f, 10000, NULL, NULL), HV_EREMOTE);
+    hv_err code = HV_OK;
+    const char *msg = hv_future_error(f, &code);
+    ASSERT_RC(code, HV_EINVAL);
+    ASSERT_TRUE(strcmp(msg, "bad input 'xyz'") == 0);
+    hv_future_destroy(f);
+    char err[256] = "";
+    ASSERT_RC(hv_actor_call(a, "nope", NULL, 0, 10000, NULL, NULL, err, sizeof(err)), HV_EREMOTE);
+    ASSERT_TRUE(strstr(err, "HV_ENOTFOUND") != NULL);
+    void *res = NULL;
+    size_t len = 0;
+    ASSERT_OK(hv_actor_call(a, "echo", "after", 5, 10000, &res, &len, NULL, 0));
+    ASSERT_TRUE(len == 5 && memcmp(res, "after", 5) == 0);
+    hv_actor_free(res);
+    hv_actor_close(a);
+}
+static void case_method_error(void) { with_actor(error_body, NULL); }
+
+/* The counter's state survives a stop (SIGTERM: saved to the state file) and a restart from it
+ * (loaded before the first call). */
+static void save_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    void *res = NULL;
+    size_t len = 0;
+    ASSERT_OK(hv_actor_call(a, "add", "5", 1, 10000, NULL, NULL, NULL, 0));
+    ASSERT_OK(hv_actor_call(a, "add", "37", 2, 10000, &res, &len, NULL, 0));
+    ASSERT_TRUE(len == 2 && memcmp(res, "42", 2) == 0);
+    hv_actor_free(res);
+    hv_actor_close(a);
+    ASSERT_EQ_INT(srv_term(s), 0);
+    struct stat st;
+    ASSERT_TRUE(stat(s->state, &st) == 0 && st.st_size == 8);
+
+    srv_opts_t o = {.load = 1, .save = 1};
+    ASSERT_TRUE(srv_start(s, &o) == 0);
+    a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    res = NULL;
+    ASSERT_OK(hv_actor_call(a, "get", NULL, 0, 10000, &res, &len, NULL, 0));
+    ASSERT_TRUE(len == 2 && memcmp(res, "42", 2) == 0);
+    hv_actor_free(res);
+    hv_actor_close(a);
+}
+static void case_save_load(void) {
+    srv_opts_t o = {.save = 1};
+    with_actor(save_body, &o);
+}
+
+static const hvtest_case_t cases[] = {
+    {"order_pipelined", case_order_pipelined},
+    {"wait_bound", case_wait_bound},
+    {"wrong_secret", case_wrong_secret},
+    {"oversized_frame", case_oversized_frame},
+    {"handshake_timeout", case_handshake_timeout},
+    {"sigkill_inflight", case_sigkill_inflight},
+    {"method_crash", case_method_crash},
+    {"method_error", case_method_error},
+    {"save_load", case_save_load},
+};
+
+HVTEST_MAIN(cases)
