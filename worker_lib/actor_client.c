@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -69,6 +70,17 @@ struct hv_actor_s {
     uint64_t next_id;
     char why[512]; // why the connection broke (an ERROR frame's text, or a reset)
 };
+
+/* Records why the connection broke (under mu: callers read it when a call is refused). */
+static void set_why(hv_actor_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_why(hv_actor_t *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&a->mu);
+    vsnprintf(a->why, sizeof(a->why), fmt, ap);
+    pthread_mutex_unlock(&a->mu);
+    va_end(ap);
+}
 
 static void actor_unref(hv_actor_t *a) {
     pthread_mutex_lock(&a->mu);
@@ -147,8 +159,7 @@ static hv_err actor_frame(hv_actor_t *a, const hv__actor_hdr_t *h, const uint8_t
         return HV_ECLOSED;
     }
     if (h->type != HV__ACTOR_REPLY || h->len < 4) {
-        snprintf(a->why, sizeof(a->why), "protocol error: unexpected frame type %u from the actor",
-                 h->type);
+        set_why(a, "protocol error: unexpected frame type %u from the actor", h->type);
         return HV_EPROTO;
     }
     uint32_t status = hv__actor_get_u32(body);
@@ -158,7 +169,7 @@ static hv_err actor_frame(hv_actor_t *a, const hv__actor_hdr_t *h, const uint8_t
     if (status == HV_OK && len > 0) {
         data = hv_malloc(len);
         if (data == NULL) {
-            snprintf(a->why, sizeof(a->why), "out of memory for a result of %zu bytes", len);
+            set_why(a, "out of memory for a result of %zu bytes", len);
             return HV_ENOMEM;
         }
         memcpy(data, body + 4, len);
@@ -176,8 +187,7 @@ static hv_err actor_frame(hv_actor_t *a, const hv__actor_hdr_t *h, const uint8_t
         pthread_mutex_unlock(&a->mu);
         hv_free(data);
         hv_free(msg);
-        snprintf(a->why, sizeof(a->why), "protocol error: a reply to call %llu out of order",
-                 (unsigned long long)h->id);
+        set_why(a, "protocol error: a reply to call %llu out of order", (unsigned long long)h->id);
         return HV_EPROTO;
     }
     a->head = f->next;
@@ -213,7 +223,7 @@ static void *actor_reader(void *arg) {
             hv__actor_hdr_t h;
             hv__actor_hdr_get(buf, &h);
             if (h.len > a->max_frame + 4u) {
-                snprintf(a->why, sizeof(a->why), "protocol error: a reply of %u bytes", h.len);
+                set_why(a, "protocol error: a reply of %u bytes", h.len);
                 rc = HV_EPROTO;
                 break;
             }
@@ -224,7 +234,7 @@ static void *actor_reader(void *arg) {
         if (cap - len < want) {
             uint8_t *g = hv_realloc(buf, len + want);
             if (g == NULL) {
-                snprintf(a->why, sizeof(a->why), "out of memory");
+                set_why(a, "out of memory");
                 rc = HV_ENOMEM;
                 break;
             }
@@ -428,10 +438,7 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
         /* Part of the call may be in the socket: the stream is unusable. The receiving thread
          * sees the end of the connection and fails every pending call, this one included, as
          * in doubt. */
-        pthread_mutex_lock(&a->mu);
-        snprintf(a->why, sizeof(a->why),
-                 "sending to the actor failed or made no progress for %u ms", a->send_timeout_ms);
-        pthread_mutex_unlock(&a->mu);
+        set_why(a, "sending to the actor failed or made no progress for %u ms", a->send_timeout_ms);
         shutdown(a->fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&a->send_mu);

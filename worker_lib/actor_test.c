@@ -508,6 +508,53 @@ static void case_save_load(void) {
     with_actor(save_body, &o);
 }
 
+/* A server inside the test process (hv_actor_server_start): hv_actor_server_save writes the state
+ * between calls, and stop frees everything (the sanitizer build checks for leaks here). */
+static void case_in_process_save(void) {
+    hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
+    cls.name = "t_local";
+    cls.create = t_create;
+    cls.call = t_call;
+    cls.destroy = free;
+    cls.save = t_save;
+    hv_err rc = hv_actor_register(&cls);
+    ASSERT_TRUE(rc == HV_OK || rc == HV_EEXIST);
+    ASSERT_RC(hv_actor_register(&cls), HV_EEXIST);
+    cls.name = "bad name";
+    ASSERT_RC(hv_actor_register(&cls), HV_EINVAL);
+    hv_actor_server_config_t cfg = HV_ACTOR_SERVER_CONFIG_INIT;
+    cfg.class_name = "t_local";
+    cfg.secret = SECRET;
+    hv_actor_server_t *srv = NULL;
+    ASSERT_OK(hv_actor_server_start(&cfg, &srv));
+    char addr[64], path[64] = "/tmp/hv_actor_test.state.XXXXXX";
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", hv_actor_server_port(srv));
+    int fd = mkstemp(path);
+    ASSERT_TRUE(fd >= 0);
+    close(fd);
+    hv_actor_t *a = NULL;
+    ASSERT_OK(hv_actor_connect(addr, SECRET, NULL, &a, NULL, 0));
+    ASSERT_OK(hv_actor_call(a, "add", "3", 1, 10000, NULL, NULL, NULL, 0));
+    ASSERT_OK(hv_actor_server_save(srv, path));
+    struct stat st;
+    int saved = stat(path, &st) == 0 && st.st_size == 8;
+    unlink(path);
+    hv_future_t *f = NULL;
+    ASSERT_OK(hv_actor_call_async(a, "sleep", "50", 2, &f));
+    ASSERT_OK(hv_actor_server_stop(srv));
+    /* The call received before the stop was answered, or it is in doubt: never a hang. */
+    rc = hv_future_wait(f, 10000, NULL, NULL);
+    ASSERT_TRUE(rc == HV_OK || rc == HV_EINDOUBT);
+    hv_future_destroy(f);
+    hv_actor_close(a);
+    ASSERT_TRUE(saved);
+    cfg.class_name = "missing";
+    ASSERT_RC(hv_actor_server_start(&cfg, &srv), HV_ENOTFOUND);
+    cfg.class_name = "t_local";
+    cfg.secret = "short";
+    ASSERT_RC(hv_actor_server_start(&cfg, &srv), HV_EINVAL);
+}
+
 static const hvtest_case_t cases[] = {
     {"order_pipelined", case_order_pipelined},
     {"wait_bound", case_wait_bound},
@@ -518,6 +565,7 @@ static const hvtest_case_t cases[] = {
     {"method_crash", case_method_crash},
     {"method_error", case_method_error},
     {"save_load", case_save_load},
+    {"in_process_save", case_in_process_save},
 };
 
 HVTEST_MAIN(cases)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench_actor.sh: actor calls against the floor, a bare gRPC unary round trip, in one command.
+#
+#   tests/perf/bench_actor.sh [--quick] [--bin BUILD_DIR] [--n N] [--size BYTES] [--inflight K]
+#
+# Starts two processes on this machine for each side: the actor examples/actor_counter (its
+# "echo" method: BYTES in, BYTES out) and a gRPC echo server (hv's rpc layer over gRPC core,
+# bench_actor grpc-server), both on 127.0.0.1. Then bench_actor measures, in this order:
+#   grpc-unary-sync  N unary gRPC calls one at a time (hv_rpc_unary; the floor)
+#   actor-sync       N actor calls one at a time (hv_actor_call)
+#   actor-pipeK      N actor calls with K in flight on one connection (hv_actor_call_async)
+# and prints median and p99 latency (microseconds) and calls per second for each, then the
+# actor's synchronous median as a multiple of the gRPC one (issue 17's goal: <= 1.5) and the
+# pipelined rate (goal: >= 20000/s). Defaults: N=20000, 64 bytes, K=256; --quick: N=2000.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build="${HV_BUILD_DIR:-$repo/build}"
+n=20000
+size=64
+inflight=256
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) n=2000; shift ;;
+    --bin) build="$2"; shift 2 ;;
+    --n) n="$2"; shift 2 ;;
+    --size) size="$2"; shift 2 ;;
+    --inflight) inflight="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { print }' "$0"; exit 0 ;;
+    *) echo "bench_actor.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+bench="$build/bin/bench_actor"
+actor="$build/examples/actor_counter"
+for b in "$bench" "$actor"; do
+  [ -x "$b" ] || { echo "missing $b (build the bench_actor and actor_counter targets)" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d /tmp/bench_actor.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+wait_file() {
+  for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
+  echo "bench_actor.sh: $2 did not start (no $1)" >&2
+  exit 1
+}
+
+# A fresh random secret per run; it reaches the processes only through their environment.
+export HV_ACTOR_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+HV_ACTOR_CLASS=counter HV_ACTOR_LISTEN=127.0.0.1:0 HV_ACTOR_ADDR_FILE="$tmp/actor.addr" \
+  "$actor" & pids+=($!)
+"$bench" grpc-server "$tmp/grpc.addr" & pids+=($!)
+wait_file "$tmp/actor.addr" actor_counter
+wait_file "$tmp/grpc.addr" "the gRPC echo server"
+
+echo "# $(nproc) CPUs, $(uname -r); $size bytes in and out; N=$n"
+printf '%-16s %8s %10s %10s %12s\n' mode calls median_us p99_us calls_per_s
+"$bench" grpc "$(cat "$tmp/grpc.addr")" --n "$n" --size "$size" | tee "$tmp/out"
+"$bench" actor "$(cat "$tmp/actor.addr")" --n "$n" --size "$size" --inflight "$inflight" \
+  | tee -a "$tmp/out"
+awk '$1 == "grpc-unary-sync" { g = $3 } $1 == "actor-sync" { a = $3 } $1 ~ /^actor-pipe/ { p = $5 }
+     END { printf "actor-sync median / gRPC median = %.2f (goal <= 1.5); pipelined %.0f calls/s (goal >= 20000)\n", a / g, p }' "$tmp/out"
