@@ -321,7 +321,33 @@ static void secret_body(srv_t *s) {
               HV_EAUTH);
     ASSERT_TRUE(a == NULL);
     ASSERT_TRUE(strstr(err, "secret") != NULL);
+    ASSERT_TRUE(strstr(err, "refused") != NULL); // the actor said no, not just the caller
     ASSERT_RC(hv_actor_connect(s->addr, "short", NULL, &a, err, sizeof(err)), HV_EINVAL);
+
+    /* A hostile caller that ignores the handshake's outcome: a forged AUTH, then a call at once.
+     * The actor answers ERROR (HV_EAUTH) and closes; the call never runs. */
+    uint64_t deadline = hv_now_ms() + 5000;
+    int fd = -1;
+    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
+    uint8_t hello[HV__ACTOR_HDR + HV__ACTOR_HELLO_LEN];
+    ASSERT_OK(hv__actor_read_full(fd, hello, sizeof(hello), deadline));
+    uint8_t msg[HV__ACTOR_HDR + HV__ACTOR_AUTH_LEN + HV__ACTOR_HDR + 4] = {0};
+    hv__actor_hdr_t h = {.len = HV__ACTOR_AUTH_LEN, .type = HV__ACTOR_AUTH};
+    hv__actor_hdr_put(msg, &h);
+    h = (hv__actor_hdr_t){.len = 4, .type = HV__ACTOR_CALL, .name_len = 4, .id = 1};
+    hv__actor_hdr_put(msg + HV__ACTOR_HDR + HV__ACTOR_AUTH_LEN, &h);
+    memcpy(msg + sizeof(msg) - 4, "echo", 4);
+    ASSERT_OK(hv__actor_write_full(fd, msg, sizeof(msg), deadline));
+    uint8_t reply[HV__ACTOR_HDR + 256];
+    ASSERT_OK(hv__actor_read_full(fd, reply, HV__ACTOR_HDR, deadline));
+    hv__actor_hdr_get(reply, &h);
+    ASSERT_EQ_INT(h.type, HV__ACTOR_ERROR);
+    ASSERT_TRUE(h.len >= 4 && h.len <= 256);
+    ASSERT_OK(hv__actor_read_full(fd, reply + HV__ACTOR_HDR, h.len, deadline));
+    ASSERT_EQ_INT(hv__actor_get_u32(reply + HV__ACTOR_HDR), HV_EAUTH);
+    ASSERT_RC(hv__actor_read_full(fd, reply, 1, deadline), HV_ECLOSED);
+    close(fd);
+
     a = connect_ok(s);
     ASSERT_TRUE(a != NULL);
     ASSERT_OK(hv_actor_call(a, "echo", "ok", 2, 10000, NULL, NULL, NULL, 0));

@@ -10,6 +10,9 @@
  *       "127.0.0.1:PORT" to ADDR_FILE and runs until SIGTERM.
  *   bench_actor grpc HOST:PORT [--n N] [--size B]
  *       N unary gRPC calls one at a time (hv_rpc_unary) against it: the floor.
+ *   bench_actor tcp-server ADDR_FILE / bench_actor tcp HOST:PORT [--n N] [--size B]
+ *       a bare TCP ping-pong of B bytes (blocking send and recv, no framing, no threads): what
+ *       the kernel's loopback costs by itself, to show where an actor call's time goes.
  *
  * Each measurement prints one line: "mode calls median_us p99_us calls_per_s". The gRPC echo
  * reuses the Rendezvous KV messages of hv.proto (a bytes field each way) under its own path, so
@@ -20,8 +23,14 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <uv.h>
 
+#include "actor_wire.h"
 #include "hv.pb-c.h"
 #include "rpc.h"
 #include "util.h"
@@ -227,10 +236,75 @@ static int grpc_client(const char *addr, int n, int size) {
     return 0;
 }
 
+/* ---- bare TCP ------------------------------------------------------------------------------ */
+
+static int tcp_server(const char *addr_file, int size) {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 4) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
+        perror("bench_actor: tcp-server");
+        return 1;
+    }
+    char line[64];
+    int len = snprintf(line, sizeof(line), "127.0.0.1:%d\n", ntohs(sa.sin_port));
+    hv_write_file_atomic(addr_file, line, (size_t)len, 0644);
+    char *buf = malloc((size_t)size);
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0 || buf == NULL) {
+            return 1;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        while (hv__actor_read_full(fd, buf, (size_t)size, hv_now_ms() + 3600000) == HV_OK &&
+               hv__actor_write_full(fd, buf, (size_t)size, hv_now_ms() + 3600000) == HV_OK) {
+        }
+        close(fd);
+    }
+}
+
+static int tcp_client(const char *addr, int n, int size) {
+    int fd = -1;
+    char err[256] = "";
+    if (hv__actor_dial(addr, hv_now_ms() + 5000, &fd, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, "bench_actor: %s\n", err);
+        return 1;
+    }
+    char *buf = malloc((size_t)size);
+    double *lat = malloc(sizeof(double) * (size_t)n);
+    if (buf == NULL || lat == NULL) {
+        return 1;
+    }
+    memset(buf, 'x', (size_t)size);
+    double w0 = 0;
+    for (int i = 0; i < n + 200; i++) {
+        if (i == 200) {
+            w0 = now_us();
+        }
+        double t0 = now_us();
+        if (send(fd, buf, (size_t)size, MSG_NOSIGNAL) != size ||
+            recv(fd, buf, (size_t)size, MSG_WAITALL) != size) {
+            fprintf(stderr, "bench_actor: tcp ping-pong failed\n");
+            return 1;
+        }
+        if (i >= 200) {
+            lat[i - 200] = now_us() - t0;
+        }
+    }
+    report("tcp-pingpong", lat, n, now_us() - w0);
+    close(fd);
+    free(buf);
+    free(lat);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_actor actor|grpc|grpc-server ADDR [--n N] [--size B] "
-                        "[--inflight K]\n");
+        fprintf(stderr,
+                "usage: bench_actor actor|grpc|grpc-server|tcp|tcp-server ADDR [--n N] [--size B] "
+                "[--inflight K]\n");
         return 64;
     }
     int n = arg_int(argc, argv, "--n", 10000);
@@ -245,6 +319,12 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "grpc") == 0) {
         return grpc_client(argv[2], n, size);
+    }
+    if (strcmp(argv[1], "tcp") == 0) {
+        return tcp_client(argv[2], n, size);
+    }
+    if (strcmp(argv[1], "tcp-server") == 0) {
+        return tcp_server(argv[2], size);
     }
     if (strcmp(argv[1], "grpc-server") == 0) {
         return grpc_server(argv[2]);
