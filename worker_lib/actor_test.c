@@ -283,7 +283,8 @@ static void order_body(srv_t *s) {
 static void case_order_pipelined(void) { with_actor(order_body, NULL); }
 
 /* hv_future_wait returns HV_ETIMEDOUT at its bound while the method still runs, and the same
- * future then completes; hv_actor_call's timeout says the outcome is unknown. */
+ * future then completes; hv_actor_call's timeout says the outcome is unknown; closing the handle
+ * ends a call in flight with HV_ECANCELED. */
 static void wait_body(srv_t *s) {
     hv_actor_t *a = connect_ok(s);
     ASSERT_TRUE(a != NULL);
@@ -308,7 +309,15 @@ static void wait_body(srv_t *s) {
     ASSERT_OK(hv_actor_call(a, "echo", "hi", 2, 10000, &res, &len, NULL, 0));
     ASSERT_TRUE(len == 2 && memcmp(res, "hi", 2) == 0);
     hv_actor_free(res);
+    /* Closing the handle with a call in flight ends it with HV_ECANCELED at once; the future
+     * outlives the handle. */
+    ASSERT_OK(hv_actor_call_async(a, "sleep", "2000", 4, &f));
+    t0 = hvtest_now();
     hv_actor_close(a);
+    ASSERT_RC(hv_future_wait(f, 10000, NULL, NULL), HV_ECANCELED);
+    ASSERT_TRUE(hvtest_now() - t0 < hvtest_scale(1.0));
+    ASSERT_TRUE(strstr(hv_future_error(f, NULL), "closed by the caller") != NULL);
+    hv_future_destroy(f);
 }
 static void case_wait_bound(void) { with_actor(wait_body, NULL); }
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -77,7 +78,10 @@ hv_err hv__actor_nonce(uint8_t out[HV__ACTOR_NONCE]) {
 
 int hv__actor_ms_left(uint64_t deadline) {
     uint64_t now = hv_now_ms();
-    return now >= deadline ? 0 : (int)(deadline - now);
+    if (now >= deadline) {
+        return 0;
+    }
+    return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
 }
 
 /* Waits until fd is ready for events or the deadline passes. */
