@@ -8,7 +8,9 @@
  * a method error (HV_EREMOTE with the method's code and message), and save/load across a stop
  * and a restart. `actor_test NAME` runs one case.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -590,6 +592,88 @@ static void case_in_process_save(void) {
     ASSERT_RC(hv_actor_server_start(&cfg, &srv), HV_EINVAL);
 }
 
+/* A caller keeps at most max_pending calls in flight: one more is refused (not sent) until some
+ * complete. */
+static void pending_body(srv_t *s) {
+    hv_actor_connect_config_t cc = HV_ACTOR_CONNECT_CONFIG_INIT;
+    cc.max_pending = 4;
+    hv_actor_t *a = NULL;
+    ASSERT_OK(hv_actor_connect(s->addr, SECRET, &cc, &a, NULL, 0));
+    hv_future_t *fs[5] = {NULL};
+    ASSERT_OK(hv_actor_call_async(a, "sleep", "300", 3, &fs[0]));
+    for (int i = 1; i < 4; i++) {
+        ASSERT_OK(hv_actor_call_async(a, "echo", "x", 1, &fs[i]));
+    }
+    ASSERT_RC(hv_actor_call_async(a, "echo", "x", 1, &fs[4]), HV_ETOOBIG);
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(hv_future_wait(fs[i], 10000, NULL, NULL));
+        hv_future_destroy(fs[i]);
+    }
+    ASSERT_OK(hv_actor_call_async(a, "echo", "x", 1, &fs[4]));
+    ASSERT_OK(hv_future_wait(fs[4], 10000, NULL, NULL));
+    hv_future_destroy(fs[4]);
+    hv_actor_close(a);
+}
+static void case_pending_bound(void) { with_actor(pending_body, NULL); }
+
+/* Connecting is bounded: nothing listening is HV_EUNAVAIL at once; a listener that never greets
+ * (not an actor, or a stuck one) is HV_ETIMEDOUT at connect_timeout_ms. */
+static void case_connect_bounds(void) {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    ASSERT_TRUE(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    ASSERT_TRUE(listen(lfd, 4) == 0 && getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+    hv_actor_connect_config_t cc = HV_ACTOR_CONNECT_CONFIG_INIT;
+    cc.connect_timeout_ms = 300;
+    hv_actor_t *a = NULL;
+    char err[256] = "";
+    double t0 = hvtest_now();
+    hv_err rc = hv_actor_connect(addr, SECRET, &cc, &a, err, sizeof(err));
+    double took = hvtest_now() - t0;
+    close(lfd); // now nothing listens there
+    ASSERT_RC(rc, HV_ETIMEDOUT);
+    ASSERT_TRUE(took >= 0.29 && took < hvtest_scale(2.0));
+    ASSERT_TRUE(strstr(err, "did not greet") != NULL);
+    ASSERT_RC(hv_actor_connect(addr, SECRET, &cc, &a, err, sizeof(err)), HV_EUNAVAIL);
+    ASSERT_TRUE(strstr(err, "cannot connect") != NULL);
+    ASSERT_RC(hv_actor_connect("no-port", SECRET, &cc, &a, err, sizeof(err)), HV_EINVAL);
+}
+
+/* A peer that authenticates and then sends garbage (random headers) is cut off; the actor
+ * survives and serves the next caller. */
+static void garbage_body(srv_t *s) {
+    unsigned seed = 12345;
+    for (int round = 0; round < 20; round++) {
+        uint64_t deadline = hv_now_ms() + 5000;
+        int fd = -1;
+        uint32_t mf = 0;
+        ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
+        ASSERT_OK(hv__actor_client_handshake(fd, SECRET, deadline, &mf, NULL, 0));
+        uint8_t junk[256];
+        for (size_t i = 0; i < sizeof(junk); i++) {
+            junk[i] = (uint8_t)rand_r(&seed);
+        }
+        junk[4] = (uint8_t)(round % 8); // every frame type, valid or not, comes first
+        (void)hv__actor_write_full(fd, junk, sizeof(junk), deadline);
+        shutdown(fd, SHUT_WR);
+        /* Whatever comes back, the actor ends the connection within the bound. */
+        uint8_t b[4096];
+        hv_err rc;
+        while ((rc = hv__actor_read_full(fd, b, 1, deadline)) == HV_OK) {
+        }
+        ASSERT_TRUE(rc == HV_ECLOSED || rc == HV_EPEER);
+        close(fd);
+    }
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    ASSERT_OK(hv_actor_call(a, "echo", "alive", 5, 10000, NULL, NULL, NULL, 0));
+    hv_actor_close(a);
+}
+static void case_garbage_frames(void) { with_actor(garbage_body, NULL); }
+
 static const hvtest_case_t cases[] = {
     {"order_pipelined", case_order_pipelined},
     {"wait_bound", case_wait_bound},
@@ -601,6 +685,9 @@ static const hvtest_case_t cases[] = {
     {"method_error", case_method_error},
     {"save_load", case_save_load},
     {"in_process_save", case_in_process_save},
+    {"pending_bound", case_pending_bound},
+    {"connect_bounds", case_connect_bounds},
+    {"garbage_frames", case_garbage_frames},
 };
 
 HVTEST_MAIN(cases)
