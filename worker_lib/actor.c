@@ -14,8 +14,8 @@
  *
  * Bounds: a frame over max_frame closes its connection with an ERROR frame; a connection that
  * has not authenticated within handshake_timeout_ms is closed; at most max_conns connections; a
- * connection whose unsent replies pass ACTOR_OUT_HIGH is not read until they drain (a caller that
- * does not read its replies cannot make the actor buffer without end).
+ * connection whose unsent replies pass ACTOR_OUT_HIGH is neither read nor served until they drain
+ * (a caller that does not read its replies cannot make the actor buffer without end).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -275,6 +275,13 @@ static hv_err conn_flush(conn_t *c) {
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* A slow reader: drop the sent prefix now and then, or the buffer would keep
+             * growing while it is never empty. */
+            if (c->out_off >= (1u << 20) && c->out_off >= c->out.len / 2) {
+                memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
+                c->out.len -= c->out_off;
+                c->out_off = 0;
+            }
             return HV_OK;
         }
         return HV_EPEER;
@@ -334,10 +341,21 @@ static void srv_auth(hv_actor_server_t *s, conn_t *c, const uint8_t *body) {
     c->authed = 1;
 }
 
+/* 1 when c holds a whole frame (or a header over the limit) that it may handle now. */
+static int conn_ready(const hv_actor_server_t *s, const conn_t *c) {
+    if (c->closing || c->in.len < HV__ACTOR_HDR || c->out.len - c->out_off >= ACTOR_OUT_HIGH) {
+        return 0;
+    }
+    hv__actor_hdr_t h;
+    hv__actor_hdr_get(c->in.p, &h);
+    return h.len > s->max_frame || c->in.len >= HV__ACTOR_HDR + (size_t)h.len;
+}
+
 /* Handles every complete frame in c's input. */
 static void srv_parse(hv_actor_server_t *s, conn_t *c) {
     size_t pos = 0;
-    while (!c->closing && c->in.len - pos >= HV__ACTOR_HDR) {
+    while (!c->closing && c->in.len - pos >= HV__ACTOR_HDR &&
+           c->out.len - c->out_off < ACTOR_OUT_HIGH) {
         hv__actor_hdr_t h;
         hv__actor_hdr_get(c->in.p + pos, &h);
         if (!c->authed && (h.type != HV__ACTOR_AUTH || h.len != HV__ACTOR_AUTH_LEN)) {
@@ -519,6 +537,9 @@ static void *srv_loop(void *arg) {
                 ev |= POLLOUT;
             }
             pf[i + 2] = (struct pollfd){.fd = c->fd, .events = ev};
+            if (conn_ready(s, c)) {
+                timeout = 0; // calls wait in the buffer: serve them without waiting
+            }
             if (!c->authed || c->closing) {
                 int left = c->deadline > now ? (int)(c->deadline - now) : 0;
                 timeout = left < timeout ? left : timeout;
@@ -547,6 +568,9 @@ static void *srv_loop(void *arg) {
         now = hv_now_ms();
         for (size_t i = s->nconns; i-- > 0;) {
             conn_t *c = s->conns[i];
+            if (conn_ready(s, c)) {
+                srv_parse(s, c); // calls left waiting while replies were over the bound
+            }
             if (c->closing != 2 && conn_flush(c) != HV_OK) {
                 c->closing = 2;
             }

@@ -85,6 +85,13 @@ static hv_err t_call(void *self, const char *method, const void *arg, size_t len
         int n = snprintf(buf, sizeof(buf), "%lld", (long long)t->count);
         return hv_actor_out_append(out, buf, (size_t)n);
     }
+    if (strcmp(method, "big") == 0) {
+        size_t n = (size_t)t_num(arg, len);
+        char *b = calloc(1, n);
+        hv_err rc = b != NULL ? hv_actor_out_append(out, b, n) : HV_ENOMEM;
+        free(b);
+        return rc;
+    }
     if (strcmp(method, "sleep") == 0) {
         usleep((useconds_t)t_num(arg, len) * 1000);
         return HV_OK;
@@ -674,6 +681,74 @@ static void garbage_body(srv_t *s) {
 }
 static void case_garbage_frames(void) { with_actor(garbage_body, NULL); }
 
+/* A caller that sends 64 calls of 1 MiB results and reads nothing for a while: the actor stops
+ * serving it at its bound of unsent replies instead of buffering 64 MiB, then, once the caller
+ * reads, answers every call in order without further prompting. */
+/* The resident memory of process pid, in KiB (-1 when unknown). */
+static long rss_kib(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kib = -1;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kib;
+}
+
+static void backpressure_body(srv_t *s) {
+    enum { N = 64, MIB = 1 << 20 };
+    uint64_t deadline = hv_now_ms() + (uint64_t)hvtest_scale(20000);
+    int fd = -1;
+    uint32_t mf = 0;
+    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
+    ASSERT_OK(hv__actor_client_handshake(fd, SECRET, deadline, &mf, NULL, 0));
+    /* All calls in one write, so that the actor reads them in one turn. */
+    enum { CALL = HV__ACTOR_HDR + 3 + 7 };
+    uint8_t calls[N * CALL];
+    for (int i = 0; i < N; i++) {
+        hv__actor_hdr_t h = {.len = 3 + 7, .type = HV__ACTOR_CALL, .name_len = 3, .id = 100 + i};
+        hv__actor_hdr_put(calls + i * CALL, &h);
+        memcpy(calls + i * CALL + HV__ACTOR_HDR, "big1048576", 10);
+    }
+    long rss0 = rss_kib(s->pid);
+    ASSERT_OK(hv__actor_write_full(fd, calls, sizeof(calls), deadline));
+    usleep(300 * 1000);
+    long grown = rss_kib(s->pid) - rss0;
+    if (rss0 > 0 && grown > 48 * 1024) {
+        HVT_FAIL("the actor grew by %ld KiB holding replies nobody reads (bound: 8 MiB)", grown);
+    }
+    uint8_t *buf = malloc(MIB);
+    ASSERT_TRUE(buf != NULL);
+    for (int i = 0; i < N; i++) {
+        uint8_t hb[HV__ACTOR_HDR + 4];
+        hv__actor_hdr_t h;
+        hv_err rc = hv__actor_read_full(fd, hb, sizeof(hb), deadline);
+        if (rc == HV_OK) {
+            rc = hv__actor_read_full(fd, buf, MIB, deadline);
+        }
+        if (rc != HV_OK) {
+            HVT_FAIL("reply %d: %s", i, hv_errname(rc));
+            break;
+        }
+        hv__actor_hdr_get(hb, &h);
+        if (h.type != HV__ACTOR_REPLY || h.id != (uint64_t)(100 + i) || h.len != 4 + MIB ||
+            hv__actor_get_u32(hb + HV__ACTOR_HDR) != 0) {
+            HVT_FAIL("reply %d: type %u id %llu len %u", i, h.type, (unsigned long long)h.id,
+                     h.len);
+            break;
+        }
+    }
+    free(buf);
+    close(fd);
+}
+static void case_backpressure(void) { with_actor(backpressure_body, NULL); }
+
 static const hvtest_case_t cases[] = {
     {"order_pipelined", case_order_pipelined},
     {"wait_bound", case_wait_bound},
@@ -688,6 +763,7 @@ static const hvtest_case_t cases[] = {
     {"pending_bound", case_pending_bound},
     {"connect_bounds", case_connect_bounds},
     {"garbage_frames", case_garbage_frames},
+    {"backpressure", case_backpressure},
 };
 
 HVTEST_MAIN(cases)
