@@ -29,7 +29,8 @@
  *                   a timeout;
  *      not delivered: the call was never sent and did not run: HV_EUNAVAIL (no connection to
  *                   the actor, or it was lost before this call), HV_EAUTH, HV_ETOOBIG,
- *                   HV_EINVAL, HV_ECLOSED (the handle was closed), HV_ENOMEM.
+ *                   HV_EINVAL, HV_ENOMEM;
+ *      HV_ECANCELED the caller closed its handle with the call in flight (it may have run).
  *  - A wait that runs out (HV_ETIMEDOUT) ends nothing: the call stays in flight.
  *
  * Errors are hv_err values (<hv/hv.h>). Link as for <hv/hv.h>.
@@ -201,10 +202,12 @@ HV_API hv_err hv_actor_connect(const char *addr, const char *secret,
 
 /* Sends a call of method (NUL-terminated, 1..HV_ACTOR_METHOD_MAX bytes, borrowed) with len bytes
  * of arg (borrowed; copied into the socket before return) and gives its future in *out (owned).
- * Blocks only while the socket's send buffer is full (bounded by send_timeout_ms). Thread-safe.
- * Errors, each meaning the call was not sent: HV_EINVAL, HV_ETOOBIG (the frame would pass the
- * actor's limit, or max_pending calls are in flight: wait for some), HV_EUNAVAIL (the
- * connection to the actor was lost before; connect again), HV_ECLOSED, HV_ENOMEM. */
+ * Blocks only while the socket's send buffer is full (bounded by send_timeout_ms; a send that
+ * fails or runs out of time midway breaks the connection, and this call's future, like every
+ * other in flight, ends with HV_EINDOUBT). Thread-safe. Errors, each meaning the call was not
+ * sent: HV_EINVAL, HV_ETOOBIG (the frame would pass the actor's limit, or max_pending calls are
+ * in flight: wait for some), HV_EUNAVAIL (the connection to the actor was lost before; connect
+ * again), HV_ENOMEM. */
 HV_API hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, size_t len,
                                   hv_future_t **out);
 
