@@ -1058,8 +1058,9 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
                    strcasestr(m, "connection reset") != NULL ||
                    strcasestr(m, "end of file") != NULL) {
             snprintf(out, sizeof(out),
-                     "TLS handshake with the head failed (the head may serve plain text, or "
-                     "require a client certificate: hvagent --cert/--key)");
+                     "TLS handshake with the head failed (the head may serve plain text, "
+                     "require a client certificate: hvagent --cert/--key, or be at its "
+                     "connection limit: see its log)");
         }
     } else if (strstr(m, "failed to connect") != NULL &&
                (strcasestr(m, "socket closed") != NULL ||
@@ -1069,8 +1070,9 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
         /* Kept "failed to connect": callers retry such failures (a loaded or restarting head
          * can also close a connection early). */
         snprintf(out, sizeof(out),
-                 "failed to connect: the head closed the connection during setup; if it uses "
-                 "TLS, give --ca FILE (or HV_CA_FILE) with the CA that signed its certificate");
+                 "failed to connect: the head closed the connection during setup (it may be at "
+                 "its connection limit: see its log; if it uses TLS, give --ca FILE (or "
+                 "HV_CA_FILE) with the CA that signed its certificate)");
     }
     if (out[0] != '\0') {
         snprintf(st->msg, sizeof(st->msg), "%s", out);

@@ -30,6 +30,7 @@
 #include "auth.h"
 #include "autoscale.h"
 #include "config.h"
+#include "conngate.h"
 #include "driver.h"
 #include "log.h"
 #include "mem.h"
@@ -52,6 +53,8 @@
 #define HEAD_FD_RESERVE 64
 #define HEAD_FDS_PER_WATCH 4      /* a Watch stream's log file, and room for connections */
 #define HEAD_WATCH_MAX_AUTO 16384 /* derived bound at most, however high the limit */
+#define HEAD_FDS_PER_CONN 2       /* a connection's socket, and room for what its calls open */
+#define HEAD_CONN_MAX_AUTO 32768  /* derived bound on connections at most */
 #define HEAD_STATUS_TICKS 25      /* the service manager's STATUS= line every 5 s */
 
 typedef struct head_s {
@@ -96,9 +99,11 @@ static void head_fail(const char *fmt, ...) {
 }
 
 /* Raises the open-file soft limit to the hard limit (a head serves many connections and streams;
- * the soft default of 1024 is for interactive shells) and derives the bounds on Watch streams
- * that the config leaves at 0: (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_WATCH in all, half of
- * that per client credential. */
+ * the soft default of 1024 is for interactive shells) and derives the bounds that the config
+ * leaves at 0: Watch streams, (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_WATCH in all, half of that
+ * per client credential; connections, (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_CONN in all,
+ * half of that per client address (480 and 240 at a limit of 1024: every local process is the
+ * client 127.0.0.1, and a loopback cluster of 16 workers and its agents uses a few dozen). */
 static void head_fd_limits(head_t *h) {
     struct rlimit rl;
     uint64_t limit = 1024;
@@ -126,10 +131,21 @@ static void head_fd_limits(head_t *h) {
         uint32_t half = h->cfg.limits.max_watch_streams / 2;
         h->cfg.limits.max_watch_streams_per_client = half > 0 ? half : 1;
     }
+    uint64_t conns = avail / HEAD_FDS_PER_CONN;
+    conns = conns < 2 ? 2 : conns > HEAD_CONN_MAX_AUTO ? HEAD_CONN_MAX_AUTO : conns;
+    if (h->cfg.limits.max_connections == 0) {
+        h->cfg.limits.max_connections = (uint32_t)conns;
+    }
+    if (h->cfg.limits.max_connections_per_client == 0) {
+        uint32_t half = h->cfg.limits.max_connections / 2;
+        h->cfg.limits.max_connections_per_client = half > 0 ? half : 1;
+    }
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-LIMITS",
-           "open-file limit %llu; Watch streams at most %u in all and %u per client; "
-           "connections not set up within %u ms are closed",
-           (unsigned long long)limit, h->cfg.limits.max_watch_streams,
+           "open-file limit %llu; connections at most %u in all and %u per client address; "
+           "Watch streams at most %u in all and %u per client; connections not set up within "
+           "%u ms are closed",
+           (unsigned long long)limit, h->cfg.limits.max_connections,
+           h->cfg.limits.max_connections_per_client, h->cfg.limits.max_watch_streams,
            h->cfg.limits.max_watch_streams_per_client, h->cfg.limits.handshake_timeout_ms);
 }
 
@@ -685,6 +701,14 @@ static int cmd_start(const head_opts_t *o) {
                    h->cfg.listen);
         }
     }
+    /* Connections to the gRPC port are bounded from here on (head/conngate.h). */
+    hv_conngate_limits_t glim = {.max_total = h->cfg.limits.max_connections,
+                                 .max_per_client = h->cfg.limits.max_connections_per_client};
+    if ((rc = hv_conngate_start(&glim)) != HV_OK ||
+        (rc = hv_conngate_watch_port(h->port)) != HV_OK) {
+        head_fail("hvhead: cannot bound connections: %s", hv_strerror(rc));
+        goto out_engine;
+    }
     /* Metrics count the driver's events and every call the server ends (head/metrics.h). */
     if ((rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics)) != HV_OK) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
@@ -795,6 +819,7 @@ static int cmd_start(const head_opts_t *o) {
 out_engine:
     /* Ends every call (their callbacks run); then nothing refers to the services. */
     hv_rpc_engine_destroy(h->eng);
+    hv_conngate_stop();
     hv_svc_cluster_destroy(h->cluster);
     hv_svc_jobs_destroy(h->jobs);
     hv_svc_cost_destroy(h->cost);

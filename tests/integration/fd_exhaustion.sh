@@ -15,8 +15,11 @@ mkdir -p "$TMP/data/clients" && chmod 700 "$TMP/data" "$TMP/data/clients"
 echo hvc_second0123456789abcdef >"$TMP/data/clients/second.token"
 chmod 600 "$TMP/data/clients/second.token"
 cp "$TMP/data/clients/second.token" "$TMP/second.token"
+# Connection bounds far above what the descriptors allow (the derived ones would keep the flood
+# below EMFILE, see conn_limit.sh): this test is about running out anyway.
 write_config "$TMP/head.yaml" "limits:" "  handshake_timeout_ms: 1000" \
-    "  max_watch_streams: 10" "  max_watch_streams_per_client: 6"
+    "  max_watch_streams: 10" "  max_watch_streams_per_client: 6" \
+    "  max_connections: 100000" "  max_connections_per_client: 100000"
 # The head raises its soft limit to the hard one: the hard limit is what bounds it here.
 ( ulimit -n 128 && exec "$BIN/hvhead" start --config "$TMP/head.yaml" ) \
     >>"$TMP/head.out" 2>>"$TMP/head.err" &
