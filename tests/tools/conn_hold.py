@@ -4,17 +4,20 @@ too many would, and reports which ones the head closed at once (Python standard 
 shares no code with hv).
 
 usage:
-  conn_hold.py HOST:PORT SRC_ADDR N HOLD_S
+  conn_hold.py HOST:PORT SRC_ADDR N HOLD_S [CA_FILE]
       opens N connections from SRC_ADDR (any 127.x.y.z works on Linux) one after the other, each
       sending the HTTP/2 client preface and an empty SETTINGS frame (so the head's handshake
       timeout does not close it), waits up to 1.5 s for the head's answer on each, prints
       "open O closed C" (closed: the head ended it, EOF or reset, before sending anything) and
       flushes, then holds the open ones for HOLD_S seconds (or until SIGTERM) and closes
-      them. Every wait is bounded.
+      them. With CA_FILE, each connection first makes a TLS handshake (ALPN h2) verified
+      against it; a connection the head closes during the handshake counts as closed. Every
+      wait is bounded.
 """
 import select
 import signal
 import socket
+import ssl
 import sys
 import time
 
@@ -33,7 +36,7 @@ def verdict(s, deadline):
             return "open"
         try:
             data = s.recv(4096)
-        except (ConnectionResetError, BrokenPipeError):
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
             return "closed"
         if not data:
             return "closed"
@@ -47,6 +50,10 @@ def verdict(s, deadline):
 def main():
     target, src, n, hold = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     host, port = target.rsplit(":", 1)
+    tls = None
+    if len(sys.argv) > 5:
+        tls = ssl.create_default_context(cafile=sys.argv[5])
+        tls.set_alpn_protocols(["h2"])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     held, closed = [], 0
     for _ in range(n):
@@ -55,6 +62,8 @@ def main():
         s.settimeout(5)
         s.connect((host, int(port)))
         try:
+            if tls is not None:
+                s = tls.wrap_socket(s, server_hostname=host)
             s.sendall(PREFACE)
         except OSError:
             closed += 1
