@@ -34,6 +34,18 @@ hv_conngate_verdict hv_conngate_decide(uint32_t client_open, uint32_t total_open
     return HV_CONNGATE_ADMIT;
 }
 
+void hv_conngate_derive(uint64_t nofile, uint64_t reserve, hv_conngate_limits_t *lim) {
+    uint64_t total = nofile > reserve ? (nofile - reserve) / HV_CONNGATE_FDS_PER_CONN : 0;
+    total = total < 2 ? 2 : total > HV_CONNGATE_MAX_AUTO ? HV_CONNGATE_MAX_AUTO : total;
+    if (lim->max_total == 0) {
+        lim->max_total = (uint32_t)total;
+    }
+    if (lim->max_per_client == 0) {
+        uint32_t half = lim->max_total / 2;
+        lim->max_per_client = half > 0 ? half : 1;
+    }
+}
+
 int hv_conngate_key(const void *sockaddr, size_t len, char out[HV_CONNGATE_KEY_LEN]) {
     out[0] = '\0';
     const struct sockaddr *sa = sockaddr;

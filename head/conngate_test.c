@@ -50,6 +50,36 @@ static void case_decide(void) {
     }
 }
 
+static void case_derive(void) {
+    static const struct {
+        uint64_t nofile;
+        uint32_t max_total, max_per_client; /* as configured (0 = derive) */
+        uint32_t want_total, want_per_client;
+    } rows[] = {
+        {1024, 0, 0, 480, 240},        /* the usual soft limit */
+        {128, 0, 0, 32, 16},           /* fd_exhaustion.sh's head */
+        {20000, 0, 0, 9968, 4984},     /* this machine's hard limit */
+        {1048576, 0, 0, 32768, 16384}, /* capped */
+        {60, 0, 0, 2, 1},              /* below the reserve: the least */
+        {66, 0, 0, 2, 1},
+        {1024, 12, 0, 12, 6}, /* per client follows a set bound in all */
+        {1024, 0, 8, 480, 8}, /* a set per-client bound stays */
+        {1024, 12, 8, 12, 8},
+        {1024, 1, 0, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_conngate_limits_t lim = {.max_total = rows[i].max_total,
+                                    .max_per_client = rows[i].max_per_client};
+        hv_conngate_derive(rows[i].nofile, 64, &lim);
+        if (lim.max_total != rows[i].want_total || lim.max_per_client != rows[i].want_per_client) {
+            fprintf(stderr, "row %zu: nofile %llu: got %u/%u\n", i,
+                    (unsigned long long)rows[i].nofile, lim.max_total, lim.max_per_client);
+        }
+        CHECK_EQ(lim.max_total, rows[i].want_total);
+        CHECK_EQ(lim.max_per_client, rows[i].want_per_client);
+    }
+}
+
 static void case_key(void) {
     char key[HV_CONNGATE_KEY_LEN];
     struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(5)};
@@ -284,10 +314,8 @@ static void case_gate(void) {
 
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"decide", case_decide},
-        {"key", case_key},
-        {"table", case_table},
-        {"gate", case_gate},
+        {"decide", case_decide}, {"derive", case_derive}, {"key", case_key},
+        {"table", case_table},   {"gate", case_gate},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

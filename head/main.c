@@ -53,8 +53,6 @@
 #define HEAD_FD_RESERVE 64
 #define HEAD_FDS_PER_WATCH 4      /* a Watch stream's log file, and room for connections */
 #define HEAD_WATCH_MAX_AUTO 16384 /* derived bound at most, however high the limit */
-#define HEAD_FDS_PER_CONN 2       /* a connection's socket, and room for what its calls open */
-#define HEAD_CONN_MAX_AUTO 32768  /* derived bound on connections at most */
 #define HEAD_STATUS_TICKS 25      /* the service manager's STATUS= line every 5 s */
 
 typedef struct head_s {
@@ -101,9 +99,8 @@ static void head_fail(const char *fmt, ...) {
 /* Raises the open-file soft limit to the hard limit (a head serves many connections and streams;
  * the soft default of 1024 is for interactive shells) and derives the bounds that the config
  * leaves at 0: Watch streams, (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_WATCH in all, half of that
- * per client credential; connections, (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_CONN in all,
- * half of that per client address (480 and 240 at a limit of 1024: every local process is the
- * client 127.0.0.1, and a loopback cluster of 16 workers and its agents uses a few dozen). */
+ * per client credential; connections as hv_conngate_derive says (480 in all and 240 per client
+ * address at a limit of 1024). */
 static void head_fd_limits(head_t *h) {
     struct rlimit rl;
     uint64_t limit = 1024;
@@ -131,15 +128,11 @@ static void head_fd_limits(head_t *h) {
         uint32_t half = h->cfg.limits.max_watch_streams / 2;
         h->cfg.limits.max_watch_streams_per_client = half > 0 ? half : 1;
     }
-    uint64_t conns = avail / HEAD_FDS_PER_CONN;
-    conns = conns < 2 ? 2 : conns > HEAD_CONN_MAX_AUTO ? HEAD_CONN_MAX_AUTO : conns;
-    if (h->cfg.limits.max_connections == 0) {
-        h->cfg.limits.max_connections = (uint32_t)conns;
-    }
-    if (h->cfg.limits.max_connections_per_client == 0) {
-        uint32_t half = h->cfg.limits.max_connections / 2;
-        h->cfg.limits.max_connections_per_client = half > 0 ? half : 1;
-    }
+    hv_conngate_limits_t conns = {.max_total = h->cfg.limits.max_connections,
+                                  .max_per_client = h->cfg.limits.max_connections_per_client};
+    hv_conngate_derive(limit, HEAD_FD_RESERVE, &conns);
+    h->cfg.limits.max_connections = conns.max_total;
+    h->cfg.limits.max_connections_per_client = conns.max_per_client;
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-LIMITS",
            "open-file limit %llu; connections at most %u in all and %u per client address; "
            "Watch streams at most %u in all and %u per client; connections not set up within "
