@@ -301,10 +301,15 @@ static size_t env_hash(const char *key, size_t keylen) {
     return (size_t)(h ^ (h >> 32));
 }
 
+static uint64_t env_probes; /* slots visited by env_slot (hv__workers_env_probes) */
+
+uint64_t hv__workers_env_probes(void) { return env_probes; }
+
 /* The slot of key: the one that holds it, or the empty one where it belongs. */
 static size_t *env_slot(const envv_t *e, const char *key, size_t keylen) {
     size_t mask = e->nslot - 1;
     for (size_t i = env_hash(key, keylen) & mask;; i = (i + 1) & mask) {
+        env_probes++;
         size_t *sl = &e->slot[i];
         if (*sl == 0) {
             return sl;

@@ -97,4 +97,9 @@ size_t hv_workers_running(const hv_workers_t *w, hv_worker_pid_t **out);
  * callback is pending). destroy(NULL) is a no-op. */
 void hv_workers_destroy(hv_workers_t *w);
 
+/* Test hook: key comparisons made in the tables that build workers' environments, since the
+ * process started (loop thread only). workers_test checks that an order with 50,000 --env
+ * entries costs a number of them proportional to its size, whatever the machine's speed. */
+uint64_t hv__workers_env_probes(void);
+
 #endif

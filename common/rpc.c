@@ -111,6 +111,8 @@ struct hv_rpc_call_s {
     hv_err finish_rc;
     grpc_slice finish_details;
     int finish_details_set;
+    int finish_later;        /* server: the status is marked "later" (hv_rpc_finish_later) */
+    grpc_metadata finish_md; /* server: the status's mark, "hv-status" (static slices) */
     /* lifecycle */
     int open;       /* user may still send */
     int close_done; /* OP_CLOSE completed */
@@ -258,9 +260,17 @@ int hv__rpc_grpc_from_err(hv_err rc) {
     }
 }
 
+/* The trailing metadata key with which an hv server marks the statuses it writes itself, and
+ * its two values: gRPC core and transports never send it (see hv_rpc_status_t). */
+#define RPC_MARK_KEY "hv-status"
+#define RPC_MARK_FINAL "final"
+#define RPC_MARK_LATER "later"
+
 static void status_set(hv_rpc_status_t *st, int code, const char *msg, size_t msglen) {
     st->grpc_code = code;
     st->rc = hv__rpc_err_from_grpc(code);
+    st->from_server = 0;
+    st->later = 0;
     if (msglen >= sizeof(st->msg)) {
         msglen = sizeof(st->msg) - 1;
     }
@@ -268,14 +278,31 @@ static void status_set(hv_rpc_status_t *st, int code, const char *msg, size_t ms
     st->msg[msg ? msglen : 0] = '\0';
 }
 
+static int slice_is(grpc_slice s, const char *text) {
+    size_t n = strlen(text);
+    return GRPC_SLICE_LENGTH(s) == n && memcmp(GRPC_SLICE_START_PTR(s), text, n) == 0;
+}
+
+/* A client call's status, with the server's mark read from its trailing metadata. */
 static void status_from_client(hv_rpc_status_t *st, grpc_status_code code, grpc_slice details,
-                               const char *error_string) {
+                               const char *error_string, const grpc_metadata_array *trailing) {
+    int from_server = 0, later = 0;
+    for (size_t i = 0; i < trailing->count; i++) {
+        if (slice_is(trailing->metadata[i].key, RPC_MARK_KEY)) {
+            from_server = 1;
+            later = slice_is(trailing->metadata[i].value, RPC_MARK_LATER);
+        }
+    }
     size_t len = GRPC_SLICE_LENGTH(details);
-    if (len == 0 && code != GRPC_STATUS_OK && error_string != NULL) {
+    if (len == 0 && code != GRPC_STATUS_OK && error_string != NULL && !from_server) {
         status_set(st, code, error_string, strlen(error_string));
     } else {
+        /* The server's own status keeps its own words, "" for none (gRPC core's error string
+         * would describe the status, not say anything the server wrote). */
         status_set(st, code, (const char *)GRPC_SLICE_START_PTR(details), len);
     }
+    st->from_server = from_server;
+    st->later = later;
 }
 
 /* ---- packing -------------------------------------------------------------------------------- */
@@ -639,7 +666,13 @@ static void call_pump_send(hv_rpc_call_t *c) {
                 (grpc_status_code)hv__rpc_grpc_from_err(c->finish_rc);
             ops[n].data.send_status_from_server.status_details =
                 c->finish_details_set ? &c->finish_details : NULL;
-            ops[n].data.send_status_from_server.trailing_metadata_count = 0;
+            /* Marked as the server's own (hv_rpc_status_t.from_server); the slices are
+             * static, and the call outlives the batch. */
+            c->finish_md.key = grpc_slice_from_static_string(RPC_MARK_KEY);
+            c->finish_md.value =
+                grpc_slice_from_static_string(c->finish_later ? RPC_MARK_LATER : RPC_MARK_FINAL);
+            ops[n].data.send_status_from_server.trailing_metadata_count = 1;
+            ops[n].data.send_status_from_server.trailing_metadata = &c->finish_md;
         }
         n++;
         c->send_included_final = 1;
@@ -734,7 +767,8 @@ static void on_close_done(hv_rpc_call_t *c, int success) {
         if (!success) {
             status_set(&c->st, GRPC_STATUS_UNKNOWN, "status batch failed", 19);
         } else {
-            status_from_client(&c->st, c->status, c->status_details, c->error_string);
+            status_from_client(&c->st, c->status, c->status_details, c->error_string,
+                               &c->trailing_md);
             hv_rpc_explain_transport(c->chan_tls, NULL, &c->st);
         }
     } else {
@@ -1033,7 +1067,7 @@ int hv_rpc_target_is_loopback(const char *target) {
 }
 
 void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st) {
-    if (st->grpc_code != GRPC_STATUS_UNAVAILABLE) {
+    if (st->grpc_code != GRPC_STATUS_UNAVAILABLE || st->from_server) {
         return;
     }
     const char *m = st->msg;
@@ -1058,8 +1092,9 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
                    strcasestr(m, "connection reset") != NULL ||
                    strcasestr(m, "end of file") != NULL) {
             snprintf(out, sizeof(out),
-                     "TLS handshake with the head failed (the head may serve plain text, or "
-                     "require a client certificate: hvagent --cert/--key)");
+                     "TLS handshake with the head failed (the head may serve plain text, "
+                     "require a client certificate: hvagent --cert/--key, or be at its "
+                     "connection limit: see its log)");
         }
     } else if (strstr(m, "failed to connect") != NULL &&
                (strcasestr(m, "socket closed") != NULL ||
@@ -1069,8 +1104,9 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
         /* Kept "failed to connect": callers retry such failures (a loaded or restarting head
          * can also close a connection early). */
         snprintf(out, sizeof(out),
-                 "failed to connect: the head closed the connection during setup; if it uses "
-                 "TLS, give --ca FILE (or HV_CA_FILE) with the CA that signed its certificate");
+                 "failed to connect: the head closed the connection during setup (it may be at "
+                 "its connection limit: see its log; if it uses TLS, give --ca FILE (or "
+                 "HV_CA_FILE) with the CA that signed its certificate)");
     }
     if (out[0] != '\0') {
         snprintf(st->msg, sizeof(st->msg), "%s", out);
@@ -1598,19 +1634,17 @@ hv_err hv_rpc_send(hv_rpc_call_t *c, const ProtobufCMessage *msg) {
     return HV_OK;
 }
 
-hv_err hv_rpc_finish(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...) {
+static hv_err call_finish(hv_rpc_call_t *c, hv_err rc, int later, const char *fmt, va_list ap) {
     if (c->finish_requested || c->done_called) {
         return HV_OK;
     }
     c->finish_requested = 1;
     if (!c->is_client) {
         c->finish_rc = rc;
+        c->finish_later = later;
         if (fmt != NULL) {
             char buf[512];
-            va_list ap;
-            va_start(ap, fmt);
             vsnprintf(buf, sizeof(buf), fmt, ap);
-            va_end(ap);
             c->finish_details = grpc_slice_from_copied_string(buf);
             c->finish_details_set = 1;
             snprintf(c->st.msg, sizeof(c->st.msg), "%s", buf);
@@ -1619,6 +1653,22 @@ hv_err hv_rpc_finish(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...) {
     }
     call_pump_send(c);
     return HV_OK;
+}
+
+hv_err hv_rpc_finish(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    hv_err r = call_finish(c, rc, 0, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+hv_err hv_rpc_finish_later(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    hv_err r = call_finish(c, rc, 1, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 hv_err hv_rpc_reply(hv_rpc_call_t *c, const ProtobufCMessage *msg) {
@@ -1985,7 +2035,7 @@ hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessa
             grpc_call_cancel(call, NULL);
             grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         }
-        status_from_client(st, code, details, error_string);
+        status_from_client(st, code, details, error_string, &trail_md);
         hv_rpc_explain_transport(ch->tls, ch->ca_file, st);
     } else {
         status_set(st, GRPC_STATUS_INTERNAL, "cannot start call", 17);
@@ -2047,7 +2097,7 @@ static void bstream_handle(hv_rpc_bstream_t *s, grpc_event ev) {
         s->start_pending = 0;
     } else if (ev.tag == &s->tag_status) {
         s->status_pending = 0;
-        status_from_client(&s->st, s->code, s->details, s->error_string);
+        status_from_client(&s->st, s->code, s->details, s->error_string, &s->trail_md);
         hv_rpc_explain_transport(s->chan_tls, NULL, &s->st);
     } else if (ev.tag == &s->tag_recv) {
         s->recv_pending = 0;

@@ -38,11 +38,18 @@
 #define HV_RPC_MAX_TOKEN 256 /* longest bearer token a channel sends or a server reads */
 #define HV_RPC_HANDSHAKE_TIMEOUT_MS 10000 /* server: a connection not set up by then is closed */
 
-/* The outcome of a call. msg is a human-readable detail ("" on success). */
+/* The outcome of a call. msg is a human-readable detail ("" on success).
+ * Client side, from_server tells who wrote the status: an hv server ended the call itself
+ * (hv_rpc_finish; its words are in msg, whatever they say), or not (gRPC core or the transport:
+ * a lost connection, a deadline, a failed handshake, or this layer on the client). The server
+ * marks its statuses with the trailing metadata "hv-status: final" (or "later"), which neither
+ * gRPC nor a transport ever writes. */
 typedef struct hv_rpc_status_s {
-    hv_err rc;     /* mapped code */
-    int grpc_code; /* raw grpc_status_code */
-    char msg[512]; /* detail from the peer or the transport */
+    hv_err rc;       /* mapped code */
+    int grpc_code;   /* raw grpc_status_code */
+    char msg[512];   /* detail from the peer or the transport */
+    int from_server; /* client: the hv server sent this status itself */
+    int later;       /* client: ...and marked it "try again later" (hv_rpc_finish_later) */
 } hv_rpc_status_t;
 
 typedef struct hv_rpc_engine_s hv_rpc_engine_t;
@@ -158,6 +165,12 @@ hv_err hv_rpc_send(hv_rpc_call_t *c, const ProtobufCMessage *msg);
 /* Server: ends the call with status rc and a formatted detail, after the queued messages.
  * Client: half-closes the sending side (rc and fmt are ignored). Idempotent. */
 hv_err hv_rpc_finish(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Server: as hv_rpc_finish, and the status is marked "try again later" (a bound on what the
+ * server holds now, not on the request: the same request may succeed later). The client sees
+ * hv_rpc_status_t.later. Client: as hv_rpc_finish. */
+hv_err hv_rpc_finish_later(hv_rpc_call_t *c, hv_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Server unary shortcut: send msg, then finish with HV_OK. */

@@ -311,9 +311,10 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
                    digest);
             snprintf(err, errlen,
                      "the head cannot store the upload: no space left on device (%s); the "
-                     "partial upload was discarded",
+                     "partial upload was discarded: try again once the head has room",
                      part);
-            return HV_ETOOBIG;
+            /* Not the file's fault, as with upload_quota: UNAVAILABLE, "try again later". */
+            return HV_EUNAVAIL;
         }
         HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-IO", "cannot write %s: %s", part,
                strerror(werr));

@@ -53,9 +53,9 @@ void hv_artifacts_touch(hv_artifacts_t *a, const char *digest);
 /* Writes one chunk of an upload: offset must equal the bytes held so far. With last set the
  * digest is verified and the artifact published. *received gets the bytes held after the chunk,
  * *complete whether the artifact is now present. Errors, with a message for the user in err:
- * HV_EINVAL (bad digest, chunk past the size), HV_ETOOBIG (over max_upload, or no space left on
- * the device: the part file is discarded), HV_EUNAVAIL (the unfinished uploads fill
- * upload_quota now: the client may try again once they finish), HV_ESTATE (wrong offset),
+ * HV_EINVAL (bad digest, chunk past the size), HV_ETOOBIG (over max_upload), HV_EUNAVAIL (the
+ * unfinished uploads fill upload_quota now: the client may try again once they finish; or no
+ * space left on the device: the part file is discarded), HV_ESTATE (wrong offset),
  * HV_ECORRUPT (digest mismatch: the part file is discarded), HV_EIO, HV_ENOMEM. */
 hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
                           const uint8_t *data, size_t len, int last, uint64_t *received,

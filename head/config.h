@@ -122,6 +122,8 @@ typedef struct hv_head_config_s {
         uint32_t handshake_timeout_ms; /* a connection not set up by then is closed; 10000 */
         uint32_t max_watch_streams;    /* Jobs/Watch streams open at once, in all; 0 = derive */
         uint32_t max_watch_streams_per_client; /* per client credential; 0 = derive */
+        uint32_t max_connections;            /* gRPC connections open at once, in all; 0 = derive */
+        uint32_t max_connections_per_client; /* from one peer IP address; 0 = derive */
     } limits;
 } hv_head_config_t;
 

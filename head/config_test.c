@@ -717,6 +717,27 @@ static void test_parse_buffer(void) {
     CHECK(strstr(err, "mem.yaml:2:1") != NULL && strstr(err, "nope") != NULL);
 }
 
+/* The bounds on what clients hold: 0 (derived at start) by default, set values kept, values out
+ * of range refused with the key. */
+static void test_limits(void) {
+    hv_head_config_t c;
+    char err[512];
+    const char none[] = "lease_ms: 5000\n";
+    CHECK_RC(hv_head_config_parse("l.yaml", none, sizeof(none) - 1, &c, err, sizeof(err)), HV_OK);
+    CHECK_EQ(c.limits.max_connections, 0);
+    CHECK_EQ(c.limits.max_connections_per_client, 0);
+    hv_head_config_fini(&c);
+    const char set[] = "limits:\n  max_connections: 12\n  max_connections_per_client: 8\n";
+    CHECK_RC_MSG(hv_head_config_parse("l.yaml", set, sizeof(set) - 1, &c, err, sizeof(err)), HV_OK,
+                 err);
+    CHECK_EQ(c.limits.max_connections, 12);
+    CHECK_EQ(c.limits.max_connections_per_client, 8);
+    hv_head_config_fini(&c);
+    const char big[] = "limits:\n  max_connections_per_client: 1000001\n";
+    CHECK_RC(hv_head_config_parse("l.yaml", big, sizeof(big) - 1, &c, err, sizeof(err)), HV_EINVAL);
+    CHECK(strstr(err, "max_connections_per_client") != NULL);
+}
+
 /* The metrics listener: off by default; loopback without a token; beyond loopback only with a
  * token file; a token file without a listener is a mistake. */
 static void test_metrics(void) {
@@ -911,6 +932,7 @@ static const hv_check_case_t cases[] = {
     {"tls", test_tls},
     {"yaml_words", test_yaml_words},
     {"metrics", test_metrics},
+    {"limits", test_limits},
 };
 
 int main(int argc, char **argv) {

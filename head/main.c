@@ -30,6 +30,7 @@
 #include "auth.h"
 #include "autoscale.h"
 #include "config.h"
+#include "conngate.h"
 #include "driver.h"
 #include "log.h"
 #include "mem.h"
@@ -96,9 +97,10 @@ static void head_fail(const char *fmt, ...) {
 }
 
 /* Raises the open-file soft limit to the hard limit (a head serves many connections and streams;
- * the soft default of 1024 is for interactive shells) and derives the bounds on Watch streams
- * that the config leaves at 0: (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_WATCH in all, half of
- * that per client credential. */
+ * the soft default of 1024 is for interactive shells) and derives the bounds that the config
+ * leaves at 0: Watch streams, (limit - HEAD_FD_RESERVE) / HEAD_FDS_PER_WATCH in all, half of that
+ * per client credential; connections as hv_conngate_derive says (480 in all and 240 per client
+ * address at a limit of 1024). */
 static void head_fd_limits(head_t *h) {
     struct rlimit rl;
     uint64_t limit = 1024;
@@ -126,10 +128,17 @@ static void head_fd_limits(head_t *h) {
         uint32_t half = h->cfg.limits.max_watch_streams / 2;
         h->cfg.limits.max_watch_streams_per_client = half > 0 ? half : 1;
     }
+    hv_conngate_limits_t conns = {.max_total = h->cfg.limits.max_connections,
+                                  .max_per_client = h->cfg.limits.max_connections_per_client};
+    hv_conngate_derive(limit, HEAD_FD_RESERVE, &conns);
+    h->cfg.limits.max_connections = conns.max_total;
+    h->cfg.limits.max_connections_per_client = conns.max_per_client;
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-LIMITS",
-           "open-file limit %llu; Watch streams at most %u in all and %u per client; "
-           "connections not set up within %u ms are closed",
-           (unsigned long long)limit, h->cfg.limits.max_watch_streams,
+           "open-file limit %llu; connections at most %u in all and %u per client address; "
+           "Watch streams at most %u in all and %u per client; connections not set up within "
+           "%u ms are closed",
+           (unsigned long long)limit, h->cfg.limits.max_connections,
+           h->cfg.limits.max_connections_per_client, h->cfg.limits.max_watch_streams,
            h->cfg.limits.max_watch_streams_per_client, h->cfg.limits.handshake_timeout_ms);
 }
 
@@ -685,6 +694,14 @@ static int cmd_start(const head_opts_t *o) {
                    h->cfg.listen);
         }
     }
+    /* Connections to the gRPC port are bounded from here on (head/conngate.h). */
+    hv_conngate_limits_t glim = {.max_total = h->cfg.limits.max_connections,
+                                 .max_per_client = h->cfg.limits.max_connections_per_client};
+    if ((rc = hv_conngate_start(&glim)) != HV_OK ||
+        (rc = hv_conngate_watch_port(h->port)) != HV_OK) {
+        head_fail("hvhead: cannot bound connections: %s", hv_strerror(rc));
+        goto out_engine;
+    }
     /* Metrics count the driver's events and every call the server ends (head/metrics.h). */
     if ((rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics)) != HV_OK) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
@@ -795,6 +812,7 @@ static int cmd_start(const head_opts_t *o) {
 out_engine:
     /* Ends every call (their callbacks run); then nothing refers to the services. */
     hv_rpc_engine_destroy(h->eng);
+    hv_conngate_stop();
     hv_svc_cluster_destroy(h->cluster);
     hv_svc_jobs_destroy(h->jobs);
     hv_svc_cost_destroy(h->cost);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conngate.h"
 #include "cost.h"
 #include "log.h"
 #include "mem.h"
@@ -666,6 +667,18 @@ static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
                          "hv_auth_refusals_total{endpoint=\"metrics\",code=\"UNAUTHENTICATED\"} "
                          "%" PRIu64 "\n",
                          refused[16], refused[7], hs.unauthorized);
+    hv_conngate_stats_t gs;
+    hv_conngate_stats(&gs);
+    fam(o, "hv_connections_open", "gauge",
+        "Connections to the gRPC port the head holds (limits.max_connections).");
+    hv_http_reply_printf(o, "hv_connections_open %u\n", gs.open);
+    fam(o, "hv_connections_refused_total", "counter",
+        "Connections to the gRPC port closed at accept, by the bound that was reached: the "
+        "client address's (limits.max_connections_per_client) or the one in all.");
+    hv_http_reply_printf(o,
+                         "hv_connections_refused_total{limit=\"client\"} %" PRIu64 "\n"
+                         "hv_connections_refused_total{limit=\"total\"} %" PRIu64 "\n",
+                         gs.refused_client, gs.refused_total);
 }
 
 void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o) {

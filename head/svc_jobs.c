@@ -437,21 +437,23 @@ static int watch_admit(hv_svc_jobs_t *s, hv_rpc_call_t *c, uint64_t job_id) {
         HV_LOG(HV_LOG_WARN, "jobs", "HV-WATCH-LIMIT",
                "refused a Watch stream from %s: %u open with its credential, limit %u",
                hv_rpc_call_peer(c), same, max_client);
-        hv_rpc_finish(c, HV_ETOOBIG,
-                      "too many watch streams for this client credential: %u open, limit %u "
-                      "(limits.max_watch_streams_per_client); job %llu is not affected: follow "
-                      "it later (hvctl logs -f %llu) or close other streams",
-                      same, max_client, (unsigned long long)job_id, (unsigned long long)job_id);
+        hv_rpc_finish_later(
+            c, HV_ETOOBIG,
+            "too many watch streams for this client credential: %u open, limit %u "
+            "(limits.max_watch_streams_per_client); job %llu is not affected: follow "
+            "it later (hvctl logs -f %llu) or close other streams",
+            same, max_client, (unsigned long long)job_id, (unsigned long long)job_id);
         return 0;
     }
     if (max_total != 0 && total >= max_total) {
         HV_LOG(HV_LOG_WARN, "jobs", "HV-WATCH-LIMIT",
                "refused a Watch stream from %s: %u open in all, limit %u", hv_rpc_call_peer(c),
                total, max_total);
-        hv_rpc_finish(c, HV_ETOOBIG,
-                      "too many watch streams: %u open, limit %u (limits.max_watch_streams); "
-                      "job %llu is not affected: follow it later (hvctl logs -f %llu)",
-                      total, max_total, (unsigned long long)job_id, (unsigned long long)job_id);
+        hv_rpc_finish_later(c, HV_ETOOBIG,
+                            "too many watch streams: %u open, limit %u (limits.max_watch_streams); "
+                            "job %llu is not affected: follow it later (hvctl logs -f %llu)",
+                            total, max_total, (unsigned long long)job_id,
+                            (unsigned long long)job_id);
         return 0;
     }
     return 1;
@@ -488,9 +490,9 @@ static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         if (w->rf == NULL && (errno == EMFILE || errno == ENFILE)) {
             HV_LOG(HV_LOG_WARN, "jobs", "HV-LOG-READ", "cannot read %s: %s", path, strerror(errno));
             hv_free(w);
-            hv_rpc_finish(c, HV_ETOOBIG,
-                          "the head is out of file descriptors; try again when fewer streams "
-                          "are open");
+            hv_rpc_finish_later(c, HV_ETOOBIG,
+                                "the head is out of file descriptors; try again when fewer "
+                                "streams are open");
             return;
         }
         if (w->rf == NULL && errno != ENOENT) {

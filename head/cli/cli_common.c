@@ -277,22 +277,71 @@ static hv_err submit_push_env(hv_cli_submit_opts_t *o, const char *v, char *err,
     if (rc != HV_OK) {
         return rc;
     }
-    hv_cli_kv_t *env = hv_realloc(o->env, (o->nenv + 1) * sizeof(*env));
-    if (env == NULL) {
-        hv_cli_kv_fini(&kv);
-        cli_err(err, errlen, "out of memory");
+    if (o->nenv == o->env_cap) {
+        size_t cap = o->env_cap != 0 ? o->env_cap * 2 : 16;
+        hv_cli_kv_t *env = hv_realloc(o->env, cap * sizeof(*env));
+        if (env == NULL) {
+            hv_cli_kv_fini(&kv);
+            cli_err(err, errlen, "out of memory");
+            return HV_ENOMEM;
+        }
+        o->env = env;
+        o->env_cap = cap;
+    }
+    /* Names given twice are merged once every option is read (hv_cli_env_dedupe). */
+    o->env[o->nenv++] = kv;
+    return HV_OK;
+}
+
+/* A pair's key and its place, sorted by key, then place. */
+typedef struct env_ref_s {
+    const char *key;
+    size_t pos;
+} env_ref_t;
+
+static int env_ref_cmp(const void *a, const void *b) {
+    const env_ref_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c != 0 ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+hv_err hv_cli_env_dedupe(hv_cli_kv_t *env, size_t *n) {
+    if (*n < 2) {
+        return HV_OK;
+    }
+    env_ref_t *refs = hv_malloc(*n * sizeof(*refs));
+    if (refs == NULL) {
         return HV_ENOMEM;
     }
-    o->env = env;
-    /* A later --env for the same name wins, as in a shell. */
-    for (size_t i = 0; i < o->nenv; i++) {
-        if (strcmp(o->env[i].key, kv.key) == 0) {
-            hv_cli_kv_fini(&o->env[i]);
-            o->env[i] = kv;
-            return HV_OK;
+    for (size_t i = 0; i < *n; i++) {
+        refs[i] = (env_ref_t){.key = env[i].key, .pos = i};
+    }
+    qsort(refs, *n, sizeof(*refs), env_ref_cmp);
+    /* In each run of one key: the first place takes the last value, the others are freed. */
+    for (size_t i = 0; i < *n;) {
+        size_t j = i + 1;
+        while (j < *n && strcmp(refs[j].key, refs[i].key) == 0) {
+            j++;
+        }
+        if (j - i > 1) {
+            hv_cli_kv_t *first = &env[refs[i].pos], *last = &env[refs[j - 1].pos];
+            char *v = first->value;
+            first->value = last->value;
+            last->value = v;
+            for (size_t k = i + 1; k < j; k++) {
+                hv_cli_kv_fini(&env[refs[k].pos]); /* key NULL: dropped below */
+            }
+        }
+        i = j;
+    }
+    hv_free(refs);
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (env[i].key != NULL) {
+            env[kept++] = env[i];
         }
     }
-    o->env[o->nenv++] = kv;
+    *n = kept;
     return HV_OK;
 }
 
@@ -555,6 +604,10 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
     o.args = argv + i + 1;
     o.nargs = argc - i - 1;
     if ((rc = submit_check_counts(&o, err, errlen)) != HV_OK) {
+        goto fail;
+    }
+    if ((rc = hv_cli_env_dedupe(o.env, &o.nenv)) != HV_OK) {
+        cli_err(err, errlen, "out of memory");
         goto fail;
     }
     *out = o;

@@ -78,6 +78,11 @@ typedef struct hv_cli_kv_s {
 hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errlen);
 void hv_cli_kv_fini(hv_cli_kv_t *kv);
 
+/* Keeps one pair per key in env[0..*n): the first pair's place with the last pair's value (a
+ * later --env for the same name wins, as in a shell); the pairs dropped are freed. n log n (a
+ * sort of the keys). HV_ENOMEM leaves env as it was. */
+hv_err hv_cli_env_dedupe(hv_cli_kv_t *env, size_t *n);
+
 /* Bounds of hvsubmit's elastic options (the same as the head's elastic: config keys). */
 #define HV_CLI_MAX_RESETS_MAX 1000000u     /* --max-resets */
 #define HV_CLI_ELASTIC_TIMEOUT_MAX 604800u /* --elastic-timeout, seconds (7 days) */
@@ -129,8 +134,10 @@ typedef struct hv_cli_submit_opts_s {
     const char *binary;      /* the program; NULL only when help is set */
     char **args;             /* the program's arguments (argv tail, borrowed) */
     int nargs;
-    hv_cli_kv_t *env; /* --env, owned array of owned pairs */
+    hv_cli_kv_t *env; /* --env, owned array of owned pairs; one per name, the last value given
+                         for it, in the order the names first appeared */
     size_t nenv;
+    size_t env_cap;     /* pairs allocated in env */
     const char **files; /* --file paths (owned array of borrowed strings), then the script and
                            the --workdir files that hv_cli_submit_prepare added */
     size_t nfiles;

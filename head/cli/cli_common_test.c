@@ -1399,9 +1399,9 @@ static void test_parse_oom(void) {
     /* Every allocation of a parse can fail without a leak or a crash. */
     char store[512], err[HV_CLI_ERR_LEN];
     char *argv[64];
-    for (long n = 1; n <= 12; n++) {
-        int argc =
-            split_args("--env A=1 --env B=2 --file x --file y t", store, sizeof(store), argv, 64);
+    for (long n = 1; n <= 16; n++) {
+        int argc = split_args("--env A=1 --env B=2 --env A=3 --file x --file y t", store,
+                              sizeof(store), argv, 64);
         hv_cli_submit_opts_t o;
         memset(&o, 0, sizeof(o));
         hv_mem_fail_after(n);
@@ -1410,6 +1410,70 @@ static void test_parse_oom(void) {
         CHECK(rc == HV_OK || rc == HV_ENOMEM);
         hv_cli_submit_opts_fini(&o);
     }
+}
+
+/* 50,000 --env options, each name given twice (the second pass in the reverse order): one pair
+ * per name, in the order the names first came, each with its last value. The merge is n log n;
+ * the quadratic one it replaced took minutes here (the result is checked, not the time). */
+static void test_env_many(void) {
+    enum { NAMES = 25000, OPTS = 2 * NAMES };
+    int argc = 1 + 2 * OPTS + 1;
+    char **argv = calloc((size_t)argc + 1, sizeof(*argv));
+    char *store = malloc((size_t)OPTS * 24);
+    CHECK(argv != NULL && store != NULL);
+    if (argv == NULL || store == NULL) {
+        free(argv);
+        free(store);
+        return;
+    }
+    argv[0] = "hvsubmit";
+    for (int k = 0; k < OPTS; k++) {
+        int name = k < NAMES ? k : OPTS - 1 - k; /* 0..24999, then 24999..0 */
+        char *s = store + (size_t)k * 24;
+        snprintf(s, 24, "K%d=%c%d", name, k < NAMES ? 'a' : 'b', name);
+        argv[1 + 2 * k] = "--env";
+        argv[2 + 2 * k] = s;
+    }
+    argv[argc - 1] = "t";
+    hv_cli_submit_opts_t o;
+    char err[HV_CLI_ERR_LEN];
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_INT(o.nenv, NAMES);
+    int bad = 0;
+    for (size_t i = 0; i < o.nenv && bad < 5; i++) {
+        char key[32], value[32];
+        snprintf(key, sizeof(key), "K%zu", i);
+        snprintf(value, sizeof(value), "b%zu", i);
+        if (strcmp(o.env[i].key, key) != 0 || strcmp(o.env[i].value, value) != 0) {
+            fprintf(stderr, "env[%zu] = %s=%s, want %s=%s\n", i, o.env[i].key, o.env[i].value, key,
+                    value);
+            bad++;
+        }
+    }
+    CHECK_INT(bad, 0);
+    hv_cli_submit_opts_fini(&o);
+
+    /* The merge alone, on pairs with names given 1, 2 and 3 times. */
+    const char *in[][2] = {{"A", "1"}, {"B", "1"}, {"A", "2"}, {"C", "1"},
+                           {"B", "2"}, {"A", "3"}, {"D", ""}};
+    hv_cli_kv_t kv[7];
+    for (int i = 0; i < 7; i++) {
+        kv[i].key = hv_strdup(in[i][0]);
+        kv[i].value = hv_strdup(in[i][1]);
+    }
+    size_t n = 7;
+    CHECK_RC(hv_cli_env_dedupe(kv, &n), HV_OK);
+    CHECK_INT(n, 4);
+    const char *want[][2] = {{"A", "3"}, {"B", "2"}, {"C", "1"}, {"D", ""}};
+    for (size_t i = 0; i < n && i < 4; i++) {
+        CHECK_STR(kv[i].key, want[i][0]);
+        CHECK_STR(kv[i].value, want[i][1]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        hv_cli_kv_fini(&kv[i]);
+    }
+    free(argv);
+    free(store);
 }
 
 /* ---- runner --------------------------------------------------------------------------------- */
@@ -1423,6 +1487,7 @@ static const struct {
     {"parse_errors", test_parse_errors},
     {"parse_elastic", test_parse_elastic},
     {"parse_oom", test_parse_oom},
+    {"env_many", test_env_many},
     {"env", test_env},
     {"head_addr", test_head_addr},
     {"check_binary", test_check_binary},

@@ -125,6 +125,7 @@ static const script_item_t *script;
 static Hvpb__V1__JobView *final_view;     /* sent with IT_DONE */
 static Hvpb__V1__JobView *cancelled_view; /* sent when Cancel arrives during IT_HOLD */
 static int submit_refuse;                 /* Submit answers RESOURCE_EXHAUSTED */
+static int watch_refuse;                  /* Watch answers RESOURCE_EXHAUSTED, "try again later" */
 static unsigned upload_delay_ms;          /* each Upload answers this late (a slow link) */
 static int cancel_ends_job = 1;           /* Cancel makes a held Watch send the cancelled view */
 static hv_rpc_call_t *held_watch;         /* a Watch call kept open by IT_HOLD */
@@ -219,6 +220,12 @@ static void on_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         hv_rpc_finish(c, HV_EPERM, "this client token may not submit jobs");
         return;
     }
+    if (submit_refuse == 4) { /* words gRPC's transport errors also use, in a path */
+        hv_rpc_finish(c, HV_EUNAVAIL,
+                      "the head cannot store its state in /srv/tls-dns/handshake/state.db (disk "
+                      "full); the job was not submitted");
+        return;
+    }
     memset(&got_spec, 0, sizeof(got_spec));
     snprintf(got_spec.name, sizeof(got_spec.name), "%s", s->name);
     snprintf(got_spec.user, sizeof(got_spec.user), "%s", s->user);
@@ -275,6 +282,13 @@ static void on_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     const Hvpb__V1__WatchRequest *r = (const Hvpb__V1__WatchRequest *)m;
     n_watch++;
     watch_started_ms = hv_now_ms();
+    if (watch_refuse) {
+        hv_rpc_finish_later(c, HV_ETOOBIG,
+                            "too many watch streams: 2 open, limit 2 (limits.max_watch_streams); "
+                            "job %llu is not affected: follow it later (hvctl logs -f %llu)",
+                            (unsigned long long)r->job_id, (unsigned long long)r->job_id);
+        return;
+    }
     last_log_offset = r->log_offset;
     last_event_after = r->event_after;
     uint64_t nlog = 0;
@@ -721,6 +735,7 @@ static void reset_counts(void) {
     n_stat = n_upload = n_submit = n_watch = n_cancel = 0;
     memset(&got_drain, 0, sizeof(got_drain));
     submit_refuse = 0;
+    watch_refuse = 0;
     upload_delay_ms = 0;
     cancel_ends_job = 1;
     sigint_count = 0;
@@ -1106,6 +1121,47 @@ static void test_refused_detach_unreachable(void) {
     CHECK_STATUS(&r, 65);
     CHECK_HAS(r.err, "train.sh is a script, not an ELF executable");
     CHECK_INT(n_stat, 0);
+    run_free(&r);
+}
+
+/* What the head says itself is told apart from a lost connection by the mark the rpc layer puts
+ * on the head's statuses, not by words: a message naming a path with "tls", "dns" and
+ * "handshake" in it is still the head's (exit 75, shown as it is). A refusal the head marks
+ * "try again later" (too many Watch streams now) is 75, not 65 like a request over a limit. */
+static void test_head_words(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    reset_counts();
+    script = script_ok;
+    final_view = &view_ok;
+    submit_refuse = 4;
+    run_t r;
+    const char *args[] = {"-np", "2", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_STATUS(&r, 75);
+    CHECK_STR(r.err, "hvsubmit: the head cannot store its state in /srv/tls-dns/handshake/state.db "
+                     "(disk full); the job was not submitted\n");
+    run_free(&r);
+
+    reset_counts();
+    final_view = &view_ok;
+    watch_refuse = 1;
+    const char *a1[] = {"logs", "7", "--follow", NULL};
+    run_tool(&r, "hvctl", a1);
+    CHECK_STATUS(&r, 75);
+    CHECK_STR(r.err, "hvctl: too many watch streams: 2 open, limit 2 (limits.max_watch_streams); "
+                     "job 7 is not affected: follow it later (hvctl logs -f 7)\n");
+    CHECK_INT(n_watch, 1);
+    run_free(&r);
+
+    reset_counts();
+    script = script_ok;
+    final_view = &view_ok;
+    watch_refuse = 1;
+    run_tool(&r, "hvsubmit", args);
+    CHECK_STATUS(&r, 75);
+    CHECK_HAS(r.err, "too many watch streams: 2 open, limit 2");
+    CHECK_INT(n_submit, 1);
     run_free(&r);
 }
 
@@ -1563,6 +1619,7 @@ static const struct {
     {"watch_resume", test_watch_resume},
     {"sigint", test_sigint},
     {"refused_detach_unreachable", test_refused_detach_unreachable},
+    {"head_words", test_head_words},
     {"hvctl", test_hvctl},
     {"submit_elastic", test_submit_elastic},
     {"hvctl_elastic", test_hvctl_elastic},

@@ -79,6 +79,11 @@ static const char *const rpc_transport_words[] = {
 };
 
 int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st) {
+    if (st->from_server) {
+        return 0; /* the head ended the call itself: its words, whatever they say */
+    }
+    /* An unmarked status: gRPC core's or the transport's, or one from a head older than the
+     * mark, which is told apart by the words gRPC core uses. */
     if (st->msg[0] == '\0') {
         return 1;
     }
@@ -91,6 +96,9 @@ int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st) {
 }
 
 int hv_cli_rpc_head_message(const hv_rpc_status_t *st) {
+    if (st->from_server) {
+        return st->msg[0] != '\0';
+    }
     return st->msg[0] != '\0' && strstr(st->msg, "Error received from peer") == NULL &&
            strstr(st->msg, "grpc_status:") == NULL;
 }
@@ -133,6 +141,9 @@ int hv_cli_rpc_open(const char *prog, const char *head, const char *ca_opt, int 
 }
 
 int hv_cli_rpc_exit_code(const hv_rpc_status_t *st) {
+    if (st->later) {
+        return HV_CLI_EXIT_TEMPFAIL; /* the head is at a bound now (streams, descriptors) */
+    }
     if (hv_cli_rpc_unreachable(st)) {
         return hv_cli_rpc_transport_detail(st) ? HV_CLI_EXIT_UNAVAILABLE : HV_CLI_EXIT_TEMPFAIL;
     }
@@ -146,7 +157,8 @@ int hv_cli_rpc_exit_code(const hv_rpc_status_t *st) {
     case HV_CLI_GRPC_FAILED_PRECONDITION:
     case HV_CLI_GRPC_OUT_OF_RANGE:
     case HV_CLI_GRPC_ALREADY_EXISTS:
-    case HV_CLI_GRPC_RESOURCE_EXHAUSTED: /* over a limit: -np, an upload's size */
+    case HV_CLI_GRPC_RESOURCE_EXHAUSTED: /* over a limit: -np, an upload's size (a bound
+                                             * on what the head holds now is marked later) */
         return HV_CLI_EXIT_DATAERR;
     case HV_CLI_GRPC_DEADLINE_EXCEEDED:
         return HV_CLI_EXIT_TEMPFAIL;

@@ -60,12 +60,15 @@ int hv_cli_rpc_stream_lost(const hv_rpc_status_t *st);
 
 /* True when st's detail comes from gRPC's transport ("failed to connect to all addresses",
  * "Socket closed", ...) or is empty, rather than being a message the head wrote. The head also
- * answers UNAVAILABLE itself (e.g. "no node has joined the cluster"); that text is shown as is. */
+ * answers UNAVAILABLE itself (e.g. "no node has joined the cluster"); that text is shown as is.
+ * A status the head marked as its own (hv_rpc_status_t.from_server) is never the transport's,
+ * whatever its words ("tls" in a data directory's path); an unmarked one (gRPC core's, or from
+ * a head older than the mark) is told by gRPC core's words. */
 int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st);
 
-/* True when st carries a message the head wrote: not empty, and not the error text gRPC core
- * puts there when the head answered with a status code and no message ("... Error received
- * from peer ... {grpc_message:"", grpc_status:5, ...}"). */
+/* True when st carries a message the head wrote: not empty, and marked as the head's own (or,
+ * unmarked, not the error text gRPC core puts there when the head answered with a status code
+ * and no message: "... Error received from peer ... {grpc_message:"", grpc_status:5, ...}"). */
 int hv_cli_rpc_head_message(const hv_rpc_status_t *st);
 
 /* Where the CLIs find their client token when neither --token-file nor HV_TOKEN_FILE is given:
@@ -85,7 +88,8 @@ hv_err hv_cli_token_attach(hv_rpc_channel_t *ch, const char *opt, const char *pr
  * (UNAVAILABLE from the transport) 69; UNAUTHENTICATED / PERMISSION_DENIED 77; NOT_FOUND 66;
  * INVALID_ARGUMENT / FAILED_PRECONDITION / OUT_OF_RANGE / ALREADY_EXISTS / RESOURCE_EXHAUSTED
  * (over a limit: more slots than the cluster has, an upload over max_upload) 65;
- * DEADLINE_EXCEEDED and the head's own UNAVAILABLE answers ("no node has joined") 75;
+ * DEADLINE_EXCEEDED, the head's own UNAVAILABLE answers ("no node has joined", a full disk)
+ * and any status the head marked "try again later" (too many Watch streams open now) 75;
  * anything else 70. */
 int hv_cli_rpc_exit_code(const hv_rpc_status_t *st);
 
