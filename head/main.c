@@ -690,6 +690,7 @@ static int cmd_start(const head_opts_t *o) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
         goto out_engine;
     }
+    hv_metrics_set_auth(h->metrics, &h->auth);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
     char host[256];

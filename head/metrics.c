@@ -48,6 +48,7 @@ struct hv_metrics_s {
     const hv_head_config_t *cfg; /* borrowed */
     hv_driver_t *d;              /* borrowed */
     hv_store_t *store;           /* borrowed */
+    const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
     hv_page_src_t page;          /* what the status page's routes read (head/page_serve.h) */
     uint64_t start_wall_ms;
@@ -378,6 +379,8 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
     return HV_OK;
 }
 
+void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth) { m->auth = auth; }
+
 void hv_metrics_destroy(hv_metrics_t *m) {
     if (m == NULL) {
         return;
@@ -700,14 +703,26 @@ hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *
     if (rc != HV_OK) {
         return rc;
     }
-    m->page = (hv_page_src_t){m->cfg, m->d, m->store};
-    hv_http_route_t routes[] = {{"/metrics", metrics_serve, m},
-                                {"/", hv_page_serve_cluster, &m->page},
-                                {"/job/", hv_page_serve_job, &m->page}};
+    m->page.cfg = m->cfg;
+    m->page.d = m->d;
+    m->page.store = m->store;
+    m->page.auth = m->auth;
+    /* /metrics keeps the bearer token (Prometheus sends it); the page also takes a session of
+     * its login (docs/status-page.md). */
+    hv_http_route_t routes[] = {
+        {"/metrics", metrics_serve, m, HV_HTTP_TOKEN, 0},
+        {"/", hv_page_serve_cluster, &m->page, HV_HTTP_SESSION, 0},
+        {"/job/", hv_page_serve_job, &m->page, HV_HTTP_SESSION, 0},
+        {"/login", hv_page_serve_login, &m->page, HV_HTTP_OPEN, 1},
+        {"/logout", hv_page_serve_logout, &m->page, HV_HTTP_OPEN, 1},
+    };
     hv_http_opts_t o = {.listen = m->cfg->metrics.listen,
                         .token = token,
                         .routes = routes,
-                        .nroutes = sizeof(routes) / sizeof(routes[0])};
+                        .nroutes = sizeof(routes) / sizeof(routes[0]),
+                        .session_ok = hv_page_session_ok,
+                        .session_ud = &m->page,
+                        .login_path = "/login"};
     char why[400] = "";
     rc = hv_http_server_create(loop, &o, &m->http, port_out, why, sizeof(why));
     if (token != NULL) {

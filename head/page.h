@@ -101,6 +101,9 @@ void hv_page_render_job(const hv_page_jobview_t *v, hv_http_reply_t *out);
 
 /* Appends a page that says what was not found (a whole HTML document; message escaped). */
 void hv_page_render_missing(const char *cluster_name, const char *message, hv_http_reply_t *out);
+/* The login form (POST /login with the field "token"); message (escaped) says why the last try
+ * failed, or NULL. No reload script, no secret. */
+void hv_page_render_login(const char *cluster_name, const char *message, hv_http_reply_t *out);
 
 /* A duration in words for people: "850 ms", "12.3 s", "4m 05s", "2h 03m". Pure. */
 const char *hv_page_fmt_duration(uint64_t ms, char *buf, size_t len);

@@ -5,11 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "cost.h"
+#include "log.h"
 #include "mem.h"
 #include "metrics.h"
 #include "page.h"
+#include "sha256.h"
 #include "util.h"
 
 #define PAGE_CTYPE "text/html; charset=utf-8"
@@ -277,4 +280,111 @@ out:
     hv_free(rounds);
     hv_store_event_free_list(ev, nev);
     hv_store_job_fini(&row);
+}
+
+/* ---- the login ------------------------------------------------------------------------------ */
+
+static void serve_token_sha(const char *token, char hex[65]) {
+    hv_sha256_t h;
+    uint8_t d[32];
+    hv_sha256_init(&h);
+    hv_sha256_update(&h, token, strlen(token));
+    hv_sha256_final(&h, d);
+    hv_sha256_hex(d, hex);
+    memset(&h, 0, sizeof(h));
+}
+
+int hv_page_session_ok(const hv_http_request_t *req, void *ud) {
+    hv_page_src_t *src = ud;
+    char id[HV_PAGE_SESSION_ID_LEN + 1];
+    if (src->auth == NULL ||
+        !hv_http_cookie_get(req->cookie, HV_PAGE_SESSION_COOKIE, id, sizeof(id))) {
+        return 0;
+    }
+    const hv_page_session_t *s = hv_page_session_find(&src->sessions, id, hv_wall_ms());
+    if (s == NULL) {
+        return 0;
+    }
+    /* The token it logged in with must still be one of the head's (hv_auth_reload_clients drops
+     * a deleted one): its sessions end with it. */
+    for (size_t i = 0; i < src->auth->n_clients; i++) {
+        char sha[65];
+        serve_token_sha(src->auth->clients[i].token, sha);
+        if (hv_auth_equal(s->token_sha, sha)) {
+            return 1;
+        }
+    }
+    char client[64], sha[65];
+    snprintf(client, sizeof(client), "%s", s->client);
+    snprintf(sha, sizeof(sha), "%s", s->token_sha);
+    size_t n = hv_page_session_drop_token(&src->sessions, sha);
+    HV_LOG(HV_LOG_NOTICE, "page", "HV-PAGE-SESSION-REVOKED",
+           "status page: %zu session(s) of client token '%s' ended: the token is gone", n, client);
+    return 0;
+}
+
+static void serve_login_form(hv_page_src_t *src, hv_http_reply_t *rep, int status,
+                             const char *message) {
+    rep->status = status;
+    rep->content_type = PAGE_CTYPE;
+    hv_page_render_login(src->cfg->cluster_name, message, rep);
+}
+
+void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    hv_page_src_t *src = ud;
+    if (!req->post) {
+        serve_login_form(src, rep, 200, NULL);
+        return;
+    }
+    char token[HV_AUTH_TOKEN_MAX + 1];
+    if (!hv_http_form_get(req->body, req->body_len, "token", token, sizeof(token)) ||
+        token[0] == '\0') {
+        serve_login_form(src, rep, 400, "Type a client token.");
+        return;
+    }
+    hv_cred_t cred;
+    hv_err rc = src->auth != NULL ? hv_auth_identify(src->auth, token, &cred) : HV_EAUTH;
+    if (rc != HV_OK || cred.kind != HV_CRED_CLIENT) {
+        memset(token, 0, sizeof(token));
+        HV_LOG(HV_LOG_WARN, "page", "HV-PAGE-LOGIN-REFUSED",
+               "status page: login refused: not a client token of this head");
+        serve_login_form(src, rep, 403, "That is not a client token of this head.");
+        return;
+    }
+    char sha[65];
+    serve_token_sha(token, sha);
+    memset(token, 0, sizeof(token));
+    uint8_t raw[HV_PAGE_SESSION_ID_LEN / 2];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        serve_login_form(src, rep, 503, "No random bytes for a session now; try again.");
+        return;
+    }
+    char id[HV_PAGE_SESSION_ID_LEN + 1];
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        snprintf(id + 2 * i, 3, "%02x", raw[i]);
+    }
+    memset(raw, 0, sizeof(raw));
+    hv_page_session_add(&src->sessions, id, sha, cred.client, hv_wall_ms());
+    char cookie[200];
+    snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%llu",
+             HV_PAGE_SESSION_COOKIE, id, (unsigned long long)(HV_PAGE_SESSION_TTL_MS / 1000));
+    hv_http_reply_header(rep, "Set-Cookie", cookie);
+    hv_http_reply_header(rep, "Location", "/");
+    rep->status = 303;
+    hv_http_reply_printf(rep, "303 See Other: logged in\n");
+    HV_LOG(HV_LOG_NOTICE, "page", "HV-PAGE-LOGIN", "status page: login with client token '%s'",
+           cred.client);
+}
+
+void hv_page_serve_logout(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    hv_page_src_t *src = ud;
+    char id[HV_PAGE_SESSION_ID_LEN + 1];
+    if (hv_http_cookie_get(req->cookie, HV_PAGE_SESSION_COOKIE, id, sizeof(id))) {
+        hv_page_session_drop(&src->sessions, id);
+    }
+    hv_http_reply_header(rep, "Set-Cookie",
+                         HV_PAGE_SESSION_COOKIE "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    hv_http_reply_header(rep, "Location", "/login");
+    rep->status = 303;
+    hv_http_reply_printf(rep, "303 See Other: logged out\n");
 }
