@@ -10,6 +10,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -978,6 +979,92 @@ fail:
 
 hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t errlen) {
     return store_open_at(data_dir, HV_STORE_SCHEMA_VERSION, 0, out, err, errlen);
+}
+
+/* ---- backup --------------------------------------------------------------------------------- */
+
+#define STORE_BACKUP_STEP_PAGES 256
+#define STORE_BACKUP_WAIT_MS 30000
+
+hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pages_out, char *err,
+                       size_t errlen) {
+    struct stat st;
+    if (stat(src_path, &st) != 0) {
+        open_msg(err, errlen, "no database at %s: %s", src_path, strerror(errno));
+        return HV_ENOTFOUND;
+    }
+    if (lstat(dst_path, &st) == 0) {
+        open_msg(err, errlen, "%s exists already: a backup never overwrites a file", dst_path);
+        return HV_EEXIST;
+    }
+    int fd = open(dst_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        open_msg(err, errlen, "cannot create %s: %s", dst_path, strerror(errno));
+        return errno == EEXIST ? HV_EEXIST : HV_EIO;
+    }
+    close(fd);
+    sqlite3 *src = NULL, *dst = NULL;
+    sqlite3_backup *b = NULL;
+    hv_err rc = HV_OK;
+    char msg[256] = "";
+    int sr = sqlite3_open_v2(src_path, &src, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
+    if (sr == SQLITE_OK) {
+        sqlite3_busy_timeout(src, STORE_BUSY_TIMEOUT_MS);
+        sr = sqlite3_open_v2(dst_path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_EXRESCODE, NULL);
+    }
+    if (sr != SQLITE_OK) {
+        rc = store_err_from_sqlite(sr);
+        open_msg(err, errlen, "cannot open %s: %s",
+                 dst == NULL && src != NULL ? dst_path : src_path, sqlite3_errstr(sr));
+        goto out;
+    }
+    b = sqlite3_backup_init(dst, "main", src, "main");
+    if (b == NULL) {
+        rc = store_err_from_sqlite(sqlite3_extended_errcode(dst));
+        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errmsg(dst));
+        goto out;
+    }
+    /* Steps, so a running head's writes are not held off for the whole copy; a write between
+     * steps makes sqlite start again from the new snapshot. The wait for locks is bounded. */
+    uint64_t waited = 0;
+    for (;;) {
+        sr = sqlite3_backup_step(b, STORE_BACKUP_STEP_PAGES);
+        if (sr == SQLITE_DONE) {
+            break;
+        }
+        if (sr == SQLITE_OK) {
+            continue;
+        }
+        if ((sr == SQLITE_BUSY || sr == SQLITE_LOCKED) && waited < STORE_BACKUP_WAIT_MS) {
+            sqlite3_sleep(50);
+            waited += 50;
+            continue;
+        }
+        rc = sr == SQLITE_BUSY || sr == SQLITE_LOCKED ? HV_ETIMEDOUT : store_err_from_sqlite(sr);
+        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errstr(sr));
+        goto out;
+    }
+    if (pages_out != NULL) {
+        *pages_out = (uint64_t)sqlite3_backup_pagecount(b);
+    }
+    sqlite3_backup_finish(b);
+    b = NULL;
+    sr = store_quick_check(dst, msg, sizeof(msg));
+    if (sr != SQLITE_OK) {
+        rc = HV_ECORRUPT;
+        open_msg(err, errlen, "the copy %s does not check: %s", dst_path, msg);
+        goto out;
+    }
+out:
+    if (b != NULL) {
+        sqlite3_backup_finish(b);
+    }
+    sqlite3_close(dst);
+    sqlite3_close(src);
+    if (rc != HV_OK) {
+        unlink(dst_path);
+    }
+    return rc;
 }
 
 hv_err hv__store_create_at_version(const char *dir, int version, const char *sql, char *err,

@@ -331,6 +331,18 @@ hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms);
  * left): the check and the count are one statement. HV_ENOTFOUND when it is not usable. */
 hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms);
 
+/* ---- backup (docs/operations.md "Backup and restore") ---------------------------------------- */
+
+/* Copies the database src_path (a head's state.db, which may be open and written by a running
+ * head: sqlite's online backup API reads a consistent snapshot, WAL included) into dst_path, a
+ * file that must not exist, created with mode 0600, then checks the copy (quick_check). Opens
+ * src read-only and never changes it. Blocks: the copy runs in steps of 256 pages; when the head
+ * holds a lock, a step is retried for up to 30 s in all (then HV_ETIMEDOUT). *pages_out
+ * (optional): the pages copied. Errors with a message in err: HV_EEXIST (dst exists),
+ * HV_ENOTFOUND (no src), HV_ECORRUPT, HV_EIO, HV_ETIMEDOUT; dst is removed on failure. */
+hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pages_out, char *err,
+                       size_t errlen);
+
 /* ---- testing only ---------------------------------------------------------------------------- */
 
 /* Creates <dir>/state.db (dir must exist; the file must not) at schema `version`
