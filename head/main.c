@@ -29,6 +29,7 @@
 #include "artifacts.h"
 #include "auth.h"
 #include "backup.h"
+#include "history.h"
 #include "autoscale.h"
 #include "config.h"
 #include "driver.h"
@@ -290,6 +291,27 @@ static void head_notify_status(head_t *h, const char *extra) {
                     jobs[HV_JOB_RUNNING] + jobs[HV_JOB_PLACING], jobs[HV_JOB_PENDING]);
 }
 
+/* Whether the driver holds the job in memory now (hv_driver_job would load it). */
+static int head_job_held(void *ud, uint64_t job_id) {
+    head_t *h = ud;
+    for (const hv_djob_t *j = hv_driver_jobs(h->driver); j != NULL; j = j->next) {
+        if (j->jm.id == job_id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The history's retention (head/history.h): at start and every history.prune_interval_s. */
+static void head_prune_history(head_t *h) {
+    hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs};
+    if (hv_history_prune(h->store, h->cfg.data_dir, &p, hv_wall_ms(), head_job_held, h, NULL) !=
+        HV_OK) {
+        HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-FAIL", "finished jobs not pruned: %s",
+               hv_store_last_error(h->store));
+    }
+}
+
 static void head_tick_cb(uv_timer_t *t) {
     head_t *h = t->data;
     uint64_t now = hv_now_ms();
@@ -300,6 +322,10 @@ static void head_tick_cb(uv_timer_t *t) {
     hv_notify_watchdog(&h->notify, now);
     if (h->ticks % HEAD_STATUS_TICKS == 0) {
         head_notify_status(h, "");
+    }
+    uint64_t prune_ticks = (uint64_t)h->cfg.history.prune_interval_s * 1000 / HEAD_TICK_MS;
+    if (prune_ticks > 0 && (h->ticks + 1) % prune_ticks == 0) {
+        head_prune_history(h);
     }
     if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
         /* A client token file added or deleted takes effect within seconds, without a restart. */
@@ -656,6 +682,7 @@ static int cmd_start(const head_opts_t *o) {
                   hv_strerror(rc));
         goto out_state;
     }
+    head_prune_history(h);
     head_fd_limits(h);
     if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
         head_fail("hvhead: cannot start the rpc engine: %s", hv_strerror(rc));

@@ -981,6 +981,111 @@ hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t e
     return store_open_at(data_dir, HV_STORE_SCHEMA_VERSION, 0, out, err, errlen);
 }
 
+/* ---- history retention ---------------------------------------------------------------------- */
+
+/* These statements are prepared per call (not in the statement table): pruning runs every few
+ * minutes, not per request. */
+#define STORE_FINISHED "state IN ('succeeded','failed','cancelled')"
+
+hv_err hv_store_history_expired(hv_store_t *s, uint64_t cutoff_ms, uint64_t keep_jobs, size_t cap,
+                                uint64_t **out, size_t *n) {
+    static const char sql[] = "SELECT id FROM jobs WHERE " STORE_FINISHED " AND ("
+                              " (?1 > 0 AND MAX(ended_ms, submitted_ms) < ?1) OR"
+                              " (?2 > 0 AND id NOT IN (SELECT id FROM jobs WHERE " STORE_FINISHED
+                              "  ORDER BY MAX(ended_ms, submitted_ms) DESC, id DESC LIMIT ?2)))"
+                              " ORDER BY MAX(ended_ms, submitted_ms), id LIMIT ?3";
+    *out = NULL;
+    *n = 0;
+    if (cap == 0 || (cutoff_ms == 0 && keep_jobs == 0)) {
+        return HV_OK;
+    }
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (src != SQLITE_OK) {
+        store_set_err(s, "history: %s", sqlite3_errmsg(s->db));
+        return store_err_from_sqlite(src);
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)cutoff_ms);
+    sqlite3_bind_int64(st, 2, keep_jobs > INT64_MAX ? INT64_MAX : (sqlite3_int64)keep_jobs);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)cap);
+    uint64_t *ids = NULL;
+    size_t got = 0;
+    hv_err rc = HV_OK;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ids == NULL && (ids = hv_calloc(cap, sizeof(*ids))) == NULL) {
+            rc = HV_ENOMEM;
+            break;
+        }
+        ids[got++] = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    if (rc == HV_OK && src != SQLITE_DONE) {
+        store_set_err(s, "history: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    sqlite3_finalize(st);
+    if (rc != HV_OK) {
+        hv_free(ids);
+        return rc;
+    }
+    *out = ids;
+    *n = got;
+    return HV_OK;
+}
+
+hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, size_t *deleted) {
+    /* The job's own row last, and only while it is finished: the other rows go only with it
+     * (the first statement's changes count says whether it is finished). */
+    static const char *const sql[] = {
+        "SELECT 1 FROM jobs WHERE id = ?1 AND " STORE_FINISHED,
+        "DELETE FROM events WHERE job_id = ?1",
+        "DELETE FROM blacklist WHERE job_id = ?1",
+        "DELETE FROM workers WHERE job_id = ?1",
+        "DELETE FROM jobs WHERE id = ?1",
+    };
+    enum { NSQL = sizeof(sql) / sizeof(sql[0]) };
+    sqlite3_stmt *st[NSQL] = {0};
+    size_t done = 0;
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    int src = SQLITE_OK;
+    for (size_t k = 0; k < NSQL && src == SQLITE_OK; k++) {
+        src = sqlite3_prepare_v2(s->db, sql[k], -1, &st[k], NULL);
+    }
+    for (size_t i = 0; i < n && src == SQLITE_OK; i++) {
+        for (size_t k = 0; k < NSQL && src == SQLITE_OK; k++) {
+            sqlite3_reset(st[k]);
+            sqlite3_bind_int64(st[k], 1, (sqlite3_int64)ids[i]);
+            int r = sqlite3_step(st[k]);
+            sqlite3_reset(st[k]); /* no statement stays open on the rows being deleted */
+            if (k == 0 && r == SQLITE_DONE) {
+                break; /* not finished, or gone: kept */
+            }
+            src = r == SQLITE_ROW || r == SQLITE_DONE ? SQLITE_OK : r;
+            done += k == NSQL - 1 && src == SQLITE_OK;
+        }
+    }
+    if (src != SQLITE_OK) {
+        store_set_err(s, "history: deleting finished jobs: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    for (size_t k = 0; k < NSQL; k++) {
+        sqlite3_finalize(st[k]);
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(s);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(s);
+        done = 0;
+    }
+    if (deleted != NULL) {
+        *deleted = done;
+    }
+    return rc;
+}
+
 /* ---- backup --------------------------------------------------------------------------------- */
 
 #define STORE_BACKUP_STEP_PAGES 256
