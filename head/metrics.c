@@ -707,6 +707,7 @@ hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *
     m->page.d = m->d;
     m->page.store = m->store;
     m->page.auth = m->auth;
+    m->page.login = token != NULL && token[0] != '\0';
     /* /metrics keeps the bearer token (Prometheus sends it); the page also takes a session of
      * its login (docs/status-page.md). */
     hv_http_route_t routes[] = {

@@ -105,15 +105,17 @@ static void page_head(hv_http_reply_t *o, const char *cluster, const char *title
     page_text(o, ");</script>\n</head><body>\n");
 }
 
-static void page_foot(hv_http_reply_t *o, uint64_t now_ms) {
+static void page_foot(hv_http_reply_t *o, uint64_t now_ms, int logout) {
     char t[32];
     hv_http_reply_printf(o,
                          "<p class=\"muted\">As of %s UTC; this page reloads every %d s. "
-                         "<a href=\"/\">cluster</a> &middot; <a href=\"/metrics\">metrics</a> "
-                         "&middot; <form method=\"post\" action=\"/logout\" "
-                         "style=\"display:inline\"><button>log out</button></form></p>\n"
-                         "</body></html>\n",
+                         "<a href=\"/\">cluster</a> &middot; <a href=\"/metrics\">metrics</a>",
                          page_fmt_time(now_ms, t, sizeof(t)), PAGE_REFRESH_S);
+    if (logout) {
+        page_text(o, " &middot; <form method=\"post\" action=\"/logout\" style=\"display:inline\">"
+                     "<button id=\"logout\">log out</button></form>");
+    }
+    page_text(o, "</p>\n</body></html>\n");
 }
 
 /* <td class="s-STATE">STATE</td>: the class is only set for a plain word. */
@@ -342,7 +344,7 @@ void hv_page_render_cluster(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     page_nodes(c, o);
     page_jobs(c, o);
     page_instances(c, o);
-    page_foot(o, c->now_ms);
+    page_foot(o, c->now_ms, c->logout);
 }
 
 /* The rounds as a timeline: one row per generation, a bar as long as the round took. */
@@ -457,7 +459,7 @@ void hv_page_render_job(const hv_page_jobview_t *v, hv_http_reply_t *o) {
     page_text(o, "</table>\n");
     page_rounds(v, o);
     page_workers(v, o);
-    page_foot(o, v->now_ms);
+    page_foot(o, v->now_ms, v->logout);
 }
 
 void hv_page_render_missing(const char *cluster_name, const char *message, hv_http_reply_t *o) {

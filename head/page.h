@@ -63,6 +63,7 @@ typedef struct hv_page_cluster_s {
     size_t ncost;
     double cost_total;
     uint32_t preemptions;
+    int logout; /* the page is behind the login: show the log-out button */
 } hv_page_cluster_t;
 
 /* One round (generation) of a job, from its round.open and round.close events. */
@@ -90,6 +91,7 @@ typedef struct hv_page_jobview_s {
     size_t nrounds;
     const hv_page_worker_t *workers;
     size_t nworkers;
+    int logout; /* the page is behind the login: show the log-out button */
 } hv_page_jobview_t;
 
 /* Appends s HTML-escaped (& < > " ' and control bytes become entities or '?'). s NULL: nothing. */

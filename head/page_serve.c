@@ -158,6 +158,7 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
         .ncost = nc,
         .cost_total = r.cost,
         .preemptions = r.preemptions,
+        .logout = src->login,
     };
     hv_page_render_cluster(&c, rep);
 out:
@@ -255,7 +256,8 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
         rep->oom = 1;
         goto out;
     }
-    hv_page_jobview_t v = {.cluster_name = cluster, .now_ms = hv_wall_ms(), .rounds = rounds};
+    hv_page_jobview_t v = {
+        .cluster_name = cluster, .now_ms = hv_wall_ms(), .rounds = rounds, .logout = src->login};
     serve_job_fields(&row, &v.job);
     serve_demand(src->d, &v.job, 1);
     v.nrounds = serve_rounds(ev, nev, rounds, reasons, nev);
@@ -332,6 +334,13 @@ static void serve_login_form(hv_page_src_t *src, hv_http_reply_t *rep, int statu
 
 void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
     hv_page_src_t *src = ud;
+    if (!req->post && !src->login) {
+        /* No login here (loopback without a token): the page is open. */
+        hv_http_reply_header(rep, "Location", "/");
+        rep->status = 303;
+        hv_http_reply_printf(rep, "303 See Other: no login needed here\n");
+        return;
+    }
     if (!req->post) {
         serve_login_form(src, rep, 200, NULL);
         return;

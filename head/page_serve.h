@@ -27,6 +27,7 @@ typedef struct hv_page_src_s {
     hv_driver_t *d;
     hv_store_t *store;
     const hv_auth_t *auth;       /* the client tokens a login is checked against; NULL = none */
+    int login;                   /* the listener has a token: browsers log in (else all open) */
     hv_page_sessions_t sessions; /* the logged-in browsers (owned) */
 } hv_page_src_t;
 

@@ -150,6 +150,7 @@ static void case_cluster(void) {
     CHECK(has(&r, "No node has joined."));
     CHECK(has(&r, "No job yet."));
     CHECK(has(&r, "No autoscaler is configured."));
+    CHECK(!has(&r, "action=\"/logout\"")); /* no login, no log-out button */
     CHECK(!has(&r, "id=\"pending\""));
     reply_free(&r);
 }
@@ -309,6 +310,12 @@ static void case_login_form(void) {
     CHECK(strstr(r.body, "c&lt;1&gt;") != NULL);
     CHECK(strstr(r.body, "location.reload") == NULL);
     hv_free(r.body);
+    /* Behind the login, every page has the log-out button. */
+    hv_page_cluster_t c = {.now_ms = 1, .logout = 1};
+    hv_http_reply_t p = {.status = 200};
+    hv_page_render_cluster(&c, &p);
+    CHECK(strstr(p.body, "<form method=\"post\" action=\"/logout\"") != NULL);
+    hv_free(p.body);
 }
 
 int main(int argc, char **argv) {

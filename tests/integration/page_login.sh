@@ -60,6 +60,7 @@ assert_grep "$TMP/login.hdr" '^Set-Cookie: hv_session=[0-9a-f]\{64\}; HttpOnly; 
 assert_no_grep "$TMP/login.hdr" "${CLIENT_TOKEN#hvc_}" "the cookie must not hold the token"
 [ "$(req page -b "$TMP/jar" "$PAGE/")" = 200 ] || fail "the page must be served with the session cookie"
 assert_grep "$TMP/page.body" '<h1>' "the cluster page must be served"
+assert_grep "$TMP/page.body" 'action="/logout"' "a page behind the login has the log-out button"
 assert_no_grep "$TMP/page.body" "${CLIENT_TOKEN#hvc_}" "the page must not show the token"
 [ "$(req jobpage -b "$TMP/jar" "$PAGE/job/1")" = 404 ] || fail "a job page past the login: 404 for an unknown job"
 
