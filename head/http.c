@@ -710,6 +710,26 @@ static void conn_serve(http_conn_t *c, const hv_http_request_t *req) {
     hv_free(rep.body);
 }
 
+/* The peer's address as gRPC writes it ("ipv4:A:P", "ipv6:[A]:P"), for the audit trail. */
+static void conn_peer(http_conn_t *c, char *out, size_t cap) {
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    char host[INET6_ADDRSTRLEN] = "";
+    out[0] = '\0';
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0) {
+        return;
+    }
+    if (sa.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&sa;
+        uv_ip6_name(a6, host, sizeof(host));
+        snprintf(out, cap, "ipv6:[%s]:%d", host, ntohs(a6->sin6_port));
+    } else if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)&sa;
+        uv_ip4_name(a4, host, sizeof(host));
+        snprintf(out, cap, "ipv4:%s:%d", host, ntohs(a4->sin_port));
+    }
+}
+
 static void conn_process(http_conn_t *c) {
     if (c->writing || c->closing || c->len == 0) {
         return;
@@ -727,6 +747,7 @@ static void conn_process(http_conn_t *c) {
     }
     memmove(c->buf, c->buf + used, c->len - used);
     c->len -= used;
+    conn_peer(c, req.peer, sizeof(req.peer));
     conn_serve(c, &req);
 }
 

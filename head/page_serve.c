@@ -325,6 +325,25 @@ int hv_page_session_ok(const hv_http_request_t *req, void *ud) {
     return 0;
 }
 
+/* One row of the audit trail for a login or logout (never the token: who is its name). */
+static void serve_audit(hv_page_src_t *src, const hv_http_request_t *req, const char *method,
+                        const char *who, int code, const char *result) {
+    hv_audit_row_t row;
+    memset(&row, 0, sizeof(row));
+    row.time_ms = hv_wall_ms();
+    snprintf(row.who_kind, sizeof(row.who_kind), "%s", who != NULL ? "client" : "none");
+    snprintf(row.who_id, sizeof(row.who_id), "%s", who != NULL ? who : "");
+    snprintf(row.peer, sizeof(row.peer), "%s", req->peer);
+    snprintf(row.method, sizeof(row.method), "%s", method);
+    snprintf(row.target, sizeof(row.target), "status page");
+    row.code = code;
+    snprintf(row.result, sizeof(row.result), "%s", result);
+    if (hv_store_audit_append(src->store, &row, HV_STORE_AUDIT_KEEP) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "page", "HV-AUDIT", "cannot write the audit trail: %s",
+               hv_store_last_error(src->store));
+    }
+}
+
 static void serve_login_form(hv_page_src_t *src, hv_http_reply_t *rep, int status,
                              const char *message) {
     rep->status = status;
@@ -356,7 +375,9 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     if (rc != HV_OK || cred.kind != HV_CRED_CLIENT) {
         memset(token, 0, sizeof(token));
         HV_LOG(HV_LOG_WARN, "page", "HV-PAGE-LOGIN-REFUSED",
-               "status page: login refused: not a client token of this head");
+               "status page: login from %s refused: not a client token of this head", req->peer);
+        serve_audit(src, req, "PageLogin", NULL, 16,
+                    "UNAUTHENTICATED: not a client token of this head");
         serve_login_form(src, rep, 403, "That is not a client token of this head.");
         return;
     }
@@ -381,14 +402,18 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     hv_http_reply_header(rep, "Location", "/");
     rep->status = 303;
     hv_http_reply_printf(rep, "303 See Other: logged in\n");
-    HV_LOG(HV_LOG_NOTICE, "page", "HV-PAGE-LOGIN", "status page: login with client token '%s'",
-           cred.client);
+    HV_LOG(HV_LOG_NOTICE, "page", "HV-PAGE-LOGIN",
+           "status page: login from %s with client token '%s'", req->peer, cred.client);
+    serve_audit(src, req, "PageLogin", cred.client, 0, "OK");
 }
 
 void hv_page_serve_logout(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
     hv_page_src_t *src = ud;
     char id[HV_PAGE_SESSION_ID_LEN + 1];
-    if (hv_http_cookie_get(req->cookie, HV_PAGE_SESSION_COOKIE, id, sizeof(id))) {
+    const hv_page_session_t *s = NULL;
+    if (hv_http_cookie_get(req->cookie, HV_PAGE_SESSION_COOKIE, id, sizeof(id)) &&
+        (s = hv_page_session_find(&src->sessions, id, hv_wall_ms())) != NULL) {
+        serve_audit(src, req, "PageLogout", s->client, 0, "OK");
         hv_page_session_drop(&src->sessions, id);
     }
     hv_http_reply_header(rep, "Set-Cookie",

@@ -81,7 +81,14 @@ rm -f "$TMP/data/clients/ci.token"
 wait_for 10 sh -c "[ \"\$(ip netns exec $NS curl -s -o /dev/null --max-time 5 -w '%{http_code}' -b '$TMP/jar2' '$PAGE/')\" = 303 ]" ||
     fail "the session of a deleted token must end"
 assert_grep "$TMP/head.err" "HV-PAGE-SESSION-REVOKED" "the end of the sessions must be logged"
-assert_grep "$TMP/head.err" "HV-PAGE-LOGIN-REFUSED" "a refused login must be logged"
+assert_grep "$TMP/head.err" "HV-PAGE-LOGIN-REFUSED: status page: login from ipv4:10.203.0.1:" "a refused login must be logged with its peer"
+# The audit trail has the logins, the refusals and the logout, by token name, never the token.
+GRPC=$(sed -n 's/.*listening on \([^ ]*\) .*/\1/p' "$TMP/head.out" | head -n 1)
+ip netns exec $NS "$BIN/hvctl" --head "$GRPC" audit >"$TMP/audit.out" 2>&1 || fail "hvctl audit: $(cat "$TMP/audit.out")"
+assert_grep "$TMP/audit.out" "PageLogin.*UNAUTHENTICATED" "a refused login must be audited"
+assert_grep "$TMP/audit.out" "default.*PageLogin" "a login must be audited with the token's name"
+assert_grep "$TMP/audit.out" "PageLogout" "a logout must be audited"
+assert_no_grep "$TMP/audit.out" "${CLIENT_TOKEN#hvc_}" "the audit trail must not hold the token"
 
 for t in "$CLIENT_TOKEN" "$CI_TOKEN" metrics-s3cret-token; do
     assert_no_grep "$TMP/head.out" "$t" "no token may be printed"
