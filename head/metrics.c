@@ -659,16 +659,18 @@ static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
     hv_http_server_stats(m->http, &hs);
     fam(o, "hv_auth_refusals_total", "counter",
         "Calls refused for their credential: gRPC calls without a valid one (UNAUTHENTICATED) "
-        "or with one of another scope (PERMISSION_DENIED), and metrics scrapes without the "
-        "token.");
+        "or with one of another scope (PERMISSION_DENIED), metrics scrapes without the "
+        "token, and status page logins with a token that is not a client token.");
     hv_http_reply_printf(o,
                          "hv_auth_refusals_total{endpoint=\"grpc\",code=\"UNAUTHENTICATED\"} "
                          "%" PRIu64 "\n"
                          "hv_auth_refusals_total{endpoint=\"grpc\",code=\"PERMISSION_DENIED\"} "
                          "%" PRIu64 "\n"
                          "hv_auth_refusals_total{endpoint=\"metrics\",code=\"UNAUTHENTICATED\"} "
+                         "%" PRIu64 "\n"
+                         "hv_auth_refusals_total{endpoint=\"page\",code=\"UNAUTHENTICATED\"} "
                          "%" PRIu64 "\n",
-                         refused[16], refused[7], hs.unauthorized);
+                         refused[16], refused[7], hs.unauthorized, m->page.login_refused);
 }
 
 void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o) {

@@ -374,6 +374,7 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     hv_err rc = src->auth != NULL ? hv_auth_identify(src->auth, token, &cred) : HV_EAUTH;
     if (rc != HV_OK || cred.kind != HV_CRED_CLIENT) {
         memset(token, 0, sizeof(token));
+        src->login_refused++;
         HV_LOG(HV_LOG_WARN, "page", "HV-PAGE-LOGIN-REFUSED",
                "status page: login from %s refused: not a client token of this head", req->peer);
         serve_audit(src, req, "PageLogin", NULL, 16,

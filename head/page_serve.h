@@ -29,6 +29,7 @@ typedef struct hv_page_src_s {
     const hv_auth_t *auth;       /* the client tokens a login is checked against; NULL = none */
     int login;                   /* the listener has a token: browsers log in (else all open) */
     hv_page_sessions_t sessions; /* the logged-in browsers (owned) */
+    uint64_t login_refused;      /* logins refused for their token (the metrics count them) */
 } hv_page_src_t;
 
 /* The handlers (ud: an hv_page_src_t). hv_page_serve_job takes the path "/job/<id>". */

@@ -69,6 +69,11 @@ assert_no_grep "$TMP/page.body" "${CLIENT_TOKEN#hvc_}" "the page must not show t
 [ "$(req m2 -H "Authorization: Bearer metrics-s3cret-token" "$PAGE/metrics")" = 200 ] ||
     fail "/metrics must answer its bearer token"
 
+# The two refused logins are counted.
+ip netns exec $NS curl -s --max-time 5 -H "Authorization: Bearer metrics-s3cret-token" "$PAGE/metrics" >"$TMP/metrics.txt"
+assert_grep "$TMP/metrics.txt" '^hv_auth_refusals_total{endpoint="page",code="UNAUTHENTICATED"} 2$' \
+    "the refused logins must be counted"
+
 # Logout ends the session, even for a copy of the cookie.
 cp "$TMP/jar" "$TMP/jar.copy"
 [ "$(req logout -b "$TMP/jar" -c "$TMP/jar" -d "" "$PAGE/logout")" = 303 ] || fail "logout must redirect"
