@@ -747,8 +747,13 @@ static void conn_process(http_conn_t *c) {
     }
     memmove(c->buf, c->buf + used, c->len - used);
     c->len -= used;
+    /* A request may carry a secret (the bearer token, the login form's client token): no copy
+     * of it stays in the buffer or on the stack once it was answered. */
+    memset(c->buf + c->len, 0, used);
     conn_peer(c, req.peer, sizeof(req.peer));
     conn_serve(c, &req);
+    explicit_bzero(req.authorization, sizeof(req.authorization)); /* not optimised away */
+    explicit_bzero(req.body, req.body_len);
 }
 
 static void conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {

@@ -373,7 +373,7 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     hv_cred_t cred;
     hv_err rc = src->auth != NULL ? hv_auth_identify(src->auth, token, &cred) : HV_EAUTH;
     if (rc != HV_OK || cred.kind != HV_CRED_CLIENT) {
-        memset(token, 0, sizeof(token));
+        explicit_bzero(token, sizeof(token));
         src->login_refused++;
         HV_LOG(HV_LOG_WARN, "page", "HV-PAGE-LOGIN-REFUSED",
                "status page: login from %s refused: not a client token of this head", req->peer);
@@ -384,7 +384,7 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     }
     char sha[65];
     serve_token_sha(token, sha);
-    memset(token, 0, sizeof(token));
+    explicit_bzero(token, sizeof(token));
     uint8_t raw[HV_PAGE_SESSION_ID_LEN / 2];
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
         serve_login_form(src, rep, 503, "No random bytes for a session now; try again.");
@@ -394,7 +394,7 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     for (size_t i = 0; i < sizeof(raw); i++) {
         snprintf(id + 2 * i, 3, "%02x", raw[i]);
     }
-    memset(raw, 0, sizeof(raw));
+    explicit_bzero(raw, sizeof(raw));
     hv_page_session_add(&src->sessions, id, sha, cred.client, hv_wall_ms());
     char cookie[200];
     snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%llu",
