@@ -23,7 +23,8 @@ void hv_history_log_path(const char *data_dir, const char *epoch, uint64_t job_i
 }
 
 hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_policy_t *p,
-                        uint64_t now_ms, hv_history_held_fn held, void *ud, size_t *pruned) {
+                        uint64_t now_ms, int batches, hv_history_held_fn held, void *ud,
+                        size_t *pruned) {
     uint64_t cutoff = hv_history_cutoff_ms(p, now_ms);
     size_t total = 0, logs = 0;
     hv_err rc = HV_OK;
@@ -33,7 +34,7 @@ hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_po
     if (cutoff == 0 && p->max_jobs == 0) {
         return HV_OK;
     }
-    for (int b = 0; b < HV_HISTORY_MAX_BATCHES; b++) {
+    for (int b = 0; b < batches; b++) {
         uint64_t *ids = NULL;
         size_t n = 0;
         if ((rc = hv_store_history_expired(s, cutoff, p->max_jobs, HV_HISTORY_BATCH, &ids, &n)) !=

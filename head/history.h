@@ -21,8 +21,8 @@
 #include "err.h"
 #include "store.h"
 
-#define HV_HISTORY_BATCH 500      /* jobs deleted per transaction */
-#define HV_HISTORY_MAX_BATCHES 20 /* per prune: the rest waits for the next one */
+#define HV_HISTORY_BATCH 500        /* jobs deleted per transaction */
+#define HV_HISTORY_START_BATCHES 20 /* per prune at start; the periodic one does 1 (the loop) */
 
 /* The retention: 0 = no limit of that kind. */
 typedef struct hv_history_policy_s {
@@ -42,10 +42,12 @@ uint64_t hv_history_cutoff_ms(const hv_history_policy_t *p, uint64_t now_ms);
 void hv_history_log_path(const char *data_dir, const char *epoch, uint64_t job_id, char *buf,
                          size_t len);
 
-/* Prunes the finished jobs beyond p at now_ms (wall clock): at most HV_HISTORY_MAX_BATCHES
- * batches. *pruned (optional): jobs deleted. held may be NULL. Errors: the store's (its
- * hv_store_last_error says why); what was committed before stays pruned. */
+/* Prunes the finished jobs beyond p at now_ms (wall clock): at most batches batches of
+ * HV_HISTORY_BATCH jobs, each one transaction (the rest waits for the next prune: the head's loop
+ * is not held long). *pruned (optional): jobs deleted. held may be NULL. Errors: the store's
+ * (its hv_store_last_error says why); what was committed before stays pruned. */
 hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_policy_t *p,
-                        uint64_t now_ms, hv_history_held_fn held, void *ud, size_t *pruned);
+                        uint64_t now_ms, int batches, hv_history_held_fn held, void *ud,
+                        size_t *pruned);
 
 #endif

@@ -80,7 +80,7 @@ static void case_prune(void) {
     hv_history_policy_t p = {.max_age_days = 0, .max_jobs = 2};
     held_id = id[1];
     size_t pruned = 0;
-    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, held, NULL, &pruned), HV_OK);
+    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, 1, held, NULL, &pruned), HV_OK);
     CHECK_EQ(pruned, 1);
     hv_job_row_t r;
     memset(&r, 0, sizeof(r));
@@ -93,19 +93,19 @@ static void case_prune(void) {
     }
     /* No longer held: it goes at the next prune. */
     held_id = 0;
-    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, held, NULL, &pruned), HV_OK);
+    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, 1, held, NULL, &pruned), HV_OK);
     CHECK_EQ(pruned, 1);
     CHECK(!exists(path[1]));
     CHECK(exists(path[2]) && exists(path[3]) && exists(path[4]));
     /* Nothing more beyond the retention: no prune, no event. */
-    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, NULL, NULL, &pruned), HV_OK);
+    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, 1, NULL, NULL, &pruned), HV_OK);
     CHECK_EQ(pruned, 0);
     uint64_t n = 0;
     CHECK_RC(hv_store_event_count(s, 0, "history.prune", "\"jobs\":1", &n), HV_OK);
     CHECK_EQ(n, 2);
     /* No limits: nothing is pruned. */
     hv_history_policy_t none = {0, 0};
-    CHECK_RC(hv_history_prune(s, tmp, &none, 1000000, NULL, NULL, &pruned), HV_OK);
+    CHECK_RC(hv_history_prune(s, tmp, &none, 1000000, 1, NULL, NULL, &pruned), HV_OK);
     CHECK_EQ(pruned, 0);
     hv_store_close(s);
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -302,11 +302,12 @@ static int head_job_held(void *ud, uint64_t job_id) {
     return 0;
 }
 
-/* The history's retention (head/history.h): at start and every history.prune_interval_s. */
-static void head_prune_history(head_t *h) {
+/* The history's retention (head/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
+ * every history.prune_interval_s (one batch, on the loop). */
+static void head_prune_history(head_t *h, int batches) {
     hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs};
-    if (hv_history_prune(h->store, h->cfg.data_dir, &p, hv_wall_ms(), head_job_held, h, NULL) !=
-        HV_OK) {
+    if (hv_history_prune(h->store, h->cfg.data_dir, &p, hv_wall_ms(), batches, head_job_held, h,
+                         NULL) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-FAIL", "finished jobs not pruned: %s",
                hv_store_last_error(h->store));
     }
@@ -325,7 +326,7 @@ static void head_tick_cb(uv_timer_t *t) {
     }
     uint64_t prune_ticks = (uint64_t)h->cfg.history.prune_interval_s * 1000 / HEAD_TICK_MS;
     if (prune_ticks > 0 && (h->ticks + 1) % prune_ticks == 0) {
-        head_prune_history(h);
+        head_prune_history(h, 1);
     }
     if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
         /* A client token file added or deleted takes effect within seconds, without a restart. */
@@ -682,7 +683,7 @@ static int cmd_start(const head_opts_t *o) {
                   hv_strerror(rc));
         goto out_state;
     }
-    head_prune_history(h);
+    head_prune_history(h, HV_HISTORY_START_BATCHES);
     head_fd_limits(h);
     if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
         head_fail("hvhead: cannot start the rpc engine: %s", hv_strerror(rc));
