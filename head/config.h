@@ -61,6 +61,13 @@ typedef struct hv_head_config_s {
         uint64_t reserve_free_bytes; /* free space kept for state; 256 MiB, and at most a
                                       * quarter of the data file system; 0..1 TiB */
     } logs;
+    /* How long finished jobs stay in the state database with their workers, events (rounds) and
+     * logs (head/history.h, docs/operations.md "History"). 0 = no limit of that kind. */
+    struct {
+        uint32_t max_age_days;     /* finished jobs that ended longer ago go; 0 (keep); 0..36500 */
+        uint32_t max_jobs;         /* finished jobs beyond the newest N go; 0 (keep) */
+        uint32_t prune_interval_s; /* how often the head prunes (and once at start); 600 */
+    } history;
     struct {
         uint32_t elastic_timeout_s;        /* wait for min-np nodes after a loss; 600 */
         uint32_t max_resets;               /* resets before the job fails; 3 */

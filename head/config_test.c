@@ -777,6 +777,31 @@ static void test_metrics(void) {
     hv_head_config_fini(&d);
 }
 
+/* The history's retention: keep everything by default; the keys parse and are bounded. */
+static void test_history(void) {
+    hv_head_config_t c;
+    char err[512] = "";
+    hv_head_config_defaults(&c);
+    CHECK_EQ(c.history.max_age_days, 0);
+    CHECK_EQ(c.history.max_jobs, 0);
+    CHECK_EQ(c.history.prune_interval_s, 600);
+    hv_head_config_fini(&c);
+    const char good[] = "history:\n  max_age_days: 90\n  max_jobs: 10000\n  prune_interval_s: 5\n";
+    CHECK_RC_MSG(hv_head_config_parse("mem.yaml", good, sizeof(good) - 1, &c, err, sizeof(err)),
+                 HV_OK, err);
+    CHECK_EQ(c.history.max_age_days, 90);
+    CHECK_EQ(c.history.max_jobs, 10000);
+    CHECK_EQ(c.history.prune_interval_s, 5);
+    hv_head_config_fini(&c);
+    const char *bad[] = {"history:\n  max_age_days: 40000\n", "history:\n  prune_interval_s: 0\n",
+                         "history:\n  max_jobs: -1\n", "history:\n  keep: 3\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_RC(hv_head_config_parse("mem.yaml", bad[i], strlen(bad[i]), &c, err, sizeof(err)),
+                 HV_EINVAL);
+        CHECK(strstr(err, "mem.yaml:2:") != NULL);
+    }
+}
+
 /* ---- transport: tls and the plain-text rule ----------------------------------------------- */
 
 /* Writes a config into the cert dir and loads it; returns the rc, err holds the message. */
@@ -933,6 +958,7 @@ static const hv_check_case_t cases[] = {
     {"yaml_words", test_yaml_words},
     {"metrics", test_metrics},
     {"limits", test_limits},
+    {"history", test_history},
 };
 
 int main(int argc, char **argv) {

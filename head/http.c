@@ -124,6 +124,8 @@ static hv_err http_parse_request_line(const char *s, size_t n, hv_http_request_t
         req->head = 0;
     } else if (mlen == 4 && memcmp(s, "HEAD", 4) == 0) {
         req->head = 1;
+    } else if (mlen == 4 && memcmp(s, "POST", 4) == 0) {
+        req->post = 1;
     } else {
         return http_refuse(status, 405);
     }
@@ -164,7 +166,9 @@ hv_err hv_http_parse(const char *buf, size_t len, hv_http_request_t *req, size_t
     if (rc != HV_OK) {
         return rc;
     }
-    int have_host = 0, have_auth = 0, conn_close = 0, conn_keep = 0;
+    int have_host = 0, have_auth = 0, have_cookie = 0, have_length = 0, conn_close = 0,
+        conn_keep = 0;
+    size_t clen = 0;
     size_t nheaders = 0;
     for (;;) {
         if (!http_line(buf, end, &pos, &s, &n)) {
@@ -210,10 +214,34 @@ hv_err hv_http_parse(const char *buf, size_t len, hv_http_request_t *req, size_t
             conn_close |= http_list_has(v, vlen, "close");
             conn_keep |= http_list_has(v, vlen, "keep-alive");
         } else if (http_ieq(s, nlen, "content-length")) {
-            /* No request has a body here; only an explicit zero is accepted. */
-            if (vlen == 0 || strspn(v, "0") < vlen) {
+            /* Digits only, once: two lengths (or "5, 5") are how requests are smuggled. A
+             * length over the bound is refused before its digits could overflow. */
+            if (have_length || vlen == 0) {
                 return http_refuse(status, 400);
             }
+            have_length = 1;
+            for (size_t i = 0; i < vlen; i++) {
+                if (v[i] < '0' || v[i] > '9') {
+                    return http_refuse(status, 400);
+                }
+                clen = clen * 10 + (size_t)(v[i] - '0');
+                if (clen > HV_HTTP_MAX_BODY) {
+                    return http_refuse(status, req->post ? 413 : 400);
+                }
+            }
+            if (clen > 0 && !req->post) {
+                return http_refuse(status, 400); /* GET and HEAD have no body here */
+            }
+        } else if (http_ieq(s, nlen, "cookie")) {
+            if (have_cookie) {
+                return http_refuse(status, 400); /* a browser sends one (RFC 6265 5.4) */
+            }
+            if (vlen >= HV_HTTP_MAX_COOKIE) {
+                return http_refuse(status, 431);
+            }
+            have_cookie = 1;
+            memcpy(req->cookie, v, vlen);
+            req->cookie[vlen] = '\0';
         } else if (http_ieq(s, nlen, "transfer-encoding")) {
             return http_refuse(status, 400);
         } else if (http_ieq(s, nlen, "authorization")) {
@@ -231,9 +259,91 @@ hv_err hv_http_parse(const char *buf, size_t len, hv_http_request_t *req, size_t
     if (req->minor == 1 && !have_host) {
         return http_refuse(status, 400); /* RFC 9112 3.2: a 1.1 request names its host */
     }
+    /* A POST without Content-Length has no body (RFC 9112 6.3). */
+    if (len - end < clen) {
+        return HV_OK; /* the body is still coming; it fits the buffer (head + body bounds) */
+    }
+    memcpy(req->body, buf + end, clen);
+    req->body[clen] = '\0';
+    req->body_len = clen;
     req->keep_alive = req->minor == 1 ? !conn_close : (conn_keep && !conn_close);
-    *used = end;
+    *used = end + clen;
     return HV_OK;
+}
+
+int hv_http_cookie_get(const char *cookie, const char *name, char *out, size_t cap) {
+    size_t nlen = strlen(name);
+    const char *p = cookie;
+    while (p != NULL && *p != '\0') {
+        while (*p == ' ' || *p == ';') {
+            p++;
+        }
+        const char *end = strchr(p, ';');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (n > nlen && p[nlen] == '=' && strncmp(p, name, nlen) == 0) {
+            size_t vlen = n - nlen - 1;
+            while (vlen > 0 && p[nlen + 1 + vlen - 1] == ' ') {
+                vlen--;
+            }
+            if (vlen >= cap) {
+                return 0;
+            }
+            memcpy(out, p + nlen + 1, vlen);
+            out[vlen] = '\0';
+            return 1;
+        }
+        p = end;
+    }
+    return 0;
+}
+
+static int http_hex(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+int hv_http_form_get(const char *body, size_t len, const char *name, char *out, size_t cap) {
+    size_t nlen = strlen(name), i = 0;
+    while (i < len) {
+        size_t b = i;
+        while (i < len && body[i] != '&') {
+            i++;
+        }
+        size_t e = i++; /* [b, e) is one name=value pair */
+        if (e - b <= nlen || body[b + nlen] != '=' || memcmp(body + b, name, nlen) != 0) {
+            continue;
+        }
+        size_t o = 0;
+        for (size_t k = b + nlen + 1; k < e; k++) {
+            int c = (unsigned char)body[k];
+            if (c == '+') {
+                c = ' ';
+            } else if (c == '%') {
+                int hi = k + 2 < e ? http_hex(body[k + 1]) : -1;
+                int lo = k + 2 < e ? http_hex(body[k + 2]) : -1;
+                if (hi < 0 || lo < 0) {
+                    return 0;
+                }
+                c = hi * 16 + lo;
+                k += 2;
+            }
+            if (c < 0x20 || c == 0x7f || o + 1 >= cap) {
+                return 0;
+            }
+            out[o++] = (char)c;
+        }
+        out[o] = '\0';
+        return 1;
+    }
+    return 0;
 }
 
 int hv_http_bearer_ok(const char *authorization, const char *token) {
@@ -269,6 +379,14 @@ const char *hv_http_reason(int status) {
     switch (status) {
     case 200:
         return "OK";
+    case 303:
+        return "See Other";
+    case 403:
+        return "Forbidden";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
     case 400:
         return "Bad Request";
     case 401:
@@ -317,6 +435,26 @@ static int reply_reserve(hv_http_reply_t *r, size_t more) {
     return 1;
 }
 
+hv_err hv_http_reply_header(hv_http_reply_t *r, const char *name, const char *value) {
+    for (const char *p = name; *p != '\0'; p++) {
+        if (!http_tchar((unsigned char)*p)) {
+            return HV_EINVAL;
+        }
+    }
+    for (const char *p = value; *p != '\0'; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            return HV_EINVAL;
+        }
+    }
+    size_t have = strlen(r->headers);
+    int n = snprintf(r->headers + have, sizeof(r->headers) - have, "%s: %s\r\n", name, value);
+    if (n < 0 || (size_t)n >= sizeof(r->headers) - have) {
+        r->headers[have] = '\0';
+        return HV_ETOOBIG;
+    }
+    return HV_OK;
+}
+
 void hv_http_reply_add(hv_http_reply_t *r, const char *data, size_t len) {
     if (reply_reserve(r, len)) {
         memcpy(r->body + r->len, data, len);
@@ -347,7 +485,7 @@ typedef struct http_conn_s {
     uv_write_t wr;
     uv_shutdown_t sd;
     hv_http_server_t *s;
-    char buf[HV_HTTP_MAX_HEAD]; /* request bytes received and not yet answered */
+    char buf[HV_HTTP_MAX_HEAD + HV_HTTP_MAX_BODY]; /* request bytes received, not yet answered */
     size_t len;
     char *out; /* the response being written (owned) */
     int writing, close_after, closing, handles_open;
@@ -362,6 +500,9 @@ struct hv_http_server_s {
     size_t nroutes;
     char *token; /* owned; NULL = none */
     uint32_t timeout_ms;
+    hv_http_session_fn session_ok;
+    void *session_ud;
+    const char *login_path;
     http_conn_t *conns; /* open connections (owned) */
     size_t nconns;
     int closing, listener_open;
@@ -453,8 +594,8 @@ static void conn_write_cb(uv_write_t *w, int status) {
 }
 
 /* Writes one response (the body is borrowed; copied here) and, with close_after, closes. */
-static void conn_respond(http_conn_t *c, int status, const char *ctype, const char *body,
-                         size_t blen, int head_only, int close_after) {
+static void conn_respond(http_conn_t *c, int status, const char *ctype, const char *extra,
+                         const char *body, size_t blen, int head_only, int close_after) {
     hv_http_server_t *s = c->s;
     s->stats.requests++;
     if (status == 401) {
@@ -464,15 +605,19 @@ static void conn_respond(http_conn_t *c, int status, const char *ctype, const ch
     }
     uv_read_stop((uv_stream_t *)&c->tcp);
     uv_timer_stop(&c->timer);
-    char hdr[512];
-    int hn =
-        snprintf(hdr, sizeof(hdr),
-                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                 "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s"
-                 "Connection: %s\r\n\r\n",
-                 status, hv_http_reason(status), ctype, blen,
-                 status == 401 ? "WWW-Authenticate: Bearer realm=\"hv\"\r\n" : "",
-                 status == 405 ? "Allow: GET, HEAD\r\n" : "", close_after ? "close" : "keep-alive");
+    char hdr[512 + HV_HTTP_MAX_REPLY_HEADERS];
+    int hn = snprintf(hdr, sizeof(hdr),
+                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s%s"
+                      "Connection: %s\r\n\r\n",
+                      status, hv_http_reason(status), ctype, blen,
+                      status == 401 ? "WWW-Authenticate: Bearer realm=\"hv\"\r\n" : "",
+                      status == 405 ? "Allow: GET, HEAD\r\n" : "", extra != NULL ? extra : "",
+                      close_after ? "close" : "keep-alive");
+    if (hn < 0 || (size_t)hn >= sizeof(hdr)) {
+        conn_close(c); /* cannot happen: the extra headers are bounded */
+        return;
+    }
     size_t total = (size_t)hn + (head_only ? 0 : blen);
     c->out = hv_malloc(total);
     if (c->out == NULL) {
@@ -498,18 +643,26 @@ static void conn_respond(http_conn_t *c, int status, const char *ctype, const ch
 static void conn_error(http_conn_t *c, int status) {
     char body[128];
     int n = snprintf(body, sizeof(body), "%d %s\n", status, hv_http_reason(status));
-    conn_respond(c, status, "text/plain; charset=utf-8", body, (size_t)n, 0, 1);
+    conn_respond(c, status, "text/plain; charset=utf-8", NULL, body, (size_t)n, 0, 1);
+}
+
+/* The access decision for a route (a request to no route: the bearer rule). 0: served; else
+ * the status to answer (401 or 303 to the login page). Pure but for the session callback. */
+static int conn_access(const hv_http_server_t *s, const hv_http_route_t *r,
+                       const hv_http_request_t *req) {
+    hv_http_access a = r != NULL ? r->access : HV_HTTP_TOKEN;
+    if (a == HV_HTTP_OPEN || hv_http_bearer_ok(req->authorization, s->token)) {
+        return 0;
+    }
+    if (a == HV_HTTP_SESSION && s->session_ok != NULL && s->session_ok(req, s->session_ud)) {
+        return 0;
+    }
+    return a == HV_HTTP_SESSION && s->login_path != NULL ? 303 : 401;
 }
 
 static void conn_serve(http_conn_t *c, const hv_http_request_t *req) {
     hv_http_server_t *s = c->s;
     int close_after = !req->keep_alive;
-    if (!hv_http_bearer_ok(req->authorization, s->token)) {
-        const char *m = "401 Unauthorized: this endpoint needs 'Authorization: Bearer <token>' "
-                        "with the token of metrics.token_file\n";
-        conn_respond(c, 401, "text/plain; charset=utf-8", m, strlen(m), req->head, close_after);
-        return;
-    }
     const hv_http_route_t *r = NULL;
     for (size_t i = 0; i < s->nroutes; i++) {
         if (hv_http_route_match(s->routes[i].path, req->path)) {
@@ -517,10 +670,32 @@ static void conn_serve(http_conn_t *c, const hv_http_request_t *req) {
             break;
         }
     }
+    int deny = conn_access(s, r, req);
+    if (deny == 401) {
+        const char *m = "401 Unauthorized: this endpoint needs 'Authorization: Bearer <token>' "
+                        "with the token of metrics.token_file\n";
+        conn_respond(c, 401, "text/plain; charset=utf-8", NULL, m, strlen(m), req->head,
+                     close_after);
+        return;
+    }
+    if (deny == 303) {
+        char loc[300];
+        snprintf(loc, sizeof(loc), "Location: %s\r\n", s->login_path);
+        const char *m = "303 See Other: log in first\n";
+        conn_respond(c, 303, "text/plain; charset=utf-8", loc, m, strlen(m), req->head,
+                     close_after);
+        return;
+    }
     if (r == NULL) {
         char m[64];
         int n = snprintf(m, sizeof(m), "404 Not Found\n");
-        conn_respond(c, 404, "text/plain; charset=utf-8", m, (size_t)n, req->head, close_after);
+        conn_respond(c, 404, "text/plain; charset=utf-8", NULL, m, (size_t)n, req->head,
+                     close_after);
+        return;
+    }
+    if (req->post && !r->post) {
+        const char *m = "405 Method Not Allowed\n";
+        conn_respond(c, 405, "text/plain; charset=utf-8", NULL, m, strlen(m), 0, close_after);
         return;
     }
     hv_http_reply_t rep = {.status = 200, .content_type = "text/plain; charset=utf-8"};
@@ -530,9 +705,29 @@ static void conn_serve(http_conn_t *c, const hv_http_request_t *req) {
         conn_error(c, 500);
         return;
     }
-    conn_respond(c, rep.status, rep.content_type, rep.body != NULL ? rep.body : "", rep.len,
-                 req->head, close_after);
+    conn_respond(c, rep.status, rep.content_type, rep.headers, rep.body != NULL ? rep.body : "",
+                 rep.len, req->head, close_after);
     hv_free(rep.body);
+}
+
+/* The peer's address as gRPC writes it ("ipv4:A:P", "ipv6:[A]:P"), for the audit trail. */
+static void conn_peer(http_conn_t *c, char *out, size_t cap) {
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    char host[INET6_ADDRSTRLEN] = "";
+    out[0] = '\0';
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0) {
+        return;
+    }
+    if (sa.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&sa;
+        uv_ip6_name(a6, host, sizeof(host));
+        snprintf(out, cap, "ipv6:[%s]:%d", host, ntohs(a6->sin6_port));
+    } else if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)&sa;
+        uv_ip4_name(a4, host, sizeof(host));
+        snprintf(out, cap, "ipv4:%s:%d", host, ntohs(a4->sin_port));
+    }
 }
 
 static void conn_process(http_conn_t *c) {
@@ -552,7 +747,13 @@ static void conn_process(http_conn_t *c) {
     }
     memmove(c->buf, c->buf + used, c->len - used);
     c->len -= used;
+    /* A request may carry a secret (the bearer token, the login form's client token): no copy
+     * of it stays in the buffer or on the stack once it was answered. */
+    memset(c->buf + c->len, 0, used);
+    conn_peer(c, req.peer, sizeof(req.peer));
     conn_serve(c, &req);
+    explicit_bzero(req.authorization, sizeof(req.authorization)); /* not optimised away */
+    explicit_bzero(req.body, req.body_len);
 }
 
 static void conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
@@ -650,6 +851,9 @@ hv_err hv_http_server_create(uv_loop_t *loop, const hv_http_opts_t *o, hv_http_s
     }
     s->loop = loop;
     s->timeout_ms = o->timeout_ms ? o->timeout_ms : HV_HTTP_TIMEOUT_MS;
+    s->session_ok = o->session_ok;
+    s->session_ud = o->session_ud;
+    s->login_path = o->login_path;
     s->routes = hv_calloc(o->nroutes ? o->nroutes : 1, sizeof(*s->routes));
     s->token = o->token != NULL && o->token[0] != '\0' ? hv_strdup(o->token) : NULL;
     if (s->routes == NULL || (o->token != NULL && o->token[0] != '\0' && s->token == NULL)) {

@@ -36,7 +36,25 @@ static void case_parse_table(void) {
         {"length 0", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 0, "/", "", 1, 0},
         {"incomplete", "GET /metrics HTTP/1.1\r\nHost: x\r\n", -1, NULL, NULL, 0, 0},
         {"empty", "", -1, NULL, NULL, 0, 0},
-        {"post", "POST / HTTP/1.1\r\nHost: x\r\n\r\n", 405, NULL, NULL, 0, 0},
+        {"post no length", "POST / HTTP/1.1\r\nHost: x\r\n\r\n", 0, "/", "", 1, 0},
+        {"post", "POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\na=b", 0, "/login", "",
+         1, 0},
+        {"post body coming", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\na=b", -1, NULL,
+         NULL, 0, 0},
+        {"post too big", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1025\r\n\r\n", 413, NULL,
+         NULL, 0, 0},
+        {"post huge", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+         413, NULL, NULL, 0, 0},
+        {"two lengths",
+         "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na", 400, NULL,
+         NULL, 0, 0},
+        {"signed length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\na", 400, NULL,
+         NULL, 0, 0},
+        {"post chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+         NULL, NULL, 0, 0},
+        {"two cookies", "GET / HTTP/1.1\r\nHost: x\r\nCookie: a=1\r\nCookie: b=2\r\n\r\n", 400,
+         NULL, NULL, 0, 0},
+        {"put", "PUT / HTTP/1.1\r\nHost: x\r\n\r\n", 405, NULL, NULL, 0, 0},
         {"lower get", "get / HTTP/1.1\r\nHost: x\r\n\r\n", 405, NULL, NULL, 0, 0},
         {"no host", "GET / HTTP/1.1\r\n\r\n", 400, NULL, NULL, 0, 0},
         {"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, NULL, NULL, 0, 0},
@@ -112,6 +130,55 @@ static void case_parse_limits(void) {
     const char *auth = "GET / HTTP/1.1\r\nHost: x\r\nAuthorization:  Bearer abc \r\n\r\n";
     CHECK_RC(hv_http_parse(auth, strlen(auth), &req, &used, &status), HV_OK);
     CHECK_STR(req.authorization, "Bearer abc");
+    /* A POST's body and the Cookie header are kept; the next request starts after the body. */
+    const char *post = "POST /login HTTP/1.1\r\nHost: x\r\nCookie: hv_session=ab; x=y\r\n"
+                       "Content-Length: 11\r\n\r\ntoken=hvc_1GET / HTTP/1.1\r\n";
+    CHECK_RC(hv_http_parse(post, strlen(post), &req, &used, &status), HV_OK);
+    CHECK_EQ(req.post, 1);
+    CHECK_EQ(req.body_len, 11);
+    CHECK_STR(req.body, "token=hvc_1");
+    CHECK_STR(req.cookie, "hv_session=ab; x=y");
+    CHECK_EQ(used, strlen(post) - strlen("GET / HTTP/1.1\r\n"));
+    /* The largest body fits the connection's buffer with the largest head. */
+    n = snprintf(buf, sizeof(buf), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n",
+                 HV_HTTP_MAX_BODY);
+    memset(buf + n, 'b', HV_HTTP_MAX_BODY);
+    CHECK_RC(hv_http_parse(buf, (size_t)n + HV_HTTP_MAX_BODY - 1, &req, &used, &status), HV_OK);
+    CHECK_EQ(used, 0);
+    CHECK_RC(hv_http_parse(buf, (size_t)n + HV_HTTP_MAX_BODY, &req, &used, &status), HV_OK);
+    CHECK_EQ(used, (size_t)n + HV_HTTP_MAX_BODY);
+    CHECK_EQ(req.body_len, HV_HTTP_MAX_BODY);
+}
+
+static void case_cookie_form(void) {
+    char v[16];
+    CHECK(hv_http_cookie_get("hv_session=abc", "hv_session", v, sizeof(v)));
+    CHECK_STR(v, "abc");
+    CHECK(hv_http_cookie_get("a=1; hv_session=def ;b=2", "hv_session", v, sizeof(v)));
+    CHECK_STR(v, "def");
+    CHECK(!hv_http_cookie_get("xhv_session=abc", "hv_session", v, sizeof(v)));
+    CHECK(!hv_http_cookie_get("hv_sessionx=abc", "hv_session", v, sizeof(v)));
+    CHECK(!hv_http_cookie_get("", "hv_session", v, sizeof(v)));
+    CHECK(!hv_http_cookie_get("hv_session=0123456789abcdef", "hv_session", v, sizeof(v)));
+    CHECK(hv_http_cookie_get("hv_session=", "hv_session", v, sizeof(v)));
+    CHECK_STR(v, "");
+    const char *f = "a=1&token=hvc_a%2Bb+c&x=";
+    CHECK(hv_http_form_get(f, strlen(f), "token", v, sizeof(v)));
+    CHECK_STR(v, "hvc_a+b c");
+    CHECK(hv_http_form_get(f, strlen(f), "x", v, sizeof(v)));
+    CHECK_STR(v, "");
+    CHECK(!hv_http_form_get(f, strlen(f), "tok", v, sizeof(v)));
+    CHECK(!hv_http_form_get("token=%0a", 9, "token", v, sizeof(v))); /* a control byte */
+    CHECK(!hv_http_form_get("token=%00", 9, "token", v, sizeof(v))); /* NUL */
+    CHECK(!hv_http_form_get("token=%4", 8, "token", v, sizeof(v)));  /* cut escape */
+    CHECK(!hv_http_form_get("token=%zz", 9, "token", v, sizeof(v))); /* not hex */
+    CHECK(!hv_http_form_get("token=0123456789abcdef", 22, "token", v, sizeof(v))); /* too long */
+    /* A response header cannot carry a line break (no header injection). */
+    hv_http_reply_t r = {.status = 200};
+    CHECK_RC(hv_http_reply_header(&r, "Location", "/"), HV_OK);
+    CHECK_RC(hv_http_reply_header(&r, "Set-Cookie", "a=b\r\nX-Evil: 1"), HV_EINVAL);
+    CHECK_RC(hv_http_reply_header(&r, "Bad Name", "v"), HV_EINVAL);
+    CHECK_STR(r.headers, "Location: /\r\n");
 }
 
 static void case_bearer(void) {
@@ -191,7 +258,7 @@ static void exchange(uv_loop_t *loop, client_t *c) {
 static void case_server(void) {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    hv_http_route_t routes[] = {{"/hello", hello, NULL}};
+    hv_http_route_t routes[] = {{"/hello", hello, NULL, HV_HTTP_TOKEN, 0}};
     hv_http_opts_t o = {.listen = "127.0.0.1:0", .token = "tok", .routes = routes, .nroutes = 1};
     hv_http_server_t *s = NULL;
     int port = 0;
@@ -257,10 +324,9 @@ static void case_server_errors(void) {
 }
 
 int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"parse_table", case_parse_table},
-                                            {"parse_limits", case_parse_limits},
-                                            {"bearer", case_bearer},
-                                            {"server", case_server},
-                                            {"server_errors", case_server_errors}};
+    static const hv_check_case_t cases[] = {
+        {"parse_table", case_parse_table}, {"parse_limits", case_parse_limits},
+        {"bearer", case_bearer},           {"cookie_form", case_cookie_form},
+        {"server", case_server},           {"server_errors", case_server_errors}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -28,6 +28,8 @@
 
 #include "artifacts.h"
 #include "auth.h"
+#include "backup.h"
+#include "history.h"
 #include "autoscale.h"
 #include "config.h"
 #include "conngate.h"
@@ -168,6 +170,7 @@ static void usage(FILE *f) {
                "                    [--daemon] [--pid-file FILE] [--log-file FILE]\n"
                "       hvhead stop [--config FILE] [--data-dir DIR] [--pid-file FILE]\n"
                "       hvhead token create [--ttl D] [--uses N] | list | revoke ID\n"
+               "       hvhead backup [--config FILE] [--data-dir DIR] --to NEW_DIR\n"
                "       hvhead --version\n"
                "\n"
                "  start   run the head (foreground unless --daemon); prints a ready line\n"
@@ -175,6 +178,9 @@ static void usage(FILE *f) {
                "          (default pid file: DATA_DIR/hvhead.pid)\n"
                "  token   join tokens of the running head: the same as 'hvctl token ...'\n"
                "          (runs the hvctl beside hvhead; --head, --token-file as hvctl's)\n"
+               "  backup  copy DATA_DIR into NEW_DIR, consistently, while the head runs or not;\n"
+               "          a head started on NEW_DIR (or a copy of it) restores it\n"
+               "          (docs/operations.md \"Backup and restore\")\n"
                "\n"
                "'hvhead start --help' and 'hvhead stop --help' describe each option.\n"
                "exit status: 0 done; 64 bad usage; 2 a bad config file; 1 the head could not\n"
@@ -294,6 +300,28 @@ static void head_notify_status(head_t *h, const char *extra) {
                     jobs[HV_JOB_RUNNING] + jobs[HV_JOB_PLACING], jobs[HV_JOB_PENDING]);
 }
 
+/* Whether the driver holds the job in memory now (hv_driver_job would load it). */
+static int head_job_held(void *ud, uint64_t job_id) {
+    head_t *h = ud;
+    for (const hv_djob_t *j = hv_driver_jobs(h->driver); j != NULL; j = j->next) {
+        if (j->jm.id == job_id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The history's retention (head/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
+ * every history.prune_interval_s (one batch, on the loop). */
+static void head_prune_history(head_t *h, int batches) {
+    hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs};
+    if (hv_history_prune(h->store, h->cfg.data_dir, &p, hv_wall_ms(), batches, head_job_held, h,
+                         NULL) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-FAIL", "finished jobs not pruned: %s",
+               hv_store_last_error(h->store));
+    }
+}
+
 static void head_tick_cb(uv_timer_t *t) {
     head_t *h = t->data;
     uint64_t now = hv_now_ms();
@@ -304,6 +332,10 @@ static void head_tick_cb(uv_timer_t *t) {
     hv_notify_watchdog(&h->notify, now);
     if (h->ticks % HEAD_STATUS_TICKS == 0) {
         head_notify_status(h, "");
+    }
+    uint64_t prune_ticks = (uint64_t)h->cfg.history.prune_interval_s * 1000 / HEAD_TICK_MS;
+    if (prune_ticks > 0 && (h->ticks + 1) % prune_ticks == 0) {
+        head_prune_history(h, 1);
     }
     if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
         /* A client token file added or deleted takes effect within seconds, without a restart. */
@@ -372,13 +404,14 @@ typedef struct head_opts_s {
     const char *listen;
     const char *pid_file;
     const char *log_file;
+    const char *to; /* backup: the new directory */
     int daemon;
 } head_opts_t;
 
 static int parse_args(int argc, char **argv, head_opts_t *o) {
     memset(o, 0, sizeof(*o));
     if (argc < 2) {
-        return usage_error("%s", "no command given (start, stop or token)");
+        return usage_error("%s", "no command given (start, stop, token or backup)");
     }
     o->cmd = argv[1];
     if (strcmp(o->cmd, "--version") == 0 || strcmp(o->cmd, "version") == 0) {
@@ -389,14 +422,17 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
         usage(stdout);
         exit(0);
     }
-    if (strcmp(o->cmd, "start") != 0 && strcmp(o->cmd, "stop") != 0) {
-        return usage_error("unknown command '%s' (start, stop or token)", o->cmd);
+    if (strcmp(o->cmd, "start") != 0 && strcmp(o->cmd, "stop") != 0 &&
+        strcmp(o->cmd, "backup") != 0) {
+        return usage_error("unknown command '%s' (start, stop, token or backup)", o->cmd);
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            strcmp(o->cmd, "start") == 0 ? usage_start(stdout) : usage_stop(stdout);
+            strcmp(o->cmd, "start") == 0  ? usage_start(stdout)
+            : strcmp(o->cmd, "stop") == 0 ? usage_stop(stdout)
+                                          : usage(stdout);
             exit(0);
         }
         if (strcmp(a, "--version") == 0) {
@@ -416,6 +452,8 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
             slot = &o->pid_file;
         } else if (strcmp(a, "--log-file") == 0) {
             slot = &o->log_file;
+        } else if (strcmp(a, "--to") == 0 && strcmp(o->cmd, "backup") == 0) {
+            slot = &o->to;
         } else {
             return usage_error("unknown option '%s'", a);
         }
@@ -654,6 +692,7 @@ static int cmd_start(const head_opts_t *o) {
                   hv_strerror(rc));
         goto out_state;
     }
+    head_prune_history(h, HV_HISTORY_START_BATCHES);
     head_fd_limits(h);
     if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
         head_fail("hvhead: cannot start the rpc engine: %s", hv_strerror(rc));
@@ -707,6 +746,7 @@ static int cmd_start(const head_opts_t *o) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
         goto out_engine;
     }
+    hv_metrics_set_auth(h->metrics, &h->auth);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
     char host[256];
@@ -875,6 +915,33 @@ static int cmd_token(int argc, char **argv) {
     return 69;
 }
 
+/* `hvhead backup`: a consistent copy of the data directory (head/backup.h), while the head
+ * runs or not. */
+static int cmd_backup(const head_opts_t *o) {
+    if (o->to == NULL) {
+        return usage_error("%s", "backup needs --to NEW_DIR");
+    }
+    hv_head_config_t cfg;
+    int ec = load_config(o, &cfg);
+    if (ec != 0) {
+        return ec;
+    }
+    hv_backup_stats_t st;
+    char err[1200];
+    hv_err rc = hv_backup_data_dir(cfg.data_dir, o->to, &st, err, sizeof(err));
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvhead: backup of %s failed: %s\n", cfg.data_dir, err);
+        hv_head_config_fini(&cfg);
+        return 1;
+    }
+    printf("hvhead: backed up %s to %s: state.db (%llu pages) and %llu files (%llu bytes)%s\n",
+           cfg.data_dir, o->to, (unsigned long long)st.db_pages, (unsigned long long)st.files,
+           (unsigned long long)st.bytes,
+           st.skipped > 0 ? "; links and special files left out" : "");
+    hv_head_config_fini(&cfg);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     head_opts_t o;
     hv_log_init("hvhead");
@@ -887,6 +954,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(o.cmd, "stop") == 0) {
         return cmd_stop(&o);
+    }
+    if (strcmp(o.cmd, "backup") == 0) {
+        return cmd_backup(&o);
     }
     return cmd_start(&o);
 }

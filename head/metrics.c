@@ -49,6 +49,7 @@ struct hv_metrics_s {
     const hv_head_config_t *cfg; /* borrowed */
     hv_driver_t *d;              /* borrowed */
     hv_store_t *store;           /* borrowed */
+    const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
     hv_page_src_t page;          /* what the status page's routes read (head/page_serve.h) */
     uint64_t start_wall_ms;
@@ -379,6 +380,8 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
     return HV_OK;
 }
 
+void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth) { m->auth = auth; }
+
 void hv_metrics_destroy(hv_metrics_t *m) {
     if (m == NULL) {
         return;
@@ -657,16 +660,18 @@ static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
     hv_http_server_stats(m->http, &hs);
     fam(o, "hv_auth_refusals_total", "counter",
         "Calls refused for their credential: gRPC calls without a valid one (UNAUTHENTICATED) "
-        "or with one of another scope (PERMISSION_DENIED), and metrics scrapes without the "
-        "token.");
+        "or with one of another scope (PERMISSION_DENIED), metrics scrapes without the "
+        "token, and status page logins with a token that is not a client token.");
     hv_http_reply_printf(o,
                          "hv_auth_refusals_total{endpoint=\"grpc\",code=\"UNAUTHENTICATED\"} "
                          "%" PRIu64 "\n"
                          "hv_auth_refusals_total{endpoint=\"grpc\",code=\"PERMISSION_DENIED\"} "
                          "%" PRIu64 "\n"
                          "hv_auth_refusals_total{endpoint=\"metrics\",code=\"UNAUTHENTICATED\"} "
+                         "%" PRIu64 "\n"
+                         "hv_auth_refusals_total{endpoint=\"page\",code=\"UNAUTHENTICATED\"} "
                          "%" PRIu64 "\n",
-                         refused[16], refused[7], hs.unauthorized);
+                         refused[16], refused[7], hs.unauthorized, m->page.login_refused);
     hv_conngate_stats_t gs;
     hv_conngate_stats(&gs);
     fam(o, "hv_connections_open", "gauge",
@@ -713,14 +718,27 @@ hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *
     if (rc != HV_OK) {
         return rc;
     }
-    m->page = (hv_page_src_t){m->cfg, m->d, m->store};
-    hv_http_route_t routes[] = {{"/metrics", metrics_serve, m},
-                                {"/", hv_page_serve_cluster, &m->page},
-                                {"/job/", hv_page_serve_job, &m->page}};
+    m->page.cfg = m->cfg;
+    m->page.d = m->d;
+    m->page.store = m->store;
+    m->page.auth = m->auth;
+    m->page.login = token != NULL && token[0] != '\0';
+    /* /metrics keeps the bearer token (Prometheus sends it); the page also takes a session of
+     * its login (docs/status-page.md). */
+    hv_http_route_t routes[] = {
+        {"/metrics", metrics_serve, m, HV_HTTP_TOKEN, 0},
+        {"/", hv_page_serve_cluster, &m->page, HV_HTTP_SESSION, 0},
+        {"/job/", hv_page_serve_job, &m->page, HV_HTTP_SESSION, 0},
+        {"/login", hv_page_serve_login, &m->page, HV_HTTP_OPEN, 1},
+        {"/logout", hv_page_serve_logout, &m->page, HV_HTTP_OPEN, 1},
+    };
     hv_http_opts_t o = {.listen = m->cfg->metrics.listen,
                         .token = token,
                         .routes = routes,
-                        .nroutes = sizeof(routes) / sizeof(routes[0])};
+                        .nroutes = sizeof(routes) / sizeof(routes[0]),
+                        .session_ok = hv_page_session_ok,
+                        .session_ud = &m->page,
+                        .login_path = "/login"};
     char why[400] = "";
     rc = hv_http_server_create(loop, &o, &m->http, port_out, why, sizeof(why));
     if (token != NULL) {

@@ -25,6 +25,7 @@
 
 #include <uv.h>
 
+#include "auth.h"
 #include "config.h"
 #include "driver.h"
 #include "err.h"
@@ -40,6 +41,9 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
 /* Closes the listener (if any; its memory goes once the loop runs again) and frees m. NULL is a
  * no-op. */
 void hv_metrics_destroy(hv_metrics_t *m);
+
+/* The client tokens the status page's login checks (borrowed; set before hv_metrics_listen). */
+void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth);
 
 /* Starts the HTTP listener on cfg->metrics.listen, reading the token of metrics.token_file.
  * *port_out gets the bound port. Errors with a one-line message in err: HV_EINVAL (token file

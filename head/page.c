@@ -105,13 +105,17 @@ static void page_head(hv_http_reply_t *o, const char *cluster, const char *title
     page_text(o, ");</script>\n</head><body>\n");
 }
 
-static void page_foot(hv_http_reply_t *o, uint64_t now_ms) {
+static void page_foot(hv_http_reply_t *o, uint64_t now_ms, int logout) {
     char t[32];
     hv_http_reply_printf(o,
                          "<p class=\"muted\">As of %s UTC; this page reloads every %d s. "
-                         "<a href=\"/\">cluster</a> &middot; <a href=\"/metrics\">metrics</a></p>\n"
-                         "</body></html>\n",
+                         "<a href=\"/\">cluster</a> &middot; <a href=\"/metrics\">metrics</a>",
                          page_fmt_time(now_ms, t, sizeof(t)), PAGE_REFRESH_S);
+    if (logout) {
+        page_text(o, " &middot; <form method=\"post\" action=\"/logout\" style=\"display:inline\">"
+                     "<button id=\"logout\">log out</button></form>");
+    }
+    page_text(o, "</p>\n</body></html>\n");
 }
 
 /* <td class="s-STATE">STATE</td>: the class is only set for a plain word. */
@@ -340,7 +344,7 @@ void hv_page_render_cluster(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     page_nodes(c, o);
     page_jobs(c, o);
     page_instances(c, o);
-    page_foot(o, c->now_ms);
+    page_foot(o, c->now_ms, c->logout);
 }
 
 /* The rounds as a timeline: one row per generation, a bar as long as the round took. */
@@ -455,7 +459,7 @@ void hv_page_render_job(const hv_page_jobview_t *v, hv_http_reply_t *o) {
     page_text(o, "</table>\n");
     page_rounds(v, o);
     page_workers(v, o);
-    page_foot(o, v->now_ms);
+    page_foot(o, v->now_ms, v->logout);
 }
 
 void hv_page_render_missing(const char *cluster_name, const char *message, hv_http_reply_t *o) {
@@ -463,4 +467,29 @@ void hv_page_render_missing(const char *cluster_name, const char *message, hv_ht
     page_text(o, "<h1>Not found</h1>\n<p>");
     hv_page_escape(o, message);
     page_text(o, "</p>\n<p><a href=\"/\">cluster</a></p>\n</body></html>\n");
+}
+
+void hv_page_render_login(const char *cluster_name, const char *message, hv_http_reply_t *o) {
+    /* Not page_head: its reload would wipe what is being typed. */
+    page_text(o,
+              "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>Log in");
+    if (cluster_name != NULL && cluster_name[0] != '\0') {
+        page_text(o, " - ");
+        hv_page_escape(o, cluster_name);
+    }
+    page_text(o, " - hv</title>\n<style>body{font-family:sans-serif;margin:1.5em;color:#222}"
+                 "h1{font-size:1.4em}.err{color:#a00}input{width:30em}</style>\n</head><body>\n"
+                 "<h1>Log in to the hv status page</h1>\n");
+    if (message != NULL && message[0] != '\0') {
+        page_text(o, "<p class=\"err\" id=\"login-error\">");
+        hv_page_escape(o, message);
+        page_text(o, "</p>\n");
+    }
+    page_text(o, "<form method=\"post\" action=\"/login\">\n<p><label>Client token "
+                 "(<code>hvc_...</code>, as in <code>client.token</code>)<br>"
+                 "<input type=\"password\" name=\"token\" autocomplete=\"off\" autofocus>"
+                 "</label></p>\n<p><button type=\"submit\">Log in</button></p>\n</form>\n"
+                 "<p class=\"muted\">The token is checked once; the browser keeps a session "
+                 "cookie (not the token) for 8 hours or until you log out.</p>\n"
+                 "</body></html>\n");
 }

@@ -63,6 +63,7 @@ typedef struct hv_page_cluster_s {
     size_t ncost;
     double cost_total;
     uint32_t preemptions;
+    int logout; /* the page is behind the login: show the log-out button */
 } hv_page_cluster_t;
 
 /* One round (generation) of a job, from its round.open and round.close events. */
@@ -90,6 +91,7 @@ typedef struct hv_page_jobview_s {
     size_t nrounds;
     const hv_page_worker_t *workers;
     size_t nworkers;
+    int logout; /* the page is behind the login: show the log-out button */
 } hv_page_jobview_t;
 
 /* Appends s HTML-escaped (& < > " ' and control bytes become entities or '?'). s NULL: nothing. */
@@ -101,6 +103,9 @@ void hv_page_render_job(const hv_page_jobview_t *v, hv_http_reply_t *out);
 
 /* Appends a page that says what was not found (a whole HTML document; message escaped). */
 void hv_page_render_missing(const char *cluster_name, const char *message, hv_http_reply_t *out);
+/* The login form (POST /login with the field "token"); message (escaped) says why the last try
+ * failed, or NULL. No reload script, no secret. */
+void hv_page_render_login(const char *cluster_name, const char *message, hv_http_reply_t *out);
 
 /* A duration in words for people: "850 ms", "12.3 s", "4m 05s", "2h 03m". Pure. */
 const char *hv_page_fmt_duration(uint64_t ms, char *buf, size_t len);

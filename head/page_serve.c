@@ -5,11 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "cost.h"
+#include "log.h"
 #include "mem.h"
 #include "metrics.h"
 #include "page.h"
+#include "sha256.h"
 #include "util.h"
 
 #define PAGE_CTYPE "text/html; charset=utf-8"
@@ -155,6 +158,7 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
         .ncost = nc,
         .cost_total = r.cost,
         .preemptions = r.preemptions,
+        .logout = src->login,
     };
     hv_page_render_cluster(&c, rep);
 out:
@@ -252,7 +256,8 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
         rep->oom = 1;
         goto out;
     }
-    hv_page_jobview_t v = {.cluster_name = cluster, .now_ms = hv_wall_ms(), .rounds = rounds};
+    hv_page_jobview_t v = {
+        .cluster_name = cluster, .now_ms = hv_wall_ms(), .rounds = rounds, .logout = src->login};
     serve_job_fields(&row, &v.job);
     serve_demand(src->d, &v.job, 1);
     v.nrounds = serve_rounds(ev, nev, rounds, reasons, nev);
@@ -277,4 +282,144 @@ out:
     hv_free(rounds);
     hv_store_event_free_list(ev, nev);
     hv_store_job_fini(&row);
+}
+
+/* ---- the login ------------------------------------------------------------------------------ */
+
+static void serve_token_sha(const char *token, char hex[65]) {
+    hv_sha256_t h;
+    uint8_t d[32];
+    hv_sha256_init(&h);
+    hv_sha256_update(&h, token, strlen(token));
+    hv_sha256_final(&h, d);
+    hv_sha256_hex(d, hex);
+    memset(&h, 0, sizeof(h));
+}
+
+int hv_page_session_ok(const hv_http_request_t *req, void *ud) {
+    hv_page_src_t *src = ud;
+    char id[HV_PAGE_SESSION_ID_LEN + 1];
+    if (src->auth == NULL ||
+        !hv_http_cookie_get(req->cookie, HV_PAGE_SESSION_COOKIE, id, sizeof(id))) {
+        return 0;
+    }
+    const hv_page_session_t *s = hv_page_session_find(&src->sessions, id, hv_wall_ms());
+    if (s == NULL) {
+        return 0;
+    }
+    /* The token it logged in with must still be one of the head's (hv_auth_reload_clients drops
+     * a deleted one): its sessions end with it. */
+    for (size_t i = 0; i < src->auth->n_clients; i++) {
+        char sha[65];
+        serve_token_sha(src->auth->clients[i].token, sha);
+        if (hv_auth_equal(s->token_sha, sha)) {
+            return 1;
+        }
+    }
+    char client[64], sha[65];
+    snprintf(client, sizeof(client), "%s", s->client);
+    snprintf(sha, sizeof(sha), "%s", s->token_sha);
+    size_t n = hv_page_session_drop_token(&src->sessions, sha);
+    HV_LOG(HV_LOG_NOTICE, "page", "HV-PAGE-SESSION-REVOKED",
+           "status page: %zu session(s) of client token '%s' ended: the token is gone", n, client);
+    return 0;
+}
+
+/* One row of the audit trail for a login or logout (never the token: who is its name). */
+static void serve_audit(hv_page_src_t *src, const hv_http_request_t *req, const char *method,
+                        const char *who, int code, const char *result) {
+    hv_audit_row_t row;
+    memset(&row, 0, sizeof(row));
+    row.time_ms = hv_wall_ms();
+    snprintf(row.who_kind, sizeof(row.who_kind), "%s", who != NULL ? "client" : "none");
+    snprintf(row.who_id, sizeof(row.who_id), "%s", who != NULL ? who : "");
+    snprintf(row.peer, sizeof(row.peer), "%s", req->peer);
+    snprintf(row.method, sizeof(row.method), "%s", method);
+    snprintf(row.target, sizeof(row.target), "status page");
+    row.code = code;
+    snprintf(row.result, sizeof(row.result), "%s", result);
+    if (hv_store_audit_append(src->store, &row, HV_STORE_AUDIT_KEEP) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "page", "HV-AUDIT", "cannot write the audit trail: %s",
+               hv_store_last_error(src->store));
+    }
+}
+
+static void serve_login_form(hv_page_src_t *src, hv_http_reply_t *rep, int status,
+                             const char *message) {
+    rep->status = status;
+    rep->content_type = PAGE_CTYPE;
+    hv_page_render_login(src->cfg->cluster_name, message, rep);
+}
+
+void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    hv_page_src_t *src = ud;
+    if (!req->post && !src->login) {
+        /* No login here (loopback without a token): the page is open. */
+        hv_http_reply_header(rep, "Location", "/");
+        rep->status = 303;
+        hv_http_reply_printf(rep, "303 See Other: no login needed here\n");
+        return;
+    }
+    if (!req->post) {
+        serve_login_form(src, rep, 200, NULL);
+        return;
+    }
+    char token[HV_AUTH_TOKEN_MAX + 1];
+    if (!hv_http_form_get(req->body, req->body_len, "token", token, sizeof(token)) ||
+        token[0] == '\0') {
+        serve_login_form(src, rep, 400, "Type a client token.");
+        return;
+    }
+    hv_cred_t cred;
+    hv_err rc = src->auth != NULL ? hv_auth_identify(src->auth, token, &cred) : HV_EAUTH;
+    if (rc != HV_OK || cred.kind != HV_CRED_CLIENT) {
+        explicit_bzero(token, sizeof(token));
+        src->login_refused++;
+        HV_LOG(HV_LOG_WARN, "page", "HV-PAGE-LOGIN-REFUSED",
+               "status page: login from %s refused: not a client token of this head", req->peer);
+        serve_audit(src, req, "PageLogin", NULL, 16,
+                    "UNAUTHENTICATED: not a client token of this head");
+        serve_login_form(src, rep, 403, "That is not a client token of this head.");
+        return;
+    }
+    char sha[65];
+    serve_token_sha(token, sha);
+    explicit_bzero(token, sizeof(token));
+    uint8_t raw[HV_PAGE_SESSION_ID_LEN / 2];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        serve_login_form(src, rep, 503, "No random bytes for a session now; try again.");
+        return;
+    }
+    char id[HV_PAGE_SESSION_ID_LEN + 1];
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        snprintf(id + 2 * i, 3, "%02x", raw[i]);
+    }
+    explicit_bzero(raw, sizeof(raw));
+    hv_page_session_add(&src->sessions, id, sha, cred.client, hv_wall_ms());
+    char cookie[200];
+    snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%llu",
+             HV_PAGE_SESSION_COOKIE, id, (unsigned long long)(HV_PAGE_SESSION_TTL_MS / 1000));
+    hv_http_reply_header(rep, "Set-Cookie", cookie);
+    hv_http_reply_header(rep, "Location", "/");
+    rep->status = 303;
+    hv_http_reply_printf(rep, "303 See Other: logged in\n");
+    HV_LOG(HV_LOG_NOTICE, "page", "HV-PAGE-LOGIN",
+           "status page: login from %s with client token '%s'", req->peer, cred.client);
+    serve_audit(src, req, "PageLogin", cred.client, 0, "OK");
+}
+
+void hv_page_serve_logout(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+    hv_page_src_t *src = ud;
+    char id[HV_PAGE_SESSION_ID_LEN + 1];
+    const hv_page_session_t *s = NULL;
+    if (hv_http_cookie_get(req->cookie, HV_PAGE_SESSION_COOKIE, id, sizeof(id)) &&
+        (s = hv_page_session_find(&src->sessions, id, hv_wall_ms())) != NULL) {
+        serve_audit(src, req, "PageLogout", s->client, 0, "OK");
+        hv_page_session_drop(&src->sessions, id);
+    }
+    hv_http_reply_header(rep, "Set-Cookie",
+                         HV_PAGE_SESSION_COOKIE "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    hv_http_reply_header(rep, "Location", "/login");
+    rep->status = 303;
+    hv_http_reply_printf(rep, "303 See Other: logged out\n");
 }

@@ -2,7 +2,10 @@
  * page_serve: the edge of the status page. Its HTTP handlers read the driver's tables, the
  * store's jobs, events and instances and the cost report into a snapshot (head/page.h), and
  * head/page.c renders it. Routes: "/" (the cluster) and "/job/<id>" (one job); they are served
- * on the metrics listener (head/metrics.c), behind its access rule (docs/status-page.md).
+ * on the metrics listener (head/metrics.c), behind its access rule (docs/status-page.md): where
+ * the listener has a token (always beyond loopback), a browser logs in at "/login" with a client
+ * token (checked by head/auth.c, never logged or shown) and gets a session cookie
+ * (head/page_login.h); "/logout" ends it.
  * Threads: the loop thread (the driver's).
  */
 #ifndef HV_HEAD_PAGE_SERVE_H
@@ -10,7 +13,9 @@
 
 #include "config.h"
 #include "driver.h"
+#include "auth.h"
 #include "http.h"
+#include "page_login.h"
 #include "store.h"
 
 #define HV_PAGE_MAX_JOBS 200    /* jobs the cluster page lists, newest first */
@@ -21,10 +26,23 @@ typedef struct hv_page_src_s {
     const hv_head_config_t *cfg;
     hv_driver_t *d;
     hv_store_t *store;
+    const hv_auth_t *auth;       /* the client tokens a login is checked against; NULL = none */
+    int login;                   /* the listener has a token: browsers log in (else all open) */
+    hv_page_sessions_t sessions; /* the logged-in browsers (owned) */
+    uint64_t login_refused;      /* logins refused for their token (the metrics count them) */
 } hv_page_src_t;
 
 /* The handlers (ud: an hv_page_src_t). hv_page_serve_job takes the path "/job/<id>". */
 void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
 void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
+/* GET /login: the form; POST /login: checks the form's client token and answers 303 to "/"
+ * with the session cookie (HttpOnly, SameSite=Strict, Path=/, Max-Age), or 403 and the form. */
+void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
+/* POST /logout: drops the cookie's session and clears the cookie; 303 to /login. */
+void hv_page_serve_logout(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
+/* The listener's session check (hv_http_session_fn): a live session whose client token still
+ * exists (a token deleted from the data directory ends its sessions at the head's next reload
+ * of the tokens, within seconds). */
+int hv_page_session_ok(const hv_http_request_t *req, void *ud);
 
 #endif

@@ -6,6 +6,7 @@
  * in words, and the route matching of the HTTP server that serves /job/<id>.
  */
 #include "page.h"
+#include "page_login.h"
 #include "hv_check.h"
 
 #include <stdio.h>
@@ -149,6 +150,7 @@ static void case_cluster(void) {
     CHECK(has(&r, "No node has joined."));
     CHECK(has(&r, "No job yet."));
     CHECK(has(&r, "No autoscaler is configured."));
+    CHECK(!has(&r, "action=\"/logout\"")); /* no login, no log-out button */
     CHECK(!has(&r, "id=\"pending\""));
     reply_free(&r);
 }
@@ -246,11 +248,81 @@ static void case_routes(void) {
     }
 }
 
+/* The login's sessions: found by their id until they expire, dropped by logout or with their
+ * token, a full table evicting the one that ends first; malformed ids never match. */
+static void case_sessions(void) {
+    static hv_page_sessions_t t;
+    memset(&t, 0, sizeof(t));
+    char id[HV_PAGE_MAX_SESSIONS + 2][HV_PAGE_SESSION_ID_LEN + 1];
+    for (size_t i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
+        for (size_t k = 0; k < HV_PAGE_SESSION_ID_LEN; k++) {
+            id[i][k] = "0123456789abcdef"[(i * 7 + k) % 16];
+        }
+        id[i][HV_PAGE_SESSION_ID_LEN] = '\0';
+        id[i][0] = "0123456789abcdef"[i % 16];
+        id[i][1] = "0123456789abcdef"[i / 16];
+    }
+    CHECK(hv_page_session_id_valid(id[0]));
+    CHECK(!hv_page_session_id_valid("abc"));
+    CHECK(!hv_page_session_id_valid(""));
+    char upper[HV_PAGE_SESSION_ID_LEN + 1];
+    memcpy(upper, id[0], sizeof(upper));
+    upper[5] = 'A';
+    CHECK(!hv_page_session_id_valid(upper));
+    uint64_t now = 1000000;
+    hv_page_session_add(&t, id[0], "sha-a", "default", now);
+    hv_page_session_add(&t, id[1], "sha-b", "ci", now + 1);
+    const hv_page_session_t *s = hv_page_session_find(&t, id[0], now + 10);
+    CHECK(s != NULL);
+    CHECK_STR(s->client, "default");
+    CHECK(hv_page_session_find(&t, upper, now) == NULL);
+    CHECK(hv_page_session_find(&t, id[2], now) == NULL);
+    CHECK(hv_page_session_find(&t, "", now) == NULL);
+    /* Expiry: found until the TTL, not at it. */
+    CHECK(hv_page_session_find(&t, id[0], now + HV_PAGE_SESSION_TTL_MS - 1) != NULL);
+    CHECK(hv_page_session_find(&t, id[0], now + HV_PAGE_SESSION_TTL_MS) == NULL);
+    /* Logout drops one; a token's removal drops its sessions only. */
+    CHECK_EQ(hv_page_session_drop(&t, id[0]), 1);
+    CHECK_EQ(hv_page_session_drop(&t, id[0]), 0);
+    CHECK(hv_page_session_find(&t, id[0], now) == NULL);
+    hv_page_session_add(&t, id[2], "sha-b", "ci", now + 2);
+    hv_page_session_add(&t, id[3], "sha-c", "other", now + 3);
+    CHECK_EQ(hv_page_session_drop_token(&t, "sha-b"), 2);
+    CHECK(hv_page_session_find(&t, id[1], now + 5) == NULL);
+    CHECK(hv_page_session_find(&t, id[3], now + 5) != NULL);
+    /* A full table: the session that ends first goes (id[3], the oldest now). */
+    for (size_t i = 4; i < 4 + HV_PAGE_MAX_SESSIONS - 1; i++) {
+        hv_page_session_add(&t, id[i % (HV_PAGE_MAX_SESSIONS + 2)], "sha-d", "d", now + 10 + i);
+    }
+    CHECK(hv_page_session_find(&t, id[3], now + 100) != NULL);
+    hv_page_session_add(&t, id[1], "sha-e", "e", now + 1000);
+    CHECK(hv_page_session_find(&t, id[3], now + 1000) == NULL);
+    CHECK(hv_page_session_find(&t, id[1], now + 1000) != NULL);
+}
+
+/* The login form: a password field posting to /login, the message escaped, no reload. */
+static void case_login_form(void) {
+    hv_http_reply_t r = {.status = 200};
+    hv_page_render_login("c<1>", "bad <token>", &r);
+    CHECK(strstr(r.body, "action=\"/login\"") != NULL);
+    CHECK(strstr(r.body, "type=\"password\" name=\"token\"") != NULL);
+    CHECK(strstr(r.body, "bad &lt;token&gt;") != NULL);
+    CHECK(strstr(r.body, "c&lt;1&gt;") != NULL);
+    CHECK(strstr(r.body, "location.reload") == NULL);
+    hv_free(r.body);
+    /* Behind the login, every page has the log-out button. */
+    hv_page_cluster_t c = {.now_ms = 1, .logout = 1};
+    hv_http_reply_t p = {.status = 200};
+    hv_page_render_cluster(&c, &p);
+    CHECK(strstr(p.body, "<form method=\"post\" action=\"/logout\"") != NULL);
+    hv_free(p.body);
+}
+
 int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"escape", case_escape},
-                                            {"duration", case_duration},
-                                            {"cluster", case_cluster},
-                                            {"job", case_job},
-                                            {"routes", case_routes}};
+    static const hv_check_case_t cases[] = {
+        {"escape", case_escape},        {"duration", case_duration},
+        {"cluster", case_cluster},      {"job", case_job},
+        {"routes", case_routes},        {"sessions", case_sessions},
+        {"login_form", case_login_form}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

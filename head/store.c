@@ -10,6 +10,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -978,6 +979,197 @@ fail:
 
 hv_err hv_store_open(const char *data_dir, hv_store_t **out, char *err, size_t errlen) {
     return store_open_at(data_dir, HV_STORE_SCHEMA_VERSION, 0, out, err, errlen);
+}
+
+/* ---- history retention ---------------------------------------------------------------------- */
+
+/* These statements are prepared per call (not in the statement table): pruning runs every few
+ * minutes, not per request. */
+#define STORE_FINISHED "state IN ('succeeded','failed','cancelled')"
+
+hv_err hv_store_history_expired(hv_store_t *s, uint64_t cutoff_ms, uint64_t keep_jobs, size_t cap,
+                                uint64_t **out, size_t *n) {
+    static const char sql[] = "SELECT id FROM jobs WHERE " STORE_FINISHED " AND ("
+                              " (?1 > 0 AND MAX(ended_ms, submitted_ms) < ?1) OR"
+                              " (?2 > 0 AND id NOT IN (SELECT id FROM jobs WHERE " STORE_FINISHED
+                              "  ORDER BY MAX(ended_ms, submitted_ms) DESC, id DESC LIMIT ?2)))"
+                              " ORDER BY MAX(ended_ms, submitted_ms), id LIMIT ?3";
+    *out = NULL;
+    *n = 0;
+    if (cap == 0 || (cutoff_ms == 0 && keep_jobs == 0)) {
+        return HV_OK;
+    }
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (src != SQLITE_OK) {
+        store_set_err(s, "history: %s", sqlite3_errmsg(s->db));
+        return store_err_from_sqlite(src);
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)cutoff_ms);
+    sqlite3_bind_int64(st, 2, keep_jobs > INT64_MAX ? INT64_MAX : (sqlite3_int64)keep_jobs);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)cap);
+    uint64_t *ids = NULL;
+    size_t got = 0;
+    hv_err rc = HV_OK;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ids == NULL && (ids = hv_calloc(cap, sizeof(*ids))) == NULL) {
+            rc = HV_ENOMEM;
+            break;
+        }
+        ids[got++] = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    if (rc == HV_OK && src != SQLITE_DONE) {
+        store_set_err(s, "history: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    sqlite3_finalize(st);
+    if (rc != HV_OK) {
+        hv_free(ids);
+        return rc;
+    }
+    *out = ids;
+    *n = got;
+    return HV_OK;
+}
+
+hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, size_t *deleted) {
+    /* The job's own row last, and only while it is finished: the other rows go only with it
+     * (the first statement's changes count says whether it is finished). */
+    static const char *const sql[] = {
+        "SELECT 1 FROM jobs WHERE id = ?1 AND " STORE_FINISHED,
+        "DELETE FROM events WHERE job_id = ?1",
+        "DELETE FROM blacklist WHERE job_id = ?1",
+        "DELETE FROM workers WHERE job_id = ?1",
+        "DELETE FROM jobs WHERE id = ?1",
+    };
+    enum { NSQL = sizeof(sql) / sizeof(sql[0]) };
+    sqlite3_stmt *st[NSQL] = {0};
+    size_t done = 0;
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    int src = SQLITE_OK;
+    for (size_t k = 0; k < NSQL && src == SQLITE_OK; k++) {
+        src = sqlite3_prepare_v2(s->db, sql[k], -1, &st[k], NULL);
+    }
+    for (size_t i = 0; i < n && src == SQLITE_OK; i++) {
+        for (size_t k = 0; k < NSQL && src == SQLITE_OK; k++) {
+            sqlite3_reset(st[k]);
+            sqlite3_bind_int64(st[k], 1, (sqlite3_int64)ids[i]);
+            int r = sqlite3_step(st[k]);
+            sqlite3_reset(st[k]); /* no statement stays open on the rows being deleted */
+            if (k == 0 && r == SQLITE_DONE) {
+                break; /* not finished, or gone: kept */
+            }
+            src = r == SQLITE_ROW || r == SQLITE_DONE ? SQLITE_OK : r;
+            done += k == NSQL - 1 && src == SQLITE_OK;
+        }
+    }
+    if (src != SQLITE_OK) {
+        store_set_err(s, "history: deleting finished jobs: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    for (size_t k = 0; k < NSQL; k++) {
+        sqlite3_finalize(st[k]);
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(s);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(s);
+        done = 0;
+    }
+    if (deleted != NULL) {
+        *deleted = done;
+    }
+    return rc;
+}
+
+/* ---- backup --------------------------------------------------------------------------------- */
+
+#define STORE_BACKUP_STEP_PAGES 256
+#define STORE_BACKUP_WAIT_MS 30000
+
+hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pages_out, char *err,
+                       size_t errlen) {
+    struct stat st;
+    if (stat(src_path, &st) != 0) {
+        open_msg(err, errlen, "no database at %s: %s", src_path, strerror(errno));
+        return HV_ENOTFOUND;
+    }
+    if (lstat(dst_path, &st) == 0) {
+        open_msg(err, errlen, "%s exists already: a backup never overwrites a file", dst_path);
+        return HV_EEXIST;
+    }
+    int fd = open(dst_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        open_msg(err, errlen, "cannot create %s: %s", dst_path, strerror(errno));
+        return errno == EEXIST ? HV_EEXIST : HV_EIO;
+    }
+    close(fd);
+    sqlite3 *src = NULL, *dst = NULL;
+    sqlite3_backup *b = NULL;
+    hv_err rc = HV_OK;
+    char msg[256] = "";
+    int sr = sqlite3_open_v2(src_path, &src, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
+    if (sr == SQLITE_OK) {
+        sqlite3_busy_timeout(src, STORE_BUSY_TIMEOUT_MS);
+        sr = sqlite3_open_v2(dst_path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_EXRESCODE, NULL);
+    }
+    if (sr != SQLITE_OK) {
+        rc = store_err_from_sqlite(sr);
+        open_msg(err, errlen, "cannot open %s: %s",
+                 dst == NULL && src != NULL ? dst_path : src_path, sqlite3_errstr(sr));
+        goto out;
+    }
+    b = sqlite3_backup_init(dst, "main", src, "main");
+    if (b == NULL) {
+        rc = store_err_from_sqlite(sqlite3_extended_errcode(dst));
+        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errmsg(dst));
+        goto out;
+    }
+    /* Steps, so a running head's writes are not held off for the whole copy; a write between
+     * steps makes sqlite start again from the new snapshot. The wait for locks is bounded. */
+    uint64_t waited = 0;
+    for (;;) {
+        sr = sqlite3_backup_step(b, STORE_BACKUP_STEP_PAGES);
+        if (sr == SQLITE_DONE) {
+            break;
+        }
+        if (sr == SQLITE_OK) {
+            continue;
+        }
+        if ((sr == SQLITE_BUSY || sr == SQLITE_LOCKED) && waited < STORE_BACKUP_WAIT_MS) {
+            sqlite3_sleep(50);
+            waited += 50;
+            continue;
+        }
+        rc = sr == SQLITE_BUSY || sr == SQLITE_LOCKED ? HV_ETIMEDOUT : store_err_from_sqlite(sr);
+        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errstr(sr));
+        goto out;
+    }
+    if (pages_out != NULL) {
+        *pages_out = (uint64_t)sqlite3_backup_pagecount(b);
+    }
+    sqlite3_backup_finish(b);
+    b = NULL;
+    sr = store_quick_check(dst, msg, sizeof(msg));
+    if (sr != SQLITE_OK) {
+        rc = HV_ECORRUPT;
+        open_msg(err, errlen, "the copy %s does not check: %s", dst_path, msg);
+        goto out;
+    }
+out:
+    if (b != NULL) {
+        sqlite3_backup_finish(b);
+    }
+    sqlite3_close(dst);
+    sqlite3_close(src);
+    if (rc != HV_OK) {
+        unlink(dst_path);
+    }
+    return rc;
 }
 
 hv_err hv__store_create_at_version(const char *dir, int version, const char *sql, char *err,

@@ -331,6 +331,31 @@ hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms);
  * left): the check and the count are one statement. HV_ENOTFOUND when it is not usable. */
 hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms);
 
+/* ---- history retention (head/history.h, docs/operations.md "History") ----------------------- */
+
+/* The finished jobs (succeeded, failed, cancelled) beyond a retention, oldest end first, at most
+ * cap of them: those that ended before cutoff_ms (0 = no limit by age; a job with no end time
+ * counts from its submission) and those beyond the newest keep_jobs finished ones (by end time;
+ * 0 = no limit by count). Active jobs are never listed. *out owned (hv_free), NULL when n is 0. */
+hv_err hv_store_history_expired(hv_store_t *s, uint64_t cutoff_ms, uint64_t keep_jobs, size_t cap,
+                                uint64_t **out, size_t *n);
+/* Deletes the jobs ids[0..n) with their workers, events and blacklist entries, in one
+ * transaction (all or nothing). A job that is not finished (or not there) is left alone: its
+ * rows are kept. *deleted (optional): the jobs deleted. HV_ESTATE when a transaction is open. */
+hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, size_t *deleted);
+
+/* ---- backup (docs/operations.md "Backup and restore") ---------------------------------------- */
+
+/* Copies the database src_path (a head's state.db, which may be open and written by a running
+ * head: sqlite's online backup API reads a consistent snapshot, WAL included) into dst_path, a
+ * file that must not exist, created with mode 0600, then checks the copy (quick_check). Opens
+ * src read-only and never changes it. Blocks: the copy runs in steps of 256 pages; when the head
+ * holds a lock, a step is retried for up to 30 s in all (then HV_ETIMEDOUT). *pages_out
+ * (optional): the pages copied. Errors with a message in err: HV_EEXIST (dst exists),
+ * HV_ENOTFOUND (no src), HV_ECORRUPT, HV_EIO, HV_ETIMEDOUT; dst is removed on failure. */
+hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pages_out, char *err,
+                       size_t errlen);
+
 /* ---- testing only ---------------------------------------------------------------------------- */
 
 /* Creates <dir>/state.db (dir must exist; the file must not) at schema `version`

@@ -1564,6 +1564,107 @@ static void test_oom(void) {
     hv_store_close(s);
 }
 
+/* History retention: the finished jobs beyond an age or a count are listed oldest first, never
+ * an active one; deleting them takes their workers, events and blacklist entries and leaves every
+ * other job's rows and the node events (job 0) alone; a job that became active again is kept. */
+static void test_history(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    /* ended: 1000, 2000, 3000, 4000 (finished); 5: running; 6: cancelled while pending (no end,
+     * submitted at 500). */
+    static const struct {
+        const char *state;
+        uint64_t submitted, ended;
+    } jobs[] = {{"succeeded", 100, 1000}, {"failed", 200, 2000}, {"cancelled", 300, 3000},
+                {"succeeded", 400, 4000}, {"running", 450, 0},   {"cancelled", 500, 0}};
+    uint64_t id[6];
+    for (int i = 0; i < 6; i++) {
+        hv_job_row_t j = {.name = "j",
+                          .state = (char *)jobs[i].state,
+                          .np = 1,
+                          .submitted_ms = jobs[i].submitted,
+                          .ended_ms = jobs[i].ended};
+        CHECK_OK(s, hv_store_job_insert(s, &j));
+        id[i] = j.id;
+        hv_worker_row_t w = {.job_id = j.id, .node_id = 1, .gpu = -1, .state = "exited"};
+        CHECK_OK(s, hv_store_worker_insert(s, &w));
+        CHECK_OK(s, hv_store_event_append(s, j.id, 0, "job.submit", "m", NULL, NULL));
+        hv_blacklist_row_t b = {.job_id = j.id, .node_id = 1, .reason = "r", .strikes = 1};
+        CHECK_OK(s, hv_store_blacklist_put(s, &b));
+    }
+    CHECK_OK(s, hv_store_event_append(s, 0, 1, "node.dead", "node 1 died", NULL, NULL));
+    uint64_t *ids = NULL;
+    size_t n = 9;
+    /* No retention: nothing. */
+    CHECK_OK(s, hv_store_history_expired(s, 0, 0, 100, &ids, &n));
+    CHECK_EQ(n, 0);
+    CHECK(ids == NULL);
+    /* By age: ended before 2500 (job 6 counts from its submission, 500). */
+    CHECK_OK(s, hv_store_history_expired(s, 2500, 0, 100, &ids, &n));
+    CHECK_EQ(n, 3);
+    if (n == 3) {
+        CHECK_U64(ids[0], id[5]);
+        CHECK_U64(ids[1], id[0]);
+        CHECK_U64(ids[2], id[1]);
+    }
+    hv_free(ids);
+    /* By count: the newest 2 finished stay (4000, 3000); the running job is not counted. */
+    CHECK_OK(s, hv_store_history_expired(s, 0, 2, 100, &ids, &n));
+    CHECK_EQ(n, 3);
+    hv_free(ids);
+    /* Both, and the cap: the union, at most cap of it, oldest first. */
+    CHECK_OK(s, hv_store_history_expired(s, 2500, 3, 2, &ids, &n));
+    CHECK_EQ(n, 2);
+    if (n == 2) {
+        CHECK_U64(ids[0], id[5]);
+        CHECK_U64(ids[1], id[0]);
+    }
+    hv_free(ids);
+
+    /* Delete 1 and 2, and ask for 5 (running: kept) too. */
+    uint64_t del[] = {id[0], id[1], id[4], 999};
+    size_t deleted = 0;
+    CHECK_OK(s, hv_store_history_delete(s, del, 4, &deleted));
+    CHECK_EQ(deleted, 2);
+    hv_job_row_t got;
+    memset(&got, 0, sizeof(got));
+    CHECK_RC(hv_store_job_get(s, id[0], &got), HV_ENOTFOUND);
+    CHECK_RC(hv_store_job_get(s, id[1], &got), HV_ENOTFOUND);
+    CHECK_OK(s, hv_store_job_get(s, id[4], &got));
+    hv_store_job_fini(&got);
+    CHECK_OK(s, hv_store_job_get(s, id[2], &got));
+    hv_store_job_fini(&got);
+    hv_event_row_t *ev = NULL;
+    size_t nev = 0;
+    CHECK_OK(s, hv_store_event_list(s, id[0], 0, 0, &ev, &nev));
+    CHECK_EQ(nev, 0);
+    hv_store_event_free_list(ev, nev);
+    CHECK_OK(s, hv_store_event_list(s, id[4], 0, 0, &ev, &nev));
+    CHECK_EQ(nev, 1);
+    hv_store_event_free_list(ev, nev);
+    CHECK_OK(s, hv_store_event_list(s, 0, 0, 0, &ev, &nev));
+    CHECK_EQ(nev, 5); /* jobs 3..6 and the node's */
+    hv_store_event_free_list(ev, nev);
+    hv_worker_row_t *ws = NULL;
+    size_t nw = 0;
+    CHECK_OK(s, hv_store_worker_list(s, 0, 0, &ws, &nw));
+    CHECK_EQ(nw, 4);
+    hv_store_worker_free_list(ws, nw);
+    hv_blacklist_row_t *bl = NULL;
+    size_t nb = 0;
+    CHECK_OK(s, hv_store_blacklist_list(s, 0, &bl, &nb));
+    CHECK_EQ(nb, 4);
+    hv_store_blacklist_free_list(bl, nb);
+    /* Ids are never handed out again (AUTOINCREMENT): a new job is not job 1. */
+    hv_job_row_t j7 = {.name = "new", .state = "pending"};
+    CHECK_OK(s, hv_store_job_insert(s, &j7));
+    CHECK(j7.id > id[5]);
+    /* Inside an open transaction it refuses (the caller's transaction is not committed). */
+    CHECK_OK(s, hv_store_begin(s));
+    CHECK_RC(hv_store_history_delete(s, del, 1, &deleted), HV_ESTATE);
+    CHECK_OK(s, hv_store_rollback(s));
+    hv_store_close(s);
+}
+
 /* ---- runner ---------------------------------------------------------------------------------- */
 
 static const hv_check_case_t cases[] = {
@@ -1590,6 +1691,7 @@ static const hv_check_case_t cases[] = {
     {"unwritable_dir", test_unwritable_dir},
     {"crash_recovery", test_crash_recovery},
     {"oom", test_oom},
+    {"history", test_history},
 };
 
 int main(int argc, char **argv) {

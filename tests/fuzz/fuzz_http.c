@@ -1,7 +1,8 @@
 /*
  * fuzz_http: the HTTP request parser of hvhead's metrics listener (head/http.c hv_http_parse).
- * Any bytes must give one of three answers: incomplete (nothing used), a request whose head is
- * within the bytes given and the bound (strings terminated, a path that starts with '/'), or a
+ * Any bytes must give one of three answers: incomplete (nothing used), a request whose head and
+ * body are within the bytes given and the bounds (strings terminated, a path that starts with
+ * '/', a body only on POST; the cookie and form readers of the login keep theirs), or a
  * refusal with a 4xx/5xx status. Every prefix of the input must be answered the same way or as
  * incomplete, as bytes arrive in pieces from a socket.
  */
@@ -17,14 +18,31 @@ static void check_one(const char *buf, size_t len, int *status_out, size_t *used
     int status = 0;
     hv_err rc = hv_http_parse(buf, len, &req, &used, &status);
     if (rc == HV_OK && used > 0) {
-        if (used > len || used > HV_HTTP_MAX_HEAD || req.path[0] != '/' ||
+        if (used > len || used > HV_HTTP_MAX_HEAD + HV_HTTP_MAX_BODY || req.path[0] != '/' ||
             memchr(req.path, '\0', sizeof(req.path)) == NULL ||
             memchr(req.query, '\0', sizeof(req.query)) == NULL ||
-            memchr(req.authorization, '\0', sizeof(req.authorization)) == NULL) {
+            memchr(req.authorization, '\0', sizeof(req.authorization)) == NULL ||
+            memchr(req.cookie, '\0', sizeof(req.cookie)) == NULL ||
+            req.body_len > HV_HTTP_MAX_BODY || (req.body_len > 0 && !req.post) ||
+            req.body[req.body_len] != '\0') {
             abort();
         }
+        /* The login's readers of the cookie and the form (head/page_serve.c). */
+        char v[80];
+        if (hv_http_cookie_get(req.cookie, "hv_session", v, sizeof(v)) &&
+            memchr(v, '\0', sizeof(v)) == NULL) {
+            abort();
+        }
+        if (hv_http_form_get(req.body, req.body_len, "token", v, sizeof(v))) {
+            size_t n = strlen(v);
+            for (size_t i = 0; i < n; i++) {
+                if ((unsigned char)v[i] < 0x20) {
+                    abort();
+                }
+            }
+        }
     } else if (rc == HV_OK) {
-        if (len >= HV_HTTP_MAX_HEAD) {
+        if (len >= HV_HTTP_MAX_HEAD + HV_HTTP_MAX_BODY) {
             abort(); /* a full buffer must be answered, or a connection would wait forever */
         }
     } else if (rc != HV_EPROTO || status < 400 || status > 599) {
@@ -35,8 +53,8 @@ static void check_one(const char *buf, size_t len, int *status_out, size_t *used
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > HV_HTTP_MAX_HEAD + 64) {
-        size = HV_HTTP_MAX_HEAD + 64;
+    if (size > HV_HTTP_MAX_HEAD + HV_HTTP_MAX_BODY + 64) {
+        size = HV_HTTP_MAX_HEAD + HV_HTTP_MAX_BODY + 64;
     }
     char *buf = malloc(size ? size : 1);
     if (buf == NULL) {

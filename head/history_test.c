@@ -1,0 +1,117 @@
+/*
+ * history_test: the retention on a real store and data directory. The cutoff of an age (none
+ * for 0, none before the epoch), the log file's name per epoch, and a prune: of four finished
+ * jobs and a running one, with max_jobs 2 and job 2 held by the driver, job 1 goes (rows and log
+ * file), job 2 stays while held and goes once it is not, the running job and the newest two
+ * stay with their logs, and one history.prune event says how many went.
+ */
+#include "history.h"
+#include "hv_check.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+static char tmp[256];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void case_cutoff(void) {
+    hv_history_policy_t p = {0, 0};
+    CHECK_EQ(hv_history_cutoff_ms(&p, 1000), 0);
+    p.max_age_days = 1;
+    CHECK_EQ(hv_history_cutoff_ms(&p, 86400000ull + 5), 5);
+    CHECK_EQ(hv_history_cutoff_ms(&p, 86400000ull), 0); /* would be the epoch: no limit */
+    CHECK_EQ(hv_history_cutoff_ms(&p, 10), 0);
+    char b[200];
+    hv_history_log_path("/d", "ab12", 7, b, sizeof(b));
+    CHECK_STR(b, "/d/logs/ab12-7.log");
+    hv_history_log_path("/d", "", 7, b, sizeof(b));
+    CHECK_STR(b, "/d/logs/7.log");
+}
+
+static uint64_t held_id;
+static int held(void *ud, uint64_t id) {
+    (void)ud;
+    return id == held_id;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static void case_prune(void) {
+    snprintf(tmp, sizeof(tmp), "/tmp/hv_history_test.XXXXXX");
+    CHECK(mkdtemp(tmp) != NULL);
+    char err[600] = "", logs[300], path[6][400];
+    hv_store_t *s = NULL;
+    CHECK_RC_MSG(hv_store_open(tmp, &s, err, sizeof(err)), HV_OK, err);
+    snprintf(logs, sizeof(logs), "%s/logs", tmp);
+    mkdir(logs, 0700);
+    static const char *const states[] = {"succeeded", "failed", "cancelled", "succeeded",
+                                         "running"};
+    uint64_t id[5];
+    for (int i = 0; i < 5; i++) {
+        hv_job_row_t j = {.name = "j",
+                          .state = (char *)states[i],
+                          .submitted_ms = 10 + (uint64_t)i,
+                          .ended_ms = i < 4 ? 100 + (uint64_t)i : 0};
+        CHECK_RC(hv_store_job_insert(s, &j), HV_OK);
+        id[i] = j.id;
+        hv_history_log_path(tmp, hv_store_epoch(s), j.id, path[i], sizeof(path[i]));
+        FILE *f = fopen(path[i], "w");
+        CHECK(f != NULL);
+        if (f != NULL) {
+            fputs("[0]<stdout>:x\n", f);
+            fclose(f);
+        }
+    }
+    hv_history_policy_t p = {.max_age_days = 0, .max_jobs = 2};
+    held_id = id[1];
+    size_t pruned = 0;
+    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, 1, held, NULL, &pruned), HV_OK);
+    CHECK_EQ(pruned, 1);
+    hv_job_row_t r;
+    memset(&r, 0, sizeof(r));
+    CHECK_RC(hv_store_job_get(s, id[0], &r), HV_ENOTFOUND);
+    CHECK(!exists(path[0]));
+    CHECK(exists(path[1]));
+    for (int i = 1; i < 5; i++) {
+        CHECK_RC(hv_store_job_get(s, id[i], &r), HV_OK);
+        hv_store_job_fini(&r);
+    }
+    /* No longer held: it goes at the next prune. */
+    held_id = 0;
+    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, 1, held, NULL, &pruned), HV_OK);
+    CHECK_EQ(pruned, 1);
+    CHECK(!exists(path[1]));
+    CHECK(exists(path[2]) && exists(path[3]) && exists(path[4]));
+    /* Nothing more beyond the retention: no prune, no event. */
+    CHECK_RC(hv_history_prune(s, tmp, &p, 1000000, 1, NULL, NULL, &pruned), HV_OK);
+    CHECK_EQ(pruned, 0);
+    uint64_t n = 0;
+    CHECK_RC(hv_store_event_count(s, 0, "history.prune", "\"jobs\":1", &n), HV_OK);
+    CHECK_EQ(n, 2);
+    /* No limits: nothing is pruned. */
+    hv_history_policy_t none = {0, 0};
+    CHECK_RC(hv_history_prune(s, tmp, &none, 1000000, 1, NULL, NULL, &pruned), HV_OK);
+    CHECK_EQ(pruned, 0);
+    hv_store_close(s);
+    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {{"cutoff", case_cutoff}, {"prune", case_prune}};
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}
