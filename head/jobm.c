@@ -136,6 +136,13 @@ static int expected(const hv_jm_worker_t *w) { return live(w) && !w->removed && 
 
 static void mark(hv_jm_worker_t *w) { w->dirty = 1; }
 
+/* Its node is suspected lost (see hv_jm_suspect). */
+static int suspected(const hv_jm_worker_t *w) { return w->suspect_until != 0; }
+/* Suspected, and its grace has passed: a round no longer waits for it. */
+static int waived(const hv_jm_worker_t *w, uint64_t now) {
+    return suspected(w) && now >= w->suspect_until;
+}
+
 static uint32_t closed_gen(const hv_jm_job_t *j) {
     uint32_t g = 0;
     for (size_t i = 0; i < j->nw; i++) {
@@ -370,13 +377,21 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     uint32_t hosts = 0;
     hv_round_assign(m, n, scratch, slots, &hosts);
+    size_t left_suspected = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        left_suspected += expected(j->w[i]) && !j->w[i]->joined && suspected(j->w[i]);
+    }
     /* Whoever was expected and did not come is left out: it must not train in a stale ring. */
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (expected(w) && !w->joined) {
             w->removed = 1;
             mark(w);
-            job_kill(w, "it did not join its job's new round in time", out);
+            job_kill(w,
+                     suspected(w) ? "its node was suspected lost and the job's new round formed "
+                                    "without it"
+                                  : "it did not join its job's new round in time",
+                     out);
         }
     }
     const char *rank0 = "?";
@@ -411,7 +426,8 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     jb_put(&b, ",\"rollback\":%s,\"resets\":%u,\"added\":%zu,\"removed\":%zu,\"wait_ms\":%llu",
            j->round_rollback ? "true" : "false", j->resets, added, removed,
            (unsigned long long)waited);
-    jb_put(&b, ",\"redone_samples\":%llu,\"rank0\":", (unsigned long long)j->round_redone);
+    jb_put(&b, ",\"redone_samples\":%llu,\"suspected_left_out\":%zu,\"rank0\":",
+           (unsigned long long)j->round_redone, left_suspected);
     jb_str(&b, rank0);
     jb_put(&b, ",\"members\":[");
     for (uint32_t r = 0; r < n; r++) {
@@ -497,6 +513,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         if (expected(w)) {
             v.expected++;
             v.joined += w->joined;
+            v.waived += !w->joined && waived(w, now);
             holder_waiting |= cg > 0 && w->member_gen == cg && w->joined;
         }
     }
@@ -543,7 +560,8 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
         leaving += w->member_gen == cg && leaves_now(w, only_due, now) ? 1u : 0u;
-        others += w->member_gen == cg && live(w) && !w->removed && !w->evict;
+        /* A member on a node suspected lost is no holder to leave the state to. */
+        others += w->member_gen == cg && live(w) && !w->removed && !w->evict && !suspected(w);
     }
     if (leaving == 0 || others == 0 || (only_due && j->round_open) ||
         hv_job_state_terminal(j->state) || completing(j)) {
@@ -1065,7 +1083,8 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
         if (cg > 0 && w->member_gen == cg && live(w) && !w->removed && !w->evict) {
-            holders_elsewhere += w->node_id != node_id;
+            /* A member on a node suspected lost holds the state for nobody. */
+            holders_elsewhere += w->node_id != node_id && !suspected(w);
             members_here += w->node_id == node_id;
         }
     }
@@ -1131,6 +1150,52 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     char reason[300];
     snprintf(reason, sizeof(reason), "drain: %s", why);
     open_round(j, reason, 0, now, out);
+}
+
+/* ---- suspicion: losses noticed from evidence, not only from silence ------------------------- */
+
+void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,
+                   hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id != node_id || !live(w)) {
+            continue;
+        }
+        if (!suspected(w) || until < w->suspect_until) {
+            w->suspect_until = until != 0 ? until : 1; /* the first evidence counts */
+        }
+        n++;
+    }
+    if (n == 0) {
+        return;
+    }
+    act_event(out, "job.note", NULL,
+              "job %llu: its %zu workers on node %s are suspected lost (%s); a round waits for "
+              "them %.1f s at most",
+              (unsigned long long)j->id, n, node_name(j, node_id), why ? why : "no reason given",
+              until > now ? (double)(until - now) / 1000.0 : 0.0);
+    evaluate(j, now, out);
+}
+
+void hv_jm_heard(hv_jm_job_t *j, uint64_t node_id, uint64_t now, hv_jm_out_t *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id == node_id && suspected(w)) {
+            w->suspect_until = 0;
+            n += live(w) && !w->removed;
+        }
+    }
+    if (n > 0 && !hv_job_state_terminal(j->state)) {
+        act_event(out, "job.note", NULL,
+                  "job %llu: node %s is back; its %zu workers are no longer suspected",
+                  (unsigned long long)j->id, node_name(j, node_id), n);
+    }
+    (void)now;
 }
 
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
