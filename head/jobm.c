@@ -466,6 +466,56 @@ out:
     hv_free(ids_next);
 }
 
+/* ---- leaving members (issue 15 §2): a member removed by a drain holds the state until a round
+ * without it has closed ---------------------------------------------------------------------- */
+
+/* Answers the JoinRound that each leaving member holds: removed (it leaves now). */
+static void release_leavers(hv_jm_job_t *j, const char *why, hv_jm_out_t *out) {
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->leaving && w->removed && w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "%s", why);
+        }
+    }
+}
+
+/* While a round is open, the members leaving drained nodes are the last holders of the state
+ * when no other member of generation cg is left that may carry it on (the others are gone, or
+ * suspected lost past their grace): they are taken back, and stay like the members of a
+ * draining node that nobody else can take the state from (evict, until others hold it). */
+static void readmit_leavers(hv_jm_job_t *j, uint32_t cg, uint64_t now, hv_jm_out_t *out) {
+    size_t leavers = 0, others = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (cg == 0 || w->member_gen != cg || !live(w) || w->kill_sent) {
+            continue;
+        }
+        if (w->removed) {
+            leavers += w->leaving;
+        } else {
+            others += !waived(w, now);
+        }
+    }
+    if (leavers == 0 || others > 0) {
+        return;
+    }
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->member_gen == cg && live(w) && !w->kill_sent && w->removed && w->leaving) {
+            w->removed = 0;
+            w->leaving = 0;
+            w->evict = 1;
+            w->evict_until = 0;
+            mark(w);
+        }
+    }
+    act_event(out, "job.note", NULL,
+              "job %llu takes back its %zu workers leaving drained nodes: no other worker of "
+              "generation %u is left to hold the training state; they stay until others hold it",
+              (unsigned long long)j->id, leavers, cg);
+}
+
 static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *out);
 static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_out_t *out);
 static void check_success(hv_jm_job_t *j, hv_jm_out_t *out);
@@ -480,6 +530,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         return;
     }
     uint32_t cg = closed_gen(j);
+    readmit_leavers(j, cg, now, out);
     /* Members of the last round that may still carry the state on: those that will re-join, and
      * those leaving a drained node that may yet finish their training. Without any, the round
      * can never form: say so now rather than at the elastic timeout. */
@@ -525,6 +576,9 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     if (d == HV_ROUND_CLOSE) {
         close_round(j, now, out);
+        if (!j->round_open) {
+            release_leavers(j, "the round without it formed: others hold the training state", out);
+        }
         /* Not now: the close's answers are built from the members as they are when the
          * actions are carried out, and must still include the ones that leave next. */
         j->release_due = 1;
@@ -571,6 +625,7 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
         hv_jm_worker_t *w = j->w[i];
         if (leaves_now(w, only_due, now)) {
             w->removed = 1;
+            w->leaving = 1;
             mark(w);
         }
     }
@@ -907,6 +962,12 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
         return;
     }
     if (w->removed) {
+        if (w->leaving && j->round_open && w->member_gen == closed_gen(j) && !completing(j)) {
+            /* Leaving a drained node: it waits until the round without it has closed. */
+            w->joined = 1;
+            evaluate(j, now, out);
+            return;
+        }
         w->joined = 0;
         act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "worker %llu was removed from job %llu",
                    (unsigned long long)w->id, (unsigned long long)j->id);
@@ -989,6 +1050,7 @@ static void begin_completing(hv_jm_job_t *j, const hv_jm_worker_t *first, hv_jm_
               "job %llu is completing: rank %u on %s finished its training in generation %u%s",
               (unsigned long long)j->id, first->rank, node_name(j, first->node_id), cg,
               j->round_open ? "; the open round will not form" : "");
+    release_leavers(j, "job is completing: its training finished on other workers", out);
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (!live(w) || w->removed || w->done || (w->member_gen == cg && !w->joined)) {
@@ -1123,7 +1185,9 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
         }
         w->removed = 1;
         mark(w);
-        if (w->joined) {
+        if (cg > 0 && w->member_gen == cg) {
+            w->leaving = 1; /* a holder: it leaves once the round without it has closed */
+        } else if (w->joined) {
             w->joined = 0;
             act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "its node is draining");
         }

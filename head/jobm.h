@@ -88,8 +88,11 @@ typedef struct hv_jm_worker_s {
     int kill_sent;        /* a kill order went out */
     uint64_t evict_until; /* evict after a preemption notice: leave by then (wall ms; 0: no
                            * bound but a round with others holding the state) */
-    int evict; /* its node drains but no other worker holds the state yet: it stays until a
+    int evict;   /* its node drains but no other worker holds the state yet: it stays until a
                       round with workers elsewhere has formed, then leaves */
+    int leaving; /* a member removed by a drain that has not left yet: its JoinRound waits
+                  * until the round without it has closed (others hold the state), and it is
+                  * taken back as a holder if every other holder is lost meanwhile */
     uint64_t suspect_until; /* its node is suspected lost (evidence, not silence: its agent's
                              * session closed): rounds stop waiting for it at this wall ms, and
                              * it does not count as holding the state for others; 0: not */

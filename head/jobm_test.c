@@ -404,10 +404,11 @@ static void case_grow_then_drain(void) {
     CHECK_EQ(killed(&W[0]), 0); /* drained members leave at their next commit */
     hv_jm_out_reset(&O);
     join(0, 2);
-    const hv_jm_action_t *a = answer_of(&W[0]);
-    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
+    CHECK(answer_of(&W[0]) == NULL); /* it waits until the round without it has formed */
     join(n, 2);
     join(n + 1, 2);
+    const hv_jm_action_t *a = answer_of(&W[0]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
     CHECK_EQ(count(HV_JA_ROUND), 1);
     CHECK_EQ(J.generation, 3);
     CHECK_EQ(J.size, 2);
@@ -462,12 +463,13 @@ static void case_notice_make_before_break(void) {
     CHECK_EQ(J.generation, 3);
     CHECK(W[0].removed && W[1].removed);
     CHECK_EQ(W[n].joined_gen, 2);
-    join(0, 2); /* answered: removed */
-    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
+    join(0, 2); /* it waits until g3 (without it) has formed, then it is answered: removed */
+    CHECK(answer_of(&W[0]) == NULL);
     join(2, 2);
     join(3, 2);
     join(n, 2);
     join(n + 1, 2);
+    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
     CHECK_EQ(J.size, 4);
     CHECK_EQ(J.round_rollback, 0);
 }
@@ -685,9 +687,10 @@ static void case_drain_hands_over_state(void) {
     CHECK(p != NULL && p->nremoved == 2 && p->failure == 0);
     hv_jm_out_reset(&O);
     join(0, 2);
-    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
+    CHECK(answer_of(&W[0]) == NULL);
     join(n, 2);
     join(n + 1, 2);
+    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
     CHECK_EQ(J.size, 2);
     CHECK(rank0() == &W[n]);
     CHECK_EQ(J.state, HV_JOB_RUNNING);
@@ -906,11 +909,11 @@ static void case_round_without_holders_fails_at_once(void) {
     join_all();
     hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
     hv_jm_out_reset(&O);
+    join(1, 1); /* b's member waits for the round without it */
+    CHECK(answer_of(&W[1]) == NULL);
+    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O); /* b went */
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
     hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
-    CHECK_EQ(J.state, HV_JOB_RUNNING); /* b's member may still finish */
-    join(1, 1);
-    CHECK(answer_of(&W[1]) != NULL && answer_of(&W[1])->kind == HV_JA_JOIN_REMOVED);
-    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O);
     CHECK_EQ(J.state, HV_JOB_FAILED);
     CHECK_STR(J.reason, "no worker of generation 1 survived to hold the training state: rank 0 on "
                         "a exited with status 1");
@@ -1067,6 +1070,50 @@ static void case_notice_end_does_not_leave_to_suspects(void) {
 
 /* A drain while another node is suspected: its members stay as the holders (as if they were the
  * job's only members) instead of leaving the state to the suspects. */
+/* B is drained (its member leaves once the round without it forms) and A's member fails before
+ * that round forms: B's member is the last holder of the state, so it is taken back and the
+ * rollback round forms with it instead of the job failing. */
+static void case_leaving_member_taken_back_when_holders_fail(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
+    CHECK(W[1].removed && W[1].leaving);
+    hv_jm_out_reset(&O);
+    join(1, 1); /* waits for the round without it */
+    CHECK(answer_of(&W[1]) == NULL);
+    hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK(!W[1].removed && W[1].evict);
+    CHECK_EQ(J.round_open, 0); /* it had joined: the rollback round formed with it */
+    CHECK_EQ(J.size, 1);
+    CHECK(rank0() == &W[1]);
+    CHECK_EQ(J.round_rollback, 1);
+    CHECK(find(HV_JA_ROUND) != NULL);
+}
+
+/* The same with the other holder vanishing (suspected, past its grace) instead of failing. */
+static void case_leaving_member_taken_back_when_holders_vanish(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_B, "node b: preemption notice", 0, now, &O);
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now + 500, now, &O);
+    join(1, 1);
+    CHECK_EQ(J.round_open, 1);
+    now += 500;
+    hv_jm_out_reset(&O);
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    CHECK(rank0() == &W[1]);
+    CHECK(W[0].removed && killed(&W[0]));
+    CHECK(answer_of(&W[1]) == NULL); /* answered with the round, not removed */
+}
+
 static void case_drain_with_suspects_keeps_members(void) {
     job(1, 2, 1, 2, 10);
     place(NODE_A, 1);
@@ -1136,6 +1183,10 @@ int main(int argc, char **argv) {
         {"notice_members_stay_when_others_vanish", case_notice_members_stay_when_others_vanish},
         {"notice_end_does_not_leave_to_suspects", case_notice_end_does_not_leave_to_suspects},
         {"drain_with_suspects_keeps_members", case_drain_with_suspects_keeps_members},
+        {"leaving_member_taken_back_when_holders_fail",
+         case_leaving_member_taken_back_when_holders_fail},
+        {"leaving_member_taken_back_when_holders_vanish",
+         case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
