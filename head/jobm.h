@@ -92,7 +92,8 @@ typedef struct hv_jm_worker_s {
                       round with workers elsewhere has formed, then leaves */
     int leaving; /* a member removed by a drain that has not left yet: its JoinRound waits
                   * until the round without it has closed (others hold the state), and it is
-                  * taken back as a holder if every other holder is lost meanwhile */
+                  * taken back as a holder if every other holder is lost meanwhile (in memory:
+                  * after a head restart it is answered `removed` at once, as before) */
     uint64_t suspect_until; /* its node is suspected lost (evidence, not silence: its agent's
                              * session closed): rounds stop waiting for it at this wall ms, and
                              * it does not count as holding the state for others; 0: not */
