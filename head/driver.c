@@ -2214,6 +2214,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
                 d->io.drop_session(d->io.ud, n->id);
             }
             n->has_session = 0;
+            n->lease.suspect_ms = 0; /* the lease decided: a suspicion is over */
             n->state = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
             node_store_state(d, n);
             hv_driver_event(d, 0, n->id, "node.dead", NULL, "node %s is dead: %s", n->name, why);
