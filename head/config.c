@@ -70,6 +70,7 @@ static const config_opt_t config_opts[] = {
     {"", "token_file", CFG_STR_OPT, CFG_OFF(token_file), 0, 0},
     {"", "heartbeat_ms", CFG_U32, CFG_OFF(heartbeat_ms), 50, 60000},
     {"", "lease_ms", CFG_U32, CFG_OFF(lease_ms), 1, 3600000}, // min: 3 x heartbeat_ms
+    {"", "suspect_grace_ms", CFG_U32, CFG_OFF(suspect_grace_ms), 0, 3600000},
     {"", "log_level", CFG_LOGLEVEL, CFG_OFF(log_level), 0, 0},
     {"", "max_upload", CFG_SIZE, CFG_OFF(max_upload_bytes), 1024, 64ull << 30},
     {"", "upload_quota", CFG_SIZE, CFG_OFF(upload_quota_bytes), 1024, 1ull << 40},
@@ -1486,6 +1487,7 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->data_dir = hv_strdup("./hv-data");
     cfg->heartbeat_ms = 1000;
     cfg->lease_ms = 10000;
+    cfg->suspect_grace_ms = 500;
     cfg->log_level = HV_LOG_NOTICE;
     cfg->max_upload_bytes = 1ull << 30;
     cfg->upload_quota_bytes = 4ull << 30;

@@ -45,6 +45,9 @@ typedef struct hv_head_config_s {
     char *token_file;          /* file holding the join token, or NULL */
     uint32_t heartbeat_ms;     /* agent heartbeat period; 1000; 50..60000 */
     uint32_t lease_ms;         /* node lease; 10000; >= 3 * heartbeat_ms, <= 3600000 */
+    uint32_t suspect_grace_ms; /* a round waits this long for a node suspected lost (its
+                                * agent's session closed) before it forms without it; 500;
+                                * 0..3600000 (the lease bounds it) */
     int log_level;             /* an hv_log_level (common/log.h); default HV_LOG_NOTICE */
     uint64_t max_upload_bytes; /* key max_upload; 1 GiB; 1 KiB..64 GiB */
     uint64_t

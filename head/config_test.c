@@ -43,6 +43,7 @@ static void check_defaults(const hv_head_config_t *c) {
     CHECK_STR(c->token_file, NULL);
     CHECK_EQ(c->heartbeat_ms, 1000);
     CHECK_EQ(c->lease_ms, 10000);
+    CHECK_EQ(c->suspect_grace_ms, 500);
     CHECK_EQ(c->log_level, HV_LOG_NOTICE);
     CHECK_EQ(c->max_upload_bytes, 1ull << 30);
     CHECK_EQ(c->upload_quota_bytes, 4ull << 30);
@@ -109,6 +110,7 @@ static void test_full(void) {
     CHECK_STR(c.token_file, NULL);
     CHECK_EQ(c.heartbeat_ms, 500);
     CHECK_EQ(c.lease_ms, 1500);
+    CHECK_EQ(c.suspect_grace_ms, 250);
     CHECK_EQ(c.log_level, HV_LOG_DEBUG);
     CHECK_EQ(c.max_upload_bytes, 512ull << 20);
     CHECK_EQ(c.upload_quota_bytes, 2ull << 30);

@@ -1710,6 +1710,24 @@ static void node_store_state(hv_driver_t *d, hv_dnode_t *n) {
     }
 }
 
+/* n's agent was heard at now (a Join of the same agent, a new Session): its lease runs again and
+ * a suspicion ends (its jobs wait for its workers again). */
+static void node_renew(hv_driver_t *d, hv_dnode_t *n, uint64_t now) {
+    int was_suspected = hv_lease_waive_at(&n->lease, 0) != 0;
+    hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
+    if (!was_suspected) {
+        return;
+    }
+    hv_driver_event(d, 0, n->id, "node.heard", NULL,
+                    "node %s is heard again within its lease: no longer suspected", n->name);
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (job_active(j)) {
+            hv_jm_heard(&j->jm, n->id, hv_wall_ms(), &d->out);
+            apply(d, j, &d->out);
+        }
+    }
+}
+
 /* Every live worker on n is gone (the node died or its agent was replaced). */
 static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
@@ -1825,7 +1843,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     n->state = st;
     n->retired = 0;
     n->last_seen_ms = n->persisted_seen_ms = tmp.last_seen_ms;
-    hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
+    node_renew(d, n, now);
     hv_driver_event(d, 0, n->id, "node.join", NULL, "node %s joined from %s: %u slots, %u GPUs%s",
                     n->name, info->peer ? info->peer : "?", n->acct.slots, n->acct.gpus,
                     n->preemptible ? ", preemptible" : "");
@@ -1845,7 +1863,7 @@ hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnat
         return HV_ESTATE;
     }
     n->has_session = 1;
-    hv_lease_renew(&n->lease, hv_now_ms(), d->cfg->lease_ms);
+    node_renew(d, n, hv_now_ms());
     hv_free(n->hello_running);
     n->hello_running = NULL;
     n->n_hello_running = 0;
@@ -1873,10 +1891,40 @@ void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
     }
 }
 
+void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *why) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n == NULL) {
+        return;
+    }
+    n->has_session = 0;
+    uint64_t now = hv_now_ms();
+    if (d->stopping || n->state == HV_NODE_DEAD || !hv_lease_suspect(&n->lease, now)) {
+        return;
+    }
+    uint64_t waive = hv_lease_waive_at(&n->lease, d->cfg->suspect_grace_ms);
+    uint64_t wall = hv_wall_ms(), wait = waive > now ? waive - now : 0;
+    uint64_t left = n->lease.deadline_ms > now ? n->lease.deadline_ms - now : 0;
+    char data[128];
+    snprintf(data, sizeof(data),
+             "{\"evidence\":\"session closed\",\"grace_ms\":%llu,\"lease_left_ms\":%llu}",
+             (unsigned long long)wait, (unsigned long long)left);
+    hv_driver_event(d, 0, n->id, "node.suspect", data,
+                    "node %s is suspected lost: its agent's session closed (%s); rounds wait "
+                    "%.1f s for its workers, its lease runs %.1f s more",
+                    n->name, why != NULL && why[0] != '\0' ? why : "no reason given",
+                    (double)wait / 1000.0, (double)left / 1000.0);
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (job_active(j)) {
+            hv_jm_suspect(&j->jm, n->id, "its agent's session closed", wall + wait, wall, &d->out);
+            apply(d, j, &d->out);
+        }
+    }
+}
+
 void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
     hv_dnode_t *n = hv_driver_node(d, node_id);
     if (n != NULL) {
-        hv_lease_renew(&n->lease, hv_now_ms(), d->cfg->lease_ms);
+        node_renew(d, n, hv_now_ms());
         n->last_seen_ms = hv_wall_ms();
     }
 }
@@ -1908,6 +1956,12 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
     for (size_t k = 0; k < n->n_hello_running; k++) {
         hv_dworker_t *w = worker_by_id(d, n->hello_running[k]);
         int wanted = w != NULL && w->jm.node_id == n->id && wlive(w) && job_active(w->job);
+        if (wanted && w->jm.kill_sent) {
+            /* Stopped while its node was out of touch (a round formed without it, its node
+             * suspected lost): the order may never have reached the agent. */
+            send_kill(d, w, "its job moved on without it while its node was out of touch");
+            continue;
+        }
         if (!wanted) {
             hv_order_t o = {.kind = HV_ORDER_KILL,
                             .worker_id = n->hello_running[k],
@@ -2160,6 +2214,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
                 d->io.drop_session(d->io.ud, n->id);
             }
             n->has_session = 0;
+            n->lease.suspect_ms = 0; /* the lease decided: a suspicion is over */
             n->state = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
             node_store_state(d, n);
             hv_driver_event(d, 0, n->id, "node.dead", NULL, "node %s is dead: %s", n->name, why);

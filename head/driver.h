@@ -192,6 +192,12 @@ hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnat
                              const uint64_t *running, size_t nrunning, char *err, size_t errlen);
 /* The Session ended; the lease keeps running. */
 void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id);
+/* The agent's Session ended from its side (the process died, its host went, or the connection
+ * broke; why: gRPC's words): detached as above, and the node is suspected lost (nodes.h):
+ * rounds of its jobs wait suspect_grace_ms for its workers, not the lease. The lease still
+ * decides when the node is dead; an agent that re-attaches before ends the suspicion, and its
+ * workers that a round left out meanwhile are told to stop again. */
+void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *why);
 /* Any message from the node's agent: renews the lease. */
 void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id);
 /* A heartbeat: after a hello, reconciles the node's workers (see driver.c). */

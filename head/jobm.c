@@ -136,6 +136,13 @@ static int expected(const hv_jm_worker_t *w) { return live(w) && !w->removed && 
 
 static void mark(hv_jm_worker_t *w) { w->dirty = 1; }
 
+/* Its node is suspected lost (see hv_jm_suspect). */
+static int suspected(const hv_jm_worker_t *w) { return w->suspect_until != 0; }
+/* Suspected, and its grace has passed: a round no longer waits for it. */
+static int waived(const hv_jm_worker_t *w, uint64_t now) {
+    return suspected(w) && now >= w->suspect_until;
+}
+
 static uint32_t closed_gen(const hv_jm_job_t *j) {
     uint32_t g = 0;
     for (size_t i = 0; i < j->nw; i++) {
@@ -370,13 +377,21 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     uint32_t hosts = 0;
     hv_round_assign(m, n, scratch, slots, &hosts);
+    size_t left_suspected = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        left_suspected += expected(j->w[i]) && !j->w[i]->joined && suspected(j->w[i]);
+    }
     /* Whoever was expected and did not come is left out: it must not train in a stale ring. */
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (expected(w) && !w->joined) {
             w->removed = 1;
             mark(w);
-            job_kill(w, "it did not join its job's new round in time", out);
+            job_kill(w,
+                     suspected(w) ? "its node was suspected lost and the job's new round formed "
+                                    "without it"
+                                  : "it did not join its job's new round in time",
+                     out);
         }
     }
     const char *rank0 = "?";
@@ -411,7 +426,8 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     jb_put(&b, ",\"rollback\":%s,\"resets\":%u,\"added\":%zu,\"removed\":%zu,\"wait_ms\":%llu",
            j->round_rollback ? "true" : "false", j->resets, added, removed,
            (unsigned long long)waited);
-    jb_put(&b, ",\"redone_samples\":%llu,\"rank0\":", (unsigned long long)j->round_redone);
+    jb_put(&b, ",\"redone_samples\":%llu,\"suspected_left_out\":%zu,\"rank0\":",
+           (unsigned long long)j->round_redone, left_suspected);
     jb_str(&b, rank0);
     jb_put(&b, ",\"members\":[");
     for (uint32_t r = 0; r < n; r++) {
@@ -450,6 +466,56 @@ out:
     hv_free(ids_next);
 }
 
+/* ---- leaving members (issue 15 §2): a member removed by a drain holds the state until a round
+ * without it has closed ---------------------------------------------------------------------- */
+
+/* Answers the JoinRound that each leaving member holds: removed (it leaves now). */
+static void release_leavers(hv_jm_job_t *j, const char *why, hv_jm_out_t *out) {
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->leaving && w->removed && w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "%s", why);
+        }
+    }
+}
+
+/* While a round is open, the members leaving drained nodes are the last holders of the state
+ * when no other member of generation cg is left that may carry it on (the others are gone, or
+ * suspected lost past their grace): they are taken back, and stay like the members of a
+ * draining node that nobody else can take the state from (evict, until others hold it). */
+static void readmit_leavers(hv_jm_job_t *j, uint32_t cg, uint64_t now, hv_jm_out_t *out) {
+    size_t leavers = 0, others = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (cg == 0 || w->member_gen != cg || !live(w) || w->kill_sent) {
+            continue;
+        }
+        if (w->removed) {
+            leavers += w->leaving;
+        } else {
+            others += !waived(w, now);
+        }
+    }
+    if (leavers == 0 || others > 0) {
+        return;
+    }
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->member_gen == cg && live(w) && !w->kill_sent && w->removed && w->leaving) {
+            w->removed = 0;
+            w->leaving = 0;
+            w->evict = 1;
+            w->evict_until = 0;
+            mark(w);
+        }
+    }
+    act_event(out, "job.note", NULL,
+              "job %llu takes back its %zu workers leaving drained nodes: no other worker of "
+              "generation %u is left to hold the training state; they stay until others hold it",
+              (unsigned long long)j->id, leavers, cg);
+}
+
 static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *out);
 static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_out_t *out);
 static void check_success(hv_jm_job_t *j, hv_jm_out_t *out);
@@ -464,6 +530,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         return;
     }
     uint32_t cg = closed_gen(j);
+    readmit_leavers(j, cg, now, out);
     /* Members of the last round that may still carry the state on: those that will re-join, and
      * those leaving a drained node that may yet finish their training. Without any, the round
      * can never form: say so now rather than at the elastic timeout. */
@@ -497,6 +564,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         if (expected(w)) {
             v.expected++;
             v.joined += w->joined;
+            v.waived += !w->joined && waived(w, now);
             holder_waiting |= cg > 0 && w->member_gen == cg && w->joined;
         }
     }
@@ -508,6 +576,9 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     if (d == HV_ROUND_CLOSE) {
         close_round(j, now, out);
+        if (!j->round_open) {
+            release_leavers(j, "the round without it formed: others hold the training state", out);
+        }
         /* Not now: the close's answers are built from the members as they are when the
          * actions are carried out, and must still include the ones that leave next. */
         j->release_due = 1;
@@ -543,7 +614,8 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
         leaving += w->member_gen == cg && leaves_now(w, only_due, now) ? 1u : 0u;
-        others += w->member_gen == cg && live(w) && !w->removed && !w->evict;
+        /* A member on a node suspected lost is no holder to leave the state to. */
+        others += w->member_gen == cg && live(w) && !w->removed && !w->evict && !suspected(w);
     }
     if (leaving == 0 || others == 0 || (only_due && j->round_open) ||
         hv_job_state_terminal(j->state) || completing(j)) {
@@ -553,6 +625,7 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
         hv_jm_worker_t *w = j->w[i];
         if (leaves_now(w, only_due, now)) {
             w->removed = 1;
+            w->leaving = 1;
             mark(w);
         }
     }
@@ -889,6 +962,12 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
         return;
     }
     if (w->removed) {
+        if (w->leaving && j->round_open && w->member_gen == closed_gen(j) && !completing(j)) {
+            /* Leaving a drained node: it waits until the round without it has closed. */
+            w->joined = 1;
+            evaluate(j, now, out);
+            return;
+        }
         w->joined = 0;
         act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "worker %llu was removed from job %llu",
                    (unsigned long long)w->id, (unsigned long long)j->id);
@@ -971,6 +1050,7 @@ static void begin_completing(hv_jm_job_t *j, const hv_jm_worker_t *first, hv_jm_
               "job %llu is completing: rank %u on %s finished its training in generation %u%s",
               (unsigned long long)j->id, first->rank, node_name(j, first->node_id), cg,
               j->round_open ? "; the open round will not form" : "");
+    release_leavers(j, "job is completing: its training finished on other workers", out);
     for (size_t i = 0; i < j->nw; i++) {
         hv_jm_worker_t *w = j->w[i];
         if (!live(w) || w->removed || w->done || (w->member_gen == cg && !w->joined)) {
@@ -1065,7 +1145,8 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
         if (cg > 0 && w->member_gen == cg && live(w) && !w->removed && !w->evict) {
-            holders_elsewhere += w->node_id != node_id;
+            /* A member on a node suspected lost holds the state for nobody. */
+            holders_elsewhere += w->node_id != node_id && !suspected(w);
             members_here += w->node_id == node_id;
         }
     }
@@ -1104,7 +1185,9 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
         }
         w->removed = 1;
         mark(w);
-        if (w->joined) {
+        if (cg > 0 && w->member_gen == cg) {
+            w->leaving = 1; /* a holder: it leaves once the round without it has closed */
+        } else if (w->joined) {
             w->joined = 0;
             act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "its node is draining");
         }
@@ -1131,6 +1214,52 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     char reason[300];
     snprintf(reason, sizeof(reason), "drain: %s", why);
     open_round(j, reason, 0, now, out);
+}
+
+/* ---- suspicion: losses noticed from evidence, not only from silence ------------------------- */
+
+void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,
+                   hv_jm_out_t *out) {
+    if (hv_job_state_terminal(j->state)) {
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id != node_id || !live(w)) {
+            continue;
+        }
+        if (!suspected(w) || until < w->suspect_until) {
+            w->suspect_until = until != 0 ? until : 1; /* the first evidence counts */
+        }
+        n++;
+    }
+    if (n == 0) {
+        return;
+    }
+    act_event(out, "job.note", NULL,
+              "job %llu: its %zu workers on node %s are suspected lost (%s); a round waits for "
+              "them %.1f s at most",
+              (unsigned long long)j->id, n, node_name(j, node_id), why ? why : "no reason given",
+              until > now ? (double)(until - now) / 1000.0 : 0.0);
+    evaluate(j, now, out);
+}
+
+void hv_jm_heard(hv_jm_job_t *j, uint64_t node_id, uint64_t now, hv_jm_out_t *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->node_id == node_id && suspected(w)) {
+            w->suspect_until = 0;
+            n += live(w) && !w->removed;
+        }
+    }
+    if (n > 0 && !hv_job_state_terminal(j->state)) {
+        act_event(out, "job.note", NULL,
+                  "job %llu: node %s is back; its %zu workers are no longer suspected",
+                  (unsigned long long)j->id, node_name(j, node_id), n);
+    }
+    (void)now;
 }
 
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {

@@ -88,9 +88,16 @@ typedef struct hv_jm_worker_s {
     int kill_sent;        /* a kill order went out */
     uint64_t evict_until; /* evict after a preemption notice: leave by then (wall ms; 0: no
                            * bound but a round with others holding the state) */
-    int evict; /* its node drains but no other worker holds the state yet: it stays until a
+    int evict;   /* its node drains but no other worker holds the state yet: it stays until a
                       round with workers elsewhere has formed, then leaves */
-    int dirty; /* changed since the driver stored it */
+    int leaving; /* a member removed by a drain that has not left yet: its JoinRound waits
+                  * until the round without it has closed (others hold the state), and it is
+                  * taken back as a holder if every other holder is lost meanwhile (in memory:
+                  * after a head restart it is answered `removed` at once, as before) */
+    uint64_t suspect_until; /* its node is suspected lost (evidence, not silence: its agent's
+                             * session closed): rounds stop waiting for it at this wall ms, and
+                             * it does not count as holding the state for others; 0: not */
+    int dirty;              /* changed since the driver stored it */
 } hv_jm_worker_t;
 
 /* A job's settings, fixed at submission. */
@@ -221,6 +228,17 @@ hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now,
  * round; the next round, opened as it closes, drops them. */
 void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hold_until,
                  uint64_t now, hv_jm_out_t *out);
+/* Evidence that node_id is gone came (its agent's session closed) while its lease runs: the
+ * job's live workers there are suspected. A round that is open, or opens before the node is
+ * heard again, stops waiting for them at `until` (wall ms: the evidence plus a short grace) and
+ * closes without them (they are removed and stopped); members kept on draining nodes do not
+ * count them as holders of the state. Nothing is stopped while no round is open: the lease
+ * still decides when the node is dead. why: the evidence, for messages. */
+void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,
+                   hv_jm_out_t *out);
+/* node_id was heard again (its agent re-attached within the lease): its workers are no longer
+ * suspected. Those a round left out meanwhile stay removed (their kill orders stand). */
+void hv_jm_heard(hv_jm_job_t *j, uint64_t node_id, uint64_t now, hv_jm_out_t *out);
 /* Ends the job (cancelled, or failed for a reason found outside: wait timeout). Terminal states
  * only; a job already terminal is left alone. */
 void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out);

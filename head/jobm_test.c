@@ -404,10 +404,11 @@ static void case_grow_then_drain(void) {
     CHECK_EQ(killed(&W[0]), 0); /* drained members leave at their next commit */
     hv_jm_out_reset(&O);
     join(0, 2);
-    const hv_jm_action_t *a = answer_of(&W[0]);
-    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
+    CHECK(answer_of(&W[0]) == NULL); /* it waits until the round without it has formed */
     join(n, 2);
     join(n + 1, 2);
+    const hv_jm_action_t *a = answer_of(&W[0]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
     CHECK_EQ(count(HV_JA_ROUND), 1);
     CHECK_EQ(J.generation, 3);
     CHECK_EQ(J.size, 2);
@@ -462,12 +463,13 @@ static void case_notice_make_before_break(void) {
     CHECK_EQ(J.generation, 3);
     CHECK(W[0].removed && W[1].removed);
     CHECK_EQ(W[n].joined_gen, 2);
-    join(0, 2); /* answered: removed */
-    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
+    join(0, 2); /* it waits until g3 (without it) has formed, then it is answered: removed */
+    CHECK(answer_of(&W[0]) == NULL);
     join(2, 2);
     join(3, 2);
     join(n, 2);
     join(n + 1, 2);
+    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
     CHECK_EQ(J.size, 4);
     CHECK_EQ(J.round_rollback, 0);
 }
@@ -685,9 +687,10 @@ static void case_drain_hands_over_state(void) {
     CHECK(p != NULL && p->nremoved == 2 && p->failure == 0);
     hv_jm_out_reset(&O);
     join(0, 2);
-    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
+    CHECK(answer_of(&W[0]) == NULL);
     join(n, 2);
     join(n + 1, 2);
+    CHECK(answer_of(&W[0]) != NULL && answer_of(&W[0])->kind == HV_JA_JOIN_REMOVED);
     CHECK_EQ(J.size, 2);
     CHECK(rank0() == &W[n]);
     CHECK_EQ(J.state, HV_JOB_RUNNING);
@@ -906,14 +909,222 @@ static void case_round_without_holders_fails_at_once(void) {
     join_all();
     hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
     hv_jm_out_reset(&O);
+    join(1, 1); /* b's member waits for the round without it */
+    CHECK(answer_of(&W[1]) == NULL);
+    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O); /* b went */
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
     hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
-    CHECK_EQ(J.state, HV_JOB_RUNNING); /* b's member may still finish */
-    join(1, 1);
-    CHECK(answer_of(&W[1]) != NULL && answer_of(&W[1])->kind == HV_JA_JOIN_REMOVED);
-    hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O);
     CHECK_EQ(J.state, HV_JOB_FAILED);
     CHECK_STR(J.reason, "no worker of generation 1 survived to hold the training state: rank 0 on "
                         "a exited with status 1");
+}
+
+/* ---- suspicion: losses noticed from evidence (issue 15 §2) ---------------------------------- */
+
+#define NODE_E 500 /* a replacement node (unnamed) */
+
+/* B's agent and workers are SIGKILLed: its session closes (B suspected), nothing stops while no
+ * round is open; A's workers re-join (their ring broke), and the rollback round closes without
+ * B's workers once the grace has passed, long before the 30 s deadline or B's lease. */
+static void case_suspect_round_closes_after_grace(void) {
+    job(1, 4, 2, 4, 10);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
+    CHECK_EQ(count(HV_JA_KILL), 0);
+    CHECK_EQ(J.round_open, 0);
+    CHECK(find_event("job.note") != NULL);
+    join(0, 1);
+    join(1, 1);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.round_rollback, 1);
+    now += 499;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 1);
+    now += 1;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.size, 2);
+    CHECK(W[2].removed && W[3].removed);
+    CHECK(killed(&W[2]) && killed(&W[3]));
+    const hv_jm_action_t *e = find_event("round.close");
+    CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"suspected_left_out\":2") != NULL);
+    /* B's lease runs out later: its workers, already out of the job, are no failure. */
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[2], "rank 2 on b was lost", now, &O);
+    hv_jm_lost(&J, &W[3], "rank 3 on b was lost", now, &O);
+    CHECK_EQ(count(HV_JA_STRIKE), 0);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+}
+
+/* A round that opens after the grace has passed does not wait for the suspects at all. */
+static void case_suspect_before_round_not_waited_for(void) {
+    job(1, 3, 1, 3, 10);
+    place(NODE_A, 2);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
+    now += 2000;
+    hv_jm_out_reset(&O);
+    join(0, 1);
+    CHECK_EQ(J.round_open, 1);
+    join(1, 1);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.size, 2);
+    CHECK(W[2].removed);
+}
+
+/* B's agent re-attaches within the grace (a broken connection, not a lost node): the round
+ * waits for B's workers as usual and they stay members. */
+static void case_suspect_heard_again_waits(void) {
+    job(1, 4, 2, 4, 10);
+    place(NODE_A, 2);
+    place(NODE_B, 2);
+    start_all();
+    join_all();
+    hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
+    join(0, 1);
+    join(1, 1);
+    now += 200;
+    hv_jm_heard(&J, NODE_B, now, &O);
+    now += 1000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 1); /* still waiting for B */
+    join(2, 1);
+    join(3, 1);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.size, 4);
+    CHECK(!W[2].removed && !W[3].removed);
+}
+
+/* The seed-766 case: A and B have preemption notices (members kept until replacements hold the
+ * state), C and D vanish without one. A rollback round forms from A and B after the grace,
+ * and A and B stay: nobody else holds the state. Replacements join a round with them, and only
+ * then do A and B leave. */
+static void case_notice_members_stay_when_others_vanish(void) {
+    job(1, 4, 1, 4, 20);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    place(NODE_C, 1);
+    place(NODE_D, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 3000, now, &O);
+    hv_jm_drain(&J, NODE_B, "node b: preemption notice", now + 3000, now, &O);
+    CHECK(W[0].evict && W[1].evict);
+    hv_jm_suspect(&J, NODE_C, "its agent's session closed", now + 500, now, &O);
+    hv_jm_suspect(&J, NODE_D, "its agent's session closed", now + 500, now, &O);
+    join(0, 1); /* their ring broke */
+    join(1, 1);
+    CHECK_EQ(J.round_rollback, 1);
+    now += 500;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.size, 2);
+    CHECK(W[2].removed && W[3].removed);
+    hv_jm_tick(&J, now, &O);
+    CHECK(!W[0].removed && !W[1].removed); /* they hold the state */
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(hv_jm_wants(&J), 4);
+    /* The replacements join; A and B at their next check: a round of four. */
+    size_t n = place(NODE_E, 2);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    join(n, 0);
+    join(n + 1, 0);
+    join(0, 2);
+    join(1, 2);
+    CHECK_EQ(J.size, 4);
+    CHECK_EQ(J.generation, 3);
+    hv_jm_out_reset(&O);
+    hv_jm_tick(&J, now, &O); /* then a round without A and B */
+    CHECK(W[0].removed && W[1].removed);
+    CHECK_EQ(J.generation, 4);
+    CHECK_EQ(J.round_rollback, 0);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+}
+
+/* A's notice runs out while B's workers are suspected: A's members do not leave the state to
+ * B's (which may be gone); they stay until their node goes. */
+static void case_notice_end_does_not_leave_to_suspects(void) {
+    job(1, 2, 1, 2, 10);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 3000, now, &O);
+    CHECK(W[0].evict);
+    hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
+    now += 3000;
+    hv_jm_out_reset(&O);
+    hv_jm_tick(&J, now, &O);
+    CHECK(!W[0].removed);
+    CHECK_EQ(J.round_open, 0);
+}
+
+/* A drain while another node is suspected: its members stay as the holders (as if they were the
+ * job's only members) instead of leaving the state to the suspects. */
+/* B is drained (its member leaves once the round without it forms) and A's member fails before
+ * that round forms: B's member is the last holder of the state, so it is taken back and the
+ * rollback round forms with it instead of the job failing. */
+static void case_leaving_member_taken_back_when_holders_fail(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
+    CHECK(W[1].removed && W[1].leaving);
+    hv_jm_out_reset(&O);
+    join(1, 1); /* waits for the round without it */
+    CHECK(answer_of(&W[1]) == NULL);
+    hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK(!W[1].removed && W[1].evict);
+    CHECK_EQ(J.round_open, 0); /* it had joined: the rollback round formed with it */
+    CHECK_EQ(J.size, 1);
+    CHECK(rank0() == &W[1]);
+    CHECK_EQ(J.round_rollback, 1);
+    CHECK(find(HV_JA_ROUND) != NULL);
+}
+
+/* The same with the other holder vanishing (suspected, past its grace) instead of failing. */
+static void case_leaving_member_taken_back_when_holders_vanish(void) {
+    job(1, 2, 1, 2, 1000);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_drain(&J, NODE_B, "node b: preemption notice", 0, now, &O);
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now + 500, now, &O);
+    join(1, 1);
+    CHECK_EQ(J.round_open, 1);
+    now += 500;
+    hv_jm_out_reset(&O);
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    CHECK(rank0() == &W[1]);
+    CHECK(W[0].removed && killed(&W[0]));
+    CHECK(answer_of(&W[1]) == NULL); /* answered with the round, not removed */
+}
+
+static void case_drain_with_suspects_keeps_members(void) {
+    job(1, 2, 1, 2, 10);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_A, "node a: hvctl drain", 0, now, &O);
+    CHECK(W[0].evict);
+    CHECK(!W[0].removed);
 }
 
 static void case_names(void) {
@@ -966,6 +1177,16 @@ int main(int argc, char **argv) {
         {"nothing_opens_after_first_success", case_nothing_opens_after_first_success},
         {"failure_after_first_success", case_failure_after_first_success},
         {"round_without_holders_fails_at_once", case_round_without_holders_fails_at_once},
+        {"suspect_round_closes_after_grace", case_suspect_round_closes_after_grace},
+        {"suspect_before_round_not_waited_for", case_suspect_before_round_not_waited_for},
+        {"suspect_heard_again_waits", case_suspect_heard_again_waits},
+        {"notice_members_stay_when_others_vanish", case_notice_members_stay_when_others_vanish},
+        {"notice_end_does_not_leave_to_suspects", case_notice_end_does_not_leave_to_suspects},
+        {"drain_with_suspects_keeps_members", case_drain_with_suspects_keeps_members},
+        {"leaving_member_taken_back_when_holders_fail",
+         case_leaving_member_taken_back_when_holders_fail},
+        {"leaving_member_taken_back_when_holders_vanish",
+         case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);

@@ -37,6 +37,7 @@ hv_err hv_node_state_parse(const char *s, hv_node_state_t *out) {
 
 void hv_lease_renew(hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms) {
     l->deadline_ms = now_ms + lease_ms;
+    l->suspect_ms = 0;
 }
 
 int hv_lease_expired(const hv_lease_t *l, uint64_t now_ms) { return now_ms > l->deadline_ms; }
@@ -44,6 +45,22 @@ int hv_lease_expired(const hv_lease_t *l, uint64_t now_ms) { return now_ms > l->
 uint64_t hv_lease_silent_ms(const hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms) {
     uint64_t since = l->deadline_ms >= lease_ms ? l->deadline_ms - lease_ms : 0;
     return now_ms > since ? now_ms - since : 0;
+}
+
+int hv_lease_suspect(hv_lease_t *l, uint64_t now_ms) {
+    if (l->suspect_ms != 0) {
+        return 0;
+    }
+    l->suspect_ms = now_ms != 0 ? now_ms : 1;
+    return 1;
+}
+
+uint64_t hv_lease_waive_at(const hv_lease_t *l, uint32_t grace_ms) {
+    if (l->suspect_ms == 0) {
+        return 0;
+    }
+    uint64_t at = l->suspect_ms + grace_ms;
+    return at < l->deadline_ms ? at : l->deadline_ms;
 }
 
 void hv_node_claim(hv_node_acct_t *a, int gpu) {

@@ -1,7 +1,8 @@
 /*
  * nodes: the pure rules for one node of the cluster: its state (alive, draining, dead) and the
  * events that move it, its lease (renewed by every message of its agent, expired after
- * lease_ms of silence), and its slot and GPU accounting. No I/O, no clock (the time is passed
+ * lease_ms of silence) and the suspicion beside it (evidence that the node is gone, such as its
+ * agent's session closing, before the lease says so), and its slot and GPU accounting. No I/O, no clock (the time is passed
  * in), no allocation. The head's driver keeps one hv_node_acct_t and hv_lease_t per node and
  * asks these functions; the table of nodes, sessions and the store stay with the driver.
  */
@@ -40,13 +41,25 @@ hv_err hv_node_state_parse(const char *s, hv_node_state_t *out);
 /* A lease: deadline on the caller's monotonic clock. */
 typedef struct hv_lease_s {
     uint64_t deadline_ms;
+    uint64_t suspect_ms; /* when the first evidence of a loss came (0: none since last heard) */
 } hv_lease_t;
 
+/* The node was heard (a message of its agent, a new session): the lease runs lease_ms from now,
+ * and any suspicion ends. */
 void hv_lease_renew(hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms);
 /* 1 when now is past the deadline. */
 int hv_lease_expired(const hv_lease_t *l, uint64_t now_ms);
 /* How long the node has been silent at now (lease_ms + overdue time), for messages. */
 uint64_t hv_lease_silent_ms(const hv_lease_t *l, uint64_t now_ms, uint32_t lease_ms);
+
+/* Evidence that the node is gone came at now (its agent's session closed: the process died, its
+ * host went, or the connection broke). The node is suspected until it is heard again; the lease
+ * still decides when it is dead (a silent partition looks the same as a loss). Returns 1 when
+ * this is new (the node was not suspected), 0 when the first evidence stands. */
+int hv_lease_suspect(hv_lease_t *l, uint64_t now_ms);
+/* When rounds stop waiting for the node's workers: the first evidence + grace_ms, never past
+ * the lease's own deadline; 0 when the node is not suspected. */
+uint64_t hv_lease_waive_at(const hv_lease_t *l, uint32_t grace_ms);
 
 /* Slots and GPUs of a node. */
 typedef struct hv_node_acct_s {

@@ -49,6 +49,31 @@ static void case_lease(void) {
     CHECK_EQ(hv_lease_expired(&l, 3500), 0);
 }
 
+/* Evidence of a loss (the agent's session closed) makes the node suspected at once: rounds stop
+ * waiting for it a grace after the first evidence (later evidence does not move that), never
+ * later than the lease; hearing from the node ends the suspicion. */
+static void case_suspect_then_heard(void) {
+    hv_lease_t l;
+    hv_lease_renew(&l, 1000, 10000);
+    CHECK_EQ(hv_lease_waive_at(&l, 500), 0);
+    CHECK_EQ(hv_lease_suspect(&l, 2000), 1);
+    CHECK_EQ(hv_lease_waive_at(&l, 500), 2500);
+    CHECK_EQ(hv_lease_suspect(&l, 2300), 0);
+    CHECK_EQ(hv_lease_waive_at(&l, 500), 2500);
+    CHECK_EQ(hv_lease_expired(&l, 2600), 0); /* the lease still decides death */
+    hv_lease_renew(&l, 2700, 10000);
+    CHECK_EQ(hv_lease_waive_at(&l, 500), 0);
+}
+
+/* A grace longer than what is left of the lease ends with the lease. */
+static void case_suspect_grace_capped_by_lease(void) {
+    hv_lease_t l;
+    hv_lease_renew(&l, 1000, 2000);
+    CHECK_EQ(hv_lease_suspect(&l, 2500), 1);
+    CHECK_EQ(hv_lease_waive_at(&l, 5000), 3000);
+    CHECK_EQ(hv_lease_waive_at(&l, 0), 2500);
+}
+
 static void case_accounting(void) {
     hv_node_acct_t a = {.slots = 4, .gpus = 2};
     hv_node_claim(&a, 1);
@@ -115,6 +140,8 @@ int main(int argc, char **argv) {
         {"transitions", case_transitions},
         {"names", case_names},
         {"lease", case_lease},
+        {"suspect_then_heard", case_suspect_then_heard},
+        {"suspect_grace_capped_by_lease", case_suspect_grace_capped_by_lease},
         {"accounting", case_accounting},
         {"takes_work", case_takes_work},
         {"join_kind", case_join_kind},

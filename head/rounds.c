@@ -93,7 +93,7 @@ hv_err hv_round_assign(const hv_round_member_t *m, size_t n, size_t *scratch, hv
 hv_round_decision_t hv_round_decide(const hv_round_view_t *v) {
     uint32_t min_np = v->min_np ? v->min_np : 1;
     int enough = v->joined >= min_np;
-    if (enough && v->joined >= v->expected) {
+    if (enough && v->joined + v->waived >= v->expected) {
         return HV_ROUND_CLOSE;
     }
     if (enough && v->now >= v->deadline) {

@@ -58,11 +58,13 @@ typedef struct hv_round_view_s {
     uint64_t now;      /* current time */
     uint64_t deadline; /* when waiting for stragglers ends: close with >= min_np joined */
     uint64_t fail_at;  /* when the round fails if it still cannot close (elastic timeout) */
+    uint32_t waived;   /* of those that did not join, how many the round no longer waits for:
+                        * their node is suspected lost and its grace has passed */
 } hv_round_view_t;
 
-/* Closes when every expected worker joined and they are at least min_np; at the deadline,
- * closes with those that joined if they are at least min_np; fails at fail_at when it cannot
- * close; otherwise waits (e.g. below min_np: for capacity to arrive). */
+/* Closes when every expected worker joined or is waived and those that joined are at least
+ * min_np; at the deadline, closes with those that joined if they are at least min_np; fails at
+ * fail_at when it cannot close; otherwise waits (e.g. below min_np: for capacity to arrive). */
 hv_round_decision_t hv_round_decide(const hv_round_view_t *v);
 
 /* Counts ids of next not in prev (added) and of prev not in next (removed). */

@@ -124,16 +124,22 @@ static void case_decide(void) {
         hv_round_view_t v;
         hv_round_decision_t want;
     } t[] = {
-        {"all joined", {4, 4, 2, 100, 1000, 5000}, HV_ROUND_CLOSE},
-        {"waiting for stragglers", {4, 3, 2, 100, 1000, 5000}, HV_ROUND_WAIT},
-        {"deadline with enough", {4, 3, 2, 1000, 1000, 5000}, HV_ROUND_CLOSE},
-        {"deadline below min", {4, 1, 2, 1000, 1000, 5000}, HV_ROUND_WAIT},
-        {"below min, all joined", {1, 1, 2, 100, 1000, 5000}, HV_ROUND_WAIT},
-        {"below min at fail_at", {1, 1, 2, 5000, 1000, 5000}, HV_ROUND_FAIL},
-        {"fixed-size: all of np", {4, 4, 4, 100, 1000, 1000}, HV_ROUND_CLOSE},
-        {"fixed-size: timeout", {4, 3, 4, 1000, 1000, 1000}, HV_ROUND_FAIL},
-        {"nobody expected", {0, 0, 1, 100, 1000, 5000}, HV_ROUND_WAIT},
-        {"more joined than expected", {2, 3, 2, 100, 1000, 5000}, HV_ROUND_CLOSE},
+        {"all joined", {4, 4, 2, 100, 1000, 5000, 0}, HV_ROUND_CLOSE},
+        {"waiting for stragglers", {4, 3, 2, 100, 1000, 5000, 0}, HV_ROUND_WAIT},
+        {"deadline with enough", {4, 3, 2, 1000, 1000, 5000, 0}, HV_ROUND_CLOSE},
+        {"deadline below min", {4, 1, 2, 1000, 1000, 5000, 0}, HV_ROUND_WAIT},
+        {"below min, all joined", {1, 1, 2, 100, 1000, 5000, 0}, HV_ROUND_WAIT},
+        {"below min at fail_at", {1, 1, 2, 5000, 1000, 5000, 0}, HV_ROUND_FAIL},
+        {"fixed-size: all of np", {4, 4, 4, 100, 1000, 1000, 0}, HV_ROUND_CLOSE},
+        {"fixed-size: timeout", {4, 3, 4, 1000, 1000, 1000, 0}, HV_ROUND_FAIL},
+        {"nobody expected", {0, 0, 1, 100, 1000, 5000, 0}, HV_ROUND_WAIT},
+        {"more joined than expected", {2, 3, 2, 100, 1000, 5000, 0}, HV_ROUND_CLOSE},
+        /* A member whose node is suspected lost (its agent's session closed) is waived once its
+         * grace passed: the round closes without it long before the deadline. */
+        {"suspect waived: close without it", {4, 3, 2, 100, 1000, 5000, 1}, HV_ROUND_CLOSE},
+        {"suspect waived, a straggler left", {4, 2, 2, 100, 1000, 5000, 1}, HV_ROUND_WAIT},
+        {"suspects waived, below min", {4, 1, 2, 100, 1000, 5000, 3}, HV_ROUND_WAIT},
+        {"every member suspected", {2, 0, 1, 100, 1000, 5000, 2}, HV_ROUND_WAIT},
     };
     for (size_t i = 0; i < N(t); i++) {
         hv_round_decision_t got = hv_round_decide(&t[i].v);

@@ -496,11 +496,13 @@ static void session_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) 
     if (x == NULL) {
         return;
     }
+    const char *why = st->msg[0] ? st->msg : hv_strerror(st->rc);
     HV_LOG(HV_LOG_NOTICE, "cluster", "HV-SESSION-LOST",
-           "node %llu: session ended (%s); the lease runs until it reconnects",
-           (unsigned long long)x->node_id, st->msg[0] ? st->msg : hv_strerror(st->rc));
+           "node %llu: session ended (%s); the node is suspected lost, its lease runs until it "
+           "reconnects",
+           (unsigned long long)x->node_id, why);
     sess_unlink(s, x);
-    hv_driver_node_detach(s->d, x->node_id);
+    hv_driver_node_session_lost(s->d, x->node_id, why);
     hv_free(x);
 }
 

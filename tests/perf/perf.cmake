@@ -31,3 +31,10 @@ hv_add_test(NAME perf.bench_elastic
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_elastic.sh --sizes "2 4" --resets 3 --drains 1
           --bin ${CMAKE_BINARY_DIR}/bin
   LABELS perf TIMEOUT 900)
+
+# Node loss without notice (agent and worker SIGKILLed) to the next completed step, at 4 and 8
+# workers with a 10 s lease (tests/perf/bench_node_loss.sh; the worker is bench_elastic).
+hv_add_test(NAME perf.bench_node_loss
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_node_loss.sh --sizes "4" --losses 3
+          --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf TIMEOUT 300)

@@ -1,0 +1,45 @@
+#!/bin/sh
+# A node vanishes without notice (its agent and its workers are SIGKILLed) while the lease is
+# long (10 s). Its agent's session closes at once, so the head suspects the node from that
+# evidence; the survivors' ring breaks, they roll back and re-join, and the round forms without
+# the vanished node's workers after the short grace (suspect_grace_ms, 500 ms here), not after
+# the lease. The job ends 0 and every epoch processes each sample exactly once.
+. "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/elastic.sh"
+hv_setup
+LEASE_MS=10000
+start_elastic_head "suspect_grace_ms: 500"
+start_agent node-a 2
+start_agent node-b 2
+submit loss -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/loss.epochs"
+wait_for 90 grep -q "elastic_train: epoch=0 " "$TMP/loss.epochs" || fail "epoch 0 was not reached"
+victims="$(agent_pid node-b) $(agent_workers node-b)"
+[ "$(echo $victims | wc -w)" -eq 3 ] || fail "expected node-b's agent and 2 workers, got: $victims"
+t_kill=$(date +%s%3N)
+kill -KILL $victims
+wait_submit 120
+[ "$SUB_RC" -eq 0 ] || fail "the loss of a node must not fail an elastic job (rc $SUB_RC)"
+check_exact loss 3
+events 1
+# The first round that closed after the kill: how long after it, and without whom.
+/usr/bin/python3 - "$TMP/events-1.json" "$t_kill" >"$TMP/close.txt" <<'PY' || fail "no round closed after the kill"
+import json, sys
+evs, t_kill = json.load(open(sys.argv[1]))["events"], int(sys.argv[2])
+sus = [e for e in evs if e["kind"] == "job.note" and "suspected lost" in e["message"]
+       and e["time_ms"] >= t_kill]
+closes = [e for e in evs if e["kind"] == "round.close" and e["time_ms"] >= t_kill]
+assert closes, "no round.close after the kill"
+c = closes[0]
+print(c["time_ms"] - t_kill, c["data"]["size"], c["data"].get("suspected_left_out", 0),
+      c["data"]["rollback"], (sus[0]["time_ms"] - t_kill) if sus else -1)
+PY
+cat "$TMP/close.txt"
+read -r after size left_out rollback suspect_after <"$TMP/close.txt"
+# 500 ms of grace, a 200 ms tick, the re-joins: well under the 10 s lease (slower under ASan).
+limit=$((3000 * T_MULT)); [ "$limit" -gt 7000 ] && limit=7000
+[ "$after" -le "$limit" ] || fail "the round closed ${after} ms after the kill (limit ${limit} ms; the lease is 10 s)"
+[ "$suspect_after" -ge 0 ] && [ "$suspect_after" -le 1000 ] || fail "the head did not suspect node-b at once (${suspect_after} ms after the kill)"
+[ "$size" -eq 2 ] && [ "$left_out" -eq 2 ] && [ "$rollback" = True ] ||
+    fail "the round should roll back to node-a's 2 workers, leaving node-b's 2 out (size $size, left out $left_out, rollback $rollback)"
+assert_grep "$TMP/head.err" "node node-b is suspected lost: its agent's session closed"
+pass "a vanished node's round forms ${after} ms after the kill (grace 500 ms, lease 10 s)"

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bench_node_loss.sh: how soon an elastic job trains again after a node vanishes without notice,
+# through the real binaries, one command.
+#
+#   tests/perf/bench_node_loss.sh [--sizes "4 8"] [--losses 10] [--lease-ms 10000]
+#                                 [--grace-ms MS] [--head-bin PATH] [--bin DIR] [--out FILE]
+#
+# For each size N it starts a head (lease --lease-ms, heartbeat 200 ms; suspect_grace_ms set to
+# --grace-ms when given, else the head's default) and N agents of one slot each on this machine,
+# and runs tests/perf/bench_elastic (every step: an allreduce of a 1 MiB model and a commit; a
+# 5 ms pause) as an elastic job -np N --min-np 1 --max-np N. Then, --losses times: a random
+# node's agent and its worker are SIGKILLed together (nobody reports an exit: the node just
+# vanishes); latency = the kill -> the first step completed in the next round (N-1 workers).
+# Once that step is seen a new agent takes the node's name and the job grows back to N before
+# the next loss. Breakdown: detect (kill -> the head opens the round: the survivors' broken
+# ring), round (open -> close: the wait for the vanished node's worker), rest (close -> the
+# first step: re-joins answered, ring, state sync, the step). Prints median and worst (ms) per
+# size and writes them to --out if given. --head-bin runs another hvhead (e.g. an older build)
+# with the same agents and workers.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$SRC/build/bin
+HEAD_BIN=""
+SIZES="4 8"
+LOSSES=10
+LEASE_MS=10000
+GRACE_MS=""
+OUT=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --sizes) SIZES=$2; shift 2 ;;
+    --losses) LOSSES=$2; shift 2 ;;
+    --lease-ms) LEASE_MS=$2; shift 2 ;;
+    --grace-ms) GRACE_MS=$2; shift 2 ;;
+    --head-bin) HEAD_BIN=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "usage: $0 [--sizes \"4 8\"] [--losses N] [--lease-ms MS] [--grace-ms MS] [--head-bin PATH] [--bin DIR] [--out FILE]" >&2; exit 2 ;;
+    esac
+done
+HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
+[ -x "$HEAD_BIN" ] && [ -x "$BIN/hvagent" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $HEAD_BIN, $BIN/hvagent, $BIN/bench_elastic" >&2; exit 2; }
+TMP=$(mktemp -d /tmp/hvbench.XXXXXX)
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+now_ms() { date +%s%3N; }
+wait_for() { # SECONDS CMD...
+    local i=0; local n=$(( $1 * 10 )); shift
+    while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $n ] && return 1; sleep 0.1; done
+}
+# pids of the job's workers on node NAME
+node_workers() {
+    { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$D/agent-$1/jobs/*" -printf '%h\n' 2>/dev/null || true; } |
+        sed -E 's|^/proc/([0-9]+)$|\1|'
+}
+start_agent() { # NAME (in a subshell: its SIGKILL is no job of this shell to report)
+    ("$BIN/hvagent" join "$HEAD" --token bench-token --name "$1" --slots 1 \
+        --work-dir "$D/agent-$1" >>"$D/agent-$1.out" 2>>"$D/agent-$1.err" &
+     echo $! >"$D/agent-$1.pid")
+    PIDS="$PIDS $(cat "$D/agent-$1.pid")"
+}
+max_gen() { sed -n 's/.*BENCH step [0-9]* gen=\([0-9]*\).*/\1/p' "$D/sub.out" | sort -n | tail -n 1; }
+size_of_gen() { sed -n "s/.*BENCH step [0-9]* gen=$1 size=\([0-9]*\).*/\1/p" "$D/sub.out" | head -n 1; }
+gen_above() { local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ]; }
+full_size_above() { # GEN N: a round newer than GEN with N workers stepped
+    local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ] && [ "$(size_of_gen "$g")" = "$2" ]
+}
+
+RESULTS=$TMP/results.txt
+: >"$RESULTS"
+RUN=0
+for N in $SIZES; do
+    RUN=$((RUN + 1))
+    D=$TMP/run$RUN
+    mkdir -p "$D"
+    {
+        echo "cluster_name: bench"
+        echo "listen: 127.0.0.1:0"
+        echo "data_dir: $D/data"
+        echo "token: bench-token"
+        echo "heartbeat_ms: 200"
+        echo "lease_ms: $LEASE_MS"
+        [ -n "$GRACE_MS" ] && echo "suspect_grace_ms: $GRACE_MS"
+        echo "kill_grace_ms: 1000"
+        echo "log_level: notice"
+        echo "elastic:"
+        echo "  rendezvous_timeout_s: 60"
+        echo "  blacklist_cooldown_s: 1"
+        echo "  blacklist_max_cooldown_s: 2"
+        echo "  blacklist_max_strikes: 0"
+    } >"$D/head.yaml"
+    export HV_TOKEN_FILE="$D/data/client.token" # the CLIs' credential, written by the head
+    "$HEAD_BIN" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
+    PIDS="$PIDS $!"
+    wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; cat "$D/head.err" >&2; exit 1; }
+    HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
+    for i in $(seq 1 "$N"); do start_agent "n$i"; done
+    for i in $(seq 1 "$N"); do
+        wait_for 20 grep -q joined "$D/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
+    done
+    "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 \
+        "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
+    SUB=$!
+    PIDS="$PIDS $SUB"
+    wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+    : >"$D/marks"
+    for r in $(seq 1 "$LOSSES"); do
+        g=$(max_gen)
+        node="n$(( RANDOM % N + 1 ))"
+        victims="$(cat "$D/agent-$node.pid") $(node_workers "$node")"
+        t=$(now_ms)
+        # shellcheck disable=SC2086
+        kill -KILL $victims
+        echo "kill $t $g $node" >>"$D/marks"
+        wait_for $(( LEASE_MS / 1000 + 60 )) gen_above "$g" || { echo "N=$N: no round after a node loss" >&2; exit 1; }
+        start_agent "$node" # a new agent takes the name over; the job grows back onto it
+        wait_for 60 full_size_above "$g" "$N" || { echo "N=$N: the job did not grow back" >&2; tail "$D/sub.err" >&2; exit 1; }
+    done
+    "$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
+    /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
+import json, re, statistics, sys
+N, D, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+steps = {}
+for l in open(D + "/sub.out"):
+    m = re.search(r"BENCH step (\d+) gen=(\d+)", l)
+    if m:
+        t, g = int(m.group(1)), int(m.group(2))
+        steps[g] = min(steps.get(g, t), t)
+ev = json.load(open(D + "/events.json"))["events"]
+opened = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.open"}
+closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+lat, det, rnd, rest = [], [], [], []
+for kind, t, g, node in (l.split() for l in open(D + "/marks")):
+    t, g = int(t), int(g)
+    later = sorted(x for x in steps if x > g)
+    if not later:
+        continue
+    ng = later[0]
+    lat.append(steps[ng] - t)
+    if ng in opened:
+        det.append(opened[ng] - t)
+    if ng in opened and ng in closed:
+        rnd.append(closed[ng] - opened[ng])
+    if ng in closed:
+        rest.append(steps[ng] - closed[ng])
+def mm(v):
+    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
+row = "%3d  %3d  %s  %s  %s  %s" % (N, len(lat), mm(lat), mm(det), mm(rnd), mm(rest))
+open(out, "a").write(row + "\n")
+print(row, flush=True)
+PY
+    kill -INT "$SUB" 2>/dev/null || true
+    for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in $(pgrep -f "$D" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    PIDS=""
+    sleep 0.5
+done
+{
+    echo "node loss (agent + worker SIGKILLed) -> next completed step, ms (median, worst); lease $LEASE_MS ms, grace ${GRACE_MS:-default}; $(nproc) cores"
+    echo "  N  runs  kill->step(med max)  detect(med max)   round(med max)   rest(med max)"
+    cat "$RESULTS"
+} | tee "${OUT:-/dev/null}"
