@@ -46,6 +46,8 @@ _l.hv_elastic_run.restype = ctypes.c_int
 _l.hv_elastic_run.argtypes = [_state_p, _TRAIN_FN, ctypes.c_void_p]
 _l.hv_state_removed.restype = ctypes.c_int
 _l.hv_state_removed.argtypes = [_state_p]
+_l.hv_generation.restype = ctypes.c_uint32
+_l.hv_generation.argtypes = []
 for _fn in ("hv_state_resets", "hv_state_rollbacks"):
     getattr(_l, _fn).restype = ctypes.c_uint32
     getattr(_l, _fn).argtypes = [_state_p]
@@ -327,6 +329,12 @@ class TorchState:
             _l.hv_state_destroy(st)
 
 
+def generation():
+    """The job's current generation (libhv's hv_generation): 1 for the first round, one more
+    for every membership change; 0 outside a job with a head."""
+    return int(_l.hv_generation())
+
+
 def run(func):
     """Horovod's hvd.elastic.run: decorates func(state, *args, **kwargs). Calling the result
     runs func under libhv's retry loop: the state is synced from rank 0 first; when a peer fails
@@ -343,6 +351,9 @@ def run(func):
                 err = state.__dict__.pop("_cb_error", None)
                 if err is not None:
                     raise err
+                forget = getattr(state.optimizer, "_forget_pending", None)
+                if forget is not None:  # a DistributedOptimizer's step cut short by a failure
+                    forget()
                 outcome["result"] = func(state, *args, **kwargs)
                 return 0
             except HvError as exc:
