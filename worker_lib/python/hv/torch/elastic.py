@@ -9,6 +9,7 @@ hvsubmit cannot start a Python program yet (issue 14, section 3), so that path i
 See docs/python.md.
 """
 
+import contextlib
 import ctypes
 import functools
 import struct
@@ -188,7 +189,11 @@ def _materialize_optimizer_state(optimizer):
         for g in optimizer.param_groups:
             if "lr" in g:
                 g["lr"] = 0.0
-        optimizer.step()
+        # A DistributedOptimizer's step would reduce the zero gradients: a collective that a
+        # worker joining a running job would wait in alone (the others are training).
+        skip = getattr(optimizer, "skip_synchronize", None)
+        with skip() if skip is not None else contextlib.nullcontext():
+            optimizer.step()
     finally:
         for p, gr in zip(params, saved_grads):
             p.grad = gr
