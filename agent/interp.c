@@ -42,12 +42,15 @@ void hv_interp_python_names(const char *path, char *out, size_t len) {
             DIR *d = opendir(dir);
             struct dirent *e;
             while (d != NULL && (e = readdir(d)) != NULL && n < INTERP_MAX_NAMES) {
-                if (strlen(e->d_name) >= INTERP_NAME_MAX || !interp_is_python(e->d_name)) {
+                size_t nl = strlen(e->d_name);
+                if (nl >= INTERP_NAME_MAX || !interp_is_python(e->d_name)) {
                     continue;
                 }
                 char full[PATH_MAX + INTERP_NAME_MAX + 1];
                 struct stat st;
-                snprintf(full, sizeof(full), "%s/%s", dir, e->d_name);
+                memcpy(full, dir, dl);
+                full[dl] = '/';
+                memcpy(full + dl + 1, e->d_name, nl + 1);
                 if (stat(full, &st) != 0 || !S_ISREG(st.st_mode) || access(full, X_OK) != 0) {
                     continue;
                 }
@@ -56,7 +59,7 @@ void hv_interp_python_names(const char *path, char *out, size_t len) {
                     i++;
                 }
                 if (i == n) {
-                    snprintf(names[n++], INTERP_NAME_MAX, "%s", e->d_name);
+                    memcpy(names[n++], e->d_name, nl + 1);
                 }
             }
             if (d != NULL) {
