@@ -11,6 +11,7 @@ hv_setup
 start_elastic_head
 start_agent node-a 1 --drain-deadline 30
 start_agent node-b 1
+# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit drain -np 2 --min-np 1 --max-np 2 $PY_ENV -- --epochs 2 --step-delay-ms 30
 wait_epoch drain 0
 kill -TERM "$(agent_pid node-a)"

@@ -14,6 +14,7 @@ start_agent node-a 1
 start_agent node-b 1
 # Epochs of 1000 samples in 32 steps of 32 on 1 worker, 40 ms apart: about 3 s, time enough
 # for the new worker to start python and torch within epoch 1.
+# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit grow --grow 0:1,1:2 --max-np 2 $PY_ENV -- --epochs 3 --step-delay-ms 40
 wait_submit 60
 [ "$SUB_RC" -eq 0 ] || fail "the growing job failed (rc $SUB_RC)"

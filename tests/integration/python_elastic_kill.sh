@@ -13,6 +13,7 @@ start_elastic_head
 start_agent node-a 1
 start_agent node-b 1
 # Epochs of about 1 s (16 steps, 30 ms apart), so that the kill lands inside epoch 1.
+# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit kill -np 2 --min-np 1 --max-np 2 $PY_ENV -- --epochs 2 --step-delay-ms 30
 wait_epoch kill 0
 victims=$(agent_workers node-b)

@@ -36,6 +36,7 @@ trap 'rm -rf "$out"' EXIT
 args="--epochs 1 --train-limit $train_limit --test-limit $test_limit --threads 1"
 export PYTHONPATH="$build/python" HV_LOG_LEVEL=3
 
+# shellcheck disable=SC2086 # args: several options
 run_hv() {
   local d; d=$(mktemp -d "$out/rdzv.XXXXXX")
   for r in 1 0; do
@@ -46,6 +47,7 @@ run_hv() {
   sed -n 's/^train_fmnist: epoch=0 .*accuracy=\([0-9.]*\) seconds=\([0-9.]*\)$/hv \2 \1/p' "$out/hv.0"
 }
 
+# shellcheck disable=SC2086
 run_ddp() {
   local port; port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for r in 1 0; do

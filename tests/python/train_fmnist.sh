@@ -2,6 +2,7 @@
 # (tests/integration/python_elastic_*.sh), sourced after tests/lib.sh and tests/elastic.sh. They
 # reuse elastic.sh's submit, wait_submit, check_exact, rounds and agent_workers with the Python
 # program in place of elastic_train: `hvsubmit ... /usr/bin/python3 train_fmnist.py ARGS`.
+# shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
 
 PY=/usr/bin/python3
 if ! $PY -c 'import torch' 2>/dev/null; then
