@@ -3,10 +3,9 @@ TorchState (a model's and optimizer's tensors and scalars registered as libhv st
 commit, restore and sync copy memory and never pickle), run (Horovod's hvd.elastic.run: the training
 function under libhv's hv_elastic_run retry loop) and ElasticSampler (libhv's exact sampler).
 
-A FIRST STEP: this module works under a launcher without a head (HV_RDZV_DIR: sync, commit,
-restore, exceptions). Membership changes and rollback need workers started by hvagent, and
-hvsubmit cannot start a Python program yet (issue 14, section 3), so that path is untested.
-See docs/python.md.
+Tested without a head (worker_lib/python/tests/torch_test.py: sync, commit, restore,
+exceptions) and under hvsubmit/hvagent with examples/python/train_fmnist.py (rollback after a
+kill -9, a drain, a growth schedule: tests/integration/python_elastic_*.sh). See docs/python.md.
 """
 
 import contextlib
