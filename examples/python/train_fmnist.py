@@ -165,7 +165,6 @@ class Trainer:
         self.timed_epoch, self.t_start = -1, 0.0
         self.peak_lr = args.lr * hvd.size()  # the linear scaling rule; on_reset rescales it
 
-
     def lr_now(self):
         """Cosine decay over the committed progress (the same on every rank, across resets)."""
         n = len(self.train[1])
