@@ -39,6 +39,7 @@
 #include "artifact.h"
 #include "config.h"
 #include "hv.pb-c.h"
+#include "interp.h"
 #include "log.h"
 #include "mem.h"
 #include "notify.h"
@@ -593,14 +594,30 @@ static int agent_join(agent_t *a) {
         goto out;
     }
 
-    Hvpb__V1__KeyValue kv[HV_AGENT_MAX_LABELS];
-    Hvpb__V1__KeyValue *kvp[HV_AGENT_MAX_LABELS];
+    Hvpb__V1__KeyValue kv[HV_AGENT_MAX_LABELS + 1];
+    Hvpb__V1__KeyValue *kvp[HV_AGENT_MAX_LABELS + 1];
+    size_t nkv = 0;
+    int have_python = 0;
     for (size_t i = 0; i < cfg->nlabels; i++) {
         Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
-        kv[i] = init;
-        kv[i].key = cfg->label_keys[i];
-        kv[i].value = cfg->label_values[i];
-        kvp[i] = &kv[i];
+        kv[nkv] = init;
+        kv[nkv].key = cfg->label_keys[i];
+        kv[nkv].value = cfg->label_values[i];
+        kvp[nkv] = &kv[nkv];
+        nkv++;
+        have_python |= strcmp(cfg->label_keys[i], HV_INTERP_LABEL) == 0;
+    }
+    /* The node's Python interpreters, for hvsubmit's check (agent/interp.h), unless the operator
+     * labelled them or used every label the head takes. */
+    char python_names[256];
+    if (!have_python && nkv < HV_AGENT_MAX_LABELS) {
+        hv_interp_python_names(getenv("PATH"), python_names, sizeof(python_names));
+        Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
+        kv[nkv] = init;
+        kv[nkv].key = (char *)HV_INTERP_LABEL;
+        kv[nkv].value = python_names;
+        kvp[nkv] = &kv[nkv];
+        nkv++;
     }
     Hvpb__V1__NodeInfo ni = HVPB__V1__NODE_INFO__INIT;
     ni.name = cfg->name;
@@ -610,7 +627,7 @@ static int agent_join(agent_t *a) {
     ni.gpus = cfg->gpus;
     ni.cpus = cfg->cpus;
     ni.labels = kvp;
-    ni.n_labels = cfg->nlabels;
+    ni.n_labels = nkv;
     ni.preemptible = cfg->preemptible ? 1 : 0;
     ni.instance_id = cfg->instance_id;
     ni.version = "hvagent " HV_AGENT_VERSION;

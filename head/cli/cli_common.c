@@ -942,6 +942,73 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
     return HV_OK;
 }
 
+/* The value of node label key in info, or NULL. */
+static const char *cli_label(const Hvpb__V1__NodeInfo *info, const char *key) {
+    for (size_t i = 0; info != NULL && i < info->n_labels; i++) {
+        if (info->labels[i]->key != NULL && strcmp(info->labels[i]->key, key) == 0) {
+            return info->labels[i]->value != NULL ? info->labels[i]->value : "";
+        }
+    }
+    return NULL;
+}
+
+/* Whether the space-separated list holds word. */
+static int cli_has_word(const char *list, const char *word) {
+    size_t wl = strlen(word);
+    while (*list != '\0') {
+        size_t n = strcspn(list, " ");
+        if (n == wl && strncmp(list, word, n) == 0) {
+            return 1;
+        }
+        list += n;
+        list += strspn(list, " ");
+    }
+    return 0;
+}
+
+int hv_cli_interp_missing(const char *prog, Hvpb__V1__NodeView *const *nodes, size_t n, char *msg,
+                          size_t len) {
+    if (strchr(prog, '/') != NULL || strncmp(prog, "python", 6) != 0 ||
+        strspn(prog + 6, "0123456789.") != strlen(prog + 6)) {
+        return 0;
+    }
+    size_t alive = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i]->state == NULL || strcmp(nodes[i]->state, "alive") != 0) {
+            continue;
+        }
+        const char *have = cli_label(nodes[i]->info, "hv.python");
+        if (have == NULL || cli_has_word(have, prog)) {
+            return 0; /* not known, or it has it */
+        }
+        alive++;
+    }
+    if (alive == 0) {
+        return 0;
+    }
+    size_t used = (size_t)snprintf(msg, len, "no node has '%s' on its PATH (", prog);
+    size_t listed = 0;
+    for (size_t i = 0; i < n && used < len; i++) {
+        if (nodes[i]->state == NULL || strcmp(nodes[i]->state, "alive") != 0) {
+            continue;
+        }
+        if (listed == 8) {
+            used += (size_t)snprintf(msg + used, len - used, "; %zu more", alive - listed);
+            break;
+        }
+        const char *name =
+            nodes[i]->info != NULL && nodes[i]->info->name != NULL ? nodes[i]->info->name : "?";
+        used += (size_t)snprintf(msg + used, len - used, "%s%s: %s", listed ? "; " : "", name,
+                                 cli_label(nodes[i]->info, "hv.python"));
+        listed++;
+    }
+    if (used < len) {
+        snprintf(msg + used, len - used,
+                 "): install it there, or run an interpreter the nodes have");
+    }
+    return 1;
+}
+
 int hv_cli_is_node_command(const char *prog) {
     const char *base = hv_cli_basename(prog);
     if (strncmp(base, "python", 6) == 0 && strspn(base + 6, "0123456789.") == strlen(base + 6)) {

@@ -253,6 +253,16 @@ const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len);
 const char *hv_cli_fmt_blacklist(Hvpb__V1__BlacklistEntry *const *e, size_t n, uint64_t now_ms,
                                  char *buf, size_t len);
 
+/* 1 when hvsubmit refuses prog before anything is uploaded or placed because no node has it:
+ * prog is a bare Python interpreter name (python, python3, python3.N; a path is not checked), at
+ * least one of the nodes (ListNodes) is alive, every alive node reports the label hv.python
+ * (agent/interp.h: the interpreters on its PATH; an agent that does not report it leaves the
+ * answer unknown, and 0 is returned) and none lists prog. msg then gets the reason, naming each
+ * alive node and what it has: "no node has 'python3.12' on its PATH (node-a: python3
+ * python3.11; node-b: none): install it there, or run an interpreter the nodes have". */
+int hv_cli_interp_missing(const char *prog, Hvpb__V1__NodeView *const *nodes, size_t n, char *msg,
+                          size_t len);
+
 /* What a pending job waits for, from the nodes (ListNodes) and the job's np, into buf:
  * "waiting for 4 free slots: 1 of 3 free now (2 nodes alive, 1 draining, 0 dead)". Counts only
  * alive nodes' free slots (a draining or dead node takes no work). */

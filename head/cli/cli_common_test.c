@@ -628,6 +628,56 @@ static void test_exit_codes(void) {
     hv_cli_submit_opts_fini(&o);
 }
 
+/* hvsubmit -- python3.12 train.py: refused before any upload only when every alive node reports
+ * its interpreters (label hv.python) and none has it; unknown (an agent without the label, no
+ * node alive) or a path is left to the nodes. */
+static void test_interp_missing(void) {
+    Hvpb__V1__KeyValue kv[3], *kvp[3][1];
+    Hvpb__V1__NodeInfo info[3];
+    Hvpb__V1__NodeView nv[3];
+    Hvpb__V1__NodeView *np[3] = {&nv[0], &nv[1], &nv[2]};
+    const char *names[3] = {"node-a", "node-b", "node-c"};
+    const char *have[3] = {"python3 python3.11", "none", "python3.12"};
+    const char *states[3] = {"alive", "alive", "dead"};
+    for (int i = 0; i < 3; i++) {
+        hvpb__v1__key_value__init(&kv[i]);
+        kv[i].key = "hv.python";
+        kv[i].value = (char *)have[i];
+        kvp[i][0] = &kv[i];
+        hvpb__v1__node_info__init(&info[i]);
+        info[i].name = (char *)names[i];
+        info[i].labels = kvp[i];
+        info[i].n_labels = 1;
+        hvpb__v1__node_view__init(&nv[i]);
+        nv[i].info = &info[i];
+        nv[i].state = (char *)states[i];
+    }
+    char msg[512] = "";
+    /* python3.12 only on the dead node: refused, naming the alive nodes and what they have */
+    CHECK(hv_cli_interp_missing("python3.12", np, 3, msg, sizeof(msg)) == 1);
+    CHECK_STR(msg, "no node has 'python3.12' on its PATH (node-a: python3 python3.11; node-b: "
+                   "none): install it there, or run an interpreter the nodes have");
+    /* a node has it: a whole word of the list, not a prefix */
+    CHECK(hv_cli_interp_missing("python3", np, 3, msg, sizeof(msg)) == 0);
+    CHECK(hv_cli_interp_missing("python3.1", np, 3, msg, sizeof(msg)) == 1);
+    /* a path, or a program that is no Python interpreter: not checked */
+    CHECK(hv_cli_interp_missing("/opt/py/bin/python3.12", np, 3, msg, sizeof(msg)) == 0);
+    CHECK(hv_cli_interp_missing("bash", np, 3, msg, sizeof(msg)) == 0);
+    /* an alive node that does not report the label (an older hvagent): not known */
+    info[1].n_labels = 0;
+    CHECK(hv_cli_interp_missing("python3.12", np, 3, msg, sizeof(msg)) == 0);
+    info[1].n_labels = 1;
+    /* no node alive (an autoscaler may bring one): not known */
+    nv[0].state = "draining";
+    nv[1].state = "dead";
+    CHECK(hv_cli_interp_missing("python3.12", np, 3, msg, sizeof(msg)) == 0);
+    /* a small buffer: cut, still a refusal */
+    nv[0].state = "alive";
+    char small[24];
+    CHECK(hv_cli_interp_missing("python2", np, 3, small, sizeof(small)) == 1);
+    CHECK(strncmp(small, "no node has 'python2'", 21) == 0);
+}
+
 static void test_progress_pending(void) {
     char buf[256];
     CHECK_STR(hv_cli_fmt_progress("t.bin", 512, 1024, 10, buf, sizeof(buf)),
@@ -1494,6 +1544,7 @@ static const struct {
     {"elf_header", test_elf_header},
     {"exit_codes", test_exit_codes},
     {"progress_pending", test_progress_pending},
+    {"interp_missing", test_interp_missing},
     {"check_files", test_check_files},
     {"prepare", test_prepare},
     {"exit_status", test_exit_status},

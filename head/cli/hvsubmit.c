@@ -493,6 +493,32 @@ static void submit_fileref(Hvpb__V1__FileRef *ref, const submit_artifact_t *a) {
     ref->mode = a->mode;
 }
 
+/* A Python interpreter run from the nodes (hvsubmit -- python3.12 train.py) that no node has:
+ * refused here, before any upload (hv_cli_interp_missing), with exit 65. When the nodes cannot
+ * be listed, or not all on one page, the check is left to the nodes (a worker of a node without
+ * the program fails, naming the node). */
+static int submit_check_interp(hv_rpc_channel_t *ch, const hv_cli_submit_opts_t *o) {
+    Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_rpc_unary(ch, "/hvpb.v1.Jobs/ListNodes", &req.base,
+                     &hvpb__v1__list_nodes_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                     &st) != HV_OK) {
+        return HV_CLI_EXIT_OK; /* Submit reports what is wrong with the head */
+    }
+    const Hvpb__V1__ListNodesReply *r = (const Hvpb__V1__ListNodesReply *)resp;
+    char msg[1024];
+    int missing = (r->next_page_token == NULL || r->next_page_token[0] == '\0') &&
+                  hv_cli_interp_missing(o->binary, r->nodes, r->n_nodes, msg, sizeof(msg));
+    hv_rpc_msg_free(resp);
+    if (missing) {
+        fprintf(stderr, SUBMIT_PROG ": %s\n", msg);
+        return HV_CLI_EXIT_DATAERR;
+    }
+    return HV_CLI_EXIT_OK;
+}
+
 /* Sends the spec. On success *job_id and *np are set; otherwise the error is printed and an
  * exit status returned. */
 static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submit_opts_t *o,
@@ -1070,6 +1096,9 @@ int main(int argc, char **argv) {
     if (hv_cli_token_attach(ch, o.token_file, SUBMIT_PROG, err, sizeof(err)) != HV_OK) {
         fprintf(stderr, SUBMIT_PROG ": %s\n", err);
         status = HV_CLI_EXIT_NOINPUT;
+        goto out;
+    }
+    if (o.command && (status = submit_check_interp(ch, &o)) != HV_CLI_EXIT_OK) {
         goto out;
     }
     status = HV_CLI_EXIT_FAIL;

@@ -4,8 +4,9 @@
 # ranks' lines and their allreduce sum come back; a script's exit status is hvsubmit's; an
 # elastic job ends with its summary line; --workdir ships a helper module (and leaves out what
 # .hvignore names and the subdirectories); a node without the program, or without torch, fails
-# with a line naming the node and the missing piece; a script given without its interpreter is
-# refused with the hint. /usr/bin/python3 is the interpreter (Debian's python3-torch).
+# with a line naming the node and the missing piece; a Python interpreter that no node has is
+# refused before anything is placed; a script given without its interpreter is refused with the
+# hint. /usr/bin/python3 is the interpreter (Debian's python3-torch).
 . "$HV_SRC_DIR/tests/lib.sh"
 PY=/usr/bin/python3
 if ! $PY -c 'import torch' 2>/dev/null; then
@@ -69,6 +70,16 @@ grep -Eq "node node-[ab] has no 'hvinterp' on PATH" "$TMP/nocmd.err" \
 # ... and a name found nowhere is a missing file here, before anything is submitted
 "$BIN/hvsubmit" -np 1 -- hv-no-such-interpreter "$JOB" >"$TMP/typo.out" 2>"$TMP/typo.err"; ec=$?
 [ $ec -eq 66 ] || fail "a program found nowhere: exit $ec, want 66"
+
+# ... and a Python interpreter that no node has (each reports its own in the label hv.python):
+# refused before anything is uploaded or placed, naming every node and what it has
+"$BIN/hvctl" --head "$HEAD" jobs >"$TMP/jobs1.out"
+"$BIN/hvsubmit" -np 1 "$@" -- python3.99 "$JOB" >"$TMP/nopy.out" 2>"$TMP/nopy.err"; ec=$?
+[ $ec -eq 65 ] || fail "an interpreter no node has: exit $ec, want 65"
+grep -Eq "^hvsubmit: no node has 'python3.99' on its PATH \(node-[ab]: [^;]*python3[^;]*; node-[ab]: .*\): install it there" \
+    "$TMP/nopy.err" || fail "an interpreter no node has: no line naming the nodes and what they have"
+"$BIN/hvctl" --head "$HEAD" jobs >"$TMP/jobs2.out"
+cmp -s "$TMP/jobs1.out" "$TMP/jobs2.out" || fail "an interpreter no node has: a job was submitted"
 
 # 6. a node without torch (python3 -S: no site-packages): one line, exit 78, no stack trace
 "$BIN/hvsubmit" -np 1 "$@" -- $PY -S "$JOB" >"$TMP/notorch.out" 2>"$TMP/notorch.err"; ec=$?

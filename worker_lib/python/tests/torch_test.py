@@ -473,6 +473,37 @@ def scenario_elastic():
     orders = epochs(sstate)
     assert hvd.allgather_object(orders)[0] == orders
 
+    # A step cut short (backward started every gradient's allreduce, then an exception): the
+    # next run starts afresh, its zero_grad and step work (run drops what was in flight).
+    @elastic.run
+    def cut_short(state):
+        x, y = batch(torch, rank)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        raise KeyError("cut short")
+
+    expect_raises(KeyError, cut_short, state, contains="cut short")
+
+    @elastic.run
+    def one_step(state):
+        x, y = batch(torch, rank)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        return "stepped"
+
+    assert one_step(state) == "stepped"
+
+    # A TorchState of a fresh DistributedOptimizer calls no collective: a worker that joins a
+    # running job builds its state alone. Here only rank 0 builds one, then both meet.
+    if rank == 0:
+        m2 = make_model(torch, seed=5)
+        o2 = hvd.DistributedOptimizer(torch.optim.SGD(m2.parameters(), lr=0.1, momentum=0.9),
+                                      named_parameters=m2.named_parameters())
+        elastic.TorchState(m2, o2)
+        assert "momentum_buffer" in o2.state[m2.fc1.weight]
+    hvd.barrier()
+
     # Without a head, libhv returns a peer failure as it is: rank 1's HvInternalError comes out
     # of run on rank 1, and rank 0's next collective fails (bounded) with HvInternalError.
     @elastic.run

@@ -24,7 +24,7 @@ from ._ops import (Average, Compression, Max, Min, Product, Sum, allgather, allr
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
 from .optimizer import DistributedOptimizer
-from . import elastic  # noqa: E402  (hv.torch.elastic: TorchState, run; a first step)
+from . import elastic  # noqa: E402  (hv.torch.elastic: TorchState, run, ElasticSampler)
 
 HorovodInternalError = HvInternalError
 

@@ -3,12 +3,12 @@ TorchState (a model's and optimizer's tensors and scalars registered as libhv st
 commit, restore and sync copy memory and never pickle), run (Horovod's hvd.elastic.run: the training
 function under libhv's hv_elastic_run retry loop) and ElasticSampler (libhv's exact sampler).
 
-A FIRST STEP: this module works under a launcher without a head (HV_RDZV_DIR: sync, commit,
-restore, exceptions). Membership changes and rollback need workers started by hvagent, and
-hvsubmit cannot start a Python program yet (issue 14, section 3), so that path is untested.
-See docs/python.md.
+Tested without a head (worker_lib/python/tests/torch_test.py: sync, commit, restore,
+exceptions) and under hvsubmit/hvagent with examples/python/train_fmnist.py (rollback after a
+kill -9, a drain, a growth schedule: tests/integration/python_elastic_*.sh). See docs/python.md.
 """
 
+import contextlib
 import ctypes
 import functools
 import struct
@@ -46,6 +46,8 @@ _l.hv_elastic_run.restype = ctypes.c_int
 _l.hv_elastic_run.argtypes = [_state_p, _TRAIN_FN, ctypes.c_void_p]
 _l.hv_state_removed.restype = ctypes.c_int
 _l.hv_state_removed.argtypes = [_state_p]
+_l.hv_generation.restype = ctypes.c_uint32
+_l.hv_generation.argtypes = []
 for _fn in ("hv_state_resets", "hv_state_rollbacks"):
     getattr(_l, _fn).restype = ctypes.c_uint32
     getattr(_l, _fn).argtypes = [_state_p]
@@ -186,7 +188,11 @@ def _materialize_optimizer_state(optimizer):
         for g in optimizer.param_groups:
             if "lr" in g:
                 g["lr"] = 0.0
-        optimizer.step()
+        # A DistributedOptimizer's step would reduce the zero gradients: a collective that a
+        # worker joining a running job would wait in alone (the others are training).
+        skip = getattr(optimizer, "skip_synchronize", None)
+        with skip() if skip is not None else contextlib.nullcontext():
+            optimizer.step()
     finally:
         for p, gr in zip(params, saved_grads):
             p.grad = gr
@@ -327,6 +333,12 @@ class TorchState:
             _l.hv_state_destroy(st)
 
 
+def generation():
+    """The job's current generation (libhv's hv_generation): 1 for the first round, one more
+    for every membership change; 0 outside a job with a head."""
+    return int(_l.hv_generation())
+
+
 def run(func):
     """Horovod's hvd.elastic.run: decorates func(state, *args, **kwargs). Calling the result
     runs func under libhv's retry loop: the state is synced from rank 0 first; when a peer fails
@@ -343,6 +355,9 @@ def run(func):
                 err = state.__dict__.pop("_cb_error", None)
                 if err is not None:
                     raise err
+                forget = getattr(state.optimizer, "_forget_pending", None)
+                if forget is not None:  # a DistributedOptimizer's step cut short by a failure
+                    forget()
                 outcome["result"] = func(state, *args, **kwargs)
                 return 0
             except HvError as exc:

@@ -92,7 +92,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def synchronize(self):
         """Submits the gradients that backward did not produce (unused parameters: zeros, so
         every rank submits the same names) and waits for every gradient's allreduce."""
-        if _ops._lib.hv_size() <= 1:
+        if _ops._lib.hv_size() <= 1 and not self._handles:
             self._synchronized = True
             return
         for p in self._requires_update:
@@ -112,6 +112,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if first_error is not None:
             raise first_error
         self._synchronized = True
+
+    def _forget_pending(self):
+        """Drops the allreduces of a step that a failure interrupted (hv.torch.elastic.run calls
+        it before every round): their handles are released, their errors ignored, and the next
+        backward starts afresh."""
+        handles, self._handles = self._handles, {}
+        for h, _ in handles.values():
+            try:
+                _ops.synchronize(h)
+            except Exception:  # noqa: BLE001  (the old generation's failure, already handled)
+                pass
+        self._delay = {p: self.backward_passes_per_step for p in self._requires_update}
+        self._synchronized = False
 
     @contextlib.contextmanager
     def skip_synchronize(self):
