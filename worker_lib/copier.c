@@ -10,8 +10,8 @@
 #include "mem.h"
 #include "util.h"
 
-#define COPY_FACTOR_DEFAULT 20 /* a copy's cost is at most 1/20 = 5% of the time between copies */
-#define COPY_MIN_MS_DEFAULT 0
+#define COPY_FACTOR_DEFAULT 20   /* a copy's cost is at most 1/20 = 5% of the time between copies */
+#define COPY_MIN_MS_DEFAULT 1000 /* the head writes and syncs each copy: at most one a second */
 #define COPY_MAX_MS_DEFAULT 0
 
 struct hv__copier_s {

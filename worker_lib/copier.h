@@ -9,9 +9,11 @@
  * When a copy is due is decided by hv__copy_due, a pure function of what copies cost: the first
  * commit always; after that, once the time since the last copy began is at least
  * cost_factor times what that copy cost (serialising it on the training thread plus sending it),
- * and at least min_interval_ms. With the default factor (20) the copier's work is at most about
- * 5% of the time; a small state is copied at about every commit, a large one every few seconds.
- * max_interval_ms (0: none) forces a copy when the last one is older, whatever it costs.
+ * and at least min_interval_ms. With the defaults (factor 20, at least 1 s apart: the head
+ * writes and syncs every copy) the copier's work is at most about 5% of the time; a small state
+ * is copied about every second, a large one as often as 20 times its cost allows (a 64 MiB
+ * state that takes 0.3 s to copy: every 6 s). max_interval_ms (0: none) forces a copy when the
+ * last one is older, whatever it costs.
  *
  * It is not the state (elastic.c serialises and decides when to offer) nor the wire
  * (rdzv_head.c). Threading: create, offer, stats and destroy on one thread (the training
