@@ -779,8 +779,8 @@ static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t n
     uint64_t age = now > j->copy.stored_ms ? now - j->copy.stored_ms : 0;
     char reason[HV_JM_REASON_MAX];
     snprintf(reason, sizeof(reason),
-             "resume: every member was lost (%s); new workers load the copy of generation %u, "
-             "commit %llu",
+             "resume: every member was lost (%.300s); new workers load the copy of generation "
+             "%u, commit %llu",
              j->failures, j->copy.generation, (unsigned long long)j->copy.commit);
     jbuf_t b = {0};
     jb_put(&b,
@@ -855,19 +855,19 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         return;
     }
     if (survivors == 0 && finishing == 0) {
-        char no[200] = "";
+        char no[200] = "", why2[HV_JM_REASON_MAX + 400];
         if (resume_or_explain(j, w, now, no, sizeof(no), out)) {
             return;
         }
         if (failed == members) {
-            snprintf(why, sizeof(why), "all %zu workers of generation %u failed: %s (%s)", members,
-                     cg, j->failures, no);
+            snprintf(why2, sizeof(why2), "all %zu workers of generation %u failed: %s (%s)",
+                     members, cg, j->failures, no);
         } else {
-            snprintf(why, sizeof(why),
+            snprintf(why2, sizeof(why2),
                      "no worker of generation %u survived to hold the training state: %s (%s)", cg,
                      j->failures, no);
         }
-        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        hv_jm_end(j, HV_JOB_FAILED, why2, out);
         return;
     }
     char reason[300];
