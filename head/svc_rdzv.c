@@ -497,7 +497,7 @@ static void rdzv_put_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud
     hv_err rc = hv_driver_copy_check(s->d, req->job_id, req->worker_id, req->generation,
                                      req->commit, err, sizeof(err));
     if (rc != HV_OK) {
-        hv_statecopy_abort(hv_driver_copies(s->d), req->job_id);
+        /* The part in progress, if any, is left alone: it may be the current rank 0's. */
         hv_rpc_finish(c, rc, "%s", err);
         return;
     }
