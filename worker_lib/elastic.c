@@ -218,8 +218,15 @@ static uint64_t ckpt_fnv(const unsigned char *p, size_t n) {
     return h;
 }
 
-/* The state in the checkpoint format (the last commit when there is one), as an owned buffer. */
-static hv_err state_serialize(const hv_state_t *st, unsigned char **buf, size_t *len) {
+/* Writes the checksum trailer of a serialised state of len bytes. */
+static void ckpt_seal(unsigned char *buf, size_t len) {
+    uint64_t h = ckpt_fnv(buf, len - 8);
+    memcpy(buf + len - 8, &h, 8);
+}
+
+/* The state in the checkpoint format (the last commit when there is one), as an owned buffer.
+ * seal 0 leaves the checksum trailer to ckpt_seal (the copier does it on its own thread). */
+static hv_err state_serialize(const hv_state_t *st, int seal, unsigned char **buf, size_t *len) {
     size_t total = 8 + 4 + 8;
     for (int i = 0; i < st->nbufs; i++) {
         total += 2 + strlen(st->bufs[i].name) + 8 + st->bufs[i].bytes;
@@ -245,10 +252,12 @@ static hv_err state_serialize(const hv_state_t *st, unsigned char **buf, size_t 
         memcpy(p, st->have_snapshot && b->snap != NULL ? b->snap : b->buf, b->bytes);
         p += b->bytes;
     }
-    uint64_t h = ckpt_fnv(out, (size_t)(p - out));
-    memcpy(p, &h, 8);
+    memset(p, 0, 8);
     *buf = out;
     *len = total;
+    if (seal) {
+        ckpt_seal(out, total);
+    }
     return HV_OK;
 }
 
@@ -258,7 +267,7 @@ hv_err hv_state_save(const hv_state_t *st, const char *path) {
     }
     unsigned char *out = NULL;
     size_t total = 0;
-    HV_TRY(state_serialize(st, &out, &total));
+    HV_TRY(state_serialize(st, 1, &out, &total));
     hv_err rc = hv_write_file_atomic(path, out, total, 0600);
     hv_free(out);
     if (rc != HV_OK) {
@@ -582,9 +591,11 @@ hv_err hv_state_sync(hv_state_t *st) {
 
 /* ---- copies outside the workers (issue 15 §1) ------------------------------------------------ */
 
-/* The copier's send: the member's rendezvous stores the copy with the head. */
+/* The copier's send, on its thread: seals the copy (its checksum, a pass over every byte, is
+ * kept off the training thread), then the member's rendezvous stores it with the head. */
 static hv_err copy_send(void *ud, uint32_t generation, uint64_t commit, const void *data,
                         size_t len) {
+    ckpt_seal((unsigned char *)data, len); /* the copier owns the buffer */
     return hv__member_put_state(ud, generation, commit, data, len);
 }
 
@@ -597,7 +608,7 @@ static void copy_offer(hv_state_t *st, uint32_t generation) {
     }
     unsigned char *buf = NULL;
     size_t len = 0;
-    if (state_serialize(st, &buf, &len) != HV_OK) {
+    if (state_serialize(st, 0, &buf, &len) != HV_OK) {
         return; /* out of memory: no copy this time, training goes on */
     }
     uint64_t t1 = hv_now_ms();
