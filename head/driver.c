@@ -703,7 +703,8 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
         return rc;
     }
     snprintf(dir, sizeof(dir), "%s/states", cfg->data_dir);
-    if ((rc = hv_statecopies_create(dir, hv_store_epoch(store), &d->copies)) != HV_OK) {
+    if ((rc = hv_statecopies_create(dir, hv_store_epoch(store), cfg->logs.reserve_free_bytes,
+                                    &d->copies)) != HV_OK) {
         hv_joblogs_destroy(d->logs);
         hv_free(d);
         return rc;

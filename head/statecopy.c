@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -27,6 +28,7 @@ typedef struct part_s {
 struct hv_statecopies_s {
     char dir[400];
     char epoch[40];
+    uint64_t reserve; /* bytes kept free on the file system */
     part_t *parts;
 };
 
@@ -35,13 +37,15 @@ static void part_path(const hv_statecopies_t *c, uint64_t job_id, char *buf, siz
              (unsigned long long)job_id);
 }
 
-hv_err hv_statecopies_create(const char *dir, const char *epoch, hv_statecopies_t **out) {
+hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserve,
+                             hv_statecopies_t **out) {
     hv_statecopies_t *c = hv_calloc(1, sizeof(*c));
     if (c == NULL) {
         return HV_ENOMEM;
     }
     snprintf(c->dir, sizeof(c->dir), "%s", dir);
     snprintf(c->epoch, sizeof(c->epoch), "%s", epoch ? epoch : "");
+    c->reserve = reserve;
     hv_err rc = hv_mkdirs(dir, 0700);
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "copies", "HV-COPY-DIR", "cannot create %s: %s", dir, hv_strerror(rc));
@@ -135,6 +139,18 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
     }
     char path[600];
     part_path(c, job_id, path, sizeof(path));
+    struct statvfs fs;
+    if (offset == 0 && statvfs(c->dir, &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < total + c->reserve) {
+        snprintf(err, errlen,
+                 "the head's disk has %llu bytes free: a copy of %llu bytes would leave less "
+                 "than the %llu it keeps free",
+                 (unsigned long long)fs.f_bavail * fs.f_frsize, (unsigned long long)total,
+                 (unsigned long long)c->reserve);
+        HV_LOG(HV_LOG_WARN, "copies", "HV-COPY-FULL", "job %llu: %s", (unsigned long long)job_id,
+               err);
+        return HV_ETOOBIG;
+    }
     if (offset == 0) {
         if (p != NULL) {
             part_drop(c, p, 0); /* the new copy replaces it (same file, truncated) */

@@ -35,8 +35,10 @@ typedef struct hv_statecopy_done_s {
 } hv_statecopy_done_t;
 
 /* Creates <dir> (mode 0700) and removes the .part files a previous head left. epoch: the
- * database's (borrowed; copied). */
-hv_err hv_statecopies_create(const char *dir, const char *epoch, hv_statecopies_t **out);
+ * database's (borrowed; copied). A copy is refused (HV_ETOOBIG) when writing it would leave
+ * less than reserve bytes free on dir's file system (the room kept for the head's own state). */
+hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserve,
+                             hv_statecopies_t **out);
 void hv_statecopies_destroy(hv_statecopies_t *c);
 
 /* One chunk of job's copy. offset 0 starts a new copy (dropping one in progress); any other
