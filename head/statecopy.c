@@ -70,6 +70,13 @@ hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserv
     return HV_OK;
 }
 
+int hv_statecopy_room(uint64_t free_bytes, uint64_t fs_bytes, uint64_t total, uint64_t reserve) {
+    if (reserve > fs_bytes / 4) {
+        reserve = fs_bytes / 4;
+    }
+    return free_bytes >= total && free_bytes - total >= reserve;
+}
+
 static void part_drop(hv_statecopies_t *c, part_t *p, int unlink_file) {
     for (part_t **q = &c->parts; *q != NULL; q = &(*q)->next) {
         if (*q == p) {
@@ -141,7 +148,8 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
     part_path(c, job_id, path, sizeof(path));
     struct statvfs fs;
     if (offset == 0 && statvfs(c->dir, &fs) == 0 &&
-        (uint64_t)fs.f_bavail * fs.f_frsize < total + c->reserve) {
+        !hv_statecopy_room((uint64_t)fs.f_bavail * fs.f_frsize, (uint64_t)fs.f_blocks * fs.f_frsize,
+                           total, c->reserve)) {
         snprintf(err, errlen,
                  "the head's disk has %llu bytes free: a copy of %llu bytes would leave less "
                  "than the %llu it keeps free",

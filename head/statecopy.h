@@ -51,6 +51,11 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
                         const char *sha256, int *complete, hv_statecopy_done_t *done, char *err,
                         size_t errlen);
 
+/* Pure: may a copy of total bytes be written on a file system of fs_bytes with free_bytes free,
+ * keeping reserve free? As the job logs do (joblog.c), the room kept is at most a quarter of a
+ * small file system. */
+int hv_statecopy_room(uint64_t free_bytes, uint64_t fs_bytes, uint64_t total, uint64_t reserve);
+
 /* Drops job's copy in progress (the job ended). */
 void hv_statecopy_abort(hv_statecopies_t *c, uint64_t job_id);
 
