@@ -1,9 +1,9 @@
 /*
  * statecopy_test: the files of the head's state copies, on a real directory: a copy in chunks
  * is published under its own name only once every byte arrived and its digest matches; a wrong
- * digest or a chunk out of order leaves no file behind; the room a copy needs (the pure rule);
- * a new copy at
- * offset 0 replaces one in progress; a head that starts again removes the half-written parts.
+ * digest or a chunk out of order leaves no file behind; a new copy at offset 0 replaces one in
+ * progress; a head that starts again removes the half-written parts; and the room a copy needs
+ * on the disk (the pure rule).
  */
 #include "statecopy.h"
 #include "hv_check.h"
