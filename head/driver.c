@@ -62,11 +62,13 @@ struct hv_driver_s {
                                    * since the last failure; 0 = none */
     char store_why[512];          /* while store_down: the line for clients */
     hv_joblogs_t *logs;           /* the job output files (owned) */
+    hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
+static void job_forget_copy(hv_driver_t *d, hv_djob_t *j);
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -354,6 +356,8 @@ static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
     r->round_opened_ms = m->round_opened_ms;
     r->round_deadline_ms = m->round_deadline_ms;
     r->round_fail_at_ms = m->round_fail_at_ms;
+    r->resume_gen = m->resume_gen;
+    r->resumes = m->resumes;
 }
 
 static void worker_row(const hv_dworker_t *w, hv_worker_row_t *r) {
@@ -537,6 +541,8 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
     j->jm.round_opened_ms = r->round_opened_ms;
     j->jm.round_deadline_ms = r->round_deadline_ms;
     j->jm.round_fail_at_ms = r->round_fail_at_ms;
+    j->jm.resume_gen = r->resume_gen;
+    j->jm.resumes = r->resumes;
     j->name = r->name;
     r->name = NULL;
     j->spec = r->spec;
@@ -621,6 +627,15 @@ static void job_load_blacklist(hv_driver_t *d, hv_djob_t *j) {
     hv_store_blacklist_free_list(rows, n);
 }
 
+/* The job's newest stored copy of its state, if any (jobm decides with it). */
+static void job_load_copy(hv_driver_t *d, hv_djob_t *j) {
+    hv_copy_row_t c;
+    if (hv_store_copy_get(d->store, j->jm.id, &c) == HV_OK) {
+        j->jm.copy = (hv_jm_copy_t){
+            .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
+    }
+}
+
 /* Loads a job and all its workers (any state) from the store. */
 static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
     hv_djob_t *j;
@@ -642,6 +657,7 @@ static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
         return rc;
     }
     job_load_blacklist(d, j);
+    job_load_copy(d, j);
     *out = j;
     return HV_OK;
 }
@@ -686,6 +702,13 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
         hv_free(d);
         return rc;
     }
+    snprintf(dir, sizeof(dir), "%s/states", cfg->data_dir);
+    if ((rc = hv_statecopies_create(dir, hv_store_epoch(store), cfg->logs.reserve_free_bytes,
+                                    &d->copies)) != HV_OK) {
+        hv_joblogs_destroy(d->logs);
+        hv_free(d);
+        return rc;
+    }
     hv_jm_out_init(&d->out);
     *out = d;
     return HV_OK;
@@ -723,6 +746,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n);
     }
     hv_jm_out_fini(&d->out);
+    hv_statecopies_destroy(d->copies);
     hv_joblogs_destroy(d->logs);
     hv_free(d);
 }
@@ -929,6 +953,16 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
                             .rollback = j->jm.round_rollback,
                             .reason = j->jm.round_reason,
                             .peers = peers};
+    hv_copy_row_t copy;
+    if (gen == j->jm.resume_gen && hv_store_copy_get(d->store, j->jm.id, &copy) == HV_OK) {
+        /* The round that resumes the job: its rank 0 loads this copy before the first sync. */
+        info.resume = 1;
+        info.copy_generation = copy.generation;
+        info.copy_commit = copy.commit;
+        info.copy_size = copy.size;
+        info.copy_stored_ms = copy.stored_ms;
+        snprintf(info.copy_sha256, sizeof(info.copy_sha256), "%s", copy.sha256);
+    }
     d->io.round(d->io.ud, &info, to, nto);
     HV_LOG(HV_LOG_INFO, "driver", "HV-RDZV-ROUND",
            "job %llu: generation %u answered to %zu of %zu workers", (unsigned long long)j->jm.id,
@@ -1067,6 +1101,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             break;
         }
         case HV_JA_FINISHED:
+            job_forget_copy(d, j);
             if (d->io.job_finished != NULL) {
                 d->io.job_finished(d->io.ud, j->jm.id);
             }
@@ -2081,6 +2116,112 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
 /* ---- rendezvous ----------------------------------------------------------------------------- */
 
 /* The job and worker of a rendezvous call, or an error for the caller. */
+/* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
+
+/* A finished job's copy: kept when the job failed (an operator may resume it by hand with
+ * hv_state_load: the file is in hv_state_save's format), removed otherwise. */
+static void job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
+    hv_statecopy_abort(d->copies, j->jm.id);
+    hv_copy_row_t c;
+    if (j->jm.copy.commit == 0 || hv_store_copy_get(d->store, j->jm.id, &c) != HV_OK) {
+        return;
+    }
+    if (j->jm.state == HV_JOB_FAILED) {
+        HV_LOG(HV_LOG_NOTICE, "driver", "HV-COPY-KEPT",
+               "job %llu failed; its last state copy (generation %u, commit %llu) stays in %s",
+               (unsigned long long)j->jm.id, c.generation, (unsigned long long)c.commit, c.path);
+        return;
+    }
+    if (hv_store_copy_remove(d->store, j->jm.id) == HV_OK) {
+        hv_statecopy_remove(c.path);
+    }
+}
+
+static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                        hv_dworker_t **wo, char *err, size_t errlen);
+
+hv_statecopies_t *hv_driver_copies(hv_driver_t *d) { return d->copies; }
+
+hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                            uint32_t generation, uint64_t commit, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    const hv_jm_worker_t *m = &w->jm;
+    if (!hv_wk_state_active(m->state) || m->removed || m->member_gen != generation ||
+        m->rank != 0) {
+        snprintf(err, errlen,
+                 "worker %llu is not rank 0 of generation %u of job %llu: only that member "
+                 "sends copies",
+                 (unsigned long long)worker_id, generation, (unsigned long long)job_id);
+        return HV_EPERM;
+    }
+    const hv_jm_copy_t *c = &j->jm.copy;
+    if (c->commit > 0 &&
+        (generation < c->generation || (generation == c->generation && commit <= c->commit))) {
+        snprintf(err, errlen,
+                 "the head keeps a newer copy (generation %u, commit %llu) than generation %u, "
+                 "commit %llu",
+                 c->generation, (unsigned long long)c->commit, generation,
+                 (unsigned long long)commit);
+        return HV_ESTATE;
+    }
+    return HV_OK;
+}
+
+hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_statecopy_done_t *done, char *old_path, size_t old_len,
+                             char *err, size_t errlen) {
+    HV_TRY(hv_driver_copy_check(d, job_id, worker_id, done->generation, done->commit, err, errlen));
+    hv_djob_t *j = job_by_id(d, job_id);
+    hv_copy_row_t prev;
+    old_path[0] = '\0';
+    if (hv_store_copy_get(d->store, job_id, &prev) == HV_OK) {
+        snprintf(old_path, old_len, "%s", prev.path);
+    }
+    hv_copy_row_t row = {.job_id = job_id,
+                         .generation = done->generation,
+                         .commit = done->commit,
+                         .size = done->size,
+                         .stored_ms = hv_wall_ms()};
+    snprintf(row.sha256, sizeof(row.sha256), "%s", done->sha256);
+    snprintf(row.path, sizeof(row.path), "%s", done->path);
+    hv_err rc = hv_store_copy_put(d->store, &row);
+    if (rc != HV_OK) {
+        old_path[0] = '\0';
+        snprintf(err, errlen, "the head cannot record the copy: %s", hv_store_last_error(d->store));
+        return HV_EIO;
+    }
+    /* Stored: only now does the job machine count on it. */
+    j->jm.copy = (hv_jm_copy_t){
+        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
+    if (strcmp(old_path, row.path) == 0) {
+        old_path[0] = '\0';
+    }
+    if (d->io.job_changed != NULL) {
+        d->io.job_changed(d->io.ud, job_id);
+    }
+    return HV_OK;
+}
+
+hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
+                          char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    if (!hv_wk_state_active(w->jm.state)) {
+        snprintf(err, errlen, "worker %llu of job %llu is %s", (unsigned long long)worker_id,
+                 (unsigned long long)job_id, hv_wk_state_name(w->jm.state));
+        return HV_EPERM;
+    }
+    hv_err rc = hv_store_copy_get(d->store, job_id, out);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "job %llu has no stored copy of its state",
+                 (unsigned long long)job_id);
+    }
+    return rc;
+}
+
 static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
                         hv_dworker_t **wo, char *err, size_t errlen) {
     hv_djob_t *j = hv_driver_job(d, job_id); /* memory, else the store (an ended job) */

@@ -27,6 +27,7 @@
 #include "jobm.h"
 #include "joblog.h"
 #include "nodes.h"
+#include "statecopy.h"
 #include "store.h"
 
 typedef struct hv_driver_s hv_driver_t;
@@ -67,6 +68,11 @@ typedef struct hv_round_info_s {
     int rollback;
     const char *reason;
     const hv_round_peer_t *peers; /* size entries, by rank */
+    /* The round resumes the job from the head's copy (every member was lost): that copy. */
+    int resume;
+    uint32_t copy_generation;
+    uint64_t copy_commit, copy_size, copy_stored_ms;
+    char copy_sha256[65];
 } hv_round_info_t;
 
 typedef struct hv_driver_io_s {
@@ -308,6 +314,25 @@ size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap);
  * asks fn at each submit (NULL: no autoscaler). */
 typedef uint32_t (*hv_driver_room_fn)(void *ud);
 void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud);
+
+/* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
+
+/* The files of the copies (owned by the driver; svc_rdzv writes and reads them). */
+hv_statecopies_t *hv_driver_copies(hv_driver_t *d);
+/* May worker send a copy committed in (generation, commit)? Only rank 0 of that round, alive,
+ * and only a copy newer than the stored one. HV_ENOTFOUND/HV_ESTATE (job, or an older copy),
+ * HV_EPERM (not that member); err says why. */
+hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                            uint32_t generation, uint64_t commit, char *err, size_t errlen);
+/* A copy's file is published: checks again, records it in the store (before anything counts on
+ * it) and makes it the job's newest. old_path gets the previous copy's file, for the caller to
+ * remove ("" when none). HV_EIO when the store fails: the caller removes done->path. */
+hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_statecopy_done_t *done, char *old_path, size_t old_len,
+                             char *err, size_t errlen);
+/* The job's newest copy, for a live worker of the job. HV_ENOTFOUND when there is none. */
+hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
+                          char *err, size_t errlen);
 
 /* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
 

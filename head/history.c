@@ -49,11 +49,27 @@ hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_po
                 ids[k++] = ids[i];
             }
         }
+        /* A failed job keeps its newest state copy (docs/RELIABILITY.md); its file goes with
+         * the job's rows. */
+        hv_copy_row_t *copies = k > 0 ? hv_calloc(k, sizeof(*copies)) : NULL;
+        for (size_t i = 0; copies != NULL && i < k; i++) {
+            if (hv_store_copy_get(s, ids[i], &copies[i]) != HV_OK) {
+                copies[i].path[0] = '\0';
+            }
+        }
         size_t deleted = 0;
         if (k > 0 && (rc = hv_store_history_delete(s, ids, k, &deleted)) != HV_OK) {
+            hv_free(copies);
             hv_free(ids);
             break;
         }
+        for (size_t i = 0; copies != NULL && i < k && deleted == k; i++) {
+            if (copies[i].path[0] != '\0' && unlink(copies[i].path) != 0 && errno != ENOENT) {
+                HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-UNLINK", "cannot remove %s: %s",
+                       copies[i].path, strerror(errno));
+            }
+        }
+        hv_free(copies);
         /* The rows are gone (committed): now the files. A file that cannot be removed stays as
          * an orphan with a warning; it no longer shows anywhere. */
         for (size_t i = 0; i < k && deleted == k; i++) {

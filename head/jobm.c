@@ -531,10 +531,12 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     uint32_t cg = closed_gen(j);
     readmit_leavers(j, cg, now, out);
+    /* A round that resumes from the head's copy needs no member of the last round. */
+    int resuming = j->resume_gen != 0 && j->resume_gen == j->generation && cg < j->resume_gen;
     /* Members of the last round that may still carry the state on: those that will re-join, and
      * those leaving a drained node that may yet finish their training. Without any, the round
      * can never form: say so now rather than at the elastic timeout. */
-    size_t possible = 0;
+    size_t possible = resuming ? 1 : 0;
     for (size_t i = 0; i < j->nw; i++) {
         const hv_jm_worker_t *w = j->w[i];
         possible += cg > 0 && w->member_gen == cg && live(w) && !w->kill_sent;
@@ -569,7 +571,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         }
     }
     hv_round_decision_t d = hv_round_decide(&v);
-    if (d == HV_ROUND_CLOSE && cg > 0 && !holder_waiting) {
+    if (d == HV_ROUND_CLOSE && cg > 0 && !holder_waiting && !resuming) {
         /* Only newcomers joined: nobody could pass the state on. Wait for a survivor; if none is
          * left the failure path has already ended the job. */
         d = now >= v.fail_at ? HV_ROUND_FAIL : HV_ROUND_WAIT;
@@ -803,6 +805,73 @@ static void check_success(hv_jm_job_t *j, hv_jm_out_t *out) {
     hv_jm_end(j, HV_JOB_SUCCEEDED, "", out);
 }
 
+/* ---- resume from the head's copy ------------------------------------------------------------ */
+
+hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t len) {
+    const char *no = NULL;
+    char buf[160];
+    if (!in->elastic) {
+        no = "a job of fixed size is not resumed";
+    } else if (in->own_failure) {
+        no = "the program failed on its own: resuming from a copy would fail the same way";
+    } else if (!in->has_copy) {
+        no = "no copy of the training state was stored outside its nodes yet";
+    } else if (in->resets + 1 > in->max_resets) {
+        snprintf(buf, sizeof(buf),
+                 "a resume from the stored copy would be reset %u, but "
+                 "--max-resets is %u",
+                 in->resets + 1, in->max_resets);
+        no = buf;
+    }
+    if (no != NULL) {
+        if (why != NULL && len > 0) {
+            snprintf(why, len, "%s", no);
+        }
+        return HV_JM_LOSS_FAIL;
+    }
+    return HV_JM_LOSS_RESUME;
+}
+
+/* Every member that held the state is gone, the last being w. Resumes the job from the head's
+ * copy when hv_jm_loss_decide says so (returns 1: a round of new workers is open, marked as the
+ * resume round, and the driver places them); else writes why not into no and returns 0. */
+static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t now, char *no,
+                             size_t len, hv_jm_out_t *out) {
+    hv_jm_loss_t in = {.elastic = j->p.elastic,
+                       .own_failure = w->state == HV_WK_EXITED && w->term_signal == 0,
+                       .has_copy = j->copy.commit > 0,
+                       .resets = j->resets,
+                       .max_resets = j->p.max_resets};
+    if (hv_jm_loss_decide(&in, no, len) != HV_JM_LOSS_RESUME) {
+        return 0;
+    }
+    /* Marked first: the round's evaluation must not fail it for want of a member. */
+    j->resume_gen = j->round_open ? j->generation : j->generation + 1;
+    j->resumes++;
+    j->dirty = 1;
+    uint64_t age = now > j->copy.stored_ms ? now - j->copy.stored_ms : 0;
+    char reason[HV_JM_REASON_MAX];
+    snprintf(reason, sizeof(reason),
+             "resume: every member was lost (%.300s); new workers load the copy of generation "
+             "%u, commit %llu",
+             j->failures, j->copy.generation, (unsigned long long)j->copy.commit);
+    jbuf_t b = {0};
+    jb_put(&b,
+           "{\"generation\":%u,\"copy_generation\":%u,\"copy_commit\":%llu,\"copy_age_ms\":%llu,"
+           "\"resumes\":%u,\"failures\":",
+           j->resume_gen, j->copy.generation, (unsigned long long)j->copy.commit,
+           (unsigned long long)age, j->resumes);
+    jb_str(&b, j->failures);
+    jb_put(&b, "}");
+    act_event(out, "job.resume", jb_take(&b),
+              "job %llu resumes in generation %u from the head's copy of generation %u, commit "
+              "%llu (%.1f s old): every member was lost",
+              (unsigned long long)j->id, j->resume_gen, j->copy.generation,
+              (unsigned long long)j->copy.commit, (double)age / 1000.0);
+    open_round(j, reason, 1, now, out);
+    return 1;
+}
+
 /* w failed (its state is already final). */
 static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
                         hv_jm_out_t *out) {
@@ -859,15 +928,19 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         return;
     }
     if (survivors == 0 && finishing == 0) {
-        if (failed == members) {
-            snprintf(why, sizeof(why), "all %zu workers of generation %u failed: %s", members, cg,
-                     j->failures);
-        } else {
-            snprintf(why, sizeof(why),
-                     "no worker of generation %u survived to hold the training state: %s", cg,
-                     j->failures);
+        char no[200] = "", why2[HV_JM_REASON_MAX + 400];
+        if (resume_or_explain(j, w, now, no, sizeof(no), out)) {
+            return;
         }
-        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        if (failed == members) {
+            snprintf(why2, sizeof(why2), "all %zu workers of generation %u failed: %s (%s)",
+                     members, cg, j->failures, no);
+        } else {
+            snprintf(why2, sizeof(why2),
+                     "no worker of generation %u survived to hold the training state: %s (%s)", cg,
+                     j->failures, no);
+        }
+        hv_jm_end(j, HV_JOB_FAILED, why2, out);
         return;
     }
     char reason[300];

@@ -115,6 +115,33 @@ typedef struct hv_jm_params_s {
 
 #define HV_JM_REASON_MAX 512
 
+/* The newest copy of a job's committed training state that the head keeps (libhv sends it after
+ * a commit: docs/RELIABILITY.md). commit 0: no copy. */
+typedef struct hv_jm_copy_s {
+    uint32_t generation; /* the round it was committed in */
+    uint64_t commit;     /* the sender's commit count */
+    uint64_t stored_ms;  /* wall clock */
+} hv_jm_copy_t;
+
+/* What the job machine knows when the last member that held the state is gone. */
+typedef struct hv_jm_loss_s {
+    int elastic;
+    int own_failure;     /* the last one exited with a status of its own (the program failed,
+                             not its node): a copy would fail the same way */
+    int has_copy;        /* the head keeps a copy of the state */
+    uint32_t resets;     /* rounds opened after the first so far */
+    uint32_t max_resets; /* the job's bound on them */
+} hv_jm_loss_t;
+
+typedef enum hv_jm_loss_verdict {
+    HV_JM_LOSS_FAIL = 0,   /* the job fails (why says what else would have been needed) */
+    HV_JM_LOSS_RESUME = 1, /* a new round of new workers resumes from the copy */
+} hv_jm_loss_verdict_t;
+
+/* Pure: fail or resume a job whose every member is lost. On FAIL, why (may be NULL) gets a
+ * clause for the failure message ("no copy of the training state was stored", ...). */
+hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t len);
+
 typedef struct hv_jm_job_s {
     uint64_t id;
     hv_jm_params_t p;
@@ -132,7 +159,12 @@ typedef struct hv_jm_job_s {
     uint64_t round_opened_ms;      /* wall-clock ms */
     uint64_t round_deadline_ms;    /* stragglers are left out after this */
     uint64_t round_fail_at_ms;     /* the job fails if the round cannot close by then */
+    uint32_t resume_gen;           /* the round that resumes the job from the head's copy of its
+                                      state, after every member was lost (0: none) */
+    uint32_t resumes;              /* such resumes so far */
     /* in memory */
+    hv_jm_copy_t copy; /* the newest copy of the state the head keeps (the driver
+                                        sets it from the store) */
     /* Names a node for messages and event data (may return NULL); set by the driver. */
     const char *(*node_name)(uint64_t node_id, void *ud);
     void *node_name_ud;

@@ -323,7 +323,8 @@ static void case_all_fail(void) {
     CHECK_EQ(J.state, HV_JOB_FAILED);
     CHECK(strstr(J.reason, "failed") != NULL);
     CHECK_STR(J.reason, "all 2 workers of generation 1 failed: rank 0 on a exited with status 1; "
-                        "rank 1 on b exited with status 1");
+                        "rank 1 on b exited with status 1 (the program failed on its own: "
+                        "resuming from a copy would fail the same way)");
     CHECK_EQ(count(HV_JA_ROUND), 0);
     CHECK_EQ(count(HV_JA_FINISHED), 1);
 }
@@ -916,7 +917,8 @@ static void case_round_without_holders_fails_at_once(void) {
     hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
     CHECK_EQ(J.state, HV_JOB_FAILED);
     CHECK_STR(J.reason, "no worker of generation 1 survived to hold the training state: rank 0 on "
-                        "a exited with status 1");
+                        "a exited with status 1 (the program failed on its own: resuming from a "
+                        "copy would fail the same way)");
 }
 
 /* ---- suspicion: losses noticed from evidence (issue 15 §2) ---------------------------------- */
@@ -1145,6 +1147,150 @@ static void case_names(void) {
     CHECK_EQ(hv_job_state_terminal(HV_JOB_RUNNING), 0);
 }
 
+/* ---- resume from the head's copy when every member is lost ---- */
+
+/* The decision alone, case by case. */
+static void case_loss_decide_table(void) {
+    static const struct {
+        hv_jm_loss_t in;
+        hv_jm_loss_verdict_t want;
+        const char *why; /* a part of the explanation on FAIL */
+    } t[] = {
+        {{.elastic = 1, .has_copy = 1, .resets = 0, .max_resets = 3}, HV_JM_LOSS_RESUME, ""},
+        {{.elastic = 1, .has_copy = 1, .resets = 2, .max_resets = 3}, HV_JM_LOSS_RESUME, ""},
+        {{.elastic = 1, .has_copy = 0, .max_resets = 3}, HV_JM_LOSS_FAIL, "no copy"},
+        {{.elastic = 1, .has_copy = 1, .resets = 3, .max_resets = 3},
+         HV_JM_LOSS_FAIL,
+         "--max-resets is 3"},
+        {{.elastic = 1, .has_copy = 1, .own_failure = 1, .max_resets = 3},
+         HV_JM_LOSS_FAIL,
+         "failed on its own"},
+        {{.elastic = 0, .has_copy = 1, .max_resets = 3}, HV_JM_LOSS_FAIL, "fixed size"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char why[200] = "";
+        CHECK_EQ(hv_jm_loss_decide(&t[i].in, why, sizeof(why)), t[i].want);
+        CHECK(strstr(why, t[i].why) != NULL);
+    }
+}
+
+/* A one-worker job with a stored copy loses its node: it does not fail; a round marked as the
+ * resume opens, the new worker placed elsewhere forms it alone, and the events say so. */
+static void case_last_member_lost_resumes(void) {
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    CHECK_EQ(J.generation, 1);
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now - 2000};
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.resume_gen, 2);
+    CHECK_EQ(J.resumes, 1);
+    const hv_jm_action_t *e = find_event("job.resume");
+    CHECK(e != NULL);
+    CHECK(e != NULL && strstr(e->text, "commit 40 (2.0 s old)") != NULL);
+    CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"copy_commit\":40") != NULL);
+    CHECK_EQ(hv_jm_wants(&J), 1);
+    /* Nothing fails while the new worker starts, even past the round's deadline. */
+    now += 31000;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    hv_jm_out_reset(&O);
+    size_t k = place(NODE_B, 1);
+    hv_jm_started(&J, &W[k], now, &O);
+    join(k, 0);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.size, 1);
+    CHECK_EQ(W[k].member_gen, 2);
+    CHECK_EQ(W[k].rank, 0);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.resets, 1);
+}
+
+/* Without a copy the job fails as before, and says that there was none. */
+static void case_last_member_lost_without_copy(void) {
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "all 1 workers of generation 1 failed") != NULL);
+    CHECK(strstr(J.reason, "no copy of the training state") != NULL);
+    CHECK(find_event("job.resume") == NULL);
+}
+
+/* The resumes count as resets: a job whose nodes keep dying stops at --max-resets. */
+static void case_resume_budget(void) {
+    job(1, 1, 1, 1, 1);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 5, .stored_ms = now};
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost", now, &O);
+    CHECK_EQ(J.resumes, 1);
+    size_t k = place(NODE_B, 1);
+    hv_jm_started(&J, &W[k], now, &O);
+    join(k, 0);
+    CHECK_EQ(J.round_open, 0);
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[k], "rank 0 on b was lost", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "--max-resets is 1") != NULL);
+    CHECK_EQ(J.resumes, 1);
+}
+
+/* A program that exits with a status of its own is not resumed: the copy would fail again. A
+ * worker killed by a signal (the OOM killer, a person) is. */
+static void case_own_failure_not_resumed(void) {
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 5, .stored_ms = now};
+    hv_jm_exited(&J, &W[0], 3, 0, "rank 0 on a exited with status 3", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "failed on its own") != NULL);
+    teardown();
+    setup();
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 5, .stored_ms = now};
+    hv_jm_exited(&J, &W[0], 0, 9, "rank 0 on a was killed by signal 9", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.resume_gen, 2);
+}
+
+/* Two members: the first loss rolls back onto the survivor as before (no resume); when the
+ * survivor goes too while that round is open, the open round becomes the resume round. */
+static void case_resume_in_open_round(void) {
+    job(1, 2, 1, 2, 5);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 9, .stored_ms = now};
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost", now, &O);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.resume_gen, 0);
+    hv_jm_lost(&J, &W[1], "rank 1 on b was lost", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.resume_gen, 2);
+    size_t k = place(NODE_C, 1);
+    hv_jm_started(&J, &W[k], now, &O);
+    join(k, 0);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(W[k].member_gen, 2);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"fixed_success", case_fixed_success},
@@ -1188,6 +1334,12 @@ int main(int argc, char **argv) {
         {"leaving_member_taken_back_when_holders_vanish",
          case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},
+        {"loss_decide_table", case_loss_decide_table},
+        {"last_member_lost_resumes", case_last_member_lost_resumes},
+        {"last_member_lost_without_copy", case_last_member_lost_without_copy},
+        {"resume_budget", case_resume_budget},
+        {"own_failure_not_resumed", case_own_failure_not_resumed},
+        {"resume_in_open_round", case_resume_in_open_round},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -234,9 +234,26 @@ static const char store_v6_sql[] = "CREATE TABLE audit ("
                                    " revoked_ms INTEGER NOT NULL DEFAULT 0,"
                                    " created_by TEXT NOT NULL DEFAULT '');";
 
+/* v7: the copies of jobs' training state the head keeps (one row per job: the newest copy, its
+ * round, commit, size, digest and file under <data>/states/), and the resume of a job whose
+ * members were all lost (jobs.resume_gen: the round that loads the copy; jobs.resumes). */
+static const char store_v7_sql[] = "CREATE TABLE state_copies ("
+                                   " job_id INTEGER PRIMARY KEY,"
+                                   " generation INTEGER NOT NULL,"
+                                   " commit_no INTEGER NOT NULL,"
+                                   " size INTEGER NOT NULL,"
+                                   " sha256 TEXT NOT NULL,"
+                                   " path TEXT NOT NULL,"
+                                   " stored_ms INTEGER NOT NULL);"
+                                   "ALTER TABLE jobs ADD COLUMN resume_gen INTEGER NOT NULL"
+                                   " DEFAULT 0;"
+                                   "ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL"
+                                   " DEFAULT 0;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
-                                               store_v4_sql, store_v5_sql, store_v6_sql};
+                                               store_v4_sql, store_v5_sql, store_v6_sql,
+                                               store_v7_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -283,6 +300,9 @@ enum {
     ST_JTOKEN_GET,
     ST_JTOKEN_LIST,
     ST_JTOKEN_REVOKE,
+    ST_COPY_PUT,
+    ST_COPY_GET,
+    ST_COPY_REMOVE,
     ST_JTOKEN_USE,
     ST__COUNT
 };
@@ -296,7 +316,7 @@ enum {
     " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
     " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
     " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
-    " round_fail_at_ms, target_np"
+    " round_fail_at_ms, target_np, resume_gen, resumes"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
     " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
@@ -334,10 +354,10 @@ static const char *const store_sql[ST__COUNT] = {
                       " ended_ms, elastic, check_every, elastic_timeout_s, rdzv_timeout_s,"
                       " cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"
                       " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
-                      " round_deadline_ms, round_fail_at_ms, target_np)"
+                      " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
                       " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
-                      " ?31, ?32)",
+                      " ?31, ?32, ?33, ?34)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
@@ -346,7 +366,8 @@ static const char *const store_sql[ST__COUNT] = {
                       " cooldown_max_s = ?21, max_strikes = ?22, slots_per_host = ?23,"
                       " size = ?24, cross_size = ?25, round_open = ?26, round_rollback = ?27,"
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
-                      " round_fail_at_ms = ?31, target_np = ?32 WHERE id = ?15",
+                      " round_fail_at_ms = ?31, target_np = ?32, resume_gen = ?33,"
+                      " resumes = ?34 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
@@ -409,6 +430,15 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_JTOKEN_INSERT] = "INSERT INTO join_tokens (" JTOKEN_COLS ")"
                          " VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ?6)",
     [ST_JTOKEN_GET] = "SELECT " JTOKEN_COLS " FROM join_tokens WHERE id = ?1",
+    [ST_COPY_PUT] = "INSERT INTO state_copies (job_id, generation, commit_no, size, sha256, path,"
+                    " stored_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                    " ON CONFLICT (job_id) DO UPDATE SET generation = excluded.generation,"
+                    " commit_no = excluded.commit_no, size = excluded.size,"
+                    " sha256 = excluded.sha256, path = excluded.path,"
+                    " stored_ms = excluded.stored_ms",
+    [ST_COPY_GET] = "SELECT job_id, generation, commit_no, size, sha256, path, stored_ms"
+                    " FROM state_copies WHERE job_id = ?1",
+    [ST_COPY_REMOVE] = "DELETE FROM state_copies WHERE job_id = ?1",
     [ST_JTOKEN_LIST] = "SELECT " JTOKEN_COLS " FROM join_tokens ORDER BY created_ms, id",
     [ST_JTOKEN_REVOKE] = "UPDATE join_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms = 0",
     [ST_JTOKEN_USE] =
@@ -1039,6 +1069,7 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
         "SELECT 1 FROM jobs WHERE id = ?1 AND " STORE_FINISHED,
         "DELETE FROM events WHERE job_id = ?1",
         "DELETE FROM blacklist WHERE job_id = ?1",
+        "DELETE FROM state_copies WHERE job_id = ?1",
         "DELETE FROM workers WHERE job_id = ?1",
         "DELETE FROM jobs WHERE id = ?1",
     };
@@ -1473,13 +1504,15 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->round_deadline_ms = col_u64(st, 29);
     r->round_fail_at_ms = col_u64(st, 30);
     r->target_np = col_u32(st, 31);
+    r->resume_gen = col_u32(st, 32);
+    r->resumes = col_u32(st, 33);
     return HV_OK;
 fail:
     hv_store_job_fini(r);
     return HV_ENOMEM;
 }
 
-/* Binds ?1..?14 and ?16..?32 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
+/* Binds ?1..?14 and ?16..?34 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
  * out. */
 static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_text(b, 1, row->name);
@@ -1515,6 +1548,8 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 30, row->round_deadline_ms);
     bind_u64(b, 31, row->round_fail_at_ms);
     bind_u64(b, 32, row->target_np);
+    bind_u64(b, 33, row->resume_gen);
+    bind_u64(b, 34, row->resumes);
 }
 
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
@@ -2450,4 +2485,79 @@ hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms) {
 
 hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms) {
     return jtoken_update(s, ST_JTOKEN_USE, id, now_ms, "join token use");
+}
+
+/* ---- copies of the training state (schema v7) ------------------------------------------------ */
+
+hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (row == NULL || row->job_id == 0) {
+        return HV_EINVAL;
+    }
+    if ((rc = store_stmt(s, ST_COPY_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, row->job_id);
+    bind_u64(&b, 2, row->generation);
+    bind_u64(&b, 3, row->commit);
+    bind_u64(&b, 4, row->size);
+    bind_text(&b, 5, row->sha256);
+    bind_text(&b, 6, row->path);
+    bind_u64(&b, 7, row->stored_ms);
+    if ((rc = store_bind_check(s, &b, "state copy put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "state copy put");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_COPY_GET, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, job_id);
+    if ((rc = store_bind_check(s, &b, "state copy get")) != HV_OK) {
+        goto out;
+    }
+    int src = sqlite3_step(st);
+    if (src == SQLITE_DONE) {
+        store_set_err(s, "state copy get: job %llu has no copy", (unsigned long long)job_id);
+        rc = HV_ENOTFOUND;
+    } else if (src != SQLITE_ROW) {
+        rc = store_fail(s, src, "state copy get");
+    } else {
+        memset(out, 0, sizeof(*out));
+        out->job_id = col_u64(st, 0);
+        out->generation = col_u32(st, 1);
+        out->commit = col_u64(st, 2);
+        out->size = col_u64(st, 3);
+        const unsigned char *v = sqlite3_column_text(st, 4);
+        snprintf(out->sha256, sizeof(out->sha256), "%s", v != NULL ? (const char *)v : "");
+        v = sqlite3_column_text(st, 5);
+        snprintf(out->path, sizeof(out->path), "%s", v != NULL ? (const char *)v : "");
+        out->stored_ms = col_u64(st, 6);
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_COPY_REMOVE, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, job_id);
+    if ((rc = store_bind_check(s, &b, "state copy remove")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "state copy remove");
+    }
+    store_release(st);
+    return rc;
 }

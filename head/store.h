@@ -37,8 +37,9 @@ typedef struct hv_store_s hv_store_t;
  *     blacklist by (job, node id), event data.
  * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
  * v5: meta (the database's epoch, hv_store_epoch).
- * v6: audit (the audit trail), join_tokens. */
-#define HV_STORE_SCHEMA_VERSION 6
+ * v6: audit (the audit trail), join_tokens.
+ * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes. */
+#define HV_STORE_SCHEMA_VERSION 7
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -125,7 +126,9 @@ typedef struct hv_job_row_s {
     int round_open, round_rollback; // 0 or 1
     char *round_reason;             // why the newest round opened
     uint64_t round_opened_ms, round_deadline_ms, round_fail_at_ms; // wall-clock ms
-    uint32_t target_np; // v4: elastic: the size asked for now (0 = max_np)
+    uint32_t target_np;  // v4: elastic: the size asked for now (0 = max_np)
+    uint32_t resume_gen; // v7: the round that resumed the job from a copy (0 = none)
+    uint32_t resumes;    // v7: how many times every member was lost and the job resumed
 } hv_job_row_t;
 
 /* Sets row->id. HV_EINVAL for an unknown state. */
@@ -355,6 +358,25 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
  * HV_ENOTFOUND (no src), HV_ECORRUPT, HV_EIO, HV_ETIMEDOUT; dst is removed on failure. */
 hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pages_out, char *err,
                        size_t errlen);
+
+/* ---- copies of the training state (schema v7) ------------------------------------------------ */
+
+typedef struct hv_copy_row_s {
+    uint64_t job_id;
+    uint32_t generation; // the round the copy was committed in
+    uint64_t commit;     // the sender's commit count
+    uint64_t size;       // bytes
+    char sha256[65];     // hex
+    char path[512];      // the file under <data>/states/
+    uint64_t stored_ms;  // wall clock
+} hv_copy_row_t;
+
+/* Records row as the job's newest copy (replacing the previous row). HV_EINVAL for job 0. */
+hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row);
+/* The job's newest copy. HV_ENOTFOUND: none. */
+hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
+/* Forgets the job's copy (no-op without one). */
+hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
 
 /* ---- testing only ---------------------------------------------------------------------------- */
 

@@ -1246,6 +1246,54 @@ static void test_migrate_v5(void) {
     hv_store_close(s);
 }
 
+/* A v6 database with a running job migrates to v7: the job has no resume yet and no copy; a
+ * copy is recorded, replaced by a newer one, survives a reopen, and is forgotten on removal. */
+static void test_state_copies(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 6,
+                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                         " VALUES (3, 'j', 'running', 1, 1, 1);",
+                                         err, sizeof(err)),
+             HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_job_row_t j;
+    CHECK_OK(s, hv_store_job_get(s, 3, &j));
+    CHECK_U64(j.resume_gen, 0);
+    CHECK_U64(j.resumes, 0);
+    j.resume_gen = 5;
+    j.resumes = 1;
+    CHECK_OK(s, hv_store_job_update(s, &j));
+    hv_store_job_fini(&j);
+    hv_copy_row_t c;
+    CHECK_RC(hv_store_copy_get(s, 3, &c), HV_ENOTFOUND);
+    hv_copy_row_t r = {.job_id = 3, .generation = 2, .commit = 40, .size = 1000, .stored_ms = 7};
+    snprintf(r.sha256, sizeof(r.sha256), "%064d", 1);
+    snprintf(r.path, sizeof(r.path), "/data/states/e-3-40.bin");
+    CHECK_OK(s, hv_store_copy_put(s, &r));
+    r.commit = 41;
+    r.generation = 3;
+    snprintf(r.path, sizeof(r.path), "/data/states/e-3-41.bin");
+    CHECK_OK(s, hv_store_copy_put(s, &r));
+    r.job_id = 0;
+    CHECK_RC(hv_store_copy_put(s, &r), HV_EINVAL);
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    CHECK_OK(s, hv_store_copy_get(s, 3, &c));
+    CHECK_U64(c.generation, 3);
+    CHECK_U64(c.commit, 41);
+    CHECK_U64(c.size, 1000);
+    CHECK_U64(c.stored_ms, 7);
+    CHECK_STR(c.path, "/data/states/e-3-41.bin");
+    CHECK_OK(s, hv_store_job_get(s, 3, &j));
+    CHECK_U64(j.resume_gen, 5);
+    CHECK_U64(j.resumes, 1);
+    hv_store_job_fini(&j);
+    CHECK_OK(s, hv_store_copy_remove(s, 3));
+    CHECK_RC(hv_store_copy_get(s, 3, &c), HV_ENOTFOUND);
+    hv_store_close(s);
+}
+
 static void audit_add(hv_store_t *s, uint64_t t, const char *who, const char *method, int code,
                       uint64_t keep) {
     hv_audit_row_t r = {0};
@@ -1685,6 +1733,7 @@ static const hv_check_case_t cases[] = {
     {"empty_file", test_empty_file},
     {"epoch", test_epoch},
     {"migrate_v5", test_migrate_v5},
+    {"state_copies", test_state_copies},
     {"audit", test_audit},
     {"join_tokens", test_join_tokens},
     {"damaged_page", test_damaged_page},

@@ -58,6 +58,14 @@ static void rdzv_ids(const char *path, const ProtobufCMessage *m, uint64_t *job,
         *worker = r->worker_id;
     } else if (d == &hvpb__v1__kv_put_request__descriptor) {
         *job = ((const Hvpb__V1__KvPutRequest *)m)->job_id;
+    } else if (d == &hvpb__v1__put_state_request__descriptor) {
+        const Hvpb__V1__PutStateRequest *r = (const Hvpb__V1__PutStateRequest *)m;
+        *job = r->job_id;
+        *worker = r->worker_id;
+    } else if (d == &hvpb__v1__fetch_state_request__descriptor) {
+        const Hvpb__V1__FetchStateRequest *r = (const Hvpb__V1__FetchStateRequest *)m;
+        *job = r->job_id;
+        *worker = r->worker_id;
     } else if (d == &hvpb__v1__kv_get_request__descriptor) {
         *job = ((const Hvpb__V1__KvGetRequest *)m)->job_id;
     } else {

@@ -132,7 +132,8 @@ typedef struct view_scratch_s {
     Hvpb__V1__WorkerView *wv;
     Hvpb__V1__WorkerView **wp;
     Hvpb__V1__JobSpec *spec;
-    clip_t clip; /* the view's cut strings */
+    clip_t clip;                 /* the view's cut strings */
+    Hvpb__V1__StateCopyRef copy; /* the newest state copy (v->copy points here) */
 } view_scratch_t;
 
 static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view_scratch_t *sc) {
@@ -157,6 +158,16 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->round_state = (char *)round_state(m->generation, m->round_open, m->state);
     v->max_resets = m->p.max_resets;
     v->check_every = m->p.check_every;
+    v->resumes = m->resumes;
+    v->resume_generation = m->resume_gen;
+    if (m->copy.commit > 0) {
+        sc->copy = (Hvpb__V1__StateCopyRef)HVPB__V1__STATE_COPY_REF__INIT;
+        sc->copy.generation = m->copy.generation;
+        sc->copy.commit = m->copy.commit;
+        sc->copy.stored_ms = m->copy.stored_ms;
+        sc->copy.sha256 = "";
+        v->copy = &sc->copy;
+    }
     sc->spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
     v->binary_digest = sc->spec && sc->spec->binary ? sc->spec->binary->digest : "";
     if (m->nw == 0) {
@@ -650,6 +661,8 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t 
     v->round_state = (char *)round_state(row->generation, row->round_open, st);
     v->max_resets = row->max_resets;
     v->check_every = row->check_every;
+    v->resumes = row->resumes;
+    v->resume_generation = row->resume_gen;
 }
 
 static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {

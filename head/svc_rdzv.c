@@ -136,6 +136,15 @@ void hv_svc_rdzv_round(hv_svc_rdzv_t *s, const hv_round_info_t *r, const uint64_
         rep.check_every = r->check_every;
         rep.reason = (char *)(r->reason ? r->reason : "");
         rep.rollback = r->rollback;
+        Hvpb__V1__StateCopyRef copy = HVPB__V1__STATE_COPY_REF__INIT;
+        if (r->resume) {
+            copy.generation = r->copy_generation;
+            copy.commit = r->copy_commit;
+            copy.size = r->copy_size;
+            copy.sha256 = (char *)r->copy_sha256;
+            copy.stored_ms = r->copy_stored_ms;
+            rep.resume = &copy;
+        }
         hv_rpc_reply(c, &rep.base);
     }
     hv_free(peers);
@@ -472,6 +481,120 @@ void hv_svc_rdzv_finished(hv_svc_rdzv_t *s, uint64_t job_id) {
     }
 }
 
+/* ---- copies of the training state ---------------------------------------------------------- */
+
+/* A chunk of a copy from rank 0 of the job's round: written as it comes (statecopy.c); at the
+ * last one the file is published, the driver stores its row, and only then is it the job's
+ * newest copy and the previous one's file removed. */
+static void rdzv_put_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__PutStateRequest *req = (const Hvpb__V1__PutStateRequest *)m;
+    char err[600] = "";
+    if (hv_validate_put_state(req, err, sizeof(err)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", err);
+        return;
+    }
+    hv_err rc = hv_driver_copy_check(s->d, req->job_id, req->worker_id, req->generation,
+                                     req->commit, err, sizeof(err));
+    if (rc != HV_OK) {
+        /* The part in progress, if any, is left alone: it may be the current rank 0's. */
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    int complete = 0;
+    hv_statecopy_done_t done;
+    rc = hv_statecopy_put(hv_driver_copies(s->d), req->job_id, req->generation, req->commit,
+                          req->total, req->offset, req->data.data, req->data.len, req->sha256,
+                          &complete, &done, err, sizeof(err));
+    if (rc != HV_OK) {
+        if (rc == HV_EIO) {
+            HV_LOG(HV_LOG_WARN, "rdzv", "HV-COPY-WRITE", "job %llu: %s",
+                   (unsigned long long)req->job_id, err);
+        }
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__PutStateReply rep = HVPB__V1__PUT_STATE_REPLY__INIT;
+    if (complete) {
+        char old[512];
+        rc = hv_driver_copy_stored(s->d, req->job_id, req->worker_id, &done, old, sizeof(old), err,
+                                   sizeof(err));
+        if (rc != HV_OK) {
+            hv_statecopy_remove(done.path); /* never named by a row */
+            hv_rpc_finish(c, rc, "%s", err);
+            return;
+        }
+        hv_statecopy_remove(old[0] ? old : NULL);
+        HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-COPY-STORED",
+               "job %llu: copy of generation %u, commit %llu stored (%llu bytes)",
+               (unsigned long long)req->job_id, done.generation, (unsigned long long)done.commit,
+               (unsigned long long)done.size);
+        rep.stored = 1;
+    }
+    hv_rpc_reply(c, &rep.base);
+}
+
+/* A chunk of the job's newest copy, for the first sync of a resumed job. */
+static void rdzv_fetch_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__FetchStateRequest *req = (const Hvpb__V1__FetchStateRequest *)m;
+    char err[600] = "";
+    if (hv_validate_fetch_state(req, err, sizeof(err)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", err);
+        return;
+    }
+    hv_copy_row_t row;
+    hv_err rc = hv_driver_copy_get(s->d, req->job_id, req->worker_id, &row, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    if (req->commit != 0 && req->commit != row.commit) {
+        hv_rpc_finish(c, HV_ENOTFOUND,
+                      "the copy of commit %llu was replaced by commit %llu: start again",
+                      (unsigned long long)req->commit, (unsigned long long)row.commit);
+        return;
+    }
+    if (req->offset > row.size) {
+        hv_rpc_finish(c, HV_EINVAL, "offset %llu is past the copy's %llu bytes",
+                      (unsigned long long)req->offset, (unsigned long long)row.size);
+        return;
+    }
+    size_t cap = req->max_bytes != 0 && req->max_bytes < HV_STATECOPY_CHUNK_MAX
+                     ? req->max_bytes
+                     : HV_STATECOPY_CHUNK_MAX;
+    if (row.size - req->offset < cap) {
+        cap = (size_t)(row.size - req->offset);
+    }
+    uint8_t *buf = hv_malloc(cap ? cap : 1);
+    size_t n = 0;
+    if (buf == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    rc = hv_statecopy_read(row.path, req->offset, buf, cap, &n);
+    if (rc != HV_OK || n != cap) {
+        hv_free(buf);
+        HV_LOG(HV_LOG_ERROR, "rdzv", "HV-COPY-READ", "job %llu: cannot read %s: %s",
+               (unsigned long long)req->job_id, row.path, hv_strerror(rc));
+        hv_rpc_finish(c, HV_EIO, "the head cannot read the copy of job %llu",
+                      (unsigned long long)req->job_id);
+        return;
+    }
+    Hvpb__V1__FetchStateReply rep = HVPB__V1__FETCH_STATE_REPLY__INIT;
+    Hvpb__V1__StateCopyRef ref = HVPB__V1__STATE_COPY_REF__INIT;
+    ref.generation = row.generation;
+    ref.commit = row.commit;
+    ref.size = row.size;
+    ref.sha256 = row.sha256;
+    ref.stored_ms = row.stored_ms;
+    rep.copy = &ref;
+    rep.data.data = buf;
+    rep.data.len = n;
+    hv_rpc_reply(c, &rep.base);
+    hv_free(buf);
+}
+
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **out) {
@@ -493,6 +616,10 @@ hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **
          rdzv_kv_put, NULL, s},
         {"/hvpb.v1.Rendezvous/KvGet", HV_RPC_UNARY, &hvpb__v1__kv_get_request__descriptor,
          rdzv_kv_get, rdzv_kv_get_done, s},
+        {"/hvpb.v1.Rendezvous/PutState", HV_RPC_UNARY, &hvpb__v1__put_state_request__descriptor,
+         rdzv_put_state, NULL, s},
+        {"/hvpb.v1.Rendezvous/FetchState", HV_RPC_UNARY, &hvpb__v1__fetch_state_request__descriptor,
+         rdzv_fetch_state, NULL, s},
     };
     hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
     if (rc != HV_OK) {

@@ -344,6 +344,38 @@ hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len
     return HV_OK;
 }
 
+hv_err hv_validate_put_state(const Hvpb__V1__PutStateRequest *r, char *err, size_t len) {
+    if (r->data.len > (1u << 20)) {
+        return bad(err, len, "data: at most 1 MiB per chunk, got %zu", r->data.len);
+    }
+    if (r->total == 0 || r->total > ((uint64_t)1 << 36)) {
+        return bad(err, len, "total: must be 1 byte .. 64 GiB, got %llu",
+                   (unsigned long long)r->total);
+    }
+    if (r->offset > r->total || r->total - r->offset < r->data.len) {
+        return bad(err, len, "offset: %zu bytes at %llu go past total %llu", r->data.len,
+                   (unsigned long long)r->offset, (unsigned long long)r->total);
+    }
+    int last = r->offset + r->data.len == r->total;
+    if (last != (r->last != 0)) {
+        return bad(err, len, "last: must be set exactly on the chunk that ends at total");
+    }
+    if (last && (r->sha256 == NULL || !hv_sha256_valid_hex(r->sha256))) {
+        return bad(err, len, "sha256: the last chunk needs the copy's digest (64 hex digits)");
+    }
+    if (r->generation == 0) {
+        return bad(err, len, "generation: must be at least 1");
+    }
+    return HV_OK;
+}
+
+hv_err hv_validate_fetch_state(const Hvpb__V1__FetchStateRequest *r, char *err, size_t len) {
+    if (r->max_bytes > (1u << 20)) {
+        return bad(err, len, "max_bytes: at most 1 MiB, got %u", r->max_bytes);
+    }
+    return HV_OK;
+}
+
 hv_err hv_validate_rdzv_resize(const Hvpb__V1__RdzvResizeRequest *r, char *err, size_t len) {
     if (r->size == 0) {
         return bad(err, len, "size: must be at least 1");
@@ -375,6 +407,8 @@ CHECK_FN(rdzv_join, Hvpb__V1__RdzvJoinRequest)
 CHECK_FN(kv_put, Hvpb__V1__KvPutRequest)
 CHECK_FN(kv_get, Hvpb__V1__KvGetRequest)
 CHECK_FN(rdzv_resize, Hvpb__V1__RdzvResizeRequest)
+CHECK_FN(put_state, Hvpb__V1__PutStateRequest)
+CHECK_FN(fetch_state, Hvpb__V1__FetchStateRequest)
 
 static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Cluster/Join", &hvpb__v1__join_request__descriptor, check_join},
@@ -401,6 +435,9 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Rendezvous/WatchMembers", &hvpb__v1__rdzv_watch_request__descriptor, NULL},
     {"/hvpb.v1.Rendezvous/KvPut", &hvpb__v1__kv_put_request__descriptor, check_kv_put},
     {"/hvpb.v1.Rendezvous/KvGet", &hvpb__v1__kv_get_request__descriptor, check_kv_get},
+    {"/hvpb.v1.Rendezvous/PutState", &hvpb__v1__put_state_request__descriptor, check_put_state},
+    {"/hvpb.v1.Rendezvous/FetchState", &hvpb__v1__fetch_state_request__descriptor,
+     check_fetch_state},
 };
 
 const hv_validate_method_t *hv_validate_methods(size_t *n) {

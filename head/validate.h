@@ -54,6 +54,11 @@ hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, 
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len);
+/* Rendezvous.PutState: chunk at most 1 MiB inside total (<= 64 GiB), last set exactly on the
+ * final chunk, which carries a hex SHA-256; generation >= 1. */
+hv_err hv_validate_put_state(const Hvpb__V1__PutStateRequest *r, char *err, size_t len);
+/* Rendezvous.FetchState: max_bytes at most 1 MiB. */
+hv_err hv_validate_fetch_state(const Hvpb__V1__FetchStateRequest *r, char *err, size_t len);
 hv_err hv_validate_rdzv_resize(const Hvpb__V1__RdzvResizeRequest *r, char *err, size_t len);
 
 /* A plain file name: not empty, no '/', not "." or "..", at most 255 bytes. */

@@ -24,13 +24,38 @@ static void expect(hv_err rc, hv_err want, const char *field) {
 static void case_table(void) {
     size_t n = 0;
     const hv_validate_method_t *ms = hv_validate_methods(&n);
-    CHECK_EQ(n, 22); /* every rpc in proto/hv.proto (tests/integration/malformed_rpc.sh counts) */
+    CHECK_EQ(n, 24); /* every rpc in proto/hv.proto (tests/integration/malformed_rpc.sh counts) */
     for (size_t i = 0; i < n; i++) {
         CHECK(ms[i].path != NULL && ms[i].path[0] == '/' && ms[i].req != NULL);
         for (size_t k = 0; k < i; k++) {
             CHECK(strcmp(ms[i].path, ms[k].path) != 0);
         }
     }
+}
+
+/* PutState: a chunk inside its copy, the last one flagged and carrying a digest. */
+static void case_put_state(void) {
+    Hvpb__V1__PutStateRequest r = HVPB__V1__PUT_STATE_REQUEST__INIT;
+    uint8_t b[16] = {0};
+    r.generation = 1;
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_EINVAL, "total:");
+    r.total = 32;
+    r.data.data = b;
+    r.data.len = sizeof(b);
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_OK, "");
+    r.offset = 20;
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_EINVAL, "offset:");
+    r.offset = 16;
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_EINVAL, "last:");
+    r.last = 1;
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_EINVAL, "sha256:");
+    r.sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_OK, "");
+    r.generation = 0;
+    expect(hv_validate_put_state(&r, err, sizeof(err)), HV_EINVAL, "generation:");
+    Hvpb__V1__FetchStateRequest f = HVPB__V1__FETCH_STATE_REQUEST__INIT;
+    f.max_bytes = (1u << 20) + 1;
+    expect(hv_validate_fetch_state(&f, err, sizeof(err)), HV_EINVAL, "max_bytes:");
 }
 
 static void case_join(void) {
@@ -375,8 +400,9 @@ static void case_sizes(void) {
 
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"table", case_table},   {"join", case_join}, {"artifacts", case_artifacts},
-        {"submit", case_submit}, {"misc", case_misc}, {"sizes", case_sizes},
+        {"table", case_table},         {"put_state", case_put_state}, {"join", case_join},
+        {"artifacts", case_artifacts}, {"submit", case_submit},       {"misc", case_misc},
+        {"sizes", case_sizes},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

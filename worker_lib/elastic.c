@@ -21,8 +21,10 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "copier.h"
 #include "log.h"
 #include "mem.h"
 #include "process.h"
@@ -58,6 +60,7 @@ struct hv_state_s {
     uint64_t commits;          // commits that returned HV_OK
     uint64_t round_commits;    // commits in the current round (the check cadence)
     uint32_t round_generation; // the round round_commits counts in
+    hv__copier_t *copier;      // owned while hv_elastic_run runs: copies to the head (NULL: off)
 };
 
 /* ---- registration ---------------------------------------------------------------------------- */
@@ -215,10 +218,15 @@ static uint64_t ckpt_fnv(const unsigned char *p, size_t n) {
     return h;
 }
 
-hv_err hv_state_save(const hv_state_t *st, const char *path) {
-    if (st == NULL || path == NULL || path[0] == '\0') {
-        return HV_EINVAL;
-    }
+/* Writes the checksum trailer of a serialised state of len bytes. */
+static void ckpt_seal(unsigned char *buf, size_t len) {
+    uint64_t h = ckpt_fnv(buf, len - 8);
+    memcpy(buf + len - 8, &h, 8);
+}
+
+/* The state in the checkpoint format (the last commit when there is one), as an owned buffer.
+ * seal 0 leaves the checksum trailer to ckpt_seal (the copier does it on its own thread). */
+static hv_err state_serialize(const hv_state_t *st, int seal, unsigned char **buf, size_t *len) {
     size_t total = 8 + 4 + 8;
     for (int i = 0; i < st->nbufs; i++) {
         total += 2 + strlen(st->bufs[i].name) + 8 + st->bufs[i].bytes;
@@ -244,8 +252,22 @@ hv_err hv_state_save(const hv_state_t *st, const char *path) {
         memcpy(p, st->have_snapshot && b->snap != NULL ? b->snap : b->buf, b->bytes);
         p += b->bytes;
     }
-    uint64_t h = ckpt_fnv(out, (size_t)(p - out));
-    memcpy(p, &h, 8);
+    memset(p, 0, 8);
+    *buf = out;
+    *len = total;
+    if (seal) {
+        ckpt_seal(out, total);
+    }
+    return HV_OK;
+}
+
+hv_err hv_state_save(const hv_state_t *st, const char *path) {
+    if (st == NULL || path == NULL || path[0] == '\0') {
+        return HV_EINVAL;
+    }
+    unsigned char *out = NULL;
+    size_t total = 0;
+    HV_TRY(state_serialize(st, 1, &out, &total));
     hv_err rc = hv_write_file_atomic(path, out, total, 0600);
     hv_free(out);
     if (rc != HV_OK) {
@@ -254,6 +276,8 @@ hv_err hv_state_save(const hv_state_t *st, const char *path) {
     }
     return rc;
 }
+
+static hv_err state_deserialize(hv_state_t *st, const char *data, size_t len, const char *what);
 
 hv_err hv_state_load(hv_state_t *st, const char *path) {
     if (st == NULL || path == NULL || path[0] == '\0') {
@@ -268,6 +292,14 @@ hv_err hv_state_load(hv_state_t *st, const char *path) {
     if (rc != HV_OK) {
         return rc; /* HV_ENOTFOUND: no checkpoint yet */
     }
+    rc = state_deserialize(st, data, len, path);
+    hv_free(data);
+    return rc;
+}
+
+/* Copies a checkpoint image (len bytes) into the registered buffers; what: its name for the log.
+ * Checks everything before copying anything: HV_EINVAL (logged) changes nothing. */
+static hv_err state_deserialize(hv_state_t *st, const char *data, size_t len, const char *what) {
     const unsigned char *b = (const unsigned char *)data, *end = b + len;
     const char *why = NULL;
     uint64_t h = 0;
@@ -315,12 +347,10 @@ hv_err hv_state_load(hv_state_t *st, const char *path) {
         }
     }
     if (why != NULL) {
-        HV_LOG(HV_LOG_WARN, "elastic", "HV-STATE-LOAD", "checkpoint %s not loaded: %s", path, why);
-        hv_free(data);
+        HV_LOG(HV_LOG_WARN, "elastic", "HV-STATE-LOAD", "checkpoint %s not loaded: %s", what, why);
         return HV_EINVAL;
     }
     st->have_snapshot = 0; /* the next sync or commit snapshots what was loaded */
-    hv_free(data);
     return HV_OK;
 }
 
@@ -559,6 +589,99 @@ hv_err hv_state_sync(hv_state_t *st) {
     return HV_OK;
 }
 
+/* ---- copies outside the workers (issue 15 §1) ------------------------------------------------ */
+
+/* The copier's send, on its thread: seals the copy (its checksum, a pass over every byte, is
+ * kept off the training thread), then the member's rendezvous stores it with the head. */
+static hv_err copy_send(void *ud, uint32_t generation, uint64_t commit, const void *data,
+                        size_t len) {
+    ckpt_seal((unsigned char *)data, len); /* the copier owns the buffer */
+    return hv__member_put_state(ud, generation, commit, data, len);
+}
+
+/* Rank 0 after a commit: when a copy is due (copier.h) and none is in flight, serialise the
+ * commit's snapshot here (the one cost on this thread) and hand it to the copier's thread. */
+static void copy_offer(hv_state_t *st, uint32_t generation) {
+    uint64_t t0 = hv_now_ms();
+    if (!hv__copier_want(st->copier, t0)) {
+        return;
+    }
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (state_serialize(st, 0, &buf, &len) != HV_OK) {
+        return; /* out of memory: no copy this time, training goes on */
+    }
+    uint64_t t1 = hv_now_ms();
+    hv__copier_offer(st->copier, generation, st->commits, buf, len, t1 - t0, t1);
+}
+
+/* hv_elastic_run's start: copies go to the head when the rendezvous keeps them (the head's)
+ * and HV_STATE_COPY is not 0. No copier is no failure: the job only loses its protection. */
+static void copy_start(hv_state_t *st, hv__member_t *m) {
+    const char *env = getenv("HV_STATE_COPY");
+    if (!hv__member_elastic(m) || !hv__member_can_copy(m) || st->nbufs == 0 ||
+        (env != NULL && strcmp(env, "0") == 0)) {
+        return;
+    }
+    hv__copy_policy_t p;
+    hv__copy_policy_default(&p);
+    if (hv__copier_create(copy_send, m, &p, &st->copier) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "elastic", "HV-COPY-START",
+               "no copies of the state outside this node: the copier did not start");
+        st->copier = NULL;
+    }
+}
+
+/* hv_elastic_run's end: the copy in flight finishes (bounded), then the thread goes. */
+static void copy_stop(hv_state_t *st) {
+    if (st->copier == NULL) {
+        return;
+    }
+    hv__copier_stats_t cs;
+    hv__copier_stats(st->copier, &cs);
+    hv__copier_destroy(st->copier);
+    st->copier = NULL;
+    if (cs.offered > 0) {
+        HV_LOG(HV_LOG_INFO, "elastic", "HV-COPY-STATS",
+               "state copies: %llu sent (%llu bytes), %llu failed, %llu skipped while one was in "
+               "flight; last cost %llu ms",
+               (unsigned long long)cs.sent, (unsigned long long)cs.bytes_sent,
+               (unsigned long long)cs.failed, (unsigned long long)cs.skipped,
+               (unsigned long long)cs.last_cost_ms);
+    }
+}
+
+/* The first round of a worker whose job lost every member: rank 0 loads the head's copy before
+ * the first sync, which hands it to every other rank. */
+static hv_err copy_resume(hv_state_t *st, hv__member_t *m) {
+    const hv__rdzv_assignment_t *a = hv__member_assignment(m);
+    if (a == NULL || !a->resume || a->rank != 0) {
+        return HV_OK;
+    }
+    void *data = NULL;
+    size_t len = 0;
+    hv_err rc = hv__member_fetch_state(m, a->resume_commit, &data, &len);
+    if (rc == HV_OK) {
+        char what[96];
+        snprintf(what, sizeof(what), "the head's copy of commit %llu",
+                 (unsigned long long)a->resume_commit);
+        rc = state_deserialize(st, data, len, what);
+        hv_free(data);
+    }
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "elastic", "HV-COPY-RESUME",
+               "every member of the job was lost and this round resumes from the head's copy, "
+               "but it could not be loaded: %s",
+               hv_strerror(rc));
+        return rc;
+    }
+    HV_LOG(HV_LOG_NOTICE, "elastic", "HV-COPY-RESUME",
+           "resumed from the head's copy of generation %u, commit %llu (%zu bytes, %.1f s old)",
+           a->resume_generation, (unsigned long long)a->resume_commit, len,
+           (double)a->resume_age_ms / 1000.0);
+    return HV_OK;
+}
+
 /* ---- commit, check --------------------------------------------------------------------------- */
 
 hv_err hv_state_check(hv_state_t *st) {
@@ -614,6 +737,9 @@ hv_err hv_state_commit(hv_state_t *st) {
         HV_TRY(hv_state_check(st));
     }
     st->commits++;
+    if (st->copier != NULL && a->rank == 0) {
+        copy_offer(st, a->generation);
+    }
     return HV_OK;
 }
 
@@ -643,6 +769,10 @@ static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud
     hv__member_change_t ch = {0};
     HV_TRY(state_snapshot(st)); // restore before the first commit returns here
     for (;;) {
+        if (first) {
+            HV_TRY(copy_resume(st, m));
+            HV_TRY(state_snapshot(st)); // a failed first sync restores the loaded copy
+        }
         hv_err rc = hv_state_sync(st);
         if (rc == HV_OK) {
             if (!first) {
@@ -717,7 +847,9 @@ hv_err hv_elastic_run(hv_state_t *st, hv_train_fn fn, void *ud) {
     }
     st->running = 1;
     st->removed = 0;
+    copy_start(st, m);
     hv_err rc = run_loop(st, m, fn, ud);
+    copy_stop(st);
     st->running = 0;
     return rc;
 }

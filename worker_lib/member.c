@@ -236,6 +236,26 @@ const hv__rdzv_assignment_t *hv__member_assignment(hv__member_t *m) {
 }
 
 int hv__member_elastic(const hv__member_t *m) { return m->elastic; }
+
+int hv__member_can_copy(const hv__member_t *m) {
+    return m != NULL && m->rdzv.ops != NULL && m->rdzv.ops->put_state != NULL &&
+           m->rdzv.ops->fetch_state != NULL;
+}
+
+hv_err hv__member_put_state(hv__member_t *m, uint32_t generation, uint64_t commit, const void *data,
+                            size_t len) {
+    if (!hv__member_can_copy(m)) {
+        return HV_ENOTSUP;
+    }
+    return m->rdzv.ops->put_state(m->rdzv.ctx, generation, commit, data, len);
+}
+
+hv_err hv__member_fetch_state(hv__member_t *m, uint64_t commit, void **data, size_t *len) {
+    if (!hv__member_can_copy(m)) {
+        return HV_ENOTSUP;
+    }
+    return m->rdzv.ops->fetch_state(m->rdzv.ctx, commit, data, len);
+}
 int hv__member_removed(const hv__member_t *m) { return m->removed; }
 
 uint32_t hv__member_pushed(hv__member_t *m) {

@@ -92,6 +92,14 @@ hv_err hv__member_done(hv__member_t *m);
 /* Aborts the current world's data plane (any thread, never blocks). */
 void hv__member_abort(hv__member_t *m, hv_err why, const char *reason);
 
+/* The rendezvous' copies of the state (rdzv.h put_state / fetch_state); HV_ENOTSUP when it has
+ * none. put_state may be called from another thread (libhv's copier) while m is in use; m must
+ * outlive the call. */
+int hv__member_can_copy(const hv__member_t *m);
+hv_err hv__member_put_state(hv__member_t *m, uint32_t generation, uint64_t commit, const void *data,
+                            size_t len);
+hv_err hv__member_fetch_state(hv__member_t *m, uint64_t commit, void **data, size_t *len);
+
 /* The detail of the last failed join ("" if none), copied into buf. */
 void hv__member_last_error(hv__member_t *m, char *buf, size_t len);
 

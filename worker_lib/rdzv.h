@@ -48,6 +48,13 @@ typedef struct hv__rdzv_assignment_s {
                      must leave without reporting Done; rank, size and peers are then unset */
     int rollback; /* 1: the round follows a failure (the survivors restored a commit) */
     char reason[HV_RDZV_REASON_MAX]; /* why the round opened ("" when not given) */
+    /* The round resumes the job from the head's copy of its state (every member was lost):
+     * rank 0 fetches that copy (fetch_state) and loads it before the first sync. */
+    int resume;
+    uint32_t resume_generation; /* the round the copy was committed in */
+    uint64_t resume_commit;     /* its commit number (what fetch_state asks for) */
+    uint64_t resume_size;       /* bytes */
+    uint64_t resume_age_ms;     /* how old it was when the round closed (the head's clock) */
 } hv__rdzv_assignment_t;
 
 /* A membership push: the head opened round `generation`. */
@@ -97,6 +104,16 @@ typedef struct hv__rdzv_ops_s {
      * (handed out since the last commit, over all ranks) to be done again; cleared once a join
      * has carried it. */
     void (*note_redone)(void *ctx, uint64_t samples);
+    /* Optional (NULL: no copies outside the workers). Sends a copy of the committed state (len
+     * bytes, borrowed; hv_state_save's format) committed in round generation at commit number
+     * commit to the head, in chunks; returns once it is stored there. Called from libhv's copier
+     * thread while the training thread uses the other ops: it shares only thread-safe parts. */
+    hv_err (*put_state)(void *ctx, uint32_t generation, uint64_t commit, const void *data,
+                        size_t len);
+    /* Optional. Fetches the job's stored copy of commit (0: the newest) into an owned buffer
+     * (hv_free) of *len bytes, its digest checked. HV_ENOTFOUND when there is none (or it was
+     * replaced). */
+    hv_err (*fetch_state)(void *ctx, uint64_t commit, void **data, size_t *len);
     /* Optional: the detail of the last failed call ("resets exceeded --max-resets 2"), "" when
      * none. The string is owned by the client and valid until its next call. */
     const char *(*last_error)(void *ctx);

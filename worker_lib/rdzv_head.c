@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mem.h"
 #include "rpc.h"
+#include "sha256.h"
 #include "util.h"
 
 #define HEAD_CALL_MS 10000        // Done, KvPut: plain unary calls
@@ -123,6 +124,14 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     a.generation = r->generation;
     a.check_every = r->check_every;
     a.rollback = r->rollback;
+    if (r->resume != NULL && r->resume->commit > 0) {
+        a.resume = 1;
+        a.resume_generation = r->resume->generation;
+        a.resume_commit = r->resume->commit;
+        a.resume_size = r->resume->size;
+        uint64_t now = hv_wall_ms();
+        a.resume_age_ms = now > r->resume->stored_ms ? now - r->resume->stored_ms : 0;
+    }
     snprintf(a.reason, sizeof(a.reason), "%s", r->reason ? r->reason : "");
     if (r->removed) {
         // Drained: no rank, no peers. The caller leaves the job without Done.
@@ -239,6 +248,126 @@ static hv_err head_kv_put(void *ctx, const char *key, const void *value, size_t 
                    HEAD_CALL_MS, HEAD_CALL_MS, 0, &resp, NULL);
     hv_rpc_msg_free(resp);
     return rc;
+}
+
+/* ---- copies of the state (PutState, FetchState) ---- */
+
+#define HEAD_STATE_CHUNK ((size_t)1 << 20)
+#define HEAD_STATE_MAX ((uint64_t)1 << 36)
+
+/* Runs on the copier thread: only the channel (thread-safe) and the ids are shared. A failed
+ * chunk ends this copy (the next one starts again at 0). */
+static hv_err head_put_state(void *ctx, uint32_t generation, uint64_t commit, const void *data,
+                             size_t len) {
+    head_client_t *c = ctx;
+    if (len == 0 || (uint64_t)len > HEAD_STATE_MAX) {
+        return HV_ETOOBIG;
+    }
+    uint8_t dg[32];
+    char hex[65];
+    hv_sha256_t sha;
+    hv_sha256_init(&sha);
+    hv_sha256_update(&sha, data, len);
+    hv_sha256_final(&sha, dg);
+    hv_sha256_hex(dg, hex);
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < HEAD_STATE_CHUNK ? len - off : HEAD_STATE_CHUNK;
+        Hvpb__V1__PutStateRequest req = HVPB__V1__PUT_STATE_REQUEST__INIT;
+        req.job_id = c->job_id;
+        req.worker_id = c->worker_id;
+        req.generation = generation;
+        req.commit = commit;
+        req.total = len;
+        req.offset = off;
+        req.data.data = (uint8_t *)data + off;
+        req.data.len = n;
+        req.last = off + n == len;
+        req.sha256 = req.last ? hex : "";
+        ProtobufCMessage *resp = NULL;
+        hv_rpc_status_t st = {0};
+        hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/PutState", &req.base,
+                                 &hvpb__v1__put_state_reply__descriptor, HEAD_CALL_MS, &resp, &st);
+        hv_rpc_msg_free(resp);
+        if (rc != HV_OK) {
+            HV_LOG(rc == HV_ESTATE || rc == HV_EPERM ? HV_LOG_INFO : HV_LOG_WARN, "rdzv",
+                   "HV-RDZV-PUTSTATE",
+                   "job %llu worker %llu: the copy of generation %u, commit %llu was not stored: "
+                   "%s (%s)",
+                   (unsigned long long)c->job_id, (unsigned long long)c->worker_id, generation,
+                   (unsigned long long)commit, hv_strerror(rc), st.msg);
+            return rc;
+        }
+        off += n;
+    }
+    return HV_OK;
+}
+
+static hv_err head_fetch_state(void *ctx, uint64_t commit, void **data, size_t *len) {
+    head_client_t *c = ctx;
+    uint8_t *buf = NULL;
+    uint64_t size = 0, off = 0;
+    char want[65] = "";
+    hv_err rc = HV_OK;
+    do {
+        Hvpb__V1__FetchStateRequest req = HVPB__V1__FETCH_STATE_REQUEST__INIT;
+        req.job_id = c->job_id;
+        req.worker_id = c->worker_id;
+        req.offset = off;
+        req.commit = commit;
+        ProtobufCMessage *resp = NULL;
+        hv_rpc_status_t st = {0};
+        rc = head_unary(c, "/hvpb.v1.Rendezvous/FetchState", &req.base,
+                        &hvpb__v1__fetch_state_reply__descriptor, HEAD_DONE_BUDGET_MS, HEAD_CALL_MS,
+                        0, &resp, &st);
+        if (rc != HV_OK) {
+            snprintf(c->last_error, sizeof(c->last_error), "%s", st.msg);
+            HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-FETCHSTATE",
+                   "job %llu worker %llu: fetching the state copy failed at byte %llu: %s (%s)",
+                   (unsigned long long)c->job_id, (unsigned long long)c->worker_id,
+                   (unsigned long long)off, hv_strerror(rc), st.msg);
+            break;
+        }
+        Hvpb__V1__FetchStateReply *r = (Hvpb__V1__FetchStateReply *)resp;
+        if (r->copy == NULL || r->copy->size == 0 || r->copy->size > HEAD_STATE_MAX ||
+            (off > 0 && r->copy->size != size) || r->data.len > r->copy->size - off ||
+            (r->data.len == 0 && off < r->copy->size)) {
+            rc = HV_EPROTO;
+        } else if (off == 0) {
+            size = r->copy->size;
+            commit = r->copy->commit; /* every later chunk from the same copy */
+            snprintf(want, sizeof(want), "%s", r->copy->sha256 ? r->copy->sha256 : "");
+            if ((buf = hv_malloc((size_t)size)) == NULL) {
+                rc = HV_ENOMEM;
+            }
+        }
+        if (rc == HV_OK) {
+            memcpy(buf + off, r->data.data, r->data.len);
+            off += r->data.len;
+        }
+        hv_rpc_msg_free(resp);
+    } while (rc == HV_OK && off < size);
+    if (rc == HV_OK) {
+        uint8_t dg[32];
+        char hex[65];
+        hv_sha256_t sha;
+        hv_sha256_init(&sha);
+        hv_sha256_update(&sha, buf, (size_t)size);
+        hv_sha256_final(&sha, dg);
+        hv_sha256_hex(dg, hex);
+        if (strcmp(hex, want) != 0) {
+            HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-FETCHSTATE",
+                   "job %llu: the state copy's digest is %s, the head said %s",
+                   (unsigned long long)c->job_id, hex, want);
+            rc = HV_EPROTO;
+        }
+    }
+    if (rc != HV_OK) {
+        hv_free(buf);
+        return rc;
+    }
+    *data = buf;
+    *len = (size_t)size;
+    return HV_OK;
 }
 
 static hv_err head_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **value, size_t *len) {
@@ -466,6 +595,8 @@ static const hv__rdzv_ops_t head_ops = {
     .watch = head_watch,
     .watch_stop = head_watch_stop,
     .note_redone = head_note_redone,
+    .put_state = head_put_state,
+    .fetch_state = head_fetch_state,
     .last_error = head_last_error,
     .destroy = head_destroy,
 };

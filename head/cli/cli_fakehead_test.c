@@ -1524,6 +1524,56 @@ static void test_hvctl_elastic(void) {
     }
 }
 
+/* The copy of a running elastic job's state: hvctl job shows it, hvctl status warns when there
+ * is none or it is old (issue 15: the state must outlive the workers). */
+static void test_hvctl_state_copy(void) {
+    reset_counts();
+    Hvpb__V1__JobView v = view_elastic;
+    v.state = "running";
+    v.workers = NULL;
+    v.n_workers = 0;
+    final_view = &v;
+    run_t r;
+    const char *st[] = {"status", NULL};
+    run_tool(&r, "hvctl", st);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "warning: job 7 has no copy of its training state outside its workers yet");
+    run_free(&r);
+    const char *job[] = {"job", "7", NULL};
+    run_tool(&r, "hvctl", job);
+    CHECK_HAS(r.out, "STATE COPY: none outside its workers yet\n");
+    run_free(&r);
+
+    Hvpb__V1__StateCopyRef copy = HVPB__V1__STATE_COPY_REF__INIT;
+    copy.generation = 3;
+    copy.commit = 120;
+    copy.stored_ms = hv_wall_ms() - 2000;
+    v.copy = &copy;
+    v.resumes = 1;
+    v.resume_generation = 3;
+    run_tool(&r, "hvctl", st);
+    CHECK_STATUS(&r, 0);
+    CHECK_LACKS(r.out, "warning: job 7");
+    run_free(&r);
+    run_tool(&r, "hvctl", job);
+    CHECK_HAS(r.out, "STATE COPY: kept by the head: generation 3, commit 120, 2");
+    CHECK_HAS(r.out, "RESUMED:    1 time from the head's copy (last in generation 3)\n");
+    run_free(&r);
+    const char *js[] = {"--json", "job", "7", NULL};
+    run_tool(&r, "hvctl", js);
+    CHECK_HAS(r.out, "\"resumes\": 1,\n");
+    CHECK_HAS(r.out, "\"copy\": {\n");
+    CHECK_HAS(r.out, "\"commit\": 120,\n");
+    CHECK(json_valid(r.out));
+    run_free(&r);
+
+    copy.stored_ms = hv_wall_ms() - 10u * 60u * 1000u;
+    run_tool(&r, "hvctl", st);
+    CHECK_HAS(r.out, "warning: job 7's newest copy of its training state is 10");
+    run_free(&r);
+    final_view = &view_ok;
+}
+
 static void test_hvctl_drain(void) {
     reset_counts();
     run_t r;
@@ -1623,6 +1673,7 @@ static const struct {
     {"hvctl", test_hvctl},
     {"submit_elastic", test_submit_elastic},
     {"hvctl_elastic", test_hvctl_elastic},
+    {"hvctl_state_copy", test_hvctl_state_copy},
     {"hvctl_drain", test_hvctl_drain},
 };
 

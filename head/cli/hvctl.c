@@ -912,6 +912,21 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
     hv_cli_json_u64(j, v->max_resets);
     hv_cli_json_key(j, "check_every");
     hv_cli_json_u64(j, v->check_every);
+    hv_cli_json_key(j, "resumes");
+    hv_cli_json_u64(j, v->resumes);
+    hv_cli_json_key(j, "resume_generation");
+    hv_cli_json_u64(j, v->resume_generation);
+    if (v->copy != NULL) {
+        hv_cli_json_key(j, "copy");
+        hv_cli_json_obj_begin(j);
+        hv_cli_json_key(j, "generation");
+        hv_cli_json_u64(j, v->copy->generation);
+        hv_cli_json_key(j, "commit");
+        hv_cli_json_u64(j, v->copy->commit);
+        hv_cli_json_key(j, "stored_ms");
+        hv_cli_json_u64(j, v->copy->stored_ms);
+        hv_cli_json_obj_end(j);
+    }
     if (with_workers) {
         hv_cli_json_key(j, "workers");
         hv_cli_json_arr_begin(j);
@@ -985,6 +1000,19 @@ static int ctl_jobs(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+/* The newest copy of the job's state the head keeps: "generation 3, commit 120, 1.2 s old". */
+static const char *ctl_fmt_copy(const Hvpb__V1__JobView *v, uint64_t now, char *buf, size_t len) {
+    if (v->copy == NULL || v->copy->commit == 0) {
+        snprintf(buf, len, "none outside its workers yet");
+        return buf;
+    }
+    char age[32];
+    hv_cli_fmt_duration(now > v->copy->stored_ms ? now - v->copy->stored_ms : 0, age, sizeof(age));
+    snprintf(buf, len, "kept by the head: generation %u, commit %llu, %s old",
+             (unsigned)v->copy->generation, (unsigned long long)v->copy->commit, age);
+    return buf;
+}
+
 static int ctl_job(const ctl_t *c) {
     Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
     req.job_id = c->o->job_id;
@@ -1022,6 +1050,13 @@ static int ctl_job(const ctl_t *c) {
                v->size == 1 ? "" : "s");
         ctl_field("ROUND:      ", hv_cli_fmt_round(v, round, sizeof(round)));
         printf("RESETS:     %u of at most %u\n", (unsigned)v->resets, (unsigned)v->max_resets);
+        char copy[200];
+        printf("STATE COPY: %s\n", ctl_fmt_copy(v, hv_wall_ms(), copy, sizeof(copy)));
+        if (v->resumes > 0) {
+            printf("RESUMED:    %u time%s from the head's copy (last in generation %u)\n",
+                   (unsigned)v->resumes, v->resumes == 1 ? "" : "s",
+                   (unsigned)v->resume_generation);
+        }
     } else {
         printf("RESETS:     %u\n", (unsigned)v->resets);
     }
@@ -1837,6 +1872,44 @@ static int ctl_drain(const ctl_t *c, int drain) {
 
 /* ---- status --------------------------------------------------------------------------------- */
 
+/* A running elastic job whose state lives only in its workers (no copy yet, or an old one) is
+ * lost with its last node: say so under the status (text only). */
+#define CTL_COPY_STALE_MS (5u * 60u * 1000u)
+
+static void ctl_copy_warnings(const ctl_t *c, Hvpb__V1__JobView *const *jobs, size_t n,
+                              uint64_t now) {
+    for (size_t i = 0; i < n; i++) {
+        const Hvpb__V1__JobView *lv = jobs[i];
+        if (!lv->elastic || strcmp(lv->state, "running") != 0 || lv->generation == 0) {
+            continue;
+        }
+        Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
+        req.job_id = lv->job_id;
+        ProtobufCMessage *resp = NULL;
+        hv_rpc_status_t st;
+        memset(&st, 0, sizeof(st));
+        if (hv_cli_rpc_unary(c->ch, "/hvpb.v1.Jobs/GetJob", &req.base,
+                             &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp,
+                             &st) != HV_OK) {
+            continue;
+        }
+        const Hvpb__V1__JobView *v = (const Hvpb__V1__JobView *)resp;
+        char age[32];
+        if (v->copy == NULL || v->copy->commit == 0) {
+            printf("warning: job %llu has no copy of its training state outside its workers yet: "
+                   "if every node it runs on is lost, the job is lost\n",
+                   (unsigned long long)v->job_id);
+        } else if (now > v->copy->stored_ms && now - v->copy->stored_ms > CTL_COPY_STALE_MS) {
+            printf("warning: job %llu's newest copy of its training state is %s old (generation "
+                   "%u, commit %llu): losing its nodes now would lose that much training\n",
+                   (unsigned long long)v->job_id,
+                   hv_cli_fmt_duration(now - v->copy->stored_ms, age, sizeof(age)),
+                   (unsigned)v->copy->generation, (unsigned long long)v->copy->commit);
+        }
+        hv_rpc_msg_free(resp);
+    }
+}
+
 static int ctl_status(const ctl_t *c) {
     ctl_pages_t npg, jpg;
     Hvpb__V1__ListNodesReply nall;
@@ -1862,6 +1935,7 @@ static int ctl_status(const ctl_t *c) {
         hv_cli_json_finish(&j);
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        ctl_copy_warnings(c, jr->jobs, jr->n_jobs, now);
     }
     ctl_pages_free(&jpg);
     ctl_pages_free(&npg);

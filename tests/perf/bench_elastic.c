@@ -12,6 +12,7 @@
  *   BENCH step  <t> gen=G size=N step=S             the first step completed in a round
  *   BENCH lost  <t> gen=G steps=K                   steps rolled back (restore) at a reset
  *   BENCH left  <t> gen=G                           this worker was drained out
+ *   BENCH done  <t> gen=G rank=R steps=S            the training function returns (--steps)
  * Options: --model BYTES, --steps N (total steps, default: run until --seconds), --seconds S
  * (default 120), --step-ms M (sleep per step, default 5).
  */
@@ -61,6 +62,9 @@ static hv_err train(hv_state_t *st, void *ud) {
     for (;;) {
         if ((b->max_steps > 0 && b->step >= b->max_steps) ||
             (b->max_steps == 0 && wall_ms() >= b->deadline)) {
+            printf("BENCH done %llu gen=%u rank=%d steps=%llu\n", (unsigned long long)wall_ms(),
+                   hv_generation(), hv_rank(), (unsigned long long)b->step);
+            fflush(stdout);
             return HV_OK;
         }
         hv_err rc = hv_allreduce(b->model, b->model, b->n, HV_FLOAT32, HV_AVG);

@@ -1,0 +1,68 @@
+/*
+ * statecopy: the files of the copies of jobs' training state that the head keeps in
+ * <data>/states/ (issue 15 §1: the state outlives its workers). A copy arrives in chunks
+ * (Rendezvous.PutState, svc_rdzv.c): each job has at most one copy in progress, written to
+ * <epoch>-<job>.part and hashed as it comes; at the last chunk the size and the SHA-256 are
+ * checked, the file is synced and renamed to <epoch>-<job>-g<generation>-c<commit>.bin, a name
+ * no other copy has, so that the stored row (the driver records it in sqlite before anyone is
+ * told) never names a half-written or replaced file. The previous copy's file is removed once
+ * the new row is stored. Chunks of a stored copy are read back for a resumed job
+ * (Rendezvous.FetchState).
+ *
+ * It is not the bookkeeping (store.c's state_copies table, through the driver) nor the decision
+ * to resume (jobm.c). Loop thread only; every file operation is synchronous and bounded by the
+ * chunk size (1 MiB).
+ */
+#ifndef HV_HEAD_STATECOPY_H
+#define HV_HEAD_STATECOPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define HV_STATECOPY_CHUNK_MAX ((size_t)1 << 20)
+#define HV_STATECOPY_SIZE_MAX ((uint64_t)1 << 36) /* 64 GiB, as hv_state_load reads */
+
+typedef struct hv_statecopies_s hv_statecopies_t;
+
+/* A copy whose every byte arrived and was checked. */
+typedef struct hv_statecopy_done_s {
+    uint32_t generation;
+    uint64_t commit, size;
+    char sha256[65];
+    char path[512];
+} hv_statecopy_done_t;
+
+/* Creates <dir> (mode 0700) and removes the .part files a previous head left. epoch: the
+ * database's (borrowed; copied). A copy is refused (HV_ETOOBIG) when writing it would leave
+ * less than reserve bytes free on dir's file system (the room kept for the head's own state). */
+hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserve,
+                             hv_statecopies_t **out);
+void hv_statecopies_destroy(hv_statecopies_t *c);
+
+/* One chunk of job's copy. offset 0 starts a new copy (dropping one in progress); any other
+ * offset must continue the one in progress with the same generation, commit and total
+ * (HV_ESTATE otherwise: the sender starts again at 0). When offset + len == total, sha256 must
+ * match (HV_EPROTO otherwise; the part is dropped): the file is published and *done filled,
+ * *complete set to 1. HV_EIO when the disk fails (detail in err). */
+hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generation, uint64_t commit,
+                        uint64_t total, uint64_t offset, const uint8_t *data, size_t len,
+                        const char *sha256, int *complete, hv_statecopy_done_t *done, char *err,
+                        size_t errlen);
+
+/* Pure: may a copy of total bytes be written on a file system of fs_bytes with free_bytes free,
+ * keeping reserve free? As the job logs do (joblog.c), the room kept is at most a quarter of a
+ * small file system. */
+int hv_statecopy_room(uint64_t free_bytes, uint64_t fs_bytes, uint64_t total, uint64_t reserve);
+
+/* Drops job's copy in progress (the job ended). */
+void hv_statecopy_abort(hv_statecopies_t *c, uint64_t job_id);
+
+/* Reads up to cap bytes of the file path from offset into buf; *n gets the count. */
+hv_err hv_statecopy_read(const char *path, uint64_t offset, uint8_t *buf, size_t cap, size_t *n);
+
+/* Removes a published copy's file (a newer one is stored, or the job finished). */
+void hv_statecopy_remove(const char *path);
+
+#endif

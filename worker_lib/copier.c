@@ -1,0 +1,203 @@
+/* copier: see copier.h. */
+#include "copier.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define COPY_FACTOR_DEFAULT 20   /* a copy's cost is at most 1/20 = 5% of the time between copies */
+#define COPY_MIN_MS_DEFAULT 1000 /* the head writes and syncs each copy: at most one a second */
+#define COPY_MAX_MS_DEFAULT 0
+
+struct hv__copier_s {
+    hv__copier_send_fn fn;
+    void *ud;
+    hv__copy_policy_t policy;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    int stop;
+    int busy;   /* a copy is handed over and not finished */
+    void *data; /* the copy handed over (owned) */
+    size_t len;
+    uint32_t generation;
+    uint64_t commit;
+    uint64_t ser_ms; /* what serialising it cost the training thread */
+    hv__copier_stats_t st;
+    /* the training thread's */
+    int offered_any;
+    uint64_t last_begin_ms;
+};
+
+static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t max) {
+    const char *v = getenv(name);
+    uint64_t x = 0;
+    if (v == NULL || v[0] == '\0') {
+        return dflt;
+    }
+    if (hv_parse_u64(v, 0, max, &x) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "elastic", "HV-COPY-ENV",
+               "%s=%s is not a number from 0 to %llu: "
+               "using %llu",
+               name, v, (unsigned long long)max, (unsigned long long)dflt);
+        return dflt;
+    }
+    return x;
+}
+
+void hv__copy_policy_default(hv__copy_policy_t *p) {
+    p->cost_factor = (uint32_t)env_u64("HV_STATE_COPY_FACTOR", COPY_FACTOR_DEFAULT, 100000);
+    p->min_interval_ms = env_u64("HV_STATE_COPY_MIN_MS", COPY_MIN_MS_DEFAULT, 86400000);
+    p->max_interval_ms = env_u64("HV_STATE_COPY_MAX_MS", COPY_MAX_MS_DEFAULT, 86400000);
+}
+
+int hv__copy_due(const hv__copy_policy_t *p, int first, uint64_t since_ms, uint64_t cost_ms) {
+    if (first) {
+        return 1;
+    }
+    if (since_ms < p->min_interval_ms) {
+        return 0;
+    }
+    if (p->max_interval_ms != 0 && since_ms >= p->max_interval_ms) {
+        return 1;
+    }
+    return since_ms >= cost_ms * (uint64_t)p->cost_factor;
+}
+
+static void *copier_main(void *arg) {
+    hv__copier_t *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->stop && c->data == NULL) {
+            pthread_cond_wait(&c->cv, &c->mu);
+        }
+        if (c->data == NULL) {
+            break; /* stopping with nothing to send */
+        }
+        void *data = c->data;
+        size_t len = c->len;
+        uint32_t gen = c->generation;
+        uint64_t commit = c->commit;
+        pthread_mutex_unlock(&c->mu);
+        uint64_t t0 = hv_now_ms();
+        hv_err rc = c->fn(c->ud, gen, commit, data, len);
+        uint64_t took = hv_now_ms() - t0;
+        hv_free(data);
+        pthread_mutex_lock(&c->mu);
+        c->data = NULL;
+        c->busy = 0;
+        c->st.busy_ms += took;
+        c->st.last_cost_ms = c->ser_ms + took;
+        if (rc == HV_OK) {
+            c->st.sent++;
+            c->st.bytes_sent += len;
+        } else {
+            c->st.failed++;
+        }
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+hv_err hv__copier_create(hv__copier_send_fn fn, void *ud, const hv__copy_policy_t *policy,
+                         hv__copier_t **out) {
+    hv__copier_t *c = hv_calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return HV_ENOMEM;
+    }
+    c->fn = fn;
+    c->ud = ud;
+    c->policy = *policy;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (pthread_create(&c->thread, NULL, copier_main, c) != 0) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+        hv_free(c);
+        return HV_EINTERNAL;
+    }
+    *out = c;
+    return HV_OK;
+}
+
+int hv__copier_want(hv__copier_t *c, uint64_t now_ms) {
+    pthread_mutex_lock(&c->mu);
+    uint64_t since = now_ms > c->last_begin_ms ? now_ms - c->last_begin_ms : 0;
+    int due = hv__copy_due(&c->policy, !c->offered_any, since, c->st.last_cost_ms);
+    int want = due && !c->busy;
+    if (due && c->busy) {
+        c->st.skipped++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return want;
+}
+
+void hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void *data, size_t len,
+                      uint64_t ser_ms, uint64_t now_ms) {
+    pthread_mutex_lock(&c->mu);
+    c->offered_any = 1;
+    c->st.offered++;
+    if (c->busy || c->stop) {
+        c->st.skipped++;
+        pthread_mutex_unlock(&c->mu);
+        hv_free(data);
+        return;
+    }
+    c->busy = 1;
+    c->data = data;
+    c->len = len;
+    c->generation = generation;
+    c->commit = commit;
+    c->ser_ms = ser_ms;
+    c->last_begin_ms = now_ms;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+hv_err hv__copier_flush(hv__copier_t *c, uint32_t timeout_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(timeout_ms / 1000);
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    hv_err rc = HV_OK;
+    pthread_mutex_lock(&c->mu);
+    while (c->busy && rc == HV_OK) {
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0) {
+            rc = c->busy ? HV_ETIMEDOUT : HV_OK;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void hv__copier_stats(hv__copier_t *c, hv__copier_stats_t *out) {
+    pthread_mutex_lock(&c->mu);
+    *out = c->st;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void hv__copier_destroy(hv__copier_t *c) {
+    if (c == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    hv_free(c->data);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    hv_free(c);
+}
