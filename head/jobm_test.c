@@ -134,6 +134,17 @@ static void join_all(void) {
     }
 }
 
+/* The common start of an elastic case: a job (np, min_np, max_np, max_resets) with on_a workers
+ * on A and on_b on B, all started and joined into generation 1. */
+static void elastic_on_a_b(uint32_t np, uint32_t min_np, uint32_t max_np, uint32_t max_resets,
+                           uint32_t on_a, uint32_t on_b) {
+    job(1, np, min_np, max_np, max_resets);
+    place(NODE_A, on_a);
+    place(NODE_B, on_b);
+    start_all();
+    join_all();
+}
+
 static void finish(size_t i) {
     CHECK_RC(hv_jm_done(&J, &W[i], W[i].member_gen, now, &O), HV_OK);
     hv_jm_exited(&J, &W[i], 0, 0, "exited with status 0", now, &O);
@@ -260,11 +271,7 @@ static void case_fixed_rejoin_refused(void) {
 /* Elastic Horovod: A(2) and B(2); rank 0 exits 1 -> A struck, its other worker stopped, g2 of
  * size 2 on B, rolled back. */
 static void case_failure_blacklists_node(void) {
-    job(1, 4, 2, 4, 3);
-    place(NODE_A, 2);
-    place(NODE_B, 2);
-    start_all();
-    join_all();
+    elastic_on_a_b(4, 2, 4, 3, 2, 2);
     CHECK_EQ(J.generation, 1);
     CHECK(rank0() == &W[0]);
     hv_jm_out_reset(&O);
@@ -312,11 +319,7 @@ static void case_failure_blacklists_node(void) {
 
 /* All ranks exit 1: the job fails naming the exits and no round of generation 2 closes. */
 static void case_all_fail(void) {
-    job(1, 2, 1, 2, 3);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 3, 1, 1);
     hv_jm_out_reset(&O);
     hv_jm_exited(&J, &W[0], 1, 0, "rank 0 on a exited with status 1", now, &O);
     hv_jm_exited(&J, &W[1], 1, 0, "rank 1 on b exited with status 1", now, &O);
@@ -332,11 +335,7 @@ static void case_all_fail(void) {
 /* A worker killed by the head, or one that was removed, never makes a job succeed. (horovod
  * #3852: a job declared a success after one of its workers was deleted.) */
 static void case_killed_never_success(void) {
-    job(1, 2, 1, 2, 3);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 3, 1, 1);
     hv_jm_out_reset(&O);
     hv_jm_lost(&J, &W[1], "rank 1 on b was lost: node b is dead", now, &O);
     CHECK_EQ(J.generation, 2);
@@ -432,11 +431,7 @@ static void case_grow_then_drain(void) {
  * round with everybody, and only then A's leave. Without replacements in time, A's members leave
  * at the hold's end. */
 static void case_notice_make_before_break(void) {
-    job(1, 4, 2, 4, 10);
-    place(NODE_A, 2);
-    place(NODE_B, 2);
-    start_all();
-    join_all();
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
     CHECK_EQ(J.size, 4);
     CHECK_EQ(hv_jm_wants(&J), 0);
     hv_jm_out_reset(&O);
@@ -477,11 +472,7 @@ static void case_notice_make_before_break(void) {
 
 /* The same notice without replacements in time: at the hold's end A's members leave anyway. */
 static void case_notice_hold_ends(void) {
-    job(1, 4, 2, 4, 10);
-    place(NODE_A, 2);
-    place(NODE_B, 2);
-    start_all();
-    join_all();
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
     hv_jm_out_reset(&O);
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 10000, now, &O);
     now += 9999;
@@ -497,11 +488,7 @@ static void case_notice_hold_ends(void) {
 /* A(8) and B(4), -np 12 --min-np 8 --max-np 12; drain A: the job waits (no deadlock, horovod
  * #3494); C joins with 12 slots before the elastic timeout: a round of 12, rank 0 on B. */
 static void case_drain_below_min_waits_for_capacity(void) {
-    job(1, 12, 8, 12, 5);
-    place(NODE_A, 8);
-    place(NODE_B, 4);
-    start_all();
-    join_all();
+    elastic_on_a_b(12, 8, 12, 5, 8, 4);
     CHECK_EQ(J.size, 12);
     hv_jm_out_reset(&O);
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
@@ -534,11 +521,7 @@ static void case_drain_below_min_waits_for_capacity(void) {
 }
 
 static void case_below_min_times_out(void) {
-    job(1, 4, 3, 4, 5);
-    place(NODE_A, 2);
-    place(NODE_B, 2);
-    start_all();
-    join_all();
+    elastic_on_a_b(4, 3, 4, 5, 2, 2);
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", 0, now, &O);
     join(2, 1);
     join(3, 1);
@@ -614,11 +597,7 @@ static void case_join_refusals(void) {
 
 /* An elastic worker that exits 0 without Done failed; it is struck like any failure. */
 static void case_elastic_exit0_without_done(void) {
-    job(1, 2, 1, 2, 5);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 5, 1, 1);
     hv_jm_out_reset(&O);
     hv_jm_exited(&J, &W[1], 0, 0, "rank 1 on b exited with status 0", now, &O);
     CHECK(find(HV_JA_STRIKE) != NULL);
@@ -816,11 +795,7 @@ static void case_all_done_while_node_drains(void) {
  * the new head knows only what was stored. Done for generation 1 arrives from both members, the
  * drained one included, and the job succeeds. */
 static void case_head_restart_before_done(void) {
-    job(1, 2, 1, 2, 1000);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 1000, 1, 1);
     hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
     CHECK_EQ(J.round_open, 1);
     /* the restart: a new job machine from the stored fields */
@@ -885,11 +860,7 @@ static void case_nothing_opens_after_first_success(void) {
 /* A worker that fails on its own after the first success fails the job (exit status, not a
  * kill from outside), and says so. */
 static void case_failure_after_first_success(void) {
-    job(1, 2, 1, 2, 1000);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 1000, 1, 1);
     done_and_exit(0, 1);
     hv_jm_out_reset(&O);
     hv_jm_exited(&J, &W[1], 3, 0, "rank 1 on b exited with status 3", now, &O);
@@ -903,11 +874,7 @@ static void case_failure_after_first_success(void) {
  * a drained node leave without finishing; the job fails saying why, without waiting for the
  * elastic timeout. */
 static void case_round_without_holders_fails_at_once(void) {
-    job(1, 2, 1, 2, 1000);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 1000, 1, 1);
     hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
     hv_jm_out_reset(&O);
     join(1, 1); /* b's member waits for the round without it */
@@ -929,11 +896,7 @@ static void case_round_without_holders_fails_at_once(void) {
  * round is open; A's workers re-join (their ring broke), and the rollback round closes without
  * B's workers once the grace has passed, long before the 30 s deadline or B's lease. */
 static void case_suspect_round_closes_after_grace(void) {
-    job(1, 4, 2, 4, 10);
-    place(NODE_A, 2);
-    place(NODE_B, 2);
-    start_all();
-    join_all();
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
     hv_jm_out_reset(&O);
     hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
     CHECK_EQ(count(HV_JA_KILL), 0);
@@ -965,11 +928,7 @@ static void case_suspect_round_closes_after_grace(void) {
 
 /* A round that opens after the grace has passed does not wait for the suspects at all. */
 static void case_suspect_before_round_not_waited_for(void) {
-    job(1, 3, 1, 3, 10);
-    place(NODE_A, 2);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(3, 1, 3, 10, 2, 1);
     hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
     now += 2000;
     hv_jm_out_reset(&O);
@@ -984,11 +943,7 @@ static void case_suspect_before_round_not_waited_for(void) {
 /* B's agent re-attaches within the grace (a broken connection, not a lost node): the round
  * waits for B's workers as usual and they stay members. */
 static void case_suspect_heard_again_waits(void) {
-    job(1, 4, 2, 4, 10);
-    place(NODE_A, 2);
-    place(NODE_B, 2);
-    start_all();
-    join_all();
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
     hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
     join(0, 1);
     join(1, 1);
@@ -1055,11 +1010,7 @@ static void case_notice_members_stay_when_others_vanish(void) {
 /* A's notice runs out while B's workers are suspected: A's members do not leave the state to
  * B's (which may be gone); they stay until their node goes. */
 static void case_notice_end_does_not_leave_to_suspects(void) {
-    job(1, 2, 1, 2, 10);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 10, 1, 1);
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 3000, now, &O);
     CHECK(W[0].evict);
     hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
@@ -1070,17 +1021,11 @@ static void case_notice_end_does_not_leave_to_suspects(void) {
     CHECK_EQ(J.round_open, 0);
 }
 
-/* A drain while another node is suspected: its members stay as the holders (as if they were the
- * job's only members) instead of leaving the state to the suspects. */
 /* B is drained (its member leaves once the round without it forms) and A's member fails before
  * that round forms: B's member is the last holder of the state, so it is taken back and the
  * rollback round forms with it instead of the job failing. */
 static void case_leaving_member_taken_back_when_holders_fail(void) {
-    job(1, 2, 1, 2, 1000);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 1000, 1, 1);
     hv_jm_drain(&J, NODE_B, "node b: drained by the operator", 0, now, &O);
     CHECK(W[1].removed && W[1].leaving);
     hv_jm_out_reset(&O);
@@ -1098,11 +1043,7 @@ static void case_leaving_member_taken_back_when_holders_fail(void) {
 
 /* The same with the other holder vanishing (suspected, past its grace) instead of failing. */
 static void case_leaving_member_taken_back_when_holders_vanish(void) {
-    job(1, 2, 1, 2, 1000);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 1000, 1, 1);
     hv_jm_drain(&J, NODE_B, "node b: preemption notice", 0, now, &O);
     hv_jm_suspect(&J, NODE_A, "its agent's session closed", now + 500, now, &O);
     join(1, 1);
@@ -1116,12 +1057,10 @@ static void case_leaving_member_taken_back_when_holders_vanish(void) {
     CHECK(answer_of(&W[1]) == NULL); /* answered with the round, not removed */
 }
 
+/* A drain while another node is suspected: its members stay as the holders (as if they were the
+ * job's only members) instead of leaving the state to the suspects. */
 static void case_drain_with_suspects_keeps_members(void) {
-    job(1, 2, 1, 2, 10);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 10, 1, 1);
     hv_jm_suspect(&J, NODE_B, "its agent's session closed", now + 500, now, &O);
     hv_jm_out_reset(&O);
     hv_jm_drain(&J, NODE_A, "node a: hvctl drain", 0, now, &O);
@@ -1271,11 +1210,7 @@ static void case_own_failure_not_resumed(void) {
 /* Two members: the first loss rolls back onto the survivor as before (no resume); when the
  * survivor goes too while that round is open, the open round becomes the resume round. */
 static void case_resume_in_open_round(void) {
-    job(1, 2, 1, 2, 5);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    start_all();
-    join_all();
+    elastic_on_a_b(2, 1, 2, 5, 1, 1);
     J.copy = (hv_jm_copy_t){.generation = 1, .commit = 9, .stored_ms = now};
     hv_jm_lost(&J, &W[0], "rank 0 on a was lost", now, &O);
     CHECK_EQ(J.generation, 2);
