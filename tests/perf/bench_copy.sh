@@ -28,18 +28,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
-TMP=$(mktemp -d /tmp/hvbenchcopy.XXXXXX)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
-    for p in $PIDS; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-wait_for() { # SECONDS CMD...
-    local i=0; local n=$(( $1 * 10 )); shift
-    while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $n ] && return 1; sleep 0.1; done
-}
+BENCH_TMP_PREFIX=hvbenchcopy
+. "$(dirname "$0")/bench_lib.sh"
 cat >"$TMP/head.yaml" <<YAML
 cluster_name: bench
 listen: 127.0.0.1:0

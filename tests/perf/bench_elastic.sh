@@ -43,19 +43,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
-TMP=$(mktemp -d /tmp/hvbench.XXXXXX)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
-    for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-now_ms() { date +%s%3N; }
-wait_for() { # SECONDS CMD...
-    local i=0; local n=$(( $1 * 10 )); shift
-    while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $n ] && return 1; sleep 0.1; done
-}
+. "$(dirname "$0")/bench_lib.sh"
 # "PID NODE" for every worker of the job (one pass over /proc).
 worker_table() {
     # find says 1 when a process vanished while it looked; that is fine here.

@@ -40,19 +40,7 @@ while [ $# -gt 0 ]; do
 done
 HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
 [ -x "$HEAD_BIN" ] && [ -x "$BIN/hvagent" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $HEAD_BIN, $BIN/hvagent, $BIN/bench_elastic" >&2; exit 2; }
-TMP=$(mktemp -d /tmp/hvbench.XXXXXX)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
-    for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-now_ms() { date +%s%3N; }
-wait_for() { # SECONDS CMD...
-    local i=0; local n=$(( $1 * 10 )); shift
-    while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $n ] && return 1; sleep 0.1; done
-}
+. "$(dirname "$0")/bench_lib.sh"
 # pids of the job's workers on node NAME
 node_workers() {
     { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$D/agent-$1/jobs/*" -printf '%h\n' 2>/dev/null || true; } |
