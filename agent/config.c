@@ -381,23 +381,26 @@ static const char *cmd_name(hv_agent_cmd c) {
     return c == HV_AGENT_CMD_JOIN ? "join" : c == HV_AGENT_CMD_STOP ? "stop" : "drain";
 }
 
-hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char *err,
-                             size_t errlen) {
+/* What the steps of hv_agent_config_parse share while they read the command line. */
+typedef struct parse_state_s {
+    int positional;                /* the head address was given (join's one argument) */
+    int slots_set;                 /* --slots given: no default from the GPUs or CPUs */
+    int token_set, token_file_set; /* --token, --token-file: at most one of them */
+    int work_dir_set;              /* --work-dir given: no default from the name */
+    char work_dir_arg[PATH_MAX];   /* --work-dir as given, made absolute at the end */
+} parse_state_t;
+
+/* The defaults that are not 0. */
+static void cfg_defaults(hv_agent_config_t *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->orphan_kill = 1;
     cfg->connect_timeout_ms = 30000;
     cfg->drain_deadline_ms = 120000;
     cfg->stop_timeout_ms = 20000;
-    err[0] = '\0';
-    int slots_set = 0, token_set = 0, token_file_set = 0, work_dir_set = 0;
-    char work_dir_arg[PATH_MAX] = "";
-    hv_err rc;
+}
 
-    if (argc < 2) {
-        cfg_err(err, errlen, "missing command (join, stop or drain)");
-        return HV_EINVAL;
-    }
-    const char *cmd = argv[1];
+/* The command, argv[1]: join, stop, drain, or help/version (which end the parse). */
+static hv_err cfg_command(hv_agent_config_t *cfg, const char *cmd, char *err, size_t errlen) {
     if (strcmp(cmd, "join") == 0) {
         cfg->cmd = HV_AGENT_CMD_JOIN;
     } else if (strcmp(cmd, "stop") == 0) {
@@ -406,271 +409,333 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
         cfg->cmd = HV_AGENT_CMD_DRAIN;
     } else if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         cfg->cmd = HV_AGENT_CMD_HELP;
-        return HV_OK;
     } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         cfg->cmd = HV_AGENT_CMD_VERSION;
-        return HV_OK;
     } else {
         cfg_err(err, errlen, "unknown command \"%.100s\" (want join, stop or drain)", cmd);
         return HV_EINVAL;
     }
+    return HV_OK;
+}
 
-    int positional = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0) {
-            a = "--help";
-        }
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            if (cfg->cmd != HV_AGENT_CMD_JOIN || positional > 0) {
-                cfg_err(err, errlen, "unexpected argument \"%.100s\"", a);
-                return HV_EINVAL;
-            }
-            positional++;
-            if (hv_parse_hostport(a, cfg->head_host, sizeof(cfg->head_host), &cfg->head_port) !=
-                    HV_OK ||
-                cfg->head_port == 0 || strlen(a) >= sizeof(cfg->head)) {
-                cfg_err(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
-                return HV_EINVAL;
-            }
-            snprintf(cfg->head, sizeof(cfg->head), "%s", a);
-            continue;
-        }
-        const char *nm = a + 2;
-        const char *eq = strchr(nm, '=');
-        size_t nlen = eq != NULL ? (size_t)(eq - nm) : strlen(nm);
-        const flag_t *f = NULL;
-        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
-            if (strlen(flags[k].name) == nlen && strncmp(flags[k].name, nm, nlen) == 0) {
-                f = &flags[k];
-            }
-        }
-        if (f == NULL || !(f->cmds & (1u << cfg->cmd))) {
-            cfg_err(err, errlen, "unknown option '--%.*s' for 'hvagent %s'", (int)nlen, nm,
-                    cmd_name(cfg->cmd));
-            return HV_EINVAL;
-        }
-        const char *val = NULL;
-        if (f->takes_value) {
-            if (eq != NULL) {
-                val = eq + 1;
-            } else if (i + 1 < argc) {
-                val = argv[++i];
-            } else {
-                cfg_err(err, errlen, "--%s needs a value", f->name);
-                return HV_EINVAL;
-            }
-        } else if (eq != NULL) {
-            cfg_err(err, errlen, "--%s takes no value", f->name);
-            return HV_EINVAL;
-        }
-        uint64_t u;
-        switch (f->id) {
-        case F_TOKEN:
-            hv_free(cfg->token);
-            cfg->token = hv_strdup(val);
-            if (cfg->token == NULL) {
-                return HV_ENOMEM;
-            }
-            token_set = 1;
-            break;
-        case F_TOKEN_FILE:
-            if ((rc = cfg_read_token(cfg, val, err, errlen)) != HV_OK) {
-                return rc;
-            }
-            token_file_set = 1;
-            break;
-        case F_SLOTS:
-            if (hv_parse_u64(val, 1, 65535, &u) != HV_OK) {
-                cfg_err(err, errlen, "--slots \"%.50s\": want a number from 1 to 65535", val);
-                return HV_EINVAL;
-            }
-            cfg->slots = (uint32_t)u;
-            slots_set = 1;
-            break;
-        case F_NAME:
-            if (!name_valid(val)) {
-                cfg_err(err, errlen,
-                        "--name \"%.100s\": want 1-%d characters of A-Z a-z 0-9 . _ - (not "
-                        "starting with . or -)",
-                        val, HV_AGENT_NAME_MAX);
-                return HV_EINVAL;
-            }
-            snprintf(cfg->name, sizeof(cfg->name), "%s", val);
-            break;
-        case F_LABELS:
-            if ((rc = cfg_add_labels(cfg, val, err, errlen)) != HV_OK) {
-                return rc;
-            }
-            break;
-        case F_WORK_DIR:
-            if (val[0] == '\0' || strlen(val) >= sizeof(work_dir_arg) - 64) {
-                cfg_err(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
-                return HV_EINVAL;
-            }
-            snprintf(work_dir_arg, sizeof(work_dir_arg), "%s", val);
-            work_dir_set = 1;
-            break;
-        case F_ADDR: {
-            struct in_addr a4;
-            struct in6_addr a6;
-            if (inet_pton(AF_INET, val, &a4) != 1 && inet_pton(AF_INET6, val, &a6) != 1) {
-                cfg_err(err, errlen, "--addr \"%.100s\": not an IP address", val);
-                return HV_EINVAL;
-            }
-            rc = cfg_add_addr(cfg, val);
-            if (rc == HV_ETOOBIG) {
-                cfg_err(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
-                return HV_EINVAL;
-            }
-            if (rc != HV_OK) {
-                return rc;
-            }
-            break;
-        }
-        case F_PREEMPTIBLE:
-            cfg->preemptible = 1;
-            break;
-        case F_INSTANCE_ID:
-            if (strlen(val) >= sizeof(cfg->instance_id)) {
-                cfg_err(err, errlen, "--instance-id: longer than %zu characters",
-                        sizeof(cfg->instance_id) - 1);
-                return HV_EINVAL;
-            }
-            snprintf(cfg->instance_id, sizeof(cfg->instance_id), "%s", val);
-            break;
-        case F_RUN_AS:
-            if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
-                cfg_err(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
-                        sizeof(cfg->run_as) - 1);
-                return HV_EINVAL;
-            }
-            snprintf(cfg->run_as, sizeof(cfg->run_as), "%s", val);
-            break;
-        case F_ORPHAN:
-            if (strcmp(val, "kill") == 0) {
-                cfg->orphan_kill = 1;
-            } else if (strcmp(val, "keep") == 0) {
-                cfg->orphan_kill = 0;
-            } else {
-                cfg_err(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
-                return HV_EINVAL;
-            }
-            break;
-        case F_CONNECT_TIMEOUT:
-            if (hv_parse_u64(val, 1, 86400, &u) != HV_OK) {
-                cfg_err(err, errlen, "--connect-timeout \"%.50s\": want seconds from 1 to 86400",
-                        val);
-                return HV_EINVAL;
-            }
-            cfg->connect_timeout_ms = (uint32_t)u * 1000u;
-            break;
-        case F_DRAIN_DEADLINE:
-            if (hv_parse_u64(val, 0, 86400, &u) != HV_OK) {
-                cfg_err(err, errlen,
-                        "--drain-deadline \"%.50s\": want seconds from 0 to 86400 (0: SIGTERM "
-                        "stops the workers at once)",
-                        val);
-                return HV_EINVAL;
-            }
-            cfg->drain_deadline_ms = (uint32_t)u * 1000u;
-            break;
-        case F_TIMEOUT:
-            if (hv_parse_u64(val, 1, 3600, &u) != HV_OK) {
-                cfg_err(err, errlen, "--timeout \"%.50s\": want seconds from 1 to 3600", val);
-                return HV_EINVAL;
-            }
-            cfg->stop_timeout_ms = (uint32_t)u * 1000u;
-            break;
-        case F_DAEMON:
-            cfg->daemon = 1;
-            break;
-        case F_PID_FILE:
-        case F_LOG_FILE: {
-            char *dst = f->id == F_PID_FILE ? cfg->pid_file : cfg->log_file;
-            if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
-                cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
-                return HV_EINVAL;
-            }
-            break;
-        }
-        case F_LOG_LEVEL:
-            if (hv_log_parse_level(val, &cfg->log_level) != 0) {
-                cfg_err(err, errlen,
-                        "--log-level \"%.50s\": want error, warn, notice, info or debug", val);
-                return HV_EINVAL;
-            }
-            cfg->log_level_set = 1;
-            break;
-        case F_HELP:
-            cfg->cmd = HV_AGENT_CMD_HELP;
-            return HV_OK;
-        case F_VERSION:
-            cfg->cmd = HV_AGENT_CMD_VERSION;
-            return HV_OK;
-        case F_CA:
-        case F_CERT:
-        case F_KEY: {
-            char *dst = f->id == F_CA     ? cfg->ca_file
-                        : f->id == F_CERT ? cfg->cert_file
-                                          : cfg->key_file;
-            if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
-                cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
-                return HV_EINVAL;
-            }
-            break;
-        }
-        case F_INSECURE:
-            cfg->insecure = 1;
-            break;
+static int cfg_done(const hv_agent_config_t *cfg) {
+    return cfg->cmd == HV_AGENT_CMD_HELP || cfg->cmd == HV_AGENT_CMD_VERSION;
+}
+
+/* join's one argument, the head's HOST:PORT. */
+static hv_err cfg_positional(hv_agent_config_t *cfg, parse_state_t *ps, const char *a, char *err,
+                             size_t errlen) {
+    if (cfg->cmd != HV_AGENT_CMD_JOIN || ps->positional > 0) {
+        cfg_err(err, errlen, "unexpected argument \"%.100s\"", a);
+        return HV_EINVAL;
+    }
+    ps->positional++;
+    if (hv_parse_hostport(a, cfg->head_host, sizeof(cfg->head_host), &cfg->head_port) != HV_OK ||
+        cfg->head_port == 0 || strlen(a) >= sizeof(cfg->head)) {
+        cfg_err(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
+        return HV_EINVAL;
+    }
+    snprintf(cfg->head, sizeof(cfg->head), "%s", a);
+    return HV_OK;
+}
+
+/* Looks up the flag argv[*i] (--name or --name=value) in flags[] for this command and takes its
+ * value (after '=' or the next argument, advancing *i). */
+static hv_err cfg_flag_lookup(const hv_agent_config_t *cfg, int argc, char **argv, int *i,
+                              const char *a, const flag_t **f_out, const char **val_out, char *err,
+                              size_t errlen) {
+    const char *nm = a + 2;
+    const char *eq = strchr(nm, '=');
+    size_t nlen = eq != NULL ? (size_t)(eq - nm) : strlen(nm);
+    const flag_t *f = NULL;
+    for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+        if (strlen(flags[k].name) == nlen && strncmp(flags[k].name, nm, nlen) == 0) {
+            f = &flags[k];
         }
     }
+    if (f == NULL || !(f->cmds & (1u << cfg->cmd))) {
+        cfg_err(err, errlen, "unknown option '--%.*s' for 'hvagent %s'", (int)nlen, nm,
+                cmd_name(cfg->cmd));
+        return HV_EINVAL;
+    }
+    const char *val = NULL;
+    if (f->takes_value) {
+        if (eq != NULL) {
+            val = eq + 1;
+        } else if (*i + 1 < argc) {
+            val = argv[++*i];
+        } else {
+            cfg_err(err, errlen, "--%s needs a value", f->name);
+            return HV_EINVAL;
+        }
+    } else if (eq != NULL) {
+        cfg_err(err, errlen, "--%s takes no value", f->name);
+        return HV_EINVAL;
+    }
+    *f_out = f;
+    *val_out = val;
+    return HV_OK;
+}
 
-    if (cfg->cmd == HV_AGENT_CMD_JOIN) {
-        if (positional == 0) {
-            cfg_err(err, errlen, "hvagent join needs the head address HOST:PORT");
-            return HV_EINVAL;
+/* The node's identity and what it offers: --token, --token-file, --slots, --name, --labels,
+ * --addr, --preemptible, --instance-id. */
+static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f,
+                            const char *val, char *err, size_t errlen) {
+    hv_err rc;
+    uint64_t u;
+    switch (f->id) {
+    case F_TOKEN:
+        hv_free(cfg->token);
+        cfg->token = hv_strdup(val);
+        if (cfg->token == NULL) {
+            return HV_ENOMEM;
         }
-        if (token_set && token_file_set) {
-            cfg_err(err, errlen, "give --token or --token-file, not both");
-            return HV_EINVAL;
-        }
-        if (!token_set && !token_file_set) {
-            const char *env = getenv("HV_TOKEN");
-            cfg->token = hv_strdup(env != NULL ? env : "");
-            if (cfg->token == NULL) {
-                return HV_ENOMEM;
-            }
-        }
-        if ((rc = cfg_transport(cfg, err, errlen)) != HV_OK) {
+        ps->token_set = 1;
+        return HV_OK;
+    case F_TOKEN_FILE:
+        if ((rc = cfg_read_token(cfg, val, err, errlen)) != HV_OK) {
             return rc;
         }
-    }
-    if (cfg->name[0] == '\0') {
-        char host[256];
-        if (gethostname(host, sizeof(host)) != 0) {
-            snprintf(host, sizeof(host), "node");
+        ps->token_file_set = 1;
+        return HV_OK;
+    case F_SLOTS:
+        if (hv_parse_u64(val, 1, 65535, &u) != HV_OK) {
+            cfg_err(err, errlen, "--slots \"%.50s\": want a number from 1 to 65535", val);
+            return HV_EINVAL;
         }
-        host[sizeof(host) - 1] = '\0';
-        // Keep the hostname's characters that a node name allows.
-        size_t o = 0;
-        for (size_t k = 0; host[k] != '\0' && o < HV_AGENT_NAME_MAX; k++) {
-            char c = host[k];
-            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-') {
-                cfg->name[o++] = c;
-            }
+        cfg->slots = (uint32_t)u;
+        ps->slots_set = 1;
+        return HV_OK;
+    case F_NAME:
+        if (!name_valid(val)) {
+            cfg_err(err, errlen,
+                    "--name \"%.100s\": want 1-%d characters of A-Z a-z 0-9 . _ - (not "
+                    "starting with . or -)",
+                    val, HV_AGENT_NAME_MAX);
+            return HV_EINVAL;
         }
-        cfg->name[o] = '\0';
-        if (!name_valid(cfg->name)) {
-            snprintf(cfg->name, sizeof(cfg->name), "node");
+        snprintf(cfg->name, sizeof(cfg->name), "%s", val);
+        return HV_OK;
+    case F_LABELS:
+        return cfg_add_labels(cfg, val, err, errlen);
+    case F_ADDR: {
+        struct in_addr a4;
+        struct in6_addr a6;
+        if (inet_pton(AF_INET, val, &a4) != 1 && inet_pton(AF_INET6, val, &a6) != 1) {
+            cfg_err(err, errlen, "--addr \"%.100s\": not an IP address", val);
+            return HV_EINVAL;
+        }
+        rc = cfg_add_addr(cfg, val);
+        if (rc == HV_ETOOBIG) {
+            cfg_err(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
+            return HV_EINVAL;
+        }
+        return rc;
+    }
+    case F_PREEMPTIBLE:
+        cfg->preemptible = 1;
+        return HV_OK;
+    case F_INSTANCE_ID:
+        if (strlen(val) >= sizeof(cfg->instance_id)) {
+            cfg_err(err, errlen, "--instance-id: longer than %zu characters",
+                    sizeof(cfg->instance_id) - 1);
+            return HV_EINVAL;
+        }
+        snprintf(cfg->instance_id, sizeof(cfg->instance_id), "%s", val);
+        return HV_OK;
+    default:
+        return HV_EINTERNAL; // cfg_flag hands each group only its own flags
+    }
+}
+
+/* How the agent runs its workers and times its waits: --work-dir, --run-as, --orphan-policy,
+ * --connect-timeout, --drain-deadline, --timeout. */
+static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f,
+                           const char *val, char *err, size_t errlen) {
+    uint64_t u;
+    switch (f->id) {
+    case F_WORK_DIR:
+        if (val[0] == '\0' || strlen(val) >= sizeof(ps->work_dir_arg) - 64) {
+            cfg_err(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
+            return HV_EINVAL;
+        }
+        snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "%s", val);
+        ps->work_dir_set = 1;
+        return HV_OK;
+    case F_RUN_AS:
+        if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
+            cfg_err(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
+                    sizeof(cfg->run_as) - 1);
+            return HV_EINVAL;
+        }
+        snprintf(cfg->run_as, sizeof(cfg->run_as), "%s", val);
+        return HV_OK;
+    case F_ORPHAN:
+        if (strcmp(val, "kill") == 0) {
+            cfg->orphan_kill = 1;
+        } else if (strcmp(val, "keep") == 0) {
+            cfg->orphan_kill = 0;
+        } else {
+            cfg_err(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
+            return HV_EINVAL;
+        }
+        return HV_OK;
+    case F_CONNECT_TIMEOUT:
+        if (hv_parse_u64(val, 1, 86400, &u) != HV_OK) {
+            cfg_err(err, errlen, "--connect-timeout \"%.50s\": want seconds from 1 to 86400", val);
+            return HV_EINVAL;
+        }
+        cfg->connect_timeout_ms = (uint32_t)u * 1000u;
+        return HV_OK;
+    case F_DRAIN_DEADLINE:
+        if (hv_parse_u64(val, 0, 86400, &u) != HV_OK) {
+            cfg_err(err, errlen,
+                    "--drain-deadline \"%.50s\": want seconds from 0 to 86400 (0: SIGTERM "
+                    "stops the workers at once)",
+                    val);
+            return HV_EINVAL;
+        }
+        cfg->drain_deadline_ms = (uint32_t)u * 1000u;
+        return HV_OK;
+    case F_TIMEOUT:
+        if (hv_parse_u64(val, 1, 3600, &u) != HV_OK) {
+            cfg_err(err, errlen, "--timeout \"%.50s\": want seconds from 1 to 3600", val);
+            return HV_EINVAL;
+        }
+        cfg->stop_timeout_ms = (uint32_t)u * 1000u;
+        return HV_OK;
+    default:
+        return HV_EINTERNAL; // cfg_flag hands each group only its own flags
+    }
+}
+
+/* The process and its files: --daemon, --pid-file, --log-file, --log-level, --help, --version,
+ * and TLS: --ca, --cert, --key, --insecure. */
+static hv_err cfg_flag_process(hv_agent_config_t *cfg, const flag_t *f, const char *val, char *err,
+                               size_t errlen) {
+    char *dst = NULL;
+    switch (f->id) {
+    case F_DAEMON:
+        cfg->daemon = 1;
+        return HV_OK;
+    case F_LOG_LEVEL:
+        if (hv_log_parse_level(val, &cfg->log_level) != 0) {
+            cfg_err(err, errlen, "--log-level \"%.50s\": want error, warn, notice, info or debug",
+                    val);
+            return HV_EINVAL;
+        }
+        cfg->log_level_set = 1;
+        return HV_OK;
+    case F_HELP:
+        cfg->cmd = HV_AGENT_CMD_HELP;
+        return HV_OK;
+    case F_VERSION:
+        cfg->cmd = HV_AGENT_CMD_VERSION;
+        return HV_OK;
+    case F_INSECURE:
+        cfg->insecure = 1;
+        return HV_OK;
+    case F_PID_FILE:
+        dst = cfg->pid_file;
+        break;
+    case F_LOG_FILE:
+        dst = cfg->log_file;
+        break;
+    case F_CA:
+        dst = cfg->ca_file;
+        break;
+    case F_CERT:
+        dst = cfg->cert_file;
+        break;
+    case F_KEY:
+        dst = cfg->key_file;
+        break;
+    default:
+        return HV_EINTERNAL; // cfg_flag hands each group only its own flags
+    }
+    /* A path flag: made absolute now, since a daemon changes its directory. */
+    if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
+        cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
+        return HV_EINVAL;
+    }
+    return HV_OK;
+}
+
+/* One flag with its value, handed to the group that owns it. */
+static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f, const char *val,
+                       char *err, size_t errlen) {
+    switch (f->id) {
+    case F_TOKEN:
+    case F_TOKEN_FILE:
+    case F_SLOTS:
+    case F_NAME:
+    case F_LABELS:
+    case F_ADDR:
+    case F_PREEMPTIBLE:
+    case F_INSTANCE_ID:
+        return cfg_flag_node(cfg, ps, f, val, err, errlen);
+    case F_WORK_DIR:
+    case F_RUN_AS:
+    case F_ORPHAN:
+    case F_CONNECT_TIMEOUT:
+    case F_DRAIN_DEADLINE:
+    case F_TIMEOUT:
+        return cfg_flag_run(cfg, ps, f, val, err, errlen);
+    default:
+        return cfg_flag_process(cfg, f, val, err, errlen);
+    }
+}
+
+/* join's checks and the environment: the head address, one token source (HV_TOKEN when no flag
+ * gives one), and the transport (cfg_transport: HV_CA_FILE, HV_INSECURE). */
+static hv_err cfg_check_join(hv_agent_config_t *cfg, const parse_state_t *ps, char *err,
+                             size_t errlen) {
+    if (ps->positional == 0) {
+        cfg_err(err, errlen, "hvagent join needs the head address HOST:PORT");
+        return HV_EINVAL;
+    }
+    if (ps->token_set && ps->token_file_set) {
+        cfg_err(err, errlen, "give --token or --token-file, not both");
+        return HV_EINVAL;
+    }
+    if (!ps->token_set && !ps->token_file_set) {
+        const char *env = getenv("HV_TOKEN");
+        cfg->token = hv_strdup(env != NULL ? env : "");
+        if (cfg->token == NULL) {
+            return HV_ENOMEM;
         }
     }
-    if (!work_dir_set) {
-        snprintf(work_dir_arg, sizeof(work_dir_arg), "hv-agent-%s", cfg->name);
+    return cfg_transport(cfg, err, errlen);
+}
+
+/* Without --name: the hostname, kept to the characters a node name allows ("node" if none). */
+static void cfg_default_name(hv_agent_config_t *cfg) {
+    char host[256];
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "node");
     }
-    if (cfg_absolute(work_dir_arg, cfg->work_dir, sizeof(cfg->work_dir)) != HV_OK) {
-        cfg_err(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", work_dir_arg);
+    host[sizeof(host) - 1] = '\0';
+    size_t o = 0;
+    for (size_t k = 0; host[k] != '\0' && o < HV_AGENT_NAME_MAX; k++) {
+        char c = host[k];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '.' || c == '_' || c == '-') {
+            cfg->name[o++] = c;
+        }
+    }
+    cfg->name[o] = '\0';
+    if (!name_valid(cfg->name)) {
+        snprintf(cfg->name, sizeof(cfg->name), "node");
+    }
+}
+
+/* The work directory (default hv-agent-NAME), absolute, and the pid file in it by default. */
+static hv_err cfg_paths(hv_agent_config_t *cfg, parse_state_t *ps, char *err, size_t errlen) {
+    if (!ps->work_dir_set) {
+        snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "hv-agent-%s", cfg->name);
+    }
+    if (cfg_absolute(ps->work_dir_arg, cfg->work_dir, sizeof(cfg->work_dir)) != HV_OK) {
+        cfg_err(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", ps->work_dir_arg);
         return HV_EINVAL;
     }
     if (cfg->pid_file[0] == '\0') {
@@ -680,18 +745,65 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
             return HV_EINVAL;
         }
     }
-    if (cfg->cmd != HV_AGENT_CMD_JOIN) {
-        return HV_OK;
-    }
+    return HV_OK;
+}
+
+/* join's view of this machine: its GPUs and CPUs, the slots they give by default, and the
+ * addresses the node is reached at by default. */
+static hv_err cfg_machine(hv_agent_config_t *cfg, const parse_state_t *ps) {
     cfg->gpus = hv_agent_gpu_count();
     cfg->cpus = hv_agent_cpu_count();
-    if (!slots_set) {
+    if (!ps->slots_set) {
         cfg->slots = cfg->gpus > 0 ? cfg->gpus : cfg->cpus;
     }
-    if (cfg->naddrs == 0 && (rc = cfg_default_addrs(cfg)) != HV_OK) {
+    return cfg->naddrs == 0 ? cfg_default_addrs(cfg) : HV_OK;
+}
+
+/* Steps: the command; each argument (join's head address, or a flag handed to its group); join's
+ * checks and the environment; the defaults that depend on what was given (name, work dir, pid
+ * file); join's view of the machine. */
+hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char *err,
+                             size_t errlen) {
+    cfg_defaults(cfg);
+    err[0] = '\0';
+    if (argc < 2) {
+        cfg_err(err, errlen, "missing command (join, stop or drain)");
+        return HV_EINVAL;
+    }
+    hv_err rc = cfg_command(cfg, argv[1], err, errlen);
+    if (rc != HV_OK || cfg_done(cfg)) {
         return rc;
     }
-    return HV_OK;
+    parse_state_t ps = {0};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0) {
+            a = "--help";
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            rc = cfg_positional(cfg, &ps, a, err, errlen);
+        } else {
+            const flag_t *f = NULL;
+            const char *val = NULL;
+            rc = cfg_flag_lookup(cfg, argc, argv, &i, a, &f, &val, err, errlen);
+            if (rc == HV_OK) {
+                rc = cfg_flag(cfg, &ps, f, val, err, errlen);
+            }
+        }
+        if (rc != HV_OK || cfg_done(cfg)) {
+            return rc;
+        }
+    }
+    if (cfg->cmd == HV_AGENT_CMD_JOIN && (rc = cfg_check_join(cfg, &ps, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    if (cfg->name[0] == '\0') {
+        cfg_default_name(cfg);
+    }
+    if ((rc = cfg_paths(cfg, &ps, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    return cfg->cmd == HV_AGENT_CMD_JOIN ? cfg_machine(cfg, &ps) : HV_OK;
 }
 
 void hv_agent_config_fini(hv_agent_config_t *cfg) {

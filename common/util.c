@@ -279,7 +279,10 @@ static hv_err daemonize(const char *pid_path, const char *log_path, uint32_t wai
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
-        return hv_err_from_errno(errno);
+        hv_err rc = hv_err_from_errno(errno);
+        close(sync_pipe[0]);
+        close(sync_pipe[1]);
+        return rc;
     }
     if (pid > 0) {
         close(sync_pipe[1]);

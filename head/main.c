@@ -81,7 +81,14 @@ typedef struct head_s {
     char pid_path[4096];
     int lock_fd; /* DATA_DIR/hvhead.lock, locked while this head lives */
     int stopping;
-    hv_notify_t notify; /* the service manager (systemd Type=notify), when one listens */
+    /* What cmd_start's steps share (set by the step named), and what head_close must undo. */
+    int cfg_loaded;        /* cfg holds a loaded config (head_open_config) */
+    int daemon;            /* this process is the daemon and holds pid_path (head_daemonize) */
+    int handles_open;      /* tick, sigint and sigterm are initialized (head_announce) */
+    char client_path[700]; /* where the client token is (head_open_config); never its value */
+    char host[256];        /* the listen address's host (head_start_services) */
+    int metrics_port;      /* the bound /metrics port, 0 without one (head_start_services) */
+    hv_notify_t notify;    /* the service manager (systemd Type=notify), when one listens */
 } head_t;
 
 #define HEAD_DAEMON_READY_MS 60000
@@ -552,17 +559,20 @@ static int cmd_stop(const head_opts_t *o) {
     return 0;
 }
 
-static int cmd_start(const head_opts_t *o) {
-    head_t *h = hv_calloc(1, sizeof(*h));
-    if (h == NULL) {
-        fprintf(stderr, "hvhead: out of memory\n");
-        return 1;
-    }
+/* ---- start: cmd_start's steps, in order ----------------------------------------------------- *
+ * Each step fills in its part of h and returns an exit status (0: go on). Whatever a step leaves
+ * behind when it fails, or the run leaves when it ends, head_close undoes: it tolerates a head
+ * opened only in part, so no step repeats the cleanup of the steps before it. */
+
+/* Config and limits: the config file with the command line's overrides, the log, the data
+ * directory (the head's user only), the head's key and client tokens, the pid file's path. Before
+ * the fork, so a mistake is told to the shell and nothing has started. */
+static int head_open_config(head_t *h, const head_opts_t *o) {
     int ec = load_config(o, &h->cfg);
     if (ec != 0) {
-        hv_free(h);
         return ec;
     }
+    h->cfg_loaded = 1;
     hv_log_set_level((hv_log_level)h->cfg.log_level);
     hv_log_init("hvhead");          /* HV_LOG_LEVEL in the environment wins over the config */
     hv_notify_init_env(&h->notify); /* before any child (autoscaler commands) inherits it */
@@ -577,24 +587,17 @@ static int cmd_start(const head_opts_t *o) {
     if (rc != HV_OK) {
         fprintf(stderr, "hvhead: cannot create data directory %s: %s\n", h->cfg.data_dir,
                 hv_strerror(rc));
-        hv_head_config_fini(&h->cfg);
-        hv_free(h);
         return 1;
     }
-    char client_path[700];
-    rc =
-        hv_auth_load(&h->auth, h->cfg.data_dir, client_path, sizeof(client_path), err, sizeof(err));
+    rc = hv_auth_load(&h->auth, h->cfg.data_dir, h->client_path, sizeof(h->client_path), err,
+                      sizeof(err));
     if (rc != HV_OK) {
         fprintf(stderr, "hvhead: %s\n", err);
-        hv_head_config_fini(&h->cfg);
-        hv_free(h);
         return 1;
     }
     rc = hv_head_config_resolve_token(&h->cfg, err, sizeof(err));
     if (rc != HV_OK) {
         fprintf(stderr, "hvhead: %s\n", err);
-        hv_head_config_fini(&h->cfg);
-        hv_free(h);
         return 2;
     }
     if (o->pid_file != NULL) {
@@ -602,73 +605,67 @@ static int cmd_start(const head_opts_t *o) {
     } else {
         snprintf(h->pid_path, sizeof(h->pid_path), "%s/hvhead.pid", h->cfg.data_dir);
     }
-    h->lock_fd = -1;
-    if (o->daemon) {
-        /* The lock is per process: say now if another head holds it; the daemon takes it. */
-        char lock_path[4200];
-        snprintf(lock_path, sizeof(lock_path), "%s/hvhead.lock", h->cfg.data_dir);
-        int holder = hv_lock_holder(lock_path);
-        if (holder > 0) {
-            fprintf(stderr,
-                    "hvhead: data directory %s is in use by another head (pid %d); stop it "
-                    "first or give this one another data_dir\n",
-                    h->cfg.data_dir, holder);
-            hv_head_config_fini(&h->cfg);
-            hv_free(h);
-            return 1;
-        }
-        /* Fork before sqlite, gRPC or libuv hold any state. The shell's hvhead waits until this
-         * daemon is listening or says why it cannot. */
-        rc = hv_daemonize_wait(h->pid_path, o->log_file, HEAD_DAEMON_READY_MS);
-        if (rc != HV_OK) {
-            if (rc == HV_EEXIST) {
-                fprintf(stderr,
-                        "hvhead: the pid file %s is held by another head (pid %d); stop it "
-                        "first or give this one another --pid-file\n",
-                        h->pid_path, hv_lock_holder(h->pid_path));
-            } else {
-                fprintf(stderr, "hvhead: cannot daemonize (%s): %s\n", h->pid_path,
-                        hv_strerror(rc));
-            }
-            hv_head_config_fini(&h->cfg);
-            hv_free(h);
-            return 1;
-        }
-    }
-    if (head_lock_data_dir(h) != 0) {
-        if (o->daemon) {
-            hv_pidfile_remove(h->pid_path);
-        }
-        hv_head_config_fini(&h->cfg);
-        hv_free(h);
+    return 0;
+}
+
+/* Daemonize (with --daemon): returns in the daemon only; the shell's hvhead waits until the
+ * daemon is listening or says why it cannot. */
+static int head_daemonize(head_t *h, const char *log_file) {
+    /* The lock is per process: say now if another head holds it; the daemon takes it. */
+    char lock_path[4200];
+    snprintf(lock_path, sizeof(lock_path), "%s/hvhead.lock", h->cfg.data_dir);
+    int holder = hv_lock_holder(lock_path);
+    if (holder > 0) {
+        fprintf(stderr,
+                "hvhead: data directory %s is in use by another head (pid %d); stop it "
+                "first or give this one another data_dir\n",
+                h->cfg.data_dir, holder);
         return 1;
     }
+    /* Fork before sqlite, gRPC or libuv hold any state. */
+    hv_err rc = hv_daemonize_wait(h->pid_path, log_file, HEAD_DAEMON_READY_MS);
+    if (rc == HV_EEXIST) {
+        fprintf(stderr,
+                "hvhead: the pid file %s is held by another head (pid %d); stop it "
+                "first or give this one another --pid-file\n",
+                h->pid_path, hv_lock_holder(h->pid_path));
+        return 1;
+    }
+    if (rc != HV_OK) {
+        fprintf(stderr, "hvhead: cannot daemonize (%s): %s\n", h->pid_path, hv_strerror(rc));
+        return 1;
+    }
+    h->daemon = 1;
+    return 0;
+}
 
-    rc = hv_store_open(h->cfg.data_dir, &h->store, err, sizeof(err));
+/* The data directory's lock, the store with its state replayed into the driver (the loop, the
+ * artifacts, the history's retention at start), and the bounds derived from the fd limit. */
+static int head_open_state(head_t *h) {
+    if (head_lock_data_dir(h) != 0) {
+        return 1;
+    }
+    char err[1024];
+    hv_err rc = hv_store_open(h->cfg.data_dir, &h->store, err, sizeof(err));
     if (rc != HV_OK) {
         head_fail("hvhead: %s", err);
-        if (o->daemon) {
-            hv_pidfile_remove(h->pid_path);
-        }
-        close(h->lock_fd);
-        hv_head_config_fini(&h->cfg);
-        hv_free(h);
         return 1;
     }
     /* Credentials are only good within one state database (head/auth.h). */
     if ((rc = hv_auth_set_epoch(&h->auth, hv_store_epoch(h->store))) != HV_OK) {
         head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
-        if (o->daemon) {
-            hv_pidfile_remove(h->pid_path);
-        }
-        hv_store_close(h->store);
-        close(h->lock_fd);
-        hv_head_config_fini(&h->cfg);
-        hv_free(h);
         return 1;
     }
     h->loop = uv_default_loop();
-    int exit_code = 1;
+    hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,
+                                 .quota = h->cfg.upload_quota_bytes,
+                                 .upload_timeout_ms = h->cfg.upload_timeout_s * 1000u};
+    char aerr[4600];
+    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, &lim, &h->arts, aerr, sizeof(aerr))) !=
+        HV_OK) {
+        head_fail("hvhead: %s", aerr);
+        return 1;
+    }
     hv_driver_io_t io = {.order = io_order,
                          .drop_session = io_drop_session,
                          .round = io_round,
@@ -677,26 +674,24 @@ static int cmd_start(const head_opts_t *o) {
                          .job_changed = io_job_changed,
                          .job_finished = io_job_finished,
                          .ud = h};
-    hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,
-                                 .quota = h->cfg.upload_quota_bytes,
-                                 .upload_timeout_ms = h->cfg.upload_timeout_s * 1000u};
-    char aerr[4600];
-    if ((rc = hv_artifacts_open(h->cfg.data_dir, h->store, &lim, &h->arts, aerr, sizeof(aerr))) !=
-        HV_OK) {
-        head_fail("hvhead: %s", aerr);
-        goto out_store;
-    }
     if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
         (rc = hv_driver_load(h->driver)) != HV_OK) {
         head_fail("hvhead: cannot load state from %s: %s", hv_store_path(h->store),
                   hv_strerror(rc));
-        goto out_state;
+        return 1;
     }
     head_prune_history(h, HV_HISTORY_START_BATCHES);
     head_fd_limits(h);
-    if ((rc = hv_rpc_engine_create(h->loop, &h->eng)) != HV_OK) {
+    return 0;
+}
+
+/* The listener: the rpc engine, the server on the listen address (TLS or plain text), and the
+ * bound on its connections. */
+static int head_listen(head_t *h) {
+    hv_err rc = hv_rpc_engine_create(h->loop, &h->eng);
+    if (rc != HV_OK) {
         head_fail("hvhead: cannot start the rpc engine: %s", hv_strerror(rc));
-        goto out_state;
+        return 1;
     }
     hv_rpc_engine_set_handshake_timeout(h->eng, h->cfg.limits.handshake_timeout_ms);
     if (h->cfg.tls.cert != NULL) {
@@ -707,11 +702,12 @@ static int cmd_start(const head_opts_t *o) {
                             .key_file = h->cfg.tls.key,
                             .client_cert_prefix =
                                 h->cfg.tls.require_client_cert ? "/hvpb.v1.Cluster/" : NULL};
+        char err[1024];
         rc = hv_rpc_server_create_tls(h->eng, h->cfg.listen, &tls, &h->srv, &h->port, err,
                                       sizeof(err));
         if (rc != HV_OK) {
             head_fail("hvhead: %s%s", rc == HV_EUNAVAIL ? "" : "tls: ", err);
-            goto out_engine;
+            return 1;
         }
         HV_LOG(HV_LOG_NOTICE, "head", "HV-HEAD-TLS", "TLS on %s with certificate %s%s%s",
                h->cfg.listen, h->cfg.tls.cert,
@@ -724,7 +720,7 @@ static int cmd_start(const head_opts_t *o) {
         if (rc != HV_OK) {
             head_fail("hvhead: cannot listen on %s: address in use or not available",
                       h->cfg.listen);
-            goto out_engine;
+            return 1;
         }
         if (hv_head_config_plain_text_exposed(&h->cfg)) {
             HV_LOG(HV_LOG_WARN, "head", "HV-HEAD-INSECURE",
@@ -739,20 +735,26 @@ static int cmd_start(const head_opts_t *o) {
     if ((rc = hv_conngate_start(&glim)) != HV_OK ||
         (rc = hv_conngate_watch_port(h->port)) != HV_OK) {
         head_fail("hvhead: cannot bound connections: %s", hv_strerror(rc));
-        goto out_engine;
+        return 1;
     }
+    return 0;
+}
+
+/* The services: metrics, the six gRPC services (then the server starts), the autoscaler, and
+ * the /metrics listener. */
+static int head_start_services(head_t *h) {
     /* Metrics count the driver's events and every call the server ends (head/metrics.h). */
-    if ((rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics)) != HV_OK) {
+    hv_err rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics);
+    if (rc != HV_OK) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
-        goto out_engine;
+        return 1;
     }
     hv_metrics_set_auth(h->metrics, &h->auth);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
-    char host[256];
     int cfg_port;
-    hv_parse_hostport(h->cfg.listen, host, sizeof(host), &cfg_port);
-    head_derive_advertise(h, host);
+    hv_parse_hostport(h->cfg.listen, h->host, sizeof(h->host), &cfg_port);
+    head_derive_advertise(h, h->host);
     if ((rc = hv_svc_cluster_create(h->srv, &h->cfg, h->driver, h->arts, h->advertise,
                                     &h->cluster)) != HV_OK ||
         (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->store, h->arts, &h->jobs)) !=
@@ -764,7 +766,7 @@ static int cmd_start(const head_opts_t *o) {
             HV_OK ||
         (rc = hv_rpc_server_start(h->srv)) != HV_OK) {
         head_fail("hvhead: cannot start the server: %s", hv_strerror(rc));
-        goto out_engine;
+        return 1;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
     /* The audit trail and the join tokens made with hvctl token create live in the store. */
@@ -784,22 +786,27 @@ static int cmd_start(const head_opts_t *o) {
                                .auth = &h->auth,
                                .head_addr = h->advertise,
                                .agent = agent};
-    err[0] = '\0';
+    char err[1024] = "";
     if ((rc = hv_autoscale_create(h->loop, &aso, &h->as, err, sizeof(err))) != HV_OK ||
         (rc = hv_autoscale_load(h->as)) != HV_OK) {
         head_fail("hvhead: cannot start the autoscaler: %s", err[0] ? err : hv_strerror(rc));
-        goto out_engine;
+        return 1;
     }
     if (h->as != NULL) {
         hv_svc_cluster_set_admit(h->cluster, hv_autoscale_admit, h->as);
     }
-    int metrics_port = 0;
     if (h->cfg.metrics.listen != NULL &&
-        (rc = hv_metrics_listen(h->metrics, h->loop, &metrics_port, err, sizeof(err))) != HV_OK) {
+        (rc = hv_metrics_listen(h->metrics, h->loop, &h->metrics_port, err, sizeof(err))) !=
+            HV_OK) {
         head_fail("hvhead: %s", err);
-        goto out_engine;
+        return 1;
     }
+    return 0;
+}
 
+/* Ready: the tick and the signals, the ready lines (to the shell that waits for a daemon too),
+ * the service manager told, and the first placement of the jobs replayed. */
+static void head_announce(head_t *h) {
     uv_timer_init(h->loop, &h->tick);
     h->tick.data = h;
     uv_timer_start(&h->tick, head_tick_cb, HEAD_TICK_MS, HEAD_TICK_MS);
@@ -808,8 +815,10 @@ static int cmd_start(const head_opts_t *o) {
     h->sigint.data = h->sigterm.data = h;
     uv_signal_start(&h->sigint, head_signal_cb, SIGINT);
     uv_signal_start(&h->sigterm, head_signal_cb, SIGTERM);
+    h->handles_open = 1;
     signal(SIGPIPE, SIG_IGN);
 
+    const char *host = h->host;
     hv_driver_event(h->driver, 0, 0, "head.start", NULL, "head started on %s:%d (advertised as %s)",
                     host, h->port, h->advertise);
     char ready[1200];
@@ -820,39 +829,51 @@ static int cmd_start(const head_opts_t *o) {
     printf("%s\n", ready);
     /* Where the client token is, never its value. */
     printf("hvhead: client token in %s (hvsubmit/hvctl --token-file, or HV_TOKEN_FILE)\n",
-           client_path);
+           h->client_path);
     if (h->cfg.metrics.listen != NULL) {
         char mhost[256];
         int mport;
         hv_parse_hostport(h->cfg.metrics.listen, mhost, sizeof(mhost), &mport);
         printf("hvhead: metrics on http://%s%s%s:%d/metrics%s\n", strchr(mhost, ':') ? "[" : "",
-               mhost, strchr(mhost, ':') ? "]" : "", metrics_port,
+               mhost, strchr(mhost, ':') ? "]" : "", h->metrics_port,
                h->cfg.metrics.token_file != NULL ? " (bearer token of metrics.token_file)" : "");
     }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-AUTH-CLIENT",
            "every call needs a credential; client token in %s, %zu client token(s) in all",
-           client_path, h->auth.n_clients);
+           h->client_path, h->auth.n_clients);
     fflush(stdout);
     hv_daemon_ready(ready);
     /* Ready for the service manager: listening, and the state replayed (hv_driver_load). */
     head_notify_status(h, "READY=1\n");
     hv_notify_watchdog(&h->notify, hv_now_ms());
     hv_driver_schedule(h->driver);
+}
 
+/* The loop, until SIGINT/SIGTERM (head_begin_stop); then the first part of the shutdown, which
+ * needs the services alive: the autoscaler's machines given back, the Watch streams ended, the
+ * server shut down. */
+static void head_serve(head_t *h) {
     uv_run(h->loop, UV_RUN_DEFAULT);
 
     hv_autoscale_stop(h->as); /* gives back what it started on this machine */
     hv_driver_event(h->driver, 0, 0, "head.stop", NULL, "head stopped");
     hv_svc_jobs_close(h->jobs);
     hv_rpc_server_shutdown(h->srv);
-    uv_close((uv_handle_t *)&h->tick, NULL);
-    uv_close((uv_handle_t *)&h->sigint, NULL);
-    uv_close((uv_handle_t *)&h->sigterm, NULL);
-    exit_code = 0;
-out_engine:
-    /* Ends every call (their callbacks run); then nothing refers to the services. */
-    hv_rpc_engine_destroy(h->eng);
-    hv_conngate_stop();
+}
+
+/* Shutdown: undoes whatever the steps above set up, in reverse order, and frees h. Tolerates a
+ * head opened only in part (each part is NULL, -1 or unset until its step made it). */
+static void head_close(head_t *h) {
+    if (h->handles_open) {
+        uv_close((uv_handle_t *)&h->tick, NULL);
+        uv_close((uv_handle_t *)&h->sigint, NULL);
+        uv_close((uv_handle_t *)&h->sigterm, NULL);
+    }
+    if (h->eng != NULL) {
+        /* Ends every call (their callbacks run); then nothing refers to the services. */
+        hv_rpc_engine_destroy(h->eng);
+        hv_conngate_stop();
+    }
     hv_svc_cluster_destroy(h->cluster);
     hv_svc_jobs_destroy(h->jobs);
     hv_svc_cost_destroy(h->cost);
@@ -860,31 +881,65 @@ out_engine:
     hv_svc_auth_destroy(h->authsvc);
     hv_autoscale_destroy(h->as);
     h->as = NULL;
-    hv_driver_set_observer(h->driver, NULL, NULL);
+    if (h->driver != NULL) {
+        hv_driver_set_observer(h->driver, NULL, NULL);
+    }
     hv_metrics_destroy(h->metrics); /* after the engine: ending calls are still counted */
     h->metrics = NULL;
     h->authsvc = NULL;
     h->cluster = NULL;
     h->jobs = NULL;
     h->rdzv = NULL;
-out_state:
     hv_driver_destroy(h->driver);
     hv_artifacts_close(h->arts);
-    uv_run(h->loop, UV_RUN_NOWAIT);
-    uv_loop_close(h->loop);
-out_store:
+    if (h->loop != NULL) {
+        uv_run(h->loop, UV_RUN_NOWAIT);
+        uv_loop_close(h->loop);
+    }
     hv_store_close(h->store);
-    if (o->daemon) {
+    if (h->daemon) {
         hv_pidfile_remove(h->pid_path);
     }
-    close(h->lock_fd);
-    hv_head_config_fini(&h->cfg);
+    if (h->lock_fd >= 0) {
+        close(h->lock_fd);
+    }
+    if (h->cfg_loaded) {
+        hv_head_config_fini(&h->cfg);
+    }
     memset(&h->auth, 0, sizeof(h->auth)); /* the key and tokens: no copies in freed memory */
     hv_free(h);
-    if (exit_code == 0) {
+}
+
+/* `hvhead start`: the steps above, in order; the first that fails gives the exit status. */
+static int cmd_start(const head_opts_t *o) {
+    head_t *h = hv_calloc(1, sizeof(*h));
+    if (h == NULL) {
+        fprintf(stderr, "hvhead: out of memory\n");
+        return 1;
+    }
+    h->lock_fd = -1;
+    int ec = head_open_config(h, o);
+    if (ec == 0 && o->daemon) {
+        ec = head_daemonize(h, o->log_file);
+    }
+    if (ec == 0) {
+        ec = head_open_state(h);
+    }
+    if (ec == 0) {
+        ec = head_listen(h);
+    }
+    if (ec == 0) {
+        ec = head_start_services(h);
+    }
+    if (ec == 0) {
+        head_announce(h);
+        head_serve(h);
+    }
+    head_close(h);
+    if (ec == 0) {
         printf("hvhead: stopped\n");
     }
-    return exit_code;
+    return ec;
 }
 
 /* hvhead token ...: join tokens are the running head's (in its store, which it holds locked),

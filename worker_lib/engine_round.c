@@ -503,9 +503,16 @@ static int resolve_same(const eng_resolve_t *a, const eng_meta_t *m) {
            a->root == m->root && (m->kind == HV__OP_ALLGATHER || a->count == m->count);
 }
 
-/* One negotiation round and the execution of what it found ready. */
-hv_err hv__engine_round(hv__engine_t *e) {
-    // Take the incoming queue.
+/* What the negotiation found in this round's frames (round_negotiate). */
+typedef struct round_view_s {
+    size_t nbytes;      /* bytes of the cache's bit set in every frame */
+    int all_spec;       /* every rank sent its data with its frame */
+    int same_bits;      /* every rank announced the same cached bits */
+    uint32_t total_unc; /* uncached names announced, over all ranks */
+} round_view_t;
+
+/* Moves the incoming queue (filled by the user's threads) onto the pending list. */
+static hv_err round_take_queue(hv__engine_t *e) {
     pthread_mutex_lock(&e->mu);
     eng_req_t *in = e->inq_head;
     e->inq_head = e->inq_tail = NULL;
@@ -530,11 +537,16 @@ hv_err hv__engine_round(hv__engine_t *e) {
     }
     if (rc != HV_OK) {
         hv__engine_fail(e, rc, "rank %d: out of memory in the engine", e->rank);
-        return rc;
     }
-    uint64_t t_start = hv__engine_now_ns();
+    return rc;
+}
+
+/* Negotiate: encodes this rank's frame, allgathers every rank's, and ANDs their cached bits
+ * into and_bits (the cached names pending everywhere). */
+static hv_err round_negotiate(hv__engine_t *e, round_view_t *out) {
     size_t flen = 0;
-    if ((rc = eng_encode(e, &flen)) != HV_OK) {
+    hv_err rc = eng_encode(e, &flen);
+    if (rc != HV_OK) {
         hv__engine_fail(e, rc, "rank %d: out of memory encoding a frame", e->rank);
         return rc;
     }
@@ -543,17 +555,15 @@ hv_err hv__engine_round(hv__engine_t *e) {
                         hv_strerror(rc));
         return rc;
     }
-    int n = e->size;
     size_t nbytes = (e->ncache + 7) / 8;
     if ((rc = hv__engine_grow((void **)&e->and_bits, &e->and_cap, nbytes + 1, 1)) != HV_OK) {
         hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
         return rc;
     }
     memset(e->and_bits, 0xff, nbytes);
-    int all_spec = 1, same_bits = 1;
-    uint32_t total_unc = 0;
+    round_view_t rv = {.nbytes = nbytes, .all_spec = 1, .same_bits = 1};
     frame_view_t v0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < e->size; k++) {
         frame_view_t v;
         if ((rc = eng_view(e, k, &v)) == HV_OK) {
             e->spec_ptr[k] = v.spec;
@@ -565,67 +575,79 @@ hv_err hv__engine_round(hv__engine_t *e) {
         if (k == 0) {
             v0 = v;
         } else if (memcmp(v.bits, v0.bits, nbytes) != 0) {
-            same_bits = 0;
+            rv.same_bits = 0;
         }
         for (size_t i = 0; i < nbytes; i++) {
             e->and_bits[i] &= v.bits[i];
         }
-        all_spec &= (v.flags & ENG_FLAG_SPEC) != 0;
-        total_unc += v.nunc;
+        rv.all_spec &= (v.flags & ENG_FLAG_SPEC) != 0;
+        rv.total_unc += v.nunc;
     }
     if (nbytes > 0 && (e->ncache % 8) != 0) {
         e->and_bits[nbytes - 1] &= (unsigned char)((1u << (e->ncache % 8)) - 1);
     }
-    e->nexec = 0;
-    // Fast path: every rank announced the same cached allreduces and sent their data.
-    if (all_spec && same_bits && total_unc == 0) {
-        size_t off = 0;
-        size_t cnt = 0;
-        for (uint32_t b = 0; b < e->ncache; b++) {
-            if (!(e->and_bits[b / 8] & (1u << (b % 8)))) {
-                continue;
-            }
-            eng_req_t *r = e->bit_req[b];
-            for (int k = 0; k < n; k++) {
-                if (k == 0) {
-                    memcpy(r->d.out, e->spec_ptr[k] + off, r->bytes);
-                } else {
-                    hv__reduce(r->d.op, r->d.dtype, r->d.out, e->spec_ptr[k] + off, r->d.count);
-                }
-            }
-            if (r->d.op == HV_AVG) {
-                hv__reduce_scale(r->d.dtype, r->d.out, r->d.count, n);
-            }
-            off += SPEC_PAD(r->bytes);
-            if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, cnt + 1,
-                                      sizeof(*e->exec))) != HV_OK) {
-                hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
-                return rc;
-            }
-            e->exec[cnt++] = r;
+    *out = rv;
+    return HV_OK;
+}
+
+/* The fast path, when every rank announced the same cached allreduces and sent their data:
+ * reduces the frames' data straight into the outputs and completes them. */
+static hv_err round_fast(hv__engine_t *e) {
+    int n = e->size;
+    size_t off = 0;
+    size_t cnt = 0;
+    for (uint32_t b = 0; b < e->ncache; b++) {
+        if (!(e->and_bits[b / 8] & (1u << (b % 8)))) {
+            continue;
         }
-        if (cnt > 0) {
-            hv__engine_complete(e, e->exec, cnt, NULL, HV_OK);
-            pthread_mutex_lock(&e->mu);
-            e->stats.fast_rounds++;
-            pthread_mutex_unlock(&e->mu);
+        eng_req_t *r = e->bit_req[b];
+        for (int k = 0; k < n; k++) {
+            if (k == 0) {
+                memcpy(r->d.out, e->spec_ptr[k] + off, r->bytes);
+            } else {
+                hv__reduce(r->d.op, r->d.dtype, r->d.out, e->spec_ptr[k] + off, r->d.count);
+            }
         }
-        return HV_OK;
+        if (r->d.op == HV_AVG) {
+            hv__reduce_scale(r->d.dtype, r->d.out, r->d.count, n);
+        }
+        off += SPEC_PAD(r->bytes);
+        hv_err rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, cnt + 1, sizeof(*e->exec));
+        if (rc != HV_OK) {
+            hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
+            return rc;
+        }
+        e->exec[cnt++] = r;
     }
-    // Cached names ready everywhere, in bit order.
+    if (cnt > 0) {
+        hv__engine_complete(e, e->exec, cnt, NULL, HV_OK);
+        pthread_mutex_lock(&e->mu);
+        e->stats.fast_rounds++;
+        pthread_mutex_unlock(&e->mu);
+    }
+    return HV_OK;
+}
+
+/* Plan, 1: the cached names ready everywhere go to exec, in bit order. */
+static hv_err round_plan_cached(hv__engine_t *e) {
     for (uint32_t b = 0; b < e->ncache; b++) {
         if (e->and_bits[b / 8] & (1u << (b % 8))) {
-            if ((rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1,
-                                      sizeof(*e->exec))) != HV_OK) {
+            hv_err rc =
+                hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1, sizeof(*e->exec));
+            if (rc != HV_OK) {
                 hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
                 return rc;
             }
             e->exec[e->nexec++] = e->bit_req[b];
         }
     }
-    // Names announced uncached by some rank: count the ranks that have each pending.
-    hv__engine_res_clear(e); // (a round that failed half-way may have left some)
-    for (int k = 0; k < n && total_unc > 0; k++) {
+    return HV_OK;
+}
+
+/* Plan, 2: one resolve record per name some rank announced uncached, counting the ranks that
+ * announced it and noting the first disagreement on its meta. */
+static hv_err round_count_uncached(hv__engine_t *e) {
+    for (int k = 0; k < e->size; k++) {
         frame_view_t v;
         eng_view(e, k, &v);
         const unsigned char *p = v.unc;
@@ -647,8 +669,9 @@ hv_err hv__engine_round(hv__engine_t *e) {
             uintptr_t ri = (uintptr_t)hv__strmap_get(&e->res_by_name, name); // index + 1
             eng_resolve_t *rs = ri ? &e->res[ri - 1] : NULL;
             if (rs == NULL) {
-                if ((rc = hv__engine_grow((void **)&e->res, &e->res_cap, e->nres + 1,
-                                          sizeof(*e->res))) != HV_OK) {
+                hv_err rc =
+                    hv__engine_grow((void **)&e->res, &e->res_cap, e->nres + 1, sizeof(*e->res));
+                if (rc != HV_OK) {
                     hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
                     return rc;
                 }
@@ -679,7 +702,12 @@ hv_err hv__engine_round(hv__engine_t *e) {
             }
         }
     }
-    // Ranks that announced a cached bit for the name count too.
+    return HV_OK;
+}
+
+/* Plan, 3: ranks that announced a cached bit for a resolve record's name count too (checked
+ * against the cached meta). */
+static void round_count_cached(hv__engine_t *e) {
     for (size_t i = 0; i < e->nres; i++) {
         eng_resolve_t *rs = &e->res[i];
         intptr_t b = (intptr_t)hv__strmap_get(&e->cache_by_name, rs->name) - 1;
@@ -693,7 +721,7 @@ hv_err hv__engine_round(hv__engine_t *e) {
                          .device = c->device,
                          .root = c->root,
                          .count = c->count};
-        for (int k = 0; k < n; k++) {
+        for (int k = 0; k < e->size; k++) {
             frame_view_t v;
             eng_view(e, k, &v);
             if (v.bits[b / 8] & (1u << (b % 8))) {
@@ -705,10 +733,16 @@ hv_err hv__engine_round(hv__engine_t *e) {
             }
         }
     }
-    // Resolve in first-appearance order (the same on every rank).
+}
+
+/* Plan, 4: resolves the names pending on every rank, in first-appearance order (the same on
+ * every rank): a conflict fails that operation with HV_EPROTO; the others enter the cache (or
+ * update its entry) and go to exec. */
+static hv_err round_resolve(hv__engine_t *e) {
+    hv_err rc = HV_OK;
     for (size_t i = 0; i < e->nres && rc == HV_OK; i++) {
         eng_resolve_t *rs = &e->res[i];
-        if (rs->ranks < n) {
+        if (rs->ranks < e->size) {
             continue;
         }
         eng_req_t *mine = hv__strmap_get(&e->pend_by_name, rs->name);
@@ -750,11 +784,12 @@ hv_err hv__engine_round(hv__engine_t *e) {
         }
         e->exec[e->nexec++] = mine;
     }
-    hv__engine_res_clear(e);
-    if (rc != HV_OK) {
-        return rc;
-    }
-    // Allreduces first, grouped by (dtype, op) in list order; then the others in list order.
+    return rc;
+}
+
+/* Plan, 5: allreduces first, grouped by (dtype, op) in list order; then the others in list
+ * order (what eng_execute expects). */
+static void round_order(hv__engine_t *e) {
     size_t nar = 0;
     eng_req_t **x = e->exec;
     for (size_t i = 0; i < e->nexec; i++) {
@@ -766,6 +801,40 @@ hv_err hv__engine_round(hv__engine_t *e) {
         }
     }
     exec_stable_sort(x, nar);
+}
+
+/* One negotiation round and the execution of what it found ready. Steps: take the queue;
+ * negotiate (frames allgathered, cached bits ANDed); the fast path when it applies, else plan
+ * (cached names ready, uncached names counted and resolved, ordered) and execute, which
+ * completes each operation (finish). */
+hv_err hv__engine_round(hv__engine_t *e) {
+    hv_err rc = round_take_queue(e);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    uint64_t t_start = hv__engine_now_ns();
+    round_view_t rv;
+    if ((rc = round_negotiate(e, &rv)) != HV_OK) {
+        return rc;
+    }
+    e->nexec = 0;
+    if (rv.all_spec && rv.same_bits && rv.total_unc == 0) {
+        return round_fast(e);
+    }
+    if ((rc = round_plan_cached(e)) != HV_OK) {
+        return rc;
+    }
+    hv__engine_res_clear(e); // (a round that failed half-way may have left some)
+    if (rv.total_unc > 0 && (rc = round_count_uncached(e)) != HV_OK) {
+        return rc;
+    }
+    round_count_cached(e);
+    rc = round_resolve(e);
+    hv__engine_res_clear(e);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    round_order(e);
     uint64_t t_neg = hv__engine_now_ns();
     rc = eng_execute(e);
     HV_LOG(HV_LOG_DEBUG, "engine", "HV-ENGINE-ROUND",

@@ -221,123 +221,124 @@ static hv_err nccl_plan(hv__world_t *w, int *use, int *device) {
     return rc;
 }
 
-hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
-    hv__tcp_listener_t *lst = NULL;
-    hv_err rc = HV_OK;
-    o->joined_generation = 0;
-    hv__world_t *w = hv_calloc(1, sizeof(*w));
-    if (w == NULL) {
-        if (!o->rdzv_borrowed) {
-            o->rdzv.ops->destroy(o->rdzv.ctx);
-        }
-        return HV_ENOMEM;
-    }
-    w->rdzv = o->rdzv;
-    w->rdzv_borrowed = o->rdzv_borrowed;
-    HV_TRY_GOTO(hv__tcp_listen(o->bind_addr, &lst), rc, fail);
-    char addr[HV_RDZV_ADDR_MAX];
-    advertise(o, hv__tcp_listener_port(lst), addr, sizeof(addr));
+/* What hv__world_create's steps share while the world is built. */
+typedef struct world_build_s {
+    hv__tcp_listener_t *lst;     // owned until the links are made (world_create frees it)
+    char addr[HV_RDZV_ADDR_MAX]; // this rank's data-plane address, as advertised
+    hier_t hier;                 // the hierarchical layout (hier.on: three rings)
+    uint32_t peer_ms;            // bound on a peer's silence (ring, NCCL, engine)
+    uint32_t conn_ms;            // bound on connecting the links and their handshakes
+    uint32_t spin;               // spin before blocking, in us (rings and engine)
+} world_build_t;
+
+/* Rendezvous: joins with this rank's advertised address (the listener's port) and keeps the
+ * assignment in w->asg. */
+static hv_err world_rendezvous(hv__world_t *w, hv__world_opts_t *o, world_build_t *b) {
+    advertise(o, hv__tcp_listener_port(b->lst), b->addr, sizeof(b->addr));
     const char *host = o->host_name != NULL ? o->host_name : "localhost";
     uint32_t rdzv_ms = o->rdzv_timeout_ms ? o->rdzv_timeout_ms : 90000;
-    rc = w->rdzv.ops->join(w->rdzv.ctx, addr, host, o->last_generation, rdzv_ms, &w->asg);
+    hv_err rc = w->rdzv.ops->join(w->rdzv.ctx, b->addr, host, o->last_generation, rdzv_ms, &w->asg);
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-RDZV", "joining the %s rendezvous failed: %s",
                w->rdzv.ops->name, hv_strerror(rc));
-        goto fail;
+        return rc;
     }
     o->joined_generation = w->asg.generation;
-    if (w->asg.removed) {
-        // Drained: no data plane. The caller sees assignment->removed and leaves the job.
-        hv__tcp_listener_destroy(lst);
-        *out = w;
-        return HV_OK;
-    }
+    return HV_OK;
+}
+
+/* Links, 1: connects right and accepts left on every ring (one, or three when hierarchical). */
+static hv_err world_connect(hv__world_t *w, const hv__world_opts_t *o, world_build_t *b) {
     const hv__rdzv_assignment_t *a = &w->asg;
-    uint32_t peer_ms = o->peer_timeout_ms ? o->peer_timeout_ms : 5000;
-    hier_t hier = {0};
-    if (o->hierarchical && a->size > 1) {
-        HV_TRY_GOTO(hier_plan(a, &hier), rc, fail);
+    const hier_t *hier = &b->hier;
+    int right = (a->rank + 1) % a->size, left = (a->rank - 1 + a->size) % a->size;
+    hv__tcp_ident_t ids[3] = {{.world_id = a->world_id,
+                               .generation = a->generation,
+                               .rank = (uint32_t)a->rank,
+                               .left_rank = (uint32_t)left,
+                               .right_rank = (uint32_t)right,
+                               .ring = 0}};
+    const char *addrs[3] = {a->peers[right].addr};
+    int nlinks = 1;
+    if (hier->on) {
+        ids[1] = ids[0];
+        ids[1].ring = 1;
+        ids[1].left_rank = (uint32_t)hier->intra_left;
+        ids[1].right_rank = (uint32_t)hier->intra_right;
+        addrs[1] = a->peers[hier->intra_right].addr;
+        ids[2] = ids[0];
+        ids[2].ring = 2;
+        ids[2].left_rank = (uint32_t)hier->cross_left;
+        ids[2].right_rank = (uint32_t)hier->cross_right;
+        addrs[2] = a->peers[hier->cross_right].addr;
+        nlinks = 3;
     }
-    if (a->size > 1) {
-        int right = (a->rank + 1) % a->size, left = (a->rank - 1 + a->size) % a->size;
-        hv__tcp_ident_t ids[3] = {{.world_id = a->world_id,
-                                   .generation = a->generation,
-                                   .rank = (uint32_t)a->rank,
-                                   .left_rank = (uint32_t)left,
-                                   .right_rank = (uint32_t)right,
-                                   .ring = 0}};
-        const char *addrs[3] = {a->peers[right].addr};
-        int nlinks = 1;
-        if (hier.on) {
-            ids[1] = ids[0];
-            ids[1].ring = 1;
-            ids[1].left_rank = (uint32_t)hier.intra_left;
-            ids[1].right_rank = (uint32_t)hier.intra_right;
-            addrs[1] = a->peers[hier.intra_right].addr;
-            ids[2] = ids[0];
-            ids[2].ring = 2;
-            ids[2].left_rank = (uint32_t)hier.cross_left;
-            ids[2].right_rank = (uint32_t)hier.cross_right;
-            addrs[2] = a->peers[hier.cross_right].addr;
-            nlinks = 3;
-        }
-        hv__link_t *links[3] = {NULL, NULL, NULL};
-        world_cancel_t wc = {.fn = o->cancel, .ud = o->cancel_ud, .generation = a->generation};
-        hv__tcp_opts_t topts = {.sock_buf = o->sock_buf,
-                                .cancelled = o->cancel != NULL ? world_cancelled : NULL,
-                                .cancel_ud = &wc};
-        uint32_t conn_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 30000;
-        rc = hv__tcp_links_create(lst, addrs, ids, nlinks, &topts, (int)conn_ms, links);
-        w->link = links[0];
-        w->intra_link = links[1];
-        w->cross_link = links[2];
+    hv__link_t *links[3] = {NULL, NULL, NULL};
+    world_cancel_t wc = {.fn = o->cancel, .ud = o->cancel_ud, .generation = a->generation};
+    hv__tcp_opts_t topts = {.sock_buf = o->sock_buf,
+                            .cancelled = o->cancel != NULL ? world_cancelled : NULL,
+                            .cancel_ud = &wc};
+    hv_err rc = hv__tcp_links_create(b->lst, addrs, ids, nlinks, &topts, (int)b->conn_ms, links);
+    w->link = links[0];
+    w->intra_link = links[1];
+    w->cross_link = links[2];
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-CONNECT",
+               "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank, right,
+               a->peers[right].addr, hv_strerror(rc));
+    }
+    return rc;
+}
+
+/* Links, 2: neighbours on this host talk through shared memory (both ends see the same hosts,
+ * so both decide the same way for each direction); the host ring of a hierarchical world too. */
+static hv_err world_shm(hv__world_t *w, const hv__world_opts_t *o, const world_build_t *b) {
+    const hv__rdzv_assignment_t *a = &w->asg;
+    int right = (a->rank + 1) % a->size, left = (a->rank - 1 + a->size) % a->size;
+    int send_local = strcmp(a->peers[right].host, a->peers[a->rank].host) == 0;
+    int recv_local = strcmp(a->peers[left].host, a->peers[a->rank].host) == 0;
+    hv_err rc;
+    if (o->shm_bytes > 0 && (send_local || recv_local)) {
+        hv__link_t *up = NULL;
+        rc = hv__shm_link_upgrade(w->link, send_local, recv_local, o->shm_bytes, (int)b->conn_ms,
+                                  &up);
         if (rc != HV_OK) {
-            HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-CONNECT",
-                   "rank %d: connecting the ring (right: rank %d at %s) failed: %s", a->rank, right,
-                   a->peers[right].addr, hv_strerror(rc));
-            goto fail;
+            HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
+                   "rank %d: shared-memory handshake with the neighbours failed: %s", a->rank,
+                   hv_strerror(rc));
+            return rc;
         }
-        // Neighbours on this host talk through shared memory (both ends see the same hosts,
-        // so both decide the same way for each direction).
-        int send_local = strcmp(a->peers[right].host, a->peers[a->rank].host) == 0;
-        int recv_local = strcmp(a->peers[left].host, a->peers[a->rank].host) == 0;
-        if (o->shm_bytes > 0 && (send_local || recv_local)) {
-            hv__link_t *up = NULL;
-            rc = hv__shm_link_upgrade(w->link, send_local, recv_local, o->shm_bytes, (int)conn_ms,
-                                      &up);
-            if (rc != HV_OK) {
-                HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
-                       "rank %d: shared-memory handshake with the neighbours failed: %s", a->rank,
-                       hv_strerror(rc));
-                goto fail;
-            }
-            w->link = up;
-        }
-        if (hier.on && o->shm_bytes > 0) {
-            hv__link_t *up = NULL;
-            rc = hv__shm_link_upgrade(w->intra_link, 1, 1, o->shm_bytes, (int)conn_ms, &up);
-            if (rc != HV_OK) {
-                HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
-                       "rank %d: shared-memory handshake on the host ring failed: %s", a->rank,
-                       hv_strerror(rc));
-                goto fail;
-            }
-            w->intra_link = up;
-        }
+        w->link = up;
     }
-    hv__tcp_listener_destroy(lst);
-    lst = NULL;
+    if (b->hier.on && o->shm_bytes > 0) {
+        hv__link_t *up = NULL;
+        rc = hv__shm_link_upgrade(w->intra_link, 1, 1, o->shm_bytes, (int)b->conn_ms, &up);
+        if (rc != HV_OK) {
+            HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-SHM",
+                   "rank %d: shared-memory handshake on the host ring failed: %s", a->rank,
+                   hv_strerror(rc));
+            return rc;
+        }
+        w->intra_link = up;
+    }
+    return HV_OK;
+}
+
+/* Rings: the ring over all ranks, and the host and cross rings of a hierarchical world. Decides
+ * the spin (b->spin), which the engine uses too. */
+static hv_err world_rings(hv__world_t *w, const hv__world_opts_t *o, world_build_t *b) {
+    const hv__rdzv_assignment_t *a = &w->asg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t spin = o->spin_us;
-    if (spin == UINT32_MAX) {
+    b->spin = o->spin_us;
+    if (b->spin == UINT32_MAX) {
         // Spin loops yield the CPU on every turn, so with more local ranks than cores a longer
         // spin lets the rank we wait for run on this core without the 25-30 us of a blocking
         // wake-up (measured at 4 ranks on 2 cores: shared-memory 4 KiB allreduce 80 -> 10 us).
-        spin = ncpu > 0 && a->local_size <= ncpu ? 50 : 100;
+        b->spin = ncpu > 0 && a->local_size <= ncpu ? 50 : 100;
     }
     hv__ring_opts_t ro = {
-        .timeout_ms = peer_ms,
-        .spin_us = spin,
+        .timeout_ms = b->peer_ms,
+        .spin_us = b->spin,
         .stage_bytes = o->stage_bytes ? o->stage_bytes : 256u << 10,
         .small_bytes = o->small_bytes != SIZE_MAX ? o->small_bytes : 16u << 10,
         // 256 KiB segments per step: each chunk's working set stays in cache (measured best
@@ -346,31 +347,43 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
                        : o->chunk_bytes           ? o->chunk_bytes
                                                   : (size_t)a->size * (256u << 10),
     };
-    HV_TRY_GOTO(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring), rc, fail);
-    if (hier.on) {
-        HV_TRY_GOTO(hv__ring_create(hier.intra_pos, hier.intra_size, w->intra_link, &ro, &w->intra),
-                    rc, fail);
-        HV_TRY_GOTO(hv__ring_create(hier.cross_pos, hier.cross_size, w->cross_link, &ro, &w->cross),
-                    rc, fail);
+    HV_TRY(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring));
+    if (b->hier.on) {
+        const hier_t *h = &b->hier;
+        HV_TRY(hv__ring_create(h->intra_pos, h->intra_size, w->intra_link, &ro, &w->intra));
+        HV_TRY(hv__ring_create(h->cross_pos, h->cross_size, w->cross_link, &ro, &w->cross));
     }
+    return HV_OK;
+}
+
+/* NCCL: only when it is wanted (HV_NCCL, the same on every rank of a job): then every rank takes
+ * part in the agreement, GPU or not, and those that agree create the communicator. */
+static hv_err world_nccl(hv__world_t *w, const hv__world_opts_t *o, const world_build_t *b) {
+    const hv__rdzv_assignment_t *a = &w->asg;
     int use_nccl = 0, device = -1;
-    // Only when NCCL is wanted (HV_NCCL, the same on every rank of a job): then every rank
-    // takes part in the agreement, GPU or not.
+    hv_err rc;
     if (a->size > 1 && o->use_nccl && (rc = nccl_plan(w, &use_nccl, &device)) != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-NCCL",
                "rank %d: agreeing on the GPU path with the other ranks failed: %s", a->rank,
                hv_strerror(rc));
-        goto fail;
+        return rc;
     }
     if (use_nccl) {
         // Device tensors go through NCCL; without it they are staged through host memory.
-        rc = hv__nccl_create(&w->rdzv, a->rank, a->size, device, a->generation, peer_ms, &w->nccl);
+        rc = hv__nccl_create(&w->rdzv, a->rank, a->size, device, a->generation, b->peer_ms,
+                             &w->nccl);
         if (rc != HV_OK) {
             HV_LOG(HV_LOG_ERROR, "world", "HV-WORLD-NCCL",
                    "rank %d: creating the NCCL communicator failed: %s", a->rank, hv_strerror(rc));
-            goto fail;
+            return rc;
         }
     }
+    return HV_OK;
+}
+
+/* Engine: over the ring (and NCCL, and the hierarchical rings, when there are). */
+static hv_err world_engine(hv__world_t *w, const hv__world_opts_t *o, const world_build_t *b) {
+    const hv__rdzv_assignment_t *a = &w->asg;
     hv__engine_opts_t eo = {
         .nccl = w->nccl,
         .intra = w->intra,
@@ -378,8 +391,8 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         .hier_min_bytes = o->hier_min_bytes ? o->hier_min_bytes : 256u << 10,
         .fusion_threshold = o->fusion_threshold,
         .cycle_time_us = o->cycle_time_us ? o->cycle_time_us : 1000,
-        .spin_us = spin,
-        .peer_timeout_ms = peer_ms,
+        .spin_us = b->spin,
+        .peer_timeout_ms = b->peer_ms,
         // Data inside the negotiation frame: one exchange instead of a round plus a ring
         // allreduce. At 2 ranks that moves the same bytes in fewer steps (measured over
         // loopback TCP: 64 KiB 37 -> 28 us, 256 KiB 80 -> 72 us); with more ranks every rank
@@ -391,14 +404,54 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
                           : 16u << 10,
         .cache_capacity = 0,
     };
-    HV_TRY_GOTO(hv__engine_create(w->ring, &eo, &w->engine), rc, fail);
+    return hv__engine_create(w->ring, &eo, &w->engine);
+}
+
+/* Steps (see the file's comment): listener, rendezvous, links (connect, shared memory), stop
+ * listening, rings, NCCL, engine. A drained rank stops after the rendezvous. */
+hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
+    world_build_t b = {.lst = NULL};
+    hv_err rc = HV_OK;
+    o->joined_generation = 0;
+    hv__world_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        if (!o->rdzv_borrowed) {
+            o->rdzv.ops->destroy(o->rdzv.ctx);
+        }
+        return HV_ENOMEM;
+    }
+    w->rdzv = o->rdzv;
+    w->rdzv_borrowed = o->rdzv_borrowed;
+    HV_TRY_GOTO(hv__tcp_listen(o->bind_addr, &b.lst), rc, fail);
+    HV_TRY_GOTO(world_rendezvous(w, o, &b), rc, fail);
+    if (w->asg.removed) {
+        // Drained: no data plane. The caller sees assignment->removed and leaves the job.
+        hv__tcp_listener_destroy(b.lst);
+        *out = w;
+        return HV_OK;
+    }
+    const hv__rdzv_assignment_t *a = &w->asg;
+    b.peer_ms = o->peer_timeout_ms ? o->peer_timeout_ms : 5000;
+    b.conn_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 30000;
+    if (o->hierarchical && a->size > 1) {
+        HV_TRY_GOTO(hier_plan(a, &b.hier), rc, fail);
+    }
+    if (a->size > 1) {
+        HV_TRY_GOTO(world_connect(w, o, &b), rc, fail);
+        HV_TRY_GOTO(world_shm(w, o, &b), rc, fail);
+    }
+    hv__tcp_listener_destroy(b.lst);
+    b.lst = NULL;
+    HV_TRY_GOTO(world_rings(w, o, &b), rc, fail);
+    HV_TRY_GOTO(world_nccl(w, o, &b), rc, fail);
+    HV_TRY_GOTO(world_engine(w, o, &b), rc, fail);
     HV_LOG(HV_LOG_INFO, "world", "HV-WORLD-UP",
            "rank %d of %d (local %d of %d) generation %u, data plane %s", a->rank, a->size,
-           a->local_rank, a->local_size, a->generation, addr);
+           a->local_rank, a->local_size, a->generation, b.addr);
     *out = w;
     return HV_OK;
 fail:
-    hv__tcp_listener_destroy(lst);
+    hv__tcp_listener_destroy(b.lst);
     hv__world_destroy(w, 0);
     return rc;
 }
