@@ -484,8 +484,10 @@ class ActorHandle:
     def __init__(self, ptr, address):
         self._ptr = ptr
         self.address = address
-        self._cv = threading.Condition(threading.Lock())
-        self._busy = 0
+        self._mu = threading.Lock()  # _ptr, _busy, _closing
+        self._cv = threading.Condition(self._mu)  # close() waits for sends in progress
+        self._busy = 0  # sends in progress (hv_actor_close must not run beside one)
+        self._closing = False
 
     def call_async(self, method, data=b""):
         """Sends a call of method with data (bytes) and returns its Future at once (blocks only
@@ -519,7 +521,7 @@ class ActorHandle:
             raise InvalidArgumentError("method name %r: 1 to %d bytes, no NUL" %
                                        (method, _METHOD_MAX), _lib.EINVAL, "HV_EINVAL")
         data = _as_bytes(data, "data")
-        with self._cv:
+        with self._mu:
             ptr = self._ptr
             if ptr is None:
                 raise ActorNotDeliveredError(
@@ -531,9 +533,9 @@ class ActorHandle:
         try:
             rc = _lib.hv_actor_call_async(ptr, m, data, len(data), ctypes.byref(fp))
         finally:
-            with self._cv:
+            with self._mu:
                 self._busy -= 1
-                if self._busy == 0:
+                if self._closing and self._busy == 0:
                     self._cv.notify_all()
         if rc != 0:
             if rc == _lib.EUNAVAIL:
@@ -553,6 +555,7 @@ class ActorHandle:
         they may have run). Futures stay usable. A second close does nothing."""
         with self._cv:
             ptr, self._ptr = self._ptr, None
+            self._closing = True
             while self._busy > 0:  # a send in progress on another thread (bounded)
                 self._cv.wait()
         if ptr is not None:
@@ -633,16 +636,15 @@ class Future:
                 if self._ptr is None:
                     raise ActorError("%s: the future is closed" % self.method)
                 deadline = time.monotonic() + ms / 1000.0 if ms >= 0 else None
-                while True:
-                    left = _WAIT_SLICE_MS if deadline is None else \
-                        min(_WAIT_SLICE_MS, max(0, int((deadline - time.monotonic()) * 1000)))
-                    if self._wait(left):
-                        break
+                slice_ms = _WAIT_SLICE_MS if ms < 0 else min(_WAIT_SLICE_MS, ms)
+                while not self._wait(slice_ms):
                     if deadline is not None and time.monotonic() >= deadline:
                         raise ActorTimeoutError(
                             "%s on the actor at %s: no outcome within %.3g s; the call may still "
                             "run" % (self.method, self._handle.address, timeout),
                             _lib.ETIMEDOUT, "HV_ETIMEDOUT", self._handle.address, self.method)
+                    slice_ms = _WAIT_SLICE_MS if deadline is None else min(
+                        _WAIT_SLICE_MS, max(0, int((deadline - time.monotonic()) * 1000)))
             if self._exc is not None:
                 raise self._exc
             if self._decode is not None:

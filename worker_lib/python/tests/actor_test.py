@@ -392,9 +392,14 @@ def main(argv):
         if os.environ.get("HV_TEST_PRELOAD"):
             env["LD_PRELOAD"] = os.environ["HV_TEST_PRELOAD"]
             env["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+        # In a session of its own, so that a timeout ends its actor processes too.
+        child = subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv, env=env,
+                                 start_new_session=True)
         try:
-            rc = subprocess.call([sys.executable, os.path.abspath(__file__)] + argv, env=env, timeout=50 * MULT)
+            rc = child.wait(50 * MULT)
         except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
             print("FAIL: %s timed out" % scenario)
             return 1
         print("PASS" if rc == 0 else "FAIL: %s exited %d" % (scenario, rc))
