@@ -5,10 +5,11 @@ and real sockets on 127.0.0.1.
     actor_test.py --pypath DIR [--examples DIR] SCENARIO
 Scenarios:
   calls     a Python actor served in a subprocess, called from Python: results, 4 handles x 400
-            calls in flight each (every handle's calls run in the order sent), a method that
-            raises (ActorMethodError with its text, the actor goes on), an unknown method, a
-            result that is not bytes, a wrong secret (ActorAuthError), nothing listening
-            (ActorNotDeliveredError), the pickle layer both ways, an in-process server
+            calls in flight each from 4 threads (every handle's calls run and are answered in
+            the order sent), a method that raises (ActorMethodError with its text, the actor
+            goes on), an unknown method, a result that is not bytes, a wait that runs out, a
+            wrong secret (ActorAuthError), nothing listening (ActorNotDeliveredError), the
+            pickle layer both ways, an in-process server
   interop   a Python client calling the C example actor (examples/actor_counter), and the C
             client (examples/actor_call) calling a Python actor: results and exit statuses
   killed    the Python actor SIGKILLed with 200 calls in flight in a slow method: each ends with
@@ -46,6 +47,7 @@ def declare():
         def __init__(self, arg):
             self.n = int(arg or b"0")
             self.adds = 0
+            self.notes = []
 
         def add(self, data):
             self.n += int(data)
@@ -57,6 +59,13 @@ def declare():
 
         def echo(self, data):
             return data
+
+        def note(self, data):  # records the order calls ran in
+            self.notes.append(data)
+            return data
+
+        def notes_of(self, data):
+            return b",".join(n.split(b":")[1] for n in self.notes if n.split(b":")[0] == data)
 
         def fail(self, data):
             raise ValueError("no such thing as %r" % data.decode())
@@ -160,7 +169,7 @@ def scenario_calls(tmp, examples):
         seen = {}
 
         def burst(i):
-            fs = [handles[i].call_async("echo", b"%d:%d" % (i, k)) for k in range(400)]
+            fs = [handles[i].call_async("note", b"%d:%d" % (i, k)) for k in range(400)]
             seen[i] = [f.result(10 * MULT) for f in fs]
 
         ts = [threading.Thread(target=burst, args=(i,)) for i in range(4)]
@@ -170,6 +179,8 @@ def scenario_calls(tmp, examples):
             t.join(30 * MULT)
         for i in range(4):
             assert seen[i] == [b"%d:%d" % (i, k) for k in range(400)], "handle %d" % i
+            ran = h.call("notes_of", b"%d" % i)
+            assert ran == b",".join(b"%d" % k for k in range(400)), "handle %d ran %r" % (i, ran)
         fs = [h.call_async("add", b"1") for _ in range(500)]
         assert A.get(fs, timeout=10 * MULT) == [b"%d" % (k + 1) for k in range(500)]
 
