@@ -9,6 +9,7 @@
 #   c-c-sync / c-c-pipeK    C calling the C actor (bench_actor actor: the C figures)
 #   py-c-sync / py-c-pipeK  Python calling the C actor (bench_actor_py.py)
 #   py-py-sync / py-py-pipeK  Python calling the Python actor
+#   c-py-sync / c-py-pipeK  C calling the Python actor (the actor side's share)
 # Each line: mode, calls, median and p99 latency (us; synchronous modes), calls per second.
 # Defaults: N=20000, 64 bytes, K=256; --quick: N=2000. Python is /usr/bin/python3.
 set -euo pipefail
@@ -83,3 +84,5 @@ printf '%-16s %8s %10s %10s %12s\n' mode calls median_us p99_us calls_per_s
   --inflight "$inflight"
 /usr/bin/python3 "$here/bench_actor_py.py" "$(cat "$tmp/py.addr")" py-py --n "$n" --size "$size" \
   --inflight "$inflight"
+"$bench" actor "$(cat "$tmp/py.addr")" --n "$n" --size "$size" --inflight "$inflight" \
+  | sed 's/^actor-/c-py-/'
