@@ -171,11 +171,18 @@ def _set_error(out, text):
 
 
 def _append(out, data, what):
-    data = _as_bytes(data, what)
+    data = _as_bytes(data, what)  # TypeError for anything but bytes-like: the call's error
+    if not data:
+        return 0
     rc = _lib.hv_actor_out_append(out, data, len(data))
     if rc == _lib.ETOOBIG:
         _set_error(out, "%s: %d bytes are over the actor's frame limit" % (what, len(data)))
     return rc
+
+
+def _class_of(key):
+    entry = _instances.get(key)
+    return entry[0].name if entry is not None else "?"
 
 
 def _c_create(ud, arg, length, self_out):
@@ -192,7 +199,8 @@ def _c_create(ud, arg, length, self_out):
         self_out[0] = key
         return 0
     except BaseException as exc:  # noqa: B902 -- nothing may escape into C
-        _warn("the constructor of actor class %s failed: %s" % (_by_ud[ud].name, _exc_text(exc)))
+        _warn("the constructor of actor class %s failed: %s" % (
+            getattr(_by_ud.get(ud), "name", "?"), _exc_text(exc)))
         return _exc_code(exc)
 
 
@@ -210,7 +218,7 @@ def _c_call(key, method, arg, length, out):
             res = _pickle.dumps(fn(*args, **kwargs), protocol=_pickle.HIGHEST_PROTOCOL)
         else:
             res = fn(data)
-        if res is None or len(res) == 0:
+        if res is None:
             return 0
         return _append(out, res, "the result of %s" % name)
     except BaseException as exc:  # noqa: B902 -- a method's exception is the call's error
@@ -231,7 +239,7 @@ def _c_save(key, out):
         return _append(out, state if state is not None else b"", "the state saved")
     except BaseException as exc:  # noqa: B902
         _set_error(out, _exc_text(exc))
-        _warn("save of actor class %s failed: %s" % (_instances[key][0].name, _exc_text(exc)))
+        _warn("save of actor class %s failed: %s" % (_class_of(key), _exc_text(exc)))
         return _exc_code(exc)
 
 
@@ -242,7 +250,7 @@ def _c_load(key, state, length):
         obj.load(_pickle.loads(data) if spec.pickle else data)
         return 0
     except BaseException as exc:  # noqa: B902
-        _warn("load of actor class %s failed: %s" % (_instances[key][0].name, _exc_text(exc)))
+        _warn("load of actor class %s failed: %s" % (_class_of(key), _exc_text(exc)))
         return _exc_code(exc)
 
 
