@@ -28,8 +28,9 @@ Actor calls (hv.actor) raise these, which tell whether the call can have run:
   ActorMethodError        the method ran and raised or returned an error (HV_EREMOTE);
                           .remote_code, .remote_errname and .remote_message say which
 
-hv.torch re-exports them and adds the alias HorovodInternalError = HvInternalError, so that
-`except hvd.HorovodInternalError` in a ported script works unchanged.
+hv.actor re-exports the actor exceptions. hv.torch re-exports the first six and adds the alias
+HorovodInternalError = HvInternalError, so that `except hvd.HorovodInternalError` in a ported
+script works unchanged.
 """
 
 
@@ -112,9 +113,8 @@ _BY_CODE = {
     8: HvInternalError,  # HV_EPEER
     9: HvInternalError,  # HV_EIO
     18: HostsUpdatedInterrupt,  # HV_ERESET
-    19: ActorAuthError,  # HV_EAUTH
-    20: ActorInDoubtError,  # HV_EINDOUBT
-    21: ActorMethodError,  # HV_EREMOTE
+    20: ActorInDoubtError,  # HV_EINDOUBT (only actors return it; HV_EAUTH stays an HvError:
+    21: ActorMethodError,  # HV_EREMOTE     hv_init returns it for a wrong worker secret)
 }
 
 # An actor call's outcome (hv_actor_call_async, hv_future_wait) -> its exception class.
