@@ -113,8 +113,10 @@ _BY_CODE = {
     8: HvInternalError,  # HV_EPEER
     9: HvInternalError,  # HV_EIO
     18: HostsUpdatedInterrupt,  # HV_ERESET
-    20: ActorInDoubtError,  # HV_EINDOUBT (only actors return it; HV_EAUTH stays an HvError:
-    21: ActorMethodError,  # HV_EREMOTE     hv_init returns it for a wrong worker secret)
+    # Only actor calls return these two. HV_EAUTH stays an HvError here: hv_init returns it for
+    # a wrong worker secret; actor connections map it through actor_error below.
+    20: ActorInDoubtError,  # HV_EINDOUBT
+    21: ActorMethodError,  # HV_EREMOTE
 }
 
 # An actor call's outcome (hv_actor_call_async, hv_future_wait) -> its exception class.
