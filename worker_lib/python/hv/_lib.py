@@ -102,3 +102,71 @@ def check(rc, what):
     if rc != 0:
         raise errors.from_code(rc, what, hv_errname(rc).decode(), hv_strerror(rc).decode(),
                                last_error())
+
+
+# ---- actors (<hv/actor.h>): used by hv.actor ----------------------------------------------------
+
+_u32 = ctypes.c_uint32
+
+# The callbacks of hv_actor_class_t. ctypes takes the GIL around each call into Python (the
+# dispatcher thread is not a Python thread: it gets a thread state for the call).
+ACTOR_CREATE = ctypes.CFUNCTYPE(_c_int, _vp, _vp, _c_size, ctypes.POINTER(_vp))
+ACTOR_CALL = ctypes.CFUNCTYPE(_c_int, _vp, ctypes.c_char_p, _vp, _c_size, _vp)
+ACTOR_DESTROY = ctypes.CFUNCTYPE(None, _vp)
+ACTOR_SAVE = ctypes.CFUNCTYPE(_c_int, _vp, _vp)
+ACTOR_LOAD = ctypes.CFUNCTYPE(_c_int, _vp, _vp, _c_size)
+
+
+class ActorClass(ctypes.Structure):
+    """hv_actor_class_t (field order and types are libhv's ABI)."""
+    _fields_ = [("size", _c_size), ("name", ctypes.c_char_p), ("create", ACTOR_CREATE),
+                ("call", ACTOR_CALL), ("destroy", ACTOR_DESTROY), ("save", ACTOR_SAVE),
+                ("load", ACTOR_LOAD), ("ud", _vp)]
+
+
+class ActorServerConfig(ctypes.Structure):
+    """hv_actor_server_config_t."""
+    _fields_ = [("size", _c_size), ("class_name", ctypes.c_char_p), ("arg", _vp),
+                ("arg_len", _c_size), ("listen", ctypes.c_char_p), ("secret", ctypes.c_char_p),
+                ("state_in", ctypes.c_char_p), ("state_out", ctypes.c_char_p),
+                ("addr_file", ctypes.c_char_p), ("max_frame", _u32), ("max_conns", _u32),
+                ("handshake_timeout_ms", _u32)]
+
+
+class ActorConnectConfig(ctypes.Structure):
+    """hv_actor_connect_config_t."""
+    _fields_ = [("size", _c_size), ("connect_timeout_ms", _u32), ("max_pending", _u32),
+                ("send_timeout_ms", _u32)]
+
+
+hv_actor_out_append = _proto("hv_actor_out_append", _c_int, _vp, _vp, _c_size)
+# Variadic in C; called only as (out, b"%s", message), so the text is never a format.
+hv_actor_out_errorf = _proto("hv_actor_out_errorf", None, _vp, ctypes.c_char_p, ctypes.c_char_p)
+hv_actor_register = _proto("hv_actor_register", _c_int, ctypes.POINTER(ActorClass))
+hv_actor_server_start = _proto("hv_actor_server_start", _c_int,
+                               ctypes.POINTER(ActorServerConfig), ctypes.POINTER(_vp))
+hv_actor_server_port = _proto("hv_actor_server_port", _c_int, _vp)
+hv_actor_server_save = _proto("hv_actor_server_save", _c_int, _vp, ctypes.c_char_p)
+hv_actor_server_stop = _proto("hv_actor_server_stop", _c_int, _vp)
+hv_actor_connect = _proto("hv_actor_connect", _c_int, ctypes.c_char_p, ctypes.c_char_p,
+                          ctypes.POINTER(ActorConnectConfig), ctypes.POINTER(_vp), _vp, _c_size)
+hv_actor_call_async = _proto("hv_actor_call_async", _c_int, _vp, ctypes.c_char_p, _vp, _c_size,
+                             ctypes.POINTER(_vp))
+hv_future_wait = _proto("hv_future_wait", _c_int, _vp, _u32, ctypes.POINTER(_vp),
+                        ctypes.POINTER(_c_size))
+hv_future_error = _proto("hv_future_error", ctypes.c_char_p, _vp, ctypes.POINTER(_c_int))
+hv_future_destroy = _proto("hv_future_destroy", None, _vp)
+hv_actor_close = _proto("hv_actor_close", None, _vp)
+
+# hv_err values the actor binding tests for (libhv's ABI; only appended to)
+EINVAL, ENOMEM, ETIMEDOUT, ECLOSED, ECANCELED = 1, 2, 3, 4, 5
+EINTERNAL, ENOTFOUND, ENOTSUP, EUNAVAIL, ETOOBIG, EAUTH, EINDOUBT, EREMOTE = \
+    10, 11, 16, 14, 15, 19, 20, 21
+
+
+def errname(code):
+    return hv_errname(code).decode()
+
+
+def strerror(code):
+    return hv_strerror(code).decode()

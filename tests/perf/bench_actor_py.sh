@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# bench_actor_py.sh: actor calls from Python (hv.actor), beside the same calls from C, in one
+# command.
+#
+#   tests/perf/bench_actor_py.sh [--quick] [--bin BUILD_DIR] [--n N] [--size BYTES] [--inflight K]
+#
+# Starts two actors on 127.0.0.1: the C example examples/actor_counter and a Python actor with an
+# "echo" method (hv.actor.serve). Then measures, each from a second process, BYTES in and out:
+#   c-c-sync / c-c-pipeK    C calling the C actor (bench_actor actor: the C figures)
+#   py-c-sync / py-c-pipeK  Python calling the C actor (bench_actor_py.py)
+#   py-py-sync / py-py-pipeK  Python calling the Python actor
+#   c-py-sync / c-py-pipeK  C calling the Python actor (the actor side's share)
+# Each line: mode, calls, median and p99 latency (us; synchronous modes), calls per second.
+# Defaults: N=20000, 64 bytes, K=256; --quick: N=2000. Python is /usr/bin/python3.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build="${HV_BUILD_DIR:-$repo/build}"
+n=20000
+size=64
+inflight=256
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) n=2000; shift ;;
+    --bin) build="$2"; shift 2 ;;
+    --n) n="$2"; shift 2 ;;
+    --size) size="$2"; shift 2 ;;
+    --inflight) inflight="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { print }' "$0"; exit 0 ;;
+    *) echo "bench_actor_py.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+bench="$build/bin/bench_actor"
+actor="$build/examples/actor_counter"
+for b in "$bench" "$actor"; do
+  [ -x "$b" ] || { echo "missing $b (build the bench_actor and actor_counter targets)" >&2; exit 2; }
+done
+[ -f "$build/python/hv/actor.py" ] || { echo "missing $build/python/hv (build hv_python)" >&2; exit 2; }
+export PYTHONPATH="$build/python"
+
+tmp=$(mktemp -d /tmp/bench_actor_py.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+wait_file() {
+  for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
+  echo "bench_actor_py.sh: $2 did not start (no $1)" >&2
+  exit 1
+}
+
+# A fresh random secret per run; it reaches the processes only through their environment.
+export HV_ACTOR_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+HV_ACTOR_CLASS=counter HV_ACTOR_LISTEN=127.0.0.1:0 HV_ACTOR_ADDR_FILE="$tmp/c.addr" \
+  "$actor" & pids+=($!)
+cat > "$tmp/echo_actor.py" <<'PY'
+import hv.actor
+
+@hv.actor.actor_class(name="echo")
+class Echo:
+    def __init__(self, arg):
+        pass
+
+    def echo(self, data):
+        return data
+
+hv.actor.serve(Echo)
+PY
+HV_ACTOR_LISTEN=127.0.0.1:0 HV_ACTOR_ADDR_FILE="$tmp/py.addr" \
+  /usr/bin/python3 "$tmp/echo_actor.py" & pids+=($!)
+wait_file "$tmp/c.addr" actor_counter
+wait_file "$tmp/py.addr" "the Python echo actor"
+
+echo "# $(nproc) CPUs, $(uname -r), $(/usr/bin/python3 -V); $size bytes in and out; N=$n"
+printf '%-16s %8s %10s %10s %12s\n' mode calls median_us p99_us calls_per_s
+"$bench" actor "$(cat "$tmp/c.addr")" --n "$n" --size "$size" --inflight "$inflight" \
+  | sed 's/^actor-/c-c-/'
+/usr/bin/python3 "$here/bench_actor_py.py" "$(cat "$tmp/c.addr")" py-c --n "$n" --size "$size" \
+  --inflight "$inflight"
+/usr/bin/python3 "$here/bench_actor_py.py" "$(cat "$tmp/py.addr")" py-py --n "$n" --size "$size" \
+  --inflight "$inflight"
+"$bench" actor "$(cat "$tmp/py.addr")" --n "$n" --size "$size" --inflight "$inflight" \
+  | sed 's/^actor-/c-py-/'
