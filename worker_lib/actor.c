@@ -7,7 +7,9 @@
  * accepts, runs each connection's handshake, reads whatever arrived, runs every complete CALL in
  * the order of its connection (so calls of one connection run in the order sent, and no two
  * calls of the instance ever run at once), appends each reply to its connection's output buffer,
- * and flushes every buffer once per turn (so a pipelined burst is answered with few writes).
+ * and flushes every buffer once per turn (so a pipelined burst is answered with few writes), or
+ * sooner, without blocking, once the calls of a turn have run ACTOR_FLUSH_US (so slow calls are
+ * answered one by one as they finish).
  * Other threads reach it only through the mutex-protected request fields (save, stop) and a
  * wake-up pipe. A first version: one slow method delays every caller of the actor; calls of
  * different connections interleave frame by frame in the order the loop reads them.
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -49,6 +52,7 @@
 #define ACTOR_OUT_HIGH (8u << 20)    // unsent reply bytes above which a connection is not read
 #define ACTOR_STOP_FLUSH_MS 2000     // bound on flushing replies at stop
 #define ACTOR_STATE_MAX (1ull << 30) // largest state file read at start
+#define ACTOR_FLUSH_US 2000          // a turn that ran calls this long sends their replies
 
 /* ---- the class registry (process-wide) ------------------------------------------------------ */
 
@@ -184,6 +188,14 @@ void hv_actor_out_errorf(hv_actor_out_t *out, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(out->msg, sizeof(out->msg), fmt, ap);
     va_end(ap);
+    out->has_msg = 1;
+}
+
+void hv_actor_out_error(hv_actor_out_t *out, const char *msg) {
+    if (out == NULL || msg == NULL) {
+        return;
+    }
+    snprintf(out->msg, sizeof(out->msg), "%s", msg);
     out->has_msg = 1;
 }
 
@@ -351,9 +363,19 @@ static int conn_ready(const hv_actor_server_t *s, const conn_t *c) {
     return h.len > s->max_frame || c->in.len >= HV__ACTOR_HDR + (size_t)h.len;
 }
 
-/* Handles every complete frame in c's input. */
+static uint64_t actor_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Handles every complete frame in c's input. The replies of a burst of fast calls leave in one
+ * write at the end of the turn; once the calls have run ACTOR_FLUSH_US since the last write,
+ * the replies ready so far are sent at once (without blocking), so the first caller of a
+ * pipelined batch of slow calls is answered when its call is done, not after the whole batch. */
 static void srv_parse(hv_actor_server_t *s, conn_t *c) {
     size_t pos = 0;
+    uint64_t flushed = actor_now_us();
     while (!c->closing && c->in.len - pos >= HV__ACTOR_HDR &&
            c->out.len - c->out_off < ACTOR_OUT_HIGH) {
         hv__actor_hdr_t h;
@@ -382,6 +404,11 @@ static void srv_parse(hv_actor_server_t *s, conn_t *c) {
             conn_refuse(c, HV_EPROTO, "protocol error: expected a call (frame type %u)", h.type);
         } else if (srv_call(s, c, h.id, body, h.len, h.name_len) != HV_OK) {
             conn_refuse(c, HV_ENOMEM, "the actor ran out of memory");
+        } else if (actor_now_us() - flushed >= ACTOR_FLUSH_US) {
+            if (conn_flush(c) != HV_OK) {
+                c->closing = 2; // the caller is gone: drop without flushing
+            }
+            flushed = actor_now_us();
         }
     }
     memmove(c->in.p, c->in.p + pos, c->in.len - pos);

@@ -68,8 +68,16 @@ struct hv_actor_s {
     hv_future_t *head, *tail; // pending calls, oldest first
     uint32_t npending;
     uint64_t next_id;
-    char why[512]; // why the connection broke (an ERROR frame's text, or a reset)
+    char why[512];       // why the connection broke (an ERROR frame's text, or a reset)
+    hv_err last_code;    // the most recent failure on this handle (hv_actor_last_error)
+    char last_msg[1280]; // its message
 };
+
+/* Records the most recent failure (under mu). */
+static void set_last(hv_actor_t *a, hv_err code, const char *msg) {
+    a->last_code = code;
+    snprintf(a->last_msg, sizeof(a->last_msg), "%s", msg);
+}
 
 /* Records why the connection broke (under mu: callers read it when a call is refused). */
 static void set_why(hv_actor_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -287,6 +295,9 @@ static void *actor_reader(void *arg) {
     if (a->why[0] == '\0') {
         snprintf(a->why, sizeof(a->why), "the connection to the actor at %.255s was lost", a->addr);
     }
+    if (!a->closed) {
+        set_last(a, HV_EUNAVAIL, a->why);
+    }
     (void)rc;
     hv_future_t *dead = actor_fail_all(a, out, msg);
     pthread_mutex_unlock(&a->mu);
@@ -398,6 +409,14 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
         return HV_EINVAL;
     }
     if (name_len + len > a->max_frame) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "not sent: %zu bytes of method name and argument are over the "
+                 "actor's frame limit of %u bytes",
+                 name_len + len, a->max_frame);
+        pthread_mutex_lock(&a->mu);
+        set_last(a, HV_ETOOBIG, msg);
+        pthread_mutex_unlock(&a->mu);
         return HV_ETOOBIG;
     }
     hv_future_t *f = hv_calloc(1, sizeof(*f));
@@ -411,6 +430,16 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
                 : a->npending >= a->max_pending ? HV_ETOOBIG
                                                 : HV_OK;
     if (rc != HV_OK) {
+        char msg[600];
+        if (rc == HV_EUNAVAIL) {
+            snprintf(msg, sizeof(msg), "not sent: %s", a->why);
+        } else if (rc == HV_ETOOBIG) {
+            snprintf(msg, sizeof(msg),
+                     "not sent: %u calls are in flight on this handle (its limit)", a->max_pending);
+        } else {
+            snprintf(msg, sizeof(msg), "not sent: the handle is closed");
+        }
+        set_last(a, rc, msg);
         pthread_mutex_unlock(&a->mu);
         pthread_mutex_unlock(&a->send_mu);
         hv_free(f);
@@ -525,10 +554,8 @@ hv_err hv_actor_call(hv_actor_t *a, const char *method, const void *arg, size_t 
     hv_future_t *f = NULL;
     hv_err rc = hv_actor_call_async(a, method, arg, len, &f);
     if (rc != HV_OK) {
-        if (rc == HV_EUNAVAIL && a != NULL) {
-            pthread_mutex_lock(&a->mu);
-            hv_errf(err, errlen, "not sent: %s", a->why);
-            pthread_mutex_unlock(&a->mu);
+        if (a != NULL && rc != HV_EINVAL) {
+            hv_actor_last_error(a, err, errlen); // call_async recorded why
         } else {
             hv_errf(err, errlen, "not sent: %s", hv_strerror(rc));
         }
@@ -543,23 +570,41 @@ hv_err hv_actor_call(hv_actor_t *a, const char *method, const void *arg, size_t 
         if (len_out != NULL) {
             *len_out = f->len;
         }
-    } else if (rc == HV_ETIMEDOUT) {
-        hv_errf(err, errlen, "no answer from the actor at %s within %u ms; the call may still run",
-                a->addr, timeout_ms);
     } else {
-        hv_err remote = HV_OK;
-        const char *msg = hv_future_error(f, &remote);
-        if (rc == HV_EREMOTE) {
-            hv_errf(err, errlen, "%s: %s (%s)", method, msg, hv_errname(remote));
+        char msg[1200];
+        hv_err code = rc;
+        if (rc == HV_ETIMEDOUT) {
+            snprintf(msg, sizeof(msg),
+                     "no answer from the actor at %s within %u ms; the call may still run", a->addr,
+                     timeout_ms);
+        } else if (rc == HV_EREMOTE) {
+            const char *m = hv_future_error(f, &code);
+            snprintf(msg, sizeof(msg), "%s: %s (%s)", method, m, hv_errname(code));
         } else {
-            hv_errf(err, errlen, "%s", msg);
+            snprintf(msg, sizeof(msg), "%s", hv_future_error(f, NULL));
         }
+        hv_errf(err, errlen, "%s", msg);
+        pthread_mutex_lock(&a->mu);
+        set_last(a, code, msg);
+        pthread_mutex_unlock(&a->mu);
     }
     hv_future_destroy(f);
     return rc;
 }
 
 void hv_actor_free(void *p) { hv_free(p); }
+
+hv_err hv_actor_last_error(hv_actor_t *a, char *buf, size_t len) {
+    if (a == NULL) {
+        hv_errf(buf, len, "no actor handle");
+        return HV_EINVAL;
+    }
+    pthread_mutex_lock(&a->mu);
+    hv_err rc = a->last_code;
+    hv_errf(buf, len, "%s", a->last_msg);
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
 
 void hv_actor_close(hv_actor_t *a) {
     if (a == NULL) {

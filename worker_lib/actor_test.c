@@ -5,8 +5,9 @@
  * order with many calls in flight, a bound on a wait, a wrong secret, an oversized frame (the
  * caller refuses to send one; a hostile peer that sends one is cut off), a handshake that never
  * comes, a SIGKILL and a crashing method with calls in flight (HV_EINDOUBT at once, not a hang),
- * a method error (HV_EREMOTE with the method's code and message), and save/load across a stop
- * and a restart. `actor_test NAME` runs one case.
+ * a method error (HV_EREMOTE with the method's code and message; hv_actor_last_error), save/load
+ * across a stop and a restart, and the replies of a pipelined batch of slow calls sent as each
+ * call ends. `actor_test NAME` runs one case.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -99,6 +100,16 @@ static hv_err t_call(void *self, const char *method, const void *arg, size_t len
     if (strcmp(method, "fail") == 0) {
         hv_actor_out_errorf(out, "bad input '%.*s'", (int)len, (const char *)arg);
         return HV_EINVAL;
+    }
+    if (strcmp(method, "nap") == 0) {
+        /* sleep, then the time it ended (CLOCK_MONOTONIC: the caller's clock too). */
+        usleep((useconds_t)t_num(arg, len) * 1000);
+        double end = hvtest_now();
+        return hv_actor_out_append(out, &end, sizeof(end));
+    }
+    if (strcmp(method, "fail2") == 0) {
+        hv_actor_out_error(out, "100% plain: %s stays"); // taken as it is, not a format
+        return HV_EIO;
     }
     if (strcmp(method, "crash") == 0) {
         abort();
@@ -476,6 +487,10 @@ static void sigkill_body(srv_t *s) {
     ASSERT_RC(hv_actor_call_async(a, "echo", "x", 1, &f), HV_EUNAVAIL);
     ASSERT_RC(hv_actor_call(a, "echo", "x", 1, 1000, NULL, NULL, err, sizeof(err)), HV_EUNAVAIL);
     ASSERT_TRUE(strstr(err, "not sent") != NULL);
+    /* The handle says why it broke, in the user's terms. */
+    char why[512] = "";
+    ASSERT_RC(hv_actor_last_error(a, why, sizeof(why)), HV_EUNAVAIL);
+    ASSERT_TRUE(strstr(why, "not sent") != NULL && strstr(why, s->addr) != NULL);
     hv_actor_close(a);
 }
 static void case_sigkill_inflight(void) { with_actor(sigkill_body, NULL); }
@@ -509,9 +524,20 @@ static void error_body(srv_t *s) {
     ASSERT_RC(code, HV_EINVAL);
     ASSERT_TRUE(strcmp(msg, "bad input 'xyz'") == 0);
     hv_future_destroy(f);
-    char err[256] = "";
+    char err[256] = "", last[256] = "x";
+    ASSERT_RC(hv_actor_last_error(a, last, sizeof(last)), HV_OK); // nothing failed on it yet
+    ASSERT_TRUE(last[0] == '\0');
     ASSERT_RC(hv_actor_call(a, "nope", NULL, 0, 10000, NULL, NULL, err, sizeof(err)), HV_EREMOTE);
     ASSERT_TRUE(strstr(err, "HV_ENOTFOUND") != NULL);
+    /* hv_actor_call's remote code, as a code. */
+    ASSERT_RC(hv_actor_last_error(a, last, sizeof(last)), HV_ENOTFOUND);
+    ASSERT_TRUE(strcmp(last, err) == 0);
+    /* hv_actor_out_error: the message as it is. */
+    ASSERT_OK(hv_actor_call_async(a, "fail2", NULL, 0, &f));
+    ASSERT_RC(hv_future_wait(f, 10000, NULL, NULL), HV_EREMOTE);
+    ASSERT_TRUE(strcmp(hv_future_error(f, &code), "100% plain: %s stays") == 0);
+    ASSERT_RC(code, HV_EIO);
+    hv_future_destroy(f);
     void *res = NULL;
     size_t len = 0;
     ASSERT_OK(hv_actor_call(a, "echo", "after", 5, 10000, &res, &len, NULL, 0));
@@ -749,6 +775,41 @@ static void backpressure_body(srv_t *s) {
 }
 static void case_backpressure(void) { with_actor(backpressure_body, NULL); }
 
+/* 50 slow calls (20 ms each) pipelined on one connection: each reply arrives when its call is
+ * done, not after the batch the actor read with it has run (up to 1 s later). */
+static void slow_batch_body(srv_t *s) {
+    enum { N = 50 };
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    hv_future_t *fs[N];
+    double t0 = hvtest_now(), late = 0, first = 0;
+    for (int i = 0; i < N; i++) {
+        ASSERT_OK(hv_actor_call_async(a, "nap", "20", 2, &fs[i]));
+    }
+    for (int i = 0; i < N; i++) {
+        const void *d = NULL;
+        size_t len = 0;
+        ASSERT_OK(hv_future_wait(fs[i], 10000, &d, &len));
+        double now = hvtest_now(), end;
+        ASSERT_EQ_INT(len, sizeof(end));
+        memcpy(&end, d, sizeof(end));
+        late = now - end > late ? now - end : late;
+        first = i == 0 ? now - t0 : first;
+    }
+    double all = hvtest_now() - t0;
+    for (int i = 0; i < N; i++) {
+        hv_future_destroy(fs[i]);
+    }
+    hv_actor_close(a);
+    ASSERT_TRUE(all >= 0.9); // the calls ran one at a time
+    if (late > hvtest_scale(0.1) || first > hvtest_scale(0.2)) {
+        HVT_FAIL("a reply came %.3f s after its call ended; the first after %.3f s (the batch "
+                 "%.3f s)",
+                 late, first, all);
+    }
+}
+static void case_slow_batch(void) { with_actor(slow_batch_body, NULL); }
+
 static const hvtest_case_t cases[] = {
     {"order_pipelined", case_order_pipelined},
     {"wait_bound", case_wait_bound},
@@ -764,6 +825,7 @@ static const hvtest_case_t cases[] = {
     {"connect_bounds", case_connect_bounds},
     {"garbage_frames", case_garbage_frames},
     {"backpressure", case_backpressure},
+    {"slow_batch", case_slow_batch},
 };
 
 HVTEST_MAIN(cases)

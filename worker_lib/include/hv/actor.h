@@ -73,6 +73,10 @@ HV_API hv_err hv_actor_out_append(hv_actor_out_t *out, const void *data, size_t 
 HV_API void hv_actor_out_errorf(hv_actor_out_t *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* hv_actor_out_errorf without the format: msg (NUL-terminated, borrowed, copied; truncated to
+ * 1024 bytes) is taken as it is, for bindings that cannot call a variadic function. */
+HV_API void hv_actor_out_error(hv_actor_out_t *out, const char *msg);
+
 /* An actor class. All callbacks run on the actor's one dispatcher thread, never concurrently
  * with each other for the same instance. */
 typedef struct hv_actor_class_s {
@@ -239,6 +243,19 @@ HV_API hv_err hv_actor_call(hv_actor_t *a, const char *method, const void *arg, 
 
 /* Frees a result returned by hv_actor_call. NULL: no-op. */
 HV_API void hv_actor_free(void *p);
+
+/* The most recent failure on handle a, of any thread: returns its code and copies its message
+ * in the user's terms into buf (optional, len bytes, always NUL-terminated); HV_OK and "" when
+ * nothing failed yet. What it records:
+ *  - the connection broke: HV_EUNAVAIL, and why ("the actor closed the connection: a frame of
+ *    ... is over this actor's limit", a reset, a send that made no progress);
+ *  - hv_actor_call_async or hv_actor_call refused to send: that code (HV_EUNAVAIL, HV_ETOOBIG,
+ *    HV_ECLOSED) and the reason ("not sent: ...", with why the connection broke);
+ *  - hv_actor_call failed: for HV_EREMOTE the code the method returned (the one hv_future_error
+ *    gives), otherwise hv_actor_call's own code; the message is the one put in its err.
+ * Thread-safe (with several threads on one handle, read it right after the failing call; another
+ * thread's failure may come between). HV_EINVAL for a NULL handle. */
+HV_API hv_err hv_actor_last_error(hv_actor_t *a, char *buf, size_t len);
 
 /* Closes the connection: calls in flight end with HV_ECANCELED (sent: they may still run), the
  * handle is freed. Futures stay valid until destroyed. Blocking (joins the receiving thread;
