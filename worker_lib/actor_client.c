@@ -421,6 +421,9 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
     }
     hv_future_t *f = hv_calloc(1, sizeof(*f));
     if (f == NULL) {
+        pthread_mutex_lock(&a->mu);
+        set_last(a, HV_ENOMEM, "not sent: out of memory");
+        pthread_mutex_unlock(&a->mu);
         return HV_ENOMEM;
     }
     pthread_mutex_lock(&a->send_mu);

@@ -166,8 +166,23 @@ def _exc_text(exc):
     return text
 
 
+# libhv's calls that _lib does not declare yet: a method's error message taken as it is (no
+# printf format to get around), and why a handle failed.
+_out_error = _lib._proto("hv_actor_out_error", None, _lib._vp, ctypes.c_char_p)
+_last_error = _lib._proto("hv_actor_last_error", _lib._c_int, _lib._vp, ctypes.c_char_p,
+                          _lib._c_size)
+
+
 def _set_error(out, text):
-    _lib.hv_actor_out_errorf(out, b"%s", text.replace("\0", " ").encode("utf-8", "replace"))
+    _out_error(out, text.replace("\0", " ").encode("utf-8", "replace"))
+
+
+def _why(ptr, rc):
+    """hv_actor_last_error of a handle: why its last failure (code rc) happened, or None."""
+    buf = ctypes.create_string_buffer(1280)
+    if _last_error(ptr, buf, len(buf)) != rc:
+        return None
+    return buf.value.decode("utf-8", "replace")
 
 
 def _append(out, data, what):
@@ -538,21 +553,22 @@ class ActorHandle:
                     _lib.ECLOSED, "HV_ECLOSED", self.address, method)
             self._busy += 1
         fp = ctypes.c_void_p()
+        why = None
         try:
             rc = _lib.hv_actor_call_async(ptr, m, data, len(data), ctypes.byref(fp))
+            if rc != 0:
+                why = _why(ptr, rc)  # while the handle cannot be closed under us
         finally:
             with self._mu:
                 self._busy -= 1
                 if self._closing and self._busy == 0:
                     self._cv.notify_all()
         if rc != 0:
+            # libhv says why ("not sent: the actor closed the connection: ..."); "" only if a
+            # failure was not recorded.
+            why = (why or "").replace("not sent: ", "", 1) or _lib.strerror(rc)
             if rc == _lib.EUNAVAIL:
-                why = "the connection to the actor was lost before this call; connect again"
-            elif rc == _lib.ETOOBIG:
-                why = ("%d bytes are over the actor's frame limit, or the handle's limit of "
-                       "calls in flight is reached (wait for some)" % len(data))
-            else:
-                why = _lib.strerror(rc)
+                why += "; connect again"
             raise errors.actor_error(rc, "%s to the actor at %s: not sent: %s (%s)" % (
                 method, self.address, why, _lib.errname(rc)), _lib.errname(rc), self.address,
                 method)

@@ -189,6 +189,8 @@ def scenario_calls(tmp, examples):
                           contains="ValueError: no such thing as 'x'")
         assert e.remote_errname == "HV_EINVAL" and e.errname == "HV_EREMOTE", e.__dict__
         assert "actor_test.py" in e.remote_message and e.method == "fail"
+        expect_raises(A.ActorMethodError, h.call, "fail", b"100% %s %n",
+                      contains="no such thing as '100% %s %n'")  # the text as it is
         e = expect_raises(A.ActorMethodError, h.call, "nope", contains="has no method 'nope'")
         assert e.remote_errname == "HV_ENOTFOUND"
         expect_raises(A.ActorMethodError, h.call, "_private", contains="has no method")
@@ -318,6 +320,8 @@ def scenario_killed(tmp, examples):
     assert took < 2 * MULT, "the calls in flight took %.1f s to fail" % took
     e = expect_raises(A.ActorNotDeliveredError, h.call, "get", contains="not sent")
     assert e.errname == "HV_EUNAVAIL"
+    # libhv's own reason (hv_actor_last_error), naming the actor that went away.
+    assert "the connection to the actor at %s was lost" % act.address in str(e), str(e)
     h.close()
 
 
