@@ -45,7 +45,7 @@
 #include "actor_wire.h"
 #include "hv/actor.h"
 
-#define ACTOR_CLASSES_MAX 64
+#define ACTOR_CLASSES_MAX 4096 // classes one process may register
 #define ACTOR_CONNS_DEFAULT 256
 #define ACTOR_HANDSHAKE_DEFAULT_MS 5000
 #define ACTOR_READ_CHUNK (64u << 10) // bytes asked of one recv
@@ -56,10 +56,18 @@
 
 /* ---- the class registry (process-wide) ------------------------------------------------------ */
 
+/* One registered class: a copy whose name points into the entry itself. Entries are allocated
+ * one by one and kept for the life of the process, so a copy of cls (a server's) stays valid
+ * while the array of pointers grows. */
+typedef struct reg_entry_s {
+    hv_actor_class_t cls;
+    char name[HV_ACTOR_NAME_MAX + 1];
+} reg_entry_t;
+
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
-static hv_actor_class_t registry[ACTOR_CLASSES_MAX]; // copies; names point into names[]
-static char registry_names[ACTOR_CLASSES_MAX][HV_ACTOR_NAME_MAX + 1];
-static size_t registry_n; // entries used, under registry_mu
+static reg_entry_t **registry; // owned (process lifetime), under registry_mu
+static size_t registry_n;      // entries used
+static size_t registry_cap;    // entries allocated
 
 static int actor_name_ok(const char *name) {
     size_t n = name != NULL ? strlen(name) : 0;
@@ -88,7 +96,7 @@ hv_err hv_actor_register(const hv_actor_class_t *cls) {
     hv_err rc = HV_OK;
     pthread_mutex_lock(&registry_mu);
     for (size_t i = 0; i < registry_n; i++) {
-        if (strcmp(registry_names[i], cls->name) == 0) {
+        if (strcmp(registry[i]->name, cls->name) == 0) {
             rc = HV_EEXIST;
             goto out;
         }
@@ -97,10 +105,25 @@ hv_err hv_actor_register(const hv_actor_class_t *cls) {
         rc = HV_ETOOBIG;
         goto out;
     }
-    registry[registry_n] = *cls;
-    snprintf(registry_names[registry_n], sizeof(registry_names[0]), "%s", cls->name);
-    registry[registry_n].name = registry_names[registry_n];
-    registry_n++;
+    if (registry_n == registry_cap) {
+        size_t cap = registry_cap ? registry_cap * 2 : 16;
+        reg_entry_t **g = hv_realloc(registry, cap * sizeof(*registry));
+        if (g == NULL) {
+            rc = HV_ENOMEM;
+            goto out;
+        }
+        registry = g;
+        registry_cap = cap;
+    }
+    reg_entry_t *e = hv_calloc(1, sizeof(*e));
+    if (e == NULL) {
+        rc = HV_ENOMEM;
+        goto out;
+    }
+    e->cls = *cls;
+    snprintf(e->name, sizeof(e->name), "%s", cls->name);
+    e->cls.name = e->name;
+    registry[registry_n++] = e;
 out:
     pthread_mutex_unlock(&registry_mu);
     return rc;
@@ -110,8 +133,8 @@ static hv_err actor_find_class(const char *name, hv_actor_class_t *out) {
     hv_err rc = HV_ENOTFOUND;
     pthread_mutex_lock(&registry_mu);
     for (size_t i = 0; i < registry_n; i++) {
-        if (strcmp(registry_names[i], name) == 0) {
-            *out = registry[i];
+        if (strcmp(registry[i]->name, name) == 0) {
+            *out = registry[i]->cls;
             rc = HV_OK;
             break;
         }

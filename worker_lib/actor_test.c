@@ -6,8 +6,8 @@
  * caller refuses to send one; a hostile peer that sends one is cut off), a handshake that never
  * comes, a SIGKILL and a crashing method with calls in flight (HV_EINDOUBT at once, not a hang),
  * a method error (HV_EREMOTE with the method's code and message; hv_actor_last_error), save/load
- * across a stop and a restart, and the replies of a pipelined batch of slow calls sent as each
- * call ends. `actor_test NAME` runs one case.
+ * across a stop and a restart, 200 classes in one process, and the replies of a pipelined batch
+ * of slow calls sent as each call ends. `actor_test NAME` runs one case.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -775,6 +775,43 @@ static void backpressure_body(srv_t *s) {
 }
 static void case_backpressure(void) { with_actor(backpressure_body, NULL); }
 
+/* A process registers more than the former limit of 64 classes, and serves the last one. */
+static void case_many_classes(void) {
+    enum { N = 200 };
+    hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
+    cls.create = t_create;
+    cls.call = t_call;
+    cls.destroy = free;
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "many.%d", i);
+        cls.name = name; // copied by the registry
+        hv_err rc = hv_actor_register(&cls);
+        if (rc != HV_OK) {
+            HVT_FAIL("registering class %d: %s", i, hv_errname(rc));
+            return;
+        }
+    }
+    snprintf(name, sizeof(name), "many.%d", N - 1);
+    ASSERT_RC(hv_actor_register(&cls), HV_EEXIST);
+    hv_actor_server_config_t cfg = HV_ACTOR_SERVER_CONFIG_INIT;
+    cfg.class_name = "many.199";
+    cfg.secret = SECRET;
+    hv_actor_server_t *srv = NULL;
+    ASSERT_OK(hv_actor_server_start(&cfg, &srv));
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", hv_actor_server_port(srv));
+    hv_actor_t *a = NULL;
+    ASSERT_OK(hv_actor_connect(addr, SECRET, NULL, &a, NULL, 0));
+    void *res = NULL;
+    size_t len = 0;
+    ASSERT_OK(hv_actor_call(a, "add", "7", 1, 10000, &res, &len, NULL, 0));
+    ASSERT_TRUE(len == 1 && memcmp(res, "7", 1) == 0);
+    hv_actor_free(res);
+    hv_actor_close(a);
+    ASSERT_OK(hv_actor_server_stop(srv));
+}
+
 /* 50 slow calls (20 ms each) pipelined on one connection: each reply arrives when its call is
  * done, not after the batch the actor read with it has run (up to 1 s later). */
 static void slow_batch_body(srv_t *s) {
@@ -826,6 +863,7 @@ static const hvtest_case_t cases[] = {
     {"garbage_frames", case_garbage_frames},
     {"backpressure", case_backpressure},
     {"slow_batch", case_slow_batch},
+    {"many_classes", case_many_classes},
 };
 
 HVTEST_MAIN(cases)

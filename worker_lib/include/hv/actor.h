@@ -108,7 +108,7 @@ typedef struct hv_actor_class_s {
 
 /* Registers a class for this process (cls is copied; its name too). Call before starting a
  * server. Thread-safe. Errors: HV_EINVAL (bad size, name or a missing create/call), HV_EEXIST
- * (a class of that name is registered), HV_ETOOBIG (more than 64 classes), HV_ENOMEM. */
+ * (a class of that name is registered), HV_ETOOBIG (more than 4096 classes), HV_ENOMEM. */
 HV_API hv_err hv_actor_register(const hv_actor_class_t *cls);
 
 /* An actor server: one instance of one class, a listening socket, one dispatcher thread. */

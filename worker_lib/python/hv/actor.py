@@ -285,7 +285,7 @@ def _warn(text):
 
 
 def _c_register(spec):
-    """Registers spec with libhv once (libhv has no unregistration: at most 64 classes)."""
+    """Registers spec with libhv once (libhv has no unregistration: at most 4096 classes)."""
     with _reg_mu:
         if spec.registered:
             return
