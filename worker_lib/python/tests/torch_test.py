@@ -328,6 +328,9 @@ def check_misuse(hvd, torch, rank, size):
     expect_raises(TypeError, hvd.broadcast_, torch.zeros(2, 2).to_sparse(), 0,
                   contains="dense tensors only")
     expect_raises(ValueError, hvd.allreduce, torch.ones(2), op=42)
+    for bad_op in (42, -1, "sum", [0]):  # allreduce_'s inlined per-call path still checks
+        expect_raises(ValueError, hvd.allreduce_, torch.ones(2), op=bad_op)
+    expect_raises(ValueError, hvd.allreduce_, torch.ones(2), average=True, op=hvd.Sum)
     expect_raises(ValueError, hvd.allreduce, torch.ones(2), average=True, op=hvd.Sum)
     e = expect_raises(hvd.InvalidArgumentError, hvd.broadcast_, torch.ones(2), size + 3)
     assert e.errname == "HV_EINVAL"
