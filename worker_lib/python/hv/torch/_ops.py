@@ -34,9 +34,6 @@ _DTYPES = {
     torch.int64: _lib.INT64,
     torch.uint8: _lib.UINT8,
 }
-_STRIDED = torch.strided
-_FAST_OPS = {None: Average, Sum: Sum, Average: Average, Min: Min, Max: Max, Product: Product}
-_hv_allreduce = _lib.hv_allreduce
 _DTYPE_NAMES = ", ".join(str(d).replace("torch.", "") for d in _DTYPES)
 
 _seq = itertools.count()  # names of unnamed async operations (issued in the same order per rank)
@@ -188,24 +185,15 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     if name is not None or prescale_factor != 1.0 or postscale_factor != 1.0:
         return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
                                             postscale_factor))
-    # The per-call path, inlined (a Python function call costs ~0.1 us of a ~3 us call): a dense
-    # CPU tensor of a known dtype and a default or valid op; anything else goes through the
-    # checks that raise.
-    dt = _DTYPES.get(tensor.dtype) if (type(tensor) is torch.Tensor and tensor.is_cpu and
-                                        tensor.layout == _STRIDED) else None
-    if dt is None:
-        dt = _dtype(tensor, "allreduce_")
-    hv_op = _FAST_OPS.get(op) if average is None and (op is None or type(op) is int) else None
-    op = _op(average, op, "allreduce_") if hv_op is None else hv_op
+    dt = _dtype(tensor, "allreduce_")
+    op = _op(average, op, "allreduce_")
     if not tensor.is_contiguous():
         buf = tensor.contiguous()
         _lib.check(_lib.hv_allreduce(buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op),
                    "hv.torch.allreduce_")
         return tensor.copy_(buf)
     p = tensor.data_ptr()
-    rc = _hv_allreduce(p, p, tensor.numel(), dt, op)
-    if rc:
-        _lib.check(rc, "hv.torch.allreduce_")
+    _lib.check(_lib.hv_allreduce(p, p, tensor.numel(), dt, op), "hv.torch.allreduce_")
     return tensor
 
 
