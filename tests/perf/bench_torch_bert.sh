@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
 done
 py=/usr/bin/python3
 [ -d "$build/python/hv" ] || { echo "missing $build/python/hv (cmake --build $build)" >&2; exit 2; }
-"$py" -c "import torch" 2>/dev/null || { echo "$py cannot import torch (install python3-torch)" >&2; exit 2; }
+"$py" -c "import torch" 2>/dev/null || { echo "SKIP: $py cannot import torch (install python3-torch)" >&2; exit 77; }
 out=$(mktemp /tmp/hv-bench-bert.XXXXXX)
 trap 'rm -f "$out"' EXIT
 
