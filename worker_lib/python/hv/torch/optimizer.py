@@ -1,8 +1,11 @@
 """hv.torch.optimizer: DistributedOptimizer, which averages gradients across ranks while backward
 is still running. A hook on each parameter's gradient accumulator fires as soon as backward has
-written that parameter's gradient; it hands the gradient to libhv as a named asynchronous
-allreduce ("allreduce.<parameter name>"), so libhv negotiates, fuses and reduces it while
-backward computes the next layers. step() then waits only for what is still in flight.
+written that parameter's gradient; the gradient goes to libhv as a named asynchronous allreduce
+("allreduce.<parameter name>"), so libhv negotiates, fuses and reduces it while backward
+computes the next layers. Gradients are handed over in groups (hv_allreduce_group_async: one
+call through ctypes, one handle) of at least GROUP_BYTES, and the rest as one group when backward
+ends; libhv still matches each tensor by its name. step() then waits only for what is still in
+flight.
 
 Used by training scripts through hv.torch.DistributedOptimizer(optimizer, named_parameters=...).
 It is a subclass of the user's optimizer class made on the fly, so isinstance checks, schedulers
