@@ -3,6 +3,7 @@
 #
 #   tests/perf/bench_elastic.sh [--sizes "2 4 8 16"] [--resets 10] [--drains 3] [--model BYTES]
 #                               [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V ...]
+#                               [--python]
 #
 # For each size N it starts a head and N agents of one slot each on this machine, and runs
 # tests/perf/bench_elastic (every step: an allreduce of a model-sized buffer and a commit) as
@@ -19,6 +20,9 @@
 # and the state went out from rank 0), first step (-> the first completed allreduce). Steps lost
 # = steps rolled back by the restore (commit is every step, so at most the one in flight).
 # Prints a table (median and max over the resets, ms) and writes it to --out if given.
+# --python: the job is tests/perf/bench_elastic_python.py instead (the same steps and lines,
+# written with hv.torch.elastic; hvsubmit -- /usr/bin/python3, which needs python3-torch and
+# the build's build/python).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
@@ -29,6 +33,7 @@ MODEL=$((1 << 20))
 STEP_MS=5
 OUT=""
 ENVS=""
+PYTHON=0
 while [ $# -gt 0 ]; do
     case $1 in
     --sizes) SIZES=$2; shift 2 ;;
@@ -39,10 +44,17 @@ while [ $# -gt 0 ]; do
     --bin) BIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --env) ENVS="$ENVS --env $2"; shift 2 ;;
-    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V]" >&2; exit 2 ;;
+    --python) PYTHON=1; shift ;;
+    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V] [--python]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
+WORKER=("$BIN/bench_elastic")
+if [ "$PYTHON" = 1 ]; then
+    [ -f "$BIN/../python/hv/__init__.py" ] || { echo "build first: $BIN/../python/hv" >&2; exit 2; }
+    /usr/bin/python3 -c "import torch" 2>/dev/null || { echo "SKIP: /usr/bin/python3 cannot import torch (install python3-torch)" >&2; exit 77; }
+    WORKER=(-- /usr/bin/python3 "$SRC/tests/perf/bench_elastic_python.py")
+fi
 . "$(dirname "$0")/bench_lib.sh"
 # "PID NODE" for every worker of the job (one pass over /proc).
 worker_table() {
@@ -95,7 +107,7 @@ EOF
     done
     # shellcheck disable=SC2086
     "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 $ENVS \
-        "$BIN/bench_elastic" --model "$MODEL" --seconds 3600 --step-ms "$STEP_MS" >"$D/sub.out" 2>"$D/sub.err" &
+        "${WORKER[@]}" --model "$MODEL" --seconds 3600 --step-ms "$STEP_MS" >"$D/sub.out" 2>"$D/sub.err" &
     SUB=$!
     PIDS="$PIDS $SUB"
     wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }

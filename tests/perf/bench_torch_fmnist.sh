@@ -5,12 +5,16 @@
 # this machine, one torch thread each, side by side in one run (hv, DDP, hv, DDP, ...).
 #
 #   tests/perf/bench_torch_fmnist.sh [--build DIR] [--runs R] [--train-limit N] [--test-limit N]
+#                                    [--base DIR]
 #
 # Both are started by a local launcher (hv: HV_RDZV_DIR, no head; DDP: MASTER_ADDR/PORT), so the
 # difference is the library, not hvagent. An epoch: N training samples in steps of 32 per rank
 # (the default 20000: a third of the data set), then each rank evaluates its share of the test
 # set. Prints each run's epoch seconds and accuracy, the medians and x = DDP time / hv time
-# (above 1: hv faster). Needs /usr/bin/python3 with python3-torch and build/python.
+# (above 1: hv faster). --base DIR adds a third kind, "base": the same example with the hv
+# package of DIR/python (another build or checkout, e.g. before a change), in the same rotation,
+# and prints base's median and base time / hv time. Needs /usr/bin/python3 with python3-torch
+# and build/python.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -18,51 +22,62 @@ build="$repo/build"
 runs=3
 train_limit=20000
 test_limit=2000
+base=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --train-limit) train_limit="$2"; shift 2 ;;
     --test-limit) test_limit="$2"; shift 2 ;;
+    --base) base="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { print }' "$0"; exit 0 ;;
     *) echo "bench_torch_fmnist.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 py=/usr/bin/python3
 [ -d "$build/python/hv" ] || { echo "missing $build/python/hv (cmake --build $build)" >&2; exit 2; }
+[ -z "$base" ] || [ -d "$base/python/hv" ] || { echo "missing $base/python/hv" >&2; exit 2; }
 "$py" -c "import torch" 2>/dev/null || { echo "$py cannot import torch (install python3-torch)" >&2; exit 2; }
 out=$(mktemp -d /tmp/hv-bench-fmnist.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 args="--epochs 1 --train-limit $train_limit --test-limit $test_limit --threads 1"
-export PYTHONPATH="$build/python" HV_LOG_LEVEL=3
+export HV_LOG_LEVEL=3
 
+# run_hv [LABEL PYTHONPATH]: one epoch of the example on 2 ranks (default: hv, this build)
 # shellcheck disable=SC2086 # args: several options
 run_hv() {
+  local label=${1:-hv} pp=${2:-$build/python}
   local d; d=$(mktemp -d "$out/rdzv.XXXXXX")
   for r in 1 0; do
-    HV_RDZV_DIR=$d HV_RANK=$r HV_SIZE=2 HV_LOCAL_RANK=$r HV_LOCAL_SIZE=2 \
-      "$py" "$repo/examples/python/train_fmnist.py" $args >"$out/hv.$r" 2>"$out/hv.$r.err" &
+    PYTHONPATH=$pp HV_RDZV_DIR=$d HV_RANK=$r HV_SIZE=2 HV_LOCAL_RANK=$r HV_LOCAL_SIZE=2 \
+      "$py" "$repo/examples/python/train_fmnist.py" $args >"$out/$label.$r" 2>"$out/$label.$r.err" &
   done
   wait
-  sed -n 's/^train_fmnist: epoch=0 .*accuracy=\([0-9.]*\) seconds=\([0-9.]*\)$/hv \2 \1/p' "$out/hv.0"
+  sed -n "s/^train_fmnist: epoch=0 .*accuracy=\([0-9.]*\) seconds=\([0-9.]*\)\$/$label \2 \1/p" "$out/$label.0"
 }
 
 # shellcheck disable=SC2086
 run_ddp() {
   local port; port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for r in 1 0; do
-    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=2 \
+    PYTHONPATH=$build/python MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=2 \
       "$py" "$here/bench_torch_fmnist.py" $args >"$out/ddp.$r" 2>"$out/ddp.$r.err" &
   done
   wait
   sed -n 's/^ddp_gloo: epoch=0 .*accuracy=\([0-9.]*\) seconds=\([0-9.]*\)$/ddp \2 \1/p' "$out/ddp.0"
 }
 
+run_base() { [ -z "$base" ] || run_hv base "$base/python"; }
 for i in $(seq 1 "$runs"); do
-  if [ $((i % 2)) -eq 1 ]; then run_hv; run_ddp; else run_ddp; run_hv; fi
+  case $((i % 3)) in
+    1) run_hv; run_ddp; run_base ;;
+    2) run_ddp; run_base; run_hv ;;
+    0) run_base; run_hv; run_ddp ;;
+  esac
 done | tee "$out/rows"
 [ "$(grep -c '^hv ' "$out/rows")" -eq "$runs" ] || { echo "a hv run failed:" >&2; cat "$out"/hv.*.err >&2; exit 1; }
 [ "$(grep -c '^ddp ' "$out/rows")" -eq "$runs" ] || { echo "a DDP run failed:" >&2; cat "$out"/ddp.*.err >&2; exit 1; }
+[ -z "$base" ] || [ "$(grep -c '^base ' "$out/rows")" -eq "$runs" ] || { echo "a base run failed:" >&2; cat "$out"/base.*.err >&2; exit 1; }
 awk -v n="$train_limit" '
 function median(k,   c, i, j, t, a) {
   c = split(v[k], a, " ");
@@ -73,4 +88,5 @@ function median(k,   c, i, j, t, a) {
 END {
   h = median("hv"); d = median("ddp");
   printf "2 ranks, %d training samples, median epoch seconds: hv.torch %.2f  DDP-Gloo %.2f  x = %.2f\n", n, h, d, d / h
+  if ("base" in v) { b = median("base"); printf "base (--base) %.2f s: base / hv = %.2f, x(base) = DDP / base = %.2f\n", b, b / h, d / b }
 }' "$out/rows"

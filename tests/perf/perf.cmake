@@ -38,3 +38,18 @@ hv_add_test(NAME perf.bench_node_loss
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_node_loss.sh --sizes "4" --losses 3
           --bin ${CMAKE_BINARY_DIR}/bin
   LABELS perf TIMEOUT 300)
+
+# hv.torch (docs/python.md) against PyTorch's own: one training step of a BERT-base-sized
+# gradient set with DistributedOptimizer against DistributedDataParallel on Gloo (here a 2-layer
+# cut, 1 block each: the full model is tests/perf/bench_torch_bert.sh's default), and the reset
+# latency of a Python elastic job (bench_elastic.sh --python). Exit 77 (skip) without torch.
+hv_add_test(NAME perf.bench_torch_bert
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_torch_bert.sh --build ${CMAKE_BINARY_DIR}
+          --layers 2 --reps 2 --steps 1
+  LABELS perf TIMEOUT 300)
+hv_add_test(NAME perf.bench_elastic_python
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_elastic.sh --python --sizes "2" --resets 2
+          --drains 1 --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf TIMEOUT 600)
+set_tests_properties(hv.perf.bench_torch_bert hv.perf.bench_elastic_python PROPERTIES
+                     RUN_SERIAL TRUE SKIP_RETURN_CODE 77)

@@ -76,6 +76,16 @@ hv_dtype_size = _proto("hv_dtype_size", _c_size, _c_int)
 hv_allreduce = _proto("hv_allreduce", _c_int, _vp, _vp, _c_size, _c_int, _c_int)
 hv_allreduce_async = _proto("hv_allreduce_async", _c_int, ctypes.c_char_p, _vp, _vp, _c_size,
                             _c_int, _c_int, ctypes.POINTER(_handle))
+
+
+class Tensor(ctypes.Structure):
+    """struct hv_tensor_s: one tensor of hv_allreduce_group_async (all pointers borrowed)."""
+    _fields_ = [("name", ctypes.c_char_p), ("inp", _vp), ("out", _vp), ("count", _c_size),
+                ("dtype", _c_int)]
+
+
+hv_allreduce_group_async = _proto("hv_allreduce_group_async", _c_int, ctypes.POINTER(Tensor),
+                                  _c_size, _c_int, ctypes.POINTER(_handle))
 hv_broadcast = _proto("hv_broadcast", _c_int, _vp, _c_size, _c_int, _c_int)
 hv_broadcast_async = _proto("hv_broadcast_async", _c_int, ctypes.c_char_p, _vp, _c_size, _c_int,
                             _c_int, ctypes.POINTER(_handle))

@@ -275,12 +275,18 @@ def check_optimizer(hvd, torch, rank, size):
     # DistributedOptimizer against one process that sees every rank's batch.
     dopt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
     assert isinstance(dopt, torch.optim.SGD)
-    for step in range(3):
+    from hv.torch import optimizer as hv_optimizer
+    group_bytes = hv_optimizer.GROUP_BYTES
+    for step in range(4):
         x, y = batch(torch, 10 * step + rank)
         dopt.zero_grad()
+        # Steps 0-1: the small gradients go as one group when backward ends; steps 2-3: every
+        # gradient fills a group by itself and goes at once, during backward.
+        hv_optimizer.GROUP_BYTES = group_bytes if step < 2 else 1
         torch.nn.functional.mse_loss(model(x), y).backward()
         # The gradients went to libhv during backward, not in step().
-        assert len(dopt._handles) == 4, len(dopt._handles)
+        assert len(dopt._submitted) == 4 and not dopt._ready, (dopt._submitted, dopt._ready)
+        assert len(dopt._groups) == (1 if step < 2 else 4), len(dopt._groups)
         dopt.step()
         ref_opt.zero_grad()
         for k in range(size):
@@ -297,12 +303,13 @@ def check_optimizer(hvd, torch, rank, size):
     for p in range(2):
         x, y = batch(torch, 50 + p)
         torch.nn.functional.mse_loss(m2(x), y).backward()
-        assert len(o2._handles) == (0 if p == 0 else 4)
+        assert len(o2._submitted) == (0 if p == 0 else 4)
     expect_raises(AssertionError, o2.zero_grad)
     x, y = batch(torch, 52)
     expect_raises(Exception, lambda: torch.nn.functional.mse_loss(m2(x), y).backward(),
                   contains="backward_passes_per_step")
     o2.step()
+    hv_optimizer.GROUP_BYTES = group_bytes
     # Misuse of the constructor.
     expect_raises(ValueError, hvd.DistributedOptimizer, torch.optim.SGD(m2.parameters(), lr=1),
                   named_parameters=[("a", p) for p in m2.parameters()], contains="duplicate")
@@ -321,6 +328,9 @@ def check_misuse(hvd, torch, rank, size):
     expect_raises(TypeError, hvd.broadcast_, torch.zeros(2, 2).to_sparse(), 0,
                   contains="dense tensors only")
     expect_raises(ValueError, hvd.allreduce, torch.ones(2), op=42)
+    for bad_op in (42, -1, "sum", [0]):  # allreduce_'s inlined per-call path still checks
+        expect_raises(ValueError, hvd.allreduce_, torch.ones(2), op=bad_op)
+    expect_raises(ValueError, hvd.allreduce_, torch.ones(2), average=True, op=hvd.Sum)
     expect_raises(ValueError, hvd.allreduce, torch.ones(2), average=True, op=hvd.Sum)
     e = expect_raises(hvd.InvalidArgumentError, hvd.broadcast_, torch.ones(2), size + 3)
     assert e.errname == "HV_EINVAL"

@@ -1,8 +1,11 @@
 """hv.torch.optimizer: DistributedOptimizer, which averages gradients across ranks while backward
 is still running. A hook on each parameter's gradient accumulator fires as soon as backward has
-written that parameter's gradient; it hands the gradient to libhv as a named asynchronous
-allreduce ("allreduce.<parameter name>"), so libhv negotiates, fuses and reduces it while
-backward computes the next layers. step() then waits only for what is still in flight.
+written that parameter's gradient; the gradient goes to libhv as a named asynchronous allreduce
+("allreduce.<parameter name>"), so libhv negotiates, fuses and reduces it while backward
+computes the next layers. Gradients are handed over in groups (hv_allreduce_group_async: one
+call through ctypes, one handle) of at least GROUP_BYTES, and the rest as one group when backward
+ends; libhv still matches each tensor by its name. step() then waits only for what is still in
+flight.
 
 Used by training scripts through hv.torch.DistributedOptimizer(optimizer, named_parameters=...).
 It is a subclass of the user's optimizer class made on the fly, so isinstance checks, schedulers
@@ -10,12 +13,22 @@ and state_dict() keep working.
 """
 
 import contextlib
+import ctypes
 import warnings
 
 import torch
 
+from .. import _lib
 from ..errors import NotInitializedError
 from . import _ops
+
+# Ready gradients are submitted to libhv in groups of at least this many bytes (a larger
+# gradient goes at once, alone), and what is left when backward ends goes as one group: one
+# call through ctypes per group instead of one per gradient, while the large gradients of a big
+# model still start reducing during backward. libhv fuses across groups as before.
+GROUP_BYTES = 1 << 20
+
+_engine = getattr(torch.autograd.Variable, "_execution_engine", None)
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -49,9 +62,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  (len(unnamed), unnamed[:8]))
         else:
             by_id = {id(p): "noname.%d" % i for i, p in enumerate(all_params)}
-        self._names = {p: "allreduce." + by_id[id(p)] for p in all_params}
+        self._names = {p: ("allreduce." + by_id[id(p)]).encode() for p in all_params}
         self._requires_update = [p for p in all_params if p.requires_grad]
-        self._handles = {}  # param -> (handle, ctx): its gradient's allreduce in flight
+        self._submitted = set()  # params whose gradient this step has been handed on
+        self._ready = []  # (param, grad) ready, not yet submitted: the next group
+        self._ready_bytes = 0
+        self._flush_queued = False  # a flush is queued for the end of this backward
+        self._groups = []  # (handle, [grad, ...]): groups in flight
+        self._handles = {}  # param -> (handle, ctx): a gradient's own allreduce in flight
         self._delay = {p: backward_passes_per_step for p in self._requires_update}
         self._synchronized = False
         self._should_synchronize = True
@@ -71,7 +89,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*_):
-            if p in self._handles:
+            if p in self._submitted:
                 raise AssertionError(
                     "hv.torch.DistributedOptimizer: gradients were computed more than "
                     "backward_passes_per_step (%d) times before step(); raise "
@@ -79,32 +97,82 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     self.backward_passes_per_step)
             self._delay[p] -= 1
             if self._delay[p] == 0:
-                self._handles[p] = self._submit(p)
+                self._hand_on(p)
+                if not self._flush_queued and self._ready:
+                    # The rest of this backward's gradients go out as one group when backward
+                    # ends (DDP's last bucket), not only at step().
+                    queue = getattr(_engine, "queue_callback", None)
+                    if queue is not None:
+                        self._flush_queued = True
+                        queue(self._flush_end)
         return hook
 
-    def _submit(self, p):
+    def _hand_on(self, p):
+        """p's gradient is final for this step: into the next group (a dense contiguous CPU
+        gradient, no compression: the common case), else its own allreduce."""
+        self._submitted.add(p)
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        t, ctx = self._compression.compress(p.grad)
-        h = _ops.allreduce_async_(t, name=self._names[p], op=self._op)
-        return h, (t, ctx)
+        g = p.grad
+        if (self._compression is _ops.Compression.none and g.is_cpu and
+                g.layout == torch.strided and g.dtype in _ops._DTYPES and g.is_contiguous()):
+            self._ready.append((p, g))
+            self._ready_bytes += g.numel() * g.element_size()
+            if self._ready_bytes >= GROUP_BYTES:
+                self._flush()
+            return
+        t, ctx = self._compression.compress(g)
+        self._handles[p] = (_ops.allreduce_async_(t, name=self._names[p].decode(), op=self._op),
+                            (t, ctx))
+
+    def _flush_end(self):
+        self._flush_queued = False
+        self._flush()
+
+    def _flush(self):
+        """Submits the ready gradients as one group: one call into libhv, one handle (libhv
+        still matches, fuses and reduces them tensor by tensor, by name)."""
+        ready, self._ready, self._ready_bytes = self._ready, [], 0
+        if not ready:
+            return
+        arr = (_lib.Tensor * len(ready))()
+        for i, (p, g) in enumerate(ready):
+            t = arr[i]
+            t.name = self._names[p]
+            t.inp = t.out = g.data_ptr()
+            t.count = g.numel()
+            t.dtype = _ops._DTYPES[g.dtype]
+        h = ctypes.c_uint64(0)
+        _lib.check(_lib.hv_allreduce_group_async(arr, len(ready), self._op, ctypes.byref(h)),
+                   "hv.torch.DistributedOptimizer")
+        self._groups.append((h.value, [g for _, g in ready]))
 
     def synchronize(self):
         """Submits the gradients that backward did not produce (unused parameters: zeros, so
         every rank submits the same names) and waits for every gradient's allreduce."""
-        if _ops._lib.hv_size() <= 1 and not self._handles:
+        if _ops._lib.hv_size() <= 1 and not self._submitted:
             self._synchronized = True
             return
         for p in self._requires_update:
-            if p not in self._handles:
-                self._handles[p] = self._submit(p)
-        handles, self._handles = self._handles, {}
+            if p not in self._submitted:
+                self._hand_on(p)
+        self._flush()
+        groups, handles = self._groups, self._handles
+        self._groups, self._handles, self._submitted = [], {}, set()
+        self._flush_queued = False
+        self._delay = {p: self.backward_passes_per_step for p in self._requires_update}
         first_error = None
+        for h, _grads in groups:
+            rc = _lib.hv_wait(h)
+            if rc != 0 and first_error is None:
+                try:
+                    _lib.check(rc, "hv.torch.DistributedOptimizer")
+                except Exception as exc:  # wait for every handle before raising the first error
+                    first_error = exc
         for p, (h, (t, ctx)) in handles.items():
-            self._delay[p] = self.backward_passes_per_step
             try:
                 out = _ops.synchronize(h)
-            except Exception as exc:  # wait for every handle before raising the first error
+            except Exception as exc:
                 first_error = first_error or exc
                 continue
             if out is not p.grad:
@@ -117,7 +185,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Drops the allreduces of a step that a failure interrupted (hv.torch.elastic.run calls
         it before every round): their handles are released, their errors ignored, and the next
         backward starts afresh."""
-        handles, self._handles = self._handles, {}
+        groups, handles = self._groups, self._handles
+        self._groups, self._handles, self._submitted = [], {}, set()
+        self._ready, self._ready_bytes, self._flush_queued = [], 0, False
+        for h, _ in groups:
+            _lib.hv_wait(h)  # the old generation's failure, already handled
         for h, _ in handles.values():
             try:
                 _ops.synchronize(h)
@@ -145,7 +217,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
+        if self._submitted:
             raise AssertionError("hv.torch.DistributedOptimizer: zero_grad() called after "
                                  "backward() but before step() or synchronize()")
         return super(self.__class__, self).zero_grad(*args, **kwargs)
