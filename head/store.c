@@ -1226,6 +1226,12 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
     return rc;
 }
 
+hv_err hv__store_fail_writes(hv_store_t *s, int on) {
+    int src = sqlite3_exec(s->db, on ? "PRAGMA query_only = 1" : "PRAGMA query_only = 0", NULL,
+                           NULL, NULL);
+    return src == SQLITE_OK ? HV_OK : store_fail(s, src, "query_only");
+}
+
 void hv_store_close(hv_store_t *s) {
     if (s == NULL) {
         return;

@@ -387,4 +387,9 @@ hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
 hv_err hv__store_create_at_version(const char *dir, int version, const char *sql, char *err,
                                    size_t errlen);
 
+/* on != 0: every later write of s fails as sqlite fails it on a read-only file ("attempt to write
+ * a readonly database", HV_EIO), reads still work; on == 0: writes work again. Lets tests show
+ * that nothing is acted on that was not stored. */
+hv_err hv__store_fail_writes(hv_store_t *s, int on);
+
 #endif
