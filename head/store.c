@@ -1232,6 +1232,11 @@ hv_err hv__store_fail_writes(hv_store_t *s, int on) {
     return src == SQLITE_OK ? HV_OK : store_fail(s, src, "query_only");
 }
 
+hv_err hv__store_exec(hv_store_t *s, const char *sql) {
+    int src = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return src == SQLITE_OK ? HV_OK : store_fail(s, src, "exec");
+}
+
 void hv_store_close(hv_store_t *s) {
     if (s == NULL) {
         return;

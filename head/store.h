@@ -391,5 +391,9 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
  * a readonly database", HV_EIO), reads still work; on == 0: writes work again. Lets tests show
  * that nothing is acted on that was not stored. */
 hv_err hv__store_fail_writes(hv_store_t *s, int on);
+/* Runs sql (several statements allowed) on s's connection, e.g. a TEMP trigger that fails the
+ * writes of one table: "CREATE TEMP TRIGGER f BEFORE INSERT ON blacklist BEGIN SELECT
+ * RAISE(FAIL, 'disk I/O error (injected)'); END". */
+hv_err hv__store_exec(hv_store_t *s, const char *sql);
 
 #endif
