@@ -1764,8 +1764,11 @@ static hv_err node_store_as(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, u
         snprintf(what, sizeof(what), "store node %s as %s", n->name, hv_node_state_name(st));
         store_failed(d, rc, what);
         if (err != NULL) {
+            /* A caller's request refused: said each time (store_failed's line is rate-limited). */
             snprintf(err, errlen, "the head could not store node %s as %s: %s", n->name,
                      hv_node_state_name(st), hv_store_last_error(d->store));
+            HV_LOG(HV_LOG_ERROR, "driver", "HV-NODE-NOT-STORED", "%s; node %s stays %s", err,
+                   n->name, hv_node_state_name(n->state));
         }
         return rc;
     }

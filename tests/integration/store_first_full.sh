@@ -28,7 +28,7 @@ rc=$?
 [ $rc -eq 75 ] || fail "hvctl drain on a full disk exited $rc, want 75: $(cat "$TMP/drain.out" "$TMP/drain.err")"
 assert_grep "$TMP/drain.err" "the head could not store node node-a as draining: .*full.*; node node-a was not drained"
 node_alive || fail "node-a is not alive after a drain that was not stored: $("$BIN/hvctl" --head "$HEAD" nodes 2>&1)"
-assert_grep "$TMP/head.err" "HV-STORE-WRITE.*cannot store node node-a as draining in $TMP/data/state.db: .*full"
+assert_grep "$TMP/head.err" "HV-NODE-NOT-STORED.*the head could not store node node-a as draining: .*full.*; node node-a stays alive"
 if grep -q "node.drain\|is draining" "$TMP/head.err" "$TMP/agent-node-a.err"; then
     fail "the drain was acted on although it was not stored: $(grep "node.drain\|is draining" "$TMP/head.err" "$TMP/agent-node-a.err")"
 fi
