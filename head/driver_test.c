@@ -2,13 +2,15 @@
  * driver_test: store first (issue 15 §3). A real driver on a real store in a temporary data dir,
  * with a fake io that records what the driver asks of the services. The store is made to fail
  * (every write, as on a read-only file, or one table's writes through a TEMP trigger) at each
- * node-state and strike write, and each case shows that nothing was acted on that was not
+ * node-state, strike and artifact-use write, and each case shows that nothing was acted on that was not
  * stored (no order, no state change in memory or in the store, no bar) and that the head says
  * so (an error for the caller with sqlite's words, hv_driver_store_trouble); then that the same
  * input works once the store does.
  */
 #include "driver.h"
 #include "hv_check.h"
+
+#include "artifacts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,12 +254,42 @@ static void case_strike_not_stored(void) {
     CHECK_EQ(stored, 0);
 }
 
+/* An artifact's use is recorded before it is served (svc_cluster's Fetch answers "try again
+ * later" otherwise): the touch reports the store's failure in the caller's words. */
+static void case_artifact_touch_not_stored(void) {
+    hv_artifacts_limits_t lim = {
+        .max_upload = 1 << 20, .quota = 1 << 24, .upload_timeout_ms = 1000};
+    hv_artifacts_t *a = NULL;
+    char err[4600];
+    CHECK_RC_MSG(hv_artifacts_open(H.dir, H.store, &lim, &a, err, sizeof(err)), HV_OK, err);
+    char digest[65];
+    snprintf(digest, sizeof(digest), "%064d", 7);
+    hv_artifact_row_t r = {
+        .digest = digest, .path = "/x", .size = 1, .created_ms = 1, .last_used_ms = 1};
+    CHECK_RC(hv_store_artifact_put(H.store, &r), HV_OK);
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK(hv_artifacts_touch(a, digest, err, sizeof(err)) != HV_OK);
+    CHECK(strstr(err, "the head could not record the use of artifact") != NULL);
+    CHECK(strstr(err, "readonly") != NULL);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    hv_artifact_row_t got;
+    CHECK_RC(hv_store_artifact_get(H.store, digest, &got), HV_OK);
+    CHECK_EQ(got.last_used_ms, 1);
+    hv_store_artifact_fini(&got);
+    CHECK_RC(hv_artifacts_touch(a, digest, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_store_artifact_get(H.store, digest, &got), HV_OK);
+    CHECK(got.last_used_ms > 1);
+    hv_store_artifact_fini(&got);
+    hv_artifacts_close(a);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_not_stored", case_drain_not_stored},
         {"dead_and_back_not_stored", case_dead_and_back_not_stored},
         {"strike_stored", case_strike_stored},
         {"strike_not_stored", case_strike_not_stored},
+        {"artifact_touch_not_stored", case_artifact_touch_not_stored},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }
