@@ -175,8 +175,14 @@ uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest) {
     return file_size(part);
 }
 
-void hv_artifacts_touch(hv_artifacts_t *a, const char *digest) {
-    hv_store_artifact_touch(a->store, digest, hv_wall_ms());
+hv_err hv_artifacts_touch(hv_artifacts_t *a, const char *digest, char *err, size_t errlen) {
+    hv_err rc = hv_store_artifact_touch(a->store, digest, hv_wall_ms());
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "the head could not record the use of artifact %s: %s", digest,
+                 hv_store_last_error(a->store));
+        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-ARTIFACT-TOUCH", "%s (%s)", err, hv_strerror(rc));
+    }
+    return rc;
 }
 
 static void upload_forget(hv_artifacts_t *a, const char *digest) {

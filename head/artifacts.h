@@ -47,8 +47,9 @@ int hv_artifacts_present(hv_artifacts_t *a, const char *digest);
 hv_err hv_artifacts_path(hv_artifacts_t *a, const char *digest, char *buf, size_t len);
 /* Bytes of an unfinished upload held for digest (the resume point). */
 uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest);
-/* Records a use (agents fetched it). */
-void hv_artifacts_touch(hv_artifacts_t *a, const char *digest);
+/* Records a use (an agent is about to fetch it), before the artifact is served: the
+ * collection of unused artifacts reads it. HV_OK, or the store's error (err: its words). */
+hv_err hv_artifacts_touch(hv_artifacts_t *a, const char *digest, char *err, size_t errlen);
 
 /* Writes one chunk of an upload: offset must equal the bytes held so far. With last set the
  * digest is verified and the artifact published. *received gets the bytes held after the chunk,

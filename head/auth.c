@@ -673,15 +673,6 @@ hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_
     if (client_path != NULL) {
         snprintf(client_path, cap, "%s/client.token", data_dir);
     }
-    snprintf(path, sizeof(path), "%s/revoked_nodes", data_dir);
-    FILE *f = fopen(path, "re");
-    if (f != NULL) {
-        uint64_t node, inc;
-        while (fscanf(f, "%" SCNu64 " %" SCNx64, &node, &inc) == 2) {
-            hv_auth_revoke_node(a, node, inc);
-        }
-        fclose(f);
-    }
     return HV_OK;
 }
 
@@ -696,29 +687,4 @@ hv_err hv_auth_jtoken_new(char *token, char *id, char *sha) {
              HV_AUTH_JTOKEN_SECRET_LEN, hex + HV_AUTH_JTOKEN_ID_LEN);
     wipe(hex, sizeof(hex));
     return hv_auth_jtoken_parse(token, id, sha) ? HV_OK : HV_EINTERNAL;
-}
-
-hv_err hv_auth_revoke_node_stored(hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *err,
-                                  size_t errlen) {
-    char path[600];
-    snprintf(path, sizeof(path), "%s/revoked_nodes", a->data_dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        hv_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return HV_EIO;
-    }
-    char line[64];
-    int n = snprintf(line, sizeof(line), "%" PRIu64 " %" PRIx64 "\n", node_id, incarnation);
-    int ok = write(fd, line, (size_t)n) == n && fsync(fd) == 0;
-    int e = errno;
-    close(fd);
-    if (!ok) {
-        hv_errf(err, errlen, "%s: cannot write: %s", path, strerror(e));
-        return HV_EIO;
-    }
-    hv_err rc = hv_auth_revoke_node(a, node_id, incarnation);
-    if (rc != HV_OK) {
-        hv_errf(err, errlen, "too many revoked node credentials (at most %d)", HV_AUTH_MAX_REVOKED);
-    }
-    return rc;
 }

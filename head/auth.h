@@ -185,8 +185,9 @@ const char *hv_auth_jtoken_verdict_name(hv_jtoken_verdict v);
 /* Loads the head's key from <data_dir>/auth.key and its client token from
  * <data_dir>/client.token, generating each (random, mode 0600, atomically) when missing (a
  * damaged one is an error), then the client tokens in <data_dir>/clients/ (every NAME.token
- * file; a bad one is left out with a warning, as in hv_auth_reload_clients) and the revoked node
- * credentials in <data_dir>/revoked_nodes. client_path (optional, cap bytes) receives the
+ * file; a bad one is left out with a warning, as in hv_auth_reload_clients). The revoked node
+ * credentials are kept in the state database (hv_svc_auth_load_revocations gives them to a).
+ * client_path (optional, cap bytes) receives the
  * generated-or-found client token's path, for the "where is it" log line. On failure err says
  * which file and why; the values are never quoted. */
 hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_t cap, char *err,
@@ -203,10 +204,5 @@ hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen);
  * (HV_AUTH_JTOKEN_MAX bytes), its id and its secret's hash as hv_auth_jtoken_parse gives them.
  * HV_EIO: no random bytes. */
 hv_err hv_auth_jtoken_new(char *token, char *id, char *sha);
-
-/* Revokes a node credential and appends it to <data_dir>/revoked_nodes (stored before it takes
- * effect, fsync'd). */
-hv_err hv_auth_revoke_node_stored(hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *err,
-                                  size_t errlen);
 
 #endif

@@ -306,7 +306,7 @@ static void do_terminate(hv_autoscale_t *a, const hv_as_action_t *x) {
     /* Nothing may be placed on it between now and its end. */
     hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
     if (nd != NULL && nd->state == HV_NODE_ALIVE) {
-        (void)hv_driver_node_drain(a->d, nd->id, 1, "the autoscaler gives it back", 0, 0);
+        (void)hv_driver_node_drain(a->d, nd->id, 1, "the autoscaler gives it back", 0, 0, NULL, 0);
     }
     in->state = HV_AS_TERMINATING;
     snprintf(in->reason, sizeof(in->reason), "%s", x->reason);

@@ -3,8 +3,8 @@
  * start from (docs/operations.md "Backup and restore"). The state database is copied with
  * sqlite's online backup API (hv_store_backup), so the head may keep running and writing; then
  * every other file the head keeps there is copied as it is: the key (auth.key), the client tokens
- * (client.token, clients/), the revoked node credentials (revoked_nodes), the job logs (logs/),
- * the artifacts (artifacts/) and the autoscaler's instance files (instances/). Left out: the
+ * (client.token, clients/), the job logs (logs/), the artifacts (artifacts/) and the
+ * autoscaler's instance files (instances/). The revoked node credentials are in the database. Left out: the
  * database's own side files (state.db-wal, -shm, -journal: the copy holds their content), the
  * lock (hvhead.lock) and unfinished uploads (uploads/). Regular files and directories only; a
  * symbolic link or other special file is left out and counted. Modes are kept (the key and

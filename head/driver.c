@@ -734,8 +734,13 @@ void hv_driver_destroy(hv_driver_t *d) {
     while (d->nodes != NULL) {
         hv_dnode_t *n = d->nodes;
         d->nodes = n->next;
-        if (n->last_seen_ms > n->persisted_seen_ms) {
-            hv_store_node_set_state(d->store, n->id, hv_node_state_name(n->state), n->last_seen_ms);
+        if (n->last_seen_ms > n->persisted_seen_ms &&
+            hv_store_node_set_state(d->store, n->id, hv_node_state_name(n->state),
+                                    n->last_seen_ms) != HV_OK) {
+            /* Only a later last_seen is lost: the state itself was stored when it changed. */
+            HV_LOG(HV_LOG_WARN, "store", "HV-STORE-WRITE",
+                   "cannot store node %s's last contact at shutdown in %s: %s", n->name,
+                   hv_store_path(d->store), hv_store_last_error(d->store));
         }
         hv_free(n->name);
         hv_free(n->addrs);
@@ -1001,6 +1006,11 @@ static hv_dbl_t *bl_entry(hv_djob_t *j, uint64_t node_id, int create) {
     return b;
 }
 
+/* A strike is stored before the job's blacklist counts it: when the store fails it is not
+ * applied (the node is not barred on the strength of a record the head does not have), the
+ * failure is logged with sqlite's words and clients are told the head cannot store its state
+ * (hv_driver_store_trouble). It is not retried: the job's own decision (its rows) waits for the
+ * store and is retried, and a node that fails the job again is struck again then. */
 static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *what) {
     hv_dbl_t *b = bl_entry(j, node_id, 1);
     if (b == NULL) {
@@ -1008,24 +1018,33 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     }
     hv_dnode_t *nd = hv_driver_node(d, node_id);
     uint64_t inc = nd != NULL ? nd->incarnation : 0;
+    hv_bl_entry_t e = b->e;
     if (b->incarnation != inc) {
-        memset(&b->e, 0, sizeof(b->e)); /* another agent: its strikes start from zero */
-        b->incarnation = inc;
+        memset(&e, 0, sizeof(e)); /* another agent: its strikes start from zero */
     }
     uint64_t wall = hv_wall_ms();
-    uint64_t cd = hv_bl_strike(&b->e, &j->bl, wall, rand32());
-    snprintf(b->reason, sizeof(b->reason), "%s", what);
+    uint64_t cd = hv_bl_strike(&e, &j->bl, wall, rand32());
+    char reason[sizeof(b->reason)];
+    snprintf(reason, sizeof(reason), "%s", what);
     hv_blacklist_row_t row = {.job_id = j->jm.id,
                               .node_id = node_id,
-                              .reason = b->reason,
-                              .strikes = b->e.strikes,
-                              .until_ms = b->e.until_ms,
-                              .permanent = b->e.permanent,
-                              .incarnation = b->incarnation};
+                              .reason = reason,
+                              .strikes = e.strikes,
+                              .until_ms = e.until_ms,
+                              .permanent = e.permanent,
+                              .incarnation = inc};
     hv_err rc = hv_store_blacklist_put(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "store a blacklist entry");
+        char msg[200];
+        snprintf(msg, sizeof(msg), "store strike %u of node %llu against job %llu (not applied)",
+                 e.strikes, (unsigned long long)node_id, (unsigned long long)j->jm.id);
+        store_failed(d, rc, msg);
+        return;
     }
+    store_worked(d);
+    b->e = e;
+    b->incarnation = inc;
+    memcpy(b->reason, reason, sizeof(b->reason));
     const char *name = node_name_cb(node_id, d);
     char data[256];
     snprintf(data, sizeof(data),
@@ -1734,15 +1753,28 @@ static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
 
-static void node_store_state(hv_driver_t *d, hv_dnode_t *n) {
-    hv_err rc =
-        hv_store_node_set_state(d->store, n->id, hv_node_state_name(n->state), n->last_seen_ms);
+/* Stores n as being in state st (seen at wall time seen) before anything acts on it: on failure
+ * the caller leaves n as it was (the store's trouble is logged and kept for clients, and err,
+ * when given, has the words for the caller). */
+static hv_err node_store_as(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, uint64_t seen,
+                            char *err, size_t errlen) {
+    hv_err rc = hv_store_node_set_state(d->store, n->id, hv_node_state_name(st), seen);
     if (rc != HV_OK) {
-        store_failed(d, rc, "store a node's state");
-    } else {
-        n->persisted_seen_ms = n->last_seen_ms;
-        store_worked(d);
+        char what[160];
+        snprintf(what, sizeof(what), "store node %s as %s", n->name, hv_node_state_name(st));
+        store_failed(d, rc, what);
+        if (err != NULL) {
+            /* A caller's request refused: said each time (store_failed's line is rate-limited). */
+            snprintf(err, errlen, "the head could not store node %s as %s: %s", n->name,
+                     hv_node_state_name(st), hv_store_last_error(d->store));
+            HV_LOG(HV_LOG_ERROR, "driver", "HV-NODE-NOT-STORED", "%s; node %s stays %s", err,
+                   n->name, hv_node_state_name(n->state));
+        }
+        return rc;
     }
+    n->persisted_seen_ms = seen;
+    store_worked(d);
+    return HV_OK;
 }
 
 /* n's agent was heard at now (a Join of the same agent, a new Session): its lease runs again and
@@ -1897,6 +1929,12 @@ hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnat
         snprintf(err, errlen, "node %s has a newer agent; join again", n->name);
         return HV_ESTATE;
     }
+    /* A dead node coming back is stored as alive before its session is taken. */
+    hv_node_state_t st = hv_node_next(n->state, HV_NODE_EV_REATTACH);
+    uint64_t seen = hv_wall_ms();
+    if (st != n->state && node_store_as(d, n, st, seen, err, errlen) != HV_OK) {
+        return HV_EUNAVAIL;
+    }
     n->has_session = 1;
     node_renew(d, n, hv_now_ms());
     hv_free(n->hello_running);
@@ -1907,11 +1945,9 @@ hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnat
         n->n_hello_running = nrunning;
     }
     n->reconcile_pending = 1;
-    hv_node_state_t st = hv_node_next(n->state, HV_NODE_EV_REATTACH);
     if (st != n->state) {
         n->state = st;
-        n->last_seen_ms = hv_wall_ms();
-        node_store_state(d, n);
+        n->last_seen_ms = seen;
         hv_driver_event(d, 0, n->id, "node.back", NULL, "node %s is back", n->name);
     }
     HV_LOG(HV_LOG_INFO, "driver", "HV-SESSION-OPEN", "node %s session open (%zu running)", n->name,
@@ -2014,8 +2050,11 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
 }
 
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
-                            int from_agent, uint32_t notice_ms) {
+                            int from_agent, uint32_t notice_ms, char *err, size_t errlen) {
     hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (err != NULL && errlen > 0) {
+        err[0] = '\0';
+    }
     if (n == NULL) {
         return HV_ENOTFOUND;
     }
@@ -2026,9 +2065,12 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     if (st == n->state) {
         return HV_OK; /* already so */
     }
+    uint64_t seen = hv_wall_ms();
+    if (node_store_as(d, n, st, seen, err, errlen) != HV_OK) {
+        return HV_EUNAVAIL; /* n stays as it was: nothing is ordered or re-formed */
+    }
     n->state = st;
-    n->last_seen_ms = hv_wall_ms();
-    node_store_state(d, n);
+    n->last_seen_ms = seen;
     const char *why = reason != NULL && reason[0] != '\0' ? reason : "no reason given";
     if (!drain) {
         hv_driver_event(d, 0, n->id, "node.undrain", NULL, "node %s takes work again (%s)", n->name,
@@ -2347,6 +2389,12 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
             continue;
         }
         if (hv_lease_expired(&n->lease, now)) {
+            /* Stored first: if the store fails, the node stays as it was and the next tick tries
+             * again (its workers are not given up on before the head can record why). */
+            hv_node_state_t st = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
+            if (node_store_as(d, n, st, n->last_seen_ms, NULL, 0) != HV_OK) {
+                continue;
+            }
             char why[128];
             snprintf(why, sizeof(why), "no heartbeat for %.1f s (lease %.1f s)",
                      (double)hv_lease_silent_ms(&n->lease, now, d->cfg->lease_ms) / 1000.0,
@@ -2356,14 +2404,13 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
             }
             n->has_session = 0;
             n->lease.suspect_ms = 0; /* the lease decided: a suspicion is over */
-            n->state = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
-            node_store_state(d, n);
+            n->state = st;
             hv_driver_event(d, 0, n->id, "node.dead", NULL, "node %s is dead: %s", n->name, why);
             char lost[256];
             snprintf(lost, sizeof(lost), "node %s is dead: %s", n->name, why);
             node_lost_workers(d, n, lost);
         } else if (n->last_seen_ms > n->persisted_seen_ms + SEEN_PERSIST_MS) {
-            node_store_state(d, n);
+            (void)node_store_as(d, n, n->state, n->last_seen_ms, NULL, 0); /* retried next tick */
         }
     }
 }

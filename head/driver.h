@@ -193,7 +193,8 @@ typedef struct hv_node_info_s {
 hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
                            size_t errlen);
 /* A Session opened with its hello (running: worker ids alive on the node). HV_ENOTFOUND for an
- * unknown node, HV_ESTATE when a newer agent holds the node. */
+ * unknown node, HV_ESTATE when a newer agent holds the node, HV_EUNAVAIL when a dead node's
+ * return cannot be stored (nothing changed; err says why; the agent tries again). */
 hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnation,
                              const uint64_t *running, size_t nrunning, char *err, size_t errlen);
 /* The Session ended; the lease keeps running. */
@@ -211,9 +212,11 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id);
 /* Drain (drain = 1) or undrain a node. from_agent: the notice came from the agent itself (no
  * order is sent back). notice_ms: a preemption notice's time until the node goes (0: unknown),
  * which lets elastic jobs keep their workers there until replacements hold their state
- * (hv_jm_drain). HV_ESTATE to undrain a node that is not draining. */
+ * (hv_jm_drain). HV_ESTATE to undrain a node that is not draining. The new state is stored
+ * first: HV_EUNAVAIL when it cannot be (the node stays as it was, nothing is ordered; err, which
+ * may be NULL, says why). */
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
-                            int from_agent, uint32_t notice_ms);
+                            int from_agent, uint32_t notice_ms, char *err, size_t errlen);
 /* The autoscaler gave the node's instance back: once the node is dead it no longer counts as
  * capacity (it will not come back) and is not listed. A new agent joining under the name
  * undoes it. */

@@ -656,6 +656,11 @@ static int head_open_state(head_t *h) {
         head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
         return 1;
     }
+    if ((rc = hv_svc_auth_load_revocations(&h->auth, h->store, h->cfg.data_dir, err,
+                                           sizeof(err))) != HV_OK) {
+        head_fail("hvhead: %s", err);
+        return 1;
+    }
     h->loop = uv_default_loop();
     hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,
                                  .quota = h->cfg.upload_quota_bytes,

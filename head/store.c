@@ -250,10 +250,19 @@ static const char store_v7_sql[] = "CREATE TABLE state_copies ("
                                    "ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL"
                                    " DEFAULT 0;";
 
+/* v8: revoked node credentials (hvctl node revoke), until then a text file beside the database
+ * (<data_dir>/revoked_nodes, imported once at start by the head). A credential names a node and
+ * its agent's incarnation. */
+static const char store_v8_sql[] = "CREATE TABLE revoked_nodes ("
+                                   " node_id INTEGER NOT NULL,"
+                                   " incarnation INTEGER NOT NULL,"
+                                   " revoked_ms INTEGER NOT NULL,"
+                                   " PRIMARY KEY (node_id, incarnation));";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
                                                store_v4_sql, store_v5_sql, store_v6_sql,
-                                               store_v7_sql};
+                                               store_v7_sql, store_v8_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -304,6 +313,8 @@ enum {
     ST_COPY_GET,
     ST_COPY_REMOVE,
     ST_JTOKEN_USE,
+    ST_REVOKED_PUT,
+    ST_REVOKED_LIST,
     ST__COUNT
 };
 
@@ -444,6 +455,10 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_JTOKEN_USE] =
         "UPDATE join_tokens SET uses = uses + 1 WHERE id = ?1 AND revoked_ms = 0"
         " AND (expires_ms = 0 OR expires_ms > ?2) AND (max_uses = 0 OR uses < max_uses)",
+    [ST_REVOKED_PUT] = "INSERT OR IGNORE INTO revoked_nodes (node_id, incarnation, revoked_ms)"
+                       " VALUES (?1, ?2, ?3)",
+    [ST_REVOKED_LIST] = "SELECT node_id, incarnation, revoked_ms FROM revoked_nodes"
+                        " ORDER BY revoked_ms, node_id, incarnation",
 };
 
 struct hv_store_s {
@@ -1224,6 +1239,17 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
     }
     hv_store_close(s);
     return rc;
+}
+
+hv_err hv__store_fail_writes(hv_store_t *s, int on) {
+    int src = sqlite3_exec(s->db, on ? "PRAGMA query_only = 1" : "PRAGMA query_only = 0", NULL,
+                           NULL, NULL);
+    return src == SQLITE_OK ? HV_OK : store_fail(s, src, "query_only");
+}
+
+hv_err hv__store_exec(hv_store_t *s, const char *sql) {
+    int src = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return src == SQLITE_OK ? HV_OK : store_fail(s, src, "exec");
 }
 
 void hv_store_close(hv_store_t *s) {
@@ -2560,4 +2586,119 @@ hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id) {
     }
     store_release(st);
     return rc;
+}
+
+/* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
+
+hv_err hv_store_revoked_put(hv_store_t *s, const hv_revoked_row_t *r) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_REVOKED_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, r->node_id);
+    bind_u64(&b, 2, r->incarnation);
+    bind_u64(&b, 3, r->revoked_ms);
+    if ((rc = store_bind_check(s, &b, "revoked node put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "revoked node put");
+    }
+    store_release(st);
+    return rc;
+}
+
+static hv_err revoked_read(sqlite3_stmt *st, void *vrow) {
+    hv_revoked_row_t *r = vrow;
+    r->node_id = col_u64(st, 0);
+    r->incarnation = col_u64(st, 1);
+    r->revoked_ms = col_u64(st, 2);
+    return HV_OK;
+}
+
+static void revoked_fini_v(void *vrow) { (void)vrow; }
+
+hv_err hv_store_revoked_list(hv_store_t *s, hv_revoked_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    void *rows = NULL;
+    hv_err rc = store_stmt(s, ST_REVOKED_LIST, &st);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_revoked_row_t), revoked_read, revoked_fini_v,
+                       "revoked node list", &rows, n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported, char *err,
+                               size_t errlen) {
+    *imported = 0;
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        if (errno == ENOENT) {
+            return HV_OK;
+        }
+        hv_err rc = hv_err_from_errno(errno);
+        open_msg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return rc;
+    }
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+    }
+    char line[256];
+    size_t lineno = 0, n = 0;
+    while (rc == HV_OK && fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        hv_revoked_row_t r = {0};
+        char extra;
+        if (line[strspn(line, " \t\r\n")] == '\0') {
+            continue; /* a blank line */
+        }
+        if (sscanf(line, "%" SCNu64 " %" SCNx64 " %c", &r.node_id, &r.incarnation, &extra) != 2) {
+            open_msg(err, errlen,
+                     "%s:%zu: not a revoked node credential (\"<node id> <incarnation in hex>\"); "
+                     "fix or remove the line, nothing was imported",
+                     path, lineno);
+            rc = HV_ECORRUPT;
+            break;
+        }
+        if ((rc = hv_store_revoked_put(s, &r)) != HV_OK) {
+            open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+            break;
+        }
+        n++;
+    }
+    if (rc == HV_OK && ferror(f)) {
+        open_msg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        rc = HV_EIO;
+    }
+    fclose(f);
+    if (rc == HV_OK && (rc = hv_store_commit(s)) != HV_OK) {
+        open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+    }
+    if (rc != HV_OK) {
+        if (!sqlite3_get_autocommit(s->db)) {
+            hv_store_rollback(s);
+        }
+        return rc;
+    }
+    /* Stored: the file is kept under another name (a later start does not read it again; an
+     * import done twice would store nothing new). */
+    char done[4200];
+    snprintf(done, sizeof(done), "%s.imported", path);
+    if (rename(path, done) != 0) {
+        HV_LOG(HV_LOG_WARN, "store", "HV-STORE-REVOKED-IMPORT",
+               "%s: imported, but cannot rename it to %s: %s (it is imported again at the next "
+               "start, which changes nothing)",
+               path, done, strerror(errno));
+    }
+    HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-REVOKED-IMPORT",
+           "%s: %zu revoked node credentials imported into %s; the file is now %s", path, n,
+           s->path, done);
+    *imported = n;
+    return HV_OK;
 }

@@ -39,7 +39,7 @@ typedef struct hv_store_s hv_store_t;
  * v5: meta (the database's epoch, hv_store_epoch).
  * v6: audit (the audit trail), join_tokens.
  * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes. */
-#define HV_STORE_SCHEMA_VERSION 7
+#define HV_STORE_SCHEMA_VERSION 8
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -378,6 +378,25 @@ hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
 /* Forgets the job's copy (no-op without one). */
 hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
 
+/* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
+
+typedef struct hv_revoked_row_s {
+    uint64_t node_id, incarnation; /* the credential: a node and its agent's incarnation */
+    uint64_t revoked_ms;           /* wall clock; 0 for those imported from the old file */
+} hv_revoked_row_t;
+
+/* Stores a revocation (one already stored is left as it was). */
+hv_err hv_store_revoked_put(hv_store_t *s, const hv_revoked_row_t *r);
+/* Every revocation, oldest first (*out: hv_free it; NULL when n is 0). */
+hv_err hv_store_revoked_list(hv_store_t *s, hv_revoked_row_t **out, size_t *n);
+/* Imports the revocations file of an older head (path: <data_dir>/revoked_nodes, one
+ * "<node id> <incarnation in hex>" a line) in one transaction, then renames it to
+ * path.imported. No file: HV_OK, *imported 0. A line that is not a revocation: HV_ECORRUPT and
+ * nothing is imported (err names the file and line); a store that fails: its error, the file
+ * stays for the next start. */
+hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported, char *err,
+                               size_t errlen);
+
 /* ---- testing only ---------------------------------------------------------------------------- */
 
 /* Creates <dir>/state.db (dir must exist; the file must not) at schema `version`
@@ -386,5 +405,14 @@ hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
  * database and migrate it, or fake a newer one with "PRAGMA user_version = 9". */
 hv_err hv__store_create_at_version(const char *dir, int version, const char *sql, char *err,
                                    size_t errlen);
+
+/* on != 0: every later write of s fails as sqlite fails it on a read-only file ("attempt to write
+ * a readonly database", HV_EIO), reads still work; on == 0: writes work again. Lets tests show
+ * that nothing is acted on that was not stored. */
+hv_err hv__store_fail_writes(hv_store_t *s, int on);
+/* Runs sql (several statements allowed) on s's connection, e.g. a TEMP trigger that fails the
+ * writes of one table: "CREATE TEMP TRIGGER f BEFORE INSERT ON blacklist BEGIN SELECT
+ * RAISE(FAIL, 'disk I/O error (injected)'); END". */
+hv_err hv__store_exec(hv_store_t *s, const char *sql);
 
 #endif

@@ -1294,6 +1294,72 @@ static void test_state_copies(void) {
     hv_store_close(s);
 }
 
+/* An upgrade keeps revocations: a v7 database and the old revocations file (a blank line, a
+ * duplicate) migrate to v8, the file is imported once and renamed .imported; a second import
+ * (no file) changes nothing, and the rows survive a reopen. A damaged file imports nothing and
+ * stays; a store that cannot write stores nothing and keeps the file. */
+static void test_revoked_import(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 7, NULL, err, sizeof(err)), HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), 8);
+    char path[600], done[700];
+    snprintf(path, sizeof(path), "%s/revoked_nodes", tmp_dir);
+    snprintf(done, sizeof(done), "%s.imported", path);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f == NULL) {
+        hv_store_close(s);
+        return;
+    }
+    fputs("3 9\n\n5 1f\n3 9\n", f);
+    fclose(f);
+    size_t n = 99;
+    CHECK_RC_MSG(hv_store_revoked_import(s, path, &n, err, sizeof(err)), HV_OK, err);
+    CHECK_U64(n, 3);
+    CHECK(access(path, F_OK) != 0);
+    CHECK(access(done, F_OK) == 0);
+    CHECK_RC_MSG(hv_store_revoked_import(s, path, &n, err, sizeof(err)), HV_OK, err);
+    CHECK_U64(n, 0);
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    hv_revoked_row_t *rows = NULL;
+    CHECK_OK(s, hv_store_revoked_list(s, &rows, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(rows[0].node_id, 3);
+        CHECK_U64(rows[0].incarnation, 9);
+        CHECK_U64(rows[1].node_id, 5);
+        CHECK_U64(rows[1].incarnation, 0x1f);
+    }
+    hv_free(rows);
+
+    /* A damaged file: nothing imported, the file stays, err names the line. */
+    f = fopen(path, "w");
+    fputs("7 2\nnot a line\n", f);
+    fclose(f);
+    CHECK_RC(hv_store_revoked_import(s, path, &n, err, sizeof(err)), HV_ECORRUPT);
+    CHECK(strstr(err, "revoked_nodes:2: not a revoked node credential") != NULL);
+    CHECK(access(path, F_OK) == 0);
+    /* A store that cannot write: nothing imported, the file stays for the next start. */
+    f = fopen(path, "w");
+    fputs("7 2\n", f);
+    fclose(f);
+    CHECK_OK(s, hv__store_fail_writes(s, 1));
+    CHECK(hv_store_revoked_import(s, path, &n, err, sizeof(err)) != HV_OK);
+    CHECK(strstr(err, "readonly") != NULL);
+    CHECK(access(path, F_OK) == 0);
+    hv_revoked_row_t r = {.node_id = 8, .incarnation = 1, .revoked_ms = 5};
+    CHECK(hv_store_revoked_put(s, &r) != HV_OK);
+    CHECK_OK(s, hv__store_fail_writes(s, 0));
+    CHECK_OK(s, hv_store_revoked_list(s, &rows, &n));
+    CHECK_U64(n, 2);
+    hv_free(rows);
+    CHECK_RC_MSG(hv_store_revoked_import(s, path, &n, err, sizeof(err)), HV_OK, err);
+    CHECK_U64(n, 1);
+    hv_store_close(s);
+}
+
 static void audit_add(hv_store_t *s, uint64_t t, const char *who, const char *method, int code,
                       uint64_t keep) {
     hv_audit_row_t r = {0};
@@ -1734,6 +1800,7 @@ static const hv_check_case_t cases[] = {
     {"epoch", test_epoch},
     {"migrate_v5", test_migrate_v5},
     {"state_copies", test_state_copies},
+    {"revoked_import", test_revoked_import},
     {"audit", test_audit},
     {"join_tokens", test_join_tokens},
     {"damaged_page", test_damaged_page},

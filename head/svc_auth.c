@@ -262,11 +262,36 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node != NULL ? req->node : "");
         return;
     }
-    char err[512];
     uint64_t id = n->id;
-    hv_err rc = hv_auth_revoke_node_stored(s->auth, id, n->incarnation, err, sizeof(err));
+    if (s->store == NULL) {
+        hv_rpc_finish(c, HV_ESTATE, "this head keeps no revocations");
+        return;
+    }
+    /* Room in memory first, then stored, then in effect: a revocation is never in effect that
+     * a restart would forget, nor stored and not in effect. */
+    if (s->auth->n_revoked == HV_AUTH_MAX_REVOKED) {
+        hv_rpc_finish(c, HV_ETOOBIG,
+                      "cannot revoke node %s: too many revoked node credentials "
+                      "(at most %d)",
+                      req->node, HV_AUTH_MAX_REVOKED);
+        return;
+    }
+    hv_revoked_row_t row = {
+        .node_id = id, .incarnation = n->incarnation, .revoked_ms = hv_wall_ms()};
+    hv_err rc = hv_store_revoked_put(s->store, &row);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot revoke node %s: %s", req->node, err);
+        HV_LOG(HV_LOG_ERROR, "auth", "HV-STORE-WRITE",
+               "cannot store the revocation of node %s (id %llu) in %s: %s; it is not revoked",
+               n->name, (unsigned long long)id, hv_store_path(s->store),
+               hv_store_last_error(s->store));
+        hv_rpc_finish_later(c, HV_EUNAVAIL,
+                            "the head could not store the revocation of node %s: %s; node %s "
+                            "was not revoked",
+                            n->name, hv_store_last_error(s->store), n->name);
+        return;
+    }
+    if ((rc = hv_auth_revoke_node(s->auth, id, n->incarnation)) != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot revoke node %s: %s", req->node, hv_strerror(rc));
         return;
     }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-AUTH-REVOKE",
@@ -538,4 +563,31 @@ void hv_svc_auth_destroy(hv_svc_auth_t *s) {
         hv_free(p);
     }
     hv_free(s);
+}
+
+hv_err hv_svc_auth_load_revocations(hv_auth_t *a, hv_store_t *store, const char *data_dir,
+                                    char *err, size_t errlen) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/revoked_nodes", data_dir);
+    size_t imported = 0;
+    hv_err rc = hv_store_revoked_import(store, path, &imported, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    hv_revoked_row_t *rows = NULL;
+    size_t n = 0;
+    if ((rc = hv_store_revoked_list(store, &rows, &n)) != HV_OK) {
+        snprintf(err, errlen, "%s: cannot read the revoked node credentials: %s",
+                 hv_store_path(store), hv_store_last_error(store));
+        return rc;
+    }
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        rc = hv_auth_revoke_node(a, rows[i].node_id, rows[i].incarnation);
+    }
+    hv_free(rows);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "%s: %zu revoked node credentials, more than the %d this head holds",
+                 hv_store_path(store), n, HV_AUTH_MAX_REVOKED);
+    }
+    return rc;
 }

@@ -30,7 +30,8 @@ typedef struct hv_svc_auth_s hv_svc_auth_t;
 typedef void (*hv_svc_auth_drop_cb)(void *ud, uint64_t node_id);
 
 /* Installs the gate on srv and registers Jobs/RevokeNode (hvctl node revoke NODE: revokes the
- * node's current credential, stored in the data dir first, then ends its Session; the agent's
+ * node's current credential, stored in the state database first (a store that fails answers
+ * UNAVAILABLE, "try again later", and nothing is revoked), then ends its Session; the agent's
  * re-join is refused and it exits, its workers with it). a and d are borrowed and must outlive
  * the server. */
 hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
@@ -38,6 +39,12 @@ hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
 /* Gives the audit trail and the join tokens their store, and the configured join token (to
  * name it "static" in the trail; borrowed). Before the server starts. */
 void hv_svc_auth_set_store(hv_svc_auth_t *s, hv_store_t *store, const char *static_token);
+/* At start, once the store is open: imports the revocations file of an older head
+ * (<data_dir>/revoked_nodes, then renamed revoked_nodes.imported; hv_store_revoked_import), then
+ * gives every stored revocation to a. On failure err says why (the head does not start: a
+ * revocation it could not read would let a revoked agent back in). */
+hv_err hv_svc_auth_load_revocations(hv_auth_t *a, hv_store_t *store, const char *data_dir,
+                                    char *err, size_t errlen);
 void hv_svc_auth_destroy(hv_svc_auth_t *s);
 
 #endif

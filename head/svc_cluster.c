@@ -362,6 +362,10 @@ static void session_hello(hv_svc_cluster_t *s, hv_rpc_call_t *c,
     hv_err rc = hv_driver_node_attach(s->d, hello->node_id, hello->incarnation, running,
                                       hello->n_running, err, sizeof(err));
     hv_free(running);
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, rc, "%s", err);
+        return;
+    }
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", err);
         return;
@@ -466,7 +470,14 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         } else {
             snprintf(why, sizeof(why), "%s", r);
         }
-        hv_driver_node_drain(s->d, x->node_id, 1, why, 1, am->drain->deadline_ms);
+        char derr[300];
+        if (hv_driver_node_drain(s->d, x->node_id, 1, why, 1, am->drain->deadline_ms, derr,
+                                 sizeof(derr)) == HV_EUNAVAIL) {
+            /* Not stored, so not acted on and not confirmed: the agent opens a new session and
+             * sends its notice again. */
+            hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; send the notice again", derr);
+            return;
+        }
         break;
     }
     case HVPB__V1__AGENT_MSG__BODY_HELLO:
@@ -589,6 +600,13 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
         hv_rpc_finish(c, HV_ENOTFOUND, "no artifact %s", req->digest);
         return;
     }
+    /* Stored first: an artifact served while its use is not recorded could be collected as
+     * unused under a job that needs it. The agent tries again later. */
+    char terr[300];
+    if (hv_artifacts_touch(s->arts, req->digest, terr, sizeof(terr)) != HV_OK) {
+        hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; try again later", terr);
+        return;
+    }
     fetch_t *f = hv_calloc(1, sizeof(*f));
     if (f == NULL || (f->buf = hv_malloc(FETCH_CHUNK)) == NULL) {
         hv_free(f);
@@ -610,7 +628,6 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     f->offset = req->offset <= f->size ? req->offset : f->size;
     hv_rpc_call_set_data(c, f);
     hv_rpc_call_set_drain_cb(c, fetch_pump);
-    hv_artifacts_touch(s->arts, req->digest);
     if (f->size == 0) {
         Hvpb__V1__ArtifactChunk ch = HVPB__V1__ARTIFACT_CHUNK__INIT;
         hv_rpc_send(c, &ch.base);

@@ -901,8 +901,14 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node ? req->node : "");
         return;
     }
-    hv_err rc =
-        hv_driver_node_drain(s->d, nd->id, req->drain, drain_why(req->reason, req->drain), 0, 0);
+    char derr[300];
+    hv_err rc = hv_driver_node_drain(s->d, nd->id, req->drain, drain_why(req->reason, req->drain),
+                                     0, 0, derr, sizeof(derr));
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, rc, "%s; node %s was not %s", derr, nd->name,
+                            req->drain ? "drained" : "undrained");
+        return;
+    }
     if (rc == HV_ESTATE) {
         hv_rpc_finish(c, rc, "node %s is %s, not draining", nd->name,
                       hv_node_state_name(nd->state));
@@ -959,7 +965,14 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
     }
     const char *why = drain_why(req->reason, req->drain);
     for (size_t i = 0; i < n; i++) {
-        hv_err rc = hv_driver_node_drain(s->d, nds[i]->id, req->drain, why, 0, 0);
+        char derr[300];
+        hv_err rc =
+            hv_driver_node_drain(s->d, nds[i]->id, req->drain, why, 0, 0, derr, sizeof(derr));
+        if (rc == HV_EUNAVAIL) {
+            hv_rpc_finish_later(c, rc, "%s; node %s was not %s (the %zu nodes before it were)",
+                                derr, nds[i]->name, req->drain ? "drained" : "undrained", i);
+            return;
+        }
         if (rc != HV_OK) {
             hv_rpc_finish(c, rc, "cannot %s node %s: %s (the %zu nodes before it were changed)",
                           req->drain ? "drain" : "undrain", nds[i]->name, hv_strerror(rc), i);

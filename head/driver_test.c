@@ -1,0 +1,295 @@
+/*
+ * driver_test: store first (issue 15 §3). A real driver on a real store in a temporary data dir,
+ * with a fake io that records what the driver asks of the services. The store is made to fail
+ * (every write, as on a read-only file, or one table's writes through a TEMP trigger) at each
+ * node-state, strike and artifact-use write, and each case shows that nothing was acted on that was not
+ * stored (no order, no state change in memory or in the store, no bar) and that the head says
+ * so (an error for the caller with sqlite's words, hv_driver_store_trouble); then that the same
+ * input works once the store does.
+ */
+#include "driver.h"
+#include "hv_check.h"
+
+#include "artifacts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mem.h"
+#include "util.h"
+
+/* ---- the fake io ----------------------------------------------------------------------------- */
+
+#define MAX_ORDERS 32
+
+typedef struct fake_s {
+    hv_order_kind_t kind[MAX_ORDERS];
+    uint64_t node[MAX_ORDERS], worker[MAX_ORDERS];
+    size_t norders;
+    size_t drops; /* drop_session calls */
+} fake_t;
+
+static hv_err fake_order(void *ud, uint64_t node_id, const hv_order_t *o) {
+    fake_t *f = ud;
+    if (f->norders < MAX_ORDERS) {
+        f->kind[f->norders] = o->kind;
+        f->node[f->norders] = node_id;
+        f->worker[f->norders] = o->worker_id;
+        f->norders++;
+    }
+    return HV_OK;
+}
+
+static void fake_drop(void *ud, uint64_t node_id) {
+    (void)node_id;
+    ((fake_t *)ud)->drops++;
+}
+
+static size_t orders_of(const fake_t *f, hv_order_kind_t kind) {
+    size_t n = 0;
+    for (size_t i = 0; i < f->norders; i++) {
+        n += f->kind[i] == kind;
+    }
+    return n;
+}
+
+/* ---- a head in a temporary data dir ----------------------------------------------------------- */
+
+typedef struct head_s {
+    char dir[64];
+    hv_head_config_t cfg;
+    hv_store_t *store;
+    hv_driver_t *d;
+    fake_t io;
+} head_t;
+
+static head_t H;
+
+static void setup(void) {
+    memset(&H, 0, sizeof(H));
+    snprintf(H.dir, sizeof(H.dir), "/tmp/hv-driver-test-XXXXXX");
+    CHECK(mkdtemp(H.dir) != NULL);
+    char err[512];
+    CHECK_RC_MSG(hv_head_config_parse("t.yaml", "", 0, &H.cfg, err, sizeof(err)), HV_OK, err);
+    hv_free(H.cfg.data_dir);
+    H.cfg.data_dir = hv_strdup(H.dir);
+    CHECK_RC_MSG(hv_store_open(H.dir, &H.store, err, sizeof(err)), HV_OK, err);
+    hv_driver_io_t io = {.order = fake_order, .drop_session = fake_drop, .ud = &H.io};
+    CHECK_RC(hv_driver_create(&H.cfg, H.store, &io, &H.d), HV_OK);
+    CHECK_RC(hv_driver_load(H.d), HV_OK);
+}
+
+static void teardown(void) {
+    hv__store_fail_writes(H.store, 0);
+    hv_driver_destroy(H.d);
+    hv_store_close(H.store);
+    hv_head_config_fini(&H.cfg);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", H.dir);
+    CHECK_EQ(system(cmd), 0);
+}
+
+/* A node joined with an open session. */
+static uint64_t join(const char *name, uint32_t slots) {
+    hv_node_info_t info = {.name = name,
+                           .addrs = "127.0.0.1",
+                           .peer = "ipv4:127.0.0.1:1",
+                           .slots = slots,
+                           .incarnation = 7};
+    uint64_t id = 0;
+    char err[256];
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
+    return id;
+}
+
+/* The node's state as the store has it ("" when unknown). */
+static void stored_state(uint64_t id, char *buf, size_t len) {
+    hv_node_row_t r;
+    buf[0] = '\0';
+    if (hv_store_node_get(H.store, id, &r) == HV_OK) {
+        snprintf(buf, len, "%s", r.state);
+        hv_store_node_fini(&r);
+    }
+}
+
+#define CHECK_STORED(id, want)                                                                     \
+    do {                                                                                           \
+        char st_[32];                                                                              \
+        stored_state(id, st_, sizeof(st_));                                                        \
+        CHECK_STR(st_, want);                                                                      \
+    } while (0)
+
+/* ---- cases ------------------------------------------------------------------------------------ */
+
+static void case_drain_not_stored(void) {
+    uint64_t a = join("a", 1);
+    hv_dnode_t *n = hv_driver_node(H.d, a);
+    char err[300] = "";
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK_RC(hv_driver_node_drain(H.d, a, 1, "test", 0, 0, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "the head could not store node a as draining") != NULL);
+    CHECK(strstr(err, "readonly") != NULL); /* sqlite's words */
+    CHECK_EQ(n->state, HV_NODE_ALIVE);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_DRAIN), 0);
+    CHECK(hv_driver_store_trouble(H.d) != NULL);
+    CHECK_STORED(a, "alive");
+
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_driver_node_drain(H.d, a, 1, "test", 0, 0, err, sizeof(err)), HV_OK);
+    CHECK_EQ(n->state, HV_NODE_DRAINING);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_DRAIN), 1);
+    CHECK_STORED(a, "draining");
+
+    /* Undrain: the same rule. */
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK_RC(hv_driver_node_drain(H.d, a, 0, "test", 0, 0, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "the head could not store node a as alive") != NULL);
+    CHECK_EQ(n->state, HV_NODE_DRAINING);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_UNDRAIN), 0);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_driver_node_drain(H.d, a, 0, "test", 0, 0, err, sizeof(err)), HV_OK);
+    CHECK_EQ(n->state, HV_NODE_ALIVE);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_UNDRAIN), 1);
+    CHECK_STORED(a, "alive");
+}
+
+/* The lease ran out: "dead" is stored before the node's session is dropped and its workers are
+ * given up on; while it cannot be, the node stays as it was and each tick tries again. Then a
+ * dead node's return is stored before its session is taken. */
+static void case_dead_and_back_not_stored(void) {
+    uint64_t a = join("a", 1);
+    hv_dnode_t *n = hv_driver_node(H.d, a);
+    uint64_t later = hv_now_ms() + H.cfg.lease_ms + 1000;
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    hv_driver_tick(H.d, later);
+    hv_driver_tick(H.d, later + 200);
+    CHECK_EQ(n->state, HV_NODE_ALIVE);
+    CHECK_EQ(n->has_session, 1);
+    CHECK_EQ(H.io.drops, 0);
+    CHECK(hv_driver_store_trouble(H.d) != NULL);
+    CHECK_STORED(a, "alive");
+
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    hv_driver_tick(H.d, later + 400);
+    CHECK_EQ(n->state, HV_NODE_DEAD);
+    CHECK_EQ(H.io.drops, 1);
+    CHECK_STORED(a, "dead");
+
+    char err[300] = "";
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK_RC(hv_driver_node_attach(H.d, a, 7, NULL, 0, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "the head could not store node a as alive") != NULL);
+    CHECK_EQ(n->state, HV_NODE_DEAD);
+    CHECK_EQ(n->has_session, 0);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC_MSG(hv_driver_node_attach(H.d, a, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
+    CHECK_EQ(n->state, HV_NODE_ALIVE);
+    CHECK_STORED(a, "alive");
+}
+
+/* An elastic job with a blacklist on nodes a and b; the worker on a fails. With fail_bl, the
+ * blacklist table's writes fail: the strike is not applied. Returns the bars held against a. */
+static size_t strike_scenario(int fail_bl, uint64_t *stored) {
+    uint64_t a = join("a", 1);
+    join("b", 1);
+    hv_job_submit_t s = {.name = "j",
+                         .np = 2,
+                         .elastic = 1,
+                         .min_np = 1,
+                         .max_np = 2,
+                         .cooldown_set = 1,
+                         .cooldown_min_s = 30,
+                         .cooldown_max_s = 60};
+    uint64_t job = 0;
+    uint32_t np = 0;
+    char err[300];
+    CHECK_RC_MSG(hv_driver_submit(H.d, &s, &job, &np, err, sizeof(err)), HV_OK, err);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
+    uint64_t wa = 0;
+    for (size_t i = 0; i < H.io.norders; i++) {
+        if (H.io.kind[i] == HV_ORDER_SPAWN) {
+            CHECK_RC(hv_driver_worker_started(H.d, H.io.node[i], H.io.worker[i], 100 + (int)i),
+                     HV_OK);
+            if (H.io.node[i] == a) {
+                wa = H.io.worker[i];
+            }
+        }
+    }
+    CHECK(wa != 0);
+    if (fail_bl) {
+        CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER bl_fail BEFORE INSERT ON blacklist "
+                                         "BEGIN SELECT RAISE(FAIL, 'disk I/O error (injected)'); "
+                                         "END"),
+                 HV_OK);
+    }
+    CHECK_RC(hv_driver_worker_exited(H.d, a, wa, 1, 0, "exit code 1"), HV_OK);
+    const hv_djob_t *jobs[4];
+    const hv_dbl_t *ents[4];
+    size_t bars = hv_driver_node_blacklist(H.d, a, jobs, ents, 4);
+    hv_blacklist_row_t *rows = NULL;
+    size_t nr = 0;
+    CHECK_RC(hv_store_blacklist_list(H.store, job, &rows, &nr), HV_OK);
+    *stored = nr;
+    hv_store_blacklist_free_list(rows, nr);
+    if (fail_bl) {
+        CHECK(hv_driver_store_trouble(H.d) != NULL);
+        CHECK(strstr(hv_driver_store_trouble(H.d), "injected") != NULL);
+    }
+    return bars;
+}
+
+static void case_strike_stored(void) {
+    uint64_t stored = 0;
+    CHECK_EQ(strike_scenario(0, &stored), 1);
+    CHECK_EQ(stored, 1);
+}
+
+static void case_strike_not_stored(void) {
+    uint64_t stored = 0;
+    CHECK_EQ(strike_scenario(1, &stored), 0); /* not stored, so not applied */
+    CHECK_EQ(stored, 0);
+}
+
+/* An artifact's use is recorded before it is served (svc_cluster's Fetch answers "try again
+ * later" otherwise): the touch reports the store's failure in the caller's words. */
+static void case_artifact_touch_not_stored(void) {
+    hv_artifacts_limits_t lim = {
+        .max_upload = 1 << 20, .quota = 1 << 24, .upload_timeout_ms = 1000};
+    hv_artifacts_t *a = NULL;
+    char err[4600];
+    CHECK_RC_MSG(hv_artifacts_open(H.dir, H.store, &lim, &a, err, sizeof(err)), HV_OK, err);
+    char digest[65];
+    snprintf(digest, sizeof(digest), "%064d", 7);
+    hv_artifact_row_t r = {
+        .digest = digest, .path = "/x", .size = 1, .created_ms = 1, .last_used_ms = 1};
+    CHECK_RC(hv_store_artifact_put(H.store, &r), HV_OK);
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK(hv_artifacts_touch(a, digest, err, sizeof(err)) != HV_OK);
+    CHECK(strstr(err, "the head could not record the use of artifact") != NULL);
+    CHECK(strstr(err, "readonly") != NULL);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    hv_artifact_row_t got;
+    CHECK_RC(hv_store_artifact_get(H.store, digest, &got), HV_OK);
+    CHECK_EQ(got.last_used_ms, 1);
+    hv_store_artifact_fini(&got);
+    CHECK_RC(hv_artifacts_touch(a, digest, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_store_artifact_get(H.store, digest, &got), HV_OK);
+    CHECK(got.last_used_ms > 1);
+    hv_store_artifact_fini(&got);
+    hv_artifacts_close(a);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"drain_not_stored", case_drain_not_stored},
+        {"dead_and_back_not_stored", case_dead_and_back_not_stored},
+        {"strike_stored", case_strike_stored},
+        {"strike_not_stored", case_strike_not_stored},
+        {"artifact_touch_not_stored", case_artifact_touch_not_stored},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
+}

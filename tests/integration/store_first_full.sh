@@ -1,0 +1,51 @@
+#!/bin/sh
+# Store first: a node state that cannot be stored is not acted on (issue 15 §3). On a full data
+# directory (a real 24 MiB tmpfs; skipped where mount is not permitted) `hvctl drain` exits 75
+# with "the head could not store node ... as draining", the node stays alive (hvctl nodes, and
+# its agent is not told to drain), and the head logs sqlite's words. Once there is room again
+# the same drain works. `hvctl node revoke` on a full disk: the same, the agent keeps running.
+# And an upgrade keeps revocations: the old revocations file is imported at start and renamed.
+. "$HV_SRC_DIR/tests/lib.sh"
+hv_setup
+mkdir -p "$TMP/data"
+if ! mount -t tmpfs -o size=24m,mode=0700 hvtest-data "$TMP/data" 2>"$TMP/mount.err"; then
+    echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
+    exit 77
+fi
+trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+printf '99 1\n' >"$TMP/data/revoked_nodes" # as an older head kept them
+start_head
+[ -f "$TMP/data/revoked_nodes.imported" ] && [ ! -e "$TMP/data/revoked_nodes" ] \
+    || fail "the old revocations file was not imported and renamed: $(ls "$TMP/data")"
+assert_grep "$TMP/head.err" "revoked_nodes: 1 revoked node credentials imported into $TMP/data/state.db"
+start_agent node-a 1
+node_alive() { "$BIN/hvctl" --head "$HEAD" nodes 2>/dev/null | awk '$1 == "node-a" { print $3 }' | grep -qx alive; }
+wait_for 10 node_alive || fail "node-a did not join: $(cat "$TMP/agent-node-a.err")"
+
+dd if=/dev/zero of="$TMP/data/filler" bs=64k 2>/dev/null
+"$BIN/hvctl" --head "$HEAD" drain node-a --reason full-disk >"$TMP/drain.out" 2>"$TMP/drain.err"
+rc=$?
+[ $rc -eq 75 ] || fail "hvctl drain on a full disk exited $rc, want 75: $(cat "$TMP/drain.out" "$TMP/drain.err")"
+assert_grep "$TMP/drain.err" "the head could not store node node-a as draining: .*full.*; node node-a was not drained"
+node_alive || fail "node-a is not alive after a drain that was not stored: $("$BIN/hvctl" --head "$HEAD" nodes 2>&1)"
+assert_grep "$TMP/head.err" "HV-NODE-NOT-STORED.*the head could not store node node-a as draining: .*full.*; node node-a stays alive"
+if grep -q "node.drain\|is draining" "$TMP/head.err" "$TMP/agent-node-a.err"; then
+    fail "the drain was acted on although it was not stored: $(grep "node.drain\|is draining" "$TMP/head.err" "$TMP/agent-node-a.err")"
+fi
+
+"$BIN/hvctl" --head "$HEAD" node revoke node-a >"$TMP/revoke.out" 2>"$TMP/revoke.err"
+rc=$?
+[ $rc -eq 75 ] || fail "hvctl node revoke on a full disk exited $rc, want 75: $(cat "$TMP/revoke.out" "$TMP/revoke.err")"
+assert_grep "$TMP/revoke.err" "the head could not store the revocation of node node-a: .*full.*; node node-a was not revoked"
+sleep 0.5
+kill -0 "$(agent_pid node-a)" && node_alive \
+    || fail "node-a's agent stopped after a revocation that was not stored: $(tail -n 3 "$TMP/agent-node-a.err")"
+assert_grep "$TMP/head.err" "cannot store the revocation of node node-a"
+
+rm -f "$TMP/data/filler"
+"$BIN/hvctl" --head "$HEAD" drain node-a --reason room-again >"$TMP/drain2.out" 2>&1 \
+    || fail "hvctl drain with room again failed: $(cat "$TMP/drain2.out")"
+"$BIN/hvctl" --head "$HEAD" nodes >"$TMP/nodes.out" 2>&1
+grep -q "^node-a .*draining" "$TMP/nodes.out" || awk '$1 == "node-a"' "$TMP/nodes.out" | grep -q draining \
+    || fail "node-a is not draining after a stored drain: $(cat "$TMP/nodes.out")"
+pass
