@@ -50,7 +50,9 @@
  *   --exit-on-node NODE:CODE  in every generation, a worker on NODE exits at its first step.
  *   --exit-at E:B:R:CODE  in the job's first generation (never after --checkpoint resumed it),
  *                         the worker of rank R (or `all`) exits with status CODE when it
- *                         reaches batch B (from 0) of epoch E (from 0)
+ *                         reaches batch B (from 0) of epoch E (from 0). With a suffix :every,
+ *                         in every generation: a program that always fails there (a worker
+ *                         that a peer's failure reset before it got there fails after the reset)
  *   --kill-at E:B:R       the same, but the worker kills itself with SIGKILL
  *   --double-every N      grow over epochs: ask for twice the job's first size every N epochs
  *                         (a size callback, hv_set_size_callback), up to --double-max M
@@ -278,8 +280,9 @@ static void init_params(float *p, uint64_t seed) {
 typedef struct fault_s {
     int set;
     uint64_t epoch, batch;
-    int rank; /* -1: every rank */
-    int code; /* exit status (--exit-at) */
+    int rank;  /* -1: every rank */
+    int code;  /* exit status (--exit-at) */
+    int every; /* ":every": in every generation, not only the job's first */
 } fault_t;
 
 typedef struct opts_s {
@@ -325,8 +328,9 @@ static void usage(FILE *f) {
         "  --train-limit N      use only the first N training samples\n"
         "  --test-limit N       use only the first N test samples\n"
         "  --step-delay-ms N    sleep N ms after every step\n"
-        "  --exit-at E:B:R:CODE in the first generation, rank R (or 'all') exits with CODE\n"
-        "                       at batch B of epoch E (both from 0)\n"
+        "  --exit-at E:B:R:CODE[:every]  in the first generation (:every: in every one),\n"
+        "                       rank R (or 'all') exits with CODE at batch B of epoch E\n"
+        "                       (both from 0)\n"
         "  --kill-at E:B:R      the same with SIGKILL\n"
         "  --exit-on-node NODE:CODE  in every generation, a worker on node NODE exits with\n"
         "                       CODE at its first step (a flapping node, for tests)\n"
@@ -368,20 +372,21 @@ static int parse_fault(const char *s, int want_code, fault_t *f) {
         return -1;
     }
     strcpy(buf, s);
-    char *parts[5];
+    char *parts[6];
     int n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ":", &save); t != NULL && n < 5;
+    for (char *save = NULL, *t = strtok_r(buf, ":", &save); t != NULL && n < 6;
          t = strtok_r(NULL, ":", &save)) {
         parts[n++] = t;
     }
     uint64_t e, b, r = 0, code = 0;
-    if (n != (want_code ? 4 : 3) || parse_u64(parts[0], 0, UINT32_MAX, &e) != 0 ||
+    int every = want_code && n == 5 && strcmp(parts[4], "every") == 0;
+    if (n != (want_code ? 4 + every : 3) || parse_u64(parts[0], 0, UINT32_MAX, &e) != 0 ||
         parse_u64(parts[1], 0, UINT32_MAX, &b) != 0 ||
         (strcmp(parts[2], "all") != 0 && parse_u64(parts[2], 0, 1u << 20, &r) != 0) ||
         (want_code && parse_u64(parts[3], 0, 255, &code) != 0)) {
         return -1;
     }
-    *f = (fault_t){1, e, b, strcmp(parts[2], "all") == 0 ? -1 : (int)r, (int)code};
+    *f = (fault_t){1, e, b, strcmp(parts[2], "all") == 0 ? -1 : (int)r, (int)code, every};
     return 0;
 }
 
@@ -501,9 +506,10 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
             o->step_delay_ms = (uint32_t)u;
         } else if (strcmp(name, "--exit-at") == 0) {
-            want = parse_fault(v, 1, &o->exit_at) ? "EPOCH:BATCH:RANK:CODE (RANK a number or "
-                                                    "'all', CODE 0..255), e.g. 1:20:all:3"
-                                                  : NULL;
+            want = parse_fault(v, 1, &o->exit_at)
+                       ? "EPOCH:BATCH:RANK:CODE[:every] (RANK a number or 'all', CODE 0..255), "
+                         "e.g. 1:20:all:3"
+                       : NULL;
         } else if (strcmp(name, "--exit-on-node") == 0) {
             const char *colon = strrchr(v, ':');
             uint64_t code = 0;
@@ -630,7 +636,7 @@ static void on_reset(hv_state_t *st, const hv_reset_info_t *info, void *ud) {
 
 static void fault_check(const trainer_t *t, const fault_t *f, int kill) {
     if (!f->set || t->epoch != f->epoch || t->batch != f->batch ||
-        (f->rank >= 0 && f->rank != hv_rank()) || hv_generation() != t->first_gen) {
+        (f->rank >= 0 && f->rank != hv_rank()) || (!f->every && hv_generation() != t->first_gen)) {
         return;
     }
     char what[64] = "killing myself (SIGKILL)";

@@ -6,9 +6,20 @@
 #     sample exactly once, the final accuracy is within 0.01 of the reference (same seed,
 #     constant global batch), g2 rolls back, and the node is barred from that job (event);
 #  3. the rank-0 worker exits 1 at epoch 1, batch 0: the job ends 0; its node A is barred and
-#     A's other worker stopped; g2 has 2 workers, rank 0 on B; epoch 1 is neither lost nor
-#     repeated;
-#  4. every rank exits 1 at epoch 1: the job fails naming the exits, and no round 2 closes.
+#     A's other worker stopped (SIGTERM, or the "removed" answer when it re-joined first); g2 has
+#     2 workers, rank 0 on B; epoch 1 is neither lost nor repeated;
+#  4. every rank exits 1 at epoch 1 (in every generation): the job fails naming the exits, and
+#     no round closes after the generation whose workers all failed.
+# What this may not assume: that a collective which completed on one rank completes on all. A rank
+# that fails right after one (cases 2-4 fail at epoch 1, batch 0, just after the epoch's last
+# allreduce) races with its peers still inside it: the head's failure push aborts their world and
+# its node's other worker is stopped, so a peer a few milliseconds behind may return from that
+# allreduce with an error, roll back and carry on in generation 2 instead of getting past it. So:
+#  - cases 2 and 3 use --epoch-log: such a peer cannot know that rank 0 printed epoch 0's line
+#    before it went, and prints it again when it becomes rank 0 (elastic_train's documented way
+#    to print each line once when rank 0 may go around an epoch's end is the shared file);
+#  - case 4's fault fires in every generation (:every), so that "every rank fails" holds however
+#    far each got in generation 1; which generation ends it depends on that race.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
@@ -23,7 +34,7 @@ wait_submit
 check_exact ref 3
 ref=$(final_accuracy ref)
 
-submit kill $E --epochs 3 --kill-at 1:0:0 --step-delay-ms 5
+submit kill $E --epochs 3 --kill-at 1:0:0 --step-delay-ms 5 --epoch-log "$TMP/kill.epochs"
 wait_submit
 [ "$SUB_RC" -eq 0 ] || fail "a SIGKILLed worker must not fail the job (rc $SUB_RC)"
 check_exact kill 3
@@ -42,7 +53,7 @@ assert "node node-a is barred from job 2" in bl[0]["message"], bl[0]
 assert bl[0]["data"]["strikes"] == 1 and not bl[0]["data"]["permanent"], bl[0]
 PY
 
-submit exit1 $E --epochs 3 --exit-at 1:0:0:1 --step-delay-ms 5
+submit exit1 $E --epochs 3 --exit-at 1:0:0:1 --step-delay-ms 5 --epoch-log "$TMP/exit1.epochs"
 wait_submit
 [ "$SUB_RC" -eq 0 ] || fail "a worker's exit 1 must not fail an elastic job (rc $SUB_RC)"
 check_exact exit1 3
@@ -51,19 +62,31 @@ sed -n 2p "$TMP/r3" | grep -q '^2 2 rollback node-b .*failure: rank 0 on node-a 
     || fail "g2 should be 2 workers on node-b after rank 0 failed"
 events 3
 grep -q '"kind": "node.blacklist"' "$TMP/events-3.json" || fail "node-a should be blacklisted"
-grep -q 'rank 1 on node-a was killed by signal SIGTERM' "$TMP/events-3.json" \
-    || fail "node-a's other worker should have been stopped"
+# The head stops it (worker.killed): by SIGTERM, or, when it saw rank 0's sockets close and
+# re-joined before the stop reached its agent, by the "removed" answer to that re-join (then it
+# exits 0). Which one comes first is a race; that it was stopped is not.
+/usr/bin/python3 - "$TMP/events-3.json" <<'PY' || fail "node-a's other worker should have been stopped"
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+k = [e for e in evs if e["kind"] == "worker.killed" and e["message"].startswith("rank 1 on node-a ")]
+assert len(k) == 1, [(e["kind"], e["message"]) for e in evs]
+PY
 epoch_lines exit1 | grep -q '^epoch=1 size=2 generation=2 rank0=node-b' || fail "epoch 1 should finish in g2 on node-b"
 
-submit all $E --epochs 3 --exit-at 1:0:all:1
+submit all $E --epochs 3 --exit-at 1:0:all:1:every
 wait_submit
 [ "$SUB_RC" -eq 1 ] || fail "all ranks failing must fail the job with their status 1 (got $SUB_RC)"
 # Each failure stops the job's other worker on that node (its node is barred), so the head sees
-# one exit per node before nobody is left to hold the state; the reason names them.
-grep -E "job 4 failed: (all [0-9] workers of generation 1 failed|no worker of generation 1 survived to hold the training state): rank [0-9] on node-. exited with status 1; rank [0-9] on node-. exited with status 1" "$TMP/all.err" \
-    || fail "the reason must name the exits"
-rounds 4 >"$TMP/r4"
-[ "$(wc -l <"$TMP/r4")" -eq 1 ] || fail "no round after g1 may close when every worker failed"
+# one exit per node of the failing generation before nobody is left to hold the state; the reason
+# names them: two in generation 1 (nodes A and B). When a peer's failure reset B's workers first,
+# generation 2 (on B alone) is the one that fails, with B's one exit.
+re="job 4 failed: (all [0-9] workers|no worker) of generation ([0-9]+) (failed|survived to hold the training state): rank [0-9] on node-. exited with status 1(; rank [0-9] on node-. exited with status 1)*"
+grep -E "$re" "$TMP/all.err" || fail "the reason must name the exits"
+g=$(sed -En "s/.*$re.*/\\2/p" "$TMP/all.err")
+n=$(grep -E "$re" "$TMP/all.err" | grep -o "on node-. exited with status 1" | wc -l)
+[ "$g" -ne 1 ] || [ "$n" -eq 2 ] || fail "generation 1's failure must name one exit per node (got $n)"
+rounds 4 >"$TMP/r4"; cat "$TMP/r4"
+[ "$(wc -l <"$TMP/r4")" -eq "$g" ] || fail "no round after g$g may close when every worker of g$g failed"
 "$BIN/hvctl" --head "$HEAD" job 4 >"$TMP/job4.txt"
 assert_grep "$TMP/job4.txt" "failed"
 pass "SIGKILL and exit 1 survived exactly, all-fail fails with its reason"
