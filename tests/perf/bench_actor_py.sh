@@ -14,28 +14,7 @@
 # Defaults: N=20000, 64 bytes, K=256; --quick: N=2000. Python is /usr/bin/python3.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-build="${HV_BUILD_DIR:-$repo/build}"
-n=20000
-size=64
-inflight=256
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --quick) n=2000; shift ;;
-    --bin) build="$2"; shift 2 ;;
-    --n) n="$2"; shift 2 ;;
-    --size) size="$2"; shift 2 ;;
-    --inflight) inflight="$2"; shift 2 ;;
-    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { print }' "$0"; exit 0 ;;
-    *) echo "bench_actor_py.sh: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-bench="$build/bin/bench_actor"
-actor="$build/examples/actor_counter"
-for b in "$bench" "$actor"; do
-  [ -x "$b" ] || { echo "missing $b (build the bench_actor and actor_counter targets)" >&2; exit 2; }
-done
+. "$(dirname "$0")/bench_actor_args.sh"
 [ -f "$build/python/hv/actor.py" ] || { echo "missing $build/python/hv (build hv_python)" >&2; exit 2; }
 export PYTHONPATH="$build/python"
 
