@@ -16,12 +16,12 @@ ROW <kind> <bytes> <median us per call over runs> lines and, per size, gloo/hv r
 """
 
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_launch  # noqa: E402
 
 
 def parse_size(s):
@@ -106,26 +106,8 @@ def binding_cost(torch, hvd, runs):
     return {("cost-" + k, 4096): statistics.median(v) for k, v in times.items()}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(n, pypath, argv):
-    with tempfile.TemporaryDirectory(prefix="hv-bench-torch-") as rdzv:
-        port = str(free_port())
-        procs = []
-        for r in range(n):
-            env = dict(os.environ, PYTHONPATH=pypath, HV_RDZV_DIR=rdzv, HV_RANK=str(r),
-                       HV_SIZE=str(n), HV_LOCAL_RANK=str(r), HV_LOCAL_SIZE=str(n),
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
-            procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv,
-                                          env=env))
-        rc = 0
-        for p in procs:
-            rc = rc or p.wait()
-        return rc
+    return torch_launch.launch(n, pypath, __file__, argv, prefix="hv-bench-torch-")
 
 
 def main(argv):

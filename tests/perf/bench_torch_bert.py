@@ -27,11 +27,11 @@ parameters (the average of equal gradients is exact, so they must agree to round
 """
 
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_launch  # noqa: E402
 
 HIDDEN, INTER, VOCAB, POSITIONS, TYPES = 768, 3072, 30522, 512, 2
 
@@ -138,26 +138,8 @@ def rank_main(steps, reps, layers):
     return 0 if worst <= 1e-5 and off <= 1e-4 else 1
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(n, pypath, argv):
-    with tempfile.TemporaryDirectory(prefix="hv-bench-bert-") as rdzv:
-        port = str(free_port())
-        procs = []
-        for r in range(n):
-            env = dict(os.environ, PYTHONPATH=pypath, HV_RDZV_DIR=rdzv, HV_RANK=str(r),
-                       HV_SIZE=str(n), HV_LOCAL_RANK=str(r), HV_LOCAL_SIZE=str(n),
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
-            procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv,
-                                          env=env))
-        rc = 0
-        for p in procs:
-            rc = rc or p.wait()
-        return rc
+    return torch_launch.launch(n, pypath, __file__, argv, prefix="hv-bench-bert-")
 
 
 def main(argv):
