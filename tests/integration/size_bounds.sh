@@ -9,7 +9,9 @@
 /usr/bin/python3 -c "import grpc, sqlite3" 2>/dev/null || { echo "SKIP: python3-grpcio is not installed"; exit 77; }
 hv_setup
 PORT=$(free_port)
-HV_LISTEN=127.0.0.1:$PORT write_config "$TMP/head.yaml"
+# The raw client's nodes join without a Session stream (no heartbeats): a lease of 60 s keeps them
+# alive (their slots are what the 121 submits need) however slowly a loaded machine submits.
+LEASE_MS=60000 HV_LISTEN=127.0.0.1:$PORT write_config "$TMP/head.yaml"
 start_head
 
 # (a) 5000 --env entries: refused before anything runs, naming the field and the bound.
