@@ -1478,9 +1478,9 @@ static void test_env_many(void) {
     }
     argv[0] = "hvsubmit";
     for (int k = 0; k < OPTS; k++) {
-        int name = k < NAMES ? k : OPTS - 1 - k; /* 0..24999, then 24999..0 */
+        unsigned name = (unsigned)(k < NAMES ? k : OPTS - 1 - k); /* 0..24999, then 24999..0 */
         char *s = store + (size_t)k * 24;
-        snprintf(s, 24, "K%d=%c%d", name, k < NAMES ? 'a' : 'b', name);
+        snprintf(s, 24, "K%u=%c%u", name, k < NAMES ? 'a' : 'b', name);
         argv[1 + 2 * k] = "--env";
         argv[2 + 2 * k] = s;
     }
