@@ -18,23 +18,6 @@ set -euo pipefail
 [ -f "$build/python/hv/actor.py" ] || { echo "missing $build/python/hv (build hv_python)" >&2; exit 2; }
 export PYTHONPATH="$build/python"
 
-tmp=$(mktemp -d /tmp/bench_actor_py.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-wait_file() {
-  for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
-  echo "bench_actor_py.sh: $2 did not start (no $1)" >&2
-  exit 1
-}
-
-# A fresh random secret per run; it reaches the processes only through their environment.
-export HV_ACTOR_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 HV_ACTOR_CLASS=counter HV_ACTOR_LISTEN=127.0.0.1:0 HV_ACTOR_ADDR_FILE="$tmp/c.addr" \
   "$actor" & pids+=($!)
 cat > "$tmp/echo_actor.py" <<'PY'
