@@ -63,12 +63,6 @@ worker_table() {
         -printf '%h %l\n' 2>/dev/null || true; } |
         sed -E "s|^/proc/([0-9]+) $TMP/run$RUN/agent-([^/]+)/.*|\1 \2|"
 }
-max_gen() { sed -n 's/.*BENCH step [0-9]* gen=\([0-9]*\).*/\1/p' "$D/sub.out" | sort -n | tail -n 1; }
-size_of_gen() { sed -n "s/.*BENCH step [0-9]* gen=$1 size=\([0-9]*\).*/\1/p" "$D/sub.out" | head -n 1; }
-gen_above() { local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ]; }
-full_size_above() { # GEN N: a round newer than GEN with N workers stepped
-    local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ] && [ "$(size_of_gen "$g")" = "$2" ]
-}
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"

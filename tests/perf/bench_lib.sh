@@ -22,3 +22,11 @@ wait_for() { # SECONDS CMD...: 1 when CMD did not succeed in time
         sleep 0.1
     done
 }
+# What a run's bench_elastic workers printed to $D/sub.out: the newest generation that stepped,
+# a generation's size, and whether a round newer than GEN (with N workers) has stepped.
+max_gen() { sed -n 's/.*BENCH step [0-9]* gen=\([0-9]*\).*/\1/p' "$D/sub.out" | sort -n | tail -n 1; }
+size_of_gen() { sed -n "s/.*BENCH step [0-9]* gen=$1 size=\([0-9]*\).*/\1/p" "$D/sub.out" | head -n 1; }
+gen_above() { local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ]; }
+full_size_above() { # GEN N: a round newer than GEN with N workers stepped
+    local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ] && [ "$(size_of_gen "$g")" = "$2" ]
+}

@@ -52,12 +52,6 @@ start_agent() { # NAME (in a subshell: its SIGKILL is no job of this shell to re
      echo $! >"$D/agent-$1.pid")
     PIDS="$PIDS $(cat "$D/agent-$1.pid")"
 }
-max_gen() { sed -n 's/.*BENCH step [0-9]* gen=\([0-9]*\).*/\1/p' "$D/sub.out" | sort -n | tail -n 1; }
-size_of_gen() { sed -n "s/.*BENCH step [0-9]* gen=$1 size=\([0-9]*\).*/\1/p" "$D/sub.out" | head -n 1; }
-gen_above() { local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ]; }
-full_size_above() { # GEN N: a round newer than GEN with N workers stepped
-    local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ] && [ "$(size_of_gen "$g")" = "$2" ]
-}
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
