@@ -124,13 +124,13 @@ void hv_rpc_server_set_gate(hv_rpc_server_t *s, hv_rpc_gate_cb gate, void *ud);
 
 /* Told once per server call when it ends, on the loop thread: the method's path (static; NULL
  * for a path the server does not serve) and the gRPC status code it ended with (cancelled by
- * the peer included). For counting (head/metrics.c); it must not touch the call. */
+ * the peer included). For counting (head/services/metrics.c); it must not touch the call. */
 typedef void (*hv_rpc_observe_cb)(const char *path, int grpc_code, void *ud);
 void hv_rpc_server_set_observer(hv_rpc_server_t *s, hv_rpc_observe_cb cb, void *ud);
 /* Told once per server call when it ends, right after the observer: the call (a key that
  * matches the one the gate saw, and hv_rpc_call_peer; nothing else may be done with it), the
  * method's path (NULL as above), the gRPC status code and its detail ("" for none). For the
- * audit trail (head/svc_auth.c). */
+ * audit trail (head/services/svc_auth.c). */
 typedef void (*hv_rpc_end_cb)(const hv_rpc_call_t *c, const char *path, int grpc_code,
                               const char *detail, void *ud);
 void hv_rpc_server_set_end_hook(hv_rpc_server_t *s, hv_rpc_end_cb cb, void *ud);

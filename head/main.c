@@ -318,7 +318,7 @@ static int head_job_held(void *ud, uint64_t job_id) {
     return 0;
 }
 
-/* The history's retention (head/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
+/* The history's retention (head/driver/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
  * every history.prune_interval_s (one batch, on the loop). */
 static void head_prune_history(head_t *h, int batches) {
     hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs};
@@ -651,7 +651,7 @@ static int head_open_state(head_t *h) {
         head_fail("hvhead: %s", err);
         return 1;
     }
-    /* Credentials are only good within one state database (head/auth.h). */
+    /* Credentials are only good within one state database (head/services/auth.h). */
     if ((rc = hv_auth_set_epoch(&h->auth, hv_store_epoch(h->store))) != HV_OK) {
         head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
         return 1;
@@ -734,7 +734,7 @@ static int head_listen(head_t *h) {
                    h->cfg.listen);
         }
     }
-    /* Connections to the gRPC port are bounded from here on (head/conngate.h). */
+    /* Connections to the gRPC port are bounded from here on (head/services/conngate.h). */
     hv_conngate_limits_t glim = {.max_total = h->cfg.limits.max_connections,
                                  .max_per_client = h->cfg.limits.max_connections_per_client};
     if ((rc = hv_conngate_start(&glim)) != HV_OK ||
@@ -748,7 +748,7 @@ static int head_listen(head_t *h) {
 /* The services: metrics, the six gRPC services (then the server starts), the autoscaler, and
  * the /metrics listener. */
 static int head_start_services(head_t *h) {
-    /* Metrics count the driver's events and every call the server ends (head/metrics.h). */
+    /* Metrics count the driver's events and every call the server ends (head/services/metrics.h). */
     hv_err rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics);
     if (rc != HV_OK) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
@@ -975,7 +975,7 @@ static int cmd_token(int argc, char **argv) {
     return 69;
 }
 
-/* `hvhead backup`: a consistent copy of the data directory (head/backup.h), while the head
+/* `hvhead backup`: a consistent copy of the data directory (head/driver/backup.h), while the head
  * runs or not. */
 static int cmd_backup(const head_opts_t *o) {
     if (o->to == NULL) {

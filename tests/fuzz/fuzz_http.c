@@ -1,5 +1,5 @@
 /*
- * fuzz_http: the HTTP request parser of hvhead's metrics listener (head/http.c hv_http_parse).
+ * fuzz_http: the HTTP request parser of hvhead's metrics listener (head/services/http.c hv_http_parse).
  * Any bytes must give one of three answers: incomplete (nothing used), a request whose head and
  * body are within the bytes given and the bounds (strings terminated, a path that starts with
  * '/', a body only on POST; the cookie and form readers of the login keep theirs), or a
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../head/http.h" /* by path: -Ihead would let head/sched.h shadow <sched.h> */
+#include "../../head/services/http.h" /* by path: -Ihead would let head/core/sched.h shadow <sched.h> */
 
 static void check_one(const char *buf, size_t len, int *status_out, size_t *used_out) {
     hv_http_request_t req;
@@ -27,7 +27,7 @@ static void check_one(const char *buf, size_t len, int *status_out, size_t *used
             req.body[req.body_len] != '\0') {
             abort();
         }
-        /* The login's readers of the cookie and the form (head/page_serve.c). */
+        /* The login's readers of the cookie and the form (head/services/page_serve.c). */
         char v[80];
         if (hv_http_cookie_get(req.cookie, "hv_session", v, sizeof(v)) &&
             memchr(v, '\0', sizeof(v)) == NULL) {

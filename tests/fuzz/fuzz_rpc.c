@@ -1,5 +1,5 @@
 /*
- * fuzz_rpc: the head's request decode-and-validate path for every method (head/validate.c's
+ * fuzz_rpc: the head's request decode-and-validate path for every method (head/services/validate.c's
  * table): the first byte picks the method, the rest is the request as it arrives on the wire.
  * It is unpacked with the method's descriptor by hv_rpc_unpack, as common/rpc.c does, and a
  * request that parses goes through the method's check; a refusal must be HV_EINVAL with a
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "rpc.h"
-#include "../../head/validate.h" /* one include dir per target: see CMakeLists.txt */
+#include "../../head/services/validate.h" /* one include dir per target: see CMakeLists.txt */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t n = 0;

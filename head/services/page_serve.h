@@ -1,11 +1,11 @@
 /*
  * page_serve: the edge of the status page. Its HTTP handlers read the driver's tables, the
- * store's jobs, events and instances and the cost report into a snapshot (head/page.h), and
- * head/page.c renders it. Routes: "/" (the cluster) and "/job/<id>" (one job); they are served
- * on the metrics listener (head/metrics.c), behind its access rule (docs/status-page.md): where
+ * store's jobs, events and instances and the cost report into a snapshot (head/services/page.h), and
+ * head/services/page.c renders it. Routes: "/" (the cluster) and "/job/<id>" (one job); they are served
+ * on the metrics listener (head/services/metrics.c), behind its access rule (docs/status-page.md): where
  * the listener has a token (always beyond loopback), a browser logs in at "/login" with a client
- * token (checked by head/auth.c, never logged or shown) and gets a session cookie
- * (head/page_login.h); "/logout" ends it.
+ * token (checked by head/services/auth.c, never logged or shown) and gets a session cookie
+ * (head/services/page_login.h); "/logout" ends it.
  * Threads: the loop thread (the driver's).
  */
 #ifndef HV_HEAD_PAGE_SERVE_H

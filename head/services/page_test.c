@@ -1,5 +1,5 @@
 /*
- * page_test: the status page's HTML (head/page.c) from table-driven snapshots: escaping of every
+ * page_test: the status page's HTML (head/services/page.c) from table-driven snapshots: escaping of every
  * head-provided string (a job named like markup, reasons and node names with quotes and control
  * bytes), the summary's pending demand and why each pending job waits, the job page's
  * generations with their reasons, rollbacks and durations, an open round, the workers, durations

@@ -1,7 +1,7 @@
 /*
  * page_login: the status page's sessions, the pure part of its login. A browser cannot send the
  * listener's bearer token, so beyond loopback the page asks for a client token once (POST
- * /login, head/page_serve.c checks it against head/auth.c) and answers with a session cookie:
+ * /login, head/services/page_serve.c checks it against head/services/auth.c) and answers with a session cookie:
  * a random id that is not the token and says nothing of it. This module holds the sessions in
  * memory (a fixed table; a head restart logs everyone out): it adds one, finds the one a cookie
  * names (constant-time comparison, expired ones never found), drops one (logout) and drops those

@@ -34,7 +34,7 @@ void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a);
 void hv_svc_cluster_set_join_tokens(hv_svc_cluster_t *s, hv_store_t *store);
 /* Whether autoscaler instance `instance` may join as node `name` now (alive, its own name). */
 typedef int (*hv_svc_admit_fn)(void *ud, uint64_t instance, const char *name);
-/* Lets Join accept instance enrollment credentials (hvi_), asking fn (head/autoscale.c, wired by
+/* Lets Join accept instance enrollment credentials (hvi_), asking fn (head/driver/autoscale.c, wired by
  * main.c) whether the instance may join. */
 void hv_svc_cluster_set_admit(hv_svc_cluster_t *s, hv_svc_admit_fn fn, void *ud);
 /* Sends an order down the node's Session. HV_ECLOSED when it has none. */

@@ -6,7 +6,7 @@
  * every decision as an event with its reason (`hvctl events`).
  *
  * An instance enrolls by itself: it is launched with a token file holding an enrollment
- * credential (hvi_, head/auth.h) that admits that one instance, under its own node name, while
+ * credential (hvi_, head/services/auth.h) that admits that one instance, under its own node name, while
  * it is alive (hv_autoscale_admit, which svc_cluster asks on Join). It is running once a node of
  * its name has joined; it is idle while that node runs no worker. Before an idle instance is
  * terminated its node is drained, so nothing is placed on it in between.

@@ -124,7 +124,7 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
         ci[i] = (hv_cost_instance_t){irows[i].type, irows[i].node_name, irows[i].created_ms,
                                      irows[i].ended_ms, irows[i].preempted};
     }
-    /* The cost report, as hvctl cost shows it (head/cost.c over the config's prices). */
+    /* The cost report, as hvctl cost shows it (head/core/cost.c over the config's prices). */
     const hv_head_config_t *cfg = src->cfg;
     hv_cost_type_t ct[HV_COST_MAX_TYPES];
     size_t nct = 0;

@@ -4,7 +4,7 @@
  * autoscaler's instances and the cost report) and one job ("/job/<id>": its state, its rounds
  * (generations) over time with their reasons and durations, its workers).
  *
- * Pure: the caller gathers a snapshot (head/page_serve.c reads the driver and the store) and
+ * Pure: the caller gathers a snapshot (head/services/page_serve.c reads the driver and the store) and
  * these functions write HTML into a reply buffer. Every string from the snapshot is
  * HTML-escaped (job names, reasons and node names can hold anything). The page has no external
  * assets (inline CSS, one small inline script that reloads it every few seconds) so that it

@@ -170,7 +170,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now);
 /* Places pending jobs and grows elastic jobs onto free slots. */
 void hv_driver_schedule(hv_driver_t *d);
 /* Told of every event once it is appended (also when its append failed): for counting
- * (head/metrics.c); it must not call the driver. data: the event's JSON object or NULL; all
+ * (head/services/metrics.c); it must not call the driver. data: the event's JSON object or NULL; all
  * borrowed for the call. One observer; NULL removes it. */
 typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
                                      const char *data);
@@ -301,7 +301,7 @@ const char *hv_driver_store_trouble(hv_driver_t *d);
  * end is told to watchers only then. */
 int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
 
-/* ---- the autoscaler (head/autoscale.c) ------------------------------------------------------ */
+/* ---- the autoscaler (head/driver/autoscale.c) ------------------------------------------------------ */
 
 /* Workers one job wants that the free slots cannot give it now. */
 typedef struct hv_driver_demand_s {

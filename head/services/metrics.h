@@ -1,6 +1,6 @@
 /*
  * metrics: hvhead's Prometheus metrics, in the text exposition format 0.0.4, served at /metrics
- * on the listener of cfg->metrics (head/http.c). docs/metrics.md lists every series.
+ * on the listener of cfg->metrics (head/services/http.c). docs/metrics.md lists every series.
  *
  * Two kinds of figures. Gauges are read at each scrape from the driver's tables (nodes, slots,
  * the elastic jobs in memory, demand) and from the store (jobs by state, the autoscaler's

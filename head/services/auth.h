@@ -13,7 +13,7 @@
  *                                   the spawn order, passed to the worker as HV_WORKER_SECRET.
  *   hvi_<instance>_<mac>            enrollment of one autoscaler instance: its agent's Join, in
  *                                   place of the join token, while the instance is alive and
- *                                   only under the instance's own node name (head/autoscale.c
+ *                                   only under the instance's own node name (head/driver/autoscale.c
  *                                   writes it into the instance's token file).
  * mac = HMAC-SHA256(head key, "<epoch>:" + ("node:<node>:<incarnation>" |
  * "worker:<job>:<worker>" | "instance:<instance>")), 128 bits in hex. The key
@@ -27,7 +27,7 @@
  * Join tokens made with `hvctl token create` (the model: Kubernetes bootstrap tokens) are
  *   hvj_<id>.<secret>               id: 6 letters or digits, may be shown (lists, the audit
  *                                   trail); secret: 32 hex digits, shown once at creation. The
- *                                   head stores only the secret's SHA-256 (head/store.h), with
+ *                                   head stores only the secret's SHA-256 (head/driver/store.h), with
  *                                   the token's expiry, uses and revocation.
  *
  * The decision part (identify, check, messages) is pure: no I/O, no clock. hv_auth_load and

@@ -22,7 +22,7 @@
  *    are dropped, then the decision is taken again (tested with real sockets);
  *  - the process-wide gate (hv_conngate_start, accept4): I/O, one mutex, called from gRPC's
  *    poller threads and the loop thread.
- * What it is not: a rate limiter, or a bound on streams and calls (head/svc_jobs.c bounds Watch
+ * What it is not: a rate limiter, or a bound on streams and calls (head/services/svc_jobs.c bounds Watch
  * streams). Only hvhead links it.
  */
 #ifndef HV_HEAD_CONNGATE_H

@@ -6,7 +6,7 @@
  *     a host's ranks stay contiguous (shared memory, hierarchical rings);
  *   - whether an open round closes, keeps waiting or fails (hv_round_decide);
  *   - how two memberships differ (hv_round_diff), for the event log.
- * No I/O, no clock, no allocation: the caller (head/jobm.c) passes the time and scratch space.
+ * No I/O, no clock, no allocation: the caller (head/core/jobm.c) passes the time and scratch space.
  * Reentrant.
  */
 #ifndef HV_HEAD_ROUNDS_H

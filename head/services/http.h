@@ -1,6 +1,6 @@
 /*
  * http: a small HTTP/1.1 server on the head's libuv loop, for the read-only pages hvhead serves
- * beside its gRPC port: /metrics (head/metrics.c) and the status page (head/page_serve.c). It is not a
+ * beside its gRPC port: /metrics (head/services/metrics.c) and the status page (head/services/page_serve.c). It is not a
  * general web server: GET and HEAD, and POST with a small body (HV_HTTP_MAX_BODY bytes, with a
  * Content-Length: the status page's login form) on the routes that take it; a bounded request
  * head (HV_HTTP_MAX_HEAD bytes), a bounded number of connections, a timeout from accept (or from
