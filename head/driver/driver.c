@@ -2342,7 +2342,7 @@ static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, u
         char what[160], why[96], data[160];
         snprintf(what, sizeof(what),
                  "the ring neighbours of worker %llu reported broken links (job %llu, round %u; "
-                 "worker %llu first)",
+                 "first reported by worker %llu)",
                  (unsigned long long)v[k].worker_id, (unsigned long long)j->jm.id, ev->generation,
                  (unsigned long long)v[k].reporter);
         snprintf(why, sizeof(why), "the ring neighbours of worker %llu reported broken links",
