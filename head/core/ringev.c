@@ -128,3 +128,39 @@ size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size
     }
     return nv;
 }
+
+size_t hv_ringev_judge(hv_ringev_t *ev, const hv_jm_job_t *j, hv_ringev_verdict_t *out,
+                       size_t cap) {
+    if (ev->n == 0) {
+        return 0;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        if (j->w[i]->member_gen > ev->generation) {
+            hv_ringev_clear(ev); // a later round closed: the reports are history
+            return 0;
+        }
+        n += j->w[i]->member_gen == ev->generation;
+    }
+    hv_ringev_member_t *m = n >= 2 ? hv_calloc(n, sizeof(*m)) : NULL;
+    if (m == NULL) {
+        return 0;
+    }
+    size_t placed = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (w->member_gen != ev->generation || w->rank >= n || m[w->rank].worker_id != 0) {
+            continue;
+        }
+        m[w->rank] = (hv_ringev_member_t){.worker_id = w->id,
+                                          .node_id = w->node_id,
+                                          .spoke = w->joined,
+                                          .mute = !hv_wk_state_active(w->state) || w->removed ||
+                                                  w->suspect_until != 0};
+        placed++;
+    }
+    // Ranks that do not make 0..n-1 (never, short of a bug) decide nothing.
+    size_t nv = placed == n ? hv_ringev_decide(ev, m, n, out, cap) : 0;
+    hv_free(m);
+    return nv;
+}

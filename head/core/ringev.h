@@ -16,8 +16,9 @@
  * that cascade from condemning a live node that simply re-joins later than its accuser.
  * Evidence only speeds things up: reports that do not meet the rule change nothing, and the
  * lease stays the bound (a silent partition).
- * No I/O, no clock. The caller (head/driver/driver.c) feeds the reports of every JoinRound and
- * acts on the verdicts. Not thread-safe (the driver's loop owns it).
+ * No I/O, no clock. The caller (head/driver/driver.c) feeds the reports of every JoinRound
+ * (hv_ringev_note), asks hv_ringev_judge after each and suspects the nodes it names. Not
+ * thread-safe (the driver's loop owns it).
  */
 #ifndef HV_HEAD_RINGEV_H
 #define HV_HEAD_RINGEV_H
@@ -26,6 +27,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "jobm.h"
 
 /* One report: reporter found its link to subject broken (worker ids). */
 typedef struct hv_ringev_report_s {
@@ -70,5 +72,12 @@ typedef struct hv_ringev_verdict_s {
  * the subject's node, count for nothing. */
 size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n,
                         hv_ringev_verdict_t *out, size_t cap);
+
+/* hv_ringev_decide over job j's members of round ev->generation as the job machine sees them
+ * now (borrowed): spoke = its JoinRound waits in the open round; mute = it ended or was removed,
+ * or its node is suspected already (jobm's suspect_until). Once a later round has closed the
+ * reports are history: they are forgotten and nothing is named. Returns the verdicts written
+ * (at most cap); 0 also when a scratch allocation fails (evidence only: the lease decides). */
+size_t hv_ringev_judge(hv_ringev_t *ev, const hv_jm_job_t *j, hv_ringev_verdict_t *out, size_t cap);
 
 #endif

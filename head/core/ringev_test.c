@@ -1,10 +1,13 @@
 /*
  * ringev_test: which nodes the survivors' reports of broken ring links condemn (a table of
- * rounds, reports and who has re-joined), and how reports are kept per round.
+ * rounds, reports and who has re-joined), how reports are kept per round, and the members read
+ * from the job machine (hv_ringev_judge).
  * `ringev_test <case>` runs one case.
  */
 #include "ringev.h"
 #include "hv_check.h"
+
+#include <string.h>
 
 #define MAXM 6
 
@@ -192,11 +195,48 @@ static void case_rounds(void) {
     hv_ringev_fini(&ev);
 }
 
+/* The members as the job machine sees them: rank order from member_gen/rank, spoke from a
+ * waiting JoinRound, mute from an ended, removed or already suspected worker; reports about a
+ * round that a later one replaced are forgotten. */
+static void case_judge_job(void) {
+    hv_jm_worker_t w[4] = {
+        {.id = 11, .node_id = 10, .state = HV_WK_RUNNING, .member_gen = 3, .rank = 1},
+        {.id = 12, .node_id = 20, .state = HV_WK_RUNNING, .member_gen = 3, .rank = 2},
+        {.id = 13, .node_id = 30, .state = HV_WK_RUNNING, .member_gen = 3, .rank = 0},
+        {.id = 14, .node_id = 30, .state = HV_WK_RUNNING, .member_gen = 2, .rank = 0},
+    };
+    hv_jm_worker_t *ws[4] = {&w[0], &w[1], &w[2], &w[3]};
+    hv_jm_job_t j;
+    memset(&j, 0, sizeof(j));
+    j.w = ws;
+    j.nw = 4;
+    hv_ringev_t ev = {0};
+    uint64_t subj = 12; // ring 13 -> 11 -> 12 -> 13: 11 (node 10) names 12 (node 20)
+    CHECK_RC(hv_ringev_note(&ev, 3, 11, &subj, 1), HV_OK);
+    w[0].joined = 1;
+    hv_ringev_verdict_t v[2];
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0); // 13, 12's other neighbour, has not spoken
+    w[2].suspect_until = 5000;                   // 13's node is suspected: it cannot speak
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 1);
+    CHECK_EQ(v[0].node_id, 20);
+    w[2].suspect_until = 0;
+    w[2].state = HV_WK_LOST; // gone: it cannot speak either
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 1);
+    w[1].joined = 1; // 12 re-joined after all: alive
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    w[1].joined = 0;
+    w[0].member_gen = 4; // round 4 closed: the reports about round 3 are history
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    CHECK_EQ(ev.n, 0);
+    hv_ringev_fini(&ev);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"table", case_table},
         {"verdict_names", case_verdict_names},
         {"rounds", case_rounds},
+        {"judge_job", case_judge_job},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

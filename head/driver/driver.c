@@ -2298,53 +2298,24 @@ static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_
 }
 
 /* The survivors' reports of broken ring links (core/ringev.c decides): a node they condemn is
- * suspected like one whose session closed. Evaluated at every JoinRound of a job that holds
- * reports about its last closed round (a join is also news: its worker spoke). */
+ * suspected like one whose session closed. Judged at every JoinRound of the job (a join is news
+ * too: its worker spoke). */
 static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, uint32_t last_gen,
                           const uint64_t *broken, size_t n_broken) {
-    hv_ringev_t *ev = &j->ringev;
     if (n_broken > 0 && last_gen > 0 &&
-        hv_ringev_note(ev, last_gen, w->jm.id, broken, n_broken) != HV_OK) {
+        hv_ringev_note(&j->ringev, last_gen, w->jm.id, broken, n_broken) != HV_OK) {
         return; // out of memory: evidence only, the lease still decides
     }
-    size_t n = 0;
-    for (size_t i = 0; i < j->jm.nw && ev->n > 0; i++) {
-        if (j->jm.w[i]->member_gen > ev->generation) {
-            hv_ringev_clear(ev); // a later round closed: the reports are history
-            return;
-        }
-        n += j->jm.w[i]->member_gen == ev->generation;
-    }
-    hv_ringev_member_t *m = n >= 2 ? hv_calloc(n, sizeof(*m)) : NULL;
-    if (m == NULL) {
-        return;
-    }
-    size_t placed = 0;
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        const hv_jm_worker_t *x = j->jm.w[i];
-        const hv_dnode_t *nd = hv_driver_node(d, x->node_id);
-        if (x->member_gen != ev->generation || x->rank >= n || nd == NULL) {
-            continue;
-        }
-        m[x->rank] = (hv_ringev_member_t){.worker_id = x->id,
-                                          .node_id = x->node_id,
-                                          .spoke = x->joined,
-                                          .mute = !wlive((const hv_dworker_t *)x) || x->removed ||
-                                                  nd->state == HV_NODE_DEAD ||
-                                                  hv_lease_waive_at(&nd->lease, 0) != 0};
-        placed++;
-    }
     hv_ringev_verdict_t v[4];
-    size_t nv = placed == n ? hv_ringev_decide(ev, m, n, v, 4) : 0;
-    hv_free(m);
+    size_t nv = hv_ringev_judge(&j->ringev, &j->jm, v, 4);
     for (size_t k = 0; k < nv; k++) {
         hv_dnode_t *nd = hv_driver_node(d, v[k].node_id);
-        char what[160], why[96], data[160];
+        char what[192], why[96], data[160];
         snprintf(what, sizeof(what),
                  "the ring neighbours of worker %llu reported broken links (job %llu, round %u; "
                  "first reported by worker %llu)",
-                 (unsigned long long)v[k].worker_id, (unsigned long long)j->jm.id, ev->generation,
-                 (unsigned long long)v[k].reporter);
+                 (unsigned long long)v[k].worker_id, (unsigned long long)j->jm.id,
+                 j->ringev.generation, (unsigned long long)v[k].reporter);
         snprintf(why, sizeof(why), "the ring neighbours of worker %llu reported broken links",
                  (unsigned long long)v[k].worker_id);
         snprintf(data, sizeof(data),
