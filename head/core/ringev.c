@@ -119,7 +119,9 @@ size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size
         if (done) {
             continue;
         }
-        uint64_t by = named_by(ev, m, n, k);
+        // A named worker that ended was explained by its own exit (its agent reported it, so its
+        // node is alive); one whose node is suspected already needs no second verdict.
+        uint64_t by = m[k].mute ? 0 : named_by(ev, m, n, k);
         if (by == 0 || node_spoke(m, n, node) || !node_heard_out(m, n, node)) {
             continue;
         }

@@ -5,7 +5,9 @@
  * module keeps those reports for a job's last round and decides which nodes they condemn: a
  * node is suspected, like one whose agent's session closed (nodes.c hv_lease_suspect, jobm.c
  * hv_jm_suspect), when
- *   - a worker of it is named by a ring neighbour on another node,
+ *   - a worker of it that is still believed to run (no exit reported: a crash is explained by
+ *     its exit report, which also shows the node alive) is named by a ring neighbour on another
+ *     node,
  *   - every neighbour on another node of its workers in the flat ring (rank - 1, rank + 1) has
  *     spoken (re-joined, so its reports are in) or cannot speak (gone, or its node suspected),
  *   - and none of its own workers has re-joined (a worker that re-joins is evidently alive).

@@ -127,6 +127,15 @@ static void case_table(void) {
          {{1, 2}, {3, 4}},
          2,
          {20, 40}},
+        {"the named worker ended (its exit was reported): its node is alive",
+         2,
+         {10, 20},
+         {1, 0},
+         {0, 1},
+         1,
+         {{1, 2}},
+         0,
+         {0}},
         {"one member: no neighbours", 1, {10}, {1}, {0}, 1, {{1, 1}}, 0, {0}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -224,6 +233,10 @@ static void case_judge_job(void) {
     CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 1);
     w[1].joined = 1; // 12 re-joined after all: alive
     CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    w[1].joined = 0;
+    w[1].state = HV_WK_EXITED; // 12 crashed and its agent said so: the node is alive
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    w[1].state = HV_WK_RUNNING;
     w[1].joined = 0;
     w[0].member_gen = 4; // round 4 closed: the reports about round 3 are history
     CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
