@@ -753,12 +753,12 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     hv_cli_json_str(j, info ? info->instance_id : "");
     hv_cli_json_key(j, "version");
     hv_cli_json_str(j, info ? info->version : "");
-    hv_cli_json_key(j, "draining");
-    hv_cli_json_bool(j, strcmp(n->state, "draining") == 0);
     hv_cli_json_key(j, "suspected");
     hv_cli_json_bool(j, n->suspected_ms != 0);
     hv_cli_json_key(j, "suspected_ms");
     hv_cli_json_u64(j, n->suspected_ms);
+    hv_cli_json_key(j, "draining");
+    hv_cli_json_bool(j, strcmp(n->state, "draining") == 0);
     hv_cli_json_key(j, "blacklist");
     hv_cli_json_arr_begin(j);
     for (size_t i = 0; i < n->n_blacklist; i++) {
