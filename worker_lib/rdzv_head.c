@@ -46,6 +46,8 @@ typedef struct head_client_s {
     char target[256];
     char last_error[512]; // detail of the last failed call (the calling thread's)
     uint64_t redone;      // samples a rollback sent back, for the next join (training thread)
+    uint64_t broken[HV_RDZV_BROKEN_MAX]; // ring neighbours whose link broke, for the next join
+    size_t n_broken;                     // (training thread)
 } head_client_t;
 
 static void sleep_ms(uint64_t ms) {
@@ -103,6 +105,8 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     req.addr = (char *)my_addr;
     req.last_generation = last_gen;
     req.redone_samples = c->redone;
+    req.broken_peers = c->broken;
+    req.n_broken_peers = c->n_broken;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st = {0};
     c->last_error[0] = '\0';
@@ -118,6 +122,7 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
         return rc;
     }
     c->redone = 0; /* the head has it */
+    c->n_broken = 0;
     Hvpb__V1__RdzvJoinReply *r = (Hvpb__V1__RdzvJoinReply *)resp;
     hv__rdzv_assignment_t a = {0};
     a.world_id = c->job_id;
@@ -585,6 +590,12 @@ static void head_note_redone(void *ctx, uint64_t samples) {
     c->redone += samples;
 }
 
+static void head_note_broken(void *ctx, const uint64_t *worker_ids, size_t n) {
+    head_client_t *c = ctx;
+    c->n_broken = n < HV_RDZV_BROKEN_MAX ? n : HV_RDZV_BROKEN_MAX;
+    memcpy(c->broken, worker_ids, c->n_broken * sizeof(uint64_t));
+}
+
 static const hv__rdzv_ops_t head_ops = {
     .name = "head",
     .join = head_join,
@@ -595,6 +606,7 @@ static const hv__rdzv_ops_t head_ops = {
     .watch = head_watch,
     .watch_stop = head_watch_stop,
     .note_redone = head_note_redone,
+    .note_broken = head_note_broken,
     .put_state = head_put_state,
     .fetch_state = head_fetch_state,
     .last_error = head_last_error,

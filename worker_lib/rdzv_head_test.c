@@ -3,7 +3,8 @@
  * (common/rpc.h server on a libuv loop in its own thread) on loopback: JoinRound retried while
  * the head is down (it comes up later, as after a restart), the elastic fields of the reply
  * (check_every, reason, rollback, removed), a refused join carrying the head's reason
- * (FAILED_PRECONDITION -> HV_ESTATE), Done with its generation, and the WatchMembers watcher:
+ * (FAILED_PRECONDITION -> HV_ESTATE), Done with its generation, the ring neighbours a re-join
+ * reports broken (sent once, capped), and the WatchMembers watcher:
  * pushes delivered, the stream re-opened from the newest generation after the head drops it,
  * and watch_stop returning promptly while a stream is open. This pins libhv's side of the wire
  * contract independently of the head's implementation.
@@ -36,12 +37,18 @@ static struct {
     atomic_int joins, dones, watches;
     atomic_uint done_gen, watch_gen[8];
     atomic_int drop_first_watch; // finish the first WatchMembers with UNAVAILABLE after a push
+    atomic_int n_broken;         // broken_peers of the last JoinRound
+    atomic_ullong broken[8];
 } head;
 
 static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)ud;
     const Hvpb__V1__RdzvJoinRequest *r = (const Hvpb__V1__RdzvJoinRequest *)m;
     atomic_fetch_add(&head.joins, 1);
+    atomic_store(&head.n_broken, (int)r->n_broken_peers);
+    for (size_t i = 0; i < r->n_broken_peers && i < 8; i++) {
+        atomic_store(&head.broken[i], r->broken_peers[i]);
+    }
     if (atomic_load(&head.join_mode) == JOIN_ENDED) {
         hv_rpc_finish(c, HV_ESTATE, "job 5 failed: resets exceeded --max-resets 2");
         return;
@@ -253,6 +260,36 @@ static void test_join_removed_and_ended(void) {
     ASSERT_TRUE(strstr(j.err, "max-resets") != NULL);
 }
 
+/* The ring neighbours a rejoin notes as broken go with the next JoinRound, once (capped). */
+static void test_join_broken_peers(void) {
+    int port = head_start(0);
+    ASSERT_TRUE(port > 0);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    hv__rdzv_t rz;
+    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    ASSERT_TRUE(rz.ops->note_broken != NULL);
+    uint64_t ids[HV_RDZV_BROKEN_MAX + 2] = {11, 12, 13, 14, 15, 16, 17, 18};
+    rz.ops->note_broken(rz.ctx, ids, HV_RDZV_BROKEN_MAX + 2);
+    hv__rdzv_assignment_t a = {0};
+    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 3, (uint32_t)hvtest_scale(30000), &a));
+    hv__rdzv_assignment_fini(&a);
+    ASSERT_EQ_INT(atomic_load(&head.n_broken), HV_RDZV_BROKEN_MAX); // capped
+    ASSERT_TRUE(atomic_load(&head.broken[0]) == 11 && atomic_load(&head.broken[5]) == 16);
+    memset(&a, 0, sizeof(a));
+    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 4, (uint32_t)hvtest_scale(30000), &a));
+    hv__rdzv_assignment_fini(&a);
+    ASSERT_EQ_INT(atomic_load(&head.n_broken), 0); // carried once: the head has it
+    rz.ops->note_broken(rz.ctx, ids + 1, 1);
+    memset(&a, 0, sizeof(a));
+    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 5, (uint32_t)hvtest_scale(30000), &a));
+    hv__rdzv_assignment_fini(&a);
+    ASSERT_EQ_INT(atomic_load(&head.n_broken), 1);
+    ASSERT_TRUE(atomic_load(&head.broken[0]) == 12);
+    rz.ops->destroy(rz.ctx);
+    head_stop();
+}
+
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -328,6 +365,7 @@ static void test_watch(void) {
 static const hvtest_case_t cases[] = {
     {"join_retry", test_join_retry},
     {"join_removed_and_ended", test_join_removed_and_ended},
+    {"join_broken_peers", test_join_broken_peers},
     {"watch", test_watch},
 };
 

@@ -27,6 +27,7 @@
 #include "jobm.h"
 #include "joblog.h"
 #include "nodes.h"
+#include "ringev.h"
 #include "statecopy.h"
 #include "store.h"
 
@@ -151,6 +152,7 @@ struct hv_djob_s {
     int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
+    hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
     struct hv_djob_s *next;
 };
 
@@ -343,7 +345,8 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
  * through io->round or io->join_answer. Otherwise refused now (err says why): HV_ENOTFOUND for
  * an unknown job or worker, HV_ESTATE for a job that ended. */
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen);
+                           uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
+                           size_t n_broken, char *err, size_t errlen);
 /* A worker of an elastic job asks for a new size (a growth schedule, the program, a callback):
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only

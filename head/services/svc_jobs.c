@@ -782,6 +782,12 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
     x->v.state = (char *)hv_node_state_name(nd->state);
     x->v.slots_used = nd->acct.slots_used;
     x->v.last_seen_ms = nd->last_seen_ms;
+    if (nd->state != HV_NODE_DEAD && nd->lease.suspect_ms != 0) {
+        // The lease counts on the monotonic clock; the view shows the wall clock.
+        uint64_t mono = hv_now_ms(), wall = hv_wall_ms();
+        uint64_t ago = mono > nd->lease.suspect_ms ? mono - nd->lease.suspect_ms : 0;
+        x->v.suspected_ms = wall > ago ? wall - ago : 1;
+    }
     x->v.addr = clip_str(&x->clip, nd->peer, HV_NODE_ADDR_MAX);
     const hv_djob_t *jobs[NODE_BL_MAX];
     const hv_dbl_t *ents[NODE_BL_MAX];

@@ -322,6 +322,10 @@ hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size
         return bad(err, len, "addr: '%s' is not HOST:PORT (IPv6: [ADDR]:PORT)",
                    clip(r->addr, c, sizeof(c)));
     }
+    if (r->n_broken_peers > HV_RDZV_BROKEN_PEERS_MAX) {
+        return bad(err, len, "broken_peers: at most %d worker ids, got %zu",
+                   HV_RDZV_BROKEN_PEERS_MAX, r->n_broken_peers);
+    }
     return HV_OK;
 }
 

@@ -18,7 +18,8 @@
 /* The size bounds of what the head accepts and stores (docs/security.md, "Resource bounds:
  * sizes"; proto/hv.proto repeats each beside its field). Lengths are bytes of UTF-8. */
 #define HV_NODE_NAME_MAX 128
-#define HV_DRAIN_NODES_MAX 64 /* nodes in one DrainNodes call */
+#define HV_DRAIN_NODES_MAX 64      /* nodes in one DrainNodes call */
+#define HV_RDZV_BROKEN_PEERS_MAX 6 /* ring neighbours one JoinRound reports broken (3 rings) */
 #define HV_NODE_SLOTS_MAX 4096
 #define HV_NODE_ADDRS_MAX 64            /* addresses of one node */
 #define HV_NODE_ADDR_MAX 255            /* bytes of one address */

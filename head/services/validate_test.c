@@ -227,6 +227,13 @@ static void case_misc(void) {
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "addr:");
     rj.addr = "nohost";
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "addr:");
+    rj.addr = "10.0.0.1:4000";
+    uint64_t broken[7] = {1, 2, 3, 4, 5, 6, 7};
+    rj.broken_peers = broken;
+    rj.n_broken_peers = 6;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_OK, "");
+    rj.n_broken_peers = 7;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "broken_peers:");
     Hvpb__V1__KvPutRequest kp = HVPB__V1__KV_PUT_REQUEST__INIT;
     expect(hv_validate_kv_put(&kp, err, sizeof(err)), HV_EINVAL, "key:");
     kp.key = "k";
