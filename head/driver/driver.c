@@ -2340,6 +2340,17 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     return HV_OK;
 }
 
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_jobfig_t *delta, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv_jobfig_check(delta, err, errlen));
+    /* Memory only: counters that start again with each head process, as Prometheus expects. */
+    hv_jobfig_add(&j->figs, delta);
+    return HV_OK;
+}
+
 void hv_driver_rdzv_join_gone(hv_driver_t *d, uint64_t worker_id) {
     hv_dworker_t *w = worker_by_id(d, worker_id);
     if (w != NULL) {
