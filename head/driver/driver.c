@@ -1619,6 +1619,8 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.max_strikes = c->elastic.blacklist_max_strikes;
     row.slots_per_host = s->slots_per_host;
     row.round_reason = "";
+    row.artifacts = s->artifacts;
+    row.nartifacts = s->nartifacts;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");

@@ -269,8 +269,11 @@ typedef struct hv_job_submit_s {
     uint32_t elastic_timeout_s, check_every; /* 0 = the config's */
     int cooldown_set;
     uint32_t cooldown_min_s, cooldown_max_s;
-    uint32_t target_np; /* elastic: the size wanted at first (0 = max_np), e.g. a growth
+    uint32_t target_np;           /* elastic: the size wanted at first (0 = max_np), e.g. a growth
                            schedule's first step */
+    const char *const *artifacts; /* digests of the artifacts the spec uses (borrowed): stored
+                                     with the job, so that they are kept while it is */
+    size_t nartifacts;
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job.
