@@ -10,7 +10,8 @@
  * UNAVAILABLE with a bounded backoff within its own deadline: JoinRound within the rendezvous
  * timeout, Done within HEAD_DONE_BUDGET_MS, the KV within its wait. The push watcher is a thread
  * that keeps one WatchMembers stream open, reconnecting with backoff for as long as it runs;
- * every wait in it is bounded so that watch_stop returns promptly.
+ * every wait in it is bounded so that watch_stop returns promptly (a report in flight: within
+ * HEAD_REPORT_CALL_MS).
  *
  * The worker's own figures (figures.h: allreduce bytes and time, commits and their time) go to
  * the head with Report: the watcher thread sends what grew every HEAD_REPORT_MS, and the last of
@@ -229,10 +230,11 @@ static void head_report(head_client_t *c) {
     hv_err rc =
         hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/Report", &req.base,
                      &hvpb__v1__rdzv_report_reply__descriptor, HEAD_REPORT_CALL_MS, &resp, &st);
-    if (rc == HV_OK) {
-        c->sent = now;
-    } else if (rc == HV_ENOTSUP) {
-        c->no_report = 1;
+    if (rc == HV_OK || rc == HV_EINVAL) {
+        c->sent = now; /* EINVAL: figures the head will never take are dropped, not resent */
+    } else if (rc == HV_ENOTSUP || rc == HV_ESTATE || rc == HV_ENOTFOUND || rc == HV_EPERM ||
+               rc == HV_EAUTH) {
+        c->no_report = 1; /* an older head, an ended job, a worker it does not know: stop */
     }
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-RDZV-REPORT",
