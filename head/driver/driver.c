@@ -1620,6 +1620,8 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.max_strikes = c->elastic.blacklist_max_strikes;
     row.slots_per_host = s->slots_per_host;
     row.round_reason = "";
+    row.artifacts = s->artifacts;
+    row.nartifacts = s->nartifacts;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");
@@ -2382,6 +2384,17 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                     (unsigned long long)j->jm.id, now, old, j->jm.p.min_np, j->jm.p.max_np,
                     reason && reason[0] ? ": " : "", reason ? reason : "");
     hv_driver_schedule(d);
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_jobfig_t *delta, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv_jobfig_check(delta, err, errlen));
+    /* Memory only: counters that start again with each head process, as Prometheus expects. */
+    hv_jobfig_add(&j->figs, delta);
     return HV_OK;
 }
 

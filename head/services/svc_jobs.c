@@ -588,6 +588,19 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_min_s = spec->cooldown_min_s,
                            .cooldown_max_s = spec->cooldown_max_s,
                            .target_np = spec->target_np};
+    /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
+    const char *uses[HV_STORE_SPEC_DIGESTS_MAX];
+    size_t nuses = 0;
+    if (spec->binary != NULL && spec->binary->digest != NULL && spec->binary->digest[0] != '\0') {
+        uses[nuses++] = spec->binary->digest;
+    }
+    for (size_t i = 0; i < spec->n_files && nuses < HV_STORE_SPEC_DIGESTS_MAX; i++) {
+        if (spec->files[i]->digest != NULL && spec->files[i]->digest[0] != '\0') {
+            uses[nuses++] = spec->files[i]->digest;
+        }
+    }
+    sub.artifacts = uses;
+    sub.nartifacts = nuses;
     uint64_t job_id = 0;
     uint32_t np = 0;
     rc = hv_driver_submit(s->d, &sub, &job_id, &np, err, sizeof(err));

@@ -124,6 +124,26 @@ hv_err hv_validate_fetch(const Hvpb__V1__FetchRequest *r, char *err, size_t len)
     return digest_check("digest", r->digest, err, len);
 }
 
+size_t hv_validate_spec_digests(void *ud, const uint8_t *spec, size_t len, char (*out)[65],
+                                size_t cap) {
+    (void)ud;
+    Hvpb__V1__JobSpec *s = hvpb__v1__job_spec__unpack(NULL, len, spec);
+    size_t n = 0;
+    if (s == NULL) {
+        return 0;
+    }
+    if (s->binary != NULL && s->binary->digest != NULL && s->binary->digest[0] != '\0' && n < cap) {
+        snprintf(out[n++], 65, "%s", s->binary->digest);
+    }
+    for (size_t i = 0; i < s->n_files && n < cap; i++) {
+        if (s->files[i]->digest != NULL && s->files[i]->digest[0] != '\0') {
+            snprintf(out[n++], 65, "%s", s->files[i]->digest);
+        }
+    }
+    hvpb__v1__job_spec__free_unpacked(s, NULL);
+    return n;
+}
+
 hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *err, size_t len) {
     return digest_check("digest", r->digest, err, len);
 }

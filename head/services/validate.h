@@ -44,6 +44,12 @@
 
 hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len);
 hv_err hv_validate_fetch(const Hvpb__V1__FetchRequest *r, char *err, size_t len);
+/* The artifact digests a stored (packed) JobSpec uses, its binary's then its files', into
+ * out[0..cap) (the shape of store.h's hv_store_spec_digests_fn; ud unused): the head fills the
+ * store's job_artifacts from the jobs of an older database with it. A spec that does not unpack
+ * uses none. Pure. */
+size_t hv_validate_spec_digests(void *ud, const uint8_t *spec, size_t len, char (*out)[65],
+                                size_t cap);
 hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *err, size_t len);
 hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len);
 hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len);
