@@ -1,0 +1,41 @@
+# tests/python/elastic_scenario.sh: helpers for the Python versions of Elastic Horovod's
+# scenarios (tests/integration/python_elastic_{failure,grow_drain,min_np}.sh), sourced after
+# tests/lib.sh and tests/elastic.sh. They reuse elastic.sh's submit, wait_submit, check_exact,
+# rounds, events and close_enough with tests/python/elastic_scenario.py in place of
+# elastic_train: `hvsubmit ... -- /usr/bin/python3 elastic_scenario.py ARGS`.
+# shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
+
+PY=/usr/bin/python3
+if ! $PY -c 'import torch' 2>/dev/null; then
+    echo "SKIP: $PY cannot import torch (apt-get install python3-torch)"
+    exit 77
+fi
+TRAIN=$PY
+# 1024 synthetic samples in 16 steps of a global batch of 64; 512 test samples.
+TRAIN_ARGS="$HV_SRC_DIR/tests/python/elastic_scenario.py --train-limit 1024 --test-limit 512 --batch 64"
+# Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
+# sanitizer runtimes preloaded (as tests/python/train_fmnist.sh does), leak detection off.
+PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
+PY_ENV=""
+[ -n "$PRE" ] && PY_ENV="--env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+
+# epoch_lines NAME: the epoch lines without the log prefix; from $TMP/NAME.epochs when the run
+# wrote them there too (--epoch-log: see elastic.sh's epoch_lines).
+epoch_lines() {
+    if [ -f "$TMP/$1.epochs" ]; then
+        sed -n 's/^elastic_scenario: epoch=/epoch=/p' "$TMP/$1.epochs"
+    else
+        sed -n 's/^\[[0-9]*\]<stdout>:elastic_scenario: epoch=/epoch=/p' "$TMP/$1.out"
+    fi
+}
+
+# size_of NAME E: the world size of epoch E's line.
+size_of() { epoch_lines "$1" | sed -n "s/^epoch=$2 size=\([0-9]*\) .*/\1/p"; }
+
+# wait_epoch NAME E [SECS]: rank 0 printed the line of epoch E.
+wait_epoch() {
+    wait_for "${3:-60}" grep -q "elastic_scenario: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"
+}
+
+# final_accuracy NAME: from the "done" line.
+final_accuracy() { sed -n 's/.*elastic_scenario: done .*accuracy=\([0-9.]*\).*/\1/p' "$TMP/$1.out" | tail -n 1; }
