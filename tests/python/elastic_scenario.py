@@ -25,6 +25,10 @@ Options (faults act in the job's first generation only, unless :every):
   --exit-at E:B:R:CODE[:every]  the worker of rank R (or `all`) exits with CODE there
   --epoch-log PATH         rank 0 appends each epoch's line to PATH too, before stdout, and a
                            rank 0 that takes over does not print a line PATH already holds
+  --stop-file PATH         train until PATH exists (seen by rank 0 at an epoch's end, agreed by
+                           every rank and committed with the epoch), at most --epochs epochs:
+                           a test ends the job when it has seen what it waits for, however long
+                           Python takes to start on a loaded machine
 """
 
 import argparse
@@ -76,6 +80,7 @@ def parse_args(argv):
     p.add_argument("--kill-at", metavar="E:B:R")
     p.add_argument("--exit-at", metavar="E:B:R:CODE[:every]")
     p.add_argument("--epoch-log", metavar="PATH")
+    p.add_argument("--stop-file", metavar="PATH")
     a = p.parse_args(argv)
     if min(a.epochs, a.train_limit, a.test_limit, a.batch) < 1:
         p.error("--epochs, --train-limit, --test-limit and --batch must be at least 1")
@@ -202,7 +207,7 @@ class Trainer:
             state.first_gen = hvd.elastic.generation()
             state.commit()
         n = len(self.train[1])
-        while state.epoch < self.a.epochs:
+        while state.epoch < min(self.a.epochs, state.stop_at or self.a.epochs):
             if self.timed_epoch != state.epoch:
                 self.timed_epoch, self.t_start = state.epoch, time.monotonic()
             for idx in state.sampler.batches():
@@ -215,6 +220,11 @@ class Trainer:
             st = state.sampler.stats()
             accuracy = self.evaluate()
             state.sampler.next_epoch()
+            if self.a.stop_file and not state.stop_at:
+                t = torch.tensor([int(hvd.rank() == 0 and os.path.exists(self.a.stop_file))])
+                hvd.allreduce_(t, name="stop", op=hvd.Max)
+                if t.item():
+                    state.stop_at = state.epoch + 1  # committed with the epoch below
             self.report = dict(
                 epoch=state.epoch, size=hvd.size(), generation=hvd.elastic.generation(),
                 samples=st["processed"], duplicates=st["duplicates"],
@@ -250,7 +260,7 @@ def main(argv):
     sampler = hvd.elastic.ElasticSampler(train[1], shuffle=True, seed=a.seed,
                                          batch_size=a.batch, global_batch=True)
     state = hvd.elastic.TorchState(model, opt, sampler=sampler, epoch=0, batch=0,
-                                   first_gen=0, loss_sum=0.0, accuracy=0.0)
+                                   first_gen=0, loss_sum=0.0, accuracy=0.0, stop_at=0)
     trainer = Trainer(a, train, test, model, opt, state)
     state.register_reset_callbacks([trainer.on_reset])
     hvd.elastic.run(trainer.run)(state)

@@ -39,3 +39,20 @@ wait_epoch() {
 
 # final_accuracy NAME: from the "done" line.
 final_accuracy() { sed -n 's/.*elastic_scenario: done .*accuracy=\([0-9.]*\).*/\1/p' "$TMP/$1.out" | tail -n 1; }
+
+# done_epochs NAME: the epochs of the "done" line (what a run stopped by --stop-file trained).
+done_epochs() { sed -n 's/.*elastic_scenario: done epochs=\([0-9]*\) .*/\1/p' "$TMP/$1.out" | tail -n 1; }
+
+# wait_round NAME G W [SECS]: hvsubmit reported generation G formed with W workers.
+wait_round() {
+    wait_for "${4:-90}" grep -q "^hvsubmit: generation $2: $3 workers" "$TMP/$1.err" \
+        || fail "$1: generation $2 with $3 workers did not form"
+}
+
+# wait_next_epoch NAME [SECS]: one more epoch line than there is now (an epoch ends after what
+# the test just saw).
+wait_next_epoch() {
+    local n; n=$(grep -c "elastic_scenario: epoch=" "$TMP/$1.out")
+    wait_for "${2:-60}" lines_at_least "$TMP/$1.out" "elastic_scenario: epoch=" $((n + 1)) \
+        || fail "$1: no epoch ended after the first $n"
+}
