@@ -1148,7 +1148,11 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
 static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel, unsigned depth,
                            char *err, size_t errlen) {
     char path[HV_CLI_WORKDIR_MAX_PATH + 4096];
-    snprintf(path, sizeof(path), "%s%s%s", sc->root, rel[0] ? "/" : "", rel);
+    int pn = snprintf(path, sizeof(path), "%s%s%s", sc->root, rel[0] ? "/" : "", rel);
+    if (pn < 0 || (size_t)pn >= sizeof(path)) {
+        cli_err(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
+        return HV_EINVAL;
+    }
     DIR *d = opendir(path);
     if (d == NULL) {
         int e = errno;

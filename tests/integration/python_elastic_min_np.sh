@@ -55,5 +55,8 @@ wait_epoch short 0 90
 wait_submit 60
 [ "$SUB_RC" -ne 0 ] || fail "the job should fail when min-np is not met within the elastic timeout"
 assert_grep "$TMP/short.err" "--min-np is 2, and the elastic timeout (3 s) passed" "hvsubmit must say why"
-for f in wait short; do assert_no_grep "$TMP/$f.err" "Traceback"; done
+assert_no_grep "$TMP/wait.err" "Traceback"
+# A worker that was re-joining when the job ended raises HvError saying so (which worker, if
+# any, gets there first is a race); never NotInitializedError's "call hv.torch.init() first".
+assert_no_grep "$TMP/short.err" "call hv.torch.init() first"
 pass "Python, below min-np: waits for capacity, then grows to 3; fails at the elastic timeout"
