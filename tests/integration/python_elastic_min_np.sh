@@ -28,7 +28,7 @@ sleep 1
 "$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-waiting.txt"
 assert_grep "$TMP/job-waiting.txt" "running" "the job must wait, not fail"
 start_agent node-c 2
-wait_for 90 grep -Eq "^hvsubmit: generation ([2-9]|[1-9][0-9]+): 3 workers" "$TMP/wait.err" \
+while_running 90 grep -Eq "^hvsubmit: generation ([2-9]|[1-9][0-9]+): 3 workers" "$TMP/wait.err" \
     || fail "a round of 3 workers should form once node-c joins"
 wait_next_epoch wait
 touch "$TMP/wait.stop"

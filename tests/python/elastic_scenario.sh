@@ -32,9 +32,21 @@ epoch_lines() {
 # size_of NAME E: the world size of epoch E's line.
 size_of() { epoch_lines "$1" | sed -n "s/^epoch=$2 size=\([0-9]*\) .*/\1/p"; }
 
+# while_running SECS CMD...: polls CMD every 0.1 s until it succeeds (0); 1 when SECS pass or
+# the last submit's hvsubmit ends first (a job that failed is not waited for).
+while_running() {
+    local secs=$(( $1 * T_MULT )) i=0; shift
+    while [ $i -lt $(( secs * 10 )) ]; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        kill -0 "$SUB_PID" 2>/dev/null || { "$@" >/dev/null 2>&1; return; }
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
 # wait_epoch NAME E [SECS]: rank 0 printed the line of epoch E.
 wait_epoch() {
-    wait_for "${3:-60}" grep -q "elastic_scenario: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"
+    while_running "${3:-60}" grep -q "elastic_scenario: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"
 }
 
 # final_accuracy NAME: from the "done" line.
@@ -45,7 +57,7 @@ done_epochs() { sed -n 's/.*elastic_scenario: done epochs=\([0-9]*\) .*/\1/p' "$
 
 # wait_round NAME G W [SECS]: hvsubmit reported generation G formed with W workers.
 wait_round() {
-    wait_for "${4:-90}" grep -q "^hvsubmit: generation $2: $3 workers" "$TMP/$1.err" \
+    while_running "${4:-90}" grep -q "^hvsubmit: generation $2: $3 workers" "$TMP/$1.err" \
         || fail "$1: generation $2 with $3 workers did not form"
 }
 
@@ -53,6 +65,6 @@ wait_round() {
 # the test just saw).
 wait_next_epoch() {
     local n; n=$(grep -c "elastic_scenario: epoch=" "$TMP/$1.out")
-    wait_for "${2:-60}" lines_at_least "$TMP/$1.out" "elastic_scenario: epoch=" $((n + 1)) \
+    while_running "${2:-60}" lines_at_least "$TMP/$1.out" "elastic_scenario: epoch=" $((n + 1)) \
         || fail "$1: no epoch ended after the first $n"
 }
