@@ -1200,7 +1200,8 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
         hv_err rc = HV_OK;
         if (S_ISLNK(lst.st_mode)) {
             if (o->workdir_skipped++ == 0) {
-                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%s", rel);
+                /* a note: cut to the field (255 bytes) when longer */
+                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%.255s", rel);
             }
         } else if (depth + 1 >= HV_CLI_WORKDIR_MAX_DEPTH) {
             cli_err(err, errlen,
