@@ -35,6 +35,8 @@
 #define HV_ENV_VALUE_MAX 65536          /* bytes of a variable's value */
 #define HV_SUBMIT_ENV_BYTES (1u << 20)  /* bytes of all names and values together */
 #define HV_SUBMIT_MAX_FILES 256
+#define HV_FILE_PATH_MAX 1024          /* bytes of a shipped file's relative path (sub/dir/f.py) */
+#define HV_FILE_PATH_DEPTH_MAX 16      /* its components */
 #define HV_COMMAND_MAX 4096            /* bytes of JobSpec.command */
 #define HV_UPLOAD_CHUNK_MAX (1u << 20) /* bytes of data in one Upload call */
 #define HV_REASON_MAX 1024             /* bytes of a drain reason */
@@ -70,6 +72,10 @@ hv_err hv_validate_rdzv_resize(const Hvpb__V1__RdzvResizeRequest *r, char *err, 
 
 /* A plain file name: not empty, no '/', not "." or "..", at most 255 bytes. */
 int hv_validate_file_name(const char *s);
+/* A shipped file's place in the worker's directory: plain file names joined by '/' (no leading,
+ * doubled or trailing '/', no "." or ".."), at most HV_FILE_PATH_DEPTH_MAX of them and
+ * HV_FILE_PATH_MAX bytes. */
+int hv_validate_file_path(const char *s);
 
 /* One method of the head's services: its path, request type and check (NULL: nothing to check
  * beyond the request type). */
