@@ -137,6 +137,23 @@ hv_err hv_am_kill(hv_am_actor_t *a, int restart, hv_am_out_t *out);
  * is detached, owned by another job, or already dead. */
 hv_err hv_am_owner_ended(hv_am_actor_t *a, uint64_t job_id, hv_am_out_t *out);
 
+/* An actor's process has an id in the space of the agents' worker ids, apart from the job
+ * workers' (sqlite row ids, far below 2^62): bit 62 set, the actor id above bit 20, the
+ * incarnation in the low 20 bits. */
+#define HV_AM_PROC_BIT (1ULL << 62)
+#define HV_AM_PROC_INC_BITS 20
+static inline uint64_t hv_am_proc_id(uint64_t actor_id, uint32_t inc) {
+    return HV_AM_PROC_BIT | (actor_id << HV_AM_PROC_INC_BITS) |
+           (inc & ((1u << HV_AM_PROC_INC_BITS) - 1));
+}
+static inline int hv_am_proc_is(uint64_t proc) { return (proc & HV_AM_PROC_BIT) != 0; }
+static inline uint64_t hv_am_proc_actor(uint64_t proc) {
+    return (proc & ~HV_AM_PROC_BIT) >> HV_AM_PROC_INC_BITS;
+}
+static inline uint32_t hv_am_proc_inc(uint64_t proc) {
+    return (uint32_t)(proc & ((1u << HV_AM_PROC_INC_BITS) - 1));
+}
+
 /* "pending", "starting", "alive", "restarting", "dead" (the store's and the wire's words). */
 const char *hv_am_state_name(hv_am_state_t st);
 hv_err hv_am_state_parse(const char *s, hv_am_state_t *out);

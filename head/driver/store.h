@@ -38,8 +38,10 @@ typedef struct hv_store_s hv_store_t;
  * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
  * v5: meta (the database's epoch, hv_store_epoch).
  * v6: audit (the audit trail), join_tokens.
- * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes. */
-#define HV_STORE_SCHEMA_VERSION 8
+ * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes.
+ * v8: revoked_nodes.
+ * v9: actors (issue 17; other branches add steps too: renumber at merge). */
+#define HV_STORE_SCHEMA_VERSION 9
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -414,5 +416,30 @@ hv_err hv__store_fail_writes(hv_store_t *s, int on);
  * writes of one table: "CREATE TEMP TRIGGER f BEFORE INSERT ON blacklist BEGIN SELECT
  * RAISE(FAIL, 'disk I/O error (injected)'); END". */
 hv_err hv__store_exec(hv_store_t *s, const char *sql);
+
+/* ---- actors (schema v9) ---------------------------------------------------------------------- */
+
+/* One actor as stored (head/driver/actors_drv.c; the state machine is head/core/actors.h). */
+typedef struct hv_actor_row_s {
+    uint64_t id;
+    char *name, *ns, *class_name; /* owned; name "" = unnamed, ns the namespace */
+    uint8_t *spec;                /* the packed ActorSpec of its creation (owned) */
+    size_t spec_len;
+    char state[16]; /* hv_am_state_name */
+    char cause[24]; /* hv_am_cause_name */
+    char *reason;   /* the last event's words (owned) */
+    uint32_t max_restarts, max_call_retries, restarts, moves, incarnation, slots, gpus;
+    uint64_t gpu_mask;           /* GPUs its live process holds on node_id */
+    uint64_t node_id, owner_job; /* owner_job 0: detached */
+    int proc_live, kill_sent, last_status, last_signal;
+    char *address; /* host:port of its live process, "" when none (owned) */
+    uint64_t created_ms, started_ms, ended_ms; /* wall clock */
+} hv_actor_row_t;
+
+/* Inserts or replaces the row of r->id (borrowed). */
+hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r);
+/* Every actor by id. *out owned: hv_actor_row_fini each row, then hv_free. */
+hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n);
+void hv_actor_row_fini(hv_actor_row_t *r);
 
 #endif

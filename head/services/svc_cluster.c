@@ -111,10 +111,14 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         sp.head_addr = s->advertise;
         sp.generation = o->generation;
         char secret[HV_AUTH_CRED_MAX] = "";
-        if (s->auth != NULL) {
+        if (s->auth != NULL && o->actor_id != 0) {
+            /* An actor's process: its own secret (HV_ACTOR_SECRET), and no Rendezvous one. */
+            hv_auth_actor_cred(s->auth, o->actor_id, secret);
+            sp.actor_secret = secret;
+        } else if (s->auth != NULL) {
             hv_auth_worker_cred(s->auth, o->job_id, o->worker_id, secret);
+            sp.worker_secret = secret;
         }
-        sp.worker_secret = secret;
         msg.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
         msg.spawn = &sp;
         hv_err rc = send_msg(x, &msg);
@@ -447,7 +451,12 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     case HVPB__V1__AGENT_MSG__BODY_STARTED:
         worker = am->started->worker_id;
-        rc = hv_driver_worker_started(s->d, x->node_id, worker, am->started->pid);
+        if (am->started->actor_address != NULL && am->started->actor_address[0] != '\0') {
+            rc = hv_driver_actor_address(s->d, x->node_id, worker, am->started->pid,
+                                         am->started->actor_address);
+        } else {
+            rc = hv_driver_worker_started(s->d, x->node_id, worker, am->started->pid);
+        }
         break;
     case HVPB__V1__AGENT_MSG__BODY_EXITED:
         worker = am->exited->worker_id;
