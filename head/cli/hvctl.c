@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_rpc.h"
+#include "hvctl_actors.h"
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
@@ -106,6 +107,13 @@ static const struct {
      "is printed this once. Default: no expiry, no use limit"},
     {"token list", "", "join tokens: id, state, expiry, uses (never the secret)"},
     {"token revoke", "ID", "revoke a join token: agents can no longer join with it"},
+    {"actor create", "--class C [--name N] ... -- PROGRAM [ARGS]",
+     "create an actor (docs/actors.md); PROGRAM: a local file\n"
+     "(uploaded) or a program on the node; detached unless\n"
+     "--owner-job ID"},
+    {"actors", "[--namespace NS]", "actors: state, node, restarts, address"},
+    {"actor", "NAME|ID [--namespace NS]", "one actor: state and cause, node, restarts"},
+    {"kill-actor", "NAME|ID [--restart]", "kill an actor; --restart starts a new process"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
@@ -1944,8 +1952,12 @@ static int ctl_status(const ctl_t *c) {
 
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
+    int status = hv_ctl_actors_main(argc, argv); /* actor create, actors, actor, kill-actor */
+    if (status >= 0) {
+        return status;
+    }
     ctl_opts_t o;
-    int status = ctl_parse(argc, argv, &o);
+    status = ctl_parse(argc, argv, &o);
     if (status >= 0) {
         return status;
     }

@@ -391,6 +391,17 @@ static void hook_job_ended(void *ud, uint64_t job_id) {
     }
 }
 
+static int hook_node_specs_any(void *ud, uint64_t node_id,
+                               int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (x->am.proc_live && x->am.node_id == node_id && fn(x->spec, x->spec_len, fud)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void hook_schedule(void *ud) {
     hv_actors_t *a = ud;
     if (a->placing) {
@@ -419,6 +430,7 @@ hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out) {
                                  .node_drain = hook_node_drain,
                                  .job_ended = hook_job_ended,
                                  .schedule = hook_schedule,
+                                 .node_specs_any = hook_node_specs_any,
                                  .ud = a};
     hv_driver_set_actor_hooks(d, &h);
     *out = a;

@@ -1522,6 +1522,13 @@ void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_bac
 
 uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d) { return d->cfg->kill_grace_ms; }
 
+int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
+                                   int (*fn)(const uint8_t *spec, size_t len, void *fud),
+                                   void *fud) {
+    return d->actors.node_specs_any != NULL &&
+           d->actors.node_specs_any(d->actors.ud, node_id, fn, fud);
+}
+
 hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
                                const char *address) {
     if (d->actors.started != NULL) {

@@ -191,6 +191,9 @@ typedef struct hv_driver_actor_hooks_s {
     void (*node_drain)(void *ud, uint64_t node_id);
     void (*job_ended)(void *ud, uint64_t job_id);
     void (*schedule)(void *ud); /* after the jobs were placed */
+    /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
+    int (*node_specs_any)(void *ud, uint64_t node_id,
+                          int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud);
     void *ud;
 } hv_driver_actor_hooks_t;
 void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h);
@@ -199,6 +202,10 @@ void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h)
 hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o);
 void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back);
 uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d);
+/* The actors' node_specs_any hook (0 without one): a node's fetch scope covers its actors. */
+int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
+                                   int (*fn)(const uint8_t *spec, size_t len, void *fud),
+                                   void *fud);
 /* An actor's address on the wire: the same process reported again with its address. */
 hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
                                const char *address);

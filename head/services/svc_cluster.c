@@ -563,10 +563,11 @@ static void fetch_pump(hv_rpc_call_t *c, void *ud) {
     }
 }
 
-/* True when the packed spec of job j names the artifact digest (ud) as its binary or a file. */
-static int spec_uses(const hv_djob_t *j, void *ud) {
+/* True when the packed JobSpec (of a job or an actor) names the artifact digest (ud) as its
+ * binary or a file. */
+static int spec_bytes_use(const uint8_t *packed, size_t len, void *ud) {
     const char *digest = ud;
-    Hvpb__V1__JobSpec *spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
+    Hvpb__V1__JobSpec *spec = hvpb__v1__job_spec__unpack(NULL, len, packed);
     if (spec == NULL) {
         return 0;
     }
@@ -577,6 +578,10 @@ static int spec_uses(const hv_djob_t *j, void *ud) {
     }
     hvpb__v1__job_spec__free_unpacked(spec, NULL);
     return uses;
+}
+
+static int spec_uses(const hv_djob_t *j, void *ud) {
+    return spec_bytes_use(j->spec, j->spec_len, ud);
 }
 
 static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -595,7 +600,9 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     if (s->auth != NULL &&
         (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
          cred.kind != HV_CRED_NODE ||
-         !hv_driver_node_jobs_any(s->d, cred.node_id, spec_uses, (void *)req->digest))) {
+         (!hv_driver_node_jobs_any(s->d, cred.node_id, spec_uses, (void *)req->digest) &&
+          !hv_driver_node_actor_specs_any(s->d, cred.node_id, spec_bytes_use,
+                                          (void *)req->digest)))) {
         HV_LOG(HV_LOG_WARN, "cluster", "HV-FETCH-SCOPE",
                "node %llu (from %s): refused a fetch of artifact %.12s, which no worker placed on "
                "this node uses",

@@ -1,0 +1,85 @@
+#!/bin/sh
+# Actors through the head (docs/actors.md): a named, detached counter actor is created with
+# `hvctl actor create` on a 2-agent cluster (its program uploaded), called by name from another
+# program (actor_call @NAME: hv_actor_lookup asks the head for the address and the per-actor
+# secret), survives a head SIGKILL between two calls (re-attached, same process, same count, the
+# name still resolves), is restarted after each kill -9 of its process up to --max-restarts, then
+# is dead "out of restarts", as `hvctl actors` shows. An actor owned by a job dies with the job;
+# a detached one does not.
+. "$HV_SRC_DIR/tests/lib.sh"
+hv_setup
+LEASE_MS=6000
+start_head
+port=${HEAD##*:}
+sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
+start_agent node-a 2
+start_agent node-b 2
+
+actor_field() { # NAME FIELD: a field of `hvctl actor NAME --json`
+    "$BIN/hvctl" --head "$HEAD" actor "$1" --json 2>/dev/null |
+        sed -nE "s/.*\"$2\": *\"?([^\",]*)\"?,?$/\1/p" | head -n 1
+}
+actor_is() { [ "$(actor_field "$1" state)" = "$2" ]; }           # NAME STATE
+restarts_are() { [ "$(actor_field "$1" restarts)" = "$2" ] && actor_is "$1" alive; }
+actor_pids() { pgrep -f "$TMP/agent-.*/actor_counter" 2>/dev/null; }
+one_actor_proc() { [ "$(actor_pids | wc -l)" -eq 1 ]; }
+
+call() { "$EX/actor_call" "@$1" "$2" "${3:-}" --timeout 15000 2>>"$TMP/call.err"; }
+
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name ctr --max-restarts 2 \
+    -- "$EX/actor_counter" >"$TMP/create.out" 2>"$TMP/create.err" || fail "actor create failed"
+assert_grep "$TMP/create.out" "created: ctr"
+wait_for 20 actor_is ctr alive || fail "actor ctr is '$(actor_field ctr state)', not alive"
+[ "$(call ctr add 5)" = 5 ] || fail "first call by name did not return 5"
+[ "$(call ctr add 2)" = 7 ] || fail "second call by name did not return 7"
+pid1=$(actor_pids)
+[ -n "$pid1" ] || fail "no actor_counter process under the agents"
+# The secret is in the actor's environment only, never in a log or the store's dir as a file.
+secret=$("$BIN/hvctl" --head "$HEAD" actor ctr --json | grep -c hva_ || true)
+[ "$secret" -eq 0 ] || fail "hvctl actor printed the per-actor secret"
+for f in "$TMP"/*.out "$TMP"/*.err; do assert_no_grep "$f" "hva_[0-9]*_[0-9a-f]\{8\}" "a secret in $f"; done
+
+# A head SIGKILL between two calls: the actor is re-attached, its name still resolves, and the
+# same process answers with the same count.
+kill -KILL "$HEAD_PID"
+sleep 0.5
+start_head
+wait_for 20 alive_nodes_is 2 || fail "agents did not re-attach"
+[ "$(call ctr add 1)" = 8 ] || fail "the call after the head restart did not return 8"
+[ "$(actor_pids)" = "$pid1" ] || fail "the actor process was replaced across the head restart"
+actor_is ctr alive || fail "ctr is not alive after the head restart"
+
+# kill -9 of its process: restarted (from its constructor), counted, up to --max-restarts.
+for n in 1 2; do
+    kill -KILL $(actor_pids)
+    wait_for 20 restarts_are ctr $n || fail "after kill -9 number $n: restarts $(actor_field ctr restarts), state $(actor_field ctr state)"
+    [ "$(call ctr get)" = 0 ] || fail "restart $n: the new process did not start from its constructor"
+done
+kill -KILL $(actor_pids)
+wait_for 20 actor_is ctr dead || fail "ctr is '$(actor_field ctr state)' after its third kill -9"
+[ "$(actor_field ctr cause)" = "out of restarts" ] || fail "cause '$(actor_field ctr cause)', want 'out of restarts'"
+"$BIN/hvctl" --head "$HEAD" actors >"$TMP/actors.out" 2>&1 || fail "hvctl actors failed"
+grep -E "ctr +counter +dead +out of restarts .* 2/2" "$TMP/actors.out" >/dev/null ||
+    fail "hvctl actors does not show ctr dead, out of restarts, 2/2 restarts: $(cat "$TMP/actors.out")"
+call ctr get >/dev/null && fail "a call to a dead actor by name succeeded"
+grep -q "is dead (out of restarts)" "$TMP/call.err" || fail "the caller was not told the actor is dead"
+
+# Owned by a job: it ends with the job; a detached one stays.
+"$BIN/hvsubmit" --detach -np 1 "$EX/sleeper" 120 >"$TMP/job.id" 2>"$TMP/submit.err" || fail "submit failed"
+job=$(cat "$TMP/job.id")
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name owned --owner-job "$job" \
+    -- "$EX/actor_counter" >/dev/null 2>>"$TMP/create.err" || fail "owned actor create failed"
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name keeper -- "$EX/actor_counter" \
+    >/dev/null 2>>"$TMP/create.err" || fail "detached actor create failed"
+wait_for 20 actor_is owned alive || fail "owned actor not alive"
+wait_for 20 actor_is keeper alive || fail "keeper actor not alive"
+"$BIN/hvctl" --head "$HEAD" cancel "$job" >/dev/null 2>&1 || fail "cancel failed"
+wait_for 20 actor_is owned dead || fail "the owned actor outlived its job"
+[ "$(actor_field owned cause)" = "owner ended" ] || fail "owned actor cause '$(actor_field owned cause)'"
+wait_for 10 one_actor_proc || fail "the owned actor's process was not stopped"
+actor_is keeper alive || fail "the detached actor ended with an unrelated job"
+[ "$(call keeper add 3)" = 3 ] || fail "keeper does not answer"
+"$BIN/hvctl" --head "$HEAD" kill-actor keeper >/dev/null || fail "kill-actor failed"
+wait_for 10 actor_is keeper dead || fail "keeper not dead after kill-actor"
+[ "$(actor_field keeper cause)" = killed ] || fail "keeper cause '$(actor_field keeper cause)'"
+pass "actor by name through the head: calls, head restart, kill -9 restarts up to max, owner death"
