@@ -49,6 +49,17 @@ wait_for 20 alive_nodes_is 2 || fail "agents did not re-attach"
 [ "$(actor_pids)" = "$pid1" ] || fail "the actor process was replaced across the head restart"
 actor_is ctr alive || fail "ctr is not alive after the head restart"
 
+# From a job's worker (its worker secret, the default namespace): the same name, the same actor.
+"$BIN/hvsubmit" -np 1 "$EX/actor_call" @ctr add 10 >"$TMP/jobcall.out" 2>"$TMP/jobcall.err" ||
+    fail "a job calling the actor by name failed"
+grep -q '^\[0\]<stdout>:18$' "$TMP/jobcall.out" || fail "the job's call did not return 18: $(cat "$TMP/jobcall.out")"
+# Nobody else: a client token the head did not issue is refused, and no secret is handed out.
+echo hvc_not_a_token_of_this_head_0000 >"$TMP/bad.token"
+HV_TOKEN_FILE=$TMP/bad.token "$EX/actor_call" @ctr get >/dev/null 2>"$TMP/badcall.err" &&
+    fail "a caller with a wrong client token reached the actor"
+grep -q "not authenticated" "$TMP/badcall.err" || fail "the wrong token was not refused: $(cat "$TMP/badcall.err")"
+[ "$(call ctr get)" = 18 ] || fail "the refused caller changed the count"
+
 # kill -9 of its process: restarted (from its constructor), counted, up to --max-restarts.
 for n in 1 2; do
     kill -KILL $(actor_pids)
