@@ -90,6 +90,11 @@ wait_for 20 actor_is owned dead || fail "the owned actor outlived its job"
 wait_for 10 one_actor_proc || fail "the owned actor's process was not stopped"
 actor_is keeper alive || fail "the detached actor ended with an unrelated job"
 [ "$(call keeper add 3)" = 3 ] || fail "keeper does not answer"
+# From Python (hv.actor.lookup, the same path through the head).
+got=$(PYTHONPATH="$BIN/../python" /usr/bin/python3 -c 'import hv.actor
+h = hv.actor.lookup("keeper", timeout=15)
+print(h.call("add", b"4", timeout=15).decode())' 2>"$TMP/py.err") || fail "Python lookup failed: $(cat "$TMP/py.err")"
+[ "$got" = 7 ] || fail "Python call by name returned '$got', want 7"
 "$BIN/hvctl" --head "$HEAD" kill-actor keeper >/dev/null || fail "kill-actor failed"
 wait_for 10 actor_is keeper dead || fail "keeper not dead after kill-actor"
 [ "$(actor_field keeper cause)" = killed ] || fail "keeper cause '$(actor_field keeper cause)'"
