@@ -17,6 +17,12 @@
 #include "util.h"
 
 #define ACTORS_MAX_NODES 4096 /* nodes looked at for one placement */
+/* A restart after a failure waits 250 ms, doubling with each restart up to 16 s, so a program
+ * that cannot start does not use up its restarts in a second; one that ran a minute or more
+ * before failing waits the least again. */
+#define ACTORS_BACKOFF_MIN_MS 250u
+#define ACTORS_BACKOFF_MAX_MS 16000u
+#define ACTORS_HEALTHY_MS 60000u
 
 struct hv_actors_s {
     hv_driver_t *d;     /* borrowed */
@@ -220,6 +226,19 @@ static int find_node(hv_actors_t *a, const hv_dactor_t *x, hv_sched_node_t *node
     return 0;
 }
 
+/* After a failure that restarts x: when it may be placed again. */
+static void backoff(hv_dactor_t *x) {
+    if (x->am.state != HV_AM_RESTARTING || x->am.proc_live) {
+        return;
+    }
+    uint64_t ms = ACTORS_BACKOFF_MIN_MS;
+    int healthy = x->started_ms != 0 && hv_wall_ms() > x->started_ms + ACTORS_HEALTHY_MS;
+    for (uint32_t i = 1; !healthy && i < x->am.restarts && ms < ACTORS_BACKOFF_MAX_MS; i++) {
+        ms *= 2;
+    }
+    x->place_after = hv_now_ms() + (ms < ACTORS_BACKOFF_MAX_MS ? ms : ACTORS_BACKOFF_MAX_MS);
+}
+
 static void place_all(hv_actors_t *a) {
     static hv_sched_node_t nodes[ACTORS_MAX_NODES];
     static uint64_t ids[ACTORS_MAX_NODES];
@@ -231,8 +250,8 @@ static void place_all(hv_actors_t *a) {
         return;
     }
     for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
-        if (!hv_am_wants_place(&x->am)) {
-            continue;
+        if (!hv_am_wants_place(&x->am) || hv_now_ms() < x->place_after) {
+            continue; /* placed, or waits out its backoff (the driver's tick schedules again) */
         }
         size_t n = 0;
         for (hv_dnode_t *nd = hv_driver_nodes(a->d); nd != NULL && n < ACTORS_MAX_NODES;
@@ -309,8 +328,9 @@ static void exited(hv_actors_t *a, hv_dactor_t *x, uint32_t inc, int code, int s
     hv_am_actor_t prev = x->am;
     hv_am_out_t out;
     hv_am_exit_t e = {.status = sig != 0 ? -1 : code, .signal = sig};
-    if (hv_am_exited(&x->am, inc, &e, &out) == HV_OK) {
-        (void)run(a, x, &prev, &out);
+    if (hv_am_exited(&x->am, inc, &e, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
+        prev.state != HV_AM_RESTARTING) {
+        backoff(x); /* a failure (not the end of a process it stopped itself) */
     }
 }
 
@@ -363,8 +383,9 @@ static void hook_node_lost(void *ud, uint64_t node_id) {
     for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
         hv_am_actor_t prev = x->am;
         hv_am_out_t out;
-        if (hv_am_node_lost(&x->am, node_id, &out) == HV_OK) {
-            (void)run(a, x, &prev, &out);
+        if (hv_am_node_lost(&x->am, node_id, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
+            prev.state != HV_AM_RESTARTING) {
+            backoff(x);
         }
     }
 }

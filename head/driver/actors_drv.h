@@ -34,6 +34,7 @@ typedef struct hv_dactor_s {
     uint32_t max_call_retries, slots, gpus;
     uint64_t gpu_mask; /* GPUs its live process holds */
     uint64_t created_ms, started_ms, ended_ms;
+    uint64_t place_after; /* monotonic ms: a restart after a failure waits (not stored) */
     struct hv_dactor_s *next;
 } hv_dactor_t;
 
