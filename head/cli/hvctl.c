@@ -1943,6 +1943,7 @@ static int ctl_status(const ctl_t *c) {
         hv_cli_json_finish(&j);
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        hv_ctl_actors_status(c->ch); /* actors by state; pending ones with why */
         ctl_copy_warnings(c, jr->jobs, jr->n_jobs, now);
     }
     ctl_pages_free(&jpg);

@@ -581,3 +581,42 @@ int hv_ctl_actors_main(int argc, char **argv) {
     hv_rpc_channel_destroy(ch);
     return status;
 }
+
+void hv_ctl_actors_status(hv_rpc_channel_t *ch) {
+    Hvpb__V1__ListActorsRequest req = HVPB__V1__LIST_ACTORS_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_cli_rpc_unary(ch, "/hvpb.v1.Actors/List", &req.base,
+                         &hvpb__v1__list_actors_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                         &st) != HV_OK) {
+        return;
+    }
+    const Hvpb__V1__ListActorsReply *r = (const Hvpb__V1__ListActorsReply *)resp;
+    static const char *const states[] = {"alive", "starting", "restarting", "pending", "dead"};
+    size_t count[5] = {0};
+    for (size_t i = 0; i < r->n_actors; i++) {
+        for (size_t k = 0; k < 5; k++) {
+            count[k] += strcmp(r->actors[i]->state, states[k]) == 0;
+        }
+    }
+    if (r->n_actors > 0) {
+        printf("actors: ");
+        int first = 1;
+        for (size_t k = 0; k < 5; k++) {
+            if (count[k] > 0) {
+                printf("%s%zu %s", first ? "" : ", ", count[k], states[k]);
+                first = 0;
+            }
+        }
+        printf("\n");
+    }
+    for (size_t i = 0; i < r->n_actors; i++) {
+        const Hvpb__V1__ActorView *v = r->actors[i];
+        if (strcmp(v->state, "pending") == 0 || strcmp(v->state, "restarting") == 0) {
+            printf("  actor %" PRIu64 " %s%s%s (%s): %s\n", v->id, v->namespace_,
+                   v->name[0] ? "/" : "", v->name, v->state, v->reason);
+        }
+    }
+    hv_rpc_msg_free(resp);
+}

@@ -9,4 +9,9 @@
  * (hvctl parses it as usual). */
 int hv_ctl_actors_main(int argc, char **argv);
 
+typedef struct hv_rpc_channel_s hv_rpc_channel_t;
+/* For hvctl status: one line of actors by state, then each actor waiting for a place with its
+ * reason. Prints nothing when there are none or the head has no Actors service. */
+void hv_ctl_actors_status(hv_rpc_channel_t *ch);
+
 #endif

@@ -271,7 +271,16 @@ static void place_all(hv_actors_t *a) {
         size_t at;
         uint64_t mask;
         if (!find_node(a, x, nodes, n, &at, &mask)) {
-            continue; /* it waits; the next schedule tries again */
+            /* It waits; the next schedule tries again. Why, for hvctl status and hvctl actor
+             * (kept in memory; stored with the next change). */
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "waiting for a node with %u free slots%s (%zu nodes take work)", x->slots,
+                     x->gpus > 0 ? " and GPUs" : "", n);
+            if (x->reason == NULL || strcmp(x->reason, why) != 0) {
+                set_str(&x->reason, why);
+            }
+            continue;
         }
         hv_am_actor_t prev = x->am;
         hv_am_out_t out;

@@ -107,4 +107,14 @@ wait_for 20 moved || fail "keeper did not move off drained $from: node $(actor_f
 "$BIN/hvctl" --head "$HEAD" kill-actor keeper >/dev/null || fail "kill-actor failed"
 wait_for 10 actor_is keeper dead || fail "keeper not dead after kill-actor"
 [ "$(actor_field keeper cause)" = killed ] || fail "keeper cause '$(actor_field keeper cause)'"
+# Demand no node meets: it waits, and hvctl status says so with the reason.
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name big --slots 3 -- "$EX/actor_counter" \
+    >/dev/null 2>>"$TMP/create.err" || fail "big actor create failed"
+sleep 1
+actor_is big pending || fail "an actor needing 3 slots on 2-slot nodes is '$(actor_field big state)'"
+"$BIN/hvctl" --head "$HEAD" status >"$TMP/status.out" 2>&1 || fail "hvctl status failed"
+grep -q "default/big (pending): waiting for a node with 3 free slots" "$TMP/status.out" ||
+    fail "hvctl status does not show the pending actor: $(cat "$TMP/status.out")"
+"$BIN/hvctl" --head "$HEAD" kill-actor big >/dev/null || fail "kill-actor big failed"
+actor_is big dead || fail "big is not dead after kill-actor"
 pass "actor by name through the head: calls, head restart, kill -9 restarts up to max, owner death"
