@@ -107,10 +107,10 @@ static const struct {
      "is printed this once. Default: no expiry, no use limit"},
     {"token list", "", "join tokens: id, state, expiry, uses (never the secret)"},
     {"token revoke", "ID", "revoke a join token: agents can no longer join with it"},
-    {"actor create", "--class C [--name N] ... -- PROGRAM [ARGS]",
-     "create an actor (docs/actors.md); PROGRAM: a local file\n"
-     "(uploaded) or a program on the node; detached unless\n"
-     "--owner-job ID"},
+    {"actor create", "--class C -- PROG",
+     "create an actor (hvctl actor --help, docs/actors.md);\n"
+     "PROG: a local file (uploaded) or a program on the\n"
+     "node; detached unless --owner-job ID"},
     {"actors", "[--namespace NS]", "actors: state, node, restarts, address"},
     {"actor", "NAME|ID [--namespace NS]", "one actor: state and cause, node, restarts"},
     {"kill-actor", "NAME|ID [--restart]", "kill an actor; --restart starts a new process"},

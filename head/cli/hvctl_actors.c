@@ -49,15 +49,9 @@ typedef struct actor_opts_s {
     int nprog;
 } actor_opts_t;
 
+/* A usage error: one line, as hvctl's others, exit 64. */
 static int usage(const char *msg) {
-    fprintf(stderr, PROG ": %s\n", msg);
-    fprintf(stderr,
-            "usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
-            "             [--slots N] [--gpus N] [--max-restarts N] [--max-call-retries N]\n"
-            "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
-            "       hvctl actors [--namespace NS] [--json]\n"
-            "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
-            "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n");
+    fprintf(stderr, PROG ": %s (see hvctl actor --help)\n", msg);
     return HV_CLI_EXIT_USAGE;
 }
 
@@ -117,6 +111,20 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
             break;
         }
         int used = 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
+                   "             [--slots N] [--gpus N] [--max-restarts N] "
+                   "[--max-call-retries N]\n"
+                   "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
+                   "       hvctl actors [--namespace NS] [--json]\n"
+                   "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
+                   "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n\n"
+                   "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
+                   "--owner-job the actor is detached. Options of hvctl (--head, --ca,\n"
+                   "--insecure, --token-file, --json) apply. docs/actors.md\n");
+            *status = HV_CLI_EXIT_OK;
+            return 1;
+        }
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
             used = 0;
@@ -127,8 +135,12 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
             o->restart = 1;
             used = 0;
         } else if (a[0] == '-' && v == NULL) {
+            int takes = 0;
+            for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
+                takes |= strcmp(a, with_value[k]) == 0;
+            }
             char msg[200];
-            snprintf(msg, sizeof(msg), "%.100s needs a value (or is not an option of this command)",
+            snprintf(msg, sizeof(msg), takes ? "%.100s needs a value" : "unknown option '%.100s'",
                      a);
             *status = usage(msg);
             return 1;
