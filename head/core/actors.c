@@ -36,7 +36,9 @@ announce(hv_am_out_t *out, const char *fmt, ...) {
 /* Says what ended the process, for announcements ("exited with status 3", "killed by signal
  * 9"). */
 static void end_words(const hv_am_exit_t *e, char *buf, size_t len) {
-    if (e->signal != 0) {
+    if (e->why != NULL && e->why[0] != '\0' && e->signal == 0 && e->status < 0) {
+        snprintf(buf, len, "its process could not run: %.150s", e->why);
+    } else if (e->signal != 0) {
         snprintf(buf, len, "its process was killed by signal %d", e->signal);
     } else {
         snprintf(buf, len, "its process exited with status %d", e->status);
@@ -116,7 +118,7 @@ hv_err hv_am_exited(hv_am_actor_t *a, uint32_t inc, const hv_am_exit_t *e, hv_am
     if (a->state == HV_AM_DEAD || a->state == HV_AM_RESTARTING) {
         return HV_OK; /* it was being stopped: dead stays dead, a restart now wants a place */
     }
-    char what[96];
+    char what[200];
     end_words(e, what, sizeof(what));
     if (e->status == 0 && e->signal == 0) {
         a->state = HV_AM_DEAD; /* it ended on its own, as a program that is done */

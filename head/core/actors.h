@@ -96,8 +96,10 @@ typedef struct hv_am_out_s {
 
 /* What the caller knows of an exit or a loss. */
 typedef struct hv_am_exit_s {
-    int status; /* exit status, -1 when killed by a signal or unknown */
-    int signal; /* the signal, 0 when none */
+    int status;      /* exit status, -1 when killed by a signal or unknown */
+    int signal;      /* the signal, 0 when none */
+    const char *why; /* the agent's words when it could not run it ("spawn failed: ..."), or
+                      * NULL; borrowed */
 } hv_am_exit_t;
 
 /* A new actor (state pending). RECORD, ANNOUNCE. */

@@ -79,6 +79,12 @@ static void case_restart_policy(void) {
         CHECK_EQ(out.acts[1].node_id, 3); /* the slot goes back to the node it ran on */
         CHECK_EQ(a.last_signal, rows[i].signal);
     }
+    /* A process that could not run: the agent's words are in the announcement. */
+    hv_am_actor_t a = alive_on(3, 1, 0);
+    hv_am_out_t out;
+    hv_am_exit_t e = {.status = -1, .why = "spawn failed: node n1 has no 'nope' on PATH"};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK(strstr(out.text, "could not run: spawn failed: node n1 has no 'nope'") != NULL);
 }
 
 /* kill -9 again and again: restarts 1, 2, then dead "out of restarts". */

@@ -333,10 +333,11 @@ static void hook_started(void *ud, uint64_t node_id, uint64_t proc, int pid, con
     hv_free(old);
 }
 
-static void exited(hv_actors_t *a, hv_dactor_t *x, uint32_t inc, int code, int sig) {
+static void exited(hv_actors_t *a, hv_dactor_t *x, uint32_t inc, int code, int sig,
+                   const char *why) {
     hv_am_actor_t prev = x->am;
     hv_am_out_t out;
-    hv_am_exit_t e = {.status = sig != 0 ? -1 : code, .signal = sig};
+    hv_am_exit_t e = {.status = sig != 0 ? -1 : code, .signal = sig, .why = why};
     if (hv_am_exited(&x->am, inc, &e, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
         prev.state != HV_AM_RESTARTING) {
         backoff(x); /* a failure (not the end of a process it stopped itself) */
@@ -355,7 +356,7 @@ static void hook_exited(void *ud, uint64_t node_id, uint64_t proc, int code, int
         HV_LOG(HV_LOG_WARN, "actors", "HV-ACTOR-EXIT", "%s: process %u on node %" PRIu64 ": %s",
                who(x, name, sizeof(name)), hv_am_proc_inc(proc), node_id, reason);
     }
-    exited(a, x, hv_am_proc_inc(proc), code, sig);
+    exited(a, x, hv_am_proc_inc(proc), code, sig, reason);
     hv_driver_schedule(a->d);
 }
 
@@ -371,7 +372,7 @@ static void hook_reconcile(void *ud, uint64_t node_id, const uint64_t *procs, si
             listed |= procs[k] == mine;
         }
         if (!listed) { /* it ended while the head or the agent was away */
-            exited(a, x, x->am.incarnation, -1, 0);
+            exited(a, x, x->am.incarnation, -1, 0, "it was not running when its agent reconnected");
         }
     }
     for (size_t k = 0; k < n; k++) {

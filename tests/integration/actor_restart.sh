@@ -117,4 +117,11 @@ grep -q "default/big (pending): waiting for a node with 3 free slots" "$TMP/stat
     fail "hvctl status does not show the pending actor: $(cat "$TMP/status.out")"
 "$BIN/hvctl" --head "$HEAD" kill-actor big >/dev/null || fail "kill-actor big failed"
 actor_is big dead || fail "big is not dead after kill-actor"
+# A program the node does not have: dead, and the user is told why.
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name nope -- no-such-program-xyz \
+    >/dev/null 2>>"$TMP/create.err" || fail "nope actor create failed"
+wait_for 10 actor_is nope dead || fail "an actor whose program is missing is '$(actor_field nope state)'"
+"$BIN/hvctl" --head "$HEAD" actor nope >"$TMP/nope.out" 2>&1
+grep -q "could not run: spawn failed: node node-[ab] has no 'no-such-program-xyz' on PATH" "$TMP/nope.out" ||
+    fail "hvctl actor does not say why the program could not run: $(cat "$TMP/nope.out")"
 pass "actor by name through the head: calls, head restart, kill -9 restarts up to max, owner death"
