@@ -761,6 +761,7 @@ static int head_start_services(head_t *h) {
         return 1;
     }
     hv_metrics_set_auth(h->metrics, &h->auth);
+    hv_metrics_set_actors(h->metrics, h->actors);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
     int cfg_port;

@@ -10,7 +10,8 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 LEASE_MS=6000
-start_head
+MPORT=$(free_port)
+start_head "metrics:" "  listen: 127.0.0.1:$MPORT"
 port=${HEAD##*:}
 sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
 start_agent node-a 2
@@ -124,4 +125,9 @@ wait_for 10 actor_is nope dead || fail "an actor whose program is missing is '$(
 "$BIN/hvctl" --head "$HEAD" actor nope >"$TMP/nope.out" 2>&1
 grep -q "could not run: spawn failed: node node-[ab] has no 'no-such-program-xyz' on PATH" "$TMP/nope.out" ||
     fail "hvctl actor does not say why the program could not run: $(cat "$TMP/nope.out")"
+# The metric: every actor of this test is dead by now.
+curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics" >"$TMP/metrics.out" || fail "cannot read /metrics"
+grep -q '^hv_actors{state="dead"} 5$' "$TMP/metrics.out" ||
+    fail "hv_actors: $(grep hv_actors "$TMP/metrics.out")"
+grep -q '^hv_actors{state="alive"} 0$' "$TMP/metrics.out" || fail "hv_actors alive is not 0"
 pass "actor by name through the head: calls, head restart, kill -9 restarts up to max, owner death"
