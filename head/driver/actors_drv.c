@@ -147,16 +147,31 @@ static const char *who(const hv_dactor_t *x, char *buf, size_t len) {
 static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
                   const hv_am_out_t *out) {
     if (out->n > 0 && out->acts[0].kind == HV_AM_ACT_RECORD) {
+        char *old_reason = x->reason;
+        uint64_t old_ended = x->ended_ms;
         if (out->text[0] != '\0') {
-            set_str(&x->reason, out->text);
+            x->reason = hv_strdup(out->text);
+            if (x->reason == NULL) {
+                x->reason = old_reason;
+                old_reason = NULL;
+            }
+        } else {
+            old_reason = NULL; /* unchanged */
         }
         if (x->am.state == HV_AM_DEAD && prev->state != HV_AM_DEAD) {
             x->ended_ms = hv_wall_ms();
         }
         if (record(a, x) != HV_OK) {
+            /* Put everything back: memory stays what the store holds. */
             x->am = *prev;
+            x->ended_ms = old_ended;
+            if (old_reason != NULL) {
+                hv_free(x->reason);
+                x->reason = old_reason;
+            }
             return HV_EUNAVAIL;
         }
+        hv_free(old_reason);
     }
     char name[128];
     for (size_t i = 0; i < out->n; i++) {

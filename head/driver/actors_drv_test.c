@@ -185,6 +185,8 @@ static void case_store_first(void) {
     CHECK_RC(hv_actors_kill(H.a, x->am.id, 0, err, sizeof(err)), HV_EUNAVAIL);
     CHECK(strstr(err, "could not store the kill") != NULL);
     CHECK_EQ(x->am.state, HV_AM_ALIVE);
+    CHECK_STR(x->reason, "alive (process 1)"); /* memory stays what the store holds */
+    CHECK_EQ(x->ended_ms, 0);
     CHECK_EQ(H.io.n, orders);
     CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
     CHECK_RC(hv_actors_kill(H.a, x->am.id, 0, err, sizeof(err)), HV_OK);
