@@ -50,6 +50,7 @@ struct worker_s {
     char *kill_reason; /* owned; set once a kill was asked for */
     int reported;      /* the exit was reported; the record only waits for fetches */
     int dir_made;      /* jobs/<job>/w<id> was created: remove it when the worker ends */
+    char *addr_file;   /* an actor's process: its HV_ACTOR_ADDR_FILE until reported (owned) */
     worker_t *next;
 };
 
@@ -69,6 +70,8 @@ struct hv_workers_s {
     worker_t *list; /* owned records */
     size_t count;
     int refuse_new;
+    char actor_host[256];   /* HV_ACTOR_LISTEN's host for actors' processes */
+    uv_timer_t *addr_timer; /* polls actors' address files (owned; closed by destroy) */
 };
 
 static worker_t *workers_find(const hv_workers_t *w, uint64_t id) {
@@ -86,6 +89,7 @@ static void worker_free(worker_t *wk) {
     }
     hv_free(wk->arts);
     hv_free(wk->kill_reason);
+    hv_free(wk->addr_file);
     if (wk->spec != NULL) {
         hvpb__v1__spawn_worker__free_unpacked(wk->spec, NULL);
     }
@@ -399,7 +403,8 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     for (char **p = environ; p != NULL && *p != NULL; p++) {
         const char *eq = strchr(*p, '=');
         if (eq == NULL || strncmp(*p, "HV_TOKEN=", 9) == 0 ||
-            strncmp(*p, "HV_TOKEN_FILE=", 14) == 0 || strncmp(*p, "HV_WORKER_SECRET=", 17) == 0) {
+            strncmp(*p, "HV_TOKEN_FILE=", 14) == 0 || strncmp(*p, "HV_WORKER_SECRET=", 17) == 0 ||
+            strncmp(*p, "HV_ACTOR_SECRET=", 16) == 0) {
             continue;
         }
         env_set(e, *p, (size_t)(eq - *p), eq + 1);
@@ -476,6 +481,87 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     }
     return HV_OK;
 }
+
+/* ---- actors' processes ------------------------------------------------------------------------ */
+
+#define WORKERS_ADDR_POLL_MS 50
+
+/* An actor's process (the order carries its secret): HV_ACTOR_SECRET (never logged), the address
+ * file in its directory and, unless the order sets it, HV_ACTOR_LISTEN on the node's address. */
+static hv_err actor_env(hv_workers_t *w, worker_t *wk, const Hvpb__V1__SpawnWorker *sp,
+                        const char *dir, envv_t *e) {
+    char path[PATH_MAX], listen[300];
+    if (snprintf(path, sizeof(path), "%s/actor.addr", dir) >= (int)sizeof(path) ||
+        (wk->addr_file = hv_strdup(path)) == NULL) {
+        return HV_ENOMEM;
+    }
+    env_set(e, "HV_ACTOR_SECRET", 15, sp->actor_secret);
+    env_set(e, "HV_ACTOR_ADDR_FILE", 18, path);
+    int listen_given = 0;
+    for (size_t i = 0; i < sp->n_env; i++) {
+        listen_given |= strcmp(sp->env[i]->key, "HV_ACTOR_LISTEN") == 0;
+    }
+    if (!listen_given) {
+        const char *h = w->actor_host[0] != '\0' ? w->actor_host : "127.0.0.1";
+        snprintf(listen, sizeof(listen), strchr(h, ':') != NULL ? "[%s]:0" : "%s:0", h);
+        env_set(e, "HV_ACTOR_LISTEN", 15, listen);
+    }
+    return e->oom ? HV_ENOMEM : HV_OK;
+}
+
+/* Reads an actor's address file: 1 and the address once it is there. */
+static int addr_read(const char *path, char *buf, size_t len) {
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return 0;
+    }
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf[0] != '\0' && strchr(buf, ':') != NULL;
+}
+
+static void addr_poll_cb(uv_timer_t *t) {
+    hv_workers_t *w = t->data;
+    int waiting = 0;
+    for (worker_t *wk = w->list; wk != NULL; wk = wk->next) {
+        if (wk->addr_file == NULL || wk->state != WS_RUNNING) {
+            continue;
+        }
+        char addr[256];
+        if (!addr_read(wk->addr_file, addr, sizeof(addr))) {
+            waiting = 1;
+            continue;
+        }
+        hv_free(wk->addr_file);
+        wk->addr_file = NULL;
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-ACTOR-ADDR",
+               "actor process %llu (pid %d) listens at %s", (unsigned long long)wk->id, wk->pid,
+               addr);
+        if (w->cbs.on_address != NULL) {
+            w->cbs.on_address(wk->id, wk->pid, addr, w->cbs.ud);
+        }
+    }
+    if (!waiting) {
+        uv_timer_stop(t);
+    }
+}
+
+static void addr_poll_start(hv_workers_t *w) {
+    if (w->addr_timer == NULL) {
+        if ((w->addr_timer = hv_calloc(1, sizeof(*w->addr_timer))) == NULL) {
+            return;
+        }
+        uv_timer_init(w->loop, w->addr_timer);
+        w->addr_timer->data = w;
+    }
+    if (!uv_is_active((uv_handle_t *)w->addr_timer)) {
+        uv_timer_start(w->addr_timer, addr_poll_cb, WORKERS_ADDR_POLL_MS, WORKERS_ADDR_POLL_MS);
+    }
+}
+
+static void addr_timer_free(uv_handle_t *h) { hv_free(h); }
 
 /* ---- starting ------------------------------------------------------------------------------- */
 
@@ -662,6 +748,13 @@ static void worker_launch(worker_t *wk) {
         worker_finish(wk, -1, 0, "spawn failed: out of memory");
         return;
     }
+    int actor = sp->actor_secret != NULL && sp->actor_secret[0] != '\0';
+    if (actor && actor_env(w, wk, sp, dir, &env) != HV_OK) {
+        hv_free(argv);
+        env_free(&env);
+        worker_finish(wk, -1, 0, "spawn failed: out of memory");
+        return;
+    }
     argv[0] = bin; // the full path (or the command), so ps and pgrep -f show the worker
     for (size_t i = 0; i < sp->n_args; i++) {
         argv[i + 1] = sp->args[i];
@@ -709,6 +802,9 @@ static void worker_launch(worker_t *wk) {
            (unsigned long long)wk->id, (unsigned long long)sp->job_id, sp->rank, sp->size, wk->pid,
            dir);
     w->cbs.on_started(wk->id, wk->pid, w->cbs.ud);
+    if (wk->addr_file != NULL) {
+        addr_poll_start(w);
+    }
 }
 
 static void worker_art_done(hv_err rc, const char *path, const char *detail, void *ud) {
@@ -785,6 +881,8 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
              cfg->run_user != NULL ? cfg->run_user : "");
     snprintf(w->cfg.run_home, sizeof(w->cfg.run_home), "%s",
              cfg->run_home != NULL ? cfg->run_home : "/");
+    snprintf(w->actor_host, sizeof(w->actor_host), "%s",
+             cfg->actor_host != NULL ? cfg->actor_host : "");
     if (w->work_dir == NULL || w->node_name == NULL || w->ca_file == NULL) {
         hv_free(w->work_dir);
         hv_free(w->node_name);
@@ -1020,6 +1118,9 @@ void hv_workers_destroy(hv_workers_t *w) {
             worker_remove_dir(wk); // finished by the loop run that follows the destroy
         }
         worker_free(wk);
+    }
+    if (w->addr_timer != NULL) {
+        uv_close((uv_handle_t *)w->addr_timer, addr_timer_free);
     }
     hv_free(w->work_dir);
     hv_free(w->node_name);

@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_rpc.h"
+#include "hvctl_actors.h"
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
@@ -106,6 +107,13 @@ static const struct {
      "is printed this once. Default: no expiry, no use limit"},
     {"token list", "", "join tokens: id, state, expiry, uses (never the secret)"},
     {"token revoke", "ID", "revoke a join token: agents can no longer join with it"},
+    {"actor create", "--class C -- PROG",
+     "create an actor (hvctl actor --help, docs/actors.md);\n"
+     "PROG: a local file (uploaded) or a program on the\n"
+     "node; detached unless --owner-job ID"},
+    {"actors", "[--namespace NS]", "actors: state, node, restarts, address"},
+    {"actor", "NAME|ID [--namespace NS]", "one actor: state and cause, node, restarts"},
+    {"kill-actor", "NAME|ID [--restart]", "kill an actor; --restart starts a new process"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
@@ -1947,6 +1955,7 @@ static int ctl_status(const ctl_t *c) {
         hv_cli_json_finish(&j);
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        hv_ctl_actors_status(c->ch); /* actors by state; pending ones with why */
         ctl_copy_warnings(c, jr->jobs, jr->n_jobs, now);
     }
     ctl_pages_free(&jpg);
@@ -1956,8 +1965,12 @@ static int ctl_status(const ctl_t *c) {
 
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
+    int status = hv_ctl_actors_main(argc, argv); /* actor create, actors, actor, kill-actor */
+    if (status >= 0) {
+        return status;
+    }
     ctl_opts_t o;
-    int status = ctl_parse(argc, argv, &o);
+    status = ctl_parse(argc, argv, &o);
     if (status >= 0) {
         return status;
     }

@@ -12,6 +12,8 @@
  */
 #include "driver.h"
 
+#include "actors.h"
+
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +67,7 @@ struct hv_driver_s {
     hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
+    hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -1108,6 +1111,9 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             event_v(d, j->jm.id, 0, a->event, a->data, a->text);
             break;
         case HV_JA_ENDED: {
+            if (d->actors.job_ended != NULL) {
+                d->actors.job_ended(d->actors.ud, j->jm.id); /* the actors it owned end */
+            }
             char why[HV_JM_REASON_MAX + 64];
             snprintf(why, sizeof(why), "job %llu has ended (%s)%s%s", (unsigned long long)j->jm.id,
                      hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
@@ -1479,10 +1485,60 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
     snprintf(buf, len, "free slots");
 }
 
+static void schedule_jobs(hv_driver_t *d);
+
 void hv_driver_schedule(hv_driver_t *d) {
     if (d->stopping) {
         return;
     }
+    schedule_jobs(d);
+    if (d->actors.schedule != NULL) {
+        d->actors.schedule(d->actors.ud);
+    }
+}
+
+/* ---- the actors' hooks (head/driver/actors_drv.c) --------------------------------------------- */
+
+void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h) {
+    memset(&d->actors, 0, sizeof(d->actors));
+    if (h != NULL) {
+        d->actors = *h;
+    }
+}
+
+hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o) {
+    return d->io.order != NULL ? d->io.order(d->io.ud, node_id, o) : HV_ECLOSED;
+}
+
+void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n != NULL) {
+        if (give_back) {
+            hv_node_release(&n->acct, gpu);
+        } else {
+            hv_node_claim(&n->acct, gpu);
+        }
+    }
+}
+
+uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d) { return d->cfg->kill_grace_ms; }
+
+int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
+                                   int (*fn)(const uint8_t *spec, size_t len, void *fud),
+                                   void *fud) {
+    return d->actors.node_specs_any != NULL &&
+           d->actors.node_specs_any(d->actors.ud, node_id, fn, fud);
+}
+
+hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
+                               const char *address) {
+    if (d->actors.started != NULL) {
+        d->actors.started(d->actors.ud, node_id, proc, pid, address);
+    }
+    return HV_OK;
+}
+
+static void schedule_jobs(hv_driver_t *d) {
     int blocked = 0;
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.state != HV_JOB_PENDING || blocked) {
@@ -1685,6 +1741,9 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
 /* ---- workers -------------------------------------------------------------------------------- */
 
 hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid) {
+    if (hv_am_proc_is(worker_id)) {
+        return hv_driver_actor_address(d, node_id, worker_id, pid, NULL);
+    }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || w->jm.state != HV_WK_STARTING) {
@@ -1727,6 +1786,12 @@ static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
 
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
                                int term_signal, const char *reason) {
+    if (hv_am_proc_is(worker_id)) {
+        if (d->actors.exited != NULL) {
+            d->actors.exited(d->actors.ud, node_id, worker_id, exit_code, term_signal, reason);
+        }
+        return HV_OK;
+    }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || !wlive(w)) {
@@ -1807,6 +1872,9 @@ static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
                 worker_lost(d, w, why);
             }
         }
+    }
+    if (d->actors.node_lost != NULL) {
+        d->actors.node_lost(d->actors.ud, n->id);
     }
     hv_node_reset(&n->acct);
 }
@@ -2036,7 +2104,13 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
             }
         }
     }
+    if (d->actors.reconcile != NULL) {
+        d->actors.reconcile(d->actors.ud, n->id, n->hello_running, n->n_hello_running);
+    }
     for (size_t k = 0; k < n->n_hello_running; k++) {
+        if (hv_am_proc_is(n->hello_running[k])) {
+            continue; /* an actor's process: the actors' reconcile decided */
+        }
         hv_dworker_t *w = worker_by_id(d, n->hello_running[k]);
         int wanted = w != NULL && w->jm.node_id == n->id && wlive(w) && job_active(w->job);
         if (wanted && w->jm.kill_sent) {
@@ -2100,6 +2174,9 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     snprintf(ddata, sizeof(ddata), "{\"from_agent\":%s,\"notice_ms\":%u}",
              from_agent ? "true" : "false", notice_ms);
     hv_driver_event(d, 0, n->id, "node.drain", ddata, "node %s is draining: %s", n->name, why);
+    if (d->actors.node_drain != NULL) {
+        d->actors.node_drain(d->actors.ud, n->id);
+    }
     if (!from_agent && d->io.order != NULL) {
         hv_order_t o = {.kind = HV_ORDER_DRAIN, .reason = why};
         d->io.order(d->io.ud, n->id, &o);

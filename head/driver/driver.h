@@ -54,6 +54,8 @@ typedef struct hv_order_s {
     size_t spec_len;
     uint32_t grace_ms;  /* KILL */
     const char *reason; /* KILL, DRAIN */
+    uint64_t actor_id;  /* SPAWN of an actor's process (head/driver/actors_drv.c): the actor, whose
+                         * secret the order carries in place of a worker's; 0 for job workers */
 } hv_order_t;
 
 /* One member of a closed round, by rank. */
@@ -179,6 +181,38 @@ void hv_driver_schedule(hv_driver_t *d);
 typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
                                      const char *data);
 void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud);
+
+/* The actors' part of the head (head/driver/actors_drv.c) hooks in here, so the driver does not
+ * call it by name: processes whose id is an actor's (hv_am_proc_is) go to it, and so do the
+ * node and job events it cares about. Every hook is optional; main.c installs them. */
+typedef struct hv_driver_actor_hooks_s {
+    void (*started)(void *ud, uint64_t node_id, uint64_t proc, int pid, const char *address);
+    void (*exited)(void *ud, uint64_t node_id, uint64_t proc, int code, int sig,
+                   const char *reason);
+    /* After an agent (re)attached: the actor processes it runs (the others are gone). */
+    void (*reconcile)(void *ud, uint64_t node_id, const uint64_t *procs, size_t n);
+    void (*node_lost)(void *ud, uint64_t node_id);
+    void (*node_drain)(void *ud, uint64_t node_id);
+    void (*job_ended)(void *ud, uint64_t job_id);
+    void (*schedule)(void *ud); /* after the jobs were placed */
+    /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
+    int (*node_specs_any)(void *ud, uint64_t node_id,
+                          int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud);
+    void *ud;
+} hv_driver_actor_hooks_t;
+void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h);
+/* For actors_drv: an order down a node's Session (HV_ECLOSED without one); a slot (and GPU gpu
+ * when >= 0) of a node taken or given back; the configured kill grace. */
+hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o);
+void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back);
+uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d);
+/* The actors' node_specs_any hook (0 without one): a node's fetch scope covers its actors. */
+int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
+                                   int (*fn)(const uint8_t *spec, size_t len, void *fud),
+                                   void *fud);
+/* An actor's address on the wire: the same process reported again with its address. */
+hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
+                               const char *address);
 /* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));

@@ -272,10 +272,42 @@ static const char store_v9_sql[] = "CREATE TABLE job_artifacts ("
                                    " WHEN EXISTS (SELECT 1 FROM jobs) THEN 'fill' ELSE 'done'"
                                    " END;";
 
+/* v10: actors (issue 17): one row per actor, stored before the head acts on it; names are unique
+ * among the actors of a namespace that are not dead (the driver checks; the index makes the
+ * look-up by name cheap). The spec is the packed ActorSpec of its creation. */
+static const char store_v10_sql[] = "CREATE TABLE actors ("
+                                    " id INTEGER PRIMARY KEY,"
+                                    " name TEXT NOT NULL DEFAULT '',"
+                                    " namespace TEXT NOT NULL,"
+                                    " class TEXT NOT NULL,"
+                                    " spec BLOB NOT NULL,"
+                                    " state TEXT NOT NULL,"
+                                    " cause TEXT NOT NULL DEFAULT '',"
+                                    " reason TEXT NOT NULL DEFAULT '',"
+                                    " max_restarts INTEGER NOT NULL,"
+                                    " max_call_retries INTEGER NOT NULL,"
+                                    " restarts INTEGER NOT NULL,"
+                                    " moves INTEGER NOT NULL,"
+                                    " incarnation INTEGER NOT NULL,"
+                                    " slots INTEGER NOT NULL,"
+                                    " gpus INTEGER NOT NULL,"
+                                    " gpu_mask INTEGER NOT NULL,"
+                                    " node_id INTEGER NOT NULL,"
+                                    " owner_job INTEGER NOT NULL,"
+                                    " proc_live INTEGER NOT NULL,"
+                                    " kill_sent INTEGER NOT NULL,"
+                                    " last_status INTEGER NOT NULL,"
+                                    " last_signal INTEGER NOT NULL,"
+                                    " address TEXT NOT NULL DEFAULT '',"
+                                    " created_ms INTEGER NOT NULL,"
+                                    " started_ms INTEGER NOT NULL,"
+                                    " ended_ms INTEGER NOT NULL);"
+                                    "CREATE INDEX actors_name ON actors (namespace, name);";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
-static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
-                                               store_v4_sql, store_v5_sql, store_v6_sql,
-                                               store_v7_sql, store_v8_sql, store_v9_sql};
+static const char *const store_migrations[] = {
+    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql, store_v5_sql,
+    store_v6_sql, store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -328,10 +360,16 @@ enum {
     ST_JTOKEN_USE,
     ST_REVOKED_PUT,
     ST_REVOKED_LIST,
+    ST_ACTOR_PUT,
+    ST_ACTOR_LIST,
     ST__COUNT
 };
 
 /* Column lists: the *_read functions below depend on this order. */
+#define ACTOR_COLS                                                                                 \
+    "id, name, namespace, class, spec, state, cause, reason, max_restarts, max_call_retries,"      \
+    " restarts, moves, incarnation, slots, gpus, gpu_mask, node_id, owner_job, proc_live,"         \
+    " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms"
 #define NODE_COLS                                                                                  \
     "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
     " incarnation, registered_ms, last_seen_ms"
@@ -472,6 +510,10 @@ static const char *const store_sql[ST__COUNT] = {
                        " VALUES (?1, ?2, ?3)",
     [ST_REVOKED_LIST] = "SELECT node_id, incarnation, revoked_ms FROM revoked_nodes"
                         " ORDER BY revoked_ms, node_id, incarnation",
+    [ST_ACTOR_PUT] = "INSERT OR REPLACE INTO actors (" ACTOR_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
+                     " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
+                     " ?22, ?23, ?24, ?25, ?26)",
+    [ST_ACTOR_LIST] = "SELECT " ACTOR_COLS " FROM actors ORDER BY id",
 };
 
 struct hv_store_s {
@@ -2238,7 +2280,8 @@ hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_
     static const char sql[] =
         "SELECT " ARTIFACT_COLS " FROM artifacts a WHERE a.created_ms < ?1 AND"
         " a.last_used_ms < ?1 AND NOT EXISTS (SELECT 1 FROM job_artifacts r WHERE"
-        " r.digest = a.digest) ORDER BY a.created_ms LIMIT ?2";
+        " r.digest = a.digest) AND NOT EXISTS (SELECT 1 FROM actors x WHERE x.state <> 'dead'"
+        " AND instr(x.spec, CAST(a.digest AS BLOB)) > 0) ORDER BY a.created_ms LIMIT ?2";
     *out = NULL;
     *n = 0;
     if (!job_artifacts_state_done(s)) {
@@ -2902,4 +2945,118 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
            s->path, done);
     *imported = n;
     return HV_OK;
+}
+
+/* ---- actors (schema v10) ----------------------------------------------------------------------- */
+
+hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_ACTOR_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, r->id);
+    bind_text(&b, 2, r->name);
+    bind_text(&b, 3, r->ns);
+    bind_text(&b, 4, r->class_name);
+    bind_blob(&b, 5, r->spec, r->spec_len);
+    bind_text(&b, 6, r->state);
+    bind_text(&b, 7, r->cause);
+    bind_text(&b, 8, r->reason);
+    bind_u64(&b, 9, r->max_restarts);
+    bind_u64(&b, 10, r->max_call_retries);
+    bind_u64(&b, 11, r->restarts);
+    bind_u64(&b, 12, r->moves);
+    bind_u64(&b, 13, r->incarnation);
+    bind_u64(&b, 14, r->slots);
+    bind_u64(&b, 15, r->gpus);
+    bind_u64(&b, 16, r->gpu_mask);
+    bind_u64(&b, 17, r->node_id);
+    bind_u64(&b, 18, r->owner_job);
+    bind_int(&b, 19, r->proc_live);
+    bind_int(&b, 20, r->kill_sent);
+    bind_int(&b, 21, r->last_status);
+    bind_int(&b, 22, r->last_signal);
+    bind_text(&b, 23, r->address);
+    bind_u64(&b, 24, r->created_ms);
+    bind_u64(&b, 25, r->started_ms);
+    bind_u64(&b, 26, r->ended_ms);
+    if ((rc = store_bind_check(s, &b, "actor put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "actor put");
+    }
+    store_release(st);
+    return rc;
+}
+
+void hv_actor_row_fini(hv_actor_row_t *r) {
+    if (r == NULL) {
+        return;
+    }
+    hv_free(r->name);
+    hv_free(r->ns);
+    hv_free(r->class_name);
+    hv_free(r->spec);
+    hv_free(r->reason);
+    hv_free(r->address);
+    memset(r, 0, sizeof(*r));
+}
+
+static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
+    hv_actor_row_t *r = vrow;
+    r->id = col_u64(st, 0);
+    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->ns) != HV_OK ||
+        col_text(st, 3, &r->class_name) != HV_OK || col_text(st, 7, &r->reason) != HV_OK ||
+        col_text(st, 22, &r->address) != HV_OK) {
+        return HV_ENOMEM;
+    }
+    int len = sqlite3_column_bytes(st, 4);
+    const void *blob = sqlite3_column_blob(st, 4);
+    if (len > 0 && blob != NULL) {
+        if ((r->spec = hv_malloc((size_t)len)) == NULL) {
+            return HV_ENOMEM;
+        }
+        memcpy(r->spec, blob, (size_t)len);
+        r->spec_len = (size_t)len;
+    }
+    const unsigned char *v = sqlite3_column_text(st, 5);
+    snprintf(r->state, sizeof(r->state), "%s", v != NULL ? (const char *)v : "");
+    v = sqlite3_column_text(st, 6);
+    snprintf(r->cause, sizeof(r->cause), "%s", v != NULL ? (const char *)v : "");
+    r->max_restarts = col_u32(st, 8);
+    r->max_call_retries = col_u32(st, 9);
+    r->restarts = col_u32(st, 10);
+    r->moves = col_u32(st, 11);
+    r->incarnation = col_u32(st, 12);
+    r->slots = col_u32(st, 13);
+    r->gpus = col_u32(st, 14);
+    r->gpu_mask = col_u64(st, 15);
+    r->node_id = col_u64(st, 16);
+    r->owner_job = col_u64(st, 17);
+    r->proc_live = col_int(st, 18);
+    r->kill_sent = col_int(st, 19);
+    r->last_status = col_int(st, 20);
+    r->last_signal = col_int(st, 21);
+    r->created_ms = col_u64(st, 23);
+    r->started_ms = col_u64(st, 24);
+    r->ended_ms = col_u64(st, 25);
+    return HV_OK;
+}
+
+static void actor_fini_v(void *vrow) { hv_actor_row_fini(vrow); }
+
+hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    void *rows = NULL;
+    hv_err rc = store_stmt(s, ST_ACTOR_LIST, &st);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_actor_row_t), actor_read, actor_fini_v, "actor list", &rows,
+                       n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
 }

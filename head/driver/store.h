@@ -40,8 +40,9 @@ typedef struct hv_store_s hv_store_t;
  * v6: audit (the audit trail), join_tokens.
  * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes.
  * v8: revoked_nodes.
- * v9: job_artifacts (which artifacts each job's spec uses: hv_store_job_artifacts_fill). */
-#define HV_STORE_SCHEMA_VERSION 9
+ * v9: job_artifacts (which artifacts each job's spec uses: hv_store_job_artifacts_fill).
+ * v10: actors (issue 17). */
+#define HV_STORE_SCHEMA_VERSION 10
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -249,8 +250,9 @@ hv_err hv_store_job_artifacts_fill(hv_store_t *s, hv_store_spec_digests_fn fn, v
                                    size_t *filled);
 /* 1 when every stored job's artifact references are recorded (after the fill). */
 int hv_store_job_artifacts_complete(hv_store_t *s);
-/* The artifacts no stored job uses that were neither stored nor used (last_used_ms) since
- * before_ms: at most cap of them are deleted in one transaction and returned in *out (owned;
+/* The artifacts no stored job and no actor that is not dead uses (an actor's packed spec holds
+ * its programs' digests as text: a byte search, whose only possible error keeps an artifact) that
+ * were neither stored nor used (last_used_ms) since before_ms: at most cap of them are deleted in one transaction and returned in *out (owned;
  * hv_store_artifact_free_list) so that the caller removes their files. Refused (HV_ESTATE) while
  * the references are not complete. */
 hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_t cap,
@@ -442,5 +444,30 @@ hv_err hv__store_fail_writes(hv_store_t *s, int on);
  * writes of one table: "CREATE TEMP TRIGGER f BEFORE INSERT ON blacklist BEGIN SELECT
  * RAISE(FAIL, 'disk I/O error (injected)'); END". */
 hv_err hv__store_exec(hv_store_t *s, const char *sql);
+
+/* ---- actors (schema v9) ---------------------------------------------------------------------- */
+
+/* One actor as stored (head/driver/actors_drv.c; the state machine is head/core/actors.h). */
+typedef struct hv_actor_row_s {
+    uint64_t id;
+    char *name, *ns, *class_name; /* owned; name "" = unnamed, ns the namespace */
+    uint8_t *spec;                /* the packed ActorSpec of its creation (owned) */
+    size_t spec_len;
+    char state[16]; /* hv_am_state_name */
+    char cause[24]; /* hv_am_cause_name */
+    char *reason;   /* the last event's words (owned) */
+    uint32_t max_restarts, max_call_retries, restarts, moves, incarnation, slots, gpus;
+    uint64_t gpu_mask;           /* GPUs its live process holds on node_id */
+    uint64_t node_id, owner_job; /* owner_job 0: detached */
+    int proc_live, kill_sent, last_status, last_signal;
+    char *address; /* host:port of its live process, "" when none (owned) */
+    uint64_t created_ms, started_ms, ended_ms; /* wall clock */
+} hv_actor_row_t;
+
+/* Inserts or replaces the row of r->id (borrowed). */
+hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r);
+/* Every actor by id. *out owned: hv_actor_row_fini each row, then hv_free. */
+hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n);
+void hv_actor_row_fini(hv_actor_row_t *r);
 
 #endif

@@ -1298,6 +1298,52 @@ static void test_state_copies(void) {
  * duplicate) migrate to v8, the file is imported once and renamed .imported; a second import
  * (no file) changes nothing, and the rows survive a reopen. A damaged file imports nothing and
  * stays; a store that cannot write stores nothing and keeps the file. */
+/* Actors (v9): a row survives a close and reopen as written; a put replaces it. */
+static void test_actors(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    uint8_t spec[3] = {1, 2, 3};
+    hv_actor_row_t r = {.id = 4,
+                        .name = "counter",
+                        .ns = "default",
+                        .class_name = "counter",
+                        .spec = spec,
+                        .spec_len = sizeof(spec),
+                        .reason = "alive (process 1)",
+                        .max_restarts = 2,
+                        .restarts = 1,
+                        .incarnation = 2,
+                        .slots = 1,
+                        .node_id = 7,
+                        .proc_live = 1,
+                        .last_status = -1,
+                        .last_signal = 9,
+                        .address = "127.0.0.1:4000",
+                        .created_ms = 11};
+    snprintf(r.state, sizeof(r.state), "alive");
+    CHECK_RC(hv_store_actor_put(s, &r), HV_OK);
+    r.restarts = 2;
+    CHECK_RC(hv_store_actor_put(s, &r), HV_OK);
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    hv_actor_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_RC(hv_store_actor_list(s, &rows, &n), HV_OK);
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_U64(rows[0].id, 4);
+        CHECK_STR(rows[0].name, "counter");
+        CHECK_STR(rows[0].state, "alive");
+        CHECK_STR(rows[0].address, "127.0.0.1:4000");
+        CHECK_U64(rows[0].restarts, 2);
+        CHECK_U64(rows[0].spec_len, 3);
+        CHECK_I64(rows[0].last_status, -1);
+        CHECK_I64(rows[0].last_signal, 9);
+        hv_actor_row_fini(&rows[0]);
+    }
+    hv_free(rows);
+    hv_store_close(s);
+}
+
 static void test_revoked_import(void) {
     char err[512] = "";
     CHECK_RC(hv__store_create_at_version(tmp_dir, 7, NULL, err, sizeof(err)), HV_OK);
@@ -1843,6 +1889,35 @@ static void test_job_artifacts(void) {
     CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
     CHECK_U64(n, 0);
     hv_store_artifact_free_list(rows, n);
+    /* An actor that is not dead keeps its program (its digest is in its packed spec) once no job
+     * uses it any more; a dead one does not. */
+    uint64_t ids2[] = {2, 3};
+    CHECK_OK(s, hv_store_history_delete(s, ids2, 2, &deleted));
+    uint8_t spec[] = "\x12\x04\x0a\x02bb";
+    hv_actor_row_t ar = {.id = 7,
+                         .name = "e",
+                         .ns = "default",
+                         .class_name = "c",
+                         .spec = spec,
+                         .spec_len = sizeof(spec) - 1,
+                         .reason = "",
+                         .address = ""};
+    snprintf(ar.state, sizeof(ar.state), "alive");
+    CHECK_OK(s, hv_store_actor_put(s, &ar));
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 2); /* aa and cc; bb is the live actor's */
+    for (size_t i = 0; i < n; i++) {
+        CHECK(strcmp(rows[i].digest, "bb") != 0);
+    }
+    hv_store_artifact_free_list(rows, n);
+    snprintf(ar.state, sizeof(ar.state), "dead");
+    CHECK_OK(s, hv_store_actor_put(s, &ar));
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(rows[0].digest, "bb");
+    }
+    hv_store_artifact_free_list(rows, n);
     hv_store_close(s);
 }
 
@@ -1866,6 +1941,7 @@ static const hv_check_case_t cases[] = {
     {"migrate_v5", test_migrate_v5},
     {"state_copies", test_state_copies},
     {"revoked_import", test_revoked_import},
+    {"actors", test_actors},
     {"audit", test_audit},
     {"join_tokens", test_join_tokens},
     {"damaged_page", test_damaged_page},

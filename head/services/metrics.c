@@ -50,6 +50,7 @@ struct hv_metrics_s {
     hv_driver_t *d;              /* borrowed */
     hv_store_t *store;           /* borrowed */
     const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
+    const hv_actors_t *actors;   /* borrowed; the head's actors (may be NULL) */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
     hv_page_src_t page; /* what the status page's routes read (head/services/page_serve.h) */
     uint64_t start_wall_ms;
@@ -382,6 +383,8 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
 
 void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth) { m->auth = auth; }
 
+void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors) { m->actors = actors; }
+
 void hv_metrics_destroy(hv_metrics_t *m) {
     if (m == NULL) {
         return;
@@ -481,6 +484,21 @@ static void job_state_cb(const char *state, uint64_t n, void *ud) {
     hv_job_state_t s;
     if (hv_job_state_parse(state, &s) == HV_OK) {
         counts[s] += n;
+    }
+}
+
+static void render_actors(hv_metrics_t *m, hv_http_reply_t *o) {
+    if (m->actors == NULL) {
+        return;
+    }
+    uint64_t counts[HV_AM__STATE_COUNT] = {0};
+    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
+        counts[x->am.state]++;
+    }
+    fam(o, "hv_actors", "gauge", "Actors the head knows, by state (docs/actors.md).");
+    for (int s = 0; s < HV_AM__STATE_COUNT; s++) {
+        hv_http_reply_printf(o, "hv_actors{state=\"%s\"} %" PRIu64 "\n",
+                             hv_am_state_name((hv_am_state_t)s), counts[s]);
     }
 }
 
@@ -743,6 +761,7 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     render_nodes(m, irows, ni, o);
     render_jobs(m, o);
     render_jobfigs(m, o);
+    render_actors(m, o);
     render_events(m, o);
     render_instances(m, irows, ni, now_wall_ms, o);
     hv_store_instance_free_list(irows, ni);

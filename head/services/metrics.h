@@ -28,6 +28,7 @@
 
 #include <uv.h>
 
+#include "actors_drv.h"
 #include "auth.h"
 #include "config.h"
 #include "driver.h"
@@ -47,6 +48,8 @@ void hv_metrics_destroy(hv_metrics_t *m);
 
 /* The client tokens the status page's login checks (borrowed; set before hv_metrics_listen). */
 void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth);
+/* The head's actors (borrowed, may be NULL): hv_actors{state}. */
+void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors);
 
 /* Starts the HTTP listener on cfg->metrics.listen, reading the token of metrics.token_file.
  * *port_out gets the bound port. Errors with a one-line message in err: HV_EINVAL (token file
