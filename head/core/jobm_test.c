@@ -587,7 +587,7 @@ static void case_join_refusals(void) {
     const hv_jm_action_t *a = answer_of(&W[0]);
     CHECK(a != NULL && a->kind == HV_JA_JOIN_REFUSED && a->rc == HV_ENOTFOUND);
     CHECK_RC(hv_jm_done(&J, &W[1], 5, now, &O), HV_ESTATE); /* a stale generation */
-    hv_jm_end(&J, HV_JOB_CANCELLED, "cancelled by the user", &O);
+    hv_jm_end(&J, HV_JOB_CANCELLED, HV_EV_CANCELLED, "cancelled by the user", &O);
     hv_jm_out_reset(&O);
     join(1, 1);
     a = answer_of(&W[1]);
