@@ -1223,9 +1223,9 @@ static const char *const cli_worker_words[] = {"",       "starting", "running", 
 static const char *const cli_node_words[] = {"", "alive", "draining", "dead"};
 static const char *const cli_round_words[] = {"", "", "open", "closed", "not formed"};
 static const char *const cli_reason_words[] = {
-    "",          "start",     "failure",       "data_plane",  "drain",
-    "grow",      "shrink",    "resume",        "succeeded",   "cancelled",
-    "worker_failed", "no_survivor", "max_resets", "round_timeout", "pending_timeout"};
+    "",           "start",         "failure",        "data_plane", "drain",         "grow",
+    "shrink",     "resume",        "succeeded",      "cancelled",  "worker_failed", "no_survivor",
+    "max_resets", "round_timeout", "pending_timeout"};
 
 #define CLI_NWORDS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1261,8 +1261,7 @@ Hvpb__V1__NodeState hv_cli_node_state(const Hvpb__V1__NodeView *n) {
     if (n->state_code != HVPB__V1__NODE_STATE__NODE_STATE_UNSPECIFIED) {
         return n->state_code;
     }
-    return (Hvpb__V1__NodeState)cli_word_code(cli_node_words, CLI_NWORDS(cli_node_words),
-                                              n->state);
+    return (Hvpb__V1__NodeState)cli_word_code(cli_node_words, CLI_NWORDS(cli_node_words), n->state);
 }
 
 Hvpb__V1__RoundState hv_cli_round_state(const Hvpb__V1__JobView *v) {
@@ -1349,9 +1348,9 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
             continue;
         }
         Hvpb__V1__WorkerState ws = hv_cli_worker_state(w);
-        if (v->elastic && (w->generation != last ||
-                           ws == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED ||
-                           ws == HVPB__V1__WORKER_STATE__WORKER_STATE_LEFT)) {
+        if (v->elastic &&
+            (w->generation != last || ws == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED ||
+             ws == HVPB__V1__WORKER_STATE__WORKER_STATE_LEFT)) {
             continue;
         }
         if (first == NULL || cli_worker_before(w, first)) {

@@ -1640,7 +1640,7 @@ static void test_words_changed(void) {
     CHECK_HAS(r.err, "hvsubmit: Auftrag 7 laeuft\n");
     CHECK_HAS(r.err, "hvsubmit: Rang 1 ist verloren\n");
     CHECK_HAS(r.err, "hvsubmit: Auftrag 7 ist gescheitert\n");
-    CHECK_LACKS(r.err, "eingereicht");  /* hvsubmit said the submission itself */
+    CHECK_LACKS(r.err, "eingereicht");    /* hvsubmit said the submission itself */
     CHECK_LACKS(r.err, "Rang 1 ist weg"); /* the same worker's loss, told once */
     CHECK_LACKS(r.err, "wirklich");       /* the same state, told once */
     CHECK_LACKS(r.err, "job 7 failed");   /* the head's event told the failure */

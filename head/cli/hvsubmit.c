@@ -69,20 +69,20 @@ typedef struct submit_watch_s {
     const char *head;     /* borrowed, for messages */
     uint64_t job_id;
     int quiet;
-    int clean_out;               /* worker stdout lines: control characters made visible */
-    int clean_err;               /* worker stderr lines: the same (each stream a terminal) */
-    int elastic;                 /* the job is elastic: its end gets a summary line */
+    int clean_out;                  /* worker stdout lines: control characters made visible */
+    int clean_err;                  /* worker stderr lines: the same (each stream a terminal) */
+    int elastic;                    /* the job is elastic: its end gets a summary line */
     Hvpb__V1__JobState final_state; /* the state of the final JobView (UNSPECIFIED before) */
-    uint64_t nlogs;              /* log lines printed so far = log_offset on resume */
-    uint64_t last_seq;           /* seq of the last event seen = event_after on resume */
-    int cancel_sent;             /* Cancel reached the head */
-    uint64_t cancel_deadline;    /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
-    Hvpb__V1__JobState last_state; /* the state of the last job.state event printed (a state is
+    uint64_t nlogs;                 /* log lines printed so far = log_offset on resume */
+    uint64_t last_seq;              /* seq of the last event seen = event_after on resume */
+    int cancel_sent;                /* Cancel reached the head */
+    uint64_t cancel_deadline;       /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
+    Hvpb__V1__JobState last_state;  /* the state of the last job.state event printed (a state is
                                       not told twice; the end does not repeat it) */
-    uint64_t last_lost;          /* the worker of the last worker.lost event printed: its loss
+    uint64_t last_lost;             /* the worker of the last worker.lost event printed: its loss
                                     comes again as worker.fail */
-    uint64_t head_wait_ms;       /* how long to wait for a head that went away */
-    uint64_t submitted_at;       /* hv_now_ms() when Submit returned */
+    uint64_t head_wait_ms;          /* how long to wait for a head that went away */
+    uint64_t submitted_at;          /* hv_now_ms() when Submit returned */
     int started;                 /* the job left "pending" (a placing/running event, any output) */
     uint64_t next_pending_check; /* hv_now_ms() of the next look at a pending job's wait */
     char pending_said[256];      /* the last "waiting for slots" line printed */
@@ -690,8 +690,8 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
         }
     } else if (st != HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED) {
         snprintf(line, sizeof(line), "job %llu ended in state '%s'%s%s",
-                 (unsigned long long)w->job_id, hv_cli_job_state_name(st),
-                 v->reason[0] ? ": " : "", v->reason);
+                 (unsigned long long)w->job_id, hv_cli_job_state_name(st), v->reason[0] ? ": " : "",
+                 v->reason);
         hv_cli_say(stderr, SUBMIT_PROG, line);
     }
     /* An elastic job's size changed along the way: say where it ended ("succeeded: generation

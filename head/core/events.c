@@ -5,9 +5,10 @@
 
 const char *hv_ev_reason_name(hv_ev_reason_t r) {
     static const char *const names[HV_EV__COUNT] = {
-        "",          "start",        "failure",     "data_plane", "drain",
-        "grow",      "shrink",       "resume",      "succeeded",  "cancelled",
-        "worker_failed", "no_survivor", "max_resets", "round_timeout", "pending_timeout"};
+        "",           "start",         "failure",        "data_plane",
+        "drain",      "grow",          "shrink",         "resume",
+        "succeeded",  "cancelled",     "worker_failed",  "no_survivor",
+        "max_resets", "round_timeout", "pending_timeout"};
     return (unsigned)r < HV_EV__COUNT ? names[r] : "";
 }
 

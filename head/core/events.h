@@ -37,14 +37,14 @@ typedef enum hv_ev_reason {
 
 /* An event's fields; zero-initialised means "none" for each. */
 typedef struct hv_ev_fields_s {
-    uint32_t generation;    /* the round (round.*, job.resume); 0 = none */
-    hv_ev_reason_t reason;  /* why the round opened or the job ended */
-    uint64_t node_id;       /* the node (a worker's, for worker.*); 0 = the event's own, if any */
-    uint64_t worker_id;     /* worker.*: the worker; 0 = none */
-    uint32_t rank;          /* its rank (with worker_id) */
-    uint64_t duration_ms;   /* round.close: how long the round gathered */
-    uint32_t job_state;     /* job.state: HV_EV_JOB_STATE(the new hv_job_state_t); 0 = none */
-    int rollback;           /* round.open/close: the round rolls back */
+    uint32_t generation;   /* the round (round.*, job.resume); 0 = none */
+    hv_ev_reason_t reason; /* why the round opened or the job ended */
+    uint64_t node_id;      /* the node (a worker's, for worker.*); 0 = the event's own, if any */
+    uint64_t worker_id;    /* worker.*: the worker; 0 = none */
+    uint32_t rank;         /* its rank (with worker_id) */
+    uint64_t duration_ms;  /* round.close: how long the round gathered */
+    uint32_t job_state;    /* job.state: HV_EV_JOB_STATE(the new hv_job_state_t); 0 = none */
+    int rollback;          /* round.open/close: the round rolls back */
 } hv_ev_fields_t;
 
 /* The wire's JobState of an hv_job_state_t (the head's enum counts from 0, the wire's from 1). */

@@ -352,8 +352,8 @@ void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, hv_ev_reason_t code, const cha
     for (size_t i = 0; i < j->nw; i++) {
         job_kill(j->w[i], reason && reason[0] ? reason : "the job ended", out);
     }
-    hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(st), .reason = code,
-                        .generation = j->generation};
+    hv_ev_fields_t f = {
+        .job_state = HV_EV_JOB_STATE(st), .reason = code, .generation = j->generation};
     if (j->reason[0] != '\0') {
         act_event_f(out, "job.state", &f, NULL, "job %llu %s: %s", (unsigned long long)j->id,
                     hv_job_state_name(st), j->reason);
@@ -900,10 +900,10 @@ static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t n
     jb_put(&b, "}");
     hv_ev_fields_t rf = {.generation = j->resume_gen, .reason = HV_EV_RESUME, .rollback = 1};
     act_event_f(out, "job.resume", &rf, jb_take(&b),
-              "job %llu resumes in generation %u from the head's copy of generation %u, commit "
-              "%llu (%.1f s old): every member was lost",
-              (unsigned long long)j->id, j->resume_gen, j->copy.generation,
-              (unsigned long long)j->copy.commit, (double)age / 1000.0);
+                "job %llu resumes in generation %u from the head's copy of generation %u, commit "
+                "%llu (%.1f s old): every member was lost",
+                (unsigned long long)j->id, j->resume_gen, j->copy.generation,
+                (unsigned long long)j->copy.commit, (double)age / 1000.0);
     open_round(j, reason, HV_EV_RESUME, 1, now, out);
     return 1;
 }

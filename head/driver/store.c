@@ -450,8 +450,9 @@ static const char *const store_sql[ST__COUNT] = {
                        " AND (?3 = '' OR instr(data, ?3) > 0)",
     [ST_EVENT_SUM] = "SELECT COALESCE(SUM(json_extract(data, ?3)), 0) FROM events"
                      " WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2 AND json_valid(data)",
-    [ST_EVENT_REASONS] = "SELECT reason, rollback, COUNT(*) FROM events WHERE kind = ?1"
-                         " AND generation >= ?2 GROUP BY reason, rollback ORDER BY reason, rollback",
+    [ST_EVENT_REASONS] =
+        "SELECT reason, rollback, COUNT(*) FROM events WHERE kind = ?1"
+        " AND generation >= ?2 GROUP BY reason, rollback ORDER BY reason, rollback",
     [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
                         " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",

@@ -193,7 +193,7 @@ typedef struct hv_event_row_s {
     uint64_t job_id;  // 0 = none
     uint64_t node_id; // 0 = none
     char *kind, *message;
-    char *data; // a JSON object with the event's fields, or "" (v3)
+    char *data;       // a JSON object with the event's fields, or "" (v3)
     hv_ev_fields_t f; // v9: its structured fields (f.node_id = node_id; all 0 in older rows
                       // but rounds', which the migration filled from their data)
     char *node;       // v9: the node's name ("" = none, or an older row)

@@ -51,7 +51,7 @@ struct hv_metrics_s {
     hv_store_t *store;           /* borrowed */
     const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
-    hv_page_src_t page;          /* what the status page's routes read (head/services/page_serve.h) */
+    hv_page_src_t page; /* what the status page's routes read (head/services/page_serve.h) */
     uint64_t start_wall_ms;
     /* counters */
     uint64_t resets[HV_RESET__COUNT];

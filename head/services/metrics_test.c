@@ -120,8 +120,7 @@ static void case_counters(void) {
     hv_driver_event_f(d, 1, 0, "round.open", &g2,
                       "{\"reason\":\"drain: Fehler, Rang 0\",\"rollback\":false,\"resets\":0}",
                       "Generation 2 geöffnet");
-    hv_driver_event_f(d, 1, 0, "round.close", &c2, "{\"wait_ms\":1,\"redone_samples\":64}",
-                      "c2");
+    hv_driver_event_f(d, 1, 0, "round.close", &c2, "{\"wait_ms\":1,\"redone_samples\":64}", "c2");
     hv_driver_event_f(d, 1, 0, "round.open", &g3, "{\"reason\":\"shrink: mehr Platz\"}", "g3");
     hv_driver_event_f(d, 1, 0, "round.open", &g4, "{\"reason\":\"grow: Knoten b\"}", "g4");
     hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":true,\"notice_ms\":30000}", "d");

@@ -172,7 +172,7 @@ out:
 
 /* See page_serve.h. */
 size_t hv_page_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
-                           char (*reasons)[HV_JM_REASON_MAX], size_t cap) {
+                      char (*reasons)[HV_JM_REASON_MAX], size_t cap) {
     size_t nr = 0;
     for (size_t i = 0; i < n; i++) {
         const hv_event_row_t *e = &ev[i];
@@ -193,8 +193,8 @@ size_t hv_page_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
                 continue;
             }
             k = ++nr;
-            out[k - 1] = (hv_page_round_t){.generation = (uint32_t)gen, .opened_ms = e->time_ms,
-                                           .code = ""};
+            out[k - 1] =
+                (hv_page_round_t){.generation = (uint32_t)gen, .opened_ms = e->time_ms, .code = ""};
             reasons[k - 1][0] = '\0';
             out[k - 1].reason = reasons[k - 1];
         }

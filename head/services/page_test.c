@@ -326,18 +326,37 @@ static void case_login_form(void) {
  * generations, reasons, rollbacks and durations. */
 static void case_rounds_from_fields(void) {
     hv_event_row_t ev[] = {
-        {.seq = 1, .time_ms = 1000, .kind = "round.open", .message = "Runde 1 offen",
-         .data = "{\"reason\":\"Anfang\"}", .f = {.generation = 1, .reason = HV_EV_START}},
-        {.seq = 2, .time_ms = 1900, .kind = "round.close", .message = "zu",
-         .data = "{\"size\":4}", .f = {.generation = 1, .reason = HV_EV_START, .duration_ms = 900}},
+        {.seq = 1,
+         .time_ms = 1000,
+         .kind = "round.open",
+         .message = "Runde 1 offen",
+         .data = "{\"reason\":\"Anfang\"}",
+         .f = {.generation = 1, .reason = HV_EV_START}},
+        {.seq = 2,
+         .time_ms = 1900,
+         .kind = "round.close",
+         .message = "zu",
+         .data = "{\"size\":4}",
+         .f = {.generation = 1, .reason = HV_EV_START, .duration_ms = 900}},
         {.seq = 3, .time_ms = 5000, .kind = "job.note", .message = "round.open generation 9"},
-        {.seq = 4, .time_ms = 6000, .kind = "round.open", .message = "Fehler!",
+        {.seq = 4,
+         .time_ms = 6000,
+         .kind = "round.open",
+         .message = "Fehler!",
          .data = "{\"reason\":\"Fehler: Rang 0\",\"rollback\":false}",
          .f = {.generation = 2, .reason = HV_EV_FAILURE, .rollback = 1}},
-        {.seq = 5, .time_ms = 9000, .kind = "round.close", .message = "x", .data = "",
+        {.seq = 5,
+         .time_ms = 9000,
+         .kind = "round.close",
+         .message = "x",
+         .data = "",
          .f = {.generation = 2, .reason = HV_EV_FAILURE, .duration_ms = 2500, .rollback = 1}},
-        {.seq = 6, .time_ms = 9500, .kind = "round.open", .message = "generation 7 opened",
-         .data = NULL, .f = {.generation = 3, .reason = HV_EV_DRAIN}},
+        {.seq = 6,
+         .time_ms = 9500,
+         .kind = "round.open",
+         .message = "generation 7 opened",
+         .data = NULL,
+         .f = {.generation = 3, .reason = HV_EV_DRAIN}},
     };
     hv_page_round_t r[8];
     char reasons[8][HV_JM_REASON_MAX];
@@ -354,7 +373,7 @@ static void case_rounds_from_fields(void) {
     CHECK_STR(r[0].reason, "Anfang"); /* shown as the head wrote it */
     CHECK_EQ(r[1].generation, 2);
     CHECK_STR(r[1].code, "failure");
-    CHECK_EQ(r[1].rollback, 1);      /* the field, not the JSON's false */
+    CHECK_EQ(r[1].rollback, 1);     /* the field, not the JSON's false */
     CHECK_EQ(r[1].opened_ms, 6500); /* the close's duration: the head's own measure */
     CHECK_EQ(r[1].closed_ms, 9000);
     CHECK_EQ(r[2].generation, 3);
@@ -364,9 +383,9 @@ static void case_rounds_from_fields(void) {
 
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"escape", case_escape},        {"duration", case_duration},
-        {"cluster", case_cluster},      {"job", case_job},
-        {"routes", case_routes},        {"sessions", case_sessions},
+        {"escape", case_escape},         {"duration", case_duration},
+        {"cluster", case_cluster},       {"job", case_job},
+        {"routes", case_routes},         {"sessions", case_sessions},
         {"login_form", case_login_form}, {"rounds_from_fields", case_rounds_from_fields}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -169,9 +169,8 @@ static void event_from_row(Hvpb__V1__Event *e, const hv_event_row_t *row) {
     e->worker_id = row->f.worker_id;
     e->rank = row->f.rank;
     e->duration_ms = row->f.duration_ms;
-    e->job_state = row->f.job_state <= HV_JOB__COUNT
-                       ? (Hvpb__V1__JobState)row->f.job_state
-                       : HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
+    e->job_state = row->f.job_state <= HV_JOB__COUNT ? (Hvpb__V1__JobState)row->f.job_state
+                                                     : HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
     e->rollback = row->f.rollback;
 }
 
@@ -206,8 +205,8 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->size = m->size;
     v->round_reason = clip_str(&sc->clip, m->round_reason, VIEW_REASON_MAX);
     v->round_reason_code = reason_code(m->round_code);
-    v->round_state = (char *)round_state(m->generation, m->round_open, m->state,
-                                         &v->round_state_code);
+    v->round_state =
+        (char *)round_state(m->generation, m->round_open, m->state, &v->round_state_code);
     v->max_resets = m->p.max_resets;
     v->check_every = m->p.check_every;
     v->resumes = m->resumes;
@@ -717,8 +716,8 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t 
     if (hv_job_state_parse(row->state, &st) == HV_OK) {
         v->state_code = job_state_code(st);
     }
-    v->round_state = (char *)round_state(row->generation, row->round_open, st,
-                                         &v->round_state_code);
+    v->round_state =
+        (char *)round_state(row->generation, row->round_open, st, &v->round_state_code);
     v->max_resets = row->max_resets;
     v->check_every = row->check_every;
     v->resumes = row->resumes;
