@@ -1420,7 +1420,10 @@ const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t
 }
 
 const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len) {
-    const char *st = v->round_state != NULL ? v->round_state : "";
+    Hvpb__V1__RoundState rs = hv_cli_round_state(v);
+    /* UNSPECIFIED: a round state this client does not know, or none from an older head. */
+    const char *st =
+        rs == HVPB__V1__ROUND_STATE__ROUND_STATE_UNSPECIFIED ? "" : hv_cli_round_state_name(rs);
     const char *why = v->round_reason != NULL ? v->round_reason : "";
     if (st[0] == '\0' && why[0] == '\0') {
         snprintf(buf, len, "-");
