@@ -6,7 +6,9 @@
  * a Watch stream that breaks (resume without repeats); Ctrl-C once (cancel) and twice (exit at
  * once); a refused submit; --detach; hvctl's tables, --json and NOT_FOUND; the elastic options
  * in the spec and the end-of-job summary; hvctl's elastic job view, blacklist column, event
- * data embedded in --json, and drain/undrain (unknown node, old head, unreachable head). The
+ * data embedded in --json, and drain/undrain (unknown node, old head, unreachable head); and a
+ * head whose words are all changed (words_changed: other messages and state words, the same
+ * codes and event fields), which the tools must follow as before. The
  * tests with a real head live in tests/integration. Cases run alone by name:
  * cli_fakehead_test [case].
  */

@@ -1,7 +1,8 @@
 /*
- * metrics_test: the pure helpers (a round's reset reason, top-level JSON fields of events,
- * label escaping), then the counters end to end on a real store and driver in a temporary data
- * dir: events appended through the driver are counted (resets by reason, the reset histogram,
+ * metrics_test: the pure helpers (a round's reset reason from its code, top-level JSON fields of
+ * events, label escaping), then the counters end to end on a real store and driver in a temporary
+ * data dir: events appended through the driver, with their words changed (another language, JSON
+ * words that disagree), are counted by their fields (resets by reason code, the reset histogram,
  * samples redone, drains and notices, launch failures), calls by method and code, and a second
  * metrics object made on the same store (a restarted head) starts from the stored counts.
  */
