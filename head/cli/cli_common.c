@@ -975,7 +975,7 @@ int hv_cli_interp_missing(const char *prog, Hvpb__V1__NodeView *const *nodes, si
     }
     size_t alive = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nodes[i]->state == NULL || strcmp(nodes[i]->state, "alive") != 0) {
+        if (hv_cli_node_state(nodes[i]) != HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             continue;
         }
         const char *have = cli_label(nodes[i]->info, "hv.python");
@@ -990,7 +990,7 @@ int hv_cli_interp_missing(const char *prog, Hvpb__V1__NodeView *const *nodes, si
     size_t used = (size_t)snprintf(msg, len, "no node has '%s' on its PATH (", prog);
     size_t listed = 0;
     for (size_t i = 0; i < n && used < len; i++) {
-        if (nodes[i]->state == NULL || strcmp(nodes[i]->state, "alive") != 0) {
+        if (hv_cli_node_state(nodes[i]) != HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             continue;
         }
         if (listed == 8) {
@@ -1282,6 +1282,101 @@ hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen) 
     return hv_cli_submit_check_files(o, err, errlen);
 }
 
+/* ---- states as codes ------------------------------------------------------------------------ */
+
+/* Words of the codes, indexed by value (0: UNSPECIFIED). */
+static const char *const cli_job_words[] = {"",          "pending", "placing",  "running",
+                                            "succeeded", "failed",  "cancelled"};
+static const char *const cli_worker_words[] = {"",       "starting", "running", "exited",
+                                               "killed", "lost",     "left"};
+static const char *const cli_node_words[] = {"", "alive", "draining", "dead"};
+static const char *const cli_round_words[] = {"", "", "open", "closed", "not formed"};
+static const char *const cli_reason_words[] = {
+    "",           "start",         "failure",        "data_plane", "drain",         "grow",
+    "shrink",     "resume",        "succeeded",      "cancelled",  "worker_failed", "no_survivor",
+    "max_resets", "round_timeout", "pending_timeout"};
+
+#define CLI_NWORDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The index of word in words[1..n-1], or 0. */
+static int cli_word_code(const char *const *words, size_t n, const char *word) {
+    for (size_t i = 1; word != NULL && i < n; i++) {
+        if (words[i][0] != '\0' && strcmp(words[i], word) == 0) {
+            return (int)i;
+        }
+    }
+    return 0;
+}
+
+Hvpb__V1__JobState hv_cli_job_state(const Hvpb__V1__JobView *v) {
+    if (v->state_code != HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED) {
+        return v->state_code;
+    }
+    return (Hvpb__V1__JobState)cli_word_code(cli_job_words, CLI_NWORDS(cli_job_words), v->state);
+}
+
+Hvpb__V1__WorkerState hv_cli_worker_state(const Hvpb__V1__WorkerView *w) {
+    if (w->state_code != HVPB__V1__WORKER_STATE__WORKER_STATE_UNSPECIFIED) {
+        return w->state_code;
+    }
+    if (w->state != NULL && strcmp(w->state, "pending") == 0) {
+        return HVPB__V1__WORKER_STATE__WORKER_STATE_STARTING;
+    }
+    return (Hvpb__V1__WorkerState)cli_word_code(cli_worker_words, CLI_NWORDS(cli_worker_words),
+                                                w->state);
+}
+
+Hvpb__V1__NodeState hv_cli_node_state(const Hvpb__V1__NodeView *n) {
+    if (n->state_code != HVPB__V1__NODE_STATE__NODE_STATE_UNSPECIFIED) {
+        return n->state_code;
+    }
+    return (Hvpb__V1__NodeState)cli_word_code(cli_node_words, CLI_NWORDS(cli_node_words), n->state);
+}
+
+Hvpb__V1__RoundState hv_cli_round_state(const Hvpb__V1__JobView *v) {
+    if (v->round_state_code != HVPB__V1__ROUND_STATE__ROUND_STATE_UNSPECIFIED) {
+        return v->round_state_code;
+    }
+    if (v->generation == 0) {
+        return HVPB__V1__ROUND_STATE__ROUND_STATE_NONE;
+    }
+    return (Hvpb__V1__RoundState)cli_word_code(cli_round_words, CLI_NWORDS(cli_round_words),
+                                               v->round_state);
+}
+
+/* words[v], "unknown" for 0 or past the end. */
+static const char *cli_code_word(const char *const *words, size_t n, int v) {
+    return v > 0 && (size_t)v < n ? words[v] : "unknown";
+}
+
+const char *hv_cli_job_state_name(Hvpb__V1__JobState s) {
+    return cli_code_word(cli_job_words, CLI_NWORDS(cli_job_words), (int)s);
+}
+
+const char *hv_cli_worker_state_name(Hvpb__V1__WorkerState s) {
+    return cli_code_word(cli_worker_words, CLI_NWORDS(cli_worker_words), (int)s);
+}
+
+const char *hv_cli_node_state_name(Hvpb__V1__NodeState s) {
+    return cli_code_word(cli_node_words, CLI_NWORDS(cli_node_words), (int)s);
+}
+
+const char *hv_cli_round_state_name(Hvpb__V1__RoundState s) {
+    return s == HVPB__V1__ROUND_STATE__ROUND_STATE_NONE
+               ? ""
+               : cli_code_word(cli_round_words, CLI_NWORDS(cli_round_words), (int)s);
+}
+
+const char *hv_cli_reason_name(Hvpb__V1__EventReason r) {
+    return (int)r > 0 && (size_t)r < CLI_NWORDS(cli_reason_words) ? cli_reason_words[r] : "";
+}
+
+int hv_cli_job_state_final(Hvpb__V1__JobState s) {
+    return s == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED ||
+           s == HVPB__V1__JOB_STATE__JOB_STATE_FAILED ||
+           s == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED;
+}
+
 /* ---- job outcome ---------------------------------------------------------------------------- */
 
 int hv_cli_worker_failed(const Hvpb__V1__WorkerView *w) {
@@ -1292,8 +1387,8 @@ int hv_cli_worker_failed(const Hvpb__V1__WorkerView *w) {
  * (those are usually the consequence of the first failure), then lower rank, then lower attempt.
  * Returns non-zero when a should be preferred over b. */
 static int cli_worker_before(const Hvpb__V1__WorkerView *a, const Hvpb__V1__WorkerView *b) {
-    int a_killed = strcmp(a->state, "killed") == 0;
-    int b_killed = strcmp(b->state, "killed") == 0;
+    int a_killed = hv_cli_worker_state(a) == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED;
+    int b_killed = hv_cli_worker_state(b) == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED;
     if (a_killed != b_killed) {
         return !a_killed;
     }
@@ -1310,8 +1405,10 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
      * round can be why it ended (earlier failures were survived; workers the head stopped or
      * drained are consequences). */
     uint32_t last = v->generation;
-    if (v->elastic && last > 0 && v->round_state != NULL &&
-        (strcmp(v->round_state, "open") == 0 || strcmp(v->round_state, "not formed") == 0)) {
+    Hvpb__V1__RoundState rs = hv_cli_round_state(v);
+    if (v->elastic && last > 0 &&
+        (rs == HVPB__V1__ROUND_STATE__ROUND_STATE_OPEN ||
+         rs == HVPB__V1__ROUND_STATE__ROUND_STATE_NOT_FORMED)) {
         last--;
     }
     for (size_t i = 0; i < v->n_workers; i++) {
@@ -1319,8 +1416,10 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
         if (w == NULL || !hv_cli_worker_failed(w)) {
             continue;
         }
-        if (v->elastic && (w->generation != last || strcmp(w->state, "killed") == 0 ||
-                           strcmp(w->state, "left") == 0)) {
+        Hvpb__V1__WorkerState ws = hv_cli_worker_state(w);
+        if (v->elastic &&
+            (w->generation != last || ws == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED ||
+             ws == HVPB__V1__WORKER_STATE__WORKER_STATE_LEFT)) {
             continue;
         }
         if (first == NULL || cli_worker_before(w, first)) {
@@ -1330,13 +1429,14 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
     if (first_out != NULL) {
         *first_out = first;
     }
-    if (strcmp(v->state, "succeeded") == 0) {
+    Hvpb__V1__JobState st = hv_cli_job_state(v);
+    if (st == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED) {
         return HV_CLI_EXIT_OK;
     }
-    if (strcmp(v->state, "cancelled") == 0) {
+    if (st == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED) {
         return we_cancelled ? HV_CLI_EXIT_SIGINT : HV_CLI_EXIT_FAIL;
     }
-    if (strcmp(v->state, "failed") != 0 || first == NULL) {
+    if (st != HVPB__V1__JOB_STATE__JOB_STATE_FAILED || first == NULL) {
         return HV_CLI_EXIT_FAIL;
     }
     if (first->term_signal > 0 && first->term_signal < 128) {
@@ -1362,11 +1462,11 @@ const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size
                      hv_cli_signame(w->term_signal, sig, sizeof(sig)));
     } else if (w->exit_code > 0) {
         n = snprintf(buf, len, "%s exited with status %d", where, (int)w->exit_code);
-    } else if (strcmp(w->state, "lost") == 0) {
+    } else if (hv_cli_worker_state(w) == HVPB__V1__WORKER_STATE__WORKER_STATE_LOST) {
         n = snprintf(buf, len, "%s was lost", where);
     } else {
         n = snprintf(buf, len, "%s did not exit normally (%s)", where,
-                     w->state[0] ? w->state : "unknown state");
+                     hv_cli_worker_state_name(hv_cli_worker_state(w)));
     }
     if (w->reason[0] != '\0' && n >= 0 && (size_t)n < len) {
         snprintf(buf + n, len - (size_t)n, " (%s)", w->reason);
@@ -1375,7 +1475,8 @@ const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size
 }
 
 const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t len) {
-    if (v->round_state != NULL && strcmp(v->round_state, "not formed") == 0 && v->generation > 1) {
+    if (hv_cli_round_state(v) == HVPB__V1__ROUND_STATE__ROUND_STATE_NOT_FORMED &&
+        v->generation > 1) {
         snprintf(buf, len, "generation %u did not form; generation %u had %u worker%s; %u reset%s",
                  (unsigned)v->generation, (unsigned)v->generation - 1, (unsigned)v->size,
                  v->size == 1 ? "" : "s", (unsigned)v->resets, v->resets == 1 ? "" : "s");
@@ -1388,7 +1489,10 @@ const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t
 }
 
 const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len) {
-    const char *st = v->round_state != NULL ? v->round_state : "";
+    Hvpb__V1__RoundState rs = hv_cli_round_state(v);
+    /* UNSPECIFIED: a round state this client does not know, or none from an older head. */
+    const char *st =
+        rs == HVPB__V1__ROUND_STATE__ROUND_STATE_UNSPECIFIED ? "" : hv_cli_round_state_name(rs);
     const char *why = v->round_reason != NULL ? v->round_reason : "";
     if (st[0] == '\0' && why[0] == '\0') {
         snprintf(buf, len, "-");
@@ -1469,11 +1573,12 @@ const char *hv_cli_fmt_pending(uint32_t np, Hvpb__V1__NodeView *const *nodes, si
             continue;
         }
         uint32_t s = v->info != NULL ? v->info->slots : 0;
-        if (strcmp(v->state, "alive") == 0) {
+        Hvpb__V1__NodeState ns = hv_cli_node_state(v);
+        if (ns == HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             alive++;
             slots += s;
             free += s > v->slots_used ? s - v->slots_used : 0;
-        } else if (strcmp(v->state, "draining") == 0) {
+        } else if (ns == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING) {
             draining++;
         } else {
             dead++;
@@ -2302,13 +2407,14 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
         }
         uint32_t slots = n->info != NULL ? n->info->slots : 0;
         uint32_t used = n->slots_used < slots ? n->slots_used : slots;
-        if (strcmp(n->state, "alive") == 0) {
+        Hvpb__V1__NodeState ns = hv_cli_node_state(n);
+        if (ns == HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             out->nodes_alive++;
             out->slots_alive += slots;
             out->slots_used += used;
             out->slots_free += slots - used;
             out->gpus += n->info != NULL ? n->info->gpus : 0;
-        } else if (strcmp(n->state, "draining") == 0) {
+        } else if (ns == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING) {
             out->nodes_draining++;
             out->slots_draining += slots;
             out->slots_used += used;
@@ -2323,22 +2429,23 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
         if (v == NULL) {
             continue;
         }
-        if (strcmp(v->state, "pending") == 0) {
+        Hvpb__V1__JobState js = hv_cli_job_state(v);
+        if (js == HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             out->jobs_pending++;
             out->demand_slots += v->np;
-        } else if (strcmp(v->state, "placing") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_PLACING) {
             out->jobs_placing++;
-        } else if (strcmp(v->state, "running") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_RUNNING) {
             out->jobs_running++;
             if (v->elastic && v->max_np > v->size && v->size > 0) {
                 out->grow_jobs++;
                 out->grow_workers += v->max_np - v->size;
             }
-        } else if (strcmp(v->state, "succeeded") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED) {
             out->jobs_succeeded++;
-        } else if (strcmp(v->state, "failed") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_FAILED) {
             out->jobs_failed++;
-        } else if (strcmp(v->state, "cancelled") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED) {
             out->jobs_cancelled++;
         } else {
             out->jobs_other++;
@@ -2394,7 +2501,7 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
      * that order. */
     for (size_t k = njobs; k > 0; k--) {
         const Hvpb__V1__JobView *v = jobs[k - 1];
-        if (v == NULL || strcmp(v->state, "pending") != 0) {
+        if (v == NULL || hv_cli_job_state(v) != HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             continue;
         }
         char ago[32], name[1100];
@@ -2457,7 +2564,7 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
     hv_cli_json_arr_begin(j);
     for (size_t k = njobs; k > 0; k--) {
         const Hvpb__V1__JobView *v = jobs[k - 1];
-        if (v == NULL || strcmp(v->state, "pending") != 0) {
+        if (v == NULL || hv_cli_job_state(v) != HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             continue;
         }
         hv_cli_json_obj_begin(j);

@@ -234,6 +234,26 @@ const char *hv_cli_ship_name(const hv_cli_submit_opts_t *o, size_t i);
  * shipped files share a base name (they land in one directory on the node). */
 hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_t errlen);
 
+/* ---- states as codes ------------------------------------------------------------------------
+ * The CLIs decide on these, never on the views' state words or on events' messages. Each reads
+ * the view's *_code field; from a head older than the codes (UNSPECIFIED) it falls back to the
+ * code of the view's state name (one of the fixed words listed in proto/hv.proto), and gives
+ * UNSPECIFIED for anything else. */
+Hvpb__V1__JobState hv_cli_job_state(const Hvpb__V1__JobView *v);
+Hvpb__V1__WorkerState hv_cli_worker_state(const Hvpb__V1__WorkerView *w);
+Hvpb__V1__NodeState hv_cli_node_state(const Hvpb__V1__NodeView *n);
+Hvpb__V1__RoundState hv_cli_round_state(const Hvpb__V1__JobView *v);
+/* The word of a code for people and for --json: "running", "draining", "not formed", ...;
+ * "unknown" for UNSPECIFIED or a value newer than this client. */
+const char *hv_cli_job_state_name(Hvpb__V1__JobState s);
+const char *hv_cli_worker_state_name(Hvpb__V1__WorkerState s);
+const char *hv_cli_node_state_name(Hvpb__V1__NodeState s);
+const char *hv_cli_round_state_name(Hvpb__V1__RoundState s);
+/* An event reason's word: "failure", "drain", "grow", ...; "" for UNSPECIFIED or unknown. */
+const char *hv_cli_reason_name(Hvpb__V1__EventReason r);
+/* True for a job state that is final (succeeded, failed, cancelled). */
+int hv_cli_job_state_final(Hvpb__V1__JobState s);
+
 /* Returns the exit status hvsubmit uses for a finished job (see hvsubmit's usage): 0 when it
  * succeeded; when it failed, the first failing rank's exit code if it is 1..255, 128+signal if
  * that rank was killed by a signal, else 1; when cancelled, 130 if we_cancelled, else 1. The first

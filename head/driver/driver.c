@@ -286,10 +286,22 @@ static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t
 
 /* ---- events --------------------------------------------------------------------------------- */
 
+/* f: the event's fields (NULL: none); a node named by them (a worker's) is the event's node when
+ * node_id is 0, and the node's name goes with the event. */
 static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                    const char *data, const char *msg) {
+                    const hv_ev_fields_t *f, const char *data, const char *msg) {
+    hv_ev_fields_t ev = {0};
+    if (f != NULL) {
+        ev = *f;
+    }
+    if (node_id == 0) {
+        node_id = ev.node_id;
+    }
+    ev.node_id = node_id;
+    const char *node = node_id != 0 ? node_name_cb(node_id, d) : NULL;
     uint64_t seq = 0;
-    hv_err rc = hv_store_event_append(d->store, job_id, node_id, kind, msg, data, &seq);
+    hv_err rc =
+        hv_store_event_append_f(d->store, job_id, node_id, kind, msg, data, &ev, node, &seq);
     if (rc != HV_OK) {
         store_failed(d, rc, "append an event");
     } else {
@@ -298,7 +310,7 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
     if (d->observe != NULL) {
-        d->observe(d->observe_ud, job_id, node_id, kind, data);
+        d->observe(d->observe_ud, job_id, node_id, kind, &ev, data);
     }
     if (job_id != 0) {
         hv_djob_t *j = job_by_id(d, job_id);
@@ -318,7 +330,17 @@ void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    event_v(d, job_id, node_id, kind, data, msg);
+    event_v(d, job_id, node_id, kind, NULL, data, msg);
+}
+
+void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                       const hv_ev_fields_t *f, const char *data, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    event_v(d, job_id, node_id, kind, f, data, msg);
 }
 
 /* ---- rows ----------------------------------------------------------------------------------- */
@@ -356,6 +378,7 @@ static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
     r->round_open = m->round_open;
     r->round_rollback = m->round_rollback;
     r->round_reason = (char *)m->round_reason;
+    r->round_code = (uint32_t)m->round_code;
     r->round_opened_ms = m->round_opened_ms;
     r->round_deadline_ms = m->round_deadline_ms;
     r->round_fail_at_ms = m->round_fail_at_ms;
@@ -542,6 +565,7 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
     j->jm.round_rollback = r->round_rollback;
     snprintf(j->jm.round_reason, sizeof(j->jm.round_reason), "%s",
              r->round_reason ? r->round_reason : "");
+    j->jm.round_code = r->round_code < HV_EV__COUNT ? (hv_ev_reason_t)r->round_code : HV_EV_NONE;
     j->jm.round_opened_ms = r->round_opened_ms;
     j->jm.round_deadline_ms = r->round_deadline_ms;
     j->jm.round_fail_at_ms = r->round_fail_at_ms;
@@ -1108,7 +1132,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             strike(d, j, a->node_id, a->text);
             break;
         case HV_JA_EVENT:
-            event_v(d, j->jm.id, 0, a->event, a->data, a->text);
+            event_v(d, j->jm.id, 0, a->event, &a->ev, a->data, a->text);
             break;
         case HV_JA_ENDED: {
             if (d->actors.job_ended != NULL) {
@@ -1450,8 +1474,10 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         }
     }
     if (first) {
-        hv_driver_event(d, j->jm.id, 0, "job.state", NULL, "job %llu placing %u workers on %s",
-                        (unsigned long long)j->jm.id, n, hosts);
+        hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PLACING)};
+        hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
+                          "job %llu placing %u workers on %s", (unsigned long long)j->jm.id, n,
+                          hosts);
     } else {
         hv_driver_event(d, j->jm.id, 0, "job.grow", NULL, "job %llu grows by %u workers on %s (%s)",
                         (unsigned long long)j->jm.id, n, hosts, why);
@@ -1710,16 +1736,17 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
     hv_joblog_open(d->logs, &j->log, j->jm.id);
     job_link(d, j);
+    hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PENDING)};
     if (elastic) {
-        hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
-                        "job %llu (%s) submitted: %u workers (elastic %u..%u, max resets %u, "
-                        "check every %u commits), pending",
-                        (unsigned long long)j->jm.id, j->name, np, row.min_np, row.max_np,
-                        row.max_resets, row.check_every);
+        hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
+                          "job %llu (%s) submitted: %u workers (elastic %u..%u, max resets %u, "
+                          "check every %u commits), pending",
+                          (unsigned long long)j->jm.id, j->name, np, row.min_np, row.max_np,
+                          row.max_resets, row.check_every);
     } else {
-        hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
-                        "job %llu (%s) submitted: %u workers, pending",
-                        (unsigned long long)j->jm.id, j->name, np);
+        hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
+                          "job %llu (%s) submitted: %u workers, pending",
+                          (unsigned long long)j->jm.id, j->name, np);
     }
     *job_id = j->jm.id;
     *np_out = np;
@@ -1732,7 +1759,7 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
         return HV_ENOTFOUND;
     }
     if (job_active(j)) {
-        hv_jm_end(&j->jm, HV_JOB_CANCELLED, "cancelled by the user", &d->out);
+        hv_jm_end(&j->jm, HV_JOB_CANCELLED, HV_EV_CANCELLED, "cancelled by the user", &d->out);
         apply(d, j, &d->out);
     }
     return HV_OK;
@@ -1814,7 +1841,8 @@ static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     worker_desc(d, w, who, sizeof(who));
     snprintf(what, sizeof(what), "%s was lost: %s", who, reason);
     worker_gone(d, w, reason);
-    hv_driver_event(d, w->job->jm.id, w->jm.node_id, "worker.lost", NULL, "%s", what);
+    hv_ev_fields_t f = {.worker_id = w->jm.id, .rank = w->jm.rank};
+    hv_driver_event_f(d, w->job->jm.id, w->jm.node_id, "worker.lost", &f, NULL, "%s", what);
     hv_jm_lost(&w->job->jm, &w->jm, what, hv_wall_ms(), &d->out);
     apply(d, w->job, &d->out);
 }
@@ -2578,7 +2606,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
                      j->timeout_s, j->np, count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
-            hv_jm_end(&j->jm, HV_JOB_FAILED, why, &d->out);
+            hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);
             apply(d, j, &d->out);
             continue;
         }

@@ -176,10 +176,11 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now);
 /* Places pending jobs and grows elastic jobs onto free slots. */
 void hv_driver_schedule(hv_driver_t *d);
 /* Told of every event once it is appended (also when its append failed): for counting
- * (head/services/metrics.c); it must not call the driver. data: the event's JSON object or NULL; all
- * borrowed for the call. One observer; NULL removes it. */
+ * (head/services/metrics.c); it must not call the driver. f: the event's fields (never NULL; node_id
+ * set as stored); data: the event's JSON object or NULL; all borrowed for the call. One observer;
+ * NULL removes it. */
 typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
-                                     const char *data);
+                                     const hv_ev_fields_t *f, const char *data);
 void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud);
 
 /* The actors' part of the head (head/driver/actors_drv.c) hooks in here, so the driver does not
@@ -216,6 +217,11 @@ hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, 
 /* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The same with the event's fields (f borrowed; NULL: none). The node's name is added from
+ * node_id (or, when it is 0, from f->node_id). */
+void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                       const hv_ev_fields_t *f, const char *data, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 
 /* ---- nodes (Cluster service) ---------------------------------------------------------------- */
 

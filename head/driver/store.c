@@ -304,10 +304,39 @@ static const char store_v10_sql[] = "CREATE TABLE actors ("
                                     " ended_ms INTEGER NOT NULL);"
                                     "CREATE INDEX actors_name ON actors (namespace, name);";
 
+/* v11: events carry structured fields (head/core/events.h; the wire's Event fields): the round,
+ * a reason code (the wire's EventReason), the node's name, the worker and its rank, a duration,
+ * the job's new state (the wire's JobState) and whether the round rolls back; jobs keep the
+ * newest round's reason code. Rows stored before: their rounds' fields come from their JSON
+ * data, and their reason codes from the words their reasons began with (the only place the
+ * head reads its own old English, once); every other old row reads as "none" (0, ""). */
+static const char store_v11_sql[] =
+    "ALTER TABLE events ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN reason INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN node TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE events ADD COLUMN worker_id INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN duration_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN job_state INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN rollback INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_code INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE events SET"
+    " generation = COALESCE(json_extract(data, '$.generation'), 0),"
+    " rollback = COALESCE(json_extract(data, '$.rollback'), 0),"
+    " duration_ms = COALESCE(json_extract(data, '$.wait_ms'), 0),"
+    " reason = CASE WHEN kind = 'job.resume' THEN 7 ELSE"
+    " CASE substr(COALESCE(json_extract(data, '$.reason'), ''), 1, 5)"
+    " WHEN 'start' THEN 1 WHEN 'failu' THEN 2 WHEN 'worke' THEN 3 WHEN 'drain' THEN 4"
+    " WHEN 'grow:' THEN 5 WHEN 'shrin' THEN 6 WHEN 'resum' THEN 7 ELSE 0 END END"
+    " WHERE kind IN ('round.open', 'round.close', 'job.resume') AND json_valid(data);"
+    "UPDATE jobs SET round_code = CASE substr(round_reason, 1, 5)"
+    " WHEN 'start' THEN 1 WHEN 'failu' THEN 2 WHEN 'worke' THEN 3 WHEN 'drain' THEN 4"
+    " WHEN 'grow:' THEN 5 WHEN 'shrin' THEN 6 WHEN 'resum' THEN 7 ELSE 0 END;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql, store_v5_sql,
-    store_v6_sql, store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql};
+    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql,  store_v5_sql, store_v6_sql,
+    store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql, store_v11_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -338,6 +367,7 @@ enum {
     ST_EVENT_LIST_JOB,
     ST_EVENT_COUNT,
     ST_EVENT_SUM,
+    ST_EVENT_REASONS,
     ST_ARTIFACT_PUT,
     ST_ARTIFACT_GET,
     ST_ARTIFACT_TOUCH,
@@ -378,12 +408,14 @@ enum {
     " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
     " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
     " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
-    " round_fail_at_ms, target_np, resume_gen, resumes"
+    " round_fail_at_ms, target_np, resume_gen, resumes, round_code"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
     " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
     " cross_rank, done, removed, addr"
-#define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message, data"
+#define EVENT_COLS                                                                                 \
+    "seq, time_ms, job_id, node_id, kind, message, data, generation, reason, node, worker_id,"     \
+    " rank, duration_ms, job_state, rollback"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
 #define AUDIT_COLS "seq, time_ms, who_kind, who_id, peer, method, target, code, result"
 #define JTOKEN_COLS                                                                                \
@@ -416,10 +448,11 @@ static const char *const store_sql[ST__COUNT] = {
                       " ended_ms, elastic, check_every, elastic_timeout_s, rdzv_timeout_s,"
                       " cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"
                       " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
-                      " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes)"
+                      " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes,"
+                      " round_code)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
                       " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
-                      " ?31, ?32, ?33, ?34)",
+                      " ?31, ?32, ?33, ?34, ?35)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
@@ -429,7 +462,7 @@ static const char *const store_sql[ST__COUNT] = {
                       " size = ?24, cross_size = ?25, round_open = ?26, round_rollback = ?27,"
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
                       " round_fail_at_ms = ?31, target_np = ?32, resume_gen = ?33,"
-                      " resumes = ?34 WHERE id = ?15",
+                      " resumes = ?34, round_code = ?35 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
@@ -454,8 +487,10 @@ static const char *const store_sql[ST__COUNT] = {
                            " ORDER BY job_id, rank, attempt",
     [ST_WORKER_LIST_JOB] = "SELECT " WORKER_COLS " FROM workers WHERE job_id = ?2"
                            " AND (?1 = 0 OR " WORKER_ACTIVE ") ORDER BY job_id, rank, attempt",
-    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message, data)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message, data,"
+                        " generation, reason, node, worker_id, rank, duration_ms, job_state,"
+                        " rollback)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     /* The inner query picks the newest `limit` events, the outer one puts them back in order. */
     [ST_EVENT_LIST_ALL] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
                           " WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
@@ -466,6 +501,9 @@ static const char *const store_sql[ST__COUNT] = {
                        " AND (?3 = '' OR instr(data, ?3) > 0)",
     [ST_EVENT_SUM] = "SELECT COALESCE(SUM(json_extract(data, ?3)), 0) FROM events"
                      " WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2 AND json_valid(data)",
+    [ST_EVENT_REASONS] =
+        "SELECT reason, rollback, COUNT(*) FROM events WHERE kind = ?1"
+        " AND generation >= ?2 GROUP BY reason, rollback ORDER BY reason, rollback",
     [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
                         " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
@@ -1588,13 +1626,14 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->target_np = col_u32(st, 31);
     r->resume_gen = col_u32(st, 32);
     r->resumes = col_u32(st, 33);
+    r->round_code = col_u32(st, 34);
     return HV_OK;
 fail:
     hv_store_job_fini(r);
     return HV_ENOMEM;
 }
 
-/* Binds ?1..?14 and ?16..?34 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
+/* Binds ?1..?14 and ?16..?35 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
  * out. */
 static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_text(b, 1, row->name);
@@ -1632,6 +1671,7 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 32, row->target_np);
     bind_u64(b, 33, row->resume_gen);
     bind_u64(b, 34, row->resumes);
+    bind_u64(b, 35, row->round_code);
 }
 
 /* Records that job_id uses the artifact digest (already there: nothing). */
@@ -1966,6 +2006,7 @@ void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
         hv_free(rows[i].kind);
         hv_free(rows[i].message);
         hv_free(rows[i].data);
+        hv_free(rows[i].node);
     }
     hv_free(rows);
 }
@@ -1975,6 +2016,7 @@ static void event_fini_v(void *vrow) {
     hv_free(r->kind);
     hv_free(r->message);
     hv_free(r->data);
+    hv_free(r->node);
     memset(r, 0, sizeof(*r));
 }
 
@@ -1985,8 +2027,17 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
     r->time_ms = col_u64(st, 1);
     r->job_id = col_u64(st, 2);
     r->node_id = col_u64(st, 3);
+    r->f.generation = col_u32(st, 7);
+    uint32_t reason = col_u32(st, 8);
+    r->f.reason = reason < HV_EV__COUNT ? (hv_ev_reason_t)reason : HV_EV_NONE;
+    r->f.node_id = r->node_id;
+    r->f.worker_id = col_u64(st, 10);
+    r->f.rank = col_u32(st, 11);
+    r->f.duration_ms = col_u64(st, 12);
+    r->f.job_state = col_u32(st, 13);
+    r->f.rollback = col_int(st, 14) != 0;
     if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK ||
-        col_text(st, 6, &r->data) != HV_OK) {
+        col_text(st, 6, &r->data) != HV_OK || col_text(st, 9, &r->node) != HV_OK) {
         event_fini_v(r);
         return HV_ENOMEM;
     }
@@ -1995,6 +2046,16 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
 
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
                              const char *message, const char *data, uint64_t *seq_out) {
+    return hv_store_event_append_f(s, job_id, node_id, kind, message, data, NULL, NULL, seq_out);
+}
+
+hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
+                               const char *message, const char *data, const hv_ev_fields_t *f,
+                               const char *node, uint64_t *seq_out) {
+    static const hv_ev_fields_t none = {0};
+    if (f == NULL) {
+        f = &none;
+    }
     sqlite3_stmt *st = NULL;
     hv_err rc;
     if ((rc = store_stmt(s, ST_EVENT_APPEND, &st)) != HV_OK) {
@@ -2007,6 +2068,14 @@ hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, c
     bind_text(&b, 4, kind);
     bind_text(&b, 5, message);
     bind_text(&b, 6, data);
+    bind_u64(&b, 7, f->generation);
+    bind_u64(&b, 8, (uint64_t)f->reason);
+    bind_text(&b, 9, node != NULL ? node : "");
+    bind_u64(&b, 10, f->worker_id);
+    bind_u64(&b, 11, f->rank);
+    bind_u64(&b, 12, f->duration_ms);
+    bind_u64(&b, 13, f->job_state);
+    bind_int(&b, 14, f->rollback != 0);
     if ((rc = store_bind_check(s, &b, "event append")) != HV_OK ||
         (rc = store_exec_stmt(s, st, "event append")) != HV_OK) {
         goto out;
@@ -2061,6 +2130,35 @@ hv_err hv_store_job_states(hv_store_t *s, void (*fn)(const char *state, uint64_t
     }
     if (src != SQLITE_DONE) {
         rc = store_fail(s, src, "count jobs by state");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_event_reasons(hv_store_t *s, const char *kind, uint32_t min_gen,
+                              void (*fn)(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud),
+                              void *ud) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_EVENT_REASONS, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, kind);
+    bind_u64(&b, 2, min_gen);
+    if ((rc = store_bind_check(s, &b, "count events by reason")) != HV_OK) {
+        store_release(st);
+        return rc;
+    }
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 r = sqlite3_column_int64(st, 0);
+        sqlite3_int64 n = sqlite3_column_int64(st, 2);
+        fn(r > 0 && r < HV_EV__COUNT ? (hv_ev_reason_t)r : HV_EV_NONE,
+           sqlite3_column_int(st, 1) != 0, n > 0 ? (uint64_t)n : 0, ud);
+    }
+    if (src != SQLITE_DONE) {
+        rc = store_fail(s, src, "count events by reason");
     }
     store_release(st);
     return rc;

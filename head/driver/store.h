@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "events.h"
 
 typedef struct hv_store_s hv_store_t;
 
@@ -41,8 +42,10 @@ typedef struct hv_store_s hv_store_t;
  * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes.
  * v8: revoked_nodes.
  * v9: job_artifacts (which artifacts each job's spec uses: hv_store_job_artifacts_fill).
- * v10: actors (issue 17). */
-#define HV_STORE_SCHEMA_VERSION 10
+ * v10: actors (issue 17).
+ * v11: events' structured fields (generation, reason, node, worker_id, rank, duration_ms,
+ *      job_state, rollback), jobs.round_code. */
+#define HV_STORE_SCHEMA_VERSION 11
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -136,6 +139,7 @@ typedef struct hv_job_row_s {
      * by hv_store_job_insert in the job's transaction (job_artifacts), never read back here. */
     const char *const *artifacts;
     size_t nartifacts;
+    uint32_t round_code; // v10: why the newest round opened (hv_ev_reason_t; 0 = none)
 } hv_job_row_t;
 
 /* Sets row->id; the row and its artifacts' references go in one transaction (the caller's, if
@@ -199,13 +203,21 @@ typedef struct hv_event_row_s {
     uint64_t job_id;  // 0 = none
     uint64_t node_id; // 0 = none
     char *kind, *message;
-    char *data; // a JSON object with the event's fields, or "" (v3)
+    char *data;       // a JSON object with the event's fields, or "" (v3)
+    hv_ev_fields_t f; // v10: its structured fields (f.node_id = node_id; all 0 in older rows
+                      // but rounds', which the migration filled from their data)
+    char *node;       // v10: the node's name ("" = none, or an older row)
 } hv_event_row_t;
 
 /* Appends an event stamped with the wall clock now; data (may be NULL) is a JSON object text.
- * *seq_out (may be NULL) gets its seq. */
+ * *seq_out (may be NULL) gets its seq. No structured fields (hv_store_event_append_f). */
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
                              const char *message, const char *data, uint64_t *seq_out);
+/* The same with the event's fields (f may be NULL: none; f->node_id is not stored, node_id is)
+ * and the node's name (node may be NULL: ""); both borrowed. */
+hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
+                               const char *message, const char *data, const hv_ev_fields_t *f,
+                               const char *node, uint64_t *seq_out);
 /* Events with seq > after_seq of job_id (0 = all), in ascending seq order. limit 0 = no limit;
  * otherwise the NEWEST `limit` matching events, still in ascending order. */
 hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
@@ -214,6 +226,11 @@ void hv_store_event_free_list(hv_event_row_t *rows, size_t n);
 /* How many events of `kind` (of job_id; 0 = all jobs) have data containing data_has ("" = any). */
 hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
                             uint64_t *n);
+/* Counts the events of `kind` with a generation of at least min_gen by (reason code, rollback):
+ * fn once per pair present (unknown codes read as HV_EV_NONE). */
+hv_err hv_store_event_reasons(hv_store_t *s, const char *kind, uint32_t min_gen,
+                              void (*fn)(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud),
+                              void *ud);
 /* The sum of the integer field `field` (a top-level key of the JSON data) over the events of
  * `kind` (of job_id; 0 = all jobs); events without it count 0. */
 hv_err hv_store_event_sum(hv_store_t *s, uint64_t job_id, const char *kind, const char *field,

@@ -1294,6 +1294,91 @@ static void test_state_copies(void) {
     hv_store_close(s);
 }
 
+/* v10: events carry structured fields. Rows stored by an older head read: their rounds' fields come
+ * from their JSON (generation, rollback, wait), their reason codes from the words their reasons
+ * began with; other old rows read as "none"; a job's newest round gets its code too. A new event
+ * keeps every field it was appended with, and an event appended without fields reads as none. */
+static void test_event_fields(void) {
+    char err[512] = "";
+    const char *v8_rows =
+        "INSERT INTO jobs (id, name, state, spec, np, min_np, max_np, submitted_ms, generation,"
+        " round_reason) VALUES (5, 'old', 'running', x'00', 2, 1, 4, 1, 3, 'drain: node b');"
+        "INSERT INTO events (time_ms, job_id, kind, message, data) VALUES"
+        " (1, 5, 'round.open', 'm1', '{\"generation\":1,\"reason\":\"start\",\"rollback\":false,"
+        "\"resets\":0}'),"
+        " (2, 5, 'round.close', 'm2', '{\"generation\":1,\"size\":2,\"reason\":\"start\","
+        "\"wait_ms\":40}'),"
+        " (3, 5, 'round.open', 'm3', '{\"generation\":2,\"reason\":\"failure: rank 0\","
+        "\"rollback\":true,\"resets\":1}'),"
+        " (4, 5, 'round.open', 'm4', '{\"generation\":3,\"reason\":\"grow: free slots\","
+        "\"rollback\":false,\"resets\":2}'),"
+        " (5, 5, 'job.state', 'job 5 running', '');";
+    hv_err rc = hv__store_create_at_version(tmp_dir, 8, v8_rows, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return;
+    }
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_event_row_t *ev = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_event_list(s, 5, 0, 0, &ev, &n));
+    CHECK_U64(n, 5);
+    if (n == 5) {
+        CHECK_U64(ev[0].f.generation, 1);
+        CHECK_I64(ev[0].f.reason, HV_EV_START);
+        CHECK_U64(ev[1].f.duration_ms, 40);
+        CHECK_I64(ev[2].f.reason, HV_EV_FAILURE);
+        CHECK_I64(ev[2].f.rollback, 1);
+        CHECK_U64(ev[2].f.generation, 2);
+        CHECK_I64(ev[3].f.reason, HV_EV_GROW);
+        CHECK_I64(ev[3].f.rollback, 0);
+        CHECK_U64(ev[4].f.generation, 0);
+        CHECK_I64(ev[4].f.reason, HV_EV_NONE);
+        CHECK_U64(ev[4].f.job_state, 0);
+        CHECK_STR(ev[4].node, "");
+    }
+    hv_store_event_free_list(ev, n);
+    hv_job_row_t j = {0};
+    CHECK_OK(s, hv_store_job_get(s, 5, &j));
+    CHECK_U64(j.round_code, HV_EV_DRAIN);
+    j.round_code = HV_EV_RESUME;
+    CHECK_OK(s, hv_store_job_update(s, &j));
+    hv_store_job_fini(&j);
+    CHECK_OK(s, hv_store_job_get(s, 5, &j));
+    CHECK_U64(j.round_code, HV_EV_RESUME);
+    hv_store_job_fini(&j);
+    /* Resets by reason (generation >= 2), as the metrics count them after a restart. */
+    hv_ev_fields_t f = {.generation = 4,
+                        .reason = HV_EV_DATA_PLANE,
+                        .worker_id = 77,
+                        .rank = 3,
+                        .duration_ms = 1234,
+                        .job_state = 4,
+                        .rollback = 1};
+    uint64_t seq = 0;
+    CHECK_OK(s, hv_store_event_append_f(s, 5, 9, "round.open", "words", NULL, &f, "node-x", &seq));
+    CHECK_OK(s, hv_store_event_append(s, 5, 0, "job.note", "plain", NULL, NULL));
+    CHECK_OK(s, hv_store_event_list(s, 5, seq - 1, 0, &ev, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(ev[0].node_id, 9);
+        CHECK_STR(ev[0].node, "node-x");
+        CHECK_U64(ev[0].f.generation, 4);
+        CHECK_I64(ev[0].f.reason, HV_EV_DATA_PLANE);
+        CHECK_U64(ev[0].f.worker_id, 77);
+        CHECK_U64(ev[0].f.rank, 3);
+        CHECK_U64(ev[0].f.duration_ms, 1234);
+        CHECK_U64(ev[0].f.job_state, 4);
+        CHECK_I64(ev[0].f.rollback, 1);
+        CHECK_I64(ev[1].f.reason, HV_EV_NONE);
+        CHECK_U64(ev[1].f.worker_id, 0);
+        CHECK_STR(ev[1].node, "");
+    }
+    hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
 /* An upgrade keeps revocations: a v7 database and the old revocations file (a blank line, a
  * duplicate) migrate to v8, the file is imported once and renamed .imported; a second import
  * (no file) changes nothing, and the rows survive a reopen. A damaged file imports nothing and
@@ -1948,6 +2033,7 @@ static const hv_check_case_t cases[] = {
     {"oom", test_oom},
     {"history", test_history},
     {"job_artifacts", test_job_artifacts},
+    {"event_fields", test_event_fields},
 };
 
 int main(int argc, char **argv) {

@@ -71,26 +71,19 @@ struct hv_metrics_s {
 
 /* ---- pure helpers --------------------------------------------------------------------------- */
 
-hv_reset_reason_t hv_metrics_reset_reason(int rollback, const char *reason) {
-    if (rollback) {
+hv_reset_reason_t hv_metrics_reset_reason(hv_ev_reason_t code, int rollback) {
+    switch (hv_ev_reset_class(code, rollback)) {
+    case HV_EV_FAILURE:
         return HV_RESET_FAILURE;
-    }
-    if (reason == NULL) {
+    case HV_EV_DRAIN:
+        return HV_RESET_DRAIN;
+    case HV_EV_GROW:
+        return HV_RESET_GROW;
+    case HV_EV_SHRINK:
+        return HV_RESET_SHRINK;
+    default:
         return HV_RESET_OTHER;
     }
-    if (strncmp(reason, "drain", 5) == 0) {
-        return HV_RESET_DRAIN;
-    }
-    if (strncmp(reason, "grow", 4) == 0) {
-        return HV_RESET_GROW;
-    }
-    if (strncmp(reason, "shrink", 6) == 0) {
-        return HV_RESET_SHRINK;
-    }
-    if (strncmp(reason, "failure", 7) == 0) {
-        return HV_RESET_FAILURE;
-    }
-    return HV_RESET_OTHER;
 }
 
 const char *hv_metrics_reset_reason_name(hv_reset_reason_t r) {
@@ -261,24 +254,22 @@ static void drain_ended(hv_metrics_t *m, uint64_t node_id) {
 }
 
 void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
-                         const char *data) {
+                         const hv_ev_fields_t *f, const char *data) {
     hv_metrics_t *m = ud;
+    static const hv_ev_fields_t none = {0};
     (void)job_id;
+    if (f == NULL) {
+        f = &none;
+    }
     if (strcmp(kind, "round.open") == 0) {
         /* The first round of a job is its start; every later one is a reset (jobm.h). */
-        uint64_t resets = 0;
-        int rollback = 0;
-        char reason[64] = "";
-        if (hv_metrics_json_u64(data, "resets", &resets) && resets > 0) {
-            hv_metrics_json_bool(data, "rollback", &rollback);
-            hv_metrics_json_str(data, "reason", reason, sizeof(reason));
-            m->resets[hv_metrics_reset_reason(rollback, reason)]++;
+        if (f->generation > 1) {
+            m->resets[hv_metrics_reset_reason(f->reason, f->rollback)]++;
         }
     } else if (strcmp(kind, "round.close") == 0) {
-        uint64_t gen = 0, wait_ms = 0, redone = 0;
-        if (hv_metrics_json_u64(data, "generation", &gen) && gen > 1 &&
-            hv_metrics_json_u64(data, "wait_ms", &wait_ms)) {
-            hist_observe(&m->reset_round, (double)wait_ms / 1000.0);
+        uint64_t redone = 0;
+        if (f->generation > 1) {
+            hist_observe(&m->reset_round, (double)f->duration_ms / 1000.0);
         }
         if (hv_metrics_json_u64(data, "redone_samples", &redone)) {
             m->samples_redone += redone;
@@ -326,18 +317,19 @@ void hv_metrics_on_rpc(const char *path, int grpc_code, void *ud) {
     m->rpc_unknown[grpc_code]++;
 }
 
+/* Stored round.open events by (reason code, rollback): the resets among them (generation > 1)
+ * by the reason they count under. */
+static void seed_reset_cb(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud) {
+    hv_metrics_t *m = ud;
+    m->resets[hv_metrics_reset_reason(reason, rollback)] += n;
+}
+
 /* Counters from the stored events, so that a restarted head goes on from them. A failing query
  * leaves that counter at zero (logged): the head still starts. */
 static void metrics_seed(hv_metrics_t *m) {
     static const struct {
         const char *kind, *has;
     } q[] = {
-        {"round.open", ""},                  /* 0: every round */
-        {"round.open", "\"resets\":0}"},     /* 1: first rounds (not resets) */
-        {"round.open", "\"rollback\":true"}, /* 2: failure */
-        {"round.open", "\"reason\":\"drain"},
-        {"round.open", "\"reason\":\"grow"},
-        {"round.open", "\"reason\":\"shrink"},
         {"node.drain", ""},
         {"node.drain", "\"from_agent\":true"},
         {"autoscaler.launch_failed", ""},
@@ -350,16 +342,15 @@ static void metrics_seed(hv_metrics_t *m) {
                    hv_store_last_error(m->store));
         }
     }
-    uint64_t total = n[0] > n[1] ? n[0] - n[1] : 0;
-    m->resets[HV_RESET_FAILURE] = n[2];
-    m->resets[HV_RESET_DRAIN] = n[3];
-    m->resets[HV_RESET_GROW] = n[4];
-    m->resets[HV_RESET_SHRINK] = n[5];
-    uint64_t known = n[2] + n[3] + n[4] + n[5];
-    m->resets[HV_RESET_OTHER] = total > known ? total - known : 0;
-    m->drains = n[6];
-    m->notices = n[7];
-    m->launch_failures = n[8];
+    m->drains = n[0];
+    m->notices = n[1];
+    m->launch_failures = n[2];
+    if (hv_store_event_reasons(m->store, "round.open", 2, seed_reset_cb, m) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "metrics", "HV-METRICS-SEED",
+               "cannot count the stored round.open events: %s; resets start at 0",
+               hv_store_last_error(m->store));
+        memset(m->resets, 0, sizeof(m->resets));
+    }
     if (hv_store_event_sum(m->store, 0, "round.close", "redone_samples", &m->samples_redone) !=
         HV_OK) {
         m->samples_redone = 0;
