@@ -213,10 +213,13 @@ typedef struct pace_s {
 static hv_err ring_pace(hv__ring_t *r, pace_t *p, int want_send, int want_recv) {
     uint64_t now = now_ns();
     uint64_t idle = now - p->last_ns;
+    // The neighbours this rank waits on are the broken side when the wait fails.
+    unsigned sides = (want_send ? HV__RING_RIGHT : 0u) | (want_recv ? HV__RING_LEFT : 0u);
+    if (sides == 0) {
+        sides = HV__RING_LEFT | HV__RING_RIGHT;
+    }
     if (idle >= (uint64_t)r->o.timeout_ms * 1000000u) {
-        // The neighbours this rank was waiting on made no progress: they are the broken side.
-        unsigned sides = (want_send ? HV__RING_RIGHT : 0u) | (want_recv ? HV__RING_LEFT : 0u);
-        return ring_broke(r, HV_ETIMEDOUT, sides != 0 ? sides : HV__RING_LEFT | HV__RING_RIGHT);
+        return ring_broke(r, HV_ETIMEDOUT, sides); // they made no progress
     }
     if (idle < (uint64_t)r->o.spin_us * 1000u) {
         // Spinning: give the core away if another thread wants it (ranks may share cores).
@@ -225,7 +228,9 @@ static hv_err ring_pace(hv__ring_t *r, pace_t *p, int want_send, int want_recv) 
     }
     uint64_t left_ms = ((uint64_t)r->o.timeout_ms * 1000000u - idle) / 1000000u + 1;
     int slice = left_ms < RING_WAIT_SLICE_MS ? (int)left_ms : RING_WAIT_SLICE_MS;
-    return r->link->ops->wait(r->link, want_send, want_recv, slice);
+    // A transport that sees its peer die while waiting (shared memory checks the peer's
+    // process) says so here, not in send_some/recv_some.
+    return ring_broke(r, r->link->ops->wait(r->link, want_send, want_recv, slice), sides);
 }
 
 typedef struct xfer_s {
