@@ -19,16 +19,12 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "cluster.h"
 #include "log.h"
 #include "mem.h"
 #include "sched.h"
 #include "util.h"
 
-/* Preemption notices: members on the node leave a margin before it goes (a tenth of the
- * notice, at least DRAIN_MARGIN_MIN_MS); a notice shorter than margin + DRAIN_HOLD_MIN_MS
- * drains at once. */
-#define DRAIN_MARGIN_MIN_MS 2000u
-#define DRAIN_HOLD_MIN_MS 1000u
 #define KILL_SLACK_MS 5000       /* after the grace, how long a killed worker may take to report */
 #define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
@@ -2094,15 +2090,9 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     }
     char what[400];
     snprintf(what, sizeof(what), "node %s (%s)", n->name, why);
-    /* A notice that leaves time, on a cluster whose autoscaler can buy replacements: members
-     * stay until replacements hold the state, and leave a margin (a tenth of the notice, at
-     * least 2 s) before the node goes. Without an autoscaler they leave at once (the job grows
-     * back onto free slots, if any). */
-    uint64_t now = hv_wall_ms(), hold_until = 0;
-    uint32_t margin = notice_ms / 10 > DRAIN_MARGIN_MIN_MS ? notice_ms / 10 : DRAIN_MARGIN_MIN_MS;
-    if (notice_ms > margin + DRAIN_HOLD_MIN_MS && d->room != NULL) { /* someone can buy */
-        hold_until = now + notice_ms - margin;
-    }
+    /* An autoscaler (d->room) can buy replacements for members to stay until (cluster.h). */
+    uint64_t now = hv_wall_ms();
+    uint64_t hold_until = hv_cl_drain_hold_until(notice_ms, d->room != NULL, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (!job_active(j)) {
             continue;
