@@ -1014,10 +1014,7 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     }
     hv_dnode_t *nd = hv_driver_node(d, node_id);
     uint64_t inc = nd != NULL ? nd->incarnation : 0;
-    hv_bl_entry_t e = b->e;
-    if (b->incarnation != inc) {
-        memset(&e, 0, sizeof(e)); /* another agent: its strikes start from zero */
-    }
+    hv_bl_entry_t e = hv_bl_of_agent(&b->e, b->incarnation, inc);
     uint64_t wall = hv_wall_ms();
     uint64_t cd = hv_bl_strike(&e, &j->bl, wall, rand32());
     char reason[sizeof(b->reason)];
@@ -1228,15 +1225,11 @@ static size_t node_count(hv_driver_t *d) {
     return n;
 }
 
-/* Whether job j may place workers on node nd now (blacklist). A bar holds for the agent it was
- * earned under: a new agent on the node (a new machine that reuses the name) starts clean. */
+/* Whether job j may place workers on node nd now (its blacklist: blacklist.h). */
 static int eligible(const hv_djob_t *j, const hv_dnode_t *nd, uint64_t wall) {
-    if (j == NULL) {
-        return 1;
-    }
-    for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
+    for (const hv_dbl_t *b = j != NULL ? j->blacklist : NULL; b != NULL; b = b->next) {
         if (b->node_id == nd->id) {
-            return b->incarnation != nd->incarnation || !hv_bl_blocked(&b->e, wall);
+            return !hv_bl_bars(&b->e, b->incarnation, nd->incarnation, wall);
         }
     }
     return 1;
@@ -1464,8 +1457,8 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
     uint64_t wall = hv_wall_ms();
     for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         hv_dnode_t *nd = hv_driver_node(d, b->node_id);
-        if (nd != NULL && b->e.strikes > 0 && !b->e.permanent && !hv_bl_blocked(&b->e, wall) &&
-            b->incarnation == nd->incarnation && hv_node_takes_work(nd->state, nd->has_session) &&
+        if (nd != NULL && hv_bl_lifted(&b->e, b->incarnation, nd->incarnation, wall) &&
+            hv_node_takes_work(nd->state, nd->has_session) &&
             nd->acct.slots_used < nd->acct.slots) {
             snprintf(buf, len, "cooldown of node %s ended", nd->name);
             return;
@@ -2134,8 +2127,8 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
         }
         hv_dnode_t *nd = hv_driver_node(d, node_id);
         for (hv_dbl_t *b = j->blacklist; b != NULL && n < cap; b = b->next) {
-            if (b->node_id == node_id && hv_bl_blocked(&b->e, wall) && nd != NULL &&
-                b->incarnation == nd->incarnation) {
+            if (b->node_id == node_id && nd != NULL &&
+                hv_bl_bars(&b->e, b->incarnation, nd->incarnation, wall)) {
                 jobs[n] = j;
                 entries[n] = b;
                 n++;
@@ -2408,7 +2401,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
 /* Announces cooldowns that ended (the node may be used again by the job). */
 static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
     for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
-        if (b->e.strikes > 0 && !b->e.permanent && b->e.until_ms != 0 && wall >= b->e.until_ms) {
+        if (hv_bl_cooldown_ended(&b->e, wall)) {
             const char *name = node_name_cb(b->node_id, d);
             hv_driver_event(d, j->jm.id, b->node_id, "node.cooldown", NULL,
                             "node %s may run job %llu again: its cooldown ended (%u strikes)",
