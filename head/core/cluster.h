@@ -1,7 +1,8 @@
 /*
  * cluster: the head's pure decisions across jobs and nodes, beside the job machine (jobm.h, one
- * job) and the placement function (sched.h, where ranks go): how long a preemption notice lets
- * a node's members stay. No I/O, no clock (the time comes in), no allocation. The head's driver
+ * job) and the placement function (sched.h, where ranks go): the queue (which pending job
+ * starts, how many workers an elastic job grows by), what the autoscaler is asked for, and how
+ * long a preemption notice lets a node's members stay. No I/O, no clock (the time comes in), no allocation. The head's driver
  * (head/driver/driver.c) builds the inputs from its tables, asks, then stores and carries out
  * what comes back. Reentrant.
  */
@@ -23,5 +24,51 @@
  * notice, at least HV_CL_DRAIN_MARGIN_MIN_MS) plus HV_CL_DRAIN_HOLD_MIN_MS; they leave the
  * margin before the node goes. */
 uint64_t hv_cl_drain_hold_until(uint32_t notice_ms, int can_buy, uint64_t now_ms);
+
+/* ---- the queue ------------------------------------------------------------------------------- */
+
+/* One scheduling pass over the jobs in submission order: first the pending jobs, first come,
+ * first served (a job that does not fit blocks the ones behind it, so a large job is not
+ * starved by a stream of small ones), then the growth of running elastic jobs, only when no
+ * pending job is blocked (pending jobs come before growth). Zeroed at the start of a pass. */
+typedef struct hv_cl_pass_s {
+    int blocked; /* a pending job did not fit (or could not be placed) in this pass */
+} hv_cl_pass_t;
+
+/* A pending job of np workers, with `free` slots usable by it now: how many to place now (np,
+ * as hvsubmit announced it; an elastic job grows toward its target once its first round
+ * formed), or 0 when it must wait (it does not fit, or one before it was blocked). */
+uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t free);
+/* The job hv_cl_start chose could not be placed (the store failed): those behind it wait. */
+void hv_cl_start_failed(hv_cl_pass_t *p);
+/* A job that wants `wants` more workers (hv_jm_wants), with `free` slots usable by it now: how
+ * many to place now (0 while a pending job is blocked). */
+uint32_t hv_cl_grow(const hv_cl_pass_t *p, uint32_t wants, uint32_t free);
+
+/* ---- demand (the autoscaler) ---------------------------------------------------------------- */
+
+/* An active job as the demand sees it, in scheduling order. */
+typedef struct hv_cl_job_s {
+    uint64_t id;
+    int pending;     /* not started yet */
+    int elastic;     /* its size may change */
+    uint32_t np;     /* the workers it starts with */
+    uint32_t target; /* elastic: the size it aims for (hv_jm_target) */
+    uint32_t wants;  /* started: the workers it could use more now (hv_jm_wants) */
+} hv_cl_job_t;
+
+/* Workers one job wants that the free slots cannot give it now. */
+typedef struct hv_cl_demand_s {
+    uint64_t job_id;
+    uint32_t workers;
+    int pending; /* the job has not started: it waits for these to start */
+} hv_cl_demand_t;
+
+/* The free slots (pool) go to the jobs in order, as a scheduling pass gives them; what a job
+ * still wants beyond them is its demand. A pending job wants np to start and, when elastic, up
+ * to its target; a started one what it wants more. Fills out (up to cap) in job order and
+ * returns the count. */
+size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
+                    size_t cap);
 
 #endif

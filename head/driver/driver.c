@@ -1467,43 +1467,29 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
     snprintf(buf, len, "free slots");
 }
 
+/* One pass of the queue (cluster.h): pending jobs in order, then growth. */
 void hv_driver_schedule(hv_driver_t *d) {
     if (d->stopping) {
         return;
     }
-    int blocked = 0;
+    hv_cl_pass_t pass = {0};
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (j->jm.state != HV_JOB_PENDING || blocked) {
+        if (j->jm.state != HV_JOB_PENDING || pass.blocked) {
             continue;
         }
-        /* First come, first served: a job that does not fit blocks the ones behind it, so a
-         * large job is not starved by a stream of small ones. */
-        uint32_t free = count_slots(d, j, j->slots_per_host, 1);
-        if (free < j->np) {
-            blocked = 1;
-            continue;
-        }
-        /* An elastic job starts at -np, as hvsubmit announced it; it grows toward its target
-         * on free slots once its first round formed (hv_jm_wants). */
-        if (!place(d, j, j->np, "")) {
-            blocked = 1;
+        uint32_t n = hv_cl_start(&pass, j->np, count_slots(d, j, j->slots_per_host, 1));
+        if (n > 0 && !place(d, j, n, "")) {
+            hv_cl_start_failed(&pass);
         }
     }
-    if (blocked) {
-        return; /* pending jobs come before growth */
-    }
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+    for (hv_djob_t *j = d->jobs; j != NULL && !pass.blocked; j = j->next) {
         uint32_t want = hv_jm_wants(&j->jm);
-        if (want == 0) {
-            continue;
+        uint32_t n = want > 0 ? hv_cl_grow(&pass, want, count_slots(d, j, 0, 1)) : 0;
+        if (n > 0) {
+            char why[200];
+            grow_reason(d, j, why, sizeof(why));
+            place(d, j, n, why);
         }
-        uint32_t free = count_slots(d, j, 0, 1);
-        if (free == 0) {
-            continue;
-        }
-        char why[200];
-        grow_reason(d, j, why, sizeof(why));
-        place(d, j, want < free ? want : free, why);
     }
 }
 
@@ -1513,31 +1499,26 @@ void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud) {
 }
 
 size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
-    /* The free slots go to the jobs in scheduling order, as hv_driver_schedule gives them; what
-     * a job still wants beyond them is its demand. A pending job wants -np to start and, when
-     * elastic, up to max-np; a running elastic job what hv_jm_wants says. */
-    uint32_t pool = d->stopping ? 0 : hv_driver_free_slots(d, 0);
-    size_t n = 0;
-    for (hv_djob_t *j = d->jobs; j != NULL && n < cap && !d->stopping; j = j->next) {
-        uint32_t want = 0;
-        if (j->jm.state == HV_JOB_PENDING) {
-            uint32_t t = hv_jm_target(&j->jm.p);
-            want = j->jm.p.elastic && t > j->np ? t : j->np;
-        } else {
-            want = hv_jm_wants(&j->jm);
-        }
-        if (want == 0) {
-            continue;
-        }
-        uint32_t take = pool < want ? pool : want;
-        pool -= take;
-        if (want > take) {
-            out[n].job_id = j->jm.id;
-            out[n].workers = want - take;
-            out[n].pending = j->jm.state == HV_JOB_PENDING;
-            n++;
-        }
+    size_t nj = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        nj++;
     }
+    hv_cl_job_t *jobs = hv_calloc(nj ? nj : 1, sizeof(*jobs));
+    if (d->stopping || jobs == NULL) {
+        hv_free(jobs);
+        return 0;
+    }
+    size_t n = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        jobs[n++] = (hv_cl_job_t){.id = j->jm.id,
+                                  .pending = j->jm.state == HV_JOB_PENDING,
+                                  .elastic = j->jm.p.elastic,
+                                  .np = j->np,
+                                  .target = hv_jm_target(&j->jm.p),
+                                  .wants = hv_jm_wants(&j->jm)};
+    }
+    n = hv_cl_demand(jobs, n, hv_driver_free_slots(d, 0), out, cap);
+    hv_free(jobs);
     return n;
 }
 

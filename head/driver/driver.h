@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "blacklist.h"
+#include "cluster.h"
 #include "config.h"
 #include "err.h"
 #include "jobm.h"
@@ -303,14 +304,11 @@ int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
 
 /* ---- the autoscaler (head/driver/autoscale.c) ------------------------------------------------------ */
 
-/* Workers one job wants that the free slots cannot give it now. */
-typedef struct hv_driver_demand_s {
-    uint64_t job_id;
-    uint32_t workers;
-    int pending; /* the job has not started: it waits for these to start */
-} hv_driver_demand_t;
+/* Workers one job wants that the free slots cannot give it now (cluster.h). */
+typedef hv_cl_demand_t hv_driver_demand_t;
 
-/* The demand of the active jobs, in scheduling order (fills up to cap, returns the count). */
+/* The demand of the active jobs, in scheduling order (fills up to cap, returns the count):
+ * hv_cl_demand over the jobs in memory and the free slots. */
 size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap);
 /* Slots an autoscaler can still add to the nodes alive now: a submit that fits the cluster with
  * them is accepted and waits (bounded by its --timeout) instead of being refused. The driver
