@@ -1,8 +1,9 @@
 /*
  * cluster: the head's pure decisions across jobs and nodes, beside the job machine (jobm.h, one
  * job) and the placement function (sched.h, where ranks go): the queue (which pending job
- * starts, how many workers an elastic job grows by), what the autoscaler is asked for, and how
- * long a preemption notice lets a node's members stay. No I/O, no clock (the time comes in), no allocation. The head's driver
+ * starts, how many workers an elastic job grows by), what the autoscaler is asked for, whether a
+ * submitted job can ever run here and with which settings, and how long a preemption notice
+ * lets a node's members stay. No I/O, no clock (the time comes in), no allocation. The head's driver
  * (head/driver/driver.c) builds the inputs from its tables, asks, then stores and carries out
  * what comes back. Reentrant.
  */
@@ -11,6 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "err.h"
 
 /* ---- preemption notices ---------------------------------------------------------------------- */
 
@@ -70,5 +73,50 @@ typedef struct hv_cl_demand_s {
  * returns the count. */
 size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
                     size_t cap);
+
+/* ---- submission ------------------------------------------------------------------------------ */
+
+/* What a user asked for (0: not given, as hvsubmit sends it). */
+typedef struct hv_cl_ask_s {
+    uint32_t np; /* 0: every free slot (at least 1) */
+    int elastic;
+    uint32_t min_np, max_np, target_np;
+    uint32_t max_resets;
+    int max_resets_set;
+    uint32_t timeout_s, slots_per_host, check_every, elastic_timeout_s;
+    int cooldown_set;
+    uint32_t cooldown_min_s, cooldown_max_s;
+} hv_cl_ask_t;
+
+/* The cluster a submission meets, for the job's slots_per_host. */
+typedef struct hv_cl_room_s {
+    uint32_t capacity; /* slots of the nodes there now, empty */
+    uint32_t free;     /* slots free now */
+    int autoscaler;    /* an autoscaler can add nodes */
+    uint32_t more;     /* slots it can still add */
+} hv_cl_room_t;
+
+/* The head's defaults (cluster.yaml). */
+typedef struct hv_cl_defaults_s {
+    uint32_t max_resets, wait_timeout_s, check_every, elastic_timeout_s;
+    uint32_t cooldown_min_s, cooldown_max_s, max_strikes;
+} hv_cl_defaults_t;
+
+/* The settings a job is stored with. */
+typedef struct hv_cl_settings_s {
+    int elastic;                    /* given -elastic, --min-np or --max-np */
+    uint32_t np, min_np, max_np;    /* a fixed-size job: all np */
+    uint32_t target_np, max_resets; /* a fixed-size job: 0 */
+    uint32_t timeout_s;             /* how long it may wait for slots */
+    uint32_t check_every, elastic_timeout_s;
+    uint32_t cooldown_min_s, cooldown_max_s, max_strikes;
+} hv_cl_settings_t;
+
+/* Whether a job asked for as `a` can ever run on the cluster `r` (the slots an autoscaler can
+ * add count: the job waits for them), and its settings. HV_ESTATE when no node has joined and
+ * none can be added, HV_EINVAL when the size can never fit or the bounds are wrong; err (the
+ * user's words) says why; *out is written only on HV_OK. */
+hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_defaults_t *def,
+                    hv_cl_settings_t *out, char *err, size_t errlen);
 
 #endif

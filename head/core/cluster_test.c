@@ -6,6 +6,7 @@
 #include "hv_check.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -120,11 +121,128 @@ static void case_demand(void) {
     }
 }
 
+/* Submission: whether a job can ever run here, and the settings it is stored with. */
+static void case_submit(void) {
+    static const hv_cl_defaults_t def = {.max_resets = 3,
+                                         .wait_timeout_s = 600,
+                                         .check_every = 1,
+                                         .elastic_timeout_s = 60,
+                                         .cooldown_min_s = 10,
+                                         .cooldown_max_s = 300,
+                                         .max_strikes = 5};
+    static const struct {
+        const char *name;
+        hv_cl_ask_t a;
+        hv_cl_room_t r;
+        hv_err rc;
+        const char *err; /* a part of the message */
+        hv_cl_settings_t want;
+    } rows[] = {
+        {"no node, no autoscaler", {.np = 1}, {0}, HV_ESTATE, "no node has joined", {0}},
+        {"no node, an autoscaler that can add",
+         {.np = 2},
+         {0, 0, 1, 4},
+         HV_OK,
+         "",
+         {0, 2, 2, 2, 0, 0, 600, 1, 60, 10, 300, 5}},
+        {"too big",
+         {.np = 5},
+         {4, 4, 0, 0},
+         HV_EINVAL,
+         "-np 5 can never run here: the cluster "
+         "has 4 slots",
+         {0}},
+        {"too big with a host limit",
+         {.np = 5, .slots_per_host = 1},
+         {4, 4, 0, 0},
+         HV_EINVAL,
+         "has 4 slots with that --slots-per-host",
+         {0}},
+        {"too big even with the autoscaler",
+         {.np = 9},
+         {4, 4, 1, 4},
+         HV_EINVAL,
+         "the cluster has 4 slots and the autoscaler can add 4 more",
+         {0}},
+        {"np 0: every free slot",
+         {0},
+         {4, 3, 0, 0},
+         HV_OK,
+         "",
+         {0, 3, 3, 3, 0, 0, 600, 1, 60, 10, 300, 5}},
+        {"np 0 and none free: one",
+         {0},
+         {4, 0, 0, 0},
+         HV_OK,
+         "",
+         {0, 1, 1, 1, 0, 0, 600, 1, 60, 10, 300, 5}},
+        {"min above np",
+         {.np = 2, .min_np = 3, .max_np = 4},
+         {4, 4, 0, 0},
+         HV_EINVAL,
+         "need 1 <= min-np <= np <= max-np, got 3 <= 2 <= 4",
+         {0}},
+        {"max below np", {.np = 3, .max_np = 2}, {4, 4, 0, 0}, HV_EINVAL, "got 3 <= 3 <= 2", {0}},
+        {"elastic from bounds, defaults",
+         {.np = 2, .min_np = 1, .max_np = 4, .target_np = 3},
+         {4, 4, 0, 0},
+         HV_OK,
+         "",
+         {1, 2, 1, 4, 3, 3, 600, 1, 60, 10, 300, 5}},
+        {"elastic, all given",
+         {.np = 2,
+          .elastic = 1,
+          .max_resets = 0,
+          .max_resets_set = 1,
+          .timeout_s = 9,
+          .check_every = 4,
+          .elastic_timeout_s = 7,
+          .cooldown_set = 1,
+          .cooldown_min_s = 0,
+          .cooldown_max_s = 0},
+         {4, 4, 0, 0},
+         HV_OK,
+         "",
+         {1, 2, 2, 2, 0, 0, 9, 4, 7, 0, 0, 5}},
+        {"a cooldown cap below its start is raised",
+         {.np = 1, .elastic = 1, .cooldown_set = 1, .cooldown_min_s = 30, .cooldown_max_s = 5},
+         {4, 4, 0, 0},
+         HV_OK,
+         "",
+         {1, 1, 1, 1, 0, 3, 600, 1, 60, 30, 30, 5}},
+        {"fixed size: no target, no resets",
+         {.np = 2, .target_np = 4, .max_resets = 9, .max_resets_set = 1},
+         {4, 4, 0, 0},
+         HV_OK,
+         "",
+         {0, 2, 2, 2, 0, 0, 600, 1, 60, 10, 300, 5}},
+    };
+    for (size_t i = 0; i < N(rows); i++) {
+        hv_cl_settings_t got;
+        memset(&got, 0xab, sizeof(got));
+        char err[300] = "";
+        hv_err rc = hv_cl_submit(&rows[i].a, &rows[i].r, &def, &got, err, sizeof(err));
+        if (rc != rows[i].rc || strstr(err, rows[i].err) == NULL ||
+            (rc == HV_OK && memcmp(&got, &rows[i].want, sizeof(got)) != 0)) {
+            fprintf(stderr,
+                    "%s: rc %s (want %s), err '%s' (want '%s'); elastic %d np %u min %u max %u "
+                    "target %u resets %u timeout %u check %u etimeout %u cooldown %u..%u "
+                    "strikes %u\n",
+                    rows[i].name, hv_strerror(rc), hv_strerror(rows[i].rc), err, rows[i].err,
+                    got.elastic, got.np, got.min_np, got.max_np, got.target_np, got.max_resets,
+                    got.timeout_s, got.check_every, got.elastic_timeout_s, got.cooldown_min_s,
+                    got.cooldown_max_s, got.max_strikes);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_hold", case_drain_hold},
         {"queue", case_queue},
         {"demand", case_demand},
+        {"submit", case_submit},
     };
     return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
 }

@@ -1527,41 +1527,35 @@ size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
 hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_id,
                         uint32_t *np_out, char *err, size_t errlen) {
     const hv_head_config_t *c = d->cfg;
-    /* Slots an autoscaler could still buy count as capacity: the job waits for them. */
-    uint32_t room = d->room != NULL ? d->room(d->room_ud) : 0;
-    uint32_t capacity = hv_driver_capacity(d, s->slots_per_host) + room;
-    if (capacity == 0) {
-        snprintf(err, errlen, "no node has joined the cluster: start one with 'hvagent join'");
-        return HV_ESTATE;
-    }
-    uint32_t np = s->np;
-    if (np == 0) {
-        np = hv_driver_free_slots(d, s->slots_per_host);
-        if (np == 0) {
-            np = 1;
-        }
-    }
-    if (np > capacity) {
-        if (d->room != NULL) {
-            snprintf(err, errlen,
-                     "-np %u can never run here: the cluster has %u slots%s and the autoscaler "
-                     "can add %u more (autoscaler.max_nodes and the node types' max_nodes)",
-                     np, capacity - room, s->slots_per_host ? " with that --slots-per-host" : "",
-                     room);
-        } else {
-            snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np,
-                     capacity, s->slots_per_host ? " with that --slots-per-host" : "");
-        }
-        return HV_EINVAL;
-    }
-    int elastic = s->elastic || s->min_np != 0 || s->max_np != 0;
-    uint32_t min_np = s->min_np ? s->min_np : np;
-    uint32_t max_np = s->max_np ? s->max_np : np;
-    if (min_np > np || max_np < np || min_np == 0) {
-        snprintf(err, errlen, "need 1 <= min-np <= np <= max-np, got %u <= %u <= %u", min_np, np,
-                 max_np);
-        return HV_EINVAL;
-    }
+    hv_cl_ask_t ask = {.np = s->np,
+                       .elastic = s->elastic,
+                       .min_np = s->min_np,
+                       .max_np = s->max_np,
+                       .target_np = s->target_np,
+                       .max_resets = s->max_resets,
+                       .max_resets_set = s->max_resets_set,
+                       .timeout_s = s->timeout_s,
+                       .slots_per_host = s->slots_per_host,
+                       .check_every = s->check_every,
+                       .elastic_timeout_s = s->elastic_timeout_s,
+                       .cooldown_set = s->cooldown_set,
+                       .cooldown_min_s = s->cooldown_min_s,
+                       .cooldown_max_s = s->cooldown_max_s};
+    hv_cl_room_t room = {.capacity = hv_driver_capacity(d, s->slots_per_host),
+                         .free = hv_driver_free_slots(d, s->slots_per_host),
+                         .autoscaler = d->room != NULL,
+                         .more = d->room != NULL ? d->room(d->room_ud) : 0};
+    hv_cl_defaults_t def = {.max_resets = c->elastic.max_resets,
+                            .wait_timeout_s = c->job_wait_timeout_s,
+                            .check_every = c->elastic.check_every,
+                            .elastic_timeout_s = c->elastic.elastic_timeout_s,
+                            .cooldown_min_s = c->elastic.blacklist_cooldown_s,
+                            .cooldown_max_s = c->elastic.blacklist_max_cooldown_s,
+                            .max_strikes = c->elastic.blacklist_max_strikes};
+    hv_cl_settings_t set;
+    HV_TRY(hv_cl_submit(&ask, &room, &def, &set, err, errlen));
+    int elastic = set.elastic;
+    uint32_t np = set.np;
     hv_job_row_t row;
     memset(&row, 0, sizeof(row));
     row.name = (char *)s->name;
@@ -1570,23 +1564,19 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.spec = (uint8_t *)s->spec;
     row.spec_len = s->spec_len;
     row.np = np;
-    row.min_np = elastic ? min_np : np;
-    row.max_np = elastic ? max_np : np;
-    row.target_np = elastic ? s->target_np : 0;
-    row.max_resets = !elastic ? 0 : s->max_resets_set ? s->max_resets : c->elastic.max_resets;
-    row.timeout_s = s->timeout_s ? s->timeout_s : c->job_wait_timeout_s;
+    row.min_np = set.min_np;
+    row.max_np = set.max_np;
+    row.target_np = set.target_np;
+    row.max_resets = set.max_resets;
+    row.timeout_s = set.timeout_s;
     row.submitted_ms = hv_wall_ms();
     row.elastic = elastic;
-    row.check_every = s->check_every ? s->check_every : c->elastic.check_every;
-    row.elastic_timeout_s =
-        s->elastic_timeout_s ? s->elastic_timeout_s : c->elastic.elastic_timeout_s;
+    row.check_every = set.check_every;
+    row.elastic_timeout_s = set.elastic_timeout_s;
     row.rdzv_timeout_s = c->elastic.rendezvous_timeout_s;
-    row.cooldown_min_s = s->cooldown_set ? s->cooldown_min_s : c->elastic.blacklist_cooldown_s;
-    row.cooldown_max_s = s->cooldown_set ? s->cooldown_max_s : c->elastic.blacklist_max_cooldown_s;
-    if (row.cooldown_max_s < row.cooldown_min_s) {
-        row.cooldown_max_s = row.cooldown_min_s;
-    }
-    row.max_strikes = c->elastic.blacklist_max_strikes;
+    row.cooldown_min_s = set.cooldown_min_s;
+    row.cooldown_max_s = set.cooldown_max_s;
+    row.max_strikes = set.max_strikes;
     row.slots_per_host = s->slots_per_host;
     row.round_reason = "";
     hv_err rc = hv_store_job_insert(d->store, &row);
