@@ -98,6 +98,28 @@ hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t
     return HV_JOIN_TAKEOVER;
 }
 
+hv_node_due_t hv_node_due(hv_node_state_t st, const hv_lease_t *l, uint64_t now_ms,
+                          uint64_t last_seen_ms, uint64_t persisted_seen_ms,
+                          uint64_t seen_every_ms) {
+    if (st == HV_NODE_DEAD) {
+        return HV_NODE_DUE_NONE;
+    }
+    if (hv_lease_expired(l, now_ms)) {
+        return HV_NODE_DUE_DEAD;
+    }
+    return last_seen_ms > persisted_seen_ms + seen_every_ms ? HV_NODE_DUE_SEEN : HV_NODE_DUE_NONE;
+}
+
+hv_node_recon_t hv_node_reconcile(int listed, int live_here, int job_active, int kill_sent) {
+    if (!listed) {
+        return live_here ? HV_RECON_LOST : HV_RECON_KEEP;
+    }
+    if (!live_here || !job_active) {
+        return HV_RECON_KILL;
+    }
+    return kill_sent ? HV_RECON_KILL_AGAIN : HV_RECON_KEEP;
+}
+
 int hv_node_takes_work(hv_node_state_t st, int has_session) {
     return st == HV_NODE_ALIVE && has_session;
 }

@@ -94,4 +94,32 @@ hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t
 /* 1 when the node may be given new work: alive (not draining or dead) with a live session. */
 int hv_node_takes_work(hv_node_state_t st, int has_session);
 
+/* What the head's tick owes a node. */
+typedef enum hv_node_due {
+    HV_NODE_DUE_NONE = 0, /* nothing */
+    HV_NODE_DUE_DEAD = 1, /* its lease ran out: store it dead, then give its workers up */
+    HV_NODE_DUE_SEEN = 2, /* store its last contact (every seen_every_ms while it is heard) */
+} hv_node_due_t;
+
+/* At monotonic now: a node in state st with lease l, last heard at wall last_seen_ms, of which
+ * the store has persisted_seen_ms. A dead node is owed nothing. */
+hv_node_due_t hv_node_due(hv_node_state_t st, const hv_lease_t *l, uint64_t now_ms,
+                          uint64_t last_seen_ms, uint64_t persisted_seen_ms,
+                          uint64_t seen_every_ms);
+
+/* After an agent's hello (the workers it runs) and the first heartbeat behind it (every event
+ * it re-sent has been applied: the stream is ordered), what becomes of one worker. */
+typedef enum hv_node_recon {
+    HV_RECON_KEEP = 0,       /* as the head expects */
+    HV_RECON_LOST = 1,       /* live at the head, not listed: it is gone */
+    HV_RECON_KILL_AGAIN = 2, /* listed, expected, but stopped while the node was out of touch
+                              * (a round formed without it): the order may never have arrived */
+    HV_RECON_KILL = 3,       /* listed, not expected (unknown, ended, on another node, or its job
+                              * ended): killed */
+} hv_node_recon_t;
+
+/* listed: the hello listed it; live_here: the head has it live on this node; job_active: its
+ * job has not ended; kill_sent: the head ordered it killed. */
+hv_node_recon_t hv_node_reconcile(int listed, int live_here, int job_active, int kill_sent);
+
 #endif

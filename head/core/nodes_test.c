@@ -135,6 +135,59 @@ static void case_join_kind(void) {
     }
 }
 
+/* The tick's due, row by row: lease 10 s renewed at monotonic 1000 (deadline 11000); the last
+ * contact is persisted every 10 s. */
+static void case_due(void) {
+    static const struct {
+        const char *name;
+        hv_node_state_t st;
+        uint64_t now, seen, persisted;
+        hv_node_due_t want;
+    } rows[] = {
+        {"heard, stored lately", A, 5000, 20000, 15000, HV_NODE_DUE_NONE},
+        {"heard, stored long ago", A, 5000, 30001, 20000, HV_NODE_DUE_SEEN},
+        {"exactly the interval: not yet", A, 5000, 30000, 20000, HV_NODE_DUE_NONE},
+        {"draining, stored long ago", D, 5000, 30001, 20000, HV_NODE_DUE_SEEN},
+        {"lease ran out", A, 11001, 20000, 20000, HV_NODE_DUE_DEAD},
+        {"lease ran out while draining", D, 11001, 40000, 20000, HV_NODE_DUE_DEAD},
+        {"lease at its deadline: still alive", A, 11000, 20000, 20000, HV_NODE_DUE_NONE},
+        {"dead: nothing", X, 99999, 40000, 20000, HV_NODE_DUE_NONE},
+    };
+    hv_lease_t l;
+    hv_lease_renew(&l, 1000, 10000);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_node_due_t got =
+            hv_node_due(rows[i].st, &l, rows[i].now, rows[i].seen, rows[i].persisted, 10000);
+        if (got != rows[i].want) {
+            fprintf(stderr, "%s: got %d want %d\n", rows[i].name, got, rows[i].want);
+            hv_check_failures++;
+        }
+    }
+}
+
+/* The reconcile after an agent's hello, every combination of the four facts. */
+static void case_reconcile(void) {
+    static const struct {
+        int listed, live_here, job_active, kill_sent;
+        hv_node_recon_t want;
+    } rows[] = {
+        {0, 0, 0, 0, HV_RECON_KEEP},       {0, 0, 1, 1, HV_RECON_KEEP}, {0, 1, 1, 0, HV_RECON_LOST},
+        {0, 1, 0, 0, HV_RECON_LOST},       {0, 1, 1, 1, HV_RECON_LOST}, {1, 1, 1, 0, HV_RECON_KEEP},
+        {1, 1, 1, 1, HV_RECON_KILL_AGAIN}, {1, 1, 0, 0, HV_RECON_KILL}, {1, 1, 0, 1, HV_RECON_KILL},
+        {1, 0, 1, 0, HV_RECON_KILL},       {1, 0, 0, 0, HV_RECON_KILL}, {1, 0, 1, 1, HV_RECON_KILL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_node_recon_t got = hv_node_reconcile(rows[i].listed, rows[i].live_here,
+                                                rows[i].job_active, rows[i].kill_sent);
+        if (got != rows[i].want) {
+            fprintf(stderr, "listed %d live_here %d job_active %d kill_sent %d: got %d want %d\n",
+                    rows[i].listed, rows[i].live_here, rows[i].job_active, rows[i].kill_sent, got,
+                    rows[i].want);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"transitions", case_transitions},
@@ -145,6 +198,8 @@ int main(int argc, char **argv) {
         {"accounting", case_accounting},
         {"takes_work", case_takes_work},
         {"join_kind", case_join_kind},
+        {"due", case_due},
+        {"reconcile", case_reconcile},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

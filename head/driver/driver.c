@@ -1979,21 +1979,21 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
             for (size_t k = 0; k < n->n_hello_running; k++) {
                 listed |= n->hello_running[k] == w->jm.id;
             }
-            if (!listed) {
+            if (hv_node_reconcile(listed, 1, job_active(j), w->jm.kill_sent) == HV_RECON_LOST) {
                 worker_lost(d, w, "the worker was not running when its agent reconnected");
             }
         }
     }
     for (size_t k = 0; k < n->n_hello_running; k++) {
         hv_dworker_t *w = worker_by_id(d, n->hello_running[k]);
-        int wanted = w != NULL && w->jm.node_id == n->id && wlive(w) && job_active(w->job);
-        if (wanted && w->jm.kill_sent) {
-            /* Stopped while its node was out of touch (a round formed without it, its node
-             * suspected lost): the order may never have reached the agent. */
+        int here = w != NULL && w->jm.node_id == n->id && wlive(w);
+        hv_node_recon_t r =
+            hv_node_reconcile(1, here, here && job_active(w->job), here && w->jm.kill_sent);
+        if (r == HV_RECON_KILL_AGAIN) {
             send_kill(d, w, "its job moved on without it while its node was out of touch");
             continue;
         }
-        if (!wanted) {
+        if (r == HV_RECON_KILL) {
             hv_order_t o = {.kind = HV_ORDER_KILL,
                             .worker_id = n->hello_running[k],
                             .grace_ms = d->cfg->kill_grace_ms,
@@ -2339,10 +2339,9 @@ hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
 
 static void tick_nodes(hv_driver_t *d, uint64_t now) {
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (n->state == HV_NODE_DEAD) {
-            continue;
-        }
-        if (hv_lease_expired(&n->lease, now)) {
+        hv_node_due_t due = hv_node_due(n->state, &n->lease, now, n->last_seen_ms,
+                                        n->persisted_seen_ms, SEEN_PERSIST_MS);
+        if (due == HV_NODE_DUE_DEAD) {
             /* Stored first: if the store fails, the node stays as it was and the next tick tries
              * again (its workers are not given up on before the head can record why). */
             hv_node_state_t st = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
@@ -2363,7 +2362,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
             char lost[256];
             snprintf(lost, sizeof(lost), "node %s is dead: %s", n->name, why);
             node_lost_workers(d, n, lost);
-        } else if (n->last_seen_ms > n->persisted_seen_ms + SEEN_PERSIST_MS) {
+        } else if (due == HV_NODE_DUE_SEEN) {
             (void)node_store_as(d, n, n->state, n->last_seen_ms, NULL, 0); /* retried next tick */
         }
     }
