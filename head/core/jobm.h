@@ -277,6 +277,18 @@ void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_
 /* Deadlines of the open round. */
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
 
+/* How a worker's end reads in messages: who ("rank 2 on node-b") could not run (the agent's
+ * reason, when there is no exit status and no signal), was killed by signal SIGx, or exited with
+ * status n. Pure; writes at most len bytes to buf. */
+void hv_jm_exit_what(char *buf, size_t len, const char *who, int exit_code, int term_signal,
+                     const char *reason);
+
+/* May w send a copy of the state committed in (generation, commit)? Only rank 0 of that round,
+ * alive and not removed, and only a copy newer than the one the head keeps (j->copy). HV_EPERM
+ * (not that member) or HV_ESTATE (an older copy), err says why. */
+hv_err hv_jm_copy_check(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t generation,
+                        uint64_t commit, char *err, size_t errlen);
+
 /* The size an elastic job aims for: its target within [min_np, max_np], max_np without one. */
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 

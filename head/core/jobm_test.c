@@ -1226,6 +1226,68 @@ static void case_resume_in_open_round(void) {
     CHECK_EQ(W[k].member_gen, 2);
 }
 
+/* How a worker's end reads, row by row. */
+static void case_exit_what(void) {
+    static const struct {
+        int code, sig;
+        const char *reason, *want;
+    } rows[] = {
+        {0, 0, NULL, "rank 1 on b exited with status 0"},
+        {3, 0, "", "rank 1 on b exited with status 3"},
+        {-1, 9, NULL, "rank 1 on b was killed by signal SIGKILL"},
+        {-1, 15, "stopped", "rank 1 on b was killed by signal SIGTERM"},
+        {-1, 0, "no such file", "rank 1 on b could not run: no such file"},
+        {2, 0, "no such file", "rank 1 on b exited with status 2"},
+        {-1, 0, "", "rank 1 on b exited with status -1"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char got[200];
+        hv_jm_exit_what(got, sizeof(got), "rank 1 on b", rows[i].code, rows[i].sig, rows[i].reason);
+        CHECK_STR(got, rows[i].want);
+    }
+}
+
+/* Who may send a copy of the state, row by row: the head keeps generation 3, commit 10. */
+static void case_copy_check(void) {
+    static const struct {
+        const char *name;
+        hv_wk_state_t st;
+        int removed;
+        uint32_t member_gen, rank, gen;
+        uint64_t commit;
+        hv_err want;
+    } rows[] = {
+        {"rank 0, a newer commit", HV_WK_RUNNING, 0, 3, 0, 3, 11, HV_OK},
+        {"rank 0 of a newer round", HV_WK_RUNNING, 0, 4, 0, 4, 1, HV_OK},
+        {"the same commit", HV_WK_RUNNING, 0, 3, 0, 3, 10, HV_ESTATE},
+        {"an older round", HV_WK_RUNNING, 0, 2, 0, 2, 99, HV_ESTATE},
+        {"rank 1", HV_WK_RUNNING, 0, 3, 1, 3, 11, HV_EPERM},
+        {"rank 0 of another round", HV_WK_RUNNING, 0, 4, 0, 3, 11, HV_EPERM},
+        {"removed", HV_WK_RUNNING, 1, 3, 0, 3, 11, HV_EPERM},
+        {"ended", HV_WK_EXITED, 0, 3, 0, 3, 11, HV_EPERM},
+    };
+    hv_jm_params_t p = {.elastic = 1, .np = 2, .min_np = 1, .max_np = 2, .check_every = 1};
+    hv_jm_init(&J, 1, &p);
+    J.copy = (hv_jm_copy_t){.generation = 3, .commit = 10, .stored_ms = 1};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_worker_t w = {.id = 7,
+                            .state = rows[i].st,
+                            .removed = rows[i].removed,
+                            .member_gen = rows[i].member_gen,
+                            .rank = rows[i].rank};
+        char err[300] = "";
+        hv_err rc = hv_jm_copy_check(&J, &w, rows[i].gen, rows[i].commit, err, sizeof(err));
+        if (rc != rows[i].want || (rc != HV_OK && err[0] == '\0')) {
+            fprintf(stderr, "%s: got %s want %s (%s)\n", rows[i].name, hv_strerror(rc),
+                    hv_strerror(rows[i].want), err);
+            hv_check_failures++;
+        }
+    }
+    hv_jm_worker_t none = {.id = 7, .state = HV_WK_RUNNING, .member_gen = 1};
+    J.copy.commit = 0; /* no copy kept: any first one from rank 0 */
+    CHECK_RC(hv_jm_copy_check(&J, &none, 1, 1, NULL, 0), HV_OK);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"fixed_success", case_fixed_success},
@@ -1266,6 +1328,8 @@ int main(int argc, char **argv) {
         {"drain_with_suspects_keeps_members", case_drain_with_suspects_keeps_members},
         {"leaving_member_taken_back_when_holders_fail",
          case_leaving_member_taken_back_when_holders_fail},
+        {"exit_what", case_exit_what},
+        {"copy_check", case_copy_check},
         {"leaving_member_taken_back_when_holders_vanish",
          case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},

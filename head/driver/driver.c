@@ -12,7 +12,6 @@
  */
 #include "driver.h"
 
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1657,20 +1656,6 @@ hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worke
     return HV_OK;
 }
 
-static void describe_exit(hv_driver_t *d, char *buf, size_t len, const hv_dworker_t *w, int code,
-                          int sig, const char *reason) {
-    char who[300];
-    worker_desc(d, w, who, sizeof(who));
-    if (reason != NULL && reason[0] != '\0' && code < 0 && sig == 0) {
-        snprintf(buf, len, "%s could not run: %s", who, reason);
-    } else if (sig != 0) {
-        const char *name = sigabbrev_np(sig);
-        snprintf(buf, len, "%s was killed by signal SIG%s", who, name ? name : "?");
-    } else {
-        snprintf(buf, len, "%s exited with status %d", who, code);
-    }
-}
-
 /* Common end of a worker: releases its slot, records why. */
 static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     hv_dnode_t *nd = hv_driver_node(d, w->jm.node_id);
@@ -1689,8 +1674,9 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     if (w == NULL || !wlive(w)) {
         return HV_OK;
     }
-    char what[600];
-    describe_exit(d, what, sizeof(what), w, exit_code, term_signal, reason);
+    char who[300], what[600];
+    worker_desc(d, w, who, sizeof(who));
+    hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
     worker_gone(d, w, reason);
     hv_jm_exited(&w->job->jm, &w->jm, exit_code, term_signal, what, hv_wall_ms(), &d->out);
     apply(d, w->job, &d->out);
@@ -2143,26 +2129,7 @@ hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
-    const hv_jm_worker_t *m = &w->jm;
-    if (!hv_wk_state_active(m->state) || m->removed || m->member_gen != generation ||
-        m->rank != 0) {
-        snprintf(err, errlen,
-                 "worker %llu is not rank 0 of generation %u of job %llu: only that member "
-                 "sends copies",
-                 (unsigned long long)worker_id, generation, (unsigned long long)job_id);
-        return HV_EPERM;
-    }
-    const hv_jm_copy_t *c = &j->jm.copy;
-    if (c->commit > 0 &&
-        (generation < c->generation || (generation == c->generation && commit <= c->commit))) {
-        snprintf(err, errlen,
-                 "the head keeps a newer copy (generation %u, commit %llu) than generation %u, "
-                 "commit %llu",
-                 c->generation, (unsigned long long)c->commit, generation,
-                 (unsigned long long)commit);
-        return HV_ESTATE;
-    }
-    return HV_OK;
+    return hv_jm_copy_check(&j->jm, &w->jm, generation, commit, err, errlen);
 }
 
 hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
