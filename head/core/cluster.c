@@ -88,6 +88,22 @@ hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_def
     return HV_OK;
 }
 
+uint32_t hv_cl_used_for_job(uint32_t total, uint32_t used, uint32_t per_host, uint32_t mine) {
+    if (per_host == 0) {
+        return used;
+    }
+    uint32_t room = per_host > mine ? per_host - mine : 0;
+    uint32_t free = total > used ? total - used : 0;
+    return room < free ? total - room : used;
+}
+
+uint64_t hv_cl_wait_deadline(uint64_t now, uint64_t wall, uint64_t submitted_ms,
+                             uint32_t timeout_s) {
+    uint64_t waited = wall > submitted_ms ? wall - submitted_ms : 0;
+    uint64_t limit = (uint64_t)timeout_s * 1000u;
+    return now + (limit > waited ? limit - waited : 0);
+}
+
 size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
                     size_t cap) {
     size_t k = 0;

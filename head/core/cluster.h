@@ -48,6 +48,17 @@ void hv_cl_start_failed(hv_cl_pass_t *p);
  * many to place now (0 while a pending job is blocked). */
 uint32_t hv_cl_grow(const hv_cl_pass_t *p, uint32_t wants, uint32_t free);
 
+/* A job with a host limit (slots_per_host > 0) that has `mine` live workers on a node with
+ * `total` slots of which `used` are taken: the node's used slots as the job must see them (the
+ * free slots are what the limit leaves, when that is fewer). */
+uint32_t hv_cl_used_for_job(uint32_t total, uint32_t used, uint32_t per_host, uint32_t mine);
+
+/* A job submitted at wall submitted_ms that may wait timeout_s for slots: its deadline on the
+ * monotonic clock, from now (monotonic) and wall (the wall clock now; after a head restart the
+ * time already waited counts). */
+uint64_t hv_cl_wait_deadline(uint64_t now, uint64_t wall, uint64_t submitted_ms,
+                             uint32_t timeout_s);
+
 /* ---- demand (the autoscaler) ---------------------------------------------------------------- */
 
 /* An active job as the demand sees it, in scheduling order. */

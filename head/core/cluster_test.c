@@ -237,12 +237,52 @@ static void case_submit(void) {
     }
 }
 
+/* A host limit: the room it leaves beside the job's workers on a node. */
+static void case_used_for_job(void) {
+    static const struct {
+        uint32_t total, used, per_host, mine, want;
+    } rows[] = {
+        {4, 1, 0, 1, 1}, /* no limit */
+        {4, 1, 2, 1, 3}, /* the limit leaves 1 of 3 free */
+        {4, 1, 2, 0, 2}, /* 2 of 3 */
+        {4, 1, 8, 0, 1}, /* a limit above the free slots */
+        {4, 4, 2, 0, 4}, /* nothing free anyway */
+        {4, 2, 2, 2, 4}, /* the limit is full */
+        {4, 2, 1, 3, 4}, /* more than the limit (placed before it shrank) */
+    };
+    for (size_t i = 0; i < N(rows); i++) {
+        CHECK_EQ(hv_cl_used_for_job(rows[i].total, rows[i].used, rows[i].per_host, rows[i].mine),
+                 rows[i].want);
+    }
+}
+
+/* How long a pending job may still wait: from submission, also across a head restart. */
+static void case_wait_deadline(void) {
+    static const struct {
+        uint64_t now, wall, submitted;
+        uint32_t timeout_s;
+        uint64_t want;
+    } rows[] = {
+        {500, 10000, 10000, 60, 60500}, /* just submitted */
+        {500, 40000, 10000, 60, 30500}, /* restarted after 30 s */
+        {500, 90000, 10000, 60, 500},   /* waited longer than allowed: now */
+        {500, 5000, 10000, 60, 60500},  /* the wall clock stepped back */
+    };
+    for (size_t i = 0; i < N(rows); i++) {
+        CHECK_EQ(
+            hv_cl_wait_deadline(rows[i].now, rows[i].wall, rows[i].submitted, rows[i].timeout_s),
+            rows[i].want);
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_hold", case_drain_hold},
         {"queue", case_queue},
         {"demand", case_demand},
         {"submit", case_submit},
+        {"used_for_job", case_used_for_job},
+        {"wait_deadline", case_wait_deadline},
     };
     return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
 }

@@ -1380,6 +1380,27 @@ hv_err hv_jm_copy_check(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t 
     return HV_OK;
 }
 
+uint32_t hv_jm_base_rank(const hv_jm_job_t *j) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        n += hv_wk_state_active(j->w[i]->state) && !j->w[i]->removed;
+    }
+    return n;
+}
+
+void hv_jm_restarted(hv_jm_job_t *j, uint64_t now) {
+    if (!j->round_open) {
+        return;
+    }
+    uint64_t dl = now + (uint64_t)j->p.rdzv_timeout_s * 1000u;
+    if (j->round_deadline_ms < dl) {
+        j->round_deadline_ms = dl;
+    }
+    if (j->round_fail_at_ms < dl) {
+        j->round_fail_at_ms = dl;
+    }
+}
+
 uint32_t hv_jm_target(const hv_jm_params_t *p) {
     if (p->target == 0) {
         return p->max_np;

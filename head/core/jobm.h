@@ -289,6 +289,16 @@ void hv_jm_exit_what(char *buf, size_t len, const char *who, int exit_code, int 
 hv_err hv_jm_copy_check(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t generation,
                         uint64_t commit, char *err, size_t errlen);
 
+/* The first rank of workers placed now: after the job's live members that are not removed (new
+ * workers of a running job keep these ranks until their first round assigns the real ones;
+ * HV_RANK < HV_SIZE must hold in their environment). 0 for a job's first placement. */
+uint32_t hv_jm_base_rank(const hv_jm_job_t *j);
+
+/* The head restarted at wall time now with j loaded from the store: an open round gets a full
+ * rendezvous timeout from now (its workers' calls broke with the old process and they join
+ * again). */
+void hv_jm_restarted(hv_jm_job_t *j, uint64_t now);
+
 /* The size an elastic job aims for: its target within [min_np, max_np], max_np without one. */
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 

@@ -1288,6 +1288,59 @@ static void case_copy_check(void) {
     CHECK_RC(hv_jm_copy_check(&J, &none, 1, 1, NULL, 0), HV_OK);
 }
 
+/* The rank base of new workers: live members that are not removed, row by row. */
+static void case_base_rank(void) {
+    static const struct {
+        hv_wk_state_t st[4];
+        int removed[4];
+        size_t n;
+        uint32_t want;
+    } rows[] = {
+        {{HV_WK_RUNNING}, {0}, 0, 0},
+        {{HV_WK_RUNNING, HV_WK_STARTING}, {0, 0}, 2, 2},
+        {{HV_WK_RUNNING, HV_WK_EXITED, HV_WK_LOST, HV_WK_LEFT}, {0, 0, 0, 0}, 4, 1},
+        {{HV_WK_RUNNING, HV_WK_RUNNING, HV_WK_KILLED}, {0, 1, 0}, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_params_t p = {.elastic = 1, .np = 1, .min_np = 1, .max_np = 4, .check_every = 1};
+        hv_jm_init(&J, 1, &p);
+        hv_jm_worker_t ws[4];
+        memset(ws, 0, sizeof(ws));
+        for (size_t k = 0; k < rows[i].n; k++) {
+            ws[k].id = k + 1;
+            ws[k].state = rows[i].st[k];
+            ws[k].removed = rows[i].removed[k];
+            CHECK_RC(hv_jm_attach(&J, &ws[k]), HV_OK);
+        }
+        CHECK_EQ(hv_jm_base_rank(&J), rows[i].want);
+        hv_jm_fini(&J);
+    }
+}
+
+/* A head restart: an open round's deadlines move to a full rendezvous timeout (30 s) from now,
+ * never earlier; a closed round is left alone. */
+static void case_restarted(void) {
+    static const struct {
+        int open;
+        uint64_t deadline, fail_at, want_deadline, want_fail_at;
+    } rows[] = {
+        {1, 1000, 2000, 130000, 130000},
+        {1, 1000, 500000, 130000, 500000},
+        {1, 400000, 500000, 400000, 500000},
+        {0, 1000, 2000, 1000, 2000},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_params_t p = {.elastic = 1, .np = 1, .min_np = 1, .max_np = 2, .rdzv_timeout_s = 30};
+        hv_jm_init(&J, 1, &p);
+        J.round_open = rows[i].open;
+        J.round_deadline_ms = rows[i].deadline;
+        J.round_fail_at_ms = rows[i].fail_at;
+        hv_jm_restarted(&J, 100000);
+        CHECK_EQ(J.round_deadline_ms, rows[i].want_deadline);
+        CHECK_EQ(J.round_fail_at_ms, rows[i].want_fail_at);
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"fixed_success", case_fixed_success},
@@ -1330,6 +1383,8 @@ int main(int argc, char **argv) {
          case_leaving_member_taken_back_when_holders_fail},
         {"exit_what", case_exit_what},
         {"copy_check", case_copy_check},
+        {"base_rank", case_base_rank},
+        {"restarted", case_restarted},
         {"leaving_member_taken_back_when_holders_vanish",
          case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},

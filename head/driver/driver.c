@@ -807,19 +807,8 @@ hv_err hv_driver_load(hv_driver_t *d) {
             continue;
         }
         uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
-        uint64_t waited = wall > j->submitted_ms ? wall - j->submitted_ms : 0;
-        j->wait_deadline = now + (timeout * 1000ull > waited ? timeout * 1000ull - waited : 0);
-        /* An open round gets a full rendezvous timeout from now: its workers re-join after the
-         * restart (their calls broke with the old process). */
-        if (j->jm.round_open) {
-            uint64_t dl = wall + (uint64_t)j->jm.p.rdzv_timeout_s * 1000u;
-            if (j->jm.round_deadline_ms < dl) {
-                j->jm.round_deadline_ms = dl;
-            }
-            if (j->jm.round_fail_at_ms < dl) {
-                j->jm.round_fail_at_ms = dl;
-            }
-        }
+        j->wait_deadline = hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
+        hv_jm_restarted(&j->jm, wall);
         for (size_t k = 0; k < j->jm.nw; k++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];
             if (!wlive(w)) {
@@ -1257,12 +1246,8 @@ static size_t sched_nodes(hv_driver_t *d, const hv_djob_t *j, hv_sched_node_t *o
             for (size_t i = 0; i < j->jm.nw; i++) {
                 mine += j->jm.w[i]->node_id == nd->id && hv_wk_state_active(j->jm.w[i]->state);
             }
-            uint32_t room = j->slots_per_host > mine ? j->slots_per_host - mine : 0;
-            uint32_t free =
-                out[n].slots_total > out[n].slots_used ? out[n].slots_total - out[n].slots_used : 0;
-            if (room < free) {
-                out[n].slots_used = out[n].slots_total - room;
-            }
+            out[n].slots_used =
+                hv_cl_used_for_job(out[n].slots_total, out[n].slots_used, j->slots_per_host, mine);
         }
         map[n] = nd;
         n++;
@@ -1352,13 +1337,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         goto out;
     }
     int first = j->jm.state == HV_JOB_PENDING;
-    /* New workers of a running job get ranks after its live members until their first round
-     * assigns the real ones (HV_RANK < HV_SIZE must hold in their environment). */
-    uint32_t base_rank = 0;
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        const hv_jm_worker_t *o = j->jm.w[i];
-        base_rank += hv_wk_state_active(o->state) && !o->removed;
-    }
+    uint32_t base_rank = hv_jm_base_rank(&j->jm); /* ranks until their first round (jobm.h) */
     /* Store every worker and the job's new state in one transaction, then send orders. */
     hv_err rc = hv_store_begin(d->store);
     uint32_t made = 0;
@@ -1607,7 +1586,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         snprintf(err, errlen, "out of memory");
         return rc;
     }
-    j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
+    j->wait_deadline = hv_cl_wait_deadline(hv_now_ms(), 0, 0, j->timeout_s);
     hv_joblog_open(d->logs, &j->log, j->jm.id);
     job_link(d, j);
     if (elastic) {
