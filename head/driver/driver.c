@@ -8,7 +8,10 @@
  * (every STORE_RETRY_MS while it fails); meanwhile hv_driver_store_trouble says why, for the
  * services to tell their clients, and a job's end is told only once it is stored.
  * Placement (sched.c) and node events (nodes.c) are decided here with the pure modules, stored,
- * then announced, the same way.
+ * then announced, the same way. Events too: one whose append fails waits, in order behind any
+ * other waiting, and is told to the observer and the job's watchers only once it is written
+ * (EVENT_WAIT_MAX of them at most: beyond, new ones are dropped, counted, logged, and the count
+ * is recorded as an event when the store works again).
  */
 #include "driver.h"
 
@@ -30,6 +33,14 @@
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
 #define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
 #define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
+#define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
+
+/* An event that waits for the store: announced once written. */
+typedef struct event_wait_s {
+    uint64_t job_id, node_id;
+    char *kind, *data, *msg; /* owned; data may be NULL */
+    struct event_wait_s *next;
+} event_wait_t;
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
@@ -60,6 +71,9 @@ struct hv_driver_s {
     hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
+    event_wait_t *ev_head, *ev_tail; /* events waiting for the store, oldest first (owned) */
+    size_t ev_n, ev_max;             /* how many wait; the bound (EVENT_WAIT_MAX) */
+    uint64_t ev_dropped;             /* dropped at the bound since the last one was recorded */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -278,17 +292,16 @@ static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t
 
 /* ---- events --------------------------------------------------------------------------------- */
 
-static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                    const char *data, const char *msg) {
+/* Writes one event; once it is stored, tells the observer and the job's watchers. */
+static hv_err event_store(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                          const char *data, const char *msg) {
     uint64_t seq = 0;
     hv_err rc = hv_store_event_append(d->store, job_id, node_id, kind, msg, data, &seq);
     if (rc != HV_OK) {
         store_failed(d, rc, "append an event");
-    } else {
-        store_worked(d);
+        return rc;
     }
-    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
-           (unsigned long long)job_id, (unsigned long long)node_id, msg);
+    store_worked(d);
     if (d->observe != NULL) {
         d->observe(d->observe_ud, job_id, node_id, kind, data);
     }
@@ -300,6 +313,100 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
         if (d->io.job_changed != NULL) {
             d->io.job_changed(d->io.ud, job_id);
         }
+    }
+    return HV_OK;
+}
+
+/* Keeps an event that could not be written, behind the others waiting; at the bound it is
+ * dropped and counted (logged when the dropping starts). */
+static void event_wait(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                       const char *data, const char *msg) {
+    size_t lk = strlen(kind) + 1, ld = data != NULL ? strlen(data) + 1 : 0, lm = strlen(msg) + 1;
+    event_wait_t *e = d->ev_n < d->ev_max ? hv_malloc(sizeof(*e) + lk + ld + lm) : NULL;
+    if (e == NULL) {
+        if (d->ev_dropped++ == 0) {
+            HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-DROPPED",
+                   "%zu events wait for the store in %s (the most the head keeps%s): new events "
+                   "are dropped until it works again, starting with %s: %s",
+                   d->ev_n, hv_store_path(d->store), d->ev_n < d->ev_max ? "; out of memory" : "",
+                   kind, msg);
+        }
+        return;
+    }
+    char *p = (char *)(e + 1);
+    *e = (event_wait_t){.job_id = job_id, .node_id = node_id, .kind = p};
+    memcpy(p, kind, lk);
+    p += lk;
+    if (data != NULL) {
+        e->data = p;
+        memcpy(p, data, ld);
+        p += ld;
+    }
+    e->msg = p;
+    memcpy(p, msg, lm);
+    if (d->ev_tail != NULL) {
+        d->ev_tail->next = e;
+    } else {
+        d->ev_head = e;
+    }
+    d->ev_tail = e;
+    d->ev_n++;
+}
+
+/* Writes the waiting events in order, stopping at the first that fails; then records how many
+ * were dropped, if any. Returns the number written. */
+static size_t events_flush(hv_driver_t *d) {
+    size_t n = 0;
+    while (d->ev_head != NULL) {
+        event_wait_t *e = d->ev_head;
+        if (event_store(d, e->job_id, e->node_id, e->kind, e->data, e->msg) != HV_OK) {
+            return n;
+        }
+        d->ev_head = e->next;
+        if (d->ev_head == NULL) {
+            d->ev_tail = NULL;
+        }
+        d->ev_n--;
+        hv_free(e);
+        n++;
+    }
+    if (d->ev_dropped != 0) {
+        char msg[300], data[64];
+        snprintf(msg, sizeof(msg),
+                 "%llu events were lost: the store failed while %zu others waited for it",
+                 (unsigned long long)d->ev_dropped, d->ev_max);
+        snprintf(data, sizeof(data), "{\"dropped\":%llu}", (unsigned long long)d->ev_dropped);
+        if (event_store(d, 0, 0, "head.events_dropped", data, msg) == HV_OK) {
+            HV_LOG(HV_LOG_NOTICE, "store", "HV-EVENT-DROPPED", "%s", msg);
+            d->ev_dropped = 0;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* 1 when an event of job job_id waits for the store. */
+static int events_wait_for(const hv_driver_t *d, uint64_t job_id) {
+    for (const event_wait_t *e = d->ev_head; e != NULL; e = e->next) {
+        if (e->job_id == job_id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void hv__driver_set_event_bound(hv_driver_t *d, size_t max) {
+    d->ev_max = max > 0 ? max : EVENT_WAIT_MAX;
+}
+
+/* Logs the event, then stores it: at once when no other waits, else behind them. */
+static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                    const char *data, const char *msg) {
+    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
+           (unsigned long long)job_id, (unsigned long long)node_id, msg);
+    if (d->ev_head != NULL || d->ev_dropped != 0 ||
+        event_store(d, job_id, node_id, kind, data, msg) != HV_OK) {
+        event_wait(d, job_id, node_id, kind, data, msg);
     }
 }
 
@@ -705,6 +812,7 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
         return rc;
     }
     hv_jm_out_init(&d->out);
+    d->ev_max = EVENT_WAIT_MAX;
     *out = d;
     return HV_OK;
 }
@@ -714,6 +822,18 @@ void hv_driver_stop(hv_driver_t *d) { d->stopping = 1; }
 void hv_driver_destroy(hv_driver_t *d) {
     if (d == NULL) {
         return;
+    }
+    events_flush(d); /* a last try: what still fails is lost, and said so */
+    if (d->ev_n != 0 || d->ev_dropped != 0) {
+        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-LOST",
+               "%zu events could not be stored in %s before the head stopped (and %llu were "
+               "dropped before): they are lost",
+               d->ev_n, hv_store_path(d->store), (unsigned long long)d->ev_dropped);
+    }
+    while (d->ev_head != NULL) {
+        event_wait_t *e = d->ev_head;
+        d->ev_head = e->next;
+        hv_free(e);
     }
     while (d->pending != NULL) {
         pending_t *p = d->pending;
@@ -1122,7 +1242,9 @@ static pending_t *pending_of(hv_driver_t *d, const hv_djob_t *j) {
     return NULL;
 }
 
-int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) { return pending_of(d, j) == NULL; }
+int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) {
+    return pending_of(d, j) == NULL && !events_wait_for(d, j->jm.id);
+}
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
@@ -1167,6 +1289,9 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
 
 /* 1 when some job's decisions wait for the store. */
 static int pending_unstored(const hv_driver_t *d) {
+    if (d->ev_head != NULL || d->ev_dropped != 0) {
+        return 1;
+    }
     for (const pending_t *p = d->pending; p != NULL; p = p->next) {
         if (!p->stored) {
             return 1;
@@ -1179,7 +1304,7 @@ static int pending_unstored(const hv_driver_t *d) {
  * said to work again before their actions go out, so a watcher hears "stores again" before the
  * job's end. */
 static void flush_pending(hv_driver_t *d) {
-    int any = 0;
+    int any = events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
         p->stored = persist(d, p->job) == HV_OK;
         any |= p->stored;
@@ -2361,7 +2486,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     /* Forget ended jobs after a while; the store keeps them. */
     for (hv_djob_t **p = &d->jobs; *p != NULL;) {
         hv_djob_t *j = *p;
-        if (!job_active(j) && !j->jm.ending && pending_of(d, j) == NULL &&
+        if (!job_active(j) && !j->jm.ending && hv_driver_job_settled(d, j) &&
             wall > j->ended_ms + ENDED_JOB_KEEP_MS) {
             *p = j->next;
             job_free(j);

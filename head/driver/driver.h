@@ -170,15 +170,22 @@ void hv_driver_destroy(hv_driver_t *d);
 void hv_driver_tick(hv_driver_t *d, uint64_t now);
 /* Places pending jobs and grows elastic jobs onto free slots. */
 void hv_driver_schedule(hv_driver_t *d);
-/* Told of every event once it is appended (also when its append failed): for counting
- * (head/services/metrics.c); it must not call the driver. data: the event's JSON object or NULL; all
- * borrowed for the call. One observer; NULL removes it. */
+/* Told of every event once it is stored (an event whose append failed waits and is told when a
+ * later write works; one dropped at the bound is never told): for counting
+ * (head/services/metrics.c); it must not call the driver. data: the event's JSON object or NULL;
+ * all borrowed for the call. One observer; NULL removes it. */
 typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
                                      const char *data);
 void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud);
-/* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
+/* Appends an event (data: a JSON object or NULL), then tells the observer and the job's
+ * watchers. While the store fails the event waits, in order behind the others waiting, and the
+ * tick writes it again (every second) before telling anyone; at most 4096 wait: beyond, new
+ * events are dropped and counted (HV-EVENT-DROPPED in the log, then one `head.events_dropped`
+ * event with the count once the store works). A job with an event waiting is not settled. */
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Tests: the most events that wait for the store (0: the default, 4096). */
+void hv__driver_set_event_bound(hv_driver_t *d, size_t max);
 
 /* ---- nodes (Cluster service) ---------------------------------------------------------------- */
 
