@@ -98,6 +98,25 @@ hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t
     return HV_JOIN_TAKEOVER;
 }
 
+hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out) {
+    if (!drain && st != HV_NODE_DRAINING) {
+        return HV_ESTATE;
+    }
+    *out = hv_node_next(st, drain ? HV_NODE_EV_DRAIN : HV_NODE_EV_UNDRAIN);
+    return HV_OK;
+}
+
+int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint32_t grace_ms,
+                    uint64_t *wait_ms, uint64_t *left_ms) {
+    if (st == HV_NODE_DEAD || !hv_lease_suspect(l, now_ms)) {
+        return 0;
+    }
+    uint64_t waive = hv_lease_waive_at(l, grace_ms);
+    *wait_ms = waive > now_ms ? waive - now_ms : 0;
+    *left_ms = l->deadline_ms > now_ms ? l->deadline_ms - now_ms : 0;
+    return 1;
+}
+
 hv_node_due_t hv_node_due(hv_node_state_t st, const hv_lease_t *l, uint64_t now_ms,
                           uint64_t last_seen_ms, uint64_t persisted_seen_ms,
                           uint64_t seen_every_ms) {

@@ -94,6 +94,17 @@ hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t
 /* 1 when the node may be given new work: alive (not draining or dead) with a live session. */
 int hv_node_takes_work(hv_node_state_t st, int has_session);
 
+/* A drain (drain = 1) or undrain of a node in state st: *out gets the state it moves to (st
+ * itself: nothing to do, it is so already). HV_ESTATE to undrain a node that is not draining. */
+hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out);
+
+/* Evidence that a node in state st is gone came at monotonic now (its agent's session closed):
+ * 1 when this makes it suspected (it is not dead and was not suspected yet; l records it), with
+ * *wait_ms how long rounds still wait for its workers (grace_ms, never past the lease) and
+ * *left_ms what is left of its lease; 0 otherwise (nothing to do). */
+int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint32_t grace_ms,
+                    uint64_t *wait_ms, uint64_t *left_ms);
+
 /* What the head's tick owes a node. */
 typedef enum hv_node_due {
     HV_NODE_DUE_NONE = 0, /* nothing */

@@ -188,6 +188,60 @@ static void case_reconcile(void) {
     }
 }
 
+/* Drain and undrain from each state. */
+static void case_drain_to(void) {
+    static const struct {
+        hv_node_state_t st;
+        int drain;
+        hv_err rc;
+        hv_node_state_t want;
+    } rows[] = {
+        {A, 1, HV_OK, D}, {D, 1, HV_OK, D},     {X, 1, HV_OK, X},
+        {D, 0, HV_OK, A}, {A, 0, HV_ESTATE, A}, {X, 0, HV_ESTATE, X},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_node_state_t got = rows[i].st;
+        CHECK_RC(hv_node_drain_to(rows[i].st, rows[i].drain, &got), rows[i].rc);
+        CHECK_EQ(got, rows[i].want);
+    }
+}
+
+/* The first evidence of a loss makes a live node suspected, once: lease 10 s from 1000, a grace
+ * of 500 ms. */
+static void case_suspect(void) {
+    static const struct {
+        const char *name;
+        hv_node_state_t st;
+        uint64_t before; /* an earlier evidence at (0: none) */
+        uint64_t now;
+        uint32_t grace;
+        int want;
+        uint64_t wait, left;
+    } rows[] = {
+        {"alive", A, 0, 2000, 500, 1, 500, 9000},
+        {"draining", D, 0, 2000, 500, 1, 500, 9000},
+        {"dead: the lease decided", X, 0, 2000, 500, 0, 0, 0},
+        {"already suspected", A, 1500, 2000, 500, 0, 0, 0},
+        {"a grace past the lease ends with it", A, 0, 10800, 500, 1, 200, 200},
+        {"no grace", A, 0, 2000, 0, 1, 0, 9000},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_lease_t l;
+        hv_lease_renew(&l, 1000, 10000);
+        if (rows[i].before != 0) {
+            hv_lease_suspect(&l, rows[i].before);
+        }
+        uint64_t wait = 0, left = 0;
+        int got = hv_node_suspect(rows[i].st, &l, rows[i].now, rows[i].grace, &wait, &left);
+        if (got != rows[i].want || wait != rows[i].wait || left != rows[i].left) {
+            fprintf(stderr, "%s: got %d wait %llu left %llu, want %d %llu %llu\n", rows[i].name,
+                    got, (unsigned long long)wait, (unsigned long long)left, rows[i].want,
+                    (unsigned long long)rows[i].wait, (unsigned long long)rows[i].left);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"transitions", case_transitions},
@@ -200,6 +254,8 @@ int main(int argc, char **argv) {
         {"join_kind", case_join_kind},
         {"due", case_due},
         {"reconcile", case_reconcile},
+        {"drain_to", case_drain_to},
+        {"suspect", case_suspect},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -2018,13 +2018,11 @@ void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *w
         return;
     }
     n->has_session = 0;
-    uint64_t now = hv_now_ms();
-    if (d->stopping || n->state == HV_NODE_DEAD || !hv_lease_suspect(&n->lease, now)) {
+    uint64_t wall = hv_wall_ms(), wait = 0, left = 0;
+    if (d->stopping || !hv_node_suspect(n->state, &n->lease, hv_now_ms(), d->cfg->suspect_grace_ms,
+                                        &wait, &left)) {
         return;
     }
-    uint64_t waive = hv_lease_waive_at(&n->lease, d->cfg->suspect_grace_ms);
-    uint64_t wall = hv_wall_ms(), wait = waive > now ? waive - now : 0;
-    uint64_t left = n->lease.deadline_ms > now ? n->lease.deadline_ms - now : 0;
     char data[128];
     snprintf(data, sizeof(data),
              "{\"evidence\":\"session closed\",\"grace_ms\":%llu,\"lease_left_ms\":%llu}",
@@ -2108,10 +2106,8 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     if (n == NULL) {
         return HV_ENOTFOUND;
     }
-    hv_node_state_t st = hv_node_next(n->state, drain ? HV_NODE_EV_DRAIN : HV_NODE_EV_UNDRAIN);
-    if (!drain && n->state != HV_NODE_DRAINING) {
-        return HV_ESTATE;
-    }
+    hv_node_state_t st;
+    HV_TRY(hv_node_drain_to(n->state, drain, &st));
     if (st == n->state) {
         return HV_OK; /* already so */
     }
