@@ -1401,6 +1401,17 @@ void hv_jm_restarted(hv_jm_job_t *j, uint64_t now) {
     }
 }
 
+int hv_jm_resize(const hv_jm_params_t *p, uint32_t size, uint32_t *accepted) {
+    hv_jm_params_t next = *p;
+    next.target = size;
+    *accepted = hv_jm_target(&next);
+    return *accepted != hv_jm_target(p);
+}
+
+uint64_t hv_jm_kill_deadline(uint64_t now, uint32_t grace_ms) {
+    return now + grace_ms + HV_JM_KILL_SLACK_MS;
+}
+
 uint32_t hv_jm_target(const hv_jm_params_t *p) {
     if (p->target == 0) {
         return p->max_np;

@@ -299,6 +299,17 @@ uint32_t hv_jm_base_rank(const hv_jm_job_t *j);
  * again). */
 void hv_jm_restarted(hv_jm_job_t *j, uint64_t now);
 
+/* A worker of an elastic job asks for `size` workers: 1 when the size the job aims for changes
+ * (the caller stores p->target = size, then acts), 0 when it stays (nothing to store). Either
+ * way *accepted gets the size aimed for, `size` kept within [min_np, max_np]. */
+int hv_jm_resize(const hv_jm_params_t *p, uint32_t size, uint32_t *accepted);
+
+#define HV_JM_KILL_SLACK_MS 5000u /* after the grace, how long a killed worker may take to report */
+
+/* A kill order with the agent's grace grace_ms goes out at monotonic now: when the worker is
+ * given up as lost if its exit was not reported by then. */
+uint64_t hv_jm_kill_deadline(uint64_t now, uint32_t grace_ms);
+
 /* The size an elastic job aims for: its target within [min_np, max_np], max_np without one. */
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 

@@ -1341,6 +1341,31 @@ static void case_restarted(void) {
     }
 }
 
+/* A size asked for by a worker: min 2, max 6, row by row from the target the job has. */
+static void case_resize(void) {
+    static const struct {
+        uint32_t target, size, accepted;
+        int changed;
+    } rows[] = {
+        {0, 4, 4, 1}, /* no target (max 6) -> 4 */
+        {0, 9, 6, 0}, /* above max: max, as before */
+        {0, 6, 6, 0}, /* max, as before */
+        {4, 1, 2, 1}, /* below min: min */
+        {4, 4, 4, 0}, /* the same */
+        {2, 0, 6, 1}, /* 0: back to max */
+        {1, 2, 2, 0}, /* a stored target below min already meant min */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_params_t p = {.elastic = 1, .np = 2, .min_np = 2, .max_np = 6};
+        p.target = rows[i].target;
+        uint32_t acc = 0;
+        CHECK_EQ(hv_jm_resize(&p, rows[i].size, &acc), rows[i].changed);
+        CHECK_EQ(acc, rows[i].accepted);
+        CHECK_EQ(p.target, rows[i].target); /* not changed by the decision */
+    }
+    CHECK_EQ(hv_jm_kill_deadline(1000, 3000), 1000 + 3000 + HV_JM_KILL_SLACK_MS);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"fixed_success", case_fixed_success},
@@ -1385,6 +1410,7 @@ int main(int argc, char **argv) {
         {"copy_check", case_copy_check},
         {"base_rank", case_base_rank},
         {"restarted", case_restarted},
+        {"resize", case_resize},
         {"leaving_member_taken_back_when_holders_vanish",
          case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},

@@ -27,7 +27,6 @@
 #include "sched.h"
 #include "util.h"
 
-#define KILL_SLACK_MS 5000       /* after the grace, how long a killed worker may take to report */
 #define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
@@ -1081,7 +1080,7 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
 }
 
 static void send_kill(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
-    w->kill_deadline = hv_now_ms() + d->cfg->kill_grace_ms + KILL_SLACK_MS;
+    w->kill_deadline = hv_jm_kill_deadline(hv_now_ms(), d->cfg->kill_grace_ms);
     hv_order_t o = {.kind = HV_ORDER_KILL,
                     .worker_id = w->jm.id,
                     .job_id = w->job->jm.id,
@@ -2337,15 +2336,14 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                  (unsigned long long)job_id, j->np);
         return HV_ESTATE;
     }
-    uint32_t old = hv_jm_target(&j->jm.p);
-    uint32_t before = j->jm.p.target;
-    j->jm.p.target = size;
-    uint32_t now = hv_jm_target(&j->jm.p);
+    uint32_t old = hv_jm_target(&j->jm.p), now = 0;
+    int changed = hv_jm_resize(&j->jm.p, size, &now);
     *accepted = now;
-    if (now == old) {
-        j->jm.p.target = before;
+    if (!changed) {
         return HV_OK;
     }
+    uint32_t before = j->jm.p.target;
+    j->jm.p.target = size;
     j->dirty_row = 1;
     hv_err rc = persist(d, j); /* stored before anything is bought or placed for it */
     if (rc != HV_OK) {
