@@ -2,8 +2,10 @@
  * nodes: the pure rules for one node of the cluster: its state (alive, draining, dead) and the
  * events that move it, its lease (renewed by every message of its agent, expired after
  * lease_ms of silence) and the suspicion beside it (evidence that the node is gone, such as its
- * agent's session closing, before the lease says so), and its slot and GPU accounting. No I/O, no clock (the time is passed
- * in), no allocation. The head's driver keeps one hv_node_acct_t and hv_lease_t per node and
+ * agent's session closing, before the lease says so), its slot and GPU accounting, what the
+ * head's tick owes it (its death, its last contact) and what becomes of its workers when its
+ * agent says hello again (the reconcile). No I/O, no clock (the time is passed in), no
+ * allocation. The head's driver keeps one hv_node_acct_t and hv_lease_t per node and
  * asks these functions; the table of nodes, sessions and the store stay with the driver.
  */
 #ifndef HV_HEAD_NODES_H
