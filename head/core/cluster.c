@@ -104,6 +104,14 @@ uint64_t hv_cl_wait_deadline(uint64_t now, uint64_t wall, uint64_t submitted_ms,
     return now + (limit > waited ? limit - waited : 0);
 }
 
+int hv_cl_wait_over(int pending, uint64_t now, uint64_t wait_deadline) {
+    return pending && now > wait_deadline;
+}
+
+int hv_cl_forget(int ended, int ending, int settled, uint64_t now, uint64_t ended_ms) {
+    return ended && !ending && settled && now > ended_ms + HV_CL_ENDED_KEEP_MS;
+}
+
 size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
                     size_t cap) {
     size_t k = 0;

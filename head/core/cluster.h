@@ -59,6 +59,18 @@ uint32_t hv_cl_used_for_job(uint32_t total, uint32_t used, uint32_t per_host, ui
 uint64_t hv_cl_wait_deadline(uint64_t now, uint64_t wall, uint64_t submitted_ms,
                              uint32_t timeout_s);
 
+/* ---- the tick's timers ---------------------------------------------------------------------- */
+
+#define HV_CL_ENDED_KEEP_MS 600000u /* an ended job stays in memory this long for watchers */
+
+/* 1 when a pending job's wait for slots is over at monotonic now (its deadline passed): it
+ * fails, saying how many slots it waited for. */
+int hv_cl_wait_over(int pending, uint64_t now, uint64_t wait_deadline);
+/* 1 when an ended job may leave memory (the store keeps it): no worker of it is alive (not
+ * ending), nothing of it waits for the store (settled), and it ended (wall ended_ms) more than
+ * HV_CL_ENDED_KEEP_MS before wall time now. */
+int hv_cl_forget(int ended, int ending, int settled, uint64_t now, uint64_t ended_ms);
+
 /* ---- demand (the autoscaler) ---------------------------------------------------------------- */
 
 /* An active job as the demand sees it, in scheduling order. */

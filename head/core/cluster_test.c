@@ -275,6 +275,39 @@ static void case_wait_deadline(void) {
     }
 }
 
+/* The tick's timers on jobs, row by row. */
+static void case_timers(void) {
+    static const struct {
+        int pending;
+        uint64_t now, deadline;
+        int want;
+    } wait[] = {
+        {1, 1000, 999, 1},
+        {1, 1000, 1000, 0},
+        {1, 1000, 5000, 0},
+        {0, 9000, 1000, 0},
+    };
+    for (size_t i = 0; i < N(wait); i++) {
+        CHECK_EQ(hv_cl_wait_over(wait[i].pending, wait[i].now, wait[i].deadline), wait[i].want);
+    }
+    static const struct {
+        int ended, ending, settled;
+        uint64_t now, ended_ms;
+        int want;
+    } forget[] = {
+        {1, 0, 1, 700001, 100000, 1}, /* ended 600.001 s ago */
+        {1, 0, 1, 700000, 100000, 0}, /* exactly the keep: not yet */
+        {1, 1, 1, 900000, 100000, 0}, /* workers still alive */
+        {1, 0, 0, 900000, 100000, 0}, /* its end or an event waits for the store */
+        {0, 0, 1, 900000, 0, 0},      /* active */
+    };
+    for (size_t i = 0; i < N(forget); i++) {
+        CHECK_EQ(hv_cl_forget(forget[i].ended, forget[i].ending, forget[i].settled, forget[i].now,
+                              forget[i].ended_ms),
+                 forget[i].want);
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_hold", case_drain_hold},
@@ -283,6 +316,7 @@ int main(int argc, char **argv) {
         {"submit", case_submit},
         {"used_for_job", case_used_for_job},
         {"wait_deadline", case_wait_deadline},
+        {"timers", case_timers},
     };
     return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
 }

@@ -1412,6 +1412,10 @@ uint64_t hv_jm_kill_deadline(uint64_t now, uint32_t grace_ms) {
     return now + grace_ms + HV_JM_KILL_SLACK_MS;
 }
 
+int hv_jm_kill_overdue(uint64_t kill_deadline, uint64_t now) {
+    return kill_deadline != 0 && now > kill_deadline;
+}
+
 uint32_t hv_jm_target(const hv_jm_params_t *p) {
     if (p->target == 0) {
         return p->max_np;

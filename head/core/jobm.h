@@ -309,6 +309,8 @@ int hv_jm_resize(const hv_jm_params_t *p, uint32_t size, uint32_t *accepted);
 /* A kill order with the agent's grace grace_ms goes out at monotonic now: when the worker is
  * given up as lost if its exit was not reported by then. */
 uint64_t hv_jm_kill_deadline(uint64_t now, uint32_t grace_ms);
+/* 1 when a worker killed with deadline kill_deadline (0: none) is overdue at monotonic now. */
+int hv_jm_kill_overdue(uint64_t kill_deadline, uint64_t now);
 
 /* The size an elastic job aims for: its target within [min_np, max_np], max_np without one. */
 uint32_t hv_jm_target(const hv_jm_params_t *p);

@@ -1364,6 +1364,9 @@ static void case_resize(void) {
         CHECK_EQ(p.target, rows[i].target); /* not changed by the decision */
     }
     CHECK_EQ(hv_jm_kill_deadline(1000, 3000), 1000 + 3000 + HV_JM_KILL_SLACK_MS);
+    CHECK_EQ(hv_jm_kill_overdue(0, 99999), 0); /* no kill order */
+    CHECK_EQ(hv_jm_kill_overdue(9000, 9000), 0);
+    CHECK_EQ(hv_jm_kill_overdue(9000, 9001), 1);
 }
 
 int main(int argc, char **argv) {

@@ -139,6 +139,19 @@ hv_node_recon_t hv_node_reconcile(int listed, int live_here, int job_active, int
     return kill_sent ? HV_RECON_KILL_AGAIN : HV_RECON_KEEP;
 }
 
+hv_node_state_t hv_node_join_state(hv_join_kind_t kind, hv_node_state_t st) {
+    switch (kind) {
+    case HV_JOIN_FIRST:
+    case HV_JOIN_TAKEOVER:
+        return hv_node_next(HV_NODE_ALIVE, HV_NODE_EV_JOIN_NEW);
+    case HV_JOIN_SAME:
+        return hv_node_next(st, HV_NODE_EV_REATTACH);
+    case HV_JOIN_REFUSE:
+        break;
+    }
+    return st;
+}
+
 int hv_node_takes_work(hv_node_state_t st, int has_session) {
     return st == HV_NODE_ALIVE && has_session;
 }

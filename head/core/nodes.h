@@ -93,6 +93,10 @@ typedef enum hv_join_kind {
 hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t incarnation,
                                  hv_node_state_t st, int has_session, int lease_expired);
 
+/* The state a node is stored with at a Join of this kind (st: its state now): a first or new
+ * agent starts alive, the same agent re-attaches (hv_node_next), a refused one changes nothing. */
+hv_node_state_t hv_node_join_state(hv_join_kind_t kind, hv_node_state_t st);
+
 /* 1 when the node may be given new work: alive (not draining or dead) with a live session. */
 int hv_node_takes_work(hv_node_state_t st, int has_session);
 

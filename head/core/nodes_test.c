@@ -188,6 +188,21 @@ static void case_reconcile(void) {
     }
 }
 
+/* The state a Join stores, every kind from every state. */
+static void case_join_state(void) {
+    /* rows: state now; columns: FIRST, SAME, TAKEOVER, REFUSE */
+    static const hv_node_state_t want[3][4] = {
+        /* alive    */ {A, A, A, A},
+        /* draining */ {A, D, A, D},
+        /* dead     */ {A, A, A, X},
+    };
+    for (int s = 0; s < 3; s++) {
+        for (int k = 0; k < 4; k++) {
+            CHECK_EQ(hv_node_join_state((hv_join_kind_t)k, (hv_node_state_t)s), want[s][k]);
+        }
+    }
+}
+
 /* Drain and undrain from each state. */
 static void case_drain_to(void) {
     static const struct {
@@ -255,6 +270,7 @@ int main(int argc, char **argv) {
         {"due", case_due},
         {"reconcile", case_reconcile},
         {"drain_to", case_drain_to},
+        {"join_state", case_join_state},
         {"suspect", case_suspect},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);

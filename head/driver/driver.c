@@ -27,7 +27,6 @@
 #include "sched.h"
 #include "util.h"
 
-#define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
 #define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
@@ -1899,8 +1898,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     }
     int is_new = kind == HV_JOIN_FIRST;
     int restarted = kind == HV_JOIN_TAKEOVER;
-    hv_node_state_t st = is_new || restarted ? hv_node_next(HV_NODE_ALIVE, HV_NODE_EV_JOIN_NEW)
-                                             : hv_node_next(n->state, HV_NODE_EV_REATTACH);
+    hv_node_state_t st = hv_node_join_state(kind, n != NULL ? n->state : HV_NODE_ALIVE);
     hv_dnode_t tmp;
     memset(&tmp, 0, sizeof(tmp));
     if (!is_new) {
@@ -2455,7 +2453,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     store_settle(d, now, 0);
     tick_nodes(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (j->jm.state == HV_JOB_PENDING && now > j->wait_deadline) {
+        if (hv_cl_wait_over(j->jm.state == HV_JOB_PENDING, now, j->wait_deadline)) {
             char why[256];
             snprintf(why, sizeof(why),
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
@@ -2467,7 +2465,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         }
         for (size_t i = 0; i < j->jm.nw; i++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
-            if (w->kill_deadline != 0 && now > w->kill_deadline && wlive(w)) {
+            if (hv_jm_kill_overdue(w->kill_deadline, now) && wlive(w)) {
                 worker_lost(d, w, "it did not report an exit after the kill order");
             }
         }
@@ -2480,8 +2478,8 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     /* Forget ended jobs after a while; the store keeps them. */
     for (hv_djob_t **p = &d->jobs; *p != NULL;) {
         hv_djob_t *j = *p;
-        if (!job_active(j) && !j->jm.ending && hv_driver_job_settled(d, j) &&
-            wall > j->ended_ms + ENDED_JOB_KEEP_MS) {
+        if (hv_cl_forget(!job_active(j), j->jm.ending, hv_driver_job_settled(d, j), wall,
+                         j->ended_ms)) {
             *p = j->next;
             job_free(j);
         } else {
