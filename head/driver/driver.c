@@ -22,6 +22,7 @@
 #include <sys/random.h>
 
 #include "cluster.h"
+#include "evq.h"
 #include "log.h"
 #include "mem.h"
 #include "sched.h"
@@ -32,13 +33,6 @@
 #define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
 #define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
 #define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
-
-/* An event that waits for the store: announced once written. */
-typedef struct event_wait_s {
-    uint64_t job_id, node_id;
-    char *kind, *data, *msg; /* owned; data may be NULL */
-    struct event_wait_s *next;
-} event_wait_t;
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
@@ -69,9 +63,7 @@ struct hv_driver_s {
     hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
-    event_wait_t *ev_head, *ev_tail; /* events waiting for the store, oldest first (owned) */
-    size_t ev_n, ev_max;             /* how many wait; the bound (EVENT_WAIT_MAX) */
-    uint64_t ev_dropped;             /* dropped at the bound since the last one was recorded */
+    hv_evq_t events; /* events waiting for the store (evq.h) */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -315,86 +307,35 @@ static hv_err event_store(hv_driver_t *d, uint64_t job_id, uint64_t node_id, con
     return HV_OK;
 }
 
-/* Keeps an event that could not be written, behind the others waiting; at the bound it is
- * dropped and counted (logged when the dropping starts). */
-static void event_wait(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                       const char *data, const char *msg) {
-    size_t lk = strlen(kind) + 1, ld = data != NULL ? strlen(data) + 1 : 0, lm = strlen(msg) + 1;
-    event_wait_t *e = d->ev_n < d->ev_max ? hv_malloc(sizeof(*e) + lk + ld + lm) : NULL;
-    if (e == NULL) {
-        if (d->ev_dropped++ == 0) {
-            HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-DROPPED",
-                   "%zu events wait for the store in %s (the most the head keeps%s): new events "
-                   "are dropped until it works again, starting with %s: %s",
-                   d->ev_n, hv_store_path(d->store), d->ev_n < d->ev_max ? "; out of memory" : "",
-                   kind, msg);
-        }
-        return;
-    }
-    char *p = (char *)(e + 1);
-    *e = (event_wait_t){.job_id = job_id, .node_id = node_id, .kind = p};
-    memcpy(p, kind, lk);
-    p += lk;
-    if (data != NULL) {
-        e->data = p;
-        memcpy(p, data, ld);
-        p += ld;
-    }
-    e->msg = p;
-    memcpy(p, msg, lm);
-    if (d->ev_tail != NULL) {
-        d->ev_tail->next = e;
-    } else {
-        d->ev_head = e;
-    }
-    d->ev_tail = e;
-    d->ev_n++;
-}
-
 /* Writes the waiting events in order, stopping at the first that fails; then records how many
  * were dropped, if any. Returns the number written. */
 static size_t events_flush(hv_driver_t *d) {
     size_t n = 0;
-    while (d->ev_head != NULL) {
-        event_wait_t *e = d->ev_head;
+    const hv_evq_item_t *e;
+    while ((e = hv_evq_front(&d->events)) != NULL) {
         if (event_store(d, e->job_id, e->node_id, e->kind, e->data, e->msg) != HV_OK) {
             return n;
         }
-        d->ev_head = e->next;
-        if (d->ev_head == NULL) {
-            d->ev_tail = NULL;
-        }
-        d->ev_n--;
-        hv_free(e);
+        hv_evq_pop(&d->events);
         n++;
     }
-    if (d->ev_dropped != 0) {
+    if (d->events.dropped != 0) {
         char msg[300], data[64];
         snprintf(msg, sizeof(msg),
                  "%llu events were lost: the store failed while %zu others waited for it",
-                 (unsigned long long)d->ev_dropped, d->ev_max);
-        snprintf(data, sizeof(data), "{\"dropped\":%llu}", (unsigned long long)d->ev_dropped);
+                 (unsigned long long)d->events.dropped, d->events.max);
+        snprintf(data, sizeof(data), "{\"dropped\":%llu}", (unsigned long long)d->events.dropped);
         if (event_store(d, 0, 0, "head.events_dropped", data, msg) == HV_OK) {
             HV_LOG(HV_LOG_NOTICE, "store", "HV-EVENT-DROPPED", "%s", msg);
-            d->ev_dropped = 0;
+            hv_evq_dropped_told(&d->events);
             n++;
         }
     }
     return n;
 }
 
-/* 1 when an event of job job_id waits for the store. */
-static int events_wait_for(const hv_driver_t *d, uint64_t job_id) {
-    for (const event_wait_t *e = d->ev_head; e != NULL; e = e->next) {
-        if (e->job_id == job_id) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 void hv__driver_set_event_bound(hv_driver_t *d, size_t max) {
-    d->ev_max = max > 0 ? max : EVENT_WAIT_MAX;
+    d->events.max = max > 0 ? max : EVENT_WAIT_MAX;
 }
 
 /* Logs the event, then stores it: at once when no other waits, else behind them. */
@@ -402,9 +343,13 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
                     const char *data, const char *msg) {
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
-    if (d->ev_head != NULL || d->ev_dropped != 0 ||
-        event_store(d, job_id, node_id, kind, data, msg) != HV_OK) {
-        event_wait(d, job_id, node_id, kind, data, msg);
+    if ((!hv_evq_empty(&d->events) || event_store(d, job_id, node_id, kind, data, msg) != HV_OK) &&
+        hv_evq_push(&d->events, job_id, node_id, kind, data, msg) != HV_OK &&
+        d->events.dropped == 1) {
+        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-DROPPED",
+               "%zu events wait for the store in %s (the most the head keeps, or memory ran out): "
+               "new events are dropped until it works again, starting with %s: %s",
+               d->events.n, hv_store_path(d->store), kind, msg);
     }
 }
 
@@ -810,7 +755,7 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
         return rc;
     }
     hv_jm_out_init(&d->out);
-    d->ev_max = EVENT_WAIT_MAX;
+    hv_evq_init(&d->events, EVENT_WAIT_MAX);
     *out = d;
     return HV_OK;
 }
@@ -822,17 +767,13 @@ void hv_driver_destroy(hv_driver_t *d) {
         return;
     }
     events_flush(d); /* a last try: what still fails is lost, and said so */
-    if (d->ev_n != 0 || d->ev_dropped != 0) {
+    if (!hv_evq_empty(&d->events)) {
         HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-LOST",
                "%zu events could not be stored in %s before the head stopped (and %llu were "
                "dropped before): they are lost",
-               d->ev_n, hv_store_path(d->store), (unsigned long long)d->ev_dropped);
+               d->events.n, hv_store_path(d->store), (unsigned long long)d->events.dropped);
     }
-    while (d->ev_head != NULL) {
-        event_wait_t *e = d->ev_head;
-        d->ev_head = e->next;
-        hv_free(e);
-    }
+    hv_evq_fini(&d->events);
     while (d->pending != NULL) {
         pending_t *p = d->pending;
         d->pending = p->next;
@@ -1241,7 +1182,7 @@ static pending_t *pending_of(hv_driver_t *d, const hv_djob_t *j) {
 }
 
 int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) {
-    return pending_of(d, j) == NULL && !events_wait_for(d, j->jm.id);
+    return pending_of(d, j) == NULL && !hv_evq_has_job(&d->events, j->jm.id);
 }
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
@@ -1287,7 +1228,7 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
 
 /* 1 when some job's decisions wait for the store. */
 static int pending_unstored(const hv_driver_t *d) {
-    if (d->ev_head != NULL || d->ev_dropped != 0) {
+    if (!hv_evq_empty(&d->events)) {
         return 1;
     }
     for (const pending_t *p = d->pending; p != NULL; p = p->next) {
