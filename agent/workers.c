@@ -505,6 +505,67 @@ static int name_ok(const char *name) {
            strstr(name, "..") == NULL && strcmp(name, ".") != 0 && strlen(name) < 256;
 }
 
+/* 1 when path is usable as a shipped file's place below the worker's directory: names that
+ * name_ok accepts, joined by single '/' (hvsubmit --workdir's subdirectories), at most
+ * WORKERS_PATH_MAX_DEPTH of them and WORKERS_PATH_MAX bytes (the head checks the same). */
+#define WORKERS_PATH_MAX 1024u
+#define WORKERS_PATH_MAX_DEPTH 16u
+static int path_ok(const char *path) {
+    if (path == NULL || strlen(path) > WORKERS_PATH_MAX) {
+        return 0;
+    }
+    unsigned depth = 0;
+    for (const char *p = path;; p++) {
+        size_t n = strcspn(p, "/");
+        char part[256];
+        if (n == 0 || n >= sizeof(part) || ++depth > WORKERS_PATH_MAX_DEPTH) {
+            return 0;
+        }
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (!name_ok(part)) {
+            return 0;
+        }
+        p += n;
+        if (*p == '\0') {
+            return 1;
+        }
+    }
+}
+
+/* Makes the directories above the shipped file rel (a path_ok path) inside the worker's
+ * directory dir, 0755 and the run-as user's (uid/gid, or -1: the agent's). The worker's
+ * directory is the agent's own and still 0700, so nobody else can have put a link there; a
+ * directory that an earlier file of the job made is reused. */
+static hv_err make_parents(const char *dir, const char *rel, long uid, long gid, char *err,
+                           size_t errlen) {
+    char path[PATH_MAX];
+    for (const char *slash = strchr(rel, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+        int n = snprintf(path, sizeof(path), "%s/%.*s", dir, (int)(slash - rel), rel);
+        if (n < 0 || (size_t)n >= sizeof(path)) {
+            snprintf(err, errlen, "path too long");
+            return HV_EINVAL;
+        }
+        struct stat st;
+        if (mkdir(path, 0755) != 0) {
+            if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(err, errlen, "cannot create %.400s: %s", path, strerror(errno));
+                return hv_err_from_errno(errno != 0 ? errno : EEXIST);
+            }
+            continue;
+        }
+        if ((uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) != 0) {
+            snprintf(err, errlen, "cannot give %.400s to uid %ld: %s", path, uid, strerror(errno));
+            return hv_err_from_errno(errno);
+        }
+        if (chmod(path, 0755) != 0) { // the umask may have taken more
+            snprintf(err, errlen, "chmod %.400s: %s", path, strerror(errno));
+            return hv_err_from_errno(errno);
+        }
+    }
+    return HV_OK;
+}
+
 /* 1 when cmd can be a worker's node program: a name looked up on PATH or an absolute path,
  * bounded, without control characters (the head checks the same). */
 static int command_ok(const char *cmd) {
@@ -572,6 +633,12 @@ static void worker_launch(worker_t *wk) {
         unsigned mode = sp->files[i]->mode != 0 ? (sp->files[i]->mode & 07777) : 0644;
         if (snprintf(path, sizeof(path), "%s/%s", dir, sp->files[i]->name) >= (int)sizeof(path)) {
             worker_finish(wk, -1, 0, "spawn failed: path too long");
+            return;
+        }
+        if (strchr(sp->files[i]->name, '/') != NULL &&
+            make_parents(dir, sp->files[i]->name, uid, gid, err, sizeof(err)) != HV_OK) {
+            snprintf(reason, sizeof(reason), "spawn failed: %s", err);
+            worker_finish(wk, -1, 0, reason);
             return;
         }
         if (hv_artifact_place(wk->arts[i + 1].path, path, mode, uid, gid, err, sizeof(err)) !=
@@ -811,7 +878,7 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
         // reason says which bound
     } else {
         for (size_t i = 0; i < sp->n_files; i++) {
-            if (!name_ok(sp->files[i]->name) ||
+            if (!path_ok(sp->files[i]->name) ||
                 (sp->binary != NULL && strcmp(sp->files[i]->name, sp->binary->name) == 0)) {
                 snprintf(reason, sizeof(reason), "spawn failed: bad file name \"%.200s\"",
                          sp->files[i]->name);

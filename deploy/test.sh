@@ -4,7 +4,7 @@
 # both with labels unit, integration and fault (gpu and perf tests are left to their own runs;
 # the sanitizer build, at -O1, also leaves out the labels long (the longest scenarios, run by the
 # plain one), package and python);
-# then builds the libFuzzer targets with clang and runs each for HV_FUZZ_SECONDS (default 20;
+# then builds the libFuzzer targets with clang and runs each for HV_FUZZ_SECONDS (default 10;
 # label fuzz; tests/fuzz/run.sh --seconds N runs them longer).
 # Usage: deploy/test.sh [--no-sanitize] [extra ctest args]
 set -euo pipefail
@@ -44,9 +44,9 @@ if [ $SAN = 1 ]; then
     EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 run_suite build-asan \
         -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DHV_SANITIZE=ON \
         -DHV_TEST_TIMEOUT_MULTIPLIER=3
-    echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-20} s per target)"
+    echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-10} s per target)"
     cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHV_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DHV_FUZZ_SECONDS="${HV_FUZZ_SECONDS:-20}" >/dev/null
+        -DHV_FUZZ_SECONDS="${HV_FUZZ_SECONDS:-10}" >/dev/null
     if ! cmake --build build-fuzz --target hv_fuzz -j"$jobs" >build-fuzz/build.log 2>&1; then
         grep -E -B2 -A6 'error|warning' build-fuzz/build.log | head -80
         echo "== build of build-fuzz FAILED (full log: build-fuzz/build.log)"

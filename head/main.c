@@ -30,6 +30,7 @@
 #include "auth.h"
 #include "backup.h"
 #include "history.h"
+#include "validate.h"
 #include "autoscale.h"
 #include "config.h"
 #include "conngate.h"
@@ -321,7 +322,8 @@ static int head_job_held(void *ud, uint64_t job_id) {
 /* The history's retention (head/driver/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
  * every history.prune_interval_s (one batch, on the loop). */
 static void head_prune_history(head_t *h, int batches) {
-    hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs};
+    hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs,
+                             h->cfg.history.artifact_grace_s};
     if (hv_history_prune(h->store, h->cfg.data_dir, &p, hv_wall_ms(), batches, head_job_held, h,
                          NULL) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-FAIL", "finished jobs not pruned: %s",
@@ -660,6 +662,19 @@ static int head_open_state(head_t *h) {
                                            sizeof(err))) != HV_OK) {
         head_fail("hvhead: %s", err);
         return 1;
+    }
+    /* Which artifacts the jobs of an older database use, read once from their specs (v9), so
+     * that the history's pruning can tell those no kept job needs (head/driver/history.h). */
+    size_t filled = 0;
+    if ((rc = hv_store_job_artifacts_fill(h->store, hv_validate_spec_digests, NULL, &filled)) !=
+        HV_OK) {
+        head_fail("hvhead: %s: cannot record which artifacts the stored jobs use: %s",
+                  hv_store_path(h->store), hv_store_last_error(h->store));
+        return 1;
+    }
+    if (filled > 0) {
+        HV_LOG(HV_LOG_NOTICE, "history", "HV-ARTIFACT-REFS",
+               "recorded which artifacts the %zu stored job(s) use", filled);
     }
     h->loop = uv_default_loop();
     hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,

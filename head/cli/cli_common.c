@@ -638,6 +638,7 @@ void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o) {
     }
     hv_free(o->env);
     hv_free((void *)o->files);
+    hv_free((void *)o->names);
     for (size_t i = 0; i < o->nowned; i++) {
         hv_free(o->owned[i]);
     }
@@ -921,7 +922,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
     const char *bin_base = o->command ? "" : hv_cli_basename(o->binary);
     for (size_t i = 0; i < o->nfiles; i++) {
         HV_TRY(hv_cli_check_file(o->files[i], err, errlen));
-        const char *base = hv_cli_basename(o->files[i]);
+        const char *base = hv_cli_ship_name(o, i);
         if (strcmp(base, bin_base) == 0) {
             cli_err(err, errlen,
                     "--file %s has the same name as the program %s ('%s'): both would land in "
@@ -930,7 +931,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
             return HV_EINVAL;
         }
         for (size_t k = 0; k < i; k++) {
-            if (strcmp(base, hv_cli_basename(o->files[k])) == 0) {
+            if (strcmp(base, hv_cli_ship_name(o, k)) == 0) {
                 cli_err(err, errlen,
                         "--file %s and --file %s have the same name '%s': both would land in "
                         "the worker's directory",
@@ -1048,15 +1049,30 @@ static char *cli_own(hv_cli_submit_opts_t *o, char *p) {
     return p;
 }
 
-static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, char *err, size_t errlen) {
+/* Adds path to the files shipped, under name (NULL: its base name). */
+static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, const char *name, char *err,
+                            size_t errlen) {
     const char **files = hv_realloc(o->files, (o->nfiles + 1) * sizeof(*files));
-    if (files == NULL) {
+    if (files != NULL) {
+        o->files = files;
+    }
+    const char **names =
+        files != NULL ? hv_realloc(o->names, (o->nfiles + 1) * sizeof(*names)) : NULL;
+    if (names == NULL) {
         cli_err(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
-    o->files = files;
+    o->names = names;
+    while (o->nnames < o->nfiles) {
+        o->names[o->nnames++] = NULL; /* --file entries: their base names */
+    }
+    o->names[o->nnames++] = name;
     o->files[o->nfiles++] = path;
     return HV_OK;
+}
+
+const char *hv_cli_ship_name(const hv_cli_submit_opts_t *o, size_t i) {
+    return i < o->nnames && o->names[i] != NULL ? o->names[i] : hv_cli_basename(o->files[i]);
 }
 
 /* The glob patterns of DIR/.hvignore, one a line ('#' starts a comment line, blanks around a
@@ -1093,13 +1109,14 @@ static void cli_ignore_load(const char *dir, cli_ignore_t *ig) {
     fclose(f);
 }
 
-/* 1 when a --workdir entry is left out: hidden, Python's caches, or a .hvignore pattern. */
-static int cli_ignored(const char *name, const cli_ignore_t *ig) {
+/* 1 when a --workdir entry is left out: hidden, Python's caches, or a .hvignore pattern that
+ * matches its name or its path below DIR (rel: "sub/data.bin"; '*' does not cross a '/'). */
+static int cli_ignored(const char *name, const char *rel, const cli_ignore_t *ig) {
     if (name[0] == '.' || strcmp(name, "__pycache__") == 0 || fnmatch("*.pyc", name, 0) == 0) {
         return 1;
     }
     for (size_t i = 0; i < ig->n; i++) {
-        if (fnmatch(ig->pat[i], name, 0) == 0) {
+        if (fnmatch(ig->pat[i], name, 0) == 0 || fnmatch(ig->pat[i], rel, FNM_PATHNAME) == 0) {
             return 1;
         }
     }
@@ -1117,77 +1134,129 @@ static int cli_already_shipped(const hv_cli_submit_opts_t *o, const struct stat 
     return 0;
 }
 
-/* Adds the files of --workdir (see hv_cli_submit_prepare). */
-static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
-    const char *dir = o->workdir;
-    DIR *d = opendir(dir);
+/* What one --workdir scan carries down its subdirectories. */
+typedef struct cli_scan_s {
+    const char *root; /* --workdir DIR */
+    cli_ignore_t ig;
+    uint64_t bytes;
+} cli_scan_t;
+
+static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel,
+                             unsigned depth, char *err, size_t errlen);
+
+/* Adds the files of the directory rel below --workdir ("" for DIR itself), depth levels down. */
+static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel, unsigned depth,
+                           char *err, size_t errlen) {
+    char path[HV_CLI_WORKDIR_MAX_PATH + 4096];
+    int pn = snprintf(path, sizeof(path), "%s%s%s", sc->root, rel[0] ? "/" : "", rel);
+    if (pn < 0 || (size_t)pn >= sizeof(path)) {
+        cli_err(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
+        return HV_EINVAL;
+    }
+    DIR *d = opendir(path);
     if (d == NULL) {
         int e = errno;
-        cli_err(err, errlen, "--workdir %s: %s", dir,
+        cli_err(err, errlen, "--workdir %s: %s", path,
                 e == ENOENT ? "no such directory" : strerror(e));
         return e == ENOENT || e == ENOTDIR ? HV_ENOTFOUND : HV_EPERM;
     }
-    cli_ignore_t *ig = hv_malloc(sizeof(*ig));
-    if (ig == NULL) {
-        closedir(d);
+    hv_err rc = HV_OK;
+    struct dirent *de;
+    while (rc == HV_OK && (de = readdir(d)) != NULL) {
+        char sub[HV_CLI_WORKDIR_MAX_PATH + 2];
+        int n = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (cli_ignored(de->d_name, n >= 0 && (size_t)n < sizeof(sub) ? sub : de->d_name,
+                        &sc->ig)) {
+            continue;
+        }
+        if (n < 0 || (size_t)n > HV_CLI_WORKDIR_MAX_PATH) {
+            cli_err(err, errlen,
+                    "--workdir %s: %s/%s: a path longer than %u bytes; leave it out with a glob "
+                    "pattern in %s/.hvignore",
+                    sc->root, rel, de->d_name, HV_CLI_WORKDIR_MAX_PATH, sc->root);
+            rc = HV_EINVAL;
+            break;
+        }
+        rc = cli_scan_entry(o, sc, sub, depth, err, errlen);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Adds the entry rel below --workdir: a regular file (a link to one too), or a directory's
+ * files; a link to a directory is not followed (noted in workdir_skipped). */
+static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel,
+                             unsigned depth, char *err, size_t errlen) {
+    size_t n = strlen(sc->root) + strlen(rel) + 2;
+    char *path = hv_malloc(n);
+    if (path == NULL) {
         cli_err(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
-    cli_ignore_load(dir, ig);
-    hv_err rc = HV_OK;
-    uint64_t bytes = 0;
-    struct dirent *de;
-    while (rc == HV_OK && (de = readdir(d)) != NULL) {
-        if (cli_ignored(de->d_name, ig)) {
-            continue;
-        }
-        size_t n = strlen(dir) + strlen(de->d_name) + 2;
-        char *path = hv_malloc(n);
-        struct stat st;
-        if (path == NULL) {
-            cli_err(err, errlen, "out of memory");
-            rc = HV_ENOMEM;
-            break;
-        }
-        snprintf(path, n, "%s/%s", dir, de->d_name);
-        int found = stat(path, &st) == 0;
-        if (!found || !S_ISREG(st.st_mode)) {
-            if (found && S_ISDIR(st.st_mode) && o->workdir_skipped++ == 0) {
-                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%s",
-                         de->d_name);
+    snprintf(path, n, "%s/%s", sc->root, rel);
+    struct stat lst, st;
+    int found = lstat(path, &lst) == 0 && stat(path, &st) == 0;
+    if (found && S_ISDIR(st.st_mode)) {
+        hv_err rc = HV_OK;
+        if (S_ISLNK(lst.st_mode)) {
+            if (o->workdir_skipped++ == 0) {
+                /* a note: cut to the field (255 bytes) when longer */
+                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%.255s", rel);
             }
-            hv_free(path);
-            continue;
-        }
-        if (cli_already_shipped(o, &st)) {
-            hv_free(path);
-            continue;
-        }
-        bytes += (uint64_t)st.st_size;
-        if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
+        } else if (depth + 1 >= HV_CLI_WORKDIR_MAX_DEPTH) {
             cli_err(err, errlen,
-                    "--workdir %s: more than %u files; leave some out with glob patterns in "
-                    "%s/.hvignore",
-                    dir, HV_CLI_WORKDIR_MAX_FILES, dir);
+                    "--workdir %s: %s is more than %u directories deep; leave it out with a "
+                    "glob pattern in %s/.hvignore",
+                    sc->root, rel, HV_CLI_WORKDIR_MAX_DEPTH - 1, sc->root);
             rc = HV_EINVAL;
-        } else if (bytes > HV_CLI_WORKDIR_MAX_BYTES) {
-            cli_err(err, errlen,
-                    "--workdir %s: more than %llu MiB of files; leave some out with glob "
-                    "patterns in %s/.hvignore, or ship big data another way",
-                    dir, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), dir);
-            rc = HV_EINVAL;
-        }
-        if (rc != HV_OK) {
-            hv_free(path);
-        } else if (cli_own(o, path) == NULL) {
-            cli_err(err, errlen, "out of memory");
-            rc = HV_ENOMEM;
         } else {
-            rc = cli_push_file(o, path, err, errlen);
+            rc = cli_scan_dir(o, sc, rel, depth + 1, err, errlen);
         }
+        hv_free(path);
+        return rc;
     }
-    closedir(d);
-    hv_free(ig);
+    if (!found || !S_ISREG(st.st_mode) || cli_already_shipped(o, &st)) {
+        hv_free(path);
+        return HV_OK;
+    }
+    sc->bytes += (uint64_t)st.st_size;
+    if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
+        cli_err(err, errlen,
+                "--workdir %s: more than %u files; leave some out with glob patterns in "
+                "%s/.hvignore",
+                sc->root, HV_CLI_WORKDIR_MAX_FILES, sc->root);
+        hv_free(path);
+        return HV_EINVAL;
+    }
+    if (sc->bytes > HV_CLI_WORKDIR_MAX_BYTES) {
+        cli_err(err, errlen,
+                "--workdir %s: more than %llu MiB of files; leave some out with glob "
+                "patterns in %s/.hvignore, or ship big data another way",
+                sc->root, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), sc->root);
+        hv_free(path);
+        return HV_EINVAL;
+    }
+    if (cli_own(o, path) == NULL) {
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    /* The shipped name is the path below DIR: it lands at the same place in the worker's
+     * directory. It points into path (owned above), past "DIR/". */
+    return cli_push_file(o, path, path + strlen(sc->root) + 1, err, errlen);
+}
+
+/* Adds the files of --workdir and of its subdirectories (see hv_cli_submit_prepare). */
+static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    cli_scan_t *sc = hv_malloc(sizeof(*sc));
+    if (sc == NULL) {
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    sc->root = o->workdir;
+    sc->bytes = 0;
+    cli_ignore_load(o->workdir, &sc->ig);
+    hv_err rc = cli_scan_dir(o, sc, "", 0, err, errlen);
+    hv_free(sc);
     return rc;
 }
 
@@ -1200,7 +1269,7 @@ hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen) 
             }
             struct stat st;
             if (stat(o->args[i], &st) == 0 && S_ISREG(st.st_mode)) {
-                HV_TRY(cli_push_file(o, o->args[i], err, errlen));
+                HV_TRY(cli_push_file(o, o->args[i], NULL, err, errlen));
                 o->args[i] = (char *)hv_cli_basename(o->args[i]);
                 o->script = o->args[i];
             }

@@ -424,9 +424,18 @@ static void on_list_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     n2.info = &info2;
     n2.state = "dead";
     n2.addr = "10.0.0.2";
-    Hvpb__V1__NodeView *nodes[] = {&n1, &n2};
+    Hvpb__V1__NodeInfo info3 = HVPB__V1__NODE_INFO__INIT;
+    info3.name = "n3";
+    info3.slots = 2;
+    Hvpb__V1__NodeView n3 = HVPB__V1__NODE_VIEW__INIT;
+    n3.node_id = 13;
+    n3.info = &info3;
+    n3.state = "alive";
+    n3.last_seen_ms = hv_wall_ms() - 2000;
+    n3.suspected_ms = hv_wall_ms() - 2000; /* evidence of a loss while its lease runs */
+    Hvpb__V1__NodeView *nodes[] = {&n1, &n2, &n3};
     Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
-    rep.n_nodes = 2;
+    rep.n_nodes = 3;
     rep.nodes = nodes;
     hv_rpc_reply(c, &rep.base);
 }
@@ -1215,12 +1224,16 @@ static void test_hvctl(void) {
     const char *a5[] = {"nodes", NULL};
     run_tool(&r, "hvctl", a5);
     CHECK_STATUS(&r, 0);
-    CHECK_HAS(r.out, "NAME        ID  STATE     SLOTS  GPUS  ADDRS              LAST-SEEN  LABELS  "
-                     "         BLACKLIST\n"
-                     "gpu-node-1  1   draining  2/8    8     10.0.0.1,10.0.1.1  3s ago     "
-                     "zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 strikes)\n"
-                     "n2          12  dead      0/4    0     10.0.0.2           -          -     "
-                     "           -\n");
+    /* A suspected node says so in STATE, and since when. */
+    CHECK_HAS(r.out, "NAME        ID  STATE                     SLOTS  GPUS  ADDRS              "
+                     "LAST-SEEN  LABELS           BLACKLIST\n"
+                     "gpu-node-1  1   draining                  2/8    8     10.0.0.1,10.0.1.1  "
+                     "3s ago     zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 "
+                     "strikes)\n"
+                     "n2          12  dead                      0/4    0     10.0.0.2           "
+                     "-          -                -\n"
+                     "n3          13  alive (suspected 2s ago)  0/2    0     -                  "
+                     "2s ago     -                -\n");
     run_free(&r);
 
     const char *a5j[] = {"--json", "nodes", NULL};
@@ -1233,6 +1246,9 @@ static void test_hvctl(void) {
     CHECK_HAS(r.out, "\"job_id\": 5,\n          \"strikes\": 5,\n          \"permanent\": true,\n");
     CHECK_HAS(r.out, "\"reason\": \"rank 0 on gpu-node-1 was killed by signal SIGSEGV\"\n");
     CHECK_HAS(r.out, "\"draining\": false,\n      \"blacklist\": []\n");
+    CHECK_HAS(r.out, "\"suspected\": false,\n      \"suspected_ms\": 0,\n");
+    CHECK_HAS(r.out, "\"name\": \"n3\",\n      \"state\": \"alive\",\n");
+    CHECK_HAS(r.out, "\"suspected\": true,\n      \"suspected_ms\": ");
     CHECK(json_valid(r.out));
     run_free(&r);
 

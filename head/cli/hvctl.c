@@ -753,6 +753,10 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     hv_cli_json_str(j, info ? info->instance_id : "");
     hv_cli_json_key(j, "version");
     hv_cli_json_str(j, info ? info->version : "");
+    hv_cli_json_key(j, "suspected");
+    hv_cli_json_bool(j, n->suspected_ms != 0);
+    hv_cli_json_key(j, "suspected_ms");
+    hv_cli_json_u64(j, n->suspected_ms);
     hv_cli_json_key(j, "draining");
     hv_cli_json_bool(j, strcmp(n->state, "draining") == 0);
     hv_cli_json_key(j, "blacklist");
@@ -811,7 +815,15 @@ static int ctl_nodes(const ctl_t *c) {
         const Hvpb__V1__NodeView *n = r->nodes[i];
         const Hvpb__V1__NodeInfo *info = n->info;
         char id[24], slots[32], gpus[16], addrs[512], seen[32], labels[512], bl[1024];
+        char state[64], ago[32];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)n->node_id);
+        // A suspected node (evidence of a loss while its lease runs) says so, and since when.
+        if (n->suspected_ms != 0) {
+            snprintf(state, sizeof(state), "%.16s (suspected %s)", n->state,
+                     hv_cli_fmt_ago(n->suspected_ms, now, ago, sizeof(ago)));
+        } else {
+            snprintf(state, sizeof(state), "%.16s", n->state);
+        }
         snprintf(slots, sizeof(slots), "%u/%u", (unsigned)n->slots_used,
                  (unsigned)(info ? info->slots : 0));
         snprintf(gpus, sizeof(gpus), "%u", (unsigned)(info ? info->gpus : 0));
@@ -823,7 +835,7 @@ static int ctl_nodes(const ctl_t *c) {
         const char *row[] = {
             info ? info->name : "",
             id,
-            n->state,
+            state,
             slots,
             gpus,
             addrs,

@@ -58,6 +58,7 @@ static volatile sig_atomic_t submit_detach_sig;
 /* One file shipped with the job, once uploaded. */
 typedef struct submit_artifact_s {
     const char *path; /* borrowed from argv */
+    const char *name; /* its name in the worker's directory (borrowed) */
     char digest[65];
     uint64_t size;
     uint32_t mode; /* permission bits */
@@ -117,10 +118,12 @@ static void submit_usage(FILE *f) {
            "  --slots-per-host K    at most K ranks on one node\n"
            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
            "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
-           "  --workdir DIR         ship DIR's own files (not its subdirectories) beside the\n"
-           "                        program: at most 200 files and 256 MiB; names starting\n"
-           "                        with '.', __pycache__ and *.pyc are left out, and so is\n"
-           "                        every name matching a glob line of DIR/.hvignore\n"
+           "  --workdir DIR         ship DIR's files and subdirectories beside the program, at\n"
+           "                        the same paths: at most 200 files, 256 MiB, 15 levels;\n"
+           "                        names starting with '.', __pycache__ and *.pyc are left\n"
+           "                        out, and so is every name or path below DIR matching a\n"
+           "                        glob line of DIR/.hvignore (links to directories: not\n"
+           "                        followed)\n"
            "  --timeout S           fail the job if it waits more than S s for free slots\n"
            "  --name NAME           display name (default: the program's file name)\n"
            "  --detach, -d          print the job id and exit without following the job\n"
@@ -240,7 +243,7 @@ static void submit_progress(submit_progress_t *p, const submit_artifact_t *a, ui
     }
     uint64_t now = hv_now_ms();
     char line[512];
-    const char *name = hv_cli_basename(a->path);
+    const char *name = a->name;
     if (p->tty) {
         if (a->size < HV_CLI_UPLOAD_CHUNK || (now - p->last < SUBMIT_BAR_MS && done < a->size)) {
             return;
@@ -415,7 +418,7 @@ out:
 }
 
 /* Hashes path and makes sure the head holds it. Returns an exit status (0 = done). */
-static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *path,
+static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *path, const char *name,
                          const submit_artifact_t *done, size_t ndone, int quiet, int verbose,
                          submit_artifact_t *a) {
     struct stat sb;
@@ -425,6 +428,7 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
     }
     memset(a, 0, sizeof(*a));
     a->path = path;
+    a->name = name;
     a->mode = (uint32_t)(sb.st_mode & 07777);
     hv_err rc = hv_sha256_file(path, a->digest, &a->size);
     if (rc != HV_OK) {
@@ -487,7 +491,7 @@ static const char *submit_user(void) {
 
 static void submit_fileref(Hvpb__V1__FileRef *ref, const submit_artifact_t *a) {
     hvpb__v1__file_ref__init(ref);
-    ref->name = (char *)hv_cli_basename(a->path);
+    ref->name = (char *)a->name;
     ref->digest = (char *)a->digest;
     ref->size = a->size;
     ref->mode = a->mode;
@@ -1085,9 +1089,9 @@ int main(int argc, char **argv) {
     }
     if (o.workdir_skipped > 0 && !o.quiet) {
         fprintf(stderr,
-                SUBMIT_PROG ": --workdir %s: %zu subdirector%s not shipped (%s%s): only the "
-                            "directory's own files are shipped\n",
-                o.workdir, o.workdir_skipped, o.workdir_skipped == 1 ? "y" : "ies",
+                SUBMIT_PROG ": --workdir %s: %zu link%s to a directory not followed (%s%s): "
+                            "ship that directory's files with a directory of their own\n",
+                o.workdir, o.workdir_skipped, o.workdir_skipped == 1 ? "" : "s",
                 o.workdir_first_skipped, o.workdir_skipped > 1 ? ", ..." : "");
     }
     if ((status = hv_cli_rpc_open(SUBMIT_PROG, head, o.ca, o.insecure, &ch)) != HV_CLI_EXIT_OK) {
@@ -1112,7 +1116,8 @@ int main(int argc, char **argv) {
     }
     for (size_t i = o.command ? 1 : 0; i <= o.nfiles; i++) {
         const char *path = i == 0 ? o.binary : o.files[i - 1];
-        status = submit_upload(ch, head, path, arts, i, o.quiet, o.verbose, &arts[i]);
+        const char *name = i == 0 ? hv_cli_basename(o.binary) : hv_cli_ship_name(&o, i - 1);
+        status = submit_upload(ch, head, path, name, arts, i, o.quiet, o.verbose, &arts[i]);
         if (status != HV_CLI_EXIT_OK) {
             goto out;
         }

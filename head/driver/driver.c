@@ -530,6 +530,7 @@ static void job_free(hv_djob_t *j) {
         hv_free(b);
     }
     hv_joblog_close(&j->log);
+    hv_ringev_fini(&j->ringev);
     hv_free(j->name);
     hv_free(j->spec);
     hv_free(j);
@@ -1621,6 +1622,8 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.max_strikes = set.max_strikes;
     row.slots_per_host = s->slots_per_host;
     row.round_reason = "";
+    row.artifacts = s->artifacts;
+    row.nartifacts = s->nartifacts;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");
@@ -1950,32 +1953,41 @@ void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
     }
 }
 
+/* Evidence that n is gone came while its lease runs: the node is suspected (once: later
+ * evidence changes nothing) and so are its jobs' workers. what: the evidence for the event's
+ * message; job_why: for the jobs' notes; data: the event's evidence fields (JSON members). */
+static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const char *job_why,
+                         const char *data_fields) {
+    uint64_t wall = hv_wall_ms(), wait = 0, left = 0;
+    if (d->stopping || !hv_node_suspect(n->state, &n->lease, hv_now_ms(), d->cfg->suspect_grace_ms,
+                                        &wait, &left)) {
+        return;
+    }
+    char data[384];
+    snprintf(data, sizeof(data), "{%s,\"grace_ms\":%llu,\"lease_left_ms\":%llu}", data_fields,
+             (unsigned long long)wait, (unsigned long long)left);
+    hv_driver_event(d, 0, n->id, "node.suspect", data,
+                    "node %s is suspected lost: %s; rounds wait %.1f s for its workers, its lease "
+                    "runs %.1f s more",
+                    n->name, what, (double)wait / 1000.0, (double)left / 1000.0);
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (job_active(j)) {
+            hv_jm_suspect(&j->jm, n->id, job_why, wall + wait, wall, &d->out);
+            apply(d, j, &d->out);
+        }
+    }
+}
+
 void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *why) {
     hv_dnode_t *n = hv_driver_node(d, node_id);
     if (n == NULL) {
         return;
     }
     n->has_session = 0;
-    uint64_t wall = hv_wall_ms(), wait = 0, left = 0;
-    if (d->stopping || !hv_node_suspect(n->state, &n->lease, hv_now_ms(), d->cfg->suspect_grace_ms,
-                                        &wait, &left)) {
-        return;
-    }
-    char data[128];
-    snprintf(data, sizeof(data),
-             "{\"evidence\":\"session closed\",\"grace_ms\":%llu,\"lease_left_ms\":%llu}",
-             (unsigned long long)wait, (unsigned long long)left);
-    hv_driver_event(d, 0, n->id, "node.suspect", data,
-                    "node %s is suspected lost: its agent's session closed (%s); rounds wait "
-                    "%.1f s for its workers, its lease runs %.1f s more",
-                    n->name, why != NULL && why[0] != '\0' ? why : "no reason given",
-                    (double)wait / 1000.0, (double)left / 1000.0);
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (job_active(j)) {
-            hv_jm_suspect(&j->jm, n->id, "its agent's session closed", wall + wait, wall, &d->out);
-            apply(d, j, &d->out);
-        }
-    }
+    char what[320];
+    snprintf(what, sizeof(what), "its agent's session closed (%.256s)",
+             why != NULL && why[0] != '\0' ? why : "no reason given");
+    node_suspect(d, n, what, "its agent's session closed", "\"evidence\":\"session closed\"");
 }
 
 void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
@@ -2246,8 +2258,40 @@ static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_
     return HV_OK;
 }
 
+/* The survivors' reports of broken ring links (core/ringev.c decides): a node they condemn is
+ * suspected like one whose session closed. Judged at every JoinRound of the job (a join is news
+ * too: its worker spoke). */
+static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, uint32_t last_gen,
+                          const uint64_t *broken, size_t n_broken) {
+    if (n_broken > 0 && last_gen > 0 &&
+        hv_ringev_note(&j->ringev, last_gen, w->jm.id, broken, n_broken) != HV_OK) {
+        return; // out of memory: evidence only, the lease still decides
+    }
+    hv_ringev_verdict_t v[4];
+    size_t nv = hv_ringev_judge(&j->ringev, &j->jm, v, 4);
+    for (size_t k = 0; k < nv; k++) {
+        hv_dnode_t *nd = hv_driver_node(d, v[k].node_id);
+        char what[192], why[96], data[160];
+        snprintf(what, sizeof(what),
+                 "the ring neighbours of worker %llu reported broken links (job %llu, round %u; "
+                 "first reported by worker %llu)",
+                 (unsigned long long)v[k].worker_id, (unsigned long long)j->jm.id,
+                 j->ringev.generation, (unsigned long long)v[k].reporter);
+        snprintf(why, sizeof(why), "the ring neighbours of worker %llu reported broken links",
+                 (unsigned long long)v[k].worker_id);
+        snprintf(data, sizeof(data),
+                 "\"evidence\":\"ring\",\"job_id\":%llu,\"worker_id\":%llu,\"reported_by\":%llu",
+                 (unsigned long long)j->jm.id, (unsigned long long)v[k].worker_id,
+                 (unsigned long long)v[k].reporter);
+        if (nd != NULL) {
+            node_suspect(d, nd, what, why, data);
+        }
+    }
+}
+
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen) {
+                           uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
+                           size_t n_broken, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
@@ -2262,6 +2306,9 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     hv_jm_note_redone(&j->jm, redone_samples);
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
     apply(d, j, &d->out);
+    if (job_active(j)) {
+        ring_evidence(d, j, w, last_gen, broken, n_broken);
+    }
     return HV_OK;
 }
 
@@ -2295,6 +2342,17 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                     (unsigned long long)j->jm.id, now, old, j->jm.p.min_np, j->jm.p.max_np,
                     reason && reason[0] ? ": " : "", reason ? reason : "");
     hv_driver_schedule(d);
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_jobfig_t *delta, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv_jobfig_check(delta, err, errlen));
+    /* Memory only: counters that start again with each head process, as Prometheus expects. */
+    hv_jobfig_add(&j->figs, delta);
     return HV_OK;
 }
 

@@ -25,9 +25,11 @@
 #include "cluster.h"
 #include "config.h"
 #include "err.h"
+#include "jobfig.h"
 #include "jobm.h"
 #include "joblog.h"
 #include "nodes.h"
+#include "ringev.h"
 #include "statecopy.h"
 #include "store.h"
 
@@ -152,6 +154,8 @@ struct hv_djob_s {
     int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
+    hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
+    hv_jobfig_t figs;   /* its workers' own figures, summed from their reports (memory only) */
     struct hv_djob_s *next;
 };
 
@@ -275,8 +279,11 @@ typedef struct hv_job_submit_s {
     uint32_t elastic_timeout_s, check_every; /* 0 = the config's */
     int cooldown_set;
     uint32_t cooldown_min_s, cooldown_max_s;
-    uint32_t target_np; /* elastic: the size wanted at first (0 = max_np), e.g. a growth
+    uint32_t target_np;           /* elastic: the size wanted at first (0 = max_np), e.g. a growth
                            schedule's first step */
+    const char *const *artifacts; /* digests of the artifacts the spec uses (borrowed): stored
+                                     with the job, so that they are kept while it is */
+    size_t nartifacts;
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job.
@@ -348,11 +355,17 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
  * through io->round or io->join_answer. Otherwise refused now (err says why): HV_ENOTFOUND for
  * an unknown job or worker, HV_ESTATE for a job that ended. */
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen);
+                           uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
+                           size_t n_broken, char *err, size_t errlen);
 /* A worker of an elastic job asks for a new size (a growth schedule, the program, a callback):
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only
  * stops further growth: workers are not taken away. HV_ESTATE for a fixed-size job. */
+/* A worker's report of its own figures (what grew since its last one): added to its job's
+ * totals (j->figs, read by /metrics) once checked. HV_ENOTFOUND / HV_ESTATE as for a join (an
+ * unknown or ended job or worker), HV_EINVAL for a report out of bounds; err says why. */
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_jobfig_t *delta, char *err, size_t errlen);
 hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t size,
                              const char *reason, uint32_t *accepted, char *err, size_t errlen);
 /* The JoinRound call went away before it was answered. */

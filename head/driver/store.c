@@ -259,10 +259,23 @@ static const char store_v8_sql[] = "CREATE TABLE revoked_nodes ("
                                    " revoked_ms INTEGER NOT NULL,"
                                    " PRIMARY KEY (node_id, incarnation));";
 
+/* v9: which artifacts each job's spec uses (its binary, its files), so that the history's
+ * pruning can tell an artifact no kept job needs. New jobs write their rows with the job; the
+ * jobs of an existing database are filled once at start (hv_store_job_artifacts_fill: the
+ * spec is opaque to SQL), marked by meta.job_artifacts = 'fill' until then. */
+static const char store_v9_sql[] = "CREATE TABLE job_artifacts ("
+                                   " job_id INTEGER NOT NULL,"
+                                   " digest TEXT NOT NULL,"
+                                   " PRIMARY KEY (job_id, digest)) WITHOUT ROWID;"
+                                   "CREATE INDEX job_artifacts_digest ON job_artifacts (digest);"
+                                   "INSERT INTO meta (key, value) SELECT 'job_artifacts', CASE"
+                                   " WHEN EXISTS (SELECT 1 FROM jobs) THEN 'fill' ELSE 'done'"
+                                   " END;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
                                                store_v4_sql, store_v5_sql, store_v6_sql,
-                                               store_v7_sql, store_v8_sql};
+                                               store_v7_sql, store_v8_sql, store_v9_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -1085,6 +1098,7 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
         "DELETE FROM events WHERE job_id = ?1",
         "DELETE FROM blacklist WHERE job_id = ?1",
         "DELETE FROM state_copies WHERE job_id = ?1",
+        "DELETE FROM job_artifacts WHERE job_id = ?1",
         "DELETE FROM workers WHERE job_id = ?1",
         "DELETE FROM jobs WHERE id = ?1",
     };
@@ -1578,14 +1592,39 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 34, row->resumes);
 }
 
+/* Records that job_id uses the artifact digest (already there: nothing). */
+static hv_err job_artifact_ref(hv_store_t *s, uint64_t job_id, const char *digest) {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(
+        s->db, "INSERT OR IGNORE INTO job_artifacts (job_id, digest) VALUES (?1, ?2)", -1, &st,
+        NULL);
+    if (src == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)job_id);
+        sqlite3_bind_text(st, 2, digest, -1, SQLITE_STATIC);
+        src = sqlite3_step(st);
+        src = src == SQLITE_DONE ? SQLITE_OK : src;
+    }
+    if (src != SQLITE_OK) {
+        store_set_err(s, "job artifacts: %s", sqlite3_errmsg(s->db));
+    }
+    sqlite3_finalize(st);
+    return src == SQLITE_OK ? HV_OK : store_err_from_sqlite(src);
+}
+
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
     if (row == NULL) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_JOB_INSERT, &st)) != HV_OK) {
+    /* The job and its artifacts' references are one write: a prune never sees the job without
+     * them. Inside the caller's transaction when one is open. */
+    int own = row->nartifacts > 0 && sqlite3_get_autocommit(s->db);
+    if (own && (rc = hv_store_begin(s)) != HV_OK) {
         return rc;
+    }
+    if ((rc = store_stmt(s, ST_JOB_INSERT, &st)) != HV_OK) {
+        goto out;
     }
     store_bind_t b = {st, SQLITE_OK};
     job_bind(&b, row, 1);
@@ -1593,9 +1632,21 @@ hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
         (rc = store_exec_stmt(s, st, "job insert")) != HV_OK) {
         goto out;
     }
-    row->id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    uint64_t id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    for (size_t i = 0; i < row->nartifacts && rc == HV_OK; i++) {
+        rc = job_artifact_ref(s, id, row->artifacts[i]);
+    }
+    if (rc == HV_OK && own) {
+        rc = hv_store_commit(s);
+    }
+    if (rc == HV_OK) {
+        row->id = id;
+    }
 out:
     store_release(st);
+    if (rc != HV_OK && own) {
+        hv_store_rollback(s);
+    }
     return rc;
 }
 
@@ -2100,6 +2151,156 @@ hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_m
 out:
     store_release(st);
     return rc;
+}
+
+void hv_store_artifact_free_list(hv_artifact_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_store_artifact_fini(&rows[i]);
+    }
+    hv_free(rows);
+}
+
+/* meta.job_artifacts: "fill" until hv_store_job_artifacts_fill ran, "done" after. */
+static int job_artifacts_state_done(hv_store_t *s) {
+    sqlite3_stmt *st = NULL;
+    int done = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'job_artifacts'", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        done = v != NULL && strcmp((const char *)v, "done") == 0;
+    }
+    sqlite3_finalize(st);
+    return done;
+}
+
+int hv_store_job_artifacts_complete(hv_store_t *s) { return job_artifacts_state_done(s); }
+
+hv_err hv_store_job_artifacts_fill(hv_store_t *s, hv_store_spec_digests_fn fn, void *ud,
+                                   size_t *filled) {
+    if (filled != NULL) {
+        *filled = 0;
+    }
+    if (job_artifacts_state_done(s)) {
+        return HV_OK;
+    }
+    char(*dg)[65] = hv_calloc(HV_STORE_SPEC_DIGESTS_MAX, sizeof(*dg));
+    if (dg == NULL) {
+        return HV_ENOMEM;
+    }
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        hv_free(dg);
+        return rc;
+    }
+    sqlite3_stmt *st = NULL;
+    size_t jobs = 0;
+    int src = sqlite3_prepare_v2(s->db, "SELECT id, spec FROM jobs ORDER BY id", -1, &st, NULL);
+    while (src == SQLITE_OK && rc == HV_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+        const uint8_t *spec = sqlite3_column_blob(st, 1);
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        size_t n = spec != NULL ? fn(ud, spec, len, dg, HV_STORE_SPEC_DIGESTS_MAX) : 0;
+        for (size_t i = 0; i < n && rc == HV_OK; i++) {
+            rc = job_artifact_ref(s, id, dg[i]);
+        }
+        jobs++;
+        src = SQLITE_OK;
+    }
+    if (rc == HV_OK && src != SQLITE_DONE) {
+        store_set_err(s, "job artifacts: reading the jobs: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    sqlite3_finalize(st);
+    if (rc == HV_OK) {
+        char msg[128];
+        src = store_exec_sql(s->db, "UPDATE meta SET value = 'done' WHERE key = 'job_artifacts'",
+                             msg, sizeof(msg));
+        if (src != SQLITE_OK) {
+            store_set_err(s, "job artifacts: %s", msg);
+            rc = store_err_from_sqlite(src);
+        }
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(s);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(s);
+    } else if (filled != NULL) {
+        *filled = jobs;
+    }
+    hv_free(dg);
+    return rc;
+}
+
+hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_t cap,
+                                        hv_artifact_row_t **out, size_t *n) {
+    static const char sql[] =
+        "SELECT " ARTIFACT_COLS " FROM artifacts a WHERE a.created_ms < ?1 AND"
+        " a.last_used_ms < ?1 AND NOT EXISTS (SELECT 1 FROM job_artifacts r WHERE"
+        " r.digest = a.digest) ORDER BY a.created_ms LIMIT ?2";
+    *out = NULL;
+    *n = 0;
+    if (!job_artifacts_state_done(s)) {
+        store_set_err(s, "artifacts: the jobs' references are not complete yet");
+        return HV_ESTATE;
+    }
+    if (cap == 0) {
+        return HV_OK;
+    }
+    hv_artifact_row_t *rows = NULL;
+    size_t got = 0;
+    sqlite3_stmt *st = NULL, *del = NULL;
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    int src = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (src == SQLITE_OK) {
+        src = sqlite3_prepare_v2(s->db, "DELETE FROM artifacts WHERE digest = ?1", -1, &del, NULL);
+    }
+    if (src == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)(before_ms > INT64_MAX ? INT64_MAX : before_ms));
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)cap);
+    }
+    /* Read them all first: no statement stays open on the rows being deleted. */
+    while (src == SQLITE_OK && rc == HV_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (rows == NULL && (rows = hv_calloc(cap, sizeof(*rows))) == NULL) {
+            rc = HV_ENOMEM;
+            break;
+        }
+        if ((rc = artifact_read(st, &rows[got])) == HV_OK) {
+            got++;
+        }
+        src = SQLITE_OK;
+    }
+    if (rc == HV_OK && src != SQLITE_DONE && src != SQLITE_OK) {
+        store_set_err(s, "artifacts: finding unused ones: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    sqlite3_reset(st);
+    for (size_t i = 0; i < got && rc == HV_OK; i++) {
+        sqlite3_reset(del);
+        sqlite3_bind_text(del, 1, rows[i].digest, -1, SQLITE_STATIC);
+        if ((src = sqlite3_step(del)) != SQLITE_DONE) {
+            store_set_err(s, "artifacts: deleting %s: %s", rows[i].digest, sqlite3_errmsg(s->db));
+            rc = store_err_from_sqlite(src);
+        }
+        sqlite3_reset(del);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(del);
+    if (rc == HV_OK) {
+        rc = hv_store_commit(s);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(s);
+        hv_store_artifact_free_list(rows, got);
+        return rc;
+    }
+    *out = rows;
+    *n = got;
+    return HV_OK;
 }
 
 /* ---- blacklist ------------------------------------------------------------------------------- */

@@ -38,8 +38,10 @@ typedef struct hv_store_s hv_store_t;
  * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
  * v5: meta (the database's epoch, hv_store_epoch).
  * v6: audit (the audit trail), join_tokens.
- * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes. */
-#define HV_STORE_SCHEMA_VERSION 8
+ * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes.
+ * v8: revoked_nodes.
+ * v9: job_artifacts (which artifacts each job's spec uses: hv_store_job_artifacts_fill). */
+#define HV_STORE_SCHEMA_VERSION 9
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -129,9 +131,14 @@ typedef struct hv_job_row_s {
     uint32_t target_np;  // v4: elastic: the size asked for now (0 = max_np)
     uint32_t resume_gen; // v7: the round that resumed the job from a copy (0 = none)
     uint32_t resumes;    // v7: how many times every member was lost and the job resumed
+    /* v9: the digests of the artifacts the spec uses (its binary, its files), borrowed; written
+     * by hv_store_job_insert in the job's transaction (job_artifacts), never read back here. */
+    const char *const *artifacts;
+    size_t nartifacts;
 } hv_job_row_t;
 
-/* Sets row->id. HV_EINVAL for an unknown state. */
+/* Sets row->id; the row and its artifacts' references go in one transaction (the caller's, if
+ * one is open). HV_EINVAL for an unknown state. */
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row);
 /* Updates everything but spec, by row->id. HV_ENOTFOUND. */
 hv_err hv_store_job_update(hv_store_t *s, const hv_job_row_t *row);
@@ -227,6 +234,27 @@ hv_err hv_store_artifact_get(hv_store_t *s, const char *digest, hv_artifact_row_
 /* Sets last_used_ms. HV_ENOTFOUND. */
 hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_ms);
 void hv_store_artifact_fini(hv_artifact_row_t *row);
+void hv_store_artifact_free_list(hv_artifact_row_t *rows, size_t n);
+
+/* The digests a packed JobSpec uses (its binary's, its files'), into out[0..cap); returns how
+ * many (at most cap). Given by the head (the store never reads a spec). */
+typedef size_t (*hv_store_spec_digests_fn)(void *ud, const uint8_t *spec, size_t len,
+                                           char (*out)[65], size_t cap);
+#define HV_STORE_SPEC_DIGESTS_MAX 257 /* a binary and at most 256 files */
+
+/* Once after the v9 migration of a database that had jobs: reads every job's spec through fn
+ * and records which artifacts it uses, in one transaction, then marks the references complete.
+ * A no-op when they are complete already. *filled (optional): jobs read. */
+hv_err hv_store_job_artifacts_fill(hv_store_t *s, hv_store_spec_digests_fn fn, void *ud,
+                                   size_t *filled);
+/* 1 when every stored job's artifact references are recorded (after the fill). */
+int hv_store_job_artifacts_complete(hv_store_t *s);
+/* The artifacts no stored job uses that were neither stored nor used (last_used_ms) since
+ * before_ms: at most cap of them are deleted in one transaction and returned in *out (owned;
+ * hv_store_artifact_free_list) so that the caller removes their files. Refused (HV_ESTATE) while
+ * the references are not complete. */
+hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_t cap,
+                                        hv_artifact_row_t **out, size_t *n);
 
 /* ---- blacklist (schema v2) ------------------------------------------------------------------- */
 

@@ -1079,7 +1079,7 @@ static void test_elastic_job(void) {
 
 static void test_newer_version(void) {
     char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 9", err, sizeof(err)),
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 99", err, sizeof(err)),
              HV_OK);
     char path[300];
     path_in(path, sizeof(path), "state.db");
@@ -1091,7 +1091,7 @@ static void test_newer_version(void) {
     CHECK(s == NULL);
     char want[128];
     snprintf(want, sizeof(want),
-             "state.db has schema version 9, newer than this hvhead's %d; use a newer hvhead",
+             "state.db has schema version 99, newer than this hvhead's %d; use a newer hvhead",
              HV_STORE_SCHEMA_VERSION);
     CHECK_CONTAINS(err, want);
     CHECK_CONTAINS(err, path);
@@ -1302,7 +1302,7 @@ static void test_revoked_import(void) {
     char err[512] = "";
     CHECK_RC(hv__store_create_at_version(tmp_dir, 7, NULL, err, sizeof(err)), HV_OK);
     hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), 8);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     char path[600], done[700];
     snprintf(path, sizeof(path), "%s/revoked_nodes", tmp_dir);
     snprintf(done, sizeof(done), "%s.imported", path);
@@ -1781,6 +1781,71 @@ static void test_history(void) {
 
 /* ---- runner ---------------------------------------------------------------------------------- */
 
+/* The digests of a fake spec: its bytes name them ("A" -> aa, "B" -> bb). */
+static size_t fake_digests(void *ud, const uint8_t *spec, size_t len, char (*out)[65], size_t cap) {
+    (void)ud;
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < cap; i++) {
+        snprintf(out[n++], 65, "%c%c", spec[i] + 32, spec[i] + 32);
+    }
+    return n;
+}
+
+/* v9: a v8 database with two jobs migrates; until the fill ran no artifact is removed (the
+ * references are incomplete); the fill reads the specs once; then only an artifact no job uses
+ * goes (row deleted, returned for its file); a job inserted with its artifacts protects them
+ * until the history deletes it, then they go too. */
+static void test_job_artifacts(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(
+                 tmp_dir, 8,
+                 "INSERT INTO jobs (id, name, state, spec) VALUES (1, 'a', 'succeeded', 'A');"
+                 "INSERT INTO jobs (id, name, state, spec) VALUES (2, 'b', 'running', 'AB');",
+                 err, sizeof(err)),
+             HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    CHECK_I64(hv_store_job_artifacts_complete(s), 0);
+    hv_artifact_row_t *rows = NULL;
+    size_t n = 0, filled = 0;
+    CHECK_RC(hv_store_artifacts_unused_delete(s, UINT64_MAX >> 2, 10, &rows, &n), HV_ESTATE);
+    static const char *const dg[] = {"aa", "bb", "cc", "zz"};
+    for (size_t i = 0; i < 4; i++) {
+        hv_artifact_row_t a = {.digest = (char *)dg[i], .path = "/nowhere", .created_ms = 5};
+        CHECK_OK(s, hv_store_artifact_put(s, &a));
+    }
+    CHECK_OK(s, hv_store_job_artifacts_fill(s, fake_digests, NULL, &filled));
+    CHECK_U64(filled, 2);
+    CHECK_I64(hv_store_job_artifacts_complete(s), 1);
+    CHECK_OK(s, hv_store_job_artifacts_fill(s, fake_digests, NULL, &filled)); /* once only */
+    CHECK_U64(filled, 0);
+    /* Nothing older than 5: nothing goes. Then only cc and zz (no job uses them). */
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 5, 10, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_artifact_free_list(rows, n);
+    const char *const uses[] = {"cc"};
+    hv_job_row_t j = {.name = "c", .state = "pending", .artifacts = uses, .nartifacts = 1};
+    CHECK_OK(s, hv_store_job_insert(s, &j));
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(rows[0].digest, "zz");
+        CHECK_STR(rows[0].path, "/nowhere");
+    }
+    hv_store_artifact_free_list(rows, n);
+    hv_artifact_row_t r;
+    CHECK_RC(hv_store_artifact_get(s, "zz", &r), HV_ENOTFOUND);
+    /* Job 1 goes with the history: aa is still used by job 2, bb too; nothing goes. */
+    uint64_t ids[] = {1};
+    size_t deleted = 0;
+    CHECK_OK(s, hv_store_history_delete(s, ids, 1, &deleted));
+    CHECK_U64(deleted, 1);
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_artifact_free_list(rows, n);
+    hv_store_close(s);
+}
+
 static const hv_check_case_t cases[] = {
     {"persist", test_persist},
     {"node_upsert", test_node_upsert},
@@ -1808,6 +1873,7 @@ static const hv_check_case_t cases[] = {
     {"crash_recovery", test_crash_recovery},
     {"oom", test_oom},
     {"history", test_history},
+    {"job_artifacts", test_job_artifacts},
 };
 
 int main(int argc, char **argv) {

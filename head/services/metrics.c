@@ -51,7 +51,7 @@ struct hv_metrics_s {
     hv_store_t *store;           /* borrowed */
     const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
-    hv_page_src_t page;          /* what the status page's routes read (head/services/page_serve.h) */
+    hv_page_src_t page; /* what the status page's routes read (head/services/page_serve.h) */
     uint64_t start_wall_ms;
     /* counters */
     uint64_t resets[HV_RESET__COUNT];
@@ -686,6 +686,49 @@ static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
                          gs.refused_client, gs.refused_total);
 }
 
+/* The workers' own figures, summed per job from their reports (driver.h hv_driver_rdzv_report):
+ * one series per job in the driver's memory that reported, active or ended (the driver forgets
+ * an ended job after 10 minutes, and its series go then). Labelled by job_id only. */
+static void render_jobfigs(hv_metrics_t *m, hv_http_reply_t *o) {
+    static const struct {
+        const char *name, *help;
+        int us; /* 1: a microsecond field, exported in seconds */
+    } f[] = {
+        {"hv_job_allreduce_bytes_total",
+         "Bytes of the tensors a job's workers allreduced (each "
+         "worker its own tensors), from the workers' reports.",
+         0},
+        {"hv_job_allreduce_seconds_total",
+         "Seconds a job's workers spent running allreduces, summed over workers.", 1},
+        {"hv_job_allreduces_total", "Tensors a job's workers allreduced, summed over workers.", 0},
+        {"hv_job_commits_total", "Elastic state commits of a job's workers, summed over workers.",
+         0},
+        {"hv_job_commit_seconds_total",
+         "Seconds a job's workers spent in elastic state commits, summed over workers.", 1},
+    };
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+        fam(o, f[k].name, "counter", f[k].help);
+        for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+            const hv_jobfig_t *g = &j->figs;
+            if (g->reports == 0) {
+                continue;
+            }
+            uint64_t v = k == 0   ? g->allreduce_bytes
+                         : k == 1 ? g->allreduce_us
+                         : k == 2 ? g->allreduces
+                         : k == 3 ? g->commits
+                                  : g->commit_us;
+            if (f[k].us) {
+                hv_http_reply_printf(o, "%s{job_id=\"%" PRIu64 "\"} %" PRIu64 ".%06" PRIu64 "\n",
+                                     f[k].name, j->jm.id, v / 1000000, v % 1000000);
+            } else {
+                hv_http_reply_printf(o, "%s{job_id=\"%" PRIu64 "\"} %" PRIu64 "\n", f[k].name,
+                                     j->jm.id, v);
+            }
+        }
+    }
+}
+
 void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o) {
     fam(o, "hv_build_info", "gauge", "The running hvhead's version (always 1).");
     hv_http_reply_printf(o, "hv_build_info{version=\"%s\"} 1\n", HV_VERSION_STRING);
@@ -699,6 +742,7 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     }
     render_nodes(m, irows, ni, o);
     render_jobs(m, o);
+    render_jobfigs(m, o);
     render_events(m, o);
     render_instances(m, irows, ni, now_wall_ms, o);
     hv_store_instance_free_list(irows, ni);

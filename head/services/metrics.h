@@ -8,7 +8,10 @@
  * things happen, through two hooks the head wires up: the driver's event observer
  * (hv_metrics_on_event: resets by reason, reset durations, samples redone, drains and their
  * durations, preemption notices, launch failures) and the gRPC server's call observer (hv_metrics_on_rpc: calls by
- * method and code, authentication refusals). The counters that stored events can give back are
+ * method and code, authentication refusals). The workers' own figures (allreduce bytes and time,
+ * commits and their time) are summed per job by the driver from the workers' reports
+ * (hv_driver_rdzv_report, core/jobfig.h) and exported per job while the driver holds the job.
+ * The counters that stored events can give back are
  * seeded from them at creation, so a head restart does not reset them; the duration histograms
  * and the RPC counters start at zero with each head (Prometheus handles a counter
  * reset). No series has a per-worker or per-rank label.

@@ -588,6 +588,19 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_min_s = spec->cooldown_min_s,
                            .cooldown_max_s = spec->cooldown_max_s,
                            .target_np = spec->target_np};
+    /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
+    const char *uses[HV_STORE_SPEC_DIGESTS_MAX];
+    size_t nuses = 0;
+    if (spec->binary != NULL && spec->binary->digest != NULL && spec->binary->digest[0] != '\0') {
+        uses[nuses++] = spec->binary->digest;
+    }
+    for (size_t i = 0; i < spec->n_files && nuses < HV_STORE_SPEC_DIGESTS_MAX; i++) {
+        if (spec->files[i]->digest != NULL && spec->files[i]->digest[0] != '\0') {
+            uses[nuses++] = spec->files[i]->digest;
+        }
+    }
+    sub.artifacts = uses;
+    sub.nartifacts = nuses;
     uint64_t job_id = 0;
     uint32_t np = 0;
     rc = hv_driver_submit(s->d, &sub, &job_id, &np, err, sizeof(err));
@@ -782,6 +795,12 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
     x->v.state = (char *)hv_node_state_name(nd->state);
     x->v.slots_used = nd->acct.slots_used;
     x->v.last_seen_ms = nd->last_seen_ms;
+    if (nd->state != HV_NODE_DEAD && nd->lease.suspect_ms != 0) {
+        // The lease counts on the monotonic clock; the view shows the wall clock.
+        uint64_t mono = hv_now_ms(), wall = hv_wall_ms();
+        uint64_t ago = mono > nd->lease.suspect_ms ? mono - nd->lease.suspect_ms : 0;
+        x->v.suspected_ms = wall > ago ? wall - ago : 1;
+    }
     x->v.addr = clip_str(&x->clip, nd->peer, HV_NODE_ADDR_MAX);
     const hv_djob_t *jobs[NODE_BL_MAX];
     const hv_dbl_t *ents[NODE_BL_MAX];
