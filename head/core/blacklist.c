@@ -46,3 +46,20 @@ uint64_t hv_bl_left_ms(const hv_bl_entry_t *e, uint64_t now_ms) {
     }
     return hv_bl_blocked(e, now_ms) ? e->until_ms - now_ms : 0;
 }
+
+int hv_bl_bars(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc, uint64_t now_ms) {
+    return struck_inc == node_inc && hv_bl_blocked(e, now_ms);
+}
+
+hv_bl_entry_t hv_bl_of_agent(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc) {
+    hv_bl_entry_t clean = {0};
+    return struck_inc == node_inc ? *e : clean;
+}
+
+int hv_bl_cooldown_ended(const hv_bl_entry_t *e, uint64_t now_ms) {
+    return e->strikes > 0 && !e->permanent && e->until_ms != 0 && now_ms >= e->until_ms;
+}
+
+int hv_bl_lifted(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc, uint64_t now_ms) {
+    return struck_inc == node_inc && e->strikes > 0 && !e->permanent && !hv_bl_blocked(e, now_ms);
+}

@@ -40,4 +40,18 @@ int hv_bl_blocked(const hv_bl_entry_t *e, uint64_t now_ms);
 /* Milliseconds left of the cooldown at now_ms (0 when not blocked; UINT64_MAX if permanent). */
 uint64_t hv_bl_left_ms(const hv_bl_entry_t *e, uint64_t now_ms);
 
+/* A record holds for the agent process it was earned under (struck_inc: the node's incarnation
+ * at the strike); another agent on the node (a new machine that reuses the name) starts clean. */
+
+/* 1 when e bars the node's current agent (node_inc) from the job at now_ms. */
+int hv_bl_bars(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc, uint64_t now_ms);
+/* The record a new strike against the node's current agent builds on: *e, or a clean one. */
+hv_bl_entry_t hv_bl_of_agent(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc);
+/* 1 when e's cooldown has ended by now_ms and was not told yet (until_ms is still set: the
+ * caller tells it, then sets until_ms to 0; the strikes stay). */
+int hv_bl_cooldown_ended(const hv_bl_entry_t *e, uint64_t now_ms);
+/* 1 when the node's current agent was struck and may run the job again at now_ms (not barred
+ * for good, its cooldown over): a job that grows onto it says so. */
+int hv_bl_lifted(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc, uint64_t now_ms);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * blacklist_test: the strike and cooldown rule, table by table: the first cooldown, doubling,
  * the cap, jitter bounds, the permanent bar after max strikes, an off policy, and when a node is
- * eligible again. `blacklist_test <case>` runs one case.
+ * eligible again, and which agent of a node a record holds for. `blacklist_test <case>` runs one
+ * case.
  */
 #include "blacklist.h"
 #include "hv_check.h"
@@ -94,11 +95,44 @@ static void case_first_strike_permanent(void) {
     CHECK_EQ(hv_bl_blocked(&e, 1u << 30), 1);
 }
 
+/* Which agent a record holds for, row by row: the same agent (incarnation 7) or a new one (8). */
+static void case_agent(void) {
+    static const struct {
+        const char *name;
+        hv_bl_entry_t e;
+        uint64_t struck_inc, node_inc, now;
+        int bars, ended, lifted;
+        uint32_t builds_on; /* strikes of the record a new strike builds on */
+    } rows[] = {
+        {"clean", {0}, 7, 7, 100, 0, 0, 0, 0},
+        {"cooling down", {1, 200, 0}, 7, 7, 100, 1, 0, 0, 1},
+        {"cooldown ended, not told", {1, 200, 0}, 7, 7, 200, 0, 1, 1, 1},
+        {"cooldown ended, told", {2, 0, 0}, 7, 7, 300, 0, 0, 1, 2},
+        {"barred for good", {3, 0, 1}, 7, 7, 300, 1, 0, 0, 3},
+        {"new agent while cooling down", {1, 200, 0}, 7, 8, 100, 0, 0, 0, 0},
+        {"new agent, barred for good", {3, 0, 1}, 7, 8, 100, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int bars = hv_bl_bars(&rows[i].e, rows[i].struck_inc, rows[i].node_inc, rows[i].now);
+        int ended = hv_bl_cooldown_ended(&rows[i].e, rows[i].now);
+        int lifted = hv_bl_lifted(&rows[i].e, rows[i].struck_inc, rows[i].node_inc, rows[i].now);
+        hv_bl_entry_t b = hv_bl_of_agent(&rows[i].e, rows[i].struck_inc, rows[i].node_inc);
+        if (bars != rows[i].bars || ended != rows[i].ended || lifted != rows[i].lifted ||
+            b.strikes != rows[i].builds_on) {
+            fprintf(stderr, "%s: bars %d/%d ended %d/%d lifted %d/%d builds on %u/%u (got/want)\n",
+                    rows[i].name, bars, rows[i].bars, ended, rows[i].ended, lifted, rows[i].lifted,
+                    b.strikes, rows[i].builds_on);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"doubling", case_doubling}, {"cap", case_cap},
         {"jitter", case_jitter},     {"blocked", case_blocked},
         {"off", case_off},           {"first_strike_permanent", case_first_strike_permanent},
+        {"agent", case_agent},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

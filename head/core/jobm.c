@@ -9,6 +9,7 @@
  */
 #include "jobm.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -1381,6 +1382,77 @@ void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
     }
     leave_kept(j, 1, now, out);
     evaluate(j, now, out);
+}
+
+void hv_jm_exit_what(char *buf, size_t len, const char *who, int exit_code, int term_signal,
+                     const char *reason) {
+    if (reason != NULL && reason[0] != '\0' && exit_code < 0 && term_signal == 0) {
+        snprintf(buf, len, "%s could not run: %s", who, reason);
+    } else if (term_signal != 0) {
+        const char *name = sigabbrev_np(term_signal);
+        snprintf(buf, len, "%s was killed by signal SIG%s", who, name ? name : "?");
+    } else {
+        snprintf(buf, len, "%s exited with status %d", who, exit_code);
+    }
+}
+
+hv_err hv_jm_copy_check(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t generation,
+                        uint64_t commit, char *err, size_t errlen) {
+    if (!hv_wk_state_active(w->state) || w->removed || w->member_gen != generation ||
+        w->rank != 0) {
+        snprintf(err, errlen,
+                 "worker %llu is not rank 0 of generation %u of job %llu: only that member "
+                 "sends copies",
+                 (unsigned long long)w->id, generation, (unsigned long long)j->id);
+        return HV_EPERM;
+    }
+    const hv_jm_copy_t *c = &j->copy;
+    if (c->commit > 0 &&
+        (generation < c->generation || (generation == c->generation && commit <= c->commit))) {
+        snprintf(err, errlen,
+                 "the head keeps a newer copy (generation %u, commit %llu) than generation %u, "
+                 "commit %llu",
+                 c->generation, (unsigned long long)c->commit, generation,
+                 (unsigned long long)commit);
+        return HV_ESTATE;
+    }
+    return HV_OK;
+}
+
+uint32_t hv_jm_base_rank(const hv_jm_job_t *j) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        n += hv_wk_state_active(j->w[i]->state) && !j->w[i]->removed;
+    }
+    return n;
+}
+
+void hv_jm_restarted(hv_jm_job_t *j, uint64_t now) {
+    if (!j->round_open) {
+        return;
+    }
+    uint64_t dl = now + (uint64_t)j->p.rdzv_timeout_s * 1000u;
+    if (j->round_deadline_ms < dl) {
+        j->round_deadline_ms = dl;
+    }
+    if (j->round_fail_at_ms < dl) {
+        j->round_fail_at_ms = dl;
+    }
+}
+
+int hv_jm_resize(const hv_jm_params_t *p, uint32_t size, uint32_t *accepted) {
+    hv_jm_params_t next = *p;
+    next.target = size;
+    *accepted = hv_jm_target(&next);
+    return *accepted != hv_jm_target(p);
+}
+
+uint64_t hv_jm_kill_deadline(uint64_t now, uint32_t grace_ms) {
+    return now + grace_ms + HV_JM_KILL_SLACK_MS;
+}
+
+int hv_jm_kill_overdue(uint64_t kill_deadline, uint64_t now) {
+    return kill_deadline != 0 && now > kill_deadline;
 }
 
 uint32_t hv_jm_target(const hv_jm_params_t *p) {

@@ -282,6 +282,41 @@ void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, hv_ev_reason_t code, const cha
 /* Deadlines of the open round. */
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
 
+/* How a worker's end reads in messages: who ("rank 2 on node-b") could not run (the agent's
+ * reason, when there is no exit status and no signal), was killed by signal SIGx, or exited with
+ * status n. Pure; writes at most len bytes to buf. */
+void hv_jm_exit_what(char *buf, size_t len, const char *who, int exit_code, int term_signal,
+                     const char *reason);
+
+/* May w send a copy of the state committed in (generation, commit)? Only rank 0 of that round,
+ * alive and not removed, and only a copy newer than the one the head keeps (j->copy). HV_EPERM
+ * (not that member) or HV_ESTATE (an older copy), err says why. */
+hv_err hv_jm_copy_check(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t generation,
+                        uint64_t commit, char *err, size_t errlen);
+
+/* The first rank of workers placed now: after the job's live members that are not removed (new
+ * workers of a running job keep these ranks until their first round assigns the real ones;
+ * HV_RANK < HV_SIZE must hold in their environment). 0 for a job's first placement. */
+uint32_t hv_jm_base_rank(const hv_jm_job_t *j);
+
+/* The head restarted at wall time now with j loaded from the store: an open round gets a full
+ * rendezvous timeout from now (its workers' calls broke with the old process and they join
+ * again). */
+void hv_jm_restarted(hv_jm_job_t *j, uint64_t now);
+
+/* A worker of an elastic job asks for `size` workers: 1 when the size the job aims for changes
+ * (the caller stores p->target = size, then acts), 0 when it stays (nothing to store). Either
+ * way *accepted gets the size aimed for, `size` kept within [min_np, max_np]. */
+int hv_jm_resize(const hv_jm_params_t *p, uint32_t size, uint32_t *accepted);
+
+#define HV_JM_KILL_SLACK_MS 5000u /* after the grace, how long a killed worker may take to report */
+
+/* A kill order with the agent's grace grace_ms goes out at monotonic now: when the worker is
+ * given up as lost if its exit was not reported by then. */
+uint64_t hv_jm_kill_deadline(uint64_t now, uint32_t grace_ms);
+/* 1 when a worker killed with deadline kill_deadline (0: none) is overdue at monotonic now. */
+int hv_jm_kill_overdue(uint64_t kill_deadline, uint64_t now);
+
 /* The size an elastic job aims for: its target within [min_np, max_np], max_np without one. */
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 

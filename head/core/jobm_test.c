@@ -1349,6 +1349,149 @@ static void case_event_fields(void) {
     }
 }
 
+/* How a worker's end reads, row by row. */
+static void case_exit_what(void) {
+    static const struct {
+        int code, sig;
+        const char *reason, *want;
+    } rows[] = {
+        {0, 0, NULL, "rank 1 on b exited with status 0"},
+        {3, 0, "", "rank 1 on b exited with status 3"},
+        {-1, 9, NULL, "rank 1 on b was killed by signal SIGKILL"},
+        {-1, 15, "stopped", "rank 1 on b was killed by signal SIGTERM"},
+        {-1, 0, "no such file", "rank 1 on b could not run: no such file"},
+        {2, 0, "no such file", "rank 1 on b exited with status 2"},
+        {-1, 0, "", "rank 1 on b exited with status -1"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char got[200];
+        hv_jm_exit_what(got, sizeof(got), "rank 1 on b", rows[i].code, rows[i].sig, rows[i].reason);
+        CHECK_STR(got, rows[i].want);
+    }
+}
+
+/* Who may send a copy of the state, row by row: the head keeps generation 3, commit 10. */
+static void case_copy_check(void) {
+    static const struct {
+        const char *name;
+        hv_wk_state_t st;
+        int removed;
+        uint32_t member_gen, rank, gen;
+        uint64_t commit;
+        hv_err want;
+    } rows[] = {
+        {"rank 0, a newer commit", HV_WK_RUNNING, 0, 3, 0, 3, 11, HV_OK},
+        {"rank 0 of a newer round", HV_WK_RUNNING, 0, 4, 0, 4, 1, HV_OK},
+        {"the same commit", HV_WK_RUNNING, 0, 3, 0, 3, 10, HV_ESTATE},
+        {"an older round", HV_WK_RUNNING, 0, 2, 0, 2, 99, HV_ESTATE},
+        {"rank 1", HV_WK_RUNNING, 0, 3, 1, 3, 11, HV_EPERM},
+        {"rank 0 of another round", HV_WK_RUNNING, 0, 4, 0, 3, 11, HV_EPERM},
+        {"removed", HV_WK_RUNNING, 1, 3, 0, 3, 11, HV_EPERM},
+        {"ended", HV_WK_EXITED, 0, 3, 0, 3, 11, HV_EPERM},
+    };
+    hv_jm_params_t p = {.elastic = 1, .np = 2, .min_np = 1, .max_np = 2, .check_every = 1};
+    hv_jm_init(&J, 1, &p);
+    J.copy = (hv_jm_copy_t){.generation = 3, .commit = 10, .stored_ms = 1};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_worker_t w = {.id = 7,
+                            .state = rows[i].st,
+                            .removed = rows[i].removed,
+                            .member_gen = rows[i].member_gen,
+                            .rank = rows[i].rank};
+        char err[300] = "";
+        hv_err rc = hv_jm_copy_check(&J, &w, rows[i].gen, rows[i].commit, err, sizeof(err));
+        if (rc != rows[i].want || (rc != HV_OK && err[0] == '\0')) {
+            fprintf(stderr, "%s: got %s want %s (%s)\n", rows[i].name, hv_strerror(rc),
+                    hv_strerror(rows[i].want), err);
+            hv_check_failures++;
+        }
+    }
+    hv_jm_worker_t none = {.id = 7, .state = HV_WK_RUNNING, .member_gen = 1};
+    J.copy.commit = 0; /* no copy kept: any first one from rank 0 */
+    CHECK_RC(hv_jm_copy_check(&J, &none, 1, 1, NULL, 0), HV_OK);
+}
+
+/* The rank base of new workers: live members that are not removed, row by row. */
+static void case_base_rank(void) {
+    static const struct {
+        hv_wk_state_t st[4];
+        int removed[4];
+        size_t n;
+        uint32_t want;
+    } rows[] = {
+        {{HV_WK_RUNNING}, {0}, 0, 0},
+        {{HV_WK_RUNNING, HV_WK_STARTING}, {0, 0}, 2, 2},
+        {{HV_WK_RUNNING, HV_WK_EXITED, HV_WK_LOST, HV_WK_LEFT}, {0, 0, 0, 0}, 4, 1},
+        {{HV_WK_RUNNING, HV_WK_RUNNING, HV_WK_KILLED}, {0, 1, 0}, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_params_t p = {.elastic = 1, .np = 1, .min_np = 1, .max_np = 4, .check_every = 1};
+        hv_jm_init(&J, 1, &p);
+        hv_jm_worker_t ws[4];
+        memset(ws, 0, sizeof(ws));
+        for (size_t k = 0; k < rows[i].n; k++) {
+            ws[k].id = k + 1;
+            ws[k].state = rows[i].st[k];
+            ws[k].removed = rows[i].removed[k];
+            CHECK_RC(hv_jm_attach(&J, &ws[k]), HV_OK);
+        }
+        CHECK_EQ(hv_jm_base_rank(&J), rows[i].want);
+        hv_jm_fini(&J);
+    }
+}
+
+/* A head restart: an open round's deadlines move to a full rendezvous timeout (30 s) from now,
+ * never earlier; a closed round is left alone. */
+static void case_restarted(void) {
+    static const struct {
+        int open;
+        uint64_t deadline, fail_at, want_deadline, want_fail_at;
+    } rows[] = {
+        {1, 1000, 2000, 130000, 130000},
+        {1, 1000, 500000, 130000, 500000},
+        {1, 400000, 500000, 400000, 500000},
+        {0, 1000, 2000, 1000, 2000},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_params_t p = {.elastic = 1, .np = 1, .min_np = 1, .max_np = 2, .rdzv_timeout_s = 30};
+        hv_jm_init(&J, 1, &p);
+        J.round_open = rows[i].open;
+        J.round_deadline_ms = rows[i].deadline;
+        J.round_fail_at_ms = rows[i].fail_at;
+        hv_jm_restarted(&J, 100000);
+        CHECK_EQ(J.round_deadline_ms, rows[i].want_deadline);
+        CHECK_EQ(J.round_fail_at_ms, rows[i].want_fail_at);
+    }
+}
+
+/* A size asked for by a worker: min 2, max 6, row by row from the target the job has. */
+static void case_resize(void) {
+    static const struct {
+        uint32_t target, size, accepted;
+        int changed;
+    } rows[] = {
+        {0, 4, 4, 1}, /* no target (max 6) -> 4 */
+        {0, 9, 6, 0}, /* above max: max, as before */
+        {0, 6, 6, 0}, /* max, as before */
+        {4, 1, 2, 1}, /* below min: min */
+        {4, 4, 4, 0}, /* the same */
+        {2, 0, 6, 1}, /* 0: back to max */
+        {1, 2, 2, 0}, /* a stored target below min already meant min */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_params_t p = {.elastic = 1, .np = 2, .min_np = 2, .max_np = 6};
+        p.target = rows[i].target;
+        uint32_t acc = 0;
+        CHECK_EQ(hv_jm_resize(&p, rows[i].size, &acc), rows[i].changed);
+        CHECK_EQ(acc, rows[i].accepted);
+        CHECK_EQ(p.target, rows[i].target); /* not changed by the decision */
+    }
+    CHECK_EQ(hv_jm_kill_deadline(1000, 3000), 1000 + 3000 + HV_JM_KILL_SLACK_MS);
+    CHECK_EQ(hv_jm_kill_overdue(0, 99999), 0); /* no kill order */
+    CHECK_EQ(hv_jm_kill_overdue(9000, 9000), 0);
+    CHECK_EQ(hv_jm_kill_overdue(9000, 9001), 1);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"fixed_success", case_fixed_success},
@@ -1390,6 +1533,11 @@ int main(int argc, char **argv) {
         {"drain_with_suspects_keeps_members", case_drain_with_suspects_keeps_members},
         {"leaving_member_taken_back_when_holders_fail",
          case_leaving_member_taken_back_when_holders_fail},
+        {"exit_what", case_exit_what},
+        {"copy_check", case_copy_check},
+        {"base_rank", case_base_rank},
+        {"restarted", case_restarted},
+        {"resize", case_resize},
         {"leaving_member_taken_back_when_holders_vanish",
          case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},

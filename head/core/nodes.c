@@ -98,6 +98,60 @@ hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t
     return HV_JOIN_TAKEOVER;
 }
 
+hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out) {
+    if (!drain && st != HV_NODE_DRAINING) {
+        return HV_ESTATE;
+    }
+    *out = hv_node_next(st, drain ? HV_NODE_EV_DRAIN : HV_NODE_EV_UNDRAIN);
+    return HV_OK;
+}
+
+int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint32_t grace_ms,
+                    uint64_t *wait_ms, uint64_t *left_ms) {
+    if (st == HV_NODE_DEAD || !hv_lease_suspect(l, now_ms)) {
+        return 0;
+    }
+    uint64_t waive = hv_lease_waive_at(l, grace_ms);
+    *wait_ms = waive > now_ms ? waive - now_ms : 0;
+    *left_ms = l->deadline_ms > now_ms ? l->deadline_ms - now_ms : 0;
+    return 1;
+}
+
+hv_node_due_t hv_node_due(hv_node_state_t st, const hv_lease_t *l, uint64_t now_ms,
+                          uint64_t last_seen_ms, uint64_t persisted_seen_ms,
+                          uint64_t seen_every_ms) {
+    if (st == HV_NODE_DEAD) {
+        return HV_NODE_DUE_NONE;
+    }
+    if (hv_lease_expired(l, now_ms)) {
+        return HV_NODE_DUE_DEAD;
+    }
+    return last_seen_ms > persisted_seen_ms + seen_every_ms ? HV_NODE_DUE_SEEN : HV_NODE_DUE_NONE;
+}
+
+hv_node_recon_t hv_node_reconcile(int listed, int live_here, int job_active, int kill_sent) {
+    if (!listed) {
+        return live_here ? HV_RECON_LOST : HV_RECON_KEEP;
+    }
+    if (!live_here || !job_active) {
+        return HV_RECON_KILL;
+    }
+    return kill_sent ? HV_RECON_KILL_AGAIN : HV_RECON_KEEP;
+}
+
+hv_node_state_t hv_node_join_state(hv_join_kind_t kind, hv_node_state_t st) {
+    switch (kind) {
+    case HV_JOIN_FIRST:
+    case HV_JOIN_TAKEOVER:
+        return hv_node_next(HV_NODE_ALIVE, HV_NODE_EV_JOIN_NEW);
+    case HV_JOIN_SAME:
+        return hv_node_next(st, HV_NODE_EV_REATTACH);
+    case HV_JOIN_REFUSE:
+        break;
+    }
+    return st;
+}
+
 int hv_node_takes_work(hv_node_state_t st, int has_session) {
     return st == HV_NODE_ALIVE && has_session;
 }

@@ -2,8 +2,10 @@
  * nodes: the pure rules for one node of the cluster: its state (alive, draining, dead) and the
  * events that move it, its lease (renewed by every message of its agent, expired after
  * lease_ms of silence) and the suspicion beside it (evidence that the node is gone, such as its
- * agent's session closing, before the lease says so), and its slot and GPU accounting. No I/O, no clock (the time is passed
- * in), no allocation. The head's driver keeps one hv_node_acct_t and hv_lease_t per node and
+ * agent's session closing, before the lease says so), its slot and GPU accounting, what the
+ * head's tick owes it (its death, its last contact) and what becomes of its workers when its
+ * agent says hello again (the reconcile). No I/O, no clock (the time is passed in), no
+ * allocation. The head's driver keeps one hv_node_acct_t and hv_lease_t per node and
  * asks these functions; the table of nodes, sessions and the store stay with the driver.
  */
 #ifndef HV_HEAD_NODES_H
@@ -91,7 +93,50 @@ typedef enum hv_join_kind {
 hv_join_kind_t hv_node_join_kind(int known, uint64_t known_incarnation, uint64_t incarnation,
                                  hv_node_state_t st, int has_session, int lease_expired);
 
+/* The state a node is stored with at a Join of this kind (st: its state now): a first or new
+ * agent starts alive, the same agent re-attaches (hv_node_next), a refused one changes nothing. */
+hv_node_state_t hv_node_join_state(hv_join_kind_t kind, hv_node_state_t st);
+
 /* 1 when the node may be given new work: alive (not draining or dead) with a live session. */
 int hv_node_takes_work(hv_node_state_t st, int has_session);
+
+/* A drain (drain = 1) or undrain of a node in state st: *out gets the state it moves to (st
+ * itself: nothing to do, it is so already). HV_ESTATE to undrain a node that is not draining. */
+hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out);
+
+/* Evidence that a node in state st is gone came at monotonic now (its agent's session closed):
+ * 1 when this makes it suspected (it is not dead and was not suspected yet; l records it), with
+ * *wait_ms how long rounds still wait for its workers (grace_ms, never past the lease) and
+ * *left_ms what is left of its lease; 0 otherwise (nothing to do). */
+int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint32_t grace_ms,
+                    uint64_t *wait_ms, uint64_t *left_ms);
+
+/* What the head's tick owes a node. */
+typedef enum hv_node_due {
+    HV_NODE_DUE_NONE = 0, /* nothing */
+    HV_NODE_DUE_DEAD = 1, /* its lease ran out: store it dead, then give its workers up */
+    HV_NODE_DUE_SEEN = 2, /* store its last contact (every seen_every_ms while it is heard) */
+} hv_node_due_t;
+
+/* At monotonic now: a node in state st with lease l, last heard at wall last_seen_ms, of which
+ * the store has persisted_seen_ms. A dead node is owed nothing. */
+hv_node_due_t hv_node_due(hv_node_state_t st, const hv_lease_t *l, uint64_t now_ms,
+                          uint64_t last_seen_ms, uint64_t persisted_seen_ms,
+                          uint64_t seen_every_ms);
+
+/* After an agent's hello (the workers it runs) and the first heartbeat behind it (every event
+ * it re-sent has been applied: the stream is ordered), what becomes of one worker. */
+typedef enum hv_node_recon {
+    HV_RECON_KEEP = 0,       /* as the head expects */
+    HV_RECON_LOST = 1,       /* live at the head, not listed: it is gone */
+    HV_RECON_KILL_AGAIN = 2, /* listed, expected, but stopped while the node was out of touch
+                              * (a round formed without it): the order may never have arrived */
+    HV_RECON_KILL = 3,       /* listed, not expected (unknown, ended, on another node, or its job
+                              * ended): killed */
+} hv_node_recon_t;
+
+/* listed: the hello listed it; live_here: the head has it live on this node; job_active: its
+ * job has not ended; kill_sent: the head ordered it killed. */
+hv_node_recon_t hv_node_reconcile(int listed, int live_here, int job_active, int kill_sent);
 
 #endif

@@ -135,6 +135,128 @@ static void case_join_kind(void) {
     }
 }
 
+/* The tick's due, row by row: lease 10 s renewed at monotonic 1000 (deadline 11000); the last
+ * contact is persisted every 10 s. */
+static void case_due(void) {
+    static const struct {
+        const char *name;
+        hv_node_state_t st;
+        uint64_t now, seen, persisted;
+        hv_node_due_t want;
+    } rows[] = {
+        {"heard, stored lately", A, 5000, 20000, 15000, HV_NODE_DUE_NONE},
+        {"heard, stored long ago", A, 5000, 30001, 20000, HV_NODE_DUE_SEEN},
+        {"exactly the interval: not yet", A, 5000, 30000, 20000, HV_NODE_DUE_NONE},
+        {"draining, stored long ago", D, 5000, 30001, 20000, HV_NODE_DUE_SEEN},
+        {"lease ran out", A, 11001, 20000, 20000, HV_NODE_DUE_DEAD},
+        {"lease ran out while draining", D, 11001, 40000, 20000, HV_NODE_DUE_DEAD},
+        {"lease at its deadline: still alive", A, 11000, 20000, 20000, HV_NODE_DUE_NONE},
+        {"dead: nothing", X, 99999, 40000, 20000, HV_NODE_DUE_NONE},
+    };
+    hv_lease_t l;
+    hv_lease_renew(&l, 1000, 10000);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_node_due_t got =
+            hv_node_due(rows[i].st, &l, rows[i].now, rows[i].seen, rows[i].persisted, 10000);
+        if (got != rows[i].want) {
+            fprintf(stderr, "%s: got %d want %d\n", rows[i].name, got, rows[i].want);
+            hv_check_failures++;
+        }
+    }
+}
+
+/* The reconcile after an agent's hello, every combination of the four facts. */
+static void case_reconcile(void) {
+    static const struct {
+        int listed, live_here, job_active, kill_sent;
+        hv_node_recon_t want;
+    } rows[] = {
+        {0, 0, 0, 0, HV_RECON_KEEP},       {0, 0, 1, 1, HV_RECON_KEEP}, {0, 1, 1, 0, HV_RECON_LOST},
+        {0, 1, 0, 0, HV_RECON_LOST},       {0, 1, 1, 1, HV_RECON_LOST}, {1, 1, 1, 0, HV_RECON_KEEP},
+        {1, 1, 1, 1, HV_RECON_KILL_AGAIN}, {1, 1, 0, 0, HV_RECON_KILL}, {1, 1, 0, 1, HV_RECON_KILL},
+        {1, 0, 1, 0, HV_RECON_KILL},       {1, 0, 0, 0, HV_RECON_KILL}, {1, 0, 1, 1, HV_RECON_KILL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_node_recon_t got = hv_node_reconcile(rows[i].listed, rows[i].live_here,
+                                                rows[i].job_active, rows[i].kill_sent);
+        if (got != rows[i].want) {
+            fprintf(stderr, "listed %d live_here %d job_active %d kill_sent %d: got %d want %d\n",
+                    rows[i].listed, rows[i].live_here, rows[i].job_active, rows[i].kill_sent, got,
+                    rows[i].want);
+            hv_check_failures++;
+        }
+    }
+}
+
+/* The state a Join stores, every kind from every state. */
+static void case_join_state(void) {
+    /* rows: state now; columns: FIRST, SAME, TAKEOVER, REFUSE */
+    static const hv_node_state_t want[3][4] = {
+        /* alive    */ {A, A, A, A},
+        /* draining */ {A, D, A, D},
+        /* dead     */ {A, A, A, X},
+    };
+    for (int s = 0; s < 3; s++) {
+        for (int k = 0; k < 4; k++) {
+            CHECK_EQ(hv_node_join_state((hv_join_kind_t)k, (hv_node_state_t)s), want[s][k]);
+        }
+    }
+}
+
+/* Drain and undrain from each state. */
+static void case_drain_to(void) {
+    static const struct {
+        hv_node_state_t st;
+        int drain;
+        hv_err rc;
+        hv_node_state_t want;
+    } rows[] = {
+        {A, 1, HV_OK, D}, {D, 1, HV_OK, D},     {X, 1, HV_OK, X},
+        {D, 0, HV_OK, A}, {A, 0, HV_ESTATE, A}, {X, 0, HV_ESTATE, X},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_node_state_t got = rows[i].st;
+        CHECK_RC(hv_node_drain_to(rows[i].st, rows[i].drain, &got), rows[i].rc);
+        CHECK_EQ(got, rows[i].want);
+    }
+}
+
+/* The first evidence of a loss makes a live node suspected, once: lease 10 s from 1000, a grace
+ * of 500 ms. */
+static void case_suspect(void) {
+    static const struct {
+        const char *name;
+        hv_node_state_t st;
+        uint64_t before; /* an earlier evidence at (0: none) */
+        uint64_t now;
+        uint32_t grace;
+        int want;
+        uint64_t wait, left;
+    } rows[] = {
+        {"alive", A, 0, 2000, 500, 1, 500, 9000},
+        {"draining", D, 0, 2000, 500, 1, 500, 9000},
+        {"dead: the lease decided", X, 0, 2000, 500, 0, 0, 0},
+        {"already suspected", A, 1500, 2000, 500, 0, 0, 0},
+        {"a grace past the lease ends with it", A, 0, 10800, 500, 1, 200, 200},
+        {"no grace", A, 0, 2000, 0, 1, 0, 9000},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_lease_t l;
+        hv_lease_renew(&l, 1000, 10000);
+        if (rows[i].before != 0) {
+            hv_lease_suspect(&l, rows[i].before);
+        }
+        uint64_t wait = 0, left = 0;
+        int got = hv_node_suspect(rows[i].st, &l, rows[i].now, rows[i].grace, &wait, &left);
+        if (got != rows[i].want || wait != rows[i].wait || left != rows[i].left) {
+            fprintf(stderr, "%s: got %d wait %llu left %llu, want %d %llu %llu\n", rows[i].name,
+                    got, (unsigned long long)wait, (unsigned long long)left, rows[i].want,
+                    (unsigned long long)rows[i].wait, (unsigned long long)rows[i].left);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"transitions", case_transitions},
@@ -145,6 +267,11 @@ int main(int argc, char **argv) {
         {"accounting", case_accounting},
         {"takes_work", case_takes_work},
         {"join_kind", case_join_kind},
+        {"due", case_due},
+        {"reconcile", case_reconcile},
+        {"drain_to", case_drain_to},
+        {"join_state", case_join_state},
+        {"suspect", case_suspect},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -4,8 +4,8 @@
  * the rank's local rank and local size, and which GPU it gets. It does no I/O, takes no locks
  * and allocates nothing: the caller (the head's job driver) builds the node array from its
  * state, calls hv_sched_place, and records the result. It is not the policy that decides when
- * to place, how many workers a job gets, or when to ask the autoscaler for nodes; those live in
- * the job driver, which uses hv_sched_free/hv_sched_capacity to decide. Reentrant.
+ * to place, how many workers a job gets, or when to ask the autoscaler for nodes; those are
+ * cluster.h's, whose inputs the driver counts with hv_sched_free/hv_sched_capacity. Reentrant.
  */
 #ifndef HV_HEAD_SCHED_H
 #define HV_HEAD_SCHED_H

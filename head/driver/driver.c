@@ -8,7 +8,10 @@
  * (every STORE_RETRY_MS while it fails); meanwhile hv_driver_store_trouble says why, for the
  * services to tell their clients, and a job's end is told only once it is stored.
  * Placement (sched.c) and node events (nodes.c) are decided here with the pure modules, stored,
- * then announced, the same way.
+ * then announced, the same way. Events too: one whose append fails waits, in order behind any
+ * other waiting, and is told to the observer and the job's watchers only once it is written
+ * (EVENT_WAIT_MAX of them at most: beyond, new ones are dropped, counted, logged, and the count
+ * is recorded as an event when the store works again).
  */
 #include "driver.h"
 
@@ -21,22 +24,18 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "cluster.h"
+#include "evq.h"
 #include "log.h"
 #include "mem.h"
 #include "sched.h"
 #include "util.h"
 
-/* Preemption notices: members on the node leave a margin before it goes (a tenth of the
- * notice, at least DRAIN_MARGIN_MIN_MS); a notice shorter than margin + DRAIN_HOLD_MIN_MS
- * drains at once. */
-#define DRAIN_MARGIN_MIN_MS 2000u
-#define DRAIN_HOLD_MIN_MS 1000u
-#define KILL_SLACK_MS 5000       /* after the grace, how long a killed worker may take to report */
-#define ENDED_JOB_KEEP_MS 600000 /* ended jobs stay in memory this long for watchers */
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
 #define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
 #define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
+#define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
 
 /* A job's actions that wait for the store (its decision is not durable yet). */
 typedef struct pending_s {
@@ -68,6 +67,7 @@ struct hv_driver_s {
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
     hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
+    hv_evq_t events;                /* events waiting for the store (evq.h) */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -286,29 +286,20 @@ static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t
 
 /* ---- events --------------------------------------------------------------------------------- */
 
-/* f: the event's fields (NULL: none); a node named by them (a worker's) is the event's node when
- * node_id is 0, and the node's name goes with the event. */
-static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                    const hv_ev_fields_t *f, const char *data, const char *msg) {
-    hv_ev_fields_t ev = {0};
-    if (f != NULL) {
-        ev = *f;
-    }
-    if (node_id == 0) {
-        node_id = ev.node_id;
-    }
-    ev.node_id = node_id;
-    const char *node = node_id != 0 ? node_name_cb(node_id, d) : NULL;
+/* Writes one event (f: its fields; node: its node's name or NULL); once it is stored, tells the
+ * observer and the job's watchers. */
+static hv_err event_store(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                          const hv_ev_fields_t *f, const char *node, const char *data,
+                          const char *msg) {
+    hv_ev_fields_t ev = *f;
     uint64_t seq = 0;
     hv_err rc =
         hv_store_event_append_f(d->store, job_id, node_id, kind, msg, data, &ev, node, &seq);
     if (rc != HV_OK) {
         store_failed(d, rc, "append an event");
-    } else {
-        store_worked(d);
+        return rc;
     }
-    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
-           (unsigned long long)job_id, (unsigned long long)node_id, msg);
+    store_worked(d);
     if (d->observe != NULL) {
         d->observe(d->observe_ud, job_id, node_id, kind, &ev, data);
     }
@@ -320,6 +311,67 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
         if (d->io.job_changed != NULL) {
             d->io.job_changed(d->io.ud, job_id);
         }
+    }
+    return HV_OK;
+}
+
+/* Writes the waiting events in order, stopping at the first that fails; then records how many
+ * were dropped, if any. Returns the number written. */
+static size_t events_flush(hv_driver_t *d) {
+    size_t n = 0;
+    const hv_evq_item_t *e;
+    while ((e = hv_evq_front(&d->events)) != NULL) {
+        if (event_store(d, e->job_id, e->node_id, e->kind, &e->f, e->node, e->data, e->msg) !=
+            HV_OK) {
+            return n;
+        }
+        hv_evq_pop(&d->events);
+        n++;
+    }
+    if (d->events.dropped != 0) {
+        char msg[300], data[64];
+        snprintf(msg, sizeof(msg),
+                 "%llu events were lost: the store failed while %zu others waited for it",
+                 (unsigned long long)d->events.dropped, d->events.max);
+        snprintf(data, sizeof(data), "{\"dropped\":%llu}", (unsigned long long)d->events.dropped);
+        hv_ev_fields_t none = {0};
+        if (event_store(d, 0, 0, "head.events_dropped", &none, NULL, data, msg) == HV_OK) {
+            HV_LOG(HV_LOG_NOTICE, "store", "HV-EVENT-DROPPED", "%s", msg);
+            hv_evq_dropped_told(&d->events);
+            n++;
+        }
+    }
+    return n;
+}
+
+void hv__driver_set_event_bound(hv_driver_t *d, size_t max) {
+    d->events.max = max > 0 ? max : EVENT_WAIT_MAX;
+}
+
+/* Logs the event, then stores it: at once when no other waits, else behind them. f: the event's
+ * fields (NULL: none); a node named by them (a worker's) is the event's node when node_id is 0,
+ * and the node's name goes with the event. */
+static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                    const hv_ev_fields_t *f, const char *data, const char *msg) {
+    hv_ev_fields_t ev = {0};
+    if (f != NULL) {
+        ev = *f;
+    }
+    if (node_id == 0) {
+        node_id = ev.node_id;
+    }
+    ev.node_id = node_id;
+    const char *node = node_id != 0 ? node_name_cb(node_id, d) : NULL;
+    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
+           (unsigned long long)job_id, (unsigned long long)node_id, msg);
+    if ((!hv_evq_empty(&d->events) ||
+         event_store(d, job_id, node_id, kind, &ev, node, data, msg) != HV_OK) &&
+        hv_evq_push_f(&d->events, job_id, node_id, kind, &ev, node, data, msg) != HV_OK &&
+        d->events.dropped == 1) {
+        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-DROPPED",
+               "%zu events wait for the store in %s (the most the head keeps, or memory ran out): "
+               "new events are dropped until it works again, starting with %s: %s",
+               d->events.n, hv_store_path(d->store), kind, msg);
     }
 }
 
@@ -738,6 +790,7 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
         return rc;
     }
     hv_jm_out_init(&d->out);
+    hv_evq_init(&d->events, EVENT_WAIT_MAX);
     *out = d;
     return HV_OK;
 }
@@ -748,6 +801,14 @@ void hv_driver_destroy(hv_driver_t *d) {
     if (d == NULL) {
         return;
     }
+    events_flush(d); /* a last try: what still fails is lost, and said so */
+    if (!hv_evq_empty(&d->events)) {
+        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-LOST",
+               "%zu events could not be stored in %s before the head stopped (and %llu were "
+               "dropped before): they are lost",
+               d->events.n, hv_store_path(d->store), (unsigned long long)d->events.dropped);
+    }
+    hv_evq_fini(&d->events);
     while (d->pending != NULL) {
         pending_t *p = d->pending;
         d->pending = p->next;
@@ -840,19 +901,8 @@ hv_err hv_driver_load(hv_driver_t *d) {
             continue;
         }
         uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
-        uint64_t waited = wall > j->submitted_ms ? wall - j->submitted_ms : 0;
-        j->wait_deadline = now + (timeout * 1000ull > waited ? timeout * 1000ull - waited : 0);
-        /* An open round gets a full rendezvous timeout from now: its workers re-join after the
-         * restart (their calls broke with the old process). */
-        if (j->jm.round_open) {
-            uint64_t dl = wall + (uint64_t)j->jm.p.rdzv_timeout_s * 1000u;
-            if (j->jm.round_deadline_ms < dl) {
-                j->jm.round_deadline_ms = dl;
-            }
-            if (j->jm.round_fail_at_ms < dl) {
-                j->jm.round_fail_at_ms = dl;
-            }
-        }
+        j->wait_deadline = hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
+        hv_jm_restarted(&j->jm, wall);
         for (size_t k = 0; k < j->jm.nw; k++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];
             if (!wlive(w)) {
@@ -1005,7 +1055,7 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
 }
 
 static void send_kill(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
-    w->kill_deadline = hv_now_ms() + d->cfg->kill_grace_ms + KILL_SLACK_MS;
+    w->kill_deadline = hv_jm_kill_deadline(hv_now_ms(), d->cfg->kill_grace_ms);
     hv_order_t o = {.kind = HV_ORDER_KILL,
                     .worker_id = w->jm.id,
                     .job_id = w->job->jm.id,
@@ -1046,10 +1096,7 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     }
     hv_dnode_t *nd = hv_driver_node(d, node_id);
     uint64_t inc = nd != NULL ? nd->incarnation : 0;
-    hv_bl_entry_t e = b->e;
-    if (b->incarnation != inc) {
-        memset(&e, 0, sizeof(e)); /* another agent: its strikes start from zero */
-    }
+    hv_bl_entry_t e = hv_bl_of_agent(&b->e, b->incarnation, inc);
     uint64_t wall = hv_wall_ms();
     uint64_t cd = hv_bl_strike(&e, &j->bl, wall, rand32());
     char reason[sizeof(b->reason)];
@@ -1172,7 +1219,9 @@ static pending_t *pending_of(hv_driver_t *d, const hv_djob_t *j) {
     return NULL;
 }
 
-int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) { return pending_of(d, j) == NULL; }
+int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) {
+    return pending_of(d, j) == NULL && !hv_evq_has_job(&d->events, j->jm.id);
+}
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
@@ -1217,6 +1266,9 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
 
 /* 1 when some job's decisions wait for the store. */
 static int pending_unstored(const hv_driver_t *d) {
+    if (!hv_evq_empty(&d->events)) {
+        return 1;
+    }
     for (const pending_t *p = d->pending; p != NULL; p = p->next) {
         if (!p->stored) {
             return 1;
@@ -1229,7 +1281,7 @@ static int pending_unstored(const hv_driver_t *d) {
  * said to work again before their actions go out, so a watcher hears "stores again" before the
  * job's end. */
 static void flush_pending(hv_driver_t *d) {
-    int any = 0;
+    int any = events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
         p->stored = persist(d, p->job) == HV_OK;
         any |= p->stored;
@@ -1263,15 +1315,11 @@ static size_t node_count(hv_driver_t *d) {
     return n;
 }
 
-/* Whether job j may place workers on node nd now (blacklist). A bar holds for the agent it was
- * earned under: a new agent on the node (a new machine that reuses the name) starts clean. */
+/* Whether job j may place workers on node nd now (its blacklist: blacklist.h). */
 static int eligible(const hv_djob_t *j, const hv_dnode_t *nd, uint64_t wall) {
-    if (j == NULL) {
-        return 1;
-    }
-    for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
+    for (const hv_dbl_t *b = j != NULL ? j->blacklist : NULL; b != NULL; b = b->next) {
         if (b->node_id == nd->id) {
-            return b->incarnation != nd->incarnation || !hv_bl_blocked(&b->e, wall);
+            return !hv_bl_bars(&b->e, b->incarnation, nd->incarnation, wall);
         }
     }
     return 1;
@@ -1300,12 +1348,8 @@ static size_t sched_nodes(hv_driver_t *d, const hv_djob_t *j, hv_sched_node_t *o
             for (size_t i = 0; i < j->jm.nw; i++) {
                 mine += j->jm.w[i]->node_id == nd->id && hv_wk_state_active(j->jm.w[i]->state);
             }
-            uint32_t room = j->slots_per_host > mine ? j->slots_per_host - mine : 0;
-            uint32_t free =
-                out[n].slots_total > out[n].slots_used ? out[n].slots_total - out[n].slots_used : 0;
-            if (room < free) {
-                out[n].slots_used = out[n].slots_total - room;
-            }
+            out[n].slots_used =
+                hv_cl_used_for_job(out[n].slots_total, out[n].slots_used, j->slots_per_host, mine);
         }
         map[n] = nd;
         n++;
@@ -1395,13 +1439,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         goto out;
     }
     int first = j->jm.state == HV_JOB_PENDING;
-    /* New workers of a running job get ranks after its live members until their first round
-     * assigns the real ones (HV_RANK < HV_SIZE must hold in their environment). */
-    uint32_t base_rank = 0;
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        const hv_jm_worker_t *o = j->jm.w[i];
-        base_rank += hv_wk_state_active(o->state) && !o->removed;
-    }
+    uint32_t base_rank = hv_jm_base_rank(&j->jm); /* ranks until their first round (jobm.h) */
     /* Store every worker and the job's new state in one transaction, then send orders. */
     hv_err rc = hv_store_begin(d->store);
     uint32_t made = 0;
@@ -1501,8 +1539,8 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
     uint64_t wall = hv_wall_ms();
     for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         hv_dnode_t *nd = hv_driver_node(d, b->node_id);
-        if (nd != NULL && b->e.strikes > 0 && !b->e.permanent && !hv_bl_blocked(&b->e, wall) &&
-            b->incarnation == nd->incarnation && hv_node_takes_work(nd->state, nd->has_session) &&
+        if (nd != NULL && hv_bl_lifted(&b->e, b->incarnation, nd->incarnation, wall) &&
+            hv_node_takes_work(nd->state, nd->has_session) &&
             nd->acct.slots_used < nd->acct.slots) {
             snprintf(buf, len, "cooldown of node %s ended", nd->name);
             return;
@@ -1564,40 +1602,26 @@ hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, 
     return HV_OK;
 }
 
+/* One pass of the queue (cluster.h): pending jobs in order, then growth. */
 static void schedule_jobs(hv_driver_t *d) {
-    int blocked = 0;
+    hv_cl_pass_t pass = {0};
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (j->jm.state != HV_JOB_PENDING || blocked) {
+        if (j->jm.state != HV_JOB_PENDING || pass.blocked) {
             continue;
         }
-        /* First come, first served: a job that does not fit blocks the ones behind it, so a
-         * large job is not starved by a stream of small ones. */
-        uint32_t free = count_slots(d, j, j->slots_per_host, 1);
-        if (free < j->np) {
-            blocked = 1;
-            continue;
-        }
-        /* An elastic job starts at -np, as hvsubmit announced it; it grows toward its target
-         * on free slots once its first round formed (hv_jm_wants). */
-        if (!place(d, j, j->np, "")) {
-            blocked = 1;
+        uint32_t n = hv_cl_start(&pass, j->np, count_slots(d, j, j->slots_per_host, 1));
+        if (n > 0 && !place(d, j, n, "")) {
+            hv_cl_start_failed(&pass);
         }
     }
-    if (blocked) {
-        return; /* pending jobs come before growth */
-    }
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+    for (hv_djob_t *j = d->jobs; j != NULL && !pass.blocked; j = j->next) {
         uint32_t want = hv_jm_wants(&j->jm);
-        if (want == 0) {
-            continue;
+        uint32_t n = want > 0 ? hv_cl_grow(&pass, want, count_slots(d, j, 0, 1)) : 0;
+        if (n > 0) {
+            char why[200];
+            grow_reason(d, j, why, sizeof(why));
+            place(d, j, n, why);
         }
-        uint32_t free = count_slots(d, j, 0, 1);
-        if (free == 0) {
-            continue;
-        }
-        char why[200];
-        grow_reason(d, j, why, sizeof(why));
-        place(d, j, want < free ? want : free, why);
     }
 }
 
@@ -1607,31 +1631,26 @@ void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud) {
 }
 
 size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
-    /* The free slots go to the jobs in scheduling order, as hv_driver_schedule gives them; what
-     * a job still wants beyond them is its demand. A pending job wants -np to start and, when
-     * elastic, up to max-np; a running elastic job what hv_jm_wants says. */
-    uint32_t pool = d->stopping ? 0 : hv_driver_free_slots(d, 0);
-    size_t n = 0;
-    for (hv_djob_t *j = d->jobs; j != NULL && n < cap && !d->stopping; j = j->next) {
-        uint32_t want = 0;
-        if (j->jm.state == HV_JOB_PENDING) {
-            uint32_t t = hv_jm_target(&j->jm.p);
-            want = j->jm.p.elastic && t > j->np ? t : j->np;
-        } else {
-            want = hv_jm_wants(&j->jm);
-        }
-        if (want == 0) {
-            continue;
-        }
-        uint32_t take = pool < want ? pool : want;
-        pool -= take;
-        if (want > take) {
-            out[n].job_id = j->jm.id;
-            out[n].workers = want - take;
-            out[n].pending = j->jm.state == HV_JOB_PENDING;
-            n++;
-        }
+    size_t nj = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        nj++;
     }
+    hv_cl_job_t *jobs = hv_calloc(nj ? nj : 1, sizeof(*jobs));
+    if (d->stopping || jobs == NULL) {
+        hv_free(jobs);
+        return 0;
+    }
+    size_t n = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        jobs[n++] = (hv_cl_job_t){.id = j->jm.id,
+                                  .pending = j->jm.state == HV_JOB_PENDING,
+                                  .elastic = j->jm.p.elastic,
+                                  .np = j->np,
+                                  .target = hv_jm_target(&j->jm.p),
+                                  .wants = hv_jm_wants(&j->jm)};
+    }
+    n = hv_cl_demand(jobs, n, hv_driver_free_slots(d, 0), out, cap);
+    hv_free(jobs);
     return n;
 }
 
@@ -1640,41 +1659,35 @@ size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
 hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_id,
                         uint32_t *np_out, char *err, size_t errlen) {
     const hv_head_config_t *c = d->cfg;
-    /* Slots an autoscaler could still buy count as capacity: the job waits for them. */
-    uint32_t room = d->room != NULL ? d->room(d->room_ud) : 0;
-    uint32_t capacity = hv_driver_capacity(d, s->slots_per_host) + room;
-    if (capacity == 0) {
-        snprintf(err, errlen, "no node has joined the cluster: start one with 'hvagent join'");
-        return HV_ESTATE;
-    }
-    uint32_t np = s->np;
-    if (np == 0) {
-        np = hv_driver_free_slots(d, s->slots_per_host);
-        if (np == 0) {
-            np = 1;
-        }
-    }
-    if (np > capacity) {
-        if (d->room != NULL) {
-            snprintf(err, errlen,
-                     "-np %u can never run here: the cluster has %u slots%s and the autoscaler "
-                     "can add %u more (autoscaler.max_nodes and the node types' max_nodes)",
-                     np, capacity - room, s->slots_per_host ? " with that --slots-per-host" : "",
-                     room);
-        } else {
-            snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np,
-                     capacity, s->slots_per_host ? " with that --slots-per-host" : "");
-        }
-        return HV_EINVAL;
-    }
-    int elastic = s->elastic || s->min_np != 0 || s->max_np != 0;
-    uint32_t min_np = s->min_np ? s->min_np : np;
-    uint32_t max_np = s->max_np ? s->max_np : np;
-    if (min_np > np || max_np < np || min_np == 0) {
-        snprintf(err, errlen, "need 1 <= min-np <= np <= max-np, got %u <= %u <= %u", min_np, np,
-                 max_np);
-        return HV_EINVAL;
-    }
+    hv_cl_ask_t ask = {.np = s->np,
+                       .elastic = s->elastic,
+                       .min_np = s->min_np,
+                       .max_np = s->max_np,
+                       .target_np = s->target_np,
+                       .max_resets = s->max_resets,
+                       .max_resets_set = s->max_resets_set,
+                       .timeout_s = s->timeout_s,
+                       .slots_per_host = s->slots_per_host,
+                       .check_every = s->check_every,
+                       .elastic_timeout_s = s->elastic_timeout_s,
+                       .cooldown_set = s->cooldown_set,
+                       .cooldown_min_s = s->cooldown_min_s,
+                       .cooldown_max_s = s->cooldown_max_s};
+    hv_cl_room_t room = {.capacity = hv_driver_capacity(d, s->slots_per_host),
+                         .free = hv_driver_free_slots(d, s->slots_per_host),
+                         .autoscaler = d->room != NULL,
+                         .more = d->room != NULL ? d->room(d->room_ud) : 0};
+    hv_cl_defaults_t def = {.max_resets = c->elastic.max_resets,
+                            .wait_timeout_s = c->job_wait_timeout_s,
+                            .check_every = c->elastic.check_every,
+                            .elastic_timeout_s = c->elastic.elastic_timeout_s,
+                            .cooldown_min_s = c->elastic.blacklist_cooldown_s,
+                            .cooldown_max_s = c->elastic.blacklist_max_cooldown_s,
+                            .max_strikes = c->elastic.blacklist_max_strikes};
+    hv_cl_settings_t set;
+    HV_TRY(hv_cl_submit(&ask, &room, &def, &set, err, errlen));
+    int elastic = set.elastic;
+    uint32_t np = set.np;
     hv_job_row_t row;
     memset(&row, 0, sizeof(row));
     row.name = (char *)s->name;
@@ -1683,23 +1696,19 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.spec = (uint8_t *)s->spec;
     row.spec_len = s->spec_len;
     row.np = np;
-    row.min_np = elastic ? min_np : np;
-    row.max_np = elastic ? max_np : np;
-    row.target_np = elastic ? s->target_np : 0;
-    row.max_resets = !elastic ? 0 : s->max_resets_set ? s->max_resets : c->elastic.max_resets;
-    row.timeout_s = s->timeout_s ? s->timeout_s : c->job_wait_timeout_s;
+    row.min_np = set.min_np;
+    row.max_np = set.max_np;
+    row.target_np = set.target_np;
+    row.max_resets = set.max_resets;
+    row.timeout_s = set.timeout_s;
     row.submitted_ms = hv_wall_ms();
     row.elastic = elastic;
-    row.check_every = s->check_every ? s->check_every : c->elastic.check_every;
-    row.elastic_timeout_s =
-        s->elastic_timeout_s ? s->elastic_timeout_s : c->elastic.elastic_timeout_s;
+    row.check_every = set.check_every;
+    row.elastic_timeout_s = set.elastic_timeout_s;
     row.rdzv_timeout_s = c->elastic.rendezvous_timeout_s;
-    row.cooldown_min_s = s->cooldown_set ? s->cooldown_min_s : c->elastic.blacklist_cooldown_s;
-    row.cooldown_max_s = s->cooldown_set ? s->cooldown_max_s : c->elastic.blacklist_max_cooldown_s;
-    if (row.cooldown_max_s < row.cooldown_min_s) {
-        row.cooldown_max_s = row.cooldown_min_s;
-    }
-    row.max_strikes = c->elastic.blacklist_max_strikes;
+    row.cooldown_min_s = set.cooldown_min_s;
+    row.cooldown_max_s = set.cooldown_max_s;
+    row.max_strikes = set.max_strikes;
     row.slots_per_host = s->slots_per_host;
     row.round_reason = "";
     row.artifacts = s->artifacts;
@@ -1733,7 +1742,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         snprintf(err, errlen, "out of memory");
         return rc;
     }
-    j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
+    j->wait_deadline = hv_cl_wait_deadline(hv_now_ms(), 0, 0, j->timeout_s);
     hv_joblog_open(d->logs, &j->log, j->jm.id);
     job_link(d, j);
     hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PENDING)};
@@ -1786,20 +1795,6 @@ hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worke
     return HV_OK;
 }
 
-static void describe_exit(hv_driver_t *d, char *buf, size_t len, const hv_dworker_t *w, int code,
-                          int sig, const char *reason) {
-    char who[300];
-    worker_desc(d, w, who, sizeof(who));
-    if (reason != NULL && reason[0] != '\0' && code < 0 && sig == 0) {
-        snprintf(buf, len, "%s could not run: %s", who, reason);
-    } else if (sig != 0) {
-        const char *name = sigabbrev_np(sig);
-        snprintf(buf, len, "%s was killed by signal SIG%s", who, name ? name : "?");
-    } else {
-        snprintf(buf, len, "%s exited with status %d", who, code);
-    }
-}
-
 /* Common end of a worker: releases its slot, records why. */
 static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     hv_dnode_t *nd = hv_driver_node(d, w->jm.node_id);
@@ -1824,8 +1819,9 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     if (w == NULL || !wlive(w)) {
         return HV_OK;
     }
-    char what[600];
-    describe_exit(d, what, sizeof(what), w, exit_code, term_signal, reason);
+    char who[300], what[600];
+    worker_desc(d, w, who, sizeof(who));
+    hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
     worker_gone(d, w, reason);
     hv_jm_exited(&w->job->jm, &w->jm, exit_code, term_signal, what, hv_wall_ms(), &d->out);
     apply(d, w->job, &d->out);
@@ -1949,8 +1945,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     }
     int is_new = kind == HV_JOIN_FIRST;
     int restarted = kind == HV_JOIN_TAKEOVER;
-    hv_node_state_t st = is_new || restarted ? hv_node_next(HV_NODE_ALIVE, HV_NODE_EV_JOIN_NEW)
-                                             : hv_node_next(n->state, HV_NODE_EV_REATTACH);
+    hv_node_state_t st = hv_node_join_state(kind, n != NULL ? n->state : HV_NODE_ALIVE);
     hv_dnode_t tmp;
     memset(&tmp, 0, sizeof(tmp));
     if (!is_new) {
@@ -2066,13 +2061,11 @@ void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
  * message; job_why: for the jobs' notes; data: the event's evidence fields (JSON members). */
 static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const char *job_why,
                          const char *data_fields) {
-    uint64_t now = hv_now_ms();
-    if (d->stopping || n->state == HV_NODE_DEAD || !hv_lease_suspect(&n->lease, now)) {
+    uint64_t wall = hv_wall_ms(), wait = 0, left = 0;
+    if (d->stopping || !hv_node_suspect(n->state, &n->lease, hv_now_ms(), d->cfg->suspect_grace_ms,
+                                        &wait, &left)) {
         return;
     }
-    uint64_t waive = hv_lease_waive_at(&n->lease, d->cfg->suspect_grace_ms);
-    uint64_t wall = hv_wall_ms(), wait = waive > now ? waive - now : 0;
-    uint64_t left = n->lease.deadline_ms > now ? n->lease.deadline_ms - now : 0;
     char data[384];
     snprintf(data, sizeof(data), "{%s,\"grace_ms\":%llu,\"lease_left_ms\":%llu}", data_fields,
              (unsigned long long)wait, (unsigned long long)left);
@@ -2127,7 +2120,7 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
             for (size_t k = 0; k < n->n_hello_running; k++) {
                 listed |= n->hello_running[k] == w->jm.id;
             }
-            if (!listed) {
+            if (hv_node_reconcile(listed, 1, job_active(j), w->jm.kill_sent) == HV_RECON_LOST) {
                 worker_lost(d, w, "the worker was not running when its agent reconnected");
             }
         }
@@ -2140,14 +2133,14 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
             continue; /* an actor's process: the actors' reconcile decided */
         }
         hv_dworker_t *w = worker_by_id(d, n->hello_running[k]);
-        int wanted = w != NULL && w->jm.node_id == n->id && wlive(w) && job_active(w->job);
-        if (wanted && w->jm.kill_sent) {
-            /* Stopped while its node was out of touch (a round formed without it, its node
-             * suspected lost): the order may never have reached the agent. */
+        int here = w != NULL && w->jm.node_id == n->id && wlive(w);
+        hv_node_recon_t r =
+            hv_node_reconcile(1, here, here && job_active(w->job), here && w->jm.kill_sent);
+        if (r == HV_RECON_KILL_AGAIN) {
             send_kill(d, w, "its job moved on without it while its node was out of touch");
             continue;
         }
-        if (!wanted) {
+        if (r == HV_RECON_KILL) {
             hv_order_t o = {.kind = HV_ORDER_KILL,
                             .worker_id = n->hello_running[k],
                             .grace_ms = d->cfg->kill_grace_ms,
@@ -2172,10 +2165,8 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     if (n == NULL) {
         return HV_ENOTFOUND;
     }
-    hv_node_state_t st = hv_node_next(n->state, drain ? HV_NODE_EV_DRAIN : HV_NODE_EV_UNDRAIN);
-    if (!drain && n->state != HV_NODE_DRAINING) {
-        return HV_ESTATE;
-    }
+    hv_node_state_t st;
+    HV_TRY(hv_node_drain_to(n->state, drain, &st));
     if (st == n->state) {
         return HV_OK; /* already so */
     }
@@ -2211,15 +2202,9 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     }
     char what[400];
     snprintf(what, sizeof(what), "node %s (%s)", n->name, why);
-    /* A notice that leaves time, on a cluster whose autoscaler can buy replacements: members
-     * stay until replacements hold the state, and leave a margin (a tenth of the notice, at
-     * least 2 s) before the node goes. Without an autoscaler they leave at once (the job grows
-     * back onto free slots, if any). */
-    uint64_t now = hv_wall_ms(), hold_until = 0;
-    uint32_t margin = notice_ms / 10 > DRAIN_MARGIN_MIN_MS ? notice_ms / 10 : DRAIN_MARGIN_MIN_MS;
-    if (notice_ms > margin + DRAIN_HOLD_MIN_MS && d->room != NULL) { /* someone can buy */
-        hold_until = now + notice_ms - margin;
-    }
+    /* An autoscaler (d->room) can buy replacements for members to stay until (cluster.h). */
+    uint64_t now = hv_wall_ms();
+    uint64_t hold_until = hv_cl_drain_hold_until(notice_ms, d->room != NULL, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (!job_active(j)) {
             continue;
@@ -2261,8 +2246,8 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
         }
         hv_dnode_t *nd = hv_driver_node(d, node_id);
         for (hv_dbl_t *b = j->blacklist; b != NULL && n < cap; b = b->next) {
-            if (b->node_id == node_id && hv_bl_blocked(&b->e, wall) && nd != NULL &&
-                b->incarnation == nd->incarnation) {
+            if (b->node_id == node_id && nd != NULL &&
+                hv_bl_bars(&b->e, b->incarnation, nd->incarnation, wall)) {
                 jobs[n] = j;
                 entries[n] = b;
                 n++;
@@ -2306,26 +2291,7 @@ hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
-    const hv_jm_worker_t *m = &w->jm;
-    if (!hv_wk_state_active(m->state) || m->removed || m->member_gen != generation ||
-        m->rank != 0) {
-        snprintf(err, errlen,
-                 "worker %llu is not rank 0 of generation %u of job %llu: only that member "
-                 "sends copies",
-                 (unsigned long long)worker_id, generation, (unsigned long long)job_id);
-        return HV_EPERM;
-    }
-    const hv_jm_copy_t *c = &j->jm.copy;
-    if (c->commit > 0 &&
-        (generation < c->generation || (generation == c->generation && commit <= c->commit))) {
-        snprintf(err, errlen,
-                 "the head keeps a newer copy (generation %u, commit %llu) than generation %u, "
-                 "commit %llu",
-                 c->generation, (unsigned long long)c->commit, generation,
-                 (unsigned long long)commit);
-        return HV_ESTATE;
-    }
-    return HV_OK;
+    return hv_jm_copy_check(&j->jm, &w->jm, generation, commit, err, errlen);
 }
 
 hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
@@ -2468,15 +2434,14 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                  (unsigned long long)job_id, j->np);
         return HV_ESTATE;
     }
-    uint32_t old = hv_jm_target(&j->jm.p);
-    uint32_t before = j->jm.p.target;
-    j->jm.p.target = size;
-    uint32_t now = hv_jm_target(&j->jm.p);
+    uint32_t old = hv_jm_target(&j->jm.p), now = 0;
+    int changed = hv_jm_resize(&j->jm.p, size, &now);
     *accepted = now;
-    if (now == old) {
-        j->jm.p.target = before;
+    if (!changed) {
         return HV_OK;
     }
+    uint32_t before = j->jm.p.target;
+    j->jm.p.target = size;
     j->dirty_row = 1;
     hv_err rc = persist(d, j); /* stored before anything is bought or placed for it */
     if (rc != HV_OK) {
@@ -2548,10 +2513,9 @@ hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
 
 static void tick_nodes(hv_driver_t *d, uint64_t now) {
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (n->state == HV_NODE_DEAD) {
-            continue;
-        }
-        if (hv_lease_expired(&n->lease, now)) {
+        hv_node_due_t due = hv_node_due(n->state, &n->lease, now, n->last_seen_ms,
+                                        n->persisted_seen_ms, SEEN_PERSIST_MS);
+        if (due == HV_NODE_DUE_DEAD) {
             /* Stored first: if the store fails, the node stays as it was and the next tick tries
              * again (its workers are not given up on before the head can record why). */
             hv_node_state_t st = hv_node_next(n->state, HV_NODE_EV_EXPIRED);
@@ -2572,7 +2536,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
             char lost[256];
             snprintf(lost, sizeof(lost), "node %s is dead: %s", n->name, why);
             node_lost_workers(d, n, lost);
-        } else if (n->last_seen_ms > n->persisted_seen_ms + SEEN_PERSIST_MS) {
+        } else if (due == HV_NODE_DUE_SEEN) {
             (void)node_store_as(d, n, n->state, n->last_seen_ms, NULL, 0); /* retried next tick */
         }
     }
@@ -2581,7 +2545,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
 /* Announces cooldowns that ended (the node may be used again by the job). */
 static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
     for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
-        if (b->e.strikes > 0 && !b->e.permanent && b->e.until_ms != 0 && wall >= b->e.until_ms) {
+        if (hv_bl_cooldown_ended(&b->e, wall)) {
             const char *name = node_name_cb(b->node_id, d);
             hv_driver_event(d, j->jm.id, b->node_id, "node.cooldown", NULL,
                             "node %s may run job %llu again: its cooldown ended (%u strikes)",
@@ -2600,7 +2564,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     store_settle(d, now, 0);
     tick_nodes(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (j->jm.state == HV_JOB_PENDING && now > j->wait_deadline) {
+        if (hv_cl_wait_over(j->jm.state == HV_JOB_PENDING, now, j->wait_deadline)) {
             char why[256];
             snprintf(why, sizeof(why),
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
@@ -2612,7 +2576,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         }
         for (size_t i = 0; i < j->jm.nw; i++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
-            if (w->kill_deadline != 0 && now > w->kill_deadline && wlive(w)) {
+            if (hv_jm_kill_overdue(w->kill_deadline, now) && wlive(w)) {
                 worker_lost(d, w, "it did not report an exit after the kill order");
             }
         }
@@ -2625,8 +2589,8 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
     /* Forget ended jobs after a while; the store keeps them. */
     for (hv_djob_t **p = &d->jobs; *p != NULL;) {
         hv_djob_t *j = *p;
-        if (!job_active(j) && !j->jm.ending && pending_of(d, j) == NULL &&
-            wall > j->ended_ms + ENDED_JOB_KEEP_MS) {
+        if (hv_cl_forget(!job_active(j), j->jm.ending, hv_driver_job_settled(d, j), wall,
+                         j->ended_ms)) {
             *p = j->next;
             job_free(j);
         } else {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "blacklist.h"
+#include "cluster.h"
 #include "config.h"
 #include "err.h"
 #include "jobfig.h"
@@ -175,10 +176,11 @@ void hv_driver_destroy(hv_driver_t *d);
 void hv_driver_tick(hv_driver_t *d, uint64_t now);
 /* Places pending jobs and grows elastic jobs onto free slots. */
 void hv_driver_schedule(hv_driver_t *d);
-/* Told of every event once it is appended (also when its append failed): for counting
- * (head/services/metrics.c); it must not call the driver. f: the event's fields (never NULL; node_id
- * set as stored); data: the event's JSON object or NULL; all borrowed for the call. One observer;
- * NULL removes it. */
+/* Told of every event once it is stored (an event whose append failed waits and is told when a
+ * later write works; one dropped at the bound is never told): for counting
+ * (head/services/metrics.c); it must not call the driver. f: the event's fields (never NULL;
+ * node_id set as stored); data: the event's JSON object or NULL; all borrowed for the call. One
+ * observer; NULL removes it. */
 typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
                                      const hv_ev_fields_t *f, const char *data);
 void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud);
@@ -214,7 +216,11 @@ int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
 /* An actor's address on the wire: the same process reported again with its address. */
 hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
                                const char *address);
-/* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
+/* Appends an event (data: a JSON object or NULL), then tells the observer and the job's
+ * watchers. While the store fails the event waits, in order behind the others waiting, and the
+ * tick writes it again (every second) before telling anyone; at most 4096 wait: beyond, new
+ * events are dropped and counted (HV-EVENT-DROPPED in the log, then one `head.events_dropped`
+ * event with the count once the store works). A job with an event waiting is not settled. */
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* The same with the event's fields (f borrowed; NULL: none). The node's name is added from
@@ -222,6 +228,8 @@ void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const ch
 void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                        const hv_ev_fields_t *f, const char *data, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
+/* Tests: the most events that wait for the store (0: the default, 4096). */
+void hv__driver_set_event_bound(hv_driver_t *d, size_t max);
 
 /* ---- nodes (Cluster service) ---------------------------------------------------------------- */
 
@@ -350,14 +358,11 @@ int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
 
 /* ---- the autoscaler (head/driver/autoscale.c) ------------------------------------------------------ */
 
-/* Workers one job wants that the free slots cannot give it now. */
-typedef struct hv_driver_demand_s {
-    uint64_t job_id;
-    uint32_t workers;
-    int pending; /* the job has not started: it waits for these to start */
-} hv_driver_demand_t;
+/* Workers one job wants that the free slots cannot give it now (cluster.h). */
+typedef hv_cl_demand_t hv_driver_demand_t;
 
-/* The demand of the active jobs, in scheduling order (fills up to cap, returns the count). */
+/* The demand of the active jobs, in scheduling order (fills up to cap, returns the count):
+ * hv_cl_demand over the jobs in memory and the free slots. */
 size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap);
 /* Slots an autoscaler can still add to the nodes alive now: a submit that fits the cluster with
  * them is accepted and waits (bounded by its --timeout) instead of being refused. The driver

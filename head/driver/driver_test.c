@@ -2,10 +2,11 @@
  * driver_test: store first (issue 15 §3). A real driver on a real store in a temporary data dir,
  * with a fake io that records what the driver asks of the services. The store is made to fail
  * (every write, as on a read-only file, or one table's writes through a TEMP trigger) at each
- * node-state, strike and artifact-use write, and each case shows that nothing was acted on that was not
- * stored (no order, no state change in memory or in the store, no bar) and that the head says
- * so (an error for the caller with sqlite's words, hv_driver_store_trouble); then that the same
- * input works once the store does.
+ * node-state, strike, artifact-use and event write, and each case shows that nothing was acted
+ * on or announced that was not stored (no order, no state change in memory or in the store, no
+ * bar, no event told to the observer or the job's watchers) and that the head says so (an error
+ * for the caller with sqlite's words, hv_driver_store_trouble); then that the same input works
+ * once the store does, and that a waiting event is written then, in order, not lost.
  */
 #include "driver.h"
 #include "hv_check.h"
@@ -24,12 +25,29 @@
 
 #define MAX_ORDERS 32
 
+#define MAX_SEEN 16
+
 typedef struct fake_s {
     hv_order_kind_t kind[MAX_ORDERS];
     uint64_t node[MAX_ORDERS], worker[MAX_ORDERS];
     size_t norders;
-    size_t drops; /* drop_session calls */
+    size_t drops;            /* drop_session calls */
+    char seen[MAX_SEEN][32]; /* the kinds of the events told to the observer, in order */
+    uint64_t seen_job[MAX_SEEN];
+    size_t nseen;
 } fake_t;
+
+static void fake_observe(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
+                         const hv_ev_fields_t *ev, const char *data) {
+    fake_t *f = ud;
+    (void)node_id;
+    (void)ev;
+    (void)data;
+    if (f->nseen < MAX_SEEN) {
+        snprintf(f->seen[f->nseen], sizeof(f->seen[0]), "%s", kind);
+        f->seen_job[f->nseen++] = job_id;
+    }
+}
 
 static hv_err fake_order(void *ud, uint64_t node_id, const hv_order_t *o) {
     fake_t *f = ud;
@@ -79,6 +97,7 @@ static void setup(void) {
     hv_driver_io_t io = {.order = fake_order, .drop_session = fake_drop, .ud = &H.io};
     CHECK_RC(hv_driver_create(&H.cfg, H.store, &io, &H.d), HV_OK);
     CHECK_RC(hv_driver_load(H.d), HV_OK);
+    hv_driver_set_observer(H.d, fake_observe, &H.io);
 }
 
 static void teardown(void) {
@@ -283,6 +302,97 @@ static void case_artifact_touch_not_stored(void) {
     hv_artifacts_close(a);
 }
 
+/* The kinds of the stored events after seq `after`, "a,b,c". */
+static void stored_kinds(uint64_t after, char *buf, size_t len) {
+    hv_event_row_t *rows = NULL;
+    size_t n = 0;
+    buf[0] = '\0';
+    CHECK_RC(hv_store_event_list(H.store, 0, after, 0, &rows, &n), HV_OK);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s", l ? "," : "", rows[i].kind);
+    }
+    hv_store_event_free_list(rows, n);
+}
+
+/* The newest stored event's seq (0: none). */
+static uint64_t last_seq(void) {
+    hv_event_row_t *rows = NULL;
+    size_t n = 0;
+    uint64_t seq = 0;
+    CHECK_RC(hv_store_event_list(H.store, 0, 0, 1, &rows, &n), HV_OK);
+    if (n > 0) {
+        seq = rows[n - 1].seq;
+    }
+    hv_store_event_free_list(rows, n);
+    return seq;
+}
+
+/* An event whose write fails is not announced (observer, the job's newest event, settled) and
+ * not lost: it waits, and the tick writes it, in order with those behind it, then tells. */
+static void case_event_waits_for_store(void) {
+    join("a", 2);
+    hv_job_submit_t s = {.name = "j", .np = 1};
+    uint64_t job = 0;
+    uint32_t np = 0;
+    char err[300], got[256];
+    CHECK_RC_MSG(hv_driver_submit(H.d, &s, &job, &np, err, sizeof(err)), HV_OK, err);
+    hv_driver_stop(H.d); /* nothing is placed: only this case's events are written */
+    hv_djob_t *j = hv_driver_job(H.d, job);
+    uint64_t seq0 = last_seq(), job_seq0 = j->last_event_seq;
+    size_t seen0 = H.io.nseen;
+    CHECK(seq0 > 0 && job_seq0 > 0);
+
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    hv_driver_event(H.d, job, 0, "test.first", NULL, "first");
+    hv_driver_event(H.d, 0, 0, "test.second", "{\"n\":2}", "second");
+    hv_driver_tick(H.d, hv_now_ms()); /* still failing: nothing moves */
+    CHECK_EQ(H.io.nseen, seen0);      /* not told before it is stored */
+    CHECK_EQ(j->last_event_seq, job_seq0);
+    CHECK_EQ(hv_driver_job_settled(H.d, j), 0);
+    CHECK(hv_driver_store_trouble(H.d) != NULL);
+    stored_kinds(seq0, got, sizeof(got));
+    CHECK_STR(got, "");
+
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    hv_driver_event(H.d, 0, 0, "test.third", NULL, "third"); /* behind the waiting ones */
+    CHECK_EQ(H.io.nseen, seen0);
+    hv_driver_tick(H.d, hv_now_ms() + 2000);
+    stored_kinds(seq0, got, sizeof(got));
+    CHECK_STR(got, "test.first,test.second,test.third");
+    CHECK_EQ(H.io.nseen, seen0 + 3);
+    if (H.io.nseen == seen0 + 3) {
+        CHECK_STR(H.io.seen[seen0], "test.first");
+        CHECK_EQ(H.io.seen_job[seen0], job);
+        CHECK_STR(H.io.seen[seen0 + 2], "test.third");
+    }
+    CHECK(j->last_event_seq > seq0);
+    CHECK_EQ(hv_driver_job_settled(H.d, j), 1);
+    CHECK(hv_driver_store_trouble(H.d) == NULL);
+}
+
+/* At the bound, new events are dropped and counted; the count is stored as an event once the
+ * store works, after the ones that waited. */
+static void case_event_bound(void) {
+    hv__driver_set_event_bound(H.d, 2);
+    uint64_t seq0 = last_seq();
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    for (int i = 0; i < 5; i++) {
+        hv_driver_event(H.d, 0, 0, i < 2 ? "test.kept" : "test.dropped", NULL, "e%d", i);
+    }
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    hv_driver_tick(H.d, hv_now_ms() + 2000);
+    char got[256];
+    stored_kinds(seq0, got, sizeof(got));
+    CHECK_STR(got, "test.kept,test.kept,head.events_dropped");
+    uint64_t n = 0;
+    CHECK_RC(hv_store_event_count(H.store, 0, "head.events_dropped", "\"dropped\":3", &n), HV_OK);
+    CHECK_EQ(n, 1);
+    hv_driver_event(H.d, 0, 0, "test.after", NULL, "after"); /* straight through again */
+    stored_kinds(seq0, got, sizeof(got));
+    CHECK_STR(got, "test.kept,test.kept,head.events_dropped,test.after");
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_not_stored", case_drain_not_stored},
@@ -290,6 +400,8 @@ int main(int argc, char **argv) {
         {"strike_stored", case_strike_stored},
         {"strike_not_stored", case_strike_not_stored},
         {"artifact_touch_not_stored", case_artifact_touch_not_stored},
+        {"event_waits_for_store", case_event_waits_for_store},
+        {"event_bound", case_event_bound},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -1,0 +1,137 @@
+/*
+ * cluster: see cluster.h.
+ */
+#include "cluster.h"
+
+#include <stdio.h>
+
+uint64_t hv_cl_drain_hold_until(uint32_t notice_ms, int can_buy, uint64_t now_ms) {
+    uint32_t margin =
+        notice_ms / 10 > HV_CL_DRAIN_MARGIN_MIN_MS ? notice_ms / 10 : HV_CL_DRAIN_MARGIN_MIN_MS;
+    if (!can_buy || notice_ms <= margin + HV_CL_DRAIN_HOLD_MIN_MS) {
+        return 0;
+    }
+    return now_ms + notice_ms - margin;
+}
+
+uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t free) {
+    if (p->blocked) {
+        return 0;
+    }
+    if (free < np) {
+        p->blocked = 1;
+        return 0;
+    }
+    return np;
+}
+
+void hv_cl_start_failed(hv_cl_pass_t *p) { p->blocked = 1; }
+
+uint32_t hv_cl_grow(const hv_cl_pass_t *p, uint32_t wants, uint32_t free) {
+    if (p->blocked) {
+        return 0;
+    }
+    return wants < free ? wants : free;
+}
+
+hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_defaults_t *def,
+                    hv_cl_settings_t *out, char *err, size_t errlen) {
+    uint32_t capacity = r->capacity + r->more;
+    if (capacity == 0) {
+        snprintf(err, errlen, "no node has joined the cluster: start one with 'hvagent join'");
+        return HV_ESTATE;
+    }
+    uint32_t np = a->np;
+    if (np == 0) {
+        np = r->free > 0 ? r->free : 1;
+    }
+    const char *sph = a->slots_per_host ? " with that --slots-per-host" : "";
+    if (np > capacity) {
+        if (r->autoscaler) {
+            snprintf(err, errlen,
+                     "-np %u can never run here: the cluster has %u slots%s and the autoscaler "
+                     "can add %u more (autoscaler.max_nodes and the node types' max_nodes)",
+                     np, r->capacity, sph, r->more);
+        } else {
+            snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np,
+                     capacity, sph);
+        }
+        return HV_EINVAL;
+    }
+    int elastic = a->elastic || a->min_np != 0 || a->max_np != 0;
+    uint32_t min_np = a->min_np ? a->min_np : np;
+    uint32_t max_np = a->max_np ? a->max_np : np;
+    if (min_np > np || max_np < np || min_np == 0) {
+        snprintf(err, errlen, "need 1 <= min-np <= np <= max-np, got %u <= %u <= %u", min_np, np,
+                 max_np);
+        return HV_EINVAL;
+    }
+    hv_cl_settings_t s = {
+        .elastic = elastic,
+        .np = np,
+        .min_np = elastic ? min_np : np,
+        .max_np = elastic ? max_np : np,
+        .target_np = elastic ? a->target_np : 0,
+        .max_resets = !elastic            ? 0
+                      : a->max_resets_set ? a->max_resets
+                                          : def->max_resets,
+        .timeout_s = a->timeout_s ? a->timeout_s : def->wait_timeout_s,
+        .check_every = a->check_every ? a->check_every : def->check_every,
+        .elastic_timeout_s = a->elastic_timeout_s ? a->elastic_timeout_s : def->elastic_timeout_s,
+        .cooldown_min_s = a->cooldown_set ? a->cooldown_min_s : def->cooldown_min_s,
+        .cooldown_max_s = a->cooldown_set ? a->cooldown_max_s : def->cooldown_max_s,
+        .max_strikes = def->max_strikes};
+    if (s.cooldown_max_s < s.cooldown_min_s) {
+        s.cooldown_max_s = s.cooldown_min_s;
+    }
+    *out = s;
+    return HV_OK;
+}
+
+uint32_t hv_cl_used_for_job(uint32_t total, uint32_t used, uint32_t per_host, uint32_t mine) {
+    if (per_host == 0) {
+        return used;
+    }
+    uint32_t room = per_host > mine ? per_host - mine : 0;
+    uint32_t free = total > used ? total - used : 0;
+    return room < free ? total - room : used;
+}
+
+uint64_t hv_cl_wait_deadline(uint64_t now, uint64_t wall, uint64_t submitted_ms,
+                             uint32_t timeout_s) {
+    uint64_t waited = wall > submitted_ms ? wall - submitted_ms : 0;
+    uint64_t limit = (uint64_t)timeout_s * 1000u;
+    return now + (limit > waited ? limit - waited : 0);
+}
+
+int hv_cl_wait_over(int pending, uint64_t now, uint64_t wait_deadline) {
+    return pending && now > wait_deadline;
+}
+
+int hv_cl_forget(int ended, int ending, int settled, uint64_t now, uint64_t ended_ms) {
+    return ended && !ending && settled && now > ended_ms + HV_CL_ENDED_KEEP_MS;
+}
+
+size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
+                    size_t cap) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < cap; i++) {
+        const hv_cl_job_t *j = &jobs[i];
+        uint32_t want = j->wants;
+        if (j->pending) {
+            want = j->elastic && j->target > j->np ? j->target : j->np;
+        }
+        if (want == 0) {
+            continue;
+        }
+        uint32_t take = pool < want ? pool : want;
+        pool -= take;
+        if (want > take) {
+            out[k].job_id = j->id;
+            out[k].workers = want - take;
+            out[k].pending = j->pending;
+            k++;
+        }
+    }
+    return k;
+}
