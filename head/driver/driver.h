@@ -151,6 +151,12 @@ struct hv_djob_s {
     int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
+    /* Its state copies' places (driver.c, loop thread; the rows are in the store). */
+    char copy_path[512];    /* the head's copy's file ("" none) */
+    char durable_key[512];  /* the durable copy's key in the tier ("" none) */
+    uint64_t durable_began; /* monotonic ms the last durable write began (0: never) */
+    uint64_t restore_after; /* monotonic ms before which a failed restore is not tried again */
+    int durable_busy;       /* a durable write or restore of this job is in flight */
     struct hv_djob_s *next;
 };
 

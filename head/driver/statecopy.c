@@ -213,9 +213,7 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
         part_drop(c, p, 1);
         return HV_EIO;
     }
-    snprintf(done->path, sizeof(done->path), "%s/%s%s%llu-g%u-c%llu.bin", c->dir, c->epoch,
-             c->epoch[0] ? "-" : "", (unsigned long long)job_id, generation,
-             (unsigned long long)commit);
+    hv_statecopy_path(c, job_id, generation, commit, done->path, sizeof(done->path));
     if (rename(path, done->path) != 0) {
         snprintf(err, errlen, "the head cannot publish %s: %s", done->path, strerror(errno));
         part_drop(c, p, 1);
@@ -234,6 +232,12 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
     *complete = 1;
     part_drop(c, p, 0);
     return HV_OK;
+}
+
+void hv_statecopy_path(const hv_statecopies_t *c, uint64_t job_id, uint32_t generation,
+                       uint64_t commit, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s%s%llu-g%u-c%llu.bin", c->dir, c->epoch, c->epoch[0] ? "-" : "",
+             (unsigned long long)job_id, generation, (unsigned long long)commit);
 }
 
 hv_err hv_statecopy_read(const char *path, uint64_t offset, uint8_t *buf, size_t cap, size_t *n) {

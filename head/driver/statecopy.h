@@ -62,6 +62,11 @@ void hv_statecopy_abort(hv_statecopies_t *c, uint64_t job_id);
 /* Reads up to cap bytes of the file path from offset into buf; *n gets the count. */
 hv_err hv_statecopy_read(const char *path, uint64_t offset, uint8_t *buf, size_t cap, size_t *n);
 
+/* The name a published copy of job's (generation, commit) has: <dir>/<epoch>-<job>-g<gen>-c<commit>.bin
+ * (a copy restored from the durable tier is published under the same name). */
+void hv_statecopy_path(const hv_statecopies_t *c, uint64_t job_id, uint32_t generation,
+                       uint64_t commit, char *buf, size_t len);
+
 /* Removes a published copy's file (a newer one is stored, or the job finished). */
 void hv_statecopy_remove(const char *path);
 

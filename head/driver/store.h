@@ -38,8 +38,10 @@ typedef struct hv_store_s hv_store_t;
  * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
  * v5: meta (the database's epoch, hv_store_epoch).
  * v6: audit (the audit trail), join_tokens.
- * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes. */
-#define HV_STORE_SCHEMA_VERSION 8
+ * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes.
+ * v8: revoked_nodes.
+ * v9: durable_copies (the newest copy of each job's state in the durable tier). */
+#define HV_STORE_SCHEMA_VERSION 9
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -377,6 +379,12 @@ hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row);
 hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
 /* Forgets the job's copy (no-op without one). */
 hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
+
+/* The same for the durable tier's copy (schema v9, durable_copies; row->path is the object's key
+ * in the tier, not a local file). */
+hv_err hv_store_durable_put(hv_store_t *s, const hv_copy_row_t *row);
+hv_err hv_store_durable_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
+hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id);
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
 
