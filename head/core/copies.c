@@ -47,6 +47,17 @@ int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
     return durable->commit == 0 || since_ms >= interval_ms;
 }
 
+int hv_copy_peer_local(const char *peer) {
+    if (peer == NULL) {
+        return 0;
+    }
+    if (strncmp(peer, "unix:", 5) == 0 || strncmp(peer, "ipv4:127.", 9) == 0 ||
+        strncmp(peer, "ipv6:[::1]", 10) == 0 || strncmp(peer, "ipv6:[::ffff:127.", 17) == 0) {
+        return 1;
+    }
+    return 0;
+}
+
 hv_err hv_durable_expand(const char *tmpl, const hv_durable_vars_t *vars, char *out, size_t outlen,
                          char *err, size_t errlen) {
     static const char *const keys[] = {"file", "key", "job", "sha256"};

@@ -53,6 +53,11 @@ hv_copy_tier_t hv_copy_choose(const hv_copy_ref_t *head, const hv_copy_ref_t *du
 int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
                    const hv_copy_ref_t *durable, uint64_t since_ms, uint64_t interval_ms);
 
+/* Pure: is an agent's connection peer (gRPC's form: "ipv4:127.0.0.1:4242", "ipv6:[::1]:4242",
+ * "unix:...") on the head's own machine? Loopback and unix sockets are; anything else is taken to
+ * be another machine. NULL: no. */
+int hv_copy_peer_local(const char *peer);
+
 /* The placeholders a durable command may hold: {file} (the local file to upload or to download
  * into), {key} (the object's name: <epoch>-<job>-g<generation>-c<commit>.bin), {job} (the job id),
  * {sha256} (the copy's digest, hex). */

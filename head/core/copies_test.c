@@ -101,11 +101,27 @@ static void case_expand(void) {
     CHECK_STR(out, "cp '' ''");
 }
 
+static void case_peer_local(void) {
+    static const struct {
+        const char *peer;
+        int want;
+    } t[] = {
+        {"ipv4:127.0.0.1:4242", 1},  {"ipv4:127.1.2.3:1", 1},     {"ipv6:[::1]:4242", 1},
+        {"ipv6:[::ffff:127.0.0.1]:9", 1}, {"unix:/run/hv.sock", 1}, {"ipv4:10.0.0.7:4242", 0},
+        {"ipv6:[fe80::1]:4242", 0},  {"ipv4:128.0.0.1:1", 0},     {"", 0},
+        {NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        CHECK_EQ(hv_copy_peer_local(t[i].peer), t[i].want);
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"choose", case_choose},
         {"due", case_due},
         {"expand", case_expand},
+        {"peer_local", case_peer_local},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

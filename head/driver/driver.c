@@ -2331,6 +2331,25 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
 
 /* ---- the durable tier (docs/RELIABILITY.md "The durable tier") ------------------------------ */
 
+int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j) {
+    if (!job_active(j) || !j->jm.p.elastic || j->jm.copy.commit == 0 || j->jm.durable.commit != 0) {
+        return 0;
+    }
+    size_t live = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
+        if (!wlive(w)) {
+            continue;
+        }
+        const hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
+        if (n == NULL || !hv_copy_peer_local(n->peer)) {
+            return 0;
+        }
+        live++;
+    }
+    return live > 0;
+}
+
 #define DURABLE_RETRY_MS 5000 /* a failed restore is tried again after this */
 
 /* The key of a copy in the tier: the name of the head's file (<epoch>-<job>-g<gen>-c<commit>.bin),

@@ -340,6 +340,10 @@ hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                              const hv_statecopy_done_t *done, char *old_path, size_t old_len,
                              char *err, size_t errlen);
 /* The job's newest copy, for a live worker of the job. HV_ENOTFOUND when there is none. */
+/* A running elastic job whose only copy of its state is on the machine all its live workers run
+ * on (their agents reach the head over loopback: the head's machine), with no durable copy. */
+int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j);
+
 hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
                           char *err, size_t errlen);
 

@@ -325,6 +325,17 @@ static hv_err op_read(hv_durable_t *d, hv_durable_op_t *op) {
     hv_err rc;
     snprintf(part, sizeof(part), "%s.part", op->file);
     unlink(part);
+    /* The head's states directory itself may be what was lost. */
+    char parent[sizeof(op->file)];
+    snprintf(parent, sizeof(parent), "%s", op->file);
+    char *slash = strrchr(parent, '/');
+    if (slash != NULL && slash != parent) {
+        *slash = '\0';
+        if (hv_mkdirs(parent, 0700) != HV_OK) {
+            snprintf(op->err, sizeof(op->err), "cannot create %s: %s", parent, strerror(errno));
+            return HV_EIO;
+        }
+    }
     if (d->dir != NULL) {
         char src[900];
         snprintf(src, sizeof(src), "%s/%s", d->dir, op->key);
