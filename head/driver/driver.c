@@ -2456,8 +2456,8 @@ static void durable_restored(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t
 }
 
 /* Each tick: the finished durable operations; whether each running elastic job's head copy is
- * still there (a lost states directory); then a restore where the durable copy is the newest, or
- * a durable write where one is due (hv_durable_due). */
+ * still there (a lost states directory); then a restore where a resume loads the durable copy
+ * (the newest that is there), or a durable write where one is due (hv_durable_due). */
 static void tick_copies(hv_driver_t *d, uint64_t now) {
     hv_durable_op_t done[4];
     size_t n;
@@ -2498,7 +2498,11 @@ static void tick_copies(hv_driver_t *d, uint64_t now) {
         hv_durable_op_t op = {.job_id = j->jm.id};
         hv_copy_row_t row;
         if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
-            if (now < j->restore_after || hv_store_durable_get(d->store, j->jm.id, &row) != HV_OK) {
+            /* Restored only for a resume that loads it: a running job sends newer copies. */
+            int resuming = j->jm.resume_gen != 0 && j->jm.resume_gen == j->jm.generation &&
+                           j->jm.round_open;
+            if (!resuming || now < j->restore_after ||
+                hv_store_durable_get(d->store, j->jm.id, &row) != HV_OK) {
                 continue;
             }
             op.kind = HV_DURABLE_READ;
