@@ -85,11 +85,11 @@ typedef struct hv_head_config_s {
      * off its loop thread (head/driver/durable.c). Off unless dir or upload is set; at most one
      * of the two; upload needs download. */
     struct {
-        char *dir;          /* key state_copies.durable.dir: an absolute path (a shared file
+        char *dir;           /* key state_copies.durable.dir: an absolute path (a shared file
                              * system), or NULL */
-        char *upload;       /* key ...upload: command template ({file} {key} {job} {sha256}) */
-        char *download;     /* key ...download: the reverse ({key} into {file}) */
-        char *remove;       /* key ...remove: drops an object a newer copy replaced, or NULL
+        char *upload;        /* key ...upload: command template ({file} {key} {job} {sha256}) */
+        char *download;      /* key ...download: the reverse ({key} into {file}) */
+        char *remove;        /* key ...remove: drops an object a newer copy replaced, or NULL
                              * (older objects are then left to the store's own expiry) */
         uint32_t interval_s; /* a job's copy is written at most this often; 60; 1..86400 */
         uint32_t timeout_s;  /* one copy or command at most; 600; 1..86400 */

@@ -1070,13 +1070,11 @@ static int ctl_job(const ctl_t *c) {
                    hv_cli_fmt_duration(now > at ? now - at : 0, age, sizeof(age)));
         }
         if (v->resumes > 0) {
-            const char *from = v->resumed_from == NULL || v->resumed_from[0] == '\0'
-                                   ? "a copy"
+            const char *from = v->resumed_from == NULL || v->resumed_from[0] == '\0' ? "a copy"
                                : strcmp(v->resumed_from, "durable") == 0 ? "the durable copy"
-                                                                          : "the head's copy";
-            printf("RESUMED:    %u time%s from %s (last in generation %u)\n",
-                   (unsigned)v->resumes, v->resumes == 1 ? "" : "s", from,
-                   (unsigned)v->resume_generation);
+                                                                         : "the head's copy";
+            printf("RESUMED:    %u time%s from %s (last in generation %u)\n", (unsigned)v->resumes,
+                   v->resumes == 1 ? "" : "s", from, (unsigned)v->resume_generation);
         }
     } else {
         printf("RESETS:     %u\n", (unsigned)v->resets);

@@ -8,7 +8,8 @@
 
 #include <stdint.h>
 
-#define NOCOPY {0, 0, 0}
+#define NOCOPY                                                                                     \
+    { 0, 0, 0 }
 
 static void case_choose(void) {
     static const struct {
@@ -106,9 +107,15 @@ static void case_peer_local(void) {
         const char *peer;
         int want;
     } t[] = {
-        {"ipv4:127.0.0.1:4242", 1},  {"ipv4:127.1.2.3:1", 1},     {"ipv6:[::1]:4242", 1},
-        {"ipv6:[::ffff:127.0.0.1]:9", 1}, {"unix:/run/hv.sock", 1}, {"ipv4:10.0.0.7:4242", 0},
-        {"ipv6:[fe80::1]:4242", 0},  {"ipv4:128.0.0.1:1", 0},     {"", 0},
+        {"ipv4:127.0.0.1:4242", 1},
+        {"ipv4:127.1.2.3:1", 1},
+        {"ipv6:[::1]:4242", 1},
+        {"ipv6:[::ffff:127.0.0.1]:9", 1},
+        {"unix:/run/hv.sock", 1},
+        {"ipv4:10.0.0.7:4242", 0},
+        {"ipv6:[fe80::1]:4242", 0},
+        {"ipv4:128.0.0.1:1", 0},
+        {"", 0},
         {NULL, 0},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

@@ -169,11 +169,11 @@ typedef struct hv_jm_job_s {
                                       state, after every member was lost (0: none) */
     uint32_t resumes;              /* such resumes so far */
     /* in memory */
-    hv_jm_copy_t copy;    /* the newest copy of the state the head keeps (the driver
+    hv_jm_copy_t copy;           /* the newest copy of the state the head keeps (the driver
                                         sets it from the store) */
     hv_copy_tier_t resumed_from; /* the copy the last resume decided here loaded (NONE: none,
                                     or decided before a head restart) */
-    hv_jm_copy_t durable; /* the newest copy in the durable tier (likewise; commit 0: none);
+    hv_jm_copy_t durable;        /* the newest copy in the durable tier (likewise; commit 0: none);
                              a resume loads the newest of the two (hv_copy_choose) */
     /* Names a node for messages and event data (may return NULL); set by the driver. */
     const char *(*node_name)(uint64_t node_id, void *ud);

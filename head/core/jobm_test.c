@@ -1157,13 +1157,21 @@ static void case_resume_from_durable(void) {
         hv_jm_copy_t head, durable;
         const char *text, *tier;
     } t[] = {
-        {{1, 40, 0, 1}, {1, 30, 0, 0}, "from the durable copy of generation 1, commit 30",
+        {{1, 40, 0, 1},
+         {1, 30, 0, 0},
+         "from the durable copy of generation 1, commit 30",
          "\"tier\":\"durable\""},
-        {{0, 0, 0, 0}, {1, 30, 0, 0}, "from the durable copy of generation 1, commit 30",
+        {{0, 0, 0, 0},
+         {1, 30, 0, 0},
+         "from the durable copy of generation 1, commit 30",
          "\"tier\":\"durable\""},
-        {{1, 30, 0, 0}, {1, 30, 0, 0}, "from the head's copy of generation 1, commit 30",
+        {{1, 30, 0, 0},
+         {1, 30, 0, 0},
+         "from the head's copy of generation 1, commit 30",
          "\"tier\":\"head\""},
-        {{1, 20, 0, 0}, {1, 30, 0, 0}, "from the durable copy of generation 1, commit 30",
+        {{1, 20, 0, 0},
+         {1, 30, 0, 0},
+         "from the durable copy of generation 1, commit 30",
          "\"tier\":\"durable\""},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

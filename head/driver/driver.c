@@ -2450,9 +2450,9 @@ static void durable_restored(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t
     hv_driver_event(d, op->job_id, 0, "job.restore", NULL,
                     "job %llu: the head restored the durable copy of generation %u, commit %llu "
                     "(%llu bytes) from %s in %.1f s",
-                    (unsigned long long)op->job_id, op->generation,
-                    (unsigned long long)op->commit, (unsigned long long)op->size,
-                    hv_durable_describe(d->durable), (double)op->took_ms / 1000.0);
+                    (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
+                    (unsigned long long)op->size, hv_durable_describe(d->durable),
+                    (double)op->took_ms / 1000.0);
 }
 
 /* Each tick: the finished durable operations; whether each running elastic job's head copy is
@@ -2499,8 +2499,8 @@ static void tick_copies(hv_driver_t *d, uint64_t now) {
         hv_copy_row_t row;
         if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
             /* Restored only for a resume that loads it: a running job sends newer copies. */
-            int resuming = j->jm.resume_gen != 0 && j->jm.resume_gen == j->jm.generation &&
-                           j->jm.round_open;
+            int resuming =
+                j->jm.resume_gen != 0 && j->jm.resume_gen == j->jm.generation && j->jm.round_open;
             if (!resuming || now < j->restore_after ||
                 hv_store_durable_get(d->store, j->jm.id, &row) != HV_OK) {
                 continue;

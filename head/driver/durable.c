@@ -40,9 +40,9 @@ struct hv_durable_s {
     pthread_cond_t cv;
     /* under mu */
     int stop;
-    int running;      /* an operation is on the thread */
-    dop_t *queue;     /* to run, oldest first */
-    dop_t *done;      /* finished, oldest first */
+    int running;  /* an operation is on the thread */
+    dop_t *queue; /* to run, oldest first */
+    dop_t *done;  /* finished, oldest first */
 };
 
 static char *dup_opt(const char *s) { return s != NULL ? hv_strdup(s) : NULL; }
@@ -359,8 +359,7 @@ static hv_err op_read(hv_durable_t *d, hv_durable_op_t *op) {
     if (rc == HV_OK && (bytes != op->size || strcmp(hex, op->sha256) != 0)) {
         snprintf(op->err, sizeof(op->err),
                  "the durable copy %s is %llu bytes with digest %s; %llu bytes and %s were stored",
-                 op->key, (unsigned long long)bytes, hex, (unsigned long long)op->size,
-                 op->sha256);
+                 op->key, (unsigned long long)bytes, hex, (unsigned long long)op->size, op->sha256);
         rc = HV_ECORRUPT;
     }
     if (rc == HV_OK && rename(part, op->file) != 0) {

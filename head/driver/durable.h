@@ -29,10 +29,10 @@ typedef struct hv_durable_s hv_durable_t;
 
 /* Where the tier is: dir, or upload + download (+ remove). Strings are copied. */
 typedef struct hv_durable_opts_s {
-    const char *dir;                  /* a directory (created 0700 if missing), or NULL */
-    const char *upload, *download;    /* command templates (copies.h placeholders), or NULL */
-    const char *remove;               /* optional */
-    uint32_t timeout_ms;              /* one operation at most */
+    const char *dir;               /* a directory (created 0700 if missing), or NULL */
+    const char *upload, *download; /* command templates (copies.h placeholders), or NULL */
+    const char *remove;            /* optional */
+    uint32_t timeout_ms;           /* one operation at most */
 } hv_durable_opts_t;
 
 typedef enum hv_durable_kind {
@@ -52,7 +52,7 @@ typedef struct hv_durable_op_s {
     char file[512]; /* the local file: the source of a write, the target of a read */
     /* result (poll) */
     hv_err rc;
-    char err[2048];  /* why it failed, in the operator's terms */
+    char err[2048];   /* why it failed, in the operator's terms */
     uint64_t took_ms; /* how long it ran */
 } hv_durable_op_t;
 

@@ -274,8 +274,7 @@ static const char store_v9_durable_sql[] = "CREATE TABLE durable_copies ("
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
                                                store_v4_sql, store_v5_sql, store_v6_sql,
-                                               store_v7_sql, store_v8_sql,
-                                               store_v9_durable_sql};
+                                               store_v7_sql, store_v8_sql, store_v9_durable_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
