@@ -994,9 +994,9 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
     if (gen == j->jm.resume_gen && tier != HV_COPY_TIER_NONE &&
         (tier == HV_COPY_TIER_DURABLE ? hv_store_durable_get(d->store, j->jm.id, &copy)
                                       : hv_store_copy_get(d->store, j->jm.id, &copy)) == HV_OK) {
-        /* From the durable tier: FetchState answers "try again" until the head restored it
-         * into <data>/states/ (tick_copies), then serves it as its own. */
-        /* The round that resumes the job: its rank 0 loads this copy before the first sync. */
+        /* The round that resumes the job: its rank 0 loads this copy before the first sync. From
+         * the durable tier, FetchState answers "try again" until the head restored it into
+         * <data>/states/ (tick_copies), then serves it as its own. */
         info.resume = 1;
         info.copy_generation = copy.generation;
         info.copy_commit = copy.commit;
@@ -2361,6 +2361,16 @@ static const char *key_of(const char *path) {
 
 /* A durable write finished (loop thread): stored, then counted on; the replaced object goes. */
 static void durable_wrote(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *op) {
+    if ((op->rc == HV_ENOTFOUND || op->rc == HV_ECORRUPT) && j != NULL) {
+        /* A newer head copy replaced the file meanwhile: that one is written at once. */
+        j->durable_began = 0;
+        HV_LOG(HV_LOG_INFO, "copies", "HV-DURABLE-WRITE",
+               "job %llu: the copy of generation %u, commit %llu was replaced while it was being "
+               "written (%s); writing the newer one",
+               (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
+               op->err);
+        return;
+    }
     if (op->rc != HV_OK) {
         HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-WRITE",
                "job %llu: the copy of generation %u, commit %llu was not written to %s: %s (%s); "

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,8 +39,8 @@ struct hv_durable_s {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    atomic_int stop; /* destroy was called: a running command is killed */
     /* under mu */
-    int stop;
     int running;  /* an operation is on the thread */
     dop_t *queue; /* to run, oldest first */
     dop_t *done;  /* finished, oldest first */
@@ -184,7 +185,8 @@ static hv_err digest_file(const char *path, char hex[65], uint64_t *bytes, char 
 
 /* Runs cmd under /bin/sh in its own process group, for at most timeout_ms (then the group is
  * killed). HV_OK when it exits 0; else err says how it ended, with the tail of its output. */
-static hv_err run_cmd(const char *cmd, uint32_t timeout_ms, char *err, size_t errlen) {
+static hv_err run_cmd(const char *cmd, uint32_t timeout_ms, atomic_int *stop, char *err,
+                      size_t errlen) {
     int out = memfd_create("hv-durable", MFD_CLOEXEC);
     if (out < 0) {
         snprintf(err, errlen, "cannot run the command: %s", strerror(errno));
@@ -213,13 +215,14 @@ static hv_err run_cmd(const char *cmd, uint32_t timeout_ms, char *err, size_t er
         return HV_EIO;
     }
     uint64_t deadline = hv_now_ms() + timeout_ms;
-    int status = 0, timed_out = 0;
+    int status = 0, timed_out = 0, stopped = 0;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid || (w < 0 && errno != EINTR)) {
             break;
         }
-        if (hv_now_ms() >= deadline) {
+        stopped = atomic_load(stop);
+        if (stopped || hv_now_ms() >= deadline) {
             timed_out = 1;
             kill(-pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -241,6 +244,10 @@ static hv_err run_cmd(const char *cmd, uint32_t timeout_ms, char *err, size_t er
         }
     }
     close(out);
+    if (stopped) {
+        snprintf(err, errlen, "the head stopped: the command was killed");
+        return HV_ECANCELED;
+    }
     if (timed_out) {
         snprintf(err, errlen, "the command did not finish within %u s and was killed%s%s",
                  timeout_ms / 1000, tail[0] ? ": " : "", tail);
@@ -259,8 +266,8 @@ static hv_err run_cmd(const char *cmd, uint32_t timeout_ms, char *err, size_t er
     return HV_EIO;
 }
 
-static hv_err expand_run(const char *tmpl, const hv_durable_op_t *op, const char *file,
-                         uint32_t timeout_ms, char *err, size_t errlen) {
+static hv_err expand_run(hv_durable_t *d, const char *tmpl, const hv_durable_op_t *op,
+                         const char *file, char *err, size_t errlen) {
     char job[24];
     snprintf(job, sizeof(job), "%llu", (unsigned long long)op->job_id);
     hv_durable_vars_t v = {.file = file, .key = op->key, .job = job, .sha256 = op->sha256};
@@ -270,7 +277,7 @@ static hv_err expand_run(const char *tmpl, const hv_durable_op_t *op, const char
     }
     hv_err rc = hv_durable_expand(tmpl, &v, cmd, DURABLE_CMD_MAX, err, errlen);
     if (rc == HV_OK) {
-        rc = run_cmd(cmd, timeout_ms, err, errlen);
+        rc = run_cmd(cmd, d->timeout_ms, &d->stop, err, errlen);
     }
     hv_free(cmd);
     return rc;
@@ -314,7 +321,7 @@ static hv_err op_write(hv_durable_t *d, hv_durable_op_t *op) {
         snprintf(op->err, sizeof(op->err), "cannot read %s: %s", op->file, strerror(errno));
         return errno == ENOENT ? HV_ENOTFOUND : HV_EIO;
     }
-    rc = expand_run(d->upload, op, part, d->timeout_ms, op->err, sizeof(op->err));
+    rc = expand_run(d, d->upload, op, part, op->err, sizeof(op->err));
     unlink(part);
     return rc;
 }
@@ -341,7 +348,7 @@ static hv_err op_read(hv_durable_t *d, hv_durable_op_t *op) {
         snprintf(src, sizeof(src), "%s/%s", d->dir, op->key);
         rc = copy_file(src, part, hex, &bytes, op->err, sizeof(op->err));
     } else {
-        rc = expand_run(d->download, op, part, d->timeout_ms, op->err, sizeof(op->err));
+        rc = expand_run(d, d->download, op, part, op->err, sizeof(op->err));
         if (rc == HV_OK) {
             rc = digest_file(part, hex, &bytes, op->err, sizeof(op->err));
         }
@@ -387,17 +394,17 @@ static hv_err op_drop(hv_durable_t *d, hv_durable_op_t *op) {
     if (d->remove == NULL) {
         return HV_OK; /* left to the store's own expiry (documented) */
     }
-    return expand_run(d->remove, op, "", d->timeout_ms, op->err, sizeof(op->err));
+    return expand_run(d, d->remove, op, "", op->err, sizeof(op->err));
 }
 
 static void *durable_main(void *arg) {
     hv_durable_t *d = arg;
     pthread_mutex_lock(&d->mu);
     for (;;) {
-        while (!d->stop && d->queue == NULL) {
+        while (!atomic_load(&d->stop) && d->queue == NULL) {
             pthread_cond_wait(&d->cv, &d->mu);
         }
-        if (d->stop) {
+        if (atomic_load(&d->stop)) {
             break;
         }
         dop_t *o = d->queue;
@@ -542,7 +549,7 @@ void hv_durable_destroy(hv_durable_t *d) {
         return;
     }
     pthread_mutex_lock(&d->mu);
-    d->stop = 1;
+    atomic_store(&d->stop, 1);
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->thread, NULL);

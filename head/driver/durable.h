@@ -72,8 +72,8 @@ size_t hv_durable_poll(hv_durable_t *d, hv_durable_op_t *out, size_t cap);
  * For tests and shutdown. */
 hv_err hv_durable_flush(hv_durable_t *d, uint32_t timeout_ms);
 
-/* Drops the queued operations, waits for the one running (bounded by the timeout), stops the
- * thread, frees. NULL: no-op. */
+/* Drops the queued operations, kills a running command (a copy to or from the directory runs to
+ * its end), stops the thread, frees. NULL: no-op. */
 void hv_durable_destroy(hv_durable_t *d);
 
 #endif

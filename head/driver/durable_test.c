@@ -188,11 +188,31 @@ static void case_command_fails(void) {
     hv_durable_destroy(d);
 }
 
+/* Stopping the head does not wait for a slow command: destroy kills it. */
+static void case_destroy_kills(void) {
+    char err[256], dst[300];
+    hv_durable_opts_t o = {.upload = "true", .download = "sleep 30", .timeout_ms = 600000};
+    hv_durable_t *d = NULL;
+    CHECK_RC_MSG(hv_durable_create(&o, &d, err, sizeof(err)), HV_OK, err);
+    if (d == NULL) {
+        return;
+    }
+    snprintf(dst, sizeof(dst), "%s/r.bin", tmp);
+    hv_durable_op_t rd = op_of(HV_DURABLE_READ, "k.bin", dst, "00", 1);
+    CHECK_EQ(hv_durable_submit(d, &rd), HV_OK);
+    CHECK_EQ(hv_durable_flush(d, 300), HV_ETIMEDOUT); /* it runs */
+    uint64_t t0 = hv_now_ms();
+    hv_durable_destroy(d);
+    CHECK(hv_now_ms() - t0 < 3000);
+    CHECK(access(dst, F_OK) != 0);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"dir", case_dir},
         {"commands", case_commands},
         {"command_fails", case_command_fails},
+        {"destroy_kills", case_destroy_kills},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }
