@@ -117,10 +117,8 @@ PY
 rank0_node() { epoch_lines "$1" | sed -n "s/^epoch=$2 .*rank0=\([^ ]*\).*/\1/p"; }
 
 # agent_workers NAME: pids of worker processes of agent NAME.
+# One find over /proc, as lib.sh's workers: a readlink process per pid took seconds per scan on a
+# loaded machine, long enough for a short job to end before the test killed its node.
 agent_workers() {
-    local d c
-    for d in /proc/[0-9]*; do
-        c=$(readlink "$d/cwd" 2>/dev/null) || continue
-        case "$c" in "$TMP"/agent-$1/jobs/*) echo "${d#/proc/}" ;; esac
-    done
+    find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-$1/jobs/*" 2>/dev/null | cut -d/ -f3
 }
