@@ -10,7 +10,16 @@
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
 LEASE_MS=2000
-start_elastic_head "state_copies:" "  durable:" "    dir: $TMP/shared" "    interval_s: 1"
+# DURABLE_TIER=command (tests/fault/elastic_durable_command.sh): the same through upload and
+# download commands into a directory that stands for an object store.
+if [ "${DURABLE_TIER:-dir}" = command ]; then
+    mkdir -p "$TMP/shared"
+    start_elastic_head "state_copies:" "  durable:" "    upload: cp {file} $TMP/shared/{key}" \
+        "    download: cp $TMP/shared/{key} {file}" "    remove: rm -f $TMP/shared/{key}" \
+        "    interval_s: 1"
+else
+    start_elastic_head "state_copies:" "  durable:" "    dir: $TMP/shared" "    interval_s: 1"
+fi
 for n in a b c d; do start_agent "node-$n" 1; done
 
 # Copies at least every second even where they cost more (a sanitizer build).
@@ -56,4 +65,6 @@ g = res[0]["data"]["generation"]
 close = [e for e in evs if e["kind"] == "round.close" and e["data"]["generation"] == g]
 assert len(close) == 1 and close[0]["data"]["rank0"] in ("node-e", "node-f"), close
 PY
-pass "a 4-worker job whose every node and the head's copy are lost resumes from the durable copy"
+# The durable copy goes with the job that succeeded (replaced ones went before).
+wait_for 10 sh -c "! ls '$TMP/shared' | grep -q '\.bin\$'" || fail "the tier still holds copies of a job that succeeded: $(ls "$TMP/shared")"
+pass "a 4-worker job whose every node and the head's copy are lost resumes from the durable copy (${DURABLE_TIER:-dir})"
