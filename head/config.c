@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "copies.h"
 #include "log.h"
 #include "mem.h"
 #include "rpc.h"
@@ -125,6 +126,14 @@ static const config_opt_t config_opts[] = {
     {"autoscaler.spot_sim", "no_notice_fraction", CFG_NUM,
      CFG_OFF(autoscaler.spot_sim.no_notice_fraction), 0, 1000},
     {"autoscaler.spot_sim", "trace", CFG_STR_OPT, CFG_OFF(autoscaler.spot_sim.trace), 0, 0},
+    {"", "state_copies", CFG_MAP, 0, 0, 0},
+    {"state_copies", "durable", CFG_MAP, 0, 0, 0},
+    {"state_copies.durable", "dir", CFG_STR_OPT, CFG_OFF(durable.dir), 0, 0},
+    {"state_copies.durable", "upload", CFG_STR_OPT, CFG_OFF(durable.upload), 0, 0},
+    {"state_copies.durable", "download", CFG_STR_OPT, CFG_OFF(durable.download), 0, 0},
+    {"state_copies.durable", "remove", CFG_STR_OPT, CFG_OFF(durable.remove), 0, 0},
+    {"state_copies.durable", "interval_s", CFG_U32, CFG_OFF(durable.interval_s), 1, 86400},
+    {"state_copies.durable", "timeout_s", CFG_U32, CFG_OFF(durable.timeout_s), 1, 86400},
     {"", "allow_insecure", CFG_BOOL, CFG_OFF(allow_insecure), 0, 0},
     {"", "tls", CFG_MAP, 0, 0, 0},
     {"tls", "cert", CFG_STR_OPT, CFG_OFF(tls.cert), 0, 0},
@@ -1067,6 +1076,52 @@ static hv_err config_check_transport(config_parse_t *p) {
     return HV_OK;
 }
 
+/* The durable tier: a directory or a pair of commands, not both; every template's placeholders
+ * known (checked now, so a typo is reported at its key instead of at the first copy). */
+static hv_err config_check_durable(config_parse_t *p) {
+    hv_head_config_t *c = p->cfg;
+    size_t dir = config_opt_index("state_copies.durable", "dir");
+    size_t up = config_opt_index("state_copies.durable", "upload");
+    size_t down = config_opt_index("state_copies.durable", "download");
+    size_t rm = config_opt_index("state_copies.durable", "remove");
+    if (c->durable.dir != NULL && c->durable.upload != NULL) {
+        size_t at = p->mark[dir].index > p->mark[up].index ? dir : up;
+        return config_fail(p, p->mark[at],
+                           "key 'state_copies.durable.%s': 'dir' and 'upload' are both set; the "
+                           "durable tier is a directory or a pair of commands, not both",
+                           config_opts[at].name);
+    }
+    if (c->durable.dir != NULL && c->durable.dir[0] != '/') {
+        char shown[CONFIG_VALUE_SHOW + 8];
+        return config_fail(p, p->mark[dir],
+                           "key 'state_copies.durable.dir': value '%s' is not an absolute path",
+                           config_show(c->durable.dir, shown, sizeof(shown)));
+    }
+    if ((c->durable.upload != NULL) != (c->durable.download != NULL)) {
+        size_t at = c->durable.upload != NULL ? up : down;
+        return config_fail(p, p->mark[at],
+                           "key 'state_copies.durable.%s': needs state_copies.durable.%s too (a "
+                           "copy that is uploaded must be downloadable to resume from it)",
+                           config_opts[at].name, at == up ? "download" : "upload");
+    }
+    if (c->durable.remove != NULL && c->durable.upload == NULL) {
+        return config_fail(p, p->mark[rm],
+                           "key 'state_copies.durable.remove': is only used with 'upload' and "
+                           "'download'");
+    }
+    const size_t tmpl[] = {up, down, rm};
+    const char *const vals[] = {c->durable.upload, c->durable.download, c->durable.remove};
+    for (size_t i = 0; i < 3; i++) {
+        char out[4096], why[200];
+        if (vals[i] != NULL &&
+            hv_durable_expand(vals[i], NULL, out, sizeof(out), why, sizeof(why)) != HV_OK) {
+            return config_fail(p, p->mark[tmpl[i]], "key 'state_copies.durable.%s': %s",
+                               config_opts[tmpl[i]].name, why);
+        }
+    }
+    return HV_OK;
+}
+
 /* Rules that involve more than one key. Run after the whole file is applied. */
 static hv_err config_cross_check(config_parse_t *p) {
     hv_head_config_t *c = p->cfg;
@@ -1188,6 +1243,9 @@ static hv_err config_cross_check(config_parse_t *p) {
                            "key 'autoscaler.node_types': the types' min_nodes add up to %llu, "
                            "above autoscaler.max_nodes (%u)",
                            (unsigned long long)mins, c->autoscaler.max_nodes);
+    }
+    if ((rc = config_check_durable(p)) != HV_OK) {
+        return rc;
     }
     size_t bmin = config_opt_index("autoscaler.spot_sim", "boot_min_ms");
     size_t bmax = config_opt_index("autoscaler.spot_sim", "boot_max_ms");
@@ -1521,6 +1579,8 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->autoscaler.spot_sim.boot_min_ms = 1000;
     cfg->autoscaler.spot_sim.boot_max_ms = 3000;
     cfg->autoscaler.spot_sim.notice_s = 30;
+    cfg->durable.interval_s = 60;
+    cfg->durable.timeout_s = 600;
 }
 
 static hv_err config_load(const char *path, const char *text, size_t text_len,
@@ -1814,6 +1874,10 @@ void hv_head_config_fini(hv_head_config_t *cfg) {
     hv_free(cfg->autoscaler.command_terminate);
     hv_free(cfg->autoscaler.command_list);
     hv_free(cfg->autoscaler.spot_sim.trace);
+    hv_free(cfg->durable.dir);
+    hv_free(cfg->durable.upload);
+    hv_free(cfg->durable.download);
+    hv_free(cfg->durable.remove);
     for (size_t i = 0; i < cfg->autoscaler.ntypes; i++) {
         hv_free(cfg->autoscaler.types[i].name);
         hv_free(cfg->autoscaler.types[i].labels);

@@ -82,6 +82,20 @@ typedef struct hv_head_config_s {
         uint32_t check_every;              /* commits between membership checks; 1 */
         uint32_t blacklist_max_strikes;    /* failures before a permanent bar; 5; 0 = never */
     } elastic;
+    /* The durable tier of the jobs' state copies (docs/RELIABILITY.md "The durable tier"): the
+     * head writes its newest copy of each running elastic job there every interval_s seconds,
+     * off its loop thread (head/driver/durable.c). Off unless dir or upload is set; at most one
+     * of the two; upload needs download. */
+    struct {
+        char *dir;           /* key state_copies.durable.dir: an absolute path (a shared file
+                             * system), or NULL */
+        char *upload;        /* key ...upload: command template ({file} {key} {job} {sha256}) */
+        char *download;      /* key ...download: the reverse ({key} into {file}) */
+        char *remove;        /* key ...remove: drops an object a newer copy replaced, or NULL
+                             * (older objects are then left to the store's own expiry) */
+        uint32_t interval_s; /* a job's copy is written at most this often; 60; 1..86400 */
+        uint32_t timeout_s;  /* one copy or command at most; 600; 1..86400 */
+    } durable;
     struct {
         char *provider;               /* "none" (default) | "local" | "command" | "spot-sim" */
         uint32_t min_nodes;           /* nodes kept even when idle; 0 */

@@ -740,6 +740,68 @@ static void test_limits(void) {
     CHECK(strstr(err, "max_connections_per_client") != NULL);
 }
 
+/* The durable tier of the state copies: off by default (interval 60 s, timeout 600 s); a
+ * directory or a pair of commands, never both; the templates' placeholders checked at their key. */
+static void test_durable(void) {
+    static const struct {
+        const char *text;
+        hv_err want;
+        const char *msg; /* in the error, or NULL */
+    } rows[] = {
+        {"state_copies:\n  durable:\n    dir: /shared/hv\n", HV_OK, NULL},
+        {"state_copies:\n  durable:\n    upload: up {file} s3://b/{key}\n    download: dn "
+         "s3://b/{key} {file}\n    remove: rm s3://b/{key}\n    interval_s: 5\n    "
+         "timeout_s: 30\n",
+         HV_OK, NULL},
+        {"state_copies:\n  durable:\n    dir: shared/hv\n", HV_EINVAL,
+         "d.yaml:3:10: key 'state_copies.durable.dir': value 'shared/hv' is not an absolute path"},
+        {"state_copies:\n  durable:\n    dir: /s\n    upload: up {file}\n    download: x\n",
+         HV_EINVAL, "d.yaml:4:13: key 'state_copies.durable.upload': 'dir' and 'upload' are both"},
+        {"state_copies:\n  durable:\n    upload: up {file}\n", HV_EINVAL,
+         "key 'state_copies.durable.upload': needs state_copies.durable.download"},
+        {"state_copies:\n  durable:\n    download: dn {file}\n", HV_EINVAL,
+         "key 'state_copies.durable.download': needs state_copies.durable.upload"},
+        {"state_copies:\n  durable:\n    dir: /s\n    remove: rm {key}\n", HV_EINVAL,
+         "key 'state_copies.durable.remove': is only used with"},
+        {"state_copies:\n  durable:\n    upload: up {file} {bucket}\n    download: dn {file}\n",
+         HV_EINVAL,
+         "d.yaml:3:13: key 'state_copies.durable.upload': unknown placeholder '{bucket}' (known: "
+         "{file} {key} {job} {sha256})"},
+        {"state_copies:\n  durable:\n    dir: /s\n    interval_s: 0\n", HV_EINVAL, "interval_s"},
+        {"state_copies:\n  durable:\n    dirr: /s\n", HV_EINVAL, "dirr"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_head_config_t c;
+        char err[512] = "";
+        hv_err rc = hv_head_config_parse("d.yaml", rows[i].text, strlen(rows[i].text), &c, err,
+                                         sizeof(err));
+        CHECK_RC_MSG(rc, rows[i].want, err);
+        if (rows[i].msg != NULL && strstr(err, rows[i].msg) == NULL) {
+            fprintf(stderr, "row %zu: message lacks \"%s\"\n  got: %s\n", i, rows[i].msg, err);
+            hv_check_failures++;
+        }
+        if (rc == HV_OK) {
+            hv_head_config_fini(&c);
+        }
+    }
+    hv_head_config_t c;
+    char err[512];
+    const char off[] = "lease_ms: 5000\n";
+    CHECK_RC(hv_head_config_parse("d.yaml", off, sizeof(off) - 1, &c, err, sizeof(err)), HV_OK);
+    CHECK_STR(c.durable.dir, NULL);
+    CHECK_STR(c.durable.upload, NULL);
+    CHECK_EQ(c.durable.interval_s, 60);
+    CHECK_EQ(c.durable.timeout_s, 600);
+    hv_head_config_fini(&c);
+    const char cmd[] = "state_copies:\n  durable:\n    upload: u {file}\n    download: d {file}\n"
+                       "    interval_s: 7\n";
+    CHECK_RC(hv_head_config_parse("d.yaml", cmd, sizeof(cmd) - 1, &c, err, sizeof(err)), HV_OK);
+    CHECK_STR(c.durable.upload, "u {file}");
+    CHECK_STR(c.durable.download, "d {file}");
+    CHECK_EQ(c.durable.interval_s, 7);
+    hv_head_config_fini(&c);
+}
+
 /* The metrics listener: off by default; loopback without a token; beyond loopback only with a
  * token file; a token file without a listener is a mistake. */
 static void test_metrics(void) {
@@ -959,6 +1021,7 @@ static const hv_check_case_t cases[] = {
     {"tls", test_tls},
     {"yaml_words", test_yaml_words},
     {"metrics", test_metrics},
+    {"durable", test_durable},
     {"limits", test_limits},
     {"history", test_history},
 };

@@ -117,10 +117,8 @@ PY
 rank0_node() { epoch_lines "$1" | sed -n "s/^epoch=$2 .*rank0=\([^ ]*\).*/\1/p"; }
 
 # agent_workers NAME: pids of worker processes of agent NAME.
-# One `ls` over /proc rather than a readlink per process: under load (a loaded 2-core machine,
-# load 18) the per-process loop took 12 s, long enough for a short job to end before its victim
-# was found.
+# One find over /proc, as lib.sh's workers: a readlink process per pid took seconds per scan on a
+# loaded machine, long enough for a short job to end before the test killed its node.
 agent_workers() {
-    ls -l /proc/[0-9]*/cwd 2>/dev/null |
-        sed -n "s|.* /proc/\([0-9]*\)/cwd -> $TMP/agent-$1/jobs/.*|\1|p"
+    find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-$1/jobs/*" 2>/dev/null | cut -d/ -f3
 }

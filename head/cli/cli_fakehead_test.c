@@ -1591,6 +1591,7 @@ static void test_hvctl_state_copy(void) {
     v.copy = &copy;
     v.resumes = 1;
     v.resume_generation = 3;
+    v.resumed_from = "head";
     run_tool(&r, "hvctl", st);
     CHECK_STATUS(&r, 0);
     CHECK_LACKS(r.out, "warning: job 7");
@@ -1611,6 +1612,33 @@ static void test_hvctl_state_copy(void) {
     run_tool(&r, "hvctl", st);
     CHECK_HAS(r.out, "warning: job 7's newest copy of its training state is 10");
     run_free(&r);
+
+    /* The durable tier: its copy and the tier of the last resume; a job whose only copy is on
+     * its own (the head's) machine is warned about. */
+    copy.stored_ms = hv_wall_ms() - 2000;
+    Hvpb__V1__StateCopyRef dcopy = HVPB__V1__STATE_COPY_REF__INIT;
+    dcopy.generation = 3;
+    dcopy.commit = 100;
+    dcopy.stored_ms = hv_wall_ms() - 5000;
+    v.durable_copy = &dcopy;
+    v.resumed_from = "durable";
+    run_tool(&r, "hvctl", job);
+    CHECK_HAS(r.out, "DURABLE:    generation 3, commit 100, 5");
+    CHECK_HAS(r.out, "RESUMED:    1 time from the durable copy (last in generation 3)\n");
+    run_free(&r);
+    run_tool(&r, "hvctl", js);
+    CHECK_HAS(r.out, "\"durable_copy\": {\n");
+    CHECK_HAS(r.out, "\"resumed_from\": \"durable\"");
+    CHECK(json_valid(r.out));
+    run_free(&r);
+    v.durable_copy = NULL;
+    v.copy_on_own_node = 1;
+    run_tool(&r, "hvctl", st);
+    CHECK_HAS(r.out, "warning: job 7's only copy of its training state is on the machine all its "
+                     "workers run on");
+    run_free(&r);
+    v.copy_on_own_node = 0;
+    v.resumed_from = NULL;
     final_view = &view_ok;
 }
 

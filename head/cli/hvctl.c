@@ -982,17 +982,26 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
     hv_cli_json_u64(j, v->resumes);
     hv_cli_json_key(j, "resume_generation");
     hv_cli_json_u64(j, v->resume_generation);
-    if (v->copy != NULL) {
-        hv_cli_json_key(j, "copy");
+    const Hvpb__V1__StateCopyRef *copies[] = {v->copy, v->durable_copy};
+    static const char *const copy_keys[] = {"copy", "durable_copy"};
+    for (size_t i = 0; i < 2; i++) {
+        if (copies[i] == NULL) {
+            continue;
+        }
+        hv_cli_json_key(j, copy_keys[i]);
         hv_cli_json_obj_begin(j);
         hv_cli_json_key(j, "generation");
-        hv_cli_json_u64(j, v->copy->generation);
+        hv_cli_json_u64(j, copies[i]->generation);
         hv_cli_json_key(j, "commit");
-        hv_cli_json_u64(j, v->copy->commit);
+        hv_cli_json_u64(j, copies[i]->commit);
         hv_cli_json_key(j, "stored_ms");
-        hv_cli_json_u64(j, v->copy->stored_ms);
+        hv_cli_json_u64(j, copies[i]->stored_ms);
         hv_cli_json_obj_end(j);
     }
+    hv_cli_json_key(j, "resumed_from");
+    hv_cli_json_str(j, v->resumed_from ? v->resumed_from : "");
+    hv_cli_json_key(j, "copy_on_own_node");
+    hv_cli_json_bool(j, v->copy_on_own_node);
     if (with_workers) {
         hv_cli_json_key(j, "workers");
         hv_cli_json_arr_begin(j);
@@ -1118,10 +1127,20 @@ static int ctl_job(const ctl_t *c) {
         printf("RESETS:     %u of at most %u\n", (unsigned)v->resets, (unsigned)v->max_resets);
         char copy[200];
         printf("STATE COPY: %s\n", ctl_fmt_copy(v, hv_wall_ms(), copy, sizeof(copy)));
+        if (v->durable_copy != NULL && v->durable_copy->commit != 0) {
+            char age[32];
+            uint64_t now = hv_wall_ms(), at = v->durable_copy->stored_ms;
+            printf("DURABLE:    generation %u, commit %llu, %s old\n",
+                   (unsigned)v->durable_copy->generation,
+                   (unsigned long long)v->durable_copy->commit,
+                   hv_cli_fmt_duration(now > at ? now - at : 0, age, sizeof(age)));
+        }
         if (v->resumes > 0) {
-            printf("RESUMED:    %u time%s from the head's copy (last in generation %u)\n",
-                   (unsigned)v->resumes, v->resumes == 1 ? "" : "s",
-                   (unsigned)v->resume_generation);
+            const char *from = v->resumed_from == NULL || v->resumed_from[0] == '\0' ? "a copy"
+                               : strcmp(v->resumed_from, "durable") == 0 ? "the durable copy"
+                                                                         : "the head's copy";
+            printf("RESUMED:    %u time%s from %s (last in generation %u)\n", (unsigned)v->resumes,
+                   v->resumes == 1 ? "" : "s", from, (unsigned)v->resume_generation);
         }
     } else {
         printf("RESETS:     %u\n", (unsigned)v->resets);
@@ -1971,6 +1990,11 @@ static void ctl_copy_warnings(const ctl_t *c, Hvpb__V1__JobView *const *jobs, si
         if (v->copy == NULL || v->copy->commit == 0) {
             printf("warning: job %llu has no copy of its training state outside its workers yet: "
                    "if every node it runs on is lost, the job is lost\n",
+                   (unsigned long long)v->job_id);
+        } else if (v->copy_on_own_node) {
+            printf("warning: job %llu's only copy of its training state is on the machine all its "
+                   "workers run on (the head's): if that machine is lost, the job is lost; set "
+                   "state_copies.durable in the head's config (docs/RELIABILITY.md)\n",
                    (unsigned long long)v->job_id);
         } else if (now > v->copy->stored_ms && now - v->copy->stored_ms > CTL_COPY_STALE_MS) {
             printf("warning: job %llu's newest copy of its training state is %s old (generation "

@@ -873,40 +873,50 @@ hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t
  * resume round, and the driver places them); else writes why not into no and returns 0. */
 static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t now, char *no,
                              size_t len, hv_jm_out_t *out) {
+    hv_copy_tier_t tier = hv_jm_copy_tier(j);
     hv_jm_loss_t in = {.elastic = j->p.elastic,
                        .own_failure = w->state == HV_WK_EXITED && w->term_signal == 0,
-                       .has_copy = j->copy.commit > 0,
+                       .has_copy = tier != HV_COPY_TIER_NONE,
                        .resets = j->resets,
                        .max_resets = j->p.max_resets};
     if (hv_jm_loss_decide(&in, no, len) != HV_JM_LOSS_RESUME) {
         return 0;
     }
+    const hv_jm_copy_t *c = tier == HV_COPY_TIER_DURABLE ? &j->durable : &j->copy;
+    const char *from = tier == HV_COPY_TIER_DURABLE ? "the durable copy" : "the head's copy";
     /* Marked first: the round's evaluation must not fail it for want of a member. */
     j->resume_gen = j->round_open ? j->generation : j->generation + 1;
     j->resumes++;
+    j->resumed_from = tier;
     j->dirty = 1;
-    uint64_t age = now > j->copy.stored_ms ? now - j->copy.stored_ms : 0;
+    uint64_t age = now > c->stored_ms ? now - c->stored_ms : 0;
     char reason[HV_JM_REASON_MAX];
     snprintf(reason, sizeof(reason),
-             "resume: every member was lost (%.300s); new workers load the copy of generation "
+             "resume: every member was lost (%.300s); new workers load %s of generation "
              "%u, commit %llu",
-             j->failures, j->copy.generation, (unsigned long long)j->copy.commit);
+             j->failures, from, c->generation, (unsigned long long)c->commit);
     jbuf_t b = {0};
     jb_put(&b,
-           "{\"generation\":%u,\"copy_generation\":%u,\"copy_commit\":%llu,\"copy_age_ms\":%llu,"
-           "\"resumes\":%u,\"failures\":",
-           j->resume_gen, j->copy.generation, (unsigned long long)j->copy.commit,
+           "{\"generation\":%u,\"tier\":\"%s\",\"copy_generation\":%u,\"copy_commit\":%llu,"
+           "\"copy_age_ms\":%llu,\"resumes\":%u,\"failures\":",
+           j->resume_gen, hv_copy_tier_name(tier), c->generation, (unsigned long long)c->commit,
            (unsigned long long)age, j->resumes);
     jb_str(&b, j->failures);
     jb_put(&b, "}");
     hv_ev_fields_t rf = {.generation = j->resume_gen, .reason = HV_EV_RESUME, .rollback = 1};
     act_event_f(out, "job.resume", &rf, jb_take(&b),
-                "job %llu resumes in generation %u from the head's copy of generation %u, commit "
+                "job %llu resumes in generation %u from %s of generation %u, commit "
                 "%llu (%.1f s old): every member was lost",
-                (unsigned long long)j->id, j->resume_gen, j->copy.generation,
-                (unsigned long long)j->copy.commit, (double)age / 1000.0);
+                (unsigned long long)j->id, j->resume_gen, from, c->generation,
+                (unsigned long long)c->commit, (double)age / 1000.0);
     open_round(j, reason, HV_EV_RESUME, 1, now, out);
     return 1;
+}
+
+hv_copy_tier_t hv_jm_copy_tier(const hv_jm_job_t *j) {
+    hv_copy_ref_t head = {j->copy.generation, j->copy.commit, j->copy.missing};
+    hv_copy_ref_t durable = {j->durable.generation, j->durable.commit, 0};
+    return hv_copy_choose(&head, &durable);
 }
 
 /* w failed (its state is already final). */

@@ -42,6 +42,7 @@
 
 #include "err.h"
 #include "events.h"
+#include "copies.h"
 
 typedef enum hv_job_state {
     HV_JOB_PENDING = 0, /* waiting for slots */
@@ -122,6 +123,7 @@ typedef struct hv_jm_copy_s {
     uint32_t generation; /* the round it was committed in */
     uint64_t commit;     /* the sender's commit count */
     uint64_t stored_ms;  /* wall clock */
+    int missing;         /* the head's copy: its row is stored but its file is gone */
 } hv_jm_copy_t;
 
 /* What the job machine knows when the last member that held the state is gone. */
@@ -129,7 +131,7 @@ typedef struct hv_jm_loss_s {
     int elastic;
     int own_failure;     /* the last one exited with a status of its own (the program failed,
                              not its node): a copy would fail the same way */
-    int has_copy;        /* the head keeps a copy of the state */
+    int has_copy;        /* a copy of the state is kept (the head's or the durable tier's) */
     uint32_t resets;     /* rounds opened after the first so far */
     uint32_t max_resets; /* the job's bound on them */
 } hv_jm_loss_t;
@@ -138,6 +140,10 @@ typedef enum hv_jm_loss_verdict {
     HV_JM_LOSS_FAIL = 0,   /* the job fails (why says what else would have been needed) */
     HV_JM_LOSS_RESUME = 1, /* a new round of new workers resumes from the copy */
 } hv_jm_loss_verdict_t;
+
+/* Which of the job's copies a resume loads now: the newest that is there (copies.h). */
+struct hv_jm_job_s;
+hv_copy_tier_t hv_jm_copy_tier(const struct hv_jm_job_s *j);
 
 /* Pure: fail or resume a job whose every member is lost. On FAIL, why (may be NULL) gets a
  * clause for the failure message ("no copy of the training state was stored", ...). */
@@ -165,8 +171,12 @@ typedef struct hv_jm_job_s {
                                       state, after every member was lost (0: none) */
     uint32_t resumes;              /* such resumes so far */
     /* in memory */
-    hv_jm_copy_t copy; /* the newest copy of the state the head keeps (the driver
+    hv_jm_copy_t copy;           /* the newest copy of the state the head keeps (the driver
                                         sets it from the store) */
+    hv_copy_tier_t resumed_from; /* the copy the last resume decided here loaded (NONE: none,
+                                    or decided before a head restart) */
+    hv_jm_copy_t durable;        /* the newest copy in the durable tier (likewise; commit 0: none);
+                             a resume loads the newest of the two (hv_copy_choose) */
     /* Names a node for messages and event data (may return NULL); set by the driver. */
     const char *(*node_name)(uint64_t node_id, void *ud);
     void *node_name_ud;

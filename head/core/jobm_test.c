@@ -1150,6 +1150,69 @@ static void case_last_member_lost_resumes(void) {
     CHECK_EQ(J.resets, 1);
 }
 
+/* The head's copy is gone (its file was lost) and the durable tier holds one: the job resumes,
+ * and the event names the durable copy; with both there and the same commit, the head's. */
+static void case_resume_from_durable(void) {
+    static const struct {
+        hv_jm_copy_t head, durable;
+        const char *text, *tier;
+    } t[] = {
+        {{1, 40, 0, 1},
+         {1, 30, 0, 0},
+         "from the durable copy of generation 1, commit 30",
+         "\"tier\":\"durable\""},
+        {{0, 0, 0, 0},
+         {1, 30, 0, 0},
+         "from the durable copy of generation 1, commit 30",
+         "\"tier\":\"durable\""},
+        {{1, 30, 0, 0},
+         {1, 30, 0, 0},
+         "from the head's copy of generation 1, commit 30",
+         "\"tier\":\"head\""},
+        {{1, 20, 0, 0},
+         {1, 30, 0, 0},
+         "from the durable copy of generation 1, commit 30",
+         "\"tier\":\"durable\""},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (i > 0) {
+            teardown();
+            setup();
+        }
+        job(1, 1, 1, 1, 5);
+        place(NODE_A, 1);
+        start_all();
+        join_all();
+        J.copy = t[i].head;
+        J.copy.stored_ms = now;
+        J.durable = t[i].durable;
+        J.durable.stored_ms = now;
+        hv_jm_out_reset(&O);
+        hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+        CHECK_EQ(J.state, HV_JOB_RUNNING);
+        CHECK_EQ(J.resume_gen, 2);
+        const hv_jm_action_t *e = find_event("job.resume");
+        CHECK(e != NULL && strstr(e->text, t[i].text) != NULL);
+        CHECK(e != NULL && e->data != NULL && strstr(e->data, t[i].tier) != NULL);
+        if (e != NULL && strstr(e->text, t[i].text) == NULL) {
+            fprintf(stderr, "row %zu: %s\n", i, e->text);
+        }
+    }
+    /* The head's file gone and no durable copy: the job fails, saying there is no copy. */
+    teardown();
+    setup();
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .missing = 1};
+    J.durable = (hv_jm_copy_t){0};
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "no copy of the training state") != NULL);
+}
+
 /* Without a copy the job fails as before, and says that there was none. */
 static void case_last_member_lost_without_copy(void) {
     job(1, 1, 1, 1, 5);
@@ -1543,6 +1606,7 @@ int main(int argc, char **argv) {
         {"names", case_names},
         {"loss_decide_table", case_loss_decide_table},
         {"last_member_lost_resumes", case_last_member_lost_resumes},
+        {"resume_from_durable", case_resume_from_durable},
         {"last_member_lost_without_copy", case_last_member_lost_without_copy},
         {"resume_budget", case_resume_budget},
         {"own_failure_not_resumed", case_own_failure_not_resumed},

@@ -158,6 +158,12 @@ struct hv_djob_s {
     int dirty_row;                               /* row fields changed outside jobm */
     hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
     hv_jobfig_t figs;   /* its workers' own figures, summed from their reports (memory only) */
+    /* Its state copies' places (driver.c, loop thread; the rows are in the store). */
+    char copy_path[512];    /* the head's copy's file ("" none) */
+    char durable_key[512];  /* the durable copy's key in the tier ("" none) */
+    uint64_t durable_began; /* monotonic ms the last durable write began (0: never) */
+    uint64_t restore_after; /* monotonic ms before which a failed restore is not tried again */
+    int durable_busy;       /* a durable write or restore of this job is in flight */
     struct hv_djob_s *next;
 };
 
@@ -386,6 +392,10 @@ hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                              const hv_statecopy_done_t *done, char *old_path, size_t old_len,
                              char *err, size_t errlen);
 /* The job's newest copy, for a live worker of the job. HV_ENOTFOUND when there is none. */
+/* A running elastic job whose only copy of its state is on the machine all its live workers run
+ * on (their agents reach the head over loopback: the head's machine), with no durable copy. */
+int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j);
+
 hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
                           char *err, size_t errlen);
 

@@ -21,6 +21,7 @@ typedef struct part_s {
     uint32_t generation;
     uint64_t commit, total, have; /* bytes expected and written */
     int fd;
+    char path[600]; /* its own name: <epoch>-<job>-<seq>.part */
     hv_sha256_t sha;
     struct part_s *next;
 } part_t;
@@ -29,12 +30,14 @@ struct hv_statecopies_s {
     char dir[400];
     char epoch[40];
     uint64_t reserve; /* bytes kept free on the file system */
+    uint64_t seq;     /* parts made so far: each has a name of its own */
     part_t *parts;
 };
 
-static void part_path(const hv_statecopies_t *c, uint64_t job_id, char *buf, size_t len) {
-    snprintf(buf, len, "%s/%s%s%llu.part", c->dir, c->epoch, c->epoch[0] ? "-" : "",
-             (unsigned long long)job_id);
+static void part_path(const hv_statecopies_t *c, uint64_t job_id, uint64_t seq, char *buf,
+                      size_t len) {
+    snprintf(buf, len, "%s/%s%s%llu-%llu.part", c->dir, c->epoch, c->epoch[0] ? "-" : "",
+             (unsigned long long)job_id, (unsigned long long)seq);
 }
 
 hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserve,
@@ -88,9 +91,7 @@ static void part_drop(hv_statecopies_t *c, part_t *p, int unlink_file) {
         close(p->fd);
     }
     if (unlink_file) {
-        char path[600];
-        part_path(c, p->job_id, path, sizeof(path));
-        unlink(path);
+        unlink(p->path);
     }
     hv_free(p);
 }
@@ -145,7 +146,11 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
         return HV_EINVAL;
     }
     char path[600];
-    part_path(c, job_id, path, sizeof(path));
+    if (p != NULL) {
+        snprintf(path, sizeof(path), "%s", p->path);
+    } else {
+        part_path(c, job_id, c->seq + 1, path, sizeof(path));
+    }
     struct statvfs fs;
     if (offset == 0 && statvfs(c->dir, &fs) == 0 &&
         !hv_statecopy_room((uint64_t)fs.f_bavail * fs.f_frsize, (uint64_t)fs.f_blocks * fs.f_frsize,
@@ -161,12 +166,14 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
     }
     if (offset == 0) {
         if (p != NULL) {
-            part_drop(c, p, 0); /* the new copy replaces it (same file, truncated) */
+            part_drop(c, p, 1); /* the new copy replaces it */
         }
         if ((p = hv_calloc(1, sizeof(*p))) == NULL) {
             snprintf(err, errlen, "out of memory");
             return HV_ENOMEM;
         }
+        part_path(c, job_id, ++c->seq, path, sizeof(path));
+        snprintf(p->path, sizeof(p->path), "%s", path);
         p->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (p->fd < 0) {
             snprintf(err, errlen, "the head cannot write %s: %s", path, strerror(errno));
@@ -208,25 +215,10 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
         part_drop(c, p, 1);
         return HV_EPROTO;
     }
-    if (fsync(p->fd) != 0) {
-        snprintf(err, errlen, "the head cannot sync %s: %s", path, strerror(errno));
-        part_drop(c, p, 1);
-        return HV_EIO;
-    }
-    snprintf(done->path, sizeof(done->path), "%s/%s%s%llu-g%u-c%llu.bin", c->dir, c->epoch,
-             c->epoch[0] ? "-" : "", (unsigned long long)job_id, generation,
-             (unsigned long long)commit);
-    if (rename(path, done->path) != 0) {
-        snprintf(err, errlen, "the head cannot publish %s: %s", done->path, strerror(errno));
-        part_drop(c, p, 1);
-        return HV_EIO;
-    }
-    /* The directory entry too, so that a crash right after the row is stored keeps the file. */
-    int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
+    hv_statecopy_path(c, job_id, generation, commit, done->path, sizeof(done->path));
+    snprintf(done->part, sizeof(done->part), "%s", p->path);
+    done->fd = p->fd;
+    p->fd = -1; /* handed over: publish syncs and closes it */
     done->generation = generation;
     done->commit = commit;
     done->size = total;
@@ -234,6 +226,50 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
     *complete = 1;
     part_drop(c, p, 0);
     return HV_OK;
+}
+
+hv_err hv_statecopy_publish(hv_statecopy_done_t *done, char *err, size_t errlen) {
+    int rc = fsync(done->fd);
+    int e = errno;
+    close(done->fd);
+    done->fd = -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "the head cannot sync %s: %s", done->part, strerror(e));
+        unlink(done->part);
+        return HV_EIO;
+    }
+    if (rename(done->part, done->path) != 0) {
+        snprintf(err, errlen, "the head cannot publish %s: %s", done->path, strerror(errno));
+        unlink(done->part);
+        return HV_EIO;
+    }
+    /* The directory entry too, so that a crash right after the row is stored keeps the file. */
+    char dir[sizeof(done->path)];
+    snprintf(dir, sizeof(dir), "%s", done->path);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+        int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+    }
+    return HV_OK;
+}
+
+void hv_statecopy_discard(hv_statecopy_done_t *done) {
+    if (done->fd >= 0) {
+        close(done->fd);
+        done->fd = -1;
+        unlink(done->part);
+    }
+}
+
+void hv_statecopy_path(const hv_statecopies_t *c, uint64_t job_id, uint32_t generation,
+                       uint64_t commit, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s%s%llu-g%u-c%llu.bin", c->dir, c->epoch, c->epoch[0] ? "-" : "",
+             (unsigned long long)job_id, generation, (unsigned long long)commit);
 }
 
 hv_err hv_statecopy_read(const char *path, uint64_t offset, uint8_t *buf, size_t cap, size_t *n) {

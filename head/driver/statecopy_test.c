@@ -97,7 +97,20 @@ static void test_chunks_publish(void) {
     CHECK_EQ(done.commit, 40);
     CHECK_STR(done.sha256, hex);
     CHECK(strstr(done.path, "/states/e1-5-g2-c40.bin") != NULL);
-    CHECK_EQ(count(dir, ".part"), 0);
+    /* Handed over, not yet published: the part is the caller's, and a new copy of the same job
+     * may start meanwhile under a name of its own. */
+    CHECK_EQ(count(dir, ".part"), 1);
+    CHECK(access(done.path, F_OK) != 0);
+    int c2 = -1;
+    hv_statecopy_done_t next;
+    CHECK_RC(hv_statecopy_put(c, 5, 2, 41, 3000, 0, data, 1000, "", &c2, &next, err, sizeof(err)),
+             HV_OK);
+    CHECK_EQ(count(dir, ".part"), 2);
+    CHECK_RC(hv_statecopy_publish(&done, err, sizeof(err)), HV_OK);
+    CHECK_EQ(done.fd, -1);
+    CHECK_EQ(count(dir, ".part"), 1);
+    hv_statecopy_discard(&done); /* after publish: nothing */
+    CHECK(access(done.path, F_OK) == 0);
     uint8_t back[3000];
     size_t n = 0;
     CHECK_RC(hv_statecopy_read(done.path, 1000, back, 5000, &n), HV_OK);
@@ -107,7 +120,8 @@ static void test_chunks_publish(void) {
     CHECK(stat(done.path, &st) == 0 && (st.st_mode & 0777) == 0600);
     hv_statecopy_remove(done.path);
     CHECK_RC(hv_statecopy_read(done.path, 0, back, 10, &n), HV_ENOTFOUND);
-    hv_statecopies_destroy(c);
+    hv_statecopies_destroy(c); /* the copy in progress goes with it */
+    CHECK_EQ(count(dir, ".part"), 0);
 }
 
 static void test_bad_digest(void) {
@@ -171,12 +185,35 @@ static void test_restart_drops_parts(void) {
     hv_statecopies_destroy(c);
 }
 
+/* A publish that cannot finish (the states directory went while the copy was synced) fails with
+ * the file's name, and nothing is published. */
+static void test_publish_fails(void) {
+    char dir[400], err[600], hex[65], moved[450];
+    snprintf(dir, sizeof(dir), "%s/states", tmp_dir);
+    snprintf(moved, sizeof(moved), "%s/moved", tmp_dir);
+    hv_statecopies_t *c = NULL;
+    CHECK_RC(hv_statecopies_create(dir, "e", 0, &c), HV_OK);
+    uint8_t data[64] = {7};
+    digest(data, sizeof(data), hex);
+    int complete = 0;
+    hv_statecopy_done_t done;
+    CHECK_RC(hv_statecopy_put(c, 3, 1, 9, 64, 0, data, 64, hex, &complete, &done, err, sizeof(err)),
+             HV_OK);
+    CHECK_EQ(complete, 1);
+    CHECK(rename(dir, moved) == 0);
+    CHECK_RC(hv_statecopy_publish(&done, err, sizeof(err)), HV_EIO);
+    CHECK(strstr(err, "cannot publish") != NULL && strstr(err, "e-3-g1-c9.bin") != NULL);
+    CHECK_EQ(count(moved, ".part"), 1); /* its name was gone: what is left goes at the next start */
+    hv_statecopies_destroy(c);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"chunks_publish", test_chunks_publish},
         {"bad_digest", test_bad_digest},
         {"room", test_room},
         {"restart_drops_parts", test_restart_drops_parts},
+        {"publish_fails", test_publish_fails},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, make_tmp, remove_tmp);
 }

@@ -333,10 +333,21 @@ static const char store_v11_sql[] =
     " WHEN 'start' THEN 1 WHEN 'failu' THEN 2 WHEN 'worke' THEN 3 WHEN 'drain' THEN 4"
     " WHEN 'grow:' THEN 5 WHEN 'shrin' THEN 6 WHEN 'resum' THEN 7 ELSE 0 END;";
 
+/* The durable tier's copies (one row per job: the newest copy the head wrote to the shared
+ * directory or object store; path is the object's key there). v12. */
+static const char store_v12_sql[] = "CREATE TABLE durable_copies ("
+                                    " job_id INTEGER PRIMARY KEY,"
+                                    " generation INTEGER NOT NULL,"
+                                    " commit_no INTEGER NOT NULL,"
+                                    " size INTEGER NOT NULL,"
+                                    " sha256 TEXT NOT NULL,"
+                                    " path TEXT NOT NULL,"
+                                    " stored_ms INTEGER NOT NULL);";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql,  store_v5_sql, store_v6_sql,
-    store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql, store_v11_sql};
+    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql,  store_v5_sql,  store_v6_sql,
+    store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql, store_v11_sql, store_v12_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -387,6 +398,9 @@ enum {
     ST_COPY_PUT,
     ST_COPY_GET,
     ST_COPY_REMOVE,
+    ST_DURABLE_PUT,
+    ST_DURABLE_GET,
+    ST_DURABLE_REMOVE,
     ST_JTOKEN_USE,
     ST_REVOKED_PUT,
     ST_REVOKED_LIST,
@@ -539,6 +553,15 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_COPY_GET] = "SELECT job_id, generation, commit_no, size, sha256, path, stored_ms"
                     " FROM state_copies WHERE job_id = ?1",
     [ST_COPY_REMOVE] = "DELETE FROM state_copies WHERE job_id = ?1",
+    [ST_DURABLE_PUT] = "INSERT INTO durable_copies (job_id, generation, commit_no, size, sha256,"
+                       " path, stored_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                       " ON CONFLICT (job_id) DO UPDATE SET generation = excluded.generation,"
+                       " commit_no = excluded.commit_no, size = excluded.size,"
+                       " sha256 = excluded.sha256, path = excluded.path,"
+                       " stored_ms = excluded.stored_ms",
+    [ST_DURABLE_GET] = "SELECT job_id, generation, commit_no, size, sha256, path, stored_ms"
+                       " FROM durable_copies WHERE job_id = ?1",
+    [ST_DURABLE_REMOVE] = "DELETE FROM durable_copies WHERE job_id = ?1",
     [ST_JTOKEN_LIST] = "SELECT " JTOKEN_COLS " FROM join_tokens ORDER BY created_ms, id",
     [ST_JTOKEN_REVOKE] = "UPDATE join_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms = 0",
     [ST_JTOKEN_USE] =
@@ -1179,6 +1202,7 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
         "DELETE FROM blacklist WHERE job_id = ?1",
         "DELETE FROM state_copies WHERE job_id = ?1",
         "DELETE FROM job_artifacts WHERE job_id = ?1",
+        "DELETE FROM durable_copies WHERE job_id = ?1",
         "DELETE FROM workers WHERE job_id = ?1",
         "DELETE FROM jobs WHERE id = ?1",
     };
@@ -2857,13 +2881,15 @@ hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms) {
 
 /* ---- copies of the training state (schema v7) ------------------------------------------------ */
 
-hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row) {
+/* The head's copies (state_copies) and the durable tier's (durable_copies) have the same rows:
+ * one set of functions, the statement and the words for messages given. */
+static hv_err copy_put(hv_store_t *s, int which, const char *what, const hv_copy_row_t *row) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
     if (row == NULL || row->job_id == 0) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_COPY_PUT, &st)) != HV_OK) {
+    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
         return rc;
     }
     store_bind_t b = {st, SQLITE_OK};
@@ -2874,30 +2900,31 @@ hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row) {
     bind_text(&b, 5, row->sha256);
     bind_text(&b, 6, row->path);
     bind_u64(&b, 7, row->stored_ms);
-    if ((rc = store_bind_check(s, &b, "state copy put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "state copy put");
+    if ((rc = store_bind_check(s, &b, what)) == HV_OK) {
+        rc = store_exec_stmt(s, st, what);
     }
     store_release(st);
     return rc;
 }
 
-hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out) {
+static hv_err copy_get(hv_store_t *s, int which, const char *what, uint64_t job_id,
+                       hv_copy_row_t *out) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
-    if ((rc = store_stmt(s, ST_COPY_GET, &st)) != HV_OK) {
+    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
         return rc;
     }
     store_bind_t b = {st, SQLITE_OK};
     bind_u64(&b, 1, job_id);
-    if ((rc = store_bind_check(s, &b, "state copy get")) != HV_OK) {
+    if ((rc = store_bind_check(s, &b, what)) != HV_OK) {
         goto out;
     }
     int src = sqlite3_step(st);
     if (src == SQLITE_DONE) {
-        store_set_err(s, "state copy get: job %llu has no copy", (unsigned long long)job_id);
+        store_set_err(s, "%s: job %llu has no copy", what, (unsigned long long)job_id);
         rc = HV_ENOTFOUND;
     } else if (src != SQLITE_ROW) {
-        rc = store_fail(s, src, "state copy get");
+        rc = store_fail(s, src, what);
     } else {
         memset(out, 0, sizeof(*out));
         out->job_id = col_u64(st, 0);
@@ -2915,19 +2942,43 @@ out:
     return rc;
 }
 
-hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id) {
+static hv_err copy_remove(hv_store_t *s, int which, const char *what, uint64_t job_id) {
     sqlite3_stmt *st = NULL;
     hv_err rc;
-    if ((rc = store_stmt(s, ST_COPY_REMOVE, &st)) != HV_OK) {
+    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
         return rc;
     }
     store_bind_t b = {st, SQLITE_OK};
     bind_u64(&b, 1, job_id);
-    if ((rc = store_bind_check(s, &b, "state copy remove")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "state copy remove");
+    if ((rc = store_bind_check(s, &b, what)) == HV_OK) {
+        rc = store_exec_stmt(s, st, what);
     }
     store_release(st);
     return rc;
+}
+
+hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row) {
+    return copy_put(s, ST_COPY_PUT, "state copy put", row);
+}
+
+hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out) {
+    return copy_get(s, ST_COPY_GET, "state copy get", job_id, out);
+}
+
+hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id) {
+    return copy_remove(s, ST_COPY_REMOVE, "state copy remove", job_id);
+}
+
+hv_err hv_store_durable_put(hv_store_t *s, const hv_copy_row_t *row) {
+    return copy_put(s, ST_DURABLE_PUT, "durable copy put", row);
+}
+
+hv_err hv_store_durable_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out) {
+    return copy_get(s, ST_DURABLE_GET, "durable copy get", job_id, out);
+}
+
+hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id) {
+    return copy_remove(s, ST_DURABLE_REMOVE, "durable copy remove", job_id);
 }
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */

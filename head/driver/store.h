@@ -44,8 +44,9 @@ typedef struct hv_store_s hv_store_t;
  * v9: job_artifacts (which artifacts each job's spec uses: hv_store_job_artifacts_fill).
  * v10: actors (issue 17).
  * v11: events' structured fields (generation, reason, node, worker_id, rank, duration_ms,
- *      job_state, rollback), jobs.round_code. */
-#define HV_STORE_SCHEMA_VERSION 11
+ *      job_state, rollback), jobs.round_code.
+ * v12: durable_copies (the newest copy of each job's state in the durable tier). */
+#define HV_STORE_SCHEMA_VERSION 12
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -424,6 +425,12 @@ hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row);
 hv_err hv_store_copy_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
 /* Forgets the job's copy (no-op without one). */
 hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
+
+/* The same for the durable tier's copy (schema v9, durable_copies; row->path is the object's key
+ * in the tier, not a local file). */
+hv_err hv_store_durable_put(hv_store_t *s, const hv_copy_row_t *row);
+hv_err hv_store_durable_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
+hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id);
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
 

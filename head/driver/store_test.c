@@ -1079,8 +1079,10 @@ static void test_elastic_job(void) {
 
 static void test_newer_version(void) {
     char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 99", err, sizeof(err)),
-             HV_OK);
+    /* One above what this head writes (other branches add steps: follow the constant). */
+    char newer[64];
+    snprintf(newer, sizeof(newer), "PRAGMA user_version = %d", HV_STORE_SCHEMA_VERSION + 1);
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, newer, err, sizeof(err)), HV_OK);
     char path[300];
     path_in(path, sizeof(path), "state.db");
     size_t len0 = 0, len1 = 0;
@@ -1091,8 +1093,8 @@ static void test_newer_version(void) {
     CHECK(s == NULL);
     char want[128];
     snprintf(want, sizeof(want),
-             "state.db has schema version 99, newer than this hvhead's %d; use a newer hvhead",
-             HV_STORE_SCHEMA_VERSION);
+             "state.db has schema version %d, newer than this hvhead's %d; use a newer hvhead",
+             HV_STORE_SCHEMA_VERSION + 1, HV_STORE_SCHEMA_VERSION);
     CHECK_CONTAINS(err, want);
     CHECK_CONTAINS(err, path);
     uint8_t *after = read_all(path, &len1);
@@ -1376,6 +1378,41 @@ static void test_event_fields(void) {
         CHECK_STR(ev[1].node, "");
     }
     hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
+/* The durable tier's copies: a v8 database migrates (a job's head copy kept), the durable row is
+ * stored apart from the head's, replaced, survives a reopen, and goes with the job's history. */
+static void test_durable_copies(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 8,
+                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                         " VALUES (3, 'j', 'running', 1, 1, 1);"
+                                         "INSERT INTO state_copies VALUES (3, 2, 40, 10, 'ab',"
+                                         " '/d/e-3-g2-c40.bin', 7);",
+                                         err, sizeof(err)),
+             HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_copy_row_t c;
+    CHECK_RC(hv_store_durable_get(s, 3, &c), HV_ENOTFOUND);
+    hv_copy_row_t r = {.job_id = 3, .generation = 2, .commit = 30, .size = 9, .stored_ms = 5};
+    snprintf(r.sha256, sizeof(r.sha256), "cd");
+    snprintf(r.path, sizeof(r.path), "e-3-g2-c30.bin");
+    CHECK_OK(s, hv_store_durable_put(s, &r));
+    r.commit = 40;
+    snprintf(r.path, sizeof(r.path), "e-3-g2-c40.bin");
+    CHECK_OK(s, hv_store_durable_put(s, &r));
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    CHECK_OK(s, hv_store_durable_get(s, 3, &c));
+    CHECK_U64(c.commit, 40);
+    CHECK_STR(c.path, "e-3-g2-c40.bin");
+    CHECK_OK(s, hv_store_copy_get(s, 3, &c)); /* the head's own row is apart */
+    CHECK_STR(c.path, "/d/e-3-g2-c40.bin");
+    CHECK_OK(s, hv_store_durable_remove(s, 3));
+    CHECK_RC(hv_store_durable_get(s, 3, &c), HV_ENOTFOUND);
+    CHECK_OK(s, hv_store_copy_get(s, 3, &c));
     hv_store_close(s);
 }
 
@@ -2023,6 +2060,7 @@ static const hv_check_case_t cases[] = {
     {"epoch", test_epoch},
     {"migrate_v5", test_migrate_v5},
     {"state_copies", test_state_copies},
+    {"durable_copies", test_durable_copies},
     {"revoked_import", test_revoked_import},
     {"actors", test_actors},
     {"audit", test_audit},

@@ -180,8 +180,9 @@ typedef struct view_scratch_s {
     Hvpb__V1__WorkerView *wv;
     Hvpb__V1__WorkerView **wp;
     Hvpb__V1__JobSpec *spec;
-    clip_t clip;                 /* the view's cut strings */
-    Hvpb__V1__StateCopyRef copy; /* the newest state copy (v->copy points here) */
+    clip_t clip;                    /* the view's cut strings */
+    Hvpb__V1__StateCopyRef copy;    /* the newest state copy (v->copy points here) */
+    Hvpb__V1__StateCopyRef durable; /* the durable tier's (v->durable_copy) */
 } view_scratch_t;
 
 static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view_scratch_t *sc) {
@@ -219,6 +220,17 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
         sc->copy.sha256 = "";
         v->copy = &sc->copy;
     }
+    if (m->durable.commit > 0) {
+        sc->durable = (Hvpb__V1__StateCopyRef)HVPB__V1__STATE_COPY_REF__INIT;
+        sc->durable.generation = m->durable.generation;
+        sc->durable.commit = m->durable.commit;
+        sc->durable.stored_ms = m->durable.stored_ms;
+        sc->durable.sha256 = "";
+        v->durable_copy = &sc->durable;
+    }
+    v->resumed_from =
+        m->resumed_from == HV_COPY_TIER_NONE ? "" : (char *)hv_copy_tier_name(m->resumed_from);
+    v->copy_on_own_node = hv_driver_copy_on_own_node(s->d, j);
     sc->spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
     v->binary_digest = sc->spec && sc->spec->binary ? sc->spec->binary->digest : "";
     if (m->nw == 0) {

@@ -1,0 +1,119 @@
+/* copies: see copies.h. */
+#include "copies.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *hv_copy_tier_name(hv_copy_tier_t t) {
+    switch (t) {
+    case HV_COPY_TIER_HEAD:
+        return "head";
+    case HV_COPY_TIER_DURABLE:
+        return "durable";
+    case HV_COPY_TIER_NONE:
+        break;
+    }
+    return "none";
+}
+
+int hv_copy_newer(const hv_copy_ref_t *a, const hv_copy_ref_t *b) {
+    if (a->commit == 0) {
+        return 0;
+    }
+    if (b->commit == 0) {
+        return 1;
+    }
+    return a->generation > b->generation ||
+           (a->generation == b->generation && a->commit > b->commit);
+}
+
+hv_copy_tier_t hv_copy_choose(const hv_copy_ref_t *head, const hv_copy_ref_t *durable) {
+    int head_ok = head->commit > 0 && !head->missing;
+    int durable_ok = durable->commit > 0;
+    if (head_ok && (!durable_ok || !hv_copy_newer(durable, head))) {
+        return HV_COPY_TIER_HEAD;
+    }
+    return durable_ok ? HV_COPY_TIER_DURABLE : HV_COPY_TIER_NONE;
+}
+
+int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
+                   const hv_copy_ref_t *durable, uint64_t since_ms, uint64_t interval_ms) {
+    if (!configured || busy || head->commit == 0 || head->missing) {
+        return 0;
+    }
+    if (!hv_copy_newer(head, durable)) {
+        return 0; /* the durable tier already holds it (or a newer one) */
+    }
+    return durable->commit == 0 || since_ms >= interval_ms;
+}
+
+int hv_copy_peer_local(const char *peer) {
+    if (peer == NULL) {
+        return 0;
+    }
+    if (strncmp(peer, "unix:", 5) == 0 || strncmp(peer, "ipv4:127.", 9) == 0 ||
+        strncmp(peer, "ipv6:[::1]", 10) == 0 || strncmp(peer, "ipv6:[::ffff:127.", 17) == 0) {
+        return 1;
+    }
+    return 0;
+}
+
+hv_err hv_durable_expand(const char *tmpl, const hv_durable_vars_t *vars, char *out, size_t outlen,
+                         char *err, size_t errlen) {
+    static const char *const keys[] = {"file", "key", "job", "sha256"};
+    const char *vals[4] = {"", "", "", ""};
+    if (vars != NULL) {
+        vals[0] = vars->file ? vars->file : "";
+        vals[1] = vars->key ? vars->key : "";
+        vals[2] = vars->job ? vars->job : "";
+        vals[3] = vars->sha256 ? vars->sha256 : "";
+    }
+    size_t o = 0;
+#define PUT(c)                                                                                     \
+    do {                                                                                           \
+        if (o + 1 >= outlen) {                                                                     \
+            snprintf(err, errlen, "the command is longer than %zu bytes", outlen - 1);             \
+            return HV_ETOOBIG;                                                                     \
+        }                                                                                          \
+        out[o++] = (c);                                                                            \
+    } while (0)
+    for (const char *p = tmpl; *p != '\0'; p++) {
+        if (p[0] == '{' && p[1] == '{') {
+            PUT('{');
+            p++;
+            continue;
+        }
+        if (*p != '{') {
+            PUT(*p);
+            continue;
+        }
+        const char *end = strchr(p, '}');
+        size_t klen = end ? (size_t)(end - p - 1) : 0;
+        size_t k = 0;
+        while (end != NULL && k < 4 && (strlen(keys[k]) != klen || strncmp(keys[k], p + 1, klen))) {
+            k++;
+        }
+        if (end == NULL || k == 4) {
+            int shown = end ? (int)(end - p + 1) : (int)strcspn(p, " \t");
+            snprintf(err, errlen, "unknown placeholder '%.*s' (known: " HV_DURABLE_KEYS ")",
+                     shown > 40 ? 40 : shown, p);
+            return HV_ENOTFOUND;
+        }
+        PUT('\'');
+        for (const char *v = vals[k]; *v != '\0'; v++) {
+            if (*v == '\'') {
+                PUT('\'');
+                PUT('\\');
+                PUT('\'');
+                PUT('\'');
+            } else {
+                PUT(*v);
+            }
+        }
+        PUT('\'');
+        p = end;
+    }
+    out[o] = '\0';
+    return HV_OK;
+#undef PUT
+}

@@ -1,0 +1,78 @@
+/*
+ * copies: the pure rules of the durable tier of the jobs' state copies (issue 15 §1, docs/
+ * RELIABILITY.md "The durable tier"). The head keeps each job's newest copy in <data>/states/;
+ * the durable tier is a second place outside the cluster (a directory on a shared file system, or
+ * an object store reached by an upload and a download command) that the head fills from its own
+ * copy every interval_s seconds. These are the decisions about it: which copy a resume loads, when
+ * the next durable write is due, and the commands' templates (what placeholders they may hold and
+ * how a value is quoted).
+ *
+ * It is not the I/O (head/driver/durable.c copies the files and runs the commands on its own
+ * thread) nor the bookkeeping (store.c's durable_copies table, through the driver). No I/O, no
+ * clock, no allocation; reentrant.
+ */
+#ifndef HV_HEAD_COPIES_H
+#define HV_HEAD_COPIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* Where a copy of a job's state is kept. The values are stored nowhere: the choice is made again
+ * from the stored copies whenever it is needed. */
+typedef enum hv_copy_tier {
+    HV_COPY_TIER_NONE = 0,    /* no copy */
+    HV_COPY_TIER_HEAD = 1,    /* the head's <data>/states/ */
+    HV_COPY_TIER_DURABLE = 2, /* the durable tier (directory or object store) */
+} hv_copy_tier_t;
+
+/* "head", "durable" or "none". */
+const char *hv_copy_tier_name(hv_copy_tier_t t);
+
+/* One stored copy as the choice sees it. commit 0: none. */
+typedef struct hv_copy_ref_s {
+    uint32_t generation; /* the round it was committed in */
+    uint64_t commit;     /* the sender's commit count */
+    int missing;         /* the head's copy only: its row is stored but its file is gone (the
+                            states directory was lost or emptied) */
+} hv_copy_ref_t;
+
+/* Is a newer than b (by generation, then commit)? */
+int hv_copy_newer(const hv_copy_ref_t *a, const hv_copy_ref_t *b);
+
+/* Pure: the copy a resume loads: the newest of the two that is there; the head's when both hold
+ * the same commit (no download needed). A head copy marked missing is never chosen. */
+hv_copy_tier_t hv_copy_choose(const hv_copy_ref_t *head, const hv_copy_ref_t *durable);
+
+/* Pure: is a durable write of the job's head copy due? configured: the tier is set up;
+ * busy: one is in flight for this job; head: the head's copy; durable: the durable one;
+ * since_ms: time since the last durable write of this job began (UINT64_MAX: never);
+ * interval_ms: the tier's interval. A copy already durable is never written again; the first one
+ * is written at once. */
+int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
+                   const hv_copy_ref_t *durable, uint64_t since_ms, uint64_t interval_ms);
+
+/* Pure: is an agent's connection peer (gRPC's form: "ipv4:127.0.0.1:4242", "ipv6:[::1]:4242",
+ * "unix:...") on the head's own machine? Loopback and unix sockets are; anything else is taken to
+ * be another machine. NULL: no. */
+int hv_copy_peer_local(const char *peer);
+
+/* The placeholders a durable command may hold: {file} (the local file to upload or to download
+ * into), {key} (the object's name: <epoch>-<job>-g<generation>-c<commit>.bin), {job} (the job id),
+ * {sha256} (the copy's digest, hex). */
+#define HV_DURABLE_KEYS "{file} {key} {job} {sha256}"
+
+/* The values of one command's placeholders (borrowed). */
+typedef struct hv_durable_vars_s {
+    const char *file, *key, *job, *sha256;
+} hv_durable_vars_t;
+
+/* Pure: expands tmpl into out: each placeholder becomes its value in single quotes (a ' inside
+ * written as '\''), so no value is ever read by the shell as code; {{ is a literal {. Errors,
+ * with a message in err: HV_ENOTFOUND (an unknown placeholder, named), HV_ETOOBIG (longer than
+ * outlen - 1). vars NULL checks the template only (every value ""). */
+hv_err hv_durable_expand(const char *tmpl, const hv_durable_vars_t *vars, char *out, size_t outlen,
+                         char *err, size_t errlen);
+
+#endif
