@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # $PODMAN and $RUN_OPTS are word lists on purpose (options).
 # Builds the hv container images (hv-head, hv-agent) with podman from the Debian packages of a
 # build directory, and checks them (docs/operations.md "Containers"):
 #   1. the base: debian:12-slim if podman has it or can pull it; otherwise (no registry
@@ -14,7 +15,8 @@
 #   --base-only: step 1 alone (make or pull the base image, then stop).
 #   Needs root (or a podman set up for the user), podman, and for the local base debootstrap.
 #   PODMAN (default "podman") may carry global options, e.g. "podman --storage-driver vfs".
-#   HV_CTR_PORT (default 17400): the head's port on the host during the check.
+#   HV_CTR_RUN_OPTS: options for every `podman run` of the check (e.g. --ulimit ... where the
+#   runtime may not raise limits). HV_CTR_PORT (default 17400): the head's port during the check.
 # Exit: 0 built and checked; 77 podman (or debootstrap, when it is needed) is missing; 1 failed.
 set -eu
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --no-run) RUN_CHECK=0; shift ;;
     --no-pull) PULL=0; shift ;;
     --base-only) BASE_ONLY=1; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
     esac
 done
@@ -38,9 +40,12 @@ PODMAN=${PODMAN:-podman}
 BASE_PUBLIC=docker.io/library/debian:12-slim
 BASE_LOCAL=${HV_CTR_BASE_LOCAL:-localhost/hv-debian:12-minbase}
 PORT=${HV_CTR_PORT:-17400}
+RUN_OPTS=${HV_CTR_RUN_OPTS:-}
 command -v "${PODMAN%% *}" >/dev/null 2>&1 || { echo "SKIP: podman not installed"; exit 77; }
 [ "$BASE_ONLY" = 1 ] || [ -f "$BUILD/CPackConfig.cmake" ] || { echo "build.sh: no $BUILD/CPackConfig.cmake (build first)" >&2; exit 1; }
 VER=$(sed -nE 's/^set\(CPACK_PACKAGE_VERSION "([^"]*)"\)/\1/p' "$BUILD/CPackConfig.cmake" 2>/dev/null || true)
+IMG_HEAD=localhost/hv-head:$VER
+IMG_AGENT=localhost/hv-agent:$VER
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
@@ -90,7 +95,7 @@ else
     # As slim as debian:12-slim where it costs nothing: no downloaded .debs, no apt lists.
     rm -rf "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/log/*.log
     tar -C "$ROOT" --numeric-owner -c . |
-        $PODMAN import --change 'CMD ["/bin/bash"]' - "$BASE_LOCAL" >/dev/null || die "podman import failed"
+        $PODMAN import -q --change 'CMD ["/bin/bash"]' - "$BASE_LOCAL" >/dev/null || die "podman import failed"
     rm -rf "$ROOT"
     BASE=$BASE_LOCAL
 fi
@@ -104,7 +109,7 @@ mkdir -p "$OUT/ctx"
 cpack --config "$BUILD/CPackConfig.cmake" -G DEB -B "$OUT/cpack" >"$OUT/cpack.log" 2>&1 ||
     die "cpack failed (see $OUT/cpack.log)"
 cp "$OUT"/cpack/*.deb "$OUT/ctx/"
-say "packages: $(cd "$OUT/ctx" && ls ./*.deb | tr '\n' ' ')"
+say "packages: $(cd "$OUT/ctx" && echo ./*.deb)"
 
 # ---- 3. the images (apt-get in the build resolves the packages' dependencies from the
 #         base's mirror, so the build uses the host's network) --------------------------------
@@ -124,14 +129,14 @@ for role in head agent; do
     say "$img: USER $user"
 done
 [ "$RUN_CHECK" = 1 ] || { say "built (checks that run containers skipped: --no-run)"; exit 0; }
-v=$($PODMAN run --rm --network none localhost/hv-head:$VER --version) || die "hvhead --version failed in hv-head"
+v=$($PODMAN run $RUN_OPTS --rm --network none "$IMG_HEAD" --version) || die "hvhead --version failed in hv-head"
 [ "$v" = "hvhead $VER" ] || die "hv-head: hvhead --version said '$v'"
 say "hv-head: $v"
-v=$($PODMAN run --rm --network none localhost/hv-agent:$VER --version) || die "hvagent --version failed in hv-agent"
+v=$($PODMAN run $RUN_OPTS --rm --network none "$IMG_AGENT" --version) || die "hvagent --version failed in hv-agent"
 [ "$v" = "hvagent $VER" ] || die "hv-agent: hvagent --version said '$v'"
 say "hv-agent: $v"
-id_head=$($PODMAN run --rm --network none --entrypoint id localhost/hv-head:$VER)
-id_agent=$($PODMAN run --rm --network none --entrypoint id localhost/hv-agent:$VER)
+id_head=$($PODMAN run $RUN_OPTS --rm --network none --entrypoint id "$IMG_HEAD")
+id_agent=$($PODMAN run $RUN_OPTS --rm --network none --entrypoint id "$IMG_AGENT")
 say "hv-head runs as: $id_head"
 say "hv-agent runs as: $id_agent"
 case "$id_head $id_agent" in *"uid=0("*) die "a container runs as root" ;; esac
@@ -146,8 +151,8 @@ printf 'cluster_name: ctrcheck\nlisten: 127.0.0.1:%s\ndata_dir: /var/lib/hv\ntok
 $PODMAN volume rm -f hv-check-data >/dev/null 2>&1 || true
 CTRS="hv-check-head hv-check-agent"
 $PODMAN rm -f hv-check-head hv-check-agent >/dev/null 2>&1 || true
-$PODMAN run -d --name hv-check-head --network host -v hv-check-data:/var/lib/hv \
-    -v "$CFG:/etc/hv/head.yaml:ro" -v "$TOK:/etc/hv/token:ro" localhost/hv-head:$VER >/dev/null ||
+$PODMAN run $RUN_OPTS -d --name hv-check-head --network host -v hv-check-data:/var/lib/hv \
+    -v "$CFG:/etc/hv/head.yaml:ro" -v "$TOK:/etc/hv/token:ro" "$IMG_HEAD" >/dev/null ||
     die "the head container did not start"
 i=0
 until $PODMAN exec hv-check-head test -s /var/lib/hv/client.token 2>/dev/null; do
@@ -156,8 +161,8 @@ until $PODMAN exec hv-check-head test -s /var/lib/hv/client.token 2>/dev/null; d
     sleep 0.5
 done
 $PODMAN exec hv-check-head cat /var/lib/hv/client.token >"$OUT/check-client.token"
-$PODMAN run -d --name hv-check-agent --network host -v "$TOK:/etc/hv/token:ro" \
-    localhost/hv-agent:$VER join "127.0.0.1:$PORT" --token-file /etc/hv/token --name ctr-agent-1 \
+$PODMAN run $RUN_OPTS -d --name hv-check-agent --network host -v "$TOK:/etc/hv/token:ro" \
+    "$IMG_AGENT" join "127.0.0.1:$PORT" --token-file /etc/hv/token --name ctr-agent-1 \
     --slots 2 --work-dir /var/lib/hvagent >/dev/null || die "the agent container did not start"
 HVCTL=${HVCTL:-$BUILD/bin/hvctl}
 i=0
@@ -170,6 +175,6 @@ done
 say "hvctl nodes (from the host):"
 cat "$OUT/check-nodes.out"
 $PODMAN stop -t 10 hv-check-agent hv-check-head >/dev/null
-say "the data volume after the stop: $($PODMAN run --rm --network none -v hv-check-data:/var/lib/hv \
-    --entrypoint ls localhost/hv-head:$VER /var/lib/hv | tr '\n' ' ')"
-say "done: localhost/hv-head:$VER and localhost/hv-agent:$VER built and checked"
+say "the data volume after the stop: $($PODMAN run $RUN_OPTS --rm --network none -v hv-check-data:/var/lib/hv \
+    --entrypoint ls "$IMG_HEAD" /var/lib/hv | tr '\n' ' ')"
+say "done: $IMG_HEAD and $IMG_AGENT built and checked"

@@ -20,6 +20,7 @@ export ASAN_OPTIONS
 esc() { sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
 VERSION=$("$PROG" --version) || { echo "man.sh: $PROG --version failed" >&2; exit 1; }
 HELP=$("$PROG" --help) || { echo "man.sh: $PROG --help failed" >&2; exit 1; }
+# shellcheck disable=SC2016 # an awk program
 SPLIT='NR == 1 || (syn && /^[ \t]+[^ \t]/) { syn = 1; print "S" $0; next }
        { if (syn && NF == 0) { syn = 0; next } syn = 0; print "B" $0 }'
 UPPER=$(printf '%s' "$NAME" | tr '[:lower:]' '[:upper:]')
