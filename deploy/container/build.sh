@@ -142,17 +142,20 @@ say "hv-agent runs as: $id_agent"
 case "$id_head $id_agent" in *"uid=0("*) die "a container runs as root" ;; esac
 
 # A head with a data volume and an agent joining it, both on the host network (loopback).
-TOK=$OUT/check-token
+# The join token: one copy for each container's user (999 hv, 1000 hvjobs), 0600 as on a host.
 CFG=$OUT/check-head.yaml
-head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOK"
-chmod 0644 "$TOK" # read by the containers' non-root users through a read-only bind mount
+head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/check-token.head"
+cp "$OUT/check-token.head" "$OUT/check-token.agent"
+{ chown 999:999 "$OUT/check-token.head" && chown 1000:1000 "$OUT/check-token.agent"; } ||
+    die "cannot give the token files to uids 999 and 1000 (run as root)"
+chmod 0600 "$OUT/check-token.head" "$OUT/check-token.agent"
 printf 'cluster_name: ctrcheck\nlisten: 127.0.0.1:%s\ndata_dir: /var/lib/hv\ntoken_file: /etc/hv/token\n' \
     "$PORT" >"$CFG"
 $PODMAN volume rm -f hv-check-data >/dev/null 2>&1 || true
 CTRS="hv-check-head hv-check-agent"
 $PODMAN rm -f hv-check-head hv-check-agent >/dev/null 2>&1 || true
 $PODMAN run $RUN_OPTS -d --name hv-check-head --network host -v hv-check-data:/var/lib/hv \
-    -v "$CFG:/etc/hv/head.yaml:ro" -v "$TOK:/etc/hv/token:ro" "$IMG_HEAD" >/dev/null ||
+    -v "$CFG:/etc/hv/head.yaml:ro" -v "$OUT/check-token.head:/etc/hv/token:ro" "$IMG_HEAD" >/dev/null ||
     die "the head container did not start"
 i=0
 until $PODMAN exec hv-check-head test -s /var/lib/hv/client.token 2>/dev/null; do
@@ -161,7 +164,7 @@ until $PODMAN exec hv-check-head test -s /var/lib/hv/client.token 2>/dev/null; d
     sleep 0.5
 done
 $PODMAN exec hv-check-head cat /var/lib/hv/client.token >"$OUT/check-client.token"
-$PODMAN run $RUN_OPTS -d --name hv-check-agent --network host -v "$TOK:/etc/hv/token:ro" \
+$PODMAN run $RUN_OPTS -d --name hv-check-agent --network host -v "$OUT/check-token.agent:/etc/hv/token:ro" \
     "$IMG_AGENT" join "127.0.0.1:$PORT" --token-file /etc/hv/token --name ctr-agent-1 \
     --slots 2 --work-dir /var/lib/hvagent >/dev/null || die "the agent container did not start"
 HVCTL=${HVCTL:-$BUILD/bin/hvctl}
