@@ -163,7 +163,7 @@ until $PODMAN exec hv-check-head test -s /var/lib/hv/client.token 2>/dev/null; d
     [ $i -lt 60 ] || { $PODMAN logs hv-check-head >&2; die "the head container wrote no client token in 30 s"; }
     sleep 0.5
 done
-$PODMAN exec hv-check-head cat /var/lib/hv/client.token >"$OUT/check-client.token"
+(umask 077 && $PODMAN exec hv-check-head cat /var/lib/hv/client.token >"$OUT/check-client.token")
 $PODMAN run $RUN_OPTS -d --name hv-check-agent --network host -v "$OUT/check-token.agent:/etc/hv/token:ro" \
     "$IMG_AGENT" join "127.0.0.1:$PORT" --token-file /etc/hv/token --name ctr-agent-1 \
     --slots 2 --work-dir /var/lib/hvagent >/dev/null || die "the agent container did not start"
