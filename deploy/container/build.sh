@@ -92,8 +92,21 @@ else
     rm -rf "$ROOT"
     debootstrap --variant=minbase bookworm "$ROOT" "$MIRROR" >"$OUT/debootstrap.log" 2>&1 ||
         die "debootstrap failed (see $OUT/debootstrap.log)"
-    # As slim as debian:12-slim where it costs nothing: no downloaded .debs, no apt lists.
-    rm -rf "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/log/*.log
+    # Slim like debian:12-slim: dpkg leaves out docs (but the copyrights), man pages, info and
+    # translations of what is installed later, and what debootstrap installed goes now; no
+    # downloaded .debs, no apt lists, no apt caches.
+    cat >"$ROOT/etc/dpkg/dpkg.cfg.d/hv-slim" <<'CFG'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+CFG
+    find "$ROOT/usr/share/doc" -mindepth 1 ! -name copyright ! -type d -delete
+    rm -rf "$ROOT"/usr/share/man/* "$ROOT"/usr/share/info/*
+    find "$ROOT/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
+    rm -rf "$ROOT"/var/cache/apt/* "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/log/*.log
     tar -C "$ROOT" --numeric-owner -c . |
         $PODMAN import -q --change 'CMD ["/bin/bash"]' - "$BASE_LOCAL" >/dev/null || die "podman import failed"
     rm -rf "$ROOT"
