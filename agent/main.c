@@ -376,6 +376,11 @@ static void agent_on_started(uint64_t worker_id, int pid, void *ud) {
     hv_session_worker_started(a->session, worker_id, pid);
 }
 
+static void agent_on_address(uint64_t worker_id, int pid, const char *address, void *ud) {
+    agent_t *a = ud;
+    hv_session_worker_address(a->session, worker_id, pid, address);
+}
+
 static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, const char *reason,
                             void *ud) {
     agent_t *a = ud;
@@ -561,8 +566,10 @@ static int agent_join(agent_t *a) {
         fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path, hv_strerror(rc));
         goto out;
     }
-    hv_workers_config_t wc = {
-        .work_dir = cfg->work_dir, .node_name = cfg->name, .ca_file = cfg->ca_file};
+    hv_workers_config_t wc = {.work_dir = cfg->work_dir,
+                              .node_name = cfg->name,
+                              .ca_file = cfg->ca_file,
+                              .actor_host = cfg->naddrs > 0 ? cfg->addrs[0] : NULL};
     if (cfg->run_as[0] != '\0') {
         struct passwd *pw = getpwnam(cfg->run_as);
         if (pw == NULL) {
@@ -588,6 +595,7 @@ static int agent_join(agent_t *a) {
     hv_workers_cbs_t wcb = {.on_started = agent_on_started,
                             .on_exited = agent_on_exited,
                             .on_line = agent_on_line,
+                            .on_address = agent_on_address,
                             .ud = a};
     if ((rc = hv_workers_create(&a->loop, &wc, a->cache, &wcb, &a->workers)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot set up workers: %s\n", hv_strerror(rc));

@@ -298,6 +298,25 @@ hv_err hv_session_worker_started(hv_session_t *s, uint64_t worker_id, int pid) {
     return event_push(s, e);
 }
 
+hv_err hv_session_worker_address(hv_session_t *s, uint64_t worker_id, int pid,
+                                 const char *address) {
+    event_t *e = hv_calloc(1, sizeof(*e));
+    char *a = hv_strdup(address != NULL ? address : "");
+    if (e == NULL || a == NULL) {
+        hv_free(e);
+        hv_free(a);
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
+               "out of memory: the address of actor process %llu is not reported",
+               (unsigned long long)worker_id);
+        return HV_ENOMEM;
+    }
+    e->kind = EV_STARTED;
+    e->worker_id = worker_id;
+    e->pid = pid;
+    e->reason = a; /* a start event with an address: the actor's process listens */
+    return event_push(s, e);
+}
+
 hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
                                 const char *reason) {
     event_t *e = hv_calloc(1, sizeof(*e));
@@ -349,6 +368,9 @@ static hv_err send_event(hv_session_t *s, const event_t *e) {
     if (e->kind == EV_STARTED) {
         st.worker_id = e->worker_id;
         st.pid = e->pid;
+        if (e->reason != NULL) {
+            st.actor_address = e->reason;
+        }
         m.body_case = HVPB__V1__AGENT_MSG__BODY_STARTED;
         m.started = &st;
     } else {

@@ -81,6 +81,9 @@ hv_err hv_session_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *
 /* Queues the reliable events. reason is copied (NULL = ""). HV_ENOMEM is the only error; the
  * event is then lost and logged. */
 hv_err hv_session_worker_started(hv_session_t *s, uint64_t worker_id, int pid);
+/* An actor's process (worker_id from the head's actor space) listens at address (copied): the
+ * same start event again, with the address, numbered and kept like the others. */
+hv_err hv_session_worker_address(hv_session_t *s, uint64_t worker_id, int pid, const char *address);
 hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
                                 const char *reason);
 

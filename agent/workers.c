@@ -50,6 +50,7 @@ struct worker_s {
     char *kill_reason; /* owned; set once a kill was asked for */
     int reported;      /* the exit was reported; the record only waits for fetches */
     int dir_made;      /* jobs/<job>/w<id> was created: remove it when the worker ends */
+    char *addr_file;   /* an actor's process: its HV_ACTOR_ADDR_FILE until reported (owned) */
     worker_t *next;
 };
 
@@ -69,6 +70,8 @@ struct hv_workers_s {
     worker_t *list; /* owned records */
     size_t count;
     int refuse_new;
+    char actor_host[256];   /* HV_ACTOR_LISTEN's host for actors' processes */
+    uv_timer_t *addr_timer; /* polls actors' address files (owned; closed by destroy) */
 };
 
 static worker_t *workers_find(const hv_workers_t *w, uint64_t id) {
@@ -86,6 +89,7 @@ static void worker_free(worker_t *wk) {
     }
     hv_free(wk->arts);
     hv_free(wk->kill_reason);
+    hv_free(wk->addr_file);
     if (wk->spec != NULL) {
         hvpb__v1__spawn_worker__free_unpacked(wk->spec, NULL);
     }
@@ -399,7 +403,8 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     for (char **p = environ; p != NULL && *p != NULL; p++) {
         const char *eq = strchr(*p, '=');
         if (eq == NULL || strncmp(*p, "HV_TOKEN=", 9) == 0 ||
-            strncmp(*p, "HV_TOKEN_FILE=", 14) == 0 || strncmp(*p, "HV_WORKER_SECRET=", 17) == 0) {
+            strncmp(*p, "HV_TOKEN_FILE=", 14) == 0 || strncmp(*p, "HV_WORKER_SECRET=", 17) == 0 ||
+            strncmp(*p, "HV_ACTOR_SECRET=", 16) == 0) {
             continue;
         }
         env_set(e, *p, (size_t)(eq - *p), eq + 1);
@@ -477,6 +482,87 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     return HV_OK;
 }
 
+/* ---- actors' processes ------------------------------------------------------------------------ */
+
+#define WORKERS_ADDR_POLL_MS 50
+
+/* An actor's process (the order carries its secret): HV_ACTOR_SECRET (never logged), the address
+ * file in its directory and, unless the order sets it, HV_ACTOR_LISTEN on the node's address. */
+static hv_err actor_env(hv_workers_t *w, worker_t *wk, const Hvpb__V1__SpawnWorker *sp,
+                        const char *dir, envv_t *e) {
+    char path[PATH_MAX], listen[300];
+    if (snprintf(path, sizeof(path), "%s/actor.addr", dir) >= (int)sizeof(path) ||
+        (wk->addr_file = hv_strdup(path)) == NULL) {
+        return HV_ENOMEM;
+    }
+    env_set(e, "HV_ACTOR_SECRET", 15, sp->actor_secret);
+    env_set(e, "HV_ACTOR_ADDR_FILE", 18, path);
+    int listen_given = 0;
+    for (size_t i = 0; i < sp->n_env; i++) {
+        listen_given |= strcmp(sp->env[i]->key, "HV_ACTOR_LISTEN") == 0;
+    }
+    if (!listen_given) {
+        const char *h = w->actor_host[0] != '\0' ? w->actor_host : "127.0.0.1";
+        snprintf(listen, sizeof(listen), strchr(h, ':') != NULL ? "[%s]:0" : "%s:0", h);
+        env_set(e, "HV_ACTOR_LISTEN", 15, listen);
+    }
+    return e->oom ? HV_ENOMEM : HV_OK;
+}
+
+/* Reads an actor's address file: 1 and the address once it is there. */
+static int addr_read(const char *path, char *buf, size_t len) {
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return 0;
+    }
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf[0] != '\0' && strchr(buf, ':') != NULL;
+}
+
+static void addr_poll_cb(uv_timer_t *t) {
+    hv_workers_t *w = t->data;
+    int waiting = 0;
+    for (worker_t *wk = w->list; wk != NULL; wk = wk->next) {
+        if (wk->addr_file == NULL || wk->state != WS_RUNNING) {
+            continue;
+        }
+        char addr[256];
+        if (!addr_read(wk->addr_file, addr, sizeof(addr))) {
+            waiting = 1;
+            continue;
+        }
+        hv_free(wk->addr_file);
+        wk->addr_file = NULL;
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-ACTOR-ADDR",
+               "actor process %llu (pid %d) listens at %s", (unsigned long long)wk->id, wk->pid,
+               addr);
+        if (w->cbs.on_address != NULL) {
+            w->cbs.on_address(wk->id, wk->pid, addr, w->cbs.ud);
+        }
+    }
+    if (!waiting) {
+        uv_timer_stop(t);
+    }
+}
+
+static void addr_poll_start(hv_workers_t *w) {
+    if (w->addr_timer == NULL) {
+        if ((w->addr_timer = hv_calloc(1, sizeof(*w->addr_timer))) == NULL) {
+            return;
+        }
+        uv_timer_init(w->loop, w->addr_timer);
+        w->addr_timer->data = w;
+    }
+    if (!uv_is_active((uv_handle_t *)w->addr_timer)) {
+        uv_timer_start(w->addr_timer, addr_poll_cb, WORKERS_ADDR_POLL_MS, WORKERS_ADDR_POLL_MS);
+    }
+}
+
+static void addr_timer_free(uv_handle_t *h) { hv_free(h); }
+
 /* ---- starting ------------------------------------------------------------------------------- */
 
 static void worker_on_line(hv_proc_t *p, int stream, const char *line, size_t len, void *ud) {
@@ -503,6 +589,67 @@ static void worker_on_exit(hv_proc_t *p, int exit_code, int term_signal, void *u
 static int name_ok(const char *name) {
     return name != NULL && name[0] != '\0' && strchr(name, '/') == NULL &&
            strstr(name, "..") == NULL && strcmp(name, ".") != 0 && strlen(name) < 256;
+}
+
+/* 1 when path is usable as a shipped file's place below the worker's directory: names that
+ * name_ok accepts, joined by single '/' (hvsubmit --workdir's subdirectories), at most
+ * WORKERS_PATH_MAX_DEPTH of them and WORKERS_PATH_MAX bytes (the head checks the same). */
+#define WORKERS_PATH_MAX 1024u
+#define WORKERS_PATH_MAX_DEPTH 16u
+static int path_ok(const char *path) {
+    if (path == NULL || strlen(path) > WORKERS_PATH_MAX) {
+        return 0;
+    }
+    unsigned depth = 0;
+    for (const char *p = path;; p++) {
+        size_t n = strcspn(p, "/");
+        char part[256];
+        if (n == 0 || n >= sizeof(part) || ++depth > WORKERS_PATH_MAX_DEPTH) {
+            return 0;
+        }
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (!name_ok(part)) {
+            return 0;
+        }
+        p += n;
+        if (*p == '\0') {
+            return 1;
+        }
+    }
+}
+
+/* Makes the directories above the shipped file rel (a path_ok path) inside the worker's
+ * directory dir, 0755 and the run-as user's (uid/gid, or -1: the agent's). The worker's
+ * directory is the agent's own and still 0700, so nobody else can have put a link there; a
+ * directory that an earlier file of the job made is reused. */
+static hv_err make_parents(const char *dir, const char *rel, long uid, long gid, char *err,
+                           size_t errlen) {
+    char path[PATH_MAX];
+    for (const char *slash = strchr(rel, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+        int n = snprintf(path, sizeof(path), "%s/%.*s", dir, (int)(slash - rel), rel);
+        if (n < 0 || (size_t)n >= sizeof(path)) {
+            snprintf(err, errlen, "path too long");
+            return HV_EINVAL;
+        }
+        struct stat st;
+        if (mkdir(path, 0755) != 0) {
+            if (errno != EEXIST || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(err, errlen, "cannot create %.400s: %s", path, strerror(errno));
+                return hv_err_from_errno(errno != 0 ? errno : EEXIST);
+            }
+            continue;
+        }
+        if ((uid >= 0 || gid >= 0) && chown(path, (uid_t)uid, (gid_t)gid) != 0) {
+            snprintf(err, errlen, "cannot give %.400s to uid %ld: %s", path, uid, strerror(errno));
+            return hv_err_from_errno(errno);
+        }
+        if (chmod(path, 0755) != 0) { // the umask may have taken more
+            snprintf(err, errlen, "chmod %.400s: %s", path, strerror(errno));
+            return hv_err_from_errno(errno);
+        }
+    }
+    return HV_OK;
 }
 
 /* 1 when cmd can be a worker's node program: a name looked up on PATH or an absolute path,
@@ -574,6 +721,12 @@ static void worker_launch(worker_t *wk) {
             worker_finish(wk, -1, 0, "spawn failed: path too long");
             return;
         }
+        if (strchr(sp->files[i]->name, '/') != NULL &&
+            make_parents(dir, sp->files[i]->name, uid, gid, err, sizeof(err)) != HV_OK) {
+            snprintf(reason, sizeof(reason), "spawn failed: %s", err);
+            worker_finish(wk, -1, 0, reason);
+            return;
+        }
         if (hv_artifact_place(wk->arts[i + 1].path, path, mode, uid, gid, err, sizeof(err)) !=
             HV_OK) {
             snprintf(reason, sizeof(reason), "spawn failed: %s", err);
@@ -592,6 +745,13 @@ static void worker_launch(worker_t *wk) {
     char **argv = hv_calloc(sp->n_args + 2, sizeof(*argv));
     if (argv == NULL || env_build(w, sp, &env) != HV_OK) {
         hv_free(argv);
+        worker_finish(wk, -1, 0, "spawn failed: out of memory");
+        return;
+    }
+    int actor = sp->actor_secret != NULL && sp->actor_secret[0] != '\0';
+    if (actor && actor_env(w, wk, sp, dir, &env) != HV_OK) {
+        hv_free(argv);
+        env_free(&env);
         worker_finish(wk, -1, 0, "spawn failed: out of memory");
         return;
     }
@@ -642,6 +802,9 @@ static void worker_launch(worker_t *wk) {
            (unsigned long long)wk->id, (unsigned long long)sp->job_id, sp->rank, sp->size, wk->pid,
            dir);
     w->cbs.on_started(wk->id, wk->pid, w->cbs.ud);
+    if (wk->addr_file != NULL) {
+        addr_poll_start(w);
+    }
 }
 
 static void worker_art_done(hv_err rc, const char *path, const char *detail, void *ud) {
@@ -718,6 +881,8 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
              cfg->run_user != NULL ? cfg->run_user : "");
     snprintf(w->cfg.run_home, sizeof(w->cfg.run_home), "%s",
              cfg->run_home != NULL ? cfg->run_home : "/");
+    snprintf(w->actor_host, sizeof(w->actor_host), "%s",
+             cfg->actor_host != NULL ? cfg->actor_host : "");
     if (w->work_dir == NULL || w->node_name == NULL || w->ca_file == NULL) {
         hv_free(w->work_dir);
         hv_free(w->node_name);
@@ -811,7 +976,7 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
         // reason says which bound
     } else {
         for (size_t i = 0; i < sp->n_files; i++) {
-            if (!name_ok(sp->files[i]->name) ||
+            if (!path_ok(sp->files[i]->name) ||
                 (sp->binary != NULL && strcmp(sp->files[i]->name, sp->binary->name) == 0)) {
                 snprintf(reason, sizeof(reason), "spawn failed: bad file name \"%.200s\"",
                          sp->files[i]->name);
@@ -953,6 +1118,9 @@ void hv_workers_destroy(hv_workers_t *w) {
             worker_remove_dir(wk); // finished by the loop run that follows the destroy
         }
         worker_free(wk);
+    }
+    if (w->addr_timer != NULL) {
+        uv_close((uv_handle_t *)w->addr_timer, addr_timer_free);
     }
     hv_free(w->work_dir);
     hv_free(w->node_name);

@@ -46,6 +46,9 @@ typedef struct hv_workers_cbs_s {
                       void *ud);
     /* One output line (stream 1 = stdout, 2 = stderr); line borrowed, not NUL-terminated. */
     void (*on_line)(uint64_t worker_id, int stream, const char *line, size_t len, void *ud);
+    /* Optional: an actor's process (an order with actor_secret) wrote its address file
+     * (HV_ACTOR_ADDR_FILE, <its dir>/actor.addr, polled every 50 ms): "host:port", borrowed. */
+    void (*on_address)(uint64_t worker_id, int pid, const char *address, void *ud);
     void *ud;
 } hv_workers_cbs_t;
 
@@ -55,8 +58,9 @@ typedef struct hv_workers_config_s {
     const char *ca_file;   /* HV_CA_FILE: the CA that verifies the head (TLS), or NULL / "" */
     int run_as;            /* 1: workers run as uid/gid, their job dirs are theirs */
     unsigned run_uid, run_gid;
-    const char *run_user; /* its name (USER, LOGNAME), when run_as */
-    const char *run_home; /* its home (HOME), when run_as */
+    const char *run_user;   /* its name (USER, LOGNAME), when run_as */
+    const char *run_home;   /* its home (HOME), when run_as */
+    const char *actor_host; /* actors listen on it (HV_ACTOR_LISTEN=<host>:0); NULL: 127.0.0.1 */
 } hv_workers_config_t;
 
 /* A running worker. */

@@ -165,8 +165,9 @@ static void case_layout_env(void) {
                  "  eval echo $v=\\$$v\ndone\n"
                  "echo TOKEN=${HV_TOKEN-unset}\n"
                  "echo ARGS=\"$*\"\n"
-                 "echo DATA=$(cat data.txt)\n"
-                 "echo MODE=$(stat -c %a data.txt)\n"
+                 "echo DATA=$(cat sub/in/data.txt)\n"
+                 "echo MODE=$(stat -c %a sub/in/data.txt)\n"
+                 "echo SUBMODE=$(stat -c %a sub/in)\n"
                  "echo BINMODE=$(stat -c %a train.sh)\n"
                  "echo DIRMODE=$(stat -c %a .)\n"
                  "echo PARENTMODE=$(stat -c %a ..)\n"
@@ -177,7 +178,7 @@ static void case_layout_env(void) {
     setenv("HV_CA_FILE", "/inherited/ca.pem", 1); // the agent's own CA setting wins
     order_t o;
     order_init(&o, 42, bin, "train.sh");
-    o.file.name = "data.txt";
+    o.file.name = "sub/in/data.txt"; // hvsubmit --workdir's subdirectories: made on the way
     o.file.digest = data;
     o.file.mode = 0600;
     o.files[0] = &o.file;
@@ -228,6 +229,7 @@ static void case_layout_env(void) {
     CHECK_STR(line_value("ARGS"), "--epochs 3");
     CHECK_STR(line_value("DATA"), "payload");
     CHECK_STR(line_value("MODE"), "600");
+    CHECK_STR(line_value("SUBMODE"), "755");
     CHECK_STR(line_value("BINMODE"), "700"); // private copies: the owner's bits only
     CHECK_STR(line_value("DIRMODE"), "700");
     CHECK_STR(line_value("PARENTMODE"), "711"); // reachable, not listable
@@ -258,8 +260,8 @@ static void case_bad_names(void) {
     setup();
     char bin[65];
     put_artifact("#!/bin/sh\nexit 0\n", bin);
-    const char *bad[] = {"../evil", "a/b", "..", ""};
-    for (int i = 0; i < 4; i++) {
+    const char *bad[] = {"../evil", "a/../b", "/abs", "a//b", "a/", "./a", "..", ""};
+    for (int i = 0; i < 8; i++) {
         order_t o;
         order_init(&o, 10 + (uint64_t)i, bin, "ok");
         o.file.name = (char *)bad[i];

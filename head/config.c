@@ -85,6 +85,7 @@ static const config_opt_t config_opts[] = {
     {"history", "max_age_days", CFG_U32, CFG_OFF(history.max_age_days), 0, 36500},
     {"history", "max_jobs", CFG_U32, CFG_OFF(history.max_jobs), 0, 100000000},
     {"history", "prune_interval_s", CFG_U32, CFG_OFF(history.prune_interval_s), 1, 86400},
+    {"history", "artifact_grace_s", CFG_U32, CFG_OFF(history.artifact_grace_s), 1, 31536000},
     {"", "elastic", CFG_MAP, 0, 0, 0},
     {"elastic", "elastic_timeout_s", CFG_U32, CFG_OFF(elastic.elastic_timeout_s), 1, 604800},
     {"elastic", "max_resets", CFG_U32, CFG_OFF(elastic.max_resets), 0, 1000000},
@@ -1498,6 +1499,7 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->logs.max_total_bytes = 4ull << 30;
     cfg->logs.reserve_free_bytes = 256ull << 20;
     cfg->history.prune_interval_s = 600;
+    cfg->history.artifact_grace_s = 3600;
     cfg->limits.handshake_timeout_ms = 10000;
     cfg->elastic.elastic_timeout_s = 600;
     cfg->elastic.max_resets = 100;

@@ -70,6 +70,8 @@ typedef struct hv_head_config_s {
         uint32_t max_age_days;     /* finished jobs that ended longer ago go; 0 (keep); 0..36500 */
         uint32_t max_jobs;         /* finished jobs beyond the newest N go; 0 (keep) */
         uint32_t prune_interval_s; /* how often the head prunes (and once at start); 600 */
+        uint32_t artifact_grace_s; /* an artifact no kept job uses goes once it was neither
+                                      uploaded nor used this long; 3600; 1..31536000 */
     } history;
     struct {
         uint32_t elastic_timeout_s;        /* wait for min-np nodes after a loss; 600 */

@@ -30,6 +30,7 @@
 #include "auth.h"
 #include "backup.h"
 #include "history.h"
+#include "validate.h"
 #include "autoscale.h"
 #include "config.h"
 #include "conngate.h"
@@ -45,6 +46,7 @@
 #include "svc_cluster.h"
 #include "svc_cost.h"
 #include "svc_jobs.h"
+#include "svc_actors.h"
 #include "svc_rdzv.h"
 #include "util.h"
 
@@ -67,6 +69,8 @@ typedef struct head_s {
     hv_rpc_server_t *srv;
     hv_svc_cluster_t *cluster;
     hv_svc_jobs_t *jobs;
+    hv_actors_t *actors;       /* the head's actors (driver/actors_drv.c) */
+    hv_svc_actors_t *actorsvc; /* the Actors service */
     hv_svc_cost_t *cost;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
@@ -321,7 +325,8 @@ static int head_job_held(void *ud, uint64_t job_id) {
 /* The history's retention (head/driver/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
  * every history.prune_interval_s (one batch, on the loop). */
 static void head_prune_history(head_t *h, int batches) {
-    hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs};
+    hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs,
+                             h->cfg.history.artifact_grace_s};
     if (hv_history_prune(h->store, h->cfg.data_dir, &p, hv_wall_ms(), batches, head_job_held, h,
                          NULL) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-FAIL", "finished jobs not pruned: %s",
@@ -661,6 +666,19 @@ static int head_open_state(head_t *h) {
         head_fail("hvhead: %s", err);
         return 1;
     }
+    /* Which artifacts the jobs of an older database use, read once from their specs (v9), so
+     * that the history's pruning can tell those no kept job needs (head/driver/history.h). */
+    size_t filled = 0;
+    if ((rc = hv_store_job_artifacts_fill(h->store, hv_validate_spec_digests, NULL, &filled)) !=
+        HV_OK) {
+        head_fail("hvhead: %s: cannot record which artifacts the stored jobs use: %s",
+                  hv_store_path(h->store), hv_store_last_error(h->store));
+        return 1;
+    }
+    if (filled > 0) {
+        HV_LOG(HV_LOG_NOTICE, "history", "HV-ARTIFACT-REFS",
+               "recorded which artifacts the %zu stored job(s) use", filled);
+    }
     h->loop = uv_default_loop();
     hv_artifacts_limits_t lim = {.max_upload = h->cfg.max_upload_bytes,
                                  .quota = h->cfg.upload_quota_bytes,
@@ -679,10 +697,13 @@ static int head_open_state(head_t *h) {
                          .job_changed = io_job_changed,
                          .job_finished = io_job_finished,
                          .ud = h};
+    char aerr2[600] = "";
     if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
-        (rc = hv_driver_load(h->driver)) != HV_OK) {
-        head_fail("hvhead: cannot load state from %s: %s", hv_store_path(h->store),
-                  hv_strerror(rc));
+        (rc = hv_actors_create(h->driver, h->store, &h->actors)) != HV_OK ||
+        (rc = hv_driver_load(h->driver)) != HV_OK ||
+        (rc = hv_actors_load(h->actors, aerr2, sizeof(aerr2))) != HV_OK) {
+        head_fail("hvhead: cannot load state from %s: %s%s%s", hv_store_path(h->store),
+                  hv_strerror(rc), aerr2[0] ? ": " : "", aerr2);
         return 1;
     }
     head_prune_history(h, HV_HISTORY_START_BATCHES);
@@ -755,6 +776,7 @@ static int head_start_services(head_t *h) {
         return 1;
     }
     hv_metrics_set_auth(h->metrics, &h->auth);
+    hv_metrics_set_actors(h->metrics, h->actors);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
     int cfg_port;
@@ -764,6 +786,8 @@ static int head_start_services(head_t *h) {
                                     &h->cluster)) != HV_OK ||
         (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->store, h->arts, &h->jobs)) !=
             HV_OK ||
+        (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, h->arts,
+                                   &h->actorsvc)) != HV_OK ||
         (rc = hv_svc_cost_create(h->srv, &h->cfg, h->store, &h->cost)) != HV_OK ||
         (rc = hv_svc_artifacts_register(h->srv, h->arts)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->srv, h->driver, &h->rdzv)) != HV_OK ||
@@ -881,6 +905,8 @@ static void head_close(head_t *h) {
     }
     hv_svc_cluster_destroy(h->cluster);
     hv_svc_jobs_destroy(h->jobs);
+    hv_svc_actors_destroy(h->actorsvc);
+    h->actorsvc = NULL;
     hv_svc_cost_destroy(h->cost);
     hv_svc_rdzv_destroy(h->rdzv);
     hv_svc_auth_destroy(h->authsvc);
@@ -895,6 +921,8 @@ static void head_close(head_t *h) {
     h->cluster = NULL;
     h->jobs = NULL;
     h->rdzv = NULL;
+    hv_actors_destroy(h->actors);
+    h->actors = NULL;
     hv_driver_destroy(h->driver);
     hv_artifacts_close(h->arts);
     if (h->loop != NULL) {

@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
                                        "hv_actor_call_async",
                                        "hv_future_wait",
                                        "hv_actor_close",
+                                       "hv_actor_lookup",
                                        "hv_actor_last_error",
                                        "hv_actor_out_error"};
     for (size_t i = 0; i < sizeof(public_api) / sizeof(public_api[0]); i++) {

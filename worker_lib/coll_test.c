@@ -594,6 +594,9 @@ typedef struct kill_arg_s {
     _Atomic(double) fail_at[8];
     hv_err rc[8];
     double started;
+    size_t n_broken[8];    // hv__world_broken_peers after the failure, per rank
+    uint64_t broken[8][6]; // the worker ids it names
+    uint64_t dead_id;      // the worker id of the rank that died
 } kill_arg_t;
 
 typedef struct killer_s {
@@ -627,6 +630,8 @@ static void rank_kill(rank_ctx_t *c) {
     }
     a->rc[c->rank] = hv__engine_run(c->e, &d);
     a->fail_at[c->rank] = hvtest_now();
+    a->n_broken[c->rank] = hv__world_broken_peers(c->w, a->broken[c->rank], 6);
+    a->dead_id = hv__world_assignment(c->w)->peers[c->size - 1].worker_id;
     if (c->rank == c->size - 1) {
         pthread_join(th, NULL);
     } else if (hv__engine_run(c->e, &d) == HV_OK) { // every later call fails at once too
@@ -669,6 +674,16 @@ static void test_kill_rank(void) {
             HVT_FAIL("rank %d took %.2f s to notice the dead peer (bound 2 s)", r, dt);
         }
     }
+    // The rank that aborted names no neighbour; a neighbour of it names it (the other may have
+    // seen its neighbour's abort first, and names that one).
+    ASSERT_EQ_INT(a.n_broken[n - 1], 0);
+    int named = 0;
+    for (int r = 0; r < n - 1; r++) {
+        for (size_t k = 0; k < a.n_broken[r]; k++) {
+            named |= a.broken[r][k] == a.dead_id;
+        }
+    }
+    ASSERT_TRUE(named);
     // Re-initialise: a fresh world works (the survivors plus a replacement).
     run_ranks(n, rank_simple, NULL, 0);
 }
@@ -678,6 +693,9 @@ typedef struct stall_arg_s {
     hv__rdzv_local_store_t *store;
     hv_err rc;
     double took;
+    size_t n_broken; // the survivor's hv__world_broken_peers after the timeout
+    uint64_t broken[6];
+    uint64_t stalled_id; // the stalled rank's worker id
 } stall_arg_t;
 
 static void *stalled_peer(void *arg) {
@@ -732,6 +750,8 @@ static void *stall_survivor(void *arg) {
     double t0 = hvtest_now();
     s->rc = hv__engine_run(hv__world_engine(w), &d);
     s->took = hvtest_now() - t0;
+    s->n_broken = hv__world_broken_peers(w, s->broken, 6);
+    s->stalled_id = hv__world_assignment(w)->peers[1].worker_id;
     hv__world_destroy(w, 0);
     return NULL;
 }
@@ -749,6 +769,9 @@ static void test_stalled_peer(void) {
             s.took * 1e3);
     ASSERT_RC(s.rc, HV_ETIMEDOUT);
     ASSERT_TRUE(s.took >= 0.25 && s.took < hvtest_scale(1.3));
+    // The silent neighbour is the broken one (both sides of a two-rank ring are that rank).
+    ASSERT_EQ_INT(s.n_broken, 1);
+    ASSERT_TRUE(s.broken[0] == s.stalled_id);
 }
 
 /* Both ranks have seen their operation pending before rank 0 aborts (without this, rank 0

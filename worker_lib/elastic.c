@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "copier.h"
+#include "figures.h"
 #include "log.h"
 #include "mem.h"
 #include "process.h"
@@ -719,6 +720,7 @@ hv_err hv_state_commit(hv_state_t *st) {
     }
     hv__engine_t *e = NULL;
     int size = 0;
+    uint64_t t0 = hv__figures_now_ns();
     HV_TRY(hv__state_world(st, &e, NULL, &size));
     for (int i = 0; i < st->nsamplers; i++) {
         HV_TRY(hv__sampler_commit(st->samplers[i], e, size));
@@ -740,6 +742,7 @@ hv_err hv_state_commit(hv_state_t *st) {
     if (st->copier != NULL && a->rank == 0) {
         copy_offer(st, a->generation);
     }
+    hv__figures_add_commit(hv__figures_now_ns() - t0);
     return HV_OK;
 }
 

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "figures.h"
 #include "reduce.h"
 #include "transport_nccl.h"
 
@@ -254,6 +255,7 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
         total += rs[i]->bytes;
     }
     hv__vec_t v = {.iov = e->iov, .n = (int)n, .total = total};
+    uint64_t t0 = hv__engine_now_ns();
     if (rs[0]->device) {
         rc = eng_device_allreduce(e, rs, n, total);
     } else if (e->o.intra != NULL && total >= e->o.hier_min_bytes) {
@@ -261,6 +263,9 @@ static hv_err eng_fused_allreduce(hv__engine_t *e, eng_req_t **rs, size_t n) {
             hv__ring_allreduce_2d(e->o.intra, e->o.cross, &v, rs[0]->d.dtype, rs[0]->d.op, e->size);
     } else {
         rc = hv__ring_allreduce(e->ring, &v, rs[0]->d.dtype, rs[0]->d.op);
+    }
+    if (rc == HV_OK) {
+        hv__figures_add_allreduce(n, total, hv__engine_now_ns() - t0);
     }
     pthread_mutex_lock(&e->mu);
     e->stats.fused_calls++;
@@ -596,6 +601,7 @@ static hv_err round_fast(hv__engine_t *e) {
     int n = e->size;
     size_t off = 0;
     size_t cnt = 0;
+    uint64_t t0 = hv__engine_now_ns(), bytes = 0;
     for (uint32_t b = 0; b < e->ncache; b++) {
         if (!(e->and_bits[b / 8] & (1u << (b % 8)))) {
             continue;
@@ -612,6 +618,7 @@ static hv_err round_fast(hv__engine_t *e) {
             hv__reduce_scale(r->d.dtype, r->d.out, r->d.count, n);
         }
         off += SPEC_PAD(r->bytes);
+        bytes += r->bytes;
         hv_err rc = hv__engine_grow((void **)&e->exec, &e->exec_cap, cnt + 1, sizeof(*e->exec));
         if (rc != HV_OK) {
             hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
@@ -620,6 +627,8 @@ static hv_err round_fast(hv__engine_t *e) {
         e->exec[cnt++] = r;
     }
     if (cnt > 0) {
+        /* The data came inside the round's frames: the time is the reduction's. */
+        hv__figures_add_allreduce(cnt, bytes, hv__engine_now_ns() - t0);
         hv__engine_complete(e, e->exec, cnt, NULL, HV_OK);
         pthread_mutex_lock(&e->mu);
         e->stats.fast_rounds++;

@@ -297,6 +297,12 @@ hv_err hv__member_rejoin(hv__member_t *m, hv__member_change_t *out) {
     hv__world_t *old = m->world;
     if (old != NULL) {
         ch.old_size = hv__world_assignment(old)->size;
+        // Which neighbours' links broke: the head's evidence that their node is gone.
+        uint64_t broken[HV_RDZV_BROKEN_MAX];
+        size_t nb = hv__world_broken_peers(old, broken, HV_RDZV_BROKEN_MAX);
+        if (nb > 0 && m->rdzv.ops->note_broken != NULL) {
+            m->rdzv.ops->note_broken(m->rdzv.ctx, broken, nb);
+        }
     }
     pthread_mutex_lock(&m->mu);
     m->world = NULL;

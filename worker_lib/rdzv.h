@@ -35,6 +35,8 @@ typedef struct hv__rdzv_peer_s {
 } hv__rdzv_peer_t;
 
 #define HV_RDZV_REASON_MAX 256
+/* Ring neighbours a join reports broken at most: two per ring, three rings (hierarchical). */
+#define HV_RDZV_BROKEN_MAX 6
 
 typedef struct hv__rdzv_assignment_s {
     uint64_t world_id;   /* identifies the job / test world (data-plane hellos check it) */
@@ -104,6 +106,11 @@ typedef struct hv__rdzv_ops_s {
      * (handed out since the last commit, over all ranks) to be done again; cleared once a join
      * has carried it. */
     void (*note_redone)(void *ctx, uint64_t samples);
+    /* Optional (NULL: not reported). The next join reports the worker ids (n of them, borrowed)
+     * of this worker's ring neighbours whose link broke in the round it leaves: the head's
+     * evidence that their node is gone. Replaces what an earlier call noted; cleared once a
+     * join has carried it. At most HV_RDZV_BROKEN_MAX are kept. */
+    void (*note_broken)(void *ctx, const uint64_t *worker_ids, size_t n);
     /* Optional (NULL: no copies outside the workers). Sends a copy of the committed state (len
      * bytes, borrowed; hv_state_save's format) committed in round generation at commit number
      * commit to the head, in chunks; returns once it is stored there. Called from libhv's copier

@@ -10,10 +10,19 @@
  * UNAVAILABLE with a bounded backoff within its own deadline: JoinRound within the rendezvous
  * timeout, Done within HEAD_DONE_BUDGET_MS, the KV within its wait. The push watcher is a thread
  * that keeps one WatchMembers stream open, reconnecting with backoff for as long as it runs;
- * every wait in it is bounded so that watch_stop returns promptly.
+ * every wait in it is bounded so that watch_stop returns promptly (a report in flight: within
+ * HEAD_REPORT_CALL_MS).
+ *
+ * The worker's own figures (figures.h: allreduce bytes and time, commits and their time) go to
+ * the head with Report: the watcher thread sends what grew every HEAD_REPORT_MS, and the last of
+ * it is sent when the watcher stops and before Done, so a job's totals are complete when it
+ * ends. A report is one try with a short deadline: a figure that cannot be sent now goes with
+ * the next one (what was sent is advanced only on success; a report the head applied but whose
+ * reply was lost is counted twice, which a short deadline makes rare).
  *
  * Threading: join/done/kv are called by one thread at a time; the watcher thread shares only
- * the gRPC channel (thread-safe) and the read-only ids with them.
+ * the gRPC channel (thread-safe), the read-only ids and the report state (under rep_mu) with
+ * them.
  */
 #include "rdzv.h"
 
@@ -24,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "figures.h"
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
@@ -38,6 +48,8 @@
 #define HEAD_BACKOFF_MAX_MS 2000
 #define HEAD_WATCH_POLL_MS 200 // the watcher checks its stop flag at least this often
 #define HEAD_KV_VALUE_MAX (64u << 10)
+#define HEAD_REPORT_MS 10000 // the watcher reports the worker's figures this often
+#define HEAD_REPORT_CALL_MS 3000
 
 typedef struct head_client_s {
     hv_rpc_channel_t *ch; // owned; thread-safe (shared with the watcher thread)
@@ -46,6 +58,12 @@ typedef struct head_client_s {
     char target[256];
     char last_error[512]; // detail of the last failed call (the calling thread's)
     uint64_t redone;      // samples a rollback sent back, for the next join (training thread)
+    uint64_t broken[HV_RDZV_BROKEN_MAX]; // ring neighbours whose link broke, for the next join
+    size_t n_broken;                     // (training thread)
+    pthread_mutex_t rep_mu; // guards the report state below (watcher and training threads)
+    hv__figures_t sent;     // the figures the head has (what Report carried so far)
+    uint64_t sent_ms;       // monotonic ms of the last report sent (or tried)
+    int no_report;          // 1: the head does not serve Report (an older head): never again
 } head_client_t;
 
 static void sleep_ms(uint64_t ms) {
@@ -103,6 +121,8 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     req.addr = (char *)my_addr;
     req.last_generation = last_gen;
     req.redone_samples = c->redone;
+    req.broken_peers = c->broken;
+    req.n_broken_peers = c->n_broken;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st = {0};
     c->last_error[0] = '\0';
@@ -118,6 +138,7 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
         return rc;
     }
     c->redone = 0; /* the head has it */
+    c->n_broken = 0;
     Hvpb__V1__RdzvJoinReply *r = (Hvpb__V1__RdzvJoinReply *)resp;
     hv__rdzv_assignment_t a = {0};
     a.world_id = c->job_id;
@@ -189,8 +210,57 @@ out:
     return rc;
 }
 
+/* Reports the figures that grew since the last report (nothing when none did). One try of
+ * HEAD_REPORT_CALL_MS; errors are logged at DEBUG only (the next report carries the figures). */
+static void head_report(head_client_t *c) {
+    pthread_mutex_lock(&c->rep_mu);
+    hv__figures_t now, d;
+    hv__figures_read(&now);
+    d = hv__figures_sub(&now, &c->sent);
+    c->sent_ms = hv_now_ms();
+    if (c->no_report || hv__figures_zero(&d)) {
+        pthread_mutex_unlock(&c->rep_mu);
+        return;
+    }
+    Hvpb__V1__RdzvReportRequest req = HVPB__V1__RDZV_REPORT_REQUEST__INIT;
+    req.job_id = c->job_id;
+    req.worker_id = c->worker_id;
+    req.allreduce_bytes = d.allreduce_bytes;
+    req.allreduce_us = d.allreduce_us;
+    req.allreduces = d.allreduces;
+    req.commits = d.commits;
+    req.commit_us = d.commit_us;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st = {0};
+    hv_err rc =
+        hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/Report", &req.base,
+                     &hvpb__v1__rdzv_report_reply__descriptor, HEAD_REPORT_CALL_MS, &resp, &st);
+    if (rc == HV_OK || rc == HV_EINVAL) {
+        c->sent = now; /* EINVAL: figures the head will never take are dropped, not resent */
+    } else if (rc == HV_ENOTSUP || rc == HV_ESTATE || rc == HV_ENOTFOUND || rc == HV_EPERM ||
+               rc == HV_EAUTH) {
+        c->no_report = 1; /* an older head, an ended job, a worker it does not know: stop */
+    }
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-RDZV-REPORT",
+               "job %llu worker %llu: Report failed: %s (%s)", (unsigned long long)c->job_id,
+               (unsigned long long)c->worker_id, hv_strerror(rc), st.msg);
+    }
+    pthread_mutex_unlock(&c->rep_mu);
+    hv_rpc_msg_free(resp);
+}
+
+/* Whether a periodic report is due (the watcher asks after each poll). */
+static int head_report_due(head_client_t *c) {
+    pthread_mutex_lock(&c->rep_mu);
+    int due = !c->no_report && hv_now_ms() - c->sent_ms >= HEAD_REPORT_MS;
+    pthread_mutex_unlock(&c->rep_mu);
+    return due;
+}
+
 static hv_err head_done(void *ctx, uint32_t generation) {
     head_client_t *c = ctx;
+    head_report(c); /* the last figures reach the job's totals before it can end */
     Hvpb__V1__RdzvDoneRequest req = HVPB__V1__RDZV_DONE_REQUEST__INIT;
     req.job_id = c->job_id;
     req.worker_id = c->worker_id;
@@ -488,6 +558,9 @@ static void *watch_main(void *arg) {
                 pthread_mutex_lock(&w->mu);
                 stop = w->stop;
                 pthread_mutex_unlock(&w->mu);
+                if (!stop && head_report_due(c)) {
+                    head_report(c);
+                }
             }
             pthread_mutex_lock(&w->mu);
             w->cur = NULL;
@@ -567,6 +640,7 @@ static void head_watch_stop(void *watcher) {
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+    head_report(w->c); /* leaving the job (Done, drained, failed): what grew since the last one */
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     hv_free(w);
@@ -577,12 +651,19 @@ static const char *head_last_error(void *ctx) { return ((head_client_t *)ctx)->l
 static void head_destroy(void *ctx) {
     head_client_t *c = ctx;
     hv_rpc_channel_destroy(c->ch);
+    pthread_mutex_destroy(&c->rep_mu);
     hv_free(c);
 }
 
 static void head_note_redone(void *ctx, uint64_t samples) {
     head_client_t *c = ctx;
     c->redone += samples;
+}
+
+static void head_note_broken(void *ctx, const uint64_t *worker_ids, size_t n) {
+    head_client_t *c = ctx;
+    c->n_broken = n < HV_RDZV_BROKEN_MAX ? n : HV_RDZV_BROKEN_MAX;
+    memcpy(c->broken, worker_ids, c->n_broken * sizeof(uint64_t));
 }
 
 static const hv__rdzv_ops_t head_ops = {
@@ -595,6 +676,7 @@ static const hv__rdzv_ops_t head_ops = {
     .watch = head_watch,
     .watch_stop = head_watch_stop,
     .note_redone = head_note_redone,
+    .note_broken = head_note_broken,
     .put_state = head_put_state,
     .fetch_state = head_fetch_state,
     .last_error = head_last_error,
@@ -631,6 +713,11 @@ hv_err hv__rdzv_head_client(const char *head_addr, uint64_t job_id, uint64_t wor
     }
     c->job_id = job_id;
     c->worker_id = worker_id;
+    /* Only what grows from now on is this client's to report (a process may open a client
+     * after it allreduced on its own). */
+    pthread_mutex_init(&c->rep_mu, NULL);
+    hv__figures_read(&c->sent);
+    c->sent_ms = hv_now_ms();
     out->ops = &head_ops;
     out->ctx = c;
     return HV_OK;

@@ -3,10 +3,13 @@
  * (common/rpc.h server on a libuv loop in its own thread) on loopback: JoinRound retried while
  * the head is down (it comes up later, as after a restart), the elastic fields of the reply
  * (check_every, reason, rollback, removed), a refused join carrying the head's reason
- * (FAILED_PRECONDITION -> HV_ESTATE), Done with its generation, and the WatchMembers watcher:
+ * (FAILED_PRECONDITION -> HV_ESTATE), Done with its generation, the ring neighbours a re-join
+ * reports broken (sent once, capped), and the WatchMembers watcher:
  * pushes delivered, the stream re-opened from the newest generation after the head drops it,
- * and watch_stop returning promptly while a stream is open. This pins libhv's side of the wire
- * contract independently of the head's implementation.
+ * and watch_stop returning promptly while a stream is open; Report: the worker's figures that
+ * grew (figures.h) go before Done and when the watcher stops, only what grew since the last
+ * report, and nothing when nothing grew. This pins libhv's side of the wire contract
+ * independently of the head's implementation.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +19,7 @@
 
 #include <uv.h>
 
+#include "figures.h"
 #include "hv.pb-c.h"
 #include "hvtest.h"
 #include "log.h"
@@ -36,12 +40,20 @@ static struct {
     atomic_int joins, dones, watches;
     atomic_uint done_gen, watch_gen[8];
     atomic_int drop_first_watch; // finish the first WatchMembers with UNAVAILABLE after a push
+    atomic_int n_broken;         // broken_peers of the last JoinRound
+    atomic_ullong broken[8];
+    atomic_int reports, report_before_done; // Report calls; 1 when one came before a Done
+    _Atomic uint64_t rep_bytes, rep_us, rep_n, rep_commits, rep_commit_us; // the last report
 } head;
 
 static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)ud;
     const Hvpb__V1__RdzvJoinRequest *r = (const Hvpb__V1__RdzvJoinRequest *)m;
     atomic_fetch_add(&head.joins, 1);
+    atomic_store(&head.n_broken, (int)r->n_broken_peers);
+    for (size_t i = 0; i < r->n_broken_peers && i < 8; i++) {
+        atomic_store(&head.broken[i], r->broken_peers[i]);
+    }
     if (atomic_load(&head.join_mode) == JOIN_ENDED) {
         hv_rpc_finish(c, HV_ESTATE, "job 5 failed: resets exceeded --max-resets 2");
         return;
@@ -82,6 +94,22 @@ static void head_done(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
+static void head_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    const Hvpb__V1__RdzvReportRequest *r = (const Hvpb__V1__RdzvReportRequest *)m;
+    atomic_store(&head.rep_bytes, r->allreduce_bytes);
+    atomic_store(&head.rep_us, r->allreduce_us);
+    atomic_store(&head.rep_n, r->allreduces);
+    atomic_store(&head.rep_commits, r->commits);
+    atomic_store(&head.rep_commit_us, r->commit_us);
+    atomic_fetch_add(&head.reports, 1);
+    if (atomic_load(&head.dones) == 0) {
+        atomic_store(&head.report_before_done, 1);
+    }
+    Hvpb__V1__RdzvReportReply rep = HVPB__V1__RDZV_REPORT_REPLY__INIT;
+    hv_rpc_reply(c, &rep.base);
+}
+
 /* Pushes the round after the one asked for at once (the job is newer), as the head does. */
 static void head_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)ud;
@@ -117,15 +145,17 @@ static void *head_main(void *arg) {
         atomic_store(&head.up, -1);
         return NULL;
     }
-    hv_rpc_method_t ms[3] = {
+    hv_rpc_method_t ms[4] = {
         {"/hvpb.v1.Rendezvous/JoinRound", HV_RPC_UNARY, &hvpb__v1__rdzv_join_request__descriptor,
          head_join, NULL, NULL},
         {"/hvpb.v1.Rendezvous/Done", HV_RPC_UNARY, &hvpb__v1__rdzv_done_request__descriptor,
          head_done, NULL, NULL},
         {"/hvpb.v1.Rendezvous/WatchMembers", HV_RPC_SERVER_STREAM,
          &hvpb__v1__rdzv_watch_request__descriptor, head_watch, NULL, NULL},
+        {"/hvpb.v1.Rendezvous/Report", HV_RPC_UNARY, &hvpb__v1__rdzv_report_request__descriptor,
+         head_report, NULL, NULL},
     };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         hv_rpc_server_add(srv, &ms[i]);
     }
     hv_rpc_server_start(srv);
@@ -253,6 +283,36 @@ static void test_join_removed_and_ended(void) {
     ASSERT_TRUE(strstr(j.err, "max-resets") != NULL);
 }
 
+/* The ring neighbours a rejoin notes as broken go with the next JoinRound, once (capped). */
+static void test_join_broken_peers(void) {
+    int port = head_start(0);
+    ASSERT_TRUE(port > 0);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    hv__rdzv_t rz;
+    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    ASSERT_TRUE(rz.ops->note_broken != NULL);
+    uint64_t ids[HV_RDZV_BROKEN_MAX + 2] = {11, 12, 13, 14, 15, 16, 17, 18};
+    rz.ops->note_broken(rz.ctx, ids, HV_RDZV_BROKEN_MAX + 2);
+    hv__rdzv_assignment_t a = {0};
+    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 3, (uint32_t)hvtest_scale(30000), &a));
+    hv__rdzv_assignment_fini(&a);
+    ASSERT_EQ_INT(atomic_load(&head.n_broken), HV_RDZV_BROKEN_MAX); // capped
+    ASSERT_TRUE(atomic_load(&head.broken[0]) == 11 && atomic_load(&head.broken[5]) == 16);
+    memset(&a, 0, sizeof(a));
+    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 4, (uint32_t)hvtest_scale(30000), &a));
+    hv__rdzv_assignment_fini(&a);
+    ASSERT_EQ_INT(atomic_load(&head.n_broken), 0); // carried once: the head has it
+    rz.ops->note_broken(rz.ctx, ids + 1, 1);
+    memset(&a, 0, sizeof(a));
+    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 5, (uint32_t)hvtest_scale(30000), &a));
+    hv__rdzv_assignment_fini(&a);
+    ASSERT_EQ_INT(atomic_load(&head.n_broken), 1);
+    ASSERT_TRUE(atomic_load(&head.broken[0]) == 12);
+    rz.ops->destroy(rz.ctx);
+    head_stop();
+}
+
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -325,10 +385,50 @@ static void test_watch(void) {
     ASSERT_TRUE(stop_s < hvtest_scale(2.0));           // bounded waits inside: ~0.2 s at worst
 }
 
+/* The figures that grew since the client opened go before Done; a second Done with nothing new
+ * sends none; what grows later goes when the watcher stops, only the difference. */
+static void test_report(void) {
+    atomic_store(&head.reports, 0);
+    atomic_store(&head.dones, 0);
+    atomic_store(&head.report_before_done, 0);
+    atomic_store(&head.drop_first_watch, 0);
+    int port = head_start(0);
+    ASSERT_TRUE(port > 0);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    hv__figures_add_allreduce(1, 999, 1000); // before the client: not its to report
+    hv__rdzv_t rz;
+    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    hv__figures_add_allreduce(3, 1000, 2000000); // 3 tensors, 1000 bytes, 2 ms
+    hv__figures_add_commit(500000);              // 0.5 ms
+    ASSERT_OK(rz.ops->done(rz.ctx, 4));
+    ASSERT_EQ_INT(atomic_load(&head.reports), 1);
+    ASSERT_EQ_INT(atomic_load(&head.report_before_done), 1);
+    ASSERT_EQ_INT(atomic_load(&head.rep_bytes), 1000);
+    ASSERT_EQ_INT(atomic_load(&head.rep_us), 2000);
+    ASSERT_EQ_INT(atomic_load(&head.rep_n), 3);
+    ASSERT_EQ_INT(atomic_load(&head.rep_commits), 1);
+    ASSERT_EQ_INT(atomic_load(&head.rep_commit_us), 500);
+    ASSERT_OK(rz.ops->done(rz.ctx, 4));
+    ASSERT_EQ_INT(atomic_load(&head.reports), 1); // nothing grew: no report
+    void *w = NULL;
+    ASSERT_OK(rz.ops->watch(rz.ctx, 3, on_push, NULL, &w));
+    hv__figures_add_allreduce(2, 64, 1000);
+    rz.ops->watch_stop(w);
+    rz.ops->destroy(rz.ctx);
+    head_stop();
+    ASSERT_EQ_INT(atomic_load(&head.reports), 2);
+    ASSERT_EQ_INT(atomic_load(&head.rep_bytes), 64);
+    ASSERT_EQ_INT(atomic_load(&head.rep_n), 2);
+    ASSERT_EQ_INT(atomic_load(&head.rep_commits), 0);
+}
+
 static const hvtest_case_t cases[] = {
     {"join_retry", test_join_retry},
     {"join_removed_and_ended", test_join_removed_and_ended},
+    {"join_broken_peers", test_join_broken_peers},
     {"watch", test_watch},
+    {"report", test_report},
 };
 
 HVTEST_MAIN(cases)

@@ -10,6 +10,7 @@
 #include "ring.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +40,7 @@ struct hv__ring_s {
     size_t *blk_len;   // 2 * size entries, owned: block lengths then offsets (small path)
     struct iovec *own; // owned segments after a reduce-scatter (hierarchical), owned
     size_t nown, own_cap;
+    atomic_uint broken; // HV__RING_LEFT/RIGHT: sides whose neighbour failed (set by the driver)
 };
 
 static uint64_t now_ns(void) {
@@ -98,6 +100,19 @@ void hv__ring_destroy(hv__ring_t *r) {
 int hv__ring_rank(const hv__ring_t *r) { return r->rank; }
 int hv__ring_size(const hv__ring_t *r) { return r->size; }
 hv__link_t *hv__ring_link(hv__ring_t *r) { return r->link; }
+
+unsigned hv__ring_broken(const hv__ring_t *r) {
+    return r != NULL ? atomic_load(&((hv__ring_t *)r)->broken) : 0;
+}
+
+/* Records which side failed when rc says that the neighbour there did (the connection broke or
+ * it made no progress); an abort (HV_ECANCELED) or a local error says nothing about a peer. */
+static hv_err ring_broke(hv__ring_t *r, hv_err rc, unsigned sides) {
+    if (rc == HV_EPEER || rc == HV_EIO || rc == HV_ETIMEDOUT) {
+        atomic_fetch_or(&r->broken, sides);
+    }
+    return rc;
+}
 
 /* ---- cursors over scatter lists -------------------------------------------------------------- */
 
@@ -198,8 +213,13 @@ typedef struct pace_s {
 static hv_err ring_pace(hv__ring_t *r, pace_t *p, int want_send, int want_recv) {
     uint64_t now = now_ns();
     uint64_t idle = now - p->last_ns;
+    // The neighbours this rank waits on are the broken side when the wait fails.
+    unsigned sides = (want_send ? HV__RING_RIGHT : 0u) | (want_recv ? HV__RING_LEFT : 0u);
+    if (sides == 0) {
+        sides = HV__RING_LEFT | HV__RING_RIGHT;
+    }
     if (idle >= (uint64_t)r->o.timeout_ms * 1000000u) {
-        return HV_ETIMEDOUT;
+        return ring_broke(r, HV_ETIMEDOUT, sides); // they made no progress
     }
     if (idle < (uint64_t)r->o.spin_us * 1000u) {
         // Spinning: give the core away if another thread wants it (ranks may share cores).
@@ -208,7 +228,9 @@ static hv_err ring_pace(hv__ring_t *r, pace_t *p, int want_send, int want_recv) 
     }
     uint64_t left_ms = ((uint64_t)r->o.timeout_ms * 1000000u - idle) / 1000000u + 1;
     int slice = left_ms < RING_WAIT_SLICE_MS ? (int)left_ms : RING_WAIT_SLICE_MS;
-    return r->link->ops->wait(r->link, want_send, want_recv, slice);
+    // A transport that sees its peer die while waiting (shared memory checks the peer's
+    // process) says so here, not in send_some/recv_some.
+    return ring_broke(r, r->link->ops->wait(r->link, want_send, want_recv, slice), sides);
 }
 
 typedef struct xfer_s {
@@ -241,7 +263,7 @@ static hv_err ring_xfer(hv__ring_t *r, xfer_t *x) {
                 int k = cur_iov(&x->sc, want, iov, RING_IOV_MAX);
                 size_t n = 0;
                 if ((rc = ops->send_some(r->link, iov, k, &n)) != HV_OK) {
-                    return rc;
+                    return ring_broke(r, rc, HV__RING_RIGHT);
                 }
                 if (n > 0) {
                     cur_advance(&x->sc, n);
@@ -255,7 +277,7 @@ static hv_err ring_xfer(hv__ring_t *r, xfer_t *x) {
             int k = cur_iov(&x->rc, x->r_rem, iov, RING_IOV_MAX);
             size_t n = 0;
             if ((rc = ops->recv_some(r->link, iov, k, &n)) != HV_OK) {
-                return rc;
+                return ring_broke(r, rc, HV__RING_LEFT);
             }
             if (n > 0) {
                 cur_advance(&x->rc, n);
@@ -268,7 +290,7 @@ static hv_err ring_xfer(hv__ring_t *r, xfer_t *x) {
             if (fill == 0 && ops->recv_view != NULL) {
                 const void *p = NULL;
                 if ((rc = ops->recv_view(r->link, x->r_rem, &p, &n)) != HV_OK) {
-                    return rc;
+                    return ring_broke(r, rc, HV__RING_LEFT);
                 }
                 size_t whole = n / x->esize * x->esize;
                 if (whole > 0) {
@@ -287,7 +309,7 @@ static hv_err ring_xfer(hv__ring_t *r, xfer_t *x) {
                 struct iovec one = {.iov_base = r->stage + fill, .iov_len = room};
                 size_t got = 0;
                 if (room > 0 && (rc = ops->recv_some(r->link, &one, 1, &got)) != HV_OK) {
-                    return rc;
+                    return ring_broke(r, rc, HV__RING_LEFT);
                 }
                 fill += got;
                 size_t whole = fill / x->esize * x->esize;
@@ -485,7 +507,7 @@ static hv_err ring_pipe(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op 
             int k = cur_iov(&sc, avail - sdone, iov, RING_IOV_MAX);
             size_t got = 0;
             if ((rc = ops->send_some(r->link, iov, k, &got)) != HV_OK) {
-                return rc;
+                return ring_broke(r, rc, HV__RING_RIGHT);
             }
             if (got == 0) {
                 break;
@@ -503,7 +525,7 @@ static hv_err ring_pipe(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op 
             } else if (rs_step >= n - 1) {
                 int k = cur_iov(&rc_, left, iov, RING_IOV_MAX);
                 if ((rc = ops->recv_some(r->link, iov, k, &got)) != HV_OK) {
-                    return rc;
+                    return ring_broke(r, rc, HV__RING_LEFT);
                 }
                 cur_advance(&rc_, got);
                 rdone += got;
@@ -515,7 +537,7 @@ static hv_err ring_pipe(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op 
                 if (fill == 0 && ops->recv_view != NULL) {
                     const void *p = NULL;
                     if ((rc = ops->recv_view(r->link, left, &p, &view)) != HV_OK) {
-                        return rc;
+                        return ring_broke(r, rc, HV__RING_LEFT);
                     }
                     // Elements must be aligned to be read in place (the byte stream may have
                     // been shifted by an earlier odd-sized message): else stage them.
@@ -529,7 +551,7 @@ static hv_err ring_pipe(hv__ring_t *r, const hv__vec_t *buf, hv_dtype dt, hv_op 
                     }
                     struct iovec one = {.iov_base = r->stage + fill, .iov_len = room};
                     if (room > 0 && (rc = ops->recv_some(r->link, &one, 1, &got)) != HV_OK) {
-                        return rc;
+                        return ring_broke(r, rc, HV__RING_LEFT);
                     }
                     fill += got;
                     whole = fill / esize * esize;
@@ -786,7 +808,7 @@ static hv_err ring_frame_step(hv__ring_t *r, int ks, int kr) {
             }
             size_t n = 0;
             if ((rc = ops->send_some(r->link, iov, k, &n)) != HV_OK) {
-                return rc;
+                return ring_broke(r, rc, HV__RING_RIGHT);
             }
             s_done += n;
             moved |= n > 0;
@@ -795,7 +817,7 @@ static hv_err ring_frame_step(hv__ring_t *r, int ks, int kr) {
             struct iovec one = {.iov_base = rhdr + r_hdr, .iov_len = 4 - r_hdr};
             size_t n = 0;
             if ((rc = ops->recv_some(r->link, &one, 1, &n)) != HV_OK) {
-                return rc;
+                return ring_broke(r, rc, HV__RING_LEFT);
             }
             r_hdr += n;
             moved |= n > 0;
@@ -821,7 +843,7 @@ static hv_err ring_frame_step(hv__ring_t *r, int ks, int kr) {
             struct iovec one = {.iov_base = rf->p + r_done, .iov_len = r_len - r_done};
             size_t n = 0;
             if ((rc = ops->recv_some(r->link, &one, 1, &n)) != HV_OK) {
-                return rc;
+                return ring_broke(r, rc, HV__RING_LEFT);
             }
             r_done += n;
             moved |= n > 0;

@@ -47,6 +47,16 @@ void hv__ring_destroy(hv__ring_t *r);
 
 int hv__ring_rank(const hv__ring_t *r);
 int hv__ring_size(const hv__ring_t *r);
+/* Sides of the ring, for hv__ring_broken: left is the neighbour this rank receives from
+ * (rank - 1), right the one it sends to (rank + 1). */
+#define HV__RING_LEFT 1u
+#define HV__RING_RIGHT 2u
+/* The sides whose neighbour failed in an operation of this ring so far (a mask of
+ * HV__RING_LEFT/RIGHT; 0: none): a send or receive that returned HV_EPEER or HV_EIO, or a wait
+ * that made no progress for timeout_ms (HV_ETIMEDOUT: the sides it waited on). An abort
+ * (HV_ECANCELED) marks nothing. Any thread (an atomic read). The world reports these
+ * neighbours to the rendezvous when it re-joins (the head's evidence of a lost node). */
+unsigned hv__ring_broken(const hv__ring_t *r);
 /* The link (borrowed), for abort. */
 hv__link_t *hv__ring_link(hv__ring_t *r);
 

@@ -33,6 +33,7 @@ struct hv__world_s {
     hv__ring_t *cross;         // owned
     hv__engine_t *engine;      // owned
     hv__nccl_t *nccl;          // owned, NULL without a GPU (or with HV_NCCL=0)
+    int nbr[3][2]; // global ranks of the left and right neighbours of ring, intra, cross
 };
 
 /* The first non-loopback address of this host of the family (AF_INET, or AF_INET6 without
@@ -348,8 +349,14 @@ static hv_err world_rings(hv__world_t *w, const hv__world_opts_t *o, world_build
                                                   : (size_t)a->size * (256u << 10),
     };
     HV_TRY(hv__ring_create(a->rank, a->size, w->link, &ro, &w->ring));
+    w->nbr[0][0] = (a->rank - 1 + a->size) % a->size;
+    w->nbr[0][1] = (a->rank + 1) % a->size;
     if (b->hier.on) {
         const hier_t *h = &b->hier;
+        w->nbr[1][0] = h->intra_left;
+        w->nbr[1][1] = h->intra_right;
+        w->nbr[2][0] = h->cross_left;
+        w->nbr[2][1] = h->cross_right;
         HV_TRY(hv__ring_create(h->intra_pos, h->intra_size, w->intra_link, &ro, &w->intra));
         HV_TRY(hv__ring_create(h->cross_pos, h->cross_size, w->cross_link, &ro, &w->cross));
     }
@@ -492,6 +499,29 @@ void hv__world_leave(hv__world_t *w) {
     // A communicator that is finalised waits for its peers; after a reset some may be gone.
     hv__nccl_abort(w->nccl);
     hv__world_destroy(w, 0);
+}
+
+size_t hv__world_broken_peers(const hv__world_t *w, uint64_t *out, size_t cap) {
+    size_t n = 0;
+    const hv__ring_t *rings[3] = {w != NULL ? w->ring : NULL, w != NULL ? w->intra : NULL,
+                                  w != NULL ? w->cross : NULL};
+    for (int i = 0; i < 3; i++) {
+        unsigned mask = hv__ring_broken(rings[i]);
+        for (int side = 0; side < 2; side++) {
+            if (!(mask & (side == 0 ? HV__RING_LEFT : HV__RING_RIGHT))) {
+                continue;
+            }
+            uint64_t id = w->asg.peers[w->nbr[i][side]].worker_id;
+            int seen = 0;
+            for (size_t k = 0; k < n; k++) {
+                seen |= out[k] == id;
+            }
+            if (!seen && n < cap) {
+                out[n++] = id;
+            }
+        }
+    }
+    return n;
 }
 
 hv__engine_t *hv__world_engine(hv__world_t *w) { return w->engine; }

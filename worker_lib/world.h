@@ -79,5 +79,10 @@ int hv__world_uses_nccl(const hv__world_t *w);
 
 /* Fails every operation and closes the data plane at once (any thread). */
 void hv__world_abort(hv__world_t *w, hv_err why, const char *reason);
+/* The worker ids of the neighbours whose link broke in this world's rings (hv__ring_broken: the
+ * ring over all ranks, and the host and cross rings of a hierarchical world), each once, at
+ * most cap of them into out (borrowed); returns how many. 0 for NULL or a world without rings.
+ * Any thread; call it before the world is left (the rendezvous reports them at the re-join). */
+size_t hv__world_broken_peers(const hv__world_t *w, uint64_t *out, size_t cap);
 
 #endif

@@ -638,6 +638,7 @@ void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o) {
     }
     hv_free(o->env);
     hv_free((void *)o->files);
+    hv_free((void *)o->names);
     for (size_t i = 0; i < o->nowned; i++) {
         hv_free(o->owned[i]);
     }
@@ -921,7 +922,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
     const char *bin_base = o->command ? "" : hv_cli_basename(o->binary);
     for (size_t i = 0; i < o->nfiles; i++) {
         HV_TRY(hv_cli_check_file(o->files[i], err, errlen));
-        const char *base = hv_cli_basename(o->files[i]);
+        const char *base = hv_cli_ship_name(o, i);
         if (strcmp(base, bin_base) == 0) {
             cli_err(err, errlen,
                     "--file %s has the same name as the program %s ('%s'): both would land in "
@@ -930,7 +931,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
             return HV_EINVAL;
         }
         for (size_t k = 0; k < i; k++) {
-            if (strcmp(base, hv_cli_basename(o->files[k])) == 0) {
+            if (strcmp(base, hv_cli_ship_name(o, k)) == 0) {
                 cli_err(err, errlen,
                         "--file %s and --file %s have the same name '%s': both would land in "
                         "the worker's directory",
@@ -974,7 +975,7 @@ int hv_cli_interp_missing(const char *prog, Hvpb__V1__NodeView *const *nodes, si
     }
     size_t alive = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nodes[i]->state == NULL || strcmp(nodes[i]->state, "alive") != 0) {
+        if (hv_cli_node_state(nodes[i]) != HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             continue;
         }
         const char *have = cli_label(nodes[i]->info, "hv.python");
@@ -989,7 +990,7 @@ int hv_cli_interp_missing(const char *prog, Hvpb__V1__NodeView *const *nodes, si
     size_t used = (size_t)snprintf(msg, len, "no node has '%s' on its PATH (", prog);
     size_t listed = 0;
     for (size_t i = 0; i < n && used < len; i++) {
-        if (nodes[i]->state == NULL || strcmp(nodes[i]->state, "alive") != 0) {
+        if (hv_cli_node_state(nodes[i]) != HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             continue;
         }
         if (listed == 8) {
@@ -1048,15 +1049,30 @@ static char *cli_own(hv_cli_submit_opts_t *o, char *p) {
     return p;
 }
 
-static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, char *err, size_t errlen) {
+/* Adds path to the files shipped, under name (NULL: its base name). */
+static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, const char *name, char *err,
+                            size_t errlen) {
     const char **files = hv_realloc(o->files, (o->nfiles + 1) * sizeof(*files));
-    if (files == NULL) {
+    if (files != NULL) {
+        o->files = files;
+    }
+    const char **names =
+        files != NULL ? hv_realloc(o->names, (o->nfiles + 1) * sizeof(*names)) : NULL;
+    if (names == NULL) {
         cli_err(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
-    o->files = files;
+    o->names = names;
+    while (o->nnames < o->nfiles) {
+        o->names[o->nnames++] = NULL; /* --file entries: their base names */
+    }
+    o->names[o->nnames++] = name;
     o->files[o->nfiles++] = path;
     return HV_OK;
+}
+
+const char *hv_cli_ship_name(const hv_cli_submit_opts_t *o, size_t i) {
+    return i < o->nnames && o->names[i] != NULL ? o->names[i] : hv_cli_basename(o->files[i]);
 }
 
 /* The glob patterns of DIR/.hvignore, one a line ('#' starts a comment line, blanks around a
@@ -1093,13 +1109,14 @@ static void cli_ignore_load(const char *dir, cli_ignore_t *ig) {
     fclose(f);
 }
 
-/* 1 when a --workdir entry is left out: hidden, Python's caches, or a .hvignore pattern. */
-static int cli_ignored(const char *name, const cli_ignore_t *ig) {
+/* 1 when a --workdir entry is left out: hidden, Python's caches, or a .hvignore pattern that
+ * matches its name or its path below DIR (rel: "sub/data.bin"; '*' does not cross a '/'). */
+static int cli_ignored(const char *name, const char *rel, const cli_ignore_t *ig) {
     if (name[0] == '.' || strcmp(name, "__pycache__") == 0 || fnmatch("*.pyc", name, 0) == 0) {
         return 1;
     }
     for (size_t i = 0; i < ig->n; i++) {
-        if (fnmatch(ig->pat[i], name, 0) == 0) {
+        if (fnmatch(ig->pat[i], name, 0) == 0 || fnmatch(ig->pat[i], rel, FNM_PATHNAME) == 0) {
             return 1;
         }
     }
@@ -1117,77 +1134,129 @@ static int cli_already_shipped(const hv_cli_submit_opts_t *o, const struct stat 
     return 0;
 }
 
-/* Adds the files of --workdir (see hv_cli_submit_prepare). */
-static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
-    const char *dir = o->workdir;
-    DIR *d = opendir(dir);
+/* What one --workdir scan carries down its subdirectories. */
+typedef struct cli_scan_s {
+    const char *root; /* --workdir DIR */
+    cli_ignore_t ig;
+    uint64_t bytes;
+} cli_scan_t;
+
+static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel,
+                             unsigned depth, char *err, size_t errlen);
+
+/* Adds the files of the directory rel below --workdir ("" for DIR itself), depth levels down. */
+static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel, unsigned depth,
+                           char *err, size_t errlen) {
+    char path[HV_CLI_WORKDIR_MAX_PATH + 4096];
+    int pn = snprintf(path, sizeof(path), "%s%s%s", sc->root, rel[0] ? "/" : "", rel);
+    if (pn < 0 || (size_t)pn >= sizeof(path)) {
+        cli_err(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
+        return HV_EINVAL;
+    }
+    DIR *d = opendir(path);
     if (d == NULL) {
         int e = errno;
-        cli_err(err, errlen, "--workdir %s: %s", dir,
+        cli_err(err, errlen, "--workdir %s: %s", path,
                 e == ENOENT ? "no such directory" : strerror(e));
         return e == ENOENT || e == ENOTDIR ? HV_ENOTFOUND : HV_EPERM;
     }
-    cli_ignore_t *ig = hv_malloc(sizeof(*ig));
-    if (ig == NULL) {
-        closedir(d);
+    hv_err rc = HV_OK;
+    struct dirent *de;
+    while (rc == HV_OK && (de = readdir(d)) != NULL) {
+        char sub[HV_CLI_WORKDIR_MAX_PATH + 2];
+        int n = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (cli_ignored(de->d_name, n >= 0 && (size_t)n < sizeof(sub) ? sub : de->d_name,
+                        &sc->ig)) {
+            continue;
+        }
+        if (n < 0 || (size_t)n > HV_CLI_WORKDIR_MAX_PATH) {
+            cli_err(err, errlen,
+                    "--workdir %s: %s/%s: a path longer than %u bytes; leave it out with a glob "
+                    "pattern in %s/.hvignore",
+                    sc->root, rel, de->d_name, HV_CLI_WORKDIR_MAX_PATH, sc->root);
+            rc = HV_EINVAL;
+            break;
+        }
+        rc = cli_scan_entry(o, sc, sub, depth, err, errlen);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Adds the entry rel below --workdir: a regular file (a link to one too), or a directory's
+ * files; a link to a directory is not followed (noted in workdir_skipped). */
+static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *rel,
+                             unsigned depth, char *err, size_t errlen) {
+    size_t n = strlen(sc->root) + strlen(rel) + 2;
+    char *path = hv_malloc(n);
+    if (path == NULL) {
         cli_err(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
-    cli_ignore_load(dir, ig);
-    hv_err rc = HV_OK;
-    uint64_t bytes = 0;
-    struct dirent *de;
-    while (rc == HV_OK && (de = readdir(d)) != NULL) {
-        if (cli_ignored(de->d_name, ig)) {
-            continue;
-        }
-        size_t n = strlen(dir) + strlen(de->d_name) + 2;
-        char *path = hv_malloc(n);
-        struct stat st;
-        if (path == NULL) {
-            cli_err(err, errlen, "out of memory");
-            rc = HV_ENOMEM;
-            break;
-        }
-        snprintf(path, n, "%s/%s", dir, de->d_name);
-        int found = stat(path, &st) == 0;
-        if (!found || !S_ISREG(st.st_mode)) {
-            if (found && S_ISDIR(st.st_mode) && o->workdir_skipped++ == 0) {
-                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%s",
-                         de->d_name);
+    snprintf(path, n, "%s/%s", sc->root, rel);
+    struct stat lst, st;
+    int found = lstat(path, &lst) == 0 && stat(path, &st) == 0;
+    if (found && S_ISDIR(st.st_mode)) {
+        hv_err rc = HV_OK;
+        if (S_ISLNK(lst.st_mode)) {
+            if (o->workdir_skipped++ == 0) {
+                /* a note: cut to the field (255 bytes) when longer */
+                snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%.255s", rel);
             }
-            hv_free(path);
-            continue;
-        }
-        if (cli_already_shipped(o, &st)) {
-            hv_free(path);
-            continue;
-        }
-        bytes += (uint64_t)st.st_size;
-        if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
+        } else if (depth + 1 >= HV_CLI_WORKDIR_MAX_DEPTH) {
             cli_err(err, errlen,
-                    "--workdir %s: more than %u files; leave some out with glob patterns in "
-                    "%s/.hvignore",
-                    dir, HV_CLI_WORKDIR_MAX_FILES, dir);
+                    "--workdir %s: %s is more than %u directories deep; leave it out with a "
+                    "glob pattern in %s/.hvignore",
+                    sc->root, rel, HV_CLI_WORKDIR_MAX_DEPTH - 1, sc->root);
             rc = HV_EINVAL;
-        } else if (bytes > HV_CLI_WORKDIR_MAX_BYTES) {
-            cli_err(err, errlen,
-                    "--workdir %s: more than %llu MiB of files; leave some out with glob "
-                    "patterns in %s/.hvignore, or ship big data another way",
-                    dir, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), dir);
-            rc = HV_EINVAL;
-        }
-        if (rc != HV_OK) {
-            hv_free(path);
-        } else if (cli_own(o, path) == NULL) {
-            cli_err(err, errlen, "out of memory");
-            rc = HV_ENOMEM;
         } else {
-            rc = cli_push_file(o, path, err, errlen);
+            rc = cli_scan_dir(o, sc, rel, depth + 1, err, errlen);
         }
+        hv_free(path);
+        return rc;
     }
-    closedir(d);
-    hv_free(ig);
+    if (!found || !S_ISREG(st.st_mode) || cli_already_shipped(o, &st)) {
+        hv_free(path);
+        return HV_OK;
+    }
+    sc->bytes += (uint64_t)st.st_size;
+    if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
+        cli_err(err, errlen,
+                "--workdir %s: more than %u files; leave some out with glob patterns in "
+                "%s/.hvignore",
+                sc->root, HV_CLI_WORKDIR_MAX_FILES, sc->root);
+        hv_free(path);
+        return HV_EINVAL;
+    }
+    if (sc->bytes > HV_CLI_WORKDIR_MAX_BYTES) {
+        cli_err(err, errlen,
+                "--workdir %s: more than %llu MiB of files; leave some out with glob "
+                "patterns in %s/.hvignore, or ship big data another way",
+                sc->root, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), sc->root);
+        hv_free(path);
+        return HV_EINVAL;
+    }
+    if (cli_own(o, path) == NULL) {
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    /* The shipped name is the path below DIR: it lands at the same place in the worker's
+     * directory. It points into path (owned above), past "DIR/". */
+    return cli_push_file(o, path, path + strlen(sc->root) + 1, err, errlen);
+}
+
+/* Adds the files of --workdir and of its subdirectories (see hv_cli_submit_prepare). */
+static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    cli_scan_t *sc = hv_malloc(sizeof(*sc));
+    if (sc == NULL) {
+        cli_err(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    sc->root = o->workdir;
+    sc->bytes = 0;
+    cli_ignore_load(o->workdir, &sc->ig);
+    hv_err rc = cli_scan_dir(o, sc, "", 0, err, errlen);
+    hv_free(sc);
     return rc;
 }
 
@@ -1200,7 +1269,7 @@ hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen) 
             }
             struct stat st;
             if (stat(o->args[i], &st) == 0 && S_ISREG(st.st_mode)) {
-                HV_TRY(cli_push_file(o, o->args[i], err, errlen));
+                HV_TRY(cli_push_file(o, o->args[i], NULL, err, errlen));
                 o->args[i] = (char *)hv_cli_basename(o->args[i]);
                 o->script = o->args[i];
             }
@@ -1213,6 +1282,101 @@ hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen) 
     return hv_cli_submit_check_files(o, err, errlen);
 }
 
+/* ---- states as codes ------------------------------------------------------------------------ */
+
+/* Words of the codes, indexed by value (0: UNSPECIFIED). */
+static const char *const cli_job_words[] = {"",          "pending", "placing",  "running",
+                                            "succeeded", "failed",  "cancelled"};
+static const char *const cli_worker_words[] = {"",       "starting", "running", "exited",
+                                               "killed", "lost",     "left"};
+static const char *const cli_node_words[] = {"", "alive", "draining", "dead"};
+static const char *const cli_round_words[] = {"", "", "open", "closed", "not formed"};
+static const char *const cli_reason_words[] = {
+    "",           "start",         "failure",        "data_plane", "drain",         "grow",
+    "shrink",     "resume",        "succeeded",      "cancelled",  "worker_failed", "no_survivor",
+    "max_resets", "round_timeout", "pending_timeout"};
+
+#define CLI_NWORDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The index of word in words[1..n-1], or 0. */
+static int cli_word_code(const char *const *words, size_t n, const char *word) {
+    for (size_t i = 1; word != NULL && i < n; i++) {
+        if (words[i][0] != '\0' && strcmp(words[i], word) == 0) {
+            return (int)i;
+        }
+    }
+    return 0;
+}
+
+Hvpb__V1__JobState hv_cli_job_state(const Hvpb__V1__JobView *v) {
+    if (v->state_code != HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED) {
+        return v->state_code;
+    }
+    return (Hvpb__V1__JobState)cli_word_code(cli_job_words, CLI_NWORDS(cli_job_words), v->state);
+}
+
+Hvpb__V1__WorkerState hv_cli_worker_state(const Hvpb__V1__WorkerView *w) {
+    if (w->state_code != HVPB__V1__WORKER_STATE__WORKER_STATE_UNSPECIFIED) {
+        return w->state_code;
+    }
+    if (w->state != NULL && strcmp(w->state, "pending") == 0) {
+        return HVPB__V1__WORKER_STATE__WORKER_STATE_STARTING;
+    }
+    return (Hvpb__V1__WorkerState)cli_word_code(cli_worker_words, CLI_NWORDS(cli_worker_words),
+                                                w->state);
+}
+
+Hvpb__V1__NodeState hv_cli_node_state(const Hvpb__V1__NodeView *n) {
+    if (n->state_code != HVPB__V1__NODE_STATE__NODE_STATE_UNSPECIFIED) {
+        return n->state_code;
+    }
+    return (Hvpb__V1__NodeState)cli_word_code(cli_node_words, CLI_NWORDS(cli_node_words), n->state);
+}
+
+Hvpb__V1__RoundState hv_cli_round_state(const Hvpb__V1__JobView *v) {
+    if (v->round_state_code != HVPB__V1__ROUND_STATE__ROUND_STATE_UNSPECIFIED) {
+        return v->round_state_code;
+    }
+    if (v->generation == 0) {
+        return HVPB__V1__ROUND_STATE__ROUND_STATE_NONE;
+    }
+    return (Hvpb__V1__RoundState)cli_word_code(cli_round_words, CLI_NWORDS(cli_round_words),
+                                               v->round_state);
+}
+
+/* words[v], "unknown" for 0 or past the end. */
+static const char *cli_code_word(const char *const *words, size_t n, int v) {
+    return v > 0 && (size_t)v < n ? words[v] : "unknown";
+}
+
+const char *hv_cli_job_state_name(Hvpb__V1__JobState s) {
+    return cli_code_word(cli_job_words, CLI_NWORDS(cli_job_words), (int)s);
+}
+
+const char *hv_cli_worker_state_name(Hvpb__V1__WorkerState s) {
+    return cli_code_word(cli_worker_words, CLI_NWORDS(cli_worker_words), (int)s);
+}
+
+const char *hv_cli_node_state_name(Hvpb__V1__NodeState s) {
+    return cli_code_word(cli_node_words, CLI_NWORDS(cli_node_words), (int)s);
+}
+
+const char *hv_cli_round_state_name(Hvpb__V1__RoundState s) {
+    return s == HVPB__V1__ROUND_STATE__ROUND_STATE_NONE
+               ? ""
+               : cli_code_word(cli_round_words, CLI_NWORDS(cli_round_words), (int)s);
+}
+
+const char *hv_cli_reason_name(Hvpb__V1__EventReason r) {
+    return (int)r > 0 && (size_t)r < CLI_NWORDS(cli_reason_words) ? cli_reason_words[r] : "";
+}
+
+int hv_cli_job_state_final(Hvpb__V1__JobState s) {
+    return s == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED ||
+           s == HVPB__V1__JOB_STATE__JOB_STATE_FAILED ||
+           s == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED;
+}
+
 /* ---- job outcome ---------------------------------------------------------------------------- */
 
 int hv_cli_worker_failed(const Hvpb__V1__WorkerView *w) {
@@ -1223,8 +1387,8 @@ int hv_cli_worker_failed(const Hvpb__V1__WorkerView *w) {
  * (those are usually the consequence of the first failure), then lower rank, then lower attempt.
  * Returns non-zero when a should be preferred over b. */
 static int cli_worker_before(const Hvpb__V1__WorkerView *a, const Hvpb__V1__WorkerView *b) {
-    int a_killed = strcmp(a->state, "killed") == 0;
-    int b_killed = strcmp(b->state, "killed") == 0;
+    int a_killed = hv_cli_worker_state(a) == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED;
+    int b_killed = hv_cli_worker_state(b) == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED;
     if (a_killed != b_killed) {
         return !a_killed;
     }
@@ -1241,8 +1405,10 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
      * round can be why it ended (earlier failures were survived; workers the head stopped or
      * drained are consequences). */
     uint32_t last = v->generation;
-    if (v->elastic && last > 0 && v->round_state != NULL &&
-        (strcmp(v->round_state, "open") == 0 || strcmp(v->round_state, "not formed") == 0)) {
+    Hvpb__V1__RoundState rs = hv_cli_round_state(v);
+    if (v->elastic && last > 0 &&
+        (rs == HVPB__V1__ROUND_STATE__ROUND_STATE_OPEN ||
+         rs == HVPB__V1__ROUND_STATE__ROUND_STATE_NOT_FORMED)) {
         last--;
     }
     for (size_t i = 0; i < v->n_workers; i++) {
@@ -1250,8 +1416,10 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
         if (w == NULL || !hv_cli_worker_failed(w)) {
             continue;
         }
-        if (v->elastic && (w->generation != last || strcmp(w->state, "killed") == 0 ||
-                           strcmp(w->state, "left") == 0)) {
+        Hvpb__V1__WorkerState ws = hv_cli_worker_state(w);
+        if (v->elastic &&
+            (w->generation != last || ws == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED ||
+             ws == HVPB__V1__WORKER_STATE__WORKER_STATE_LEFT)) {
             continue;
         }
         if (first == NULL || cli_worker_before(w, first)) {
@@ -1261,13 +1429,14 @@ int hv_cli_job_exit_status(const Hvpb__V1__JobView *v, int we_cancelled,
     if (first_out != NULL) {
         *first_out = first;
     }
-    if (strcmp(v->state, "succeeded") == 0) {
+    Hvpb__V1__JobState st = hv_cli_job_state(v);
+    if (st == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED) {
         return HV_CLI_EXIT_OK;
     }
-    if (strcmp(v->state, "cancelled") == 0) {
+    if (st == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED) {
         return we_cancelled ? HV_CLI_EXIT_SIGINT : HV_CLI_EXIT_FAIL;
     }
-    if (strcmp(v->state, "failed") != 0 || first == NULL) {
+    if (st != HVPB__V1__JOB_STATE__JOB_STATE_FAILED || first == NULL) {
         return HV_CLI_EXIT_FAIL;
     }
     if (first->term_signal > 0 && first->term_signal < 128) {
@@ -1293,11 +1462,11 @@ const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size
                      hv_cli_signame(w->term_signal, sig, sizeof(sig)));
     } else if (w->exit_code > 0) {
         n = snprintf(buf, len, "%s exited with status %d", where, (int)w->exit_code);
-    } else if (strcmp(w->state, "lost") == 0) {
+    } else if (hv_cli_worker_state(w) == HVPB__V1__WORKER_STATE__WORKER_STATE_LOST) {
         n = snprintf(buf, len, "%s was lost", where);
     } else {
         n = snprintf(buf, len, "%s did not exit normally (%s)", where,
-                     w->state[0] ? w->state : "unknown state");
+                     hv_cli_worker_state_name(hv_cli_worker_state(w)));
     }
     if (w->reason[0] != '\0' && n >= 0 && (size_t)n < len) {
         snprintf(buf + n, len - (size_t)n, " (%s)", w->reason);
@@ -1306,7 +1475,8 @@ const char *hv_cli_worker_outcome(const Hvpb__V1__WorkerView *w, char *buf, size
 }
 
 const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t len) {
-    if (v->round_state != NULL && strcmp(v->round_state, "not formed") == 0 && v->generation > 1) {
+    if (hv_cli_round_state(v) == HVPB__V1__ROUND_STATE__ROUND_STATE_NOT_FORMED &&
+        v->generation > 1) {
         snprintf(buf, len, "generation %u did not form; generation %u had %u worker%s; %u reset%s",
                  (unsigned)v->generation, (unsigned)v->generation - 1, (unsigned)v->size,
                  v->size == 1 ? "" : "s", (unsigned)v->resets, v->resets == 1 ? "" : "s");
@@ -1319,7 +1489,10 @@ const char *hv_cli_elastic_summary(const Hvpb__V1__JobView *v, char *buf, size_t
 }
 
 const char *hv_cli_fmt_round(const Hvpb__V1__JobView *v, char *buf, size_t len) {
-    const char *st = v->round_state != NULL ? v->round_state : "";
+    Hvpb__V1__RoundState rs = hv_cli_round_state(v);
+    /* UNSPECIFIED: a round state this client does not know, or none from an older head. */
+    const char *st =
+        rs == HVPB__V1__ROUND_STATE__ROUND_STATE_UNSPECIFIED ? "" : hv_cli_round_state_name(rs);
     const char *why = v->round_reason != NULL ? v->round_reason : "";
     if (st[0] == '\0' && why[0] == '\0') {
         snprintf(buf, len, "-");
@@ -1400,11 +1573,12 @@ const char *hv_cli_fmt_pending(uint32_t np, Hvpb__V1__NodeView *const *nodes, si
             continue;
         }
         uint32_t s = v->info != NULL ? v->info->slots : 0;
-        if (strcmp(v->state, "alive") == 0) {
+        Hvpb__V1__NodeState ns = hv_cli_node_state(v);
+        if (ns == HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             alive++;
             slots += s;
             free += s > v->slots_used ? s - v->slots_used : 0;
-        } else if (strcmp(v->state, "draining") == 0) {
+        } else if (ns == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING) {
             draining++;
         } else {
             dead++;
@@ -2233,13 +2407,14 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
         }
         uint32_t slots = n->info != NULL ? n->info->slots : 0;
         uint32_t used = n->slots_used < slots ? n->slots_used : slots;
-        if (strcmp(n->state, "alive") == 0) {
+        Hvpb__V1__NodeState ns = hv_cli_node_state(n);
+        if (ns == HVPB__V1__NODE_STATE__NODE_STATE_ALIVE) {
             out->nodes_alive++;
             out->slots_alive += slots;
             out->slots_used += used;
             out->slots_free += slots - used;
             out->gpus += n->info != NULL ? n->info->gpus : 0;
-        } else if (strcmp(n->state, "draining") == 0) {
+        } else if (ns == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING) {
             out->nodes_draining++;
             out->slots_draining += slots;
             out->slots_used += used;
@@ -2254,22 +2429,23 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
         if (v == NULL) {
             continue;
         }
-        if (strcmp(v->state, "pending") == 0) {
+        Hvpb__V1__JobState js = hv_cli_job_state(v);
+        if (js == HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             out->jobs_pending++;
             out->demand_slots += v->np;
-        } else if (strcmp(v->state, "placing") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_PLACING) {
             out->jobs_placing++;
-        } else if (strcmp(v->state, "running") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_RUNNING) {
             out->jobs_running++;
             if (v->elastic && v->max_np > v->size && v->size > 0) {
                 out->grow_jobs++;
                 out->grow_workers += v->max_np - v->size;
             }
-        } else if (strcmp(v->state, "succeeded") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED) {
             out->jobs_succeeded++;
-        } else if (strcmp(v->state, "failed") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_FAILED) {
             out->jobs_failed++;
-        } else if (strcmp(v->state, "cancelled") == 0) {
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED) {
             out->jobs_cancelled++;
         } else {
             out->jobs_other++;
@@ -2325,7 +2501,7 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
      * that order. */
     for (size_t k = njobs; k > 0; k--) {
         const Hvpb__V1__JobView *v = jobs[k - 1];
-        if (v == NULL || strcmp(v->state, "pending") != 0) {
+        if (v == NULL || hv_cli_job_state(v) != HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             continue;
         }
         char ago[32], name[1100];
@@ -2388,7 +2564,7 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
     hv_cli_json_arr_begin(j);
     for (size_t k = njobs; k > 0; k--) {
         const Hvpb__V1__JobView *v = jobs[k - 1];
-        if (v == NULL || strcmp(v->state, "pending") != 0) {
+        if (v == NULL || hv_cli_job_state(v) != HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             continue;
         }
         hv_cli_json_obj_begin(j);

@@ -141,13 +141,17 @@ typedef struct hv_cli_submit_opts_s {
     const char **files; /* --file paths (owned array of borrowed strings), then the script and
                            the --workdir files that hv_cli_submit_prepare added */
     size_t nfiles;
+    const char **names; /* the name each of files[0..nnames) gets in the worker's directory
+                           (owned array of borrowed strings; NULL: its base name): --workdir's
+                           files keep their path below DIR; see hv_cli_ship_name */
+    size_t nnames;
     const char *workdir;    /* --workdir DIR, or NULL */
     int command;            /* set by hv_cli_submit_prepare: the program is run from the nodes
                             (hv_cli_is_node_command), not shipped */
     const char *script;     /* the shipped script's base name (python3 train.py), or NULL */
     size_t workdir_nfiles;  /* files --workdir added */
-    size_t workdir_skipped; /* subdirectories of --workdir that were not shipped */
-    char workdir_first_skipped[256]; /* the first of them, for a note */
+    size_t workdir_skipped; /* links to directories in --workdir, not followed */
+    char workdir_first_skipped[256]; /* the first of them (its path below DIR), for a note */
     char **owned; /* paths made by hv_cli_submit_prepare (files points into them) */
     size_t nowned;
 } hv_cli_submit_opts_t;
@@ -205,22 +209,50 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen);
  * and must be an ELF executable (a bare name found nowhere is a missing file). */
 int hv_cli_is_node_command(const char *prog);
 
-/* Bounds of --workdir: its files, and their bytes together. */
+/* Bounds of --workdir: its files, and their bytes together; a file's path below DIR, and its
+ * components (the head's HV_FILE_PATH_MAX and HV_FILE_PATH_DEPTH_MAX). */
 #define HV_CLI_WORKDIR_MAX_FILES 200u
 #define HV_CLI_WORKDIR_MAX_BYTES (256ull << 20)
+#define HV_CLI_WORKDIR_MAX_PATH 1024u
+#define HV_CLI_WORKDIR_MAX_DEPTH 16u
 
 /* Resolves what a parsed command line ships: sets o->command (hv_cli_is_node_command); for a
  * command, ships its first argument that does not start with '-' when that is a file here (the
  * script: the argument becomes its base name, the name it has in the worker's directory); adds
- * the regular files directly in --workdir (not its subdirectories; names starting with '.',
- * __pycache__ and *.pyc are left out, and so is every name matching a glob pattern of a line of
- * DIR/.hvignore), bounded by HV_CLI_WORKDIR_MAX_FILES and _BYTES. Then runs
- * hv_cli_submit_check_files. Messages and codes as hv_cli_check_binary. */
+ * the regular files of --workdir and of its subdirectories, each shipped under its path below
+ * DIR (names starting with '.', __pycache__ and *.pyc are left out, and so is every entry whose
+ * name or path below DIR matches a glob pattern of a line of DIR/.hvignore; links to
+ * directories are not followed), bounded by HV_CLI_WORKDIR_MAX_FILES, _BYTES, _PATH and _DEPTH.
+ * Then runs hv_cli_submit_check_files. Messages and codes as hv_cli_check_binary. */
 hv_err hv_cli_submit_prepare(hv_cli_submit_opts_t *o, char *err, size_t errlen);
+
+/* The name the i-th shipped file gets in the worker's directory: its path below --workdir for
+ * the files --workdir added, else its base name. */
+const char *hv_cli_ship_name(const hv_cli_submit_opts_t *o, size_t i);
 
 /* Runs every local check of a parsed command line: the binary, each --file, and that no two
  * shipped files share a base name (they land in one directory on the node). */
 hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_t errlen);
+
+/* ---- states as codes ------------------------------------------------------------------------
+ * The CLIs decide on these, never on the views' state words or on events' messages. Each reads
+ * the view's *_code field; from a head older than the codes (UNSPECIFIED) it falls back to the
+ * code of the view's state name (one of the fixed words listed in proto/hv.proto), and gives
+ * UNSPECIFIED for anything else. */
+Hvpb__V1__JobState hv_cli_job_state(const Hvpb__V1__JobView *v);
+Hvpb__V1__WorkerState hv_cli_worker_state(const Hvpb__V1__WorkerView *w);
+Hvpb__V1__NodeState hv_cli_node_state(const Hvpb__V1__NodeView *n);
+Hvpb__V1__RoundState hv_cli_round_state(const Hvpb__V1__JobView *v);
+/* The word of a code for people and for --json: "running", "draining", "not formed", ...;
+ * "unknown" for UNSPECIFIED or a value newer than this client. */
+const char *hv_cli_job_state_name(Hvpb__V1__JobState s);
+const char *hv_cli_worker_state_name(Hvpb__V1__WorkerState s);
+const char *hv_cli_node_state_name(Hvpb__V1__NodeState s);
+const char *hv_cli_round_state_name(Hvpb__V1__RoundState s);
+/* An event reason's word: "failure", "drain", "grow", ...; "" for UNSPECIFIED or unknown. */
+const char *hv_cli_reason_name(Hvpb__V1__EventReason r);
+/* True for a job state that is final (succeeded, failed, cancelled). */
+int hv_cli_job_state_final(Hvpb__V1__JobState s);
 
 /* Returns the exit status hvsubmit uses for a finished job (see hvsubmit's usage): 0 when it
  * succeeded; when it failed, the first failing rank's exit code if it is 1..255, 128+signal if

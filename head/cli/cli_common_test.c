@@ -814,7 +814,8 @@ static void test_check_files(void) {
 }
 
 /* hvsubmit -- python3 train.py: the interpreter runs from the nodes, the script and --workdir's
- * own files are shipped (bounded, .hvignore), a script without its interpreter gets the hint. */
+ * files and subdirectories are shipped (bounded, .hvignore, each under its path below DIR), a
+ * script without its interpreter gets the hint. */
 static void test_prepare(void) {
     char err[HV_CLI_ERR_LEN], script[512], path[512], store[4096];
     make_tmpdir();
@@ -836,7 +837,12 @@ static void test_prepare(void) {
     put_file("wd/data.bin", "b", 1, 0644, path, sizeof(path));
     put_file("wd/.env", "S=1\n", 4, 0600, path, sizeof(path));
     put_file("wd/old.pyc", "c", 1, 0644, path, sizeof(path));
-    put_file("wd/.hvignore", "# big data\n  *.bin  \n", 21, 0644, path, sizeof(path));
+    put_file("wd/.hvignore", "# big data\n  *.bin  \nsub/skip.txt\n", 34, 0644, path, sizeof(path));
+    put_file("wd/sub/mod.py", "y = 2\n", 6, 0644, path, sizeof(path));
+    put_file("wd/sub/skip.txt", "s", 1, 0644, path, sizeof(path));
+    put_file("wd/sub/w.bin", "w", 1, 0644, path, sizeof(path));
+    snprintf(path, sizeof(path), "%s/wd/link", tmpdir);
+    CHECK(symlink("sub", path) == 0); /* a link to a directory: not followed */
 
     char *argv[16];
     char line[2048];
@@ -850,11 +856,14 @@ static void test_prepare(void) {
     CHECK_STR(o.script, "train.py");
     CHECK_INT(o.nargs, 4);
     CHECK_STR(o.args[1], "train.py"); /* the name it has in the worker's directory */
-    CHECK_INT(o.nfiles, 2);           /* train.py and wd/helper.py only */
-    CHECK_STR(hv_cli_basename(o.files[0]), "train.py");
-    CHECK_STR(hv_cli_basename(o.files[1]), "helper.py");
-    CHECK_INT(o.workdir_skipped, 1); /* sub/ (__pycache__ is left out by name) */
-    CHECK_STR(o.workdir_first_skipped, "sub");
+    CHECK_INT(o.nfiles, 3);           /* train.py, wd/helper.py and wd/sub/mod.py only */
+    CHECK_STR(hv_cli_ship_name(&o, 0), "train.py");
+    int helper = strcmp(hv_cli_ship_name(&o, 1), "helper.py") == 0 ? 1 : 2;
+    CHECK_STR(hv_cli_ship_name(&o, (size_t)helper), "helper.py");
+    CHECK_STR(hv_cli_ship_name(&o, (size_t)(3 - helper)), "sub/mod.py"); /* its path below DIR */
+    CHECK_STR(hv_cli_basename(o.files[3 - helper]), "mod.py");
+    CHECK_INT(o.workdir_skipped, 1); /* link (__pycache__ is left out by name) */
+    CHECK_STR(o.workdir_first_skipped, "link");
     hv_cli_submit_opts_fini(&o);
 
     /* The script's own directory as --workdir: the script is shipped once. */
@@ -863,7 +872,23 @@ static void test_prepare(void) {
     argc = split_args(line, store, sizeof(store), argv, 16);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
     CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.nfiles, 2);
+    CHECK_INT(o.nfiles, 3);
+    hv_cli_submit_opts_fini(&o);
+
+    /* Deeper than HV_CLI_WORKDIR_MAX_DEPTH: a message naming .hvignore. */
+    char deep[1024];
+    int dn = snprintf(deep, sizeof(deep), "%s/wd2", tmpdir);
+    mkdir(deep, 0755);
+    for (unsigned i = 0; i < HV_CLI_WORKDIR_MAX_DEPTH; i++) {
+        dn += snprintf(deep + dn, sizeof(deep) - (size_t)dn, "/d");
+        mkdir(deep, 0755);
+    }
+    snprintf(line, sizeof(line), "--workdir %s/wd2 python3 %s", tmpdir, script);
+    argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_EINVAL);
+    CHECK_HAS(err, "directories deep");
+    CHECK_HAS(err, ".hvignore");
     hv_cli_submit_opts_fini(&o);
 
     /* Over the file bound: a message naming .hvignore. */

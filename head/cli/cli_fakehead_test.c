@@ -6,7 +6,9 @@
  * a Watch stream that breaks (resume without repeats); Ctrl-C once (cancel) and twice (exit at
  * once); a refused submit; --detach; hvctl's tables, --json and NOT_FOUND; the elastic options
  * in the spec and the end-of-job summary; hvctl's elastic job view, blacklist column, event
- * data embedded in --json, and drain/undrain (unknown node, old head, unreachable head). The
+ * data embedded in --json, and drain/undrain (unknown node, old head, unreachable head); and a
+ * head whose words are all changed (words_changed: other messages and state words, the same
+ * codes and event fields), which the tools must follow as before. The
  * tests with a real head live in tests/integration. Cases run alone by name:
  * cli_fakehead_test [case].
  */
@@ -119,9 +121,14 @@ typedef struct script_item_s {
     const char *text;      /* IT_LOG text, IT_EVENT message */
     uint64_t seq;          /* IT_EVENT */
     const char *ekind;     /* IT_EVENT kind */
+    int jstate;            /* IT_EVENT job.state: the job's state (Hvpb__V1__JobState) */
+    uint64_t worker;       /* IT_EVENT worker.*: the worker (0: none) */
+    uint32_t wrank;        /* and its rank */
 } script_item_t;
 
 static const script_item_t *script;
+static int garbled; /* the views' state words and the events' messages are not English: only
+                       the codes and fields say what happened */
 static Hvpb__V1__JobView *final_view;     /* sent with IT_DONE */
 static Hvpb__V1__JobView *cancelled_view; /* sent when Cancel arrives during IT_HOLD */
 static int submit_refuse;                 /* Submit answers RESOURCE_EXHAUSTED */
@@ -314,6 +321,9 @@ static void on_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
             e.job_id = 7;
             e.kind = (char *)s->ekind;
             e.message = (char *)s->text;
+            e.job_state = (Hvpb__V1__JobState)s->jstate;
+            e.worker_id = s->worker;
+            e.rank = s->wrank;
             it.body_case = HVPB__V1__WATCH_ITEM__BODY_EVENT;
             it.event = &e;
             hv_rpc_send(c, &it.base);
@@ -415,18 +425,29 @@ static void on_list_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     Hvpb__V1__NodeView n1 = HVPB__V1__NODE_VIEW__INIT, n2 = HVPB__V1__NODE_VIEW__INIT;
     n1.node_id = 1;
     n1.info = &info1;
-    n1.state = "draining";
+    n1.state = garbled ? "entleerend" : "draining";
+    n1.state_code = garbled ? HVPB__V1__NODE_STATE__NODE_STATE_DRAINING : 0;
     n1.slots_used = 2;
     n1.last_seen_ms = hv_wall_ms() - 3000;
     n1.blacklist = bl;
     n1.n_blacklist = 2;
     n2.node_id = 12;
     n2.info = &info2;
-    n2.state = "dead";
+    n2.state = garbled ? "tot" : "dead";
+    n2.state_code = garbled ? HVPB__V1__NODE_STATE__NODE_STATE_DEAD : 0;
     n2.addr = "10.0.0.2";
-    Hvpb__V1__NodeView *nodes[] = {&n1, &n2};
+    Hvpb__V1__NodeInfo info3 = HVPB__V1__NODE_INFO__INIT;
+    info3.name = "n3";
+    info3.slots = 2;
+    Hvpb__V1__NodeView n3 = HVPB__V1__NODE_VIEW__INIT;
+    n3.node_id = 13;
+    n3.info = &info3;
+    n3.state = "alive";
+    n3.last_seen_ms = hv_wall_ms() - 2000;
+    n3.suspected_ms = hv_wall_ms() - 2000; /* evidence of a loss while its lease runs */
+    Hvpb__V1__NodeView *nodes[] = {&n1, &n2, &n3};
     Hvpb__V1__ListNodesReply rep = HVPB__V1__LIST_NODES_REPLY__INIT;
-    rep.n_nodes = 2;
+    rep.n_nodes = 3;
     rep.nodes = nodes;
     hv_rpc_reply(c, &rep.base);
 }
@@ -443,11 +464,16 @@ static void on_list_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud
     e2.job_id = 7;
     e2.kind = "job.state";
     e2.message = "job 7 is running\twith \"4\" workers";
+    e2.job_state = HVPB__V1__JOB_STATE__JOB_STATE_RUNNING;
     Hvpb__V1__Event e3 = HVPB__V1__EVENT__INIT, e4 = HVPB__V1__EVENT__INIT;
     e3.seq = 43;
     e3.job_id = 7;
     e3.kind = "round.close";
     e3.message = "job 7: generation 3 with 2 workers\n(after a failure)";
+    e3.generation = 3;
+    e3.reason = HVPB__V1__EVENT_REASON__EVENT_REASON_FAILURE;
+    e3.rollback = 1;
+    e3.duration_ms = 1500;
     e3.data = "{\"generation\":3,\"size\":2,\"rollback\":true,\"removed\":[101],"
               "\"reason\":\"failure: rank 1 \\\"x\\\"\"}";
     e4.seq = 44;
@@ -797,15 +823,15 @@ static void views_init(void) {
 /* ---- cases ---------------------------------------------------------------------------------- */
 
 static const script_item_t script_ok[] = {
-    {IT_EVENT, 0, 0, "generation 1 opened: start", 9, "round.open"},
-    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state"},
-    {IT_EVENT, 0, 0, "worker 100 started", 11, "worker.start"},
-    {IT_LOG, 0, 1, "hello from 0", 0, NULL},
-    {IT_LOG, 1, 2, "warning from 1", 0, NULL},
-    {IT_LOG, 2, 1, "epoch 1 loss=0.5", 0, NULL},
-    {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state"},
-    {IT_DONE, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+    {IT_EVENT, 0, 0, "generation 1 opened: start", 9, "round.open", 0, 0, 0},
+    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state", 3, 0, 0},
+    {IT_EVENT, 0, 0, "worker 100 started", 11, "worker.start", 0, 0, 0},
+    {IT_LOG, 0, 1, "hello from 0", 0, NULL, 0, 0, 0},
+    {IT_LOG, 1, 2, "warning from 1", 0, NULL, 0, 0, 0},
+    {IT_LOG, 2, 1, "epoch 1 loss=0.5", 0, NULL, 0, 0, 0},
+    {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state", 4, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static void test_submit_ok(void) {
@@ -935,17 +961,17 @@ static void test_upload_resume_and_limit(void) {
 }
 
 static const script_item_t script_fail[] = {
-    {IT_LOG, 1, 2, "Traceback: boom", 0, NULL},
-    {IT_EVENT, 0, 0, "rank 1 on n1 exited with status 3", 20, "worker.exit"},
-    {IT_EVENT, 0, 0, "job 7 failed: rank 1 exited with status 3", 21, "job.state"},
-    {IT_DONE, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+    {IT_LOG, 1, 2, "Traceback: boom", 0, NULL, 0, 0, 0},
+    {IT_EVENT, 0, 0, "rank 1 on n1 exited with status 3", 20, "worker.exit", 0, 101, 1},
+    {IT_EVENT, 0, 0, "job 7 failed: rank 1 exited with status 3", 21, "job.state", 5, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static const script_item_t script_fail_noevent[] = {
-    {IT_EVENT, 0, 0, "job 7 failed: rank 1 was killed", 21, "job.state"},
-    {IT_DONE, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 failed: rank 1 was killed", 21, "job.state", 5, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static void test_submit_failed(void) {
@@ -995,14 +1021,14 @@ static void test_submit_failed(void) {
 }
 
 static const script_item_t script_break[] = {
-    {IT_EVENT, 0, 0, "job 7 is running", 30, "job.state"},
-    {IT_LOG, 0, 1, "line a", 0, NULL},
-    {IT_LOG, 0, 1, "line b", 0, NULL},
-    {IT_BREAK, 0, 0, NULL, 0, NULL},
-    {IT_LOG, 0, 1, "line c", 0, NULL},
-    {IT_EVENT, 0, 0, "job 7 succeeded", 31, "job.state"},
-    {IT_DONE, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 is running", 30, "job.state", 3, 0, 0},
+    {IT_LOG, 0, 1, "line a", 0, NULL, 0, 0, 0},
+    {IT_LOG, 0, 1, "line b", 0, NULL, 0, 0, 0},
+    {IT_BREAK, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_LOG, 0, 1, "line c", 0, NULL, 0, 0, 0},
+    {IT_EVENT, 0, 0, "job 7 succeeded", 31, "job.state", 4, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static void test_watch_resume(void) {
@@ -1027,9 +1053,9 @@ static void test_watch_resume(void) {
 }
 
 static const script_item_t script_hold[] = {
-    {IT_LOG, 0, 1, "step 1", 0, NULL},
-    {IT_HOLD, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+    {IT_LOG, 0, 1, "step 1", 0, NULL, 0, 0, 0},
+    {IT_HOLD, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static void test_sigint(void) {
@@ -1215,12 +1241,16 @@ static void test_hvctl(void) {
     const char *a5[] = {"nodes", NULL};
     run_tool(&r, "hvctl", a5);
     CHECK_STATUS(&r, 0);
-    CHECK_HAS(r.out, "NAME        ID  STATE     SLOTS  GPUS  ADDRS              LAST-SEEN  LABELS  "
-                     "         BLACKLIST\n"
-                     "gpu-node-1  1   draining  2/8    8     10.0.0.1,10.0.1.1  3s ago     "
-                     "zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 strikes)\n"
-                     "n2          12  dead      0/4    0     10.0.0.2           -          -     "
-                     "           -\n");
+    /* A suspected node says so in STATE, and since when. */
+    CHECK_HAS(r.out, "NAME        ID  STATE                     SLOTS  GPUS  ADDRS              "
+                     "LAST-SEEN  LABELS           BLACKLIST\n"
+                     "gpu-node-1  1   draining                  2/8    8     10.0.0.1,10.0.1.1  "
+                     "3s ago     zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 "
+                     "strikes)\n"
+                     "n2          12  dead                      0/4    0     10.0.0.2           "
+                     "-          -                -\n"
+                     "n3          13  alive (suspected 2s ago)  0/2    0     -                  "
+                     "2s ago     -                -\n");
     run_free(&r);
 
     const char *a5j[] = {"--json", "nodes", NULL};
@@ -1233,16 +1263,24 @@ static void test_hvctl(void) {
     CHECK_HAS(r.out, "\"job_id\": 5,\n          \"strikes\": 5,\n          \"permanent\": true,\n");
     CHECK_HAS(r.out, "\"reason\": \"rank 0 on gpu-node-1 was killed by signal SIGSEGV\"\n");
     CHECK_HAS(r.out, "\"draining\": false,\n      \"blacklist\": []\n");
+    CHECK_HAS(r.out, "\"suspected\": false,\n      \"suspected_ms\": 0,\n");
+    CHECK_HAS(r.out, "\"name\": \"n3\",\n      \"state\": \"alive\",\n");
+    CHECK_HAS(r.out, "\"suspected\": true,\n      \"suspected_ms\": ");
     CHECK(json_valid(r.out));
     run_free(&r);
 
     const char *a6[] = {"events", "--job", "7", "--json", NULL};
     run_tool(&r, "hvctl", a6);
     CHECK_STATUS(&r, 0);
-    CHECK_HAS(r.out, "\"message\": \"job 7 is running\\twith \\\"4\\\" workers\"\n");
+    CHECK_HAS(r.out, "\"message\": \"job 7 is running\\twith \\\"4\\\" workers\",\n"
+                     "      \"job_state\": \"running\"\n");
     CHECK_LACKS(r.out, "node.join");
     /* The head's JSON data is an object in the document, re-indented. */
     CHECK_HAS(r.out, "\"message\": \"job 7: generation 3 with 2 workers\\n(after a failure)\",\n"
+                     "      \"generation\": 3,\n"
+                     "      \"reason\": \"failure\",\n"
+                     "      \"duration_ms\": 1500,\n"
+                     "      \"rollback\": true,\n"
                      "      \"data\": {\n"
                      "        \"generation\": 3,\n"
                      "        \"size\": 2,\n"
@@ -1300,20 +1338,22 @@ static void test_hvctl(void) {
 }
 
 static const script_item_t script_elastic[] = {
-    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state"},
-    {IT_LOG, 0, 1, "epoch 1", 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 10, "job.state", 3, 0, 0},
+    {IT_LOG, 0, 1, "epoch 1", 0, NULL, 0, 0, 0},
     {IT_EVENT, 0, 0, "generation 3 opened (roll back): failure: rank 1 on n1 exited with status 3",
-     11, "round.open"},
-    {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state"},
-    {IT_DONE, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+     11, "round.open", 0, 0, 0},
+    {IT_EVENT, 0, 0, "job 7 succeeded", 12, "job.state", 4, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static const script_item_t script_elastic_fail[] = {
-    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 20, "job.state"},
-    {IT_EVENT, 0, 0, "job 7 failed", 21, "job.state"},
-    {IT_DONE, 0, 0, NULL, 0, NULL},
-    {IT_END, 0, 0, NULL, 0, NULL},
+    {IT_EVENT, 0, 0, "job 7 is running on 2 nodes", 20, "job.state", 3, 0, 0},
+    /* The head's event of the end carries its reason (hvsubmit does not say it again). */
+    {IT_EVENT, 0, 0, "job 7 failed: 3 resets, at most 3 allowed: rank 0 on n1 exited with status 4",
+     21, "job.state", 5, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
 };
 
 static void test_submit_elastic(void) {
@@ -1574,6 +1614,106 @@ static void test_hvctl_state_copy(void) {
     final_view = &view_ok;
 }
 
+/* The head's words changed (another language, reworded messages, other state words): hvsubmit
+ * and hvctl decide on the state codes and the events' kinds and fields, never on the words, so
+ * every decision stays right. The words are still shown as they came, for people. */
+static const script_item_t script_words[] = {
+    {IT_EVENT, 0, 0, "Auftrag 7 eingereicht", 5, "job.state", 1, 0, 0},
+    {IT_EVENT, 0, 0, "Auftrag 7 laeuft", 10, "job.state", 3, 0, 0},
+    {IT_EVENT, 0, 0, "Rang 1 ist verloren", 20, "worker.lost", 0, 101, 1},
+    {IT_EVENT, 0, 0, "Rang 1 ist weg", 21, "worker.fail", 0, 101, 1},
+    {IT_EVENT, 0, 0, "Auftrag 7 ist gescheitert", 22, "job.state", 5, 0, 0},
+    {IT_EVENT, 0, 0, "Auftrag 7 ist wirklich gescheitert", 23, "job.state", 5, 0, 0},
+    {IT_DONE, 0, 0, NULL, 0, NULL, 0, 0, 0},
+    {IT_END, 0, 0, NULL, 0, NULL, 0, 0, 0},
+};
+
+static void test_words_changed(void) {
+    char bin[512];
+    put_elf("train.bin", 4096, 1, bin, sizeof(bin));
+    reset_counts();
+    garbled = 1;
+    Hvpb__V1__JobView v = view_failed;
+    v.state = "gescheitert";
+    v.state_code = HVPB__V1__JOB_STATE__JOB_STATE_FAILED;
+    v.reason = "Rang 1: Status 3";
+    wv[0].state = "beendet"; /* killed by the head (a consequence), says only its code */
+    wv[0].state_code = HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED;
+    wv[0].exit_code = -1;
+    wv[0].term_signal = 15;
+    wv[1].state = "getoetet"; /* failed on its own: the job's status */
+    wv[1].state_code = HVPB__V1__WORKER_STATE__WORKER_STATE_EXITED;
+    wv[1].exit_code = 3;
+    wv[1].term_signal = 0;
+    wv[2].state = "weg";
+    wv[2].state_code = HVPB__V1__WORKER_STATE__WORKER_STATE_EXITED;
+    wv[2].exit_code = 0;
+    wv[2].term_signal = 0;
+    script = script_words;
+    final_view = &v;
+    run_t r;
+    const char *args[] = {"-np", "3", bin, NULL};
+    run_tool(&r, "hvsubmit", args);
+    CHECK_STATUS(&r, 3); /* rank 1's status: rank 0 was killed by the head */
+    CHECK_HAS(r.err, "hvsubmit: Auftrag 7 laeuft\n");
+    CHECK_HAS(r.err, "hvsubmit: Rang 1 ist verloren\n");
+    CHECK_HAS(r.err, "hvsubmit: Auftrag 7 ist gescheitert\n");
+    CHECK_LACKS(r.err, "eingereicht");    /* hvsubmit said the submission itself */
+    CHECK_LACKS(r.err, "Rang 1 ist weg"); /* the same worker's loss, told once */
+    CHECK_LACKS(r.err, "wirklich");       /* the same state, told once */
+    CHECK_LACKS(r.err, "job 7 failed");   /* the head's event told the failure */
+    CHECK_LACKS(r.err, "ended in state");
+    CHECK_LACKS(r.err, "rank 1 on node n1"); /* its event told rank 1's failure */
+    CHECK_HAS(r.err, "hvsubmit: rank 0 on node n1 was killed by signal SIGTERM\n");
+    run_free(&r);
+
+    const char *a1[] = {"job", "7", NULL};
+    run_tool(&r, "hvctl", a1);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "STATE:      failed\n");
+    CHECK_HAS(r.out, "0     n1    killed  1000  SIGTERM");
+    CHECK_HAS(r.out, "1     n1    exited  1001  3 ");
+    run_free(&r);
+    const char *a2[] = {"--json", "job", "7", NULL};
+    run_tool(&r, "hvctl", a2);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "\"state\": \"failed\",\n");
+    CHECK_HAS(r.out, "\"state\": \"killed\",\n");
+    CHECK_LACKS(r.out, "gescheitert");
+    run_free(&r);
+    const char *a3[] = {"--json", "nodes", NULL};
+    run_tool(&r, "hvctl", a3);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "\"state\": \"draining\",\n");
+    CHECK_HAS(r.out, "\"draining\": true,\n");
+    CHECK_HAS(r.out, "\"state\": \"dead\",\n");
+    run_free(&r);
+    const char *a4[] = {"status", NULL};
+    run_tool(&r, "hvctl", a4);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "1 draining");
+    CHECK_HAS(r.out, "1 failed");
+    run_free(&r);
+    const char *a5[] = {"--json", "events", NULL};
+    run_tool(&r, "hvctl", a5);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "\"job_state\": \"running\"");
+    CHECK_HAS(r.out, "\"generation\": 3,\n");
+    CHECK_HAS(r.out, "\"reason\": \"failure\",\n");
+    CHECK_HAS(r.out, "\"duration_ms\": 1500,\n");
+    CHECK_HAS(r.out, "\"rollback\": true");
+    CHECK(json_valid(r.out));
+    run_free(&r);
+    garbled = 0;
+    for (int i = 0; i < 3; i++) {
+        wv[i].state = "exited";
+        wv[i].state_code = HVPB__V1__WORKER_STATE__WORKER_STATE_UNSPECIFIED;
+        wv[i].exit_code = 0;
+        wv[i].term_signal = 0;
+    }
+    final_view = &view_ok;
+}
+
 static void test_hvctl_drain(void) {
     reset_counts();
     run_t r;
@@ -1675,6 +1815,7 @@ static const struct {
     {"hvctl_elastic", test_hvctl_elastic},
     {"hvctl_state_copy", test_hvctl_state_copy},
     {"hvctl_drain", test_hvctl_drain},
+    {"words_changed", test_words_changed},
 };
 
 int main(int argc, char **argv) {

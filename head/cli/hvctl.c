@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_rpc.h"
+#include "hvctl_actors.h"
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
@@ -106,6 +107,13 @@ static const struct {
      "is printed this once. Default: no expiry, no use limit"},
     {"token list", "", "join tokens: id, state, expiry, uses (never the secret)"},
     {"token revoke", "ID", "revoke a join token: agents can no longer join with it"},
+    {"actor create", "--class C -- PROG",
+     "create an actor (hvctl actor --help, docs/actors.md);\n"
+     "PROG: a local file (uploaded) or a program on the\n"
+     "node; detached unless --owner-job ID"},
+    {"actors", "[--namespace NS]", "actors: state, node, restarts, address"},
+    {"actor", "NAME|ID [--namespace NS]", "one actor: state and cause, node, restarts"},
+    {"kill-actor", "NAME|ID [--restart]", "kill an actor; --restart starts a new process"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
@@ -721,7 +729,7 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     hv_cli_json_key(j, "name");
     hv_cli_json_str(j, info ? info->name : "");
     hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, n->state);
+    hv_cli_json_str(j, hv_cli_node_state_name(hv_cli_node_state(n)));
     hv_cli_json_key(j, "slots");
     hv_cli_json_u64(j, info ? info->slots : 0);
     hv_cli_json_key(j, "slots_used");
@@ -753,8 +761,12 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     hv_cli_json_str(j, info ? info->instance_id : "");
     hv_cli_json_key(j, "version");
     hv_cli_json_str(j, info ? info->version : "");
+    hv_cli_json_key(j, "suspected");
+    hv_cli_json_bool(j, n->suspected_ms != 0);
+    hv_cli_json_key(j, "suspected_ms");
+    hv_cli_json_u64(j, n->suspected_ms);
     hv_cli_json_key(j, "draining");
-    hv_cli_json_bool(j, strcmp(n->state, "draining") == 0);
+    hv_cli_json_bool(j, hv_cli_node_state(n) == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING);
     hv_cli_json_key(j, "blacklist");
     hv_cli_json_arr_begin(j);
     for (size_t i = 0; i < n->n_blacklist; i++) {
@@ -811,7 +823,16 @@ static int ctl_nodes(const ctl_t *c) {
         const Hvpb__V1__NodeView *n = r->nodes[i];
         const Hvpb__V1__NodeInfo *info = n->info;
         char id[24], slots[32], gpus[16], addrs[512], seen[32], labels[512], bl[1024];
+        char state[64], ago[32];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)n->node_id);
+        // A suspected node (evidence of a loss while its lease runs) says so, and since when.
+        if (n->suspected_ms != 0) {
+            snprintf(state, sizeof(state), "%.16s (suspected %s)",
+                     hv_cli_node_state_name(hv_cli_node_state(n)),
+                     hv_cli_fmt_ago(n->suspected_ms, now, ago, sizeof(ago)));
+        } else {
+            snprintf(state, sizeof(state), "%.16s", hv_cli_node_state_name(hv_cli_node_state(n)));
+        }
         snprintf(slots, sizeof(slots), "%u/%u", (unsigned)n->slots_used,
                  (unsigned)(info ? info->slots : 0));
         snprintf(gpus, sizeof(gpus), "%u", (unsigned)(info ? info->gpus : 0));
@@ -823,7 +844,7 @@ static int ctl_nodes(const ctl_t *c) {
         const char *row[] = {
             info ? info->name : "",
             id,
-            n->state,
+            state,
             slots,
             gpus,
             addrs,
@@ -843,6 +864,49 @@ static int ctl_nodes(const ctl_t *c) {
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
+/* A job state's word from a reply's code, or, from a head older than the codes, its own word
+ * when it is one of the known ones ("unknown" otherwise). */
+static const char *ctl_job_state_word(Hvpb__V1__JobState code, const char *word) {
+    Hvpb__V1__JobView v = HVPB__V1__JOB_VIEW__INIT;
+    v.state_code = code;
+    v.state = (char *)(word != NULL ? word : "");
+    return hv_cli_job_state_name(hv_cli_job_state(&v));
+}
+
+/* An event's structured fields (proto/hv.proto Event), the ones it has. */
+static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
+    if (e->generation != 0) {
+        hv_cli_json_key(j, "generation");
+        hv_cli_json_u64(j, e->generation);
+    }
+    if (e->reason != HVPB__V1__EVENT_REASON__EVENT_REASON_UNSPECIFIED) {
+        hv_cli_json_key(j, "reason");
+        hv_cli_json_str(j, hv_cli_reason_name(e->reason));
+    }
+    if (e->node != NULL && e->node[0] != '\0') {
+        hv_cli_json_key(j, "node");
+        hv_cli_json_str(j, e->node);
+    }
+    if (e->worker_id != 0) {
+        hv_cli_json_key(j, "worker_id");
+        hv_cli_json_u64(j, e->worker_id);
+        hv_cli_json_key(j, "rank");
+        hv_cli_json_u64(j, e->rank);
+    }
+    if (e->duration_ms != 0) {
+        hv_cli_json_key(j, "duration_ms");
+        hv_cli_json_u64(j, e->duration_ms);
+    }
+    if (e->job_state != HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED) {
+        hv_cli_json_key(j, "job_state");
+        hv_cli_json_str(j, hv_cli_job_state_name(e->job_state));
+    }
+    if (e->rollback) {
+        hv_cli_json_key(j, "rollback");
+        hv_cli_json_bool(j, 1);
+    }
+}
+
 static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_key(j, "worker_id");
@@ -852,7 +916,7 @@ static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
     hv_cli_json_key(j, "node");
     hv_cli_json_str(j, w->node);
     hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, w->state);
+    hv_cli_json_str(j, hv_cli_worker_state_name(hv_cli_worker_state(w)));
     hv_cli_json_key(j, "pid");
     hv_cli_json_i64(j, w->pid);
     hv_cli_json_key(j, "exit_code");
@@ -879,7 +943,7 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
     hv_cli_json_key(j, "name");
     hv_cli_json_str(j, v->name);
     hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, v->state);
+    hv_cli_json_str(j, hv_cli_job_state_name(hv_cli_job_state(v)));
     hv_cli_json_key(j, "np");
     hv_cli_json_u64(j, v->np);
     hv_cli_json_key(j, "min_np");
@@ -905,9 +969,11 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
     hv_cli_json_key(j, "size");
     hv_cli_json_u64(j, v->size);
     hv_cli_json_key(j, "round_state");
-    hv_cli_json_str(j, v->round_state);
+    hv_cli_json_str(j, hv_cli_round_state_name(hv_cli_round_state(v)));
     hv_cli_json_key(j, "round_reason");
     hv_cli_json_str(j, v->round_reason);
+    hv_cli_json_key(j, "round_reason_code");
+    hv_cli_json_str(j, hv_cli_reason_name(v->round_reason_code));
     hv_cli_json_key(j, "max_resets");
     hv_cli_json_u64(j, v->max_resets);
     hv_cli_json_key(j, "check_every");
@@ -984,7 +1050,7 @@ static int ctl_jobs(const ctl_t *c) {
         snprintf(id, sizeof(id), "%llu", (unsigned long long)v->job_id);
         const char *row[] = {id,
                              v->name,
-                             v->state,
+                             hv_cli_job_state_name(hv_cli_job_state(v)),
                              ctl_np(v, np, sizeof(np)),
                              ctl_time(v->submitted_ms, sub, sizeof(sub)),
                              ctl_job_duration(v, dur, sizeof(dur)),
@@ -1035,7 +1101,7 @@ static int ctl_job(const ctl_t *c) {
     char buf[64];
     printf("ID:         %llu\n", (unsigned long long)v->job_id);
     ctl_field("NAME:       ", v->name);
-    ctl_field("STATE:      ", v->state);
+    ctl_field("STATE:      ", hv_cli_job_state_name(hv_cli_job_state(v)));
     printf("NP:         %s\n", ctl_np(v, buf, sizeof(buf)));
     if (v->elastic) {
         char round[600];
@@ -1079,8 +1145,11 @@ static int ctl_job(const ctl_t *c) {
             char rank[16], pid[16], ex[32], att[16], gen[16], joined[16];
             snprintf(rank, sizeof(rank), "%u", (unsigned)w->rank);
             snprintf(pid, sizeof(pid), "%d", (int)w->pid);
-            int ended = strcmp(w->state, "exited") == 0 || strcmp(w->state, "lost") == 0 ||
-                        strcmp(w->state, "killed") == 0 || strcmp(w->state, "left") == 0;
+            Hvpb__V1__WorkerState ws = hv_cli_worker_state(w);
+            int ended = ws == HVPB__V1__WORKER_STATE__WORKER_STATE_EXITED ||
+                        ws == HVPB__V1__WORKER_STATE__WORKER_STATE_LOST ||
+                        ws == HVPB__V1__WORKER_STATE__WORKER_STATE_KILLED ||
+                        ws == HVPB__V1__WORKER_STATE__WORKER_STATE_LEFT;
             if (w->term_signal != 0) {
                 char sig[24];
                 snprintf(ex, sizeof(ex), "%s", hv_cli_signame(w->term_signal, sig, sizeof(sig)));
@@ -1094,7 +1163,7 @@ static int ctl_job(const ctl_t *c) {
             snprintf(joined, sizeof(joined), "%u", (unsigned)w->joined_generation);
             const char *row[] = {rank,
                                  w->node,
-                                 w->state,
+                                 hv_cli_worker_state_name(ws),
                                  w->pid > 0 ? pid : "-",
                                  ex,
                                  att,
@@ -1324,12 +1393,12 @@ static int ctl_cancel(const ctl_t *c) {
         hv_cli_json_key(&j, "job_id");
         hv_cli_json_u64(&j, c->o->job_id);
         hv_cli_json_key(&j, "state");
-        hv_cli_json_str(&j, r->state);
+        hv_cli_json_str(&j, ctl_job_state_word(r->state_code, r->state));
         hv_cli_json_obj_end(&j);
         hv_cli_json_finish(&j);
     } else {
         printf("job %llu: ", (unsigned long long)c->o->job_id);
-        ctl_field("", r->state);
+        ctl_field("", ctl_job_state_word(r->state_code, r->state));
     }
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;
@@ -1343,7 +1412,7 @@ static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
         hv_cli_json_key(&j, "job_id");
         hv_cli_json_u64(&j, r->job_id);
         hv_cli_json_key(&j, "state");
-        hv_cli_json_str(&j, r->state);
+        hv_cli_json_str(&j, ctl_job_state_word(r->state_code, r->state));
         hv_cli_json_key(&j, "wall_seconds");
         hv_cli_json_f64(&j, r->wall_seconds);
     }
@@ -1412,7 +1481,8 @@ static int ctl_cost(const ctl_t *c) {
     if (r->job_id != 0) {
         char state[200];
         printf("job %llu (%s, %.1f s since submission)\n", (unsigned long long)r->job_id,
-               hv_cli_clean(r->state, 0, state, sizeof(state)), r->wall_seconds);
+               hv_cli_clean(ctl_job_state_word(r->state_code, r->state), 0, state, sizeof(state)),
+               r->wall_seconds);
     } else {
         printf("cluster, every instance the autoscaler launched\n");
     }
@@ -1485,6 +1555,7 @@ static int ctl_events(const ctl_t *c) {
             hv_cli_json_str(&j, e->kind);
             hv_cli_json_key(&j, "message");
             hv_cli_json_str(&j, e->message);
+            ctl_json_event_fields(&j, e);
             if (e->data != NULL && e->data[0] != '\0') {
                 /* The head's JSON object goes in as an object; text that is not one (a head
                  * bug) is kept, as a string, under another key so "data" is always an object. */
@@ -1817,7 +1888,8 @@ static void ctl_print_drained(const ctl_t *c, const Hvpb__V1__NodeView *n, const
         printf("node %s (id %llu): %s, %u/%u slots used\n",
                hv_cli_clean(n->info != NULL && n->info->name[0] ? n->info->name : asked, 0, name,
                             sizeof(name)),
-               (unsigned long long)n->node_id, hv_cli_clean(n->state, 0, state, sizeof(state)),
+               (unsigned long long)n->node_id,
+               hv_cli_clean(hv_cli_node_state_name(hv_cli_node_state(n)), 0, state, sizeof(state)),
                (unsigned)n->slots_used, (unsigned)(n->info != NULL ? n->info->slots : 0));
     }
 }
@@ -1880,7 +1952,8 @@ static void ctl_copy_warnings(const ctl_t *c, Hvpb__V1__JobView *const *jobs, si
                               uint64_t now) {
     for (size_t i = 0; i < n; i++) {
         const Hvpb__V1__JobView *lv = jobs[i];
-        if (!lv->elastic || strcmp(lv->state, "running") != 0 || lv->generation == 0) {
+        if (!lv->elastic || hv_cli_job_state(lv) != HVPB__V1__JOB_STATE__JOB_STATE_RUNNING ||
+            lv->generation == 0) {
             continue;
         }
         Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
@@ -1935,6 +2008,7 @@ static int ctl_status(const ctl_t *c) {
         hv_cli_json_finish(&j);
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        hv_ctl_actors_status(c->ch); /* actors by state; pending ones with why */
         ctl_copy_warnings(c, jr->jobs, jr->n_jobs, now);
     }
     ctl_pages_free(&jpg);
@@ -1944,8 +2018,12 @@ static int ctl_status(const ctl_t *c) {
 
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
+    int status = hv_ctl_actors_main(argc, argv); /* actor create, actors, actor, kill-actor */
+    if (status >= 0) {
+        return status;
+    }
     ctl_opts_t o;
-    int status = ctl_parse(argc, argv, &o);
+    status = ctl_parse(argc, argv, &o);
     if (status >= 0) {
         return status;
     }

@@ -58,6 +58,7 @@ static volatile sig_atomic_t submit_detach_sig;
 /* One file shipped with the job, once uploaded. */
 typedef struct submit_artifact_s {
     const char *path; /* borrowed from argv */
+    const char *name; /* its name in the worker's directory (borrowed) */
     char digest[65];
     uint64_t size;
     uint32_t mode; /* permission bits */
@@ -69,19 +70,20 @@ typedef struct submit_watch_s {
     const char *head;     /* borrowed, for messages */
     uint64_t job_id;
     int quiet;
-    int clean_out;               /* worker stdout lines: control characters made visible */
-    int clean_err;               /* worker stderr lines: the same (each stream a terminal) */
-    int elastic;                 /* the job is elastic: its end gets a summary line */
-    char final_state[16];        /* the state of the final JobView ("" before it came) */
-    uint64_t nlogs;              /* log lines printed so far = log_offset on resume */
-    uint64_t last_seq;           /* seq of the last event seen = event_after on resume */
-    int cancel_sent;             /* Cancel reached the head */
-    uint64_t cancel_deadline;    /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
-    char last_state[512];        /* the last job.state message printed (not printed twice) */
-    char last_shown[512];        /* the last event message printed: a worker's loss comes as
-                                    worker.lost and then worker.fail with the same words */
-    uint64_t head_wait_ms;       /* how long to wait for a head that went away */
-    uint64_t submitted_at;       /* hv_now_ms() when Submit returned */
+    int clean_out;                  /* worker stdout lines: control characters made visible */
+    int clean_err;                  /* worker stderr lines: the same (each stream a terminal) */
+    int elastic;                    /* the job is elastic: its end gets a summary line */
+    Hvpb__V1__JobState final_state; /* the state of the final JobView (UNSPECIFIED before) */
+    uint64_t nlogs;                 /* log lines printed so far = log_offset on resume */
+    uint64_t last_seq;              /* seq of the last event seen = event_after on resume */
+    int cancel_sent;                /* Cancel reached the head */
+    uint64_t cancel_deadline;       /* hv_now_ms() after which we stop waiting; 0 = no Ctrl-C yet */
+    Hvpb__V1__JobState last_state;  /* the state of the last job.state event printed (a state is
+                                      not told twice; the end does not repeat it) */
+    uint64_t last_lost;             /* the worker of the last worker.lost event printed: its loss
+                                    comes again as worker.fail */
+    uint64_t head_wait_ms;          /* how long to wait for a head that went away */
+    uint64_t submitted_at;          /* hv_now_ms() when Submit returned */
     int started;                 /* the job left "pending" (a placing/running event, any output) */
     uint64_t next_pending_check; /* hv_now_ms() of the next look at a pending job's wait */
     char pending_said[256];      /* the last "waiting for slots" line printed */
@@ -117,10 +119,12 @@ static void submit_usage(FILE *f) {
            "  --slots-per-host K    at most K ranks on one node\n"
            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
            "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
-           "  --workdir DIR         ship DIR's own files (not its subdirectories) beside the\n"
-           "                        program: at most 200 files and 256 MiB; names starting\n"
-           "                        with '.', __pycache__ and *.pyc are left out, and so is\n"
-           "                        every name matching a glob line of DIR/.hvignore\n"
+           "  --workdir DIR         ship DIR's files and subdirectories beside the program, at\n"
+           "                        the same paths: at most 200 files, 256 MiB, 15 levels;\n"
+           "                        names starting with '.', __pycache__ and *.pyc are left\n"
+           "                        out, and so is every name or path below DIR matching a\n"
+           "                        glob line of DIR/.hvignore (links to directories: not\n"
+           "                        followed)\n"
            "  --timeout S           fail the job if it waits more than S s for free slots\n"
            "  --name NAME           display name (default: the program's file name)\n"
            "  --detach, -d          print the job id and exit without following the job\n"
@@ -240,7 +244,7 @@ static void submit_progress(submit_progress_t *p, const submit_artifact_t *a, ui
     }
     uint64_t now = hv_now_ms();
     char line[512];
-    const char *name = hv_cli_basename(a->path);
+    const char *name = a->name;
     if (p->tty) {
         if (a->size < HV_CLI_UPLOAD_CHUNK || (now - p->last < SUBMIT_BAR_MS && done < a->size)) {
             return;
@@ -415,7 +419,7 @@ out:
 }
 
 /* Hashes path and makes sure the head holds it. Returns an exit status (0 = done). */
-static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *path,
+static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *path, const char *name,
                          const submit_artifact_t *done, size_t ndone, int quiet, int verbose,
                          submit_artifact_t *a) {
     struct stat sb;
@@ -425,6 +429,7 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
     }
     memset(a, 0, sizeof(*a));
     a->path = path;
+    a->name = name;
     a->mode = (uint32_t)(sb.st_mode & 07777);
     hv_err rc = hv_sha256_file(path, a->digest, &a->size);
     if (rc != HV_OK) {
@@ -487,7 +492,7 @@ static const char *submit_user(void) {
 
 static void submit_fileref(Hvpb__V1__FileRef *ref, const submit_artifact_t *a) {
     hvpb__v1__file_ref__init(ref);
-    ref->name = (char *)hv_cli_basename(a->path);
+    ref->name = (char *)a->name;
     ref->digest = (char *)a->digest;
     ref->size = a->size;
     ref->mode = a->mode;
@@ -663,7 +668,8 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
     const Hvpb__V1__WorkerView *first = NULL;
     int status = hv_cli_job_exit_status(v, w->cancel_sent || w->cancel_deadline != 0, &first);
     char line[1024];
-    if (strcmp(v->state, "failed") == 0) {
+    Hvpb__V1__JobState st = hv_cli_job_state(v);
+    if (st == HVPB__V1__JOB_STATE__JOB_STATE_FAILED) {
         /* The head's last state event usually says exactly this already. */
         if (v->reason[0] != '\0') {
             snprintf(line, sizeof(line), "job %llu failed: %s", (unsigned long long)w->job_id,
@@ -671,7 +677,7 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
         } else {
             snprintf(line, sizeof(line), "job %llu failed", (unsigned long long)w->job_id);
         }
-        if (strcmp(line, w->last_state) != 0) {
+        if (w->last_state != st) {
             hv_cli_say(stderr, SUBMIT_PROG, line);
         }
         for (size_t i = 0; i < v->n_workers; i++) {
@@ -680,21 +686,22 @@ static int submit_finish(const submit_watch_t *w, const Hvpb__V1__JobView *v) {
                 hv_cli_say(stderr, SUBMIT_PROG, hv_cli_worker_outcome(wv, line, sizeof(line)));
             }
         }
-    } else if (strcmp(v->state, "cancelled") == 0) {
+    } else if (st == HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED) {
         snprintf(line, sizeof(line), "job %llu cancelled%s%s", (unsigned long long)w->job_id,
                  v->reason[0] ? ": " : "", v->reason);
-        if (strcmp(line, w->last_state) != 0) {
+        if (w->last_state != st) {
             hv_cli_say(stderr, SUBMIT_PROG, line);
         }
-    } else if (strcmp(v->state, "succeeded") != 0) {
+    } else if (st != HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED) {
         snprintf(line, sizeof(line), "job %llu ended in state '%s'%s%s",
-                 (unsigned long long)w->job_id, v->state, v->reason[0] ? ": " : "", v->reason);
+                 (unsigned long long)w->job_id, hv_cli_job_state_name(st), v->reason[0] ? ": " : "",
+                 v->reason);
         hv_cli_say(stderr, SUBMIT_PROG, line);
     }
     /* An elastic job's size changed along the way: say where it ended ("succeeded: generation
      * 3, 2 workers, 1 reset"), after the reason when it did not succeed. --quiet keeps it for
      * the jobs that did not succeed. */
-    int ok = strcmp(v->state, "succeeded") == 0;
+    int ok = st == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED;
     if ((w->elastic || v->elastic) && !(ok && w->quiet)) {
         char sum[900];
         snprintf(line, sizeof(line), "job %llu %s: %s", (unsigned long long)w->job_id,
@@ -756,35 +763,41 @@ static int submit_item(submit_watch_t *w, const Hvpb__V1__WatchItem *it) {
             fprintf(stderr, SUBMIT_PROG ": %s\n", e->message);
             return -1;
         }
-        if (strcmp(e->kind, "job.state") == 0 && strstr(e->message, "pending") == NULL) {
+        /* Decided on the event's kind and fields, never on its message (words for people). */
+        int is_state = strcmp(e->kind, "job.state") == 0;
+        int is_worker = strncmp(e->kind, "worker.", 7) == 0;
+        if (is_state && e->job_state != HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED &&
+            e->job_state != HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
             w->started = 1;
         }
-        /* hvsubmit said "job N submitted (...)" itself: the head's event says it again. An
-         * elastic job's end says "job N succeeded: generation G, ..." (submit_finish): the
-         * head's plain "job N succeeded" would come just before it. */
-        int said = strcmp(e->kind, "job.state") == 0 && strstr(e->message, ") submitted: ") != NULL;
-        char ok_line[64];
-        snprintf(ok_line, sizeof(ok_line), "job %llu succeeded", (unsigned long long)w->job_id);
-        said |= w->elastic && strcmp(e->kind, "job.state") == 0 && strcmp(e->message, ok_line) == 0;
+        /* hvsubmit said "job N submitted (...)" itself: the head's event (the job's pending
+         * state) says it again. An elastic job's end says "job N succeeded: generation G, ..."
+         * (submit_finish): the head's plain "job N succeeded" would come just before it. A
+         * state already told is not told again. */
+        int said = is_state && e->job_state == HVPB__V1__JOB_STATE__JOB_STATE_PENDING;
+        said |= w->elastic && is_state && e->job_state == HVPB__V1__JOB_STATE__JOB_STATE_SUCCEEDED;
+        said |= is_state && e->job_state != HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED &&
+                e->job_state == w->last_state;
         /* A lost worker is told twice in a row, by worker.lost and worker.fail. */
-        said |= strncmp(e->kind, "worker.", 7) == 0 && strcmp(e->message, w->last_shown) == 0;
-        if (!w->quiet && !said && hv_cli_event_shown(e->kind, w->elastic) &&
-            strcmp(e->message, w->last_state) != 0) {
-            unsigned rank = 0;
-            if (strncmp(e->kind, "worker.", 7) == 0 && sscanf(e->message, "rank %u ", &rank) == 1 &&
+        said |= strcmp(e->kind, "worker.fail") == 0 && e->worker_id != 0 &&
+                e->worker_id == w->last_lost;
+        if (!w->quiet && !said && hv_cli_event_shown(e->kind, w->elastic)) {
+            if (is_worker && e->worker_id != 0 &&
                 w->nsaid_ranks < sizeof(w->said_ranks) / sizeof(w->said_ranks[0])) {
-                w->said_ranks[w->nsaid_ranks++] = rank;
+                w->said_ranks[w->nsaid_ranks++] = e->rank;
             }
             hv_cli_say(stderr, SUBMIT_PROG, e->message);
-            snprintf(w->last_shown, sizeof(w->last_shown), "%s", e->message);
-            if (strcmp(e->kind, "job.state") == 0) {
-                snprintf(w->last_state, sizeof(w->last_state), "%s", e->message);
+            if (strcmp(e->kind, "worker.lost") == 0) {
+                w->last_lost = e->worker_id;
+            }
+            if (is_state) {
+                w->last_state = e->job_state;
             }
         }
         return -1;
     }
     case HVPB__V1__WATCH_ITEM__BODY_DONE:
-        snprintf(w->final_state, sizeof(w->final_state), "%s", it->done->state);
+        w->final_state = hv_cli_job_state(it->done);
         return submit_finish(w, it->done);
     default:
         return -1; /* a newer head's item: ignore */
@@ -878,7 +891,7 @@ static void submit_pending(submit_watch_t *w) {
         return; /* the watch stream notices a lost head */
     }
     const Hvpb__V1__JobView *v = (const Hvpb__V1__JobView *)resp;
-    int pending = strcmp(v->state, "pending") == 0;
+    int pending = hv_cli_job_state(v) == HVPB__V1__JOB_STATE__JOB_STATE_PENDING;
     uint32_t np = v->np;
     hv_rpc_msg_free(resp);
     if (!pending) {
@@ -1085,9 +1098,9 @@ int main(int argc, char **argv) {
     }
     if (o.workdir_skipped > 0 && !o.quiet) {
         fprintf(stderr,
-                SUBMIT_PROG ": --workdir %s: %zu subdirector%s not shipped (%s%s): only the "
-                            "directory's own files are shipped\n",
-                o.workdir, o.workdir_skipped, o.workdir_skipped == 1 ? "y" : "ies",
+                SUBMIT_PROG ": --workdir %s: %zu link%s to a directory not followed (%s%s): "
+                            "ship that directory's files with a directory of their own\n",
+                o.workdir, o.workdir_skipped, o.workdir_skipped == 1 ? "" : "s",
                 o.workdir_first_skipped, o.workdir_skipped > 1 ? ", ..." : "");
     }
     if ((status = hv_cli_rpc_open(SUBMIT_PROG, head, o.ca, o.insecure, &ch)) != HV_CLI_EXIT_OK) {
@@ -1112,7 +1125,8 @@ int main(int argc, char **argv) {
     }
     for (size_t i = o.command ? 1 : 0; i <= o.nfiles; i++) {
         const char *path = i == 0 ? o.binary : o.files[i - 1];
-        status = submit_upload(ch, head, path, arts, i, o.quiet, o.verbose, &arts[i]);
+        const char *name = i == 0 ? hv_cli_basename(o.binary) : hv_cli_ship_name(&o, i - 1);
+        status = submit_upload(ch, head, path, name, arts, i, o.quiet, o.verbose, &arts[i]);
         if (status != HV_CLI_EXIT_OK) {
             goto out;
         }
@@ -1127,7 +1141,7 @@ int main(int argc, char **argv) {
          * submitted again, as the restart-the-job policy of TorchElastic, Ray Train and
          * SkyPilot does: every worker starts over (from the program's own checkpoint). */
         if (status == HV_CLI_EXIT_OK || attempt >= o.retries || submit_sigint ||
-            strcmp(w.final_state, "failed") != 0) {
+            w.final_state != HVPB__V1__JOB_STATE__JOB_STATE_FAILED) {
             break;
         }
         fprintf(stderr, SUBMIT_PROG ": job %llu failed; submitting it again (retry %u of %u)\n",

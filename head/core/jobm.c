@@ -94,22 +94,45 @@ static void act_text(hv_jm_action_t *x, const char *fmt, va_list ap) {
     vsnprintf(x->text, sizeof(x->text), fmt, ap);
 }
 
-static void act_event(hv_jm_out_t *o, const char *kind, char *data, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Takes ownership of data (may be NULL). */
-static void act_event(hv_jm_out_t *o, const char *kind, char *data, const char *fmt, ...) {
+/* Takes ownership of data (may be NULL); f: the event's fields (NULL: none). */
+static void act_event_v(hv_jm_out_t *o, const char *kind, const hv_ev_fields_t *f, char *data,
+                        const char *fmt, va_list ap) {
     hv_jm_action_t *x = act(o, HV_JA_EVENT);
     if (x == NULL) {
         hv_free(data);
         return;
     }
     snprintf(x->event, sizeof(x->event), "%s", kind);
+    if (f != NULL) {
+        x->ev = *f;
+    }
     x->data = data;
+    act_text(x, fmt, ap);
+}
+
+static void act_event(hv_jm_out_t *o, const char *kind, char *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void act_event_f(hv_jm_out_t *o, const char *kind, const hv_ev_fields_t *f, char *data,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void act_event(hv_jm_out_t *o, const char *kind, char *data, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    act_text(x, fmt, ap);
+    act_event_v(o, kind, NULL, data, fmt, ap);
     va_end(ap);
+}
+
+static void act_event_f(hv_jm_out_t *o, const char *kind, const hv_ev_fields_t *f, char *data,
+                        const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    act_event_v(o, kind, f, data, fmt, ap);
+    va_end(ap);
+}
+
+/* The fields of an event about worker w. */
+static hv_ev_fields_t worker_fields(const hv_jm_worker_t *w) {
+    return (hv_ev_fields_t){.node_id = w->node_id, .worker_id = w->id, .rank = w->rank};
 }
 
 static void act_worker(hv_jm_out_t *o, hv_jm_act_kind_t kind, hv_jm_worker_t *w, hv_err rc,
@@ -315,7 +338,8 @@ static void after_end(hv_jm_job_t *j, hv_jm_out_t *out) {
     }
 }
 
-void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out) {
+void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, hv_ev_reason_t code, const char *reason,
+               hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state) || !hv_job_state_terminal(st)) {
         return;
     }
@@ -328,12 +352,14 @@ void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_
     for (size_t i = 0; i < j->nw; i++) {
         job_kill(j->w[i], reason && reason[0] ? reason : "the job ended", out);
     }
+    hv_ev_fields_t f = {
+        .job_state = HV_EV_JOB_STATE(st), .reason = code, .generation = j->generation};
     if (j->reason[0] != '\0') {
-        act_event(out, "job.state", NULL, "job %llu %s: %s", (unsigned long long)j->id,
-                  hv_job_state_name(st), j->reason);
+        act_event_f(out, "job.state", &f, NULL, "job %llu %s: %s", (unsigned long long)j->id,
+                    hv_job_state_name(st), j->reason);
     } else {
-        act_event(out, "job.state", NULL, "job %llu %s", (unsigned long long)j->id,
-                  hv_job_state_name(st));
+        act_event_f(out, "job.state", &f, NULL, "job %llu %s", (unsigned long long)j->id,
+                    hv_job_state_name(st));
     }
     act(out, HV_JA_ENDED);
     after_end(j, out);
@@ -448,11 +474,15 @@ static void close_round(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
                  (unsigned long long)j->round_redone);
     }
     j->round_redone = 0;
-    act_event(out, "round.close", jb_take(&b),
-              "generation %u: %zu workers on %u nodes, rank 0 on %s (+%zu -%zu%s) after %llu ms; "
-              "reason: %s",
-              gen, n, hosts, rank0, added, removed, redo, (unsigned long long)waited,
-              j->round_reason);
+    hv_ev_fields_t cf = {.generation = gen,
+                         .reason = j->round_code,
+                         .duration_ms = waited,
+                         .rollback = j->round_rollback};
+    act_event_f(out, "round.close", &cf, jb_take(&b),
+                "generation %u: %zu workers on %u nodes, rank 0 on %s (+%zu -%zu%s) after %llu "
+                "ms; reason: %s",
+                gen, n, hosts, rank0, added, removed, redo, (unsigned long long)waited,
+                j->round_reason);
     hv_jm_action_t *x = act(out, HV_JA_ROUND);
     if (x != NULL) {
         x->generation = gen;
@@ -553,7 +583,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
                      "the training state",
                      j->generation, cg);
         }
-        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        hv_jm_end(j, HV_JOB_FAILED, HV_EV_NO_SURVIVOR, why, out);
         return;
     }
     hv_round_view_t v = {.min_np = j->p.elastic ? j->p.min_np : j->p.np,
@@ -595,12 +625,12 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
                      "and the elastic timeout (%u s) passed",
                      j->generation, v.joined, v.expected, j->p.min_np, j->p.elastic_timeout_s);
         }
-        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        hv_jm_end(j, HV_JOB_FAILED, HV_EV_ROUND_TIMEOUT, why, out);
     }
 }
 
-static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_t now,
-                       hv_jm_out_t *out);
+static void open_round(hv_jm_job_t *j, const char *reason, hv_ev_reason_t code, int rollback,
+                       uint64_t now, hv_jm_out_t *out);
 
 /* Members kept on a draining node to hold the state leave, if others hold it: all of them once a
  * round with workers elsewhere has formed (they synced the state to them at its start), or, with
@@ -636,7 +666,7 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
              only_due ? "drain: %zu workers leave before their node goes (no replacement in time)"
                       : "drain: %zu workers on draining nodes leave now that others hold the state",
              leaving);
-    open_round(j, reason, 0, now, out);
+    open_round(j, reason, HV_EV_DRAIN, 0, now, out);
 }
 
 /* Workers removed from the membership that are still alive (they leave at their next check). */
@@ -663,8 +693,8 @@ static void push_round(hv_jm_job_t *j, hv_jm_out_t *out) {
 
 /* Opens the next round (or, when one is open, adds this reason to it). Every round after the
  * first is a reset, bounded by max_resets. */
-static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_t now,
-                       hv_jm_out_t *out) {
+static void open_round(hv_jm_job_t *j, const char *reason, hv_ev_reason_t code, int rollback,
+                       uint64_t now, hv_jm_out_t *out) {
     if (hv_job_state_terminal(j->state)) {
         return;
     }
@@ -677,7 +707,9 @@ static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_
         j->round_rollback |= rollback;
         append(j->round_reason, sizeof(j->round_reason), "; ", reason);
         j->dirty = 1;
-        act_event(out, "round.update", NULL, "generation %u also: %s", j->generation, reason);
+        hv_ev_fields_t uf = {.generation = j->generation, .reason = code, .rollback = rollback};
+        act_event_f(out, "round.update", &uf, NULL, "generation %u also: %s", j->generation,
+                    reason);
         /* The members must hear of a failure (they roll back) and of removals at once. */
         push_round(j, out);
         evaluate(j, now, out);
@@ -689,7 +721,7 @@ static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_
             char why[HV_JM_REASON_MAX + 128];
             snprintf(why, sizeof(why), "reset %u was needed (%s) but --max-resets is %u",
                      j->resets + 1, reason, j->p.max_resets);
-            hv_jm_end(j, HV_JOB_FAILED, why, out);
+            hv_jm_end(j, HV_JOB_FAILED, HV_EV_MAX_RESETS, why, out);
             return;
         }
         j->resets++;
@@ -698,6 +730,7 @@ static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_
     j->round_open = 1;
     j->round_rollback = rollback;
     snprintf(j->round_reason, sizeof(j->round_reason), "%s", reason);
+    j->round_code = code;
     j->round_opened_ms = now;
     j->round_deadline_ms = now + (uint64_t)j->p.rdzv_timeout_s * 1000u;
     uint32_t wait_s = j->p.elastic ? j->p.elastic_timeout_s : j->p.rdzv_timeout_s;
@@ -710,8 +743,9 @@ static void open_round(hv_jm_job_t *j, const char *reason, int rollback, uint64_
     jb_put(&b, "{\"generation\":%u,\"reason\":", j->generation);
     jb_str(&b, reason);
     jb_put(&b, ",\"rollback\":%s,\"resets\":%u}", rollback ? "true" : "false", j->resets);
-    act_event(out, "round.open", jb_take(&b), "generation %u opened%s: %s", j->generation,
-              rollback ? " (roll back)" : "", reason);
+    hv_ev_fields_t of = {.generation = j->generation, .reason = code, .rollback = rollback};
+    act_event_f(out, "round.open", &of, jb_take(&b), "generation %u opened%s: %s", j->generation,
+                rollback ? " (roll back)" : "", reason);
     if (cg > 0) {
         push_round(j, out);
     }
@@ -760,8 +794,9 @@ void hv_jm_started(hv_jm_job_t *j, hv_jm_worker_t *w, uint64_t now, hv_jm_out_t 
     }
     j->state = HV_JOB_RUNNING;
     j->dirty = 1;
-    act_event(out, "job.state", NULL, "job %llu running: %zu workers started",
-              (unsigned long long)j->id, running);
+    hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_RUNNING)};
+    act_event_f(out, "job.state", &f, NULL, "job %llu running: %zu workers started",
+                (unsigned long long)j->id, running);
 }
 
 /* Elastic: the job is completing (a member of the last round reported Done) and no member of
@@ -785,7 +820,7 @@ static void check_success(hv_jm_job_t *j, hv_jm_out_t *out) {
                 return;
             }
         }
-        hv_jm_end(j, HV_JOB_SUCCEEDED, "", out);
+        hv_jm_end(j, HV_JOB_SUCCEEDED, HV_EV_SUCCEEDED, "", out);
         return;
     }
     size_t members = 0;
@@ -802,7 +837,7 @@ static void check_success(hv_jm_job_t *j, hv_jm_out_t *out) {
     if (members == 0) {
         return;
     }
-    hv_jm_end(j, HV_JOB_SUCCEEDED, "", out);
+    hv_jm_end(j, HV_JOB_SUCCEEDED, HV_EV_SUCCEEDED, "", out);
 }
 
 /* ---- resume from the head's copy ------------------------------------------------------------ */
@@ -863,25 +898,27 @@ static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t n
            (unsigned long long)age, j->resumes);
     jb_str(&b, j->failures);
     jb_put(&b, "}");
-    act_event(out, "job.resume", jb_take(&b),
-              "job %llu resumes in generation %u from the head's copy of generation %u, commit "
-              "%llu (%.1f s old): every member was lost",
-              (unsigned long long)j->id, j->resume_gen, j->copy.generation,
-              (unsigned long long)j->copy.commit, (double)age / 1000.0);
-    open_round(j, reason, 1, now, out);
+    hv_ev_fields_t rf = {.generation = j->resume_gen, .reason = HV_EV_RESUME, .rollback = 1};
+    act_event_f(out, "job.resume", &rf, jb_take(&b),
+                "job %llu resumes in generation %u from the head's copy of generation %u, commit "
+                "%llu (%.1f s old): every member was lost",
+                (unsigned long long)j->id, j->resume_gen, j->copy.generation,
+                (unsigned long long)j->copy.commit, (double)age / 1000.0);
+    open_round(j, reason, HV_EV_RESUME, 1, now, out);
     return 1;
 }
 
 /* w failed (its state is already final). */
 static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
                         hv_jm_out_t *out) {
-    act_event(out, "worker.fail", NULL, "%s", what);
+    hv_ev_fields_t wf = worker_fields(w);
+    act_event_f(out, "worker.fail", &wf, NULL, "%s", what);
     if (hv_job_state_terminal(j->state)) {
         return;
     }
     append(j->failures, sizeof(j->failures), "; ", what);
     if (!j->p.elastic) {
-        hv_jm_end(j, HV_JOB_FAILED, what, out);
+        hv_jm_end(j, HV_JOB_FAILED, HV_EV_WORKER_FAILED, what, out);
         return;
     }
     if (completing(j)) {
@@ -890,7 +927,7 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         char why[HV_JM_REASON_MAX + 128];
         snprintf(why, sizeof(why), "%s, after %zu workers had finished the training", what,
                  count_done(j));
-        hv_jm_end(j, HV_JOB_FAILED, why, out);
+        hv_jm_end(j, HV_JOB_FAILED, HV_EV_WORKER_FAILED, why, out);
         return;
     }
     if (j->p.blacklist_on) {
@@ -921,7 +958,7 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
         /* No round closed yet: there is no state to lose. Carry on with whoever is left. */
         if (others == 0) {
             snprintf(why, sizeof(why), "all workers failed: %s", j->failures);
-            hv_jm_end(j, HV_JOB_FAILED, why, out);
+            hv_jm_end(j, HV_JOB_FAILED, HV_EV_WORKER_FAILED, why, out);
             return;
         }
         evaluate(j, now, out);
@@ -940,12 +977,12 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
                      "no worker of generation %u survived to hold the training state: %s (%s)", cg,
                      j->failures, no);
         }
-        hv_jm_end(j, HV_JOB_FAILED, why2, out);
+        hv_jm_end(j, HV_JOB_FAILED, HV_EV_NO_SURVIVOR, why2, out);
         return;
     }
     char reason[300];
     snprintf(reason, sizeof(reason), "failure: %s", what);
-    open_round(j, reason, 1, now, out);
+    open_round(j, reason, HV_EV_FAILURE, 1, now, out);
 }
 
 static void worker_ended(hv_jm_job_t *j, hv_jm_worker_t *w, hv_wk_state_t st, int failure,
@@ -953,18 +990,19 @@ static void worker_ended(hv_jm_job_t *j, hv_jm_worker_t *w, hv_wk_state_t st, in
     w->state = st;
     w->joined = 0;
     mark(w);
+    hv_ev_fields_t wf = worker_fields(w);
     if (failure) {
         fail_worker(j, w, what, now, out);
     } else if (!hv_job_state_terminal(j->state)) {
         if (st == HV_WK_LEFT) {
-            act_event(out, "worker.left", NULL, "%s after leaving the job", what);
+            act_event_f(out, "worker.left", &wf, NULL, "%s after leaving the job", what);
         } else if (st == HV_WK_KILLED && !j->ending) {
-            act_event(out, "worker.killed", NULL, "%s", what);
+            act_event_f(out, "worker.killed", &wf, NULL, "%s", what);
         }
         check_success(j, out);
         evaluate(j, now, out);
     } else if (st == HV_WK_KILLED) {
-        act_event(out, "worker.killed", NULL, "%s", what);
+        act_event_f(out, "worker.killed", &wf, NULL, "%s", what);
     }
     after_end(j, out);
 }
@@ -1071,7 +1109,8 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
             char reason[240];
             snprintf(reason, sizeof(reason), "grow: %s",
                      j->grow_reason[0] ? j->grow_reason : "new workers joined");
-            open_round(j, closed_gen(j) == 0 ? "start" : reason, 0, now, out);
+            int first = closed_gen(j) == 0;
+            open_round(j, first ? "start" : reason, first ? HV_EV_START : HV_EV_GROW, 0, now, out);
         } else if (resend) {
             /* It missed the reply of the round it belongs to (the head restarted, or the call
              * broke): answer it again. */
@@ -1087,7 +1126,7 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
             char reason[200];
             snprintf(reason, sizeof(reason), "worker %llu on %s re-joined: its data plane failed",
                      (unsigned long long)w->id, node_name(j, w->node_id));
-            open_round(j, reason, 1, now, out);
+            open_round(j, reason, HV_EV_DATA_PLANE, 1, now, out);
         }
     }
     if (!j->round_open || !live(w) || w->removed) {
@@ -1286,7 +1325,7 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     }
     char reason[300];
     snprintf(reason, sizeof(reason), "drain: %s", why);
-    open_round(j, reason, 0, now, out);
+    open_round(j, reason, HV_EV_DRAIN, 0, now, out);
 }
 
 /* ---- suspicion: losses noticed from evidence, not only from silence ------------------------- */

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "events.h"
 
 typedef enum hv_job_state {
     HV_JOB_PENDING = 0, /* waiting for slots */
@@ -156,6 +157,7 @@ typedef struct hv_jm_job_s {
                                       the newest round never formed) */
     int round_rollback;            /* it follows a failure */
     char round_reason[256];        /* why the newest round opened */
+    hv_ev_reason_t round_code;     /* the same as a code (HV_EV_NONE: a row stored before it) */
     uint64_t round_opened_ms;      /* wall-clock ms */
     uint64_t round_deadline_ms;    /* stragglers are left out after this */
     uint64_t round_fail_at_ms;     /* the job fails if the round cannot close by then */
@@ -202,6 +204,7 @@ typedef struct hv_jm_action_s {
     int failure;         /* PUSH: a member failed (roll back) */
     hv_err rc;           /* JOIN_REFUSED */
     char event[24];      /* EVENT: kind, e.g. "round.close" */
+    hv_ev_fields_t ev;   /* EVENT: its fields (generation, reason code, worker, ...) */
     char text[HV_JM_REASON_MAX];
     char *data;        /* EVENT: a JSON object or NULL (owned by the out list) */
     uint64_t *removed; /* PUSH: worker ids not in the new round (owned by the out list) */
@@ -272,8 +275,10 @@ void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t u
  * suspected. Those a round left out meanwhile stay removed (their kill orders stand). */
 void hv_jm_heard(hv_jm_job_t *j, uint64_t node_id, uint64_t now, hv_jm_out_t *out);
 /* Ends the job (cancelled, or failed for a reason found outside: wait timeout). Terminal states
- * only; a job already terminal is left alone. */
-void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, const char *reason, hv_jm_out_t *out);
+ * only; a job already terminal is left alone. code: why, for the job.state event's reason field
+ * (HV_EV_CANCELLED, HV_EV_PENDING_TIMEOUT, ...). */
+void hv_jm_end(hv_jm_job_t *j, hv_job_state_t st, hv_ev_reason_t code, const char *reason,
+               hv_jm_out_t *out);
 /* Deadlines of the open round. */
 void hv_jm_tick(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out);
 

@@ -587,7 +587,7 @@ static void case_join_refusals(void) {
     const hv_jm_action_t *a = answer_of(&W[0]);
     CHECK(a != NULL && a->kind == HV_JA_JOIN_REFUSED && a->rc == HV_ENOTFOUND);
     CHECK_RC(hv_jm_done(&J, &W[1], 5, now, &O), HV_ESTATE); /* a stale generation */
-    hv_jm_end(&J, HV_JOB_CANCELLED, "cancelled by the user", &O);
+    hv_jm_end(&J, HV_JOB_CANCELLED, HV_EV_CANCELLED, "cancelled by the user", &O);
     hv_jm_out_reset(&O);
     join(1, 1);
     a = answer_of(&W[1]);
@@ -1226,9 +1226,133 @@ static void case_resume_in_open_round(void) {
     CHECK_EQ(W[k].member_gen, 2);
 }
 
+/* ---- events' structured fields ---------------------------------------------------------------
+ * Clients decide on these, never on the events' words: each scenario below leaves events whose
+ * fields are checked against a table. */
+
+/* The last event of kind (NULL: none). */
+static const hv_jm_action_t *last_event(const char *kind) {
+    const hv_jm_action_t *e = NULL;
+    for (size_t i = 0; i < O.n; i++) {
+        if (O.a[i].kind == HV_JA_EVENT && strcmp(O.a[i].event, kind) == 0) {
+            e = &O.a[i];
+        }
+    }
+    return e;
+}
+
+static void ev_start(void) { elastic_on_a_b(4, 2, 4, 3, 2, 2); }
+
+static void ev_failure(void) {
+    elastic_on_a_b(4, 2, 4, 3, 2, 2);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], -1, 9, "Rang 0 tot", now, &O);
+    now += 250;
+    join_all(); /* the survivors re-join: generation 2 closes 250 ms after it opened */
+}
+
+static void ev_drain(void) {
+    elastic_on_a_b(4, 2, 4, 3, 2, 2);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_B, "b geht", 0, now, &O);
+}
+
+static void ev_data_plane(void) {
+    elastic_on_a_b(4, 2, 4, 3, 2, 2);
+    hv_jm_out_reset(&O);
+    join(1, 1); /* a member re-joins on its own: its collectives failed */
+}
+
+static void ev_grow(void) {
+    elastic_on_a_b(4, 2, 4, 3, 2, 0);
+    place(NODE_B, 2);
+    hv_jm_started(&J, &W[2], now, &O);
+    hv_jm_started(&J, &W[3], now, &O);
+    hv_jm_out_reset(&O);
+    join(2, 0);
+}
+
+static void ev_max_resets(void) {
+    elastic_on_a_b(4, 2, 4, 0, 2, 2);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], 3, 0, "x", now, &O);
+}
+
+static void ev_fixed_failure(void) {
+    job(0, 2, 0, 0, 0);
+    place(NODE_A, 2);
+    start_all();
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[1], 3, 0, "y", now, &O);
+}
+
+static void ev_success(void) {
+    elastic_on_a_b(4, 2, 4, 3, 2, 2);
+    hv_jm_out_reset(&O);
+    for (size_t i = 0; i < 4; i++) {
+        finish(i);
+    }
+}
+
+static void ev_cancel(void) {
+    elastic_on_a_b(4, 2, 4, 3, 2, 2);
+    hv_jm_out_reset(&O);
+    hv_jm_end(&J, HV_JOB_CANCELLED, HV_EV_CANCELLED, "z", &O);
+}
+
+static void case_event_fields(void) {
+    static const struct {
+        const char *name;
+        void (*run)(void);
+        const char *kind;    /* the last event of this kind is checked */
+        uint32_t generation; /* the fields it must have */
+        hv_ev_reason_t reason;
+        int rollback;
+        uint32_t job_state; /* the wire's JobState (0: none) */
+        uint64_t worker_id, node_id, duration_ms;
+        uint32_t rank;
+    } rows[] = {
+        {"start open", ev_start, "round.open", 1, HV_EV_START, 0, 0, 0, 0, 0, 0},
+        {"start close", ev_start, "round.close", 1, HV_EV_START, 0, 0, 0, 0, 0, 0},
+        {"running", ev_start, "job.state", 0, HV_EV_NONE, 0, 3, 0, 0, 0, 0},
+        {"failure open", ev_failure, "round.open", 2, HV_EV_FAILURE, 1, 0, 0, 0, 0, 0},
+        {"failure close", ev_failure, "round.close", 2, HV_EV_FAILURE, 1, 0, 0, 0, 250, 0},
+        {"failure worker", ev_failure, "worker.fail", 0, HV_EV_NONE, 0, 0, 10, NODE_A, 0, 0},
+        {"drain", ev_drain, "round.open", 2, HV_EV_DRAIN, 0, 0, 0, 0, 0, 0},
+        {"data plane", ev_data_plane, "round.open", 2, HV_EV_DATA_PLANE, 1, 0, 0, 0, 0, 0},
+        {"grow", ev_grow, "round.open", 2, HV_EV_GROW, 0, 0, 0, 0, 0, 0},
+        {"max resets", ev_max_resets, "job.state", 1, HV_EV_MAX_RESETS, 0, 5, 0, 0, 0, 0},
+        {"fixed failure", ev_fixed_failure, "job.state", 0, HV_EV_WORKER_FAILED, 0, 5, 0, 0, 0, 0},
+        {"success", ev_success, "job.state", 1, HV_EV_SUCCEEDED, 0, 4, 0, 0, 0, 0},
+        {"cancel", ev_cancel, "job.state", 1, HV_EV_CANCELLED, 0, 6, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        setup();
+        rows[i].run();
+        const hv_jm_action_t *e = last_event(rows[i].kind);
+        if (e == NULL) {
+            fprintf(stderr, "  %s: no %s event\n", rows[i].name, rows[i].kind);
+            CHECK(e != NULL);
+            teardown();
+            continue;
+        }
+        fprintf(stderr, "  %s: %s \"%s\"\n", rows[i].name, e->event, e->text);
+        CHECK_EQ(e->ev.generation, rows[i].generation);
+        CHECK_EQ(e->ev.reason, rows[i].reason);
+        CHECK_EQ(e->ev.rollback, rows[i].rollback);
+        CHECK_EQ(e->ev.job_state, rows[i].job_state);
+        CHECK_EQ(e->ev.worker_id, rows[i].worker_id);
+        CHECK_EQ(e->ev.node_id, rows[i].node_id);
+        CHECK_EQ(e->ev.duration_ms, rows[i].duration_ms);
+        CHECK_EQ(e->ev.rank, rows[i].rank);
+        teardown();
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"fixed_success", case_fixed_success},
+        {"event_fields", case_event_fields},
         {"fixed_failure", case_fixed_failure},
         {"fixed_exit0_without_done", case_fixed_exit0_without_done},
         {"fixed_plain_program", case_fixed_plain_program},

@@ -12,6 +12,8 @@
  */
 #include "driver.h"
 
+#include "actors.h"
+
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +67,7 @@ struct hv_driver_s {
     hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
+    hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
 };
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
@@ -283,10 +286,22 @@ static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t
 
 /* ---- events --------------------------------------------------------------------------------- */
 
+/* f: the event's fields (NULL: none); a node named by them (a worker's) is the event's node when
+ * node_id is 0, and the node's name goes with the event. */
 static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                    const char *data, const char *msg) {
+                    const hv_ev_fields_t *f, const char *data, const char *msg) {
+    hv_ev_fields_t ev = {0};
+    if (f != NULL) {
+        ev = *f;
+    }
+    if (node_id == 0) {
+        node_id = ev.node_id;
+    }
+    ev.node_id = node_id;
+    const char *node = node_id != 0 ? node_name_cb(node_id, d) : NULL;
     uint64_t seq = 0;
-    hv_err rc = hv_store_event_append(d->store, job_id, node_id, kind, msg, data, &seq);
+    hv_err rc =
+        hv_store_event_append_f(d->store, job_id, node_id, kind, msg, data, &ev, node, &seq);
     if (rc != HV_OK) {
         store_failed(d, rc, "append an event");
     } else {
@@ -295,7 +310,7 @@ static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const cha
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
     if (d->observe != NULL) {
-        d->observe(d->observe_ud, job_id, node_id, kind, data);
+        d->observe(d->observe_ud, job_id, node_id, kind, &ev, data);
     }
     if (job_id != 0) {
         hv_djob_t *j = job_by_id(d, job_id);
@@ -315,7 +330,17 @@ void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    event_v(d, job_id, node_id, kind, data, msg);
+    event_v(d, job_id, node_id, kind, NULL, data, msg);
+}
+
+void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                       const hv_ev_fields_t *f, const char *data, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    event_v(d, job_id, node_id, kind, f, data, msg);
 }
 
 /* ---- rows ----------------------------------------------------------------------------------- */
@@ -353,6 +378,7 @@ static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
     r->round_open = m->round_open;
     r->round_rollback = m->round_rollback;
     r->round_reason = (char *)m->round_reason;
+    r->round_code = (uint32_t)m->round_code;
     r->round_opened_ms = m->round_opened_ms;
     r->round_deadline_ms = m->round_deadline_ms;
     r->round_fail_at_ms = m->round_fail_at_ms;
@@ -485,6 +511,7 @@ static void job_free(hv_djob_t *j) {
         hv_free(b);
     }
     hv_joblog_close(&j->log);
+    hv_ringev_fini(&j->ringev);
     hv_free(j->name);
     hv_free(j->spec);
     hv_free(j);
@@ -538,6 +565,7 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
     j->jm.round_rollback = r->round_rollback;
     snprintf(j->jm.round_reason, sizeof(j->jm.round_reason), "%s",
              r->round_reason ? r->round_reason : "");
+    j->jm.round_code = r->round_code < HV_EV__COUNT ? (hv_ev_reason_t)r->round_code : HV_EV_NONE;
     j->jm.round_opened_ms = r->round_opened_ms;
     j->jm.round_deadline_ms = r->round_deadline_ms;
     j->jm.round_fail_at_ms = r->round_fail_at_ms;
@@ -1104,9 +1132,12 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             strike(d, j, a->node_id, a->text);
             break;
         case HV_JA_EVENT:
-            event_v(d, j->jm.id, 0, a->event, a->data, a->text);
+            event_v(d, j->jm.id, 0, a->event, &a->ev, a->data, a->text);
             break;
         case HV_JA_ENDED: {
+            if (d->actors.job_ended != NULL) {
+                d->actors.job_ended(d->actors.ud, j->jm.id); /* the actors it owned end */
+            }
             char why[HV_JM_REASON_MAX + 64];
             snprintf(why, sizeof(why), "job %llu has ended (%s)%s%s", (unsigned long long)j->jm.id,
                      hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
@@ -1443,8 +1474,10 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         }
     }
     if (first) {
-        hv_driver_event(d, j->jm.id, 0, "job.state", NULL, "job %llu placing %u workers on %s",
-                        (unsigned long long)j->jm.id, n, hosts);
+        hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PLACING)};
+        hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
+                          "job %llu placing %u workers on %s", (unsigned long long)j->jm.id, n,
+                          hosts);
     } else {
         hv_driver_event(d, j->jm.id, 0, "job.grow", NULL, "job %llu grows by %u workers on %s (%s)",
                         (unsigned long long)j->jm.id, n, hosts, why);
@@ -1478,10 +1511,60 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
     snprintf(buf, len, "free slots");
 }
 
+static void schedule_jobs(hv_driver_t *d);
+
 void hv_driver_schedule(hv_driver_t *d) {
     if (d->stopping) {
         return;
     }
+    schedule_jobs(d);
+    if (d->actors.schedule != NULL) {
+        d->actors.schedule(d->actors.ud);
+    }
+}
+
+/* ---- the actors' hooks (head/driver/actors_drv.c) --------------------------------------------- */
+
+void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h) {
+    memset(&d->actors, 0, sizeof(d->actors));
+    if (h != NULL) {
+        d->actors = *h;
+    }
+}
+
+hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o) {
+    return d->io.order != NULL ? d->io.order(d->io.ud, node_id, o) : HV_ECLOSED;
+}
+
+void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n != NULL) {
+        if (give_back) {
+            hv_node_release(&n->acct, gpu);
+        } else {
+            hv_node_claim(&n->acct, gpu);
+        }
+    }
+}
+
+uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d) { return d->cfg->kill_grace_ms; }
+
+int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
+                                   int (*fn)(const uint8_t *spec, size_t len, void *fud),
+                                   void *fud) {
+    return d->actors.node_specs_any != NULL &&
+           d->actors.node_specs_any(d->actors.ud, node_id, fn, fud);
+}
+
+hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
+                               const char *address) {
+    if (d->actors.started != NULL) {
+        d->actors.started(d->actors.ud, node_id, proc, pid, address);
+    }
+    return HV_OK;
+}
+
+static void schedule_jobs(hv_driver_t *d) {
     int blocked = 0;
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.state != HV_JOB_PENDING || blocked) {
@@ -1619,6 +1702,8 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.max_strikes = c->elastic.blacklist_max_strikes;
     row.slots_per_host = s->slots_per_host;
     row.round_reason = "";
+    row.artifacts = s->artifacts;
+    row.nartifacts = s->nartifacts;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         store_failed(d, rc, "insert a job");
@@ -1651,16 +1736,17 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     j->wait_deadline = hv_now_ms() + (uint64_t)j->timeout_s * 1000u;
     hv_joblog_open(d->logs, &j->log, j->jm.id);
     job_link(d, j);
+    hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PENDING)};
     if (elastic) {
-        hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
-                        "job %llu (%s) submitted: %u workers (elastic %u..%u, max resets %u, "
-                        "check every %u commits), pending",
-                        (unsigned long long)j->jm.id, j->name, np, row.min_np, row.max_np,
-                        row.max_resets, row.check_every);
+        hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
+                          "job %llu (%s) submitted: %u workers (elastic %u..%u, max resets %u, "
+                          "check every %u commits), pending",
+                          (unsigned long long)j->jm.id, j->name, np, row.min_np, row.max_np,
+                          row.max_resets, row.check_every);
     } else {
-        hv_driver_event(d, j->jm.id, 0, "job.state", NULL,
-                        "job %llu (%s) submitted: %u workers, pending",
-                        (unsigned long long)j->jm.id, j->name, np);
+        hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
+                          "job %llu (%s) submitted: %u workers, pending",
+                          (unsigned long long)j->jm.id, j->name, np);
     }
     *job_id = j->jm.id;
     *np_out = np;
@@ -1673,7 +1759,7 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
         return HV_ENOTFOUND;
     }
     if (job_active(j)) {
-        hv_jm_end(&j->jm, HV_JOB_CANCELLED, "cancelled by the user", &d->out);
+        hv_jm_end(&j->jm, HV_JOB_CANCELLED, HV_EV_CANCELLED, "cancelled by the user", &d->out);
         apply(d, j, &d->out);
     }
     return HV_OK;
@@ -1682,6 +1768,9 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
 /* ---- workers -------------------------------------------------------------------------------- */
 
 hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid) {
+    if (hv_am_proc_is(worker_id)) {
+        return hv_driver_actor_address(d, node_id, worker_id, pid, NULL);
+    }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || w->jm.state != HV_WK_STARTING) {
@@ -1724,6 +1813,12 @@ static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
 
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
                                int term_signal, const char *reason) {
+    if (hv_am_proc_is(worker_id)) {
+        if (d->actors.exited != NULL) {
+            d->actors.exited(d->actors.ud, node_id, worker_id, exit_code, term_signal, reason);
+        }
+        return HV_OK;
+    }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || !wlive(w)) {
@@ -1746,7 +1841,8 @@ static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     worker_desc(d, w, who, sizeof(who));
     snprintf(what, sizeof(what), "%s was lost: %s", who, reason);
     worker_gone(d, w, reason);
-    hv_driver_event(d, w->job->jm.id, w->jm.node_id, "worker.lost", NULL, "%s", what);
+    hv_ev_fields_t f = {.worker_id = w->jm.id, .rank = w->jm.rank};
+    hv_driver_event_f(d, w->job->jm.id, w->jm.node_id, "worker.lost", &f, NULL, "%s", what);
     hv_jm_lost(&w->job->jm, &w->jm, what, hv_wall_ms(), &d->out);
     apply(d, w->job, &d->out);
 }
@@ -1804,6 +1900,9 @@ static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
                 worker_lost(d, w, why);
             }
         }
+    }
+    if (d->actors.node_lost != NULL) {
+        d->actors.node_lost(d->actors.ud, n->id);
     }
     hv_node_reset(&n->acct);
 }
@@ -1962,12 +2061,11 @@ void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
     }
 }
 
-void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *why) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
-    if (n == NULL) {
-        return;
-    }
-    n->has_session = 0;
+/* Evidence that n is gone came while its lease runs: the node is suspected (once: later
+ * evidence changes nothing) and so are its jobs' workers. what: the evidence for the event's
+ * message; job_why: for the jobs' notes; data: the event's evidence fields (JSON members). */
+static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const char *job_why,
+                         const char *data_fields) {
     uint64_t now = hv_now_ms();
     if (d->stopping || n->state == HV_NODE_DEAD || !hv_lease_suspect(&n->lease, now)) {
         return;
@@ -1975,21 +2073,31 @@ void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *w
     uint64_t waive = hv_lease_waive_at(&n->lease, d->cfg->suspect_grace_ms);
     uint64_t wall = hv_wall_ms(), wait = waive > now ? waive - now : 0;
     uint64_t left = n->lease.deadline_ms > now ? n->lease.deadline_ms - now : 0;
-    char data[128];
-    snprintf(data, sizeof(data),
-             "{\"evidence\":\"session closed\",\"grace_ms\":%llu,\"lease_left_ms\":%llu}",
+    char data[384];
+    snprintf(data, sizeof(data), "{%s,\"grace_ms\":%llu,\"lease_left_ms\":%llu}", data_fields,
              (unsigned long long)wait, (unsigned long long)left);
     hv_driver_event(d, 0, n->id, "node.suspect", data,
-                    "node %s is suspected lost: its agent's session closed (%s); rounds wait "
-                    "%.1f s for its workers, its lease runs %.1f s more",
-                    n->name, why != NULL && why[0] != '\0' ? why : "no reason given",
-                    (double)wait / 1000.0, (double)left / 1000.0);
+                    "node %s is suspected lost: %s; rounds wait %.1f s for its workers, its lease "
+                    "runs %.1f s more",
+                    n->name, what, (double)wait / 1000.0, (double)left / 1000.0);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (job_active(j)) {
-            hv_jm_suspect(&j->jm, n->id, "its agent's session closed", wall + wait, wall, &d->out);
+            hv_jm_suspect(&j->jm, n->id, job_why, wall + wait, wall, &d->out);
             apply(d, j, &d->out);
         }
     }
+}
+
+void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *why) {
+    hv_dnode_t *n = hv_driver_node(d, node_id);
+    if (n == NULL) {
+        return;
+    }
+    n->has_session = 0;
+    char what[320];
+    snprintf(what, sizeof(what), "its agent's session closed (%.256s)",
+             why != NULL && why[0] != '\0' ? why : "no reason given");
+    node_suspect(d, n, what, "its agent's session closed", "\"evidence\":\"session closed\"");
 }
 
 void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
@@ -2024,7 +2132,13 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
             }
         }
     }
+    if (d->actors.reconcile != NULL) {
+        d->actors.reconcile(d->actors.ud, n->id, n->hello_running, n->n_hello_running);
+    }
     for (size_t k = 0; k < n->n_hello_running; k++) {
+        if (hv_am_proc_is(n->hello_running[k])) {
+            continue; /* an actor's process: the actors' reconcile decided */
+        }
         hv_dworker_t *w = worker_by_id(d, n->hello_running[k]);
         int wanted = w != NULL && w->jm.node_id == n->id && wlive(w) && job_active(w->job);
         if (wanted && w->jm.kill_sent) {
@@ -2088,6 +2202,9 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     snprintf(ddata, sizeof(ddata), "{\"from_agent\":%s,\"notice_ms\":%u}",
              from_agent ? "true" : "false", notice_ms);
     hv_driver_event(d, 0, n->id, "node.drain", ddata, "node %s is draining: %s", n->name, why);
+    if (d->actors.node_drain != NULL) {
+        d->actors.node_drain(d->actors.ud, n->id);
+    }
     if (!from_agent && d->io.order != NULL) {
         hv_order_t o = {.kind = HV_ORDER_DRAIN, .reason = why};
         d->io.order(d->io.ud, n->id, &o);
@@ -2287,8 +2404,40 @@ static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_
     return HV_OK;
 }
 
+/* The survivors' reports of broken ring links (core/ringev.c decides): a node they condemn is
+ * suspected like one whose session closed. Judged at every JoinRound of the job (a join is news
+ * too: its worker spoke). */
+static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, uint32_t last_gen,
+                          const uint64_t *broken, size_t n_broken) {
+    if (n_broken > 0 && last_gen > 0 &&
+        hv_ringev_note(&j->ringev, last_gen, w->jm.id, broken, n_broken) != HV_OK) {
+        return; // out of memory: evidence only, the lease still decides
+    }
+    hv_ringev_verdict_t v[4];
+    size_t nv = hv_ringev_judge(&j->ringev, &j->jm, v, 4);
+    for (size_t k = 0; k < nv; k++) {
+        hv_dnode_t *nd = hv_driver_node(d, v[k].node_id);
+        char what[192], why[96], data[160];
+        snprintf(what, sizeof(what),
+                 "the ring neighbours of worker %llu reported broken links (job %llu, round %u; "
+                 "first reported by worker %llu)",
+                 (unsigned long long)v[k].worker_id, (unsigned long long)j->jm.id,
+                 j->ringev.generation, (unsigned long long)v[k].reporter);
+        snprintf(why, sizeof(why), "the ring neighbours of worker %llu reported broken links",
+                 (unsigned long long)v[k].worker_id);
+        snprintf(data, sizeof(data),
+                 "\"evidence\":\"ring\",\"job_id\":%llu,\"worker_id\":%llu,\"reported_by\":%llu",
+                 (unsigned long long)j->jm.id, (unsigned long long)v[k].worker_id,
+                 (unsigned long long)v[k].reporter);
+        if (nd != NULL) {
+            node_suspect(d, nd, what, why, data);
+        }
+    }
+}
+
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen) {
+                           uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
+                           size_t n_broken, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
@@ -2303,6 +2452,9 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     hv_jm_note_redone(&j->jm, redone_samples);
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
     apply(d, j, &d->out);
+    if (job_active(j)) {
+        ring_evidence(d, j, w, last_gen, broken, n_broken);
+    }
     return HV_OK;
 }
 
@@ -2337,6 +2489,17 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                     (unsigned long long)j->jm.id, now, old, j->jm.p.min_np, j->jm.p.max_np,
                     reason && reason[0] ? ": " : "", reason ? reason : "");
     hv_driver_schedule(d);
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_jobfig_t *delta, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv_jobfig_check(delta, err, errlen));
+    /* Memory only: counters that start again with each head process, as Prometheus expects. */
+    hv_jobfig_add(&j->figs, delta);
     return HV_OK;
 }
 
@@ -2443,7 +2606,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
                      j->timeout_s, j->np, count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
-            hv_jm_end(&j->jm, HV_JOB_FAILED, why, &d->out);
+            hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);
             apply(d, j, &d->out);
             continue;
         }

@@ -24,9 +24,11 @@
 #include "blacklist.h"
 #include "config.h"
 #include "err.h"
+#include "jobfig.h"
 #include "jobm.h"
 #include "joblog.h"
 #include "nodes.h"
+#include "ringev.h"
 #include "statecopy.h"
 #include "store.h"
 
@@ -52,6 +54,8 @@ typedef struct hv_order_s {
     size_t spec_len;
     uint32_t grace_ms;  /* KILL */
     const char *reason; /* KILL, DRAIN */
+    uint64_t actor_id;  /* SPAWN of an actor's process (head/driver/actors_drv.c): the actor, whose
+                         * secret the order carries in place of a worker's; 0 for job workers */
 } hv_order_t;
 
 /* One member of a closed round, by rank. */
@@ -151,6 +155,8 @@ struct hv_djob_s {
     int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
+    hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
+    hv_jobfig_t figs;   /* its workers' own figures, summed from their reports (memory only) */
     struct hv_djob_s *next;
 };
 
@@ -170,14 +176,52 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now);
 /* Places pending jobs and grows elastic jobs onto free slots. */
 void hv_driver_schedule(hv_driver_t *d);
 /* Told of every event once it is appended (also when its append failed): for counting
- * (head/services/metrics.c); it must not call the driver. data: the event's JSON object or NULL; all
- * borrowed for the call. One observer; NULL removes it. */
+ * (head/services/metrics.c); it must not call the driver. f: the event's fields (never NULL; node_id
+ * set as stored); data: the event's JSON object or NULL; all borrowed for the call. One observer;
+ * NULL removes it. */
 typedef void (*hv_driver_observe_fn)(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
-                                     const char *data);
+                                     const hv_ev_fields_t *f, const char *data);
 void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud);
+
+/* The actors' part of the head (head/driver/actors_drv.c) hooks in here, so the driver does not
+ * call it by name: processes whose id is an actor's (hv_am_proc_is) go to it, and so do the
+ * node and job events it cares about. Every hook is optional; main.c installs them. */
+typedef struct hv_driver_actor_hooks_s {
+    void (*started)(void *ud, uint64_t node_id, uint64_t proc, int pid, const char *address);
+    void (*exited)(void *ud, uint64_t node_id, uint64_t proc, int code, int sig,
+                   const char *reason);
+    /* After an agent (re)attached: the actor processes it runs (the others are gone). */
+    void (*reconcile)(void *ud, uint64_t node_id, const uint64_t *procs, size_t n);
+    void (*node_lost)(void *ud, uint64_t node_id);
+    void (*node_drain)(void *ud, uint64_t node_id);
+    void (*job_ended)(void *ud, uint64_t job_id);
+    void (*schedule)(void *ud); /* after the jobs were placed */
+    /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
+    int (*node_specs_any)(void *ud, uint64_t node_id,
+                          int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud);
+    void *ud;
+} hv_driver_actor_hooks_t;
+void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h);
+/* For actors_drv: an order down a node's Session (HV_ECLOSED without one); a slot (and GPU gpu
+ * when >= 0) of a node taken or given back; the configured kill grace. */
+hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o);
+void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back);
+uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d);
+/* The actors' node_specs_any hook (0 without one): a node's fetch scope covers its actors. */
+int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
+                                   int (*fn)(const uint8_t *spec, size_t len, void *fud),
+                                   void *fud);
+/* An actor's address on the wire: the same process reported again with its address. */
+hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
+                               const char *address);
 /* Appends an event (data: a JSON object or NULL) and tells the job's watchers. */
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The same with the event's fields (f borrowed; NULL: none). The node's name is added from
+ * node_id (or, when it is 0, from f->node_id). */
+void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                       const hv_ev_fields_t *f, const char *data, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 
 /* ---- nodes (Cluster service) ---------------------------------------------------------------- */
 
@@ -267,8 +311,11 @@ typedef struct hv_job_submit_s {
     uint32_t elastic_timeout_s, check_every; /* 0 = the config's */
     int cooldown_set;
     uint32_t cooldown_min_s, cooldown_max_s;
-    uint32_t target_np; /* elastic: the size wanted at first (0 = max_np), e.g. a growth
+    uint32_t target_np;           /* elastic: the size wanted at first (0 = max_np), e.g. a growth
                            schedule's first step */
+    const char *const *artifacts; /* digests of the artifacts the spec uses (borrowed): stored
+                                     with the job, so that they are kept while it is */
+    size_t nartifacts;
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job.
@@ -343,11 +390,17 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
  * through io->round or io->join_answer. Otherwise refused now (err says why): HV_ENOTFOUND for
  * an unknown job or worker, HV_ESTATE for a job that ended. */
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
-                           uint32_t last_gen, uint64_t redone_samples, char *err, size_t errlen);
+                           uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
+                           size_t n_broken, char *err, size_t errlen);
 /* A worker of an elastic job asks for a new size (a growth schedule, the program, a callback):
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only
  * stops further growth: workers are not taken away. HV_ESTATE for a fixed-size job. */
+/* A worker's report of its own figures (what grew since its last one): added to its job's
+ * totals (j->figs, read by /metrics) once checked. HV_ENOTFOUND / HV_ESTATE as for a join (an
+ * unknown or ended job or worker), HV_EINVAL for a report out of bounds; err says why. */
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_jobfig_t *delta, char *err, size_t errlen);
 hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t size,
                              const char *reason, uint32_t *accepted, char *err, size_t errlen);
 /* The JoinRound call went away before it was answered. */

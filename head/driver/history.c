@@ -22,6 +22,55 @@ void hv_history_log_path(const char *data_dir, const char *epoch, uint64_t job_i
              (unsigned long long)job_id);
 }
 
+/* Removes the artifacts no stored job uses and that nobody uploaded or used for the grace:
+ * their rows first (one transaction per batch), then their files. */
+static hv_err prune_artifacts(hv_store_t *s, const hv_history_policy_t *p, uint64_t now_ms,
+                              int batches) {
+    uint64_t grace_ms =
+        (uint64_t)(p->artifact_grace_s ? p->artifact_grace_s : HV_HISTORY_ARTIFACT_GRACE_S) * 1000;
+    if (!hv_store_job_artifacts_complete(s) || now_ms <= grace_ms) {
+        return HV_OK;
+    }
+    size_t total = 0;
+    uint64_t bytes = 0;
+    hv_err rc = HV_OK;
+    for (int b = 0; b < batches; b++) {
+        hv_artifact_row_t *rows = NULL;
+        size_t n = 0;
+        if ((rc = hv_store_artifacts_unused_delete(s, now_ms - grace_ms, HV_HISTORY_BATCH, &rows,
+                                                   &n)) != HV_OK) {
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            /* The row is gone (committed): a file that cannot be removed stays as an orphan. */
+            if (unlink(rows[i].path) != 0 && errno != ENOENT) {
+                HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-UNLINK", "cannot remove %s: %s",
+                       rows[i].path, strerror(errno));
+            }
+            bytes += rows[i].size;
+        }
+        total += n;
+        hv_store_artifact_free_list(rows, n);
+        if (n < HV_HISTORY_BATCH) {
+            break;
+        }
+    }
+    if (total > 0) {
+        char msg[200], data[160];
+        snprintf(msg, sizeof(msg),
+                 "removed %zu artifact(s) (%llu bytes) that no kept job uses, unused for %u s",
+                 total, (unsigned long long)bytes, (unsigned)(grace_ms / 1000));
+        snprintf(data, sizeof(data), "{\"artifacts\":%zu,\"bytes\":%llu,\"grace_s\":%u}", total,
+                 (unsigned long long)bytes, (unsigned)(grace_ms / 1000));
+        HV_LOG(HV_LOG_NOTICE, "history", "HV-HISTORY-ARTIFACTS", "%s", msg);
+        if (hv_store_event_append(s, 0, 0, "history.artifacts", msg, data, NULL) != HV_OK) {
+            HV_LOG(HV_LOG_WARN, "history", "HV-HISTORY-EVENT", "cannot record the prune: %s",
+                   hv_store_last_error(s));
+        }
+    }
+    return rc;
+}
+
 hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_policy_t *p,
                         uint64_t now_ms, int batches, hv_history_held_fn held, void *ud,
                         size_t *pruned) {
@@ -31,10 +80,7 @@ hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_po
     if (pruned != NULL) {
         *pruned = 0;
     }
-    if (cutoff == 0 && p->max_jobs == 0) {
-        return HV_OK;
-    }
-    for (int b = 0; b < batches; b++) {
+    for (int b = 0; b < batches && (cutoff != 0 || p->max_jobs != 0); b++) {
         uint64_t *ids = NULL;
         size_t n = 0;
         if ((rc = hv_store_history_expired(s, cutoff, p->max_jobs, HV_HISTORY_BATCH, &ids, &n)) !=
@@ -106,5 +152,7 @@ hv_err hv_history_prune(hv_store_t *s, const char *data_dir, const hv_history_po
     if (pruned != NULL) {
         *pruned = total;
     }
-    return rc;
+    /* After the jobs: an artifact only a pruned job used goes in the same prune. */
+    hv_err arc = prune_artifacts(s, p, now_ms, batches);
+    return rc != HV_OK ? rc : arc;
 }

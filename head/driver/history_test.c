@@ -3,7 +3,11 @@
  * for 0, none before the epoch), the log file's name per epoch, and a prune: of four finished
  * jobs and a running one, with max_jobs 2 and job 2 held by the driver, job 1 goes (rows and log
  * file), job 2 stays while held and goes once it is not, the running job and the newest two
- * stay with their logs, and one history.prune event says how many went.
+ * stay with their logs, and one history.prune event says how many went. Artifacts: of five
+ * (one a pruned job used, one a kept job uses, one both a pruned and a kept job used, one no job
+ * uses but uploaded within the grace, one no job uses but used by StatArtifact within the grace)
+ * only the first goes, row and file, and once the grace has passed the fourth and fifth go too;
+ * a database whose references are not filled in yet removes none.
  */
 #include "history.h"
 #include "hv_check.h"
@@ -27,7 +31,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 }
 
 static void case_cutoff(void) {
-    hv_history_policy_t p = {0, 0};
+    hv_history_policy_t p = {0, 0, 0};
     CHECK_EQ(hv_history_cutoff_ms(&p, 1000), 0);
     p.max_age_days = 1;
     CHECK_EQ(hv_history_cutoff_ms(&p, 86400000ull + 5), 5);
@@ -104,14 +108,94 @@ static void case_prune(void) {
     CHECK_RC(hv_store_event_count(s, 0, "history.prune", "\"jobs\":1", &n), HV_OK);
     CHECK_EQ(n, 2);
     /* No limits: nothing is pruned. */
-    hv_history_policy_t none = {0, 0};
+    hv_history_policy_t none = {0, 0, 0};
     CHECK_RC(hv_history_prune(s, tmp, &none, 1000000, 1, NULL, NULL, &pruned), HV_OK);
     CHECK_EQ(pruned, 0);
     hv_store_close(s);
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* An artifact row and its file under <tmp>/artifacts. */
+static void put_artifact(hv_store_t *s, const char *digest, uint64_t created, uint64_t used,
+                         char *path, size_t len) {
+    snprintf(path, len, "%s/artifacts/%s", tmp, digest);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs("#!/bin/sh\n", f);
+        fclose(f);
+    }
+    hv_artifact_row_t a = {.digest = (char *)digest,
+                           .path = path,
+                           .size = 10,
+                           .created_ms = created,
+                           .last_used_ms = used};
+    CHECK_RC(hv_store_artifact_put(s, &a), HV_OK);
+}
+
+static void case_artifacts(void) {
+    snprintf(tmp, sizeof(tmp), "/tmp/hv_history_test.XXXXXX");
+    CHECK(mkdtemp(tmp) != NULL);
+    char err[600] = "", dir[300], path[5][400];
+    hv_store_t *s = NULL;
+    CHECK_RC_MSG(hv_store_open(tmp, &s, err, sizeof(err)), HV_OK, err);
+    snprintf(dir, sizeof(dir), "%s/artifacts", tmp);
+    mkdir(dir, 0700);
+    CHECK_EQ(hv_store_job_artifacts_complete(s), 1); /* a new database: nothing to fill */
+    static const char *const dg[5] = {"aa", "bb", "cc", "dd", "ee"};
+    const uint64_t hour = 3600000, now = 100 * hour;
+    /* aa..cc uploaded long ago; dd uploaded 10 minutes ago; ee uploaded long ago but
+     * StatArtifact found it 10 minutes ago (a submit is on its way). */
+    put_artifact(s, dg[0], hour, hour, path[0], sizeof(path[0]));
+    put_artifact(s, dg[1], hour, 2 * hour, path[1], sizeof(path[1]));
+    put_artifact(s, dg[2], hour, hour, path[2], sizeof(path[2]));
+    put_artifact(s, dg[3], now - hour / 6, 0, path[3], sizeof(path[3]));
+    put_artifact(s, dg[4], hour, now - hour / 6, path[4], sizeof(path[4]));
+    /* Job 1 (old, pruned) used aa and cc; job 2 (kept) uses bb and cc. */
+    const char *const uses1[] = {dg[0], dg[2]}, *const uses2[] = {dg[1], dg[2]};
+    hv_job_row_t j1 = {.name = "old",
+                       .state = "succeeded",
+                       .submitted_ms = 1,
+                       .ended_ms = 2,
+                       .artifacts = uses1,
+                       .nartifacts = 2};
+    hv_job_row_t j2 = {.name = "kept",
+                       .state = "succeeded",
+                       .submitted_ms = 3,
+                       .ended_ms = 4,
+                       .artifacts = uses2,
+                       .nartifacts = 2};
+    CHECK_RC(hv_store_job_insert(s, &j1), HV_OK);
+    CHECK_RC(hv_store_job_insert(s, &j2), HV_OK);
+    hv_history_policy_t p = {.max_jobs = 1, .artifact_grace_s = 3600};
+    size_t pruned = 0;
+    CHECK_RC(hv_history_prune(s, tmp, &p, now, 1, NULL, NULL, &pruned), HV_OK);
+    CHECK_EQ(pruned, 1);
+    static const int kept[5] = {0, 1, 1, 1, 1};
+    for (int i = 0; i < 5; i++) {
+        hv_artifact_row_t r;
+        CHECK_RC(hv_store_artifact_get(s, dg[i], &r), kept[i] ? HV_OK : HV_ENOTFOUND);
+        if (kept[i]) {
+            hv_store_artifact_fini(&r);
+        }
+        CHECK_EQ(exists(path[i]), kept[i]);
+    }
+    uint64_t n = 0;
+    CHECK_RC(hv_store_event_count(s, 0, "history.artifacts", "\"artifacts\":1", &n), HV_OK);
+    CHECK_EQ(n, 1);
+    /* The grace is over: dd and ee go; bb and cc stay (job 2 uses them). */
+    CHECK_RC(hv_history_prune(s, tmp, &p, now + hour, 1, NULL, NULL, &pruned), HV_OK);
+    CHECK_EQ(pruned, 0);
+    static const int kept2[5] = {0, 1, 1, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(exists(path[i]), kept2[i]);
+    }
+    hv_store_close(s);
+    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"cutoff", case_cutoff}, {"prune", case_prune}};
+    static const hv_check_case_t cases[] = {
+        {"cutoff", case_cutoff}, {"prune", case_prune}, {"artifacts", case_artifacts}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -259,10 +259,84 @@ static const char store_v8_sql[] = "CREATE TABLE revoked_nodes ("
                                    " revoked_ms INTEGER NOT NULL,"
                                    " PRIMARY KEY (node_id, incarnation));";
 
+/* v9: which artifacts each job's spec uses (its binary, its files), so that the history's
+ * pruning can tell an artifact no kept job needs. New jobs write their rows with the job; the
+ * jobs of an existing database are filled once at start (hv_store_job_artifacts_fill: the
+ * spec is opaque to SQL), marked by meta.job_artifacts = 'fill' until then. */
+static const char store_v9_sql[] = "CREATE TABLE job_artifacts ("
+                                   " job_id INTEGER NOT NULL,"
+                                   " digest TEXT NOT NULL,"
+                                   " PRIMARY KEY (job_id, digest)) WITHOUT ROWID;"
+                                   "CREATE INDEX job_artifacts_digest ON job_artifacts (digest);"
+                                   "INSERT INTO meta (key, value) SELECT 'job_artifacts', CASE"
+                                   " WHEN EXISTS (SELECT 1 FROM jobs) THEN 'fill' ELSE 'done'"
+                                   " END;";
+
+/* v10: actors (issue 17): one row per actor, stored before the head acts on it; names are unique
+ * among the actors of a namespace that are not dead (the driver checks; the index makes the
+ * look-up by name cheap). The spec is the packed ActorSpec of its creation. */
+static const char store_v10_sql[] = "CREATE TABLE actors ("
+                                    " id INTEGER PRIMARY KEY,"
+                                    " name TEXT NOT NULL DEFAULT '',"
+                                    " namespace TEXT NOT NULL,"
+                                    " class TEXT NOT NULL,"
+                                    " spec BLOB NOT NULL,"
+                                    " state TEXT NOT NULL,"
+                                    " cause TEXT NOT NULL DEFAULT '',"
+                                    " reason TEXT NOT NULL DEFAULT '',"
+                                    " max_restarts INTEGER NOT NULL,"
+                                    " max_call_retries INTEGER NOT NULL,"
+                                    " restarts INTEGER NOT NULL,"
+                                    " moves INTEGER NOT NULL,"
+                                    " incarnation INTEGER NOT NULL,"
+                                    " slots INTEGER NOT NULL,"
+                                    " gpus INTEGER NOT NULL,"
+                                    " gpu_mask INTEGER NOT NULL,"
+                                    " node_id INTEGER NOT NULL,"
+                                    " owner_job INTEGER NOT NULL,"
+                                    " proc_live INTEGER NOT NULL,"
+                                    " kill_sent INTEGER NOT NULL,"
+                                    " last_status INTEGER NOT NULL,"
+                                    " last_signal INTEGER NOT NULL,"
+                                    " address TEXT NOT NULL DEFAULT '',"
+                                    " created_ms INTEGER NOT NULL,"
+                                    " started_ms INTEGER NOT NULL,"
+                                    " ended_ms INTEGER NOT NULL);"
+                                    "CREATE INDEX actors_name ON actors (namespace, name);";
+
+/* v11: events carry structured fields (head/core/events.h; the wire's Event fields): the round,
+ * a reason code (the wire's EventReason), the node's name, the worker and its rank, a duration,
+ * the job's new state (the wire's JobState) and whether the round rolls back; jobs keep the
+ * newest round's reason code. Rows stored before: their rounds' fields come from their JSON
+ * data, and their reason codes from the words their reasons began with (the only place the
+ * head reads its own old English, once); every other old row reads as "none" (0, ""). */
+static const char store_v11_sql[] =
+    "ALTER TABLE events ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN reason INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN node TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE events ADD COLUMN worker_id INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN duration_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN job_state INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE events ADD COLUMN rollback INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN round_code INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE events SET"
+    " generation = COALESCE(json_extract(data, '$.generation'), 0),"
+    " rollback = COALESCE(json_extract(data, '$.rollback'), 0),"
+    " duration_ms = COALESCE(json_extract(data, '$.wait_ms'), 0),"
+    " reason = CASE WHEN kind = 'job.resume' THEN 7 ELSE"
+    " CASE substr(COALESCE(json_extract(data, '$.reason'), ''), 1, 5)"
+    " WHEN 'start' THEN 1 WHEN 'failu' THEN 2 WHEN 'worke' THEN 3 WHEN 'drain' THEN 4"
+    " WHEN 'grow:' THEN 5 WHEN 'shrin' THEN 6 WHEN 'resum' THEN 7 ELSE 0 END END"
+    " WHERE kind IN ('round.open', 'round.close', 'job.resume') AND json_valid(data);"
+    "UPDATE jobs SET round_code = CASE substr(round_reason, 1, 5)"
+    " WHEN 'start' THEN 1 WHEN 'failu' THEN 2 WHEN 'worke' THEN 3 WHEN 'drain' THEN 4"
+    " WHEN 'grow:' THEN 5 WHEN 'shrin' THEN 6 WHEN 'resum' THEN 7 ELSE 0 END;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
-static const char *const store_migrations[] = {store_v1_sql, store_v2_sql, store_v3_sql,
-                                               store_v4_sql, store_v5_sql, store_v6_sql,
-                                               store_v7_sql, store_v8_sql};
+static const char *const store_migrations[] = {
+    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql,  store_v5_sql, store_v6_sql,
+    store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql, store_v11_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -293,6 +367,7 @@ enum {
     ST_EVENT_LIST_JOB,
     ST_EVENT_COUNT,
     ST_EVENT_SUM,
+    ST_EVENT_REASONS,
     ST_ARTIFACT_PUT,
     ST_ARTIFACT_GET,
     ST_ARTIFACT_TOUCH,
@@ -315,10 +390,16 @@ enum {
     ST_JTOKEN_USE,
     ST_REVOKED_PUT,
     ST_REVOKED_LIST,
+    ST_ACTOR_PUT,
+    ST_ACTOR_LIST,
     ST__COUNT
 };
 
 /* Column lists: the *_read functions below depend on this order. */
+#define ACTOR_COLS                                                                                 \
+    "id, name, namespace, class, spec, state, cause, reason, max_restarts, max_call_retries,"      \
+    " restarts, moves, incarnation, slots, gpus, gpu_mask, node_id, owner_job, proc_live,"         \
+    " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms"
 #define NODE_COLS                                                                                  \
     "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
     " incarnation, registered_ms, last_seen_ms"
@@ -327,12 +408,14 @@ enum {
     " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
     " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
     " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
-    " round_fail_at_ms, target_np, resume_gen, resumes"
+    " round_fail_at_ms, target_np, resume_gen, resumes, round_code"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
     " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
     " cross_rank, done, removed, addr"
-#define EVENT_COLS "seq, time_ms, job_id, node_id, kind, message, data"
+#define EVENT_COLS                                                                                 \
+    "seq, time_ms, job_id, node_id, kind, message, data, generation, reason, node, worker_id,"     \
+    " rank, duration_ms, job_state, rollback"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
 #define AUDIT_COLS "seq, time_ms, who_kind, who_id, peer, method, target, code, result"
 #define JTOKEN_COLS                                                                                \
@@ -365,10 +448,11 @@ static const char *const store_sql[ST__COUNT] = {
                       " ended_ms, elastic, check_every, elastic_timeout_s, rdzv_timeout_s,"
                       " cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"
                       " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
-                      " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes)"
+                      " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes,"
+                      " round_code)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
                       " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
-                      " ?31, ?32, ?33, ?34)",
+                      " ?31, ?32, ?33, ?34, ?35)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
@@ -378,7 +462,7 @@ static const char *const store_sql[ST__COUNT] = {
                       " size = ?24, cross_size = ?25, round_open = ?26, round_rollback = ?27,"
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
                       " round_fail_at_ms = ?31, target_np = ?32, resume_gen = ?33,"
-                      " resumes = ?34 WHERE id = ?15",
+                      " resumes = ?34, round_code = ?35 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
@@ -403,8 +487,10 @@ static const char *const store_sql[ST__COUNT] = {
                            " ORDER BY job_id, rank, attempt",
     [ST_WORKER_LIST_JOB] = "SELECT " WORKER_COLS " FROM workers WHERE job_id = ?2"
                            " AND (?1 = 0 OR " WORKER_ACTIVE ") ORDER BY job_id, rank, attempt",
-    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message, data)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message, data,"
+                        " generation, reason, node, worker_id, rank, duration_ms, job_state,"
+                        " rollback)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     /* The inner query picks the newest `limit` events, the outer one puts them back in order. */
     [ST_EVENT_LIST_ALL] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
                           " WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
@@ -415,6 +501,9 @@ static const char *const store_sql[ST__COUNT] = {
                        " AND (?3 = '' OR instr(data, ?3) > 0)",
     [ST_EVENT_SUM] = "SELECT COALESCE(SUM(json_extract(data, ?3)), 0) FROM events"
                      " WHERE (?1 = 0 OR job_id = ?1) AND kind = ?2 AND json_valid(data)",
+    [ST_EVENT_REASONS] =
+        "SELECT reason, rollback, COUNT(*) FROM events WHERE kind = ?1"
+        " AND generation >= ?2 GROUP BY reason, rollback ORDER BY reason, rollback",
     [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
                         " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
@@ -459,6 +548,10 @@ static const char *const store_sql[ST__COUNT] = {
                        " VALUES (?1, ?2, ?3)",
     [ST_REVOKED_LIST] = "SELECT node_id, incarnation, revoked_ms FROM revoked_nodes"
                         " ORDER BY revoked_ms, node_id, incarnation",
+    [ST_ACTOR_PUT] = "INSERT OR REPLACE INTO actors (" ACTOR_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
+                     " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
+                     " ?22, ?23, ?24, ?25, ?26)",
+    [ST_ACTOR_LIST] = "SELECT " ACTOR_COLS " FROM actors ORDER BY id",
 };
 
 struct hv_store_s {
@@ -1085,6 +1178,7 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
         "DELETE FROM events WHERE job_id = ?1",
         "DELETE FROM blacklist WHERE job_id = ?1",
         "DELETE FROM state_copies WHERE job_id = ?1",
+        "DELETE FROM job_artifacts WHERE job_id = ?1",
         "DELETE FROM workers WHERE job_id = ?1",
         "DELETE FROM jobs WHERE id = ?1",
     };
@@ -1532,13 +1626,14 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->target_np = col_u32(st, 31);
     r->resume_gen = col_u32(st, 32);
     r->resumes = col_u32(st, 33);
+    r->round_code = col_u32(st, 34);
     return HV_OK;
 fail:
     hv_store_job_fini(r);
     return HV_ENOMEM;
 }
 
-/* Binds ?1..?14 and ?16..?34 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
+/* Binds ?1..?14 and ?16..?35 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
  * out. */
 static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_text(b, 1, row->name);
@@ -1576,6 +1671,26 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 32, row->target_np);
     bind_u64(b, 33, row->resume_gen);
     bind_u64(b, 34, row->resumes);
+    bind_u64(b, 35, row->round_code);
+}
+
+/* Records that job_id uses the artifact digest (already there: nothing). */
+static hv_err job_artifact_ref(hv_store_t *s, uint64_t job_id, const char *digest) {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(
+        s->db, "INSERT OR IGNORE INTO job_artifacts (job_id, digest) VALUES (?1, ?2)", -1, &st,
+        NULL);
+    if (src == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)job_id);
+        sqlite3_bind_text(st, 2, digest, -1, SQLITE_STATIC);
+        src = sqlite3_step(st);
+        src = src == SQLITE_DONE ? SQLITE_OK : src;
+    }
+    if (src != SQLITE_OK) {
+        store_set_err(s, "job artifacts: %s", sqlite3_errmsg(s->db));
+    }
+    sqlite3_finalize(st);
+    return src == SQLITE_OK ? HV_OK : store_err_from_sqlite(src);
 }
 
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
@@ -1584,8 +1699,14 @@ hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
     if (row == NULL) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_JOB_INSERT, &st)) != HV_OK) {
+    /* The job and its artifacts' references are one write: a prune never sees the job without
+     * them. Inside the caller's transaction when one is open. */
+    int own = row->nartifacts > 0 && sqlite3_get_autocommit(s->db);
+    if (own && (rc = hv_store_begin(s)) != HV_OK) {
         return rc;
+    }
+    if ((rc = store_stmt(s, ST_JOB_INSERT, &st)) != HV_OK) {
+        goto out;
     }
     store_bind_t b = {st, SQLITE_OK};
     job_bind(&b, row, 1);
@@ -1593,9 +1714,21 @@ hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
         (rc = store_exec_stmt(s, st, "job insert")) != HV_OK) {
         goto out;
     }
-    row->id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    uint64_t id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    for (size_t i = 0; i < row->nartifacts && rc == HV_OK; i++) {
+        rc = job_artifact_ref(s, id, row->artifacts[i]);
+    }
+    if (rc == HV_OK && own) {
+        rc = hv_store_commit(s);
+    }
+    if (rc == HV_OK) {
+        row->id = id;
+    }
 out:
     store_release(st);
+    if (rc != HV_OK && own) {
+        hv_store_rollback(s);
+    }
     return rc;
 }
 
@@ -1873,6 +2006,7 @@ void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
         hv_free(rows[i].kind);
         hv_free(rows[i].message);
         hv_free(rows[i].data);
+        hv_free(rows[i].node);
     }
     hv_free(rows);
 }
@@ -1882,6 +2016,7 @@ static void event_fini_v(void *vrow) {
     hv_free(r->kind);
     hv_free(r->message);
     hv_free(r->data);
+    hv_free(r->node);
     memset(r, 0, sizeof(*r));
 }
 
@@ -1892,8 +2027,17 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
     r->time_ms = col_u64(st, 1);
     r->job_id = col_u64(st, 2);
     r->node_id = col_u64(st, 3);
+    r->f.generation = col_u32(st, 7);
+    uint32_t reason = col_u32(st, 8);
+    r->f.reason = reason < HV_EV__COUNT ? (hv_ev_reason_t)reason : HV_EV_NONE;
+    r->f.node_id = r->node_id;
+    r->f.worker_id = col_u64(st, 10);
+    r->f.rank = col_u32(st, 11);
+    r->f.duration_ms = col_u64(st, 12);
+    r->f.job_state = col_u32(st, 13);
+    r->f.rollback = col_int(st, 14) != 0;
     if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK ||
-        col_text(st, 6, &r->data) != HV_OK) {
+        col_text(st, 6, &r->data) != HV_OK || col_text(st, 9, &r->node) != HV_OK) {
         event_fini_v(r);
         return HV_ENOMEM;
     }
@@ -1902,6 +2046,16 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
 
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
                              const char *message, const char *data, uint64_t *seq_out) {
+    return hv_store_event_append_f(s, job_id, node_id, kind, message, data, NULL, NULL, seq_out);
+}
+
+hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
+                               const char *message, const char *data, const hv_ev_fields_t *f,
+                               const char *node, uint64_t *seq_out) {
+    static const hv_ev_fields_t none = {0};
+    if (f == NULL) {
+        f = &none;
+    }
     sqlite3_stmt *st = NULL;
     hv_err rc;
     if ((rc = store_stmt(s, ST_EVENT_APPEND, &st)) != HV_OK) {
@@ -1914,6 +2068,14 @@ hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, c
     bind_text(&b, 4, kind);
     bind_text(&b, 5, message);
     bind_text(&b, 6, data);
+    bind_u64(&b, 7, f->generation);
+    bind_u64(&b, 8, (uint64_t)f->reason);
+    bind_text(&b, 9, node != NULL ? node : "");
+    bind_u64(&b, 10, f->worker_id);
+    bind_u64(&b, 11, f->rank);
+    bind_u64(&b, 12, f->duration_ms);
+    bind_u64(&b, 13, f->job_state);
+    bind_int(&b, 14, f->rollback != 0);
     if ((rc = store_bind_check(s, &b, "event append")) != HV_OK ||
         (rc = store_exec_stmt(s, st, "event append")) != HV_OK) {
         goto out;
@@ -1968,6 +2130,35 @@ hv_err hv_store_job_states(hv_store_t *s, void (*fn)(const char *state, uint64_t
     }
     if (src != SQLITE_DONE) {
         rc = store_fail(s, src, "count jobs by state");
+    }
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_event_reasons(hv_store_t *s, const char *kind, uint32_t min_gen,
+                              void (*fn)(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud),
+                              void *ud) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_EVENT_REASONS, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_text(&b, 1, kind);
+    bind_u64(&b, 2, min_gen);
+    if ((rc = store_bind_check(s, &b, "count events by reason")) != HV_OK) {
+        store_release(st);
+        return rc;
+    }
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 r = sqlite3_column_int64(st, 0);
+        sqlite3_int64 n = sqlite3_column_int64(st, 2);
+        fn(r > 0 && r < HV_EV__COUNT ? (hv_ev_reason_t)r : HV_EV_NONE,
+           sqlite3_column_int(st, 1) != 0, n > 0 ? (uint64_t)n : 0, ud);
+    }
+    if (src != SQLITE_DONE) {
+        rc = store_fail(s, src, "count events by reason");
     }
     store_release(st);
     return rc;
@@ -2100,6 +2291,157 @@ hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_m
 out:
     store_release(st);
     return rc;
+}
+
+void hv_store_artifact_free_list(hv_artifact_row_t *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        hv_store_artifact_fini(&rows[i]);
+    }
+    hv_free(rows);
+}
+
+/* meta.job_artifacts: "fill" until hv_store_job_artifacts_fill ran, "done" after. */
+static int job_artifacts_state_done(hv_store_t *s) {
+    sqlite3_stmt *st = NULL;
+    int done = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'job_artifacts'", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        done = v != NULL && strcmp((const char *)v, "done") == 0;
+    }
+    sqlite3_finalize(st);
+    return done;
+}
+
+int hv_store_job_artifacts_complete(hv_store_t *s) { return job_artifacts_state_done(s); }
+
+hv_err hv_store_job_artifacts_fill(hv_store_t *s, hv_store_spec_digests_fn fn, void *ud,
+                                   size_t *filled) {
+    if (filled != NULL) {
+        *filled = 0;
+    }
+    if (job_artifacts_state_done(s)) {
+        return HV_OK;
+    }
+    char(*dg)[65] = hv_calloc(HV_STORE_SPEC_DIGESTS_MAX, sizeof(*dg));
+    if (dg == NULL) {
+        return HV_ENOMEM;
+    }
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        hv_free(dg);
+        return rc;
+    }
+    sqlite3_stmt *st = NULL;
+    size_t jobs = 0;
+    int src = sqlite3_prepare_v2(s->db, "SELECT id, spec FROM jobs ORDER BY id", -1, &st, NULL);
+    while (src == SQLITE_OK && rc == HV_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+        const uint8_t *spec = sqlite3_column_blob(st, 1);
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        size_t n = spec != NULL ? fn(ud, spec, len, dg, HV_STORE_SPEC_DIGESTS_MAX) : 0;
+        for (size_t i = 0; i < n && rc == HV_OK; i++) {
+            rc = job_artifact_ref(s, id, dg[i]);
+        }
+        jobs++;
+        src = SQLITE_OK;
+    }
+    if (rc == HV_OK && src != SQLITE_DONE) {
+        store_set_err(s, "job artifacts: reading the jobs: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    sqlite3_finalize(st);
+    if (rc == HV_OK) {
+        char msg[128];
+        src = store_exec_sql(s->db, "UPDATE meta SET value = 'done' WHERE key = 'job_artifacts'",
+                             msg, sizeof(msg));
+        if (src != SQLITE_OK) {
+            store_set_err(s, "job artifacts: %s", msg);
+            rc = store_err_from_sqlite(src);
+        }
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(s);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(s);
+    } else if (filled != NULL) {
+        *filled = jobs;
+    }
+    hv_free(dg);
+    return rc;
+}
+
+hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_t cap,
+                                        hv_artifact_row_t **out, size_t *n) {
+    static const char sql[] =
+        "SELECT " ARTIFACT_COLS " FROM artifacts a WHERE a.created_ms < ?1 AND"
+        " a.last_used_ms < ?1 AND NOT EXISTS (SELECT 1 FROM job_artifacts r WHERE"
+        " r.digest = a.digest) AND NOT EXISTS (SELECT 1 FROM actors x WHERE x.state <> 'dead'"
+        " AND instr(x.spec, CAST(a.digest AS BLOB)) > 0) ORDER BY a.created_ms LIMIT ?2";
+    *out = NULL;
+    *n = 0;
+    if (!job_artifacts_state_done(s)) {
+        store_set_err(s, "artifacts: the jobs' references are not complete yet");
+        return HV_ESTATE;
+    }
+    if (cap == 0) {
+        return HV_OK;
+    }
+    hv_artifact_row_t *rows = NULL;
+    size_t got = 0;
+    sqlite3_stmt *st = NULL, *del = NULL;
+    hv_err rc = hv_store_begin(s);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    int src = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (src == SQLITE_OK) {
+        src = sqlite3_prepare_v2(s->db, "DELETE FROM artifacts WHERE digest = ?1", -1, &del, NULL);
+    }
+    if (src == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)(before_ms > INT64_MAX ? INT64_MAX : before_ms));
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)cap);
+    }
+    /* Read them all first: no statement stays open on the rows being deleted. */
+    while (src == SQLITE_OK && rc == HV_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (rows == NULL && (rows = hv_calloc(cap, sizeof(*rows))) == NULL) {
+            rc = HV_ENOMEM;
+            break;
+        }
+        if ((rc = artifact_read(st, &rows[got])) == HV_OK) {
+            got++;
+        }
+        src = SQLITE_OK;
+    }
+    if (rc == HV_OK && src != SQLITE_DONE && src != SQLITE_OK) {
+        store_set_err(s, "artifacts: finding unused ones: %s", sqlite3_errmsg(s->db));
+        rc = store_err_from_sqlite(src);
+    }
+    sqlite3_reset(st);
+    for (size_t i = 0; i < got && rc == HV_OK; i++) {
+        sqlite3_reset(del);
+        sqlite3_bind_text(del, 1, rows[i].digest, -1, SQLITE_STATIC);
+        if ((src = sqlite3_step(del)) != SQLITE_DONE) {
+            store_set_err(s, "artifacts: deleting %s: %s", rows[i].digest, sqlite3_errmsg(s->db));
+            rc = store_err_from_sqlite(src);
+        }
+        sqlite3_reset(del);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(del);
+    if (rc == HV_OK) {
+        rc = hv_store_commit(s);
+    }
+    if (rc != HV_OK) {
+        hv_store_rollback(s);
+        hv_store_artifact_free_list(rows, got);
+        return rc;
+    }
+    *out = rows;
+    *n = got;
+    return HV_OK;
 }
 
 /* ---- blacklist ------------------------------------------------------------------------------- */
@@ -2701,4 +3043,118 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
            s->path, done);
     *imported = n;
     return HV_OK;
+}
+
+/* ---- actors (schema v10) ----------------------------------------------------------------------- */
+
+hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if ((rc = store_stmt(s, ST_ACTOR_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, r->id);
+    bind_text(&b, 2, r->name);
+    bind_text(&b, 3, r->ns);
+    bind_text(&b, 4, r->class_name);
+    bind_blob(&b, 5, r->spec, r->spec_len);
+    bind_text(&b, 6, r->state);
+    bind_text(&b, 7, r->cause);
+    bind_text(&b, 8, r->reason);
+    bind_u64(&b, 9, r->max_restarts);
+    bind_u64(&b, 10, r->max_call_retries);
+    bind_u64(&b, 11, r->restarts);
+    bind_u64(&b, 12, r->moves);
+    bind_u64(&b, 13, r->incarnation);
+    bind_u64(&b, 14, r->slots);
+    bind_u64(&b, 15, r->gpus);
+    bind_u64(&b, 16, r->gpu_mask);
+    bind_u64(&b, 17, r->node_id);
+    bind_u64(&b, 18, r->owner_job);
+    bind_int(&b, 19, r->proc_live);
+    bind_int(&b, 20, r->kill_sent);
+    bind_int(&b, 21, r->last_status);
+    bind_int(&b, 22, r->last_signal);
+    bind_text(&b, 23, r->address);
+    bind_u64(&b, 24, r->created_ms);
+    bind_u64(&b, 25, r->started_ms);
+    bind_u64(&b, 26, r->ended_ms);
+    if ((rc = store_bind_check(s, &b, "actor put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "actor put");
+    }
+    store_release(st);
+    return rc;
+}
+
+void hv_actor_row_fini(hv_actor_row_t *r) {
+    if (r == NULL) {
+        return;
+    }
+    hv_free(r->name);
+    hv_free(r->ns);
+    hv_free(r->class_name);
+    hv_free(r->spec);
+    hv_free(r->reason);
+    hv_free(r->address);
+    memset(r, 0, sizeof(*r));
+}
+
+static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
+    hv_actor_row_t *r = vrow;
+    r->id = col_u64(st, 0);
+    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->ns) != HV_OK ||
+        col_text(st, 3, &r->class_name) != HV_OK || col_text(st, 7, &r->reason) != HV_OK ||
+        col_text(st, 22, &r->address) != HV_OK) {
+        return HV_ENOMEM;
+    }
+    int len = sqlite3_column_bytes(st, 4);
+    const void *blob = sqlite3_column_blob(st, 4);
+    if (len > 0 && blob != NULL) {
+        if ((r->spec = hv_malloc((size_t)len)) == NULL) {
+            return HV_ENOMEM;
+        }
+        memcpy(r->spec, blob, (size_t)len);
+        r->spec_len = (size_t)len;
+    }
+    const unsigned char *v = sqlite3_column_text(st, 5);
+    snprintf(r->state, sizeof(r->state), "%s", v != NULL ? (const char *)v : "");
+    v = sqlite3_column_text(st, 6);
+    snprintf(r->cause, sizeof(r->cause), "%s", v != NULL ? (const char *)v : "");
+    r->max_restarts = col_u32(st, 8);
+    r->max_call_retries = col_u32(st, 9);
+    r->restarts = col_u32(st, 10);
+    r->moves = col_u32(st, 11);
+    r->incarnation = col_u32(st, 12);
+    r->slots = col_u32(st, 13);
+    r->gpus = col_u32(st, 14);
+    r->gpu_mask = col_u64(st, 15);
+    r->node_id = col_u64(st, 16);
+    r->owner_job = col_u64(st, 17);
+    r->proc_live = col_int(st, 18);
+    r->kill_sent = col_int(st, 19);
+    r->last_status = col_int(st, 20);
+    r->last_signal = col_int(st, 21);
+    r->created_ms = col_u64(st, 23);
+    r->started_ms = col_u64(st, 24);
+    r->ended_ms = col_u64(st, 25);
+    return HV_OK;
+}
+
+static void actor_fini_v(void *vrow) { hv_actor_row_fini(vrow); }
+
+hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    void *rows = NULL;
+    hv_err rc = store_stmt(s, ST_ACTOR_LIST, &st);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_actor_row_t), actor_read, actor_fini_v, "actor list", &rows,
+                       n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
 }

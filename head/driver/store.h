@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "events.h"
 
 typedef struct hv_store_s hv_store_t;
 
@@ -38,8 +39,13 @@ typedef struct hv_store_s hv_store_t;
  * v4: instances: type, handle, joined_ms, reason, preempted; jobs.target_np.
  * v5: meta (the database's epoch, hv_store_epoch).
  * v6: audit (the audit trail), join_tokens.
- * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes. */
-#define HV_STORE_SCHEMA_VERSION 8
+ * v7: state_copies (the newest copy of each job's training state), jobs.resume_gen, resumes.
+ * v8: revoked_nodes.
+ * v9: job_artifacts (which artifacts each job's spec uses: hv_store_job_artifacts_fill).
+ * v10: actors (issue 17).
+ * v11: events' structured fields (generation, reason, node, worker_id, rank, duration_ms,
+ *      job_state, rollback), jobs.round_code. */
+#define HV_STORE_SCHEMA_VERSION 11
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -129,9 +135,15 @@ typedef struct hv_job_row_s {
     uint32_t target_np;  // v4: elastic: the size asked for now (0 = max_np)
     uint32_t resume_gen; // v7: the round that resumed the job from a copy (0 = none)
     uint32_t resumes;    // v7: how many times every member was lost and the job resumed
+    /* v9: the digests of the artifacts the spec uses (its binary, its files), borrowed; written
+     * by hv_store_job_insert in the job's transaction (job_artifacts), never read back here. */
+    const char *const *artifacts;
+    size_t nartifacts;
+    uint32_t round_code; // v10: why the newest round opened (hv_ev_reason_t; 0 = none)
 } hv_job_row_t;
 
-/* Sets row->id. HV_EINVAL for an unknown state. */
+/* Sets row->id; the row and its artifacts' references go in one transaction (the caller's, if
+ * one is open). HV_EINVAL for an unknown state. */
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row);
 /* Updates everything but spec, by row->id. HV_ENOTFOUND. */
 hv_err hv_store_job_update(hv_store_t *s, const hv_job_row_t *row);
@@ -191,13 +203,21 @@ typedef struct hv_event_row_s {
     uint64_t job_id;  // 0 = none
     uint64_t node_id; // 0 = none
     char *kind, *message;
-    char *data; // a JSON object with the event's fields, or "" (v3)
+    char *data;       // a JSON object with the event's fields, or "" (v3)
+    hv_ev_fields_t f; // v10: its structured fields (f.node_id = node_id; all 0 in older rows
+                      // but rounds', which the migration filled from their data)
+    char *node;       // v10: the node's name ("" = none, or an older row)
 } hv_event_row_t;
 
 /* Appends an event stamped with the wall clock now; data (may be NULL) is a JSON object text.
- * *seq_out (may be NULL) gets its seq. */
+ * *seq_out (may be NULL) gets its seq. No structured fields (hv_store_event_append_f). */
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
                              const char *message, const char *data, uint64_t *seq_out);
+/* The same with the event's fields (f may be NULL: none; f->node_id is not stored, node_id is)
+ * and the node's name (node may be NULL: ""); both borrowed. */
+hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
+                               const char *message, const char *data, const hv_ev_fields_t *f,
+                               const char *node, uint64_t *seq_out);
 /* Events with seq > after_seq of job_id (0 = all), in ascending seq order. limit 0 = no limit;
  * otherwise the NEWEST `limit` matching events, still in ascending order. */
 hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
@@ -206,6 +226,11 @@ void hv_store_event_free_list(hv_event_row_t *rows, size_t n);
 /* How many events of `kind` (of job_id; 0 = all jobs) have data containing data_has ("" = any). */
 hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
                             uint64_t *n);
+/* Counts the events of `kind` with a generation of at least min_gen by (reason code, rollback):
+ * fn once per pair present (unknown codes read as HV_EV_NONE). */
+hv_err hv_store_event_reasons(hv_store_t *s, const char *kind, uint32_t min_gen,
+                              void (*fn)(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud),
+                              void *ud);
 /* The sum of the integer field `field` (a top-level key of the JSON data) over the events of
  * `kind` (of job_id; 0 = all jobs); events without it count 0. */
 hv_err hv_store_event_sum(hv_store_t *s, uint64_t job_id, const char *kind, const char *field,
@@ -227,6 +252,28 @@ hv_err hv_store_artifact_get(hv_store_t *s, const char *digest, hv_artifact_row_
 /* Sets last_used_ms. HV_ENOTFOUND. */
 hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_ms);
 void hv_store_artifact_fini(hv_artifact_row_t *row);
+void hv_store_artifact_free_list(hv_artifact_row_t *rows, size_t n);
+
+/* The digests a packed JobSpec uses (its binary's, its files'), into out[0..cap); returns how
+ * many (at most cap). Given by the head (the store never reads a spec). */
+typedef size_t (*hv_store_spec_digests_fn)(void *ud, const uint8_t *spec, size_t len,
+                                           char (*out)[65], size_t cap);
+#define HV_STORE_SPEC_DIGESTS_MAX 257 /* a binary and at most 256 files */
+
+/* Once after the v9 migration of a database that had jobs: reads every job's spec through fn
+ * and records which artifacts it uses, in one transaction, then marks the references complete.
+ * A no-op when they are complete already. *filled (optional): jobs read. */
+hv_err hv_store_job_artifacts_fill(hv_store_t *s, hv_store_spec_digests_fn fn, void *ud,
+                                   size_t *filled);
+/* 1 when every stored job's artifact references are recorded (after the fill). */
+int hv_store_job_artifacts_complete(hv_store_t *s);
+/* The artifacts no stored job and no actor that is not dead uses (an actor's packed spec holds
+ * its programs' digests as text: a byte search, whose only possible error keeps an artifact) that
+ * were neither stored nor used (last_used_ms) since before_ms: at most cap of them are deleted in one transaction and returned in *out (owned;
+ * hv_store_artifact_free_list) so that the caller removes their files. Refused (HV_ESTATE) while
+ * the references are not complete. */
+hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_t cap,
+                                        hv_artifact_row_t **out, size_t *n);
 
 /* ---- blacklist (schema v2) ------------------------------------------------------------------- */
 
@@ -414,5 +461,30 @@ hv_err hv__store_fail_writes(hv_store_t *s, int on);
  * writes of one table: "CREATE TEMP TRIGGER f BEFORE INSERT ON blacklist BEGIN SELECT
  * RAISE(FAIL, 'disk I/O error (injected)'); END". */
 hv_err hv__store_exec(hv_store_t *s, const char *sql);
+
+/* ---- actors (schema v9) ---------------------------------------------------------------------- */
+
+/* One actor as stored (head/driver/actors_drv.c; the state machine is head/core/actors.h). */
+typedef struct hv_actor_row_s {
+    uint64_t id;
+    char *name, *ns, *class_name; /* owned; name "" = unnamed, ns the namespace */
+    uint8_t *spec;                /* the packed ActorSpec of its creation (owned) */
+    size_t spec_len;
+    char state[16]; /* hv_am_state_name */
+    char cause[24]; /* hv_am_cause_name */
+    char *reason;   /* the last event's words (owned) */
+    uint32_t max_restarts, max_call_retries, restarts, moves, incarnation, slots, gpus;
+    uint64_t gpu_mask;           /* GPUs its live process holds on node_id */
+    uint64_t node_id, owner_job; /* owner_job 0: detached */
+    int proc_live, kill_sent, last_status, last_signal;
+    char *address; /* host:port of its live process, "" when none (owned) */
+    uint64_t created_ms, started_ms, ended_ms; /* wall clock */
+} hv_actor_row_t;
+
+/* Inserts or replaces the row of r->id (borrowed). */
+hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r);
+/* Every actor by id. *out owned: hv_actor_row_fini each row, then hv_free. */
+hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n);
+void hv_actor_row_fini(hv_actor_row_t *r);
 
 #endif

@@ -1079,7 +1079,7 @@ static void test_elastic_job(void) {
 
 static void test_newer_version(void) {
     char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 9", err, sizeof(err)),
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 2, "PRAGMA user_version = 99", err, sizeof(err)),
              HV_OK);
     char path[300];
     path_in(path, sizeof(path), "state.db");
@@ -1091,7 +1091,7 @@ static void test_newer_version(void) {
     CHECK(s == NULL);
     char want[128];
     snprintf(want, sizeof(want),
-             "state.db has schema version 9, newer than this hvhead's %d; use a newer hvhead",
+             "state.db has schema version 99, newer than this hvhead's %d; use a newer hvhead",
              HV_STORE_SCHEMA_VERSION);
     CHECK_CONTAINS(err, want);
     CHECK_CONTAINS(err, path);
@@ -1294,15 +1294,146 @@ static void test_state_copies(void) {
     hv_store_close(s);
 }
 
+/* v10: events carry structured fields. Rows stored by an older head read: their rounds' fields come
+ * from their JSON (generation, rollback, wait), their reason codes from the words their reasons
+ * began with; other old rows read as "none"; a job's newest round gets its code too. A new event
+ * keeps every field it was appended with, and an event appended without fields reads as none. */
+static void test_event_fields(void) {
+    char err[512] = "";
+    const char *v8_rows =
+        "INSERT INTO jobs (id, name, state, spec, np, min_np, max_np, submitted_ms, generation,"
+        " round_reason) VALUES (5, 'old', 'running', x'00', 2, 1, 4, 1, 3, 'drain: node b');"
+        "INSERT INTO events (time_ms, job_id, kind, message, data) VALUES"
+        " (1, 5, 'round.open', 'm1', '{\"generation\":1,\"reason\":\"start\",\"rollback\":false,"
+        "\"resets\":0}'),"
+        " (2, 5, 'round.close', 'm2', '{\"generation\":1,\"size\":2,\"reason\":\"start\","
+        "\"wait_ms\":40}'),"
+        " (3, 5, 'round.open', 'm3', '{\"generation\":2,\"reason\":\"failure: rank 0\","
+        "\"rollback\":true,\"resets\":1}'),"
+        " (4, 5, 'round.open', 'm4', '{\"generation\":3,\"reason\":\"grow: free slots\","
+        "\"rollback\":false,\"resets\":2}'),"
+        " (5, 5, 'job.state', 'job 5 running', '');";
+    hv_err rc = hv__store_create_at_version(tmp_dir, 8, v8_rows, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return;
+    }
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_event_row_t *ev = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_event_list(s, 5, 0, 0, &ev, &n));
+    CHECK_U64(n, 5);
+    if (n == 5) {
+        CHECK_U64(ev[0].f.generation, 1);
+        CHECK_I64(ev[0].f.reason, HV_EV_START);
+        CHECK_U64(ev[1].f.duration_ms, 40);
+        CHECK_I64(ev[2].f.reason, HV_EV_FAILURE);
+        CHECK_I64(ev[2].f.rollback, 1);
+        CHECK_U64(ev[2].f.generation, 2);
+        CHECK_I64(ev[3].f.reason, HV_EV_GROW);
+        CHECK_I64(ev[3].f.rollback, 0);
+        CHECK_U64(ev[4].f.generation, 0);
+        CHECK_I64(ev[4].f.reason, HV_EV_NONE);
+        CHECK_U64(ev[4].f.job_state, 0);
+        CHECK_STR(ev[4].node, "");
+    }
+    hv_store_event_free_list(ev, n);
+    hv_job_row_t j = {0};
+    CHECK_OK(s, hv_store_job_get(s, 5, &j));
+    CHECK_U64(j.round_code, HV_EV_DRAIN);
+    j.round_code = HV_EV_RESUME;
+    CHECK_OK(s, hv_store_job_update(s, &j));
+    hv_store_job_fini(&j);
+    CHECK_OK(s, hv_store_job_get(s, 5, &j));
+    CHECK_U64(j.round_code, HV_EV_RESUME);
+    hv_store_job_fini(&j);
+    /* Resets by reason (generation >= 2), as the metrics count them after a restart. */
+    hv_ev_fields_t f = {.generation = 4,
+                        .reason = HV_EV_DATA_PLANE,
+                        .worker_id = 77,
+                        .rank = 3,
+                        .duration_ms = 1234,
+                        .job_state = 4,
+                        .rollback = 1};
+    uint64_t seq = 0;
+    CHECK_OK(s, hv_store_event_append_f(s, 5, 9, "round.open", "words", NULL, &f, "node-x", &seq));
+    CHECK_OK(s, hv_store_event_append(s, 5, 0, "job.note", "plain", NULL, NULL));
+    CHECK_OK(s, hv_store_event_list(s, 5, seq - 1, 0, &ev, &n));
+    CHECK_U64(n, 2);
+    if (n == 2) {
+        CHECK_U64(ev[0].node_id, 9);
+        CHECK_STR(ev[0].node, "node-x");
+        CHECK_U64(ev[0].f.generation, 4);
+        CHECK_I64(ev[0].f.reason, HV_EV_DATA_PLANE);
+        CHECK_U64(ev[0].f.worker_id, 77);
+        CHECK_U64(ev[0].f.rank, 3);
+        CHECK_U64(ev[0].f.duration_ms, 1234);
+        CHECK_U64(ev[0].f.job_state, 4);
+        CHECK_I64(ev[0].f.rollback, 1);
+        CHECK_I64(ev[1].f.reason, HV_EV_NONE);
+        CHECK_U64(ev[1].f.worker_id, 0);
+        CHECK_STR(ev[1].node, "");
+    }
+    hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
 /* An upgrade keeps revocations: a v7 database and the old revocations file (a blank line, a
  * duplicate) migrate to v8, the file is imported once and renamed .imported; a second import
  * (no file) changes nothing, and the rows survive a reopen. A damaged file imports nothing and
  * stays; a store that cannot write stores nothing and keeps the file. */
+/* Actors (v9): a row survives a close and reopen as written; a put replaces it. */
+static void test_actors(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    uint8_t spec[3] = {1, 2, 3};
+    hv_actor_row_t r = {.id = 4,
+                        .name = "counter",
+                        .ns = "default",
+                        .class_name = "counter",
+                        .spec = spec,
+                        .spec_len = sizeof(spec),
+                        .reason = "alive (process 1)",
+                        .max_restarts = 2,
+                        .restarts = 1,
+                        .incarnation = 2,
+                        .slots = 1,
+                        .node_id = 7,
+                        .proc_live = 1,
+                        .last_status = -1,
+                        .last_signal = 9,
+                        .address = "127.0.0.1:4000",
+                        .created_ms = 11};
+    snprintf(r.state, sizeof(r.state), "alive");
+    CHECK_RC(hv_store_actor_put(s, &r), HV_OK);
+    r.restarts = 2;
+    CHECK_RC(hv_store_actor_put(s, &r), HV_OK);
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    hv_actor_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_RC(hv_store_actor_list(s, &rows, &n), HV_OK);
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_U64(rows[0].id, 4);
+        CHECK_STR(rows[0].name, "counter");
+        CHECK_STR(rows[0].state, "alive");
+        CHECK_STR(rows[0].address, "127.0.0.1:4000");
+        CHECK_U64(rows[0].restarts, 2);
+        CHECK_U64(rows[0].spec_len, 3);
+        CHECK_I64(rows[0].last_status, -1);
+        CHECK_I64(rows[0].last_signal, 9);
+        hv_actor_row_fini(&rows[0]);
+    }
+    hv_free(rows);
+    hv_store_close(s);
+}
+
 static void test_revoked_import(void) {
     char err[512] = "";
     CHECK_RC(hv__store_create_at_version(tmp_dir, 7, NULL, err, sizeof(err)), HV_OK);
     hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), 8);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     char path[600], done[700];
     snprintf(path, sizeof(path), "%s/revoked_nodes", tmp_dir);
     snprintf(done, sizeof(done), "%s.imported", path);
@@ -1781,6 +1912,98 @@ static void test_history(void) {
 
 /* ---- runner ---------------------------------------------------------------------------------- */
 
+/* The digests of a fake spec: its bytes name them ("A" -> aa, "B" -> bb). */
+static size_t fake_digests(void *ud, const uint8_t *spec, size_t len, char (*out)[65], size_t cap) {
+    (void)ud;
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < cap; i++) {
+        snprintf(out[n++], 65, "%c%c", spec[i] + 32, spec[i] + 32);
+    }
+    return n;
+}
+
+/* v9: a v8 database with two jobs migrates; until the fill ran no artifact is removed (the
+ * references are incomplete); the fill reads the specs once; then only an artifact no job uses
+ * goes (row deleted, returned for its file); a job inserted with its artifacts protects them
+ * until the history deletes it, then they go too. */
+static void test_job_artifacts(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(
+                 tmp_dir, 8,
+                 "INSERT INTO jobs (id, name, state, spec) VALUES (1, 'a', 'succeeded', 'A');"
+                 "INSERT INTO jobs (id, name, state, spec) VALUES (2, 'b', 'running', 'AB');",
+                 err, sizeof(err)),
+             HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    CHECK_I64(hv_store_job_artifacts_complete(s), 0);
+    hv_artifact_row_t *rows = NULL;
+    size_t n = 0, filled = 0;
+    CHECK_RC(hv_store_artifacts_unused_delete(s, UINT64_MAX >> 2, 10, &rows, &n), HV_ESTATE);
+    static const char *const dg[] = {"aa", "bb", "cc", "zz"};
+    for (size_t i = 0; i < 4; i++) {
+        hv_artifact_row_t a = {.digest = (char *)dg[i], .path = "/nowhere", .created_ms = 5};
+        CHECK_OK(s, hv_store_artifact_put(s, &a));
+    }
+    CHECK_OK(s, hv_store_job_artifacts_fill(s, fake_digests, NULL, &filled));
+    CHECK_U64(filled, 2);
+    CHECK_I64(hv_store_job_artifacts_complete(s), 1);
+    CHECK_OK(s, hv_store_job_artifacts_fill(s, fake_digests, NULL, &filled)); /* once only */
+    CHECK_U64(filled, 0);
+    /* Nothing older than 5: nothing goes. Then only cc and zz (no job uses them). */
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 5, 10, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_artifact_free_list(rows, n);
+    const char *const uses[] = {"cc"};
+    hv_job_row_t j = {.name = "c", .state = "pending", .artifacts = uses, .nartifacts = 1};
+    CHECK_OK(s, hv_store_job_insert(s, &j));
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(rows[0].digest, "zz");
+        CHECK_STR(rows[0].path, "/nowhere");
+    }
+    hv_store_artifact_free_list(rows, n);
+    hv_artifact_row_t r;
+    CHECK_RC(hv_store_artifact_get(s, "zz", &r), HV_ENOTFOUND);
+    /* Job 1 goes with the history: aa is still used by job 2, bb too; nothing goes. */
+    uint64_t ids[] = {1};
+    size_t deleted = 0;
+    CHECK_OK(s, hv_store_history_delete(s, ids, 1, &deleted));
+    CHECK_U64(deleted, 1);
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_artifact_free_list(rows, n);
+    /* An artifact no job uses but an actor that is not dead does (its digest is in its packed
+     * spec) stays; once the actor is dead it goes. */
+    hv_artifact_row_t dd = {.digest = "dd", .path = "/nowhere", .created_ms = 5};
+    CHECK_OK(s, hv_store_artifact_put(s, &dd));
+    uint8_t spec[] = "\x12\x04\x0a\x02"
+                     "dd";
+    hv_actor_row_t ar = {.id = 7,
+                         .name = "e",
+                         .ns = "default",
+                         .class_name = "c",
+                         .spec = spec,
+                         .spec_len = sizeof(spec) - 1,
+                         .reason = "",
+                         .address = ""};
+    snprintf(ar.state, sizeof(ar.state), "alive");
+    CHECK_OK(s, hv_store_actor_put(s, &ar));
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 0);
+    hv_store_artifact_free_list(rows, n);
+    snprintf(ar.state, sizeof(ar.state), "dead");
+    CHECK_OK(s, hv_store_actor_put(s, &ar));
+    CHECK_OK(s, hv_store_artifacts_unused_delete(s, 6, 10, &rows, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(rows[0].digest, "dd");
+    }
+    hv_store_artifact_free_list(rows, n);
+    hv_store_close(s);
+}
+
 static const hv_check_case_t cases[] = {
     {"persist", test_persist},
     {"node_upsert", test_node_upsert},
@@ -1801,6 +2024,7 @@ static const hv_check_case_t cases[] = {
     {"migrate_v5", test_migrate_v5},
     {"state_copies", test_state_copies},
     {"revoked_import", test_revoked_import},
+    {"actors", test_actors},
     {"audit", test_audit},
     {"join_tokens", test_join_tokens},
     {"damaged_page", test_damaged_page},
@@ -1808,6 +2032,8 @@ static const hv_check_case_t cases[] = {
     {"crash_recovery", test_crash_recovery},
     {"oom", test_oom},
     {"history", test_history},
+    {"job_artifacts", test_job_artifacts},
+    {"event_fields", test_event_fields},
 };
 
 int main(int argc, char **argv) {

@@ -98,6 +98,13 @@ void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id
     snprintf(out, HV_AUTH_CRED_MAX, "hvw_%" PRIu64 "_%" PRIu64 "_%s", job_id, worker_id, mac);
 }
 
+void hv_auth_actor_cred(const hv_auth_t *a, uint64_t actor_id, char *out) {
+    char msg[80], mac[AUTH_MAC_HEX + 1];
+    snprintf(msg, sizeof(msg), "actor:%" PRIu64, actor_id);
+    auth_mac(a, msg, mac);
+    snprintf(out, HV_AUTH_CRED_MAX, "hva_%" PRIu64 "_%s", actor_id, mac);
+}
+
 void hv_auth_instance_cred(const hv_auth_t *a, uint64_t instance, char *out) {
     char msg[80], mac[AUTH_MAC_HEX + 1];
     snprintf(msg, sizeof(msg), "instance:%" PRIu64, instance);
@@ -271,6 +278,8 @@ hv_err hv_auth_check(const hv_cred_t *cred, hv_auth_scope scope, uint64_t id) {
         return cred->kind == HV_CRED_WORKER && cred->job_id == id ? HV_OK : HV_EPERM;
     case HV_AUTH_JOIN:
         return HV_OK;
+    case HV_AUTH_ACTORS:
+        return cred->kind == HV_CRED_CLIENT || cred->kind == HV_CRED_WORKER ? HV_OK : HV_EPERM;
     }
     return HV_EPERM;
 }
@@ -282,7 +291,7 @@ int hv_auth_rule(const char *path, hv_auth_scope *scope) {
     } rules[] = {
         {"/hvpb.v1.Jobs/", HV_AUTH_CLIENT},         {"/hvpb.v1.Cluster/Join", HV_AUTH_JOIN},
         {"/hvpb.v1.Cluster/Session", HV_AUTH_NODE}, {"/hvpb.v1.Cluster/Fetch", HV_AUTH_NODE},
-        {"/hvpb.v1.Rendezvous/", HV_AUTH_JOB},
+        {"/hvpb.v1.Rendezvous/", HV_AUTH_JOB},      {"/hvpb.v1.Actors/", HV_AUTH_ACTORS},
     };
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
         size_t n = strlen(rules[i].prefix);
@@ -302,6 +311,7 @@ int hv_auth_audited(const char *path) {
         "/hvpb.v1.Jobs/DrainNode",       "/hvpb.v1.Jobs/DrainNodes",
         "/hvpb.v1.Jobs/RevokeNode",      "/hvpb.v1.Jobs/CreateJoinToken",
         "/hvpb.v1.Jobs/RevokeJoinToken", "/hvpb.v1.Cluster/Join",
+        "/hvpb.v1.Actors/Create",        "/hvpb.v1.Actors/Kill",
     };
     for (size_t i = 0; path != NULL && i < sizeof(changes) / sizeof(changes[0]); i++) {
         if (strcmp(path, changes[i]) == 0) {
@@ -321,6 +331,8 @@ static const char *scope_needs(hv_auth_scope scope) {
         return "the worker secret of this job (HV_WORKER_SECRET)";
     case HV_AUTH_JOIN:
         return "the join token or this node's credential";
+    case HV_AUTH_ACTORS:
+        return "a client token, or a job's worker secret (HV_WORKER_SECRET)";
     }
     return "a credential";
 }

@@ -71,6 +71,8 @@ typedef enum hv_auth_scope {
     HV_AUTH_JOB = 2,    /* Rendezvous.*: a worker credential of job id */
     HV_AUTH_JOIN = 3,   /* Cluster.Join: the join token in the request, or the node's credential
                          * (svc_cluster decides: it alone knows which node the name is) */
+    HV_AUTH_ACTORS = 4, /* Actors.*: a client credential, or a worker credential of any job
+                         * (svc_actors limits a worker to its job's namespace) */
 } hv_auth_scope;
 
 typedef struct hv_auth_s {
@@ -113,6 +115,11 @@ hv_err hv_auth_add_client(hv_auth_t *a, const char *name, const char *token);
 void hv_auth_node_cred(const hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *out);
 /* The secret of one worker of one job (out: HV_AUTH_CRED_MAX bytes). */
 void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id, char *out);
+
+/* The per-actor secret of actor actor_id (out: HV_AUTH_CRED_MAX bytes): "hva_<id>_<mac>", what
+ * the actor's process gets as HV_ACTOR_SECRET and its callers from Actors.Get. Derived, so it
+ * survives a head restart with nothing stored; it opens the actor's calls only, never the head. */
+void hv_auth_actor_cred(const hv_auth_t *a, uint64_t actor_id, char *out);
 
 /* The enrollment credential of autoscaler instance `instance` (out: HV_AUTH_CRED_MAX bytes). */
 void hv_auth_instance_cred(const hv_auth_t *a, uint64_t instance, char *out);

@@ -144,6 +144,8 @@ static void case_rules(void) {
         {"/hvpb.v1.Cluster/Fetch", 1, HV_AUTH_NODE},
         {"/hvpb.v1.Rendezvous/KvPut", 1, HV_AUTH_JOB},
         {"/hvpb.v1.Rendezvous/JoinRound", 1, HV_AUTH_JOB},
+        {"/hvpb.v1.Actors/Create", 1, HV_AUTH_ACTORS},
+        {"/hvpb.v1.Actors/Get", 1, HV_AUTH_ACTORS},
         {"/hvpb.v1.Cluster/Other", 0, HV_AUTH_CLIENT},
         {"/hvpb.v1.Jobs/", 0, HV_AUTH_CLIENT},
         {"/hvpb.v1.JobsX/Submit", 0, HV_AUTH_CLIENT},
@@ -156,6 +158,37 @@ static void case_rules(void) {
             CHECK_EQ(sc, rows[i].scope);
         }
     }
+}
+
+/* Actors: clients and any job's workers pass the gate (svc_actors holds a worker to its
+ * namespace); a node's credential does not; the per-actor secret opens nothing on the head and
+ * differs per actor and per head key. */
+static void case_actors(void) {
+    setup_key(&A, 6);
+    CHECK_RC(hv_auth_add_client(&A, "a", CLIENT_TOK), HV_OK);
+    hv_cred_t c;
+    CHECK_RC(hv_auth_identify(&A, CLIENT_TOK, &c), HV_OK);
+    CHECK_RC(hv_auth_check(&c, HV_AUTH_ACTORS, 0), HV_OK);
+    char w[HV_AUTH_CRED_MAX], n[HV_AUTH_CRED_MAX], a1[HV_AUTH_CRED_MAX], a2[HV_AUTH_CRED_MAX];
+    hv_auth_worker_cred(&A, 8, 3, w);
+    CHECK_RC(hv_auth_identify(&A, w, &c), HV_OK);
+    CHECK_RC(hv_auth_check(&c, HV_AUTH_ACTORS, 0), HV_OK);
+    hv_auth_node_cred(&A, 2, 1, n);
+    CHECK_RC(hv_auth_identify(&A, n, &c), HV_OK);
+    CHECK_RC(hv_auth_check(&c, HV_AUTH_ACTORS, 0), HV_EPERM);
+    hv_auth_actor_cred(&A, 1, a1);
+    hv_auth_actor_cred(&A, 2, a2);
+    CHECK(strncmp(a1, "hva_1_", 6) == 0);
+    CHECK(strlen(a1) >= 16 + 6);
+    CHECK(strcmp(a1, a2) != 0);
+    CHECK_RC(hv_auth_identify(&A, a1, &c), HV_EAUTH);
+    static hv_auth_t B;
+    setup_key(&B, 7);
+    hv_auth_actor_cred(&B, 1, a2);
+    CHECK(strcmp(a1, a2) != 0);
+    CHECK(hv_auth_audited("/hvpb.v1.Actors/Create"));
+    CHECK(hv_auth_audited("/hvpb.v1.Actors/Kill"));
+    CHECK(!hv_auth_audited("/hvpb.v1.Actors/Get"));
 }
 
 static void case_clients(void) {
@@ -397,10 +430,10 @@ static void case_audited(void) {
 
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"table", case_table},       {"derived", case_derived}, {"revoke", case_revoke},
-        {"clients", case_clients},   {"files", case_files},     {"rules", case_rules},
-        {"instance", case_instance}, {"epoch", case_epoch},     {"jtoken", case_jtoken},
-        {"audited", case_audited},
+        {"table", case_table},     {"derived", case_derived},   {"revoke", case_revoke},
+        {"clients", case_clients}, {"files", case_files},       {"rules", case_rules},
+        {"actors", case_actors},   {"instance", case_instance}, {"epoch", case_epoch},
+        {"jtoken", case_jtoken},   {"audited", case_audited},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -50,8 +50,9 @@ struct hv_metrics_s {
     hv_driver_t *d;              /* borrowed */
     hv_store_t *store;           /* borrowed */
     const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
+    const hv_actors_t *actors;   /* borrowed; the head's actors (may be NULL) */
     hv_http_server_t *http;      /* the listener, or NULL (owned) */
-    hv_page_src_t page;          /* what the status page's routes read (head/services/page_serve.h) */
+    hv_page_src_t page; /* what the status page's routes read (head/services/page_serve.h) */
     uint64_t start_wall_ms;
     /* counters */
     uint64_t resets[HV_RESET__COUNT];
@@ -70,26 +71,19 @@ struct hv_metrics_s {
 
 /* ---- pure helpers --------------------------------------------------------------------------- */
 
-hv_reset_reason_t hv_metrics_reset_reason(int rollback, const char *reason) {
-    if (rollback) {
+hv_reset_reason_t hv_metrics_reset_reason(hv_ev_reason_t code, int rollback) {
+    switch (hv_ev_reset_class(code, rollback)) {
+    case HV_EV_FAILURE:
         return HV_RESET_FAILURE;
-    }
-    if (reason == NULL) {
+    case HV_EV_DRAIN:
+        return HV_RESET_DRAIN;
+    case HV_EV_GROW:
+        return HV_RESET_GROW;
+    case HV_EV_SHRINK:
+        return HV_RESET_SHRINK;
+    default:
         return HV_RESET_OTHER;
     }
-    if (strncmp(reason, "drain", 5) == 0) {
-        return HV_RESET_DRAIN;
-    }
-    if (strncmp(reason, "grow", 4) == 0) {
-        return HV_RESET_GROW;
-    }
-    if (strncmp(reason, "shrink", 6) == 0) {
-        return HV_RESET_SHRINK;
-    }
-    if (strncmp(reason, "failure", 7) == 0) {
-        return HV_RESET_FAILURE;
-    }
-    return HV_RESET_OTHER;
 }
 
 const char *hv_metrics_reset_reason_name(hv_reset_reason_t r) {
@@ -260,24 +254,22 @@ static void drain_ended(hv_metrics_t *m, uint64_t node_id) {
 }
 
 void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
-                         const char *data) {
+                         const hv_ev_fields_t *f, const char *data) {
     hv_metrics_t *m = ud;
+    static const hv_ev_fields_t none = {0};
     (void)job_id;
+    if (f == NULL) {
+        f = &none;
+    }
     if (strcmp(kind, "round.open") == 0) {
         /* The first round of a job is its start; every later one is a reset (jobm.h). */
-        uint64_t resets = 0;
-        int rollback = 0;
-        char reason[64] = "";
-        if (hv_metrics_json_u64(data, "resets", &resets) && resets > 0) {
-            hv_metrics_json_bool(data, "rollback", &rollback);
-            hv_metrics_json_str(data, "reason", reason, sizeof(reason));
-            m->resets[hv_metrics_reset_reason(rollback, reason)]++;
+        if (f->generation > 1) {
+            m->resets[hv_metrics_reset_reason(f->reason, f->rollback)]++;
         }
     } else if (strcmp(kind, "round.close") == 0) {
-        uint64_t gen = 0, wait_ms = 0, redone = 0;
-        if (hv_metrics_json_u64(data, "generation", &gen) && gen > 1 &&
-            hv_metrics_json_u64(data, "wait_ms", &wait_ms)) {
-            hist_observe(&m->reset_round, (double)wait_ms / 1000.0);
+        uint64_t redone = 0;
+        if (f->generation > 1) {
+            hist_observe(&m->reset_round, (double)f->duration_ms / 1000.0);
         }
         if (hv_metrics_json_u64(data, "redone_samples", &redone)) {
             m->samples_redone += redone;
@@ -325,18 +317,19 @@ void hv_metrics_on_rpc(const char *path, int grpc_code, void *ud) {
     m->rpc_unknown[grpc_code]++;
 }
 
+/* Stored round.open events by (reason code, rollback): the resets among them (generation > 1)
+ * by the reason they count under. */
+static void seed_reset_cb(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud) {
+    hv_metrics_t *m = ud;
+    m->resets[hv_metrics_reset_reason(reason, rollback)] += n;
+}
+
 /* Counters from the stored events, so that a restarted head goes on from them. A failing query
  * leaves that counter at zero (logged): the head still starts. */
 static void metrics_seed(hv_metrics_t *m) {
     static const struct {
         const char *kind, *has;
     } q[] = {
-        {"round.open", ""},                  /* 0: every round */
-        {"round.open", "\"resets\":0}"},     /* 1: first rounds (not resets) */
-        {"round.open", "\"rollback\":true"}, /* 2: failure */
-        {"round.open", "\"reason\":\"drain"},
-        {"round.open", "\"reason\":\"grow"},
-        {"round.open", "\"reason\":\"shrink"},
         {"node.drain", ""},
         {"node.drain", "\"from_agent\":true"},
         {"autoscaler.launch_failed", ""},
@@ -349,16 +342,15 @@ static void metrics_seed(hv_metrics_t *m) {
                    hv_store_last_error(m->store));
         }
     }
-    uint64_t total = n[0] > n[1] ? n[0] - n[1] : 0;
-    m->resets[HV_RESET_FAILURE] = n[2];
-    m->resets[HV_RESET_DRAIN] = n[3];
-    m->resets[HV_RESET_GROW] = n[4];
-    m->resets[HV_RESET_SHRINK] = n[5];
-    uint64_t known = n[2] + n[3] + n[4] + n[5];
-    m->resets[HV_RESET_OTHER] = total > known ? total - known : 0;
-    m->drains = n[6];
-    m->notices = n[7];
-    m->launch_failures = n[8];
+    m->drains = n[0];
+    m->notices = n[1];
+    m->launch_failures = n[2];
+    if (hv_store_event_reasons(m->store, "round.open", 2, seed_reset_cb, m) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "metrics", "HV-METRICS-SEED",
+               "cannot count the stored round.open events: %s; resets start at 0",
+               hv_store_last_error(m->store));
+        memset(m->resets, 0, sizeof(m->resets));
+    }
     if (hv_store_event_sum(m->store, 0, "round.close", "redone_samples", &m->samples_redone) !=
         HV_OK) {
         m->samples_redone = 0;
@@ -381,6 +373,8 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
 }
 
 void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth) { m->auth = auth; }
+
+void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors) { m->actors = actors; }
 
 void hv_metrics_destroy(hv_metrics_t *m) {
     if (m == NULL) {
@@ -481,6 +475,21 @@ static void job_state_cb(const char *state, uint64_t n, void *ud) {
     hv_job_state_t s;
     if (hv_job_state_parse(state, &s) == HV_OK) {
         counts[s] += n;
+    }
+}
+
+static void render_actors(hv_metrics_t *m, hv_http_reply_t *o) {
+    if (m->actors == NULL) {
+        return;
+    }
+    uint64_t counts[HV_AM__STATE_COUNT] = {0};
+    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
+        counts[x->am.state]++;
+    }
+    fam(o, "hv_actors", "gauge", "Actors the head knows, by state (docs/actors.md).");
+    for (int s = 0; s < HV_AM__STATE_COUNT; s++) {
+        hv_http_reply_printf(o, "hv_actors{state=\"%s\"} %" PRIu64 "\n",
+                             hv_am_state_name((hv_am_state_t)s), counts[s]);
     }
 }
 
@@ -686,6 +695,49 @@ static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
                          gs.refused_client, gs.refused_total);
 }
 
+/* The workers' own figures, summed per job from their reports (driver.h hv_driver_rdzv_report):
+ * one series per job in the driver's memory that reported, active or ended (the driver forgets
+ * an ended job after 10 minutes, and its series go then). Labelled by job_id only. */
+static void render_jobfigs(hv_metrics_t *m, hv_http_reply_t *o) {
+    static const struct {
+        const char *name, *help;
+        int us; /* 1: a microsecond field, exported in seconds */
+    } f[] = {
+        {"hv_job_allreduce_bytes_total",
+         "Bytes of the tensors a job's workers allreduced (each "
+         "worker its own tensors), from the workers' reports.",
+         0},
+        {"hv_job_allreduce_seconds_total",
+         "Seconds a job's workers spent running allreduces, summed over workers.", 1},
+        {"hv_job_allreduces_total", "Tensors a job's workers allreduced, summed over workers.", 0},
+        {"hv_job_commits_total", "Elastic state commits of a job's workers, summed over workers.",
+         0},
+        {"hv_job_commit_seconds_total",
+         "Seconds a job's workers spent in elastic state commits, summed over workers.", 1},
+    };
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+        fam(o, f[k].name, "counter", f[k].help);
+        for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+            const hv_jobfig_t *g = &j->figs;
+            if (g->reports == 0) {
+                continue;
+            }
+            uint64_t v = k == 0   ? g->allreduce_bytes
+                         : k == 1 ? g->allreduce_us
+                         : k == 2 ? g->allreduces
+                         : k == 3 ? g->commits
+                                  : g->commit_us;
+            if (f[k].us) {
+                hv_http_reply_printf(o, "%s{job_id=\"%" PRIu64 "\"} %" PRIu64 ".%06" PRIu64 "\n",
+                                     f[k].name, j->jm.id, v / 1000000, v % 1000000);
+            } else {
+                hv_http_reply_printf(o, "%s{job_id=\"%" PRIu64 "\"} %" PRIu64 "\n", f[k].name,
+                                     j->jm.id, v);
+            }
+        }
+    }
+}
+
 void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o) {
     fam(o, "hv_build_info", "gauge", "The running hvhead's version (always 1).");
     hv_http_reply_printf(o, "hv_build_info{version=\"%s\"} 1\n", HV_VERSION_STRING);
@@ -699,6 +751,8 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     }
     render_nodes(m, irows, ni, o);
     render_jobs(m, o);
+    render_jobfigs(m, o);
+    render_actors(m, o);
     render_events(m, o);
     render_instances(m, irows, ni, now_wall_ms, o);
     hv_store_instance_free_list(irows, ni);

@@ -6,15 +6,19 @@
  * the elastic jobs in memory, demand) and from the store (jobs by state, the autoscaler's
  * instances and, through cost.h, their instance-seconds and cost). Counters are counted as
  * things happen, through two hooks the head wires up: the driver's event observer
- * (hv_metrics_on_event: resets by reason, reset durations, samples redone, drains and their
+ * (hv_metrics_on_event: resets by reason code, reset durations, samples redone, drains and their
  * durations, preemption notices, launch failures) and the gRPC server's call observer (hv_metrics_on_rpc: calls by
- * method and code, authentication refusals). The counters that stored events can give back are
+ * method and code, authentication refusals). The workers' own figures (allreduce bytes and time,
+ * commits and their time) are summed per job by the driver from the workers' reports
+ * (hv_driver_rdzv_report, core/jobfig.h) and exported per job while the driver holds the job.
+ * The counters that stored events can give back are
  * seeded from them at creation, so a head restart does not reset them; the duration histograms
  * and the RPC counters start at zero with each head (Prometheus handles a counter
  * reset). No series has a per-worker or per-rank label.
  *
  * What it is not: a decision maker (it reads, never changes, the driver's state) or a store of
- * history. The pure helpers below (a round's reset reason, top-level fields of an event's
+ * history. It reads events' kinds and structured fields (events.h), never their English
+ * messages. The pure helpers below (a round's reset reason, top-level fields of an event's
  * JSON, label escaping) are unit-tested in metrics_test.c. Threads: the head's loop thread.
  */
 #ifndef HV_HEAD_METRICS_H
@@ -25,10 +29,12 @@
 
 #include <uv.h>
 
+#include "actors_drv.h"
 #include "auth.h"
 #include "config.h"
 #include "driver.h"
 #include "err.h"
+#include "events.h"
 #include "http.h"
 #include "store.h"
 
@@ -44,6 +50,8 @@ void hv_metrics_destroy(hv_metrics_t *m);
 
 /* The client tokens the status page's login checks (borrowed; set before hv_metrics_listen). */
 void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth);
+/* The head's actors (borrowed, may be NULL): hv_actors{state}. */
+void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors);
 
 /* Starts the HTTP listener on cfg->metrics.listen, reading the token of metrics.token_file.
  * *port_out gets the bound port. Errors with a one-line message in err: HV_EINVAL (token file
@@ -52,7 +60,7 @@ hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *
 
 /* The driver's event observer (hv_driver_observe_fn); ud is the hv_metrics_t. */
 void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
-                         const char *data);
+                         const hv_ev_fields_t *f, const char *data);
 /* The gRPC server's call observer (hv_rpc_observe_cb); ud is the hv_metrics_t. */
 void hv_metrics_on_rpc(const char *path, int grpc_code, void *ud);
 
@@ -70,9 +78,9 @@ typedef enum hv_reset_reason {
     HV_RESET__COUNT
 } hv_reset_reason_t;
 
-/* The reason of a reset from a round's fields: rollback, else the reason's leading word
- * ("drain: ...", "grow: ...", "shrink: ...") as jobm writes it. */
-hv_reset_reason_t hv_metrics_reset_reason(int rollback, const char *reason);
+/* The reason a reset counts under, from its round.open's fields: a round that rolls back is a
+ * failure, else its reason code (drain, grow, shrink), else other (hv_ev_reset_class). */
+hv_reset_reason_t hv_metrics_reset_reason(hv_ev_reason_t code, int rollback);
 const char *hv_metrics_reset_reason_name(hv_reset_reason_t r);
 
 /* A top-level field of a JSON object (nested objects and strings are skipped, so a key inside a

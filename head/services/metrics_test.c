@@ -1,7 +1,8 @@
 /*
- * metrics_test: the pure helpers (a round's reset reason, top-level JSON fields of events,
- * label escaping), then the counters end to end on a real store and driver in a temporary data
- * dir: events appended through the driver are counted (resets by reason, the reset histogram,
+ * metrics_test: the pure helpers (a round's reset reason from its code, top-level JSON fields of
+ * events, label escaping), then the counters end to end on a real store and driver in a temporary
+ * data dir: events appended through the driver, with their words changed (another language, JSON
+ * words that disagree), are counted by their fields (resets by reason code, the reset histogram,
  * samples redone, drains and notices, launch failures), calls by method and code, and a second
  * metrics object made on the same store (a restarted head) starts from the stored counts.
  */
@@ -17,23 +18,24 @@
 
 static void case_reset_reason(void) {
     static const struct {
+        hv_ev_reason_t code;
         int rollback;
-        const char *reason;
         hv_reset_reason_t want;
     } rows[] = {
-        {1, "failure: rank 0 on a was killed by signal SIGKILL", HV_RESET_FAILURE},
-        {1, "worker 3 on a re-joined: its data plane failed", HV_RESET_FAILURE},
-        {0, "drain: node a (preempted)", HV_RESET_DRAIN},
-        {0, "drain: 2 workers on draining nodes leave now that others hold the state",
-         HV_RESET_DRAIN},
-        {0, "grow: free slots", HV_RESET_GROW},
-        {0, "shrink: to 2", HV_RESET_SHRINK},
-        {0, "failure: x", HV_RESET_FAILURE},
-        {0, "start", HV_RESET_OTHER},
-        {0, NULL, HV_RESET_OTHER},
+        {HV_EV_FAILURE, 1, HV_RESET_FAILURE},
+        {HV_EV_DATA_PLANE, 1, HV_RESET_FAILURE},
+        {HV_EV_RESUME, 1, HV_RESET_FAILURE},
+        {HV_EV_DRAIN, 1, HV_RESET_FAILURE}, /* a failure joined the drain's round */
+        {HV_EV_DRAIN, 0, HV_RESET_DRAIN},
+        {HV_EV_GROW, 0, HV_RESET_GROW},
+        {HV_EV_SHRINK, 0, HV_RESET_SHRINK},
+        {HV_EV_FAILURE, 0, HV_RESET_FAILURE},
+        {HV_EV_START, 0, HV_RESET_OTHER},
+        {HV_EV_NONE, 0, HV_RESET_OTHER},
+        {(hv_ev_reason_t)99, 0, HV_RESET_OTHER},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        CHECK_EQ(hv_metrics_reset_reason(rows[i].rollback, rows[i].reason), rows[i].want);
+        CHECK_EQ(hv_metrics_reset_reason(rows[i].code, rows[i].rollback), rows[i].want);
     }
     CHECK_STR(hv_metrics_reset_reason_name(HV_RESET_FAILURE), "failure");
     CHECK_STR(hv_metrics_reset_reason_name(HV_RESET_SHRINK), "shrink");
@@ -105,26 +107,23 @@ static void case_counters(void) {
     CHECK_RC(hv_metrics_create(&cfg, d, store, &m), HV_OK);
     hv_driver_set_observer(d, hv_metrics_on_event, m);
 
-    /* The events as jobm and the driver write them. */
-    hv_driver_event(d, 1, 0, "round.open",
-                    "{\"generation\":1,\"reason\":\"start\",\"rollback\":false,\"resets\":0}",
-                    "g1");
-    hv_driver_event(d, 1, 0, "round.close",
-                    "{\"generation\":1,\"size\":2,\"wait_ms\":40,\"redone_samples\":0}", "c1");
-    hv_driver_event(d, 1, 0, "round.open",
-                    "{\"generation\":2,\"reason\":\"failure: rank 0 on a was killed\","
-                    "\"rollback\":true,\"resets\":1}",
-                    "g2");
-    hv_driver_event(d, 1, 0, "round.close",
-                    "{\"generation\":2,\"size\":1,\"wait_ms\":1500,\"redone_samples\":64}", "c2");
-    hv_driver_event(d, 1, 0, "round.open",
-                    "{\"generation\":3,\"reason\":\"grow: free slots\",\"rollback\":false,"
-                    "\"resets\":2}",
-                    "g3");
-    hv_driver_event(d, 1, 0, "round.open",
-                    "{\"generation\":4,\"reason\":\"drain: node b\",\"rollback\":false,"
-                    "\"resets\":3}",
-                    "g4");
+    /* The events as jobm and the driver write them, but with their words changed (another
+     * language, a reworded message): the counters go by the kinds and the structured fields. The
+     * JSON's words and numbers disagree with the fields on purpose. */
+    hv_ev_fields_t g1 = {.generation = 1, .reason = HV_EV_START};
+    hv_ev_fields_t c1 = {.generation = 1, .reason = HV_EV_START, .duration_ms = 40};
+    hv_ev_fields_t g2 = {.generation = 2, .reason = HV_EV_FAILURE, .rollback = 1};
+    hv_ev_fields_t c2 = {.generation = 2, .reason = HV_EV_FAILURE, .duration_ms = 1500};
+    hv_ev_fields_t g3 = {.generation = 3, .reason = HV_EV_GROW};
+    hv_ev_fields_t g4 = {.generation = 4, .reason = HV_EV_DRAIN};
+    hv_driver_event_f(d, 1, 0, "round.open", &g1, "{\"reason\":\"Anfang\",\"resets\":5}", "g1");
+    hv_driver_event_f(d, 1, 0, "round.close", &c1, "{\"size\":2,\"redone_samples\":0}", "c1");
+    hv_driver_event_f(d, 1, 0, "round.open", &g2,
+                      "{\"reason\":\"drain: Fehler, Rang 0\",\"rollback\":false,\"resets\":0}",
+                      "Generation 2 geöffnet");
+    hv_driver_event_f(d, 1, 0, "round.close", &c2, "{\"wait_ms\":1,\"redone_samples\":64}", "c2");
+    hv_driver_event_f(d, 1, 0, "round.open", &g3, "{\"reason\":\"shrink: mehr Platz\"}", "g3");
+    hv_driver_event_f(d, 1, 0, "round.open", &g4, "{\"reason\":\"grow: Knoten b\"}", "g4");
     hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":true,\"notice_ms\":30000}", "d");
     hv_driver_event(d, 0, 2, "node.drain", "{\"from_agent\":false,\"notice_ms\":0}", "d");
     hv_driver_event(d, 0, 0, "autoscaler.launch_failed", NULL, "lf");

@@ -369,11 +369,11 @@ static void page_rounds(const hv_page_jobview_t *v, hv_http_reply_t *o) {
         const hv_page_round_t *r = &v->rounds[i];
         uint64_t end = r->closed_ms ? r->closed_ms : v->now_ms;
         uint64_t took = end > r->opened_ms ? end - r->opened_ms : 0;
-        hv_http_reply_printf(o,
-                             "<tr class=\"round\" data-generation=\"%u\"><td class=\"n\">%u</td>"
-                             "<td>%s</td><td class=\"reason\">",
-                             r->generation, r->generation,
-                             page_fmt_time(r->opened_ms, t, sizeof(t)));
+        hv_http_reply_printf(o, "<tr class=\"round\" data-generation=\"%u\" data-reason=\"",
+                             r->generation);
+        hv_page_escape(o, r->code);
+        hv_http_reply_printf(o, "\"><td class=\"n\">%u</td><td>%s</td><td class=\"reason\">",
+                             r->generation, page_fmt_time(r->opened_ms, t, sizeof(t)));
         hv_page_escape(o, r->reason);
         if (r->rollback) {
             page_text(o, " <span class=\"muted\">(rolled back)</span>");

@@ -66,10 +66,11 @@ typedef struct hv_page_cluster_s {
     int logout; /* the page is behind the login: show the log-out button */
 } hv_page_cluster_t;
 
-/* One round (generation) of a job, from its round.open and round.close events. */
+/* One round (generation) of a job, from its round.open and round.close events' fields. */
 typedef struct hv_page_round_s {
     uint32_t generation;
-    const char *reason; /* why it opened */
+    const char *reason; /* why it opened, in words for people */
+    const char *code;   /* the same as a code's word ("failure", "drain", ...; "" unknown) */
     int rollback;
     uint64_t opened_ms;
     uint64_t closed_ms; /* 0: still open (or never closed) */

@@ -170,10 +170,9 @@ out:
     hv_store_instance_free_list(irows, ni);
 }
 
-/* The rounds of a job from its round.open and round.close events (their JSON fields). The
- * reason strings are copied into reasons (one HV_JM_REASON_MAX slot per round). */
-static size_t serve_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
-                           char (*reasons)[HV_JM_REASON_MAX], size_t cap) {
+/* See page_serve.h. */
+size_t hv_page_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
+                      char (*reasons)[HV_JM_REASON_MAX], size_t cap) {
     size_t nr = 0;
     for (size_t i = 0; i < n; i++) {
         const hv_event_row_t *e = &ev[i];
@@ -181,8 +180,8 @@ static size_t serve_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *
         if (!open && strcmp(e->kind, "round.close") != 0) {
             continue;
         }
-        uint64_t gen = 0;
-        if (e->data == NULL || !hv_metrics_json_u64(e->data, "generation", &gen)) {
+        uint64_t gen = e->f.generation;
+        if (gen == 0) {
             continue;
         }
         size_t k = nr;
@@ -194,23 +193,27 @@ static size_t serve_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *
                 continue;
             }
             k = ++nr;
-            out[k - 1] = (hv_page_round_t){.generation = (uint32_t)gen, .opened_ms = e->time_ms};
+            out[k - 1] =
+                (hv_page_round_t){.generation = (uint32_t)gen, .opened_ms = e->time_ms, .code = ""};
             reasons[k - 1][0] = '\0';
             out[k - 1].reason = reasons[k - 1];
         }
         hv_page_round_t *r = &out[k - 1];
+        if (e->f.reason != HV_EV_NONE) {
+            r->code = hv_ev_reason_name(e->f.reason);
+        }
+        r->rollback |= e->f.rollback;
         if (open) {
             r->opened_ms = e->time_ms;
             hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
-            hv_metrics_json_bool(e->data, "rollback", &r->rollback);
         } else {
-            uint64_t size = 0, wait = 0;
+            uint64_t size = 0;
             r->closed_ms = e->time_ms;
             if (hv_metrics_json_u64(e->data, "size", &size)) {
                 r->size = (uint32_t)size;
             }
-            if (hv_metrics_json_u64(e->data, "wait_ms", &wait) && wait <= e->time_ms) {
-                r->opened_ms = e->time_ms - wait; /* the head's own measure of the round */
+            if (e->f.duration_ms <= e->time_ms) {
+                r->opened_ms = e->time_ms - e->f.duration_ms; /* the head's own measure */
             }
             /* The close has the round's whole reason: more failures may have joined the one
              * that opened it ("...; failure: rank 0 on a was killed ..."). */
@@ -260,7 +263,7 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
         .cluster_name = cluster, .now_ms = hv_wall_ms(), .rounds = rounds, .logout = src->login};
     serve_job_fields(&row, &v.job);
     serve_demand(src->d, &v.job, 1);
-    v.nrounds = serve_rounds(ev, nev, rounds, reasons, nev);
+    v.nrounds = hv_page_rounds(ev, nev, rounds, reasons, nev);
     for (size_t i = 0; i < nw; i++) {
         const hv_dworker_t *w = (const hv_dworker_t *)dj->jm.w[i];
         const hv_dnode_t *node = hv_driver_node(src->d, w->jm.node_id);

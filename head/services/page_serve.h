@@ -15,6 +15,8 @@
 #include "driver.h"
 #include "auth.h"
 #include "http.h"
+#include "jobm.h"
+#include "page.h"
 #include "page_login.h"
 #include "store.h"
 
@@ -31,6 +33,14 @@ typedef struct hv_page_src_s {
     hv_page_sessions_t sessions; /* the logged-in browsers (owned) */
     uint64_t login_refused;      /* logins refused for their token (the metrics count them) */
 } hv_page_src_t;
+
+/* The rounds of a job (oldest first, at most cap) from its events (ascending seq): round.open
+ * and round.close decide by their fields (generation, reason code, rollback, duration, and the
+ * size in the close's JSON); a round's reason in words (the JSON's "reason") is copied into
+ * reasons[i] (HV_JM_REASON_MAX bytes each) only to be shown. Events without a generation are
+ * skipped. Pure; out[i].reason points into reasons. */
+size_t hv_page_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
+                      char (*reasons)[HV_JM_REASON_MAX], size_t cap);
 
 /* The handlers (ud: an hv_page_src_t). hv_page_serve_job takes the path "/job/<id>". */
 void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);

@@ -3,10 +3,12 @@
  * head-provided string (a job named like markup, reasons and node names with quotes and control
  * bytes), the summary's pending demand and why each pending job waits, the job page's
  * generations with their reasons, rollbacks and durations, an open round, the workers, durations
- * in words, and the route matching of the HTTP server that serves /job/<id>.
+ * in words, the route matching of the HTTP server that serves /job/<id>, and a job's rounds read
+ * from its events' fields (hv_page_rounds) with their messages and JSON words garbled.
  */
 #include "page.h"
 #include "page_login.h"
+#include "page_serve.h"
 #include "hv_check.h"
 
 #include <stdio.h>
@@ -157,9 +159,10 @@ static void case_cluster(void) {
 
 static void case_job(void) {
     hv_page_round_t rounds[] = {
-        {1, "start", 0, T0 - 60000, T0 - 59150, 4},
-        {2, "failure: rank 0 on node-a was killed by signal SIGKILL", 1, T0 - 30000, T0 - 17700, 2},
-        {3, "grow: <free> slots", 0, T0 - 5000, 0, 0},
+        {1, "start", "start", 0, T0 - 60000, T0 - 59150, 4},
+        {2, "failure: rank 0 on node-a was killed by signal SIGKILL", "failure", 1, T0 - 30000,
+         T0 - 17700, 2},
+        {3, "grow: <free> slots", "grow", 0, T0 - 5000, 0, 0},
     };
     hv_page_worker_t ws[] = {
         {11, "node-a", "failed", "killed by signal SIGKILL", 0, 1, 0, 9},
@@ -190,9 +193,9 @@ static void case_job(void) {
         "<h1>Job 7: train &lt;/td&gt;</h1>",
         "<td class=\"s-running\">running</td>",
         "<td id=\"generation\">3</td>",
-        "<tr class=\"round\" data-generation=\"1\"><td class=\"n\">1</td>",
+        "<tr class=\"round\" data-generation=\"1\" data-reason=\"start\"><td class=\"n\">1</td>",
         "<td class=\"reason\">start</td><td class=\"n\">4</td><td>850 ms</td>",
-        "<tr class=\"round\" data-generation=\"2\">",
+        "<tr class=\"round\" data-generation=\"2\" data-reason=\"failure\">",
         "failure: rank 0 on node-a was killed by signal SIGKILL <span class=\"muted\">(rolled "
         "back)</span></td><td class=\"n\">2</td><td>12.3 s</td>",
         "grow: &lt;free&gt; slots</td><td></td><td class=\"s-open\">open for 5.0 s</td>",
@@ -318,11 +321,71 @@ static void case_login_form(void) {
     hv_free(p.body);
 }
 
+/* The rounds of a job come from its events' fields, never from their words: messages and reasons
+ * in another language (or garbled), and JSON without the round's numbers, still give the right
+ * generations, reasons, rollbacks and durations. */
+static void case_rounds_from_fields(void) {
+    hv_event_row_t ev[] = {
+        {.seq = 1,
+         .time_ms = 1000,
+         .kind = "round.open",
+         .message = "Runde 1 offen",
+         .data = "{\"reason\":\"Anfang\"}",
+         .f = {.generation = 1, .reason = HV_EV_START}},
+        {.seq = 2,
+         .time_ms = 1900,
+         .kind = "round.close",
+         .message = "zu",
+         .data = "{\"size\":4}",
+         .f = {.generation = 1, .reason = HV_EV_START, .duration_ms = 900}},
+        {.seq = 3, .time_ms = 5000, .kind = "job.note", .message = "round.open generation 9"},
+        {.seq = 4,
+         .time_ms = 6000,
+         .kind = "round.open",
+         .message = "Fehler!",
+         .data = "{\"reason\":\"Fehler: Rang 0\",\"rollback\":false}",
+         .f = {.generation = 2, .reason = HV_EV_FAILURE, .rollback = 1}},
+        {.seq = 5,
+         .time_ms = 9000,
+         .kind = "round.close",
+         .message = "x",
+         .data = "",
+         .f = {.generation = 2, .reason = HV_EV_FAILURE, .duration_ms = 2500, .rollback = 1}},
+        {.seq = 6,
+         .time_ms = 9500,
+         .kind = "round.open",
+         .message = "generation 7 opened",
+         .data = NULL,
+         .f = {.generation = 3, .reason = HV_EV_DRAIN}},
+    };
+    hv_page_round_t r[8];
+    char reasons[8][HV_JM_REASON_MAX];
+    size_t n = hv_page_rounds(ev, sizeof(ev) / sizeof(ev[0]), r, reasons, 8);
+    CHECK_EQ(n, 3);
+    if (n != 3) {
+        return;
+    }
+    CHECK_EQ(r[0].generation, 1);
+    CHECK_STR(r[0].code, "start");
+    CHECK_EQ(r[0].size, 4);
+    CHECK_EQ(r[0].opened_ms, 1000);
+    CHECK_EQ(r[0].closed_ms, 1900);
+    CHECK_STR(r[0].reason, "Anfang"); /* shown as the head wrote it */
+    CHECK_EQ(r[1].generation, 2);
+    CHECK_STR(r[1].code, "failure");
+    CHECK_EQ(r[1].rollback, 1);     /* the field, not the JSON's false */
+    CHECK_EQ(r[1].opened_ms, 6500); /* the close's duration: the head's own measure */
+    CHECK_EQ(r[1].closed_ms, 9000);
+    CHECK_EQ(r[2].generation, 3);
+    CHECK_STR(r[2].code, "drain");
+    CHECK_EQ(r[2].closed_ms, 0);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"escape", case_escape},        {"duration", case_duration},
-        {"cluster", case_cluster},      {"job", case_job},
-        {"routes", case_routes},        {"sessions", case_sessions},
-        {"login_form", case_login_form}};
+        {"escape", case_escape},         {"duration", case_duration},
+        {"cluster", case_cluster},       {"job", case_job},
+        {"routes", case_routes},         {"sessions", case_sessions},
+        {"login_form", case_login_form}, {"rounds_from_fields", case_rounds_from_fields}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

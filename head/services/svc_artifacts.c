@@ -15,6 +15,13 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
     Hvpb__V1__StatArtifactReply rep = HVPB__V1__STAT_ARTIFACT_REPLY__INIT;
     rep.present = hv_artifacts_present(a, req->digest);
     rep.max_size = hv_artifacts_max(a);
+    /* hvsubmit skips the upload of an artifact found here and submits next: the use is stored
+     * first, so that the history's pruning leaves it alone for its grace until the job that
+     * will use it is stored (head/driver/history.h). */
+    if (rep.present && hv_artifacts_touch(a, req->digest, err, sizeof(err)) != HV_OK) {
+        hv_rpc_finish(c, HV_EUNAVAIL, "%s", err);
+        return;
+    }
     if (!rep.present) {
         rep.received = hv_artifacts_partial(a, req->digest);
     }

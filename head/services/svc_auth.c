@@ -68,6 +68,10 @@ static void rdzv_ids(const char *path, const ProtobufCMessage *m, uint64_t *job,
         *worker = r->worker_id;
     } else if (d == &hvpb__v1__kv_get_request__descriptor) {
         *job = ((const Hvpb__V1__KvGetRequest *)m)->job_id;
+    } else if (d == &hvpb__v1__rdzv_report_request__descriptor) {
+        const Hvpb__V1__RdzvReportRequest *r = (const Hvpb__V1__RdzvReportRequest *)m;
+        *job = r->job_id;
+        *worker = r->worker_id;
     } else {
         HV_LOG(HV_LOG_ERROR, "auth", "HV-AUTH-RULE", "no id reader for %s", path);
     }

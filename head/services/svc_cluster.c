@@ -111,10 +111,14 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         sp.head_addr = s->advertise;
         sp.generation = o->generation;
         char secret[HV_AUTH_CRED_MAX] = "";
-        if (s->auth != NULL) {
+        if (s->auth != NULL && o->actor_id != 0) {
+            /* An actor's process: its own secret (HV_ACTOR_SECRET), and no Rendezvous one. */
+            hv_auth_actor_cred(s->auth, o->actor_id, secret);
+            sp.actor_secret = secret;
+        } else if (s->auth != NULL) {
             hv_auth_worker_cred(s->auth, o->job_id, o->worker_id, secret);
+            sp.worker_secret = secret;
         }
-        sp.worker_secret = secret;
         msg.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
         msg.spawn = &sp;
         hv_err rc = send_msg(x, &msg);
@@ -447,7 +451,12 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     case HVPB__V1__AGENT_MSG__BODY_STARTED:
         worker = am->started->worker_id;
-        rc = hv_driver_worker_started(s->d, x->node_id, worker, am->started->pid);
+        if (am->started->actor_address != NULL && am->started->actor_address[0] != '\0') {
+            rc = hv_driver_actor_address(s->d, x->node_id, worker, am->started->pid,
+                                         am->started->actor_address);
+        } else {
+            rc = hv_driver_worker_started(s->d, x->node_id, worker, am->started->pid);
+        }
         break;
     case HVPB__V1__AGENT_MSG__BODY_EXITED:
         worker = am->exited->worker_id;
@@ -554,10 +563,11 @@ static void fetch_pump(hv_rpc_call_t *c, void *ud) {
     }
 }
 
-/* True when the packed spec of job j names the artifact digest (ud) as its binary or a file. */
-static int spec_uses(const hv_djob_t *j, void *ud) {
+/* True when the packed JobSpec (of a job or an actor) names the artifact digest (ud) as its
+ * binary or a file. */
+static int spec_bytes_use(const uint8_t *packed, size_t len, void *ud) {
     const char *digest = ud;
-    Hvpb__V1__JobSpec *spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
+    Hvpb__V1__JobSpec *spec = hvpb__v1__job_spec__unpack(NULL, len, packed);
     if (spec == NULL) {
         return 0;
     }
@@ -568,6 +578,10 @@ static int spec_uses(const hv_djob_t *j, void *ud) {
     }
     hvpb__v1__job_spec__free_unpacked(spec, NULL);
     return uses;
+}
+
+static int spec_uses(const hv_djob_t *j, void *ud) {
+    return spec_bytes_use(j->spec, j->spec_len, ud);
 }
 
 static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -586,7 +600,9 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     if (s->auth != NULL &&
         (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
          cred.kind != HV_CRED_NODE ||
-         !hv_driver_node_jobs_any(s->d, cred.node_id, spec_uses, (void *)req->digest))) {
+         (!hv_driver_node_jobs_any(s->d, cred.node_id, spec_uses, (void *)req->digest) &&
+          !hv_driver_node_actor_specs_any(s->d, cred.node_id, spec_bytes_use,
+                                          (void *)req->digest)))) {
         HV_LOG(HV_LOG_WARN, "cluster", "HV-FETCH-SCOPE",
                "node %llu (from %s): refused a fetch of artifact %.12s, which no worker placed on "
                "this node uses",

@@ -8,6 +8,7 @@
 
 #include "cost.h"
 #include "hv.pb-c.h"
+#include "jobm.h"
 #include "mem.h"
 #include "util.h"
 
@@ -169,6 +170,10 @@ static void cost_call(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         uint64_t end = job.ended_ms ? job.ended_ms : now;
         rep.wall_seconds = end > job.submitted_ms ? (double)(end - job.submitted_ms) / 1000.0 : 0;
         rep.state = job.state;
+        hv_job_state_t st;
+        if (hv_job_state_parse(job.state, &st) == HV_OK) {
+            rep.state_code = (Hvpb__V1__JobState)(st + 1); /* the wire counts from 1 */
+        }
     }
     hv_rpc_reply(c, &rep.base);
     input_fini(&in);

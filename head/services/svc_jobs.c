@@ -102,16 +102,55 @@ static void clip_free(clip_t *c) {
 /* The bytes a view adds to a reply as one repeated field: the view, its length and its tag. */
 static size_t field_size(size_t packed) { return packed + 11; }
 
-/* The word for a job's newest round: "" before the first, "open" while it gathers, "closed",
- * or "not formed" when the job ended while it gathered. */
-static const char *round_state(uint32_t generation, int open, hv_job_state_t st) {
+/* The head's enums and the wire's count the same states and reasons (the wire's from 1: 0 is
+ * UNSPECIFIED), so a state crosses as its value + 1 and a reason code unchanged. */
+_Static_assert((int)HVPB__V1__JOB_STATE__JOB_STATE_PENDING == (int)HV_JOB_PENDING + 1 &&
+                   (int)HVPB__V1__JOB_STATE__JOB_STATE_CANCELLED == (int)HV_JOB_CANCELLED + 1 &&
+                   HV_JOB__COUNT == 6,
+               "JobState follows hv_job_state_t");
+_Static_assert((int)HVPB__V1__WORKER_STATE__WORKER_STATE_STARTING == (int)HV_WK_STARTING + 1 &&
+                   (int)HVPB__V1__WORKER_STATE__WORKER_STATE_LEFT == (int)HV_WK_LEFT + 1 &&
+                   HV_WK__COUNT == 6,
+               "WorkerState follows hv_wk_state_t");
+_Static_assert((int)HVPB__V1__NODE_STATE__NODE_STATE_ALIVE == (int)HV_NODE_ALIVE + 1 &&
+                   (int)HVPB__V1__NODE_STATE__NODE_STATE_DRAINING == (int)HV_NODE_DRAINING + 1 &&
+                   (int)HVPB__V1__NODE_STATE__NODE_STATE_DEAD == (int)HV_NODE_DEAD + 1 &&
+                   HV_NODE__COUNT == 3,
+               "NodeState follows hv_node_state_t");
+_Static_assert((int)HVPB__V1__EVENT_REASON__EVENT_REASON_START == (int)HV_EV_START &&
+                   (int)HVPB__V1__EVENT_REASON__EVENT_REASON_PENDING_TIMEOUT ==
+                       (int)HV_EV_PENDING_TIMEOUT &&
+                   HV_EV__COUNT == 15,
+               "EventReason follows hv_ev_reason_t");
+
+static Hvpb__V1__JobState job_state_code(hv_job_state_t st) {
+    return (unsigned)st < HV_JOB__COUNT ? (Hvpb__V1__JobState)(st + 1)
+                                        : HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
+}
+
+static Hvpb__V1__EventReason reason_code(uint32_t r) {
+    return r < HV_EV__COUNT ? (Hvpb__V1__EventReason)r
+                            : HVPB__V1__EVENT_REASON__EVENT_REASON_UNSPECIFIED;
+}
+
+/* A job's newest round: "" before the first, "open" while it gathers, "closed", or "not formed"
+ * when the job ended while it gathered; *code gets the same as a code. */
+static const char *round_state(uint32_t generation, int open, hv_job_state_t st,
+                               Hvpb__V1__RoundState *code) {
     if (generation == 0) {
+        *code = HVPB__V1__ROUND_STATE__ROUND_STATE_NONE;
         return "";
     }
     if (!open) {
+        *code = HVPB__V1__ROUND_STATE__ROUND_STATE_CLOSED;
         return "closed";
     }
-    return hv_job_state_terminal(st) ? "not formed" : "open";
+    if (hv_job_state_terminal(st)) {
+        *code = HVPB__V1__ROUND_STATE__ROUND_STATE_NOT_FORMED;
+        return "not formed";
+    }
+    *code = HVPB__V1__ROUND_STATE__ROUND_STATE_OPEN;
+    return "open";
 }
 
 /* An event message, borrowing row's strings. */
@@ -124,6 +163,15 @@ static void event_from_row(Hvpb__V1__Event *e, const hv_event_row_t *row) {
     e->kind = row->kind;
     e->message = row->message;
     e->data = row->data;
+    e->generation = row->f.generation;
+    e->reason = reason_code(row->f.reason);
+    e->node = row->node != NULL ? row->node : "";
+    e->worker_id = row->f.worker_id;
+    e->rank = row->f.rank;
+    e->duration_ms = row->f.duration_ms;
+    e->job_state = row->f.job_state <= HV_JOB__COUNT ? (Hvpb__V1__JobState)row->f.job_state
+                                                     : HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
+    e->rollback = row->f.rollback;
 }
 
 /* A JobView of j; the arrays are allocated into *scratch (free with view_free). Strings are
@@ -143,6 +191,7 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->job_id = m->id;
     v->name = clip_str(&sc->clip, j->name, HV_JOB_NAME_MAX);
     v->state = (char *)hv_job_state_name(m->state);
+    v->state_code = job_state_code(m->state);
     v->np = j->np;
     v->reason = clip_str(&sc->clip, m->reason, VIEW_REASON_MAX);
     v->submitted_ms = j->submitted_ms;
@@ -155,7 +204,9 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
     v->generation = m->generation;
     v->size = m->size;
     v->round_reason = clip_str(&sc->clip, m->round_reason, VIEW_REASON_MAX);
-    v->round_state = (char *)round_state(m->generation, m->round_open, m->state);
+    v->round_reason_code = reason_code(m->round_code);
+    v->round_state =
+        (char *)round_state(m->generation, m->round_open, m->state, &v->round_state_code);
     v->max_resets = m->p.max_resets;
     v->check_every = m->p.check_every;
     v->resumes = m->resumes;
@@ -186,6 +237,9 @@ static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view
         x->rank = w->jm.rank;
         x->node = (char *)hv_driver_worker_node(s->d, w);
         x->state = (char *)hv_wk_state_name(w->jm.state);
+        x->state_code = (unsigned)w->jm.state < HV_WK__COUNT
+                            ? (Hvpb__V1__WorkerState)(w->jm.state + 1)
+                            : HVPB__V1__WORKER_STATE__WORKER_STATE_UNSPECIFIED;
         x->pid = w->pid;
         x->exit_code = w->jm.exit_code;
         x->term_signal = w->jm.term_signal;
@@ -588,6 +642,19 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_min_s = spec->cooldown_min_s,
                            .cooldown_max_s = spec->cooldown_max_s,
                            .target_np = spec->target_np};
+    /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
+    const char *uses[HV_STORE_SPEC_DIGESTS_MAX];
+    size_t nuses = 0;
+    if (spec->binary != NULL && spec->binary->digest != NULL && spec->binary->digest[0] != '\0') {
+        uses[nuses++] = spec->binary->digest;
+    }
+    for (size_t i = 0; i < spec->n_files && nuses < HV_STORE_SPEC_DIGESTS_MAX; i++) {
+        if (spec->files[i]->digest != NULL && spec->files[i]->digest[0] != '\0') {
+            uses[nuses++] = spec->files[i]->digest;
+        }
+    }
+    sub.artifacts = uses;
+    sub.nartifacts = nuses;
     uint64_t job_id = 0;
     uint32_t np = 0;
     rc = hv_driver_submit(s->d, &sub, &job_id, &np, err, sizeof(err));
@@ -635,6 +702,7 @@ static void jobs_cancel(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_djob_t *j = hv_driver_job(s->d, req->job_id);
     Hvpb__V1__CancelReply rep = HVPB__V1__CANCEL_REPLY__INIT;
     rep.state = (char *)(j != NULL ? hv_job_state_name(j->jm.state) : "cancelled");
+    rep.state_code = job_state_code(j != NULL ? j->jm.state : HV_JOB_CANCELLED);
     hv_rpc_reply(c, &rep.base);
 }
 
@@ -656,9 +724,13 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t 
     v->generation = row->generation;
     v->size = row->size;
     v->round_reason = clip_str(clip, row->round_reason, VIEW_REASON_MAX);
+    v->round_reason_code = reason_code(row->round_code);
     hv_job_state_t st = HV_JOB_PENDING;
-    hv_job_state_parse(row->state, &st);
-    v->round_state = (char *)round_state(row->generation, row->round_open, st);
+    if (hv_job_state_parse(row->state, &st) == HV_OK) {
+        v->state_code = job_state_code(st);
+    }
+    v->round_state =
+        (char *)round_state(row->generation, row->round_open, st, &v->round_state_code);
     v->max_resets = row->max_resets;
     v->check_every = row->check_every;
     v->resumes = row->resumes;
@@ -780,8 +852,17 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
     x->v.node_id = nd->id;
     x->v.info = &x->info;
     x->v.state = (char *)hv_node_state_name(nd->state);
+    x->v.state_code = (unsigned)nd->state < HV_NODE__COUNT
+                          ? (Hvpb__V1__NodeState)(nd->state + 1)
+                          : HVPB__V1__NODE_STATE__NODE_STATE_UNSPECIFIED;
     x->v.slots_used = nd->acct.slots_used;
     x->v.last_seen_ms = nd->last_seen_ms;
+    if (nd->state != HV_NODE_DEAD && nd->lease.suspect_ms != 0) {
+        // The lease counts on the monotonic clock; the view shows the wall clock.
+        uint64_t mono = hv_now_ms(), wall = hv_wall_ms();
+        uint64_t ago = mono > nd->lease.suspect_ms ? mono - nd->lease.suspect_ms : 0;
+        x->v.suspected_ms = wall > ago ? wall - ago : 1;
+    }
     x->v.addr = clip_str(&x->clip, nd->peer, HV_NODE_ADDR_MAX);
     const hv_djob_t *jobs[NODE_BL_MAX];
     const hv_dbl_t *ents[NODE_BL_MAX];

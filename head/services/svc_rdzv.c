@@ -187,7 +187,8 @@ static void rdzv_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     char err[600];
     hv_err rc = hv_driver_rdzv_join(s->d, req->job_id, req->worker_id, req->addr,
-                                    req->last_generation, req->redone_samples, err, sizeof(err));
+                                    req->last_generation, req->redone_samples, req->broken_peers,
+                                    req->n_broken_peers, err, sizeof(err));
     if (rc != HV_OK) {
         hv_rpc_call_t *mine = join_take(s, req->worker_id);
         if (mine != NULL) {
@@ -223,6 +224,26 @@ static void rdzv_done(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     Hvpb__V1__RdzvDoneReply rep = HVPB__V1__RDZV_DONE_REPLY__INIT;
+    hv_rpc_reply(c, &rep.base);
+}
+
+/* ---- Report: a worker's own figures ----------------------------------------------------------- */
+
+static void rdzv_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_rdzv_t *s = ud;
+    const Hvpb__V1__RdzvReportRequest *req = (const Hvpb__V1__RdzvReportRequest *)m;
+    hv_jobfig_t d = {.allreduce_bytes = req->allreduce_bytes,
+                     .allreduce_us = req->allreduce_us,
+                     .allreduces = req->allreduces,
+                     .commits = req->commits,
+                     .commit_us = req->commit_us};
+    char err[600];
+    hv_err rc = hv_driver_rdzv_report(s->d, req->job_id, req->worker_id, &d, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__RdzvReportReply rep = HVPB__V1__RDZV_REPORT_REPLY__INIT;
     hv_rpc_reply(c, &rep.base);
 }
 
@@ -620,6 +641,8 @@ hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **
          rdzv_put_state, NULL, s},
         {"/hvpb.v1.Rendezvous/FetchState", HV_RPC_UNARY, &hvpb__v1__fetch_state_request__descriptor,
          rdzv_fetch_state, NULL, s},
+        {"/hvpb.v1.Rendezvous/Report", HV_RPC_UNARY, &hvpb__v1__rdzv_report_request__descriptor,
+         rdzv_report, NULL, s},
     };
     hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
     if (rc != HV_OK) {

@@ -67,6 +67,35 @@ int hv_validate_file_name(const char *s) {
            strcmp(s, "..") != 0 && strlen(s) <= 255;
 }
 
+int hv_validate_file_path(const char *s) {
+    if (s == NULL || strlen(s) > HV_FILE_PATH_MAX) {
+        return 0;
+    }
+    unsigned depth = 0;
+    for (const char *p = s;; p++) {
+        size_t n = strcspn(p, "/");
+        char part[256];
+        if (n == 0 || n >= sizeof(part) || ++depth > HV_FILE_PATH_DEPTH_MAX) {
+            return 0; /* empty (leading, doubled or trailing '/'), too long, too deep */
+        }
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (!hv_validate_file_name(part)) {
+            return 0;
+        }
+        p += n;
+        if (*p == '\0') {
+            return 1;
+        }
+    }
+}
+
+/* 1 when path a names a directory above path b ("sub" and "sub/m.py"): b could not be placed. */
+static int path_above(const char *a, const char *b) {
+    size_t n = strlen(a);
+    return strncmp(a, b, n) == 0 && b[n] == '/';
+}
+
 hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
     const Hvpb__V1__NodeInfo *info = r->node;
     char c[100];
@@ -122,6 +151,26 @@ hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
 
 hv_err hv_validate_fetch(const Hvpb__V1__FetchRequest *r, char *err, size_t len) {
     return digest_check("digest", r->digest, err, len);
+}
+
+size_t hv_validate_spec_digests(void *ud, const uint8_t *spec, size_t len, char (*out)[65],
+                                size_t cap) {
+    (void)ud;
+    Hvpb__V1__JobSpec *s = hvpb__v1__job_spec__unpack(NULL, len, spec);
+    size_t n = 0;
+    if (s == NULL) {
+        return 0;
+    }
+    if (s->binary != NULL && s->binary->digest != NULL && s->binary->digest[0] != '\0' && n < cap) {
+        snprintf(out[n++], 65, "%s", s->binary->digest);
+    }
+    for (size_t i = 0; i < s->n_files && n < cap; i++) {
+        if (s->files[i]->digest != NULL && s->files[i]->digest[0] != '\0') {
+            snprintf(out[n++], 65, "%s", s->files[i]->digest);
+        }
+    }
+    hvpb__v1__job_spec__free_unpacked(s, NULL);
+    return n;
 }
 
 hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *err, size_t len) {
@@ -207,17 +256,23 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
     }
     for (size_t i = 0; i < spec->n_files; i++) {
         const Hvpb__V1__FileRef *f = spec->files[i];
-        if (!hv_validate_file_name(f->name) ||
-            (spec->binary != NULL && strcmp(f->name, spec->binary->name) == 0)) {
+        if (!hv_validate_file_path(f->name) ||
+            (spec->binary != NULL && (strcmp(f->name, spec->binary->name) == 0 ||
+                                      path_above(spec->binary->name, f->name)))) {
             return bad(err, len,
-                       "spec.files: file name '%s' must be a plain file name, distinct from the "
-                       "binary's",
-                       clip(f->name, c, sizeof(c)));
+                       "spec.files: file name '%s' must be a plain file name or a relative path "
+                       "of them (at most %d deep, %d bytes), distinct from the binary's",
+                       clip(f->name, c, sizeof(c)), HV_FILE_PATH_DEPTH_MAX, HV_FILE_PATH_MAX);
         }
         for (size_t k = 0; k < i; k++) {
-            if (strcmp(spec->files[k]->name, f->name) == 0) {
+            const char *o = spec->files[k]->name;
+            if (strcmp(o, f->name) == 0) {
                 return bad(err, len, "spec.files: file name '%s' is given twice",
                            clip(f->name, c, sizeof(c)));
+            }
+            if (path_above(o, f->name) || path_above(f->name, o)) {
+                return bad(err, len, "spec.files: '%s' is both a file and a directory",
+                           clip(path_above(o, f->name) ? o : f->name, c, sizeof(c)));
             }
         }
         HV_TRY(digest_check("spec.files.digest", f->digest, err, len));
@@ -321,6 +376,10 @@ hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size
          (r->addr[0] != '[' && strchr(host, ':') != NULL))) {
         return bad(err, len, "addr: '%s' is not HOST:PORT (IPv6: [ADDR]:PORT)",
                    clip(r->addr, c, sizeof(c)));
+    }
+    if (r->n_broken_peers > HV_RDZV_BROKEN_PEERS_MAX) {
+        return bad(err, len, "broken_peers: at most %d worker ids, got %zu",
+                   HV_RDZV_BROKEN_PEERS_MAX, r->n_broken_peers);
     }
     return HV_OK;
 }

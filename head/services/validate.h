@@ -18,7 +18,8 @@
 /* The size bounds of what the head accepts and stores (docs/security.md, "Resource bounds:
  * sizes"; proto/hv.proto repeats each beside its field). Lengths are bytes of UTF-8. */
 #define HV_NODE_NAME_MAX 128
-#define HV_DRAIN_NODES_MAX 64 /* nodes in one DrainNodes call */
+#define HV_DRAIN_NODES_MAX 64      /* nodes in one DrainNodes call */
+#define HV_RDZV_BROKEN_PEERS_MAX 6 /* ring neighbours one JoinRound reports broken (3 rings) */
 #define HV_NODE_SLOTS_MAX 4096
 #define HV_NODE_ADDRS_MAX 64            /* addresses of one node */
 #define HV_NODE_ADDR_MAX 255            /* bytes of one address */
@@ -34,6 +35,8 @@
 #define HV_ENV_VALUE_MAX 65536          /* bytes of a variable's value */
 #define HV_SUBMIT_ENV_BYTES (1u << 20)  /* bytes of all names and values together */
 #define HV_SUBMIT_MAX_FILES 256
+#define HV_FILE_PATH_MAX 1024          /* bytes of a shipped file's relative path (sub/dir/f.py) */
+#define HV_FILE_PATH_DEPTH_MAX 16      /* its components */
 #define HV_COMMAND_MAX 4096            /* bytes of JobSpec.command */
 #define HV_UPLOAD_CHUNK_MAX (1u << 20) /* bytes of data in one Upload call */
 #define HV_REASON_MAX 1024             /* bytes of a drain reason */
@@ -43,6 +46,12 @@
 
 hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len);
 hv_err hv_validate_fetch(const Hvpb__V1__FetchRequest *r, char *err, size_t len);
+/* The artifact digests a stored (packed) JobSpec uses, its binary's then its files', into
+ * out[0..cap) (the shape of store.h's hv_store_spec_digests_fn; ud unused): the head fills the
+ * store's job_artifacts from the jobs of an older database with it. A spec that does not unpack
+ * uses none. Pure. */
+size_t hv_validate_spec_digests(void *ud, const uint8_t *spec, size_t len, char (*out)[65],
+                                size_t cap);
 hv_err hv_validate_stat_artifact(const Hvpb__V1__StatArtifactRequest *r, char *err, size_t len);
 hv_err hv_validate_upload(const Hvpb__V1__UploadChunk *r, char *err, size_t len);
 hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t len);
@@ -63,6 +72,10 @@ hv_err hv_validate_rdzv_resize(const Hvpb__V1__RdzvResizeRequest *r, char *err, 
 
 /* A plain file name: not empty, no '/', not "." or "..", at most 255 bytes. */
 int hv_validate_file_name(const char *s);
+/* A shipped file's place in the worker's directory: plain file names joined by '/' (no leading,
+ * doubled or trailing '/', no "." or ".."), at most HV_FILE_PATH_DEPTH_MAX of them and
+ * HV_FILE_PATH_MAX bytes. */
+int hv_validate_file_path(const char *s);
 
 /* One method of the head's services: its path, request type and check (NULL: nothing to check
  * beyond the request type). */

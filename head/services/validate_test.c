@@ -134,6 +134,31 @@ static void case_submit(void) {
     expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.files:");
     f2.name = "more.bin";
     expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    /* --workdir's subdirectories: relative paths of plain names, bounded; never above the
+     * worker's directory, never a file that is also a directory. */
+    f2.name = "pkg/sub/mod.py";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    static const char *const bad_paths[] = {"/etc/passwd", "pkg/../../x", "pkg//m.py", "pkg/",
+                                            "./m.py",      "pkg/./m.py",  "..",        ""};
+    for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+        f2.name = (char *)bad_paths[i];
+        expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.files:");
+    }
+    char deep[64] = "";
+    for (int i = 0; i <= HV_FILE_PATH_DEPTH_MAX; i++) {
+        strcat(deep, i ? "/d" : "d");
+    }
+    f2.name = deep;
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.files:");
+    deep[strlen(deep) - 2] = '\0'; /* HV_FILE_PATH_DEPTH_MAX components */
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_OK, "");
+    f1.name = "pkg";
+    f2.name = "pkg/m.py";
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.files: 'pkg' is both");
+    f1.name = "train/m.py"; /* below the binary's name */
+    expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.files:");
+    f1.name = "data.bin";
+    f2.name = "more.bin";
     spec.n_files = HV_SUBMIT_MAX_FILES + 1;
     expect(hv_validate_submit(&r, err, sizeof(err)), HV_EINVAL, "spec.files:");
     spec.n_files = 2;
@@ -227,6 +252,13 @@ static void case_misc(void) {
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "addr:");
     rj.addr = "nohost";
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "addr:");
+    rj.addr = "10.0.0.1:4000";
+    uint64_t broken[7] = {1, 2, 3, 4, 5, 6, 7};
+    rj.broken_peers = broken;
+    rj.n_broken_peers = 6;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_OK, "");
+    rj.n_broken_peers = 7;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "broken_peers:");
     Hvpb__V1__KvPutRequest kp = HVPB__V1__KV_PUT_REQUEST__INIT;
     expect(hv_validate_kv_put(&kp, err, sizeof(err)), HV_EINVAL, "key:");
     kp.key = "k";

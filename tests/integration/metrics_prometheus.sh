@@ -3,7 +3,9 @@
 # an elastic job on A(2) and B(2) loses its rank-0 worker to SIGKILL: a PromQL query through
 # Prometheus' HTTP API first sees hv_resets_total{reason="failure"} at 0, then, after the kill,
 # at 1 or more (the counter went up). The exposition passes `promtool check metrics`, and the
-# job's world size and generation are there, labelled by job only.
+# job's world size and generation are there, labelled by job only. After the job, the workers'
+# own figures (allreduce bytes and seconds, commits and their seconds) are there per job, at
+# least the model's size times the steps.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
@@ -61,4 +63,21 @@ assert_no_grep "$TMP/metrics.txt" 'rank=\|worker=' "no series may be labelled by
 
 wait_submit
 [ "$SUB_RC" -eq 0 ] || fail "a SIGKILLed worker must not fail the job (rc $SUB_RC)"
-pass "Prometheus saw hv_resets_total{reason=\"failure\"} go from 0 to $(prom_value "$Q") after a kill"
+
+# The workers' own figures, summed per job from their reports (the last ones go with Done). The
+# survivors alone allreduced the whole model (235146 floats) at every step of both epochs (4000
+# samples / global batch 64: at least 62 full steps each), and committed at every step.
+MODEL_BYTES=$((235146 * 4))
+STEPS=$((2 * 62))
+wait_for 10 prom_at_least 'hv_job_allreduce_bytes_total{job_id="1"}' $((MODEL_BYTES * STEPS)) \
+    || fail "hv_job_allreduce_bytes_total must be at least the model's size times the steps ($((MODEL_BYTES * STEPS))), got $(prom_value 'hv_job_allreduce_bytes_total{job_id="1"}')"
+wait_for 10 prom_at_least 'hv_job_commits_total{job_id="1"}' $STEPS \
+    || fail "hv_job_commits_total must count at least one commit per step ($STEPS), got $(prom_value 'hv_job_commits_total{job_id="1"}')"
+for q in hv_job_allreduce_seconds_total hv_job_commit_seconds_total; do
+    v=$(prom_value "$q{job_id=\"1\"}")
+    awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 3600) }' || fail "$q must be above 0 and plausible (got '$v')"
+done
+scrape || fail "cannot fetch /metrics"
+assert_grep "$TMP/metrics.txt" '^# TYPE hv_job_allreduce_bytes_total counter$'
+assert_no_grep "$TMP/metrics.txt" 'rank=\|worker=' "no series may be labelled by rank or worker"
+pass "Prometheus saw hv_resets_total{reason=\"failure\"} go from 0 to $(prom_value "$Q") after a kill; the job allreduced $(prom_value 'hv_job_allreduce_bytes_total{job_id="1"}') bytes"

@@ -2,8 +2,8 @@
 # A Python program submitted as `hvsubmit -- /usr/bin/python3 script.py` (issue 14, section 3):
 # the node's interpreter runs the shipped script with the hv package importable, on 2 agents;
 # ranks' lines and their allreduce sum come back; a script's exit status is hvsubmit's; an
-# elastic job ends with its summary line; --workdir ships a helper module (and leaves out what
-# .hvignore names and the subdirectories); a node without the program, or without torch, fails
+# elastic job ends with its summary line; --workdir ships a helper module and a subpackage that
+# the script imports (and leaves out what .hvignore names); a node without the program, or without torch, fails
 # with a line naming the node and the missing piece; a Python interpreter that no node has is
 # refused before anything is placed; a script given without its interpreter is refused with the
 # hint. /usr/bin/python3 is the interpreter (Debian's python3-torch).
@@ -44,22 +44,35 @@ assert_grep "$TMP/jobs.out" "allreduce_job.py" "the job is named after the scrip
 assert_grep "$TMP/el.out" "^\[1\]<stdout>:rank 1 size 2 sum 3$"
 assert_grep "$TMP/el.err" "generation" "the elastic summary line"
 
-# 4. --workdir ships the helper module; .hvignore, dotfiles and subdirectories stay behind
-mkdir -p "$TMP/wd/sub"
-printf 'import os\n\n\ndef greeting():\n    return "hello " + ",".join(sorted(os.listdir(".")))\n' \
+# 4. --workdir ships the helper module and a package's subdirectories at their paths; .hvignore
+# (by name and by path below DIR), dotfiles and caches stay behind; a link to a directory is
+# not followed
+mkdir -p "$TMP/wd/pkg/sub" "$TMP/wd/pkg/__pycache__" "$TMP/wd/data"
+# (__pycache__ is what python writes beside an imported module, unless PYTHONDONTWRITEBYTECODE)
+printf 'import os\n\n\ndef greeting():\n    return "hello " + ",".join(sorted(set(os.listdir(".")) - {"__pycache__"}))\n' \
     >"$TMP/wd/job_helper.py"
+: >"$TMP/wd/pkg/__init__.py"
+: >"$TMP/wd/pkg/sub/__init__.py"
+printf 'import os\n\n\ndef where():\n    return ",".join(sorted(os.path.join(d, f) for d, _, fs in os.walk("pkg") for f in fs if "__pycache__" not in d))\n' \
+    >"$TMP/wd/pkg/sub/mod.py"
 echo data >"$TMP/wd/keep.txt"
 echo big >"$TMP/wd/skip.bin"
+echo big >"$TMP/wd/pkg/sub/w.bin"
+echo notes >"$TMP/wd/pkg/sub/notes.txt"
+echo cache >"$TMP/wd/pkg/__pycache__/mod.cpython-311.pyc"
+echo big >"$TMP/wd/data/big.txt"
 echo x >"$TMP/wd/.secret"
-echo x >"$TMP/wd/sub/inner.txt"
-printf '# data we do not ship\n*.bin\n' >"$TMP/wd/.hvignore"
-"$BIN/hvsubmit" -np 2 --workdir "$TMP/wd" "$@" -- $PY "$JOB" --helper >"$TMP/wd.out" 2>"$TMP/wd.err" \
+ln -s pkg "$TMP/wd/lnk"
+printf '# data we do not ship\n*.bin\ndata/\npkg/sub/notes.txt\n' >"$TMP/wd/.hvignore"
+"$BIN/hvsubmit" -np 2 --workdir "$TMP/wd" "$@" -- $PY "$JOB" --helper --subpkg >"$TMP/wd.out" 2>"$TMP/wd.err" \
     || fail "--workdir job: exit $?"
 for r in 0 1; do
-    assert_grep "$TMP/wd.out" "^\[$r\]<stdout>:rank $r helper hello allreduce_job.py,job_helper.py,keep.txt$" \
+    assert_grep "$TMP/wd.out" "^\[$r\]<stdout>:rank $r helper hello allreduce_job.py,job_helper.py,keep.txt,pkg$" \
         "rank $r: the workdir's files (and only those)"
+    assert_grep "$TMP/wd.out" "^\[$r\]<stdout>:rank $r subpkg pkg/__init__.py,pkg/sub/__init__.py,pkg/sub/mod.py$" \
+        "rank $r: the subpackage imported, its files at their paths (and only those)"
 done
-assert_grep "$TMP/wd.err" "subdirectory not shipped (sub)"
+assert_grep "$TMP/wd.err" "1 link to a directory not followed (lnk)"
 
 # 5. a program this machine has on its PATH and the nodes do not
 mkdir "$TMP/localbin" && printf '#!/bin/sh\nexit 0\n' >"$TMP/localbin/hvinterp" && chmod +x "$TMP/localbin/hvinterp"

@@ -262,6 +262,24 @@ HV_API hv_err hv_actor_last_error(hv_actor_t *a, char *buf, size_t len);
  * bounded). Not concurrently with other calls on a. close(NULL) is a no-op. */
 HV_API void hv_actor_close(hv_actor_t *a);
 
+/* ---- finding an actor through the head ----------------------------------------------------- */
+
+/* Looks up the actor named name in namespace ns (NULL or "": "default") through the head
+ * (Actors.Get, with the per-actor secret) and connects to it (hv_actor_connect with cfg, NULL =
+ * defaults). head: "host:port", NULL = $HV_HEAD (set in every worker a head starts). The
+ * credential: NULL = $HV_WORKER_SECRET inside a job's worker (its namespace is "default"), else
+ * the client token in the file $HV_TOKEN_FILE; or pass a credential string. The head over TLS:
+ * $HV_CA_FILE. An actor that is pending, starting or restarting is waited for, polling the head
+ * every 100 ms, up to timeout_ms (0 = 10 s) in all. Blocking. Errors: HV_ENOTFOUND (no such
+ * actor, or it is dead: err says why), HV_ETIMEDOUT (not alive in time), HV_EAUTH / HV_EPERM
+ * (the head refused the credential), HV_EUNAVAIL (the head or the actor cannot be reached), and
+ * hv_actor_connect's. On HV_OK *out is an owned handle (hv_actor_close). The secret never leaves
+ * this function but to hv_actor_connect. Thread-safe. */
+HV_API hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns,
+                              const char *name, uint32_t timeout_ms,
+                              const hv_actor_connect_config_t *cfg, hv_actor_t **out, char *err,
+                              size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

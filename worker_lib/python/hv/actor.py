@@ -498,6 +498,37 @@ def connect(address, secret, *, timeout=5.0, max_pending=None, send_timeout=None
     return ActorHandle(ptr.value, address)
 
 
+def lookup(name, namespace=None, *, head=None, credential=None, timeout=10.0,
+           max_pending=None, send_timeout=None):
+    """Finds the actor named name (in namespace, default "default") through the head
+    (hv_actor_lookup: the head gives its address and its secret) and connects to it; an actor
+    that is starting or restarting is waited for up to timeout seconds. head: "host:port", None
+    = $HV_HEAD. credential: None = $HV_WORKER_SECRET in a job's worker, else the client token in
+    $HV_TOKEN_FILE. Returns an ActorHandle. Raises ActorAuthError (the head refused the
+    credential: HV_EAUTH) or ActorNotDeliveredError, nothing having been sent, with .errname
+    HV_ENOTFOUND (no such actor, or it is dead: the message says why), HV_ETIMEDOUT (not alive
+    in time), HV_EPERM, HV_EUNAVAIL (the head or the actor cannot be reached)."""
+    cfg = _lib.ActorConnectConfig()
+    cfg.size = ctypes.sizeof(_lib.ActorConnectConfig)
+    cfg.max_pending = int(max_pending or 0)
+    cfg.send_timeout_ms = max(1, _timeout_ms(send_timeout)) if send_timeout is not None else 0
+    err = ctypes.create_string_buffer(1024)
+    ptr = ctypes.c_void_p()
+    enc = (lambda v: v.encode() if isinstance(v, str) else v)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        rc = _lib.hv_actor_lookup(enc(head), enc(credential), enc(namespace), name.encode(),
+                                  max(1, _timeout_ms(timeout)) if timeout is not None else 0,
+                                  ctypes.byref(cfg), ctypes.byref(ptr), err, len(err))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    if rc != 0:
+        text = err.value.decode("utf-8", "replace") or _lib.strerror(rc)
+        raise errors.actor_error(rc, "looking up actor %r: %s (%s)" % (name, text, _lib.errname(rc)),
+                                 _lib.errname(rc), None, None, connecting=True)
+    return ActorHandle(ptr.value, "@" + name)
+
+
 class ActorHandle:
     """A connection to one actor (hv_actor_t): calls from it run in the order sent (at most
     once each). Thread-safe: several threads may call on one handle. close() ends it (calls in

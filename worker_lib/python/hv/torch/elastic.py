@@ -53,6 +53,7 @@ for _fn in ("hv_state_resets", "hv_state_rollbacks"):
     getattr(_l, _fn).argtypes = [_state_p]
 
 _HV_EINTERNAL = 10
+_HV_ESTATE = 7
 
 
 class _SamplerConfig(ctypes.Structure):
@@ -376,6 +377,13 @@ def run(func):
         err = state.__dict__.pop("_cb_error", None)
         if err is not None:
             raise err
+        detail = _lib.last_error() if rc == _HV_ESTATE else ""
+        if " has ended" in detail:
+            # The re-join after a reset failed because the head ended the job (too few workers
+            # past the elastic timeout, too many resets; the head's words "job N has ended"):
+            # an HvError that says so, not NotInitializedError's "call hv.torch.init() first".
+            raise HvError("hv.torch.elastic.run: the head ended the job while this worker "
+                          "re-joined it: %s" % detail, rc, "HV_ESTATE")
         _lib.check(rc, "hv.torch.elastic.run")
         return outcome.get("result")
     return wrapper

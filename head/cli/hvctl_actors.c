@@ -1,0 +1,634 @@
+/*
+ * hvctl_actors: hvctl's actor commands (the Actors service): actor create, actors, actor
+ * NAME|ID, kill-actor. hvctl's main hands argv here first; a command line that is none of these
+ * comes back (-1) to hvctl's own parser. The global options hvctl takes before a command
+ * (--head, --ca, --insecure, --token-file, --json) are accepted anywhere here.
+ *
+ *   hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT] [--slots N] [--gpus N]
+ *         [--max-restarts N] [--max-call-retries N] [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]
+ *   hvctl actors [--namespace NS] [--json]
+ *   hvctl actor NAME|ID [--namespace NS] [--json]
+ *   hvctl kill-actor NAME|ID [--restart] [--namespace NS]
+ *
+ * PROGRAM: a local file (a path with '/') is uploaded like hvsubmit's binary (Jobs.Upload, by
+ * sha256); a bare name is a program on the node (python3, ...). Without --owner-job the actor is
+ * detached (it lives until killed).
+ */
+#include "hvctl_actors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "cli_rpc.h"
+#include "hv.pb-c.h"
+#include "mem.h"
+#include "sha256.h"
+#include "util.h"
+
+#define PROG "hvctl"
+#define ACTORS_MAX_ENV 256
+
+typedef struct actor_opts_s {
+    const char *cmd; /* "create", "list", "get", "kill" */
+    const char *head, *ca, *token_file;
+    int insecure, json, restart;
+    const char *target; /* NAME|ID */
+    const char *name, *ns, *class_name, *arg;
+    uint32_t slots, gpus, max_restarts, max_call_retries;
+    uint64_t owner_job;
+    const char *env[ACTORS_MAX_ENV];
+    size_t nenv;
+    char **prog; /* PROGRAM [ARGS] */
+    int nprog;
+} actor_opts_t;
+
+/* A usage error: one line, as hvctl's others, exit 64. */
+static int usage(const char *msg) {
+    fprintf(stderr, PROG ": %s (see hvctl actor --help)\n", msg);
+    return HV_CLI_EXIT_USAGE;
+}
+
+static int parse_u32(const char *opt, const char *v, uint32_t max, uint32_t *out) {
+    uint64_t x;
+    if (v == NULL || hv_parse_u64(v, 0, max, &x) != HV_OK) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "%s needs a number from 0 to %u", opt, max);
+        usage(msg);
+        return 0;
+    }
+    *out = (uint32_t)x;
+    return 1;
+}
+
+/* 1: an actor command, parsed into o (or *status is a usage error); 0: not ours. */
+static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
+    memset(o, 0, sizeof(*o));
+    *status = -1;
+    /* The command is the first word that is neither an option nor an option's value. */
+    static const char *const with_value[] = {
+        "--head", "--ca",    "--token-file", "--name",         "--namespace",        "--class",
+        "--arg",  "--slots", "--gpus",       "--max-restarts", "--max-call-retries", "--owner-job",
+        "--env"};
+    int first = -1;
+    for (int i = 1; i < argc && first < 0; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            break;
+        }
+        if (argv[i][0] != '-') {
+            first = i;
+            break;
+        }
+        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
+            if (strcmp(argv[i], with_value[k]) == 0) {
+                i++;
+                break;
+            }
+        }
+    }
+    if (first < 0 || (strcmp(argv[first], "actor") != 0 && strcmp(argv[first], "actors") != 0 &&
+                      strcmp(argv[first], "kill-actor") != 0)) {
+        return 0;
+    }
+    const char *word = argv[first];
+    const char *pos[4];
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (i == first) {
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            o->prog = &argv[i + 1];
+            o->nprog = argc - i - 1;
+            break;
+        }
+        int used = 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
+                   "             [--slots N] [--gpus N] [--max-restarts N] "
+                   "[--max-call-retries N]\n"
+                   "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
+                   "       hvctl actors [--namespace NS] [--json]\n"
+                   "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
+                   "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n\n"
+                   "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
+                   "--owner-job the actor is detached. Options of hvctl (--head, --ca,\n"
+                   "--insecure, --token-file, --json) apply. docs/actors.md\n");
+            *status = HV_CLI_EXIT_OK;
+            return 1;
+        }
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+            used = 0;
+        } else if (strcmp(a, "--insecure") == 0) {
+            o->insecure = 1;
+            used = 0;
+        } else if (strcmp(a, "--restart") == 0) {
+            o->restart = 1;
+            used = 0;
+        } else if (a[0] == '-' && v == NULL) {
+            int takes = 0;
+            for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
+                takes |= strcmp(a, with_value[k]) == 0;
+            }
+            char msg[200];
+            snprintf(msg, sizeof(msg), takes ? "%.100s needs a value" : "unknown option '%.100s'",
+                     a);
+            *status = usage(msg);
+            return 1;
+        } else if (strcmp(a, "--head") == 0) {
+            o->head = v;
+        } else if (strcmp(a, "--ca") == 0) {
+            o->ca = v;
+        } else if (strcmp(a, "--token-file") == 0) {
+            o->token_file = v;
+        } else if (strcmp(a, "--name") == 0) {
+            o->name = v;
+        } else if (strcmp(a, "--namespace") == 0) {
+            o->ns = v;
+        } else if (strcmp(a, "--class") == 0) {
+            o->class_name = v;
+        } else if (strcmp(a, "--arg") == 0) {
+            o->arg = v;
+        } else if (strcmp(a, "--slots") == 0) {
+            used = parse_u32(a, v, 64, &o->slots) ? 1 : -1;
+        } else if (strcmp(a, "--gpus") == 0) {
+            used = parse_u32(a, v, 64, &o->gpus) ? 1 : -1;
+        } else if (strcmp(a, "--max-restarts") == 0) {
+            used = parse_u32(a, v, 1000000, &o->max_restarts) ? 1 : -1;
+        } else if (strcmp(a, "--max-call-retries") == 0) {
+            used = parse_u32(a, v, 1000, &o->max_call_retries) ? 1 : -1;
+        } else if (strcmp(a, "--owner-job") == 0) {
+            if (hv_parse_u64(v, 1, UINT64_MAX, &o->owner_job) != HV_OK) {
+                *status = usage("--owner-job needs a job id");
+                return 1;
+            }
+        } else if (strcmp(a, "--env") == 0) {
+            if (o->nenv == ACTORS_MAX_ENV || strchr(v, '=') == NULL) {
+                *status = usage("--env takes KEY=VALUE (at most 256 of them)");
+                return 1;
+            }
+            o->env[o->nenv++] = v;
+        } else if (a[0] == '-') {
+            char msg[200];
+            snprintf(msg, sizeof(msg), "unknown option '%.100s'", a);
+            *status = usage(msg);
+            return 1;
+        } else {
+            if (npos == 4) {
+                char msg[200];
+                snprintf(msg, sizeof(msg), "unexpected argument '%.100s'", a);
+                *status = usage(msg);
+                return 1;
+            }
+            pos[npos++] = a;
+            used = 0;
+        }
+        if (used < 0) {
+            *status = HV_CLI_EXIT_USAGE;
+            return 1;
+        }
+        i += used;
+    }
+    if (strcmp(word, "actors") == 0) {
+        o->cmd = "list";
+        if (npos > 0) {
+            *status = usage("'actors' takes no argument (hvctl actor NAME|ID for one)");
+        }
+        return 1;
+    }
+    if (strcmp(word, "kill-actor") == 0) {
+        o->cmd = "kill";
+    } else if (npos >= 1 && strcmp(pos[0], "create") == 0) {
+        o->cmd = "create";
+        if (npos > 1 || o->class_name == NULL || o->nprog < 1) {
+            *status = usage("'actor create' needs --class and -- PROGRAM [ARGS]");
+        }
+        return 1;
+    } else {
+        o->cmd = "get";
+    }
+    if (npos != 1) {
+        *status = usage("name one actor: NAME or ID");
+        return 1;
+    }
+    o->target = pos[0];
+    if (o->nprog > 0) {
+        *status = usage("'--' and a program go with 'actor create'");
+    }
+    return 1;
+}
+
+/* ---- upload (as hvsubmit's, in short: one chunk after the other, no resume) ------------------ */
+
+static int upload(hv_rpc_channel_t *ch, const char *head, const char *path, char *digest,
+                  uint64_t *size, uint32_t *mode) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, PROG ": %s: %s\n", path, errno ? strerror(errno) : "not a regular file");
+        return HV_CLI_EXIT_NOINPUT;
+    }
+    *mode = (uint32_t)(sb.st_mode & 07777);
+    if (hv_sha256_file(path, digest, size) != HV_OK) {
+        fprintf(stderr, PROG ": cannot read %s\n", path);
+        return HV_CLI_EXIT_IOERR;
+    }
+    Hvpb__V1__StatArtifactRequest sreq = HVPB__V1__STAT_ARTIFACT_REQUEST__INIT;
+    sreq.digest = digest;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &sreq.base,
+                         &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                         &st) != HV_OK) {
+        return hv_cli_rpc_report(PROG, head, "StatArtifact", &st, HV_CLI_UNARY_MS);
+    }
+    int present = ((Hvpb__V1__StatArtifactReply *)resp)->present;
+    hv_rpc_msg_free(resp);
+    if (present) {
+        return HV_CLI_EXIT_OK;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    unsigned char *buf = hv_malloc(HV_CLI_UPLOAD_CHUNK);
+    int status = HV_CLI_EXIT_OK;
+    if (fd < 0 || buf == NULL) {
+        fprintf(stderr, PROG ": cannot read %s: %s\n", path, strerror(errno));
+        status = HV_CLI_EXIT_IOERR;
+    }
+    for (uint64_t off = 0; status == HV_CLI_EXIT_OK;) {
+        size_t n = *size - off < HV_CLI_UPLOAD_CHUNK ? (size_t)(*size - off) : HV_CLI_UPLOAD_CHUNK;
+        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n) {
+            fprintf(stderr, PROG ": cannot read %s\n", path);
+            status = HV_CLI_EXIT_IOERR;
+            break;
+        }
+        Hvpb__V1__UploadChunk c = HVPB__V1__UPLOAD_CHUNK__INIT;
+        c.digest = digest;
+        c.total_size = *size;
+        c.offset = off;
+        c.data.data = buf;
+        c.data.len = n;
+        c.last = off + n == *size;
+        memset(&st, 0, sizeof(st));
+        if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &c.base,
+                             &hvpb__v1__upload_reply__descriptor, 60000, &resp, &st) != HV_OK) {
+            status = hv_cli_rpc_report(PROG, head, "Upload", &st, 60000);
+            break;
+        }
+        int complete = ((Hvpb__V1__UploadReply *)resp)->complete;
+        hv_rpc_msg_free(resp);
+        if (complete) {
+            break;
+        }
+        if (c.last) {
+            fprintf(stderr, PROG ": the head did not accept the upload of %s\n", path);
+            status = HV_CLI_EXIT_SOFTWARE;
+            break;
+        }
+        off += n;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    hv_free(buf);
+    return status;
+}
+
+/* ---- output ------------------------------------------------------------------------------------ */
+
+static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v) {
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "id");
+    hv_cli_json_u64(j, v->id);
+    hv_cli_json_key(j, "name");
+    hv_cli_json_str(j, v->name);
+    hv_cli_json_key(j, "namespace");
+    hv_cli_json_str(j, v->namespace_);
+    hv_cli_json_key(j, "class");
+    hv_cli_json_str(j, v->class_name);
+    hv_cli_json_key(j, "state");
+    hv_cli_json_str(j, v->state);
+    hv_cli_json_key(j, "cause");
+    hv_cli_json_str(j, v->cause);
+    hv_cli_json_key(j, "node");
+    hv_cli_json_str(j, v->node);
+    hv_cli_json_key(j, "address");
+    hv_cli_json_str(j, v->address);
+    hv_cli_json_key(j, "restarts");
+    hv_cli_json_u64(j, v->restarts);
+    hv_cli_json_key(j, "max_restarts");
+    hv_cli_json_u64(j, v->max_restarts);
+    hv_cli_json_key(j, "moves");
+    hv_cli_json_u64(j, v->moves);
+    hv_cli_json_key(j, "processes");
+    hv_cli_json_u64(j, v->incarnation);
+    hv_cli_json_key(j, "detached");
+    hv_cli_json_bool(j, v->detached);
+    hv_cli_json_key(j, "owner_job");
+    hv_cli_json_u64(j, v->owner_job);
+    hv_cli_json_key(j, "slots");
+    hv_cli_json_u64(j, v->slots);
+    hv_cli_json_key(j, "gpus");
+    hv_cli_json_u64(j, v->gpus);
+    hv_cli_json_key(j, "max_call_retries");
+    hv_cli_json_u64(j, v->max_call_retries);
+    hv_cli_json_key(j, "last_status");
+    hv_cli_json_i64(j, v->last_status);
+    hv_cli_json_key(j, "last_signal");
+    hv_cli_json_i64(j, v->last_signal);
+    hv_cli_json_key(j, "created_ms");
+    hv_cli_json_u64(j, v->created_ms);
+    hv_cli_json_key(j, "started_ms");
+    hv_cli_json_u64(j, v->started_ms);
+    hv_cli_json_key(j, "ended_ms");
+    hv_cli_json_u64(j, v->ended_ms);
+    hv_cli_json_key(j, "reason");
+    hv_cli_json_str(j, v->reason);
+    hv_cli_json_obj_end(j);
+}
+
+static void print_one(const Hvpb__V1__ActorView *v) {
+    printf("actor %" PRIu64 "%s%s%s%s\n", v->id, v->name[0] ? " " : "", v->namespace_,
+           v->name[0] ? "/" : "", v->name);
+    printf("  class      %s\n", v->class_name);
+    printf("  state      %s%s%s%s\n", v->state, v->cause[0] ? " (" : "", v->cause,
+           v->cause[0] ? ")" : "");
+    printf("  node       %s\n", v->node[0] ? v->node : "-");
+    printf("  address    %s\n", v->address[0] ? v->address : "-");
+    printf("  restarts   %u of %u%s", v->restarts, v->max_restarts, v->moves ? "" : "\n");
+    if (v->moves) {
+        printf(", %u moves after a drain\n", v->moves);
+    }
+    printf("  processes  %u\n", v->incarnation);
+    if (v->detached) {
+        printf("  lifetime   detached\n");
+    } else {
+        printf("  lifetime   owned by job %" PRIu64 "\n", v->owner_job);
+    }
+    printf("  demand     %u slots, %u GPUs\n", v->slots, v->gpus);
+    if (v->last_signal != 0) {
+        printf("  last exit  signal %d\n", v->last_signal);
+    } else if (v->last_status >= 0) {
+        printf("  last exit  status %d\n", v->last_status);
+    }
+    printf("  last event %s\n", v->reason);
+}
+
+/* ---- commands ---------------------------------------------------------------------------------- */
+
+static void fill_ref(Hvpb__V1__ActorRef *r, const actor_opts_t *o) {
+    uint64_t id;
+    hvpb__v1__actor_ref__init(r);
+    if (hv_parse_u64(o->target, 1, UINT64_MAX, &id) == HV_OK) {
+        r->id = id;
+    } else {
+        r->name = (char *)o->target;
+        r->namespace_ = (char *)(o->ns != NULL ? o->ns : "");
+    }
+}
+
+static int call(hv_rpc_channel_t *ch, const char *head, const char *method,
+                const ProtobufCMessage *req, const ProtobufCMessageDescriptor *desc,
+                ProtobufCMessage **resp) {
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    char path[64];
+    snprintf(path, sizeof(path), "/hvpb.v1.Actors/%s", method);
+    if (hv_cli_rpc_unary(ch, path, req, desc, HV_CLI_UNARY_MS, resp, &st) != HV_OK) {
+        if (hv_cli_rpc_head_message(&st)) {
+            fprintf(stderr, PROG ": %s\n", st.msg);
+            return hv_cli_rpc_exit_code(&st);
+        }
+        return hv_cli_rpc_report(PROG, head, method, &st, HV_CLI_UNARY_MS);
+    }
+    return HV_CLI_EXIT_OK;
+}
+
+static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+    Hvpb__V1__ActorSpec sp = HVPB__V1__ACTOR_SPEC__INIT;
+    Hvpb__V1__FileRef bin = HVPB__V1__FILE_REF__INIT;
+    char digest[65];
+    sp.name = (char *)(o->name != NULL ? o->name : "");
+    sp.namespace_ = (char *)(o->ns != NULL ? o->ns : "");
+    sp.class_name = (char *)o->class_name;
+    sp.arg = (char *)(o->arg != NULL ? o->arg : "");
+    sp.slots = o->slots;
+    sp.gpus = o->gpus;
+    sp.max_restarts = o->max_restarts;
+    sp.max_call_retries = o->max_call_retries;
+    sp.owner_job = o->owner_job;
+    sp.detached = o->owner_job == 0;
+    if (strchr(o->prog[0], '/') != NULL) {
+        uint64_t size = 0;
+        uint32_t mode = 0;
+        int status = upload(ch, head, o->prog[0], digest, &size, &mode);
+        if (status != HV_CLI_EXIT_OK) {
+            return status;
+        }
+        const char *base = strrchr(o->prog[0], '/') + 1;
+        bin.name = (char *)base;
+        bin.digest = digest;
+        bin.size = size;
+        bin.mode = mode;
+        sp.binary = &bin;
+    } else {
+        sp.command = o->prog[0];
+    }
+    sp.n_args = (size_t)(o->nprog - 1);
+    sp.args = &o->prog[1];
+    Hvpb__V1__KeyValue kv[ACTORS_MAX_ENV], *kvp[ACTORS_MAX_ENV];
+    char keys[ACTORS_MAX_ENV][256];
+    for (size_t i = 0; i < o->nenv; i++) {
+        const char *eq = strchr(o->env[i], '=');
+        size_t kl = (size_t)(eq - o->env[i]) < sizeof(keys[i]) ? (size_t)(eq - o->env[i]) : 255;
+        memcpy(keys[i], o->env[i], kl);
+        keys[i][kl] = '\0';
+        hvpb__v1__key_value__init(&kv[i]);
+        kv[i].key = keys[i];
+        kv[i].value = (char *)eq + 1;
+        kvp[i] = &kv[i];
+    }
+    sp.n_env = o->nenv;
+    sp.env = kvp;
+    Hvpb__V1__CreateActorRequest req = HVPB__V1__CREATE_ACTOR_REQUEST__INIT;
+    req.spec = &sp;
+    ProtobufCMessage *resp = NULL;
+    int status = call(ch, head, "Create", &req.base, &hvpb__v1__actor_view__descriptor, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ActorView *v = (const Hvpb__V1__ActorView *)resp;
+    if (o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        print_json(&j, v);
+        hv_cli_json_finish(&j);
+    } else {
+        printf("actor %" PRIu64 " created%s%s (%s)\n", v->id, v->name[0] ? ": " : "", v->name,
+               v->state);
+    }
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+static int cmd_list(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+    Hvpb__V1__ListActorsRequest req = HVPB__V1__LIST_ACTORS_REQUEST__INIT;
+    req.namespace_ = (char *)(o->ns != NULL ? o->ns : "");
+    ProtobufCMessage *resp = NULL;
+    int status = call(ch, head, "List", &req.base, &hvpb__v1__list_actors_reply__descriptor, &resp);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ListActorsReply *r = (const Hvpb__V1__ListActorsReply *)resp;
+    if (o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_arr_begin(&j);
+        for (size_t i = 0; i < r->n_actors; i++) {
+            print_json(&j, r->actors[i]);
+        }
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_finish(&j);
+    } else {
+        static const char *const hdr[] = {"ID",    "NAMESPACE", "NAME",     "CLASS",  "STATE",
+                                          "CAUSE", "NODE",      "RESTARTS", "ADDRESS"};
+        hv_cli_table_t *t = NULL;
+        if (hv_cli_table_create(9, hdr, &t) == HV_OK) {
+            for (size_t i = 0; i < r->n_actors; i++) {
+                const Hvpb__V1__ActorView *v = r->actors[i];
+                char id[24], rs[32];
+                snprintf(id, sizeof(id), "%" PRIu64, v->id);
+                snprintf(rs, sizeof(rs), "%u/%u", v->restarts, v->max_restarts);
+                const char *cells[] = {id,
+                                       v->namespace_,
+                                       v->name[0] ? v->name : "-",
+                                       v->class_name,
+                                       v->state,
+                                       v->cause[0] ? v->cause : "-",
+                                       v->node[0] ? v->node : "-",
+                                       rs,
+                                       v->address[0] ? v->address : "-"};
+                hv_cli_table_add(t, cells);
+            }
+            hv_cli_table_print(t, stdout);
+            hv_cli_table_destroy(t);
+        }
+    }
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+    Hvpb__V1__ActorRef ref;
+    fill_ref(&ref, o);
+    ProtobufCMessage *resp = NULL;
+    int status;
+    if (strcmp(o->cmd, "kill") == 0) {
+        Hvpb__V1__KillActorRequest req = HVPB__V1__KILL_ACTOR_REQUEST__INIT;
+        req.ref = &ref;
+        req.restart = o->restart;
+        status = call(ch, head, "Kill", &req.base, &hvpb__v1__actor_view__descriptor, &resp);
+    } else {
+        Hvpb__V1__GetActorRequest req = HVPB__V1__GET_ACTOR_REQUEST__INIT;
+        req.ref = &ref;
+        status = call(ch, head, "Get", &req.base, &hvpb__v1__actor_view__descriptor, &resp);
+    }
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__ActorView *v = (const Hvpb__V1__ActorView *)resp;
+    if (o->json) {
+        hv_cli_json_t j;
+        hv_cli_json_init(&j, stdout);
+        print_json(&j, v);
+        hv_cli_json_finish(&j);
+    } else if (strcmp(o->cmd, "kill") == 0) {
+        printf("actor %" PRIu64 ": %s\n", v->id, v->reason);
+    } else {
+        print_one(v);
+    }
+    hv_rpc_msg_free(resp);
+    return HV_CLI_EXIT_OK;
+}
+
+int hv_ctl_actors_main(int argc, char **argv) {
+    actor_opts_t o;
+    int status;
+    if (!parse(argc, argv, &o, &status)) {
+        return -1;
+    }
+    if (status >= 0) {
+        return status;
+    }
+    char err[HV_CLI_ERR_LEN];
+    const char *head = hv_cli_head_addr(o.head);
+    if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK) {
+        return hv_cli_usage_error(PROG, err);
+    }
+    hv_rpc_channel_t *ch = NULL;
+    if ((status = hv_cli_rpc_open(PROG, head, o.ca, o.insecure, &ch)) != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    if (hv_cli_token_attach(ch, o.token_file, PROG, err, sizeof(err)) != HV_OK) {
+        fprintf(stderr, PROG ": %s\n", err);
+        hv_rpc_channel_destroy(ch);
+        return HV_CLI_EXIT_NOINPUT;
+    }
+    if (strcmp(o.cmd, "create") == 0) {
+        status = cmd_create(ch, head, &o);
+    } else if (strcmp(o.cmd, "list") == 0) {
+        status = cmd_list(ch, head, &o);
+    } else {
+        status = cmd_get_kill(ch, head, &o);
+    }
+    fflush(stdout);
+    hv_rpc_channel_destroy(ch);
+    return status;
+}
+
+void hv_ctl_actors_status(hv_rpc_channel_t *ch) {
+    Hvpb__V1__ListActorsRequest req = HVPB__V1__LIST_ACTORS_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_cli_rpc_unary(ch, "/hvpb.v1.Actors/List", &req.base,
+                         &hvpb__v1__list_actors_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                         &st) != HV_OK) {
+        return;
+    }
+    const Hvpb__V1__ListActorsReply *r = (const Hvpb__V1__ListActorsReply *)resp;
+    static const char *const states[] = {"alive", "starting", "restarting", "pending", "dead"};
+    size_t count[5] = {0};
+    for (size_t i = 0; i < r->n_actors; i++) {
+        for (size_t k = 0; k < 5; k++) {
+            count[k] += strcmp(r->actors[i]->state, states[k]) == 0;
+        }
+    }
+    if (r->n_actors > 0) {
+        printf("actors: ");
+        int first = 1;
+        for (size_t k = 0; k < 5; k++) {
+            if (count[k] > 0) {
+                printf("%s%zu %s", first ? "" : ", ", count[k], states[k]);
+                first = 0;
+            }
+        }
+        printf("\n");
+    }
+    for (size_t i = 0; i < r->n_actors; i++) {
+        const Hvpb__V1__ActorView *v = r->actors[i];
+        if (strcmp(v->state, "pending") == 0 || strcmp(v->state, "restarting") == 0) {
+            printf("  actor %" PRIu64 " %s%s%s (%s): %s\n", v->id, v->namespace_,
+                   v->name[0] ? "/" : "", v->name, v->state, v->reason);
+        }
+    }
+    hv_rpc_msg_free(resp);
+}

@@ -1,0 +1,170 @@
+/*
+ * actors: the pure state machine of one actor as the head keeps it (issue 17). An actor is one
+ * long-lived process of a registered class (worker_lib/include/hv/actor.h) with a resource
+ * demand, an optional name unique within a namespace, an owner (none: detached; or the job that
+ * created it) and a restart policy. This module decides what each input means: its new state and
+ * the actions the driver carries out (record the row, spawn a process on a node, kill one, give
+ * the node's slot back, announce an event). No I/O, no clock, no allocation; placement itself
+ * (which node) is the caller's (head/core/sched.c through the driver), and so is storing.
+ *
+ * At most one process of an actor exists at a time: a process is ordered (proc_live), reports
+ * its address, and ends. Each process has an incarnation number (1, 2, ...); an event about an
+ * older incarnation is stale and ignored. A restart is placed only once the previous process is
+ * gone (break before make: a drained actor is stopped, then started elsewhere from its
+ * constructor; moving its state is not built yet).
+ *
+ * States and what moves them:
+ *   pending     created, waiting for a node with room      -> starting (placed)
+ *   starting    a process was ordered, address unknown     -> alive (started), restarting/dead
+ *   alive       the process listens at its address         -> restarting/dead
+ *   restarting  the process ended (or is being stopped) and a new one will be placed
+ *   dead        final, with a cause: exited (on its own with status 0, or its restarts were 0),
+ *               killed, node lost, preempted, out of restarts, owner ended
+ * A process that fails (non-zero status, a signal, its node lost) is restarted while
+ * restarts < max_restarts (each restart counts, also one asked by kill --restart); a drain or
+ * preemption notice moves the actor without counting a restart. Callers are reentrant-safe:
+ * the machine only touches the actor and the output given.
+ */
+#ifndef HV_HEAD_ACTORS_H
+#define HV_HEAD_ACTORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef enum hv_am_state {
+    HV_AM_PENDING = 0,
+    HV_AM_STARTING = 1,
+    HV_AM_ALIVE = 2,
+    HV_AM_RESTARTING = 3,
+    HV_AM_DEAD = 4,
+    HV_AM__STATE_COUNT
+} hv_am_state_t;
+
+/* Why an actor is dead, or why its last restart happened. Stored by name; append only. */
+typedef enum hv_am_cause {
+    HV_AM_CAUSE_NONE = 0,
+    HV_AM_CAUSE_EXITED = 1,          /* its process ended (status or signal) */
+    HV_AM_CAUSE_KILLED = 2,          /* hvctl kill-actor / Actors.Kill */
+    HV_AM_CAUSE_NODE_LOST = 3,       /* its node died with it */
+    HV_AM_CAUSE_PREEMPTED = 4,       /* a preemption notice or drain of its node */
+    HV_AM_CAUSE_OUT_OF_RESTARTS = 5, /* it failed again after max_restarts restarts */
+    HV_AM_CAUSE_OWNER_ENDED = 6,     /* the job that owned it ended */
+    HV_AM__CAUSE_COUNT
+} hv_am_cause_t;
+
+/* One actor as the machine sees it. The driver owns it and stores every field. */
+typedef struct hv_am_actor_s {
+    uint64_t id;
+    hv_am_state_t state;
+    hv_am_cause_t cause;   /* dead: why; else the cause of the last restart (NONE: none yet) */
+    uint32_t max_restarts; /* restarts allowed after failures (0: none) */
+    uint32_t restarts;     /* restarts so far (failures and kill --restart; not moves) */
+    uint32_t moves;        /* restarts elsewhere after a notice (not counted in restarts) */
+    uint32_t incarnation;  /* the latest process ordered (0: none yet) */
+    uint64_t node_id;      /* where that process runs or ran (0: none) */
+    uint64_t owner_job;    /* 0: detached; else it dies with this job */
+    int proc_live;         /* a process of incarnation is ordered and has not been seen ending */
+    int kill_sent;         /* that process was ordered to stop */
+    int last_status;       /* the last process's exit status (-1: none or a signal) */
+    int last_signal;       /* the signal that ended it (0: none) */
+} hv_am_actor_t;
+
+typedef enum hv_am_act_kind {
+    HV_AM_ACT_RECORD = 0,   /* store the actor's row (always first when present) */
+    HV_AM_ACT_SPAWN = 1,    /* start incarnation `incarnation` on node `node_id` */
+    HV_AM_ACT_KILL = 2,     /* stop incarnation `incarnation` on node `node_id` */
+    HV_AM_ACT_RELEASE = 3,  /* give node `node_id` the actor's slot back */
+    HV_AM_ACT_ANNOUNCE = 4, /* an event: out->text says what happened */
+} hv_am_act_kind_t;
+
+typedef struct hv_am_act_s {
+    hv_am_act_kind_t kind;
+    uint64_t node_id;
+    uint32_t incarnation;
+} hv_am_act_t;
+
+#define HV_AM_MAX_ACTS 6
+
+/* What one input decided. Caller storage; every input function resets it first. */
+typedef struct hv_am_out_s {
+    size_t n;
+    hv_am_act_t acts[HV_AM_MAX_ACTS];
+    char text[256]; /* the announcement (empty: none) */
+} hv_am_out_t;
+
+/* What the caller knows of an exit or a loss. */
+typedef struct hv_am_exit_s {
+    int status;      /* exit status, -1 when killed by a signal or unknown */
+    int signal;      /* the signal, 0 when none */
+    const char *why; /* the agent's words when it could not run it ("spawn failed: ..."), or
+                      * NULL; borrowed */
+} hv_am_exit_t;
+
+/* A new actor (state pending). RECORD, ANNOUNCE. */
+void hv_am_create(hv_am_actor_t *a, uint64_t id, uint32_t max_restarts, uint64_t owner_job,
+                  hv_am_out_t *out);
+
+/* 1 when the actor waits for a node: pending or restarting with no process left. */
+int hv_am_wants_place(const hv_am_actor_t *a);
+
+/* Placed on node_id: a new incarnation is ordered (state starting). RECORD, SPAWN. HV_ESTATE
+ * when the actor does not want a place. */
+hv_err hv_am_placed(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out);
+
+/* Incarnation inc listens (its address is the caller's to store). Starting -> alive: RECORD,
+ * ANNOUNCE. A stale incarnation, or a process that was told to stop, changes nothing (n = 0);
+ * returns HV_ESTATE then. */
+hv_err hv_am_started(hv_am_actor_t *a, uint32_t inc, hv_am_out_t *out);
+
+/* Incarnation inc ended with e. Gives its slot back (RELEASE) and decides: restart (state
+ * restarting; placement is the caller's next step), or dead with a cause. Stale: HV_ESTATE. */
+hv_err hv_am_exited(hv_am_actor_t *a, uint32_t inc, const hv_am_exit_t *e, hv_am_out_t *out);
+
+/* The actor's node died (its processes with it): as an exit with cause node lost. Ignored
+ * (HV_ESTATE) when no process of the actor is on node_id. */
+hv_err hv_am_node_lost(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out);
+
+/* A preemption notice or a drain of node_id: the process is stopped and the actor restarts
+ * elsewhere, without counting a restart (cause preempted). HV_ESTATE when not on that node. */
+hv_err hv_am_notice(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out);
+
+/* Kill: without restart the actor is dead (killed) at once and its process is stopped; with
+ * restart the process is stopped and a new one placed, counting a restart (dead, out of
+ * restarts, when none is left). HV_ESTATE on a dead actor. */
+hv_err hv_am_kill(hv_am_actor_t *a, int restart, hv_am_out_t *out);
+
+/* The owner job ended: a dead actor (owner ended) whose process is stopped. HV_ESTATE when it
+ * is detached, owned by another job, or already dead. */
+hv_err hv_am_owner_ended(hv_am_actor_t *a, uint64_t job_id, hv_am_out_t *out);
+
+/* An actor's process has an id in the space of the agents' worker ids, apart from the job
+ * workers' (sqlite row ids, far below 2^62): bit 62 set, the actor id above bit 20, the
+ * incarnation in the low 20 bits. */
+#define HV_AM_PROC_BIT (1ULL << 62)
+#define HV_AM_PROC_INC_BITS 20
+static inline uint64_t hv_am_proc_id(uint64_t actor_id, uint32_t inc) {
+    return HV_AM_PROC_BIT | (actor_id << HV_AM_PROC_INC_BITS) |
+           (inc & ((1u << HV_AM_PROC_INC_BITS) - 1));
+}
+static inline int hv_am_proc_is(uint64_t proc) { return (proc & HV_AM_PROC_BIT) != 0; }
+static inline uint64_t hv_am_proc_actor(uint64_t proc) {
+    return (proc & ~HV_AM_PROC_BIT) >> HV_AM_PROC_INC_BITS;
+}
+static inline uint32_t hv_am_proc_inc(uint64_t proc) {
+    return (uint32_t)(proc & ((1u << HV_AM_PROC_INC_BITS) - 1));
+}
+
+/* "pending", "starting", "alive", "restarting", "dead" (the store's and the wire's words). */
+const char *hv_am_state_name(hv_am_state_t st);
+hv_err hv_am_state_parse(const char *s, hv_am_state_t *out);
+/* "", "exited", "killed", "node lost", "preempted", "out of restarts", "owner ended". */
+const char *hv_am_cause_name(hv_am_cause_t c);
+hv_err hv_am_cause_parse(const char *s, hv_am_cause_t *out);
+
+/* 1 when name is a valid actor name or namespace: 1 to 63 of [A-Za-z0-9._-], not starting with
+ * '.' or '-'. */
+int hv_am_name_ok(const char *name);
+
+#endif

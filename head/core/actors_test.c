@@ -1,0 +1,291 @@
+/*
+ * actors_test: the actor state machine (actors.h), table by table: creation, placement and
+ * start, restart on failure up to max_restarts, notice (a move that does not count), kill with
+ * and without restart, owner death, node loss, stale events of older processes, a head restart
+ * (a stored actor fed the same inputs), and the words stored. `actors_test <case>` runs one.
+ */
+#include "actors.h"
+#include "hv_check.h"
+
+#include <string.h>
+
+/* The kinds of out's actions as a string: R(ecord) S(pawn) K(ill) F(ree) A(nnounce). */
+static const char *kinds(const hv_am_out_t *out) {
+    static char buf[HV_AM_MAX_ACTS + 1];
+    static const char letters[] = "RSKFA";
+    for (size_t i = 0; i < out->n; i++) {
+        buf[i] = letters[out->acts[i].kind];
+    }
+    buf[out->n] = '\0';
+    return buf;
+}
+
+static hv_am_actor_t alive_on(uint64_t node, uint32_t max_restarts, uint64_t owner) {
+    hv_am_actor_t a;
+    hv_am_out_t out;
+    hv_am_create(&a, 7, max_restarts, owner, &out);
+    CHECK_RC(hv_am_placed(&a, node, &out), HV_OK);
+    CHECK_RC(hv_am_started(&a, a.incarnation, &out), HV_OK);
+    return a;
+}
+
+static void case_create_place_start(void) {
+    hv_am_actor_t a;
+    hv_am_out_t out;
+    hv_am_create(&a, 7, 2, 0, &out);
+    CHECK_EQ(a.state, HV_AM_PENDING);
+    CHECK_STR(kinds(&out), "RA");
+    CHECK_EQ(hv_am_wants_place(&a), 1);
+    CHECK_RC(hv_am_started(&a, 1, &out), HV_ESTATE); /* nothing ordered yet */
+    CHECK_RC(hv_am_placed(&a, 0, &out), HV_ESTATE);  /* no node */
+    CHECK_RC(hv_am_placed(&a, 3, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RS");
+    CHECK_EQ(out.acts[1].node_id, 3);
+    CHECK_EQ(out.acts[1].incarnation, 1);
+    CHECK_EQ(a.state, HV_AM_STARTING);
+    CHECK_EQ(hv_am_wants_place(&a), 0);
+    CHECK_RC(hv_am_placed(&a, 4, &out), HV_ESTATE); /* one process at a time */
+    CHECK_RC(hv_am_started(&a, 1, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RA");
+    CHECK_EQ(a.state, HV_AM_ALIVE);
+    CHECK_RC(hv_am_started(&a, 1, &out), HV_ESTATE); /* a repeated report changes nothing */
+    CHECK_EQ(out.n, 0);
+}
+
+/* Failures, one row per exit of the live process: the state, cause and restarts after it. */
+static void case_restart_policy(void) {
+    static const struct {
+        uint32_t max_restarts;
+        int status, signal;
+        hv_am_state_t state;
+        hv_am_cause_t cause;
+        uint32_t restarts;
+        const char *acts;
+    } rows[] = {
+        {2, -1, 9, HV_AM_RESTARTING, HV_AM_CAUSE_EXITED, 1, "RFA"}, /* kill -9: restart */
+        {2, 3, 0, HV_AM_RESTARTING, HV_AM_CAUSE_EXITED, 1, "RFA"},  /* status 3: restart */
+        {2, 0, 0, HV_AM_DEAD, HV_AM_CAUSE_EXITED, 0, "RFA"},        /* status 0: done */
+        {0, 1, 0, HV_AM_DEAD, HV_AM_CAUSE_EXITED, 0, "RFA"},        /* no restarts allowed */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_am_actor_t a = alive_on(3, rows[i].max_restarts, 0);
+        hv_am_out_t out;
+        hv_am_exit_t e = {.status = rows[i].status, .signal = rows[i].signal};
+        CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+        CHECK_EQ(a.state, rows[i].state);
+        CHECK_EQ(a.cause, rows[i].cause);
+        CHECK_EQ(a.restarts, rows[i].restarts);
+        CHECK_STR(kinds(&out), rows[i].acts);
+        CHECK_EQ(out.acts[1].node_id, 3); /* the slot goes back to the node it ran on */
+        CHECK_EQ(a.last_signal, rows[i].signal);
+    }
+    /* A process that could not run: the agent's words are in the announcement. */
+    hv_am_actor_t a = alive_on(3, 1, 0);
+    hv_am_out_t out;
+    hv_am_exit_t e = {.status = -1, .why = "spawn failed: node n1 has no 'nope' on PATH"};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK(strstr(out.text, "could not run: spawn failed: node n1 has no 'nope'") != NULL);
+}
+
+/* kill -9 again and again: restarts 1, 2, then dead "out of restarts". */
+static void case_out_of_restarts(void) {
+    hv_am_actor_t a = alive_on(3, 2, 0);
+    hv_am_out_t out;
+    hv_am_exit_t e = {.status = -1, .signal = 9};
+    for (uint32_t i = 1; i <= 2; i++) {
+        CHECK_RC(hv_am_exited(&a, a.incarnation, &e, &out), HV_OK);
+        CHECK_EQ(a.state, HV_AM_RESTARTING);
+        CHECK_EQ(a.restarts, i);
+        CHECK_EQ(hv_am_wants_place(&a), 1);
+        CHECK_RC(hv_am_placed(&a, 4, &out), HV_OK);
+        CHECK_EQ(a.incarnation, i + 1);
+        CHECK_RC(hv_am_started(&a, a.incarnation, &out), HV_OK);
+    }
+    CHECK_RC(hv_am_exited(&a, a.incarnation, &e, &out), HV_OK);
+    CHECK_EQ(a.state, HV_AM_DEAD);
+    CHECK_EQ(a.cause, HV_AM_CAUSE_OUT_OF_RESTARTS);
+    CHECK_EQ(a.restarts, 2);
+    CHECK(strstr(out.text, "out of restarts") != NULL);
+    CHECK_EQ(hv_am_wants_place(&a), 0);
+}
+
+/* Events of an older process change nothing: its exit after a restart, its start. */
+static void case_stale(void) {
+    hv_am_actor_t a = alive_on(3, 5, 0);
+    hv_am_out_t out;
+    hv_am_exit_t e = {.status = 1};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_RC(hv_am_placed(&a, 4, &out), HV_OK);
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_ESTATE); /* repeated */
+    CHECK_RC(hv_am_started(&a, 1, &out), HV_ESTATE);
+    CHECK_RC(hv_am_node_lost(&a, 3, &out), HV_ESTATE); /* the old node */
+    CHECK_EQ(a.state, HV_AM_STARTING);
+    CHECK_EQ(a.restarts, 1);
+    CHECK_EQ(out.n, 0);
+}
+
+static void case_kill(void) {
+    /* Without restart: dead at once, its process stopped; the exit only frees the slot. */
+    hv_am_actor_t a = alive_on(3, 5, 0);
+    hv_am_out_t out;
+    CHECK_RC(hv_am_kill(&a, 0, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RKA");
+    CHECK_EQ(a.state, HV_AM_DEAD);
+    CHECK_EQ(a.cause, HV_AM_CAUSE_KILLED);
+    CHECK_RC(hv_am_kill(&a, 0, &out), HV_ESTATE);
+    hv_am_exit_t e = {.status = -1, .signal = 15};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RF");
+    CHECK_EQ(a.cause, HV_AM_CAUSE_KILLED);
+    CHECK_EQ(hv_am_wants_place(&a), 0);
+
+    /* With restart: counted, placed again once the old process is gone. */
+    a = alive_on(3, 1, 0);
+    CHECK_RC(hv_am_kill(&a, 1, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RKA");
+    CHECK_EQ(a.state, HV_AM_RESTARTING);
+    CHECK_EQ(a.restarts, 1);
+    CHECK_EQ(hv_am_wants_place(&a), 0); /* not before the exit */
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_EQ(a.state, HV_AM_RESTARTING);
+    CHECK_EQ(hv_am_wants_place(&a), 1);
+    CHECK_RC(hv_am_placed(&a, 3, &out), HV_OK);
+    /* No restart left: kill --restart ends it. */
+    CHECK_RC(hv_am_kill(&a, 1, &out), HV_OK);
+    CHECK_EQ(a.state, HV_AM_DEAD);
+    CHECK_EQ(a.cause, HV_AM_CAUSE_OUT_OF_RESTARTS);
+
+    /* A pending actor: killed without an order; kill --restart has nothing to restart. */
+    hv_am_create(&a, 8, 1, 0, &out);
+    CHECK_RC(hv_am_kill(&a, 1, &out), HV_ESTATE);
+    CHECK_RC(hv_am_kill(&a, 0, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RA");
+}
+
+/* A notice moves the actor: stopped, placed again after the exit, no restart counted. */
+static void case_notice(void) {
+    hv_am_actor_t a = alive_on(3, 0, 0);
+    hv_am_out_t out;
+    CHECK_RC(hv_am_notice(&a, 4, &out), HV_ESTATE); /* another node */
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RKA");
+    CHECK_EQ(a.state, HV_AM_RESTARTING);
+    CHECK_EQ(a.cause, HV_AM_CAUSE_PREEMPTED);
+    CHECK_EQ(a.moves, 1);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_ESTATE); /* already moving */
+    hv_am_exit_t e = {.status = 0};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_EQ(a.state, HV_AM_RESTARTING); /* even an exit 0: it was told to stop */
+    CHECK_EQ(a.restarts, 0);
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    CHECK_EQ(a.node_id, 5);
+    /* The noticed node is lost before the process ended: only the slot goes back. */
+    a = alive_on(3, 0, 0);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_node_lost(&a, 3, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RF");
+    CHECK_EQ(a.state, HV_AM_RESTARTING);
+    CHECK_EQ(hv_am_wants_place(&a), 1);
+}
+
+static void case_node_lost(void) {
+    static const struct {
+        uint32_t max_restarts;
+        hv_am_state_t state;
+        hv_am_cause_t cause;
+    } rows[] = {
+        {1, HV_AM_RESTARTING, HV_AM_CAUSE_NODE_LOST},
+        {0, HV_AM_DEAD, HV_AM_CAUSE_NODE_LOST},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_am_actor_t a = alive_on(3, rows[i].max_restarts, 0);
+        hv_am_out_t out;
+        CHECK_RC(hv_am_node_lost(&a, 9, &out), HV_ESTATE);
+        CHECK_RC(hv_am_node_lost(&a, 3, &out), HV_OK);
+        CHECK_STR(kinds(&out), "RFA");
+        CHECK_EQ(a.state, rows[i].state);
+        CHECK_EQ(a.cause, rows[i].cause);
+    }
+}
+
+static void case_owner_ended(void) {
+    hv_am_actor_t a = alive_on(3, 5, 42);
+    hv_am_out_t out;
+    CHECK_RC(hv_am_owner_ended(&a, 41, &out), HV_ESTATE); /* another job */
+    CHECK_RC(hv_am_owner_ended(&a, 42, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RKA");
+    CHECK_EQ(a.state, HV_AM_DEAD);
+    CHECK_EQ(a.cause, HV_AM_CAUSE_OWNER_ENDED);
+    CHECK_RC(hv_am_owner_ended(&a, 42, &out), HV_ESTATE);
+    hv_am_actor_t d = alive_on(3, 5, 0); /* detached: outlives every job */
+    CHECK_RC(hv_am_owner_ended(&d, 42, &out), HV_ESTATE);
+    CHECK_EQ(d.state, HV_AM_ALIVE);
+}
+
+/* A head restart: the stored row is the whole actor; the same inputs mean the same. The head
+ * that comes back learns a process is gone either by its exit (re-sent by its agent) or by the
+ * node's loss; the stored incarnation filters what belongs to the process it ordered. */
+static void case_head_restart(void) {
+    hv_am_actor_t a = alive_on(3, 2, 0);
+    hv_am_actor_t stored = a; /* what the store holds */
+    hv_am_actor_t b = stored;
+    hv_am_out_t out;
+    hv_am_exit_t e = {.status = -1, .signal = 9};
+    CHECK_RC(hv_am_exited(&b, 1, &e, &out), HV_OK);
+    CHECK_EQ(b.state, HV_AM_RESTARTING);
+    CHECK_EQ(b.restarts, 1);
+    CHECK_RC(hv_am_started(&b, 1, &out), HV_ESTATE);
+    /* A stored starting actor whose address came after the restart. */
+    hv_am_actor_t c;
+    hv_am_create(&c, 9, 0, 0, &out);
+    CHECK_RC(hv_am_placed(&c, 3, &out), HV_OK);
+    hv_am_actor_t c2 = c;
+    CHECK_RC(hv_am_started(&c2, 1, &out), HV_OK);
+    CHECK_EQ(c2.state, HV_AM_ALIVE);
+}
+
+static void case_words(void) {
+    for (int i = 0; i < HV_AM__STATE_COUNT; i++) {
+        hv_am_state_t st;
+        CHECK_RC(hv_am_state_parse(hv_am_state_name((hv_am_state_t)i), &st), HV_OK);
+        CHECK_EQ(st, i);
+    }
+    for (int i = 0; i < HV_AM__CAUSE_COUNT; i++) {
+        hv_am_cause_t c;
+        CHECK_RC(hv_am_cause_parse(hv_am_cause_name((hv_am_cause_t)i), &c), HV_OK);
+        CHECK_EQ(c, i);
+    }
+    hv_am_state_t st;
+    CHECK_RC(hv_am_state_parse("zombie", &st), HV_EINVAL);
+    static const struct {
+        const char *name;
+        int ok;
+    } names[] = {{"counter", 1},
+                 {"eval-1.v2_x", 1},
+                 {"", 0},
+                 {"-x", 0},
+                 {".x", 0},
+                 {"a b", 0},
+                 {"a/b", 0},
+                 {NULL, 0},
+                 {"0123456789012345678901234567890123456789012345678901234567890123", 0}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        CHECK_EQ(hv_am_name_ok(names[i].name), names[i].ok);
+    }
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"create_place_start", case_create_place_start},
+        {"restart_policy", case_restart_policy},
+        {"out_of_restarts", case_out_of_restarts},
+        {"stale", case_stale},
+        {"kill", case_kill},
+        {"notice", case_notice},
+        {"node_lost", case_node_lost},
+        {"owner_ended", case_owner_ended},
+        {"head_restart", case_head_restart},
+        {"words", case_words},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}

@@ -1,0 +1,85 @@
+/*
+ * ringev: the survivors' own evidence of a lost node. When a worker's collectives fail it
+ * re-joins the rendezvous and names the ring neighbours whose link broke (libhv: a send or
+ * receive that failed, or no progress for the peer timeout; RdzvJoinRequest.broken_peers). This
+ * module keeps those reports for a job's last round and decides which nodes they condemn: a
+ * node is suspected, like one whose agent's session closed (nodes.c hv_lease_suspect, jobm.c
+ * hv_jm_suspect), when
+ *   - a worker of it that is still believed to run (no exit reported: a crash is explained by
+ *     its exit report, which also shows the node alive) is named by a ring neighbour on another
+ *     node,
+ *   - every neighbour on another node of its workers in the flat ring (rank - 1, rank + 1) has
+ *     spoken (re-joined, so its reports are in) or cannot speak (gone, or its node suspected),
+ *   - and none of its own workers has re-joined (a worker that re-joins is evidently alive).
+ * Why "spoken" rather than "every neighbour named it": a ring stalls around its broken link, and
+ * only the neighbour downstream of a frozen worker sees it first-hand; the one upstream usually
+ * fails first on its other side, when the downstream one aborts its links, and names that one
+ * instead (who then re-joins and is cleared). Waiting for every neighbour to have spoken keeps
+ * that cascade from condemning a live node that simply re-joins later than its accuser.
+ * Evidence only speeds things up: reports that do not meet the rule change nothing, and the
+ * lease stays the bound (a silent partition).
+ * No I/O, no clock. The caller (head/driver/driver.c) feeds the reports of every JoinRound
+ * (hv_ringev_note), asks hv_ringev_judge after each and suspects the nodes it names. Not
+ * thread-safe (the driver's loop owns it).
+ */
+#ifndef HV_HEAD_RINGEV_H
+#define HV_HEAD_RINGEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "jobm.h"
+
+/* One report: reporter found its link to subject broken (worker ids). */
+typedef struct hv_ringev_report_s {
+    uint64_t reporter;
+    uint64_t subject;
+} hv_ringev_report_t;
+
+/* A job's reports about one round. Zero-initialised is empty; hv_ringev_fini frees it. */
+typedef struct hv_ringev_s {
+    uint32_t generation;   /* the round the reports are about (0: none yet) */
+    hv_ringev_report_t *r; /* owned, n entries */
+    size_t n, cap;
+} hv_ringev_t;
+
+void hv_ringev_fini(hv_ringev_t *ev);
+/* Forgets every report (the round they were about is history). */
+void hv_ringev_clear(hv_ringev_t *ev);
+/* Records that reporter, a member of round generation, found its links to subjects (n worker
+ * ids, borrowed) broken. Reports about an older round than the one held are dropped; a newer
+ * round replaces them; a repeated report is kept once. HV_ENOMEM leaves ev as it was. */
+hv_err hv_ringev_note(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
+                      const uint64_t *subjects, size_t n);
+
+/* A member of the round the reports are about, as the caller sees it now. */
+typedef struct hv_ringev_member_s {
+    uint64_t worker_id;
+    uint64_t node_id;
+    int spoke; /* re-joined the next round: alive, and its reports (if any) are in */
+    int mute;  /* cannot speak: it ended, or its node is suspected or dead already */
+} hv_ringev_member_t;
+
+/* A node the evidence condemns. */
+typedef struct hv_ringev_verdict_s {
+    uint64_t node_id;
+    uint64_t worker_id; /* its first worker (by rank) a neighbour named */
+    uint64_t reporter;  /* a neighbour on another node that named it */
+} hv_ringev_verdict_t;
+
+/* Applies the rule above to the members of round ev->generation, m[0..n) in rank order
+ * (borrowed). Writes at most cap verdicts, one per node, in rank order of their first worker;
+ * returns how many. Reports whose reporter or subject is not a member, or whose reporter is on
+ * the subject's node, count for nothing. */
+size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n,
+                        hv_ringev_verdict_t *out, size_t cap);
+
+/* hv_ringev_decide over job j's members of round ev->generation as the job machine sees them
+ * now (borrowed): spoke = its JoinRound waits in the open round; mute = it ended or was removed,
+ * or its node is suspected already (jobm's suspect_until). Once a later round has closed the
+ * reports are history: they are forgotten and nothing is named. Returns the verdicts written
+ * (at most cap); 0 also when a scratch allocation fails (evidence only: the lease decides). */
+size_t hv_ringev_judge(hv_ringev_t *ev, const hv_jm_job_t *j, hv_ringev_verdict_t *out, size_t cap);
+
+#endif

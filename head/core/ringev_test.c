@@ -1,0 +1,255 @@
+/*
+ * ringev_test: which nodes the survivors' reports of broken ring links condemn (a table of
+ * rounds, reports and who has re-joined), how reports are kept per round, and the members read
+ * from the job machine (hv_ringev_judge).
+ * `ringev_test <case>` runs one case.
+ */
+#include "ringev.h"
+#include "hv_check.h"
+
+#include <string.h>
+
+#define MAXM 6
+
+/* One row: a round's members in rank order (worker ids 1..n; node of each, spoke, mute),
+ * reports (reporter, subject) and the nodes the rule must name. */
+typedef struct row_s {
+    const char *what;
+    int n;
+    uint64_t node[MAXM];
+    int spoke[MAXM];
+    int mute[MAXM];
+    int nrep;
+    hv_ringev_report_t rep[8];
+    int nwant;
+    uint64_t want[3]; /* node ids, in rank order of their first named worker */
+} row_t;
+
+static void case_table(void) {
+    static const row_t rows[] = {
+        {"two nodes: the survivor names the frozen one",
+         2,
+         {10, 20},
+         {1, 0},
+         {0, 0},
+         1,
+         {{1, 2}},
+         1,
+         {20}},
+        {"both re-joined (a transient break): none",
+         2,
+         {10, 20},
+         {1, 1},
+         {0, 0},
+         2,
+         {{1, 2}, {2, 1}},
+         0,
+         {0}},
+        {"no report: none (the lease decides)", 2, {10, 20}, {1, 0}, {0, 0}, 0, {{0, 0}}, 0, {0}},
+        {"three nodes, the cascade: 1 names 3, 2 names 1 (who re-joined)",
+         3,
+         {10, 20, 30},
+         {1, 1, 0},
+         {0, 0, 0},
+         2,
+         {{1, 3}, {2, 1}},
+         1,
+         {30}},
+        {"three nodes, the upstream neighbour has not spoken yet: wait",
+         3,
+         {10, 20, 30},
+         {1, 0, 0},
+         {0, 0, 0},
+         1,
+         {{1, 3}},
+         0,
+         {0}},
+        {"the accuser's report arrives before the accused re-joins: wait for the others",
+         3,
+         {10, 20, 30},
+         {0, 1, 0},
+         {0, 0, 0},
+         1,
+         {{2, 1}},
+         0,
+         {0}},
+        {"the other neighbour is gone: it cannot speak",
+         3,
+         {10, 20, 30},
+         {1, 0, 0},
+         {0, 1, 0},
+         1,
+         {{1, 3}},
+         1,
+         {30}},
+        {"two workers a node: one boundary named, the other neighbour spoke",
+         4,
+         {10, 10, 20, 20},
+         {1, 1, 0, 0},
+         {0, 0, 0, 0},
+         2,
+         {{1, 4}, {2, 1}},
+         1,
+         {20}},
+        {"a worker of the named node re-joined: it is alive",
+         4,
+         {10, 10, 20, 20},
+         {1, 1, 1, 0},
+         {0, 0, 0, 0},
+         1,
+         {{1, 4}},
+         0,
+         {0}},
+        {"named only by a neighbour on its own node: none",
+         3,
+         {10, 10, 20},
+         {0, 1, 1},
+         {0, 0, 0},
+         1,
+         {{2, 1}},
+         0,
+         {0}},
+        {"reports naming or made by non-members count for nothing",
+         2,
+         {10, 20},
+         {1, 0},
+         {0, 0},
+         2,
+         {{1, 9}, {9, 2}},
+         0,
+         {0}},
+        {"two nodes frozen at once, each named",
+         4,
+         {10, 20, 30, 40},
+         {1, 0, 1, 0},
+         {0, 0, 0, 0},
+         2,
+         {{1, 2}, {3, 4}},
+         2,
+         {20, 40}},
+        {"the named worker ended (its exit was reported): its node is alive",
+         2,
+         {10, 20},
+         {1, 0},
+         {0, 1},
+         1,
+         {{1, 2}},
+         0,
+         {0}},
+        {"one member: no neighbours", 1, {10}, {1}, {0}, 1, {{1, 1}}, 0, {0}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const row_t *r = &rows[i];
+        hv_ringev_t ev = {0};
+        for (int k = 0; k < r->nrep; k++) {
+            CHECK_RC(hv_ringev_note(&ev, 7, r->rep[k].reporter, &r->rep[k].subject, 1), HV_OK);
+        }
+        hv_ringev_member_t m[MAXM];
+        for (int k = 0; k < r->n; k++) {
+            m[k] = (hv_ringev_member_t){.worker_id = (uint64_t)k + 1,
+                                        .node_id = r->node[k],
+                                        .spoke = r->spoke[k],
+                                        .mute = r->mute[k]};
+        }
+        hv_ringev_verdict_t v[3];
+        size_t nv = hv_ringev_decide(&ev, m, (size_t)r->n, v, 3);
+        int ok = nv == (size_t)r->nwant;
+        for (size_t k = 0; ok && k < nv; k++) {
+            ok = v[k].node_id == r->want[k];
+        }
+        if (!ok) {
+            fprintf(stderr, "row %zu (%s): got %zu verdicts (first node %llu), want %d\n", i,
+                    r->what, nv, nv > 0 ? (unsigned long long)v[0].node_id : 0ULL, r->nwant);
+            hv_check_failures++;
+        }
+        hv_ringev_fini(&ev);
+    }
+}
+
+/* The verdict says who was named and by whom (for the event's message). */
+static void case_verdict_names(void) {
+    hv_ringev_t ev = {0};
+    uint64_t subj[2] = {4, 4};
+    CHECK_RC(hv_ringev_note(&ev, 3, 1, subj, 2), HV_OK);
+    CHECK_EQ(ev.n, 1); // the same report twice is kept once
+    hv_ringev_member_t m[4] = {{1, 10, 1, 0}, {2, 10, 1, 0}, {3, 20, 0, 0}, {4, 20, 0, 0}};
+    hv_ringev_verdict_t v;
+    CHECK_EQ(hv_ringev_decide(&ev, m, 4, &v, 1), 1);
+    CHECK_EQ(v.node_id, 20);
+    CHECK_EQ(v.worker_id, 4);
+    CHECK_EQ(v.reporter, 1);
+    CHECK_EQ(hv_ringev_decide(&ev, m, 4, &v, 0), 0); // no room: nothing written
+    hv_ringev_fini(&ev);
+}
+
+/* Reports are kept for one round: an older round's are dropped, a newer round's replace them. */
+static void case_rounds(void) {
+    hv_ringev_t ev = {0};
+    uint64_t a = 2, b = 3;
+    CHECK_RC(hv_ringev_note(&ev, 5, 1, &a, 1), HV_OK);
+    CHECK_RC(hv_ringev_note(&ev, 4, 1, &b, 1), HV_OK);
+    CHECK_EQ(ev.n, 1);
+    CHECK_EQ(ev.generation, 5);
+    CHECK_RC(hv_ringev_note(&ev, 6, 1, &b, 1), HV_OK);
+    CHECK_EQ(ev.n, 1);
+    CHECK_EQ(ev.generation, 6);
+    CHECK_EQ(ev.r[0].subject, 3);
+    for (uint64_t k = 0; k < 40; k++) { // grows
+        CHECK_RC(hv_ringev_note(&ev, 6, 100 + k, &a, 1), HV_OK);
+    }
+    CHECK_EQ(ev.n, 41);
+    hv_ringev_clear(&ev);
+    CHECK_EQ(ev.n, 0);
+    CHECK_EQ(ev.generation, 0);
+    hv_ringev_fini(&ev);
+}
+
+/* The members as the job machine sees them: rank order from member_gen/rank, spoke from a
+ * waiting JoinRound, mute from an ended, removed or already suspected worker; reports about a
+ * round that a later one replaced are forgotten. */
+static void case_judge_job(void) {
+    hv_jm_worker_t w[4] = {
+        {.id = 11, .node_id = 10, .state = HV_WK_RUNNING, .member_gen = 3, .rank = 1},
+        {.id = 12, .node_id = 20, .state = HV_WK_RUNNING, .member_gen = 3, .rank = 2},
+        {.id = 13, .node_id = 30, .state = HV_WK_RUNNING, .member_gen = 3, .rank = 0},
+        {.id = 14, .node_id = 30, .state = HV_WK_RUNNING, .member_gen = 2, .rank = 0},
+    };
+    hv_jm_worker_t *ws[4] = {&w[0], &w[1], &w[2], &w[3]};
+    hv_jm_job_t j;
+    memset(&j, 0, sizeof(j));
+    j.w = ws;
+    j.nw = 4;
+    hv_ringev_t ev = {0};
+    uint64_t subj = 12; // ring 13 -> 11 -> 12 -> 13: 11 (node 10) names 12 (node 20)
+    CHECK_RC(hv_ringev_note(&ev, 3, 11, &subj, 1), HV_OK);
+    w[0].joined = 1;
+    hv_ringev_verdict_t v[2];
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0); // 13, 12's other neighbour, has not spoken
+    w[2].suspect_until = 5000;                   // 13's node is suspected: it cannot speak
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 1);
+    CHECK_EQ(v[0].node_id, 20);
+    w[2].suspect_until = 0;
+    w[2].state = HV_WK_LOST; // gone: it cannot speak either
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 1);
+    w[1].joined = 1; // 12 re-joined after all: alive
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    w[1].joined = 0;
+    w[1].state = HV_WK_EXITED; // 12 crashed and its agent said so: the node is alive
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    w[1].state = HV_WK_RUNNING;
+    w[1].joined = 0;
+    w[0].member_gen = 4; // round 4 closed: the reports about round 3 are history
+    CHECK_EQ(hv_ringev_judge(&ev, &j, v, 2), 0);
+    CHECK_EQ(ev.n, 0);
+    hv_ringev_fini(&ev);
+}
+
+int main(int argc, char **argv) {
+    static const hv_check_case_t cases[] = {
+        {"table", case_table},
+        {"verdict_names", case_verdict_names},
+        {"rounds", case_rounds},
+        {"judge_job", case_judge_job},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
+}

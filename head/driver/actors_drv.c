@@ -1,0 +1,672 @@
+/*
+ * actors_drv: the head's actors, around the pure machine (actors.h). Each input copies the
+ * actor, lets the machine decide, stores the row (a failed write puts the copy back and nothing
+ * is acted on), then carries out the orders: spawn and kill down the node's Session, slots given
+ * back, an event appended ("actor.<state>"). See actors_drv.h.
+ */
+#include "actors_drv.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "mem.h"
+#include "nodes.h"
+#include "sched.h"
+#include "util.h"
+
+#define ACTORS_MAX_NODES 4096 /* nodes looked at for one placement */
+/* A restart after a failure waits 250 ms, doubling with each restart up to 16 s, so a program
+ * that cannot start does not use up its restarts in a second; one that ran a minute or more
+ * before failing waits the least again. */
+#define ACTORS_BACKOFF_MIN_MS 250u
+#define ACTORS_BACKOFF_MAX_MS 16000u
+#define ACTORS_HEALTHY_MS 60000u
+
+struct hv_actors_s {
+    hv_driver_t *d;     /* borrowed */
+    hv_store_t *store;  /* borrowed */
+    hv_dactor_t *head;  /* by id */
+    hv_dactor_t **tail; /* where the next one goes */
+    uint64_t next_id;
+    int placing; /* re-entry guard: hv_driver_schedule calls back into the schedule hook */
+};
+
+static void set_str(char **dst, const char *src) {
+    char *copy = hv_strdup(src != NULL ? src : "");
+    if (copy != NULL) {
+        hv_free(*dst);
+        *dst = copy;
+    }
+}
+
+static void actor_free(hv_dactor_t *x) {
+    hv_free(x->name);
+    hv_free(x->ns);
+    hv_free(x->class_name);
+    hv_free(x->spec);
+    hv_free(x->reason);
+    hv_free(x->address);
+    hv_free(x);
+}
+
+static hv_err record(hv_actors_t *a, const hv_dactor_t *x) {
+    hv_actor_row_t r = {.id = x->am.id,
+                        .name = x->name,
+                        .ns = x->ns,
+                        .class_name = x->class_name,
+                        .spec = x->spec,
+                        .spec_len = x->spec_len,
+                        .reason = x->reason,
+                        .max_restarts = x->am.max_restarts,
+                        .max_call_retries = x->max_call_retries,
+                        .restarts = x->am.restarts,
+                        .moves = x->am.moves,
+                        .incarnation = x->am.incarnation,
+                        .slots = x->slots,
+                        .gpus = x->gpus,
+                        .gpu_mask = x->gpu_mask,
+                        .node_id = x->am.node_id,
+                        .owner_job = x->am.owner_job,
+                        .proc_live = x->am.proc_live,
+                        .kill_sent = x->am.kill_sent,
+                        .last_status = x->am.last_status,
+                        .last_signal = x->am.last_signal,
+                        .address = x->address,
+                        .created_ms = x->created_ms,
+                        .started_ms = x->started_ms,
+                        .ended_ms = x->ended_ms};
+    snprintf(r.state, sizeof(r.state), "%s", hv_am_state_name(x->am.state));
+    snprintf(r.cause, sizeof(r.cause), "%s", hv_am_cause_name(x->am.cause));
+    hv_err rc = hv_store_actor_put(a->store, &r);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "actors", "HV-STORE-WRITE",
+               "cannot store actor %" PRIu64 " in %s: %s; the change is not acted on", x->am.id,
+               hv_store_path(a->store), hv_store_last_error(a->store));
+    }
+    return rc;
+}
+
+/* The i-th GPU of mask (-1 when it has fewer). */
+static int mask_gpu(uint64_t mask, uint32_t i) {
+    for (int g = 0; g < 64; g++) {
+        if ((mask >> g) & 1u) {
+            if (i-- == 0) {
+                return g;
+            }
+        }
+    }
+    return -1;
+}
+
+static void take_slots(hv_actors_t *a, uint64_t node_id, uint32_t slots, uint64_t mask,
+                       int give_back) {
+    for (uint32_t i = 0; i < slots; i++) {
+        hv_driver_node_take(a->d, node_id, mask_gpu(mask, i), give_back);
+    }
+}
+
+static void send_spawn(hv_actors_t *a, hv_dactor_t *x, uint64_t node_id, uint32_t inc) {
+    hv_order_t o = {.kind = HV_ORDER_SPAWN,
+                    .worker_id = hv_am_proc_id(x->am.id, inc),
+                    .size = 1,
+                    .local_size = 1,
+                    .gpu = mask_gpu(x->gpu_mask, 0),
+                    .spec = x->spec,
+                    .spec_len = x->spec_len,
+                    .actor_id = x->am.id};
+    hv_err rc = hv_driver_order(a->d, node_id, &o);
+    if (rc != HV_OK) {
+        /* The node lost its session meanwhile: its agent's hello (or its loss) tells later. */
+        HV_LOG(HV_LOG_WARN, "actors", "HV-ACTOR-ORDER",
+               "actor %" PRIu64 ": the spawn order did not reach node %" PRIu64 ": %s", x->am.id,
+               node_id, hv_strerror(rc));
+    }
+}
+
+static void send_kill(hv_actors_t *a, uint64_t node_id, uint64_t proc, const char *why) {
+    hv_order_t o = {.kind = HV_ORDER_KILL,
+                    .worker_id = proc,
+                    .grace_ms = hv_driver_kill_grace_ms(a->d),
+                    .reason = why};
+    (void)hv_driver_order(a->d, node_id, &o);
+}
+
+static const char *who(const hv_dactor_t *x, char *buf, size_t len) {
+    if (x->name[0] != '\0') {
+        snprintf(buf, len, "actor %" PRIu64 " (%s/%s)", x->am.id, x->ns, x->name);
+    } else {
+        snprintf(buf, len, "actor %" PRIu64, x->am.id);
+    }
+    return buf;
+}
+
+/* Carries out out for x, whose state before the input was prev: store first; on failure x is
+ * put back and nothing else happens (HV_EUNAVAIL). */
+static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
+                  const hv_am_out_t *out) {
+    if (out->n > 0 && out->acts[0].kind == HV_AM_ACT_RECORD) {
+        char *old_reason = x->reason;
+        uint64_t old_ended = x->ended_ms;
+        if (out->text[0] != '\0') {
+            x->reason = hv_strdup(out->text);
+            if (x->reason == NULL) {
+                x->reason = old_reason;
+                old_reason = NULL;
+            }
+        } else {
+            old_reason = NULL; /* unchanged */
+        }
+        if (x->am.state == HV_AM_DEAD && prev->state != HV_AM_DEAD) {
+            x->ended_ms = hv_wall_ms();
+        }
+        if (record(a, x) != HV_OK) {
+            /* Put everything back: memory stays what the store holds. */
+            x->am = *prev;
+            x->ended_ms = old_ended;
+            if (old_reason != NULL) {
+                hv_free(x->reason);
+                x->reason = old_reason;
+            }
+            return HV_EUNAVAIL;
+        }
+        hv_free(old_reason);
+    }
+    char name[128];
+    for (size_t i = 0; i < out->n; i++) {
+        const hv_am_act_t *c = &out->acts[i];
+        switch (c->kind) {
+        case HV_AM_ACT_RECORD:
+            break;
+        case HV_AM_ACT_SPAWN:
+            send_spawn(a, x, c->node_id, c->incarnation);
+            break;
+        case HV_AM_ACT_KILL:
+            send_kill(a, c->node_id, hv_am_proc_id(x->am.id, c->incarnation), x->reason);
+            break;
+        case HV_AM_ACT_RELEASE:
+            take_slots(a, c->node_id, x->slots, x->gpu_mask, 1);
+            x->gpu_mask = 0;
+            set_str(&x->address, "");
+            break;
+        case HV_AM_ACT_ANNOUNCE: {
+            char kind[32];
+            snprintf(kind, sizeof(kind), "actor.%s", hv_am_state_name(x->am.state));
+            hv_driver_event(a->d, 0, x->am.node_id, kind, NULL, "%s: %s",
+                            who(x, name, sizeof(name)), out->text);
+            break;
+        }
+        }
+    }
+    return HV_OK;
+}
+
+/* ---- placement ------------------------------------------------------------------------------- */
+
+/* Finds a node for x with hv_sched_place: all of its slots on one node. 1 and the node's index
+ * and GPUs when found. */
+static int find_node(hv_actors_t *a, const hv_dactor_t *x, hv_sched_node_t *nodes, size_t n,
+                     size_t *at, uint64_t *mask) {
+    hv_sched_slot_t slots[64];
+    hv_sched_req_t req = {.np = x->slots, .slots_per_host = x->slots};
+    (void)a;
+    if (x->slots == 0 || x->slots > 64 || n == 0) {
+        return 0;
+    }
+    /* The whole cluster first (the scheduler's preference: the fullest fit); a split over nodes
+     * is refused, then each node alone. */
+    for (size_t k = 0; k <= n; k++) {
+        const hv_sched_node_t *base = k == 0 ? nodes : &nodes[k - 1];
+        size_t cnt = k == 0 ? n : 1;
+        if (hv_sched_place(base, cnt, &req, slots) != HV_OK) {
+            continue;
+        }
+        int one = 1;
+        for (uint32_t i = 1; i < x->slots; i++) {
+            one &= slots[i].node == slots[0].node;
+        }
+        if (!one) {
+            continue;
+        }
+        *at = (size_t)(base - nodes) + slots[0].node;
+        *mask = 0;
+        for (uint32_t i = 0; i < x->slots; i++) {
+            if (slots[i].gpu >= 0) {
+                *mask |= 1ULL << slots[i].gpu;
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* After a failure that restarts x: when it may be placed again. */
+static void backoff(hv_dactor_t *x) {
+    if (x->am.state != HV_AM_RESTARTING || x->am.proc_live) {
+        return;
+    }
+    uint64_t ms = ACTORS_BACKOFF_MIN_MS;
+    int healthy = x->started_ms != 0 && hv_wall_ms() > x->started_ms + ACTORS_HEALTHY_MS;
+    for (uint32_t i = 1; !healthy && i < x->am.restarts && ms < ACTORS_BACKOFF_MAX_MS; i++) {
+        ms *= 2;
+    }
+    x->place_after = hv_now_ms() + (ms < ACTORS_BACKOFF_MAX_MS ? ms : ACTORS_BACKOFF_MAX_MS);
+}
+
+static void place_all(hv_actors_t *a) {
+    static hv_sched_node_t nodes[ACTORS_MAX_NODES];
+    static uint64_t ids[ACTORS_MAX_NODES];
+    int any = 0;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        any |= hv_am_wants_place(&x->am);
+    }
+    if (!any) {
+        return;
+    }
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (!hv_am_wants_place(&x->am) || hv_now_ms() < x->place_after) {
+            continue; /* placed, or waits out its backoff (the driver's tick schedules again) */
+        }
+        size_t n = 0;
+        for (hv_dnode_t *nd = hv_driver_nodes(a->d); nd != NULL && n < ACTORS_MAX_NODES;
+             nd = nd->next) {
+            if (!hv_node_takes_work(nd->state, nd->has_session) ||
+                (x->gpus > 0) != (nd->acct.gpus > 0)) {
+                continue; /* a GPU actor goes to GPU nodes, a CPU actor leaves them free */
+            }
+            nodes[n] = (hv_sched_node_t){.id = nd->id,
+                                         .slots_total = nd->acct.slots,
+                                         .slots_used = nd->acct.slots_used,
+                                         .gpus = nd->acct.gpus,
+                                         .gpus_used_mask = nd->acct.gpus_used_mask,
+                                         .schedulable = 1};
+            ids[n++] = nd->id;
+        }
+        size_t at;
+        uint64_t mask;
+        if (!find_node(a, x, nodes, n, &at, &mask)) {
+            /* It waits; the next schedule tries again. Why, for hvctl status and hvctl actor
+             * (kept in memory; stored with the next change). */
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "waiting for a node with %u free slots%s (%zu nodes take work)", x->slots,
+                     x->gpus > 0 ? " and GPUs" : "", n);
+            if (x->reason == NULL || strcmp(x->reason, why) != 0) {
+                set_str(&x->reason, why);
+            }
+            continue;
+        }
+        hv_am_actor_t prev = x->am;
+        hv_am_out_t out;
+        if (hv_am_placed(&x->am, ids[at], &out) != HV_OK) {
+            continue;
+        }
+        x->gpu_mask = mask;
+        take_slots(a, ids[at], x->slots, mask, 0);
+        if (run(a, x, &prev, &out) != HV_OK) {
+            take_slots(a, ids[at], x->slots, mask, 1);
+            x->gpu_mask = 0;
+        }
+    }
+}
+
+/* ---- the driver's hooks ---------------------------------------------------------------------- */
+
+static hv_dactor_t *find(const hv_actors_t *a, uint64_t id) {
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (x->am.id == id) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+static void hook_started(void *ud, uint64_t node_id, uint64_t proc, int pid, const char *address) {
+    hv_actors_t *a = ud;
+    hv_dactor_t *x = find(a, hv_am_proc_actor(proc));
+    (void)pid;
+    if (x == NULL || address == NULL || address[0] == '\0' || x->am.node_id != node_id) {
+        return; /* the first report (no address yet), or not ours */
+    }
+    hv_am_actor_t prev = x->am;
+    hv_am_out_t out;
+    if (hv_am_started(&x->am, hv_am_proc_inc(proc), &out) != HV_OK) {
+        return;
+    }
+    char *old = x->address;
+    x->address = NULL;
+    set_str(&x->address, address);
+    uint64_t old_started = x->started_ms;
+    x->started_ms = hv_wall_ms();
+    if (run(a, x, &prev, &out) != HV_OK) {
+        hv_free(x->address);
+        x->address = old;
+        x->started_ms = old_started;
+        return;
+    }
+    hv_free(old);
+}
+
+static void exited(hv_actors_t *a, hv_dactor_t *x, uint32_t inc, int code, int sig,
+                   const char *why) {
+    hv_am_actor_t prev = x->am;
+    hv_am_out_t out;
+    hv_am_exit_t e = {.status = sig != 0 ? -1 : code, .signal = sig, .why = why};
+    if (hv_am_exited(&x->am, inc, &e, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
+        prev.state != HV_AM_RESTARTING) {
+        backoff(x); /* a failure (not the end of a process it stopped itself) */
+    }
+}
+
+static void hook_exited(void *ud, uint64_t node_id, uint64_t proc, int code, int sig,
+                        const char *reason) {
+    hv_actors_t *a = ud;
+    hv_dactor_t *x = find(a, hv_am_proc_actor(proc));
+    if (x == NULL || x->am.node_id != node_id) {
+        return;
+    }
+    if (reason != NULL && reason[0] != '\0') {
+        char name[128];
+        HV_LOG(HV_LOG_WARN, "actors", "HV-ACTOR-EXIT", "%s: process %u on node %" PRIu64 ": %s",
+               who(x, name, sizeof(name)), hv_am_proc_inc(proc), node_id, reason);
+    }
+    exited(a, x, hv_am_proc_inc(proc), code, sig, reason);
+    hv_driver_schedule(a->d);
+}
+
+static void hook_reconcile(void *ud, uint64_t node_id, const uint64_t *procs, size_t n) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (!x->am.proc_live || x->am.node_id != node_id) {
+            continue;
+        }
+        uint64_t mine = hv_am_proc_id(x->am.id, x->am.incarnation);
+        int listed = 0;
+        for (size_t k = 0; k < n; k++) {
+            listed |= procs[k] == mine;
+        }
+        if (!listed) { /* it ended while the head or the agent was away */
+            exited(a, x, x->am.incarnation, -1, 0, "it was not running when its agent reconnected");
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!hv_am_proc_is(procs[k])) {
+            continue;
+        }
+        hv_dactor_t *x = find(a, hv_am_proc_actor(procs[k]));
+        int wanted = x != NULL && x->am.proc_live && x->am.node_id == node_id &&
+                     x->am.incarnation == hv_am_proc_inc(procs[k]);
+        if (!wanted || x->am.kill_sent) {
+            send_kill(a, node_id, procs[k], "the head no longer expects this actor process");
+        }
+    }
+}
+
+static void hook_node_lost(void *ud, uint64_t node_id) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        hv_am_actor_t prev = x->am;
+        hv_am_out_t out;
+        if (hv_am_node_lost(&x->am, node_id, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
+            prev.state != HV_AM_RESTARTING) {
+            backoff(x);
+        }
+    }
+}
+
+static void hook_node_drain(void *ud, uint64_t node_id) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        hv_am_actor_t prev = x->am;
+        hv_am_out_t out;
+        if (hv_am_notice(&x->am, node_id, &out) == HV_OK) {
+            (void)run(a, x, &prev, &out);
+        }
+    }
+}
+
+static void hook_job_ended(void *ud, uint64_t job_id) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        hv_am_actor_t prev = x->am;
+        hv_am_out_t out;
+        if (hv_am_owner_ended(&x->am, job_id, &out) == HV_OK) {
+            (void)run(a, x, &prev, &out);
+        }
+    }
+}
+
+static int hook_node_specs_any(void *ud, uint64_t node_id,
+                               int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (x->am.proc_live && x->am.node_id == node_id && fn(x->spec, x->spec_len, fud)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void hook_schedule(void *ud) {
+    hv_actors_t *a = ud;
+    if (a->placing) {
+        return;
+    }
+    a->placing = 1;
+    place_all(a);
+    a->placing = 0;
+}
+
+/* ---- the table -------------------------------------------------------------------------------- */
+
+hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out) {
+    hv_actors_t *a = hv_calloc(1, sizeof(*a));
+    if (a == NULL) {
+        return HV_ENOMEM;
+    }
+    a->d = d;
+    a->store = store;
+    a->tail = &a->head;
+    a->next_id = 1;
+    hv_driver_actor_hooks_t h = {.started = hook_started,
+                                 .exited = hook_exited,
+                                 .reconcile = hook_reconcile,
+                                 .node_lost = hook_node_lost,
+                                 .node_drain = hook_node_drain,
+                                 .job_ended = hook_job_ended,
+                                 .schedule = hook_schedule,
+                                 .node_specs_any = hook_node_specs_any,
+                                 .ud = a};
+    hv_driver_set_actor_hooks(d, &h);
+    *out = a;
+    return HV_OK;
+}
+
+void hv_actors_destroy(hv_actors_t *a) {
+    if (a == NULL) {
+        return;
+    }
+    hv_driver_set_actor_hooks(a->d, NULL);
+    for (hv_dactor_t *x = a->head, *nx; x != NULL; x = nx) {
+        nx = x->next;
+        actor_free(x);
+    }
+    hv_free(a);
+}
+
+static void append(hv_actors_t *a, hv_dactor_t *x) {
+    *a->tail = x;
+    a->tail = &x->next;
+    if (x->am.id >= a->next_id) {
+        a->next_id = x->am.id + 1;
+    }
+}
+
+hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen) {
+    hv_actor_row_t *rows = NULL;
+    size_t n = 0;
+    hv_err rc = hv_store_actor_list(a->store, &rows, &n);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "cannot read the actors from %s: %s", hv_store_path(a->store),
+                 hv_store_last_error(a->store));
+        return rc;
+    }
+    size_t live = 0;
+    for (size_t i = 0; i < n; i++) {
+        hv_actor_row_t *r = &rows[i];
+        hv_dactor_t *x = hv_calloc(1, sizeof(*x));
+        if (x == NULL) {
+            rc = HV_ENOMEM;
+            snprintf(err, errlen, "out of memory loading the actors");
+            break;
+        }
+        x->am.id = r->id;
+        if (hv_am_state_parse(r->state, &x->am.state) != HV_OK ||
+            hv_am_cause_parse(r->cause, &x->am.cause) != HV_OK) {
+            snprintf(err, errlen, "actor %" PRIu64 " in %s has an unknown state '%s' or cause '%s'",
+                     r->id, hv_store_path(a->store), r->state, r->cause);
+            hv_free(x);
+            rc = HV_ECORRUPT;
+            break;
+        }
+        x->am.max_restarts = r->max_restarts;
+        x->am.restarts = r->restarts;
+        x->am.moves = r->moves;
+        x->am.incarnation = r->incarnation;
+        x->am.node_id = r->node_id;
+        x->am.owner_job = r->owner_job;
+        x->am.proc_live = r->proc_live;
+        x->am.kill_sent = r->kill_sent;
+        x->am.last_status = r->last_status;
+        x->am.last_signal = r->last_signal;
+        /* The strings move from the row (it is finished below with NULLs). */
+        x->name = r->name;
+        x->ns = r->ns;
+        x->class_name = r->class_name;
+        x->spec = r->spec;
+        x->spec_len = r->spec_len;
+        x->reason = r->reason;
+        x->address = r->address;
+        r->name = r->ns = r->class_name = r->reason = r->address = NULL;
+        r->spec = NULL;
+        x->max_call_retries = r->max_call_retries;
+        x->slots = r->slots;
+        x->gpus = r->gpus;
+        x->gpu_mask = r->gpu_mask;
+        x->created_ms = r->created_ms;
+        x->started_ms = r->started_ms;
+        x->ended_ms = r->ended_ms;
+        if (x->am.proc_live) {
+            take_slots(a, x->am.node_id, x->slots, x->gpu_mask, 0);
+            live++;
+        }
+        append(a, x);
+    }
+    for (size_t i = 0; i < n; i++) {
+        hv_actor_row_fini(&rows[i]);
+    }
+    hv_free(rows);
+    if (rc == HV_OK && n > 0) {
+        HV_LOG(HV_LOG_INFO, "actors", "HV-ACTORS-LOAD",
+               "%zu actors loaded, %zu with a process to re-attach", n, live);
+    }
+    return rc;
+}
+
+hv_err hv_actors_new(hv_actors_t *a, const hv_actor_new_t *c, const hv_dactor_t **out, char *err,
+                     size_t errlen) {
+    if (c->name[0] != '\0') {
+        const hv_dactor_t *o = hv_actors_by_name(a, c->ns, c->name);
+        if (o != NULL && o->am.state != HV_AM_DEAD) {
+            snprintf(err, errlen,
+                     "an actor named '%s' already exists in namespace '%s' (actor %" PRIu64
+                     ", %s): kill it first or choose another name",
+                     c->name, c->ns, o->am.id, hv_am_state_name(o->am.state));
+            return HV_EEXIST;
+        }
+    }
+    hv_dactor_t *x = hv_calloc(1, sizeof(*x));
+    if (x == NULL || (x->spec = hv_malloc(c->spec_len > 0 ? c->spec_len : 1)) == NULL) {
+        hv_free(x);
+        snprintf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    memcpy(x->spec, c->spec, c->spec_len);
+    x->spec_len = c->spec_len;
+    set_str(&x->name, c->name);
+    set_str(&x->ns, c->ns);
+    set_str(&x->class_name, c->class_name);
+    set_str(&x->address, "");
+    x->slots = c->slots > 0 ? c->slots : 1;
+    x->gpus = c->gpus;
+    x->max_call_retries = c->max_call_retries;
+    x->created_ms = hv_wall_ms();
+    hv_am_out_t mo;
+    hv_am_create(&x->am, a->next_id, c->max_restarts, c->owner_job, &mo);
+    set_str(&x->reason, mo.text);
+    if (x->name == NULL || x->ns == NULL || x->class_name == NULL || x->address == NULL ||
+        x->reason == NULL) {
+        actor_free(x);
+        snprintf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    if (record(a, x) != HV_OK) {
+        snprintf(err, errlen, "the head could not store the actor: %s; nothing was created",
+                 hv_store_last_error(a->store));
+        actor_free(x);
+        return HV_EUNAVAIL;
+    }
+    append(a, x);
+    char name[128];
+    hv_driver_event(a->d, 0, 0, "actor.pending", NULL, "%s of class %s: %s",
+                    who(x, name, sizeof(name)), x->class_name, mo.text);
+    hv_driver_schedule(a->d);
+    *out = x;
+    return HV_OK;
+}
+
+hv_err hv_actors_kill(hv_actors_t *a, uint64_t id, int restart, char *err, size_t errlen) {
+    hv_dactor_t *x = find(a, id);
+    if (x == NULL) {
+        snprintf(err, errlen, "no actor %" PRIu64, id);
+        return HV_ENOTFOUND;
+    }
+    hv_am_actor_t prev = x->am;
+    hv_am_out_t out;
+    if (hv_am_kill(&x->am, restart, &out) != HV_OK) {
+        snprintf(err, errlen, "actor %" PRIu64 " is %s%s", id, hv_am_state_name(x->am.state),
+                 x->am.state == HV_AM_DEAD ? "" : " with no process to restart");
+        return HV_ESTATE;
+    }
+    if (run(a, x, &prev, &out) != HV_OK) {
+        snprintf(err, errlen, "the head could not store the kill: %s; nothing was done",
+                 hv_store_last_error(a->store));
+        return HV_EUNAVAIL;
+    }
+    hv_driver_schedule(a->d);
+    return HV_OK;
+}
+
+const hv_dactor_t *hv_actors_get(const hv_actors_t *a, uint64_t id) { return find(a, id); }
+
+const hv_dactor_t *hv_actors_by_name(const hv_actors_t *a, const char *ns, const char *name) {
+    const hv_dactor_t *dead = NULL;
+    for (const hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (strcmp(x->ns, ns) != 0 || strcmp(x->name, name) != 0) {
+            continue;
+        }
+        if (x->am.state != HV_AM_DEAD) {
+            return x;
+        }
+        dead = x; /* the newest dead one, ids grow */
+    }
+    return dead;
+}
+
+const hv_dactor_t *hv_actors_all(const hv_actors_t *a) { return a->head; }
+
+const char *hv_actors_node_name(hv_actors_t *a, const hv_dactor_t *x) {
+    hv_dnode_t *n = x->am.node_id != 0 ? hv_driver_node(a->d, x->am.node_id) : NULL;
+    return n != NULL && n->name != NULL ? n->name : "";
+}

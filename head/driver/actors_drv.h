@@ -1,0 +1,78 @@
+/*
+ * actors_drv: the head's table of actors and the plumbing around their pure state machine
+ * (head/core/actors.h): every input (a create or kill from svc_actors, a process's start, address
+ * or exit from an agent, a node lost or draining, a job's end) goes through the machine, the row
+ * is stored, and only then are its orders sent down the node's Session (through the driver's
+ * io). Placement uses the head's scheduler (head/core/sched.c) on the driver's nodes, after the
+ * jobs were placed; an actor's slots are claimed in the same node accounting as workers', so jobs
+ * and actors never share a slot. Loaded from the store at start: live actors are kept and their
+ * slots claimed again; the first heartbeat of each node's agent says which of their processes
+ * still run (the driver's reconcile).
+ *
+ * Not here: the gRPC methods (head/services/svc_actors.c), the per-actor secret (auth.c derives
+ * it from the head key, svc_cluster puts it in the spawn order), the agent's side (agent/
+ * workers.c: the HV_ACTOR_* environment and the address file). Loop thread only.
+ */
+#ifndef HV_HEAD_ACTORS_DRV_H
+#define HV_HEAD_ACTORS_DRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actors.h"
+#include "driver.h"
+#include "store.h"
+
+/* One actor (read-only outside actors_drv.c). */
+typedef struct hv_dactor_s {
+    hv_am_actor_t am;             /* the machine's view */
+    char *name, *ns, *class_name; /* owned */
+    uint8_t *spec;                /* the packed JobSpec its processes are spawned with (owned) */
+    size_t spec_len;
+    char *reason;  /* the last event's words (owned) */
+    char *address; /* host:port of its live process; "" when none (owned) */
+    uint32_t max_call_retries, slots, gpus;
+    uint64_t gpu_mask; /* GPUs its live process holds */
+    uint64_t created_ms, started_ms, ended_ms;
+    uint64_t place_after; /* monotonic ms: a restart after a failure waits (not stored) */
+    struct hv_dactor_s *next;
+} hv_dactor_t;
+
+typedef struct hv_actors_s hv_actors_t;
+
+/* d and store borrowed, must outlive the table. Installs the driver's actor hooks. */
+hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out);
+/* Loads every stored actor; live ones claim their slots again. After hv_driver_load. On failure
+ * err says why (the head does not start). */
+hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen);
+void hv_actors_destroy(hv_actors_t *a);
+
+/* What a create asks for. Borrowed. */
+typedef struct hv_actor_new_s {
+    const char *name; /* "" = unnamed */
+    const char *ns;   /* the namespace */
+    const char *class_name;
+    const uint8_t *spec; /* the packed JobSpec of its processes */
+    size_t spec_len;
+    uint32_t slots, gpus, max_restarts, max_call_retries;
+    uint64_t owner_job; /* 0: detached */
+} hv_actor_new_t;
+
+/* Creates, stores and tries to place an actor. HV_EEXIST: the name is taken by an actor of the
+ * namespace that is not dead; HV_EINVAL: no node of the cluster could ever hold it (slots, GPUs);
+ * HV_EUNAVAIL: the store failed (nothing was created). err says why. *out borrowed. */
+hv_err hv_actors_new(hv_actors_t *a, const hv_actor_new_t *c, const hv_dactor_t **out, char *err,
+                     size_t errlen);
+/* Kill with or without restart. HV_ENOTFOUND, HV_ESTATE (already dead; nothing to restart),
+ * HV_EUNAVAIL (the store failed: nothing done). */
+hv_err hv_actors_kill(hv_actors_t *a, uint64_t id, int restart, char *err, size_t errlen);
+
+const hv_dactor_t *hv_actors_get(const hv_actors_t *a, uint64_t id);
+/* The actor of that name in ns that is not dead, else the newest dead one; NULL: none. */
+const hv_dactor_t *hv_actors_by_name(const hv_actors_t *a, const char *ns, const char *name);
+/* Every actor, by id. */
+const hv_dactor_t *hv_actors_all(const hv_actors_t *a);
+/* The node's name, "" when none. */
+const char *hv_actors_node_name(hv_actors_t *a, const hv_dactor_t *x);
+
+#endif

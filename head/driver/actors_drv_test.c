@@ -1,0 +1,238 @@
+/*
+ * actors_drv_test: the head's actors on a real driver and a real store in a temporary data dir,
+ * with a fake io that records the orders: placement takes a node's slot and sends a spawn with
+ * the actor's id; the address makes it alive; a kill -9 restarts it after its backoff on a node
+ * with room; nothing is created or killed that the store did not take; a head restart (a new
+ * driver and table on the same store) keeps the live actor, its address and its slot, and the
+ * agent's re-attach says whether its process still runs.
+ */
+#include "actors_drv.h"
+#include "hv_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+#define MAX_ORDERS 32
+
+typedef struct fake_s {
+    hv_order_kind_t kind[MAX_ORDERS];
+    uint64_t node[MAX_ORDERS], worker[MAX_ORDERS], actor[MAX_ORDERS];
+    size_t n;
+} fake_t;
+
+static hv_err fake_order(void *ud, uint64_t node_id, const hv_order_t *o) {
+    fake_t *f = ud;
+    if (f->n < MAX_ORDERS) {
+        f->kind[f->n] = o->kind;
+        f->node[f->n] = node_id;
+        f->worker[f->n] = o->worker_id;
+        f->actor[f->n] = o->actor_id;
+        f->n++;
+    }
+    return HV_OK;
+}
+
+static void fake_drop(void *ud, uint64_t node_id) {
+    (void)ud;
+    (void)node_id;
+}
+
+typedef struct head_s {
+    char dir[64];
+    hv_head_config_t cfg;
+    hv_store_t *store;
+    hv_driver_t *d;
+    hv_actors_t *a;
+    fake_t io;
+} head_t;
+
+static head_t H;
+
+/* A driver and an actors table on the store (a head start). */
+static void head_start(void) {
+    hv_driver_io_t io = {.order = fake_order, .drop_session = fake_drop, .ud = &H.io};
+    char err[512] = "";
+    CHECK_RC(hv_driver_create(&H.cfg, H.store, &io, &H.d), HV_OK);
+    CHECK_RC(hv_actors_create(H.d, H.store, &H.a), HV_OK);
+    CHECK_RC(hv_driver_load(H.d), HV_OK);
+    CHECK_RC_MSG(hv_actors_load(H.a, err, sizeof(err)), HV_OK, err);
+}
+
+static void head_stop(void) {
+    hv_actors_destroy(H.a);
+    hv_driver_destroy(H.d);
+    H.a = NULL;
+    H.d = NULL;
+}
+
+static void setup(void) {
+    memset(&H, 0, sizeof(H));
+    snprintf(H.dir, sizeof(H.dir), "/tmp/hv-actors-test-XXXXXX");
+    CHECK(mkdtemp(H.dir) != NULL);
+    char err[512];
+    CHECK_RC_MSG(hv_head_config_parse("t.yaml", "", 0, &H.cfg, err, sizeof(err)), HV_OK, err);
+    hv_free(H.cfg.data_dir);
+    H.cfg.data_dir = hv_strdup(H.dir);
+    CHECK_RC_MSG(hv_store_open(H.dir, &H.store, err, sizeof(err)), HV_OK, err);
+    head_start();
+}
+
+static void teardown(void) {
+    hv__store_fail_writes(H.store, 0);
+    head_stop();
+    hv_store_close(H.store);
+    hv_head_config_fini(&H.cfg);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", H.dir);
+    CHECK_EQ(system(cmd), 0);
+}
+
+static uint64_t join(const char *name, uint32_t slots, const uint64_t *running, size_t n) {
+    hv_node_info_t info = {.name = name,
+                           .addrs = "127.0.0.1",
+                           .peer = "ipv4:127.0.0.1:1",
+                           .slots = slots,
+                           .incarnation = 7};
+    uint64_t id = 0;
+    char err[256];
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, running, n, err, sizeof(err)), HV_OK, err);
+    hv_driver_node_heartbeat(H.d, id); /* the reconcile after the hello */
+    return id;
+}
+
+static const hv_dactor_t *create(const char *name, uint32_t max_restarts, hv_err want) {
+    static const uint8_t spec[] = {0x0a, 0x01, 'x'};
+    hv_actor_new_t c = {.name = name,
+                        .ns = "default",
+                        .class_name = "counter",
+                        .spec = spec,
+                        .spec_len = sizeof(spec),
+                        .slots = 1,
+                        .max_restarts = max_restarts};
+    const hv_dactor_t *x = NULL;
+    char err[300] = "";
+    CHECK_RC_MSG(hv_actors_new(H.a, &c, &x, err, sizeof(err)), want, err);
+    return x;
+}
+
+static void sleep_ms(unsigned ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Placement, spawn, address, kill -9, restart after the backoff on a node with room. */
+static void case_lifecycle(void) {
+    uint64_t na = join("a", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 1, HV_OK);
+    CHECK(x != NULL);
+    if (x == NULL) {
+        return;
+    }
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+    CHECK_EQ(H.io.n, 1);
+    CHECK_EQ(H.io.kind[0], HV_ORDER_SPAWN);
+    CHECK_EQ(H.io.actor[0], x->am.id);
+    CHECK_EQ(H.io.worker[0], hv_am_proc_id(x->am.id, 1));
+    CHECK_EQ(hv_driver_node(H.d, na)->acct.slots_used, 1);
+    create("ctr", 1, HV_EEXIST); /* the name is taken while it is not dead */
+    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_ALIVE);
+    CHECK_STR(x->address, "127.0.0.1:5000");
+    CHECK(hv_actors_by_name(H.a, "default", "ctr") == x);
+    /* A second actor waits: the only slot is taken. */
+    const hv_dactor_t *y = create("other", 0, HV_OK);
+    CHECK_EQ(y->am.state, HV_AM_PENDING);
+    CHECK(strstr(y->reason, "waiting for a node with 1 free slots") != NULL);
+    /* kill -9: its slot goes back at once, which the waiting actor takes; ctr waits its
+     * backoff, then a node with room (b) gets it. */
+    CHECK_RC(hv_driver_worker_exited(H.d, na, H.io.worker[0], -1, 9, ""), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_RESTARTING);
+    CHECK_EQ(x->am.restarts, 1);
+    CHECK_STR(x->address, "");
+    CHECK_EQ(y->am.state, HV_AM_STARTING);
+    uint64_t nb = join("b", 1, NULL, 0);
+    CHECK_EQ(x->am.state, HV_AM_RESTARTING); /* still in its backoff */
+    sleep_ms(300);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+    CHECK_EQ(x->am.node_id, nb);
+    CHECK_EQ(H.io.worker[H.io.n - 1], hv_am_proc_id(x->am.id, 2));
+    /* An exit of the old process changes nothing. */
+    CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), -1, 9, ""), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+}
+
+/* Nothing is created, or killed, that the store did not take. */
+static void case_store_first(void) {
+    uint64_t na = join("a", 2, NULL, 0);
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    create("ctr", 0, HV_EUNAVAIL);
+    CHECK(hv_actors_all(H.a) == NULL);
+    CHECK_EQ(H.io.n, 0);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    const hv_dactor_t *x = create("ctr", 0, HV_OK);
+    CHECK_RC(hv_driver_actor_address(H.d, na, hv_am_proc_id(x->am.id, 1), 1, "127.0.0.1:1"), HV_OK);
+    size_t orders = H.io.n;
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    char err[300] = "";
+    CHECK_RC(hv_actors_kill(H.a, x->am.id, 0, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "could not store the kill") != NULL);
+    CHECK_EQ(x->am.state, HV_AM_ALIVE);
+    CHECK_STR(x->reason, "alive (process 1)"); /* memory stays what the store holds */
+    CHECK_EQ(x->ended_ms, 0);
+    CHECK_EQ(H.io.n, orders);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_actors_kill(H.a, x->am.id, 0, err, sizeof(err)), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_DEAD);
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_KILL);
+}
+
+/* A head restart: the live actor comes back with its address and its slot; the agent's hello
+ * lists its process (kept) or not (it ended meanwhile: restarted). */
+static void case_head_restart(void) {
+    uint64_t na = join("a", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 3, HV_OK);
+    uint64_t id = x->am.id, proc = hv_am_proc_id(id, 1);
+    CHECK_RC(hv_driver_actor_address(H.d, na, proc, 1, "127.0.0.1:7"), HV_OK);
+    head_stop();
+    head_start();
+    x = hv_actors_by_name(H.a, "default", "ctr");
+    CHECK(x != NULL);
+    if (x == NULL) {
+        return;
+    }
+    CHECK_EQ(x->am.id, id);
+    CHECK_EQ(x->am.state, HV_AM_ALIVE);
+    CHECK_STR(x->address, "127.0.0.1:7");
+    CHECK_EQ(hv_driver_node(H.d, na)->acct.slots_used, 1);
+    size_t orders = H.io.n;
+    join("a", 1, &proc, 1); /* the same agent, its process listed */
+    CHECK_EQ(x->am.state, HV_AM_ALIVE);
+    CHECK_EQ(H.io.n, orders); /* no kill, no spawn */
+    /* Another restart, and this time the agent's hello does not list it. */
+    head_stop();
+    head_start();
+    x = hv_actors_by_name(H.a, "default", "ctr");
+    join("a", 1, NULL, 0);
+    CHECK_EQ(x->am.state, HV_AM_RESTARTING);
+    CHECK_EQ(x->am.restarts, 1);
+    CHECK(strstr(x->reason, "not running when its agent reconnected") != NULL);
+}
+
+int main(int argc, char **argv) {
+    hv_log_set_level(HV_LOG_ERROR);
+    hv_log_init("actors_drv_test");
+    static const hv_check_case_t cases[] = {
+        {"lifecycle", case_lifecycle},
+        {"store_first", case_store_first},
+        {"head_restart", case_head_restart},
+    };
+    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
+}

@@ -1,0 +1,389 @@
+/*
+ * svc_actors: the Actors service (hvctl actor ..., libhv's hv_actor_lookup). Create checks the
+ * spec (the program part as a job's, with hv_validate_submit on a one-worker job, then that its
+ * artifacts were uploaded), builds the JobSpec its processes are spawned with (the class and
+ * argument as HV_ACTOR_CLASS / HV_ACTOR_ARG) and hands it to actors_drv, which stores it before
+ * placing it. Get resolves an id or a name (within a namespace) into a view, with the per-actor
+ * secret when asked. Every call passed the gate (svc_auth: a client token or a worker secret);
+ * here a worker is held to its namespace ("default": jobs have no namespace of their own yet)
+ * and owns what it creates unless it asks for a detached actor. Loop thread only.
+ */
+#include "svc_actors.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "actors.h"
+#include "hv.pb-c.h"
+#include "log.h"
+#include "mem.h"
+#include "validate.h"
+
+#define ACTORS_NS_DEFAULT "default"
+#define ACTORS_MAX_ARG (64u << 10)
+
+struct hv_svc_actors_s {
+    hv_auth_t *auth;      /* borrowed */
+    hv_actors_t *actors;  /* borrowed */
+    hv_driver_t *d;       /* borrowed */
+    hv_artifacts_t *arts; /* borrowed */
+};
+
+static const char *ns_of(const char *ns) {
+    return ns != NULL && ns[0] != '\0' ? ns : ACTORS_NS_DEFAULT;
+}
+
+/* Who calls: HV_OK and cred, or an answer was sent. A worker may only use the default
+ * namespace. */
+static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_t *cred) {
+    if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), cred) != HV_OK) {
+        hv_rpc_finish(c, HV_EAUTH, "not authenticated");
+        return 0;
+    }
+    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_of(ns), ACTORS_NS_DEFAULT) != 0) {
+        hv_rpc_finish(c, HV_EPERM,
+                      "permission denied: a job's workers may only use the actors of namespace "
+                      "'%s'",
+                      ACTORS_NS_DEFAULT);
+        return 0;
+    }
+    return 1;
+}
+
+static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *v) {
+    hvpb__v1__actor_view__init(v);
+    v->id = x->am.id;
+    v->name = x->name;
+    v->namespace_ = x->ns;
+    v->class_name = x->class_name;
+    v->state = (char *)hv_am_state_name(x->am.state);
+    v->cause = (char *)hv_am_cause_name(x->am.cause);
+    v->node = (char *)hv_actors_node_name(s->actors, x);
+    v->address = x->am.state == HV_AM_ALIVE ? x->address : "";
+    v->restarts = x->am.restarts;
+    v->max_restarts = x->am.max_restarts;
+    v->moves = x->am.moves;
+    v->incarnation = x->am.incarnation;
+    v->detached = x->am.owner_job == 0;
+    v->owner_job = x->am.owner_job;
+    v->created_ms = x->created_ms;
+    v->started_ms = x->started_ms;
+    v->ended_ms = x->ended_ms;
+    v->slots = x->slots;
+    v->gpus = x->gpus;
+    v->max_call_retries = x->max_call_retries;
+    v->last_status = x->am.last_status;
+    v->last_signal = x->am.last_signal;
+    v->reason = x->reason;
+}
+
+/* The actor a ref names, or an answer was sent (NULL). */
+static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hvpb__V1__ActorRef *r,
+                                  const hv_cred_t *cred) {
+    const hv_dactor_t *x = NULL;
+    if (r == NULL || (r->id == 0 && (r->name == NULL || r->name[0] == '\0'))) {
+        hv_rpc_finish(c, HV_EINVAL, "name an actor: its id, or its name (and namespace)");
+        return NULL;
+    }
+    if (r->id != 0) {
+        x = hv_actors_get(s->actors, r->id);
+    } else if (!hv_am_name_ok(r->name) || !hv_am_name_ok(ns_of(r->namespace_))) {
+        hv_rpc_finish(c, HV_EINVAL,
+                      "'%.80s' in namespace '%.80s' is not an actor name: 1 to 63 letters, "
+                      "digits, '.', '_' or '-'",
+                      r->name, ns_of(r->namespace_));
+        return NULL;
+    } else {
+        x = hv_actors_by_name(s->actors, ns_of(r->namespace_), r->name);
+    }
+    if (x != NULL && cred->kind == HV_CRED_WORKER && strcmp(x->ns, ACTORS_NS_DEFAULT) != 0) {
+        x = NULL; /* not the worker's to see: said as not found */
+    }
+    if (x == NULL) {
+        if (r->id != 0) {
+            hv_rpc_finish(c, HV_ENOTFOUND, "no actor %" PRIu64, r->id);
+        } else {
+            hv_rpc_finish(c, HV_ENOTFOUND, "no actor named '%s' in namespace '%s'", r->name,
+                          ns_of(r->namespace_));
+        }
+    }
+    return x;
+}
+
+/* ---- Create ------------------------------------------------------------------------------------ */
+
+/* Checks the spec; HV_OK or the error with its words. */
+static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, char *err,
+                           size_t len) {
+    if (sp == NULL) {
+        snprintf(err, len, "spec: missing");
+        return HV_EINVAL;
+    }
+    if (sp->name[0] != '\0' && !hv_am_name_ok(sp->name)) {
+        snprintf(err, len,
+                 "name '%.80s': not an actor name (1 to 63 letters, digits, '.', '_' or '-')",
+                 sp->name);
+        return HV_EINVAL;
+    }
+    if (!hv_am_name_ok(ns_of(sp->namespace_))) {
+        snprintf(err, len, "namespace '%.80s': not a namespace name", sp->namespace_);
+        return HV_EINVAL;
+    }
+    if (sp->class_name[0] == '\0') {
+        snprintf(err, len, "class: missing (the actor class the program registered)");
+        return HV_EINVAL;
+    }
+    if (strlen(sp->class_name) > 255 || strchr(sp->class_name, '=') != NULL) {
+        snprintf(err, len, "class: at most 255 bytes, no '='");
+        return HV_EINVAL;
+    }
+    if (strlen(sp->arg) > ACTORS_MAX_ARG) {
+        snprintf(err, len, "arg: %zu bytes, at most %u", strlen(sp->arg), ACTORS_MAX_ARG);
+        return HV_EINVAL;
+    }
+    if (sp->slots > 64 || sp->gpus > 64 ||
+        (sp->gpus > 0 && sp->gpus > (sp->slots ? sp->slots : 1))) {
+        snprintf(err, len, "slots %u, gpus %u: at most 64 slots, and at most one GPU per slot",
+                 sp->slots, sp->gpus);
+        return HV_EINVAL;
+    }
+    if (sp->n_labels > 0 || sp->memory_mb > 0) {
+        snprintf(err, len,
+                 "labels and memory: placement by node labels or memory is not built "
+                 "yet; leave them out");
+        return HV_EINVAL;
+    }
+    if (sp->max_restarts > 1000000 || sp->max_call_retries > 1000) {
+        snprintf(err, len, "max_restarts at most 1000000, max_call_retries at most 1000");
+        return HV_EINVAL;
+    }
+    if (sp->binary != NULL && !hv_artifacts_present(s->arts, sp->binary->digest)) {
+        snprintf(err, len, "binary %s (%s) has not been uploaded", sp->binary->name,
+                 sp->binary->digest);
+        return HV_ESTATE;
+    }
+    for (size_t i = 0; i < sp->n_files; i++) {
+        if (!hv_artifacts_present(s->arts, sp->files[i]->digest)) {
+            snprintf(err, len, "file %s (%s) has not been uploaded", sp->files[i]->name,
+                     sp->files[i]->digest);
+            return HV_ESTATE;
+        }
+    }
+    return HV_OK;
+}
+
+static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_actors_t *s = ud;
+    const Hvpb__V1__CreateActorRequest *req = (const Hvpb__V1__CreateActorRequest *)m;
+    const Hvpb__V1__ActorSpec *sp = req->spec;
+    hv_cred_t cred;
+    if (!caller(s, c, sp != NULL ? sp->namespace_ : NULL, &cred)) {
+        return;
+    }
+    char err[600];
+    hv_err rc = create_check(s, sp, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    uint64_t owner = 0;
+    if (!sp->detached) {
+        owner = cred.kind == HV_CRED_WORKER ? cred.job_id : sp->owner_job;
+        if (owner == 0 || !hv_driver_job_active(s->d, owner)) {
+            hv_rpc_finish(c, HV_EINVAL,
+                          owner == 0 ? "an actor is detached or owned by a job: ask for a detached "
+                                       "one, or name its owner job"
+                                     : "owner job %" PRIu64 " is not running",
+                          owner);
+            return;
+        }
+    }
+    /* The JobSpec of its processes: the program, its files, the environment with the class. */
+    Hvpb__V1__KeyValue kv_class = HVPB__V1__KEY_VALUE__INIT, kv_arg = HVPB__V1__KEY_VALUE__INIT;
+    kv_class.key = "HV_ACTOR_CLASS";
+    kv_class.value = sp->class_name;
+    kv_arg.key = "HV_ACTOR_ARG";
+    kv_arg.value = sp->arg;
+    size_t nenv = sp->n_env + 2;
+    Hvpb__V1__KeyValue **env = hv_calloc(nenv, sizeof(*env));
+    if (env == NULL) {
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    memcpy(env, sp->env, sp->n_env * sizeof(*env));
+    env[sp->n_env] = &kv_class;
+    env[sp->n_env + 1] = &kv_arg;
+    Hvpb__V1__JobSpec js = HVPB__V1__JOB_SPEC__INIT;
+    js.name = sp->name[0] != '\0' ? sp->name : "actor";
+    js.binary = sp->binary;
+    js.command = sp->command;
+    js.n_args = sp->n_args;
+    js.args = sp->args;
+    js.n_env = nenv;
+    js.env = env;
+    js.n_files = sp->n_files;
+    js.files = sp->files;
+    js.np = 1;
+    Hvpb__V1__SubmitRequest sub = HVPB__V1__SUBMIT_REQUEST__INIT;
+    sub.spec = &js;
+    if ((rc = hv_validate_submit(&sub, err, sizeof(err))) != HV_OK) {
+        hv_free(env);
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    size_t len = hvpb__v1__job_spec__get_packed_size(&js);
+    uint8_t *packed = hv_malloc(len > 0 ? len : 1);
+    if (packed == NULL) {
+        hv_free(env);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    hvpb__v1__job_spec__pack(&js, packed);
+    hv_free(env);
+    hv_actor_new_t nw = {.name = sp->name,
+                         .ns = ns_of(sp->namespace_),
+                         .class_name = sp->class_name,
+                         .spec = packed,
+                         .spec_len = len,
+                         .slots = sp->slots,
+                         .gpus = sp->gpus,
+                         .max_restarts = sp->max_restarts,
+                         .max_call_retries = sp->max_call_retries,
+                         .owner_job = owner};
+    const hv_dactor_t *x = NULL;
+    rc = hv_actors_new(s->actors, &nw, &x, err, sizeof(err));
+    hv_free(packed);
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, rc, "%s", err);
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__ActorView v;
+    view(s, x, &v);
+    hv_rpc_reply(c, &v.base);
+}
+
+/* ---- Get, List, Kill ---------------------------------------------------------------------------- */
+
+static void actors_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_actors_t *s = ud;
+    const Hvpb__V1__GetActorRequest *req = (const Hvpb__V1__GetActorRequest *)m;
+    hv_cred_t cred;
+    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
+        return;
+    }
+    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    if (x == NULL) {
+        return;
+    }
+    Hvpb__V1__ActorView v;
+    view(s, x, &v);
+    char secret[HV_AUTH_CRED_MAX] = "";
+    if (req->with_secret) {
+        hv_auth_actor_cred(s->auth, x->am.id, secret);
+        v.secret = secret;
+    }
+    hv_rpc_reply(c, &v.base);
+    memset(secret, 0, sizeof(secret));
+}
+
+static void actors_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_actors_t *s = ud;
+    const Hvpb__V1__ListActorsRequest *req = (const Hvpb__V1__ListActorsRequest *)m;
+    hv_cred_t cred;
+    const char *want =
+        req->namespace_ != NULL && req->namespace_[0] != '\0' ? req->namespace_ : NULL;
+    if (!caller(s, c, want, &cred)) {
+        return;
+    }
+    if (cred.kind == HV_CRED_WORKER) {
+        want = ACTORS_NS_DEFAULT;
+    }
+    size_t n = 0;
+    for (const hv_dactor_t *x = hv_actors_all(s->actors); x != NULL; x = x->next) {
+        n++;
+    }
+    Hvpb__V1__ActorView *vs = hv_calloc(n > 0 ? n : 1, sizeof(*vs));
+    Hvpb__V1__ActorView **ps = hv_calloc(n > 0 ? n : 1, sizeof(*ps));
+    if (vs == NULL || ps == NULL) {
+        hv_free(vs);
+        hv_free(ps);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
+    size_t k = 0;
+    for (const hv_dactor_t *x = hv_actors_all(s->actors); x != NULL; x = x->next) {
+        if (want == NULL || strcmp(x->ns, want) == 0) {
+            view(s, x, &vs[k]);
+            ps[k] = &vs[k];
+            k++;
+        }
+    }
+    Hvpb__V1__ListActorsReply rep = HVPB__V1__LIST_ACTORS_REPLY__INIT;
+    rep.n_actors = k;
+    rep.actors = ps;
+    hv_rpc_reply(c, &rep.base);
+    hv_free(vs);
+    hv_free(ps);
+}
+
+static void actors_kill(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_actors_t *s = ud;
+    const Hvpb__V1__KillActorRequest *req = (const Hvpb__V1__KillActorRequest *)m;
+    hv_cred_t cred;
+    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
+        return;
+    }
+    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    if (x == NULL) {
+        return;
+    }
+    char err[300];
+    hv_err rc = hv_actors_kill(s->actors, x->am.id, req->restart, err, sizeof(err));
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, rc, "%s", err);
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    Hvpb__V1__ActorView v;
+    view(s, x, &v);
+    hv_rpc_reply(c, &v.base);
+}
+
+hv_err hv_svc_actors_create(hv_rpc_server_t *srv, hv_auth_t *auth, hv_driver_t *d,
+                            hv_actors_t *actors, hv_artifacts_t *arts, hv_svc_actors_t **out) {
+    hv_svc_actors_t *s = hv_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    s->auth = auth;
+    s->actors = actors;
+    s->d = d;
+    s->arts = arts;
+    hv_rpc_method_t ms[] = {
+        {"/hvpb.v1.Actors/Create", HV_RPC_UNARY, &hvpb__v1__create_actor_request__descriptor,
+         actors_create, NULL, s},
+        {"/hvpb.v1.Actors/Get", HV_RPC_UNARY, &hvpb__v1__get_actor_request__descriptor, actors_get,
+         NULL, s},
+        {"/hvpb.v1.Actors/List", HV_RPC_UNARY, &hvpb__v1__list_actors_request__descriptor,
+         actors_list, NULL, s},
+        {"/hvpb.v1.Actors/Kill", HV_RPC_UNARY, &hvpb__v1__kill_actor_request__descriptor,
+         actors_kill, NULL, s},
+    };
+    hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
+    if (rc != HV_OK) {
+        hv_free(s);
+        return rc;
+    }
+    *out = s;
+    return HV_OK;
+}
+
+void hv_svc_actors_destroy(hv_svc_actors_t *s) { hv_free(s); }

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Below min-np, an elastic Python job waits for capacity instead of deadlocking (horovod#3494):
+# tests/integration/elastic_min_np.sh's scenario run again with a Python program
+# (tests/python/elastic_scenario.py: PyTorch through hv.torch, `hvsubmit -- /usr/bin/python3
+# elastic_scenario.py`; issue 14, section 6), at a size this machine's cores can hold in Python:
+#  1. A(2) and B(1); -np 3 --min-np 2 --max-np 3; A is drained: the survivor on B waits in an
+#     open round; C(2) joins: the job grows onto C, a round of 3 forms with rank 0 on B (the
+#     oldest survivor); once an epoch ends there the test ends the run (--stop-file: Python may
+#     take seconds to start on a loaded machine), and the job ends 0 with exact epochs;
+#  2. the same drain with no capacity anywhere: the job fails when --elastic-timeout passes,
+#     saying that min-np was not met.
+. "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/elastic.sh"
+. "$HV_SRC_DIR/tests/python/elastic_scenario.sh"
+hv_setup
+RDZV_S=60 # Python workers that join may take seconds to import torch on a loaded machine
+start_elastic_head
+start_agent node-a 2
+start_agent node-b 1
+# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
+submit wait -np 3 --min-np 2 --max-np 3 $PY_ENV -- --epochs 60 --step-delay-ms 30 --stop-file "$TMP/wait.stop"
+wait_epoch wait 0 90
+"$BIN/hvctl" --head "$HEAD" drain node-a --reason "preemption notice" >"$TMP/drain.out" || fail "hvctl drain"
+assert_grep "$TMP/drain.out" "draining"
+# The round waits: 1 worker, below min-np 2.
+wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'ROUND:.*open'" || fail "the round should stay open below min-np"
+sleep 1
+"$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-waiting.txt"
+assert_grep "$TMP/job-waiting.txt" "running" "the job must wait, not fail"
+start_agent node-c 2
+while_running 90 grep -Eq "^hvsubmit: generation ([2-9]|[1-9][0-9]+): 3 workers" "$TMP/wait.err" \
+    || fail "a round of 3 workers should form once node-c joins"
+wait_next_epoch wait
+touch "$TMP/wait.stop"
+wait_submit 90
+[ "$SUB_RC" -eq 0 ] || fail "the job should succeed once node-c brings capacity (rc $SUB_RC)"
+epoch_lines wait >&2
+n=$(done_epochs wait)
+[ -n "$n" ] && [ "$n" -lt 60 ] || fail "the run should end at its stop file (done epochs: '$n')"
+check_exact wait "$n"
+rounds 1 >"$TMP/r1"; cat "$TMP/r1"
+tail -n 1 "$TMP/r1" | grep -q '^[0-9]* 3 - node-b ' || fail "the last round should have 3 workers, rank 0 on node-b"
+epoch_lines wait | tail -n 1 | grep -q "^epoch=$((n - 1)) size=3 .*rank0=node-b " \
+    || fail "the last epoch should end on 3 workers, rank 0 on node-b"
+
+# No capacity: node-c stops, A(2) and B(1) run a new job, A is drained: nothing can replace
+# it, so the job fails when the elastic timeout passes, saying why.
+kill -INT "$(agent_pid node-c)"
+wait_for 20 sh -c "'$BIN/hvctl' --head '$HEAD' nodes | grep -q 'node-c.*dead'" || fail "node-c should be dead"
+"$BIN/hvctl" --head "$HEAD" undrain node-a >/dev/null || fail "undrain"
+# shellcheck disable=SC2086
+submit short -np 3 --min-np 2 --max-np 3 --elastic-timeout 3 $PY_ENV -- --epochs 60 --step-delay-ms 30
+wait_epoch short 0 90
+"$BIN/hvctl" --head "$HEAD" drain node-a >/dev/null || fail "drain node-a"
+wait_submit 60
+[ "$SUB_RC" -ne 0 ] || fail "the job should fail when min-np is not met within the elastic timeout"
+assert_grep "$TMP/short.err" "--min-np is 2, and the elastic timeout (3 s) passed" "hvsubmit must say why"
+assert_no_grep "$TMP/wait.err" "Traceback"
+# A worker that was re-joining when the job ended raises HvError saying so (which worker, if
+# any, gets there first is a race); never NotInitializedError's "call hv.torch.init() first".
+assert_no_grep "$TMP/short.err" "call hv.torch.init() first"
+pass "Python, below min-np: waits for capacity, then grows to 3; fails at the elastic timeout"

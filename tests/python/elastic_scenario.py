@@ -1,0 +1,278 @@
+"""elastic_scenario.py: a small elastic PyTorch program for the end-to-end tests of Elastic
+Horovod's scenarios run from Python (tests/integration/python_elastic_{failure,grow_drain,min_np}.sh,
+issue 14, section 6); the Python counterpart of examples/elastic_train's test options.
+
+A tiny MLP (16-32-4) learns a synthetic task (4 classes: the argmax of a fixed random linear
+map of 16 Gaussian features; the data depend on --data-seed only, the weights and shuffling on
+--seed) through hv.torch: DistributedOptimizer (op Sum, divided by the step's global sample
+count), hv.torch.elastic.TorchState (model, optimizer, sampler, scalars), ElasticSampler with a
+constant global batch (the same optimisation at any world size), @hvd.elastic.run and a reset
+callback. It takes a second or two per epoch, mostly the --step-delay-ms the tests ask for.
+
+Output, as examples/elastic_train prints it (stdout, rank 0):
+  elastic_scenario: epoch=E size=W generation=G rank0=NODE samples=S duplicates=D exact=X
+                    loss=L accuracy=A seconds=T            (one line)
+  elastic_scenario: done epochs=E accuracy=A resets=R
+and on stderr, rank 0, after every reset:
+  elastic_scenario: reset: W workers (generation G)
+A worker removed by a drain prints "elastic_scenario: removed from the job (generation G)" on
+stderr and exits 0.
+
+Options (faults act in the job's first generation only, unless :every):
+  --epochs N --train-limit N --test-limit N --batch N (global) --lr X --seed N
+  --step-delay-ms N        sleep after every step (lets a test act in the middle of an epoch)
+  --kill-at E:B:R          the worker of rank R kills itself (SIGKILL) at step B of epoch E
+  --exit-at E:B:R:CODE[:every]  the worker of rank R (or `all`) exits with CODE there
+  --epoch-log PATH         rank 0 appends each epoch's line to PATH too, before stdout, and a
+                           rank 0 that takes over does not print a line PATH already holds
+  --stop-file PATH         train until PATH exists (seen by rank 0 at an epoch's end, agreed by
+                           every rank and committed with the epoch), at most --epochs epochs:
+                           a test ends the job when it has seen what it waits for, however long
+                           Python takes to start on a loaded machine
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import hv.torch as hvd  # before torch: a node without torch fails with one clear line
+import hv
+
+import torch
+import torch.nn.functional as F
+
+FEATURES, HIDDEN, CLASSES = 16, 32, 4
+PREFIX = "elastic_scenario: "
+
+
+def parse_fault(p, text, name, with_code):
+    parts = text.split(":")
+    every = with_code and len(parts) == 5 and parts[4] == "every"
+    if every:
+        parts = parts[:4]
+    try:
+        if len(parts) != (4 if with_code else 3):
+            raise ValueError
+        e, b = int(parts[0]), int(parts[1])
+        r = -1 if with_code and parts[2] == "all" else int(parts[2])
+        code = int(parts[3]) if with_code else 0
+        if min(e, b) < 0 or (r < 0 and parts[2] != "all"):
+            raise ValueError
+    except ValueError:
+        p.error("%s: expected %s, got %r" % (name, "E:B:R:CODE[:every] (R a rank or all)"
+                                             if with_code else "E:B:R", text))
+    return (e, b, r, code, every)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="elastic_scenario.py",
+                                description="A tiny elastic PyTorch program for hv's tests.")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--train-limit", type=int, default=1024, help="training samples")
+    p.add_argument("--test-limit", type=int, default=512, help="test samples")
+    p.add_argument("--batch", type=int, default=64, help="global batch (all ranks)")
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data-seed", type=int, default=1234)
+    p.add_argument("--step-delay-ms", type=int, default=0)
+    p.add_argument("--kill-at", metavar="E:B:R")
+    p.add_argument("--exit-at", metavar="E:B:R:CODE[:every]")
+    p.add_argument("--epoch-log", metavar="PATH")
+    p.add_argument("--stop-file", metavar="PATH")
+    a = p.parse_args(argv)
+    if min(a.epochs, a.train_limit, a.test_limit, a.batch) < 1:
+        p.error("--epochs, --train-limit, --test-limit and --batch must be at least 1")
+    a.kill_at = parse_fault(p, a.kill_at, "--kill-at", False) if a.kill_at else None
+    a.exit_at = parse_fault(p, a.exit_at, "--exit-at", True) if a.exit_at else None
+    return a
+
+
+def make_data(seed, n_train, n_test):
+    """Gaussian features; the label is the argmax of a fixed random linear map (learnable)."""
+    g = torch.Generator().manual_seed(seed)
+    teacher = torch.randn(FEATURES, CLASSES, generator=g)
+    x = torch.randn(n_train + n_test, FEATURES, generator=g)
+    y = (x @ teacher).argmax(1)
+    return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
+
+
+class Trainer:
+    def __init__(self, a, train, test, model, opt, state):
+        self.a, self.train, self.test = a, train, test
+        self.model, self.opt, self.state = model, opt, state
+        self.entered = False
+        self.printed = 0  # epochs whose line rank 0 printed (rank 0's word, see confirm())
+        self.report = None
+        self.timed_epoch, self.t_start = -1, 0.0
+
+    def on_reset(self):
+        if hvd.rank() == 0:
+            sys.stderr.write(PREFIX + "reset: %d workers (generation %d)\n" %
+                             (hvd.size(), hvd.elastic.generation()))
+
+    def faults(self):
+        s = self.state
+        for f, kill in ((self.a.kill_at, True), (self.a.exit_at, False)):
+            if f is None:
+                continue
+            e, b, r, code, every = f
+            if ((s.epoch, s.batch) != (e, b) or (r >= 0 and r != hvd.rank()) or
+                    (not every and hvd.elastic.generation() != s.first_gen)):
+                continue
+            what = "killing myself (SIGKILL)" if kill else "exiting with status %d" % code
+            sys.stderr.write(PREFIX + "rank %d: %s at epoch %d step %d\n" %
+                             (hvd.rank(), what, s.epoch, s.batch))
+            sys.stderr.flush()
+            sys.stdout.flush()
+            if kill:
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(code)
+
+    def step(self, idx):
+        x, y = self.train
+        self.opt.zero_grad()
+        loss = torch.zeros(1, dtype=torch.float64)
+        if idx:
+            i = torch.tensor(idx)
+            lsum = F.cross_entropy(self.model(x[i]), y[i], reduction="sum")
+            loss += lsum.item()
+            h = hvd.allreduce_async_(loss, name="loss", op=hvd.Sum)
+            lsum.backward()
+        else:
+            h = hvd.allreduce_async_(loss, name="loss", op=hvd.Sum)
+        self.opt.synchronize()  # a rank without samples submits zeros
+        total = self.state.sampler.step_samples
+        for p in self.model.parameters():
+            p.grad.div_(total)
+        hvd.synchronize(h)
+        with self.opt.skip_synchronize():
+            self.opt.step()
+        self.state.loss_sum += loss.item()
+
+    def evaluate(self):
+        x, y = self.test
+        n, r, w = len(y), hvd.rank(), hvd.size()
+        lo, hi = n * r // w, n * (r + 1) // w
+        correct = torch.zeros(1, dtype=torch.int64)
+        with torch.no_grad():
+            if hi > lo:
+                correct += (self.model(x[lo:hi]).argmax(1) == y[lo:hi]).sum()
+        hvd.allreduce_(correct, name="eval.correct", op=hvd.Sum)
+        return correct.item() / n
+
+    def logged(self, epoch):
+        try:
+            with open(self.a.epoch_log) as f:
+                return any(line.startswith(PREFIX + "epoch=%d " % epoch) for line in f)
+        except FileNotFoundError:
+            return False
+
+    def print_report(self):
+        """Rank 0 prints the line of the epoch the state has just completed, once."""
+        rep = self.report
+        if (self.printed >= self.state.epoch or rep is None or
+                rep["epoch"] + 1 != self.state.epoch or hvd.rank() != 0):
+            return
+        self.printed = self.state.epoch
+        if self.a.epoch_log and self.logged(rep["epoch"]):
+            return  # the rank 0 before this one wrote it
+        line = (PREFIX + "epoch=%d size=%d generation=%d rank0=%s samples=%d duplicates=%d "
+                "exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n" %
+                (rep["epoch"], rep["size"], rep["generation"], hv.host_name(), rep["samples"],
+                 rep["duplicates"], rep["exact"], rep["loss"], rep["accuracy"], rep["seconds"]))
+        if self.a.epoch_log:
+            with open(self.a.epoch_log, "a") as f:
+                f.write(line)
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+    def confirm(self):
+        """Every rank takes rank 0's word for which epochs were printed."""
+        t = torch.tensor([self.printed if hvd.rank() == 0 else 0], dtype=torch.int64)
+        hvd.allreduce_(t, name="report.printed", op=hvd.Max)
+        self.printed = max(self.printed, int(t.item()))
+
+    def run(self, state):
+        """Under hvd.elastic.run: called again after every reset, so it goes on from the
+        state, never from local variables."""
+        if not self.entered:
+            self.entered = True
+            self.printed = state.epoch  # a worker that joins does not print earlier epochs
+        else:
+            self.print_report()
+        self.confirm()
+        if state.first_gen == 0:
+            state.first_gen = hvd.elastic.generation()
+            state.commit()
+        n = len(self.train[1])
+        while state.epoch < min(self.a.epochs, state.stop_at or self.a.epochs):
+            if self.timed_epoch != state.epoch:
+                self.timed_epoch, self.t_start = state.epoch, time.monotonic()
+            for idx in state.sampler.batches():
+                self.faults()
+                self.step(idx)
+                state.batch += 1
+                state.commit()
+                if self.a.step_delay_ms:
+                    time.sleep(self.a.step_delay_ms / 1000.0)
+            st = state.sampler.stats()
+            accuracy = self.evaluate()
+            state.sampler.next_epoch()
+            if self.a.stop_file and not state.stop_at:
+                t = torch.tensor([int(hvd.rank() == 0 and os.path.exists(self.a.stop_file))])
+                hvd.allreduce_(t, name="stop", op=hvd.Max)
+                if t.item():
+                    state.stop_at = state.epoch + 1  # committed with the epoch below
+            self.report = dict(
+                epoch=state.epoch, size=hvd.size(), generation=hvd.elastic.generation(),
+                samples=st["processed"], duplicates=st["duplicates"],
+                exact=int(st["processed"] == n and st["duplicates"] == 0 and
+                          st["checksum"] == n * (n - 1) // 2),
+                loss=state.loss_sum / max(st["processed"], 1), accuracy=accuracy,
+                seconds=time.monotonic() - self.t_start)
+            state.epoch += 1
+            state.batch = 0
+            state.loss_sum = 0.0
+            state.accuracy = accuracy
+            reset = None
+            try:
+                state.commit()  # the next epoch is committed before its line is printed
+            except hvd.HostsUpdatedInterrupt as exc:
+                reset = exc
+            self.print_report()
+            self.confirm()
+            if reset is not None:
+                raise reset
+
+
+def main(argv):
+    a = parse_args(argv)
+    hvd.init()
+    torch.set_num_threads(1)
+    torch.manual_seed(a.seed)
+    train, test = make_data(a.data_seed, a.train_limit, a.test_limit)
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(),
+                                torch.nn.Linear(HIDDEN, CLASSES))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9),
+                                   named_parameters=model.named_parameters(), op=hvd.Sum)
+    sampler = hvd.elastic.ElasticSampler(train[1], shuffle=True, seed=a.seed,
+                                         batch_size=a.batch, global_batch=True)
+    state = hvd.elastic.TorchState(model, opt, sampler=sampler, epoch=0, batch=0,
+                                   first_gen=0, loss_sum=0.0, accuracy=0.0, stop_at=0)
+    trainer = Trainer(a, train, test, model, opt, state)
+    state.register_reset_callbacks([trainer.on_reset])
+    hvd.elastic.run(trainer.run)(state)
+    if state.removed:
+        sys.stderr.write(PREFIX + "removed from the job (generation %d)\n" %
+                         hvd.elastic.generation())
+    elif hvd.rank() == 0:
+        print(PREFIX + "done epochs=%d accuracy=%.4f resets=%d" %
+              (state.epoch, state.accuracy, state.resets), flush=True)
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,70 @@
+# tests/python/elastic_scenario.sh: helpers for the Python versions of Elastic Horovod's
+# scenarios (tests/integration/python_elastic_{failure,grow_drain,min_np}.sh), sourced after
+# tests/lib.sh and tests/elastic.sh. They reuse elastic.sh's submit, wait_submit, check_exact,
+# rounds, events and close_enough with tests/python/elastic_scenario.py in place of
+# elastic_train: `hvsubmit ... -- /usr/bin/python3 elastic_scenario.py ARGS`.
+# shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
+
+PY=/usr/bin/python3
+if ! $PY -c 'import torch' 2>/dev/null; then
+    echo "SKIP: $PY cannot import torch (apt-get install python3-torch)"
+    exit 77
+fi
+TRAIN=$PY
+# 1024 synthetic samples in 16 steps of a global batch of 64; 512 test samples.
+TRAIN_ARGS="$HV_SRC_DIR/tests/python/elastic_scenario.py --train-limit 1024 --test-limit 512 --batch 64"
+# Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
+# sanitizer runtimes preloaded (as tests/python/train_fmnist.sh does), leak detection off.
+PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
+PY_ENV=""
+[ -n "$PRE" ] && PY_ENV="--env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+
+# epoch_lines NAME: the epoch lines without the log prefix; from $TMP/NAME.epochs when the run
+# wrote them there too (--epoch-log: see elastic.sh's epoch_lines).
+epoch_lines() {
+    if [ -f "$TMP/$1.epochs" ]; then
+        sed -n 's/^elastic_scenario: epoch=/epoch=/p' "$TMP/$1.epochs"
+    else
+        sed -n 's/^\[[0-9]*\]<stdout>:elastic_scenario: epoch=/epoch=/p' "$TMP/$1.out"
+    fi
+}
+
+# size_of NAME E: the world size of epoch E's line.
+size_of() { epoch_lines "$1" | sed -n "s/^epoch=$2 size=\([0-9]*\) .*/\1/p"; }
+
+# while_running SECS CMD...: polls CMD every 0.1 s until it succeeds (0); 1 when SECS pass or
+# the last submit's hvsubmit ends first (a job that failed is not waited for).
+while_running() {
+    local secs=$(( $1 * T_MULT )) i=0; shift
+    while [ $i -lt $(( secs * 10 )) ]; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        kill -0 "$SUB_PID" 2>/dev/null || { "$@" >/dev/null 2>&1; return; }
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+# wait_epoch NAME E [SECS]: rank 0 printed the line of epoch E.
+wait_epoch() {
+    while_running "${3:-60}" grep -q "elastic_scenario: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"
+}
+
+# final_accuracy NAME: from the "done" line.
+final_accuracy() { sed -n 's/.*elastic_scenario: done .*accuracy=\([0-9.]*\).*/\1/p' "$TMP/$1.out" | tail -n 1; }
+
+# done_epochs NAME: the epochs of the "done" line (what a run stopped by --stop-file trained).
+done_epochs() { sed -n 's/.*elastic_scenario: done epochs=\([0-9]*\) .*/\1/p' "$TMP/$1.out" | tail -n 1; }
+
+# wait_round NAME G W [SECS]: hvsubmit reported generation G formed with W workers.
+wait_round() {
+    while_running "${4:-90}" grep -q "^hvsubmit: generation $2: $3 workers" "$TMP/$1.err" \
+        || fail "$1: generation $2 with $3 workers did not form"
+}
+
+# wait_next_epoch NAME [SECS]: one more epoch line than there is now (an epoch ends after what
+# the test just saw).
+wait_next_epoch() {
+    local n; n=$(grep -c "elastic_scenario: epoch=" "$TMP/$1.out")
+    while_running "${2:-60}" lines_at_least "$TMP/$1.out" "elastic_scenario: epoch=" $((n + 1)) \
+        || fail "$1: no epoch ended after the first $n"
+}

@@ -1,0 +1,144 @@
+/*
+ * actor_lookup: hv_actor_lookup (include/hv/actor.h), the caller's way from an actor's name to a
+ * connection: one Actors.Get to the head (with the per-actor secret), waiting while the actor is
+ * not alive yet, then hv_actor_connect. The head is only on this path, never on a call's. Uses
+ * the rpc layer's blocking unary call (common/rpc.c), as rdzv_head.c does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "err.h"
+#include "hv.pb-c.h"
+#include "mem.h"
+#include "rpc.h"
+#include "util.h"
+
+#include "hv/actor.h"
+
+#define LOOKUP_DEFAULT_MS 10000u
+#define LOOKUP_POLL_MS 100u
+
+/* The credential to present: given, else $HV_WORKER_SECRET, else the file $HV_TOKEN_FILE's
+ * first line. 0 when none. */
+static int lookup_cred(const char *given, char *buf, size_t len) {
+    if (given != NULL && given[0] != '\0') {
+        snprintf(buf, len, "%s", given);
+        return 1;
+    }
+    const char *w = getenv("HV_WORKER_SECRET");
+    if (w != NULL && w[0] != '\0') {
+        snprintf(buf, len, "%s", w);
+        return 1;
+    }
+    const char *path = getenv("HV_TOKEN_FILE");
+    FILE *f = path != NULL && path[0] != '\0' ? fopen(path, "re") : NULL;
+    if (f == NULL) {
+        return 0;
+    }
+    int ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return ok && buf[0] != '\0';
+}
+
+static void sleep_ms(uint32_t ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns, const char *name,
+                       uint32_t timeout_ms, const hv_actor_connect_config_t *cfg, hv_actor_t **out,
+                       char *err, size_t errlen) {
+    char cred[HV_RPC_MAX_TOKEN + 2];
+    if (out == NULL || name == NULL || name[0] == '\0' || err == NULL || errlen == 0) {
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "hv_actor_lookup: name the actor");
+        }
+        return HV_EINVAL;
+    }
+    if (head == NULL || head[0] == '\0') {
+        head = getenv("HV_HEAD");
+    }
+    if (head == NULL || head[0] == '\0') {
+        snprintf(err, errlen, "no head to ask: pass its address or set HV_HEAD");
+        return HV_EINVAL;
+    }
+    if (!lookup_cred(credential, cred, sizeof(cred))) {
+        snprintf(err, errlen,
+                 "no credential for the head: HV_WORKER_SECRET (in a job's worker), "
+                 "HV_TOKEN_FILE (a client token) or pass one");
+        return HV_EAUTH;
+    }
+    const char *ca = getenv("HV_CA_FILE");
+    hv_rpc_tls_t tls = {.ca_file = ca};
+    hv_rpc_channel_t *ch = NULL;
+    char cerr[512] = "";
+    hv_err rc = hv_rpc_channel_create_tls(head, ca != NULL && ca[0] != '\0' ? &tls : NULL, &ch,
+                                          cerr, sizeof(cerr));
+    if (rc == HV_OK) {
+        rc = hv_rpc_channel_set_token(ch, cred);
+    }
+    memset(cred, 0, sizeof(cred));
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "cannot reach the head at %s: %s", head,
+                 cerr[0] ? cerr : hv_strerror(rc));
+        hv_rpc_channel_destroy(ch);
+        return rc;
+    }
+    uint32_t limit = timeout_ms != 0 ? timeout_ms : LOOKUP_DEFAULT_MS;
+    uint64_t start = hv_now_ms();
+    const char *space = ns != NULL && ns[0] != '\0' ? ns : "default";
+    Hvpb__V1__ActorRef ref = HVPB__V1__ACTOR_REF__INIT;
+    ref.name = (char *)name;
+    ref.namespace_ = (char *)space;
+    Hvpb__V1__GetActorRequest req = HVPB__V1__GET_ACTOR_REQUEST__INIT;
+    req.ref = &ref;
+    req.with_secret = 1;
+    for (;;) {
+        uint64_t now = hv_now_ms();
+        uint32_t left = now - start < limit ? (uint32_t)(limit - (now - start)) : 1;
+        ProtobufCMessage *resp = NULL;
+        hv_rpc_status_t st;
+        memset(&st, 0, sizeof(st));
+        rc = hv_rpc_unary(ch, "/hvpb.v1.Actors/Get", &req.base, &hvpb__v1__actor_view__descriptor,
+                          left, &resp, &st);
+        if (rc != HV_OK) {
+            snprintf(err, errlen, "the head at %s: %s", head, st.msg[0] ? st.msg : hv_strerror(rc));
+            break;
+        }
+        Hvpb__V1__ActorView *v = (Hvpb__V1__ActorView *)resp;
+        if (strcmp(v->state, "dead") == 0) {
+            snprintf(err, errlen, "actor '%s' in namespace '%s' is dead (%s): %s", name, space,
+                     v->cause, v->reason);
+            rc = HV_ENOTFOUND;
+        } else if (strcmp(v->state, "alive") == 0 && v->address[0] != '\0') {
+            char addr[300];
+            snprintf(addr, sizeof(addr), "%s", v->address);
+            rc = hv_actor_connect(addr, v->secret, cfg, out, err, errlen);
+            memset(v->secret, 0, strlen(v->secret));
+            hv_rpc_msg_free(resp);
+            /* A process that just ended (restarting): the head learns it soon; ask again. */
+            if (rc != HV_EUNAVAIL || hv_now_ms() - start + LOOKUP_POLL_MS >= limit) {
+                break;
+            }
+            sleep_ms(LOOKUP_POLL_MS);
+            continue;
+        } else if (hv_now_ms() - start + LOOKUP_POLL_MS >= limit) {
+            snprintf(err, errlen, "actor '%s' in namespace '%s' is %s after %u ms%s%s", name, space,
+                     v->state, limit, v->reason[0] ? ": " : "", v->reason);
+            rc = HV_ETIMEDOUT;
+        } else {
+            memset(v->secret, 0, strlen(v->secret));
+            hv_rpc_msg_free(resp);
+            sleep_ms(LOOKUP_POLL_MS);
+            continue;
+        }
+        memset(v->secret, 0, strlen(v->secret));
+        hv_rpc_msg_free(resp);
+        break;
+    }
+    hv_rpc_channel_destroy(ch);
+    return rc;
+}
