@@ -51,9 +51,18 @@ OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
 say() { echo "build.sh: [$(($(date +%s) - T0)) s] $*"; }
 die() { echo "build.sh: $*" >&2; exit 1; }
+# The base's root while debootstrap makes it. A failed or interrupted debootstrap can leave /proc
+# or /sys (or a bind of /dev) mounted in it: those are unmounted, and rm never crosses into
+# another file system.
+ROOT=$OUT/rootfs
+unmount_root() {
+    awk -v r="$ROOT/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r |
+        while read -r m; do umount "$m" || umount -l "$m"; done
+}
 # Everything the check starts is removed on the way out, whatever happens.
 CTRS=""
 cleanup() {
+    unmount_root
     for c in $CTRS; do $PODMAN rm -f -t 2 "$c" >/dev/null 2>&1 || true; done
     [ -z "$CTRS" ] || $PODMAN volume rm -f hv-check-data >/dev/null 2>&1 || true
 }
@@ -88,10 +97,11 @@ else
     MIRROR=$(debian_mirror | head -n 1)
     [ -n "$MIRROR" ] || die "no bookworm mirror in /etc/apt/sources.list*"
     say "base: $BASE_PUBLIC not available; debootstrap --variant=minbase bookworm from $MIRROR"
-    ROOT=$OUT/rootfs
-    rm -rf "$ROOT"
+    unmount_root
+    rm -rf --one-file-system "$ROOT"
     debootstrap --variant=minbase bookworm "$ROOT" "$MIRROR" >"$OUT/debootstrap.log" 2>&1 ||
-        die "debootstrap failed (see $OUT/debootstrap.log)"
+        { unmount_root; die "debootstrap failed (see $OUT/debootstrap.log)"; }
+    unmount_root
     # Slim like debian:12-slim: dpkg leaves out docs (but the copyrights), man pages, info and
     # translations of what is installed later, and what debootstrap installed goes now; no
     # downloaded .debs, no apt lists, no apt caches.
@@ -109,7 +119,7 @@ CFG
     rm -rf "$ROOT"/var/cache/apt/* "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/log/*.log
     tar -C "$ROOT" --numeric-owner -c . |
         $PODMAN import -q --change 'CMD ["/bin/bash"]' - "$BASE_LOCAL" >/dev/null || die "podman import failed"
-    rm -rf "$ROOT"
+    rm -rf --one-file-system "$ROOT"
     BASE=$BASE_LOCAL
 fi
 say "base image: $BASE"
