@@ -3,7 +3,8 @@
 # Debian way (docs/operations.md):
 #   lib      -> libhv0     libhv.so.0 and libhv.so.<version> (the runtime of training programs)
 #   dev      -> libhv-dev  <hv/*.h>, libhv.so (link), libhv.a, lib/cmake/hv, lib/pkgconfig/hv.pc
-#   daemons  -> hv         hvhead, hvagent, hvsubmit, hvctl, the systemd units, example configs
+#   daemons  -> hv         hvhead, hvagent, hvsubmit, hvctl, their man pages, the systemd units,
+#                          example configs
 # Package dependencies are computed: dpkg-shlibdeps for the shared libraries each package links
 # (CPACK_DEBIAN_PACKAGE_SHLIBDEPS) and the component graph for libhv-dev -> libhv0.
 # TODO(python): the Python package (worker_lib/python/) is not packaged yet (python3-hv).
@@ -47,6 +48,37 @@ install(TARGETS hvhead hvagent hvsubmit hvctl RUNTIME DESTINATION ${CMAKE_INSTAL
   COMPONENT daemons)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/hvhead.service
   ${CMAKE_SOURCE_DIR}/deploy/systemd/hvagent.service DESTINATION ${HV_UNIT_DIR} COMPONENT daemons)
+# Man pages (man1), written at build time from each program's --version and --help by
+# deploy/packaging/man.sh (sh and sed; gzip -9n when there is gzip, as Debian ships them).
+# A cross build cannot run the programs: no man pages then, said at configure time.
+option(HV_MAN_PAGES "Build man pages from the programs' --help" ON)
+if(HV_MAN_PAGES AND CMAKE_CROSSCOMPILING AND NOT CMAKE_CROSSCOMPILING_EMULATOR)
+  message(STATUS "hv: man pages skipped (cross-compiling: the programs cannot run here)")
+elseif(HV_MAN_PAGES)
+  find_program(HV_GZIP gzip)
+  set(HV_MAN_SUMMARY_hvhead "the hv head: cluster state, scheduling and the elastic driver")
+  set(HV_MAN_SUMMARY_hvagent "the hv node agent: joins a head and runs its workers")
+  set(HV_MAN_SUMMARY_hvsubmit "submit a training job to an hv head and follow it")
+  set(HV_MAN_SUMMARY_hvctl "look at and control an hv cluster")
+  set(HV_MAN_SUBCOMMANDS_hvhead start stop)
+  set(HV_MAN_PAGES_OUT "")
+  foreach(prog hvhead hvagent hvsubmit hvctl)
+    set(page ${CMAKE_BINARY_DIR}/man/${prog}.1)
+    set(cmds COMMAND sh ${HV_PKG_DIR}/man.sh $<TARGET_FILE:${prog}> ${prog}
+      "${HV_MAN_SUMMARY_${prog}}" ${page} ${HV_MAN_SUBCOMMANDS_${prog}})
+    if(HV_GZIP)
+      list(APPEND cmds COMMAND ${HV_GZIP} -9nf ${page})
+      string(APPEND page .gz)
+    endif()
+    add_custom_command(OUTPUT ${page} ${cmds} DEPENDS ${prog} ${HV_PKG_DIR}/man.sh
+      COMMENT "man page ${prog}(1) from ${prog} --help" VERBATIM)
+    list(APPEND HV_MAN_PAGES_OUT ${page})
+  endforeach()
+  add_custom_target(hv_man ALL DEPENDS ${HV_MAN_PAGES_OUT})
+  install(FILES ${HV_MAN_PAGES_OUT} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT daemons)
+else()
+  message(STATUS "hv: man pages skipped (HV_MAN_PAGES=OFF)")
+endif()
 # Example configs, to copy to /etc (nothing is installed into /etc: no conffile to merge).
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/head.yaml
   ${CMAKE_SOURCE_DIR}/deploy/systemd/hvagent.default ${CMAKE_SOURCE_DIR}/examples/cluster.yaml

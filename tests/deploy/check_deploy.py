@@ -11,7 +11,7 @@
   that Services name exist; no Secret is inlined and no secret-looking variable has a literal
   value; every Secret and ConfigMap a pod uses is referenced by name; the head keeps its data on a
   volume claim; the agents' grace period covers their drain deadline and they drain in preStop.
-- deploy/container/Containerfile.*: Debian 12 base, installs the hv package, has an ENTRYPOINT.
+- deploy/container/Containerfile.*: Debian 12 base (FROM or ARG BASE's default), installs the hv package, has an ENTRYPOINT.
 Exit 0 when all hold, 1 with one line per problem, 77 without PyYAML.
 """
 import glob
@@ -228,8 +228,12 @@ for name in ("Containerfile.head", "Containerfile.agent"):
         problem(p, "missing")
         continue
     text = open(p).read()
-    if not re.search(r"^FROM \S*debian:(12|bookworm)\S*", text, re.M):
-        problem(p, "FROM a Debian 12 image expected")
+    # FROM debian:12..., or FROM ${BASE} whose ARG default is one (build.sh passes a local base).
+    base = re.search(r"^ARG BASE=(\S+)", text, re.M)
+    if not (re.search(r"^FROM \S*debian:(12|bookworm)\S*", text, re.M) or (
+            base and re.search(r"debian:(12|bookworm)", base.group(1))
+            and re.search(r"^FROM \$\{?BASE\}?\s*$", text, re.M))):
+        problem(p, "FROM a Debian 12 image expected (or FROM ${BASE} with ARG BASE=debian:12...)")
     if "/tmp/pkgs/hv_" not in text:
         problem(p, "should install the hv package that cpack builds")
     if not re.search(r"^ENTRYPOINT \[\"/usr/bin/hv", text, re.M):

@@ -4,7 +4,8 @@
 # machine's own dpkg database is left alone), the layout is checked (the library's soname, the
 # headers, the CMake package, hv.pc, the daemons and units), and an out-of-tree program is built
 # and run against the unpacked library twice: with CMake's find_package(hv CONFIG) and with
-# pkg-config (and once more with libhv.a and pkg-config --static).
+# pkg-config (and once more with libhv.a and pkg-config --static). The man pages are in the hv
+# package and render with the programs' options.
 # Usage: package_test.sh BUILD_DIR (ctest passes it; label package).
 . "$HV_SRC_DIR/tests/lib.sh"
 BUILD=${1:?usage: package_test.sh BUILD_DIR}
@@ -40,6 +41,35 @@ readelf -d "$R/lib/libhv.so.$VER" >"$TMP/dyn" 2>&1 || fail "no /usr/lib/libhv.so
 assert_grep "$TMP/dyn" "soname: \[libhv.so.${VER%%.*}\]" "libhv.so has no soname libhv.so.${VER%%.*}"
 [ "$(readlink "$R/lib/libhv.so")" = "libhv.so.${VER%%.*}" ] || fail "libhv.so does not link to the soname"
 "$R/bin/hvctl" --help >/dev/null 2>&1 || fail "the packaged hvctl does not run"
+# Man pages: in the hv package (the programs' package), and they render with their options.
+if grep -q '^HV_MAN_PAGES:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+    dpkg-deb -c "$(ls "$TMP/pkgs/hv_${VER}_"*.deb | head -n 1)" >"$TMP/hv.contents"
+    for p in hvhead hvagent hvsubmit hvctl; do
+        assert_grep "$TMP/hv.contents" "\./usr/share/man/man1/$p\.1\.gz\$" "the hv package has no man page $p(1)"
+    done
+    # Rendered as man shows it (man -l), else by groff (groff-base, which man-db needs).
+    if command -v man >/dev/null 2>&1; then
+        MANWIDTH=100 man -l "$R/share/man/man1/hvagent.1.gz" >"$TMP/man.out" 2>"$TMP/man.err" ||
+            fail "man -l hvagent.1.gz failed: $(cat "$TMP/man.err")"
+    elif command -v groff >/dev/null 2>&1; then
+        gzip -dc "$R/share/man/man1/hvagent.1.gz" | groff -man -Tascii >"$TMP/man.out" 2>"$TMP/man.err" ||
+            fail "groff could not render hvagent.1.gz"
+    fi
+    if [ -e "$TMP/man.out" ]; then
+        assert_grep "$TMP/man.out" '^HVAGENT(1)' "hvagent(1) has no title"
+        assert_grep "$TMP/man.out" 'hvagent join HOST:PORT' "hvagent(1) has no synopsis"
+        assert_grep "$TMP/man.out" '--drain-deadline S' "hvagent(1) does not show the option --drain-deadline"
+        assert_grep "$TMP/man.out" '--run-as USER' "hvagent(1) does not show the option --run-as"
+    else
+        echo "note: neither man nor groff here: the man pages were not rendered"
+    fi
+    if command -v groff >/dev/null 2>&1; then
+        gzip -dc "$R/share/man/man1/hvhead.1.gz" | groff -man -Tascii -ww 2>"$TMP/groff.err" >"$TMP/hvhead.man" ||
+            fail "groff could not render hvhead.1.gz"
+        [ ! -s "$TMP/groff.err" ] || fail "groff warns about hvhead.1: $(cat "$TMP/groff.err")"
+        assert_grep "$TMP/hvhead.man" '--data-dir DIR' "hvhead(1) does not show 'hvhead start --help' (--data-dir)"
+    fi
+fi
 
 # 1. CMake: find_package(hv CONFIG) in the scratch root.
 cmake -S "$HV_SRC_DIR/tests/package" -B "$TMP/cm" -DCMAKE_PREFIX_PATH="$R" \
