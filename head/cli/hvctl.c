@@ -141,6 +141,9 @@ static void ctl_usage(FILE *f) {
         char head[128];
         snprintf(head, sizeof(head), "%s %s", ctl_cmds[i].name, ctl_cmds[i].args);
         fprintf(f, "  %-31s", head);
+        if (strlen(head) >= 31) { /* a long synopsis: its words start on the next line */
+            fprintf(f, "\n  %-31s", "");
+        }
         for (const char *p = ctl_cmds[i].what; *p; p++) {
             fputc(*p, f);
             if (*p == '\n') {
