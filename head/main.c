@@ -789,7 +789,7 @@ static int head_start_services(head_t *h) {
         (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, h->arts,
                                    &h->actorsvc)) != HV_OK ||
         (rc = hv_svc_cost_create(h->srv, &h->cfg, h->store, &h->cost)) != HV_OK ||
-        (rc = hv_svc_artifacts_register(h->srv, h->arts)) != HV_OK ||
+        (rc = hv_svc_artifacts_register(h->srv, h->arts, h->driver)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->loop, h->srv, h->driver, &h->rdzv)) != HV_OK ||
         (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, auth_drop_session, h, &h->authsvc)) !=
             HV_OK ||

@@ -164,6 +164,14 @@ static void store_worked(hv_driver_t *d) {
     store_settle(d, now, 0);
 }
 
+void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what) {
+    if (rc != HV_OK) {
+        store_failed(d, rc, what);
+    } else {
+        store_worked(d);
+    }
+}
+
 const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
 
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }

@@ -358,6 +358,10 @@ uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
  * free)", borrowed until the next driver call. NULL while writes work. Each change (failing,
  * working again) calls io.job_changed for every job in memory, so watchers hear it. */
 const char *hv_driver_store_trouble(hv_driver_t *d);
+/* A write of the head's state made outside the driver (an artifact's use: driver/artifacts.c)
+ * failed (rc != HV_OK; what: "record an artifact's use") or worked: the store's trouble follows
+ * it as for the driver's own writes, so watchers hear of a failing store whichever write met it. */
+void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what);
 /* 1 when what the job machine decided for j is stored (no actions of j wait for the store): an
  * end is told to watchers only then. */
 int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);

@@ -4,10 +4,16 @@
 #include "hv.pb-c.h"
 #include "validate.h"
 
+typedef struct svc_arts_s {
+    hv_artifacts_t *arts;
+    hv_driver_t *d;
+} svc_arts_t;
+
 static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    hv_artifacts_t *a = ud;
+    svc_arts_t *sa = ud;
+    hv_artifacts_t *a = sa->arts;
     const Hvpb__V1__StatArtifactRequest *req = (const Hvpb__V1__StatArtifactRequest *)m;
-    char err[300];
+    char err[1024];
     if (hv_validate_stat_artifact(req, err, sizeof(err)) != HV_OK) {
         hv_rpc_finish(c, HV_EINVAL, "%s", err);
         return;
@@ -18,8 +24,13 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
     /* hvsubmit skips the upload of an artifact found here and submits next: the use is stored
      * first, so that the history's pruning leaves it alone for its grace until the job that
      * will use it is stored (head/driver/history.h). */
-    if (rep.present && hv_artifacts_touch(a, req->digest, err, sizeof(err)) != HV_OK) {
-        hv_rpc_finish(c, HV_EUNAVAIL, "%s", err);
+    hv_err trc = rep.present ? hv_artifacts_touch(a, req->digest, err, sizeof(err)) : HV_OK;
+    if (rep.present) {
+        hv_driver_store_result(sa->d, trc, "record an artifact's use");
+    }
+    if (trc != HV_OK) {
+        hv_rpc_finish_later(c, HV_EUNAVAIL,
+                            "%s; nothing was submitted: try again once there is room", err);
         return;
     }
     if (!rep.present) {
@@ -29,7 +40,7 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
 }
 
 static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    hv_artifacts_t *a = ud;
+    hv_artifacts_t *a = ((svc_arts_t *)ud)->arts;
     const Hvpb__V1__UploadChunk *req = (const Hvpb__V1__UploadChunk *)m;
     Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
     char err[512];
@@ -49,12 +60,14 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
-hv_err hv_svc_artifacts_register(hv_rpc_server_t *srv, hv_artifacts_t *arts) {
+hv_err hv_svc_artifacts_register(hv_rpc_server_t *srv, hv_artifacts_t *arts, hv_driver_t *d) {
+    static svc_arts_t sa; /* one head per process */
+    sa = (svc_arts_t){.arts = arts, .d = d};
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY, &hvpb__v1__stat_artifact_request__descriptor,
-         jobs_stat_artifact, NULL, arts},
+         jobs_stat_artifact, NULL, &sa},
         {"/hvpb.v1.Jobs/Upload", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor, jobs_upload,
-         NULL, arts},
+         NULL, &sa},
     };
     return hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
 }

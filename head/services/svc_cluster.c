@@ -618,8 +618,10 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     }
     /* Stored first: an artifact served while its use is not recorded could be collected as
      * unused under a job that needs it. The agent tries again later. */
-    char terr[300];
-    if (hv_artifacts_touch(s->arts, req->digest, terr, sizeof(terr)) != HV_OK) {
+    char terr[1024];
+    hv_err trc = hv_artifacts_touch(s->arts, req->digest, terr, sizeof(terr));
+    hv_driver_store_result(s->d, trc, "record an artifact's use");
+    if (trc != HV_OK) {
         hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; try again later", terr);
         return;
     }
