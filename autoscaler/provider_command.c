@@ -6,6 +6,7 @@
  */
 #include "provider_command.h"
 
+#include "cmdtmpl.h"
 #include "mem.h"
 
 #include <errno.h>
@@ -76,58 +77,10 @@ static void emit(hv_prov_command_t *pc, hv_prov_event ev, uint64_t id, const cha
 
 hv_err hv_prov_command_expand(const char *tmpl, const char *const *keys, const char *const *vals,
                               size_t n, char *out, size_t outlen, char *err, size_t errlen) {
-    size_t o = 0;
-#define PUT(c)                                                                                     \
-    do {                                                                                           \
-        if (o + 1 >= outlen) {                                                                     \
-            snprintf(err, errlen, "the command is longer than %zu bytes", outlen - 1);             \
-            return HV_ETOOBIG;                                                                     \
-        }                                                                                          \
-        out[o++] = (c);                                                                            \
-    } while (0)
-    for (const char *p = tmpl; *p != '\0'; p++) {
-        if (p[0] == '{' && p[1] == '{') {
-            PUT('{');
-            p++;
-            continue;
-        }
-        if (*p != '{') {
-            PUT(*p);
-            continue;
-        }
-        const char *end = strchr(p, '}');
-        size_t klen = end ? (size_t)(end - p - 1) : 0;
-        size_t k = 0;
-        while (end != NULL && k < n &&
-               (strlen(keys[k]) != klen || strncmp(keys[k], p + 1, klen) != 0)) {
-            k++;
-        }
-        if (end == NULL || k == n) {
-            int shown = end ? (int)(end - p + 1) : (int)strcspn(p, " \t");
-            snprintf(err, errlen,
-                     "unknown placeholder '%.*s' (known: {name} {instance} {type} "
-                     "{slots} {gpus} {head} {token_file} {handle} {preemptible})",
-                     shown > 40 ? 40 : shown, p);
-            return HV_ENOTFOUND;
-        }
-        /* 'value' with each ' written as '\'' */
-        PUT('\'');
-        for (const char *v = vals[k] ? vals[k] : ""; *v != '\0'; v++) {
-            if (*v == '\'') {
-                PUT('\'');
-                PUT('\\');
-                PUT('\'');
-                PUT('\'');
-            } else {
-                PUT(*v);
-            }
-        }
-        PUT('\'');
-        p = end;
-    }
-    out[o] = '\0';
-    return HV_OK;
-#undef PUT
+    return hv_cmd_expand(tmpl, keys, vals, n,
+                         "{name} {instance} {type} {slots} {gpus} {head} {token_file} {handle} "
+                         "{preemptible}",
+                         out, outlen, err, errlen);
 }
 
 static hv_err expand_for(const char *tmpl, const pc_inst_t *in, char *out, size_t outlen, char *err,

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmdtmpl.h"
+
 const char *hv_copy_tier_name(hv_copy_tier_t t) {
     switch (t) {
     case HV_COPY_TIER_HEAD:
@@ -68,52 +70,5 @@ hv_err hv_durable_expand(const char *tmpl, const hv_durable_vars_t *vars, char *
         vals[2] = vars->job ? vars->job : "";
         vals[3] = vars->sha256 ? vars->sha256 : "";
     }
-    size_t o = 0;
-#define PUT(c)                                                                                     \
-    do {                                                                                           \
-        if (o + 1 >= outlen) {                                                                     \
-            snprintf(err, errlen, "the command is longer than %zu bytes", outlen - 1);             \
-            return HV_ETOOBIG;                                                                     \
-        }                                                                                          \
-        out[o++] = (c);                                                                            \
-    } while (0)
-    for (const char *p = tmpl; *p != '\0'; p++) {
-        if (p[0] == '{' && p[1] == '{') {
-            PUT('{');
-            p++;
-            continue;
-        }
-        if (*p != '{') {
-            PUT(*p);
-            continue;
-        }
-        const char *end = strchr(p, '}');
-        size_t klen = end ? (size_t)(end - p - 1) : 0;
-        size_t k = 0;
-        while (end != NULL && k < 4 && (strlen(keys[k]) != klen || strncmp(keys[k], p + 1, klen))) {
-            k++;
-        }
-        if (end == NULL || k == 4) {
-            int shown = end ? (int)(end - p + 1) : (int)strcspn(p, " \t");
-            snprintf(err, errlen, "unknown placeholder '%.*s' (known: " HV_DURABLE_KEYS ")",
-                     shown > 40 ? 40 : shown, p);
-            return HV_ENOTFOUND;
-        }
-        PUT('\'');
-        for (const char *v = vals[k]; *v != '\0'; v++) {
-            if (*v == '\'') {
-                PUT('\'');
-                PUT('\\');
-                PUT('\'');
-                PUT('\'');
-            } else {
-                PUT(*v);
-            }
-        }
-        PUT('\'');
-        p = end;
-    }
-    out[o] = '\0';
-    return HV_OK;
-#undef PUT
+    return hv_cmd_expand(tmpl, keys, vals, 4, HV_DURABLE_KEYS, out, outlen, err, errlen);
 }
