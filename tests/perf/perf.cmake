@@ -53,3 +53,11 @@ hv_add_test(NAME perf.bench_elastic_python
   LABELS perf TIMEOUT 600)
 set_tests_properties(hv.perf.bench_torch_bert hv.perf.bench_elastic_python PROPERTIES
                      RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
+# Actors: create to the first call served, for 1 actor and for N created back to back across 4
+# agents (tests/perf/bench_actor_create.sh; the actor is examples/actor_counter, the caller
+# examples/actor_call by name). --quick: N=20; the figures in docs/actors.md are N=100.
+hv_add_test(NAME perf.bench_actor_create
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_actor_create.sh --quick --bin ${CMAKE_BINARY_DIR}
+  LABELS perf TIMEOUT 300)
+set_tests_properties(hv.perf.bench_actor_create PROPERTIES RUN_SERIAL TRUE)
