@@ -47,8 +47,9 @@ BENCH_TMP_PREFIX=bench_actor_create
 now_ns() { date +%s%N; }
 # The actors run in their own process groups under the agents' work dirs: kill the head and the
 # agents first (nothing restarts them then), the actors next, then bench_lib's cleanup.
+callers=""
 finish() {
-    for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in $PIDS $callers; do kill -KILL "$p" 2>/dev/null || true; done
     for p in $(find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-*" 2>/dev/null |
         cut -d/ -f3); do kill -KILL "$p" 2>/dev/null || true; done
     cleanup
@@ -105,7 +106,6 @@ one_ms=$(awk -v a="$t0" -v b="$(cat "$TMP/done.one")" 'BEGIN { printf "%.1f", (b
 printf '%-34s %s ms\n' "1 actor: create -> first call" "$one_ms"
 
 # 2. N actors, created back to back; each one's caller starts right after its create.
-callers=""
 : >"$TMP/created"
 for i in $(seq 1 "$n"); do
     echo "b$i $(now_ns)" >>"$TMP/created"
@@ -144,5 +144,5 @@ awk -v n="$n" -v first="$first" -v created="$t_created" -v last="$last" '
         printf "%-34s %.1f ms\n", n " actors: first create -> all served", (last - first) / 1e6
     }' "$TMP/lat.sorted"
 placed=$("$BIN/hvctl" actors --json 2>/dev/null | grep -o '"node": *"n[0-9]*"' | sort | uniq -c |
-    awk '{ printf "%s%s %s", sep, $3, $1; sep = ", " }' | tr -d '"')
+    awk '{ printf "%s%s %s", sep, $3, $1; sep = ", " }' | tr -d '"' || true)
 echo "# actors per node: $placed; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
