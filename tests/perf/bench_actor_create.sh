@@ -4,21 +4,20 @@
 #
 #   tests/perf/bench_actor_create.sh [--quick] [--bin BUILD_DIR] [--n N] [--agents A]
 #
-# Starts a head and A agents on 127.0.0.1 (one-slot actors: each agent gets enough slots for
-# its share of N, plus one), then:
-#   1. creates one actor (`hvctl actor create --class counter --name one -- actor_counter`) and
-#      calls it by name (`actor_call @one get`: hv_actor_lookup asks the head, waiting while the
-#      actor is pending or starting, then calls the actor directly) until the first call is
-#      served; prints that time.
-#   2. creates N actors back to back (one `hvctl actor create` after the other), starting each
-#      one's caller (`actor_call @bI get`) right after its create; prints the median and p99 of
-#      create -> first call served per actor, the time the N creates took, and the total (first
-#      create to the last actor's first call).
-# A time starts before the `hvctl actor create` process starts and ends when `actor_call` has
-# printed the result, so both processes' start-up are in it, and so is the lookup's wait (it asks
-# the head every 100 ms while the actor is not alive yet). The program is on the nodes (the agents'
-# PATH has the examples folder): no upload, no artifact fetch. Defaults: N=100, A=4; --quick:
-# N=20. Every wait is bounded (60 s a call, 120 s for the whole of step 2).
+# Starts a head and A agents on 127.0.0.1 (one-slot actors: each agent gets slots for its share
+# of both rounds below, plus one each), then measures the same two things two ways, in one run:
+#   from one C program (bench_actor_create): Actors.Create on one channel; right after each
+#     create a thread looks the actor up by name (hv_actor_lookup: Actors.Get, again every
+#     100 ms while the actor is pending or starting, then a connection) and calls it ("get").
+#   through the CLI: `hvctl actor create --class counter --name NAME -- actor_counter`, and
+#     right after it `actor_call @NAME get` (the same lookup) in the background; a time starts
+#     before the hvctl process starts and ends when actor_call has printed the result, so both
+#     processes' start-up (a gRPC channel each) are in it. `hvctl actors` alone is timed too.
+# For each: 1 actor (create -> first call), then N created back to back: the median, p99 and
+# max of create -> first call per actor, how long the N creates took, and the total (first
+# create to the last actor's first call). The program is on the nodes (the agents' PATH has the
+# examples folder): no upload, no artifact fetch. Defaults: N=100, A=4; --quick: N=20. Every
+# wait is bounded (60 s a lookup, 120 s for a round of N through the CLI).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +38,8 @@ case "$n$agents" in *[!0-9]*) echo "$(basename "$0"): --n and --agents take numb
 [ "$n" -ge 1 ] && [ "$agents" -ge 1 ] || { echo "$(basename "$0"): --n and --agents must be at least 1" >&2; exit 2; }
 BIN=$build/bin
 EX=$build/examples
-for b in "$BIN/hvhead" "$BIN/hvagent" "$BIN/hvctl" "$EX/actor_counter" "$EX/actor_call"; do
+for b in "$BIN/hvhead" "$BIN/hvagent" "$BIN/hvctl" "$BIN/bench_actor_create" "$EX/actor_counter" \
+    "$EX/actor_call"; do
     [ -x "$b" ] || { echo "missing $b (build first)" >&2; exit 2; }
 done
 BENCH_TMP_PREFIX=bench_actor_create
@@ -49,6 +49,7 @@ now_ns() { date +%s%N; }
 # agents first (nothing restarts them then), the actors next, then bench_lib's cleanup.
 callers=""
 finish() {
+    exec 2>/dev/null # no job-control notices for the processes killed here
     for p in $PIDS $callers; do kill -KILL "$p" 2>/dev/null || true; done
     for p in $(find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-*" 2>/dev/null |
         cut -d/ -f3); do kill -KILL "$p" 2>/dev/null || true; done
@@ -73,7 +74,7 @@ PIDS="$PIDS $!"
 wait_for 10 grep -q 'listening on' "$TMP/head.out" ||
     { echo "the head did not start" >&2; cat "$TMP/head.err" >&2; exit 1; }
 export HV_HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$TMP/head.out")
-slots=$(((n + agents - 1) / agents + 1))
+slots=$((2 * ((n + agents - 1) / agents + 1)))
 for i in $(seq 1 "$agents"); do
     PATH="$EX:$PATH" "$BIN/hvagent" join "$HV_HEAD" --token bench-token --name "n$i" \
         --slots "$slots" --work-dir "$TMP/agent-n$i" >"$TMP/agent-n$i.out" 2>"$TMP/agent-n$i.err" &
@@ -97,13 +98,24 @@ first_call() { # NAME: call it by name until served; its end time into $TMP/done
 
 echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $agents agents, $slots slots each"
 
-# 1. One actor.
+# From one C program.
+echo "# from one C program (Actors.Create, hv_actor_lookup, a call)"
+"$BIN/bench_actor_create" "$HV_HEAD" cone 1 actor_counter | sed 's/^1 actors: /1 actor:  /; s/; 1 creates took.*//'
+"$BIN/bench_actor_create" "$HV_HEAD" c "$n" actor_counter
+
+# Through the CLI. 1. One actor.
+echo "# through the CLI (hvctl actor create; actor_call @NAME get)"
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) / 1e6 }'; } # START END (ns)
 t0=$(now_ns)
+"$BIN/hvctl" actors >/dev/null # the CLI's own cost: a process, a channel, one read-only RPC
+t1=$(now_ns)
 create one
+t2=$(now_ns)
 first_call one
 [ -s "$TMP/done.one" ] || { echo "the first call to actor 'one' failed: $(tail -n 2 "$TMP/call.err")" >&2; exit 1; }
-one_ms=$(awk -v a="$t0" -v b="$(cat "$TMP/done.one")" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
-printf '%-34s %s ms\n' "1 actor: create -> first call" "$one_ms"
+printf '%-34s %s ms (hvctl actor create %s ms; hvctl actors alone %s ms)\n' \
+    "1 actor: create -> first call" "$(ms "$t1" "$(cat "$TMP/done.one")")" "$(ms "$t1" "$t2")" \
+    "$(ms "$t0" "$t1")"
 
 # 2. N actors, created back to back; each one's caller starts right after its create.
 : >"$TMP/created"
@@ -143,6 +155,21 @@ awk -v n="$n" -v first="$first" -v created="$t_created" -v last="$last" '
         printf "%-34s %.1f ms (%.1f ms per create)\n", n " creates, back to back", (created - first) / 1e6, (created - first) / 1e6 / n
         printf "%-34s %.1f ms\n", n " actors: first create -> all served", (last - first) / 1e6
     }' "$TMP/lat.sorted"
+# Where the time goes: the head's own view, create stored -> alive (the agent reported the
+# actor's address), from each actor's created_ms and started_ms.
+"$BIN/hvctl" actors --json >"$TMP/actors.json"
+/usr/bin/python3 - "$TMP/actors.json" <<'PY'
+import json, sys
+acts = json.load(open(sys.argv[1]))
+for label, pick in (("C, 1 actor", lambda a: a["name"] == "cone"),
+                    ("C, N actors", lambda a: a["name"][:1] == "c" and a["name"] != "cone"),
+                    ("CLI, 1 actor", lambda a: a["name"] == "one"),
+                    ("CLI, N actors", lambda a: a["name"][:1] == "b")):
+    d = sorted(a["started_ms"] - a["created_ms"] for a in acts if pick(a) and a["started_ms"])
+    if d:
+        print("# head: create -> alive (address reported), %s: median %.0f ms, max %d ms"
+              % (label, (d[(len(d) - 1) // 2] + d[len(d) // 2]) / 2, d[-1]))
+PY
 placed=$("$BIN/hvctl" actors --json 2>/dev/null | grep -o '"node": *"n[0-9]*"' | sort | uniq -c |
     awk '{ printf "%s%s %s", sep, $3, $1; sep = ", " }' | tr -d '"' || true)
 echo "# actors per node: $placed; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
