@@ -161,8 +161,8 @@ awk -v n="$n" -v first="$first" -v created="$t_created" -v last="$last" '
 /usr/bin/python3 - "$TMP/actors.json" <<'PY'
 import json, sys
 acts = json.load(open(sys.argv[1]))
-for label, pick in (("C, 1 actor", lambda a: a["name"] == "cone"),
-                    ("C, N actors", lambda a: a["name"][:1] == "c" and a["name"] != "cone"),
+for label, pick in (("C, 1 actor", lambda a: a["name"] == "cone1"),
+                    ("C, N actors", lambda a: a["name"][:1] == "c" and a["name"] != "cone1"),
                     ("CLI, 1 actor", lambda a: a["name"] == "one"),
                     ("CLI, N actors", lambda a: a["name"][:1] == "b")):
     d = sorted(a["started_ms"] - a["created_ms"] for a in acts if pick(a) and a["started_ms"])
