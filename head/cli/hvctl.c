@@ -70,8 +70,9 @@ static const struct {
 } ctl_cmds[] = {
     {"status", "",
      "a cluster summary: nodes by state, slots used and\n"
-     "free, jobs by state, the pending demand (jobs\n"
-     "waiting for slots, elastic jobs below --max-np)"},
+     "free, jobs and actors by state, the pending demand\n"
+     "(jobs waiting for slots, actors waiting for a place,\n"
+     "elastic jobs below --max-np)"},
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
     {"job", "ID", "one job and its workers"},
