@@ -2512,9 +2512,58 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
     }
 }
 
+const char *const hv_cli_actor_state_names[HV_CLI_ACTOR_STATES] = {"alive", "starting",
+                                                                   "restarting", "pending", "dead"};
+
+void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_ACTOR_STATES]) {
+    for (size_t k = 0; k < HV_CLI_ACTOR_STATES; k++) {
+        count[k] = 0;
+    }
+    for (size_t i = 0; r != NULL && i < r->n_actors; i++) {
+        for (size_t k = 0; k < HV_CLI_ACTOR_STATES; k++) {
+            count[k] += strcmp(r->actors[i]->state, hv_cli_actor_state_names[k]) == 0;
+        }
+    }
+}
+
+int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v) {
+    return strcmp(v->state, "pending") == 0 || strcmp(v->state, "restarting") == 0;
+}
+
+/* The actors waiting for a place, with the head's reason, as pending_demand's "actors". */
+static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply *r) {
+    hv_cli_json_key(j, "actors");
+    hv_cli_json_arr_begin(j);
+    for (size_t i = 0; i < r->n_actors; i++) {
+        const Hvpb__V1__ActorView *v = r->actors[i];
+        if (!hv_cli_actor_waiting(v)) {
+            continue;
+        }
+        hv_cli_json_obj_begin(j);
+        hv_cli_json_key(j, "id");
+        hv_cli_json_u64(j, v->id);
+        hv_cli_json_key(j, "namespace");
+        hv_cli_json_str(j, v->namespace_);
+        hv_cli_json_key(j, "name");
+        hv_cli_json_str(j, v->name);
+        hv_cli_json_key(j, "class");
+        hv_cli_json_str(j, v->class_name);
+        hv_cli_json_key(j, "state");
+        hv_cli_json_str(j, v->state);
+        hv_cli_json_key(j, "slots");
+        hv_cli_json_u64(j, v->slots);
+        hv_cli_json_key(j, "gpus");
+        hv_cli_json_u64(j, v->gpus);
+        hv_cli_json_key(j, "reason");
+        hv_cli_json_str(j, v->reason);
+        hv_cli_json_obj_end(j);
+    }
+    hv_cli_json_arr_end(j);
+}
+
 void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
                         const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,
-                        uint64_t now_ms) {
+                        const Hvpb__V1__ListActorsReply *actors, uint64_t now_ms) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_key(j, "cluster_name");
     hv_cli_json_str(j, cluster != NULL ? cluster : "");
@@ -2554,6 +2603,17 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
         hv_cli_json_u64(j, counts[i]);
     }
     hv_cli_json_obj_end(j);
+    if (actors != NULL) {
+        size_t count[HV_CLI_ACTOR_STATES];
+        hv_cli_actor_count(actors, count);
+        hv_cli_json_key(j, "actors");
+        hv_cli_json_obj_begin(j);
+        for (size_t k = 0; k < HV_CLI_ACTOR_STATES; k++) {
+            hv_cli_json_key(j, hv_cli_actor_state_names[k]);
+            hv_cli_json_u64(j, count[k]);
+        }
+        hv_cli_json_obj_end(j);
+    }
     hv_cli_json_key(j, "pending_demand");
     hv_cli_json_obj_begin(j);
     hv_cli_json_key(j, "jobs");
@@ -2580,6 +2640,9 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
+    if (actors != NULL) {
+        status_json_actors(j, actors);
+    }
     hv_cli_json_obj_end(j);
     hv_cli_json_key(j, "elastic_growth");
     hv_cli_json_obj_begin(j);

@@ -442,12 +442,27 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
 void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const hv_cli_status_t *s,
                          Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms);
 
+/* The actor states of ActorView.state, in the order hvctl status lists them. */
+#define HV_CLI_ACTOR_STATES 5
+extern const char *const hv_cli_actor_state_names[HV_CLI_ACTOR_STATES];
+
+/* Counts r's actors by state into count (in hv_cli_actor_state_names' order; an unknown word
+ * counts nowhere). */
+void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_ACTOR_STATES]);
+
+/* 1 when the actor waits for a place (pending, or restarting: its process is to start again):
+ * the actors hvctl status lists with their reason. */
+int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v);
+
 /* `hvctl status --json`: {"cluster_name", "head", "nodes": {...}, "slots": {...}, "jobs": {...},
- * "pending_demand": {"jobs", "slots", "waiting": [...]}, "elastic_growth": {...},
- * "jobs_counted", "jobs_limit"}. */
+ * "actors": {"alive", "starting", "restarting", "pending", "dead"}, "pending_demand": {"jobs",
+ * "slots", "waiting": [...], "actors": [{"id", "namespace", "name", "class", "state", "slots",
+ * "gpus", "reason"}, ...]}, "elastic_growth": {...}, "jobs_counted", "jobs_limit"}. actors is
+ * the head's List of actors, borrowed; NULL (a head without the Actors service) leaves out both
+ * actor keys. */
 void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
                         const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,
-                        uint64_t now_ms);
+                        const Hvpb__V1__ListActorsReply *actors, uint64_t now_ms);
 
 /* One line for a CostReply (hvsubmit's last line, hvctl cost's footer): "cost 0.0123 for
  * 412.0 instance-s (spot 380.0 s, ondemand 32.0 s); on demand 0.0456 (73% less); 2 preemptions

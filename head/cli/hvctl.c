@@ -70,8 +70,9 @@ static const struct {
 } ctl_cmds[] = {
     {"status", "",
      "a cluster summary: nodes by state, slots used and\n"
-     "free, jobs by state, the pending demand (jobs\n"
-     "waiting for slots, elastic jobs below --max-np)"},
+     "free, jobs and actors by state, the pending demand\n"
+     "(jobs waiting for slots, actors waiting for a place,\n"
+     "elastic jobs below --max-np)"},
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
     {"job", "ID", "one job and its workers"},
@@ -2028,15 +2029,19 @@ static int ctl_status(const ctl_t *c) {
     hv_cli_status_t sum;
     hv_cli_status_count(nr->nodes, nr->n_nodes, jr->jobs, jr->n_jobs, &sum);
     uint64_t now = hv_wall_ms();
+    Hvpb__V1__ListActorsReply *actors = hv_ctl_actors_fetch(c->ch); /* NULL: none to show */
     if (c->o->json) {
         hv_cli_json_t j;
         hv_cli_json_init(&j, stdout);
-        hv_cli_status_json(&j, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        hv_cli_status_json(&j, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, actors, now);
         hv_cli_json_finish(&j);
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
-        hv_ctl_actors_status(c->ch); /* actors by state; pending ones with why */
+        hv_ctl_actors_status(actors); /* actors by state; waiting ones with why */
         ctl_copy_warnings(c, jr->jobs, jr->n_jobs, now);
+    }
+    if (actors != NULL) {
+        hv_rpc_msg_free(&actors->base);
     }
     ctl_pages_free(&jpg);
     ctl_pages_free(&npg);

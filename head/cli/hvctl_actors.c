@@ -594,7 +594,7 @@ int hv_ctl_actors_main(int argc, char **argv) {
     return status;
 }
 
-void hv_ctl_actors_status(hv_rpc_channel_t *ch) {
+Hvpb__V1__ListActorsReply *hv_ctl_actors_fetch(hv_rpc_channel_t *ch) {
     Hvpb__V1__ListActorsRequest req = HVPB__V1__LIST_ACTORS_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
@@ -602,33 +602,31 @@ void hv_ctl_actors_status(hv_rpc_channel_t *ch) {
     if (hv_cli_rpc_unary(ch, "/hvpb.v1.Actors/List", &req.base,
                          &hvpb__v1__list_actors_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                          &st) != HV_OK) {
+        return NULL;
+    }
+    return (Hvpb__V1__ListActorsReply *)resp;
+}
+
+void hv_ctl_actors_status(const Hvpb__V1__ListActorsReply *r) {
+    if (r == NULL || r->n_actors == 0) {
         return;
     }
-    const Hvpb__V1__ListActorsReply *r = (const Hvpb__V1__ListActorsReply *)resp;
-    static const char *const states[] = {"alive", "starting", "restarting", "pending", "dead"};
-    size_t count[5] = {0};
-    for (size_t i = 0; i < r->n_actors; i++) {
-        for (size_t k = 0; k < 5; k++) {
-            count[k] += strcmp(r->actors[i]->state, states[k]) == 0;
+    size_t count[HV_CLI_ACTOR_STATES];
+    hv_cli_actor_count(r, count);
+    printf("actors: ");
+    int first = 1;
+    for (size_t k = 0; k < HV_CLI_ACTOR_STATES; k++) {
+        if (count[k] > 0) {
+            printf("%s%zu %s", first ? "" : ", ", count[k], hv_cli_actor_state_names[k]);
+            first = 0;
         }
     }
-    if (r->n_actors > 0) {
-        printf("actors: ");
-        int first = 1;
-        for (size_t k = 0; k < 5; k++) {
-            if (count[k] > 0) {
-                printf("%s%zu %s", first ? "" : ", ", count[k], states[k]);
-                first = 0;
-            }
-        }
-        printf("\n");
-    }
+    printf("\n");
     for (size_t i = 0; i < r->n_actors; i++) {
         const Hvpb__V1__ActorView *v = r->actors[i];
-        if (strcmp(v->state, "pending") == 0 || strcmp(v->state, "restarting") == 0) {
+        if (hv_cli_actor_waiting(v)) {
             printf("  actor %" PRIu64 " %s%s%s (%s): %s\n", v->id, v->namespace_,
                    v->name[0] ? "/" : "", v->name, v->state, v->reason);
         }
     }
-    hv_rpc_msg_free(resp);
 }

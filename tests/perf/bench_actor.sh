@@ -14,6 +14,8 @@
 # and prints median and p99 latency (microseconds) and calls per second for each, then the
 # actor's synchronous median as a multiple of the gRPC one (issue 17's goal: <= 1.5) and the
 # pipelined rate (goal: >= 20000/s). Defaults: N=20000, 64 bytes, K=256; --quick: N=2000.
+# Creation through the head (create -> first call served, 1 and 100 actors across 4 agents) is
+# bench_actor_create.sh.
 set -euo pipefail
 
 . "$(dirname "$0")/bench_actor_args.sh"

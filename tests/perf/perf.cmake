@@ -53,3 +53,17 @@ hv_add_test(NAME perf.bench_elastic_python
   LABELS perf TIMEOUT 600)
 set_tests_properties(hv.perf.bench_torch_bert hv.perf.bench_elastic_python PROPERTIES
                      RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
+# Actors: create to the first call served, for 1 actor and for N created back to back across 4
+# agents, from one C program (bench_actor_create: Actors.Create, then hv_actor_lookup and a call
+# per actor) and through the CLI (hvctl actor create, examples/actor_call @NAME), in one run
+# (tests/perf/bench_actor_create.sh). --quick: N=20; the figures in docs/actors.md are N=100.
+add_executable(bench_actor_create ${CMAKE_CURRENT_LIST_DIR}/bench_actor_create.c)
+target_include_directories(bench_actor_create PRIVATE
+  $<TARGET_PROPERTY:hv_base,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:hv_proto,INTERFACE_INCLUDE_DIRECTORIES>)
+target_link_libraries(bench_actor_create PRIVATE hv_static)
+hv_add_test(NAME perf.bench_actor_create
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_actor_create.sh --quick --bin ${CMAKE_BINARY_DIR}
+  LABELS perf TIMEOUT 300)
+set_tests_properties(hv.perf.bench_actor_create PROPERTIES RUN_SERIAL TRUE)
