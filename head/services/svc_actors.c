@@ -211,7 +211,9 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
-    memcpy(env, sp->env, sp->n_env * sizeof(*env));
+    if (sp->n_env > 0) {
+        memcpy(env, sp->env, sp->n_env * sizeof(*env));
+    }
     env[sp->n_env] = &kv_class;
     env[sp->n_env + 1] = &kv_arg;
     Hvpb__V1__JobSpec js = HVPB__V1__JOB_SPEC__INIT;
