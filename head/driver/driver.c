@@ -13,7 +13,7 @@
  * (EVENT_WAIT_MAX of them at most: beyond, new ones are dropped, counted, logged, and the count
  * is recorded as an event when the store works again).
  */
-#include "driver.h"
+#include "driver_int.h"
 
 #include "actors.h"
 
@@ -36,43 +36,7 @@
 
 #define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
 #define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
-#define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
-#define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
-#define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
-
-/* A job's actions that wait for the store (its decision is not durable yet). */
-typedef struct pending_s {
-    hv_djob_t *job;
-    hv_jm_out_t out;
-    int stored; /* flush_pending stored the job; its actions go out next */
-    struct pending_s *next;
-} pending_t;
-
-struct hv_driver_s {
-    const hv_head_config_t *cfg; /* borrowed */
-    hv_store_t *store;           /* borrowed */
-    hv_driver_io_t io;
-    hv_dnode_t *nodes;
-    hv_djob_t *jobs; /* submission order (= scheduling order) */
-    pending_t *pending;
-    hv_jm_out_t out; /* scratch for one input */
-    int stopping;
-    hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
-    void *room_ud;
-    uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
-    int store_down;               /* the last state write failed */
-    uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
-    uint64_t store_ok_since;      /* while store_down: monotonic ms of the first write that worked
-                                   * since the last failure; 0 = none */
-    char store_why[512];          /* while store_down: the line for clients */
-    hv_joblogs_t *logs;           /* the job output files (owned) */
-    hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
-    hv_durable_t *durable;        /* the durable tier of the copies (owned; NULL: none) */
-    hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
-    void *observe_ud;
-    hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
-    hv_evq_t events;                /* events waiting for the store (evq.h) */
-};
+#define STORE_OK_MS 2000         /* writes that work this long without a failure end a spell */
 
 static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
 static void job_forget_copy(hv_driver_t *d, hv_djob_t *j);
@@ -234,24 +198,6 @@ const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
     return n != NULL ? n : "?";
 }
 
-static hv_djob_t *job_by_id(hv_driver_t *d, uint64_t id) {
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (j->jm.id == id) {
-            return j;
-        }
-    }
-    return NULL;
-}
-
-static hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        if (j->jm.w[i]->id == id) {
-            return (hv_dworker_t *)j->jm.w[i];
-        }
-    }
-    return NULL;
-}
-
 static hv_dworker_t *worker_by_id(hv_driver_t *d, uint64_t id) {
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         hv_dworker_t *w = worker_of(j, id);
@@ -274,8 +220,6 @@ static hv_err worker_of_node(hv_driver_t *d, uint64_t node_id, uint64_t worker_i
     return HV_OK;
 }
 
-static int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
-
 int hv_driver_job_active(hv_driver_t *d, uint64_t job_id) {
     hv_djob_t *j = job_by_id(d, job_id);
     return j != NULL && job_active(j);
@@ -289,8 +233,6 @@ void hv_driver_job_counts(hv_driver_t *d, size_t counts[HV_JOB__COUNT]) {
         }
     }
 }
-
-static int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
 
 /* "rank 2 on node-b" */
 static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t len) {

@@ -1,0 +1,80 @@
+/*
+ * driver_int.h: what the driver's own files share, and nothing else includes: the driver's
+ * struct, the queue of decisions waiting for the store, small lookups, and the hv__driver_*
+ * functions one driver file calls in another. driver.c is the plumbing (inputs → core → store →
+ * act); driver_events.c writes the events; driver_rows.c turns the tables' rows into the model
+ * and back, keeps the store's health and loads the tables at start; driver_copies.c keeps the
+ * state copies' bookkeeping. Threads: the head's loop thread only, as driver.h says.
+ */
+#ifndef HV_HEAD_DRIVER_INT_H
+#define HV_HEAD_DRIVER_INT_H
+
+#include "driver.h"
+
+#include "durable.h"
+#include "evq.h"
+
+#define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
+#define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
+
+/* A job's actions that wait for the store (its decision is not durable yet). */
+typedef struct pending_s {
+    hv_djob_t *job;
+    hv_jm_out_t out;
+    int stored; /* flush_pending stored the job; its actions go out next */
+    struct pending_s *next;
+} pending_t;
+
+/* The driver (driver.h's hv_driver_t): its fields are read and written by the driver's files
+ * only. */
+struct hv_driver_s {
+    const hv_head_config_t *cfg; /* borrowed */
+    hv_store_t *store;           /* borrowed */
+    hv_driver_io_t io;
+    hv_dnode_t *nodes;
+    hv_djob_t *jobs; /* submission order (= scheduling order) */
+    pending_t *pending;
+    hv_jm_out_t out; /* scratch for one input */
+    int stopping;
+    hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
+    void *room_ud;
+    uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
+    int store_down;               /* the last state write failed */
+    uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
+    uint64_t store_ok_since;      /* while store_down: monotonic ms of the first write that worked
+                                   * since the last failure; 0 = none */
+    char store_why[512];          /* while store_down: the line for clients */
+    hv_joblogs_t *logs;           /* the job output files (owned) */
+    hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
+    hv_durable_t *durable;        /* the durable tier of the copies (owned; NULL: none) */
+    hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
+    void *observe_ud;
+    hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
+    hv_evq_t events;                /* events waiting for the store (evq.h) */
+};
+
+/* ---- lookups (the model in memory) ---------------------------------------------------------- */
+
+static inline hv_djob_t *job_by_id(hv_driver_t *d, uint64_t id) {
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->jm.id == id) {
+            return j;
+        }
+    }
+    return NULL;
+}
+
+static inline hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        if (j->jm.w[i]->id == id) {
+            return (hv_dworker_t *)j->jm.w[i];
+        }
+    }
+    return NULL;
+}
+
+static inline int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
+
+static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
+
+#endif
