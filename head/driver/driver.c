@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +68,7 @@ static void store_announce(hv_driver_t *d) {
 
 /* A state write failed: logged when it starts (then at most every STORE_RETRY_LOG_MS), and the
  * words for clients are kept (hv_driver_store_trouble) until a write works again. */
-static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
+void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what) {
     uint64_t now = hv_now_ms();
     int first = !d->store_down;
     d->store_ok_since = 0;
@@ -117,7 +116,7 @@ static void store_settle(hv_driver_t *d, uint64_t now, int sure) {
 }
 
 /* A state write worked. */
-static void store_worked(hv_driver_t *d) {
+void hv__driver_store_worked(hv_driver_t *d) {
     if (!d->store_down) {
         return;
     }
@@ -130,9 +129,9 @@ static void store_worked(hv_driver_t *d) {
 
 void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what) {
     if (rc != HV_OK) {
-        store_failed(d, rc, what);
+        hv__driver_store_failed(d, rc, what);
     } else {
-        store_worked(d);
+        hv__driver_store_worked(d);
     }
 }
 
@@ -141,11 +140,6 @@ const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
 
 hv_djob_t *hv_driver_jobs(hv_driver_t *d) { return d->jobs; }
-
-void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud) {
-    d->observe = fn;
-    d->observe_ud = ud;
-}
 
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id) {
     hv_dnode_t *nd = hv_driver_node(d, node_id);
@@ -188,13 +182,13 @@ hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id) {
     return n;
 }
 
-static const char *node_name_cb(uint64_t node_id, void *ud) {
+const char *hv__driver_node_name(uint64_t node_id, void *ud) {
     hv_dnode_t *n = hv_driver_node(ud, node_id);
     return n != NULL ? n->name : NULL;
 }
 
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
-    const char *n = node_name_cb(w->jm.node_id, d);
+    const char *n = hv__driver_node_name(w->jm.node_id, d);
     return n != NULL ? n : "?";
 }
 
@@ -237,117 +231,6 @@ void hv_driver_job_counts(hv_driver_t *d, size_t counts[HV_JOB__COUNT]) {
 /* "rank 2 on node-b" */
 static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t len) {
     snprintf(buf, len, "rank %u on %s", w->jm.rank, hv_driver_worker_node(d, w));
-}
-
-/* ---- events --------------------------------------------------------------------------------- */
-
-/* Writes one event (f: its fields; node: its node's name or NULL); once it is stored, tells the
- * observer and the job's watchers. */
-static hv_err event_store(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                          const hv_ev_fields_t *f, const char *node, const char *data,
-                          const char *msg) {
-    hv_ev_fields_t ev = *f;
-    uint64_t seq = 0;
-    hv_err rc =
-        hv_store_event_append_f(d->store, job_id, node_id, kind, msg, data, &ev, node, &seq);
-    if (rc != HV_OK) {
-        store_failed(d, rc, "append an event");
-        return rc;
-    }
-    store_worked(d);
-    if (d->observe != NULL) {
-        d->observe(d->observe_ud, job_id, node_id, kind, &ev, data);
-    }
-    if (job_id != 0) {
-        hv_djob_t *j = job_by_id(d, job_id);
-        if (j != NULL && seq > j->last_event_seq) {
-            j->last_event_seq = seq;
-        }
-        if (d->io.job_changed != NULL) {
-            d->io.job_changed(d->io.ud, job_id);
-        }
-    }
-    return HV_OK;
-}
-
-/* Writes the waiting events in order, stopping at the first that fails; then records how many
- * were dropped, if any. Returns the number written. */
-static size_t events_flush(hv_driver_t *d) {
-    size_t n = 0;
-    const hv_evq_item_t *e;
-    while ((e = hv_evq_front(&d->events)) != NULL) {
-        if (event_store(d, e->job_id, e->node_id, e->kind, &e->f, e->node, e->data, e->msg) !=
-            HV_OK) {
-            return n;
-        }
-        hv_evq_pop(&d->events);
-        n++;
-    }
-    if (d->events.dropped != 0) {
-        char msg[300], data[64];
-        snprintf(msg, sizeof(msg),
-                 "%llu events were lost: the store failed while %zu others waited for it",
-                 (unsigned long long)d->events.dropped, d->events.max);
-        snprintf(data, sizeof(data), "{\"dropped\":%llu}", (unsigned long long)d->events.dropped);
-        hv_ev_fields_t none = {0};
-        if (event_store(d, 0, 0, "head.events_dropped", &none, NULL, data, msg) == HV_OK) {
-            HV_LOG(HV_LOG_NOTICE, "store", "HV-EVENT-DROPPED", "%s", msg);
-            hv_evq_dropped_told(&d->events);
-            n++;
-        }
-    }
-    return n;
-}
-
-void hv__driver_set_event_bound(hv_driver_t *d, size_t max) {
-    d->events.max = max > 0 ? max : EVENT_WAIT_MAX;
-}
-
-/* Logs the event, then stores it: at once when no other waits, else behind them. f: the event's
- * fields (NULL: none); a node named by them (a worker's) is the event's node when node_id is 0,
- * and the node's name goes with the event. */
-static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                    const hv_ev_fields_t *f, const char *data, const char *msg) {
-    hv_ev_fields_t ev = {0};
-    if (f != NULL) {
-        ev = *f;
-    }
-    if (node_id == 0) {
-        node_id = ev.node_id;
-    }
-    ev.node_id = node_id;
-    const char *node = node_id != 0 ? node_name_cb(node_id, d) : NULL;
-    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
-           (unsigned long long)job_id, (unsigned long long)node_id, msg);
-    if ((!hv_evq_empty(&d->events) ||
-         event_store(d, job_id, node_id, kind, &ev, node, data, msg) != HV_OK) &&
-        hv_evq_push_f(&d->events, job_id, node_id, kind, &ev, node, data, msg) != HV_OK &&
-        d->events.dropped == 1) {
-        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-DROPPED",
-               "%zu events wait for the store in %s (the most the head keeps, or memory ran out): "
-               "new events are dropped until it works again, starting with %s: %s",
-               d->events.n, hv_store_path(d->store), kind, msg);
-    }
-}
-
-void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                     const char *data, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    event_v(d, job_id, node_id, kind, NULL, data, msg);
-}
-
-void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                       const hv_ev_fields_t *f, const char *data, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    event_v(d, job_id, node_id, kind, f, data, msg);
 }
 
 /* ---- rows ----------------------------------------------------------------------------------- */
@@ -447,7 +330,7 @@ static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
     }
     if (rc != HV_OK) {
         hv_store_rollback(d->store);
-        store_failed(d, rc, "store a job's state");
+        hv__driver_store_failed(d, rc, "store a job's state");
         return rc;
     }
     j->jm.dirty = 0;
@@ -455,7 +338,7 @@ static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
     for (size_t i = 0; i < j->jm.nw; i++) {
         j->jm.w[i]->dirty = 0;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     return HV_OK;
 }
 
@@ -554,7 +437,7 @@ static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
                                                  : d->cfg->elastic.elastic_timeout_s,
                         .blacklist_on = r->elastic && r->cooldown_min_s > 0};
     hv_jm_init(&j->jm, r->id, &p);
-    j->jm.node_name = node_name_cb;
+    j->jm.node_name = hv__driver_node_name;
     j->jm.node_name_ud = d;
     hv_job_state_t st = HV_JOB_PENDING;
     if (hv_job_state_parse(r->state, &st) != HV_OK) {
@@ -782,14 +665,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         return;
     }
     hv_durable_destroy(d->durable); /* first: its thread reads the jobs' files */
-    events_flush(d);                /* a last try: what still fails is lost, and said so */
-    if (!hv_evq_empty(&d->events)) {
-        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-LOST",
-               "%zu events could not be stored in %s before the head stopped (and %llu were "
-               "dropped before): they are lost",
-               d->events.n, hv_store_path(d->store), (unsigned long long)d->events.dropped);
-    }
-    hv_evq_fini(&d->events);
+    hv__driver_events_fini(d);
     while (d->pending != NULL) {
         pending_t *p = d->pending;
         d->pending = p->next;
@@ -914,7 +790,7 @@ hv_err hv_driver_load(hv_driver_t *d) {
         r.ended_ms = wall;
         hv_err rc = hv_store_worker_update(d->store, &r);
         if (rc != HV_OK) {
-            store_failed(d, rc, "mark a worker of an ended job lost");
+            hv__driver_store_failed(d, rc, "mark a worker of an ended job lost");
         }
     }
     hv_store_worker_free_list(ws, nw);
@@ -1099,14 +975,14 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
         char msg[200];
         snprintf(msg, sizeof(msg), "store strike %u of node %llu against job %llu (not applied)",
                  e.strikes, (unsigned long long)node_id, (unsigned long long)j->jm.id);
-        store_failed(d, rc, msg);
+        hv__driver_store_failed(d, rc, msg);
         return;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     b->e = e;
     b->incarnation = inc;
     memcpy(b->reason, reason, sizeof(b->reason));
-    const char *name = node_name_cb(node_id, d);
+    const char *name = hv__driver_node_name(node_id, d);
     char data[256];
     snprintf(data, sizeof(data),
              "{\"job\":%llu,\"node_id\":%llu,\"strikes\":%u,\"permanent\":%s,\"cooldown_ms\":%llu}",
@@ -1165,7 +1041,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             strike(d, j, a->node_id, a->text);
             break;
         case HV_JA_EVENT:
-            event_v(d, j->jm.id, 0, a->event, &a->ev, a->data, a->text);
+            hv__driver_event_v(d, j->jm.id, 0, a->event, &a->ev, a->data, a->text);
             break;
         case HV_JA_ENDED: {
             if (d->actors.job_ended != NULL) {
@@ -1267,7 +1143,8 @@ static int pending_unstored(const hv_driver_t *d) {
  * said to work again before their actions go out, so a watcher hears "stores again" before the
  * job's end. */
 static void flush_pending(hv_driver_t *d) {
-    int any = events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
+    int any =
+        hv__driver_events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
         p->stored = persist(d, p->job) == HV_OK;
         any |= p->stored;
@@ -1466,7 +1343,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         rc = hv_store_commit(d->store);
     }
     if (rc != HV_OK) {
-        store_failed(d, rc, "place a job's workers");
+        hv__driver_store_failed(d, rc, "place a job's workers");
         hv_store_rollback(d->store);
         for (uint32_t i = 0; i < made; i++) {
             worker_free(ws[i]);
@@ -1701,12 +1578,12 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.nartifacts = s->nartifacts;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "insert a job");
+        hv__driver_store_failed(d, rc, "insert a job");
         snprintf(err, errlen, "%s; the job was not submitted: try again once there is room",
                  d->store_why);
         return HV_EUNAVAIL;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     hv_job_row_t copy = row;
     copy.name = hv_strdup(s->name);
     copy.spec = hv_malloc(s->spec_len ? s->spec_len : 1);
@@ -1840,9 +1717,9 @@ static hv_err node_store_as(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, u
     if (rc != HV_OK) {
         char what[160];
         snprintf(what, sizeof(what), "store node %s as %s", n->name, hv_node_state_name(st));
-        store_failed(d, rc, what);
+        hv__driver_store_failed(d, rc, what);
         if (err != NULL) {
-            /* A caller's request refused: said each time (store_failed's line is rate-limited). */
+            /* A caller's request refused: said each time (hv__driver_store_failed's line is rate-limited). */
             snprintf(err, errlen, "the head could not store node %s as %s: %s", n->name,
                      hv_node_state_name(st), hv_store_last_error(d->store));
             HV_LOG(HV_LOG_ERROR, "driver", "HV-NODE-NOT-STORED", "%s; node %s stays %s", err,
@@ -1851,7 +1728,7 @@ static hv_err node_store_as(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, u
         return rc;
     }
     n->persisted_seen_ms = seen;
-    store_worked(d);
+    hv__driver_store_worked(d);
     return HV_OK;
 }
 
@@ -1955,7 +1832,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     node_row(&tmp, &row);
     hv_err rc = hv_store_node_upsert(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "register a node");
+        hv__driver_store_failed(d, rc, "register a node");
         snprintf(err, errlen, "the head cannot store the node: %s", hv_strerror(rc));
         return HV_EIO;
     }
@@ -2426,11 +2303,11 @@ static void durable_wrote(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *o
     snprintf(row.path, sizeof(row.path), "%s", op->key);
     hv_err rc = hv_store_durable_put(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "record a durable copy");
+        hv__driver_store_failed(d, rc, "record a durable copy");
         durable_drop(d, op->job_id, op->key); /* never named by a row */
         return;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     char old[sizeof(j->durable_key)];
     snprintf(old, sizeof(old), "%s", j->durable_key);
     /* Stored: only now does the job count on it. */
@@ -2479,11 +2356,11 @@ static void durable_restored(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t
     snprintf(row.path, sizeof(row.path), "%s", op->file);
     hv_err rc = hv_store_copy_put(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "record a restored copy");
+        hv__driver_store_failed(d, rc, "record a restored copy");
         j->restore_after = now + DURABLE_RETRY_MS;
         return;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     if (j->copy_path[0] != '\0' && strcmp(j->copy_path, op->file) != 0) {
         hv_statecopy_remove(j->copy_path);
     }
@@ -2775,7 +2652,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
 static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
     for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         if (hv_bl_cooldown_ended(&b->e, wall)) {
-            const char *name = node_name_cb(b->node_id, d);
+            const char *name = hv__driver_node_name(b->node_id, d);
             hv_driver_event(d, j->jm.id, b->node_id, "node.cooldown", NULL,
                             "node %s may run job %llu again: its cooldown ended (%u strikes)",
                             name ? name : "?", (unsigned long long)j->jm.id, b->e.strikes);

@@ -77,4 +77,31 @@ static inline int job_active(const hv_djob_t *j) { return !hv_job_state_terminal
 
 static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
 
+/* ---- driver.c ------------------------------------------------------------------------------- */
+
+/* A state write failed (what: the write, for the log): logged, and kept for clients
+ * (hv_driver_store_trouble) until a write works again. */
+void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what);
+
+/* A state write worked: may end a failing spell. */
+void hv__driver_store_worked(hv_driver_t *d);
+
+/* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
+const char *hv__driver_node_name(uint64_t node_id, void *ud);
+
+/* ---- driver_events.c ------------------------------------------------------------------------ */
+
+/* Logs the event, then stores it: at once when no other waits, else behind them (f: NULL for
+ * none; msg: the message, at most 1 KiB). */
+void hv__driver_event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                        const hv_ev_fields_t *f, const char *data, const char *msg);
+
+/* Writes the waiting events in order, stopping at the first that fails; returns how many were
+ * written. */
+size_t hv__driver_events_flush(hv_driver_t *d);
+
+/* At the driver's destruction: a last try to write the waiting events (what still fails is
+ * logged as lost), then the queue is freed. */
+void hv__driver_events_fini(hv_driver_t *d);
+
 #endif
