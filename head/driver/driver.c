@@ -2,7 +2,7 @@
  * driver: see driver.h. The path of every input is the same:
  *   1. find the job and worker, call the job machine (jobm.c), which changes the model and
  *      returns actions;
- *   2. apply(): store every row the job machine marked dirty in one transaction;
+ *   2. hv__driver_apply(): store every row the job machine marked dirty in one transaction;
  *   3. only if that succeeded, carry the actions out (orders, answers, pushes, events).
  * When the store fails, the job's actions wait in its queue and the tick tries again, in order
  * (every STORE_RETRY_MS while it fails); meanwhile hv_driver_store_trouble says why, for the
@@ -33,11 +33,8 @@
 #include "sched.h"
 #include "util.h"
 
-#define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
-#define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
-#define STORE_OK_MS 2000         /* writes that work this long without a failure end a spell */
+#define SEEN_PERSIST_MS 10000 /* how often last_seen is written for a live node */
 
-static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
 static void job_forget_copy(hv_driver_t *d, hv_djob_t *j);
 static void tick_copies(hv_driver_t *d, uint64_t now);
 
@@ -58,84 +55,6 @@ static uint32_t rand32(void) {
     }
     return v;
 }
-
-/* Tells every job's watchers that the store's health changed. */
-static void store_announce(hv_driver_t *d) {
-    for (hv_djob_t *j = d->jobs; j != NULL && d->io.job_changed != NULL; j = j->next) {
-        d->io.job_changed(d->io.ud, j->jm.id);
-    }
-}
-
-/* A state write failed: logged when it starts (then at most every STORE_RETRY_LOG_MS), and the
- * words for clients are kept (hv_driver_store_trouble) until a write works again. */
-void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what) {
-    uint64_t now = hv_now_ms();
-    int first = !d->store_down;
-    d->store_ok_since = 0;
-    uint64_t avail = hv_joblogs_free_bytes(d->logs, now, first);
-    char space[128] = "";
-    if (avail != UINT64_MAX) {
-        snprintf(space, sizeof(space), "; %s has %llu bytes free", d->cfg->data_dir,
-                 (unsigned long long)avail);
-    }
-    snprintf(d->store_why, sizeof(d->store_why), "the head cannot store its state in %s (%s%s)",
-             hv_store_path(d->store), hv_store_last_error(d->store), space);
-    d->store_down = 1;
-    /* A store that fails, works, fails again (a nearly full disk) is not logged at each turn. */
-    if ((first && now >= d->store_failed_logged + STORE_RETRY_MS * 10) ||
-        now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
-        d->store_failed_logged = now;
-        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)%s%s", what,
-               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc), space,
-               first ? "; decisions wait and are written again every second" : " (still)");
-    }
-    if (first) {
-        store_announce(d);
-    }
-}
-
-static int pending_unstored(const hv_driver_t *d);
-
-/* Ends a failing spell when no job's decisions wait for the store and writes have worked for
- * STORE_OK_MS without a failure (on a nearly full disk a small write may work between two that
- * fail: clients are not told "works again" at each turn), or at once when sure (every waiting
- * decision was just written). */
-static void store_settle(hv_driver_t *d, uint64_t now, int sure) {
-    if (!d->store_down || pending_unstored(d)) {
-        return;
-    }
-    if (!sure && (d->store_ok_since == 0 || now < d->store_ok_since + STORE_OK_MS)) {
-        return;
-    }
-    d->store_down = 0;
-    d->store_ok_since = 0;
-    d->store_why[0] = '\0';
-    HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-OK", "the head stores its state in %s again",
-           hv_store_path(d->store));
-    store_announce(d);
-}
-
-/* A state write worked. */
-void hv__driver_store_worked(hv_driver_t *d) {
-    if (!d->store_down) {
-        return;
-    }
-    uint64_t now = hv_now_ms();
-    if (d->store_ok_since == 0) {
-        d->store_ok_since = now;
-    }
-    store_settle(d, now, 0);
-}
-
-void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what) {
-    if (rc != HV_OK) {
-        hv__driver_store_failed(d, rc, what);
-    } else {
-        hv__driver_store_worked(d);
-    }
-}
-
-const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
 
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
 
@@ -233,115 +152,6 @@ static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t
     snprintf(buf, len, "rank %u on %s", w->jm.rank, hv_driver_worker_node(d, w));
 }
 
-/* ---- rows ----------------------------------------------------------------------------------- */
-
-static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
-    memset(r, 0, sizeof(*r));
-    const hv_jm_job_t *m = &j->jm;
-    r->id = m->id;
-    r->name = j->name;
-    r->state = (char *)hv_job_state_name(m->state);
-    r->reason = (char *)m->reason;
-    r->spec = j->spec;
-    r->spec_len = j->spec_len;
-    r->np = j->np;
-    r->min_np = m->p.min_np;
-    r->max_np = m->p.max_np;
-    r->target_np = m->p.target;
-    r->max_resets = m->p.max_resets;
-    r->timeout_s = j->timeout_s;
-    r->resets = m->resets;
-    r->generation = m->generation;
-    r->submitted_ms = j->submitted_ms;
-    r->started_ms = j->started_ms;
-    r->ended_ms = j->ended_ms;
-    r->elastic = m->p.elastic;
-    r->check_every = m->p.check_every;
-    r->elastic_timeout_s = m->p.elastic_timeout_s;
-    r->rdzv_timeout_s = m->p.rdzv_timeout_s;
-    r->cooldown_min_s = j->bl.cooldown_min_s;
-    r->cooldown_max_s = j->bl.cooldown_max_s;
-    r->max_strikes = j->bl.max_strikes;
-    r->slots_per_host = j->slots_per_host;
-    r->size = m->size;
-    r->cross_size = m->cross_size;
-    r->round_open = m->round_open;
-    r->round_rollback = m->round_rollback;
-    r->round_reason = (char *)m->round_reason;
-    r->round_code = (uint32_t)m->round_code;
-    r->round_opened_ms = m->round_opened_ms;
-    r->round_deadline_ms = m->round_deadline_ms;
-    r->round_fail_at_ms = m->round_fail_at_ms;
-    r->resume_gen = m->resume_gen;
-    r->resumes = m->resumes;
-}
-
-static void worker_row(const hv_dworker_t *w, hv_worker_row_t *r) {
-    memset(r, 0, sizeof(*r));
-    const hv_jm_worker_t *m = &w->jm;
-    r->id = m->id;
-    r->job_id = w->job->jm.id;
-    r->node_id = m->node_id;
-    r->rank = m->rank;
-    r->attempt = w->attempt;
-    r->local_rank = m->local_rank;
-    r->local_size = m->local_size;
-    r->generation = w->place_gen;
-    r->gpu = w->gpu;
-    r->pid = w->pid;
-    r->exit_code = m->exit_code;
-    r->term_signal = m->term_signal;
-    r->state = (char *)hv_wk_state_name(m->state);
-    r->reason = w->reason;
-    r->started_ms = w->started_ms;
-    r->ended_ms = w->ended_ms;
-    r->member_gen = m->member_gen;
-    r->joined_gen = m->joined_gen;
-    r->cross_rank = m->cross_rank;
-    r->done = m->done;
-    r->removed = m->removed;
-    r->addr = w->addr;
-}
-
-/* Writes what changed of j (and its workers) in one transaction. */
-static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
-    int any = j->jm.dirty || j->dirty_row;
-    for (size_t i = 0; i < j->jm.nw && !any; i++) {
-        any = j->jm.w[i]->dirty;
-    }
-    if (!any) {
-        return HV_OK;
-    }
-    hv_err rc = hv_store_begin(d->store);
-    if (rc == HV_OK && (j->jm.dirty || j->dirty_row)) {
-        hv_job_row_t r;
-        job_row(j, &r);
-        rc = hv_store_job_update(d->store, &r);
-    }
-    for (size_t i = 0; i < j->jm.nw && rc == HV_OK; i++) {
-        if (j->jm.w[i]->dirty) {
-            hv_worker_row_t r;
-            worker_row((hv_dworker_t *)j->jm.w[i], &r);
-            rc = hv_store_worker_update(d->store, &r);
-        }
-    }
-    if (rc == HV_OK) {
-        rc = hv_store_commit(d->store);
-    }
-    if (rc != HV_OK) {
-        hv_store_rollback(d->store);
-        hv__driver_store_failed(d, rc, "store a job's state");
-        return rc;
-    }
-    j->jm.dirty = 0;
-    j->dirty_row = 0;
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        j->jm.w[i]->dirty = 0;
-    }
-    hv__driver_store_worked(d);
-    return HV_OK;
-}
-
 /* ---- job logs ------------------------------------------------------------------------------- */
 
 void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len) {
@@ -380,229 +190,6 @@ static void job_log_ended(hv_driver_t *d, hv_djob_t *j) {
     hv_joblog_note(d->logs, &j->log, 0, line);
     hv_driver_event(d, j->jm.id, 0, "job.note", NULL, "job %llu: %s", (unsigned long long)j->jm.id,
                     line);
-}
-
-/* ---- jobs in memory ------------------------------------------------------------------------- */
-
-static void worker_free(hv_dworker_t *w) {
-    hv_free(w->reason);
-    hv_free(w->addr);
-    hv_free(w);
-}
-
-static void job_free(hv_djob_t *j) {
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        worker_free((hv_dworker_t *)j->jm.w[i]);
-    }
-    hv_jm_fini(&j->jm);
-    while (j->blacklist != NULL) {
-        hv_dbl_t *b = j->blacklist;
-        j->blacklist = b->next;
-        hv_free(b);
-    }
-    hv_joblog_close(&j->log);
-    hv_ringev_fini(&j->ringev);
-    hv_free(j->name);
-    hv_free(j->spec);
-    hv_free(j);
-}
-
-/* Appends to the tail: the list is in submission order, which is scheduling order. */
-static void job_link(hv_driver_t *d, hv_djob_t *j) {
-    hv_djob_t **p = &d->jobs;
-    while (*p != NULL) {
-        p = &(*p)->next;
-    }
-    *p = j;
-}
-
-/* A job from its row (the row's strings and spec move into the job). */
-static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
-    hv_djob_t *j = hv_calloc(1, sizeof(*j));
-    if (j == NULL) {
-        return HV_ENOMEM;
-    }
-    j->log.fd = -1; /* opened when the job is linked */
-    hv_jm_params_t p = {.elastic = r->elastic,
-                        .np = r->np,
-                        .min_np = r->min_np,
-                        .max_np = r->max_np,
-                        .target = r->target_np,
-                        .max_resets = r->max_resets,
-                        .check_every = r->check_every ? r->check_every : 1,
-                        .rdzv_timeout_s = r->rdzv_timeout_s ? r->rdzv_timeout_s
-                                                            : d->cfg->elastic.rendezvous_timeout_s,
-                        .elastic_timeout_s = r->elastic_timeout_s
-                                                 ? r->elastic_timeout_s
-                                                 : d->cfg->elastic.elastic_timeout_s,
-                        .blacklist_on = r->elastic && r->cooldown_min_s > 0};
-    hv_jm_init(&j->jm, r->id, &p);
-    j->jm.node_name = hv__driver_node_name;
-    j->jm.node_name_ud = d;
-    hv_job_state_t st = HV_JOB_PENDING;
-    if (hv_job_state_parse(r->state, &st) != HV_OK) {
-        HV_LOG(HV_LOG_WARN, "driver", "HV-JOB-STATE", "job %llu: unknown stored state '%s'",
-               (unsigned long long)r->id, r->state);
-        st = HV_JOB_FAILED;
-    }
-    j->jm.state = st;
-    snprintf(j->jm.reason, sizeof(j->jm.reason), "%s", r->reason ? r->reason : "");
-    j->jm.generation = r->generation;
-    j->jm.size = r->size;
-    j->jm.cross_size = r->cross_size;
-    j->jm.resets = r->resets;
-    j->jm.round_open = r->round_open;
-    j->jm.round_rollback = r->round_rollback;
-    snprintf(j->jm.round_reason, sizeof(j->jm.round_reason), "%s",
-             r->round_reason ? r->round_reason : "");
-    j->jm.round_code = r->round_code < HV_EV__COUNT ? (hv_ev_reason_t)r->round_code : HV_EV_NONE;
-    j->jm.round_opened_ms = r->round_opened_ms;
-    j->jm.round_deadline_ms = r->round_deadline_ms;
-    j->jm.round_fail_at_ms = r->round_fail_at_ms;
-    j->jm.resume_gen = r->resume_gen;
-    j->jm.resumes = r->resumes;
-    j->name = r->name;
-    r->name = NULL;
-    j->spec = r->spec;
-    j->spec_len = r->spec_len;
-    r->spec = NULL;
-    r->spec_len = 0;
-    j->np = r->np;
-    j->timeout_s = r->timeout_s;
-    j->slots_per_host = r->slots_per_host;
-    j->bl.cooldown_min_s = r->cooldown_min_s;
-    j->bl.cooldown_max_s = r->cooldown_max_s;
-    j->bl.max_strikes = r->max_strikes;
-    j->submitted_ms = r->submitted_ms;
-    j->started_ms = r->started_ms;
-    j->ended_ms = r->ended_ms;
-    *out = j;
-    return HV_OK;
-}
-
-static hv_err worker_from_row(hv_djob_t *j, hv_worker_row_t *r, hv_dworker_t **out) {
-    hv_dworker_t *w = hv_calloc(1, sizeof(*w));
-    if (w == NULL) {
-        return HV_ENOMEM;
-    }
-    hv_wk_state_t st;
-    if (hv_wk_state_parse(r->state, &st) != HV_OK) {
-        st = HV_WK_LOST;
-    }
-    w->jm.id = r->id;
-    w->jm.node_id = r->node_id;
-    w->jm.state = st;
-    w->jm.exit_code = r->exit_code;
-    w->jm.term_signal = r->term_signal;
-    w->jm.joined_gen = r->joined_gen;
-    w->jm.member_gen = r->member_gen;
-    w->jm.rank = r->rank;
-    w->jm.local_rank = r->local_rank;
-    w->jm.local_size = r->local_size;
-    w->jm.cross_rank = r->cross_rank;
-    w->jm.done = r->done;
-    w->jm.removed = r->removed;
-    w->job = j;
-    w->attempt = r->attempt;
-    w->place_gen = r->generation;
-    w->gpu = r->gpu;
-    w->pid = r->pid;
-    w->reason = r->reason;
-    r->reason = NULL;
-    w->addr = r->addr;
-    r->addr = NULL;
-    w->started_ms = r->started_ms;
-    w->ended_ms = r->ended_ms;
-    hv_err rc = hv_jm_attach(&j->jm, &w->jm);
-    if (rc != HV_OK) {
-        worker_free(w);
-        return rc;
-    }
-    *out = w;
-    return HV_OK;
-}
-
-static void job_load_blacklist(hv_driver_t *d, hv_djob_t *j) {
-    hv_blacklist_row_t *rows = NULL;
-    size_t n = 0;
-    if (hv_store_blacklist_list(d->store, j->jm.id, &rows, &n) != HV_OK) {
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        hv_dbl_t *b = hv_calloc(1, sizeof(*b));
-        if (b == NULL) {
-            break;
-        }
-        b->node_id = rows[i].node_id;
-        b->incarnation = rows[i].incarnation;
-        b->e.strikes = rows[i].strikes;
-        b->e.until_ms = rows[i].until_ms;
-        b->e.permanent = rows[i].permanent;
-        snprintf(b->reason, sizeof(b->reason), "%s", rows[i].reason);
-        b->next = j->blacklist;
-        j->blacklist = b;
-    }
-    hv_store_blacklist_free_list(rows, n);
-}
-
-/* The job's newest stored copy of its state, if any (jobm decides with it). */
-static void job_load_copy(hv_driver_t *d, hv_djob_t *j) {
-    hv_copy_row_t c;
-    if (hv_store_copy_get(d->store, j->jm.id, &c) == HV_OK) {
-        j->jm.copy = (hv_jm_copy_t){
-            .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
-        snprintf(j->copy_path, sizeof(j->copy_path), "%s", c.path);
-    }
-    if (hv_store_durable_get(d->store, j->jm.id, &c) == HV_OK) {
-        j->jm.durable = (hv_jm_copy_t){
-            .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
-        snprintf(j->durable_key, sizeof(j->durable_key), "%s", c.path);
-    }
-}
-
-/* Loads a job and all its workers (any state) from the store. */
-static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
-    hv_djob_t *j;
-    HV_TRY(job_from_row(d, row, &j));
-    hv_worker_row_t *ws = NULL;
-    size_t nw = 0;
-    hv_err rc = hv_store_worker_list(d->store, j->jm.id, 0, &ws, &nw);
-    if (rc != HV_OK) {
-        job_free(j);
-        return rc;
-    }
-    for (size_t i = 0; i < nw && rc == HV_OK; i++) {
-        hv_dworker_t *w;
-        rc = worker_from_row(j, &ws[i], &w);
-    }
-    hv_store_worker_free_list(ws, nw);
-    if (rc != HV_OK) {
-        job_free(j);
-        return rc;
-    }
-    job_load_blacklist(d, j);
-    job_load_copy(d, j);
-    *out = j;
-    return HV_OK;
-}
-
-hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
-    hv_djob_t *j = job_by_id(d, job_id);
-    if (j != NULL) {
-        return j;
-    }
-    hv_job_row_t row;
-    memset(&row, 0, sizeof(row));
-    if (hv_store_job_get(d->store, job_id, &row) != HV_OK) {
-        return NULL;
-    }
-    hv_err rc = job_load(d, &row, &j);
-    hv_store_job_fini(&row);
-    if (rc != HV_OK) {
-        return NULL;
-    }
-    job_link(d, j);
-    return j;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
@@ -675,7 +262,7 @@ void hv_driver_destroy(hv_driver_t *d) {
     while (d->jobs != NULL) {
         hv_djob_t *j = d->jobs;
         d->jobs = j->next;
-        job_free(j);
+        hv__driver_job_free(j);
     }
     while (d->nodes != NULL) {
         hv_dnode_t *n = d->nodes;
@@ -700,122 +287,6 @@ void hv_driver_destroy(hv_driver_t *d) {
     hv_statecopies_destroy(d->copies);
     hv_joblogs_destroy(d->logs);
     hv_free(d);
-}
-
-static hv_dnode_t *node_from_row(hv_node_row_t *r) {
-    hv_dnode_t *n = hv_calloc(1, sizeof(*n));
-    if (n == NULL) {
-        return NULL;
-    }
-    n->id = r->id;
-    n->name = r->name;
-    n->addrs = r->addrs;
-    n->labels = r->labels;
-    n->instance_id = r->instance_id;
-    n->peer = r->peer;
-    r->name = r->addrs = r->labels = r->instance_id = r->peer = NULL;
-    n->acct.slots = r->slots;
-    n->acct.gpus = r->gpus;
-    n->cpus = r->cpus;
-    n->preemptible = r->preemptible;
-    n->incarnation = r->incarnation;
-    if (hv_node_state_parse(r->state, &n->state) != HV_OK) {
-        n->state = HV_NODE_DEAD;
-    }
-    n->registered_ms = r->registered_ms;
-    n->last_seen_ms = n->persisted_seen_ms = r->last_seen_ms;
-    return n;
-}
-
-hv_err hv_driver_load(hv_driver_t *d) {
-    uint64_t now = hv_now_ms(), wall = hv_wall_ms();
-    hv_node_row_t *nodes = NULL;
-    size_t nn = 0;
-    HV_TRY(hv_store_node_list(d->store, &nodes, &nn));
-    for (size_t i = 0; i < nn; i++) {
-        hv_dnode_t *n = node_from_row(&nodes[i]);
-        if (n == NULL) {
-            hv_store_node_free_list(nodes, nn);
-            return HV_ENOMEM;
-        }
-        /* Agents get one lease from the head's start to re-attach. */
-        hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
-        n->next = d->nodes;
-        d->nodes = n;
-    }
-    hv_store_node_free_list(nodes, nn);
-
-    hv_job_row_t *jobs = NULL;
-    size_t nj = 0;
-    HV_TRY(hv_store_job_list(d->store, 1, 0, &jobs, &nj));
-    size_t nworkers = 0;
-    /* job_list is newest first; link oldest first so scheduling order is kept. */
-    for (size_t i = nj; i-- > 0;) {
-        hv_djob_t *j;
-        if (job_load(d, &jobs[i], &j) != HV_OK) {
-            HV_LOG(HV_LOG_ERROR, "driver", "HV-JOB-LOAD", "job %llu could not be loaded",
-                   (unsigned long long)jobs[i].id);
-            continue;
-        }
-        uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
-        j->wait_deadline = hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
-        hv_jm_restarted(&j->jm, wall);
-        for (size_t k = 0; k < j->jm.nw; k++) {
-            hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];
-            if (!wlive(w)) {
-                continue;
-            }
-            nworkers++;
-            hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
-            if (n != NULL) {
-                hv_node_claim(&n->acct, w->gpu);
-            }
-        }
-        hv_joblog_open(d->logs, &j->log, j->jm.id);
-        job_link(d, j);
-    }
-    hv_store_job_free_list(jobs, nj);
-
-    /* Workers of jobs that ended while they were being killed are not coming back. */
-    hv_worker_row_t *ws = NULL;
-    size_t nw = 0;
-    HV_TRY(hv_store_worker_list(d->store, 0, 1, &ws, &nw));
-    for (size_t i = 0; i < nw; i++) {
-        if (job_by_id(d, ws[i].job_id) != NULL) {
-            continue;
-        }
-        hv_worker_row_t r = ws[i];
-        r.state = "lost";
-        r.reason = "the head restarted while its job was ending";
-        r.ended_ms = wall;
-        hv_err rc = hv_store_worker_update(d->store, &r);
-        if (rc != HV_OK) {
-            hv__driver_store_failed(d, rc, "mark a worker of an ended job lost");
-        }
-    }
-    hv_store_worker_free_list(ws, nw);
-    /* Drains in progress go on: workers on draining nodes that were not removed yet (they stay
-     * while nobody else holds their job's state) are taken care of again. */
-    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (n->state != HV_NODE_DRAINING) {
-            continue;
-        }
-        char what[300];
-        snprintf(what, sizeof(what), "node %s (draining before the head restarted)", n->name);
-        for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-            if (job_active(j)) {
-                hv_jm_drain(&j->jm, n->id, what, 0, wall, &d->out);
-                apply(d, j, &d->out);
-            }
-        }
-    }
-    size_t n_active = 0;
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        n_active++;
-    }
-    HV_LOG(HV_LOG_NOTICE, "driver", "HV-HEAD-LOAD",
-           "loaded %zu nodes, %zu active jobs, %zu live workers", nn, n_active, nworkers);
-    return HV_OK;
 }
 
 /* ---- applying decisions --------------------------------------------------------------------- */
@@ -1087,7 +558,7 @@ int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) {
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
-static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
+void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
     if (out->oom) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM",
                "job %llu: out of memory while deciding; some actions were dropped",
@@ -1102,7 +573,7 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
         j->dirty_row = 1;
     }
     pending_t *p = pending_of(d, j);
-    if (p == NULL && persist(d, j) == HV_OK) {
+    if (p == NULL && hv__driver_persist(d, j) == HV_OK) {
         exec_actions(d, j, out);
         hv_jm_out_reset(out);
         return;
@@ -1127,7 +598,7 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
 }
 
 /* 1 when some job's decisions wait for the store. */
-static int pending_unstored(const hv_driver_t *d) {
+int hv__driver_pending_unstored(const hv_driver_t *d) {
     if (!hv_evq_empty(&d->events)) {
         return 1;
     }
@@ -1146,14 +617,14 @@ static void flush_pending(hv_driver_t *d) {
     int any =
         hv__driver_events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
-        p->stored = persist(d, p->job) == HV_OK;
+        p->stored = hv__driver_persist(d, p->job) == HV_OK;
         any |= p->stored;
     }
-    store_settle(d, hv_now_ms(), any);
+    hv__driver_store_settle(d, hv_now_ms(), any);
     for (pending_t **pp = &d->pending; *pp != NULL;) {
         pending_t *p = *pp;
         /* Again: an action carried out just before may have changed this job (a no-op else). */
-        if (!p->stored || persist(d, p->job) != HV_OK) {
+        if (!p->stored || hv__driver_persist(d, p->job) != HV_OK) {
             p->stored = 0;
             pp = &p->next;
             continue;
@@ -1280,7 +751,7 @@ static void send_spawn(hv_driver_t *d, hv_djob_t *j, hv_dworker_t *w, uint32_t s
         set_str(&w->reason, "its node's session closed before the spawn order");
         w->ended_ms = hv_wall_ms();
         hv_jm_lost(&j->jm, &w->jm, what, hv_wall_ms(), &d->out);
-        apply(d, j, &d->out);
+        hv__driver_apply(d, j, &d->out);
     }
 }
 
@@ -1326,7 +797,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         w->addr = hv_strdup("");
         ws[made++] = w;
         hv_worker_row_t row;
-        worker_row(w, &row);
+        hv__driver_worker_row(w, &row);
         row.job_id = j->jm.id;
         rc = hv_store_worker_insert(d->store, &row);
         w->jm.id = row.id;
@@ -1335,7 +806,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         hv_job_row_t row;
         hv_job_state_t was = j->jm.state;
         j->jm.state = HV_JOB_PLACING;
-        job_row(j, &row);
+        hv__driver_job_row(j, &row);
         rc = hv_store_job_update(d->store, &row);
         j->jm.state = was;
     }
@@ -1346,7 +817,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         hv__driver_store_failed(d, rc, "place a job's workers");
         hv_store_rollback(d->store);
         for (uint32_t i = 0; i < made; i++) {
-            worker_free(ws[i]);
+            hv__driver_worker_free(ws[i]);
         }
         goto out;
     }
@@ -1383,7 +854,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         hv_driver_event(d, j->jm.id, 0, "job.grow", NULL, "job %llu grows by %u workers on %s (%s)",
                         (unsigned long long)j->jm.id, n, hosts, why);
     }
-    apply(d, j, &d->out);
+    hv__driver_apply(d, j, &d->out);
     uint32_t size = base_rank + n;
     for (uint32_t r = 0; r < n && !hv_job_state_terminal(j->jm.state); r++) {
         send_spawn(d, j, ws[r], size);
@@ -1598,7 +1069,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         memcpy(copy.spec, s->spec, s->spec_len);
     }
     hv_djob_t *j;
-    rc = job_from_row(d, &copy, &j);
+    rc = hv__driver_job_from_row(d, &copy, &j);
     hv_free(copy.name);
     hv_free(copy.spec);
     if (rc != HV_OK) {
@@ -1607,7 +1078,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     }
     j->wait_deadline = hv_cl_wait_deadline(hv_now_ms(), 0, 0, j->timeout_s);
     hv_joblog_open(d->logs, &j->log, j->jm.id);
-    job_link(d, j);
+    hv__driver_job_link(d, j);
     hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PENDING)};
     if (elastic) {
         hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
@@ -1632,7 +1103,7 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
     }
     if (job_active(j)) {
         hv_jm_end(&j->jm, HV_JOB_CANCELLED, HV_EV_CANCELLED, "cancelled by the user", &d->out);
-        apply(d, j, &d->out);
+        hv__driver_apply(d, j, &d->out);
     }
     return HV_OK;
 }
@@ -1654,7 +1125,7 @@ hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worke
            (unsigned long long)w->job->jm.id, (unsigned long long)w->jm.id,
            hv_driver_worker_node(d, w), pid);
     hv_jm_started(&w->job->jm, &w->jm, hv_wall_ms(), &d->out);
-    apply(d, w->job, &d->out);
+    hv__driver_apply(d, w->job, &d->out);
     return HV_OK;
 }
 
@@ -1687,7 +1158,7 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
     worker_gone(d, w, reason);
     hv_jm_exited(&w->job->jm, &w->jm, exit_code, term_signal, what, hv_wall_ms(), &d->out);
-    apply(d, w->job, &d->out);
+    hv__driver_apply(d, w->job, &d->out);
     hv_driver_schedule(d);
     return HV_OK;
 }
@@ -1703,7 +1174,7 @@ static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     hv_ev_fields_t f = {.worker_id = w->jm.id, .rank = w->jm.rank};
     hv_driver_event_f(d, w->job->jm.id, w->jm.node_id, "worker.lost", &f, NULL, "%s", what);
     hv_jm_lost(&w->job->jm, &w->jm, what, hv_wall_ms(), &d->out);
-    apply(d, w->job, &d->out);
+    hv__driver_apply(d, w->job, &d->out);
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
@@ -1745,7 +1216,7 @@ static void node_renew(hv_driver_t *d, hv_dnode_t *n, uint64_t now) {
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (job_active(j)) {
             hv_jm_heard(&j->jm, n->id, hv_wall_ms(), &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
         }
     }
 }
@@ -1764,24 +1235,6 @@ static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
         d->actors.node_lost(d->actors.ud, n->id);
     }
     hv_node_reset(&n->acct);
-}
-
-static void node_row(const hv_dnode_t *n, hv_node_row_t *r) {
-    memset(r, 0, sizeof(*r));
-    r->id = n->id;
-    r->name = n->name;
-    r->addrs = n->addrs;
-    r->labels = n->labels;
-    r->instance_id = n->instance_id;
-    r->state = (char *)hv_node_state_name(n->state);
-    r->peer = n->peer;
-    r->slots = n->acct.slots;
-    r->gpus = n->acct.gpus;
-    r->cpus = n->cpus;
-    r->preemptible = n->preemptible;
-    r->incarnation = n->incarnation;
-    r->registered_ms = n->registered_ms;
-    r->last_seen_ms = n->last_seen_ms;
 }
 
 hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
@@ -1829,7 +1282,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     tmp.state = st;
     tmp.last_seen_ms = hv_wall_ms();
     hv_node_row_t row;
-    node_row(&tmp, &row);
+    hv__driver_node_row(&tmp, &row);
     hv_err rc = hv_store_node_upsert(d->store, &row);
     if (rc != HV_OK) {
         hv__driver_store_failed(d, rc, "register a node");
@@ -1939,7 +1392,7 @@ static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const 
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (job_active(j)) {
             hv_jm_suspect(&j->jm, n->id, job_why, wall + wait, wall, &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
         }
     }
 }
@@ -2073,7 +1526,7 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
             continue;
         }
         hv_jm_drain(&j->jm, n->id, what, hold_until, now, &d->out);
-        apply(d, j, &d->out);
+        hv__driver_apply(d, j, &d->out);
     }
     hv_driver_schedule(d);
     return HV_OK;
@@ -2523,7 +1976,7 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     }
     hv_jm_note_redone(&j->jm, redone_samples);
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
-    apply(d, j, &d->out);
+    hv__driver_apply(d, j, &d->out);
     if (job_active(j)) {
         ring_evidence(d, j, w, last_gen, broken, n_broken);
     }
@@ -2549,7 +2002,7 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     uint32_t before = j->jm.p.target;
     j->jm.p.target = size;
     j->dirty_row = 1;
-    hv_err rc = persist(d, j); /* stored before anything is bought or placed for it */
+    hv_err rc = hv__driver_persist(d, j); /* stored before anything is bought or placed for it */
     if (rc != HV_OK) {
         j->jm.p.target = before;
         snprintf(err, errlen, "the head cannot store the new size: %s", hv_strerror(rc));
@@ -2595,7 +2048,7 @@ hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
         hv_jm_out_reset(&d->out);
         return rc;
     }
-    apply(d, j, &d->out);
+    hv__driver_apply(d, j, &d->out);
     if (pending_of(d, j) != NULL) {
         snprintf(err, errlen, "the head cannot store Done now; try again");
         return HV_EIO;
@@ -2667,7 +2120,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         d->store_retry_at = now + STORE_RETRY_MS;
         flush_pending(d);
     }
-    store_settle(d, now, 0);
+    hv__driver_store_settle(d, now, 0);
     tick_nodes(d, now);
     tick_copies(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
@@ -2678,7 +2131,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
                      j->timeout_s, j->np, count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
             hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
             continue;
         }
         for (size_t i = 0; i < j->jm.nw; i++) {
@@ -2690,7 +2143,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         if (job_active(j)) {
             tick_cooldowns(d, j, wall);
             hv_jm_tick(&j->jm, wall, &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
         }
     }
     /* Forget ended jobs after a while; the store keeps them. */
@@ -2699,7 +2152,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         if (hv_cl_forget(!job_active(j), j->jm.ending, hv_driver_job_settled(d, j), wall,
                          j->ended_ms)) {
             *p = j->next;
-            job_free(j);
+            hv__driver_job_free(j);
         } else {
             p = &j->next;
         }

@@ -79,6 +79,18 @@ static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm
 
 /* ---- driver.c ------------------------------------------------------------------------------- */
 
+/* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
+const char *hv__driver_node_name(uint64_t node_id, void *ud);
+
+/* Stores j, then carries out out's actions; if the store fails they wait (after any already
+ * waiting for j). out is emptied either way. */
+void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
+
+/* 1 when some job's decisions or some event wait for the store. */
+int hv__driver_pending_unstored(const hv_driver_t *d);
+
+/* ---- driver_rows.c -------------------------------------------------------------------------- */
+
 /* A state write failed (what: the write, for the log): logged, and kept for clients
  * (hv_driver_store_trouble) until a write works again. */
 void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what);
@@ -86,8 +98,28 @@ void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what);
 /* A state write worked: may end a failing spell. */
 void hv__driver_store_worked(hv_driver_t *d);
 
-/* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
-const char *hv__driver_node_name(uint64_t node_id, void *ud);
+/* Ends a failing spell when nothing waits for the store and writes have worked for a while, or
+ * at once when sure (every waiting decision was just written). */
+void hv__driver_store_settle(hv_driver_t *d, uint64_t now, int sure);
+
+/* The rows of a job, a worker, a node (r borrows the model's strings). */
+void hv__driver_job_row(const hv_djob_t *j, hv_job_row_t *r);
+void hv__driver_worker_row(const hv_dworker_t *w, hv_worker_row_t *r);
+void hv__driver_node_row(const hv_dnode_t *n, hv_node_row_t *r);
+
+/* Writes what changed of j (and its workers) in one transaction. */
+hv_err hv__driver_persist(hv_driver_t *d, hv_djob_t *j);
+
+/* A job from its row (the row's strings and spec move into the job); *out owned by the caller
+ * until linked. */
+hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out);
+
+/* Appends j to the driver's jobs (submission order, which is scheduling order). */
+void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j);
+
+/* Frees a worker, a job with its workers (neither linked any more). */
+void hv__driver_worker_free(hv_dworker_t *w);
+void hv__driver_job_free(hv_djob_t *j);
 
 /* ---- driver_events.c ------------------------------------------------------------------------ */
 
