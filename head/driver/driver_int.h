@@ -86,6 +86,11 @@ const char *hv__driver_node_name(uint64_t node_id, void *ud);
  * waiting for j). out is emptied either way. */
 void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
 
+/* The job and worker of a rendezvous call (the job from memory, else from the store), or an
+ * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */
+hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                            hv_dworker_t **wo, char *err, size_t errlen);
+
 /* 1 when some job's decisions or some event wait for the store. */
 int hv__driver_pending_unstored(const hv_driver_t *d);
 
@@ -135,5 +140,15 @@ size_t hv__driver_events_flush(hv_driver_t *d);
 /* At the driver's destruction: a last try to write the waiting events (what still fails is
  * logged as lost), then the queue is freed. */
 void hv__driver_events_fini(hv_driver_t *d);
+
+/* ---- driver_copies.c ------------------------------------------------------------------------ */
+
+/* A finished job's copies: the head's kept when the job failed, removed otherwise; the durable
+ * one dropped unless the job failed. */
+void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j);
+
+/* Each tick: the durable tier's finished operations, missing head copies, due writes and
+ * restores. */
+void hv__driver_tick_copies(hv_driver_t *d, uint64_t now);
 
 #endif
