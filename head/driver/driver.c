@@ -11,7 +11,14 @@
  * then announced, the same way. Events too: one whose append fails waits, in order behind any
  * other waiting, and is told to the observer and the job's watchers only once it is written
  * (EVENT_WAIT_MAX of them at most: beyond, new ones are dropped, counted, logged, and the count
- * is recorded as an event when the store works again).
+ * is recorded as an event when the store works again: driver_events.c).
+ *
+ * This file is the plumbing: the inputs, the store-then-act path (hv__driver_apply and the queue
+ * of decisions waiting for the store), the orders and answers through hv_driver_io_t, placement,
+ * nodes, rendezvous and the tick. Beside it, sharing driver_int.h: driver_rows.c (the model to
+ * and from the tables' rows, a job's write, the store's health, the load at start),
+ * driver_events.c (events: stored, then told) and driver_copies.c (the state copies' and the
+ * durable tier's bookkeeping).
  */
 #include "driver_int.h"
 
