@@ -1,8 +1,8 @@
 /*
  * evq: the events that wait for the head's store, as a bounded queue in arrival order. The
- * driver (head/driver/driver.c) writes an event at once when none waits; when the write fails,
- * or others wait before it, the event joins the queue, and the tick writes the queue front to
- * back, stopping at the first failure, so the store sees events in the order they happened.
+ * driver (head/driver/driver_events.c) writes an event at once when none waits; when the write
+ * fails, or others wait before it, the event joins the queue, and the tick writes the queue front
+ * to back, stopping at the first failure, so the store sees events in the order they happened.
  * The bound keeps memory finite while the store fails for long: at the bound a new event is
  * dropped (those before it are kept, in order) and counted, for the driver to log when dropping
  * starts and to record the count once the store works. No I/O, no clock; it allocates one block

@@ -2,7 +2,7 @@
  * driver: see driver.h. The path of every input is the same:
  *   1. find the job and worker, call the job machine (jobm.c), which changes the model and
  *      returns actions;
- *   2. apply(): store every row the job machine marked dirty in one transaction;
+ *   2. hv__driver_apply(): store every row the job machine marked dirty in one transaction;
  *   3. only if that succeeded, carry the actions out (orders, answers, pushes, events).
  * When the store fails, the job's actions wait in its queue and the tick tries again, in order
  * (every STORE_RETRY_MS while it fails); meanwhile hv_driver_store_trouble says why, for the
@@ -11,15 +11,20 @@
  * then announced, the same way. Events too: one whose append fails waits, in order behind any
  * other waiting, and is told to the observer and the job's watchers only once it is written
  * (EVENT_WAIT_MAX of them at most: beyond, new ones are dropped, counted, logged, and the count
- * is recorded as an event when the store works again).
+ * is recorded as an event when the store works again: driver_events.c).
+ *
+ * This file is the plumbing: the inputs, the store-then-act path (hv__driver_apply and the queue
+ * of decisions waiting for the store), the orders and answers through hv_driver_io_t, placement,
+ * nodes, rendezvous and the tick. Beside it, sharing driver_int.h: driver_rows.c (the model to
+ * and from the tables' rows, a job's write, the store's health, the load at start),
+ * driver_events.c (events: stored, then told) and driver_copies.c (the state copies' and the
+ * durable tier's bookkeeping).
  */
-#include "driver.h"
+#include "driver_int.h"
 
 #include "actors.h"
 
-#include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,49 +39,7 @@
 #include "sched.h"
 #include "util.h"
 
-#define SEEN_PERSIST_MS 10000    /* how often last_seen is written for a live node */
-#define STORE_RETRY_LOG_MS 60000 /* how often a store that still fails is logged again */
-#define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
-#define STORE_OK_MS 2000    /* writes that work this long without a failure end a spell */
-#define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
-
-/* A job's actions that wait for the store (its decision is not durable yet). */
-typedef struct pending_s {
-    hv_djob_t *job;
-    hv_jm_out_t out;
-    int stored; /* flush_pending stored the job; its actions go out next */
-    struct pending_s *next;
-} pending_t;
-
-struct hv_driver_s {
-    const hv_head_config_t *cfg; /* borrowed */
-    hv_store_t *store;           /* borrowed */
-    hv_driver_io_t io;
-    hv_dnode_t *nodes;
-    hv_djob_t *jobs; /* submission order (= scheduling order) */
-    pending_t *pending;
-    hv_jm_out_t out; /* scratch for one input */
-    int stopping;
-    hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
-    void *room_ud;
-    uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
-    int store_down;               /* the last state write failed */
-    uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
-    uint64_t store_ok_since;      /* while store_down: monotonic ms of the first write that worked
-                                   * since the last failure; 0 = none */
-    char store_why[512];          /* while store_down: the line for clients */
-    hv_joblogs_t *logs;           /* the job output files (owned) */
-    hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
-    hv_durable_t *durable;        /* the durable tier of the copies (owned; NULL: none) */
-    hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
-    void *observe_ud;
-    hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
-    hv_evq_t events;                /* events waiting for the store (evq.h) */
-};
-
-static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
-static void job_forget_copy(hv_driver_t *d, hv_djob_t *j);
-static void tick_copies(hv_driver_t *d, uint64_t now);
+#define SEEN_PERSIST_MS 10000 /* how often last_seen is written for a live node */
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -96,92 +59,9 @@ static uint32_t rand32(void) {
     return v;
 }
 
-/* Tells every job's watchers that the store's health changed. */
-static void store_announce(hv_driver_t *d) {
-    for (hv_djob_t *j = d->jobs; j != NULL && d->io.job_changed != NULL; j = j->next) {
-        d->io.job_changed(d->io.ud, j->jm.id);
-    }
-}
-
-/* A state write failed: logged when it starts (then at most every STORE_RETRY_LOG_MS), and the
- * words for clients are kept (hv_driver_store_trouble) until a write works again. */
-static void store_failed(hv_driver_t *d, hv_err rc, const char *what) {
-    uint64_t now = hv_now_ms();
-    int first = !d->store_down;
-    d->store_ok_since = 0;
-    uint64_t avail = hv_joblogs_free_bytes(d->logs, now, first);
-    char space[128] = "";
-    if (avail != UINT64_MAX) {
-        snprintf(space, sizeof(space), "; %s has %llu bytes free", d->cfg->data_dir,
-                 (unsigned long long)avail);
-    }
-    snprintf(d->store_why, sizeof(d->store_why), "the head cannot store its state in %s (%s%s)",
-             hv_store_path(d->store), hv_store_last_error(d->store), space);
-    d->store_down = 1;
-    /* A store that fails, works, fails again (a nearly full disk) is not logged at each turn. */
-    if ((first && now >= d->store_failed_logged + STORE_RETRY_MS * 10) ||
-        now >= d->store_failed_logged + STORE_RETRY_LOG_MS || d->store_failed_logged == 0) {
-        d->store_failed_logged = now;
-        HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot %s in %s: %s (%s)%s%s", what,
-               hv_store_path(d->store), hv_store_last_error(d->store), hv_strerror(rc), space,
-               first ? "; decisions wait and are written again every second" : " (still)");
-    }
-    if (first) {
-        store_announce(d);
-    }
-}
-
-static int pending_unstored(const hv_driver_t *d);
-
-/* Ends a failing spell when no job's decisions wait for the store and writes have worked for
- * STORE_OK_MS without a failure (on a nearly full disk a small write may work between two that
- * fail: clients are not told "works again" at each turn), or at once when sure (every waiting
- * decision was just written). */
-static void store_settle(hv_driver_t *d, uint64_t now, int sure) {
-    if (!d->store_down || pending_unstored(d)) {
-        return;
-    }
-    if (!sure && (d->store_ok_since == 0 || now < d->store_ok_since + STORE_OK_MS)) {
-        return;
-    }
-    d->store_down = 0;
-    d->store_ok_since = 0;
-    d->store_why[0] = '\0';
-    HV_LOG(HV_LOG_NOTICE, "store", "HV-STORE-OK", "the head stores its state in %s again",
-           hv_store_path(d->store));
-    store_announce(d);
-}
-
-/* A state write worked. */
-static void store_worked(hv_driver_t *d) {
-    if (!d->store_down) {
-        return;
-    }
-    uint64_t now = hv_now_ms();
-    if (d->store_ok_since == 0) {
-        d->store_ok_since = now;
-    }
-    store_settle(d, now, 0);
-}
-
-void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what) {
-    if (rc != HV_OK) {
-        store_failed(d, rc, what);
-    } else {
-        store_worked(d);
-    }
-}
-
-const char *hv_driver_store_trouble(hv_driver_t *d) { return d->store_down ? d->store_why : NULL; }
-
 hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
 
 hv_djob_t *hv_driver_jobs(hv_driver_t *d) { return d->jobs; }
-
-void hv_driver_set_observer(hv_driver_t *d, hv_driver_observe_fn fn, void *ud) {
-    d->observe = fn;
-    d->observe_ud = ud;
-}
 
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id) {
     hv_dnode_t *nd = hv_driver_node(d, node_id);
@@ -224,32 +104,14 @@ hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id) {
     return n;
 }
 
-static const char *node_name_cb(uint64_t node_id, void *ud) {
+const char *hv__driver_node_name(uint64_t node_id, void *ud) {
     hv_dnode_t *n = hv_driver_node(ud, node_id);
     return n != NULL ? n->name : NULL;
 }
 
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
-    const char *n = node_name_cb(w->jm.node_id, d);
+    const char *n = hv__driver_node_name(w->jm.node_id, d);
     return n != NULL ? n : "?";
-}
-
-static hv_djob_t *job_by_id(hv_driver_t *d, uint64_t id) {
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (j->jm.id == id) {
-            return j;
-        }
-    }
-    return NULL;
-}
-
-static hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        if (j->jm.w[i]->id == id) {
-            return (hv_dworker_t *)j->jm.w[i];
-        }
-    }
-    return NULL;
 }
 
 static hv_dworker_t *worker_by_id(hv_driver_t *d, uint64_t id) {
@@ -274,8 +136,6 @@ static hv_err worker_of_node(hv_driver_t *d, uint64_t node_id, uint64_t worker_i
     return HV_OK;
 }
 
-static int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
-
 int hv_driver_job_active(hv_driver_t *d, uint64_t job_id) {
     hv_djob_t *j = job_by_id(d, job_id);
     return j != NULL && job_active(j);
@@ -290,231 +150,9 @@ void hv_driver_job_counts(hv_driver_t *d, size_t counts[HV_JOB__COUNT]) {
     }
 }
 
-static int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
-
 /* "rank 2 on node-b" */
 static void worker_desc(hv_driver_t *d, const hv_dworker_t *w, char *buf, size_t len) {
     snprintf(buf, len, "rank %u on %s", w->jm.rank, hv_driver_worker_node(d, w));
-}
-
-/* ---- events --------------------------------------------------------------------------------- */
-
-/* Writes one event (f: its fields; node: its node's name or NULL); once it is stored, tells the
- * observer and the job's watchers. */
-static hv_err event_store(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                          const hv_ev_fields_t *f, const char *node, const char *data,
-                          const char *msg) {
-    hv_ev_fields_t ev = *f;
-    uint64_t seq = 0;
-    hv_err rc =
-        hv_store_event_append_f(d->store, job_id, node_id, kind, msg, data, &ev, node, &seq);
-    if (rc != HV_OK) {
-        store_failed(d, rc, "append an event");
-        return rc;
-    }
-    store_worked(d);
-    if (d->observe != NULL) {
-        d->observe(d->observe_ud, job_id, node_id, kind, &ev, data);
-    }
-    if (job_id != 0) {
-        hv_djob_t *j = job_by_id(d, job_id);
-        if (j != NULL && seq > j->last_event_seq) {
-            j->last_event_seq = seq;
-        }
-        if (d->io.job_changed != NULL) {
-            d->io.job_changed(d->io.ud, job_id);
-        }
-    }
-    return HV_OK;
-}
-
-/* Writes the waiting events in order, stopping at the first that fails; then records how many
- * were dropped, if any. Returns the number written. */
-static size_t events_flush(hv_driver_t *d) {
-    size_t n = 0;
-    const hv_evq_item_t *e;
-    while ((e = hv_evq_front(&d->events)) != NULL) {
-        if (event_store(d, e->job_id, e->node_id, e->kind, &e->f, e->node, e->data, e->msg) !=
-            HV_OK) {
-            return n;
-        }
-        hv_evq_pop(&d->events);
-        n++;
-    }
-    if (d->events.dropped != 0) {
-        char msg[300], data[64];
-        snprintf(msg, sizeof(msg),
-                 "%llu events were lost: the store failed while %zu others waited for it",
-                 (unsigned long long)d->events.dropped, d->events.max);
-        snprintf(data, sizeof(data), "{\"dropped\":%llu}", (unsigned long long)d->events.dropped);
-        hv_ev_fields_t none = {0};
-        if (event_store(d, 0, 0, "head.events_dropped", &none, NULL, data, msg) == HV_OK) {
-            HV_LOG(HV_LOG_NOTICE, "store", "HV-EVENT-DROPPED", "%s", msg);
-            hv_evq_dropped_told(&d->events);
-            n++;
-        }
-    }
-    return n;
-}
-
-void hv__driver_set_event_bound(hv_driver_t *d, size_t max) {
-    d->events.max = max > 0 ? max : EVENT_WAIT_MAX;
-}
-
-/* Logs the event, then stores it: at once when no other waits, else behind them. f: the event's
- * fields (NULL: none); a node named by them (a worker's) is the event's node when node_id is 0,
- * and the node's name goes with the event. */
-static void event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                    const hv_ev_fields_t *f, const char *data, const char *msg) {
-    hv_ev_fields_t ev = {0};
-    if (f != NULL) {
-        ev = *f;
-    }
-    if (node_id == 0) {
-        node_id = ev.node_id;
-    }
-    ev.node_id = node_id;
-    const char *node = node_id != 0 ? node_name_cb(node_id, d) : NULL;
-    HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
-           (unsigned long long)job_id, (unsigned long long)node_id, msg);
-    if ((!hv_evq_empty(&d->events) ||
-         event_store(d, job_id, node_id, kind, &ev, node, data, msg) != HV_OK) &&
-        hv_evq_push_f(&d->events, job_id, node_id, kind, &ev, node, data, msg) != HV_OK &&
-        d->events.dropped == 1) {
-        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-DROPPED",
-               "%zu events wait for the store in %s (the most the head keeps, or memory ran out): "
-               "new events are dropped until it works again, starting with %s: %s",
-               d->events.n, hv_store_path(d->store), kind, msg);
-    }
-}
-
-void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                     const char *data, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    event_v(d, job_id, node_id, kind, NULL, data, msg);
-}
-
-void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
-                       const hv_ev_fields_t *f, const char *data, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    event_v(d, job_id, node_id, kind, f, data, msg);
-}
-
-/* ---- rows ----------------------------------------------------------------------------------- */
-
-static void job_row(const hv_djob_t *j, hv_job_row_t *r) {
-    memset(r, 0, sizeof(*r));
-    const hv_jm_job_t *m = &j->jm;
-    r->id = m->id;
-    r->name = j->name;
-    r->state = (char *)hv_job_state_name(m->state);
-    r->reason = (char *)m->reason;
-    r->spec = j->spec;
-    r->spec_len = j->spec_len;
-    r->np = j->np;
-    r->min_np = m->p.min_np;
-    r->max_np = m->p.max_np;
-    r->target_np = m->p.target;
-    r->max_resets = m->p.max_resets;
-    r->timeout_s = j->timeout_s;
-    r->resets = m->resets;
-    r->generation = m->generation;
-    r->submitted_ms = j->submitted_ms;
-    r->started_ms = j->started_ms;
-    r->ended_ms = j->ended_ms;
-    r->elastic = m->p.elastic;
-    r->check_every = m->p.check_every;
-    r->elastic_timeout_s = m->p.elastic_timeout_s;
-    r->rdzv_timeout_s = m->p.rdzv_timeout_s;
-    r->cooldown_min_s = j->bl.cooldown_min_s;
-    r->cooldown_max_s = j->bl.cooldown_max_s;
-    r->max_strikes = j->bl.max_strikes;
-    r->slots_per_host = j->slots_per_host;
-    r->size = m->size;
-    r->cross_size = m->cross_size;
-    r->round_open = m->round_open;
-    r->round_rollback = m->round_rollback;
-    r->round_reason = (char *)m->round_reason;
-    r->round_code = (uint32_t)m->round_code;
-    r->round_opened_ms = m->round_opened_ms;
-    r->round_deadline_ms = m->round_deadline_ms;
-    r->round_fail_at_ms = m->round_fail_at_ms;
-    r->resume_gen = m->resume_gen;
-    r->resumes = m->resumes;
-}
-
-static void worker_row(const hv_dworker_t *w, hv_worker_row_t *r) {
-    memset(r, 0, sizeof(*r));
-    const hv_jm_worker_t *m = &w->jm;
-    r->id = m->id;
-    r->job_id = w->job->jm.id;
-    r->node_id = m->node_id;
-    r->rank = m->rank;
-    r->attempt = w->attempt;
-    r->local_rank = m->local_rank;
-    r->local_size = m->local_size;
-    r->generation = w->place_gen;
-    r->gpu = w->gpu;
-    r->pid = w->pid;
-    r->exit_code = m->exit_code;
-    r->term_signal = m->term_signal;
-    r->state = (char *)hv_wk_state_name(m->state);
-    r->reason = w->reason;
-    r->started_ms = w->started_ms;
-    r->ended_ms = w->ended_ms;
-    r->member_gen = m->member_gen;
-    r->joined_gen = m->joined_gen;
-    r->cross_rank = m->cross_rank;
-    r->done = m->done;
-    r->removed = m->removed;
-    r->addr = w->addr;
-}
-
-/* Writes what changed of j (and its workers) in one transaction. */
-static hv_err persist(hv_driver_t *d, hv_djob_t *j) {
-    int any = j->jm.dirty || j->dirty_row;
-    for (size_t i = 0; i < j->jm.nw && !any; i++) {
-        any = j->jm.w[i]->dirty;
-    }
-    if (!any) {
-        return HV_OK;
-    }
-    hv_err rc = hv_store_begin(d->store);
-    if (rc == HV_OK && (j->jm.dirty || j->dirty_row)) {
-        hv_job_row_t r;
-        job_row(j, &r);
-        rc = hv_store_job_update(d->store, &r);
-    }
-    for (size_t i = 0; i < j->jm.nw && rc == HV_OK; i++) {
-        if (j->jm.w[i]->dirty) {
-            hv_worker_row_t r;
-            worker_row((hv_dworker_t *)j->jm.w[i], &r);
-            rc = hv_store_worker_update(d->store, &r);
-        }
-    }
-    if (rc == HV_OK) {
-        rc = hv_store_commit(d->store);
-    }
-    if (rc != HV_OK) {
-        hv_store_rollback(d->store);
-        store_failed(d, rc, "store a job's state");
-        return rc;
-    }
-    j->jm.dirty = 0;
-    j->dirty_row = 0;
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        j->jm.w[i]->dirty = 0;
-    }
-    store_worked(d);
-    return HV_OK;
 }
 
 /* ---- job logs ------------------------------------------------------------------------------- */
@@ -555,229 +193,6 @@ static void job_log_ended(hv_driver_t *d, hv_djob_t *j) {
     hv_joblog_note(d->logs, &j->log, 0, line);
     hv_driver_event(d, j->jm.id, 0, "job.note", NULL, "job %llu: %s", (unsigned long long)j->jm.id,
                     line);
-}
-
-/* ---- jobs in memory ------------------------------------------------------------------------- */
-
-static void worker_free(hv_dworker_t *w) {
-    hv_free(w->reason);
-    hv_free(w->addr);
-    hv_free(w);
-}
-
-static void job_free(hv_djob_t *j) {
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        worker_free((hv_dworker_t *)j->jm.w[i]);
-    }
-    hv_jm_fini(&j->jm);
-    while (j->blacklist != NULL) {
-        hv_dbl_t *b = j->blacklist;
-        j->blacklist = b->next;
-        hv_free(b);
-    }
-    hv_joblog_close(&j->log);
-    hv_ringev_fini(&j->ringev);
-    hv_free(j->name);
-    hv_free(j->spec);
-    hv_free(j);
-}
-
-/* Appends to the tail: the list is in submission order, which is scheduling order. */
-static void job_link(hv_driver_t *d, hv_djob_t *j) {
-    hv_djob_t **p = &d->jobs;
-    while (*p != NULL) {
-        p = &(*p)->next;
-    }
-    *p = j;
-}
-
-/* A job from its row (the row's strings and spec move into the job). */
-static hv_err job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
-    hv_djob_t *j = hv_calloc(1, sizeof(*j));
-    if (j == NULL) {
-        return HV_ENOMEM;
-    }
-    j->log.fd = -1; /* opened when the job is linked */
-    hv_jm_params_t p = {.elastic = r->elastic,
-                        .np = r->np,
-                        .min_np = r->min_np,
-                        .max_np = r->max_np,
-                        .target = r->target_np,
-                        .max_resets = r->max_resets,
-                        .check_every = r->check_every ? r->check_every : 1,
-                        .rdzv_timeout_s = r->rdzv_timeout_s ? r->rdzv_timeout_s
-                                                            : d->cfg->elastic.rendezvous_timeout_s,
-                        .elastic_timeout_s = r->elastic_timeout_s
-                                                 ? r->elastic_timeout_s
-                                                 : d->cfg->elastic.elastic_timeout_s,
-                        .blacklist_on = r->elastic && r->cooldown_min_s > 0};
-    hv_jm_init(&j->jm, r->id, &p);
-    j->jm.node_name = node_name_cb;
-    j->jm.node_name_ud = d;
-    hv_job_state_t st = HV_JOB_PENDING;
-    if (hv_job_state_parse(r->state, &st) != HV_OK) {
-        HV_LOG(HV_LOG_WARN, "driver", "HV-JOB-STATE", "job %llu: unknown stored state '%s'",
-               (unsigned long long)r->id, r->state);
-        st = HV_JOB_FAILED;
-    }
-    j->jm.state = st;
-    snprintf(j->jm.reason, sizeof(j->jm.reason), "%s", r->reason ? r->reason : "");
-    j->jm.generation = r->generation;
-    j->jm.size = r->size;
-    j->jm.cross_size = r->cross_size;
-    j->jm.resets = r->resets;
-    j->jm.round_open = r->round_open;
-    j->jm.round_rollback = r->round_rollback;
-    snprintf(j->jm.round_reason, sizeof(j->jm.round_reason), "%s",
-             r->round_reason ? r->round_reason : "");
-    j->jm.round_code = r->round_code < HV_EV__COUNT ? (hv_ev_reason_t)r->round_code : HV_EV_NONE;
-    j->jm.round_opened_ms = r->round_opened_ms;
-    j->jm.round_deadline_ms = r->round_deadline_ms;
-    j->jm.round_fail_at_ms = r->round_fail_at_ms;
-    j->jm.resume_gen = r->resume_gen;
-    j->jm.resumes = r->resumes;
-    j->name = r->name;
-    r->name = NULL;
-    j->spec = r->spec;
-    j->spec_len = r->spec_len;
-    r->spec = NULL;
-    r->spec_len = 0;
-    j->np = r->np;
-    j->timeout_s = r->timeout_s;
-    j->slots_per_host = r->slots_per_host;
-    j->bl.cooldown_min_s = r->cooldown_min_s;
-    j->bl.cooldown_max_s = r->cooldown_max_s;
-    j->bl.max_strikes = r->max_strikes;
-    j->submitted_ms = r->submitted_ms;
-    j->started_ms = r->started_ms;
-    j->ended_ms = r->ended_ms;
-    *out = j;
-    return HV_OK;
-}
-
-static hv_err worker_from_row(hv_djob_t *j, hv_worker_row_t *r, hv_dworker_t **out) {
-    hv_dworker_t *w = hv_calloc(1, sizeof(*w));
-    if (w == NULL) {
-        return HV_ENOMEM;
-    }
-    hv_wk_state_t st;
-    if (hv_wk_state_parse(r->state, &st) != HV_OK) {
-        st = HV_WK_LOST;
-    }
-    w->jm.id = r->id;
-    w->jm.node_id = r->node_id;
-    w->jm.state = st;
-    w->jm.exit_code = r->exit_code;
-    w->jm.term_signal = r->term_signal;
-    w->jm.joined_gen = r->joined_gen;
-    w->jm.member_gen = r->member_gen;
-    w->jm.rank = r->rank;
-    w->jm.local_rank = r->local_rank;
-    w->jm.local_size = r->local_size;
-    w->jm.cross_rank = r->cross_rank;
-    w->jm.done = r->done;
-    w->jm.removed = r->removed;
-    w->job = j;
-    w->attempt = r->attempt;
-    w->place_gen = r->generation;
-    w->gpu = r->gpu;
-    w->pid = r->pid;
-    w->reason = r->reason;
-    r->reason = NULL;
-    w->addr = r->addr;
-    r->addr = NULL;
-    w->started_ms = r->started_ms;
-    w->ended_ms = r->ended_ms;
-    hv_err rc = hv_jm_attach(&j->jm, &w->jm);
-    if (rc != HV_OK) {
-        worker_free(w);
-        return rc;
-    }
-    *out = w;
-    return HV_OK;
-}
-
-static void job_load_blacklist(hv_driver_t *d, hv_djob_t *j) {
-    hv_blacklist_row_t *rows = NULL;
-    size_t n = 0;
-    if (hv_store_blacklist_list(d->store, j->jm.id, &rows, &n) != HV_OK) {
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        hv_dbl_t *b = hv_calloc(1, sizeof(*b));
-        if (b == NULL) {
-            break;
-        }
-        b->node_id = rows[i].node_id;
-        b->incarnation = rows[i].incarnation;
-        b->e.strikes = rows[i].strikes;
-        b->e.until_ms = rows[i].until_ms;
-        b->e.permanent = rows[i].permanent;
-        snprintf(b->reason, sizeof(b->reason), "%s", rows[i].reason);
-        b->next = j->blacklist;
-        j->blacklist = b;
-    }
-    hv_store_blacklist_free_list(rows, n);
-}
-
-/* The job's newest stored copy of its state, if any (jobm decides with it). */
-static void job_load_copy(hv_driver_t *d, hv_djob_t *j) {
-    hv_copy_row_t c;
-    if (hv_store_copy_get(d->store, j->jm.id, &c) == HV_OK) {
-        j->jm.copy = (hv_jm_copy_t){
-            .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
-        snprintf(j->copy_path, sizeof(j->copy_path), "%s", c.path);
-    }
-    if (hv_store_durable_get(d->store, j->jm.id, &c) == HV_OK) {
-        j->jm.durable = (hv_jm_copy_t){
-            .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
-        snprintf(j->durable_key, sizeof(j->durable_key), "%s", c.path);
-    }
-}
-
-/* Loads a job and all its workers (any state) from the store. */
-static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
-    hv_djob_t *j;
-    HV_TRY(job_from_row(d, row, &j));
-    hv_worker_row_t *ws = NULL;
-    size_t nw = 0;
-    hv_err rc = hv_store_worker_list(d->store, j->jm.id, 0, &ws, &nw);
-    if (rc != HV_OK) {
-        job_free(j);
-        return rc;
-    }
-    for (size_t i = 0; i < nw && rc == HV_OK; i++) {
-        hv_dworker_t *w;
-        rc = worker_from_row(j, &ws[i], &w);
-    }
-    hv_store_worker_free_list(ws, nw);
-    if (rc != HV_OK) {
-        job_free(j);
-        return rc;
-    }
-    job_load_blacklist(d, j);
-    job_load_copy(d, j);
-    *out = j;
-    return HV_OK;
-}
-
-hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
-    hv_djob_t *j = job_by_id(d, job_id);
-    if (j != NULL) {
-        return j;
-    }
-    hv_job_row_t row;
-    memset(&row, 0, sizeof(row));
-    if (hv_store_job_get(d->store, job_id, &row) != HV_OK) {
-        return NULL;
-    }
-    hv_err rc = job_load(d, &row, &j);
-    hv_store_job_fini(&row);
-    if (rc != HV_OK) {
-        return NULL;
-    }
-    job_link(d, j);
-    return j;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
@@ -840,14 +255,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         return;
     }
     hv_durable_destroy(d->durable); /* first: its thread reads the jobs' files */
-    events_flush(d);                /* a last try: what still fails is lost, and said so */
-    if (!hv_evq_empty(&d->events)) {
-        HV_LOG(HV_LOG_ERROR, "store", "HV-EVENT-LOST",
-               "%zu events could not be stored in %s before the head stopped (and %llu were "
-               "dropped before): they are lost",
-               d->events.n, hv_store_path(d->store), (unsigned long long)d->events.dropped);
-    }
-    hv_evq_fini(&d->events);
+    hv__driver_events_fini(d);
     while (d->pending != NULL) {
         pending_t *p = d->pending;
         d->pending = p->next;
@@ -857,7 +265,7 @@ void hv_driver_destroy(hv_driver_t *d) {
     while (d->jobs != NULL) {
         hv_djob_t *j = d->jobs;
         d->jobs = j->next;
-        job_free(j);
+        hv__driver_job_free(j);
     }
     while (d->nodes != NULL) {
         hv_dnode_t *n = d->nodes;
@@ -882,122 +290,6 @@ void hv_driver_destroy(hv_driver_t *d) {
     hv_statecopies_destroy(d->copies);
     hv_joblogs_destroy(d->logs);
     hv_free(d);
-}
-
-static hv_dnode_t *node_from_row(hv_node_row_t *r) {
-    hv_dnode_t *n = hv_calloc(1, sizeof(*n));
-    if (n == NULL) {
-        return NULL;
-    }
-    n->id = r->id;
-    n->name = r->name;
-    n->addrs = r->addrs;
-    n->labels = r->labels;
-    n->instance_id = r->instance_id;
-    n->peer = r->peer;
-    r->name = r->addrs = r->labels = r->instance_id = r->peer = NULL;
-    n->acct.slots = r->slots;
-    n->acct.gpus = r->gpus;
-    n->cpus = r->cpus;
-    n->preemptible = r->preemptible;
-    n->incarnation = r->incarnation;
-    if (hv_node_state_parse(r->state, &n->state) != HV_OK) {
-        n->state = HV_NODE_DEAD;
-    }
-    n->registered_ms = r->registered_ms;
-    n->last_seen_ms = n->persisted_seen_ms = r->last_seen_ms;
-    return n;
-}
-
-hv_err hv_driver_load(hv_driver_t *d) {
-    uint64_t now = hv_now_ms(), wall = hv_wall_ms();
-    hv_node_row_t *nodes = NULL;
-    size_t nn = 0;
-    HV_TRY(hv_store_node_list(d->store, &nodes, &nn));
-    for (size_t i = 0; i < nn; i++) {
-        hv_dnode_t *n = node_from_row(&nodes[i]);
-        if (n == NULL) {
-            hv_store_node_free_list(nodes, nn);
-            return HV_ENOMEM;
-        }
-        /* Agents get one lease from the head's start to re-attach. */
-        hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
-        n->next = d->nodes;
-        d->nodes = n;
-    }
-    hv_store_node_free_list(nodes, nn);
-
-    hv_job_row_t *jobs = NULL;
-    size_t nj = 0;
-    HV_TRY(hv_store_job_list(d->store, 1, 0, &jobs, &nj));
-    size_t nworkers = 0;
-    /* job_list is newest first; link oldest first so scheduling order is kept. */
-    for (size_t i = nj; i-- > 0;) {
-        hv_djob_t *j;
-        if (job_load(d, &jobs[i], &j) != HV_OK) {
-            HV_LOG(HV_LOG_ERROR, "driver", "HV-JOB-LOAD", "job %llu could not be loaded",
-                   (unsigned long long)jobs[i].id);
-            continue;
-        }
-        uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
-        j->wait_deadline = hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
-        hv_jm_restarted(&j->jm, wall);
-        for (size_t k = 0; k < j->jm.nw; k++) {
-            hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];
-            if (!wlive(w)) {
-                continue;
-            }
-            nworkers++;
-            hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
-            if (n != NULL) {
-                hv_node_claim(&n->acct, w->gpu);
-            }
-        }
-        hv_joblog_open(d->logs, &j->log, j->jm.id);
-        job_link(d, j);
-    }
-    hv_store_job_free_list(jobs, nj);
-
-    /* Workers of jobs that ended while they were being killed are not coming back. */
-    hv_worker_row_t *ws = NULL;
-    size_t nw = 0;
-    HV_TRY(hv_store_worker_list(d->store, 0, 1, &ws, &nw));
-    for (size_t i = 0; i < nw; i++) {
-        if (job_by_id(d, ws[i].job_id) != NULL) {
-            continue;
-        }
-        hv_worker_row_t r = ws[i];
-        r.state = "lost";
-        r.reason = "the head restarted while its job was ending";
-        r.ended_ms = wall;
-        hv_err rc = hv_store_worker_update(d->store, &r);
-        if (rc != HV_OK) {
-            store_failed(d, rc, "mark a worker of an ended job lost");
-        }
-    }
-    hv_store_worker_free_list(ws, nw);
-    /* Drains in progress go on: workers on draining nodes that were not removed yet (they stay
-     * while nobody else holds their job's state) are taken care of again. */
-    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (n->state != HV_NODE_DRAINING) {
-            continue;
-        }
-        char what[300];
-        snprintf(what, sizeof(what), "node %s (draining before the head restarted)", n->name);
-        for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-            if (job_active(j)) {
-                hv_jm_drain(&j->jm, n->id, what, 0, wall, &d->out);
-                apply(d, j, &d->out);
-            }
-        }
-    }
-    size_t n_active = 0;
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        n_active++;
-    }
-    HV_LOG(HV_LOG_NOTICE, "driver", "HV-HEAD-LOAD",
-           "loaded %zu nodes, %zu active jobs, %zu live workers", nn, n_active, nworkers);
-    return HV_OK;
 }
 
 /* ---- applying decisions --------------------------------------------------------------------- */
@@ -1082,7 +374,7 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
                                       : hv_store_copy_get(d->store, j->jm.id, &copy)) == HV_OK) {
         /* The round that resumes the job: its rank 0 loads this copy before the first sync. From
          * the durable tier, FetchState answers "try again" until the head restored it into
-         * <data>/states/ (tick_copies), then serves it as its own. */
+         * <data>/states/ (driver_copies.c), then serves it as its own. */
         info.resume = 1;
         info.copy_generation = copy.generation;
         info.copy_commit = copy.commit;
@@ -1157,14 +449,14 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
         char msg[200];
         snprintf(msg, sizeof(msg), "store strike %u of node %llu against job %llu (not applied)",
                  e.strikes, (unsigned long long)node_id, (unsigned long long)j->jm.id);
-        store_failed(d, rc, msg);
+        hv__driver_store_failed(d, rc, msg);
         return;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     b->e = e;
     b->incarnation = inc;
     memcpy(b->reason, reason, sizeof(b->reason));
-    const char *name = node_name_cb(node_id, d);
+    const char *name = hv__driver_node_name(node_id, d);
     char data[256];
     snprintf(data, sizeof(data),
              "{\"job\":%llu,\"node_id\":%llu,\"strikes\":%u,\"permanent\":%s,\"cooldown_ms\":%llu}",
@@ -1223,7 +515,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             strike(d, j, a->node_id, a->text);
             break;
         case HV_JA_EVENT:
-            event_v(d, j->jm.id, 0, a->event, &a->ev, a->data, a->text);
+            hv__driver_event_v(d, j->jm.id, 0, a->event, &a->ev, a->data, a->text);
             break;
         case HV_JA_ENDED: {
             if (d->actors.job_ended != NULL) {
@@ -1242,7 +534,7 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             break;
         }
         case HV_JA_FINISHED:
-            job_forget_copy(d, j);
+            hv__driver_job_forget_copy(d, j);
             if (d->io.job_finished != NULL) {
                 d->io.job_finished(d->io.ud, j->jm.id);
             }
@@ -1269,7 +561,7 @@ int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j) {
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
-static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
+void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
     if (out->oom) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM",
                "job %llu: out of memory while deciding; some actions were dropped",
@@ -1284,7 +576,7 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
         j->dirty_row = 1;
     }
     pending_t *p = pending_of(d, j);
-    if (p == NULL && persist(d, j) == HV_OK) {
+    if (p == NULL && hv__driver_persist(d, j) == HV_OK) {
         exec_actions(d, j, out);
         hv_jm_out_reset(out);
         return;
@@ -1309,7 +601,7 @@ static void apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
 }
 
 /* 1 when some job's decisions wait for the store. */
-static int pending_unstored(const hv_driver_t *d) {
+int hv__driver_pending_unstored(const hv_driver_t *d) {
     if (!hv_evq_empty(&d->events)) {
         return 1;
     }
@@ -1325,16 +617,17 @@ static int pending_unstored(const hv_driver_t *d) {
  * said to work again before their actions go out, so a watcher hears "stores again" before the
  * job's end. */
 static void flush_pending(hv_driver_t *d) {
-    int any = events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
+    int any =
+        hv__driver_events_flush(d) > 0; /* events first: a job's actions add theirs behind them */
     for (pending_t *p = d->pending; p != NULL; p = p->next) {
-        p->stored = persist(d, p->job) == HV_OK;
+        p->stored = hv__driver_persist(d, p->job) == HV_OK;
         any |= p->stored;
     }
-    store_settle(d, hv_now_ms(), any);
+    hv__driver_store_settle(d, hv_now_ms(), any);
     for (pending_t **pp = &d->pending; *pp != NULL;) {
         pending_t *p = *pp;
         /* Again: an action carried out just before may have changed this job (a no-op else). */
-        if (!p->stored || persist(d, p->job) != HV_OK) {
+        if (!p->stored || hv__driver_persist(d, p->job) != HV_OK) {
             p->stored = 0;
             pp = &p->next;
             continue;
@@ -1461,7 +754,7 @@ static void send_spawn(hv_driver_t *d, hv_djob_t *j, hv_dworker_t *w, uint32_t s
         set_str(&w->reason, "its node's session closed before the spawn order");
         w->ended_ms = hv_wall_ms();
         hv_jm_lost(&j->jm, &w->jm, what, hv_wall_ms(), &d->out);
-        apply(d, j, &d->out);
+        hv__driver_apply(d, j, &d->out);
     }
 }
 
@@ -1507,7 +800,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         w->addr = hv_strdup("");
         ws[made++] = w;
         hv_worker_row_t row;
-        worker_row(w, &row);
+        hv__driver_worker_row(w, &row);
         row.job_id = j->jm.id;
         rc = hv_store_worker_insert(d->store, &row);
         w->jm.id = row.id;
@@ -1516,7 +809,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         hv_job_row_t row;
         hv_job_state_t was = j->jm.state;
         j->jm.state = HV_JOB_PLACING;
-        job_row(j, &row);
+        hv__driver_job_row(j, &row);
         rc = hv_store_job_update(d->store, &row);
         j->jm.state = was;
     }
@@ -1524,10 +817,10 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         rc = hv_store_commit(d->store);
     }
     if (rc != HV_OK) {
-        store_failed(d, rc, "place a job's workers");
+        hv__driver_store_failed(d, rc, "place a job's workers");
         hv_store_rollback(d->store);
         for (uint32_t i = 0; i < made; i++) {
-            worker_free(ws[i]);
+            hv__driver_worker_free(ws[i]);
         }
         goto out;
     }
@@ -1564,7 +857,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         hv_driver_event(d, j->jm.id, 0, "job.grow", NULL, "job %llu grows by %u workers on %s (%s)",
                         (unsigned long long)j->jm.id, n, hosts, why);
     }
-    apply(d, j, &d->out);
+    hv__driver_apply(d, j, &d->out);
     uint32_t size = base_rank + n;
     for (uint32_t r = 0; r < n && !hv_job_state_terminal(j->jm.state); r++) {
         send_spawn(d, j, ws[r], size);
@@ -1759,12 +1052,12 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.nartifacts = s->nartifacts;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "insert a job");
+        hv__driver_store_failed(d, rc, "insert a job");
         snprintf(err, errlen, "%s; the job was not submitted: try again once there is room",
                  d->store_why);
         return HV_EUNAVAIL;
     }
-    store_worked(d);
+    hv__driver_store_worked(d);
     hv_job_row_t copy = row;
     copy.name = hv_strdup(s->name);
     copy.spec = hv_malloc(s->spec_len ? s->spec_len : 1);
@@ -1779,7 +1072,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         memcpy(copy.spec, s->spec, s->spec_len);
     }
     hv_djob_t *j;
-    rc = job_from_row(d, &copy, &j);
+    rc = hv__driver_job_from_row(d, &copy, &j);
     hv_free(copy.name);
     hv_free(copy.spec);
     if (rc != HV_OK) {
@@ -1788,7 +1081,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     }
     j->wait_deadline = hv_cl_wait_deadline(hv_now_ms(), 0, 0, j->timeout_s);
     hv_joblog_open(d->logs, &j->log, j->jm.id);
-    job_link(d, j);
+    hv__driver_job_link(d, j);
     hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PENDING)};
     if (elastic) {
         hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
@@ -1813,7 +1106,7 @@ hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
     }
     if (job_active(j)) {
         hv_jm_end(&j->jm, HV_JOB_CANCELLED, HV_EV_CANCELLED, "cancelled by the user", &d->out);
-        apply(d, j, &d->out);
+        hv__driver_apply(d, j, &d->out);
     }
     return HV_OK;
 }
@@ -1835,7 +1128,7 @@ hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worke
            (unsigned long long)w->job->jm.id, (unsigned long long)w->jm.id,
            hv_driver_worker_node(d, w), pid);
     hv_jm_started(&w->job->jm, &w->jm, hv_wall_ms(), &d->out);
-    apply(d, w->job, &d->out);
+    hv__driver_apply(d, w->job, &d->out);
     return HV_OK;
 }
 
@@ -1868,7 +1161,7 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
     worker_gone(d, w, reason);
     hv_jm_exited(&w->job->jm, &w->jm, exit_code, term_signal, what, hv_wall_ms(), &d->out);
-    apply(d, w->job, &d->out);
+    hv__driver_apply(d, w->job, &d->out);
     hv_driver_schedule(d);
     return HV_OK;
 }
@@ -1884,7 +1177,7 @@ static void worker_lost(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     hv_ev_fields_t f = {.worker_id = w->jm.id, .rank = w->jm.rank};
     hv_driver_event_f(d, w->job->jm.id, w->jm.node_id, "worker.lost", &f, NULL, "%s", what);
     hv_jm_lost(&w->job->jm, &w->jm, what, hv_wall_ms(), &d->out);
-    apply(d, w->job, &d->out);
+    hv__driver_apply(d, w->job, &d->out);
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
@@ -1898,9 +1191,9 @@ static hv_err node_store_as(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, u
     if (rc != HV_OK) {
         char what[160];
         snprintf(what, sizeof(what), "store node %s as %s", n->name, hv_node_state_name(st));
-        store_failed(d, rc, what);
+        hv__driver_store_failed(d, rc, what);
         if (err != NULL) {
-            /* A caller's request refused: said each time (store_failed's line is rate-limited). */
+            /* A caller's request refused: said each time (hv__driver_store_failed's line is rate-limited). */
             snprintf(err, errlen, "the head could not store node %s as %s: %s", n->name,
                      hv_node_state_name(st), hv_store_last_error(d->store));
             HV_LOG(HV_LOG_ERROR, "driver", "HV-NODE-NOT-STORED", "%s; node %s stays %s", err,
@@ -1909,7 +1202,7 @@ static hv_err node_store_as(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, u
         return rc;
     }
     n->persisted_seen_ms = seen;
-    store_worked(d);
+    hv__driver_store_worked(d);
     return HV_OK;
 }
 
@@ -1926,7 +1219,7 @@ static void node_renew(hv_driver_t *d, hv_dnode_t *n, uint64_t now) {
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (job_active(j)) {
             hv_jm_heard(&j->jm, n->id, hv_wall_ms(), &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
         }
     }
 }
@@ -1945,24 +1238,6 @@ static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
         d->actors.node_lost(d->actors.ud, n->id);
     }
     hv_node_reset(&n->acct);
-}
-
-static void node_row(const hv_dnode_t *n, hv_node_row_t *r) {
-    memset(r, 0, sizeof(*r));
-    r->id = n->id;
-    r->name = n->name;
-    r->addrs = n->addrs;
-    r->labels = n->labels;
-    r->instance_id = n->instance_id;
-    r->state = (char *)hv_node_state_name(n->state);
-    r->peer = n->peer;
-    r->slots = n->acct.slots;
-    r->gpus = n->acct.gpus;
-    r->cpus = n->cpus;
-    r->preemptible = n->preemptible;
-    r->incarnation = n->incarnation;
-    r->registered_ms = n->registered_ms;
-    r->last_seen_ms = n->last_seen_ms;
 }
 
 hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
@@ -2010,10 +1285,10 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     tmp.state = st;
     tmp.last_seen_ms = hv_wall_ms();
     hv_node_row_t row;
-    node_row(&tmp, &row);
+    hv__driver_node_row(&tmp, &row);
     hv_err rc = hv_store_node_upsert(d->store, &row);
     if (rc != HV_OK) {
-        store_failed(d, rc, "register a node");
+        hv__driver_store_failed(d, rc, "register a node");
         snprintf(err, errlen, "the head cannot store the node: %s", hv_strerror(rc));
         return HV_EIO;
     }
@@ -2120,7 +1395,7 @@ static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const 
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (job_active(j)) {
             hv_jm_suspect(&j->jm, n->id, job_why, wall + wait, wall, &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
         }
     }
 }
@@ -2254,7 +1529,7 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
             continue;
         }
         hv_jm_drain(&j->jm, n->id, what, hold_until, now, &d->out);
-        apply(d, j, &d->out);
+        hv__driver_apply(d, j, &d->out);
     }
     hv_driver_schedule(d);
     return HV_OK;
@@ -2304,338 +1579,8 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
 /* ---- rendezvous ----------------------------------------------------------------------------- */
 
 /* The job and worker of a rendezvous call, or an error for the caller. */
-/* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
-
-/* Asks the durable tier to drop key (a newer copy replaced it, or its job finished). */
-static void durable_drop(hv_driver_t *d, uint64_t job_id, const char *key) {
-    if (d->durable == NULL || key == NULL || key[0] == '\0') {
-        return;
-    }
-    hv_durable_op_t op = {.kind = HV_DURABLE_DROP, .job_id = job_id};
-    snprintf(op.key, sizeof(op.key), "%s", key);
-    if (hv_durable_submit(d->durable, &op) != HV_OK) {
-        HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-DROP", "job %llu: cannot drop %s: out of memory",
-               (unsigned long long)job_id, key);
-    }
-}
-
-/* A finished job's copy: kept when the job failed (an operator may resume it by hand with
- * hv_state_load: the file is in hv_state_save's format), removed otherwise. */
-static void job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
-    hv_statecopy_abort(d->copies, j->jm.id);
-    hv_copy_row_t c;
-    if (j->jm.durable.commit != 0 && j->jm.state != HV_JOB_FAILED &&
-        hv_store_durable_get(d->store, j->jm.id, &c) == HV_OK &&
-        hv_store_durable_remove(d->store, j->jm.id) == HV_OK) {
-        j->jm.durable = (hv_jm_copy_t){0};
-        j->durable_key[0] = '\0';
-        durable_drop(d, j->jm.id, c.path);
-    }
-    if (j->jm.copy.commit == 0 || hv_store_copy_get(d->store, j->jm.id, &c) != HV_OK) {
-        return;
-    }
-    if (j->jm.state == HV_JOB_FAILED) {
-        HV_LOG(HV_LOG_NOTICE, "driver", "HV-COPY-KEPT",
-               "job %llu failed; its last state copy (generation %u, commit %llu) stays in %s",
-               (unsigned long long)j->jm.id, c.generation, (unsigned long long)c.commit, c.path);
-        return;
-    }
-    if (hv_store_copy_remove(d->store, j->jm.id) == HV_OK) {
-        hv_statecopy_remove(c.path);
-    }
-}
-
-static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
-                        hv_dworker_t **wo, char *err, size_t errlen);
-
-hv_statecopies_t *hv_driver_copies(hv_driver_t *d) { return d->copies; }
-
-hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
-                            uint32_t generation, uint64_t commit, char *err, size_t errlen) {
-    hv_djob_t *j;
-    hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
-    return hv_jm_copy_check(&j->jm, &w->jm, generation, commit, err, errlen);
-}
-
-hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
-                             const hv_statecopy_done_t *done, char *old_path, size_t old_len,
-                             char *err, size_t errlen) {
-    HV_TRY(hv_driver_copy_check(d, job_id, worker_id, done->generation, done->commit, err, errlen));
-    hv_djob_t *j = job_by_id(d, job_id);
-    hv_copy_row_t prev;
-    old_path[0] = '\0';
-    if (hv_store_copy_get(d->store, job_id, &prev) == HV_OK) {
-        snprintf(old_path, old_len, "%s", prev.path);
-    }
-    hv_copy_row_t row = {.job_id = job_id,
-                         .generation = done->generation,
-                         .commit = done->commit,
-                         .size = done->size,
-                         .stored_ms = hv_wall_ms()};
-    snprintf(row.sha256, sizeof(row.sha256), "%s", done->sha256);
-    snprintf(row.path, sizeof(row.path), "%s", done->path);
-    hv_err rc = hv_store_copy_put(d->store, &row);
-    if (rc != HV_OK) {
-        old_path[0] = '\0';
-        snprintf(err, errlen, "the head cannot record the copy: %s", hv_store_last_error(d->store));
-        return HV_EIO;
-    }
-    /* Stored: only now does the job machine count on it. */
-    j->jm.copy = (hv_jm_copy_t){
-        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
-    snprintf(j->copy_path, sizeof(j->copy_path), "%s", row.path);
-    if (strcmp(old_path, row.path) == 0) {
-        old_path[0] = '\0';
-    }
-    if (d->io.job_changed != NULL) {
-        d->io.job_changed(d->io.ud, job_id);
-    }
-    return HV_OK;
-}
-
-hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
-                          char *err, size_t errlen) {
-    hv_djob_t *j;
-    hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
-    if (!hv_wk_state_active(w->jm.state)) {
-        snprintf(err, errlen, "worker %llu of job %llu is %s", (unsigned long long)worker_id,
-                 (unsigned long long)job_id, hv_wk_state_name(w->jm.state));
-        return HV_EPERM;
-    }
-    if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
-        snprintf(err, errlen,
-                 "the head is restoring job %llu's copy (generation %u, commit %llu) from the "
-                 "durable tier: try again",
-                 (unsigned long long)job_id, j->jm.durable.generation,
-                 (unsigned long long)j->jm.durable.commit);
-        return HV_EUNAVAIL;
-    }
-    hv_err rc = hv_store_copy_get(d->store, job_id, out);
-    if (rc != HV_OK) {
-        snprintf(err, errlen, "job %llu has no stored copy of its state",
-                 (unsigned long long)job_id);
-    }
-    return rc;
-}
-
-/* ---- the durable tier (docs/RELIABILITY.md "The durable tier") ------------------------------ */
-
-int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j) {
-    if (!job_active(j) || !j->jm.p.elastic || j->jm.copy.commit == 0 || j->jm.durable.commit != 0) {
-        return 0;
-    }
-    size_t live = 0;
-    for (size_t i = 0; i < j->jm.nw; i++) {
-        const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
-        if (!wlive(w)) {
-            continue;
-        }
-        const hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
-        if (n == NULL || !hv_copy_peer_local(n->peer)) {
-            return 0;
-        }
-        live++;
-    }
-    return live > 0;
-}
-
-#define DURABLE_RETRY_MS 5000 /* a failed restore is tried again after this */
-
-/* The key of a copy in the tier: the name of the head's file (<epoch>-<job>-g<gen>-c<commit>.bin),
- * unique to the copy. */
-static const char *key_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash != NULL ? slash + 1 : path;
-}
-
-/* A durable write finished (loop thread): stored, then counted on; the replaced object goes. */
-static void durable_wrote(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *op) {
-    if ((op->rc == HV_ENOTFOUND || op->rc == HV_ECORRUPT) && j != NULL) {
-        /* A newer head copy replaced the file meanwhile: that one is written at once. */
-        j->durable_began = 0;
-        HV_LOG(HV_LOG_INFO, "copies", "HV-DURABLE-WRITE",
-               "job %llu: the copy of generation %u, commit %llu was replaced while it was being "
-               "written (%s); writing the newer one",
-               (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
-               op->err);
-        return;
-    }
-    if (op->rc != HV_OK) {
-        HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-WRITE",
-               "job %llu: the copy of generation %u, commit %llu was not written to %s: %s (%s); "
-               "the next try is in %u s",
-               (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
-               hv_durable_describe(d->durable), op->err, hv_strerror(op->rc),
-               d->cfg->durable.interval_s);
-        return;
-    }
-    if (j == NULL || (job_active(j) == 0 && j->jm.state != HV_JOB_FAILED)) {
-        durable_drop(d, op->job_id, op->key); /* the job finished meanwhile */
-        return;
-    }
-    hv_copy_row_t row = {.job_id = op->job_id,
-                         .generation = op->generation,
-                         .commit = op->commit,
-                         .size = op->size,
-                         .stored_ms = hv_wall_ms()};
-    snprintf(row.sha256, sizeof(row.sha256), "%s", op->sha256);
-    snprintf(row.path, sizeof(row.path), "%s", op->key);
-    hv_err rc = hv_store_durable_put(d->store, &row);
-    if (rc != HV_OK) {
-        store_failed(d, rc, "record a durable copy");
-        durable_drop(d, op->job_id, op->key); /* never named by a row */
-        return;
-    }
-    store_worked(d);
-    char old[sizeof(j->durable_key)];
-    snprintf(old, sizeof(old), "%s", j->durable_key);
-    /* Stored: only now does the job count on it. */
-    j->jm.durable = (hv_jm_copy_t){
-        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
-    snprintf(j->durable_key, sizeof(j->durable_key), "%s", op->key);
-    if (strcmp(old, op->key) != 0) {
-        durable_drop(d, op->job_id, old);
-    }
-    HV_LOG(HV_LOG_INFO, "copies", "HV-DURABLE-WRITE",
-           "job %llu: the copy of generation %u, commit %llu (%llu bytes) is in %s (%llu ms)",
-           (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
-           (unsigned long long)op->size, hv_durable_describe(d->durable),
-           (unsigned long long)op->took_ms);
-    if (d->io.job_changed != NULL) {
-        d->io.job_changed(d->io.ud, op->job_id);
-    }
-}
-
-/* A restore finished (loop thread): the file is checked and published under <data>/states/; it
- * becomes the head's copy once its row is stored. */
-static void durable_restored(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *op,
-                             uint64_t now) {
-    if (j == NULL || !job_active(j)) {
-        if (op->rc == HV_OK) {
-            hv_statecopy_remove(op->file);
-        }
-        return;
-    }
-    if (op->rc != HV_OK) {
-        j->restore_after = now + DURABLE_RETRY_MS;
-        hv_driver_event(d, op->job_id, 0, "job.restore_failed", NULL,
-                        "job %llu: the head could not restore the durable copy of generation %u, "
-                        "commit %llu from %s: %s; it tries again in %u s",
-                        (unsigned long long)op->job_id, op->generation,
-                        (unsigned long long)op->commit, hv_durable_describe(d->durable), op->err,
-                        DURABLE_RETRY_MS / 1000);
-        return;
-    }
-    hv_copy_row_t row = {.job_id = op->job_id,
-                         .generation = op->generation,
-                         .commit = op->commit,
-                         .size = op->size,
-                         .stored_ms = j->jm.durable.stored_ms};
-    snprintf(row.sha256, sizeof(row.sha256), "%s", op->sha256);
-    snprintf(row.path, sizeof(row.path), "%s", op->file);
-    hv_err rc = hv_store_copy_put(d->store, &row);
-    if (rc != HV_OK) {
-        store_failed(d, rc, "record a restored copy");
-        j->restore_after = now + DURABLE_RETRY_MS;
-        return;
-    }
-    store_worked(d);
-    if (j->copy_path[0] != '\0' && strcmp(j->copy_path, op->file) != 0) {
-        hv_statecopy_remove(j->copy_path);
-    }
-    j->jm.copy = (hv_jm_copy_t){
-        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
-    snprintf(j->copy_path, sizeof(j->copy_path), "%s", op->file);
-    hv_driver_event(d, op->job_id, 0, "job.restore", NULL,
-                    "job %llu: the head restored the durable copy of generation %u, commit %llu "
-                    "(%llu bytes) from %s in %.1f s",
-                    (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
-                    (unsigned long long)op->size, hv_durable_describe(d->durable),
-                    (double)op->took_ms / 1000.0);
-}
-
-/* Each tick: the finished durable operations; whether each running elastic job's head copy is
- * still there (a lost states directory); then a restore where a resume loads the durable copy
- * (the newest that is there), or a durable write where one is due (hv_durable_due). */
-static void tick_copies(hv_driver_t *d, uint64_t now) {
-    hv_durable_op_t done[4];
-    size_t n;
-    while (d->durable != NULL && (n = hv_durable_poll(d->durable, done, 4)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            hv_djob_t *j = job_by_id(d, done[i].job_id);
-            if (j != NULL && done[i].kind != HV_DURABLE_DROP) {
-                j->durable_busy = 0;
-            }
-            if (done[i].kind == HV_DURABLE_WRITE) {
-                durable_wrote(d, j, &done[i]);
-            } else if (done[i].kind == HV_DURABLE_READ) {
-                durable_restored(d, j, &done[i], now);
-            } else if (done[i].rc != HV_OK) {
-                HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-DROP",
-                       "job %llu: the replaced durable copy %s was not removed: %s",
-                       (unsigned long long)done[i].job_id, done[i].key, done[i].err);
-            }
-        }
-    }
-    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (!job_active(j) || !j->jm.p.elastic) {
-            continue;
-        }
-        if (j->jm.copy.commit > 0 && !j->jm.copy.missing && !j->durable_busy &&
-            access(j->copy_path, F_OK) != 0 && errno == ENOENT) {
-            j->jm.copy.missing = 1;
-            HV_LOG(HV_LOG_WARN, "copies", "HV-COPY-MISSING",
-                   "job %llu: the head's copy of its state (generation %u, commit %llu) is gone "
-                   "from %s%s",
-                   (unsigned long long)j->jm.id, j->jm.copy.generation,
-                   (unsigned long long)j->jm.copy.commit, j->copy_path,
-                   j->jm.durable.commit > 0 ? "; the durable copy stands in" : "");
-        }
-        if (d->durable == NULL || j->durable_busy) {
-            continue;
-        }
-        hv_durable_op_t op = {.job_id = j->jm.id};
-        hv_copy_row_t row;
-        if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
-            /* Restored only for a resume that loads it: a running job sends newer copies. */
-            int resuming =
-                j->jm.resume_gen != 0 && j->jm.resume_gen == j->jm.generation && j->jm.round_open;
-            if (!resuming || now < j->restore_after ||
-                hv_store_durable_get(d->store, j->jm.id, &row) != HV_OK) {
-                continue;
-            }
-            op.kind = HV_DURABLE_READ;
-            hv_statecopy_path(d->copies, j->jm.id, row.generation, row.commit, op.file,
-                              sizeof(op.file));
-        } else {
-            hv_copy_ref_t head = {j->jm.copy.generation, j->jm.copy.commit, j->jm.copy.missing};
-            hv_copy_ref_t dur = {j->jm.durable.generation, j->jm.durable.commit, 0};
-            uint64_t since = j->durable_began != 0 ? now - j->durable_began : UINT64_MAX;
-            if (!hv_durable_due(1, 0, &head, &dur, since,
-                                (uint64_t)d->cfg->durable.interval_s * 1000u) ||
-                hv_store_copy_get(d->store, j->jm.id, &row) != HV_OK) {
-                continue;
-            }
-            op.kind = HV_DURABLE_WRITE;
-            snprintf(op.file, sizeof(op.file), "%s", row.path);
-            j->durable_began = now;
-        }
-        op.generation = row.generation;
-        op.commit = row.commit;
-        op.size = row.size;
-        snprintf(op.sha256, sizeof(op.sha256), "%s", row.sha256);
-        snprintf(op.key, sizeof(op.key), "%s",
-                 op.kind == HV_DURABLE_READ ? row.path : key_of(row.path));
-        if (hv_durable_submit(d->durable, &op) == HV_OK) {
-            j->durable_busy = 1;
-        }
-    }
-}
-
-static hv_err rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
-                        hv_dworker_t **wo, char *err, size_t errlen) {
+hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                            hv_dworker_t **wo, char *err, size_t errlen) {
     hv_djob_t *j = hv_driver_job(d, job_id); /* memory, else the store (an ended job) */
     if (j == NULL) {
         snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
@@ -2693,7 +1638,7 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
                            size_t n_broken, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
     if (addr == NULL || addr[0] == '\0' || strlen(addr) > 255) {
         snprintf(err, errlen, "a data-plane address is required");
         return HV_EINVAL;
@@ -2704,7 +1649,7 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     }
     hv_jm_note_redone(&j->jm, redone_samples);
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
-    apply(d, j, &d->out);
+    hv__driver_apply(d, j, &d->out);
     if (job_active(j)) {
         ring_evidence(d, j, w, last_gen, broken, n_broken);
     }
@@ -2715,7 +1660,7 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                              const char *reason, uint32_t *accepted, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
     if (!j->jm.p.elastic) {
         snprintf(err, errlen, "job %llu is not elastic: its size is fixed at %u",
                  (unsigned long long)job_id, j->np);
@@ -2730,7 +1675,7 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     uint32_t before = j->jm.p.target;
     j->jm.p.target = size;
     j->dirty_row = 1;
-    hv_err rc = persist(d, j); /* stored before anything is bought or placed for it */
+    hv_err rc = hv__driver_persist(d, j); /* stored before anything is bought or placed for it */
     if (rc != HV_OK) {
         j->jm.p.target = before;
         snprintf(err, errlen, "the head cannot store the new size: %s", hv_strerror(rc));
@@ -2748,7 +1693,7 @@ hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
                              const hv_jobfig_t *delta, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
     HV_TRY(hv_jobfig_check(delta, err, errlen));
     /* Memory only: counters that start again with each head process, as Prometheus expects. */
     hv_jobfig_add(&j->figs, delta);
@@ -2766,7 +1711,7 @@ hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
                            char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
     hv_err rc = hv_jm_done(&j->jm, &w->jm, gen, hv_wall_ms(), &d->out);
     if (rc != HV_OK) {
         snprintf(err, errlen,
@@ -2776,7 +1721,7 @@ hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
         hv_jm_out_reset(&d->out);
         return rc;
     }
-    apply(d, j, &d->out);
+    hv__driver_apply(d, j, &d->out);
     if (pending_of(d, j) != NULL) {
         snprintf(err, errlen, "the head cannot store Done now; try again");
         return HV_EIO;
@@ -2789,7 +1734,7 @@ hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
                             size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
-    HV_TRY(rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
     *generation = j->jm.generation;
     *failure = j->jm.round_rollback;
     *reason = j->jm.round_reason;
@@ -2833,7 +1778,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
 static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
     for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         if (hv_bl_cooldown_ended(&b->e, wall)) {
-            const char *name = node_name_cb(b->node_id, d);
+            const char *name = hv__driver_node_name(b->node_id, d);
             hv_driver_event(d, j->jm.id, b->node_id, "node.cooldown", NULL,
                             "node %s may run job %llu again: its cooldown ended (%u strikes)",
                             name ? name : "?", (unsigned long long)j->jm.id, b->e.strikes);
@@ -2848,9 +1793,9 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         d->store_retry_at = now + STORE_RETRY_MS;
         flush_pending(d);
     }
-    store_settle(d, now, 0);
+    hv__driver_store_settle(d, now, 0);
     tick_nodes(d, now);
-    tick_copies(d, now);
+    hv__driver_tick_copies(d, now);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (hv_cl_wait_over(j->jm.state == HV_JOB_PENDING, now, j->wait_deadline)) {
             char why[256];
@@ -2859,7 +1804,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
                      j->timeout_s, j->np, count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
             hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
             continue;
         }
         for (size_t i = 0; i < j->jm.nw; i++) {
@@ -2871,7 +1816,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         if (job_active(j)) {
             tick_cooldowns(d, j, wall);
             hv_jm_tick(&j->jm, wall, &d->out);
-            apply(d, j, &d->out);
+            hv__driver_apply(d, j, &d->out);
         }
     }
     /* Forget ended jobs after a while; the store keeps them. */
@@ -2880,7 +1825,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         if (hv_cl_forget(!job_active(j), j->jm.ending, hv_driver_job_settled(d, j), wall,
                          j->ended_ms)) {
             *p = j->next;
-            job_free(j);
+            hv__driver_job_free(j);
         } else {
             p = &j->next;
         }

@@ -10,7 +10,8 @@
  * What the driver does not do: protobuf, gRPC calls or streams (the services own them; the
  * driver names workers, nodes and jobs by id), artifacts, or reading job logs.
  *
- * The model structs below are read by the services to build views; only driver.c writes them.
+ * The model structs below are read by the services to build views; only the driver writes them
+ * (driver.c and its driver_*.c files).
  * Threads: the head's loop thread only. Times: `now` arguments are hv_now_ms() (monotonic);
  * what is persisted uses the wall clock.
  */

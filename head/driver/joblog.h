@@ -15,7 +15,7 @@
  * Dropped bytes are counted per job (hv_joblog_t.dropped). The file system's free space is
  * asked (statvfs) at most once per HV_JOBLOG_STATFS_MS, never per line. A batch is appended with
  * one write(2); a short write (ENOSPC) is cut back so the file always ends with a whole line.
- * It is not the event log (sqlite, driver.c) and does not read logs back (svc_jobs.c).
+ * It is not the event log (sqlite, driver_events.c) and does not read logs back (svc_jobs.c).
  * Caller: the head's driver, on its loop thread only; not thread-safe.
  */
 #ifndef HV_HEAD_JOBLOG_H

@@ -1,0 +1,345 @@
+/*
+ * driver_copies.c: the bookkeeping of the jobs' state copies (docs/RELIABILITY.md). The head's
+ * copy: a worker's PutState is checked against the job machine, its file (statecopy.c) recorded
+ * in the store, and only then counted on (hv_driver_copy_*); FetchState reads the row back. The
+ * durable tier: each tick hands due writes and resumes' restores to durable.c's thread and
+ * stores what it finished before the job machine counts on it (hv__driver_tick_copies). A job
+ * that finished forgets its copies (hv__driver_job_forget_copy). Which copy a resume loads and
+ * when a durable write is due are decided by the pure core (jobm.h, copies.h).
+ */
+#include "driver_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+/* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
+
+/* Asks the durable tier to drop key (a newer copy replaced it, or its job finished). */
+static void durable_drop(hv_driver_t *d, uint64_t job_id, const char *key) {
+    if (d->durable == NULL || key == NULL || key[0] == '\0') {
+        return;
+    }
+    hv_durable_op_t op = {.kind = HV_DURABLE_DROP, .job_id = job_id};
+    snprintf(op.key, sizeof(op.key), "%s", key);
+    if (hv_durable_submit(d->durable, &op) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-DROP", "job %llu: cannot drop %s: out of memory",
+               (unsigned long long)job_id, key);
+    }
+}
+
+/* A finished job's copy: kept when the job failed (an operator may resume it by hand with
+ * hv_state_load: the file is in hv_state_save's format), removed otherwise. */
+void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
+    hv_statecopy_abort(d->copies, j->jm.id);
+    hv_copy_row_t c;
+    if (j->jm.durable.commit != 0 && j->jm.state != HV_JOB_FAILED &&
+        hv_store_durable_get(d->store, j->jm.id, &c) == HV_OK &&
+        hv_store_durable_remove(d->store, j->jm.id) == HV_OK) {
+        j->jm.durable = (hv_jm_copy_t){0};
+        j->durable_key[0] = '\0';
+        durable_drop(d, j->jm.id, c.path);
+    }
+    if (j->jm.copy.commit == 0 || hv_store_copy_get(d->store, j->jm.id, &c) != HV_OK) {
+        return;
+    }
+    if (j->jm.state == HV_JOB_FAILED) {
+        HV_LOG(HV_LOG_NOTICE, "driver", "HV-COPY-KEPT",
+               "job %llu failed; its last state copy (generation %u, commit %llu) stays in %s",
+               (unsigned long long)j->jm.id, c.generation, (unsigned long long)c.commit, c.path);
+        return;
+    }
+    if (hv_store_copy_remove(d->store, j->jm.id) == HV_OK) {
+        hv_statecopy_remove(c.path);
+    }
+}
+
+hv_statecopies_t *hv_driver_copies(hv_driver_t *d) { return d->copies; }
+
+hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                            uint32_t generation, uint64_t commit, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    return hv_jm_copy_check(&j->jm, &w->jm, generation, commit, err, errlen);
+}
+
+hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                             const hv_statecopy_done_t *done, char *old_path, size_t old_len,
+                             char *err, size_t errlen) {
+    HV_TRY(hv_driver_copy_check(d, job_id, worker_id, done->generation, done->commit, err, errlen));
+    hv_djob_t *j = job_by_id(d, job_id);
+    hv_copy_row_t prev;
+    old_path[0] = '\0';
+    if (hv_store_copy_get(d->store, job_id, &prev) == HV_OK) {
+        snprintf(old_path, old_len, "%s", prev.path);
+    }
+    hv_copy_row_t row = {.job_id = job_id,
+                         .generation = done->generation,
+                         .commit = done->commit,
+                         .size = done->size,
+                         .stored_ms = hv_wall_ms()};
+    snprintf(row.sha256, sizeof(row.sha256), "%s", done->sha256);
+    snprintf(row.path, sizeof(row.path), "%s", done->path);
+    hv_err rc = hv_store_copy_put(d->store, &row);
+    if (rc != HV_OK) {
+        old_path[0] = '\0';
+        snprintf(err, errlen, "the head cannot record the copy: %s", hv_store_last_error(d->store));
+        return HV_EIO;
+    }
+    /* Stored: only now does the job machine count on it. */
+    j->jm.copy = (hv_jm_copy_t){
+        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
+    snprintf(j->copy_path, sizeof(j->copy_path), "%s", row.path);
+    if (strcmp(old_path, row.path) == 0) {
+        old_path[0] = '\0';
+    }
+    if (d->io.job_changed != NULL) {
+        d->io.job_changed(d->io.ud, job_id);
+    }
+    return HV_OK;
+}
+
+hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
+                          char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    if (!hv_wk_state_active(w->jm.state)) {
+        snprintf(err, errlen, "worker %llu of job %llu is %s", (unsigned long long)worker_id,
+                 (unsigned long long)job_id, hv_wk_state_name(w->jm.state));
+        return HV_EPERM;
+    }
+    if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
+        snprintf(err, errlen,
+                 "the head is restoring job %llu's copy (generation %u, commit %llu) from the "
+                 "durable tier: try again",
+                 (unsigned long long)job_id, j->jm.durable.generation,
+                 (unsigned long long)j->jm.durable.commit);
+        return HV_EUNAVAIL;
+    }
+    hv_err rc = hv_store_copy_get(d->store, job_id, out);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "job %llu has no stored copy of its state",
+                 (unsigned long long)job_id);
+    }
+    return rc;
+}
+
+/* ---- the durable tier (docs/RELIABILITY.md "The durable tier") ------------------------------ */
+
+int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j) {
+    if (!job_active(j) || !j->jm.p.elastic || j->jm.copy.commit == 0 || j->jm.durable.commit != 0) {
+        return 0;
+    }
+    size_t live = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
+        if (!wlive(w)) {
+            continue;
+        }
+        const hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
+        if (n == NULL || !hv_copy_peer_local(n->peer)) {
+            return 0;
+        }
+        live++;
+    }
+    return live > 0;
+}
+
+#define DURABLE_RETRY_MS 5000 /* a failed restore is tried again after this */
+
+/* The key of a copy in the tier: the name of the head's file (<epoch>-<job>-g<gen>-c<commit>.bin),
+ * unique to the copy. */
+static const char *key_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash != NULL ? slash + 1 : path;
+}
+
+/* A durable write finished (loop thread): stored, then counted on; the replaced object goes. */
+static void durable_wrote(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *op) {
+    if ((op->rc == HV_ENOTFOUND || op->rc == HV_ECORRUPT) && j != NULL) {
+        /* A newer head copy replaced the file meanwhile: that one is written at once. */
+        j->durable_began = 0;
+        HV_LOG(HV_LOG_INFO, "copies", "HV-DURABLE-WRITE",
+               "job %llu: the copy of generation %u, commit %llu was replaced while it was being "
+               "written (%s); writing the newer one",
+               (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
+               op->err);
+        return;
+    }
+    if (op->rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-WRITE",
+               "job %llu: the copy of generation %u, commit %llu was not written to %s: %s (%s); "
+               "the next try is in %u s",
+               (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
+               hv_durable_describe(d->durable), op->err, hv_strerror(op->rc),
+               d->cfg->durable.interval_s);
+        return;
+    }
+    if (j == NULL || (job_active(j) == 0 && j->jm.state != HV_JOB_FAILED)) {
+        durable_drop(d, op->job_id, op->key); /* the job finished meanwhile */
+        return;
+    }
+    hv_copy_row_t row = {.job_id = op->job_id,
+                         .generation = op->generation,
+                         .commit = op->commit,
+                         .size = op->size,
+                         .stored_ms = hv_wall_ms()};
+    snprintf(row.sha256, sizeof(row.sha256), "%s", op->sha256);
+    snprintf(row.path, sizeof(row.path), "%s", op->key);
+    hv_err rc = hv_store_durable_put(d->store, &row);
+    if (rc != HV_OK) {
+        hv__driver_store_failed(d, rc, "record a durable copy");
+        durable_drop(d, op->job_id, op->key); /* never named by a row */
+        return;
+    }
+    hv__driver_store_worked(d);
+    char old[sizeof(j->durable_key)];
+    snprintf(old, sizeof(old), "%s", j->durable_key);
+    /* Stored: only now does the job count on it. */
+    j->jm.durable = (hv_jm_copy_t){
+        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
+    snprintf(j->durable_key, sizeof(j->durable_key), "%s", op->key);
+    if (strcmp(old, op->key) != 0) {
+        durable_drop(d, op->job_id, old);
+    }
+    HV_LOG(HV_LOG_INFO, "copies", "HV-DURABLE-WRITE",
+           "job %llu: the copy of generation %u, commit %llu (%llu bytes) is in %s (%llu ms)",
+           (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
+           (unsigned long long)op->size, hv_durable_describe(d->durable),
+           (unsigned long long)op->took_ms);
+    if (d->io.job_changed != NULL) {
+        d->io.job_changed(d->io.ud, op->job_id);
+    }
+}
+
+/* A restore finished (loop thread): the file is checked and published under <data>/states/; it
+ * becomes the head's copy once its row is stored. */
+static void durable_restored(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *op,
+                             uint64_t now) {
+    if (j == NULL || !job_active(j)) {
+        if (op->rc == HV_OK) {
+            hv_statecopy_remove(op->file);
+        }
+        return;
+    }
+    if (op->rc != HV_OK) {
+        j->restore_after = now + DURABLE_RETRY_MS;
+        hv_driver_event(d, op->job_id, 0, "job.restore_failed", NULL,
+                        "job %llu: the head could not restore the durable copy of generation %u, "
+                        "commit %llu from %s: %s; it tries again in %u s",
+                        (unsigned long long)op->job_id, op->generation,
+                        (unsigned long long)op->commit, hv_durable_describe(d->durable), op->err,
+                        DURABLE_RETRY_MS / 1000);
+        return;
+    }
+    hv_copy_row_t row = {.job_id = op->job_id,
+                         .generation = op->generation,
+                         .commit = op->commit,
+                         .size = op->size,
+                         .stored_ms = j->jm.durable.stored_ms};
+    snprintf(row.sha256, sizeof(row.sha256), "%s", op->sha256);
+    snprintf(row.path, sizeof(row.path), "%s", op->file);
+    hv_err rc = hv_store_copy_put(d->store, &row);
+    if (rc != HV_OK) {
+        hv__driver_store_failed(d, rc, "record a restored copy");
+        j->restore_after = now + DURABLE_RETRY_MS;
+        return;
+    }
+    hv__driver_store_worked(d);
+    if (j->copy_path[0] != '\0' && strcmp(j->copy_path, op->file) != 0) {
+        hv_statecopy_remove(j->copy_path);
+    }
+    j->jm.copy = (hv_jm_copy_t){
+        .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
+    snprintf(j->copy_path, sizeof(j->copy_path), "%s", op->file);
+    hv_driver_event(d, op->job_id, 0, "job.restore", NULL,
+                    "job %llu: the head restored the durable copy of generation %u, commit %llu "
+                    "(%llu bytes) from %s in %.1f s",
+                    (unsigned long long)op->job_id, op->generation, (unsigned long long)op->commit,
+                    (unsigned long long)op->size, hv_durable_describe(d->durable),
+                    (double)op->took_ms / 1000.0);
+}
+
+/* Each tick: the finished durable operations; whether each running elastic job's head copy is
+ * still there (a lost states directory); then a restore where a resume loads the durable copy
+ * (the newest that is there), or a durable write where one is due (hv_durable_due). */
+void hv__driver_tick_copies(hv_driver_t *d, uint64_t now) {
+    hv_durable_op_t done[4];
+    size_t n;
+    while (d->durable != NULL && (n = hv_durable_poll(d->durable, done, 4)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            hv_djob_t *j = job_by_id(d, done[i].job_id);
+            if (j != NULL && done[i].kind != HV_DURABLE_DROP) {
+                j->durable_busy = 0;
+            }
+            if (done[i].kind == HV_DURABLE_WRITE) {
+                durable_wrote(d, j, &done[i]);
+            } else if (done[i].kind == HV_DURABLE_READ) {
+                durable_restored(d, j, &done[i], now);
+            } else if (done[i].rc != HV_OK) {
+                HV_LOG(HV_LOG_WARN, "copies", "HV-DURABLE-DROP",
+                       "job %llu: the replaced durable copy %s was not removed: %s",
+                       (unsigned long long)done[i].job_id, done[i].key, done[i].err);
+            }
+        }
+    }
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (!job_active(j) || !j->jm.p.elastic) {
+            continue;
+        }
+        if (j->jm.copy.commit > 0 && !j->jm.copy.missing && !j->durable_busy &&
+            access(j->copy_path, F_OK) != 0 && errno == ENOENT) {
+            j->jm.copy.missing = 1;
+            HV_LOG(HV_LOG_WARN, "copies", "HV-COPY-MISSING",
+                   "job %llu: the head's copy of its state (generation %u, commit %llu) is gone "
+                   "from %s%s",
+                   (unsigned long long)j->jm.id, j->jm.copy.generation,
+                   (unsigned long long)j->jm.copy.commit, j->copy_path,
+                   j->jm.durable.commit > 0 ? "; the durable copy stands in" : "");
+        }
+        if (d->durable == NULL || j->durable_busy) {
+            continue;
+        }
+        hv_durable_op_t op = {.job_id = j->jm.id};
+        hv_copy_row_t row;
+        if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
+            /* Restored only for a resume that loads it: a running job sends newer copies. */
+            int resuming =
+                j->jm.resume_gen != 0 && j->jm.resume_gen == j->jm.generation && j->jm.round_open;
+            if (!resuming || now < j->restore_after ||
+                hv_store_durable_get(d->store, j->jm.id, &row) != HV_OK) {
+                continue;
+            }
+            op.kind = HV_DURABLE_READ;
+            hv_statecopy_path(d->copies, j->jm.id, row.generation, row.commit, op.file,
+                              sizeof(op.file));
+        } else {
+            hv_copy_ref_t head = {j->jm.copy.generation, j->jm.copy.commit, j->jm.copy.missing};
+            hv_copy_ref_t dur = {j->jm.durable.generation, j->jm.durable.commit, 0};
+            uint64_t since = j->durable_began != 0 ? now - j->durable_began : UINT64_MAX;
+            if (!hv_durable_due(1, 0, &head, &dur, since,
+                                (uint64_t)d->cfg->durable.interval_s * 1000u) ||
+                hv_store_copy_get(d->store, j->jm.id, &row) != HV_OK) {
+                continue;
+            }
+            op.kind = HV_DURABLE_WRITE;
+            snprintf(op.file, sizeof(op.file), "%s", row.path);
+            j->durable_began = now;
+        }
+        op.generation = row.generation;
+        op.commit = row.commit;
+        op.size = row.size;
+        snprintf(op.sha256, sizeof(op.sha256), "%s", row.sha256);
+        snprintf(op.key, sizeof(op.key), "%s",
+                 op.kind == HV_DURABLE_READ ? row.path : key_of(row.path));
+        if (hv_durable_submit(d->durable, &op) == HV_OK) {
+            j->durable_busy = 1;
+        }
+    }
+}

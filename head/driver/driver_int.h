@@ -1,0 +1,154 @@
+/*
+ * driver_int.h: what the driver's own files share, and nothing else includes: the driver's
+ * struct, the queue of decisions waiting for the store, small lookups, and the hv__driver_*
+ * functions one driver file calls in another. driver.c is the plumbing (inputs → core → store →
+ * act); driver_events.c writes the events; driver_rows.c turns the tables' rows into the model
+ * and back, keeps the store's health and loads the tables at start; driver_copies.c keeps the
+ * state copies' bookkeeping. Threads: the head's loop thread only, as driver.h says.
+ */
+#ifndef HV_HEAD_DRIVER_INT_H
+#define HV_HEAD_DRIVER_INT_H
+
+#include "driver.h"
+
+#include "durable.h"
+#include "evq.h"
+
+#define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
+#define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
+
+/* A job's actions that wait for the store (its decision is not durable yet). */
+typedef struct pending_s {
+    hv_djob_t *job;
+    hv_jm_out_t out;
+    int stored; /* flush_pending stored the job; its actions go out next */
+    struct pending_s *next;
+} pending_t;
+
+/* The driver (driver.h's hv_driver_t): its fields are read and written by the driver's files
+ * only. */
+struct hv_driver_s {
+    const hv_head_config_t *cfg; /* borrowed */
+    hv_store_t *store;           /* borrowed */
+    hv_driver_io_t io;
+    hv_dnode_t *nodes;
+    hv_djob_t *jobs; /* submission order (= scheduling order) */
+    pending_t *pending;
+    hv_jm_out_t out; /* scratch for one input */
+    int stopping;
+    hv_driver_room_fn room; /* slots an autoscaler can still add (hv_driver_set_room) */
+    void *room_ud;
+    uint64_t store_failed_logged; /* monotonic ms of the last "store failing" log */
+    int store_down;               /* the last state write failed */
+    uint64_t store_retry_at;      /* monotonic ms of the next retry of waiting decisions */
+    uint64_t store_ok_since;      /* while store_down: monotonic ms of the first write that worked
+                                   * since the last failure; 0 = none */
+    char store_why[512];          /* while store_down: the line for clients */
+    hv_joblogs_t *logs;           /* the job output files (owned) */
+    hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
+    hv_durable_t *durable;        /* the durable tier of the copies (owned; NULL: none) */
+    hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
+    void *observe_ud;
+    hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
+    hv_evq_t events;                /* events waiting for the store (evq.h) */
+};
+
+/* ---- lookups (the model in memory) ---------------------------------------------------------- */
+
+static inline hv_djob_t *job_by_id(hv_driver_t *d, uint64_t id) {
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->jm.id == id) {
+            return j;
+        }
+    }
+    return NULL;
+}
+
+static inline hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        if (j->jm.w[i]->id == id) {
+            return (hv_dworker_t *)j->jm.w[i];
+        }
+    }
+    return NULL;
+}
+
+static inline int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
+
+static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
+
+/* ---- driver.c ------------------------------------------------------------------------------- */
+
+/* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
+const char *hv__driver_node_name(uint64_t node_id, void *ud);
+
+/* Stores j, then carries out out's actions; if the store fails they wait (after any already
+ * waiting for j). out is emptied either way. */
+void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
+
+/* The job and worker of a rendezvous call (the job from memory, else from the store), or an
+ * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */
+hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                            hv_dworker_t **wo, char *err, size_t errlen);
+
+/* 1 when some job's decisions or some event wait for the store. */
+int hv__driver_pending_unstored(const hv_driver_t *d);
+
+/* ---- driver_rows.c -------------------------------------------------------------------------- */
+
+/* A state write failed (what: the write, for the log): logged, and kept for clients
+ * (hv_driver_store_trouble) until a write works again. */
+void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what);
+
+/* A state write worked: may end a failing spell. */
+void hv__driver_store_worked(hv_driver_t *d);
+
+/* Ends a failing spell when nothing waits for the store and writes have worked for a while, or
+ * at once when sure (every waiting decision was just written). */
+void hv__driver_store_settle(hv_driver_t *d, uint64_t now, int sure);
+
+/* The rows of a job, a worker, a node (r borrows the model's strings). */
+void hv__driver_job_row(const hv_djob_t *j, hv_job_row_t *r);
+void hv__driver_worker_row(const hv_dworker_t *w, hv_worker_row_t *r);
+void hv__driver_node_row(const hv_dnode_t *n, hv_node_row_t *r);
+
+/* Writes what changed of j (and its workers) in one transaction. */
+hv_err hv__driver_persist(hv_driver_t *d, hv_djob_t *j);
+
+/* A job from its row (the row's strings and spec move into the job); *out owned by the caller
+ * until linked. */
+hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out);
+
+/* Appends j to the driver's jobs (submission order, which is scheduling order). */
+void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j);
+
+/* Frees a worker, a job with its workers (neither linked any more). */
+void hv__driver_worker_free(hv_dworker_t *w);
+void hv__driver_job_free(hv_djob_t *j);
+
+/* ---- driver_events.c ------------------------------------------------------------------------ */
+
+/* Logs the event, then stores it: at once when no other waits, else behind them (f: NULL for
+ * none; msg: the message, at most 1 KiB). */
+void hv__driver_event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+                        const hv_ev_fields_t *f, const char *data, const char *msg);
+
+/* Writes the waiting events in order, stopping at the first that fails; returns how many were
+ * written. */
+size_t hv__driver_events_flush(hv_driver_t *d);
+
+/* At the driver's destruction: a last try to write the waiting events (what still fails is
+ * logged as lost), then the queue is freed. */
+void hv__driver_events_fini(hv_driver_t *d);
+
+/* ---- driver_copies.c ------------------------------------------------------------------------ */
+
+/* A finished job's copies: the head's kept when the job failed, removed otherwise; the durable
+ * one dropped unless the job failed. */
+void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j);
+
+/* Each tick: the durable tier's finished operations, missing head copies, due writes and
+ * restores. */
+void hv__driver_tick_copies(hv_driver_t *d, uint64_t now);
+
+#endif
