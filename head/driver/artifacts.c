@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -179,17 +178,9 @@ uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest) {
 hv_err hv_artifacts_touch(hv_artifacts_t *a, const char *digest, char *err, size_t errlen) {
     hv_err rc = hv_store_artifact_touch(a->store, digest, hv_wall_ms());
     if (rc != HV_OK) {
-        /* In the words the driver uses for a failing store (hv_driver_store_trouble). */
-        char space[160] = "";
-        struct statvfs vfs;
-        if (statvfs(a->dir, &vfs) == 0) {
-            snprintf(space, sizeof(space), "; %s has %llu bytes free", a->dir,
-                     (unsigned long long)vfs.f_bavail * (unsigned long long)vfs.f_frsize);
-        }
-        snprintf(err, errlen, "the head cannot store its state in %s (%s%s)",
-                 hv_store_path(a->store), hv_store_last_error(a->store), space);
-        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-ARTIFACT-TOUCH",
-               "the use of artifact %s is not recorded: %s (%s)", digest, err, hv_strerror(rc));
+        snprintf(err, errlen, "the head could not record the use of artifact %s: %s", digest,
+                 hv_store_last_error(a->store));
+        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-ARTIFACT-TOUCH", "%s (%s)", err, hv_strerror(rc));
     }
     return rc;
 }

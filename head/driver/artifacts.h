@@ -48,8 +48,9 @@ hv_err hv_artifacts_path(hv_artifacts_t *a, const char *digest, char *buf, size_
 /* Bytes of an unfinished upload held for digest (the resume point). */
 uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest);
 /* Records a use (an agent is about to fetch it), before the artifact is served: the
- * collection of unused artifacts reads it. HV_OK, or the store's error (err: "the head cannot
- * store its state in PATH (<why>; <data dir> has N bytes free)", as hv_driver_store_trouble). */
+ * collection of unused artifacts reads it. HV_OK, or the store's error (err: its words; the
+ * services tell clients the driver's words, hv_driver_store_trouble, after
+ * hv_driver_store_result). */
 hv_err hv_artifacts_touch(hv_artifacts_t *a, const char *digest, char *err, size_t errlen);
 
 /* Writes one chunk of an upload: offset must equal the bytes held so far. With last set the

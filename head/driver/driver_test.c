@@ -288,7 +288,7 @@ static void case_artifact_touch_not_stored(void) {
     CHECK_RC(hv_store_artifact_put(H.store, &r), HV_OK);
     CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
     CHECK(hv_artifacts_touch(a, digest, err, sizeof(err)) != HV_OK);
-    CHECK(strstr(err, "the head cannot store its state in ") != NULL);
+    CHECK(strstr(err, "the head could not record the use of artifact") != NULL);
     CHECK(strstr(err, "readonly") != NULL);
     CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
     hv_artifact_row_t got;

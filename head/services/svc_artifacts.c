@@ -29,8 +29,10 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
         hv_driver_store_result(sa->d, trc, "record an artifact's use");
     }
     if (trc != HV_OK) {
+        const char *why = hv_driver_store_trouble(sa->d); /* the store's words for clients */
         hv_rpc_finish_later(c, HV_EUNAVAIL,
-                            "%s; nothing was submitted: try again once there is room", err);
+                            "%s; nothing was submitted: try again once there is room",
+                            why != NULL ? why : err);
         return;
     }
     if (!rep.present) {

@@ -622,7 +622,8 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     hv_err trc = hv_artifacts_touch(s->arts, req->digest, terr, sizeof(terr));
     hv_driver_store_result(s->d, trc, "record an artifact's use");
     if (trc != HV_OK) {
-        hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; try again later", terr);
+        const char *why = hv_driver_store_trouble(s->d);
+        hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; try again later", why != NULL ? why : terr);
         return;
     }
     fetch_t *f = hv_calloc(1, sizeof(*f));
