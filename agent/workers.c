@@ -447,6 +447,8 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     env_set(e, "HV_HEAD", 7, sp->head_addr);
     env_setu(e, "HV_JOB_ID", sp->job_id);
     env_setu(e, "HV_WORKER_ID", sp->worker_id);
+    // libhv in the process asks to die with this agent (worker_lib/agent_tie.c).
+    env_setu(e, "HV_AGENT_PID", (unsigned long long)getpid());
     env_setu(e, "HV_RANK", sp->rank);
     env_setu(e, "HV_SIZE", sp->size);
     env_setu(e, "HV_LOCAL_RANK", sp->local_rank);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent_tie.h"
 #include "engine.h"
 #include "log.h"
 #include "mem.h"
@@ -311,6 +312,7 @@ static hv_err init_locked(const hv_config_t *cfg) {
     if (atomic_load(&g.inited)) {
         return HV_ESTATE;
     }
+    hv__agent_tie(); // done at load for libhv.so; here for programs linked with libhv.a
     ignore_sigpipe();
     if (cfg != NULL && cfg->size < sizeof(size_t)) {
         return HV_EINVAL;
