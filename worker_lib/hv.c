@@ -31,6 +31,7 @@
 #include "member.h"
 #include "process.h"
 #include "rdzv.h"
+#include "transport_nccl.h"
 #include "util.h"
 #include "world.h"
 
@@ -626,6 +627,123 @@ hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt
     if (name == NULL || handle == NULL) {
         return HV_EINVAL;
     }
+    hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
+                       .name = name,
+                       .in = buf,
+                       .out = buf,
+                       .count = count,
+                       .dtype = dt,
+                       .root = root};
+    return seen(hv__engine_submit(e, &d, 1, handle));
+}
+
+/* ---- collectives on declared memory (the *_on calls) ------------------------------------------ */
+
+int hv_cuda_built(void) { return hv__gpu_built(); }
+
+/* Checks that p (NULL: nothing to check) is the kind of memory the caller declared. */
+static hv_err mem_matches(const char *call, const char *which, const void *p, int device) {
+    if (p == NULL) {
+        return HV_OK;
+    }
+    int at = hv__gpu_device_of(p);
+    if (at == device) {
+        return HV_OK;
+    }
+    if (device < 0) {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-MEMKIND",
+               "%s: the %s buffer was declared host memory (device -1) but is on CUDA device %d",
+               call, which, at);
+    } else if (at < 0) {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-MEMKIND",
+               "%s: the %s buffer was declared CUDA device %d memory but is host memory (or "
+               "memory CUDA does not know)",
+               call, which, device);
+    } else {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-MEMKIND",
+               "%s: the %s buffer was declared CUDA device %d memory but is on device %d", call,
+               which, device, at);
+    }
+    return HV_EINVAL;
+}
+
+/* The common part of the *_on calls: checks the declaration against the build and the buffers,
+ * then waits for the caller's stream, so that the engine reads what the stream's work wrote. */
+static hv_err mem_prepare(const char *call, const void *in, const void *out, int device,
+                          void *stream) {
+    if (device < -1) {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-MEMKIND",
+               "%s: device %d: give -1 for host memory or a CUDA device ordinal", call, device);
+        return HV_EINVAL;
+    }
+    if (device >= 0 && !hv__gpu_built()) {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-NOCUDA",
+               "%s: CUDA device memory was passed to a libhv built without CUDA and NCCL; "
+               "rebuild libhv where CMake finds the CUDA toolkit and NCCL (-DHV_WITH_NCCL=ON), "
+               "or copy the data to host memory first",
+               call);
+        return HV_ENOTSUP;
+    }
+    if (device >= 0 && hv__gpu_count() == 0) {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-NOCUDA",
+               "%s: CUDA device memory was passed but this process sees no CUDA device", call);
+        return HV_ENOTSUP;
+    }
+    if (device < 0 && stream != NULL) {
+        HV_LOG(HV_LOG_ERROR, "api", "HV-API-MEMKIND",
+               "%s: a stream was given for host memory (device -1): pass NULL", call);
+        return HV_EINVAL;
+    }
+    HV_TRY(mem_matches(call, "input", in, device));
+    HV_TRY(mem_matches(call, "output", out, device));
+    return device >= 0 ? hv__gpu_stream_sync(device, stream) : HV_OK;
+}
+
+hv_err hv_allreduce_on(const void *in, void *out, size_t count, hv_dtype dt, hv_op op, int device,
+                       void *stream) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    HV_TRY(mem_prepare("hv_allreduce_on", in, out, device, stream));
+    hv__op_desc_t d = {
+        .kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count, .dtype = dt, .op = op};
+    return seen(hv__engine_run(e, &d));
+}
+
+hv_err hv_allreduce_async_on(const char *name, const void *in, void *out, size_t count, hv_dtype dt,
+                             hv_op op, int device, void *stream, hv_handle_t *handle) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (name == NULL || handle == NULL) {
+        return HV_EINVAL;
+    }
+    HV_TRY(mem_prepare("hv_allreduce_async_on", in, out, device, stream));
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .name = name,
+                       .in = in,
+                       .out = out,
+                       .count = count,
+                       .dtype = dt,
+                       .op = op};
+    return seen(hv__engine_submit(e, &d, 1, handle));
+}
+
+hv_err hv_broadcast_on(void *buf, size_t count, hv_dtype dt, int root, int device, void *stream) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    HV_TRY(mem_prepare("hv_broadcast_on", buf, buf, device, stream));
+    hv__op_desc_t d = {
+        .kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count, .dtype = dt, .root = root};
+    return seen(hv__engine_run(e, &d));
+}
+
+hv_err hv_broadcast_async_on(const char *name, void *buf, size_t count, hv_dtype dt, int root,
+                             int device, void *stream, hv_handle_t *handle) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (name == NULL || handle == NULL) {
+        return HV_EINVAL;
+    }
+    HV_TRY(mem_prepare("hv_broadcast_async_on", buf, buf, device, stream));
     hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
                        .name = name,
                        .in = buf,

@@ -6,6 +6,8 @@
  * hv_init again after hv_shutdown, and hv_elastic_run through the public API on a fixed
  * membership (sync from rank 0, commits, Done, failures returned as they are). The *_device cases do the same with CUDA device buffers on
  * NCCL (one GPU per rank; they skip with fewer): the survivors' NCCL calls must fail as fast.
+ * on_device runs the *_on calls (memory and stream declared) on device buffers; on_nocuda checks
+ * that without CUDA (no build support or no device) they refuse declared device memory.
  * The parent never touches CUDA (a forked child could not use it then): a probe child counts
  * the devices.
  */
@@ -383,6 +385,149 @@ static void test_sigstop_device(void) {
     run_fault(SIGSTOP, "HV_ETIMEDOUT", 1.5, env);
 }
 
+/* The *_on calls with declared CUDA memory: a sum, a broadcast and an asynchronous sum of device
+ * buffers on the default stream, then the declarations libhv must refuse (each rank alike, so no
+ * collective is left half-issued). On the CPU stand-in (HV_GPUSIM_DEVICES set) a stream CUDA does
+ * not know must fail the synchronisation with HV_EIO: the stream reaches CUDA. */
+static int child_on_device(int rank, int size, int out) {
+    CHILD_CHECK(hv_init());
+    enum { N = 3000 };
+    float host[N], want[N];
+    float *dev = NULL;
+    CHILD_CHECK(hv__gpu_device_alloc(-1, sizeof(host), (void **)&dev));
+    int ord = hv__gpu_device_of(dev);
+    for (int i = 0; i < N; i++) {
+        host[i] = (float)(rank * 10 + i % 50);
+        want[i] = (float)(10 * size * (size - 1) / 2 + size * (i % 50));
+    }
+    CHILD_CHECK(hv__gpu_memcpy(dev, host, sizeof(host)));
+    CHILD_CHECK(hv_allreduce_on(dev, dev, N, HV_FLOAT32, HV_SUM, ord, NULL));
+    CHILD_CHECK(hv__gpu_memcpy(host, dev, sizeof(host)));
+    if (memcmp(host, want, sizeof(host)) != 0) {
+        say(out, "FAIL rank %d: allreduce_on: [1] = %g, want %g", rank, (double)host[1],
+            (double)want[1]);
+        return 1;
+    }
+    for (int i = 0; i < N; i++) {
+        host[i] = rank == 1 ? (float)(i * 3) : -1.0f;
+    }
+    CHILD_CHECK(hv__gpu_memcpy(dev, host, sizeof(host)));
+    CHILD_CHECK(hv_broadcast_on(dev, N, HV_FLOAT32, 1, ord, NULL));
+    CHILD_CHECK(hv__gpu_memcpy(host, dev, sizeof(host)));
+    if (host[7] != 21.0f || host[N - 1] != (float)((N - 1) * 3)) {
+        say(out, "FAIL rank %d: broadcast_on: [7] = %g, want 21", rank, (double)host[7]);
+        return 1;
+    }
+    for (int i = 0; i < N; i++) {
+        host[i] = 1.0f;
+    }
+    CHILD_CHECK(hv__gpu_memcpy(dev, host, sizeof(host)));
+    hv_handle_t h = 0;
+    CHILD_CHECK(hv_allreduce_async_on("on.async", dev, dev, N, HV_FLOAT32, HV_SUM, ord, NULL, &h));
+    CHILD_CHECK(hv_wait(h));
+    CHILD_CHECK(hv__gpu_memcpy(host, dev, sizeof(host)));
+    if (host[N - 1] != (float)size) {
+        say(out, "FAIL rank %d: allreduce_async_on: %g, want %d", rank, (double)host[N - 1], size);
+        return 1;
+    }
+    // Declarations that do not match the memory: refused before any collective.
+    struct {
+        const char *what;
+        hv_err got, want;
+    } bad[] = {
+        {"host buffer declared device",
+         hv_allreduce_on(host, host, N, HV_FLOAT32, HV_SUM, ord, NULL), HV_EINVAL},
+        {"device buffer declared host", hv_allreduce_on(dev, dev, N, HV_FLOAT32, HV_SUM, -1, NULL),
+         HV_EINVAL},
+        {"device -2", hv_broadcast_on(dev, N, HV_FLOAT32, 0, -2, NULL), HV_EINVAL},
+        {"stream with host memory", hv_broadcast_on(host, N, HV_FLOAT32, 0, -1, (void *)&host[0]),
+         HV_EINVAL},
+        {"async, host buffer declared device",
+         hv_broadcast_async_on("on.bad", host, N, HV_FLOAT32, 0, ord, NULL, &h), HV_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (bad[i].got != bad[i].want) {
+            say(out, "FAIL rank %d: %s: %s, want %s", rank, bad[i].what, hv_errname(bad[i].got),
+                hv_errname(bad[i].want));
+            return 1;
+        }
+    }
+    if (getenv("HV_GPUSIM_DEVICES") != NULL) {
+        static char not_a_stream[64];
+        hv_err rc = hv_allreduce_on(dev, dev, N, HV_FLOAT32, HV_SUM, ord, not_a_stream);
+        if (rc != HV_EIO) {
+            say(out, "FAIL rank %d: unknown stream: %s, want HV_EIO", rank, hv_errname(rc));
+            return 1;
+        }
+    }
+    hv__gpu_device_free(dev);
+    CHILD_CHECK(hv_shutdown());
+    say(out, "OK");
+    return 0;
+}
+
+static void run_ok(int n, child_fn fn, const char *const *env) {
+    proc_t ps[3];
+    ASSERT_TRUE(n <= 3 && spawn(n, fn, ps, env) == 0);
+    for (int r = 0; r < n; r++) {
+        char line[256];
+        report(&ps[r], line, sizeof(line), hvtest_scale(30));
+        int code = reap(&ps[r], hvtest_scale(10));
+        if (code != 0 || strncmp(line, "OK", 2) != 0) {
+            HVT_FAIL("rank %d: exit %d: %s", r, code, line);
+        }
+    }
+    cleanup_dir();
+}
+
+static void test_on_device(void) {
+    int n = probe_gpus();
+    if (n < 1) {
+        HVT_SKIP("device buffers need a CUDA device, %d visible", n);
+        return;
+    }
+    // 2 ranks: NCCL with a GPU each, else (one GPU) staged through pinned host memory.
+    run_ok(2, child_on_device, NULL);
+}
+
+/* Without CUDA (a build without it, or no device visible) declared device memory is refused
+ * with HV_ENOTSUP, never read as host memory; host memory declared as such still works. */
+static int child_on_nocuda(int rank, int size, int out) {
+    (void)rank;
+    CHILD_CHECK(hv_init());
+    float host[64];
+    for (int i = 0; i < 64; i++) {
+        host[i] = 1.0f;
+    }
+    hv_handle_t h = 0;
+    hv_err a = hv_allreduce_on(host, host, 64, HV_FLOAT32, HV_SUM, 0, NULL);
+    hv_err b = hv_allreduce_async_on("nocuda", host, host, 64, HV_FLOAT32, HV_SUM, 0, NULL, &h);
+    hv_err c = hv_broadcast_on(host, 64, HV_FLOAT32, 0, 0, NULL);
+    hv_err d = hv_broadcast_async_on("nocuda.b", host, 64, HV_FLOAT32, 0, 0, NULL, &h);
+    if (a != HV_ENOTSUP || b != HV_ENOTSUP || c != HV_ENOTSUP || d != HV_ENOTSUP) {
+        say(out, "FAIL device 0 without CUDA: %s %s %s %s, want HV_ENOTSUP", hv_errname(a),
+            hv_errname(b), hv_errname(c), hv_errname(d));
+        return 1;
+    }
+    CHILD_CHECK(hv_allreduce_on(host, host, 64, HV_FLOAT32, HV_SUM, -1, NULL));
+    if (host[63] != (float)size) {
+        say(out, "FAIL host allreduce_on: %g, want %d", (double)host[63], size);
+        return 1;
+    }
+    CHILD_CHECK(hv_shutdown());
+    say(out, "OK");
+    return 0;
+}
+
+static void test_on_nocuda(void) {
+    int n = probe_gpus();
+    if (n > 0) {
+        HVT_SKIP("%d CUDA devices visible: on_device covers this build", n);
+        return;
+    }
+    run_ok(2, child_on_nocuda, NULL);
+}
+
 static int child_solo(int rank, int size, int out) {
     (void)rank;
     (void)size;
@@ -532,6 +677,8 @@ static const hvtest_case_t cases[] = {
     {"elastic", test_elastic},
     {"sigkill_device", test_sigkill_device},
     {"sigstop_device", test_sigstop_device},
+    {"on_device", test_on_device},
+    {"on_nocuda", test_on_nocuda},
 };
 
 HVTEST_MAIN(cases)

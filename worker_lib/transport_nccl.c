@@ -25,6 +25,8 @@ static atomic_int gpu_devices = -1; // -1: not asked yet
 
 #ifdef HV_HAVE_NCCL
 
+int hv__gpu_built(void) { return 1; }
+
 int hv__gpu_count(void) {
     int c = atomic_load(&gpu_devices);
     if (c < 0) {
@@ -140,6 +142,26 @@ void hv__gpu_device_free(void *p) {
     if (p != NULL) {
         cudaFree(p);
     }
+}
+
+hv_err hv__gpu_stream_sync(int dev, void *stream) {
+    if (hv__gpu_count() == 0) {
+        return HV_ENOTSUP;
+    }
+    int saved = -1;
+    if (gpu_enter(dev, &saved) != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "gpu", "HV-GPU-DEVICE", "CUDA device %d cannot be selected", dev);
+        return HV_EINVAL;
+    }
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    gpu_leave(dev, saved);
+    if (e != cudaSuccess) {
+        HV_LOG(HV_LOG_ERROR, "gpu", "HV-GPU-STREAM", "cudaStreamSynchronize of stream %p: %s",
+               stream, cudaGetErrorString(e));
+        cudaGetLastError();
+        return HV_EIO;
+    }
+    return HV_OK;
 }
 
 struct hv__nccl_s {
@@ -536,6 +558,8 @@ void hv__nccl_destroy(hv__nccl_t *c) {
 
 #else // !HV_HAVE_NCCL: no GPU support in this build
 
+int hv__gpu_built(void) { return 0; }
+
 int hv__gpu_count(void) {
     atomic_store(&gpu_devices, 0);
     return 0;
@@ -577,6 +601,12 @@ hv_err hv__gpu_device_alloc(int dev, size_t n, void **out) {
 }
 
 void hv__gpu_device_free(void *p) { (void)p; }
+
+hv_err hv__gpu_stream_sync(int dev, void *stream) {
+    (void)dev;
+    (void)stream;
+    return HV_ENOTSUP;
+}
 
 hv_err hv__nccl_create(hv__rdzv_t *rdzv, int rank, int size, int device, uint32_t generation,
                        uint32_t timeout_ms, hv__nccl_t **out) {

@@ -23,6 +23,9 @@
 
 #include "hv/hv.h"
 
+/* 1 when this libhv was built with CUDA and NCCL (HV_HAVE_NCCL), else 0. */
+int hv__gpu_built(void);
+
 /* CUDA devices visible to this process; 0 without CUDA support, without a GPU or driver
  * (cudaGetDeviceCount failing counts as none). Cached after the first call. */
 int hv__gpu_count(void);
@@ -45,6 +48,11 @@ void hv__gpu_host_free(void *p);
  * *out owned: hv__gpu_device_free). HV_ENOTSUP without a GPU. */
 hv_err hv__gpu_device_alloc(int dev, size_t n, void **out);
 void hv__gpu_device_free(void *p);
+
+/* Waits for the work enqueued on stream (a cudaStream_t; NULL: the legacy default stream) of
+ * device dev. HV_ENOTSUP without a GPU, HV_EINVAL when dev cannot be selected, HV_EIO when CUDA
+ * reports an error (logged). */
+hv_err hv__gpu_stream_sync(int dev, void *stream);
 
 typedef struct hv__nccl_s hv__nccl_t;
 

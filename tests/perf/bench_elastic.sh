@@ -3,7 +3,7 @@
 #
 #   tests/perf/bench_elastic.sh [--sizes "2 4 8 16"] [--resets 10] [--drains 3] [--model BYTES]
 #                               [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V ...]
-#                               [--python]
+#                               [--python] [--keep DIR]
 #
 # For each size N it starts a head and N agents of one slot each on this machine, and runs
 # tests/perf/bench_elastic (every step: an allreduce of a model-sized buffer and a commit) as
@@ -23,6 +23,8 @@
 # --python: the job is tests/perf/bench_elastic_python.py instead (the same steps and lines,
 # written with hv.torch.elastic; hvsubmit -- /usr/bin/python3, which needs python3-torch and
 # the build's build/python).
+# --keep DIR: copies each size's events (hvctl events --json), kill marks, job output and head
+# log to DIR/runK/ (the scratch directory is removed at exit), for a breakdown of detection.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
@@ -34,6 +36,7 @@ STEP_MS=5
 OUT=""
 ENVS=""
 PYTHON=0
+KEEP=""
 while [ $# -gt 0 ]; do
     case $1 in
     --sizes) SIZES=$2; shift 2 ;;
@@ -45,7 +48,8 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --env) ENVS="$ENVS --env $2"; shift 2 ;;
     --python) PYTHON=1; shift ;;
-    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V] [--python]" >&2; exit 2 ;;
+    --keep) KEEP=$2; shift 2 ;;
+    *) echo "usage: $0 [--sizes \"2 4 8 16\"] [--resets N] [--drains N] [--model BYTES] [--step-ms MS] [--bin DIR] [--out FILE] [--env K=V] [--python] [--keep DIR]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
@@ -133,6 +137,11 @@ EOF
         wait_for 60 full_size_above "$g" "$N" || { echo "N=$N: the job did not grow back after undrain" >&2; exit 1; }
     done
     "$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
+    if [ -n "$KEEP" ]; then
+        mkdir -p "$KEEP/run$RUN"
+        cp "$D/events.json" "$D/marks" "$D/sub.out" "$D/sub.err" "$D/head.out" "$D/head.err" \
+            "$KEEP/run$RUN/" 2>/dev/null || true
+    fi
     /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
 import json, re, statistics, sys
 N, D, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]

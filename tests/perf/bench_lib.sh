@@ -1,12 +1,20 @@
 # Shared by the cluster benchmarks (bench_elastic.sh, bench_node_loss.sh, bench_copy.sh), sourced
-# after their options are read: a scratch directory $TMP whose processes ($PIDS, and anything
-# started with $TMP in its command line) are killed and which is removed on exit; now_ms; and
-# wait_for, which polls a command every 0.1 s for at most SECONDS.
+# after their options are read: a scratch directory $TMP whose processes ($PIDS, anything
+# started with $TMP in its command line, and anything whose working directory is under $TMP: the
+# workers of `hvsubmit -- python3 script.py`, whose command line names the script relatively)
+# are killed and which is removed on exit; now_ms; and wait_for, which polls a command every
+# 0.1 s for at most SECONDS.
 TMP=$(mktemp -d "/tmp/${BENCH_TMP_PREFIX:-hvbench}.XXXXXX")
 PIDS=""
 cleanup() {
     for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
     for p in $(pgrep -f "$TMP" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    # Workers outlive a killed agent, and a job's surviving ring keeps training without its head
+    # (Python workers for the whole --seconds 3600 of bench_elastic.sh before this line).
+    for p in $({ find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/*" -printf '%h\n' \
+        2>/dev/null || true; } | sed 's|^/proc/||'); do
+        kill -KILL "$p" 2>/dev/null || true
+    done
     for p in $PIDS; do wait "$p" 2>/dev/null || true; done
     rm -rf "$TMP"
 }

@@ -188,7 +188,9 @@ HV_API size_t hv_dtype_size(hv_dtype dt);
  * results. Thread-safety: all calls below may be made from any thread concurrently.
  * Buffers are borrowed: they must stay valid and untouched until the operation completes
  * (blocking calls: until they return; async: until hv_wait/hv_test reports completion).
- * Device (CUDA) pointers are accepted when libhv was built with CUDA and NCCL (see README.md):
+ * Device (CUDA) pointers are accepted when libhv was built with CUDA and NCCL (see README.md;
+ * the *_on calls below declare the memory and the stream, and are refused by a build without
+ * CUDA instead of reading a device pointer as host memory):
  * when every rank has its own GPU, allreduce, broadcast and allgather of device tensors run on
  * NCCL (hv_init makes GPU local_rank % visible devices the calling thread's current device;
  * device tensors must live on it, else HV_EINVAL); otherwise device tensors are staged through
@@ -252,6 +254,39 @@ HV_API hv_err hv_wait(hv_handle_t handle);
 /* Never blocks. *done = 0: still running (returns HV_OK, handle kept). *done = 1: completed; the
  * return value is the operation's status and the handle is released. */
 HV_API hv_err hv_test(hv_handle_t handle, int *done);
+
+/* ---- collectives on declared memory: host or CUDA device, with the caller's stream -------------
+ * The same operations as hv_allreduce, hv_allreduce_async, hv_broadcast and hv_broadcast_async,
+ * for callers that know where their buffers live (a framework's tensors) and must not depend on
+ * libhv guessing it. device -1 declares host memory (stream must be NULL); device >= 0 declares
+ * memory of that CUDA device ordinal, and stream is the cudaStream_t (as void *; NULL is the
+ * legacy default stream) on which the caller enqueued the work that writes the buffers and will
+ * enqueue the work that reads the result (PyTorch: torch.cuda.current_stream().cuda_stream).
+ * Ordering: before the buffers are read libhv waits for the work already on stream
+ * (cudaStreamSynchronize); the collective then runs on libhv's own NCCL stream when every rank
+ * has its own GPU, else staged through pinned host memory, and the result is in place when the
+ * blocking call returns, or when hv_wait / hv_test report the asynchronous one complete, so work
+ * enqueued on stream after that sees it. libhv does not enqueue the collective on the caller's
+ * stream: the calling thread (or hv_wait) waits instead of the stream.
+ * Errors, besides those of the plain calls: HV_ENOTSUP for device >= 0 when libhv was built
+ * without CUDA and NCCL (hv_cuda_built() == 0) or the process sees no CUDA device (the log says
+ * which); HV_EINVAL when a buffer is not the declared kind of memory (a host pointer declared as
+ * device memory, one on another device, a device pointer declared as host memory), for
+ * device < -1, or a stream with device -1; HV_EIO when CUDA fails to synchronise the stream. */
+
+/* 1 when this libhv was built with CUDA and NCCL (device memory is understood), else 0. It does
+ * not say whether a GPU is visible. Never fails; thread-safe. */
+HV_API int hv_cuda_built(void);
+
+HV_API hv_err hv_allreduce_on(const void *in, void *out, size_t count, hv_dtype dt, hv_op op,
+                              int device, void *stream);
+HV_API hv_err hv_allreduce_async_on(const char *name, const void *in, void *out, size_t count,
+                                    hv_dtype dt, hv_op op, int device, void *stream,
+                                    hv_handle_t *handle);
+HV_API hv_err hv_broadcast_on(void *buf, size_t count, hv_dtype dt, int root, int device,
+                              void *stream);
+HV_API hv_err hv_broadcast_async_on(const char *name, void *buf, size_t count, hv_dtype dt,
+                                    int root, int device, void *stream, hv_handle_t *handle);
 
 #ifdef __cplusplus
 }

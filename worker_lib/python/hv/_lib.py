@@ -89,6 +89,16 @@ hv_allreduce_group_async = _proto("hv_allreduce_group_async", _c_int, ctypes.POI
 hv_broadcast = _proto("hv_broadcast", _c_int, _vp, _c_size, _c_int, _c_int)
 hv_broadcast_async = _proto("hv_broadcast_async", _c_int, ctypes.c_char_p, _vp, _c_size, _c_int,
                             _c_int, ctypes.POINTER(_handle))
+# Collectives on declared memory (hv.h, "collectives on declared memory"): device -1 is host
+# memory; a CUDA device ordinal with the cudaStream_t (an int) the caller's work ran on.
+hv_cuda_built = _proto("hv_cuda_built", _c_int)
+hv_allreduce_on = _proto("hv_allreduce_on", _c_int, _vp, _vp, _c_size, _c_int, _c_int, _c_int,
+                         _vp)
+hv_allreduce_async_on = _proto("hv_allreduce_async_on", _c_int, ctypes.c_char_p, _vp, _vp,
+                               _c_size, _c_int, _c_int, _c_int, _vp, ctypes.POINTER(_handle))
+hv_broadcast_on = _proto("hv_broadcast_on", _c_int, _vp, _c_size, _c_int, _c_int, _c_int, _vp)
+hv_broadcast_async_on = _proto("hv_broadcast_async_on", _c_int, ctypes.c_char_p, _vp, _c_size,
+                               _c_int, _c_int, _c_int, _vp, ctypes.POINTER(_handle))
 hv_allgather = _proto("hv_allgather", _c_int, _vp, _c_size, _c_int, _vp, _c_size,
                       ctypes.POINTER(_c_size))
 hv_barrier = _proto("hv_barrier", _c_int)

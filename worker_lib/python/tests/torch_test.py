@@ -14,6 +14,11 @@ Scenarios:
              and the interpreter lives on
   elastic    2 ranks, no head: hv.torch.elastic's TorchState (model, optimizer, scalars) synced
              from rank 0 by run, commit and restore, exceptions through run
+  cuda       2 ranks on the CPU stand-in for CUDA/NCCL (tests/gpusim; HV_TEST_GPUSIM names
+             libhv_gpusim.so, preloaded into the workers with 2 "devices"; skip without it):
+             stand-ins for CUDA tensors (is_cuda True, data_ptr in the stand-in's device memory;
+             Debian's torch has no CUDA) through allreduce_, broadcast_, allreduce_async_ and
+             DistributedOptimizer's path, on the stream hv.torch takes from torch
 Exit 77 (skip) when /usr/bin/python3 cannot import torch, or when HV_TEST_SANITIZE is set (a
 sanitizer build whose runtimes could not be found). In the sanitizer build CMake sets
 HV_TEST_PRELOAD to GCC's libasan and libubsan, which the workers get as LD_PRELOAD (an
@@ -29,7 +34,7 @@ import threading
 import time
 
 TIMEOUT_S = 45 * float(os.environ.get("HV_TEST_TIMEOUT_MULTIPLIER", "1"))
-RANKS = {"loader": 0, "api": 2, "peer_gone": 2, "elastic": 2}
+RANKS = {"loader": 0, "api": 2, "peer_gone": 2, "elastic": 2, "cuda": 2}
 
 
 # ---- the launcher ------------------------------------------------------------------------------
@@ -52,6 +57,14 @@ def launch(scenario, pypath):
         # sanitizer runtimes first; python's own memory is not freed at exit (no leak check).
         env["LD_PRELOAD"] = os.environ["HV_TEST_PRELOAD"]
         env["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    if scenario == "cuda":
+        gpusim = os.environ.get("HV_TEST_GPUSIM", "")
+        if not os.path.isfile(gpusim):
+            print("SKIP: cuda needs HV_TEST_GPUSIM (the build's lib/libhv_gpusim.so, built where "
+                  "the CUDA and NCCL headers are found)")
+            return 77
+        env["LD_PRELOAD"] = (env.get("LD_PRELOAD", "") + " " + gpusim).strip()
+        env["HV_GPUSIM_DEVICES"] = "2"
     n = RANKS[scenario]
     me = os.path.abspath(__file__)
     if n == 0:
@@ -332,6 +345,7 @@ def check_misuse(hvd, torch, rank, size):
         expect_raises(ValueError, hvd.allreduce_, torch.ones(2), op=bad_op)
     expect_raises(ValueError, hvd.allreduce_, torch.ones(2), average=True, op=hvd.Sum)
     expect_raises(ValueError, hvd.allreduce, torch.ones(2), average=True, op=hvd.Sum)
+    check_cuda_refused(hvd, torch)
     e = expect_raises(hvd.InvalidArgumentError, hvd.broadcast_, torch.ones(2), size + 3)
     assert e.errname == "HV_EINVAL"
     expect_raises(ValueError, hvd.synchronize, 123456789)
@@ -340,6 +354,124 @@ def check_misuse(hvd, torch, rank, size):
     assert e.errname == "HV_EPROTO" and isinstance(e, hvd.HvError), e
     # libhv's data plane is still usable after the refused operation.
     assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), 2.0))
+
+
+class FakeCudaTensor:
+    """What hv.torch reads of a CUDA tensor (Debian's torch cannot make one): is_cuda, device,
+    dtype, layout, data_ptr, numel, is_contiguous. ptr is the memory behind it."""
+    is_cuda = True
+    is_cpu = False
+
+    def __init__(self, torch, ptr, n, dtype, index=0):
+        self.device = torch.device("cuda", index)
+        self.dtype = dtype
+        self.layout = torch.strided
+        self._ptr, self._n = ptr, n
+
+    def data_ptr(self):
+        return self._ptr
+
+    def numel(self):
+        return self._n
+
+    def is_contiguous(self):
+        return True
+
+
+def check_cuda_refused(hvd, torch):
+    """Without a CUDA device (this process has none; or a libhv built without CUDA) a CUDA tensor
+    is refused with a RuntimeError that names the fix; host memory is never read as device
+    memory, and torch.cuda is never initialised."""
+    from hv.torch import _ops
+    host = torch.ones(4)
+    fake = FakeCudaTensor(torch, host.data_ptr(), 4, torch.float32)
+    built = bool(_ops._lib.hv_cuda_built())
+    calls = (hvd.allreduce_, lambda t: hvd.broadcast_(t, 0),
+             lambda t: hvd.allreduce_async_(t, name="cuda.refused"))
+    for fn in calls:  # torch has no CUDA device either: it cannot name a stream
+        expect_raises(RuntimeError, fn, fake,
+                      contains="torch sees no CUDA device" if built else "built without CUDA")
+    saved = _ops._cuda_built, _ops._current_stream
+    try:
+        _ops._current_stream = lambda device: 0  # a torch that answers: libhv still refuses
+        for fn in calls:
+            expect_raises(RuntimeError, fn, fake,
+                          contains="libhv sees no CUDA device" if built else "built without CUDA")
+        _ops._cuda_built = False  # what a libhv built without CUDA answers
+        e = expect_raises(RuntimeError, hvd.allreduce_, fake, contains="built without CUDA")
+        assert "HV_WITH_NCCL=ON" in str(e) and ".cpu()" in str(e), e
+    finally:
+        _ops._cuda_built, _ops._current_stream = saved
+    assert torch.equal(host, torch.ones(4)), host
+    assert not torch.cuda.is_initialized()
+
+
+def scenario_cuda():
+    """Fake CUDA tensors in the stand-in's device memory through hv.torch's CUDA path."""
+    import ctypes
+    import torch
+    import hv.torch as hvd
+    from hv.torch import _ops
+    cuda = ctypes.CDLL(None)  # the preloaded stand-in's cudaMalloc, cudaMemcpy, cudaStream*
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    dev = ctypes.c_int(-1)
+    assert cuda.cudaGetDevice(ctypes.byref(dev)) == 0 and dev.value == rank, dev.value
+    stream = ctypes.c_void_p()
+    assert cuda.cudaStreamCreate(ctypes.byref(stream)) == 0
+    streams = []
+
+    def current_stream(device):
+        streams.append(device)
+        return stream.value
+
+    _ops._current_stream = current_stream
+    n = 1000
+
+    def make(values):
+        p = ctypes.c_void_p()
+        assert cuda.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n * 4)) == 0
+        put(p.value, values)
+        return FakeCudaTensor(torch, p.value, n, torch.float32, rank)
+
+    def put(ptr, values):
+        assert cuda.cudaMemcpy(ctypes.c_void_p(ptr), ctypes.c_void_p(values.data_ptr()),
+                               ctypes.c_size_t(n * 4), 4) == 0  # cudaMemcpyDefault
+
+    def get(t):
+        out = torch.empty(n)
+        assert cuda.cudaMemcpy(ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(t.data_ptr()),
+                               ctypes.c_size_t(n * 4), 4) == 0
+        return out
+
+    base_ = torch.arange(n, dtype=torch.float32)
+    t = make(base_ + rank)
+    assert hvd.allreduce_(t, op=hvd.Sum) is t
+    assert torch.equal(get(t), base_ * size + sum(range(size))), get(t)[:4]
+    put(t.data_ptr(), base_ * 3 if rank == 1 else torch.full((n,), -1.0))
+    hvd.broadcast_(t, 1)
+    assert torch.equal(get(t), base_ * 3)
+    put(t.data_ptr(), torch.ones(n))
+    h = hvd.allreduce_async_(t, name="cuda.grad", op=hvd.Average)
+    assert hvd.synchronize(h) is t and torch.equal(get(t), torch.ones(n))
+    # Every call asked for the stream on the tensor's device.
+    assert streams == [torch.device("cuda", rank)] * 3, streams
+    # The stream reaches libhv: one CUDA does not know fails its synchronisation (HV_EIO).
+    _ops._current_stream = lambda device: ctypes.addressof(stream)
+    e = expect_raises(hvd.HvError, hvd.allreduce_, t)
+    assert e.errname == "HV_EIO", e
+    _ops._current_stream = current_stream
+    # Host memory presented as a CUDA tensor is refused by libhv (HV_EINVAL), not reduced.
+    host = torch.ones(n)
+    e = expect_raises(hvd.InvalidArgumentError, hvd.allreduce_,
+                      FakeCudaTensor(torch, host.data_ptr(), n, torch.float32, rank))
+    expect_raises(TypeError, hvd.allgather, t, contains="CPU tensors only")
+    expect_raises(TypeError, hvd.allreduce_, FakeCudaTensor(torch, t.data_ptr(), n, torch.int8),
+                  contains="is not supported")
+    # The data plane still works after the refusals.
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), 2.0))
+    assert not torch.cuda.is_initialized()
+    hvd.shutdown()
 
 
 def check_gil(hvd, torch, rank, size):
@@ -532,7 +664,7 @@ def scenario_elastic():
 def main(argv):
     if len(argv) == 3 and argv[1] == "--worker":
         {"loader": scenario_loader, "api": scenario_api, "peer_gone": scenario_peer_gone,
-         "elastic": scenario_elastic}[argv[2]]()
+         "elastic": scenario_elastic, "cuda": scenario_cuda}[argv[2]]()
         return 0
     if len(argv) == 4 and argv[1] == "--pypath" and argv[3] in RANKS:
         return launch(argv[3], argv[2])

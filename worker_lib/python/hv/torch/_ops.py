@@ -1,7 +1,12 @@
-"""hv.torch._ops: collectives on torch CPU tensors over libhv (Horovod's allreduce, broadcast and
+"""hv.torch._ops: collectives on torch tensors over libhv (Horovod's allreduce, broadcast and
 allgather families with their names and meaning). It hands libhv the tensor's memory through
 data_ptr(); it does not copy unless a tensor is not contiguous (then it reduces a contiguous copy
 and copies the result back). Called by hv.torch's users and by its optimizer and functions.
+
+CUDA tensors (allreduce and broadcast families) go through libhv's *_on calls, which declare the
+memory as the tensor's CUDA device and pass torch's current stream on it; a libhv built without
+CUDA is refused here with a RuntimeError that names the fix. torch.cuda is touched only for a
+tensor whose is_cuda is True, so a CPU-only torch never initialises CUDA state.
 
 Async handles: allreduce_async/broadcast_async return an int (libhv's handle). The tensors
 involved are kept alive in _pending until synchronize() (or a poll() that saw completion) is
@@ -53,14 +58,21 @@ class _Pending:
         self.what = what  # the call's name, for errors
 
 
+# Added to libhv's dtype by _dtype for a CUDA tensor: the call sites then use the *_on calls.
+_ON_DEVICE = 0x100
+
+
 def _dtype(tensor, what):
-    """libhv's dtype for tensor; TypeError for anything libhv cannot take."""
+    """libhv's dtype for tensor, plus _ON_DEVICE for a CUDA tensor; TypeError for anything libhv
+    cannot take."""
     # The per-call path: a dense CPU tensor of a known dtype (attribute reads only; device.type
     # alone would cost ~0.8 us, a sixth of a 4 KiB allreduce).
     if isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == torch.strided:
         dt = _DTYPES.get(tensor.dtype)
         if dt is not None:
             return dt
+    if getattr(tensor, "is_cuda", False) is True:
+        return _cuda_dtype(tensor, what)
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("hv.torch.%s: expected a torch.Tensor, got %s" %
                         (what, type(tensor).__name__))
@@ -69,13 +81,72 @@ def _dtype(tensor, what):
                         (what, tensor.layout))
     if tensor.device.type != "cpu":
         raise TypeError(
-            "hv.torch.%s: the tensor is on %s; this version of hv.torch reduces CPU tensors only "
+            "hv.torch.%s: the tensor is on %s; hv.torch takes CPU and CUDA tensors only "
             "(move it with .cpu(), see docs/python.md, CUDA)" % (what, tensor.device))
+    return _known_dtype(tensor, what)
+
+
+def _known_dtype(tensor, what):
     dt = _DTYPES.get(tensor.dtype)
     if dt is None:
         raise TypeError("hv.torch.%s: dtype %s is not supported (supported: %s)" %
                         (what, str(tensor.dtype).replace("torch.", ""), _DTYPE_NAMES))
     return dt
+
+
+_cuda_built = None  # libhv's hv_cuda_built(), asked at the first CUDA tensor
+
+
+def _cuda_dtype(tensor, what):
+    """_dtype for a tensor whose is_cuda is True: libhv must understand device memory."""
+    global _cuda_built
+    if _cuda_built is None:
+        _cuda_built = bool(_lib.hv_cuda_built())
+    if not _cuda_built:
+        raise RuntimeError(
+            "hv.torch.%s: the tensor is on %s, but this libhv (%s) was built without CUDA and "
+            "NCCL, so it cannot reduce device memory: rebuild libhv on a machine with the CUDA "
+            "toolkit and NCCL (cmake -DHV_WITH_NCCL=ON) and point HV_LIBRARY at it, or move the "
+            "tensor with .cpu() (docs/python.md, CUDA)" % (what, tensor.device, _lib.path))
+    if tensor.layout != torch.strided:
+        raise TypeError("hv.torch.%s: %s tensors are not supported (dense tensors only)" %
+                        (what, tensor.layout))
+    return _known_dtype(tensor, what) | _ON_DEVICE
+
+
+_torch_cuda = False  # torch.cuda.is_available() was seen True
+
+
+def _current_stream(device):
+    """torch's current CUDA stream on device, as the integer cudaStream_t libhv takes."""
+    global _torch_cuda
+    if not _torch_cuda:
+        if not torch.cuda.is_available():  # does not initialise CUDA
+            raise RuntimeError(
+                "hv.torch: a tensor on %s, but torch sees no CUDA device "
+                "(torch.cuda.is_available() is False): run where the GPU is visible, or move "
+                "the tensor with .cpu() (docs/python.md, CUDA)" % device)
+        _torch_cuda = True
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+_HV_ENOTSUP = 16
+
+
+def _check_on(rc, what, tensor):
+    """_lib.check for the *_on calls: HV_ENOTSUP there means no CUDA device in this process."""
+    if rc == _HV_ENOTSUP:
+        raise RuntimeError(
+            "hv.torch.%s: the tensor is on %s, but libhv sees no CUDA device in this process "
+            "(CUDA_VISIBLE_DEVICES, the driver): run where the GPU is visible, or move the "
+            "tensor with .cpu() (docs/python.md, CUDA)" % (what, tensor.device))
+    _lib.check(rc, "hv.torch.%s" % what)
+
+
+def _where(tensor):
+    """(device ordinal, stream) of a CUDA tensor for libhv's *_on calls."""
+    device = tensor.device
+    return device.index, _current_stream(device) or None
 
 
 def _op(average, op, what):
@@ -122,9 +193,36 @@ def _register(handle, pending):
 
 def _submit_allreduce(name, src, dst, dt, op, what):
     h = ctypes.c_uint64(0)
-    _lib.check(_lib.hv_allreduce_async(name, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
-                                       ctypes.byref(h)), "hv.torch.%s" % what)
+    if dt & _ON_DEVICE:
+        rc = _lib.hv_allreduce_async_on(name, src.data_ptr(), dst.data_ptr(), dst.numel(),
+                                        dt & ~_ON_DEVICE, op, *_where(dst), ctypes.byref(h))
+        _check_on(rc, what, dst)
+    else:
+        rc = _lib.hv_allreduce_async(name, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
+                                     ctypes.byref(h))
+    _lib.check(rc, "hv.torch.%s" % what)
     return h.value
+
+
+def _allreduce_now(src, dst, dt, op, what):
+    """One blocking allreduce of src into dst (the same tensor for in place)."""
+    if dt & _ON_DEVICE:
+        rc = _lib.hv_allreduce_on(src.data_ptr(), dst.data_ptr(), dst.numel(), dt & ~_ON_DEVICE,
+                                  op, *_where(dst))
+        _check_on(rc, what, dst)
+    else:
+        rc = _lib.hv_allreduce(src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op)
+    _lib.check(rc, "hv.torch.%s" % what)
+
+
+def _broadcast_now(buf, dt, root, what):
+    if dt & _ON_DEVICE:
+        rc = _lib.hv_broadcast_on(buf.data_ptr(), buf.numel(), dt & ~_ON_DEVICE, root,
+                                  *_where(buf))
+        _check_on(rc, what, buf)
+    else:
+        rc = _lib.hv_broadcast(buf.data_ptr(), buf.numel(), dt, root)
+    _lib.check(rc, "hv.torch.%s" % what)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -174,8 +272,7 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     op = _op(average, op, "allreduce")
     src = tensor.contiguous()
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
-    _lib.check(_lib.hv_allreduce(src.data_ptr(), out.data_ptr(), out.numel(), dt, op),
-               "hv.torch.allreduce")
+    _allreduce_now(src, out, dt, op, "allreduce")
     return out
 
 
@@ -189,9 +286,11 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     op = _op(average, op, "allreduce_")
     if not tensor.is_contiguous():
         buf = tensor.contiguous()
-        _lib.check(_lib.hv_allreduce(buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op),
-                   "hv.torch.allreduce_")
+        _allreduce_now(buf, buf, dt, op, "allreduce_")
         return tensor.copy_(buf)
+    if dt & _ON_DEVICE:
+        _allreduce_now(tensor, tensor, dt, op, "allreduce_")
+        return tensor
     p = tensor.data_ptr()
     _lib.check(_lib.hv_allreduce(p, p, tensor.numel(), dt, op), "hv.torch.allreduce_")
     return tensor
@@ -206,9 +305,15 @@ def broadcast_async_(tensor, root_rank, name=None):
         buf = tensor.contiguous()
         post = lambda out: tensor.copy_(out)  # noqa: E731
     h = ctypes.c_uint64(0)
-    _lib.check(_lib.hv_broadcast_async(_name(name, "broadcast"), buf.data_ptr(), buf.numel(), dt,
-                                       int(root_rank), ctypes.byref(h)),
-               "hv.torch.broadcast_async_")
+    if dt & _ON_DEVICE:
+        rc = _lib.hv_broadcast_async_on(_name(name, "broadcast"), buf.data_ptr(), buf.numel(),
+                                        dt & ~_ON_DEVICE, int(root_rank), *_where(buf),
+                                        ctypes.byref(h))
+        _check_on(rc, "broadcast_async_", buf)
+    else:
+        rc = _lib.hv_broadcast_async(_name(name, "broadcast"), buf.data_ptr(), buf.numel(), dt,
+                                     int(root_rank), ctypes.byref(h))
+    _lib.check(rc, "hv.torch.broadcast_async_")
     return _register(h.value, _Pending(tensor if post is None else buf, (buf, tensor), post,
                                        "broadcast_async_"))
 
@@ -225,8 +330,7 @@ def broadcast_(tensor, root_rank, name=None):
         return synchronize(broadcast_async_(tensor, root_rank, name))
     dt = _dtype(tensor, "broadcast_")
     buf = tensor if tensor.is_contiguous() else tensor.contiguous()
-    _lib.check(_lib.hv_broadcast(buf.data_ptr(), buf.numel(), dt, int(root_rank)),
-               "hv.torch.broadcast_")
+    _broadcast_now(buf, dt, int(root_rank), "broadcast_")
     if buf is not tensor:
         tensor.copy_(buf)
     return tensor
@@ -249,6 +353,10 @@ def allgather(tensor, name=None):
     name is accepted for Horovod compatibility; libhv matches allgathers by call order."""
     del name
     dt = _dtype(tensor, "allgather")
+    if dt & _ON_DEVICE:
+        raise TypeError("hv.torch.allgather: the tensor is on %s; allgather takes CPU tensors "
+                        "only (allreduce and broadcast take CUDA tensors): gather "
+                        "tensor.cpu() (docs/python.md, CUDA)" % tensor.device)
     n = _lib.hv_size()
     shape = list(tensor.shape) if tensor.dim() > 0 else [1]
     # Every rank's shape first: same rank count everywhere, so the data gather can be sized.
