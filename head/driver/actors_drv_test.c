@@ -284,6 +284,36 @@ static void case_move(void) {
     CHECK(strstr(x->reason, "saved state loaded") != NULL);
 }
 
+/* A notice that runs out with no node to go to: the process is stopped to save anyway (break
+ * before make), and the replacement is placed with the stored state once a node joins. */
+static void case_notice_runs_out(void) {
+    static const char digest[] = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+    uint64_t na = join("a", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 0, HV_OK);
+    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
+    char err[256];
+    /* The agent's own notice, 100 ms: less than the kill grace, so the time is up at once. */
+    CHECK_RC_MSG(hv_driver_node_drain(H.d, na, 1, "notice", 1, 100, err, sizeof(err)), HV_OK, err);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(x->am.state, HV_AM_MOVING);
+    CHECK_EQ(x->am.kill_sent, 1);
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_KILL);
+    CHECK_EQ(H.io.node[H.io.n - 1], na);
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 20);
+    CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_MOVING);
+    CHECK_EQ(x->am.has_state, 1);
+    CHECK_STR(x->state_digest, digest);
+    uint64_t nb = join("b", 1, NULL, 0);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+    CHECK_EQ(x->am.node_id, nb);
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_SPAWN);
+    CHECK_STR(H.io.state[H.io.n - 1], digest);
+    CHECK_EQ(hv_driver_node_actor_state_is(H.d, nb, digest), 1); /* b may fetch it */
+    CHECK_EQ(hv_driver_node_actor_state_is(H.d, na, digest), 0);
+}
+
 int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_ERROR);
     hv_log_init("actors_drv_test");
@@ -292,6 +322,7 @@ int main(int argc, char **argv) {
         {"store_first", case_store_first},
         {"head_restart", case_head_restart},
         {"move", case_move},
+        {"notice_runs_out", case_notice_runs_out},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }
