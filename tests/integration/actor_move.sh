@@ -7,7 +7,8 @@
 # through the head, and the caller's handle re-resolves and sends the calls that did not run
 # again, in order. The caller sees no error; the actor ends with every number once, in order
 # (count = last = N, none out of order), in a new process on the other node; moves 1, restarts 0.
-# Then the same with a preemption notice (SIGTERM to the node's agent, which then leaves).
+# Then the same with a preemption notice (SIGTERM to the node's agent, which then leaves), and
+# a kill -9 under a caller of an actor with --max-call-retries: the calls in doubt are resent.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 start_head
@@ -68,4 +69,23 @@ st=$(get get)
 [ "$st" = "2000 2000 0" ] || fail "after the notice the actor's state is '$st', want '2000 2000 0'"
 wait_for 40 gone "$(agent_pid "$at")" || fail "the noticed agent did not leave once its actor moved"
 echo "notice: $(cat "$TMP/caller2.out")"
-pass "an actor moved with its state on a drain and on a notice: no call lost or reordered"
+
+# 3. Retries: an actor created with --max-call-retries 3 is killed (-9) under the same caller:
+# the calls in doubt are sent again to its restarted process (from its constructor: it has no
+# saved state), and the caller sees no error, only calls sent more than once.
+"$BIN/hvctl" --head "$HEAD" actor create --class seq --name retry --max-restarts 1 \
+    --max-call-retries 3 -- "$BIN/actor_seq" serve >/dev/null 2>>"$TMP/create.err" ||
+    fail "retry actor create failed"
+wait_for 20 actor_is retry alive || fail "retry is '$(actor_field retry state)', not alive"
+rpid=$("$EX/actor_call" "@retry" pid --timeout 15000 2>>"$TMP/call.err")
+rm -f "$TMP/progress"
+"$BIN/actor_seq" call retry 1 600 "$TMP/progress" 4 >"$TMP/caller3.out" 2>"$TMP/caller3.err" &
+caller=$!
+wait_for 20 progress_at_least 100 || fail "the third caller did not get going: $(cat "$TMP/caller3.err")"
+kill -KILL "$rpid"
+wait_for 45 gone "$caller" || fail "the caller did not finish within 45 s of the kill"
+wait "$caller" || fail "with retries the caller saw an error after kill -9: $(cat "$TMP/caller3.err")"
+grep -qE "^ok 600 resent [1-9]" "$TMP/caller3.out" || fail "no call was sent again: $(cat "$TMP/caller3.out")"
+[ "$(actor_field retry restarts)" = 1 ] || fail "retry restarts $(actor_field retry restarts), want 1"
+echo "retries: $(cat "$TMP/caller3.out")"
+pass "an actor moved with its state on a drain and on a notice: no call lost or reordered; retries"
