@@ -344,10 +344,17 @@ static const char store_v12_sql[] = "CREATE TABLE durable_copies ("
                                     " path TEXT NOT NULL,"
                                     " stored_ms INTEGER NOT NULL);";
 
+/* v13: an actor's demand of its node beyond slots and GPUs (issue 17): node labels it needs
+ * ("k=v,k=v") and memory in MiB. Old rows: none. */
+static const char store_v13_sql[] = "ALTER TABLE actors ADD COLUMN labels TEXT NOT NULL DEFAULT '';"
+                                    "ALTER TABLE actors ADD COLUMN memory_mb INTEGER NOT NULL"
+                                    " DEFAULT 0;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql,  store_v5_sql,  store_v6_sql,
-    store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql, store_v11_sql, store_v12_sql};
+    store_v1_sql,  store_v2_sql,  store_v3_sql, store_v4_sql, store_v5_sql,
+    store_v6_sql,  store_v7_sql,  store_v8_sql, store_v9_sql, store_v10_sql,
+    store_v11_sql, store_v12_sql, store_v13_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -413,7 +420,8 @@ enum {
 #define ACTOR_COLS                                                                                 \
     "id, name, namespace, class, spec, state, cause, reason, max_restarts, max_call_retries,"      \
     " restarts, moves, incarnation, slots, gpus, gpu_mask, node_id, owner_job, proc_live,"         \
-    " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms"
+    " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms, labels,"     \
+    " memory_mb"
 #define NODE_COLS                                                                                  \
     "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
     " incarnation, registered_ms, last_seen_ms"
@@ -573,7 +581,7 @@ static const char *const store_sql[ST__COUNT] = {
                         " ORDER BY revoked_ms, node_id, incarnation",
     [ST_ACTOR_PUT] = "INSERT OR REPLACE INTO actors (" ACTOR_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                      " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-                     " ?22, ?23, ?24, ?25, ?26)",
+                     " ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
     [ST_ACTOR_LIST] = "SELECT " ACTOR_COLS " FROM actors ORDER BY id",
 };
 
@@ -3131,6 +3139,8 @@ hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
     bind_u64(&b, 24, r->created_ms);
     bind_u64(&b, 25, r->started_ms);
     bind_u64(&b, 26, r->ended_ms);
+    bind_text(&b, 27, r->labels != NULL ? r->labels : "");
+    bind_u64(&b, 28, r->memory_mb);
     if ((rc = store_bind_check(s, &b, "actor put")) == HV_OK) {
         rc = store_exec_stmt(s, st, "actor put");
     }
@@ -3148,6 +3158,7 @@ void hv_actor_row_fini(hv_actor_row_t *r) {
     hv_free(r->spec);
     hv_free(r->reason);
     hv_free(r->address);
+    hv_free(r->labels);
     memset(r, 0, sizeof(*r));
 }
 
@@ -3156,7 +3167,7 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     r->id = col_u64(st, 0);
     if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->ns) != HV_OK ||
         col_text(st, 3, &r->class_name) != HV_OK || col_text(st, 7, &r->reason) != HV_OK ||
-        col_text(st, 22, &r->address) != HV_OK) {
+        col_text(st, 22, &r->address) != HV_OK || col_text(st, 26, &r->labels) != HV_OK) {
         return HV_ENOMEM;
     }
     int len = sqlite3_column_bytes(st, 4);
@@ -3189,6 +3200,7 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     r->created_ms = col_u64(st, 23);
     r->started_ms = col_u64(st, 24);
     r->ended_ms = col_u64(st, 25);
+    r->memory_mb = col_u64(st, 27);
     return HV_OK;
 }
 

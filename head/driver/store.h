@@ -46,7 +46,7 @@ typedef struct hv_store_s hv_store_t;
  * v11: events' structured fields (generation, reason, node, worker_id, rank, duration_ms,
  *      job_state, rollback), jobs.round_code.
  * v12: durable_copies (the newest copy of each job's state in the durable tier). */
-#define HV_STORE_SCHEMA_VERSION 12
+#define HV_STORE_SCHEMA_VERSION 13
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -486,6 +486,8 @@ typedef struct hv_actor_row_s {
     int proc_live, kill_sent, last_status, last_signal;
     char *address; /* host:port of its live process, "" when none (owned) */
     uint64_t created_ms, started_ms, ended_ms; /* wall clock */
+    char *labels;       /* node labels it needs, "k=v,k=v" ("" none; owned; v13) */
+    uint64_t memory_mb; /* MiB of a node's memory it needs (0: none; v13) */
 } hv_actor_row_t;
 
 /* Inserts or replaces the row of r->id (borrowed). */

@@ -22,6 +22,7 @@
 
 #define ACTORS_NS_DEFAULT "default"
 #define ACTORS_MAX_ARG (64u << 10)
+#define ACTORS_MAX_MEMORY_MB (UINT64_C(1) << 40)
 
 struct hv_svc_actors_s {
     hv_auth_t *auth;      /* borrowed */
@@ -76,6 +77,8 @@ static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *
     v->last_status = x->am.last_status;
     v->last_signal = x->am.last_signal;
     v->reason = x->reason;
+    v->labels = x->labels;
+    v->memory_mb = x->memory_mb;
 }
 
 /* The actor a ref names, or an answer was sent (NULL). */
@@ -109,6 +112,26 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
         }
     }
     return x;
+}
+
+/* "k=v,k=v" of the spec's labels (checked: no ',' or '=' inside); NULL when out of memory. */
+static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        len += strlen(kv[i]->key) + strlen(kv[i]->value) + 2;
+    }
+    char *out = hv_malloc(len);
+    if (out == NULL) {
+        return NULL;
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w =
+            snprintf(out + used, len - used, "%s%s=%s", i > 0 ? "," : "", kv[i]->key, kv[i]->value);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return out;
 }
 
 /* ---- Create ------------------------------------------------------------------------------------ */
@@ -148,11 +171,21 @@ static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, ch
                  sp->slots, sp->gpus);
         return HV_EINVAL;
     }
-    if (sp->n_labels > 0 || sp->memory_mb > 0) {
-        snprintf(err, len,
-                 "labels and memory: placement by node labels or memory is not built "
-                 "yet; leave them out");
+    if (sp->n_labels > 64 || sp->memory_mb > ACTORS_MAX_MEMORY_MB) {
+        snprintf(err, len, "labels: at most 64; memory: at most %llu MiB",
+                 (unsigned long long)ACTORS_MAX_MEMORY_MB);
         return HV_EINVAL;
+    }
+    for (size_t i = 0; i < sp->n_labels; i++) {
+        const char *k = sp->labels[i]->key, *v = sp->labels[i]->value;
+        if (k[0] == '\0' || strlen(k) > 63 || strpbrk(k, ",=") != NULL || strlen(v) > 256 ||
+            strpbrk(v, ",=") != NULL) {
+            snprintf(err, len,
+                     "label '%.80s=%.80s': keys 1 to 63 bytes, values at most 256, neither with "
+                     "',' or '='",
+                     k, v);
+            return HV_EINVAL;
+        }
     }
     if (sp->max_restarts > 1000000 || sp->max_call_retries > 1000) {
         snprintf(err, len, "max_restarts at most 1000000, max_call_retries at most 1000");
@@ -243,6 +276,12 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     }
     hvpb__v1__job_spec__pack(&js, packed);
     hv_free(env);
+    char *labels = join_labels(sp->labels, sp->n_labels);
+    if (labels == NULL) {
+        hv_free(packed);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
     hv_actor_new_t nw = {.name = sp->name,
                          .ns = ns_of(sp->namespace_),
                          .class_name = sp->class_name,
@@ -252,10 +291,13 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
                          .gpus = sp->gpus,
                          .max_restarts = sp->max_restarts,
                          .max_call_retries = sp->max_call_retries,
+                         .labels = labels,
+                         .memory_mb = sp->memory_mb,
                          .owner_job = owner};
     const hv_dactor_t *x = NULL;
     rc = hv_actors_new(s->actors, &nw, &x, err, sizeof(err));
     hv_free(packed);
+    hv_free(labels);
     if (rc == HV_EUNAVAIL) {
         hv_rpc_finish_later(c, rc, "%s", err);
         return;
