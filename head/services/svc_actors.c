@@ -5,8 +5,9 @@
  * argument as HV_ACTOR_CLASS / HV_ACTOR_ARG) and hands it to actors_drv, which stores it before
  * placing it. Get resolves an id or a name (within a namespace) into a view, with the per-actor
  * secret when asked. Every call passed the gate (svc_auth: a client token or a worker secret);
- * here a worker is held to its namespace ("default": jobs have no namespace of their own yet)
- * and owns what it creates unless it asks for a detached actor. Loop thread only.
+ * here a worker is held to its job's namespace (hvsubmit --namespace, stored in the job's spec;
+ * "default" when none), which is also what an empty namespace means in its calls, and owns what
+ * it creates unless it asks for a detached actor. Loop thread only.
  */
 #include "svc_actors.h"
 
@@ -29,24 +30,50 @@ struct hv_svc_actors_s {
     hv_actors_t *actors;  /* borrowed */
     hv_driver_t *d;       /* borrowed */
     hv_artifacts_t *arts; /* borrowed */
+    /* The namespace of the call being answered when it names none: the worker's job's, or
+     * "default" (set by caller(); loop thread only, one call at a time). */
+    char home[64];
 };
 
+static hv_svc_actors_t *g_cur; /* the service whose call is being answered (for ns_of) */
+
 static const char *ns_of(const char *ns) {
-    return ns != NULL && ns[0] != '\0' ? ns : ACTORS_NS_DEFAULT;
+    return ns != NULL && ns[0] != '\0' ? ns : g_cur != NULL ? g_cur->home : ACTORS_NS_DEFAULT;
 }
 
-/* Who calls: HV_OK and cred, or an answer was sent. A worker may only use the default
+/* The namespace of job_id's workers (its spec's, "default" when none) into out. */
+static void job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
+    snprintf(out, len, "%s", ACTORS_NS_DEFAULT);
+    hv_djob_t *j = hv_driver_job(s->d, job_id);
+    if (j == NULL || j->spec == NULL) {
+        return;
+    }
+    Hvpb__V1__JobSpec *js = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
+    if (js != NULL && js->namespace_ != NULL && js->namespace_[0] != '\0') {
+        snprintf(out, len, "%s", js->namespace_);
+    }
+    if (js != NULL) {
+        hvpb__v1__job_spec__free_unpacked(js, NULL);
+    }
+}
+
+/* Who calls: HV_OK and cred, or an answer was sent. A worker may only use its job's
  * namespace. */
 static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_t *cred) {
+    g_cur = s;
+    snprintf(s->home, sizeof(s->home), "%s", ACTORS_NS_DEFAULT);
     if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), cred) != HV_OK) {
         hv_rpc_finish(c, HV_EAUTH, "not authenticated");
         return 0;
     }
-    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_of(ns), ACTORS_NS_DEFAULT) != 0) {
+    if (cred->kind == HV_CRED_WORKER) {
+        job_ns(s, cred->job_id, s->home, sizeof(s->home));
+    }
+    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_of(ns), s->home) != 0) {
         hv_rpc_finish(c, HV_EPERM,
-                      "permission denied: a job's workers may only use the actors of namespace "
-                      "'%s'",
-                      ACTORS_NS_DEFAULT);
+                      "permission denied: the workers of job %" PRIu64
+                      " may only use the actors of its namespace '%s', not '%.80s'",
+                      cred->job_id, s->home, ns);
         return 0;
     }
     return 1;
@@ -100,7 +127,7 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
     } else {
         x = hv_actors_by_name(s->actors, ns_of(r->namespace_), r->name);
     }
-    if (x != NULL && cred->kind == HV_CRED_WORKER && strcmp(x->ns, ACTORS_NS_DEFAULT) != 0) {
+    if (x != NULL && cred->kind == HV_CRED_WORKER && strcmp(x->ns, s->home) != 0) {
         x = NULL; /* not the worker's to see: said as not found */
     }
     if (x == NULL) {
@@ -345,7 +372,7 @@ static void actors_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     if (cred.kind == HV_CRED_WORKER) {
-        want = ACTORS_NS_DEFAULT;
+        want = s->home;
     }
     size_t n = 0;
     for (const hv_dactor_t *x = hv_actors_all(s->actors); x != NULL; x = x->next) {
