@@ -369,7 +369,7 @@ static void place_all(hv_actors_t *a) {
         if (!find_node(a, x, nodes, n, &at, &mask)) {
             /* It waits; the next schedule tries again. Why, for hvctl status and hvctl actor
              * (kept in memory; stored with the next change). */
-            char dw[300], why[480];
+            char dw[300], why[640];
             demand_words(x, dw, sizeof(dw));
             x->never_fits = n == 0 && later == 0;
             if (x->never_fits) {

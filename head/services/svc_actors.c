@@ -35,10 +35,9 @@ struct hv_svc_actors_s {
     char home[64];
 };
 
-static hv_svc_actors_t *g_cur; /* the service whose call is being answered (for ns_of) */
-
-static const char *ns_of(const char *ns) {
-    return ns != NULL && ns[0] != '\0' ? ns : g_cur != NULL ? g_cur->home : ACTORS_NS_DEFAULT;
+/* The namespace a call names, or the caller's home when it names none. */
+static const char *ns_in(const hv_svc_actors_t *s, const char *ns) {
+    return ns != NULL && ns[0] != '\0' ? ns : s->home;
 }
 
 /* The namespace of job_id's workers (its spec's, "default" when none) into out. */
@@ -60,7 +59,6 @@ static void job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
 /* Who calls: HV_OK and cred, or an answer was sent. A worker may only use its job's
  * namespace. */
 static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_t *cred) {
-    g_cur = s;
     snprintf(s->home, sizeof(s->home), "%s", ACTORS_NS_DEFAULT);
     if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), cred) != HV_OK) {
         hv_rpc_finish(c, HV_EAUTH, "not authenticated");
@@ -69,7 +67,7 @@ static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_
     if (cred->kind == HV_CRED_WORKER) {
         job_ns(s, cred->job_id, s->home, sizeof(s->home));
     }
-    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_of(ns), s->home) != 0) {
+    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_in(s, ns), s->home) != 0) {
         hv_rpc_finish(c, HV_EPERM,
                       "permission denied: the workers of job %" PRIu64
                       " may only use the actors of its namespace '%s', not '%.80s'",
@@ -118,14 +116,14 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
     }
     if (r->id != 0) {
         x = hv_actors_get(s->actors, r->id);
-    } else if (!hv_am_name_ok(r->name) || !hv_am_name_ok(ns_of(r->namespace_))) {
+    } else if (!hv_am_name_ok(r->name) || !hv_am_name_ok(ns_in(s, r->namespace_))) {
         hv_rpc_finish(c, HV_EINVAL,
                       "'%.80s' in namespace '%.80s' is not an actor name: 1 to 63 letters, "
                       "digits, '.', '_' or '-'",
-                      r->name, ns_of(r->namespace_));
+                      r->name, ns_in(s, r->namespace_));
         return NULL;
     } else {
-        x = hv_actors_by_name(s->actors, ns_of(r->namespace_), r->name);
+        x = hv_actors_by_name(s->actors, ns_in(s, r->namespace_), r->name);
     }
     if (x != NULL && cred->kind == HV_CRED_WORKER && strcmp(x->ns, s->home) != 0) {
         x = NULL; /* not the worker's to see: said as not found */
@@ -135,7 +133,7 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
             hv_rpc_finish(c, HV_ENOTFOUND, "no actor %" PRIu64, r->id);
         } else {
             hv_rpc_finish(c, HV_ENOTFOUND, "no actor named '%s' in namespace '%s'", r->name,
-                          ns_of(r->namespace_));
+                          ns_in(s, r->namespace_));
         }
     }
     return x;
@@ -176,7 +174,7 @@ static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, ch
                  sp->name);
         return HV_EINVAL;
     }
-    if (!hv_am_name_ok(ns_of(sp->namespace_))) {
+    if (!hv_am_name_ok(ns_in(s, sp->namespace_))) {
         snprintf(err, len, "namespace '%.80s': not a namespace name", sp->namespace_);
         return HV_EINVAL;
     }
@@ -310,7 +308,7 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
         return;
     }
     hv_actor_new_t nw = {.name = sp->name,
-                         .ns = ns_of(sp->namespace_),
+                         .ns = ns_in(s, sp->namespace_),
                          .class_name = sp->class_name,
                          .spec = packed,
                          .spec_len = len,
