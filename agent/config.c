@@ -33,6 +33,8 @@ static const char agent_usage[] =
     "  --token T              join token (or --token-file F, or HV_TOKEN in the environment)\n"
     "  --token-file F         read the join token from file F\n"
     "  --slots N              worker slots offered (default: GPUs, else CPUs)\n"
+    "  --memory-mb N          memory offered to actors' demands, in MiB (default: the\n"
+    "                         machine's physical memory)\n"
     "  --name NAME            node name (default: the hostname)\n"
     "  --labels k=v,...       node labels (repeatable)\n"
     "  --work-dir DIR         cache, job dirs and pid file (default ./hv-agent-NAME)\n"
@@ -109,6 +111,14 @@ uint32_t hv_agent_cpu_count(void) {
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (uint32_t)n : 1;
+}
+
+uint64_t hv_agent_memory_mb(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) {
+        return 0;
+    }
+    return (uint64_t)pages * (uint64_t)page / (1024 * 1024);
 }
 
 int hv_agent_host_is_loopback(const char *host) {
@@ -282,6 +292,7 @@ typedef enum flag_id {
     F_TOKEN,
     F_TOKEN_FILE,
     F_SLOTS,
+    F_MEMORY,
     F_NAME,
     F_LABELS,
     F_WORK_DIR,
@@ -321,6 +332,7 @@ static const flag_t flags[] = {
     {"token", F_TOKEN, 1, C_JOIN},
     {"token-file", F_TOKEN_FILE, 1, C_JOIN},
     {"slots", F_SLOTS, 1, C_JOIN},
+    {"memory-mb", F_MEMORY, 1, C_JOIN},
     {"name", F_NAME, 1, C_ALL},
     {"labels", F_LABELS, 1, C_JOIN},
     {"work-dir", F_WORK_DIR, 1, C_ALL},
@@ -385,6 +397,7 @@ static const char *cmd_name(hv_agent_cmd c) {
 typedef struct parse_state_s {
     int positional;                /* the head address was given (join's one argument) */
     int slots_set;                 /* --slots given: no default from the GPUs or CPUs */
+    int memory_set;                /* --memory-mb given: no default from the machine */
     int token_set, token_file_set; /* --token, --token-file: at most one of them */
     int work_dir_set;              /* --work-dir given: no default from the name */
     char work_dir_arg[PATH_MAX];   /* --work-dir as given, made absolute at the end */
@@ -505,6 +518,14 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         }
         cfg->slots = (uint32_t)u;
         ps->slots_set = 1;
+        return HV_OK;
+    case F_MEMORY:
+        if (hv_parse_u64(val, 1, UINT64_C(1) << 40, &u) != HV_OK) {
+            cfg_err(err, errlen, "--memory-mb \"%.50s\": want a number of MiB from 1 to 2^40", val);
+            return HV_EINVAL;
+        }
+        cfg->memory_mb = u;
+        ps->memory_set = 1;
         return HV_OK;
     case F_NAME:
         if (!name_valid(val)) {
@@ -668,6 +689,7 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *
     case F_TOKEN:
     case F_TOKEN_FILE:
     case F_SLOTS:
+    case F_MEMORY:
     case F_NAME:
     case F_LABELS:
     case F_ADDR:
@@ -755,6 +777,9 @@ static hv_err cfg_machine(hv_agent_config_t *cfg, const parse_state_t *ps) {
     cfg->cpus = hv_agent_cpu_count();
     if (!ps->slots_set) {
         cfg->slots = cfg->gpus > 0 ? cfg->gpus : cfg->cpus;
+    }
+    if (!ps->memory_set) {
+        cfg->memory_mb = hv_agent_memory_mb();
     }
     return cfg->naddrs == 0 ? cfg_default_addrs(cfg) : HV_OK;
 }

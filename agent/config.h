@@ -4,7 +4,7 @@
  * HV_AGENT_GPUS and looking at the host; it starts nothing. Caller: agent/main.c (and
  * config_test.c). Not thread-safe (uses the environment); call once at startup.
  *
- *   hvagent join HOST:PORT [--token T | --token-file F] [--slots N] [--name NAME]
+ *   hvagent join HOST:PORT [--token T | --token-file F] [--slots N] [--memory-mb N] [--name NAME]
  *                [--labels k=v,...] [--work-dir DIR] [--addr IP]... [--preemptible]
  *                [--instance-id ID] [--orphan-policy kill|keep] [--connect-timeout S]
  *                [--drain-deadline S] [--daemon] [--pid-file F] [--log-file F] [--log-level L]
@@ -41,11 +41,12 @@ typedef struct hv_agent_config_s {
     char head[300];      /* "HOST:PORT" as given */
     char head_host[256]; /* its host part */
     int head_port;
-    char *token;                             /* owned; "" when none */
-    char name[HV_AGENT_NAME_MAX + 1];        /* node name (default: hostname) */
-    uint32_t slots;                          /* default: gpus, else cpus */
-    uint32_t gpus;                           /* /dev/nvidia[0-9]* count or HV_AGENT_GPUS */
-    uint32_t cpus;                           /* CPUs this process may run on */
+    char *token;                      /* owned; "" when none */
+    char name[HV_AGENT_NAME_MAX + 1]; /* node name (default: hostname) */
+    uint32_t slots;                   /* default: gpus, else cpus */
+    uint32_t gpus;                    /* /dev/nvidia[0-9]* count or HV_AGENT_GPUS */
+    uint32_t cpus;                    /* CPUs this process may run on */
+    uint64_t memory_mb; /* --memory-mb, default the physical memory (MiB; 0: unknown) */
     char *label_keys[HV_AGENT_MAX_LABELS];   /* owned */
     char *label_values[HV_AGENT_MAX_LABELS]; /* owned */
     size_t nlabels;
@@ -85,6 +86,8 @@ const char *hv_agent_usage(void);
 /* Host facts used as defaults, exposed for tests. */
 uint32_t hv_agent_gpu_count(void);
 uint32_t hv_agent_cpu_count(void);
+/* The machine's physical memory in MiB (0 when it cannot be read). */
+uint64_t hv_agent_memory_mb(void);
 /* 1 when host names this machine's loopback ("localhost", 127.x.y.z, ::1). */
 int hv_agent_host_is_loopback(const char *host);
 

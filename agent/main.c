@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -562,8 +563,10 @@ static int agent_join(agent_t *a) {
     agent_cloexec_inherited();
     hv_notify_init_env(&a->notify); // after --daemon's fork; before any worker inherits it
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-START",
-           "hvagent %s: node %s, %u slots (%u GPUs, %u CPUs), work dir %s, head %s",
-           HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->work_dir, cfg->head);
+           "hvagent %s: node %s, %u slots (%u GPUs, %u CPUs, %" PRIu64
+           " MiB), work dir %s, head %s",
+           HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->memory_mb,
+           cfg->work_dir, cfg->head);
 
     int code = 1;
     uv_loop_init(&a->loop);
@@ -659,6 +662,7 @@ static int agent_join(agent_t *a) {
     ni.slots = cfg->slots;
     ni.gpus = cfg->gpus;
     ni.cpus = cfg->cpus;
+    ni.memory_mb = cfg->memory_mb;
     ni.labels = kvp;
     ni.n_labels = nkv;
     ni.preemptible = cfg->preemptible ? 1 : 0;

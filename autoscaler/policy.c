@@ -91,6 +91,42 @@ uint32_t hv_as_fit(const hv_as_type_t *t, uint32_t slots_per_worker, uint32_t gp
     return n;
 }
 
+/* 1 when every "k=v" of want is among have's (both "k=v,k=v"; NULL or "" is none). The same
+ * rule as the head's scheduler (head/core/sched.c, hv_sched_labels_have), which this library
+ * does not link. */
+static int labels_have(const char *have, const char *want) {
+    const char *p = want;
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        int found = 0;
+        const char *q = have;
+        while (len > 0 && !found && q != NULL && *q != '\0') {
+            const char *qe = strchr(q, ',');
+            size_t ql = qe != NULL ? (size_t)(qe - q) : strlen(q);
+            found = ql == len && memcmp(p, q, len) == 0;
+            q = qe != NULL ? qe + 1 : NULL;
+        }
+        if (len > 0 && !found) {
+            return 0;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return 1;
+}
+
+uint32_t hv_as_fit_demand(const hv_as_type_t *t, const hv_as_demand_t *d) {
+    if (!labels_have(t->labels, d->labels)) {
+        return 0;
+    }
+    uint32_t n = hv_as_fit(t, d->slots_per_worker, d->gpus_per_worker);
+    if (d->memory_mb > 0) {
+        uint64_t m = t->memory_mb / d->memory_mb;
+        n = m < n ? (uint32_t)m : n;
+    }
+    return n;
+}
+
 /* ---- the action list ------------------------------------------------------------------------ */
 
 typedef struct acts_s {
@@ -173,6 +209,7 @@ typedef struct count_s {
     uint32_t keep[AS_MAX_TYPES];       /* launching + running: against min_nodes */
     uint64_t free_slots[AS_MAX_TYPES]; /* capacity on its way, per type */
     uint64_t free_gpus[AS_MAX_TYPES];
+    uint64_t free_mem[AS_MAX_TYPES]; /* MiB */
     uint32_t exist_total, keep_total, running, launching;
 } count_t;
 
@@ -201,24 +238,37 @@ static void launched(const hv_as_config_t *c, count_t *k, size_t t) {
     k->launching++;
     k->free_slots[t] += c->types[t].slots;
     k->free_gpus[t] += c->types[t].gpus;
+    k->free_mem[t] += c->types[t].memory_mb;
 }
 
-/* Takes up to want workers of shape (s, g) from type t's capacity on its way; returns how many. */
-static uint32_t take_pool(count_t *k, size_t t, uint32_t want, uint32_t s, uint32_t g) {
+/* Takes up to want workers of demand d from type t's capacity on its way; returns how many. */
+static uint32_t take_pool(const hv_as_config_t *c, count_t *k, size_t t, uint32_t want,
+                          const hv_as_demand_t *d) {
+    uint32_t s = d->slots_per_worker ? d->slots_per_worker : 1, g = d->gpus_per_worker;
+    if (!labels_have(c->types[t].labels, d->labels)) {
+        return 0;
+    }
     uint64_t n = k->free_slots[t] / s;
     if (g > 0 && k->free_gpus[t] / g < n) {
         n = k->free_gpus[t] / g;
     }
+    if (d->memory_mb > 0 && k->free_mem[t] / d->memory_mb < n) {
+        n = k->free_mem[t] / d->memory_mb;
+    }
     uint32_t got = n < want ? (uint32_t)n : want;
     k->free_slots[t] -= (uint64_t)got * s;
     k->free_gpus[t] -= (uint64_t)got * g;
+    k->free_mem[t] -= (uint64_t)got * d->memory_mb;
     return got;
 }
 
 /* Why type t cannot take a node of this demand now, or NULL when it can. */
 static const char *type_blocked(const hv_as_config_t *c, const hv_as_type_state_t *ts,
-                                const count_t *k, size_t t, uint32_t s, uint32_t g) {
-    if (hv_as_fit(&c->types[t], s, g) == 0) {
+                                const count_t *k, size_t t, const hv_as_demand_t *d) {
+    if (!labels_have(c->types[t].labels, d->labels)) {
+        return "lacks its labels";
+    }
+    if (hv_as_fit_demand(&c->types[t], d) == 0) {
         return "too small";
     }
     if (aside(ts, t)) {
@@ -236,7 +286,7 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
     uint32_t s = d->slots_per_worker ? d->slots_per_worker : 1, g = d->gpus_per_worker;
     uint32_t rem = d->workers;
     for (size_t t = 0; t < c->ntypes && rem > 0; t++) {
-        rem -= take_pool(k, t, rem, s, g);
+        rem -= take_pool(c, k, t, rem, d);
     }
     const char *what = d->what ? d->what : "a job";
     while (rem > 0) {
@@ -254,7 +304,7 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
         size_t pick = c->ntypes;
         char skipped[HV_AS_REASON / 2] = "";
         for (size_t t = 0; t < c->ntypes; t++) {
-            const char *why = type_blocked(c, ts, k, t, s, g);
+            const char *why = type_blocked(c, ts, k, t, d);
             if (why == NULL) {
                 pick = t;
                 break;
@@ -277,11 +327,11 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
         if (x == NULL) {
             return 0;
         }
-        uint32_t fit = hv_as_fit(&c->types[pick], s, g);
+        uint32_t fit = hv_as_fit_demand(&c->types[pick], d);
         reasonf(x, "%s wants %u more workers than the cluster can take: a %s node holds %u%s%s",
                 what, rem, c->types[pick].name, fit, skipped[0] ? "; skipped " : "", skipped);
         launched(c, k, pick);
-        rem -= take_pool(k, pick, rem, s, g);
+        rem -= take_pool(c, k, pick, rem, d);
         (void)now_ms;
     }
     return 0;
@@ -361,6 +411,7 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
             k.launching++;
             k.free_slots[in->type] += c->types[in->type].slots;
             k.free_gpus[in->type] += c->types[in->type].gpus;
+            k.free_mem[in->type] += c->types[in->type].memory_mb;
         } else if (in->state == HV_AS_RUNNING) {
             k.keep[in->type]++;
             k.keep_total++;

@@ -18,7 +18,8 @@
  *  4. Demand: workers that no node can take now (pending workers of jobs, up to each elastic
  *     job's max-np, and explicit resize requests) are first given to the capacity already on its
  *     way (instances launching); for the rest, nodes are launched of the first type in fallback
- *     order that is not set aside, is below its max_nodes and fits the workers (slots, GPUs).
+ *     order that is not set aside, is below its max_nodes and fits the workers (slots, GPUs,
+ *     and for an actor's demand its memory and node labels).
  *     When none can, an UNMET action says why (the caller logs it once per change).
  *  5. Launches stop at max_nodes (all types) and at max(5, ceil(upscaling_speed x running))
  *     instances launching at once (Ray's rule, so its users' settings mean the same here).
@@ -46,6 +47,8 @@ typedef struct hv_as_type_s {
     double price_per_hour; /* what one node costs per hour */
     uint32_t min_nodes;    /* kept even when idle */
     uint32_t max_nodes;    /* at most this many of the type (>= min_nodes) */
+    const char *labels;    /* "k=v,k=v": the labels its nodes join with (NULL or "": none) */
+    uint64_t memory_mb;    /* memory its nodes offer, MiB (0: unknown, meets no memory demand) */
 } hv_as_type_t;
 
 typedef struct hv_as_config_s {
@@ -90,7 +93,9 @@ typedef struct hv_as_demand_s {
     uint32_t workers;          /* how many */
     uint32_t slots_per_worker; /* >= 1 */
     uint32_t gpus_per_worker;
-    const char *what; /* for reasons: "job 3 (grow to 8)"; borrowed, may be NULL */
+    const char *what;   /* for reasons: "job 3 (grow to 8)"; borrowed, may be NULL */
+    uint64_t memory_mb; /* per worker (an actor's demand); 0: none */
+    const char *labels; /* "k=v,k=v" a node must carry (an actor's); NULL or "": none */
 } hv_as_demand_t;
 
 typedef enum hv_as_action_kind_e {
@@ -130,6 +135,10 @@ void hv_as_joined(hv_as_type_state_t *ts, size_t type);
 
 /* Workers of one shape that a node of type t holds (0 when they do not fit). */
 uint32_t hv_as_fit(const hv_as_type_t *t, uint32_t slots_per_worker, uint32_t gpus_per_worker);
+
+/* Workers of demand d that a node of type t holds: hv_as_fit, further bounded by the type's
+ * memory, and 0 when the type's labels lack one of d's. */
+uint32_t hv_as_fit_demand(const hv_as_type_t *t, const hv_as_demand_t *d);
 
 /* "launch", "terminate", "type-aside", "type-back", "unmet". */
 const char *hv_as_action_name(hv_as_action_kind k);

@@ -250,6 +250,112 @@ static void case_upscaling_speed(void) {
     }
 }
 
+/* An actor's demand: node labels and memory choose the type (the first in fallback order that
+ * carries the labels and has the memory); capacity on its way serves only what it fits; a demand
+ * no type meets is unmet, saying which types lack what. */
+static void case_actor_demand(void) {
+    static const hv_as_type_t types[] = {
+        {.name = "small", .slots = 4, .memory_mb = 2048, .labels = "zone=a", .max_nodes = 10},
+        {.name = "big",
+         .slots = 4,
+         .memory_mb = 16384,
+         .labels = "zone=a,disk=ssd",
+         .max_nodes = 10},
+        {.name = "west", .slots = 4, .memory_mb = 16384, .labels = "zone=b", .max_nodes = 10},
+    };
+    CHECK_EQ(hv_as_fit_demand(&types[0], &(hv_as_demand_t){.slots_per_worker = 1}), 4);
+    CHECK_EQ(hv_as_fit_demand(&types[0], &(hv_as_demand_t){.memory_mb = 1024}), 2);
+    CHECK_EQ(hv_as_fit_demand(&types[0], &(hv_as_demand_t){.memory_mb = 4096}), 0);
+    CHECK_EQ(hv_as_fit_demand(&types[1], &(hv_as_demand_t){.labels = "disk=ssd"}), 4);
+    CHECK_EQ(hv_as_fit_demand(&types[0], &(hv_as_demand_t){.labels = "disk=ssd"}), 0);
+    CHECK_EQ(hv_as_fit_demand(&types[0], &(hv_as_demand_t){.labels = "zone=ab"}), 0);
+    static const struct {
+        const char *name;
+        hv_as_instance_t inst[2];
+        size_t ninst;
+        hv_as_demand_t d;
+        const char *want;
+        const char *reason; /* a part of the first action's reason, or NULL */
+    } rows[] = {
+        {"no labels, little memory: the first type",
+         {{0}},
+         0,
+         {.workers = 1, .slots_per_worker = 1, .memory_mb = 512, .what = "actor default/a"},
+         "L0",
+         "a small node holds 4"},
+        {"memory over small's: big",
+         {{0}},
+         0,
+         {.workers = 1, .slots_per_worker = 1, .memory_mb = 4096, .what = "actor default/a"},
+         "L1",
+         "skipped small too small"},
+        {"a label only big has",
+         {{0}},
+         0,
+         {.workers = 1, .slots_per_worker = 1, .labels = "disk=ssd", .what = "actor default/a"},
+         "L1",
+         "skipped small lacks its labels"},
+        {"zone=b: west, past both",
+         {{0}},
+         0,
+         {.workers = 1, .slots_per_worker = 1, .labels = "zone=b", .what = "actor default/a"},
+         "L2",
+         NULL},
+        {"two actors of 8 GiB: one big node holds both",
+         {{0}},
+         0,
+         {.workers = 2, .slots_per_worker = 1, .memory_mb = 8192, .what = "actor x"},
+         "L1",
+         NULL},
+        {"three actors of 8 GiB: two big nodes",
+         {{0}},
+         0,
+         {.workers = 3, .slots_per_worker = 1, .memory_mb = 8192, .what = "actor x"},
+         "L1 L1",
+         NULL},
+        {"a small launching does not serve a memory demand it cannot hold",
+         {{.id = 1, .type = 0, .state = HV_AS_LAUNCHING}},
+         1,
+         {.workers = 1, .slots_per_worker = 1, .memory_mb = 4096, .what = "actor default/a"},
+         "L1",
+         NULL},
+        {"a big launching serves it",
+         {{.id = 1, .type = 1, .state = HV_AS_LAUNCHING}},
+         1,
+         {.workers = 1, .slots_per_worker = 1, .memory_mb = 4096, .what = "actor default/a"},
+         "",
+         NULL},
+        {"a label no type has: unmet, with why",
+         {{0}},
+         0,
+         {.workers = 1, .slots_per_worker = 1, .labels = "zone=c", .what = "actor default/a"},
+         "U",
+         "actor default/a wants 1 more workers"},
+        {"memory no type has: unmet",
+         {{0}},
+         0,
+         {.workers = 1, .slots_per_worker = 1, .memory_mb = 65536, .what = "actor default/a"},
+         "U",
+         "big too small"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg();
+        c.types = types;
+        c.ntypes = 3;
+        hv_as_type_state_t ts[3] = {{0}};
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, &rows[i].d, 1, 0, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0 ||
+            (rows[i].reason != NULL && (n == 0 || strstr(out[0].reason, rows[i].reason) == NULL))) {
+            fprintf(stderr, "%s: got \"%s\" (%s), want \"%s\" (%s)\n", rows[i].name, got,
+                    n > 0 ? out[0].reason : "", rows[i].want, rows[i].reason ? rows[i].reason : "");
+            hv_check_failures++;
+        }
+    }
+}
+
 /* Workers that need GPUs go to a type that has them; a type too small is skipped. */
 static void case_gpu_fit(void) {
     static const hv_as_type_t types[] = {
@@ -616,6 +722,7 @@ int main(int argc, char **argv) {
         {"lost", case_lost},
         {"upscaling_speed", case_upscaling_speed},
         {"gpu_fit", case_gpu_fit},
+        {"actor_demand", case_actor_demand},
         {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},
         {"timeout_sets_aside", case_timeout_sets_aside},
         {"idle", case_idle},

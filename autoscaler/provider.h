@@ -30,6 +30,8 @@ typedef struct hv_prov_launch_s {
     const char *type_name;
     uint32_t slots, gpus;
     int preemptible;        /* the agent says so to the head (hvagent --preemptible) */
+    const char *labels;     /* "k=v,k=v" its agent joins with (hvagent --labels); NULL: none */
+    uint64_t memory_mb;     /* hvagent --memory-mb; 0: the machine's */
     const char *head;       /* the address agents join, host:port */
     const char *token_file; /* a 0600 file with the credential that admits this instance */
 } hv_prov_launch_t;

@@ -38,6 +38,8 @@ typedef struct lp_inst_s {
     size_t type;
     uint32_t slots;
     int preemptible;
+    char labels[1024];  /* hvagent --labels ("" none) */
+    uint64_t memory_mb; /* hvagent --memory-mb (0: the machine's) */
     char head[256];
     char token_file[LP_PATH];
     lp_state st;
@@ -216,7 +218,7 @@ static hv_err lp_start(hv_prov_local_t *lp, lp_inst_t *in, int *closing, char *e
     }
     snprintf(slots, sizeof(slots), "%u", in->slots);
     snprintf(id, sizeof(id), "%" PRIu64, in->id);
-    char *argv[20];
+    char *argv[28];
     int n = 0;
     argv[n++] = lp->agent;
     argv[n++] = "join";
@@ -233,6 +235,16 @@ static hv_err lp_start(hv_prov_local_t *lp, lp_inst_t *in, int *closing, char *e
     argv[n++] = id;
     if (in->preemptible) {
         argv[n++] = "--preemptible";
+    }
+    char mem[24];
+    if (in->labels[0] != '\0') {
+        argv[n++] = "--labels";
+        argv[n++] = in->labels;
+    }
+    if (in->memory_mb > 0) {
+        snprintf(mem, sizeof(mem), "%" PRIu64, in->memory_mb);
+        argv[n++] = "--memory-mb";
+        argv[n++] = mem;
     }
     char deadline[24];
     if (lp->o.sim != NULL && lp->o.sim->notice_s > 0) {
@@ -304,6 +316,14 @@ static lp_inst_t *lp_new(hv_prov_local_t *lp, const hv_prov_launch_t *l, char *e
     in->type = l->type;
     in->slots = l->slots;
     in->preemptible = l->preemptible;
+    if (l->labels != NULL && strlen(l->labels) >= sizeof(in->labels)) {
+        hv_free(in);
+        snprintf(err, errlen, "labels of type %s: over %zu bytes", l->type_name,
+                 sizeof(in->labels) - 1);
+        return NULL;
+    }
+    snprintf(in->labels, sizeof(in->labels), "%s", l->labels != NULL ? l->labels : "");
+    in->memory_mb = l->memory_mb;
     snprintf(in->head, sizeof(in->head), "%s", l->head);
     snprintf(in->token_file, sizeof(in->token_file), "%s", l->token_file);
     return in;

@@ -156,7 +156,7 @@ static const config_opt_t config_opts[] = {
 /* The keys of one node type (autoscaler.node_types.NAME.KEY); parsed by config_node_types. */
 static const char *const config_type_keys[] = {
     "slots",     "gpus",      "preemptible", "price_per_hour", "ondemand_price_per_hour",
-    "min_nodes", "max_nodes", "capacity",    "labels"};
+    "min_nodes", "max_nodes", "capacity",    "labels",         "memory_mb"};
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
 
@@ -820,7 +820,7 @@ static hv_err config_node_types(config_parse_t *p, const yaml_node_t *v) {
                 return config_fail(p, kk->start_mark,
                                    "unknown key '%s' (a node type has slots, gpus, preemptible, "
                                    "price_per_hour, ondemand_price_per_hour, min_nodes, "
-                                   "max_nodes, capacity, labels)",
+                                   "max_nodes, capacity, labels, memory_mb)",
                                    key);
             }
             for (yaml_node_pair_t *prev = tv->data.mapping.pairs.start; prev < q; prev++) {
@@ -859,9 +859,15 @@ static hv_err config_node_types(config_parse_t *p, const yaml_node_t *v) {
             case 7:
                 rc = config_type_u32(p, vv, key, 0, 100000, &t->capacity);
                 break;
-            default:
+            case 8:
                 rc = config_type_labels(p, vv, key, &t->labels);
                 break;
+            default: {
+                uint32_t mb = 0;
+                rc = config_type_u32(p, vv, key, 1, 1u << 30, &mb);
+                t->memory_mb = mb;
+                break;
+            }
             }
             if (rc != HV_OK) {
                 return rc;

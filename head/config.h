@@ -31,6 +31,9 @@ typedef struct hv_head_node_type_s {
     uint32_t capacity;              /* spot-sim only: instances the simulated cloud has at once;
                                      * 0 = no limit */
     char *labels;                   /* "k=v,k=v" (the labels mapping), or NULL */
+    uint64_t memory_mb;             /* memory its nodes offer, MiB (their agents' --memory-mb);
+                                     * 0: not set (the machine's; meets no actor's memory
+                                     * demand in the autoscaler's choice) */
 } hv_head_node_type_t;
 
 /* hvhead's settings. Every char * is owned by the struct (freed by hv_head_config_fini) and is

@@ -814,7 +814,8 @@ static int head_start_services(head_t *h) {
                                .store = h->store,
                                .auth = &h->auth,
                                .head_addr = h->advertise,
-                               .agent = agent};
+                               .agent = agent,
+                               .actors = h->actors};
     char err[1024] = "";
     if ((rc = hv_autoscale_create(h->loop, &aso, &h->as, err, sizeof(err))) != HV_OK ||
         (rc = hv_autoscale_load(h->as)) != HV_OK) {

@@ -70,10 +70,11 @@ hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms
     }
     uint32_t limit = timeout_ms != 0 ? timeout_ms : LOOKUP_DEFAULT_MS;
     uint64_t start = hv_now_ms();
-    const char *space = r->ns[0] != '\0' ? r->ns : "default";
+    /* No namespace: the head decides (a job's worker: its job's, hvsubmit --namespace; a
+     * client: "default"). */
     Hvpb__V1__ActorRef ref = HVPB__V1__ACTOR_REF__INIT;
     ref.name = (char *)r->name;
-    ref.namespace_ = (char *)space;
+    ref.namespace_ = (char *)r->ns;
     Hvpb__V1__GetActorRequest req = HVPB__V1__GET_ACTOR_REQUEST__INIT;
     req.ref = &ref;
     req.with_secret = 1;
@@ -102,8 +103,8 @@ hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms
         }
         Hvpb__V1__ActorView *v = (Hvpb__V1__ActorView *)resp;
         if (strcmp(v->state, "dead") == 0) {
-            snprintf(err, errlen, "actor '%s' in namespace '%s' is dead (%s): %s", r->name, space,
-                     v->cause, v->reason);
+            snprintf(err, errlen, "actor '%s' in namespace '%s' is dead (%s): %s", r->name,
+                     v->namespace_, v->cause, v->reason);
             rc = HV_ENOTFOUND;
         } else if (strcmp(v->state, "alive") == 0 && v->address[0] != '\0') {
             snprintf(addr_out, addrlen, "%s", v->address);
@@ -119,7 +120,7 @@ hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms
             continue;
         } else if (hv_now_ms() - start + LOOKUP_POLL_MS >= limit) {
             snprintf(err, errlen, "actor '%s' in namespace '%s' is %s after %u ms%s%s", r->name,
-                     space, v->state, limit, v->reason[0] ? ": " : "", v->reason);
+                     v->namespace_, v->state, limit, v->reason[0] ? ": " : "", v->reason);
             rc = HV_ETIMEDOUT;
         } else {
             memset(v->secret, 0, strlen(v->secret));

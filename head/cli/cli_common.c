@@ -123,6 +123,7 @@ enum submit_opt {
     OPT_COOLDOWN,
     OPT_GROW,
     OPT_SLOTS_PER_HOST,
+    OPT_NAMESPACE,
     OPT_ENV,
     OPT_FILE,
     OPT_TIMEOUT,
@@ -160,6 +161,7 @@ static const submit_optdef_t submit_optdefs[] = {
     {"blacklist-cooldown", 0, OPT_COOLDOWN, 1},
     {"grow", 0, OPT_GROW, 1},
     {"slots-per-host", 0, OPT_SLOTS_PER_HOST, 1},
+    {"namespace", 0, OPT_NAMESPACE, 1},
     {"env", 'e', OPT_ENV, 1},
     {"file", 'f', OPT_FILE, 1},
     {"timeout", 0, OPT_TIMEOUT, 1},
@@ -434,6 +436,21 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return HV_OK;
     case OPT_FILE:
         return submit_push_file(o, v, err, errlen);
+    case OPT_NAMESPACE: {
+        size_t n = strlen(v);
+        int ok =
+            n >= 1 && n <= 63 && v[0] != '.' && v[0] != '-' &&
+            strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+        if (!ok) {
+            cli_err(err, errlen,
+                    "--namespace '%.80s': 1 to 63 letters, digits, '.', '_' or '-' (not first "
+                    "'.' or '-')",
+                    v);
+            return HV_EINVAL;
+        }
+        o->ns = v;
+        return HV_OK;
+    }
     case OPT_NAME:
         if (v[0] == '\0' || strlen(v) > 256) {
             cli_err(err, errlen, "--name: expected 1 to 256 characters");

@@ -122,6 +122,8 @@ typedef struct hv_cli_submit_opts_s {
     uint32_t slots_per_host; /* --slots-per-host, 0 = no limit */
     uint32_t timeout_s;      /* --timeout, 0 = the head's default */
     const char *name;        /* --name, or NULL (the binary's base name) */
+    const char *ns;          /* --namespace: the actor namespace its workers use, or NULL
+                              * ("default") */
     int detach;              /* --detach */
     int quiet;               /* --quiet */
     int raw;                 /* --raw: worker output as it came, even on a terminal */

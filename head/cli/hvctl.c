@@ -742,6 +742,8 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     hv_cli_json_u64(j, info ? info->gpus : 0);
     hv_cli_json_key(j, "cpus");
     hv_cli_json_u64(j, info ? info->cpus : 0);
+    hv_cli_json_key(j, "memory_mb");
+    hv_cli_json_u64(j, info ? info->memory_mb : 0);
     hv_cli_json_key(j, "addrs");
     hv_cli_json_arr_begin(j);
     for (size_t i = 0; info != NULL && i < info->n_addrs; i++) {
@@ -815,10 +817,10 @@ static int ctl_nodes(const ctl_t *c) {
         ctl_pages_free(&pg);
         return HV_CLI_EXIT_OK;
     }
-    static const char *const hdr[] = {"NAME",  "ID",        "STATE",  "SLOTS",    "GPUS",
-                                      "ADDRS", "LAST-SEEN", "LABELS", "BLACKLIST"};
+    static const char *const hdr[] = {"NAME",   "ID",    "STATE",     "SLOTS",  "GPUS",
+                                      "MEMORY", "ADDRS", "LAST-SEEN", "LABELS", "BLACKLIST"};
     hv_cli_table_t *t = NULL;
-    if (hv_cli_table_create(9, hdr, &t) != HV_OK) {
+    if (hv_cli_table_create(10, hdr, &t) != HV_OK) {
         ctl_pages_free(&pg);
         return ctl_oom();
     }
@@ -827,7 +829,7 @@ static int ctl_nodes(const ctl_t *c) {
         const Hvpb__V1__NodeView *n = r->nodes[i];
         const Hvpb__V1__NodeInfo *info = n->info;
         char id[24], slots[32], gpus[16], addrs[512], seen[32], labels[512], bl[1024];
-        char state[64], ago[32];
+        char state[64], ago[32], mem[32];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)n->node_id);
         // A suspected node (evidence of a loss while its lease runs) says so, and since when.
         if (n->suspected_ms != 0) {
@@ -840,6 +842,11 @@ static int ctl_nodes(const ctl_t *c) {
         snprintf(slots, sizeof(slots), "%u/%u", (unsigned)n->slots_used,
                  (unsigned)(info ? info->slots : 0));
         snprintf(gpus, sizeof(gpus), "%u", (unsigned)(info ? info->gpus : 0));
+        if (info != NULL && info->memory_mb > 0) {
+            snprintf(mem, sizeof(mem), "%lluMiB", (unsigned long long)info->memory_mb);
+        } else {
+            snprintf(mem, sizeof(mem), "-");
+        }
         if (info != NULL && info->n_addrs > 0) {
             ctl_join(info->addrs, info->n_addrs, addrs, sizeof(addrs));
         } else {
@@ -851,6 +858,7 @@ static int ctl_nodes(const ctl_t *c) {
             state,
             slots,
             gpus,
+            mem,
             addrs,
             hv_cli_fmt_ago(n->last_seen_ms, now, seen, sizeof(seen)),
             ctl_labels(info, labels, sizeof(labels)),

@@ -5,7 +5,8 @@
  * (--head, --ca, --insecure, --token-file, --json) are accepted anywhere here.
  *
  *   hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT] [--slots N] [--gpus N]
- *         [--max-restarts N] [--max-call-retries N] [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]
+ *         [--memory-mb N] [--label K=V]... [--max-restarts N] [--max-call-retries N]
+ *         [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]
  *   hvctl actors [--namespace NS] [--json]
  *   hvctl actor NAME|ID [--namespace NS] [--json]
  *   hvctl kill-actor NAME|ID [--restart] [--namespace NS]
@@ -34,6 +35,7 @@
 
 #define PROG "hvctl"
 #define ACTORS_MAX_ENV 256
+#define ACTORS_MAX_LABELS 64
 
 typedef struct actor_opts_s {
     const char *cmd; /* "create", "list", "get", "kill" */
@@ -42,7 +44,9 @@ typedef struct actor_opts_s {
     const char *target; /* NAME|ID */
     const char *name, *ns, *class_name, *arg;
     uint32_t slots, gpus, max_restarts, max_call_retries;
-    uint64_t owner_job;
+    uint64_t owner_job, memory_mb;
+    const char *labels[ACTORS_MAX_LABELS]; /* --label K=V */
+    size_t nlabels;
     const char *env[ACTORS_MAX_ENV];
     size_t nenv;
     char **prog; /* PROGRAM [ARGS] */
@@ -75,7 +79,7 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
     static const char *const with_value[] = {
         "--head", "--ca",    "--token-file", "--name",         "--namespace",        "--class",
         "--arg",  "--slots", "--gpus",       "--max-restarts", "--max-call-retries", "--owner-job",
-        "--env"};
+        "--env",  "--label", "--memory-mb"};
     int first = -1;
     for (int i = 1; i < argc && first < 0; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -113,8 +117,8 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
         int used = 1;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             printf("usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
-                   "             [--slots N] [--gpus N] [--max-restarts N] "
-                   "[--max-call-retries N]\n"
+                   "             [--slots N] [--gpus N] [--memory-mb N] [--label K=V]...\n"
+                   "             [--max-restarts N] [--max-call-retries N]\n"
                    "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
                    "       hvctl actors [--namespace NS] [--json]\n"
                    "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
@@ -171,6 +175,20 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
                 *status = usage("--owner-job needs a job id");
                 return 1;
             }
+        } else if (strcmp(a, "--memory-mb") == 0) {
+            if (hv_parse_u64(v, 1, UINT64_C(1) << 40, &o->memory_mb) != HV_OK) {
+                *status = usage("--memory-mb needs a number of MiB from 1 to 2^40");
+                return 1;
+            }
+        } else if (strcmp(a, "--label") == 0) {
+            const char *eq = strchr(v, '=');
+            if (o->nlabels == ACTORS_MAX_LABELS || eq == NULL || eq == v || eq - v > 63 ||
+                strchr(v, ',') != NULL || strchr(eq + 1, '=') != NULL) {
+                *status = usage("--label takes KEY=VALUE, the node label the actor needs (at "
+                                "most 64; no ',' and one '=')");
+                return 1;
+            }
+            o->labels[o->nlabels++] = v;
         } else if (strcmp(a, "--env") == 0) {
             if (o->nenv == ACTORS_MAX_ENV || strchr(v, '=') == NULL) {
                 *status = usage("--env takes KEY=VALUE (at most 256 of them)");
@@ -338,6 +356,10 @@ static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v) {
     hv_cli_json_u64(j, v->slots);
     hv_cli_json_key(j, "gpus");
     hv_cli_json_u64(j, v->gpus);
+    hv_cli_json_key(j, "memory_mb");
+    hv_cli_json_u64(j, v->memory_mb);
+    hv_cli_json_key(j, "labels");
+    hv_cli_json_str(j, v->labels);
     hv_cli_json_key(j, "max_call_retries");
     hv_cli_json_u64(j, v->max_call_retries);
     hv_cli_json_key(j, "last_status");
@@ -373,7 +395,11 @@ static void print_one(const Hvpb__V1__ActorView *v) {
     } else {
         printf("  lifetime   owned by job %" PRIu64 "\n", v->owner_job);
     }
-    printf("  demand     %u slots, %u GPUs\n", v->slots, v->gpus);
+    printf("  demand     %u slots, %u GPUs", v->slots, v->gpus);
+    if (v->memory_mb > 0) {
+        printf(", %" PRIu64 " MiB", v->memory_mb);
+    }
+    printf("%s%s\n", v->labels[0] ? ", labels " : "", v->labels);
     if (v->last_signal != 0) {
         printf("  last exit  signal %d\n", v->last_signal);
     } else if (v->last_status >= 0) {
@@ -458,6 +484,21 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t
     }
     sp.n_env = o->nenv;
     sp.env = kvp;
+    Hvpb__V1__KeyValue lkv[ACTORS_MAX_LABELS], *lkvp[ACTORS_MAX_LABELS];
+    char lkeys[ACTORS_MAX_LABELS][64];
+    for (size_t i = 0; i < o->nlabels; i++) {
+        const char *eq = strchr(o->labels[i], '='); /* checked: 1 to 63 bytes before it */
+        size_t kl = (size_t)(eq - o->labels[i]);
+        memcpy(lkeys[i], o->labels[i], kl);
+        lkeys[i][kl] = '\0';
+        hvpb__v1__key_value__init(&lkv[i]);
+        lkv[i].key = lkeys[i];
+        lkv[i].value = (char *)eq + 1;
+        lkvp[i] = &lkv[i];
+    }
+    sp.n_labels = o->nlabels;
+    sp.labels = lkvp;
+    sp.memory_mb = o->memory_mb;
     Hvpb__V1__CreateActorRequest req = HVPB__V1__CREATE_ACTOR_REQUEST__INIT;
     req.spec = &sp;
     ProtobufCMessage *resp = NULL;
@@ -474,6 +515,9 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t
     } else {
         printf("actor %" PRIu64 " created%s%s (%s)\n", v->id, v->name[0] ? ": " : "", v->name,
                v->state);
+        if (strcmp(v->state, "pending") == 0 && strncmp(v->reason, "created", 7) != 0) {
+            printf("  %s\n", v->reason); /* why it waits: for room, or for a node that fits */
+        }
     }
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;

@@ -117,6 +117,8 @@ static void submit_usage(FILE *f) {
            "                        " HV_CLI_DEFAULT_TOKEN_FILE ")\n"
            "  -np N                 workers to run (default: every free slot)\n"
            "  --slots-per-host K    at most K ranks on one node\n"
+           "  --namespace NS        the actor namespace its workers look up and call actors\n"
+           "                        in (default: \"default\"; docs/actors.md)\n"
            "  --env K=V, -e K=V     environment for the workers (repeatable)\n"
            "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"
            "  --workdir DIR         ship DIR's files and subdirectories beside the program, at\n"
@@ -578,6 +580,7 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     spec.cooldown_max_s = o->cooldown_max_s;
     spec.cooldown_set = o->cooldown_set;
     spec.slots_per_host = o->slots_per_host;
+    spec.namespace_ = (char *)(o->ns != NULL ? o->ns : "");
     spec.timeout_s = o->timeout_s;
     spec.user = (char *)submit_user();
     Hvpb__V1__SubmitRequest req = HVPB__V1__SUBMIT_REQUEST__INIT;

@@ -7,6 +7,8 @@
  */
 #include "sched.h"
 
+#include <string.h>
+
 /* GPUs beyond the width of gpus_used_mask cannot be tracked, so they are not handed out. */
 #define SCHED_MAX_GPUS 64u
 
@@ -148,4 +150,93 @@ hv_err hv_sched_place(const hv_sched_node_t *nodes, size_t n, const hv_sched_req
         rank += k;
     }
     return HV_OK;
+}
+
+/* ---- one process with a demand -------------------------------------------------------------- */
+
+/* 1 when the pair [k, k+klen) "=" [v, v+vlen) is among have's pairs. */
+static int sched_label_in(const char *have, const char *k, size_t klen, const char *v,
+                          size_t vlen) {
+    const char *p = have;
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t hk = eq != NULL ? (size_t)(eq - p) : len;
+        size_t hv = eq != NULL ? len - hk - 1 : 0;
+        if (hk == klen && hv == vlen && memcmp(p, k, klen) == 0 &&
+            (vlen == 0 || memcmp(eq + 1, v, vlen) == 0)) {
+            return 1;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int hv_sched_labels_have(const char *have, const char *want) {
+    const char *p = want;
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t k = eq != NULL ? (size_t)(eq - p) : len;
+        if (len > 0 && !sched_label_in(have, p, k, eq != NULL ? eq + 1 : p + len,
+                                       eq != NULL ? len - k - 1 : 0)) {
+            return 0;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return 1;
+}
+
+int hv_sched_labels_ok(const char *s) {
+    if (s == NULL || *s == '\0') {
+        return 0;
+    }
+    size_t pairs = 0;
+    const char *p = s;
+    while (p != NULL) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq == NULL || eq == p || (size_t)(eq - p) > 63 || len - (size_t)(eq - p) - 1 > 256 ||
+            memchr(eq + 1, '=', len - (size_t)(eq - p) - 1) != NULL || ++pairs > 64) {
+            return 0;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return 1;
+}
+
+hv_sched_fit_t hv_sched_fit(const hv_sched_node_t *nd, const hv_sched_demand_t *d,
+                            const char **why) {
+    const char *w = NULL;
+    hv_sched_fit_t fit = HV_SCHED_FIT_NOW;
+    uint32_t slots = d->slots > 0 ? d->slots : 1;
+    if (!nd->schedulable) {
+        w = "takes no work";
+        fit = HV_SCHED_FIT_NEVER;
+    } else if (!hv_sched_labels_have(nd->labels, d->labels)) {
+        w = "labels";
+        fit = HV_SCHED_FIT_NEVER;
+    } else if ((d->gpus > 0) != (nd->gpus > 0)) {
+        w = d->gpus > 0 ? "GPUs" : "a CPU node";
+        fit = HV_SCHED_FIT_NEVER;
+    } else if (d->memory_mb > nd->memory_mb) {
+        w = "memory";
+        fit = HV_SCHED_FIT_NEVER;
+    } else if (sched_usable(nd, slots, 1) < slots) {
+        w = nd->slots_total < slots ? "slots" : "GPUs";
+        fit = HV_SCHED_FIT_NEVER;
+    } else if (d->memory_mb > 0 && nd->mem_used_mb + d->memory_mb > nd->memory_mb) {
+        w = "memory";
+        fit = HV_SCHED_FIT_LATER;
+    } else if (sched_usable(nd, slots, 0) < slots) {
+        w = "slots";
+        fit = HV_SCHED_FIT_LATER;
+    }
+    if (why != NULL) {
+        *why = w;
+    }
+    return fit;
 }

@@ -23,6 +23,10 @@ typedef struct hv_sched_node_s {
     uint32_t gpus;           /* GPUs on the node; 0 = CPU-only. At most 64 are used. */
     uint64_t gpus_used_mask; /* bit i set = GPU i already given to a worker */
     int schedulable;         /* nonzero: alive, not draining, not blacklisted */
+    /* Read by hv_sched_fit only (an actor's demand); hv_sched_place ignores them. */
+    const char *labels;   /* "k=v,k=v" as the agent declared them (NULL or "": none) */
+    uint64_t memory_mb;   /* memory the agent reported (0: unknown, meets no memory demand) */
+    uint64_t mem_used_mb; /* taken by the demands placed on it (actors') */
 } hv_sched_node_t;
 
 /* What a job asks for. */
@@ -61,5 +65,37 @@ uint32_t hv_sched_capacity(const hv_sched_node_t *nodes, size_t n, uint32_t slot
  * hold np now. out is written only on HV_OK. */
 hv_err hv_sched_place(const hv_sched_node_t *nodes, size_t n, const hv_sched_req_t *req,
                       hv_sched_slot_t *out);
+
+/* ---- one process with a demand (an actor) ---------------------------------------------------- */
+
+/* What one process needs of a single node: all its slots there, GPUs (one per slot on a GPU
+ * node; a process without GPUs goes to CPU nodes only), memory, and labels the node must carry
+ * with these exact values. Borrowed. */
+typedef struct hv_sched_demand_s {
+    uint32_t slots;     /* 0 counts as 1 */
+    uint32_t gpus;      /* > 0: a GPU node with that many free GPUs */
+    uint64_t memory_mb; /* 0: no memory demand */
+    const char *labels; /* "k=v,k=v": every pair must be among the node's (NULL or "": none) */
+} hv_sched_demand_t;
+
+typedef enum hv_sched_fit {
+    HV_SCHED_FIT_NOW = 0,   /* it fits now */
+    HV_SCHED_FIT_LATER = 1, /* it fits once what runs there ends (slots, GPUs or memory) */
+    HV_SCHED_FIT_NEVER = 2, /* it cannot fit even on the empty node (or the node takes no work) */
+} hv_sched_fit_t;
+
+/* Whether d fits on nd. On FIT_NEVER and FIT_LATER, *why (when not NULL) names what is missing,
+ * for the user: "labels", "memory", "slots", "GPUs", "a CPU node" or "takes no work" (static
+ * strings). */
+hv_sched_fit_t hv_sched_fit(const hv_sched_node_t *nd, const hv_sched_demand_t *d,
+                            const char **why);
+
+/* 1 when every "k=v" pair of want (comma-separated; NULL or "" is none) is among have's.
+ * A pair without '=' asks for the key with an empty value. */
+int hv_sched_labels_have(const char *have, const char *want);
+
+/* 1 when s is a valid label demand: 1 to 64 comma-separated pairs k=v, keys 1 to 63 bytes
+ * without ',' or '=', values at most 256 bytes without ','. */
+int hv_sched_labels_ok(const char *s);
 
 #endif

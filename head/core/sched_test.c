@@ -283,6 +283,154 @@ static void test_hundred_nodes(void) {
     free(out);
 }
 
+/* An actor's demand against one node, table by table: labels, memory, slots, GPUs; whether it
+ * fits now, once what runs there ends, or never (and what is missing). */
+static void test_fit_table(void) {
+    static const struct {
+        const char *name;
+        hv_sched_node_t nd;
+        hv_sched_demand_t d;
+        hv_sched_fit_t want;
+        const char *why;
+    } rows[] = {
+        {"empty demand, free node",
+         {.id = 1, .slots_total = 2, .schedulable = 1},
+         {0},
+         HV_SCHED_FIT_NOW,
+         NULL},
+        {"labels present",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .labels = "zone=a,disk=ssd"},
+         {.slots = 1, .labels = "disk=ssd"},
+         HV_SCHED_FIT_NOW,
+         NULL},
+        {"two labels, both present",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .labels = "zone=a,disk=ssd"},
+         {.slots = 1, .labels = "disk=ssd,zone=a"},
+         HV_SCHED_FIT_NOW,
+         NULL},
+        {"label value differs",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .labels = "zone=a"},
+         {.slots = 1, .labels = "zone=b"},
+         HV_SCHED_FIT_NEVER,
+         "labels"},
+        {"label prefix is not the label",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .labels = "zone=ab"},
+         {.slots = 1, .labels = "zone=a"},
+         HV_SCHED_FIT_NEVER,
+         "labels"},
+        {"node without labels",
+         {.id = 1, .slots_total = 2, .schedulable = 1},
+         {.slots = 1, .labels = "zone=a"},
+         HV_SCHED_FIT_NEVER,
+         "labels"},
+        {"memory fits",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .memory_mb = 4096, .mem_used_mb = 1024},
+         {.slots = 1, .memory_mb = 3072},
+         HV_SCHED_FIT_NOW,
+         NULL},
+        {"memory taken: later",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .memory_mb = 4096, .mem_used_mb = 1025},
+         {.slots = 1, .memory_mb = 3072},
+         HV_SCHED_FIT_LATER,
+         "memory"},
+        {"memory over the node's: never",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .memory_mb = 4096},
+         {.slots = 1, .memory_mb = 4097},
+         HV_SCHED_FIT_NEVER,
+         "memory"},
+        {"memory unknown meets no demand",
+         {.id = 1, .slots_total = 2, .schedulable = 1},
+         {.slots = 1, .memory_mb = 1},
+         HV_SCHED_FIT_NEVER,
+         "memory"},
+        {"slots taken: later",
+         {.id = 1, .slots_total = 2, .slots_used = 1, .schedulable = 1},
+         {.slots = 2},
+         HV_SCHED_FIT_LATER,
+         "slots"},
+        {"more slots than the node has: never",
+         {.id = 1, .slots_total = 2, .schedulable = 1},
+         {.slots = 3},
+         HV_SCHED_FIT_NEVER,
+         "slots"},
+        {"GPU demand on a CPU node",
+         {.id = 1, .slots_total = 8, .schedulable = 1},
+         {.slots = 1, .gpus = 1},
+         HV_SCHED_FIT_NEVER,
+         "GPUs"},
+        {"CPU demand on a GPU node",
+         {.id = 1, .slots_total = 8, .gpus = 8, .schedulable = 1},
+         {.slots = 1},
+         HV_SCHED_FIT_NEVER,
+         "a CPU node"},
+        {"GPUs taken: later",
+         {.id = 1, .slots_total = 2, .gpus = 2, .gpus_used_mask = 1, .schedulable = 1},
+         {.slots = 2, .gpus = 2},
+         HV_SCHED_FIT_LATER,
+         "slots"},
+        {"more GPUs than the node has: never",
+         {.id = 1, .slots_total = 4, .gpus = 2, .schedulable = 1},
+         {.slots = 3, .gpus = 3},
+         HV_SCHED_FIT_NEVER,
+         "GPUs"},
+        {"draining node",
+         {.id = 1, .slots_total = 2},
+         {.slots = 1},
+         HV_SCHED_FIT_NEVER,
+         "takes no work"},
+        {"labels checked before memory",
+         {.id = 1, .slots_total = 2, .schedulable = 1, .labels = "zone=a"},
+         {.slots = 1, .labels = "zone=b", .memory_mb = 10},
+         HV_SCHED_FIT_NEVER,
+         "labels"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *why = "unset";
+        hv_sched_fit_t got = hv_sched_fit(&rows[i].nd, &rows[i].d, &why);
+        if (got != rows[i].want ||
+            (rows[i].why == NULL ? why != NULL : (why == NULL || strcmp(why, rows[i].why) != 0))) {
+            fprintf(stderr, "%s: fit %d (%s), want %d (%s)\n", rows[i].name, (int)got,
+                    why ? why : "NULL", (int)rows[i].want, rows[i].why ? rows[i].why : "NULL");
+            hv_check_failures++;
+        }
+    }
+}
+
+static void test_labels(void) {
+    static const struct {
+        const char *have, *want;
+        int ok;
+    } rows[] = {
+        {"zone=a", "", 1},
+        {"", "", 1},
+        {NULL, NULL, 1},
+        {"zone=a", "zone=a", 1},
+        {"a=1,b=2,c=3", "c=3,a=1", 1},
+        {"a=1,b=2", "b=3", 0},
+        {"a=1", "a=1,b=2", 0},
+        {"ab=1", "a=1", 0},
+        {"a=1", "ab=1", 0},
+        {"a=", "a=", 1},
+        {"a=1", "a=", 0},
+        {NULL, "a=1", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (hv_sched_labels_have(rows[i].have, rows[i].want) != rows[i].ok) {
+            fprintf(stderr, "labels_have(%s, %s) != %d\n", rows[i].have ? rows[i].have : "NULL",
+                    rows[i].want ? rows[i].want : "NULL", rows[i].ok);
+            hv_check_failures++;
+        }
+    }
+    CHECK(hv_sched_labels_ok("zone=a"));
+    CHECK(hv_sched_labels_ok("zone=a,disk=ssd"));
+    CHECK(hv_sched_labels_ok("zone="));
+    CHECK(!hv_sched_labels_ok(""));
+    CHECK(!hv_sched_labels_ok("zone"));
+    CHECK(!hv_sched_labels_ok("=a"));
+    CHECK(!hv_sched_labels_ok("zone=a,"));
+    CHECK(!hv_sched_labels_ok("zone=a=b"));
+}
+
 static const hv_check_case_t cases[] = {
     {"fills_hosts", test_fills_hosts},
     {"most_free_first", test_most_free_first},
@@ -293,6 +441,8 @@ static const hv_check_case_t cases[] = {
     {"capacity_vs_free", test_capacity_vs_free},
     {"tie_break", test_tie_break},
     {"hundred_nodes", test_hundred_nodes},
+    {"fit_table", test_fit_table},
+    {"labels", test_labels},
 };
 
 int main(int argc, char **argv) {

@@ -48,6 +48,9 @@ static void actor_free(hv_dactor_t *x) {
     hv_free(x->spec);
     hv_free(x->reason);
     hv_free(x->address);
+    hv_free(x->labels);
+    hv_free(x->wait_why);
+    hv_free(x->note);
     hv_free(x);
 }
 
@@ -80,7 +83,9 @@ static hv_err record(hv_actors_t *a, const hv_dactor_t *x) {
                         .next_node = x->am.next_node,
                         .next_gpu_mask = x->next_gpu_mask,
                         .has_state = x->am.has_state,
-                        .state_size = x->state_size};
+                        .state_size = x->state_size,
+                        .labels = x->labels,
+                        .memory_mb = x->memory_mb};
     snprintf(r.state_digest, sizeof(r.state_digest), "%s", x->state_digest);
     snprintf(r.state, sizeof(r.state), "%s", hv_am_state_name(x->am.state));
     snprintf(r.cause, sizeof(r.cause), "%s", hv_am_cause_name(x->am.cause));
@@ -296,6 +301,63 @@ static void backoff(hv_dactor_t *x) {
     x->place_after = hv_now_ms() + (ms < ACTORS_BACKOFF_MAX_MS ? ms : ACTORS_BACKOFF_MAX_MS);
 }
 
+static hv_dactor_t *find(const hv_actors_t *a, uint64_t id);
+
+uint64_t hv_actors_node_memory(const hv_actors_t *a, uint64_t node_id) {
+    uint64_t sum = 0;
+    for (const hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (x->am.proc_live && x->am.node_id == node_id) {
+            sum += x->memory_mb;
+        }
+    }
+    return sum;
+}
+
+int hv_actors_waiting(const hv_dactor_t *x, uint64_t now_ms) {
+    return hv_am_wants_place(&x->am) && x->wait_why != NULL && now_ms >= x->place_after;
+}
+
+/* reason = the placement's words, then the autoscaler's. */
+static void compose_reason(hv_dactor_t *x) {
+    if (x->wait_why == NULL) {
+        return;
+    }
+    char why[800];
+    snprintf(why, sizeof(why), "%s%s%s", x->wait_why,
+             x->note != NULL && x->note[0] != '\0' ? "; " : "", x->note != NULL ? x->note : "");
+    if (x->reason == NULL || strcmp(x->reason, why) != 0) {
+        set_str(&x->reason, why);
+    }
+}
+
+void hv_actors_set_note(hv_actors_t *a, uint64_t id, const char *note) {
+    hv_dactor_t *x = a != NULL ? find(a, id) : NULL;
+    if (x == NULL || !hv_am_wants_place(&x->am)) {
+        return;
+    }
+    set_str(&x->note, note);
+    compose_reason(x);
+}
+
+int hv_actors_unplaceable(const hv_dactor_t *x) {
+    return hv_am_wants_place(&x->am) && x->never_fits;
+}
+
+/* The demand's words for a reason: "3 free slots, GPUs, 512 MiB of free memory and labels
+ * zone=b". */
+static void demand_words(const hv_dactor_t *x, char *buf, size_t len) {
+    int w = snprintf(buf, len, "%u free slot%s%s", x->slots, x->slots == 1 ? "" : "s",
+                     x->gpus > 0 ? " with GPUs" : "");
+    size_t used = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
+    if (x->memory_mb > 0 && used + 1 < len) {
+        w = snprintf(buf + used, len - used, ", %" PRIu64 " MiB of free memory", x->memory_mb);
+        used += w > 0 && (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    if (x->labels != NULL && x->labels[0] != '\0' && used + 1 < len) {
+        snprintf(buf + used, len - used, ", labels %.200s", x->labels);
+    }
+}
+
 static void place_all(hv_actors_t *a) {
     static hv_sched_node_t nodes[ACTORS_MAX_NODES];
     static uint64_t ids[ACTORS_MAX_NODES];
@@ -319,35 +381,70 @@ static void place_all(hv_actors_t *a) {
                 (void)run(a, x, &prev, &out);
             }
         }
-        size_t n = 0;
+        /* The nodes that could hold it now (hv_sched_fit); find_node picks among them. The
+         * others count for the reason: could one hold it once what runs there ends? */
+        hv_sched_demand_t dem = {
+            .slots = x->slots, .gpus = x->gpus, .memory_mb = x->memory_mb, .labels = x->labels};
+        size_t n = 0, takes = 0, later = 0;
+        const char *never_why = NULL;
         for (hv_dnode_t *nd = hv_driver_nodes(a->d); nd != NULL && n < ACTORS_MAX_NODES;
              nd = nd->next) {
-            if (!hv_node_takes_work(nd->state, nd->has_session) ||
-                (x->gpus > 0) != (nd->acct.gpus > 0)) {
+            if (!hv_node_takes_work(nd->state, nd->has_session)) {
+                continue;
+            }
+            takes++;
+            hv_sched_node_t sn = {.id = nd->id,
+                                  .slots_total = nd->acct.slots,
+                                  .slots_used = nd->acct.slots_used,
+                                  .gpus = nd->acct.gpus,
+                                  .gpus_used_mask = nd->acct.gpus_used_mask,
+                                  .schedulable = 1,
+                                  .labels = nd->labels,
+                                  .memory_mb = nd->memory_mb,
+                                  .mem_used_mb =
+                                      x->memory_mb > 0 ? hv_actors_node_memory(a, nd->id) : 0};
+            const char *why = NULL;
+            hv_sched_fit_t fit = hv_sched_fit(&sn, &dem, &why);
+            if (fit == HV_SCHED_FIT_NEVER) {
+                never_why = why;
                 continue; /* a GPU actor goes to GPU nodes, a CPU actor leaves them free */
             }
-            nodes[n] = (hv_sched_node_t){.id = nd->id,
-                                         .slots_total = nd->acct.slots,
-                                         .slots_used = nd->acct.slots_used,
-                                         .gpus = nd->acct.gpus,
-                                         .gpus_used_mask = nd->acct.gpus_used_mask,
-                                         .schedulable = 1};
-            ids[n++] = nd->id;
+            later += fit == HV_SCHED_FIT_LATER;
+            if (fit == HV_SCHED_FIT_NOW) {
+                nodes[n] = sn;
+                ids[n++] = nd->id;
+            }
         }
         size_t at;
         uint64_t mask;
         if (!find_node(a, x, nodes, n, &at, &mask)) {
             /* It waits; the next schedule tries again. Why, for hvctl status and hvctl actor
              * (kept in memory; stored with the next change). */
-            char why[160];
-            snprintf(why, sizeof(why),
-                     "waiting for a node with %u free slots%s (%zu nodes take work)", x->slots,
-                     x->gpus > 0 ? " and GPUs" : "", n);
-            if (x->reason == NULL || strcmp(x->reason, why) != 0) {
-                set_str(&x->reason, why);
+            char dw[300], why[640];
+            demand_words(x, dw, sizeof(dw));
+            x->never_fits = n == 0 && later == 0;
+            if (x->never_fits) {
+                snprintf(why, sizeof(why),
+                         "no node can ever hold it: none of the %zu nodes that take work has "
+                         "%s%s%s%s",
+                         takes, dw, never_why != NULL ? " (missing: " : "",
+                         never_why != NULL ? never_why : "", never_why != NULL ? ")" : "");
+            } else {
+                snprintf(why, sizeof(why),
+                         "waiting for a node with %s (%zu of %zu nodes that take work could "
+                         "hold it once what runs there ends)",
+                         dw, n + later, takes);
             }
+            if (x->wait_why == NULL || strcmp(x->wait_why, why) != 0) {
+                set_str(&x->wait_why, why);
+            }
+            compose_reason(x);
             continue;
         }
+        x->never_fits = 0;
+        hv_free(x->wait_why);
+        hv_free(x->note);
+        x->wait_why = x->note = NULL;
         hv_am_actor_t prev = x->am;
         hv_am_out_t out;
         if (hv_am_placed(&x->am, ids[at], &out) != HV_OK) {
@@ -655,7 +752,9 @@ hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen) {
         x->spec_len = r->spec_len;
         x->reason = r->reason;
         x->address = r->address;
-        r->name = r->ns = r->class_name = r->reason = r->address = NULL;
+        x->labels = r->labels;
+        x->memory_mb = r->memory_mb;
+        r->name = r->ns = r->class_name = r->reason = r->address = r->labels = NULL;
         r->spec = NULL;
         x->max_call_retries = r->max_call_retries;
         x->slots = r->slots;
@@ -713,6 +812,8 @@ hv_err hv_actors_new(hv_actors_t *a, const hv_actor_new_t *c, const hv_dactor_t 
     set_str(&x->ns, c->ns);
     set_str(&x->class_name, c->class_name);
     set_str(&x->address, "");
+    set_str(&x->labels, c->labels);
+    x->memory_mb = c->memory_mb;
     x->slots = c->slots > 0 ? c->slots : 1;
     x->gpus = c->gpus;
     x->max_call_retries = c->max_call_retries;
@@ -721,7 +822,7 @@ hv_err hv_actors_new(hv_actors_t *a, const hv_actor_new_t *c, const hv_dactor_t 
     hv_am_create(&x->am, a->next_id, c->max_restarts, c->owner_job, &mo);
     set_str(&x->reason, mo.text);
     if (x->name == NULL || x->ns == NULL || x->class_name == NULL || x->address == NULL ||
-        x->reason == NULL) {
+        x->reason == NULL || x->labels == NULL) {
         actor_free(x);
         snprintf(err, errlen, "out of memory");
         return HV_ENOMEM;

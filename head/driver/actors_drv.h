@@ -32,6 +32,8 @@ typedef struct hv_dactor_s {
     char *reason;  /* the last event's words (owned) */
     char *address; /* host:port of its live process; "" when none (owned) */
     uint32_t max_call_retries, slots, gpus;
+    char *labels;       /* node labels it needs, "k=v,k=v" ("" none; owned) */
+    uint64_t memory_mb; /* MiB of its node's memory it needs (0 none); held while proc_live */
     uint64_t gpu_mask;      /* GPUs its live process holds */
     uint64_t next_gpu_mask; /* moving: the GPUs reserved with am.next_node */
     char state_digest[65];  /* am.has_state: the saved state, an artifact (sha256 hex) */
@@ -43,6 +45,9 @@ typedef struct hv_dactor_s {
     uint64_t place_after;     /* monotonic ms: a restart after a failure waits (not stored) */
     uint64_t notice_deadline; /* monotonic ms: moving, its process is stopped to save by then
                                * even with no slot for the replacement (0: none; not stored) */
+    int never_fits;           /* the last placement found no node that could ever hold it */
+    char *wait_why;           /* why the last placement left it waiting (owned; not stored) */
+    char *note;               /* the autoscaler's word on it ("" none; owned; not stored) */
     struct hv_dactor_s *next;
 } hv_dactor_t;
 
@@ -63,12 +68,16 @@ typedef struct hv_actor_new_s {
     const uint8_t *spec; /* the packed JobSpec of its processes */
     size_t spec_len;
     uint32_t slots, gpus, max_restarts, max_call_retries;
+    const char *labels; /* node labels it needs, "k=v,k=v" (NULL or "": none) */
+    uint64_t memory_mb; /* MiB of a node's memory (0: none) */
     uint64_t owner_job; /* 0: detached */
 } hv_actor_new_t;
 
 /* Creates, stores and tries to place an actor. HV_EEXIST: the name is taken by an actor of the
- * namespace that is not dead; HV_EINVAL: no node of the cluster could ever hold it (slots, GPUs);
- * HV_EUNAVAIL: the store failed (nothing was created). err says why. *out borrowed. */
+ * namespace that is not dead; HV_EUNAVAIL: the store failed (nothing was created). err says why.
+ * An actor no node of the cluster can ever hold (labels, memory, slots, GPUs) is created
+ * pending all the same, its reason saying so: a node that can may join (the autoscaler's). *out
+ * borrowed. */
 hv_err hv_actors_new(hv_actors_t *a, const hv_actor_new_t *c, const hv_dactor_t **out, char *err,
                      size_t errlen);
 /* Kill with or without restart. HV_ENOTFOUND, HV_ESTATE (already dead; nothing to restart),
@@ -80,6 +89,17 @@ const hv_dactor_t *hv_actors_get(const hv_actors_t *a, uint64_t id);
 const hv_dactor_t *hv_actors_by_name(const hv_actors_t *a, const char *ns, const char *name);
 /* Every actor, by id. */
 const hv_dactor_t *hv_actors_all(const hv_actors_t *a);
+/* MiB of node_id's memory taken by the actors whose process is live there. */
+uint64_t hv_actors_node_memory(const hv_actors_t *a, uint64_t node_id);
+/* 1 when x waits for a node that no node taking work now could ever hold (its reason says
+ * what is missing); 0 when it waits for room, or does not wait. */
+int hv_actors_unplaceable(const hv_dactor_t *x);
+/* 1 when x waits for a node now: it wants a place, placement found none, and no restart
+ * backoff holds it (now_ms: monotonic). What the autoscaler buys nodes for. */
+int hv_actors_waiting(const hv_dactor_t *x, uint64_t now_ms);
+/* The autoscaler's word on actor id ("the autoscaler is buying a node for it: ..."; "" clears
+ * it): its reason becomes the placement's reason and this. a may be NULL. */
+void hv_actors_set_note(hv_actors_t *a, uint64_t id, const char *note);
 /* The node's name, "" when none. */
 const char *hv_actors_node_name(hv_actors_t *a, const hv_dactor_t *x);
 

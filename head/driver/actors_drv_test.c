@@ -152,7 +152,7 @@ static void case_lifecycle(void) {
     /* A second actor waits: the only slot is taken. */
     const hv_dactor_t *y = create("other", 0, HV_OK);
     CHECK_EQ(y->am.state, HV_AM_PENDING);
-    CHECK(strstr(y->reason, "waiting for a node with 1 free slots") != NULL);
+    CHECK(strstr(y->reason, "waiting for a node with 1 free slot (") != NULL);
     /* kill -9: its slot goes back at once, which the waiting actor takes; ctr waits its
      * backoff, then a node with room (b) gets it. */
     CHECK_RC(hv_driver_worker_exited(H.d, na, H.io.worker[0], -1, 9, ""), HV_OK);
@@ -314,6 +314,98 @@ static void case_notice_runs_out(void) {
     CHECK_EQ(hv_driver_node_actor_state_is(H.d, na, digest), 0);
 }
 
+static uint64_t join_with(const char *name, uint32_t slots, const char *labels, uint64_t mem) {
+    hv_node_info_t info = {.name = name,
+                           .addrs = "127.0.0.1",
+                           .peer = "ipv4:127.0.0.1:1",
+                           .labels = labels,
+                           .slots = slots,
+                           .memory_mb = mem,
+                           .incarnation = 7};
+    uint64_t id = 0;
+    char err[256];
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
+    hv_driver_node_heartbeat(H.d, id);
+    return id;
+}
+
+static const hv_dactor_t *create_demand(const char *name, const char *labels, uint64_t mem) {
+    static const uint8_t spec[] = {0x0a, 0x01, 'x'};
+    hv_actor_new_t c = {.name = name,
+                        .ns = "default",
+                        .class_name = "counter",
+                        .spec = spec,
+                        .spec_len = sizeof(spec),
+                        .slots = 1,
+                        .labels = labels,
+                        .memory_mb = mem};
+    const hv_dactor_t *x = NULL;
+    char err[300] = "";
+    CHECK_RC_MSG(hv_actors_new(H.a, &c, &x, err, sizeof(err)), HV_OK, err);
+    return x;
+}
+
+/* Placement by labels and memory: an actor goes to the node with its labels and the memory it
+ * needs; memory is held while it runs (a second one that does not fit beside it waits, saying
+ * for what), and a demand no node meets says so (never) and is placed when such a node joins.
+ * The demand survives a head restart. */
+static void case_labels_memory(void) {
+    uint64_t na = join_with("a", 4, "zone=a", 4096);
+    uint64_t nb = join_with("b", 4, "zone=b,disk=ssd", 8192);
+    const hv_dactor_t *x = create_demand("ssd", "disk=ssd", 0);
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+    CHECK_EQ(x->am.node_id, nb);
+    const hv_dactor_t *y = create_demand("big", NULL, 6000);
+    CHECK_EQ(y->am.state, HV_AM_STARTING);
+    CHECK_EQ(y->am.node_id, nb); /* only b has 6000 MiB */
+    CHECK_EQ(hv_actors_node_memory(H.a, nb), 6000);
+    const hv_dactor_t *z = create_demand("big2", NULL, 3000);
+    CHECK_EQ(z->am.state, HV_AM_STARTING);
+    CHECK_EQ(z->am.node_id, na); /* b has 2192 MiB left */
+    const hv_dactor_t *w = create_demand("big3", NULL, 5000);
+    CHECK_EQ(w->am.state, HV_AM_PENDING); /* b could once big ends: waits */
+    CHECK(!hv_actors_unplaceable(w));
+    CHECK(strstr(w->reason, "waiting for a node with 1 free slot, 5000 MiB of free memory") !=
+          NULL);
+    const hv_dactor_t *v = create_demand("west", "zone=c", 0);
+    CHECK_EQ(v->am.state, HV_AM_PENDING);
+    CHECK(hv_actors_unplaceable(v));
+    CHECK(strstr(v->reason, "no node can ever hold it") != NULL);
+    CHECK(strstr(v->reason, "labels zone=c") != NULL);
+    CHECK(strstr(v->reason, "missing: labels") != NULL);
+    const hv_dactor_t *u = create_demand("huge", NULL, 100000);
+    CHECK(hv_actors_unplaceable(u));
+    CHECK(strstr(u->reason, "missing: memory") != NULL);
+    /* The autoscaler's word is added to the reason, and goes once it is placed. */
+    hv_actors_set_note(H.a, v->am.id, "the autoscaler is buying a node for it: instance 1");
+    CHECK(strstr(v->reason, "no node can ever hold it") != NULL);
+    CHECK(strstr(v->reason, "; the autoscaler is buying a node for it: instance 1") != NULL);
+    CHECK(hv_actors_waiting(v, UINT64_MAX));
+    uint64_t nc = join_with("c", 1, "zone=c", 1024);
+    CHECK_EQ(v->am.state, HV_AM_STARTING);
+    CHECK_EQ(v->am.node_id, nc);
+    CHECK(!hv_actors_waiting(v, UINT64_MAX));
+    /* big ends: big3 takes its memory. */
+    CHECK_RC(hv_driver_worker_exited(H.d, nb, hv_am_proc_id(y->am.id, 1), 0, 0, ""), HV_OK);
+    CHECK_EQ(w->am.state, HV_AM_STARTING);
+    CHECK_EQ(w->am.node_id, nb);
+    uint64_t wid = w->am.id;
+    head_stop();
+    head_start();
+    w = hv_actors_get(H.a, wid);
+    CHECK(w != NULL);
+    if (w != NULL) {
+        CHECK_EQ(w->memory_mb, 5000);
+        CHECK_STR(w->labels, "");
+    }
+    v = hv_actors_by_name(H.a, "default", "west");
+    CHECK(v != NULL);
+    if (v != NULL) {
+        CHECK_STR(v->labels, "zone=c");
+    }
+}
+
 int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_ERROR);
     hv_log_init("actors_drv_test");
@@ -323,6 +415,7 @@ int main(int argc, char **argv) {
         {"head_restart", case_head_restart},
         {"move", case_move},
         {"notice_runs_out", case_notice_runs_out},
+        {"labels_memory", case_labels_memory},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

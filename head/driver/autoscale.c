@@ -49,6 +49,7 @@ struct hv_autoscale_s {
     uv_loop_t *loop;
     const hv_head_config_t *cfg;
     hv_driver_t *d;
+    hv_actors_t *actors; /* borrowed; NULL: none */
     hv_store_t *store;
     const hv_auth_t *auth;
     char head_addr[256];
@@ -276,6 +277,8 @@ static void do_launch(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) 
                           .slots = t->slots,
                           .gpus = t->gpus,
                           .preemptible = t->preemptible,
+                          .labels = t->labels,
+                          .memory_mb = t->memory_mb,
                           .head = a->head_addr,
                           .token_file = tok};
     char err[300] = "";
@@ -478,6 +481,26 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
         dem[k] = (hv_as_demand_t){
             .workers = dd[k].workers, .slots_per_worker = 1, .gpus_per_worker = 0, .what = what[k]};
     }
+    /* The actors waiting for a node: one worker each of their demand (slots, GPUs, memory,
+     * labels). */
+    const hv_dactor_t *wa[AS_MAX_DEMAND];
+    size_t first_actor = nd;
+    for (const hv_dactor_t *x = a->actors != NULL ? hv_actors_all(a->actors) : NULL;
+         x != NULL && nd < AS_MAX_DEMAND; x = x->next) {
+        if (!hv_actors_waiting(x, now)) {
+            continue;
+        }
+        snprintf(what[nd], sizeof(what[nd]), "actor %" PRIu64 "%s%.20s", x->am.id,
+                 x->name[0] ? " " : "", x->name);
+        wa[nd] = x;
+        dem[nd] = (hv_as_demand_t){.workers = 1,
+                                   .slots_per_worker = x->slots,
+                                   .gpus_per_worker = x->gpus,
+                                   .memory_mb = x->memory_mb,
+                                   .labels = x->labels,
+                                   .what = what[nd]};
+        nd++;
+    }
     size_t n = hv_as_decide(&a->pc, a->ts, inst, ninst, dem, nd, now, acts, AS_MAX_ACTIONS);
     int unmet = 0;
     for (size_t k = 0; k < n; k++) {
@@ -486,6 +509,29 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
     }
     if (!unmet) {
         a->unmet[0] = '\0';
+    }
+    /* What each waiting actor hears (hvctl status, hvctl actor): a node of a type that holds it
+     * is launching, or why none can be bought. */
+    for (size_t k = first_actor; k < nd; k++) {
+        char note[HV_AS_REASON + 64] = "";
+        for (as_inst_t *in = a->insts; in != NULL && note[0] == '\0'; in = in->next) {
+            if (in->state == HV_AS_LAUNCHING && !in->ended && in->type < a->pc.ntypes &&
+                hv_as_fit_demand(&a->pc.types[in->type], &dem[k]) > 0) {
+                snprintf(note, sizeof(note),
+                         "the autoscaler is buying a node for it: instance %" PRIu64
+                         " (type %s) is launching",
+                         in->id, a->pc.types[in->type].name);
+            }
+        }
+        char key[64];
+        snprintf(key, sizeof(key), "%s wants", what[k]);
+        for (size_t q = 0; q < n && note[0] == '\0'; q++) {
+            if (acts[q].kind == HV_AS_UNMET && strstr(acts[q].reason, key) != NULL) {
+                snprintf(note, sizeof(note), "the autoscaler cannot buy a node for it: %s",
+                         acts[q].reason);
+            }
+        }
+        hv_actors_set_note(a->actors, wa[k]->am.id, note);
     }
     hv_free(inst);
     hv_free(acts);
@@ -517,7 +563,9 @@ static hv_err make_policy(hv_autoscale_t *a, char *err, size_t errlen) {
                                      .preemptible = ht->preemptible,
                                      .price_per_hour = ht->price_per_hour,
                                      .min_nodes = ht->min_nodes,
-                                     .max_nodes = ht->max_nodes};
+                                     .max_nodes = ht->max_nodes,
+                                     .labels = ht->labels,
+                                     .memory_mb = ht->memory_mb};
         a->ss_types[t] = (hv_ss_type_t){
             .name = ht->name, .preemptible = ht->preemptible, .capacity = ht->capacity};
     }
@@ -584,6 +632,7 @@ hv_err hv_autoscale_create(uv_loop_t *loop, const hv_autoscale_opts_t *o, hv_aut
     a->loop = loop;
     a->cfg = o->cfg;
     a->d = o->driver;
+    a->actors = o->actors;
     a->store = o->store;
     a->auth = o->auth;
     a->provider_name = pn;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "actors_drv.h"
 #include "auth.h"
 #include "config.h"
 #include "driver.h"
@@ -39,6 +40,8 @@ typedef struct hv_autoscale_opts_s {
     const hv_auth_t *auth;       /* makes enrollment credentials (borrowed) */
     const char *head_addr;       /* the address instances join (copied) */
     const char *agent;           /* the hvagent binary for local and spot-sim (copied) */
+    hv_actors_t *actors;         /* the actors waiting for a node are demand too (borrowed;
+                                  * NULL: none) */
 } hv_autoscale_opts_t;
 
 /* Creates the loop and its provider. *out is NULL (and HV_OK returned) when the config has no

@@ -1330,6 +1330,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     n->acct.slots = info->slots;
     n->acct.gpus = info->gpus;
     n->cpus = info->cpus;
+    n->memory_mb = info->memory_mb;
     n->preemptible = info->preemptible;
     n->incarnation = info->incarnation;
     n->state = st;

@@ -109,6 +109,7 @@ typedef struct hv_dnode_s {
     uint64_t id;
     char *name, *addrs, *labels, *instance_id, *peer; /* owned */
     uint32_t cpus;
+    uint64_t memory_mb; /* MiB the agent offers, from its last join (not stored; 0: unknown) */
     int preemptible;
     uint64_t incarnation;
     hv_node_state_t state;
@@ -255,6 +256,7 @@ void hv__driver_set_event_bound(hv_driver_t *d, size_t max);
 typedef struct hv_node_info_s {
     const char *name, *addrs, *labels, *instance_id, *peer;
     uint32_t slots, gpus, cpus;
+    uint64_t memory_mb; /* 0: unknown */
     int preemptible;
     uint64_t incarnation;
 } hv_node_info_t;

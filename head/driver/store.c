@@ -352,12 +352,17 @@ static const char store_v13_sql[] =
     "ALTER TABLE actors ADD COLUMN has_state INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE actors ADD COLUMN state_digest TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE actors ADD COLUMN state_size INTEGER NOT NULL DEFAULT 0;";
+/* v14: an actor's demand of its node beyond slots and GPUs (issue 17): node labels it needs
+ * ("k=v,k=v") and memory in MiB. Old rows: none. */
+static const char store_v14_sql[] = "ALTER TABLE actors ADD COLUMN labels TEXT NOT NULL DEFAULT '';"
+                                    "ALTER TABLE actors ADD COLUMN memory_mb INTEGER NOT NULL"
+                                    " DEFAULT 0;";
 
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
     store_v1_sql,  store_v2_sql,  store_v3_sql, store_v4_sql, store_v5_sql,
     store_v6_sql,  store_v7_sql,  store_v8_sql, store_v9_sql, store_v10_sql,
-    store_v11_sql, store_v12_sql, store_v13_sql};
+    store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -424,7 +429,7 @@ enum {
     "id, name, namespace, class, spec, state, cause, reason, max_restarts, max_call_retries,"      \
     " restarts, moves, incarnation, slots, gpus, gpu_mask, node_id, owner_job, proc_live,"         \
     " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms, next_node,"  \
-    " next_gpu_mask, has_state, state_digest, state_size"
+    " next_gpu_mask, has_state, state_digest, state_size, labels, memory_mb"
 #define NODE_COLS                                                                                  \
     "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
     " incarnation, registered_ms, last_seen_ms"
@@ -584,7 +589,7 @@ static const char *const store_sql[ST__COUNT] = {
                         " ORDER BY revoked_ms, node_id, incarnation",
     [ST_ACTOR_PUT] = "INSERT OR REPLACE INTO actors (" ACTOR_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                      " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-                     " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+                     " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
     [ST_ACTOR_LIST] = "SELECT " ACTOR_COLS " FROM actors ORDER BY id",
 };
 
@@ -3148,6 +3153,8 @@ hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
     bind_int(&b, 29, r->has_state);
     bind_text(&b, 30, r->state_digest);
     bind_u64(&b, 31, r->state_size);
+    bind_text(&b, 32, r->labels != NULL ? r->labels : "");
+    bind_u64(&b, 33, r->memory_mb);
     if ((rc = store_bind_check(s, &b, "actor put")) == HV_OK) {
         rc = store_exec_stmt(s, st, "actor put");
     }
@@ -3165,6 +3172,7 @@ void hv_actor_row_fini(hv_actor_row_t *r) {
     hv_free(r->spec);
     hv_free(r->reason);
     hv_free(r->address);
+    hv_free(r->labels);
     memset(r, 0, sizeof(*r));
 }
 
@@ -3173,7 +3181,7 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     r->id = col_u64(st, 0);
     if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->ns) != HV_OK ||
         col_text(st, 3, &r->class_name) != HV_OK || col_text(st, 7, &r->reason) != HV_OK ||
-        col_text(st, 22, &r->address) != HV_OK) {
+        col_text(st, 22, &r->address) != HV_OK || col_text(st, 31, &r->labels) != HV_OK) {
         return HV_ENOMEM;
     }
     int len = sqlite3_column_bytes(st, 4);
@@ -3212,6 +3220,7 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     snprintf(r->state_digest, sizeof(r->state_digest), "%s", v != NULL ? (const char *)v : "");
     r->state_size = col_u64(st, 30);
     r->ended_ms = col_u64(st, 25);
+    r->memory_mb = col_u64(st, 32);
     return HV_OK;
 }
 

@@ -46,8 +46,9 @@ typedef struct hv_store_s hv_store_t;
  * v11: events' structured fields (generation, reason, node, worker_id, rank, duration_ms,
  *      job_state, rollback), jobs.round_code.
  * v12: durable_copies (the newest copy of each job's state in the durable tier).
- * v13: actors' moves (next_node, next_gpu_mask, has_state, state_digest, state_size). */
-#define HV_STORE_SCHEMA_VERSION 13
+ * v13: actors' moves (next_node, next_gpu_mask, has_state, state_digest, state_size).
+ * v14: actors' placement demand (labels, memory_mb). */
+#define HV_STORE_SCHEMA_VERSION 14
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -493,6 +494,8 @@ typedef struct hv_actor_row_s {
     int has_state;
     char state_digest[65];
     uint64_t state_size;
+    char *labels;       /* node labels it needs, "k=v,k=v" ("" none; owned; v14) */
+    uint64_t memory_mb; /* MiB of a node's memory it needs (0: none; v14) */
 } hv_actor_row_t;
 
 /* Inserts or replaces the row of r->id (borrowed). */

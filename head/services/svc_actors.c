@@ -5,8 +5,9 @@
  * argument as HV_ACTOR_CLASS / HV_ACTOR_ARG) and hands it to actors_drv, which stores it before
  * placing it. Get resolves an id or a name (within a namespace) into a view, with the per-actor
  * secret when asked. Every call passed the gate (svc_auth: a client token or a worker secret);
- * here a worker is held to its namespace ("default": jobs have no namespace of their own yet)
- * and owns what it creates unless it asks for a detached actor. Loop thread only.
+ * here a worker is held to its job's namespace (hvsubmit --namespace, stored in the job's spec;
+ * "default" when none), which is also what an empty namespace means in its calls, and owns what
+ * it creates unless it asks for a detached actor. Loop thread only.
  */
 #include "svc_actors.h"
 
@@ -22,30 +23,55 @@
 
 #define ACTORS_NS_DEFAULT "default"
 #define ACTORS_MAX_ARG (64u << 10)
+#define ACTORS_MAX_MEMORY_MB (UINT64_C(1) << 40)
 
 struct hv_svc_actors_s {
     hv_auth_t *auth;      /* borrowed */
     hv_actors_t *actors;  /* borrowed */
     hv_driver_t *d;       /* borrowed */
     hv_artifacts_t *arts; /* borrowed */
+    /* The namespace of the call being answered when it names none: the worker's job's, or
+     * "default" (set by caller(); loop thread only, one call at a time). */
+    char home[64];
 };
 
-static const char *ns_of(const char *ns) {
-    return ns != NULL && ns[0] != '\0' ? ns : ACTORS_NS_DEFAULT;
+/* The namespace a call names, or the caller's home when it names none. */
+static const char *ns_in(const hv_svc_actors_t *s, const char *ns) {
+    return ns != NULL && ns[0] != '\0' ? ns : s->home;
 }
 
-/* Who calls: HV_OK and cred, or an answer was sent. A worker may only use the default
+/* The namespace of job_id's workers (its spec's, "default" when none) into out. */
+static void job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
+    snprintf(out, len, "%s", ACTORS_NS_DEFAULT);
+    hv_djob_t *j = hv_driver_job(s->d, job_id);
+    if (j == NULL || j->spec == NULL) {
+        return;
+    }
+    Hvpb__V1__JobSpec *js = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
+    if (js != NULL && js->namespace_ != NULL && js->namespace_[0] != '\0') {
+        snprintf(out, len, "%s", js->namespace_);
+    }
+    if (js != NULL) {
+        hvpb__v1__job_spec__free_unpacked(js, NULL);
+    }
+}
+
+/* Who calls: HV_OK and cred, or an answer was sent. A worker may only use its job's
  * namespace. */
 static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_t *cred) {
+    snprintf(s->home, sizeof(s->home), "%s", ACTORS_NS_DEFAULT);
     if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), cred) != HV_OK) {
         hv_rpc_finish(c, HV_EAUTH, "not authenticated");
         return 0;
     }
-    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_of(ns), ACTORS_NS_DEFAULT) != 0) {
+    if (cred->kind == HV_CRED_WORKER) {
+        job_ns(s, cred->job_id, s->home, sizeof(s->home));
+    }
+    if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_in(s, ns), s->home) != 0) {
         hv_rpc_finish(c, HV_EPERM,
-                      "permission denied: a job's workers may only use the actors of namespace "
-                      "'%s'",
-                      ACTORS_NS_DEFAULT);
+                      "permission denied: the workers of job %" PRIu64
+                      " may only use the actors of its namespace '%s', not '%.80s'",
+                      cred->job_id, s->home, ns);
         return 0;
     }
     return 1;
@@ -76,6 +102,8 @@ static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *
     v->last_status = x->am.last_status;
     v->last_signal = x->am.last_signal;
     v->reason = x->reason;
+    v->labels = x->labels;
+    v->memory_mb = x->memory_mb;
 }
 
 /* The actor a ref names, or an answer was sent (NULL). */
@@ -88,16 +116,16 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
     }
     if (r->id != 0) {
         x = hv_actors_get(s->actors, r->id);
-    } else if (!hv_am_name_ok(r->name) || !hv_am_name_ok(ns_of(r->namespace_))) {
+    } else if (!hv_am_name_ok(r->name) || !hv_am_name_ok(ns_in(s, r->namespace_))) {
         hv_rpc_finish(c, HV_EINVAL,
                       "'%.80s' in namespace '%.80s' is not an actor name: 1 to 63 letters, "
                       "digits, '.', '_' or '-'",
-                      r->name, ns_of(r->namespace_));
+                      r->name, ns_in(s, r->namespace_));
         return NULL;
     } else {
-        x = hv_actors_by_name(s->actors, ns_of(r->namespace_), r->name);
+        x = hv_actors_by_name(s->actors, ns_in(s, r->namespace_), r->name);
     }
-    if (x != NULL && cred->kind == HV_CRED_WORKER && strcmp(x->ns, ACTORS_NS_DEFAULT) != 0) {
+    if (x != NULL && cred->kind == HV_CRED_WORKER && strcmp(x->ns, s->home) != 0) {
         x = NULL; /* not the worker's to see: said as not found */
     }
     if (x == NULL) {
@@ -105,10 +133,30 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
             hv_rpc_finish(c, HV_ENOTFOUND, "no actor %" PRIu64, r->id);
         } else {
             hv_rpc_finish(c, HV_ENOTFOUND, "no actor named '%s' in namespace '%s'", r->name,
-                          ns_of(r->namespace_));
+                          ns_in(s, r->namespace_));
         }
     }
     return x;
+}
+
+/* "k=v,k=v" of the spec's labels (checked: no ',' or '=' inside); NULL when out of memory. */
+static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        len += strlen(kv[i]->key) + strlen(kv[i]->value) + 2;
+    }
+    char *out = hv_malloc(len);
+    if (out == NULL) {
+        return NULL;
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w =
+            snprintf(out + used, len - used, "%s%s=%s", i > 0 ? "," : "", kv[i]->key, kv[i]->value);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return out;
 }
 
 /* ---- Create ------------------------------------------------------------------------------------ */
@@ -126,7 +174,7 @@ static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, ch
                  sp->name);
         return HV_EINVAL;
     }
-    if (!hv_am_name_ok(ns_of(sp->namespace_))) {
+    if (!hv_am_name_ok(ns_in(s, sp->namespace_))) {
         snprintf(err, len, "namespace '%.80s': not a namespace name", sp->namespace_);
         return HV_EINVAL;
     }
@@ -148,11 +196,21 @@ static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, ch
                  sp->slots, sp->gpus);
         return HV_EINVAL;
     }
-    if (sp->n_labels > 0 || sp->memory_mb > 0) {
-        snprintf(err, len,
-                 "labels and memory: placement by node labels or memory is not built "
-                 "yet; leave them out");
+    if (sp->n_labels > 64 || sp->memory_mb > ACTORS_MAX_MEMORY_MB) {
+        snprintf(err, len, "labels: at most 64; memory: at most %llu MiB",
+                 (unsigned long long)ACTORS_MAX_MEMORY_MB);
         return HV_EINVAL;
+    }
+    for (size_t i = 0; i < sp->n_labels; i++) {
+        const char *k = sp->labels[i]->key, *v = sp->labels[i]->value;
+        if (k[0] == '\0' || strlen(k) > 63 || strpbrk(k, ",=") != NULL || strlen(v) > 256 ||
+            strpbrk(v, ",=") != NULL) {
+            snprintf(err, len,
+                     "label '%.80s=%.80s': keys 1 to 63 bytes, values at most 256, neither with "
+                     "',' or '='",
+                     k, v);
+            return HV_EINVAL;
+        }
     }
     if (sp->max_restarts > 1000000 || sp->max_call_retries > 1000) {
         snprintf(err, len, "max_restarts at most 1000000, max_call_retries at most 1000");
@@ -243,8 +301,14 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     }
     hvpb__v1__job_spec__pack(&js, packed);
     hv_free(env);
+    char *labels = join_labels(sp->labels, sp->n_labels);
+    if (labels == NULL) {
+        hv_free(packed);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return;
+    }
     hv_actor_new_t nw = {.name = sp->name,
-                         .ns = ns_of(sp->namespace_),
+                         .ns = ns_in(s, sp->namespace_),
                          .class_name = sp->class_name,
                          .spec = packed,
                          .spec_len = len,
@@ -252,10 +316,13 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
                          .gpus = sp->gpus,
                          .max_restarts = sp->max_restarts,
                          .max_call_retries = sp->max_call_retries,
+                         .labels = labels,
+                         .memory_mb = sp->memory_mb,
                          .owner_job = owner};
     const hv_dactor_t *x = NULL;
     rc = hv_actors_new(s->actors, &nw, &x, err, sizeof(err));
     hv_free(packed);
+    hv_free(labels);
     if (rc == HV_EUNAVAIL) {
         hv_rpc_finish_later(c, rc, "%s", err);
         return;
@@ -303,7 +370,7 @@ static void actors_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     if (cred.kind == HV_CRED_WORKER) {
-        want = ACTORS_NS_DEFAULT;
+        want = s->home;
     }
     size_t n = 0;
     for (const hv_dactor_t *x = hv_actors_all(s->actors); x != NULL; x = x->next) {

@@ -381,6 +381,7 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
                          .slots = info->slots,
                          .gpus = info->gpus,
                          .cpus = info->cpus,
+                         .memory_mb = info->memory_mb,
                          .preemptible = info->preemptible,
                          .incarnation = req->incarnation};
     uint64_t node_id = 0;

@@ -834,6 +834,7 @@ static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
     x->info.slots = nd->acct.slots;
     x->info.gpus = nd->acct.gpus;
     x->info.cpus = nd->cpus;
+    x->info.memory_mb = nd->memory_mb;
     x->info.preemptible = nd->preemptible;
     x->info.instance_id = clip_str(&x->clip, nd->instance_id, HV_NODE_FIELD_MAX);
     x->addr_copy = hv_strdup(nd->addrs);

@@ -235,6 +235,17 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
     }
     HV_TRY(size_check("spec.name", spec->name, HV_JOB_NAME_MAX, err, len));
     HV_TRY(size_check("spec.user", spec->user, HV_JOB_NAME_MAX, err, len));
+    if (spec->namespace_ != NULL && spec->namespace_[0] != '\0') {
+        size_t n = strlen(spec->namespace_);
+        if (n > 63 || spec->namespace_[0] == '.' || spec->namespace_[0] == '-' ||
+            strspn(spec->namespace_,
+                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+            return bad(err, len,
+                       "spec.namespace: '%s' is not a namespace name (1 to 63 letters, digits, "
+                       "'.', '_' or '-', not first '.' or '-')",
+                       clip(spec->namespace_, c, sizeof(c)));
+        }
+    }
     if (spec->n_args > HV_SUBMIT_MAX_ARGS) {
         return bad(err, len, "spec.args: %zu arguments, at most %d", spec->n_args,
                    HV_SUBMIT_MAX_ARGS);

@@ -117,7 +117,7 @@ wait_for 10 actor_is keeper dead || fail "keeper not dead after kill-actor"
 sleep 1
 actor_is big pending || fail "an actor needing 3 slots on 2-slot nodes is '$(actor_field big state)'"
 "$BIN/hvctl" --head "$HEAD" status >"$TMP/status.out" 2>&1 || fail "hvctl status failed"
-grep -q "default/big (pending): waiting for a node with 3 free slots" "$TMP/status.out" ||
+grep -q "default/big (pending): no node can ever hold it: none of the 1 nodes that take work has 3 free slots (missing: slots)" "$TMP/status.out" ||
     fail "hvctl status does not show the pending actor: $(cat "$TMP/status.out")"
 # The same in --json: counted by state, and among the pending demand with its reason.
 "$BIN/hvctl" --head "$HEAD" status --json >"$TMP/status.json" 2>"$TMP/status.err" ||
@@ -129,7 +129,7 @@ assert d["actors"]["pending"] == 1, "actors by state: %r" % d.get("actors")
 w = [a for a in d["pending_demand"]["actors"] if a["name"] == "big"]
 assert len(w) == 1, "pending_demand.actors: %r" % d["pending_demand"].get("actors")
 assert w[0]["state"] == "pending" and w[0]["slots"] == 3 and w[0]["namespace"] == "default", w
-assert w[0]["reason"].startswith("waiting for a node with 3 free slots"), w[0]["reason"]
+assert w[0]["reason"].startswith("no node can ever hold it: none of the 1 nodes"), w[0]["reason"]
 PY
     fail "hvctl status --json does not show the pending actor with its reason: $(cat "$TMP/statusjson.out") in $(cat "$TMP/status.json")"
 "$BIN/hvctl" --head "$HEAD" kill-actor big >/dev/null || fail "kill-actor big failed"

@@ -279,10 +279,11 @@ HV_API void hv_actor_close(hv_actor_t *a);
 
 /* ---- finding an actor through the head ----------------------------------------------------- */
 
-/* Looks up the actor named name in namespace ns (NULL or "": "default") through the head
+/* Looks up the actor named name in namespace ns (NULL or "": the caller's: a job's worker's is
+ * its job's, hvsubmit --namespace, else "default") through the head
  * (Actors.Get, with the per-actor secret) and connects to it (hv_actor_connect with cfg, NULL =
  * defaults). head: "host:port", NULL = $HV_HEAD (set in every worker a head starts). The
- * credential: NULL = $HV_WORKER_SECRET inside a job's worker (its namespace is "default"), else
+ * credential: NULL = $HV_WORKER_SECRET inside a job's worker (its job's namespace only), else
  * the client token in the file $HV_TOKEN_FILE; or pass a credential string. The head over TLS:
  * $HV_CA_FILE. An actor that is pending, starting or restarting is waited for, polling the head
  * every 100 ms, up to timeout_ms (0 = 10 s) in all. Blocking. Errors: HV_ENOTFOUND (no such
