@@ -4,7 +4,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mem.h"
@@ -13,6 +16,7 @@
 #define COPY_FACTOR_DEFAULT 20   /* a copy's cost is at most 1/20 = 5% of the time between copies */
 #define COPY_MIN_MS_DEFAULT 1000 /* the head writes and syncs each copy: at most one a second */
 #define COPY_MAX_MS_DEFAULT 0
+#define COPY_NICE_DEFAULT 19 /* the copier yields the CPU to training (and to everything else) */
 
 struct hv__copier_s {
     hv__copier_send_fn fn;
@@ -70,8 +74,22 @@ int hv__copy_due(const hv__copy_policy_t *p, int first, uint64_t since_ms, uint6
     return since_ms >= cost_ms * (uint64_t)p->cost_factor;
 }
 
+/* Lowers this thread's CPU priority (Linux: a nice value is per thread, set by its id), so that
+ * hashing and sending a copy run in the time training leaves: the training thread of every
+ * rank waits for the slowest, so a copier that delays one rank delays all. Best effort: a
+ * failure leaves the thread at the process's priority. */
+static void copier_nice(void) {
+#ifdef SYS_gettid
+    int nice = (int)env_u64("HV_STATE_COPY_NICE", COPY_NICE_DEFAULT, 19);
+    if (nice > 0 && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0) {
+        HV_LOG(HV_LOG_DEBUG, "elastic", "HV-COPY-NICE", "the copier keeps its priority");
+    }
+#endif
+}
+
 static void *copier_main(void *arg) {
     hv__copier_t *c = arg;
+    copier_nice();
     pthread_mutex_lock(&c->mu);
     for (;;) {
         while (!c->stop && c->data == NULL) {
