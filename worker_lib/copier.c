@@ -16,7 +16,11 @@
 #define COPY_FACTOR_DEFAULT 20   /* a copy's cost is at most 1/20 = 5% of the time between copies */
 #define COPY_MIN_MS_DEFAULT 1000 /* the head writes and syncs each copy: at most one a second */
 #define COPY_MAX_MS_DEFAULT 0
-#define COPY_NICE_DEFAULT 19 /* the copier yields the CPU to training (and to everything else) */
+/* The copier's nice value: 0 by default. At 19 it yields the CPU to training, but on a machine
+ * with no idle CPU it is starved: at a load average of 19 on 2 cores a 64 MiB copy took minutes
+ * and fault.elastic_resume_head_restart saw no copy before its job ended; a copy that never
+ * goes out protects nothing. Operators whose nodes run short of CPU may set it. */
+#define COPY_NICE_DEFAULT 0
 
 struct hv__copier_s {
     hv__copier_send_fn fn;
@@ -74,10 +78,10 @@ int hv__copy_due(const hv__copy_policy_t *p, int first, uint64_t since_ms, uint6
     return since_ms >= cost_ms * (uint64_t)p->cost_factor;
 }
 
-/* Lowers this thread's CPU priority (Linux: a nice value is per thread, set by its id), so that
- * hashing and sending a copy run in the time training leaves: the training thread of every
- * rank waits for the slowest, so a copier that delays one rank delays all. Best effort: a
- * failure leaves the thread at the process's priority. */
+/* Lowers this thread's CPU priority when HV_STATE_COPY_NICE asks (Linux: a nice value is per
+ * thread, set by its id), so that hashing and sending a copy run in the time training leaves:
+ * the training thread of every rank waits for the slowest, so a copier that delays one rank
+ * delays all. Best effort: a failure leaves the thread at the process's priority. */
 static void copier_nice(void) {
 #ifdef SYS_gettid
     int nice = (int)env_u64("HV_STATE_COPY_NICE", COPY_NICE_DEFAULT, 19);

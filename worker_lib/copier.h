@@ -16,8 +16,9 @@
  * copied about every second, a large one as often as 20 times its cost allows (a 64 MiB state
  * whose copy takes 0.3 s of CPU: every 6 s). max_interval_ms (0: none) forces a copy when the
  * last one is older, whatever it costs. The copier thread runs at nice HV_STATE_COPY_NICE
- * (default 19, the lowest priority): its CPU comes from what training leaves, so its wall time
- * can be much longer than its CPU time on a busy machine; that is why the cost is CPU time.
+ * (default 0; up to 19, where its CPU comes from what training leaves and a busy machine
+ * starves it); its wall time can be much longer than its CPU time on a busy machine, which is
+ * why the cost is CPU time.
  *
  * It is not the state (elastic.c serialises and decides when to offer) nor the wire
  * (rdzv_head.c). Threading: create, offer, stats and destroy on one thread (the training

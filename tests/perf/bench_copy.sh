@@ -64,6 +64,7 @@ run=0
 for p in $(seq 1 "$PAIRS"); do
     for mode in off on; do
         run=$((run + 1))
+        tm="" sm="" t1="" s1=""
         copy=1; [ $mode = off ] && copy=0
         "$BIN/hvsubmit" --head "$HEAD" -np "$RANKS" --min-np "$RANKS" --max-np "$RANKS" \
             --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=info \
@@ -73,9 +74,9 @@ for p in $(seq 1 "$PAIRS"); do
         # shellcheck disable=SC2086
         t0=$(sed -n 's/^\[0\]<stdout>:BENCH step \([0-9]*\) .*/\1/p' $f | head -n 1)
         # shellcheck disable=SC2086
-        read -r tm sm < <(sed -n 's/^\[0\]<stdout>:BENCH mark \([0-9]*\) step=\([0-9]*\).*/\1 \2/p' $f | head -n 1)
+        read -r tm sm < <(sed -n 's/^\[0\]<stdout>:BENCH mark \([0-9]*\) step=\([0-9]*\).*/\1 \2/p' $f | head -n 1) || true
         # shellcheck disable=SC2086
-        read -r t1 s1 < <(sed -n 's/^\[0\]<stdout>:BENCH done \([0-9]*\) .* steps=\([0-9]*\).*/\1 \2/p' $f | head -n 1)
+        read -r t1 s1 < <(sed -n 's/^\[0\]<stdout>:BENCH done \([0-9]*\) .* steps=\([0-9]*\).*/\1 \2/p' $f | head -n 1) || true
         [ -n "$t0" ] && [ -n "${tm:-}" ] && [ -n "${t1:-}" ] || { echo "run $run: rank 0's BENCH lines are missing (mark after the end?)" >&2; exit 1; }
         # shellcheck disable=SC2086
         sent=$(sed -n 's/.*HV-COPY-STATS: state copies: \([0-9]*\) sent.*skipped[^;]*; last cost \([0-9]*\) ms (its send took \([0-9]*\) ms).*/\1 copies, last cost \2 ms CPU, sent in \3 ms/p' $f | head -n 1)
