@@ -77,7 +77,7 @@ for p in $(seq 1 "$PAIRS"); do
         read -r tm sm < <(sed -n 's/^\[0\]<stdout>:BENCH mark \([0-9]*\) step=\([0-9]*\).*/\1 \2/p' $f | head -n 1) || true
         # shellcheck disable=SC2086
         read -r t1 s1 < <(sed -n 's/^\[0\]<stdout>:BENCH done \([0-9]*\) .* steps=\([0-9]*\).*/\1 \2/p' $f | head -n 1) || true
-        [ -n "$t0" ] && [ -n "${tm:-}" ] && [ -n "${t1:-}" ] || { echo "run $run: rank 0's BENCH lines are missing (mark after the end?)" >&2; exit 1; }
+        [ -n "$t0" ] && [ -n "${tm:-}" ] && [ -n "${t1:-}" ] || { echo "run $run: rank 0's BENCH lines are missing (mark after the end?)" >&2; tail -n 5 "$TMP/run$run.out" "$TMP/run$run.err" >&2; exit 1; }
         # shellcheck disable=SC2086
         sent=$(sed -n 's/.*HV-COPY-STATS: state copies: \([0-9]*\) sent.*skipped[^;]*; last cost \([0-9]*\) ms (its send took \([0-9]*\) ms).*/\1 copies, last cost \2 ms CPU, sent in \3 ms/p' $f | head -n 1)
         whole=$(awk -v s="$s1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
