@@ -35,6 +35,9 @@ void hv_sha256_hex(const uint8_t d[32], char hex[65]);
  * Blocking (reads the file). HV_ENOTFOUND if it does not exist, HV_EIO on other read errors,
  * HV_EINVAL if path names something that is not a regular file. Outputs set only on success. */
 hv_err hv_sha256_file(const char *path, char hex[65], uint64_t *size_out);
+/* Tests and benchmarks: use (1) or not (0) the CPU's SHA extensions when it has them; returns
+ * whether they are used now. Not thread-safe against digests in flight. */
+int hv__sha256_accel(int use);
 /* 1 when s is exactly 64 lowercase hex characters (a digest as hv writes it), else 0. */
 int hv_sha256_valid_hex(const char *s);
 

@@ -8,12 +8,17 @@
  *
  * When a copy is due is decided by hv__copy_due, a pure function of what copies cost: the first
  * commit always; after that, once the time since the last copy began is at least
- * cost_factor times what that copy cost (serialising it on the training thread plus sending it),
- * and at least min_interval_ms. With the defaults (factor 20, at least 1 s apart: the head
- * writes and syncs every copy) the copier's work is at most about 5% of the time; a small state
- * is copied about every second, a large one as often as 20 times its cost allows (a 64 MiB
- * state that takes 0.3 s to copy: every 6 s). max_interval_ms (0: none) forces a copy when the
- * last one is older, whatever it costs.
+ * cost_factor times what that copy cost this process's CPU (serialising it on the training
+ * thread plus the copier thread's CPU time: sealing, hashing, sending), and at least
+ * min_interval_ms; and never while the previous one is in flight (so never more often than a
+ * send takes, wall time). With the defaults (factor 20, at least 1 s apart: the head writes and
+ * syncs every copy) the copier's work is at most about 5% of the CPU time; a small state is
+ * copied about every second, a large one as often as 20 times its cost allows (a 64 MiB state
+ * whose copy takes 0.3 s of CPU: every 6 s). max_interval_ms (0: none) forces a copy when the
+ * last one is older, whatever it costs. The copier thread runs at nice HV_STATE_COPY_NICE
+ * (default 0; up to 19, where its CPU comes from what training leaves and a busy machine
+ * starves it); its wall time can be much longer than its CPU time on a busy machine, which is
+ * why the cost is CPU time.
  *
  * It is not the state (elastic.c serialises and decides when to offer) nor the wire
  * (rdzv_head.c). Threading: create, offer, stats and destroy on one thread (the training
@@ -50,8 +55,12 @@ typedef struct hv__copier_s hv__copier_t;
 typedef struct hv__copier_stats_s {
     uint64_t offered, sent, failed, skipped; /* copies */
     uint64_t bytes_sent;
-    uint64_t last_cost_ms; /* serialise + send of the last finished copy */
-    uint64_t busy_ms;      /* summed send time */
+    uint64_t last_cost_ms; /* the last finished copy's cost to this process's CPU: serialising
+                              it (training thread) + the copier thread's CPU time to seal, hash
+                              and send it; not the wall time, which waits for the head and, at
+                              the copier's low priority, for the CPU (that is busy_ms) */
+    uint64_t last_wall_ms; /* the last finished copy's send, wall time */
+    uint64_t busy_ms;      /* summed send time (wall) */
 } hv__copier_stats_t;
 
 /* Starts the copier's thread. fn/ud are borrowed until destroy. HV_ENOMEM, HV_EINTERNAL (no

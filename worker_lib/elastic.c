@@ -645,10 +645,10 @@ static void copy_stop(hv_state_t *st) {
     if (cs.offered > 0) {
         HV_LOG(HV_LOG_INFO, "elastic", "HV-COPY-STATS",
                "state copies: %llu sent (%llu bytes), %llu failed, %llu skipped while one was in "
-               "flight; last cost %llu ms",
+               "flight; last cost %llu ms (its send took %llu ms)",
                (unsigned long long)cs.sent, (unsigned long long)cs.bytes_sent,
                (unsigned long long)cs.failed, (unsigned long long)cs.skipped,
-               (unsigned long long)cs.last_cost_ms);
+               (unsigned long long)cs.last_cost_ms, (unsigned long long)cs.last_wall_ms);
     }
 }
 

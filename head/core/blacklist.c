@@ -5,6 +5,7 @@
 #include "blacklist.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 int hv_bl_on(const hv_bl_policy_t *p) { return p != NULL && p->cooldown_min_s > 0; }
 
@@ -62,4 +63,21 @@ int hv_bl_cooldown_ended(const hv_bl_entry_t *e, uint64_t now_ms) {
 
 int hv_bl_lifted(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc, uint64_t now_ms) {
     return struck_inc == node_inc && e->strikes > 0 && !e->permanent && !hv_bl_blocked(e, now_ms);
+}
+
+void hv_bl_strike_words(const hv_bl_entry_t *e, uint64_t cooldown_ms, uint64_t job_id,
+                        uint64_t node_id, const char *node, const char *what, char *text,
+                        size_t textlen, char *data, size_t datalen) {
+    const char *name = node != NULL ? node : "?";
+    if (e->permanent) {
+        snprintf(text, textlen, "node %s is barred from job %llu for good after %u failures (%s)",
+                 name, (unsigned long long)job_id, e->strikes, what);
+    } else {
+        snprintf(text, textlen, "node %s is barred from job %llu for %.1f s after failure %u (%s)",
+                 name, (unsigned long long)job_id, (double)cooldown_ms / 1000.0, e->strikes, what);
+    }
+    snprintf(data, datalen,
+             "{\"job\":%llu,\"node_id\":%llu,\"strikes\":%u,\"permanent\":%s,\"cooldown_ms\":%llu}",
+             (unsigned long long)job_id, (unsigned long long)node_id, e->strikes,
+             e->permanent ? "true" : "false", (unsigned long long)cooldown_ms);
 }

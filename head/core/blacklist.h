@@ -10,6 +10,7 @@
 #ifndef HV_HEAD_BLACKLIST_H
 #define HV_HEAD_BLACKLIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* How a job treats failures. */
@@ -53,5 +54,14 @@ int hv_bl_cooldown_ended(const hv_bl_entry_t *e, uint64_t now_ms);
 /* 1 when the node's current agent was struck and may run the job again at now_ms (not barred
  * for good, its cooldown over): a job that grows onto it says so. */
 int hv_bl_lifted(const hv_bl_entry_t *e, uint64_t struck_inc, uint64_t node_inc, uint64_t now_ms);
+
+/* Pure: the words of the event ("node.blacklist") a stored strike of node node_id (its name
+ * node; NULL: "?") against job job_id emits: text for people (barred for good after N failures,
+ * or barred for the cooldown after failure N, and what failed), data as JSON (job, node_id,
+ * strikes, permanent, cooldown_ms). e: the entry after the strike; cooldown_ms: what
+ * hv_bl_strike returned. Both are cut to their lengths (the text's end, what, goes first). */
+void hv_bl_strike_words(const hv_bl_entry_t *e, uint64_t cooldown_ms, uint64_t job_id,
+                        uint64_t node_id, const char *node, const char *what, char *text,
+                        size_t textlen, char *data, size_t datalen);
 
 #endif

@@ -8,6 +8,8 @@
 #include "hv_check.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 static const hv_bl_policy_t P = {.cooldown_min_s = 10, .cooldown_max_s = 100, .max_strikes = 5};
 
@@ -127,12 +129,51 @@ static void case_agent(void) {
     }
 }
 
+/* A strike's event words, row by row: barred for good or for the cooldown, a node with no name. */
+static void case_strike_words(void) {
+    static const struct {
+        const char *name;
+        hv_bl_entry_t e;
+        uint64_t cd;
+        const char *node;
+        const char *text, *data;
+    } rows[] = {
+        {"cooldown",
+         {1, 5000, 0},
+         2500,
+         "n1",
+         "node n1 is barred from job 7 for 2.5 s after failure 1 (rank 0 exited 1)",
+         "{\"job\":7,\"node_id\":3,\"strikes\":1,\"permanent\":false,\"cooldown_ms\":2500}"},
+        {"for good",
+         {3, 0, 1},
+         0,
+         "n1",
+         "node n1 is barred from job 7 for good after 3 failures (rank 0 exited 1)",
+         "{\"job\":7,\"node_id\":3,\"strikes\":3,\"permanent\":true,\"cooldown_ms\":0}"},
+        {"no name",
+         {2, 9000, 0},
+         10000,
+         NULL,
+         "node ? is barred from job 7 for 10.0 s after failure 2 (rank 0 exited 1)",
+         "{\"job\":7,\"node_id\":3,\"strikes\":2,\"permanent\":false,\"cooldown_ms\":10000}"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char text[300], data[200];
+        hv_bl_strike_words(&rows[i].e, rows[i].cd, 7, 3, rows[i].node, "rank 0 exited 1", text,
+                           sizeof(text), data, sizeof(data));
+        if (strcmp(text, rows[i].text) != 0 || strcmp(data, rows[i].data) != 0) {
+            fprintf(stderr, "%s: got \"%s\" %s\n", rows[i].name, text, data);
+            hv_check_failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"doubling", case_doubling}, {"cap", case_cap},
         {"jitter", case_jitter},     {"blocked", case_blocked},
         {"off", case_off},           {"first_strike_permanent", case_first_strike_permanent},
-        {"agent", case_agent},
+        {"agent", case_agent},       {"strike_words", case_strike_words},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

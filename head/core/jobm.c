@@ -919,6 +919,15 @@ hv_copy_tier_t hv_jm_copy_tier(const hv_jm_job_t *j) {
     return hv_copy_choose(&head, &durable);
 }
 
+hv_copy_tier_t hv_jm_round_copy(const hv_jm_job_t *j, uint32_t gen) {
+    if (gen == 0 || gen != j->resume_gen) {
+        return HV_COPY_TIER_NONE;
+    }
+    return hv_jm_copy_tier(j);
+}
+
+int hv_jm_copies_kept(hv_job_state_t s) { return s == HV_JOB_FAILED; }
+
 /* w failed (its state is already final). */
 static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
                         hv_jm_out_t *out) {

@@ -145,6 +145,17 @@ typedef enum hv_jm_loss_verdict {
 struct hv_jm_job_s;
 hv_copy_tier_t hv_jm_copy_tier(const struct hv_jm_job_s *j);
 
+/* Pure: which copy the round of generation gen tells its rank 0 to load before the first sync:
+ * the job's resume round (resume_gen) loads the copy hv_jm_copy_tier chooses; every other round,
+ * and a resume round with no copy left, none (HV_COPY_TIER_NONE). */
+hv_copy_tier_t hv_jm_round_copy(const struct hv_jm_job_s *j, uint32_t gen);
+
+/* Pure: does a job that ended in state s keep its copies of the training state (the head's and
+ * the durable one)? Only a failed one: the head's file is a checkpoint in hv_state_save's format
+ * that an operator may resume from by hand (hv_state_load). A job that succeeded or was
+ * cancelled has no use for them. */
+int hv_jm_copies_kept(hv_job_state_t s);
+
 /* Pure: fail or resume a job whose every member is lost. On FAIL, why (may be NULL) gets a
  * clause for the failure message ("no copy of the training state was stored", ...). */
 hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t len);

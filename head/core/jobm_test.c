@@ -1474,6 +1474,52 @@ static void case_copy_check(void) {
     CHECK_RC(hv_jm_copy_check(&J, &none, 1, 1, NULL, 0), HV_OK);
 }
 
+/* Which copy a round tells its rank 0 to load, row by row: only the resume round, the newest
+ * copy that is there. */
+static void case_round_copy(void) {
+    static const struct {
+        const char *name;
+        uint32_t resume_gen, gen;
+        uint64_t head_commit, durable_commit;
+        int head_missing;
+        hv_copy_tier_t want;
+    } rows[] = {
+        {"not resuming", 0, 3, 10, 0, 0, HV_COPY_TIER_NONE},
+        {"no round 0", 0, 0, 10, 0, 0, HV_COPY_TIER_NONE},
+        {"another round", 4, 3, 10, 0, 0, HV_COPY_TIER_NONE},
+        {"the resume round, head's copy", 4, 4, 10, 0, 0, HV_COPY_TIER_HEAD},
+        {"the resume round, a newer durable copy", 4, 4, 10, 12, 0, HV_COPY_TIER_DURABLE},
+        {"the resume round, the same commit: the head's", 4, 4, 10, 10, 0, HV_COPY_TIER_HEAD},
+        {"the resume round, head's file gone", 4, 4, 10, 8, 1, HV_COPY_TIER_DURABLE},
+        {"the resume round, no copy left", 4, 4, 0, 0, 0, HV_COPY_TIER_NONE},
+    };
+    hv_jm_params_t p = {.elastic = 1, .np = 2, .min_np = 1, .max_np = 2, .check_every = 1};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_jm_init(&J, 1, &p);
+        J.resume_gen = rows[i].resume_gen;
+        J.copy = (hv_jm_copy_t){
+            .generation = 3, .commit = rows[i].head_commit, .missing = rows[i].head_missing};
+        J.durable = (hv_jm_copy_t){.generation = 3, .commit = rows[i].durable_commit};
+        hv_copy_tier_t got = hv_jm_round_copy(&J, rows[i].gen);
+        if (got != rows[i].want) {
+            fprintf(stderr, "%s: got %s want %s\n", rows[i].name, hv_copy_tier_name(got),
+                    hv_copy_tier_name(rows[i].want));
+            hv_check_failures++;
+        }
+    }
+}
+
+/* Which ended jobs keep their copies: only a failed one. */
+static void case_copies_kept(void) {
+    static const struct {
+        hv_job_state_t st;
+        int want;
+    } rows[] = {{HV_JOB_SUCCEEDED, 0}, {HV_JOB_FAILED, 1}, {HV_JOB_CANCELLED, 0}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        CHECK_EQ(hv_jm_copies_kept(rows[i].st), rows[i].want);
+    }
+}
+
 /* The rank base of new workers: live members that are not removed, row by row. */
 static void case_base_rank(void) {
     static const struct {
@@ -1611,6 +1657,8 @@ int main(int argc, char **argv) {
         {"resume_budget", case_resume_budget},
         {"own_failure_not_resumed", case_own_failure_not_resumed},
         {"resume_in_open_round", case_resume_in_open_round},
+        {"round_copy", case_round_copy},
+        {"copies_kept", case_copies_kept},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -155,3 +155,8 @@ hv_node_state_t hv_node_join_state(hv_join_kind_t kind, hv_node_state_t st) {
 int hv_node_takes_work(hv_node_state_t st, int has_session) {
     return st == HV_NODE_ALIVE && has_session;
 }
+
+int hv_node_drain_after_restart(hv_node_state_t st, uint64_t *hold_until) {
+    *hold_until = 0;
+    return st == HV_NODE_DRAINING;
+}

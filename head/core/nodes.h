@@ -104,6 +104,13 @@ int hv_node_takes_work(hv_node_state_t st, int has_session);
  * itself: nothing to do, it is so already). HV_ESTATE to undrain a node that is not draining. */
 hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out);
 
+/* After a head restart: 1 when a node stored in state st has its drain issued again to every
+ * job still active (hv_jm_drain), so that its members that were not removed yet (they stay
+ * while nobody else holds their job's state) are taken care of again; *hold_until gets the hold
+ * they get: 0, none (the notice's end is not stored: they leave once a round holds the state
+ * without them). */
+int hv_node_drain_after_restart(hv_node_state_t st, uint64_t *hold_until);
+
 /* Evidence that a node in state st is gone came at monotonic now (its agent's session closed):
  * 1 when this makes it suspected (it is not dead and was not suspected yet; l records it), with
  * *wait_ms how long rounds still wait for its workers (grace_ms, never past the lease) and

@@ -221,6 +221,20 @@ static void case_drain_to(void) {
     }
 }
 
+/* After a head restart, a node's drain goes out again only when it was stored draining, and
+ * then with no hold; row by row. */
+static void case_drain_after_restart(void) {
+    static const struct {
+        hv_node_state_t st;
+        int want;
+    } rows[] = {{A, 0}, {D, 1}, {X, 0}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        uint64_t hold = 99;
+        CHECK_EQ(hv_node_drain_after_restart(rows[i].st, &hold), rows[i].want);
+        CHECK_EQ(hold, 0);
+    }
+}
+
 /* The first evidence of a loss makes a live node suspected, once: lease 10 s from 1000, a grace
  * of 500 ms. */
 static void case_suspect(void) {
@@ -272,6 +286,7 @@ int main(int argc, char **argv) {
         {"drain_to", case_drain_to},
         {"join_state", case_join_state},
         {"suspect", case_suspect},
+        {"drain_after_restart", case_drain_after_restart},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -368,8 +368,8 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
                             .reason = j->jm.round_reason,
                             .peers = peers};
     hv_copy_row_t copy;
-    hv_copy_tier_t tier = hv_jm_copy_tier(&j->jm);
-    if (gen == j->jm.resume_gen && tier != HV_COPY_TIER_NONE &&
+    hv_copy_tier_t tier = hv_jm_round_copy(&j->jm, gen);
+    if (tier != HV_COPY_TIER_NONE &&
         (tier == HV_COPY_TIER_DURABLE ? hv_store_durable_get(d->store, j->jm.id, &copy)
                                       : hv_store_copy_get(d->store, j->jm.id, &copy)) == HV_OK) {
         /* The round that resumes the job: its rank 0 loads this copy before the first sync. From
@@ -456,22 +456,10 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     b->e = e;
     b->incarnation = inc;
     memcpy(b->reason, reason, sizeof(b->reason));
-    const char *name = hv__driver_node_name(node_id, d);
-    char data[256];
-    snprintf(data, sizeof(data),
-             "{\"job\":%llu,\"node_id\":%llu,\"strikes\":%u,\"permanent\":%s,\"cooldown_ms\":%llu}",
-             (unsigned long long)j->jm.id, (unsigned long long)node_id, b->e.strikes,
-             b->e.permanent ? "true" : "false", (unsigned long long)cd);
-    if (b->e.permanent) {
-        hv_driver_event(d, j->jm.id, node_id, "node.blacklist", data,
-                        "node %s is barred from job %llu for good after %u failures (%s)",
-                        name ? name : "?", (unsigned long long)j->jm.id, b->e.strikes, what);
-    } else {
-        hv_driver_event(d, j->jm.id, node_id, "node.blacklist", data,
-                        "node %s is barred from job %llu for %.1f s after failure %u (%s)",
-                        name ? name : "?", (unsigned long long)j->jm.id, (double)cd / 1000.0,
-                        b->e.strikes, what);
-    }
+    char text[HV_JM_REASON_MAX + 160], data[256];
+    hv_bl_strike_words(&b->e, cd, j->jm.id, node_id, hv__driver_node_name(node_id, d), what, text,
+                       sizeof(text), data, sizeof(data));
+    hv_driver_event(d, j->jm.id, node_id, "node.blacklist", data, "%s", text);
 }
 
 static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {

@@ -37,7 +37,8 @@ static void durable_drop(hv_driver_t *d, uint64_t job_id, const char *key) {
 void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
     hv_statecopy_abort(d->copies, j->jm.id);
     hv_copy_row_t c;
-    if (j->jm.durable.commit != 0 && j->jm.state != HV_JOB_FAILED &&
+    int keep = hv_jm_copies_kept(j->jm.state);
+    if (j->jm.durable.commit != 0 && !keep &&
         hv_store_durable_get(d->store, j->jm.id, &c) == HV_OK &&
         hv_store_durable_remove(d->store, j->jm.id) == HV_OK) {
         j->jm.durable = (hv_jm_copy_t){0};
@@ -47,7 +48,7 @@ void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
     if (j->jm.copy.commit == 0 || hv_store_copy_get(d->store, j->jm.id, &c) != HV_OK) {
         return;
     }
-    if (j->jm.state == HV_JOB_FAILED) {
+    if (keep) {
         HV_LOG(HV_LOG_NOTICE, "driver", "HV-COPY-KEPT",
                "job %llu failed; its last state copy (generation %u, commit %llu) stays in %s",
                (unsigned long long)j->jm.id, c.generation, (unsigned long long)c.commit, c.path);

@@ -544,14 +544,15 @@ hv_err hv_driver_load(hv_driver_t *d) {
     /* Drains in progress go on: workers on draining nodes that were not removed yet (they stay
      * while nobody else holds their job's state) are taken care of again. */
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (n->state != HV_NODE_DRAINING) {
+        uint64_t hold_until = 0;
+        if (!hv_node_drain_after_restart(n->state, &hold_until)) {
             continue;
         }
         char what[300];
         snprintf(what, sizeof(what), "node %s (draining before the head restarted)", n->name);
         for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
             if (job_active(j)) {
-                hv_jm_drain(&j->jm, n->id, what, 0, wall, &d->out);
+                hv_jm_drain(&j->jm, n->id, what, hold_until, wall, &d->out);
                 hv__driver_apply(d, j, &d->out);
             }
         }

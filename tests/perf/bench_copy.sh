@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
 # bench_copy.sh: what keeping copies of the training state at the head costs, side by side.
 #
-#   tests/perf/bench_copy.sh [--model BYTES] [--ranks N] [--steps S] [--pairs P] [--bin DIR]
+#   tests/perf/bench_copy.sh [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P]
+#                            [--bin DIR]
 #
 # Starts a head and N one-slot agents on this machine and runs tests/perf/bench_elastic (every
 # step: an allreduce of the model over TCP and a commit of it as the elastic state) as an elastic
-# job of N workers, P times with copies off (HV_STATE_COPY=0) and P times with the default
-# copies, alternating off/on so that both see the same machine. Throughput = steps / (rank 0's
-# first completed step -> its last). Prints each run, the medians, the cost in % of step
-# throughput, and the copies rank 0 sent (from its HV-COPY-STATS line). Defaults: a 64 MiB
-# state, 2 ranks, 60 steps, 2 pairs.
+# job of N workers for S seconds, P times with copies off (HV_STATE_COPY=0) and P times with the
+# default copies, alternating off/on so that both see the same machine. Two throughputs a run,
+# from rank 0's lines: "whole" = steps / (its first completed step -> its last), which holds the
+# first copy (taken at the first commit, so that a job is protected early); and "steady" = the
+# steps from the first step M ms after the first one (BENCH mark) to the last, which leaves the
+# first copy out and holds the copies at the default interval (the run says how many were sent:
+# the window should hold several). Prints each run, the medians of both, the copies' cost in % of
+# step throughput for both, and the load average before and after. Defaults: a 64 MiB state,
+# 2 ranks, 45 s a run, a mark at 10 s, 3 pairs.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${HV_BIN_DIR:-$SRC/build/bin}
 MODEL=$((64 << 20))
 RANKS=2
-STEPS=60
-PAIRS=2
+SECONDS_RUN=45
+MARK_MS=10000
+PAIRS=3
 while [ $# -gt 0 ]; do
     case $1 in
     --model) MODEL=$2; shift 2 ;;
     --ranks) RANKS=$2; shift 2 ;;
-    --steps) STEPS=$2; shift 2 ;;
+    --seconds) SECONDS_RUN=$2; shift 2 ;;
+    --mark-ms) MARK_MS=$2; shift 2 ;;
     --pairs) PAIRS=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    *) echo "usage: $0 [--model BYTES] [--ranks N] [--steps S] [--pairs P] [--bin DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
@@ -52,26 +59,38 @@ done
 for i in $(seq 1 "$RANKS"); do
     wait_for 20 grep -q joined "$TMP/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
 done
-echo "bench_copy: state $MODEL bytes, $RANKS ranks over TCP (HV_SHM=0), $STEPS steps a run, machine: $(nproc) cores"
+echo "bench_copy: state $MODEL bytes, $RANKS ranks over TCP (HV_SHM=0), $SECONDS_RUN s a run (steady window from $MARK_MS ms), machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 run=0
 for p in $(seq 1 "$PAIRS"); do
     for mode in off on; do
         run=$((run + 1))
+        tm="" sm="" t1="" s1=""
         copy=1; [ $mode = off ] && copy=0
         "$BIN/hvsubmit" --head "$HEAD" -np "$RANKS" --min-np "$RANKS" --max-np "$RANKS" \
             --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=info \
-            "$BIN/bench_elastic" --model "$MODEL" --steps "$STEPS" --step-ms 0 \
+            "$BIN/bench_elastic" --model "$MODEL" --seconds "$SECONDS_RUN" --mark-ms "$MARK_MS" --step-ms 0 \
             >"$TMP/run$run.out" 2>"$TMP/run$run.err" || { echo "run $run failed" >&2; tail "$TMP/run$run.err" >&2; exit 1; }
-        t0=$(sed -n 's/^\[0\]<stdout>:BENCH step \([0-9]*\) .*/\1/p' "$TMP/run$run.out" "$TMP/run$run.err" | head -n 1)
-        t1=$(sed -n 's/^\[0\]<stdout>:BENCH done \([0-9]*\) .*/\1/p' "$TMP/run$run.out" "$TMP/run$run.err" | head -n 1)
-        sent=$(sed -n 's/.*HV-COPY-STATS: state copies: \([0-9]*\) sent.*skipped[^;]*; last cost \([0-9]*\) ms.*/\1 copies, last cost \2 ms/p' "$TMP/run$run.out" "$TMP/run$run.err" | head -n 1)
-        rate=$(awk -v s="$STEPS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
-        echo "run $run copies=$mode steps/s=$rate ${sent:+($sent)}"
-        echo "$mode $rate" >>"$TMP/rates"
+        f="$TMP/run$run.out $TMP/run$run.err"
+        # shellcheck disable=SC2086
+        t0=$(sed -n 's/^\[0\]<stdout>:BENCH step \([0-9]*\) .*/\1/p' $f | head -n 1)
+        # shellcheck disable=SC2086
+        read -r tm sm < <(sed -n 's/^\[0\]<stdout>:BENCH mark \([0-9]*\) step=\([0-9]*\).*/\1 \2/p' $f | head -n 1) || true
+        # shellcheck disable=SC2086
+        read -r t1 s1 < <(sed -n 's/^\[0\]<stdout>:BENCH done \([0-9]*\) .* steps=\([0-9]*\).*/\1 \2/p' $f | head -n 1) || true
+        [ -n "$t0" ] && [ -n "${tm:-}" ] && [ -n "${t1:-}" ] || { echo "run $run: rank 0's BENCH lines are missing (mark after the end?)" >&2; tail -n 5 "$TMP/run$run.out" "$TMP/run$run.err" >&2; exit 1; }
+        # shellcheck disable=SC2086
+        sent=$(sed -n 's/.*HV-COPY-STATS: state copies: \([0-9]*\) sent.*skipped[^;]*; last cost \([0-9]*\) ms (its send took \([0-9]*\) ms).*/\1 copies, last cost \2 ms CPU, sent in \3 ms/p' $f | head -n 1)
+        whole=$(awk -v s="$s1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
+        steady=$(awk -v s="$s1" -v m="$sm" -v a="$tm" -v b="$t1" 'BEGIN { printf "%.3f", (s - m) * 1000 / (b - a) }')
+        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} load $(cut -d' ' -f1 /proc/loadavg)"
+        echo "$mode $whole $steady" >>"$TMP/rates"
     done
 done
-awk '{ v[$1] = v[$1] " " $2 }
-     function med(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+awk '{ w[$1] = w[$1] " " $2; s[$1] = s[$1] " " $3 }
+     function med(v,   a, n, i, j, t) { n = split(v, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
                                       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-     END { off = med(v["off"]); on = med(v["on"]);
-           printf "median steps/s: copies off %.3f, on %.3f: copies cost %.1f%% of step throughput\n", off, on, (off - on) * 100 / off }' "$TMP/rates"
+     END { off = med(w["off"]); on = med(w["on"]);
+           printf "median steps/s, whole run (holds the first copy): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off
+           off = med(s["off"]); on = med(s["on"]);
+           printf "median steps/s, steady window (first copy left out): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off }' "$TMP/rates"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

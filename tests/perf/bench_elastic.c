@@ -12,9 +12,12 @@
  *   BENCH step  <t> gen=G size=N step=S             the first step completed in a round
  *   BENCH lost  <t> gen=G steps=K                   steps rolled back (restore) at a reset
  *   BENCH left  <t> gen=G                           this worker was drained out
+ *   BENCH mark  <t> step=S                          the first step --mark-ms after the first
  *   BENCH done  <t> gen=G rank=R steps=S            the training function returns (--steps)
  * Options: --model BYTES, --steps N (total steps, default: run until --seconds), --seconds S
- * (default 120), --step-ms M (sleep per step, default 5).
+ * (default 120), --step-ms M (sleep per step, default 5), --mark-ms M (default 0: no mark; a
+ * window from the mark to the end leaves out what the first M ms held, bench_copy.sh's first
+ * state copy).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +39,9 @@ typedef struct bench_s {
     uint32_t step_ms;
     uint32_t printed_gen; /* the generation whose first step was printed */
     uint64_t seen_step;   /* highest step this process completed (for steps lost) */
+    uint64_t mark_ms;     /* --mark-ms; 0: none */
+    uint64_t first_ms;    /* wall ms of this process's first completed step */
+    int marked;
 } bench_t;
 
 static uint64_t wall_ms(void) {
@@ -84,6 +90,17 @@ static hv_err train(hv_state_t *st, void *ud) {
         if (b->step > b->seen_step) {
             b->seen_step = b->step;
         }
+        if (b->mark_ms > 0 && !b->marked) {
+            uint64_t now = wall_ms();
+            if (b->first_ms == 0) {
+                b->first_ms = now;
+            } else if (now - b->first_ms >= b->mark_ms) {
+                b->marked = 1;
+                printf("BENCH mark %llu step=%llu\n", (unsigned long long)now,
+                       (unsigned long long)b->step);
+                fflush(stdout);
+            }
+        }
         if (b->printed_gen != hv_generation()) {
             b->printed_gen = hv_generation();
             printf("BENCH step %llu gen=%u size=%d step=%llu\n", (unsigned long long)wall_ms(),
@@ -118,6 +135,8 @@ int main(int argc, char **argv) {
             seconds = atof(v);
         } else if (strcmp(a, "--step-ms") == 0) {
             b.step_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--mark-ms") == 0) {
+            b.mark_ms = strtoull(v, NULL, 10);
         } else {
             fprintf(stderr, "bench_elastic: unknown option %s\n", a);
             return 2;
