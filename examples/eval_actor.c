@@ -135,7 +135,7 @@ static hv_err evaluate(evaluator_t *ev, const void *arg, size_t len, hv_actor_ou
     char why[160];
     eval_row_t r = {0};
     if (mlp_model_decode(arg, len, &r.epoch, ev->params, why, sizeof(why)) != HV_OK) {
-        hv_actor_out_errorf(out, "evaluate: %s", why);
+        hv_actor_out_errorf(out, "%s", why);
         return HV_EINVAL;
     }
     uint64_t correct = 0;
@@ -146,8 +146,7 @@ static hv_err evaluate(evaluator_t *ev, const void *arg, size_t len, hv_actor_ou
     r.loss = loss / (double)r.samples;
     hv_err rc = history_put(ev, &r);
     if (rc != HV_OK) {
-        hv_actor_out_errorf(out, "evaluate: the history holds %d rows, the most it keeps",
-                            EVAL_MAX_ROWS);
+        hv_actor_out_errorf(out, "the history holds %d rows, the most it keeps", EVAL_MAX_ROWS);
         return rc;
     }
     return row_out(out, &r, 0);

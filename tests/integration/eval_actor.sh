@@ -20,13 +20,20 @@ start_agent node-b 1
 start_agent node-c 1
 EPOCHS=6
 TRAIN="$EX/elastic_train --train-limit 4000 --test-limit 1000 --batch 64"
+# The reference: the same training in one process, evaluating itself (same seed, same test
+# samples): the accuracy it prints for each epoch is what the actor must find for that epoch's
+# model. In the background, while the cluster part runs.
+$TRAIN --epochs $EPOCHS >"$TMP/ref.out" 2>"$TMP/ref.err" &
+REF_PID=$!
+PIDS="$PIDS $REF_PID"
 
 actor_field() { # NAME FIELD: a field of `hvctl actor NAME --json`
     "$BIN/hvctl" --head "$HEAD" actor "$1" --json 2>/dev/null |
         sed -nE "s/.*\"$2\": *\"?([^\",]*)\"?,?$/\1/p" | head -n 1
 }
 actor_is() { [ "$(actor_field "$1" state)" = "$2" ]; }
-history() { "$EX/actor_call" @eval history --timeout 15000 2>>"$TMP/call.err"; }
+# The rows (actor_call ends the result with a newline of its own: the empty line is dropped).
+history() { "$EX/actor_call" @eval history --timeout 15000 2>>"$TMP/call.err" | sed '/^$/d'; }
 rows_at_least() { [ "$(history | grep -c '^epoch=')" -ge "$1" ]; }
 
 # The evaluator: detached, named, the same test set as the job's (the first 1000 samples).
@@ -81,4 +88,11 @@ while read -r row; do
 done <"$TMP/final.txt"
 [ "$(grep -c 'elastic_train: epoch=[0-9]* .* accuracy=- ' "$TMP/job.out")" -eq $EPOCHS ] ||
     fail "the job's epoch lines should say accuracy=- (evaluated by the actor)"
+# The actor evaluated each epoch's committed model: its accuracy is the reference's, epoch by
+# epoch (across the move and a resend too).
+wait "$REF_PID" || fail "the reference run failed: $(cat "$TMP/ref.err")"
+sed -n 's/^elastic_train: epoch=\([0-9]*\) .* accuracy=\([0-9.]*\) .*/\1 \2/p' "$TMP/ref.out" >"$TMP/ref.acc"
+sed -n 's/^epoch=\([0-9]*\) accuracy=\([0-9.]*\) .*/\1 \2/p' "$TMP/final.txt" >"$TMP/final.acc"
+cmp -s "$TMP/ref.acc" "$TMP/final.acc" ||
+    fail "the actor's accuracies ($(tr '\n' ' ' <"$TMP/final.acc")) are not the job's own ($(tr '\n' ' ' <"$TMP/ref.acc"))"
 pass "evaluation actor: one row per epoch from the job, accuracy > 0.5, history intact across a drain"
