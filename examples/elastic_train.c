@@ -881,19 +881,34 @@ static hv_err eval_send(trainer_t *t, uint32_t timeout_ms, char *err, size_t err
             return rc;
         }
     }
-    for (size_t i = 0; i < L->n; i++) {
+    size_t i = 0;
+    while (i < L->n) {
         if (L->q[i].f != NULL) {
+            i++;
             continue;
         }
         hv_err rc =
             hv_actor_call_async(L->a, "evaluate", L->q[i].model, MLP_MODEL_BYTES, &L->q[i].f);
-        if (rc != HV_OK) {
+        if (rc == HV_ETOOBIG || rc == HV_EINVAL) {
+            // Over the actor's frame limit: it can never be sent (the connection still works).
+            char why[512], what[96];
+            L->q[i].f = NULL;
+            hv_actor_last_error(L->a, why, sizeof(why));
+            snprintf(what, sizeof(what), "the model of epoch %llu cannot be sent",
+                     (unsigned long long)L->q[i].epoch);
+            eval_warn(t, what, why, rc);
+            free(L->q[i].model);
+            L->n--;
+            memmove(&L->q[i], &L->q[i + 1], (L->n - i) * sizeof(L->q[0]));
+        } else if (rc != HV_OK) {
             char why[512];
             L->q[i].f = NULL;
             hv_actor_last_error(L->a, why, sizeof(why));
             eval_warn(t, "a model was not sent; it is sent again on a new connection", why, rc);
             eval_disconnect(L);
             return HV_OK;
+        } else {
+            i++;
         }
     }
     return HV_OK;
