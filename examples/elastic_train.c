@@ -83,7 +83,7 @@
  *                         training does not wait for the evaluation) and prints its answers as
  *                         "elastic_train: evaluated by NAME: epoch=E accuracy=A loss=L samples=N"
  *                         when they have come (at a later epoch's end, or at the finish, which
- *                         waits up to 60 s for them); the epoch lines say accuracy=-. A model
+ *                         waits up to 60 s for them, 5 s in a removed worker); the epoch lines say accuracy=-. A model
  *                         whose call was lost with the connection (the actor moved) is sent
  *                         again. A missing or unreachable actor is a warning on stderr at each
  *                         epoch's end, never an error: training goes on (docs/actors.md)
@@ -480,6 +480,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
 #define EVAL_PENDING_MAX 4
 #define EVAL_LOOKUP_MS 1000
 #define EVAL_FINISH_MS 60000
+#define EVAL_REMOVED_MS 5000 /* the same for a worker a drain removed: its node is going */
 
 /* A model on its way to the evaluation actor, kept until the actor answered, so that it can be
  * sent again when the connection broke with it in flight (the evaluator replaces the row of an
@@ -1208,7 +1209,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     // The last epochs' evaluations (a past rank 0's), before the final line.
-    eval_finish(&t, EVAL_FINISH_MS);
+    eval_finish(&t, hv_state_removed(st) ? EVAL_REMOVED_MS : EVAL_FINISH_MS);
     if (hv_state_removed(st)) {
         fprintf(stderr, "elastic_train: removed from the job (generation %u)\n", hv_generation());
     } else if (hv_rank() == 0) {
