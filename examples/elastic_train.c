@@ -83,10 +83,11 @@
  *                         training does not wait for the evaluation) and prints its answers as
  *                         "elastic_train: evaluated by NAME: epoch=E accuracy=A loss=L samples=N"
  *                         when they have come (at a later epoch's end, or at the finish, which
- *                         waits up to 60 s for them, 5 s in a removed worker); the epoch lines say accuracy=-. A model
- *                         whose call was lost with the connection (the actor moved) is sent
- *                         again. A missing or unreachable actor is a warning on stderr at each
- *                         epoch's end, never an error: training goes on (docs/actors.md)
+ *                         waits up to 60 s for them, 5 s in a removed worker); the epoch lines
+ *                         say accuracy=-. A model whose call was lost with the connection (the
+ *                         actor moved) is sent again. A missing or unreachable actor is a
+ *                         warning on stderr at each epoch's end, never an error: training goes
+ *                         on (docs/actors.md)
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
