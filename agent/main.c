@@ -82,6 +82,9 @@ typedef struct agent_s {
     uint64_t node_id;
     hv_notify_t notify;      /* the service manager (systemd Type=notify), when one listens */
     uv_timer_t notify_timer; /* WATCHDOG=1 pings, when the manager asked for them */
+    uint8_t *state;          /* an actor's saved state, between on_state and on_exited (owned) */
+    size_t state_len;
+    uint64_t state_for; /* its process (0: none) */
 } agent_t;
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
@@ -389,7 +392,28 @@ static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, 
                "draining: worker %llu left (status %d, signal %d); %zu workers still running",
                (unsigned long long)worker_id, exit_code, term_signal, hv_workers_count(a->workers));
     }
-    hv_session_worker_exited(a->session, worker_id, exit_code, term_signal, reason);
+    if (a->state_for == worker_id && a->state_for != 0) {
+        hv_session_actor_exited(a->session, worker_id, exit_code, term_signal, reason, a->state,
+                                a->state_len);
+    } else {
+        hv_session_worker_exited(a->session, worker_id, exit_code, term_signal, reason);
+    }
+    hv_free(a->state);
+    a->state = NULL;
+    a->state_len = 0;
+    a->state_for = 0;
+}
+
+/* An actor's process saved its state: kept for the exit report that follows at once. */
+static void agent_on_state(uint64_t worker_id, const void *data, size_t len, void *ud) {
+    agent_t *a = ud;
+    hv_free(a->state);
+    a->state = hv_malloc(len > 0 ? len : 1);
+    a->state_len = len;
+    a->state_for = a->state != NULL ? worker_id : 0;
+    if (a->state != NULL && len > 0) {
+        memcpy(a->state, data, len);
+    }
 }
 
 static void agent_on_line(uint64_t worker_id, int stream, const char *line, size_t len, void *ud) {
@@ -594,6 +618,7 @@ static int agent_join(agent_t *a) {
     }
     hv_workers_cbs_t wcb = {.on_started = agent_on_started,
                             .on_exited = agent_on_exited,
+                            .on_state = agent_on_state,
                             .on_line = agent_on_line,
                             .on_address = agent_on_address,
                             .ud = a};

@@ -41,10 +41,13 @@ typedef struct event_s {
     uint64_t seq;
     event_kind kind;
     uint64_t worker_id;
-    int pid;           /* EV_STARTED */
-    int exit_code;     /* EV_EXITED */
-    int term_signal;   /* EV_EXITED */
-    char *reason;      /* EV_EXITED; owned */
+    int pid;         /* EV_STARTED */
+    int exit_code;   /* EV_EXITED */
+    int term_signal; /* EV_EXITED */
+    char *reason;    /* EV_EXITED; owned */
+    uint8_t *state;  /* EV_EXITED of an actor's process that saved its state; owned */
+    size_t state_len;
+    int state_saved;
     uint64_t log_mark; /* log batches with an id below this were produced before the event */
     struct event_s *next;
 } event_t;
@@ -319,11 +322,18 @@ hv_err hv_session_worker_address(hv_session_t *s, uint64_t worker_id, int pid,
 
 hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
                                 const char *reason) {
+    return hv_session_actor_exited(s, worker_id, exit_code, term_signal, reason, NULL, 0);
+}
+
+hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
+                               const char *reason, const void *data, size_t len) {
     event_t *e = hv_calloc(1, sizeof(*e));
     char *r = hv_strdup(reason != NULL ? reason : "");
-    if (e == NULL || r == NULL) {
+    uint8_t *st = data != NULL && len <= HV_SESSION_STATE_MAX ? hv_malloc(len > 0 ? len : 1) : NULL;
+    if (e == NULL || r == NULL || (data != NULL && st == NULL)) {
         hv_free(e);
         hv_free(r);
+        hv_free(st);
         HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
                "out of memory: the exit of worker %llu is not reported",
                (unsigned long long)worker_id);
@@ -334,10 +344,19 @@ hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_co
     e->exit_code = exit_code;
     e->term_signal = term_signal;
     e->reason = r;
+    if (st != NULL) {
+        if (len > 0) {
+            memcpy(st, data, len);
+        }
+        e->state = st;
+        e->state_len = len;
+        e->state_saved = 1;
+    }
     return event_push(s, e);
 }
 
 static void event_free(event_t *e) {
+    hv_free(e->state);
     hv_free(e->reason);
     hv_free(e);
 }
@@ -378,6 +397,9 @@ static hv_err send_event(hv_session_t *s, const event_t *e) {
         ex.exit_code = e->exit_code;
         ex.term_signal = e->term_signal;
         ex.reason = e->reason;
+        ex.actor_state_saved = e->state_saved;
+        ex.actor_state.data = e->state;
+        ex.actor_state.len = e->state_len;
         m.body_case = HVPB__V1__AGENT_MSG__BODY_EXITED;
         m.exited = &ex;
     }

@@ -86,6 +86,11 @@ hv_err hv_session_worker_started(hv_session_t *s, uint64_t worker_id, int pid);
 hv_err hv_session_worker_address(hv_session_t *s, uint64_t worker_id, int pid, const char *address);
 hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
                                 const char *reason);
+/* The same, for an actor's process that left a saved state: data (len bytes, copied; at most
+ * HV_SESSION_STATE_MAX) travels with the exit event, kept and re-sent like it. */
+#define HV_SESSION_STATE_MAX (1u << 20)
+hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
+                               const char *reason, const void *data, size_t len);
 
 /* Queues one output line of a worker (stream 1 = stdout, 2 = stderr). line is copied; len at
  * most HV_PROC_LINE_MAX is expected (longer lines are cut here too). Never fails: under memory

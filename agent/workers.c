@@ -51,6 +51,7 @@ struct worker_s {
     int reported;      /* the exit was reported; the record only waits for fetches */
     int dir_made;      /* jobs/<job>/w<id> was created: remove it when the worker ends */
     char *addr_file;   /* an actor's process: its HV_ACTOR_ADDR_FILE until reported (owned) */
+    char *state_out;   /* an actor's process: its HV_ACTOR_STATE_OUT (owned) */
     worker_t *next;
 };
 
@@ -90,10 +91,53 @@ static void worker_free(worker_t *wk) {
     hv_free(wk->arts);
     hv_free(wk->kill_reason);
     hv_free(wk->addr_file);
+    hv_free(wk->state_out);
     if (wk->spec != NULL) {
         hvpb__v1__spawn_worker__free_unpacked(wk->spec, NULL);
     }
     hv_free(wk);
+}
+
+/* An actor's process that left a saved state (HV_ACTOR_STATE_OUT): read it (bounded) and hand it
+ * over before the exit is reported, so the head gets both in one event. */
+static void state_report(worker_t *wk) {
+    struct stat sb;
+    int fd = open(wk->state_out, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return; /* nothing saved: its class has no save, or it did not stop cleanly */
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > HV_WORKERS_STATE_MAX) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE",
+               "actor process %llu: its saved state %s is not a file of at most %u bytes; it is "
+               "not sent to the head",
+               (unsigned long long)wk->id, wk->state_out, HV_WORKERS_STATE_MAX);
+        close(fd);
+        return;
+    }
+    size_t len = (size_t)sb.st_size, got = 0;
+    uint8_t *buf = hv_malloc(len > 0 ? len : 1);
+    while (buf != NULL && got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (buf != NULL && got == len) {
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-ACTOR-STATE",
+               "actor process %llu saved its state (%zu bytes): sent with its exit",
+               (unsigned long long)wk->id, len);
+        wk->tab->cbs.on_state(wk->id, buf, len, wk->tab->cbs.ud);
+    } else {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE",
+               "actor process %llu: its saved state %s could not be read; it is not sent",
+               (unsigned long long)wk->id, wk->state_out);
+    }
+    hv_free(buf);
 }
 
 /* Reports the end of a worker (once) and takes it out of the table; the record itself stays
@@ -110,6 +154,9 @@ static void worker_report(worker_t *wk, int exit_code, int term_signal, const ch
             w->count--;
             break;
         }
+    }
+    if (wk->state_out != NULL && w->cbs.on_state != NULL) {
+        state_report(wk);
     }
     w->cbs.on_exited(wk->id, exit_code, term_signal, reason, w->cbs.ud);
 }
@@ -497,6 +544,19 @@ static hv_err actor_env(hv_workers_t *w, worker_t *wk, const Hvpb__V1__SpawnWork
     }
     env_set(e, "HV_ACTOR_SECRET", 15, sp->actor_secret);
     env_set(e, "HV_ACTOR_ADDR_FILE", 18, path);
+    /* Where it saves its state when stopped (sent to the head with its exit, for a move), and
+     * the state it loads when the order ships one (the head's file "hv-actor-state.in"). */
+    if (snprintf(path, sizeof(path), "%s/hv-actor-state.out", dir) >= (int)sizeof(path) ||
+        (wk->state_out = hv_strdup(path)) == NULL) {
+        return HV_ENOMEM;
+    }
+    env_set(e, "HV_ACTOR_STATE_OUT", 18, path);
+    for (size_t i = 0; i < sp->n_files; i++) {
+        if (sp->files[i]->name != NULL && strcmp(sp->files[i]->name, "hv-actor-state.in") == 0 &&
+            snprintf(path, sizeof(path), "%s/hv-actor-state.in", dir) < (int)sizeof(path)) {
+            env_set(e, "HV_ACTOR_STATE_IN", 17, path);
+        }
+    }
     int listen_given = 0;
     for (size_t i = 0; i < sp->n_env; i++) {
         listen_given |= strcmp(sp->env[i]->key, "HV_ACTOR_LISTEN") == 0;

@@ -37,6 +37,8 @@
 #define HV_WORKERS_MAX_FILES 4096u          /* --file entries */
 #define HV_WORKERS_MAX_ARG_BYTES (8u << 20) /* env plus args, bytes (exec takes far less) */
 
+#define HV_WORKERS_STATE_MAX (1u << 20) /* an actor's saved state sent to the head, bytes */
+
 typedef struct hv_workers_s hv_workers_t;
 
 typedef struct hv_workers_cbs_s {
@@ -49,6 +51,10 @@ typedef struct hv_workers_cbs_s {
     /* Optional: an actor's process (an order with actor_secret) wrote its address file
      * (HV_ACTOR_ADDR_FILE, <its dir>/actor.addr, polled every 50 ms): "host:port", borrowed. */
     void (*on_address)(uint64_t worker_id, int pid, const char *address, void *ud);
+    /* Optional: an actor's process left a saved state (HV_ACTOR_STATE_OUT, <its dir>/
+     * hv-actor-state.out, at most HV_WORKERS_STATE_MAX bytes): called just before on_exited
+     * with it (borrowed). */
+    void (*on_state)(uint64_t worker_id, const void *data, size_t len, void *ud);
     void *ud;
 } hv_workers_cbs_t;
 

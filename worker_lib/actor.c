@@ -234,6 +234,7 @@ typedef struct conn_s {
     wbuf_t out;                     // replies not yet sent, from out_off
     size_t out_off;                 // bytes of out already sent
     char peer[64];                  // "ip:port", for the log
+    uint64_t last_id;               // the last call run on this connection (0: none)
 } conn_t;
 
 struct hv_actor_server_s {
@@ -338,6 +339,7 @@ static hv_err srv_call(hv_actor_server_t *s, conn_t *c, uint64_t id, const uint8
     hv_actor_out_t out = {.b = &c->out, .start = c->out.len, .limit = s->max_frame - 4};
     hv_err rc = s->cls.call(s->self, method, body + name_len, len - name_len, &out);
     s->calls++;
+    c->last_id = id;
     if (rc == HV_OK && out.overflow != HV_OK) {
         rc = out.overflow;
         hv_actor_out_errorf(&out, "the result of %s is over the actor's frame limit of %u bytes",
@@ -636,12 +638,21 @@ static void *srv_loop(void *arg) {
         }
     }
     hv_free(pf);
-    /* Stop: every call received was answered in the turns above; send the replies (bounded). */
+    /* Stop: the calls run were answered in the turns above; send the replies, then GOAWAY with
+     * the last call run, so that each caller knows which of its calls in flight never ran and
+     * may be sent again (to this actor's replacement after a move), all bounded. */
     close(s->lfd);
     s->lfd = -1;
     uint64_t deadline = hv_now_ms() + ACTOR_STOP_FLUSH_MS;
     while (s->nconns > 0) {
         conn_t *c = s->conns[s->nconns - 1];
+        if (c->authed && !c->closing) {
+            static const char why[] = "the actor is stopping (moved, killed or its node drained)";
+            uint8_t body[4 + sizeof(why)];
+            hv__actor_put_u32(body, (uint32_t)HV_EUNAVAIL);
+            memcpy(body + 4, why, sizeof(why) - 1);
+            (void)conn_frame(c, HV__ACTOR_GOAWAY, c->last_id, body, 4 + sizeof(why) - 1);
+        }
         if (c->out_off < c->out.len) {
             (void)hv__actor_write_full(c->fd, c->out.p + c->out_off, c->out.len - c->out_off,
                                        deadline);

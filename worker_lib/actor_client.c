@@ -18,6 +18,7 @@
  * every future not yet destroyed, and the last one frees it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -40,15 +41,20 @@
 #define CLIENT_READ_CHUNK (64u << 10)
 
 struct hv_future_s {
-    hv_actor_t *a;            // shared state (one ref)
-    uint64_t id;              // call id
-    int done;                 // outcome known (under a->mu)
-    int abandoned;            // destroyed while pending: the receiver frees it
-    hv_err rc;                // the outcome
-    hv_err remote;            // the method's code (HV_EREMOTE)
-    uint8_t *data;            // owned: the result (HV_OK)
-    size_t len;               // bytes at data
-    char *msg;                // owned: the message of a failure, or NULL
+    hv_actor_t *a; // shared state (one ref)
+    uint64_t id;   // call id
+    int done;      // outcome known (under a->mu)
+    int abandoned; // destroyed while pending: the receiver frees it
+    hv_err rc;     // the outcome
+    hv_err remote; // the method's code (HV_EREMOTE)
+    uint8_t *data; // owned: the result (HV_OK)
+    size_t len;    // bytes at data
+    char *msg;     // owned: the message of a failure, or NULL
+    uint8_t *req;  // owned, re-resolving handles only: method then argument, to
+                   // send the call again after a move or a restart
+    size_t req_len;
+    uint16_t name_len;
+    uint32_t sends;           // times put on the wire (0: queued while the handle reconnects)
     struct hv_future_s *next; // pending FIFO
 };
 
@@ -71,6 +77,17 @@ struct hv_actor_s {
     char why[512];       // why the connection broke (an ERROR frame's text, or a reset)
     hv_err last_code;    // the most recent failure on this handle (hv_actor_last_error)
     char last_msg[1280]; // its message
+    /* A handle from hv_actor_lookup re-resolves its actor through the head when the connection
+     * ends (a move, a restart) and sends the calls that did not run again, in order. */
+    int can_resolve;
+    hv__actor_resolver_t res; // cred: never logged, wiped at the end
+    hv_actor_connect_config_t cfg;
+    uint32_t max_call_retries; // resends of a call whose outcome is unknown (0: at most once)
+    int goaway;                // the actor said which calls it ran before it stopped
+    uint64_t goaway_id;        // the last of them
+    int moving;                // reconnecting: new calls wait in the FIFO, unsent (under mu)
+    volatile int cancel;       // hv_actor_close: stop reconnecting
+    uint32_t reconnects;
 };
 
 /* Records the most recent failure (under mu). */
@@ -95,6 +112,7 @@ static void actor_unref(hv_actor_t *a) {
     int last = --a->refs == 0;
     pthread_mutex_unlock(&a->mu);
     if (last) {
+        memset(&a->res, 0, sizeof(a->res));
         pthread_mutex_destroy(&a->send_mu);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
@@ -103,6 +121,7 @@ static void actor_unref(hv_actor_t *a) {
 }
 
 static void future_free(hv_future_t *f) {
+    hv_free(f->req);
     hv_free(f->data);
     hv_free(f->msg);
     hv_free(f);
@@ -122,26 +141,6 @@ static int future_finish(hv_future_t *f, hv_err rc, hv_err remote, uint8_t *data
     return f->abandoned;
 }
 
-/* Fails every pending call (under a->mu) and marks the connection broken. Returns the abandoned
- * futures to free (a list through next) once the lock is released. */
-static hv_future_t *actor_fail_all(hv_actor_t *a, hv_err rc, const char *msg) {
-    hv_future_t *dead = NULL;
-    a->broken = 1;
-    while (a->head != NULL) {
-        hv_future_t *f = a->head;
-        a->head = f->next;
-        f->next = NULL;
-        if (future_finish(f, rc, HV_OK, NULL, 0, msg)) {
-            f->next = dead;
-            dead = f;
-        }
-    }
-    a->tail = NULL;
-    a->npending = 0;
-    pthread_cond_broadcast(&a->cv);
-    return dead;
-}
-
 static void free_dead(hv_actor_t *a, hv_future_t *dead) {
     while (dead != NULL) {
         hv_future_t *n = dead->next;
@@ -157,6 +156,16 @@ static void free_dead(hv_actor_t *a, hv_future_t *dead) {
  * filled). dead collects abandoned futures. */
 static hv_err actor_frame(hv_actor_t *a, const hv__actor_hdr_t *h, const uint8_t *body,
                           hv_future_t **dead) {
+    if (h->type == HV__ACTOR_GOAWAY) {
+        size_t tl = h->len > 4 ? h->len - 4 : 0;
+        tl = tl < sizeof(a->why) - 40 ? tl : sizeof(a->why) - 40;
+        pthread_mutex_lock(&a->mu);
+        a->goaway = 1;
+        a->goaway_id = h->id;
+        snprintf(a->why, sizeof(a->why), "%.*s", (int)tl, (const char *)body + 4);
+        pthread_mutex_unlock(&a->mu);
+        return HV_ECLOSED;
+    }
     if (h->type == HV__ACTOR_ERROR) {
         size_t tl = h->len > 4 ? h->len - 4 : 0;
         tl = tl < sizeof(a->why) - 40 ? tl : sizeof(a->why) - 40;
@@ -219,8 +228,9 @@ static hv_err actor_frame(hv_actor_t *a, const hv__actor_hdr_t *h, const uint8_t
     return HV_OK;
 }
 
-static void *actor_reader(void *arg) {
-    hv_actor_t *a = arg;
+/* Reads frames from the current connection until it ends (the actor closed it, GOAWAY, a
+ * reset, a protocol error). */
+static void actor_read_conn(hv_actor_t *a) {
     uint8_t *buf = NULL;
     size_t cap = 0, len = 0;
     hv_err rc = HV_OK;
@@ -232,7 +242,6 @@ static void *actor_reader(void *arg) {
             hv__actor_hdr_get(buf, &h);
             if (h.len > a->max_frame + 4u) {
                 set_why(a, "protocol error: a reply of %u bytes", h.len);
-                rc = HV_EPROTO;
                 break;
             }
             if (HV__ACTOR_HDR + (size_t)h.len > len + want) {
@@ -243,7 +252,6 @@ static void *actor_reader(void *arg) {
             uint8_t *g = hv_realloc(buf, len + want);
             if (g == NULL) {
                 set_why(a, "out of memory");
-                rc = HV_ENOMEM;
                 break;
             }
             buf = g;
@@ -254,7 +262,6 @@ static void *actor_reader(void *arg) {
             continue;
         }
         if (n <= 0) {
-            rc = HV_ECLOSED;
             break;
         }
         len += (size_t)n;
@@ -277,37 +284,173 @@ static void *actor_reader(void *arg) {
         len -= pos;
     }
     hv_free(buf);
-    /* The connection is over: every call in flight was sent and has no answer. */
+}
+
+static hv_err actor_send(hv_actor_t *a, struct iovec *iov, int n);
+
+/* Puts f (queued or to be sent again) on the wire (under send_mu). A failed send breaks the
+ * connection; the reader then decides again. */
+static void actor_resend(hv_actor_t *a, hv_future_t *f) {
+    uint8_t hdr[HV__ACTOR_HDR];
+    hv__actor_hdr_t h = {
+        .len = (uint32_t)f->req_len, .type = HV__ACTOR_CALL, .name_len = f->name_len, .id = f->id};
+    hv__actor_hdr_put(hdr, &h);
+    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {f->req, f->req_len}};
+    if (actor_send(a, iov, 2) != HV_OK) {
+        set_why(a, "sending to the actor failed or made no progress for %u ms", a->send_timeout_ms);
+        shutdown(a->fd, SHUT_RDWR);
+    }
+}
+
+/* The connection ended. Decides each pending call's fate (hv__actor_fate_of); a handle that can
+ * re-resolve finds its actor again through the head (bounded) and sends the calls that did not
+ * run (and, with retries, those in doubt) again, in order, then the calls queued meanwhile.
+ * Returns 1 when reading goes on on a new connection, 0 when the handle is broken. */
+static int actor_conn_ended(hv_actor_t *a) {
     pthread_mutex_lock(&a->mu);
-    char msg[1024];
-    hv_err out = a->closed ? HV_ECANCELED : HV_EINDOUBT;
+    int resolve = a->can_resolve && !a->closed;
+    char doubt[1024], undelivered[1024];
+    hv_err doubt_rc = a->closed ? HV_ECANCELED : HV_EINDOUBT;
     if (a->closed) {
-        snprintf(msg, sizeof(msg),
+        snprintf(doubt, sizeof(doubt),
                  "the connection to the actor at %s was closed by the caller with the call in "
                  "flight; it may or may not have run",
                  a->addr);
     } else {
-        snprintf(msg, sizeof(msg),
+        snprintf(doubt, sizeof(doubt),
                  "%s%sthe actor at %s went away with the call in flight (its process died, or "
                  "the connection broke); the call may or may not have run",
                  a->why, a->why[0] ? "; " : "", a->addr);
     }
+    snprintf(undelivered, sizeof(undelivered),
+             "not delivered: %s%sthe actor at %s stopped before running the call; sending it "
+             "again is safe",
+             a->why, a->why[0] ? "; " : "", a->addr);
     if (a->why[0] == '\0') {
         snprintf(a->why, sizeof(a->why), "the connection to the actor at %.255s was lost", a->addr);
     }
+    hv_future_t *keep = NULL, **kt = &keep, *dead = NULL;
+    uint32_t kept = 0;
+    while (a->head != NULL) {
+        hv_future_t *f = a->head;
+        a->head = f->next;
+        f->next = NULL;
+        hv__actor_fate fate = hv__actor_fate_of(resolve, a->goaway, a->goaway_id, f->id, f->sends,
+                                                a->max_call_retries);
+        if (fate == HV__FATE_RESEND) {
+            *kt = f;
+            kt = &f->next;
+            kept++;
+            continue;
+        }
+        int drop = fate == HV__FATE_NOT_DELIVERED
+                       ? future_finish(f, HV_EUNAVAIL, HV_OK, NULL, 0, undelivered)
+                       : future_finish(f, doubt_rc, HV_OK, NULL, 0, doubt);
+        if (drop) {
+            f->next = dead;
+            dead = f;
+        }
+    }
+    a->head = keep;
+    a->tail = keep == NULL ? NULL : (hv_future_t *)((char *)kt - offsetof(hv_future_t, next));
+    a->npending = kept;
     if (!a->closed) {
         set_last(a, HV_EUNAVAIL, a->why);
     }
-    (void)rc;
-    hv_future_t *dead = actor_fail_all(a, out, msg);
+    if (!resolve) {
+        a->broken = 1;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        free_dead(a, dead);
+        return 0;
+    }
+    a->moving = 1; /* new calls wait in the FIFO */
+    char why[512];
+    snprintf(why, sizeof(why), "%s", a->why);
+    pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
     free_dead(a, dead);
+
+    int fd = -1;
+    uint32_t max_frame = 0, retries = 0;
+    char addr[256] = "", err[512] = "";
+    hv_err rc = hv__actor_resolve_open(&a->res, a->cfg.resolve_timeout_ms, &a->cfg, &a->cancel, &fd,
+                                       &max_frame, addr, sizeof(addr), &retries, err, sizeof(err));
+    pthread_mutex_lock(&a->send_mu);
+    pthread_mutex_lock(&a->mu);
+    if (rc == HV_OK && !a->closed) {
+        close(a->fd);
+        a->fd = fd;
+        a->max_frame = max_frame;
+        snprintf(a->addr, sizeof(a->addr), "%s", addr);
+        a->goaway = 0;
+        a->why[0] = '\0';
+        a->moving = 0;
+        a->reconnects++;
+        if (a->cfg.max_call_retries == 0) {
+            a->max_call_retries = retries; /* the actor's own setting, from the head */
+        }
+        /* Nobody else takes calls off the FIFO (only this thread does) and senders wait on
+         * send_mu: walk it without mu, in order. */
+        hv_future_t *f = a->head;
+        for (hv_future_t *g = f; g != NULL; g = g->next) {
+            g->sends++;
+        }
+        pthread_mutex_unlock(&a->mu);
+        for (; f != NULL; f = f->next) {
+            actor_resend(a, f);
+        }
+        pthread_mutex_unlock(&a->send_mu);
+        return 1;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    /* The actor could not be found again: every call kept fails. Those that never ran are not
+     * delivered; those kept for a retry stay in doubt. */
+    snprintf(a->why, sizeof(a->why),
+             "%.200s; finding the actor again through the head failed: %.250s", why,
+             a->closed ? "the handle was closed" : err);
+    snprintf(undelivered, sizeof(undelivered), "not delivered: %s; sending it again is safe",
+             a->why);
+    snprintf(doubt, sizeof(doubt), "%s; the call may or may not have run", a->why);
+    dead = NULL;
+    while (a->head != NULL) {
+        hv_future_t *f = a->head;
+        a->head = f->next;
+        f->next = NULL;
+        int in_doubt = f->sends > 0 && !(a->goaway && f->id > a->goaway_id);
+        if (future_finish(f, in_doubt ? doubt_rc : HV_EUNAVAIL, HV_OK, NULL, 0,
+                          in_doubt ? doubt : undelivered)) {
+            f->next = dead;
+            dead = f;
+        }
+    }
+    a->tail = NULL;
+    a->npending = 0;
+    a->broken = 1;
+    a->moving = 0;
+    if (!a->closed) {
+        set_last(a, HV_EUNAVAIL, a->why);
+    }
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    pthread_mutex_unlock(&a->send_mu);
+    free_dead(a, dead);
+    return 0;
+}
+
+static void *actor_reader(void *arg) {
+    hv_actor_t *a = arg;
+    do {
+        actor_read_conn(a);
+    } while (actor_conn_ended(a));
     return NULL;
 }
 
-hv_err hv_actor_connect(const char *addr, const char *secret, const hv_actor_connect_config_t *cfg,
-                        hv_actor_t **out, char *err, size_t errlen) {
-    if (out == NULL || addr == NULL || strlen(addr) >= 256) {
+hv_err hv__actor_open(const char *addr, const char *secret, const hv_actor_connect_config_t *cfg,
+                      int *fd_out, uint32_t *max_frame, char *err, size_t errlen) {
+    if (addr == NULL || strlen(addr) >= 256) {
         hv_errf(err, errlen, "no actor address");
         return HV_EINVAL;
     }
@@ -317,32 +460,55 @@ hv_err hv_actor_connect(const char *addr, const char *secret, const hv_actor_con
                 HV_ACTOR_SECRET_MAX);
         return HV_EINVAL;
     }
-    if (cfg != NULL && cfg->size < sizeof(hv_actor_connect_config_t)) {
-        hv_errf(err, errlen, "hv_actor_connect_config_t.size is not set");
-        return HV_EINVAL;
-    }
     uint32_t connect_ms =
         cfg && cfg->connect_timeout_ms ? cfg->connect_timeout_ms : HV_ACTOR_CONNECT_TIMEOUT_DEFAULT;
     uint64_t deadline = hv_now_ms() + connect_ms;
     int fd = -1;
     HV_TRY(hv__actor_dial(addr, deadline, &fd, err, errlen));
-    uint32_t max_frame = 0;
-    hv_err rc = hv__actor_client_handshake(fd, secret, deadline, &max_frame, err, errlen);
+    hv_err rc = hv__actor_client_handshake(fd, secret, deadline, max_frame, err, errlen);
     if (rc != HV_OK) {
         close(fd);
         return rc;
     }
+    *fd_out = fd;
+    return HV_OK;
+}
+
+/* cfg with every field the caller's struct has (an older, shorter one leaves the rest 0). */
+static void cfg_copy(const hv_actor_connect_config_t *cfg, hv_actor_connect_config_t *out) {
+    memset(out, 0, sizeof(*out));
+    if (cfg != NULL) {
+        /* An older caller's struct ends before resolve_timeout_ms (its padding is not ours). */
+        memcpy(out, cfg, cfg->size >= sizeof(*out) ? sizeof(*out) : HV__ACTOR_CFG_V1_SIZE);
+    }
+    out->size = sizeof(*out);
+    if (out->resolve_timeout_ms == 0) {
+        out->resolve_timeout_ms = HV_ACTOR_RESOLVE_TIMEOUT_DEFAULT;
+    }
+}
+
+hv_err hv__actor_wrap(int fd, const char *addr, uint32_t max_frame,
+                      const hv_actor_connect_config_t *cfg, const hv__actor_resolver_t *res,
+                      uint32_t max_call_retries, hv_actor_t **out, char *err, size_t errlen) {
     hv_actor_t *a = hv_calloc(1, sizeof(*a));
     if (a == NULL) {
         close(fd);
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     a->fd = fd;
     snprintf(a->addr, sizeof(a->addr), "%s", addr);
     a->max_frame = max_frame;
-    a->max_pending = cfg && cfg->max_pending ? cfg->max_pending : HV_ACTOR_PENDING_DEFAULT;
+    cfg_copy(cfg, &a->cfg);
+    a->max_pending = a->cfg.max_pending ? a->cfg.max_pending : HV_ACTOR_PENDING_DEFAULT;
     a->send_timeout_ms =
-        cfg && cfg->send_timeout_ms ? cfg->send_timeout_ms : CLIENT_SEND_TIMEOUT_DEFAULT_MS;
+        a->cfg.send_timeout_ms ? a->cfg.send_timeout_ms : CLIENT_SEND_TIMEOUT_DEFAULT_MS;
+    if (res != NULL) {
+        a->can_resolve = 1;
+        a->res = *res;
+        a->max_call_retries =
+            a->cfg.max_call_retries != 0 ? a->cfg.max_call_retries : max_call_retries;
+    }
     a->refs = 1;
     a->next_id = 1;
     pthread_mutex_init(&a->send_mu, NULL);
@@ -360,6 +526,32 @@ hv_err hv_actor_connect(const char *addr, const char *secret, const hv_actor_con
     }
     *out = a;
     return HV_OK;
+}
+
+hv_err hv_actor_connect(const char *addr, const char *secret, const hv_actor_connect_config_t *cfg,
+                        hv_actor_t **out, char *err, size_t errlen) {
+    if (out == NULL) {
+        hv_errf(err, errlen, "no place for the handle");
+        return HV_EINVAL;
+    }
+    if (cfg != NULL && cfg->size < HV__ACTOR_CFG_V1_SIZE) {
+        hv_errf(err, errlen, "hv_actor_connect_config_t.size is not set");
+        return HV_EINVAL;
+    }
+    int fd = -1;
+    uint32_t max_frame = 0;
+    HV_TRY(hv__actor_open(addr, secret, cfg, &fd, &max_frame, err, errlen));
+    return hv__actor_wrap(fd, addr, max_frame, cfg, NULL, 0, out, err, errlen);
+}
+
+uint32_t hv_future_sends(const hv_future_t *f) {
+    if (f == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&f->a->mu);
+    uint32_t n = f->sends;
+    pthread_mutex_unlock(&f->a->mu);
+    return n;
 }
 
 /* Writes the whole iovec (header, method, argument) within the send timeout. */
@@ -420,6 +612,20 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
         return HV_ETOOBIG;
     }
     hv_future_t *f = hv_calloc(1, sizeof(*f));
+    if (f != NULL && a->can_resolve) {
+        /* Kept to send the call again after a move or a restart. */
+        f->req_len = name_len + len;
+        f->name_len = (uint16_t)name_len;
+        if ((f->req = hv_malloc(f->req_len)) == NULL) {
+            hv_free(f);
+            f = NULL;
+        } else {
+            memcpy(f->req, method, name_len);
+            if (len > 0) {
+                memcpy(f->req + name_len, arg, len);
+            }
+        }
+    }
     if (f == NULL) {
         pthread_mutex_lock(&a->mu);
         set_last(a, HV_ENOMEM, "not sent: out of memory");
@@ -445,7 +651,7 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
         set_last(a, rc, msg);
         pthread_mutex_unlock(&a->mu);
         pthread_mutex_unlock(&a->send_mu);
-        hv_free(f);
+        future_free(f);
         return rc;
     }
     f->a = a;
@@ -458,7 +664,14 @@ hv_err hv_actor_call_async(hv_actor_t *a, const char *method, const void *arg, s
     a->tail = f;
     a->npending++;
     a->refs++;
+    int queue_only = a->moving; /* the reader sends it once the handle reconnected */
+    f->sends = queue_only ? 0 : 1;
     pthread_mutex_unlock(&a->mu);
+    if (queue_only) {
+        pthread_mutex_unlock(&a->send_mu);
+        *out = f;
+        return HV_OK;
+    }
     uint8_t hdr[HV__ACTOR_HDR];
     hv__actor_hdr_t h = {.len = (uint32_t)(name_len + len),
                          .type = HV__ACTOR_CALL,
@@ -615,6 +828,7 @@ void hv_actor_close(hv_actor_t *a) {
     }
     pthread_mutex_lock(&a->mu);
     a->closed = 1;
+    a->cancel = 1;
     pthread_mutex_unlock(&a->mu);
     shutdown(a->fd, SHUT_RDWR);
     pthread_join(a->reader, NULL);

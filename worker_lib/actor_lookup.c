@@ -15,6 +15,7 @@
 #include "rpc.h"
 #include "util.h"
 
+#include "actor_wire.h"
 #include "hv/actor.h"
 
 #define LOOKUP_DEFAULT_MS 10000u
@@ -48,75 +49,66 @@ static void sleep_ms(uint32_t ms) {
     nanosleep(&ts, NULL);
 }
 
-hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns, const char *name,
-                       uint32_t timeout_ms, const hv_actor_connect_config_t *cfg, hv_actor_t **out,
-                       char *err, size_t errlen) {
-    char cred[HV_RPC_MAX_TOKEN + 2];
-    if (out == NULL || name == NULL || name[0] == '\0' || err == NULL || errlen == 0) {
-        if (err != NULL && errlen > 0) {
-            snprintf(err, errlen, "hv_actor_lookup: name the actor");
-        }
-        return HV_EINVAL;
-    }
-    if (head == NULL || head[0] == '\0') {
-        head = getenv("HV_HEAD");
-    }
-    if (head == NULL || head[0] == '\0') {
-        snprintf(err, errlen, "no head to ask: pass its address or set HV_HEAD");
-        return HV_EINVAL;
-    }
-    if (!lookup_cred(credential, cred, sizeof(cred))) {
-        snprintf(err, errlen,
-                 "no credential for the head: HV_WORKER_SECRET (in a job's worker), "
-                 "HV_TOKEN_FILE (a client token) or pass one");
-        return HV_EAUTH;
-    }
+hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms,
+                              const hv_actor_connect_config_t *cfg, volatile int *cancel, int *fd,
+                              uint32_t *max_frame, char *addr_out, size_t addrlen,
+                              uint32_t *max_call_retries, char *err, size_t errlen) {
     const char *ca = getenv("HV_CA_FILE");
     hv_rpc_tls_t tls = {.ca_file = ca};
     hv_rpc_channel_t *ch = NULL;
     char cerr[512] = "";
-    hv_err rc = hv_rpc_channel_create_tls(head, ca != NULL && ca[0] != '\0' ? &tls : NULL, &ch,
+    hv_err rc = hv_rpc_channel_create_tls(r->head, ca != NULL && ca[0] != '\0' ? &tls : NULL, &ch,
                                           cerr, sizeof(cerr));
     if (rc == HV_OK) {
-        rc = hv_rpc_channel_set_token(ch, cred);
+        rc = hv_rpc_channel_set_token(ch, r->cred);
     }
-    memset(cred, 0, sizeof(cred));
     if (rc != HV_OK) {
-        snprintf(err, errlen, "cannot reach the head at %s: %s", head,
+        snprintf(err, errlen, "cannot reach the head at %s: %s", r->head,
                  cerr[0] ? cerr : hv_strerror(rc));
         hv_rpc_channel_destroy(ch);
         return rc;
     }
     uint32_t limit = timeout_ms != 0 ? timeout_ms : LOOKUP_DEFAULT_MS;
     uint64_t start = hv_now_ms();
-    const char *space = ns != NULL && ns[0] != '\0' ? ns : "default";
+    const char *space = r->ns[0] != '\0' ? r->ns : "default";
     Hvpb__V1__ActorRef ref = HVPB__V1__ACTOR_REF__INIT;
-    ref.name = (char *)name;
+    ref.name = (char *)r->name;
     ref.namespace_ = (char *)space;
     Hvpb__V1__GetActorRequest req = HVPB__V1__GET_ACTOR_REQUEST__INIT;
     req.ref = &ref;
     req.with_secret = 1;
     for (;;) {
+        if (cancel != NULL && *cancel) {
+            snprintf(err, errlen, "cancelled");
+            rc = HV_ECANCELED;
+            break;
+        }
         uint64_t now = hv_now_ms();
         uint32_t left = now - start < limit ? (uint32_t)(limit - (now - start)) : 1;
         ProtobufCMessage *resp = NULL;
         hv_rpc_status_t st;
         memset(&st, 0, sizeof(st));
         rc = hv_rpc_unary(ch, "/hvpb.v1.Actors/Get", &req.base, &hvpb__v1__actor_view__descriptor,
-                          left, &resp, &st);
+                          left < 5000 ? left : 5000, &resp, &st);
         if (rc != HV_OK) {
-            snprintf(err, errlen, "the head at %s: %s", head, st.msg[0] ? st.msg : hv_strerror(rc));
+            snprintf(err, errlen, "the head at %s: %s", r->head,
+                     st.msg[0] ? st.msg : hv_strerror(rc));
+            if ((rc == HV_EUNAVAIL || rc == HV_ETIMEDOUT) && cancel != NULL &&
+                hv_now_ms() - start + LOOKUP_POLL_MS < limit) {
+                sleep_ms(LOOKUP_POLL_MS); /* re-resolving: the head may be restarting */
+                continue;
+            }
             break;
         }
         Hvpb__V1__ActorView *v = (Hvpb__V1__ActorView *)resp;
         if (strcmp(v->state, "dead") == 0) {
-            snprintf(err, errlen, "actor '%s' in namespace '%s' is dead (%s): %s", name, space,
+            snprintf(err, errlen, "actor '%s' in namespace '%s' is dead (%s): %s", r->name, space,
                      v->cause, v->reason);
             rc = HV_ENOTFOUND;
         } else if (strcmp(v->state, "alive") == 0 && v->address[0] != '\0') {
-            char addr[300];
-            snprintf(addr, sizeof(addr), "%s", v->address);
-            rc = hv_actor_connect(addr, v->secret, cfg, out, err, errlen);
+            snprintf(addr_out, addrlen, "%s", v->address);
+            *max_call_retries = v->max_call_retries;
+            rc = hv__actor_open(addr_out, v->secret, cfg, fd, max_frame, err, errlen);
             memset(v->secret, 0, strlen(v->secret));
             hv_rpc_msg_free(resp);
             /* A process that just ended (restarting): the head learns it soon; ask again. */
@@ -126,8 +118,8 @@ hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns,
             sleep_ms(LOOKUP_POLL_MS);
             continue;
         } else if (hv_now_ms() - start + LOOKUP_POLL_MS >= limit) {
-            snprintf(err, errlen, "actor '%s' in namespace '%s' is %s after %u ms%s%s", name, space,
-                     v->state, limit, v->reason[0] ? ": " : "", v->reason);
+            snprintf(err, errlen, "actor '%s' in namespace '%s' is %s after %u ms%s%s", r->name,
+                     space, v->state, limit, v->reason[0] ? ": " : "", v->reason);
             rc = HV_ETIMEDOUT;
         } else {
             memset(v->secret, 0, strlen(v->secret));
@@ -140,5 +132,51 @@ hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns,
         break;
     }
     hv_rpc_channel_destroy(ch);
+    return rc;
+}
+
+hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns, const char *name,
+                       uint32_t timeout_ms, const hv_actor_connect_config_t *cfg, hv_actor_t **out,
+                       char *err, size_t errlen) {
+    if (out == NULL || name == NULL || name[0] == '\0' || err == NULL || errlen == 0) {
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "hv_actor_lookup: name the actor");
+        }
+        return HV_EINVAL;
+    }
+    hv__actor_resolver_t r;
+    memset(&r, 0, sizeof(r));
+    if (head == NULL || head[0] == '\0') {
+        head = getenv("HV_HEAD");
+    }
+    if (head == NULL || head[0] == '\0') {
+        snprintf(err, errlen, "no head to ask: pass its address or set HV_HEAD");
+        return HV_EINVAL;
+    }
+    if (strlen(head) >= sizeof(r.head) || strlen(name) >= sizeof(r.name) ||
+        (ns != NULL && strlen(ns) >= sizeof(r.ns))) {
+        snprintf(err, errlen,
+                 "hv_actor_lookup: the head's address, the name or the namespace is "
+                 "too long");
+        return HV_EINVAL;
+    }
+    if (!lookup_cred(credential, r.cred, sizeof(r.cred))) {
+        snprintf(err, errlen,
+                 "no credential for the head: HV_WORKER_SECRET (in a job's worker), "
+                 "HV_TOKEN_FILE (a client token) or pass one");
+        return HV_EAUTH;
+    }
+    snprintf(r.head, sizeof(r.head), "%s", head);
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    snprintf(r.ns, sizeof(r.ns), "%s", ns != NULL ? ns : "");
+    int fd = -1;
+    uint32_t max_frame = 0, retries = 0;
+    char addr[256];
+    hv_err rc = hv__actor_resolve_open(&r, timeout_ms, cfg, NULL, &fd, &max_frame, addr,
+                                       sizeof(addr), &retries, err, errlen);
+    if (rc == HV_OK) {
+        rc = hv__actor_wrap(fd, addr, max_frame, cfg, &r, retries, out, err, errlen);
+    }
+    memset(&r, 0, sizeof(r));
     return rc;
 }

@@ -291,3 +291,12 @@ hv_err hv__actor_client_handshake(int fd, const char *secret, uint64_t deadline,
     *max_frame_out = max_frame;
     return HV_OK;
 }
+
+hv__actor_fate hv__actor_fate_of(int can_resolve, int goaway, uint64_t goaway_id, uint64_t id,
+                                 uint32_t sends, uint32_t max_retries) {
+    if (sends == 0 || (goaway && id > goaway_id)) {
+        /* Never on the wire, or the actor said it did not run it. */
+        return can_resolve ? HV__FATE_RESEND : HV__FATE_NOT_DELIVERED;
+    }
+    return can_resolve && sends <= max_retries ? HV__FATE_RESEND : HV__FATE_IN_DOUBT;
+}

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "hv/actor.h"
 
 #define HV__ACTOR_HDR 16            /* header bytes */
 #define HV__ACTOR_NONCE 32          /* nonce bytes */
@@ -28,6 +29,9 @@
 #define HV__ACTOR_HELLO_LEN 44      /* magic u32, version u16, 0 u16, max frame u32, nonce */
 #define HV__ACTOR_AUTH_LEN 64       /* client nonce, client MAC */
 #define HV__ACTOR_ERRMSG_MAX 1024   /* longest error text in ERROR and REPLY */
+/* sizeof(hv_actor_connect_config_t) before resolve_timeout_ms (older callers) */
+#define HV__ACTOR_CFG_V1_SIZE (sizeof(size_t) + 3 * sizeof(uint32_t))
+#define HV__ACTOR_CRED_MAX 260 /* a head credential (HV_RPC_MAX_TOKEN) and its NUL */
 
 typedef enum hv__actor_frame {
     HV__ACTOR_HELLO = 1,   /* actor -> caller: challenge */
@@ -36,6 +40,9 @@ typedef enum hv__actor_frame {
     HV__ACTOR_ERROR = 4,   /* either way: u32 hv_err, text; the sender closes next */
     HV__ACTOR_CALL = 5,    /* caller -> actor: method name, argument */
     HV__ACTOR_REPLY = 6,   /* actor -> caller: u32 status (0 or the method's hv_err), bytes */
+    HV__ACTOR_GOAWAY = 7,  /* actor -> caller at its stop: the header's id is the last call it
+                            * ran on this connection (0: none); every later call was not run;
+                            * body u32 hv_err, text; the actor closes next */
 } hv__actor_frame;
 
 /* A decoded header. */
@@ -78,5 +85,45 @@ hv_err hv__actor_dial(const char *addr, uint64_t deadline, int *fd_out, char *er
  * WELCOME. *max_frame_out gets the actor's frame limit. Errors as hv_actor_connect. */
 hv_err hv__actor_client_handshake(int fd, const char *secret, uint64_t deadline,
                                   uint32_t *max_frame_out, char *err, size_t errlen);
+
+/* ---- re-resolving handles (actor_client.c, actor_lookup.c) ------------------------------------ */
+
+/* What a handle from hv_actor_lookup keeps to find its actor again after a move or a restart.
+ * cred is a credential for the head: never logged, wiped when the handle is freed. */
+typedef struct hv__actor_resolver_s {
+    char head[256];
+    char cred[HV__ACTOR_CRED_MAX];
+    char ns[64];
+    char name[64];
+} hv__actor_resolver_t;
+
+/* The fate of one call still pending when its connection ended (pure; actor_client.c):
+ *  RESEND          it never ran (the actor's GOAWAY said so) and the handle can re-resolve, or
+ *                  its outcome is unknown and a retry is left (sends <= max_retries): queued
+ *                  and sent again, in order, once the handle reconnected;
+ *  NOT_DELIVERED   it never ran and the handle cannot re-resolve: HV_EUNAVAIL, safe to resend;
+ *  IN_DOUBT        sent, outcome unknown, no retry left: HV_EINDOUBT. */
+typedef enum hv__actor_fate {
+    HV__FATE_RESEND,
+    HV__FATE_NOT_DELIVERED,
+    HV__FATE_IN_DOUBT
+} hv__actor_fate;
+hv__actor_fate hv__actor_fate_of(int can_resolve, int goaway, uint64_t goaway_id, uint64_t id,
+                                 uint32_t sends, uint32_t max_retries);
+
+/* Dials addr and authenticates with secret (hv_actor_connect without the handle). */
+hv_err hv__actor_open(const char *addr, const char *secret, const hv_actor_connect_config_t *cfg,
+                      int *fd, uint32_t *max_frame, char *err, size_t errlen);
+/* The handle around an open connection fd (taken); res (copied) NULL: it cannot re-resolve. */
+hv_err hv__actor_wrap(int fd, const char *addr, uint32_t max_frame,
+                      const hv_actor_connect_config_t *cfg, const hv__actor_resolver_t *res,
+                      uint32_t max_call_retries, hv_actor_t **out, char *err, size_t errlen);
+/* Asks the head for r's actor until it is alive (bounded by timeout_ms, polling every 100 ms)
+ * and opens a connection to it: *fd, *max_frame, its address and its max_call_retries. Stops
+ * early (HV_ECANCELED) once *cancel is set (may be NULL). */
+hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms,
+                              const hv_actor_connect_config_t *cfg, volatile int *cancel, int *fd,
+                              uint32_t *max_frame, char *addr, size_t addrlen,
+                              uint32_t *max_call_retries, char *err, size_t errlen);
 
 #endif

@@ -15,9 +15,33 @@ static void out_reset(hv_am_out_t *out) {
     out->text[0] = '\0';
 }
 
-static void act(hv_am_out_t *out, hv_am_act_kind_t kind, uint64_t node_id, uint32_t inc) {
+static hv_am_act_t *act(hv_am_out_t *out, hv_am_act_kind_t kind, uint64_t node_id, uint32_t inc) {
+    static hv_am_act_t sink; /* never read: only when an input lists more than HV_AM_MAX_ACTS */
     if (out->n < HV_AM_MAX_ACTS) {
-        out->acts[out->n++] = (hv_am_act_t){.kind = kind, .node_id = node_id, .incarnation = inc};
+        out->acts[out->n] = (hv_am_act_t){.kind = kind, .node_id = node_id, .incarnation = inc};
+        return &out->acts[out->n++];
+    }
+    return &sink;
+}
+
+/* Orders the next incarnation on node_id (the reserved slot when reserved), loading the saved
+ * state when one waits. */
+static void spawn_next(hv_am_actor_t *a, uint64_t node_id, int reserved, hv_am_out_t *out) {
+    a->incarnation++;
+    a->node_id = node_id;
+    a->proc_live = 1;
+    a->kill_sent = 0;
+    a->state = HV_AM_STARTING;
+    hv_am_act_t *s = act(out, HV_AM_ACT_SPAWN, node_id, a->incarnation);
+    s->reserved = reserved;
+    s->with_state = a->has_state;
+}
+
+/* Gives a reserved slot back (a move that ends otherwise). */
+static void unreserve(hv_am_actor_t *a, hv_am_out_t *out) {
+    if (a->next_node != 0) {
+        act(out, HV_AM_ACT_RELEASE, a->next_node, 0)->reserved = 1;
+        a->next_node = 0;
     }
 }
 
@@ -59,7 +83,12 @@ void hv_am_create(hv_am_actor_t *a, uint64_t id, uint32_t max_restarts, uint64_t
              owner_job != 0 ? "owned by a job" : "detached");
 }
 
+static void failed(hv_am_actor_t *a, hv_am_cause_t cause, const char *what, hv_am_out_t *out);
+
 int hv_am_wants_place(const hv_am_actor_t *a) {
+    if (a->state == HV_AM_MOVING) {
+        return a->next_node == 0;
+    }
     return !a->proc_live && (a->state == HV_AM_PENDING || a->state == HV_AM_RESTARTING);
 }
 
@@ -68,13 +97,23 @@ hv_err hv_am_placed(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out) {
     if (!hv_am_wants_place(a) || node_id == 0) {
         return HV_ESTATE;
     }
-    a->incarnation++;
-    a->node_id = node_id;
-    a->proc_live = 1;
-    a->kill_sent = 0;
-    a->state = HV_AM_STARTING;
+    if (a->state == HV_AM_MOVING && a->proc_live) {
+        /* Make before break: the slot first, then the old process stops and saves. */
+        a->next_node = node_id;
+        act(out, HV_AM_ACT_RECORD, 0, 0);
+        act(out, HV_AM_ACT_RESERVE, node_id, 0);
+        if (!a->kill_sent) {
+            a->kill_sent = 1;
+            act(out, HV_AM_ACT_KILL, a->node_id, a->incarnation);
+        }
+        announce(out,
+                 "moving (move %u): a slot is reserved for its replacement; its process stops "
+                 "and saves its state",
+                 a->moves);
+        return HV_OK;
+    }
     act(out, HV_AM_ACT_RECORD, 0, 0);
-    act(out, HV_AM_ACT_SPAWN, node_id, a->incarnation);
+    spawn_next(a, node_id, 0, out);
     return HV_OK;
 }
 
@@ -85,8 +124,44 @@ hv_err hv_am_started(hv_am_actor_t *a, uint32_t inc, hv_am_out_t *out) {
     }
     a->state = HV_AM_ALIVE;
     act(out, HV_AM_ACT_RECORD, 0, 0);
-    announce(out, "alive (process %u)", inc);
+    if (a->has_state) {
+        a->has_state = 0; /* loaded: the state now lives in the process */
+        announce(out, "alive (process %u) with its saved state loaded (move %u done)", inc,
+                 a->moves);
+    } else {
+        announce(out, "alive (process %u)", inc);
+    }
     return HV_OK;
+}
+
+/* The moving actor's old process ended (stopped to save, or on its own). */
+static void moved_exit(hv_am_actor_t *a, int stopped, const hv_am_exit_t *e, hv_am_out_t *out) {
+    if (e->state_saved) {
+        a->has_state = 1;
+    }
+    if (!stopped) {
+        /* It failed while waiting for a place: the restart policy decides, the reserved slot
+         * (none yet: a reservation always stops it) stays free. */
+        char what[200];
+        end_words(e, what, sizeof(what));
+        failed(a, HV_AM_CAUSE_EXITED, what, out);
+        return;
+    }
+    if (a->next_node != 0) {
+        uint64_t to = a->next_node;
+        a->next_node = 0;
+        spawn_next(a, to, 1, out);
+        announce(out,
+                 a->has_state ? "moving (move %u): its state was saved; the replacement starts on "
+                                "its new node and loads it"
+                              : "moving (move %u): no state was saved (its class has no save, "
+                                "or it failed); the replacement starts from its constructor",
+                 a->moves);
+        return;
+    }
+    /* The notice ran out first: it waits for a node (wants_place), with its state. */
+    announce(out, "moving (move %u): %s; waiting for a node with room", a->moves,
+             a->has_state ? "its state was saved" : "no state was saved");
 }
 
 /* The running process failed (cause: EXITED or NODE_LOST; what: its words): restart it while
@@ -109,12 +184,17 @@ hv_err hv_am_exited(hv_am_actor_t *a, uint32_t inc, const hv_am_exit_t *e, hv_am
     if (inc != a->incarnation || !a->proc_live) {
         return HV_ESTATE;
     }
+    int stopped = a->kill_sent; /* ordered to stop (a move: to save), not a failure */
     a->proc_live = 0;
     a->kill_sent = 0;
     a->last_status = e->status;
     a->last_signal = e->signal;
     act(out, HV_AM_ACT_RECORD, 0, 0);
     act(out, HV_AM_ACT_RELEASE, a->node_id, inc);
+    if (a->state == HV_AM_MOVING) {
+        moved_exit(a, stopped, e, out);
+        return HV_OK;
+    }
     if (a->state == HV_AM_DEAD || a->state == HV_AM_RESTARTING) {
         return HV_OK; /* it was being stopped: dead stays dead, a restart now wants a place */
     }
@@ -141,6 +221,23 @@ hv_err hv_am_node_lost(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out) {
     a->last_signal = 0;
     act(out, HV_AM_ACT_RECORD, 0, 0);
     act(out, HV_AM_ACT_RELEASE, node_id, a->incarnation);
+    if (a->state == HV_AM_MOVING) {
+        /* Lost before it could save: the move fails, the actor restarts from its constructor
+         * (on the reserved slot when there is one; no restart counted: it was told to go). */
+        a->has_state = 0;
+        if (a->next_node != 0) {
+            uint64_t to = a->next_node;
+            a->next_node = 0;
+            spawn_next(a, to, 1, out);
+        } else {
+            a->state = HV_AM_RESTARTING;
+        }
+        announce(out,
+                 "move %u failed: its node was lost before its state was saved; it restarts "
+                 "from its constructor",
+                 a->moves);
+        return HV_OK;
+    }
     if (a->state == HV_AM_DEAD || a->state == HV_AM_RESTARTING) {
         return HV_OK;
     }
@@ -154,15 +251,28 @@ hv_err hv_am_notice(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out) {
         (a->state != HV_AM_STARTING && a->state != HV_AM_ALIVE)) {
         return HV_ESTATE;
     }
-    a->state = HV_AM_RESTARTING;
+    a->state = HV_AM_MOVING;
     a->cause = HV_AM_CAUSE_PREEMPTED;
     a->moves++;
+    act(out, HV_AM_ACT_RECORD, 0, 0);
+    announce(out,
+             "moving (move %u): its node is draining; it serves until a slot for its "
+             "replacement is reserved",
+             a->moves);
+    return HV_OK;
+}
+
+hv_err hv_am_notice_expired(hv_am_actor_t *a, hv_am_out_t *out) {
+    out_reset(out);
+    if (a->state != HV_AM_MOVING || !a->proc_live || a->kill_sent || a->next_node != 0) {
+        return HV_ESTATE;
+    }
     a->kill_sent = 1;
     act(out, HV_AM_ACT_RECORD, 0, 0);
     act(out, HV_AM_ACT_KILL, a->node_id, a->incarnation);
     announce(out,
-             "moving (move %u): its node is draining; it restarts elsewhere from its "
-             "constructor",
+             "moving (move %u): the notice runs out and no node has room; its process stops "
+             "and saves its state, and the replacement is placed with it when a node has room",
              a->moves);
     return HV_OK;
 }
@@ -179,8 +289,10 @@ static void stop_proc(hv_am_actor_t *a, hv_am_out_t *out) {
 static void end(hv_am_actor_t *a, hv_am_cause_t cause, const char *why, hv_am_out_t *out) {
     a->state = HV_AM_DEAD;
     a->cause = cause;
+    a->has_state = 0;
     act(out, HV_AM_ACT_RECORD, 0, 0);
     stop_proc(a, out);
+    unreserve(a, out);
     announce(out, "dead (%s): %s", hv_am_cause_name(cause), why);
 }
 
@@ -200,8 +312,10 @@ hv_err hv_am_kill(hv_am_actor_t *a, int restart, hv_am_out_t *out) {
     a->restarts++;
     a->state = HV_AM_RESTARTING;
     a->cause = HV_AM_CAUSE_KILLED;
+    a->has_state = 0; /* a requested restart is from the constructor */
     act(out, HV_AM_ACT_RECORD, 0, 0);
     stop_proc(a, out);
+    unreserve(a, out);
     announce(out, "restarting (restart %u of %u): killed on request", a->restarts, a->max_restarts);
     return HV_OK;
 }
@@ -215,8 +329,8 @@ hv_err hv_am_owner_ended(hv_am_actor_t *a, uint64_t job_id, hv_am_out_t *out) {
     return HV_OK;
 }
 
-static const char *const state_names[HV_AM__STATE_COUNT] = {"pending", "starting", "alive",
-                                                            "restarting", "dead"};
+static const char *const state_names[HV_AM__STATE_COUNT] = {"pending",    "starting", "alive",
+                                                            "restarting", "dead",     "moving"};
 static const char *const cause_names[HV_AM__CAUSE_COUNT] = {
     "", "exited", "killed", "node lost", "preempted", "out of restarts", "owner ended"};
 

@@ -9,15 +9,22 @@
  *
  * At most one process of an actor exists at a time: a process is ordered (proc_live), reports
  * its address, and ends. Each process has an incarnation number (1, 2, ...); an event about an
- * older incarnation is stale and ignored. A restart is placed only once the previous process is
- * gone (break before make: a drained actor is stopped, then started elsewhere from its
- * constructor; moving its state is not built yet).
+ * older incarnation is stale and ignored. A restart after a failure is placed only once the
+ * previous process is gone. A move (a drain or preemption notice of the actor's node) is make
+ * before break: the actor goes `moving`, its process keeps serving while a slot for the
+ * replacement is sought; once one is reserved (RESERVE) the old process is stopped (it answers
+ * the calls it received and saves its state), and when it has ended the replacement is spawned
+ * on the reserved node with the saved state (the driver stored it first; none saved: from its
+ * constructor). When the notice runs out before a slot is found the process is stopped anyway
+ * (its state saved) and the replacement is placed with that state when a node has room.
  *
  * States and what moves them:
  *   pending     created, waiting for a node with room      -> starting (placed)
  *   starting    a process was ordered, address unknown     -> alive (started), restarting/dead
  *   alive       the process listens at its address         -> restarting/dead
  *   restarting  the process ended (or is being stopped) and a new one will be placed
+ *   moving      its node is draining: the process serves (or is saving) while the replacement
+ *               is placed                                  -> starting (replacement spawned)
  *   dead        final, with a cause: exited (on its own with status 0, or its restarts were 0),
  *               killed, node lost, preempted, out of restarts, owner ended
  * A process that fails (non-zero status, a signal, its node lost) is restarted while
@@ -39,6 +46,7 @@ typedef enum hv_am_state {
     HV_AM_ALIVE = 2,
     HV_AM_RESTARTING = 3,
     HV_AM_DEAD = 4,
+    HV_AM_MOVING = 5, /* its node is noticed or draining: the replacement is being placed */
     HV_AM__STATE_COUNT
 } hv_am_state_t;
 
@@ -65,6 +73,8 @@ typedef struct hv_am_actor_s {
     uint32_t incarnation;  /* the latest process ordered (0: none yet) */
     uint64_t node_id;      /* where that process runs or ran (0: none) */
     uint64_t owner_job;    /* 0: detached; else it dies with this job */
+    uint64_t next_node;    /* moving: the node whose slot is reserved for the replacement */
+    int has_state;         /* a saved state waits for the next process to load it */
     int proc_live;         /* a process of incarnation is ordered and has not been seen ending */
     int kill_sent;         /* that process was ordered to stop */
     int last_status;       /* the last process's exit status (-1: none or a signal) */
@@ -77,12 +87,15 @@ typedef enum hv_am_act_kind {
     HV_AM_ACT_KILL = 2,     /* stop incarnation `incarnation` on node `node_id` */
     HV_AM_ACT_RELEASE = 3,  /* give node `node_id` the actor's slot back */
     HV_AM_ACT_ANNOUNCE = 4, /* an event: out->text says what happened */
+    HV_AM_ACT_RESERVE = 5,  /* take the actor's slot on node `node_id` for its replacement */
 } hv_am_act_kind_t;
 
 typedef struct hv_am_act_s {
     hv_am_act_kind_t kind;
     uint64_t node_id;
     uint32_t incarnation;
+    int reserved;   /* SPAWN onto / RELEASE of the slot a RESERVE took (not the running one's) */
+    int with_state; /* SPAWN: the process loads the actor's saved state */
 } hv_am_act_t;
 
 #define HV_AM_MAX_ACTS 6
@@ -100,17 +113,21 @@ typedef struct hv_am_exit_s {
     int signal;      /* the signal, 0 when none */
     const char *why; /* the agent's words when it could not run it ("spawn failed: ..."), or
                       * NULL; borrowed */
+    int state_saved; /* the process saved its state and the caller stored it */
 } hv_am_exit_t;
 
 /* A new actor (state pending). RECORD, ANNOUNCE. */
 void hv_am_create(hv_am_actor_t *a, uint64_t id, uint32_t max_restarts, uint64_t owner_job,
                   hv_am_out_t *out);
 
-/* 1 when the actor waits for a node: pending or restarting with no process left. */
+/* 1 when the actor waits for a node: pending or restarting with no process left, or moving
+ * without a reserved slot. */
 int hv_am_wants_place(const hv_am_actor_t *a);
 
-/* Placed on node_id: a new incarnation is ordered (state starting). RECORD, SPAWN. HV_ESTATE
- * when the actor does not want a place. */
+/* Placed on node_id: a new incarnation is ordered (state starting): RECORD, SPAWN (with_state
+ * when a saved state waits). Moving with its process still there: the slot is reserved and the
+ * process stopped, to save its state: RECORD, RESERVE, KILL, ANNOUNCE. HV_ESTATE when the
+ * actor does not want a place. */
 hv_err hv_am_placed(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out);
 
 /* Incarnation inc listens (its address is the caller's to store). Starting -> alive: RECORD,
@@ -126,9 +143,16 @@ hv_err hv_am_exited(hv_am_actor_t *a, uint32_t inc, const hv_am_exit_t *e, hv_am
  * (HV_ESTATE) when no process of the actor is on node_id. */
 hv_err hv_am_node_lost(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out);
 
-/* A preemption notice or a drain of node_id: the process is stopped and the actor restarts
- * elsewhere, without counting a restart (cause preempted). HV_ESTATE when not on that node. */
+/* A preemption notice or a drain of node_id: the actor goes moving (cause preempted, a move
+ * counted, not a restart) and wants a place for its replacement; its process keeps serving
+ * until that place is reserved. RECORD, ANNOUNCE. HV_ESTATE when not on that node. */
 hv_err hv_am_notice(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out);
+
+/* The notice's time runs out before a slot for the replacement was found: the process is
+ * stopped now, to save its state (break before make); the replacement is placed with it when a
+ * node has room. RECORD, KILL, ANNOUNCE. HV_ESTATE when the actor is not moving with a process
+ * still to stop. */
+hv_err hv_am_notice_expired(hv_am_actor_t *a, hv_am_out_t *out);
 
 /* Kill: without restart the actor is dead (killed) at once and its process is stopped; with
  * restart the process is stopped and a new one placed, counting a restart (dead, out of
@@ -156,7 +180,12 @@ static inline uint32_t hv_am_proc_inc(uint64_t proc) {
     return (uint32_t)(proc & ((1u << HV_AM_PROC_INC_BITS) - 1));
 }
 
-/* "pending", "starting", "alive", "restarting", "dead" (the store's and the wire's words). */
+/* The name of the saved state's file in the replacement's directory (the agent gives its path
+ * as HV_ACTOR_STATE_IN). */
+#define HV_AM_STATE_FILE "hv-actor-state.in"
+
+/* "pending", "starting", "alive", "restarting", "dead", "moving" (the store's and the wire's
+ * words). */
 const char *hv_am_state_name(hv_am_state_t st);
 hv_err hv_am_state_parse(const char *s, hv_am_state_t *out);
 /* "", "exited", "killed", "node lost", "preempted", "out of restarts", "owner ended". */

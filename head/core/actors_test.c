@@ -7,12 +7,14 @@
 #include "actors.h"
 #include "hv_check.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* The kinds of out's actions as a string: R(ecord) S(pawn) K(ill) F(ree) A(nnounce). */
+/* The kinds of out's actions as a string: R(ecord) S(pawn) K(ill) F(ree) A(nnounce)
+ * V (reserVe). */
 static const char *kinds(const hv_am_out_t *out) {
     static char buf[HV_AM_MAX_ACTS + 1];
-    static const char letters[] = "RSKFA";
+    static const char letters[] = "RSKFAV";
     for (size_t i = 0; i < out->n; i++) {
         buf[i] = letters[out->acts[i].kind];
     }
@@ -162,30 +164,116 @@ static void case_kill(void) {
     CHECK_STR(kinds(&out), "RA");
 }
 
-/* A notice moves the actor: stopped, placed again after the exit, no restart counted. */
+/* A notice moves the actor, make before break: moving (serving), a slot reserved, then the old
+ * process stopped to save, then the replacement spawned on the reserved slot with the state. */
 static void case_notice(void) {
     hv_am_actor_t a = alive_on(3, 0, 0);
     hv_am_out_t out;
     CHECK_RC(hv_am_notice(&a, 4, &out), HV_ESTATE); /* another node */
     CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
-    CHECK_STR(kinds(&out), "RKA");
-    CHECK_EQ(a.state, HV_AM_RESTARTING);
+    CHECK_STR(kinds(&out), "RA"); /* nothing stopped yet: it serves */
+    CHECK_EQ(a.state, HV_AM_MOVING);
     CHECK_EQ(a.cause, HV_AM_CAUSE_PREEMPTED);
     CHECK_EQ(a.moves, 1);
-    CHECK_RC(hv_am_notice(&a, 3, &out), HV_ESTATE); /* already moving */
-    hv_am_exit_t e = {.status = 0};
-    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
-    CHECK_EQ(a.state, HV_AM_RESTARTING); /* even an exit 0: it was told to stop */
-    CHECK_EQ(a.restarts, 0);
-    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
-    CHECK_EQ(a.node_id, 5);
-    /* The noticed node is lost before the process ended: only the slot goes back. */
-    a = alive_on(3, 0, 0);
-    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
-    CHECK_RC(hv_am_node_lost(&a, 3, &out), HV_OK);
-    CHECK_STR(kinds(&out), "RF");
-    CHECK_EQ(a.state, HV_AM_RESTARTING);
     CHECK_EQ(hv_am_wants_place(&a), 1);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_ESTATE); /* already moving */
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RVKA");
+    CHECK_EQ(out.acts[1].node_id, 5);
+    CHECK_EQ(out.acts[2].node_id, 3);
+    CHECK_EQ(a.next_node, 5);
+    CHECK_EQ(a.node_id, 3);
+    CHECK_EQ(hv_am_wants_place(&a), 0);
+    CHECK_RC(hv_am_notice_expired(&a, &out), HV_ESTATE); /* already stopping */
+    hv_am_exit_t e = {.status = 0, .state_saved = 1};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RFSA");
+    CHECK_EQ(out.acts[1].node_id, 3);
+    CHECK_EQ(out.acts[1].reserved, 0);
+    CHECK_EQ(out.acts[2].node_id, 5);
+    CHECK_EQ(out.acts[2].reserved, 1);
+    CHECK_EQ(out.acts[2].with_state, 1);
+    CHECK_EQ(a.state, HV_AM_STARTING);
+    CHECK_EQ(a.restarts, 0);
+    CHECK_EQ(a.node_id, 5);
+    CHECK_EQ(a.next_node, 0);
+    CHECK_RC(hv_am_started(&a, 2, &out), HV_OK);
+    CHECK_EQ(a.state, HV_AM_ALIVE);
+    CHECK_EQ(a.has_state, 0);
+    CHECK(strstr(out.text, "saved state loaded") != NULL);
+}
+
+/* One row per way a move goes on after the notice: placed or not, how the old process ends. */
+static void case_move_table(void) {
+    enum { NONE, EXIT_SAVED, EXIT_NOSAVE, CRASH, LOST };
+    static const struct {
+        const char *name;
+        int place;         /* a node had room before the end */
+        int expire;        /* the notice ran out first */
+        int end;           /* how the old process ended */
+        const char *kinds; /* of the end's output */
+        hv_am_state_t state;
+        int with_state; /* the spawn (now or at the next placement) loads a state */
+        uint32_t restarts;
+    } rows[] = {
+        {"move done", 1, 0, EXIT_SAVED, "RFSA", HV_AM_STARTING, 1, 0},
+        {"no save/load: constructor", 1, 0, EXIT_NOSAVE, "RFSA", HV_AM_STARTING, 0, 0},
+        {"save killed by the grace", 1, 0, CRASH, "RFSA", HV_AM_STARTING, 0, 0},
+        {"node lost before the save", 1, 0, LOST, "RFSA", HV_AM_STARTING, 0, 0},
+        {"notice ran out, saved", 0, 1, EXIT_SAVED, "RFA", HV_AM_MOVING, 1, 0},
+        {"notice ran out, lost", 0, 1, LOST, "RFA", HV_AM_RESTARTING, 0, 0},
+        {"crashed while waiting", 0, 0, CRASH, "RFA", HV_AM_RESTARTING, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_am_actor_t a = alive_on(3, 2, 0);
+        hv_am_out_t out;
+        CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+        if (rows[i].place) {
+            CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+        }
+        if (rows[i].expire) {
+            CHECK_RC(hv_am_notice_expired(&a, &out), HV_OK);
+            CHECK_STR(kinds(&out), "RKA");
+        }
+        hv_am_exit_t e = {.status = 0, .state_saved = rows[i].end == EXIT_SAVED};
+        if (rows[i].end == CRASH) {
+            e = (hv_am_exit_t){.status = -1, .signal = 9};
+        }
+        if (rows[i].end == LOST) {
+            CHECK_RC(hv_am_node_lost(&a, 3, &out), HV_OK);
+        } else {
+            CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+        }
+        if (strcmp(kinds(&out), rows[i].kinds) != 0 || a.state != rows[i].state ||
+            a.restarts != rows[i].restarts) {
+            fprintf(stderr, "row '%s': %s %s %u\n", rows[i].name, kinds(&out),
+                    hv_am_state_name(a.state), a.restarts);
+        }
+        CHECK_STR(kinds(&out), rows[i].kinds);
+        CHECK_EQ(a.state, rows[i].state);
+        CHECK_EQ(a.restarts, rows[i].restarts);
+        CHECK_EQ(a.has_state, rows[i].with_state);
+        if (a.state == HV_AM_MOVING || a.state == HV_AM_RESTARTING) {
+            CHECK_EQ(hv_am_wants_place(&a), 1);
+            CHECK_RC(hv_am_placed(&a, 6, &out), HV_OK);
+            CHECK_STR(kinds(&out), "RS");
+            CHECK_EQ(out.acts[1].with_state, rows[i].with_state);
+            CHECK_EQ(out.acts[1].reserved, 0);
+        } else {
+            CHECK_EQ(a.node_id, 5);
+        }
+    }
+    /* Killed while moving with a slot reserved: the slot goes back. */
+    hv_am_actor_t a = alive_on(3, 2, 0);
+    hv_am_out_t out;
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    CHECK_RC(hv_am_kill(&a, 0, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RFA"); /* the process was already told to stop */
+    CHECK_EQ(out.acts[1].reserved, 1);
+    CHECK_EQ(out.acts[1].node_id, 5);
+    CHECK_EQ(a.next_node, 0);
+    CHECK_EQ(a.state, HV_AM_DEAD);
 }
 
 static void case_node_lost(void) {
@@ -282,6 +370,7 @@ int main(int argc, char **argv) {
         {"stale", case_stale},
         {"kill", case_kill},
         {"notice", case_notice},
+        {"move_table", case_move_table},
         {"node_lost", case_node_lost},
         {"owner_ended", case_owner_ended},
         {"head_restart", case_head_restart},

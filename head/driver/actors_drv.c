@@ -76,7 +76,12 @@ static hv_err record(hv_actors_t *a, const hv_dactor_t *x) {
                         .address = x->address,
                         .created_ms = x->created_ms,
                         .started_ms = x->started_ms,
-                        .ended_ms = x->ended_ms};
+                        .ended_ms = x->ended_ms,
+                        .next_node = x->am.next_node,
+                        .next_gpu_mask = x->next_gpu_mask,
+                        .has_state = x->am.has_state,
+                        .state_size = x->state_size};
+    snprintf(r.state_digest, sizeof(r.state_digest), "%s", x->state_digest);
     snprintf(r.state, sizeof(r.state), "%s", hv_am_state_name(x->am.state));
     snprintf(r.cause, sizeof(r.cause), "%s", hv_am_cause_name(x->am.cause));
     hv_err rc = hv_store_actor_put(a->store, &r);
@@ -107,8 +112,12 @@ static void take_slots(hv_actors_t *a, uint64_t node_id, uint32_t slots, uint64_
     }
 }
 
-static void send_spawn(hv_actors_t *a, hv_dactor_t *x, uint64_t node_id, uint32_t inc) {
+static void send_spawn(hv_actors_t *a, hv_dactor_t *x, uint64_t node_id, uint32_t inc,
+                       int with_state) {
     hv_order_t o = {.kind = HV_ORDER_SPAWN,
+                    .state_digest =
+                        with_state && x->state_digest[0] != '\0' ? x->state_digest : NULL,
+                    .state_size = x->state_size,
                     .worker_id = hv_am_proc_id(x->am.id, inc),
                     .size = 1,
                     .local_size = 1,
@@ -146,6 +155,32 @@ static const char *who(const hv_dactor_t *x, char *buf, size_t len) {
  * put back and nothing else happens (HV_EUNAVAIL). */
 static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
                   const hv_am_out_t *out) {
+    /* What the row says after the input: which GPUs each slot holds (a spawn onto the reserved
+     * slot takes its GPUs; a released one gives them back), and the saved state (the one the
+     * ending process just saved, once the machine took it; none once loaded or dropped). The
+     * acts below use the masks as they were. */
+    uint64_t mask = x->gpu_mask, next_mask = x->next_gpu_mask;
+    char old_digest[65];
+    uint64_t old_size = x->state_size;
+    snprintf(old_digest, sizeof(old_digest), "%s", x->state_digest);
+    for (size_t i = 0; i < out->n; i++) {
+        const hv_am_act_t *c = &out->acts[i];
+        if (c->kind == HV_AM_ACT_SPAWN && c->reserved) {
+            x->gpu_mask = next_mask;
+            x->next_gpu_mask = 0;
+        } else if (c->kind == HV_AM_ACT_RELEASE && c->reserved) {
+            x->next_gpu_mask = 0;
+        } else if (c->kind == HV_AM_ACT_RELEASE) {
+            x->gpu_mask = 0;
+        }
+    }
+    if (x->am.has_state && !prev->has_state && x->saved_digest[0] != '\0') {
+        snprintf(x->state_digest, sizeof(x->state_digest), "%s", x->saved_digest);
+        x->state_size = x->saved_size;
+    } else if (!x->am.has_state) {
+        x->state_digest[0] = '\0'; /* loaded (or dropped): the artifact may be collected */
+        x->state_size = 0;
+    }
     if (out->n > 0 && out->acts[0].kind == HV_AM_ACT_RECORD) {
         char *old_reason = x->reason;
         uint64_t old_ended = x->ended_ms;
@@ -164,6 +199,10 @@ static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
         if (record(a, x) != HV_OK) {
             /* Put everything back: memory stays what the store holds. */
             x->am = *prev;
+            x->gpu_mask = mask;
+            x->next_gpu_mask = next_mask;
+            snprintf(x->state_digest, sizeof(x->state_digest), "%s", old_digest);
+            x->state_size = old_size;
             x->ended_ms = old_ended;
             if (old_reason != NULL) {
                 hv_free(x->reason);
@@ -180,15 +219,18 @@ static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
         case HV_AM_ACT_RECORD:
             break;
         case HV_AM_ACT_SPAWN:
-            send_spawn(a, x, c->node_id, c->incarnation);
+            send_spawn(a, x, c->node_id, c->incarnation, c->with_state);
             break;
+        case HV_AM_ACT_RESERVE:
+            break; /* the slots were taken at placement (place_all), before the row was stored */
         case HV_AM_ACT_KILL:
             send_kill(a, c->node_id, hv_am_proc_id(x->am.id, c->incarnation), x->reason);
             break;
         case HV_AM_ACT_RELEASE:
-            take_slots(a, c->node_id, x->slots, x->gpu_mask, 1);
-            x->gpu_mask = 0;
-            set_str(&x->address, "");
+            take_slots(a, c->node_id, x->slots, c->reserved ? next_mask : mask, 1);
+            if (!c->reserved) {
+                set_str(&x->address, "");
+            }
             break;
         case HV_AM_ACT_ANNOUNCE: {
             char kind[32];
@@ -268,6 +310,15 @@ static void place_all(hv_actors_t *a) {
         if (!hv_am_wants_place(&x->am) || hv_now_ms() < x->place_after) {
             continue; /* placed, or waits out its backoff (the driver's tick schedules again) */
         }
+        if (x->notice_deadline != 0 && hv_now_ms() >= x->notice_deadline) {
+            /* The notice runs out with no slot found: save now, place the state later. */
+            hv_am_actor_t prev = x->am;
+            hv_am_out_t out;
+            x->notice_deadline = 0;
+            if (hv_am_notice_expired(&x->am, &out) == HV_OK) {
+                (void)run(a, x, &prev, &out);
+            }
+        }
         size_t n = 0;
         for (hv_dnode_t *nd = hv_driver_nodes(a->d); nd != NULL && n < ACTORS_MAX_NODES;
              nd = nd->next) {
@@ -302,11 +353,23 @@ static void place_all(hv_actors_t *a) {
         if (hv_am_placed(&x->am, ids[at], &out) != HV_OK) {
             continue;
         }
-        x->gpu_mask = mask;
+        int reserve = x->am.next_node == ids[at]; /* a move's slot, the old process still there */
+        uint64_t old_mask = reserve ? x->next_gpu_mask : x->gpu_mask;
+        if (reserve) {
+            x->next_gpu_mask = mask;
+        } else {
+            x->gpu_mask = mask;
+        }
         take_slots(a, ids[at], x->slots, mask, 0);
         if (run(a, x, &prev, &out) != HV_OK) {
             take_slots(a, ids[at], x->slots, mask, 1);
-            x->gpu_mask = 0;
+            if (reserve) {
+                x->next_gpu_mask = old_mask;
+            } else {
+                x->gpu_mask = old_mask;
+            }
+        } else if (reserve) {
+            x->notice_deadline = 0;
         }
     }
 }
@@ -352,11 +415,16 @@ static void exited(hv_actors_t *a, hv_dactor_t *x, uint32_t inc, int code, int s
                    const char *why) {
     hv_am_actor_t prev = x->am;
     hv_am_out_t out;
-    hv_am_exit_t e = {.status = sig != 0 ? -1 : code, .signal = sig, .why = why};
+    hv_am_exit_t e = {.status = sig != 0 ? -1 : code,
+                      .signal = sig,
+                      .why = why,
+                      .state_saved = x->saved_digest[0] != '\0' && inc == x->am.incarnation};
     if (hv_am_exited(&x->am, inc, &e, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
-        prev.state != HV_AM_RESTARTING) {
+        prev.state != HV_AM_RESTARTING && prev.state != HV_AM_MOVING) {
         backoff(x); /* a failure (not the end of a process it stopped itself) */
     }
+    x->saved_digest[0] = '\0';
+    x->saved_size = 0;
 }
 
 static void hook_exited(void *ud, uint64_t node_id, uint64_t proc, int code, int sig,
@@ -415,15 +483,41 @@ static void hook_node_lost(void *ud, uint64_t node_id) {
     }
 }
 
-static void hook_node_drain(void *ud, uint64_t node_id) {
+/* The time a moving actor's process gets to answer its calls and save within a notice of
+ * notice_ms: the kill grace and a second for the exit report come off. */
+static uint64_t notice_deadline(hv_actors_t *a, uint32_t notice_ms) {
+    uint64_t keep = (uint64_t)hv_driver_kill_grace_ms(a->d) + 1000u;
+    return hv_now_ms() + (notice_ms > keep ? notice_ms - keep : 0);
+}
+
+static void hook_node_drain(void *ud, uint64_t node_id, uint32_t notice_ms) {
     hv_actors_t *a = ud;
+    int any = 0;
     for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
         hv_am_actor_t prev = x->am;
         hv_am_out_t out;
-        if (hv_am_notice(&x->am, node_id, &out) == HV_OK) {
-            (void)run(a, x, &prev, &out);
+        if (hv_am_notice(&x->am, node_id, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK) {
+            /* A drain without a deadline (hvctl drain) waits for a node as long as it takes. */
+            x->notice_deadline = notice_ms > 0 ? notice_deadline(a, notice_ms) : 0;
+            x->place_after = 0;
+            any = 1;
         }
     }
+    if (any) {
+        hv_driver_schedule(a->d);
+    }
+}
+
+static void hook_state_saved(void *ud, uint64_t node_id, uint64_t proc, const char *digest,
+                             uint64_t size) {
+    hv_actors_t *a = ud;
+    hv_dactor_t *x = find(a, hv_am_proc_actor(proc));
+    if (x == NULL || x->am.node_id != node_id || hv_am_proc_inc(proc) != x->am.incarnation ||
+        digest == NULL || strlen(digest) != 64) {
+        return;
+    }
+    snprintf(x->saved_digest, sizeof(x->saved_digest), "%s", digest);
+    x->saved_size = size;
 }
 
 static void hook_job_ended(void *ud, uint64_t job_id) {
@@ -442,6 +536,17 @@ static int hook_node_specs_any(void *ud, uint64_t node_id,
     hv_actors_t *a = ud;
     for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
         if (x->am.proc_live && x->am.node_id == node_id && fn(x->spec, x->spec_len, fud)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int hook_node_state_is(void *ud, uint64_t node_id, const char *digest) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        if (x->am.proc_live && x->am.node_id == node_id && x->am.has_state &&
+            strcmp(x->state_digest, digest) == 0) {
             return 1;
         }
     }
@@ -474,9 +579,11 @@ hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out) {
                                  .reconcile = hook_reconcile,
                                  .node_lost = hook_node_lost,
                                  .node_drain = hook_node_drain,
+                                 .state_saved = hook_state_saved,
                                  .job_ended = hook_job_ended,
                                  .schedule = hook_schedule,
                                  .node_specs_any = hook_node_specs_any,
+                                 .node_state_is = hook_node_state_is,
                                  .ud = a};
     hv_driver_set_actor_hooks(d, &h);
     *out = a;
@@ -557,9 +664,17 @@ hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen) {
         x->created_ms = r->created_ms;
         x->started_ms = r->started_ms;
         x->ended_ms = r->ended_ms;
+        x->am.next_node = r->next_node;
+        x->next_gpu_mask = r->next_gpu_mask;
+        x->am.has_state = r->has_state;
+        snprintf(x->state_digest, sizeof(x->state_digest), "%s", r->state_digest);
+        x->state_size = r->state_size;
         if (x->am.proc_live) {
             take_slots(a, x->am.node_id, x->slots, x->gpu_mask, 0);
             live++;
+        }
+        if (x->am.next_node != 0) {
+            take_slots(a, x->am.next_node, x->slots, x->next_gpu_mask, 0);
         }
         append(a, x);
     }

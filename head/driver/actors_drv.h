@@ -32,9 +32,17 @@ typedef struct hv_dactor_s {
     char *reason;  /* the last event's words (owned) */
     char *address; /* host:port of its live process; "" when none (owned) */
     uint32_t max_call_retries, slots, gpus;
-    uint64_t gpu_mask; /* GPUs its live process holds */
+    uint64_t gpu_mask;      /* GPUs its live process holds */
+    uint64_t next_gpu_mask; /* moving: the GPUs reserved with am.next_node */
+    char state_digest[65];  /* am.has_state: the saved state, an artifact (sha256 hex) */
+    uint64_t state_size;
+    char saved_digest[65]; /* the state the ending process just saved (in memory until its exit
+                            * is stored; "" = none) */
+    uint64_t saved_size;
     uint64_t created_ms, started_ms, ended_ms;
-    uint64_t place_after; /* monotonic ms: a restart after a failure waits (not stored) */
+    uint64_t place_after;     /* monotonic ms: a restart after a failure waits (not stored) */
+    uint64_t notice_deadline; /* monotonic ms: moving, its process is stopped to save by then
+                               * even with no slot for the replacement (0: none; not stored) */
     struct hv_dactor_s *next;
 } hv_dactor_t;
 

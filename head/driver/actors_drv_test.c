@@ -23,6 +23,7 @@
 typedef struct fake_s {
     hv_order_kind_t kind[MAX_ORDERS];
     uint64_t node[MAX_ORDERS], worker[MAX_ORDERS], actor[MAX_ORDERS];
+    char state[MAX_ORDERS][65]; /* SPAWN: the saved state's digest it ships ("" none) */
     size_t n;
 } fake_t;
 
@@ -33,6 +34,8 @@ static hv_err fake_order(void *ud, uint64_t node_id, const hv_order_t *o) {
         f->node[f->n] = node_id;
         f->worker[f->n] = o->worker_id;
         f->actor[f->n] = o->actor_id;
+        snprintf(f->state[f->n], sizeof(f->state[f->n]), "%s",
+                 o->state_digest != NULL ? o->state_digest : "");
         f->n++;
     }
     return HV_OK;
@@ -226,6 +229,61 @@ static void case_head_restart(void) {
     CHECK(strstr(x->reason, "not running when its agent reconnected") != NULL);
 }
 
+/* A drain moves the actor make before break: it serves while a slot is sought; the slot on the
+ * other node is reserved (taken) before the old process is told to stop; the state it saved is
+ * stored with the actor before the replacement is ordered with it; a head restart in between
+ * keeps the reservation and the state. */
+static void case_move(void) {
+    static const char digest[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    uint64_t na = join("a", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 0, HV_OK);
+    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
+    char err[256];
+    CHECK_RC_MSG(hv_driver_node_drain(H.d, na, 1, "test", 0, 0, err, sizeof(err)), HV_OK, err);
+    CHECK_EQ(x->am.state, HV_AM_MOVING);
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_DRAIN); /* no node has room: no kill, it serves */
+    uint64_t nb = join("b", 1, NULL, 0);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(x->am.next_node, nb);
+    CHECK_EQ(hv_driver_node(H.d, nb)->acct.slots_used, 1); /* reserved */
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_KILL);
+    CHECK_EQ(H.io.node[H.io.n - 1], na);
+    /* A head restart before the old process ended: the reservation and the slots stay. */
+    head_stop();
+    head_start();
+    x = hv_actors_by_name(H.a, "default", "ctr");
+    CHECK_EQ(x->am.state, HV_AM_MOVING);
+    CHECK_EQ(x->am.next_node, nb);
+    CHECK_EQ(hv_driver_node(H.d, nb)->acct.slots_used, 1);
+    size_t before = H.io.n;
+    /* The old process saved its state (stored as an artifact) and ended. */
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 12);
+    CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+    CHECK_EQ(x->am.node_id, nb);
+    CHECK_EQ(x->am.has_state, 1);
+    CHECK_EQ(H.io.n, before + 1);
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_SPAWN);
+    CHECK_EQ(H.io.node[H.io.n - 1], nb);
+    CHECK_STR(H.io.state[H.io.n - 1], digest);
+    CHECK_EQ(hv_driver_node(H.d, na)->acct.slots_used, 0);
+    CHECK_EQ(hv_driver_node(H.d, nb)->acct.slots_used, 1);
+    /* Stored before the spawn: a head restart now re-orders nothing and keeps the state. */
+    head_stop();
+    head_start();
+    x = hv_actors_by_name(H.a, "default", "ctr");
+    CHECK_STR(x->state_digest, digest);
+    CHECK_EQ(x->am.has_state, 1);
+    CHECK_RC(hv_driver_actor_address(H.d, nb, hv_am_proc_id(x->am.id, 2), 43, "127.0.0.1:5001"),
+             HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_ALIVE);
+    CHECK_EQ(x->am.has_state, 0);
+    CHECK_STR(x->state_digest, ""); /* loaded: the artifact may be collected */
+    CHECK_EQ(x->am.moves, 1);
+    CHECK_EQ(x->am.restarts, 0);
+    CHECK(strstr(x->reason, "saved state loaded") != NULL);
+}
+
 int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_ERROR);
     hv_log_init("actors_drv_test");
@@ -233,6 +291,7 @@ int main(int argc, char **argv) {
         {"lifecycle", case_lifecycle},
         {"store_first", case_store_first},
         {"head_restart", case_head_restart},
+        {"move", case_move},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -924,6 +924,11 @@ void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_bac
 
 uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d) { return d->cfg->kill_grace_ms; }
 
+int hv_driver_node_actor_state_is(hv_driver_t *d, uint64_t node_id, const char *digest) {
+    return d->actors.node_state_is != NULL &&
+           d->actors.node_state_is(d->actors.ud, node_id, digest);
+}
+
 int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
                                    int (*fn)(const uint8_t *spec, size_t len, void *fud),
                                    void *fud) {
@@ -1141,6 +1146,13 @@ static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
     set_str(&w->reason, reason);
     w->ended_ms = hv_wall_ms();
     w->kill_deadline = 0;
+}
+
+void hv_driver_actor_state_saved(hv_driver_t *d, uint64_t node_id, uint64_t worker_id,
+                                 const char *digest, uint64_t size) {
+    if (hv_am_proc_is(worker_id) && d->actors.state_saved != NULL) {
+        d->actors.state_saved(d->actors.ud, node_id, worker_id, digest, size);
+    }
 }
 
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
@@ -1513,7 +1525,7 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
              from_agent ? "true" : "false", notice_ms);
     hv_driver_event(d, 0, n->id, "node.drain", ddata, "node %s is draining: %s", n->name, why);
     if (d->actors.node_drain != NULL) {
-        d->actors.node_drain(d->actors.ud, n->id);
+        d->actors.node_drain(d->actors.ud, n->id, from_agent ? notice_ms : 0);
     }
     if (!from_agent && d->io.order != NULL) {
         hv_order_t o = {.kind = HV_ORDER_DRAIN, .reason = why};

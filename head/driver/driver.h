@@ -58,6 +58,9 @@ typedef struct hv_order_s {
     const char *reason; /* KILL, DRAIN */
     uint64_t actor_id;  /* SPAWN of an actor's process (head/driver/actors_drv.c): the actor, whose
                          * secret the order carries in place of a worker's; 0 for job workers */
+    const char *state_digest; /* SPAWN of an actor's process that loads a saved state: the
+                               * artifact (sha256 hex) it is shipped as; NULL: none */
+    uint64_t state_size;
 } hv_order_t;
 
 /* One member of a closed round, by rank. */
@@ -202,12 +205,18 @@ typedef struct hv_driver_actor_hooks_s {
     /* After an agent (re)attached: the actor processes it runs (the others are gone). */
     void (*reconcile)(void *ud, uint64_t node_id, const uint64_t *procs, size_t n);
     void (*node_lost)(void *ud, uint64_t node_id);
-    void (*node_drain)(void *ud, uint64_t node_id);
+    /* A drain of node_id: notice_ms the time it has (its agent's notice; 0: unknown or none). */
+    void (*node_drain)(void *ud, uint64_t node_id, uint32_t notice_ms);
+    /* An actor's process saved its state, stored as the artifact digest (before its exit). */
+    void (*state_saved)(void *ud, uint64_t node_id, uint64_t proc, const char *digest,
+                        uint64_t size);
     void (*job_ended)(void *ud, uint64_t job_id);
     void (*schedule)(void *ud); /* after the jobs were placed */
     /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
     int (*node_specs_any)(void *ud, uint64_t node_id,
                           int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud);
+    /* 1 when an actor process ordered on node_id loads the saved state stored as digest. */
+    int (*node_state_is)(void *ud, uint64_t node_id, const char *digest);
     void *ud;
 } hv_driver_actor_hooks_t;
 void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h);
@@ -217,6 +226,9 @@ hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o);
 void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back);
 uint32_t hv_driver_kill_grace_ms(const hv_driver_t *d);
 /* The actors' node_specs_any hook (0 without one): a node's fetch scope covers its actors. */
+/* 1 when an actor's process on node_id is to load the saved state stored as artifact digest
+ * (the agent may fetch it). */
+int hv_driver_node_actor_state_is(hv_driver_t *d, uint64_t node_id, const char *digest);
 int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
                                    int (*fn)(const uint8_t *spec, size_t len, void *fud),
                                    void *fud);
@@ -306,6 +318,10 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
  * another node (or not placed yet); the caller logs the refusal. HV_OK otherwise, also when the
  * head no longer knows the worker or the report repeats one already applied (nothing to do). */
 hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid);
+/* An actor's process (worker_id) saved its state on its way out, stored as artifact digest
+ * (size bytes): the exit that follows moves it. Ignored for anything else. */
+void hv_driver_actor_state_saved(hv_driver_t *d, uint64_t node_id, uint64_t worker_id,
+                                 const char *digest, uint64_t size);
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
                                int term_signal, const char *reason);
 /* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log within the

@@ -344,10 +344,20 @@ static const char store_v12_sql[] = "CREATE TABLE durable_copies ("
                                     " path TEXT NOT NULL,"
                                     " stored_ms INTEGER NOT NULL);";
 
+/* v13: an actor's move (issue 17 §2): the node whose slot is reserved for its replacement and
+ * the GPUs taken there, and the saved state waiting to be loaded (an artifact, by digest). */
+static const char store_v13_sql[] =
+    "ALTER TABLE actors ADD COLUMN next_node INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE actors ADD COLUMN next_gpu_mask INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE actors ADD COLUMN has_state INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE actors ADD COLUMN state_digest TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE actors ADD COLUMN state_size INTEGER NOT NULL DEFAULT 0;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql, store_v2_sql, store_v3_sql, store_v4_sql,  store_v5_sql,  store_v6_sql,
-    store_v7_sql, store_v8_sql, store_v9_sql, store_v10_sql, store_v11_sql, store_v12_sql};
+    store_v1_sql,  store_v2_sql,  store_v3_sql, store_v4_sql, store_v5_sql,
+    store_v6_sql,  store_v7_sql,  store_v8_sql, store_v9_sql, store_v10_sql,
+    store_v11_sql, store_v12_sql, store_v13_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -413,7 +423,8 @@ enum {
 #define ACTOR_COLS                                                                                 \
     "id, name, namespace, class, spec, state, cause, reason, max_restarts, max_call_retries,"      \
     " restarts, moves, incarnation, slots, gpus, gpu_mask, node_id, owner_job, proc_live,"         \
-    " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms"
+    " kill_sent, last_status, last_signal, address, created_ms, started_ms, ended_ms, next_node,"  \
+    " next_gpu_mask, has_state, state_digest, state_size"
 #define NODE_COLS                                                                                  \
     "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
     " incarnation, registered_ms, last_seen_ms"
@@ -573,7 +584,7 @@ static const char *const store_sql[ST__COUNT] = {
                         " ORDER BY revoked_ms, node_id, incarnation",
     [ST_ACTOR_PUT] = "INSERT OR REPLACE INTO actors (" ACTOR_COLS ") VALUES (?1, ?2, ?3, ?4, ?5,"
                      " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-                     " ?22, ?23, ?24, ?25, ?26)",
+                     " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
     [ST_ACTOR_LIST] = "SELECT " ACTOR_COLS " FROM actors ORDER BY id",
 };
 
@@ -2403,7 +2414,8 @@ hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_
         "SELECT " ARTIFACT_COLS " FROM artifacts a WHERE a.created_ms < ?1 AND"
         " a.last_used_ms < ?1 AND NOT EXISTS (SELECT 1 FROM job_artifacts r WHERE"
         " r.digest = a.digest) AND NOT EXISTS (SELECT 1 FROM actors x WHERE x.state <> 'dead'"
-        " AND instr(x.spec, CAST(a.digest AS BLOB)) > 0) ORDER BY a.created_ms LIMIT ?2";
+        " AND (instr(x.spec, CAST(a.digest AS BLOB)) > 0 OR x.state_digest = a.digest)) ORDER BY "
+        "a.created_ms LIMIT ?2";
     *out = NULL;
     *n = 0;
     if (!job_artifacts_state_done(s)) {
@@ -3131,6 +3143,11 @@ hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
     bind_u64(&b, 24, r->created_ms);
     bind_u64(&b, 25, r->started_ms);
     bind_u64(&b, 26, r->ended_ms);
+    bind_u64(&b, 27, r->next_node);
+    bind_u64(&b, 28, r->next_gpu_mask);
+    bind_int(&b, 29, r->has_state);
+    bind_text(&b, 30, r->state_digest);
+    bind_u64(&b, 31, r->state_size);
     if ((rc = store_bind_check(s, &b, "actor put")) == HV_OK) {
         rc = store_exec_stmt(s, st, "actor put");
     }
@@ -3188,6 +3205,12 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     r->last_signal = col_int(st, 21);
     r->created_ms = col_u64(st, 23);
     r->started_ms = col_u64(st, 24);
+    r->next_node = col_u64(st, 26);
+    r->next_gpu_mask = col_u64(st, 27);
+    r->has_state = col_int(st, 28);
+    v = sqlite3_column_text(st, 29);
+    snprintf(r->state_digest, sizeof(r->state_digest), "%s", v != NULL ? (const char *)v : "");
+    r->state_size = col_u64(st, 30);
     r->ended_ms = col_u64(st, 25);
     return HV_OK;
 }

@@ -45,8 +45,9 @@ typedef struct hv_store_s hv_store_t;
  * v10: actors (issue 17).
  * v11: events' structured fields (generation, reason, node, worker_id, rank, duration_ms,
  *      job_state, rollback), jobs.round_code.
- * v12: durable_copies (the newest copy of each job's state in the durable tier). */
-#define HV_STORE_SCHEMA_VERSION 12
+ * v12: durable_copies (the newest copy of each job's state in the durable tier).
+ * v13: actors' moves (next_node, next_gpu_mask, has_state, state_digest, state_size). */
+#define HV_STORE_SCHEMA_VERSION 13
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -486,6 +487,12 @@ typedef struct hv_actor_row_s {
     int proc_live, kill_sent, last_status, last_signal;
     char *address; /* host:port of its live process, "" when none (owned) */
     uint64_t created_ms, started_ms, ended_ms; /* wall clock */
+    /* v13, a move: the node reserved for the replacement and its GPUs there; a saved state
+     * (an artifact: sha256 hex, bytes) waiting to be loaded. */
+    uint64_t next_node, next_gpu_mask;
+    int has_state;
+    char state_digest[65];
+    uint64_t state_size;
 } hv_actor_row_t;
 
 /* Inserts or replaces the row of r->id (borrowed). */

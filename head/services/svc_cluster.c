@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include "hv.pb-c.h"
+#include "actors.h"
+#include "artifacts.h"
 #include "log.h"
 #include "mem.h"
+#include "sha256.h"
 #include "util.h"
 #include "validate.h"
 
@@ -103,6 +106,27 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         sp.env = spec->env;
         sp.n_files = spec->n_files;
         sp.files = spec->files;
+        /* A saved state to load: shipped as one more file, fetched and digest-checked by the
+         * agent like the others, given to the process as HV_ACTOR_STATE_IN. */
+        Hvpb__V1__FileRef state_ref = HVPB__V1__FILE_REF__INIT;
+        Hvpb__V1__FileRef **files = NULL;
+        if (o->state_digest != NULL && o->state_digest[0] != '\0') {
+            files = hv_calloc(spec->n_files + 1, sizeof(*files));
+            if (files == NULL) {
+                hvpb__v1__job_spec__free_unpacked(spec, NULL);
+                return HV_ENOMEM;
+            }
+            for (size_t i = 0; i < spec->n_files; i++) {
+                files[i] = spec->files[i];
+            }
+            state_ref.name = (char *)HV_AM_STATE_FILE;
+            state_ref.digest = (char *)o->state_digest;
+            state_ref.size = o->state_size;
+            state_ref.mode = 0600;
+            files[spec->n_files] = &state_ref;
+            sp.n_files = spec->n_files + 1;
+            sp.files = files;
+        }
         uint32_t gpu = (uint32_t)o->gpu;
         if (o->gpu >= 0) {
             sp.n_gpus = 1;
@@ -122,6 +146,7 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         msg.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
         msg.spawn = &sp;
         hv_err rc = send_msg(x, &msg);
+        hv_free(files);
         hvpb__v1__job_spec__free_unpacked(spec, NULL);
         memset(secret, 0, sizeof(secret));
         return rc;
@@ -157,6 +182,55 @@ void hv_svc_cluster_drop(hv_svc_cluster_t *s, uint64_t node_id) {
     hv_rpc_call_set_data(x->call, NULL);
     hv_rpc_call_cancel(x->call);
     hv_free(x);
+}
+
+/* ---- an actor's saved state -------------------------------------------------------------------- */
+
+#define CLUSTER_ACTOR_STATE_MAX (1u << 20) /* the agent sends no more; the head takes no more */
+
+/* An actor's process saved its state on its way out: it is stored as an artifact (by its
+ * sha256, checked again when the agent of the replacement fetches it) before the driver hears of
+ * the exit; a state that cannot be stored is dropped with a log line (the replacement then
+ * starts from its constructor). */
+static void actor_state_store(hv_svc_cluster_t *s, uint64_t node_id,
+                              const Hvpb__V1__WorkerExited *ex) {
+    if (!hv_am_proc_is(ex->worker_id) || s->arts == NULL) {
+        return;
+    }
+    size_t len = ex->actor_state.len;
+    if (len > CLUSTER_ACTOR_STATE_MAX) {
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-ACTOR-STATE",
+               "actor process %llu: its saved state (%zu bytes) is over the %u-byte limit; it is "
+               "not moved",
+               (unsigned long long)ex->worker_id, len, CLUSTER_ACTOR_STATE_MAX);
+        return;
+    }
+    uint8_t raw[32];
+    char digest[65], err[256] = "";
+    hv_sha256_t h;
+    hv_sha256_init(&h);
+    hv_sha256_update(&h, ex->actor_state.data, len);
+    hv_sha256_final(&h, raw);
+    hv_sha256_hex(raw, digest);
+    hv_err rc = HV_OK;
+    if (!hv_artifacts_present(s->arts, digest)) {
+        uint64_t got = 0;
+        int complete = 0;
+        rc = hv_artifacts_write(s->arts, digest, len, 0, ex->actor_state.data, len, 1, &got,
+                                &complete, err, sizeof(err));
+        if (rc == HV_OK && !complete) {
+            rc = HV_EIO;
+            snprintf(err, sizeof(err), "the artifact is not complete after its only chunk");
+        }
+    }
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "cluster", "HV-ACTOR-STATE",
+               "actor process %llu: its saved state (%zu bytes) could not be stored: %s; it is "
+               "not moved",
+               (unsigned long long)ex->worker_id, len, err);
+        return;
+    }
+    hv_driver_actor_state_saved(s->d, node_id, ex->worker_id, digest, len);
 }
 
 /* ---- Join ----------------------------------------------------------------------------------- */
@@ -460,6 +534,9 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         break;
     case HVPB__V1__AGENT_MSG__BODY_EXITED:
         worker = am->exited->worker_id;
+        if (am->exited->actor_state_saved) {
+            actor_state_store(s, x->node_id, am->exited);
+        }
         rc = hv_driver_worker_exited(s->d, x->node_id, worker, am->exited->exit_code,
                                      am->exited->term_signal, am->exited->reason);
         break;
@@ -602,7 +679,8 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
          cred.kind != HV_CRED_NODE ||
          (!hv_driver_node_jobs_any(s->d, cred.node_id, spec_uses, (void *)req->digest) &&
           !hv_driver_node_actor_specs_any(s->d, cred.node_id, spec_bytes_use,
-                                          (void *)req->digest)))) {
+                                          (void *)req->digest) &&
+          !hv_driver_node_actor_state_is(s->d, cred.node_id, req->digest)))) {
         HV_LOG(HV_LOG_WARN, "cluster", "HV-FETCH-SCOPE",
                "node %llu (from %s): refused a fetch of artifact %.12s, which no worker placed on "
                "this node uses",

@@ -187,10 +187,18 @@ typedef struct hv_actor_connect_config_s {
                                     HV_ACTOR_PENDING_DEFAULT */
     uint32_t send_timeout_ms;    /* a send that cannot progress this long (the actor stopped
                                     reading) breaks the connection; default 10000 */
+    /* Handles from hv_actor_lookup only (they re-resolve the actor through the head after a
+     * move or a restart; see hv_actor_lookup): */
+    uint32_t resolve_timeout_ms; /* how long to look for the actor again; default
+                                    HV_ACTOR_RESOLVE_TIMEOUT_DEFAULT */
+    uint32_t max_call_retries;   /* resends of a call in doubt; 0 = the actor's own
+                                    max_call_retries (Actors.Get) */
 } hv_actor_connect_config_t;
 
+#define HV_ACTOR_RESOLVE_TIMEOUT_DEFAULT 30000u
+
 #define HV_ACTOR_CONNECT_CONFIG_INIT                                                               \
-    { sizeof(hv_actor_connect_config_t), 0, 0, 0 }
+    { sizeof(hv_actor_connect_config_t), 0, 0, 0, 0, 0 }
 
 /* Connects to the actor at addr ("host:port", borrowed) and proves knowledge of secret
  * (borrowed, NUL-terminated; it never leaves this process) while checking that the actor knows
@@ -231,6 +239,13 @@ HV_API const char *hv_future_error(const hv_future_t *f, hv_err *remote_code_out
 
 /* Frees f. A call still in flight goes on; its result is dropped when it comes. NULL: no-op. */
 HV_API void hv_future_destroy(hv_future_t *f);
+
+/* How many times the call was put on the wire so far: 1 for a call sent once; more when a
+ * re-resolving handle (hv_actor_lookup) sent it again after a move or a restart (a call the
+ * actor said it did not run, or, with max_call_retries, one whose outcome was unknown); 0 while
+ * it waits for the handle to reconnect. Read it with the outcome to tell which delivery a result
+ * or an error came from. Thread-safe. */
+HV_API uint32_t hv_future_sends(const hv_future_t *f);
 
 /* The blocking convenience: hv_actor_call_async, then hv_future_wait up to timeout_ms. On HV_OK
  * *data_out (optional) gets the result in a buffer owned by the caller (free with hv_actor_free;
@@ -274,7 +289,20 @@ HV_API void hv_actor_close(hv_actor_t *a);
  * actor, or it is dead: err says why), HV_ETIMEDOUT (not alive in time), HV_EAUTH / HV_EPERM
  * (the head refused the credential), HV_EUNAVAIL (the head or the actor cannot be reached), and
  * hv_actor_connect's. On HV_OK *out is an owned handle (hv_actor_close). The secret never leaves
- * this function but to hv_actor_connect. Thread-safe. */
+ * this function but to hv_actor_connect. Thread-safe.
+ *
+ * The handle re-resolves: when its connection ends (the actor moved on a drain or a preemption
+ * notice, was restarted, or the connection broke) its receiving thread asks the head again
+ * (waiting while the actor is moving, restarting or starting; bounded by cfg's
+ * resolve_timeout_ms, default 30 s), reconnects, and sends again, in order and before any later
+ * call, every call the actor said it did not run (its GOAWAY at stop names the last call it ran)
+ * and, with max_call_retries > 0 (the actor's, from the head, unless cfg sets one), every call
+ * whose outcome is unknown, up to that many more times. Calls made meanwhile wait in order and
+ * leave once it reconnected. A call in doubt with no retry left ends HV_EINDOUBT; when the actor
+ * cannot be found again, the calls that never ran end HV_EUNAVAIL ("not delivered: ... finding the
+ * actor again through the head failed: ..."), those in doubt HV_EINDOUBT. hv_future_sends tells
+ * which delivery an outcome came from. The handle keeps the credential (in memory only, wiped
+ * when it is freed) for this. */
 HV_API hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns,
                               const char *name, uint32_t timeout_ms,
                               const hv_actor_connect_config_t *cfg, hv_actor_t **out, char *err,

@@ -146,7 +146,8 @@ class ActorServerConfig(ctypes.Structure):
 class ActorConnectConfig(ctypes.Structure):
     """hv_actor_connect_config_t."""
     _fields_ = [("size", _c_size), ("connect_timeout_ms", _u32), ("max_pending", _u32),
-                ("send_timeout_ms", _u32)]
+                ("send_timeout_ms", _u32), ("resolve_timeout_ms", _u32),
+                ("max_call_retries", _u32)]
 
 
 hv_actor_out_append = _proto("hv_actor_out_append", _c_int, _vp, _vp, _c_size)
