@@ -7,6 +7,9 @@
  * (0.881 to 0.884 with seeds 1 to 5), an epoch taking 2 to 3 s in one process on one core of
  * a 2020s x86 server.
  *
+ * The model (layout, forward pass, initialisation, evaluation) is mlp.c's, shared with the
+ * evaluation actor; the backward pass and the update are here.
+ *
  * What it shows of hv/elastic.h: the weights, the momentum buffers and the scalars (epoch, step
  * in the epoch, the epoch's summed loss, the last accuracy) live in an hv_state_t; the training
  * function runs under hv_elastic_run; a sampler hands out each epoch's shuffled samples (by
@@ -74,6 +77,17 @@
  *                         write outlives a SIGKILL of the node or of its agent; the log stream
  *                         may lose the last lines). A rank 0 that takes over after a reset does
  *                         not print a line PATH already holds
+ *   --eval-actor [NS/]NAME  the test evaluation runs in the actor NAME (class "evaluator",
+ *                         examples/eval_actor.c), not in the job: rank 0 sends it the committed
+ *                         model after each epoch's commit (hv_actor_lookup, hv_actor_call_async:
+ *                         training does not wait for the evaluation) and prints its answers as
+ *                         "elastic_train: evaluated by NAME: epoch=E accuracy=A loss=L samples=N"
+ *                         when they have come (at a later epoch's end, or at the finish, which
+ *                         waits up to 60 s for them, 5 s in a removed worker); the epoch lines
+ *                         say accuracy=-. A model whose call was lost with the connection (the
+ *                         actor moved) is sent again. A missing or unreachable actor is a
+ *                         warning on stderr at each epoch's end, never an error: training goes
+ *                         on (docs/actors.md)
  *   --verbose             more on stderr: configuration, data loading, progress every 100 steps
  *   --help                this text
  */
@@ -88,77 +102,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hv/actor.h>
 #include <hv/elastic.h>
 #include <hv/hv.h>
 
 #include "fmnist.h"
+#include "mlp.h"
 
-/* ---- the model ------------------------------------------------------------------------------ */
-
-#define N_IN FMNIST_PIXELS
-#define N_H1 256
-#define N_H2 128
-#define N_OUT FMNIST_CLASSES
-
-/* Every parameter in one float array: w1[N_IN][N_H1], b1, w2[N_H1][N_H2], b2, w3[N_H2][N_OUT],
- * b3. A weight matrix is stored input-major (row i holds the weights from input i to every
- * output), so the forward pass and the weight gradient run along contiguous rows. */
-#define OFF_W1 0
-#define OFF_B1 (OFF_W1 + N_IN * N_H1)
-#define OFF_W2 (OFF_B1 + N_H1)
-#define OFF_B2 (OFF_W2 + N_H1 * N_H2)
-#define OFF_W3 (OFF_B2 + N_H2)
-#define OFF_B3 (OFF_W3 + N_H2 * N_OUT)
-#define N_PARAMS (OFF_B3 + N_OUT)
+/* ---- the backward pass (the model and its forward pass are in mlp.c) ------------------------ */
 
 #define MOMENTUM 0.9f
-#define EVAL_BATCH 256 /* test samples per forward pass at evaluation */
-#define SAMPLE_BLOCK 4 /* samples that share a weight row in the forward pass (stays in L1) */
-
-/* Activations of one batch, sample after sample (cap samples each). Owned by the model. */
-typedef struct acts_s {
-    size_t cap;
-    float *x;   /* [cap][N_IN] inputs scaled to [0, 1] */
-    float *a1;  /* [cap][N_H1] first hidden layer after ReLU */
-    float *a2;  /* [cap][N_H2] second hidden layer after ReLU */
-    float *z;   /* [cap][N_OUT] logits */
-    float *dz;  /* [cap][N_OUT] loss gradient at the logits: softmax - one-hot */
-    float *d2;  /* [cap][N_H2] loss gradient at the second layer's pre-activation */
-    float *d1;  /* [cap][N_H1] loss gradient at the first layer's pre-activation */
-    uint8_t *y; /* [cap] labels */
-} acts_t;
-
-/* out[b][j] = bias[j] + sum_i in[b][i] * w[i][j] (then ReLU when relu), for n samples. Zero
- * inputs are skipped: about half of a Fashion-MNIST image is black background, and half of the
- * hidden units are 0 after ReLU. The innermost loop is a contiguous axpy that the compiler
- * vectorises; SAMPLE_BLOCK samples reuse each weight row while it is in L1. */
-static void dense_forward(const float *restrict in, size_t n, size_t nin, const float *restrict w,
-                          const float *restrict bias, size_t nout, float *restrict out, int relu) {
-    for (size_t b = 0; b < n; b++) {
-        memcpy(out + b * nout, bias, nout * sizeof(float));
-    }
-    for (size_t b0 = 0; b0 < n; b0 += SAMPLE_BLOCK) {
-        size_t bn = n - b0 < SAMPLE_BLOCK ? n - b0 : SAMPLE_BLOCK;
-        for (size_t i = 0; i < nin; i++) {
-            const float *restrict wr = w + i * nout;
-            for (size_t k = 0; k < bn; k++) {
-                float a = in[(b0 + k) * nin + i];
-                if (a == 0.0f) {
-                    continue;
-                }
-                float *restrict o = out + (b0 + k) * nout;
-                for (size_t j = 0; j < nout; j++) {
-                    o[j] += a * wr[j];
-                }
-            }
-        }
-    }
-    if (relu) {
-        for (size_t i = 0; i < n * nout; i++) {
-            out[i] = out[i] > 0.0f ? out[i] : 0.0f;
-        }
-    }
-}
 
 /* gw[i][j] += sum_b in[b][i] * d[b][j] and gb[j] += sum_b d[b][j]: the weight gradients summed
  * over n samples, one gradient row at a time (it stays in L1 while every sample adds to it). */
@@ -217,63 +170,6 @@ static void dense_backward_input(const float *restrict act, size_t n, size_t nin
     }
 }
 
-/* Forward pass of n samples (A->x, A->y filled): the summed cross-entropy loss, and the number
- * of correct predictions in *correct; A->dz receives the loss gradient at the logits. */
-static double forward(const float *p, acts_t *A, size_t n, uint64_t *correct) {
-    dense_forward(A->x, n, N_IN, p + OFF_W1, p + OFF_B1, N_H1, A->a1, 1);
-    dense_forward(A->a1, n, N_H1, p + OFF_W2, p + OFF_B2, N_H2, A->a2, 1);
-    dense_forward(A->a2, n, N_H2, p + OFF_W3, p + OFF_B3, N_OUT, A->z, 0);
-    double loss = 0;
-    uint64_t ok = 0;
-    for (size_t b = 0; b < n; b++) {
-        const float *z = A->z + b * N_OUT;
-        float *dz = A->dz + b * N_OUT;
-        size_t best = 0;
-        for (size_t j = 1; j < N_OUT; j++) {
-            best = z[j] > z[best] ? j : best;
-        }
-        ok += best == A->y[b];
-        // Softmax with the largest logit subtracted, so exp never overflows.
-        double sum = 0;
-        for (size_t j = 0; j < N_OUT; j++) {
-            dz[j] = expf(z[j] - z[best]);
-            sum += dz[j];
-        }
-        loss += log(sum) - (double)(z[A->y[b]] - z[best]);
-        for (size_t j = 0; j < N_OUT; j++) {
-            dz[j] = (float)(dz[j] / sum);
-        }
-        dz[A->y[b]] -= 1.0f;
-    }
-    *correct = ok;
-    return loss;
-}
-
-/* splitmix64: a small, good 64-bit generator for the weight initialisation. */
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform weights in [-bound, bound], zero biases. */
-static void init_layer(float *w, float *bias, size_t nin, size_t nout, double bound, uint64_t *s) {
-    for (size_t i = 0; i < nin * nout; i++) {
-        double u = (double)(splitmix(s) >> 11) / 9007199254740992.0; // [0, 1)
-        w[i] = (float)((2.0 * u - 1.0) * bound);
-    }
-    memset(bias, 0, nout * sizeof(float));
-}
-
-/* He-uniform for the ReLU layers, Glorot-uniform for the output layer. */
-static void init_params(float *p, uint64_t seed) {
-    uint64_t s = seed ^ 0x6d6c702d696e6974ull; // "mlp-init": not the sampler's stream
-    init_layer(p + OFF_W1, p + OFF_B1, N_IN, N_H1, sqrt(6.0 / N_IN), &s);
-    init_layer(p + OFF_W2, p + OFF_B2, N_H1, N_H2, sqrt(6.0 / N_H1), &s);
-    init_layer(p + OFF_W3, p + OFF_B3, N_H2, N_OUT, sqrt(6.0 / (N_H2 + N_OUT)), &s);
-}
-
 /* ---- options -------------------------------------------------------------------------------- */
 
 /* A fault to inject (--exit-at, --kill-at): at batch `batch` of epoch `epoch`. */
@@ -304,6 +200,9 @@ typedef struct opts_s {
     double compute_ms_per_sample; /* --compute-ms-per-sample */
     const char *step_log;         /* --step-log PATH, or NULL */
     const char *epoch_log;        /* --epoch-log PATH, or NULL */
+    const char *eval_actor;       /* --eval-actor [NAMESPACE/]NAME as given, or NULL */
+    char eval_ns[128];            /* its namespace ("": the default one) */
+    char eval_name[256];          /* its name */
     int verbose;
 } opts_t;
 
@@ -315,7 +214,8 @@ static void usage(FILE *f) {
         "                     [--step-delay-ms N] [--exit-at E:B:R:CODE] [--kill-at E:B:R]\n"
         "                     [--exit-on-node NODE:CODE] [--double-every N [--double-max M]]\n"
         "                     [--checkpoint PATH [--checkpoint-every N]]\n"
-        "                     [--compute-ms-per-sample X] [--step-log PATH] [--verbose]\n"
+        "                     [--compute-ms-per-sample X] [--step-log PATH]\n"
+        "                     [--eval-actor [NAMESPACE/]NAME] [--verbose]\n"
         "Trains a 784-256-128-10 MLP on Fashion-MNIST under libhv's elastic API.\n"
         "  --epochs N           epochs (default 5)\n"
         "  --batch N            global batch, split across ranks (default 64)\n"
@@ -344,6 +244,9 @@ static void usage(FILE *f) {
         "                       (an accelerator's time, for benchmarks)\n"
         "  --step-log PATH      rank 0 appends 'EPOCH BATCH GENERATION' as each step starts\n"
         "  --epoch-log PATH     rank 0 appends each epoch's line there too\n"
+        "  --eval-actor NAME    rank 0 sends each epoch's committed model to the actor NAME\n"
+        "                       (class evaluator, examples/eval_actor) instead of evaluating\n"
+        "                       it in the job; a missing actor is a warning, training goes on\n"
         "  --verbose            configuration, data loading and progress on stderr\n"
         "Rank 0 prints one line per epoch and a final 'done' line on stdout. Exit status 0\n"
         "on success (also when a drain removed this worker), 1 on an error.\n",
@@ -431,7 +334,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                                                  "--checkpoint-every",
                                                  "--compute-ms-per-sample",
                                                  "--step-log",
-                                                 "--epoch-log"};
+                                                 "--epoch-log",
+                                                 "--eval-actor"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
             known |= strcmp(name, with_value[k]) == 0;
@@ -490,6 +394,20 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         } else if (strcmp(name, "--epoch-log") == 0) {
             o->epoch_log = v;
             want = v[0] == '\0' ? "a file path" : NULL;
+        } else if (strcmp(name, "--eval-actor") == 0) {
+            o->eval_actor = v;
+            const char *slash = strchr(v, '/');
+            size_t nslen = slash != NULL ? (size_t)(slash - v) : 0;
+            const char *nm = slash != NULL ? slash + 1 : v;
+            want = nm[0] == '\0' || strchr(nm, '/') != NULL || nslen >= sizeof(o->eval_ns) ||
+                           strlen(nm) >= sizeof(o->eval_name) || (slash != NULL && nslen == 0)
+                       ? "an actor's name, or NAMESPACE/NAME"
+                       : NULL;
+            if (want == NULL) {
+                memcpy(o->eval_ns, v, nslen);
+                o->eval_ns[nslen] = '\0';
+                snprintf(o->eval_name, sizeof(o->eval_name), "%s", nm);
+            }
         } else if (strcmp(name, "--compute-ms-per-sample") == 0) {
             char *end = NULL;
             errno = 0;
@@ -557,14 +475,39 @@ static int parse_args(int argc, char **argv, opts_t *o) {
 
 /* ---- training ------------------------------------------------------------------------------- */
 
+/* --eval-actor: how many models wait for the actor at most (the oldest is dropped, with a
+ * warning), how long rank 0 waits for the actor at an epoch's end (a lookup while it is placed or
+ * moved), and how long a process waits for its last evaluations once training is over. */
+#define EVAL_PENDING_MAX 4
+#define EVAL_LOOKUP_MS 1000
+#define EVAL_FINISH_MS 60000
+#define EVAL_REMOVED_MS 5000 /* the same for a worker a drain removed: its node is going */
+
+/* A model on its way to the evaluation actor, kept until the actor answered, so that it can be
+ * sent again when the connection broke with it in flight (the evaluator replaces the row of an
+ * epoch it has: a second delivery is harmless). */
+typedef struct eval_item_s {
+    uint64_t epoch;
+    unsigned char *model; /* MLP_MODEL_BYTES, mlp_model_encode (owned) */
+    hv_future_t *f;       /* the call in flight (owned), or NULL: not sent (yet, or again) */
+} eval_item_t;
+
+/* Rank 0's link to the evaluation actor: local to the process, never in the elastic state (a
+ * rank 0 that takes over after a reset finds the actor by name itself). */
+typedef struct eval_link_s {
+    hv_actor_t *a;                   /* connected (owned), or NULL */
+    eval_item_t q[EVAL_PENDING_MAX]; /* oldest first */
+    size_t n;
+} eval_link_t;
+
 typedef struct trainer_s {
     opts_t o;
     fmnist_t train, test;
     hv_sampler_t *sampler; /* owned by the state */
     size_t cap;            /* this rank's most samples in a step (the sampler's cap) */
     /* Registered in the state (committed, restored, synced from rank 0): */
-    float *params;       /* [N_PARAMS] */
-    float *velocity;     /* [N_PARAMS] momentum buffers */
+    float *params;       /* [MLP_PARAMS] */
+    float *velocity;     /* [MLP_PARAMS] momentum buffers */
     uint64_t epoch;      /* epochs completed */
     uint64_t batch;      /* steps done in the current epoch */
     uint64_t first_gen;  /* the generation of the job's first round (0: not yet known) */
@@ -572,16 +515,19 @@ typedef struct trainer_s {
     double loss_sum;     /* summed training loss of the current epoch's committed steps */
     double accuracy;     /* test accuracy at the end of the last epoch */
     /* Local to this process: */
-    float *grad;      /* [N_PARAMS] this step's gradients, summed, then over all ranks */
+    float *grad;      /* [MLP_PARAMS] this step's gradients, summed, then over all ranks */
     double step_loss; /* this step's loss sum (allreduced with the gradients) */
     uint64_t *idx;    /* [cap] the step's sample indices */
-    acts_t acts;
+    mlp_acts_t acts;
     double lr;            /* the peak rate at the current world size */
     uint64_t timed_epoch; /* the epoch t_start belongs to (UINT64_MAX: none) */
     double t_start;       /* when this process started (or joined) that epoch */
     int entered;          /* train() ran before in this process */
     int step_fd;          /* --step-log, opened on first use (-1: not yet) */
     int epoch_fd;         /* --epoch-log, the same */
+    eval_link_t eval;     /* --eval-actor: rank 0's link to the evaluation actor */
+    uint64_t eval_sent;   /* --eval-actor: the epochs whose model this process sent (the last
+                             one sent is that of epoch eval_sent - 1) */
     /* The last epoch's line, kept by every rank (they all compute the same values), and the
      * epochs whose line rank 0 printed, counted by every rank, so that a survivor that becomes
      * rank 0 neither repeats nor loses a line. */
@@ -654,18 +600,6 @@ static void fault_check(const trainer_t *t, const fault_t *f, int kill) {
     _exit(f->code);
 }
 
-/* Scales the samples idx[0..n) to [0, 1] into the activations' input rows. */
-static void load_batch(acts_t *A, const fmnist_t *d, const uint64_t *idx, size_t n) {
-    for (size_t b = 0; b < n; b++) {
-        const uint8_t *img = d->images + idx[b] * N_IN;
-        float *x = A->x + b * N_IN;
-        for (size_t i = 0; i < N_IN; i++) {
-            x[i] = (float)img[i] * (1.0f / 255.0f);
-        }
-        A->y[b] = d->labels[idx[b]];
-    }
-}
-
 /* Waits for every handle in h[0..n) (each must be released even after a failure, and the
  * buffers stay borrowed until then); returns the first error. */
 static hv_err wait_all(hv_handle_t *h, size_t n) {
@@ -683,44 +617,44 @@ static hv_err wait_all(hv_handle_t *h, size_t n) {
 /* One step on this rank's n samples: forward, backward (summed gradients), the allreduce of the
  * gradients and the loss, and the update. */
 static hv_err train_step(trainer_t *t, size_t n) {
-    acts_t *A = &t->acts;
+    mlp_acts_t *A = &t->acts;
     float *p = t->params, *g = t->grad;
-    memset(g, 0, N_PARAMS * sizeof(float));
+    memset(g, 0, MLP_PARAMS * sizeof(float));
     t->step_loss = 0;
     uint64_t correct = 0;
     if (n > 0) {
-        load_batch(A, &t->train, t->idx, n);
-        t->step_loss = forward(p, A, n, &correct);
+        mlp_load_batch(A, &t->train, t->idx, n);
+        t->step_loss = mlp_forward(p, A, n, &correct);
     }
     // The backward pass, handing each layer's gradients to the engine as soon as they are
     // complete (as a framework's backward hooks do): the engine negotiates and fuses them while
     // the lower layers are still being computed. Ranks with n == 0 submit zeros.
     hv_handle_t h[3] = {0, 0, 0};
     hv_err rc;
-    dense_backward_weights(A->a2, n, N_H2, A->dz, N_OUT, g + OFF_W3, g + OFF_B3);
+    dense_backward_weights(A->a2, n, MLP_H2, A->dz, MLP_OUT, g + MLP_OFF_W3, g + MLP_OFF_B3);
     hv_tensor_t top[3] = {
-        {"grad.w3", g + OFF_W3, g + OFF_W3, N_H2 * N_OUT, HV_FLOAT32},
-        {"grad.b3", g + OFF_B3, g + OFF_B3, N_OUT, HV_FLOAT32},
+        {"grad.w3", g + MLP_OFF_W3, g + MLP_OFF_W3, MLP_H2 * MLP_OUT, HV_FLOAT32},
+        {"grad.b3", g + MLP_OFF_B3, g + MLP_OFF_B3, MLP_OUT, HV_FLOAT32},
         {"loss", &t->step_loss, &t->step_loss, 1, HV_FLOAT64},
     };
     if ((rc = hv_allreduce_group_async(top, 3, HV_SUM, &h[0])) != HV_OK) {
         return rc;
     }
-    dense_backward_input(A->a2, n, N_H2, p + OFF_W3, A->dz, N_OUT, A->d2);
-    dense_backward_weights(A->a1, n, N_H1, A->d2, N_H2, g + OFF_W2, g + OFF_B2);
+    dense_backward_input(A->a2, n, MLP_H2, p + MLP_OFF_W3, A->dz, MLP_OUT, A->d2);
+    dense_backward_weights(A->a1, n, MLP_H1, A->d2, MLP_H2, g + MLP_OFF_W2, g + MLP_OFF_B2);
     hv_tensor_t mid[2] = {
-        {"grad.w2", g + OFF_W2, g + OFF_W2, N_H1 * N_H2, HV_FLOAT32},
-        {"grad.b2", g + OFF_B2, g + OFF_B2, N_H2, HV_FLOAT32},
+        {"grad.w2", g + MLP_OFF_W2, g + MLP_OFF_W2, MLP_H1 * MLP_H2, HV_FLOAT32},
+        {"grad.b2", g + MLP_OFF_B2, g + MLP_OFF_B2, MLP_H2, HV_FLOAT32},
     };
     if ((rc = hv_allreduce_group_async(mid, 2, HV_SUM, &h[1])) != HV_OK) {
         wait_all(h, 3);
         return rc;
     }
-    dense_backward_input(A->a1, n, N_H1, p + OFF_W2, A->d2, N_H2, A->d1);
-    dense_backward_weights(A->x, n, N_IN, A->d1, N_H1, g + OFF_W1, g + OFF_B1);
+    dense_backward_input(A->a1, n, MLP_H1, p + MLP_OFF_W2, A->d2, MLP_H2, A->d1);
+    dense_backward_weights(A->x, n, MLP_IN, A->d1, MLP_H1, g + MLP_OFF_W1, g + MLP_OFF_B1);
     hv_tensor_t bottom[2] = {
-        {"grad.w1", g + OFF_W1, g + OFF_W1, N_IN * N_H1, HV_FLOAT32},
-        {"grad.b1", g + OFF_B1, g + OFF_B1, N_H1, HV_FLOAT32},
+        {"grad.w1", g + MLP_OFF_W1, g + MLP_OFF_W1, MLP_IN * MLP_H1, HV_FLOAT32},
+        {"grad.b1", g + MLP_OFF_B1, g + MLP_OFF_B1, MLP_H1, HV_FLOAT32},
     };
     rc = hv_allreduce_group_async(bottom, 2, HV_SUM, &h[2]);
     hv_err wrc = wait_all(h, 3);
@@ -741,7 +675,7 @@ static hv_err train_step(trainer_t *t, size_t n) {
         t->o.double_every ? (float)t->lr : (float)(t->lr * 0.5 * (1.0 + cos(M_PI * progress)));
     float scale = 1.0f / (float)total;
     float *restrict v = t->velocity;
-    for (size_t i = 0; i < N_PARAMS; i++) {
+    for (size_t i = 0; i < MLP_PARAMS; i++) {
         v[i] = MOMENTUM * v[i] + g[i] * scale;
         p[i] -= lr * v[i];
     }
@@ -753,19 +687,11 @@ static hv_err train_step(trainer_t *t, size_t n) {
  * are summed (every rank gets the result). */
 static hv_err evaluate(trainer_t *t, double *accuracy) {
     size_t total = t->test.count, size = (size_t)hv_size(), rank = (size_t)hv_rank();
-    size_t lo = total * rank / size, hi = total * (rank + 1) / size;
-    int64_t correct = 0;
-    uint64_t idx[EVAL_BATCH];
-    for (size_t s = lo; s < hi; s += EVAL_BATCH) {
-        size_t n = hi - s < EVAL_BATCH ? hi - s : EVAL_BATCH;
-        for (size_t b = 0; b < n; b++) {
-            idx[b] = s + b;
-        }
-        uint64_t ok = 0;
-        load_batch(&t->acts, &t->test, idx, n);
-        forward(t->params, &t->acts, n, &ok);
-        correct += (int64_t)ok;
-    }
+    uint64_t ok = 0;
+    double loss = 0;
+    mlp_test(t->params, &t->test, total * rank / size, total * (rank + 1) / size, &t->acts, &ok,
+             &loss);
+    int64_t correct = (int64_t)ok;
     hv_err rc = hv_allreduce(&correct, &correct, 1, HV_INT64, HV_SUM);
     if (rc != HV_OK) {
         return rc;
@@ -818,6 +744,12 @@ static void checkpoint(trainer_t *t, hv_state_t *st) {
     }
 }
 
+/* An accuracy as printed: "0.8812", or "-" when the job did not compute it (--eval-actor). */
+static const char *accuracy_text(double a, char *buf, size_t len) {
+    snprintf(buf, len, isnan(a) ? "-" : "%.4f", a);
+    return buf;
+}
+
 /* Whether the --epoch-log file already holds the line of epoch e: a rank 0 that takes over after
  * a reset cannot know whether the one before it wrote the line before it went (the nodes of a
  * test share the file). */
@@ -847,14 +779,14 @@ static void report_print(trainer_t *t) {
         t->printed = t->epoch; /* the rank 0 before this one wrote it */
         return;
     }
-    char line[512];
+    char line[512], acc[32];
     snprintf(line, sizeof(line),
              "elastic_train: epoch=%llu size=%d generation=%u rank0=%s samples=%llu "
-             "duplicates=%llu exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n",
+             "duplicates=%llu exact=%d loss=%.4f accuracy=%s seconds=%.2f\n",
              (unsigned long long)t->report.epoch, t->report.size, t->report.generation,
              hv_host_name(), (unsigned long long)t->report.samples,
              (unsigned long long)t->report.duplicates, t->report.exact, t->report.loss,
-             t->report.accuracy, t->report.seconds);
+             accuracy_text(t->report.accuracy, acc, sizeof(acc)), t->report.seconds);
     if (t->o.epoch_log != NULL) {
         append_line(&t->epoch_fd, t->o.epoch_log, "--epoch-log", line);
     }
@@ -875,6 +807,188 @@ static hv_err report_confirm(trainer_t *t) {
     return rc;
 }
 
+/* ---- the evaluation actor (--eval-actor) ---------------------------------------------------- */
+
+static void eval_warn(const trainer_t *t, const char *what, const char *detail, hv_err rc) {
+    fprintf(stderr, "elastic_train: warning: --eval-actor %s: %s: %s (%s)\n", t->o.eval_actor, what,
+            detail[0] != '\0' ? detail : hv_strerror(rc), hv_errname(rc));
+}
+
+/* Removes the oldest model (its call, if any, goes on; its result is dropped). */
+static void eval_pop(eval_link_t *L) {
+    hv_future_destroy(L->q[0].f);
+    free(L->q[0].model);
+    L->n--;
+    memmove(&L->q[0], &L->q[1], L->n * sizeof(L->q[0]));
+}
+
+/* The connection broke (or could not be used): close it; the models in flight are sent again on
+ * the next connection. */
+static void eval_disconnect(eval_link_t *L) {
+    hv_actor_close(L->a);
+    L->a = NULL;
+    for (size_t i = 0; i < L->n; i++) {
+        hv_future_destroy(L->q[i].f);
+        L->q[i].f = NULL;
+    }
+}
+
+/* Takes the outcomes that came, oldest first (the actor answers in the order sent), waiting up to
+ * timeout_ms for them (0: only those already here). A result is printed on stdout; a failed
+ * evaluation is a warning and is not sent again; a broken connection keeps the models for a
+ * resend. */
+static void eval_harvest(trainer_t *t, uint32_t timeout_ms) {
+    eval_link_t *L = &t->eval;
+    double until = now_s() + timeout_ms / 1000.0;
+    while (L->n > 0 && L->q[0].f != NULL) {
+        double left = until - now_s();
+        const void *res = NULL;
+        size_t len = 0;
+        hv_err rc = hv_future_wait(L->q[0].f, left > 0 ? (uint32_t)(left * 1000) : 0, &res, &len);
+        if (rc == HV_ETIMEDOUT) {
+            return;
+        }
+        if (rc == HV_OK) {
+            printf("elastic_train: evaluated by %s: %.*s\n", t->o.eval_actor,
+                   (int)(len < 512 ? len : 512), (const char *)res);
+            fflush(stdout);
+            eval_pop(L);
+        } else if (rc == HV_EREMOTE) {
+            char what[64];
+            snprintf(what, sizeof(what), "the evaluation of epoch %llu failed",
+                     (unsigned long long)L->q[0].epoch);
+            eval_warn(t, what, hv_future_error(L->q[0].f, NULL), rc);
+            eval_pop(L);
+        } else {
+            char why[512];
+            hv_actor_last_error(L->a, why, sizeof(why));
+            eval_warn(t, "the connection to the actor broke; the models in flight are sent again",
+                      why, rc);
+            eval_disconnect(L);
+        }
+    }
+}
+
+/* Connects (a lookup by name through the head, waiting up to timeout_ms for an actor that is
+ * being placed, restarted or moved) and sends every model not in flight, in epoch order.
+ * Returns the lookup's error, with its message in err (errlen bytes); HV_OK when connected. */
+static hv_err eval_send(trainer_t *t, uint32_t timeout_ms, char *err, size_t errlen) {
+    eval_link_t *L = &t->eval;
+    err[0] = '\0';
+    if (L->a == NULL) {
+        hv_err rc = hv_actor_lookup(NULL, NULL, t->o.eval_ns, t->o.eval_name,
+                                    timeout_ms > 0 ? timeout_ms : 1, NULL, &L->a, err, errlen);
+        if (rc != HV_OK) {
+            L->a = NULL;
+            return rc;
+        }
+    }
+    size_t i = 0;
+    while (i < L->n) {
+        if (L->q[i].f != NULL) {
+            i++;
+            continue;
+        }
+        hv_err rc =
+            hv_actor_call_async(L->a, "evaluate", L->q[i].model, MLP_MODEL_BYTES, &L->q[i].f);
+        if (rc == HV_ETOOBIG || rc == HV_EINVAL) {
+            // Over the actor's frame limit: it can never be sent (the connection still works).
+            char why[512], what[96];
+            L->q[i].f = NULL;
+            hv_actor_last_error(L->a, why, sizeof(why));
+            snprintf(what, sizeof(what), "the model of epoch %llu cannot be sent",
+                     (unsigned long long)L->q[i].epoch);
+            eval_warn(t, what, why, rc);
+            free(L->q[i].model);
+            L->n--;
+            memmove(&L->q[i], &L->q[i + 1], (L->n - i) * sizeof(L->q[0]));
+        } else if (rc != HV_OK) {
+            char why[512];
+            L->q[i].f = NULL;
+            hv_actor_last_error(L->a, why, sizeof(why));
+            eval_warn(t, "a model was not sent; it is sent again on a new connection", why, rc);
+            eval_disconnect(L);
+            return HV_OK;
+        } else {
+            i++;
+        }
+    }
+    return HV_OK;
+}
+
+/* Rank 0, with the committed state at an epoch's end (t->batch == 0): queues the model of the
+ * epoch just completed for the actor and sends it, without waiting for the evaluation (its result
+ * is printed when it has come, at a later epoch's end or at the finish). Waits only for a lookup
+ * (EVAL_LOOKUP_MS, when the actor is not connected) and while the socket's buffer is full. */
+static void eval_committed(trainer_t *t) {
+    eval_link_t *L = &t->eval;
+    if (t->o.eval_actor == NULL || hv_rank() != 0 || t->batch != 0 || t->epoch == 0 ||
+        t->eval_sent >= t->epoch) {
+        return;
+    }
+    t->eval_sent = t->epoch;
+    eval_harvest(t, 0);
+    if (L->n == EVAL_PENDING_MAX) {
+        fprintf(stderr,
+                "elastic_train: warning: --eval-actor %s: %d models wait for the actor; the "
+                "model of epoch %llu is dropped, not evaluated\n",
+                t->o.eval_actor, EVAL_PENDING_MAX, (unsigned long long)L->q[0].epoch);
+        eval_pop(L);
+    }
+    eval_item_t *it = &L->q[L->n];
+    *it = (eval_item_t){.epoch = t->epoch - 1, .model = malloc(MLP_MODEL_BYTES)};
+    if (it->model == NULL) {
+        fprintf(stderr, "elastic_train: warning: --eval-actor %s: out of memory\n",
+                t->o.eval_actor);
+        return;
+    }
+    mlp_model_encode(it->epoch, t->params, it->model);
+    L->n++;
+    char err[1024];
+    hv_err rc = eval_send(t, EVAL_LOOKUP_MS, err, sizeof(err));
+    if (rc != HV_OK) {
+        char what[128];
+        snprintf(what, sizeof(what),
+                 "cannot reach the actor (%zu model%s waiting for it; training goes on)", L->n,
+                 L->n == 1 ? "" : "s");
+        eval_warn(t, what, err, rc);
+    }
+}
+
+/* When training is over (any process; only a past rank 0 has models left): waits up to
+ * timeout_ms for the actor to answer every model still waiting, connecting and sending again as
+ * needed, says which were not evaluated, and closes the connection. */
+static void eval_finish(trainer_t *t, uint32_t timeout_ms) {
+    eval_link_t *L = &t->eval;
+    double until = now_s() + timeout_ms / 1000.0;
+    char err[1024] = "";
+    hv_err rc = HV_OK;
+    while (L->n > 0 && now_s() < until) {
+        uint32_t left = (uint32_t)((until - now_s()) * 1000);
+        rc = eval_send(t, left, err, sizeof(err));
+        if (rc == HV_ENOTFOUND || rc == HV_EAUTH || rc == HV_EPERM || rc == HV_EINVAL) {
+            break; // no such actor, or not ours to call: waiting does not help
+        }
+        if (rc != HV_OK) {
+            sleep_ms(500);
+            continue;
+        }
+        eval_harvest(t, (uint32_t)((until - now_s()) * 1000));
+    }
+    if (L->n > 0) {
+        char what[128];
+        snprintf(what, sizeof(what), "%zu model%s not evaluated (the last of epoch %llu)", L->n,
+                 L->n == 1 ? " was" : "s were", (unsigned long long)L->q[L->n - 1].epoch);
+        eval_warn(t, what, rc != HV_OK ? err : "no answer in time",
+                  rc != HV_OK ? rc : HV_ETIMEDOUT);
+    }
+    while (L->n > 0) {
+        eval_pop(L);
+    }
+    hv_actor_close(L->a);
+    L->a = NULL;
+}
+
 /* The training function run by hv_elastic_run: called again (after a sync from rank 0) after
  * every reset, so it continues from the state, never from local variables. */
 static hv_err train(hv_state_t *st, void *ud) {
@@ -891,6 +1005,9 @@ static hv_err train(hv_state_t *st, void *ud) {
         // line is printed now (unless rank 0 said it was).
         report_print(t);
     }
+    // The same for the evaluation actor: a rank 0 that takes over at an epoch's end sends the
+    // model its predecessor may not have sent (a second delivery is harmless).
+    eval_committed(t);
     // Every rank of the round, newcomers included, so that the collective matches.
     if ((rc = report_confirm(t)) != HV_OK) {
         return rc;
@@ -956,9 +1073,10 @@ static hv_err train(hv_state_t *st, void *ud) {
         // is committed before the line is printed (a rollback to the last step would otherwise
         // print it twice).
         hv_sampler_stats_t ss = {.size = sizeof(ss)};
-        double accuracy = 0;
+        // With --eval-actor the evaluation is the actor's, not the job's (NAN: printed as "-").
+        double accuracy = NAN;
         if ((rc = hv_sampler_stats(t->sampler, &ss)) != HV_OK ||
-            (rc = evaluate(t, &accuracy)) != HV_OK ||
+            (t->o.eval_actor == NULL && (rc = evaluate(t, &accuracy)) != HV_OK) ||
             (rc = hv_sampler_next_epoch(t->sampler)) != HV_OK) {
             return rc;
         }
@@ -984,6 +1102,9 @@ static hv_err train(hv_state_t *st, void *ud) {
             checkpoint(t, st);
         }
         report_print(t);
+        if (rc == HV_OK) {
+            eval_committed(t);
+        }
         hv_err crc = report_confirm(t);
         if (rc == HV_ERESET || crc != HV_OK) {
             return rc == HV_ERESET ? rc : crc;
@@ -1005,8 +1126,6 @@ static int fail(const char *what, hv_err rc) {
             detail[0] != '\0' ? " (" : "", detail, detail[0] != '\0' ? ")" : "");
     return 1;
 }
-
-static void *alloc_floats(size_t n) { return aligned_alloc(64, ((n * 4 + 63) / 64) * 64); }
 
 int main(int argc, char **argv) {
     trainer_t t = {.timed_epoch = UINT64_MAX, .step_fd = -1, .epoch_fd = -1};
@@ -1036,29 +1155,18 @@ int main(int argc, char **argv) {
     }
     int code = 1;
     hv_state_t *st = NULL;
-    t.cap = o->batch > EVAL_BATCH ? o->batch : EVAL_BATCH;
-    t.params = alloc_floats(N_PARAMS);
-    t.velocity = alloc_floats(N_PARAMS);
-    t.grad = alloc_floats(N_PARAMS);
+    t.cap = o->batch > MLP_EVAL_BATCH ? o->batch : MLP_EVAL_BATCH;
+    t.params = mlp_alloc_floats(MLP_PARAMS);
+    t.velocity = mlp_alloc_floats(MLP_PARAMS);
+    t.grad = mlp_alloc_floats(MLP_PARAMS);
     t.idx = calloc(t.cap, sizeof(uint64_t));
-    acts_t *A = &t.acts;
-    A->cap = t.cap;
-    A->x = alloc_floats(t.cap * N_IN);
-    A->a1 = alloc_floats(t.cap * N_H1);
-    A->a2 = alloc_floats(t.cap * N_H2);
-    A->z = alloc_floats(t.cap * N_OUT);
-    A->dz = alloc_floats(t.cap * N_OUT);
-    A->d2 = alloc_floats(t.cap * N_H2);
-    A->d1 = alloc_floats(t.cap * N_H1);
-    A->y = calloc(t.cap, 1);
-    if (t.params == NULL || t.velocity == NULL || t.grad == NULL || t.idx == NULL || A->x == NULL ||
-        A->a1 == NULL || A->a2 == NULL || A->z == NULL || A->dz == NULL || A->d2 == NULL ||
-        A->d1 == NULL || A->y == NULL) {
+    if (t.params == NULL || t.velocity == NULL || t.grad == NULL || t.idx == NULL ||
+        mlp_acts_init(&t.acts, t.cap) != HV_OK) {
         fprintf(stderr, "elastic_train: out of memory\n");
         goto out;
     }
-    init_params(t.params, o->seed);
-    memset(t.velocity, 0, N_PARAMS * sizeof(float));
+    mlp_init_params(t.params, o->seed);
+    memset(t.velocity, 0, MLP_PARAMS * sizeof(float));
 
     hv_sampler_config_t scfg = HV_SAMPLER_CONFIG_INIT;
     scfg.num_samples = t.train.count;
@@ -1067,8 +1175,9 @@ int main(int argc, char **argv) {
     scfg.global_batch = !o->per_rank;
     scfg.shuffle = 1;
     if ((rc = hv_state_create(&st)) != HV_OK ||
-        (rc = hv_state_add_buffer(st, "params", t.params, N_PARAMS * sizeof(float))) != HV_OK ||
-        (rc = hv_state_add_buffer(st, "velocity", t.velocity, N_PARAMS * sizeof(float))) != HV_OK ||
+        (rc = hv_state_add_buffer(st, "params", t.params, MLP_PARAMS * sizeof(float))) != HV_OK ||
+        (rc = hv_state_add_buffer(st, "velocity", t.velocity, MLP_PARAMS * sizeof(float))) !=
+            HV_OK ||
         (rc = hv_state_add_u64(st, "epoch", &t.epoch)) != HV_OK ||
         (rc = hv_state_add_u64(st, "batch", &t.batch)) != HV_OK ||
         (rc = hv_state_add_u64(st, "first_generation", &t.first_gen)) != HV_OK ||
@@ -1100,16 +1209,20 @@ int main(int argc, char **argv) {
         code = fail("training failed", rc);
         goto out;
     }
+    // The last epochs' evaluations (a past rank 0's), before the final line.
+    eval_finish(&t, hv_state_removed(st) ? EVAL_REMOVED_MS : EVAL_FINISH_MS);
     if (hv_state_removed(st)) {
         fprintf(stderr, "elastic_train: removed from the job (generation %u)\n", hv_generation());
     } else if (hv_rank() == 0) {
-        printf("elastic_train: done epochs=%llu accuracy=%.4f resets=%u rollbacks=%u\n",
-               (unsigned long long)t.epoch, t.accuracy, hv_state_resets(st),
-               hv_state_rollbacks(st));
+        char acc[32];
+        printf("elastic_train: done epochs=%llu accuracy=%s resets=%u rollbacks=%u\n",
+               (unsigned long long)t.epoch, accuracy_text(t.accuracy, acc, sizeof(acc)),
+               hv_state_resets(st), hv_state_rollbacks(st));
         fflush(stdout);
     }
     code = 0;
 out:
+    eval_finish(&t, 0); // after a failure: what was not evaluated is said, not waited for
     hv_state_destroy(st);
     if ((rc = hv_shutdown()) != HV_OK && code == 0) {
         code = fail("hv_shutdown", rc);
@@ -1118,14 +1231,7 @@ out:
     free(t.velocity);
     free(t.grad);
     free(t.idx);
-    free(A->x);
-    free(A->a1);
-    free(A->a2);
-    free(A->z);
-    free(A->dz);
-    free(A->d2);
-    free(A->d1);
-    free(A->y);
+    mlp_acts_fini(&t.acts);
     if (t.step_fd >= 0) {
         close(t.step_fd);
     }
