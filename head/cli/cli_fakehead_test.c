@@ -1242,15 +1242,16 @@ static void test_hvctl(void) {
     run_tool(&r, "hvctl", a5);
     CHECK_STATUS(&r, 0);
     /* A suspected node says so in STATE, and since when. */
-    CHECK_HAS(r.out, "NAME        ID  STATE                     SLOTS  GPUS  ADDRS              "
-                     "LAST-SEEN  LABELS           BLACKLIST\n"
-                     "gpu-node-1  1   draining                  2/8    8     10.0.0.1,10.0.1.1  "
-                     "3s ago     zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 "
-                     "strikes)\n"
-                     "n2          12  dead                      0/4    0     10.0.0.2           "
-                     "-          -                -\n"
-                     "n3          13  alive (suspected 2s ago)  0/2    0     -                  "
-                     "2s ago     -                -\n");
+    CHECK_HAS(r.out,
+              "NAME        ID  STATE                     SLOTS  GPUS  MEMORY  ADDRS              "
+              "LAST-SEEN  LABELS           BLACKLIST\n"
+              "gpu-node-1  1   draining                  2/8    8     -       10.0.0.1,10.0.1.1  "
+              "3s ago     zone=us-east-1a  job 3: 1 strike, 42s left; job 5: permanent (5 "
+              "strikes)\n"
+              "n2          12  dead                      0/4    0     -       10.0.0.2           "
+              "-          -                -\n"
+              "n3          13  alive (suspected 2s ago)  0/2    0     -       -                  "
+              "2s ago     -                -\n");
     run_free(&r);
 
     const char *a5j[] = {"--json", "nodes", NULL};
