@@ -217,7 +217,8 @@ PY
 
 echo "bench_spot: $WORKERS workers, $EPOCHS epochs x $STEPS_PER_EPOCH steps ($USEFUL useful steps), ${COMPUTE_MS} ms/sample, time scale 1/$SCALE, boot ${BOOT}s, notice ${NOTICE}s, ${NO_NOTICE} without notice, seed${SEEDS:+s} ${SEEDS:-$SEED}; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 [ -n "$LOGS" ] && printf 'run\twall_s\tcost\tcost_per_useful_step\tsteps_started\tuseful_steps\tgoodput\tsteps_lost\tpreemptions\trestarts\taccuracy\tstatus\tseed\trate_s\tpolicy\texact\n' >"$LOGS/runs.tsv"
-run on-demand ondemand 0 elastic "${SEEDS%% *}"
+ALL_SEEDS=${SEEDS:-$SEED}
+run on-demand ondemand 0 elastic "${ALL_SEEDS%% *}"
 [ -n "${OD_WALL:-}" ] || { echo "bench_spot: the on-demand baseline did not finish" >&2; exit 1; }
 for r in $RATES; do
     for p in $POLICIES; do
@@ -227,7 +228,7 @@ for r in $RATES; do
         restart) name="restart@${r}s" ;;
         *) echo "bench_spot: unknown policy $p" >&2; exit 2 ;;
         esac
-        for s in ${SEEDS:-$SEED}; do
+        for s in $ALL_SEEDS; do
             run "$name" spot "$r" "$p" "$s"
         done
     done
