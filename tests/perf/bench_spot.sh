@@ -3,8 +3,9 @@
 #
 #   tests/perf/bench_spot.sh [--epochs 5] [--train-limit 6000] [--workers 4] [--compute-ms 2]
 #                            [--scale 10] [--rates "300 60 20"] [--notice 120] [--boot 60:90]
-#                            [--no-notice 0.1] [--seed 1] [--cap-factor 4]
-#                            [--policies "elastic hybrid restart"] [--out FILE]
+#                            [--no-notice 0.1] [--seed 1 | --seeds N | --seeds "3 17 33"]
+#                            [--cap-factor 4] [--policies "elastic hybrid restart"] [--out FILE]
+#                            [--logs DIR]
 #
 # The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
 # a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
@@ -30,12 +31,25 @@
 # --step-log; a step redone after a rollback or a restart counts twice), steps lost, and the
 # preemptions. A run that does not finish within --cap-factor x the on-demand wall time is
 # stopped and shown as such. Prints a markdown table; --out FILE writes it there too.
+#
+# --seeds N (seeds 1..N) or --seeds "LIST": the distribution over many seeds instead of one run
+# per policy. On demand runs once (it has no preemptions: its seed changes nothing) as the
+# baseline; then every rate x policy (default policy: elastic) runs once per seed, each on its
+# own head and each with its cap. A run *completes* when hvsubmit exits 0; it is *exact* when
+# elastic_train's --epoch-log holds one line per epoch, every one "duplicates=0 exact=1" (each
+# sample processed once). Per rate x policy the summary gives: completed and exact of N, wall
+# time and cost per useful step against on demand (median and worst of the completed runs),
+# goodput and steps lost (median and worst), preemptions (median, max) and the seeds that did not
+# complete or were not exact. Every run's row goes to DIR/runs.tsv as it ends (--logs DIR,
+# default a new /tmp/hvspot-logs.XXXXXX, kept); a run that did not complete or was not exact
+# keeps its head's log, hvsubmit's output, the events, `hvctl job` and the step and epoch logs
+# under DIR/NAME-seedS/.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
 EXB=$SRC/build/examples
 EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
-BOOT=60:90 NO_NOTICE=0.1 SEED=1 CAP=4 OUT="" POLICIES="elastic hybrid restart"
+BOOT=60:90 NO_NOTICE=0.1 SEED=1 SEEDS="" CAP=4 OUT="" POLICIES="" LOGS=""
 while [ $# -gt 0 ]; do
     case $1 in
     --epochs) EPOCHS=$2; shift 2 ;;
@@ -48,12 +62,29 @@ while [ $# -gt 0 ]; do
     --boot) BOOT=$2; shift 2 ;;
     --no-notice) NO_NOTICE=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --seeds) SEEDS=$2; shift 2 ;;
+    --logs) LOGS=$2; shift 2 ;;
     --cap-factor) CAP=$2; shift 2 ;;
     --policies) POLICIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    *) sed -n '2,6p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,7p' "$0" >&2; exit 2 ;;
     esac
 done
+if [ -n "$SEEDS" ]; then
+    case $SEEDS in
+    *[!0-9\ ]* | "") echo "bench_spot: --seeds: expected a count N or a list of seeds like \"3 17 33\"" >&2; exit 2 ;;
+    *\ *) ;;
+    *) [ "$SEEDS" -ge 1 ] || { echo "bench_spot: --seeds: expected at least 1" >&2; exit 2; }
+       SEEDS=$(seq -s ' ' 1 "$SEEDS") ;;
+    esac
+    [ -n "$POLICIES" ] || POLICIES=elastic
+    [ -n "$LOGS" ] || LOGS=$(mktemp -d /tmp/hvspot-logs.XXXXXX)
+fi
+[ -n "$POLICIES" ] || POLICIES="elastic hybrid restart"
+if [ -n "$LOGS" ]; then
+    mkdir -p "$LOGS" || { echo "bench_spot: cannot make --logs $LOGS" >&2; exit 2; }
+    LOGS=$(cd "$LOGS" && pwd)
+fi
 [ -x "$BIN/hvhead" ] && [ -x "$EXB/elastic_train" ] || { echo "build first (cmake --build build)" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/hvspot.XXXXXX)
 HEAD_PID=""
@@ -69,9 +100,10 @@ BOOT_MIN=$(ms "${BOOT%%:*}") BOOT_MAX=$(ms "${BOOT##*:}")
 STEPS_PER_EPOCH=$(( (TRAIN_LIMIT + 63) / 64 ))
 USEFUL=$(( STEPS_PER_EPOCH * EPOCHS ))
 
-# run NAME TYPE RATE_S POLICY: one head, one job; appends a row to $TMP/rows.
+# run NAME TYPE RATE_S POLICY SEED: one head, one job; appends a row to $TMP/rows (and to
+# $LOGS/runs.tsv when --logs is given).
 run() {
-    local name=$1 type=$2 rate=$3 policy=$4 d=$TMP/$1
+    local name=$1 type=$2 rate=$3 policy=$4 seed=$5 d=$TMP/$1-seed$5
     mkdir -p "$d"
     local preempt=0
     [ "$rate" != 0 ] && preempt=$(secs "$rate")
@@ -97,7 +129,7 @@ autoscaler:
     ondemand: {slots: 1, price_per_hour: 0.40}
   fallback: [$type]
   spot_sim:
-    seed: $SEED
+    seed: $seed
     boot_min_ms: $BOOT_MIN
     boot_max_ms: $BOOT_MAX
     preempt_every_s: $preempt
@@ -115,7 +147,7 @@ Y
     local head; head=$(sed -E -n 's/.*listening on ([^ ]+) .*/\1/p' "$d/head.out")
     export HV_TOKEN_FILE=$d/data/client.token
     local args=(--epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --test-limit 2000 --batch 64
-                --compute-ms-per-sample "$COMPUTE_MS" --step-log "$d/steps")
+                --compute-ms-per-sample "$COMPUTE_MS" --step-log "$d/steps" --epoch-log "$d/epochs")
     local sub=(-np "$WORKERS")
     if [ "$policy" != restart ]; then
         sub+=(--min-np 1 --max-np "$WORKERS" --max-resets 100000 --elastic-timeout 3600
@@ -137,6 +169,8 @@ Y
     local t1; t1=$(date +%s.%N)
     "$BIN/hvctl" --head "$head" --json cost >"$d/cost.json" 2>/dev/null || echo '{}' >"$d/cost.json"
     "$BIN/hvctl" --head "$head" events --limit 100000 >"$d/events.txt" 2>/dev/null || true
+    local job; job=$(sed -n 's/.*job \([0-9]*\) submitted.*/\1/p' "$d/sub.err" | head -n 1)
+    [ -n "$job" ] && { "$BIN/hvctl" --head "$head" job "$job" >"$d/job.txt" 2>&1 || true; }
     kill -INT "$HEAD_PID" 2>/dev/null || true
     wait "$HEAD_PID" 2>/dev/null || true
     HEAD_PID=""
@@ -147,34 +181,106 @@ Y
     local restarts; restarts=$(grep -c 'submitting it again' "$d/sub.err" || true)
     local pre; pre=$(grep -c 'autoscaler.preempted' "$d/events.txt" || true)
     local status=done; [ "$rc" -ne 0 ] && status="stopped (rc $rc)"
-    [ "$name" = on-demand ] && OD_WALL=$wall
+    [ "$name" = on-demand ] && [ "$rc" -eq 0 ] && OD_WALL=$wall
+    # exact: one --epoch-log line per epoch, each epoch once, every one "duplicates=0 exact=1"
+    local exact=no
+    if [ -f "$d/epochs" ] && [ "$(wc -l <"$d/epochs")" -eq "$EPOCHS" ] &&
+        [ "$(grep -c 'duplicates=0 exact=1 ' "$d/epochs")" -eq "$EPOCHS" ] &&
+        [ "$(sed -n 's/.*epoch=\([0-9]*\) .*/\1/p' "$d/epochs" | sort -un | wc -l)" -eq "$EPOCHS" ]; then
+        exact=yes
+    fi
     /usr/bin/python3 - "$d/cost.json" "$name" "$wall" "$started" "$USEFUL" "${acc:-}" "$restarts" \
-        "$pre" "$status" >>"$TMP/rows" <<'PY'
+        "$pre" "$status" "$seed" "$rate" "$policy" "$exact" >>"$TMP/rows" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-name, wall, started, useful, acc, restarts, pre, status = sys.argv[2:]
+name, wall, started, useful, acc, restarts, pre, status, seed, rate, policy, exact = sys.argv[2:]
 wall, started, useful = float(wall), int(started), int(useful)
 cost = c.get("cost", 0.0)
 done = status == "done"
 print("\t".join(str(x) for x in [name, wall, cost, cost / useful if done else "", started,
       useful if done else "", (useful / started) if done and started else "",
-      (started - useful) if done else "", pre, restarts, acc or "-", status]))
+      (started - useful) if done else "", pre, restarts, acc or "-", status, seed, rate, policy,
+      exact]))
 PY
-    echo "bench_spot: $name: ${wall} s, $status, $(tail -n 1 "$TMP/rows" | cut -f3) cost, $started steps started, $pre preemptions" >&2
+    if [ -n "$LOGS" ]; then
+        tail -n 1 "$TMP/rows" >>"$LOGS/runs.tsv"
+        if [ "$status" != done ] || [ "$exact" != yes ]; then
+            mkdir -p "$LOGS/$name-seed$seed"
+            cp "$d"/head.yaml "$d"/head.out "$d"/head.err "$d"/sub.out "$d"/sub.err "$d"/events.txt \
+                "$LOGS/$name-seed$seed/" 2>/dev/null || true
+            cp "$d"/job.txt "$d"/steps "$d"/epochs "$LOGS/$name-seed$seed/" 2>/dev/null || true
+        fi
+    fi
+    echo "bench_spot: $name seed $seed: ${wall} s, $status, exact $exact, $(tail -n 1 "$TMP/rows" | cut -f3) cost, $started steps started, $pre preemptions" >&2
+    rm -rf "$d"
 }
 
-echo "bench_spot: $WORKERS workers, $EPOCHS epochs x $STEPS_PER_EPOCH steps ($USEFUL useful steps), ${COMPUTE_MS} ms/sample, time scale 1/$SCALE, boot ${BOOT}s, notice ${NOTICE}s, ${NO_NOTICE} without notice, seed $SEED" >&2
-run on-demand ondemand 0 elastic
+echo "bench_spot: $WORKERS workers, $EPOCHS epochs x $STEPS_PER_EPOCH steps ($USEFUL useful steps), ${COMPUTE_MS} ms/sample, time scale 1/$SCALE, boot ${BOOT}s, notice ${NOTICE}s, ${NO_NOTICE} without notice, seed${SEEDS:+s} ${SEEDS:-$SEED}; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+[ -n "$LOGS" ] && printf 'run\twall_s\tcost\tcost_per_useful_step\tsteps_started\tuseful_steps\tgoodput\tsteps_lost\tpreemptions\trestarts\taccuracy\tstatus\tseed\trate_s\tpolicy\texact\n' >"$LOGS/runs.tsv"
+ALL_SEEDS=${SEEDS:-$SEED}
+run on-demand ondemand 0 elastic "${ALL_SEEDS%% *}"
+[ -n "${OD_WALL:-}" ] || { echo "bench_spot: the on-demand baseline did not finish" >&2; exit 1; }
 for r in $RATES; do
     for p in $POLICIES; do
         case $p in
-        elastic) run "hv-elastic@${r}s" spot "$r" elastic ;;
-        hybrid) run "hv+ckpt@${r}s" spot "$r" hybrid ;;
-        restart) run "restart@${r}s" spot "$r" restart ;;
+        elastic) name="hv-elastic@${r}s" ;;
+        hybrid) name="hv+ckpt@${r}s" ;;
+        restart) name="restart@${r}s" ;;
         *) echo "bench_spot: unknown policy $p" >&2; exit 2 ;;
         esac
+        for s in $ALL_SEEDS; do
+            run "$name" spot "$r" "$p" "$s"
+        done
     done
 done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ -n "$SEEDS" ]; then
+    /usr/bin/python3 - "$TMP/rows" "$WORKERS" "$EPOCHS" "$USEFUL" "$COMPUTE_MS" "$SCALE" "$BOOT" "$NOTICE" \
+        "$NO_NOTICE" "$SEEDS" "$CAP" "$LOAD_END" <<'PY' | tee "${OUT:-/dev/null}"
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+w, e, useful, cms, scale, boot, notice, nn, seeds, cap, load = sys.argv[2:]
+od = rows[0]
+od_wall, od_cps = float(od[1]), float(od[3])
+n = len(seeds.split())
+print("Spot economics over %d seeds on spot-sim: %s one-slot nodes, %s epochs = %s useful steps, "
+      "%s ms per sample, cloud times / %s (boot %s s, notice %s s, %s of preemptions without "
+      "notice), a cap of %s x on demand + 30 s per run; on demand (the baseline, run once) %.1f s, "
+      "%.3g per useful step; load average at the end %s.\n"
+      % (n, w, e, useful, cms, scale, boot, notice, nn, cap, od_wall, od_cps, load))
+print("| run | completed | exact | wall vs on-demand (median / worst) | cost per useful step vs "
+      "on-demand (median / worst) | goodput (median / worst) | steps lost (median / worst) | "
+      "preemptions (median / max) | not completed or not exact |")
+print("|---|---|---|---|---|---|---|---|---|")
+groups = {}
+for r in rows[1:]:
+    groups.setdefault(r[0], []).append(r)
+def pct(x):
+    return "%+.0f%%" % (100 * x)
+for name, rs in groups.items():
+    done = [r for r in rs if r[11] == "done"]
+    exact = [r for r in done if r[15] == "yes"]
+    bad = ["%s (%s)" % (r[12], r[11] if r[11] != "done" else "not exact") for r in rs
+           if r[11] != "done" or r[15] != "yes"]
+    pre = sorted(int(r[8]) for r in rs)
+    cells = ["%d of %d" % (len(done), len(rs)), "%d of %d" % (len(exact), len(rs))]
+    if done:
+        walls = [float(r[1]) / od_wall - 1 for r in done]
+        cps = [float(r[3]) / od_cps - 1 for r in done]
+        good = [float(r[6]) for r in done]
+        lost = [int(r[7]) for r in done]
+        cells += ["%s / %s" % (pct(statistics.median(walls)), pct(max(walls))),
+                  "%s / %s" % (pct(statistics.median(cps)), pct(max(cps))),
+                  "%.1f%% / %.1f%%" % (100 * statistics.median(good), 100 * min(good)),
+                  "%g / %d" % (statistics.median(lost), max(lost))]
+    else:
+        cells += ["-", "-", "-", "-"]
+    cells += ["%g / %d" % (statistics.median(pre), pre[-1]), ", ".join(bad) or "none"]
+    print("| %s | %s |" % (name, " | ".join(cells)))
+PY
+    echo "bench_spot: every run's row is in $LOGS/runs.tsv" >&2
+    exit 0
+fi
 /usr/bin/python3 - "$TMP/rows" "$WORKERS" "$EPOCHS" "$USEFUL" "$COMPUTE_MS" "$SCALE" "$BOOT" "$NOTICE" "$NO_NOTICE" "$SEED" <<'PY' | tee "${OUT:-/dev/null}"
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
@@ -187,7 +293,7 @@ print("Spot economics on spot-sim: %s one-slot nodes, %s epochs = %s useful step
 print("| run | wall s | vs on-demand | cost | cost / useful step | vs on-demand | goodput | steps lost | preemptions | restarts | accuracy |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    name, wall, cost, cps, started, use, good, lost, pre, rest, acc, status = r
+    name, wall, cost, cps, started, use, good, lost, pre, rest, acc, status = r[:12]
     wall, cost = float(wall), float(cost)
     if status != "done":
         print("| %s | >%.0f (%s) | - | %.6f | - | - | - | - | %s | %s | - |" % (name, wall, status, cost, pre, rest))
