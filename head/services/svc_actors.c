@@ -139,26 +139,6 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
     return x;
 }
 
-/* "k=v,k=v" of the spec's labels (checked: no ',' or '=' inside); NULL when out of memory. */
-static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
-    size_t len = 1;
-    for (size_t i = 0; i < n; i++) {
-        len += strlen(kv[i]->key) + strlen(kv[i]->value) + 2;
-    }
-    char *out = hv_malloc(len);
-    if (out == NULL) {
-        return NULL;
-    }
-    size_t used = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        int w =
-            snprintf(out + used, len - used, "%s%s=%s", i > 0 ? "," : "", kv[i]->key, kv[i]->value);
-        used += w > 0 ? (size_t)w : 0;
-    }
-    return out;
-}
-
 /* ---- Create ------------------------------------------------------------------------------------ */
 
 /* Checks the spec; HV_OK or the error with its words. */
@@ -301,7 +281,7 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
     }
     hvpb__v1__job_spec__pack(&js, packed);
     hv_free(env);
-    char *labels = join_labels(sp->labels, sp->n_labels);
+    char *labels = hv_validate_join_labels(sp->labels, sp->n_labels);
     if (labels == NULL) {
         hv_free(packed);
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");

@@ -254,27 +254,6 @@ static char *join_strings(char **v, size_t n) {
     return out;
 }
 
-static char *join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
-    size_t len = 1;
-    for (size_t i = 0; i < n; i++) {
-        len += strlen(kv[i]->key) + strlen(kv[i]->value) + 2;
-    }
-    char *out = hv_malloc(len);
-    if (out == NULL) {
-        return NULL;
-    }
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0) {
-            strcat(out, ",");
-        }
-        strcat(out, kv[i]->key);
-        strcat(out, "=");
-        strcat(out, kv[i]->value);
-    }
-    return out;
-}
-
 /* A join token made with hvctl token create (hvj_<id>.<secret>): HV_JTOKEN_OK with its id, or
  * why not in *why. Whether it is revoked, expired or used up is said only to a caller that has
  * its secret. The use is counted once the join is stored (cluster_join). */
@@ -372,7 +351,7 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
         }
     }
     char *addrs = join_strings(info->addrs, info->n_addrs);
-    char *labels = join_labels(info->labels, info->n_labels);
+    char *labels = hv_validate_join_labels(info->labels, info->n_labels);
     hv_node_info_t ni = {.name = info->name,
                          .addrs = addrs,
                          .labels = labels,

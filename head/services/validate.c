@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mem.h"
 #include "sha256.h"
 #include "util.h"
 
@@ -513,4 +514,23 @@ static const hv_validate_method_t methods[] = {
 const hv_validate_method_t *hv_validate_methods(size_t *n) {
     *n = sizeof(methods) / sizeof(methods[0]);
     return methods;
+}
+
+char *hv_validate_join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        len += strlen(kv[i]->key) + strlen(kv[i]->value) + 2;
+    }
+    char *out = hv_malloc(len);
+    if (out == NULL) {
+        return NULL;
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w =
+            snprintf(out + used, len - used, "%s%s=%s", i > 0 ? "," : "", kv[i]->key, kv[i]->value);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return out;
 }

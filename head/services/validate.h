@@ -88,4 +88,8 @@ typedef struct hv_validate_method_s {
 /* Every method the head serves (*n of them). */
 const hv_validate_method_t *hv_validate_methods(size_t *n);
 
+/* "k=v,k=v" of n labels already checked here (no ',' or '=' inside a key or value), as the
+ * head stores them; "" for none; NULL when out of memory (the caller frees with hv_free). */
+char *hv_validate_join_labels(Hvpb__V1__KeyValue **kv, size_t n);
+
 #endif
