@@ -15,7 +15,7 @@
  *   BENCH mark  <t> step=S                          the first step --mark-ms after the first
  *   BENCH done  <t> gen=G rank=R steps=S            the training function returns (--steps)
  * Options: --model BYTES, --steps N (total steps, default: run until --seconds), --seconds S
- * (default 120), --step-ms M (sleep per step, default 5), --mark-ms M (default 0: no mark; a
+ * (default 120; the ranks agree every 50 steps whether it has passed, so all stop at one step), --step-ms M (sleep per step, default 5), --mark-ms M (default 0: no mark; a
  * window from the mark to the end leaves out what the first M ms held, bench_copy.sh's first
  * state copy).
  */
@@ -63,11 +63,23 @@ static void on_reset(hv_state_t *st, const hv_reset_info_t *info, void *ud) {
     fflush(stdout);
 }
 
+/* Whether every rank stops now (--seconds): the ranks vote every 50 steps with a one-float MAX
+ * allreduce, so that they stop at the same step; each on its own clock, one would leave while the
+ * others wait in the next allreduce for it (HV_EPEER). A failed vote is taken as "go on": the
+ * allreduce after it fails the same way and the reset path handles it. */
+static int past_deadline(const bench_t *b) {
+    if (b->step == 0 || b->step % 50 != 0) {
+        return 0;
+    }
+    float vote = wall_ms() >= b->deadline ? 1.0f : 0.0f;
+    return hv_allreduce(&vote, &vote, 1, HV_FLOAT32, HV_MAX) == HV_OK && vote > 0.5f;
+}
+
 static hv_err train(hv_state_t *st, void *ud) {
     bench_t *b = ud;
     for (;;) {
         if ((b->max_steps > 0 && b->step >= b->max_steps) ||
-            (b->max_steps == 0 && wall_ms() >= b->deadline)) {
+            (b->max_steps == 0 && past_deadline(b))) {
             printf("BENCH done %llu gen=%u rank=%d steps=%llu\n", (unsigned long long)wall_ms(),
                    hv_generation(), hv_rank(), (unsigned long long)b->step);
             fflush(stdout);
