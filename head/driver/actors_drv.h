@@ -32,8 +32,8 @@ typedef struct hv_dactor_s {
     char *reason;  /* the last event's words (owned) */
     char *address; /* host:port of its live process; "" when none (owned) */
     uint32_t max_call_retries, slots, gpus;
-    char *labels;       /* node labels it needs, "k=v,k=v" ("" none; owned) */
-    uint64_t memory_mb; /* MiB of its node's memory it needs (0 none); held while proc_live */
+    char *labels;           /* node labels it needs, "k=v,k=v" ("" none; owned) */
+    uint64_t memory_mb;     /* MiB of its node's memory it needs (0 none); held while proc_live */
     uint64_t gpu_mask;      /* GPUs its live process holds */
     uint64_t next_gpu_mask; /* moving: the GPUs reserved with am.next_node */
     char state_digest[65];  /* am.has_state: the saved state, an artifact (sha256 hex) */
