@@ -895,7 +895,8 @@ static void submit_pending(submit_watch_t *w) {
     }
     const Hvpb__V1__JobView *v = (const Hvpb__V1__JobView *)resp;
     int pending = hv_cli_job_state(v) == HVPB__V1__JOB_STATE__JOB_STATE_PENDING;
-    uint32_t np = v->np;
+    /* An elastic job starts once min-np slots are free (core/cluster.h, hv_cl_start). */
+    uint32_t np = v->elastic && v->min_np > 0 && v->min_np < v->np ? v->min_np : v->np;
     hv_rpc_msg_free(resp);
     if (!pending) {
         w->started = 1;

@@ -14,15 +14,16 @@ uint64_t hv_cl_drain_hold_until(uint32_t notice_ms, int can_buy, uint64_t now_ms
     return now_ms + notice_ms - margin;
 }
 
-uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t free) {
+uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t min_np, uint32_t free) {
     if (p->blocked) {
         return 0;
     }
-    if (free < np) {
+    uint32_t least = min_np == 0 || min_np > np ? np : min_np;
+    if (free < least) {
         p->blocked = 1;
         return 0;
     }
-    return np;
+    return free < np ? free : np;
 }
 
 void hv_cl_start_failed(hv_cl_pass_t *p) { p->blocked = 1; }

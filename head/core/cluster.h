@@ -38,10 +38,13 @@ typedef struct hv_cl_pass_s {
     int blocked; /* a pending job did not fit (or could not be placed) in this pass */
 } hv_cl_pass_t;
 
-/* A pending job of np workers, with `free` slots usable by it now: how many to place now (np,
- * as hvsubmit announced it; an elastic job grows toward its target once its first round
- * formed), or 0 when it must wait (it does not fit, or one before it was blocked). */
-uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t free);
+/* A pending job of np workers that may start with min_np (an elastic job's --min-np; a fixed
+ * job's min_np is np, and 0 or more than np reads as np), with `free` slots usable by it now:
+ * how many to place now, or 0 when it must wait (fewer than min_np are free, or one before it
+ * was blocked; a job that waits blocks the ones behind it). A fixed job starts with all np; an
+ * elastic one, as Elastic Horovod does, with as many as are free up to np once min_np are, and
+ * grows later (hv_cl_grow, after the pending jobs of a pass) toward its target. */
+uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t min_np, uint32_t free);
 /* The job hv_cl_start chose could not be placed (the store failed): those behind it wait. */
 void hv_cl_start_failed(hv_cl_pass_t *p);
 /* A job that wants `wants` more workers (hv_jm_wants), with `free` slots usable by it now: how

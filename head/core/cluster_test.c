@@ -38,37 +38,62 @@ static void case_drain_hold(void) {
     }
 }
 
-/* One pass, job after job in submission order: (pending np | running wants, free) -> placed. */
+/* One pass, job after job in submission order: (pending np and min_np | running wants, free) ->
+ * placed. A fixed job's min_np is its np (0 reads as np). */
 static void case_queue(void) {
     static const struct {
         const char *name;
         struct {
             int pending;
-            uint32_t n, free; /* np when pending, else wants */
-            int store_fails;  /* the start's placement fails */
+            uint32_t n, min_np, free; /* np when pending, else wants; min_np when pending */
+            int store_fails;          /* the start's placement fails */
             uint32_t want;
         } jobs[4];
         size_t njobs;
     } rows[] = {
-        {"fits: starts at np", {{1, 2, 4, 0, 2}}, 1},
-        {"does not fit: waits", {{1, 4, 3, 0, 0}}, 1},
+        {"fits: starts at np", {{1, 2, 2, 4, 0, 2}}, 1},
+        {"does not fit: waits", {{1, 4, 4, 3, 0, 0}}, 1},
+        {"min_np 0 reads as np", {{1, 4, 0, 3, 0, 0}}, 1},
+        {"min_np above np reads as np", {{1, 2, 5, 1, 0, 0}}, 1},
         {"first come, first served: a small job waits behind a big one",
-         {{1, 4, 3, 0, 0}, {1, 1, 3, 0, 0}},
+         {{1, 4, 4, 3, 0, 0}, {1, 1, 1, 3, 0, 0}},
          2},
-        {"pending before growth", {{1, 4, 3, 0, 0}, {0, 2, 3, 0, 0}}, 2},
+        {"pending before growth", {{1, 4, 4, 3, 0, 0}, {0, 2, 0, 3, 0, 0}}, 2},
         {"growth after pending jobs that started",
-         {{1, 1, 4, 0, 1}, {0, 2, 3, 0, 2}, {0, 5, 1, 0, 1}},
+         {{1, 1, 1, 4, 0, 1}, {0, 2, 0, 3, 0, 2}, {0, 5, 0, 1, 0, 1}},
          3},
-        {"growth takes what is free", {{0, 8, 3, 0, 3}, {0, 0, 3, 0, 0}}, 2},
+        {"growth takes what is free", {{0, 8, 0, 3, 0, 3}, {0, 0, 0, 3, 0, 0}}, 2},
         {"a start the store refused blocks the rest",
-         {{1, 1, 4, 1, 1}, {1, 1, 3, 0, 0}, {0, 2, 3, 0, 0}},
+         {{1, 1, 1, 4, 1, 1}, {1, 1, 1, 3, 0, 0}, {0, 2, 0, 3, 0, 0}},
+         3},
+        /* Elastic jobs (min_np < np) start once min_np slots are free, with what fits up to np. */
+        {"elastic, all free: starts at np", {{1, 4, 1, 6, 0, 4}}, 1},
+        {"elastic, min_np free: starts with what is free", {{1, 4, 1, 2, 0, 2}}, 1},
+        {"elastic, exactly min_np free: starts at min_np", {{1, 4, 3, 3, 0, 3}}, 1},
+        {"elastic, fewer than min_np free: waits", {{1, 4, 3, 2, 0, 0}}, 1},
+        {"elastic, nothing free: waits", {{1, 4, 1, 0, 0, 0}}, 1},
+        {"a small elastic job waits behind an older fixed job that does not fit",
+         {{1, 4, 4, 3, 0, 0}, {1, 4, 1, 3, 0, 0}},
+         2},
+        {"a small elastic job waits behind an older elastic job below its min_np",
+         {{1, 4, 4, 2, 0, 0}, {1, 2, 1, 2, 0, 0}},
+         2},
+        {"an elastic job that started small lets the next pending job try",
+         {{1, 4, 1, 2, 0, 2}, {1, 1, 1, 0, 0, 0}},
+         2},
+        {"an elastic start below np, then growth of running jobs",
+         {{1, 4, 2, 3, 0, 3}, {0, 2, 0, 1, 0, 1}},
+         2},
+        {"an elastic start the store refused blocks the rest",
+         {{1, 4, 1, 2, 1, 2}, {1, 1, 1, 2, 0, 0}, {0, 1, 0, 2, 0, 0}},
          3},
     };
     for (size_t i = 0; i < N(rows); i++) {
         hv_cl_pass_t p = {0};
         for (size_t k = 0; k < rows[i].njobs; k++) {
             uint32_t got = rows[i].jobs[k].pending
-                               ? hv_cl_start(&p, rows[i].jobs[k].n, rows[i].jobs[k].free)
+                               ? hv_cl_start(&p, rows[i].jobs[k].n, rows[i].jobs[k].min_np,
+                                             rows[i].jobs[k].free)
                                : hv_cl_grow(&p, rows[i].jobs[k].n, rows[i].jobs[k].free);
             if (got > 0 && rows[i].jobs[k].pending && rows[i].jobs[k].store_fails) {
                 hv_cl_start_failed(&p);

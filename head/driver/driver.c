@@ -839,8 +839,11 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     if (first) {
         hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PLACING)};
         hv_driver_event_f(d, j->jm.id, 0, "job.state", &f, NULL,
-                          "job %llu placing %u workers on %s", (unsigned long long)j->jm.id, n,
-                          hosts);
+                          "job %llu placing %u worker%s on %s%s", (unsigned long long)j->jm.id, n,
+                          n == 1 ? "" : "s", hosts,
+                          n < j->np ? " (fewer than -np, at least --min-np: it grows as slots "
+                                      "free up)"
+                                    : "");
     } else {
         hv_driver_event(d, j->jm.id, 0, "job.grow", NULL, "job %llu grows by %u workers on %s (%s)",
                         (unsigned long long)j->jm.id, n, hosts, why);
@@ -939,7 +942,8 @@ static void schedule_jobs(hv_driver_t *d) {
         if (j->jm.state != HV_JOB_PENDING || pass.blocked) {
             continue;
         }
-        uint32_t n = hv_cl_start(&pass, j->np, count_slots(d, j, j->slots_per_host, 1));
+        uint32_t n = hv_cl_start(&pass, j->np, j->jm.p.elastic ? j->jm.p.min_np : j->np,
+                                 count_slots(d, j, j->slots_per_host, 1));
         if (n > 0 && !place(d, j, n, "")) {
             hv_cl_start_failed(&pass);
         }
@@ -1802,7 +1806,8 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
             char why[256];
             snprintf(why, sizeof(why),
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
-                     j->timeout_s, j->np, count_slots(d, j, j->slots_per_host, 1),
+                     j->timeout_s, j->jm.p.elastic && j->jm.p.min_np ? j->jm.p.min_np : j->np,
+                     count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
             hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);
             hv__driver_apply(d, j, &d->out);
