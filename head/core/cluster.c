@@ -46,25 +46,29 @@ hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_def
     if (np == 0) {
         np = r->free > 0 ? r->free : 1;
     }
-    const char *sph = a->slots_per_host ? " with that --slots-per-host" : "";
-    if (np > capacity) {
-        if (r->autoscaler) {
-            snprintf(err, errlen,
-                     "-np %u can never run here: the cluster has %u slots%s and the autoscaler "
-                     "can add %u more (autoscaler.max_nodes and the node types' max_nodes)",
-                     np, r->capacity, sph, r->more);
-        } else {
-            snprintf(err, errlen, "-np %u can never run here: the cluster has %u slots%s", np,
-                     capacity, sph);
-        }
-        return HV_EINVAL;
-    }
     int elastic = a->elastic || a->min_np != 0 || a->max_np != 0;
     uint32_t min_np = a->min_np ? a->min_np : np;
     uint32_t max_np = a->max_np ? a->max_np : np;
     if (min_np > np || max_np < np || min_np == 0) {
         snprintf(err, errlen, "need 1 <= min-np <= np <= max-np, got %u <= %u <= %u", min_np, np,
                  max_np);
+        return HV_EINVAL;
+    }
+    /* An elastic job starts with min-np and grows as nodes come (hv_cl_start): it can run here
+     * when its min-np can. */
+    uint32_t need = elastic ? min_np : np;
+    const char *what = elastic && min_np < np ? "--min-np" : "-np";
+    const char *sph = a->slots_per_host ? " with that --slots-per-host" : "";
+    if (need > capacity) {
+        if (r->autoscaler) {
+            snprintf(err, errlen,
+                     "%s %u can never run here: the cluster has %u slots%s and the autoscaler "
+                     "can add %u more (autoscaler.max_nodes and the node types' max_nodes)",
+                     what, need, r->capacity, sph, r->more);
+        } else {
+            snprintf(err, errlen, "%s %u can never run here: the cluster has %u slots%s", what,
+                     need, capacity, sph);
+        }
         return HV_EINVAL;
     }
     hv_cl_settings_t s = {

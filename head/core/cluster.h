@@ -140,7 +140,8 @@ typedef struct hv_cl_settings_s {
 
 /* Whether a job asked for as `a` can ever run on the cluster `r` (the slots an autoscaler can
  * add count: the job waits for them), and its settings. HV_ESTATE when no node has joined and
- * none can be added, HV_EINVAL when the size can never fit or the bounds are wrong; err (the
+ * none can be added, HV_EINVAL when the size can never fit (-np; an elastic job's --min-np,
+ * since it starts with that many and grows) or the bounds are wrong; err (the
  * user's words) says why; *out is written only on HV_OK. */
 hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_defaults_t *def,
                     hv_cl_settings_t *out, char *err, size_t errlen);
