@@ -1484,7 +1484,7 @@ uint32_t hv_jm_target(const hv_jm_params_t *p) {
 uint32_t hv_jm_wants(const hv_jm_job_t *j) {
     if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING) ||
         closed_gen(j) == 0) {
-        return 0; /* it starts at -np: growth comes after its first round */
+        return 0; /* it started with what was free: growth comes after its first round */
     }
     uint32_t n = 0;
     for (size_t i = 0; i < j->nw; i++) {
