@@ -342,8 +342,8 @@ int hv_jm_kill_overdue(uint64_t kill_deadline, uint64_t now);
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 
 /* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
- * running or placing, one whose first round has not formed yet: it starts with what is free, up to -np, or one that
- * is finishing). Counts live workers that are not removed. */
+ * running or placing, one whose first round has not formed yet: it starts with what is free, up
+ * to -np, or one that is finishing). Counts live workers that are not removed. */
 uint32_t hv_jm_wants(const hv_jm_job_t *j);
 
 #endif
