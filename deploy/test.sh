@@ -37,7 +37,7 @@ build() { # BUILD_DIR [TARGET]: the log in BUILD_DIR/build.log, its errors on fa
 run_tests() { # BUILD_DIR: ctest, one test more than the cores at a time (the tests mostly wait on
     # processes and rounds; tests/CMakeLists.txt keeps the ones that time something alone)
     echo "== test $1"
-    (cd "$1" && ctest --output-on-failure -LE "${EXCLUDE:-gpu|perf|container}" -j"$((jobs + 1))" \
+    (cd "$1" && ctest --output-on-failure -LE "${EXCLUDE:-gpu|perf|container}" -j"${CT_JOBS:-$((jobs + 1))}" \
         "${CTEST_ARGS[@]}")
 }
 CTEST_ARGS=("$@")
@@ -72,7 +72,9 @@ if [ $SAN = 1 ]; then
     # -O1: the sanitizers' usual level (gcc -O1 also sees truncations that -O0 misses); the
     # Python binding's tests run on the plain build only (pure Python: its C paths are the C
     # unit tests', which run here).
-    EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 run_tests build-asan
+    # Instrumented processes are CPU-bound: one test per core here.
+    CT_JOBS=$jobs EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 \
+        run_tests build-asan
     echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-10} s per target)"
     (cd build-fuzz && ctest --output-on-failure -L fuzz -j"$jobs")
 fi
