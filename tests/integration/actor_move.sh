@@ -82,6 +82,10 @@ rm -f "$TMP/progress"
 "$BIN/actor_seq" call retry 1 600 "$TMP/progress" 4 >"$TMP/caller3.out" 2>"$TMP/caller3.err" &
 caller=$!
 wait_for 20 progress_at_least 100 || fail "the third caller did not get going: $(cat "$TMP/caller3.err")"
+# Stopped first, so that calls are surely in flight, sent and unanswered, when it dies: those
+# are the calls in doubt that the retries must send again (a kill between two calls leaves none).
+kill -STOP "$rpid"
+sleep 0.5
 kill -KILL "$rpid"
 wait_for 45 gone "$caller" || fail "the caller did not finish within 45 s of the kill"
 wait "$caller" || fail "with retries the caller saw an error after kill -9: $(cat "$TMP/caller3.err")"
