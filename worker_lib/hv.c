@@ -558,12 +558,36 @@ static hv_err engine_get(hv__engine_t **out) {
     return HV_ENOTSUP;
 }
 
+/* One allreduce or broadcast on the engine: run now (name NULL) or submitted under name with
+ * handle; the plain calls and the *_on calls (after their memory checks) share them. */
+static hv_err allreduce_with(hv__engine_t *e, const char *name, const void *in, void *out,
+                             size_t count, hv_dtype dt, hv_op op, hv_handle_t *handle) {
+    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                       .name = name,
+                       .in = in,
+                       .out = out,
+                       .count = count,
+                       .dtype = dt,
+                       .op = op};
+    return seen(handle != NULL ? hv__engine_submit(e, &d, 1, handle) : hv__engine_run(e, &d));
+}
+
+static hv_err broadcast_with(hv__engine_t *e, const char *name, void *buf, size_t count,
+                             hv_dtype dt, int root, hv_handle_t *handle) {
+    hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
+                       .name = name,
+                       .in = buf,
+                       .out = buf,
+                       .count = count,
+                       .dtype = dt,
+                       .root = root};
+    return seen(handle != NULL ? hv__engine_submit(e, &d, 1, handle) : hv__engine_run(e, &d));
+}
+
 hv_err hv_allreduce(const void *in, void *out, size_t count, hv_dtype dt, hv_op op) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    hv__op_desc_t d = {
-        .kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count, .dtype = dt, .op = op};
-    return seen(hv__engine_run(e, &d));
+    return allreduce_with(e, NULL, in, out, count, dt, op, NULL);
 }
 
 hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t count, hv_dtype dt,
@@ -573,14 +597,7 @@ hv_err hv_allreduce_async(const char *name, const void *in, void *out, size_t co
     if (name == NULL || handle == NULL) {
         return HV_EINVAL;
     }
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
-                       .name = name,
-                       .in = in,
-                       .out = out,
-                       .count = count,
-                       .dtype = dt,
-                       .op = op};
-    return seen(hv__engine_submit(e, &d, 1, handle));
+    return allreduce_with(e, name, in, out, count, dt, op, handle);
 }
 
 hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
@@ -615,9 +632,7 @@ hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
 hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
-    hv__op_desc_t d = {
-        .kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count, .dtype = dt, .root = root};
-    return seen(hv__engine_run(e, &d));
+    return broadcast_with(e, NULL, buf, count, dt, root, NULL);
 }
 
 hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt, int root,
@@ -627,14 +642,7 @@ hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt
     if (name == NULL || handle == NULL) {
         return HV_EINVAL;
     }
-    hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
-                       .name = name,
-                       .in = buf,
-                       .out = buf,
-                       .count = count,
-                       .dtype = dt,
-                       .root = root};
-    return seen(hv__engine_submit(e, &d, 1, handle));
+    return broadcast_with(e, name, buf, count, dt, root, handle);
 }
 
 /* ---- collectives on declared memory (the *_on calls) ------------------------------------------ */
@@ -704,9 +712,7 @@ hv_err hv_allreduce_on(const void *in, void *out, size_t count, hv_dtype dt, hv_
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
     HV_TRY(mem_prepare("hv_allreduce_on", in, out, device, stream));
-    hv__op_desc_t d = {
-        .kind = HV__OP_ALLREDUCE, .in = in, .out = out, .count = count, .dtype = dt, .op = op};
-    return seen(hv__engine_run(e, &d));
+    return allreduce_with(e, NULL, in, out, count, dt, op, NULL);
 }
 
 hv_err hv_allreduce_async_on(const char *name, const void *in, void *out, size_t count, hv_dtype dt,
@@ -717,23 +723,14 @@ hv_err hv_allreduce_async_on(const char *name, const void *in, void *out, size_t
         return HV_EINVAL;
     }
     HV_TRY(mem_prepare("hv_allreduce_async_on", in, out, device, stream));
-    hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
-                       .name = name,
-                       .in = in,
-                       .out = out,
-                       .count = count,
-                       .dtype = dt,
-                       .op = op};
-    return seen(hv__engine_submit(e, &d, 1, handle));
+    return allreduce_with(e, name, in, out, count, dt, op, handle);
 }
 
 hv_err hv_broadcast_on(void *buf, size_t count, hv_dtype dt, int root, int device, void *stream) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
     HV_TRY(mem_prepare("hv_broadcast_on", buf, buf, device, stream));
-    hv__op_desc_t d = {
-        .kind = HV__OP_BROADCAST, .in = buf, .out = buf, .count = count, .dtype = dt, .root = root};
-    return seen(hv__engine_run(e, &d));
+    return broadcast_with(e, NULL, buf, count, dt, root, NULL);
 }
 
 hv_err hv_broadcast_async_on(const char *name, void *buf, size_t count, hv_dtype dt, int root,
@@ -744,14 +741,7 @@ hv_err hv_broadcast_async_on(const char *name, void *buf, size_t count, hv_dtype
         return HV_EINVAL;
     }
     HV_TRY(mem_prepare("hv_broadcast_async_on", buf, buf, device, stream));
-    hv__op_desc_t d = {.kind = HV__OP_BROADCAST,
-                       .name = name,
-                       .in = buf,
-                       .out = buf,
-                       .count = count,
-                       .dtype = dt,
-                       .root = root};
-    return seen(hv__engine_submit(e, &d, 1, handle));
+    return broadcast_with(e, name, buf, count, dt, root, handle);
 }
 
 hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t out_cap,
