@@ -19,6 +19,20 @@
 
 /* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
 
+/* The row of a copy stored now: the head's (path under <data>/states/) or the durable tier's
+ * (path = its key there). */
+static hv_copy_row_t copy_row(uint64_t job_id, uint32_t generation, uint64_t commit, uint64_t size,
+                              const char *sha256, const char *path) {
+    hv_copy_row_t row = {.job_id = job_id,
+                         .generation = generation,
+                         .commit = commit,
+                         .size = size,
+                         .stored_ms = hv_wall_ms()};
+    snprintf(row.sha256, sizeof(row.sha256), "%s", sha256);
+    snprintf(row.path, sizeof(row.path), "%s", path);
+    return row;
+}
+
 /* Asks the durable tier to drop key (a newer copy replaced it, or its job finished). */
 static void durable_drop(hv_driver_t *d, uint64_t job_id, const char *key) {
     if (d->durable == NULL || key == NULL || key[0] == '\0') {
@@ -79,13 +93,8 @@ hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     if (hv_store_copy_get(d->store, job_id, &prev) == HV_OK) {
         snprintf(old_path, old_len, "%s", prev.path);
     }
-    hv_copy_row_t row = {.job_id = job_id,
-                         .generation = done->generation,
-                         .commit = done->commit,
-                         .size = done->size,
-                         .stored_ms = hv_wall_ms()};
-    snprintf(row.sha256, sizeof(row.sha256), "%s", done->sha256);
-    snprintf(row.path, sizeof(row.path), "%s", done->path);
+    hv_copy_row_t row =
+        copy_row(job_id, done->generation, done->commit, done->size, done->sha256, done->path);
     hv_err rc = hv_store_copy_put(d->store, &row);
     if (rc != HV_OK) {
         old_path[0] = '\0';
@@ -186,13 +195,8 @@ static void durable_wrote(hv_driver_t *d, hv_djob_t *j, const hv_durable_op_t *o
         durable_drop(d, op->job_id, op->key); /* the job finished meanwhile */
         return;
     }
-    hv_copy_row_t row = {.job_id = op->job_id,
-                         .generation = op->generation,
-                         .commit = op->commit,
-                         .size = op->size,
-                         .stored_ms = hv_wall_ms()};
-    snprintf(row.sha256, sizeof(row.sha256), "%s", op->sha256);
-    snprintf(row.path, sizeof(row.path), "%s", op->key);
+    hv_copy_row_t row =
+        copy_row(op->job_id, op->generation, op->commit, op->size, op->sha256, op->key);
     hv_err rc = hv_store_durable_put(d->store, &row);
     if (rc != HV_OK) {
         hv__driver_store_failed(d, rc, "record a durable copy");

@@ -108,24 +108,29 @@ void hv__driver_event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const
     }
 }
 
+/* hv_driver_event and hv_driver_event_f: the words formatted, then as hv__driver_event_v. */
+__attribute__((format(printf, 7, 0))) static void
+event_va(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
+         const hv_ev_fields_t *f, const char *data, const char *fmt, va_list ap) {
+    char msg[1024];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    hv__driver_event_v(d, job_id, node_id, kind, f, data, msg);
+}
+
 void hv_driver_event(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                      const char *data, const char *fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    event_va(d, job_id, node_id, kind, NULL, data, fmt, ap);
     va_end(ap);
-    hv__driver_event_v(d, job_id, node_id, kind, NULL, data, msg);
 }
 
 void hv_driver_event_f(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const char *kind,
                        const hv_ev_fields_t *f, const char *data, const char *fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    event_va(d, job_id, node_id, kind, f, data, fmt, ap);
     va_end(ap);
-    hv__driver_event_v(d, job_id, node_id, kind, f, data, msg);
 }
 
 void hv__driver_events_fini(hv_driver_t *d) {
