@@ -18,7 +18,6 @@
  * every future not yet destroyed, and the last one frees it.
  */
 #include <errno.h>
-#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -329,7 +328,7 @@ static int actor_conn_ended(hv_actor_t *a) {
     if (a->why[0] == '\0') {
         snprintf(a->why, sizeof(a->why), "the connection to the actor at %.255s was lost", a->addr);
     }
-    hv_future_t *keep = NULL, **kt = &keep, *dead = NULL;
+    hv_future_t *keep = NULL, **kt = &keep, *last = NULL, *dead = NULL;
     uint32_t kept = 0;
     while (a->head != NULL) {
         hv_future_t *f = a->head;
@@ -340,6 +339,7 @@ static int actor_conn_ended(hv_actor_t *a) {
         if (fate == HV__FATE_RESEND) {
             *kt = f;
             kt = &f->next;
+            last = f;
             kept++;
             continue;
         }
@@ -352,7 +352,7 @@ static int actor_conn_ended(hv_actor_t *a) {
         }
     }
     a->head = keep;
-    a->tail = keep == NULL ? NULL : (hv_future_t *)((char *)kt - offsetof(hv_future_t, next));
+    a->tail = last;
     a->npending = kept;
     if (!a->closed) {
         set_last(a, HV_EUNAVAIL, a->why);
