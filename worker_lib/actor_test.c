@@ -667,10 +667,27 @@ static void case_connect_bounds(void) {
     double t0 = hvtest_now();
     hv_err rc = hv_actor_connect(addr, SECRET, &cc, &a, err, sizeof(err));
     double took = hvtest_now() - t0;
-    close(lfd); // now nothing listens there
     ASSERT_RC(rc, HV_ETIMEDOUT);
     ASSERT_TRUE(took >= 0.29 && took < hvtest_scale(2.0));
     ASSERT_TRUE(strstr(err, "did not greet") != NULL);
+    /* A peer that accepts and closes before greeting (an actor's process as it dies) is
+     * unavailable, not "not an actor": a re-resolving handle asks the head again. */
+    pid_t closer = fork();
+    ASSERT_TRUE(closer >= 0);
+    if (closer == 0) {
+        for (int i = 0; i < 2; i++) { // the timed-out connection above, then ours
+            int c = accept(lfd, NULL, NULL);
+            if (c >= 0) {
+                close(c);
+            }
+        }
+        _exit(0);
+    }
+    rc = hv_actor_connect(addr, SECRET, &cc, &a, err, sizeof(err));
+    ASSERT_TRUE(waitpid(closer, NULL, 0) == closer);
+    ASSERT_RC(rc, HV_EUNAVAIL);
+    ASSERT_TRUE(strstr(err, "before its greeting") != NULL);
+    close(lfd); // now nothing listens there
     ASSERT_RC(hv_actor_connect(addr, SECRET, &cc, &a, err, sizeof(err)), HV_EUNAVAIL);
     ASSERT_TRUE(strstr(err, "cannot connect") != NULL);
     ASSERT_RC(hv_actor_connect("no-port", SECRET, &cc, &a, err, sizeof(err)), HV_EINVAL);

@@ -240,6 +240,14 @@ hv_err hv__actor_client_handshake(int fd, const char *secret, uint64_t deadline,
             hv_errf(err, errlen, "the actor did not greet within the connect timeout");
             return rc;
         }
+        if (rc == HV_ECLOSED || rc == HV_EPEER) {
+            /* Accepted, then closed before a greeting: the actor's process is ending (killed,
+             * restarting or moving) and the head has not learnt it yet. Unavailable, not
+             * foreign: a re-resolve asks the head again. */
+            hv_errf(err, errlen, "the actor closed the connection before its greeting (%s)",
+                    hv_strerror(rc));
+            return HV_EUNAVAIL;
+        }
         if (rc == HV_OK && h.type == HV__ACTOR_ERROR) {
             char msg[256];
             rc = wire_error_body(body, h.len, msg, sizeof(msg));

@@ -205,7 +205,8 @@ typedef struct hv_actor_connect_config_s {
  * it too. cfg may be NULL (defaults). *out receives the handle (owned: hv_actor_close). err
  * (optional, errlen bytes) receives a message in the user's terms on failure. Blocking, bounded
  * by connect_timeout_ms. Thread-safe. Errors: HV_EINVAL (malformed addr or secret),
- * HV_EUNAVAIL (nothing listens there, or the address does not resolve), HV_ETIMEDOUT (no
+ * HV_EUNAVAIL (nothing listens there, the address does not resolve, or the peer closed the
+ * connection before its greeting: an actor's process that is ending), HV_ETIMEDOUT (no
  * connection or handshake in time), HV_EAUTH (the secrets differ: the actor refused us, or the
  * actor could not prove it knows ours), HV_EPROTO (not an hv actor), HV_ENOMEM. */
 HV_API hv_err hv_actor_connect(const char *addr, const char *secret,
