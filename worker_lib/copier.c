@@ -13,7 +13,10 @@
 #include "mem.h"
 #include "util.h"
 
-#define COPY_FACTOR_DEFAULT 20   /* a copy's cost is at most 1/20 = 5% of the time between copies */
+/* A copy costs the head about as much CPU again as it costs the worker (receiving, hashing,
+ * writing: bench_copy.sh's "head CPU"), and on shared cores any CPU taken from one rank slows the
+ * whole synchronous ring: 40 times the worker's cost keeps the whole at about 5%. */
+#define COPY_FACTOR_DEFAULT 40
 #define COPY_MIN_MS_DEFAULT 1000 /* the head writes and syncs each copy: at most one a second */
 #define COPY_MAX_MS_DEFAULT 0
 /* The copier's nice value: 0 by default. At 19 it yields the CPU to training, but on a machine

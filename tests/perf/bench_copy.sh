@@ -13,7 +13,8 @@
 # steps from the first step M ms after the first one (BENCH mark) to the last, which leaves the
 # first copy out and holds the copies at the default interval (the run says how many were sent:
 # the window should hold several). Prints each run, the medians of both, the copies' cost in % of
-# step throughput for both, and the load average before and after. Defaults: a 64 MiB state,
+# step throughput for both, the head's CPU time in each run (receiving, hashing and writing the
+# copies), and the load average before and after. Defaults: a 64 MiB state,
 # 2 ranks, 45 s a run, a mark at 10 s, 3 pairs.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,7 +49,10 @@ log_level: notice
 YAML
 export HV_TOKEN_FILE="$TMP/data/client.token"
 "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
-PIDS="$PIDS $!"
+HEAD_PID=$!
+PIDS="$PIDS $HEAD_PID"
+# The head's CPU time so far, in ms (user + system, from /proc).
+head_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$HEAD_PID/stat"; }
 wait_for 10 grep -q 'listening on' "$TMP/head.out" || { echo "head did not start" >&2; exit 1; }
 HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$TMP/head.out")
 for i in $(seq 1 "$RANKS"); do
@@ -66,10 +70,12 @@ for p in $(seq 1 "$PAIRS"); do
         run=$((run + 1))
         tm="" sm="" t1="" s1=""
         copy=1; [ $mode = off ] && copy=0
+        hc0=$(head_cpu_ms)
         "$BIN/hvsubmit" --head "$HEAD" -np "$RANKS" --min-np "$RANKS" --max-np "$RANKS" \
             --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=info \
             "$BIN/bench_elastic" --model "$MODEL" --seconds "$SECONDS_RUN" --mark-ms "$MARK_MS" --step-ms 0 \
             >"$TMP/run$run.out" 2>"$TMP/run$run.err" || { echo "run $run failed" >&2; tail "$TMP/run$run.err" >&2; exit 1; }
+        hcpu=$(($(head_cpu_ms) - hc0))
         f="$TMP/run$run.out $TMP/run$run.err"
         # shellcheck disable=SC2086
         t0=$(sed -n 's/^\[0\]<stdout>:BENCH step \([0-9]*\) .*/\1/p' $f | head -n 1)
@@ -82,7 +88,7 @@ for p in $(seq 1 "$PAIRS"); do
         sent=$(sed -n 's/.*HV-COPY-STATS: state copies: \([0-9]*\) sent.*skipped[^;]*; last cost \([0-9]*\) ms (its send took \([0-9]*\) ms).*/\1 copies, last cost \2 ms CPU, sent in \3 ms/p' $f | head -n 1)
         whole=$(awk -v s="$s1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
         steady=$(awk -v s="$s1" -v m="$sm" -v a="$tm" -v b="$t1" 'BEGIN { printf "%.3f", (s - m) * 1000 / (b - a) }')
-        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} load $(cut -d' ' -f1 /proc/loadavg)"
+        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, load $(cut -d' ' -f1 /proc/loadavg)"
         echo "$mode $whole $steady" >>"$TMP/rates"
     done
 done
