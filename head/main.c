@@ -73,6 +73,7 @@ typedef struct head_s {
     hv_actors_t *actors;       /* the head's actors (driver/actors_drv.c) */
     hv_svc_actors_t *actorsvc; /* the Actors service */
     hv_svc_cost_t *cost;
+    hv_svc_artifacts_t *artsvc;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
     hv_autoscale_t *as;    /* NULL without an autoscaler */
@@ -790,7 +791,7 @@ static int head_start_services(head_t *h) {
         (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, h->arts,
                                    &h->actorsvc)) != HV_OK ||
         (rc = hv_svc_cost_create(h->srv, &h->cfg, h->store, &h->cost)) != HV_OK ||
-        (rc = hv_svc_artifacts_register(h->srv, h->arts, h->driver)) != HV_OK ||
+        (rc = hv_svc_artifacts_create(h->srv, h->arts, h->driver, &h->artsvc)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->loop, h->srv, h->driver, &h->rdzv)) != HV_OK ||
         (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, auth_drop_session, h, &h->authsvc)) !=
             HV_OK ||
@@ -910,6 +911,7 @@ static void head_close(head_t *h) {
     hv_svc_actors_destroy(h->actorsvc);
     h->actorsvc = NULL;
     hv_svc_cost_destroy(h->cost);
+    hv_svc_artifacts_destroy(h->artsvc);
     hv_svc_rdzv_destroy(h->rdzv);
     hv_svc_auth_destroy(h->authsvc);
     hv_autoscale_destroy(h->as);

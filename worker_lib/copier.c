@@ -37,6 +37,11 @@ struct hv__copier_s {
     int busy;   /* a copy is handed over and not finished */
     void *data; /* the copy handed over (owned) */
     size_t len;
+    /* The last copy's buffer once sent (owned), for the next copy to be serialised into: a fresh
+     * buffer of a large state is faulted in page by page on the training thread (0.4-0.5 s for
+     * 64 MiB on the development machine, against 20 ms for a copy into touched memory). */
+    void *spare;
+    size_t spare_cap;
     uint32_t generation;
     uint64_t commit;
     uint64_t ser_ms; /* what serialising it cost the training thread */
@@ -122,13 +127,21 @@ static void *copier_main(void *arg) {
         uint64_t t0 = hv_now_ms(), cpu0 = thread_cpu_ms();
         hv_err rc = c->fn(c->ud, gen, commit, data, len);
         uint64_t took = hv_now_ms() - t0, cpu = thread_cpu_ms() - cpu0;
-        hv_free(data);
         pthread_mutex_lock(&c->mu);
+        hv_free(c->spare);
+        c->spare = data;
+        c->spare_cap = len;
         c->data = NULL;
         c->busy = 0;
         c->st.busy_ms += took;
         c->st.last_cost_ms = c->ser_ms + cpu;
         c->st.last_wall_ms = took;
+        HV_LOG(HV_LOG_DEBUG, "elastic", "HV-COPY-SENT",
+               "copy of generation %u, commit %llu (%zu bytes): %s in %llu ms; it cost %llu ms of "
+               "CPU (%llu ms serialising on the training thread)",
+               gen, (unsigned long long)commit, len, rc == HV_OK ? "sent" : "failed",
+               (unsigned long long)took, (unsigned long long)c->st.last_cost_ms,
+               (unsigned long long)c->ser_ms);
         if (rc == HV_OK) {
             c->st.sent++;
             c->st.bytes_sent += len;
@@ -160,6 +173,18 @@ hv_err hv__copier_create(hv__copier_send_fn fn, void *ud, const hv__copy_policy_
     }
     *out = c;
     return HV_OK;
+}
+
+void *hv__copier_buffer(hv__copier_t *c, size_t len) {
+    void *b = NULL;
+    pthread_mutex_lock(&c->mu);
+    if (c->spare != NULL && c->spare_cap == len) {
+        b = c->spare;
+        c->spare = NULL;
+        c->spare_cap = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return b != NULL ? b : hv_malloc(len);
 }
 
 int hv__copier_want(hv__copier_t *c, uint64_t now_ms) {
@@ -232,6 +257,7 @@ void hv__copier_destroy(hv__copier_t *c) {
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
     hv_free(c->data);
+    hv_free(c->spare);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     hv_free(c);

@@ -72,8 +72,14 @@ hv_err hv__copier_create(hv__copier_send_fn fn, void *ud, const hv__copy_policy_
  * the thread is too busy for counts as skipped.) */
 int hv__copier_want(hv__copier_t *c, uint64_t now_ms);
 
-/* Hands over a copy the caller serialised in ser_ms: data (len bytes, from hv_malloc) is owned
- * by the copier from here on, whether or not it is sent. */
+/* A buffer of len bytes to serialise the next copy into (owned by the caller until offered;
+ * hv_free if not offered): the last sent copy's when it is that size (its pages are already
+ * there), else a new one from hv_malloc (NULL when out of memory). The copier keeps the last
+ * sent copy's buffer for this, so a job holds one more state-sized buffer while copies are on. */
+void *hv__copier_buffer(hv__copier_t *c, size_t len);
+
+/* Hands over a copy the caller serialised in ser_ms: data (len bytes, from hv_malloc or
+ * hv__copier_buffer) is owned by the copier from here on, whether or not it is sent. */
 void hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void *data, size_t len,
                       uint64_t ser_ms, uint64_t now_ms);
 

@@ -8,6 +8,7 @@
 #include "hvtest.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #include "mem.h"
 #include "util.h"
@@ -126,7 +127,34 @@ static void test_failure_and_destroy(void) {
     hv__copier_destroy(NULL);
 }
 
+/* The next copy is serialised into the last sent one's buffer when it is the same size (its pages
+ * are there already); another size gets a new buffer. */
+static void test_buffer_reused(void) {
+    gate_t g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .open = 1};
+    hv__copy_policy_t p = {.cost_factor = 20};
+    hv__copier_t *c = NULL;
+    ASSERT_OK(hv__copier_create(gate_send, &g, &p, &c));
+    void *a = hv__copier_buffer(c, 64);
+    ASSERT_TRUE(a != NULL);
+    memset(a, 7, 64);
+    hv__copier_offer(c, 1, 1, a, 64, 0, hv_now_ms());
+    ASSERT_OK(hv__copier_flush(c, (uint32_t)hvtest_scale(5000)));
+    void *b = hv__copier_buffer(c, 64);
+    ASSERT_TRUE(b == a);
+    void *d = hv__copier_buffer(c, 64); /* the spare is taken: a new one */
+    ASSERT_TRUE(d != NULL && d != a);
+    hv_free(d);
+    hv__copier_offer(c, 1, 2, b, 64, 0, hv_now_ms());
+    ASSERT_OK(hv__copier_flush(c, (uint32_t)hvtest_scale(5000)));
+    void *e = hv__copier_buffer(c, 32);
+    ASSERT_TRUE(e != NULL && e != a);
+    hv_free(e);
+    ASSERT_EQ_INT(g.calls, 2);
+    hv__copier_destroy(c); /* frees the spare (ASan's leak check) */
+}
+
 static const hvtest_case_t cases[] = {
+    {"buffer_reused", test_buffer_reused},
     {"due", test_due},
     {"skip_while_in_flight", test_skip_while_in_flight},
     {"failure_and_destroy", test_failure_and_destroy},

@@ -225,17 +225,19 @@ static void ckpt_seal(unsigned char *buf, size_t len) {
     memcpy(buf + len - 8, &h, 8);
 }
 
-/* The state in the checkpoint format (the last commit when there is one), as an owned buffer.
- * seal 0 leaves the checksum trailer to ckpt_seal (the copier does it on its own thread). */
-static hv_err state_serialize(const hv_state_t *st, int seal, unsigned char **buf, size_t *len) {
+/* The size of the state in the checkpoint format. */
+static size_t state_serialized_size(const hv_state_t *st) {
     size_t total = 8 + 4 + 8;
     for (int i = 0; i < st->nbufs; i++) {
         total += 2 + strlen(st->bufs[i].name) + 8 + st->bufs[i].bytes;
     }
-    unsigned char *out = hv_malloc(total), *p = out;
-    if (out == NULL) {
-        return HV_ENOMEM;
-    }
+    return total;
+}
+
+/* The state in the checkpoint format (the last commit when there is one) into out, of
+ * state_serialized_size bytes; the checksum trailer is left 0 (ckpt_seal). */
+static void state_serialize_into(const hv_state_t *st, unsigned char *out) {
+    unsigned char *p = out;
     memcpy(p, CKPT_MAGIC, 8);
     p += 8;
     uint32_t n = (uint32_t)st->nbufs;
@@ -254,21 +256,19 @@ static hv_err state_serialize(const hv_state_t *st, int seal, unsigned char **bu
         p += b->bytes;
     }
     memset(p, 0, 8);
-    *buf = out;
-    *len = total;
-    if (seal) {
-        ckpt_seal(out, total);
-    }
-    return HV_OK;
 }
 
 hv_err hv_state_save(const hv_state_t *st, const char *path) {
     if (st == NULL || path == NULL || path[0] == '\0') {
         return HV_EINVAL;
     }
-    unsigned char *out = NULL;
-    size_t total = 0;
-    HV_TRY(state_serialize(st, 1, &out, &total));
+    size_t total = state_serialized_size(st);
+    unsigned char *out = hv_malloc(total);
+    if (out == NULL) {
+        return HV_ENOMEM;
+    }
+    state_serialize_into(st, out);
+    ckpt_seal(out, total);
     hv_err rc = hv_write_file_atomic(path, out, total, 0600);
     hv_free(out);
     if (rc != HV_OK) {
@@ -607,11 +607,12 @@ static void copy_offer(hv_state_t *st, uint32_t generation) {
     if (!hv__copier_want(st->copier, t0)) {
         return;
     }
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    if (state_serialize(st, 0, &buf, &len) != HV_OK) {
+    size_t len = state_serialized_size(st);
+    unsigned char *buf = hv__copier_buffer(st->copier, len);
+    if (buf == NULL) {
         return; /* out of memory: no copy this time, training goes on */
     }
+    state_serialize_into(st, buf);
     uint64_t t1 = hv_now_ms();
     hv__copier_offer(st->copier, generation, st->commits, buf, len, t1 - t0, t1);
 }

@@ -2,15 +2,16 @@
 #include "svc_artifacts.h"
 
 #include "hv.pb-c.h"
+#include "mem.h"
 #include "validate.h"
 
-typedef struct svc_arts_s {
-    hv_artifacts_t *arts;
-    hv_driver_t *d;
-} svc_arts_t;
+struct hv_svc_artifacts_s {
+    hv_artifacts_t *arts; /* borrowed */
+    hv_driver_t *d;       /* borrowed */
+};
 
 static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    svc_arts_t *sa = ud;
+    hv_svc_artifacts_t *sa = ud;
     hv_artifacts_t *a = sa->arts;
     const Hvpb__V1__StatArtifactRequest *req = (const Hvpb__V1__StatArtifactRequest *)m;
     char err[1024];
@@ -42,7 +43,7 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
 }
 
 static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    hv_artifacts_t *a = ((svc_arts_t *)ud)->arts;
+    hv_artifacts_t *a = ((hv_svc_artifacts_t *)ud)->arts;
     const Hvpb__V1__UploadChunk *req = (const Hvpb__V1__UploadChunk *)m;
     Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
     char err[512];
@@ -62,14 +63,27 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
-hv_err hv_svc_artifacts_register(hv_rpc_server_t *srv, hv_artifacts_t *arts, hv_driver_t *d) {
-    static svc_arts_t sa; /* one head per process */
-    sa = (svc_arts_t){.arts = arts, .d = d};
+hv_err hv_svc_artifacts_create(hv_rpc_server_t *srv, hv_artifacts_t *arts, hv_driver_t *d,
+                               hv_svc_artifacts_t **out) {
+    hv_svc_artifacts_t *sa = hv_calloc(1, sizeof(*sa));
+    if (sa == NULL) {
+        return HV_ENOMEM;
+    }
+    sa->arts = arts;
+    sa->d = d;
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY, &hvpb__v1__stat_artifact_request__descriptor,
-         jobs_stat_artifact, NULL, &sa},
+         jobs_stat_artifact, NULL, sa},
         {"/hvpb.v1.Jobs/Upload", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor, jobs_upload,
-         NULL, &sa},
+         NULL, sa},
     };
-    return hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
+    hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
+    if (rc != HV_OK) {
+        hv_free(sa);
+        return rc;
+    }
+    *out = sa;
+    return HV_OK;
 }
+
+void hv_svc_artifacts_destroy(hv_svc_artifacts_t *s) { hv_free(s); }

@@ -11,8 +11,13 @@
 #include "err.h"
 #include "rpc.h"
 
+typedef struct hv_svc_artifacts_s hv_svc_artifacts_t;
+
 /* Registers StatArtifact and Upload on srv; arts and d are borrowed and must outlive the server
- * (d hears whether StatArtifact's record of a use was stored: hv_driver_store_result). */
-hv_err hv_svc_artifacts_register(hv_rpc_server_t *srv, hv_artifacts_t *arts, hv_driver_t *d);
+ * (d hears whether StatArtifact's record of a use was stored: hv_driver_store_result). *out
+ * (owned: hv_svc_artifacts_destroy, after the server is shut down) holds what the methods use. */
+hv_err hv_svc_artifacts_create(hv_rpc_server_t *srv, hv_artifacts_t *arts, hv_driver_t *d,
+                               hv_svc_artifacts_t **out);
+void hv_svc_artifacts_destroy(hv_svc_artifacts_t *s);
 
 #endif

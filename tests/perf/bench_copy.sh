@@ -2,7 +2,7 @@
 # bench_copy.sh: what keeping copies of the training state at the head costs, side by side.
 #
 #   tests/perf/bench_copy.sh [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P]
-#                            [--bin DIR]
+#                            [--bin DIR] [--logs DIR [--trace]]
 #
 # Starts a head and N one-slot agents on this machine and runs tests/perf/bench_elastic (every
 # step: an allreduce of the model over TCP and a commit of it as the elastic state) as an elastic
@@ -15,7 +15,8 @@
 # the window should hold several). Prints each run, the medians of both, the copies' cost in % of
 # step throughput for both, the head's CPU time in each run (receiving, hashing and writing the
 # copies), and the load average before and after. Defaults: a 64 MiB state,
-# 2 ranks, 45 s a run, a mark at 10 s, 3 pairs.
+# 2 ranks, 45 s a run, a mark at 10 s, 3 pairs. --logs DIR keeps each run's output there;
+# --trace adds rank 0's every step time (BENCH tick) and each copy's times (HV-COPY-SENT) to it.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${HV_BIN_DIR:-$SRC/build/bin}
@@ -24,6 +25,8 @@ RANKS=2
 SECONDS_RUN=45
 MARK_MS=10000
 PAIRS=3
+LOGS=""
+TRACE=0
 while [ $# -gt 0 ]; do
     case $1 in
     --model) MODEL=$2; shift 2 ;;
@@ -32,10 +35,16 @@ while [ $# -gt 0 ]; do
     --mark-ms) MARK_MS=$2; shift 2 ;;
     --pairs) PAIRS=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    *) echo "usage: $0 [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR]" >&2; exit 2 ;;
+    --logs) LOGS=$2; shift 2 ;;
+    --trace) TRACE=1; shift ;;
+    *) echo "usage: $0 [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR] [--logs DIR [--trace]]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
+[ $TRACE = 0 ] || [ -n "$LOGS" ] || { echo "--trace needs --logs DIR" >&2; exit 2; }
+[ -z "$LOGS" ] || mkdir -p "$LOGS"
+LEVEL=info
+[ $TRACE = 0 ] || LEVEL=debug
 BENCH_TMP_PREFIX=hvbenchcopy
 . "$(dirname "$0")/bench_lib.sh"
 cat >"$TMP/head.yaml" <<YAML
@@ -72,11 +81,12 @@ for p in $(seq 1 "$PAIRS"); do
         copy=1; [ $mode = off ] && copy=0
         hc0=$(head_cpu_ms)
         "$BIN/hvsubmit" --head "$HEAD" -np "$RANKS" --min-np "$RANKS" --max-np "$RANKS" \
-            --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=info \
+            --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=$LEVEL --env HV_BENCH_TRACE=$TRACE \
             "$BIN/bench_elastic" --model "$MODEL" --seconds "$SECONDS_RUN" --mark-ms "$MARK_MS" --step-ms 0 \
             >"$TMP/run$run.out" 2>"$TMP/run$run.err" || { echo "run $run failed" >&2; tail "$TMP/run$run.err" >&2; exit 1; }
         hcpu=$(($(head_cpu_ms) - hc0))
         f="$TMP/run$run.out $TMP/run$run.err"
+        [ -z "$LOGS" ] || cp "$TMP/run$run.out" "$TMP/run$run.err" "$LOGS/"
         # shellcheck disable=SC2086
         t0=$(sed -n 's/^\[0\]<stdout>:BENCH step \([0-9]*\) .*/\1/p' $f | head -n 1)
         # shellcheck disable=SC2086

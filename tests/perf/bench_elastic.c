@@ -14,6 +14,7 @@
  *   BENCH left  <t> gen=G                           this worker was drained out
  *   BENCH mark  <t> step=S                          the first step --mark-ms after the first
  *   BENCH done  <t> gen=G rank=R steps=S            the training function returns (--steps)
+ *   BENCH tick  <t> step=S ms=M                     with HV_BENCH_TRACE=1, rank 0: every step
  * Options: --model BYTES, --steps N (total steps, default: run until --seconds), --seconds S
  * (default 120; the ranks agree every 50 steps whether it has passed, so all stop at one step), --step-ms M (sleep per step, default 5), --mark-ms M (default 0: no mark; a
  * window from the mark to the end leaves out what the first M ms held, bench_copy.sh's first
@@ -40,6 +41,7 @@ typedef struct bench_s {
     uint32_t printed_gen; /* the generation whose first step was printed */
     uint64_t seen_step;   /* highest step this process completed (for steps lost) */
     uint64_t mark_ms;     /* --mark-ms; 0: none */
+    int trace;            /* HV_BENCH_TRACE=1: rank 0 prints every step's time (BENCH tick) */
     uint64_t first_ms;    /* wall ms of this process's first completed step */
     int marked;
 } bench_t;
@@ -85,6 +87,7 @@ static hv_err train(hv_state_t *st, void *ud) {
             fflush(stdout);
             return HV_OK;
         }
+        uint64_t t_step = b->trace ? wall_ms() : 0;
         hv_err rc = hv_allreduce(b->model, b->model, b->n, HV_FLOAT32, HV_AVG);
         if (rc == HV_OK) {
             b->step++;
@@ -101,6 +104,11 @@ static hv_err train(hv_state_t *st, void *ud) {
         }
         if (b->step > b->seen_step) {
             b->seen_step = b->step;
+        }
+        if (b->trace && hv_rank() == 0) {
+            uint64_t now = wall_ms();
+            printf("BENCH tick %llu step=%llu ms=%llu\n", (unsigned long long)now,
+                   (unsigned long long)b->step, (unsigned long long)(now - t_step));
         }
         if (b->mark_ms > 0 && !b->marked) {
             uint64_t now = wall_ms();
@@ -132,6 +140,7 @@ int main(int argc, char **argv) {
     bench_t b;
     memset(&b, 0, sizeof(b));
     b.step_ms = 5;
+    b.trace = getenv("HV_BENCH_TRACE") != NULL && strcmp(getenv("HV_BENCH_TRACE"), "1") == 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
