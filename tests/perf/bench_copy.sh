@@ -14,7 +14,9 @@
 # first copy out and holds the copies at the default interval (the run says how many were sent:
 # the window should hold several). Prints each run, the medians of both, the copies' cost in % of
 # step throughput for both, the head's CPU time in each run (receiving, hashing and writing the
-# copies), and the load average before and after. Defaults: a 64 MiB state,
+# copies), the CPU time per step of the ranks and the head together (the copies' cost in CPU,
+# which a busy shared machine disturbs much less than the throughput), and the load average
+# before and after. Defaults: a 64 MiB state,
 # 2 ranks, 45 s a run, a mark at 10 s, 3 pairs. --logs DIR keeps each run's output there;
 # --trace adds rank 0's every step time (BENCH tick) and each copy's times (HV-COPY-SENT) to it.
 set -euo pipefail
@@ -96,17 +98,22 @@ for p in $(seq 1 "$PAIRS"); do
         [ -n "$t0" ] && [ -n "${tm:-}" ] && [ -n "${t1:-}" ] || { echo "run $run: rank 0's BENCH lines are missing (mark after the end?)" >&2; tail -n 5 "$TMP/run$run.out" "$TMP/run$run.err" >&2; exit 1; }
         # shellcheck disable=SC2086
         sent=$(sed -n 's/.*HV-COPY-STATS: state copies: \([0-9]*\) sent.*skipped[^;]*; last cost \([0-9]*\) ms (its send took \([0-9]*\) ms).*/\1 copies, last cost \2 ms CPU, sent in \3 ms/p' $f | head -n 1)
+        # shellcheck disable=SC2086
+        rcpu=$(sed -n 's/^\[[0-9]*\]<stdout>:BENCH done .* cpu_ms=\([0-9]*\).*/\1/p' $f | awk '{ s += $1 } END { print s + 0 }')
+        cps=$(awk -v r="$rcpu" -v h="$hcpu" -v s="$s1" 'BEGIN { printf "%.1f", (r + h) / s }')
         whole=$(awk -v s="$s1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
         steady=$(awk -v s="$s1" -v m="$sm" -v a="$tm" -v b="$t1" 'BEGIN { printf "%.3f", (s - m) * 1000 / (b - a) }')
-        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, load $(cut -d' ' -f1 /proc/loadavg)"
-        echo "$mode $whole $steady" >>"$TMP/rates"
+        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, CPU/step ${cps} ms (ranks ${rcpu} + head), load $(cut -d' ' -f1 /proc/loadavg)"
+        echo "$mode $whole $steady $cps" >>"$TMP/rates"
     done
 done
-awk '{ w[$1] = w[$1] " " $2; s[$1] = s[$1] " " $3 }
+awk '{ w[$1] = w[$1] " " $2; s[$1] = s[$1] " " $3; c[$1] = c[$1] " " $4 }
      function med(v,   a, n, i, j, t) { n = split(v, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
                                       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
      END { off = med(w["off"]); on = med(w["on"]);
            printf "median steps/s, whole run (holds the first copy): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off
            off = med(s["off"]); on = med(s["on"]);
-           printf "median steps/s, steady window (first copy left out): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off }' "$TMP/rates"
+           printf "median steps/s, steady window (first copy left out): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off
+           off = med(c["off"]); on = med(c["on"]);
+           printf "median CPU time per step (ranks and head, whole run): copies off %.1f ms, on %.1f ms: copies cost %.1f%% more CPU\n", off, on, (on - off) * 100 / off }' "$TMP/rates"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -13,7 +13,8 @@
  *   BENCH lost  <t> gen=G steps=K                   steps rolled back (restore) at a reset
  *   BENCH left  <t> gen=G                           this worker was drained out
  *   BENCH mark  <t> step=S                          the first step --mark-ms after the first
- *   BENCH done  <t> gen=G rank=R steps=S            the training function returns (--steps)
+ *   BENCH done  <t> gen=G rank=R steps=S cpu_ms=C   the training function returns (--steps);
+ *                                                   C: this process' CPU time so far (all threads)
  *   BENCH tick  <t> step=S ms=M                     with HV_BENCH_TRACE=1, rank 0: every step
  * Options: --model BYTES, --steps N (total steps, default: run until --seconds), --seconds S
  * (default 120; the ranks agree every 50 steps whether it has passed, so all stop at one step), --step-ms M (sleep per step, default 5), --mark-ms M (default 0: no mark; a
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +67,16 @@ static void on_reset(hv_state_t *st, const hv_reset_info_t *info, void *ud) {
     fflush(stdout);
 }
 
+/* This process' CPU time (user + system, every thread: the copier's too), in ms. */
+static uint64_t cpu_ms(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        return 0;
+    }
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000u;
+}
+
 /* Whether every rank stops now (--seconds): the ranks vote every 50 steps with a one-float MAX
  * allreduce, so that they stop at the same step; each on its own clock, one would leave while the
  * others wait in the next allreduce for it (HV_EPEER). A failed vote is taken as "go on": the
@@ -82,8 +94,9 @@ static hv_err train(hv_state_t *st, void *ud) {
     for (;;) {
         if ((b->max_steps > 0 && b->step >= b->max_steps) ||
             (b->max_steps == 0 && past_deadline(b))) {
-            printf("BENCH done %llu gen=%u rank=%d steps=%llu\n", (unsigned long long)wall_ms(),
-                   hv_generation(), hv_rank(), (unsigned long long)b->step);
+            printf("BENCH done %llu gen=%u rank=%d steps=%llu cpu_ms=%llu\n",
+                   (unsigned long long)wall_ms(), hv_generation(), hv_rank(),
+                   (unsigned long long)b->step, (unsigned long long)cpu_ms());
             fflush(stdout);
             return HV_OK;
         }
