@@ -92,6 +92,10 @@ int hv_am_wants_place(const hv_am_actor_t *a) {
     return !a->proc_live && (a->state == HV_AM_PENDING || a->state == HV_AM_RESTARTING);
 }
 
+int hv_am_is_demand(const hv_am_actor_t *a, int placed_none, int held) {
+    return hv_am_wants_place(a) && placed_none && !held;
+}
+
 hv_err hv_am_placed(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out) {
     out_reset(out);
     if (!hv_am_wants_place(a) || node_id == 0) {

@@ -124,6 +124,15 @@ void hv_am_create(hv_am_actor_t *a, uint64_t id, uint32_t max_restarts, uint64_t
  * without a reserved slot. */
 int hv_am_wants_place(const hv_am_actor_t *a);
 
+/* 1 when the actor is pending demand: what `hvctl status` lists among the waiting demand with
+ * its reason, and what the autoscaler buys a node for. It wants a place (hv_am_wants_place:
+ * pending; restarting with its process gone; moving with no slot reserved for its replacement,
+ * whether its old process still serves or was stopped when the notice ran out), the last
+ * placement found no node for it (placed_none), and no restart backoff holds it (held). A
+ * moving actor counts like a pending one: a drain of the only node that fits it makes the
+ * autoscaler buy one before the node goes. */
+int hv_am_is_demand(const hv_am_actor_t *a, int placed_none, int held);
+
 /* Placed on node_id: a new incarnation is ordered (state starting): RECORD, SPAWN (with_state
  * when a saved state waits). Moving with its process still there: the slot is reserved and the
  * process stopped, to save its state: RECORD, RESERVE, KILL, ANNOUNCE. HV_ESTATE when the

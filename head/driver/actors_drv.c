@@ -314,7 +314,7 @@ uint64_t hv_actors_node_memory(const hv_actors_t *a, uint64_t node_id) {
 }
 
 int hv_actors_waiting(const hv_dactor_t *x, uint64_t now_ms) {
-    return hv_am_wants_place(&x->am) && x->wait_why != NULL && now_ms >= x->place_after;
+    return hv_am_is_demand(&x->am, x->wait_why != NULL, now_ms < x->place_after);
 }
 
 /* reason = the placement's words, then the autoscaler's. */
