@@ -109,11 +109,13 @@ typedef struct hv_am_out_s {
 
 /* What the caller knows of an exit or a loss. */
 typedef struct hv_am_exit_s {
-    int status;      /* exit status, -1 when killed by a signal or unknown */
-    int signal;      /* the signal, 0 when none */
-    const char *why; /* the agent's words when it could not run it ("spawn failed: ..."), or
+    int status;            /* exit status, -1 when killed by a signal or unknown */
+    int signal;            /* the signal, 0 when none */
+    const char *why;       /* the agent's words when it could not run it ("spawn failed: ..."), or
                       * NULL; borrowed */
-    int state_saved; /* the process saved its state and the caller stored it */
+    int state_saved;       /* the process saved its state and the caller stored it */
+    const char *state_why; /* !state_saved: it saved a state that was not kept, and why ("its
+                            * saved state of N bytes is over ..."), or NULL; borrowed */
 } hv_am_exit_t;
 
 /* A new actor (state pending). RECORD, ANNOUNCE. */

@@ -203,6 +203,39 @@ static void case_notice(void) {
     CHECK(strstr(out.text, "saved state loaded") != NULL);
 }
 
+/* A state the process saved but the caller could not keep (over the head's limit, its upload
+ * failed): the replacement starts from its constructor and the announcement says why. */
+static void case_state_not_kept(void) {
+    hv_am_actor_t a = alive_on(3, 2, 0);
+    hv_am_out_t out;
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    hv_am_exit_t e = {.status = 0,
+                      .state_why = "its saved state of 300 MiB is over the head's "
+                                   "actor_state_max of 256 MiB"};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RFSA");
+    CHECK_EQ(out.acts[2].with_state, 0);
+    CHECK_EQ(a.has_state, 0);
+    CHECK(strstr(out.text, "its saved state was not kept: its saved state of 300 MiB is over "
+                           "the head's actor_state_max") != NULL);
+    CHECK(strstr(out.text, "starts from its constructor") != NULL);
+    /* The notice ran out first: the same words while it waits for a node. */
+    a = alive_on(3, 2, 0);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_notice_expired(&a, &out), HV_OK);
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK(strstr(out.text, "not kept") != NULL && strstr(out.text, "waiting for a node") != NULL);
+    /* A state that was kept wins over stray words. */
+    a = alive_on(3, 2, 0);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    e.state_saved = 1;
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_EQ(out.acts[2].with_state, 1);
+    CHECK(strstr(out.text, "not kept") == NULL);
+}
+
 /* What counts as pending demand (hvctl status, the autoscaler), one row per situation: a
  * moving actor without a reserved slot counts like a pending one, with its process serving or
  * stopped at the notice's end; one whose slot is reserved, or that runs, does not. */
@@ -453,6 +486,7 @@ int main(int argc, char **argv) {
         {"notice", case_notice},
         {"move_table", case_move_table},
         {"demand_table", case_demand_table},
+        {"state_not_kept", case_state_not_kept},
         {"node_lost", case_node_lost},
         {"owner_ended", case_owner_ended},
         {"head_restart", case_head_restart},

@@ -41,6 +41,8 @@ typedef struct hv_dactor_s {
     char saved_digest[65]; /* the state the ending process just saved (in memory until its exit
                             * is stored; "" = none) */
     uint64_t saved_size;
+    char saved_why[200]; /* the ending process saved a state that is not kept: why ("" none;
+                          * in memory until its exit is stored, like saved_digest) */
     uint64_t created_ms, started_ms, ended_ms;
     uint64_t place_after;     /* monotonic ms: a restart after a failure waits (not stored) */
     uint64_t notice_deadline; /* monotonic ms: moving, its process is stopped to save by then

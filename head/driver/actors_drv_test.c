@@ -257,7 +257,7 @@ static void case_move(void) {
     CHECK_EQ(hv_driver_node(H.d, nb)->acct.slots_used, 1);
     size_t before = H.io.n;
     /* The old process saved its state (stored as an artifact) and ended. */
-    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 12);
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 12, NULL);
     CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
     CHECK_EQ(x->am.state, HV_AM_STARTING);
     CHECK_EQ(x->am.node_id, nb);
@@ -299,7 +299,7 @@ static void case_notice_runs_out(void) {
     CHECK_EQ(x->am.kill_sent, 1);
     CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_KILL);
     CHECK_EQ(H.io.node[H.io.n - 1], na);
-    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 20);
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 20, NULL);
     CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
     CHECK_EQ(x->am.state, HV_AM_MOVING);
     CHECK_EQ(x->am.has_state, 1);

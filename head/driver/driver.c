@@ -1141,9 +1141,9 @@ static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
 }
 
 void hv_driver_actor_state_saved(hv_driver_t *d, uint64_t node_id, uint64_t worker_id,
-                                 const char *digest, uint64_t size) {
+                                 const char *digest, uint64_t size, const char *why) {
     if (hv_am_proc_is(worker_id) && d->actors.state_saved != NULL) {
-        d->actors.state_saved(d->actors.ud, node_id, worker_id, digest, size);
+        d->actors.state_saved(d->actors.ud, node_id, worker_id, digest, size, why);
     }
 }
 
