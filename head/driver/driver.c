@@ -1284,6 +1284,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     tmp.acct.slots = info->slots;
     tmp.acct.gpus = info->gpus;
     tmp.cpus = info->cpus;
+    tmp.memory_mb = info->memory_mb;
     tmp.preemptible = info->preemptible;
     tmp.incarnation = info->incarnation;
     tmp.state = st;

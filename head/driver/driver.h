@@ -109,7 +109,8 @@ typedef struct hv_dnode_s {
     uint64_t id;
     char *name, *addrs, *labels, *instance_id, *peer; /* owned */
     uint32_t cpus;
-    uint64_t memory_mb; /* MiB the agent offers, from its last join (not stored; 0: unknown) */
+    uint64_t memory_mb; /* MiB the agent offers, from its last join (stored with the node; 0:
+                         * unknown) */
     int preemptible;
     uint64_t incarnation;
     hv_node_state_t state;
