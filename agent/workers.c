@@ -995,6 +995,17 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
                "no hv Python package beside hvagent (../python, ../share/hv/python): node "
                "programs get PYTHONPATH unchanged and need hv installed");
     }
+    /* Saved states an earlier agent process moved out for an upload it never finished: their
+     * exits were never reported, and the head treats those processes as lost. */
+    int wfd = open(w->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (wfd >= 0) {
+        if (rm_tree_at(wfd, "states", 0) != 0) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE",
+                   "cannot remove the saved states left in %s/states: %s", w->work_dir,
+                   strerror(errno));
+        }
+        close(wfd);
+    }
     w->loop = loop;
     w->cache = cache;
     w->cbs = *cbs;
