@@ -78,6 +78,7 @@ struct hv_artifact_cache_s {
     uv_timer_t timer;     /* delivery and retry tick */
     entry_t *entries;     /* owned list */
     verified_t *verified; /* owned list */
+    struct put_s *puts;   /* uploads in flight (owned list) */
     int stopped;          /* hv_artifact_cache_stop ran */
 };
 
@@ -564,11 +565,14 @@ hv_err hv_artifact_get(hv_artifact_cache_t *c, const char *digest, uint64_t size
     return HV_OK;
 }
 
+static void put_cancel_all(hv_artifact_cache_t *c);
+
 void hv_artifact_cache_stop(hv_artifact_cache_t *c) {
     if (c == NULL || c->stopped) {
         return;
     }
     c->stopped = 1;
+    put_cancel_all(c);
     for (entry_t *en = c->entries; en != NULL; en = en->next) {
         if (en->state == ENTRY_FETCHING && en->call != NULL) {
             hv_rpc_call_cancel(en->call);
@@ -608,13 +612,194 @@ void hv_artifact_cache_destroy(hv_artifact_cache_t *c) {
         return;
     }
     hv_artifact_cache_stop(c);
-    if (c->entries != NULL) {
+    if (c->entries != NULL || c->puts != NULL) {
         // Only downloads whose rpc call never ended are left; their on_done would touch c.
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-LEAK",
                "artifact cache destroyed with downloads still in flight: leaking it");
         return;
     }
     uv_close((uv_handle_t *)&c->timer, cache_closed_cb);
+}
+
+/* ---- uploads (an actor's saved state) -------------------------------------------------------- */
+
+#define PUT_CHUNK (1u << 20) /* bytes per UploadState call (the head's chunk limit) */
+
+typedef struct put_s {
+    hv_artifact_cache_t *cache;
+    int fd;          /* the file, open for reading */
+    uint64_t size;   /* its size */
+    uint64_t offset; /* bytes the head holds */
+    int complete;    /* the head said the artifact is whole */
+    char digest[65];
+    uint8_t *buf;        /* one chunk (owned) */
+    hv_rpc_call_t *call; /* the chunk in flight; NULL between chunks */
+    hv_artifact_put_cb cb;
+    void *ud;
+    struct put_s *next;
+} put_t;
+
+static void put_end(put_t *p, hv_err rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void put_end(put_t *p, hv_err rc, const char *fmt, ...) {
+    hv_artifact_cache_t *c = p->cache;
+    char detail[300] = "";
+    if (fmt != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+    }
+    for (put_t **pp = &c->puts; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    close(p->fd);
+    hv_free(p->buf);
+    p->cb(rc, rc == HV_OK ? p->digest : NULL, detail, p->ud);
+    hv_free(p);
+}
+
+static hv_err put_next(put_t *p);
+
+static void put_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *m, void *ud) {
+    put_t *p = ud;
+    const Hvpb__V1__UploadReply *r = (const Hvpb__V1__UploadReply *)m;
+    (void)call;
+    p->offset = r->received;
+    p->complete = r->complete;
+}
+
+static void put_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *ud) {
+    put_t *p = ud;
+    (void)call;
+    p->call = NULL;
+    if (p->cache->stopped) {
+        put_end(p, HV_ECANCELED, "the agent is stopping");
+    } else if (st->rc != HV_OK) {
+        put_end(p, st->rc, "%s%s%.200s", hv_strerror(st->rc), st->msg[0] ? ": " : "", st->msg);
+    } else if (p->complete) {
+        put_end(p, HV_OK, NULL);
+    } else if (p->offset > p->size) {
+        put_end(p, HV_EPROTO, "the head holds %llu bytes of %llu", (unsigned long long)p->offset,
+                (unsigned long long)p->size);
+    } else {
+        hv_err rc = put_next(p);
+        if (rc != HV_OK) {
+            put_end(p, rc, "cannot send the next chunk: %s", hv_strerror(rc));
+        }
+    }
+}
+
+/* Sends the chunk at p->offset (the last one says so). */
+static hv_err put_next(put_t *p) {
+    uint64_t want = p->size - p->offset < PUT_CHUNK ? p->size - p->offset : PUT_CHUNK;
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(p->fd, p->buf + got, (size_t)want - got, (off_t)(p->offset + got));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            return r < 0 ? hv_err_from_errno(errno) : HV_EIO;
+        }
+        got += (size_t)r;
+    }
+    Hvpb__V1__UploadChunk req = HVPB__V1__UPLOAD_CHUNK__INIT;
+    req.digest = p->digest;
+    req.total_size = p->size;
+    req.offset = p->offset;
+    req.data.data = p->buf;
+    req.data.len = got;
+    req.last = p->offset + got == p->size;
+    hv_rpc_client_cbs_t cbs = {.resp = &hvpb__v1__upload_reply__descriptor,
+                               .on_msg = put_on_msg,
+                               .on_done = put_on_done,
+                               .ud = p};
+    return hv_rpc_call_start(p->cache->eng, p->cache->ch, "/hvpb.v1.Cluster/UploadState",
+                             HV_RPC_UNARY, &req.base, ARTIFACT_BASE_TIMEOUT_MS, &cbs, &p->call);
+}
+
+hv_err hv_artifact_put(hv_artifact_cache_t *c, const char *path, hv_artifact_put_cb cb, void *ud,
+                       char *err, size_t errlen) {
+    if (c->stopped || c->eng == NULL || c->ch == NULL) {
+        snprintf(err, errlen, "the agent is stopping");
+        return HV_ECLOSED;
+    }
+    put_t *p = hv_calloc(1, sizeof(*p));
+    uint8_t *buf = hv_malloc(PUT_CHUNK);
+    if (p == NULL || buf == NULL) {
+        hv_free(p);
+        hv_free(buf);
+        snprintf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    p->cache = c;
+    p->buf = buf;
+    p->cb = cb;
+    p->ud = ud;
+    p->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    hv_err rc = HV_OK;
+    if (p->fd < 0 || fstat(p->fd, &sb) != 0) {
+        rc = hv_err_from_errno(errno);
+        snprintf(err, errlen, "cannot open %.300s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        rc = HV_EINVAL;
+        snprintf(err, errlen, "%.300s is not a regular file", path);
+        goto fail;
+    }
+    p->size = (uint64_t)sb.st_size;
+    /* The digest first (blocking file I/O on the loop: local disk, as cache_verify does). */
+    hv_sha256_t h;
+    hv_sha256_init(&h);
+    for (uint64_t off = 0; off < p->size;) {
+        ssize_t r = pread(p->fd, buf, PUT_CHUNK, (off_t)off);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            rc = HV_EIO;
+            snprintf(err, errlen, "cannot read %.300s: %s", path,
+                     r < 0 ? strerror(errno) : "it shrank");
+            goto fail;
+        }
+        hv_sha256_update(&h, buf, (size_t)r);
+        off += (uint64_t)r;
+    }
+    uint8_t raw[32];
+    hv_sha256_final(&h, raw);
+    hv_sha256_hex(raw, p->digest);
+    if ((rc = put_next(p)) != HV_OK) {
+        snprintf(err, errlen, "cannot start the upload: %s", hv_strerror(rc));
+        goto fail;
+    }
+    p->next = c->puts;
+    c->puts = p;
+    return HV_OK;
+fail:
+    if (p->fd >= 0) {
+        close(p->fd);
+    }
+    hv_free(buf);
+    hv_free(p);
+    return rc;
+}
+
+static void put_cancel_all(hv_artifact_cache_t *c) {
+    for (put_t *p = c->puts; p != NULL; p = p->next) {
+        if (p->call != NULL) {
+            hv_rpc_call_cancel(p->call);
+        }
+    }
 }
 
 /* ---- placing files for workers -------------------------------------------------------------- */

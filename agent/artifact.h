@@ -54,6 +54,19 @@ hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_chan
 hv_err hv_artifact_get(hv_artifact_cache_t *c, const char *digest, uint64_t size,
                        hv_artifact_done_cb cb, void *ud);
 
+/* The outcome of an upload (hv_artifact_put): on HV_OK digest is the file's sha256 (64 hex,
+ * borrowed for the callback), the head holds it whole; otherwise detail says why in words. */
+typedef void (*hv_artifact_put_cb)(hv_err rc, const char *digest, const char *detail, void *ud);
+
+/* Uploads the file at path to the head's artifact store ("/hvpb.v1.Cluster/UploadState": an
+ * actor's saved state over 1 MiB), named by its sha256, in 1 MiB chunks, one in flight. The
+ * file is hashed first (blocking file I/O on the loop: local disk) and must stay unchanged until
+ * cb, which runs exactly once, later on the loop, never inside this call (HV_ECANCELED when the
+ * cache stops meanwhile). On failure to start (HV_ECLOSED, HV_ENOMEM, HV_EIO, a file that
+ * cannot be opened) err says why and cb is not called. */
+hv_err hv_artifact_put(hv_artifact_cache_t *c, const char *path, hv_artifact_put_cb cb, void *ud,
+                       char *err, size_t errlen);
+
 /* Cancels every download and fails every pending request with HV_ECANCELED (callbacks run
  * before this returns or, for downloads in flight, when their rpc call ends). Later gets fail
  * with HV_ECLOSED. Call before hv_rpc_engine_destroy. Idempotent. */

@@ -86,6 +86,39 @@ static void serve_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_finish(c, HV_OK, NULL);
 }
 
+/* What the fake head received by UploadState (hv_artifact_put). */
+static uint8_t *up_data;
+static uint64_t up_total, up_have;
+static char up_digest[65];
+static int up_calls, up_last, up_refuse_after; /* refuse_after: fail the Nth call (0 none) */
+
+static void serve_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    const Hvpb__V1__UploadChunk *r = (const Hvpb__V1__UploadChunk *)m;
+    (void)ud;
+    up_calls++;
+    if (up_refuse_after != 0 && up_calls >= up_refuse_after) {
+        hv_rpc_finish(c, HV_ETOOBIG, "over the head's actor_state_max");
+        return;
+    }
+    if (up_data == NULL) {
+        up_data = hv_malloc(r->total_size > 0 ? r->total_size : 1);
+        up_total = r->total_size;
+        snprintf(up_digest, sizeof(up_digest), "%s", r->digest);
+    }
+    if (r->offset != up_have || r->offset + r->data.len > up_total || r->data.len > (1u << 20) ||
+        strcmp(r->digest, up_digest) != 0) {
+        hv_rpc_finish(c, HV_EINVAL, "bad chunk at %llu", (unsigned long long)r->offset);
+        return;
+    }
+    memcpy(up_data + up_have, r->data.data, r->data.len);
+    up_have += r->data.len;
+    up_last = r->last;
+    Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
+    rep.received = up_have;
+    rep.complete = r->last && up_have == up_total;
+    hv_rpc_reply(c, &rep.base);
+}
+
 static void blob_add(size_t len, int corrupt, size_t break_at, int stall) {
     blob_t *b = &blobs[nblobs++];
     memset(b, 0, sizeof(*b));
@@ -118,6 +151,11 @@ static void setup(void) {
                          .req = &hvpb__v1__fetch_request__descriptor,
                          .on_msg = serve_fetch};
     CHECK_RC(hv_rpc_server_add(srv, &m), HV_OK);
+    hv_rpc_method_t um = {.path = "/hvpb.v1.Cluster/UploadState",
+                          .kind = HV_RPC_UNARY,
+                          .req = &hvpb__v1__upload_chunk__descriptor,
+                          .on_msg = serve_upload};
+    CHECK_RC(hv_rpc_server_add(srv, &um), HV_OK);
     CHECK_RC(hv_rpc_server_start(srv), HV_OK);
     char target[64];
     snprintf(target, sizeof(target), "127.0.0.1:%d", port);
@@ -219,6 +257,54 @@ static void case_fetch_shared(void) {
     test_run_until(&loop, &h.done, 1, 5000);
     CHECK_RC(h.rc, HV_OK);
     CHECK_EQ(fetch_calls, 1);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+/* hv_artifact_put: a 3.5 MiB file goes up in 1 MiB chunks, in order, named by its sha256, the
+ * last one marked; a refusal from the head reaches the callback with its words. */
+static void case_put(void) {
+    setup();
+    up_data = NULL;
+    up_have = up_total = 0;
+    up_calls = up_last = up_refuse_after = 0;
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    blob_add(3 * 1024 * 1024 + 512 * 1024, 0, 0, 0);
+    char path[300];
+    snprintf(path, sizeof(path), "/tmp/hv-artifact-test-%d/state", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL && fwrite(blobs[0].data, 1, blobs[0].len, f) == blobs[0].len);
+    fclose(f);
+    got_t g = {0};
+    char err[256];
+    CHECK_RC(hv_artifact_put(c, path, got_cb, &g, err, sizeof(err)), HV_OK);
+    CHECK_EQ(g.done, 0); // never inside put
+    test_run_until(&loop, &g.done, 1, 10000);
+    CHECK_RC(g.rc, HV_OK);
+    CHECK_STR(g.path, blobs[0].digest); // the callback's digest
+    CHECK_STR(up_digest, blobs[0].digest);
+    CHECK_EQ(up_calls, 4);
+    CHECK_EQ(up_last, 1);
+    CHECK(up_have == blobs[0].len && memcmp(up_data, blobs[0].data, blobs[0].len) == 0);
+    hv_free(up_data);
+    /* The head refuses the second chunk: the callback says why. */
+    up_data = NULL;
+    up_have = up_total = 0;
+    up_calls = 0;
+    up_refuse_after = 2;
+    got_t r = {0};
+    CHECK_RC(hv_artifact_put(c, path, got_cb, &r, err, sizeof(err)), HV_OK);
+    test_run_until(&loop, &r.done, 1, 10000);
+    CHECK_RC(r.rc, HV_ETOOBIG);
+    CHECK(strstr(r.detail, "actor_state_max") != NULL);
+    hv_free(up_data);
+    up_data = NULL;
+    /* A file that is not there: refused at once, no callback. */
+    got_t n = {0};
+    CHECK(hv_artifact_put(c, "/nonexistent/state", got_cb, &n, err, sizeof(err)) != HV_OK);
+    CHECK(strstr(err, "/nonexistent/state") != NULL);
+    CHECK_EQ(n.done, 0);
     hv_artifact_cache_destroy(c);
     teardown();
 }
@@ -459,6 +545,7 @@ static const test_case_t cases[] = {
     {"stop", case_stop},
     {"place", case_place},
     {"sweep", case_sweep},
+    {"put", case_put},
     {NULL, NULL},
 };
 

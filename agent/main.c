@@ -86,6 +86,12 @@ typedef struct agent_s {
     uint8_t *state;          /* an actor's saved state, between on_state and on_exited (owned) */
     size_t state_len;
     uint64_t state_for; /* its process (0: none) */
+    char *big_path;     /* a larger saved state, between on_state_file and on_exited (owned;
+                         * NULL with big_why: not sent, and why) */
+    char *big_why;      /* owned */
+    uint64_t big_size;
+    uint64_t big_for; /* its process (0: none) */
+    size_t puts;      /* saved states being uploaded: the drain waits for them as for workers */
 } agent_t;
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
@@ -94,7 +100,7 @@ static void agent_shutdown(agent_t *a, const char *reason, int exit_code);
 
 /* STOP_DRAIN: leaves for STOP_REPORT once the workers are gone, or stops them at the deadline. */
 static void agent_drain_tick(agent_t *a, uint64_t now) {
-    size_t n = hv_workers_count(a->workers);
+    size_t n = hv_workers_count(a->workers) + a->puts; /* an exit waits for its state's upload */
     if (n > 0) {
         if (now >= a->phase_deadline) {
             HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-DRAIN-DEADLINE",
@@ -385,6 +391,75 @@ static void agent_on_address(uint64_t worker_id, int pid, const char *address, v
     hv_session_worker_address(a->session, worker_id, pid, address);
 }
 
+/* An exit whose larger saved state is being uploaded: reported once the upload ends. */
+typedef struct agent_put_s {
+    agent_t *a;
+    uint64_t worker_id, size;
+    int exit_code, term_signal;
+    char *reason, *path; /* owned */
+} agent_put_t;
+
+static void agent_put_done(hv_err rc, const char *digest, const char *detail, void *ud) {
+    agent_put_t *p = ud;
+    agent_t *a = p->a;
+    char why[300] = "";
+    if (rc != HV_OK) {
+        snprintf(why, sizeof(why), "its saved state of %llu bytes could not be uploaded: %.200s",
+                 (unsigned long long)p->size, detail);
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE", "actor process %llu: %s",
+               (unsigned long long)p->worker_id, why);
+    }
+    hv_session_actor_exited_ref(a->session, p->worker_id, p->exit_code, p->term_signal, p->reason,
+                                digest, p->size, why);
+    if (unlink(p->path) != 0 && errno != ENOENT) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE", "cannot remove %s: %s", p->path,
+               strerror(errno));
+    }
+    a->puts--;
+    hv_free(p->reason);
+    hv_free(p->path);
+    hv_free(p);
+}
+
+/* The exit of an actor's process with a larger saved state: upload it, then report (or report
+ * at once why it is not sent). */
+static void agent_exited_big(agent_t *a, uint64_t worker_id, int exit_code, int term_signal,
+                             const char *reason) {
+    char why[300] = "";
+    if (a->big_path != NULL) {
+        agent_put_t *p = hv_calloc(1, sizeof(*p));
+        char *r = hv_strdup(reason != NULL ? reason : "");
+        char err[400] = "out of memory";
+        hv_err rc = HV_ENOMEM;
+        if (p != NULL && r != NULL) {
+            *p = (agent_put_t){.a = a,
+                               .worker_id = worker_id,
+                               .size = a->big_size,
+                               .exit_code = exit_code,
+                               .term_signal = term_signal,
+                               .reason = r,
+                               .path = a->big_path};
+            rc = hv_artifact_put(a->cache, a->big_path, agent_put_done, p, err, sizeof(err));
+        }
+        if (rc == HV_OK) {
+            a->big_path = NULL; /* the upload owns it now */
+            a->puts++;
+            return;
+        }
+        hv_free(p);
+        hv_free(r);
+        snprintf(why, sizeof(why), "its saved state of %llu bytes could not be uploaded: %.200s",
+                 (unsigned long long)a->big_size, err);
+        (void)unlink(a->big_path);
+    }
+    if (why[0] == '\0') {
+        snprintf(why, sizeof(why), "%.290s",
+                 a->big_why != NULL ? a->big_why : "the agent ran out of memory");
+    }
+    hv_session_actor_exited_ref(a->session, worker_id, exit_code, term_signal, reason, NULL,
+                                a->big_size, why);
+}
+
 static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, const char *reason,
                             void *ud) {
     agent_t *a = ud;
@@ -393,7 +468,9 @@ static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, 
                "draining: worker %llu left (status %d, signal %d); %zu workers still running",
                (unsigned long long)worker_id, exit_code, term_signal, hv_workers_count(a->workers));
     }
-    if (a->state_for == worker_id && a->state_for != 0) {
+    if (a->big_for == worker_id && a->big_for != 0) {
+        agent_exited_big(a, worker_id, exit_code, term_signal, reason);
+    } else if (a->state_for == worker_id && a->state_for != 0) {
         hv_session_actor_exited(a->session, worker_id, exit_code, term_signal, reason, a->state,
                                 a->state_len);
     } else {
@@ -403,6 +480,24 @@ static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, 
     a->state = NULL;
     a->state_len = 0;
     a->state_for = 0;
+    hv_free(a->big_path);
+    hv_free(a->big_why);
+    a->big_path = a->big_why = NULL;
+    a->big_size = 0;
+    a->big_for = 0;
+}
+
+/* An actor's process saved a larger state: kept (by path, or why it is not sent) for the exit
+ * report that follows at once. */
+static void agent_on_state_file(uint64_t worker_id, const char *path, uint64_t size,
+                                const char *why, void *ud) {
+    agent_t *a = ud;
+    hv_free(a->big_path);
+    hv_free(a->big_why);
+    a->big_path = path != NULL ? hv_strdup(path) : NULL;
+    a->big_why = why != NULL ? hv_strdup(why) : NULL;
+    a->big_size = size;
+    a->big_for = worker_id;
 }
 
 /* An actor's process saved its state: kept for the exit report that follows at once. */
@@ -622,6 +717,7 @@ static int agent_join(agent_t *a) {
     hv_workers_cbs_t wcb = {.on_started = agent_on_started,
                             .on_exited = agent_on_exited,
                             .on_state = agent_on_state,
+                            .on_state_file = agent_on_state_file,
                             .on_line = agent_on_line,
                             .on_address = agent_on_address,
                             .ud = a};

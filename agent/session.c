@@ -48,7 +48,10 @@ typedef struct event_s {
     uint8_t *state;  /* EV_EXITED of an actor's process that saved its state; owned */
     size_t state_len;
     int state_saved;
-    uint64_t log_mark; /* log batches with an id below this were produced before the event */
+    char state_digest[65]; /* EV_EXITED: a larger state uploaded first ("" none) */
+    uint64_t state_size;   /* its size, or the size of one not sent */
+    char *state_error;     /* a saved state that was not sent, and why (owned; NULL none) */
+    uint64_t log_mark;     /* log batches with an id below this were produced before the event */
     struct event_s *next;
 } event_t;
 
@@ -355,8 +358,38 @@ hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_cod
     return event_push(s, e);
 }
 
+hv_err hv_session_actor_exited_ref(hv_session_t *s, uint64_t worker_id, int exit_code,
+                                   int term_signal, const char *reason, const char *digest,
+                                   uint64_t size, const char *why) {
+    event_t *e = hv_calloc(1, sizeof(*e));
+    char *r = hv_strdup(reason != NULL ? reason : "");
+    char *w = why != NULL && why[0] != '\0' ? hv_strdup(why) : NULL;
+    if (e == NULL || r == NULL || (why != NULL && why[0] != '\0' && w == NULL)) {
+        hv_free(e);
+        hv_free(r);
+        hv_free(w);
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
+               "out of memory: the exit of worker %llu is not reported",
+               (unsigned long long)worker_id);
+        return HV_ENOMEM;
+    }
+    e->kind = EV_EXITED;
+    e->worker_id = worker_id;
+    e->exit_code = exit_code;
+    e->term_signal = term_signal;
+    e->reason = r;
+    e->state_saved = 1;
+    e->state_size = size;
+    e->state_error = w;
+    if (w == NULL && digest != NULL) {
+        snprintf(e->state_digest, sizeof(e->state_digest), "%s", digest);
+    }
+    return event_push(s, e);
+}
+
 static void event_free(event_t *e) {
     hv_free(e->state);
+    hv_free(e->state_error);
     hv_free(e->reason);
     hv_free(e);
 }
@@ -400,6 +433,9 @@ static hv_err send_event(hv_session_t *s, const event_t *e) {
         ex.actor_state_saved = e->state_saved;
         ex.actor_state.data = e->state;
         ex.actor_state.len = e->state_len;
+        ex.actor_state_digest = (char *)e->state_digest;
+        ex.actor_state_size = e->state_size;
+        ex.actor_state_error = e->state_error != NULL ? e->state_error : (char *)"";
         m.body_case = HVPB__V1__AGENT_MSG__BODY_EXITED;
         m.exited = &ex;
     }

@@ -91,6 +91,13 @@ hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_co
 #define HV_SESSION_STATE_MAX (1u << 20)
 hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
                                const char *reason, const void *data, size_t len);
+/* The same, for a larger state (over HV_SESSION_STATE_MAX): uploaded to the head first
+ * (hv_artifact_put) and named by digest (64 hex) and size; or, with why (not NULL or ""), a
+ * saved state of size bytes that could not be sent, and why (the head says so in the actor's
+ * events). Strings copied. */
+hv_err hv_session_actor_exited_ref(hv_session_t *s, uint64_t worker_id, int exit_code,
+                                   int term_signal, const char *reason, const char *digest,
+                                   uint64_t size, const char *why);
 
 /* Queues one output line of a worker (stream 1 = stdout, 2 = stderr). line is copied; len at
  * most HV_PROC_LINE_MAX is expected (longer lines are cut here too). Never fails: under memory

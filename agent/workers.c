@@ -98,13 +98,46 @@ static void worker_free(worker_t *wk) {
     hv_free(wk);
 }
 
+/* A saved state over HV_WORKERS_STATE_MAX: within the head's limit (the order's
+ * actor_state_max) it is moved out of the process's directory (removed next) to
+ * <work_dir>/states/<id>.state and handed over by path for an upload; over it, or when it
+ * cannot be kept, handed over with why. Never dropped silently: the head says so. */
+static void state_report_large(worker_t *wk, int fd, uint64_t size) {
+    hv_workers_t *w = wk->tab;
+    uint64_t limit = wk->spec != NULL ? wk->spec->actor_state_max : 0;
+    char why[200] = "", path[4096];
+    close(fd);
+    if (limit != 0 && size > limit) {
+        snprintf(why, sizeof(why),
+                 "its saved state of %llu bytes is over the head's actor_state_max of %llu bytes",
+                 (unsigned long long)size, (unsigned long long)limit);
+    } else if (snprintf(path, sizeof(path), "%s/states", w->work_dir) >= (int)sizeof(path) ||
+               (mkdir(path, 0700) != 0 && errno != EEXIST) ||
+               snprintf(path, sizeof(path), "%s/states/%llu.state", w->work_dir,
+                        (unsigned long long)wk->id) >= (int)sizeof(path) ||
+               rename(wk->state_out, path) != 0) {
+        snprintf(why, sizeof(why), "the agent could not keep its saved state of %llu bytes: %s",
+                 (unsigned long long)size, strerror(errno));
+    }
+    HV_LOG(why[0] ? HV_LOG_WARN : HV_LOG_NOTICE, "agent", "HV-AGENT-ACTOR-STATE",
+           "actor process %llu saved its state (%llu bytes): %s", (unsigned long long)wk->id,
+           (unsigned long long)size, why[0] ? why : "uploaded to the head before its exit");
+    w->cbs.on_state_file(wk->id, why[0] ? NULL : path, size, why[0] ? why : NULL, w->cbs.ud);
+}
+
 /* An actor's process that left a saved state (HV_ACTOR_STATE_OUT): read it (bounded) and hand it
- * over before the exit is reported, so the head gets both in one event. */
+ * over before the exit is reported, so the head gets both in one event; a larger one goes by
+ * path (state_report_large). */
 static void state_report(worker_t *wk) {
     struct stat sb;
     int fd = open(wk->state_out, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         return; /* nothing saved: its class has no save, or it did not stop cleanly */
+    }
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > HV_WORKERS_STATE_MAX &&
+        wk->tab->cbs.on_state_file != NULL) {
+        state_report_large(wk, fd, (uint64_t)sb.st_size);
+        return;
     }
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > HV_WORKERS_STATE_MAX) {
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE",
@@ -961,6 +994,17 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
         HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-PYTHON",
                "no hv Python package beside hvagent (../python, ../share/hv/python): node "
                "programs get PYTHONPATH unchanged and need hv installed");
+    }
+    /* Saved states an earlier agent process moved out for an upload it never finished: their
+     * exits were never reported, and the head treats those processes as lost. */
+    int wfd = open(w->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (wfd >= 0) {
+        if (rm_tree_at(wfd, "states", 0) != 0) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-STATE",
+                   "cannot remove the saved states left in %s/states: %s", w->work_dir,
+                   strerror(errno));
+        }
+        close(wfd);
     }
     w->loop = loop;
     w->cache = cache;

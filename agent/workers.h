@@ -55,6 +55,12 @@ typedef struct hv_workers_cbs_s {
      * hv-actor-state.out, at most HV_WORKERS_STATE_MAX bytes): called just before on_exited
      * with it (borrowed). */
     void (*on_state)(uint64_t worker_id, const void *data, size_t len, void *ud);
+    /* Optional: the same for a larger state (over HV_WORKERS_STATE_MAX), called just before
+     * on_exited: path (borrowed) is the file, moved out of the process's directory to
+     * <work_dir>/states/ (the callee uploads and removes it); or path NULL and why (borrowed):
+     * it is over the order's actor_state_max, or could not be kept. */
+    void (*on_state_file)(uint64_t worker_id, const char *path, uint64_t size, const char *why,
+                          void *ud);
     void *ud;
 } hv_workers_cbs_t;
 

@@ -325,6 +325,13 @@ static void case_actor_demand(void) {
          {.workers = 1, .slots_per_worker = 1, .memory_mb = 4096, .what = "actor default/a"},
          "",
          NULL},
+        {"a moving actor whose big node drains: a big node is bought (the draining one's "
+         "capacity is leaving, not on its way)",
+         {{.id = 1, .type = 1, .state = HV_AS_DRAINING}},
+         1,
+         {.workers = 1, .slots_per_worker = 1, .labels = "disk=ssd", .what = "actor default/m"},
+         "L1",
+         "actor default/m wants 1 more workers"},
         {"a label no type has: unmet, with why",
          {{0}},
          0,

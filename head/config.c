@@ -74,6 +74,7 @@ static const config_opt_t config_opts[] = {
     {"", "suspect_grace_ms", CFG_U32, CFG_OFF(suspect_grace_ms), 0, 3600000},
     {"", "log_level", CFG_LOGLEVEL, CFG_OFF(log_level), 0, 0},
     {"", "max_upload", CFG_SIZE, CFG_OFF(max_upload_bytes), 1024, 64ull << 30},
+    {"", "actor_state_max", CFG_SIZE, CFG_OFF(actor_state_max), 1024, 64ull << 30},
     {"", "upload_quota", CFG_SIZE, CFG_OFF(upload_quota_bytes), 1024, 1ull << 40},
     {"", "upload_timeout_s", CFG_U32, CFG_OFF(upload_timeout_s), 1, 604800},
     {"", "kill_grace_ms", CFG_U32, CFG_OFF(kill_grace_ms), 0, 600000},
@@ -1555,6 +1556,7 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->suspect_grace_ms = 500;
     cfg->log_level = HV_LOG_NOTICE;
     cfg->max_upload_bytes = 1ull << 30;
+    cfg->actor_state_max = 256ull << 20;
     cfg->upload_quota_bytes = 4ull << 30;
     cfg->upload_timeout_s = 3600;
     cfg->kill_grace_ms = 5000;

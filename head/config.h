@@ -53,6 +53,8 @@ typedef struct hv_head_config_s {
                                 * 0..3600000 (the lease bounds it) */
     int log_level;             /* an hv_log_level (common/log.h); default HV_LOG_NOTICE */
     uint64_t max_upload_bytes; /* key max_upload; 1 GiB; 1 KiB..64 GiB */
+    uint64_t actor_state_max;  /* the largest saved state of an actor the head keeps for a move
+                                * (bounded by max_upload too); 256 MiB; 1 KiB..64 GiB */
     uint64_t
         upload_quota_bytes;    /* key upload_quota: unfinished uploads held; 4 GiB; 1 KiB..1 TiB */
     uint32_t upload_timeout_s; /* an unfinished upload untouched this long is removed; 3600 */

@@ -46,6 +46,7 @@ static void check_defaults(const hv_head_config_t *c) {
     CHECK_EQ(c->suspect_grace_ms, 500);
     CHECK_EQ(c->log_level, HV_LOG_NOTICE);
     CHECK_EQ(c->max_upload_bytes, 1ull << 30);
+    CHECK_EQ(c->actor_state_max, 256ull << 20);
     CHECK_EQ(c->upload_quota_bytes, 4ull << 30);
     CHECK_EQ(c->upload_timeout_s, 3600);
     CHECK_EQ(c->kill_grace_ms, 5000);

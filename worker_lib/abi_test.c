@@ -74,6 +74,7 @@ int main(int argc, char **argv) {
                                        "hv_actor_connect",
                                        "hv_actor_call_async",
                                        "hv_future_wait",
+                                       "hv_future_sends",
                                        "hv_actor_close",
                                        "hv_actor_lookup",
                                        "hv_actor_last_error",

@@ -2529,8 +2529,8 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
     }
 }
 
-const char *const hv_cli_actor_state_names[HV_CLI_ACTOR_STATES] = {"alive", "starting",
-                                                                   "restarting", "pending", "dead"};
+const char *const hv_cli_actor_state_names[HV_CLI_ACTOR_STATES] = {
+    "alive", "starting", "restarting", "moving", "pending", "dead"};
 
 void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_ACTOR_STATES]) {
     for (size_t k = 0; k < HV_CLI_ACTOR_STATES; k++) {
@@ -2543,9 +2543,7 @@ void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_
     }
 }
 
-int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v) {
-    return strcmp(v->state, "pending") == 0 || strcmp(v->state, "restarting") == 0;
-}
+int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v) { return v->waiting; }
 
 /* The actors waiting for a place, with the head's reason, as pending_demand's "actors". */
 static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply *r) {

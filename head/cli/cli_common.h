@@ -445,19 +445,20 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
                          Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms);
 
 /* The actor states of ActorView.state, in the order hvctl status lists them. */
-#define HV_CLI_ACTOR_STATES 5
+#define HV_CLI_ACTOR_STATES 6
 extern const char *const hv_cli_actor_state_names[HV_CLI_ACTOR_STATES];
 
 /* Counts r's actors by state into count (in hv_cli_actor_state_names' order; an unknown word
  * counts nowhere). */
 void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_ACTOR_STATES]);
 
-/* 1 when the actor waits for a place (pending, or restarting: its process is to start again):
- * the actors hvctl status lists with their reason. */
+/* 1 when the actor waits for a place, as the head says (ActorView.waiting: pending, restarting
+ * with its process gone, or moving with no slot for its replacement yet): the actors hvctl
+ * status lists with their reason. */
 int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v);
 
 /* `hvctl status --json`: {"cluster_name", "head", "nodes": {...}, "slots": {...}, "jobs": {...},
- * "actors": {"alive", "starting", "restarting", "pending", "dead"}, "pending_demand": {"jobs",
+ * "actors": {"alive", "starting", "restarting", "moving", "pending", "dead"}, "pending_demand": {"jobs",
  * "slots", "waiting": [...], "actors": [{"id", "namespace", "name", "class", "state", "slots",
  * "gpus", "reason"}, ...]}, "elastic_growth": {...}, "jobs_counted", "jobs_limit"}. actors is
  * the head's List of actors, borrowed; NULL (a head without the Actors service) leaves out both

@@ -761,11 +761,12 @@ static void test_progress_pending(void) {
     CHECK(strstr(text, "\"actors\"") == NULL); /* a head without the Actors service */
     free(text);
 
-    /* With actors: counts by state, and the ones waiting for a place with their reason. */
-    Hvpb__V1__ActorView av[4];
-    Hvpb__V1__ActorView *ap[4] = {&av[0], &av[1], &av[2], &av[3]};
-    const char *as[4] = {"alive", "pending", "restarting", "dead"};
-    for (int i = 0; i < 4; i++) {
+    /* With actors: counts by state, and the ones waiting for a place (the head's `waiting`:
+     * a moving one too) with their reason. */
+    Hvpb__V1__ActorView av[5];
+    Hvpb__V1__ActorView *ap[5] = {&av[0], &av[1], &av[2], &av[3], &av[4]};
+    const char *as[5] = {"alive", "pending", "restarting", "dead", "moving"};
+    for (int i = 0; i < 5; i++) {
         hvpb__v1__actor_view__init(&av[i]);
         av[i].id = (uint64_t)(i + 1);
         av[i].namespace_ = "default";
@@ -778,20 +779,24 @@ static void test_progress_pending(void) {
     av[1].slots = 3;
     av[1].reason = "waiting for a node with 3 free slots (2 nodes take work)";
     av[2].reason = "restarting (restart 1 of 2): its process was killed by signal 9";
+    av[1].waiting = av[2].waiting = av[4].waiting = 1;
+    av[4].reason = "waiting for a node with 1 free slot, labels disk=ssd";
     Hvpb__V1__ListActorsReply ar = HVPB__V1__LIST_ACTORS_REPLY__INIT;
-    ar.n_actors = 4;
+    ar.n_actors = 5;
     ar.actors = ap;
     size_t count[HV_CLI_ACTOR_STATES];
     hv_cli_actor_count(&ar, count);
-    CHECK(count[0] == 1 && count[1] == 0 && count[2] == 1 && count[3] == 1 && count[4] == 1);
+    CHECK(count[0] == 1 && count[1] == 0 && count[2] == 1 && count[3] == 1 && count[4] == 1 &&
+          count[5] == 1);
     text = NULL;
     f = open_memstream(&text, &tlen);
     hv_cli_json_init(&j, f);
     hv_cli_status_json(&j, "prod", "h:1", &st, jp, 5, &ar, 0);
     CHECK_RC(hv_cli_json_finish(&j), HV_OK);
     fclose(f);
-    CHECK_HAS(text, "\"actors\": {\n    \"alive\": 1,\n    \"starting\": 0,\n    "
-                    "\"restarting\": 1,\n    \"pending\": 1,\n    \"dead\": 1\n  },");
+    CHECK_HAS(text,
+              "\"actors\": {\n    \"alive\": 1,\n    \"starting\": 0,\n    "
+              "\"restarting\": 1,\n    \"moving\": 1,\n    \"pending\": 1,\n    \"dead\": 1\n  },");
     CHECK_HAS(text, "\"actors\": [\n      {\n        \"id\": 2,\n        \"namespace\": "
                     "\"default\",\n        \"name\": \"big\",\n        \"class\": \"counter\",\n "
                     "       \"state\": \"pending\",\n        \"slots\": 3,\n        \"gpus\": 0,\n "
@@ -800,6 +805,8 @@ static void test_progress_pending(void) {
     CHECK_HAS(text, "\"id\": 3,");
     CHECK_HAS(text, "\"reason\": \"restarting (restart 1 of 2): its process was killed by "
                     "signal 9\"");
+    CHECK_HAS(text, "\"id\": 5,");
+    CHECK_HAS(text, "\"state\": \"moving\"");
     CHECK(strstr(text, "\"id\": 1,") == NULL && strstr(text, "\"id\": 4,") == NULL);
     free(text);
 }

@@ -92,6 +92,10 @@ int hv_am_wants_place(const hv_am_actor_t *a) {
     return !a->proc_live && (a->state == HV_AM_PENDING || a->state == HV_AM_RESTARTING);
 }
 
+int hv_am_is_demand(const hv_am_actor_t *a, int placed_none, int held) {
+    return hv_am_wants_place(a) && placed_none && !held;
+}
+
 hv_err hv_am_placed(hv_am_actor_t *a, uint64_t node_id, hv_am_out_t *out) {
     out_reset(out);
     if (!hv_am_wants_place(a) || node_id == 0) {
@@ -147,19 +151,38 @@ static void moved_exit(hv_am_actor_t *a, int stopped, const hv_am_exit_t *e, hv_
         failed(a, HV_AM_CAUSE_EXITED, what, out);
         return;
     }
+    /* A state saved but not kept (over the head's limit, its upload failed) is said, never
+     * dropped silently. */
+    const char *lost =
+        !a->has_state && e->state_why != NULL && e->state_why[0] != '\0' ? e->state_why : NULL;
     if (a->next_node != 0) {
         uint64_t to = a->next_node;
         a->next_node = 0;
         spawn_next(a, to, 1, out);
-        announce(out,
-                 a->has_state ? "moving (move %u): its state was saved; the replacement starts on "
-                                "its new node and loads it"
-                              : "moving (move %u): no state was saved (its class has no save, "
-                                "or it failed); the replacement starts from its constructor",
-                 a->moves);
+        if (lost != NULL) {
+            announce(out,
+                     "moving (move %u): its saved state was not kept: %.150s; the replacement "
+                     "starts from its constructor",
+                     a->moves, lost);
+        } else {
+            announce(out,
+                     a->has_state
+                         ? "moving (move %u): its state was saved; the replacement starts on "
+                           "its new node and loads it"
+                         : "moving (move %u): no state was saved (its class has no save, "
+                           "or it failed); the replacement starts from its constructor",
+                     a->moves);
+        }
         return;
     }
     /* The notice ran out first: it waits for a node (wants_place), with its state. */
+    if (lost != NULL) {
+        announce(out,
+                 "moving (move %u): its saved state was not kept: %.150s; waiting for a node "
+                 "with room",
+                 a->moves, lost);
+        return;
+    }
     announce(out, "moving (move %u): %s; waiting for a node with room", a->moves,
              a->has_state ? "its state was saved" : "no state was saved");
 }

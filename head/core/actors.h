@@ -109,11 +109,13 @@ typedef struct hv_am_out_s {
 
 /* What the caller knows of an exit or a loss. */
 typedef struct hv_am_exit_s {
-    int status;      /* exit status, -1 when killed by a signal or unknown */
-    int signal;      /* the signal, 0 when none */
-    const char *why; /* the agent's words when it could not run it ("spawn failed: ..."), or
+    int status;            /* exit status, -1 when killed by a signal or unknown */
+    int signal;            /* the signal, 0 when none */
+    const char *why;       /* the agent's words when it could not run it ("spawn failed: ..."), or
                       * NULL; borrowed */
-    int state_saved; /* the process saved its state and the caller stored it */
+    int state_saved;       /* the process saved its state and the caller stored it */
+    const char *state_why; /* !state_saved: it saved a state that was not kept, and why ("its
+                            * saved state of N bytes is over ..."), or NULL; borrowed */
 } hv_am_exit_t;
 
 /* A new actor (state pending). RECORD, ANNOUNCE. */
@@ -123,6 +125,15 @@ void hv_am_create(hv_am_actor_t *a, uint64_t id, uint32_t max_restarts, uint64_t
 /* 1 when the actor waits for a node: pending or restarting with no process left, or moving
  * without a reserved slot. */
 int hv_am_wants_place(const hv_am_actor_t *a);
+
+/* 1 when the actor is pending demand: what `hvctl status` lists among the waiting demand with
+ * its reason, and what the autoscaler buys a node for. It wants a place (hv_am_wants_place:
+ * pending; restarting with its process gone; moving with no slot reserved for its replacement,
+ * whether its old process still serves or was stopped when the notice ran out), the last
+ * placement found no node for it (placed_none), and no restart backoff holds it (held). A
+ * moving actor counts like a pending one: a drain of the only node that fits it makes the
+ * autoscaler buy one before the node goes. */
+int hv_am_is_demand(const hv_am_actor_t *a, int placed_none, int held);
 
 /* Placed on node_id: a new incarnation is ordered (state starting): RECORD, SPAWN (with_state
  * when a saved state waits). Moving with its process still there: the slot is reserved and the

@@ -203,6 +203,120 @@ static void case_notice(void) {
     CHECK(strstr(out.text, "saved state loaded") != NULL);
 }
 
+/* A state the process saved but the caller could not keep (over the head's limit, its upload
+ * failed): the replacement starts from its constructor and the announcement says why. */
+static void case_state_not_kept(void) {
+    hv_am_actor_t a = alive_on(3, 2, 0);
+    hv_am_out_t out;
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    hv_am_exit_t e = {.status = 0,
+                      .state_why = "its saved state of 300 MiB is over the head's "
+                                   "actor_state_max of 256 MiB"};
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_STR(kinds(&out), "RFSA");
+    CHECK_EQ(out.acts[2].with_state, 0);
+    CHECK_EQ(a.has_state, 0);
+    CHECK(strstr(out.text, "its saved state was not kept: its saved state of 300 MiB is over "
+                           "the head's actor_state_max") != NULL);
+    CHECK(strstr(out.text, "starts from its constructor") != NULL);
+    /* The notice ran out first: the same words while it waits for a node. */
+    a = alive_on(3, 2, 0);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_notice_expired(&a, &out), HV_OK);
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK(strstr(out.text, "not kept") != NULL && strstr(out.text, "waiting for a node") != NULL);
+    /* A state that was kept wins over stray words. */
+    a = alive_on(3, 2, 0);
+    CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+    CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+    e.state_saved = 1;
+    CHECK_RC(hv_am_exited(&a, 1, &e, &out), HV_OK);
+    CHECK_EQ(out.acts[2].with_state, 1);
+    CHECK(strstr(out.text, "not kept") == NULL);
+}
+
+/* What counts as pending demand (hvctl status, the autoscaler), one row per situation: a
+ * moving actor without a reserved slot counts like a pending one, with its process serving or
+ * stopped at the notice's end; one whose slot is reserved, or that runs, does not. */
+static void case_demand_table(void) {
+    enum {
+        PENDING,
+        ALIVE,
+        RESTARTING,
+        RESTART_STOPPING,
+        MOVING,
+        MOVING_RESERVED,
+        MOVING_EXPIRED,
+        MOVING_SAVED,
+        DEAD
+    };
+    static const struct {
+        const char *name;
+        int situation;
+        int placed_none; /* the last placement found no node */
+        int held;        /* a restart backoff holds it */
+        int demand;
+    } rows[] = {
+        {"pending, no node found", PENDING, 1, 0, 1},
+        {"pending, not tried yet", PENDING, 0, 0, 0},
+        {"alive", ALIVE, 1, 0, 0},
+        {"restarting, no node found", RESTARTING, 1, 0, 1},
+        {"restarting in its backoff", RESTARTING, 1, 1, 0},
+        {"restart asked, old process still stopping", RESTART_STOPPING, 1, 0, 0},
+        {"moving, serving, no node found", MOVING, 1, 0, 1},
+        {"moving, not tried yet", MOVING, 0, 0, 0},
+        {"moving with a reserved slot", MOVING_RESERVED, 1, 0, 0},
+        {"moving, stopped at the notice's end", MOVING_EXPIRED, 1, 0, 1},
+        {"moving, stopped and saved, no node", MOVING_SAVED, 1, 0, 1},
+        {"dead", DEAD, 1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_am_actor_t a = alive_on(3, 2, 0);
+        hv_am_out_t out;
+        hv_am_exit_t crash = {.status = -1, .signal = 9}, saved = {.status = 0, .state_saved = 1};
+        switch (rows[i].situation) {
+        case PENDING:
+            hv_am_create(&a, 7, 2, 0, &out);
+            break;
+        case RESTARTING:
+            CHECK_RC(hv_am_exited(&a, 1, &crash, &out), HV_OK);
+            break;
+        case RESTART_STOPPING:
+            CHECK_RC(hv_am_kill(&a, 1, &out), HV_OK);
+            break;
+        case MOVING:
+            CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+            break;
+        case MOVING_RESERVED:
+            CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+            CHECK_RC(hv_am_placed(&a, 5, &out), HV_OK);
+            break;
+        case MOVING_EXPIRED:
+            CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+            CHECK_RC(hv_am_notice_expired(&a, &out), HV_OK);
+            break;
+        case MOVING_SAVED:
+            CHECK_RC(hv_am_notice(&a, 3, &out), HV_OK);
+            CHECK_RC(hv_am_notice_expired(&a, &out), HV_OK);
+            CHECK_RC(hv_am_exited(&a, 1, &saved, &out), HV_OK);
+            CHECK_EQ(a.state, HV_AM_MOVING);
+            break;
+        case DEAD:
+            CHECK_RC(hv_am_kill(&a, 0, &out), HV_OK);
+            break;
+        default:
+            break;
+        }
+        int got = hv_am_is_demand(&a, rows[i].placed_none, rows[i].held);
+        if (got != rows[i].demand) {
+            fprintf(stderr, "row '%s': demand %d, want %d (state %s)\n", rows[i].name, got,
+                    rows[i].demand, hv_am_state_name(a.state));
+        }
+        CHECK_EQ(got, rows[i].demand);
+    }
+}
+
 /* One row per way a move goes on after the notice: placed or not, how the old process ends. */
 static void case_move_table(void) {
     enum { NONE, EXIT_SAVED, EXIT_NOSAVE, CRASH, LOST };
@@ -371,6 +485,8 @@ int main(int argc, char **argv) {
         {"kill", case_kill},
         {"notice", case_notice},
         {"move_table", case_move_table},
+        {"demand_table", case_demand_table},
+        {"state_not_kept", case_state_not_kept},
         {"node_lost", case_node_lost},
         {"owner_ended", case_owner_ended},
         {"head_restart", case_head_restart},

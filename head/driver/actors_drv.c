@@ -314,7 +314,7 @@ uint64_t hv_actors_node_memory(const hv_actors_t *a, uint64_t node_id) {
 }
 
 int hv_actors_waiting(const hv_dactor_t *x, uint64_t now_ms) {
-    return hv_am_wants_place(&x->am) && x->wait_why != NULL && now_ms >= x->place_after;
+    return hv_am_is_demand(&x->am, x->wait_why != NULL, now_ms < x->place_after);
 }
 
 /* reason = the placement's words, then the autoscaler's. */
@@ -512,16 +512,19 @@ static void exited(hv_actors_t *a, hv_dactor_t *x, uint32_t inc, int code, int s
                    const char *why) {
     hv_am_actor_t prev = x->am;
     hv_am_out_t out;
-    hv_am_exit_t e = {.status = sig != 0 ? -1 : code,
-                      .signal = sig,
-                      .why = why,
-                      .state_saved = x->saved_digest[0] != '\0' && inc == x->am.incarnation};
+    hv_am_exit_t e = {
+        .status = sig != 0 ? -1 : code,
+        .signal = sig,
+        .why = why,
+        .state_saved = x->saved_digest[0] != '\0' && inc == x->am.incarnation,
+        .state_why = x->saved_why[0] != '\0' && inc == x->am.incarnation ? x->saved_why : NULL};
     if (hv_am_exited(&x->am, inc, &e, &out) == HV_OK && run(a, x, &prev, &out) == HV_OK &&
         prev.state != HV_AM_RESTARTING && prev.state != HV_AM_MOVING) {
         backoff(x); /* a failure (not the end of a process it stopped itself) */
     }
     x->saved_digest[0] = '\0';
     x->saved_size = 0;
+    x->saved_why[0] = '\0';
 }
 
 static void hook_exited(void *ud, uint64_t node_id, uint64_t proc, int code, int sig,
@@ -606,15 +609,20 @@ static void hook_node_drain(void *ud, uint64_t node_id, uint32_t notice_ms) {
 }
 
 static void hook_state_saved(void *ud, uint64_t node_id, uint64_t proc, const char *digest,
-                             uint64_t size) {
+                             uint64_t size, const char *why) {
     hv_actors_t *a = ud;
     hv_dactor_t *x = find(a, hv_am_proc_actor(proc));
-    if (x == NULL || x->am.node_id != node_id || hv_am_proc_inc(proc) != x->am.incarnation ||
-        digest == NULL || strlen(digest) != 64) {
+    if (x == NULL || x->am.node_id != node_id || hv_am_proc_inc(proc) != x->am.incarnation) {
+        return;
+    }
+    if (digest == NULL || strlen(digest) != 64) {
+        /* Saved but not kept: the exit that follows says why (its events, its reason). */
+        snprintf(x->saved_why, sizeof(x->saved_why), "%s", why != NULL ? why : "");
         return;
     }
     snprintf(x->saved_digest, sizeof(x->saved_digest), "%s", digest);
     x->saved_size = size;
+    x->saved_why[0] = '\0';
 }
 
 static void hook_job_ended(void *ud, uint64_t job_id) {

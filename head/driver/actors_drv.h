@@ -41,6 +41,8 @@ typedef struct hv_dactor_s {
     char saved_digest[65]; /* the state the ending process just saved (in memory until its exit
                             * is stored; "" = none) */
     uint64_t saved_size;
+    char saved_why[200]; /* the ending process saved a state that is not kept: why ("" none;
+                          * in memory until its exit is stored, like saved_digest) */
     uint64_t created_ms, started_ms, ended_ms;
     uint64_t place_after;     /* monotonic ms: a restart after a failure waits (not stored) */
     uint64_t notice_deadline; /* monotonic ms: moving, its process is stopped to save by then
@@ -94,8 +96,9 @@ uint64_t hv_actors_node_memory(const hv_actors_t *a, uint64_t node_id);
 /* 1 when x waits for a node that no node taking work now could ever hold (its reason says
  * what is missing); 0 when it waits for room, or does not wait. */
 int hv_actors_unplaceable(const hv_dactor_t *x);
-/* 1 when x waits for a node now: it wants a place, placement found none, and no restart
- * backoff holds it (now_ms: monotonic). What the autoscaler buys nodes for. */
+/* 1 when x waits for a node now (hv_am_is_demand: pending, restarting or moving without a
+ * reserved slot; placement found none; no restart backoff holds it; now_ms: monotonic). What
+ * the autoscaler buys nodes for. */
 int hv_actors_waiting(const hv_dactor_t *x, uint64_t now_ms);
 /* The autoscaler's word on actor id ("the autoscaler is buying a node for it: ..."; "" clears
  * it): its reason becomes the placement's reason and this. a may be NULL. */

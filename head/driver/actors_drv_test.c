@@ -257,7 +257,7 @@ static void case_move(void) {
     CHECK_EQ(hv_driver_node(H.d, nb)->acct.slots_used, 1);
     size_t before = H.io.n;
     /* The old process saved its state (stored as an artifact) and ended. */
-    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 12);
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 12, NULL);
     CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
     CHECK_EQ(x->am.state, HV_AM_STARTING);
     CHECK_EQ(x->am.node_id, nb);
@@ -284,6 +284,30 @@ static void case_move(void) {
     CHECK(strstr(x->reason, "saved state loaded") != NULL);
 }
 
+/* A state the process saved but the head did not keep (over actor_state_max): the replacement
+ * is spawned without one, and the actor's reason says why (never silently). */
+static void case_state_not_kept(void) {
+    uint64_t na = join("a", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 0, HV_OK);
+    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
+    char err[256];
+    CHECK_RC_MSG(hv_driver_node_drain(H.d, na, 1, "test", 0, 0, err, sizeof(err)), HV_OK, err);
+    uint64_t nb = join("b", 1, NULL, 0);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(x->am.next_node, nb);
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), NULL, 300u << 20,
+                                "its saved state of 314572800 bytes is over the head's "
+                                "actor_state_max of 268435456 bytes");
+    CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
+    CHECK_EQ(x->am.state, HV_AM_STARTING);
+    CHECK_EQ(x->am.has_state, 0);
+    CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_SPAWN);
+    CHECK_STR(H.io.state[H.io.n - 1], "");
+    CHECK(strstr(x->reason, "its saved state was not kept: its saved state of 314572800 bytes "
+                            "is over the head's actor_state_max") != NULL);
+    CHECK_STR(x->saved_why, ""); /* used once */
+}
+
 /* A notice that runs out with no node to go to: the process is stopped to save anyway (break
  * before make), and the replacement is placed with the stored state once a node joins. */
 static void case_notice_runs_out(void) {
@@ -299,7 +323,7 @@ static void case_notice_runs_out(void) {
     CHECK_EQ(x->am.kill_sent, 1);
     CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_KILL);
     CHECK_EQ(H.io.node[H.io.n - 1], na);
-    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 20);
+    hv_driver_actor_state_saved(H.d, na, hv_am_proc_id(x->am.id, 1), digest, 20, NULL);
     CHECK_RC(hv_driver_worker_exited(H.d, na, hv_am_proc_id(x->am.id, 1), 0, 0, ""), HV_OK);
     CHECK_EQ(x->am.state, HV_AM_MOVING);
     CHECK_EQ(x->am.has_state, 1);
@@ -410,11 +434,9 @@ int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_ERROR);
     hv_log_init("actors_drv_test");
     static const hv_check_case_t cases[] = {
-        {"lifecycle", case_lifecycle},
-        {"store_first", case_store_first},
-        {"head_restart", case_head_restart},
-        {"move", case_move},
-        {"notice_runs_out", case_notice_runs_out},
+        {"lifecycle", case_lifecycle},           {"store_first", case_store_first},
+        {"head_restart", case_head_restart},     {"move", case_move},
+        {"state_not_kept", case_state_not_kept}, {"notice_runs_out", case_notice_runs_out},
         {"labels_memory", case_labels_memory},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);

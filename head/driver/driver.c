@@ -1141,9 +1141,9 @@ static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
 }
 
 void hv_driver_actor_state_saved(hv_driver_t *d, uint64_t node_id, uint64_t worker_id,
-                                 const char *digest, uint64_t size) {
+                                 const char *digest, uint64_t size, const char *why) {
     if (hv_am_proc_is(worker_id) && d->actors.state_saved != NULL) {
-        d->actors.state_saved(d->actors.ud, node_id, worker_id, digest, size);
+        d->actors.state_saved(d->actors.ud, node_id, worker_id, digest, size, why);
     }
 }
 
@@ -1284,6 +1284,7 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
     tmp.acct.slots = info->slots;
     tmp.acct.gpus = info->gpus;
     tmp.cpus = info->cpus;
+    tmp.memory_mb = info->memory_mb;
     tmp.preemptible = info->preemptible;
     tmp.incarnation = info->incarnation;
     tmp.state = st;

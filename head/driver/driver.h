@@ -109,7 +109,8 @@ typedef struct hv_dnode_s {
     uint64_t id;
     char *name, *addrs, *labels, *instance_id, *peer; /* owned */
     uint32_t cpus;
-    uint64_t memory_mb; /* MiB the agent offers, from its last join (not stored; 0: unknown) */
+    uint64_t memory_mb; /* MiB the agent offers, from its last join (stored with the node; 0:
+                         * unknown) */
     int preemptible;
     uint64_t incarnation;
     hv_node_state_t state;
@@ -208,9 +209,10 @@ typedef struct hv_driver_actor_hooks_s {
     void (*node_lost)(void *ud, uint64_t node_id);
     /* A drain of node_id: notice_ms the time it has (its agent's notice; 0: unknown or none). */
     void (*node_drain)(void *ud, uint64_t node_id, uint32_t notice_ms);
-    /* An actor's process saved its state, stored as the artifact digest (before its exit). */
+    /* An actor's process saved its state, stored as the artifact digest (before its exit);
+     * digest "" with why: it saved one that is not kept (why says so: over the limit, ...). */
     void (*state_saved)(void *ud, uint64_t node_id, uint64_t proc, const char *digest,
-                        uint64_t size);
+                        uint64_t size, const char *why);
     void (*job_ended)(void *ud, uint64_t job_id);
     void (*schedule)(void *ud); /* after the jobs were placed */
     /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
@@ -321,9 +323,10 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
  * head no longer knows the worker or the report repeats one already applied (nothing to do). */
 hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int pid);
 /* An actor's process (worker_id) saved its state on its way out, stored as artifact digest
- * (size bytes): the exit that follows moves it. Ignored for anything else. */
+ * (size bytes): the exit that follows moves it. digest "" (or NULL) with why (borrowed): it saved
+ * a state that is not kept, and why, for the actor's events. Ignored for anything else. */
 void hv_driver_actor_state_saved(hv_driver_t *d, uint64_t node_id, uint64_t worker_id,
-                                 const char *digest, uint64_t size);
+                                 const char *digest, uint64_t size, const char *why);
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
                                int term_signal, const char *reason);
 /* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log within the

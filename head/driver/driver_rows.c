@@ -443,6 +443,7 @@ void hv__driver_node_row(const hv_dnode_t *n, hv_node_row_t *r) {
     r->slots = n->acct.slots;
     r->gpus = n->acct.gpus;
     r->cpus = n->cpus;
+    r->memory_mb = n->memory_mb;
     r->preemptible = n->preemptible;
     r->incarnation = n->incarnation;
     r->registered_ms = n->registered_ms;
@@ -464,6 +465,8 @@ static hv_dnode_t *node_from_row(hv_node_row_t *r) {
     n->acct.slots = r->slots;
     n->acct.gpus = r->gpus;
     n->cpus = r->cpus;
+    n->memory_mb = r->memory_mb; /* as its agent last reported it: actors needing memory are
+                                  * placed before it joins again */
     n->preemptible = r->preemptible;
     n->incarnation = r->incarnation;
     if (hv_node_state_parse(r->state, &n->state) != HV_OK) {

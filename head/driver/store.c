@@ -358,11 +358,17 @@ static const char store_v14_sql[] = "ALTER TABLE actors ADD COLUMN labels TEXT N
                                     "ALTER TABLE actors ADD COLUMN memory_mb INTEGER NOT NULL"
                                     " DEFAULT 0;";
 
+/* v15: a node's memory (MiB, as its agent reported it at its join; issue 17), so that after a
+ * head restart actors that need memory can be placed before the agent joins again. Old rows: 0
+ * (unknown: meets no memory demand until the agent reports it). */
+static const char store_v15_sql[] = "ALTER TABLE nodes ADD COLUMN memory_mb INTEGER NOT NULL"
+                                    " DEFAULT 0;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql, store_v5_sql,
-    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql, store_v10_sql,
-    store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql};
+    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,
+    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql,
+    store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql, store_v15_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -432,7 +438,7 @@ enum {
     " next_gpu_mask, has_state, state_digest, state_size, labels, memory_mb"
 #define NODE_COLS                                                                                  \
     "id, name, addrs, labels, instance_id, state, peer, slots, gpus, cpus, preemptible,"           \
-    " incarnation, registered_ms, last_seen_ms"
+    " incarnation, registered_ms, last_seen_ms, memory_mb"
 #define JOB_COLS                                                                                   \
     "id, name, state, reason, spec, np, min_np, max_np, max_resets, timeout_s, resets,"            \
     " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
@@ -462,13 +468,14 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_NODE_UPSERT] =
         "INSERT INTO nodes (name, addrs, labels, instance_id, state, peer, slots, gpus, cpus,"
-        " preemptible, incarnation, registered_ms, last_seen_ms)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        " preemptible, incarnation, registered_ms, last_seen_ms, memory_mb)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
         " ON CONFLICT (name) DO UPDATE SET addrs = excluded.addrs, labels = excluded.labels,"
         " instance_id = excluded.instance_id, state = excluded.state, peer = excluded.peer,"
         " slots = excluded.slots, gpus = excluded.gpus, cpus = excluded.cpus,"
         " preemptible = excluded.preemptible, incarnation = excluded.incarnation,"
-        " registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms"
+        " registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms,"
+        " memory_mb = excluded.memory_mb"
         " RETURNING id",
     [ST_NODE_SET_STATE] = "UPDATE nodes SET state = ?2, last_seen_ms = ?3 WHERE id = ?1",
     [ST_NODE_GET] = "SELECT " NODE_COLS " FROM nodes WHERE id = ?1",
@@ -1487,6 +1494,7 @@ static hv_err node_read(sqlite3_stmt *st, void *vrow) {
     r->incarnation = col_u64(st, 11);
     r->registered_ms = col_u64(st, 12);
     r->last_seen_ms = col_u64(st, 13);
+    r->memory_mb = col_u64(st, 14);
     return HV_OK;
 }
 
@@ -1514,6 +1522,7 @@ hv_err hv_store_node_upsert(hv_store_t *s, hv_node_row_t *row) {
     bind_u64(&b, 11, row->incarnation);
     bind_u64(&b, 12, row->registered_ms);
     bind_u64(&b, 13, row->last_seen_ms);
+    bind_u64(&b, 14, row->memory_mb);
     if ((rc = store_bind_check(s, &b, "node upsert")) != HV_OK) {
         goto out;
     }

@@ -48,7 +48,7 @@ typedef struct hv_store_s hv_store_t;
  * v12: durable_copies (the newest copy of each job's state in the durable tier).
  * v13: actors' moves (next_node, next_gpu_mask, has_state, state_digest, state_size).
  * v14: actors' placement demand (labels, memory_mb). */
-#define HV_STORE_SCHEMA_VERSION 14
+#define HV_STORE_SCHEMA_VERSION 15
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -97,6 +97,7 @@ typedef struct hv_node_row_s {
     int preemptible;      // 0 or 1
     uint64_t incarnation; // agent incarnation (stored as signed 64 bit, full range kept)
     uint64_t registered_ms, last_seen_ms; // wall-clock ms
+    uint64_t memory_mb; // the memory its agent reported at its join, MiB (0: unknown)
 } hv_node_row_t;
 
 /* Inserts, or updates every field of the node with the same name; sets row->id (the id of an

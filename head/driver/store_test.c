@@ -385,7 +385,8 @@ static void test_node_upsert(void) {
                            .incarnation = 2,
                            .state = "alive",
                            .addrs = "10.0.0.9:7001",
-                           .last_seen_ms = 99};
+                           .last_seen_ms = 99,
+                           .memory_mb = 4096};
     CHECK_OK(s, hv_store_node_upsert(s, &again));
     CHECK_U64(again.id, first_id);
 
@@ -399,7 +400,9 @@ static void test_node_upsert(void) {
         CHECK_U64(rows[0].slots, 6);
         CHECK_U64(rows[0].incarnation, 2);
         CHECK_STR(rows[0].addrs, "10.0.0.9:7001");
+        CHECK_U64(rows[0].memory_mb, 4096); /* stored since v15: known before a rejoin */
         CHECK_STR(rows[1].name, "beta");
+        CHECK_U64(rows[1].memory_mb, 0);
     }
     hv_store_node_free_list(rows, n);
 
@@ -408,6 +411,7 @@ static void test_node_upsert(void) {
     CHECK_OK(s, hv_store_node_get(s, first_id, &got));
     CHECK_STR(got.state, "dead");
     CHECK_U64(got.last_seen_ms, 12345);
+    CHECK_U64(got.memory_mb, 4096); /* a state change keeps it */
     hv_store_node_fini(&got);
 
     CHECK_RC(hv_store_node_set_state(s, 9999, "dead", 1), HV_ENOTFOUND);
@@ -1300,6 +1304,37 @@ static void test_state_copies(void) {
  * from their JSON (generation, rollback, wait), their reason codes from the words their reasons
  * began with; other old rows read as "none"; a job's newest round gets its code too. A new event
  * keeps every field it was appended with, and an event appended without fields reads as none. */
+/* v15: a v14 node migrates with memory 0 (unknown until its agent joins again); a join writes
+ * it and a reopen (a head restart) reads it back. */
+static void test_migrate_v15(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 14,
+                                         "INSERT INTO nodes (name, state, slots) VALUES"
+                                         " ('old', 'alive', 2);",
+                                         err, sizeof(err)),
+             HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_node_row_t *rows = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_node_list(s, &rows, &n));
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_STR(rows[0].name, "old");
+        CHECK_U64(rows[0].memory_mb, 0);
+    }
+    hv_store_node_free_list(rows, n);
+    hv_node_row_t join = {.name = "old", .slots = 2, .state = "alive", .memory_mb = 512};
+    CHECK_OK(s, hv_store_node_upsert(s, &join));
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    hv_node_row_t got = {0};
+    CHECK_OK(s, hv_store_node_get(s, join.id, &got));
+    CHECK_U64(got.memory_mb, 512);
+    hv_store_node_fini(&got);
+    hv_store_close(s);
+}
+
 static void test_event_fields(void) {
     char err[512] = "";
     const char *v8_rows =
@@ -2072,6 +2107,7 @@ static const hv_check_case_t cases[] = {
     {"history", test_history},
     {"job_artifacts", test_job_artifacts},
     {"event_fields", test_event_fields},
+    {"migrate_v15", test_migrate_v15},
 };
 
 int main(int argc, char **argv) {

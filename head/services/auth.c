@@ -289,9 +289,13 @@ int hv_auth_rule(const char *path, hv_auth_scope *scope) {
         const char *prefix; /* a service ("/pkg.Service/") or one method */
         hv_auth_scope scope;
     } rules[] = {
-        {"/hvpb.v1.Jobs/", HV_AUTH_CLIENT},         {"/hvpb.v1.Cluster/Join", HV_AUTH_JOIN},
-        {"/hvpb.v1.Cluster/Session", HV_AUTH_NODE}, {"/hvpb.v1.Cluster/Fetch", HV_AUTH_NODE},
-        {"/hvpb.v1.Rendezvous/", HV_AUTH_JOB},      {"/hvpb.v1.Actors/", HV_AUTH_ACTORS},
+        {"/hvpb.v1.Jobs/", HV_AUTH_CLIENT},
+        {"/hvpb.v1.Cluster/Join", HV_AUTH_JOIN},
+        {"/hvpb.v1.Cluster/Session", HV_AUTH_NODE},
+        {"/hvpb.v1.Cluster/Fetch", HV_AUTH_NODE},
+        {"/hvpb.v1.Cluster/UploadState", HV_AUTH_NODE},
+        {"/hvpb.v1.Rendezvous/", HV_AUTH_JOB},
+        {"/hvpb.v1.Actors/", HV_AUTH_ACTORS},
     };
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
         size_t n = strlen(rules[i].prefix);

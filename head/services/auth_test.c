@@ -142,6 +142,7 @@ static void case_rules(void) {
         {"/hvpb.v1.Cluster/Join", 1, HV_AUTH_JOIN},
         {"/hvpb.v1.Cluster/Session", 1, HV_AUTH_NODE},
         {"/hvpb.v1.Cluster/Fetch", 1, HV_AUTH_NODE},
+        {"/hvpb.v1.Cluster/UploadState", 1, HV_AUTH_NODE},
         {"/hvpb.v1.Rendezvous/KvPut", 1, HV_AUTH_JOB},
         {"/hvpb.v1.Rendezvous/JoinRound", 1, HV_AUTH_JOB},
         {"/hvpb.v1.Actors/Create", 1, HV_AUTH_ACTORS},

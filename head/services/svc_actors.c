@@ -104,6 +104,7 @@ static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *
     v->reason = x->reason;
     v->labels = x->labels;
     v->memory_mb = x->memory_mb;
+    v->waiting = hv_am_wants_place(&x->am);
 }
 
 /* The actor a ref names, or an answer was sent (NULL). */

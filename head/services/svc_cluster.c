@@ -44,6 +44,12 @@ struct hv_svc_cluster_s {
     hv_store_t *store; /* join tokens made with hvctl token create (NULL: only the static one) */
 };
 
+/* The largest saved state the head keeps: actor_state_max, and never over max_upload. */
+static uint64_t state_max(const hv_svc_cluster_t *s) {
+    uint64_t m = s->cfg->actor_state_max;
+    return s->cfg->max_upload_bytes < m ? s->cfg->max_upload_bytes : m;
+}
+
 /* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
 static int token_ok(const hv_svc_cluster_t *s, const char *given) {
     const char *want = s->cfg->token ? s->cfg->token : "";
@@ -139,6 +145,7 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
             /* An actor's process: its own secret (HV_ACTOR_SECRET), and no Rendezvous one. */
             hv_auth_actor_cred(s->auth, o->actor_id, secret);
             sp.actor_secret = secret;
+            sp.actor_state_max = state_max(s);
         } else if (s->auth != NULL) {
             hv_auth_worker_cred(s->auth, o->job_id, o->worker_id, secret);
             sp.worker_secret = secret;
@@ -186,23 +193,71 @@ void hv_svc_cluster_drop(hv_svc_cluster_t *s, uint64_t node_id) {
 
 /* ---- an actor's saved state -------------------------------------------------------------------- */
 
-#define CLUSTER_ACTOR_STATE_MAX (1u << 20) /* the agent sends no more; the head takes no more */
+#define CLUSTER_ACTOR_STATE_INLINE (1u << 20) /* a state sent with the exit: at most this */
+
+/* A saved state not kept: logged, and the driver hears why (the actor's events say it). */
+static void actor_state_lost(hv_svc_cluster_t *s, uint64_t node_id, uint64_t worker, uint64_t size,
+                             const char *why) {
+    HV_LOG(HV_LOG_WARN, "cluster", "HV-ACTOR-STATE",
+           "actor process %llu: its saved state (%llu bytes) is not kept: %s",
+           (unsigned long long)worker, (unsigned long long)size, why);
+    hv_driver_actor_state_saved(s->d, node_id, worker, NULL, size, why);
+}
+
+/* A large state the agent uploaded (Cluster/UploadState) before the exit that names it: kept
+ * when the artifact is there, complete, of that size and within the limit. */
+static void actor_state_ref(hv_svc_cluster_t *s, uint64_t node_id,
+                            const Hvpb__V1__WorkerExited *ex) {
+    char why[200];
+    uint64_t size = ex->actor_state_size;
+    struct stat sb;
+    char path[4096];
+    if (size > state_max(s)) {
+        snprintf(why, sizeof(why),
+                 "its saved state of %llu bytes is over the head's actor_state_max of %llu bytes",
+                 (unsigned long long)size, (unsigned long long)state_max(s));
+    } else if (hv_artifacts_path(s->arts, ex->actor_state_digest, path, sizeof(path)) != HV_OK ||
+               !hv_artifacts_present(s->arts, ex->actor_state_digest) || stat(path, &sb) != 0 ||
+               (uint64_t)sb.st_size != size) {
+        snprintf(why, sizeof(why),
+                 "its saved state of %llu bytes did not reach the head whole (artifact %.12s)",
+                 (unsigned long long)size, ex->actor_state_digest);
+    } else {
+        hv_driver_actor_state_saved(s->d, node_id, ex->worker_id, ex->actor_state_digest, size,
+                                    NULL);
+        return;
+    }
+    actor_state_lost(s, node_id, ex->worker_id, size, why);
+}
 
 /* An actor's process saved its state on its way out: it is stored as an artifact (by its
  * sha256, checked again when the agent of the replacement fetches it) before the driver hears of
- * the exit; a state that cannot be stored is dropped with a log line (the replacement then
- * starts from its constructor). */
+ * the exit. Up to 1 MiB it comes with the exit; a larger one was uploaded first and is named by
+ * its digest; one the agent could not send comes with why. A state that cannot be kept is said
+ * in the actor's events (the replacement then starts from its constructor), never dropped
+ * silently. */
 static void actor_state_store(hv_svc_cluster_t *s, uint64_t node_id,
                               const Hvpb__V1__WorkerExited *ex) {
     if (!hv_am_proc_is(ex->worker_id) || s->arts == NULL) {
         return;
     }
+    if (ex->actor_state_error != NULL && ex->actor_state_error[0] != '\0') {
+        actor_state_lost(s, node_id, ex->worker_id, ex->actor_state_size, ex->actor_state_error);
+        return;
+    }
+    if (ex->actor_state_digest != NULL && ex->actor_state_digest[0] != '\0') {
+        actor_state_ref(s, node_id, ex);
+        return;
+    }
     size_t len = ex->actor_state.len;
-    if (len > CLUSTER_ACTOR_STATE_MAX) {
-        HV_LOG(HV_LOG_WARN, "cluster", "HV-ACTOR-STATE",
-               "actor process %llu: its saved state (%zu bytes) is over the %u-byte limit; it is "
-               "not moved",
-               (unsigned long long)ex->worker_id, len, CLUSTER_ACTOR_STATE_MAX);
+    if (len > CLUSTER_ACTOR_STATE_INLINE || len > state_max(s)) {
+        char why[200];
+        snprintf(why, sizeof(why),
+                 "its saved state of %zu bytes came with its exit, over the %llu-byte limit", len,
+                 (unsigned long long)(state_max(s) < CLUSTER_ACTOR_STATE_INLINE
+                                          ? state_max(s)
+                                          : CLUSTER_ACTOR_STATE_INLINE));
+        actor_state_lost(s, node_id, ex->worker_id, len, why);
         return;
     }
     uint8_t raw[32];
@@ -224,13 +279,57 @@ static void actor_state_store(hv_svc_cluster_t *s, uint64_t node_id,
         }
     }
     if (rc != HV_OK) {
-        HV_LOG(HV_LOG_ERROR, "cluster", "HV-ACTOR-STATE",
-               "actor process %llu: its saved state (%zu bytes) could not be stored: %s; it is "
-               "not moved",
-               (unsigned long long)ex->worker_id, len, err);
+        char why[200];
+        snprintf(why, sizeof(why), "the head could not store its saved state: %.150s", err);
+        actor_state_lost(s, node_id, ex->worker_id, len, why);
         return;
     }
-    hv_driver_actor_state_saved(s->d, node_id, ex->worker_id, digest, len);
+    hv_driver_actor_state_saved(s->d, node_id, ex->worker_id, digest, len, NULL);
+}
+
+static int any_spec(const uint8_t *spec, size_t len, void *ud) {
+    (void)spec;
+    (void)len;
+    (void)ud;
+    return 1;
+}
+
+/* Cluster/UploadState: a chunk of an actor's saved state over 1 MiB, from the agent of the node
+ * its process runs on (node scope: a node with no actor gets nothing), into the artifact store,
+ * bounded by actor_state_max. */
+static void cluster_upload_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_cluster_t *s = ud;
+    const Hvpb__V1__UploadChunk *req = (const Hvpb__V1__UploadChunk *)m;
+    char err[512];
+    if (hv_validate_upload(req, err, sizeof(err)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", err);
+        return;
+    }
+    hv_cred_t cred = {.kind = HV_CRED_NONE};
+    if (s->auth != NULL && (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
+                            cred.kind != HV_CRED_NODE ||
+                            !hv_driver_node_actor_specs_any(s->d, cred.node_id, any_spec, NULL))) {
+        hv_rpc_finish(c, HV_EPERM, "permission denied: no actor runs on this node");
+        return;
+    }
+    if (req->total_size > state_max(s)) {
+        hv_rpc_finish(c, HV_ETOOBIG,
+                      "a saved state of %llu bytes is over the head's actor_state_max of %llu "
+                      "bytes",
+                      (unsigned long long)req->total_size, (unsigned long long)state_max(s));
+        return;
+    }
+    Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
+    int complete = 0;
+    hv_err rc =
+        hv_artifacts_write(s->arts, req->digest, req->total_size, req->offset, req->data.data,
+                           req->data.len, req->last, &rep.received, &complete, err, sizeof(err));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s", err);
+        return;
+    }
+    rep.complete = complete;
+    hv_rpc_reply(c, &rep.base);
 }
 
 /* ---- Join ----------------------------------------------------------------------------------- */
@@ -742,6 +841,8 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
          session_done, s},
         {"/hvpb.v1.Cluster/Fetch", HV_RPC_SERVER_STREAM, &hvpb__v1__fetch_request__descriptor,
          cluster_fetch, fetch_done, s},
+        {"/hvpb.v1.Cluster/UploadState", HV_RPC_UNARY, &hvpb__v1__upload_chunk__descriptor,
+         cluster_upload_state, NULL, s},
     };
     hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
     if (rc != HV_OK) {

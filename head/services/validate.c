@@ -486,6 +486,7 @@ static const hv_validate_method_t methods[] = {
     /* Session: a body this head does not know is a newer agent's, and is ignored. */
     {"/hvpb.v1.Cluster/Session", &hvpb__v1__agent_msg__descriptor, NULL},
     {"/hvpb.v1.Cluster/Fetch", &hvpb__v1__fetch_request__descriptor, check_fetch},
+    {"/hvpb.v1.Cluster/UploadState", &hvpb__v1__upload_chunk__descriptor, check_upload},
     {"/hvpb.v1.Jobs/StatArtifact", &hvpb__v1__stat_artifact_request__descriptor,
      check_stat_artifact},
     {"/hvpb.v1.Jobs/Upload", &hvpb__v1__upload_chunk__descriptor, check_upload},

@@ -6,7 +6,10 @@
 # that the autoscaler is buying one, a node of type big (zone=a,disk=ssd, 4096 MiB) joins with
 # those labels and that memory (`hvctl nodes`), the actor is placed there and answers a call;
 # an actor no type can hold (100,000 MiB) stays pending and `hvctl status` says why no node can
-# be bought. Labels and memory survive in `hvctl actor --json`.
+# be bought. Labels and memory survive in `hvctl actor --json`. A `moving` actor is demand too:
+# an actor with a label only big nodes have, its node drained, is listed by `hvctl status` as
+# moving with its reason, the autoscaler buys a big node, and the actor moves there with its
+# state (issue 17: before, a moving actor was neither in the status's demand nor bought for).
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 start_head "autoscaler:" "  provider: spot-sim" "  min_nodes: 1" "  max_nodes: 3" \
@@ -62,4 +65,26 @@ wait_for 10 status_has "default/huge (pending): no node can ever hold it.*the au
     fail "hvctl status does not say why no node is bought for huge: $(cat "$TMP/status.out")"
 actor_is huge pending || fail "huge is '$(actor_field huge state)'"
 alive_nodes_is 2 || fail "a node was bought for a demand no type meets"
-pass "actors are placed by labels and memory; the autoscaler buys a node of the type an actor needs and says so"
+# A moving actor is demand: "mover" fits only a big node (disk=ssd); its node is drained, no
+# other node carries the label, so the autoscaler buys a big node and it moves there with its
+# state. (ssd moves with it: the new big node holds both.)
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name mover --label disk=ssd \
+    --memory-mb 1024 -- "$EX/actor_counter" >"$TMP/mover.out" 2>>"$TMP/create.err" ||
+    fail "actor create mover failed: $(cat "$TMP/create.err")"
+wait_for 20 actor_is mover alive || fail "mover is '$(actor_field mover state)', not alive"
+[ "$(actor_field mover node)" = big-2 ] || fail "mover is on '$(actor_field mover node)'"
+[ "$(call mover add 7)" = 7 ] || fail "a call to mover did not return 7"
+"$BIN/hvctl" --head "$HEAD" drain big-2 >"$TMP/drain.out" 2>&1 ||
+    fail "hvctl drain big-2 failed: $(cat "$TMP/drain.out")"
+wait_for 10 status_has "default/mover (moving): no node can ever hold it: none of the 1 nodes that take work has 1 free slot, 1024 MiB of free memory, labels disk=ssd.*the autoscaler is buying a node for it: instance 3 (type big) is launching" ||
+    fail "hvctl status does not list the moving actor among the demand with a node being bought: $(cat "$TMP/status.out")"
+"$BIN/hvctl" --head "$HEAD" status --json >"$TMP/status.json" 2>&1
+grep -q '"state": *"moving"' "$TMP/status.json" ||
+    fail "hvctl status --json lists no moving actor in pending_demand: $(cat "$TMP/status.json")"
+wait_for 40 actor_is mover alive || fail "mover is '$(actor_field mover state)', not alive: $(actor_field mover reason)"
+[ "$(actor_field mover node)" = big-3 ] || fail "mover moved to '$(actor_field mover node)', not big-3"
+[ "$(actor_field mover moves)" = 1 ] || fail "mover moves '$(actor_field mover moves)', not 1"
+[ "$(call mover get)" = 7 ] || fail "mover lost its state in the move: get says '$(call mover get)'"
+"$BIN/hvctl" --head "$HEAD" events --limit 1000 >"$TMP/ev2.out" 2>&1
+assert_grep "$TMP/ev2.out" "autoscaler.launch .*instance 3 (big.*actor [0-9]* \(ssd\|mover\) wants 1 more workers"
+pass "actors are placed by labels and memory; the autoscaler buys a node of the type an actor needs, also for a moving one, and says so"

@@ -3,7 +3,8 @@
 # `hvctl actor create` on a 2-agent cluster (its program uploaded), called by name from another
 # program (actor_call @NAME: hv_actor_lookup asks the head for the address and the per-actor
 # secret), survives a head SIGKILL between two calls (re-attached, same process, same count, the
-# name still resolves), is restarted after each kill -9 of its process up to --max-restarts, then
+# name still resolves; the nodes' memory is shown before their agents rejoin), is restarted
+# after each kill -9 of its process up to --max-restarts, then
 # is dead "out of restarts", as `hvctl actors` shows. A job's worker and a Python program call it
 # by name too; a wrong client token is refused. An actor owned by a job dies with the job; a
 # detached one does not, and moves off a drained node with its state (not counted as a restart).
@@ -43,9 +44,22 @@ for f in "$TMP"/*.out "$TMP"/*.err; do assert_no_grep "$f" "hva_[0-9]*_[0-9a-f]\
 
 # A head SIGKILL between two calls: the actor is re-attached, its name still resolves, and the
 # same process answers with the same count.
+# The nodes' memory is stored with them: with both agents stopped (no rejoin yet), the restarted
+# head's `hvctl nodes` shows each node's memory as before (before schema v15: none, so actors
+# needing memory could not be placed until the agents joined again).
+mem_before=$("$BIN/hvctl" --head "$HEAD" nodes --json | grep -o '"memory_mb": *[0-9]*' | tr -d ' ')
+case $mem_before in *'"memory_mb":0'*|'') fail "a node shows no memory before the restart: $mem_before" ;; esac
+kill -STOP "$(agent_pid node-a)" "$(agent_pid node-b)"
 kill -KILL "$HEAD_PID"
 sleep 0.5
 start_head
+"$BIN/hvctl" --head "$HEAD" nodes >"$TMP/nodes_restart.out" 2>&1
+mem_after=$("$BIN/hvctl" --head "$HEAD" nodes --json | grep -o '"memory_mb": *[0-9]*' | tr -d ' ')
+kill -CONT "$(agent_pid node-a)" "$(agent_pid node-b)"
+[ "$mem_after" = "$mem_before" ] ||
+    fail "after a head SIGKILL, before the agents rejoin, the nodes' memory is '$mem_after', not '$mem_before': $(cat "$TMP/nodes_restart.out")"
+grep -q "^node-a .*[0-9]MiB" "$TMP/nodes_restart.out" ||
+    fail "hvctl nodes shows no MEMORY for node-a before it rejoins: $(cat "$TMP/nodes_restart.out")"
 wait_for 20 alive_nodes_is 2 || fail "agents did not re-attach"
 [ "$(call ctr add 1)" = 8 ] || fail "the call after the head restart did not return 8"
 [ "$(actor_pids)" = "$pid1" ] || fail "the actor process was replaced across the head restart"

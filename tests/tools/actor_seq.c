@@ -6,7 +6,10 @@
  *       the actor (class "seq", started by the head with HV_ACTOR_*): method "seq" takes the
  *       decimal call number N and records it; "get" answers "count last bad" where bad counts
  *       the numbers that did not follow the previous one (a lost, repeated or reordered call);
- *       "pid" answers its process id. save/load keep the three numbers.
+ *       "pid" answers its process id. save/load keep the three numbers. With the creation
+ *       argument "bulk=N" (HV_ACTOR_ARG) it also holds N bytes of state (zeros at first):
+ *       "fill S" rewrites them from the seed S, "sum" answers "N HASH" (FNV-1a of the bytes);
+ *       save/load keep them too (a large saved state, issue 17: a state over 1 MiB moved).
  *   actor_seq call NAME FIRST LAST PROGRESS_FILE [WINDOW]
  *       looks NAME up through the head (hv_actor_lookup: the handle re-resolves after a move)
  *       and sends "seq" FIRST..LAST, WINDOW in flight (default 4), 5 ms apart, writing the number of
@@ -25,14 +28,37 @@
 
 typedef struct seq_s {
     long long count, last, bad;
+    unsigned char *bulk; /* "bulk=N": N bytes of state (owned; NULL none) */
+    size_t nbulk;
 } seq_t;
 
 static hv_err seq_create(void *ud, const void *arg, size_t len, void **self) {
     (void)ud;
-    (void)arg;
-    (void)len;
-    *self = calloc(1, sizeof(seq_t));
-    return *self != NULL ? HV_OK : HV_ENOMEM;
+    seq_t *s = calloc(1, sizeof(seq_t));
+    char buf[64];
+    if (s == NULL) {
+        return HV_ENOMEM;
+    }
+    if (len > 5 && len < sizeof(buf) && memcmp(arg, "bulk=", 5) == 0) {
+        memcpy(buf, arg, len);
+        buf[len] = '\0';
+        s->nbulk = (size_t)atoll(buf + 5);
+        s->bulk = calloc(s->nbulk > 0 ? s->nbulk : 1, 1);
+        if (s->bulk == NULL) {
+            free(s);
+            return HV_ENOMEM;
+        }
+    }
+    *self = s;
+    return HV_OK;
+}
+
+static unsigned long long bulk_sum(const seq_t *s) {
+    unsigned long long h = 1469598103934665603ULL;
+    for (size_t i = 0; i < s->nbulk; i++) {
+        h = (h ^ s->bulk[i]) * 1099511628211ULL;
+    }
+    return h;
 }
 
 static hv_err seq_call(void *self, const char *method, const void *arg, size_t len,
@@ -59,6 +85,20 @@ static hv_err seq_call(void *self, const char *method, const void *arg, size_t l
         int k = snprintf(buf, sizeof(buf), "%lld %lld %lld", s->count, s->last, s->bad);
         return hv_actor_out_append(out, buf, (size_t)k);
     }
+    if (strcmp(method, "fill") == 0 && len > 0 && len < 32) {
+        memcpy(buf, arg, len);
+        buf[len] = '\0';
+        unsigned long long x = (unsigned long long)atoll(buf) * 2654435761ULL + 1;
+        for (size_t i = 0; i < s->nbulk; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            s->bulk[i] = (unsigned char)(x >> 56);
+        }
+        return hv_actor_out_append(out, "ok", 2);
+    }
+    if (strcmp(method, "sum") == 0) {
+        int k = snprintf(buf, sizeof(buf), "%zu %llx", s->nbulk, bulk_sum(s));
+        return hv_actor_out_append(out, buf, (size_t)k);
+    }
     if (strcmp(method, "pid") == 0) {
         int k = snprintf(buf, sizeof(buf), "%ld", (long)getpid());
         return hv_actor_out_append(out, buf, (size_t)k);
@@ -67,23 +107,33 @@ static hv_err seq_call(void *self, const char *method, const void *arg, size_t l
     return HV_ENOTFOUND;
 }
 
-static void seq_destroy(void *self) { free(self); }
+static void seq_destroy(void *self) {
+    seq_t *s = self;
+    free(s->bulk);
+    free(s);
+}
 
 static hv_err seq_save(void *self, hv_actor_out_t *out) {
     seq_t *s = self;
     char buf[96];
     int k = snprintf(buf, sizeof(buf), "%lld %lld %lld\n", s->count, s->last, s->bad);
-    return hv_actor_out_append(out, buf, (size_t)k);
+    hv_err rc = hv_actor_out_append(out, buf, (size_t)k);
+    return rc == HV_OK && s->nbulk > 0 ? hv_actor_out_append(out, s->bulk, s->nbulk) : rc;
 }
 
 static hv_err seq_load(void *self, const void *state, size_t len) {
     seq_t *s = self;
     char buf[96];
-    if (len >= sizeof(buf)) {
-        return HV_ECORRUPT;
+    const char *nl = memchr(state, '\n', len < sizeof(buf) ? len : sizeof(buf));
+    size_t head = nl != NULL ? (size_t)(nl - (const char *)state) + 1 : len;
+    if (head >= sizeof(buf) || len - head != s->nbulk) {
+        return HV_ECORRUPT; /* the numbers' line, then exactly the bulk bytes */
     }
-    memcpy(buf, state, len);
-    buf[len] = '\0';
+    memcpy(buf, state, head);
+    buf[head] = '\0';
+    if (s->nbulk > 0) {
+        memcpy(s->bulk, (const char *)state + head, s->nbulk);
+    }
     return sscanf(buf, "%lld %lld %lld", &s->count, &s->last, &s->bad) == 3 ? HV_OK : HV_ECORRUPT;
 }
 

@@ -177,6 +177,7 @@ hv_future_wait = _proto("hv_future_wait", _c_int, _vp, _u32, ctypes.POINTER(_vp)
                         ctypes.POINTER(_c_size))
 hv_future_error = _proto("hv_future_error", ctypes.c_char_p, _vp, ctypes.POINTER(_c_int))
 hv_future_destroy = _proto("hv_future_destroy", None, _vp)
+hv_future_sends = _proto("hv_future_sends", _u32, _vp)
 hv_actor_close = _proto("hv_actor_close", None, _vp)
 hv_actor_lookup = _proto("hv_actor_lookup", _c_int, ctypes.c_char_p, ctypes.c_char_p,
                          ctypes.c_char_p, ctypes.c_char_p, _u32,

@@ -631,7 +631,8 @@ class ActorHandle:
 
 class Future:
     """One call's outcome (hv_future_t). result(timeout) waits for it; the outcome, once known,
-    is kept, so result() may be asked again. One thread at a time."""
+    is kept, so result() may be asked again. One thread at a time. `sends` says how many times
+    the call was put on the wire (hv_future_sends)."""
 
     def __init__(self, handle, ptr, method, decode):
         self._handle = handle  # keeps the connection open while the call is pending
@@ -641,7 +642,21 @@ class Future:
         self._done = False
         self._value = None
         self._exc = None
+        self._sends = 0  # hv_future_sends, read with the outcome
         self._mu = threading.Lock()
+
+    @property
+    def sends(self):
+        """How many times the call was put on the wire (hv_future_sends): 1 for a first
+        delivery; more for a call sent again (a lookup handle resends, after a move or a
+        restart, the calls the actor said it did not run, and with max_call_retries those in
+        doubt); 0 while the handle waits to reconnect. Once the outcome is known, the count it
+        came with, so a caller tells at-most-once from at-least-once delivery (an exception
+        from result() carries it as .sends too). Never blocks."""
+        with self._mu:
+            if self._ptr is not None:
+                return int(_lib.hv_future_sends(self._ptr))
+            return self._sends
 
     def _wait(self, ms):
         """One hv_future_wait of up to ms; records the outcome. True once it is known."""
@@ -669,6 +684,9 @@ class Future:
                 self._exc = errors.actor_error(rc, "%s on the actor at %s: %s%s (%s)" % (
                     self.method, addr, msg, "; " + what if what else "", _lib.errname(rc)),
                     _lib.errname(rc), addr, self.method)
+        self._sends = int(_lib.hv_future_sends(self._ptr))
+        if self._exc is not None:
+            self._exc.sends = self._sends
         self._done = True
         _lib.hv_future_destroy(self._ptr)
         self._ptr = None

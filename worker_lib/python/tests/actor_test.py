@@ -183,6 +183,11 @@ def scenario_calls(tmp, examples):
             assert ran == b",".join(b"%d" % k for k in range(400)), "handle %d ran %r" % (i, ran)
         fs = [h.call_async("add", b"1") for _ in range(500)]
         assert A.get(fs, timeout=10 * MULT) == [b"%d" % (k + 1) for k in range(500)]
+        # hv_future_sends: each of these calls was put on the wire once (a first delivery), and
+        # the count stays with the future after its outcome.
+        assert [f.sends for f in fs] == [1] * 500, set(f.sends for f in fs)
+        f = h.call_async("get")
+        assert f.result(10 * MULT) == b"500" and f.sends == 1, f.sends
 
         # A method that raises: the caller's error carries it; the actor goes on.
         e = expect_raises(A.ActorMethodError, h.call, "fail", b"x",
@@ -267,7 +272,8 @@ def scenario_interop(tmp, examples):
         assert e.remote_errname == "HV_EINVAL"
         expect_raises(A.ActorMethodError, h.call, "nope", contains="counter has no method")
         f = h.call_async("crash")
-        expect_raises(A.ActorInDoubtError, f.result, 10 * MULT, contains="HV_EINDOUBT")
+        e = expect_raises(A.ActorInDoubtError, f.result, 10 * MULT, contains="HV_EINDOUBT")
+        assert f.sends == 1 and e.sends == 1, (f.sends, e.sends)  # sent once, then in doubt
         h.close()
     finally:
         act.stop()
