@@ -405,6 +405,13 @@ static void agent_on_exited(uint64_t worker_id, int exit_code, int term_signal, 
     a->state_for = 0;
 }
 
+/* An actor's process's call figures: its running totals now, or (final) its last ones, queued
+ * as a reliable event just before its exit. */
+static void agent_on_figures(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud) {
+    agent_t *a = ud;
+    (void)hv_session_actor_figures(a->session, worker_id, f, final);
+}
+
 /* An actor's process saved its state: kept for the exit report that follows at once. */
 static void agent_on_state(uint64_t worker_id, const void *data, size_t len, void *ud) {
     agent_t *a = ud;
@@ -622,6 +629,7 @@ static int agent_join(agent_t *a) {
     hv_workers_cbs_t wcb = {.on_started = agent_on_started,
                             .on_exited = agent_on_exited,
                             .on_state = agent_on_state,
+                            .on_figures = agent_on_figures,
                             .on_line = agent_on_line,
                             .on_address = agent_on_address,
                             .ud = a};

@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "artifact.h"
+#include "callfig.h"
 #include "err.h"
 #include "hv.pb-c.h"
 
@@ -55,6 +56,10 @@ typedef struct hv_workers_cbs_s {
      * hv-actor-state.out, at most HV_WORKERS_STATE_MAX bytes): called just before on_exited
      * with it (borrowed). */
     void (*on_state)(uint64_t worker_id, const void *data, size_t len, void *ud);
+    /* Optional: an actor's process's call figures (HV_ACTOR_FIGURES_OUT, <its dir>/
+     * hv-actor-figures, read every second): its running totals when they changed; final (just
+     * before on_exited, before on_state): its last ones. f borrowed. */
+    void (*on_figures)(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud);
     void *ud;
 } hv_workers_cbs_t;
 

@@ -11,9 +11,9 @@
 
 /* 1, 2, 5 µs ... 5 s, 10 s: HV_CALLFIG_BUCKETS - 1 bounds, in ns. */
 static const uint64_t callfig_bounds[HV_CALLFIG_BUCKETS - 1] = {
-    1000ull,       2000ull,       5000ull,       10000ull,      20000ull,       50000ull,
-    100000ull,     200000ull,     500000ull,     1000000ull,    2000000ull,     5000000ull,
-    10000000ull,   20000000ull,   50000000ull,   100000000ull,  200000000ull,   500000000ull,
+    1000ull,       2000ull,       5000ull,       10000ull,      20000ull,     50000ull,
+    100000ull,     200000ull,     500000ull,     1000000ull,    2000000ull,   5000000ull,
+    10000000ull,   20000000ull,   50000000ull,   100000000ull,  200000000ull, 500000000ull,
     1000000000ull, 2000000000ull, 5000000000ull, 10000000000ull};
 
 uint64_t hv_callfig_bound_ns(size_t i) {

@@ -372,8 +372,8 @@ static const char store_v15_sql[] = "CREATE TABLE actor_figures ("
 
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql, store_v5_sql,
-    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql, store_v10_sql,
+    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,
+    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql,
     store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql, store_v15_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
