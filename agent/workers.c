@@ -54,7 +54,7 @@ struct worker_s {
     char *state_out;   /* an actor's process: its HV_ACTOR_STATE_OUT (owned) */
     char *figures_out; /* an actor's process: its HV_ACTOR_FIGURES_OUT (owned) */
     hv_callfig_t fig;  /* the figures last read from figures_out */
-    int fig_any;       /* fig holds a report (one was read) */
+    int fig_any;       /* 1: fig holds a report; -1: the file held none (warned); 0: not yet */
     worker_t *next;
 };
 
