@@ -500,6 +500,13 @@ static void agent_on_state_file(uint64_t worker_id, const char *path, uint64_t s
     a->big_for = worker_id;
 }
 
+/* An actor's process's call figures: its running totals now, or (final) its last ones, queued
+ * as a reliable event just before its exit. */
+static void agent_on_figures(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud) {
+    agent_t *a = ud;
+    (void)hv_session_actor_figures(a->session, worker_id, f, final);
+}
+
 /* An actor's process saved its state: kept for the exit report that follows at once. */
 static void agent_on_state(uint64_t worker_id, const void *data, size_t len, void *ud) {
     agent_t *a = ud;
@@ -718,6 +725,7 @@ static int agent_join(agent_t *a) {
                             .on_exited = agent_on_exited,
                             .on_state = agent_on_state,
                             .on_state_file = agent_on_state_file,
+                            .on_figures = agent_on_figures,
                             .on_line = agent_on_line,
                             .on_address = agent_on_address,
                             .ud = a};

@@ -34,6 +34,7 @@ typedef enum session_state {
 typedef enum event_kind {
     EV_STARTED = 1,
     EV_EXITED = 2,
+    EV_FIGURES = 3, /* an actor's process's final call figures, just before its exit */
 } event_kind;
 
 /* A reliable event, kept until the head acknowledges its seq. */
@@ -51,6 +52,7 @@ typedef struct event_s {
     char state_digest[65]; /* EV_EXITED: a larger state uploaded first ("" none) */
     uint64_t state_size;   /* its size, or the size of one not sent */
     char *state_error;     /* a saved state that was not sent, and why (owned; NULL none) */
+    hv_callfig_t *fig;     /* EV_FIGURES; owned */
     uint64_t log_mark;     /* log batches with an id below this were produced before the event */
     struct event_s *next;
 } event_t;
@@ -135,6 +137,9 @@ struct hv_session_s {
 static void session_join(hv_session_t *s);
 static void session_flush(hv_session_t *s);
 static void session_flush_cb(uv_timer_t *t);
+static int log_slots(const hv_session_t *s);
+static hv_err send_figures(hv_session_t *s, uint64_t seq, uint64_t worker_id, const hv_callfig_t *f,
+                           int final);
 
 static uint64_t session_jitter(hv_session_t *s, uint64_t ms) {
     // xorshift64: +-20% spread so a cluster's agents do not reconnect in lockstep.
@@ -387,7 +392,35 @@ hv_err hv_session_actor_exited_ref(hv_session_t *s, uint64_t worker_id, int exit
     return event_push(s, e);
 }
 
+hv_err hv_session_actor_figures(hv_session_t *s, uint64_t worker_id, const hv_callfig_t *f,
+                                int final) {
+    if (!final) {
+        /* Running totals: one lost (no stream now, or a full one) is made good by the next. */
+        if (s->state != ST_CONNECTED || s->call == NULL || !hv_rpc_call_open(s->call) ||
+            !log_slots(s)) {
+            return HV_EUNAVAIL;
+        }
+        return send_figures(s, 0, worker_id, f, 0);
+    }
+    event_t *e = hv_calloc(1, sizeof(*e));
+    hv_callfig_t *copy = hv_malloc(sizeof(*copy));
+    if (e == NULL || copy == NULL) {
+        hv_free(e);
+        hv_free(copy);
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
+               "out of memory: the last call figures of actor process %llu are not reported",
+               (unsigned long long)worker_id);
+        return HV_ENOMEM;
+    }
+    *copy = *f;
+    e->kind = EV_FIGURES;
+    e->worker_id = worker_id;
+    e->fig = copy;
+    return event_push(s, e);
+}
+
 static void event_free(event_t *e) {
+    hv_free(e->fig);
     hv_free(e->state);
     hv_free(e->state_error);
     hv_free(e->reason);
@@ -412,8 +445,32 @@ static void session_ack(hv_session_t *s, uint64_t ack) {
 
 /* ---- sending -------------------------------------------------------------------------------- */
 
+static hv_err send_figures(hv_session_t *s, uint64_t seq, uint64_t worker_id, const hv_callfig_t *f,
+                           int final) {
+    Hvpb__V1__AgentMsg m = HVPB__V1__AGENT_MSG__INIT;
+    Hvpb__V1__ActorFigures af = HVPB__V1__ACTOR_FIGURES__INIT;
+    uint64_t buckets[HV_CALLFIG_BUCKETS];
+    memcpy(buckets, f->buckets, sizeof(buckets));
+    af.worker_id = worker_id;
+    af.final = final;
+    af.calls_ok = f->ok;
+    af.calls_error = f->error;
+    af.bytes_in = f->bytes_in;
+    af.bytes_out = f->bytes_out;
+    af.service_ns = f->service_ns;
+    af.buckets = buckets;
+    af.n_buckets = HV_CALLFIG_BUCKETS;
+    m.seq = seq;
+    m.body_case = HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES;
+    m.actor_figures = &af;
+    return hv_rpc_send(s->call, &m.base);
+}
+
 static hv_err send_event(hv_session_t *s, const event_t *e) {
     Hvpb__V1__AgentMsg m = HVPB__V1__AGENT_MSG__INIT;
+    if (e->kind == EV_FIGURES) {
+        return send_figures(s, e->seq, e->worker_id, e->fig, 1);
+    }
     Hvpb__V1__WorkerStarted st = HVPB__V1__WORKER_STARTED__INIT;
     Hvpb__V1__WorkerExited ex = HVPB__V1__WORKER_EXITED__INIT;
     m.seq = e->seq;

@@ -21,6 +21,7 @@
 
 #include <uv.h>
 
+#include "callfig.h"
 #include "err.h"
 #include "hv.pb-c.h"
 #include "rpc.h"
@@ -98,6 +99,13 @@ hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_cod
 hv_err hv_session_actor_exited_ref(hv_session_t *s, uint64_t worker_id, int exit_code,
                                    int term_signal, const char *reason, const char *digest,
                                    uint64_t size, const char *why);
+
+/* An actor's process's call figures (common/callfig.h; f copied). Not final: its running
+ * totals, sent now if the stream is open and has room, else dropped (HV_EAGAIN: the next report
+ * carries them; HV_EUNAVAIL). final: its last figures, a reliable event numbered and kept like an exit; queue
+ * it just before the process's exit. */
+hv_err hv_session_actor_figures(hv_session_t *s, uint64_t worker_id, const hv_callfig_t *f,
+                                int final);
 
 /* Queues one output line of a worker (stream 1 = stdout, 2 = stderr). line is copied; len at
  * most HV_PROC_LINE_MAX is expected (longer lines are cut here too). Never fails: under memory

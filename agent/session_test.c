@@ -115,6 +115,11 @@ static void head_session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
             r->worker_id = am->exited->worker_id;
             r->value = am->exited->exit_code;
             break;
+        case HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES:
+            r->worker_id = am->actor_figures->worker_id;
+            r->value = (int)am->actor_figures->calls_ok;
+            r->n_lines = am->actor_figures->final ? 1 : 0; // the final flag
+            break;
         case HVPB__V1__AGENT_MSG__BODY_LOG:
             r->worker_id = am->log->worker_id;
             r->value = (int)am->log->stream;
@@ -399,6 +404,48 @@ static void case_resend_until_acked(void) {
     teardown(s);
 }
 
+/* An actor's figures: running totals go at once without a seq; the final ones are an event numbered before the exit, re-sent with it after a cut
+ * until acknowledged. */
+static void case_actor_figures(void) {
+    setup();
+    hv_session_t *s = start("tok", chan, 0, 0);
+    CHECK(test_run_until(&loop, &connected, 1, 5000));
+    hv_callfig_t f = {0};
+    hv_callfig_count(&f, 1, 1000, 1, 1);
+    hv_callfig_count(&f, 1, 1000, 1, 1);
+    int before = nrec;
+    CHECK_RC(hv_session_actor_figures(s, 9, &f, 0), HV_OK);
+    CHECK(test_run_until(&loop, &nrec, before + 1, 3000));
+    int r = find_nth(HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES, 0, before);
+    CHECK(r >= 0);
+    if (r >= 0) {
+        CHECK_EQ(recs[r].seq, 0);
+        CHECK_EQ(recs[r].worker_id, 9);
+        CHECK_EQ(recs[r].value, 2);
+        CHECK_EQ(recs[r].n_lines, 0);
+    }
+    CHECK_EQ(hv_session_unacked(s), 0);
+    hv_callfig_count(&f, 0, 1000, 1, 1);
+    CHECK_RC(hv_session_actor_figures(s, 9, &f, 1), HV_OK);
+    hv_session_worker_exited(s, 9, -1, 9, "");
+    CHECK(test_run_until(&loop, &nrec, before + 3, 3000));
+    CHECK_EQ(hv_session_unacked(s), 2);
+    int cut = nrec;
+    head_drop();
+    CHECK(test_run_until(&loop, &connected, 2, 5000));
+    int h = find_nth(HVPB__V1__AGENT_MSG__BODY_HELLO, 0, cut);
+    CHECK(h >= 0);
+    if (h >= 0 && h + 2 < nrec) {
+        CHECK_EQ(recs[h + 1].body, HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES);
+        CHECK_EQ(recs[h + 1].seq, 1);
+        CHECK_EQ(recs[h + 1].value, 2);
+        CHECK_EQ(recs[h + 1].n_lines, 1);
+        CHECK_EQ(recs[h + 2].body, HVPB__V1__AGENT_MSG__BODY_EXITED);
+        CHECK_EQ(recs[h + 2].seq, 2);
+    }
+    teardown(s);
+}
+
 static void case_lines_before_exit(void) {
     setup();
     auto_ack = 1;
@@ -581,6 +628,7 @@ static const test_case_t cases[] = {
     {"unreachable", case_unreachable},
     {"resend_until_acked", case_resend_until_acked},
     {"lines_before_exit", case_lines_before_exit},
+    {"actor_figures", case_actor_figures},
     {"buffer_drops_oldest", case_buffer_drops_oldest},
     {"lease_expiry", case_lease_expiry},
     {"drain_notice", case_drain_notice},

@@ -52,6 +52,9 @@ struct worker_s {
     int dir_made;      /* jobs/<job>/w<id> was created: remove it when the worker ends */
     char *addr_file;   /* an actor's process: its HV_ACTOR_ADDR_FILE until reported (owned) */
     char *state_out;   /* an actor's process: its HV_ACTOR_STATE_OUT (owned) */
+    char *figures_out; /* an actor's process: its HV_ACTOR_FIGURES_OUT (owned) */
+    hv_callfig_t fig;  /* the figures last read from figures_out */
+    int fig_any;       /* 1: fig holds a report; -1: the file held none (warned); 0: not yet */
     worker_t *next;
 };
 
@@ -73,6 +76,7 @@ struct hv_workers_s {
     int refuse_new;
     char actor_host[256];   /* HV_ACTOR_LISTEN's host for actors' processes */
     uv_timer_t *addr_timer; /* polls actors' address files (owned; closed by destroy) */
+    uv_timer_t *fig_timer;  /* reads actors' figures files (owned; closed by destroy) */
 };
 
 static worker_t *workers_find(const hv_workers_t *w, uint64_t id) {
@@ -92,6 +96,7 @@ static void worker_free(worker_t *wk) {
     hv_free(wk->kill_reason);
     hv_free(wk->addr_file);
     hv_free(wk->state_out);
+    hv_free(wk->figures_out);
     if (wk->spec != NULL) {
         hvpb__v1__spawn_worker__free_unpacked(wk->spec, NULL);
     }
@@ -173,6 +178,39 @@ static void state_report(worker_t *wk) {
     hv_free(buf);
 }
 
+/* Reads an actor's process's figures file (HV_ACTOR_FIGURES_OUT, one callfig line) and reports
+ * them when they changed since the last read; final: the process ended, its last figures are
+ * reported in any case (the last ones read when the file is gone or unreadable). A file that
+ * does not hold a callfig line is skipped (logged once). */
+static void figures_read(worker_t *wk, int final) {
+    hv_workers_t *w = wk->tab;
+    char line[HV_CALLFIG_LINE_MAX + 1];
+    hv_callfig_t f;
+    int fd = open(wk->figures_out, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    int got = 0;
+    if (n > 0) {
+        line[n] = '\0';
+        got = hv_callfig_parse(line, &f) == HV_OK;
+        if (!got && !wk->fig_any) {
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-ACTOR-FIGURES",
+                   "actor process %llu: %s does not hold call figures; not reported",
+                   (unsigned long long)wk->id, wk->figures_out);
+            wk->fig_any = -1; // warned; still nothing read
+        }
+    }
+    if (got && (final || wk->fig_any <= 0 || memcmp(&f, &wk->fig, sizeof(f)) != 0)) {
+        wk->fig = f;
+        wk->fig_any = 1;
+        w->cbs.on_figures(wk->id, &f, final, w->cbs.ud);
+    } else if (final && wk->fig_any > 0) {
+        w->cbs.on_figures(wk->id, &wk->fig, final, w->cbs.ud);
+    }
+}
+
 /* Reports the end of a worker (once) and takes it out of the table; the record itself stays
  * for the caller to free. */
 static void worker_report(worker_t *wk, int exit_code, int term_signal, const char *reason) {
@@ -187,6 +225,9 @@ static void worker_report(worker_t *wk, int exit_code, int term_signal, const ch
             w->count--;
             break;
         }
+    }
+    if (wk->figures_out != NULL && w->cbs.on_figures != NULL) {
+        figures_read(wk, 1);
     }
     if (wk->state_out != NULL && w->cbs.on_state != NULL) {
         state_report(wk);
@@ -567,6 +608,7 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
 /* ---- actors' processes ------------------------------------------------------------------------ */
 
 #define WORKERS_ADDR_POLL_MS 50
+#define WORKERS_FIG_POLL_MS 1000 /* actors' figures files are read this often */
 
 /* An actor's process (the order carries its secret): HV_ACTOR_SECRET (never logged), the address
  * file in its directory and, unless the order sets it, HV_ACTOR_LISTEN on the node's address. */
@@ -586,6 +628,12 @@ static hv_err actor_env(hv_workers_t *w, worker_t *wk, const Hvpb__V1__SpawnWork
         return HV_ENOMEM;
     }
     env_set(e, "HV_ACTOR_STATE_OUT", 18, path);
+    /* Where it writes its call figures (read every second, reported to the head). */
+    if (snprintf(path, sizeof(path), "%s/hv-actor-figures", dir) >= (int)sizeof(path) ||
+        (wk->figures_out = hv_strdup(path)) == NULL) {
+        return HV_ENOMEM;
+    }
+    env_set(e, "HV_ACTOR_FIGURES_OUT", 20, path);
     for (size_t i = 0; i < sp->n_files; i++) {
         if (sp->files[i]->name != NULL && strcmp(sp->files[i]->name, "hv-actor-state.in") == 0 &&
             snprintf(path, sizeof(path), "%s/hv-actor-state.in", dir) < (int)sizeof(path)) {
@@ -657,6 +705,36 @@ static void addr_poll_start(hv_workers_t *w) {
 }
 
 static void addr_timer_free(uv_handle_t *h) { hv_free(h); }
+
+static void fig_poll_cb(uv_timer_t *t) {
+    hv_workers_t *w = t->data;
+    int any = 0;
+    for (worker_t *wk = w->list; wk != NULL; wk = wk->next) {
+        if (wk->figures_out != NULL && wk->state == WS_RUNNING && !wk->reported) {
+            any = 1;
+            figures_read(wk, 0);
+        }
+    }
+    if (!any) {
+        uv_timer_stop(t);
+    }
+}
+
+static void fig_poll_start(hv_workers_t *w) {
+    if (w->cbs.on_figures == NULL) {
+        return;
+    }
+    if (w->fig_timer == NULL) {
+        if ((w->fig_timer = hv_calloc(1, sizeof(*w->fig_timer))) == NULL) {
+            return;
+        }
+        uv_timer_init(w->loop, w->fig_timer);
+        w->fig_timer->data = w;
+    }
+    if (!uv_is_active((uv_handle_t *)w->fig_timer)) {
+        uv_timer_start(w->fig_timer, fig_poll_cb, WORKERS_FIG_POLL_MS, WORKERS_FIG_POLL_MS);
+    }
+}
 
 /* ---- starting ------------------------------------------------------------------------------- */
 
@@ -899,6 +977,7 @@ static void worker_launch(worker_t *wk) {
     w->cbs.on_started(wk->id, wk->pid, w->cbs.ud);
     if (wk->addr_file != NULL) {
         addr_poll_start(w);
+        fig_poll_start(w);
     }
 }
 
@@ -1227,6 +1306,9 @@ void hv_workers_destroy(hv_workers_t *w) {
     }
     if (w->addr_timer != NULL) {
         uv_close((uv_handle_t *)w->addr_timer, addr_timer_free);
+    }
+    if (w->fig_timer != NULL) {
+        uv_close((uv_handle_t *)w->fig_timer, addr_timer_free);
     }
     hv_free(w->work_dir);
     hv_free(w->node_name);

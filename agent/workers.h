@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "artifact.h"
+#include "callfig.h"
 #include "err.h"
 #include "hv.pb-c.h"
 
@@ -61,6 +62,10 @@ typedef struct hv_workers_cbs_s {
      * it is over the order's actor_state_max, or could not be kept. */
     void (*on_state_file)(uint64_t worker_id, const char *path, uint64_t size, const char *why,
                           void *ud);
+    /* Optional: an actor's process's call figures (HV_ACTOR_FIGURES_OUT, <its dir>/
+     * hv-actor-figures, read every second): its running totals when they changed; final (just
+     * before on_exited, before on_state): its last ones. f borrowed. */
+    void (*on_figures)(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud);
     void *ud;
 } hv_workers_cbs_t;
 

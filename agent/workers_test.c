@@ -7,7 +7,9 @@
  * spawn failures, kills with grace, refusing new work while shutting down, and a kill while
  * the binary is still downloading; private job directories removed after the exit; a worker
  * that rewrites its files leaves the cache as it was; 50,000
- * --env entries spawned in linear time; orders beyond the agent's bounds refused. `workers_test <case>` runs one case.
+ * --env entries spawned in linear time; orders beyond the agent's bounds refused; an actor's
+ * call figures read from its file every second and once more, final, before its exit.
+ * `workers_test <case>` runs one case.
  */
 #include "workers.h"
 
@@ -37,6 +39,11 @@ static int started_pid, exit_code, term_signal;
 static char exit_reason[512];
 static char *lines[MAX_LINES];
 
+/* Call figures reported: how many, the last ones, how many were final, and how many had come
+ * when the exit was reported. */
+static int nfigs, nfigs_final, figs_at_exit;
+static hv_callfig_t last_figs;
+
 static void on_started(uint64_t id, int pid, void *ud) {
     (void)ud;
     started++;
@@ -50,7 +57,16 @@ static void on_exited(uint64_t id, int code, int sig, const char *reason, void *
     exited_id = id;
     exit_code = code;
     term_signal = sig;
+    figs_at_exit = nfigs;
     snprintf(exit_reason, sizeof(exit_reason), "%s", reason);
+}
+
+static void on_figures(uint64_t id, const hv_callfig_t *f, int final, void *ud) {
+    (void)id;
+    (void)ud;
+    nfigs++;
+    nfigs_final += final;
+    last_figs = *f;
 }
 
 static void on_line(uint64_t id, int stream, const char *line, size_t len, void *ud) {
@@ -96,9 +112,12 @@ static void setup_with(hv_rpc_engine_t *e, hv_rpc_channel_t *ch) {
     CHECK_RC(hv_artifact_cache_create(&loop, e, ch, cache_dir, "tok", &cache), HV_OK);
     hv_workers_config_t cfg = {
         .work_dir = work, .node_name = "node-x", .ca_file = "/etc/hv/tls/ca.pem"};
-    hv_workers_cbs_t cbs = {.on_started = on_started, .on_exited = on_exited, .on_line = on_line};
+    hv_workers_cbs_t cbs = {.on_started = on_started,
+                            .on_exited = on_exited,
+                            .on_line = on_line,
+                            .on_figures = on_figures};
     CHECK_RC(hv_workers_create(&loop, &cfg, cache, &cbs, &wt), HV_OK);
-    started = exited = nlines = 0;
+    started = exited = nlines = nfigs = nfigs_final = figs_at_exit = 0;
     exit_reason[0] = '\0';
 }
 
@@ -357,6 +376,48 @@ static void case_command(void) {
     teardown();
 }
 
+/* An actor's process gets HV_ACTOR_FIGURES_OUT in its directory; what it writes there is read
+ * every second and reported when it changed, and once more, final, just before its exit. */
+static void case_actor_figures(void) {
+    setup();
+    char script[65];
+    put_artifact("Z='0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0'\n"
+                 "echo FIG=$HV_ACTOR_FIGURES_OUT\n"
+                 "printf 'hv-callfig 1 2 0 6 6 3000 2 %s\\n' \"$Z\" >\"$HV_ACTOR_FIGURES_OUT.t\"\n"
+                 "mv \"$HV_ACTOR_FIGURES_OUT.t\" \"$HV_ACTOR_FIGURES_OUT\"\n"
+                 "sleep 1.6\n"
+                 "printf 'hv-callfig 1 3 1 9 9 5000 4 %s\\n' \"$Z\" >\"$HV_ACTOR_FIGURES_OUT.t\"\n"
+                 "mv \"$HV_ACTOR_FIGURES_OUT.t\" \"$HV_ACTOR_FIGURES_OUT\"\n",
+                 script);
+    order_t o;
+    order_init(&o, 40, script, "actor.sh");
+    o.sp.binary = NULL;
+    o.sp.command = "sh";
+    o.file.name = "actor.sh";
+    o.file.digest = script;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    o.args[0] = "actor.sh";
+    o.sp.args = o.args;
+    o.sp.n_args = 1;
+    o.sp.actor_secret = "s3cret-s3cret-s3cret";
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    CHECK_EQ(exit_code, 0);
+    char want[600];
+    snprintf(want, sizeof(want), "%s/jobs/7/w40/hv-actor-figures", work);
+    CHECK_STR(line_value("FIG"), want);
+    CHECK_EQ(nfigs, 2); // the first line at the 1 s read, then the last one at the exit
+    CHECK_EQ(nfigs_final, 1);
+    CHECK_EQ(figs_at_exit, 2); // before the exit was reported
+    CHECK_EQ(last_figs.ok, 3);
+    CHECK_EQ(last_figs.error, 1);
+    CHECK_EQ(last_figs.bytes_in, 9);
+    CHECK_EQ(last_figs.buckets[0], 4);
+    teardown();
+}
+
 static void case_kill_and_refuse(void) {
     setup();
     char bin[65];
@@ -569,6 +630,7 @@ static const test_case_t cases[] = {
     {"bad_names", case_bad_names},
     {"spawn_failed", case_spawn_failed},
     {"command", case_command},
+    {"actor_figures", case_actor_figures},
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
     {"cache_untouched", case_cache_untouched},

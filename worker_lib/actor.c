@@ -18,6 +18,13 @@
  * has not authenticated within handshake_timeout_ms is closed; at most max_conns connections; a
  * connection whose unsent replies pass ACTOR_OUT_HIGH is neither read nor served until they drain
  * (a caller that does not read its replies cannot make the actor buffer without end).
+ *
+ * Figures (common/callfig.h): the dispatcher thread counts each call it runs (answered OK or
+ * with a method error, argument and result bytes, its service time from the start of its
+ * dispatch to its reply queued) in its own fields, with no lock, and when HV_ACTOR_FIGURES_OUT
+ * names a file (the agent sets it) writes them there at most once per ACTOR_FIGURES_MS while
+ * they change, and once more when the server stops: one line, to a temporary file renamed over
+ * the old one (no fsync: the figures must survive the process, not the machine).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +50,7 @@
 #include "util.h"
 
 #include "actor_wire.h"
+#include "callfig.h"
 #include "hv/actor.h"
 
 #define ACTOR_CLASSES_MAX 4096 // classes one process may register
@@ -53,6 +61,7 @@
 #define ACTOR_STOP_FLUSH_MS 2000     // bound on flushing replies at stop
 #define ACTOR_STATE_MAX (1ull << 30) // largest state file read at start
 #define ACTOR_FLUSH_US 2000          // a turn that ran calls this long sends their replies
+#define ACTOR_FIGURES_MS 1000        // the figures file is written at most this often
 
 /* ---- the class registry (process-wide) ------------------------------------------------------ */
 
@@ -251,6 +260,11 @@ struct hv_actor_server_s {
     conn_t **conns; // loop thread only
     size_t nconns;
     uint64_t calls; // calls served, loop thread only
+    /* The call figures: loop thread only while it runs, then hv_actor_server_stop's. */
+    hv_callfig_t fig;
+    int fig_dirty;              // fig changed since it was last written
+    uint64_t fig_written_ms;    // hv_now_ms of the last write
+    char figures_out[PATH_MAX]; // HV_ACTOR_FIGURES_OUT ("" none)
     /* Requests from other threads, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -327,9 +341,17 @@ static hv_err conn_flush(conn_t *c) {
     return HV_OK;
 }
 
-/* Runs one call and appends its REPLY (status, then result or message) to c's output. */
+static uint64_t actor_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs one call, appends its REPLY (status, then result or message) to c's output, and counts
+ * it in the figures. */
 static hv_err srv_call(hv_actor_server_t *s, conn_t *c, uint64_t id, const uint8_t *body,
                        uint32_t len, uint16_t name_len) {
+    uint64_t t0 = actor_now_ns();
     char method[HV_ACTOR_METHOD_MAX + 1];
     memcpy(method, body, name_len);
     method[name_len] = '\0';
@@ -356,7 +378,47 @@ static hv_err srv_call(hv_actor_server_t *s, conn_t *c, uint64_t id, const uint8
         .len = (uint32_t)(c->out.len - hdr_at - HV__ACTOR_HDR), .type = HV__ACTOR_REPLY, .id = id};
     hv__actor_hdr_put(h, &hd);
     hv__actor_put_u32(h + HV__ACTOR_HDR, (uint32_t)rc);
+    hv_callfig_count(&s->fig, rc == HV_OK, actor_now_ns() - t0, len - name_len,
+                     c->out.len - out.start);
+    s->fig_dirty = 1;
     return HV_OK;
+}
+
+/* Writes the figures to HV_ACTOR_FIGURES_OUT (temporary file, then rename). A failure is
+ * logged once and tried again at the next write. */
+static void srv_figures_write(hv_actor_server_t *s) {
+    char line[HV_CALLFIG_LINE_MAX], tmp[PATH_MAX + 16];
+    static int warned;
+    s->fig_written_ms = hv_now_ms();
+    if (hv_callfig_format(&s->fig, line, sizeof(line)) != HV_OK ||
+        snprintf(tmp, sizeof(tmp), "%s.tmp", s->figures_out) >= (int)sizeof(tmp)) {
+        return;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    size_t len = strlen(line);
+    int ok = fd >= 0 && write(fd, line, len) == (ssize_t)len;
+    if (fd >= 0) {
+        ok = close(fd) == 0 && ok;
+    }
+    if (ok && rename(tmp, s->figures_out) == 0) {
+        s->fig_dirty = 0;
+        return;
+    }
+    if (!warned) {
+        warned = 1;
+        HV_LOG(HV_LOG_WARN, "actor", "HV-ACTOR-FIGURES",
+               "actor %s: cannot write its figures to %s: %s", s->class_name, s->figures_out,
+               strerror(errno));
+    }
+}
+
+/* The milliseconds until the figures are due to be written (-1: nothing to write). */
+static int srv_figures_due(const hv_actor_server_t *s, uint64_t now) {
+    if (!s->fig_dirty || s->figures_out[0] == '\0') {
+        return -1;
+    }
+    uint64_t at = s->fig_written_ms + ACTOR_FIGURES_MS;
+    return at > now ? (int)(at - now) : 0;
 }
 
 /* Checks a caller's AUTH and answers WELCOME, or refuses. */
@@ -597,6 +659,10 @@ static void *srv_loop(void *arg) {
                 timeout = left < timeout ? left : timeout;
             }
         }
+        int due = srv_figures_due(s, now);
+        if (due >= 0 && due < timeout) {
+            timeout = due;
+        }
         size_t polled = s->nconns;
         int pr = poll(pf, polled + 2, timeout);
         if (pr < 0 && errno != EINTR) {
@@ -635,6 +701,9 @@ static void *srv_loop(void *arg) {
                 }
                 srv_drop(s, i);
             }
+        }
+        if (srv_figures_due(s, now) == 0) {
+            srv_figures_write(s);
         }
     }
     hv_free(pf);
@@ -773,6 +842,7 @@ hv_err hv_actor_server_start(const hv_actor_server_config_t *cfg, hv_actor_serve
     const char *state_in = cfg_str(cfg->state_in, "HV_ACTOR_STATE_IN");
     const char *state_out = cfg_str(cfg->state_out, "HV_ACTOR_STATE_OUT");
     const char *addr_file = cfg_str(cfg->addr_file, "HV_ACTOR_ADDR_FILE");
+    const char *figures_out = cfg_str(NULL, "HV_ACTOR_FIGURES_OUT");
     const void *arg = cfg->arg;
     size_t arg_len = cfg->arg_len;
     if (arg == NULL && getenv("HV_ACTOR_ARG") != NULL) {
@@ -791,7 +861,8 @@ hv_err hv_actor_server_start(const hv_actor_server_config_t *cfg, hv_actor_serve
                HV_ACTOR_SECRET_MIN, HV_ACTOR_SECRET_MAX);
         return HV_EINVAL;
     }
-    if (state_out != NULL && strlen(state_out) >= PATH_MAX) {
+    if ((state_out != NULL && strlen(state_out) >= PATH_MAX) ||
+        (figures_out != NULL && strlen(figures_out) >= PATH_MAX)) {
         return HV_EINVAL;
     }
     hv_actor_server_t *s = hv_calloc(1, sizeof(*s));
@@ -804,6 +875,7 @@ hv_err hv_actor_server_start(const hv_actor_server_config_t *cfg, hv_actor_serve
     pthread_cond_init(&s->cv, NULL);
     snprintf(s->secret, sizeof(s->secret), "%s", secret);
     snprintf(s->state_out, sizeof(s->state_out), "%s", state_out ? state_out : "");
+    snprintf(s->figures_out, sizeof(s->figures_out), "%s", figures_out ? figures_out : "");
     snprintf(s->class_name, sizeof(s->class_name), "%s", class_name);
     hv_err rc;
     char *state = NULL;
@@ -921,6 +993,9 @@ hv_err hv_actor_server_stop(hv_actor_server_t *s) {
     pthread_mutex_unlock(&s->mu);
     (void)!write(s->wake[1], "x", 1);
     pthread_join(s->thr, NULL);
+    if (s->figures_out[0] != '\0') {
+        srv_figures_write(s); // the last word: what the agent reports with the exit
+    }
     hv_err rc = HV_OK;
     if (s->state_out[0] != '\0' && s->cls.save != NULL) {
         rc = srv_save_to(s, s->state_out);

@@ -7,7 +7,8 @@
  * comes, a SIGKILL and a crashing method with calls in flight (HV_EINDOUBT at once, not a hang),
  * a method error (HV_EREMOTE with the method's code and message; hv_actor_last_error), save/load
  * across a stop and a restart, 200 classes in one process, and the replies of a pipelined batch
- * of slow calls sent as each call ends. `actor_test NAME` runs one case.
+ * of slow calls sent as each call ends, and the call figures the server writes (HV_ACTOR_FIGURES_OUT).
+ * `actor_test NAME` runs one case.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "actor_wire.h"
+#include "callfig.h"
 #include "hv/actor.h"
 #include "hvtest.h"
 #include "util.h"
@@ -143,8 +145,9 @@ typedef struct srv_s {
 typedef struct srv_opts_s {
     uint32_t max_frame;
     uint32_t hs_timeout_ms;
-    int save; // state_out = dir/state
-    int load; // state_in = dir/state
+    int save;    // state_out = dir/state
+    int load;    // state_in = dir/state
+    int figures; // HV_ACTOR_FIGURES_OUT = dir/figures
 } srv_opts_t;
 
 /* Forks the actor process and waits (bounded) for its address. 0 on success. */
@@ -176,6 +179,11 @@ static int srv_start(srv_t *s, const srv_opts_t *o) {
         cfg.handshake_timeout_ms = o ? o->hs_timeout_ms : 0;
         cfg.state_out = o && o->save ? s->state : NULL;
         cfg.state_in = o && o->load ? s->state : NULL;
+        if (o != NULL && o->figures) {
+            char figures[160];
+            snprintf(figures, sizeof(figures), "%s/figures", s->dir);
+            setenv("HV_ACTOR_FIGURES_OUT", figures, 1);
+        }
         _exit(hv_actor_serve(&cfg) == HV_OK ? 0 : 1);
     }
     double end = hvtest_now() + hvtest_scale(10);
@@ -227,8 +235,8 @@ static int srv_term(srv_t *s) {
 static void srv_cleanup(srv_t *s) {
     srv_kill(s);
     char path[160];
-    const char *names[] = {"addr", "state"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *names[] = {"addr", "state", "figures", "figures.tmp"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
         unlink(path);
     }
@@ -546,6 +554,53 @@ static void error_body(srv_t *s) {
     hv_actor_close(a);
 }
 static void case_method_error(void) { with_actor(error_body, NULL); }
+
+/* The figures file (HV_ACTOR_FIGURES_OUT) as the server last wrote it; 0 when it holds one. */
+static int figures_read(srv_t *s, hv_callfig_t *out) {
+    char path[160], *text = NULL;
+    snprintf(path, sizeof(path), "%s/figures", s->dir);
+    if (hv_read_file(path, HV_CALLFIG_LINE_MAX, &text, NULL) != HV_OK) {
+        return -1;
+    }
+    int rc = hv_callfig_parse(text, out) == HV_OK ? 0 : -1;
+    free(text);
+    return rc;
+}
+
+/* The server counts its calls (answered OK, or a method error), their argument and result
+ * bytes and their service time, and writes them to HV_ACTOR_FIGURES_OUT within about a second
+ * while they change, and once more at its stop. */
+static void figures_body(srv_t *s) {
+    hv_actor_t *a = connect_ok(s);
+    ASSERT_TRUE(a != NULL);
+    for (int i = 0; i < 5; i++) {
+        ASSERT_OK(hv_actor_call(a, "echo", "abc", 3, 10000, NULL, NULL, NULL, 0));
+    }
+    for (int i = 0; i < 2; i++) {
+        ASSERT_RC(hv_actor_call(a, "fail", "xyz", 3, 10000, NULL, NULL, NULL, 0), HV_EREMOTE);
+    }
+    hv_callfig_t f = {0};
+    double end = hvtest_now() + hvtest_scale(5);
+    while (hvtest_now() < end && (figures_read(s, &f) != 0 || hv_callfig_calls(&f) < 7)) {
+        usleep(20000);
+    }
+    ASSERT_EQ_INT(f.ok, 5);
+    ASSERT_EQ_INT(f.error, 2);
+    ASSERT_EQ_INT(f.bytes_in, 21);
+    ASSERT_EQ_INT(f.bytes_out, 15);
+    ASSERT_TRUE(f.service_ns > 0 && hv_callfig_quantile_ms(&f, 0.99) > 0);
+    ASSERT_OK(hv_actor_call(a, "echo", "z", 1, 10000, NULL, NULL, NULL, 0));
+    hv_actor_close(a);
+    /* The last call is in the file written at the stop, however soon the stop comes. */
+    ASSERT_EQ_INT(srv_term(s), 0);
+    ASSERT_TRUE(figures_read(s, &f) == 0);
+    ASSERT_EQ_INT(f.ok, 6);
+    ASSERT_EQ_INT(f.error, 2);
+}
+static void case_figures(void) {
+    srv_opts_t o = {.figures = 1};
+    with_actor(figures_body, &o);
+}
 
 /* The counter's state survives a stop (SIGTERM: saved to the state file) and a restart from it
  * (loaded before the first call). */
@@ -954,6 +1009,7 @@ static const hvtest_case_t cases[] = {
     {"many_classes", case_many_classes},
     {"stop_goaway", case_stop_goaway},
     {"fate_table", case_fate_table},
+    {"figures", case_figures},
 };
 
 HVTEST_MAIN(cases)

@@ -124,8 +124,11 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
                    "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
                    "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n\n"
                    "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
-                   "--owner-job the actor is detached. Options of hvctl (--head, --ca,\n"
-                   "--insecure, --token-file, --json) apply. docs/actors.md\n");
+                   "--owner-job the actor is detached. hvctl actor NAME shows its state, node,\n"
+                   "restarts and moves, and its calls served and failed with the median and\n"
+                   "p99 of their service time (summed over its processes, reported about\n"
+                   "once a second). Options of hvctl (--head, --ca, --insecure, --token-file,\n"
+                   "--json) apply. docs/actors.md\n");
             *status = HV_CLI_EXIT_OK;
             return 1;
         }
@@ -374,8 +377,34 @@ static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v) {
     hv_cli_json_u64(j, v->ended_ms);
     hv_cli_json_key(j, "reason");
     hv_cli_json_str(j, v->reason);
+    /* Call figures over all its processes; the latencies are null before its first call. */
+    hv_cli_json_key(j, "calls_ok");
+    hv_cli_json_u64(j, v->calls_ok);
+    hv_cli_json_key(j, "calls_error");
+    hv_cli_json_u64(j, v->calls_error);
+    hv_cli_json_key(j, "bytes_in");
+    hv_cli_json_u64(j, v->bytes_in);
+    hv_cli_json_key(j, "bytes_out");
+    hv_cli_json_u64(j, v->bytes_out);
+    hv_cli_json_key(j, "service_p50_ms");
+    if (v->service_p50_ms >= 0) {
+        hv_cli_json_f64(j, v->service_p50_ms);
+    } else {
+        hv_cli_json_null(j);
+    }
+    hv_cli_json_key(j, "service_p99_ms");
+    if (v->service_p99_ms >= 0) {
+        hv_cli_json_f64(j, v->service_p99_ms);
+    } else {
+        hv_cli_json_null(j);
+    }
+    hv_cli_json_key(j, "figures_ms");
+    hv_cli_json_u64(j, v->figures_ms);
     hv_cli_json_obj_end(j);
 }
+
+/* "12.3 ms", "0.004 ms": three significant digits. */
+static void print_ms(double ms) { printf("%.3g ms", ms); }
 
 static void print_one(const Hvpb__V1__ActorView *v) {
     printf("actor %" PRIu64 "%s%s%s%s\n", v->id, v->name[0] ? " " : "", v->namespace_,
@@ -404,6 +433,21 @@ static void print_one(const Hvpb__V1__ActorView *v) {
         printf("  last exit  signal %d\n", v->last_signal);
     } else if (v->last_status >= 0) {
         printf("  last exit  status %d\n", v->last_status);
+    }
+    printf("  calls      %" PRIu64 " served, %" PRIu64 " failed", v->calls_ok, v->calls_error);
+    if (v->figures_ms > 0) {
+        uint64_t now = hv_wall_ms();
+        printf(" (reported %.0f s ago)",
+               now > v->figures_ms ? (double)(now - v->figures_ms) / 1000.0 : 0.0);
+    }
+    printf("\n");
+    if (v->calls_ok + v->calls_error > 0 && v->service_p50_ms >= 0) {
+        printf("  latency    ");
+        print_ms(v->service_p50_ms);
+        printf(" median, ");
+        print_ms(v->service_p99_ms);
+        printf(" p99 (service time in the actor)\n");
+        printf("  bytes      %" PRIu64 " in, %" PRIu64 " out\n", v->bytes_in, v->bytes_out);
     }
     printf("  last event %s\n", v->reason);
 }
@@ -542,15 +586,16 @@ static int cmd_list(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *
         hv_cli_json_arr_end(&j);
         hv_cli_json_finish(&j);
     } else {
-        static const char *const hdr[] = {"ID",    "NAMESPACE", "NAME",     "CLASS",  "STATE",
-                                          "CAUSE", "NODE",      "RESTARTS", "ADDRESS"};
+        static const char *const hdr[] = {"ID",    "NAMESPACE", "NAME",     "CLASS", "STATE",
+                                          "CAUSE", "NODE",      "RESTARTS", "CALLS", "ADDRESS"};
         hv_cli_table_t *t = NULL;
-        if (hv_cli_table_create(9, hdr, &t) == HV_OK) {
+        if (hv_cli_table_create(10, hdr, &t) == HV_OK) {
             for (size_t i = 0; i < r->n_actors; i++) {
                 const Hvpb__V1__ActorView *v = r->actors[i];
-                char id[24], rs[32];
+                char id[24], rs[32], calls[24];
                 snprintf(id, sizeof(id), "%" PRIu64, v->id);
                 snprintf(rs, sizeof(rs), "%u/%u", v->restarts, v->max_restarts);
+                snprintf(calls, sizeof(calls), "%" PRIu64, v->calls_ok + v->calls_error);
                 const char *cells[] = {id,
                                        v->namespace_,
                                        v->name[0] ? v->name : "-",
@@ -559,6 +604,7 @@ static int cmd_list(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *
                                        v->cause[0] ? v->cause : "-",
                                        v->node[0] ? v->node : "-",
                                        rs,
+                                       calls,
                                        v->address[0] ? v->address : "-"};
                 hv_cli_table_add(t, cells);
             }

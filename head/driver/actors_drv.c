@@ -625,6 +625,47 @@ static void hook_state_saved(void *ud, uint64_t node_id, uint64_t proc, const ch
     x->saved_why[0] = '\0';
 }
 
+/* A process's call figures: added to the actor's (actorfig), stored, and only then kept; when
+ * the store fails the report is dropped (logged): the next one carries the running totals. A
+ * report must come from the node of the actor's current process: an agent cannot count for an
+ * actor elsewhere. */
+static void hook_figures(void *ud, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
+                         int final) {
+    hv_actors_t *a = ud;
+    hv_dactor_t *x = find(a, hv_am_proc_actor(proc));
+    if (x == NULL || x->am.node_id != node_id || hv_am_proc_inc(proc) != x->am.incarnation) {
+        return;
+    }
+    hv_actorfig_t next = x->fig;
+    hv_actorfig_how_t how;
+    hv_err rc = hv_actorfig_report(&next, proc, f, final, &how);
+    if (rc != HV_OK || how == HV_ACTORFIG_SAME) {
+        if (rc == HV_EINVAL) {
+            HV_LOG(HV_LOG_WARN, "actors", "HV-ACTOR-FIGURES",
+                   "actor %" PRIu64 ": process %u reported call figures that do not add up; "
+                   "ignored",
+                   x->am.id, hv_am_proc_inc(proc));
+        }
+        return;
+    }
+    uint64_t now = hv_wall_ms();
+    hv_actor_fig_row_t r = {.actor_id = x->am.id,
+                            .proc = next.proc,
+                            .ended = next.ended,
+                            .base = next.base,
+                            .cur = next.cur,
+                            .report_ms = now};
+    if (hv_store_actor_fig_put(a->store, &r) != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "actors", "HV-STORE-WRITE",
+               "cannot store the call figures of actor %" PRIu64 " in %s: %s; this report is "
+               "dropped",
+               x->am.id, hv_store_path(a->store), hv_store_last_error(a->store));
+        return;
+    }
+    x->fig = next;
+    x->fig_ms = now;
+}
+
 static void hook_job_ended(void *ud, uint64_t job_id) {
     hv_actors_t *a = ud;
     for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
@@ -686,6 +727,7 @@ hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out) {
                                  .node_drain = hook_node_drain,
                                  .state_saved = hook_state_saved,
                                  .job_ended = hook_job_ended,
+                                 .figures = hook_figures,
                                  .schedule = hook_schedule,
                                  .node_specs_any = hook_node_specs_any,
                                  .node_state_is = hook_node_state_is,
@@ -713,6 +755,30 @@ static void append(hv_actors_t *a, hv_dactor_t *x) {
     if (x->am.id >= a->next_id) {
         a->next_id = x->am.id + 1;
     }
+}
+
+/* The stored call figures, onto the loaded actors. */
+static hv_err load_figures(hv_actors_t *a, char *err, size_t errlen) {
+    hv_actor_fig_row_t *rows = NULL;
+    size_t n = 0;
+    hv_err rc = hv_store_actor_fig_list(a->store, &rows, &n);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "cannot read the actors' call figures from %s: %s",
+                 hv_store_path(a->store), hv_store_last_error(a->store));
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        hv_dactor_t *x = find(a, rows[i].actor_id);
+        if (x != NULL) {
+            x->fig.base = rows[i].base;
+            x->fig.cur = rows[i].cur;
+            x->fig.proc = rows[i].proc;
+            x->fig.ended = rows[i].ended;
+            x->fig_ms = rows[i].report_ms;
+        }
+    }
+    hv_free(rows);
+    return HV_OK;
 }
 
 hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen) {
@@ -789,6 +855,9 @@ hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen) {
         hv_actor_row_fini(&rows[i]);
     }
     hv_free(rows);
+    if (rc == HV_OK) {
+        rc = load_figures(a, err, errlen);
+    }
     if (rc == HV_OK && n > 0) {
         HV_LOG(HV_LOG_INFO, "actors", "HV-ACTORS-LOAD",
                "%zu actors loaded, %zu with a process to re-attach", n, live);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "actorfig.h"
 #include "actors.h"
 #include "driver.h"
 #include "store.h"
@@ -50,6 +51,8 @@ typedef struct hv_dactor_s {
     int never_fits;           /* the last placement found no node that could ever hold it */
     char *wait_why;           /* why the last placement left it waiting (owned; not stored) */
     char *note;               /* the autoscaler's word on it ("" none; owned; not stored) */
+    hv_actorfig_t fig;        /* its call figures over its processes (table actor_figures) */
+    uint64_t fig_ms;          /* wall clock of the last report of them (0: none yet) */
     struct hv_dactor_s *next;
 } hv_dactor_t;
 

@@ -4,7 +4,8 @@
  * the actor's id; the address makes it alive; a kill -9 restarts it after its backoff on a node
  * with room; nothing is created or killed that the store did not take; a head restart (a new
  * driver and table on the same store) keeps the live actor, its address and its slot, and the
- * agent's re-attach says whether its process still runs.
+ * agent's re-attach says whether its process still runs; call figures add up across a restart
+ * and come back after a head restart.
  */
 #include "actors_drv.h"
 #include "hv_check.h"
@@ -229,6 +230,79 @@ static void case_head_restart(void) {
     CHECK(strstr(x->reason, "not running when its agent reconnected") != NULL);
 }
 
+/* ok calls and error calls, each 10 µs. */
+static hv_callfig_t figs(uint64_t ok, uint64_t error) {
+    hv_callfig_t f = {0};
+    for (uint64_t i = 0; i < ok + error; i++) {
+        hv_callfig_count(&f, i < ok, 10000, 1, 1);
+    }
+    return f;
+}
+
+static int figs_are(const hv_dactor_t *x, uint64_t ok, uint64_t error) {
+    hv_callfig_t t;
+    hv_actorfig_total(&x->fig, &t);
+    return t.ok == ok && t.error == error;
+}
+
+/* Call figures through the driver: a report from the actor's node adds up, one from another
+ * node or of an older process is ignored, a kill -9's last figures (sent with the exit) stay
+ * when the next process reports, a report the store refused changes nothing, and a head restart
+ * brings the totals back from the store. */
+static void case_figures(void) {
+    uint64_t na = join("a", 1, NULL, 0);
+    uint64_t nb = join("b", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 2, HV_OK);
+    uint64_t id = x->am.id, p1 = hv_am_proc_id(id, 1);
+    uint64_t at = x->am.node_id, other = at == na ? nb : na;
+    CHECK_RC(hv_driver_actor_address(H.d, at, p1, 1, "127.0.0.1:5000"), HV_OK);
+    CHECK(x->fig_ms == 0);
+    hv_callfig_t f = figs(3, 1);
+    hv_driver_actor_figures(H.d, at, p1, &f, 0);
+    CHECK(figs_are(x, 3, 1));
+    CHECK(x->fig_ms > 0);
+    f = figs(50, 0);
+    hv_driver_actor_figures(H.d, other, p1, &f, 0);                /* not its node */
+    hv_driver_actor_figures(H.d, at, hv_am_proc_id(id, 2), &f, 0); /* not ordered yet */
+    CHECK(figs_are(x, 3, 1));
+    /* The store refuses: nothing changes; the next report carries the running totals. */
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    f = figs(5, 1);
+    hv_driver_actor_figures(H.d, at, p1, &f, 0);
+    CHECK(figs_are(x, 3, 1));
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    hv_driver_actor_figures(H.d, at, p1, &f, 0);
+    CHECK(figs_are(x, 5, 1));
+    /* kill -9: the agent sends the file's last figures, then the exit; the next process counts
+     * from 0 on top. */
+    f = figs(6, 1);
+    hv_driver_actor_figures(H.d, at, p1, &f, 1);
+    CHECK_RC(hv_driver_worker_exited(H.d, at, p1, -1, 9, ""), HV_OK);
+    CHECK(figs_are(x, 6, 1));
+    sleep_ms(300);
+    hv_driver_schedule(H.d);
+    CHECK_EQ(x->am.incarnation, 2);
+    uint64_t p2 = hv_am_proc_id(id, 2), at2 = x->am.node_id;
+    CHECK_RC(hv_driver_actor_address(H.d, at2, p2, 2, "127.0.0.1:5001"), HV_OK);
+    f = figs(2, 0);
+    hv_driver_actor_figures(H.d, at2, p2, &f, 0);
+    CHECK(figs_are(x, 8, 1));
+    hv_driver_actor_figures(H.d, at, p1, &f, 1); /* the old process's final, again */
+    CHECK(figs_are(x, 8, 1));
+    head_stop();
+    head_start();
+    x = hv_actors_get(H.a, id);
+    CHECK(x != NULL);
+    if (x == NULL) {
+        return;
+    }
+    CHECK(figs_are(x, 8, 1));
+    CHECK(x->fig_ms > 0);
+    f = figs(4, 0);
+    hv_driver_actor_figures(H.d, at2, p2, &f, 0);
+    CHECK(figs_are(x, 10, 1));
+}
+
 /* A drain moves the actor make before break: it serves while a slot is sought; the slot on the
  * other node is reserved (taken) before the old process is told to stop; the state it saved is
  * stored with the actor before the replacement is ordered with it; a head restart in between
@@ -438,6 +512,7 @@ int main(int argc, char **argv) {
         {"head_restart", case_head_restart},     {"move", case_move},
         {"state_not_kept", case_state_not_kept}, {"notice_runs_out", case_notice_runs_out},
         {"labels_memory", case_labels_memory},
+        {"figures", case_figures},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -927,6 +927,13 @@ int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
            d->actors.node_specs_any(d->actors.ud, node_id, fn, fud);
 }
 
+void hv_driver_actor_figures(hv_driver_t *d, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
+                             int final) {
+    if (hv_am_proc_is(proc) && d->actors.figures != NULL) {
+        d->actors.figures(d->actors.ud, node_id, proc, f, final);
+    }
+}
+
 hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
                                const char *address) {
     if (d->actors.started != NULL) {

@@ -215,6 +215,8 @@ typedef struct hv_driver_actor_hooks_s {
                         uint64_t size, const char *why);
     void (*job_ended)(void *ud, uint64_t job_id);
     void (*schedule)(void *ud); /* after the jobs were placed */
+    /* An actor's process's call figures (its running totals; final: its last ones). */
+    void (*figures)(void *ud, uint64_t node_id, uint64_t proc, const hv_callfig_t *f, int final);
     /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
     int (*node_specs_any)(void *ud, uint64_t node_id,
                           int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud);
@@ -235,6 +237,10 @@ int hv_driver_node_actor_state_is(hv_driver_t *d, uint64_t node_id, const char *
 int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
                                    int (*fn)(const uint8_t *spec, size_t len, void *fud),
                                    void *fud);
+/* An actor's process's call figures from its agent (f borrowed; final: its last ones, before
+ * its exit). Ignored for anything that is not an actor's process. */
+void hv_driver_actor_figures(hv_driver_t *d, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
+                             int final);
 /* An actor's address on the wire: the same process reported again with its address. */
 hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, int pid,
                                const char *address);

@@ -363,12 +363,23 @@ static const char store_v14_sql[] = "ALTER TABLE actors ADD COLUMN labels TEXT N
  * (unknown: meets no memory demand until the agent reports it). */
 static const char store_v15_sql[] = "ALTER TABLE nodes ADD COLUMN memory_mb INTEGER NOT NULL"
                                     " DEFAULT 0;";
+/* v16: an actor's call figures (issue 17 §3; head/core/actorfig.h): per actor the sum of its
+ * ended processes (base) and the last report of its current process (cur), each a
+ * common/callfig.h line, and when the last report came (wall ms). A row per actor that reported;
+ * none for the others. */
+static const char store_v16_sql[] = "CREATE TABLE actor_figures ("
+                                    " actor_id INTEGER PRIMARY KEY,"
+                                    " proc INTEGER NOT NULL,"
+                                    " ended INTEGER NOT NULL,"
+                                    " base TEXT NOT NULL,"
+                                    " cur TEXT NOT NULL,"
+                                    " report_ms INTEGER NOT NULL);";
 
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,
-    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql,
-    store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql, store_v15_sql};
+    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,  store_v6_sql,
+    store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql, store_v11_sql, store_v12_sql,
+    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -427,6 +438,8 @@ enum {
     ST_REVOKED_LIST,
     ST_ACTOR_PUT,
     ST_ACTOR_LIST,
+    ST_ACTOR_FIG_PUT,
+    ST_ACTOR_FIG_LIST,
     ST__COUNT
 };
 
@@ -598,6 +611,10 @@ static const char *const store_sql[ST__COUNT] = {
                      " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
                      " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
     [ST_ACTOR_LIST] = "SELECT " ACTOR_COLS " FROM actors ORDER BY id",
+    [ST_ACTOR_FIG_PUT] = "INSERT OR REPLACE INTO actor_figures (actor_id, proc, ended, base, cur,"
+                         " report_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_ACTOR_FIG_LIST] = "SELECT actor_id, proc, ended, base, cur, report_ms FROM actor_figures"
+                          " ORDER BY actor_id",
 };
 
 struct hv_store_s {
@@ -799,7 +816,8 @@ static hv_err store_collect(hv_store_t *s, sqlite3_stmt *st, size_t elem, store_
         }
         memset(rows + count * elem, 0, elem);
         if ((rc = read(st, rows + count * elem)) != HV_OK) {
-            store_set_err(s, "%s: out of memory", what);
+            store_set_err(s, "%s: %s", what,
+                          rc == HV_ENOMEM ? "out of memory" : "a row holds what it cannot");
             goto out;
         }
         count++;
@@ -3244,6 +3262,66 @@ hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n) {
     }
     rc = store_collect(s, st, sizeof(hv_actor_row_t), actor_read, actor_fini_v, "actor list", &rows,
                        n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+    store_release(st);
+    return rc;
+}
+
+/* ---- actors' call figures (schema v16) ------------------------------------------------------- */
+
+hv_err hv_store_actor_fig_put(hv_store_t *s, const hv_actor_fig_row_t *r) {
+    char base[HV_CALLFIG_LINE_MAX], cur[HV_CALLFIG_LINE_MAX];
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    if (hv_callfig_format(&r->base, base, sizeof(base)) != HV_OK ||
+        hv_callfig_format(&r->cur, cur, sizeof(cur)) != HV_OK) {
+        return HV_EINTERNAL; // HV_CALLFIG_LINE_MAX always fits
+    }
+    if ((rc = store_stmt(s, ST_ACTOR_FIG_PUT, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, r->actor_id);
+    bind_u64(&b, 2, r->proc);
+    bind_int(&b, 3, r->ended);
+    bind_text(&b, 4, base);
+    bind_text(&b, 5, cur);
+    bind_u64(&b, 6, r->report_ms);
+    if ((rc = store_bind_check(s, &b, "actor figures put")) == HV_OK) {
+        rc = store_exec_stmt(s, st, "actor figures put");
+    }
+    store_release(st);
+    return rc;
+}
+
+static hv_err actor_fig_read(sqlite3_stmt *st, void *vrow) {
+    hv_actor_fig_row_t *r = vrow;
+    r->actor_id = col_u64(st, 0);
+    r->proc = col_u64(st, 1);
+    r->ended = col_int(st, 2);
+    const unsigned char *base = sqlite3_column_text(st, 3);
+    const unsigned char *cur = sqlite3_column_text(st, 4);
+    if (base == NULL || cur == NULL || hv_callfig_parse((const char *)base, &r->base) != HV_OK ||
+        hv_callfig_parse((const char *)cur, &r->cur) != HV_OK) {
+        return HV_ECORRUPT;
+    }
+    r->report_ms = col_u64(st, 5);
+    return HV_OK;
+}
+
+static void actor_fig_fini_v(void *vrow) { (void)vrow; }
+
+hv_err hv_store_actor_fig_list(hv_store_t *s, hv_actor_fig_row_t **out, size_t *n) {
+    sqlite3_stmt *st = NULL;
+    void *rows = NULL;
+    hv_err rc = store_stmt(s, ST_ACTOR_FIG_LIST, &st);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    rc = store_collect(s, st, sizeof(hv_actor_fig_row_t), actor_fig_read, actor_fig_fini_v,
+                       "actor figures list", &rows, n);
     if (rc == HV_OK) {
         *out = rows;
     }

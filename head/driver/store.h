@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "callfig.h"
 #include "err.h"
 #include "events.h"
 
@@ -47,8 +48,10 @@ typedef struct hv_store_s hv_store_t;
  *      job_state, rollback), jobs.round_code.
  * v12: durable_copies (the newest copy of each job's state in the durable tier).
  * v13: actors' moves (next_node, next_gpu_mask, has_state, state_digest, state_size).
- * v14: actors' placement demand (labels, memory_mb). */
-#define HV_STORE_SCHEMA_VERSION 15
+ * v14: actors' placement demand (labels, memory_mb).
+ * v15: nodes.memory_mb (placement by memory right after a head restart).
+ * v16: actor_figures (actors' call figures, summed over their processes). */
+#define HV_STORE_SCHEMA_VERSION 16
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -504,5 +507,22 @@ hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r);
 /* Every actor by id. *out owned: hv_actor_row_fini each row, then hv_free. */
 hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n);
 void hv_actor_row_fini(hv_actor_row_t *r);
+
+/* An actor's call figures (v15; head/core/actorfig.h): the sum of its ended processes, the last
+ * report of its current process proc (ended: its final one was added to base), and the wall
+ * time of the last report. */
+typedef struct hv_actor_fig_row_s {
+    uint64_t actor_id;
+    uint64_t proc;
+    int ended;
+    hv_callfig_t base, cur;
+    uint64_t report_ms;
+} hv_actor_fig_row_t;
+
+/* Inserts or replaces the figures of r->actor_id (borrowed). */
+hv_err hv_store_actor_fig_put(hv_store_t *s, const hv_actor_fig_row_t *r);
+/* Every actor's figures by actor id. *out owned: hv_free. HV_ECORRUPT: a row that is not
+ * figures. */
+hv_err hv_store_actor_fig_list(hv_store_t *s, hv_actor_fig_row_t **out, size_t *n);
 
 #endif

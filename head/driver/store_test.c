@@ -1501,6 +1501,47 @@ static void test_actors(void) {
     hv_store_close(s);
 }
 
+/* Actors' call figures (v16): a database at v15 (actors, no figures) migrates and has none; a
+ * row survives a close and reopen as written, a put replaces it; a row that does not hold
+ * figures is refused when listed (HV_ECORRUPT), not read as zeros. */
+static void test_actor_figures(void) {
+    char err[512] = "";
+    CHECK_RC(hv__store_create_at_version(tmp_dir, 15, NULL, err, sizeof(err)), HV_OK);
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_actor_fig_row_t *rows = NULL;
+    size_t n = 9;
+    CHECK_RC(hv_store_actor_fig_list(s, &rows, &n), HV_OK);
+    CHECK_U64(n, 0);
+    hv_free(rows);
+    hv_actor_fig_row_t r = {.actor_id = 3, .proc = 77, .ended = 0, .report_ms = 1234};
+    hv_callfig_count(&r.base, 1, 1500, 10, 20);
+    hv_callfig_count(&r.cur, 0, 7000000, 5, 0);
+    CHECK_RC(hv_store_actor_fig_put(s, &r), HV_OK);
+    hv_callfig_count(&r.cur, 1, 100, 1, 1);
+    r.ended = 1;
+    CHECK_RC(hv_store_actor_fig_put(s, &r), HV_OK);
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    rows = NULL;
+    CHECK_RC(hv_store_actor_fig_list(s, &rows, &n), HV_OK);
+    CHECK_U64(n, 1);
+    if (n == 1) {
+        CHECK_U64(rows[0].actor_id, 3);
+        CHECK_U64(rows[0].proc, 77);
+        CHECK_I64(rows[0].ended, 1);
+        CHECK_U64(rows[0].report_ms, 1234);
+        CHECK(memcmp(&rows[0].base, &r.base, sizeof(r.base)) == 0);
+        CHECK(memcmp(&rows[0].cur, &r.cur, sizeof(r.cur)) == 0);
+    }
+    hv_free(rows);
+    rows = NULL;
+    CHECK_RC(hv__store_exec(s, "UPDATE actor_figures SET cur = 'garbage'"), HV_OK);
+    CHECK_RC(hv_store_actor_fig_list(s, &rows, &n), HV_ECORRUPT);
+    CHECK(rows == NULL);
+    hv_store_close(s);
+}
+
 static void test_revoked_import(void) {
     char err[512] = "";
     CHECK_RC(hv__store_create_at_version(tmp_dir, 7, NULL, err, sizeof(err)), HV_OK);
@@ -2098,6 +2139,7 @@ static const hv_check_case_t cases[] = {
     {"durable_copies", test_durable_copies},
     {"revoked_import", test_revoked_import},
     {"actors", test_actors},
+    {"actor_figures", test_actor_figures},
     {"audit", test_audit},
     {"join_tokens", test_join_tokens},
     {"damaged_page", test_damaged_page},

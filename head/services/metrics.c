@@ -374,7 +374,10 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
 
 void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth) { m->auth = auth; }
 
-void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors) { m->actors = actors; }
+void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors) {
+    m->actors = actors;
+    m->page.actors = actors;
+}
 
 void hv_metrics_destroy(hv_metrics_t *m) {
     if (m == NULL) {
@@ -490,6 +493,84 @@ static void render_actors(hv_metrics_t *m, hv_http_reply_t *o) {
     for (int s = 0; s < HV_AM__STATE_COUNT; s++) {
         hv_http_reply_printf(o, "hv_actors{state=\"%s\"} %" PRIu64 "\n",
                              hv_am_state_name((hv_am_state_t)s), counts[s]);
+    }
+}
+
+/* An actor's figures stay exported while it is not dead, and for this long after it died (a few
+ * scrapes see the final values), as an ended job's. */
+#define METRICS_ACTOR_KEEP_MS (10u * 60u * 1000u)
+
+static int actor_exported(const hv_dactor_t *x, uint64_t now_wall_ms) {
+    return x->fig_ms != 0 && (x->am.state != HV_AM_DEAD || x->ended_ms == 0 ||
+                              x->ended_ms + METRICS_ACTOR_KEEP_MS > now_wall_ms);
+}
+
+/* The actors' call figures (summed over each actor's processes, from their agents' reports):
+ * calls by result, bytes, and the service time as a histogram in callfig's buckets. Labelled
+ * by namespace, name ("" unnamed) and actor_id: a name is unique only among live actors. */
+static void render_actor_figs(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o) {
+    if (m->actors == NULL) {
+        return;
+    }
+    fam(o, "hv_actor_calls_total", "counter",
+        "Calls an actor served, by result (ok; error: its method returned an error), summed "
+        "over its processes.");
+    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
+        if (!actor_exported(x, now_wall_ms)) {
+            continue;
+        }
+        hv_callfig_t f;
+        hv_actorfig_total(&x->fig, &f);
+        for (int r = 0; r < 2; r++) {
+            hv_http_reply_printf(
+                o,
+                "hv_actor_calls_total{namespace=\"%s\",name=\"%s\",actor_id=\"%" PRIu64
+                "\",result=\"%s\"} %" PRIu64 "\n",
+                x->ns, x->name, x->am.id, r == 0 ? "ok" : "error", r == 0 ? f.ok : f.error);
+        }
+    }
+    fam(o, "hv_actor_call_bytes_total", "counter",
+        "Bytes of an actor's calls: in, their arguments; out, the results of those answered OK.");
+    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
+        if (!actor_exported(x, now_wall_ms)) {
+            continue;
+        }
+        hv_callfig_t f;
+        hv_actorfig_total(&x->fig, &f);
+        for (int r = 0; r < 2; r++) {
+            hv_http_reply_printf(
+                o,
+                "hv_actor_call_bytes_total{namespace=\"%s\",name=\"%s\",actor_id=\"%" PRIu64
+                "\",direction=\"%s\"} %" PRIu64 "\n",
+                x->ns, x->name, x->am.id, r == 0 ? "in" : "out", r == 0 ? f.bytes_in : f.bytes_out);
+        }
+    }
+    fam(o, "hv_actor_call_duration_seconds", "histogram",
+        "Service time of an actor's calls: from the start of a call's dispatch in the actor to "
+        "its reply queued (the network and the caller's side are not in it).");
+    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
+        if (!actor_exported(x, now_wall_ms)) {
+            continue;
+        }
+        hv_callfig_t f;
+        hv_actorfig_total(&x->fig, &f);
+        char labels[200];
+        snprintf(labels, sizeof(labels),
+                 "namespace=\"%.63s\",name=\"%.63s\",actor_id=\"%" PRIu64 "\"", x->ns, x->name,
+                 x->am.id);
+        uint64_t cum = 0;
+        for (size_t i = 0; i + 1 < HV_CALLFIG_BUCKETS; i++) {
+            cum += f.buckets[i];
+            hv_http_reply_printf(
+                o, "hv_actor_call_duration_seconds_bucket{%s,le=\"%g\"} %" PRIu64 "\n", labels,
+                (double)hv_callfig_bound_ns(i) / 1e9, cum);
+        }
+        hv_http_reply_printf(o,
+                             "hv_actor_call_duration_seconds_bucket{%s,le=\"+Inf\"} %" PRIu64
+                             "\nhv_actor_call_duration_seconds_sum{%s} %" PRIu64 ".%09" PRIu64
+                             "\nhv_actor_call_duration_seconds_count{%s} %" PRIu64 "\n",
+                             labels, hv_callfig_calls(&f), labels, f.service_ns / 1000000000u,
+                             f.service_ns % 1000000000u, labels, hv_callfig_calls(&f));
     }
 }
 
@@ -753,6 +834,7 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     render_jobs(m, o);
     render_jobfigs(m, o);
     render_actors(m, o);
+    render_actor_figs(m, now_wall_ms, o);
     render_events(m, o);
     render_instances(m, irows, ni, now_wall_ms, o);
     hv_store_instance_free_list(irows, ni);

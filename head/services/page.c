@@ -282,6 +282,46 @@ static void page_jobs(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     page_text(o, "</table>\n");
 }
 
+/* The actors: who they are, where they run, how often they restarted or moved, and the calls
+ * they served with the 99th percentile of their service time. */
+static void page_actors(const hv_page_cluster_t *c, hv_http_reply_t *o) {
+    if (!c->with_actors) {
+        return;
+    }
+    page_text(o, "<h2>Actors</h2>\n");
+    if (c->nactors == 0) {
+        page_text(o, "<p class=\"muted\">No actor yet.</p>\n");
+        return;
+    }
+    page_text(o, "<table id=\"actors\"><tr><th>id</th><th>namespace/name</th><th>class</th>"
+                 "<th>state</th><th>node</th><th>restarts</th><th>moves</th><th>calls</th>"
+                 "<th>failed</th><th>p99</th></tr>\n");
+    for (size_t i = 0; i < c->nactors; i++) {
+        const hv_page_actor_t *x = &c->actors[i];
+        hv_http_reply_printf(o, "<tr><td class=\"n\">%" PRIu64 "</td><td>", x->id);
+        hv_page_escape(o, x->ns);
+        page_text(o, "/");
+        hv_page_escape(o, x->name != NULL && x->name[0] != '\0' ? x->name : "-");
+        page_text(o, "</td><td>");
+        hv_page_escape(o, x->class_name);
+        page_text(o, "</td>");
+        page_state_cell(o, x->state);
+        page_text(o, "<td>");
+        hv_page_escape(o, x->node != NULL && x->node[0] != '\0' ? x->node : "-");
+        hv_http_reply_printf(o,
+                             "</td><td class=\"n\">%u / %u</td><td class=\"n\">%u</td>"
+                             "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>",
+                             x->restarts, x->max_restarts, x->moves, x->calls_ok + x->calls_error,
+                             x->calls_error);
+        if (x->p99_ms >= 0) {
+            hv_http_reply_printf(o, "<td class=\"n\">%.3g ms</td></tr>\n", x->p99_ms);
+        } else {
+            page_text(o, "<td class=\"n\">-</td></tr>\n");
+        }
+    }
+    page_text(o, "</table>\n");
+}
+
 static void page_instances(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     page_text(o, "<h2>Autoscaler</h2>\n");
     if (!c->autoscaler && c->ninstances == 0) {
@@ -343,6 +383,7 @@ void hv_page_render_cluster(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     page_summary(c, o);
     page_nodes(c, o);
     page_jobs(c, o);
+    page_actors(c, o);
     page_instances(c, o);
     page_foot(o, c->now_ms, c->logout);
 }

@@ -1,7 +1,7 @@
 /*
  * page: the HTML of hvhead's read-only status page (docs/status-page.md). Two pages: the cluster
  * ("/": the summary hvctl status prints with why pending work waits, the nodes, the jobs, the
- * autoscaler's instances and the cost report) and one job ("/job/<id>": its state, its rounds
+ * actors, the autoscaler's instances and the cost report) and one job ("/job/<id>": its state, its rounds
  * (generations) over time with their reasons and durations, its workers).
  *
  * Pure: the caller gathers a snapshot (head/services/page_serve.c reads the driver and the store) and
@@ -37,6 +37,15 @@ typedef struct hv_page_job_s {
     int pending;     /* it waits to start (demand is what it waits for) */
 } hv_page_job_t;
 
+/* An actor, as hvctl actors lists it, with its call figures (summed over its processes). */
+typedef struct hv_page_actor_s {
+    uint64_t id;
+    const char *ns, *name, *class_name, *state, *cause, *node; /* name "" unnamed */
+    uint32_t restarts, max_restarts, moves;
+    uint64_t calls_ok, calls_error;
+    double p99_ms; /* service time, ms; < 0: no call yet */
+} hv_page_actor_t;
+
 typedef struct hv_page_instance_s {
     const char *id, *type, *state, *node;
     uint64_t created_ms, ended_ms;
@@ -56,6 +65,9 @@ typedef struct hv_page_cluster_s {
     size_t nnodes;
     const hv_page_job_t *jobs; /* newest first */
     size_t njobs;
+    const hv_page_actor_t *actors; /* newest first */
+    size_t nactors;
+    int with_actors; /* the head keeps actors (show the section, even empty) */
     const hv_page_instance_t *instances;
     size_t ninstances;
     int autoscaler; /* an autoscaler provider is configured */

@@ -46,6 +46,45 @@ static void serve_job_fields(const hv_job_row_t *r, hv_page_job_t *out) {
                            .ended_ms = r->ended_ms};
 }
 
+/* The actors, newest first (at most HV_PAGE_MAX_ACTORS), with their figures; *n how many. */
+static hv_page_actor_t *serve_actors(hv_page_src_t *src, size_t *n) {
+    size_t all = 0;
+    *n = 0;
+    for (const hv_dactor_t *x = hv_actors_all(src->actors); x != NULL; x = x->next) {
+        all++;
+    }
+    size_t cap = all < HV_PAGE_MAX_ACTORS ? all : HV_PAGE_MAX_ACTORS;
+    hv_page_actor_t *out = hv_calloc(cap ? cap : 1, sizeof(*out));
+    if (out == NULL) {
+        return NULL;
+    }
+    /* The list is by id (oldest first): keep the newest cap, then turn them around. */
+    size_t skip = all - cap, i = 0;
+    for (const hv_dactor_t *x = hv_actors_all(src->actors); x != NULL; x = x->next, i++) {
+        if (i < skip) {
+            continue;
+        }
+        const hv_dnode_t *nd = x->am.node_id != 0 ? hv_driver_node(src->d, x->am.node_id) : NULL;
+        hv_callfig_t f;
+        hv_actorfig_total(&x->fig, &f);
+        out[cap - 1 - (i - skip)] = (hv_page_actor_t){.id = x->am.id,
+                                                      .ns = x->ns,
+                                                      .name = x->name,
+                                                      .class_name = x->class_name,
+                                                      .state = hv_am_state_name(x->am.state),
+                                                      .cause = hv_am_cause_name(x->am.cause),
+                                                      .node = nd != NULL ? nd->name : "",
+                                                      .restarts = x->am.restarts,
+                                                      .max_restarts = x->am.max_restarts,
+                                                      .moves = x->am.moves,
+                                                      .calls_ok = f.ok,
+                                                      .calls_error = f.error,
+                                                      .p99_ms = hv_callfig_quantile_ms(&f, 0.99)};
+    }
+    *n = cap;
+    return out;
+}
+
 /* The demand of the active jobs (the autoscaler's view), filled into the page's jobs. */
 static void serve_demand(hv_driver_t *d, hv_page_job_t *jobs, size_t njobs) {
     size_t n = 0;
@@ -94,7 +133,10 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
     hv_page_instance_t *insts = hv_calloc(ni ? ni : 1, sizeof(*insts));
     hv_cost_instance_t *ci = hv_calloc(ni ? ni : 1, sizeof(*ci));
     hv_page_cost_t cost[HV_COST_MAX_TYPES + 1];
-    if (nodes == NULL || jobs == NULL || insts == NULL || ci == NULL) {
+    size_t na = 0;
+    hv_page_actor_t *actors = src->actors != NULL ? serve_actors(src, &na) : NULL;
+    if (nodes == NULL || jobs == NULL || insts == NULL || ci == NULL ||
+        (src->actors != NULL && actors == NULL)) {
         rep->oom = 1;
         goto out;
     }
@@ -150,6 +192,9 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
         .nnodes = nn,
         .jobs = jobs,
         .njobs = nj,
+        .actors = actors,
+        .nactors = na,
+        .with_actors = src->actors != NULL,
         .instances = insts,
         .ninstances = ni,
         .autoscaler =
@@ -162,6 +207,7 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
     };
     hv_page_render_cluster(&c, rep);
 out:
+    hv_free(actors);
     hv_free(ci);
     hv_free(insts);
     hv_free(jobs);

@@ -11,6 +11,7 @@
 #ifndef HV_HEAD_PAGE_SERVE_H
 #define HV_HEAD_PAGE_SERVE_H
 
+#include "actors_drv.h"
 #include "config.h"
 #include "driver.h"
 #include "auth.h"
@@ -21,6 +22,7 @@
 #include "store.h"
 
 #define HV_PAGE_MAX_JOBS 200    /* jobs the cluster page lists, newest first */
+#define HV_PAGE_MAX_ACTORS 200  /* actors the cluster page lists, newest first */
 #define HV_PAGE_MAX_EVENTS 2000 /* newest events of a job read for its rounds */
 
 /* What the handlers read; every pointer borrowed and outliving the listener. */
@@ -28,6 +30,7 @@ typedef struct hv_page_src_s {
     const hv_head_config_t *cfg;
     hv_driver_t *d;
     hv_store_t *store;
+    const hv_actors_t *actors;   /* the head's actors (NULL: none are kept) */
     const hv_auth_t *auth;       /* the client tokens a login is checked against; NULL = none */
     int login;                   /* the listener has a token: browsers log in (else all open) */
     hv_page_sessions_t sessions; /* the logged-in browsers (owned) */

@@ -157,6 +157,67 @@ static void case_cluster(void) {
     reply_free(&r);
 }
 
+/* The actors' section: one row per actor with its state, node, restarts, moves, calls and p99;
+ * names escaped; an actor without calls shows no p99; a head with no actor says so, and a page
+ * without actors (with_actors 0) has no section. */
+static void case_actors(void) {
+    hv_page_actor_t actors[] = {
+        {.id = 2,
+         .ns = "default",
+         .name = "eval<1>",
+         .class_name = "counter",
+         .state = "alive",
+         .node = "node-a",
+         .restarts = 1,
+         .max_restarts = 3,
+         .moves = 2,
+         .calls_ok = 40,
+         .calls_error = 2,
+         .p99_ms = 0.0123},
+        {.id = 1,
+         .ns = "team",
+         .name = "",
+         .class_name = "seq",
+         .state = "dead",
+         .cause = "killed",
+         .node = "",
+         .p99_ms = -1},
+    };
+    hv_page_cluster_t c = {.now_ms = T0, .actors = actors, .nactors = 2, .with_actors = 1};
+    hv_http_reply_t r = {0};
+    hv_page_render_cluster(&c, &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(!r.oom);
+    static const char *const want[] = {
+        "<h2>Actors</h2>",
+        "<table id=\"actors\">",
+        "<td class=\"n\">2</td><td>default/eval&lt;1&gt;</td><td>counter</td><td "
+        "class=\"s-alive\">alive</td><td>node-a</td><td class=\"n\">1 / 3</td><td "
+        "class=\"n\">2</td><td class=\"n\">42</td><td class=\"n\">2</td><td "
+        "class=\"n\">0.0123 ms</td>",
+        "<td>team/-</td><td>seq</td><td class=\"s-dead\">dead</td><td>-</td>",
+        "<td class=\"n\">0</td><td class=\"n\">0</td><td class=\"n\">-</td></tr>",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!has(&r, want[i])) {
+            fprintf(stderr, "missing: %s\n", want[i]);
+        }
+        CHECK(has(&r, want[i]));
+    }
+    CHECK(!has(&r, "<1>"));
+    reply_free(&r);
+    hv_page_cluster_t e = {.now_ms = T0, .with_actors = 1};
+    hv_page_render_cluster(&e, &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(has(&r, "No actor yet."));
+    reply_free(&r);
+    hv_page_cluster_t none = {.now_ms = T0};
+    hv_page_render_cluster(&none, &r);
+    hv_http_reply_add(&r, "", 0);
+    CHECK(!has(&r, "<h2>Actors</h2>"));
+    reply_free(&r);
+}
+
 static void case_job(void) {
     hv_page_round_t rounds[] = {
         {1, "start", "start", 0, T0 - 60000, T0 - 59150, 4},
@@ -382,10 +443,14 @@ static void case_rounds_from_fields(void) {
 }
 
 int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"escape", case_escape},         {"duration", case_duration},
-        {"cluster", case_cluster},       {"job", case_job},
-        {"routes", case_routes},         {"sessions", case_sessions},
-        {"login_form", case_login_form}, {"rounds_from_fields", case_rounds_from_fields}};
+    static const hv_check_case_t cases[] = {{"escape", case_escape},
+                                            {"duration", case_duration},
+                                            {"cluster", case_cluster},
+                                            {"actors", case_actors},
+                                            {"job", case_job},
+                                            {"routes", case_routes},
+                                            {"sessions", case_sessions},
+                                            {"login_form", case_login_form},
+                                            {"rounds_from_fields", case_rounds_from_fields}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

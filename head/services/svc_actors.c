@@ -105,6 +105,15 @@ static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *
     v->labels = x->labels;
     v->memory_mb = x->memory_mb;
     v->waiting = hv_am_wants_place(&x->am);
+    hv_callfig_t f;
+    hv_actorfig_total(&x->fig, &f);
+    v->calls_ok = f.ok;
+    v->calls_error = f.error;
+    v->bytes_in = f.bytes_in;
+    v->bytes_out = f.bytes_out;
+    v->service_p50_ms = hv_callfig_quantile_ms(&f, 0.5);
+    v->service_p99_ms = hv_callfig_quantile_ms(&f, 0.99);
+    v->figures_ms = x->fig_ms;
 }
 
 /* The actor a ref names, or an answer was sent (NULL). */

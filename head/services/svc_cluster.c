@@ -619,6 +619,24 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         rc = hv_driver_worker_exited(s->d, x->node_id, worker, am->exited->exit_code,
                                      am->exited->term_signal, am->exited->reason);
         break;
+    case HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES: {
+        const Hvpb__V1__ActorFigures *af = am->actor_figures;
+        hv_callfig_t f = {.ok = af->calls_ok,
+                          .error = af->calls_error,
+                          .bytes_in = af->bytes_in,
+                          .bytes_out = af->bytes_out,
+                          .service_ns = af->service_ns};
+        if (af->n_buckets == HV_CALLFIG_BUCKETS) {
+            memcpy(f.buckets, af->buckets, sizeof(f.buckets));
+            hv_driver_actor_figures(s->d, x->node_id, af->worker_id, &f, af->final);
+        } else {
+            HV_LOG(HV_LOG_WARN, "cluster", "HV-ACTOR-FIGURES",
+                   "node %llu: call figures of process %llu with %zu buckets (not %d): ignored",
+                   (unsigned long long)x->node_id, (unsigned long long)af->worker_id, af->n_buckets,
+                   HV_CALLFIG_BUCKETS);
+        }
+        break;
+    }
     case HVPB__V1__AGENT_MSG__BODY_LOG:
         worker = am->log->worker_id;
         rc = hv_driver_worker_log(s->d, x->node_id, worker, am->log->stream, am->log->lines,

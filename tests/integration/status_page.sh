@@ -7,7 +7,8 @@
 # killed worker's signal, and a screenshot
 # is taken (HV_PAGE_SCREENSHOT=PATH copies it there; docs/status-page.png was made so). Before
 # that, curl checks that the cluster page escapes a job named like markup and says why that
-# pending job waits. Skipped (77) without chromium.
+# pending job waits. Last, an actor created and called shows up on the cluster page ("/") in
+# Chromium's DOM with its state and calls. Skipped (77) without chromium.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
@@ -100,4 +101,53 @@ assert_grep "$TMP/nojob.html" "No job 99"
 "$BIN/hvctl" --head "$HEAD" cancel 2 >/dev/null 2>&1 || fail "cannot cancel job 2"
 wait_submit
 [ "$SUB_RC" -eq 0 ] || fail "a SIGKILLed worker must not fail the job (rc $SUB_RC)"
-pass "Chromium rendered /job/1 with generation 2 and its failure reason; the cluster page escapes names"
+
+# An actor on the cluster page: created, called twice (one call fails with a method error), and
+# Chromium's DOM of "/" holds its row in the Actors section with its state and its calls.
+"$BIN/hvctl" --head "$HEAD" actor create --class counter --name pagefig -- "$EX/actor_counter" \
+    >"$TMP/actor.out" 2>&1 || fail "actor create failed"
+actor_json() { "$BIN/hvctl" --head "$HEAD" actor pagefig --json 2>/dev/null; }
+wait_for 20 sh -c "\"$BIN/hvctl\" --head '$HEAD' actor pagefig --json | grep -q '\"state\": *\"alive\"'" ||
+    fail "actor pagefig is not alive: $(actor_json)"
+"$EX/actor_call" @pagefig add 4 >>"$TMP/actor.out" 2>&1 || fail "the call to pagefig failed"
+"$EX/actor_call" @pagefig fail >>"$TMP/actor.out" 2>&1 && fail "the method 'fail' succeeded"
+wait_for 15 sh -c "\"$BIN/hvctl\" --head '$HEAD' actor pagefig --json | grep -q '\"calls_error\": *1'" ||
+    fail "the actor's calls were not reported: $(actor_json)"
+chrome --dump-dom "$PAGE/" >"$TMP/index.dom" || { cat "$TMP/chromium.err" >&2; fail "chromium could not load /"; }
+/usr/bin/python3 - "$TMP/index.dom" <<'PY' || fail "the rendered cluster page must list actor pagefig, alive, with 2 calls (1 failed)"
+import sys
+from html.parser import HTMLParser
+
+class Actors(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.table, self.rows, self.cell = False, [], None
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.table = dict(attrs).get("id") == "actors"
+        elif self.table and tag == "tr":
+            self.rows.append([])
+        elif self.table and tag == "td":
+            self.cell = []
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.table = False
+        elif tag == "td" and self.cell is not None:
+            self.rows[-1].append("".join(self.cell).strip())
+            self.cell = None
+    def handle_data(self, d):
+        if self.cell is not None:
+            self.cell.append(d)
+
+p = Actors()
+p.feed(open(sys.argv[1]).read())
+print("actors:", p.rows, file=sys.stderr)
+row = [r for r in p.rows if len(r) > 1 and r[1] == "default/pagefig"]
+assert len(row) == 1, p.rows
+r = row[0]
+# id, namespace/name, class, state, node, restarts, moves, calls, failed, p99
+assert r[2] == "counter" and r[3] == "alive" and r[4].startswith("node-"), r
+assert r[7] == "2" and r[8] == "1" and r[9].endswith(" ms"), r
+PY
+"$BIN/hvctl" --head "$HEAD" kill-actor pagefig >/dev/null || fail "kill-actor failed"
+pass "Chromium rendered /job/1 with generation 2 and its failure reason; the cluster page escapes names and lists the actor"
