@@ -511,8 +511,7 @@ int main(int argc, char **argv) {
         {"lifecycle", case_lifecycle},           {"store_first", case_store_first},
         {"head_restart", case_head_restart},     {"move", case_move},
         {"state_not_kept", case_state_not_kept}, {"notice_runs_out", case_notice_runs_out},
-        {"labels_memory", case_labels_memory},
-        {"figures", case_figures},
+        {"labels_memory", case_labels_memory},   {"figures", case_figures},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }
