@@ -333,25 +333,37 @@ hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_co
     return hv_session_actor_exited(s, worker_id, exit_code, term_signal, reason, NULL, 0);
 }
 
-hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
-                               const char *reason, const void *data, size_t len) {
+/* A new exit event with its own copy of reason; extra (owned, may be NULL) is freed on failure,
+ * which is logged: NULL when out of memory (or extra_failed: an allocation of the caller's). */
+static event_t *exit_event_new(uint64_t worker_id, int exit_code, int term_signal,
+                               const char *reason, void *extra, int extra_failed) {
     event_t *e = hv_calloc(1, sizeof(*e));
     char *r = hv_strdup(reason != NULL ? reason : "");
-    uint8_t *st = data != NULL && len <= HV_SESSION_STATE_MAX ? hv_malloc(len > 0 ? len : 1) : NULL;
-    if (e == NULL || r == NULL || (data != NULL && st == NULL)) {
+    if (e == NULL || r == NULL || extra_failed) {
         hv_free(e);
         hv_free(r);
-        hv_free(st);
+        hv_free(extra);
         HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
                "out of memory: the exit of worker %llu is not reported",
                (unsigned long long)worker_id);
-        return HV_ENOMEM;
+        return NULL;
     }
     e->kind = EV_EXITED;
     e->worker_id = worker_id;
     e->exit_code = exit_code;
     e->term_signal = term_signal;
     e->reason = r;
+    return e;
+}
+
+hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_code, int term_signal,
+                               const char *reason, const void *data, size_t len) {
+    uint8_t *st = data != NULL && len <= HV_SESSION_STATE_MAX ? hv_malloc(len > 0 ? len : 1) : NULL;
+    event_t *e =
+        exit_event_new(worker_id, exit_code, term_signal, reason, st, data != NULL && st == NULL);
+    if (e == NULL) {
+        return HV_ENOMEM;
+    }
     if (st != NULL) {
         if (len > 0) {
             memcpy(st, data, len);
@@ -366,23 +378,12 @@ hv_err hv_session_actor_exited(hv_session_t *s, uint64_t worker_id, int exit_cod
 hv_err hv_session_actor_exited_ref(hv_session_t *s, uint64_t worker_id, int exit_code,
                                    int term_signal, const char *reason, const char *digest,
                                    uint64_t size, const char *why) {
-    event_t *e = hv_calloc(1, sizeof(*e));
-    char *r = hv_strdup(reason != NULL ? reason : "");
-    char *w = why != NULL && why[0] != '\0' ? hv_strdup(why) : NULL;
-    if (e == NULL || r == NULL || (why != NULL && why[0] != '\0' && w == NULL)) {
-        hv_free(e);
-        hv_free(r);
-        hv_free(w);
-        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
-               "out of memory: the exit of worker %llu is not reported",
-               (unsigned long long)worker_id);
+    int has_why = why != NULL && why[0] != '\0';
+    char *w = has_why ? hv_strdup(why) : NULL;
+    event_t *e = exit_event_new(worker_id, exit_code, term_signal, reason, w, has_why && w == NULL);
+    if (e == NULL) {
         return HV_ENOMEM;
     }
-    e->kind = EV_EXITED;
-    e->worker_id = worker_id;
-    e->exit_code = exit_code;
-    e->term_signal = term_signal;
-    e->reason = r;
     e->state_saved = 1;
     e->state_size = size;
     e->state_error = w;

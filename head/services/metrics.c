@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -505,6 +506,29 @@ static int actor_exported(const hv_dactor_t *x, uint64_t now_wall_ms) {
                               x->ended_ms + METRICS_ACTOR_KEEP_MS > now_wall_ms);
 }
 
+/* One counter family of two series per exported actor: label=v0 and label=v1, the callfig
+ * fields at offsets f0 and f1. */
+static void actor_pair(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o, const char *name,
+                       const char *help, const char *label, const char *v0, const char *v1,
+                       size_t f0, size_t f1) {
+    fam(o, name, "counter", help);
+    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
+        if (!actor_exported(x, now_wall_ms)) {
+            continue;
+        }
+        hv_callfig_t f;
+        hv_actorfig_total(&x->fig, &f);
+        for (int r = 0; r < 2; r++) {
+            uint64_t v;
+            memcpy(&v, (const char *)&f + (r == 0 ? f0 : f1), sizeof(v));
+            hv_http_reply_printf(o,
+                                 "%s{namespace=\"%s\",name=\"%s\",actor_id=\"%" PRIu64
+                                 "\",%s=\"%s\"} %" PRIu64 "\n",
+                                 name, x->ns, x->name, x->am.id, label, r == 0 ? v0 : v1, v);
+        }
+    }
+}
+
 /* The actors' call figures (summed over each actor's processes, from their agents' reports):
  * calls by result, bytes, and the service time as a histogram in callfig's buckets. Labelled
  * by namespace, name ("" unnamed) and actor_id: a name is unique only among live actors. */
@@ -512,39 +536,15 @@ static void render_actor_figs(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_rep
     if (m->actors == NULL) {
         return;
     }
-    fam(o, "hv_actor_calls_total", "counter",
-        "Calls an actor served, by result (ok; error: its method returned an error), summed "
-        "over its processes.");
-    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
-        if (!actor_exported(x, now_wall_ms)) {
-            continue;
-        }
-        hv_callfig_t f;
-        hv_actorfig_total(&x->fig, &f);
-        for (int r = 0; r < 2; r++) {
-            hv_http_reply_printf(
-                o,
-                "hv_actor_calls_total{namespace=\"%s\",name=\"%s\",actor_id=\"%" PRIu64
-                "\",result=\"%s\"} %" PRIu64 "\n",
-                x->ns, x->name, x->am.id, r == 0 ? "ok" : "error", r == 0 ? f.ok : f.error);
-        }
-    }
-    fam(o, "hv_actor_call_bytes_total", "counter",
-        "Bytes of an actor's calls: in, their arguments; out, the results of those answered OK.");
-    for (const hv_dactor_t *x = hv_actors_all(m->actors); x != NULL; x = x->next) {
-        if (!actor_exported(x, now_wall_ms)) {
-            continue;
-        }
-        hv_callfig_t f;
-        hv_actorfig_total(&x->fig, &f);
-        for (int r = 0; r < 2; r++) {
-            hv_http_reply_printf(
-                o,
-                "hv_actor_call_bytes_total{namespace=\"%s\",name=\"%s\",actor_id=\"%" PRIu64
-                "\",direction=\"%s\"} %" PRIu64 "\n",
-                x->ns, x->name, x->am.id, r == 0 ? "in" : "out", r == 0 ? f.bytes_in : f.bytes_out);
-        }
-    }
+    actor_pair(m, now_wall_ms, o, "hv_actor_calls_total",
+               "Calls an actor served, by result (ok; error: its method returned an error), summed "
+               "over its processes.",
+               "result", "ok", "error", offsetof(hv_callfig_t, ok), offsetof(hv_callfig_t, error));
+    actor_pair(
+        m, now_wall_ms, o, "hv_actor_call_bytes_total",
+        "Bytes of an actor's calls: in, their arguments; out, the results of those answered OK.",
+        "direction", "in", "out", offsetof(hv_callfig_t, bytes_in),
+        offsetof(hv_callfig_t, bytes_out));
     fam(o, "hv_actor_call_duration_seconds", "histogram",
         "Service time of an actor's calls: from the start of a call's dispatch in the actor to "
         "its reply queued (the network and the caller's side are not in it).");
