@@ -1320,6 +1320,45 @@ static void test_json_escape(void) {
     }
 }
 
+static void test_json_field(void) {
+    static const char *const data =
+        "{\"actor_id\":7,\"name\":\"x\",\"sub\":{\"step\":\"inner\"},\"step\":\"restart\","
+        "\"reason\":\"said \\\"no\\\"\\n\\u0001\",\"big\":18446744073709551616,"
+        "\"neg\":-1,\"frac\":1.5,\"t\":true}";
+    static const struct {
+        const char *json, *key;
+        int str_ok;
+        const char *str;
+        int num_ok;
+        uint64_t num;
+    } cases[] = {
+        {data, "step", 1, "restart", 0, 0}, /* the top level's, not sub's */
+        {data, "name", 1, "x", 0, 0},
+        {data, "reason", 1, "said \"no\"\n?", 0, 0},
+        {data, "actor_id", 0, "", 1, 7},
+        {data, "big", 0, "", 0, 0},
+        {data, "neg", 0, "", 0, 0},
+        {data, "frac", 0, "", 0, 0},
+        {data, "t", 0, "", 0, 0},
+        {data, "missing", 0, "", 0, 0},
+        {"{\"step\":\"restart\"", "step", 0, "", 0, 0}, /* not valid JSON */
+        {"[\"step\",\"x\"]", "step", 0, "", 0, 0},      /* not an object */
+        {"", "step", 0, "", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[64] = "untouched";
+        uint64_t n = 99;
+        CHECK(hv_cli_json_field_str(cases[i].json, cases[i].key, buf, sizeof(buf)) ==
+              cases[i].str_ok);
+        CHECK_STR(buf, cases[i].str_ok ? cases[i].str : "untouched");
+        CHECK(hv_cli_json_field_u64(cases[i].json, cases[i].key, &n) == cases[i].num_ok);
+        CHECK(n == (cases[i].num_ok ? cases[i].num : 99));
+    }
+    char small[4];
+    CHECK(hv_cli_json_field_str(data, "step", small, sizeof(small)) == 1);
+    CHECK_STR(small, "res");
+}
+
 static void write_doc(FILE *f, void *ud) {
     (void)ud;
     hv_cli_json_t j;
@@ -1630,6 +1669,7 @@ static const struct {
     {"json_escape", test_json_escape},
     {"json_doc", test_json_doc},
     {"json_embed", test_json_embed},
+    {"json_field", test_json_field},
 };
 
 /* Removes what make_tmpdir created (files, one level of subdirectory). */
