@@ -580,8 +580,8 @@ static void history_print(const history_t *h) {
         step_t s;
         char tm[48];
         step_read(e, &s);
-        printf("    %s  %-7s  %-10s  %-15s  %s\n", hv_fmt_time(e->time_ms, tm, sizeof(tm)), s.step,
-               s.state, s.cause[0] ? s.cause : "-", s.reason);
+        printf("    %s  %-7s  %-10s  %-15s  %-10s  %s\n", hv_fmt_time(e->time_ms, tm, sizeof(tm)),
+               s.step, s.state, s.cause[0] ? s.cause : "-", e->node[0] ? e->node : "-", s.reason);
     }
 }
 
