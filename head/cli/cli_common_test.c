@@ -1359,6 +1359,43 @@ static void test_json_field(void) {
     CHECK_STR(small, "res");
 }
 
+/* hv_cli_actor_history: the steps of one actor, the newest `max`, counted. */
+static void test_actor_history(void) {
+    static const char *const data[] = {
+        "{\"actor_id\":4,\"step\":\"\"}",        /* created */
+        "{\"actor_id\":4,\"step\":\"restart\"}", /* 1 */
+        "",                                      /* no data: an older head's */
+        "{\"actor_id\":5,\"step\":\"restart\"}", /* another actor's */
+        "{\"actor_id\":4,\"step\":\"move\"}",    /* 4 */
+        "{\"step\":\"death\"}",                  /* names no actor */
+        "{\"actor_id\":4,\"step\":\"death\"}",   /* 6 */
+    };
+    enum { N = sizeof(data) / sizeof(data[0]) };
+    Hvpb__V1__Event es[N], *ep[N];
+    for (size_t i = 0; i < N; i++) {
+        hvpb__v1__event__init(&es[i]);
+        es[i].data = (char *)data[i];
+        ep[i] = &es[i];
+    }
+    static const struct {
+        uint64_t actor;
+        size_t max, n, earlier;
+        size_t pick[3];
+    } cases[] = {
+        {4, 20, 3, 0, {1, 4, 6}}, {4, 2, 2, 1, {4, 6}}, {4, 1, 1, 2, {6}},
+        {4, 0, 0, 3, {0}},        {5, 20, 1, 0, {3}},   {9, 20, 0, 0, {0}},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t pick[20] = {0}, earlier = 99;
+        size_t n = hv_cli_actor_history(ep, N, cases[c].actor, cases[c].max, pick, &earlier);
+        CHECK_INT((int)n, (int)cases[c].n);
+        CHECK_INT((int)earlier, (int)cases[c].earlier);
+        for (size_t k = 0; k < n && k < 3; k++) {
+            CHECK_INT((int)pick[k], (int)cases[c].pick[k]);
+        }
+    }
+}
+
 static void write_doc(FILE *f, void *ud) {
     (void)ud;
     hv_cli_json_t j;
@@ -1670,6 +1707,7 @@ static const struct {
     {"json_doc", test_json_doc},
     {"json_embed", test_json_embed},
     {"json_field", test_json_field},
+    {"actor_history", test_actor_history},
 };
 
 /* Removes what make_tmpdir created (files, one level of subdirectory). */
