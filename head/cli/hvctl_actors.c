@@ -128,10 +128,9 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
                    "restarts and moves, and its calls served and failed with the median and\n"
                    "p99 of their service time (summed over its processes, reported about\n"
                    "once a second), and its history: each restart, move and its death with\n"
-                   "time, state, cause and the head's words, newest last (the last 20;\n"
-                   "--json: \"history\", an array). Options of hvctl (--head, --ca, --insecure, "
-                   "--token-file,\n"
-                   "--json) apply. docs/actors.md\n");
+                   "time, state, cause, node and the head's words, newest last (the last 20;\n"
+                   "--json: \"history\", an array). Options of hvctl (--head, --ca,\n"
+                   "--insecure, --token-file, --json) apply. docs/actors.md\n");
             *status = HV_CLI_EXIT_OK;
             return 1;
         }
@@ -511,8 +510,8 @@ static void step_read(const Hvpb__V1__Event *e, step_t *o) {
     hv_cli_json_field_u64(e->data, "moves", &o->moves);
 }
 
-/* "earlier": steps older than those shown; "unfetched": the actor has more events than were
- * fetched, so older steps may exist beyond those counted. */
+/* 1 when the actor has more events than were fetched: older steps may exist beyond those
+ * counted in h->earlier. */
 static int history_unfetched(const history_t *h) {
     return h->r != NULL && h->r->total > h->r->n_events;
 }
