@@ -2197,6 +2197,9 @@ typedef struct jscan_s {
     hv_cli_json_t *out; /* NULL: check only */
     int depth;          /* containers open in the text */
     int max_depth;      /* containers the writer has room for */
+    const char *key;    /* find: the top-level key looked for, quoted ("\"step\""), or NULL */
+    const char *found;  /* find: where its value's token starts (NULL: not found) */
+    size_t found_len;   /* find: the token's length */
 } jscan_t;
 
 static void jscan_ws(jscan_t *s) {
@@ -2313,6 +2316,8 @@ static int jscan_container(jscan_t *s, int is_obj) {
                 if (s->out != NULL) {
                     json_raw_key(s->out, s->p, len);
                 }
+                int want = s->key != NULL && s->depth == 1 && s->found == NULL &&
+                           strlen(s->key) == len && memcmp(s->key, s->p, len) == 0;
                 s->p += len;
                 jscan_ws(s);
                 if (*s->p != ':') {
@@ -2320,8 +2325,15 @@ static int jscan_container(jscan_t *s, int is_obj) {
                 }
                 s->p++;
                 jscan_ws(s);
-            }
-            if (!jscan_value(s)) {
+                const char *start = s->p;
+                if (!jscan_value(s)) {
+                    return 0;
+                }
+                if (want) {
+                    s->found = start;
+                    s->found_len = (size_t)(s->p - start);
+                }
+            } else if (!jscan_value(s)) {
                 return 0;
             }
             jscan_ws(s);
@@ -2402,6 +2414,72 @@ hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object) {
     }
     jscan_text(text, j, HV_CLI_JSON_MAX_DEPTH - j->depth);
     return j->err ? HV_EINVAL : HV_OK;
+}
+
+/* The token of the top-level key's value in the object text, or NULL (not an object, not valid
+ * JSON, or no such key). */
+static const char *json_find(const char *text, const char *key, size_t *len) {
+    char quoted[64];
+    int n = snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+    if (text == NULL || n < 0 || (size_t)n >= sizeof(quoted)) {
+        return NULL;
+    }
+    jscan_t s = {.p = text, .max_depth = HV_CLI_JSON_MAX_DEPTH, .key = quoted};
+    jscan_ws(&s);
+    if (*s.p != '{' || !jscan_value(&s)) {
+        return NULL;
+    }
+    jscan_ws(&s);
+    if (*s.p != '\0' || s.found == NULL) {
+        return NULL;
+    }
+    *len = s.found_len;
+    return s.found;
+}
+
+int hv_cli_json_field_str(const char *json, const char *key, char *buf, size_t len) {
+    size_t tl = 0;
+    const char *t = json_find(json, key, &tl);
+    if (t == NULL || *t != '"' || len == 0) {
+        return 0;
+    }
+    size_t o = 0;
+    for (size_t i = 1; i + 1 < tl && o + 1 < len; i++) {
+        char c = t[i];
+        if (c == '\\') {
+            char e = t[++i];
+            c = e == 'n'   ? '\n'
+                : e == 't' ? '\t'
+                : e == 'r' ? '\r'
+                : e == 'b' ? '\b'
+                : e == 'f' ? '\f'
+                           : e;
+            if (e == 'u') {
+                c = '?'; /* the head writes \u only for control characters */
+                i += 4;
+            }
+        }
+        buf[o++] = c;
+    }
+    buf[o] = '\0';
+    return 1;
+}
+
+int hv_cli_json_field_u64(const char *json, const char *key, uint64_t *out) {
+    size_t tl = 0;
+    const char *t = json_find(json, key, &tl);
+    if (t == NULL || tl == 0 || tl > 20 || *t < '0' || *t > '9') {
+        return 0;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < tl; i++) {
+        if (t[i] < '0' || t[i] > '9' || v > (UINT64_MAX - (uint64_t)(t[i] - '0')) / 10) {
+            return 0; /* a fraction, an exponent or too big */
+        }
+        v = v * 10 + (uint64_t)(t[i] - '0');
+    }
+    *out = v;
+    return 1;
 }
 
 hv_err hv_cli_json_finish(hv_cli_json_t *j) {
@@ -2574,6 +2652,30 @@ static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
+}
+
+/* 1 when e is a step of actor_id's life. */
+static int actor_step(const Hvpb__V1__Event *e, uint64_t actor_id) {
+    char step[16];
+    uint64_t id = 0;
+    return e != NULL && hv_cli_json_field_u64(e->data, "actor_id", &id) && id == actor_id &&
+           hv_cli_json_field_str(e->data, "step", step, sizeof(step)) && step[0] != '\0';
+}
+
+size_t hv_cli_actor_history(Hvpb__V1__Event *const *ev, size_t n, uint64_t actor_id, size_t max,
+                            size_t *pick, size_t *earlier) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += (size_t)actor_step(ev[i], actor_id);
+    }
+    size_t skip = total > max ? total - max : 0, k = 0, seen = 0;
+    for (size_t i = 0; i < n && k < max; i++) {
+        if (actor_step(ev[i], actor_id) && seen++ >= skip) {
+            pick[k++] = i;
+        }
+    }
+    *earlier = skip;
+    return k;
 }
 
 void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,

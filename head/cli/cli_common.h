@@ -409,6 +409,13 @@ hv_err hv_cli_json_finish(hv_cli_json_t *j);
  * nests too deep; want_object set also refuses a value that is not an object. */
 hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object);
 
+/* A top-level field of a JSON object text (an event's data): 1 when json is one valid object
+ * with key and its value is of the type asked, 0 otherwise (out untouched). The string is
+ * unescaped into buf (cut to len-1 bytes; \u escapes become '?'); the number must be a
+ * non-negative integer that fits. Nested objects' keys never match. */
+int hv_cli_json_field_str(const char *json, const char *key, char *buf, size_t len);
+int hv_cli_json_field_u64(const char *json, const char *key, uint64_t *out);
+
 /* Writes s as a quoted JSON string: escapes '"', '\\' and control characters, and replaces bytes
  * that are not valid UTF-8 with U+FFFD so that the output is always valid JSON. */
 void hv_cli_json_write_string(FILE *f, const char *s);
@@ -456,6 +463,14 @@ void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_
  * with its process gone, or moving with no slot for its replacement yet): the actors hvctl
  * status lists with their reason. */
 int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v);
+
+/* An actor's history (`hvctl actor`): of its events ev[0..n) (ascending, from ListEvents with
+ * actor_id), those that are a step of its life (data "step": restart, move, death) and name
+ * actor_id in their data, the newest `max` of them: their indexes go to pick (room for max), in
+ * ascending order. Returns how many were picked; *earlier gets how many older steps were left
+ * out. */
+size_t hv_cli_actor_history(Hvpb__V1__Event *const *ev, size_t n, uint64_t actor_id, size_t max,
+                            size_t *pick, size_t *earlier);
 
 /* `hvctl status --json`: {"cluster_name", "head", "nodes": {...}, "slots": {...}, "jobs": {...},
  * "actors": {"alive", "starting", "restarting", "moving", "pending", "dead"}, "pending_demand": {"jobs",

@@ -1320,6 +1320,82 @@ static void test_json_escape(void) {
     }
 }
 
+static void test_json_field(void) {
+    static const char *const data =
+        "{\"actor_id\":7,\"name\":\"x\",\"sub\":{\"step\":\"inner\"},\"step\":\"restart\","
+        "\"reason\":\"said \\\"no\\\"\\n\\u0001\",\"big\":18446744073709551616,"
+        "\"neg\":-1,\"frac\":1.5,\"t\":true}";
+    static const struct {
+        const char *json, *key;
+        int str_ok;
+        const char *str;
+        int num_ok;
+        uint64_t num;
+    } cases[] = {
+        {data, "step", 1, "restart", 0, 0}, /* the top level's, not sub's */
+        {data, "name", 1, "x", 0, 0},
+        {data, "reason", 1, "said \"no\"\n?", 0, 0},
+        {data, "actor_id", 0, "", 1, 7},
+        {data, "big", 0, "", 0, 0},
+        {data, "neg", 0, "", 0, 0},
+        {data, "frac", 0, "", 0, 0},
+        {data, "t", 0, "", 0, 0},
+        {data, "missing", 0, "", 0, 0},
+        {"{\"step\":\"restart\"", "step", 0, "", 0, 0}, /* not valid JSON */
+        {"[\"step\",\"x\"]", "step", 0, "", 0, 0},      /* not an object */
+        {"", "step", 0, "", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[64] = "untouched";
+        uint64_t n = 99;
+        CHECK(hv_cli_json_field_str(cases[i].json, cases[i].key, buf, sizeof(buf)) ==
+              cases[i].str_ok);
+        CHECK_STR(buf, cases[i].str_ok ? cases[i].str : "untouched");
+        CHECK(hv_cli_json_field_u64(cases[i].json, cases[i].key, &n) == cases[i].num_ok);
+        CHECK(n == (cases[i].num_ok ? cases[i].num : 99));
+    }
+    char small[4];
+    CHECK(hv_cli_json_field_str(data, "step", small, sizeof(small)) == 1);
+    CHECK_STR(small, "res");
+}
+
+/* hv_cli_actor_history: the steps of one actor, the newest `max`, counted. */
+static void test_actor_history(void) {
+    static const char *const data[] = {
+        "{\"actor_id\":4,\"step\":\"\"}",        /* created */
+        "{\"actor_id\":4,\"step\":\"restart\"}", /* 1 */
+        "",                                      /* no data: an older head's */
+        "{\"actor_id\":5,\"step\":\"restart\"}", /* another actor's */
+        "{\"actor_id\":4,\"step\":\"move\"}",    /* 4 */
+        "{\"step\":\"death\"}",                  /* names no actor */
+        "{\"actor_id\":4,\"step\":\"death\"}",   /* 6 */
+    };
+    enum { N = sizeof(data) / sizeof(data[0]) };
+    Hvpb__V1__Event es[N], *ep[N];
+    for (size_t i = 0; i < N; i++) {
+        hvpb__v1__event__init(&es[i]);
+        es[i].data = (char *)data[i];
+        ep[i] = &es[i];
+    }
+    static const struct {
+        uint64_t actor;
+        size_t max, n, earlier;
+        size_t pick[3];
+    } cases[] = {
+        {4, 20, 3, 0, {1, 4, 6}}, {4, 2, 2, 1, {4, 6}}, {4, 1, 1, 2, {6}},
+        {4, 0, 0, 3, {0}},        {5, 20, 1, 0, {3}},   {9, 20, 0, 0, {0}},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t pick[20] = {0}, earlier = 99;
+        size_t n = hv_cli_actor_history(ep, N, cases[c].actor, cases[c].max, pick, &earlier);
+        CHECK_INT((int)n, (int)cases[c].n);
+        CHECK_INT((int)earlier, (int)cases[c].earlier);
+        for (size_t k = 0; k < n && k < 3; k++) {
+            CHECK_INT((int)pick[k], (int)cases[c].pick[k]);
+        }
+    }
+}
+
 static void write_doc(FILE *f, void *ud) {
     (void)ud;
     hv_cli_json_t j;
@@ -1630,6 +1706,8 @@ static const struct {
     {"json_escape", test_json_escape},
     {"json_doc", test_json_doc},
     {"json_embed", test_json_embed},
+    {"json_field", test_json_field},
+    {"actor_history", test_actor_history},
 };
 
 /* Removes what make_tmpdir created (files, one level of subdirectory). */

@@ -127,8 +127,10 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
                    "--owner-job the actor is detached. hvctl actor NAME shows its state, node,\n"
                    "restarts and moves, and its calls served and failed with the median and\n"
                    "p99 of their service time (summed over its processes, reported about\n"
-                   "once a second). Options of hvctl (--head, --ca, --insecure, --token-file,\n"
-                   "--json) apply. docs/actors.md\n");
+                   "once a second), and its history: each restart, move and its death with\n"
+                   "time, state, cause, node and the head's words, newest last (the last 20;\n"
+                   "--json: \"history\", an array). Options of hvctl (--head, --ca,\n"
+                   "--insecure, --token-file, --json) apply. docs/actors.md\n");
             *status = HV_CLI_EXIT_OK;
             return 1;
         }
@@ -325,7 +327,11 @@ static int upload(hv_rpc_channel_t *ch, const char *head, const char *path, char
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
-static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v) {
+typedef struct history_s history_t;
+static void history_json(hv_cli_json_t *j, const history_t *h);
+
+/* v as a JSON object; with h (hvctl actor NAME) its history too. */
+static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v, const history_t *h) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_key(j, "id");
     hv_cli_json_u64(j, v->id);
@@ -400,6 +406,9 @@ static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v) {
     }
     hv_cli_json_key(j, "figures_ms");
     hv_cli_json_u64(j, v->figures_ms);
+    if (h != NULL) {
+        history_json(j, h);
+    }
     hv_cli_json_obj_end(j);
 }
 
@@ -450,6 +459,129 @@ static void print_one(const Hvpb__V1__ActorView *v) {
         printf("  bytes      %" PRIu64 " in, %" PRIu64 " out\n", v->bytes_in, v->bytes_out);
     }
     printf("  last event %s\n", v->reason);
+}
+
+/* ---- history ----------------------------------------------------------------------------------- */
+
+/* How many of an actor's newest events hvctl actor asks for, and how many steps it shows. */
+#define HISTORY_FETCH 1000
+#define HISTORY_SHOW 20
+
+/* The actor's history as fetched: its events (owned reply, NULL when it could not be had) and
+ * the steps picked from them. */
+typedef struct history_s {
+    Hvpb__V1__ListEventsReply *r;
+    char err[256]; /* r == NULL: why */
+    size_t pick[HISTORY_SHOW], n, earlier;
+} history_t;
+
+static void history_fetch(hv_rpc_channel_t *ch, uint64_t id, history_t *h) {
+    memset(h, 0, sizeof(*h));
+    Hvpb__V1__ListEventsRequest req = HVPB__V1__LIST_EVENTS_REQUEST__INIT;
+    req.actor_id = id;
+    req.limit = HISTORY_FETCH;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/ListEvents", &req.base,
+                         &hvpb__v1__list_events_reply__descriptor, HV_CLI_UNARY_MS, &resp,
+                         &st) != HV_OK) {
+        snprintf(h->err, sizeof(h->err), "%.200s", st.msg[0] ? st.msg : "the head did not answer");
+        return;
+    }
+    h->r = (Hvpb__V1__ListEventsReply *)resp;
+    h->n =
+        hv_cli_actor_history(h->r->events, h->r->n_events, id, HISTORY_SHOW, h->pick, &h->earlier);
+}
+
+/* One step's fields from its event's data ("" or 0 when missing). */
+typedef struct step_s {
+    char step[16], state[16], cause[32], reason[256];
+    uint64_t restarts, moves;
+} step_t;
+
+static void step_read(const Hvpb__V1__Event *e, step_t *o) {
+    memset(o, 0, sizeof(*o));
+    hv_cli_json_field_str(e->data, "step", o->step, sizeof(o->step));
+    hv_cli_json_field_str(e->data, "state", o->state, sizeof(o->state));
+    hv_cli_json_field_str(e->data, "cause", o->cause, sizeof(o->cause));
+    hv_cli_json_field_str(e->data, "reason", o->reason, sizeof(o->reason));
+    hv_cli_json_field_u64(e->data, "restarts", &o->restarts);
+    hv_cli_json_field_u64(e->data, "moves", &o->moves);
+}
+
+/* 1 when the actor has more events than were fetched: older steps may exist beyond those
+ * counted in h->earlier. */
+static int history_unfetched(const history_t *h) {
+    return h->r != NULL && h->r->total > h->r->n_events;
+}
+
+static void history_json(hv_cli_json_t *j, const history_t *h) {
+    hv_cli_json_key(j, "history");
+    if (h->r == NULL) {
+        hv_cli_json_null(j);
+        hv_cli_json_key(j, "history_error");
+        hv_cli_json_str(j, h->err);
+        return;
+    }
+    hv_cli_json_arr_begin(j);
+    for (size_t i = 0; i < h->n; i++) {
+        const Hvpb__V1__Event *e = h->r->events[h->pick[i]];
+        step_t s;
+        step_read(e, &s);
+        hv_cli_json_obj_begin(j);
+        hv_cli_json_key(j, "seq");
+        hv_cli_json_u64(j, e->seq);
+        hv_cli_json_key(j, "time_ms");
+        hv_cli_json_u64(j, e->time_ms);
+        hv_cli_json_key(j, "step");
+        hv_cli_json_str(j, s.step);
+        hv_cli_json_key(j, "state");
+        hv_cli_json_str(j, s.state);
+        hv_cli_json_key(j, "cause");
+        hv_cli_json_str(j, s.cause);
+        hv_cli_json_key(j, "restarts");
+        hv_cli_json_u64(j, s.restarts);
+        hv_cli_json_key(j, "moves");
+        hv_cli_json_u64(j, s.moves);
+        hv_cli_json_key(j, "node");
+        hv_cli_json_str(j, e->node);
+        hv_cli_json_key(j, "reason");
+        hv_cli_json_str(j, s.reason);
+        hv_cli_json_obj_end(j);
+    }
+    hv_cli_json_arr_end(j);
+    hv_cli_json_key(j, "history_earlier");
+    hv_cli_json_u64(j, h->earlier);
+    hv_cli_json_key(j, "history_complete");
+    hv_cli_json_bool(j, !history_unfetched(h));
+}
+
+static void history_print(const history_t *h) {
+    if (h->r == NULL) {
+        printf("  history    not available: %s\n", h->err);
+        return;
+    }
+    if (h->n == 0) {
+        printf("  history    no restart, move or death%s\n",
+               history_unfetched(h) ? " among its newest events" : "");
+        return;
+    }
+    printf("  history    restarts, moves and death, newest last");
+    if (h->earlier > 0) {
+        printf(" (%zu earlier not shown%s)", h->earlier, history_unfetched(h) ? ", and more" : "");
+    } else if (history_unfetched(h)) {
+        printf(" (earlier ones may not be shown)");
+    }
+    printf("\n");
+    for (size_t i = 0; i < h->n; i++) {
+        const Hvpb__V1__Event *e = h->r->events[h->pick[i]];
+        step_t s;
+        char tm[48];
+        step_read(e, &s);
+        printf("    %s  %-7s  %-10s  %-15s  %-10s  %s\n", hv_fmt_time(e->time_ms, tm, sizeof(tm)),
+               s.step, s.state, s.cause[0] ? s.cause : "-", e->node[0] ? e->node : "-", s.reason);
+    }
 }
 
 /* ---- commands ---------------------------------------------------------------------------------- */
@@ -554,7 +686,7 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t
     if (o->json) {
         hv_cli_json_t j;
         hv_cli_json_init(&j, stdout);
-        print_json(&j, v);
+        print_json(&j, v, NULL);
         hv_cli_json_finish(&j);
     } else {
         printf("actor %" PRIu64 " created%s%s (%s)\n", v->id, v->name[0] ? ": " : "", v->name,
@@ -581,7 +713,7 @@ static int cmd_list(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *
         hv_cli_json_init(&j, stdout);
         hv_cli_json_arr_begin(&j);
         for (size_t i = 0; i < r->n_actors; i++) {
-            print_json(&j, r->actors[i]);
+            print_json(&j, r->actors[i], NULL);
         }
         hv_cli_json_arr_end(&j);
         hv_cli_json_finish(&j);
@@ -635,15 +767,25 @@ static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const actor_opts
         return status;
     }
     const Hvpb__V1__ActorView *v = (const Hvpb__V1__ActorView *)resp;
+    int get = strcmp(o->cmd, "get") == 0;
+    history_t h;
+    memset(&h, 0, sizeof(h));
+    if (get) {
+        history_fetch(ch, v->id, &h);
+    }
     if (o->json) {
         hv_cli_json_t j;
         hv_cli_json_init(&j, stdout);
-        print_json(&j, v);
+        print_json(&j, v, get ? &h : NULL);
         hv_cli_json_finish(&j);
-    } else if (strcmp(o->cmd, "kill") == 0) {
+    } else if (!get) {
         printf("actor %" PRIu64 ": %s\n", v->id, v->reason);
     } else {
         print_one(v);
+        history_print(&h);
+    }
+    if (h.r != NULL) {
+        hv_rpc_msg_free(&h.r->base);
     }
     hv_rpc_msg_free(resp);
     return HV_CLI_EXIT_OK;

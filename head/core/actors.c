@@ -385,6 +385,19 @@ hv_err hv_am_cause_parse(const char *s, hv_am_cause_t *out) {
     return HV_EINVAL;
 }
 
+const char *hv_am_step(const hv_am_actor_t *prev, const hv_am_actor_t *now) {
+    if (now->state == HV_AM_DEAD && prev->state != HV_AM_DEAD) {
+        return "death";
+    }
+    if (now->restarts > prev->restarts) {
+        return "restart";
+    }
+    if (now->moves > prev->moves) {
+        return "move";
+    }
+    return "";
+}
+
 int hv_am_name_ok(const char *name) {
     size_t n = name != NULL ? strlen(name) : 0;
     if (n == 0 || n > 63 || name[0] == '.' || name[0] == '-') {

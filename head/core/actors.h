@@ -203,6 +203,11 @@ hv_err hv_am_state_parse(const char *s, hv_am_state_t *out);
 const char *hv_am_cause_name(hv_am_cause_t c);
 hv_err hv_am_cause_parse(const char *s, hv_am_cause_t *out);
 
+/* What an input did to the actor's life, from its state before (prev) to after (now), for its
+ * history (`hvctl actor`): "death" when it became dead, "restart" when a restart was counted,
+ * "move" when a move was, else "" (started, a move's later steps, no change). */
+const char *hv_am_step(const hv_am_actor_t *prev, const hv_am_actor_t *now);
+
 /* 1 when name is a valid actor name or namespace: 1 to 63 of [A-Za-z0-9._-], not starting with
  * '.' or '-'. */
 int hv_am_name_ok(const char *name);

@@ -476,6 +476,80 @@ static void case_words(void) {
     }
 }
 
+/* hv_am_step through a life: each input's step, as `hvctl actor` shows it in the history. */
+static void case_steps(void) {
+    enum { CREATE, PLACE, START, CRASH, EXIT0, NOTICE, KILL, KILL_RESTART, LOST };
+    static const struct {
+        int op;
+        uint64_t node;
+        const char *step;
+    } life[] = {
+        {CREATE, 0, ""},     {PLACE, 1, ""},
+        {START, 0, ""},      {CRASH, 0, "restart"},
+        {PLACE, 1, ""},      {START, 0, ""},
+        {NOTICE, 1, "move"}, {PLACE, 2, ""}, /* the slot reserved, the old process stops */
+        {EXIT0, 0, ""},                      /* it stopped: the replacement starts */
+        {START, 0, ""},      {KILL_RESTART, 0, "restart"},
+        {PLACE, 3, ""},      {START, 0, ""},
+        {LOST, 3, "death"}, /* out of restarts */
+    };
+    hv_am_actor_t a;
+    hv_am_out_t out;
+    hv_am_exit_t crash = {.status = -1, .signal = 9};
+    hv_am_exit_t ok = {.status = 0};
+    memset(&a, 0, sizeof(a));
+    for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++) {
+        hv_am_actor_t prev = a;
+        hv_err rc = HV_OK;
+        switch (life[i].op) {
+        case CREATE:
+            hv_am_create(&a, 5, 2, 0, &out);
+            break;
+        case PLACE:
+            rc = hv_am_placed(&a, life[i].node, &out);
+            break;
+        case START:
+            rc = hv_am_started(&a, a.incarnation, &out);
+            break;
+        case CRASH:
+            rc = hv_am_exited(&a, a.incarnation, &crash, &out);
+            break;
+        case EXIT0:
+            rc = hv_am_exited(&a, a.incarnation, &ok, &out);
+            break;
+        case NOTICE:
+            rc = hv_am_notice(&a, life[i].node, &out);
+            break;
+        case KILL:
+            rc = hv_am_kill(&a, 0, &out);
+            break;
+        case KILL_RESTART:
+            rc = hv_am_kill(&a, 1, &out);
+            rc = rc == HV_OK ? hv_am_exited(&a, a.incarnation, &crash, &out) : rc;
+            break;
+        case LOST:
+            rc = hv_am_node_lost(&a, life[i].node, &out);
+            break;
+        }
+        CHECK_RC(rc, HV_OK);
+        if (strcmp(hv_am_step(&prev, &a), life[i].step) != 0) {
+            fprintf(stderr, "step %zu: got '%s', want '%s'\n", i, hv_am_step(&prev, &a),
+                    life[i].step);
+            CHECK(0);
+        }
+    }
+    CHECK_EQ(a.state, HV_AM_DEAD);
+    CHECK_EQ(a.restarts, 2);
+    CHECK_EQ(a.moves, 1);
+    /* Dead stays dead: no second death; killed without restart: a death. */
+    CHECK(strcmp(hv_am_step(&a, &a), "") == 0);
+    hv_am_actor_t b;
+    hv_am_create(&b, 6, 0, 0, &out);
+    hv_am_actor_t before = b;
+    CHECK_RC(hv_am_kill(&b, 0, &out), HV_OK);
+    CHECK(strcmp(hv_am_step(&before, &b), "death") == 0);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"create_place_start", case_create_place_start},
@@ -491,6 +565,7 @@ int main(int argc, char **argv) {
         {"owner_ended", case_owner_ended},
         {"head_restart", case_head_restart},
         {"words", case_words},
+        {"steps", case_steps},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

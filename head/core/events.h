@@ -45,6 +45,7 @@ typedef struct hv_ev_fields_s {
     uint64_t duration_ms;  /* round.close: how long the round gathered */
     uint32_t job_state;    /* job.state: HV_EV_JOB_STATE(the new hv_job_state_t); 0 = none */
     int rollback;          /* round.open/close: the round rolls back */
+    uint64_t actor_id;     /* actor.*: the actor; 0 = none */
 } hv_ev_fields_t;
 
 /* The wire's JobState of an hv_job_state_t (the head's enum counts from 0, the wire's from 1). */

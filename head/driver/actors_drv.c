@@ -156,6 +156,40 @@ static const char *who(const hv_dactor_t *x, char *buf, size_t len) {
     return buf;
 }
 
+/* s as the inside of a JSON string into buf (cut to fit, never mid-escape). */
+static void json_inner(const char *s, char *buf, size_t len) {
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        char e[8];
+        int n = *p == '"' || *p == '\\' ? snprintf(e, sizeof(e), "\\%c", *p)
+                : *p < 0x20             ? snprintf(e, sizeof(e), "\\u%04x", *p)
+                                        : snprintf(e, sizeof(e), "%c", *p);
+        if (n < 0 || o + (size_t)n >= len) {
+            break;
+        }
+        memcpy(buf + o, e, (size_t)n);
+        o += (size_t)n;
+    }
+    buf[o] = '\0';
+}
+
+/* An actor event's data (docs/ARCHITECTURE.md, actor.*): who, its state and counts after the
+ * input, the step it took (hv_am_step) and the announcement's words. */
+static void event_data(const hv_dactor_t *x, const char *step, const char *text, char *buf,
+                       size_t len) {
+    char words[600]; /* text is at most 255 bytes: 6 per byte escaped would not fit, cut */
+    json_inner(text, words, sizeof(words));
+    int n = snprintf(buf, len,
+                     "{\"actor_id\":%" PRIu64 ",\"namespace\":\"%s\",\"name\":\"%s\","
+                     "\"state\":\"%s\",\"cause\":\"%s\",\"restarts\":%u,\"moves\":%u,"
+                     "\"step\":\"%s\",\"reason\":\"%s\"}",
+                     x->am.id, x->ns, x->name, hv_am_state_name(x->am.state),
+                     hv_am_cause_name(x->am.cause), x->am.restarts, x->am.moves, step, words);
+    if (n < 0 || (size_t)n >= len) {
+        snprintf(buf, len, "{\"actor_id\":%" PRIu64 "}", x->am.id); /* cannot happen: sized */
+    }
+}
+
 /* Carries out out for x, whose state before the input was prev: store first; on failure x is
  * put back and nothing else happens (HV_EUNAVAIL). */
 static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
@@ -238,10 +272,12 @@ static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
             }
             break;
         case HV_AM_ACT_ANNOUNCE: {
-            char kind[32];
+            char kind[32], data[1024];
             snprintf(kind, sizeof(kind), "actor.%s", hv_am_state_name(x->am.state));
-            hv_driver_event(a->d, 0, x->am.node_id, kind, NULL, "%s: %s",
-                            who(x, name, sizeof(name)), out->text);
+            event_data(x, hv_am_step(prev, &x->am), out->text, data, sizeof(data));
+            hv_ev_fields_t f = {.actor_id = x->am.id};
+            hv_driver_event_f(a->d, 0, x->am.node_id, kind, &f, data, "%s: %s",
+                              who(x, name, sizeof(name)), out->text);
             break;
         }
         }
@@ -911,9 +947,11 @@ hv_err hv_actors_new(hv_actors_t *a, const hv_actor_new_t *c, const hv_dactor_t 
         return HV_EUNAVAIL;
     }
     append(a, x);
-    char name[128];
-    hv_driver_event(a->d, 0, 0, "actor.pending", NULL, "%s of class %s: %s",
-                    who(x, name, sizeof(name)), x->class_name, mo.text);
+    char name[128], data[1024];
+    event_data(x, "", mo.text, data, sizeof(data));
+    hv_ev_fields_t f = {.actor_id = x->am.id};
+    hv_driver_event_f(a->d, 0, 0, "actor.pending", &f, data, "%s of class %s: %s",
+                      who(x, name, sizeof(name)), x->class_name, mo.text);
     hv_driver_schedule(a->d);
     *out = x;
     return HV_OK;

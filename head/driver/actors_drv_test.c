@@ -10,6 +10,7 @@
 #include "actors_drv.h"
 #include "hv_check.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,28 @@ static void case_lifecycle(void) {
     CHECK_EQ(x->am.restarts, 1);
     CHECK_STR(x->address, "");
     CHECK_EQ(y->am.state, HV_AM_STARTING);
+    /* Its events are stored with its id, the restart's data naming it, the step and cause. */
+    hv_event_row_t *ev = NULL;
+    size_t nev = 0;
+    uint64_t total = 0;
+    CHECK_RC(hv_store_event_list_actor(H.store, x->am.id, 0, &ev, &nev, &total), HV_OK);
+    CHECK_EQ(nev, 3); /* pending, alive, restarting */
+    CHECK_EQ(total, 3);
+    if (nev == 3) {
+        CHECK_STR(ev[0].kind, "actor.pending");
+        CHECK_STR(ev[2].kind, "actor.restarting");
+        CHECK_EQ(ev[2].f.actor_id, x->am.id);
+        char want[160];
+        snprintf(want, sizeof(want),
+                 "{\"actor_id\":%" PRIu64 ",\"namespace\":\"default\",\"name\":\"ctr\","
+                 "\"state\":\"restarting\",\"cause\":\"exited\",\"restarts\":1,\"moves\":0,"
+                 "\"step\":\"restart\",",
+                 x->am.id);
+        CHECK(strncmp(ev[2].data, want, strlen(want)) == 0);
+        CHECK(strstr(ev[2].data, "killed by signal 9\"}") != NULL);
+        CHECK(strstr(ev[1].data, "\"step\":\"\"") != NULL); /* alive: no step */
+    }
+    hv_store_event_free_list(ev, nev);
     uint64_t nb = join("b", 1, NULL, 0);
     CHECK_EQ(x->am.state, HV_AM_RESTARTING); /* still in its backoff */
     sleep_ms(300);

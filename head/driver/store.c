@@ -375,11 +375,18 @@ static const char store_v16_sql[] = "CREATE TABLE actor_figures ("
                                     " cur TEXT NOT NULL,"
                                     " report_ms INTEGER NOT NULL);";
 
+/* v17: an actor's events (issue 17 §3: `hvctl actor` shows its restarts, moves and death): the
+ * actor they are about, indexed to list them (hv_store_event_list_actor). Rows stored before:
+ * 0 (none). */
+static const char store_v17_sql[] = "ALTER TABLE events ADD COLUMN actor_id INTEGER NOT NULL"
+                                    " DEFAULT 0;"
+                                    "CREATE INDEX events_actor ON events (actor_id, seq);";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
     store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,  store_v6_sql,
     store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql, store_v11_sql, store_v12_sql,
-    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql};
+    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql, store_v17_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -411,6 +418,8 @@ enum {
     ST_EVENT_COUNT,
     ST_EVENT_SUM,
     ST_EVENT_REASONS,
+    ST_EVENT_LIST_ACTOR,
+    ST_EVENT_COUNT_ACTOR,
     ST_ARTIFACT_PUT,
     ST_ARTIFACT_GET,
     ST_ARTIFACT_TOUCH,
@@ -464,7 +473,7 @@ enum {
     " cross_rank, done, removed, addr"
 #define EVENT_COLS                                                                                 \
     "seq, time_ms, job_id, node_id, kind, message, data, generation, reason, node, worker_id,"     \
-    " rank, duration_ms, job_state, rollback"
+    " rank, duration_ms, job_state, rollback, actor_id"
 #define ARTIFACT_COLS "digest, path, size, created_ms, last_used_ms"
 #define AUDIT_COLS "seq, time_ms, who_kind, who_id, peer, method, target, code, result"
 #define JTOKEN_COLS                                                                                \
@@ -539,8 +548,9 @@ static const char *const store_sql[ST__COUNT] = {
                            " AND (?1 = 0 OR " WORKER_ACTIVE ") ORDER BY job_id, rank, attempt",
     [ST_EVENT_APPEND] = "INSERT INTO events (time_ms, job_id, node_id, kind, message, data,"
                         " generation, reason, node, worker_id, rank, duration_ms, job_state,"
-                        " rollback)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                        " rollback, actor_id)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+                        " ?15)",
     /* The inner query picks the newest `limit` events, the outer one puts them back in order. */
     [ST_EVENT_LIST_ALL] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
                           " WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
@@ -554,6 +564,9 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_EVENT_REASONS] =
         "SELECT reason, rollback, COUNT(*) FROM events WHERE kind = ?1"
         " AND generation >= ?2 GROUP BY reason, rollback ORDER BY reason, rollback",
+    [ST_EVENT_LIST_ACTOR] = "SELECT " EVENT_COLS " FROM (SELECT " EVENT_COLS " FROM events"
+                            " WHERE actor_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
+    [ST_EVENT_COUNT_ACTOR] = "SELECT COUNT(*) FROM events WHERE actor_id = ?1",
     [ST_ARTIFACT_PUT] = "INSERT OR REPLACE INTO artifacts (digest, path, size, created_ms,"
                         " last_used_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ARTIFACT_GET] = "SELECT " ARTIFACT_COLS " FROM artifacts WHERE digest = ?1",
@@ -2103,6 +2116,7 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
     r->f.duration_ms = col_u64(st, 12);
     r->f.job_state = col_u32(st, 13);
     r->f.rollback = col_int(st, 14) != 0;
+    r->f.actor_id = col_u64(st, 15);
     if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK ||
         col_text(st, 6, &r->data) != HV_OK || col_text(st, 9, &r->node) != HV_OK) {
         event_fini_v(r);
@@ -2143,6 +2157,7 @@ hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id,
     bind_u64(&b, 12, f->duration_ms);
     bind_u64(&b, 13, f->job_state);
     bind_int(&b, 14, f->rollback != 0);
+    bind_u64(&b, 15, f->actor_id);
     if ((rc = store_bind_check(s, &b, "event append")) != HV_OK ||
         (rc = store_exec_stmt(s, st, "event append")) != HV_OK) {
         goto out;
@@ -2174,6 +2189,52 @@ hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, u
     }
     rc = store_collect(s, st, sizeof(hv_event_row_t), event_read, event_fini_v, "event list", &rows,
                        n);
+    if (rc == HV_OK) {
+        *out = rows;
+    }
+out:
+    store_release(st);
+    return rc;
+}
+
+hv_err hv_store_event_list_actor(hv_store_t *s, uint64_t actor_id, uint32_t limit,
+                                 hv_event_row_t **out, size_t *n, uint64_t *total) {
+    sqlite3_stmt *st = NULL;
+    hv_err rc;
+    void *rows = NULL;
+    *out = NULL;
+    *n = 0;
+    if (total != NULL) {
+        if ((rc = store_stmt(s, ST_EVENT_COUNT_ACTOR, &st)) != HV_OK) {
+            return rc;
+        }
+        store_bind_t cb = {st, SQLITE_OK};
+        bind_u64(&cb, 1, actor_id);
+        if ((rc = store_bind_check(s, &cb, "actor event count")) == HV_OK) {
+            int src = sqlite3_step(st);
+            if (src == SQLITE_ROW) {
+                *total = col_u64(st, 0);
+            } else {
+                rc = store_fail(s, src, "actor event count");
+            }
+        }
+        store_release(st);
+        st = NULL;
+        if (rc != HV_OK) {
+            return rc;
+        }
+    }
+    if ((rc = store_stmt(s, ST_EVENT_LIST_ACTOR, &st)) != HV_OK) {
+        return rc;
+    }
+    store_bind_t b = {st, SQLITE_OK};
+    bind_u64(&b, 1, actor_id);
+    bind_limit(&b, 2, limit);
+    if ((rc = store_bind_check(s, &b, "actor event list")) != HV_OK) {
+        goto out;
+    }
+    rc = store_collect(s, st, sizeof(hv_event_row_t), event_read, event_fini_v, "actor event list",
+                       &rows, n);
     if (rc == HV_OK) {
         *out = rows;
     }

@@ -50,8 +50,9 @@ typedef struct hv_store_s hv_store_t;
  * v13: actors' moves (next_node, next_gpu_mask, has_state, state_digest, state_size).
  * v14: actors' placement demand (labels, memory_mb).
  * v15: nodes.memory_mb (placement by memory right after a head restart).
- * v16: actor_figures (actors' call figures, summed over their processes). */
-#define HV_STORE_SCHEMA_VERSION 16
+ * v16: actor_figures (actors' call figures, summed over their processes).
+ * v17: events.actor_id (an actor's events, indexed: hv_store_event_list_actor). */
+#define HV_STORE_SCHEMA_VERSION 17
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -229,6 +230,11 @@ hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id,
  * otherwise the NEWEST `limit` matching events, still in ascending order. */
 hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
                            hv_event_row_t **out, size_t *n);
+/* The events of actor actor_id (f.actor_id; events stored before v17 have none), the NEWEST
+ * `limit` of them (0 = no limit) in ascending seq order; *total (may be NULL) gets how many it
+ * has in all. */
+hv_err hv_store_event_list_actor(hv_store_t *s, uint64_t actor_id, uint32_t limit,
+                                 hv_event_row_t **out, size_t *n, uint64_t *total);
 void hv_store_event_free_list(hv_event_row_t *rows, size_t n);
 /* How many events of `kind` (of job_id; 0 = all jobs) have data containing data_has ("" = any). */
 hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,

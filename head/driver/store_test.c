@@ -1416,6 +1416,66 @@ static void test_event_fields(void) {
     hv_store_close(s);
 }
 
+/* An actor's events (v17): a v16 database migrates (its events have no actor), and the events
+ * of one actor are listed, newest `limit` of them in ascending order, with their count. */
+static void test_event_actor(void) {
+    char err[512] = "";
+    const char *v16_rows = "INSERT INTO events (time_ms, job_id, kind, message, data) VALUES"
+                           " (1, 0, 'actor.restarting', 'actor 4: old', '{\"actor_id\":4}');";
+    hv_err rc = hv__store_create_at_version(tmp_dir, 16, v16_rows, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return;
+    }
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    static const struct {
+        uint64_t actor;
+        const char *kind;
+    } rows[] = {{4, "actor.pending"},    {5, "actor.pending"}, {4, "actor.alive"}, {0, "node.dead"},
+                {4, "actor.restarting"}, {5, "actor.dead"},    {4, "actor.dead"}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_ev_fields_t f = {.actor_id = rows[i].actor};
+        CHECK_OK(s, hv_store_event_append_f(s, 0, 0, rows[i].kind, "m", "{}", &f, NULL, NULL));
+    }
+    static const struct {
+        uint64_t actor;
+        uint32_t limit;
+        size_t n;
+        uint64_t total;
+        const char *first, *last;
+    } cases[] = {
+        {4, 0, 4, 4, "actor.pending", "actor.dead"},    /* the old row has none */
+        {4, 2, 2, 4, "actor.restarting", "actor.dead"}, /* the newest two, in order */
+        {5, 10, 2, 2, "actor.pending", "actor.dead"},
+        {9, 10, 0, 0, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hv_event_row_t *ev = NULL;
+        size_t n = 99;
+        uint64_t total = 99;
+        CHECK_OK(s, hv_store_event_list_actor(s, cases[i].actor, cases[i].limit, &ev, &n, &total));
+        CHECK_U64(n, cases[i].n);
+        CHECK_U64(total, cases[i].total);
+        if (n == cases[i].n && n > 0) {
+            CHECK_STR(ev[0].kind, cases[i].first);
+            CHECK_STR(ev[n - 1].kind, cases[i].last);
+            CHECK(ev[0].seq < ev[n - 1].seq);
+            for (size_t k = 0; k < n; k++) {
+                CHECK_U64(ev[k].f.actor_id, cases[i].actor);
+            }
+        }
+        hv_store_event_free_list(ev, n);
+    }
+    /* Without a count. */
+    hv_event_row_t *ev = NULL;
+    size_t n = 0;
+    CHECK_OK(s, hv_store_event_list_actor(s, 5, 1, &ev, &n, NULL));
+    CHECK_U64(n, 1);
+    hv_store_event_free_list(ev, n);
+    hv_store_close(s);
+}
+
 /* The durable tier's copies: a v8 database migrates (a job's head copy kept), the durable row is
  * stored apart from the head's, replaced, survives a reopen, and goes with the job's history. */
 static void test_durable_copies(void) {
@@ -2149,6 +2209,7 @@ static const hv_check_case_t cases[] = {
     {"history", test_history},
     {"job_artifacts", test_job_artifacts},
     {"event_fields", test_event_fields},
+    {"event_actor", test_event_actor},
     {"migrate_v15", test_migrate_v15},
 };
 

@@ -1090,8 +1090,11 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     hv_event_row_t *ev = NULL;
     size_t n = 0;
-    hv_err rc =
-        hv_store_event_list(s->store, req->job_id, 0, req->limit ? req->limit : 200, &ev, &n);
+    uint64_t total = 0;
+    uint32_t limit = req->limit ? req->limit : 200;
+    hv_err rc = req->actor_id != 0
+                    ? hv_store_event_list_actor(s->store, req->actor_id, limit, &ev, &n, &total)
+                    : hv_store_event_list(s->store, req->job_id, 0, limit, &ev, &n);
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "cannot list events: %s", hv_store_last_error(s->store));
         return;
@@ -1119,6 +1122,7 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         Hvpb__V1__ListEventsReply rep = HVPB__V1__LIST_EVENTS_REPLY__INIT;
         rep.events = ep;
         rep.n_events = n - first;
+        rep.total = total;
         hv_rpc_reply(c, &rep.base);
     }
     hv_free(es);

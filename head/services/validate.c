@@ -347,6 +347,11 @@ hv_err hv_validate_list_events(const Hvpb__V1__ListEventsRequest *r, char *err, 
     if (r->limit > HV_LIST_MAX) {
         return bad(err, len, "limit: at most %d, got %u", HV_LIST_MAX, r->limit);
     }
+    if (r->actor_id != 0 && r->job_id != 0) {
+        return bad(err, len,
+                   "job_id and actor_id: give one of them, not both (an actor's "
+                   "events belong to no job)");
+    }
     return HV_OK;
 }
 

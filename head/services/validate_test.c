@@ -218,6 +218,11 @@ static void case_misc(void) {
     Hvpb__V1__ListEventsRequest le = HVPB__V1__LIST_EVENTS_REQUEST__INIT;
     le.limit = 4000000000u;
     expect(hv_validate_list_events(&le, err, sizeof(err)), HV_EINVAL, "limit:");
+    le.limit = 20;
+    le.actor_id = 3;
+    expect(hv_validate_list_events(&le, err, sizeof(err)), HV_OK, "");
+    le.job_id = 4;
+    expect(hv_validate_list_events(&le, err, sizeof(err)), HV_EINVAL, "job_id and actor_id:");
     Hvpb__V1__NodeDrainRequest nd = HVPB__V1__NODE_DRAIN_REQUEST__INIT;
     expect(hv_validate_node_drain(&nd, err, sizeof(err)), HV_EINVAL, "node:");
     nd.node = "7";

@@ -88,6 +88,18 @@ wait_for 20 actor_is ctr dead || fail "ctr is '$(actor_field ctr state)' after i
 "$BIN/hvctl" --head "$HEAD" actors >"$TMP/actors.out" 2>&1 || fail "hvctl actors failed"
 grep -E "ctr +counter +dead +out of restarts .* 2/2" "$TMP/actors.out" >/dev/null ||
     fail "hvctl actors does not show ctr dead, out of restarts, 2/2 restarts: $(cat "$TMP/actors.out")"
+# Its history: each restart with its cause, then its death, newest last (text and --json).
+"$BIN/hvctl" --head "$HEAD" actor ctr >"$TMP/ctr.out" 2>&1 || fail "hvctl actor ctr failed"
+sed -n '/^  history/,$p' "$TMP/ctr.out" | grep -E '^    ' | awk '{ print $3, $4, $5 }' >"$TMP/ctr.hist"
+printf 'restart restarting exited\nrestart restarting exited\ndeath dead out\n' | cmp -s - "$TMP/ctr.hist" &&
+    [ "$(grep -c 'killed by signal 9' "$TMP/ctr.out")" -ge 3 ] ||
+    fail "hvctl actor ctr does not show 2 restarts and the death after kill -9: $(cat "$TMP/ctr.out")"
+"$BIN/hvctl" --head "$HEAD" actor ctr --json | /usr/bin/python3 -c 'import json, sys
+h = json.load(sys.stdin)["history"]
+assert [(e["step"], e["cause"], e["restarts"]) for e in h] == [("restart", "exited", 1),
+    ("restart", "exited", 2), ("death", "out of restarts", 2)], h
+assert all("killed by signal 9" in e["reason"] for e in h), h' 2>"$TMP/ctrjson.err" ||
+    fail "hvctl actor ctr --json history: $(cat "$TMP/ctrjson.err")"
 call ctr get >/dev/null && fail "a call to a dead actor by name succeeded"
 grep -q "is dead (out of restarts)" "$TMP/call.err" || fail "the caller was not told the actor is dead"
 
@@ -125,6 +137,11 @@ wait_for 20 moved || fail "keeper did not move off drained $from: node $(actor_f
 "$BIN/hvctl" --head "$HEAD" kill-actor keeper >/dev/null || fail "kill-actor failed"
 wait_for 10 actor_is keeper dead || fail "keeper not dead after kill-actor"
 [ "$(actor_field keeper cause)" = killed ] || fail "keeper cause '$(actor_field keeper cause)'"
+"$BIN/hvctl" --head "$HEAD" actor keeper >"$TMP/keeper.out" 2>&1 || fail "hvctl actor keeper failed"
+sed -n '/^  history/,$p' "$TMP/keeper.out" | grep -E '^    ' | awk '{ print $3, $4, $5 }' >"$TMP/keeper.hist"
+printf 'move moving preempted\ndeath dead killed\n' | cmp -s - "$TMP/keeper.hist" &&
+    grep -qE "^    .*  move +moving +preempted +$from " "$TMP/keeper.out" ||
+    fail "hvctl actor keeper does not show its move after the drain, then its death: $(cat "$TMP/keeper.out")"
 # Demand no node meets: it waits, and hvctl status says so with the reason.
 "$BIN/hvctl" --head "$HEAD" actor create --class counter --name big --slots 3 -- "$EX/actor_counter" \
     >/dev/null 2>>"$TMP/create.err" || fail "big actor create failed"
