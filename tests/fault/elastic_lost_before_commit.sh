@@ -40,4 +40,7 @@ assert closes[-1]["generation"] == d["generation"] and closes[-1]["rank0"] == "n
 PY
 assert_grep "$TMP/early.err" "restart: every member was lost before the first commit (.*node-a.*); new workers start from the beginning" \
     "hvsubmit should say that the job starts again from the beginning"
+"$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-after.txt"
+assert_grep "$TMP/job-after.txt" "^ROUND: .*restart: every member was lost before the first commit" \
+    "hvctl job should say why the last round opened"
 pass "a job whose every member is lost before its first commit starts again from the beginning; epochs stay exact"
