@@ -12,7 +12,7 @@ hv_setup
 start_elastic_head
 start_agent node-a 1
 
-submit drained -np 2 --min-np 1 --max-np 2 -- --epochs 2 --step-delay-ms 5 --start-delay-ms 3000
+submit drained -np 2 --min-np 1 --max-np 2 -- --epochs 2 --step-delay-ms 5 --start-delay-ms 5000
 wait_for 30 grep -q "job 1 placing 1 worker on node-a" "$TMP/drained.err" ||
     fail "the job should start with 1 worker on node-a (--min-np 1)"
 "$BIN/hvctl" --head "$HEAD" drain node-a >/dev/null 2>&1 || fail "hvctl drain node-a failed"
