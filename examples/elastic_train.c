@@ -190,6 +190,8 @@ typedef struct opts_s {
     const char *data;                 /* data directory (borrowed from argv or the environment) */
     uint64_t train_limit, test_limit; /* 0: all */
     uint32_t step_delay_ms;
+    uint32_t start_delay_ms;        /* --start-delay-ms: before joining the job */
+    uint32_t first_commit_delay_ms; /* --first-commit-delay-ms: generation 1, before its commit */
     fault_t exit_at, kill_at;
     char exit_node[256]; /* --exit-on-node: a worker on this node fails at its first step */
     int exit_node_code;
@@ -211,7 +213,9 @@ static void usage(FILE *f) {
         f,
         "usage: elastic_train [--epochs N] [--batch N | --batch-per-rank N] [--lr X] [--seed N]\n"
         "                     [--data DIR] [--train-limit N] [--test-limit N]\n"
-        "                     [--step-delay-ms N] [--exit-at E:B:R:CODE] [--kill-at E:B:R]\n"
+        "                     [--step-delay-ms N] [--start-delay-ms N]\n"
+        "                     [--first-commit-delay-ms N] [--exit-at E:B:R:CODE] [--kill-at "
+        "E:B:R]\n"
         "                     [--exit-on-node NODE:CODE] [--double-every N [--double-max M]]\n"
         "                     [--checkpoint PATH [--checkpoint-every N]]\n"
         "                     [--compute-ms-per-sample X] [--step-log PATH]\n"
@@ -242,6 +246,11 @@ static void usage(FILE *f) {
         "                       (default: each epoch's end); workers resume from it at start\n"
         "  --compute-ms-per-sample X  sleep X ms per sample of this rank's share of a step\n"
         "                       (an accelerator's time, for benchmarks)\n"
+        "  --start-delay-ms N   wait N ms before joining the job (a window in which a\n"
+        "                       worker is placed but not a member yet, for tests)\n"
+        "  --first-commit-delay-ms N  in the job's first generation, wait N ms after the\n"
+        "                       first sync, before the first commit (a window in which\n"
+        "                       the job has committed nothing, for tests)\n"
         "  --step-log PATH      rank 0 appends 'EPOCH BATCH GENERATION' as each step starts\n"
         "  --epoch-log PATH     rank 0 appends each epoch's line there too\n"
         "  --eval-actor NAME    rank 0 sends each epoch's committed model to the actor NAME\n"
@@ -325,6 +334,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                                                  "--train-limit",
                                                  "--test-limit",
                                                  "--step-delay-ms",
+                                                 "--start-delay-ms",
+                                                 "--first-commit-delay-ms",
                                                  "--exit-at",
                                                  "--kill-at",
                                                  "--exit-on-node",
@@ -423,6 +434,12 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         } else if (strcmp(name, "--step-delay-ms") == 0) {
             want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
             o->step_delay_ms = (uint32_t)u;
+        } else if (strcmp(name, "--start-delay-ms") == 0) {
+            want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
+            o->start_delay_ms = (uint32_t)u;
+        } else if (strcmp(name, "--first-commit-delay-ms") == 0) {
+            want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
+            o->first_commit_delay_ms = (uint32_t)u;
         } else if (strcmp(name, "--exit-at") == 0) {
             want = parse_fault(v, 1, &o->exit_at)
                        ? "EPOCH:BATCH:RANK:CODE[:every] (RANK a number or 'all', CODE 0..255), "
@@ -1018,6 +1035,9 @@ static hv_err train(hv_state_t *st, void *ud) {
         // once, so that a failure before the first step does not forget it.
         t->first_gen = hv_generation();
         t->first_size = (uint64_t)hv_size();
+        if (t->o.first_commit_delay_ms > 0 && hv_generation() == 1) {
+            sleep_ms(t->o.first_commit_delay_ms); /* a window with nothing committed (tests) */
+        }
         if ((rc = hv_state_commit(st)) != HV_OK) {
             return rc;
         }
@@ -1203,6 +1223,9 @@ int main(int argc, char **argv) {
     if (o->double_every != 0 && (rc = hv_set_size_callback(double_size, &t)) != HV_OK) {
         code = fail("registering the size callback", rc);
         goto out;
+    }
+    if (o->start_delay_ms > 0) {
+        sleep_ms(o->start_delay_ms); /* a window before the first join (tests) */
     }
     rc = hv_elastic_run(st, train, &t);
     if (rc != HV_OK) {

@@ -744,6 +744,12 @@ hv_err hv_state_commit(hv_state_t *st) {
         copy_offer(st, a->generation);
     }
     hv__figures_add_commit(hv__figures_now_ns() - t0);
+    if (st->commits == 1) {
+        /* The head learns of the process' first commit before training goes on: a job whose
+         * members are all lost is restarted from the beginning only when none reported one
+         * (one bounded call per process; a failed one leaves the periodic reports to tell). */
+        hv__member_report(hv__state_member(st));
+    }
     return HV_OK;
 }
 

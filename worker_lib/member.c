@@ -292,6 +292,12 @@ void hv__member_note_redone(hv__member_t *m, uint64_t samples) {
     }
 }
 
+void hv__member_report(hv__member_t *m) {
+    if (m != NULL && m->rdzv.ops != NULL && m->rdzv.ops->report != NULL) {
+        m->rdzv.ops->report(m->rdzv.ctx);
+    }
+}
+
 hv_err hv__member_rejoin(hv__member_t *m, hv__member_change_t *out) {
     hv__member_change_t ch = {.old_generation = m->generation};
     hv__world_t *old = m->world;

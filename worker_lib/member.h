@@ -85,6 +85,10 @@ hv_err hv__member_rejoin(hv__member_t *m, hv__member_change_t *out);
  * accounting (a rendezvous without the report ignores it). */
 void hv__member_note_redone(hv__member_t *m, uint64_t samples);
 
+/* Reports the process' figures to the rendezvous now (rdzv.h report; nothing when it has no
+ * reports). Blocks for one bounded call. */
+void hv__member_report(hv__member_t *m);
+
 /* Reports Done for the current generation, once (later calls return the first status).
  * HV_ESTATE without a world. */
 hv_err hv__member_done(hv__member_t *m);

@@ -111,6 +111,12 @@ typedef struct hv__rdzv_ops_s {
      * evidence that their node is gone. Replaces what an earlier call noted; cleared once a
      * join has carried it. At most HV_RDZV_BROKEN_MAX are kept. */
     void (*note_broken)(void *ctx, const uint64_t *worker_ids, size_t n);
+    /* Optional (NULL: nothing to report to). Sends the figures of this process that grew since
+     * the last report now (one try, bounded), on the calling thread. libhv calls it after the
+     * process' first commit, before training goes on: the head's evidence that the job
+     * committed a step (a job that never did starts again from the beginning when every member
+     * is lost; one that did is never restarted). */
+    void (*report)(void *ctx);
     /* Optional (NULL: no copies outside the workers). Sends a copy of the committed state (len
      * bytes, borrowed; hv_state_save's format) committed in round generation at commit number
      * commit to the head, in chunks; returns once it is stored there. Called from libhv's copier

@@ -16,7 +16,7 @@
  * The worker's own figures (figures.h: allreduce bytes and time, commits and their time) go to
  * the head with Report: the watcher thread sends what grew every HEAD_REPORT_MS, and the last of
  * it is sent when the watcher stops and before Done, so a job's totals are complete when it
- * ends. A report is one try with a short deadline: a figure that cannot be sent now goes with
+ * ends; the process' first commit is reported at once, from the training thread (rdzv.h report). A report is one try with a short deadline: a figure that cannot be sent now goes with
  * the next one (what was sent is advanced only on success; a report the head applied but whose
  * reply was lost is counted twice, which a short deadline makes rare).
  *
@@ -660,6 +660,8 @@ static void head_note_redone(void *ctx, uint64_t samples) {
     c->redone += samples;
 }
 
+static void head_report_now(void *ctx) { head_report(ctx); }
+
 static void head_note_broken(void *ctx, const uint64_t *worker_ids, size_t n) {
     head_client_t *c = ctx;
     c->n_broken = n < HV_RDZV_BROKEN_MAX ? n : HV_RDZV_BROKEN_MAX;
@@ -677,6 +679,7 @@ static const hv__rdzv_ops_t head_ops = {
     .watch_stop = head_watch_stop,
     .note_redone = head_note_redone,
     .note_broken = head_note_broken,
+    .report = head_report_now,
     .put_state = head_put_state,
     .fetch_state = head_fetch_state,
     .last_error = head_last_error,

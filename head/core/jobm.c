@@ -850,12 +850,12 @@ hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t
         no = "a job of fixed size is not resumed";
     } else if (in->own_failure) {
         no = "the program failed on its own: resuming from a copy would fail the same way";
-    } else if (!in->has_copy) {
+    } else if (!in->has_copy && in->committed) {
         no = "no copy of the training state was stored outside its nodes yet";
     } else if (in->resets + 1 > in->max_resets) {
-        snprintf(buf, sizeof(buf),
-                 "a resume from the stored copy would be reset %u, but "
-                 "--max-resets is %u",
+        snprintf(buf, sizeof(buf), "%s would be reset %u, but --max-resets is %u",
+                 in->has_copy ? "a resume from the stored copy"
+                              : "a restart from the beginning (nothing was committed yet)",
                  in->resets + 1, in->max_resets);
         no = buf;
     }
@@ -865,22 +865,57 @@ hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t
         }
         return HV_JM_LOSS_FAIL;
     }
-    return HV_JM_LOSS_RESUME;
+    /* Without a copy and without a commit, the initial state is the whole training state: new
+     * workers starting from the beginning redo no epoch that could have finished. */
+    return in->has_copy ? HV_JM_LOSS_RESUME : HV_JM_LOSS_RESTART;
+}
+
+/* Every member was lost before the job committed anything, and no copy exists
+ * (HV_JM_LOSS_RESTART): a round of new workers starts the training from the beginning. It is
+ * marked as the resume round (so that it may form with newcomers only), and loads no copy
+ * (hv_jm_round_copy: there is none). */
+static void restart_from_start(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
+    j->resume_gen = j->round_open ? j->generation : j->generation + 1;
+    j->resumed_from = HV_COPY_TIER_NONE;
+    j->dirty = 1;
+    char reason[HV_JM_REASON_MAX];
+    snprintf(reason, sizeof(reason),
+             "restart: every member was lost before the first commit (%.300s); new workers "
+             "start from the beginning",
+             j->failures);
+    jbuf_t b = {0};
+    jb_put(&b,
+           "{\"generation\":%u,\"tier\":\"none\",\"restart\":true,\"failures\":", j->resume_gen);
+    jb_str(&b, j->failures);
+    jb_put(&b, "}");
+    hv_ev_fields_t rf = {.generation = j->resume_gen, .reason = HV_EV_RESUME, .rollback = 1};
+    act_event_f(out, "job.resume", &rf, jb_take(&b),
+                "job %llu restarts in generation %u: every member was lost before the first "
+                "commit: new workers start from the beginning",
+                (unsigned long long)j->id, j->resume_gen);
+    open_round(j, reason, HV_EV_RESUME, 1, now, out);
 }
 
 /* Every member that held the state is gone, the last being w. Resumes the job from the head's
- * copy when hv_jm_loss_decide says so (returns 1: a round of new workers is open, marked as the
- * resume round, and the driver places them); else writes why not into no and returns 0. */
+ * copy, or restarts it from the beginning, when hv_jm_loss_decide says so (returns 1: a round of
+ * new workers is open, marked as the resume round, and the driver places them); else writes why
+ * not into no and returns 0. */
 static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t now, char *no,
                              size_t len, hv_jm_out_t *out) {
     hv_copy_tier_t tier = hv_jm_copy_tier(j);
     hv_jm_loss_t in = {.elastic = j->p.elastic,
                        .own_failure = w->state == HV_WK_EXITED && w->term_signal == 0,
                        .has_copy = tier != HV_COPY_TIER_NONE,
+                       .committed = j->commit_seen,
                        .resets = j->resets,
                        .max_resets = j->p.max_resets};
-    if (hv_jm_loss_decide(&in, no, len) != HV_JM_LOSS_RESUME) {
+    hv_jm_loss_verdict_t v = hv_jm_loss_decide(&in, no, len);
+    if (v == HV_JM_LOSS_FAIL) {
         return 0;
+    }
+    if (v == HV_JM_LOSS_RESTART) {
+        restart_from_start(j, now, out);
+        return 1;
     }
     const hv_jm_copy_t *c = tier == HV_COPY_TIER_DURABLE ? &j->durable : &j->copy;
     const char *from = tier == HV_COPY_TIER_DURABLE ? "the durable copy" : "the head's copy";
@@ -975,7 +1010,17 @@ static void fail_worker(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uin
     }
     char why[HV_JM_REASON_MAX + 128];
     if (cg == 0) {
-        /* No round closed yet: there is no state to lose. Carry on with whoever is left. */
+        /* No round closed yet: there is no state to lose. Carry on with whoever is left; with
+         * nobody left because its node was lost (not the program failing), the job asks for new
+         * workers again (hv_jm_wants) and starts with them. */
+        if (others == 0 && w->state == HV_WK_LOST) {
+            act_event(out, "job.note", NULL,
+                      "job %llu lost every worker before its first round formed (%s): new "
+                      "workers start from the beginning",
+                      (unsigned long long)j->id, what);
+            evaluate(j, now, out);
+            return;
+        }
         if (others == 0) {
             snprintf(why, sizeof(why), "all workers failed: %s", j->failures);
             hv_jm_end(j, HV_JOB_FAILED, HV_EV_WORKER_FAILED, why, out);
@@ -1168,6 +1213,8 @@ void hv_jm_note_redone(hv_jm_job_t *j, uint64_t samples) {
         j->round_redone = samples;
     }
 }
+
+void hv_jm_note_commit(hv_jm_job_t *j) { j->commit_seen = 1; }
 
 void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w) {
     (void)j;
@@ -1447,6 +1494,8 @@ uint32_t hv_jm_base_rank(const hv_jm_job_t *j) {
 }
 
 void hv_jm_restarted(hv_jm_job_t *j, uint64_t now) {
+    /* Whether a step was committed was known to the old process only: assume one was. */
+    j->commit_seen = 1;
     if (!j->round_open) {
         return;
     }
@@ -1482,9 +1531,8 @@ uint32_t hv_jm_target(const hv_jm_params_t *p) {
 }
 
 uint32_t hv_jm_wants(const hv_jm_job_t *j) {
-    if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING) ||
-        closed_gen(j) == 0) {
-        return 0; /* it started with what was free: growth comes after its first round */
+    if (!j->p.elastic || j->ending || (j->state != HV_JOB_RUNNING && j->state != HV_JOB_PLACING)) {
+        return 0;
     }
     uint32_t n = 0;
     for (size_t i = 0; i < j->nw; i++) {
@@ -1495,5 +1543,13 @@ uint32_t hv_jm_wants(const hv_jm_job_t *j) {
         n += live(w) && !w->removed && !w->evict;
     }
     uint32_t t = hv_jm_target(&j->p);
+    if (closed_gen(j) == 0) {
+        /* It started with what was free and grows after its first round, unless it has fewer
+         * than --min-np left to form that round: then it asks again as a pending job does. */
+        if (n >= j->p.min_np) {
+            return 0;
+        }
+        t = t > j->p.np ? t : j->p.np;
+    }
     return t > n ? t - n : 0;
 }

@@ -132,13 +132,19 @@ typedef struct hv_jm_loss_s {
     int own_failure;     /* the last one exited with a status of its own (the program failed,
                              not its node): a copy would fail the same way */
     int has_copy;        /* a copy of the state is kept (the head's or the durable tier's) */
+    int committed;       /* the head has evidence that a step may have been committed: a worker
+                            reported a commit, a copy of the state reached the head, or the head
+                            restarted since (its evidence is in memory); see hv_jm_job_t's
+                            commit_seen */
     uint32_t resets;     /* rounds opened after the first so far */
     uint32_t max_resets; /* the job's bound on them */
 } hv_jm_loss_t;
 
 typedef enum hv_jm_loss_verdict {
-    HV_JM_LOSS_FAIL = 0,   /* the job fails (why says what else would have been needed) */
-    HV_JM_LOSS_RESUME = 1, /* a new round of new workers resumes from the copy */
+    HV_JM_LOSS_FAIL = 0,    /* the job fails (why says what else would have been needed) */
+    HV_JM_LOSS_RESUME = 1,  /* a new round of new workers resumes from the copy */
+    HV_JM_LOSS_RESTART = 2, /* nothing was committed yet and no copy exists: new workers start
+                               from the beginning (the initial state is all there is to lose) */
 } hv_jm_loss_verdict_t;
 
 /* Which of the job's copies a resume loads now: the newest that is there (copies.h). */
@@ -156,8 +162,12 @@ hv_copy_tier_t hv_jm_round_copy(const struct hv_jm_job_s *j, uint32_t gen);
  * cancelled has no use for them. */
 int hv_jm_copies_kept(hv_job_state_t s);
 
-/* Pure: fail or resume a job whose every member is lost. On FAIL, why (may be NULL) gets a
- * clause for the failure message ("no copy of the training state was stored", ...). */
+/* Pure: fail, resume or restart a job whose every member is lost. A copy is resumed from; with
+ * none, a job that never committed a step (in->committed is 0: the head saw no commit, no copy
+ * and did not restart since the job started) starts again from the beginning with new workers,
+ * which repeats nothing: no epoch can have finished without a commit. Both count as a reset
+ * under --max-resets. On FAIL, why (may be NULL) gets a clause for the failure message ("no copy
+ * of the training state was stored", ...). */
 hv_jm_loss_verdict_t hv_jm_loss_decide(const hv_jm_loss_t *in, char *why, size_t len);
 
 typedef struct hv_jm_job_s {
@@ -182,7 +192,12 @@ typedef struct hv_jm_job_s {
                                       state, after every member was lost (0: none) */
     uint32_t resumes;              /* such resumes so far */
     /* in memory */
-    hv_jm_copy_t copy;           /* the newest copy of the state the head keeps (the driver
+    int commit_seen;   /* a step of the job may have been committed: a worker reported a commit
+                        (libhv reports its first one before it goes on, rdzv.h report), a copy of
+                        the state came, or the head restarted since the job started (this is
+                        memory only, so a loaded job counts as committed: hv_jm_restarted).
+                        Without it, losing every member restarts the job (hv_jm_loss_decide) */
+    hv_jm_copy_t copy; /* the newest copy of the state the head keeps (the driver
                                         sets it from the store) */
     hv_copy_tier_t resumed_from; /* the copy the last resume decided here loaded (NONE: none,
                                     or decided before a head restart) */
@@ -268,6 +283,9 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
 /* Before hv_jm_join: the joiner's rollback sent back samples to be done again (the most any
  * joiner of a round reports is the round's figure: every rank counts all ranks' samples). */
 void hv_jm_note_redone(hv_jm_job_t *j, uint64_t samples);
+/* Evidence that a step of the job was committed (a worker's report of its commits, a copy of
+ * the state that came): from now on the job is never restarted from the beginning. */
+void hv_jm_note_commit(hv_jm_job_t *j);
 /* A JoinRound of w went away (the worker gave up or died while waiting). */
 void hv_jm_join_gone(hv_jm_job_t *j, hv_jm_worker_t *w);
 /* Done from w for generation gen (0 = unknown): w finished its training in the last closed
@@ -322,7 +340,7 @@ uint32_t hv_jm_base_rank(const hv_jm_job_t *j);
 
 /* The head restarted at wall time now with j loaded from the store: an open round gets a full
  * rendezvous timeout from now (its workers' calls broke with the old process and they join
- * again). */
+ * again), and the job counts as having committed (commit_seen: the evidence was in memory). */
 void hv_jm_restarted(hv_jm_job_t *j, uint64_t now);
 
 /* A worker of an elastic job asks for `size` workers: 1 when the size the job aims for changes
@@ -342,8 +360,11 @@ int hv_jm_kill_overdue(uint64_t kill_deadline, uint64_t now);
 uint32_t hv_jm_target(const hv_jm_params_t *p);
 
 /* How many more workers an elastic job could use now (0 for a fixed-size job, a job that is not
- * running or placing, one whose first round has not formed yet: it starts with what is free, up
- * to -np, or one that is finishing). Counts live workers that are not removed. */
+ * running or placing, or one that is finishing). Counts live workers that are not removed. A job
+ * whose first round has not formed yet started with what was free, up to -np, and grows after
+ * that round; but when it has fewer than --min-np workers left (a drain or a loss took the ones
+ * it started with before they formed it), it wants workers up to -np again, as a pending job
+ * does (its target when larger), or it would never start. */
 uint32_t hv_jm_wants(const hv_jm_job_t *j);
 
 #endif

@@ -53,6 +53,9 @@ static void job(int elastic, uint32_t np, uint32_t min_np, uint32_t max_np, uint
                         .blacklist_on = 1};
     hv_jm_init(&J, 7, &p);
     J.node_name = name_of;
+    /* The scenarios below train: a commit was reported (the cases of a job that never committed
+     * clear this). */
+    hv_jm_note_commit(&J);
 }
 
 /* Places n workers on node (ids continue from the last), returns the first index. */
@@ -1097,7 +1100,26 @@ static void case_loss_decide_table(void) {
     } t[] = {
         {{.elastic = 1, .has_copy = 1, .resets = 0, .max_resets = 3}, HV_JM_LOSS_RESUME, ""},
         {{.elastic = 1, .has_copy = 1, .resets = 2, .max_resets = 3}, HV_JM_LOSS_RESUME, ""},
-        {{.elastic = 1, .has_copy = 0, .max_resets = 3}, HV_JM_LOSS_FAIL, "no copy"},
+        {{.elastic = 1, .has_copy = 0, .committed = 1, .max_resets = 3},
+         HV_JM_LOSS_FAIL,
+         "no copy"},
+        /* Nothing committed and no copy: the initial state is all there is; start again. */
+        {{.elastic = 1, .has_copy = 0, .committed = 0, .max_resets = 3}, HV_JM_LOSS_RESTART, ""},
+        {{.elastic = 1, .has_copy = 0, .committed = 0, .resets = 2, .max_resets = 3},
+         HV_JM_LOSS_RESTART,
+         ""},
+        {{.elastic = 1, .has_copy = 0, .committed = 0, .resets = 3, .max_resets = 3},
+         HV_JM_LOSS_FAIL,
+         "a restart from the beginning (nothing was committed yet) would be reset 4, but "
+         "--max-resets is 3"},
+        {{.elastic = 1, .has_copy = 0, .committed = 0, .own_failure = 1, .max_resets = 3},
+         HV_JM_LOSS_FAIL,
+         "failed on its own"},
+        {{.elastic = 0, .has_copy = 0, .committed = 0, .max_resets = 3},
+         HV_JM_LOSS_FAIL,
+         "fixed size"},
+        /* A copy is resumed from, committed or not (the copy is the evidence). */
+        {{.elastic = 1, .has_copy = 1, .committed = 0, .max_resets = 3}, HV_JM_LOSS_RESUME, ""},
         {{.elastic = 1, .has_copy = 1, .resets = 3, .max_resets = 3},
          HV_JM_LOSS_FAIL,
          "--max-resets is 3"},
@@ -1148,6 +1170,133 @@ static void case_last_member_lost_resumes(void) {
     CHECK_EQ(W[k].rank, 0);
     CHECK_EQ(count(HV_JA_ROUND), 1);
     CHECK_EQ(J.resets, 1);
+}
+
+/* Issue 15, bench_spot seed 3: a job started at --min-np with one worker on a, grows by a worker
+ * on b (its round open), and a dies before any commit was reported and before any copy: the job
+ * does not fail; it restarts from the beginning in the open round, the newcomer on b forms it
+ * alone (no copy to load), and the events say so. */
+static void case_lost_before_first_commit_restarts(void) {
+    job(1, 4, 1, 4, 100);
+    J.commit_seen = 0;
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    CHECK_EQ(J.generation, 1);
+    CHECK_EQ(hv_jm_wants(&J), 3);
+    size_t k = place(NODE_B, 1);
+    hv_jm_started(&J, &W[k], now, &O);
+    join(k, 0);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.generation, 2);
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.resume_gen, 2);
+    CHECK_EQ(J.round_open, 0); /* the newcomer waiting in it formed it */
+    CHECK_EQ(J.size, 1);
+    CHECK_EQ(W[k].member_gen, 2);
+    CHECK_EQ(W[k].rank, 0);
+    CHECK_EQ(hv_jm_round_copy(&J, 2), HV_COPY_TIER_NONE); /* nothing to load: the beginning */
+    const hv_jm_action_t *e = find_event("job.resume");
+    CHECK(e != NULL && strstr(e->text, "every member was lost before the first commit: new "
+                                       "workers start from the beginning") != NULL);
+    CHECK(e != NULL && e->data != NULL && strstr(e->data, "\"restart\":true") != NULL);
+    CHECK(strstr(J.round_reason, "restart: every member was lost before the first commit") != NULL);
+    CHECK_EQ(J.resumes, 0); /* nothing was resumed from a copy */
+}
+
+/* The same loss once a commit was reported (or a copy came, or the head restarted): the job
+ * may have finished an epoch, and without a copy it fails as before, saying why. Row by row. */
+static void case_lost_after_commit_fails(void) {
+    static const char *const how[] = {"report", "copy", "restart"};
+    for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+        if (i > 0) {
+            teardown();
+            setup();
+        }
+        job(1, 1, 1, 1, 100);
+        J.commit_seen = 0;
+        place(NODE_A, 1);
+        start_all();
+        join_all();
+        if (i == 0 || i == 1) {
+            hv_jm_note_commit(&J); /* the driver: a Report with commits, a PutState */
+        } else {
+            hv_jm_restarted(&J, now);
+        }
+        hv_jm_out_reset(&O);
+        hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+        CHECK_EQ(J.state, HV_JOB_FAILED);
+        CHECK(strstr(J.reason, "no copy of the training state") != NULL);
+        if (J.state != HV_JOB_FAILED) {
+            fprintf(stderr, "row %s: not failed\n", how[i]);
+        }
+    }
+}
+
+/* A worker that exits with a status of its own before any commit: the program fails, and a
+ * start from the beginning would fail the same way. */
+static void case_own_failure_before_commit_fails(void) {
+    job(1, 1, 1, 1, 100);
+    J.commit_seen = 0;
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[0], 3, 0, "rank 0 on a exited with status 3", now, &O);
+    CHECK_EQ(J.state, HV_JOB_FAILED);
+    CHECK(strstr(J.reason, "failed on its own") != NULL);
+}
+
+/* Issue 15, bench_spot seed 4: the only worker (placed at --min-np, not a member of a round yet)
+ * is stopped by its node's drain: the job has no worker left and no round; it asks for -np
+ * workers again (as a pending job), the new worker forms the first round and the job goes on.
+ * Also when the node is lost instead of drained (a loss, not a failure of the program). */
+static void case_start_worker_gone_wants_again(void) {
+    for (int lost = 0; lost <= 1; lost++) {
+        if (lost) {
+            teardown();
+            setup();
+        }
+        job(1, 4, 1, 4, 100);
+        J.commit_seen = 0;
+        place(NODE_A, 1);
+        start_all();
+        CHECK_EQ(J.state, HV_JOB_RUNNING);
+        CHECK_EQ(hv_jm_wants(&J), 0); /* started with what was free: growth after round 1 */
+        hv_jm_out_reset(&O);
+        if (!lost) {
+            hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 10000, now, &O);
+            CHECK(killed(&W[0]));
+            hv_jm_exited(&J, &W[0], -1, 15, "rank 0 on a was killed by signal SIGTERM", now, &O);
+        } else {
+            hv_jm_lost(&J, &W[0], "rank 0 on a was lost: node a is dead", now, &O);
+        }
+        CHECK_EQ(J.state, HV_JOB_RUNNING);
+        CHECK_EQ(hv_jm_wants(&J), 4); /* -np again: the autoscaler's demand, the queue's growth */
+        size_t k = place(NODE_B, 1);
+        CHECK_EQ(hv_jm_wants(&J), 0); /* --min-np is there: it starts, grows after round 1 */
+        hv_jm_started(&J, &W[k], now, &O);
+        join(k, 0);
+        CHECK_EQ(J.round_open, 0);
+        CHECK_EQ(J.generation, 1);
+        CHECK_EQ(W[k].member_gen, 1);
+        CHECK_EQ(hv_jm_wants(&J), 3);
+    }
+}
+
+/* A job of --min-np 2 that started with 2 and lost one before its first round: it wants -np
+ * again (the round waits for --min-np); one with --min-np 1 that keeps one does not. */
+static void case_start_below_min_np_wants(void) {
+    job(1, 3, 2, 3, 100);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    start_all();
+    CHECK_EQ(hv_jm_wants(&J), 0);
+    hv_jm_out_reset(&O);
+    hv_jm_drain(&J, NODE_B, "node b: hvctl drain", 0, now, &O);
+    CHECK_EQ(hv_jm_wants(&J), 2);
 }
 
 /* The head's copy is gone (its file was lost) and the durable tier holds one: the job resumes,
@@ -1651,6 +1800,11 @@ int main(int argc, char **argv) {
          case_leaving_member_taken_back_when_holders_vanish},
         {"names", case_names},
         {"loss_decide_table", case_loss_decide_table},
+        {"lost_before_first_commit_restarts", case_lost_before_first_commit_restarts},
+        {"lost_after_commit_fails", case_lost_after_commit_fails},
+        {"own_failure_before_commit_fails", case_own_failure_before_commit_fails},
+        {"start_worker_gone_wants_again", case_start_worker_gone_wants_again},
+        {"start_below_min_np_wants", case_start_below_min_np_wants},
         {"last_member_lost_resumes", case_last_member_lost_resumes},
         {"resume_from_durable", case_resume_from_durable},
         {"last_member_lost_without_copy", case_last_member_lost_without_copy},

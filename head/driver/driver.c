@@ -1710,6 +1710,9 @@ hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     HV_TRY(hv_jobfig_check(delta, err, errlen));
     /* Memory only: counters that start again with each head process, as Prometheus expects. */
     hv_jobfig_add(&j->figs, delta);
+    if (delta->commits > 0) {
+        hv_jm_note_commit(&j->jm); /* the job is never restarted from the beginning now */
+    }
     return HV_OK;
 }
 
