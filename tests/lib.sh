@@ -41,6 +41,17 @@ fail() {
 
 pass() { echo "PASS: $*"; }
 
+# skip_without_torch: exit 77 (skipped) unless /usr/bin/python3 has torch (Debian's python3-torch).
+# It finds the module without importing it: `import torch` costs 1 to 5 s of CPU a time, and the
+# Python tests that ask run alone (tests/CMakeLists.txt); their workers import it anyway.
+skip_without_torch() {
+    local probe='import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'
+    if ! /usr/bin/python3 -c "$probe" 2>/dev/null; then
+        echo "SKIP: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"
+        exit 77
+    fi
+}
+
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds; returns 1 on timeout.
 wait_for() {
     local secs=$(( $1 * T_MULT )) i=0; shift

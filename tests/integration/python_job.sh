@@ -9,10 +9,7 @@
 # hint. /usr/bin/python3 is the interpreter (Debian's python3-torch).
 . "$HV_SRC_DIR/tests/lib.sh"
 PY=/usr/bin/python3
-if ! $PY -c 'import torch' 2>/dev/null; then
-    echo "SKIP: $PY cannot import torch (apt-get install python3-torch)"
-    exit 77
-fi
+skip_without_torch
 JOB=$HV_SRC_DIR/tests/python/allreduce_job.py
 # Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
 # sanitizer runtimes preloaded (what worker_lib/python's tests do), leak detection off.

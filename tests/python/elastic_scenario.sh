@@ -6,10 +6,7 @@
 # shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
 
 PY=/usr/bin/python3
-if ! $PY -c 'import torch' 2>/dev/null; then
-    echo "SKIP: $PY cannot import torch (apt-get install python3-torch)"
-    exit 77
-fi
+skip_without_torch
 TRAIN=$PY
 # 1024 synthetic samples in 16 steps of a global batch of 64; 512 test samples.
 TRAIN_ARGS="$HV_SRC_DIR/tests/python/elastic_scenario.py --train-limit 1024 --test-limit 512 --batch 64"

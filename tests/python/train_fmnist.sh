@@ -5,10 +5,7 @@
 # shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
 
 PY=/usr/bin/python3
-if ! $PY -c 'import torch' 2>/dev/null; then
-    echo "SKIP: $PY cannot import torch (apt-get install python3-torch)"
-    exit 77
-fi
+skip_without_torch
 TRAIN=$PY
 # Short epochs that still learn: 1000 samples (16 steps of 2 x 32), 500 test samples, one torch
 # thread per worker (the test machine's cores are shared by every worker).
