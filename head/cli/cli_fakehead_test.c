@@ -740,7 +740,8 @@ static void put_text(const char *name, const char *text, char *path, size_t len)
 }
 
 /* 1 when text is one valid JSON document (python3's parser), 0 when not; 1 as well when there
- * is no python3 to ask (the C tests of the emitter still hold). */
+ * is no python3 to ask (the C tests of the emitter still hold). /usr/bin/python3, the project's
+ * interpreter: a `python3` on PATH may be a version manager's shim (pyenv's: 0.7 s a run). */
 static int json_valid(const char *text) {
     char path[300], cmd[700];
     snprintf(path, sizeof(path), "%s/doc.json", tmpdir);
@@ -751,8 +752,8 @@ static int json_valid(const char *text) {
     fputs(text, f);
     fclose(f);
     snprintf(cmd, sizeof(cmd),
-             "command -v python3 >/dev/null 2>&1 || exit 0; "
-             "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '%s'",
+             "[ -x /usr/bin/python3 ] || exit 0; "
+             "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '%s'",
              path);
     return system(cmd) == 0;
 }
