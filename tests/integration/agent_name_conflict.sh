@@ -31,7 +31,9 @@ assert_no_grep "$TMP/submit.err" "agent restarted"
 # The first agent hangs (SIGSTOP) past its lease: a newcomer takes the name over.
 a=$(agent_pid node-a)
 kill -STOP "$a"
-sleep $(( 3 * T_MULT ))
+# Until the head has seen the lease pass (was a sleep of 3 x T_MULT s: 9 s under the sanitizers).
+wait_for 15 sh -c "'$BIN/hvctl' --head '$HEAD' nodes | grep -q 'node-a.*dead'" \
+    || fail "the stopped agent's node should be dead once its lease passed"
 "$BIN/hvagent" join "$HEAD" --token "$TOKEN" --name node-a --slots 1 --work-dir "$TMP/agent-c" \
     >"$TMP/agent-c.out" 2>"$TMP/agent-c.err" &
 c=$!
