@@ -14,9 +14,11 @@
 #include "util.h"
 
 /* A copy costs the head about as much CPU again as it costs the worker (receiving, hashing,
- * writing: bench_copy.sh's "head CPU"), and on shared cores any CPU taken from one rank slows the
- * whole synchronous ring: 40 times the worker's cost keeps the whole at about 5%. */
-#define COPY_FACTOR_DEFAULT 40
+ * writing: bench_copy.sh's "head CPU"), and where the ranks and the head share the cores any CPU
+ * taken from one rank delays the whole synchronous ring (about 3x its share of the CPU in
+ * bench_copy.sh on 2 cores): at 40 times the worker's cost, a 64 MiB state's copies cost 6-8% of
+ * the steps; 80 times keeps them under 5%. */
+#define COPY_FACTOR_DEFAULT 80
 #define COPY_MIN_MS_DEFAULT 1000 /* the head writes and syncs each copy: at most one a second */
 #define COPY_MAX_MS_DEFAULT 0
 /* The copier's nice value: 0 by default. At 19 it yields the CPU to training, but on a machine

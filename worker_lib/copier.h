@@ -11,10 +11,10 @@
  * cost_factor times what that copy cost this process's CPU (serialising it on the training
  * thread plus the copier thread's CPU time: sealing, hashing, sending), and at least
  * min_interval_ms; and never while the previous one is in flight (so never more often than a
- * send takes, wall time). With the defaults (factor 40, at least 1 s apart: the head writes and
- * syncs every copy) the worker's and the head's work on copies together is at most about 5% of
- * the CPU time; a small state is copied about every second, a large one as often as 40 times its
- * cost allows (a 64 MiB state whose copy takes 0.3 s of CPU: every 12 s). max_interval_ms (0: none) forces a copy when the
+ * send takes, wall time). With the defaults (factor 80, at least 1 s apart: the head writes and
+ * syncs every copy) the copies cost at most about 5% of the steps even where the ranks and the
+ * head share 2 cores (bench_copy.sh); a small state is copied about every second, a large one as
+ * often as 80 times its cost allows (a 64 MiB state whose copy takes 0.17 s of CPU: every 14 s). max_interval_ms (0: none) forces a copy when the
  * last one is older, whatever it costs. The copier thread runs at nice HV_STATE_COPY_NICE
  * (default 0; up to 19, where its CPU comes from what training leaves and a busy machine
  * starves it); its wall time can be much longer than its CPU time on a busy machine, which is

@@ -14,7 +14,7 @@ start_agent node-a 1
 start_agent node-b 1
 
 # Copies at least every second even where they cost more (a sanitizer build: the default keeps
-# them 40 times their cost apart, which can outlast an epoch there).
+# them 80 times their cost apart, which can outlast an epoch there).
 submit lost -np 1 --min-np 1 --max-np 1 --env HV_STATE_COPY_FACTOR=2 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/lost.epochs"
 wait_epoch lost 0
 # An epoch is 63 steps (4000 samples, batch 64), each a commit, plus the first round's and the

@@ -15,7 +15,7 @@ sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
 start_agent node-a 1
 
 # Copies at least every second even where they cost more (a sanitizer build: the default keeps
-# them 40 times their cost apart, which can outlast an epoch there).
+# them 80 times their cost apart, which can outlast an epoch there).
 submit r -np 1 --min-np 1 --max-np 1 --env HV_STATE_COPY_FACTOR=2 -- --epochs 2 --step-delay-ms 20 --epoch-log "$TMP/r.epochs"
 wait_epoch r 0
 # Past commit 70 the copy holds epoch 0's end (63 steps an epoch, each a commit).
