@@ -279,6 +279,10 @@ static void agent_on_joined(hv_session_t *s, int first, uint64_t node_id, const 
 static void agent_on_connected(hv_session_t *s, int first, void *ud) {
     agent_t *a = ud;
     (void)s;
+    if (a->workers != NULL) {
+        /* A report sent on the stream that just ended may not have reached the head. */
+        hv_workers_figures_again(a->workers);
+    }
     if (first) {
         printf("hvagent: joined %s as node %s (id %llu), %u slots\n", a->cfg.head, a->cfg.name,
                (unsigned long long)a->node_id, a->cfg.slots);
@@ -502,9 +506,9 @@ static void agent_on_state_file(uint64_t worker_id, const char *path, uint64_t s
 
 /* An actor's process's call figures: its running totals now, or (final) its last ones, queued
  * as a reliable event just before its exit. */
-static void agent_on_figures(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud) {
+static hv_err agent_on_figures(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud) {
     agent_t *a = ud;
-    (void)hv_session_actor_figures(a->session, worker_id, f, final);
+    return hv_session_actor_figures(a->session, worker_id, f, final);
 }
 
 /* An actor's process saved its state: kept for the exit report that follows at once. */

@@ -55,6 +55,7 @@ struct worker_s {
     char *figures_out; /* an actor's process: its HV_ACTOR_FIGURES_OUT (owned) */
     hv_callfig_t fig;  /* the figures last read from figures_out */
     int fig_any;       /* 1: fig holds a report; -1: the file held none (warned); 0: not yet */
+    int fig_unsent;    /* fig was not taken (or is to be sent again): offer it at the next read */
     worker_t *next;
 };
 
@@ -179,7 +180,8 @@ static void state_report(worker_t *wk) {
 }
 
 /* Reads an actor's process's figures file (HV_ACTOR_FIGURES_OUT, one callfig line) and reports
- * them when they changed since the last read; final: the process ended, its last figures are
+ * them when they changed since the last read, or when the last report was not taken (or is to
+ * be sent again: hv_workers_figures_again); final: the process ended, its last figures are
  * reported in any case (the last ones read when the file is gone or unreadable). A file that
  * does not hold a callfig line is skipped (logged once). */
 static void figures_read(worker_t *wk, int final) {
@@ -202,12 +204,13 @@ static void figures_read(worker_t *wk, int final) {
             wk->fig_any = -1; // warned; still nothing read
         }
     }
-    if (got && (final || wk->fig_any <= 0 || memcmp(&f, &wk->fig, sizeof(f)) != 0)) {
+    if (got &&
+        (final || wk->fig_any <= 0 || wk->fig_unsent || memcmp(&f, &wk->fig, sizeof(f)) != 0)) {
         wk->fig = f;
         wk->fig_any = 1;
-        w->cbs.on_figures(wk->id, &f, final, w->cbs.ud);
+        wk->fig_unsent = w->cbs.on_figures(wk->id, &f, final, w->cbs.ud) != HV_OK;
     } else if (final && wk->fig_any > 0) {
-        w->cbs.on_figures(wk->id, &wk->fig, final, w->cbs.ud);
+        (void)w->cbs.on_figures(wk->id, &wk->fig, final, w->cbs.ud);
     }
 }
 
@@ -1219,6 +1222,14 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
     }
     if (--wk->pending == 0) {
         worker_launch(wk);
+    }
+}
+
+void hv_workers_figures_again(hv_workers_t *w) {
+    for (worker_t *wk = w->list; wk != NULL; wk = wk->next) {
+        if (wk->fig_any > 0) {
+            wk->fig_unsent = 1;
+        }
     }
 }
 

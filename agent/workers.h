@@ -64,8 +64,9 @@ typedef struct hv_workers_cbs_s {
                           void *ud);
     /* Optional: an actor's process's call figures (HV_ACTOR_FIGURES_OUT, <its dir>/
      * hv-actor-figures, read every second): its running totals when they changed; final (just
-     * before on_exited, before on_state): its last ones. f borrowed. */
-    void (*on_figures)(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud);
+     * before on_exited, before on_state): its last ones. f borrowed. Returns HV_OK when the
+     * report was taken; otherwise the same figures are offered again at the next read. */
+    hv_err (*on_figures)(uint64_t worker_id, const hv_callfig_t *f, int final, void *ud);
     void *ud;
 } hv_workers_cbs_t;
 
@@ -95,6 +96,10 @@ hv_err hv_workers_create(uv_loop_t *loop, const hv_workers_config_t *cfg,
  * worker id that is already here is ignored. A bad order (file names with '/' or "..") or a
  * table that is closing produces an exited callback with exit_code -1 and the reason. */
 void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *spec);
+
+/* Every actor's process's figures are reported again at the next read (every second), changed
+ * or not: after a new session with the head, which may not have got the last ones. */
+void hv_workers_figures_again(hv_workers_t *w);
 
 /* Kills one worker: SIGTERM to its group, SIGKILL after grace_ms. A worker still fetching never
  * starts. Unknown ids are ignored (logged at info). reason is copied into the exit reason. */

@@ -61,12 +61,19 @@ static void on_exited(uint64_t id, int code, int sig, const char *reason, void *
     snprintf(exit_reason, sizeof(exit_reason), "%s", reason);
 }
 
-static void on_figures(uint64_t id, const hv_callfig_t *f, int final, void *ud) {
+static int figs_refuse; /* running reports to refuse (the session could not take them) */
+static hv_err on_figures(uint64_t id, const hv_callfig_t *f, int final, void *ud) {
     (void)id;
     (void)ud;
+    if (!final && figs_refuse > 0) {
+        figs_refuse--;
+        nfigs++;
+        return HV_EUNAVAIL;
+    }
     nfigs++;
     nfigs_final += final;
     last_figs = *f;
+    return HV_OK;
 }
 
 static void on_line(uint64_t id, int stream, const char *line, size_t len, void *ud) {
@@ -418,6 +425,41 @@ static void case_actor_figures(void) {
     teardown();
 }
 
+/* A report the session could not take is offered again at the next read, unchanged figures
+ * or not (a lost one is not made good by a later one when the actor is idle). */
+static void case_actor_figures_retry(void) {
+    setup();
+    char script[65];
+    put_artifact("Z='0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0'\n"
+                 "printf 'hv-callfig 1 2 0 6 6 3000 2 %s\\n' \"$Z\" >\"$HV_ACTOR_FIGURES_OUT.t\"\n"
+                 "mv \"$HV_ACTOR_FIGURES_OUT.t\" \"$HV_ACTOR_FIGURES_OUT\"\n"
+                 "sleep 3.5\n",
+                 script);
+    order_t o;
+    order_init(&o, 41, script, "actor.sh");
+    o.sp.binary = NULL;
+    o.sp.command = "sh";
+    o.file.name = "actor.sh";
+    o.file.digest = script;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    o.args[0] = "actor.sh";
+    o.sp.args = o.args;
+    o.sp.n_args = 1;
+    o.sp.actor_secret = "s3cret-s3cret-s3cret";
+    figs_refuse = 1;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    /* Refused at the first read, offered again (taken) at the next, not at the third (taken
+     * and unchanged), then the final one at the exit. */
+    CHECK_EQ(nfigs, 3);
+    CHECK_EQ(nfigs_final, 1);
+    CHECK_EQ(last_figs.ok, 2);
+    figs_refuse = 0;
+    teardown();
+}
+
 static void case_kill_and_refuse(void) {
     setup();
     char bin[65];
@@ -631,6 +673,7 @@ static const test_case_t cases[] = {
     {"spawn_failed", case_spawn_failed},
     {"command", case_command},
     {"actor_figures", case_actor_figures},
+    {"actor_figures_retry", case_actor_figures_retry},
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
     {"cache_untouched", case_cache_untouched},

@@ -510,10 +510,15 @@ static void crash_body(srv_t *s) {
     hv_future_t *fs[6];
     double t0 = hvtest_now();
     ASSERT_OK(hv_actor_call_async(a, "crash", NULL, 0, &fs[0]));
+    int sent = 1;
     for (int i = 1; i < 6; i++) {
-        ASSERT_OK(hv_actor_call_async(a, "echo", "x", 1, &fs[i]));
+        /* On a busy machine the crash may have ended the connection already: a call then is
+         * refused at once as not sent (HV_EUNAVAIL, safe to send again), never left pending. */
+        hv_err rc = hv_actor_call_async(a, "echo", "x", 1, &fs[sent]);
+        ASSERT_TRUE(rc == HV_OK || rc == HV_EUNAVAIL);
+        sent += rc == HV_OK;
     }
-    expect_in_doubt(fs, 6, t0);
+    expect_in_doubt(fs, sent, t0);
     ASSERT_TRUE(strstr(hv_strerror(HV_EINDOUBT), "outcome unknown") != NULL);
     hv_actor_close(a);
 }
