@@ -383,6 +383,22 @@ static void case_command(void) {
     teardown();
 }
 
+/* An order for an actor's process that runs the shell script artifact (its digest) with sh. */
+static void actor_script_order(order_t *o, uint64_t id, const char *script) {
+    order_init(o, id, script, "actor.sh");
+    o->sp.binary = NULL;
+    o->sp.command = "sh";
+    o->file.name = "actor.sh";
+    o->file.digest = (char *)script;
+    o->files[0] = &o->file;
+    o->sp.files = o->files;
+    o->sp.n_files = 1;
+    o->args[0] = "actor.sh";
+    o->sp.args = o->args;
+    o->sp.n_args = 1;
+    o->sp.actor_secret = "s3cret-s3cret-s3cret";
+}
+
 /* An actor's process gets HV_ACTOR_FIGURES_OUT in its directory; what it writes there is read
  * every second and reported when it changed, and once more, final, just before its exit. */
 static void case_actor_figures(void) {
@@ -397,18 +413,7 @@ static void case_actor_figures(void) {
                  "mv \"$HV_ACTOR_FIGURES_OUT.t\" \"$HV_ACTOR_FIGURES_OUT\"\n",
                  script);
     order_t o;
-    order_init(&o, 40, script, "actor.sh");
-    o.sp.binary = NULL;
-    o.sp.command = "sh";
-    o.file.name = "actor.sh";
-    o.file.digest = script;
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
-    o.args[0] = "actor.sh";
-    o.sp.args = o.args;
-    o.sp.n_args = 1;
-    o.sp.actor_secret = "s3cret-s3cret-s3cret";
+    actor_script_order(&o, 40, script);
     hv_workers_spawn(wt, &o.sp);
     CHECK(test_run_until(&loop, &exited, 1, 10000));
     CHECK_EQ(exit_code, 0);
@@ -436,18 +441,7 @@ static void case_actor_figures_retry(void) {
                  "sleep 3.5\n",
                  script);
     order_t o;
-    order_init(&o, 41, script, "actor.sh");
-    o.sp.binary = NULL;
-    o.sp.command = "sh";
-    o.file.name = "actor.sh";
-    o.file.digest = script;
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
-    o.args[0] = "actor.sh";
-    o.sp.args = o.args;
-    o.sp.n_args = 1;
-    o.sp.actor_secret = "s3cret-s3cret-s3cret";
+    actor_script_order(&o, 41, script);
     figs_refuse = 1;
     hv_workers_spawn(wt, &o.sp);
     CHECK(test_run_until(&loop, &exited, 1, 10000));
