@@ -91,10 +91,12 @@ alive_nodes_is() { [ "$(alive_nodes)" -eq "$1" ]; }
 # start_head [yaml lines...]: sets HEAD=host:port and HEAD_PID.
 start_head() {
     [ -f "$TMP/head.yaml" ] || write_config "$TMP/head.yaml" "$@"
+    # Count the ready lines of earlier starts before this one can print its own: counted after
+    # the start, a head quicker than the count left the wait for a line already there.
+    local n_ready; n_ready=$(grep -c 'listening on' "$TMP/head.out" 2>/dev/null || true)
     "$BIN/hvhead" start --config "$TMP/head.yaml" >>"$TMP/head.out" 2>>"$TMP/head.err" &
     HEAD_PID=$!
     PIDS="$PIDS $HEAD_PID"
-    local n_ready; n_ready=$(grep -c 'listening on' "$TMP/head.out" 2>/dev/null || true)
     wait_for 10 sh -c "[ \$(grep -c 'listening on' '$TMP/head.out') -gt ${n_ready:-0} ]" \
         || fail "hvhead did not print its ready line"
     HEAD=$(grep 'listening on' "$TMP/head.out" | tail -n 1 | sed -E 's/.*listening on ([^ ]+) .*/\1/')
