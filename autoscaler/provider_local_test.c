@@ -63,7 +63,9 @@ static void setup(void) {
 
 static void teardown(void) {
     char cmd[400];
-    snprintf(cmd, sizeof(cmd), "pkill -KILL -f '%s/fake-agent' 2>/dev/null; rm -rf '%s'", g_dir,
+    /* "fake-agen[t]": the shell running this line must not match its own pattern, or pkill
+     * kills it before the rm (which left a directory in /tmp per case) */
+    snprintf(cmd, sizeof(cmd), "pkill -KILL -f '%s/fake-agen[t]' 2>/dev/null; rm -rf '%s'", g_dir,
              g_dir);
     if (system(cmd) != 0) {
         /* nothing left to kill is fine */
