@@ -731,11 +731,22 @@ static void store_release(sqlite3_stmt *st) {
 
 /* Binding keeps the first failure so a call site binds everything, then checks once. Text and
  * blobs are bound SQLITE_STATIC: they are borrowed from the caller for the duration of the call
- * and store_release() clears them before returning. */
+ * and store_release() clears them before returning. A call is: b = store_start(s, ST_...), the
+ * binds, then one of store_write, store_write_one, store_get, store_list or store_number, which
+ * returns the first failure (preparing, binding, stepping) and releases the statement. */
 typedef struct store_bind_s {
-    sqlite3_stmt *st;
-    int src; // first failure, SQLITE_OK if none
+    sqlite3_stmt *st; // the statement (cached in the handle); NULL when it could not be prepared
+    int src;          // first bind failure, SQLITE_OK if none
+    hv_err rc;        // preparing it: HV_OK, or store_stmt's failure (its message is set)
 } store_bind_t;
+
+static store_bind_t store_start(hv_store_t *s, int which) {
+    store_bind_t b = {NULL, SQLITE_OK, HV_OK};
+    if ((b.rc = store_stmt(s, which, &b.st)) != HV_OK) {
+        b.src = SQLITE_MISUSE; // nothing to bind: the binds that follow do nothing
+    }
+    return b;
+}
 
 static void bind_text(store_bind_t *b, int i, const char *v) {
     if (b->src == SQLITE_OK) {
@@ -773,6 +784,44 @@ static void bind_limit(store_bind_t *b, int i, uint32_t limit) {
     }
 }
 
+/* A row's key: bound as a number or a text, and named in "no <noun> <key>" messages. */
+typedef struct store_key_s {
+    int is_text;      // 1: text, 0: id
+    uint64_t id;      // the key when !is_text
+    const char *text; // the key when is_text (borrowed; NULL binds "" and reads "(null)")
+} store_key_t;
+
+static store_key_t key_id(uint64_t id) { return (store_key_t){0, id, NULL}; }
+static store_key_t key_text(const char *text) { return (store_key_t){1, 0, text}; }
+
+static void bind_key(store_bind_t *b, int i, store_key_t key) {
+    if (key.is_text) {
+        bind_text(b, i, key.text);
+    } else {
+        bind_u64(b, i, key.id);
+    }
+}
+
+/* Sets the message of a missing row: "<what>: no <noun> <key>", or without "<what>: " when what
+ * is NULL. */
+static void store_not_found(hv_store_t *s, const char *what, const char *noun, store_key_t key) {
+    char id[24]; // UINT64_MAX has 20 digits
+    snprintf(id, sizeof(id), "%" PRIu64, key.id);
+    const char *k = !key.is_text ? id : key.text != NULL ? key.text : "(null)";
+    store_set_err(s, "%s%sno %s %s", what != NULL ? what : "", what != NULL ? ": " : "", noun, k);
+}
+
+/* The end of the binding: the failure of preparing or binding, else HV_OK. */
+static hv_err store_bound(hv_store_t *s, const store_bind_t *b, const char *what) {
+    if (b->rc != HV_OK) {
+        return b->rc;
+    }
+    if (b->src != SQLITE_OK) {
+        return store_fail(s, b->src, what);
+    }
+    return HV_OK;
+}
+
 /* Steps a statement that returns no rows. */
 static hv_err store_exec_stmt(hv_store_t *s, sqlite3_stmt *st, const char *what) {
     int src = sqlite3_step(st);
@@ -782,12 +831,43 @@ static hv_err store_exec_stmt(hv_store_t *s, sqlite3_stmt *st, const char *what)
     return HV_OK;
 }
 
-/* Runs one statement built by the helpers above: binds were checked by the caller. */
-static hv_err store_bind_check(hv_store_t *s, const store_bind_t *b, const char *what) {
-    if (b->src != SQLITE_OK) {
-        return store_fail(s, b->src, what);
+/* Runs a bound write (a statement with no rows) and releases it. sqlite3_changes() and
+ * sqlite3_last_insert_rowid() still tell about it afterwards: a reset changes neither. */
+static hv_err store_write(hv_store_t *s, store_bind_t *b, const char *what) {
+    hv_err rc = store_bound(s, b, what);
+    if (rc == HV_OK) {
+        rc = store_exec_stmt(s, b->st, what);
     }
-    return HV_OK;
+    store_release(b->st);
+    return rc;
+}
+
+/* store_write of an UPDATE or DELETE whose row must be there: HV_ENOTFOUND and "<what>: no <noun>
+ * <key>" when it changed none. */
+static hv_err store_write_one(hv_store_t *s, store_bind_t *b, const char *what, const char *noun,
+                              store_key_t key) {
+    hv_err rc = store_write(s, b, what);
+    if (rc == HV_OK && sqlite3_changes(s->db) == 0) {
+        store_not_found(s, what, noun, key);
+        rc = HV_ENOTFOUND;
+    }
+    return rc;
+}
+
+/* Steps a bound statement for its one number (column 0; below 0 reads 0) and releases it. */
+static hv_err store_number(hv_store_t *s, store_bind_t *b, const char *what, uint64_t *out) {
+    hv_err rc = store_bound(s, b, what);
+    if (rc == HV_OK) {
+        int src = sqlite3_step(b->st);
+        if (src == SQLITE_ROW) {
+            sqlite3_int64 v = sqlite3_column_int64(b->st, 0);
+            *out = v > 0 ? (uint64_t)v : 0;
+        } else {
+            rc = store_fail(s, src, what);
+        }
+    }
+    store_release(b->st);
+    return rc;
 }
 
 /* Owned copy of a text column; "" for NULL so callers can print it. */
@@ -801,16 +881,51 @@ static hv_err col_text(sqlite3_stmt *st, int i, char **out) {
     return HV_OK;
 }
 
+/* A text column into a fixed array (cut to fit; "" for NULL). */
+static void col_text_to(sqlite3_stmt *st, int i, char *dst, size_t cap) {
+    const unsigned char *v = sqlite3_column_text(st, i);
+    snprintf(dst, cap, "%s", v != NULL ? (const char *)v : "");
+}
+
+/* Owned copy of a blob column (*out NULL and *len 0 when it is empty). */
+static hv_err col_blob(sqlite3_stmt *st, int i, uint8_t **out, size_t *len) {
+    const void *v = sqlite3_column_blob(st, i);
+    int n = sqlite3_column_bytes(st, i);
+    if (v != NULL && n > 0) {
+        if ((*out = hv_malloc((size_t)n)) == NULL) {
+            return HV_ENOMEM;
+        }
+        memcpy(*out, v, (size_t)n);
+        *len = (size_t)n;
+    }
+    return HV_OK;
+}
+
 static uint64_t col_u64(sqlite3_stmt *st, int i) { return (uint64_t)sqlite3_column_int64(st, i); }
 static uint32_t col_u32(sqlite3_stmt *st, int i) { return (uint32_t)sqlite3_column_int64(st, i); }
 static int col_int(sqlite3_stmt *st, int i) { return (int)sqlite3_column_int64(st, i); }
 
-typedef hv_err (*store_read_fn)(sqlite3_stmt *st, void *row);
-typedef void (*store_fini_fn)(void *row);
+/* How a table's rows are read and let go: the size of one, its reader (fills a row, zeroed
+ * first; frees what it took when it fails) and its fini (frees what a row owns). */
+typedef struct store_rows_s {
+    size_t elem;
+    hv_err (*read)(sqlite3_stmt *st, void *row);
+    void (*fini)(void *row);
+} store_rows_t;
 
-/* Steps st to the end, reading each row into a growing owned array of `elem`-sized rows. */
-static hv_err store_collect(hv_store_t *s, sqlite3_stmt *st, size_t elem, store_read_fn read,
-                            store_fini_fn fini, const char *what, void **out, size_t *n) {
+static void store_fini_none(void *row) { (void)row; }
+
+/* Finishes n rows and frees their array (NULL: nothing). */
+static void store_free_rows(const store_rows_t *t, void *rows, size_t n) {
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        t->fini((unsigned char *)rows + i * t->elem);
+    }
+    hv_free(rows);
+}
+
+/* Steps st to the end, reading each row into a growing owned array. */
+static hv_err store_collect(hv_store_t *s, sqlite3_stmt *st, const store_rows_t *t,
+                            const char *what, void **out, size_t *n) {
     hv_err rc = HV_OK;
     unsigned char *rows = NULL;
     size_t count = 0, cap = 0;
@@ -818,41 +933,51 @@ static hv_err store_collect(hv_store_t *s, sqlite3_stmt *st, size_t elem, store_
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         if (count == cap) {
             size_t ncap = cap == 0 ? 16 : cap * 2;
-            unsigned char *grown = hv_realloc(rows, ncap * elem);
+            unsigned char *grown = hv_realloc(rows, ncap * t->elem);
             if (grown == NULL) {
                 rc = HV_ENOMEM;
                 store_set_err(s, "%s: out of memory", what);
-                goto out;
+                goto fail;
             }
             rows = grown;
             cap = ncap;
         }
-        memset(rows + count * elem, 0, elem);
-        if ((rc = read(st, rows + count * elem)) != HV_OK) {
+        memset(rows + count * t->elem, 0, t->elem);
+        if ((rc = t->read(st, rows + count * t->elem)) != HV_OK) {
             store_set_err(s, "%s: %s", what,
                           rc == HV_ENOMEM ? "out of memory" : "a row holds what it cannot");
-            goto out;
+            goto fail;
         }
         count++;
     }
     if (src != SQLITE_DONE) {
         rc = store_fail(s, src, what);
-        goto out;
+        goto fail;
     }
     *out = rows;
     *n = count;
-    rows = NULL;
-    count = 0;
-out:
-    for (size_t i = 0; i < count; i++) {
-        fini(rows + i * elem);
+    return HV_OK;
+fail:
+    store_free_rows(t, rows, count);
+    return rc;
+}
+
+/* Steps a bound statement to the end and releases it. out is the address of the caller's row
+ * pointer (a T ** for rows of type T, which has the representation of a void *): it gets the
+ * owned array and *n its length, both only on success. */
+static hv_err store_list(hv_store_t *s, store_bind_t *b, const store_rows_t *t, const char *what,
+                         void *out, size_t *n) {
+    void *rows = NULL;
+    hv_err rc = store_bound(s, b, what);
+    if (rc == HV_OK && (rc = store_collect(s, b->st, t, what, &rows, n)) == HV_OK) {
+        memcpy(out, &rows, sizeof(rows));
     }
-    hv_free(rows);
+    store_release(b->st);
     return rc;
 }
 
 /* Steps a statement expected to return zero or one row and reads it. */
-static hv_err store_get_one(hv_store_t *s, sqlite3_stmt *st, store_read_fn read, void *row,
+static hv_err store_get_one(hv_store_t *s, sqlite3_stmt *st, const store_rows_t *t, void *row,
                             const char *what) {
     int src = sqlite3_step(st);
     if (src == SQLITE_DONE) {
@@ -861,11 +986,52 @@ static hv_err store_get_one(hv_store_t *s, sqlite3_stmt *st, store_read_fn read,
     if (src != SQLITE_ROW) {
         return store_fail(s, src, what);
     }
-    if (read(st, row) != HV_OK) {
+    if (t->read(st, row) != HV_OK) {
         store_set_err(s, "%s: out of memory", what);
         return HV_ENOMEM;
     }
     return HV_OK;
+}
+
+/* Room for any row a get reads, so that out is assigned only on success. */
+typedef union store_any_row_u {
+    hv_node_row_t node;
+    hv_job_row_t job;
+    hv_worker_row_t worker;
+    hv_artifact_row_t artifact;
+    hv_instance_row_t instance;
+    hv_jtoken_row_t jtoken;
+    hv_copy_row_t copy;
+} store_any_row_t;
+
+/* Steps a bound statement for zero or one row and releases it: the row goes to out (assigned
+ * only on success); HV_ENOTFOUND, with no message (the caller's words), when there is none. */
+static hv_err store_get(hv_store_t *s, store_bind_t *b, const store_rows_t *t, void *out,
+                        const char *what) {
+    store_any_row_t row;
+    hv_err rc = store_bound(s, b, what);
+    if (rc == HV_OK && t->elem > sizeof(row)) {
+        store_set_err(s, "%s: a row of %zu bytes is not in store_any_row_t", what, t->elem);
+        rc = HV_EINTERNAL; // our own mistake: a new row type read by a get
+    }
+    if (rc == HV_OK && (rc = store_get_one(s, b->st, t, &row, what)) == HV_OK) {
+        memcpy(out, &row, t->elem);
+    }
+    store_release(b->st);
+    return rc;
+}
+
+/* The get of the row whose key is ?1 of statement `which`: HV_ENOTFOUND and "no <noun> <key>"
+ * when there is none. */
+static hv_err store_get_by_key(hv_store_t *s, int which, store_key_t key, const store_rows_t *t,
+                               void *out, const char *what, const char *noun) {
+    store_bind_t b = store_start(s, which);
+    bind_key(&b, 1, key);
+    hv_err rc = store_get(s, &b, t, out, what);
+    if (rc == HV_ENOTFOUND) {
+        store_not_found(s, NULL, noun, key);
+    }
+    return rc;
 }
 
 /* ---- open, migrate, close -------------------------------------------------------------------- */
@@ -1452,13 +1618,8 @@ const char *hv_store_last_error(hv_store_t *s) { return s->err; }
 /* ---- transactions ---------------------------------------------------------------------------- */
 
 static hv_err store_run(hv_store_t *s, int id, const char *what) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc = store_stmt(s, id, &st);
-    if (rc == HV_OK) {
-        rc = store_exec_stmt(s, st, what);
-    }
-    store_release(st);
-    return rc;
+    store_bind_t b = store_start(s, id);
+    return store_write(s, &b, what);
 }
 
 hv_err hv_store_begin(hv_store_t *s) {
@@ -1499,15 +1660,6 @@ void hv_store_node_fini(hv_node_row_t *row) {
     memset(row, 0, sizeof(*row));
 }
 
-void hv_store_node_free_list(hv_node_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_store_node_fini(&rows[i]);
-    }
-    hv_free(rows);
-}
-
-static void node_fini_v(void *row) { hv_store_node_fini(row); }
-
 static hv_err node_read(sqlite3_stmt *st, void *vrow) {
     hv_node_row_t *r = vrow;
     memset(r, 0, sizeof(*r));
@@ -1529,17 +1681,21 @@ static hv_err node_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
+static void node_fini_v(void *row) { hv_store_node_fini(row); }
+
+static const store_rows_t node_rows = {sizeof(hv_node_row_t), node_read, node_fini_v};
+
+void hv_store_node_free_list(hv_node_row_t *rows, size_t n) {
+    store_free_rows(&node_rows, rows, n);
+}
+
 hv_err hv_store_node_upsert(hv_store_t *s, hv_node_row_t *row) {
-    sqlite3_stmt *st = NULL;
     hv_err rc;
     if (row == NULL || row->name == NULL || row->name[0] == '\0') {
         store_set_err(s, "node upsert: a node needs a name");
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_NODE_UPSERT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_NODE_UPSERT);
     bind_text(&b, 1, row->name);
     bind_text(&b, 2, row->addrs);
     bind_text(&b, 3, row->labels);
@@ -1554,85 +1710,42 @@ hv_err hv_store_node_upsert(hv_store_t *s, hv_node_row_t *row) {
     bind_u64(&b, 12, row->registered_ms);
     bind_u64(&b, 13, row->last_seen_ms);
     bind_u64(&b, 14, row->memory_mb);
-    if ((rc = store_bind_check(s, &b, "node upsert")) != HV_OK) {
+    if ((rc = store_bound(s, &b, "node upsert")) != HV_OK) {
         goto out;
     }
     /* RETURNING yields the id on both paths (insert and update); the statement must then run
      * to completion so that its implicit transaction commits here, not at the next reset. */
-    int src = sqlite3_step(st);
+    int src = sqlite3_step(b.st);
     if (src != SQLITE_ROW) {
         rc = store_fail(s, src, "node upsert");
         goto out;
     }
-    uint64_t id = col_u64(st, 0);
-    if ((rc = store_exec_stmt(s, st, "node upsert")) != HV_OK) {
+    uint64_t id = col_u64(b.st, 0);
+    if ((rc = store_exec_stmt(s, b.st, "node upsert")) != HV_OK) {
         goto out;
     }
     row->id = id;
 out:
-    store_release(st);
+    store_release(b.st);
     return rc;
 }
 
 hv_err hv_store_node_set_state(hv_store_t *s, uint64_t id, const char *state,
                                uint64_t last_seen_ms) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_NODE_SET_STATE, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_NODE_SET_STATE);
     bind_u64(&b, 1, id);
     bind_text(&b, 2, state);
     bind_u64(&b, 3, last_seen_ms);
-    if ((rc = store_bind_check(s, &b, "node set state")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "node set state")) != HV_OK) {
-        goto out;
-    }
-    if (sqlite3_changes(s->db) == 0) {
-        store_set_err(s, "node set state: no node %" PRIu64, id);
-        rc = HV_ENOTFOUND;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_write_one(s, &b, "node set state", "node", key_id(id));
 }
 
 hv_err hv_store_node_get(hv_store_t *s, uint64_t id, hv_node_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_node_row_t row;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_NODE_GET, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
-    bind_u64(&b, 1, id);
-    if ((rc = store_bind_check(s, &b, "node get")) != HV_OK ||
-        (rc = store_get_one(s, st, node_read, &row, "node get")) != HV_OK) {
-        if (rc == HV_ENOTFOUND) {
-            store_set_err(s, "no node %" PRIu64, id);
-        }
-        goto out;
-    }
-    *out = row;
-out:
-    store_release(st);
-    return rc;
+    return store_get_by_key(s, ST_NODE_GET, key_id(id), &node_rows, out, "node get", "node");
 }
 
 hv_err hv_store_node_list(hv_store_t *s, hv_node_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_NODE_LIST, &st)) != HV_OK) {
-        return rc;
-    }
-    rc = store_collect(s, st, sizeof(hv_node_row_t), node_read, node_fini_v, "node list", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    store_bind_t b = store_start(s, ST_NODE_LIST);
+    return store_list(s, &b, &node_rows, "node list", out, n);
 }
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
@@ -1649,15 +1762,6 @@ void hv_store_job_fini(hv_job_row_t *row) {
     memset(row, 0, sizeof(*row));
 }
 
-void hv_store_job_free_list(hv_job_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_store_job_fini(&rows[i]);
-    }
-    hv_free(rows);
-}
-
-static void job_fini_v(void *row) { hv_store_job_fini(row); }
-
 static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     hv_job_row_t *r = vrow;
     memset(r, 0, sizeof(*r));
@@ -1666,14 +1770,8 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
         col_text(st, 3, &r->reason) != HV_OK) {
         goto fail;
     }
-    const void *spec = sqlite3_column_blob(st, 4);
-    int spec_len = sqlite3_column_bytes(st, 4);
-    if (spec != NULL && spec_len > 0) {
-        if ((r->spec = hv_malloc((size_t)spec_len)) == NULL) {
-            goto fail;
-        }
-        memcpy(r->spec, spec, (size_t)spec_len);
-        r->spec_len = (size_t)spec_len;
+    if (col_blob(st, 4, &r->spec, &r->spec_len) != HV_OK) {
+        goto fail;
     }
     r->np = col_u32(st, 5);
     r->min_np = col_u32(st, 6);
@@ -1712,6 +1810,12 @@ fail:
     hv_store_job_fini(r);
     return HV_ENOMEM;
 }
+
+static void job_fini_v(void *row) { hv_store_job_fini(row); }
+
+static const store_rows_t job_rows = {sizeof(hv_job_row_t), job_read, job_fini_v};
+
+void hv_store_job_free_list(hv_job_row_t *rows, size_t n) { store_free_rows(&job_rows, rows, n); }
 
 /* Binds ?1..?14 and ?16..?35 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
  * out. */
@@ -1774,7 +1878,6 @@ static hv_err job_artifact_ref(hv_store_t *s, uint64_t job_id, const char *diges
 }
 
 hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
-    sqlite3_stmt *st = NULL;
     hv_err rc;
     if (row == NULL) {
         return HV_EINVAL;
@@ -1785,13 +1888,9 @@ hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
     if (own && (rc = hv_store_begin(s)) != HV_OK) {
         return rc;
     }
-    if ((rc = store_stmt(s, ST_JOB_INSERT, &st)) != HV_OK) {
-        goto out;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_JOB_INSERT);
     job_bind(&b, row, 1);
-    if ((rc = store_bind_check(s, &b, "job insert")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "job insert")) != HV_OK) {
+    if ((rc = store_write(s, &b, "job insert")) != HV_OK) {
         goto out;
     }
     uint64_t id = (uint64_t)sqlite3_last_insert_rowid(s->db);
@@ -1805,7 +1904,6 @@ hv_err hv_store_job_insert(hv_store_t *s, hv_job_row_t *row) {
         row->id = id;
     }
 out:
-    store_release(st);
     if (rc != HV_OK && own) {
         hv_store_rollback(s);
     }
@@ -1813,96 +1911,33 @@ out:
 }
 
 hv_err hv_store_job_update(hv_store_t *s, const hv_job_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_JOB_UPDATE, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_JOB_UPDATE);
     job_bind(&b, row, 0);
     bind_u64(&b, 15, row->id);
-    if ((rc = store_bind_check(s, &b, "job update")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "job update")) != HV_OK) {
-        goto out;
-    }
-    if (sqlite3_changes(s->db) == 0) {
-        store_set_err(s, "job update: no job %" PRIu64, row->id);
-        rc = HV_ENOTFOUND;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_write_one(s, &b, "job update", "job", key_id(row->id));
 }
 
 hv_err hv_store_job_get(hv_store_t *s, uint64_t id, hv_job_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_job_row_t row;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_JOB_GET, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
-    bind_u64(&b, 1, id);
-    if ((rc = store_bind_check(s, &b, "job get")) != HV_OK ||
-        (rc = store_get_one(s, st, job_read, &row, "job get")) != HV_OK) {
-        if (rc == HV_ENOTFOUND) {
-            store_set_err(s, "no job %" PRIu64, id);
-        }
-        goto out;
-    }
-    *out = row;
-out:
-    store_release(st);
-    return rc;
+    return store_get_by_key(s, ST_JOB_GET, key_id(id), &job_rows, out, "job get", "job");
 }
 
 hv_err hv_store_job_list(hv_store_t *s, int active_only, uint32_t limit, hv_job_row_t **out,
                          size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_JOB_LIST, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_JOB_LIST);
     bind_int(&b, 1, active_only != 0);
     bind_limit(&b, 2, limit);
-    if ((rc = store_bind_check(s, &b, "job list")) != HV_OK) {
-        goto out;
-    }
-    rc = store_collect(s, st, sizeof(hv_job_row_t), job_read, job_fini_v, "job list", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &job_rows, "job list", out, n);
 }
 
 hv_err hv_store_job_page(hv_store_t *s, uint64_t before_id, uint32_t limit, hv_job_row_t **out,
                          size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_JOB_PAGE, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_JOB_PAGE);
     bind_u64(&b, 1, before_id);
     bind_limit(&b, 2, limit);
-    if ((rc = store_bind_check(s, &b, "job page")) != HV_OK) {
-        goto out;
-    }
-    rc = store_collect(s, st, sizeof(hv_job_row_t), job_read, job_fini_v, "job page", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &job_rows, "job page", out, n);
 }
 
 /* ---- workers --------------------------------------------------------------------------------- */
@@ -1916,15 +1951,6 @@ void hv_store_worker_fini(hv_worker_row_t *row) {
     hv_free(row->addr);
     memset(row, 0, sizeof(*row));
 }
-
-void hv_store_worker_free_list(hv_worker_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_store_worker_fini(&rows[i]);
-    }
-    hv_free(rows);
-}
-
-static void worker_fini_v(void *row) { hv_store_worker_fini(row); }
 
 static hv_err worker_read(sqlite3_stmt *st, void *vrow) {
     hv_worker_row_t *r = vrow;
@@ -1959,6 +1985,14 @@ static hv_err worker_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
+static void worker_fini_v(void *row) { hv_store_worker_fini(row); }
+
+static const store_rows_t worker_rows = {sizeof(hv_worker_row_t), worker_read, worker_fini_v};
+
+void hv_store_worker_free_list(hv_worker_row_t *rows, size_t n) {
+    store_free_rows(&worker_rows, rows, n);
+}
+
 /* Binds ?1..?15 and ?17..?22 (?16 is the id of an update). */
 static void worker_bind(store_bind_t *b, const hv_worker_row_t *row) {
     bind_u64(b, 1, row->job_id);
@@ -1985,111 +2019,45 @@ static void worker_bind(store_bind_t *b, const hv_worker_row_t *row) {
 }
 
 hv_err hv_store_worker_insert(hv_store_t *s, hv_worker_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_WORKER_INSERT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_WORKER_INSERT);
     worker_bind(&b, row);
-    if ((rc = store_bind_check(s, &b, "worker insert")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "worker insert")) != HV_OK) {
-        goto out;
+    hv_err rc = store_write(s, &b, "worker insert");
+    if (rc == HV_OK) {
+        row->id = (uint64_t)sqlite3_last_insert_rowid(s->db);
     }
-    row->id = (uint64_t)sqlite3_last_insert_rowid(s->db);
-out:
-    store_release(st);
     return rc;
 }
 
 hv_err hv_store_worker_update(hv_store_t *s, const hv_worker_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_WORKER_UPDATE, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_WORKER_UPDATE);
     worker_bind(&b, row);
     bind_u64(&b, 16, row->id);
-    if ((rc = store_bind_check(s, &b, "worker update")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "worker update")) != HV_OK) {
-        goto out;
-    }
-    if (sqlite3_changes(s->db) == 0) {
-        store_set_err(s, "worker update: no worker %" PRIu64, row->id);
-        rc = HV_ENOTFOUND;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_write_one(s, &b, "worker update", "worker", key_id(row->id));
 }
 
 hv_err hv_store_worker_get(hv_store_t *s, uint64_t id, hv_worker_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_worker_row_t row;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_WORKER_GET, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
-    bind_u64(&b, 1, id);
-    if ((rc = store_bind_check(s, &b, "worker get")) != HV_OK ||
-        (rc = store_get_one(s, st, worker_read, &row, "worker get")) != HV_OK) {
-        if (rc == HV_ENOTFOUND) {
-            store_set_err(s, "no worker %" PRIu64, id);
-        }
-        goto out;
-    }
-    *out = row;
-out:
-    store_release(st);
-    return rc;
+    return store_get_by_key(s, ST_WORKER_GET, key_id(id), &worker_rows, out, "worker get",
+                            "worker");
 }
 
 hv_err hv_store_worker_list(hv_store_t *s, uint64_t job_id, int active_only, hv_worker_row_t **out,
                             size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
     /* Two statements rather than "job_id = ? OR ? = 0" so the per-job one uses workers_job. */
-    if ((rc = store_stmt(s, job_id == 0 ? ST_WORKER_LIST_ALL : ST_WORKER_LIST_JOB, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, job_id == 0 ? ST_WORKER_LIST_ALL : ST_WORKER_LIST_JOB);
     bind_int(&b, 1, active_only != 0);
     if (job_id != 0) {
         bind_u64(&b, 2, job_id);
     }
-    if ((rc = store_bind_check(s, &b, "worker list")) != HV_OK) {
-        goto out;
-    }
-    rc = store_collect(s, st, sizeof(hv_worker_row_t), worker_read, worker_fini_v, "worker list",
-                       &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &worker_rows, "worker list", out, n);
 }
 
 /* ---- events ---------------------------------------------------------------------------------- */
-
-void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_free(rows[i].kind);
-        hv_free(rows[i].message);
-        hv_free(rows[i].data);
-        hv_free(rows[i].node);
-    }
-    hv_free(rows);
-}
 
 static void event_fini_v(void *vrow) {
     hv_event_row_t *r = vrow;
@@ -2125,6 +2093,12 @@ static hv_err event_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
+static const store_rows_t event_rows = {sizeof(hv_event_row_t), event_read, event_fini_v};
+
+void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
+    store_free_rows(&event_rows, rows, n);
+}
+
 hv_err hv_store_event_append(hv_store_t *s, uint64_t job_id, uint64_t node_id, const char *kind,
                              const char *message, const char *data, uint64_t *seq_out) {
     return hv_store_event_append_f(s, job_id, node_id, kind, message, data, NULL, NULL, seq_out);
@@ -2137,12 +2111,7 @@ hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id,
     if (f == NULL) {
         f = &none;
     }
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_EVENT_APPEND, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_EVENT_APPEND);
     bind_u64(&b, 1, hv_wall_ms());
     bind_u64(&b, 2, job_id);
     bind_u64(&b, 3, node_id);
@@ -2158,163 +2127,88 @@ hv_err hv_store_event_append_f(hv_store_t *s, uint64_t job_id, uint64_t node_id,
     bind_u64(&b, 13, f->job_state);
     bind_int(&b, 14, f->rollback != 0);
     bind_u64(&b, 15, f->actor_id);
-    if ((rc = store_bind_check(s, &b, "event append")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "event append")) != HV_OK) {
-        goto out;
-    }
-    if (seq_out != NULL) {
+    hv_err rc = store_write(s, &b, "event append");
+    if (rc == HV_OK && seq_out != NULL) {
         *seq_out = (uint64_t)sqlite3_last_insert_rowid(s->db);
     }
-out:
-    store_release(st);
     return rc;
 }
 
 hv_err hv_store_event_list(hv_store_t *s, uint64_t job_id, uint64_t after_seq, uint32_t limit,
                            hv_event_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, job_id == 0 ? ST_EVENT_LIST_ALL : ST_EVENT_LIST_JOB, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, job_id == 0 ? ST_EVENT_LIST_ALL : ST_EVENT_LIST_JOB);
     bind_u64(&b, 1, after_seq > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : after_seq);
     bind_limit(&b, 2, limit);
     if (job_id != 0) {
         bind_u64(&b, 3, job_id);
     }
-    if ((rc = store_bind_check(s, &b, "event list")) != HV_OK) {
-        goto out;
-    }
-    rc = store_collect(s, st, sizeof(hv_event_row_t), event_read, event_fini_v, "event list", &rows,
-                       n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &event_rows, "event list", out, n);
 }
 
 hv_err hv_store_event_list_actor(hv_store_t *s, uint64_t actor_id, uint32_t limit,
                                  hv_event_row_t **out, size_t *n, uint64_t *total) {
-    sqlite3_stmt *st = NULL;
     hv_err rc;
-    void *rows = NULL;
     *out = NULL;
     *n = 0;
     if (total != NULL) {
-        if ((rc = store_stmt(s, ST_EVENT_COUNT_ACTOR, &st)) != HV_OK) {
-            return rc;
-        }
-        store_bind_t cb = {st, SQLITE_OK};
+        store_bind_t cb = store_start(s, ST_EVENT_COUNT_ACTOR);
         bind_u64(&cb, 1, actor_id);
-        if ((rc = store_bind_check(s, &cb, "actor event count")) == HV_OK) {
-            int src = sqlite3_step(st);
-            if (src == SQLITE_ROW) {
-                *total = col_u64(st, 0);
-            } else {
-                rc = store_fail(s, src, "actor event count");
-            }
-        }
-        store_release(st);
-        st = NULL;
-        if (rc != HV_OK) {
+        if ((rc = store_number(s, &cb, "actor event count", total)) != HV_OK) {
             return rc;
         }
     }
-    if ((rc = store_stmt(s, ST_EVENT_LIST_ACTOR, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_EVENT_LIST_ACTOR);
     bind_u64(&b, 1, actor_id);
     bind_limit(&b, 2, limit);
-    if ((rc = store_bind_check(s, &b, "actor event list")) != HV_OK) {
-        goto out;
-    }
-    rc = store_collect(s, st, sizeof(hv_event_row_t), event_read, event_fini_v, "actor event list",
-                       &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &event_rows, "actor event list", out, n);
 }
 
 hv_err hv_store_job_states(hv_store_t *s, void (*fn)(const char *state, uint64_t n, void *ud),
                            void *ud) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_JOB_STATES, &st)) != HV_OK) {
-        return rc;
-    }
-    int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *state = (const char *)sqlite3_column_text(st, 0);
-        sqlite3_int64 n = sqlite3_column_int64(st, 1);
+    store_bind_t b = store_start(s, ST_JOB_STATES);
+    hv_err rc = store_bound(s, &b, "count jobs by state");
+    int src = SQLITE_DONE;
+    while (rc == HV_OK && (src = sqlite3_step(b.st)) == SQLITE_ROW) {
+        const char *state = (const char *)sqlite3_column_text(b.st, 0);
+        sqlite3_int64 n = sqlite3_column_int64(b.st, 1);
         fn(state != NULL ? state : "", n > 0 ? (uint64_t)n : 0, ud);
     }
-    if (src != SQLITE_DONE) {
+    if (rc == HV_OK && src != SQLITE_DONE) {
         rc = store_fail(s, src, "count jobs by state");
     }
-    store_release(st);
+    store_release(b.st);
     return rc;
 }
 
 hv_err hv_store_event_reasons(hv_store_t *s, const char *kind, uint32_t min_gen,
                               void (*fn)(hv_ev_reason_t reason, int rollback, uint64_t n, void *ud),
                               void *ud) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_EVENT_REASONS, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_EVENT_REASONS);
     bind_text(&b, 1, kind);
     bind_u64(&b, 2, min_gen);
-    if ((rc = store_bind_check(s, &b, "count events by reason")) != HV_OK) {
-        store_release(st);
-        return rc;
-    }
-    int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        sqlite3_int64 r = sqlite3_column_int64(st, 0);
-        sqlite3_int64 n = sqlite3_column_int64(st, 2);
+    hv_err rc = store_bound(s, &b, "count events by reason");
+    int src = SQLITE_DONE;
+    while (rc == HV_OK && (src = sqlite3_step(b.st)) == SQLITE_ROW) {
+        sqlite3_int64 r = sqlite3_column_int64(b.st, 0);
+        sqlite3_int64 n = sqlite3_column_int64(b.st, 2);
         fn(r > 0 && r < HV_EV__COUNT ? (hv_ev_reason_t)r : HV_EV_NONE,
-           sqlite3_column_int(st, 1) != 0, n > 0 ? (uint64_t)n : 0, ud);
+           sqlite3_column_int(b.st, 1) != 0, n > 0 ? (uint64_t)n : 0, ud);
     }
-    if (src != SQLITE_DONE) {
+    if (rc == HV_OK && src != SQLITE_DONE) {
         rc = store_fail(s, src, "count events by reason");
     }
-    store_release(st);
+    store_release(b.st);
     return rc;
 }
 
 /* One number from an event statement bound to (job_id, kind, arg). */
 static hv_err event_number(hv_store_t *s, int which, uint64_t job_id, const char *kind,
                            const char *arg, const char *what, uint64_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, which);
     bind_u64(&b, 1, job_id);
     bind_text(&b, 2, kind);
     bind_text(&b, 3, arg);
-    if ((rc = store_bind_check(s, &b, what)) == HV_OK) {
-        int src = sqlite3_step(st);
-        if (src == SQLITE_ROW) {
-            sqlite3_int64 v = sqlite3_column_int64(st, 0);
-            *out = v > 0 ? (uint64_t)v : 0;
-        } else {
-            rc = store_fail(s, src, what);
-        }
-    }
-    store_release(st);
-    return rc;
+    return store_number(s, &b, what, out);
 }
 
 hv_err hv_store_event_count(hv_store_t *s, uint64_t job_id, const char *kind, const char *data_has,
@@ -2354,78 +2248,39 @@ static hv_err artifact_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
+static void artifact_fini_v(void *row) { hv_store_artifact_fini(row); }
+
+static const store_rows_t artifact_rows = {sizeof(hv_artifact_row_t), artifact_read,
+                                           artifact_fini_v};
+
 hv_err hv_store_artifact_put(hv_store_t *s, const hv_artifact_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL || row->digest == NULL || row->digest[0] == '\0') {
         store_set_err(s, "artifact put: an artifact needs a digest");
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_ARTIFACT_PUT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_ARTIFACT_PUT);
     bind_text(&b, 1, row->digest);
     bind_text(&b, 2, row->path);
     bind_u64(&b, 3, row->size);
     bind_u64(&b, 4, row->created_ms);
     bind_u64(&b, 5, row->last_used_ms);
-    if ((rc = store_bind_check(s, &b, "artifact put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "artifact put");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "artifact put");
 }
 
 hv_err hv_store_artifact_get(hv_store_t *s, const char *digest, hv_artifact_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_artifact_row_t row;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_ARTIFACT_GET, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
-    bind_text(&b, 1, digest);
-    if ((rc = store_bind_check(s, &b, "artifact get")) != HV_OK ||
-        (rc = store_get_one(s, st, artifact_read, &row, "artifact get")) != HV_OK) {
-        if (rc == HV_ENOTFOUND) {
-            store_set_err(s, "no artifact %s", digest != NULL ? digest : "(null)");
-        }
-        goto out;
-    }
-    *out = row;
-out:
-    store_release(st);
-    return rc;
+    return store_get_by_key(s, ST_ARTIFACT_GET, key_text(digest), &artifact_rows, out,
+                            "artifact get", "artifact");
 }
 
 hv_err hv_store_artifact_touch(hv_store_t *s, const char *digest, uint64_t now_ms) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_ARTIFACT_TOUCH, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_ARTIFACT_TOUCH);
     bind_text(&b, 1, digest);
     bind_u64(&b, 2, now_ms);
-    if ((rc = store_bind_check(s, &b, "artifact touch")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "artifact touch")) != HV_OK) {
-        goto out;
-    }
-    if (sqlite3_changes(s->db) == 0) {
-        store_set_err(s, "artifact touch: no artifact %s", digest != NULL ? digest : "(null)");
-        rc = HV_ENOTFOUND;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_write_one(s, &b, "artifact touch", "artifact", key_text(digest));
 }
 
 void hv_store_artifact_free_list(hv_artifact_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_store_artifact_fini(&rows[i]);
-    }
-    hv_free(rows);
+    store_free_rows(&artifact_rows, rows, n);
 }
 
 /* meta.job_artifacts: "fill" until hv_store_job_artifacts_fill ran, "done" after. */
@@ -2575,13 +2430,6 @@ hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_
 
 /* ---- blacklist ------------------------------------------------------------------------------- */
 
-void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_free(rows[i].reason);
-    }
-    hv_free(rows);
-}
-
 static void blacklist_fini_v(void *vrow) {
     hv_blacklist_row_t *r = vrow;
     hv_free(r->reason);
@@ -2604,17 +2452,19 @@ static hv_err blacklist_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
+static const store_rows_t blacklist_rows = {sizeof(hv_blacklist_row_t), blacklist_read,
+                                            blacklist_fini_v};
+
+void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n) {
+    store_free_rows(&blacklist_rows, rows, n);
+}
+
 hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL || row->job_id == 0 || row->node_id == 0) {
         store_set_err(s, "blacklist put: an entry needs a job id and a node id");
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_BLACKLIST_PUT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_BLACKLIST_PUT);
     bind_u64(&b, 1, row->job_id);
     bind_u64(&b, 2, row->node_id);
     bind_text(&b, 3, row->reason);
@@ -2622,54 +2472,26 @@ hv_err hv_store_blacklist_put(hv_store_t *s, const hv_blacklist_row_t *row) {
     bind_u64(&b, 5, row->until_ms);
     bind_int(&b, 6, row->permanent != 0);
     bind_u64(&b, 7, row->incarnation);
-    if ((rc = store_bind_check(s, &b, "blacklist put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "blacklist put");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "blacklist put");
 }
 
 hv_err hv_store_blacklist_list(hv_store_t *s, uint64_t job_id, hv_blacklist_row_t **out,
                                size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_BLACKLIST_LIST, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_BLACKLIST_LIST);
     bind_u64(&b, 1, job_id);
-    if ((rc = store_bind_check(s, &b, "blacklist list")) == HV_OK) {
-        rc = store_collect(s, st, sizeof(hv_blacklist_row_t), blacklist_read, blacklist_fini_v,
-                           "blacklist list", &rows, n);
-    }
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &blacklist_rows, "blacklist list", out, n);
 }
 
 hv_err hv_store_blacklist_remove(hv_store_t *s, uint64_t job_id, uint64_t node_id) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_BLACKLIST_REMOVE, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_BLACKLIST_REMOVE);
     bind_u64(&b, 1, job_id);
     bind_u64(&b, 2, node_id);
-    if ((rc = store_bind_check(s, &b, "blacklist remove")) != HV_OK ||
-        (rc = store_exec_stmt(s, st, "blacklist remove")) != HV_OK) {
-        goto out;
-    }
-    if (sqlite3_changes(s->db) == 0) {
+    hv_err rc = store_write(s, &b, "blacklist remove");
+    if (rc == HV_OK && sqlite3_changes(s->db) == 0) {
         store_set_err(s, "blacklist remove: node %" PRIu64 " is not blacklisted for job %" PRIu64,
                       node_id, job_id);
         rc = HV_ENOTFOUND;
     }
-out:
-    store_release(st);
     return rc;
 }
 
@@ -2689,15 +2511,6 @@ void hv_store_instance_fini(hv_instance_row_t *row) {
     memset(row, 0, sizeof(*row));
 }
 
-void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n) {
-    for (size_t i = 0; rows != NULL && i < n; i++) {
-        hv_store_instance_fini(&rows[i]);
-    }
-    hv_free(rows);
-}
-
-static void instance_fini_v(void *row) { hv_store_instance_fini(row); }
-
 static hv_err instance_read(sqlite3_stmt *st, void *vrow) {
     hv_instance_row_t *r = vrow;
     memset(r, 0, sizeof(*r));
@@ -2716,17 +2529,21 @@ static hv_err instance_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
+static void instance_fini_v(void *row) { hv_store_instance_fini(row); }
+
+static const store_rows_t instance_rows = {sizeof(hv_instance_row_t), instance_read,
+                                           instance_fini_v};
+
+void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n) {
+    store_free_rows(&instance_rows, rows, n);
+}
+
 hv_err hv_store_instance_put(hv_store_t *s, const hv_instance_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL || row->id == NULL || row->id[0] == '\0') {
         store_set_err(s, "instance put: an instance needs an id");
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, ST_INSTANCE_PUT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_INSTANCE_PUT);
     bind_text(&b, 1, row->id);
     bind_text(&b, 2, row->provider);
     bind_text(&b, 3, row->state);
@@ -2739,55 +2556,18 @@ hv_err hv_store_instance_put(hv_store_t *s, const hv_instance_row_t *row) {
     bind_u64(&b, 10, row->joined_ms);
     bind_text(&b, 11, row->reason);
     bind_int(&b, 12, row->preempted != 0);
-    if ((rc = store_bind_check(s, &b, "instance put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "instance put");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "instance put");
 }
 
 hv_err hv_store_instance_get(hv_store_t *s, const char *id, hv_instance_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_instance_row_t row;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_INSTANCE_GET, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
-    bind_text(&b, 1, id);
-    if ((rc = store_bind_check(s, &b, "instance get")) != HV_OK ||
-        (rc = store_get_one(s, st, instance_read, &row, "instance get")) != HV_OK) {
-        if (rc == HV_ENOTFOUND) {
-            store_set_err(s, "no instance %s", id != NULL ? id : "(null)");
-        }
-        goto out;
-    }
-    *out = row;
-out:
-    store_release(st);
-    return rc;
+    return store_get_by_key(s, ST_INSTANCE_GET, key_text(id), &instance_rows, out, "instance get",
+                            "instance");
 }
 
 hv_err hv_store_instance_list(hv_store_t *s, int active_only, hv_instance_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_INSTANCE_LIST, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_INSTANCE_LIST);
     bind_int(&b, 1, active_only != 0);
-    if ((rc = store_bind_check(s, &b, "instance list")) != HV_OK) {
-        goto out;
-    }
-    rc = store_collect(s, st, sizeof(hv_instance_row_t), instance_read, instance_fini_v,
-                       "instance list", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-out:
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &instance_rows, "instance list", out, n);
 }
 
 /* ---- audit trail (schema v6) ----------------------------------------------------------------- */
@@ -2805,22 +2585,16 @@ static hv_err audit_read(sqlite3_stmt *st, void *vrow) {
                  {4, r->peer, sizeof(r->peer)},         {5, r->method, sizeof(r->method)},
                  {6, r->target, sizeof(r->target)},     {8, r->result, sizeof(r->result)}};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-        const unsigned char *v = sqlite3_column_text(st, texts[i].col);
-        snprintf(texts[i].dst, texts[i].cap, "%s", v != NULL ? (const char *)v : "");
+        col_text_to(st, texts[i].col, texts[i].dst, texts[i].cap);
     }
     r->code = col_int(st, 7);
     return HV_OK;
 }
 
-static void audit_fini_v(void *vrow) { (void)vrow; }
+static const store_rows_t audit_rows = {sizeof(hv_audit_row_t), audit_read, store_fini_none};
 
 hv_err hv_store_audit_append(hv_store_t *s, const hv_audit_row_t *row, uint64_t keep) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_AUDIT_APPEND, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_AUDIT_APPEND);
     bind_u64(&b, 1, row->time_ms);
     bind_text(&b, 2, row->who_kind);
     bind_text(&b, 3, row->who_id);
@@ -2829,49 +2603,25 @@ hv_err hv_store_audit_append(hv_store_t *s, const hv_audit_row_t *row, uint64_t 
     bind_text(&b, 6, row->target);
     bind_int(&b, 7, row->code);
     bind_text(&b, 8, row->result);
-    if ((rc = store_bind_check(s, &b, "audit append")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "audit append");
-    }
-    store_release(st);
+    hv_err rc = store_write(s, &b, "audit append");
     if (rc != HV_OK || keep == 0) {
         return rc;
     }
-    if ((rc = store_stmt(s, ST_AUDIT_TRIM, &st)) != HV_OK) {
-        return rc;
-    }
-    b = (store_bind_t){st, SQLITE_OK};
+    b = store_start(s, ST_AUDIT_TRIM);
     bind_u64(&b, 1, keep);
-    if ((rc = store_bind_check(s, &b, "audit trim")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "audit trim");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "audit trim");
 }
 
 hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_row_t **out,
                            size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_AUDIT_LIST, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_AUDIT_LIST);
     bind_u64(&b, 1, f->before_seq);
     bind_u64(&b, 2, f->since_ms);
     bind_text(&b, 3, f->who != NULL ? f->who : "");
     bind_text(&b, 4, f->method != NULL ? f->method : "");
     bind_int(&b, 5, f->refused_only != 0);
     bind_limit(&b, 6, f->limit);
-    if ((rc = store_bind_check(s, &b, "audit list")) == HV_OK) {
-        rc = store_collect(s, st, sizeof(hv_audit_row_t), audit_read, audit_fini_v, "audit list",
-                           &rows, n);
-    }
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    return store_list(s, &b, &audit_rows, "audit list", out, n);
 }
 
 /* ---- join tokens (schema v6) ----------------------------------------------------------------- */
@@ -2879,101 +2629,52 @@ hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_r
 static hv_err jtoken_read(sqlite3_stmt *st, void *vrow) {
     hv_jtoken_row_t *r = vrow;
     memset(r, 0, sizeof(*r));
-    const unsigned char *v = sqlite3_column_text(st, 0);
-    snprintf(r->id, sizeof(r->id), "%s", v != NULL ? (const char *)v : "");
-    v = sqlite3_column_text(st, 1);
-    snprintf(r->secret_sha256, sizeof(r->secret_sha256), "%s", v != NULL ? (const char *)v : "");
+    col_text_to(st, 0, r->id, sizeof(r->id));
+    col_text_to(st, 1, r->secret_sha256, sizeof(r->secret_sha256));
     r->created_ms = col_u64(st, 2);
     r->expires_ms = col_u64(st, 3);
     r->max_uses = col_u32(st, 4);
     r->uses = col_u32(st, 5);
     r->revoked_ms = col_u64(st, 6);
-    v = sqlite3_column_text(st, 7);
-    snprintf(r->created_by, sizeof(r->created_by), "%s", v != NULL ? (const char *)v : "");
+    col_text_to(st, 7, r->created_by, sizeof(r->created_by));
     return HV_OK;
 }
 
-static void jtoken_fini_v(void *vrow) { (void)vrow; }
+static const store_rows_t jtoken_rows = {sizeof(hv_jtoken_row_t), jtoken_read, store_fini_none};
 
 hv_err hv_store_jtoken_insert(hv_store_t *s, const hv_jtoken_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_JTOKEN_INSERT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_JTOKEN_INSERT);
     bind_text(&b, 1, row->id);
     bind_text(&b, 2, row->secret_sha256);
     bind_u64(&b, 3, row->created_ms);
     bind_u64(&b, 4, row->expires_ms);
     bind_u64(&b, 5, row->max_uses);
     bind_text(&b, 6, row->created_by);
-    if ((rc = store_bind_check(s, &b, "join token insert")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "join token insert");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "join token insert");
 }
 
 hv_err hv_store_jtoken_get(hv_store_t *s, const char *id, hv_jtoken_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_JTOKEN_GET, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_JTOKEN_GET);
     bind_text(&b, 1, id);
-    if ((rc = store_bind_check(s, &b, "join token get")) != HV_OK) {
-        goto out;
+    hv_err rc = store_get(s, &b, &jtoken_rows, out, "join token get");
+    if (rc == HV_ENOTFOUND) {
+        store_not_found(s, "join token get", "join token", key_text(id));
     }
-    int src = sqlite3_step(st);
-    if (src == SQLITE_DONE) {
-        store_set_err(s, "join token get: no join token %s", id);
-        rc = HV_ENOTFOUND;
-    } else if (src != SQLITE_ROW) {
-        rc = store_fail(s, src, "join token get");
-    } else {
-        rc = jtoken_read(st, out);
-    }
-out:
-    store_release(st);
     return rc;
 }
 
 hv_err hv_store_jtoken_list(hv_store_t *s, hv_jtoken_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    void *rows = NULL;
-    if ((rc = store_stmt(s, ST_JTOKEN_LIST, &st)) != HV_OK) {
-        return rc;
-    }
-    rc = store_collect(s, st, sizeof(hv_jtoken_row_t), jtoken_read, jtoken_fini_v,
-                       "join token list", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    store_bind_t b = store_start(s, ST_JTOKEN_LIST);
+    return store_list(s, &b, &jtoken_rows, "join token list", out, n);
 }
 
 /* One UPDATE whose WHERE is the condition: HV_ENOTFOUND when it changed no row. */
 static hv_err jtoken_update(hv_store_t *s, int stmt, const char *id, uint64_t now_ms,
                             const char *what) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, stmt, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, stmt);
     bind_text(&b, 1, id);
     bind_u64(&b, 2, now_ms);
-    if ((rc = store_bind_check(s, &b, what)) == HV_OK &&
-        (rc = store_exec_stmt(s, st, what)) == HV_OK && sqlite3_changes(s->db) == 0) {
-        store_set_err(s, "%s: no usable join token %s", what, id);
-        rc = HV_ENOTFOUND;
-    }
-    store_release(st);
-    return rc;
+    return store_write_one(s, &b, what, "usable join token", key_text(id));
 }
 
 hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms) {
@@ -2989,15 +2690,10 @@ hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms) {
 /* The head's copies (state_copies) and the durable tier's (durable_copies) have the same rows:
  * one set of functions, the statement and the words for messages given. */
 static hv_err copy_put(hv_store_t *s, int which, const char *what, const hv_copy_row_t *row) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (row == NULL || row->job_id == 0) {
         return HV_EINVAL;
     }
-    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, which);
     bind_u64(&b, 1, row->job_id);
     bind_u64(&b, 2, row->generation);
     bind_u64(&b, 3, row->commit);
@@ -3005,61 +2701,39 @@ static hv_err copy_put(hv_store_t *s, int which, const char *what, const hv_copy
     bind_text(&b, 5, row->sha256);
     bind_text(&b, 6, row->path);
     bind_u64(&b, 7, row->stored_ms);
-    if ((rc = store_bind_check(s, &b, what)) == HV_OK) {
-        rc = store_exec_stmt(s, st, what);
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, what);
 }
+
+static hv_err copy_read(sqlite3_stmt *st, void *vrow) {
+    hv_copy_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->job_id = col_u64(st, 0);
+    r->generation = col_u32(st, 1);
+    r->commit = col_u64(st, 2);
+    r->size = col_u64(st, 3);
+    col_text_to(st, 4, r->sha256, sizeof(r->sha256));
+    col_text_to(st, 5, r->path, sizeof(r->path));
+    r->stored_ms = col_u64(st, 6);
+    return HV_OK;
+}
+
+static const store_rows_t copy_rows = {sizeof(hv_copy_row_t), copy_read, store_fini_none};
 
 static hv_err copy_get(hv_store_t *s, int which, const char *what, uint64_t job_id,
                        hv_copy_row_t *out) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, which);
     bind_u64(&b, 1, job_id);
-    if ((rc = store_bind_check(s, &b, what)) != HV_OK) {
-        goto out;
-    }
-    int src = sqlite3_step(st);
-    if (src == SQLITE_DONE) {
+    hv_err rc = store_get(s, &b, &copy_rows, out, what);
+    if (rc == HV_ENOTFOUND) {
         store_set_err(s, "%s: job %llu has no copy", what, (unsigned long long)job_id);
-        rc = HV_ENOTFOUND;
-    } else if (src != SQLITE_ROW) {
-        rc = store_fail(s, src, what);
-    } else {
-        memset(out, 0, sizeof(*out));
-        out->job_id = col_u64(st, 0);
-        out->generation = col_u32(st, 1);
-        out->commit = col_u64(st, 2);
-        out->size = col_u64(st, 3);
-        const unsigned char *v = sqlite3_column_text(st, 4);
-        snprintf(out->sha256, sizeof(out->sha256), "%s", v != NULL ? (const char *)v : "");
-        v = sqlite3_column_text(st, 5);
-        snprintf(out->path, sizeof(out->path), "%s", v != NULL ? (const char *)v : "");
-        out->stored_ms = col_u64(st, 6);
     }
-out:
-    store_release(st);
     return rc;
 }
 
 static hv_err copy_remove(hv_store_t *s, int which, const char *what, uint64_t job_id) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, which, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, which);
     bind_u64(&b, 1, job_id);
-    if ((rc = store_bind_check(s, &b, what)) == HV_OK) {
-        rc = store_exec_stmt(s, st, what);
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, what);
 }
 
 hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row) {
@@ -3089,20 +2763,11 @@ hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id) {
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
 
 hv_err hv_store_revoked_put(hv_store_t *s, const hv_revoked_row_t *r) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_REVOKED_PUT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_REVOKED_PUT);
     bind_u64(&b, 1, r->node_id);
     bind_u64(&b, 2, r->incarnation);
     bind_u64(&b, 3, r->revoked_ms);
-    if ((rc = store_bind_check(s, &b, "revoked node put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "revoked node put");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "revoked node put");
 }
 
 static hv_err revoked_read(sqlite3_stmt *st, void *vrow) {
@@ -3113,22 +2778,11 @@ static hv_err revoked_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
-static void revoked_fini_v(void *vrow) { (void)vrow; }
+static const store_rows_t revoked_rows = {sizeof(hv_revoked_row_t), revoked_read, store_fini_none};
 
 hv_err hv_store_revoked_list(hv_store_t *s, hv_revoked_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    void *rows = NULL;
-    hv_err rc = store_stmt(s, ST_REVOKED_LIST, &st);
-    if (rc != HV_OK) {
-        return rc;
-    }
-    rc = store_collect(s, st, sizeof(hv_revoked_row_t), revoked_read, revoked_fini_v,
-                       "revoked node list", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    store_bind_t b = store_start(s, ST_REVOKED_LIST);
+    return store_list(s, &b, &revoked_rows, "revoked node list", out, n);
 }
 
 hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported, char *err,
@@ -3204,12 +2858,7 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
 /* ---- actors (schema v10) ----------------------------------------------------------------------- */
 
 hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
-    if ((rc = store_stmt(s, ST_ACTOR_PUT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_ACTOR_PUT);
     bind_u64(&b, 1, r->id);
     bind_text(&b, 2, r->name);
     bind_text(&b, 3, r->ns);
@@ -3243,11 +2892,7 @@ hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
     bind_u64(&b, 31, r->state_size);
     bind_text(&b, 32, r->labels != NULL ? r->labels : "");
     bind_u64(&b, 33, r->memory_mb);
-    if ((rc = store_bind_check(s, &b, "actor put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "actor put");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "actor put");
 }
 
 void hv_actor_row_fini(hv_actor_row_t *r) {
@@ -3272,19 +2917,11 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
         col_text(st, 22, &r->address) != HV_OK || col_text(st, 31, &r->labels) != HV_OK) {
         return HV_ENOMEM;
     }
-    int len = sqlite3_column_bytes(st, 4);
-    const void *blob = sqlite3_column_blob(st, 4);
-    if (len > 0 && blob != NULL) {
-        if ((r->spec = hv_malloc((size_t)len)) == NULL) {
-            return HV_ENOMEM;
-        }
-        memcpy(r->spec, blob, (size_t)len);
-        r->spec_len = (size_t)len;
+    if (col_blob(st, 4, &r->spec, &r->spec_len) != HV_OK) {
+        return HV_ENOMEM;
     }
-    const unsigned char *v = sqlite3_column_text(st, 5);
-    snprintf(r->state, sizeof(r->state), "%s", v != NULL ? (const char *)v : "");
-    v = sqlite3_column_text(st, 6);
-    snprintf(r->cause, sizeof(r->cause), "%s", v != NULL ? (const char *)v : "");
+    col_text_to(st, 5, r->state, sizeof(r->state));
+    col_text_to(st, 6, r->cause, sizeof(r->cause));
     r->max_restarts = col_u32(st, 8);
     r->max_call_retries = col_u32(st, 9);
     r->restarts = col_u32(st, 10);
@@ -3304,8 +2941,7 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     r->next_node = col_u64(st, 26);
     r->next_gpu_mask = col_u64(st, 27);
     r->has_state = col_int(st, 28);
-    v = sqlite3_column_text(st, 29);
-    snprintf(r->state_digest, sizeof(r->state_digest), "%s", v != NULL ? (const char *)v : "");
+    col_text_to(st, 29, r->state_digest, sizeof(r->state_digest));
     r->state_size = col_u64(st, 30);
     r->ended_ms = col_u64(st, 25);
     r->memory_mb = col_u64(st, 32);
@@ -3314,47 +2950,29 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
 
 static void actor_fini_v(void *vrow) { hv_actor_row_fini(vrow); }
 
+static const store_rows_t actor_rows = {sizeof(hv_actor_row_t), actor_read, actor_fini_v};
+
 hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    void *rows = NULL;
-    hv_err rc = store_stmt(s, ST_ACTOR_LIST, &st);
-    if (rc != HV_OK) {
-        return rc;
-    }
-    rc = store_collect(s, st, sizeof(hv_actor_row_t), actor_read, actor_fini_v, "actor list", &rows,
-                       n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    store_bind_t b = store_start(s, ST_ACTOR_LIST);
+    return store_list(s, &b, &actor_rows, "actor list", out, n);
 }
 
 /* ---- actors' call figures (schema v16) ------------------------------------------------------- */
 
 hv_err hv_store_actor_fig_put(hv_store_t *s, const hv_actor_fig_row_t *r) {
     char base[HV_CALLFIG_LINE_MAX], cur[HV_CALLFIG_LINE_MAX];
-    sqlite3_stmt *st = NULL;
-    hv_err rc;
     if (hv_callfig_format(&r->base, base, sizeof(base)) != HV_OK ||
         hv_callfig_format(&r->cur, cur, sizeof(cur)) != HV_OK) {
         return HV_EINTERNAL; // HV_CALLFIG_LINE_MAX always fits
     }
-    if ((rc = store_stmt(s, ST_ACTOR_FIG_PUT, &st)) != HV_OK) {
-        return rc;
-    }
-    store_bind_t b = {st, SQLITE_OK};
+    store_bind_t b = store_start(s, ST_ACTOR_FIG_PUT);
     bind_u64(&b, 1, r->actor_id);
     bind_u64(&b, 2, r->proc);
     bind_int(&b, 3, r->ended);
     bind_text(&b, 4, base);
     bind_text(&b, 5, cur);
     bind_u64(&b, 6, r->report_ms);
-    if ((rc = store_bind_check(s, &b, "actor figures put")) == HV_OK) {
-        rc = store_exec_stmt(s, st, "actor figures put");
-    }
-    store_release(st);
-    return rc;
+    return store_write(s, &b, "actor figures put");
 }
 
 static hv_err actor_fig_read(sqlite3_stmt *st, void *vrow) {
@@ -3372,20 +2990,10 @@ static hv_err actor_fig_read(sqlite3_stmt *st, void *vrow) {
     return HV_OK;
 }
 
-static void actor_fig_fini_v(void *vrow) { (void)vrow; }
+static const store_rows_t actor_fig_rows = {sizeof(hv_actor_fig_row_t), actor_fig_read,
+                                            store_fini_none};
 
 hv_err hv_store_actor_fig_list(hv_store_t *s, hv_actor_fig_row_t **out, size_t *n) {
-    sqlite3_stmt *st = NULL;
-    void *rows = NULL;
-    hv_err rc = store_stmt(s, ST_ACTOR_FIG_LIST, &st);
-    if (rc != HV_OK) {
-        return rc;
-    }
-    rc = store_collect(s, st, sizeof(hv_actor_fig_row_t), actor_fig_read, actor_fig_fini_v,
-                       "actor figures list", &rows, n);
-    if (rc == HV_OK) {
-        *out = rows;
-    }
-    store_release(st);
-    return rc;
+    store_bind_t b = store_start(s, ST_ACTOR_FIG_LIST);
+    return store_list(s, &b, &actor_fig_rows, "actor figures list", out, n);
 }
