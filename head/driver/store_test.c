@@ -107,6 +107,20 @@ static hv_store_t *open_ok(const char *dir) {
     return s;
 }
 
+/* A database made at schema `version` holding `sql`'s rows, opened (so migrated to the newest):
+ * NULL, after a failed check, when it cannot be made. */
+static hv_store_t *open_from_version(int version, const char *sql) {
+    char err[512] = "";
+    hv_err rc = hv__store_create_at_version(tmp_dir, version, sql, err, sizeof(err));
+    CHECK_RC_MSG(rc, HV_OK, err);
+    if (rc != HV_OK) {
+        return NULL;
+    }
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    return s;
+}
+
 /* Reads a whole file into an owned buffer. */
 static uint8_t *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -866,7 +880,6 @@ static void test_rollback(void) {
 }
 
 static void test_migrate_v1(void) {
-    char err[512] = "";
     /* A real v1 database (only the first migration step) with rows written the v1 way. */
     const char *v1_rows =
         "INSERT INTO jobs (id, name, state, spec, np, min_np, max_np, submitted_ms)"
@@ -875,15 +888,11 @@ static void test_migrate_v1(void) {
         " VALUES (11, 5, 2, 1, 'running', 999, 3);"
         "INSERT INTO nodes (name, slots) VALUES ('oldnode', 8);"
         "INSERT INTO events (time_ms, job_id, kind, message) VALUES (1, 5, 'k', 'v1 event');";
-    hv_err rc = hv__store_create_at_version(tmp_dir, 1, v1_rows, err, sizeof(err));
-    CHECK_RC(rc, HV_OK);
-    if (rc != HV_OK) {
-        fprintf(stderr, "  %s\n", err);
+    /* The v1 file really lacks the later tables: this open is the first to create them. */
+    hv_store_t *s = open_from_version(1, v1_rows);
+    if (s == NULL) {
         return;
     }
-    /* The v1 file really lacks the later tables: this open is the first to create them. */
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     hv_job_row_t j = {0};
     CHECK_OK(s, hv_store_job_get(s, 5, &j));
     CHECK_STR(j.name, "old-job");
@@ -943,7 +952,6 @@ static void test_migrate_v1(void) {
 /* A v2 database (what hvhead wrote before elastic jobs) with a running job: v3 keeps every row,
  * its ids and the id counter, and adds the elastic columns with defaults. */
 static void test_migrate_v2(void) {
-    char err[512] = "";
     const char *v2_rows =
         "INSERT INTO jobs (id, name, state, np, min_np, max_np, generation)"
         " VALUES (3, 'j', 'running', 2, 2, 2, 1);"
@@ -955,14 +963,10 @@ static void test_migrate_v2(void) {
         "INSERT INTO events (time_ms, job_id, kind, message) VALUES (1, 3, 'k', 'v2 event');"
         "INSERT INTO instances (id, provider, state, node_name, created_ms)"
         " VALUES ('7', 'local', 'running', 'n7', 11);";
-    hv_err rc = hv__store_create_at_version(tmp_dir, 2, v2_rows, err, sizeof(err));
-    CHECK_RC(rc, HV_OK);
-    if (rc != HV_OK) {
-        fprintf(stderr, "  %s\n", err);
+    hv_store_t *s = open_from_version(2, v2_rows);
+    if (s == NULL) {
         return;
     }
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     hv_worker_row_t w = {0};
     CHECK_OK(s, hv_store_worker_get(s, 40, &w));
     CHECK_U64(w.job_id, 3);
@@ -1227,14 +1231,11 @@ static void test_epoch(void) {
 /* A v5 database (with a job) migrates to v6: the job stays, the audit and join token tables
  * are there and empty. */
 static void test_migrate_v5(void) {
-    char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 5,
-                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
-                                         " VALUES (7, 'j', 'running', 1, 1, 1);",
-                                         err, sizeof(err)),
-             HV_OK);
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_store_t *s = open_from_version(5, "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                         " VALUES (7, 'j', 'running', 1, 1, 1);");
+    if (s == NULL) {
+        return;
+    }
     hv_job_row_t j;
     CHECK_OK(s, hv_store_job_get(s, 7, &j));
     CHECK_STR(j.name, "j");
@@ -1255,14 +1256,11 @@ static void test_migrate_v5(void) {
 /* A v6 database with a running job migrates to v7: the job has no resume yet and no copy; a
  * copy is recorded, replaced by a newer one, survives a reopen, and is forgotten on removal. */
 static void test_state_copies(void) {
-    char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 6,
-                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
-                                         " VALUES (3, 'j', 'running', 1, 1, 1);",
-                                         err, sizeof(err)),
-             HV_OK);
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_store_t *s = open_from_version(6, "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                         " VALUES (3, 'j', 'running', 1, 1, 1);");
+    if (s == NULL) {
+        return;
+    }
     hv_job_row_t j;
     CHECK_OK(s, hv_store_job_get(s, 3, &j));
     CHECK_U64(j.resume_gen, 0);
@@ -1307,14 +1305,11 @@ static void test_state_copies(void) {
 /* v15: a v14 node migrates with memory 0 (unknown until its agent joins again); a join writes
  * it and a reopen (a head restart) reads it back. */
 static void test_migrate_v15(void) {
-    char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 14,
-                                         "INSERT INTO nodes (name, state, slots) VALUES"
-                                         " ('old', 'alive', 2);",
-                                         err, sizeof(err)),
-             HV_OK);
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_store_t *s = open_from_version(14, "INSERT INTO nodes (name, state, slots) VALUES"
+                                          " ('old', 'alive', 2);");
+    if (s == NULL) {
+        return;
+    }
     hv_node_row_t *rows = NULL;
     size_t n = 0;
     CHECK_OK(s, hv_store_node_list(s, &rows, &n));
@@ -1336,7 +1331,6 @@ static void test_migrate_v15(void) {
 }
 
 static void test_event_fields(void) {
-    char err[512] = "";
     const char *v8_rows =
         "INSERT INTO jobs (id, name, state, spec, np, min_np, max_np, submitted_ms, generation,"
         " round_reason) VALUES (5, 'old', 'running', x'00', 2, 1, 4, 1, 3, 'drain: node b');"
@@ -1350,13 +1344,10 @@ static void test_event_fields(void) {
         " (4, 5, 'round.open', 'm4', '{\"generation\":3,\"reason\":\"grow: free slots\","
         "\"rollback\":false,\"resets\":2}'),"
         " (5, 5, 'job.state', 'job 5 running', '');";
-    hv_err rc = hv__store_create_at_version(tmp_dir, 8, v8_rows, err, sizeof(err));
-    CHECK_RC_MSG(rc, HV_OK, err);
-    if (rc != HV_OK) {
+    hv_store_t *s = open_from_version(8, v8_rows);
+    if (s == NULL) {
         return;
     }
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     hv_event_row_t *ev = NULL;
     size_t n = 0;
     CHECK_OK(s, hv_store_event_list(s, 5, 0, 0, &ev, &n));
@@ -1419,16 +1410,12 @@ static void test_event_fields(void) {
 /* An actor's events (v17): a v16 database migrates (its events have no actor), and the events
  * of one actor are listed, newest `limit` of them in ascending order, with their count. */
 static void test_event_actor(void) {
-    char err[512] = "";
     const char *v16_rows = "INSERT INTO events (time_ms, job_id, kind, message, data) VALUES"
                            " (1, 0, 'actor.restarting', 'actor 4: old', '{\"actor_id\":4}');";
-    hv_err rc = hv__store_create_at_version(tmp_dir, 16, v16_rows, err, sizeof(err));
-    CHECK_RC_MSG(rc, HV_OK, err);
-    if (rc != HV_OK) {
+    hv_store_t *s = open_from_version(16, v16_rows);
+    if (s == NULL) {
         return;
     }
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
     static const struct {
         uint64_t actor;
         const char *kind;
@@ -1479,16 +1466,13 @@ static void test_event_actor(void) {
 /* The durable tier's copies: a v8 database migrates (a job's head copy kept), the durable row is
  * stored apart from the head's, replaced, survives a reopen, and goes with the job's history. */
 static void test_durable_copies(void) {
-    char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 8,
-                                         "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+    hv_store_t *s = open_from_version(8, "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
                                          " VALUES (3, 'j', 'running', 1, 1, 1);"
                                          "INSERT INTO state_copies VALUES (3, 2, 40, 10, 'ab',"
-                                         " '/d/e-3-g2-c40.bin', 7);",
-                                         err, sizeof(err)),
-             HV_OK);
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+                                         " '/d/e-3-g2-c40.bin', 7);");
+    if (s == NULL) {
+        return;
+    }
     hv_copy_row_t c;
     CHECK_RC(hv_store_durable_get(s, 3, &c), HV_ENOTFOUND);
     hv_copy_row_t r = {.job_id = 3, .generation = 2, .commit = 30, .size = 9, .stored_ms = 5};
@@ -1565,10 +1549,10 @@ static void test_actors(void) {
  * row survives a close and reopen as written, a put replaces it; a row that does not hold
  * figures is refused when listed (HV_ECORRUPT), not read as zeros. */
 static void test_actor_figures(void) {
-    char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 15, NULL, err, sizeof(err)), HV_OK);
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_store_t *s = open_from_version(15, NULL);
+    if (s == NULL) {
+        return;
+    }
     hv_actor_fig_row_t *rows = NULL;
     size_t n = 9;
     CHECK_RC(hv_store_actor_fig_list(s, &rows, &n), HV_OK);
@@ -1604,9 +1588,10 @@ static void test_actor_figures(void) {
 
 static void test_revoked_import(void) {
     char err[512] = "";
-    CHECK_RC(hv__store_create_at_version(tmp_dir, 7, NULL, err, sizeof(err)), HV_OK);
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    hv_store_t *s = open_from_version(7, NULL);
+    if (s == NULL) {
+        return;
+    }
     char path[600], done[700];
     snprintf(path, sizeof(path), "%s/revoked_nodes", tmp_dir);
     snprintf(done, sizeof(done), "%s.imported", path);
@@ -2177,6 +2162,45 @@ static void test_job_artifacts(void) {
     hv_store_close(s);
 }
 
+/* A call on a row that is not there: HV_ENOTFOUND and the exact words users are shown. */
+static void check_missing(hv_store_t *s, hv_err rc, const char *want) {
+    CHECK_RC(rc, HV_ENOTFOUND);
+    CHECK_STR(hv_store_last_error(s), want);
+}
+
+/* The words each call gives for a missing row (hv_store_last_error; the CLIs show them). */
+static void test_not_found_texts(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    hv_node_row_t node;
+    hv_job_row_t job;
+    hv_worker_row_t worker;
+    hv_artifact_row_t art;
+    hv_instance_row_t inst;
+    hv_jtoken_row_t tok;
+    hv_copy_row_t copy;
+    const hv_job_row_t job_upd = {.id = 42, .state = "running"};
+    const hv_worker_row_t worker_upd = {.id = 43, .job_id = 1, .state = "pending"};
+    check_missing(s, hv_store_node_get(s, 7, &node), "no node 7");
+    check_missing(s, hv_store_node_set_state(s, 8, "dead", 1), "node set state: no node 8");
+    check_missing(s, hv_store_job_get(s, 9, &job), "no job 9");
+    check_missing(s, hv_store_job_update(s, &job_upd), "job update: no job 42");
+    check_missing(s, hv_store_worker_get(s, 10, &worker), "no worker 10");
+    check_missing(s, hv_store_worker_update(s, &worker_upd), "worker update: no worker 43");
+    check_missing(s, hv_store_artifact_get(s, "d1", &art), "no artifact d1");
+    check_missing(s, hv_store_artifact_get(s, NULL, &art), "no artifact (null)");
+    check_missing(s, hv_store_artifact_touch(s, "d2", 5), "artifact touch: no artifact d2");
+    check_missing(s, hv_store_instance_get(s, "i-1", &inst), "no instance i-1");
+    check_missing(s, hv_store_jtoken_get(s, "t1", &tok), "join token get: no join token t1");
+    check_missing(s, hv_store_jtoken_revoke(s, "t2", 5),
+                  "join token revoke: no usable join token t2");
+    check_missing(s, hv_store_jtoken_use(s, "t3", 5), "join token use: no usable join token t3");
+    check_missing(s, hv_store_copy_get(s, 11, &copy), "state copy get: job 11 has no copy");
+    check_missing(s, hv_store_durable_get(s, 12, &copy), "durable copy get: job 12 has no copy");
+    check_missing(s, hv_store_blacklist_remove(s, 13, 14),
+                  "blacklist remove: node 14 is not blacklisted for job 13");
+    hv_store_close(s);
+}
+
 static const hv_check_case_t cases[] = {
     {"persist", test_persist},
     {"node_upsert", test_node_upsert},
@@ -2211,6 +2235,7 @@ static const hv_check_case_t cases[] = {
     {"event_fields", test_event_fields},
     {"event_actor", test_event_actor},
     {"migrate_v15", test_migrate_v15},
+    {"not_found_texts", test_not_found_texts},
 };
 
 int main(int argc, char **argv) {
