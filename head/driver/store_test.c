@@ -455,63 +455,44 @@ static void test_job_list(void) {
         ids[i] = j.id;
         CHECK(i == 0 || ids[i] > ids[i - 1]);
     }
+    /* Lists and pages, newest first: which jobs come (by their index in ids and states). */
+    static const struct {
+        int page;        // hv_store_job_page, else hv_store_job_list
+        int active_only; // list: pending, placing and running only
+        int before;      // page: below ids[before]; -1: from the top
+        uint32_t limit;  // 0: all
+        size_t n;
+        int want[6];
+    } lists[] = {
+        {0, 0, -1, 0, 6, {5, 4, 3, 2, 1, 0}},
+        {0, 1, -1, 0, 3, {4, 2, 0}}, // placing, running, pending
+        {0, 0, -1, 2, 2, {5, 4}},
+        {0, 1, -1, 2, 2, {4, 2}},
+        {1, 0, -1, 4, 4, {5, 4, 3, 2}},
+        {1, 0, 2, 4, 2, {1, 0}},
+        {1, 0, 0, 0, 0, {0}},
+    };
     hv_job_row_t *rows = NULL;
     size_t n = 0;
-    CHECK_OK(s, hv_store_job_list(s, 0, 0, &rows, &n));
-    CHECK_U64(n, 6);
-    for (size_t i = 0; i < n && i < 6; i++) {
-        CHECK_U64(rows[i].id, ids[5 - i]); // newest first
+    for (size_t c = 0; c < sizeof(lists) / sizeof(lists[0]); c++) {
+        uint64_t before = lists[c].before < 0 ? 0 : ids[lists[c].before];
+        if (lists[c].page) {
+            CHECK_OK(s, hv_store_job_page(s, before, lists[c].limit, &rows, &n));
+        } else {
+            CHECK_OK(s, hv_store_job_list(s, lists[c].active_only, lists[c].limit, &rows, &n));
+        }
+        CHECK_U64(n, lists[c].n);
+        for (size_t i = 0; i < n && i < lists[c].n; i++) {
+            CHECK_U64(rows[i].id, ids[lists[c].want[i]]);
+            CHECK_STR(rows[i].state, states[lists[c].want[i]]);
+        }
+        hv_store_job_free_list(rows, n);
     }
-    hv_store_job_free_list(rows, n);
 
     /* Counts by state (the metrics' hv_jobs): one each, none for succeeded. */
     char seen[256] = "";
     CHECK_OK(s, hv_store_job_states(s, job_state_cat, seen));
     CHECK_STR(seen, "cancelled=1 failed=1 pending=1 placing=1 running=1 succeeded=1 ");
-
-    CHECK_OK(s, hv_store_job_list(s, 1, 0, &rows, &n));
-    CHECK_U64(n, 3); // placing, running, pending
-    if (n == 3) {
-        CHECK_STR(rows[0].state, "placing");
-        CHECK_STR(rows[1].state, "running");
-        CHECK_STR(rows[2].state, "pending");
-    }
-    hv_store_job_free_list(rows, n);
-
-    CHECK_OK(s, hv_store_job_list(s, 0, 2, &rows, &n));
-    CHECK_U64(n, 2);
-    if (n == 2) {
-        CHECK_U64(rows[0].id, ids[5]);
-        CHECK_U64(rows[1].id, ids[4]);
-    }
-    hv_store_job_free_list(rows, n);
-
-    CHECK_OK(s, hv_store_job_list(s, 1, 2, &rows, &n));
-    CHECK_U64(n, 2);
-    if (n == 2) {
-        CHECK_U64(rows[0].id, ids[4]);
-        CHECK_U64(rows[1].id, ids[2]);
-    }
-    hv_store_job_free_list(rows, n);
-
-    /* Pages: every state, newest first, below the last id of the page before. */
-    CHECK_OK(s, hv_store_job_page(s, 0, 4, &rows, &n));
-    CHECK_U64(n, 4);
-    if (n == 4) {
-        CHECK_U64(rows[0].id, ids[5]);
-        CHECK_U64(rows[3].id, ids[2]);
-    }
-    hv_store_job_free_list(rows, n);
-    CHECK_OK(s, hv_store_job_page(s, ids[2], 4, &rows, &n));
-    CHECK_U64(n, 2);
-    if (n == 2) {
-        CHECK_U64(rows[0].id, ids[1]);
-        CHECK_U64(rows[1].id, ids[0]);
-    }
-    hv_store_job_free_list(rows, n);
-    CHECK_OK(s, hv_store_job_page(s, ids[0], 0, &rows, &n));
-    CHECK_U64(n, 0);
-    hv_store_job_free_list(rows, n);
 
     /* update: everything but spec changes; the job leaves the active list. */
     hv_job_row_t j = {0};
