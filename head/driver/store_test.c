@@ -34,25 +34,18 @@
         }                                                                                          \
     } while (0)
 
-#define CHECK_U64(got, want)                                                                       \
+/* CHECK_U64 and CHECK_I64: got == want as that type, both printed when they differ. */
+#define CHECK_NUM_(got, want, type, fmt)                                                           \
     do {                                                                                           \
-        uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want);                                      \
+        type g_ = (type)(got), w_ = (type)(want);                                                  \
         if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %" PRIu64 "\n  want: %" PRIu64 "\n", __FILE__,     \
-                    __LINE__, #got, g_, w_);                                                       \
+            fprintf(stderr, "%s:%d: %s\n  got:  %" fmt "\n  want: %" fmt "\n", __FILE__, __LINE__, \
+                    #got, g_, w_);                                                                 \
             hv_check_failures++;                                                                   \
         }                                                                                          \
     } while (0)
-
-#define CHECK_I64(got, want)                                                                       \
-    do {                                                                                           \
-        int64_t g_ = (int64_t)(got), w_ = (int64_t)(want);                                         \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s\n  got:  %" PRId64 "\n  want: %" PRId64 "\n", __FILE__,     \
-                    __LINE__, #got, g_, w_);                                                       \
-            hv_check_failures++;                                                                   \
-        }                                                                                          \
-    } while (0)
+#define CHECK_U64(got, want) CHECK_NUM_(got, want, uint64_t, PRIu64)
+#define CHECK_I64(got, want) CHECK_NUM_(got, want, int64_t, PRId64)
 
 #define CHECK_CONTAINS(hay, needle)                                                                \
     do {                                                                                           \
@@ -621,6 +614,20 @@ static void test_worker_list(void) {
     hv_store_close(s);
 }
 
+/* hv_store_event_sum of the field `arg` (sum) or hv_store_event_count of the events whose data
+ * holds `arg` is `want`. */
+static void event_number_is(hv_store_t *s, int sum, uint64_t job, const char *kind, const char *arg,
+                            uint64_t want) {
+    uint64_t got = 99;
+    CHECK_OK(s, sum ? hv_store_event_sum(s, job, kind, arg, &got)
+                    : hv_store_event_count(s, job, kind, arg, &got));
+    CHECK_U64(got, want);
+    if (got != want) {
+        fprintf(stderr, "  (the %s of %s events of job %" PRIu64 " with \"%s\")\n",
+                sum ? "sum" : "count", kind, job, arg != NULL ? arg : "(null)");
+    }
+}
+
 static void test_events(void) {
     hv_store_t *s = open_ok(tmp_dir);
     uint64_t seq[10];
@@ -663,34 +670,23 @@ static void test_events(void) {
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"rollback\":true}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"rollback\":false}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 4, 0, "round.close", "", "{\"rollback\":true}", NULL));
-    uint64_t cnt = 99;
-    CHECK_OK(s, hv_store_event_count(s, 3, "round.close", "\"rollback\":true", &cnt));
-    CHECK_U64(cnt, 2);
-    CHECK_OK(s, hv_store_event_count(s, 0, "round.close", "\"rollback\":true", &cnt));
-    CHECK_U64(cnt, 3);
-    CHECK_OK(s, hv_store_event_count(s, 3, "round.close", "", &cnt));
-    CHECK_U64(cnt, 3);
-    CHECK_OK(s, hv_store_event_count(s, 0, "k", NULL, &cnt));
-    CHECK_U64(cnt, 11);
+    event_number_is(s, 0, 3, "round.close", "\"rollback\":true", 2);
+    event_number_is(s, 0, 0, "round.close", "\"rollback\":true", 3);
+    event_number_is(s, 0, 3, "round.close", "", 3);
+    event_number_is(s, 0, 0, "k", NULL, 11);
     /* "" counts events without data too (autoscaler.launch_failed has none). */
     CHECK_OK(s, hv_store_event_append(s, 0, 0, "nodata", "m", NULL, NULL));
-    CHECK_OK(s, hv_store_event_count(s, 0, "nodata", "", &cnt));
-    CHECK_U64(cnt, 1);
+    event_number_is(s, 0, 0, "nodata", "", 1);
     /* Summing a field of the data: job 3 redid 64 + 36 samples; other kinds do not count. */
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"redone_samples\":64}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "{\"redone_samples\":36}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 4, 0, "round.close", "", "{\"redone_samples\":5}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "worker.fail", "", "{\"redone_samples\":7}", NULL));
     CHECK_OK(s, hv_store_event_append(s, 3, 0, "round.close", "", "", NULL));
-    uint64_t sum = 1;
-    CHECK_OK(s, hv_store_event_sum(s, 3, "round.close", "redone_samples", &sum));
-    CHECK_U64(sum, 100);
-    CHECK_OK(s, hv_store_event_sum(s, 0, "round.close", "redone_samples", &sum));
-    CHECK_U64(sum, 105);
-    CHECK_OK(s, hv_store_event_sum(s, 9, "round.close", "redone_samples", &sum));
-    CHECK_U64(sum, 0);
-    CHECK_OK(s, hv_store_event_count(s, 5, "round.close", "", &cnt));
-    CHECK_U64(cnt, 0);
+    event_number_is(s, 1, 3, "round.close", "redone_samples", 100);
+    event_number_is(s, 1, 0, "round.close", "redone_samples", 105);
+    event_number_is(s, 1, 9, "round.close", "redone_samples", 0);
+    event_number_is(s, 0, 5, "round.close", "", 0);
 
     /* job filter + limit: job 2 has seq[1,3,5,7,9]; newest 2 = 7, 9. */
     CHECK_OK(s, hv_store_event_list(s, 2, 0, 2, &ev, &n));
