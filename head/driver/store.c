@@ -1009,6 +1009,7 @@ typedef union store_any_row_u {
 static hv_err store_get(hv_store_t *s, store_bind_t *b, const store_rows_t *t, void *out,
                         const char *what) {
     store_any_row_t row;
+    memset(&row, 0, sizeof(row));
     hv_err rc = store_bound(s, b, what);
     if (rc == HV_OK && t->elem > sizeof(row)) {
         store_set_err(s, "%s: a row of %zu bytes is not in store_any_row_t", what, t->elem);
@@ -2914,10 +2915,9 @@ static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
     r->id = col_u64(st, 0);
     if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->ns) != HV_OK ||
         col_text(st, 3, &r->class_name) != HV_OK || col_text(st, 7, &r->reason) != HV_OK ||
-        col_text(st, 22, &r->address) != HV_OK || col_text(st, 31, &r->labels) != HV_OK) {
-        return HV_ENOMEM;
-    }
-    if (col_blob(st, 4, &r->spec, &r->spec_len) != HV_OK) {
+        col_text(st, 22, &r->address) != HV_OK || col_text(st, 31, &r->labels) != HV_OK ||
+        col_blob(st, 4, &r->spec, &r->spec_len) != HV_OK) {
+        hv_actor_row_fini(r); // what the row took so far: store_collect finishes only whole rows
         return HV_ENOMEM;
     }
     col_text_to(st, 5, r->state, sizeof(r->state));
