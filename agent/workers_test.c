@@ -8,7 +8,9 @@
  * the binary is still downloading; private job directories removed after the exit; a worker
  * that rewrites its files leaves the cache as it was; 50,000
  * --env entries spawned in linear time; orders beyond the agent's bounds refused; an actor's
- * call figures read from its file every second and once more, final, before its exit.
+ * call figures read from its file every second and once more, final, before its exit; with a
+ * cache bound smaller than a job's files, the worker still gets them (pinned until placed) and
+ * no pin outlives a placement or a failed fetch.
  * `workers_test <case>` runs one case.
  */
 #include "workers.h"
@@ -624,6 +626,60 @@ static void case_cache_untouched(void) {
     teardown();
 }
 
+/* 1 when the cache directory holds the file of digest. */
+static int in_cache(const char *digest) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", cache_dir, digest);
+    return access(path, F_OK) == 0;
+}
+
+/* A cache bound smaller than any file: the worker still gets its binary and file (the cache
+ * keeps them pinned until they are placed), and they leave the cache right after. A worker
+ * whose file cannot be fetched releases the binary it was handed. */
+static void case_cache_pins(void) {
+    setup();
+    char bin[65], data[65];
+    const char *script = "#!/bin/sh\necho DATA=$(cat data.txt)\nexit 0\n";
+    put_artifact(script, bin);
+    put_artifact("kept while placed\n", data);
+    hv_artifact_cache_set_max(cache, 1);
+    order_t o;
+    order_init(&o, 60, bin, "run.sh");
+    o.file.name = "data.txt";
+    o.file.digest = data;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    CHECK_EQ(started, 1);
+    CHECK_STR(exit_reason, "");
+    CHECK_EQ(exit_code, 0);
+    CHECK_STR(line_value("DATA"), "kept while placed");
+    hv_artifact_usage_t u;
+    hv_artifact_cache_usage(cache, &u);
+    CHECK_EQ(u.pinned, 0);
+    CHECK_EQ(u.files, 0);
+    CHECK_EQ(u.evicted, 2);
+    CHECK(!in_cache(bin) && !in_cache(data));
+    // The binary is there, the file is not (and no head to fetch it from).
+    put_artifact(script, bin);
+    order_init(&o, 61, bin, "run.sh");
+    o.file.name = "data.txt";
+    o.file.digest = "ef00000000000000000000000000000000000000000000000000000000000000";
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 2, 10000));
+    CHECK_EQ(started, 1);
+    CHECK(strncmp(exit_reason, "fetch failed: ", 14) == 0);
+    hv_artifact_cache_usage(cache, &u);
+    CHECK_EQ(u.pinned, 0);
+    CHECK(!in_cache(bin)); // released, then over the bound
+    teardown();
+}
+
 /* An order beyond the agent's own bounds ends at once with a reason, before any work. */
 static void case_too_big(void) {
     setup();
@@ -671,6 +727,7 @@ static const test_case_t cases[] = {
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
     {"cache_untouched", case_cache_untouched},
+    {"cache_pins", case_cache_pins},
     {"env_many", case_env_many},
     {"too_big", case_too_big},
     {NULL, NULL},
