@@ -1,11 +1,12 @@
 #!/bin/sh
 # hvagent --cache-max-mb bounds the node's artifact cache (<work-dir>/cache) without breaking a
-# job: an agent with a 1 MiB cache runs four jobs in turn, three programs of about 600 KiB that
-# differ, then the first one again, each with the same small --file. Every job succeeds; after
-# each the cache holds at most 1 MiB; the least recently used program is the one evicted (the
-# agent logs HV-AGENT-CACHE-EVICT), while the file every job uses stays and is fetched once;
-# the first program, evicted, is fetched again for the fourth job. Bad bounds are refused with
-# the flag and the value named.
+# job: an agent with a 1 MiB cache runs four jobs in turn (/bin/sh, shipped, running a script
+# shipped with --file): three scripts of about 600 KiB that differ, then the first one again,
+# each with the same small data file. Every job succeeds; after each the cache holds at most
+# 1 MiB; the least recently used script is the one evicted (the agent logs
+# HV-AGENT-CACHE-EVICT), while /bin/sh and the data file, which every job uses, stay and are
+# fetched once; the first script, evicted, is fetched again for the fourth job. Bad bounds are
+# refused with the flag and the value named.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 
@@ -17,8 +18,8 @@ for bad in -1 1G 99999999999999999999999; do
 done
 
 BOUND=1048576
-# A program of about 600 KiB: a shell script that prints its name and the shipped file's size,
-# with random text after its exit, so that each program is a different artifact.
+# A script of about 600 KiB that prints its name and the data file's size, with random text
+# after its exit, so that each script is a different artifact.
 mk_prog() {
     {
         printf '#!/bin/sh\necho "%s ran with $(wc -c <shared.dat) shared bytes"\nexit 0\n' "$1"
@@ -31,7 +32,7 @@ head -c 20000 /dev/urandom >"$TMP/shared.dat"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 start_head
-start_agent node-a 1 --cache-max-mb 1
+start_agent node-a 1 --cache-max-mb 1 --log-level info
 CACHE=$TMP/agent-node-a/cache
 LOG=$TMP/agent-node-a.err
 cache_bytes() {
@@ -42,7 +43,8 @@ fetches() { cat "$TMP"/agent-node-a.out "$LOG" | grep -c "HV-AGENT-FETCHED.*fetc
 n=0
 for p in p1 p2 p3 p1; do
     n=$((n + 1))
-    "$BIN/hvsubmit" -np 1 --file "$TMP/shared.dat" "$TMP/$p" >"$TMP/job$n.out" 2>"$TMP/job$n.err" \
+    "$BIN/hvsubmit" -np 1 --file "$TMP/shared.dat" --file "$TMP/$p" /bin/sh "$p" \
+        >"$TMP/job$n.out" 2>"$TMP/job$n.err" \
         || fail "job $n ($p) failed: $(tail -3 "$TMP/job$n.err")"
     assert_grep "$TMP/job$n.out" "<stdout>:$p ran with 20000 shared bytes" "job $n ($p) printed nothing"
     b=$(cache_bytes)
@@ -55,8 +57,11 @@ for p in p1 p2; do
         "$p was not evicted for the bound"
 done
 [ "$(fetches "$(sha "$TMP/p1")")" -eq 2 ] || fail "p1 was fetched $(fetches "$(sha "$TMP/p1")") times, want 2 (evicted, then fetched again)"
-[ "$(fetches "$(sha "$TMP/shared.dat")")" -eq 1 ] || fail "the file every job uses was fetched $(fetches "$(sha "$TMP/shared.dat")") times, want 1 (used last, never evicted)"
-[ -e "$CACHE/$(sha "$TMP/shared.dat")" ] || fail "the file every job uses left the cache"
-[ -e "$CACHE/$(sha "$TMP/p1")" ] || fail "the program just run left the cache"
+for f in "$TMP/shared.dat" /bin/sh; do
+    [ "$(fetches "$(sha "$f")")" -eq 1 ] \
+        || fail "$f, which every job uses, was fetched $(fetches "$(sha "$f")") times, want 1 (never the least recently used)"
+    [ -e "$CACHE/$(sha "$f")" ] || fail "$f, which every job uses, left the cache"
+done
+[ -e "$CACHE/$(sha "$TMP/p1")" ] || fail "the script just run left the cache"
 assert_no_grep "$TMP/agent.log" "HV-AGENT-CACHE-PIN" "a release without a pin"
 pass "the agent's cache stays within --cache-max-mb 1, evicting the least recently used; every job ran"
