@@ -11,8 +11,8 @@
 hv_setup
 
 for bad in -1 1G 99999999999999999999999; do
-    "$BIN/hvagent" join 127.0.0.1:1 --cache-max-mb "$bad" >"$TMP/bad.out" 2>"$TMP/bad.err" \
-        && fail "hvagent accepted --cache-max-mb $bad"
+    "$BIN/hvagent" join 127.0.0.1:1 --cache-max-mb "$bad" >"$TMP/bad.out" 2>"$TMP/bad.err"; ec=$?
+    [ $ec -eq 64 ] || fail "hvagent join --cache-max-mb $bad: exit $ec, want 64 (a usage error)"
     assert_grep "$TMP/bad.err" "--cache-max-mb \"$bad\": want a number of MiB" \
         "hvagent --cache-max-mb $bad: no clear error"
 done
