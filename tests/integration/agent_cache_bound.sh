@@ -22,6 +22,7 @@ BOUND=1048576
 # after its exit, so that each script is a different artifact.
 mk_prog() {
     {
+        # shellcheck disable=SC2016 # expanded by the worker's shell
         printf '#!/bin/sh\necho "%s ran with $(wc -c <shared.dat) shared bytes"\nexit 0\n' "$1"
         head -c 450000 /dev/urandom | base64 -w 100 | sed 's/^/# /'
     } >"$TMP/$1"
