@@ -1008,6 +1008,7 @@ static void worker_art_done(hv_err rc, const char *path, const char *detail, voi
             hv_artifact_release(wk->tab->cache, a->digest);
             if (!wk->reported && wk->fail[0] == '\0') {
                 snprintf(wk->fail, sizeof(wk->fail), "out of memory");
+                worker_unpin(wk);
             }
         }
     } else if (wk->fail[0] == '\0') {
