@@ -5,8 +5,10 @@
 # each with the same small data file. Every job succeeds; after each the cache holds at most
 # 1 MiB; the least recently used script is the one evicted (the agent logs
 # HV-AGENT-CACHE-EVICT), while /bin/sh and the data file, which every job uses, stay and are
-# fetched once; the first script, evicted, is fetched again for the fourth job. Bad bounds are
-# refused with the flag and the value named.
+# fetched once; the first script, evicted, is fetched again for the fourth job. A fifth job whose
+# own files exceed the bound (two of the scripts) still runs: what it was handed stays pinned
+# until placed (the cache is over its bound meanwhile, and one WARN says so), then the cache
+# shrinks back within the bound. Bad bounds are refused with the flag and the value named.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 
@@ -64,5 +66,17 @@ for f in "$TMP/shared.dat" /bin/sh; do
     [ -e "$CACHE/$(sha "$f")" ] || fail "$f, which every job uses, left the cache"
 done
 [ -e "$CACHE/$(sha "$TMP/p1")" ] || fail "the script just run left the cache"
+assert_no_grep "$TMP/agent.log" "HV-AGENT-CACHE-OVER" "over the bound before any job needed it"
+
+# Job 5 ships two 600 KiB scripts: more than the bound by itself.
+"$BIN/hvsubmit" -np 1 --file "$TMP/shared.dat" --file "$TMP/p2" --file "$TMP/p3" /bin/sh p2 \
+    >"$TMP/job5.out" 2>"$TMP/job5.err" || fail "job 5 (files over the bound) failed: $(tail -3 "$TMP/job5.err")"
+assert_grep "$TMP/job5.out" "<stdout>:p2 ran with 20000 shared bytes" "job 5 printed nothing"
+b=$(cache_bytes)
+[ "$b" -le "$BOUND" ] || fail "after job 5 the cache holds $b bytes, over the bound of $BOUND"
+echo "after job 5 (p2 and p3): cache $b bytes"
+cat "$TMP"/agent-node-a.out "$LOG" >"$TMP/agent.log"
+[ "$(grep -c HV-AGENT-CACHE-OVER "$TMP/agent.log")" -eq 1 ] \
+    || fail "want one HV-AGENT-CACHE-OVER warning while job 5's files were pinned, got $(grep -c HV-AGENT-CACHE-OVER "$TMP/agent.log")"
 assert_no_grep "$TMP/agent.log" "HV-AGENT-CACHE-PIN" "a release without a pin"
 pass "the agent's cache stays within --cache-max-mb 1, evicting the least recently used; every job ran"
