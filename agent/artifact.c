@@ -3,7 +3,9 @@
  * One entry per digest being served: its waiters, and while downloading the rpc call, the
  * temporary file and the running sha256. A single timer delivers results that are ready at
  * once (cache hits, early failures) and starts retries, so callbacks never run inside
- * hv_artifact_get.
+ * hv_artifact_get. Beside the entries, an index of the complete files on disk (size, last use)
+ * and the pins of delivered requests keep the cache within its bound: agent/cachepol.c decides
+ * what goes, this file deletes it.
  */
 #include "artifact.h"
 
@@ -17,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "cachepol.h"
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
@@ -60,14 +64,25 @@ typedef struct entry_s {
     struct entry_s *next;
 } entry_t;
 
-/* A file on disk that was hashed and found valid in this process. */
-typedef struct verified_s {
+/* A complete artifact in the cache directory: what the bound is kept by. The scan at create,
+ * each published download and each request that finds a file on disk add one. */
+typedef struct file_s {
     char digest[65];
-    uint64_t size;
-    uint64_t ino;
-    int64_t mtime_ns;
-    struct verified_s *next;
-} verified_t;
+    uint64_t size;    /* bytes on disk */
+    uint64_t ino;     /* with size and mtime_ns: the file as last seen */
+    int64_t mtime_ns; /* its mtime as last seen (ns since the epoch) */
+    int64_t last_use; /* ns since the epoch: the mtime, set at each delivery to a time later
+                         than every earlier use in this process (cache_touch) */
+    int verified;     /* hashed and found valid by this process (while ino, size, mtime hold) */
+    struct file_s *next;
+} file_t;
+
+/* Deliveries of one digest not released yet (hv_artifact_release): its file must stay. */
+typedef struct pin_s {
+    char digest[65];
+    uint32_t count; /* > 0 while listed */
+    struct pin_s *next;
+} pin_t;
 
 struct hv_artifact_cache_s {
     uv_loop_t *loop;      /* borrowed */
@@ -77,7 +92,14 @@ struct hv_artifact_cache_s {
     char *token;          /* owned */
     uv_timer_t timer;     /* delivery and retry tick */
     entry_t *entries;     /* owned list */
-    verified_t *verified; /* owned list */
+    file_t *files;        /* owned list: the complete artifacts on disk */
+    size_t n_files;       /* its length */
+    uint64_t bytes;       /* their total size */
+    uint64_t max_bytes;   /* the bound (hv_artifact_cache_set_max); 0 = unbounded */
+    uint64_t evicted;     /* files deleted to keep the bound */
+    int64_t last_use_max; /* the latest last use given out (file_t.last_use) */
+    pin_t *pins;          /* owned list */
+    int over_warned;      /* over the bound with the rest pinned, and a WARN said so */
     struct put_s *puts;   /* uploads in flight (owned list) */
     int stopped;          /* hv_artifact_cache_stop ran */
 };
@@ -94,6 +116,201 @@ static void cache_schedule(hv_artifact_cache_t *c, uint64_t delay_ms) {
 static void entry_path(const hv_artifact_cache_t *c, const char *digest, char *buf, size_t len) {
     snprintf(buf, len, "%s/%s", c->dir, digest);
 }
+
+/* ---- the index and the bound ---------------------------------------------------------------- */
+
+static file_t *file_find(hv_artifact_cache_t *c, const char *digest) {
+    for (file_t *f = c->files; f != NULL; f = f->next) {
+        if (strcmp(f->digest, digest) == 0) {
+            return f;
+        }
+    }
+    return NULL;
+}
+
+static int64_t stat_mtime_ns(const struct stat *st) {
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* Records (or updates) the file of digest as st shows it. */
+static void file_note(hv_artifact_cache_t *c, const char *digest, const struct stat *st,
+                      int verified) {
+    file_t *f = file_find(c, digest);
+    if (f == NULL) {
+        f = hv_calloc(1, sizeof(*f));
+        if (f == NULL) {
+            return; // the file is not counted until its next use: the bound is kept loosely
+        }
+        snprintf(f->digest, sizeof(f->digest), "%s", digest);
+        f->next = c->files;
+        c->files = f;
+        c->n_files++;
+    }
+    c->bytes -= f->size;
+    f->size = (uint64_t)st->st_size;
+    c->bytes += f->size;
+    f->ino = (uint64_t)st->st_ino;
+    f->mtime_ns = stat_mtime_ns(st);
+    f->verified = verified;
+    if (f->mtime_ns > f->last_use) {
+        f->last_use = f->mtime_ns;
+    }
+    if (f->last_use > c->last_use_max) {
+        c->last_use_max = f->last_use;
+    }
+}
+
+/* The file of digest is gone from disk (or was never there): drop its record. */
+static void file_forget(hv_artifact_cache_t *c, const char *digest) {
+    for (file_t **pp = &c->files; *pp != NULL; pp = &(*pp)->next) {
+        file_t *f = *pp;
+        if (strcmp(f->digest, digest) == 0) {
+            *pp = f->next;
+            c->bytes -= f->size;
+            c->n_files--;
+            hv_free(f);
+            return;
+        }
+    }
+}
+
+/* 1 when st is the file f describes (same inode, size and mtime). */
+static int file_same(const file_t *f, const struct stat *st) {
+    return f->size == (uint64_t)st->st_size && f->ino == (uint64_t)st->st_ino &&
+           f->mtime_ns == stat_mtime_ns(st);
+}
+
+static pin_t *pin_find(hv_artifact_cache_t *c, const char *digest) {
+    for (pin_t *p = c->pins; p != NULL; p = p->next) {
+        if (strcmp(p->digest, digest) == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* Adds n pins to digest. HV_ENOMEM when it cannot be recorded. */
+static hv_err pin_add(hv_artifact_cache_t *c, const char *digest, uint32_t n) {
+    pin_t *p = pin_find(c, digest);
+    if (p == NULL) {
+        p = hv_calloc(1, sizeof(*p));
+        if (p == NULL) {
+            return HV_ENOMEM;
+        }
+        snprintf(p->digest, sizeof(p->digest), "%s", digest);
+        p->next = c->pins;
+        c->pins = p;
+    }
+    p->count += n;
+    return HV_OK;
+}
+
+/* 1 when the file of digest must stay: delivered and not released, or a request for it is
+ * being served (a download, a hit waiting for the next tick). */
+static int cache_pinned(hv_artifact_cache_t *c, const char *digest) {
+    if (pin_find(c, digest) != NULL) {
+        return 1;
+    }
+    for (entry_t *en = c->entries; en != NULL; en = en->next) {
+        if (strcmp(en->digest, digest) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Deletes the least recently used files that are not pinned until the cache fits its bound
+ * (cachepol decides which). Blocking: one unlink per file (local disk). */
+static void cache_enforce(hv_artifact_cache_t *c) {
+    if (c->max_bytes == 0 || c->bytes <= c->max_bytes) {
+        c->over_warned = 0;
+        return;
+    }
+    hv_cachepol_entry_t *e = hv_calloc(c->n_files, sizeof(*e));
+    if (e == NULL) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-OVER",
+               "out of memory: the cache holds %llu bytes, over its bound of %llu, for now",
+               (unsigned long long)c->bytes, (unsigned long long)c->max_bytes);
+        return;
+    }
+    size_t n = 0;
+    for (file_t *f = c->files; f != NULL && n < c->n_files; f = f->next) {
+        e[n++] = (hv_cachepol_entry_t){.key = f->digest,
+                                       .size = f->size,
+                                       .last_use = f->last_use,
+                                       .pinned = cache_pinned(c, f->digest),
+                                       .ud = f};
+    }
+    hv_cachepol_plan_t plan = hv_cachepol_plan(e, n, c->max_bytes);
+    for (size_t i = 0; i < plan.n_evict; i++) {
+        const file_t *f = e[i].ud;
+        char digest[65], path[PATH_MAX];
+        snprintf(digest, sizeof(digest), "%s", f->digest);
+        uint64_t size = f->size;
+        entry_path(c, digest, path, sizeof(path));
+        if (unlink(path) != 0 && errno != ENOENT) {
+            // Not counted any more either way: a file that cannot be removed is the operator's.
+            HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-EVICT",
+                   "cannot remove %s to keep the cache within %llu bytes: %s", path,
+                   (unsigned long long)c->max_bytes, strerror(errno));
+            file_forget(c, digest);
+            continue;
+        }
+        file_forget(c, digest); // frees f
+        c->evicted++;
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-CACHE-EVICT",
+               "evicted %.12s (%llu bytes, least recently used): the cache holds %llu of %llu "
+               "bytes",
+               digest, (unsigned long long)size, (unsigned long long)c->bytes,
+               (unsigned long long)c->max_bytes);
+    }
+    hv_free(e);
+    if (plan.over && !c->over_warned) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-OVER",
+               "the cache holds %llu bytes, over its bound of %llu (--cache-max-mb): the rest is "
+               "in use by workers being started; it shrinks once they have their copies",
+               (unsigned long long)c->bytes, (unsigned long long)c->max_bytes);
+    }
+    c->over_warned = plan.over;
+}
+
+/* A delivery is a use: its time is now, or just after the latest use given out when the clock
+ * has not moved past it (two uses in one clock tick keep their order). It becomes the file's
+ * mtime, so the order survives a restart, and the file's record. A file that changed since it
+ * was hashed loses its verified mark. */
+static void cache_touch(hv_artifact_cache_t *c, const char *digest, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return;
+    }
+    struct stat st;
+    struct timespec now;
+    if (fstat(fd, &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0) {
+        const file_t *f = file_find(c, digest);
+        int verified = f != NULL && f->verified && file_same(f, &st);
+        int64_t use = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        if (use <= c->last_use_max) {
+            use = c->last_use_max + 1;
+        }
+        struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT},
+                                    {.tv_sec = use / 1000000000, .tv_nsec = use % 1000000000}};
+        if (futimens(fd, times) != 0) {
+            HV_LOG(HV_LOG_DEBUG, "agent", "HV-AGENT-CACHE-TOUCH", "cannot set the mtime of %s: %s",
+                   path, strerror(errno));
+        }
+        if (fstat(fd, &st) == 0) {
+            file_note(c, digest, &st, verified);
+            file_t *g = file_find(c, digest);
+            if (g != NULL && g->last_use < use) {
+                g->last_use = use; // a file system with coarser times: the order is kept here
+                c->last_use_max = use;
+            }
+        }
+    }
+    close(fd);
+}
+
+/* ---- requests ------------------------------------------------------------------------------ */
 
 static void entry_discard_tmp(entry_t *en) {
     if (en->fd >= 0) {
@@ -117,6 +334,18 @@ static void entry_deliver(hv_artifact_cache_t *c, entry_t *en) {
     entry_discard_tmp(en);
     char path[PATH_MAX];
     entry_path(c, en->digest, path, sizeof(path));
+    if (en->rc == HV_OK) {
+        // Each waiter gets a pin before any callback runs: one may release at once.
+        uint32_t n = 0;
+        for (waiter_t *w = en->waiters; w != NULL; w = w->next) {
+            n++;
+        }
+        cache_touch(c, en->digest, path);
+        if (pin_add(c, en->digest, n) != HV_OK) {
+            en->rc = HV_ENOMEM;
+            snprintf(en->detail, sizeof(en->detail), "out of memory");
+        }
+    }
     // Waiters were pushed at the front: reverse to serve them in arrival order.
     waiter_t *rev = NULL;
     while (en->waiters != NULL) {
@@ -146,31 +375,6 @@ static void entry_fail(entry_t *en, hv_err rc, const char *fmt, ...) {
     en->state = ENTRY_READY;
 }
 
-static verified_t *cache_find_verified(hv_artifact_cache_t *c, const char *digest) {
-    for (verified_t *v = c->verified; v != NULL; v = v->next) {
-        if (strcmp(v->digest, digest) == 0) {
-            return v;
-        }
-    }
-    return NULL;
-}
-
-static void cache_remember(hv_artifact_cache_t *c, const char *digest, const struct stat *st) {
-    verified_t *v = cache_find_verified(c, digest);
-    if (v == NULL) {
-        v = hv_calloc(1, sizeof(*v));
-        if (v == NULL) {
-            return; // only an optimization: the file is hashed again next time
-        }
-        snprintf(v->digest, sizeof(v->digest), "%s", digest);
-        v->next = c->verified;
-        c->verified = v;
-    }
-    v->size = (uint64_t)st->st_size;
-    v->ino = (uint64_t)st->st_ino;
-    v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 /* 1 when the cached copy of digest exists and is valid (hashing it if not known yet). A copy
  * that turns out damaged is removed. */
 static int cache_has_valid(hv_artifact_cache_t *c, const char *digest, uint64_t size) {
@@ -178,6 +382,7 @@ static int cache_has_valid(hv_artifact_cache_t *c, const char *digest, uint64_t 
     entry_path(c, digest, path, sizeof(path));
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        file_forget(c, digest);
         return 0;
     }
     if (size != 0 && (uint64_t)st.st_size != size) {
@@ -185,12 +390,11 @@ static int cache_has_valid(hv_artifact_cache_t *c, const char *digest, uint64_t 
                "cached %s has %lld bytes, expected %llu: fetching it again", path,
                (long long)st.st_size, (unsigned long long)size);
         unlink(path);
+        file_forget(c, digest);
         return 0;
     }
-    verified_t *v = cache_find_verified(c, digest);
-    int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    if (v != NULL && v->size == (uint64_t)st.st_size && v->ino == (uint64_t)st.st_ino &&
-        v->mtime_ns == mtime_ns) {
+    const file_t *f = file_find(c, digest);
+    if (f != NULL && f->verified && file_same(f, &st)) {
         return 1;
     }
     char hex[65];
@@ -198,9 +402,10 @@ static int cache_has_valid(hv_artifact_cache_t *c, const char *digest, uint64_t 
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-BAD",
                "cached %s does not match its digest: fetching it again", path);
         unlink(path);
+        file_forget(c, digest);
         return 0;
     }
-    cache_remember(c, digest, &st);
+    file_note(c, digest, &st, 1);
     if ((st.st_mode & 07777) != HV_ARTIFACT_CACHE_MODE) {
         chmod(path, HV_ARTIFACT_CACHE_MODE); // put there by hand or by an older agent
     }
@@ -287,12 +492,13 @@ static void fetch_finish(hv_artifact_cache_t *c, entry_t *en) {
     en->tmp[0] = '\0';
     struct stat st;
     if (stat(path, &st) == 0) {
-        cache_remember(c, en->digest, &st);
+        file_note(c, en->digest, &st, 1);
     }
     HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-FETCHED", "fetched %s (%llu bytes)", en->digest,
            (unsigned long long)en->written);
     en->rc = HV_OK;
     en->state = ENTRY_READY;
+    cache_enforce(c); // en is still listed: its own file stays
 }
 
 static int fetch_retryable(hv_err rc) {
@@ -433,9 +639,11 @@ static int cache_stale_tmp(const char *name) {
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Removes partial downloads left by killed agents and takes group and other bits off cached
- * files (a cache written by an older agent had them). Best effort: logs what it cannot do. */
-static void cache_sweep(const char *dir) {
+/* Removes partial downloads left by killed agents, takes group and other bits off cached files
+ * (a cache written by an older agent had them) and records every cached file in the index, its
+ * mtime as its last use. Best effort: logs what it cannot do. */
+static void cache_sweep(hv_artifact_cache_t *c) {
+    const char *dir = c->dir;
     DIR *d = opendir(dir);
     if (d == NULL) {
         return;
@@ -453,7 +661,11 @@ static void cache_sweep(const char *dir) {
         }
         struct stat st;
         if (!hv_sha256_valid_hex(name) || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISREG(st.st_mode) || (st.st_mode & 07777) == HV_ARTIFACT_CACHE_MODE) {
+            !S_ISREG(st.st_mode)) {
+            continue;
+        }
+        file_note(c, name, &st, 0);
+        if ((st.st_mode & 07777) == HV_ARTIFACT_CACHE_MODE) {
             continue;
         }
         if (fchmodat(dfd, name, HV_ARTIFACT_CACHE_MODE, 0) != 0) {
@@ -494,7 +706,6 @@ hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_chan
     if (rc != HV_OK) {
         return rc;
     }
-    cache_sweep(dir);
     hv_artifact_cache_t *c = hv_calloc(1, sizeof(*c));
     if (c == NULL) {
         return HV_ENOMEM;
@@ -510,10 +721,50 @@ hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_chan
     c->loop = loop;
     c->eng = e;
     c->ch = ch;
+    cache_sweep(c);
     uv_timer_init(loop, &c->timer);
     c->timer.data = c;
     *out = c;
     return HV_OK;
+}
+
+void hv_artifact_cache_set_max(hv_artifact_cache_t *c, uint64_t max_bytes) {
+    c->max_bytes = max_bytes;
+    c->over_warned = 0;
+    cache_enforce(c);
+}
+
+void hv_artifact_release(hv_artifact_cache_t *c, const char *digest) {
+    pin_t *p = NULL;
+    pin_t **pp;
+    for (pp = &c->pins; *pp != NULL; pp = &(*pp)->next) {
+        if (strcmp((*pp)->digest, digest) == 0) {
+            p = *pp;
+            break;
+        }
+    }
+    if (p == NULL) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-CACHE-PIN",
+               "release of %.64s, which no delivery pinned: ignored (a bug in the agent)", digest);
+        return;
+    }
+    if (--p->count > 0) {
+        return;
+    }
+    *pp = p->next;
+    hv_free(p);
+    cache_enforce(c);
+}
+
+void hv_artifact_cache_usage(const hv_artifact_cache_t *c, hv_artifact_usage_t *out) {
+    memset(out, 0, sizeof(*out));
+    out->bytes = c->bytes;
+    out->max_bytes = c->max_bytes;
+    out->files = c->n_files;
+    out->evicted = c->evicted;
+    for (const pin_t *p = c->pins; p != NULL; p = p->next) {
+        out->pinned += p->count;
+    }
 }
 
 hv_err hv_artifact_get(hv_artifact_cache_t *c, const char *digest, uint64_t size,
@@ -597,10 +848,15 @@ void hv_artifact_cache_stop(hv_artifact_cache_t *c) {
 
 static void cache_closed_cb(uv_handle_t *h) {
     hv_artifact_cache_t *c = h->data;
-    while (c->verified != NULL) {
-        verified_t *v = c->verified;
-        c->verified = v->next;
-        hv_free(v);
+    while (c->files != NULL) {
+        file_t *f = c->files;
+        c->files = f->next;
+        hv_free(f);
+    }
+    while (c->pins != NULL) {
+        pin_t *p = c->pins;
+        c->pins = p->next;
+        hv_free(p);
     }
     hv_free(c->dir);
     hv_free(c->token);

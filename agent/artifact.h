@@ -5,10 +5,23 @@
  * "/hvpb.v1.Cluster/Fetch" call into a temporary file (resuming at the received offset after a
  * broken stream), verifies size and digest, and renames it into place. Concurrent requests for
  * one digest share one download. An artifact already on disk is hashed once per agent process
- * and trusted afterwards while its size, inode and mtime stay the same.
+ * and trusted afterwards while its size, inode and mtime stay the same (the cache itself moves
+ * the mtime on each use and records that).
  *
- * It is not a general file store: no eviction (operators prune <work-dir>/cache), and it does
- * not place files for workers beyond hv_artifact_place. Caller: agent/workers.c.
+ * Bound (hvagent --cache-max-mb): when the complete files' total exceeds the bound, the least
+ * recently used are deleted until it fits (agent/cachepol.c decides; each deletion is logged at
+ * INFO as HV-AGENT-CACHE-EVICT). A delivery (a hit or a finished download) is a use and sets
+ * the file's mtime to now, so the order survives an agent restart: a new cache takes every
+ * file's mtime as its last use. Never deleted: a file delivered and not released yet (a pin per
+ * successful callback, until hv_artifact_release), a file whose request is being served, and a
+ * download in progress (a temporary file, not counted). When all that is left over the bound is
+ * pinned, the cache stays over it (one WARN, HV-AGENT-CACHE-OVER) and shrinks at the releases.
+ * The bound is checked when a download is published, at each last release and at
+ * hv_artifact_cache_set_max. Files put there by hand count from the next start or their first
+ * use.
+ *
+ * It is not a general file store: it does not place files for workers beyond hv_artifact_place.
+ * Caller: agent/workers.c.
  *
  * Privacy: the cache holds every job's files, so the directory is 0700 and each file 0400,
  * owned by the agent's user, and no set-id bit is ever kept. Workers never see a cached file:
@@ -48,11 +61,33 @@ typedef void (*hv_artifact_done_cb)(hv_err rc, const char *path, const char *det
 hv_err hv_artifact_cache_create(uv_loop_t *loop, hv_rpc_engine_t *e, hv_rpc_channel_t *ch,
                                 const char *dir, const char *token, hv_artifact_cache_t **out);
 
+/* Sets the bound: the cache's complete files may take at most max_bytes (0 = unbounded, the
+ * default of a new cache), and deletes what is over it now (blocking unlinks, local disk). */
+void hv_artifact_cache_set_max(hv_artifact_cache_t *c, uint64_t max_bytes);
+
 /* Asks for the artifact digest (64 lowercase hex) of size bytes (0 = size unknown). cb runs
  * exactly once, later on the loop, never inside this call. Returns HV_ENOMEM or HV_ECLOSED
- * (the cache is stopped) without calling cb. */
+ * (the cache is stopped) without calling cb. A callback with HV_OK pins the file: it stays
+ * (whatever the bound) until the caller calls hv_artifact_release once for that callback, as
+ * soon as it has its own copy (hv_artifact_place) or will not make one. */
 hv_err hv_artifact_get(hv_artifact_cache_t *c, const char *digest, uint64_t size,
                        hv_artifact_done_cb cb, void *ud);
+
+/* Ends one pin of digest (one HV_OK callback of hv_artifact_get); the last one lets the bound
+ * delete the file again, and deletes what is over the bound now. A digest without a pin is
+ * ignored (logged: a caller's bug). Works on a stopped cache too. */
+void hv_artifact_release(hv_artifact_cache_t *c, const char *digest);
+
+/* What the cache holds, for logs and tests. */
+typedef struct hv_artifact_usage_s {
+    uint64_t bytes;     /* the complete files' total size */
+    uint64_t max_bytes; /* the bound; 0 = unbounded */
+    size_t files;       /* how many complete files */
+    size_t pinned;      /* HV_OK callbacks not released yet */
+    uint64_t evicted;   /* files deleted for the bound since create */
+} hv_artifact_usage_t;
+
+void hv_artifact_cache_usage(const hv_artifact_cache_t *c, hv_artifact_usage_t *out);
 
 /* The outcome of an upload (hv_artifact_put): on HV_OK digest is the file's sha256 (64 hex,
  * borrowed for the callback), the head holds it whole; otherwise detail says why in words. */

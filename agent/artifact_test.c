@@ -6,7 +6,10 @@
  * unknown artifact and a refused token fail with a clear reason and leave no temp file; the cache
  * serves files after an agent restart and notices a damaged one; the cache is private (0700
  * directory, 0400 files) and a new cache sweeps partial downloads of dead agents; placing makes
- * private copies, never links, without set-id bits. `artifact_test <case>` runs one case.
+ * private copies, never links, without set-id bits. The bound: the least recently used files
+ * go once the cache is over it, a delivered file stays until it is released, a download in
+ * progress stays, and the order of use survives a restart (file mtimes).
+ * `artifact_test <case>` runs one case.
  */
 #include "artifact.h"
 
@@ -40,7 +43,7 @@ static uv_loop_t loop;
 static hv_rpc_engine_t *eng;
 static hv_rpc_server_t *srv;
 static hv_rpc_channel_t *chan;
-static blob_t blobs[4];
+static blob_t blobs[6];
 static int nblobs;
 static int fetch_calls;      /* Fetch calls the server saw */
 static uint64_t last_offset; /* offset of the last Fetch request */
@@ -536,6 +539,186 @@ static void case_sweep(void) {
     rm_rf(top);
 }
 
+/* 1 when the cache holds blob i's file. */
+static int cached(int i) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, blobs[i].digest);
+    return access(path, F_OK) == 0;
+}
+
+/* Gets blob i and waits for the callback (HV_OK expected): the file is pinned afterwards. */
+static void get_pinned(hv_artifact_cache_t *c, int i) {
+    got_t g = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[i].digest, blobs[i].len, got_cb, &g), HV_OK);
+    test_run_until(&loop, &g.done, 1, 10000);
+    CHECK_RC(g.rc, HV_OK);
+}
+
+static hv_artifact_usage_t usage(const hv_artifact_cache_t *c) {
+    hv_artifact_usage_t u;
+    hv_artifact_cache_usage(c, &u);
+    return u;
+}
+
+/* Three 400 kB artifacts, a bound of 1,000,000 bytes: the third download pushes out the least
+ * recently used one; using the second again makes the other the older; an evicted artifact is
+ * fetched again when asked for. */
+static void case_bound_lru(void) {
+    setup();
+    for (int i = 0; i < 3; i++) {
+        blob_add(400000, 0, 0, 0);
+    }
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_set_max(c, 1000000);
+    get_pinned(c, 0);
+    hv_artifact_release(c, blobs[0].digest);
+    get_pinned(c, 1);
+    hv_artifact_release(c, blobs[1].digest);
+    CHECK_EQ(usage(c).bytes, 800000);
+    CHECK_EQ(usage(c).evicted, 0);
+    get_pinned(c, 0); // a hit: blob 1 is now the least recently used
+    hv_artifact_release(c, blobs[0].digest);
+    CHECK_EQ(fetch_calls, 2);
+    get_pinned(c, 2);
+    CHECK(cached(0));
+    CHECK(!cached(1));
+    CHECK(cached(2));
+    CHECK_EQ(usage(c).bytes, 800000);
+    CHECK_EQ(usage(c).files, 2);
+    CHECK_EQ(usage(c).evicted, 1);
+    CHECK_EQ(usage(c).pinned, 1);
+    hv_artifact_release(c, blobs[2].digest);
+    CHECK_EQ(usage(c).pinned, 0);
+    // Blob 1 again: fetched anew, and blob 0 (used before blob 2) makes room.
+    get_pinned(c, 1);
+    CHECK_EQ(fetch_calls, 4);
+    CHECK(!cached(0));
+    CHECK(cached(1) && cached(2));
+    hv_artifact_release(c, blobs[1].digest);
+    CHECK_EQ(usage(c).bytes, 800000);
+    CHECK_EQ(temp_files(), 0);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+/* A file handed out stays, whatever the bound, until it is released; two deliveries of one file
+ * pin it twice. A bound of 0 keeps everything. */
+static void case_pinned_stays(void) {
+    setup();
+    blob_add(300000, 0, 0, 0);
+    blob_add(300000, 0, 0, 0);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    got_t a = {0}, b = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
+    test_run_until(&loop, &b.done, 1, 10000);
+    CHECK_RC(a.rc, HV_OK);
+    CHECK_EQ(usage(c).pinned, 2);
+    get_pinned(c, 1);
+    CHECK_EQ(usage(c).bytes, 600000); // unbounded so far
+    hv_artifact_cache_set_max(c, 100000);
+    CHECK(cached(0) && cached(1)); // all pinned: over the bound (one WARN)
+    CHECK_EQ(usage(c).evicted, 0);
+    hv_artifact_release(c, blobs[0].digest);
+    CHECK(cached(0)); // still one pin
+    hv_artifact_release(c, blobs[0].digest);
+    CHECK(!cached(0));
+    CHECK(cached(1));
+    CHECK_EQ(usage(c).bytes, 300000);
+    hv_artifact_release(c, blobs[1].digest);
+    CHECK(!cached(1));
+    CHECK_EQ(usage(c).bytes, 0);
+    CHECK_EQ(usage(c).files, 0);
+    CHECK_EQ(usage(c).evicted, 2);
+    hv_artifact_release(c, blobs[1].digest); // no pin left: ignored (logged)
+    CHECK_EQ(usage(c).pinned, 0);
+    // A path a worker holds is still readable while pinned: deliveries with the bound in force.
+    got_t d = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &d), HV_OK);
+    test_run_until(&loop, &d.done, 1, 10000);
+    CHECK_RC(d.rc, HV_OK);
+    CHECK(same_content(d.path, &blobs[0]));
+    hv_artifact_release(c, blobs[0].digest);
+    CHECK(!cached(0));
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+/* A download in progress is never evicted: its temporary file stays while a finished artifact
+ * is deleted for the bound. */
+static void case_download_kept(void) {
+    setup();
+    blob_add(200000, 0, 0, 1); // never answered: stays in progress
+    blob_add(200000, 0, 0, 0);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_set_max(c, 1000);
+    got_t s = {0};
+    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &s), HV_OK);
+    test_run_until(&loop, &fetch_calls, 1, 5000);
+    CHECK_EQ(temp_files(), 1);
+    get_pinned(c, 1);
+    hv_artifact_release(c, blobs[1].digest);
+    CHECK(!cached(1));
+    CHECK_EQ(temp_files(), 1);
+    CHECK_EQ(s.done, 0);
+    hv_artifact_cache_stop(c);
+    test_run_until(&loop, &s.done, 1, 5000);
+    CHECK_RC(s.rc, HV_ECANCELED);
+    CHECK_EQ(temp_files(), 0);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
+/* Writes blob i into the cache directory as an earlier agent left it, last used at mtime_s. */
+static void put_cached(int i, time_t mtime_s) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, blobs[i].digest);
+    CHECK_RC(hv_write_file_atomic(path, (const char *)blobs[i].data, blobs[i].len, 0400), HV_OK);
+    struct timespec t[2] = {{.tv_sec = mtime_s}, {.tv_sec = mtime_s}};
+    CHECK_EQ(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* A new agent takes the files' mtimes as their last uses: over the bound at start, the oldest
+ * go first; a use moves the mtime to now, so the next agent keeps that file over older ones. */
+static void case_restart_lru(void) {
+    setup();
+    for (int i = 0; i < 4; i++) {
+        blob_add(100000, 0, 0, 0);
+    }
+    CHECK_RC(hv_mkdirs(dir, 0700), HV_OK);
+    put_cached(0, 1000000000); // 2001
+    put_cached(1, 1100000000);
+    put_cached(2, 1200000000);
+    put_cached(3, 1300000000);
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
+    CHECK_EQ(usage(c).files, 4);
+    CHECK_EQ(usage(c).bytes, 400000);
+    hv_artifact_cache_set_max(c, 300000);
+    CHECK(!cached(0));
+    CHECK(cached(1) && cached(2) && cached(3));
+    get_pinned(c, 1); // the oldest left becomes the newest
+    hv_artifact_release(c, blobs[1].digest);
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, blobs[1].digest);
+    CHECK(stat(path, &st) == 0 && st.st_mtime > 1300000000);
+    hv_artifact_cache_destroy(c);
+    uv_run(&loop, UV_RUN_NOWAIT);
+
+    CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_set_max(c, 150000);
+    CHECK(cached(1)); // used last, in the earlier agent
+    CHECK(!cached(2) && !cached(3));
+    CHECK_EQ(usage(c).files, 1);
+    CHECK_EQ(usage(c).evicted, 2);
+    hv_artifact_cache_destroy(c);
+    teardown();
+}
+
 static const test_case_t cases[] = {
     {"fetch_shared", case_fetch_shared},
     {"restart_and_damage", case_restart_and_damage},
@@ -546,6 +729,10 @@ static const test_case_t cases[] = {
     {"place", case_place},
     {"sweep", case_sweep},
     {"put", case_put},
+    {"bound_lru", case_bound_lru},
+    {"pinned_stays", case_pinned_stays},
+    {"download_kept", case_download_kept},
+    {"restart_lru", case_restart_lru},
     {NULL, NULL},
 };
 

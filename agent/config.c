@@ -38,6 +38,9 @@ static const char agent_usage[] =
     "  --name NAME            node name (default: the hostname)\n"
     "  --labels k=v,...       node labels (repeatable)\n"
     "  --work-dir DIR         cache, job dirs and pid file (default ./hv-agent-NAME)\n"
+    "  --cache-max-mb N       bound of the artifact cache (WORK_DIR/cache), in MiB: the least\n"
+    "                         recently used artifacts go when it is over; files a starting\n"
+    "                         worker still needs stay (default 4096; 0: unbounded)\n"
     "  --addr IP              address peers reach this node at (repeatable; default: every\n"
     "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"
     "  --preemptible          this node is spot/preemptible capacity\n"
@@ -296,6 +299,7 @@ typedef enum flag_id {
     F_NAME,
     F_LABELS,
     F_WORK_DIR,
+    F_CACHE_MAX,
     F_ADDR,
     F_PREEMPTIBLE,
     F_INSTANCE_ID,
@@ -336,6 +340,7 @@ static const flag_t flags[] = {
     {"name", F_NAME, 1, C_ALL},
     {"labels", F_LABELS, 1, C_JOIN},
     {"work-dir", F_WORK_DIR, 1, C_ALL},
+    {"cache-max-mb", F_CACHE_MAX, 1, C_JOIN},
     {"addr", F_ADDR, 1, C_JOIN},
     {"preemptible", F_PREEMPTIBLE, 0, C_JOIN},
     {"instance-id", F_INSTANCE_ID, 1, C_JOIN},
@@ -410,6 +415,7 @@ static void cfg_defaults(hv_agent_config_t *cfg) {
     cfg->connect_timeout_ms = 30000;
     cfg->drain_deadline_ms = 120000;
     cfg->stop_timeout_ms = 20000;
+    cfg->cache_max_mb = HV_AGENT_CACHE_MAX_MB_DEFAULT;
 }
 
 /* The command, argv[1]: join, stop, drain, or help/version (which end the parse). */
@@ -569,8 +575,8 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
     }
 }
 
-/* How the agent runs its workers and times its waits: --work-dir, --run-as, --orphan-policy,
- * --connect-timeout, --drain-deadline, --timeout. */
+/* How the agent runs its workers and times its waits: --work-dir, --cache-max-mb, --run-as,
+ * --orphan-policy, --connect-timeout, --drain-deadline, --timeout. */
 static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f,
                            const char *val, char *err, size_t errlen) {
     uint64_t u;
@@ -582,6 +588,15 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
         }
         snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "%s", val);
         ps->work_dir_set = 1;
+        return HV_OK;
+    case F_CACHE_MAX:
+        if (hv_parse_u64(val, 0, HV_AGENT_CACHE_MAX_MB_MAX, &u) != HV_OK) {
+            cfg_err(err, errlen,
+                    "--cache-max-mb \"%.50s\": want a number of MiB from 0 to %llu (0: unbounded)",
+                    val, (unsigned long long)HV_AGENT_CACHE_MAX_MB_MAX);
+            return HV_EINVAL;
+        }
+        cfg->cache_max_mb = u;
         return HV_OK;
     case F_RUN_AS:
         if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
@@ -697,6 +712,7 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *
     case F_INSTANCE_ID:
         return cfg_flag_node(cfg, ps, f, val, err, errlen);
     case F_WORK_DIR:
+    case F_CACHE_MAX:
     case F_RUN_AS:
     case F_ORPHAN:
     case F_CONNECT_TIMEOUT:

@@ -5,7 +5,8 @@
  * config_test.c). Not thread-safe (uses the environment); call once at startup.
  *
  *   hvagent join HOST:PORT [--token T | --token-file F] [--slots N] [--memory-mb N] [--name NAME]
- *                [--labels k=v,...] [--work-dir DIR] [--addr IP]... [--preemptible]
+ *                [--labels k=v,...] [--work-dir DIR] [--cache-max-mb N] [--addr IP]...
+ *                [--preemptible]
  *                [--instance-id ID] [--orphan-policy kill|keep] [--connect-timeout S]
  *                [--drain-deadline S] [--daemon] [--pid-file F] [--log-file F] [--log-level L]
  *                [--ca F [--cert F --key F] | --insecure]
@@ -25,6 +26,8 @@
 #define HV_AGENT_NAME_MAX 128 /* node name length bound */
 #define HV_AGENT_MAX_LABELS 64
 #define HV_AGENT_MAX_ADDRS 32
+#define HV_AGENT_CACHE_MAX_MB_DEFAULT 4096u           /* --cache-max-mb when not given */
+#define HV_AGENT_CACHE_MAX_MB_MAX (UINT64_C(1) << 30) /* 1 PiB: far from overflowing bytes */
 
 typedef enum hv_agent_cmd {
     HV_AGENT_CMD_JOIN = 0,
@@ -53,6 +56,7 @@ typedef struct hv_agent_config_s {
     char *addrs[HV_AGENT_MAX_ADDRS]; /* owned; IPs peers use to reach this node */
     size_t naddrs;
     char work_dir[PATH_MAX]; /* absolute (default ./hv-agent-<name>) */
+    uint64_t cache_max_mb;   /* bound of <work_dir>/cache in MiB (default 4096; 0 = unbounded) */
     int preemptible;
     char instance_id[256];
     char run_as[64]; /* --run-as USER: workers run as this user; "" = the agent's own user */

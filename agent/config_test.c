@@ -64,6 +64,7 @@ static void case_defaults(void) {
     CHECK_EQ(cfg.orphan_kill, 1);
     CHECK_EQ(cfg.connect_timeout_ms, 30000);
     CHECK_EQ(cfg.drain_deadline_ms, 120000);
+    CHECK_EQ(cfg.cache_max_mb, 4096);
     CHECK_EQ(cfg.daemon, 0);
     char cwd[PATH_MAX], want[PATH_MAX + 300];
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
@@ -96,8 +97,9 @@ static void case_all_flags(void) {
                   "zone=z1,tier=spot", "--labels=zone=z2", "--work-dir", "/srv/hv", "--addr",
                   "10.0.0.5", "--addr=fe80::1", "--preemptible", "--instance-id", "i-123",
                   "--orphan-policy=keep", "--connect-timeout", "5", "--drain-deadline", "25",
-                  "--daemon", "--pid-file", "run/a.pid", "--log-file=/var/log/hvagent.log",
-                  "--log-level", "debug", "--insecure", "head.example:7001"),
+                  "--cache-max-mb", "512", "--daemon", "--pid-file", "run/a.pid",
+                  "--log-file=/var/log/hvagent.log", "--log-level", "debug", "--insecure",
+                  "head.example:7001"),
              &cfg);
     CHECK_STR(cfg.token, "file-token");
     CHECK_EQ(cfg.slots, 3);
@@ -116,6 +118,7 @@ static void case_all_flags(void) {
     CHECK_EQ(cfg.orphan_kill, 0);
     CHECK_EQ(cfg.connect_timeout_ms, 5000);
     CHECK_EQ(cfg.drain_deadline_ms, 25000);
+    CHECK_EQ(cfg.cache_max_mb, 512);
     CHECK_EQ(cfg.daemon, 1);
     char cwd[PATH_MAX], want[PATH_MAX + 64];
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
@@ -133,6 +136,14 @@ static void case_all_flags(void) {
     hv_agent_config_fini(&cfg);
     parse_ok(ARGV("join", "h:1", "--insecure", "--drain-deadline", "86400"), &cfg);
     CHECK_EQ(cfg.drain_deadline_ms, 86400000u);
+    hv_agent_config_fini(&cfg);
+    // --cache-max-mb: 0 is unbounded; the largest bound still fits in bytes.
+    parse_ok(ARGV("join", "h:1", "--insecure", "--cache-max-mb=0"), &cfg);
+    CHECK_EQ(cfg.cache_max_mb, 0);
+    hv_agent_config_fini(&cfg);
+    parse_ok(ARGV("join", "h:1", "--insecure", "--cache-max-mb", "1073741824"), &cfg);
+    CHECK(cfg.cache_max_mb == HV_AGENT_CACHE_MAX_MB_MAX);
+    CHECK((cfg.cache_max_mb << 20) >> 20 == cfg.cache_max_mb);
     hv_agent_config_fini(&cfg);
 }
 
@@ -191,6 +202,17 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--drain-deadline", "-1"), "--drain-deadline \"-1\"");
     parse_bad(ARGV("join", "h:1", "--drain-deadline", "86401"), "--drain-deadline \"86401\"");
     parse_bad(ARGV("join", "h:1", "--drain-deadline"), "--drain-deadline needs a value");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb", "-1"),
+              "--cache-max-mb \"-1\": want a number of MiB from 0 to 1073741824 (0: unbounded)");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb", "4G"), "--cache-max-mb \"4G\"");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb", ""), "--cache-max-mb \"\"");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb", " 5"), "--cache-max-mb \" 5\"");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb", "1073741825"), "--cache-max-mb \"1073741825\"");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb", "99999999999999999999999"),
+              "--cache-max-mb \"99999999999999999999999\"");
+    parse_bad(ARGV("join", "h:1", "--cache-max-mb"), "--cache-max-mb needs a value");
+    parse_bad(ARGV("stop", "--cache-max-mb", "5"),
+              "unknown option '--cache-max-mb' for 'hvagent stop'");
     parse_bad(ARGV("drain", "--drain-deadline", "5"),
               "unknown option '--drain-deadline' for 'hvagent drain'");
     parse_bad(ARGV("stop", "--slots", "2"), "unknown option '--slots' for 'hvagent stop'");

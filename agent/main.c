@@ -699,6 +699,12 @@ static int agent_join(agent_t *a) {
         fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path, hv_strerror(rc));
         goto out;
     }
+    hv_artifact_cache_set_max(a->cache, cfg->cache_max_mb << 20); // config bounds it below 2^50
+    hv_artifact_usage_t cu;
+    hv_artifact_cache_usage(a->cache, &cu);
+    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-CACHE",
+           "artifact cache %s: %zu files, %" PRIu64 " bytes, bound %" PRIu64 " MiB%s", path,
+           cu.files, cu.bytes, cfg->cache_max_mb, cfg->cache_max_mb == 0 ? " (unbounded)" : "");
     hv_workers_config_t wc = {.work_dir = cfg->work_dir,
                               .node_name = cfg->name,
                               .ca_file = cfg->ca_file,

@@ -32,8 +32,9 @@ typedef struct worker_s worker_t;
 
 /* One artifact a worker waits for. */
 typedef struct art_s {
-    worker_t *wk; /* back pointer for the callback */
-    char *path;   /* owned: the cached file, once fetched */
+    worker_t *wk;       /* back pointer for the callback */
+    const char *digest; /* its digest (borrowed from wk->spec) */
+    char *path;         /* owned: the cached file, once fetched; set = the cache pins it */
 } art_t;
 
 struct worker_s {
@@ -89,9 +90,21 @@ static worker_t *workers_find(const hv_workers_t *w, uint64_t id) {
     return NULL;
 }
 
-static void worker_free(worker_t *wk) {
+/* The worker has its copies of its artifacts, or will never make them: their pins in the cache
+ * end, so the cache's bound may delete them again. */
+static void worker_unpin(worker_t *wk) {
     for (size_t i = 0; i < wk->n_arts; i++) {
-        hv_free(wk->arts[i].path);
+        if (wk->arts[i].path != NULL) {
+            hv_artifact_release(wk->tab->cache, wk->arts[i].digest);
+            hv_free(wk->arts[i].path);
+            wk->arts[i].path = NULL;
+        }
+    }
+}
+
+static void worker_free(worker_t *wk) {
+    if (wk->arts != NULL && wk->tab != NULL) {
+        worker_unpin(wk);
     }
     hv_free(wk->arts);
     hv_free(wk->kill_reason);
@@ -910,6 +923,7 @@ static void worker_launch(worker_t *wk) {
             return;
         }
     }
+    worker_unpin(wk); // every file has its private copy: the cache may let them go
     // The directory goes to the run-as user last, once nothing more is put there as root.
     if (w->cfg.run_as && chown(dir, (uid_t)w->cfg.run_uid, (gid_t)w->cfg.run_gid) != 0) {
         snprintf(reason, sizeof(reason), "spawn failed: cannot give %.400s to user %s: %s", dir,
@@ -988,12 +1002,18 @@ static void worker_art_done(hv_err rc, const char *path, const char *detail, voi
     art_t *a = ud;
     worker_t *wk = a->wk;
     if (rc == HV_OK) {
-        a->path = hv_strdup(path);
-        if (a->path == NULL && wk->fail[0] == '\0') {
-            snprintf(wk->fail, sizeof(wk->fail), "out of memory");
+        a->path = wk->reported || wk->fail[0] != '\0' ? NULL : hv_strdup(path);
+        if (a->path == NULL) {
+            // Given up on (killed, or another file failed), or out of memory: no copy is made.
+            hv_artifact_release(wk->tab->cache, a->digest);
+            if (!wk->reported && wk->fail[0] == '\0') {
+                snprintf(wk->fail, sizeof(wk->fail), "out of memory");
+                worker_unpin(wk);
+            }
         }
     } else if (wk->fail[0] == '\0') {
         snprintf(wk->fail, sizeof(wk->fail), "%.290s", detail);
+        worker_unpin(wk); // the worker will not start: what it has is not needed
     }
     if (--wk->pending == 0) {
         if (wk->reported) {
@@ -1212,12 +1232,13 @@ void hv_workers_spawn(hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp) {
             wk->pending--;
             continue;
         }
+        wk->arts[i].digest = f->digest;
         hv_err rc = hv_artifact_get(w->cache, f->digest, f->size, worker_art_done, &wk->arts[i]);
         if (rc != HV_OK) {
             if (wk->fail[0] == '\0') {
                 snprintf(wk->fail, sizeof(wk->fail), "%s: %s", f->name, hv_strerror(rc));
             }
-            wk->pending--;
+            wk->pending--; // no callbacks came yet (never inside get): nothing is pinned
         }
     }
     if (--wk->pending == 0) {
@@ -1249,11 +1270,13 @@ void hv_workers_kill(hv_workers_t *w, uint64_t worker_id, uint32_t grace_ms, con
     if (wk->state == WS_RUNNING && wk->proc != NULL) {
         hv_proc_kill(wk->proc, grace_ms);
     } else if (wk->state == WS_FETCHING) {
-        // Nothing runs yet: report now; the record lives on until its fetches call back.
+        // Nothing runs yet: report now; the record lives on until its fetches call back, and
+        // what was delivered already is not needed any more.
         char why[300];
         snprintf(why, sizeof(why), "killed before start: %.250s",
                  wk->kill_reason != NULL ? wk->kill_reason : "kill order");
         worker_report(wk, -1, 0, why);
+        worker_unpin(wk);
     }
 }
 

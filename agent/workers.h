@@ -7,7 +7,10 @@
  * callbacks (started, exited, output line); the owner (main.c) forwards them to the head.
  *
  * Every worker that was ordered gets exactly one exited callback (also when the fetch or the
- * spawn failed: exit_code -1 and a reason), unless hv_workers_destroy ran first. Not here: talking
+ * spawn failed: exit_code -1 and a reason), unless hv_workers_destroy ran first. Each file the
+ * cache hands over stays pinned there (safe from the cache's bound) until the worker has its
+ * copy, or is given up on (killed while fetching, another file failed, the spawn failed); then
+ * it is released (hv_artifact_release), never later than the record is freed. Not here: talking
  * to the head (agent/session.c), the cache itself (agent/artifact.c).
  *
  * Privacy: a worker's directory is 0700 and, with run_as, belongs to that user, as do the files

@@ -8,7 +8,9 @@
  * the binary is still downloading; private job directories removed after the exit; a worker
  * that rewrites its files leaves the cache as it was; 50,000
  * --env entries spawned in linear time; orders beyond the agent's bounds refused; an actor's
- * call figures read from its file every second and once more, final, before its exit.
+ * call figures read from its file every second and once more, final, before its exit; with a
+ * cache bound smaller than a job's files, the worker still gets them (pinned until placed) and
+ * no pin outlives a placement or a failed fetch.
  * `workers_test <case>` runs one case.
  */
 #include "workers.h"
@@ -514,11 +516,27 @@ static void case_kill_while_fetching(void) {
     snprintf(target, sizeof(target), "127.0.0.1:%d", port);
     CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
     setup_with(e, ch);
+    char data[65];
+    put_artifact("delivered before the kill\n", data);
     order_t o;
     order_init(&o, 11, "cd00000000000000000000000000000000000000000000000000000000000000", "big");
+    o.file.name = "data.txt";
+    o.file.digest = data;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
     hv_workers_spawn(wt, &o.sp);
     fetches = 0;
     CHECK(test_run_until(&loop, &fetches, 1, 5000));
+    hv_artifact_usage_t u;
+    for (int i = 0; i < 100; i++) { // the file's delivery: on the cache's next tick
+        hv_artifact_cache_usage(cache, &u);
+        if (u.pinned == 1) {
+            break;
+        }
+        test_run_for(&loop, 10);
+    }
+    CHECK_EQ(u.pinned, 1);
     hv_worker_pid_t *run = NULL;
     CHECK_EQ(hv_workers_running(wt, &run), 1); // listed (pid 0) while fetching
     if (run != NULL) {
@@ -527,6 +545,8 @@ static void case_kill_while_fetching(void) {
     hv_free(run);
     hv_workers_kill(wt, 11, 1000, "job cancelled");
     CHECK_EQ(exited, 1); // reported at once, not when the download ends
+    hv_artifact_cache_usage(cache, &u);
+    CHECK_EQ(u.pinned, 0); // the file delivered is not needed any more
     CHECK_STR(exit_reason, "killed before start: job cancelled");
     CHECK_EQ(hv_workers_count(wt), 0);
     // Shutdown order: stop the cache, end the calls; the record goes without a second report.
@@ -624,6 +644,69 @@ static void case_cache_untouched(void) {
     teardown();
 }
 
+/* 1 when the cache directory holds the file of digest. */
+static int in_cache(const char *digest) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", cache_dir, digest);
+    return access(path, F_OK) == 0;
+}
+
+/* A cache bound smaller than any file: the worker still gets its binary and file (the cache
+ * keeps them pinned until they are placed), and they leave the cache once placed, while the
+ * worker runs. A worker whose file cannot be fetched releases the binary it was handed. */
+static void case_cache_pins(void) {
+    setup();
+    char bin[65], data[65], go[400];
+    const char *script =
+        "#!/bin/sh\necho DATA=$(cat data.txt)\n"
+        "i=0; while [ ! -e \"$1\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "exit 0\n";
+    put_artifact(script, bin);
+    put_artifact("kept while placed\n", data);
+    snprintf(go, sizeof(go), "%s/go", top);
+    hv_artifact_cache_set_max(cache, 1);
+    order_t o;
+    order_init(&o, 60, bin, "run.sh");
+    o.file.name = "data.txt";
+    o.file.digest = data;
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    o.args[0] = go;
+    o.sp.args = o.args;
+    o.sp.n_args = 1;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &nlines, 1, 10000));
+    CHECK_EQ(started, 1);
+    CHECK_STR(line_value("DATA"), "kept while placed");
+    hv_artifact_usage_t u;
+    hv_artifact_cache_usage(cache, &u); // the worker runs: its copies are placed
+    CHECK_EQ(u.pinned, 0);
+    CHECK_EQ(u.files, 0);
+    CHECK_EQ(u.evicted, 2);
+    CHECK(!in_cache(bin) && !in_cache(data));
+    CHECK_RC(hv_write_file_atomic(go, "", 0, 0644), HV_OK);
+    CHECK(test_run_until(&loop, &exited, 1, 10000));
+    CHECK_STR(exit_reason, "");
+    CHECK_EQ(exit_code, 0);
+    // The binary is there, the file is not (and no head to fetch it from).
+    put_artifact(script, bin);
+    order_init(&o, 61, bin, "run.sh");
+    o.file.name = "data.txt";
+    o.file.digest = "ef00000000000000000000000000000000000000000000000000000000000000";
+    o.files[0] = &o.file;
+    o.sp.files = o.files;
+    o.sp.n_files = 1;
+    hv_workers_spawn(wt, &o.sp);
+    CHECK(test_run_until(&loop, &exited, 2, 10000));
+    CHECK_EQ(started, 1);
+    CHECK(strncmp(exit_reason, "fetch failed: ", 14) == 0);
+    hv_artifact_cache_usage(cache, &u);
+    CHECK_EQ(u.pinned, 0);
+    CHECK(!in_cache(bin)); // released, then over the bound
+    teardown();
+}
+
 /* An order beyond the agent's own bounds ends at once with a reason, before any work. */
 static void case_too_big(void) {
     setup();
@@ -671,6 +754,7 @@ static const test_case_t cases[] = {
     {"kill_and_refuse", case_kill_and_refuse},
     {"kill_while_fetching", case_kill_while_fetching},
     {"cache_untouched", case_cache_untouched},
+    {"cache_pins", case_cache_pins},
     {"env_many", case_env_many},
     {"too_big", case_too_big},
     {NULL, NULL},
