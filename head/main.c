@@ -187,8 +187,8 @@ static void usage(FILE *f) {
                "       hvhead --version\n"
                "\n"
                "  start   run the head (foreground unless --daemon); prints a ready line\n"
-               "  stop    stop a head started with --daemon, through its pid file\n"
-               "          (default pid file: DATA_DIR/hvhead.pid)\n"
+               "  stop    stop the head that holds the pid file (default: DATA_DIR/hvhead.pid)\n"
+               "          or, else, DATA_DIR's lock (a head in the foreground)\n"
                "  token   join tokens of the running head: the same as 'hvctl token ...'\n"
                "          (runs the hvctl beside hvhead; --head, --token-file as hvctl's)\n"
                "  backup  copy DATA_DIR into NEW_DIR, consistently, while the head runs or not;\n"
@@ -221,8 +221,10 @@ static void usage_start(FILE *f) {
 static void usage_stop(FILE *f) {
     fprintf(f, "usage: hvhead stop [--config FILE] [--data-dir DIR] [--pid-file FILE]\n"
                "\n"
-               "Stops a head started with --daemon, through its pid file (default:\n"
-               "DATA_DIR/hvhead.pid, DATA_DIR from --data-dir or the config).\n");
+               "Stops the head that holds the pid file's lock (default: DATA_DIR/hvhead.pid,\n"
+               "DATA_DIR from --data-dir or the config) or, without one, DATA_DIR/hvhead.lock\n"
+               "(a head started in the foreground): SIGTERM, then waits up to 15 s. A pid file\n"
+               "that no head holds is stale: it is removed, nobody is signalled, exit 1.\n");
 }
 
 /* A usage error, the same shape in all hv tools: "hvhead: MSG (see hvhead --help)", exit 64. */

@@ -76,7 +76,7 @@ static const struct {
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
     {"job", "ID", "one job and its workers"},
-    {"logs", "ID [--follow|-f] [--raw]",
+    {"logs", "ID [--follow|-f] [--head-timeout S] [--raw]",
      "a job's output ([rank]<stdout>:text); --follow waits for more\n"
      "until the job ends, across a restart of the head (waiting\n"
      "for it the nodes' lease + 30 s, or --head-timeout S); on a\n"

@@ -84,7 +84,7 @@ if len(keys) < 20 or len(type_keys) < 5:
     problem("head/config.c: could not read config_opts/config_type_keys (%d, %d keys)" %
             (len(keys), len(type_keys)))
 conf = DOCS["docs/configuration.md"]
-m = re.search(r"^## File layout\n+```yaml\n(.*?)^```", conf, re.M | re.S)
+m = re.search(r"^## File layout\n(?:(?!^#).)*?```yaml\n(.*?)^```", conf, re.M | re.S)
 layout = set()
 if m is None:
     problem("docs/configuration.md: no '## File layout' section with a yaml block")
