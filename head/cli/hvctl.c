@@ -132,8 +132,9 @@ static const char ctl_options_text[] =
 
 static const char ctl_exit_text[] =
     "exit status: 0 done; 64 bad usage; 65 the head refused the request as invalid;\n"
-    "66 no such job or node; 69 the head cannot be reached; 70 internal error;\n"
-    "75 the head is busy or did not answer in time; 77 the head refused our credentials.\n";
+    "66 no such job, node, actor or join token, or the client token file cannot be read;\n"
+    "69 the head cannot be reached; 70 internal error; 75 the head is busy or did not\n"
+    "answer in time; 77 the head refused our credentials or the operation.\n";
 
 static void ctl_usage(FILE *f) {
     fprintf(f, "usage: hvctl [--head HOST:PORT] [--ca FILE | --insecure] [--json] COMMAND "

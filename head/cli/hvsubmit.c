@@ -183,7 +183,7 @@ static void submit_usage(FILE *f) {
            "       later) or did not answer in time, or cannot store its state (a full disk:\n"
            "       the job is refused, or a job followed is stuck for longer than\n"
            "       --head-timeout); or hvsubmit detached on SIGTERM/SIGHUP (the job goes on)\n"
-           "  77   the head refused our credentials\n"
+           "  77   the head refused our credentials or the operation\n"
            "  130  cancelled with Ctrl-C\n"
            "Ctrl-C cancels the job and waits for it to end; a second Ctrl-C exits at once.\n"
            "SIGTERM or SIGHUP detach: the job goes on, and hvsubmit says how to follow it\n"
