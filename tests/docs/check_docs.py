@@ -15,7 +15,7 @@ Pure text checks, in seconds, between the sources' own tables and the user's doc
 - head/services/metrics.c: every metric family is in docs/metrics.md, and every hv_* series
   docs/metrics.md names is one the head serves.
 - docs/ARCHITECTURE.md names every .c/.h under head/, agent/, common/, worker_lib/,
-  autoscaler/ (unit tests aside).
+  autoscaler/ (unit tests aside), and every module of the Python package.
 - every HV_* environment variable the binaries and libhv read is in README.md or docs/*.md
   (test-only ones aside).
 Exit 0 when all hold, 1 with one line per problem, 77 without PyYAML or without the binaries.
@@ -224,6 +224,10 @@ for d in ("head", "agent", "common", "worker_lib", "autoscaler"):
                 any(stem.startswith(g) for g in globs)):
             continue
         problem("docs/ARCHITECTURE.md: %s is not named" % rel)
+for path in sorted(glob.glob(os.path.join(SRC, "worker_lib/python/hv/**/*.py"), recursive=True)):
+    stem = os.path.basename(path)[:-3]
+    if stem != "__init__" and stem not in named and stem + ".py" not in named:
+        problem("docs/ARCHITECTURE.md: %s is not named" % os.path.relpath(path, SRC))
 
 # ---- environment variables -----------------------------------------------------------------------
 TEST_ONLY = {"HV_SRC_DIR", "HV_BIN_DIR", "HV_TEST_DEVICE", "HV_TEST_TIMEOUT_MULTIPLIER",
