@@ -128,6 +128,7 @@ static void submit_usage(FILE *f) {
            "                        glob line of DIR/.hvignore (links to directories: not\n"
            "                        followed)\n"
            "  --timeout S           fail the job if it waits more than S s for free slots\n"
+           "                        (default: the head's job_wait_timeout_s, 600)\n"
            "  --name NAME           display name (default: the program's file name)\n"
            "  --detach, -d          print the job id and exit without following the job\n"
            "  --retries N           when the job fails, submit it again, up to N times (every\n"
