@@ -374,10 +374,18 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         }
     }
     if (saw_help) {
-        if (npos == 0) {
+        const char *name = npos > 0 ? pos[0] : NULL;
+        char two[64]; /* "token create", "node revoke": the help of a command of two words */
+        if (npos >= 2 &&
+            (size_t)snprintf(two, sizeof(two), "%s %s", pos[0], pos[1]) < sizeof(two)) {
+            for (size_t i = 0; i < CTL_NCMDS; i++) {
+                name = strcmp(ctl_cmds[i].name, two) == 0 ? two : name;
+            }
+        }
+        if (name == NULL) {
             ctl_usage(stdout);
         } else {
-            ctl_cmd_usage(stdout, pos[0]);
+            ctl_cmd_usage(stdout, name);
         }
         return HV_CLI_EXIT_OK;
     }

@@ -42,8 +42,10 @@ assert_grep "$TMP/h.out" "join options:"
 [ $ec -eq 64 ] || fail "hvagent join --bogus: exit $ec, want 64"
 grep -qx "hvagent: unknown option '--bogus' for 'hvagent join' (see hvagent --help)" "$TMP/u.err" ||
     fail "hvagent: $(cat "$TMP/u.err")"
-for c in status nodes jobs job logs cancel events drain undrain; do
-    "$BIN/hvctl" "$c" --help >"$TMP/h.out" 2>&1 || fail "hvctl $c --help: exit $?"
+for c in status nodes jobs job logs cancel events cost drain undrain audit "node revoke" \
+    "token create" "token list" "token revoke"; do
+    # shellcheck disable=SC2086 # a command of two words is two arguments
+    "$BIN/hvctl" $c --help >"$TMP/h.out" 2>&1 || fail "hvctl $c --help: exit $?"
     assert_grep "$TMP/h.out" "usage: hvctl \[--head HOST:PORT\] \[--json\] $c"
 done
 
