@@ -16,6 +16,8 @@ Pure text checks, in seconds, between the sources' own tables and the user's doc
   docs/metrics.md names is one the head serves.
 - docs/ARCHITECTURE.md names every .c/.h under head/, agent/, common/, worker_lib/,
   autoscaler/ (unit tests aside), and every module of the Python package.
+- docs/ARCHITECTURE.md's sqlite schema names every table head/driver/store.c creates and its
+  user_version.
 - every HV_* environment variable the binaries and libhv read is in README.md or docs/*.md
   (test-only ones aside).
 Exit 0 when all hold, 1 with one line per problem, 77 without PyYAML or without the binaries.
@@ -228,6 +230,20 @@ for path in sorted(glob.glob(os.path.join(SRC, "worker_lib/python/hv/**/*.py"), 
     stem = os.path.basename(path)[:-3]
     if stem != "__init__" and stem not in named and stem + ".py" not in named:
         problem("docs/ARCHITECTURE.md: %s is not named" % os.path.relpath(path, SRC))
+
+# ---- sqlite schema: ARCHITECTURE.md's table of tables and its version --------------------------
+store = read("head/driver/store.c")
+schema = arch[arch.index("## sqlite schema"):]
+mv = re.search(r"HV_STORE_SCHEMA_VERSION (\d+)", read("head/driver/store.h"))
+if mv is None or "`PRAGMA user_version` = %s)" % mv.group(1) not in schema.split("\n")[0]:
+    problem("docs/ARCHITECTURE.md: the sqlite schema's heading does not give user_version = %s "
+            "(head/driver/store.h)" % (mv.group(1) if mv else "?"))
+for t in sorted(set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?([a-z_0-9]+)", store))):
+    if re.fullmatch(r".*_v\d+", t):  # a migration's scratch copy
+        continue
+    if not re.search(r"^\| `%s` " % re.escape(t), schema, re.M):
+        problem("docs/ARCHITECTURE.md: sqlite table '%s' (head/driver/store.c) is not in the "
+                "schema table" % t)
 
 # ---- environment variables -----------------------------------------------------------------------
 TEST_ONLY = {"HV_SRC_DIR", "HV_BIN_DIR", "HV_TEST_DEVICE", "HV_TEST_TIMEOUT_MULTIPLIER",
