@@ -16,6 +16,7 @@ Pure text checks, in seconds, between the sources' own tables and the user's doc
   docs/metrics.md names is one the head serves.
 - docs/ARCHITECTURE.md names every .c/.h under head/, agent/, common/, worker_lib/,
   autoscaler/ (unit tests aside), and every module of the Python package.
+- docs/ARCHITECTURE.md names every RPC of proto/hv.proto.
 - docs/ARCHITECTURE.md's sqlite schema names every table head/driver/store.c creates and its
   user_version.
 - every HV_* environment variable the binaries and libhv read is in README.md or docs/*.md
@@ -230,6 +231,11 @@ for path in sorted(glob.glob(os.path.join(SRC, "worker_lib/python/hv/**/*.py"), 
     stem = os.path.basename(path)[:-3]
     if stem != "__init__" and stem not in named and stem + ".py" not in named:
         problem("docs/ARCHITECTURE.md: %s is not named" % os.path.relpath(path, SRC))
+
+# ---- wire contract: every RPC of proto/hv.proto is named in ARCHITECTURE.md ---------------------
+for r in re.findall(r"^\s*rpc ([A-Za-z]+)", read("proto/hv.proto"), re.M):
+    if not re.search(r"\b%s\b" % r, arch):
+        problem("docs/ARCHITECTURE.md: RPC %s (proto/hv.proto) is not named" % r)
 
 # ---- sqlite schema: ARCHITECTURE.md's table of tables and its version --------------------------
 store = read("head/driver/store.c")
