@@ -61,6 +61,8 @@ elseif(HV_MAN_PAGES)
   set(HV_MAN_SUMMARY_hvsubmit "submit a training job to an hv head and follow it")
   set(HV_MAN_SUMMARY_hvctl "look at and control an hv cluster")
   set(HV_MAN_SUBCOMMANDS_hvhead start stop)
+  # hvctl's actor commands have their own options (--class, --slots, --max-restarts, ...).
+  set(HV_MAN_SUBCOMMANDS_hvctl actor)
   set(HV_MAN_PAGES_OUT "")
   foreach(prog hvhead hvagent hvsubmit hvctl)
     set(page ${CMAKE_BINARY_DIR}/man/${prog}.1)
