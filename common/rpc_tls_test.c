@@ -13,27 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define HV_CHECK_FATAL // a case cannot go on past a failed step
+#include "hv_check.h"
 #include "hv.pb-c.h"
 #include "mem.h"
 #include "rpc.h"
 #include "util.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: got %s (%s), want %s\n", __FILE__, __LINE__, hv_errname(g_),   \
-                    hv_strerror(g_), hv_errname(w_));                                              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static char dir[256];
 static char f_ca[300], f_other_ca[300], f_cert[300], f_key[300], f_ccert[300], f_ckey[300],
