@@ -18,6 +18,7 @@
 #include "hv.pb-c.h"
 #include "mem.h"
 #include "rpc.h"
+#include "serve_test.h"
 #include "util.h"
 
 static char dir[256];
@@ -60,26 +61,7 @@ static void server_down(void) {
     CHECK(uv_loop_close(&loop) == 0);
 }
 
-static volatile int client_finished;
-static void *(*client_fn)(void *);
-static void *client_trampoline(void *arg) {
-    void *r = client_fn(arg);
-    client_finished = 1;
-    return r;
-}
-static void serve_while(void *(*fn)(void *)) {
-    pthread_t t;
-    client_finished = 0;
-    client_fn = fn;
-    CHECK(pthread_create(&t, NULL, client_trampoline, NULL) == 0);
-    uint64_t deadline = hv_now_ms() + 60000;
-    while (!client_finished && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_NOWAIT);
-        usleep(200);
-    }
-    CHECK(client_finished);
-    pthread_join(t, NULL);
-}
+static void serve_while(void *(*fn)(void *)) { serve_test_while(&loop, fn, NULL, 60000); }
 
 /* One GetJob through a fresh channel to host:port with tls (NULL = plain text). */
 static hv_err call(const char *host, const hv_rpc_tls_t *tls, const char *path,
