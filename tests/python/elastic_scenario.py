@@ -42,9 +42,10 @@ import hv.torch as hvd  # before torch: a node without torch fails with one clea
 
 import torch
 
-# The example's training loop, from the source tree (without writing bytecode there).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
-                                "examples", "python"))
+# The example's training loop: shipped beside this file (hvsubmit --file, as
+# tests/python/elastic_scenario.sh does), else from the source tree; no bytecode written there.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                             "examples", "python"))
 sys.dont_write_bytecode = True
 import train_fmnist  # noqa: E402
 
