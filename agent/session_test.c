@@ -7,7 +7,8 @@
  * and before the exit that follows them, a full buffer drops the oldest lines and says so, the
  * lease expiry fires only after the lease, and a drain notice is followed by a heartbeat whose
  * answer confirms it, repeated on every new stream with the time left, and forgotten after an
- * undrain. `session_test <case>` runs one case.
+ * undrain; an event that cannot be allocated is refused with HV_ENOMEM and leaves nothing queued.
+ * `session_test <case>` runs one case.
  */
 #include "session.h"
 
@@ -412,6 +413,27 @@ static void case_actor_figures(void) {
     teardown(s);
 }
 
+/* An event the agent cannot allocate is refused with HV_ENOMEM and leaves nothing queued, whichever
+ * of its two allocations fails (the event, or the copy of what it carries). */
+static void case_events_out_of_memory(void) {
+    setup();
+    hv_session_t *s = start("tok", chan, 0, 0);
+    hv_callfig_t f = {0};
+    for (long n = 1; n <= 2; n++) {
+        hv_mem_fail_after(n);
+        CHECK_RC(hv_session_worker_address(s, 7, 70, "10.0.0.1:9000"), HV_ENOMEM);
+        hv_mem_fail_after(n);
+        CHECK_RC(hv_session_worker_exited(s, 7, 1, 0, "boom"), HV_ENOMEM);
+        hv_mem_fail_after(n);
+        CHECK_RC(hv_session_actor_figures(s, 7, &f, 1), HV_ENOMEM);
+    }
+    hv_mem_fail_after(0);
+    CHECK_EQ(hv_session_unacked(s), 0);
+    CHECK_RC(hv_session_worker_exited(s, 7, 1, 0, "boom"), HV_OK);
+    CHECK_EQ(hv_session_unacked(s), 1);
+    teardown(s);
+}
+
 static void case_lines_before_exit(void) {
     setup();
     auto_ack = 1;
@@ -599,6 +621,7 @@ static const test_case_t cases[] = {
     {"resend_until_acked", case_resend_until_acked},
     {"lines_before_exit", case_lines_before_exit},
     {"actor_figures", case_actor_figures},
+    {"events_out_of_memory", case_events_out_of_memory},
     {"buffer_drops_oldest", case_buffer_drops_oldest},
     {"lease_expiry", case_lease_expiry},
     {"drain_notice", case_drain_notice},
