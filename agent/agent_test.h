@@ -1,15 +1,17 @@
 /*
- * agent_test: the case runner and loop helpers shared by the agent's unit tests (spawn_test,
- * artifact_test, ...); the check macros come from common/hv_check.h. Test-only; no production
- * file includes it. A test executable runs every case, or the cases named on the command line,
- * and exits non-zero if any check failed.
+ * agent_test: the case runner, loop helpers and process probe shared by the agent's unit tests
+ * (spawn_test, artifact_test, ...); the check macros come from common/hv_check.h. Test-only; no
+ * production file includes it. A test executable runs every case, or the cases named on the
+ * command line, and exits non-zero if any check failed.
  */
 #ifndef HV_AGENT_AGENT_TEST_H
 #define HV_AGENT_AGENT_TEST_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -67,6 +69,24 @@ static inline int test_run_until(uv_loop_t *loop, const int *flag, int want, uin
         return 0;
     }
     return 1;
+}
+
+/* 1 while pid names a process that is not a zombie (read from /proc/PID/stat). */
+static inline int test_pid_alive(int pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        return 0;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp != NULL && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
 /* Runs loop for ms. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent_test.h"
+#include "fakehead_test.h"
 #include "hv.pb-c.h"
 #include "mem.h"
 #include "rpc.h"
@@ -35,7 +36,6 @@
 static uv_loop_t loop;
 static hv_rpc_engine_t *eng;
 static hv_rpc_server_t *srv;
-static int port;
 static char head_addr[64];
 static char tmp[256];
 static char agent_bin[4096];
@@ -44,9 +44,8 @@ static char agent_bin[4096];
 
 static const char *script; /* the worker program the head serves */
 static char script_digest[65];
-static uint32_t lease_ms = 600;
-static int join_unavailable;
-static int joins, hellos, started_ev, exited_ev, log_lines;
+static fake_join_t fj = {.cluster = "e2e", .lease_ms = 600};
+static int hellos, started_ev, exited_ev, log_lines;
 static hv_rpc_call_t *head_call;
 static uint64_t hello_running_id;
 static int hello_running_pid;
@@ -61,26 +60,6 @@ static int hb_draining;             /* the last heartbeat said draining */
 static int hb_clear;                /* heartbeats that said not draining */
 static uint32_t drain_deadline_got; /* deadline_ms of the last DrainNotice */
 static char drain_reason_got[256];  /* reason of the last DrainNotice */
-
-static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
-    (void)ud;
-    joins++;
-    if (join_unavailable) {
-        hv_rpc_finish(c, HV_EUNAVAIL, "restarting");
-        return;
-    }
-    if (strcmp(r->token, "tok") != 0) {
-        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster 'e2e'");
-        return;
-    }
-    Hvpb__V1__JoinReply rep = HVPB__V1__JOIN_REPLY__INIT;
-    rep.node_id = 5;
-    rep.heartbeat_ms = 100;
-    rep.lease_ms = lease_ms;
-    rep.cluster_name = "e2e";
-    hv_rpc_reply(c, &rep.base);
-}
 
 static void head_send(hv_rpc_call_t *c, Hvpb__V1__HeadMsg *m) {
     m->ack_seq = ack;
@@ -259,47 +238,16 @@ static void agent_start(agent_t *a, const char *target, char **extra) {
     CHECK_RC(hv_proc_spawn(&loop, &o, &a->proc, err, sizeof(err)), HV_OK);
 }
 
-static int pid_alive(int pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        return 0;
-    }
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 0;
-    }
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp != NULL && rp[2] != 'Z' && rp[2] != 'X';
-}
-
 static void setup(const char *worker_script) {
     snprintf(tmp, sizeof(tmp), "/tmp/hv-agent-e2e-%d", (int)getpid());
     CHECK_RC(hv_mkdirs(tmp, 0755), HV_OK);
     uv_loop_init(&loop);
-    CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
-    CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
-    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join",
-                          .kind = HV_RPC_UNARY,
-                          .req = &hvpb__v1__join_request__descriptor,
-                          .on_msg = head_join};
-    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session",
-                          .kind = HV_RPC_BIDI,
-                          .req = &hvpb__v1__agent_msg__descriptor,
-                          .on_msg = head_session_msg,
-                          .on_done = head_session_done};
     hv_rpc_method_t mf = {.path = "/hvpb.v1.Cluster/Fetch",
                           .kind = HV_RPC_SERVER_STREAM,
                           .req = &hvpb__v1__fetch_request__descriptor,
                           .on_msg = head_fetch};
-    CHECK_RC(hv_rpc_server_add(srv, &mj), HV_OK);
-    CHECK_RC(hv_rpc_server_add(srv, &ms), HV_OK);
-    CHECK_RC(hv_rpc_server_add(srv, &mf), HV_OK);
-    CHECK_RC(hv_rpc_server_start(srv), HV_OK);
-    snprintf(head_addr, sizeof(head_addr), "127.0.0.1:%d", port);
+    fake_head_start(&loop, &fj, head_session_msg, head_session_done, &mf, 1, &eng, &srv, head_addr,
+                    sizeof(head_addr));
     script = worker_script;
     hv_sha256_t s;
     uint8_t d[32];
@@ -307,8 +255,8 @@ static void setup(const char *worker_script) {
     hv_sha256_update(&s, script, strlen(script));
     hv_sha256_final(&s, d);
     hv_sha256_hex(d, script_digest);
-    lease_ms = 600;
-    join_unavailable = joins = hellos = started_ev = exited_ev = log_lines = 0;
+    fj.lease_ms = 600;
+    fj.unavailable = fj.joins = hellos = started_ev = exited_ev = log_lines = 0;
     head_call = NULL;
     worker_pid = 0;
     exit_reason[0] = '\0';
@@ -323,7 +271,7 @@ static void teardown(agent_t *a) {
     if (a != NULL && a->proc != NULL) {
         hv_proc_close(a->proc, 1);
     }
-    if (worker_pid > 0 && pid_alive(worker_pid)) {
+    if (worker_pid > 0 && test_pid_alive(worker_pid)) {
         kill(-worker_pid, SIGKILL);
     }
     hv_rpc_server_shutdown(srv);
@@ -351,7 +299,7 @@ static void start_with_worker(agent_t *a, char **extra) {
     head_spawn(1);
     CHECK(test_run_until(&loop, &started_ev, 1, 10000));
     CHECK(test_run_until(&loop, &log_lines, 1, 5000)); // "started": the trap is set
-    CHECK(worker_pid > 0 && pid_alive(worker_pid));
+    CHECK(worker_pid > 0 && test_pid_alive(worker_pid));
 }
 
 static int agent_cmd(const char *cmd);
@@ -374,7 +322,7 @@ static void case_ready_and_sigterm(void) {
     CHECK_EQ(exited_ev, 1); // reported before the agent left
     CHECK_EQ(exit_code, 0); // the worker's trap exited 0
     CHECK(got_term_line_before_exit);
-    CHECK(!pid_alive(worker_pid));
+    CHECK(!test_pid_alive(worker_pid));
     CHECK(took < 4000);
     CHECK_EQ(drains, 0);
     fprintf(stderr, "  SIGTERM to exit: %llu ms\n", (unsigned long long)took);
@@ -396,7 +344,7 @@ static void case_sigterm_drains(void) {
     CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
     test_run_for(&loop, 700);
     CHECK(!a.done);
-    CHECK(pid_alive(worker_pid));
+    CHECK(test_pid_alive(worker_pid));
     CHECK_EQ(exited_ev, 0);
     // The head cannot take back a node whose agent got SIGTERM: the notice comes again.
     head_drain_order(1);
@@ -440,7 +388,7 @@ static void case_drain_deadline(void) {
     CHECK_EQ(exited_ev, 1);
     CHECK(got_term_line_before_exit); // SIGTERM to the worker, as at a stop
     CHECK(strstr(exit_reason, "drain deadline (1 s) passed") != NULL);
-    CHECK(!pid_alive(worker_pid));
+    CHECK(!test_pid_alive(worker_pid));
     CHECK(strstr(a.err, "HV-AGENT-DRAIN-DEADLINE") != NULL);
     teardown(&a);
 }
@@ -455,7 +403,7 @@ static void case_second_sigterm_and_sigint(void) {
     CHECK(test_run_until(&loop, &drains, 1, 5000));
     CHECK_EQ(drain_deadline_got, 120000);
     test_run_for(&loop, 300);
-    CHECK(pid_alive(worker_pid));
+    CHECK(test_pid_alive(worker_pid));
     uint64_t t0 = hv_now_ms();
     kill(hv_proc_pid(a.proc), SIGTERM);
     CHECK(test_run_until(&loop, &a.done, 1, 8000));
@@ -464,7 +412,7 @@ static void case_second_sigterm_and_sigint(void) {
     CHECK_EQ(exited_ev, 1);
     CHECK(got_term_line_before_exit);
     CHECK(strstr(exit_reason, "SIGTERM again") != NULL);
-    CHECK(!pid_alive(worker_pid));
+    CHECK(!test_pid_alive(worker_pid));
     teardown(&a);
 
     setup(looping_worker);
@@ -478,7 +426,7 @@ static void case_second_sigterm_and_sigint(void) {
     CHECK_EQ(exited_ev, 1);
     CHECK(got_term_line_before_exit);
     CHECK(strstr(exit_reason, "SIGINT") != NULL);
-    CHECK(!pid_alive(worker_pid));
+    CHECK(!test_pid_alive(worker_pid));
     teardown(&a);
 }
 
@@ -504,7 +452,7 @@ static void case_sigterm_idle(void) {
     // The head is gone: the agent cannot confirm the notice and leaves after the bounded wait.
     agent_start(&a, head_addr, extra);
     CHECK(test_run_until(&loop, &hellos, 2, 8000));
-    join_unavailable = 1;
+    fj.unavailable = 1;
     hv_rpc_finish(head_call, HV_EUNAVAIL, "network cut");
     head_call = NULL;
     test_run_for(&loop, 100);
@@ -571,7 +519,7 @@ static void case_shutdown_order(void) {
     CHECK_EQ(exited_ev, 1);
     CHECK_EQ(exit_signal, SIGKILL); // it ignored SIGTERM: killed after the grace
     CHECK(strstr(exit_reason, "shutdown ordered by the head: test") != NULL);
-    CHECK(!pid_alive(worker_pid));
+    CHECK(!test_pid_alive(worker_pid));
     teardown(&a);
 }
 
@@ -582,7 +530,7 @@ static void case_refused_and_usage(void) {
     agent_start(&a, head_addr, extra);
     CHECK(test_run_until(&loop, &a.done, 1, 10000));
     CHECK_EQ(a.code, 1);
-    CHECK_EQ(joins, 1);
+    CHECK_EQ(fj.joins, 1);
     CHECK(strstr(a.err, "hvagent: the head refused to join: wrong join token for cluster "
                         "'e2e'") != NULL);
     CHECK(!a.ready);
@@ -606,21 +554,21 @@ static void case_refused_and_usage(void) {
 
 static void case_survives_short_restart(void) {
     setup(looping_worker);
-    lease_ms = 3000;
+    fj.lease_ms = 3000;
     agent_t a;
     char *extra[] = {"--token", "tok", NULL};
     start_with_worker(&a, extra);
     // The head "restarts": the stream ends and joins fail for a while (shorter than the lease).
-    join_unavailable = 1;
+    fj.unavailable = 1;
     hv_rpc_finish(head_call, HV_EUNAVAIL, "head restarting");
     head_call = NULL;
     test_run_for(&loop, 800);
-    CHECK(pid_alive(worker_pid));
-    join_unavailable = 0;
+    CHECK(test_pid_alive(worker_pid));
+    fj.unavailable = 0;
     CHECK(test_run_until(&loop, &hellos, 2, 8000));
     CHECK_EQ(hello_running_id, 1);
     CHECK_EQ(hello_running_pid, worker_pid);
-    CHECK(pid_alive(worker_pid));
+    CHECK(test_pid_alive(worker_pid));
     CHECK_EQ(exited_ev, 0);
     kill(hv_proc_pid(a.proc), SIGINT);
     CHECK(test_run_until(&loop, &a.done, 1, 8000));
@@ -630,25 +578,25 @@ static void case_survives_short_restart(void) {
 
 static void case_lease_kills_orphans(void) {
     setup(looping_worker);
-    lease_ms = 600;
+    fj.lease_ms = 600;
     agent_t a;
     char *extra[] = {"--token", "tok", NULL};
     start_with_worker(&a, extra);
-    join_unavailable = 1;
+    fj.unavailable = 1;
     hv_rpc_finish(head_call, HV_EUNAVAIL, "network cut");
     head_call = NULL;
     uint64_t t0 = hv_now_ms();
     int pid = worker_pid;
-    while (pid_alive(pid) && hv_now_ms() - t0 < 6000) {
+    while (test_pid_alive(pid) && hv_now_ms() - t0 < 6000) {
         test_run_for(&loop, 50);
     }
     uint64_t took = hv_now_ms() - t0;
-    CHECK(!pid_alive(pid));
+    CHECK(!test_pid_alive(pid));
     CHECK(took >= 500 && took < 4000); // not before the lease
     fprintf(stderr, "  worker killed %llu ms after the head went away (lease 600 ms)\n",
             (unsigned long long)took);
     CHECK_EQ(exited_ev, 0); // nobody to report to yet
-    join_unavailable = 0;
+    fj.unavailable = 0;
     CHECK(test_run_until(&loop, &exited_ev, 1, 8000));
     CHECK(exit_after_hello);
     CHECK(strstr(exit_reason, "lease") != NULL);
@@ -676,7 +624,7 @@ static void case_daemon_stop(void) {
     CHECK_RC(hv_read_file(pidf, 64, &txt, NULL), HV_OK);
     int dpid = txt != NULL ? atoi(txt) : 0;
     hv_free(txt);
-    CHECK(dpid > 0 && pid_alive(dpid));
+    CHECK(dpid > 0 && test_pid_alive(dpid));
     // A second agent on the same pid file is refused.
     agent_t b;
     agent_start(&b, head_addr, extra);
@@ -696,7 +644,7 @@ static void case_daemon_stop(void) {
     CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
     CHECK(test_run_until(&loop, &b.done, 1, 15000));
     CHECK_EQ(b.code, 0);
-    CHECK(dpid > 0 && !pid_alive(dpid));
+    CHECK(dpid > 0 && !test_pid_alive(dpid));
     CHECK(access(pidf, F_OK) != 0); // removed on the way out
     char *log = NULL;
     CHECK_RC(hv_read_file(logf, 1 << 20, &log, NULL), HV_OK);

@@ -309,20 +309,31 @@ hv_err hv_session_worker_started(hv_session_t *s, uint64_t worker_id, int pid) {
     return event_push(s, e);
 }
 
+/* A new event of kind for worker_id, or NULL when out of memory. payload is what the caller
+ * allocated for it (owned; NULL when not needed): it is freed when the event cannot be made, and
+ * payload_failed (the caller's allocation failed) makes the event fail too. A failure is logged
+ * as the loss of what ("the exit of worker"). */
+static event_t *event_new(int kind, uint64_t worker_id, void *payload, int payload_failed,
+                          const char *what) {
+    event_t *e = payload_failed ? NULL : hv_calloc(1, sizeof(*e));
+    if (e == NULL) {
+        hv_free(payload);
+        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
+               "out of memory: %s %llu is not reported", what, (unsigned long long)worker_id);
+        return NULL;
+    }
+    e->kind = kind;
+    e->worker_id = worker_id;
+    return e;
+}
+
 hv_err hv_session_worker_address(hv_session_t *s, uint64_t worker_id, int pid,
                                  const char *address) {
-    event_t *e = hv_calloc(1, sizeof(*e));
     char *a = hv_strdup(address != NULL ? address : "");
-    if (e == NULL || a == NULL) {
-        hv_free(e);
-        hv_free(a);
-        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
-               "out of memory: the address of actor process %llu is not reported",
-               (unsigned long long)worker_id);
+    event_t *e = event_new(EV_STARTED, worker_id, a, a == NULL, "the address of actor process");
+    if (e == NULL) {
         return HV_ENOMEM;
     }
-    e->kind = EV_STARTED;
-    e->worker_id = worker_id;
     e->pid = pid;
     e->reason = a; /* a start event with an address: the actor's process listens */
     return event_push(s, e);
@@ -337,19 +348,13 @@ hv_err hv_session_worker_exited(hv_session_t *s, uint64_t worker_id, int exit_co
  * which is logged: NULL when out of memory (or extra_failed: an allocation of the caller's). */
 static event_t *exit_event_new(uint64_t worker_id, int exit_code, int term_signal,
                                const char *reason, void *extra, int extra_failed) {
-    event_t *e = hv_calloc(1, sizeof(*e));
     char *r = hv_strdup(reason != NULL ? reason : "");
-    if (e == NULL || r == NULL || extra_failed) {
-        hv_free(e);
-        hv_free(r);
+    event_t *e =
+        event_new(EV_EXITED, worker_id, r, r == NULL || extra_failed, "the exit of worker");
+    if (e == NULL) {
         hv_free(extra);
-        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
-               "out of memory: the exit of worker %llu is not reported",
-               (unsigned long long)worker_id);
         return NULL;
     }
-    e->kind = EV_EXITED;
-    e->worker_id = worker_id;
     e->exit_code = exit_code;
     e->term_signal = term_signal;
     e->reason = r;
@@ -403,19 +408,13 @@ hv_err hv_session_actor_figures(hv_session_t *s, uint64_t worker_id, const hv_ca
         }
         return send_figures(s, 0, worker_id, f, 0);
     }
-    event_t *e = hv_calloc(1, sizeof(*e));
     hv_callfig_t *copy = hv_malloc(sizeof(*copy));
-    if (e == NULL || copy == NULL) {
-        hv_free(e);
-        hv_free(copy);
-        HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-EVENT-LOST",
-               "out of memory: the last call figures of actor process %llu are not reported",
-               (unsigned long long)worker_id);
+    event_t *e = event_new(EV_FIGURES, worker_id, copy, copy == NULL,
+                           "the event with the last call figures of actor process");
+    if (e == NULL) {
         return HV_ENOMEM;
     }
     *copy = *f;
-    e->kind = EV_FIGURES;
-    e->worker_id = worker_id;
     e->fig = copy;
     return event_push(s, e);
 }

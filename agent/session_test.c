@@ -7,7 +7,8 @@
  * and before the exit that follows them, a full buffer drops the oldest lines and says so, the
  * lease expiry fires only after the lease, and a drain notice is followed by a heartbeat whose
  * answer confirms it, repeated on every new stream with the time left, and forgotten after an
- * undrain. `session_test <case>` runs one case.
+ * undrain; an event that cannot be allocated is refused with HV_ENOMEM and leaves nothing queued.
+ * `session_test <case>` runs one case.
  */
 #include "session.h"
 
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "agent_test.h"
+#include "fakehead_test.h"
 #include "mem.h"
 #include "util.h"
 
@@ -39,10 +41,9 @@ static hv_rpc_channel_t *chan;
 static char target[64];
 
 /* fake head state */
-static int joins;
-static int join_unavailable; /* answer Join with UNAVAILABLE */
-static int auto_ack;         /* ack each seq event at once */
-static uint64_t head_ack;    /* ack_seq sent with heartbeat answers */
+static fake_join_t fj = {.cluster = "test", .lease_ms = 600};
+static int auto_ack;      /* ack each seq event at once */
+static uint64_t head_ack; /* ack_seq sent with heartbeat answers */
 static int answer_heartbeats = 1;
 static uint64_t hello_incarnation;
 static size_t hello_running;
@@ -55,26 +56,6 @@ static int joined, connected, fatal, lease_expired, orders;
 static hv_err fatal_rc;
 static char fatal_msg[512];
 static uint64_t lease_at, last_contact_at;
-
-static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    const Hvpb__V1__JoinRequest *r = (const Hvpb__V1__JoinRequest *)m;
-    (void)ud;
-    joins++;
-    if (join_unavailable) {
-        hv_rpc_finish(c, HV_EUNAVAIL, "the head is restarting");
-        return;
-    }
-    if (strcmp(r->token, "tok") != 0) {
-        hv_rpc_finish(c, HV_EPERM, "wrong join token for cluster 'test'");
-        return;
-    }
-    Hvpb__V1__JoinReply rep = HVPB__V1__JOIN_REPLY__INIT;
-    rep.node_id = 5;
-    rep.heartbeat_ms = 100;
-    rep.lease_ms = 600;
-    rep.cluster_name = "test";
-    hv_rpc_reply(c, &rep.base);
-}
 
 static void head_send_ack(hv_rpc_call_t *c, uint64_t ack, int heartbeat) {
     Hvpb__V1__HeadMsg rep = HVPB__V1__HEAD_MSG__INIT;
@@ -216,24 +197,10 @@ static size_t running_cb(hv_session_running_t **out, void *ud) {
 
 static void setup(void) {
     uv_loop_init(&loop);
-    CHECK_RC(hv_rpc_engine_create(&loop, &eng), HV_OK);
-    int port = 0;
-    CHECK_RC(hv_rpc_server_create(eng, "127.0.0.1:0", &srv, &port), HV_OK);
-    hv_rpc_method_t mj = {.path = "/hvpb.v1.Cluster/Join",
-                          .kind = HV_RPC_UNARY,
-                          .req = &hvpb__v1__join_request__descriptor,
-                          .on_msg = head_join};
-    hv_rpc_method_t ms = {.path = "/hvpb.v1.Cluster/Session",
-                          .kind = HV_RPC_BIDI,
-                          .req = &hvpb__v1__agent_msg__descriptor,
-                          .on_msg = head_session_msg,
-                          .on_done = head_session_done};
-    CHECK_RC(hv_rpc_server_add(srv, &mj), HV_OK);
-    CHECK_RC(hv_rpc_server_add(srv, &ms), HV_OK);
-    CHECK_RC(hv_rpc_server_start(srv), HV_OK);
-    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    fake_head_start(&loop, &fj, head_session_msg, head_session_done, NULL, 0, &eng, &srv, target,
+                    sizeof(target));
     CHECK_RC(hv_rpc_channel_create(target, &chan), HV_OK);
-    joins = join_unavailable = auto_ack = 0;
+    fj.joins = fj.unavailable = auto_ack = 0;
     answer_heartbeats = 1;
     head_ack = 0;
     head_call = NULL;
@@ -327,7 +294,7 @@ static void case_wrong_token(void) {
     CHECK(test_run_until(&loop, &fatal, 1, 5000));
     CHECK_RC(fatal_rc, HV_EPERM);
     CHECK(strstr(fatal_msg, "wrong join token") != NULL);
-    CHECK_EQ(joins, 1); // not retried
+    CHECK_EQ(fj.joins, 1); // not retried
     CHECK_EQ(connected, 0);
     teardown(s);
 }
@@ -386,7 +353,7 @@ static void case_resend_until_acked(void) {
         CHECK_EQ(recs[h + 2].value, 3);
         CHECK_EQ(recs[h + 3].body, HVPB__V1__AGENT_MSG__BODY_HEARTBEAT);
     }
-    CHECK_EQ(joins, 2); // re-joined before the new session
+    CHECK_EQ(fj.joins, 2); // re-joined before the new session
     // Acknowledge: the queue empties and the next reconnect re-sends nothing.
     head_ack = 2;
     int acked = 0;
@@ -446,6 +413,27 @@ static void case_actor_figures(void) {
     teardown(s);
 }
 
+/* An event the agent cannot allocate is refused with HV_ENOMEM and leaves nothing queued, whichever
+ * of its two allocations fails (the event, or the copy of what it carries). */
+static void case_events_out_of_memory(void) {
+    setup();
+    hv_session_t *s = start("tok", chan, 0, 0);
+    hv_callfig_t f = {0};
+    for (long n = 1; n <= 2; n++) {
+        hv_mem_fail_after(n);
+        CHECK_RC(hv_session_worker_address(s, 7, 70, "10.0.0.1:9000"), HV_ENOMEM);
+        hv_mem_fail_after(n);
+        CHECK_RC(hv_session_worker_exited(s, 7, 1, 0, "boom"), HV_ENOMEM);
+        hv_mem_fail_after(n);
+        CHECK_RC(hv_session_actor_figures(s, 7, &f, 1), HV_ENOMEM);
+    }
+    hv_mem_fail_after(0);
+    CHECK_EQ(hv_session_unacked(s), 0);
+    CHECK_RC(hv_session_worker_exited(s, 7, 1, 0, "boom"), HV_OK);
+    CHECK_EQ(hv_session_unacked(s), 1);
+    teardown(s);
+}
+
 static void case_lines_before_exit(void) {
     setup();
     auto_ack = 1;
@@ -494,7 +482,7 @@ static void case_buffer_drops_oldest(void) {
     hv_session_t *s = start("tok", chan, 0, 64 * 1024);
     CHECK(test_run_until(&loop, &connected, 1, 5000));
     // The head goes away: the stream ends and joins fail.
-    join_unavailable = 1;
+    fj.unavailable = 1;
     head_drop();
     test_run_for(&loop, 300);
     CHECK(!hv_session_connected(s));
@@ -507,7 +495,7 @@ static void case_buffer_drops_oldest(void) {
     uint64_t dropped = hv_session_dropped_lines(s);
     CHECK(dropped > 0 && dropped < (uint64_t)total);
     int cut = nrec;
-    join_unavailable = 0;
+    fj.unavailable = 0;
     CHECK(test_run_until(&loop, &connected, 2, 8000));
     test_run_for(&loop, 300);
     // First a notice with the count, then the newest lines up to the last one.
@@ -543,7 +531,7 @@ static void case_lease_expiry(void) {
     CHECK(test_run_until(&loop, &connected, 1, 5000));
     test_run_for(&loop, 200);
     // The head stops answering and refuses joins.
-    join_unavailable = 1;
+    fj.unavailable = 1;
     answer_heartbeats = 0;
     uint64_t t0 = hv_now_ms();
     head_drop();
@@ -633,6 +621,7 @@ static const test_case_t cases[] = {
     {"resend_until_acked", case_resend_until_acked},
     {"lines_before_exit", case_lines_before_exit},
     {"actor_figures", case_actor_figures},
+    {"events_out_of_memory", case_events_out_of_memory},
     {"buffer_drops_oldest", case_buffer_drops_oldest},
     {"lease_expiry", case_lease_expiry},
     {"drain_notice", case_drain_notice},

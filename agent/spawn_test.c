@@ -129,33 +129,15 @@ static void run_fini(run_t *r) {
     }
 }
 
-/* 1 while pid names a process that is not a zombie. */
-static int alive(int pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        return 0;
-    }
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 0;
-    }
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp != NULL && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
-
 /* Waits up to ms for pid to be gone. */
 static int gone_within(int pid, int ms) {
     for (int i = 0; i < ms / 10; i++) {
-        if (!alive(pid)) {
+        if (!test_pid_alive(pid)) {
             return 1;
         }
         usleep(10000);
     }
-    return !alive(pid);
+    return !test_pid_alive(pid);
 }
 
 static void case_lines(void) {
@@ -285,7 +267,7 @@ static void case_kill_group(void) {
     CHECK(gpid > 0);
     if (gpid > 0) {
         CHECK(gone_within(gpid, 2000));
-        if (alive(gpid)) {
+        if (test_pid_alive(gpid)) {
             kill(gpid, SIGKILL);
         }
     }
@@ -315,7 +297,7 @@ static void case_grace_sigkill(void) {
     CHECK(gpid > 0);
     if (gpid > 0) {
         CHECK(gone_within(gpid, 2000));
-        if (alive(gpid)) {
+        if (test_pid_alive(gpid)) {
             kill(gpid, SIGKILL);
         }
     }

@@ -3,23 +3,33 @@
  * A test file includes this header once, writes its cases as void functions, lists them in an
  * hv_check_case_t table and ends with `return hv_check_main(cases, N, argc, argv, setup, teardown)`.
  * A failed check prints both operands and counts; the case goes on. `test CASE` runs one case.
- * Header-only with static definitions, so each test executable has its own counter.
+ * Header-only with static definitions, so each test executable has its own counter. A test whose
+ * later steps cannot run once a check failed (a server that did not start) defines HV_CHECK_FATAL
+ * before including it: the first failed check then ends the process with status 1.
  */
 #ifndef HV_COMMON_HV_CHECK_H
 #define HV_COMMON_HV_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 
 static int hv_check_failures; /* checks failed so far in this process */
 
+/* Counts a failed check (already printed); under HV_CHECK_FATAL, exits. */
+#ifdef HV_CHECK_FATAL
+#define HV__CHECK_FAILED() (hv_check_failures++, exit(1))
+#else
+#define HV__CHECK_FAILED() hv_check_failures++
+#endif
+
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            hv_check_failures++;                                                                   \
+            HV__CHECK_FAILED();                                                                    \
         }                                                                                          \
     } while (0)
 
@@ -29,7 +39,7 @@ static int hv_check_failures; /* checks failed so far in this process */
         if (g_ != w_) {                                                                            \
             fprintf(stderr, "%s:%d: %s == %s\n  got:  %lld\n  want: %lld\n", __FILE__, __LINE__,   \
                     #got, #want, g_, w_);                                                          \
-            hv_check_failures++;                                                                   \
+            HV__CHECK_FAILED();                                                                    \
         }                                                                                          \
     } while (0)
 
@@ -40,7 +50,7 @@ static int hv_check_failures; /* checks failed so far in this process */
         if ((g_ == NULL) != (w_ == NULL) || (g_ != NULL && strcmp(g_, w_) != 0)) {                 \
             fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  want: \"%s\"\n", __FILE__, __LINE__,     \
                     #got, g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                 \
-            hv_check_failures++;                                                                   \
+            HV__CHECK_FAILED();                                                                    \
         }                                                                                          \
     } while (0)
 
@@ -51,11 +61,33 @@ static int hv_check_failures; /* checks failed so far in this process */
         if (g_ != w_) {                                                                            \
             fprintf(stderr, "%s:%d: %s\n  got:  %s (%s)\n  want: %s\n  message: %s\n", __FILE__,   \
                     __LINE__, #got, hv_errname(g_), hv_strerror(g_), hv_errname(w_), (msg));       \
-            hv_check_failures++;                                                                   \
+            HV__CHECK_FAILED();                                                                    \
         }                                                                                          \
     } while (0)
 
 #define CHECK_RC(got, want) CHECK_RC_MSG(got, want, "-")
+
+/* got (a string, NULL fails) contains sub. */
+#define CHECK_HAS(got, sub)                                                                        \
+    do {                                                                                           \
+        const char *g_ = (got), *s_ = (sub);                                                       \
+        if (g_ == NULL || strstr(g_, s_) == NULL) {                                                \
+            fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  does not contain: \"%s\"\n", __FILE__,   \
+                    __LINE__, #got, g_ ? g_ : "(null)", s_);                                       \
+            HV__CHECK_FAILED();                                                                    \
+        }                                                                                          \
+    } while (0)
+
+/* got (a string; NULL passes) does not contain sub. */
+#define CHECK_LACKS(got, sub)                                                                      \
+    do {                                                                                           \
+        const char *g_ = (got), *s_ = (sub);                                                       \
+        if (g_ != NULL && strstr(g_, s_) != NULL) {                                                \
+            fprintf(stderr, "%s:%d: %s\n  got:  \"%s\"\n  contains: \"%s\"\n", __FILE__, __LINE__, \
+                    #got, g_, s_);                                                                 \
+            HV__CHECK_FAILED();                                                                    \
+        }                                                                                          \
+    } while (0)
 
 typedef struct hv_check_case_s {
     const char *name;

@@ -9,27 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#define HV_CHECK_FATAL // a case cannot go on past a failed step
+#include "hv_check.h"
 #include "hv.pb-c.h"
 #include "mem.h"
 #include "rpc.h"
+#include "serve_test.h"
 #include "util.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: got %s (%s), want %s\n", __FILE__, __LINE__, hv_errname(g_),   \
-                    hv_strerror(g_), hv_errname(w_));                                              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static uv_loop_t loop;
 static hv_rpc_engine_t *eng;
@@ -192,36 +178,10 @@ static void server_down(void) {
     CHECK(uv_loop_close(&loop) == 0);
 }
 
-/* Runs fn on a thread while the main thread serves, until fn returns. serve_hook (optional) runs
- * on the loop thread between turns. */
+/* Runs fn on a client thread while the main thread serves; serve_hook (optional) runs on the
+ * loop thread between turns. */
 static void (*serve_hook)(void);
-static volatile int client_finished;
-static void *(*client_fn)(void *);
-static void *client_trampoline(void *arg) {
-    void *r = client_fn(arg);
-    client_finished = 1;
-    return r;
-}
-static void serve_while(void *(*fn)(void *)) {
-    pthread_t t;
-    client_finished = 0;
-    client_fn = fn;
-    CHECK(pthread_create(&t, NULL, client_trampoline, NULL) == 0);
-    uint64_t deadline = hv_now_ms() + 30000;
-    while (!client_finished && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_NOWAIT);
-        if (serve_hook != NULL) {
-            serve_hook();
-        }
-        usleep(200);
-    }
-    CHECK(client_finished);
-    pthread_join(t, NULL);
-    for (int i = 0; i < 50; i++) { /* let the server see the last closes */
-        uv_run(&loop, UV_RUN_NOWAIT);
-        usleep(1000);
-    }
-}
+static void serve_while(void *(*fn)(void *)) { serve_test_while(&loop, fn, serve_hook, 30000); }
 
 static void *unary_client(void *arg) {
     (void)arg;

@@ -13,27 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define HV_CHECK_FATAL // a case cannot go on past a failed step
+#include "hv_check.h"
 #include "hv.pb-c.h"
 #include "mem.h"
 #include "rpc.h"
+#include "serve_test.h"
 #include "util.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g_ = (got), w_ = (want);                                                            \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s:%d: got %s (%s), want %s\n", __FILE__, __LINE__, hv_errname(g_),   \
-                    hv_strerror(g_), hv_errname(w_));                                              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static char dir[256];
 static char f_ca[300], f_other_ca[300], f_cert[300], f_key[300], f_ccert[300], f_ckey[300],
@@ -75,26 +61,7 @@ static void server_down(void) {
     CHECK(uv_loop_close(&loop) == 0);
 }
 
-static volatile int client_finished;
-static void *(*client_fn)(void *);
-static void *client_trampoline(void *arg) {
-    void *r = client_fn(arg);
-    client_finished = 1;
-    return r;
-}
-static void serve_while(void *(*fn)(void *)) {
-    pthread_t t;
-    client_finished = 0;
-    client_fn = fn;
-    CHECK(pthread_create(&t, NULL, client_trampoline, NULL) == 0);
-    uint64_t deadline = hv_now_ms() + 60000;
-    while (!client_finished && hv_now_ms() < deadline) {
-        uv_run(&loop, UV_RUN_NOWAIT);
-        usleep(200);
-    }
-    CHECK(client_finished);
-    pthread_join(t, NULL);
-}
+static void serve_while(void *(*fn)(void *)) { serve_test_while(&loop, fn, NULL, 60000); }
 
 /* One GetJob through a fresh channel to host:port with tls (NULL = plain text). */
 static hv_err call(const char *host, const hv_rpc_tls_t *tls, const char *path,

@@ -307,6 +307,25 @@ static int config_is_null(const yaml_node_t *n) {
            strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
 }
 
+/* Reads the decimal digits at *s into *out and moves *s past them. Returns 1 when the number
+ * does not fit in 64 bits (*out is then not the number), else 0. */
+static int config_parse_digits(const char **s, uint64_t *out) {
+    uint64_t v = 0;
+    int overflow = 0;
+    const char *q = *s;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        unsigned d = (unsigned)(*q - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            overflow = 1;
+        } else {
+            v = v * 10 + d;
+        }
+    }
+    *s = q;
+    *out = v;
+    return overflow;
+}
+
 /* Parses a decimal integer. Returns 0 on success, -1 when s is not an integer, 1 when it is
  * an integer outside [0, UINT64_MAX] (negative or too large). */
 static int config_parse_uint(const char *s, uint64_t *out) {
@@ -320,15 +339,7 @@ static int config_parse_uint(const char *s, uint64_t *out) {
         return -1;
     }
     uint64_t v = 0;
-    int overflow = 0;
-    for (; *q >= '0' && *q <= '9'; q++) {
-        unsigned d = (unsigned)(*q - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            overflow = 1;
-        } else {
-            v = v * 10 + d;
-        }
-    }
+    int overflow = config_parse_digits(&q, &v);
     if (*q != '\0') {
         return -1;
     }
@@ -365,15 +376,7 @@ static int config_parse_size(const char *s, uint64_t *out) {
         return -1;
     }
     uint64_t v = 0;
-    int overflow = 0;
-    for (; *q >= '0' && *q <= '9'; q++) {
-        unsigned d = (unsigned)(*q - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            overflow = 1;
-        } else {
-            v = v * 10 + d;
-        }
-    }
+    int overflow = config_parse_digits(&q, &v);
     while (*q == ' ') {
         q++;
     }
@@ -474,18 +477,86 @@ static hv_err config_set_str(hv_head_config_t *cfg, const config_opt_t *o, const
     return HV_OK;
 }
 
-/* Parses the scalar value node n of option o into the config. */
-static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_node_t *n) {
-    char key[96], shown[CONFIG_VALUE_SHOW + 8];
-    config_key_name(o->section, o->name, key, sizeof(key));
+/* One scalar value as it is checked: its text and what an error message says of it. */
+typedef struct config_val_s {
+    yaml_mark_t at;                    // where the value stands in the file
+    const char *key;                   // the dotted key it belongs to (borrowed)
+    const char *v;                     // the text ("" for null; borrowed from the document)
+    char shown[CONFIG_VALUE_SHOW + 8]; // v, cut and escaped for quoting
+} config_val_t;
+
+/* Reads the scalar node n of key into *out; fails when n is not a scalar. */
+static hv_err config_scalar(config_parse_t *p, const yaml_node_t *n, const char *key,
+                            config_val_t *out) {
     if (n->type != YAML_SCALAR_NODE) {
         return config_fail(p, n->start_mark, "key '%s': expected a scalar, got %s", key,
                            config_node_kind(n));
     }
-    int null = config_is_null(n);
-    const char *v = null ? "" : (const char *)n->data.scalar.value;
-    config_show(v, shown, sizeof(shown));
-    yaml_mark_t at = n->start_mark;
+    out->at = n->start_mark;
+    out->key = key;
+    out->v = config_is_null(n) ? "" : (const char *)n->data.scalar.value;
+    config_show(out->v, out->shown, sizeof(out->shown));
+    return HV_OK;
+}
+
+/* An integer in [lo, hi] (a top-level key or a node type's). */
+static hv_err config_u32(config_parse_t *p, const config_val_t *val, uint32_t lo, uint32_t hi,
+                         uint32_t *out) {
+    uint64_t num = 0;
+    int r = config_parse_uint(val->v, &num);
+    if (r < 0) {
+        return config_fail(p, val->at, "key '%s': value '%s' is not an integer", val->key,
+                           val->shown);
+    }
+    if (r > 0 || num < lo || num > hi) {
+        return config_fail(p, val->at, "key '%s': value '%s' is out of range (%u..%u)", val->key,
+                           val->shown, lo, hi);
+    }
+    *out = (uint32_t)num;
+    return HV_OK;
+}
+
+/* YAML 1.1 booleans as people write them. */
+static hv_err config_bool(config_parse_t *p, const config_val_t *val, int *out) {
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcmp(val->v, yes[i]) == 0 || strcmp(val->v, no[i]) == 0) {
+            *out = strcmp(val->v, yes[i]) == 0;
+            return HV_OK;
+        }
+    }
+    return config_fail(p, val->at, "key '%s': value '%s' is not true or false", val->key,
+                       val->shown);
+}
+
+/* Fails with "duplicate key" when a pair before pair in the mapping map has the key name (key:
+ * its dotted form for the message). */
+static hv_err config_check_dup(config_parse_t *p, const yaml_node_t *map,
+                               const yaml_node_pair_t *pair, const char *name, const char *key) {
+    for (yaml_node_pair_t *prev = map->data.mapping.pairs.start; prev < pair; prev++) {
+        yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
+        if (pk != NULL && pk->type == YAML_SCALAR_NODE &&
+            strcmp((const char *)pk->data.scalar.value, name) == 0) {
+            yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
+            return config_fail(p, k->start_mark, "duplicate key '%s' (first given at line %zu)",
+                               key, pk->start_mark.line + 1);
+        }
+    }
+    return HV_OK;
+}
+
+/* Parses the scalar value node n of option o into the config. */
+static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_node_t *n) {
+    char key[96];
+    config_key_name(o->section, o->name, key, sizeof(key));
+    config_val_t val;
+    hv_err rc = config_scalar(p, n, key, &val);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    const char *v = val.v, *shown = val.shown;
+    yaml_mark_t at = val.at;
     uint64_t num = 0;
     int r;
 
@@ -533,16 +604,8 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
         return config_set_str(p->cfg, o, v);
     }
     case CFG_U32:
-        r = config_parse_uint(v, &num);
-        if (r < 0) {
-            return config_fail(p, at, "key '%s': value '%s' is not an integer", key, shown);
-        }
-        if (r > 0 || num < o->min || num > o->max) {
-            return config_fail(p, at, "key '%s': value '%s' is out of range (%llu..%llu)", key,
-                               shown, (unsigned long long)o->min, (unsigned long long)o->max);
-        }
-        *(uint32_t *)((char *)p->cfg + o->off) = (uint32_t)num;
-        return HV_OK;
+        return config_u32(p, &val, (uint32_t)o->min, (uint32_t)o->max,
+                          (uint32_t *)((char *)p->cfg + o->off));
     case CFG_SIZE: {
         char lo[32], hi[32];
         r = config_parse_size(v, &num);
@@ -581,17 +644,8 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
                            "key '%s': value '%s' is not one of none, local, command, "
                            "spot-sim",
                            key, shown);
-    case CFG_BOOL: {
-        static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
-        static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
-        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-            if (strcmp(v, yes[i]) == 0 || strcmp(v, no[i]) == 0) {
-                *(int *)((char *)p->cfg + o->off) = strcmp(v, yes[i]) == 0;
-                return HV_OK;
-            }
-        }
-        return config_fail(p, at, "key '%s': value '%s' is not true or false", key, shown);
-    }
+    case CFG_BOOL:
+        return config_bool(p, &val, (int *)((char *)p->cfg + o->off));
     case CFG_NUM: {
         double d = 0;
         if (config_parse_num(v, &d) != 0) {
@@ -614,82 +668,16 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
 
 /* ---- autoscaler.node_types ------------------------------------------------------------------ */
 
-/* A scalar node's text ("" for null) and a quotable copy of it in shown[CONFIG_VALUE_SHOW + 8];
- * NULL (with the error reported in *rc) when it is not a scalar. */
-static const char *config_scalar(config_parse_t *p, const yaml_node_t *n, const char *key,
-                                 char *shown, hv_err *rc) {
-    if (n->type != YAML_SCALAR_NODE) {
-        *rc = config_fail(p, n->start_mark, "key '%s': expected a scalar, got %s", key,
-                          config_node_kind(n));
-        return NULL;
-    }
-    const char *v = config_is_null(n) ? "" : (const char *)n->data.scalar.value;
-    config_show(v, shown, CONFIG_VALUE_SHOW + 8);
-    return v;
-}
-
-/* A node type's integer key in [lo, hi]. */
-static hv_err config_type_u32(config_parse_t *p, const yaml_node_t *n, const char *key, uint32_t lo,
-                              uint32_t hi, uint32_t *out) {
-    hv_err rc = HV_OK;
-    char shown[CONFIG_VALUE_SHOW + 8];
-    const char *v = config_scalar(p, n, key, shown, &rc);
-    if (v == NULL) {
-        return rc;
-    }
-    uint64_t num = 0;
-    int r = config_parse_uint(v, &num);
-    if (r < 0) {
-        return config_fail(p, n->start_mark, "key '%s': value '%s' is not an integer", key, shown);
-    }
-    if (r > 0 || num < lo || num > hi) {
-        return config_fail(p, n->start_mark, "key '%s': value '%s' is out of range (%u..%u)", key,
-                           shown, lo, hi);
-    }
-    *out = (uint32_t)num;
-    return HV_OK;
-}
-
 /* A node type's price (a number >= 0). */
-static hv_err config_type_price(config_parse_t *p, const yaml_node_t *n, const char *key,
-                                double *out) {
-    hv_err rc = HV_OK;
-    char shown[CONFIG_VALUE_SHOW + 8];
-    const char *v = config_scalar(p, n, key, shown, &rc);
-    if (v == NULL) {
-        return rc;
-    }
+static hv_err config_type_price(config_parse_t *p, const config_val_t *val, double *out) {
     double d = 0;
-    if (config_parse_num(v, &d) != 0 || d < 0 || d > 1e6) {
-        return config_fail(p, n->start_mark,
+    if (config_parse_num(val->v, &d) != 0 || d < 0 || d > 1e6) {
+        return config_fail(p, val->at,
                            "key '%s': value '%s' is not a price per hour (a number, 0..1000000)",
-                           key, shown);
+                           val->key, val->shown);
     }
     *out = d;
     return HV_OK;
-}
-
-/* YAML 1.1 booleans as people write them. */
-static hv_err config_type_bool(config_parse_t *p, const yaml_node_t *n, const char *key, int *out) {
-    hv_err rc = HV_OK;
-    char shown[CONFIG_VALUE_SHOW + 8];
-    const char *v = config_scalar(p, n, key, shown, &rc);
-    if (v == NULL) {
-        return rc;
-    }
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
-    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-        if (strcmp(v, yes[i]) == 0) {
-            *out = 1;
-            return HV_OK;
-        }
-        if (strcmp(v, no[i]) == 0) {
-            *out = 0;
-            return HV_OK;
-        }
-    }
-    return config_fail(p, n->start_mark, "key '%s': value '%s' is not true or false", key, shown);
 }
 
 /* labels: a mapping of names to scalars, kept as "k=v,k=v". */
@@ -824,48 +812,46 @@ static hv_err config_node_types(config_parse_t *p, const yaml_node_t *v) {
                                    "max_nodes, capacity, labels, memory_mb)",
                                    key);
             }
-            for (yaml_node_pair_t *prev = tv->data.mapping.pairs.start; prev < q; prev++) {
-                yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
-                if (pk != NULL && pk->type == YAML_SCALAR_NODE &&
-                    strcmp((const char *)pk->data.scalar.value, kn) == 0) {
-                    return config_fail(p, kk->start_mark,
-                                       "duplicate key '%s' (first given at line %zu)", key,
-                                       pk->start_mark.line + 1);
-                }
+            hv_err rc = config_check_dup(p, tv, q, kn, key);
+            config_val_t val = {.key = key};
+            if (rc == HV_OK && ki != 8) { // every key but labels holds a scalar
+                rc = config_scalar(p, vv, key, &val);
             }
-            hv_err rc = HV_OK;
+            if (rc != HV_OK) {
+                return rc;
+            }
             switch (ki) {
             case 0:
-                rc = config_type_u32(p, vv, key, 1, 4096, &t->slots);
+                rc = config_u32(p, &val, 1, 4096, &t->slots);
                 have_slots = 1;
                 break;
             case 1:
-                rc = config_type_u32(p, vv, key, 0, 64, &t->gpus);
+                rc = config_u32(p, &val, 0, 64, &t->gpus);
                 break;
             case 2:
-                rc = config_type_bool(p, vv, key, &t->preemptible);
+                rc = config_bool(p, &val, &t->preemptible);
                 break;
             case 3:
-                rc = config_type_price(p, vv, key, &t->price_per_hour);
+                rc = config_type_price(p, &val, &t->price_per_hour);
                 break;
             case 4:
-                rc = config_type_price(p, vv, key, &t->ondemand_price_per_hour);
+                rc = config_type_price(p, &val, &t->ondemand_price_per_hour);
                 break;
             case 5:
-                rc = config_type_u32(p, vv, key, 0, 100000, &t->min_nodes);
+                rc = config_u32(p, &val, 0, 100000, &t->min_nodes);
                 break;
             case 6:
-                rc = config_type_u32(p, vv, key, 0, 100000, &t->max_nodes);
+                rc = config_u32(p, &val, 0, 100000, &t->max_nodes);
                 break;
             case 7:
-                rc = config_type_u32(p, vv, key, 0, 100000, &t->capacity);
+                rc = config_u32(p, &val, 0, 100000, &t->capacity);
                 break;
             case 8:
                 rc = config_type_labels(p, vv, key, &t->labels);
                 break;
             default: {
                 uint32_t mb = 0;
-                rc = config_type_u32(p, vv, key, 1, 1u << 30, &mb);
+                rc = config_u32(p, &val, 1, 1u << 30, &mb);
                 t->memory_mb = mb;
                 break;
             }
@@ -945,13 +931,8 @@ static hv_err config_walk(config_parse_t *p, const yaml_node_t *map, const char 
         char key[96], shown[CONFIG_VALUE_SHOW + 8];
         config_key_name(section, config_show(name, shown, sizeof(shown)), key, sizeof(key));
 
-        for (yaml_node_pair_t *prev = map->data.mapping.pairs.start; prev < pair; prev++) {
-            yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
-            if (pk != NULL && pk->type == YAML_SCALAR_NODE &&
-                strcmp((const char *)pk->data.scalar.value, name) == 0) {
-                return config_fail(p, k->start_mark, "duplicate key '%s' (first given at line %zu)",
-                                   key, pk->start_mark.line + 1);
-            }
+        if ((rc = config_check_dup(p, map, pair, name, key)) != HV_OK) {
+            return rc;
         }
 
         size_t idx = CONFIG_NOPTS;

@@ -154,7 +154,10 @@ class Net(torch.nn.Module):
 
 class Trainer:
     """What one worker keeps outside the committed state: the data, the options, and the last
-    epoch's report (every rank computes the same one), plus which epochs rank 0 has printed."""
+    epoch's report (every rank computes the same one), plus which epochs rank 0 has printed.
+    (tests/python/elastic_scenario.py builds its test program on this class.)"""
+
+    PREFIX = "train_fmnist: "  # starts every epoch line
 
     def __init__(self, args, train, test, model, opt, state):
         self.a, self.train, self.test = args, train, test
@@ -238,12 +241,16 @@ class Trainer:
         if (self.printed >= self.state.epoch or rep is None or
                 rep["epoch"] + 1 != self.state.epoch or hvd.rank() != 0):
             return
-        print("train_fmnist: epoch=%d size=%d generation=%d rank0=%s samples=%d duplicates=%d "
-              "exact=%d loss=%.4f accuracy=%.4f seconds=%.2f" %
-              (rep["epoch"], rep["size"], rep["generation"], hv.host_name(), rep["samples"],
-               rep["duplicates"], rep["exact"], rep["loss"], rep["accuracy"], rep["seconds"]),
-              flush=True)
         self.printed = self.state.epoch
+        self.emit(self.PREFIX +
+                  "epoch=%d size=%d generation=%d rank0=%s samples=%d duplicates=%d exact=%d "
+                  "loss=%.4f accuracy=%.4f seconds=%.2f" %
+                  (rep["epoch"], rep["size"], rep["generation"], hv.host_name(), rep["samples"],
+                   rep["duplicates"], rep["exact"], rep["loss"], rep["accuracy"], rep["seconds"]))
+
+    def emit(self, line):
+        """Rank 0 writes an epoch's line."""
+        print(line, flush=True)
 
     def confirm(self):
         """Every rank takes rank 0's word for which epochs were printed: a survivor that
@@ -255,6 +262,13 @@ class Trainer:
     def run(self, state):
         """The training function under hvd.elastic.run: called again after every reset (after
         a sync from rank 0), so it goes on from the state, never from local variables."""
+        self.resume(state)
+        while state.epoch < self.a.epochs:
+            self.train_epoch(state)
+            self.end_epoch(state)
+
+    def resume(self, state):
+        """What run() does first, on entry and after every reset."""
         if not self.entered:
             self.entered = True
             self.printed = state.epoch  # a worker that joins does not print earlier epochs
@@ -264,40 +278,45 @@ class Trainer:
         if state.first_gen == 0:
             state.first_gen = hvd.elastic.generation()  # --kill-at acts in this generation only
             state.commit()
+
+    def train_epoch(self, state):
+        """The rest of the current epoch's steps, each committed."""
+        if self.timed_epoch != state.epoch:
+            self.timed_epoch, self.t_start = state.epoch, time.monotonic()
+        for idx in state.sampler.batches():
+            self.maybe_kill()
+            self.step(idx)
+            state.batch += 1
+            state.commit()
+            if self.a.step_delay_ms:
+                time.sleep(self.a.step_delay_ms / 1000.0)
+
+    def end_epoch(self, state):
+        """The epoch's report and test accuracy; the next epoch committed, then the line."""
         n = len(self.train[1])
-        while state.epoch < self.a.epochs:
-            if self.timed_epoch != state.epoch:
-                self.timed_epoch, self.t_start = state.epoch, time.monotonic()
-            for idx in state.sampler.batches():
-                self.maybe_kill()
-                self.step(idx)
-                state.batch += 1
-                state.commit()
-                if self.a.step_delay_ms:
-                    time.sleep(self.a.step_delay_ms / 1000.0)
-            st = state.sampler.stats()
-            accuracy = self.evaluate()
-            state.sampler.next_epoch()
-            self.report = dict(
-                epoch=state.epoch, size=hvd.size(), generation=hvd.elastic.generation(),
-                samples=st["processed"], duplicates=st["duplicates"],
-                exact=int(st["processed"] == n and st["duplicates"] == 0 and
-                          st["checksum"] == n * (n - 1) // 2),
-                loss=state.loss_sum / max(st["processed"], 1), accuracy=accuracy,
-                seconds=time.monotonic() - self.t_start)
-            state.epoch += 1
-            state.batch = 0
-            state.loss_sum = 0.0
-            state.accuracy = accuracy
-            reset = None
-            try:
-                state.commit()  # the next epoch is committed before its line is printed
-            except hvd.HostsUpdatedInterrupt as exc:
-                reset = exc
-            self.print_report()
-            self.confirm()
-            if reset is not None:
-                raise reset
+        st = state.sampler.stats()
+        accuracy = self.evaluate()
+        state.sampler.next_epoch()
+        self.report = dict(
+            epoch=state.epoch, size=hvd.size(), generation=hvd.elastic.generation(),
+            samples=st["processed"], duplicates=st["duplicates"],
+            exact=int(st["processed"] == n and st["duplicates"] == 0 and
+                      st["checksum"] == n * (n - 1) // 2),
+            loss=state.loss_sum / max(st["processed"], 1), accuracy=accuracy,
+            seconds=time.monotonic() - self.t_start)
+        state.epoch += 1
+        state.batch = 0
+        state.loss_sum = 0.0
+        state.accuracy = accuracy
+        reset = None
+        try:
+            state.commit()  # the next epoch is committed before its line is printed
+        except hvd.HostsUpdatedInterrupt as exc:
+            reset = exc
+        self.print_report()
+        self.confirm()
+        if reset is not None:
+            raise reset
 
 
 def main(argv):

@@ -15,56 +15,8 @@
 #include <unistd.h>
 
 #include "cli_common.h"
+#include "hv_check.h"
 #include "mem.h"
-
-static int test_failed;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                                        \
-    do {                                                                                           \
-        hv_err g__ = (got), w__ = (want);                                                          \
-        if (g__ != w__) {                                                                          \
-            fprintf(stderr, "%s:%d: %s = %s (%s), want %s (%s)\n", __FILE__, __LINE__, #got,       \
-                    hv_errname(g__), hv_strerror(g__), hv_errname(w__), hv_strerror(w__));         \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_INT(got, want)                                                                       \
-    do {                                                                                           \
-        long long g__ = (long long)(got), w__ = (long long)(want);                                 \
-        if (g__ != w__) {                                                                          \
-            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, g__, w__);  \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g__ = (got), *w__ = (want);                                                    \
-        if (g__ == NULL || strcmp(g__, w__) != 0) {                                                \
-            fprintf(stderr, "%s:%d: %s =\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, #got,   \
-                    g__ ? g__ : "(null)", w__);                                                    \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_HAS(got, sub)                                                                        \
-    do {                                                                                           \
-        const char *g__ = (got), *s__ = (sub);                                                     \
-        if (g__ == NULL || strstr(g__, s__) == NULL) {                                             \
-            fprintf(stderr, "%s:%d: %s = \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__,    \
-                    #got, g__ ? g__ : "(null)", s__);                                              \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
 
 /* Splits a command line on spaces into a static argv (argv[0] = "hvsubmit"). */
 static int split_args(const char *line, char *store, size_t storelen, char **argv, int maxargs) {
@@ -89,28 +41,28 @@ static void test_parse_basic(void) {
                           store, sizeof(store), argv, 64);
     hv_cli_submit_opts_t o;
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.np, 4);
-    CHECK_INT(o.np_set, 1);
-    CHECK_INT(o.min_np, 2);
-    CHECK_INT(o.max_np, 8);
-    CHECK_INT(o.max_resets, 3);
-    CHECK_INT(o.slots_per_host, 2);
-    CHECK_INT(o.timeout_s, 30);
-    CHECK_INT(o.nenv, 2);
+    CHECK_EQ(o.np, 4);
+    CHECK_EQ(o.np_set, 1);
+    CHECK_EQ(o.min_np, 2);
+    CHECK_EQ(o.max_np, 8);
+    CHECK_EQ(o.max_resets, 3);
+    CHECK_EQ(o.slots_per_host, 2);
+    CHECK_EQ(o.timeout_s, 30);
+    CHECK_EQ(o.nenv, 2);
     if (o.nenv == 2) {
         CHECK_STR(o.env[0].key, "A");
         CHECK_STR(o.env[0].value, "1");
         CHECK_STR(o.env[1].key, "B");
         CHECK_STR(o.env[1].value, "x=y");
     }
-    CHECK_INT(o.nfiles, 2);
+    CHECK_EQ(o.nfiles, 2);
     if (o.nfiles == 2) {
         CHECK_STR(o.files[0], "data.txt");
         CHECK_STR(o.files[1], "cfg/x.yaml");
     }
     CHECK_STR(o.binary, "train.bin");
     /* Everything after the binary is the program's, even what looks like our options. */
-    CHECK_INT(o.nargs, 4);
+    CHECK_EQ(o.nargs, 4);
     if (o.nargs == 4) {
         CHECK_STR(o.args[0], "--lr");
         CHECK_STR(o.args[1], "0.1");
@@ -126,8 +78,8 @@ static void test_parse_basic(void) {
     argc = split_args("-np 4 --max-resets=0 --max-np=4 t", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
     CHECK(o.elastic);
-    CHECK_INT(o.max_resets, 0);
-    CHECK_INT(o.max_resets_set, 1); /* 0 given on purpose: fail at the first reset */
+    CHECK_EQ(o.max_resets, 0);
+    CHECK_EQ(o.max_resets_set, 1); /* 0 given on purpose: fail at the first reset */
     hv_cli_submit_opts_fini(&o);
     argc = split_args("-np 4 t", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
@@ -143,18 +95,18 @@ static void test_parse_elastic(void) {
                           "--blacklist-cooldown 30:1800 --max-resets 5 train.bin --check-every 1",
                           store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.elastic, 1);
-    CHECK_INT(o.min_np, 2);
-    CHECK_INT(o.max_np, 0);
-    CHECK_INT(o.np_set, 0);
-    CHECK_INT(o.elastic_timeout_s, 300);
-    CHECK_INT(o.check_every, 10);
-    CHECK_INT(o.cooldown_min_s, 30);
-    CHECK_INT(o.cooldown_max_s, 1800);
-    CHECK_INT(o.cooldown_set, 1);
-    CHECK_INT(o.max_resets, 5);
-    CHECK_INT(o.max_resets_set, 1);
-    CHECK_INT(o.nargs, 2); /* the program's own --check-every */
+    CHECK_EQ(o.elastic, 1);
+    CHECK_EQ(o.min_np, 2);
+    CHECK_EQ(o.max_np, 0);
+    CHECK_EQ(o.np_set, 0);
+    CHECK_EQ(o.elastic_timeout_s, 300);
+    CHECK_EQ(o.check_every, 10);
+    CHECK_EQ(o.cooldown_min_s, 30);
+    CHECK_EQ(o.cooldown_max_s, 1800);
+    CHECK_EQ(o.cooldown_set, 1);
+    CHECK_EQ(o.max_resets, 5);
+    CHECK_EQ(o.max_resets_set, 1);
+    CHECK_EQ(o.nargs, 2); /* the program's own --check-every */
     hv_cli_submit_opts_fini(&o);
 
     /* The "=" forms, the bounds, and 0:0 (no blacklisting). */
@@ -162,23 +114,23 @@ static void test_parse_elastic(void) {
                       "--blacklist-cooldown=0:0 --max-resets=1000000 t",
                       store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.elastic, 1);
-    CHECK_INT(o.max_np, 8);
-    CHECK_INT(o.np, 8);
-    CHECK_INT(o.elastic_timeout_s, 604800);
-    CHECK_INT(o.check_every, 1000000);
-    CHECK_INT(o.cooldown_min_s, 0);
-    CHECK_INT(o.cooldown_max_s, 0);
-    CHECK_INT(o.cooldown_set, 1);
-    CHECK_INT(o.max_resets, 1000000);
+    CHECK_EQ(o.elastic, 1);
+    CHECK_EQ(o.max_np, 8);
+    CHECK_EQ(o.np, 8);
+    CHECK_EQ(o.elastic_timeout_s, 604800);
+    CHECK_EQ(o.check_every, 1000000);
+    CHECK_EQ(o.cooldown_min_s, 0);
+    CHECK_EQ(o.cooldown_max_s, 0);
+    CHECK_EQ(o.cooldown_set, 1);
+    CHECK_EQ(o.max_resets, 1000000);
     hv_cli_submit_opts_fini(&o);
 
     /* MIN = MAX: a fixed cooldown. */
     argc = split_args("--max-np 3 --blacklist-cooldown 604800:604800 t", store, sizeof(store), argv,
                       64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.cooldown_min_s, 604800);
-    CHECK_INT(o.cooldown_max_s, 604800);
+    CHECK_EQ(o.cooldown_min_s, 604800);
+    CHECK_EQ(o.cooldown_max_s, 604800);
     hv_cli_submit_opts_fini(&o);
 }
 
@@ -189,28 +141,28 @@ static void test_parse_forms(void) {
                           sizeof(store), argv, 64);
     hv_cli_submit_opts_t o;
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.np, 2);
+    CHECK_EQ(o.np, 2);
     CHECK_STR(o.head, "node1:7001");
     CHECK_STR(o.name, "resnet");
     CHECK(o.detach && o.quiet && o.verbose);
     CHECK_STR(o.binary, "./a.out");
-    CHECK_INT(o.nargs, 0);
+    CHECK_EQ(o.nargs, 0);
     hv_cli_submit_opts_fini(&o);
 
     /* No -np: np stays 0 and unset (every free slot). "--" ends the options. */
     argc = split_args("--max-np 4 -- -odd-name x", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.np, 0);
-    CHECK_INT(o.np_set, 0);
-    CHECK_INT(o.max_np, 4);
+    CHECK_EQ(o.np, 0);
+    CHECK_EQ(o.np_set, 0);
+    CHECK_EQ(o.max_np, 4);
     CHECK_STR(o.binary, "-odd-name");
-    CHECK_INT(o.nargs, 1);
+    CHECK_EQ(o.nargs, 1);
     hv_cli_submit_opts_fini(&o);
 
     /* A later --env for the same name wins. */
     argc = split_args("--env A=1 --env B=2 --env A=3 t", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.nenv, 2);
+    CHECK_EQ(o.nenv, 2);
     if (o.nenv == 2) {
         CHECK_STR(o.env[0].key, "A");
         CHECK_STR(o.env[0].value, "3");
@@ -222,11 +174,11 @@ static void test_parse_forms(void) {
     argc = split_args("--grow 0:2,3:4,6:8 t", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
     CHECK(o.elastic);
-    CHECK_INT(o.np, 2);
-    CHECK_INT(o.np_set, 1);
-    CHECK_INT(o.max_np, 8);
-    CHECK_INT(o.ngrow, 3);
-    CHECK_INT(o.nenv, 1);
+    CHECK_EQ(o.np, 2);
+    CHECK_EQ(o.np_set, 1);
+    CHECK_EQ(o.max_np, 8);
+    CHECK_EQ(o.ngrow, 3);
+    CHECK_EQ(o.nenv, 1);
     if (o.nenv == 1) {
         CHECK_STR(o.env[0].key, "HV_GROW_SCHEDULE");
         CHECK_STR(o.env[0].value, "0:2,3:4,6:8");
@@ -235,8 +187,8 @@ static void test_parse_forms(void) {
     /* A schedule that starts later takes -np before it; an explicit --max-np stays. */
     argc = split_args("-np 1 --max-np 6 --grow 2:3 t", store, sizeof(store), argv, 64);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.np, 1);
-    CHECK_INT(o.max_np, 6);
+    CHECK_EQ(o.np, 1);
+    CHECK_EQ(o.max_np, 6);
     hv_cli_submit_opts_fini(&o);
 
     argc = split_args("--help", store, sizeof(store), argv, 64);
@@ -315,14 +267,14 @@ static void test_parse_errors(void) {
         hv_err rc = hv_cli_submit_parse(argc, argv, &o, err, sizeof(err));
         if (rc != HV_EINVAL) {
             fprintf(stderr, "case '%s': rc = %s, want HV_EINVAL\n", cases[i].line, hv_errname(rc));
-            test_failed = 1;
+            hv_check_failures++;
             hv_cli_submit_opts_fini(&o);
             continue;
         }
         if (strstr(err, cases[i].msg) == NULL) {
             fprintf(stderr, "case '%s': err = \"%s\", want it to contain \"%s\"\n", cases[i].line,
                     err, cases[i].msg);
-            test_failed = 1;
+            hv_check_failures++;
         }
     }
 }
@@ -600,14 +552,14 @@ static void test_exit_codes(void) {
                          HV_CLI_EXIT_TEMPFAIL,    HV_CLI_EXIT_NOPERM};
     const int want[] = {64, 65, 66, 69, 70, 74, 75, 77};
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
-        CHECK_INT(codes[i], want[i]);
+        CHECK_EQ(codes[i], want[i]);
     }
-    CHECK_INT(hv_cli_exit_for_local(HV_OK), 0);
-    CHECK_INT(hv_cli_exit_for_local(HV_ENOTFOUND), 66);
-    CHECK_INT(hv_cli_exit_for_local(HV_EPERM), 66);
-    CHECK_INT(hv_cli_exit_for_local(HV_EINVAL), 65);
-    CHECK_INT(hv_cli_exit_for_local(HV_EIO), 74);
-    CHECK_INT(hv_cli_exit_for_local(HV_ENOMEM), 70);
+    CHECK_EQ(hv_cli_exit_for_local(HV_OK), 0);
+    CHECK_EQ(hv_cli_exit_for_local(HV_ENOTFOUND), 66);
+    CHECK_EQ(hv_cli_exit_for_local(HV_EPERM), 66);
+    CHECK_EQ(hv_cli_exit_for_local(HV_EINVAL), 65);
+    CHECK_EQ(hv_cli_exit_for_local(HV_EIO), 74);
+    CHECK_EQ(hv_cli_exit_for_local(HV_ENOMEM), 70);
 
     /* --head-timeout, else the lease + 30 s (10 s lease from a head that does not say). */
     hv_cli_submit_opts_t o;
@@ -722,14 +674,14 @@ static void test_progress_pending(void) {
     jv[4].np = 3;
     hv_cli_status_t st;
     hv_cli_status_count(np, 3, jp, 5, &st);
-    CHECK_INT(st.nodes_alive, 1);
-    CHECK_INT(st.nodes_draining, 1);
-    CHECK_INT(st.nodes_dead, 1);
+    CHECK_EQ(st.nodes_alive, 1);
+    CHECK_EQ(st.nodes_draining, 1);
+    CHECK_EQ(st.nodes_dead, 1);
     CHECK(st.slots_used == 2 && st.slots_free == 3 && st.slots_alive == 4 &&
           st.slots_draining == 4 && st.gpus == 2);
-    CHECK_INT(st.jobs_pending, 2);
-    CHECK_INT(st.jobs_running, 2);
-    CHECK_INT(st.jobs_failed, 1);
+    CHECK_EQ(st.jobs_pending, 2);
+    CHECK_EQ(st.jobs_running, 2);
+    CHECK_EQ(st.jobs_failed, 1);
     CHECK(st.demand_slots == 5);
     CHECK(st.grow_jobs == 1 && st.grow_workers == 3);
     char *text = NULL;
@@ -904,15 +856,15 @@ static void test_prepare(void) {
     CHECK(o.command);
     CHECK_STR(o.binary, "python3");
     CHECK_STR(o.script, "train.py");
-    CHECK_INT(o.nargs, 4);
+    CHECK_EQ(o.nargs, 4);
     CHECK_STR(o.args[1], "train.py"); /* the name it has in the worker's directory */
-    CHECK_INT(o.nfiles, 3);           /* train.py, wd/helper.py and wd/sub/mod.py only */
+    CHECK_EQ(o.nfiles, 3);            /* train.py, wd/helper.py and wd/sub/mod.py only */
     CHECK_STR(hv_cli_ship_name(&o, 0), "train.py");
     int helper = strcmp(hv_cli_ship_name(&o, 1), "helper.py") == 0 ? 1 : 2;
     CHECK_STR(hv_cli_ship_name(&o, (size_t)helper), "helper.py");
     CHECK_STR(hv_cli_ship_name(&o, (size_t)(3 - helper)), "sub/mod.py"); /* its path below DIR */
     CHECK_STR(hv_cli_basename(o.files[3 - helper]), "mod.py");
-    CHECK_INT(o.workdir_skipped, 1); /* link (__pycache__ is left out by name) */
+    CHECK_EQ(o.workdir_skipped, 1); /* link (__pycache__ is left out by name) */
     CHECK_STR(o.workdir_first_skipped, "link");
     hv_cli_submit_opts_fini(&o);
 
@@ -922,7 +874,7 @@ static void test_prepare(void) {
     argc = split_args(line, store, sizeof(store), argv, 16);
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
     CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.nfiles, 3);
+    CHECK_EQ(o.nfiles, 3);
     hv_cli_submit_opts_fini(&o);
 
     /* Deeper than HV_CLI_WORKDIR_MAX_DEPTH: a message naming .hvignore. */
@@ -1001,7 +953,7 @@ static void test_exit_status(void) {
     set_worker(&ws[2], 2, "n2", "exited", 0, 0);
     set_worker(&ws[3], 3, "n2", "exited", 0, 0);
     v.state = "succeeded";
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 0);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 0);
     CHECK(first == NULL);
 
     /* Rank 2 exits 3; the head then kills the others: rank 2 is the culprit. */
@@ -1009,7 +961,7 @@ static void test_exit_status(void) {
     set_worker(&ws[0], 0, "n1", "killed", -1, 15);
     set_worker(&ws[2], 2, "n2", "exited", 3, 0);
     set_worker(&ws[3], 3, "n2", "exited", 7, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 3);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 3);
     CHECK(first == &ws[2]);
     CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)),
               "rank 2 on node n2 exited with status 3");
@@ -1019,7 +971,7 @@ static void test_exit_status(void) {
     /* Killed by a signal: 128 + signal. */
     set_worker(&ws[2], 2, "n2", "exited", -1, 9);
     set_worker(&ws[3], 3, "n2", "exited", 0, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 137);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 137);
     ws[2].reason = "out of memory";
     CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)),
               "rank 2 on node n2 was killed by signal SIGKILL (out of memory)");
@@ -1027,14 +979,14 @@ static void test_exit_status(void) {
     /* Any exit status 1..255 is the rank's own (200 stays 200); a lost worker: 1. */
     set_worker(&ws[0], 0, "n1", "exited", 0, 0);
     set_worker(&ws[2], 2, "n2", "exited", 200, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 200);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 200);
     set_worker(&ws[2], 2, "n2", "exited", 255, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 255);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 255);
     set_worker(&ws[2], 2, "n2", "exited", 2, 0); /* a program's exit 2 is not a usage error */
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 2);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 2);
     CHECK(2 != HV_CLI_EXIT_USAGE);
     set_worker(&ws[2], 2, "", "lost", -1, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 1);
     CHECK_STR(hv_cli_worker_outcome(&ws[2], buf, sizeof(buf)), "rank 2 was lost");
 
     /* Elastic: a failure survived in generation 1 does not decide the status of a job that
@@ -1055,10 +1007,10 @@ static void test_exit_status(void) {
         ew[1].generation = 2;
         set_worker(&ew[2], 1, "n2", "exited", 0, 0);
         ew[2].generation = 2;
-        CHECK_INT(hv_cli_job_exit_status(&e, 0, &first), 1);
+        CHECK_EQ(hv_cli_job_exit_status(&e, 0, &first), 1);
         set_worker(&ew[2], 1, "n2", "exited", 4, 0); /* the last round's member failed */
         ew[2].generation = 2;
-        CHECK_INT(hv_cli_job_exit_status(&e, 0, &first), 4);
+        CHECK_EQ(hv_cli_job_exit_status(&e, 0, &first), 4);
         e.size = 2;
         e.resets = 2;
         CHECK_STR(hv_cli_elastic_summary(&e, buf, sizeof(buf)),
@@ -1067,12 +1019,12 @@ static void test_exit_status(void) {
 
     /* Failed with no failing worker (e.g. timed out waiting for slots): 1. */
     set_worker(&ws[2], 2, "n2", "pending", 0, 0);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, &first), 1);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, &first), 1);
     CHECK(first == NULL);
 
     v.state = "cancelled";
-    CHECK_INT(hv_cli_job_exit_status(&v, 1, NULL), 130);
-    CHECK_INT(hv_cli_job_exit_status(&v, 0, NULL), 1);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 1, NULL), 130);
+    CHECK_EQ(hv_cli_job_exit_status(&v, 0, NULL), 1);
 }
 
 static void test_elastic_formats(void) {
@@ -1230,8 +1182,8 @@ static void test_clean(void) {
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char buf[128];
         CHECK_STR(hv_cli_clean(cases[i].in, cases[i].flags, buf, sizeof(buf)), cases[i].want);
-        CHECK_INT(hv_cli_clean_needed(cases[i].in, cases[i].flags),
-                  strcmp(cases[i].in ? cases[i].in : "", cases[i].want) != 0);
+        CHECK_EQ(hv_cli_clean_needed(cases[i].in, cases[i].flags),
+                 strcmp(cases[i].in ? cases[i].in : "", cases[i].want) != 0);
         char *mem = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&mem, &len);
@@ -1269,7 +1221,7 @@ static void test_table(void) {
     CHECK_RC(hv_cli_table_add(t, r1), HV_OK);
     CHECK_RC(hv_cli_table_add(t, r2), HV_OK);
     CHECK_RC(hv_cli_table_add(t, r3), HV_OK);
-    CHECK_INT(hv_cli_table_rows(t), 3);
+    CHECK_EQ(hv_cli_table_rows(t), 3);
     char *out = capture(print_table, t);
     CHECK_STR(out, "ID  NAME       STATE\n"
                    "7   train.bin  running\n"
@@ -1388,10 +1340,10 @@ static void test_actor_history(void) {
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         size_t pick[20] = {0}, earlier = 99;
         size_t n = hv_cli_actor_history(ep, N, cases[c].actor, cases[c].max, pick, &earlier);
-        CHECK_INT((int)n, (int)cases[c].n);
-        CHECK_INT((int)earlier, (int)cases[c].earlier);
+        CHECK_EQ((int)n, (int)cases[c].n);
+        CHECK_EQ((int)earlier, (int)cases[c].earlier);
         for (size_t k = 0; k < n && k < 3; k++) {
-            CHECK_INT((int)pick[k], (int)cases[c].pick[k]);
+            CHECK_EQ((int)pick[k], (int)cases[c].pick[k]);
         }
     }
 }
@@ -1534,7 +1486,7 @@ static void test_json_embed(void) {
         out = capture(write_embed, &k);
         if (k.rc != HV_OK) {
             fprintf(stderr, "embed '%s': %s, want HV_OK\n", ok_any[i], hv_errname(k.rc));
-            test_failed = 1;
+            hv_check_failures++;
         }
         free(out);
     }
@@ -1570,7 +1522,7 @@ static void test_json_embed(void) {
         out = capture(write_embed, &k);
         if (k.rc != HV_EINVAL) {
             fprintf(stderr, "embed '%s': %s, want HV_EINVAL\n", bad[i], hv_errname(k.rc));
-            test_failed = 1;
+            hv_check_failures++;
         }
         CHECK_STR(out, "{\n  \"k\": null,\n  \"after\": 1\n}\n");
         free(out);
@@ -1639,7 +1591,7 @@ static void test_env_many(void) {
     hv_cli_submit_opts_t o;
     char err[HV_CLI_ERR_LEN];
     CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_INT(o.nenv, NAMES);
+    CHECK_EQ(o.nenv, NAMES);
     int bad = 0;
     for (size_t i = 0; i < o.nenv && bad < 5; i++) {
         char key[32], value[32];
@@ -1651,7 +1603,7 @@ static void test_env_many(void) {
             bad++;
         }
     }
-    CHECK_INT(bad, 0);
+    CHECK_EQ(bad, 0);
     hv_cli_submit_opts_fini(&o);
 
     /* The merge alone, on pairs with names given 1, 2 and 3 times. */
@@ -1664,7 +1616,7 @@ static void test_env_many(void) {
     }
     size_t n = 7;
     CHECK_RC(hv_cli_env_dedupe(kv, &n), HV_OK);
-    CHECK_INT(n, 4);
+    CHECK_EQ(n, 4);
     const char *want[][2] = {{"A", "3"}, {"B", "2"}, {"C", "1"}, {"D", ""}};
     for (size_t i = 0; i < n && i < 4; i++) {
         CHECK_STR(kv[i].key, want[i][0]);
@@ -1679,10 +1631,7 @@ static void test_env_many(void) {
 
 /* ---- runner --------------------------------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} tests[] = {
+static const hv_check_case_t tests[] = {
     {"parse_basic", test_parse_basic},
     {"parse_forms", test_parse_forms},
     {"parse_errors", test_parse_errors},
@@ -1723,22 +1672,7 @@ static void cleanup_tmpdir(void) {
 }
 
 int main(int argc, char **argv) {
-    int ran = 0, failed = 0;
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) {
-            continue;
-        }
-        test_failed = 0;
-        tests[i].fn();
-        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", tests[i].name);
-        ran++;
-        failed += test_failed;
-    }
+    int rc = hv_check_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv, NULL, NULL);
     cleanup_tmpdir();
-    if (ran == 0) {
-        fprintf(stderr, "no test named '%s'\n", argc > 1 ? argv[1] : "");
-        return 1;
-    }
-    printf("%d/%d passed\n", ran - failed, ran);
-    return failed ? 1 : 0;
+    return rc;
 }

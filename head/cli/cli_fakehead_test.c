@@ -23,59 +23,11 @@
 #include <unistd.h>
 
 #include "hv.pb-c.h"
+#include "hv_check.h"
 #include "mem.h"
 #include "rpc.h"
 #include "sha256.h"
 #include "util.h"
-
-static int test_failed;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_INT(got, want)                                                                       \
-    do {                                                                                           \
-        long long g__ = (long long)(got), w__ = (long long)(want);                                 \
-        if (g__ != w__) {                                                                          \
-            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, g__, w__);  \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g__ = (got), *w__ = (want);                                                    \
-        if (g__ == NULL || strcmp(g__, w__) != 0) {                                                \
-            fprintf(stderr, "%s:%d: %s =\n---\n%s---\nwant\n---\n%s---\n", __FILE__, __LINE__,     \
-                    #got, g__ ? g__ : "(null)\n", w__);                                            \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_HAS(got, sub)                                                                        \
-    do {                                                                                           \
-        const char *g__ = (got), *s__ = (sub);                                                     \
-        if (g__ == NULL || strstr(g__, s__) == NULL) {                                             \
-            fprintf(stderr, "%s:%d: %s =\n---\n%s---\ndoes not contain \"%s\"\n", __FILE__,        \
-                    __LINE__, #got, g__ ? g__ : "(null)\n", s__);                                  \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_LACKS(got, sub)                                                                      \
-    do {                                                                                           \
-        const char *g__ = (got), *s__ = (sub);                                                     \
-        if (g__ != NULL && strstr(g__, s__) != NULL) {                                             \
-            fprintf(stderr, "%s:%d: %s =\n---\n%s---\ncontains \"%s\"\n", __FILE__, __LINE__,      \
-                    #got, g__, s__);                                                               \
-            test_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
 
 /* ---- the fake head -------------------------------------------------------------------------- */
 
@@ -667,7 +619,7 @@ static void run_tool(run_t *r, const char *tool, const char *const *args) {
         if (now - t0 > 30000) {
             fprintf(stderr, "%s did not finish within 30 s: killed\n", tool);
             kill(pid, SIGKILL);
-            test_failed = 1;
+            hv_check_failures++;
         }
         if (sent < sigint_count && sent == 0 && watch_started_ms != 0 &&
             now - watch_started_ms >= sigint_after_ms) {
@@ -697,7 +649,7 @@ static void run_tool(run_t *r, const char *tool, const char *const *args) {
         if (r__->status != (want)) {                                                               \
             fprintf(stderr, "%s:%d: exit status %d, want %d; stderr:\n%s", __FILE__, __LINE__,     \
                     r__->status, (want), r__->err);                                                \
-            test_failed = 1;                                                                       \
+            hv_check_failures++;                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -860,27 +812,27 @@ static void test_submit_ok(void) {
     CHECK_LACKS(r.err, "generation 1 opened"); /* a fixed-size job's one round */
     CHECK_LACKS(r.err, "uploading");
     /* The head got both files, whole and verified, in 1 MiB pieces. */
-    CHECK_INT(n_upload, 3 + 1);
-    CHECK_INT(narts, 2);
+    CHECK_EQ(n_upload, 3 + 1);
+    CHECK_EQ(narts, 2);
     CHECK(arts[0].present && arts[1].present);
-    CHECK_INT(got_spec.binary_size, (5u << 19) + 17);
+    CHECK_EQ(got_spec.binary_size, (5u << 19) + 17);
     char want_digest[65];
     uint64_t size = 0;
     hv_sha256_file(bin, want_digest, &size);
     CHECK_STR(got_spec.binary_digest, want_digest);
     CHECK_STR(got_spec.binary_name, "train.bin");
     CHECK_STR(got_spec.name, "train.bin");
-    CHECK_INT(got_spec.binary_mode, 0755);
-    CHECK_INT(got_spec.np, 3);
+    CHECK_EQ(got_spec.binary_mode, 0755);
+    CHECK_EQ(got_spec.np, 3);
     CHECK_STR(got_spec.args, "--epochs|2|-np|9|");
     CHECK_STR(got_spec.env, "LR=0.1|EMPTY=|");
     CHECK_STR(got_spec.files, "data.txt:present|");
     CHECK(got_spec.user[0] != '\0');
     /* A fixed-size job: nothing elastic in the spec, no summary at the end. */
-    CHECK_INT(got_spec.elastic, 0);
-    CHECK_INT(got_spec.max_resets_set, 0);
-    CHECK_INT(got_spec.cooldown_set, 0);
-    CHECK_INT(got_spec.check_every, 0);
+    CHECK_EQ(got_spec.elastic, 0);
+    CHECK_EQ(got_spec.max_resets_set, 0);
+    CHECK_EQ(got_spec.cooldown_set, 0);
+    CHECK_EQ(got_spec.check_every, 0);
     CHECK_LACKS(r.err, "generation");
     run_free(&r);
 
@@ -889,9 +841,9 @@ static void test_submit_ok(void) {
     const char *args2[] = {"--name", "resnet", "--quiet", bin, NULL};
     run_tool(&r, "hvsubmit", args2);
     CHECK_STATUS(&r, 0);
-    CHECK_INT(n_upload, 0);
-    CHECK_INT(n_stat, 1);
-    CHECK_INT(got_spec.np, 0);
+    CHECK_EQ(n_upload, 0);
+    CHECK_EQ(n_stat, 1);
+    CHECK_EQ(got_spec.np, 0);
     CHECK_STR(got_spec.name, "resnet");
     CHECK_HAS(r.err, "hvsubmit: job 7 takes every free slot: 4 workers\n");
     CHECK_LACKS(r.err, "is running"); /* --quiet */
@@ -911,7 +863,7 @@ static void test_upload_progress(void) {
     run_tool(&r, "hvsubmit", args);
     upload_delay_ms = 0;
     CHECK_STATUS(&r, 0);
-    CHECK_INT(n_upload, 4);
+    CHECK_EQ(n_upload, 4);
     CHECK_HAS(r.err, "hvsubmit: uploading slow.bin: ");
     CHECK_HAS(r.err, "% (");
     CHECK_HAS(r.err, " of 3.5 MiB)\n");
@@ -940,7 +892,7 @@ static void test_upload_resume_and_limit(void) {
     const char *args[] = {"-v", "-np", "2", bin, NULL};
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 0);
-    CHECK_INT(n_upload, 2); /* 2 MiB..3 MiB, then the last 5 bytes */
+    CHECK_EQ(n_upload, 2); /* 2 MiB..3 MiB, then the last 5 bytes */
     CHECK(a->present);
     CHECK_HAS(r.err, "from byte 2097152");
     run_free(&r);
@@ -954,8 +906,8 @@ static void test_upload_resume_and_limit(void) {
     run_tool(&r, "hvsubmit", args2);
     max_size = 1ull << 30;
     CHECK_STATUS(&r, 65);
-    CHECK_INT(n_upload, 0);
-    CHECK_INT(n_submit, 0);
+    CHECK_EQ(n_upload, 0);
+    CHECK_EQ(n_submit, 0);
     CHECK_HAS(r.err, "huge.bin is 2.5 MiB, over the head's upload limit of 1.0 MiB (max_upload in "
                      "the head's config)");
     run_free(&r);
@@ -1042,9 +994,9 @@ static void test_watch_resume(void) {
     const char *args[] = {"-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 0);
-    CHECK_INT(n_watch, 2);
-    CHECK_INT(last_log_offset, 2);
-    CHECK_INT(last_event_after, 30);
+    CHECK_EQ(n_watch, 2);
+    CHECK_EQ(last_log_offset, 2);
+    CHECK_EQ(last_event_after, 30);
     CHECK_STR(r.out, "[0]<stdout>:line a\n[0]<stdout>:line b\n[0]<stdout>:line c\n");
     CHECK_HAS(r.err, "hvsubmit: lost the head, reconnecting...\n");
     CHECK_HAS(r.err, "hvsubmit: reconnected to the head\n");
@@ -1071,7 +1023,7 @@ static void test_sigint(void) {
     const char *args[] = {"-np", "3", bin, NULL};
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 130);
-    CHECK_INT(n_cancel, 1);
+    CHECK_EQ(n_cancel, 1);
     CHECK_STR(r.out, "[0]<stdout>:step 1\n");
     CHECK_HAS(r.err, "hvsubmit: cancelling job 7...\n");
     CHECK_HAS(r.err, "hvsubmit: job 7 cancelled: cancelled by user\n");
@@ -1083,7 +1035,7 @@ static void test_sigint(void) {
     sigint_count = 2;
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 130);
-    CHECK_INT(n_cancel, 1);
+    CHECK_EQ(n_cancel, 1);
     CHECK(r.ms < 5000);
     CHECK_HAS(r.err, "interrupted again");
     run_free(&r);
@@ -1102,7 +1054,7 @@ static void test_refused_detach_unreachable(void) {
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 65);
     CHECK_STR(r.err, "hvsubmit: job needs 64 slots, the cluster has at most 8\n");
-    CHECK_INT(n_watch, 0);
+    CHECK_EQ(n_watch, 0);
     run_free(&r);
 
     /* The head's own UNAVAILABLE is its message, not "cannot reach the head". */
@@ -1126,7 +1078,7 @@ static void test_refused_detach_unreachable(void) {
     run_tool(&r, "hvsubmit", args2);
     CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "7\n");
-    CHECK_INT(n_watch, 0);
+    CHECK_EQ(n_watch, 0);
     run_free(&r);
 
     /* A head that is not there: a clear message within seconds. */
@@ -1147,7 +1099,7 @@ static void test_refused_detach_unreachable(void) {
     run_tool(&r, "hvsubmit", args4);
     CHECK_STATUS(&r, 65);
     CHECK_HAS(r.err, "train.sh is a script, not an ELF executable");
-    CHECK_INT(n_stat, 0);
+    CHECK_EQ(n_stat, 0);
     run_free(&r);
 }
 
@@ -1178,7 +1130,7 @@ static void test_head_words(void) {
     CHECK_STATUS(&r, 75);
     CHECK_STR(r.err, "hvctl: too many watch streams: 2 open, limit 2 (limits.max_watch_streams); "
                      "job 7 is not affected: follow it later (hvctl logs -f 7)\n");
-    CHECK_INT(n_watch, 1);
+    CHECK_EQ(n_watch, 1);
     run_free(&r);
 
     reset_counts();
@@ -1188,7 +1140,7 @@ static void test_head_words(void) {
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 75);
     CHECK_HAS(r.err, "too many watch streams: 2 open, limit 2");
-    CHECK_INT(n_submit, 1);
+    CHECK_EQ(n_submit, 1);
     run_free(&r);
 }
 
@@ -1309,7 +1261,7 @@ static void test_hvctl(void) {
     for (const char *p = r.out; *p; p++) {
         lines += *p == '\n';
     }
-    CHECK_INT(lines, 5);
+    CHECK_EQ(lines, 5);
     run_free(&r);
 
     const char *a8[] = {"cancel", "7", NULL};
@@ -1388,17 +1340,17 @@ static void test_submit_elastic(void) {
                           NULL};
     run_tool(&r, "hvsubmit", args);
     CHECK_STATUS(&r, 0);
-    CHECK_INT(got_spec.np, 4);
-    CHECK_INT(got_spec.min_np, 2);
-    CHECK_INT(got_spec.max_np, 8);
-    CHECK_INT(got_spec.elastic, 1);
-    CHECK_INT(got_spec.max_resets, 3);
-    CHECK_INT(got_spec.max_resets_set, 1);
-    CHECK_INT(got_spec.elastic_timeout_s, 300);
-    CHECK_INT(got_spec.check_every, 10);
-    CHECK_INT(got_spec.cooldown_min_s, 30);
-    CHECK_INT(got_spec.cooldown_max_s, 600);
-    CHECK_INT(got_spec.cooldown_set, 1);
+    CHECK_EQ(got_spec.np, 4);
+    CHECK_EQ(got_spec.min_np, 2);
+    CHECK_EQ(got_spec.max_np, 8);
+    CHECK_EQ(got_spec.elastic, 1);
+    CHECK_EQ(got_spec.max_resets, 3);
+    CHECK_EQ(got_spec.max_resets_set, 1);
+    CHECK_EQ(got_spec.elastic_timeout_s, 300);
+    CHECK_EQ(got_spec.check_every, 10);
+    CHECK_EQ(got_spec.cooldown_min_s, 30);
+    CHECK_EQ(got_spec.cooldown_max_s, 600);
+    CHECK_EQ(got_spec.cooldown_set, 1);
     CHECK_HAS(r.err, "hvsubmit: job 7 submitted (4 workers, elastic: 2 to 8)\n");
     CHECK_HAS(r.err, "hvsubmit: generation 3 opened (roll back): failure: rank 1 on n1 exited "
                      "with status 3\n");
@@ -1414,17 +1366,17 @@ static void test_submit_elastic(void) {
                            bin,        NULL};
     run_tool(&r, "hvsubmit", args2);
     CHECK_STATUS(&r, 0);
-    CHECK_INT(got_spec.np, 0);
-    CHECK_INT(got_spec.min_np, 0);
-    CHECK_INT(got_spec.max_np, 8);
-    CHECK_INT(got_spec.elastic, 1);
-    CHECK_INT(got_spec.max_resets, 0);
-    CHECK_INT(got_spec.max_resets_set, 1);
-    CHECK_INT(got_spec.cooldown_min_s, 0);
-    CHECK_INT(got_spec.cooldown_max_s, 0);
-    CHECK_INT(got_spec.cooldown_set, 1);
-    CHECK_INT(got_spec.check_every, 0);       /* the head's default */
-    CHECK_INT(got_spec.elastic_timeout_s, 0); /* the head's default */
+    CHECK_EQ(got_spec.np, 0);
+    CHECK_EQ(got_spec.min_np, 0);
+    CHECK_EQ(got_spec.max_np, 8);
+    CHECK_EQ(got_spec.elastic, 1);
+    CHECK_EQ(got_spec.max_resets, 0);
+    CHECK_EQ(got_spec.max_resets_set, 1);
+    CHECK_EQ(got_spec.cooldown_min_s, 0);
+    CHECK_EQ(got_spec.cooldown_max_s, 0);
+    CHECK_EQ(got_spec.cooldown_set, 1);
+    CHECK_EQ(got_spec.check_every, 0);       /* the head's default */
+    CHECK_EQ(got_spec.elastic_timeout_s, 0); /* the head's default */
     CHECK_HAS(r.err, "hvsubmit: job 7 submitted (4 workers, elastic: at most 8)\n");
     run_free(&r);
 
@@ -1433,9 +1385,9 @@ static void test_submit_elastic(void) {
     const char *args3[] = {"--quiet", "--min-np", "2", bin, NULL};
     run_tool(&r, "hvsubmit", args3);
     CHECK_STATUS(&r, 0);
-    CHECK_INT(got_spec.elastic, 1);
-    CHECK_INT(got_spec.max_resets_set, 0);
-    CHECK_INT(got_spec.cooldown_set, 0);
+    CHECK_EQ(got_spec.elastic, 1);
+    CHECK_EQ(got_spec.max_resets_set, 0);
+    CHECK_EQ(got_spec.cooldown_set, 0);
     CHECK_HAS(r.err, "elastic: at least 2)");
     CHECK_LACKS(r.err, "generation");
     run_free(&r);
@@ -1488,8 +1440,8 @@ static void test_submit_elastic(void) {
         run_tool(&r, "hvsubmit", a5);
         CHECK_STATUS(&r, 64);
         CHECK_HAS(r.err, bad[i].msg);
-        CHECK_INT(n_stat, 0);
-        CHECK_INT(n_submit, 0);
+        CHECK_EQ(n_stat, 0);
+        CHECK_EQ(n_submit, 0);
         run_free(&r);
     }
 
@@ -1753,8 +1705,8 @@ static void test_hvctl_drain(void) {
     run_tool(&r, "hvctl", a1);
     CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "node gpu-node-1 (id 1): draining, 2/8 slots used\n");
-    CHECK_INT(got_drain.n, 1);
-    CHECK_INT(got_drain.drain, 1);
+    CHECK_EQ(got_drain.n, 1);
+    CHECK_EQ(got_drain.drain, 1);
     CHECK_STR(got_drain.node, "gpu-node-1");
     CHECK_STR(got_drain.reason, "spot notice");
     run_free(&r);
@@ -1763,7 +1715,7 @@ static void test_hvctl_drain(void) {
     run_tool(&r, "hvctl", a2);
     CHECK_STATUS(&r, 0);
     CHECK_STR(r.out, "node gpu-node-1 (id 1): alive, 2/8 slots used\n");
-    CHECK_INT(got_drain.drain, 0);
+    CHECK_EQ(got_drain.drain, 0);
     CHECK_STR(got_drain.node, "1");
     CHECK(strncmp(got_drain.reason, "hvctl undrain", 13) == 0);
     run_free(&r);
@@ -1825,15 +1777,12 @@ static void test_hvctl_drain(void) {
         CHECK_HAS(r.err, bad[i].msg);
         run_free(&r);
     }
-    CHECK_INT(got_drain.n, before);
+    CHECK_EQ(got_drain.n, before);
 }
 
 /* ---- runner --------------------------------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} tests[] = {
+static const hv_check_case_t tests[] = {
     {"submit_ok", test_submit_ok},
     {"upload_resume_and_limit", test_upload_resume_and_limit},
     {"upload_progress", test_upload_progress},
@@ -1870,30 +1819,15 @@ int main(int argc, char **argv) {
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0); // each case's line out before the tools it runs write
     views_init();
     server_up();
-    int ran = 0, failed = 0;
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) {
-            continue;
-        }
-        test_failed = 0;
-        tests[i].fn();
-        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", tests[i].name);
-        fflush(stdout);
-        ran++;
-        failed += test_failed;
-    }
+    int rc = hv_check_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv, NULL, NULL);
     server_down();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) {
         fprintf(stderr, "warning: could not remove %s\n", tmpdir);
     }
-    if (ran == 0) {
-        fprintf(stderr, "no test named '%s'\n", argc > 1 ? argv[1] : "");
-        return 1;
-    }
-    printf("%d/%d passed\n", ran - failed, ran);
-    return failed ? 1 : 0;
+    return rc;
 }

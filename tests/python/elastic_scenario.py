@@ -7,7 +7,9 @@ map of 16 Gaussian features; the data depend on --data-seed only, the weights an
 --seed) through hv.torch: DistributedOptimizer (op Sum, divided by the step's global sample
 count), hv.torch.elastic.TorchState (model, optimizer, sampler, scalars), ElasticSampler with a
 constant global batch (the same optimisation at any world size), @hvd.elastic.run and a reset
-callback. It takes a second or two per epoch, mostly the --step-delay-ms the tests ask for.
+callback. The training loop is examples/python/train_fmnist.py's (its Trainer, with this
+program's faults, constant learning rate, output and stop file). It takes a second or two per
+epoch, mostly the --step-delay-ms the tests ask for.
 
 Output, as examples/elastic_train prints it (stdout, rank 0):
   elastic_scenario: epoch=E size=W generation=G rank0=NODE samples=S duplicates=D exact=X
@@ -35,13 +37,17 @@ import argparse
 import os
 import signal
 import sys
-import time
 
 import hv.torch as hvd  # before torch: a node without torch fails with one clear line
-import hv
 
 import torch
-import torch.nn.functional as F
+
+# The example's training loop: shipped beside this file (hvsubmit --file, as
+# tests/python/elastic_scenario.sh does), else from the source tree; no bytecode written there.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                             "examples", "python"))
+sys.dont_write_bytecode = True
+import train_fmnist  # noqa: E402
 
 FEATURES, HIDDEN, CLASSES = 16, 32, 4
 PREFIX = "elastic_scenario: "
@@ -98,21 +104,22 @@ def make_data(seed, n_train, n_test):
     return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
 
 
-class Trainer:
-    def __init__(self, a, train, test, model, opt, state):
-        self.a, self.train, self.test = a, train, test
-        self.model, self.opt, self.state = model, opt, state
-        self.entered = False
-        self.printed = 0  # epochs whose line rank 0 printed (rank 0's word, see confirm())
-        self.report = None
-        self.timed_epoch, self.t_start = -1, 0.0
+class Trainer(train_fmnist.Trainer):
+    """train_fmnist's loop with this program's faults, output and stop file; the learning rate
+    stays --lr."""
+
+    PREFIX = PREFIX
+
+    def lr_now(self):
+        return self.a.lr
 
     def on_reset(self):
         if hvd.rank() == 0:
             sys.stderr.write(PREFIX + "reset: %d workers (generation %d)\n" %
                              (hvd.size(), hvd.elastic.generation()))
 
-    def faults(self):
+    def maybe_kill(self):
+        """--kill-at and --exit-at, before each step."""
         s = self.state
         for f, kill in ((self.a.kill_at, True), (self.a.exit_at, False)):
             if f is None:
@@ -130,38 +137,6 @@ class Trainer:
                 os.kill(os.getpid(), signal.SIGKILL)
             os._exit(code)
 
-    def step(self, idx):
-        x, y = self.train
-        self.opt.zero_grad()
-        loss = torch.zeros(1, dtype=torch.float64)
-        if idx:
-            i = torch.tensor(idx)
-            lsum = F.cross_entropy(self.model(x[i]), y[i], reduction="sum")
-            loss += lsum.item()
-            h = hvd.allreduce_async_(loss, name="loss", op=hvd.Sum)
-            lsum.backward()
-        else:
-            h = hvd.allreduce_async_(loss, name="loss", op=hvd.Sum)
-        self.opt.synchronize()  # a rank without samples submits zeros
-        total = self.state.sampler.step_samples
-        for p in self.model.parameters():
-            p.grad.div_(total)
-        hvd.synchronize(h)
-        with self.opt.skip_synchronize():
-            self.opt.step()
-        self.state.loss_sum += loss.item()
-
-    def evaluate(self):
-        x, y = self.test
-        n, r, w = len(y), hvd.rank(), hvd.size()
-        lo, hi = n * r // w, n * (r + 1) // w
-        correct = torch.zeros(1, dtype=torch.int64)
-        with torch.no_grad():
-            if hi > lo:
-                correct += (self.model(x[lo:hi]).argmax(1) == y[lo:hi]).sum()
-        hvd.allreduce_(correct, name="eval.correct", op=hvd.Sum)
-        return correct.item() / n
-
     def logged(self, epoch):
         try:
             with open(self.a.epoch_log) as f:
@@ -169,82 +144,26 @@ class Trainer:
         except FileNotFoundError:
             return False
 
-    def print_report(self):
-        """Rank 0 prints the line of the epoch the state has just completed, once."""
-        rep = self.report
-        if (self.printed >= self.state.epoch or rep is None or
-                rep["epoch"] + 1 != self.state.epoch or hvd.rank() != 0):
-            return
-        self.printed = self.state.epoch
-        if self.a.epoch_log and self.logged(rep["epoch"]):
-            return  # the rank 0 before this one wrote it
-        line = (PREFIX + "epoch=%d size=%d generation=%d rank0=%s samples=%d duplicates=%d "
-                "exact=%d loss=%.4f accuracy=%.4f seconds=%.2f\n" %
-                (rep["epoch"], rep["size"], rep["generation"], hv.host_name(), rep["samples"],
-                 rep["duplicates"], rep["exact"], rep["loss"], rep["accuracy"], rep["seconds"]))
+    def emit(self, line):
         if self.a.epoch_log:
+            if self.logged(self.report["epoch"]):
+                return  # the rank 0 before this one wrote it
             with open(self.a.epoch_log, "a") as f:
-                f.write(line)
-        sys.stdout.write(line)
+                f.write(line + "\n")
+        sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    def confirm(self):
-        """Every rank takes rank 0's word for which epochs were printed."""
-        t = torch.tensor([self.printed if hvd.rank() == 0 else 0], dtype=torch.int64)
-        hvd.allreduce_(t, name="report.printed", op=hvd.Max)
-        self.printed = max(self.printed, int(t.item()))
-
     def run(self, state):
-        """Under hvd.elastic.run: called again after every reset, so it goes on from the
-        state, never from local variables."""
-        if not self.entered:
-            self.entered = True
-            self.printed = state.epoch  # a worker that joins does not print earlier epochs
-        else:
-            self.print_report()
-        self.confirm()
-        if state.first_gen == 0:
-            state.first_gen = hvd.elastic.generation()
-            state.commit()
-        n = len(self.train[1])
+        """train_fmnist's run(), ending early at --stop-file."""
+        self.resume(state)
         while state.epoch < min(self.a.epochs, state.stop_at or self.a.epochs):
-            if self.timed_epoch != state.epoch:
-                self.timed_epoch, self.t_start = state.epoch, time.monotonic()
-            for idx in state.sampler.batches():
-                self.faults()
-                self.step(idx)
-                state.batch += 1
-                state.commit()
-                if self.a.step_delay_ms:
-                    time.sleep(self.a.step_delay_ms / 1000.0)
-            st = state.sampler.stats()
-            accuracy = self.evaluate()
-            state.sampler.next_epoch()
+            self.train_epoch(state)
             if self.a.stop_file and not state.stop_at:
                 t = torch.tensor([int(hvd.rank() == 0 and os.path.exists(self.a.stop_file))])
                 hvd.allreduce_(t, name="stop", op=hvd.Max)
                 if t.item():
-                    state.stop_at = state.epoch + 1  # committed with the epoch below
-            self.report = dict(
-                epoch=state.epoch, size=hvd.size(), generation=hvd.elastic.generation(),
-                samples=st["processed"], duplicates=st["duplicates"],
-                exact=int(st["processed"] == n and st["duplicates"] == 0 and
-                          st["checksum"] == n * (n - 1) // 2),
-                loss=state.loss_sum / max(st["processed"], 1), accuracy=accuracy,
-                seconds=time.monotonic() - self.t_start)
-            state.epoch += 1
-            state.batch = 0
-            state.loss_sum = 0.0
-            state.accuracy = accuracy
-            reset = None
-            try:
-                state.commit()  # the next epoch is committed before its line is printed
-            except hvd.HostsUpdatedInterrupt as exc:
-                reset = exc
-            self.print_report()
-            self.confirm()
-            if reset is not None:
-                raise reset
+                    state.stop_at = state.epoch + 1  # committed with the epoch in end_epoch
+            self.end_epoch(state)
 
 
 def main(argv):

@@ -13,8 +13,9 @@ TRAIN_ARGS="$HV_SRC_DIR/tests/python/elastic_scenario.py --train-limit 1024 --te
 # Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
 # sanitizer runtimes preloaded (as tests/python/train_fmnist.sh does), leak detection off.
 PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
-PY_ENV=""
-[ -n "$PRE" ] && PY_ENV="--env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+# PY_ENV also ships examples/python/train_fmnist.py, whose training loop the program imports.
+PY_ENV="--file $HV_SRC_DIR/examples/python/train_fmnist.py"
+[ -n "$PRE" ] && PY_ENV="$PY_ENV --env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
 
 # epoch_lines NAME: the epoch lines without the log prefix; from $TMP/NAME.epochs when the run
 # wrote them there too (--epoch-log: see elastic.sh's epoch_lines).
