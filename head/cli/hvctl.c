@@ -504,7 +504,7 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
         strcmp(c, "audit") != 0) {
         return ctl_usage_error("--limit goes with 'jobs', 'events' or 'audit', not '%s'", c);
     }
-    if (saw_reason && !takes_node) {
+    if (saw_reason && (!takes_node || strcmp(c, "revoke") == 0)) { // revoke keeps no reason
         return ctl_usage_error("--reason goes with 'drain' or 'undrain', not '%s'", c);
     }
     return -1;

@@ -134,6 +134,11 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
             *status = HV_CLI_EXIT_OK;
             return 1;
         }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) { // as hvctl's other commands
+            printf(PROG " %s\n", HV_VERSION_STRING);
+            *status = HV_CLI_EXIT_OK;
+            return 1;
+        }
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
             used = 0;

@@ -48,6 +48,18 @@ for c in status nodes jobs job logs cancel events cost drain undrain audit "node
     "$BIN/hvctl" $c --help >"$TMP/h.out" 2>&1 || fail "hvctl $c --help: exit $?"
     assert_grep "$TMP/h.out" "usage: hvctl \[--head HOST:PORT\] \[--json\] $c"
 done
+# The actor commands answer --version and -V as every other command does.
+for c in actors "actor x" "actor create" "kill-actor x"; do
+    for v in --version -V; do
+        # shellcheck disable=SC2086 # a command of two words is two arguments
+        "$BIN/hvctl" $c $v >"$TMP/v.out" 2>&1 || fail "hvctl $c $v: exit $?: $(cat "$TMP/v.out")"
+        grep -Eq "^hvctl [0-9]+\.[0-9]+" "$TMP/v.out" || fail "hvctl $c $v printed: $(cat "$TMP/v.out")"
+    done
+done
+# A revocation keeps no reason: --reason is refused, not silently dropped.
+"$BIN/hvctl" --head 127.0.0.1:1 node revoke node-a --reason why 2>"$TMP/u.err"; ec=$?
+[ $ec -eq 64 ] || fail "hvctl node revoke --reason: exit $ec, want 64"
+assert_grep "$TMP/u.err" "--reason goes with 'drain' or 'undrain', not 'revoke'"
 
 # ---- a malformed config: the file's terms, not libyaml's ---------------------------------------
 printf 'listen: [127.0.0.1:0\ndata_dir: %s\n' "$TMP/x" >"$TMP/bad.yaml"
