@@ -227,6 +227,15 @@ static void usage_stop(FILE *f) {
                "that no head holds is stale: it is removed, nobody is signalled, exit 1.\n");
 }
 
+static void usage_backup(FILE *f) {
+    fprintf(f, "usage: hvhead backup [--config FILE] [--data-dir DIR] --to NEW_DIR\n"
+               "\n"
+               "Copies DATA_DIR (from --data-dir or the config) into NEW_DIR, which must not\n"
+               "exist: the state database consistently (while a head runs on it or not), the\n"
+               "tokens, the saved states and copies. A head started on NEW_DIR, or a copy of it,\n"
+               "restores it (docs/operations.md \"Backup and restore\").\n");
+}
+
 /* A usage error, the same shape in all hv tools: "hvhead: MSG (see hvhead --help)", exit 64. */
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "hvhead: ");
@@ -442,34 +451,43 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
         strcmp(o->cmd, "backup") != 0) {
         return usage_error("unknown command '%s' (start, stop, token or backup)", o->cmd);
     }
+    const int start = strcmp(o->cmd, "start") == 0, backup = strcmp(o->cmd, "backup") == 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            strcmp(o->cmd, "start") == 0  ? usage_start(stdout)
+            start                         ? usage_start(stdout)
             : strcmp(o->cmd, "stop") == 0 ? usage_stop(stdout)
-                                          : usage(stdout);
+                                          : usage_backup(stdout);
             exit(0);
         }
         if (strcmp(a, "--version") == 0) {
             printf("hvhead %s\n", HV_VERSION_STRING);
             exit(0);
         }
-        if (strcmp(a, "--daemon") == 0) {
+        /* Each command takes only the options it uses: a stop or a backup given --daemon,
+         * --listen or --log-file would otherwise ignore them silently. */
+        if (strcmp(a, "--daemon") == 0 && start) {
             o->daemon = 1;
             continue;
         } else if (strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) {
             slot = &o->config;
         } else if (strcmp(a, "--data-dir") == 0) {
             slot = &o->data_dir;
-        } else if (strcmp(a, "--listen") == 0) {
+        } else if (strcmp(a, "--listen") == 0 && start) {
             slot = &o->listen;
-        } else if (strcmp(a, "--pid-file") == 0) {
+        } else if (strcmp(a, "--pid-file") == 0 && !backup) {
             slot = &o->pid_file;
-        } else if (strcmp(a, "--log-file") == 0) {
+        } else if (strcmp(a, "--log-file") == 0 && start) {
             slot = &o->log_file;
-        } else if (strcmp(a, "--to") == 0 && strcmp(o->cmd, "backup") == 0) {
+        } else if (strcmp(a, "--to") == 0 && backup) {
             slot = &o->to;
+        } else if ((strcmp(a, "--daemon") == 0 || strcmp(a, "--listen") == 0 ||
+                    strcmp(a, "--pid-file") == 0 || strcmp(a, "--log-file") == 0 ||
+                    strcmp(a, "--to") == 0)) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "option '%s' does not go with '%s'", a, o->cmd);
+            return usage_error("%s", msg);
         } else {
             return usage_error("unknown option '%s'", a);
         }
@@ -1053,6 +1071,12 @@ int main(int argc, char **argv) {
     malloc_tune();
     hv_log_init("hvhead");
     if (argc >= 2 && strcmp(argv[1], "token") == 0) {
+        for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+            if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+                printf("hvhead %s\n", HV_VERSION_STRING); // not the hvctl it runs
+                return 0;
+            }
+        }
         return cmd_token(argc, argv);
     }
     int ec = parse_args(argc, argv, &o);

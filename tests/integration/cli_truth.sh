@@ -29,6 +29,19 @@ assert_grep "$TMP/h.out" "usage: hvhead start"
 assert_grep "$TMP/h.out" "--config FILE"
 "$BIN/hvhead" stop --help >"$TMP/h.out" 2>&1 || fail "hvhead stop --help: exit $?"
 assert_grep "$TMP/h.out" "usage: hvhead stop"
+"$BIN/hvhead" backup --help >"$TMP/h.out" 2>&1 || fail "hvhead backup --help: exit $?"
+assert_grep "$TMP/h.out" "usage: hvhead backup \[--config FILE\] \[--data-dir DIR\] --to NEW_DIR"
+"$BIN/hvhead" token --version >"$TMP/v.out" 2>&1 || fail "hvhead token --version: exit $?"
+grep -Eq "^hvhead [0-9]+\.[0-9]+" "$TMP/v.out" || fail "hvhead token --version printed: $(cat "$TMP/v.out")"
+# Each hvhead command takes only its own options: none is ignored silently.
+for c in "stop --daemon" "stop --listen 127.0.0.1:1" "stop --log-file x" "backup --pid-file x"; do
+    # shellcheck disable=SC2086 # the command, its option and a value are separate arguments
+    set -- $c
+    "$BIN/hvhead" "$@" 2>"$TMP/u.err"; ec=$?
+    [ $ec -eq 64 ] || fail "hvhead $c: exit $ec, want 64"
+    grep -qx "hvhead: option '$2' does not go with '$1' (see hvhead --help)" "$TMP/u.err" ||
+        fail "hvhead $c: $(cat "$TMP/u.err")"
+done
 "$BIN/hvhead" start --bogus 2>"$TMP/u.err"; ec=$?
 [ $ec -eq 64 ] || fail "hvhead start --bogus: exit $ec, want 64"
 grep -qx "hvhead: unknown option '--bogus' (see hvhead --help)" "$TMP/u.err" || fail "hvhead: $(cat "$TMP/u.err")"
