@@ -132,14 +132,15 @@ static int64_t stat_mtime_ns(const struct stat *st) {
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* Records (or updates) the file of digest as st shows it. */
-static void file_note(hv_artifact_cache_t *c, const char *digest, const struct stat *st,
-                      int verified) {
+/* Records (or updates) the file of digest as st shows it. Returns its record, NULL when out of
+ * memory. */
+static file_t *file_note(hv_artifact_cache_t *c, const char *digest, const struct stat *st,
+                         int verified) {
     file_t *f = file_find(c, digest);
     if (f == NULL) {
         f = hv_calloc(1, sizeof(*f));
         if (f == NULL) {
-            return; // the file is not counted until its next use: the bound is kept loosely
+            return NULL; // the file is not counted until its next use: the bound is kept loosely
         }
         snprintf(f->digest, sizeof(f->digest), "%s", digest);
         f->next = c->files;
@@ -158,6 +159,7 @@ static void file_note(hv_artifact_cache_t *c, const char *digest, const struct s
     if (f->last_use > c->last_use_max) {
         c->last_use_max = f->last_use;
     }
+    return f;
 }
 
 /* The file of digest is gone from disk (or was never there): drop its record. */
@@ -298,13 +300,10 @@ static void cache_touch(hv_artifact_cache_t *c, const char *digest, const char *
             HV_LOG(HV_LOG_DEBUG, "agent", "HV-AGENT-CACHE-TOUCH", "cannot set the mtime of %s: %s",
                    path, strerror(errno));
         }
-        if (fstat(fd, &st) == 0) {
-            file_note(c, digest, &st, verified);
-            file_t *g = file_find(c, digest);
-            if (g != NULL && g->last_use < use) {
-                g->last_use = use; // a file system with coarser times: the order is kept here
-                c->last_use_max = use;
-            }
+        file_t *g = fstat(fd, &st) == 0 ? file_note(c, digest, &st, verified) : NULL;
+        if (g != NULL && g->last_use < use) {
+            g->last_use = use; // a file system with coarser times: the order is kept here
+            c->last_use_max = use;
         }
     }
     close(fd);
