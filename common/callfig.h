@@ -2,7 +2,7 @@
  * callfig: the call figures of one actor process (issue 17 §3): calls answered OK, calls that
  * failed with a method error, argument and result bytes, and the service time of each call
  * (from the start of its dispatch to its reply queued) in a small fixed histogram. The actor's
- * server (worker_lib/actor.c) counts them on its dispatcher thread and writes them as one text
+ * server (worker_lib/actor/actor.c) counts them on its dispatcher thread and writes them as one text
  * line to the file HV_ACTOR_FIGURES_OUT names; the agent reads that line back and reports it to
  * the head; the head sums the figures of an actor's processes (head/core/actorfig.c) and derives
  * the median and p99 from the histogram for hvctl, the status page and /metrics.

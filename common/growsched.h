@@ -1,7 +1,7 @@
 /*
  * growsched: a job's growth schedule, "EPOCH:SIZE[,EPOCH:SIZE...]" (hvsubmit --grow 0:2,30:4,60:8:
  * 2 workers from epoch 0, 4 from epoch 30, 8 from epoch 60). hvsubmit checks it and derives the
- * job's first size from it; libhv (worker_lib/grow.c) reads it from HV_GROW_SCHEDULE and asks
+ * job's first size from it; libhv (worker_lib/elastic/grow.c) reads it from HV_GROW_SCHEDULE and asks
  * the head for each new size at the epoch boundary. Pure: no I/O, no allocation.
  */
 #ifndef HV_COMMON_GROWSCHED_H

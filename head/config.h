@@ -60,7 +60,7 @@ typedef struct hv_head_config_s {
     uint32_t upload_timeout_s; /* an unfinished upload untouched this long is removed; 3600 */
     uint32_t kill_grace_ms;    /* SIGTERM to SIGKILL delay for workers; 5000; 0..600000 */
     uint32_t job_wait_timeout_s; /* default bound for a job waiting for slots; 600; 1..604800 */
-    /* Job output files (<data_dir>/logs; head/driver/joblog.h): past a cap, output is dropped with a
+    /* Job output files (<data_dir>/logs; head/store/joblog.h): past a cap, output is dropped with a
      * marker line so the state database always has room. */
     struct {
         uint64_t max_job_bytes;      /* one job's log; 256 MiB; 1 KiB..1 TiB */
@@ -70,7 +70,7 @@ typedef struct hv_head_config_s {
                                       * quarter of the data file system; 0..1 TiB */
     } logs;
     /* How long finished jobs stay in the state database with their workers, events (rounds) and
-     * logs (head/driver/history.h, docs/operations.md "History"). 0 = no limit of that kind. */
+     * logs (head/store/history.h, docs/operations.md "History"). 0 = no limit of that kind. */
     struct {
         uint32_t max_age_days;     /* finished jobs that ended longer ago go; 0 (keep); 0..36500 */
         uint32_t max_jobs;         /* finished jobs beyond the newest N go; 0 (keep) */
@@ -89,7 +89,7 @@ typedef struct hv_head_config_s {
     } elastic;
     /* The durable tier of the jobs' state copies (docs/RELIABILITY.md "The durable tier"): the
      * head writes its newest copy of each running elastic job there every interval_s seconds,
-     * off its loop thread (head/driver/durable.c). Off unless dir or upload is set; at most one
+     * off its loop thread (head/store/durable.c). Off unless dir or upload is set; at most one
      * of the two; upload needs download. */
     struct {
         char *dir;           /* key state_copies.durable.dir: an absolute path (a shared file

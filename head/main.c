@@ -335,7 +335,7 @@ static int head_job_held(void *ud, uint64_t job_id) {
     return 0;
 }
 
-/* The history's retention (head/driver/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
+/* The history's retention (head/store/history.h): at start (batches: HV_HISTORY_START_BATCHES) and
  * every history.prune_interval_s (one batch, on the loop). */
 static void head_prune_history(head_t *h, int batches) {
     hv_history_policy_t p = {h->cfg.history.max_age_days, h->cfg.history.max_jobs,
@@ -689,7 +689,7 @@ static int head_open_state(head_t *h) {
         return 1;
     }
     /* Which artifacts the jobs of an older database use, read once from their specs (v9), so
-     * that the history's pruning can tell those no kept job needs (head/driver/history.h). */
+     * that the history's pruning can tell those no kept job needs (head/store/history.h). */
     size_t filled = 0;
     if ((rc = hv_store_job_artifacts_fill(h->store, hv_validate_spec_digests, NULL, &filled)) !=
         HV_OK) {
@@ -1027,7 +1027,7 @@ static int cmd_token(int argc, char **argv) {
     return 69;
 }
 
-/* `hvhead backup`: a consistent copy of the data directory (head/driver/backup.h), while the head
+/* `hvhead backup`: a consistent copy of the data directory (head/store/backup.h), while the head
  * runs or not. */
 static int cmd_backup(const head_opts_t *o) {
     if (o->to == NULL) {

@@ -7,7 +7,7 @@
  * the next durable write is due, and the commands' templates (what placeholders they may hold and
  * how a value is quoted).
  *
- * It is not the I/O (head/driver/durable.c copies the files and runs the commands on its own
+ * It is not the I/O (head/store/durable.c copies the files and runs the commands on its own
  * thread) nor the bookkeeping (store.c's durable_copies table, through the driver). No I/O, no
  * clock, no allocation; reentrant.
  */

@@ -2,7 +2,7 @@
  * events: the structured fields of one event of the head's event log (the wire's Event fields
  * after `message`), and the codes for why a round opened or a job ended. The pure core (jobm)
  * fills them with each event it emits, the driver adds the node's name and appends them with
- * the event (head/driver/store.c), and the services put them on the wire (proto/hv.proto: Event,
+ * the event (head/store/store.c), and the services put them on the wire (proto/hv.proto: Event,
  * EventReason). Clients (hvsubmit, hvctl, the metrics, the status page) decide on these fields
  * and on the event's kind, never on its English message.
  *

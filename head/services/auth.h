@@ -27,7 +27,7 @@
  * Join tokens made with `hvctl token create` (the model: Kubernetes bootstrap tokens) are
  *   hvj_<id>.<secret>               id: 6 letters or digits, may be shown (lists, the audit
  *                                   trail); secret: 32 hex digits, shown once at creation. The
- *                                   head stores only the secret's SHA-256 (head/driver/store.h), with
+ *                                   head stores only the secret's SHA-256 (head/store/store.h), with
  *                                   the token's expiry, uses and revocation.
  *
  * The decision part (identify, check, messages) is pure: no I/O, no clock. hv_auth_load and

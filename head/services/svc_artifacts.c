@@ -24,7 +24,7 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
     rep.max_size = hv_artifacts_max(a);
     /* hvsubmit skips the upload of an artifact found here and submits next: the use is stored
      * first, so that the history's pruning leaves it alone for its grace until the job that
-     * will use it is stored (head/driver/history.h). */
+     * will use it is stored (head/store/history.h). */
     hv_err trc = rep.present ? hv_artifacts_touch(a, req->digest, err, sizeof(err)) : HV_OK;
     if (rep.present) {
         hv_driver_store_result(sa->d, trc, "record an artifact's use");

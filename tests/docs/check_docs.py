@@ -17,7 +17,7 @@ Pure text checks, in seconds, between the sources' own tables and the user's doc
 - docs/ARCHITECTURE.md names every .c/.h under head/, agent/, common/, worker_lib/,
   autoscaler/ (unit tests aside), and every module of the Python package.
 - docs/ARCHITECTURE.md names every RPC of proto/hv.proto.
-- docs/ARCHITECTURE.md's sqlite schema names every table head/driver/store.c creates and its
+- docs/ARCHITECTURE.md's sqlite schema names every table head/store/store.c creates and its
   user_version.
 - every HV_* environment variable the binaries and libhv read is in README.md or docs/*.md
   (test-only ones aside).
@@ -238,17 +238,17 @@ for r in re.findall(r"^\s*rpc ([A-Za-z]+)", read("proto/hv.proto"), re.M):
         problem("docs/ARCHITECTURE.md: RPC %s (proto/hv.proto) is not named" % r)
 
 # ---- sqlite schema: ARCHITECTURE.md's table of tables and its version --------------------------
-store = read("head/driver/store.c")
+store = read("head/store/store.c")
 schema = arch[arch.index("## sqlite schema"):]
-mv = re.search(r"HV_STORE_SCHEMA_VERSION (\d+)", read("head/driver/store.h"))
+mv = re.search(r"HV_STORE_SCHEMA_VERSION (\d+)", read("head/store/store.h"))
 if mv is None or "`PRAGMA user_version` = %s)" % mv.group(1) not in schema.split("\n")[0]:
     problem("docs/ARCHITECTURE.md: the sqlite schema's heading does not give user_version = %s "
-            "(head/driver/store.h)" % (mv.group(1) if mv else "?"))
+            "(head/store/store.h)" % (mv.group(1) if mv else "?"))
 for t in sorted(set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?([a-z_0-9]+)", store))):
     if re.fullmatch(r".*_v\d+", t):  # a migration's scratch copy
         continue
     if not re.search(r"^\| `%s` " % re.escape(t), schema, re.M):
-        problem("docs/ARCHITECTURE.md: sqlite table '%s' (head/driver/store.c) is not in the "
+        problem("docs/ARCHITECTURE.md: sqlite table '%s' (head/store/store.c) is not in the "
                 "schema table" % t)
 
 # ---- environment variables -----------------------------------------------------------------------

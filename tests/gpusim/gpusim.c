@@ -10,7 +10,7 @@
  * translate. Ranks of a communicator meet in a POSIX shared-memory segment named from the
  * unique id, so ranks may be threads or processes; each communicator has a worker thread that
  * runs its collectives in order (chunk through a per-rank slot, barrier, reduce with libhv's own
- * kernels from worker_lib/reduce.c, barrier). Barriers poll, check the abort flag and whether
+ * kernels from worker_lib/coll/reduce.c, barrier). Barriers poll, check the abort flag and whether
  * every peer process is alive; a dead peer makes the communicator's async error
  * ncclRemoteError, a stalled one keeps the operation pending (the caller must ncclCommAbort).
  * Config: HV_GPUSIM_DEVICES (devices, default 1; 0: none), HV_GPUSIM_DEBUG=1 (log to stderr),

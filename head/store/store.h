@@ -394,7 +394,7 @@ hv_err hv_store_jtoken_revoke(hv_store_t *s, const char *id, uint64_t now_ms);
  * left): the check and the count are one statement. HV_ENOTFOUND when it is not usable. */
 hv_err hv_store_jtoken_use(hv_store_t *s, const char *id, uint64_t now_ms);
 
-/* ---- history retention (head/driver/history.h, docs/operations.md "History") ----------------------- */
+/* ---- history retention (head/store/history.h, docs/operations.md "History") ----------------------- */
 
 /* The finished jobs (succeeded, failed, cancelled) beyond a retention, oldest end first, at most
  * cap of them: those that ended before cutoff_ms (0 = no limit by age; a job with no end time

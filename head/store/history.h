@@ -48,7 +48,7 @@ typedef int (*hv_history_held_fn)(void *ud, uint64_t job_id);
  * (or the limit reaches before the epoch). Pure. */
 uint64_t hv_history_cutoff_ms(const hv_history_policy_t *p, uint64_t now_ms);
 
-/* The log file of job_id under data_dir for the store's epoch (as head/driver/joblog.h names it:
+/* The log file of job_id under data_dir for the store's epoch (as head/store/joblog.h names it:
  * <data_dir>/logs/<epoch>-<job>.log, <job>.log for the legacy epoch ""). Pure. */
 void hv_history_log_path(const char *data_dir, const char *epoch, uint64_t job_id, char *buf,
                          size_t len);
