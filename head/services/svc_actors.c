@@ -40,20 +40,23 @@ static const char *ns_in(const hv_svc_actors_t *s, const char *ns) {
     return ns != NULL && ns[0] != '\0' ? ns : s->home;
 }
 
-/* The namespace of job_id's workers (its spec's, "default" when none) into out. */
-static void job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
-    snprintf(out, len, "%s", ACTORS_NS_DEFAULT);
+/* The namespace of job_id's workers (its spec's, "default" when it names none) into out: 1, or
+ * 0 when the head does not know the job or cannot read its spec (nothing is assumed then). */
+static int job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
+    out[0] = '\0';
     hv_djob_t *j = hv_driver_job(s->d, job_id);
     if (j == NULL || j->spec == NULL) {
-        return;
+        return 0;
     }
     Hvpb__V1__JobSpec *js = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
-    if (js != NULL && js->namespace_ != NULL && js->namespace_[0] != '\0') {
-        snprintf(out, len, "%s", js->namespace_);
+    if (js == NULL) {
+        return 0;
     }
-    if (js != NULL) {
-        hvpb__v1__job_spec__free_unpacked(js, NULL);
-    }
+    snprintf(out, len, "%s",
+             js->namespace_ != NULL && js->namespace_[0] != '\0' ? js->namespace_
+                                                                 : ACTORS_NS_DEFAULT);
+    hvpb__v1__job_spec__free_unpacked(js, NULL);
+    return 1;
 }
 
 /* Who calls: HV_OK and cred, or an answer was sent. A worker may only use its job's
@@ -64,8 +67,12 @@ static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_
         hv_rpc_finish(c, HV_EAUTH, "not authenticated");
         return 0;
     }
-    if (cred->kind == HV_CRED_WORKER) {
-        job_ns(s, cred->job_id, s->home, sizeof(s->home));
+    if (cred->kind == HV_CRED_WORKER && !job_ns(s, cred->job_id, s->home, sizeof(s->home))) {
+        hv_rpc_finish(c, HV_EAUTH,
+                      "the credential of job %" PRIu64 "'s workers is no longer valid: the head "
+                      "no longer knows job %" PRIu64,
+                      cred->job_id, cred->job_id);
+        return 0;
     }
     if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_in(s, ns), s->home) != 0) {
         hv_rpc_finish(c, HV_EPERM,
