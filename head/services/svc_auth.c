@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mem.h"
 #include "util.h"
+#include "workcap.h"
 
 #define AUDIT_PAGE_DEFAULT 200
 #define AUDIT_PAGE_MAX 1000
@@ -210,6 +211,14 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
     hv_free(p);
 }
 
+/* A worker credential is good only while its job has not ended (workcap.h): its job as the
+ * driver knows it, in memory or from the store. */
+static hv_err worker_live(hv_svc_auth_t *s, const hv_cred_t *cred, char *msg, size_t msglen) {
+    const hv_djob_t *j = hv_driver_job(s->d, cred->job_id);
+    hv_wcap_job_t wj = {.known = j != NULL, .state = j != NULL ? j->jm.state : HV_JOB_PENDING};
+    return hv_wcap_live(cred->job_id, &wj, msg, msglen);
+}
+
 static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *first, char *msg,
                    size_t msglen, void *ud) {
     const hv_auth_t *a = ((hv_svc_auth_t *)ud)->auth;
@@ -242,10 +251,16 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
         snprintf(msg, msglen, "permission denied: the credential belongs to another %s",
                  scope == HV_AUTH_JOB ? "worker" : "agent process");
     }
+    int dead = 0;
+    if (rc == HV_OK && cred.kind == HV_CRED_WORKER) {
+        dead = (rc = worker_live(s, &cred, msg, msglen)) != HV_OK;
+    }
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_WARN, "auth", rc == HV_EAUTH ? "HV-AUTH-NONE" : "HV-AUTH-DENIED",
                "refused %s from %s: %s", path, hv_rpc_call_peer(c),
-               rc == HV_EAUTH ? "no valid credential" : "credential of another scope");
+               dead             ? "a worker credential of a job that has ended"
+               : rc == HV_EAUTH ? "no valid credential"
+                                : "credential of another scope");
     }
     if (rc != HV_OK || hv_auth_audited(path)) {
         audit_begin(s, c, path, scope, first);
