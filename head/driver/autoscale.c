@@ -51,7 +51,7 @@ struct hv_autoscale_s {
     hv_driver_t *d;
     hv_actors_t *actors; /* borrowed; NULL: none */
     hv_store_t *store;
-    const hv_auth_t *auth;
+    const hv_creds_t *creds;
     char head_addr[256];
     char agent[AS_PATH];
     char dir[AS_PATH]; /* <data_dir>/instances: token files, local agents' work dirs */
@@ -250,9 +250,9 @@ static void do_launch(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) 
     in->launched_mono = now;
     in->created_wall = hv_wall_ms();
     snprintf(in->name, sizeof(in->name), "%s-%" PRIu64, t->name, in->id);
-    char tok[AS_PATH + 32], cred[HV_AUTH_CRED_MAX + 1];
+    char tok[AS_PATH + 32], cred[HV_CREDS_MAX + 1];
     token_path(a, in->id, tok, sizeof(tok));
-    hv_auth_instance_cred(a->auth, in->id, cred);
+    hv_creds_instance(a->creds, in->id, cred);
     strcat(cred, "\n");
     hv_err rc = hv_write_file_atomic(tok, cred, strlen(cred), 0600);
     memset(cred, 0, sizeof(cred));
@@ -634,7 +634,7 @@ hv_err hv_autoscale_create(uv_loop_t *loop, const hv_autoscale_opts_t *o, hv_aut
     a->d = o->driver;
     a->actors = o->actors;
     a->store = o->store;
-    a->auth = o->auth;
+    a->creds = o->creds;
     a->provider_name = pn;
     a->next_id = 1;
     snprintf(a->head_addr, sizeof(a->head_addr), "%s", o->head_addr);
