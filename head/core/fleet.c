@@ -88,10 +88,14 @@ static void over_quota(hv__fl_ws_t *ws) {
     }
 }
 
-/* Floor, keep and cap of every job, and what does not change between allocations. */
-static void prepare(hv__fl_ws_t *ws) {
+/* Floor, keep and cap of every job, and what does not change between allocations. leaving: per
+ * job, its workers that leave with its change in progress (scratch). */
+static void prepare(hv__fl_ws_t *ws, uint32_t *leaving) {
     const hv_fl_in_t *in = ws->in;
     const hv_fl_settings_t *s = &ws->set;
+    for (size_t u = 0; u < in->nuse; u++) {
+        leaving[in->use[u].job] += in->use[u].leaving;
+    }
     for (size_t i = 0; i < in->njobs; i++) {
         const hv_fl_job_t *j = &in->jobs[i];
         hv__fl_job_t *b = &ws->jobs[i];
@@ -99,8 +103,8 @@ static void prepare(hv__fl_ws_t *ws) {
         b->d.r[HV_FL_SLOTS] = b->d.r[HV_FL_SLOTS] ? b->d.r[HV_FL_SLOTS] : 1;
         uint32_t lo = j->elastic ? j->min_np : j->np, hi = j->elastic ? j->max_np : j->np;
         switch (j->state) {
-        case HV_FL_FROZEN:
-            b->floor = b->keep = b->cap = j->size;
+        case HV_FL_FROZEN: /* what stays once its change is made */
+            b->floor = b->keep = b->cap = j->size > leaving[i] ? j->size - leaving[i] : 0;
             b->hard = 1;
             break;
         case HV_FL_RUNNING:
@@ -210,16 +214,20 @@ static int floor_candidate(const hv__fl_job_t *b) {
  * block on the admissions behind it. */
 static void floor_failed(hv__fl_ws_t *ws, size_t i, int fit, int tier) {
     hv__fl_job_t *b = &ws->jobs[i];
-    if (tier == 2) {
-        b->why = b->j->state == HV_FL_RUNNING ? HV_FL_PREEMPTED
-                 : fit == FIT_QUOTA           ? HV_FL_WAIT_QUOTA
-                                              : HV_FL_WAIT_CAPACITY;
+    if (tier == 1) {
+        /* the rest of its namespace goes to tier 2 behind it: a job that fits the quota does
+         * not pass one before it (a running one, an older one) that does not */
+        ws->closed[b->j->ns] = 1;
+        return;
     }
+    b->why = b->j->state == HV_FL_RUNNING ? HV_FL_PREEMPTED
+             : fit == FIT_QUOTA           ? HV_FL_WAIT_QUOTA
+                                          : HV_FL_WAIT_CAPACITY;
     if (!b->starving) {
         return;
     }
     for (size_t k = 0; k < ws->in->nns; k++) {
-        if ((tier == 2 && fit == FIT_CAPACITY) || k == b->j->ns) {
+        if (fit == FIT_CAPACITY || k == b->j->ns) {
             if (ws->blk_by[k] == 0 || b->prio > ws->blk_prio[k]) {
                 ws->blk_prio[k] = b->prio;
                 ws->blk_by[k] = i + 1;
@@ -235,6 +243,7 @@ static void floors(hv__fl_ws_t *ws, int tier) {
     }
     for (size_t k = 0; k < ws->in->nns; k++) {
         ws->blk_by[k] = 0;
+        ws->closed[k] = 0;
     }
     for (;;) {
         size_t best = nj;
@@ -251,6 +260,9 @@ static void floors(hv__fl_ws_t *ws, int tier) {
         b->tried = 1;
         b->cause = 0;
         uint32_t ns = b->j->ns;
+        if (ws->closed[ns]) {
+            continue;
+        }
         if (b->j->state == HV_FL_WAITING && ws->blk_by[ns] != 0 && b->prio <= ws->blk_prio[ns]) {
             b->why = HV_FL_WAIT_BEHIND;
             b->cause = ws->blk_by[ns];
@@ -274,15 +286,17 @@ static void floors(hv__fl_ws_t *ws, int tier) {
 
 /* ---- growth ---------------------------------------------------------------------------------- */
 
-/* 1 when growing b from its size to n pays for the reset over the interval (or what is left of
- * its work, when shorter): the work the extra rate adds exceeds the work the pause loses. A job
- * that does not run yet starts at n: nothing to pay. */
+/* 1 when growing b from its size to n pays for the reset over the interval (at least
+ * HV_FL_PAYBACK_MIN_MS; or what is left of its work, when shorter): the work the extra rate adds
+ * exceeds the work the pause loses. A job that does not run yet starts at n: nothing to pay. */
 static int pays(const hv__fl_ws_t *ws, const hv__fl_job_t *b, uint32_t n) {
     if (b->j->state != HV_FL_RUNNING || b->j->size == 0 || n <= b->j->size) {
         return 1;
     }
     double old = hv_tput_rate(model(b), b->j->size), now = hv_tput_rate(model(b), n);
-    double h = ws->set.resize_interval_ms / 1000.0, reset = ws->set.reset_ms / 1000.0;
+    uint32_t hold = ws->set.resize_interval_ms > HV_FL_PAYBACK_MIN_MS ? ws->set.resize_interval_ms
+                                                                      : HV_FL_PAYBACK_MIN_MS;
+    double h = hold / 1000.0, reset = ws->set.reset_ms / 1000.0;
     if (b->j->remaining > 0 && now > 0 && b->j->remaining / now < h) {
         h = b->j->remaining / now;
     }
@@ -395,9 +409,9 @@ static void allocate(hv__fl_ws_t *ws) {
         b->why = HV_FL_WAIT_CAPACITY;
         b->cause = 0;
         if (b->hard) { /* running: it has them, whatever the totals say */
-            uint32_t n = b->j->state == HV_FL_FROZEN ? b->j->size
-                         : b->j->size < b->floor     ? b->j->size
-                                                     : b->floor;
+            /* a frozen job's floor is what stays once its change is made */
+            uint32_t n =
+                b->j->state == HV_FL_FROZEN || b->floor < b->j->size ? b->floor : b->j->size;
             give(ws, b, n, 0);
             b->granted = 1;
             b->seq = ++ws->seq;
@@ -512,6 +526,8 @@ static void ws_fini(hv__fl_ws_t *ws) {
     hv_free(ws->blk_prio);
     hv_free(ws->blk_by);
     hv_free(ws->over);
+    hv_free(ws->closed);
+    hv_free(ws->leaving);
 }
 
 void hv_fl_out_fini(hv_fl_out_t *out) {
@@ -539,14 +555,17 @@ hv_err hv_fl_decide(const hv_fl_in_t *in, hv_fl_out_t *out, char *err, size_t er
     ws.blk_prio = hv_calloc(in->nns, sizeof(*ws.blk_prio));
     ws.blk_by = hv_calloc(in->nns, sizeof(*ws.blk_by));
     ws.over = hv_calloc(in->nns, sizeof(*ws.over));
+    ws.closed = hv_calloc(in->nns, sizeof(*ws.closed));
+    ws.leaving = hv_calloc(nj, sizeof(*ws.leaving));
     out->dec = hv_calloc(nj, sizeof(*out->dec));
     out->share = hv_calloc(in->nns, sizeof(*out->share));
     hv_err rc = HV_ENOMEM;
-    if (ws.jobs && ws.used && ws.blk_prio && ws.blk_by && ws.over && out->dec && out->share) {
+    if (ws.jobs && ws.used && ws.blk_prio && ws.blk_by && ws.over && ws.closed && ws.leaving &&
+        out->dec && out->share) {
         rc = hv__fl_nodes_init(&ws, err, errlen);
     }
     if (rc == HV_OK) {
-        prepare(&ws);
+        prepare(&ws, ws.leaving);
         /* each try that does not fit marks a gang or lowers a cap: bounded */
         size_t limit = 2 * in->njobs + 2;
         for (size_t t = 0;; t++) {

@@ -105,16 +105,19 @@ typedef struct hv_fl_node_s {
     int schedulable;   /* alive, not draining: takes new workers */
 } hv_fl_node_t;
 
-/* `workers` live workers of jobs[job] run on nodes[node]. */
+/* `workers` live workers of jobs[job] run on nodes[node]; `leaving` of them leave with the
+ * job's change in progress (a shrink or a stop that has not reached its commit yet): the decision
+ * counts their slots as free, and the driver places nothing there before they are gone. */
 typedef struct hv_fl_use_s {
     size_t job, node;
-    uint32_t workers;
+    uint32_t workers, leaving;
 } hv_fl_use_t;
 
-#define HV_FL_INTERVAL_MS 5000u /* resize_interval_ms's default */
+#define HV_FL_INTERVAL_MS 3000u /* resize_interval_ms's default */
 #define HV_FL_RESET_MS 50u      /* reset_ms's default: docs/PERFORMANCE.md's 40-60 ms */
 #define HV_FL_STARVE_MS 60000u
 #define HV_FL_AGE_MS 600000u
+#define HV_FL_PAYBACK_MIN_MS 1000u /* a growth pays for its reset within at least this long */
 
 typedef struct hv_fl_settings_s {
     uint32_t resize_interval_ms; /* a running job is resized at most this often */

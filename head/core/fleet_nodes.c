@@ -43,7 +43,9 @@ hv_err hv__fl_nodes_init(hv__fl_ws_t *ws, char *err, size_t errlen) {
         return HV_ENOMEM;
     }
     for (size_t u = 0; u < in->nuse; u++) {
-        ws->mine[in->use[u].job * nn + in->use[u].node] += in->use[u].workers;
+        const hv_fl_use_t *us = &in->use[u];
+        ws->mine[us->job * nn + us->node] +=
+            us->workers > us->leaving ? us->workers - us->leaving : 0;
     }
     return HV_OK;
 }

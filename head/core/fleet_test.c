@@ -433,6 +433,16 @@ static const row_t rows[] = {
      {{1, 2, HV_FL_SHRUNK_RECLAIM, 2}, {2, 2, HV_FL_ADMITTED, 0}},
      2,
      0},
+    {"a job fitting the quota does not pass a running one of its namespace that borrows",
+     2,
+     2,
+     {{1, 2, HV_FL_UNLIMITED, 0}, {1, 2, HV_FL_UNLIMITED, 0}},
+     2,
+     {RUN_F(1, 0, 1, 4), WAIT_E(2, 0, 1, 1, 100)},
+     2,
+     {{1, 4, HV_FL_KEPT, 0}, {2, 0, HV_FL_WAIT_CAPACITY, 0}},
+     2,
+     0},
     {"idle quota is borrowed",
      2,
      2,
@@ -664,6 +674,27 @@ static void case_recheck(void) {
     hv_fl_out_fini(&f.out);
 }
 
+/* Workers leaving with a change in progress count as free: a job waiting for them is admitted
+ * (placed once they are gone), and nobody else is preempted for it meanwhile. */
+static void case_leaving(void) {
+    fx_t f = {0};
+    hv_fl_settings_default(&f.set);
+    fx_nodes(&f, 3, 2);
+    fx_ns(&f, NULL, 0);
+    jrow_t j[] = {RUN_E(1, 0, 1, 4, 4), RUN_F(3, 0, 1, 2), WAIT_F(2, 5, 2, 100)};
+    fx_jobs(&f, j, N(j));
+    f.jobs[0].state = HV_FL_FROZEN; /* shrinking from 4 to 2: one leaves each of its nodes */
+    f.use[0].leaving = 1;
+    f.use[1].leaving = 1;
+    CHECK_RC(fx_decide(&f), HV_OK);
+    want_t w[] = {{1, 2, HV_FL_BUSY, 0}, {3, 2, HV_FL_KEPT, 0}, {2, 2, HV_FL_ADMITTED, 0}};
+    expect(&f, "leaving", w, N(w));
+    CHECK_EQ(f.out.nmoves, 2);
+    CHECK_EQ(move(&f, 2, 100), 1);
+    CHECK_EQ(move(&f, 2, 101), 1);
+    hv_fl_out_fini(&f.out);
+}
+
 /* Bad input names the job and the field; every reason has a distinct word. */
 static void case_input(void) {
     fx_t f = {0};
@@ -714,6 +745,7 @@ int main(int argc, char **argv) {
         {"drf_two_resources", case_drf_two_resources},
         {"shares", case_shares},
         {"recheck", case_recheck},
+        {"leaving", case_leaving},
         {"input", case_input},
     };
     return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
