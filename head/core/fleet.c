@@ -215,9 +215,10 @@ static int floor_candidate(const hv__fl_job_t *b) {
 static void floor_failed(hv__fl_ws_t *ws, size_t i, int fit, int tier) {
     hv__fl_job_t *b = &ws->jobs[i];
     if (tier == 1) {
-        /* the rest of its namespace goes to tier 2 behind it: a job that fits the quota does
-         * not pass one before it (a running one, an older one) that does not */
-        ws->closed[b->j->ns] = 1;
+        /* a running job (its floor would be taken away) or a starving one that does not fit
+         * its quota: the rest of its namespace goes to tier 2 behind it, instead of passing it
+         * here; other waiting jobs may (backfill) */
+        ws->closed[b->j->ns] |= b->j->state == HV_FL_RUNNING || b->starving;
         return;
     }
     b->why = b->j->state == HV_FL_RUNNING ? HV_FL_PREEMPTED

@@ -22,21 +22,25 @@
  *  3. Floors go by effective priority (higher first), then running before waiting (a running
  *     preemptible job is stopped only for a higher priority or its quota's owner), then a job
  *     waiting longer than starve_ms, then (tier 2) the namespace with the smallest weighted
- *     dominant share (DRF), then the oldest. Since floors come before growth, a waiting job is
- *     admitted by shrinking running elastic jobs toward their --min-np, and a higher-priority
- *     job takes workers from lower-priority jobs down to their minimum; a lower-priority
- *     preemptible job whose floor no longer fits is stopped (PREEMPTED) and waits to resume
- *     from its state copy.
+ *     dominant share (DRF), then the oldest. In tier 1 a namespace's jobs go in that order until
+ *     a running or starving one does not fit its quota: the rest follow it to tier 2 instead of
+ *     passing it (other waiting jobs that fit may pass one that does not: backfill). Since
+ *     floors come before growth, a waiting job is admitted by shrinking running elastic jobs
+ *     toward their --min-np, and a higher-priority job takes workers from lower-priority jobs
+ *     down to their minimum; a lower-priority preemptible job whose floor no longer fits is
+ *     stopped (PREEMPTED) and waits to resume from its state copy.
  *  4. Growth goes one worker at a time: first what a job held by the resize interval keeps,
  *     then by effective priority, then (tier 2) the namespace with the smallest weighted
  *     dominant share, then the job whose goodput rises most with one more worker (tput.h's
- *     marginal gain per unit of its dominant resource). A worker a running job already has
- *     counts keep_pct more than one it would get (hysteresis: no reshuffle for a tiny gain).
+ *     marginal gain per unit of its dominant resource).
  *  5. Anti-thrash: a running job resized less than resize_interval_ms ago neither grows nor
- *     gives workers to another job's growth (only an admission or a reclaim shrinks it); a
- *     growth is made only when the throughput it adds over the interval pays for the reset it
- *     costs (reset_ms at the old size); a worker adding less than min_gain_pm per mille of one
- *     worker's throughput is not given.
+ *     gives workers to another job's growth, fair share or goodput (every move the policy makes
+ *     on its own); only a floor shrinks it sooner: an admission, a higher priority, a reclaim,
+ *     so that a waiting job never waits for a hold. A growth is made only when the throughput it
+ *     adds over the interval (at least HV_FL_PAYBACK_MIN_MS) pays for the reset it costs
+ *     (reset_ms at the old size); a worker adding less than min_gain_pm per mille of one
+ *     worker's throughput is not given. A running job's workers count keep_pct more than ones
+ *     it would get, so that workers move between jobs only for a clear gain.
  *  6. No job starves: a job waiting longer than starve_ms blocks the admission of jobs of its
  *     priority or lower behind it (of its namespace when it waits for quota, of all otherwise),
  *     so capacity drains toward it while growth, which can be reclaimed at any commit, still

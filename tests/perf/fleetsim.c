@@ -3,32 +3,38 @@
  *   fcfs    today's queue: first come, first served, a waiting job blocks the ones behind it,
  *           running elastic jobs grow to --max-np on whatever is free (head/core/cluster.c's
  *           hv_cl_start and hv_cl_grow, called as head/driver/driver.c's schedule_jobs does);
- *   static  the cluster split among the namespaces by weight, fcfs inside each part;
- *   fleet   head/core/fleet.c's policy, with each job's throughput model fitted by
- *           head/core/tput.c from what the job measured so far (with noise).
+ *   static  the cluster split among the namespaces by weight (all 1), fcfs inside each part;
+ *   fleet   head/core/fleet.c's policy, each job's throughput model fitted by head/core/tput.c
+ *           from what the job measured so far (with --noise), namespaces of equal weight with
+ *           no quota (--fleet-quota partition: each namespace's part of the static partition as
+ *           its guaranteed quota, borrowing unlimited).
  * The workload is seeded and printed (--print-workload) as lines of hvsubmit arguments with
- * their arrival times, for tests/perf/bench_fleet.sh to run through the real binaries.
+ * their arrival times, for tests/perf/bench_fleet.sh (phase 2) to run through the binaries.
  *
  * The simulated cluster: --nodes nodes of --slots slots. A job of elastic_train with a global
  * batch of 64 and --compute-ms-per-sample c takes T(n) = c*64/n + o0 + o1*(n-1) ms a step at n
- * workers (o0, o1: --overhead-ms, the step's fixed part and the ring's growth per worker). A job
- * starts in --start-ms (spawn and first round); a growth spawns its workers (--spawn-ms) while
- * the job runs on, then at the next commit the job pauses for a reset (uniform in --reset-ms,
- * docs/PERFORMANCE.md's 40-60 ms) and runs at the new size; a shrink waits for the next commit,
- * pauses for a reset, and frees the leaving workers' slots after it (make before break: no step
- * is lost; the simulation counts the steps run against the steps due to show it). A preemption
- * (fleet only) stops the job at its next commit with its state copied, and a resume starts it
- * again (--start-ms + --resume-ms) from that commit.
+ * workers (--overhead-ms o0:o1: the step's fixed part and what each worker more adds to the
+ * ring). A job starts in 0.5 s (spawn and first round; a resume 0.3 s more); a growth spawns
+ * its workers (0.3 s) while the job runs on, then at the next commit the job pauses for a reset
+ * (uniform in --reset-ms, docs/PERFORMANCE.md's 40-60 ms) and runs at the new size; a shrink
+ * waits for the next commit, pauses for a reset, and frees the leaving workers' slots after it
+ * (make before break). A preemption (fleet only) stops the job at its next commit with its state
+ * copied (0.1 s), and its resume starts from that commit. Every resize and stop is at a commit,
+ * so no step is lost here by construction; the real-binary bench measures it.
  *
  * Per policy and seed: average and p95 job completion time (arrival to end), makespan (first
  * arrival to last end), utilization while any job wants more (slots computing / all slots, over
  * the time some job waits or an elastic job is below its --max-np), the highest-priority jobs'
- * queue wait (arrival to first start: median and worst), resets per job, preemptions and steps
- * lost. Over the seeds: median and worst of each, and the average JCT against fcfs per seed.
+ * queue wait (arrival to first start: median and worst), resets per job and preemptions. Over
+ * the seeds: median and worst of each, the average JCT against fcfs per seed, and the
+ * workload's own bound (every job alone on the cluster at its best size).
  *
- *   fleetsim [--seeds N | --seed S] [--jobs 24] [--nodes 4] [--slots 2] [--namespaces 2]
- *            [--load 1.0] [--policies "fcfs static fleet"] [--interval-ms 5000]
- *            [--fleet-quota partition|none] [--print-workload] [--rows] [--trace]
+ *   fleetsim [--seeds N (5) | --seed S] [--first-seed S] [--jobs 24] [--nodes 4] [--slots 2]
+ *            [--namespaces 2] [--load 1.0] [--elastic 0.6] [--steps 30:1500]
+ *            [--overhead-ms 8:3] [--reset-ms 40:60] [--noise 0.05]
+ *            [--policies "fcfs static fleet"] [--interval-ms 3000] [--starve-ms 60000]
+ *            [--keep-pct 10] [--min-gain-pm 20] [--fleet-quota none|partition]
+ *            [--print-workload] [--rows] [--per-job] [--trace]
  */
 #include <math.h>
 #include <stdint.h>
@@ -54,7 +60,7 @@ typedef struct opts_s {
     int jobs, nodes, slots, nns;
     double load;
     const char *policies;
-    uint32_t interval_ms;
+    uint32_t interval_ms, starve_ms, keep_pct, min_gain_pm;
     int quota; /* fleet: quotas = the static partition (1) or none (0) */
     double start_s, resume_s, spawn_s, stop_s, reset_lo, reset_hi, o0_ms, o1_ms, noise;
     double tick_s, steps_lo, steps_hi, elastic;
@@ -548,6 +554,9 @@ static void sched_fleet(sim_t *m) {
     hv_fl_settings_t set;
     hv_fl_settings_default(&set);
     set.resize_interval_ms = m->o->interval_ms;
+    set.starve_ms = m->o->starve_ms;
+    set.keep_pct = m->o->keep_pct;
+    set.min_gain_pm = m->o->min_gain_pm;
     hv_fl_in_t in = {.now_ms = (uint64_t)(m->t * 1000),
                      .set = &set,
                      .ns = io.ns,
@@ -819,7 +828,10 @@ static int parse(int argc, char **argv, opts_t *o) {
                   .load = 1.0,
                   .policies = "fcfs static fleet",
                   .interval_ms = HV_FL_INTERVAL_MS,
-                  .quota = 1,
+                  .starve_ms = HV_FL_STARVE_MS,
+                  .keep_pct = 10,
+                  .min_gain_pm = 20,
+                  .quota = 0,
                   .start_s = 0.5,
                   .resume_s = 0.3,
                   .spawn_s = 0.3,
@@ -868,6 +880,12 @@ static int parse(int argc, char **argv, opts_t *o) {
                 o->policies = v;
             } else if (strcmp(a, "--interval-ms") == 0) {
                 o->interval_ms = (uint32_t)atoi(v);
+            } else if (strcmp(a, "--starve-ms") == 0) {
+                o->starve_ms = (uint32_t)atoi(v);
+            } else if (strcmp(a, "--keep-pct") == 0) {
+                o->keep_pct = (uint32_t)atoi(v);
+            } else if (strcmp(a, "--min-gain-pm") == 0) {
+                o->min_gain_pm = (uint32_t)atoi(v);
             } else if (strcmp(a, "--fleet-quota") == 0) {
                 o->quota = strcmp(v, "partition") == 0 ? 1 : strcmp(v, "none") == 0 ? 0 : -1;
                 ok = o->quota >= 0;
