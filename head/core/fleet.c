@@ -33,9 +33,6 @@ void hv_fl_settings_default(hv_fl_settings_t *s) {
 
 /* ---- resources ------------------------------------------------------------------------------- */
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 hv_fl_res_t hv__fl_times(const hv_fl_res_t *d, uint32_t n) {
     hv_fl_res_t o;
     for (int r = 0; r < HV_FL_NRES; r++) {
@@ -77,7 +74,7 @@ static void over_quota(hv__fl_ws_t *ws) {
     for (size_t i = 0; i < in->njobs; i++) {
         hv_fl_res_t u = hv__fl_times(&ws->jobs[i].d, in->jobs[i].size);
         for (int r = 0; r < HV_FL_NRES; r++) {
-            ws->used[in->jobs[i].ns].r[r] = sat_add(ws->used[in->jobs[i].ns].r[r], u.r[r]);
+            ws->used[in->jobs[i].ns].r[r] = hv__fl_sat_add(ws->used[in->jobs[i].ns].r[r], u.r[r]);
         }
     }
     for (size_t k = 0; k < in->nns; k++) {
@@ -115,7 +112,7 @@ static void prepare(hv__fl_ws_t *ws, uint32_t *leaving) {
             b->hard = !j->preemptible;
             break;
         default: {
-            uint64_t waited = sat_sub(in->now_ms, j->waiting_since_ms);
+            uint64_t waited = hv__fl_sat_sub(in->now_ms, j->waiting_since_ms);
             b->floor = b->keep = lo;
             b->cap = hi;
             b->starving = waited >= s->starve_ms;
@@ -148,8 +145,9 @@ static int fits(const hv__fl_ws_t *ws, const hv__fl_job_t *b, uint32_t n, int ti
         if (need.r[r] == 0) {
             continue;
         }
-        uint64_t limit = tier == 1 ? ns->quota.r[r] : sat_add(ns->quota.r[r], ns->borrow.r[r]);
-        quota |= sat_add(used->r[r], need.r[r]) > limit;
+        uint64_t limit =
+            tier == 1 ? ns->quota.r[r] : hv__fl_sat_add(ns->quota.r[r], ns->borrow.r[r]);
+        quota |= hv__fl_sat_add(used->r[r], need.r[r]) > limit;
         cap |= need.r[r] > ws->avail.r[r];
     }
     return quota ? FIT_QUOTA : cap ? FIT_CAPACITY : FIT_OK;
@@ -158,8 +156,8 @@ static int fits(const hv__fl_ws_t *ws, const hv__fl_job_t *b, uint32_t n, int ti
 static void give(hv__fl_ws_t *ws, hv__fl_job_t *b, uint32_t n, int tier) {
     hv_fl_res_t need = hv__fl_times(&b->d, n);
     for (int r = 0; r < HV_FL_NRES; r++) {
-        ws->avail.r[r] = sat_sub(ws->avail.r[r], need.r[r]);
-        ws->used[b->j->ns].r[r] = sat_add(ws->used[b->j->ns].r[r], need.r[r]);
+        ws->avail.r[r] = hv__fl_sat_sub(ws->avail.r[r], need.r[r]);
+        ws->used[b->j->ns].r[r] = hv__fl_sat_add(ws->used[b->j->ns].r[r], need.r[r]);
     }
     b->alloc += n;
     b->borrowed += tier == 2 ? n : 0;
@@ -392,9 +390,9 @@ static void allocate(hv__fl_ws_t *ws) {
     for (size_t n = 0; n < in->nnodes; n++) {
         if (in->nodes[n].schedulable) {
             for (int r = 0; r < HV_FL_NRES; r++) {
-                ws->total.r[r] = sat_add(ws->total.r[r], in->nodes[n].cap.r[r]);
-                ws->avail.r[r] = sat_add(ws->avail.r[r],
-                                         sat_sub(in->nodes[n].cap.r[r], in->nodes[n].other.r[r]));
+                ws->total.r[r] = hv__fl_sat_add(ws->total.r[r], in->nodes[n].cap.r[r]);
+                ws->avail.r[r] = hv__fl_sat_add(
+                    ws->avail.r[r], hv__fl_sat_sub(in->nodes[n].cap.r[r], in->nodes[n].other.r[r]));
             }
         }
     }
@@ -497,7 +495,7 @@ static void shares(const hv__fl_ws_t *ws, hv_fl_out_t *out) {
         hv_fl_share_t *s = &out->share[k];
         s->used = ws->used[k];
         for (int r = 0; r < HV_FL_NRES; r++) {
-            s->borrowed.r[r] = sat_sub(ws->used[k].r[r], in->ns[k].quota.r[r]);
+            s->borrowed.r[r] = hv__fl_sat_sub(ws->used[k].r[r], in->ns[k].quota.r[r]);
         }
         double sh = share(ws, (uint32_t)k) * 1000.0 + 0.5;
         s->share_pm = sh > UINT32_MAX ? UINT32_MAX : (uint32_t)sh;
@@ -509,9 +507,9 @@ static void shares(const hv__fl_ws_t *ws, hv_fl_out_t *out) {
         uint64_t at = 0;
         if (b->j->state == HV_FL_WAITING && !b->granted) {
             out->share[b->j->ns].waiting++;
-            at = b->starving ? 0 : sat_add(b->j->waiting_since_ms, ws->set.starve_ms);
+            at = b->starving ? 0 : hv__fl_sat_add(b->j->waiting_since_ms, ws->set.starve_ms);
         } else if (b->held) {
-            at = sat_add(b->j->resized_ms, ws->set.resize_interval_ms);
+            at = hv__fl_sat_add(b->j->resized_ms, ws->set.resize_interval_ms);
         }
         if (at > in->now_ms && (next == 0 || at < next)) {
             next = at;

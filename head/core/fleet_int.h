@@ -62,6 +62,11 @@ typedef struct hv__fl_ws_s {
     uint32_t *took; /* scratch: one placement's workers per node */
 } hv__fl_ws_t;
 
+static inline uint64_t hv__fl_sat_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+static inline uint64_t hv__fl_sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
 /* Each worker's need times n, saturating. */
 hv_fl_res_t hv__fl_times(const hv_fl_res_t *d, uint32_t n);
 /* The nodes' scratch (from in->use), and its end. HV_EINVAL (err) or HV_ENOMEM. */

@@ -13,8 +13,6 @@
 
 #define HV_FL_MAX_CELLS ((size_t)1 << 24) /* jobs x nodes the scratch may hold */
 
-static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 hv_err hv__fl_nodes_init(hv__fl_ws_t *ws, char *err, size_t errlen) {
     const hv_fl_in_t *in = ws->in;
     size_t nj = in->njobs, nn = in->nnodes;
@@ -65,8 +63,7 @@ void hv__fl_nodes_fini(hv__fl_ws_t *ws) {
 static void add_res(hv_fl_res_t *a, const hv_fl_res_t *d, uint32_t n, int sign) {
     hv_fl_res_t t = hv__fl_times(d, n);
     for (int r = 0; r < HV_FL_NRES; r++) {
-        a->r[r] = sign > 0 ? (a->r[r] > UINT64_MAX - t.r[r] ? UINT64_MAX : a->r[r] + t.r[r])
-                           : sat_sub(a->r[r], t.r[r]);
+        a->r[r] = sign > 0 ? hv__fl_sat_add(a->r[r], t.r[r]) : hv__fl_sat_sub(a->r[r], t.r[r]);
     }
 }
 
@@ -80,7 +77,7 @@ static void reset_nodes(hv__fl_ws_t *ws) {
         memset(&ws->free[n], 0, sizeof(ws->free[n]));
         if (nd->schedulable) {
             for (int r = 0; r < HV_FL_NRES; r++) {
-                ws->free[n].r[r] = sat_sub(nd->cap.r[r], nd->other.r[r]);
+                ws->free[n].r[r] = hv__fl_sat_sub(nd->cap.r[r], nd->other.r[r]);
             }
             for (size_t i = 0; i < in->njobs; i++) {
                 add_res(&ws->free[n], &ws->jobs[i].d, ws->mine[i * nn + n], -1);
@@ -164,7 +161,7 @@ static void trace(hv__fl_ws_t *ws, size_t i, size_t n, uint32_t k) {
         uint64_t m = (slots + per - 1) / per;
         m = m < rl->n ? m : rl->n;
         rl->n -= (uint32_t)m;
-        slots = sat_sub(slots, m * per);
+        slots = hv__fl_sat_sub(slots, m * per);
         if (ws->jobs[rl->job].cause == 0) {
             ws->jobs[rl->job].cause = i + 1;
         }
