@@ -751,9 +751,11 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     hv_sched_node_t *sn = hv_calloc(cap, sizeof(*sn));
     hv_dnode_t **map = hv_calloc(cap, sizeof(*map));
     hv_sched_slot_t *slots = hv_calloc(n, sizeof(*slots));
+    hv_jm_slot_t *js = hv_calloc(n, sizeof(*js));
     hv_dworker_t **ws = hv_calloc(n, sizeof(*ws));
     int placed = 0;
-    if (sn == NULL || map == NULL || slots == NULL || ws == NULL) {
+    uint32_t made = 0;
+    if (sn == NULL || map == NULL || slots == NULL || js == NULL || ws == NULL) {
         goto out;
     }
     size_t nn = sched_nodes(d, j, sn, map, cap, 1);
@@ -761,30 +763,28 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     if (hv_sched_place(sn, nn, &req, slots) != HV_OK) {
         goto out;
     }
+    for (; made < n; made++) {
+        if ((ws[made] = hv_calloc(1, sizeof(*ws[made]))) == NULL) {
+            goto out;
+        }
+        js[made] = (hv_jm_slot_t){.node_id = map[slots[made].node]->id,
+                                  .rank = slots[made].rank,
+                                  .local_rank = slots[made].local_rank,
+                                  .local_size = slots[made].local_size};
+    }
     int first = j->jm.state == HV_JOB_PENDING;
-    uint32_t base_rank = hv_jm_base_rank(&j->jm); /* ranks until their first round (jobm.h) */
+    hv_job_state_t state; /* jm is the first member of a worker */
+    uint32_t size = hv_jm_place(&j->jm, js, (hv_jm_worker_t *const *)ws, n, &state);
     /* Store every worker and the job's new state in one transaction, then send orders. */
     hv_err rc = hv_store_begin(d->store);
-    uint32_t made = 0;
     for (uint32_t r = 0; r < n && rc == HV_OK; r++) {
-        hv_dworker_t *w = hv_calloc(1, sizeof(*w));
-        if (w == NULL) {
-            rc = HV_ENOMEM;
-            break;
-        }
+        hv_dworker_t *w = ws[r];
         w->job = j;
-        w->jm.node_id = map[slots[r].node]->id;
-        w->jm.state = HV_WK_STARTING;
-        w->jm.exit_code = -1;
-        w->jm.rank = base_rank + slots[r].rank;
-        w->jm.local_rank = slots[r].local_rank;
-        w->jm.local_size = slots[r].local_size;
         w->gpu = slots[r].gpu;
         w->attempt = 1;
         w->place_gen = j->jm.generation;
         w->reason = hv_strdup("");
         w->addr = hv_strdup("");
-        ws[made++] = w;
         hv_worker_row_t row;
         hv__driver_worker_row(w, &row);
         row.job_id = j->jm.id;
@@ -793,11 +793,9 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     }
     if (rc == HV_OK && first) {
         hv_job_row_t row;
-        hv_job_state_t was = j->jm.state;
-        j->jm.state = HV_JOB_PLACING;
         hv__driver_job_row(j, &row);
+        row.state = (char *)hv_job_state_name(state);
         rc = hv_store_job_update(d->store, &row);
-        j->jm.state = was;
     }
     if (rc == HV_OK) {
         rc = hv_store_commit(d->store);
@@ -805,11 +803,9 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     if (rc != HV_OK) {
         hv__driver_store_failed(d, rc, "place a job's workers");
         hv_store_rollback(d->store);
-        for (uint32_t i = 0; i < made; i++) {
-            hv__driver_worker_free(ws[i]);
-        }
         goto out;
     }
+    made = 0;                                    /* the job has them now */
     hv_jm_worker_t **jw = (hv_jm_worker_t **)ws; /* jm is the first member */
     if (hv_jm_placed(&j->jm, jw, n, hv_wall_ms(), &d->out) != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM", "job %llu: out of memory placing workers",
@@ -847,15 +843,18 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
                         (unsigned long long)j->jm.id, n, hosts, why);
     }
     hv__driver_apply(d, j, &d->out);
-    uint32_t size = base_rank + n;
     for (uint32_t r = 0; r < n && !hv_job_state_terminal(j->jm.state); r++) {
         send_spawn(d, j, ws[r], size);
     }
     placed = 1;
 out:
+    for (uint32_t i = 0; i < made; i++) {
+        hv__driver_worker_free(ws[i]);
+    }
     hv_free(sn);
     hv_free(map);
     hv_free(slots);
+    hv_free(js);
     hv_free(ws);
     return placed;
 }
