@@ -40,6 +40,7 @@
 #include "mem.h"
 #include "notify.h"
 #include "metrics.h"
+#include "page_serve.h"
 #include "rpc.h"
 #include "svc_auth.h"
 #include "store.h"
@@ -76,9 +77,11 @@ typedef struct head_s {
     hv_svc_artifacts_t *artsvc;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
-    hv_autoscale_t *as;    /* NULL without an autoscaler */
-    hv_metrics_t *metrics; /* counters, the /metrics listener */
-    hv_auth_t auth;        /* the head's key, client tokens, revoked node credentials */
+    hv_autoscale_t *as;     /* NULL without an autoscaler */
+    hv_metrics_t *metrics;  /* counters (the /metrics route) */
+    hv_http_server_t *http; /* the listener of /metrics and the status page, or NULL */
+    hv_page_src_t page;     /* what the status page's routes read (services/page_serve.h) */
+    hv_auth_t auth;         /* the head's key, client tokens, revoked node credentials */
     uint32_t ticks;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
@@ -788,6 +791,50 @@ static int head_listen(head_t *h) {
     return 0;
 }
 
+/* The HTTP listener on cfg.metrics.listen, with the token of metrics.token_file: /metrics keeps
+ * the bearer token (Prometheus sends it); the status page also takes a session of its login
+ * (docs/status-page.md). Errors with a one-line message in err: HV_EINVAL (token file or
+ * address), HV_EUNAVAIL (cannot bind), HV_ENOMEM. */
+static hv_err head_listen_http(head_t *h, char *err, size_t errlen) {
+    char *token = NULL;
+    hv_err rc = hv_head_config_metrics_token(&h->cfg, &token, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    h->page.cfg = &h->cfg;
+    h->page.d = h->driver;
+    h->page.store = h->store;
+    h->page.actors = h->actors;
+    h->page.auth = &h->auth;
+    h->page.login = token != NULL && token[0] != '\0';
+    hv_http_route_t routes[] = {
+        {"/metrics", hv_metrics_serve, h->metrics, HV_HTTP_TOKEN, 0},
+        {"/", hv_page_serve_cluster, &h->page, HV_HTTP_SESSION, 0},
+        {"/job/", hv_page_serve_job, &h->page, HV_HTTP_SESSION, 0},
+        {"/login", hv_page_serve_login, &h->page, HV_HTTP_OPEN, 1},
+        {"/logout", hv_page_serve_logout, &h->page, HV_HTTP_OPEN, 1},
+    };
+    hv_http_opts_t o = {.listen = h->cfg.metrics.listen,
+                        .token = token,
+                        .routes = routes,
+                        .nroutes = sizeof(routes) / sizeof(routes[0]),
+                        .session_ok = hv_page_session_ok,
+                        .session_ud = &h->page,
+                        .login_path = "/login"};
+    char why[400] = "";
+    rc = hv_http_server_create(h->loop, &o, &h->http, &h->metrics_port, why, sizeof(why));
+    if (token != NULL) {
+        memset(token, 0, strlen(token));
+        hv_free(token);
+    }
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "key 'metrics.listen': %s", why[0] ? why : hv_strerror(rc));
+        return rc;
+    }
+    hv_metrics_set_listener(h->metrics, h->http, &h->page.login_refused);
+    return HV_OK;
+}
+
 /* The services: metrics, the six gRPC services (then the server starts), the autoscaler, and
  * the /metrics listener. */
 static int head_start_services(head_t *h) {
@@ -797,7 +844,6 @@ static int head_start_services(head_t *h) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
         return 1;
     }
-    hv_metrics_set_auth(h->metrics, &h->auth);
     hv_metrics_set_actors(h->metrics, h->actors);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
@@ -847,9 +893,7 @@ static int head_start_services(head_t *h) {
     if (h->as != NULL) {
         hv_svc_cluster_set_admit(h->cluster, hv_autoscale_admit, h->as);
     }
-    if (h->cfg.metrics.listen != NULL &&
-        (rc = hv_metrics_listen(h->metrics, h->loop, &h->metrics_port, err, sizeof(err))) !=
-            HV_OK) {
+    if (h->cfg.metrics.listen != NULL && (rc = head_listen_http(h, err, sizeof(err))) != HV_OK) {
         head_fail("hvhead: %s", err);
         return 1;
     }
@@ -939,6 +983,8 @@ static void head_close(head_t *h) {
     if (h->driver != NULL) {
         hv_driver_set_observer(h->driver, NULL, NULL);
     }
+    hv_http_server_close(h->http); /* its memory goes once the loop runs again */
+    h->http = NULL;
     hv_metrics_destroy(h->metrics); /* after the engine: ending calls are still counted */
     h->metrics = NULL;
     h->authsvc = NULL;
