@@ -10,6 +10,7 @@
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
+#include "utf8.h"
 #include "util.h"
 #include "workcap.h"
 
@@ -180,6 +181,7 @@ static void audit_begin(hv_svc_auth_t *s, hv_rpc_call_t *c, const char *path, hv
     snprintf(p->row.peer, sizeof(p->row.peer), "%s", hv_rpc_call_peer(c));
     audit_who(s, c, scope, first, &p->row);
     audit_target(first, p->row.target, sizeof(p->row.target));
+    hv_utf8_repair(p->row.target); /* a refused request's bytes: the trail stays UTF-8 text */
     p->next = s->pending;
     s->pending = p;
 }
@@ -201,6 +203,7 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
     } else {
         snprintf(p->row.result, sizeof(p->row.result), "%s: %s", hv_rpc_code_name(code),
                  detail != NULL ? detail : "");
+        hv_utf8_repair(p->row.result); /* a character cut in two by the bound */
     }
     hv_err rc = hv_store_audit_append(s->store, &p->row, HV_STORE_AUDIT_KEEP);
     if (rc != HV_OK && !s->audit_failing) {
@@ -261,6 +264,11 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
                dead             ? "a worker credential of a job that has ended"
                : rc == HV_EAUTH ? "no valid credential"
                                 : "credential of another scope");
+    }
+    if (rc == HV_OK && hv_validate_utf8(first, msg, msglen) != HV_OK) {
+        rc = HV_EINVAL; /* every proto3 string must be UTF-8 text: refused before any handler */
+        HV_LOG(HV_LOG_WARN, "auth", "HV-UTF8-REFUSED", "refused %s from %s: %s", path,
+               hv_rpc_call_peer(c), msg);
     }
     if (rc != HV_OK || hv_auth_audited(path)) {
         audit_begin(s, c, path, scope, first);
