@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mem.h"
+#include "utf8.h"
 #include "util.h"
 
 /* Formats into err (may be NULL). */
@@ -931,6 +932,58 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen) {
     return HV_OK;
 }
 
+/* 0 when s is UTF-8 text; else 1 and a message: what (the flag or file, in the user's terms),
+ * the value shown with its bad bytes escaped, and where the first one is. */
+static int cli_not_text(const char *what, const char *s, char *err, size_t errlen) {
+    long at = hv_utf8_bad_at(s);
+    if (at < 0) {
+        return 0;
+    }
+    char shown[200];
+    cli_err(err, errlen,
+            "%s '%s' is not UTF-8 text (byte 0x%02x at offset %ld): the head takes text only in "
+            "UTF-8 (give the bytes another way: a --file)",
+            what, hv_cli_clean(s, 0, shown, sizeof(shown)), (unsigned)(unsigned char)s[at], at);
+    return 1;
+}
+
+/* Every string hvsubmit sends is UTF-8 text (the head refuses any other: common/utf8.h). */
+static hv_err cli_submit_check_text(const hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    char what[300];
+    if (cli_not_text("--name", o->name, err, errlen) ||
+        cli_not_text("--namespace", o->ns, err, errlen) ||
+        cli_not_text(o->command ? "the program" : "the program's file name",
+                     o->command ? o->binary : hv_cli_basename(o->binary), err, errlen)) {
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < o->nenv; i++) {
+        if (cli_not_text("--env: the name", o->env[i].key, err, errlen)) {
+            return HV_EINVAL;
+        }
+        snprintf(what, sizeof(what), "--env %.100s: the value", o->env[i].key);
+        if (cli_not_text(what, o->env[i].value, err, errlen)) {
+            return HV_EINVAL;
+        }
+    }
+    for (int i = 0; i < o->nargs; i++) {
+        snprintf(what, sizeof(what), "argument %d of the program", i + 1);
+        if (cli_not_text(what, o->args[i], err, errlen)) {
+            return HV_EINVAL;
+        }
+    }
+    for (size_t i = 0; i < o->nfiles; i++) {
+        if (i >= o->nfiles - o->workdir_nfiles) {
+            snprintf(what, sizeof(what), "--workdir %.200s: the file", o->workdir);
+        } else {
+            snprintf(what, sizeof(what), "the shipped file (--file or script)");
+        }
+        if (cli_not_text(what, hv_cli_ship_name(o, i), err, errlen)) {
+            return HV_EINVAL;
+        }
+    }
+    return HV_OK;
+}
+
 hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     if (!o->command) {
         HV_TRY(hv_cli_check_binary(o->binary, err, errlen));
@@ -957,7 +1010,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
             }
         }
     }
-    return HV_OK;
+    return cli_submit_check_text(o, err, errlen);
 }
 
 /* The value of node label key in info, or NULL. */

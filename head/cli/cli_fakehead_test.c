@@ -336,6 +336,23 @@ static void on_get_job(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &final_view->base);
 }
 
+/* Actors/Get: one actor whose class and last event hold what a hostile class name could
+ * (escape sequences, a newline); the head refuses such classes now, an older head stored them. */
+static void on_get_actor(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)m;
+    (void)ud;
+    Hvpb__V1__ActorView v = HVPB__V1__ACTOR_VIEW__INIT;
+    v.id = 3;
+    v.name = "ctr";
+    v.namespace_ = "default";
+    v.class_name = "ctr\x1b]0;pwned\x07\nstate      alive";
+    v.state = "pending";
+    v.reason = "created: class \x1b[2J";
+    v.labels = "zone=a";
+    v.last_status = -1;
+    hv_rpc_reply(c, &v.base);
+}
+
 static void on_list_jobs(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     (void)m;
     (void)ud;
@@ -504,6 +521,8 @@ static void server_up(void) {
          on_list_events, NULL, NULL},
         {"/hvpb.v1.Jobs/DrainNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
          on_drain_node, NULL, NULL},
+        {"/hvpb.v1.Actors/Get", HV_RPC_UNARY, &hvpb__v1__get_actor_request__descriptor,
+         on_get_actor, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
         hv_rpc_server_add(srv, &ms[i]);
@@ -1780,6 +1799,21 @@ static void test_hvctl_drain(void) {
     CHECK_EQ(got_drain.n, before);
 }
 
+/* hvctl actor NAME shows the head's text with what could act on a terminal made visible: a
+ * class with an escape sequence and a newline (it printed them raw, so a class could retitle
+ * the terminal and forge a line). */
+static void test_hvctl_actor_escaped(void) {
+    run_t r;
+    const char *a[] = {"actor", "ctr", NULL};
+    run_tool(&r, "hvctl", a);
+    CHECK_STATUS(&r, 0);
+    CHECK_HAS(r.out, "  class      ctr\\x1b]0;pwned\\x07\\nstate      alive\n");
+    CHECK_HAS(r.out, "  last event created: class \\x1b[2J\n");
+    CHECK_LACKS(r.out, "\x1b");
+    CHECK_LACKS(r.out, "\x07");
+    run_free(&r);
+}
+
 /* ---- runner --------------------------------------------------------------------------------- */
 
 static const hv_check_case_t tests[] = {
@@ -1797,6 +1831,7 @@ static const hv_check_case_t tests[] = {
     {"hvctl_state_copy", test_hvctl_state_copy},
     {"hvctl_drain", test_hvctl_drain},
     {"words_changed", test_words_changed},
+    {"hvctl_actor_escaped", test_hvctl_actor_escaped},
 };
 
 int main(int argc, char **argv) {

@@ -420,14 +420,24 @@ static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v, const his
 /* "12.3 ms", "0.004 ms": three significant digits. */
 static void print_ms(double ms) { printf("%.3g ms", ms); }
 
+/* s with what could act on a terminal made visible (hv_cli_clean): the head's text is what a
+ * job or a node chose (a class, a reason quoting it). One of eight rotating buffers, so that a
+ * printf may take up to eight. */
+static const char *vis(const char *s) {
+    static char bufs[8][2048];
+    static unsigned next;
+    char *b = bufs[next++ % 8];
+    return hv_cli_clean(s != NULL ? s : "", 0, b, sizeof(bufs[0]));
+}
+
 static void print_one(const Hvpb__V1__ActorView *v) {
-    printf("actor %" PRIu64 "%s%s%s%s\n", v->id, v->name[0] ? " " : "", v->namespace_,
-           v->name[0] ? "/" : "", v->name);
-    printf("  class      %s\n", v->class_name);
-    printf("  state      %s%s%s%s\n", v->state, v->cause[0] ? " (" : "", v->cause,
+    printf("actor %" PRIu64 "%s%s%s%s\n", v->id, v->name[0] ? " " : "", vis(v->namespace_),
+           v->name[0] ? "/" : "", vis(v->name));
+    printf("  class      %s\n", vis(v->class_name));
+    printf("  state      %s%s%s%s\n", vis(v->state), v->cause[0] ? " (" : "", vis(v->cause),
            v->cause[0] ? ")" : "");
-    printf("  node       %s\n", v->node[0] ? v->node : "-");
-    printf("  address    %s\n", v->address[0] ? v->address : "-");
+    printf("  node       %s\n", v->node[0] ? vis(v->node) : "-");
+    printf("  address    %s\n", v->address[0] ? vis(v->address) : "-");
     printf("  restarts   %u of %u%s", v->restarts, v->max_restarts, v->moves ? "" : "\n");
     if (v->moves) {
         printf(", %u moves after a drain\n", v->moves);
@@ -442,7 +452,7 @@ static void print_one(const Hvpb__V1__ActorView *v) {
     if (v->memory_mb > 0) {
         printf(", %" PRIu64 " MiB", v->memory_mb);
     }
-    printf("%s%s\n", v->labels[0] ? ", labels " : "", v->labels);
+    printf("%s%s\n", v->labels[0] ? ", labels " : "", vis(v->labels));
     if (v->last_signal != 0) {
         printf("  last exit  signal %d\n", v->last_signal);
     } else if (v->last_status >= 0) {
@@ -463,7 +473,7 @@ static void print_one(const Hvpb__V1__ActorView *v) {
         printf(" p99 (service time in the actor)\n");
         printf("  bytes      %" PRIu64 " in, %" PRIu64 " out\n", v->bytes_in, v->bytes_out);
     }
-    printf("  last event %s\n", v->reason);
+    printf("  last event %s\n", vis(v->reason));
 }
 
 /* ---- history ----------------------------------------------------------------------------------- */
@@ -585,7 +595,8 @@ static void history_print(const history_t *h) {
         char tm[48];
         step_read(e, &s);
         printf("    %s  %-7s  %-10s  %-15s  %-10s  %s\n", hv_fmt_time(e->time_ms, tm, sizeof(tm)),
-               s.step, s.state, s.cause[0] ? s.cause : "-", e->node[0] ? e->node : "-", s.reason);
+               vis(s.step), vis(s.state), s.cause[0] ? vis(s.cause) : "-",
+               e->node[0] ? vis(e->node) : "-", vis(s.reason));
     }
 }
 

@@ -35,6 +35,7 @@
 #include "mem.h"
 #include "rpc.h"
 #include "sha256.h"
+#include "utf8.h"
 #include "util.h"
 
 #define SUBMIT_PROG "hvsubmit"
@@ -486,13 +487,18 @@ static int submit_upload(hv_rpc_channel_t *ch, const char *head, const char *pat
 
 /* ---- submit --------------------------------------------------------------------------------- */
 
+/* Who submits, for display ($USER, else the uid's name); bytes that are not UTF-8 text become
+ * '?' (the head takes UTF-8 only, and an odd $USER must not stop a job). */
 static const char *submit_user(void) {
+    static char user[257]; /* the head takes 256 bytes of JobSpec.user */
     const char *u = getenv("USER");
-    if (u != NULL && u[0] != '\0') {
-        return u;
+    if (u == NULL || u[0] == '\0') {
+        struct passwd *pw = getpwuid(getuid());
+        u = pw != NULL && pw->pw_name != NULL ? pw->pw_name : "";
     }
-    struct passwd *pw = getpwuid(getuid());
-    return pw != NULL ? pw->pw_name : "";
+    snprintf(user, sizeof(user), "%s", u);
+    hv_utf8_repair(user);
+    return user;
 }
 
 static void submit_fileref(Hvpb__V1__FileRef *ref, const submit_artifact_t *a) {

@@ -202,6 +202,17 @@ static char *worker_labels(hv_svc_actors_t *s, hv_rpc_call_t *c, const hv_cred_t
     return out;
 }
 
+/* 1 when a class name (UTF-8 text: the gate checked) has no control character: C0, DEL or C1
+ * (U+0080..U+009F, the bytes C2 80..C2 9F), which would act on a terminal that shows it. */
+static int class_text(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Checks the spec; HV_OK or the error with its words. */
 static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, char *err,
                            size_t len) {
@@ -223,8 +234,9 @@ static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, ch
         snprintf(err, len, "class: missing (the actor class the program registered)");
         return HV_EINVAL;
     }
-    if (strlen(sp->class_name) > 255 || strchr(sp->class_name, '=') != NULL) {
-        snprintf(err, len, "class: at most 255 bytes, no '='");
+    if (strlen(sp->class_name) > 255 || strchr(sp->class_name, '=') != NULL ||
+        !class_text(sp->class_name)) {
+        snprintf(err, len, "class: at most 255 bytes, no '=' and no control character");
         return HV_EINVAL;
     }
     if (strlen(sp->arg) > ACTORS_MAX_ARG) {

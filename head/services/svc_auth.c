@@ -10,6 +10,7 @@
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
+#include "utf8.h"
 #include "util.h"
 #include "workcap.h"
 
@@ -17,11 +18,15 @@
 #define AUDIT_PAGE_MAX 1000
 #define AUDIT_FILTER_MAX 64                       /* bytes of the who and method filters */
 #define JTOKEN_TTL_MAX_MS (3650ull * 86400000ull) /* ten years */
+#define AUDIT_GRPC_PERMISSION_DENIED 7            /* gRPC's status codes (grpc/status.h) */
+#define AUDIT_GRPC_UNAUTHENTICATED 16
 
 /* A call on its way into the audit trail: the gate saw who and what, the end hook adds the
  * result. Keyed by the call (valid until its end). */
 typedef struct audit_pend_s {
     const hv_rpc_call_t *c;
+    int refusal_only; /* written only if the handler refuses it (PERMISSION_DENIED or
+                       * UNAUTHENTICATED): an Actors call the gate let through */
     hv_audit_row_t row;
     struct audit_pend_s *next;
 } audit_pend_t;
@@ -132,10 +137,56 @@ static void audit_who(const hv_svc_auth_t *s, hv_rpc_call_t *c, hv_auth_scope sc
     }
 }
 
-/* What the call acts on, from its request. */
-static void audit_target(const ProtobufCMessage *m, char *out, size_t cap) {
+/* An actor as a request names it: "actor 7", "actor team/ctr", "actor ctr" (its caller's
+ * namespace); buf: 64 bytes. */
+static const char *audit_actor(const Hvpb__V1__ActorRef *r, char buf[64]) {
+    if (r == NULL) {
+        snprintf(buf, 64, "actor ?");
+    } else if (r->id != 0) {
+        snprintf(buf, 64, "actor %" PRIu64, r->id);
+    } else {
+        snprintf(buf, 64, "actor %.20s%s%.32s", r->namespace_ != NULL ? r->namespace_ : "",
+                 r->namespace_ != NULL && r->namespace_[0] != '\0' ? "/" : "",
+                 r->name != NULL ? r->name : "");
+    }
+    return buf;
+}
+
+/* The target of an Actors call (an actor, or the actors of a namespace); 0 for another. */
+static int audit_target_actors(const ProtobufCMessage *m, char *out, size_t cap) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    char a[64];
+    if (d == &hvpb__v1__create_actor_request__descriptor) {
+        const Hvpb__V1__ActorSpec *sp = ((const Hvpb__V1__CreateActorRequest *)m)->spec;
+        Hvpb__V1__ActorRef r = HVPB__V1__ACTOR_REF__INIT;
+        r.name = sp != NULL && sp->name[0] != '\0' ? sp->name : "(unnamed)";
+        r.namespace_ = sp != NULL ? sp->namespace_ : "";
+        snprintf(out, cap, "%.44s (class %.10s)", audit_actor(&r, a),
+                 sp != NULL ? sp->class_name : "");
+    } else if (d == &hvpb__v1__kill_actor_request__descriptor) {
+        const Hvpb__V1__KillActorRequest *r = (const Hvpb__V1__KillActorRequest *)m;
+        snprintf(out, cap, "%.52s%s", audit_actor(r->ref, a), r->restart ? " (restart)" : "");
+    } else if (d == &hvpb__v1__get_actor_request__descriptor) {
+        const Hvpb__V1__GetActorRequest *r = (const Hvpb__V1__GetActorRequest *)m;
+        snprintf(out, cap, "%.54s%s", audit_actor(r->ref, a), r->with_secret ? " (secret)" : "");
+    } else if (d == &hvpb__v1__list_actors_request__descriptor) {
+        const char *ns = ((const Hvpb__V1__ListActorsRequest *)m)->namespace_;
+        snprintf(out, cap, "actors%s%.40s", ns != NULL && ns[0] != '\0' ? " of namespace " : "",
+                 ns != NULL ? ns : "");
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* What the call acts on, from its request (path: the method, for the requests that several
+ * methods take). */
+static void audit_target(const char *path, const ProtobufCMessage *m, char *out, size_t cap) {
     const ProtobufCMessageDescriptor *d = m->descriptor;
     out[0] = '\0';
+    if (audit_target_actors(m, out, cap)) {
+        return;
+    }
     if (d == &hvpb__v1__job_ref__descriptor) {
         snprintf(out, cap, "job %" PRIu64, ((const Hvpb__V1__JobRef *)m)->job_id);
     } else if (d == &hvpb__v1__submit_request__descriptor) {
@@ -144,8 +195,10 @@ static void audit_target(const ProtobufCMessage *m, char *out, size_t cap) {
                  r->spec != NULL && r->spec->name != NULL ? r->spec->name : "");
     } else if (d == &hvpb__v1__node_drain_request__descriptor) {
         const Hvpb__V1__NodeDrainRequest *r = (const Hvpb__V1__NodeDrainRequest *)m;
-        snprintf(out, cap, "node %.50s%s", r->node != NULL ? r->node : "",
-                 r->drain ? "" : " (undrain)");
+        const char *what = strstr(path, "/RevokeNode") != NULL ? " (revoke)"
+                           : r->drain                          ? ""
+                                                               : " (undrain)";
+        snprintf(out, cap, "node %.50s%s", r->node != NULL ? r->node : "", what);
     } else if (d == &hvpb__v1__nodes_drain_request__descriptor) {
         const Hvpb__V1__NodesDrainRequest *r = (const Hvpb__V1__NodesDrainRequest *)m;
         size_t len = (size_t)snprintf(out, cap, "%s", r->drain ? "nodes" : "undrain nodes");
@@ -165,7 +218,7 @@ static void audit_target(const ProtobufCMessage *m, char *out, size_t cap) {
 
 /* Notes a call for the audit trail (its result comes at its end: audit_end). */
 static void audit_begin(hv_svc_auth_t *s, hv_rpc_call_t *c, const char *path, hv_auth_scope scope,
-                        const ProtobufCMessage *first) {
+                        const ProtobufCMessage *first, int refusal_only) {
     if (s->store == NULL || pend_find(s, c, NULL) != NULL) {
         return;
     }
@@ -175,11 +228,13 @@ static void audit_begin(hv_svc_auth_t *s, hv_rpc_call_t *c, const char *path, hv
         return;
     }
     p->c = c;
+    p->refusal_only = refusal_only;
     const char *slash = strrchr(path, '/');
     snprintf(p->row.method, sizeof(p->row.method), "%s", slash != NULL ? slash + 1 : path);
     snprintf(p->row.peer, sizeof(p->row.peer), "%s", hv_rpc_call_peer(c));
     audit_who(s, c, scope, first, &p->row);
-    audit_target(first, p->row.target, sizeof(p->row.target));
+    audit_target(path, first, p->row.target, sizeof(p->row.target));
+    hv_utf8_repair(p->row.target); /* a refused request's bytes: the trail stays UTF-8 text */
     p->next = s->pending;
     s->pending = p;
 }
@@ -194,6 +249,11 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
         return;
     }
     *link = p->next;
+    if (p->refusal_only && code != AUDIT_GRPC_PERMISSION_DENIED &&
+        code != AUDIT_GRPC_UNAUTHENTICATED) {
+        hv_free(p); /* answered, or an error that refuses nobody (not found, bad request) */
+        return;
+    }
     p->row.time_ms = hv_wall_ms();
     p->row.code = code;
     if (code == 0) {
@@ -201,6 +261,7 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
     } else {
         snprintf(p->row.result, sizeof(p->row.result), "%s: %s", hv_rpc_code_name(code),
                  detail != NULL ? detail : "");
+        hv_utf8_repair(p->row.result); /* a character cut in two by the bound */
     }
     hv_err rc = hv_store_audit_append(s->store, &p->row, HV_STORE_AUDIT_KEEP);
     if (rc != HV_OK && !s->audit_failing) {
@@ -228,7 +289,7 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
         snprintf(msg, msglen, "permission denied: no credential may call %s", path);
         HV_LOG(HV_LOG_WARN, "auth", "HV-AUTH-REFUSED", "refused %s from %s: no rule for it", path,
                hv_rpc_call_peer(c));
-        audit_begin(s, c, path, HV_AUTH_CLIENT, first);
+        audit_begin(s, c, path, HV_AUTH_CLIENT, first, 0);
         return HV_EPERM;
     }
     uint64_t id = 0, worker = 0, incarnation = 0;
@@ -262,8 +323,16 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
                : rc == HV_EAUTH ? "no valid credential"
                                 : "credential of another scope");
     }
+    if (rc == HV_OK && hv_validate_utf8(first, msg, msglen) != HV_OK) {
+        rc = HV_EINVAL; /* every proto3 string must be UTF-8 text: refused before any handler */
+        HV_LOG(HV_LOG_WARN, "auth", "HV-UTF8-REFUSED", "refused %s from %s: %s", path,
+               hv_rpc_call_peer(c), msg);
+    }
     if (rc != HV_OK || hv_auth_audited(path)) {
-        audit_begin(s, c, path, scope, first);
+        audit_begin(s, c, path, scope, first, 0);
+    } else if (scope == HV_AUTH_ACTORS) {
+        /* The Actors service refuses a worker another namespace itself: audited too. */
+        audit_begin(s, c, path, scope, first, 1);
     }
     return rc;
 }

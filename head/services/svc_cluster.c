@@ -29,6 +29,7 @@ typedef struct sess_s {
     uint64_t refused_window;  /* monotonic ms: start of the current refusal-log window */
     uint32_t refused_logged;  /* HV-SESSION-SCOPE records in that window */
     uint32_t refused_quiet;   /* refusals not logged since the last record (the rate limit) */
+    uint64_t utf8_fixed;      /* bytes of its reports that were not UTF-8 (repaired to '?') */
     struct sess_s *next;
 } sess_t;
 
@@ -581,6 +582,18 @@ static void session_msg(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     hv_driver_node_heard(s->d, x->node_id);
+    /* Program output and exit reasons are kept whatever their bytes: what is not UTF-8 text is
+     * repaired, not refused (the hello passed the gate's refusal). The message is ours to change
+     * until this call returns. */
+    char where[200];
+    size_t fixed = hv_validate_utf8_repair((ProtobufCMessage *)m, where, sizeof(where));
+    if (fixed > 0 && x->utf8_fixed == 0) {
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-UTF8-REPAIRED",
+               "node %llu reported text that is not UTF-8 (%s): each such byte is kept as '?' "
+               "(said once per session)",
+               (unsigned long long)x->node_id, where);
+    }
+    x->utf8_fixed += fixed;
     if (am->seq != 0 && am->seq <= x->max_seq_applied) {
         send_ack(x); /* a re-sent event we already applied */
         return;

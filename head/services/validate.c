@@ -7,6 +7,7 @@
 
 #include "mem.h"
 #include "sha256.h"
+#include "utf8.h"
 #include "util.h"
 
 /* A node name: 1..HV_NODE_NAME_MAX bytes, no control character or blank (it is shown in logs,
@@ -539,4 +540,89 @@ char *hv_validate_join_labels(Hvpb__V1__KeyValue **kv, size_t n) {
         used += w > 0 ? (size_t)w : 0;
     }
     return out;
+}
+
+/* ---- UTF-8 of every string field ------------------------------------------------------------ */
+
+#define UTF8_MAX_DEPTH 16 /* messages inside messages (hv.proto nests 3 deep) */
+
+/* One walk over a message's strings: refuse (the first bad one, in err) or repair (each). */
+typedef struct utf8_walk_s {
+    int repair;
+    size_t fixed; /* repair: bytes replaced */
+    char *where;  /* the first bad field's path */
+    size_t wherelen;
+} utf8_walk_t;
+
+/* s of the field at path: 0 to go on, 1 to stop (refused). */
+static int utf8_string(utf8_walk_t *w, char *s, const char *path) {
+    long at = hv_utf8_bad_at(s);
+    if (at < 0) {
+        return 0;
+    }
+    if (w->fixed == 0 || !w->repair) {
+        snprintf(w->where, w->wherelen, "%s: not UTF-8 text (byte 0x%02x at offset %ld of %zu)",
+                 path, (unsigned)(unsigned char)s[at], at, strlen(s));
+    }
+    if (!w->repair) {
+        return 1;
+    }
+    w->fixed += hv_utf8_repair(s);
+    return 0;
+}
+
+/* The path of field f (element i, or -1) under prefix, into out. */
+static void utf8_path(const char *prefix, const ProtobufCFieldDescriptor *f, long i, char *out,
+                      size_t len) {
+    int w = snprintf(out, len, "%s%s%s", prefix, prefix[0] != '\0' ? "." : "", f->name);
+    if (i >= 0 && w > 0 && (size_t)w < len) {
+        snprintf(out + w, len - (size_t)w, "[%ld]", i);
+    }
+}
+
+/* Every string of m, and of the messages in it (the set member of a oneof only). */
+static int utf8_message(utf8_walk_t *w, const ProtobufCMessage *m, const char *prefix,
+                        unsigned depth) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned k = 0; k < d->n_fields && depth < UTF8_MAX_DEPTH; k++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[k];
+        const char *base = (const char *)m;
+        if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE) {
+            continue;
+        }
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+            *(const uint32_t *)(base + f->quantifier_offset) != f->id) {
+            continue; /* another member of the oneof is set */
+        }
+        int many = f->label == PROTOBUF_C_LABEL_REPEATED;
+        size_t n = many ? *(const size_t *)(base + f->quantifier_offset) : 1;
+        void *const *items =
+            many ? *(void *const *const *)(base + f->offset) : (void *const *)(base + f->offset);
+        for (size_t i = 0; i < n; i++) {
+            char path[256];
+            if (items[i] == NULL) {
+                continue;
+            }
+            utf8_path(prefix, f, many ? (long)i : -1, path, sizeof(path));
+            if (f->type == PROTOBUF_C_TYPE_STRING ? utf8_string(w, items[i], path)
+                                                  : utf8_message(w, items[i], path, depth + 1)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+hv_err hv_validate_utf8(const ProtobufCMessage *m, char *err, size_t len) {
+    utf8_walk_t w = {.where = err, .wherelen = len};
+    return utf8_message(&w, m, "", 0) ? HV_EINVAL : HV_OK;
+}
+
+size_t hv_validate_utf8_repair(ProtobufCMessage *m, char *where, size_t len) {
+    utf8_walk_t w = {.repair = 1, .where = where, .wherelen = len};
+    if (len > 0) {
+        where[0] = '\0';
+    }
+    (void)utf8_message(&w, m, "", 0);
+    return w.fixed;
 }

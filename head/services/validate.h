@@ -88,6 +88,19 @@ typedef struct hv_validate_method_s {
 /* Every method the head serves (*n of them). */
 const hv_validate_method_t *hv_validate_methods(size_t *n);
 
+/* Every proto3 string of m, and of every message inside it (repeated ones and the set member
+ * of a oneof included), is UTF-8 text (common/utf8.h): the descriptors are walked, so a string
+ * field added to hv.proto is covered without a word here. HV_OK, or HV_EINVAL with the first
+ * that is not in err, named by its path ("spec.env[2].key: not UTF-8 text (byte 0xff at offset
+ * 1 of 3)"); the value is not quoted. The head's gate (svc_auth.c) runs it on the request of
+ * every call before any handler sees it. */
+hv_err hv_validate_utf8(const ProtobufCMessage *m, char *err, size_t len);
+
+/* The same walk, repairing in place instead: each byte that is not part of UTF-8 text becomes
+ * '?'. Returns the bytes replaced; where (len bytes) names the first field repaired. For what
+ * agents report on their Session (program output, exit reasons), which is kept, not refused. */
+size_t hv_validate_utf8_repair(ProtobufCMessage *m, char *where, size_t len);
+
 /* "k=v,k=v" of n labels already checked here (no ',' or '=' inside a key or value), as the
  * head stores them; "" for none; NULL when out of memory (the caller frees with hv_free). */
 char *hv_validate_join_labels(Hvpb__V1__KeyValue **kv, size_t n);

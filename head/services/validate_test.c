@@ -435,11 +435,115 @@ static void case_sizes(void) {
     expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL, "reason: 1025 bytes");
 }
 
+/* Strings that are not UTF-8 text, at every depth, are refused naming the field; text (accents,
+ * emoji) passes; the repair turns each bad byte into '?'. */
+static void case_utf8(void) {
+    Hvpb__V1__KeyValue env[2] = {HVPB__V1__KEY_VALUE__INIT, HVPB__V1__KEY_VALUE__INIT};
+    Hvpb__V1__KeyValue *envp[2] = {&env[0], &env[1]};
+    char *args[3] = {"d\xc3\xa9j\xc3\xa0", "\xf0\x9f\x98\x80", "ok"};
+    Hvpb__V1__FileRef bin = HVPB__V1__FILE_REF__INIT;
+    Hvpb__V1__JobSpec spec = HVPB__V1__JOB_SPEC__INIT;
+    Hvpb__V1__SubmitRequest r = HVPB__V1__SUBMIT_REQUEST__INIT;
+    env[0].key = "A";
+    env[0].value = "\xe2\x82\xac";
+    env[1].key = "B";
+    env[1].value = "b";
+    bin.name = "train";
+    spec.name = "caf\xc3\xa9";
+    spec.binary = &bin;
+    spec.env = envp;
+    spec.n_env = 2;
+    spec.args = args;
+    spec.n_args = 3;
+    r.spec = &spec;
+    expect(hv_validate_utf8(&r.base, err, sizeof(err)), HV_OK, "");
+    const struct {
+        char **at;
+        const char *bad, *field;
+    } rows[] = {
+        {&spec.name, "job\xff", "spec.name: not UTF-8 text (byte 0xff at offset 3 of 4)"},
+        {&spec.user, "\xc3(", "spec.user: not UTF-8 text (byte 0xc3 at offset 0 of 2)"},
+        {&spec.namespace_, "ns\xed\xa0\x80", "spec.namespace: not UTF-8 text (byte 0xed"},
+        {&spec.command, "\xc0\xaf", "spec.command: not UTF-8 text"},
+        {&env[1].key, "B\x80", "spec.env[1].key: not UTF-8 text (byte 0x80 at offset 1 of 2)"},
+        {&env[0].value, "\xf4\x90\x80\x80", "spec.env[0].value: not UTF-8 text"},
+        {&args[2],
+         "a\xfe"
+         "b",
+         "spec.args[2]: not UTF-8 text (byte 0xfe at offset 1 of 3)"},
+        {&bin.name, "t\xe2\x82", "spec.binary.name: not UTF-8 text"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char *keep = *rows[i].at;
+        *rows[i].at = (char *)rows[i].bad;
+        expect(hv_validate_utf8(&r.base, err, sizeof(err)), HV_EINVAL, rows[i].field);
+        *rows[i].at = keep;
+    }
+    /* A oneof: only the member that is set is read. */
+    Hvpb__V1__LogLines log = HVPB__V1__LOG_LINES__INIT;
+    char *lines[2] = {"fine", "bin\xff\xfery"};
+    log.lines = lines;
+    log.n_lines = 2;
+    Hvpb__V1__AgentMsg am = HVPB__V1__AGENT_MSG__INIT;
+    am.body_case = HVPB__V1__AGENT_MSG__BODY_LOG;
+    am.log = &log;
+    expect(hv_validate_utf8(&am.base, err, sizeof(err)), HV_EINVAL,
+           "log.lines[1]: not UTF-8 text (byte 0xff at offset 3 of 7)");
+    char fixed[] = "bin\xff\xfery", where[200];
+    lines[1] = fixed;
+    CHECK_EQ(hv_validate_utf8_repair(&am.base, where, sizeof(where)), 2);
+    CHECK_STR(fixed, "bin??ry");
+    CHECK_HAS(where, "log.lines[1]: not UTF-8 text");
+    expect(hv_validate_utf8(&am.base, err, sizeof(err)), HV_OK, "");
+    CHECK_EQ(hv_validate_utf8_repair(&am.base, where, sizeof(where)), 0);
+    CHECK_STR(where, "");
+}
+
+/* Every string field of every request of every service is walked: set to bytes that are not
+ * UTF-8, each one alone is refused by its name, with nothing written here for it. */
+static void case_utf8_every_field(void) {
+    const ProtobufCServiceDescriptor *svcs[] = {
+        &hvpb__v1__cluster__descriptor, &hvpb__v1__jobs__descriptor,
+        &hvpb__v1__rendezvous__descriptor, &hvpb__v1__actors__descriptor};
+    size_t fields = 0;
+    for (size_t s = 0; s < sizeof(svcs) / sizeof(svcs[0]); s++) {
+        for (unsigned k = 0; k < svcs[s]->n_methods; k++) {
+            const ProtobufCMessageDescriptor *d = svcs[s]->methods[k].input;
+            for (unsigned f = 0; f < d->n_fields; f++) {
+                const ProtobufCFieldDescriptor *fd = &d->fields[f];
+                if (fd->type != PROTOBUF_C_TYPE_STRING || fd->label == PROTOBUF_C_LABEL_REPEATED ||
+                    (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
+                    continue;
+                }
+                union {
+                    ProtobufCMessage m;
+                    char room[4096];
+                } u;
+                CHECK(d->sizeof_message <= sizeof(u.room));
+                d->message_init(&u.m);
+                *(const char **)((char *)&u.m + fd->offset) = "x\xffy";
+                char want[200];
+                snprintf(want, sizeof(want), "%s: not UTF-8 text (byte 0xff at offset 1 of 3)",
+                         fd->name);
+                expect(hv_validate_utf8(&u.m, err, sizeof(err)), HV_EINVAL, want);
+                fields++;
+            }
+        }
+    }
+    CHECK(fields >= 20);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"table", case_table},         {"put_state", case_put_state}, {"join", case_join},
-        {"artifacts", case_artifacts}, {"submit", case_submit},       {"misc", case_misc},
+        {"table", case_table},
+        {"put_state", case_put_state},
+        {"join", case_join},
+        {"artifacts", case_artifacts},
+        {"submit", case_submit},
+        {"misc", case_misc},
         {"sizes", case_sizes},
+        {"utf8", case_utf8},
+        {"utf8_every_field", case_utf8_every_field},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

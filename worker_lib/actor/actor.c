@@ -347,6 +347,30 @@ static uint64_t actor_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* 1 when the call frame h (body: its bytes) does not carry a method name the actor can run:
+ * none, longer than HV_ACTOR_METHOD_MAX (or than the frame), or with a NUL inside (it would run
+ * the method named by the bytes before the NUL). Refused with HV_EINVAL saying which, before
+ * anything runs; the connection closes after the error (a caller built on libhv cannot send
+ * either). */
+static int srv_bad_name(conn_t *c, const hv__actor_hdr_t *h, const uint8_t *body) {
+    if (h->name_len == 0 || h->name_len > h->len) {
+        conn_refuse(c, HV_EINVAL, "invalid call: a method name of %u bytes in a frame of %u",
+                    h->name_len, h->len);
+    } else if (h->name_len > HV_ACTOR_METHOD_MAX) {
+        conn_refuse(c, HV_EINVAL, "invalid call: a method name of %u bytes, at most %d",
+                    h->name_len, HV_ACTOR_METHOD_MAX);
+    } else if (memchr(body, '\0', h->name_len) != NULL) {
+        conn_refuse(c, HV_EINVAL,
+                    "invalid call: the method name has a NUL byte at offset %zu (no method runs)",
+                    (size_t)((const uint8_t *)memchr(body, '\0', h->name_len) - body));
+    } else {
+        return 0;
+    }
+    HV_LOG(HV_LOG_WARN, "actor", "HV-ACTOR-CALL", "refused a call from %s: %s", c->peer,
+           "its method name is empty, too long or has a NUL byte");
+    return 1;
+}
+
 /* Runs one call, appends its REPLY (status, then result or message) to c's output, and counts
  * it in the figures. */
 static hv_err srv_call(hv_actor_server_t *s, conn_t *c, uint64_t id, const uint8_t *body,
@@ -486,9 +510,12 @@ static void srv_parse(hv_actor_server_t *s, conn_t *c) {
         pos += HV__ACTOR_HDR + (size_t)h.len;
         if (!c->authed) {
             srv_auth(s, c, body);
-        } else if (h.type != HV__ACTOR_CALL || h.name_len == 0 ||
-                   h.name_len > HV_ACTOR_METHOD_MAX || h.name_len > h.len) {
-            conn_refuse(c, HV_EPROTO, "protocol error: expected a call (frame type %u)", h.type);
+        } else if (h.type != HV__ACTOR_CALL) {
+            conn_refuse(c, HV_EPROTO,
+                        "protocol error: expected a call (frame type %u), not type %u",
+                        HV__ACTOR_CALL, h.type);
+        } else if (srv_bad_name(c, &h, body)) {
+            /* refused, nothing run (srv_bad_name said why) */
         } else if (srv_call(s, c, h.id, body, h.len, h.name_len) != HV_OK) {
             conn_refuse(c, HV_ENOMEM, "the actor ran out of memory");
         } else if (actor_now_us() - flushed >= ACTOR_FLUSH_US) {

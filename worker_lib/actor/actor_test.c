@@ -785,6 +785,64 @@ static void garbage_body(srv_t *s) {
 }
 static void case_garbage_frames(void) { with_actor(garbage_body, NULL); }
 
+/* One call frame sent by hand after a good handshake: method (name_len bytes, NULs and all) with
+ * argument "x". The answer's frame type and code; text gets the message (ERROR) or the result
+ * (REPLY). */
+static void raw_call(srv_t *s, const char *method, uint16_t name_len, uint8_t *type, uint32_t *code,
+                     char *text, size_t tlen) {
+    uint64_t deadline = hv_now_ms() + 5000;
+    int fd = -1;
+    uint32_t mf = 0;
+    *type = 0;
+    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
+    ASSERT_OK(hv__actor_client_handshake(fd, SECRET, deadline, &mf, NULL, 0));
+    uint8_t msg[HV__ACTOR_HDR + 300 + 1];
+    hv__actor_hdr_t h = {
+        .len = name_len + 1u, .type = HV__ACTOR_CALL, .name_len = name_len, .id = 7};
+    hv__actor_hdr_put(msg, &h);
+    memcpy(msg + HV__ACTOR_HDR, method, name_len);
+    msg[HV__ACTOR_HDR + name_len] = 'x';
+    ASSERT_OK(hv__actor_write_full(fd, msg, HV__ACTOR_HDR + name_len + 1u, deadline));
+    uint8_t reply[HV__ACTOR_HDR + 512];
+    ASSERT_OK(hv__actor_read_full(fd, reply, HV__ACTOR_HDR, deadline));
+    hv__actor_hdr_get(reply, &h);
+    ASSERT_TRUE(h.len >= 4 && h.len <= 512);
+    ASSERT_OK(hv__actor_read_full(fd, reply + HV__ACTOR_HDR, h.len, deadline));
+    *type = h.type;
+    *code = hv__actor_get_u32(reply + HV__ACTOR_HDR);
+    snprintf(text, tlen, "%.*s", (int)(h.len - 4), (const char *)reply + HV__ACTOR_HDR + 4);
+    close(fd);
+}
+
+/* A method name the actor cannot run is refused with HV_EINVAL saying why, and runs nothing: one
+ * over 255 bytes (was "expected a call (frame type 5)"), one with a NUL inside ("echo\0evil" ran
+ * echo), an empty one. 255 bytes is still a name (an unknown method: the method's error). */
+static void bad_name_body(srv_t *s) {
+    char name[300], text[600];
+    uint8_t type;
+    uint32_t code;
+    memset(name, 'm', sizeof(name));
+    raw_call(s, name, 256, &type, &code, text, sizeof(text));
+    ASSERT_EQ_INT(type, HV__ACTOR_ERROR);
+    ASSERT_EQ_INT(code, HV_EINVAL);
+    ASSERT_TRUE(strstr(text, "a method name of 256 bytes, at most 255") != NULL);
+    raw_call(s, "echo\0evil", 9, &type, &code, text, sizeof(text));
+    ASSERT_EQ_INT(type, HV__ACTOR_ERROR);
+    ASSERT_EQ_INT(code, HV_EINVAL);
+    ASSERT_TRUE(strstr(text, "the method name has a NUL byte at offset 4") != NULL);
+    raw_call(s, "", 0, &type, &code, text, sizeof(text));
+    ASSERT_EQ_INT(type, HV__ACTOR_ERROR);
+    ASSERT_EQ_INT(code, HV_EINVAL);
+    raw_call(s, name, 255, &type, &code, text, sizeof(text));
+    ASSERT_EQ_INT(type, HV__ACTOR_REPLY); /* a name: the class says it has no such method */
+    ASSERT_TRUE(code != HV_OK);
+    raw_call(s, "echo", 4, &type, &code, text, sizeof(text));
+    ASSERT_EQ_INT(type, HV__ACTOR_REPLY);
+    ASSERT_EQ_INT(code, HV_OK);
+    ASSERT_TRUE(strcmp(text, "x") == 0);
+}
+static void case_bad_method_name(void) { with_actor(bad_name_body, NULL); }
+
 /* A caller that sends 64 calls of 1 MiB results and reads nothing for a while: the actor stops
  * serving it at its bound of unsent replies instead of buffering 64 MiB, then, once the caller
  * reads, answers every call in order without further prompting. */
@@ -1009,6 +1067,7 @@ static const hvtest_case_t cases[] = {
     {"pending_bound", case_pending_bound},
     {"connect_bounds", case_connect_bounds},
     {"garbage_frames", case_garbage_frames},
+    {"bad_method_name", case_bad_method_name},
     {"backpressure", case_backpressure},
     {"slow_batch", case_slow_batch},
     {"many_classes", case_many_classes},
