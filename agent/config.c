@@ -12,12 +12,12 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "mem.h"
 #include "util.h"
 
@@ -65,16 +65,6 @@ static const char agent_usage[] =
     "                         HV_INSECURE=1); without it such a head needs --ca\n";
 
 const char *hv_agent_usage(void) { return agent_usage; }
-
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- host facts ----------------------------------------------------------------------------- */
 
@@ -206,12 +196,12 @@ static hv_err cfg_add_labels(hv_agent_config_t *cfg, const char *list, char *err
     for (char *kv = strtok_r(copy, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (eq == NULL || eq == kv || strlen(kv) > 256 + 1 + 1024) {
-            cfg_err(err, errlen, "--labels: \"%.100s\" is not key=value", kv);
+            hv_errf(err, errlen, "--labels: \"%.100s\" is not key=value", kv);
             rc = HV_EINVAL;
             goto out;
         }
         if (cfg->nlabels >= HV_AGENT_MAX_LABELS) {
-            cfg_err(err, errlen, "--labels: more than %d labels", HV_AGENT_MAX_LABELS);
+            hv_errf(err, errlen, "--labels: more than %d labels", HV_AGENT_MAX_LABELS);
             rc = HV_EINVAL;
             goto out;
         }
@@ -240,7 +230,7 @@ static hv_err cfg_add_labels(hv_agent_config_t *cfg, const char *list, char *err
         }
     }
     if (list[0] == '\0') {
-        cfg_err(err, errlen, "--labels: empty list");
+        hv_errf(err, errlen, "--labels: empty list");
         rc = HV_EINVAL;
     }
 out:
@@ -253,7 +243,7 @@ static hv_err cfg_read_token(hv_agent_config_t *cfg, const char *path, char *err
     size_t len = 0;
     hv_err rc = hv_read_file(path, 64 * 1024, &data, &len);
     if (rc != HV_OK) {
-        cfg_err(err, errlen, "--token-file %s: %s", path, hv_strerror(rc));
+        hv_errf(err, errlen, "--token-file %s: %s", path, hv_strerror(rc));
         return HV_EINVAL;
     }
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' ' ||
@@ -369,7 +359,7 @@ static hv_err cfg_transport(hv_agent_config_t *cfg, char *err, size_t errlen) {
     const char *env = getenv("HV_CA_FILE");
     if (cfg->ca_file[0] == '\0' && env != NULL && env[0] != '\0' &&
         cfg_absolute(env, cfg->ca_file, sizeof(cfg->ca_file)) != HV_OK) {
-        cfg_err(err, errlen, "HV_CA_FILE: bad path \"%.100s\"", env);
+        hv_errf(err, errlen, "HV_CA_FILE: bad path \"%.100s\"", env);
         return HV_EINVAL;
     }
     const char *ins = getenv("HV_INSECURE");
@@ -377,15 +367,15 @@ static hv_err cfg_transport(hv_agent_config_t *cfg, char *err, size_t errlen) {
         cfg->insecure = 1;
     }
     if ((cfg->cert_file[0] == '\0') != (cfg->key_file[0] == '\0')) {
-        cfg_err(err, errlen, "--cert and --key go together (the client certificate and its key)");
+        hv_errf(err, errlen, "--cert and --key go together (the client certificate and its key)");
         return HV_EINVAL;
     }
     if (cfg->cert_file[0] != '\0' && cfg->ca_file[0] == '\0') {
-        cfg_err(err, errlen, "--cert/--key need --ca (the CA that signed the head's certificate)");
+        hv_errf(err, errlen, "--cert/--key need --ca (the CA that signed the head's certificate)");
         return HV_EINVAL;
     }
     if (cfg->ca_file[0] == '\0' && !cfg->insecure && !hv_agent_host_is_loopback(cfg->head_host)) {
-        cfg_err(err, errlen,
+        hv_errf(err, errlen,
                 "refusing plain text to the head at %s (not on this machine): give --ca FILE "
                 "(or HV_CA_FILE) with the CA of the head's certificate, or --insecure on a "
                 "trusted network",
@@ -432,7 +422,7 @@ static hv_err cfg_command(hv_agent_config_t *cfg, const char *cmd, char *err, si
     } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         cfg->cmd = HV_AGENT_CMD_VERSION;
     } else {
-        cfg_err(err, errlen, "unknown command \"%.100s\" (want join, stop or drain)", cmd);
+        hv_errf(err, errlen, "unknown command \"%.100s\" (want join, stop or drain)", cmd);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -446,13 +436,13 @@ static int cfg_done(const hv_agent_config_t *cfg) {
 static hv_err cfg_positional(hv_agent_config_t *cfg, parse_state_t *ps, const char *a, char *err,
                              size_t errlen) {
     if (cfg->cmd != HV_AGENT_CMD_JOIN || ps->positional > 0) {
-        cfg_err(err, errlen, "unexpected argument \"%.100s\"", a);
+        hv_errf(err, errlen, "unexpected argument \"%.100s\"", a);
         return HV_EINVAL;
     }
     ps->positional++;
     if (hv_parse_hostport(a, cfg->head_host, sizeof(cfg->head_host), &cfg->head_port) != HV_OK ||
         cfg->head_port == 0 || strlen(a) >= sizeof(cfg->head)) {
-        cfg_err(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
+        hv_errf(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
         return HV_EINVAL;
     }
     snprintf(cfg->head, sizeof(cfg->head), "%s", a);
@@ -474,7 +464,7 @@ static hv_err cfg_flag_lookup(const hv_agent_config_t *cfg, int argc, char **arg
         }
     }
     if (f == NULL || !(f->cmds & (1u << cfg->cmd))) {
-        cfg_err(err, errlen, "unknown option '--%.*s' for 'hvagent %s'", (int)nlen, nm,
+        hv_errf(err, errlen, "unknown option '--%.*s' for 'hvagent %s'", (int)nlen, nm,
                 cmd_name(cfg->cmd));
         return HV_EINVAL;
     }
@@ -485,11 +475,11 @@ static hv_err cfg_flag_lookup(const hv_agent_config_t *cfg, int argc, char **arg
         } else if (*i + 1 < argc) {
             val = argv[++*i];
         } else {
-            cfg_err(err, errlen, "--%s needs a value", f->name);
+            hv_errf(err, errlen, "--%s needs a value", f->name);
             return HV_EINVAL;
         }
     } else if (eq != NULL) {
-        cfg_err(err, errlen, "--%s takes no value", f->name);
+        hv_errf(err, errlen, "--%s takes no value", f->name);
         return HV_EINVAL;
     }
     *f_out = f;
@@ -520,7 +510,7 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         return HV_OK;
     case F_SLOTS:
         if (hv_parse_u64(val, 1, 65535, &u) != HV_OK) {
-            cfg_err(err, errlen, "--slots \"%.50s\": want a number from 1 to 65535", val);
+            hv_errf(err, errlen, "--slots \"%.50s\": want a number from 1 to 65535", val);
             return HV_EINVAL;
         }
         cfg->slots = (uint32_t)u;
@@ -528,7 +518,7 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         return HV_OK;
     case F_MEMORY:
         if (hv_parse_u64(val, 1, UINT64_C(1) << 40, &u) != HV_OK) {
-            cfg_err(err, errlen, "--memory-mb \"%.50s\": want a number of MiB from 1 to 2^40", val);
+            hv_errf(err, errlen, "--memory-mb \"%.50s\": want a number of MiB from 1 to 2^40", val);
             return HV_EINVAL;
         }
         cfg->memory_mb = u;
@@ -536,7 +526,7 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         return HV_OK;
     case F_NAME:
         if (!name_valid(val)) {
-            cfg_err(err, errlen,
+            hv_errf(err, errlen,
                     "--name \"%.100s\": want 1-%d characters of A-Z a-z 0-9 . _ - (not "
                     "starting with . or -)",
                     val, HV_AGENT_NAME_MAX);
@@ -550,12 +540,12 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         struct in_addr a4;
         struct in6_addr a6;
         if (inet_pton(AF_INET, val, &a4) != 1 && inet_pton(AF_INET6, val, &a6) != 1) {
-            cfg_err(err, errlen, "--addr \"%.100s\": not an IP address", val);
+            hv_errf(err, errlen, "--addr \"%.100s\": not an IP address", val);
             return HV_EINVAL;
         }
         rc = cfg_add_addr(cfg, val);
         if (rc == HV_ETOOBIG) {
-            cfg_err(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
+            hv_errf(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
             return HV_EINVAL;
         }
         return rc;
@@ -565,7 +555,7 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         return HV_OK;
     case F_INSTANCE_ID:
         if (strlen(val) >= sizeof(cfg->instance_id)) {
-            cfg_err(err, errlen, "--instance-id: longer than %zu characters",
+            hv_errf(err, errlen, "--instance-id: longer than %zu characters",
                     sizeof(cfg->instance_id) - 1);
             return HV_EINVAL;
         }
@@ -584,7 +574,7 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
     switch (f->id) {
     case F_WORK_DIR:
         if (val[0] == '\0' || strlen(val) >= sizeof(ps->work_dir_arg) - 64) {
-            cfg_err(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
+            hv_errf(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
             return HV_EINVAL;
         }
         snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "%s", val);
@@ -592,7 +582,7 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
         return HV_OK;
     case F_CACHE_MAX:
         if (hv_parse_u64(val, 0, HV_AGENT_CACHE_MAX_MB_MAX, &u) != HV_OK) {
-            cfg_err(err, errlen,
+            hv_errf(err, errlen,
                     "--cache-max-mb \"%.50s\": want a number of MiB from 0 to %llu (0: unbounded)",
                     val, (unsigned long long)HV_AGENT_CACHE_MAX_MB_MAX);
             return HV_EINVAL;
@@ -601,7 +591,7 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
         return HV_OK;
     case F_RUN_AS:
         if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
-            cfg_err(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
+            hv_errf(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
                     sizeof(cfg->run_as) - 1);
             return HV_EINVAL;
         }
@@ -613,20 +603,20 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
         } else if (strcmp(val, "keep") == 0) {
             cfg->orphan_kill = 0;
         } else {
-            cfg_err(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
+            hv_errf(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
             return HV_EINVAL;
         }
         return HV_OK;
     case F_CONNECT_TIMEOUT:
         if (hv_parse_u64(val, 1, 86400, &u) != HV_OK) {
-            cfg_err(err, errlen, "--connect-timeout \"%.50s\": want seconds from 1 to 86400", val);
+            hv_errf(err, errlen, "--connect-timeout \"%.50s\": want seconds from 1 to 86400", val);
             return HV_EINVAL;
         }
         cfg->connect_timeout_ms = (uint32_t)u * 1000u;
         return HV_OK;
     case F_DRAIN_DEADLINE:
         if (hv_parse_u64(val, 0, 86400, &u) != HV_OK) {
-            cfg_err(err, errlen,
+            hv_errf(err, errlen,
                     "--drain-deadline \"%.50s\": want seconds from 0 to 86400 (0: SIGTERM "
                     "stops the workers at once)",
                     val);
@@ -636,7 +626,7 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
         return HV_OK;
     case F_TIMEOUT:
         if (hv_parse_u64(val, 1, 3600, &u) != HV_OK) {
-            cfg_err(err, errlen, "--timeout \"%.50s\": want seconds from 1 to 3600", val);
+            hv_errf(err, errlen, "--timeout \"%.50s\": want seconds from 1 to 3600", val);
             return HV_EINVAL;
         }
         cfg->stop_timeout_ms = (uint32_t)u * 1000u;
@@ -657,7 +647,7 @@ static hv_err cfg_flag_process(hv_agent_config_t *cfg, const flag_t *f, const ch
         return HV_OK;
     case F_LOG_LEVEL:
         if (hv_log_parse_level(val, &cfg->log_level) != 0) {
-            cfg_err(err, errlen, "--log-level \"%.50s\": want error, warn, notice, info or debug",
+            hv_errf(err, errlen, "--log-level \"%.50s\": want error, warn, notice, info or debug",
                     val);
             return HV_EINVAL;
         }
@@ -692,7 +682,7 @@ static hv_err cfg_flag_process(hv_agent_config_t *cfg, const flag_t *f, const ch
     }
     /* A path flag: made absolute now, since a daemon changes its directory. */
     if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
-        cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
+        hv_errf(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -730,11 +720,11 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *
 static hv_err cfg_check_join(hv_agent_config_t *cfg, const parse_state_t *ps, char *err,
                              size_t errlen) {
     if (ps->positional == 0) {
-        cfg_err(err, errlen, "hvagent join needs the head address HOST:PORT");
+        hv_errf(err, errlen, "hvagent join needs the head address HOST:PORT");
         return HV_EINVAL;
     }
     if (ps->token_set && ps->token_file_set) {
-        cfg_err(err, errlen, "give --token or --token-file, not both");
+        hv_errf(err, errlen, "give --token or --token-file, not both");
         return HV_EINVAL;
     }
     if (!ps->token_set && !ps->token_file_set) {
@@ -774,13 +764,13 @@ static hv_err cfg_paths(hv_agent_config_t *cfg, parse_state_t *ps, char *err, si
         snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "hv-agent-%s", cfg->name);
     }
     if (cfg_absolute(ps->work_dir_arg, cfg->work_dir, sizeof(cfg->work_dir)) != HV_OK) {
-        cfg_err(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", ps->work_dir_arg);
+        hv_errf(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", ps->work_dir_arg);
         return HV_EINVAL;
     }
     if (cfg->pid_file[0] == '\0') {
         if ((size_t)snprintf(cfg->pid_file, sizeof(cfg->pid_file), "%s/hvagent.pid",
                              cfg->work_dir) >= sizeof(cfg->pid_file)) {
-            cfg_err(err, errlen, "--work-dir: path too long");
+            hv_errf(err, errlen, "--work-dir: path too long");
             return HV_EINVAL;
         }
     }
@@ -809,7 +799,7 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
     cfg_defaults(cfg);
     err[0] = '\0';
     if (argc < 2) {
-        cfg_err(err, errlen, "missing command (join, stop or drain)");
+        hv_errf(err, errlen, "missing command (join, stop or drain)");
         return HV_EINVAL;
     }
     hv_err rc = cfg_command(cfg, argv[1], err, errlen);

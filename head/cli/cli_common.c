@@ -9,29 +9,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "mem.h"
 #include "util.h"
-
-/* Formats into err (may be NULL). */
-static void cli_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void cli_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *hv_cli_head_addr(const char *opt) {
     if (opt != NULL && opt[0] != '\0') {
@@ -49,7 +35,7 @@ hv_err hv_cli_check_head_addr(const char *addr, char *err, size_t errlen) {
     int port = 0;
     if (addr == NULL || hv_parse_hostport(addr, host, sizeof(host), &port) != HV_OK ||
         host[0] == '\0' || port <= 0 || port > 65535) {
-        cli_err(err, errlen, "bad head address '%s': expected HOST:PORT, e.g. 127.0.0.1:7000",
+        hv_errf(err, errlen, "bad head address '%s': expected HOST:PORT, e.g. 127.0.0.1:7000",
                 addr ? addr : "");
         return HV_EINVAL;
     }
@@ -66,25 +52,25 @@ const char *hv_cli_basename(const char *path) {
 hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errlen) {
     const char *eq = strchr(s, '=');
     if (eq == NULL) {
-        cli_err(err, errlen, "--env '%s': expected KEY=VALUE", s);
+        hv_errf(err, errlen, "--env '%s': expected KEY=VALUE", s);
         return HV_EINVAL;
     }
     if (eq == s) {
-        cli_err(err, errlen, "--env '%s': the name before '=' is empty", s);
+        hv_errf(err, errlen, "--env '%s': the name before '=' is empty", s);
         return HV_EINVAL;
     }
     for (const char *p = s; p < eq; p++) {
         if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-            cli_err(err, errlen, "--env '%s': the name holds whitespace", s);
+            hv_errf(err, errlen, "--env '%s': the name holds whitespace", s);
             return HV_EINVAL;
         }
     }
     if ((size_t)(eq - s) > 256) {
-        cli_err(err, errlen, "--env: the name '%.40s...' is longer than 256 bytes", s);
+        hv_errf(err, errlen, "--env: the name '%.40s...' is longer than 256 bytes", s);
         return HV_EINVAL;
     }
     if (strlen(eq + 1) > 65536) {
-        cli_err(err, errlen, "--env %.*s: the value is longer than 64 KiB", (int)(eq - s), s);
+        hv_errf(err, errlen, "--env %.*s: the value is longer than 64 KiB", (int)(eq - s), s);
         return HV_EINVAL;
     }
     char *key = hv_strndup(s, (size_t)(eq - s));
@@ -92,7 +78,7 @@ hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errle
     if (key == NULL || value == NULL) {
         hv_free(key);
         hv_free(value);
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     out->key = key;
@@ -207,10 +193,10 @@ static hv_err submit_parse_u32(const char *opt, const char *v, uint32_t min, uin
     uint64_t n = 0;
     if (hv_parse_u64(v, min, UINT32_MAX, &n) != HV_OK) {
         if (min > 0) {
-            cli_err(err, errlen, "--%s '%s': expected a whole number of at least %u", opt, v,
+            hv_errf(err, errlen, "--%s '%s': expected a whole number of at least %u", opt, v,
                     (unsigned)min);
         } else {
-            cli_err(err, errlen, "--%s '%s': expected a whole number", opt, v);
+            hv_errf(err, errlen, "--%s '%s': expected a whole number", opt, v);
         }
         return HV_EINVAL;
     }
@@ -223,7 +209,7 @@ static hv_err submit_parse_range(const char *opt, const char *v, uint32_t min, u
                                  const char *what, uint32_t *out, char *err, size_t errlen) {
     uint64_t n = 0;
     if (hv_parse_u64(v, min, max, &n) != HV_OK) {
-        cli_err(err, errlen, "--%s '%s': expected %s from %u to %u", opt, v, what, (unsigned)min,
+        hv_errf(err, errlen, "--%s '%s': expected %s from %u to %u", opt, v, what, (unsigned)min,
                 (unsigned)max);
         return HV_EINVAL;
     }
@@ -238,7 +224,7 @@ static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char
     char lo[32], hi[32];
     uint64_t a = 0, b = 0;
     if (colon == NULL || (size_t)(colon - v) >= sizeof(lo) || strlen(colon + 1) >= sizeof(hi)) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--blacklist-cooldown '%s': expected MIN:MAX in seconds, e.g. 60:3600 (0:0 turns "
                 "blacklisting off)",
                 v);
@@ -249,19 +235,19 @@ static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char
     snprintf(hi, sizeof(hi), "%s", colon + 1);
     if (hv_parse_u64(lo, 0, HV_CLI_COOLDOWN_MAX, &a) != HV_OK ||
         hv_parse_u64(hi, 0, HV_CLI_COOLDOWN_MAX, &b) != HV_OK) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--blacklist-cooldown '%s': MIN and MAX are whole seconds from 0 to %u, e.g. "
                 "60:3600",
                 v, (unsigned)HV_CLI_COOLDOWN_MAX);
         return HV_EINVAL;
     }
     if (a > b) {
-        cli_err(err, errlen, "--blacklist-cooldown '%s': MIN %llu is more than MAX %llu", v,
+        hv_errf(err, errlen, "--blacklist-cooldown '%s': MIN %llu is more than MAX %llu", v,
                 (unsigned long long)a, (unsigned long long)b);
         return HV_EINVAL;
     }
     if (a == 0 && b != 0) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--blacklist-cooldown '%s': a MIN of 0 turns blacklisting off; give 0:0 for that, "
                 "or a MIN of at least 1",
                 v);
@@ -284,7 +270,7 @@ static hv_err submit_push_env(hv_cli_submit_opts_t *o, const char *v, char *err,
         hv_cli_kv_t *env = hv_realloc(o->env, cap * sizeof(*env));
         if (env == NULL) {
             hv_cli_kv_fini(&kv);
-            cli_err(err, errlen, "out of memory");
+            hv_errf(err, errlen, "out of memory");
             return HV_ENOMEM;
         }
         o->env = env;
@@ -349,12 +335,12 @@ hv_err hv_cli_env_dedupe(hv_cli_kv_t *env, size_t *n) {
 
 static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err, size_t errlen) {
     if (v[0] == '\0') {
-        cli_err(err, errlen, "--file: empty path");
+        hv_errf(err, errlen, "--file: empty path");
         return HV_EINVAL;
     }
     const char **files = hv_realloc(o->files, (o->nfiles + 1) * sizeof(*files));
     if (files == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     o->files = files;
@@ -370,7 +356,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return hv_cli_check_head_addr(v, err, errlen);
     case OPT_CA:
         if (v[0] == '\0') {
-            cli_err(err, errlen, "--ca needs a file");
+            hv_errf(err, errlen, "--ca needs a file");
             return HV_EINVAL;
         }
         o->ca = v;
@@ -384,7 +370,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_NP: {
         hv_err rc = submit_parse_u32("np", v, 0, &o->np, err, errlen);
         if (rc == HV_OK && o->np == 0) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "-np 0: a job needs at least one worker (leave -np out to use every free "
                     "slot)");
             return HV_EINVAL;
@@ -416,7 +402,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         o->grow = v;
         if (hv_grow_parse(v, o->grow_steps, HV_GROW_MAX_STEPS, &o->ngrow, why, sizeof(why)) !=
             HV_OK) {
-            cli_err(err, errlen, "--grow '%.60s': %s", v, why);
+            hv_errf(err, errlen, "--grow '%.60s': %s", v, why);
             return HV_EINVAL;
         }
         return HV_OK;
@@ -429,7 +415,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return submit_push_env(o, v, err, errlen);
     case OPT_WORKDIR:
         if (v[0] == '\0') {
-            cli_err(err, errlen, "--workdir needs a directory");
+            hv_errf(err, errlen, "--workdir needs a directory");
             return HV_EINVAL;
         }
         o->workdir = v;
@@ -442,7 +428,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
             n >= 1 && n <= 63 && v[0] != '.' && v[0] != '-' &&
             strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
         if (!ok) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--namespace '%.80s': 1 to 63 letters, digits, '.', '_' or '-' (not first "
                     "'.' or '-')",
                     v);
@@ -453,7 +439,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     }
     case OPT_NAME:
         if (v[0] == '\0' || strlen(v) > 256) {
-            cli_err(err, errlen, "--name: expected 1 to 256 characters");
+            hv_errf(err, errlen, "--name: expected 1 to 256 characters");
             return HV_EINVAL;
         }
         o->name = v;
@@ -493,14 +479,14 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
 static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     uint32_t first = hv_grow_size_at(o->grow_steps, o->ngrow, 0), top = 0;
     if (first == 0 && !o->np_set) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--grow '%.60s' starts at epoch %llu: give -np for the epochs before it, or "
                 "start the schedule at epoch 0",
                 o->grow, (unsigned long long)o->grow_steps[0].epoch);
         return HV_EINVAL;
     }
     if (first != 0 && o->np_set && o->np != first) {
-        cli_err(err, errlen, "-np %u and --grow '%.60s' disagree: the schedule starts at %u",
+        hv_errf(err, errlen, "-np %u and --grow '%.60s' disagree: the schedule starts at %u",
                 (unsigned)o->np, o->grow, (unsigned)first);
         return HV_EINVAL;
     }
@@ -508,7 +494,7 @@ static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errle
         uint32_t sz = o->grow_steps[i].size;
         top = sz > top ? sz : top;
         if ((o->max_np != 0 && sz > o->max_np) || (o->min_np != 0 && sz < o->min_np)) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--grow: %u workers at epoch %llu is outside --min-np %u .. "
                     "--max-np %u",
                     (unsigned)sz, (unsigned long long)o->grow_steps[i].epoch, (unsigned)o->min_np,
@@ -532,17 +518,17 @@ static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errle
 /* Checks the numbers against each other once all options are known. */
 static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     if (o->min_np != 0 && o->max_np != 0 && o->min_np > o->max_np) {
-        cli_err(err, errlen, "--min-np %u is more than --max-np %u", (unsigned)o->min_np,
+        hv_errf(err, errlen, "--min-np %u is more than --max-np %u", (unsigned)o->min_np,
                 (unsigned)o->max_np);
         return HV_EINVAL;
     }
     if (o->np_set && o->min_np != 0 && o->min_np > o->np) {
-        cli_err(err, errlen, "--min-np %u is more than -np %u", (unsigned)o->min_np,
+        hv_errf(err, errlen, "--min-np %u is more than -np %u", (unsigned)o->min_np,
                 (unsigned)o->np);
         return HV_EINVAL;
     }
     if (o->np_set && o->max_np != 0 && o->np > o->max_np) {
-        cli_err(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
+        hv_errf(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
                 (unsigned)o->max_np);
         return HV_EINVAL;
     }
@@ -550,7 +536,7 @@ static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t err
         HV_TRY(submit_check_grow(o, err, errlen));
     }
     if (o->retries != 0 && o->detach) {
-        cli_err(err, errlen, "--retries needs hvsubmit to follow the job: not with --detach");
+        hv_errf(err, errlen, "--retries needs hvsubmit to follow the job: not with --detach");
         return HV_EINVAL;
     }
     /* The other elastic options mean nothing for a fixed-size job: say so rather than drop them. */
@@ -560,7 +546,7 @@ static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t err
                        : o->cooldown_set      ? "--blacklist-cooldown"
                                               : NULL;
     if (!o->elastic && lone != NULL) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "%s is for elastic jobs: give --min-np and/or --max-np too (a job without them "
                 "has a fixed size and fails at its first worker failure)",
                 lone);
@@ -587,18 +573,18 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
         const char *value = NULL;
         const submit_optdef_t *d = submit_find_opt(arg, &value);
         if (d == NULL) {
-            cli_err(err, errlen, "unknown option '%s'", arg);
+            hv_errf(err, errlen, "unknown option '%s'", arg);
             rc = HV_EINVAL;
             goto fail;
         }
         if (!d->takes_value && value != NULL) {
-            cli_err(err, errlen, "option '--%s' takes no value", d->name);
+            hv_errf(err, errlen, "option '--%s' takes no value", d->name);
             rc = HV_EINVAL;
             goto fail;
         }
         if (d->takes_value && value == NULL) {
             if (i + 1 >= argc) {
-                cli_err(err, errlen, "option '%s' needs a value", arg);
+                hv_errf(err, errlen, "option '%s' needs a value", arg);
                 rc = HV_EINVAL;
                 goto fail;
             }
@@ -613,7 +599,7 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
         }
     }
     if (i >= argc) {
-        cli_err(err, errlen, "no program given: hvsubmit [OPTIONS] train.bin [ARGS...]");
+        hv_errf(err, errlen, "no program given: hvsubmit [OPTIONS] train.bin [ARGS...]");
         rc = HV_EINVAL;
         goto fail;
     }
@@ -624,7 +610,7 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
         goto fail;
     }
     if ((rc = hv_cli_env_dedupe(o.env, &o.nenv)) != HV_OK) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         goto fail;
     }
     *out = o;
@@ -671,18 +657,18 @@ static hv_err cli_stat_regular(const char *what, const char *path, struct stat *
     if (stat(path, st) != 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR) {
-            cli_err(err, errlen, "%s%s: no such file", what, path);
+            hv_errf(err, errlen, "%s%s: no such file", what, path);
             return HV_ENOTFOUND;
         }
-        cli_err(err, errlen, "%s%s: %s", what, path, strerror(e));
+        hv_errf(err, errlen, "%s%s: %s", what, path, strerror(e));
         return hv_err_from_errno(e);
     }
     if (S_ISDIR(st->st_mode)) {
-        cli_err(err, errlen, "%s%s is a directory, not a file", what, path);
+        hv_errf(err, errlen, "%s%s is a directory, not a file", what, path);
         return HV_EINVAL;
     }
     if (!S_ISREG(st->st_mode)) {
-        cli_err(err, errlen, "%s%s is not a regular file", what, path);
+        hv_errf(err, errlen, "%s%s is not a regular file", what, path);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -721,11 +707,11 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
                                size_t errlen) {
     if (buf == NULL || len < 4 || buf[0] != 0x7f || buf[1] != 'E' || buf[2] != 'L' ||
         buf[3] != 'F') {
-        cli_err(err, errlen, "not an ELF executable (it does not start with \\x7fELF)");
+        hv_errf(err, errlen, "not an ELF executable (it does not start with \\x7fELF)");
         return HV_EINVAL;
     }
     if (len < 6 || (buf[4] != 1 && buf[4] != 2)) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "not a valid ELF file: unknown class %u (EI_CLASS, want 1 for 32-bit "
                 "or 2 for 64-bit)",
                 len < 6 ? 0u : (unsigned)buf[4]);
@@ -734,18 +720,18 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
     int is64 = buf[4] == 2;
     size_t hdr = is64 ? 64 : 52;
     if (buf[5] != 1 && buf[5] != 2) {
-        cli_err(err, errlen, "not a valid ELF file: unknown byte order %u (EI_DATA)",
+        hv_errf(err, errlen, "not a valid ELF file: unknown byte order %u (EI_DATA)",
                 (unsigned)buf[5]);
         return HV_EINVAL;
     }
     int msb = buf[5] == 2;
     if (len < hdr || file_size < hdr) {
-        cli_err(err, errlen, "a truncated ELF file: %llu bytes, shorter than its %zu-byte header",
+        hv_errf(err, errlen, "a truncated ELF file: %llu bytes, shorter than its %zu-byte header",
                 (unsigned long long)(file_size < len ? file_size : len), hdr);
         return HV_EINVAL;
     }
     if (buf[6] != 1) {
-        cli_err(err, errlen, "not a valid ELF file: unknown ELF version %u", (unsigned)buf[6]);
+        hv_errf(err, errlen, "not a valid ELF file: unknown ELF version %u", (unsigned)buf[6]);
         return HV_EINVAL;
     }
     unsigned type = (unsigned)cli_elf_get(buf, 16, 2, msb);
@@ -761,38 +747,38 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
     case 3: /* ET_DYN: a position-independent executable (or a shared library) */
         break;
     case 1:
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "a relocatable object file (.o), not a linked program: link it "
                 "into an executable");
         return HV_EINVAL;
     case 4:
-        cli_err(err, errlen, "a core dump, not a program");
+        hv_errf(err, errlen, "a core dump, not a program");
         return HV_EINVAL;
     default:
-        cli_err(err, errlen, "not an ELF executable: unknown file type %u (e_type)", type);
+        hv_errf(err, errlen, "not an ELF executable: unknown file type %u (e_type)", type);
         return HV_EINVAL;
     }
     const char *mname = hv_cli_elf_machine_name(machine);
     if (mname == NULL) {
-        cli_err(err, errlen, "an ELF file for an unknown machine %u (e_machine)", machine);
+        hv_errf(err, errlen, "an ELF file for an unknown machine %u (e_machine)", machine);
         return HV_EINVAL;
     }
     if (version != 1 || ehsize != hdr) {
-        cli_err(err, errlen, "not a valid ELF file: %s %llu in its header (want %llu)",
+        hv_errf(err, errlen, "not a valid ELF file: %s %llu in its header (want %llu)",
                 version != 1 ? "e_version" : "e_ehsize",
                 (unsigned long long)(version != 1 ? version : ehsize),
                 (unsigned long long)(version != 1 ? 1 : hdr));
         return HV_EINVAL;
     }
     if (phnum == 0) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "an ELF file without program headers: nothing to load, not a "
                 "program");
         return HV_EINVAL;
     }
     uint64_t want_phent = is64 ? 56 : 32;
     if (phentsize != want_phent) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "not a valid ELF file: program header entries of %llu bytes (want "
                 "%llu)",
                 (unsigned long long)phentsize, (unsigned long long)want_phent);
@@ -801,7 +787,7 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
     /* phnum <= 65535 and phentsize <= 56: the product cannot overflow; phoff can be anything. */
     uint64_t table = phnum * phentsize;
     if (phoff < hdr || phoff > file_size || file_size - phoff < table) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "a truncated or damaged ELF file: its program headers (%llu bytes at "
                 "offset %llu) lie outside the file's %llu bytes",
                 (unsigned long long)table, (unsigned long long)phoff,
@@ -861,7 +847,7 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
         return HV_EPERM;
     }
     unsigned char hdr[HV_CLI_ELF_HDR_MAX];
@@ -883,13 +869,13 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     }
     close(fd);
     if (e != 0) {
-        cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(e));
+        hv_errf(err, errlen, "%s: cannot read it: %s", path, strerror(e));
         return HV_EIO;
     }
     if (got >= 2 && hdr[0] == '#' && hdr[1] == '!') {
         char interp[64];
         cli_shebang_interpreter(hdr, got, interp, sizeof(interp));
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "%s is a script, not an ELF executable: to run a script, give its interpreter: "
                 "hvsubmit -np N -- %s %s (the nodes must have %s)",
                 path, interp, path, interp);
@@ -902,12 +888,12 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
                                     "ELF",
                                     4) != 0;
     if (!not_elf && ((st.st_mode & 0111) == 0 || access(path, X_OK) != 0)) {
-        cli_err(err, errlen, "%s is not executable (chmod +x %s)", path, path);
+        hv_errf(err, errlen, "%s is not executable (chmod +x %s)", path, path);
         return HV_EINVAL;
     }
     char why[HV_CLI_ERR_LEN];
     if (hv_cli_elf_check_prefix(hdr, got, (uint64_t)st.st_size, why, sizeof(why)) != HV_OK) {
-        cli_err(err, errlen, "%s is %s%s%s", path, why,
+        hv_errf(err, errlen, "%s is %s%s%s", path, why,
                 not_elf ? "; to run a script, give its interpreter: hvsubmit -np N -- python3 "
                         : "",
                 not_elf ? path : "");
@@ -924,7 +910,7 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen) {
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cli_err(err, errlen, "--file %s: cannot read it: %s", path, strerror(errno));
+        hv_errf(err, errlen, "--file %s: cannot read it: %s", path, strerror(errno));
         return HV_EPERM;
     }
     close(fd);
@@ -941,7 +927,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
         HV_TRY(hv_cli_check_file(o->files[i], err, errlen));
         const char *base = hv_cli_ship_name(o, i);
         if (strcmp(base, bin_base) == 0) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--file %s has the same name as the program %s ('%s'): both would land in "
                     "the worker's directory",
                     o->files[i], o->binary, base);
@@ -949,7 +935,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
         }
         for (size_t k = 0; k < i; k++) {
             if (strcmp(base, hv_cli_ship_name(o, k)) == 0) {
-                cli_err(err, errlen,
+                hv_errf(err, errlen,
                         "--file %s and --file %s have the same name '%s': both would land in "
                         "the worker's directory",
                         o->files[k], o->files[i], base);
@@ -1076,7 +1062,7 @@ static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, const cha
     const char **names =
         files != NULL ? hv_realloc(o->names, (o->nfiles + 1) * sizeof(*names)) : NULL;
     if (names == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     o->names = names;
@@ -1167,13 +1153,13 @@ static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *
     char path[HV_CLI_WORKDIR_MAX_PATH + 4096];
     int pn = snprintf(path, sizeof(path), "%s%s%s", sc->root, rel[0] ? "/" : "", rel);
     if (pn < 0 || (size_t)pn >= sizeof(path)) {
-        cli_err(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
+        hv_errf(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
         return HV_EINVAL;
     }
     DIR *d = opendir(path);
     if (d == NULL) {
         int e = errno;
-        cli_err(err, errlen, "--workdir %s: %s", path,
+        hv_errf(err, errlen, "--workdir %s: %s", path,
                 e == ENOENT ? "no such directory" : strerror(e));
         return e == ENOENT || e == ENOTDIR ? HV_ENOTFOUND : HV_EPERM;
     }
@@ -1187,7 +1173,7 @@ static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *
             continue;
         }
         if (n < 0 || (size_t)n > HV_CLI_WORKDIR_MAX_PATH) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--workdir %s: %s/%s: a path longer than %u bytes; leave it out with a glob "
                     "pattern in %s/.hvignore",
                     sc->root, rel, de->d_name, HV_CLI_WORKDIR_MAX_PATH, sc->root);
@@ -1207,7 +1193,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
     size_t n = strlen(sc->root) + strlen(rel) + 2;
     char *path = hv_malloc(n);
     if (path == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     snprintf(path, n, "%s/%s", sc->root, rel);
@@ -1221,7 +1207,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
                 snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%.255s", rel);
             }
         } else if (depth + 1 >= HV_CLI_WORKDIR_MAX_DEPTH) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--workdir %s: %s is more than %u directories deep; leave it out with a "
                     "glob pattern in %s/.hvignore",
                     sc->root, rel, HV_CLI_WORKDIR_MAX_DEPTH - 1, sc->root);
@@ -1238,7 +1224,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
     }
     sc->bytes += (uint64_t)st.st_size;
     if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--workdir %s: more than %u files; leave some out with glob patterns in "
                 "%s/.hvignore",
                 sc->root, HV_CLI_WORKDIR_MAX_FILES, sc->root);
@@ -1246,7 +1232,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
         return HV_EINVAL;
     }
     if (sc->bytes > HV_CLI_WORKDIR_MAX_BYTES) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--workdir %s: more than %llu MiB of files; leave some out with glob "
                 "patterns in %s/.hvignore, or ship big data another way",
                 sc->root, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), sc->root);
@@ -1254,7 +1240,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
         return HV_EINVAL;
     }
     if (cli_own(o, path) == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     /* The shipped name is the path below DIR: it lands at the same place in the worker's
@@ -1266,7 +1252,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
 static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     cli_scan_t *sc = hv_malloc(sizeof(*sc));
     if (sc == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     sc->root = o->workdir;
@@ -1618,7 +1604,7 @@ hv_err hv_cli_check_node(const char *node, char *err, size_t errlen) {
              c == '.' || c == '_' || c == '-';
     }
     if (!ok) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "bad node '%.140s': expected a node name (as 'hvctl nodes' lists it) or its "
                 "numeric id",
                 node);

@@ -20,6 +20,7 @@
 
 #include <sqlite3.h>
 
+#include "err.h"
 #include "log.h"
 #include "mem.h"
 #include "util.h"
@@ -1037,19 +1038,6 @@ static hv_err store_get_by_key(hv_store_t *s, int which, store_key_t key, const 
 
 /* ---- open, migrate, close -------------------------------------------------------------------- */
 
-static void open_msg(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void open_msg(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Runs a fixed SQL text (pragmas, DDL; never data) and keeps sqlite's message on failure. */
 static int store_exec_sql(sqlite3 *db, const char *sql, char *msg, size_t msglen) {
     char *emsg = NULL;
@@ -1135,8 +1123,8 @@ static hv_err store_migrate(hv_store_t *s, int from, int to, char *err, size_t e
             }
         }
         if (src != SQLITE_OK) {
-            open_msg(err, errlen, "%s: migrating the schema from version %d to %d failed: %s",
-                     s->path, v, v + 1, msg);
+            hv_errf(err, errlen, "%s: migrating the schema from version %d to %d failed: %s",
+                    s->path, v, v + 1, msg);
             return store_err_from_sqlite(src);
         }
         if (from > 0) {
@@ -1170,8 +1158,8 @@ static hv_err store_read_epoch(hv_store_t *s, char *err, size_t errlen) {
     hv_err rc = HV_OK;
     if (src != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "%s: cannot read its epoch: %s; " STORE_ADVICE, s->path,
-                 src == SQLITE_CORRUPT ? "no epoch row in table meta" : sqlite3_errmsg(s->db));
+        hv_errf(err, errlen, "%s: cannot read its epoch: %s; " STORE_ADVICE, s->path,
+                src == SQLITE_CORRUPT ? "no epoch row in table meta" : sqlite3_errmsg(s->db));
     }
     sqlite3_finalize(st);
     return rc;
@@ -1183,19 +1171,19 @@ static hv_err store_prepare_dir(const char *dir, char *err, size_t errlen) {
     int e = errno;
     struct stat st;
     if (rc == HV_EEXIST || (rc == HV_OK && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))) {
-        open_msg(err, errlen, "data dir '%s' exists but is not a directory", dir);
+        hv_errf(err, errlen, "data dir '%s' exists but is not a directory", dir);
         return HV_EEXIST;
     }
     if (rc != HV_OK) {
-        open_msg(err, errlen, "cannot create data dir '%s': %s", dir, strerror(e));
+        hv_errf(err, errlen, "cannot create data dir '%s': %s", dir, strerror(e));
         return rc;
     }
     if (access(dir, W_OK | X_OK) != 0) {
         e = errno;
-        open_msg(err, errlen,
-                 "data dir '%s' is not writable (%s): hvhead keeps state.db and its -wal and "
-                 "-shm files there",
-                 dir, strerror(e));
+        hv_errf(err, errlen,
+                "data dir '%s' is not writable (%s): hvhead keeps state.db and its -wal and "
+                "-shm files there",
+                dir, strerror(e));
         return hv_err_from_errno(e);
     }
     return HV_OK;
@@ -1213,7 +1201,7 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
         err[0] = '\0';
     }
     if (data_dir == NULL || data_dir[0] == '\0' || out == NULL) {
-        open_msg(err, errlen, "no data dir given for state.db");
+        hv_errf(err, errlen, "no data dir given for state.db");
         return HV_EINVAL;
     }
     if ((rc = store_prepare_dir(data_dir, err, errlen)) != HV_OK) {
@@ -1222,7 +1210,7 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     s = hv_calloc(1, sizeof(*s));
     size_t plen = strlen(data_dir) + sizeof("/" STORE_FILE);
     if (s == NULL || (s->path = hv_malloc(plen)) == NULL) {
-        open_msg(err, errlen, "out of memory opening state.db");
+        hv_errf(err, errlen, "out of memory opening state.db");
         rc = HV_ENOMEM;
         goto fail;
     }
@@ -1231,22 +1219,22 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     struct stat fst;
     int existed = stat(s->path, &fst) == 0;
     if (existed && !S_ISREG(fst.st_mode)) {
-        open_msg(err, errlen, "%s exists but is not a regular file", s->path);
+        hv_errf(err, errlen, "%s exists but is not a regular file", s->path);
         rc = HV_EINVAL;
         goto fail;
     }
     if (existed && must_be_new) {
-        open_msg(err, errlen, "%s already exists", s->path);
+        hv_errf(err, errlen, "%s already exists", s->path);
         rc = HV_EEXIST;
         goto fail;
     }
     if (existed && fst.st_size == 0) {
         /* sqlite would take an empty file for a new database: ids would start again at 1 while
          * the job logs and the key stay. An empty state.db is a lost one; say so. */
-        open_msg(err, errlen,
-                 "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
-                 " (a head with no state.db starts a new one)",
-                 s->path);
+        hv_errf(err, errlen,
+                "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
+                " (a head with no state.db starts a new one)",
+                s->path);
         rc = HV_ECORRUPT;
         goto fail;
     }
@@ -1255,8 +1243,8 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, NULL);
     if (src != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "cannot open %s: %s", s->path,
-                 s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+        hv_errf(err, errlen, "cannot open %s: %s", s->path,
+                s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
         goto fail;
     }
     sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
@@ -1270,23 +1258,23 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     if (src != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
         if (rc == HV_ECORRUPT) {
-            open_msg(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
-                     s->path, msg);
+            hv_errf(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
+                    s->path, msg);
         } else {
-            open_msg(err, errlen, "cannot read %s: %s", s->path, msg);
+            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
         }
         goto fail;
     }
     if (version > HV_STORE_SCHEMA_VERSION) {
-        open_msg(err, errlen,
-                 "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
-                 s->path, version, HV_STORE_SCHEMA_VERSION);
+        hv_errf(err, errlen,
+                "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
+                s->path, version, HV_STORE_SCHEMA_VERSION);
         rc = HV_ENOTSUP;
         goto fail;
     }
     if (version < 0) {
-        open_msg(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
-                 s->path, version);
+        hv_errf(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
+                s->path, version);
         rc = HV_ECORRUPT;
         goto fail;
     }
@@ -1298,14 +1286,14 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
                                &tables, msg, sizeof(msg));
         if (src != SQLITE_OK) {
             rc = store_err_from_sqlite(src);
-            open_msg(err, errlen, "cannot read %s: %s", s->path, msg);
+            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
             goto fail;
         }
         if (tables > 0) {
-            open_msg(err, errlen,
-                     "%s is a sqlite database but not hvhead's state (it has %d tables and no "
-                     "schema version); point hvhead at another data dir",
-                     s->path, tables);
+            hv_errf(err, errlen,
+                    "%s is a sqlite database but not hvhead's state (it has %d tables and no "
+                    "schema version); point hvhead at another data dir",
+                    s->path, tables);
             rc = HV_EINVAL;
             goto fail;
         }
@@ -1329,7 +1317,7 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     sqlite3_finalize(jm);
     if (src != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
+        hv_errf(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
         goto fail;
     }
     const char *sync = "PRAGMA synchronous=NORMAL";
@@ -1343,7 +1331,7 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     if ((src = store_exec_sql(s->db, sync, msg, sizeof(msg))) != SQLITE_OK ||
         (src = store_exec_sql(s->db, "PRAGMA foreign_keys=ON", msg, sizeof(msg))) != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "cannot configure %s: %s", s->path, msg);
+        hv_errf(err, errlen, "cannot configure %s: %s", s->path, msg);
         goto fail;
     }
     if ((rc = store_migrate(s, version, target, err, errlen)) != HV_OK) {
@@ -1480,16 +1468,16 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
                        size_t errlen) {
     struct stat st;
     if (stat(src_path, &st) != 0) {
-        open_msg(err, errlen, "no database at %s: %s", src_path, strerror(errno));
+        hv_errf(err, errlen, "no database at %s: %s", src_path, strerror(errno));
         return HV_ENOTFOUND;
     }
     if (lstat(dst_path, &st) == 0) {
-        open_msg(err, errlen, "%s exists already: a backup never overwrites a file", dst_path);
+        hv_errf(err, errlen, "%s exists already: a backup never overwrites a file", dst_path);
         return HV_EEXIST;
     }
     int fd = open(dst_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        open_msg(err, errlen, "cannot create %s: %s", dst_path, strerror(errno));
+        hv_errf(err, errlen, "cannot create %s: %s", dst_path, strerror(errno));
         return errno == EEXIST ? HV_EEXIST : HV_EIO;
     }
     close(fd);
@@ -1504,14 +1492,14 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
     }
     if (sr != SQLITE_OK) {
         rc = store_err_from_sqlite(sr);
-        open_msg(err, errlen, "cannot open %s: %s",
-                 dst == NULL && src != NULL ? dst_path : src_path, sqlite3_errstr(sr));
+        hv_errf(err, errlen, "cannot open %s: %s", dst == NULL && src != NULL ? dst_path : src_path,
+                sqlite3_errstr(sr));
         goto out;
     }
     b = sqlite3_backup_init(dst, "main", src, "main");
     if (b == NULL) {
         rc = store_err_from_sqlite(sqlite3_extended_errcode(dst));
-        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errmsg(dst));
+        hv_errf(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errmsg(dst));
         goto out;
     }
     /* Steps, so a running head's writes are not held off for the whole copy; a write between
@@ -1531,7 +1519,7 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
             continue;
         }
         rc = sr == SQLITE_BUSY || sr == SQLITE_LOCKED ? HV_ETIMEDOUT : store_err_from_sqlite(sr);
-        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errstr(sr));
+        hv_errf(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errstr(sr));
         goto out;
     }
     if (pages_out != NULL) {
@@ -1542,7 +1530,7 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
     sr = store_quick_check(dst, msg, sizeof(msg));
     if (sr != SQLITE_OK) {
         rc = HV_ECORRUPT;
-        open_msg(err, errlen, "the copy %s does not check: %s", dst_path, msg);
+        hv_errf(err, errlen, "the copy %s does not check: %s", dst_path, msg);
         goto out;
     }
 out:
@@ -1561,7 +1549,7 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
                                    size_t errlen) {
     hv_store_t *s = NULL;
     if (version < 1 || version > HV_STORE_SCHEMA_VERSION) {
-        open_msg(err, errlen, "no schema version %d", version);
+        hv_errf(err, errlen, "no schema version %d", version);
         return HV_EINVAL;
     }
     hv_err rc = store_open_at(dir, version, 1, &s, err, errlen);
@@ -1572,7 +1560,7 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
         char msg[256];
         int src = store_exec_sql(s->db, sql, msg, sizeof(msg));
         if (src != SQLITE_OK) {
-            open_msg(err, errlen, "%s: %s", s->path, msg);
+            hv_errf(err, errlen, "%s: %s", s->path, msg);
             rc = store_err_from_sqlite(src);
         }
     }
@@ -2795,12 +2783,12 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
             return HV_OK;
         }
         hv_err rc = hv_err_from_errno(errno);
-        open_msg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return rc;
     }
     hv_err rc = hv_store_begin(s);
     if (rc != HV_OK) {
-        open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+        hv_errf(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
     }
     char line[256];
     size_t lineno = 0, n = 0;
@@ -2812,26 +2800,26 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
             continue; /* a blank line */
         }
         if (sscanf(line, "%" SCNu64 " %" SCNx64 " %c", &r.node_id, &r.incarnation, &extra) != 2) {
-            open_msg(err, errlen,
-                     "%s:%zu: not a revoked node credential (\"<node id> <incarnation in hex>\"); "
-                     "fix or remove the line, nothing was imported",
-                     path, lineno);
+            hv_errf(err, errlen,
+                    "%s:%zu: not a revoked node credential (\"<node id> <incarnation in hex>\"); "
+                    "fix or remove the line, nothing was imported",
+                    path, lineno);
             rc = HV_ECORRUPT;
             break;
         }
         if ((rc = hv_store_revoked_put(s, &r)) != HV_OK) {
-            open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+            hv_errf(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
             break;
         }
         n++;
     }
     if (rc == HV_OK && ferror(f)) {
-        open_msg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         rc = HV_EIO;
     }
     fclose(f);
     if (rc == HV_OK && (rc = hv_store_commit(s)) != HV_OK) {
-        open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+        hv_errf(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
     }
     if (rc != HV_OK) {
         if (!sqlite3_get_autocommit(s->db)) {
