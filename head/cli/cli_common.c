@@ -17,6 +17,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "opt.h"
 #include "util.h"
 
 const char *hv_cli_head_addr(const char *opt) {
@@ -128,94 +129,104 @@ enum submit_opt {
     OPT_WORKDIR,
 };
 
-typedef struct submit_optdef_s {
-    const char *name; /* without dashes */
-    char short_name;  /* single-dash letter, or 0 */
-    enum submit_opt id;
-    int takes_value;
-} submit_optdef_t;
+#define U32 UINT32_MAX
 
-static const submit_optdef_t submit_optdefs[] = {
-    {"head", 0, OPT_HEAD, 1},
-    {"token-file", 0, OPT_TOKEN_FILE, 1},
-    {"np", 0, OPT_NP, 1},
-    {"min-np", 0, OPT_MIN_NP, 1},
-    {"max-np", 0, OPT_MAX_NP, 1},
-    {"max-resets", 0, OPT_MAX_RESETS, 1},
-    {"elastic-timeout", 0, OPT_ELASTIC_TIMEOUT, 1},
-    {"check-every", 0, OPT_CHECK_EVERY, 1},
-    {"blacklist-cooldown", 0, OPT_COOLDOWN, 1},
-    {"grow", 0, OPT_GROW, 1},
-    {"slots-per-host", 0, OPT_SLOTS_PER_HOST, 1},
-    {"namespace", 0, OPT_NAMESPACE, 1},
-    {"env", 'e', OPT_ENV, 1},
-    {"file", 'f', OPT_FILE, 1},
-    {"timeout", 0, OPT_TIMEOUT, 1},
-    {"name", 0, OPT_NAME, 1},
-    {"detach", 'd', OPT_DETACH, 0},
-    {"quiet", 'q', OPT_QUIET, 0},
-    {"verbose", 'v', OPT_VERBOSE, 0},
-    {"help", 'h', OPT_HELP, 0},
-    {"ca", 0, OPT_CA, 1},
-    {"insecure", 0, OPT_INSECURE, 0},
-    {"version", 'V', OPT_VERSION, 0},
-    {"head-timeout", 0, OPT_HEAD_TIMEOUT, 1},
-    {"retries", 0, OPT_RETRIES, 1},
-    {"raw", 0, OPT_RAW, 0},
-    {"workdir", 0, OPT_WORKDIR, 1},
+/* hvsubmit's options, in the order of its --help. */
+static const hv_opt_t submit_opts[] = {
+    {"head", 0, HV_OPT_TEXT, 0, 0, 0, OPT_HEAD, NULL,
+     "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"},
+    {"ca", 0, HV_OPT_TEXT, 0, 0, 0, OPT_CA, NULL,
+     "  --ca FILE             verify the head's TLS certificate against this CA\n"
+     "                        (default: $HV_CA_FILE; docs/tls.md)\n"},
+    {"insecure", 0, HV_OPT_FLAG, 0, 0, 0, OPT_INSECURE, NULL,
+     "  --insecure            plain text to a head not on this machine (or HV_INSECURE=1)\n"},
+    {"token-file", 0, HV_OPT_TEXT, 0, 0, 0, OPT_TOKEN_FILE, NULL,
+     "  --token-file F        the client token (default: $HV_TOKEN_FILE, else\n"
+     "                        " HV_CLI_DEFAULT_TOKEN_FILE ")\n"},
+    {"np", 0, HV_OPT_UINT, 0, U32, 0, OPT_NP, "--np '%s': expected a whole number",
+     "  -np N                 workers to run (default: every free slot)\n"},
+    {"slots-per-host", 0, HV_OPT_UINT, 1, U32, 0, OPT_SLOTS_PER_HOST,
+     "--slots-per-host '%s': expected a whole number of at least 1",
+     "  --slots-per-host K    at most K ranks on one node\n"},
+    {"namespace", 0, HV_OPT_TEXT, 0, 0, 0, OPT_NAMESPACE, NULL,
+     "  --namespace NS        the actor namespace its workers look up and call actors\n"
+     "                        in (default: \"default\"; docs/actors.md)\n"},
+    {"env", 'e', HV_OPT_TEXT, 0, 0, 0, OPT_ENV, NULL,
+     "  --env K=V, -e K=V     environment for the workers (repeatable)\n"},
+    {"file", 'f', HV_OPT_TEXT, 0, 0, 0, OPT_FILE, NULL,
+     "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"},
+    {"workdir", 0, HV_OPT_TEXT, 0, 0, 0, OPT_WORKDIR, NULL,
+     "  --workdir DIR         ship DIR's files and subdirectories beside the program, at\n"
+     "                        the same paths: at most 200 files, 256 MiB, 15 levels;\n"
+     "                        names starting with '.', __pycache__ and *.pyc are left\n"
+     "                        out, and so is every name or path below DIR matching a\n"
+     "                        glob line of DIR/.hvignore (links to directories: not\n"
+     "                        followed)\n"},
+    {"timeout", 0, HV_OPT_UINT, 1, U32, 0, OPT_TIMEOUT,
+     "--timeout '%s': expected a whole number of at least 1",
+     "  --timeout S           fail the job if it waits more than S s for free slots\n"
+     "                        (default: the head's job_wait_timeout_s, 600)\n"},
+    {"name", 0, HV_OPT_TEXT, 1, 256, 0, OPT_NAME, "--name: expected 1 to 256 characters",
+     "  --name NAME           display name (default: the program's file name)\n"},
+    {"detach", 'd', HV_OPT_FLAG, 0, 0, 0, OPT_DETACH, NULL,
+     "  --detach, -d          print the job id and exit without following the job\n"},
+    {"retries", 0, HV_OPT_UINT, 0, HV_CLI_RETRIES_MAX, 0, OPT_RETRIES,
+     "--retries '%s': expected a whole number from 0 to 1000",
+     "  --retries N           when the job fails, submit it again, up to N times (every\n"
+     "                        worker starts over; the program resumes from its own\n"
+     "                        checkpoint): the restart-the-job policy\n"},
+    {"head-timeout", 0, HV_OPT_UINT, 1, HV_CLI_HEAD_TIMEOUT_MAX, 0, OPT_HEAD_TIMEOUT,
+     "--head-timeout '%s': expected seconds from 1 to 86400",
+     "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
+     "                        it to come back (default: the nodes' lease + 30 s); the\n"
+     "                        same bound when the head says it cannot store its state\n"},
+    {"quiet", 'q', HV_OPT_FLAG, 0, 0, 0, OPT_QUIET, NULL,
+     "  --quiet, -q           do not print state changes (only output and errors)\n"},
+    {"raw", 0, HV_OPT_FLAG, 0, 0, 0, OPT_RAW, NULL,
+     "  --raw                 pass control characters in worker output through to a\n"
+     "                        terminal (by default escape sequences there show as\n"
+     "                        \\x1b...; into a file or a pipe output is never changed)\n"},
+    {"verbose", 'v', HV_OPT_FLAG, 0, 0, 0, OPT_VERBOSE, NULL,
+     "  --verbose, -v         say more about uploads\n"},
+    {"help", 'h', HV_OPT_FLAG, 0, 0, 0, OPT_HELP, NULL, "  --help, -h            this help\n"},
+    {"version", 'V', HV_OPT_FLAG, 0, 0, 0, OPT_VERSION, NULL,
+     "  --version, -V         print the version\n"},
+    {NULL, 0, HV_OPT_HEADING, 0, 0, 0, 0, NULL,
+     "\n"
+     "elastic jobs (--min-np or --max-np makes a job elastic: it keeps running when workers\n"
+     "fail or nodes leave, and grows when nodes join; -np is the size it starts at when\n"
+     "that many slots are free):\n"},
+    {"min-np", 0, HV_OPT_UINT, 1, U32, 0, OPT_MIN_NP,
+     "--min-np '%s': expected a whole number of at least 1",
+     "  --min-np N            start once N slots are free (with up to -np workers) and keep\n"
+     "                        running with at least N workers\n"},
+    {"max-np", 0, HV_OPT_UINT, 1, U32, 0, OPT_MAX_NP,
+     "--max-np '%s': expected a whole number of at least 1",
+     "  --max-np N            grow up to N workers\n"},
+    {"max-resets", 0, HV_OPT_UINT, 0, HV_CLI_MAX_RESETS_MAX, 0, OPT_MAX_RESETS,
+     "--max-resets '%s': expected a whole number from 0 to 1000000",
+     "  --max-resets N        membership changes (failures, drains, growth) allowed\n"
+     "                        before the job fails (0: keep the first membership;\n"
+     "                        default: the head's elastic.max_resets, 100)\n"},
+    {"elastic-timeout", 0, HV_OPT_UINT, 1, HV_CLI_ELASTIC_TIMEOUT_MAX, 0, OPT_ELASTIC_TIMEOUT,
+     "--elastic-timeout '%s': expected seconds from 1 to 604800",
+     "  --elastic-timeout S   how long the job may wait to get back to --min-np workers\n"},
+    {"check-every", 0, HV_OPT_UINT, 1, HV_CLI_CHECK_EVERY_MAX, 0, OPT_CHECK_EVERY,
+     "--check-every '%s': expected a number of commits from 1 to 1000000",
+     "  --check-every N       commits between the workers' membership checks (at least 1)\n"},
+    {"blacklist-cooldown", 0, HV_OPT_TEXT, 0, 0, 0, OPT_COOLDOWN, NULL,
+     "  --blacklist-cooldown MIN:MAX\n"
+     "                        seconds a node whose worker failed gets no more of this\n"
+     "                        job's work, doubling from MIN up to MAX per failure there\n"
+     "                        (0:0: no blacklisting)\n"},
+    {"grow", 0, HV_OPT_TEXT, 0, 0, 0, OPT_GROW, NULL,
+     "  --grow E:N[,E:N...]   grow over epochs: N workers from epoch E on (0:2,30:4,60:8);\n"
+     "                        the job starts at the epoch-0 size, --max-np defaults to\n"
+     "                        the largest, and the autoscaler buys the nodes it needs\n"},
 };
+#define SUBMIT_NOPTS (sizeof(submit_opts) / sizeof(submit_opts[0]))
 
-/* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
- * '=' or NULL. */
-static const submit_optdef_t *submit_find_opt(const char *arg, const char **value_out) {
-    const char *name = arg + 1;
-    if (*name == '-') {
-        name++;
-    }
-    const char *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    *value_out = eq ? eq + 1 : NULL;
-    for (size_t i = 0; i < sizeof(submit_optdefs) / sizeof(submit_optdefs[0]); i++) {
-        const submit_optdef_t *d = &submit_optdefs[i];
-        if (strlen(d->name) == len && strncmp(d->name, name, len) == 0) {
-            return d;
-        }
-        /* A single letter only with one dash: "-e K=V". */
-        if (d->short_name != 0 && arg[1] != '-' && len == 1 && name[0] == d->short_name) {
-            return d;
-        }
-    }
-    return NULL;
-}
-
-static hv_err submit_parse_u32(const char *opt, const char *v, uint32_t min, uint32_t *out,
-                               char *err, size_t errlen) {
-    uint64_t n = 0;
-    if (hv_parse_u64(v, min, UINT32_MAX, &n) != HV_OK) {
-        if (min > 0) {
-            hv_errf(err, errlen, "--%s '%s': expected a whole number of at least %u", opt, v,
-                    (unsigned)min);
-        } else {
-            hv_errf(err, errlen, "--%s '%s': expected a whole number", opt, v);
-        }
-        return HV_EINVAL;
-    }
-    *out = (uint32_t)n;
-    return HV_OK;
-}
-
-/* A number from min to max; what says what it counts, for the message ("seconds"). */
-static hv_err submit_parse_range(const char *opt, const char *v, uint32_t min, uint32_t max,
-                                 const char *what, uint32_t *out, char *err, size_t errlen) {
-    uint64_t n = 0;
-    if (hv_parse_u64(v, min, max, &n) != HV_OK) {
-        hv_errf(err, errlen, "--%s '%s': expected %s from %u to %u", opt, v, what, (unsigned)min,
-                (unsigned)max);
-        return HV_EINVAL;
-    }
-    *out = (uint32_t)n;
-    return HV_OK;
-}
+void hv_cli_submit_options_help(FILE *f) { hv_opt_help(f, submit_opts, SUBMIT_NOPTS, 0); }
 
 /* --blacklist-cooldown MIN:MAX, in seconds; 0:0 turns blacklisting off. */
 static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char *err,
@@ -348,9 +359,11 @@ static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err
     return HV_OK;
 }
 
-static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, const char *v,
-                           char *err, size_t errlen) {
-    switch (d->id) {
+/* One option with its value, checked against its row's bounds (g->num for a number). */
+static hv_err submit_apply(hv_cli_submit_opts_t *o, const hv_opt_got_t *g, char *err,
+                           size_t errlen) {
+    const char *v = g->value;
+    switch ((enum submit_opt)g->opt->id) {
     case OPT_HEAD:
         o->head = v;
         return hv_cli_check_head_addr(v, err, errlen);
@@ -367,33 +380,34 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_TOKEN_FILE:
         o->token_file = v;
         return HV_OK;
-    case OPT_NP: {
-        hv_err rc = submit_parse_u32("np", v, 0, &o->np, err, errlen);
-        if (rc == HV_OK && o->np == 0) {
+    case OPT_NP:
+        if (g->num == 0) {
             hv_errf(err, errlen,
                     "-np 0: a job needs at least one worker (leave -np out to use every free "
                     "slot)");
             return HV_EINVAL;
         }
+        o->np = (uint32_t)g->num;
         o->np_set = 1;
-        return rc;
-    }
+        return HV_OK;
     case OPT_MIN_NP:
         o->elastic = 1;
-        return submit_parse_u32("min-np", v, 1, &o->min_np, err, errlen);
+        o->min_np = (uint32_t)g->num;
+        return HV_OK;
     case OPT_MAX_NP:
         o->elastic = 1;
-        return submit_parse_u32("max-np", v, 1, &o->max_np, err, errlen);
+        o->max_np = (uint32_t)g->num;
+        return HV_OK;
     case OPT_MAX_RESETS:
         o->max_resets_set = 1;
-        return submit_parse_range("max-resets", v, 0, HV_CLI_MAX_RESETS_MAX, "a whole number",
-                                  &o->max_resets, err, errlen);
+        o->max_resets = (uint32_t)g->num;
+        return HV_OK;
     case OPT_ELASTIC_TIMEOUT:
-        return submit_parse_range("elastic-timeout", v, 1, HV_CLI_ELASTIC_TIMEOUT_MAX, "seconds",
-                                  &o->elastic_timeout_s, err, errlen);
+        o->elastic_timeout_s = (uint32_t)g->num;
+        return HV_OK;
     case OPT_CHECK_EVERY:
-        return submit_parse_range("check-every", v, 1, HV_CLI_CHECK_EVERY_MAX,
-                                  "a number of commits", &o->check_every, err, errlen);
+        o->check_every = (uint32_t)g->num;
+        return HV_OK;
     case OPT_COOLDOWN:
         return submit_parse_cooldown(o, v, err, errlen);
     case OPT_GROW: {
@@ -408,9 +422,11 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return HV_OK;
     }
     case OPT_SLOTS_PER_HOST:
-        return submit_parse_u32("slots-per-host", v, 1, &o->slots_per_host, err, errlen);
+        o->slots_per_host = (uint32_t)g->num;
+        return HV_OK;
     case OPT_TIMEOUT:
-        return submit_parse_u32("timeout", v, 1, &o->timeout_s, err, errlen);
+        o->timeout_s = (uint32_t)g->num;
+        return HV_OK;
     case OPT_ENV:
         return submit_push_env(o, v, err, errlen);
     case OPT_WORKDIR:
@@ -438,10 +454,6 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return HV_OK;
     }
     case OPT_NAME:
-        if (v[0] == '\0' || strlen(v) > 256) {
-            hv_errf(err, errlen, "--name: expected 1 to 256 characters");
-            return HV_EINVAL;
-        }
         o->name = v;
         return HV_OK;
     case OPT_DETACH:
@@ -463,12 +475,12 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         o->version = 1;
         return HV_OK;
     case OPT_RETRIES:
-        return submit_parse_range("retries", v, 0, HV_CLI_RETRIES_MAX, "a whole number",
-                                  &o->retries, err, errlen);
+        o->retries = (uint32_t)g->num;
+        return HV_OK;
     case OPT_HEAD_TIMEOUT:
         o->head_timeout_set = 1;
-        return submit_parse_range("head-timeout", v, 1, HV_CLI_HEAD_TIMEOUT_MAX, "seconds",
-                                  &o->head_timeout_s, err, errlen);
+        o->head_timeout_s = (uint32_t)g->num;
+        return HV_OK;
     }
     return HV_EINTERNAL;
 }
@@ -560,37 +572,13 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
     hv_cli_submit_opts_t o;
     memset(&o, 0, sizeof(o));
     hv_err rc = HV_OK;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == '\0') {
-            break; /* the binary ("-" alone is a file name too) */
-        }
-        const char *value = NULL;
-        const submit_optdef_t *d = submit_find_opt(arg, &value);
-        if (d == NULL) {
-            hv_errf(err, errlen, "unknown option '%s'", arg);
-            rc = HV_EINVAL;
-            goto fail;
-        }
-        if (!d->takes_value && value != NULL) {
-            hv_errf(err, errlen, "option '--%s' takes no value", d->name);
-            rc = HV_EINVAL;
-            goto fail;
-        }
-        if (d->takes_value && value == NULL) {
-            if (i + 1 >= argc) {
-                hv_errf(err, errlen, "option '%s' needs a value", arg);
-                rc = HV_EINVAL;
-                goto fail;
-            }
-            value = argv[++i];
-        }
-        if ((rc = submit_apply(&o, d, value, err, errlen)) != HV_OK) {
+    hv_opt_iter_t it;
+    hv_opt_got_t g;
+    hv_opt_init(&it, submit_opts, SUBMIT_NOPTS,
+                HV_OPT_ONE_DASH | HV_OPT_FIRST_ARG | HV_OPT_DASHDASH, 0, argc, argv, 1);
+    hv_opt_res r;
+    while ((r = hv_opt_next(&it, &g)) == HV_OPT_OPTION) {
+        if ((rc = submit_apply(&o, &g, err, errlen)) != HV_OK) {
             goto fail;
         }
         if (o.help || o.version) {
@@ -598,14 +586,21 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
             return HV_OK;
         }
     }
-    if (i >= argc) {
+    if (r == HV_OPT_FAULT) {
+        char msg[HV_CLI_ERR_LEN];
+        hv_errf(err, errlen, "%s", hv_opt_fault_msg(&g, NULL, msg, sizeof(msg)));
+        rc = HV_EINVAL;
+        goto fail;
+    }
+    /* The options end at the program (or after "--"): REST, or END when there is none. */
+    if (r != HV_OPT_REST || g.index >= argc) {
         hv_errf(err, errlen, "no program given: hvsubmit [OPTIONS] train.bin [ARGS...]");
         rc = HV_EINVAL;
         goto fail;
     }
-    o.binary = argv[i];
-    o.args = argv + i + 1;
-    o.nargs = argc - i - 1;
+    o.binary = argv[g.index];
+    o.args = argv + g.index + 1;
+    o.nargs = argc - g.index - 1;
     if ((rc = submit_check_counts(&o, err, errlen)) != HV_OK) {
         goto fail;
     }

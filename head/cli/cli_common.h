@@ -20,6 +20,10 @@
 #include "hv.pb-c.h"
 
 #define HV_CLI_DEFAULT_HEAD "127.0.0.1:7000"
+/* Where the CLIs find their client token when neither --token-file nor HV_TOKEN_FILE is given:
+ * the client.token the head writes into its default data directory (./hv-data), so a head and
+ * CLIs started from the same directory need no option. */
+#define HV_CLI_DEFAULT_TOKEN_FILE "./hv-data/client.token"
 #define HV_CLI_ERR_LEN 512             /* size of the err buffers below */
 #define HV_CLI_UNARY_MS 10000u         /* deadline of one unary call */
 #define HV_CLI_UPLOAD_CHUNK (1u << 20) /* bytes per Upload call (the proto's bound) */
@@ -168,6 +172,9 @@ typedef struct hv_cli_submit_opts_s {
 hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, char *err,
                            size_t errlen);
 void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o);
+
+/* Writes the options part of hvsubmit's --help: each option's lines, from its table. */
+void hv_cli_submit_options_help(FILE *f);
 
 /* How long hvsubmit (and hvctl logs --follow) waits for a head that went away, in ms:
  * head_timeout_s when head_timeout_set (--head-timeout), else lease_ms (0:

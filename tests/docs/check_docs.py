@@ -54,6 +54,11 @@ def table(src, start):
     return src[i:src.index("};", i)]
 
 
+def opt_rows(src, start):
+    """(name, short) of each option of a common/opt.h table: {"name", 'x' or 0, HV_OPT_..."""
+    return re.findall(r'\{"([a-z-]+)",\s*(0|\'.\'),\s*HV_OPT_', table(src, start))
+
+
 def help_of(*argv):
     path = os.path.join(BIN, argv[0])
     out = subprocess.run([path] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -160,8 +165,7 @@ for o in sorted(ctl_opts):
 
 # ---- hvsubmit ------------------------------------------------------------------------------------
 sub_help = help_of("hvsubmit", "--help")
-for name, short in re.findall(r'\{"([a-z-]+)", (0|\'.\'), OPT_',
-                              table(read("head/cli/cli_common.c"), "submit_optdefs[] = {")):
+for name, short in opt_rows(read("head/cli/cli_common.c"), "submit_opts[] = {"):
     flag = ("-" if name == "np" else "--") + name
     if not re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", sub_help):
         problem("hvsubmit --help: option '%s' is missing" % flag)
