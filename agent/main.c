@@ -907,7 +907,7 @@ int main(int argc, char **argv) {
         }
         switch (agent.cfg.cmd) {
         case HV_AGENT_CMD_HELP:
-            fputs(hv_agent_usage(), stdout);
+            hv_agent_usage(stdout);
             code = 0;
             break;
         case HV_AGENT_CMD_VERSION:

@@ -176,7 +176,7 @@ for name, short in opt_rows(read("head/cli/cli_common.c"), "submit_opts[] = {"):
 
 # ---- hvagent -------------------------------------------------------------------------------------
 agent_help = help_of("hvagent", "--help")
-for name in re.findall(r'\{"([a-z-]+)", F_', table(read("agent/config.c"), "flags[] = {")):
+for name, _ in opt_rows(read("agent/config.c"), "agent_opts[] = {"):
     if name in ("help", "version"):
         continue
     if "--" + name not in agent_help:
