@@ -187,9 +187,7 @@ for name, _ in opt_rows(read("agent/config.c"), "agent_opts[] = {"):
 # ---- hvhead --------------------------------------------------------------------------------------
 head_help = help_of("hvhead", "--help") + help_of("hvhead", "start", "--help")
 head_src = read("head/main.c")
-parse = head_src[head_src.index("static int parse_args("):]
-parse = parse[:parse.index("\n}\n")]
-for flag in sorted(set(re.findall(r'strcmp\(a, "(--[a-z-]+)"\)', parse))):
+for flag in sorted("--" + name for name, _ in opt_rows(head_src, "head_opts[] = {")):
     if flag not in head_help:
         problem("hvhead --help: option '%s' is missing" % flag)
     if not documented(flag):
