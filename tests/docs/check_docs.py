@@ -153,9 +153,9 @@ for c in cmds:
         problem("hvctl --help: command '%s' is missing" % c)
     if not documented("hvctl " + c) and c not in synopsis:
         problem("README.md, docs/*.md: no 'hvctl %s'" % c)
-ctl_opts = set(re.findall(r'ctl_opt_is\(a, "([a-z-]+)"', ctl_src))
-ctl_opts |= set(o.lstrip("-") for o in re.findall(r'strcmp\(a(?:rgv\[i\])?, "(--[a-z-]+)"\)',
-                                                  ctl_src))
+ctl_opts = set(name for name, _ in opt_rows(ctl_src, "ctl_opts[] = {"))
+if len(ctl_opts) < 20:
+    problem("head/cli/hvctl.c: could not read ctl_opts (%d options)" % len(ctl_opts))
 actor_help = help_of("hvctl", "actor", "create", "--help")
 for o in sorted(ctl_opts):
     if "--" + o not in ctl_help and "--" + o not in actor_help:
