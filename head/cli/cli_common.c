@@ -2004,6 +2004,12 @@ void hv_cli_json_write_string(FILE *f, const char *s) {
             if (n == 0) {
                 fputs("\\ufffd", f);
                 p++;
+            } else if (n == 2 && c == 0xc2 && p[1] <= 0x9f) {
+                fprintf(f, "\\u%04x", p[1]); /* a C1 control (8-bit CSI): escaped as C0 ones */
+                p += 2;
+            } else if (n == 3 && c == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+                fprintf(f, "\\u%04x", 0x2000 + (p[2] - 0x80)); /* line/paragraph separator */
+                p += 3;
             } else {
                 fwrite(p, 1, n, f);
                 p += n;
@@ -2166,6 +2172,120 @@ void hv_cli_json_bool(hv_cli_json_t *j, int v) {
 void hv_cli_json_null(hv_cli_json_t *j) {
     if (json_before_value(j)) {
         fputs("null", j->f);
+    }
+}
+
+/* ---- a message's fields -------------------------------------------------------------------- */
+
+/* The field that path names in m ("name", or "info.name" through a submessage): its
+ * descriptor, and the message that holds it (NULL when a submessage on the way is unset, so the
+ * field has its default). 0 when the path names no scalar field. */
+static int json_field_find(const ProtobufCMessage *m, const char *path, size_t len,
+                           const ProtobufCFieldDescriptor **fd, const ProtobufCMessage **holder) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    char name[64];
+    for (;;) {
+        const char *dot = memchr(path, '.', len);
+        size_t n = dot != NULL ? (size_t)(dot - path) : len;
+        if (n == 0 || n >= sizeof(name)) {
+            return 0;
+        }
+        memcpy(name, path, n);
+        name[n] = '\0';
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field_by_name(d, name);
+        if (f == NULL) {
+            return 0;
+        }
+        if (dot == NULL) {
+            *fd = f;
+            *holder = m;
+            return f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_BYTES &&
+                   (f->label != PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_STRING);
+        }
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->label == PROTOBUF_C_LABEL_REPEATED) {
+            return 0;
+        }
+        d = f->descriptor;
+        if (m != NULL) {
+            m = *(const ProtobufCMessage *const *)((const char *)m + f->offset);
+        }
+        path += n + 1;
+        len -= n + 1;
+    }
+}
+
+/* Writes one scalar field of holder (NULL: the field's default) as the next value. */
+static void json_field_value(hv_cli_json_t *j, const ProtobufCFieldDescriptor *f,
+                             const ProtobufCMessage *holder) {
+    const char *at = holder != NULL ? (const char *)holder + f->offset : NULL;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) { /* repeated string: an array */
+        size_t n = at != NULL ? *(const size_t *)((const char *)holder + f->quantifier_offset) : 0;
+        char *const *v = at != NULL ? *(char *const *const *)at : NULL;
+        hv_cli_json_arr_begin(j);
+        for (size_t i = 0; i < n; i++) {
+            hv_cli_json_str(j, v[i]);
+        }
+        hv_cli_json_arr_end(j);
+        return;
+    }
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+        hv_cli_json_u64(j, at != NULL ? *(const uint32_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+        hv_cli_json_u64(j, at != NULL ? *(const uint64_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_ENUM:
+        hv_cli_json_i64(j, at != NULL ? *(const int32_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+        hv_cli_json_i64(j, at != NULL ? *(const int64_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_BOOL:
+        hv_cli_json_bool(j, at != NULL ? *(const protobuf_c_boolean *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_FLOAT:
+        hv_cli_json_f64(j, at != NULL ? *(const float *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_DOUBLE:
+        hv_cli_json_f64(j, at != NULL ? *(const double *)at : 0);
+        break;
+    default: /* PROTOBUF_C_TYPE_STRING */
+        hv_cli_json_str(j, at != NULL ? *(const char *const *)at : NULL);
+        break;
+    }
+}
+
+void hv_cli_json_fields(hv_cli_json_t *j, const ProtobufCMessage *m, const char *spec) {
+    for (const char *p = spec; *p != '\0';) {
+        size_t len = strcspn(p, " ");
+        const char *eq = memchr(p, '=', len);
+        const char *path = eq != NULL ? eq + 1 : p;
+        size_t keylen = eq != NULL ? (size_t)(eq - p) : len;
+        const ProtobufCFieldDescriptor *f = NULL;
+        const ProtobufCMessage *holder = NULL;
+        char key[64];
+        if (len > 0) {
+            if (keylen == 0 || keylen >= sizeof(key) ||
+                !json_field_find(m, path, len - (size_t)(path - p), &f, &holder)) {
+                j->err = 1; /* a spec that names no field: a bug, shown as output refused */
+                return;
+            }
+            memcpy(key, p, keylen);
+            key[keylen] = '\0';
+            hv_cli_json_key(j, key);
+            json_field_value(j, f, holder);
+        }
+        p += len;
+        p += *p == ' ';
     }
 }
 
@@ -2614,22 +2734,10 @@ static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply
             continue;
         }
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "id");
-        hv_cli_json_u64(j, v->id);
-        hv_cli_json_key(j, "namespace");
-        hv_cli_json_str(j, v->namespace_);
-        hv_cli_json_key(j, "name");
-        hv_cli_json_str(j, v->name);
-        hv_cli_json_key(j, "class");
-        hv_cli_json_str(j, v->class_name);
+        hv_cli_json_fields(j, &v->base, "id namespace name class=class_name");
         hv_cli_json_key(j, "state");
         hv_cli_json_str(j, v->state);
-        hv_cli_json_key(j, "slots");
-        hv_cli_json_u64(j, v->slots);
-        hv_cli_json_key(j, "gpus");
-        hv_cli_json_u64(j, v->gpus);
-        hv_cli_json_key(j, "reason");
-        hv_cli_json_str(j, v->reason);
+        hv_cli_json_fields(j, &v->base, "slots gpus reason");
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
@@ -2726,12 +2834,7 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
             continue;
         }
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "job_id");
-        hv_cli_json_u64(j, v->job_id);
-        hv_cli_json_key(j, "name");
-        hv_cli_json_str(j, v->name);
-        hv_cli_json_key(j, "np");
-        hv_cli_json_u64(j, v->np);
+        hv_cli_json_fields(j, &v->base, "job_id name np");
         hv_cli_json_key(j, "waiting_ms");
         hv_cli_json_u64(
             j, v->submitted_ms != 0 && now_ms > v->submitted_ms ? now_ms - v->submitted_ms : 0);

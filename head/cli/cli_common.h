@@ -408,6 +408,15 @@ void hv_cli_json_null(hv_cli_json_t *j);
 /* Ends the document with a newline. HV_EINVAL if containers are still open or misuse occurred. */
 hv_err hv_cli_json_finish(hv_cli_json_t *j);
 
+/* Writes fields of the message m as "key": value pairs of the open object, in the order spec
+ * names them: words apart by one space, each a field of m's proto ("worker_id"), one of a
+ * submessage ("info.slots": its default when the submessage is unset), or key=field to write it
+ * under another key ("processes=incarnation"). Integers, bools, doubles and strings (NULL as
+ * "") are written as such, an enum as its number, a repeated string as an array; a word that
+ * names no such field is misuse (j->err). Other values (states by name, nested messages) the
+ * caller writes itself around the call. */
+void hv_cli_json_fields(hv_cli_json_t *j, const ProtobufCMessage *m, const char *spec);
+
 /* Writes text, one JSON value that came from elsewhere (an event's data from the head), as the
  * next value: it is checked first (RFC 8259 grammar, valid UTF-8, nesting within what the writer
  * has left) and then written again through the writer, so it is indented like the rest and the
@@ -423,8 +432,10 @@ hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object);
 int hv_cli_json_field_str(const char *json, const char *key, char *buf, size_t len);
 int hv_cli_json_field_u64(const char *json, const char *key, uint64_t *out);
 
-/* Writes s as a quoted JSON string: escapes '"', '\\' and control characters, and replaces bytes
- * that are not valid UTF-8 with U+FFFD so that the output is always valid JSON. */
+/* Writes s as a quoted JSON string: escapes '"', '\\' and control characters (C0, DEL and the C1
+ * range U+0080..U+009F, which a terminal may obey), U+2028 and U+2029 (line breaks to a
+ * JavaScript reader), and replaces bytes that are not valid UTF-8 with U+FFFD so that the output
+ * is always valid JSON. Other text, non-ASCII included, is written as the UTF-8 it is. */
 void hv_cli_json_write_string(FILE *f, const char *s);
 
 /* ---- hvctl status ------------------------------------------------------------------------- */

@@ -947,32 +947,12 @@ static const char *ctl_labels(const Hvpb__V1__NodeInfo *info, char *buf, size_t 
 static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     const Hvpb__V1__NodeInfo *info = n->info;
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "node_id");
-    hv_cli_json_u64(j, n->node_id);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, info ? info->name : "");
+    hv_cli_json_fields(j, &n->base, "node_id name=info.name");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, hv_cli_node_state_name(hv_cli_node_state(n)));
-    hv_cli_json_key(j, "slots");
-    hv_cli_json_u64(j, info ? info->slots : 0);
-    hv_cli_json_key(j, "slots_used");
-    hv_cli_json_u64(j, n->slots_used);
-    hv_cli_json_key(j, "gpus");
-    hv_cli_json_u64(j, info ? info->gpus : 0);
-    hv_cli_json_key(j, "cpus");
-    hv_cli_json_u64(j, info ? info->cpus : 0);
-    hv_cli_json_key(j, "memory_mb");
-    hv_cli_json_u64(j, info ? info->memory_mb : 0);
-    hv_cli_json_key(j, "addrs");
-    hv_cli_json_arr_begin(j);
-    for (size_t i = 0; info != NULL && i < info->n_addrs; i++) {
-        hv_cli_json_str(j, info->addrs[i]);
-    }
-    hv_cli_json_arr_end(j);
-    hv_cli_json_key(j, "addr");
-    hv_cli_json_str(j, n->addr);
-    hv_cli_json_key(j, "last_seen_ms");
-    hv_cli_json_u64(j, n->last_seen_ms);
+    hv_cli_json_fields(j, &n->base,
+                       "slots=info.slots slots_used gpus=info.gpus cpus=info.cpus "
+                       "memory_mb=info.memory_mb addrs=info.addrs addr last_seen_ms");
     hv_cli_json_key(j, "labels");
     hv_cli_json_obj_begin(j);
     for (size_t i = 0; info != NULL && i < info->n_labels; i++) {
@@ -980,33 +960,19 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
         hv_cli_json_str(j, info->labels[i]->value);
     }
     hv_cli_json_obj_end(j);
-    hv_cli_json_key(j, "preemptible");
-    hv_cli_json_bool(j, info ? info->preemptible : 0);
-    hv_cli_json_key(j, "instance_id");
-    hv_cli_json_str(j, info ? info->instance_id : "");
-    hv_cli_json_key(j, "version");
-    hv_cli_json_str(j, info ? info->version : "");
+    hv_cli_json_fields(j, &n->base,
+                       "preemptible=info.preemptible instance_id=info.instance_id "
+                       "version=info.version");
     hv_cli_json_key(j, "suspected");
     hv_cli_json_bool(j, n->suspected_ms != 0);
-    hv_cli_json_key(j, "suspected_ms");
-    hv_cli_json_u64(j, n->suspected_ms);
+    hv_cli_json_fields(j, &n->base, "suspected_ms");
     hv_cli_json_key(j, "draining");
     hv_cli_json_bool(j, hv_cli_node_state(n) == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING);
     hv_cli_json_key(j, "blacklist");
     hv_cli_json_arr_begin(j);
     for (size_t i = 0; i < n->n_blacklist; i++) {
-        const Hvpb__V1__BlacklistEntry *b = n->blacklist[i];
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "job_id");
-        hv_cli_json_u64(j, b->job_id);
-        hv_cli_json_key(j, "strikes");
-        hv_cli_json_u64(j, b->strikes);
-        hv_cli_json_key(j, "permanent");
-        hv_cli_json_bool(j, b->permanent);
-        hv_cli_json_key(j, "until_ms");
-        hv_cli_json_u64(j, b->until_ms);
-        hv_cli_json_key(j, "reason");
-        hv_cli_json_str(j, b->reason);
+        hv_cli_json_fields(j, &n->blacklist[i]->base, "job_id strikes permanent until_ms reason");
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
@@ -1119,10 +1085,7 @@ static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
         hv_cli_json_str(j, e->node);
     }
     if (e->worker_id != 0) {
-        hv_cli_json_key(j, "worker_id");
-        hv_cli_json_u64(j, e->worker_id);
-        hv_cli_json_key(j, "rank");
-        hv_cli_json_u64(j, e->rank);
+        hv_cli_json_fields(j, &e->base, "worker_id rank");
     }
     if (e->duration_ms != 0) {
         hv_cli_json_key(j, "duration_ms");
@@ -1140,99 +1103,39 @@ static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
 
 static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "worker_id");
-    hv_cli_json_u64(j, w->worker_id);
-    hv_cli_json_key(j, "rank");
-    hv_cli_json_u64(j, w->rank);
-    hv_cli_json_key(j, "node");
-    hv_cli_json_str(j, w->node);
+    hv_cli_json_fields(j, &w->base, "worker_id rank node");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, hv_cli_worker_state_name(hv_cli_worker_state(w)));
-    hv_cli_json_key(j, "pid");
-    hv_cli_json_i64(j, w->pid);
-    hv_cli_json_key(j, "exit_code");
-    hv_cli_json_i64(j, w->exit_code);
-    hv_cli_json_key(j, "term_signal");
-    hv_cli_json_i64(j, w->term_signal);
-    hv_cli_json_key(j, "attempt");
-    hv_cli_json_u64(j, w->attempt);
-    hv_cli_json_key(j, "reason");
-    hv_cli_json_str(j, w->reason);
-    hv_cli_json_key(j, "generation");
-    hv_cli_json_u64(j, w->generation);
-    hv_cli_json_key(j, "joined_generation");
-    hv_cli_json_u64(j, w->joined_generation);
-    hv_cli_json_key(j, "done");
-    hv_cli_json_bool(j, w->done);
+    hv_cli_json_fields(
+        j, &w->base, "pid exit_code term_signal attempt reason generation joined_generation done");
     hv_cli_json_obj_end(j);
 }
 
 static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_workers) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "job_id");
-    hv_cli_json_u64(j, v->job_id);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, v->name);
+    hv_cli_json_fields(j, &v->base, "job_id name");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, hv_cli_job_state_name(hv_cli_job_state(v)));
-    hv_cli_json_key(j, "np");
-    hv_cli_json_u64(j, v->np);
-    hv_cli_json_key(j, "min_np");
-    hv_cli_json_u64(j, v->min_np);
-    hv_cli_json_key(j, "max_np");
-    hv_cli_json_u64(j, v->max_np);
-    hv_cli_json_key(j, "resets");
-    hv_cli_json_u64(j, v->resets);
-    hv_cli_json_key(j, "reason");
-    hv_cli_json_str(j, v->reason);
-    hv_cli_json_key(j, "submitted_ms");
-    hv_cli_json_u64(j, v->submitted_ms);
-    hv_cli_json_key(j, "started_ms");
-    hv_cli_json_u64(j, v->started_ms);
-    hv_cli_json_key(j, "ended_ms");
-    hv_cli_json_u64(j, v->ended_ms);
-    hv_cli_json_key(j, "binary_digest");
-    hv_cli_json_str(j, v->binary_digest);
-    hv_cli_json_key(j, "elastic");
-    hv_cli_json_bool(j, v->elastic);
-    hv_cli_json_key(j, "generation");
-    hv_cli_json_u64(j, v->generation);
-    hv_cli_json_key(j, "size");
-    hv_cli_json_u64(j, v->size);
+    hv_cli_json_fields(j, &v->base,
+                       "np min_np max_np resets reason submitted_ms started_ms ended_ms "
+                       "binary_digest elastic generation size");
     hv_cli_json_key(j, "round_state");
     hv_cli_json_str(j, hv_cli_round_state_name(hv_cli_round_state(v)));
-    hv_cli_json_key(j, "round_reason");
-    hv_cli_json_str(j, v->round_reason);
+    hv_cli_json_fields(j, &v->base, "round_reason");
     hv_cli_json_key(j, "round_reason_code");
     hv_cli_json_str(j, hv_cli_reason_name(v->round_reason_code));
-    hv_cli_json_key(j, "max_resets");
-    hv_cli_json_u64(j, v->max_resets);
-    hv_cli_json_key(j, "check_every");
-    hv_cli_json_u64(j, v->check_every);
-    hv_cli_json_key(j, "resumes");
-    hv_cli_json_u64(j, v->resumes);
-    hv_cli_json_key(j, "resume_generation");
-    hv_cli_json_u64(j, v->resume_generation);
+    hv_cli_json_fields(j, &v->base, "max_resets check_every resumes resume_generation");
     const Hvpb__V1__StateCopyRef *copies[] = {v->copy, v->durable_copy};
     static const char *const copy_keys[] = {"copy", "durable_copy"};
     for (size_t i = 0; i < 2; i++) {
-        if (copies[i] == NULL) {
-            continue;
+        if (copies[i] != NULL) {
+            hv_cli_json_key(j, copy_keys[i]);
+            hv_cli_json_obj_begin(j);
+            hv_cli_json_fields(j, &copies[i]->base, "generation commit stored_ms");
+            hv_cli_json_obj_end(j);
         }
-        hv_cli_json_key(j, copy_keys[i]);
-        hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "generation");
-        hv_cli_json_u64(j, copies[i]->generation);
-        hv_cli_json_key(j, "commit");
-        hv_cli_json_u64(j, copies[i]->commit);
-        hv_cli_json_key(j, "stored_ms");
-        hv_cli_json_u64(j, copies[i]->stored_ms);
-        hv_cli_json_obj_end(j);
     }
-    hv_cli_json_key(j, "resumed_from");
-    hv_cli_json_str(j, v->resumed_from ? v->resumed_from : "");
-    hv_cli_json_key(j, "copy_on_own_node");
-    hv_cli_json_bool(j, v->copy_on_own_node);
+    hv_cli_json_fields(j, &v->base, "resumed_from copy_on_own_node");
     if (with_workers) {
         hv_cli_json_key(j, "workers");
         hv_cli_json_arr_begin(j);
@@ -1671,16 +1574,7 @@ static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
     for (size_t i = 0; i < r->n_types; i++) {
         const Hvpb__V1__CostLine *l = r->types[i];
         hv_cli_json_obj_begin(&j);
-        hv_cli_json_key(&j, "type");
-        hv_cli_json_str(&j, l->type);
-        hv_cli_json_key(&j, "instances");
-        hv_cli_json_u64(&j, l->instances);
-        hv_cli_json_key(&j, "instance_seconds");
-        hv_cli_json_f64(&j, l->instance_seconds);
-        hv_cli_json_key(&j, "price_per_hour");
-        hv_cli_json_f64(&j, l->price_per_hour);
-        hv_cli_json_key(&j, "cost");
-        hv_cli_json_f64(&j, l->cost);
+        hv_cli_json_fields(&j, &l->base, "type instances instance_seconds price_per_hour cost");
         hv_cli_json_key(&j, "ondemand_cost");
         if (l->ondemand_known) {
             hv_cli_json_f64(&j, l->ondemand_cost);
@@ -1692,22 +1586,14 @@ static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
         hv_cli_json_obj_end(&j);
     }
     hv_cli_json_arr_end(&j);
-    hv_cli_json_key(&j, "instance_seconds");
-    hv_cli_json_f64(&j, r->instance_seconds);
-    hv_cli_json_key(&j, "cost");
-    hv_cli_json_f64(&j, r->cost);
+    hv_cli_json_fields(&j, &r->base, "instance_seconds cost");
     hv_cli_json_key(&j, "ondemand_cost");
     if (r->ondemand_known) {
         hv_cli_json_f64(&j, r->ondemand_cost);
     } else {
         hv_cli_json_null(&j);
     }
-    hv_cli_json_key(&j, "preemptions");
-    hv_cli_json_u64(&j, r->preemptions);
-    hv_cli_json_key(&j, "rollbacks");
-    hv_cli_json_u64(&j, r->rollbacks);
-    hv_cli_json_key(&j, "redone_samples");
-    hv_cli_json_u64(&j, r->redone_samples);
+    hv_cli_json_fields(&j, &r->base, "preemptions rollbacks redone_samples");
     hv_cli_json_obj_end(&j);
     hv_cli_json_finish(&j);
 }
@@ -1793,18 +1679,7 @@ static int ctl_events(const ctl_t *c) {
         for (size_t i = 0; i < r->n_events; i++) {
             const Hvpb__V1__Event *e = r->events[i];
             hv_cli_json_obj_begin(&j);
-            hv_cli_json_key(&j, "seq");
-            hv_cli_json_u64(&j, e->seq);
-            hv_cli_json_key(&j, "time_ms");
-            hv_cli_json_u64(&j, e->time_ms);
-            hv_cli_json_key(&j, "job_id");
-            hv_cli_json_u64(&j, e->job_id);
-            hv_cli_json_key(&j, "node_id");
-            hv_cli_json_u64(&j, e->node_id);
-            hv_cli_json_key(&j, "kind");
-            hv_cli_json_str(&j, e->kind);
-            hv_cli_json_key(&j, "message");
-            hv_cli_json_str(&j, e->message);
+            hv_cli_json_fields(&j, &e->base, "seq time_ms job_id node_id kind message");
             ctl_json_event_fields(&j, e);
             if (e->data != NULL && e->data[0] != '\0') {
                 /* The head's JSON object goes in as an object; text that is not one (a head
@@ -1882,24 +1757,8 @@ static int ctl_revoke(const ctl_t *c) {
 
 static void ctl_json_audit(hv_cli_json_t *j, const Hvpb__V1__AuditEntry *e) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "seq");
-    hv_cli_json_u64(j, e->seq);
-    hv_cli_json_key(j, "time_ms");
-    hv_cli_json_u64(j, e->time_ms);
-    hv_cli_json_key(j, "who_kind");
-    hv_cli_json_str(j, e->who_kind);
-    hv_cli_json_key(j, "who");
-    hv_cli_json_str(j, e->who_id);
-    hv_cli_json_key(j, "peer");
-    hv_cli_json_str(j, e->peer);
-    hv_cli_json_key(j, "method");
-    hv_cli_json_str(j, e->method);
-    hv_cli_json_key(j, "target");
-    hv_cli_json_str(j, e->target);
-    hv_cli_json_key(j, "code");
-    hv_cli_json_u64(j, e->code);
-    hv_cli_json_key(j, "result");
-    hv_cli_json_str(j, e->result);
+    hv_cli_json_fields(j, &e->base,
+                       "seq time_ms who_kind who=who_id peer method target code result");
     hv_cli_json_obj_end(j);
 }
 
@@ -1996,22 +1855,10 @@ static const char *ctl_when(uint64_t ms, const char *never, char *buf, size_t le
 
 static void ctl_json_jtoken(hv_cli_json_t *j, const Hvpb__V1__JoinTokenView *v) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "id");
-    hv_cli_json_str(j, v->id);
+    hv_cli_json_fields(j, &v->base, "id");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, v->state);
-    hv_cli_json_key(j, "created_ms");
-    hv_cli_json_u64(j, v->created_ms);
-    hv_cli_json_key(j, "expires_ms");
-    hv_cli_json_u64(j, v->expires_ms);
-    hv_cli_json_key(j, "max_uses");
-    hv_cli_json_u64(j, v->max_uses);
-    hv_cli_json_key(j, "uses");
-    hv_cli_json_u64(j, v->uses);
-    hv_cli_json_key(j, "revoked_ms");
-    hv_cli_json_u64(j, v->revoked_ms);
-    hv_cli_json_key(j, "created_by");
-    hv_cli_json_str(j, v->created_by);
+    hv_cli_json_fields(j, &v->base, "created_ms expires_ms max_uses uses revoked_ms created_by");
     hv_cli_json_obj_end(j);
 }
 

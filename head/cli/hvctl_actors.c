@@ -134,65 +134,15 @@ static void history_json(hv_cli_json_t *j, const history_t *h);
 /* v as a JSON object; with h (hvctl actor NAME) its history too. */
 static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v, const history_t *h) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "id");
-    hv_cli_json_u64(j, v->id);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, v->name);
-    hv_cli_json_key(j, "namespace");
-    hv_cli_json_str(j, v->namespace_);
-    hv_cli_json_key(j, "class");
-    hv_cli_json_str(j, v->class_name);
+    hv_cli_json_fields(j, &v->base, "id name namespace class=class_name");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, v->state);
-    hv_cli_json_key(j, "cause");
-    hv_cli_json_str(j, v->cause);
-    hv_cli_json_key(j, "node");
-    hv_cli_json_str(j, v->node);
-    hv_cli_json_key(j, "address");
-    hv_cli_json_str(j, v->address);
-    hv_cli_json_key(j, "restarts");
-    hv_cli_json_u64(j, v->restarts);
-    hv_cli_json_key(j, "max_restarts");
-    hv_cli_json_u64(j, v->max_restarts);
-    hv_cli_json_key(j, "moves");
-    hv_cli_json_u64(j, v->moves);
-    hv_cli_json_key(j, "processes");
-    hv_cli_json_u64(j, v->incarnation);
-    hv_cli_json_key(j, "detached");
-    hv_cli_json_bool(j, v->detached);
-    hv_cli_json_key(j, "owner_job");
-    hv_cli_json_u64(j, v->owner_job);
-    hv_cli_json_key(j, "slots");
-    hv_cli_json_u64(j, v->slots);
-    hv_cli_json_key(j, "gpus");
-    hv_cli_json_u64(j, v->gpus);
-    hv_cli_json_key(j, "memory_mb");
-    hv_cli_json_u64(j, v->memory_mb);
-    hv_cli_json_key(j, "labels");
-    hv_cli_json_str(j, v->labels);
-    hv_cli_json_key(j, "max_call_retries");
-    hv_cli_json_u64(j, v->max_call_retries);
-    hv_cli_json_key(j, "last_status");
-    hv_cli_json_i64(j, v->last_status);
-    hv_cli_json_key(j, "last_signal");
-    hv_cli_json_i64(j, v->last_signal);
-    hv_cli_json_key(j, "created_ms");
-    hv_cli_json_u64(j, v->created_ms);
-    hv_cli_json_key(j, "started_ms");
-    hv_cli_json_u64(j, v->started_ms);
-    hv_cli_json_key(j, "ended_ms");
-    hv_cli_json_u64(j, v->ended_ms);
-    hv_cli_json_key(j, "reason");
-    hv_cli_json_str(j, v->reason);
+    hv_cli_json_fields(j, &v->base,
+                       "cause node address restarts max_restarts moves processes=incarnation "
+                       "detached owner_job slots gpus memory_mb labels max_call_retries "
+                       "last_status last_signal created_ms started_ms ended_ms reason");
     /* Call figures over all its processes; the latencies are null before its first call. */
-    hv_cli_json_key(j, "calls_ok");
-    hv_cli_json_u64(j, v->calls_ok);
-    hv_cli_json_key(j, "calls_error");
-    hv_cli_json_u64(j, v->calls_error);
-    hv_cli_json_key(j, "bytes_in");
-    hv_cli_json_u64(j, v->bytes_in);
-    hv_cli_json_key(j, "bytes_out");
-    hv_cli_json_u64(j, v->bytes_out);
+    hv_cli_json_fields(j, &v->base, "calls_ok calls_error bytes_in bytes_out");
     hv_cli_json_key(j, "service_p50_ms");
     if (v->service_p50_ms >= 0) {
         hv_cli_json_f64(j, v->service_p50_ms);
@@ -331,10 +281,7 @@ static void history_json(hv_cli_json_t *j, const history_t *h) {
         step_t s;
         step_read(e, &s);
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "seq");
-        hv_cli_json_u64(j, e->seq);
-        hv_cli_json_key(j, "time_ms");
-        hv_cli_json_u64(j, e->time_ms);
+        hv_cli_json_fields(j, &e->base, "seq time_ms");
         hv_cli_json_key(j, "step");
         hv_cli_json_str(j, s.step);
         hv_cli_json_key(j, "state");
