@@ -1189,14 +1189,126 @@ static hv_err store_prepare_dir(const char *dir, char *err, size_t errlen) {
     return HV_OK;
 }
 
+/* The file before sqlite opens it: a regular file or none (must_be_new: none), never empty. */
+static hv_err store_check_file(const hv_store_t *s, int must_be_new, char *err, size_t errlen) {
+    struct stat fst;
+    int existed = stat(s->path, &fst) == 0;
+    if (existed && !S_ISREG(fst.st_mode)) {
+        hv_errf(err, errlen, "%s exists but is not a regular file", s->path);
+        return HV_EINVAL;
+    }
+    if (existed && must_be_new) {
+        hv_errf(err, errlen, "%s already exists", s->path);
+        return HV_EEXIST;
+    }
+    if (existed && fst.st_size == 0) {
+        /* sqlite would take an empty file for a new database: ids would start again at 1 while
+         * the job logs and the key stay. An empty state.db is a lost one; say so. */
+        hv_errf(err, errlen,
+                "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
+                " (a head with no state.db starts a new one)",
+                s->path);
+        return HV_ECORRUPT;
+    }
+    return HV_OK;
+}
+
+/* Read-only checks of an open file, so that a damaged or foreign one is left exactly as it is:
+ * its schema version (into s->version) is one this hvhead reads, the quick check passes, and a
+ * file without a version has no tables. */
+static hv_err store_check_schema(hv_store_t *s, char *err, size_t errlen) {
+    char msg[384];
+    int version = 0;
+    int src = store_pragma_int(s->db, "PRAGMA user_version", &version, msg, sizeof(msg));
+    if (src == SQLITE_OK) {
+        src = store_quick_check(s->db, msg, sizeof(msg));
+    }
+    if (src != SQLITE_OK) {
+        hv_err rc = store_err_from_sqlite(src);
+        if (rc == HV_ECORRUPT) {
+            hv_errf(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
+                    s->path, msg);
+        } else {
+            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
+        }
+        return rc;
+    }
+    if (version > HV_STORE_SCHEMA_VERSION) {
+        hv_errf(err, errlen,
+                "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
+                s->path, version, HV_STORE_SCHEMA_VERSION);
+        return HV_ENOTSUP;
+    }
+    if (version < 0) {
+        hv_errf(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
+                s->path, version);
+        return HV_ECORRUPT;
+    }
+    if (version == 0) {
+        /* A fresh file has no tables; one with tables but no version is someone else's. */
+        int tables = 0;
+        src = store_pragma_int(s->db,
+                               "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'",
+                               &tables, msg, sizeof(msg));
+        if (src != SQLITE_OK) {
+            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
+            return store_err_from_sqlite(src);
+        }
+        if (tables > 0) {
+            hv_errf(err, errlen,
+                    "%s is a sqlite database but not hvhead's state (it has %d tables and no "
+                    "schema version); point hvhead at another data dir",
+                    s->path, tables);
+            return HV_EINVAL;
+        }
+    }
+    s->version = version;
+    return HV_OK;
+}
+
+/* WAL: readers (hvctl tools, backups) never block the head, and a commit is one append. If the
+ * file system cannot do WAL, fall back to a rollback journal with synchronous=FULL, since
+ * synchronous=NORMAL is only crash-safe in WAL mode. Foreign keys on. */
+static hv_err store_journal(hv_store_t *s, char *err, size_t errlen) {
+    char msg[384];
+    char mode[16] = "";
+    sqlite3_stmt *jm = NULL;
+    int src = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
+    if (src == SQLITE_OK && (src = sqlite3_step(jm)) == SQLITE_ROW) {
+        const unsigned char *m = sqlite3_column_text(jm, 0);
+        snprintf(mode, sizeof(mode), "%s", m != NULL ? (const char *)m : "");
+        src = SQLITE_OK;
+    }
+    if (src != SQLITE_OK) {
+        snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(s->db));
+    }
+    sqlite3_finalize(jm);
+    if (src != SQLITE_OK) {
+        hv_errf(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
+        return store_err_from_sqlite(src);
+    }
+    const char *sync = "PRAGMA synchronous=NORMAL";
+    if (strcmp(mode, "wal") != 0) {
+        HV_LOG(HV_LOG_WARN, "store", "HV-STORE-NOWAL",
+               "%s: the file system refused WAL mode (journal mode is '%s'); using a rollback "
+               "journal with synchronous=FULL",
+               s->path, mode);
+        sync = "PRAGMA synchronous=FULL";
+    }
+    if ((src = store_exec_sql(s->db, sync, msg, sizeof(msg))) != SQLITE_OK ||
+        (src = store_exec_sql(s->db, "PRAGMA foreign_keys=ON", msg, sizeof(msg))) != SQLITE_OK) {
+        hv_errf(err, errlen, "cannot configure %s: %s", s->path, msg);
+        return store_err_from_sqlite(src);
+    }
+    return HV_OK;
+}
+
 /* Opens <dir>/state.db and brings it to schema `target`. must_be_new: refuse an existing file
  * (testing entry). Nothing is written to an existing file before it passed its checks. */
 static hv_err store_open_at(const char *data_dir, int target, int must_be_new, hv_store_t **out,
                             char *err, size_t errlen) {
     hv_err rc = HV_OK;
     hv_store_t *s = NULL;
-    char msg[384];
-    int src;
     if (err != NULL && errlen > 0) {
         err[0] = '\0';
     }
@@ -1215,32 +1327,11 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
         goto fail;
     }
     snprintf(s->path, plen, "%s/" STORE_FILE, data_dir);
-
-    struct stat fst;
-    int existed = stat(s->path, &fst) == 0;
-    if (existed && !S_ISREG(fst.st_mode)) {
-        hv_errf(err, errlen, "%s exists but is not a regular file", s->path);
-        rc = HV_EINVAL;
+    if ((rc = store_check_file(s, must_be_new, err, errlen)) != HV_OK) {
         goto fail;
     }
-    if (existed && must_be_new) {
-        hv_errf(err, errlen, "%s already exists", s->path);
-        rc = HV_EEXIST;
-        goto fail;
-    }
-    if (existed && fst.st_size == 0) {
-        /* sqlite would take an empty file for a new database: ids would start again at 1 while
-         * the job logs and the key stay. An empty state.db is a lost one; say so. */
-        hv_errf(err, errlen,
-                "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
-                " (a head with no state.db starts a new one)",
-                s->path);
-        rc = HV_ECORRUPT;
-        goto fail;
-    }
-
-    src = sqlite3_open_v2(s->path, &s->db,
-                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, NULL);
+    int src = sqlite3_open_v2(
+        s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, NULL);
     if (src != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
         hv_errf(err, errlen, "cannot open %s: %s", s->path,
@@ -1248,93 +1339,9 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
         goto fail;
     }
     sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
-
-    /* Read-only checks first: a damaged or foreign file must be left exactly as it is. */
-    int version = 0;
-    src = store_pragma_int(s->db, "PRAGMA user_version", &version, msg, sizeof(msg));
-    if (src == SQLITE_OK) {
-        src = store_quick_check(s->db, msg, sizeof(msg));
-    }
-    if (src != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
-        if (rc == HV_ECORRUPT) {
-            hv_errf(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
-                    s->path, msg);
-        } else {
-            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
-        }
-        goto fail;
-    }
-    if (version > HV_STORE_SCHEMA_VERSION) {
-        hv_errf(err, errlen,
-                "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
-                s->path, version, HV_STORE_SCHEMA_VERSION);
-        rc = HV_ENOTSUP;
-        goto fail;
-    }
-    if (version < 0) {
-        hv_errf(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
-                s->path, version);
-        rc = HV_ECORRUPT;
-        goto fail;
-    }
-    if (version == 0) {
-        /* A fresh file has no tables; one with tables but no version is someone else's. */
-        int tables = 0;
-        src = store_pragma_int(s->db,
-                               "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'",
-                               &tables, msg, sizeof(msg));
-        if (src != SQLITE_OK) {
-            rc = store_err_from_sqlite(src);
-            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
-            goto fail;
-        }
-        if (tables > 0) {
-            hv_errf(err, errlen,
-                    "%s is a sqlite database but not hvhead's state (it has %d tables and no "
-                    "schema version); point hvhead at another data dir",
-                    s->path, tables);
-            rc = HV_EINVAL;
-            goto fail;
-        }
-    }
-    s->version = version;
-
-    /* WAL: readers (hvctl tools, backups) never block the head, and a commit is one append.
-     * If the file system cannot do WAL, fall back to a rollback journal with synchronous=FULL,
-     * since synchronous=NORMAL is only crash-safe in WAL mode. */
-    char mode[16] = "";
-    sqlite3_stmt *jm = NULL;
-    src = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
-    if (src == SQLITE_OK && (src = sqlite3_step(jm)) == SQLITE_ROW) {
-        const unsigned char *m = sqlite3_column_text(jm, 0);
-        snprintf(mode, sizeof(mode), "%s", m != NULL ? (const char *)m : "");
-        src = SQLITE_OK;
-    }
-    if (src != SQLITE_OK) {
-        snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(s->db));
-    }
-    sqlite3_finalize(jm);
-    if (src != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
-        hv_errf(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
-        goto fail;
-    }
-    const char *sync = "PRAGMA synchronous=NORMAL";
-    if (strcmp(mode, "wal") != 0) {
-        HV_LOG(HV_LOG_WARN, "store", "HV-STORE-NOWAL",
-               "%s: the file system refused WAL mode (journal mode is '%s'); using a rollback "
-               "journal with synchronous=FULL",
-               s->path, mode);
-        sync = "PRAGMA synchronous=FULL";
-    }
-    if ((src = store_exec_sql(s->db, sync, msg, sizeof(msg))) != SQLITE_OK ||
-        (src = store_exec_sql(s->db, "PRAGMA foreign_keys=ON", msg, sizeof(msg))) != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
-        hv_errf(err, errlen, "cannot configure %s: %s", s->path, msg);
-        goto fail;
-    }
-    if ((rc = store_migrate(s, version, target, err, errlen)) != HV_OK) {
+    if ((rc = store_check_schema(s, err, errlen)) != HV_OK ||
+        (rc = store_journal(s, err, errlen)) != HV_OK ||
+        (rc = store_migrate(s, s->version, target, err, errlen)) != HV_OK) {
         goto fail;
     }
     if (s->version >= 5 && (rc = store_read_epoch(s, err, errlen)) != HV_OK) {
