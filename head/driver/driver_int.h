@@ -88,6 +88,10 @@ void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
 
 /* The job and worker of a rendezvous call (the job from memory, else from the store), or an
  * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */
+/* hv_jm_fence for a Rendezvous call (what: "Done", "a copy of the state", ...); a refusal is
+ * logged (HV-RDZV-FENCED). */
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen);
 hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
                             hv_dworker_t **wo, char *err, size_t errlen);
 
