@@ -12,6 +12,13 @@
 #   netns_link PREFIX I up|down  sets host I's own end of its link up or down
 #   netns_pids PREFIX I        the pids running in host I's namespace
 #   netns_clean PREFIX N       kills what runs in the namespaces and deletes them
+#   netns_cluster DIR PREFIX NET N [YAML...]  a head in ${PREFIX}h (NET.1:7000, the head's
+#                              defaults for heartbeat, lease and grace, plain text, token
+#                              bench-token, the extra YAML lines) and one-slot agents n1..nN in
+#                              hosts 1..N, their files in DIR; waits until all joined (wait_for,
+#                              from the caller's library); adds their pids to PIDS and sets
+#                              NETNS_HEAD and HV_TOKEN_FILE. 1 (and says why) when one did not
+#                              start.
 netns_ns() { echo "$1$2"; }
 
 netns_hosts() {
@@ -41,4 +48,33 @@ netns_clean() {
         ip netns del "$p$i" 2>/dev/null
     done
     return 0
+}
+
+netns_cluster() {
+    local d=$1 p=$2 net=$3 n=$4 i l
+    shift 4
+    {
+        echo "cluster_name: bench"
+        echo "listen: 0.0.0.0:7000"
+        echo "allow_insecure: true"
+        echo "data_dir: $d/data"
+        echo "token: bench-token"
+        echo "log_level: info"
+        for l in "$@"; do echo "$l"; done
+    } >"$d/head.yaml"
+    export HV_TOKEN_FILE="$d/data/client.token" HV_INSECURE=1
+    NETNS_HEAD=$net.1:7000
+    ip netns exec "${p}h" "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
+    PIDS="$PIDS $!"
+    disown $!
+    wait_for 10 grep -q 'listening on' "$d/head.out" || { echo "head did not start" >&2; cat "$d/head.err" >&2; return 1; }
+    for i in $(seq 1 "$n"); do
+        ip netns exec "$p$i" "$BIN/hvagent" join "$NETNS_HEAD" --token bench-token --name "n$i" \
+            --slots 1 --work-dir "$d/agent-n$i" >"$d/agent-n$i.out" 2>"$d/agent-n$i.err" &
+        PIDS="$PIDS $!"
+        disown $!
+    done
+    for i in $(seq 1 "$n"); do
+        wait_for 20 grep -q joined "$d/agent-n$i.out" || { echo "agent n$i did not join" >&2; return 1; }
+    done
 }

@@ -1404,6 +1404,9 @@ static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const 
     char data[384];
     snprintf(data, sizeof(data), "{%s,\"grace_ms\":%llu,\"lease_left_ms\":%llu}", data_fields,
              (unsigned long long)wait, (unsigned long long)left);
+    if (d->io.wake != NULL) {
+        d->io.wake(d->io.ud, wait); /* its grace ends then: act at once, not at a tick */
+    }
     hv_driver_event(d, 0, n->id, "node.suspect", data,
                     "node %s is suspected lost: %s; rounds wait %.1f s for its workers, its lease "
                     "runs %.1f s more",
@@ -1878,6 +1881,19 @@ static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
             b->e.until_ms = 0; /* announced; the strikes stay */
         }
     }
+}
+
+void hv_driver_wake(hv_driver_t *d, uint64_t now) {
+    (void)now;
+    uint64_t wall = hv_wall_ms();
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (job_active(j)) {
+            hv_jm_tick(&j->jm, wall, &d->out);
+            hv__driver_apply(d, j, &d->out);
+            tick_give_up(d, j, wall);
+        }
+    }
+    hv_driver_schedule(d);
 }
 
 void hv_driver_tick(hv_driver_t *d, uint64_t now) {

@@ -100,6 +100,9 @@ typedef struct hv_driver_io_s {
     void (*job_changed)(void *ud, uint64_t job_id);
     /* The job ended and every worker is gone: end its rendezvous state (waits, streams, KV). */
     void (*job_finished)(void *ud, uint64_t job_id);
+    /* Optional: call hv_driver_wake in delay_ms (a suspected node's grace ends then: its rounds
+     * and its jobs' last holders need not wait for the next tick). */
+    void (*wake)(void *ud, uint64_t delay_ms);
     void *ud;
 } hv_driver_io_t;
 
@@ -443,6 +446,10 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only
  * stops further growth: workers are not taken away. HV_ESTATE for a fixed-size job. */
+/* The early wake-up io->wake asked for: the time-driven decisions of the jobs (rounds that stop
+ * waiting for suspects, last holders given up: hv_jm_tick, hv_jm_give_up), then placement. The
+ * tick does the same, and more, every 200 ms. */
+void hv_driver_wake(hv_driver_t *d, uint64_t now);
 /* A worker's report of its own figures (what grew since its last one), as a worker of round gen
  * (0: not said): added to its job's totals (j->figs, read by /metrics) once checked.
  * HV_ENOTFOUND / HV_ESTATE as for a join (an unknown or ended job or worker), HV_EPERM for a
