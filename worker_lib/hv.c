@@ -177,6 +177,13 @@ static hv_err params_load(params_t *p) {
     HV_TRY_GOTO(env_u32("HV_RDZV_TIMEOUT_MS", 10, 86400000, &p->rdzv_timeout_ms), rc, out);
     HV_TRY_GOTO(env_u32("HV_SPIN_US", 0, 1000000, &p->spin_us), rc, out);
     HV_TRY_GOTO(env_u32("HV_LIVENESS_MS", 0, 600000, &p->liveness_ms), rc, out);
+    if (p->liveness_ms > 0 && p->liveness_ms < 50) {
+        // Under TCP's own delays (acknowledgements, retransmissions): every link would be silent.
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV",
+               "HV_LIVENESS_MS=%u: expected 0 (off) or at least 50 (ms)", p->liveness_ms);
+        rc = HV_EINVAL;
+        goto out;
+    }
     HV_TRY_GOTO(env_size("HV_FUSION_THRESHOLD", &p->fusion_threshold), rc, out);
     HV_TRY_GOTO(env_size("HV_STAGE_BYTES", &p->stage_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_SMALL_BYTES", &p->small_bytes), rc, out);
