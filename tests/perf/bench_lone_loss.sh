@@ -39,16 +39,6 @@ HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
 BENCH_TMP_PREFIX=hvlone
 . "$(dirname "$0")/bench_lib.sh"
 D=$TMP
-node_workers() { # pids of the job's workers on node NAME
-    { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$D/agent-$1/jobs/*" -printf '%h\n' 2>/dev/null || true; } |
-        sed -E 's|^/proc/([0-9]+)$|\1|'
-}
-start_agent() { # NAME (in a subshell: its SIGKILL is no job of this shell to report)
-    ("$BIN/hvagent" join "$HEAD" --token bench-token --name "$1" --slots 1 \
-        --work-dir "$D/agent-$1" >>"$D/agent-$1.out" 2>>"$D/agent-$1.err" &
-     echo $! >"$D/agent-$1.pid")
-    PIDS="$PIDS $(cat "$D/agent-$1.pid")"
-}
 copy_gen() { # the generation of the head's newest copy of job 1 (0: none)
     "$BIN/hvctl" --head "$HEAD" job 1 --json 2>/dev/null |
         /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("copy", {}).get("generation", 0))'
