@@ -85,6 +85,8 @@ typedef struct head_s {
     hv_auth_t auth;         /* the head's key, client tokens, revoked node credentials */
     uint32_t ticks;
     uv_timer_t tick;
+    uv_timer_t wake;  /* the driver's early wake-up (a suspicion's grace ends: hv_driver_wake) */
+    uint64_t wake_at; /* monotonic ms it is due (0: not armed) */
     uv_signal_t sigint, sigterm;
     int port;            /* bound port */
     char advertise[300]; /* host:port agents and workers use to reach the head */
@@ -329,6 +331,27 @@ static void io_job_finished(void *ud, uint64_t job_id) {
     }
 }
 
+static void head_wake_cb(uv_timer_t *t) {
+    head_t *h = t->data;
+    h->wake_at = 0;
+    hv_driver_wake(h->driver, hv_now_ms());
+}
+
+/* The driver asks to be woken in delay_ms rather than at the next 200 ms tick (the earliest such
+ * wish wins). */
+static void io_wake(void *ud, uint64_t delay_ms) {
+    head_t *h = ud;
+    uint64_t at = hv_now_ms() + delay_ms;
+    if (!h->handles_open || h->stopping || (h->wake_at != 0 && h->wake_at <= at)) {
+        return;
+    }
+    h->wake_at = at;
+    /* From now, not from the loop's cached time (which may be older): never before it is due;
+     * plus 1 ms, the driver's wall clock and this one's rounding. */
+    uv_update_time(h->loop);
+    uv_timer_start(&h->wake, head_wake_cb, delay_ms + 1, 0);
+}
+
 /* ---- loop ----------------------------------------------------------------------------------- */
 
 /* The service manager's status line (`systemctl status hvhead`), prefixed by extra (e.g.
@@ -410,6 +433,7 @@ static void head_begin_stop(head_t *h, const char *why) {
     hv_notify_sendf(&h->notify, "STOPPING=1\nSTATUS=stopping (%s)", why);
     hv_driver_stop(h->driver);
     uv_timer_stop(&h->tick);
+    uv_timer_stop(&h->wake);
     uv_signal_stop(&h->sigint);
     uv_signal_stop(&h->sigterm);
     uv_stop(h->loop);
@@ -740,6 +764,7 @@ static int head_open_state(head_t *h) {
                          .push = io_push,
                          .job_changed = io_job_changed,
                          .job_finished = io_job_finished,
+                         .wake = io_wake,
                          .ud = h};
     char aerr2[600] = "";
     if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
@@ -925,6 +950,8 @@ static void head_announce(head_t *h) {
     uv_timer_init(h->loop, &h->tick);
     h->tick.data = h;
     uv_timer_start(&h->tick, head_tick_cb, HEAD_TICK_MS, HEAD_TICK_MS);
+    uv_timer_init(h->loop, &h->wake);
+    h->wake.data = h;
     uv_signal_init(h->loop, &h->sigint);
     uv_signal_init(h->loop, &h->sigterm);
     h->sigint.data = h->sigterm.data = h;
@@ -981,6 +1008,7 @@ static void head_serve(head_t *h) {
 static void head_close(head_t *h) {
     if (h->handles_open) {
         uv_close((uv_handle_t *)&h->tick, NULL);
+        uv_close((uv_handle_t *)&h->wake, NULL);
         uv_close((uv_handle_t *)&h->sigint, NULL);
         uv_close((uv_handle_t *)&h->sigterm, NULL);
     }

@@ -58,6 +58,7 @@ typedef struct params_s {
     int use_nccl;            // HV_NCCL (default 1): NCCL for device tensors when a GPU is seen
     int hierarchical;        // HV_HIERARCHICAL (default 1): 2D allreduce over several hosts
     uint64_t hier_min_bytes; // HV_HIER_MIN_BYTES
+    uint32_t liveness_ms;    // HV_LIVENESS_MS: a ring neighbour silent this long is reported
 } params_t;
 
 /* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
@@ -158,6 +159,7 @@ static hv_err params_load(params_t *p) {
     p->fusion_threshold = 128u << 20;
     p->small_bytes = SIZE_MAX;
     p->spec_bytes = SIZE_MAX;
+    p->liveness_ms = 500;
     hv_err rc;
     HV_TRY_GOTO(env_int("HV_SIZE", 1, 1 << 20, &p->env_size), rc, out);
     HV_TRY_GOTO(env_int("HV_RANK", 0, (1 << 20) - 1, &p->env_rank), rc, out);
@@ -174,6 +176,14 @@ static hv_err params_load(params_t *p) {
     HV_TRY_GOTO(env_u32("HV_PEER_TIMEOUT_MS", 10, 3600000, &p->peer_timeout_ms), rc, out);
     HV_TRY_GOTO(env_u32("HV_RDZV_TIMEOUT_MS", 10, 86400000, &p->rdzv_timeout_ms), rc, out);
     HV_TRY_GOTO(env_u32("HV_SPIN_US", 0, 1000000, &p->spin_us), rc, out);
+    HV_TRY_GOTO(env_u32("HV_LIVENESS_MS", 0, 600000, &p->liveness_ms), rc, out);
+    if (p->liveness_ms > 0 && p->liveness_ms < 50) {
+        // Under TCP's own delays (acknowledgements, retransmissions): every link would be silent.
+        HV_LOG(HV_LOG_ERROR, "init", "HV-INIT-ENV",
+               "HV_LIVENESS_MS=%u: expected 0 (off) or at least 50 (ms)", p->liveness_ms);
+        rc = HV_EINVAL;
+        goto out;
+    }
     HV_TRY_GOTO(env_size("HV_FUSION_THRESHOLD", &p->fusion_threshold), rc, out);
     HV_TRY_GOTO(env_size("HV_STAGE_BYTES", &p->stage_bytes), rc, out);
     HV_TRY_GOTO(env_size("HV_SMALL_BYTES", &p->small_bytes), rc, out);
@@ -348,6 +358,7 @@ static hv_err init_locked(const hv_config_t *cfg) {
         .use_nccl = p->use_nccl,
         .hierarchical = p->hierarchical,
         .hier_min_bytes = (size_t)p->hier_min_bytes,
+        .liveness_ms = p->liveness_ms,
     };
     // Explicit configuration wins over the environment (size says which fields exist).
 #define CFG_HAS(f) (cfg != NULL && cfg->size >= offsetof(hv_config_t, f) + sizeof(cfg->f))

@@ -921,7 +921,7 @@ static int cli_not_text(const char *what, const char *s, char *err, size_t errle
         return 0;
     }
     char shown[200];
-    cli_err(err, errlen,
+    hv_errf(err, errlen,
             "%s '%s' is not UTF-8 text (byte 0x%02x at offset %ld): the head takes text only in "
             "UTF-8 (give the bytes another way: a --file)",
             what, hv_cli_clean(s, 0, shown, sizeof(shown)), (unsigned)(unsigned char)s[at], at);

@@ -1440,6 +1440,81 @@ void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t u
     evaluate(j, now, out);
 }
 
+void hv_jm_silent(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,
+                  hv_jm_out_t *out) {
+    hv_jm_suspect(j, node_id, why, until, now, out);
+    if (!j->p.elastic || hv_job_state_terminal(j->state) || j->round_open || completing(j)) {
+        return;
+    }
+    uint32_t cg = closed_gen(j);
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        n += cg > 0 && w->member_gen == cg && w->node_id == node_id && live(w) && !w->removed;
+    }
+    if (n == 0) {
+        return;
+    }
+    /* The ring hangs on the silent node until the peer timeout: the others must roll back now. */
+    char reason[300];
+    snprintf(reason, sizeof(reason), "failure: node %s fell silent on the data plane (%.200s)",
+             node_name(j, node_id), why ? why : "no reason given");
+    open_round(j, reason, HV_EV_DATA_PLANE, 1, now, out);
+}
+
+size_t hv_jm_give_up(const hv_jm_job_t *j, uint64_t now, hv_jm_worker_t **out, size_t cap) {
+    uint32_t cg = closed_gen(j);
+    if (!j->p.elastic || hv_job_state_terminal(j->state) || completing(j) || cg == 0) {
+        return 0;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        /* Who may still carry the state on: live members not stopped (leaving ones too, they
+         * may still finish). One of them not past its grace, and nobody is given up. */
+        if (w->member_gen != cg || !live(w) || w->kill_sent || (w->removed && !w->leaving)) {
+            continue;
+        }
+        if (!waived(w, now)) {
+            return 0;
+        }
+        if (n < cap) {
+            out[n] = w;
+        }
+        n++;
+    }
+    if (n == 0 || n > cap) {
+        return 0;
+    }
+    /* Only when the loss would be resumed from a copy or restarted: a job that would fail waits
+     * for the lease, which may yet bring its node back. */
+    hv_jm_loss_t in = {.elastic = 1,
+                       .has_copy = hv_jm_copy_tier(j) != HV_COPY_TIER_NONE,
+                       .committed = j->commit_seen,
+                       .resets = j->resets,
+                       .max_resets = j->p.max_resets};
+    return hv_jm_loss_decide(&in, NULL, 0) == HV_JM_LOSS_FAIL ? 0 : n;
+}
+
+hv_err hv_jm_fence(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t gen, char *err,
+                   size_t len) {
+    if (!live(w)) {
+        snprintf(err, len,
+                 "worker %llu of job %llu is %s at the head: it may no longer act for the job "
+                 "(fenced)",
+                 (unsigned long long)w->id, (unsigned long long)j->id, hv_wk_state_name(w->state));
+        return HV_EPERM;
+    }
+    if (gen != 0 && j->resume_gen != 0 && gen < j->resume_gen && w->member_gen < j->resume_gen) {
+        snprintf(err, len,
+                 "worker %llu of job %llu speaks for generation %u, but the job was resumed from "
+                 "a copy in generation %u (fenced)",
+                 (unsigned long long)w->id, (unsigned long long)j->id, gen, j->resume_gen);
+        return HV_EPERM;
+    }
+    return HV_OK;
+}
+
 void hv_jm_heard(hv_jm_job_t *j, uint64_t node_id, uint64_t now, hv_jm_out_t *out) {
     size_t n = 0;
     for (size_t i = 0; i < j->nw; i++) {
@@ -1480,6 +1555,9 @@ void hv_jm_exit_what(char *buf, size_t len, const char *who, int exit_code, int 
 
 hv_err hv_jm_copy_check(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t generation,
                         uint64_t commit, char *err, size_t errlen) {
+    if (hv_jm_fence(j, w, generation, err, errlen) != HV_OK) {
+        return HV_EPERM;
+    }
     if (!hv_wk_state_active(w->state) || w->removed || w->member_gen != generation ||
         w->rank != 0) {
         snprintf(err, errlen,

@@ -326,6 +326,32 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
  * still decides when the node is dead. why: the evidence, for messages. */
 void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,
                    hv_jm_out_t *out);
+/* Evidence that node_id's data plane fell silent (ringev.h's silence rule: its ring neighbours'
+ * liveness monitors hear nothing from it and its host acknowledges nothing). As hv_jm_suspect
+ * (until: how long rounds still wait, counted from when it fell silent); and since its members'
+ * ring hangs on it until the peer timeout, an elastic job with a live member of its last round
+ * there opens a rollback round now (reason data_plane) when none is open: the others are pushed
+ * the failure, roll back and re-join. */
+void hv_jm_silent(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,
+                  hv_jm_out_t *out);
+/* Pure: the workers of an elastic job to give up as lost at now (the driver does so through its
+ * lost path, which stores, then resumes). When every member of the last closed round that may
+ * still carry the state on (live, not stopped; leaving members of drained nodes count) is on a
+ * node suspected lost and past its grace (its agent's session closed, or its data plane fell
+ * silent), nobody is left to re-join: rather than wait for the lease, they are given up now, if
+ * the job would then resume from its copy or restart (hv_jm_loss_decide; one that would fail
+ * waits for the lease, which may yet bring the node back). A given-up worker that is in fact
+ * alive is fenced (hv_jm_fence) and stopped when its node is heard again (the reconcile: the head
+ * no longer expects it there). Writes them to out (at most cap; more than cap: none) and returns
+ * how many. */
+size_t hv_jm_give_up(const hv_jm_job_t *j, uint64_t now, hv_jm_worker_t **out, size_t cap);
+/* May w still act for its job as a worker of round gen (0: not said) — send a copy of the state,
+ * report its figures or its neighbours' silence, report Done? HV_OK, or HV_EPERM with err saying
+ * why: the head gave it up or it ended (it is not active), or gen is a round before the job was
+ * resumed from a copy while w belongs to none after it (its generation was replaced). Every such
+ * Rendezvous call is checked (the copy also by hv_jm_copy_check, Done also by hv_jm_done). */
+hv_err hv_jm_fence(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t gen, char *err,
+                   size_t len);
 /* node_id was heard again (its agent re-attached within the lease): its workers are no longer
  * suspected. Those a round left out meanwhile stay removed (their kill orders stand). */
 void hv_jm_heard(hv_jm_job_t *j, uint64_t node_id, uint64_t now, hv_jm_out_t *out);

@@ -1209,6 +1209,137 @@ static void case_last_member_lost_resumes(void) {
     CHECK_EQ(J.resets, 1);
 }
 
+/* Issue 28 §2: the one worker's node is SIGKILLed (its agent's session closes: suspected, a
+ * grace of 500 ms). Nobody is left to re-join, so at the grace the head gives the worker up
+ * instead of waiting for the lease (hv_jm_give_up); the driver loses it, and the job resumes
+ * from its copy. Not before the grace, and not while the node is heard again. */
+static void case_lone_suspect_given_up(void) {
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now - 2000};
+    hv_jm_worker_t *ws[4];
+    CHECK_EQ(hv_jm_give_up(&J, now, ws, 4), 0); /* not suspected */
+    hv_jm_out_reset(&O);
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now + 500, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(hv_jm_give_up(&J, now + 499, ws, 4), 0); /* within the grace */
+    CHECK_EQ(hv_jm_give_up(&J, now + 500, ws, 4), 1);
+    CHECK(ws[0] == &W[0]);
+    CHECK_EQ(hv_jm_give_up(&J, now + 500, ws, 0), 0); /* no room: none */
+    hv_jm_heard(&J, NODE_A, now + 300, &O); /* back within the grace: nothing to give up */
+    CHECK_EQ(hv_jm_give_up(&J, now + 5000, ws, 4), 0);
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now + 1500, now + 1000, &O);
+    now += 1500;
+    CHECK_EQ(hv_jm_give_up(&J, now, ws, 4), 1);
+    /* The driver's lost path: the job resumes from its copy. */
+    hv_jm_out_reset(&O);
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost: given up", now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(J.resume_gen, 2);
+    CHECK(find_event("job.resume") != NULL);
+    CHECK_EQ(hv_jm_give_up(&J, now, ws, 4), 0);
+}
+
+/* Who may be given up: not while another holder of the state is unsuspected (it re-joins), not
+ * a job that would fail without its lease (no copy after a commit), not a fixed-size job, not
+ * before its first round formed; the last two holders together. */
+static void case_give_up_rules(void) {
+    hv_jm_worker_t *ws[4];
+    /* Two members on a and b, only b suspected: a will re-join. */
+    elastic_on_a_b(2, 1, 2, 5, 1, 1);
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    hv_jm_suspect(&J, NODE_B, "its agent's session closed", now, now, &O);
+    CHECK_EQ(hv_jm_give_up(&J, now + 1000, ws, 4), 0);
+    /* Both suspected past the grace: both given up together. */
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now, now, &O);
+    CHECK_EQ(hv_jm_give_up(&J, now + 1000, ws, 4), 2);
+    /* Without a copy, after a commit: the job would fail, so the lease decides. */
+    J.copy = (hv_jm_copy_t){0};
+    CHECK_EQ(hv_jm_give_up(&J, now + 1000, ws, 4), 0);
+    /* Nothing committed and no copy: a restart from the beginning is no loss either. */
+    J.commit_seen = 0;
+    CHECK_EQ(hv_jm_give_up(&J, now + 1000, ws, 4), 2);
+    teardown();
+    setup();
+    job(0, 1, 1, 1, 0); /* fixed size: never */
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now, now, &O);
+    CHECK_EQ(hv_jm_give_up(&J, now + 1000, ws, 4), 0);
+    teardown();
+    setup();
+    job(1, 1, 1, 1, 5); /* no round formed yet: nothing to hold */
+    place(NODE_A, 1);
+    start_all();
+    hv_jm_suspect(&J, NODE_A, "its agent's session closed", now, now, &O);
+    CHECK_EQ(hv_jm_give_up(&J, now + 1000, ws, 4), 0);
+}
+
+/* A worker the head gave up (lost) may not act for the job: no copy, no report, no Done; nor one
+ * that speaks for a generation before the job's resume. The resumed generation's own workers
+ * may. */
+static void case_fence(void) {
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    char err[256];
+    CHECK_RC(hv_jm_fence(&J, &W[0], 1, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_jm_copy_check(&J, &W[0], 1, 41, err, sizeof(err)), HV_OK);
+    hv_jm_lost(&J, &W[0], "rank 0 on a was lost: given up", now, &O);
+    CHECK_EQ(J.resume_gen, 2);
+    CHECK_RC(hv_jm_fence(&J, &W[0], 1, err, sizeof(err)), HV_EPERM);
+    CHECK(strstr(err, "fenced") != NULL);
+    CHECK_RC(hv_jm_copy_check(&J, &W[0], 1, 99, err, sizeof(err)), HV_EPERM);
+    CHECK_RC(hv_jm_done(&J, &W[0], 1, now, &O), HV_ESTATE);
+    size_t k = place(NODE_B, 1);
+    hv_jm_started(&J, &W[k], now, &O);
+    CHECK_RC(hv_jm_fence(&J, &W[k], 0, err, sizeof(err)), HV_OK); /* before its first round */
+    join(k, 0);
+    CHECK_RC(hv_jm_fence(&J, &W[k], 2, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_jm_copy_check(&J, &W[k], 2, 1, err, sizeof(err)), HV_OK);
+    /* A live worker of a round before the resume (it could only be stale): refused. */
+    W[k].member_gen = 1;
+    CHECK_RC(hv_jm_fence(&J, &W[k], 1, err, sizeof(err)), HV_EPERM);
+    CHECK(strstr(err, "resumed from a copy in generation 2") != NULL);
+    W[k].member_gen = 2;
+}
+
+/* Issue 28 §1: b's data plane falls silent (its ring neighbours' liveness monitors hear nothing
+ * and get no acknowledgement for 600 ms, past the 500 ms grace): nobody re-joined yet (their
+ * ring hangs until the peer timeout), so the job opens a rollback round at once, pushed to the
+ * members; b's worker is waived already, and the round forms once a's workers re-joined. */
+static void case_silent_rolls_back_at_once(void) {
+    elastic_on_a_b(3, 1, 3, 10, 2, 1);
+    hv_jm_out_reset(&O);
+    hv_jm_silent(&J, NODE_B, "its data plane fell silent", now, now, &O);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.round_rollback, 1);
+    CHECK_EQ(J.round_code, HV_EV_DATA_PLANE);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->failure && p->generation == 2);
+    CHECK(strstr(J.round_reason, "node b fell silent on the data plane") != NULL);
+    join(0, 1);
+    CHECK_EQ(J.round_open, 1);
+    join(1, 1);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.size, 2);
+    CHECK(W[2].removed);
+    CHECK(killed(&W[2]));
+    /* A second silence verdict (another job's, the same node) opens nothing more. */
+    hv_jm_out_reset(&O);
+    hv_jm_silent(&J, NODE_B, "its data plane fell silent", now, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    /* A node with no member of the last round: suspected, nothing opens. */
+    hv_jm_silent(&J, NODE_C, "its data plane fell silent", now, now, &O);
+    CHECK_EQ(J.round_open, 0);
+}
+
 /* Issue 15, bench_spot seed 3: a job started at --min-np with one worker on a, grows by a worker
  * on b (its round open), and a dies before any commit was reported and before any copy: the job
  * does not fail; it restarts from the beginning in the open round, the newcomer on b forms it
@@ -1844,6 +1975,10 @@ int main(int argc, char **argv) {
         {"start_worker_gone_wants_again", case_start_worker_gone_wants_again},
         {"start_below_min_np_wants", case_start_below_min_np_wants},
         {"last_member_lost_resumes", case_last_member_lost_resumes},
+        {"lone_suspect_given_up", case_lone_suspect_given_up},
+        {"give_up_rules", case_give_up_rules},
+        {"fence", case_fence},
+        {"silent_rolls_back_at_once", case_silent_rolls_back_at_once},
         {"resume_from_durable", case_resume_from_durable},
         {"last_member_lost_without_copy", case_last_member_lost_without_copy},
         {"resume_budget", case_resume_budget},

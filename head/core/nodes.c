@@ -106,9 +106,12 @@ hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out) {
     return HV_OK;
 }
 
-int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint32_t grace_ms,
-                    uint64_t *wait_ms, uint64_t *left_ms) {
-    if (st == HV_NODE_DEAD || !hv_lease_suspect(l, now_ms)) {
+int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint64_t since_ms,
+                    uint32_t grace_ms, uint64_t *wait_ms, uint64_t *left_ms) {
+    if (since_ms > now_ms) {
+        since_ms = now_ms;
+    }
+    if (st == HV_NODE_DEAD || !hv_lease_suspect(l, since_ms)) {
         return 0;
     }
     uint64_t waive = hv_lease_waive_at(l, grace_ms);

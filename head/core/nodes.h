@@ -111,12 +111,15 @@ hv_err hv_node_drain_to(hv_node_state_t st, int drain, hv_node_state_t *out);
  * without them). */
 int hv_node_drain_after_restart(hv_node_state_t st, uint64_t *hold_until);
 
-/* Evidence that a node in state st is gone came at monotonic now (its agent's session closed):
- * 1 when this makes it suspected (it is not dead and was not suspected yet; l records it), with
- * *wait_ms how long rounds still wait for its workers (grace_ms, never past the lease) and
+/* Evidence that a node in state st is gone came at monotonic now: the node has not been heard
+ * on the evidence's terms since since_ms (now for its agent's closed session; for a data plane
+ * that fell silent, now minus how long it has been silent; a since_ms past now counts as now).
+ * 1 when this makes it suspected (it is not dead and was not suspected yet; l records since_ms as
+ * the first evidence), with *wait_ms how long rounds still wait for its workers (grace_ms from
+ * since_ms: a silence longer than the grace has served it, wait 0; never past the lease) and
  * *left_ms what is left of its lease; 0 otherwise (nothing to do). */
-int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint32_t grace_ms,
-                    uint64_t *wait_ms, uint64_t *left_ms);
+int hv_node_suspect(hv_node_state_t st, hv_lease_t *l, uint64_t now_ms, uint64_t since_ms,
+                    uint32_t grace_ms, uint64_t *wait_ms, uint64_t *left_ms);
 
 /* What the head's tick owes a node. */
 typedef enum hv_node_due {

@@ -243,16 +243,20 @@ static void case_suspect(void) {
         hv_node_state_t st;
         uint64_t before; /* an earlier evidence at (0: none) */
         uint64_t now;
+        uint64_t since; /* not heard since (0: now) */
         uint32_t grace;
         int want;
         uint64_t wait, left;
     } rows[] = {
-        {"alive", A, 0, 2000, 500, 1, 500, 9000},
-        {"draining", D, 0, 2000, 500, 1, 500, 9000},
-        {"dead: the lease decided", X, 0, 2000, 500, 0, 0, 0},
-        {"already suspected", A, 1500, 2000, 500, 0, 0, 0},
-        {"a grace past the lease ends with it", A, 0, 10800, 500, 1, 200, 200},
-        {"no grace", A, 0, 2000, 0, 1, 0, 9000},
+        {"alive", A, 0, 2000, 0, 500, 1, 500, 9000},
+        {"draining", D, 0, 2000, 0, 500, 1, 500, 9000},
+        {"dead: the lease decided", X, 0, 2000, 0, 500, 0, 0, 0},
+        {"already suspected", A, 1500, 2000, 0, 500, 0, 0, 0},
+        {"a grace past the lease ends with it", A, 0, 10800, 0, 500, 1, 200, 200},
+        {"no grace", A, 0, 2000, 0, 0, 1, 0, 9000},
+        {"silent 300 ms: 200 ms of the grace left", A, 0, 2000, 1700, 500, 1, 200, 9000},
+        {"silent longer than the grace: no wait", A, 0, 2000, 1400, 500, 1, 0, 9000},
+        {"a silence said to start later counts from now", A, 0, 2000, 2500, 500, 1, 500, 9000},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         hv_lease_t l;
@@ -261,7 +265,8 @@ static void case_suspect(void) {
             hv_lease_suspect(&l, rows[i].before);
         }
         uint64_t wait = 0, left = 0;
-        int got = hv_node_suspect(rows[i].st, &l, rows[i].now, rows[i].grace, &wait, &left);
+        uint64_t since = rows[i].since ? rows[i].since : rows[i].now;
+        int got = hv_node_suspect(rows[i].st, &l, rows[i].now, since, rows[i].grace, &wait, &left);
         if (got != rows[i].want || wait != rows[i].wait || left != rows[i].left) {
             fprintf(stderr, "%s: got %d wait %llu left %llu, want %d %llu %llu\n", rows[i].name,
                     got, (unsigned long long)wait, (unsigned long long)left, rows[i].want,

@@ -19,19 +19,23 @@ void hv_ringev_clear(hv_ringev_t *ev) {
     ev->generation = 0;
 }
 
-static int has_report(const hv_ringev_t *ev, uint64_t reporter, uint64_t subject) {
+static const hv_ringev_report_t *find(const hv_ringev_t *ev, uint64_t reporter, uint64_t subject,
+                                      unsigned how) {
     for (size_t i = 0; i < ev->n; i++) {
-        if (ev->r[i].reporter == reporter && ev->r[i].subject == subject) {
-            return 1;
+        const hv_ringev_report_t *r = &ev->r[i];
+        if (r->reporter == reporter && r->subject == subject && r->how == how) {
+            return r;
         }
     }
-    return 0;
+    return NULL;
 }
 
-hv_err hv_ringev_note(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
-                      const uint64_t *subjects, size_t n) {
+/* Room for n more reports of round generation: 0 when they are about an older round than the one
+ * held (dropped), 1 when there is room (a newer round replaced what was held), -1 out of memory
+ * (ev unchanged). */
+static int prepare(hv_ringev_t *ev, uint32_t generation, size_t n) {
     if (generation < ev->generation) {
-        return HV_OK; // about a round that is history already
+        return 0; // about a round that is history already
     }
     if (ev->n + n > ev->cap) {
         size_t cap = ev->cap ? ev->cap : 8;
@@ -40,7 +44,7 @@ hv_err hv_ringev_note(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
         }
         hv_ringev_report_t *r = hv_realloc(ev->r, cap * sizeof(*r));
         if (r == NULL) {
-            return HV_ENOMEM;
+            return -1;
         }
         ev->r = r;
         ev->cap = cap;
@@ -49,10 +53,36 @@ hv_err hv_ringev_note(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
         ev->n = 0;
         ev->generation = generation;
     }
+    return 1;
+}
+
+hv_err hv_ringev_note(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
+                      const uint64_t *subjects, size_t n) {
+    int p = prepare(ev, generation, n);
+    if (p <= 0) {
+        return p < 0 ? HV_ENOMEM : HV_OK;
+    }
     for (size_t i = 0; i < n; i++) {
-        if (!has_report(ev, reporter, subjects[i])) {
-            ev->r[ev->n++] = (hv_ringev_report_t){.reporter = reporter, .subject = subjects[i]};
+        if (find(ev, reporter, subjects[i], HV_RINGEV_BROKEN) == NULL) {
+            ev->r[ev->n++] = (hv_ringev_report_t){
+                .reporter = reporter, .subject = subjects[i], .how = HV_RINGEV_BROKEN};
         }
+    }
+    return HV_OK;
+}
+
+hv_err hv_ringev_note_silent(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
+                             uint64_t subject, unsigned how, uint32_t silent_ms) {
+    if (how != HV_RINGEV_HEAR && how != HV_RINGEV_ACK) {
+        return HV_OK;
+    }
+    int p = prepare(ev, generation, 1);
+    if (p <= 0) {
+        return p < 0 ? HV_ENOMEM : HV_OK;
+    }
+    if (find(ev, reporter, subject, how) == NULL) {
+        ev->r[ev->n++] = (hv_ringev_report_t){
+            .reporter = reporter, .subject = subject, .how = how, .silent_ms = silent_ms};
     }
     return HV_OK;
 }
@@ -71,7 +101,8 @@ static const hv_ringev_member_t *member(const hv_ringev_member_t *m, size_t n, u
 static uint64_t named_by(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n, size_t k) {
     for (size_t i = 0; i < ev->n; i++) {
         const hv_ringev_member_t *rep = member(m, n, ev->r[i].reporter);
-        if (ev->r[i].subject == m[k].worker_id && rep != NULL && rep->node_id != m[k].node_id) {
+        if (ev->r[i].how == HV_RINGEV_BROKEN && ev->r[i].subject == m[k].worker_id && rep != NULL &&
+            rep->node_id != m[k].node_id) {
             return rep->worker_id;
         }
     }
@@ -95,13 +126,60 @@ static int node_heard_out(const hv_ringev_member_t *m, size_t n, uint64_t node) 
     return 1;
 }
 
-static int node_spoke(const hv_ringev_member_t *m, size_t n, uint64_t node) {
+/* A worker of node re-joined, or reported something itself: the node reaches the head. */
+static int node_spoke(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n, uint64_t node) {
     for (size_t k = 0; k < n; k++) {
         if (m[k].node_id == node && m[k].spoke) {
             return 1;
         }
     }
+    for (size_t i = 0; i < ev->n; i++) {
+        const hv_ringev_member_t *rep = member(m, n, ev->r[i].reporter);
+        if (rep != NULL && rep->node_id == node) {
+            return 1;
+        }
+    }
     return 0;
+}
+
+/* Neighbour nb of worker k has said all it can about k in its own way (how): it reported k
+ * silent so, or it re-joined naming k broken, or it cannot speak. */
+static int watched_out(const hv_ringev_t *ev, const hv_ringev_member_t *nb,
+                       const hv_ringev_member_t *k, unsigned how) {
+    return nb->mute || find(ev, nb->worker_id, k->worker_id, how) != NULL ||
+           (nb->spoke && find(ev, nb->worker_id, k->worker_id, HV_RINGEV_BROKEN) != NULL);
+}
+
+/* The silence rule (ringev.h) for node: 1 when it is met, with *ms the shortest silence reported
+ * and *rep a reporter. */
+static int node_silent(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n, uint64_t node,
+                       uint32_t *ms, uint64_t *rep) {
+    for (size_t k = 0; k < n; k++) {
+        if (m[k].node_id != node || m[k].mute) {
+            continue;
+        }
+        const hv_ringev_member_t *left = &m[(k + n - 1) % n], *right = &m[(k + 1) % n];
+        if ((left->node_id != node && !watched_out(ev, left, &m[k], HV_RINGEV_HEAR)) ||
+            (right->node_id != node && !watched_out(ev, right, &m[k], HV_RINGEV_ACK))) {
+            return 0;
+        }
+    }
+    int any = 0;
+    uint32_t best = UINT32_MAX;
+    for (size_t i = 0; i < ev->n; i++) {
+        const hv_ringev_report_t *r = &ev->r[i];
+        const hv_ringev_member_t *by = member(m, n, r->reporter), *sub = member(m, n, r->subject);
+        if (r->how != HV_RINGEV_BROKEN && by != NULL && sub != NULL && sub->node_id == node &&
+            by->node_id != node && !sub->mute) {
+            if (!any) {
+                *rep = r->reporter;
+            }
+            any = 1;
+            best = r->silent_ms < best ? r->silent_ms : best;
+        }
+    }
+    *ms = best;
+    return any;
 }
 
 size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n,
@@ -121,12 +199,21 @@ size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size
         }
         // A named worker that ended was explained by its own exit (its agent reported it, so its
         // node is alive); one whose node is suspected already needs no second verdict.
-        uint64_t by = m[k].mute ? 0 : named_by(ev, m, n, k);
-        if (by == 0 || node_spoke(m, n, node) || !node_heard_out(m, n, node)) {
+        if (m[k].mute || node_spoke(ev, m, n, node)) {
             continue;
         }
-        out[nv++] =
-            (hv_ringev_verdict_t){.node_id = node, .worker_id = m[k].worker_id, .reporter = by};
+        uint64_t by = named_by(ev, m, n, k), silent_by = 0;
+        uint32_t ms = 0;
+        if (by != 0 && node_heard_out(m, n, node)) {
+            out[nv++] =
+                (hv_ringev_verdict_t){.node_id = node, .worker_id = m[k].worker_id, .reporter = by};
+        } else if (node_silent(ev, m, n, node, &ms, &silent_by)) {
+            out[nv++] = (hv_ringev_verdict_t){.node_id = node,
+                                              .worker_id = m[k].worker_id,
+                                              .reporter = silent_by,
+                                              .silent = 1,
+                                              .silent_ms = ms};
+        }
     }
     return nv;
 }

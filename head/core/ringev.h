@@ -18,6 +18,24 @@
  * that cascade from condemning a live node that simply re-joins later than its accuser.
  * Evidence only speeds things up: reports that do not meet the rule change nothing, and the
  * lease stays the bound (a silent partition).
+ *
+ * Silence (issue 28): libhv's liveness monitor (worker_lib/coll/liveness.h) watches each ring link
+ * to a neighbour on another host and reports, without re-joining and while the ring may still
+ * hang, a neighbour that fell silent: HEAR from its left neighbour (no heartbeat from it for the
+ * threshold: its process or its host is silent) and ACK from its right neighbour (its host does
+ * not acknowledge: the host or the link is gone; a frozen process alone does not show). A node is
+ * suspected on silence, with evidence "silent", when
+ *   - a silence report names a worker of it,
+ *   - every member of it that can be watched is reported silent by each of its flat-ring
+ *     neighbours on another node in that neighbour's own way (the left one HEAR, the right one
+ *     ACK), unless that neighbour cannot speak (mute) or re-joined naming it broken,
+ *   - and none of its workers spoke (re-joined, or sent a report of its own: it reaches the head).
+ * Both ways are needed because one alone has an innocent cause: a process starved of CPU for the
+ * threshold stops beating (HEAR) while its kernel still acknowledges, and the kernel's
+ * acknowledgements do not show a frozen process. Requiring both makes a loaded machine no cause
+ * of suspicion (its kernel acknowledges in softirq whatever user space does) while a host or link
+ * that is gone fails both within the threshold. The verdict carries how long the node has been
+ * silent (the shortest report), so the suspicion counts from then (nodes.h hv_node_suspect).
  * No I/O, no clock. The caller (head/driver/driver.c) feeds the reports of every JoinRound
  * (hv_ringev_note), asks hv_ringev_judge after each and suspects the nodes it names. Not
  * thread-safe (the driver's loop owns it).
@@ -31,10 +49,17 @@
 #include "err.h"
 #include "jobm.h"
 
-/* One report: reporter found its link to subject broken (worker ids). */
+/* How a report came. */
+#define HV_RINGEV_BROKEN 0u /* at a re-join: the link to subject broke (ring.c) */
+#define HV_RINGEV_HEAR 1u   /* liveness: no heartbeat from subject (reporter: its left neighbour) */
+#define HV_RINGEV_ACK 2u    /* liveness: subject's host does not acknowledge (its right one) */
+
+/* One report: reporter found its link to subject broken or silent (worker ids). */
 typedef struct hv_ringev_report_s {
     uint64_t reporter;
     uint64_t subject;
+    unsigned how;       /* HV_RINGEV_* */
+    uint32_t silent_ms; /* HEAR, ACK: how long subject had been silent when reported */
 } hv_ringev_report_t;
 
 /* A job's reports about one round. Zero-initialised is empty; hv_ringev_fini frees it. */
@@ -53,6 +78,12 @@ void hv_ringev_clear(hv_ringev_t *ev);
 hv_err hv_ringev_note(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
                       const uint64_t *subjects, size_t n);
 
+/* Records that reporter, a member of round generation, found subject silent for silent_ms (how:
+ * HV_RINGEV_HEAR or HV_RINGEV_ACK; anything else is dropped). Rounds as hv_ringev_note; a repeated
+ * report keeps the first silence. HV_ENOMEM leaves ev as it was. */
+hv_err hv_ringev_note_silent(hv_ringev_t *ev, uint32_t generation, uint64_t reporter,
+                             uint64_t subject, unsigned how, uint32_t silent_ms);
+
 /* A member of the round the reports are about, as the caller sees it now. */
 typedef struct hv_ringev_member_s {
     uint64_t worker_id;
@@ -66,12 +97,14 @@ typedef struct hv_ringev_verdict_s {
     uint64_t node_id;
     uint64_t worker_id; /* its first worker (by rank) a neighbour named */
     uint64_t reporter;  /* a neighbour on another node that named it */
+    int silent;         /* the silence rule condemned it (0: broken links at re-joins) */
+    uint32_t silent_ms; /* silent: how long it has been silent (the shortest report) */
 } hv_ringev_verdict_t;
 
-/* Applies the rule above to the members of round ev->generation, m[0..n) in rank order
- * (borrowed). Writes at most cap verdicts, one per node, in rank order of their first worker;
- * returns how many. Reports whose reporter or subject is not a member, or whose reporter is on
- * the subject's node, count for nothing. */
+/* Applies the rules above (broken links first, then silence) to the members of round
+ * ev->generation, m[0..n) in rank order (borrowed). Writes at most cap verdicts, one per node, in
+ * rank order of their first worker; returns how many. Reports whose reporter or subject is not a
+ * member, or whose reporter is on the subject's node, count for nothing. */
 size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size_t n,
                         hv_ringev_verdict_t *out, size_t cap);
 

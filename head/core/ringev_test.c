@@ -20,7 +20,9 @@ typedef struct row_s {
     int spoke[MAXM];
     int mute[MAXM];
     int nrep;
-    hv_ringev_report_t rep[8];
+    struct {
+        uint64_t reporter, subject;
+    } rep[8];
     int nwant;
     uint64_t want[3]; /* node ids, in rank order of their first named worker */
 } row_t;
@@ -166,6 +168,237 @@ static void case_table(void) {
     }
 }
 
+/* The silence rule: a row's members as above, reports (reporter, subject, how, silent_ms; how 0
+ * is a broken link named at a re-join), and the node the rule must name with the silence it
+ * carries (0: none). */
+typedef struct srow_s {
+    const char *what;
+    int n;
+    uint64_t node[MAXM];
+    int spoke[MAXM];
+    int mute[MAXM];
+    int nrep;
+    hv_ringev_report_t rep[6];
+    uint64_t want;    /* node id, 0: none */
+    uint32_t want_ms; /* its silence */
+    int want_silent;  /* condemned by the silence rule (0: by broken links) */
+} srow_t;
+
+#define H HV_RINGEV_HEAR
+#define K HV_RINGEV_ACK
+
+static void case_silent_table(void) {
+    static const srow_t rows[] = {
+        {"two nodes, a link down: no heartbeat, no acknowledgement",
+         2,
+         {10, 20},
+         {0, 0},
+         {0, 0},
+         2,
+         {{1, 2, H, 520}, {1, 2, K, 610}},
+         20,
+         520,
+         1},
+        {"two nodes, no heartbeat but acknowledged (a starved or frozen process): none",
+         2,
+         {10, 20},
+         {0, 0},
+         {0, 0},
+         1,
+         {{1, 2, H, 520}},
+         0,
+         0,
+         0},
+        {"two nodes, not acknowledged but beating: none",
+         2,
+         {10, 20},
+         {0, 0},
+         {0, 0},
+         1,
+         {{1, 2, K, 520}},
+         0,
+         0,
+         0},
+        {"three nodes, node 20's link down: its left hears nothing, its right gets no ack",
+         3,
+         {10, 20, 30},
+         {0, 0, 0},
+         {0, 0, 0},
+         2,
+         {{1, 2, H, 500}, {3, 2, K, 560}},
+         20,
+         500,
+         1},
+        {"three nodes, the right neighbour's report has not come yet: wait",
+         3,
+         {10, 20, 30},
+         {0, 0, 0},
+         {0, 0, 0},
+         1,
+         {{1, 2, H, 500}},
+         0,
+         0,
+         0},
+        {"each neighbour in the other's way counts for nothing",
+         3,
+         {10, 20, 30},
+         {0, 0, 0},
+         {0, 0, 0},
+         2,
+         {{1, 2, K, 500}, {3, 2, H, 560}},
+         0,
+         0,
+         0},
+        {"the silent node reported something itself: it reaches the head",
+         3,
+         {10, 20, 30},
+         {0, 0, 0},
+         {0, 0, 0},
+         3,
+         {{1, 2, H, 500}, {3, 2, K, 560}, {2, 1, H, 500}},
+         0,
+         0,
+         0},
+        {"the right neighbour is gone: it cannot speak",
+         3,
+         {10, 20, 30},
+         {0, 0, 0},
+         {0, 0, 1},
+         1,
+         {{1, 2, H, 700}},
+         20,
+         700,
+         1},
+        {"the right neighbour re-joined naming it broken",
+         3,
+         {10, 20, 30},
+         {0, 0, 1},
+         {0, 0, 0},
+         2,
+         {{1, 2, H, 500}, {3, 2, 0, 0}},
+         20,
+         500,
+         1},
+        {"two workers on node 20: the left of the first and the right of the last",
+         4,
+         {10, 10, 20, 20},
+         {0, 0, 0, 0},
+         {0, 0, 0, 0},
+         2,
+         {{2, 3, H, 510}, {1, 4, K, 540}},
+         20,
+         510,
+         1},
+        {"two workers on node 20: one side only: none",
+         4,
+         {10, 10, 20, 20},
+         {0, 0, 0, 0},
+         {0, 0, 0, 0},
+         1,
+         {{2, 3, H, 510}},
+         0,
+         0,
+         0},
+        {"reports from a neighbour on the subject's own node: none",
+         3,
+         {10, 10, 20},
+         {0, 0, 0},
+         {0, 0, 0},
+         2,
+         {{1, 2, H, 500}, {1, 2, K, 500}},
+         0,
+         0,
+         0},
+        {"a worker of the silent node re-joined: it is alive",
+         3,
+         {10, 20, 30},
+         {0, 1, 0},
+         {0, 0, 0},
+         2,
+         {{1, 2, H, 500}, {3, 2, K, 560}},
+         0,
+         0,
+         0},
+        {"the subject ended (its exit was reported): its node is alive",
+         3,
+         {10, 20, 30},
+         {0, 0, 0},
+         {0, 1, 0},
+         2,
+         {{1, 2, H, 500}, {3, 2, K, 560}},
+         0,
+         0,
+         0},
+        {"broken links first: both neighbours re-joined naming it",
+         3,
+         {10, 20, 30},
+         {1, 0, 1},
+         {0, 0, 0},
+         3,
+         {{1, 2, 0, 0}, {3, 2, 0, 0}, {1, 2, H, 500}},
+         20,
+         0,
+         0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const srow_t *r = &rows[i];
+        hv_ringev_t ev = {0};
+        for (int k = 0; k < r->nrep; k++) {
+            const hv_ringev_report_t *p = &r->rep[k];
+            if (p->how == HV_RINGEV_BROKEN) {
+                CHECK_RC(hv_ringev_note(&ev, 7, p->reporter, &p->subject, 1), HV_OK);
+            } else {
+                CHECK_RC(
+                    hv_ringev_note_silent(&ev, 7, p->reporter, p->subject, p->how, p->silent_ms),
+                    HV_OK);
+            }
+        }
+        hv_ringev_member_t m[MAXM];
+        for (int k = 0; k < r->n; k++) {
+            m[k] = (hv_ringev_member_t){.worker_id = (uint64_t)k + 1,
+                                        .node_id = r->node[k],
+                                        .spoke = r->spoke[k],
+                                        .mute = r->mute[k]};
+        }
+        hv_ringev_verdict_t v[3];
+        size_t nv = hv_ringev_decide(&ev, m, (size_t)r->n, v, 3);
+        int ok = r->want == 0
+                     ? nv == 0
+                     : nv == 1 && v[0].node_id == r->want && v[0].silent == r->want_silent &&
+                           (!r->want_silent || v[0].silent_ms == r->want_ms);
+        if (!ok) {
+            fprintf(stderr, "row %zu (%s): got %zu verdicts (node %llu, silent %d, %u ms)\n", i,
+                    r->what, nv, nv > 0 ? (unsigned long long)v[0].node_id : 0ULL,
+                    nv > 0 ? v[0].silent : 0, nv > 0 ? v[0].silent_ms : 0);
+            hv_check_failures++;
+        }
+        hv_ringev_fini(&ev);
+    }
+}
+
+/* Silence reports are kept per round like the others, once per (reporter, subject, how); an
+ * unknown way is dropped. */
+static void case_silent_notes(void) {
+    hv_ringev_t ev = {0};
+    CHECK_RC(hv_ringev_note_silent(&ev, 4, 1, 2, H, 500), HV_OK);
+    CHECK_RC(hv_ringev_note_silent(&ev, 4, 1, 2, H, 900), HV_OK); // repeated: the first stays
+    CHECK_RC(hv_ringev_note_silent(&ev, 4, 1, 2, K, 600), HV_OK);
+    CHECK_RC(hv_ringev_note_silent(&ev, 4, 1, 2, 7, 600), HV_OK); // unknown: dropped
+    CHECK_RC(hv_ringev_note_silent(&ev, 3, 1, 3, H, 600), HV_OK); // older round: dropped
+    CHECK_EQ(ev.n, 2);
+    CHECK_EQ(ev.r[0].silent_ms, 500);
+    uint64_t subj = 2;
+    CHECK_RC(hv_ringev_note(&ev, 4, 1, &subj, 1), HV_OK); // a broken link is another report
+    CHECK_EQ(ev.n, 3);
+    CHECK_RC(hv_ringev_note_silent(&ev, 5, 3, 1, K, 600), HV_OK); // a newer round replaces
+    CHECK_EQ(ev.n, 1);
+    CHECK_EQ(ev.generation, 5);
+    hv_ringev_fini(&ev);
+}
+
+#undef H
+#undef K
+
 /* The verdict says who was named and by whom (for the event's message). */
 static void case_verdict_names(void) {
     hv_ringev_t ev = {0};
@@ -247,6 +480,8 @@ static void case_judge_job(void) {
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"table", case_table},
+        {"silent_table", case_silent_table},
+        {"silent_notes", case_silent_notes},
         {"verdict_names", case_verdict_names},
         {"rounds", case_rounds},
         {"judge_job", case_judge_job},

@@ -1387,23 +1387,32 @@ void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
 
 /* Evidence that n is gone came while its lease runs: the node is suspected (once: later
  * evidence changes nothing) and so are its jobs' workers. what: the evidence for the event's
- * message; job_why: for the jobs' notes; data: the event's evidence fields (JSON members). */
+ * message; job_why: for the jobs' notes; data: the event's evidence fields (JSON members);
+ * silent_ms: how long its data plane has been silent (0: the evidence is of now, not a silence;
+ * a silence counts from its start, and its jobs' rings that hang on it roll back now). */
 static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const char *job_why,
-                         const char *data_fields) {
-    uint64_t wall = hv_wall_ms(), wait = 0, left = 0;
-    if (d->stopping || !hv_node_suspect(n->state, &n->lease, hv_now_ms(), d->cfg->suspect_grace_ms,
+                         const char *data_fields, uint32_t silent_ms) {
+    uint64_t wall = hv_wall_ms(), wait = 0, left = 0, mono = hv_now_ms();
+    uint64_t since = mono > silent_ms ? mono - silent_ms : 0;
+    if (d->stopping || !hv_node_suspect(n->state, &n->lease, mono, since, d->cfg->suspect_grace_ms,
                                         &wait, &left)) {
         return;
     }
     char data[384];
     snprintf(data, sizeof(data), "{%s,\"grace_ms\":%llu,\"lease_left_ms\":%llu}", data_fields,
              (unsigned long long)wait, (unsigned long long)left);
+    if (d->io.wake != NULL) {
+        d->io.wake(d->io.ud, wait); /* its grace ends then: act at once, not at a tick */
+    }
     hv_driver_event(d, 0, n->id, "node.suspect", data,
                     "node %s is suspected lost: %s; rounds wait %.1f s for its workers, its lease "
                     "runs %.1f s more",
                     n->name, what, (double)wait / 1000.0, (double)left / 1000.0);
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-        if (job_active(j)) {
+        if (job_active(j) && silent_ms > 0) {
+            hv_jm_silent(&j->jm, n->id, job_why, wall + wait, wall, &d->out);
+            hv__driver_apply(d, j, &d->out);
+        } else if (job_active(j)) {
             hv_jm_suspect(&j->jm, n->id, job_why, wall + wait, wall, &d->out);
             hv__driver_apply(d, j, &d->out);
         }
@@ -1419,7 +1428,7 @@ void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *w
     char what[320];
     snprintf(what, sizeof(what), "its agent's session closed (%.256s)",
              why != NULL && why[0] != '\0' ? why : "no reason given");
-    node_suspect(d, n, what, "its agent's session closed", "\"evidence\":\"session closed\"");
+    node_suspect(d, n, what, "its agent's session closed", "\"evidence\":\"session closed\"", 0);
 }
 
 void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
@@ -1602,7 +1611,27 @@ static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, u
     size_t nv = hv_ringev_judge(&j->ringev, &j->jm, v, 4);
     for (size_t k = 0; k < nv; k++) {
         hv_dnode_t *nd = hv_driver_node(d, v[k].node_id);
-        char what[192], why[96], data[160];
+        char what[256], why[160], data[200];
+        if (v[k].silent && nd != NULL) {
+            snprintf(what, sizeof(what),
+                     "its data plane fell silent: the ring neighbours of worker %llu hear no "
+                     "heartbeat from it and its host acknowledges none of theirs for %.1f s (job "
+                     "%llu, round %u; first reported by worker %llu)",
+                     (unsigned long long)v[k].worker_id, (double)v[k].silent_ms / 1000.0,
+                     (unsigned long long)j->jm.id, j->ringev.generation,
+                     (unsigned long long)v[k].reporter);
+            snprintf(why, sizeof(why),
+                     "its data plane fell silent: worker %llu's ring neighbours hear nothing "
+                     "from it for %.1f s",
+                     (unsigned long long)v[k].worker_id, (double)v[k].silent_ms / 1000.0);
+            snprintf(data, sizeof(data),
+                     "\"evidence\":\"silent\",\"job_id\":%llu,\"worker_id\":%llu,"
+                     "\"reported_by\":%llu,\"silent_ms\":%u",
+                     (unsigned long long)j->jm.id, (unsigned long long)v[k].worker_id,
+                     (unsigned long long)v[k].reporter, v[k].silent_ms);
+            node_suspect(d, nd, what, why, data, v[k].silent_ms ? v[k].silent_ms : 1);
+            continue;
+        }
         snprintf(what, sizeof(what),
                  "the ring neighbours of worker %llu reported broken links (job %llu, round %u; "
                  "first reported by worker %llu)",
@@ -1615,7 +1644,7 @@ static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, u
                  (unsigned long long)j->jm.id, (unsigned long long)v[k].worker_id,
                  (unsigned long long)v[k].reporter);
         if (nd != NULL) {
-            node_suspect(d, nd, what, why, data);
+            node_suspect(d, nd, what, why, data, 0);
         }
     }
 }
@@ -1676,17 +1705,49 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     return HV_OK;
 }
 
-hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen) {
+    hv_err rc = hv_jm_fence(&j->jm, &w->jm, gen, err, errlen);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_NOTICE, "driver", "HV-RDZV-FENCED", "refused %s: %s", what, err);
+    }
+    return rc;
+}
+
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
                              const hv_jobfig_t *delta, char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_fence(j, w, gen, "a report of figures", err, errlen));
     HV_TRY(hv_jobfig_check(delta, err, errlen));
     /* Memory only: counters that start again with each head process, as Prometheus expects. */
     hv_jobfig_add(&j->figs, delta);
     if (delta->commits > 0) {
         hv_jm_note_commit(&j->jm); /* the job is never restarted from the beginning now */
     }
+    return HV_OK;
+}
+
+hv_err hv_driver_rdzv_silent(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
+                             const hv_driver_silent_t *s, size_t n, char *err, size_t errlen) {
+    hv_djob_t *j;
+    hv_dworker_t *w;
+    HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_fence(j, w, gen, "a report of silent neighbours", err, errlen));
+    for (size_t i = 0; i < n; i++) {
+        HV_LOG(
+            HV_LOG_INFO, "driver", "HV-RING-SILENT",
+            "job %llu round %u: worker %llu reports its ring neighbour %llu silent for %u ms (%s)",
+            (unsigned long long)job_id, gen, (unsigned long long)worker_id,
+            (unsigned long long)s[i].worker_id, s[i].silent_ms,
+            s[i].how == HV_RINGEV_HEAR ? "no heartbeat" : "no acknowledgement");
+        if (hv_ringev_note_silent(&j->ringev, gen, w->jm.id, s[i].worker_id, s[i].how,
+                                  s[i].silent_ms) != HV_OK) {
+            return HV_OK; // out of memory: evidence only, the lease still decides
+        }
+    }
+    ring_evidence(d, j, w, 0, NULL, 0);
     return HV_OK;
 }
 
@@ -1702,6 +1763,7 @@ hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_fence(j, w, gen, "Done", err, errlen));
     hv_err rc = hv_jm_done(&j->jm, &w->jm, gen, hv_wall_ms(), &d->out);
     if (rc != HV_OK) {
         snprintf(err, errlen,
@@ -1764,6 +1826,24 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
     }
 }
 
+/* The last holders of j's state are all on nodes suspected lost, past their grace: they are
+ * given up as lost now (jobm decides, hv_jm_give_up), through the lost path that stores the
+ * resume before it acts. */
+static void tick_give_up(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
+    hv_jm_worker_t *ws[16];
+    size_t n = hv_jm_give_up(&j->jm, wall, ws, sizeof(ws) / sizeof(ws[0]));
+    for (size_t i = 0; i < n && job_active(j); i++) {
+        hv_dworker_t *w = (hv_dworker_t *)ws[i];
+        const char *node = node_name_of(w->jm.node_id, d);
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "its node %s is suspected lost and no other worker of the job holds the training "
+                 "state: given up before its lease",
+                 node != NULL ? node : "?");
+        worker_lost(d, w, why);
+    }
+}
+
 /* Announces cooldowns that ended (the node may be used again by the job). */
 static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
     for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
@@ -1775,6 +1855,19 @@ static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
             b->e.until_ms = 0; /* announced; the strikes stay */
         }
     }
+}
+
+void hv_driver_wake(hv_driver_t *d, uint64_t now) {
+    (void)now;
+    uint64_t wall = hv_wall_ms();
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (job_active(j)) {
+            hv_jm_tick(&j->jm, wall, &d->out);
+            hv__driver_apply(d, j, &d->out);
+            tick_give_up(d, j, wall);
+        }
+    }
+    hv_driver_schedule(d);
 }
 
 void hv_driver_tick(hv_driver_t *d, uint64_t now) {
@@ -1808,6 +1901,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
             tick_cooldowns(d, j, wall);
             hv_jm_tick(&j->jm, wall, &d->out);
             hv__driver_apply(d, j, &d->out);
+            tick_give_up(d, j, wall);
         }
     }
     /* Forget ended jobs after a while; the store keeps them. */

@@ -100,6 +100,9 @@ typedef struct hv_driver_io_s {
     void (*job_changed)(void *ud, uint64_t job_id);
     /* The job ended and every worker is gone: end its rendezvous state (waits, streams, KV). */
     void (*job_finished)(void *ud, uint64_t job_id);
+    /* Optional: call hv_driver_wake in delay_ms (a suspected node's grace ends then: its rounds
+     * and its jobs' last holders need not wait for the next tick). */
+    void (*wake)(void *ud, uint64_t delay_ms);
     void *ud;
 } hv_driver_io_t;
 
@@ -443,11 +446,29 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only
  * stops further growth: workers are not taken away. HV_ESTATE for a fixed-size job. */
-/* A worker's report of its own figures (what grew since its last one): added to its job's
- * totals (j->figs, read by /metrics) once checked. HV_ENOTFOUND / HV_ESTATE as for a join (an
- * unknown or ended job or worker), HV_EINVAL for a report out of bounds; err says why. */
-hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+/* The early wake-up io->wake asked for: the time-driven decisions of the jobs (rounds that stop
+ * waiting for suspects, last holders given up: hv_jm_tick, hv_jm_give_up), then placement. The
+ * tick does the same, and more, every 200 ms. */
+void hv_driver_wake(hv_driver_t *d, uint64_t now);
+/* A worker's report of its own figures (what grew since its last one), as a worker of round gen
+ * (0: not said): added to its job's totals (j->figs, read by /metrics) once checked.
+ * HV_ENOTFOUND / HV_ESTATE as for a join (an unknown or ended job or worker), HV_EPERM for a
+ * fenced worker (hv_jm_fence: given up, or of a round before the job's resume), HV_EINVAL for a
+ * report out of bounds; err says why. */
+hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
                              const hv_jobfig_t *delta, char *err, size_t errlen);
+/* A ring neighbour that worker_id's liveness monitor found silent (RdzvSilentPeer). */
+typedef struct hv_driver_silent_s {
+    uint64_t worker_id;
+    unsigned how;       /* HV_RINGEV_HEAR or HV_RINGEV_ACK (ringev.h) */
+    uint32_t silent_ms; /* how long, when reported */
+} hv_driver_silent_t;
+/* worker_id, a member of round gen, reports n ring neighbours silent (s, borrowed): kept with the
+ * job's ring evidence (core/ringev.c); a node the silence rule condemns is suspected at once,
+ * counting from when it fell silent, and its jobs roll back without waiting for the peer timeout
+ * (hv_jm_silent). Errors as hv_driver_rdzv_report. */
+hv_err hv_driver_rdzv_silent(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
+                             const hv_driver_silent_t *s, size_t n, char *err, size_t errlen);
 hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t size,
                              const char *reason, uint32_t *accepted, char *err, size_t errlen);
 /* The JoinRound call went away before it was answered. */

@@ -80,6 +80,7 @@ hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
+    HV_TRY(hv__driver_fence(j, w, generation, "a copy of the state", err, errlen));
     if (commit > 0) {
         hv_jm_note_commit(&j->jm); /* a copy, taken or not, says a step was committed */
     }

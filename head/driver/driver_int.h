@@ -113,6 +113,11 @@ static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm
  * waiting for j). out is emptied either way. */
 void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
 
+/* hv_jm_fence for a Rendezvous call (what: "Done", "a copy of the state", ...); a refusal is
+ * logged (HV-RDZV-FENCED). */
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen);
+
 /* ---- driver_rows.c -------------------------------------------------------------------------- */
 
 /* A state write failed (what: the write, for the log): logged, and kept for clients

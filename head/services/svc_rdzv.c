@@ -250,13 +250,37 @@ static void rdzv_done(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 static void rdzv_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_rdzv_t *s = ud;
     const Hvpb__V1__RdzvReportRequest *req = (const Hvpb__V1__RdzvReportRequest *)m;
+    char verr[300];
+    if (hv_validate_rdzv_report(req, verr, sizeof(verr)) != HV_OK) {
+        hv_rpc_finish(c, HV_EINVAL, "%s", verr);
+        return;
+    }
     hv_jobfig_t d = {.allreduce_bytes = req->allreduce_bytes,
                      .allreduce_us = req->allreduce_us,
                      .allreduces = req->allreduces,
                      .commits = req->commits,
                      .commit_us = req->commit_us};
     char err[600];
-    hv_err rc = hv_driver_rdzv_report(s->d, req->job_id, req->worker_id, &d, err, sizeof(err));
+    /* A report of silent neighbours alone carries no figures (an empty report of figures is
+     * refused otherwise). */
+    int figs = (req->allreduce_bytes | req->allreduce_us | req->allreduces | req->commits |
+                req->commit_us) != 0;
+    hv_err rc = HV_OK;
+    if (figs || req->n_silent == 0) {
+        rc = hv_driver_rdzv_report(s->d, req->job_id, req->worker_id, req->generation, &d, err,
+                                   sizeof(err));
+    }
+    if (rc == HV_OK && req->n_silent > 0) {
+        hv_driver_silent_t sil[HV_RDZV_SILENT_MAX];
+        size_t n = req->n_silent; /* at most HV_RDZV_SILENT_MAX: checked above */
+        for (size_t i = 0; i < n; i++) {
+            sil[i] = (hv_driver_silent_t){.worker_id = req->silent[i]->worker_id,
+                                          .how = req->silent[i]->how,
+                                          .silent_ms = req->silent[i]->silent_ms};
+        }
+        rc = hv_driver_rdzv_silent(s->d, req->job_id, req->worker_id, req->generation, sil, n, err,
+                                   sizeof(err));
+    }
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", err);
         return;

@@ -402,6 +402,22 @@ hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size
     return HV_OK;
 }
 
+hv_err hv_validate_rdzv_report(const Hvpb__V1__RdzvReportRequest *r, char *err, size_t len) {
+    if (r->n_silent > HV_RDZV_SILENT_MAX) {
+        return bad(err, len, "silent: at most %d ring neighbours, got %zu", HV_RDZV_SILENT_MAX,
+                   r->n_silent);
+    }
+    for (size_t i = 0; i < r->n_silent; i++) {
+        if (r->silent[i]->how != 1 && r->silent[i]->how != 2) {
+            return bad(err, len,
+                       "silent[%zu].how: must be 1 (no heartbeat) or 2 (no "
+                       "acknowledgement), got %u",
+                       i, r->silent[i]->how);
+        }
+    }
+    return HV_OK;
+}
+
 hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len) {
     size_t klen = r->key != NULL ? strlen(r->key) : 0;
     if (klen == 0 || klen > HV_KV_MAX_KEY) {
@@ -484,6 +500,7 @@ CHECK_FN(rdzv_join, Hvpb__V1__RdzvJoinRequest)
 CHECK_FN(kv_put, Hvpb__V1__KvPutRequest)
 CHECK_FN(kv_get, Hvpb__V1__KvGetRequest)
 CHECK_FN(rdzv_resize, Hvpb__V1__RdzvResizeRequest)
+CHECK_FN(rdzv_report, Hvpb__V1__RdzvReportRequest)
 CHECK_FN(put_state, Hvpb__V1__PutStateRequest)
 CHECK_FN(fetch_state, Hvpb__V1__FetchStateRequest)
 
@@ -516,6 +533,7 @@ static const hv_validate_method_t methods[] = {
     {"/hvpb.v1.Rendezvous/PutState", &hvpb__v1__put_state_request__descriptor, check_put_state},
     {"/hvpb.v1.Rendezvous/FetchState", &hvpb__v1__fetch_state_request__descriptor,
      check_fetch_state},
+    {"/hvpb.v1.Rendezvous/Report", &hvpb__v1__rdzv_report_request__descriptor, check_rdzv_report},
 };
 
 const hv_validate_method_t *hv_validate_methods(size_t *n) {

@@ -20,6 +20,7 @@
 #define HV_NODE_NAME_MAX 128
 #define HV_DRAIN_NODES_MAX 64      /* nodes in one DrainNodes call */
 #define HV_RDZV_BROKEN_PEERS_MAX 6 /* ring neighbours one JoinRound reports broken (3 rings) */
+#define HV_RDZV_SILENT_MAX 6       /* ring neighbours one Report says fell silent */
 #define HV_NODE_SLOTS_MAX 4096
 #define HV_NODE_ADDRS_MAX 64            /* addresses of one node */
 #define HV_NODE_ADDR_MAX 255            /* bytes of one address */
@@ -62,6 +63,8 @@ hv_err hv_validate_node_drain(const Hvpb__V1__NodeDrainRequest *r, char *err, si
 hv_err hv_validate_nodes_drain(const Hvpb__V1__NodesDrainRequest *r, char *err, size_t len);
 hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_put(const Hvpb__V1__KvPutRequest *r, char *err, size_t len);
+/* Report: at most HV_RDZV_SILENT_MAX silent neighbours, each with a known way (1 or 2). */
+hv_err hv_validate_rdzv_report(const Hvpb__V1__RdzvReportRequest *r, char *err, size_t len);
 hv_err hv_validate_kv_get(const Hvpb__V1__KvGetRequest *r, char *err, size_t len);
 /* Rendezvous.PutState: chunk at most 1 MiB inside total (<= 64 GiB), last set exactly on the
  * final chunk, which carries a hex SHA-256; generation >= 1. */

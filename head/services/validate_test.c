@@ -24,13 +24,36 @@ static void expect(hv_err rc, hv_err want, const char *field) {
 static void case_table(void) {
     size_t n = 0;
     const hv_validate_method_t *ms = hv_validate_methods(&n);
-    CHECK_EQ(n, 25); /* every rpc in proto/hv.proto (tests/integration/malformed_rpc.sh counts) */
+    CHECK_EQ(n, 26); /* every rpc in proto/hv.proto (tests/integration/malformed_rpc.sh counts) */
     for (size_t i = 0; i < n; i++) {
         CHECK(ms[i].path != NULL && ms[i].path[0] == '/' && ms[i].req != NULL);
         for (size_t k = 0; k < i; k++) {
             CHECK(strcmp(ms[i].path, ms[k].path) != 0);
         }
     }
+}
+
+/* Report: the silent neighbours are bounded and each says how it fell silent. */
+static void case_rdzv_report(void) {
+    Hvpb__V1__RdzvReportRequest r = HVPB__V1__RDZV_REPORT_REQUEST__INIT;
+    expect(hv_validate_rdzv_report(&r, err, sizeof(err)), HV_OK, "");
+    Hvpb__V1__RdzvSilentPeer p[7];
+    Hvpb__V1__RdzvSilentPeer *pp[7];
+    for (int i = 0; i < 7; i++) {
+        p[i] = (Hvpb__V1__RdzvSilentPeer)HVPB__V1__RDZV_SILENT_PEER__INIT;
+        p[i].worker_id = (uint64_t)i + 1;
+        p[i].how = 1 + (unsigned)(i % 2);
+        p[i].silent_ms = 500;
+        pp[i] = &p[i];
+    }
+    r.silent = pp;
+    r.n_silent = 6;
+    expect(hv_validate_rdzv_report(&r, err, sizeof(err)), HV_OK, "");
+    r.n_silent = 7;
+    expect(hv_validate_rdzv_report(&r, err, sizeof(err)), HV_EINVAL, "silent:");
+    r.n_silent = 2;
+    p[1].how = 3;
+    expect(hv_validate_rdzv_report(&r, err, sizeof(err)), HV_EINVAL, "silent[1].how:");
 }
 
 /* PutState: a chunk inside its copy, the last one flagged and carrying a digest. */
@@ -535,15 +558,11 @@ static void case_utf8_every_field(void) {
 
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"table", case_table},
-        {"put_state", case_put_state},
-        {"join", case_join},
-        {"artifacts", case_artifacts},
-        {"submit", case_submit},
-        {"misc", case_misc},
-        {"sizes", case_sizes},
-        {"utf8", case_utf8},
-        {"utf8_every_field", case_utf8_every_field},
+        {"table", case_table},         {"put_state", case_put_state},
+        {"join", case_join},           {"rdzv_report", case_rdzv_report},
+        {"artifacts", case_artifacts}, {"submit", case_submit},
+        {"misc", case_misc},           {"sizes", case_sizes},
+        {"utf8", case_utf8},           {"utf8_every_field", case_utf8_every_field},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

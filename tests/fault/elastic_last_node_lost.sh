@@ -46,7 +46,9 @@ res = [e for e in evs if e["kind"] == "job.resume"]
 assert len(res) == 1, [e["message"] for e in evs]
 d = res[0]["data"]
 assert d["copy_generation"] == 1 and d["copy_commit"] >= 70 and d["resumes"] == 1, d
-assert "dead" in d["failures"], d
+# Its agent's session closed at the kill: the worker was given up at the grace (issue 28), or,
+# on a machine so loaded that the lease (2 s here) ran out first, its node was declared dead.
+assert "given up before its lease" in d["failures"] or "dead" in d["failures"], d
 closes = [e["data"] for e in evs if e["kind"] == "round.close"]
 assert closes[-1]["generation"] == d["generation"] and closes[-1]["rank0"] == sys.argv[2], closes[-1]
 PY

@@ -17,7 +17,9 @@
  *                                                   C: this process' CPU time so far (all threads)
  *   BENCH tick  <t> step=S ms=M                     with HV_BENCH_TRACE=1, rank 0: every step
  * Options: --model BYTES, --steps N (total steps, default: run until --seconds), --seconds S
- * (default 120; the ranks agree every 50 steps whether it has passed, so all stop at one step), --step-ms M (sleep per step, default 5), --mark-ms M (default 0: no mark; a
+ * (default 120; the ranks agree every 50 steps whether it has passed, so all stop at one step), --step-ms M (sleep per step, default 5), --compute-ms M (default 0: a busy loop of M ms
+ * on the training thread every step, a long compute step that keeps a core busy: the soak of
+ * the liveness detector, tests/perf/soak_silent.sh), --mark-ms M (default 0: no mark; a
  * window from the mark to the end leaves out what the first M ms held, bench_copy.sh's first
  * state copy).
  */
@@ -40,6 +42,7 @@ typedef struct bench_s {
     uint64_t max_steps; /* 0 = until the deadline */
     uint64_t deadline;  /* wall ms */
     uint32_t step_ms;
+    uint32_t compute_ms;  /* --compute-ms: busy time per step */
     uint32_t printed_gen; /* the generation whose first step was printed */
     uint64_t seen_step;   /* highest step this process completed (for steps lost) */
     uint64_t mark_ms;     /* --mark-ms; 0: none */
@@ -144,6 +147,16 @@ static hv_err train(hv_state_t *st, void *ud) {
             struct timespec ts = {0, (long)b->step_ms * 1000000L};
             nanosleep(&ts, NULL);
         }
+        if (b->compute_ms > 0) {
+            /* A long compute step: the training thread spins and calls nothing of libhv. */
+            volatile uint64_t sink = 0;
+            uint64_t until = wall_ms() + b->compute_ms;
+            while (wall_ms() < until) {
+                for (int k = 0; k < 10000; k++) {
+                    sink += (uint64_t)k;
+                }
+            }
+        }
     }
 }
 
@@ -169,6 +182,8 @@ int main(int argc, char **argv) {
             seconds = atof(v);
         } else if (strcmp(a, "--step-ms") == 0) {
             b.step_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--compute-ms") == 0) {
+            b.compute_ms = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--mark-ms") == 0) {
             b.mark_ms = strtoull(v, NULL, 10);
         } else {

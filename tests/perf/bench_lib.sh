@@ -1,5 +1,6 @@
-# Shared by the cluster benchmarks (bench_elastic.sh, bench_node_loss.sh, bench_copy.sh), sourced
-# after their options are read: a scratch directory $TMP whose processes ($PIDS, anything
+# Shared by the cluster benchmarks (bench_elastic.sh, bench_node_loss.sh, bench_lone_loss.sh,
+# bench_silent_loss.sh, soak_silent.sh, bench_copy.sh, bench_actor_create.sh), sourced after their
+# options are read: a scratch directory $TMP whose processes ($PIDS, anything
 # started with $TMP in its command line, and anything whose working directory is under $TMP: the
 # workers of `hvsubmit -- python3 script.py`, whose command line names the script relatively)
 # are killed and which is removed on exit; now_ms; and wait_for, which polls a command every
@@ -37,4 +38,18 @@ size_of_gen() { sed -n "s/.*BENCH step [0-9]* gen=$1 size=\([0-9]*\).*/\1/p" "$D
 gen_above() { local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ]; }
 full_size_above() { # GEN N: a round newer than GEN with N workers stepped
     local g; g=$(max_gen); [ -n "$g" ] && [ "$g" -gt "$1" ] && [ "$(size_of_gen "$g")" = "$2" ]
+}
+# The node-loss benchmarks (bench_node_loss.sh, bench_lone_loss.sh) run one-slot agents on this
+# machine, each in $D/agent-NAME, joined to $HEAD with the token bench-token: the pids of a job's
+# workers on node NAME, and an agent started (in a subshell: its SIGKILL is no job of this shell
+# to report; its pid in $D/agent-NAME.pid).
+node_workers() {
+    { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$D/agent-$1/jobs/*" -printf '%h\n' 2>/dev/null || true; } |
+        sed -E 's|^/proc/([0-9]+)$|\1|'
+}
+start_agent() { # NAME
+    ("$BIN/hvagent" join "$HEAD" --token bench-token --name "$1" --slots 1 \
+        --work-dir "$D/agent-$1" >>"$D/agent-$1.out" 2>>"$D/agent-$1.err" &
+     echo $! >"$D/agent-$1.pid")
+    PIDS="$PIDS $(cat "$D/agent-$1.pid")"
 }

@@ -41,17 +41,6 @@ done
 HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
 [ -x "$HEAD_BIN" ] && [ -x "$BIN/hvagent" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $HEAD_BIN, $BIN/hvagent, $BIN/bench_elastic" >&2; exit 2; }
 . "$(dirname "$0")/bench_lib.sh"
-# pids of the job's workers on node NAME
-node_workers() {
-    { find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$D/agent-$1/jobs/*" -printf '%h\n' 2>/dev/null || true; } |
-        sed -E 's|^/proc/([0-9]+)$|\1|'
-}
-start_agent() { # NAME (in a subshell: its SIGKILL is no job of this shell to report)
-    ("$BIN/hvagent" join "$HEAD" --token bench-token --name "$1" --slots 1 \
-        --work-dir "$D/agent-$1" >>"$D/agent-$1.out" 2>>"$D/agent-$1.err" &
-     echo $! >"$D/agent-$1.pid")
-    PIDS="$PIDS $(cat "$D/agent-$1.pid")"
-}
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"

@@ -39,6 +39,24 @@ hv_add_test(NAME perf.bench_node_loss
           --bin ${CMAKE_BINARY_DIR}/bin
   LABELS perf TIMEOUT 300)
 
+# Issue 28: a node's link set down in a network namespace (no FIN, no RST) to the next completed
+# step, at 3 workers with the head's defaults (tests/perf/bench_silent_loss.sh); a one-worker
+# job's node SIGKILLed to the step of its resume (bench_lone_loss.sh); and no false suspicion
+# with the cores saturated and a long compute step, one minute (soak_silent.sh; ten minutes
+# for the figures in docs/RELIABILITY.md). The netns ones skip (77) without ip netns.
+hv_add_test(NAME perf.bench_silent_loss
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_silent_loss.sh --sizes "3" --trials 3
+          --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf TIMEOUT 300)
+hv_add_test(NAME perf.bench_lone_loss
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_lone_loss.sh --trials 3 --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf TIMEOUT 300)
+hv_add_test(NAME perf.soak_silent
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/soak_silent.sh --minutes 1 --bin ${CMAKE_BINARY_DIR}/bin
+  LABELS perf long TIMEOUT 300)
+set_tests_properties(hv.perf.bench_silent_loss hv.perf.bench_lone_loss hv.perf.soak_silent
+                     PROPERTIES RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
 # hv.torch (docs/python.md) against PyTorch's own: one training step of a BERT-base-sized
 # gradient set with DistributedOptimizer against DistributedDataParallel on Gloo (here a 2-layer
 # cut, 1 block each: the full model is tests/perf/bench_torch_bert.sh's default), and the reset

@@ -37,6 +37,9 @@ typedef struct hv__rdzv_peer_s {
 #define HV_RDZV_REASON_MAX 256
 /* Ring neighbours a join reports broken at most: two per ring, three rings (hierarchical). */
 #define HV_RDZV_BROKEN_MAX 6
+/* How a ring neighbour fell silent (note_silent; the wire's RdzvSilentPeer.how). */
+#define HV_RDZV_SILENT_HEAR 1u /* no heartbeat from it (this worker is its left neighbour) */
+#define HV_RDZV_SILENT_ACK 2u  /* its host does not acknowledge (its right neighbour) */
 
 typedef struct hv__rdzv_assignment_s {
     uint64_t world_id;   /* identifies the job / test world (data-plane hellos check it) */
@@ -111,6 +114,13 @@ typedef struct hv__rdzv_ops_s {
      * evidence that their node is gone. Replaces what an earlier call noted; cleared once a
      * join has carried it. At most HV_RDZV_BROKEN_MAX are kept. */
     void (*note_broken)(void *ctx, const uint64_t *worker_ids, size_t n);
+    /* Optional (NULL: nobody to tell). The data plane's liveness monitor (liveness.h) found ring
+     * neighbour worker_id of round generation silent for silent_ms (how: HV_RDZV_SILENT_HEAR, no
+     * heartbeat came from it; HV_RDZV_SILENT_ACK, its host does not acknowledge ours): the
+     * head's evidence that its node is gone. The client tells the head at once from a thread of
+     * its own; this never blocks (it is called on the monitor's thread). */
+    void (*note_silent)(void *ctx, uint32_t generation, uint64_t worker_id, unsigned how,
+                        uint32_t silent_ms);
     /* Optional (NULL: nothing to report to). Sends the figures of this process that grew since
      * the last report now (one try, bounded), on the calling thread. libhv calls it after the
      * process' first commit, before training goes on: the head's evidence that the job

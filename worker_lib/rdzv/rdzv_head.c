@@ -50,6 +50,9 @@
 #define HEAD_KV_VALUE_MAX (64u << 10)
 #define HEAD_REPORT_MS 10000 // the watcher reports the worker's figures this often
 #define HEAD_REPORT_CALL_MS 3000
+#define HEAD_SILENT_CALL_MS 2000   // one try of a report of silent neighbours
+#define HEAD_SILENT_BUDGET_MS 3000 // retried while the head is unreachable, this long at most
+#define HEAD_SILENT_MAX 6          // silences waiting to be reported (two per ring, at most)
 
 typedef struct head_client_s {
     hv_rpc_channel_t *ch; // owned; thread-safe (shared with the watcher thread)
@@ -64,6 +67,15 @@ typedef struct head_client_s {
     hv__figures_t sent;     // the figures the head has (what Report carried so far)
     uint64_t sent_ms;       // monotonic ms of the last report sent (or tried)
     int no_report;          // 1: the head does not serve Report (an older head): never again
+    uint32_t generation;    // the round of the last join (rep_mu: the report threads read it)
+    // Silent ring neighbours (note_silent) waiting for the silence thread, under sil_mu.
+    pthread_mutex_t sil_mu;
+    pthread_cond_t sil_cv;
+    Hvpb__V1__RdzvSilentPeer sil[HEAD_SILENT_MAX];
+    uint32_t sil_gen[HEAD_SILENT_MAX];
+    size_t n_sil;
+    int sil_started, sil_stop;
+    pthread_t sil_thread;
 } head_client_t;
 
 static void sleep_ms(uint64_t ms) {
@@ -140,6 +152,9 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     c->redone = 0; /* the head has it */
     c->n_broken = 0;
     Hvpb__V1__RdzvJoinReply *r = (Hvpb__V1__RdzvJoinReply *)resp;
+    pthread_mutex_lock(&c->rep_mu);
+    c->generation = r->generation;
+    pthread_mutex_unlock(&c->rep_mu);
     hv__rdzv_assignment_t a = {0};
     a.world_id = c->job_id;
     a.generation = r->generation;
@@ -230,6 +245,7 @@ static void head_report(head_client_t *c) {
     req.allreduces = d.allreduces;
     req.commits = d.commits;
     req.commit_us = d.commit_us;
+    req.generation = c->generation;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st = {0};
     hv_err rc =
@@ -248,6 +264,87 @@ static void head_report(head_client_t *c) {
     }
     pthread_mutex_unlock(&c->rep_mu);
     hv_rpc_msg_free(resp);
+}
+
+/* ---- silent ring neighbours: told to the head from a thread of their own ---------------- */
+
+/* Sends one report of silent neighbours (no figures: those keep their own accounting), retried
+ * while the head is unreachable for HEAD_SILENT_BUDGET_MS. A refusal is logged: the lease and
+ * the ring's own evidence still bound the loss. */
+static void silent_send(head_client_t *c, uint32_t gen, Hvpb__V1__RdzvSilentPeer *sp, size_t n) {
+    Hvpb__V1__RdzvSilentPeer *ptrs[HEAD_SILENT_MAX];
+    for (size_t i = 0; i < n; i++) {
+        ptrs[i] = &sp[i];
+    }
+    Hvpb__V1__RdzvReportRequest req = HVPB__V1__RDZV_REPORT_REQUEST__INIT;
+    req.job_id = c->job_id;
+    req.worker_id = c->worker_id;
+    req.generation = gen;
+    req.silent = ptrs;
+    req.n_silent = n;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st = {0};
+    hv_err rc = head_unary(c, "/hvpb.v1.Rendezvous/Report", &req.base,
+                           &hvpb__v1__rdzv_report_reply__descriptor, HEAD_SILENT_BUDGET_MS,
+                           HEAD_SILENT_CALL_MS, 0, &resp, &st);
+    HV_LOG(rc == HV_OK ? HV_LOG_INFO : HV_LOG_WARN, "rdzv", "HV-RDZV-SILENT",
+           "job %llu worker %llu: told the head that %zu ring neighbour(s) of generation %u fell "
+           "silent (worker %llu first): %s%s%s",
+           (unsigned long long)c->job_id, (unsigned long long)c->worker_id, n, gen,
+           (unsigned long long)sp[0].worker_id, hv_strerror(rc), st.msg[0] ? ": " : "", st.msg);
+    hv_rpc_msg_free(resp);
+}
+
+static void *silent_main(void *arg) {
+    head_client_t *c = arg;
+    pthread_mutex_lock(&c->sil_mu);
+    for (;;) {
+        while (!c->sil_stop && c->n_sil == 0) {
+            pthread_cond_wait(&c->sil_cv, &c->sil_mu);
+        }
+        if (c->sil_stop) {
+            break;
+        }
+        // One report per round: the silences of the oldest round waiting, together.
+        Hvpb__V1__RdzvSilentPeer sp[HEAD_SILENT_MAX];
+        uint32_t gen = c->sil_gen[0];
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < c->n_sil; i++) {
+            if (c->sil_gen[i] == gen) {
+                sp[n++] = c->sil[i];
+            } else {
+                c->sil[k] = c->sil[i];
+                c->sil_gen[k++] = c->sil_gen[i];
+            }
+        }
+        c->n_sil = k;
+        pthread_mutex_unlock(&c->sil_mu);
+        silent_send(c, gen, sp, n);
+        pthread_mutex_lock(&c->sil_mu);
+    }
+    pthread_mutex_unlock(&c->sil_mu);
+    return NULL;
+}
+
+/* Called on the data plane's liveness thread: queues and wakes the silence thread (started at
+ * the first silence). Never blocks for long: the lock is held only around the queue. */
+static void head_note_silent(void *ctx, uint32_t generation, uint64_t worker_id, unsigned how,
+                             uint32_t silent_ms) {
+    head_client_t *c = ctx;
+    pthread_mutex_lock(&c->sil_mu);
+    if (!c->sil_started && !c->sil_stop) {
+        c->sil_started = pthread_create(&c->sil_thread, NULL, silent_main, c) == 0;
+    }
+    if (c->sil_started && c->n_sil < HEAD_SILENT_MAX) {
+        Hvpb__V1__RdzvSilentPeer p = HVPB__V1__RDZV_SILENT_PEER__INIT;
+        p.worker_id = worker_id;
+        p.how = how;
+        p.silent_ms = silent_ms;
+        c->sil[c->n_sil] = p;
+        c->sil_gen[c->n_sil++] = generation;
+        pthread_cond_signal(&c->sil_cv);
+    }
+    pthread_mutex_unlock(&c->sil_mu);
 }
 
 /* Whether a periodic report is due (the watcher asks after each poll). */
@@ -651,6 +748,16 @@ static const char *head_last_error(void *ctx) { return ((head_client_t *)ctx)->l
 
 static void head_destroy(void *ctx) {
     head_client_t *c = ctx;
+    pthread_mutex_lock(&c->sil_mu);
+    c->sil_stop = 1; // a report in flight ends within its budget
+    pthread_cond_broadcast(&c->sil_cv);
+    int started = c->sil_started;
+    pthread_mutex_unlock(&c->sil_mu);
+    if (started) {
+        pthread_join(c->sil_thread, NULL);
+    }
+    pthread_cond_destroy(&c->sil_cv);
+    pthread_mutex_destroy(&c->sil_mu);
     hv_rpc_channel_destroy(c->ch);
     pthread_mutex_destroy(&c->rep_mu);
     hv_free(c);
@@ -680,6 +787,7 @@ static const hv__rdzv_ops_t head_ops = {
     .watch_stop = head_watch_stop,
     .note_redone = head_note_redone,
     .note_broken = head_note_broken,
+    .note_silent = head_note_silent,
     .report = head_report_now,
     .put_state = head_put_state,
     .fetch_state = head_fetch_state,
@@ -720,6 +828,8 @@ hv_err hv__rdzv_head_client(const char *head_addr, uint64_t job_id, uint64_t wor
     /* Only what grows from now on is this client's to report (a process may open a client
      * after it allreduced on its own). */
     pthread_mutex_init(&c->rep_mu, NULL);
+    pthread_mutex_init(&c->sil_mu, NULL);
+    pthread_cond_init(&c->sil_cv, NULL);
     hv__figures_read(&c->sent);
     c->sent_ms = hv_now_ms();
     out->ops = &head_ops;

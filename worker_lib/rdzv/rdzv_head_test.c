@@ -8,7 +8,8 @@
  * pushes delivered, the stream re-opened from the newest generation after the head drops it,
  * and watch_stop returning promptly while a stream is open; Report: the worker's figures that
  * grew (figures.h) go before Done and when the watcher stops, only what grew since the last
- * report, and nothing when nothing grew. This pins libhv's side of the wire contract
+ * report, and nothing when nothing grew; a silent ring neighbour (note_silent) told at once from
+ * the client's own thread, with the round. This pins libhv's side of the wire contract
  * independently of the head's implementation.
  */
 #include <pthread.h>
@@ -44,6 +45,10 @@ static struct {
     atomic_ullong broken[8];
     atomic_int reports, report_before_done; // Report calls; 1 when one came before a Done
     _Atomic uint64_t rep_bytes, rep_us, rep_n, rep_commits, rep_commit_us; // the last report
+    atomic_uint rep_gen;                                                   // its generation
+    atomic_int rep_n_silent;     // its silent neighbours, and the first:
+    _Atomic uint64_t sil_worker; // worker id,
+    atomic_uint sil_how, sil_ms; // how, and how long
 } head;
 
 static void head_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -102,6 +107,13 @@ static void head_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     atomic_store(&head.rep_n, r->allreduces);
     atomic_store(&head.rep_commits, r->commits);
     atomic_store(&head.rep_commit_us, r->commit_us);
+    atomic_store(&head.rep_gen, r->generation);
+    if (r->n_silent > 0) {
+        atomic_store(&head.sil_worker, r->silent[0]->worker_id);
+        atomic_store(&head.sil_how, r->silent[0]->how);
+        atomic_store(&head.sil_ms, r->silent[0]->silent_ms);
+    }
+    atomic_store(&head.rep_n_silent, (int)r->n_silent);
     atomic_fetch_add(&head.reports, 1);
     if (atomic_load(&head.dones) == 0) {
         atomic_store(&head.report_before_done, 1);
@@ -423,12 +435,43 @@ static void test_report(void) {
     ASSERT_EQ_INT(atomic_load(&head.rep_commits), 0);
 }
 
+/* A silent ring neighbour (note_silent, called on the liveness monitor's thread) reaches the head
+ * at once, from the client's own thread, in a Report with no figures: the worker id, how, how
+ * long and the round. */
+static void test_silent(void) {
+    atomic_store(&head.reports, 0);
+    atomic_store(&head.rep_n_silent, 0);
+    int port = head_start(0);
+    ASSERT_TRUE(port > 0);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    hv__rdzv_t rz;
+    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    double t0 = hvtest_now();
+    rz.ops->note_silent(rz.ctx, 3, 42, HV_RDZV_SILENT_ACK, 560);
+    ASSERT_TRUE(hvtest_now() - t0 < 0.5); // queued, not sent on the caller's thread
+    while (atomic_load(&head.reports) == 0 && hvtest_now() - t0 < hvtest_scale(5.0)) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    rz.ops->destroy(rz.ctx);
+    head_stop();
+    ASSERT_EQ_INT(atomic_load(&head.reports), 1);
+    ASSERT_EQ_INT(atomic_load(&head.rep_n_silent), 1);
+    ASSERT_EQ_INT(atomic_load(&head.sil_worker), 42);
+    ASSERT_EQ_INT(atomic_load(&head.sil_how), HV_RDZV_SILENT_ACK);
+    ASSERT_EQ_INT(atomic_load(&head.sil_ms), 560);
+    ASSERT_EQ_INT(atomic_load(&head.rep_gen), 3);
+    ASSERT_EQ_INT(atomic_load(&head.rep_n), 0); // no figures ride along
+}
+
 static const hvtest_case_t cases[] = {
     {"join_retry", test_join_retry},
     {"join_removed_and_ended", test_join_removed_and_ended},
     {"join_broken_peers", test_join_broken_peers},
     {"watch", test_watch},
     {"report", test_report},
+    {"silent", test_silent},
 };
 
 HVTEST_MAIN(cases)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "liveness.h"
 #include "log.h"
 #include "mem.h"
 #include "ring.h"
@@ -33,7 +34,8 @@ struct hv__world_s {
     hv__ring_t *cross;         // owned
     hv__engine_t *engine;      // owned
     hv__nccl_t *nccl;          // owned, NULL without a GPU (or with HV_NCCL=0)
-    int nbr[3][2]; // global ranks of the left and right neighbours of ring, intra, cross
+    int nbr[3][2];    // global ranks of the left and right neighbours of ring, intra, cross
+    hv__live_t *live; // owned, NULL when no neighbour is watched (liveness.h)
 };
 
 /* The first non-loopback address of this host of the family (AF_INET, or AF_INET6 without
@@ -230,6 +232,7 @@ typedef struct world_build_s {
     uint32_t peer_ms;            // bound on a peer's silence (ring, NCCL, engine)
     uint32_t conn_ms;            // bound on connecting the links and their handshakes
     uint32_t spin;               // spin before blocking, in us (rings and engine)
+    int send_fd, recv_fd;        // the flat ring's TCP sockets (under a shared-memory upgrade)
 } world_build_t;
 
 /* Rendezvous: joins with this rank's advertised address (the listener's port) and keeps the
@@ -280,6 +283,10 @@ static hv_err world_connect(hv__world_t *w, const hv__world_opts_t *o, world_bui
                             .cancelled = o->cancel != NULL ? world_cancelled : NULL,
                             .cancel_ud = &wc};
     hv_err rc = hv__tcp_links_create(b->lst, addrs, ids, nlinks, &topts, (int)b->conn_ms, links);
+    if (rc == HV_OK) {
+        b->send_fd = hv__tcp_link_send_fd(links[0]);
+        b->recv_fd = hv__tcp_link_recv_fd(links[0]);
+    }
     w->link = links[0];
     w->intra_link = links[1];
     w->cross_link = links[2];
@@ -414,10 +421,49 @@ static hv_err world_engine(hv__world_t *w, const hv__world_opts_t *o, const worl
     return hv__engine_create(w->ring, &eo, &w->engine);
 }
 
+/* The liveness monitor found a ring neighbour silent: the rendezvous tells the head (on its own
+ * thread: this is the monitor's, which must not block). tag: the neighbour's worker id. */
+static void world_silent(void *ud, uint64_t tag, unsigned how, uint32_t silent_ms) {
+    hv__world_t *w = ud;
+    unsigned side = how == HV__LIVE_HEAR ? HV_RDZV_SILENT_HEAR : HV_RDZV_SILENT_ACK;
+    HV_LOG(HV_LOG_NOTICE, "world", "HV-WORLD-SILENT",
+           "rank %d generation %u: ring neighbour worker %llu has been silent for %u ms (%s)",
+           w->asg.rank, w->asg.generation, (unsigned long long)tag, silent_ms,
+           side == HV_RDZV_SILENT_HEAR ? "no heartbeat from it"
+                                       : "its host does not acknowledge ours");
+    w->rdzv.ops->note_silent(w->rdzv.ctx, w->asg.generation, tag, side, silent_ms);
+}
+
+/* Liveness: the flat ring's directions to neighbours on other hosts are watched (they are TCP
+ * even when the link was upgraded to shared memory: only same-host directions are). Both ends
+ * decide from the same host names, so a neighbour beats exactly where this rank listens. Off
+ * without liveness_ms or a rendezvous to tell; a monitor that cannot start is only logged. */
+static void world_liveness(hv__world_t *w, const hv__world_opts_t *o, const world_build_t *b) {
+    const hv__rdzv_assignment_t *a = &w->asg;
+    if (o->liveness_ms == 0 || a->size < 2 || w->rdzv.ops->note_silent == NULL || b->send_fd < 0) {
+        return;
+    }
+    const hv__rdzv_peer_t *left = &a->peers[w->nbr[0][0]], *right = &a->peers[w->nbr[0][1]];
+    const char *me = a->peers[a->rank].host;
+    hv__live_watch_t ws[2];
+    size_t n = 0;
+    if (strcmp(right->host, me) != 0) {
+        ws[n++] =
+            (hv__live_watch_t){.fd = b->send_fd, .how = HV__LIVE_HEAR, .tag = right->worker_id};
+    }
+    if (strcmp(left->host, me) != 0) {
+        ws[n++] = (hv__live_watch_t){.fd = b->recv_fd, .how = HV__LIVE_ACK, .tag = left->worker_id};
+    }
+    hv__live_opts_t lo = {.silent_ms = o->liveness_ms};
+    if (n > 0 && hv__live_start(&lo, ws, n, world_silent, w, &w->live) != HV_OK) {
+        w->live = NULL; // evidence only: the peer timeout and the lease still bound a loss
+    }
+}
+
 /* Steps (see the file's comment): listener, rendezvous, links (connect, shared memory), stop
- * listening, rings, NCCL, engine. A drained rank stops after the rendezvous. */
+ * listening, rings, NCCL, engine, liveness. A drained rank stops after the rendezvous. */
 hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
-    world_build_t b = {.lst = NULL};
+    world_build_t b = {.lst = NULL, .send_fd = -1, .recv_fd = -1};
     hv_err rc = HV_OK;
     o->joined_generation = 0;
     hv__world_t *w = hv_calloc(1, sizeof(*w));
@@ -452,6 +498,7 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
     HV_TRY_GOTO(world_rings(w, o, &b), rc, fail);
     HV_TRY_GOTO(world_nccl(w, o, &b), rc, fail);
     HV_TRY_GOTO(world_engine(w, o, &b), rc, fail);
+    world_liveness(w, o, &b);
     HV_LOG(HV_LOG_INFO, "world", "HV-WORLD-UP",
            "rank %d of %d (local %d of %d) generation %u, data plane %s", a->rank, a->size,
            a->local_rank, a->local_size, a->generation, b.addr);
@@ -468,6 +515,7 @@ hv_err hv__world_destroy(hv__world_t *w, int report_done) {
         return HV_OK;
     }
     hv_err rc = HV_OK;
+    hv__live_stop(w->live); // first: it reads and writes the links' sockets
     if (w->engine != NULL) {
         hv__engine_destroy(w->engine);
     }

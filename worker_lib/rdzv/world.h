@@ -48,6 +48,9 @@ typedef struct hv__world_opts_s {
     int hierarchical;      /* 1: with several hosts of equal rank counts > 1, large
                                    allreduces run 2D (intra-host, cross-host, intra-host) */
     size_t hier_min_bytes; /* smaller allreduces use the flat ring; 0 = 256 KiB */
+    uint32_t liveness_ms;  /* > 0: a liveness monitor (liveness.h) watches the flat ring's links
+                              to neighbours on other hosts and tells the rendezvous (note_silent)
+                              of one silent this long; 0: none */
     /* Optional: polled while the ring links are being built, with the round's generation;
      * non-zero stops the build with HV_ECANCELED (a failure pushed after the join doomed the
      * round: waiting for the connect timeout would only delay the next one). */

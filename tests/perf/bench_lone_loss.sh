@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# bench_lone_loss.sh: how soon a one-worker elastic job trains again after its node is killed
+# without notice (agent and worker SIGKILLed together), through the real binaries, one command.
+#
+#   tests/perf/bench_lone_loss.sh [--trials 10] [--lease-ms 10000] [--head-bin PATH] [--bin DIR]
+#                                 [--out FILE]
+#
+# A head (heartbeat 1 s, lease --lease-ms, the default grace of 500 ms) and two one-slot agents
+# on this machine; tests/perf/bench_elastic (every step an allreduce of a 1 MiB model and a
+# commit, a 5 ms pause) as an elastic job -np 1, whose state the head keeps copies of. Then
+# --trials times: once the head holds a copy from the worker now running, the node running it
+# is SIGKILLed (agent and worker); latency = the kill -> the first step of the next generation
+# (the job resumed from the copy on the other node). A new agent then takes the killed node's
+# name (the next trial kills the other one). Breakdown: resume (kill -> job.resume), rest
+# (-> the first step), split into start+join (-> the resumed round closes: placement, spawn,
+# the process's start, its join) and fetch+step (-> the step: the copy fetched and loaded, the
+# sync, the step).
+# Prints median and worst (ms) and the machine's load average; --head-bin runs another hvhead
+# (e.g. an older build) with the same agents and workers.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$SRC/build/bin
+HEAD_BIN=""
+TRIALS=10
+LEASE_MS=10000
+OUT=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --trials) TRIALS=$2; shift 2 ;;
+    --lease-ms) LEASE_MS=$2; shift 2 ;;
+    --head-bin) HEAD_BIN=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "usage: $0 [--trials N] [--lease-ms MS] [--head-bin PATH] [--bin DIR] [--out FILE]" >&2; exit 2 ;;
+    esac
+done
+HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
+[ -x "$HEAD_BIN" ] && [ -x "$BIN/hvagent" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $HEAD_BIN, $BIN/hvagent, $BIN/bench_elastic" >&2; exit 2; }
+BENCH_TMP_PREFIX=hvlone
+. "$(dirname "$0")/bench_lib.sh"
+D=$TMP
+copy_gen() { # the generation of the head's newest copy of job 1 (0: none)
+    "$BIN/hvctl" --head "$HEAD" job 1 --json 2>/dev/null |
+        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("copy", {}).get("generation", 0))'
+}
+copy_of() { [ "$(copy_gen)" -ge "$1" ]; }
+{
+    echo "cluster_name: bench"
+    echo "listen: 127.0.0.1:0"
+    echo "data_dir: $D/data"
+    echo "token: bench-token"
+    echo "heartbeat_ms: 1000"
+    echo "lease_ms: $LEASE_MS"
+    echo "kill_grace_ms: 1000"
+    echo "log_level: notice"
+} >"$D/head.yaml"
+export HV_TOKEN_FILE="$D/data/client.token"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+"$HEAD_BIN" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
+PIDS="$PIDS $!"
+disown $!
+wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; cat "$D/head.err" >&2; exit 1; }
+HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
+start_agent n1
+start_agent n2
+for n in n1 n2; do
+    wait_for 20 grep -q joined "$D/agent-$n.out" || { echo "agent $n did not join" >&2; exit 1; }
+done
+"$BIN/hvsubmit" --head "$HEAD" -np 1 --min-np 1 --max-np 1 --max-resets 100000 \
+    "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
+SUB=$!
+PIDS="$PIDS $SUB"
+disown $SUB
+wait_for 60 gen_above 0 || { echo "the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+: >"$D/marks"
+for r in $(seq 1 "$TRIALS"); do
+    g=$(max_gen)
+    wait_for 60 copy_of "$g" || { echo "no copy of generation $g at the head" >&2; exit 1; }
+    node=""
+    for n in n1 n2; do [ -n "$(node_workers $n)" ] && node=$n; done
+    [ -n "$node" ] || { echo "no node runs the worker" >&2; exit 1; }
+    victims="$(cat "$D/agent-$node.pid") $(node_workers "$node")"
+    t=$(now_ms)
+    # shellcheck disable=SC2086
+    kill -KILL $victims
+    echo "kill $t $g $node" >>"$D/marks"
+    wait_for $((LEASE_MS / 1000 + 60)) gen_above "$g" || { echo "no step after the kill of $node" >&2; tail "$D/sub.err" >&2; exit 1; }
+    start_agent "$node" # a new agent takes the name over, for the next trial
+    wait_for 20 grep -q "joined" "$D/agent-$node.out" || true
+    sleep 1
+done
+"$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
+{
+    echo "lone member's node SIGKILLed -> next completed step, ms; heartbeat 1 s, lease $LEASE_MS ms, grace 500 ms; head $HEAD_BIN; $(nproc) cores; load average before $LOAD0, after $(cut -d' ' -f1-3 /proc/loadavg)"
+    /usr/bin/python3 - "$D" <<'PY'
+import json, re, statistics, sys
+D = sys.argv[1]
+steps = {}
+for l in open(D + "/sub.out"):
+    m = re.search(r"BENCH step (\d+) gen=(\d+)", l)
+    if m:
+        t, g = int(m.group(1)), int(m.group(2))
+        steps[g] = min(steps.get(g, t), t)
+ev = json.load(open(D + "/events.json"))["events"]
+resumes = [e for e in ev if e["kind"] == "job.resume"]
+closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+lat, res, rest, join, load = [], [], [], [], []
+for kind, t, g, node in (l.split() for l in open(D + "/marks")):
+    t, g = int(t), int(g)
+    later = sorted(x for x in steps if x > g)
+    if not later:
+        continue
+    lat.append(steps[later[0]] - t)
+    r = [e["time_ms"] for e in resumes if e["time_ms"] >= t]
+    if r:
+        res.append(r[0] - t)
+        rest.append(steps[later[0]] - r[0])
+        if later[0] in closed:
+            join.append(closed[later[0]] - r[0])
+            load.append(steps[later[0]] - closed[later[0]])
+def mm(v):
+    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
+print("trials  kill->step(med max)  resume(med max)   rest(med max)   (start+join  fetch+step)")
+print("%5d   %s        %s     %s    (%s  %s)" % (len(lat), mm(lat), mm(res), mm(rest), mm(join),
+                                              mm(load)))
+print("all (ms): " + " ".join(str(x) for x in lat))
+PY
+} | tee "${OUT:-/dev/null}"
