@@ -311,7 +311,7 @@ static void head_notify_status(head_t *h, const char *extra) {
         return;
     }
     size_t alive = 0, draining = 0, dead = 0, jobs[HV_JOB__COUNT];
-    for (hv_dnode_t *n = hv_driver_nodes(h->driver); n != NULL; n = n->next) {
+    for (const hv_dnode_t *n = hv_driver_nodes(h->driver); n != NULL; n = n->next) {
         if (hv_driver_node_hidden(n)) {
             continue;
         }
@@ -839,7 +839,7 @@ static hv_err head_listen_http(head_t *h, char *err, size_t errlen) {
  * the /metrics listener. */
 static int head_start_services(head_t *h) {
     /* Metrics count the driver's events and every call the server ends (head/services/metrics.h). */
-    hv_err rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics);
+    hv_err rc = hv_metrics_create(&h->cfg, h->driver, &h->metrics);
     if (rc != HV_OK) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
         return 1;
@@ -852,11 +852,10 @@ static int head_start_services(head_t *h) {
     head_derive_advertise(h, h->host);
     if ((rc = hv_svc_cluster_create(h->srv, &h->cfg, h->driver, h->arts, h->advertise,
                                     &h->cluster)) != HV_OK ||
-        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->store, h->arts, &h->jobs)) !=
-            HV_OK ||
+        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->arts, &h->jobs)) != HV_OK ||
         (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, h->arts,
                                    &h->actorsvc)) != HV_OK ||
-        (rc = hv_svc_cost_create(h->srv, &h->cfg, h->store, &h->cost)) != HV_OK ||
+        (rc = hv_svc_cost_create(h->srv, &h->cfg, h->driver, &h->cost)) != HV_OK ||
         (rc = hv_svc_artifacts_create(h->srv, h->arts, h->driver, &h->artsvc)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->loop, h->srv, h->driver, &h->rdzv)) != HV_OK ||
         (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, auth_drop_session, h, &h->authsvc)) !=

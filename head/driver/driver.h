@@ -23,18 +23,21 @@
 #include <stdio.h>
 
 #include "blacklist.h"
+#include "callfig.h"
 #include "cluster.h"
 #include "config.h"
 #include "err.h"
 #include "jobfig.h"
 #include "jobm.h"
-#include "joblog.h"
 #include "nodes.h"
+#include "records.h"
 #include "ringev.h"
-#include "statecopy.h"
-#include "store.h"
 
 typedef struct hv_driver_s hv_driver_t;
+/* The store layer's handles, opaque here (head/store/; the driver's own files see them). */
+typedef struct hv_store_s hv_store_t;
+typedef struct hv_statecopies_s hv_statecopies_t;
+typedef struct hv_statecopy_done_s hv_statecopy_done_t;
 
 /* ---- what the driver asks of the services --------------------------------------------------- */
 
@@ -158,7 +161,7 @@ struct hv_djob_s {
     hv_dbl_t *blacklist;                         /* entries (owned list) */
     uint64_t submitted_ms, started_ms, ended_ms; /* wall clock */
     uint64_t wait_deadline;                      /* monotonic: fail if not placed by then */
-    hv_joblog_t log;                             /* its output file (joblog.h) */
+    struct hv_joblog_s *log;                     /* its output file (store/joblog.h; owned) */
     int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
@@ -304,13 +307,13 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id);
 /* A retired node that is no longer alive (draining or dead): views and capacity leave it out. */
 int hv_driver_node_hidden(const hv_dnode_t *nd);
-hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id);
-hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name);
+const hv_dnode_t *hv_driver_node(const hv_driver_t *d, uint64_t id);
+const hv_dnode_t *hv_driver_node_by_name(const hv_driver_t *d, const char *name);
 /* A node as a user names it (hvctl drain, undrain, node revoke): by name, else by id (a
  * decimal string); NULL when neither. */
-hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id);
+const hv_dnode_t *hv_driver_node_find(const hv_driver_t *d, const char *name_or_id);
 /* The first node (nodes are linked by next). */
-hv_dnode_t *hv_driver_nodes(hv_driver_t *d);
+const hv_dnode_t *hv_driver_nodes(const hv_driver_t *d);
 /* Node scope of Cluster.Fetch: calls fn on each active job with a live worker placed on node_id
  * until fn returns nonzero, and returns that value (0: fn matched none, or there is no such job).
  * The job is borrowed for the call. */
@@ -370,13 +373,13 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
 hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id);
 /* A job in memory, or loaded back from the store (ended jobs leave memory after a while).
  * NULL when unknown. */
-hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
+const hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
 /* The path of job job_id's output log: <data_dir>/logs/<epoch>-<job>.log, or <job>.log under
  * the legacy epoch "" (hv_store_epoch): a new state.db's job 1 never shows an old job 1's log. */
 void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len);
 /* The first job in memory (jobs are linked by next, in submission order): the active ones and
  * those that ended a short while ago. */
-hv_djob_t *hv_driver_jobs(hv_driver_t *d);
+const hv_djob_t *hv_driver_jobs(const hv_driver_t *d);
 /* Node name of a worker ("?" if unknown). */
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);

@@ -145,7 +145,7 @@ static void stored_state(uint64_t id, char *buf, size_t len) {
 
 static void case_drain_not_stored(void) {
     uint64_t a = join("a", 1);
-    hv_dnode_t *n = hv_driver_node(H.d, a);
+    const hv_dnode_t *n = hv_driver_node(H.d, a);
     char err[300] = "";
     CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
     CHECK_RC(hv_driver_node_drain(H.d, a, 1, "test", 0, 0, err, sizeof(err)), HV_EUNAVAIL);
@@ -180,7 +180,7 @@ static void case_drain_not_stored(void) {
  * dead node's return is stored before its session is taken. */
 static void case_dead_and_back_not_stored(void) {
     uint64_t a = join("a", 1);
-    hv_dnode_t *n = hv_driver_node(H.d, a);
+    const hv_dnode_t *n = hv_driver_node(H.d, a);
     uint64_t later = hv_now_ms() + H.cfg.lease_ms + 1000;
     CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
     hv_driver_tick(H.d, later);
@@ -338,7 +338,7 @@ static void case_event_waits_for_store(void) {
     char err[300], got[256];
     CHECK_RC_MSG(hv_driver_submit(H.d, &s, &job, &np, err, sizeof(err)), HV_OK, err);
     hv_driver_stop(H.d); /* nothing is placed: only this case's events are written */
-    hv_djob_t *j = hv_driver_job(H.d, job);
+    const hv_djob_t *j = hv_driver_job(H.d, job);
     uint64_t seq0 = last_seq(), job_seq0 = j->last_event_seq;
     size_t seen0 = H.io.nseen;
     CHECK(seq0 > 0 && job_seq0 > 0);

@@ -43,7 +43,7 @@ static const char *ns_in(const hv_svc_actors_t *s, const char *ns) {
 /* The namespace of job_id's workers (its spec's, "default" when none) into out. */
 static void job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
     snprintf(out, len, "%s", ACTORS_NS_DEFAULT);
-    hv_djob_t *j = hv_driver_job(s->d, job_id);
+    const hv_djob_t *j = hv_driver_job(s->d, job_id);
     if (j == NULL || j->spec == NULL) {
         return;
     }

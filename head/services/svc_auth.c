@@ -1,6 +1,8 @@
 /* svc_auth: see svc_auth.h. */
 #include "svc_auth.h"
 
+#include "views.h"
+
 #include "validate.h"
 
 #include <inttypes.h>
@@ -204,7 +206,7 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
     hv_err rc = hv_store_audit_append(s->store, &p->row, HV_STORE_AUDIT_KEEP);
     if (rc != HV_OK && !s->audit_failing) {
         HV_LOG(HV_LOG_WARN, "auth", "HV-AUDIT", "cannot write the audit trail: %s",
-               hv_store_last_error(s->store));
+               hv_view_error(s->d));
     }
     s->audit_failing = rc != HV_OK;
     hv_free(p);
@@ -286,12 +288,11 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "auth", "HV-STORE-WRITE",
                "cannot store the revocation of node %s (id %llu) in %s: %s; it is not revoked",
-               n->name, (unsigned long long)id, hv_store_path(s->store),
-               hv_store_last_error(s->store));
+               n->name, (unsigned long long)id, hv_store_path(s->store), hv_view_error(s->d));
         hv_rpc_finish_later(c, HV_EUNAVAIL,
                             "the head could not store the revocation of node %s: %s; node %s "
                             "was not revoked",
-                            n->name, hv_store_last_error(s->store), n->name);
+                            n->name, hv_view_error(s->d), n->name);
         return;
     }
     if ((rc = hv_auth_revoke_node(s->auth, id, n->incarnation)) != HV_OK) {
@@ -341,9 +342,9 @@ static void jobs_list_audit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
                            .limit = limit + 1};
     hv_audit_row_t *rows = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_audit_list(s->store, &f, &rows, &n);
+    hv_err rc = hv_view_audit(s->d, &f, &rows, &n);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot read the audit trail: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot read the audit trail: %s", hv_view_error(s->d));
         return;
     }
     size_t shown = n > limit ? limit : n;
@@ -427,7 +428,7 @@ static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
     if (rc != HV_OK) {
         memset(token, 0, sizeof(token));
         hv_rpc_finish(c, rc, "cannot make a join token: %s",
-                      rc == HV_EIO ? "no random bytes" : hv_store_last_error(s->store));
+                      rc == HV_EIO ? "no random bytes" : hv_view_error(s->d));
         return;
     }
     audit_pend_t *p = pend_find(s, c, NULL);
@@ -455,9 +456,9 @@ static void jobs_list_join_tokens(hv_rpc_call_t *c, const ProtobufCMessage *m, v
     }
     hv_jtoken_row_t *rows = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_jtoken_list(s->store, &rows, &n);
+    hv_err rc = hv_view_jtokens(s->d, &rows, &n);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot read the join tokens: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot read the join tokens: %s", hv_view_error(s->d));
         return;
     }
     Hvpb__V1__JoinTokenView *vs = hv_calloc(n + 1, sizeof(*vs));
@@ -508,8 +509,7 @@ static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
         return;
     }
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot revoke join token %s: %s", req->id,
-                      hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot revoke join token %s: %s", req->id, hv_view_error(s->d));
         return;
     }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-JOIN-TOKEN-REVOKE",

@@ -1,6 +1,8 @@
 /* svc_cluster: see svc_cluster.h. */
 #include "svc_cluster.h"
 
+#include "views.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -478,7 +480,7 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
         hv_store_jtoken_use(s->store, jtoken, hv_wall_ms()) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
                "node %s joined with join token %s, but its use could not be counted: %s",
-               info->name, jtoken, hv_store_last_error(s->store));
+               info->name, jtoken, hv_view_error(s->d));
     }
     char cred_text[HV_CREDS_MAX] = "";
     if (s->auth != NULL) {
