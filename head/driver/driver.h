@@ -103,6 +103,9 @@ typedef struct hv_driver_io_s {
     void (*job_changed)(void *ud, uint64_t job_id);
     /* The job ended and every worker is gone: end its rendezvous state (waits, streams, KV). */
     void (*job_finished)(void *ud, uint64_t job_id);
+    /* A node credential (node_id, incarnation) was revoked and stored: the access table refuses
+     * it from now on (its Session is dropped next). An error leaves it unrevoked in memory. */
+    hv_err (*revoked)(void *ud, uint64_t node_id, uint64_t incarnation);
     void *ud;
 } hv_driver_io_t;
 
@@ -396,6 +399,24 @@ void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what);
 /* 1 when what the job machine decided for j is stored (no actions of j wait for the store): an
  * end is told to watchers only then. */
 int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
+
+/* ---- access: join tokens, revoked node credentials, the audit trail (driver_access.c) ------ */
+
+/* Stores a new join token (row borrowed: its id, its secret's hash, expiry, uses and maker).
+ * HV_EEXIST when the id is taken (the caller draws another). */
+hv_err hv_driver_jtoken_create(hv_driver_t *d, const hv_jtoken_row_t *row);
+/* Revokes join token id at now_ms (wall clock), stored; *out: the token as it is now (one
+ * revoked already is left as it was). HV_ENOTFOUND: no such token. */
+hv_err hv_driver_jtoken_revoke(hv_driver_t *d, const char *id, uint64_t now_ms,
+                               hv_jtoken_row_t *out);
+/* Revokes the current credential of node node_id: stored first (HV_EUNAVAIL when it cannot be:
+ * nothing is revoked, err says why), then the access table forgets it (io.revoked) and the
+ * node's Session ends (io.drop_session): its agent's re-join is refused. HV_ENOTFOUND: no such
+ * node. */
+hv_err hv_driver_node_revoke(hv_driver_t *d, uint64_t node_id, char *err, size_t errlen);
+/* Appends one row to the audit trail (row borrowed; its seq is the store's); the newest 100000
+ * rows are kept. A failure is the caller's to tell (hv_view_error says why). */
+hv_err hv_driver_audit(hv_driver_t *d, const hv_audit_row_t *row);
 
 /* ---- the autoscaler (head/driver/autoscale.c) ------------------------------------------------------ */
 

@@ -6,7 +6,9 @@
  * on or announced that was not stored (no order, no state change in memory or in the store, no
  * bar, no event told to the observer or the job's watchers) and that the head says so (an error
  * for the caller with sqlite's words, hv_driver_store_trouble); then that the same input works
- * once the store does, and that a waiting event is written then, in order, not lost.
+ * once the store does, and that a waiting event is written then, in order, not lost. The access
+ * commands too: a node credential's revocation and a join token's are stored before anything
+ * acts on them.
  */
 #include "driver.h"
 #include "hv_check.h"
@@ -32,6 +34,7 @@ typedef struct fake_s {
     uint64_t node[MAX_ORDERS], worker[MAX_ORDERS];
     size_t norders;
     size_t drops;            /* drop_session calls */
+    size_t revoked;          /* revoked calls (the access table told) */
     char seen[MAX_SEEN][32]; /* the kinds of the events told to the observer, in order */
     uint64_t seen_job[MAX_SEEN];
     size_t nseen;
@@ -65,6 +68,15 @@ static void fake_drop(void *ud, uint64_t node_id) {
     ((fake_t *)ud)->drops++;
 }
 
+static hv_err fake_revoked(void *ud, uint64_t node_id, uint64_t incarnation) {
+    (void)node_id;
+    (void)incarnation;
+    fake_t *f = ud;
+    f->revoked++;
+    CHECK_EQ(f->drops, 0); /* the credential is refused before its session ends */
+    return HV_OK;
+}
+
 static size_t orders_of(const fake_t *f, hv_order_kind_t kind) {
     size_t n = 0;
     for (size_t i = 0; i < f->norders; i++) {
@@ -94,7 +106,8 @@ static void setup(void) {
     hv_free(H.cfg.data_dir);
     H.cfg.data_dir = hv_strdup(H.dir);
     CHECK_RC_MSG(hv_store_open(H.dir, &H.store, err, sizeof(err)), HV_OK, err);
-    hv_driver_io_t io = {.order = fake_order, .drop_session = fake_drop, .ud = &H.io};
+    hv_driver_io_t io = {
+        .order = fake_order, .drop_session = fake_drop, .revoked = fake_revoked, .ud = &H.io};
     CHECK_RC(hv_driver_create(&H.cfg, H.store, &io, &H.d), HV_OK);
     CHECK_RC(hv_driver_load(H.d), HV_OK);
     hv_driver_set_observer(H.d, fake_observe, &H.io);
@@ -393,6 +406,55 @@ static void case_event_bound(void) {
     CHECK_STR(got, "test.kept,test.kept,head.events_dropped,test.after");
 }
 
+/* A node credential's revocation: while the store fails it is refused (HV_EUNAVAIL, the
+ * store's words) and nothing acts on it; once stored, the access table is told, then the
+ * session ends. */
+static void case_revoke_stored_first(void) {
+    uint64_t a = join("a", 1);
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    char err[256] = "";
+    CHECK_RC(hv_driver_node_revoke(H.d, a, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "could not store the revocation of node a") != NULL);
+    CHECK(strstr(err, "readonly") != NULL);
+    CHECK_EQ(H.io.revoked, 0);
+    CHECK_EQ(H.io.drops, 0);
+    hv_revoked_row_t *rows = NULL;
+    size_t n = 9;
+    CHECK_RC(hv_store_revoked_list(H.store, &rows, &n), HV_OK);
+    CHECK_EQ(n, 0);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_driver_node_revoke(H.d, a, err, sizeof(err)), HV_OK);
+    CHECK_EQ(H.io.revoked, 1);
+    CHECK_EQ(H.io.drops, 1);
+    CHECK_RC(hv_store_revoked_list(H.store, &rows, &n), HV_OK);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(rows[0].node_id, a);
+    CHECK_EQ(rows[0].incarnation, 7);
+    hv_free(rows);
+    CHECK_RC(hv_driver_node_revoke(H.d, a + 100, err, sizeof(err)), HV_ENOTFOUND);
+}
+
+/* Join tokens: made and revoked through the driver, stored; a revoke while the store fails
+ * leaves the token usable. */
+static void case_jtoken_stored(void) {
+    hv_jtoken_row_t row = {.id = "abc123", .secret_sha256 = "00ff", .created_ms = 5, .max_uses = 2};
+    CHECK_RC(hv_driver_jtoken_create(H.d, &row), HV_OK);
+    CHECK_RC(hv_driver_jtoken_create(H.d, &row), HV_EEXIST);
+    hv_jtoken_row_t got;
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK(hv_driver_jtoken_revoke(H.d, "abc123", 77, &got) != HV_OK);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.revoked_ms, 0);
+    CHECK_RC(hv_driver_jtoken_revoke(H.d, "abc123", 77, &got), HV_OK);
+    CHECK_EQ(got.revoked_ms, 77);
+    CHECK_RC(hv_driver_jtoken_revoke(H.d, "abc123", 99, &got), HV_OK); /* as it was */
+    CHECK_EQ(got.revoked_ms, 77);
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.revoked_ms, 77);
+    CHECK_RC(hv_driver_jtoken_revoke(H.d, "zzz999", 77, &got), HV_ENOTFOUND);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_not_stored", case_drain_not_stored},
@@ -402,6 +464,8 @@ int main(int argc, char **argv) {
         {"artifact_touch_not_stored", case_artifact_touch_not_stored},
         {"event_waits_for_store", case_event_waits_for_store},
         {"event_bound", case_event_bound},
+        {"revoke_stored_first", case_revoke_stored_first},
+        {"jtoken_stored", case_jtoken_stored},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

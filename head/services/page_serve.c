@@ -389,7 +389,7 @@ static void serve_audit(hv_page_src_t *src, const hv_http_request_t *req, const 
     snprintf(row.target, sizeof(row.target), "status page");
     row.code = code;
     snprintf(row.result, sizeof(row.result), "%s", result);
-    if (hv_store_audit_append(src->store, &row, HV_STORE_AUDIT_KEEP) != HV_OK) {
+    if (hv_driver_audit(src->d, &row) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "page", "HV-AUDIT", "cannot write the audit trail: %s",
                hv_view_error(src->d));
     }
