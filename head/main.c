@@ -896,8 +896,6 @@ static int head_start_services(head_t *h) {
         return 1;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
-    /* The audit trail and the join tokens made with hvctl token create live in the store. */
-    hv_svc_cluster_set_join_tokens(h->cluster, h->store);
     hv_svc_auth_set_static_token(h->authsvc, h->cfg.token);
     /* The autoscaler starts its agents from the directory hvhead runs from. */
     char agent[4096] = "hvagent";

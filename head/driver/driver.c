@@ -1092,6 +1092,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     }
     *job_id = j->jm.id;
     *np_out = np;
+    hv_driver_schedule(d);
     return HV_OK;
 }
 
@@ -1243,10 +1244,15 @@ static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
     hv_node_reset(&n->acct);
 }
 
-hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
-                           size_t errlen) {
+hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_t *a,
+                           uint64_t *node_id, char *err, size_t errlen) {
     uint64_t now = hv_now_ms();
     hv_dnode_t *n = node_by_name(d, info->name);
+    hv_admit_node(a, n != NULL ? n->id : 0);
+    if (a->by == HV_ADMIT_REFUSED) {
+        snprintf(err, errlen, "not admitted");
+        return a->rc != HV_OK ? a->rc : HV_EPERM;
+    }
     hv_join_kind_t kind = n == NULL
                               ? hv_node_join_kind(0, 0, info->incarnation, HV_NODE_ALIVE, 0, 0)
                               : hv_node_join_kind(1, n->incarnation, info->incarnation, n->state,
@@ -1333,6 +1339,11 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
                     n->name, info->peer ? info->peer : "?", n->acct.slots, n->acct.gpus,
                     n->preemptible ? ", preemptible" : "");
     *node_id = n->id;
+    /* The loop thread is the only one: nothing used the token between its check and this. */
+    if (a->by == HV_ADMIT_BY_JTOKEN && (rc = hv__driver_jtoken_use(d, a, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    hv_driver_schedule(d);
     return HV_OK;
 }
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "admit.h"
 #include "blacklist.h"
 #include "callfig.h"
 #include "cluster.h"
@@ -275,10 +276,18 @@ typedef struct hv_node_info_s {
     uint64_t incarnation;
 } hv_node_info_t;
 
-/* Registers a node (by name) or re-registers it; a new incarnation means the agent restarted and
- * its old workers are gone. HV_EIO when it cannot be stored (err says why). */
-hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
-                           size_t errlen);
+/* Whether a Join is admitted (core/admit.h decides on ask, with the join token it names read
+ * from the store here; ask is borrowed, its jtoken filled in). Stores nothing. */
+void hv_driver_admit(hv_driver_t *d, hv_admit_ask_t *ask, hv_admit_t *out);
+/* Registers a node (by name) or re-registers it, admitted by a (hv_driver_admit): a node
+ * credential re-joins its own node only (HV_EPERM, a refused: NOT_THIS_NODE); a join token made
+ * by hvctl has its use counted once the node is stored, before this returns (HV_EUNAVAIL when it
+ * cannot be counted, HV_EAUTH when the token admits nobody any more: err says why, and the
+ * agent's reply is that refusal). A new incarnation means the agent restarted and its old
+ * workers are gone. HV_EIO when the node cannot be stored (err says why). Then places what can
+ * be placed. */
+hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_t *a,
+                           uint64_t *node_id, char *err, size_t errlen);
 /* A Session opened with its hello (running: worker ids alive on the node). HV_ENOTFOUND for an
  * unknown node, HV_ESTATE when a newer agent holds the node, HV_EUNAVAIL when a dead node's
  * return cannot be stored (nothing changed; err says why; the agent tries again). */
@@ -366,7 +375,8 @@ typedef struct hv_job_submit_s {
     size_t nartifacts;
 } hv_job_submit_t;
 
-/* Validates against the cluster (np against capacity, bounds) and stores a pending job.
+/* Validates against the cluster (np against capacity, bounds) and stores a pending job, then
+ * places what can be placed.
  * HV_EINVAL/HV_ESTATE with a message for the user in err; HV_EUNAVAIL when it cannot be stored
  * (err: hv_driver_store_trouble's words).
  * *np_out: the workers the job will start with (np = 0 resolved). */

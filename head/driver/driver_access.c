@@ -55,6 +55,33 @@ hv_err hv_driver_node_revoke(hv_driver_t *d, uint64_t node_id, char *err, size_t
     return HV_OK;
 }
 
+void hv_driver_admit(hv_driver_t *d, hv_admit_ask_t *ask, hv_admit_t *out) {
+    char id[HV_JTOKEN_ID_LEN + 1], sha[65];
+    hv_jtoken_row_t row;
+    ask->jtoken = NULL;
+    if (ask->token != NULL && hv_creds_jtoken_parse(ask->token, id, sha) &&
+        hv_store_jtoken_get(d->store, id, &row) == HV_OK) {
+        ask->jtoken = &row;
+    }
+    hv_admit_decide(ask, out);
+    ask->jtoken = NULL;
+}
+
+/* Counts one use of the join token that admitted a Join (the node is stored). */
+hv_err hv__driver_jtoken_use(hv_driver_t *d, const hv_admit_t *a, char *err, size_t errlen) {
+    hv_err rc = hv_store_jtoken_use(d->store, a->jtoken, hv_wall_ms());
+    if (rc == HV_ENOTFOUND) {
+        snprintf(err, errlen, "not authenticated: join token %s is no longer valid", a->jtoken);
+        return HV_EAUTH;
+    }
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "the head could not count a use of join token %s: %s; try again",
+                 a->jtoken, hv_store_last_error(d->store));
+        return HV_EUNAVAIL;
+    }
+    return HV_OK;
+}
+
 hv_err hv_driver_audit(hv_driver_t *d, const hv_audit_row_t *row) {
     return hv_store_audit_append(d->store, row, HV_STORE_AUDIT_KEEP);
 }

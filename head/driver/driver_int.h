@@ -186,6 +186,12 @@ size_t hv__driver_events_flush(hv_driver_t *d);
  * logged as lost), then the queue is freed. */
 void hv__driver_events_fini(hv_driver_t *d);
 
+/* ---- driver_access.c ------------------------------------------------------------------------ */
+
+/* Counts one use of the join token that admitted a Join, once its node is stored. HV_EAUTH when
+ * the token admits nobody any more, HV_EUNAVAIL when the store fails; err says why. */
+hv_err hv__driver_jtoken_use(hv_driver_t *d, const hv_admit_t *a, char *err, size_t errlen);
+
 /* ---- driver_copies.c ------------------------------------------------------------------------ */
 
 /* A finished job's copies: the head's kept when the job failed, removed otherwise; the durable

@@ -132,7 +132,8 @@ static uint64_t join(const char *name, uint32_t slots) {
                            .incarnation = 7};
     uint64_t id = 0;
     char err[256];
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
     CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
     return id;
 }
@@ -455,6 +456,40 @@ static void case_jtoken_stored(void) {
     CHECK_RC(hv_driver_jtoken_revoke(H.d, "zzz999", 77, &got), HV_ENOTFOUND);
 }
 
+/* A Join admitted by a join token made with hvctl spends one use, stored before the join
+ * returns (so before the agent's reply); a use that cannot be stored refuses the join; a token
+ * whose last use is spent admits nobody after. */
+static void case_jtoken_use_before_reply(void) {
+    const char *token = "hvj_abc123.0123456789abcdef0123456789abcdef";
+    hv_jtoken_row_t row = {.id = "abc123", .created_ms = 1, .max_uses = 1};
+    char id[HV_JTOKEN_ID_LEN + 1];
+    CHECK_EQ(hv_creds_jtoken_parse(token, id, row.secret_sha256), 1);
+    CHECK_RC(hv_driver_jtoken_create(H.d, &row), HV_OK);
+    hv_node_info_t info = {.name = "a", .addrs = "127.0.0.1", .slots = 1, .incarnation = 7};
+    hv_admit_ask_t ask = {.token = token, .now_ms = 10};
+    hv_admit_t adm;
+    hv_driver_admit(H.d, &ask, &adm);
+    CHECK_EQ(adm.by, HV_ADMIT_BY_JTOKEN);
+    CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER jt_fail BEFORE UPDATE ON join_tokens "
+                                     "BEGIN SELECT RAISE(FAIL, 'disk I/O error (injected)'); END"),
+             HV_OK);
+    uint64_t node = 0;
+    char err[256] = "";
+    CHECK_RC(hv_driver_node_join(H.d, &info, &adm, &node, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "could not count a use of join token abc123") != NULL);
+    CHECK_RC(hv__store_exec(H.store, "DROP TRIGGER jt_fail"), HV_OK);
+    hv_jtoken_row_t got;
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.uses, 0);
+    hv_driver_admit(H.d, &ask, &adm); /* the agent tries again */
+    CHECK_RC(hv_driver_node_join(H.d, &info, &adm, &node, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.uses, 1);
+    hv_driver_admit(H.d, &ask, &adm);
+    CHECK_EQ(adm.by, HV_ADMIT_REFUSED);
+    CHECK_EQ(adm.verdict, HV_JTOKEN_USED_UP);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_not_stored", case_drain_not_stored},
@@ -466,6 +501,7 @@ int main(int argc, char **argv) {
         {"event_bound", case_event_bound},
         {"revoke_stored_first", case_revoke_stored_first},
         {"jtoken_stored", case_jtoken_stored},
+        {"jtoken_use_before_reply", case_jtoken_use_before_reply},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -689,7 +689,6 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     rep.np = np;
     rep.lease_ms = s->cfg->lease_ms;
     hv_rpc_reply(c, &rep.base);
-    hv_driver_schedule(s->d);
 }
 
 /* ---- queries -------------------------------------------------------------------------------- */
