@@ -1491,6 +1491,9 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
     hv_driver_schedule(d);
 }
 
+static void node_drained(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, uint64_t seen,
+                         int drain, const char *reason, int from_agent, uint32_t notice_ms);
+
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
                             int from_agent, uint32_t notice_ms, char *err, size_t errlen) {
     hv_dnode_t *n = node_by_id(d, node_id);
@@ -1509,6 +1512,71 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     if (node_store_as(d, n, st, seen, err, errlen) != HV_OK) {
         return HV_EUNAVAIL; /* n stays as it was: nothing is ordered or re-formed */
     }
+    node_drained(d, n, st, seen, drain, reason, from_agent, notice_ms);
+    return HV_OK;
+}
+
+hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int drain,
+                             const char *reason, size_t *bad, char *err, size_t errlen) {
+    hv_node_state_t st[HV_DRIVER_DRAIN_MAX];
+    hv_dnode_t *nd[HV_DRIVER_DRAIN_MAX];
+    if (n > HV_DRIVER_DRAIN_MAX) {
+        snprintf(err, errlen, "at most %d nodes at once", HV_DRIVER_DRAIN_MAX);
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) { /* every node checked before any changes */
+        *bad = i;
+        if ((nd[i] = node_by_id(d, ids[i])) == NULL) {
+            snprintf(err, errlen, "no node %llu", (unsigned long long)ids[i]);
+            return HV_ENOTFOUND;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (nd[k] == nd[i]) {
+                snprintf(err, errlen, "node %s is named twice", nd[i]->name);
+                return HV_EINVAL;
+            }
+        }
+        hv_err rc = hv_node_drain_to(nd[i]->state, drain, &st[i]);
+        if (rc != HV_OK) {
+            snprintf(err, errlen, "node %s is %s, not draining", nd[i]->name,
+                     hv_node_state_name(nd[i]->state));
+            return rc;
+        }
+    }
+    /* Every new state in one transaction: all are stored, or none is and none changes. */
+    uint64_t seen = hv_wall_ms();
+    hv_err rc = hv_store_begin(d->store);
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        if (st[i] != nd[i]->state) {
+            rc = hv_store_node_set_state(d->store, nd[i]->id, hv_node_state_name(st[i]), seen);
+        }
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(d->store);
+    }
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "the head could not store the nodes as %s: %s",
+                 drain ? "draining" : "alive", hv_store_last_error(d->store));
+        hv_store_rollback(d->store);
+        hv__driver_store_failed(d, rc, drain ? "store nodes as draining" : "store nodes as alive");
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-NODE-NOT-STORED", "%s; none of the %zu nodes changed",
+               err, n);
+        return HV_EUNAVAIL;
+    }
+    hv__driver_store_worked(d);
+    for (size_t i = 0; i < n; i++) {
+        if (st[i] != nd[i]->state) {
+            nd[i]->persisted_seen_ms = seen;
+            node_drained(d, nd[i], st[i], seen, drain, reason, 0, 0);
+        }
+    }
+    return HV_OK;
+}
+
+/* A drain or undrain of n stored as st: in memory, then acted on (orders, events, the jobs'
+ * rounds, placement). */
+static void node_drained(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, uint64_t seen,
+                         int drain, const char *reason, int from_agent, uint32_t notice_ms) {
     n->state = st;
     n->last_seen_ms = seen;
     const char *why = reason != NULL && reason[0] != '\0' ? reason : "no reason given";
@@ -1520,7 +1588,7 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
             d->io.order(d->io.ud, n->id, &o);
         }
         hv_driver_schedule(d);
-        return HV_OK;
+        return;
     }
     /* from_agent: the node's own notice (a preemption notice, or its agent stopping), with the
      * time it gave (0: unknown); else hvctl drain or the autoscaler. */
@@ -1548,7 +1616,6 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
         hv__driver_apply(d, j, &d->out);
     }
     hv_driver_schedule(d);
-    return HV_OK;
 }
 
 int hv_driver_node_jobs_any(hv_driver_t *d, uint64_t node_id,

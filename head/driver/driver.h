@@ -313,6 +313,15 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id);
  * may be NULL, says why). */
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
                             int from_agent, uint32_t notice_ms, char *err, size_t errlen);
+/* Drains (drain = 1) or undrains n nodes as one input (hvctl drain A B C; at most
+ * HV_DRIVER_DRAIN_MAX): every node is checked before any changes (HV_ENOTFOUND for an unknown
+ * id, HV_EINVAL for one given twice, HV_ESTATE to undrain one that is not draining: *bad gets
+ * its index, err says why), then every new state is stored in one transaction (HV_EUNAVAIL when
+ * it cannot be: none changes, err says why), then each is acted on as hv_driver_node_drain does
+ * within this one call, so that a job on several of them re-forms once. */
+#define HV_DRIVER_DRAIN_MAX 64
+hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int drain,
+                             const char *reason, size_t *bad, char *err, size_t errlen);
 /* The autoscaler gave the node's instance back: once the node is dead it no longer counts as
  * capacity (it will not come back) and is not listed. A new agent joining under the name
  * undoes it. */

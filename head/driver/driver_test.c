@@ -192,6 +192,43 @@ static void case_drain_not_stored(void) {
 /* The lease ran out: "dead" is stored before the node's session is dropped and its workers are
  * given up on; while it cannot be, the node stays as it was and each tick tries again. Then a
  * dead node's return is stored before its session is taken. */
+/* Several nodes drained as one input: when one of them cannot be stored none changes (in
+ * memory, in the store, no order); then all are stored and all ordered; an undrain of one that
+ * is not draining changes none and names it. */
+static void case_drain_many_atomic(void) {
+    uint64_t ids[3] = {join("a", 1), join("b", 1), join("c", 1)};
+    char err[300] = "";
+    size_t bad = 9;
+    CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER b_fail BEFORE UPDATE ON nodes "
+                                     "WHEN NEW.name = 'b' BEGIN "
+                                     "SELECT RAISE(FAIL, 'disk I/O error (injected)'); END"),
+             HV_OK);
+    CHECK_RC(hv_driver_nodes_drain(H.d, ids, 3, 1, "test", &bad, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "the head could not store the nodes as draining") != NULL);
+    CHECK(strstr(err, "injected") != NULL);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_EQ(hv_driver_node(H.d, ids[i])->state, HV_NODE_ALIVE);
+        CHECK_STORED(ids[i], "alive");
+    }
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_DRAIN), 0);
+    CHECK_RC(hv__store_exec(H.store, "DROP TRIGGER b_fail"), HV_OK);
+    CHECK_RC(hv_driver_nodes_drain(H.d, ids, 3, 1, "test", &bad, err, sizeof(err)), HV_OK);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_EQ(hv_driver_node(H.d, ids[i])->state, HV_NODE_DRAINING);
+        CHECK_STORED(ids[i], "draining");
+    }
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_DRAIN), 3);
+    uint64_t d = join("d", 1), some[2] = {ids[0], d};
+    CHECK_RC(hv_driver_nodes_drain(H.d, some, 2, 0, "test", &bad, err, sizeof(err)), HV_ESTATE);
+    CHECK_EQ(bad, 1);
+    CHECK_STR(err, "node d is alive, not draining");
+    CHECK_EQ(hv_driver_node(H.d, ids[0])->state, HV_NODE_DRAINING);
+    uint64_t twice[2] = {ids[0], ids[0]};
+    CHECK_RC(hv_driver_nodes_drain(H.d, twice, 2, 0, "test", &bad, err, sizeof(err)), HV_EINVAL);
+    CHECK_EQ(bad, 1);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_UNDRAIN), 0);
+}
+
 static void case_dead_and_back_not_stored(void) {
     uint64_t a = join("a", 1);
     const hv_dnode_t *n = hv_driver_node(H.d, a);
@@ -493,6 +530,7 @@ static void case_jtoken_use_before_reply(void) {
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_not_stored", case_drain_not_stored},
+        {"drain_many_atomic", case_drain_many_atomic},
         {"dead_and_back_not_stored", case_dead_and_back_not_stored},
         {"strike_stored", case_strike_stored},
         {"strike_not_stored", case_strike_not_stored},

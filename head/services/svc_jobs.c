@@ -1028,9 +1028,9 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
     hv_free(x);
 }
 
-/* Every node is checked before any changes; then each is drained (or undrained) in turn within
- * this one callback, so that a job on several of them re-forms once: the round the first opens
- * is still open for the others. */
+/* The nodes are named here; the driver drains (or undrains) them as one input (stored together,
+ * then acted on, so that a job on several of them re-forms once). */
+_Static_assert(HV_DRAIN_NODES_MAX <= HV_DRIVER_DRAIN_MAX, "DrainNodes fits one driver input");
 static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__NodesDrainRequest *req = (const Hvpb__V1__NodesDrainRequest *)m;
@@ -1041,6 +1041,7 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
     }
     size_t n = req->n_nodes;
     const hv_dnode_t *nds[HV_DRAIN_NODES_MAX];
+    uint64_t ids[HV_DRAIN_NODES_MAX];
     for (size_t i = 0; i < n; i++) {
         nds[i] = hv_driver_node_find(s->d, req->nodes[i]);
         if (nds[i] == NULL) {
@@ -1048,34 +1049,29 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
                           req->nodes[i]);
             return;
         }
-        for (size_t k = 0; k < i; k++) {
-            if (nds[k] == nds[i]) {
-                hv_rpc_finish(c, HV_EINVAL, "nodes '%s' and '%s' are the same node %s",
-                              req->nodes[k], req->nodes[i], nds[i]->name);
-                return;
-            }
-        }
-        if (!req->drain && nds[i]->state != HV_NODE_DRAINING) {
-            hv_rpc_finish(c, HV_ESTATE, "node %s is %s, not draining (nothing was changed)",
-                          nds[i]->name, hv_node_state_name(nds[i]->state));
-            return;
-        }
+        ids[i] = nds[i]->id;
     }
-    const char *why = drain_why(req->reason, req->drain);
-    for (size_t i = 0; i < n; i++) {
-        char derr[300];
-        hv_err rc =
-            hv_driver_node_drain(s->d, nds[i]->id, req->drain, why, 0, 0, derr, sizeof(derr));
-        if (rc == HV_EUNAVAIL) {
-            hv_rpc_finish_later(c, rc, "%s; node %s was not %s (the %zu nodes before it were)",
-                                derr, nds[i]->name, req->drain ? "drained" : "undrained", i);
-            return;
+    size_t bad = 0;
+    char derr[300] = "";
+    hv_err rc = hv_driver_nodes_drain(s->d, ids, n, req->drain, drain_why(req->reason, req->drain),
+                                      &bad, derr, sizeof(derr));
+    if (rc == HV_EINVAL) {
+        size_t k = 0;
+        while (k < bad && ids[k] != ids[bad]) {
+            k++;
         }
-        if (rc != HV_OK) {
-            hv_rpc_finish(c, rc, "cannot %s node %s: %s (the %zu nodes before it were changed)",
-                          req->drain ? "drain" : "undrain", nds[i]->name, hv_strerror(rc), i);
-            return;
-        }
+        hv_rpc_finish(c, rc, "nodes '%s' and '%s' are the same node %s", req->nodes[k],
+                      req->nodes[bad], nds[bad]->name);
+        return;
+    }
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, rc, "%s; no node was %s", derr,
+                            req->drain ? "drained" : "undrained");
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s (nothing was changed)", derr);
+        return;
     }
     reply_nodes(c, s, nds, n, 0);
 }
