@@ -283,9 +283,9 @@ static hv_err io_order(void *ud, uint64_t node_id, const hv_order_t *o) {
     return h->cluster != NULL ? hv_svc_cluster_order(h->cluster, node_id, o) : HV_ECLOSED;
 }
 
-static void auth_drop_session(void *ud, uint64_t node_id) {
+static hv_err io_revoked(void *ud, uint64_t node_id, uint64_t incarnation) {
     head_t *h = ud;
-    hv_svc_cluster_drop(h->cluster, node_id);
+    return hv_auth_revoke_node(&h->auth, node_id, incarnation);
 }
 
 static void io_drop_session(void *ud, uint64_t node_id) {
@@ -361,7 +361,7 @@ static void head_notify_status(head_t *h, const char *extra) {
         return;
     }
     size_t alive = 0, draining = 0, dead = 0, jobs[HV_JOB__COUNT];
-    for (hv_dnode_t *n = hv_driver_nodes(h->driver); n != NULL; n = n->next) {
+    for (const hv_dnode_t *n = hv_driver_nodes(h->driver); n != NULL; n = n->next) {
         if (hv_driver_node_hidden(n)) {
             continue;
         }
@@ -712,6 +712,37 @@ static int head_daemonize(head_t *h, const char *log_file) {
     return 0;
 }
 
+/* At start, once the store is open: imports the revocations file of an older head
+ * (<data_dir>/revoked_nodes, then renamed revoked_nodes.imported; hv_store_revoked_import), then
+ * gives every stored revocation to the access table. On failure err says why (the head does not
+ * start: a revocation it could not read would let a revoked agent back in). */
+static hv_err head_load_revocations(hv_auth_t *a, hv_store_t *store, const char *data_dir,
+                                    char *err, size_t errlen) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/revoked_nodes", data_dir);
+    size_t imported = 0;
+    hv_err rc = hv_store_revoked_import(store, path, &imported, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    hv_revoked_row_t *rows = NULL;
+    size_t n = 0;
+    if ((rc = hv_store_revoked_list(store, &rows, &n)) != HV_OK) {
+        snprintf(err, errlen, "%s: cannot read the revoked node credentials: %s",
+                 hv_store_path(store), hv_store_last_error(store));
+        return rc;
+    }
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        rc = hv_auth_revoke_node(a, rows[i].node_id, rows[i].incarnation);
+    }
+    hv_free(rows);
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "%s: %zu revoked node credentials, more than the %d this head holds",
+                 hv_store_path(store), n, HV_AUTH_MAX_REVOKED);
+    }
+    return rc;
+}
+
 /* The data directory's lock, the store with its state replayed into the driver (the loop, the
  * artifacts, the history's retention at start), and the bounds derived from the fd limit. */
 static int head_open_state(head_t *h) {
@@ -729,8 +760,8 @@ static int head_open_state(head_t *h) {
         head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
         return 1;
     }
-    if ((rc = hv_svc_auth_load_revocations(&h->auth, h->store, h->cfg.data_dir, err,
-                                           sizeof(err))) != HV_OK) {
+    if ((rc = head_load_revocations(&h->auth, h->store, h->cfg.data_dir, err, sizeof(err))) !=
+        HV_OK) {
         head_fail("hvhead: %s", err);
         return 1;
     }
@@ -765,6 +796,7 @@ static int head_open_state(head_t *h) {
                          .job_changed = io_job_changed,
                          .job_finished = io_job_finished,
                          .wake = io_wake,
+                         .revoked = io_revoked,
                          .ud = h};
     char aerr2[600] = "";
     if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
@@ -883,7 +915,7 @@ static hv_err head_listen_http(head_t *h, char *err, size_t errlen) {
  * the /metrics listener. */
 static int head_start_services(head_t *h) {
     /* Metrics count the driver's events and every call the server ends (head/services/metrics.h). */
-    hv_err rc = hv_metrics_create(&h->cfg, h->driver, h->store, &h->metrics);
+    hv_err rc = hv_metrics_create(&h->cfg, h->driver, &h->metrics);
     if (rc != HV_OK) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
         return 1;
@@ -896,23 +928,19 @@ static int head_start_services(head_t *h) {
     head_derive_advertise(h, h->host);
     if ((rc = hv_svc_cluster_create(h->srv, &h->cfg, h->driver, h->arts, h->advertise,
                                     &h->cluster)) != HV_OK ||
-        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->store, h->arts, &h->jobs)) !=
-            HV_OK ||
+        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->arts, &h->jobs)) != HV_OK ||
         (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, h->arts,
                                    &h->actorsvc)) != HV_OK ||
-        (rc = hv_svc_cost_create(h->srv, &h->cfg, h->store, &h->cost)) != HV_OK ||
+        (rc = hv_svc_cost_create(h->srv, &h->cfg, h->driver, &h->cost)) != HV_OK ||
         (rc = hv_svc_artifacts_create(h->srv, h->arts, h->driver, &h->artsvc)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->loop, h->srv, h->driver, &h->rdzv)) != HV_OK ||
-        (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, auth_drop_session, h, &h->authsvc)) !=
-            HV_OK ||
+        (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, &h->authsvc)) != HV_OK ||
         (rc = hv_rpc_server_start(h->srv)) != HV_OK) {
         head_fail("hvhead: cannot start the server: %s", hv_strerror(rc));
         return 1;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
-    /* The audit trail and the join tokens made with hvctl token create live in the store. */
-    hv_svc_cluster_set_join_tokens(h->cluster, h->store);
-    hv_svc_auth_set_store(h->authsvc, h->store, h->cfg.token);
+    hv_svc_auth_set_static_token(h->authsvc, h->cfg.token);
     /* The autoscaler starts its agents from the directory hvhead runs from. */
     char agent[4096] = "hvagent";
     ssize_t self_len = readlink("/proc/self/exe", agent, sizeof(agent) - 16);

@@ -423,7 +423,7 @@ static void place_all(hv_actors_t *a) {
             .slots = x->slots, .gpus = x->gpus, .memory_mb = x->memory_mb, .labels = x->labels};
         size_t n = 0, takes = 0, later = 0;
         const char *never_why = NULL;
-        for (hv_dnode_t *nd = hv_driver_nodes(a->d); nd != NULL && n < ACTORS_MAX_NODES;
+        for (const hv_dnode_t *nd = hv_driver_nodes(a->d); nd != NULL && n < ACTORS_MAX_NODES;
              nd = nd->next) {
             if (!hv_node_takes_work(nd->state, nd->has_session)) {
                 continue;
@@ -998,6 +998,6 @@ const hv_dactor_t *hv_actors_by_name(const hv_actors_t *a, const char *ns, const
 const hv_dactor_t *hv_actors_all(const hv_actors_t *a) { return a->head; }
 
 const char *hv_actors_node_name(hv_actors_t *a, const hv_dactor_t *x) {
-    hv_dnode_t *n = x->am.node_id != 0 ? hv_driver_node(a->d, x->am.node_id) : NULL;
+    const hv_dnode_t *n = x->am.node_id != 0 ? hv_driver_node(a->d, x->am.node_id) : NULL;
     return n != NULL && n->name != NULL ? n->name : "";
 }

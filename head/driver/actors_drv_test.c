@@ -106,7 +106,8 @@ static uint64_t join(const char *name, uint32_t slots, const uint64_t *running, 
                            .incarnation = 7};
     uint64_t id = 0;
     char err[256];
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
     CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, running, n, err, sizeof(err)), HV_OK, err);
     hv_driver_node_heartbeat(H.d, id); /* the reconcile after the hello */
     return id;
@@ -445,7 +446,8 @@ static uint64_t join_with(const char *name, uint32_t slots, const char *labels, 
                            .incarnation = 7};
     uint64_t id = 0;
     char err[256];
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
     CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
     hv_driver_node_heartbeat(H.d, id);
     return id;

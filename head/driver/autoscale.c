@@ -150,7 +150,7 @@ static void ended(hv_autoscale_t *a, as_inst_t *in, const char *why, int preempt
     char tok[AS_PATH + 32];
     token_path(a, in->id, tok, sizeof(tok));
     (void)unlink(tok);
-    hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
+    const hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
     if (nd != NULL) {
         hv_driver_node_retire(a->d, nd->id);
     }
@@ -302,7 +302,7 @@ static void do_terminate(hv_autoscale_t *a, const hv_as_action_t *x) {
         return;
     }
     /* Nothing may be placed on it between now and its end. */
-    hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
+    const hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
     if (nd != NULL && nd->state == HV_NODE_ALIVE) {
         (void)hv_driver_node_drain(a->d, nd->id, 1, "the autoscaler gives it back", 0, 0, NULL, 0);
     }
@@ -355,7 +355,7 @@ static void sync_nodes(hv_autoscale_t *a, uint64_t now) {
                 in->dirty = 1;
             }
         }
-        hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
+        const hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
         if (nd == NULL || nd->state == HV_NODE_DEAD) {
             if (in->state == HV_AS_RUNNING && in->lost_since_mono == 0) {
                 in->lost_since_mono = now;
@@ -457,7 +457,7 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
     size_t i = 0;
     for (as_inst_t *in = a->insts; in != NULL; in = in->next, i++) {
         uint32_t workers = 0;
-        hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
+        const hv_dnode_t *nd = hv_driver_node_by_name(a->d, in->name);
         if (nd != NULL && nd->state != HV_NODE_DEAD) {
             workers = nd->acct.slots_used;
         }
@@ -680,7 +680,7 @@ hv_err hv_autoscale_load(hv_autoscale_t *a) {
             a->next_id = id + 1;
         }
         if (rows[i].ended_ms != 0 || strcmp(rows[i].provider, a->provider_name) != 0) {
-            hv_dnode_t *nd = hv_driver_node_by_name(a->d, rows[i].node_name);
+            const hv_dnode_t *nd = hv_driver_node_by_name(a->d, rows[i].node_name);
             if (rows[i].ended_ms != 0 && nd != NULL) {
                 hv_driver_node_retire(a->d, nd->id);
             }

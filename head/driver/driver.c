@@ -59,12 +59,12 @@ static uint32_t rand32(void) {
     return v;
 }
 
-hv_dnode_t *hv_driver_nodes(hv_driver_t *d) { return d->nodes; }
+const hv_dnode_t *hv_driver_nodes(const hv_driver_t *d) { return d->nodes; }
 
-hv_djob_t *hv_driver_jobs(hv_driver_t *d) { return d->jobs; }
+const hv_djob_t *hv_driver_jobs(const hv_driver_t *d) { return d->jobs; }
 
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id) {
-    hv_dnode_t *nd = hv_driver_node(d, node_id);
+    hv_dnode_t *nd = node_by_id(d, node_id);
     if (nd != NULL) {
         nd->retired = 1;
     }
@@ -74,24 +74,19 @@ int hv_driver_node_hidden(const hv_dnode_t *nd) {
     return nd->retired && nd->state != HV_NODE_ALIVE;
 }
 
-hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id) { return node_by_id(d, id); }
+const hv_dnode_t *hv_driver_node(const hv_driver_t *d, uint64_t id) { return node_by_id(d, id); }
 
-hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name) {
-    for (hv_dnode_t *n = d->nodes; n != NULL && name != NULL; n = n->next) {
-        if (strcmp(n->name, name) == 0) {
-            return n;
-        }
-    }
-    return NULL;
+const hv_dnode_t *hv_driver_node_by_name(const hv_driver_t *d, const char *name) {
+    return node_by_name(d, name);
 }
 
-hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id) {
-    hv_dnode_t *n = hv_driver_node_by_name(d, name_or_id);
+const hv_dnode_t *hv_driver_node_find(const hv_driver_t *d, const char *name_or_id) {
+    const hv_dnode_t *n = node_by_name(d, name_or_id);
     if (n == NULL && name_or_id != NULL && name_or_id[0] >= '0' && name_or_id[0] <= '9') {
         char *end = NULL;
         unsigned long long id = strtoull(name_or_id, &end, 10);
         if (end != NULL && *end == '\0') {
-            n = hv_driver_node(d, id);
+            n = node_by_id(d, id);
         }
     }
     return n;
@@ -157,7 +152,7 @@ hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id
         return HV_OK;
     }
     hv_djob_t *j = w->job;
-    if (hv_joblog_append(d->logs, &j->log, w->jm.rank, stream, lines, n, hv_now_ms()) &&
+    if (hv_joblog_append(d->logs, j->log, w->jm.rank, stream, lines, n, hv_now_ms()) &&
         d->io.job_changed != NULL) {
         d->io.job_changed(d->io.ud, j->jm.id);
     }
@@ -167,18 +162,18 @@ hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id
 /* The job ended: a job that lost output to the caps says how much, once, in its log and its
  * events. */
 static void job_log_ended(hv_driver_t *d, hv_djob_t *j) {
-    if (j->log.dropped == 0 || j->log_end_said) {
+    if (j->log->dropped == 0 || j->log_end_said) {
         return;
     }
     j->log_end_said = 1;
     char why[160];
     snprintf(why, sizeof(why), "%s",
-             j->log.capped ? "logs.max_job_bytes"
-                           : "logs.max_total_bytes, logs.reserve_free_bytes or a full disk");
+             j->log->capped ? "logs.max_job_bytes"
+                            : "logs.max_total_bytes, logs.reserve_free_bytes or a full disk");
     char line[400];
     snprintf(line, sizeof(line), "%llu bytes of the job's output were dropped (%s)",
-             (unsigned long long)j->log.dropped, why);
-    hv_joblog_note(d->logs, &j->log, 0, line);
+             (unsigned long long)j->log->dropped, why);
+    hv_joblog_note(d->logs, j->log, 0, line);
     hv_driver_event(d, j->jm.id, 0, "job.note", NULL, "job %llu: %s", (unsigned long long)j->jm.id,
                     line);
 }
@@ -440,7 +435,7 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     if (b == NULL) {
         return;
     }
-    hv_dnode_t *nd = hv_driver_node(d, node_id);
+    hv_dnode_t *nd = node_by_id(d, node_id);
     uint64_t inc = nd != NULL ? nd->incarnation : 0;
     hv_bl_entry_t e = hv_bl_of_agent(&b->e, b->incarnation, inc);
     uint64_t wall = hv_wall_ms();
@@ -717,7 +712,7 @@ static void send_spawn(hv_driver_t *d, hv_djob_t *j, hv_dworker_t *w, uint32_t s
                     .spec = j->spec,
                     .spec_len = j->spec_len};
     hv_err rc = d->io.order != NULL ? d->io.order(d->io.ud, w->jm.node_id, &o) : HV_ECLOSED;
-    hv_dnode_t *sn = rc == HV_OK ? hv_driver_node(d, w->jm.node_id) : NULL;
+    hv_dnode_t *sn = rc == HV_OK ? node_by_id(d, w->jm.node_id) : NULL;
     if (sn != NULL && sn->reconcile_pending) {
         /* Ordered on the new Session after its hello: the agent knows this worker even though
          * the hello did not list it, so the reconcile at the next heartbeat must not call it
@@ -733,7 +728,7 @@ static void send_spawn(hv_driver_t *d, hv_djob_t *j, hv_dworker_t *w, uint32_t s
         worker_desc(d, w, what, sizeof(what));
         strncat(what, " was lost: its node's session closed before the spawn order",
                 sizeof(what) - strlen(what) - 1);
-        hv_dnode_t *nd = hv_driver_node(d, w->jm.node_id);
+        hv_dnode_t *nd = node_by_id(d, w->jm.node_id);
         if (nd != NULL) {
             hv_node_release(&nd->acct, w->gpu);
         }
@@ -816,7 +811,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     }
     for (uint32_t r = 0; r < n; r++) {
         ws[r]->jm.dirty = 0;
-        hv_dnode_t *nd = hv_driver_node(d, ws[r]->jm.node_id);
+        hv_dnode_t *nd = node_by_id(d, ws[r]->jm.node_id);
         if (nd != NULL) {
             hv_node_claim(&nd->acct, ws[r]->gpu);
         }
@@ -863,7 +858,7 @@ out:
 static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t len) {
     uint64_t wall = hv_wall_ms();
     for (const hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
-        hv_dnode_t *nd = hv_driver_node(d, b->node_id);
+        hv_dnode_t *nd = node_by_id(d, b->node_id);
         if (nd != NULL && hv_bl_lifted(&b->e, b->incarnation, nd->incarnation, wall) &&
             hv_node_takes_work(nd->state, nd->has_session) &&
             nd->acct.slots_used < nd->acct.slots) {
@@ -900,7 +895,7 @@ hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o) {
 }
 
 void hv_driver_node_take(hv_driver_t *d, uint64_t node_id, int gpu, int give_back) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (n != NULL) {
         if (give_back) {
             hv_node_release(&n->acct, gpu);
@@ -1081,7 +1076,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
         return rc;
     }
     j->wait_deadline = hv_cl_wait_deadline(hv_now_ms(), 0, 0, j->timeout_s);
-    hv_joblog_open(d->logs, &j->log, j->jm.id);
+    hv_joblog_open(d->logs, j->log, j->jm.id);
     hv__driver_job_link(d, j);
     hv_ev_fields_t f = {.job_state = HV_EV_JOB_STATE(HV_JOB_PENDING)};
     if (elastic) {
@@ -1097,11 +1092,12 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     }
     *job_id = j->jm.id;
     *np_out = np;
+    hv_driver_schedule(d);
     return HV_OK;
 }
 
 hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id) {
-    hv_djob_t *j = hv_driver_job(d, job_id);
+    hv_djob_t *j = hv__driver_job(d, job_id);
     if (j == NULL) {
         return HV_ENOTFOUND;
     }
@@ -1135,7 +1131,7 @@ hv_err hv_driver_worker_started(hv_driver_t *d, uint64_t node_id, uint64_t worke
 
 /* Common end of a worker: releases its slot, records why. */
 static void worker_gone(hv_driver_t *d, hv_dworker_t *w, const char *reason) {
-    hv_dnode_t *nd = hv_driver_node(d, w->jm.node_id);
+    hv_dnode_t *nd = node_by_id(d, w->jm.node_id);
     if (nd != NULL) {
         hv_node_release(&nd->acct, w->gpu);
     }
@@ -1248,10 +1244,15 @@ static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
     hv_node_reset(&n->acct);
 }
 
-hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
-                           size_t errlen) {
+hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_t *a,
+                           uint64_t *node_id, char *err, size_t errlen) {
     uint64_t now = hv_now_ms();
-    hv_dnode_t *n = hv_driver_node_by_name(d, info->name);
+    hv_dnode_t *n = node_by_name(d, info->name);
+    hv_admit_node(a, n != NULL ? n->id : 0);
+    if (a->by == HV_ADMIT_REFUSED) {
+        snprintf(err, errlen, "not admitted");
+        return a->rc != HV_OK ? a->rc : HV_EPERM;
+    }
     hv_join_kind_t kind = n == NULL
                               ? hv_node_join_kind(0, 0, info->incarnation, HV_NODE_ALIVE, 0, 0)
                               : hv_node_join_kind(1, n->incarnation, info->incarnation, n->state,
@@ -1338,12 +1339,17 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t 
                     n->name, info->peer ? info->peer : "?", n->acct.slots, n->acct.gpus,
                     n->preemptible ? ", preemptible" : "");
     *node_id = n->id;
+    /* The loop thread is the only one: nothing used the token between its check and this. */
+    if (a->by == HV_ADMIT_BY_JTOKEN && (rc = hv__driver_jtoken_use(d, a, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    hv_driver_schedule(d);
     return HV_OK;
 }
 
 hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnation,
                              const uint64_t *running, size_t nrunning, char *err, size_t errlen) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (n == NULL) {
         snprintf(err, errlen, "unknown node id %llu: join again", (unsigned long long)node_id);
         return HV_ENOTFOUND;
@@ -1379,7 +1385,7 @@ hv_err hv_driver_node_attach(hv_driver_t *d, uint64_t node_id, uint64_t incarnat
 }
 
 void hv_driver_node_detach(hv_driver_t *d, uint64_t node_id) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (n != NULL) {
         n->has_session = 0;
     }
@@ -1420,7 +1426,7 @@ static void node_suspect(hv_driver_t *d, hv_dnode_t *n, const char *what, const 
 }
 
 void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *why) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (n == NULL) {
         return;
     }
@@ -1432,7 +1438,7 @@ void hv_driver_node_session_lost(hv_driver_t *d, uint64_t node_id, const char *w
 }
 
 void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (n != NULL) {
         node_renew(d, n, hv_now_ms());
         n->last_seen_ms = hv_wall_ms();
@@ -1443,7 +1449,7 @@ void hv_driver_node_heard(hv_driver_t *d, uint64_t node_id) {
  * ordered): a worker the head believes alive that the agent did not list is really gone, and a
  * worker the agent runs that the head does not expect is killed. */
 void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (n == NULL || !n->reconcile_pending) {
         return;
     }
@@ -1494,9 +1500,12 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id) {
     hv_driver_schedule(d);
 }
 
+static void node_drained(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, uint64_t seen,
+                         int drain, const char *reason, int from_agent, uint32_t notice_ms);
+
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
                             int from_agent, uint32_t notice_ms, char *err, size_t errlen) {
-    hv_dnode_t *n = hv_driver_node(d, node_id);
+    hv_dnode_t *n = node_by_id(d, node_id);
     if (err != NULL && errlen > 0) {
         err[0] = '\0';
     }
@@ -1512,6 +1521,71 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
     if (node_store_as(d, n, st, seen, err, errlen) != HV_OK) {
         return HV_EUNAVAIL; /* n stays as it was: nothing is ordered or re-formed */
     }
+    node_drained(d, n, st, seen, drain, reason, from_agent, notice_ms);
+    return HV_OK;
+}
+
+hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int drain,
+                             const char *reason, size_t *bad, char *err, size_t errlen) {
+    hv_node_state_t st[HV_DRIVER_DRAIN_MAX];
+    hv_dnode_t *nd[HV_DRIVER_DRAIN_MAX];
+    if (n > HV_DRIVER_DRAIN_MAX) {
+        snprintf(err, errlen, "at most %d nodes at once", HV_DRIVER_DRAIN_MAX);
+        return HV_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) { /* every node checked before any changes */
+        *bad = i;
+        if ((nd[i] = node_by_id(d, ids[i])) == NULL) {
+            snprintf(err, errlen, "no node %llu", (unsigned long long)ids[i]);
+            return HV_ENOTFOUND;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (nd[k] == nd[i]) {
+                snprintf(err, errlen, "node %s is named twice", nd[i]->name);
+                return HV_EINVAL;
+            }
+        }
+        hv_err rc = hv_node_drain_to(nd[i]->state, drain, &st[i]);
+        if (rc != HV_OK) {
+            snprintf(err, errlen, "node %s is %s, not draining", nd[i]->name,
+                     hv_node_state_name(nd[i]->state));
+            return rc;
+        }
+    }
+    /* Every new state in one transaction: all are stored, or none is and none changes. */
+    uint64_t seen = hv_wall_ms();
+    hv_err rc = hv_store_begin(d->store);
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        if (st[i] != nd[i]->state) {
+            rc = hv_store_node_set_state(d->store, nd[i]->id, hv_node_state_name(st[i]), seen);
+        }
+    }
+    if (rc == HV_OK) {
+        rc = hv_store_commit(d->store);
+    }
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "the head could not store the nodes as %s: %s",
+                 drain ? "draining" : "alive", hv_store_last_error(d->store));
+        hv_store_rollback(d->store);
+        hv__driver_store_failed(d, rc, drain ? "store nodes as draining" : "store nodes as alive");
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-NODE-NOT-STORED", "%s; none of the %zu nodes changed",
+               err, n);
+        return HV_EUNAVAIL;
+    }
+    hv__driver_store_worked(d);
+    for (size_t i = 0; i < n; i++) {
+        if (st[i] != nd[i]->state) {
+            nd[i]->persisted_seen_ms = seen;
+            node_drained(d, nd[i], st[i], seen, drain, reason, 0, 0);
+        }
+    }
+    return HV_OK;
+}
+
+/* A drain or undrain of n stored as st: in memory, then acted on (orders, events, the jobs'
+ * rounds, placement). */
+static void node_drained(hv_driver_t *d, hv_dnode_t *n, hv_node_state_t st, uint64_t seen,
+                         int drain, const char *reason, int from_agent, uint32_t notice_ms) {
     n->state = st;
     n->last_seen_ms = seen;
     const char *why = reason != NULL && reason[0] != '\0' ? reason : "no reason given";
@@ -1523,7 +1597,7 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
             d->io.order(d->io.ud, n->id, &o);
         }
         hv_driver_schedule(d);
-        return HV_OK;
+        return;
     }
     /* from_agent: the node's own notice (a preemption notice, or its agent stopping), with the
      * time it gave (0: unknown); else hvctl drain or the autoscaler. */
@@ -1551,7 +1625,6 @@ hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const c
         hv__driver_apply(d, j, &d->out);
     }
     hv_driver_schedule(d);
-    return HV_OK;
 }
 
 int hv_driver_node_jobs_any(hv_driver_t *d, uint64_t node_id,
@@ -1582,7 +1655,7 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
         if (!job_active(j)) {
             continue;
         }
-        hv_dnode_t *nd = hv_driver_node(d, node_id);
+        hv_dnode_t *nd = node_by_id(d, node_id);
         for (hv_dbl_t *b = j->blacklist; b != NULL && n < cap; b = b->next) {
             if (b->node_id == node_id && nd != NULL &&
                 hv_bl_bars(&b->e, b->incarnation, nd->incarnation, wall)) {
@@ -1610,7 +1683,7 @@ static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, u
     hv_ringev_verdict_t v[4];
     size_t nv = hv_ringev_judge(&j->ringev, &j->jm, v, 4);
     for (size_t k = 0; k < nv; k++) {
-        hv_dnode_t *nd = hv_driver_node(d, v[k].node_id);
+        hv_dnode_t *nd = node_by_id(d, v[k].node_id);
         char what[256], why[160], data[200];
         if (v[k].silent && nd != NULL) {
             snprintf(what, sizeof(what),

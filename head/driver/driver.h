@@ -22,19 +22,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "admit.h"
 #include "blacklist.h"
+#include "callfig.h"
 #include "cluster.h"
 #include "config.h"
 #include "err.h"
 #include "jobfig.h"
 #include "jobm.h"
-#include "joblog.h"
 #include "nodes.h"
+#include "records.h"
 #include "ringev.h"
-#include "statecopy.h"
-#include "store.h"
 
 typedef struct hv_driver_s hv_driver_t;
+/* The store layer's handles, opaque here (head/store/; the driver's own files see them). */
+typedef struct hv_store_s hv_store_t;
+typedef struct hv_statecopies_s hv_statecopies_t;
+typedef struct hv_statecopy_done_s hv_statecopy_done_t;
 
 /* ---- what the driver asks of the services --------------------------------------------------- */
 
@@ -103,6 +107,9 @@ typedef struct hv_driver_io_s {
     /* Optional: call hv_driver_wake in delay_ms (a suspected node's grace ends then: its rounds
      * and its jobs' last holders need not wait for the next tick). */
     void (*wake)(void *ud, uint64_t delay_ms);
+    /* A node credential (node_id, incarnation) was revoked and stored: the access table refuses
+     * it from now on (its Session is dropped next). An error leaves it unrevoked in memory. */
+    hv_err (*revoked)(void *ud, uint64_t node_id, uint64_t incarnation);
     void *ud;
 } hv_driver_io_t;
 
@@ -161,7 +168,7 @@ struct hv_djob_s {
     hv_dbl_t *blacklist;                         /* entries (owned list) */
     uint64_t submitted_ms, started_ms, ended_ms; /* wall clock */
     uint64_t wait_deadline;                      /* monotonic: fail if not placed by then */
-    hv_joblog_t log;                             /* its output file (joblog.h) */
+    struct hv_joblog_s *log;                     /* its output file (store/joblog.h; owned) */
     int log_end_said;                            /* the dropped output was told at the end */
     uint64_t last_event_seq;                     /* newest event of the job */
     int dirty_row;                               /* row fields changed outside jobm */
@@ -272,10 +279,18 @@ typedef struct hv_node_info_s {
     uint64_t incarnation;
 } hv_node_info_t;
 
-/* Registers a node (by name) or re-registers it; a new incarnation means the agent restarted and
- * its old workers are gone. HV_EIO when it cannot be stored (err says why). */
-hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, uint64_t *node_id, char *err,
-                           size_t errlen);
+/* Whether a Join is admitted (core/admit.h decides on ask, with the join token it names read
+ * from the store here; ask is borrowed, its jtoken filled in). Stores nothing. */
+void hv_driver_admit(hv_driver_t *d, hv_admit_ask_t *ask, hv_admit_t *out);
+/* Registers a node (by name) or re-registers it, admitted by a (hv_driver_admit): a node
+ * credential re-joins its own node only (HV_EPERM, a refused: NOT_THIS_NODE); a join token made
+ * by hvctl has its use counted once the node is stored, before this returns (HV_EUNAVAIL when it
+ * cannot be counted, HV_EAUTH when the token admits nobody any more: err says why, and the
+ * agent's reply is that refusal). A new incarnation means the agent restarted and its old
+ * workers are gone. HV_EIO when the node cannot be stored (err says why). Then places what can
+ * be placed. */
+hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_t *a,
+                           uint64_t *node_id, char *err, size_t errlen);
 /* A Session opened with its hello (running: worker ids alive on the node). HV_ENOTFOUND for an
  * unknown node, HV_ESTATE when a newer agent holds the node, HV_EUNAVAIL when a dead node's
  * return cannot be stored (nothing changed; err says why; the agent tries again). */
@@ -301,19 +316,28 @@ void hv_driver_node_heartbeat(hv_driver_t *d, uint64_t node_id);
  * may be NULL, says why). */
 hv_err hv_driver_node_drain(hv_driver_t *d, uint64_t node_id, int drain, const char *reason,
                             int from_agent, uint32_t notice_ms, char *err, size_t errlen);
+/* Drains (drain = 1) or undrains n nodes as one input (hvctl drain A B C; at most
+ * HV_DRIVER_DRAIN_MAX): every node is checked before any changes (HV_ENOTFOUND for an unknown
+ * id, HV_EINVAL for one given twice, HV_ESTATE to undrain one that is not draining: *bad gets
+ * its index, err says why), then every new state is stored in one transaction (HV_EUNAVAIL when
+ * it cannot be: none changes, err says why), then each is acted on as hv_driver_node_drain does
+ * within this one call, so that a job on several of them re-forms once. */
+#define HV_DRIVER_DRAIN_MAX 64
+hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int drain,
+                             const char *reason, size_t *bad, char *err, size_t errlen);
 /* The autoscaler gave the node's instance back: once the node is dead it no longer counts as
  * capacity (it will not come back) and is not listed. A new agent joining under the name
  * undoes it. */
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id);
 /* A retired node that is no longer alive (draining or dead): views and capacity leave it out. */
 int hv_driver_node_hidden(const hv_dnode_t *nd);
-hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id);
-hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name);
+const hv_dnode_t *hv_driver_node(const hv_driver_t *d, uint64_t id);
+const hv_dnode_t *hv_driver_node_by_name(const hv_driver_t *d, const char *name);
 /* A node as a user names it (hvctl drain, undrain, node revoke): by name, else by id (a
  * decimal string); NULL when neither. */
-hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id);
+const hv_dnode_t *hv_driver_node_find(const hv_driver_t *d, const char *name_or_id);
 /* The first node (nodes are linked by next). */
-hv_dnode_t *hv_driver_nodes(hv_driver_t *d);
+const hv_dnode_t *hv_driver_nodes(const hv_driver_t *d);
 /* Node scope of Cluster.Fetch: calls fn on each active job with a live worker placed on node_id
  * until fn returns nonzero, and returns that value (0: fn matched none, or there is no such job).
  * The job is borrowed for the call. */
@@ -363,7 +387,8 @@ typedef struct hv_job_submit_s {
     size_t nartifacts;
 } hv_job_submit_t;
 
-/* Validates against the cluster (np against capacity, bounds) and stores a pending job.
+/* Validates against the cluster (np against capacity, bounds) and stores a pending job, then
+ * places what can be placed.
  * HV_EINVAL/HV_ESTATE with a message for the user in err; HV_EUNAVAIL when it cannot be stored
  * (err: hv_driver_store_trouble's words).
  * *np_out: the workers the job will start with (np = 0 resolved). */
@@ -373,13 +398,13 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
 hv_err hv_driver_cancel(hv_driver_t *d, uint64_t job_id);
 /* A job in memory, or loaded back from the store (ended jobs leave memory after a while).
  * NULL when unknown. */
-hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
+const hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id);
 /* The path of job job_id's output log: <data_dir>/logs/<epoch>-<job>.log, or <job>.log under
  * the legacy epoch "" (hv_store_epoch): a new state.db's job 1 never shows an old job 1's log. */
 void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t len);
 /* The first job in memory (jobs are linked by next, in submission order): the active ones and
  * those that ended a short while ago. */
-hv_djob_t *hv_driver_jobs(hv_driver_t *d);
+const hv_djob_t *hv_driver_jobs(const hv_driver_t *d);
 /* Node name of a worker ("?" if unknown). */
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w);
 uint32_t hv_driver_free_slots(hv_driver_t *d, uint32_t slots_per_host);
@@ -396,6 +421,24 @@ void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what);
 /* 1 when what the job machine decided for j is stored (no actions of j wait for the store): an
  * end is told to watchers only then. */
 int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
+
+/* ---- access: join tokens, revoked node credentials, the audit trail (driver_access.c) ------ */
+
+/* Stores a new join token (row borrowed: its id, its secret's hash, expiry, uses and maker).
+ * HV_EEXIST when the id is taken (the caller draws another). */
+hv_err hv_driver_jtoken_create(hv_driver_t *d, const hv_jtoken_row_t *row);
+/* Revokes join token id at now_ms (wall clock), stored; *out: the token as it is now (one
+ * revoked already is left as it was). HV_ENOTFOUND: no such token. */
+hv_err hv_driver_jtoken_revoke(hv_driver_t *d, const char *id, uint64_t now_ms,
+                               hv_jtoken_row_t *out);
+/* Revokes the current credential of node node_id: stored first (HV_EUNAVAIL when it cannot be:
+ * nothing is revoked, err says why), then the access table forgets it (io.revoked) and the
+ * node's Session ends (io.drop_session): its agent's re-join is refused. HV_ENOTFOUND: no such
+ * node. */
+hv_err hv_driver_node_revoke(hv_driver_t *d, uint64_t node_id, char *err, size_t errlen);
+/* Appends one row to the audit trail (row borrowed; its seq is the store's); the newest 100000
+ * rows are kept. A failure is the caller's to tell (hv_view_error says why). */
+hv_err hv_driver_audit(hv_driver_t *d, const hv_audit_row_t *row);
 
 /* ---- the autoscaler (head/driver/autoscale.c) ------------------------------------------------------ */
 

@@ -13,8 +13,13 @@
 
 #include "driver.h"
 
+#include <string.h>
+
 #include "durable.h"
 #include "evq.h"
+#include "joblog.h"
+#include "statecopy.h"
+#include "store.h"
 
 #define STORE_RETRY_MS 1000 /* while the store fails, waiting decisions are retried this often */
 #define EVENT_WAIT_MAX 4096 /* events kept while the store fails (a message: at most 1 KiB) */
@@ -86,6 +91,15 @@ static inline hv_dnode_t *node_by_id(const hv_driver_t *d, uint64_t id) {
     return NULL;
 }
 
+static inline hv_dnode_t *node_by_name(const hv_driver_t *d, const char *name) {
+    for (hv_dnode_t *n = d->nodes; n != NULL && name != NULL; n = n->next) {
+        if (strcmp(n->name, name) == 0) {
+            return n;
+        }
+    }
+    return NULL;
+}
+
 /* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
 static inline const char *node_name_of(uint64_t node_id, void *ud) {
     const hv_dnode_t *n = node_by_id(ud, node_id);
@@ -146,6 +160,9 @@ hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out)
 /* Appends j to the driver's jobs (submission order, which is scheduling order). */
 void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j);
 
+/* A job in memory, or loaded back from the store (hv_driver_job's, writable). */
+hv_djob_t *hv__driver_job(hv_driver_t *d, uint64_t job_id);
+
 /* The job and worker of a rendezvous call (the job from memory, else from the store), or an
  * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */
 hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
@@ -173,6 +190,12 @@ size_t hv__driver_events_flush(hv_driver_t *d);
 /* At the driver's destruction: a last try to write the waiting events (what still fails is
  * logged as lost), then the queue is freed. */
 void hv__driver_events_fini(hv_driver_t *d);
+
+/* ---- driver_access.c ------------------------------------------------------------------------ */
+
+/* Counts one use of the join token that admitted a Join, once its node is stored. HV_EAUTH when
+ * the token admits nobody any more, HV_EUNAVAIL when the store fails; err says why. */
+hv_err hv__driver_jtoken_use(hv_driver_t *d, const hv_admit_t *a, char *err, size_t errlen);
 
 /* ---- driver_copies.c ------------------------------------------------------------------------ */
 

@@ -224,7 +224,10 @@ void hv__driver_job_free(hv_djob_t *j) {
         j->blacklist = b->next;
         hv_free(b);
     }
-    hv_joblog_close(&j->log);
+    if (j->log != NULL) {
+        hv_joblog_close(j->log);
+        hv_free(j->log);
+    }
     hv_ringev_fini(&j->ringev);
     hv_free(j->name);
     hv_free(j->spec);
@@ -243,10 +246,11 @@ void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j) {
 /* A job from its row (the row's strings and spec move into the job). */
 hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out) {
     hv_djob_t *j = hv_calloc(1, sizeof(*j));
-    if (j == NULL) {
+    if (j == NULL || (j->log = hv_calloc(1, sizeof(*j->log))) == NULL) {
+        hv_free(j);
         return HV_ENOMEM;
     }
-    j->log.fd = -1; /* opened when the job is linked */
+    j->log->fd = -1; /* opened when the job is linked */
     hv_jm_params_t p = {.elastic = r->elastic,
                         .np = r->np,
                         .min_np = r->min_np,
@@ -410,7 +414,7 @@ static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
     return HV_OK;
 }
 
-hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
+hv_djob_t *hv__driver_job(hv_driver_t *d, uint64_t job_id) {
     hv_djob_t *j = job_by_id(d, job_id);
     if (j != NULL) {
         return j;
@@ -429,9 +433,13 @@ hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
     return j;
 }
 
+const hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
+    return hv__driver_job(d, job_id);
+}
+
 hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
                             hv_dworker_t **wo, char *err, size_t errlen) {
-    hv_djob_t *j = hv_driver_job(d, job_id); /* memory, else the store (an ended job) */
+    hv_djob_t *j = hv__driver_job(d, job_id); /* memory, else the store (an ended job) */
     if (j == NULL) {
         snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
         return HV_ENOTFOUND;
@@ -544,7 +552,7 @@ hv_err hv__driver_load_tables(hv_driver_t *d) {
                 hv_node_claim(&n->acct, w->gpu);
             }
         }
-        hv_joblog_open(d->logs, &j->log, j->jm.id);
+        hv_joblog_open(d->logs, j->log, j->jm.id);
         hv__driver_job_link(d, j);
     }
     hv_store_job_free_list(jobs, nj);

@@ -6,7 +6,9 @@
  * on or announced that was not stored (no order, no state change in memory or in the store, no
  * bar, no event told to the observer or the job's watchers) and that the head says so (an error
  * for the caller with sqlite's words, hv_driver_store_trouble); then that the same input works
- * once the store does, and that a waiting event is written then, in order, not lost.
+ * once the store does, and that a waiting event is written then, in order, not lost. The access
+ * commands too: a node credential's revocation and a join token's are stored before anything
+ * acts on them.
  */
 #include "driver.h"
 #include "hv_check.h"
@@ -32,6 +34,7 @@ typedef struct fake_s {
     uint64_t node[MAX_ORDERS], worker[MAX_ORDERS];
     size_t norders;
     size_t drops;            /* drop_session calls */
+    size_t revoked;          /* revoked calls (the access table told) */
     char seen[MAX_SEEN][32]; /* the kinds of the events told to the observer, in order */
     uint64_t seen_job[MAX_SEEN];
     size_t nseen;
@@ -65,6 +68,15 @@ static void fake_drop(void *ud, uint64_t node_id) {
     ((fake_t *)ud)->drops++;
 }
 
+static hv_err fake_revoked(void *ud, uint64_t node_id, uint64_t incarnation) {
+    (void)node_id;
+    (void)incarnation;
+    fake_t *f = ud;
+    f->revoked++;
+    CHECK_EQ(f->drops, 0); /* the credential is refused before its session ends */
+    return HV_OK;
+}
+
 static size_t orders_of(const fake_t *f, hv_order_kind_t kind) {
     size_t n = 0;
     for (size_t i = 0; i < f->norders; i++) {
@@ -94,7 +106,8 @@ static void setup(void) {
     hv_free(H.cfg.data_dir);
     H.cfg.data_dir = hv_strdup(H.dir);
     CHECK_RC_MSG(hv_store_open(H.dir, &H.store, err, sizeof(err)), HV_OK, err);
-    hv_driver_io_t io = {.order = fake_order, .drop_session = fake_drop, .ud = &H.io};
+    hv_driver_io_t io = {
+        .order = fake_order, .drop_session = fake_drop, .revoked = fake_revoked, .ud = &H.io};
     CHECK_RC(hv_driver_create(&H.cfg, H.store, &io, &H.d), HV_OK);
     CHECK_RC(hv_driver_load(H.d), HV_OK);
     hv_driver_set_observer(H.d, fake_observe, &H.io);
@@ -119,7 +132,8 @@ static uint64_t join(const char *name, uint32_t slots) {
                            .incarnation = 7};
     uint64_t id = 0;
     char err[256];
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &id, err, sizeof(err)), HV_OK, err);
+    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
+    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
     CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
     return id;
 }
@@ -145,7 +159,7 @@ static void stored_state(uint64_t id, char *buf, size_t len) {
 
 static void case_drain_not_stored(void) {
     uint64_t a = join("a", 1);
-    hv_dnode_t *n = hv_driver_node(H.d, a);
+    const hv_dnode_t *n = hv_driver_node(H.d, a);
     char err[300] = "";
     CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
     CHECK_RC(hv_driver_node_drain(H.d, a, 1, "test", 0, 0, err, sizeof(err)), HV_EUNAVAIL);
@@ -178,9 +192,46 @@ static void case_drain_not_stored(void) {
 /* The lease ran out: "dead" is stored before the node's session is dropped and its workers are
  * given up on; while it cannot be, the node stays as it was and each tick tries again. Then a
  * dead node's return is stored before its session is taken. */
+/* Several nodes drained as one input: when one of them cannot be stored none changes (in
+ * memory, in the store, no order); then all are stored and all ordered; an undrain of one that
+ * is not draining changes none and names it. */
+static void case_drain_many_atomic(void) {
+    uint64_t ids[3] = {join("a", 1), join("b", 1), join("c", 1)};
+    char err[300] = "";
+    size_t bad = 9;
+    CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER b_fail BEFORE UPDATE ON nodes "
+                                     "WHEN NEW.name = 'b' BEGIN "
+                                     "SELECT RAISE(FAIL, 'disk I/O error (injected)'); END"),
+             HV_OK);
+    CHECK_RC(hv_driver_nodes_drain(H.d, ids, 3, 1, "test", &bad, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "the head could not store the nodes as draining") != NULL);
+    CHECK(strstr(err, "injected") != NULL);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_EQ(hv_driver_node(H.d, ids[i])->state, HV_NODE_ALIVE);
+        CHECK_STORED(ids[i], "alive");
+    }
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_DRAIN), 0);
+    CHECK_RC(hv__store_exec(H.store, "DROP TRIGGER b_fail"), HV_OK);
+    CHECK_RC(hv_driver_nodes_drain(H.d, ids, 3, 1, "test", &bad, err, sizeof(err)), HV_OK);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_EQ(hv_driver_node(H.d, ids[i])->state, HV_NODE_DRAINING);
+        CHECK_STORED(ids[i], "draining");
+    }
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_DRAIN), 3);
+    uint64_t d = join("d", 1), some[2] = {ids[0], d};
+    CHECK_RC(hv_driver_nodes_drain(H.d, some, 2, 0, "test", &bad, err, sizeof(err)), HV_ESTATE);
+    CHECK_EQ(bad, 1);
+    CHECK_STR(err, "node d is alive, not draining");
+    CHECK_EQ(hv_driver_node(H.d, ids[0])->state, HV_NODE_DRAINING);
+    uint64_t twice[2] = {ids[0], ids[0]};
+    CHECK_RC(hv_driver_nodes_drain(H.d, twice, 2, 0, "test", &bad, err, sizeof(err)), HV_EINVAL);
+    CHECK_EQ(bad, 1);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_UNDRAIN), 0);
+}
+
 static void case_dead_and_back_not_stored(void) {
     uint64_t a = join("a", 1);
-    hv_dnode_t *n = hv_driver_node(H.d, a);
+    const hv_dnode_t *n = hv_driver_node(H.d, a);
     uint64_t later = hv_now_ms() + H.cfg.lease_ms + 1000;
     CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
     hv_driver_tick(H.d, later);
@@ -338,7 +389,7 @@ static void case_event_waits_for_store(void) {
     char err[300], got[256];
     CHECK_RC_MSG(hv_driver_submit(H.d, &s, &job, &np, err, sizeof(err)), HV_OK, err);
     hv_driver_stop(H.d); /* nothing is placed: only this case's events are written */
-    hv_djob_t *j = hv_driver_job(H.d, job);
+    const hv_djob_t *j = hv_driver_job(H.d, job);
     uint64_t seq0 = last_seq(), job_seq0 = j->last_event_seq;
     size_t seen0 = H.io.nseen;
     CHECK(seq0 > 0 && job_seq0 > 0);
@@ -393,15 +444,102 @@ static void case_event_bound(void) {
     CHECK_STR(got, "test.kept,test.kept,head.events_dropped,test.after");
 }
 
+/* A node credential's revocation: while the store fails it is refused (HV_EUNAVAIL, the
+ * store's words) and nothing acts on it; once stored, the access table is told, then the
+ * session ends. */
+static void case_revoke_stored_first(void) {
+    uint64_t a = join("a", 1);
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    char err[256] = "";
+    CHECK_RC(hv_driver_node_revoke(H.d, a, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "could not store the revocation of node a") != NULL);
+    CHECK(strstr(err, "readonly") != NULL);
+    CHECK_EQ(H.io.revoked, 0);
+    CHECK_EQ(H.io.drops, 0);
+    hv_revoked_row_t *rows = NULL;
+    size_t n = 9;
+    CHECK_RC(hv_store_revoked_list(H.store, &rows, &n), HV_OK);
+    CHECK_EQ(n, 0);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_driver_node_revoke(H.d, a, err, sizeof(err)), HV_OK);
+    CHECK_EQ(H.io.revoked, 1);
+    CHECK_EQ(H.io.drops, 1);
+    CHECK_RC(hv_store_revoked_list(H.store, &rows, &n), HV_OK);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(rows[0].node_id, a);
+    CHECK_EQ(rows[0].incarnation, 7);
+    hv_free(rows);
+    CHECK_RC(hv_driver_node_revoke(H.d, a + 100, err, sizeof(err)), HV_ENOTFOUND);
+}
+
+/* Join tokens: made and revoked through the driver, stored; a revoke while the store fails
+ * leaves the token usable. */
+static void case_jtoken_stored(void) {
+    hv_jtoken_row_t row = {.id = "abc123", .secret_sha256 = "00ff", .created_ms = 5, .max_uses = 2};
+    CHECK_RC(hv_driver_jtoken_create(H.d, &row), HV_OK);
+    CHECK_RC(hv_driver_jtoken_create(H.d, &row), HV_EEXIST);
+    hv_jtoken_row_t got;
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK(hv_driver_jtoken_revoke(H.d, "abc123", 77, &got) != HV_OK);
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.revoked_ms, 0);
+    CHECK_RC(hv_driver_jtoken_revoke(H.d, "abc123", 77, &got), HV_OK);
+    CHECK_EQ(got.revoked_ms, 77);
+    CHECK_RC(hv_driver_jtoken_revoke(H.d, "abc123", 99, &got), HV_OK); /* as it was */
+    CHECK_EQ(got.revoked_ms, 77);
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.revoked_ms, 77);
+    CHECK_RC(hv_driver_jtoken_revoke(H.d, "zzz999", 77, &got), HV_ENOTFOUND);
+}
+
+/* A Join admitted by a join token made with hvctl spends one use, stored before the join
+ * returns (so before the agent's reply); a use that cannot be stored refuses the join; a token
+ * whose last use is spent admits nobody after. */
+static void case_jtoken_use_before_reply(void) {
+    const char *token = "hvj_abc123.0123456789abcdef0123456789abcdef";
+    hv_jtoken_row_t row = {.id = "abc123", .created_ms = 1, .max_uses = 1};
+    char id[HV_JTOKEN_ID_LEN + 1];
+    CHECK_EQ(hv_creds_jtoken_parse(token, id, row.secret_sha256), 1);
+    CHECK_RC(hv_driver_jtoken_create(H.d, &row), HV_OK);
+    hv_node_info_t info = {.name = "a", .addrs = "127.0.0.1", .slots = 1, .incarnation = 7};
+    hv_admit_ask_t ask = {.token = token, .now_ms = 10};
+    hv_admit_t adm;
+    hv_driver_admit(H.d, &ask, &adm);
+    CHECK_EQ(adm.by, HV_ADMIT_BY_JTOKEN);
+    CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER jt_fail BEFORE UPDATE ON join_tokens "
+                                     "BEGIN SELECT RAISE(FAIL, 'disk I/O error (injected)'); END"),
+             HV_OK);
+    uint64_t node = 0;
+    char err[256] = "";
+    CHECK_RC(hv_driver_node_join(H.d, &info, &adm, &node, err, sizeof(err)), HV_EUNAVAIL);
+    CHECK(strstr(err, "could not count a use of join token abc123") != NULL);
+    CHECK_RC(hv__store_exec(H.store, "DROP TRIGGER jt_fail"), HV_OK);
+    hv_jtoken_row_t got;
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.uses, 0);
+    hv_driver_admit(H.d, &ask, &adm); /* the agent tries again */
+    CHECK_RC(hv_driver_node_join(H.d, &info, &adm, &node, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_store_jtoken_get(H.store, "abc123", &got), HV_OK);
+    CHECK_EQ(got.uses, 1);
+    hv_driver_admit(H.d, &ask, &adm);
+    CHECK_EQ(adm.by, HV_ADMIT_REFUSED);
+    CHECK_EQ(adm.verdict, HV_JTOKEN_USED_UP);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"drain_not_stored", case_drain_not_stored},
+        {"drain_many_atomic", case_drain_many_atomic},
         {"dead_and_back_not_stored", case_dead_and_back_not_stored},
         {"strike_stored", case_strike_stored},
         {"strike_not_stored", case_strike_not_stored},
         {"artifact_touch_not_stored", case_artifact_touch_not_stored},
         {"event_waits_for_store", case_event_waits_for_store},
         {"event_bound", case_event_bound},
+        {"revoke_stored_first", case_revoke_stored_first},
+        {"jtoken_stored", case_jtoken_stored},
+        {"jtoken_use_before_reply", case_jtoken_use_before_reply},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

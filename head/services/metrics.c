@@ -48,7 +48,6 @@ typedef struct metrics_rpc_s {
 struct hv_metrics_s {
     const hv_head_config_t *cfg;   /* borrowed */
     hv_driver_t *d;                /* borrowed */
-    hv_store_t *store;             /* borrowed */
     const hv_actors_t *actors;     /* borrowed; the head's actors (may be NULL) */
     const hv_http_server_t *http;  /* the listener, or NULL (borrowed) */
     const uint64_t *login_refused; /* the status page's refused logins, or NULL (borrowed) */
@@ -228,36 +227,33 @@ static void metrics_seed(hv_metrics_t *m) {
     };
     uint64_t n[sizeof(q) / sizeof(q[0])] = {0};
     for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
-        if (hv_store_event_count(m->store, 0, q[i].kind, q[i].has, &n[i]) != HV_OK) {
+        if (hv_view_event_count(m->d, 0, q[i].kind, q[i].has, &n[i]) != HV_OK) {
             HV_LOG(HV_LOG_WARN, "metrics", "HV-METRICS-SEED",
                    "cannot count the stored %s events: %s; that counter starts at 0", q[i].kind,
-                   hv_store_last_error(m->store));
+                   hv_view_error(m->d));
         }
     }
     m->drains = n[0];
     m->notices = n[1];
     m->launch_failures = n[2];
-    if (hv_store_event_reasons(m->store, "round.open", 2, seed_reset_cb, m) != HV_OK) {
+    if (hv_view_event_reasons(m->d, "round.open", 2, seed_reset_cb, m) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "metrics", "HV-METRICS-SEED",
                "cannot count the stored round.open events: %s; resets start at 0",
-               hv_store_last_error(m->store));
+               hv_view_error(m->d));
         memset(m->resets, 0, sizeof(m->resets));
     }
-    if (hv_store_event_sum(m->store, 0, "round.close", "redone_samples", &m->samples_redone) !=
-        HV_OK) {
+    if (hv_view_event_sum(m->d, 0, "round.close", "redone_samples", &m->samples_redone) != HV_OK) {
         m->samples_redone = 0;
     }
 }
 
-hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t *store,
-                         hv_metrics_t **out) {
+hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_metrics_t **out) {
     hv_metrics_t *m = hv_calloc(1, sizeof(*m));
     if (m == NULL) {
         return HV_ENOMEM;
     }
     m->cfg = cfg;
     m->d = d;
-    m->store = store;
     m->start_wall_ms = hv_wall_ms();
     metrics_seed(m);
     *out = m;
@@ -467,7 +463,7 @@ static void render_actor_figs(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_rep
 
 static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
     uint64_t counts[HV_JOB__COUNT] = {0};
-    if (hv_store_job_states(m->store, job_state_cb, counts) == HV_OK) {
+    if (hv_view_job_states(m->d, job_state_cb, counts) == HV_OK) {
         fam(o, "hv_jobs", "gauge", "Jobs in the state database, by state.");
         for (int s = 0; s < HV_JOB__COUNT; s++) {
             hv_http_reply_printf(o, "hv_jobs{state=\"%s\"} %" PRIu64 "\n",
@@ -475,7 +471,7 @@ static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
         }
     }
     size_t njobs = 0;
-    for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+    for (const hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
         njobs++;
     }
     hv_driver_demand_t *dem = hv_calloc(njobs ? njobs : 1, sizeof(*dem));
@@ -503,7 +499,7 @@ static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
     };
     for (size_t k = 0; k < sizeof(ej) / sizeof(ej[0]); k++) {
         fam(o, ej[k].name, "gauge", ej[k].help);
-        for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+        for (const hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
             if (!j->jm.p.elastic || hv_job_state_terminal(j->jm.state)) {
                 continue;
             }
@@ -690,7 +686,7 @@ static void render_jobfigs(hv_metrics_t *m, hv_http_reply_t *o) {
     };
     for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
         fam(o, f[k].name, "counter", f[k].help);
-        for (hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
+        for (const hv_djob_t *j = hv_driver_jobs(m->d); j != NULL; j = j->next) {
             const hv_jobfig_t *g = &j->figs;
             if (g->reports == 0) {
                 continue;
@@ -718,7 +714,7 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     hv_http_reply_printf(o, "hv_head_start_time_seconds %.3f\n", (double)m->start_wall_ms / 1000.0);
     hv_instance_row_t *irows = NULL;
     size_t ni = 0;
-    if (hv_store_instance_list(m->store, 0, &irows, &ni) != HV_OK) {
+    if (hv_view_instances(m->d, 0, &irows, &ni) != HV_OK) {
         irows = NULL;
         ni = 0;
     }
@@ -729,7 +725,7 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     render_actor_figs(m, now_wall_ms, o);
     render_events(m, o);
     render_instances(m, irows, ni, now_wall_ms, o);
-    hv_store_instance_free_list(irows, ni);
+    hv_view_instances_free(irows, ni);
     render_rpcs(m, o);
 }
 

@@ -36,14 +36,13 @@
 #include "err.h"
 #include "events.h"
 #include "http.h"
-#include "store.h"
+#include "views.h"
 
 typedef struct hv_metrics_s hv_metrics_t;
 
-/* cfg, d and store are borrowed and must outlive the metrics. Seeds the counters from the
+/* cfg and d are borrowed and must outlive the metrics. Seeds the counters from the
  * stored events (blocking: a few counting queries). */
-hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t *store,
-                         hv_metrics_t **out);
+hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_metrics_t **out);
 /* Frees m. NULL is a no-op. */
 void hv_metrics_destroy(hv_metrics_t *m);
 

@@ -104,7 +104,7 @@ static void case_counters(void) {
     CHECK_RC(hv_driver_create(&cfg, store, &io, &d), HV_OK);
     CHECK_RC(hv_driver_load(d), HV_OK);
     hv_metrics_t *m = NULL;
-    CHECK_RC(hv_metrics_create(&cfg, d, store, &m), HV_OK);
+    CHECK_RC(hv_metrics_create(&cfg, d, &m), HV_OK);
     hv_driver_set_observer(d, hv_metrics_on_event, m);
 
     /* The events as jobm and the driver write them, but with their words changed (another
@@ -167,7 +167,7 @@ static void case_counters(void) {
     /* A restarted head: the counters that stored events give back start from them. */
     hv_driver_set_observer(d, NULL, NULL);
     hv_metrics_destroy(m);
-    CHECK_RC(hv_metrics_create(&cfg, d, store, &m), HV_OK);
+    CHECK_RC(hv_metrics_create(&cfg, d, &m), HV_OK);
     t = render(m);
     if (t != NULL) {
         CHECK_EQ(series(t, "hv_resets_total{reason=\"failure\"}"), 1);

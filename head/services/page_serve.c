@@ -1,6 +1,8 @@
 /* page_serve: see page_serve.h. */
 #include "page_serve.h"
 
+#include "views.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +90,7 @@ static hv_page_actor_t *serve_actors(hv_page_src_t *src, size_t *n) {
 /* The demand of the active jobs (the autoscaler's view), filled into the page's jobs. */
 static void serve_demand(hv_driver_t *d, hv_page_job_t *jobs, size_t njobs) {
     size_t n = 0;
-    for (hv_djob_t *j = hv_driver_jobs(d); j != NULL; j = j->next) {
+    for (const hv_djob_t *j = hv_driver_jobs(d); j != NULL; j = j->next) {
         n++;
     }
     hv_driver_demand_t *dem = hv_calloc(n ? n : 1, sizeof(*dem));
@@ -114,13 +116,13 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
     uint64_t now = hv_wall_ms();
     hv_instance_row_t *irows = NULL;
     size_t ni = 0;
-    if (hv_store_instance_list(src->store, 0, &irows, &ni) != HV_OK) {
+    if (hv_view_instances(src->d, 0, &irows, &ni) != HV_OK) {
         irows = NULL;
         ni = 0;
     }
     hv_job_row_t *jrows = NULL;
     size_t nj = 0;
-    if (hv_store_job_list(src->store, 0, HV_PAGE_MAX_JOBS, &jrows, &nj) != HV_OK) {
+    if (hv_view_jobs(src->d, 0, HV_PAGE_MAX_JOBS, &jrows, &nj) != HV_OK) {
         jrows = NULL;
         nj = 0;
     }
@@ -212,8 +214,8 @@ out:
     hv_free(insts);
     hv_free(jobs);
     hv_free(nodes);
-    hv_store_job_free_list(jrows, nj);
-    hv_store_instance_free_list(irows, ni);
+    hv_view_jobs_free(jrows, nj);
+    hv_view_instances_free(irows, ni);
 }
 
 /* See page_serve.h. */
@@ -284,7 +286,7 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
         hv_page_render_missing(cluster, "A job page is /job/<id>, with the job's number.", rep);
         return;
     }
-    if (hv_store_job_get(src->store, id, &row) != HV_OK) {
+    if (hv_view_job(src->d, id, &row) != HV_OK) {
         rep->status = 404;
         snprintf(msg, sizeof(msg), "No job %llu (hvctl jobs lists them).", id);
         hv_page_render_missing(cluster, msg, rep);
@@ -292,11 +294,11 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
     }
     hv_event_row_t *ev = NULL;
     size_t nev = 0;
-    if (hv_store_event_list(src->store, id, 0, HV_PAGE_MAX_EVENTS, &ev, &nev) != HV_OK) {
+    if (hv_view_events(src->d, id, 0, HV_PAGE_MAX_EVENTS, &ev, &nev) != HV_OK) {
         ev = NULL;
         nev = 0;
     }
-    hv_djob_t *dj = hv_driver_job(src->d, id);
+    const hv_djob_t *dj = hv_driver_job(src->d, id);
     size_t nw = dj != NULL ? dj->jm.nw : 0;
     hv_page_round_t *rounds = hv_calloc(nev ? nev : 1, sizeof(*rounds));
     char(*reasons)[HV_JM_REASON_MAX] = hv_calloc(nev ? nev : 1, HV_JM_REASON_MAX);
@@ -329,8 +331,8 @@ out:
     hv_free(ws);
     hv_free(reasons);
     hv_free(rounds);
-    hv_store_event_free_list(ev, nev);
-    hv_store_job_fini(&row);
+    hv_view_events_free(ev, nev);
+    hv_view_job_fini(&row);
 }
 
 /* ---- the login ------------------------------------------------------------------------------ */
@@ -387,9 +389,9 @@ static void serve_audit(hv_page_src_t *src, const hv_http_request_t *req, const 
     snprintf(row.target, sizeof(row.target), "status page");
     row.code = code;
     snprintf(row.result, sizeof(row.result), "%s", result);
-    if (hv_store_audit_append(src->store, &row, HV_STORE_AUDIT_KEEP) != HV_OK) {
+    if (hv_driver_audit(src->d, &row) != HV_OK) {
         HV_LOG(HV_LOG_WARN, "page", "HV-AUDIT", "cannot write the audit trail: %s",
-               hv_store_last_error(src->store));
+               hv_view_error(src->d));
     }
 }
 

@@ -47,7 +47,7 @@ static const char *ns_in(const hv_svc_actors_t *s, const char *ns) {
  * 0 when the head does not know the job or cannot read its spec (nothing is assumed then). */
 static int job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
     out[0] = '\0';
-    hv_djob_t *j = hv_driver_job(s->d, job_id);
+    const hv_djob_t *j = hv_driver_job(s->d, job_id);
     if (j == NULL || j->spec == NULL) {
         return 0;
     }

@@ -1,6 +1,8 @@
 /* svc_auth: see svc_auth.h. */
 #include "svc_auth.h"
 
+#include "views.h"
+
 #include "validate.h"
 
 #include <inttypes.h>
@@ -34,9 +36,6 @@ typedef struct audit_pend_s {
 struct hv_svc_auth_s {
     hv_auth_t *auth;
     hv_driver_t *d;
-    hv_svc_auth_drop_cb drop;
-    void *ud;
-    hv_store_t *store;        /* the audit trail and the join tokens (NULL: neither) */
     const char *static_token; /* the configured join token (borrowed; may be NULL) */
     audit_pend_t *pending;
     int audit_failing; /* the last append failed (said once until one succeeds) */
@@ -219,7 +218,7 @@ static void audit_target(const char *path, const ProtobufCMessage *m, char *out,
 /* Notes a call for the audit trail (its result comes at its end: audit_end). */
 static void audit_begin(hv_svc_auth_t *s, hv_rpc_call_t *c, const char *path, hv_auth_scope scope,
                         const ProtobufCMessage *first, int refusal_only) {
-    if (s->store == NULL || pend_find(s, c, NULL) != NULL) {
+    if (pend_find(s, c, NULL) != NULL) {
         return;
     }
     audit_pend_t *p = hv_calloc(1, sizeof(*p));
@@ -263,10 +262,10 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
                  detail != NULL ? detail : "");
         hv_utf8_repair(p->row.result); /* a character cut in two by the bound */
     }
-    hv_err rc = hv_store_audit_append(s->store, &p->row, HV_STORE_AUDIT_KEEP);
+    hv_err rc = hv_driver_audit(s->d, &p->row);
     if (rc != HV_OK && !s->audit_failing) {
         HV_LOG(HV_LOG_WARN, "auth", "HV-AUDIT", "cannot write the audit trail: %s",
-               hv_store_last_error(s->store));
+               hv_view_error(s->d));
     }
     s->audit_failing = rc != HV_OK;
     hv_free(p);
@@ -351,12 +350,8 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         return;
     }
     uint64_t id = n->id;
-    if (s->store == NULL) {
-        hv_rpc_finish(c, HV_ESTATE, "this head keeps no revocations");
-        return;
-    }
-    /* Room in memory first, then stored, then in effect: a revocation is never in effect that
-     * a restart would forget, nor stored and not in effect. */
+    /* Room in memory first, then stored, then in effect (the driver): a revocation is never in
+     * effect that a restart would forget, nor stored and not in effect. */
     if (s->auth->n_revoked == HV_AUTH_MAX_REVOKED) {
         hv_rpc_finish(c, HV_ETOOBIG,
                       "cannot revoke node %s: too many revoked node credentials "
@@ -364,32 +359,22 @@ static void jobs_revoke_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
                       req->node, HV_AUTH_MAX_REVOKED);
         return;
     }
-    hv_revoked_row_t row = {
-        .node_id = id, .incarnation = n->incarnation, .revoked_ms = hv_wall_ms()};
-    hv_err rc = hv_store_revoked_put(s->store, &row);
-    if (rc != HV_OK) {
-        HV_LOG(HV_LOG_ERROR, "auth", "HV-STORE-WRITE",
-               "cannot store the revocation of node %s (id %llu) in %s: %s; it is not revoked",
-               n->name, (unsigned long long)id, hv_store_path(s->store),
-               hv_store_last_error(s->store));
-        hv_rpc_finish_later(c, HV_EUNAVAIL,
-                            "the head could not store the revocation of node %s: %s; node %s "
-                            "was not revoked",
-                            n->name, hv_store_last_error(s->store), n->name);
+    /* The reply names the node, so that a revoke by id says which node it was. Copied first:
+     * dropping the session may change the node. */
+    char name[256], err[400];
+    snprintf(name, sizeof(name), "%s", n->name);
+    hv_err rc = hv_driver_node_revoke(s->d, id, err, sizeof(err));
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; node %s was not revoked", err, name);
         return;
     }
-    if ((rc = hv_auth_revoke_node(s->auth, id, n->incarnation)) != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot revoke node %s: %s", req->node, hv_strerror(rc));
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "cannot revoke node %s: %s", req->node, err);
         return;
     }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-AUTH-REVOKE",
-           "node %s (id %llu): credential revoked by a client from %s; its session ends", n->name,
+           "node %s (id %llu): credential revoked by a client from %s; its session ends", name,
            (unsigned long long)id, hv_rpc_call_peer(c));
-    /* The reply names the node, so that a revoke by id says which node it was. Copied first:
-     * dropping the session may change the node. */
-    char name[256];
-    snprintf(name, sizeof(name), "%s", n->name);
-    s->drop(s->ud, id);
     Hvpb__V1__NodeInfo info = HVPB__V1__NODE_INFO__INIT;
     info.name = name;
     Hvpb__V1__NodeView v = HVPB__V1__NODE_VIEW__INIT;
@@ -409,10 +394,6 @@ static void jobs_list_audit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
         hv_rpc_finish(c, HV_EINVAL, "who and method are at most %d bytes", AUDIT_FILTER_MAX);
         return;
     }
-    if (s->store == NULL) {
-        hv_rpc_finish(c, HV_ESTATE, "this head keeps no audit trail");
-        return;
-    }
     uint32_t limit = req->limit == 0 ? AUDIT_PAGE_DEFAULT : req->limit;
     if (limit > AUDIT_PAGE_MAX) {
         limit = AUDIT_PAGE_MAX; /* the rest: the next page (next_before_seq) */
@@ -425,9 +406,9 @@ static void jobs_list_audit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
                            .limit = limit + 1};
     hv_audit_row_t *rows = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_audit_list(s->store, &f, &rows, &n);
+    hv_err rc = hv_view_audit(s->d, &f, &rows, &n);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot read the audit trail: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot read the audit trail: %s", hv_view_error(s->d));
         return;
     }
     size_t shown = n > limit ? limit : n;
@@ -487,10 +468,6 @@ static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
         hv_rpc_finish(c, HV_EINVAL, "ttl is at most 3650 days (0: the token never expires)");
         return;
     }
-    if (s->store == NULL) {
-        hv_rpc_finish(c, HV_ESTATE, "this head keeps no join tokens");
-        return;
-    }
     hv_cred_t cred;
     if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK) {
         cred.client[0] = '\0';
@@ -505,13 +482,13 @@ static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
     hv_err rc = HV_EEXIST;
     for (int tries = 0; tries < 4 && rc == HV_EEXIST; tries++) { /* ids are 24 random bits */
         if ((rc = hv_auth_jtoken_new(token, row.id, row.secret_sha256)) == HV_OK) {
-            rc = hv_store_jtoken_insert(s->store, &row);
+            rc = hv_driver_jtoken_create(s->d, &row);
         }
     }
     if (rc != HV_OK) {
         memset(token, 0, sizeof(token));
         hv_rpc_finish(c, rc, "cannot make a join token: %s",
-                      rc == HV_EIO ? "no random bytes" : hv_store_last_error(s->store));
+                      rc == HV_EIO ? "no random bytes" : hv_view_error(s->d));
         return;
     }
     audit_pend_t *p = pend_find(s, c, NULL);
@@ -533,15 +510,11 @@ static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
 static void jobs_list_join_tokens(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_auth_t *s = ud;
     (void)m;
-    if (s->store == NULL) {
-        hv_rpc_finish(c, HV_ESTATE, "this head keeps no join tokens");
-        return;
-    }
     hv_jtoken_row_t *rows = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_jtoken_list(s->store, &rows, &n);
+    hv_err rc = hv_view_jtokens(s->d, &rows, &n);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot read the join tokens: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot read the join tokens: %s", hv_view_error(s->d));
         return;
     }
     Hvpb__V1__JoinTokenView *vs = hv_calloc(n + 1, sizeof(*vs));
@@ -576,24 +549,15 @@ static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
                       HV_JTOKEN_ID_LEN);
         return;
     }
-    if (s->store == NULL) {
-        hv_rpc_finish(c, HV_ESTATE, "this head keeps no join tokens");
-        return;
-    }
     hv_jtoken_row_t row;
     uint64_t now = hv_wall_ms();
-    hv_err rc = hv_store_jtoken_get(s->store, req->id, &row);
-    if (rc == HV_OK && row.revoked_ms == 0) {
-        rc = hv_store_jtoken_revoke(s->store, req->id, now);
-        row.revoked_ms = now;
-    }
+    hv_err rc = hv_driver_jtoken_revoke(s->d, req->id, now, &row);
     if (rc == HV_ENOTFOUND) {
         hv_rpc_finish(c, rc, "no join token %s", req->id);
         return;
     }
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot revoke join token %s: %s", req->id,
-                      hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot revoke join token %s: %s", req->id, hv_view_error(s->d));
         return;
     }
     HV_LOG(HV_LOG_NOTICE, "auth", "HV-JOIN-TOKEN-REVOKE",
@@ -603,21 +567,17 @@ static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
     hv_rpc_reply(c, &v.base);
 }
 
-void hv_svc_auth_set_store(hv_svc_auth_t *s, hv_store_t *store, const char *static_token) {
-    s->store = store;
+void hv_svc_auth_set_static_token(hv_svc_auth_t *s, const char *static_token) {
     s->static_token = static_token;
 }
 
-hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
-                          hv_svc_auth_drop_cb drop, void *ud, hv_svc_auth_t **out) {
+hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d, hv_svc_auth_t **out) {
     hv_svc_auth_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
     }
     s->auth = a;
     s->d = d;
-    s->drop = drop;
-    s->ud = ud;
     const hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Jobs/RevokeNode", HV_RPC_UNARY, &hvpb__v1__node_drain_request__descriptor,
          jobs_revoke_node, NULL, s},
@@ -651,31 +611,4 @@ void hv_svc_auth_destroy(hv_svc_auth_t *s) {
         hv_free(p);
     }
     hv_free(s);
-}
-
-hv_err hv_svc_auth_load_revocations(hv_auth_t *a, hv_store_t *store, const char *data_dir,
-                                    char *err, size_t errlen) {
-    char path[600];
-    snprintf(path, sizeof(path), "%s/revoked_nodes", data_dir);
-    size_t imported = 0;
-    hv_err rc = hv_store_revoked_import(store, path, &imported, err, errlen);
-    if (rc != HV_OK) {
-        return rc;
-    }
-    hv_revoked_row_t *rows = NULL;
-    size_t n = 0;
-    if ((rc = hv_store_revoked_list(store, &rows, &n)) != HV_OK) {
-        snprintf(err, errlen, "%s: cannot read the revoked node credentials: %s",
-                 hv_store_path(store), hv_store_last_error(store));
-        return rc;
-    }
-    for (size_t i = 0; i < n && rc == HV_OK; i++) {
-        rc = hv_auth_revoke_node(a, rows[i].node_id, rows[i].incarnation);
-    }
-    hv_free(rows);
-    if (rc != HV_OK) {
-        snprintf(err, errlen, "%s: %zu revoked node credentials, more than the %d this head holds",
-                 hv_store_path(store), n, HV_AUTH_MAX_REVOKED);
-    }
-    return rc;
 }

@@ -8,7 +8,8 @@
  * (never the credential). Cluster.Join is left to svc_cluster (the join token is in its body).
  *
  * The audit trail: every call that changes something (auth.h: hv_auth_audited) and every
- * refused call becomes one row in the store (store.h: hv_audit_row_t): the gate notes who
+ * refused call becomes one row of the trail (hv_driver_audit; core/records.h: hv_audit_row_t):
+ * the gate notes who
  * (kind and id, never a secret), from where, the method and its target; the server's end hook
  * (rpc.h: hv_rpc_server_set_end_hook) adds the result. Reads and the rendezvous are not written
  * unless refused, so the hot path costs nothing. Jobs.ListAudit reads it (hvctl audit).
@@ -22,29 +23,18 @@
 #include "auth.h"
 #include "driver.h"
 #include "rpc.h"
-#include "store.h"
 
 typedef struct hv_svc_auth_s hv_svc_auth_t;
 
-/* Ends a node's Session (main.c routes it to svc_cluster). */
-typedef void (*hv_svc_auth_drop_cb)(void *ud, uint64_t node_id);
-
 /* Installs the gate on srv and registers Jobs/RevokeNode (hvctl node revoke NODE: revokes the
- * node's current credential, stored in the state database first (a store that fails answers
- * UNAVAILABLE, "try again later", and nothing is revoked), then ends its Session; the agent's
- * re-join is refused and it exits, its workers with it). a and d are borrowed and must outlive
- * the server. */
-hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d,
-                          hv_svc_auth_drop_cb drop, void *ud, hv_svc_auth_t **out);
-/* Gives the audit trail and the join tokens their store, and the configured join token (to
- * name it "static" in the trail; borrowed). Before the server starts. */
-void hv_svc_auth_set_store(hv_svc_auth_t *s, hv_store_t *store, const char *static_token);
-/* At start, once the store is open: imports the revocations file of an older head
- * (<data_dir>/revoked_nodes, then renamed revoked_nodes.imported; hv_store_revoked_import), then
- * gives every stored revocation to a. On failure err says why (the head does not start: a
- * revocation it could not read would let a revoked agent back in). */
-hv_err hv_svc_auth_load_revocations(hv_auth_t *a, hv_store_t *store, const char *data_dir,
-                                    char *err, size_t errlen);
+ * node's current credential through the driver, stored in the state database first (a store
+ * that fails answers UNAVAILABLE, "try again later", and nothing is revoked), then ends its
+ * Session; the agent's re-join is refused and it exits, its workers with it). a and d are
+ * borrowed and must outlive the server. */
+hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d, hv_svc_auth_t **out);
+/* The configured join token, to name it "static" in the trail (borrowed; may be NULL). Before
+ * the server starts. */
+void hv_svc_auth_set_static_token(hv_svc_auth_t *s, const char *static_token);
 void hv_svc_auth_destroy(hv_svc_auth_t *s);
 
 #endif

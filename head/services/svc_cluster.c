@@ -1,6 +1,8 @@
 /* svc_cluster: see svc_cluster.h. */
 #include "svc_cluster.h"
 
+#include "views.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,7 +44,6 @@ struct hv_svc_cluster_s {
     const hv_auth_t *auth; /* node credentials and worker secrets */
     hv_svc_admit_fn admit; /* autoscaler instances' enrollment (NULL: none) */
     void *admit_ud;
-    hv_store_t *store; /* join tokens made with hvctl token create (NULL: only the static one) */
 };
 
 /* The largest saved state the head keeps: actor_state_max, and never over max_upload. */
@@ -52,16 +53,6 @@ static uint64_t state_max(const hv_svc_cluster_t *s) {
 }
 
 /* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
-static int token_ok(const hv_svc_cluster_t *s, const char *given) {
-    const char *want = s->cfg->token ? s->cfg->token : "";
-    size_t lw = strlen(want), lg = given ? strlen(given) : 0;
-    unsigned char diff = (unsigned char)(lw != lg);
-    for (size_t i = 0; i < lw; i++) {
-        diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
-    }
-    return diff == 0 && lw > 0;
-}
-
 static sess_t *sess_of(hv_svc_cluster_t *s, uint64_t node_id) {
     for (sess_t *x = s->sessions; x != NULL; x = x->next) {
         if (x->node_id == node_id) {
@@ -354,82 +345,72 @@ static char *join_strings(char **v, size_t n) {
     return out;
 }
 
-/* A join token made with hvctl token create (hvj_<id>.<secret>): HV_JTOKEN_OK with its id, or
- * why not in *why. Whether it is revoked, expired or used up is said only to a caller that has
- * its secret. The use is counted once the join is stored (cluster_join). */
-static hv_jtoken_verdict join_token_check(hv_svc_cluster_t *s, const char *token, char *id,
-                                          const char **why) {
-    char sha[65];
-    hv_jtoken_row_t row;
-    hv_jtoken_verdict v = HV_JTOKEN_WRONG;
-    if (!hv_creds_jtoken_parse(token, id, sha)) {
-        snprintf(id, HV_JTOKEN_ID_LEN + 1, "%s", "?");
-    } else if (hv_store_jtoken_get(s->store, id, &row) == HV_OK) {
-        v = hv_creds_jtoken_check(row.secret_sha256, sha, row.expires_ms, row.max_uses, row.uses,
-                                  row.revoked_ms, hv_wall_ms());
+/* Says why a Join is refused (its admission, hv_admit_t), in the log and to the caller. */
+static void join_refused(hv_rpc_call_t *c, const hv_svc_cluster_t *s, const hv_admit_t *a,
+                         const char *name, uint64_t instance) {
+    const char *peer = hv_rpc_call_peer(c);
+    switch (a->refusal) {
+    case HV_ADMIT_NOT_INSTANCE:
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+               "refused a join of %s from %s: instance %llu's credential does not admit it "
+               "(the instance ended, or it is not this node's)",
+               name, peer, (unsigned long long)instance);
+        hv_rpc_finish(c, HV_EPERM,
+                      "permission denied: this instance credential does not admit node %s", name);
+        return;
+    case HV_ADMIT_NOT_THIS_NODE:
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+               "refused a join of %s from %s: the node credential is not this node's", name, peer);
+        hv_rpc_finish(c, HV_EPERM, "permission denied: the node credential is not %s's", name);
+        return;
+    case HV_ADMIT_JTOKEN_BAD: {
+        /* Whether it is revoked, expired or used up is said only to a caller that has its
+         * secret (core/admit.h). */
+        const char *why = a->verdict == HV_JTOKEN_WRONG ? "not valid on this head"
+                                                        : hv_creds_jtoken_verdict_name(a->verdict);
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+               "refused a join from %s: join token %s is %s", peer, a->jtoken, why);
+        hv_rpc_finish(c, HV_EAUTH, "not authenticated: join token %s is %s (hvctl token list)",
+                      a->jtoken, why);
+        return;
     }
-    *why = v == HV_JTOKEN_WRONG ? "not valid on this head" : hv_creds_jtoken_verdict_name(v);
-    return v;
+    default:
+        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+               "refused a join from %s: wrong join token and no valid node credential", peer);
+        hv_rpc_finish(c, HV_EAUTH,
+                      "not authenticated: wrong join token for cluster '%s' (and no valid node "
+                      "credential)",
+                      s->cfg->cluster_name);
+        return;
+    }
 }
 
 static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_cluster_t *s = ud;
     const Hvpb__V1__JoinRequest *req = (const Hvpb__V1__JoinRequest *)m;
-    /* The join token admits a new agent; an agent that joined already re-joins (after a head
-     * restart or a lost stream) with its node credential, checked below against the node id. */
+    const char *name = req->node != NULL ? req->node->name : NULL;
+    /* What only the services know goes to the admission (core/admit.h): whether the bearer is
+     * a node credential of this incarnation (an agent re-joining; the access table holds the
+     * revocations), and whether an instance's enrollment credential names a live instance of
+     * this node's name. */
     hv_cred_t cred = {.kind = HV_CRED_NONE};
-    int by_token = token_ok(s, req->token);
-    char jtoken[HV_JTOKEN_ID_LEN + 1] = ""; /* the id of a join token made by hvctl */
-    const char *jwhy = NULL;                /* why that token admits nobody, or NULL */
-    if (!by_token && s->store != NULL && req->token != NULL &&
-        strncmp(req->token, "hvj_", 4) == 0) {
-        /* An agent re-joins with its node credential: that spends no use of the token. */
-        hv_cred_t nc;
-        int renewal = s->auth != NULL &&
-                      hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &nc) == HV_OK &&
-                      nc.kind == HV_CRED_NODE && nc.incarnation == req->incarnation;
-        if (renewal) {
-            /* the node credential path below decides */
-        } else if (join_token_check(s, req->token, jtoken, &jwhy) == HV_JTOKEN_OK) {
-            by_token = 1;
-            jwhy = NULL;
-        }
-    }
+    int renewal = s->auth != NULL &&
+                  hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) == HV_OK &&
+                  cred.kind == HV_CRED_NODE && cred.incarnation == req->incarnation;
     uint64_t instance = 0;
-    if (!by_token && s->auth != NULL && s->admit != NULL && req->node != NULL &&
-        req->node->name != NULL && hv_creds_instance_id(&s->auth->creds, req->token, &instance)) {
-        /* An autoscaler instance enrolling with its own credential: only while the instance is
-         * alive, and only under its own node name. */
-        if (!s->admit(s->admit_ud, instance, req->node->name)) {
-            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
-                   "refused a join of %s from %s: instance %llu's credential does not admit it "
-                   "(the instance ended, or it is not this node's)",
-                   req->node->name, hv_rpc_call_peer(c), (unsigned long long)instance);
-            hv_rpc_finish(c, HV_EPERM,
-                          "permission denied: this instance credential does not admit node %s",
-                          req->node->name);
-            return;
-        }
-        by_token = 1;
-    }
-    if (!by_token &&
-        (s->auth == NULL || hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK ||
-         cred.kind != HV_CRED_NODE || cred.incarnation != req->incarnation)) {
-        if (jwhy != NULL) {
-            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
-                   "refused a join from %s: join token %s is %s", hv_rpc_call_peer(c), jtoken,
-                   jwhy);
-            hv_rpc_finish(c, HV_EAUTH, "not authenticated: join token %s is %s (hvctl token list)",
-                          jtoken, jwhy);
-            return;
-        }
-        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
-               "refused a join from %s: wrong join token and no valid node credential",
-               hv_rpc_call_peer(c));
-        hv_rpc_finish(c, HV_EAUTH,
-                      "not authenticated: wrong join token for cluster '%s' (and no valid node "
-                      "credential)",
-                      s->cfg->cluster_name);
+    int inst = s->auth != NULL && s->admit != NULL && name != NULL &&
+               hv_creds_instance_id(&s->auth->creds, req->token, &instance);
+    hv_admit_ask_t ask = {.token = req->token,
+                          .static_token = s->cfg->token,
+                          .now_ms = hv_wall_ms(),
+                          .renewal = renewal,
+                          .cred_node = cred.node_id,
+                          .instance = inst,
+                          .instance_admits = inst && s->admit(s->admit_ud, instance, name)};
+    hv_admit_t adm;
+    hv_driver_admit(s->d, &ask, &adm);
+    if (adm.by == HV_ADMIT_REFUSED) {
+        join_refused(c, s, &adm, name, instance);
         return;
     }
     const Hvpb__V1__NodeInfo *info = req->node;
@@ -437,18 +418,6 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
     if (hv_validate_join(req, verr, sizeof(verr)) != HV_OK) {
         hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
-    }
-    if (!by_token) {
-        /* Decided before the driver sees the join: a node credential re-joins its own node. */
-        const hv_dnode_t *known = hv_driver_node_by_name(s->d, info->name);
-        if (known == NULL || known->id != cred.node_id) {
-            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
-                   "refused a join of %s from %s: the node credential is not this node's",
-                   info->name, hv_rpc_call_peer(c));
-            hv_rpc_finish(c, HV_EPERM, "permission denied: the node credential is not %s's",
-                          info->name);
-            return;
-        }
     }
     char *addrs = join_strings(info->addrs, info->n_addrs);
     char *labels = hv_validate_join_labels(info->labels, info->n_labels);
@@ -466,20 +435,22 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
     uint64_t node_id = 0;
     char err[256];
     hv_err rc = addrs != NULL && labels != NULL
-                    ? hv_driver_node_join(s->d, &ni, &node_id, err, sizeof(err))
+                    ? hv_driver_node_join(s->d, &ni, &adm, &node_id, err, sizeof(err))
                     : HV_ENOMEM;
     hv_free(addrs);
     hv_free(labels);
-    if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "%s", rc == HV_ENOMEM ? "out of memory" : err);
+    if (adm.by == HV_ADMIT_REFUSED) {
+        join_refused(c, s, &adm, info->name, instance);
         return;
     }
-    /* The loop thread is the only one: nothing used the token between its check and this. */
-    if (jtoken[0] != '\0' && jwhy == NULL &&
-        hv_store_jtoken_use(s->store, jtoken, hv_wall_ms()) != HV_OK) {
-        HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
-               "node %s joined with join token %s, but its use could not be counted: %s",
-               info->name, jtoken, hv_store_last_error(s->store));
+    if (rc != HV_OK) {
+        if (adm.by == HV_ADMIT_BY_JTOKEN && (rc == HV_EAUTH || rc == HV_EUNAVAIL)) {
+            HV_LOG(HV_LOG_WARN, "cluster", "HV-JOIN-TOKEN",
+                   "refused the join of %s: a use of join token %s could not be counted: %s",
+                   info->name, adm.jtoken, err);
+        }
+        hv_rpc_finish(c, rc, "%s", rc == HV_ENOMEM ? "out of memory" : err);
+        return;
     }
     char cred_text[HV_CREDS_MAX] = "";
     if (s->auth != NULL) {
@@ -493,7 +464,6 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
     rep.cluster_name = s->cfg->cluster_name;
     hv_rpc_reply(c, &rep.base);
     memset(cred_text, 0, sizeof(cred_text));
-    hv_driver_schedule(s->d);
 }
 
 /* ---- Session -------------------------------------------------------------------------------- */
@@ -885,8 +855,6 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
 }
 
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a) { s->auth = a; }
-
-void hv_svc_cluster_set_join_tokens(hv_svc_cluster_t *s, hv_store_t *store) { s->store = store; }
 
 void hv_svc_cluster_set_admit(hv_svc_cluster_t *s, hv_svc_admit_fn fn, void *ud) {
     s->admit = fn;

@@ -5,7 +5,10 @@
  * calls the driver, and owns the Session calls (orders go out through hv_svc_cluster_order).
  * Events with a seq are acknowledged after the driver applied them, so an agent re-sends them
  * after a reconnect and none is lost; applying one twice is harmless (the driver ignores
- * repeats). Not here: any decision about nodes or workers (driver.c). Loop thread only.
+ * repeats). Join's admission is decided by core/admit.c through the driver (hv_driver_admit:
+ * the configured join token, a join token made with hvctl token create while valid, counted one
+ * use per join, an instance's enrollment, or a node's own credential). Not here: any decision
+ * about nodes or workers (driver.c). Loop thread only.
  */
 #ifndef HV_HEAD_SVC_CLUSTER_H
 #define HV_HEAD_SVC_CLUSTER_H
@@ -18,7 +21,6 @@
 #include "driver.h"
 #include "err.h"
 #include "rpc.h"
-#include "store.h"
 
 typedef struct hv_svc_cluster_s hv_svc_cluster_t;
 
@@ -29,9 +31,6 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
 /* Gives the service the head's credentials (borrowed, must outlive it): Join returns the node
  * credential and accepts it for re-joins; spawn orders carry the worker's secret. */
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a);
-/* Join also admits the join tokens made with hvctl token create (hvj_<id>.<secret>) that are in
- * store and still valid (not revoked, not expired, uses left); each join counts one use. */
-void hv_svc_cluster_set_join_tokens(hv_svc_cluster_t *s, hv_store_t *store);
 /* Whether autoscaler instance `instance` may join as node `name` now (alive, its own name). */
 typedef int (*hv_svc_admit_fn)(void *ud, uint64_t instance, const char *name);
 /* Lets Join accept instance enrollment credentials (hvi_), asking fn (head/driver/autoscale.c, wired by

@@ -3,6 +3,8 @@
  */
 #include "svc_cost.h"
 
+#include "views.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -14,7 +16,7 @@
 
 struct hv_svc_cost_s {
     const hv_head_config_t *cfg;
-    hv_store_t *store;
+    hv_driver_t *d;
 };
 
 /* The rows the report needs, owned here. */
@@ -32,9 +34,9 @@ typedef struct cost_input_s {
 } cost_input_t;
 
 static void input_fini(cost_input_t *in) {
-    hv_store_instance_free_list(in->irows, in->ni);
-    hv_store_worker_free_list(in->wrows, in->nw);
-    hv_store_node_free_list(in->nrows, in->nn);
+    hv_view_instances_free(in->irows, in->ni);
+    hv_view_workers_free(in->wrows, in->nw);
+    hv_view_nodes_free(in->nrows, in->nn);
     hv_free(in->insts);
     hv_free(in->workers);
 }
@@ -57,7 +59,7 @@ static hv_err input_load(hv_svc_cost_t *s, uint64_t job_id, cost_input_t *in) {
         in->types[in->ntypes++] =
             (hv_cost_type_t){ht->name, ht->slots, ht->price_per_hour, ht->ondemand_price_per_hour};
     }
-    hv_err rc = hv_store_instance_list(s->store, 0, &in->irows, &in->ni);
+    hv_err rc = hv_view_instances(s->d, 0, &in->irows, &in->ni);
     if (rc != HV_OK) {
         return rc;
     }
@@ -73,8 +75,8 @@ static hv_err input_load(hv_svc_cost_t *s, uint64_t job_id, cost_input_t *in) {
     if (job_id == 0) {
         return HV_OK;
     }
-    if ((rc = hv_store_worker_list(s->store, job_id, 0, &in->wrows, &in->nw)) != HV_OK ||
-        (rc = hv_store_node_list(s->store, &in->nrows, &in->nn)) != HV_OK) {
+    if ((rc = hv_view_workers(s->d, job_id, 0, &in->wrows, &in->nw)) != HV_OK ||
+        (rc = hv_view_nodes(s->d, &in->nrows, &in->nn)) != HV_OK) {
         return rc;
     }
     in->workers = hv_calloc(in->nw ? in->nw : 1, sizeof(*in->workers));
@@ -106,14 +108,14 @@ static void cost_call(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_job_row_t job;
     memset(&job, 0, sizeof(job));
     if (req->job_id != 0) {
-        hv_err rc = hv_store_job_get(s->store, req->job_id, &job);
+        hv_err rc = hv_view_job(s->d, req->job_id, &job);
         if (rc == HV_ENOTFOUND) {
             hv_rpc_finish(c, rc, "no job %llu", (unsigned long long)req->job_id);
             return;
         }
         if (rc != HV_OK) {
             hv_rpc_finish(c, rc, "cannot read job %llu: %s", (unsigned long long)req->job_id,
-                          hv_store_last_error(s->store));
+                          hv_view_error(s->d));
             return;
         }
         job_end = job.ended_ms;
@@ -123,16 +125,15 @@ static void cost_call(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     uint64_t rollbacks = 0, redone = 0;
     hv_err rc = input_load(s, req->job_id, &in);
     if (rc == HV_OK) {
-        rc = hv_store_event_count(s->store, req->job_id, "round.close", "\"rollback\":true",
-                                  &rollbacks);
+        rc = hv_view_event_count(s->d, req->job_id, "round.close", "\"rollback\":true", &rollbacks);
     }
     if (rc == HV_OK) {
-        rc = hv_store_event_sum(s->store, req->job_id, "round.close", "redone_samples", &redone);
+        rc = hv_view_event_sum(s->d, req->job_id, "round.close", "redone_samples", &redone);
     }
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot read the cost's records: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot read the cost's records: %s", hv_view_error(s->d));
         input_fini(&in);
-        hv_store_job_fini(&job);
+        hv_view_job_fini(&job);
         return;
     }
     if (req->job_id != 0) {
@@ -177,17 +178,17 @@ static void cost_call(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     hv_rpc_reply(c, &rep.base);
     input_fini(&in);
-    hv_store_job_fini(&job);
+    hv_view_job_fini(&job);
 }
 
-hv_err hv_svc_cost_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_store_t *store,
+hv_err hv_svc_cost_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
                           hv_svc_cost_t **out) {
     hv_svc_cost_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
     }
     s->cfg = cfg;
-    s->store = store;
+    s->d = d;
     hv_rpc_method_t ms[] = {{"/hvpb.v1.Jobs/Cost", HV_RPC_UNARY,
                              &hvpb__v1__cost_request__descriptor, cost_call, NULL, s}};
     hv_err rc = hv_rpc_server_add_n(srv, ms, 1);

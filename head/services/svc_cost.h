@@ -1,6 +1,6 @@
 /*
  * svc_cost: Jobs.Cost, what the cluster or one job cost (hvctl cost, hvsubmit's last line). It
- * reads the autoscaler's instances, the job's workers and the nodes from sqlite, prices them
+ * reads the autoscaler's instances, the job's workers and the nodes (views.h), prices them
  * with the configured node types through the pure cost module (cost.h), and adds the job's
  * rollbacks from its round events. Read only. Loop thread only.
  */
@@ -10,12 +10,12 @@
 #include "config.h"
 #include "err.h"
 #include "rpc.h"
-#include "store.h"
+#include "views.h"
 
 typedef struct hv_svc_cost_s hv_svc_cost_t;
 
-/* Registers Jobs.Cost on srv. cfg and store are borrowed. */
-hv_err hv_svc_cost_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_store_t *store,
+/* Registers Jobs.Cost on srv. cfg and d are borrowed. */
+hv_err hv_svc_cost_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
                           hv_svc_cost_t **out);
 /* NULL is a no-op; after the rpc engine ended every call. */
 void hv_svc_cost_destroy(hv_svc_cost_t *s);

@@ -1,6 +1,8 @@
 /* svc_jobs: see svc_jobs.h. */
 #include "svc_jobs.h"
 
+#include "views.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,7 @@ typedef struct watch_s {
     uint64_t log_pos;     /* byte offset of the next line to read */
     uint64_t skip_lines;  /* lines still to skip (resume) */
     uint64_t event_after; /* last event seq sent */
+    uint64_t sent_max;    /* the newest event seq it read from the store and sent (0: none) */
     int store_said;       /* this watcher was told the head cannot store its state */
     int finished;
     struct watch_s *next;
@@ -42,7 +45,6 @@ typedef struct watch_s {
 struct hv_svc_jobs_s {
     const hv_head_config_t *cfg;
     hv_driver_t *d;
-    hv_store_t *store;
     hv_artifacts_t *arts;
     watch_t *watchers;
 };
@@ -185,7 +187,8 @@ typedef struct view_scratch_s {
     Hvpb__V1__StateCopyRef durable; /* the durable tier's (v->durable_copy) */
 } view_scratch_t;
 
-static void view_fill(hv_svc_jobs_t *s, hv_djob_t *j, Hvpb__V1__JobView *v, view_scratch_t *sc) {
+static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v,
+                      view_scratch_t *sc) {
     memset(sc, 0, sizeof(*sc));
     hvpb__v1__job_view__init(v);
     const hv_jm_job_t *m = &j->jm;
@@ -355,7 +358,8 @@ static int watch_send_logs(watch_t *w, const hv_djob_t *j) {
             break;
         }
     }
-    return w->log_pos >= j->log.bytes || j->log.fd < 0;
+    uint64_t bytes = 0;
+    return !hv_view_job_log(j, &bytes) || w->log_pos >= bytes;
 }
 
 static void watch_finish(watch_t *w, hv_err rc, const char *msg) {
@@ -403,7 +407,7 @@ static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
     if (w->finished || !hv_rpc_call_open(w->call)) {
         return;
     }
-    hv_djob_t *j = hv_driver_job(s->d, w->job_id);
+    const hv_djob_t *j = hv_driver_job(s->d, w->job_id);
     if (j == NULL) {
         watch_finish(w, HV_ENOTFOUND, "the job is gone");
         return;
@@ -412,11 +416,12 @@ static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
     int caught_up = 1;
     /* Only ask the store when the job has events this watcher has not seen (the pump runs at
      * every send completion, so this check keeps log streaming off sqlite). */
-    int news = j->last_event_seq == 0 || w->event_after < j->last_event_seq;
+    uint64_t newest = j->last_event_seq > w->sent_max ? j->last_event_seq : w->sent_max;
+    int news = newest == 0 || w->event_after < newest;
     if (w->events && news && hv_rpc_call_queued(w->call) < WATCH_WINDOW) {
         hv_event_row_t *ev = NULL;
         size_t n = 0;
-        if (hv_store_event_list(s->store, j->jm.id, w->event_after, 0, &ev, &n) == HV_OK) {
+        if (hv_view_events(s->d, j->jm.id, w->event_after, 0, &ev, &n) == HV_OK) {
             for (size_t i = 0; i < n; i++) {
                 if (hv_rpc_call_queued(w->call) >= WATCH_WINDOW) {
                     caught_up = 0;
@@ -432,11 +437,11 @@ static void watch_pump(hv_svc_jobs_t *s, watch_t *w) {
                     break;
                 }
                 w->event_after = ev[i].seq;
-                if (ev[i].seq > j->last_event_seq) {
-                    j->last_event_seq = ev[i].seq;
+                if (ev[i].seq > w->sent_max) {
+                    w->sent_max = ev[i].seq;
                 }
             }
-            hv_store_event_free_list(ev, n);
+            hv_view_events_free(ev, n);
         }
     } else if (w->events && news) {
         caught_up = 0;
@@ -542,7 +547,7 @@ static void jobs_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     if (!watch_admit(s, c, req->job_id)) {
         return;
     }
-    hv_djob_t *j = hv_driver_job(s->d, req->job_id);
+    const hv_djob_t *j = hv_driver_job(s->d, req->job_id);
     if (j == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
         return;
@@ -684,7 +689,6 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     rep.np = np;
     rep.lease_ms = s->cfg->lease_ms;
     hv_rpc_reply(c, &rep.base);
-    hv_driver_schedule(s->d);
 }
 
 /* ---- queries -------------------------------------------------------------------------------- */
@@ -692,7 +696,7 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 static void jobs_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__JobRef *req = (const Hvpb__V1__JobRef *)m;
-    hv_djob_t *j = hv_driver_job(s->d, req->job_id);
+    const hv_djob_t *j = hv_driver_job(s->d, req->job_id);
     if (j == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
         return;
@@ -711,7 +715,7 @@ static void jobs_cancel(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no job %llu", (unsigned long long)req->job_id);
         return;
     }
-    hv_djob_t *j = hv_driver_job(s->d, req->job_id);
+    const hv_djob_t *j = hv_driver_job(s->d, req->job_id);
     Hvpb__V1__CancelReply rep = HVPB__V1__CANCEL_REPLY__INIT;
     rep.state = (char *)(j != NULL ? hv_job_state_name(j->jm.state) : "cancelled");
     rep.state_code = job_state_code(j != NULL ? j->jm.state : HV_JOB_CANCELLED);
@@ -762,9 +766,9 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     uint64_t before = req->page_token != NULL ? strtoull(req->page_token, NULL, 10) : 0;
     hv_job_row_t *rows = NULL;
     size_t n = 0;
-    hv_err rc = hv_store_job_page(s->store, before, limit + 1, &rows, &n);
+    hv_err rc = hv_view_job_page(s->d, before, limit + 1, &rows, &n);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot list jobs: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot list jobs: %s", hv_view_error(s->d));
         return;
     }
     Hvpb__V1__JobView *vs = hv_calloc(n ? n : 1, sizeof(*vs));
@@ -798,7 +802,7 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     clip_free(&clip);
     hv_free(vs);
     hv_free(vp);
-    hv_store_job_free_list(rows, n);
+    hv_view_jobs_free(rows, n);
 }
 
 /* Splits a comma list into a NULL-free array of pointers into `copy` (owned by the caller). */
@@ -827,7 +831,7 @@ typedef struct node_slot_s {
     Hvpb__V1__BlacklistEntry *blp[NODE_BL_MAX];
 } node_slot_t;
 
-static void node_view(hv_svc_jobs_t *s, hv_dnode_t *nd, node_slot_t *x) {
+static void node_view(hv_svc_jobs_t *s, const hv_dnode_t *nd, node_slot_t *x) {
     hvpb__v1__node_view__init(&x->v);
     hvpb__v1__node_info__init(&x->info);
     x->info.name = clip_str(&x->clip, nd->name, HV_NODE_NAME_MAX);
@@ -902,7 +906,7 @@ static void node_view_free(node_slot_t *x) {
 /* Answers with a ListNodesReply of the n nodes nds, in that order. page > 0: a page of them,
  * which ends at page nodes or at LIST_PAGE_BYTES (at least one node), with a next_page_token
  * when nodes are left; 0: all of them (DrainNodes: at most HV_DRAIN_NODES_MAX, which fit). */
-static void reply_nodes(hv_rpc_call_t *c, hv_svc_jobs_t *s, hv_dnode_t *const *nds, size_t n,
+static void reply_nodes(hv_rpc_call_t *c, hv_svc_jobs_t *s, const hv_dnode_t *const *nds, size_t n,
                         size_t page) {
     node_slot_t *slots = hv_calloc(n ? n : 1, sizeof(*slots));
     Hvpb__V1__NodeView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
@@ -958,16 +962,16 @@ static void jobs_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     /* Nodes the autoscaler gave back (retired and no longer alive) are not listed: their
      * instances are in the cost report. A page holds the nodes with an id below the token's. */
     size_t n = 0;
-    for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
+    for (const hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
         n += !hv_driver_node_hidden(nd) && (before == 0 || nd->id < before);
     }
-    hv_dnode_t **nds = hv_calloc(n ? n : 1, sizeof(*nds));
+    const hv_dnode_t **nds = hv_calloc(n ? n : 1, sizeof(*nds));
     if (nds == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
     size_t i = 0;
-    for (hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL && i < n; nd = nd->next) {
+    for (const hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL && i < n; nd = nd->next) {
         if (!hv_driver_node_hidden(nd) && (before == 0 || nd->id < before)) {
             nds[i++] = nd;
         }
@@ -990,7 +994,7 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
         hv_rpc_finish(c, HV_EINVAL, "%s", verr);
         return;
     }
-    hv_dnode_t *nd = hv_driver_node_find(s->d, req->node);
+    const hv_dnode_t *nd = hv_driver_node_find(s->d, req->node);
     if (nd == NULL) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no node named '%s'", req->node ? req->node : "");
         return;
@@ -1024,9 +1028,9 @@ static void jobs_drain_node(hv_rpc_call_t *c, const ProtobufCMessage *m, void *u
     hv_free(x);
 }
 
-/* Every node is checked before any changes; then each is drained (or undrained) in turn within
- * this one callback, so that a job on several of them re-forms once: the round the first opens
- * is still open for the others. */
+/* The nodes are named here; the driver drains (or undrains) them as one input (stored together,
+ * then acted on, so that a job on several of them re-forms once). */
+_Static_assert(HV_DRAIN_NODES_MAX <= HV_DRIVER_DRAIN_MAX, "DrainNodes fits one driver input");
 static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_jobs_t *s = ud;
     const Hvpb__V1__NodesDrainRequest *req = (const Hvpb__V1__NodesDrainRequest *)m;
@@ -1036,7 +1040,8 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         return;
     }
     size_t n = req->n_nodes;
-    hv_dnode_t *nds[HV_DRAIN_NODES_MAX];
+    const hv_dnode_t *nds[HV_DRAIN_NODES_MAX];
+    uint64_t ids[HV_DRAIN_NODES_MAX];
     for (size_t i = 0; i < n; i++) {
         nds[i] = hv_driver_node_find(s->d, req->nodes[i]);
         if (nds[i] == NULL) {
@@ -1044,34 +1049,29 @@ static void jobs_drain_nodes(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
                           req->nodes[i]);
             return;
         }
-        for (size_t k = 0; k < i; k++) {
-            if (nds[k] == nds[i]) {
-                hv_rpc_finish(c, HV_EINVAL, "nodes '%s' and '%s' are the same node %s",
-                              req->nodes[k], req->nodes[i], nds[i]->name);
-                return;
-            }
-        }
-        if (!req->drain && nds[i]->state != HV_NODE_DRAINING) {
-            hv_rpc_finish(c, HV_ESTATE, "node %s is %s, not draining (nothing was changed)",
-                          nds[i]->name, hv_node_state_name(nds[i]->state));
-            return;
-        }
+        ids[i] = nds[i]->id;
     }
-    const char *why = drain_why(req->reason, req->drain);
-    for (size_t i = 0; i < n; i++) {
-        char derr[300];
-        hv_err rc =
-            hv_driver_node_drain(s->d, nds[i]->id, req->drain, why, 0, 0, derr, sizeof(derr));
-        if (rc == HV_EUNAVAIL) {
-            hv_rpc_finish_later(c, rc, "%s; node %s was not %s (the %zu nodes before it were)",
-                                derr, nds[i]->name, req->drain ? "drained" : "undrained", i);
-            return;
+    size_t bad = 0;
+    char derr[300] = "";
+    hv_err rc = hv_driver_nodes_drain(s->d, ids, n, req->drain, drain_why(req->reason, req->drain),
+                                      &bad, derr, sizeof(derr));
+    if (rc == HV_EINVAL) {
+        size_t k = 0;
+        while (k < bad && ids[k] != ids[bad]) {
+            k++;
         }
-        if (rc != HV_OK) {
-            hv_rpc_finish(c, rc, "cannot %s node %s: %s (the %zu nodes before it were changed)",
-                          req->drain ? "drain" : "undrain", nds[i]->name, hv_strerror(rc), i);
-            return;
-        }
+        hv_rpc_finish(c, rc, "nodes '%s' and '%s' are the same node %s", req->nodes[k],
+                      req->nodes[bad], nds[bad]->name);
+        return;
+    }
+    if (rc == HV_EUNAVAIL) {
+        hv_rpc_finish_later(c, rc, "%s; no node was %s", derr,
+                            req->drain ? "drained" : "undrained");
+        return;
+    }
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s (nothing was changed)", derr);
+        return;
     }
     reply_nodes(c, s, nds, n, 0);
 }
@@ -1093,10 +1093,10 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     uint64_t total = 0;
     uint32_t limit = req->limit ? req->limit : 200;
     hv_err rc = req->actor_id != 0
-                    ? hv_store_event_list_actor(s->store, req->actor_id, limit, &ev, &n, &total)
-                    : hv_store_event_list(s->store, req->job_id, 0, limit, &ev, &n);
+                    ? hv_view_actor_events(s->d, req->actor_id, limit, &ev, &n, &total)
+                    : hv_view_events(s->d, req->job_id, 0, limit, &ev, &n);
     if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "cannot list events: %s", hv_store_last_error(s->store));
+        hv_rpc_finish(c, rc, "cannot list events: %s", hv_view_error(s->d));
         return;
     }
     Hvpb__V1__Event *es = hv_calloc(n ? n : 1, sizeof(*es));
@@ -1127,20 +1127,19 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     hv_free(es);
     hv_free(ep);
-    hv_store_event_free_list(ev, n);
+    hv_view_events_free(ev, n);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 hv_err hv_svc_jobs_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
-                          hv_store_t *store, hv_artifacts_t *arts, hv_svc_jobs_t **out) {
+                          hv_artifacts_t *arts, hv_svc_jobs_t **out) {
     hv_svc_jobs_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
     }
     s->cfg = cfg;
     s->d = d;
-    s->store = store;
     s->arts = arts;
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Jobs/Submit", HV_RPC_UNARY, &hvpb__v1__submit_request__descriptor, jobs_submit,

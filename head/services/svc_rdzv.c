@@ -10,6 +10,7 @@
 #include "log.h"
 #include "mem.h"
 #include "util.h"
+#include "statecopy.h" /* until the driver stores the copies (its put and publish) */
 #include "validate.h"
 
 #define KV_MAX_KEYS 1024

@@ -30,6 +30,7 @@
 #include "callfig.h"
 #include "err.h"
 #include "events.h"
+#include "records.h"
 
 typedef struct hv_store_s hv_store_t;
 
@@ -89,21 +90,6 @@ hv_err hv_store_rollback(hv_store_t *s);
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
 
-typedef struct hv_node_row_s {
-    uint64_t id;       // assigned by the store
-    char *name;        // unique node name (required for upsert)
-    char *addrs;       // comma-separated addresses the agent advertises
-    char *labels;      // "k=v,k=v"
-    char *instance_id; // provider instance id, "" if none
-    char *state;       // "alive" | "dead" | "draining"
-    char *peer;        // address the head saw the agent connect from
-    uint32_t slots, gpus, cpus;
-    int preemptible;      // 0 or 1
-    uint64_t incarnation; // agent incarnation (stored as signed 64 bit, full range kept)
-    uint64_t registered_ms, last_seen_ms; // wall-clock ms
-    uint64_t memory_mb; // the memory its agent reported at its join, MiB (0: unknown)
-} hv_node_row_t;
-
 /* Inserts, or updates every field of the node with the same name; sets row->id (the id of an
  * existing node is kept). HV_EINVAL without a name or with an unknown state. */
 hv_err hv_store_node_upsert(hv_store_t *s, hv_node_row_t *row);
@@ -118,37 +104,6 @@ void hv_store_node_fini(hv_node_row_t *row);
 void hv_store_node_free_list(hv_node_row_t *rows, size_t n);
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
-
-typedef struct hv_job_row_s {
-    uint64_t id; // assigned by the store; never reused
-    char *name;
-    char *state;   // "pending" | "placing" | "running" | "succeeded" | "failed" | "cancelled"
-    char *reason;  // why the job is in its state ("" if nothing to say)
-    uint8_t *spec; // the packed JobSpec, opaque to the store; may be NULL when spec_len is 0
-    size_t spec_len;
-    uint32_t np, min_np, max_np, max_resets, timeout_s, resets, generation;
-    uint64_t submitted_ms, started_ms, ended_ms; // wall-clock ms, 0 = not yet
-    /* v3: elastic settings (fixed at submission) */
-    int elastic;                                // 0 or 1
-    uint32_t check_every;                       // commits between membership checks
-    uint32_t elastic_timeout_s, rdzv_timeout_s; // round bounds
-    uint32_t cooldown_min_s, cooldown_max_s;    // blacklist cooldown range (0 = off)
-    uint32_t max_strikes;                       // strikes before a permanent bar (0 = never)
-    uint32_t slots_per_host;                    // placement limit (0 = none)
-    /* v3: the newest round */
-    uint32_t size, cross_size;      // members and nodes of the last closed round
-    int round_open, round_rollback; // 0 or 1
-    char *round_reason;             // why the newest round opened
-    uint64_t round_opened_ms, round_deadline_ms, round_fail_at_ms; // wall-clock ms
-    uint32_t target_np;  // v4: elastic: the size asked for now (0 = max_np)
-    uint32_t resume_gen; // v7: the round that resumed the job from a copy (0 = none)
-    uint32_t resumes;    // v7: how many times every member was lost and the job resumed
-    /* v9: the digests of the artifacts the spec uses (its binary, its files), borrowed; written
-     * by hv_store_job_insert in the job's transaction (job_artifacts), never read back here. */
-    const char *const *artifacts;
-    size_t nartifacts;
-    uint32_t round_code; // v10: why the newest round opened (hv_ev_reason_t; 0 = none)
-} hv_job_row_t;
 
 /* Sets row->id; the row and its artifacts' references go in one transaction (the caller's, if
  * one is open). HV_EINVAL for an unknown state. */
@@ -173,23 +128,6 @@ void hv_store_job_free_list(hv_job_row_t *rows, size_t n);
 
 /* ---- workers (one row per attempt) ----------------------------------------------------------- */
 
-typedef struct hv_worker_row_s {
-    uint64_t id;      // assigned by the store; never reused
-    uint64_t job_id;  // must name an existing job (HV_EINVAL otherwise)
-    uint64_t node_id; // 0 = not placed yet
-    uint32_t rank, attempt, local_rank, local_size, generation;
-    int gpu; // -1 = none
-    int pid, exit_code, term_signal;
-    char *state; // "pending" | "starting" | "running" | "exited" | "lost" | "killed" | "left"
-    char *reason;
-    uint64_t started_ms, ended_ms; // wall-clock ms, 0 = not yet
-    /* v3: membership (generation above is the round the worker was placed in) */
-    uint32_t member_gen, joined_gen; // last and first round it was a member of (0 = none)
-    uint32_t cross_rank;             // in member_gen (rank, local_rank, local_size too)
-    int done, removed;               // reported Done; taken out of the job by the head
-    char *addr;                      // data-plane address from its last JoinRound
-} hv_worker_row_t;
-
 /* Sets row->id. */
 hv_err hv_store_worker_insert(hv_store_t *s, hv_worker_row_t *row);
 /* Updates every field by row->id. HV_ENOTFOUND. */
@@ -204,18 +142,6 @@ void hv_store_worker_fini(hv_worker_row_t *row);
 void hv_store_worker_free_list(hv_worker_row_t *rows, size_t n);
 
 /* ---- events (append-only) -------------------------------------------------------------------- */
-
-typedef struct hv_event_row_s {
-    uint64_t seq;     // strictly increasing, never reused
-    uint64_t time_ms; // wall-clock ms when appended
-    uint64_t job_id;  // 0 = none
-    uint64_t node_id; // 0 = none
-    char *kind, *message;
-    char *data;       // a JSON object with the event's fields, or "" (v3)
-    hv_ev_fields_t f; // v10: its structured fields (f.node_id = node_id; all 0 in older rows
-                      // but rounds', which the migration filled from their data)
-    char *node;       // v10: the node's name ("" = none, or an older row)
-} hv_event_row_t;
 
 /* Appends an event stamped with the wall clock now; data (may be NULL) is a JSON object text.
  * *seq_out (may be NULL) gets its seq. No structured fields (hv_store_event_append_f). */
@@ -271,7 +197,6 @@ void hv_store_artifact_free_list(hv_artifact_row_t *rows, size_t n);
  * many (at most cap). Given by the head (the store never reads a spec). */
 typedef size_t (*hv_store_spec_digests_fn)(void *ud, const uint8_t *spec, size_t len,
                                            char (*out)[65], size_t cap);
-#define HV_STORE_SPEC_DIGESTS_MAX 257 /* a binary and at most 256 files */
 
 /* Once after the v9 migration of a database that had jobs: reads every job's spec through fn
  * and records which artifacts it uses, in one transaction, then marks the references complete.
@@ -313,20 +238,6 @@ void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n);
 
 /* ---- instances: the autoscaler's cloud instances (schema v2, v4) ---------------------------- */
 
-typedef struct hv_instance_row_s {
-    char *id;                      // the head's instance id, decimal (required)
-    char *provider;                // provider name ("local", "command", "spot-sim")
-    char *state;                   // "launching", "running", "draining", "terminating", "ended"
-    char *node_name;               // the node name its agent joins with
-    uint64_t price_milli;          // price in thousandths of a currency unit per hour
-    uint64_t created_ms, ended_ms; // wall-clock ms, ended 0 = still running
-    char *type;                    // node type (v4)
-    char *handle;                  // the provider's handle to adopt it again (v4)
-    uint64_t joined_ms;            // wall-clock ms its agent joined, 0 = not yet (v4)
-    char *reason;                  // why it ended (v4)
-    int preempted;                 // a preemption ended it (v4)
-} hv_instance_row_t;
-
 /* Inserts or replaces the instance with row->id. */
 hv_err hv_store_instance_put(hv_store_t *s, const hv_instance_row_t *row);
 /* Fills *out (owned; hv_store_instance_fini). HV_ENOTFOUND. */
@@ -341,46 +252,14 @@ void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n);
 /* Audit rows the head keeps: older ones are deleted as new ones come (about 30 MB at most). */
 #define HV_STORE_AUDIT_KEEP 100000
 
-/* One call that changed something, or was refused. Never a secret: who_id is a client token's
- * name, a node id or a join token's id. */
-typedef struct hv_audit_row_s {
-    uint64_t seq;      // set by the store (ascending)
-    uint64_t time_ms;  // wall clock
-    char who_kind[16]; // "client", "node", "worker", "join-token", "none"
-    char who_id[64];   // the client token's name, the node id, the join token's id; "" none
-    char peer[64];     // the caller's address
-    char method[64];   // the gRPC method's name ("Submit", "Join")
-    char target[64];   // what it acts on: "job 3", "node gpu1", "token abc123"; "" none
-    int code;          // gRPC status code, 0 = OK
-    char result[256];  // "OK" or "<CODE NAME>: <message>"
-} hv_audit_row_t;
-
 /* Appends row (seq ignored), then deletes all but the newest `keep` rows (0 = keep all). */
 hv_err hv_store_audit_append(hv_store_t *s, const hv_audit_row_t *row, uint64_t keep);
-
-typedef struct hv_audit_filter_s {
-    uint64_t before_seq; // only rows with seq below it (paging); 0 = from the newest
-    uint64_t since_ms;   // only rows at or after it (wall clock); 0 = all
-    const char *who;     // a who_id or a who_kind; NULL or "" = anyone
-    const char *method;  // a method name; NULL or "" = any
-    int refused_only;    // only rows with a code other than OK
-    uint32_t limit;      // at most this many rows; 0 = no limit
-} hv_audit_filter_t;
 
 /* Rows matching f, newest first. *out owned (hv_free). */
 hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_row_t **out,
                            size_t *n);
 
 /* ---- join tokens (schema v6) ----------------------------------------------------------------- */
-
-typedef struct hv_jtoken_row_s {
-    char id[16];                     // shown (core/creds.h: HV_JTOKEN_ID_LEN characters)
-    char secret_sha256[65];          // hex SHA-256 of the secret; the secret itself is never stored
-    uint64_t created_ms, expires_ms; // wall clock; expires 0 = never
-    uint32_t max_uses, uses;         // max 0 = unlimited
-    uint64_t revoked_ms;             // 0 = not revoked
-    char created_by[64];             // the client token's name that made it
-} hv_jtoken_row_t;
 
 /* HV_EEXIST: a token with this id already exists. */
 hv_err hv_store_jtoken_insert(hv_store_t *s, const hv_jtoken_row_t *row);
@@ -421,16 +300,6 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
 
 /* ---- copies of the training state (schema v7) ------------------------------------------------ */
 
-typedef struct hv_copy_row_s {
-    uint64_t job_id;
-    uint32_t generation; // the round the copy was committed in
-    uint64_t commit;     // the sender's commit count
-    uint64_t size;       // bytes
-    char sha256[65];     // hex
-    char path[512];      // the file under <data>/states/
-    uint64_t stored_ms;  // wall clock
-} hv_copy_row_t;
-
 /* Records row as the job's newest copy (replacing the previous row). HV_EINVAL for job 0. */
 hv_err hv_store_copy_put(hv_store_t *s, const hv_copy_row_t *row);
 /* The job's newest copy. HV_ENOTFOUND: none. */
@@ -445,11 +314,6 @@ hv_err hv_store_durable_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
 hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id);
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
-
-typedef struct hv_revoked_row_s {
-    uint64_t node_id, incarnation; /* the credential: a node and its agent's incarnation */
-    uint64_t revoked_ms;           /* wall clock; 0 for those imported from the old file */
-} hv_revoked_row_t;
 
 /* Stores a revocation (one already stored is left as it was). */
 hv_err hv_store_revoked_put(hv_store_t *s, const hv_revoked_row_t *r);
