@@ -115,6 +115,9 @@ static const struct {
     {"actors", "[--namespace NS]", "actors: state, node, restarts, address"},
     {"actor", "NAME|ID [--namespace NS]", "one actor: state and cause, node, restarts"},
     {"kill-actor", "NAME|ID [--restart]", "kill an actor; --restart starts a new process"},
+    {"actor-logs", "NAME|ID [--namespace NS]",
+     "what an actor's processes printed (stdout,\n"
+     "stderr), as the head keeps it"},
 };
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
@@ -2067,7 +2070,8 @@ static int ctl_status(const ctl_t *c) {
 
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
-    int status = hv_ctl_actors_main(argc, argv); /* actor create, actors, actor, kill-actor */
+    int status = hv_ctl_actors_main(argc, argv); /* actor create, actors, actor, kill-actor,
+                                                    actor-logs */
     if (status >= 0) {
         return status;
     }

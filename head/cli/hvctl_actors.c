@@ -1,6 +1,6 @@
 /*
  * hvctl_actors: hvctl's actor commands (the Actors service): actor create, actors, actor
- * NAME|ID, kill-actor. hvctl's main hands argv here first; a command line that is none of these
+ * NAME|ID, kill-actor, actor-logs. hvctl's main hands argv here first; a command line that is none of these
  * comes back (-1) to hvctl's own parser. The global options hvctl takes before a command
  * (--head, --ca, --insecure, --token-file, --json) are accepted anywhere here.
  *
@@ -10,6 +10,7 @@
  *   hvctl actors [--namespace NS] [--json]
  *   hvctl actor NAME|ID [--namespace NS] [--json]
  *   hvctl kill-actor NAME|ID [--restart] [--namespace NS]
+ *   hvctl actor-logs NAME|ID [--namespace NS]
  *
  * PROGRAM: a local file (a path with '/') is uploaded like hvsubmit's binary (Jobs.Upload, by
  * sha256); a bare name is a program on the node (python3, ...). Without --owner-job the actor is
@@ -36,9 +37,10 @@
 #define PROG "hvctl"
 #define ACTORS_MAX_ENV 256
 #define ACTORS_MAX_LABELS 64
+#define ACTORS_LOG_PAGES_MAX 100000 /* a bound on the pages of one actor-logs */
 
 typedef struct actor_opts_s {
-    const char *cmd; /* "create", "list", "get", "kill" */
+    const char *cmd; /* "create", "list", "get", "kill", "logs" */
     const char *head, *ca, *token_file;
     int insecure, json, restart;
     const char *target; /* NAME|ID */
@@ -96,8 +98,9 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
             }
         }
     }
-    if (first < 0 || (strcmp(argv[first], "actor") != 0 && strcmp(argv[first], "actors") != 0 &&
-                      strcmp(argv[first], "kill-actor") != 0)) {
+    if (first < 0 ||
+        (strcmp(argv[first], "actor") != 0 && strcmp(argv[first], "actors") != 0 &&
+         strcmp(argv[first], "kill-actor") != 0 && strcmp(argv[first], "actor-logs") != 0)) {
         return 0;
     }
     const char *word = argv[first];
@@ -122,14 +125,17 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
                    "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
                    "       hvctl actors [--namespace NS] [--json]\n"
                    "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
-                   "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n\n"
+                   "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n"
+                   "       hvctl actor-logs NAME|ID [--namespace NS]\n\n"
                    "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
                    "--owner-job the actor is detached. hvctl actor NAME shows its state, node,\n"
                    "restarts and moves, and its calls served and failed with the median and\n"
                    "p99 of their service time (summed over its processes, reported about\n"
                    "once a second), and its history: each restart, move and its death with\n"
                    "time, state, cause, node and the head's words, newest last (the last 20;\n"
-                   "--json: \"history\", an array). Options of hvctl (--head, --ca,\n"
+                   "--json: \"history\", an array). hvctl actor-logs prints what its\n"
+                   "processes wrote on stdout and stderr, as \"[PROCESS]<stream>:text\"\n"
+                   "(the head keeps it like a job's log). Options of hvctl (--head, --ca,\n"
                    "--insecure, --token-file, --json) apply. docs/actors.md\n");
             *status = HV_CLI_EXIT_OK;
             return 1;
@@ -235,6 +241,8 @@ static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
     }
     if (strcmp(word, "kill-actor") == 0) {
         o->cmd = "kill";
+    } else if (strcmp(word, "actor-logs") == 0) {
+        o->cmd = "logs";
     } else if (npos >= 1 && strcmp(pos[0], "create") == 0) {
         o->cmd = "create";
         if (npos > 1 || o->class_name == NULL || o->nprog < 1) {
@@ -807,6 +815,42 @@ static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const actor_opts
     return HV_CLI_EXIT_OK;
 }
 
+/* hvctl actor-logs: the actor's output log, page after page, as "[PROCESS]<stream>:text" (the
+ * text made safe for a terminal when stdout is one, as hvctl logs does). */
+static int cmd_logs(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+    Hvpb__V1__ActorRef ref;
+    fill_ref(&ref, o);
+    Hvpb__V1__ActorLogsRequest req = HVPB__V1__ACTOR_LOGS_REQUEST__INIT;
+    req.ref = &ref;
+    int clean = isatty(STDOUT_FILENO);
+    for (int page = 0; page < ACTORS_LOG_PAGES_MAX; page++) {
+        ProtobufCMessage *resp = NULL;
+        int status =
+            call(ch, head, "Logs", &req.base, &hvpb__v1__actor_logs_reply__descriptor, &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            return status;
+        }
+        const Hvpb__V1__ActorLogsReply *r = (const Hvpb__V1__ActorLogsReply *)resp;
+        for (size_t i = 0; i < r->n_lines; i++) {
+            const Hvpb__V1__LogLine *l = r->lines[i];
+            printf("[%u]<%s>:", l->rank, l->stream == 2 ? "stderr" : "stdout");
+            if (clean) {
+                hv_cli_clean_write(stdout, l->text, HV_CLI_CLEAN_TAB);
+            } else {
+                fputs(l->text, stdout);
+            }
+            fputc('\n', stdout);
+        }
+        int more = r->more && r->next_offset > req.offset;
+        req.offset = r->next_offset;
+        hv_rpc_msg_free(resp);
+        if (!more) {
+            break;
+        }
+    }
+    return HV_CLI_EXIT_OK;
+}
+
 int hv_ctl_actors_main(int argc, char **argv) {
     actor_opts_t o;
     int status;
@@ -834,6 +878,8 @@ int hv_ctl_actors_main(int argc, char **argv) {
         status = cmd_create(ch, head, &o);
     } else if (strcmp(o.cmd, "list") == 0) {
         status = cmd_list(ch, head, &o);
+    } else if (strcmp(o.cmd, "logs") == 0) {
+        status = cmd_logs(ch, head, &o);
     } else {
         status = cmd_get_kill(ch, head, &o);
     }
