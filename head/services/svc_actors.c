@@ -162,6 +162,15 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
     return x;
 }
 
+/* The actor a call names by ref, its caller checked (caller, then resolve); NULL: answered. */
+static const hv_dactor_t *named(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hvpb__V1__ActorRef *ref,
+                                hv_cred_t *cred) {
+    if (!caller(s, c, ref != NULL && ref->id == 0 ? ref->namespace_ : NULL, cred)) {
+        return NULL;
+    }
+    return resolve(s, c, ref, cred);
+}
+
 /* ---- Create ------------------------------------------------------------------------------------ */
 
 /* The label demand of an actor that a job's worker creates (workcap.h): want with its job's
@@ -406,10 +415,7 @@ static void actors_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_actors_t *s = ud;
     const Hvpb__V1__GetActorRequest *req = (const Hvpb__V1__GetActorRequest *)m;
     hv_cred_t cred;
-    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
-        return;
-    }
-    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    const hv_dactor_t *x = named(s, c, req->ref, &cred);
     if (x == NULL) {
         return;
     }
@@ -468,10 +474,7 @@ static void actors_kill(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_actors_t *s = ud;
     const Hvpb__V1__KillActorRequest *req = (const Hvpb__V1__KillActorRequest *)m;
     hv_cred_t cred;
-    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
-        return;
-    }
-    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    const hv_dactor_t *x = named(s, c, req->ref, &cred);
     if (x == NULL) {
         return;
     }
@@ -497,10 +500,7 @@ static void actors_logs(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_actors_t *s = ud;
     const Hvpb__V1__ActorLogsRequest *req = (const Hvpb__V1__ActorLogsRequest *)m;
     hv_cred_t cred;
-    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
-        return;
-    }
-    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    const hv_dactor_t *x = named(s, c, req->ref, &cred);
     if (x == NULL) {
         return;
     }
