@@ -12,16 +12,17 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "mem.h"
+#include "opt.h"
 #include "util.h"
 
-static const char agent_usage[] =
+static const char agent_synopsis[] =
     "usage: hvagent join HOST:PORT [options]     register this node with the head and run its\n"
     "                                            workers (foreground unless --daemon)\n"
     "       hvagent stop  [--pid-file F | --work-dir DIR | --name NAME] [--timeout S]\n"
@@ -30,51 +31,7 @@ static const char agent_usage[] =
     "       hvagent drain [--pid-file F | --work-dir DIR | --name NAME]\n"
     "                                            drain the node without stopping the agent:\n"
     "                                            it takes no new work until the head undrains it\n"
-    "join options:\n"
-    "  --token T              join token (or --token-file F, or HV_TOKEN in the environment)\n"
-    "  --token-file F         read the join token from file F\n"
-    "  --slots N              worker slots offered (default: GPUs, else CPUs)\n"
-    "  --memory-mb N          memory offered to actors' demands, in MiB (default: the\n"
-    "                         machine's physical memory)\n"
-    "  --name NAME            node name (default: the hostname)\n"
-    "  --labels k=v,...       node labels (repeatable)\n"
-    "  --work-dir DIR         cache, job dirs and pid file (default ./hv-agent-NAME)\n"
-    "  --cache-max-mb N       bound of the artifact cache (WORK_DIR/cache), in MiB: the least\n"
-    "                         recently used artifacts go when it is over; files a starting\n"
-    "                         worker still needs stay (default 4096; 0: unbounded)\n"
-    "  --addr IP              address peers reach this node at (repeatable; default: every\n"
-    "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"
-    "  --preemptible          this node is spot/preemptible capacity\n"
-    "  --instance-id ID       cloud instance id (autoscaler bookkeeping)\n"
-    "  --run-as USER          run workers as USER (its uid and primary group, no other\n"
-    "                         groups); the agent itself needs root for it\n"
-    "  --orphan-policy P      kill|keep workers when the head is gone past the lease (kill)\n"
-    "  --connect-timeout S    keep trying to reach the head this long at start (30)\n"
-    "  --drain-deadline S     SIGTERM (a preemption notice) drains the node: the workers keep\n"
-    "                         running, the head moves elastic jobs away, and the agent exits\n"
-    "                         once no worker is left, or stops them after S s (120; 0: SIGTERM\n"
-    "                         stops at once). SIGINT, or a second SIGTERM, stops at once\n"
-    "  --daemon               detach; with --pid-file and --log-file\n"
-    "  --pid-file F           pid file (default WORK_DIR/hvagent.pid)\n"
-    "  --log-file F           append logs to F\n"
-    "  --log-level L          error|warn|notice|info|debug\n"
-    "  --ca FILE              verify the head's TLS certificate against this CA (or HV_CA_FILE);\n"
-    "                         the workers get the path as HV_CA_FILE\n"
-    "  --cert F --key F       client certificate and key (heads with tls.require_client_cert)\n"
-    "  --insecure             plain text to a head that is not on this machine (or\n"
-    "                         HV_INSECURE=1); without it such a head needs --ca\n";
-
-const char *hv_agent_usage(void) { return agent_usage; }
-
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+    "join options:\n";
 
 /* ---- host facts ----------------------------------------------------------------------------- */
 
@@ -206,19 +163,19 @@ static hv_err cfg_add_labels(hv_agent_config_t *cfg, const char *list, char *err
     for (char *kv = strtok_r(copy, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (eq == NULL || eq == kv || strlen(kv) > 256 + 1 + 1024) {
-            cfg_err(err, errlen, "--labels: \"%.100s\" is not key=value", kv);
+            hv_errf(err, errlen, "--labels: \"%.100s\" is not key=value", kv);
             rc = HV_EINVAL;
             goto out;
         }
         if (cfg->nlabels >= HV_AGENT_MAX_LABELS) {
-            cfg_err(err, errlen, "--labels: more than %d labels (the agent adds %s)",
+            hv_errf(err, errlen, "--labels: more than %d labels (the agent adds %s)",
                     HV_AGENT_MAX_LABELS, HV_AGENT_RUN_AS_LABEL);
             rc = HV_EINVAL;
             goto out;
         }
         *eq = '\0';
         if (strcmp(kv, HV_AGENT_RUN_AS_LABEL) == 0) {
-            cfg_err(err, errlen,
+            hv_errf(err, errlen,
                     "--labels: %s is the agent's own label (the user its workers run as: "
                     "--run-as, else the agent's)",
                     HV_AGENT_RUN_AS_LABEL);
@@ -249,7 +206,7 @@ static hv_err cfg_add_labels(hv_agent_config_t *cfg, const char *list, char *err
         }
     }
     if (list[0] == '\0') {
-        cfg_err(err, errlen, "--labels: empty list");
+        hv_errf(err, errlen, "--labels: empty list");
         rc = HV_EINVAL;
     }
 out:
@@ -262,7 +219,7 @@ static hv_err cfg_read_token(hv_agent_config_t *cfg, const char *path, char *err
     size_t len = 0;
     hv_err rc = hv_read_file(path, 64 * 1024, &data, &len);
     if (rc != HV_OK) {
-        cfg_err(err, errlen, "--token-file %s: %s", path, hv_strerror(rc));
+        hv_errf(err, errlen, "--token-file %s: %s", path, hv_strerror(rc));
         return HV_EINVAL;
     }
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' ' ||
@@ -330,46 +287,85 @@ typedef enum flag_id {
     F_INSECURE,
 } flag_id;
 
-typedef struct flag_s {
-    const char *name;
-    flag_id id;
-    int takes_value;
-    unsigned cmds; /* bit per hv_agent_cmd where the flag is allowed */
-} flag_t;
-
 #define C_JOIN (1u << HV_AGENT_CMD_JOIN)
 #define C_STOP (1u << HV_AGENT_CMD_STOP)
 #define C_DRAIN (1u << HV_AGENT_CMD_DRAIN)
 #define C_ALL (C_JOIN | C_STOP | C_DRAIN)
 
-static const flag_t flags[] = {
-    {"token", F_TOKEN, 1, C_JOIN},
-    {"token-file", F_TOKEN_FILE, 1, C_JOIN},
-    {"slots", F_SLOTS, 1, C_JOIN},
-    {"memory-mb", F_MEMORY, 1, C_JOIN},
-    {"name", F_NAME, 1, C_ALL},
-    {"labels", F_LABELS, 1, C_JOIN},
-    {"work-dir", F_WORK_DIR, 1, C_ALL},
-    {"cache-max-mb", F_CACHE_MAX, 1, C_JOIN},
-    {"addr", F_ADDR, 1, C_JOIN},
-    {"preemptible", F_PREEMPTIBLE, 0, C_JOIN},
-    {"instance-id", F_INSTANCE_ID, 1, C_JOIN},
-    {"run-as", F_RUN_AS, 1, C_JOIN},
-    {"orphan-policy", F_ORPHAN, 1, C_JOIN},
-    {"connect-timeout", F_CONNECT_TIMEOUT, 1, C_JOIN},
-    {"drain-deadline", F_DRAIN_DEADLINE, 1, C_JOIN},
-    {"daemon", F_DAEMON, 0, C_JOIN},
-    {"pid-file", F_PID_FILE, 1, C_ALL},
-    {"log-file", F_LOG_FILE, 1, C_JOIN},
-    {"log-level", F_LOG_LEVEL, 1, C_JOIN},
-    {"timeout", F_TIMEOUT, 1, C_STOP},
-    {"help", F_HELP, 0, C_ALL},
-    {"version", F_VERSION, 0, C_ALL},
-    {"ca", F_CA, 1, C_JOIN},
-    {"cert", F_CERT, 1, C_JOIN},
-    {"key", F_KEY, 1, C_JOIN},
-    {"insecure", F_INSECURE, 0, C_JOIN},
+/* hvagent's options, in the order of its --help (join's options are the ones listed). */
+static const hv_opt_t agent_opts[] = {
+    {"token", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_TOKEN, NULL,
+     "  --token T              join token (or --token-file F, or HV_TOKEN in the environment)\n"},
+    {"token-file", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_TOKEN_FILE, NULL,
+     "  --token-file F         read the join token from file F\n"},
+    {"slots", 0, HV_OPT_UINT, 1, 65535, C_JOIN, F_SLOTS,
+     "--slots \"%.50s\": want a number from 1 to 65535",
+     "  --slots N              worker slots offered (default: GPUs, else CPUs)\n"},
+    {"memory-mb", 0, HV_OPT_UINT, 1, UINT64_C(1) << 40, C_JOIN, F_MEMORY,
+     "--memory-mb \"%.50s\": want a number of MiB from 1 to 2^40",
+     "  --memory-mb N          memory offered to actors' demands, in MiB (default: the\n"
+     "                         machine's physical memory)\n"},
+    {"name", 0, HV_OPT_TEXT, 0, 0, C_ALL, F_NAME, NULL,
+     "  --name NAME            node name (default: the hostname)\n"},
+    {"labels", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_LABELS, NULL,
+     "  --labels k=v,...       node labels (repeatable)\n"},
+    {"work-dir", 0, HV_OPT_TEXT, 0, 0, C_ALL, F_WORK_DIR, NULL,
+     "  --work-dir DIR         cache, job dirs and pid file (default ./hv-agent-NAME)\n"},
+    {"cache-max-mb", 0, HV_OPT_UINT, 0, HV_AGENT_CACHE_MAX_MB_MAX, C_JOIN, F_CACHE_MAX,
+     "--cache-max-mb \"%.50s\": want a number of MiB from 0 to 1073741824 (0: unbounded)",
+     "  --cache-max-mb N       bound of the artifact cache (WORK_DIR/cache), in MiB: the least\n"
+     "                         recently used artifacts go when it is over; files a starting\n"
+     "                         worker still needs stay (default 4096; 0: unbounded)\n"},
+    {"addr", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_ADDR, NULL,
+     "  --addr IP              address peers reach this node at (repeatable; default: every\n"
+     "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"},
+    {"preemptible", 0, HV_OPT_FLAG, 0, 0, C_JOIN, F_PREEMPTIBLE, NULL,
+     "  --preemptible          this node is spot/preemptible capacity\n"},
+    {"instance-id", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_INSTANCE_ID, NULL,
+     "  --instance-id ID       cloud instance id (autoscaler bookkeeping)\n"},
+    {"run-as", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_RUN_AS, NULL,
+     "  --run-as USER          run workers as USER (its uid and primary group, no other\n"
+     "                         groups); the agent itself needs root for it\n"},
+    {"orphan-policy", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_ORPHAN, NULL,
+     "  --orphan-policy P      kill|keep workers when the head is gone past the lease (kill)\n"},
+    {"connect-timeout", 0, HV_OPT_UINT, 1, 86400, C_JOIN, F_CONNECT_TIMEOUT,
+     "--connect-timeout \"%.50s\": want seconds from 1 to 86400",
+     "  --connect-timeout S    keep trying to reach the head this long at start (30)\n"},
+    {"drain-deadline", 0, HV_OPT_UINT, 0, 86400, C_JOIN, F_DRAIN_DEADLINE,
+     "--drain-deadline \"%.50s\": want seconds from 0 to 86400 (0: SIGTERM stops the workers "
+     "at once)",
+     "  --drain-deadline S     SIGTERM (a preemption notice) drains the node: the workers keep\n"
+     "                         running, the head moves elastic jobs away, and the agent exits\n"
+     "                         once no worker is left, or stops them after S s (120; 0: SIGTERM\n"
+     "                         stops at once). SIGINT, or a second SIGTERM, stops at once\n"},
+    {"daemon", 0, HV_OPT_FLAG, 0, 0, C_JOIN, F_DAEMON, NULL,
+     "  --daemon               detach; with --pid-file and --log-file\n"},
+    {"pid-file", 0, HV_OPT_TEXT, 0, 0, C_ALL, F_PID_FILE, NULL,
+     "  --pid-file F           pid file (default WORK_DIR/hvagent.pid)\n"},
+    {"log-file", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_LOG_FILE, NULL,
+     "  --log-file F           append logs to F\n"},
+    {"log-level", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_LOG_LEVEL, NULL,
+     "  --log-level L          error|warn|notice|info|debug\n"},
+    {"timeout", 0, HV_OPT_UINT, 1, 3600, C_STOP, F_TIMEOUT,
+     "--timeout \"%.50s\": want seconds from 1 to 3600", NULL},
+    {"help", 'h', HV_OPT_FLAG, 0, 0, C_ALL, F_HELP, NULL, NULL},
+    {"version", 0, HV_OPT_FLAG, 0, 0, C_ALL, F_VERSION, NULL, NULL},
+    {"ca", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_CA, NULL,
+     "  --ca FILE              verify the head's TLS certificate against this CA (or HV_CA_FILE);\n"
+     "                         the workers get the path as HV_CA_FILE\n"},
+    {"cert", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_CERT, NULL,
+     "  --cert F --key F       client certificate and key (heads with tls.require_client_cert)\n"},
+    {"key", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_KEY, NULL, NULL},
+    {"insecure", 0, HV_OPT_FLAG, 0, 0, C_JOIN, F_INSECURE, NULL,
+     "  --insecure             plain text to a head that is not on this machine (or\n"
+     "                         HV_INSECURE=1); without it such a head needs --ca\n"},
 };
+#define AGENT_NOPTS (sizeof(agent_opts) / sizeof(agent_opts[0]))
+
+void hv_agent_usage(FILE *f) {
+    fputs(agent_synopsis, f);
+    hv_opt_help(f, agent_opts, AGENT_NOPTS, C_JOIN);
+}
 
 /* TLS and the plain-text rule: --ca (else HV_CA_FILE) switches to TLS; a client certificate
  * needs both --cert and --key and TLS; plain text to a head beyond loopback needs --insecure
@@ -378,7 +374,7 @@ static hv_err cfg_transport(hv_agent_config_t *cfg, char *err, size_t errlen) {
     const char *env = getenv("HV_CA_FILE");
     if (cfg->ca_file[0] == '\0' && env != NULL && env[0] != '\0' &&
         cfg_absolute(env, cfg->ca_file, sizeof(cfg->ca_file)) != HV_OK) {
-        cfg_err(err, errlen, "HV_CA_FILE: bad path \"%.100s\"", env);
+        hv_errf(err, errlen, "HV_CA_FILE: bad path \"%.100s\"", env);
         return HV_EINVAL;
     }
     const char *ins = getenv("HV_INSECURE");
@@ -386,15 +382,15 @@ static hv_err cfg_transport(hv_agent_config_t *cfg, char *err, size_t errlen) {
         cfg->insecure = 1;
     }
     if ((cfg->cert_file[0] == '\0') != (cfg->key_file[0] == '\0')) {
-        cfg_err(err, errlen, "--cert and --key go together (the client certificate and its key)");
+        hv_errf(err, errlen, "--cert and --key go together (the client certificate and its key)");
         return HV_EINVAL;
     }
     if (cfg->cert_file[0] != '\0' && cfg->ca_file[0] == '\0') {
-        cfg_err(err, errlen, "--cert/--key need --ca (the CA that signed the head's certificate)");
+        hv_errf(err, errlen, "--cert/--key need --ca (the CA that signed the head's certificate)");
         return HV_EINVAL;
     }
     if (cfg->ca_file[0] == '\0' && !cfg->insecure && !hv_agent_host_is_loopback(cfg->head_host)) {
-        cfg_err(err, errlen,
+        hv_errf(err, errlen,
                 "refusing plain text to the head at %s (not on this machine): give --ca FILE "
                 "(or HV_CA_FILE) with the CA of the head's certificate, or --insecure on a "
                 "trusted network",
@@ -441,7 +437,7 @@ static hv_err cfg_command(hv_agent_config_t *cfg, const char *cmd, char *err, si
     } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         cfg->cmd = HV_AGENT_CMD_VERSION;
     } else {
-        cfg_err(err, errlen, "unknown command \"%.100s\" (want join, stop or drain)", cmd);
+        hv_errf(err, errlen, "unknown command \"%.100s\" (want join, stop or drain)", cmd);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -455,64 +451,51 @@ static int cfg_done(const hv_agent_config_t *cfg) {
 static hv_err cfg_positional(hv_agent_config_t *cfg, parse_state_t *ps, const char *a, char *err,
                              size_t errlen) {
     if (cfg->cmd != HV_AGENT_CMD_JOIN || ps->positional > 0) {
-        cfg_err(err, errlen, "unexpected argument \"%.100s\"", a);
+        hv_errf(err, errlen, "unexpected argument \"%.100s\"", a);
         return HV_EINVAL;
     }
     ps->positional++;
     if (hv_parse_hostport(a, cfg->head_host, sizeof(cfg->head_host), &cfg->head_port) != HV_OK ||
         cfg->head_port == 0 || strlen(a) >= sizeof(cfg->head)) {
-        cfg_err(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
+        hv_errf(err, errlen, "bad head address \"%.100s\": want HOST:PORT", a);
         return HV_EINVAL;
     }
     snprintf(cfg->head, sizeof(cfg->head), "%s", a);
     return HV_OK;
 }
 
-/* Looks up the flag argv[*i] (--name or --name=value) in flags[] for this command and takes its
- * value (after '=' or the next argument, advancing *i). */
-static hv_err cfg_flag_lookup(const hv_agent_config_t *cfg, int argc, char **argv, int *i,
-                              const char *a, const flag_t **f_out, const char **val_out, char *err,
-                              size_t errlen) {
-    const char *nm = a + 2;
-    const char *eq = strchr(nm, '=');
-    size_t nlen = eq != NULL ? (size_t)(eq - nm) : strlen(nm);
-    const flag_t *f = NULL;
-    for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
-        if (strlen(flags[k].name) == nlen && strncmp(flags[k].name, nm, nlen) == 0) {
-            f = &flags[k];
-        }
+/* An option the parser refused, in hvagent's words. */
+static hv_err cfg_fault(const hv_agent_config_t *cfg, const hv_opt_got_t *g, char *err,
+                        size_t errlen) {
+    const char *nm = g->arg[1] == '-' ? g->arg + 2 : g->arg + 1;
+    int dashes = g->arg[1] == '-' ? 2 : 1;
+    char msg[256];
+    switch (g->fault) {
+    case HV_OPT_UNKNOWN:
+    case HV_OPT_WRONG_CMD: /* an option of another command is unknown to this one */
+        hv_errf(err, errlen, "unknown option '%.*s%.*s' for 'hvagent %s'", dashes, "--",
+                (int)strcspn(nm, "="), nm, cmd_name(cfg->cmd));
+        break;
+    case HV_OPT_NEEDS_VALUE:
+        hv_errf(err, errlen, "--%s needs a value", g->opt->name);
+        break;
+    case HV_OPT_NO_VALUE:
+        hv_errf(err, errlen, "--%s takes no value", g->opt->name);
+        break;
+    default:
+        hv_errf(err, errlen, "%s", hv_opt_fault_msg(g, NULL, msg, sizeof(msg)));
+        break;
     }
-    if (f == NULL || !(f->cmds & (1u << cfg->cmd))) {
-        cfg_err(err, errlen, "unknown option '--%.*s' for 'hvagent %s'", (int)nlen, nm,
-                cmd_name(cfg->cmd));
-        return HV_EINVAL;
-    }
-    const char *val = NULL;
-    if (f->takes_value) {
-        if (eq != NULL) {
-            val = eq + 1;
-        } else if (*i + 1 < argc) {
-            val = argv[++*i];
-        } else {
-            cfg_err(err, errlen, "--%s needs a value", f->name);
-            return HV_EINVAL;
-        }
-    } else if (eq != NULL) {
-        cfg_err(err, errlen, "--%s takes no value", f->name);
-        return HV_EINVAL;
-    }
-    *f_out = f;
-    *val_out = val;
-    return HV_OK;
+    return HV_EINVAL;
 }
 
 /* The node's identity and what it offers: --token, --token-file, --slots, --name, --labels,
  * --addr, --preemptible, --instance-id. */
-static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f,
-                            const char *val, char *err, size_t errlen) {
+static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const hv_opt_got_t *g,
+                            char *err, size_t errlen) {
+    const char *val = g->value;
     hv_err rc;
-    uint64_t u;
-    switch (f->id) {
+    switch ((flag_id)g->opt->id) {
     case F_TOKEN:
         hv_free(cfg->token);
         cfg->token = hv_strdup(val);
@@ -528,24 +511,16 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         ps->token_file_set = 1;
         return HV_OK;
     case F_SLOTS:
-        if (hv_parse_u64(val, 1, 65535, &u) != HV_OK) {
-            cfg_err(err, errlen, "--slots \"%.50s\": want a number from 1 to 65535", val);
-            return HV_EINVAL;
-        }
-        cfg->slots = (uint32_t)u;
+        cfg->slots = (uint32_t)g->num;
         ps->slots_set = 1;
         return HV_OK;
     case F_MEMORY:
-        if (hv_parse_u64(val, 1, UINT64_C(1) << 40, &u) != HV_OK) {
-            cfg_err(err, errlen, "--memory-mb \"%.50s\": want a number of MiB from 1 to 2^40", val);
-            return HV_EINVAL;
-        }
-        cfg->memory_mb = u;
+        cfg->memory_mb = g->num;
         ps->memory_set = 1;
         return HV_OK;
     case F_NAME:
         if (!name_valid(val)) {
-            cfg_err(err, errlen,
+            hv_errf(err, errlen,
                     "--name \"%.100s\": want 1-%d characters of A-Z a-z 0-9 . _ - (not "
                     "starting with . or -)",
                     val, HV_AGENT_NAME_MAX);
@@ -559,12 +534,12 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         struct in_addr a4;
         struct in6_addr a6;
         if (inet_pton(AF_INET, val, &a4) != 1 && inet_pton(AF_INET6, val, &a6) != 1) {
-            cfg_err(err, errlen, "--addr \"%.100s\": not an IP address", val);
+            hv_errf(err, errlen, "--addr \"%.100s\": not an IP address", val);
             return HV_EINVAL;
         }
         rc = cfg_add_addr(cfg, val);
         if (rc == HV_ETOOBIG) {
-            cfg_err(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
+            hv_errf(err, errlen, "--addr: more than %d addresses", HV_AGENT_MAX_ADDRS);
             return HV_EINVAL;
         }
         return rc;
@@ -574,7 +549,7 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
         return HV_OK;
     case F_INSTANCE_ID:
         if (strlen(val) >= sizeof(cfg->instance_id)) {
-            cfg_err(err, errlen, "--instance-id: longer than %zu characters",
+            hv_errf(err, errlen, "--instance-id: longer than %zu characters",
                     sizeof(cfg->instance_id) - 1);
             return HV_EINVAL;
         }
@@ -587,30 +562,24 @@ static hv_err cfg_flag_node(hv_agent_config_t *cfg, parse_state_t *ps, const fla
 
 /* How the agent runs its workers and times its waits: --work-dir, --cache-max-mb, --run-as,
  * --orphan-policy, --connect-timeout, --drain-deadline, --timeout. */
-static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f,
-                           const char *val, char *err, size_t errlen) {
-    uint64_t u;
-    switch (f->id) {
+static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const hv_opt_got_t *g,
+                           char *err, size_t errlen) {
+    const char *val = g->value;
+    switch ((flag_id)g->opt->id) {
     case F_WORK_DIR:
         if (val[0] == '\0' || strlen(val) >= sizeof(ps->work_dir_arg) - 64) {
-            cfg_err(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
+            hv_errf(err, errlen, "--work-dir: bad directory \"%.100s\"", val);
             return HV_EINVAL;
         }
         snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "%s", val);
         ps->work_dir_set = 1;
         return HV_OK;
     case F_CACHE_MAX:
-        if (hv_parse_u64(val, 0, HV_AGENT_CACHE_MAX_MB_MAX, &u) != HV_OK) {
-            cfg_err(err, errlen,
-                    "--cache-max-mb \"%.50s\": want a number of MiB from 0 to %llu (0: unbounded)",
-                    val, (unsigned long long)HV_AGENT_CACHE_MAX_MB_MAX);
-            return HV_EINVAL;
-        }
-        cfg->cache_max_mb = u;
+        cfg->cache_max_mb = g->num;
         return HV_OK;
     case F_RUN_AS:
         if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
-            cfg_err(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
+            hv_errf(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
                     sizeof(cfg->run_as) - 1);
             return HV_EINVAL;
         }
@@ -622,33 +591,18 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
         } else if (strcmp(val, "keep") == 0) {
             cfg->orphan_kill = 0;
         } else {
-            cfg_err(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
+            hv_errf(err, errlen, "--orphan-policy \"%.50s\": want kill or keep", val);
             return HV_EINVAL;
         }
         return HV_OK;
     case F_CONNECT_TIMEOUT:
-        if (hv_parse_u64(val, 1, 86400, &u) != HV_OK) {
-            cfg_err(err, errlen, "--connect-timeout \"%.50s\": want seconds from 1 to 86400", val);
-            return HV_EINVAL;
-        }
-        cfg->connect_timeout_ms = (uint32_t)u * 1000u;
+        cfg->connect_timeout_ms = (uint32_t)g->num * 1000u;
         return HV_OK;
     case F_DRAIN_DEADLINE:
-        if (hv_parse_u64(val, 0, 86400, &u) != HV_OK) {
-            cfg_err(err, errlen,
-                    "--drain-deadline \"%.50s\": want seconds from 0 to 86400 (0: SIGTERM "
-                    "stops the workers at once)",
-                    val);
-            return HV_EINVAL;
-        }
-        cfg->drain_deadline_ms = (uint32_t)u * 1000u;
+        cfg->drain_deadline_ms = (uint32_t)g->num * 1000u;
         return HV_OK;
     case F_TIMEOUT:
-        if (hv_parse_u64(val, 1, 3600, &u) != HV_OK) {
-            cfg_err(err, errlen, "--timeout \"%.50s\": want seconds from 1 to 3600", val);
-            return HV_EINVAL;
-        }
-        cfg->stop_timeout_ms = (uint32_t)u * 1000u;
+        cfg->stop_timeout_ms = (uint32_t)g->num * 1000u;
         return HV_OK;
     default:
         return HV_EINTERNAL; // cfg_flag hands each group only its own flags
@@ -657,16 +611,17 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const flag
 
 /* The process and its files: --daemon, --pid-file, --log-file, --log-level, --help, --version,
  * and TLS: --ca, --cert, --key, --insecure. */
-static hv_err cfg_flag_process(hv_agent_config_t *cfg, const flag_t *f, const char *val, char *err,
+static hv_err cfg_flag_process(hv_agent_config_t *cfg, const hv_opt_got_t *g, char *err,
                                size_t errlen) {
+    const char *val = g->value;
     char *dst = NULL;
-    switch (f->id) {
+    switch ((flag_id)g->opt->id) {
     case F_DAEMON:
         cfg->daemon = 1;
         return HV_OK;
     case F_LOG_LEVEL:
         if (hv_log_parse_level(val, &cfg->log_level) != 0) {
-            cfg_err(err, errlen, "--log-level \"%.50s\": want error, warn, notice, info or debug",
+            hv_errf(err, errlen, "--log-level \"%.50s\": want error, warn, notice, info or debug",
                     val);
             return HV_EINVAL;
         }
@@ -701,16 +656,16 @@ static hv_err cfg_flag_process(hv_agent_config_t *cfg, const flag_t *f, const ch
     }
     /* A path flag: made absolute now, since a daemon changes its directory. */
     if (val[0] == '\0' || cfg_absolute(val, dst, PATH_MAX) != HV_OK) {
-        cfg_err(err, errlen, "--%s: bad path \"%.100s\"", f->name, val);
+        hv_errf(err, errlen, "--%s: bad path \"%.100s\"", g->opt->name, val);
         return HV_EINVAL;
     }
     return HV_OK;
 }
 
 /* One flag with its value, handed to the group that owns it. */
-static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *f, const char *val,
-                       char *err, size_t errlen) {
-    switch (f->id) {
+static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const hv_opt_got_t *g, char *err,
+                       size_t errlen) {
+    switch ((flag_id)g->opt->id) {
     case F_TOKEN:
     case F_TOKEN_FILE:
     case F_SLOTS:
@@ -720,7 +675,7 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *
     case F_ADDR:
     case F_PREEMPTIBLE:
     case F_INSTANCE_ID:
-        return cfg_flag_node(cfg, ps, f, val, err, errlen);
+        return cfg_flag_node(cfg, ps, g, err, errlen);
     case F_WORK_DIR:
     case F_CACHE_MAX:
     case F_RUN_AS:
@@ -728,9 +683,9 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *
     case F_CONNECT_TIMEOUT:
     case F_DRAIN_DEADLINE:
     case F_TIMEOUT:
-        return cfg_flag_run(cfg, ps, f, val, err, errlen);
+        return cfg_flag_run(cfg, ps, g, err, errlen);
     default:
-        return cfg_flag_process(cfg, f, val, err, errlen);
+        return cfg_flag_process(cfg, g, err, errlen);
     }
 }
 
@@ -739,11 +694,11 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const flag_t *
 static hv_err cfg_check_join(hv_agent_config_t *cfg, const parse_state_t *ps, char *err,
                              size_t errlen) {
     if (ps->positional == 0) {
-        cfg_err(err, errlen, "hvagent join needs the head address HOST:PORT");
+        hv_errf(err, errlen, "hvagent join needs the head address HOST:PORT");
         return HV_EINVAL;
     }
     if (ps->token_set && ps->token_file_set) {
-        cfg_err(err, errlen, "give --token or --token-file, not both");
+        hv_errf(err, errlen, "give --token or --token-file, not both");
         return HV_EINVAL;
     }
     if (!ps->token_set && !ps->token_file_set) {
@@ -783,13 +738,13 @@ static hv_err cfg_paths(hv_agent_config_t *cfg, parse_state_t *ps, char *err, si
         snprintf(ps->work_dir_arg, sizeof(ps->work_dir_arg), "hv-agent-%s", cfg->name);
     }
     if (cfg_absolute(ps->work_dir_arg, cfg->work_dir, sizeof(cfg->work_dir)) != HV_OK) {
-        cfg_err(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", ps->work_dir_arg);
+        hv_errf(err, errlen, "--work-dir: cannot make \"%.100s\" absolute", ps->work_dir_arg);
         return HV_EINVAL;
     }
     if (cfg->pid_file[0] == '\0') {
         if ((size_t)snprintf(cfg->pid_file, sizeof(cfg->pid_file), "%s/hvagent.pid",
                              cfg->work_dir) >= sizeof(cfg->pid_file)) {
-            cfg_err(err, errlen, "--work-dir: path too long");
+            hv_errf(err, errlen, "--work-dir: path too long");
             return HV_EINVAL;
         }
     }
@@ -818,7 +773,7 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
     cfg_defaults(cfg);
     err[0] = '\0';
     if (argc < 2) {
-        cfg_err(err, errlen, "missing command (join, stop or drain)");
+        hv_errf(err, errlen, "missing command (join, stop or drain)");
         return HV_EINVAL;
     }
     hv_err rc = cfg_command(cfg, argv[1], err, errlen);
@@ -826,20 +781,16 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
         return rc;
     }
     parse_state_t ps = {0};
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0) {
-            a = "--help";
-        }
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            rc = cfg_positional(cfg, &ps, a, err, errlen);
+    hv_opt_iter_t it;
+    hv_opt_got_t g;
+    hv_opt_init(&it, agent_opts, AGENT_NOPTS, 0, 1u << cfg->cmd, argc, argv, 2);
+    for (hv_opt_res r; (r = hv_opt_next(&it, &g)) != HV_OPT_END;) {
+        if (r == HV_OPT_ARG) {
+            rc = cfg_positional(cfg, &ps, g.arg, err, errlen);
+        } else if (r == HV_OPT_OPTION) {
+            rc = cfg_flag(cfg, &ps, &g, err, errlen);
         } else {
-            const flag_t *f = NULL;
-            const char *val = NULL;
-            rc = cfg_flag_lookup(cfg, argc, argv, &i, a, &f, &val, err, errlen);
-            if (rc == HV_OK) {
-                rc = cfg_flag(cfg, &ps, f, val, err, errlen);
-            }
+            rc = cfg_fault(cfg, &g, err, errlen);
         }
         if (rc != HV_OK || cfg_done(cfg)) {
             return rc;

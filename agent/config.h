@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "err.h"
 #include "log.h"
@@ -87,8 +88,8 @@ hv_err hv_agent_config_parse(int argc, char **argv, hv_agent_config_t *cfg, char
 
 void hv_agent_config_fini(hv_agent_config_t *cfg);
 
-/* The usage text (static). */
-const char *hv_agent_usage(void);
+/* Writes the usage text (the synopsis, then join's options from the option table) to f. */
+void hv_agent_usage(FILE *f);
 
 /* Host facts used as defaults, exposed for tests. */
 uint32_t hv_agent_gpu_count(void);

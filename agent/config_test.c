@@ -195,6 +195,10 @@ static void case_errors(void) {
               "--token-file /nonexistent/tok");
     parse_bad(ARGV("join", "h:1", "--frobnicate"), "unknown option '--frobnicate'");
     parse_bad(ARGV("join", "h:1", "--daemon=yes"), "--daemon takes no value");
+    /* A single-dash word is an option hvagent does not know, not the head's address (it was
+     * reported as 'bad head address "-x"' before the common option parser). */
+    parse_bad(ARGV("join", "-x"), "unknown option '-x' for 'hvagent join'");
+    parse_bad(ARGV("join", "h:1", "-s", "4"), "unknown option '-s' for 'hvagent join'");
     parse_bad(ARGV("join", "h:1", "--name", "a/b"), "--name \"a/b\"");
     parse_bad(ARGV("join", "h:1", "--name", ".."), "--name \"..\"");
     parse_bad(ARGV("join", "h:1", "--log-level", "loud"), "--log-level \"loud\"");

@@ -632,9 +632,14 @@ static const char *agent_run_as_name(const hv_agent_config_t *cfg, char *buf, si
     return buf;
 }
 
-static int agent_join(agent_t *a) {
+/* ---- join: agent_join's steps, in order ------------------------------------------------------ *
+ * Each step returns 0 to go on or 1 (an exit status, the reason printed). agent_close undoes
+ * whatever the steps opened, so none repeats the cleanup of the steps before it. */
+
+/* The process: the work directory (and the pid and log files' own), --daemon or the pid file
+ * and --log-file in the foreground, SIGPIPE, inherited descriptors, the service manager. */
+static int agent_process(agent_t *a) {
     hv_agent_config_t *cfg = &a->cfg;
-    char path[PATH_MAX + 16];
     hv_err rc = hv_mkdirs(cfg->work_dir, 0755);
     if (rc != HV_OK) {
         fprintf(stderr, "hvagent: cannot create the work dir %s: %s\n", cfg->work_dir,
@@ -689,8 +694,41 @@ static int agent_join(agent_t *a) {
            " MiB), work dir %s, head %s",
            HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->memory_mb,
            cfg->work_dir, cfg->head);
+    return 0;
+}
 
-    int code = 1;
+/* --run-as USER into the workers' config: the user must exist, and the agent be root to become
+ * another one. */
+static int agent_run_as(const hv_agent_config_t *cfg, hv_workers_config_t *wc) {
+    struct passwd *pw = getpwnam(cfg->run_as);
+    if (pw == NULL) {
+        fprintf(stderr, "hvagent: --run-as %s: no such user\n", cfg->run_as);
+        return 1;
+    }
+    if (geteuid() != 0 && pw->pw_uid != geteuid()) {
+        fprintf(stderr,
+                "hvagent: --run-as %s: the agent must run as root to start workers "
+                "as another user\n",
+                cfg->run_as);
+        return 1;
+    }
+    if (pw->pw_uid == 0) {
+        fprintf(stderr, "hvagent: warning: --run-as %s runs workers as root\n", cfg->run_as);
+    }
+    wc->run_as = 1;
+    wc->run_uid = (unsigned)pw->pw_uid;
+    wc->run_gid = (unsigned)pw->pw_gid;
+    wc->run_user = cfg->run_as;
+    wc->run_home = pw->pw_dir != NULL ? pw->pw_dir : "/";
+    return 0;
+}
+
+/* The loop and what runs on it before the session: the watchdog pings, the rpc engine, the
+ * channel to the head, the artifact cache and the workers. */
+static int agent_open(agent_t *a) {
+    hv_agent_config_t *cfg = &a->cfg;
+    char path[PATH_MAX + 16];
+    hv_err rc;
     uv_loop_init(&a->loop);
     uv_timer_init(&a->loop, &a->stop_timer);
     a->stop_timer.data = a;
@@ -704,16 +742,16 @@ static int agent_join(agent_t *a) {
     }
     if ((rc = hv_rpc_engine_create(&a->loop, &a->eng)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot start the rpc layer: %s\n", hv_strerror(rc));
-        goto out;
+        return 1;
     }
-    if ((rc = agent_channel(cfg, &a->ch)) != HV_OK) {
-        goto out;
+    if (agent_channel(cfg, &a->ch) != HV_OK) {
+        return 1;
     }
     snprintf(path, sizeof(path), "%s/cache", cfg->work_dir);
     /* Fetch is authorized by the node credential the channel carries after Join. */
     if ((rc = hv_artifact_cache_create(&a->loop, a->eng, a->ch, path, "", &a->cache)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot open the artifact cache %s: %s\n", path, hv_strerror(rc));
-        goto out;
+        return 1;
     }
     hv_artifact_cache_set_max(a->cache, cfg->cache_max_mb << 20); // config bounds it below 2^50
     hv_artifact_usage_t cu;
@@ -725,27 +763,8 @@ static int agent_join(agent_t *a) {
                               .node_name = cfg->name,
                               .ca_file = cfg->ca_file,
                               .actor_host = cfg->naddrs > 0 ? cfg->addrs[0] : NULL};
-    if (cfg->run_as[0] != '\0') {
-        struct passwd *pw = getpwnam(cfg->run_as);
-        if (pw == NULL) {
-            fprintf(stderr, "hvagent: --run-as %s: no such user\n", cfg->run_as);
-            goto out;
-        }
-        if (geteuid() != 0 && pw->pw_uid != geteuid()) {
-            fprintf(stderr,
-                    "hvagent: --run-as %s: the agent must run as root to start workers "
-                    "as another user\n",
-                    cfg->run_as);
-            goto out;
-        }
-        if (pw->pw_uid == 0) {
-            fprintf(stderr, "hvagent: warning: --run-as %s runs workers as root\n", cfg->run_as);
-        }
-        wc.run_as = 1;
-        wc.run_uid = (unsigned)pw->pw_uid;
-        wc.run_gid = (unsigned)pw->pw_gid;
-        wc.run_user = cfg->run_as;
-        wc.run_home = pw->pw_dir != NULL ? pw->pw_dir : "/";
+    if (cfg->run_as[0] != '\0' && agent_run_as(cfg, &wc) != 0) {
+        return 1;
     }
     hv_workers_cbs_t wcb = {.on_started = agent_on_started,
                             .on_exited = agent_on_exited,
@@ -757,9 +776,15 @@ static int agent_join(agent_t *a) {
                             .ud = a};
     if ((rc = hv_workers_create(&a->loop, &wc, a->cache, &wcb, &a->workers)) != HV_OK) {
         fprintf(stderr, "hvagent: cannot set up workers: %s\n", hv_strerror(rc));
-        goto out;
+        return 1;
     }
+    return 0;
+}
 
+/* The session with the head (what the node says about itself: its labels, with the Python
+ * interpreters it has, and its size) and the signals that stop or drain the agent. */
+static int agent_session(agent_t *a) {
+    hv_agent_config_t *cfg = &a->cfg;
     Hvpb__V1__KeyValue kv[HV_AGENT_MAX_LABELS + 2];
     Hvpb__V1__KeyValue *kvp[HV_AGENT_MAX_LABELS + 2];
     char run_as_name[64];
@@ -806,7 +831,7 @@ static int agent_join(agent_t *a) {
     hv_session_config_t sc = {.head = cfg->head,
                               .token = cfg->token,
                               .incarnation = agent_incarnation(),
-                              .node = &ni,
+                              .node = &ni, // deep-copied
                               .connect_timeout_ms = cfg->connect_timeout_ms};
     hv_session_cbs_t scb = {.on_joined = agent_on_joined,
                             .on_connected = agent_on_connected,
@@ -815,9 +840,10 @@ static int agent_join(agent_t *a) {
                             .on_lease_expired = agent_on_lease_expired,
                             .running = agent_running,
                             .ud = a};
-    if ((rc = hv_session_create(&a->loop, a->eng, a->ch, &sc, &scb, &a->session)) != HV_OK) {
+    hv_err rc = hv_session_create(&a->loop, a->eng, a->ch, &sc, &scb, &a->session);
+    if (rc != HV_OK) {
         fprintf(stderr, "hvagent: cannot start the session: %s\n", hv_strerror(rc));
-        goto out;
+        return 1;
     }
     uv_signal_t *sigs[] = {&a->sig_int, &a->sig_term, &a->sig_usr1};
     int signums[] = {SIGINT, SIGTERM, SIGUSR1};
@@ -826,12 +852,11 @@ static int agent_join(agent_t *a) {
         sigs[i]->data = a;
         uv_signal_start(sigs[i], agent_signal_cb, signums[i]);
     }
+    return 0;
+}
 
-    uv_run(&a->loop, UV_RUN_DEFAULT);
-    code = a->exit_code;
-    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-EXIT", "hvagent exits with status %d", code);
-
-out:
+/* Undoes agent_open and agent_session, whatever part of them ran. */
+static void agent_close(agent_t *a) {
     // Order matters: nothing may start new calls, then the engine ends every call (running
     // their callbacks), then the modules free what the callbacks no longer reach.
     hv_session_stop(a->session);
@@ -848,7 +873,20 @@ out:
     if (uv_loop_close(&a->loop) != 0) {
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-LOOP", "the loop still had open handles");
     }
-    hv_pidfile_remove(cfg->pid_file);
+    hv_pidfile_remove(a->cfg.pid_file);
+}
+
+static int agent_join(agent_t *a) {
+    if (agent_process(a) != 0) {
+        return 1;
+    }
+    int code = 1;
+    if (agent_open(a) == 0 && agent_session(a) == 0) {
+        uv_run(&a->loop, UV_RUN_DEFAULT);
+        code = a->exit_code;
+        HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-EXIT", "hvagent exits with status %d", code);
+    }
+    agent_close(a);
     return code;
 }
 
@@ -928,7 +966,7 @@ int main(int argc, char **argv) {
         }
         switch (agent.cfg.cmd) {
         case HV_AGENT_CMD_HELP:
-            fputs(hv_agent_usage(), stdout);
+            hv_agent_usage(stdout);
             code = 0;
             break;
         case HV_AGENT_CMD_VERSION:

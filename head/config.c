@@ -22,6 +22,7 @@
 #include <yaml.h>
 
 #include "copies.h"
+#include "err.h"
 #include "log.h"
 #include "mem.h"
 #include "rpc.h"
@@ -177,19 +178,6 @@ typedef struct config_parse_s {
 } config_parse_t;
 
 /* ---- messages ------------------------------------------------------------------------------ */
-
-static void config_errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void config_errf(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static hv_err config_fail(config_parse_t *p, yaml_mark_t mark, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -1364,7 +1352,7 @@ static hv_err config_yaml_error(config_parse_t *p, yaml_parser_t *parser, const 
     const char *what = words != NULL ? words : parser->problem ? parser->problem : "bad input";
     switch (parser->error) {
     case YAML_MEMORY_ERROR:
-        config_errf(p->err, p->errlen, "%s: out of memory while parsing", p->path);
+        hv_errf(p->err, p->errlen, "%s: out of memory while parsing", p->path);
         return HV_ENOMEM;
     case YAML_READER_ERROR:
         return config_fail(p, config_offset_mark(buf, len, parser->problem_offset),
@@ -1394,27 +1382,27 @@ static hv_err config_slurp(const char *path, size_t max, const char *what, char 
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        config_errf(err, errlen, "%s: cannot open: %s", what, strerror(e));
+        hv_errf(err, errlen, "%s: cannot open: %s", what, strerror(e));
         return e == ENOENT ? HV_ENOTFOUND : HV_EIO;
     }
     if (fstat(fd, &st) != 0) {
-        config_errf(err, errlen, "%s: cannot read: %s", what, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read: %s", what, strerror(errno));
         rc = HV_EIO;
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        config_errf(err, errlen, "%s: cannot read: %s", what,
-                    S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file");
+        hv_errf(err, errlen, "%s: cannot read: %s", what,
+                S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file");
         rc = HV_EIO;
         goto out;
     }
     if ((uint64_t)st.st_size > max) {
-        config_errf(err, errlen, "%s: file is larger than %zu bytes", what, max);
+        hv_errf(err, errlen, "%s: file is larger than %zu bytes", what, max);
         rc = HV_EINVAL;
         goto out;
     }
     if ((buf = hv_malloc((size_t)st.st_size + 1)) == NULL) {
-        config_errf(err, errlen, "%s: out of memory", what);
+        hv_errf(err, errlen, "%s: out of memory", what);
         rc = HV_ENOMEM;
         goto out;
     }
@@ -1425,7 +1413,7 @@ static hv_err config_slurp(const char *path, size_t max, const char *what, char 
             continue;
         }
         if (n < 0) {
-            config_errf(err, errlen, "%s: cannot read: %s", what, strerror(errno));
+            hv_errf(err, errlen, "%s: cannot read: %s", what, strerror(errno));
             rc = HV_EIO;
             goto out;
         }
@@ -1459,12 +1447,12 @@ static hv_err config_parse_file(config_parse_t *p, const char *text, size_t text
 
     if (text != NULL) {
         if (text_len > CONFIG_MAX_FILE) {
-            config_errf(p->err, p->errlen, "%s: larger than %u bytes", p->path,
-                        (unsigned)CONFIG_MAX_FILE);
+            hv_errf(p->err, p->errlen, "%s: larger than %u bytes", p->path,
+                    (unsigned)CONFIG_MAX_FILE);
             return HV_ETOOBIG;
         }
         if ((buf = hv_malloc(text_len + 1)) == NULL) {
-            config_errf(p->err, p->errlen, "%s: out of memory", p->path);
+            hv_errf(p->err, p->errlen, "%s: out of memory", p->path);
             return HV_ENOMEM;
         }
         memcpy(buf, text, text_len);
@@ -1475,7 +1463,7 @@ static hv_err config_parse_file(config_parse_t *p, const char *text, size_t text
         return rc;
     }
     if (!yaml_parser_initialize(&parser)) {
-        config_errf(p->err, p->errlen, "%s: out of memory", p->path);
+        hv_errf(p->err, p->errlen, "%s: out of memory", p->path);
         rc = HV_ENOMEM;
         goto out;
     }
@@ -1581,14 +1569,14 @@ static hv_err config_load(const char *path, const char *text, size_t text_len,
     hv_head_config_defaults(&tmp);
     if (tmp.cluster_name == NULL || tmp.listen == NULL || tmp.data_dir == NULL ||
         tmp.autoscaler.provider == NULL) {
-        config_errf(err, errlen, "%s: out of memory", path != NULL ? path : "config");
+        hv_errf(err, errlen, "%s: out of memory", path != NULL ? path : "config");
         rc = HV_ENOMEM;
         goto fail;
     }
     if (path != NULL) {
         /* The walk state holds a mark per key: keep it off the stack. */
         if ((tmp.path = hv_strdup(path)) == NULL || (p = hv_calloc(1, sizeof(*p))) == NULL) {
-            config_errf(err, errlen, "%s: out of memory", path);
+            hv_errf(err, errlen, "%s: out of memory", path);
             rc = HV_ENOMEM;
             goto fail;
         }
@@ -1604,7 +1592,7 @@ static hv_err config_load(const char *path, const char *text, size_t text_len,
         p = NULL;
     }
     if ((rc = config_finish_types(&tmp)) != HV_OK) {
-        config_errf(err, errlen, "%s: out of memory", path != NULL ? path : "config");
+        hv_errf(err, errlen, "%s: out of memory", path != NULL ? path : "config");
         goto fail;
     }
     *cfg = tmp;
@@ -1647,16 +1635,16 @@ static hv_err config_read_token(const char *path, const char *what, const char *
         e--;
     }
     if (b == e) {
-        config_errf(err, errlen, "%s: the file is empty; put the %s in it", what, noun);
+        hv_errf(err, errlen, "%s: the file is empty; put the %s in it", what, noun);
         rc = HV_EINVAL;
         goto out;
     }
     for (size_t i = b; i < e; i++) {
         if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f) {
-            config_errf(err, errlen,
-                        "%s: the token must be one word without whitespace or control "
-                        "characters",
-                        what);
+            hv_errf(err, errlen,
+                    "%s: the token must be one word without whitespace or control "
+                    "characters",
+                    what);
             rc = HV_EINVAL;
             goto out;
         }
@@ -1668,7 +1656,7 @@ static hv_err config_read_token(const char *path, const char *what, const char *
     }
     char *tok = hv_strndup(buf + b, e - b);
     if (tok == NULL) {
-        config_errf(err, errlen, "%s: out of memory", what);
+        hv_errf(err, errlen, "%s: out of memory", what);
         rc = HV_ENOMEM;
         goto out;
     }
@@ -1686,7 +1674,7 @@ static hv_err config_mkdirs(const char *path, mode_t mode, char *err, size_t err
     char *dup = hv_strdup(path);
     hv_err rc = HV_OK;
     if (dup == NULL) {
-        config_errf(err, errlen, "data_dir '%s': out of memory", path);
+        hv_errf(err, errlen, "data_dir '%s': out of memory", path);
         return HV_ENOMEM;
     }
     for (char *s = dup + 1;; s++) {
@@ -1696,8 +1684,8 @@ static hv_err config_mkdirs(const char *path, mode_t mode, char *err, size_t err
         char c = *s;
         *s = '\0';
         if (mkdir(dup, mode) != 0 && errno != EEXIST) {
-            config_errf(err, errlen, "data_dir '%s': cannot create '%s': %s", path, dup,
-                        strerror(errno));
+            hv_errf(err, errlen, "data_dir '%s': cannot create '%s': %s", path, dup,
+                    strerror(errno));
             rc = HV_EIO;
             break;
         }
@@ -1708,7 +1696,7 @@ static hv_err config_mkdirs(const char *path, mode_t mode, char *err, size_t err
     }
     struct stat st;
     if (rc == HV_OK && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
-        config_errf(err, errlen, "data_dir '%s': not a directory", path);
+        hv_errf(err, errlen, "data_dir '%s': not a directory", path);
         rc = HV_EIO;
     }
     hv_free(dup);
@@ -1727,7 +1715,7 @@ static hv_err config_create_token(const char *path, char *err, size_t errlen) {
     int fd = -1;
 
     if (tmp == NULL) {
-        config_errf(err, errlen, "token file '%s': out of memory", path);
+        hv_errf(err, errlen, "token file '%s': out of memory", path);
         return HV_ENOMEM;
     }
     for (size_t got = 0; got < sizeof(raw);) {
@@ -1736,7 +1724,7 @@ static hv_err config_create_token(const char *path, char *err, size_t errlen) {
             continue;
         }
         if (n <= 0) {
-            config_errf(err, errlen, "token file '%s': no random bytes: %s", path, strerror(errno));
+            hv_errf(err, errlen, "token file '%s': no random bytes: %s", path, strerror(errno));
             rc = HV_EIO;
             goto out;
         }
@@ -1751,18 +1739,18 @@ static hv_err config_create_token(const char *path, char *err, size_t errlen) {
     snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
     unlink(tmp); // a leftover from a crashed start of this pid
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-        config_errf(err, errlen, "token file '%s': cannot create: %s", tmp, strerror(errno));
+        hv_errf(err, errlen, "token file '%s': cannot create: %s", tmp, strerror(errno));
         rc = HV_EIO;
         goto out;
     }
     size_t want = strlen(text);
     if (write(fd, text, want) != (ssize_t)want || fsync(fd) != 0) {
-        config_errf(err, errlen, "token file '%s': cannot write: %s", tmp, strerror(errno));
+        hv_errf(err, errlen, "token file '%s': cannot write: %s", tmp, strerror(errno));
         rc = HV_EIO;
         goto out;
     }
     if (link(tmp, path) != 0 && errno != EEXIST) {
-        config_errf(err, errlen, "token file '%s': cannot create: %s", path, strerror(errno));
+        hv_errf(err, errlen, "token file '%s': cannot create: %s", path, strerror(errno));
         rc = HV_EIO;
         goto out;
     }
@@ -1799,7 +1787,7 @@ hv_err hv_head_config_resolve_token(hv_head_config_t *cfg, char *err, size_t err
 
     size_t plen = strlen(cfg->data_dir) + sizeof("/token");
     if ((path = hv_malloc(plen)) == NULL) {
-        config_errf(err, errlen, "%s: out of memory", src);
+        hv_errf(err, errlen, "%s: out of memory", src);
         return HV_ENOMEM;
     }
     snprintf(path, plen, "%s/token", cfg->data_dir);

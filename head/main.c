@@ -38,8 +38,10 @@
 #include "driver.h"
 #include "log.h"
 #include "mem.h"
+#include "opt.h"
 #include "notify.h"
 #include "metrics.h"
+#include "page_serve.h"
 #include "rpc.h"
 #include "svc_auth.h"
 #include "store.h"
@@ -76,9 +78,11 @@ typedef struct head_s {
     hv_svc_artifacts_t *artsvc;
     hv_svc_rdzv_t *rdzv;
     hv_svc_auth_t *authsvc;
-    hv_autoscale_t *as;    /* NULL without an autoscaler */
-    hv_metrics_t *metrics; /* counters, the /metrics listener */
-    hv_auth_t auth;        /* the head's key, client tokens, revoked node credentials */
+    hv_autoscale_t *as;     /* NULL without an autoscaler */
+    hv_metrics_t *metrics;  /* counters (the /metrics route) */
+    hv_http_server_t *http; /* the listener of /metrics and the status page, or NULL */
+    hv_page_src_t page;     /* what the status page's routes read (services/page_serve.h) */
+    hv_auth_t auth;         /* the head's key, client tokens, revoked node credentials */
     uint32_t ticks;
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
@@ -178,6 +182,40 @@ static int head_lock_data_dir(head_t *h) {
     return 0;
 }
 
+/* hvhead's commands (a bit each) and options; the lines are those of 'hvhead start --help'. */
+enum { HEAD_START = 1u, HEAD_STOP = 2u, HEAD_BACKUP = 4u };
+enum {
+    HO_CONFIG,
+    HO_DATA_DIR,
+    HO_LISTEN,
+    HO_DAEMON,
+    HO_PID_FILE,
+    HO_LOG_FILE,
+    HO_TO,
+    HO_HELP,
+    HO_VERSION
+};
+static const hv_opt_t head_opts[] = {
+    {"config", 'c', HV_OPT_TEXT, 0, 0, 0, HO_CONFIG, NULL,
+     "  --config FILE, -c FILE  cluster.yaml (see docs/configuration.md); without it,\n"
+     "                          the defaults\n"},
+    {"data-dir", 0, HV_OPT_TEXT, 0, 0, 0, HO_DATA_DIR, NULL,
+     "  --data-dir DIR          overrides data_dir from the config\n"},
+    {"listen", 0, HV_OPT_TEXT, 0, 0, HEAD_START, HO_LISTEN, NULL,
+     "  --listen HOST:PORT      overrides listen from the config\n"},
+    {"daemon", 0, HV_OPT_FLAG, 0, 0, HEAD_START, HO_DAEMON, NULL,
+     "  --daemon                run in the background once it serves\n"},
+    {"pid-file", 0, HV_OPT_TEXT, 0, 0, HEAD_START | HEAD_STOP, HO_PID_FILE, NULL,
+     "  --pid-file FILE         where --daemon writes its pid (default:\n"
+     "                          DATA_DIR/hvhead.pid)\n"},
+    {"log-file", 0, HV_OPT_TEXT, 0, 0, HEAD_START, HO_LOG_FILE, NULL,
+     "  --log-file FILE         append the log there instead of stderr\n"},
+    {"to", 0, HV_OPT_TEXT, 0, 0, HEAD_BACKUP, HO_TO, NULL, NULL},
+    {"help", 'h', HV_OPT_FLAG, 0, 0, 0, HO_HELP, NULL, "  --help, -h              this help\n"},
+    {"version", 0, HV_OPT_FLAG, 0, 0, 0, HO_VERSION, NULL, NULL},
+};
+#define HEAD_NOPTS (sizeof(head_opts) / sizeof(head_opts[0]))
+
 static void usage(FILE *f) {
     fprintf(f, "usage: hvhead start [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
                "                    [--daemon] [--pid-file FILE] [--log-file FILE]\n"
@@ -206,16 +244,8 @@ static void usage_start(FILE *f) {
                "\n"
                "Runs the head: the gRPC services on its listen address, state in DATA_DIR.\n"
                "Prints 'hvhead: listening on HOST:PORT ...' once it serves.\n"
-               "\n"
-               "  --config FILE, -c FILE  cluster.yaml (see docs/configuration.md); without it,\n"
-               "                          the defaults\n"
-               "  --data-dir DIR          overrides data_dir from the config\n"
-               "  --listen HOST:PORT      overrides listen from the config\n"
-               "  --daemon                run in the background once it serves\n"
-               "  --pid-file FILE         where --daemon writes its pid (default:\n"
-               "                          DATA_DIR/hvhead.pid)\n"
-               "  --log-file FILE         append the log there instead of stderr\n"
-               "  --help, -h              this help\n");
+               "\n");
+    hv_opt_help(f, head_opts, HEAD_NOPTS, HEAD_START);
 }
 
 static void usage_stop(FILE *f) {
@@ -447,54 +477,46 @@ static int parse_args(int argc, char **argv, head_opts_t *o) {
         usage(stdout);
         exit(0);
     }
-    if (strcmp(o->cmd, "start") != 0 && strcmp(o->cmd, "stop") != 0 &&
-        strcmp(o->cmd, "backup") != 0) {
+    static const char *const cmds[] = {"start", "stop", "backup"};
+    uint32_t cmd = 0;
+    for (size_t k = 0; k < 3; k++) {
+        cmd = strcmp(o->cmd, cmds[k]) == 0 ? 1u << k : cmd;
+    }
+    if (cmd == 0) {
         return usage_error("unknown command '%s' (start, stop, token or backup)", o->cmd);
     }
-    const int start = strcmp(o->cmd, "start") == 0, backup = strcmp(o->cmd, "backup") == 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char **slot = NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            start                         ? usage_start(stdout)
-            : strcmp(o->cmd, "stop") == 0 ? usage_stop(stdout)
-                                          : usage_backup(stdout);
-            exit(0);
+    /* Each command takes only the options it uses: a stop or a backup given --daemon, --listen
+     * or --log-file would otherwise ignore them silently (HV_OPT_WRONG_CMD). */
+    const char **slots[] = {
+        [HO_CONFIG] = &o->config,     [HO_DATA_DIR] = &o->data_dir, [HO_LISTEN] = &o->listen,
+        [HO_PID_FILE] = &o->pid_file, [HO_LOG_FILE] = &o->log_file, [HO_TO] = &o->to};
+    hv_opt_iter_t it;
+    hv_opt_got_t g;
+    hv_opt_init(&it, head_opts, HEAD_NOPTS, 0, cmd, argc, argv, 2);
+    for (hv_opt_res r; (r = hv_opt_next(&it, &g)) != HV_OPT_END;) {
+        char msg[160];
+        if (r == HV_OPT_ARG) {
+            return usage_error("unknown option '%s'", g.arg);
         }
-        if (strcmp(a, "--version") == 0) {
+        if (r == HV_OPT_FAULT) {
+            return usage_error("%s", hv_opt_fault_msg(&g, o->cmd, msg, sizeof(msg)));
+        }
+        switch (g.opt->id) {
+        case HO_HELP:
+            cmd == HEAD_START  ? usage_start(stdout)
+            : cmd == HEAD_STOP ? usage_stop(stdout)
+                               : usage_backup(stdout);
+            exit(0);
+        case HO_VERSION:
             printf("hvhead %s\n", HV_VERSION_STRING);
             exit(0);
-        }
-        /* Each command takes only the options it uses: a stop or a backup given --daemon,
-         * --listen or --log-file would otherwise ignore them silently. */
-        if (strcmp(a, "--daemon") == 0 && start) {
+        case HO_DAEMON:
             o->daemon = 1;
-            continue;
-        } else if (strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) {
-            slot = &o->config;
-        } else if (strcmp(a, "--data-dir") == 0) {
-            slot = &o->data_dir;
-        } else if (strcmp(a, "--listen") == 0 && start) {
-            slot = &o->listen;
-        } else if (strcmp(a, "--pid-file") == 0 && !backup) {
-            slot = &o->pid_file;
-        } else if (strcmp(a, "--log-file") == 0 && start) {
-            slot = &o->log_file;
-        } else if (strcmp(a, "--to") == 0 && backup) {
-            slot = &o->to;
-        } else if ((strcmp(a, "--daemon") == 0 || strcmp(a, "--listen") == 0 ||
-                    strcmp(a, "--pid-file") == 0 || strcmp(a, "--log-file") == 0 ||
-                    strcmp(a, "--to") == 0)) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "option '%s' does not go with '%s'", a, o->cmd);
-            return usage_error("%s", msg);
-        } else {
-            return usage_error("unknown option '%s'", a);
+            break;
+        default:
+            *slots[g.opt->id] = g.value;
+            break;
         }
-        if (i + 1 >= argc) {
-            return usage_error("option '%s' needs a value", a);
-        }
-        *slot = argv[++i];
     }
     return 0;
 }
@@ -679,7 +701,7 @@ static int head_open_state(head_t *h) {
         return 1;
     }
     /* Credentials are only good within one state database (head/services/auth.h). */
-    if ((rc = hv_auth_set_epoch(&h->auth, hv_store_epoch(h->store))) != HV_OK) {
+    if ((rc = hv_creds_set_epoch(&h->auth.creds, hv_store_epoch(h->store))) != HV_OK) {
         head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
         return 1;
     }
@@ -788,6 +810,50 @@ static int head_listen(head_t *h) {
     return 0;
 }
 
+/* The HTTP listener on cfg.metrics.listen, with the token of metrics.token_file: /metrics keeps
+ * the bearer token (Prometheus sends it); the status page also takes a session of its login
+ * (docs/status-page.md). Errors with a one-line message in err: HV_EINVAL (token file or
+ * address), HV_EUNAVAIL (cannot bind), HV_ENOMEM. */
+static hv_err head_listen_http(head_t *h, char *err, size_t errlen) {
+    char *token = NULL;
+    hv_err rc = hv_head_config_metrics_token(&h->cfg, &token, err, errlen);
+    if (rc != HV_OK) {
+        return rc;
+    }
+    h->page.cfg = &h->cfg;
+    h->page.d = h->driver;
+    h->page.store = h->store;
+    h->page.actors = h->actors;
+    h->page.auth = &h->auth;
+    h->page.login = token != NULL && token[0] != '\0';
+    hv_http_route_t routes[] = {
+        {"/metrics", hv_metrics_serve, h->metrics, HV_HTTP_TOKEN, 0},
+        {"/", hv_page_serve_cluster, &h->page, HV_HTTP_SESSION, 0},
+        {"/job/", hv_page_serve_job, &h->page, HV_HTTP_SESSION, 0},
+        {"/login", hv_page_serve_login, &h->page, HV_HTTP_OPEN, 1},
+        {"/logout", hv_page_serve_logout, &h->page, HV_HTTP_OPEN, 1},
+    };
+    hv_http_opts_t o = {.listen = h->cfg.metrics.listen,
+                        .token = token,
+                        .routes = routes,
+                        .nroutes = sizeof(routes) / sizeof(routes[0]),
+                        .session_ok = hv_page_session_ok,
+                        .session_ud = &h->page,
+                        .login_path = "/login"};
+    char why[400] = "";
+    rc = hv_http_server_create(h->loop, &o, &h->http, &h->metrics_port, why, sizeof(why));
+    if (token != NULL) {
+        memset(token, 0, strlen(token));
+        hv_free(token);
+    }
+    if (rc != HV_OK) {
+        snprintf(err, errlen, "key 'metrics.listen': %s", why[0] ? why : hv_strerror(rc));
+        return rc;
+    }
+    hv_metrics_set_listener(h->metrics, h->http, &h->page.login_refused);
+    return HV_OK;
+}
+
 /* The services: metrics, the six gRPC services (then the server starts), the autoscaler, and
  * the /metrics listener. */
 static int head_start_services(head_t *h) {
@@ -797,7 +863,6 @@ static int head_start_services(head_t *h) {
         head_fail("hvhead: cannot start the metrics: %s", hv_strerror(rc));
         return 1;
     }
-    hv_metrics_set_auth(h->metrics, &h->auth);
     hv_metrics_set_actors(h->metrics, h->actors);
     hv_driver_set_observer(h->driver, hv_metrics_on_event, h->metrics);
     hv_rpc_server_set_observer(h->srv, hv_metrics_on_rpc, h->metrics);
@@ -834,7 +899,7 @@ static int head_start_services(head_t *h) {
     hv_autoscale_opts_t aso = {.cfg = &h->cfg,
                                .driver = h->driver,
                                .store = h->store,
-                               .auth = &h->auth,
+                               .creds = &h->auth.creds,
                                .head_addr = h->advertise,
                                .agent = agent,
                                .actors = h->actors};
@@ -847,9 +912,7 @@ static int head_start_services(head_t *h) {
     if (h->as != NULL) {
         hv_svc_cluster_set_admit(h->cluster, hv_autoscale_admit, h->as);
     }
-    if (h->cfg.metrics.listen != NULL &&
-        (rc = hv_metrics_listen(h->metrics, h->loop, &h->metrics_port, err, sizeof(err))) !=
-            HV_OK) {
+    if (h->cfg.metrics.listen != NULL && (rc = head_listen_http(h, err, sizeof(err))) != HV_OK) {
         head_fail("hvhead: %s", err);
         return 1;
     }
@@ -939,6 +1002,8 @@ static void head_close(head_t *h) {
     if (h->driver != NULL) {
         hv_driver_set_observer(h->driver, NULL, NULL);
     }
+    hv_http_server_close(h->http); /* its memory goes once the loop runs again */
+    h->http = NULL;
     hv_metrics_destroy(h->metrics); /* after the engine: ending calls are still counted */
     h->metrics = NULL;
     h->authsvc = NULL;

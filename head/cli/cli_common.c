@@ -9,30 +9,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "mem.h"
+#include "opt.h"
 #include "utf8.h"
 #include "util.h"
-
-/* Formats into err (may be NULL). */
-static void cli_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void cli_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *hv_cli_head_addr(const char *opt) {
     if (opt != NULL && opt[0] != '\0') {
@@ -50,7 +37,7 @@ hv_err hv_cli_check_head_addr(const char *addr, char *err, size_t errlen) {
     int port = 0;
     if (addr == NULL || hv_parse_hostport(addr, host, sizeof(host), &port) != HV_OK ||
         host[0] == '\0' || port <= 0 || port > 65535) {
-        cli_err(err, errlen, "bad head address '%s': expected HOST:PORT, e.g. 127.0.0.1:7000",
+        hv_errf(err, errlen, "bad head address '%s': expected HOST:PORT, e.g. 127.0.0.1:7000",
                 addr ? addr : "");
         return HV_EINVAL;
     }
@@ -67,25 +54,25 @@ const char *hv_cli_basename(const char *path) {
 hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errlen) {
     const char *eq = strchr(s, '=');
     if (eq == NULL) {
-        cli_err(err, errlen, "--env '%s': expected KEY=VALUE", s);
+        hv_errf(err, errlen, "--env '%s': expected KEY=VALUE", s);
         return HV_EINVAL;
     }
     if (eq == s) {
-        cli_err(err, errlen, "--env '%s': the name before '=' is empty", s);
+        hv_errf(err, errlen, "--env '%s': the name before '=' is empty", s);
         return HV_EINVAL;
     }
     for (const char *p = s; p < eq; p++) {
         if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-            cli_err(err, errlen, "--env '%s': the name holds whitespace", s);
+            hv_errf(err, errlen, "--env '%s': the name holds whitespace", s);
             return HV_EINVAL;
         }
     }
     if ((size_t)(eq - s) > 256) {
-        cli_err(err, errlen, "--env: the name '%.40s...' is longer than 256 bytes", s);
+        hv_errf(err, errlen, "--env: the name '%.40s...' is longer than 256 bytes", s);
         return HV_EINVAL;
     }
     if (strlen(eq + 1) > 65536) {
-        cli_err(err, errlen, "--env %.*s: the value is longer than 64 KiB", (int)(eq - s), s);
+        hv_errf(err, errlen, "--env %.*s: the value is longer than 64 KiB", (int)(eq - s), s);
         return HV_EINVAL;
     }
     char *key = hv_strndup(s, (size_t)(eq - s));
@@ -93,7 +80,7 @@ hv_err hv_cli_parse_env(const char *s, hv_cli_kv_t *out, char *err, size_t errle
     if (key == NULL || value == NULL) {
         hv_free(key);
         hv_free(value);
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     out->key = key;
@@ -143,94 +130,104 @@ enum submit_opt {
     OPT_WORKDIR,
 };
 
-typedef struct submit_optdef_s {
-    const char *name; /* without dashes */
-    char short_name;  /* single-dash letter, or 0 */
-    enum submit_opt id;
-    int takes_value;
-} submit_optdef_t;
+#define U32 UINT32_MAX
 
-static const submit_optdef_t submit_optdefs[] = {
-    {"head", 0, OPT_HEAD, 1},
-    {"token-file", 0, OPT_TOKEN_FILE, 1},
-    {"np", 0, OPT_NP, 1},
-    {"min-np", 0, OPT_MIN_NP, 1},
-    {"max-np", 0, OPT_MAX_NP, 1},
-    {"max-resets", 0, OPT_MAX_RESETS, 1},
-    {"elastic-timeout", 0, OPT_ELASTIC_TIMEOUT, 1},
-    {"check-every", 0, OPT_CHECK_EVERY, 1},
-    {"blacklist-cooldown", 0, OPT_COOLDOWN, 1},
-    {"grow", 0, OPT_GROW, 1},
-    {"slots-per-host", 0, OPT_SLOTS_PER_HOST, 1},
-    {"namespace", 0, OPT_NAMESPACE, 1},
-    {"env", 'e', OPT_ENV, 1},
-    {"file", 'f', OPT_FILE, 1},
-    {"timeout", 0, OPT_TIMEOUT, 1},
-    {"name", 0, OPT_NAME, 1},
-    {"detach", 'd', OPT_DETACH, 0},
-    {"quiet", 'q', OPT_QUIET, 0},
-    {"verbose", 'v', OPT_VERBOSE, 0},
-    {"help", 'h', OPT_HELP, 0},
-    {"ca", 0, OPT_CA, 1},
-    {"insecure", 0, OPT_INSECURE, 0},
-    {"version", 'V', OPT_VERSION, 0},
-    {"head-timeout", 0, OPT_HEAD_TIMEOUT, 1},
-    {"retries", 0, OPT_RETRIES, 1},
-    {"raw", 0, OPT_RAW, 0},
-    {"workdir", 0, OPT_WORKDIR, 1},
+/* hvsubmit's options, in the order of its --help. */
+static const hv_opt_t submit_opts[] = {
+    {"head", 0, HV_OPT_TEXT, 0, 0, 0, OPT_HEAD, NULL,
+     "  --head HOST:PORT      the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"},
+    {"ca", 0, HV_OPT_TEXT, 0, 0, 0, OPT_CA, NULL,
+     "  --ca FILE             verify the head's TLS certificate against this CA\n"
+     "                        (default: $HV_CA_FILE; docs/tls.md)\n"},
+    {"insecure", 0, HV_OPT_FLAG, 0, 0, 0, OPT_INSECURE, NULL,
+     "  --insecure            plain text to a head not on this machine (or HV_INSECURE=1)\n"},
+    {"token-file", 0, HV_OPT_TEXT, 0, 0, 0, OPT_TOKEN_FILE, NULL,
+     "  --token-file F        the client token (default: $HV_TOKEN_FILE, else\n"
+     "                        " HV_CLI_DEFAULT_TOKEN_FILE ")\n"},
+    {"np", 0, HV_OPT_UINT, 0, U32, 0, OPT_NP, "--np '%s': expected a whole number",
+     "  -np N                 workers to run (default: every free slot)\n"},
+    {"slots-per-host", 0, HV_OPT_UINT, 1, U32, 0, OPT_SLOTS_PER_HOST,
+     "--slots-per-host '%s': expected a whole number of at least 1",
+     "  --slots-per-host K    at most K ranks on one node\n"},
+    {"namespace", 0, HV_OPT_TEXT, 0, 0, 0, OPT_NAMESPACE, NULL,
+     "  --namespace NS        the actor namespace its workers look up and call actors\n"
+     "                        in (default: \"default\"; docs/actors.md)\n"},
+    {"env", 'e', HV_OPT_TEXT, 0, 0, 0, OPT_ENV, NULL,
+     "  --env K=V, -e K=V     environment for the workers (repeatable)\n"},
+    {"file", 'f', HV_OPT_TEXT, 0, 0, 0, OPT_FILE, NULL,
+     "  --file PATH, -f PATH  ship PATH beside the program (repeatable)\n"},
+    {"workdir", 0, HV_OPT_TEXT, 0, 0, 0, OPT_WORKDIR, NULL,
+     "  --workdir DIR         ship DIR's files and subdirectories beside the program, at\n"
+     "                        the same paths: at most 200 files, 256 MiB, 15 levels;\n"
+     "                        names starting with '.', __pycache__ and *.pyc are left\n"
+     "                        out, and so is every name or path below DIR matching a\n"
+     "                        glob line of DIR/.hvignore (links to directories: not\n"
+     "                        followed)\n"},
+    {"timeout", 0, HV_OPT_UINT, 1, U32, 0, OPT_TIMEOUT,
+     "--timeout '%s': expected a whole number of at least 1",
+     "  --timeout S           fail the job if it waits more than S s for free slots\n"
+     "                        (default: the head's job_wait_timeout_s, 600)\n"},
+    {"name", 0, HV_OPT_TEXT, 1, 256, 0, OPT_NAME, "--name: expected 1 to 256 characters",
+     "  --name NAME           display name (default: the program's file name)\n"},
+    {"detach", 'd', HV_OPT_FLAG, 0, 0, 0, OPT_DETACH, NULL,
+     "  --detach, -d          print the job id and exit without following the job\n"},
+    {"retries", 0, HV_OPT_UINT, 0, HV_CLI_RETRIES_MAX, 0, OPT_RETRIES,
+     "--retries '%s': expected a whole number from 0 to 1000",
+     "  --retries N           when the job fails, submit it again, up to N times (every\n"
+     "                        worker starts over; the program resumes from its own\n"
+     "                        checkpoint): the restart-the-job policy\n"},
+    {"head-timeout", 0, HV_OPT_UINT, 1, HV_CLI_HEAD_TIMEOUT_MAX, 0, OPT_HEAD_TIMEOUT,
+     "--head-timeout '%s': expected seconds from 1 to 86400",
+     "  --head-timeout S      when the head goes away while the job runs, wait S s for\n"
+     "                        it to come back (default: the nodes' lease + 30 s); the\n"
+     "                        same bound when the head says it cannot store its state\n"},
+    {"quiet", 'q', HV_OPT_FLAG, 0, 0, 0, OPT_QUIET, NULL,
+     "  --quiet, -q           do not print state changes (only output and errors)\n"},
+    {"raw", 0, HV_OPT_FLAG, 0, 0, 0, OPT_RAW, NULL,
+     "  --raw                 pass control characters in worker output through to a\n"
+     "                        terminal (by default escape sequences there show as\n"
+     "                        \\x1b...; into a file or a pipe output is never changed)\n"},
+    {"verbose", 'v', HV_OPT_FLAG, 0, 0, 0, OPT_VERBOSE, NULL,
+     "  --verbose, -v         say more about uploads\n"},
+    {"help", 'h', HV_OPT_FLAG, 0, 0, 0, OPT_HELP, NULL, "  --help, -h            this help\n"},
+    {"version", 'V', HV_OPT_FLAG, 0, 0, 0, OPT_VERSION, NULL,
+     "  --version, -V         print the version\n"},
+    {NULL, 0, HV_OPT_HEADING, 0, 0, 0, 0, NULL,
+     "\n"
+     "elastic jobs (--min-np or --max-np makes a job elastic: it keeps running when workers\n"
+     "fail or nodes leave, and grows when nodes join; -np is the size it starts at when\n"
+     "that many slots are free):\n"},
+    {"min-np", 0, HV_OPT_UINT, 1, U32, 0, OPT_MIN_NP,
+     "--min-np '%s': expected a whole number of at least 1",
+     "  --min-np N            start once N slots are free (with up to -np workers) and keep\n"
+     "                        running with at least N workers\n"},
+    {"max-np", 0, HV_OPT_UINT, 1, U32, 0, OPT_MAX_NP,
+     "--max-np '%s': expected a whole number of at least 1",
+     "  --max-np N            grow up to N workers\n"},
+    {"max-resets", 0, HV_OPT_UINT, 0, HV_CLI_MAX_RESETS_MAX, 0, OPT_MAX_RESETS,
+     "--max-resets '%s': expected a whole number from 0 to 1000000",
+     "  --max-resets N        membership changes (failures, drains, growth) allowed\n"
+     "                        before the job fails (0: keep the first membership;\n"
+     "                        default: the head's elastic.max_resets, 100)\n"},
+    {"elastic-timeout", 0, HV_OPT_UINT, 1, HV_CLI_ELASTIC_TIMEOUT_MAX, 0, OPT_ELASTIC_TIMEOUT,
+     "--elastic-timeout '%s': expected seconds from 1 to 604800",
+     "  --elastic-timeout S   how long the job may wait to get back to --min-np workers\n"},
+    {"check-every", 0, HV_OPT_UINT, 1, HV_CLI_CHECK_EVERY_MAX, 0, OPT_CHECK_EVERY,
+     "--check-every '%s': expected a number of commits from 1 to 1000000",
+     "  --check-every N       commits between the workers' membership checks (at least 1)\n"},
+    {"blacklist-cooldown", 0, HV_OPT_TEXT, 0, 0, 0, OPT_COOLDOWN, NULL,
+     "  --blacklist-cooldown MIN:MAX\n"
+     "                        seconds a node whose worker failed gets no more of this\n"
+     "                        job's work, doubling from MIN up to MAX per failure there\n"
+     "                        (0:0: no blacklisting)\n"},
+    {"grow", 0, HV_OPT_TEXT, 0, 0, 0, OPT_GROW, NULL,
+     "  --grow E:N[,E:N...]   grow over epochs: N workers from epoch E on (0:2,30:4,60:8);\n"
+     "                        the job starts at the epoch-0 size, --max-np defaults to\n"
+     "                        the largest, and the autoscaler buys the nodes it needs\n"},
 };
+#define SUBMIT_NOPTS (sizeof(submit_opts) / sizeof(submit_opts[0]))
 
-/* Finds the definition for arg ("-np", "--np", "--np=4", "-e"); *value_out gets the text after
- * '=' or NULL. */
-static const submit_optdef_t *submit_find_opt(const char *arg, const char **value_out) {
-    const char *name = arg + 1;
-    if (*name == '-') {
-        name++;
-    }
-    const char *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    *value_out = eq ? eq + 1 : NULL;
-    for (size_t i = 0; i < sizeof(submit_optdefs) / sizeof(submit_optdefs[0]); i++) {
-        const submit_optdef_t *d = &submit_optdefs[i];
-        if (strlen(d->name) == len && strncmp(d->name, name, len) == 0) {
-            return d;
-        }
-        /* A single letter only with one dash: "-e K=V". */
-        if (d->short_name != 0 && arg[1] != '-' && len == 1 && name[0] == d->short_name) {
-            return d;
-        }
-    }
-    return NULL;
-}
-
-static hv_err submit_parse_u32(const char *opt, const char *v, uint32_t min, uint32_t *out,
-                               char *err, size_t errlen) {
-    uint64_t n = 0;
-    if (hv_parse_u64(v, min, UINT32_MAX, &n) != HV_OK) {
-        if (min > 0) {
-            cli_err(err, errlen, "--%s '%s': expected a whole number of at least %u", opt, v,
-                    (unsigned)min);
-        } else {
-            cli_err(err, errlen, "--%s '%s': expected a whole number", opt, v);
-        }
-        return HV_EINVAL;
-    }
-    *out = (uint32_t)n;
-    return HV_OK;
-}
-
-/* A number from min to max; what says what it counts, for the message ("seconds"). */
-static hv_err submit_parse_range(const char *opt, const char *v, uint32_t min, uint32_t max,
-                                 const char *what, uint32_t *out, char *err, size_t errlen) {
-    uint64_t n = 0;
-    if (hv_parse_u64(v, min, max, &n) != HV_OK) {
-        cli_err(err, errlen, "--%s '%s': expected %s from %u to %u", opt, v, what, (unsigned)min,
-                (unsigned)max);
-        return HV_EINVAL;
-    }
-    *out = (uint32_t)n;
-    return HV_OK;
-}
+void hv_cli_submit_options_help(FILE *f) { hv_opt_help(f, submit_opts, SUBMIT_NOPTS, 0); }
 
 /* --blacklist-cooldown MIN:MAX, in seconds; 0:0 turns blacklisting off. */
 static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char *err,
@@ -239,7 +236,7 @@ static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char
     char lo[32], hi[32];
     uint64_t a = 0, b = 0;
     if (colon == NULL || (size_t)(colon - v) >= sizeof(lo) || strlen(colon + 1) >= sizeof(hi)) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--blacklist-cooldown '%s': expected MIN:MAX in seconds, e.g. 60:3600 (0:0 turns "
                 "blacklisting off)",
                 v);
@@ -250,19 +247,19 @@ static hv_err submit_parse_cooldown(hv_cli_submit_opts_t *o, const char *v, char
     snprintf(hi, sizeof(hi), "%s", colon + 1);
     if (hv_parse_u64(lo, 0, HV_CLI_COOLDOWN_MAX, &a) != HV_OK ||
         hv_parse_u64(hi, 0, HV_CLI_COOLDOWN_MAX, &b) != HV_OK) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--blacklist-cooldown '%s': MIN and MAX are whole seconds from 0 to %u, e.g. "
                 "60:3600",
                 v, (unsigned)HV_CLI_COOLDOWN_MAX);
         return HV_EINVAL;
     }
     if (a > b) {
-        cli_err(err, errlen, "--blacklist-cooldown '%s': MIN %llu is more than MAX %llu", v,
+        hv_errf(err, errlen, "--blacklist-cooldown '%s': MIN %llu is more than MAX %llu", v,
                 (unsigned long long)a, (unsigned long long)b);
         return HV_EINVAL;
     }
     if (a == 0 && b != 0) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--blacklist-cooldown '%s': a MIN of 0 turns blacklisting off; give 0:0 for that, "
                 "or a MIN of at least 1",
                 v);
@@ -285,7 +282,7 @@ static hv_err submit_push_env(hv_cli_submit_opts_t *o, const char *v, char *err,
         hv_cli_kv_t *env = hv_realloc(o->env, cap * sizeof(*env));
         if (env == NULL) {
             hv_cli_kv_fini(&kv);
-            cli_err(err, errlen, "out of memory");
+            hv_errf(err, errlen, "out of memory");
             return HV_ENOMEM;
         }
         o->env = env;
@@ -350,12 +347,12 @@ hv_err hv_cli_env_dedupe(hv_cli_kv_t *env, size_t *n) {
 
 static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err, size_t errlen) {
     if (v[0] == '\0') {
-        cli_err(err, errlen, "--file: empty path");
+        hv_errf(err, errlen, "--file: empty path");
         return HV_EINVAL;
     }
     const char **files = hv_realloc(o->files, (o->nfiles + 1) * sizeof(*files));
     if (files == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     o->files = files;
@@ -363,15 +360,17 @@ static hv_err submit_push_file(hv_cli_submit_opts_t *o, const char *v, char *err
     return HV_OK;
 }
 
-static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, const char *v,
-                           char *err, size_t errlen) {
-    switch (d->id) {
+/* One option with its value, checked against its row's bounds (g->num for a number). */
+static hv_err submit_apply(hv_cli_submit_opts_t *o, const hv_opt_got_t *g, char *err,
+                           size_t errlen) {
+    const char *v = g->value;
+    switch ((enum submit_opt)g->opt->id) {
     case OPT_HEAD:
         o->head = v;
         return hv_cli_check_head_addr(v, err, errlen);
     case OPT_CA:
         if (v[0] == '\0') {
-            cli_err(err, errlen, "--ca needs a file");
+            hv_errf(err, errlen, "--ca needs a file");
             return HV_EINVAL;
         }
         o->ca = v;
@@ -382,33 +381,34 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
     case OPT_TOKEN_FILE:
         o->token_file = v;
         return HV_OK;
-    case OPT_NP: {
-        hv_err rc = submit_parse_u32("np", v, 0, &o->np, err, errlen);
-        if (rc == HV_OK && o->np == 0) {
-            cli_err(err, errlen,
+    case OPT_NP:
+        if (g->num == 0) {
+            hv_errf(err, errlen,
                     "-np 0: a job needs at least one worker (leave -np out to use every free "
                     "slot)");
             return HV_EINVAL;
         }
+        o->np = (uint32_t)g->num;
         o->np_set = 1;
-        return rc;
-    }
+        return HV_OK;
     case OPT_MIN_NP:
         o->elastic = 1;
-        return submit_parse_u32("min-np", v, 1, &o->min_np, err, errlen);
+        o->min_np = (uint32_t)g->num;
+        return HV_OK;
     case OPT_MAX_NP:
         o->elastic = 1;
-        return submit_parse_u32("max-np", v, 1, &o->max_np, err, errlen);
+        o->max_np = (uint32_t)g->num;
+        return HV_OK;
     case OPT_MAX_RESETS:
         o->max_resets_set = 1;
-        return submit_parse_range("max-resets", v, 0, HV_CLI_MAX_RESETS_MAX, "a whole number",
-                                  &o->max_resets, err, errlen);
+        o->max_resets = (uint32_t)g->num;
+        return HV_OK;
     case OPT_ELASTIC_TIMEOUT:
-        return submit_parse_range("elastic-timeout", v, 1, HV_CLI_ELASTIC_TIMEOUT_MAX, "seconds",
-                                  &o->elastic_timeout_s, err, errlen);
+        o->elastic_timeout_s = (uint32_t)g->num;
+        return HV_OK;
     case OPT_CHECK_EVERY:
-        return submit_parse_range("check-every", v, 1, HV_CLI_CHECK_EVERY_MAX,
-                                  "a number of commits", &o->check_every, err, errlen);
+        o->check_every = (uint32_t)g->num;
+        return HV_OK;
     case OPT_COOLDOWN:
         return submit_parse_cooldown(o, v, err, errlen);
     case OPT_GROW: {
@@ -417,20 +417,22 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         o->grow = v;
         if (hv_grow_parse(v, o->grow_steps, HV_GROW_MAX_STEPS, &o->ngrow, why, sizeof(why)) !=
             HV_OK) {
-            cli_err(err, errlen, "--grow '%.60s': %s", v, why);
+            hv_errf(err, errlen, "--grow '%.60s': %s", v, why);
             return HV_EINVAL;
         }
         return HV_OK;
     }
     case OPT_SLOTS_PER_HOST:
-        return submit_parse_u32("slots-per-host", v, 1, &o->slots_per_host, err, errlen);
+        o->slots_per_host = (uint32_t)g->num;
+        return HV_OK;
     case OPT_TIMEOUT:
-        return submit_parse_u32("timeout", v, 1, &o->timeout_s, err, errlen);
+        o->timeout_s = (uint32_t)g->num;
+        return HV_OK;
     case OPT_ENV:
         return submit_push_env(o, v, err, errlen);
     case OPT_WORKDIR:
         if (v[0] == '\0') {
-            cli_err(err, errlen, "--workdir needs a directory");
+            hv_errf(err, errlen, "--workdir needs a directory");
             return HV_EINVAL;
         }
         o->workdir = v;
@@ -443,7 +445,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
             n >= 1 && n <= 63 && v[0] != '.' && v[0] != '-' &&
             strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
         if (!ok) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--namespace '%.80s': 1 to 63 letters, digits, '.', '_' or '-' (not first "
                     "'.' or '-')",
                     v);
@@ -453,10 +455,6 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         return HV_OK;
     }
     case OPT_NAME:
-        if (v[0] == '\0' || strlen(v) > 256) {
-            cli_err(err, errlen, "--name: expected 1 to 256 characters");
-            return HV_EINVAL;
-        }
         o->name = v;
         return HV_OK;
     case OPT_DETACH:
@@ -478,12 +476,12 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
         o->version = 1;
         return HV_OK;
     case OPT_RETRIES:
-        return submit_parse_range("retries", v, 0, HV_CLI_RETRIES_MAX, "a whole number",
-                                  &o->retries, err, errlen);
+        o->retries = (uint32_t)g->num;
+        return HV_OK;
     case OPT_HEAD_TIMEOUT:
         o->head_timeout_set = 1;
-        return submit_parse_range("head-timeout", v, 1, HV_CLI_HEAD_TIMEOUT_MAX, "seconds",
-                                  &o->head_timeout_s, err, errlen);
+        o->head_timeout_s = (uint32_t)g->num;
+        return HV_OK;
     }
     return HV_EINTERNAL;
 }
@@ -494,14 +492,14 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const submit_optdef_t *d, co
 static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     uint32_t first = hv_grow_size_at(o->grow_steps, o->ngrow, 0), top = 0;
     if (first == 0 && !o->np_set) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--grow '%.60s' starts at epoch %llu: give -np for the epochs before it, or "
                 "start the schedule at epoch 0",
                 o->grow, (unsigned long long)o->grow_steps[0].epoch);
         return HV_EINVAL;
     }
     if (first != 0 && o->np_set && o->np != first) {
-        cli_err(err, errlen, "-np %u and --grow '%.60s' disagree: the schedule starts at %u",
+        hv_errf(err, errlen, "-np %u and --grow '%.60s' disagree: the schedule starts at %u",
                 (unsigned)o->np, o->grow, (unsigned)first);
         return HV_EINVAL;
     }
@@ -509,7 +507,7 @@ static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errle
         uint32_t sz = o->grow_steps[i].size;
         top = sz > top ? sz : top;
         if ((o->max_np != 0 && sz > o->max_np) || (o->min_np != 0 && sz < o->min_np)) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--grow: %u workers at epoch %llu is outside --min-np %u .. "
                     "--max-np %u",
                     (unsigned)sz, (unsigned long long)o->grow_steps[i].epoch, (unsigned)o->min_np,
@@ -533,17 +531,17 @@ static hv_err submit_check_grow(hv_cli_submit_opts_t *o, char *err, size_t errle
 /* Checks the numbers against each other once all options are known. */
 static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     if (o->min_np != 0 && o->max_np != 0 && o->min_np > o->max_np) {
-        cli_err(err, errlen, "--min-np %u is more than --max-np %u", (unsigned)o->min_np,
+        hv_errf(err, errlen, "--min-np %u is more than --max-np %u", (unsigned)o->min_np,
                 (unsigned)o->max_np);
         return HV_EINVAL;
     }
     if (o->np_set && o->min_np != 0 && o->min_np > o->np) {
-        cli_err(err, errlen, "--min-np %u is more than -np %u", (unsigned)o->min_np,
+        hv_errf(err, errlen, "--min-np %u is more than -np %u", (unsigned)o->min_np,
                 (unsigned)o->np);
         return HV_EINVAL;
     }
     if (o->np_set && o->max_np != 0 && o->np > o->max_np) {
-        cli_err(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
+        hv_errf(err, errlen, "-np %u is more than --max-np %u", (unsigned)o->np,
                 (unsigned)o->max_np);
         return HV_EINVAL;
     }
@@ -551,7 +549,7 @@ static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t err
         HV_TRY(submit_check_grow(o, err, errlen));
     }
     if (o->retries != 0 && o->detach) {
-        cli_err(err, errlen, "--retries needs hvsubmit to follow the job: not with --detach");
+        hv_errf(err, errlen, "--retries needs hvsubmit to follow the job: not with --detach");
         return HV_EINVAL;
     }
     /* The other elastic options mean nothing for a fixed-size job: say so rather than drop them. */
@@ -561,7 +559,7 @@ static hv_err submit_check_counts(hv_cli_submit_opts_t *o, char *err, size_t err
                        : o->cooldown_set      ? "--blacklist-cooldown"
                                               : NULL;
     if (!o->elastic && lone != NULL) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "%s is for elastic jobs: give --min-np and/or --max-np too (a job without them "
                 "has a fixed size and fails at its first worker failure)",
                 lone);
@@ -575,37 +573,13 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
     hv_cli_submit_opts_t o;
     memset(&o, 0, sizeof(o));
     hv_err rc = HV_OK;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == '\0') {
-            break; /* the binary ("-" alone is a file name too) */
-        }
-        const char *value = NULL;
-        const submit_optdef_t *d = submit_find_opt(arg, &value);
-        if (d == NULL) {
-            cli_err(err, errlen, "unknown option '%s'", arg);
-            rc = HV_EINVAL;
-            goto fail;
-        }
-        if (!d->takes_value && value != NULL) {
-            cli_err(err, errlen, "option '--%s' takes no value", d->name);
-            rc = HV_EINVAL;
-            goto fail;
-        }
-        if (d->takes_value && value == NULL) {
-            if (i + 1 >= argc) {
-                cli_err(err, errlen, "option '%s' needs a value", arg);
-                rc = HV_EINVAL;
-                goto fail;
-            }
-            value = argv[++i];
-        }
-        if ((rc = submit_apply(&o, d, value, err, errlen)) != HV_OK) {
+    hv_opt_iter_t it;
+    hv_opt_got_t g;
+    hv_opt_init(&it, submit_opts, SUBMIT_NOPTS,
+                HV_OPT_ONE_DASH | HV_OPT_FIRST_ARG | HV_OPT_DASHDASH, 0, argc, argv, 1);
+    hv_opt_res r;
+    while ((r = hv_opt_next(&it, &g)) == HV_OPT_OPTION) {
+        if ((rc = submit_apply(&o, &g, err, errlen)) != HV_OK) {
             goto fail;
         }
         if (o.help || o.version) {
@@ -613,19 +587,26 @@ hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, cha
             return HV_OK;
         }
     }
-    if (i >= argc) {
-        cli_err(err, errlen, "no program given: hvsubmit [OPTIONS] train.bin [ARGS...]");
+    if (r == HV_OPT_FAULT) {
+        char msg[HV_CLI_ERR_LEN];
+        hv_errf(err, errlen, "%s", hv_opt_fault_msg(&g, NULL, msg, sizeof(msg)));
         rc = HV_EINVAL;
         goto fail;
     }
-    o.binary = argv[i];
-    o.args = argv + i + 1;
-    o.nargs = argc - i - 1;
+    /* The options end at the program (or after "--"): REST, or END when there is none. */
+    if (r != HV_OPT_REST || g.index >= argc) {
+        hv_errf(err, errlen, "no program given: hvsubmit [OPTIONS] train.bin [ARGS...]");
+        rc = HV_EINVAL;
+        goto fail;
+    }
+    o.binary = argv[g.index];
+    o.args = argv + g.index + 1;
+    o.nargs = argc - g.index - 1;
     if ((rc = submit_check_counts(&o, err, errlen)) != HV_OK) {
         goto fail;
     }
     if ((rc = hv_cli_env_dedupe(o.env, &o.nenv)) != HV_OK) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         goto fail;
     }
     *out = o;
@@ -672,18 +653,18 @@ static hv_err cli_stat_regular(const char *what, const char *path, struct stat *
     if (stat(path, st) != 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR) {
-            cli_err(err, errlen, "%s%s: no such file", what, path);
+            hv_errf(err, errlen, "%s%s: no such file", what, path);
             return HV_ENOTFOUND;
         }
-        cli_err(err, errlen, "%s%s: %s", what, path, strerror(e));
+        hv_errf(err, errlen, "%s%s: %s", what, path, strerror(e));
         return hv_err_from_errno(e);
     }
     if (S_ISDIR(st->st_mode)) {
-        cli_err(err, errlen, "%s%s is a directory, not a file", what, path);
+        hv_errf(err, errlen, "%s%s is a directory, not a file", what, path);
         return HV_EINVAL;
     }
     if (!S_ISREG(st->st_mode)) {
-        cli_err(err, errlen, "%s%s is not a regular file", what, path);
+        hv_errf(err, errlen, "%s%s is not a regular file", what, path);
         return HV_EINVAL;
     }
     return HV_OK;
@@ -722,11 +703,11 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
                                size_t errlen) {
     if (buf == NULL || len < 4 || buf[0] != 0x7f || buf[1] != 'E' || buf[2] != 'L' ||
         buf[3] != 'F') {
-        cli_err(err, errlen, "not an ELF executable (it does not start with \\x7fELF)");
+        hv_errf(err, errlen, "not an ELF executable (it does not start with \\x7fELF)");
         return HV_EINVAL;
     }
     if (len < 6 || (buf[4] != 1 && buf[4] != 2)) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "not a valid ELF file: unknown class %u (EI_CLASS, want 1 for 32-bit "
                 "or 2 for 64-bit)",
                 len < 6 ? 0u : (unsigned)buf[4]);
@@ -735,18 +716,18 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
     int is64 = buf[4] == 2;
     size_t hdr = is64 ? 64 : 52;
     if (buf[5] != 1 && buf[5] != 2) {
-        cli_err(err, errlen, "not a valid ELF file: unknown byte order %u (EI_DATA)",
+        hv_errf(err, errlen, "not a valid ELF file: unknown byte order %u (EI_DATA)",
                 (unsigned)buf[5]);
         return HV_EINVAL;
     }
     int msb = buf[5] == 2;
     if (len < hdr || file_size < hdr) {
-        cli_err(err, errlen, "a truncated ELF file: %llu bytes, shorter than its %zu-byte header",
+        hv_errf(err, errlen, "a truncated ELF file: %llu bytes, shorter than its %zu-byte header",
                 (unsigned long long)(file_size < len ? file_size : len), hdr);
         return HV_EINVAL;
     }
     if (buf[6] != 1) {
-        cli_err(err, errlen, "not a valid ELF file: unknown ELF version %u", (unsigned)buf[6]);
+        hv_errf(err, errlen, "not a valid ELF file: unknown ELF version %u", (unsigned)buf[6]);
         return HV_EINVAL;
     }
     unsigned type = (unsigned)cli_elf_get(buf, 16, 2, msb);
@@ -762,38 +743,38 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
     case 3: /* ET_DYN: a position-independent executable (or a shared library) */
         break;
     case 1:
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "a relocatable object file (.o), not a linked program: link it "
                 "into an executable");
         return HV_EINVAL;
     case 4:
-        cli_err(err, errlen, "a core dump, not a program");
+        hv_errf(err, errlen, "a core dump, not a program");
         return HV_EINVAL;
     default:
-        cli_err(err, errlen, "not an ELF executable: unknown file type %u (e_type)", type);
+        hv_errf(err, errlen, "not an ELF executable: unknown file type %u (e_type)", type);
         return HV_EINVAL;
     }
     const char *mname = hv_cli_elf_machine_name(machine);
     if (mname == NULL) {
-        cli_err(err, errlen, "an ELF file for an unknown machine %u (e_machine)", machine);
+        hv_errf(err, errlen, "an ELF file for an unknown machine %u (e_machine)", machine);
         return HV_EINVAL;
     }
     if (version != 1 || ehsize != hdr) {
-        cli_err(err, errlen, "not a valid ELF file: %s %llu in its header (want %llu)",
+        hv_errf(err, errlen, "not a valid ELF file: %s %llu in its header (want %llu)",
                 version != 1 ? "e_version" : "e_ehsize",
                 (unsigned long long)(version != 1 ? version : ehsize),
                 (unsigned long long)(version != 1 ? 1 : hdr));
         return HV_EINVAL;
     }
     if (phnum == 0) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "an ELF file without program headers: nothing to load, not a "
                 "program");
         return HV_EINVAL;
     }
     uint64_t want_phent = is64 ? 56 : 32;
     if (phentsize != want_phent) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "not a valid ELF file: program header entries of %llu bytes (want "
                 "%llu)",
                 (unsigned long long)phentsize, (unsigned long long)want_phent);
@@ -802,7 +783,7 @@ hv_err hv_cli_elf_check_prefix(const unsigned char *buf, size_t len, uint64_t fi
     /* phnum <= 65535 and phentsize <= 56: the product cannot overflow; phoff can be anything. */
     uint64_t table = phnum * phentsize;
     if (phoff < hdr || phoff > file_size || file_size - phoff < table) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "a truncated or damaged ELF file: its program headers (%llu bytes at "
                 "offset %llu) lie outside the file's %llu bytes",
                 (unsigned long long)table, (unsigned long long)phoff,
@@ -862,7 +843,7 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
         return HV_EPERM;
     }
     unsigned char hdr[HV_CLI_ELF_HDR_MAX];
@@ -884,13 +865,13 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
     }
     close(fd);
     if (e != 0) {
-        cli_err(err, errlen, "%s: cannot read it: %s", path, strerror(e));
+        hv_errf(err, errlen, "%s: cannot read it: %s", path, strerror(e));
         return HV_EIO;
     }
     if (got >= 2 && hdr[0] == '#' && hdr[1] == '!') {
         char interp[64];
         cli_shebang_interpreter(hdr, got, interp, sizeof(interp));
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "%s is a script, not an ELF executable: to run a script, give its interpreter: "
                 "hvsubmit -np N -- %s %s (the nodes must have %s)",
                 path, interp, path, interp);
@@ -903,12 +884,12 @@ hv_err hv_cli_check_binary(const char *path, char *err, size_t errlen) {
                                     "ELF",
                                     4) != 0;
     if (!not_elf && ((st.st_mode & 0111) == 0 || access(path, X_OK) != 0)) {
-        cli_err(err, errlen, "%s is not executable (chmod +x %s)", path, path);
+        hv_errf(err, errlen, "%s is not executable (chmod +x %s)", path, path);
         return HV_EINVAL;
     }
     char why[HV_CLI_ERR_LEN];
     if (hv_cli_elf_check_prefix(hdr, got, (uint64_t)st.st_size, why, sizeof(why)) != HV_OK) {
-        cli_err(err, errlen, "%s is %s%s%s", path, why,
+        hv_errf(err, errlen, "%s is %s%s%s", path, why,
                 not_elf ? "; to run a script, give its interpreter: hvsubmit -np N -- python3 "
                         : "",
                 not_elf ? path : "");
@@ -925,7 +906,7 @@ hv_err hv_cli_check_file(const char *path, char *err, size_t errlen) {
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cli_err(err, errlen, "--file %s: cannot read it: %s", path, strerror(errno));
+        hv_errf(err, errlen, "--file %s: cannot read it: %s", path, strerror(errno));
         return HV_EPERM;
     }
     close(fd);
@@ -994,7 +975,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
         HV_TRY(hv_cli_check_file(o->files[i], err, errlen));
         const char *base = hv_cli_ship_name(o, i);
         if (strcmp(base, bin_base) == 0) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--file %s has the same name as the program %s ('%s'): both would land in "
                     "the worker's directory",
                     o->files[i], o->binary, base);
@@ -1002,7 +983,7 @@ hv_err hv_cli_submit_check_files(const hv_cli_submit_opts_t *o, char *err, size_
         }
         for (size_t k = 0; k < i; k++) {
             if (strcmp(base, hv_cli_ship_name(o, k)) == 0) {
-                cli_err(err, errlen,
+                hv_errf(err, errlen,
                         "--file %s and --file %s have the same name '%s': both would land in "
                         "the worker's directory",
                         o->files[k], o->files[i], base);
@@ -1129,7 +1110,7 @@ static hv_err cli_push_file(hv_cli_submit_opts_t *o, const char *path, const cha
     const char **names =
         files != NULL ? hv_realloc(o->names, (o->nfiles + 1) * sizeof(*names)) : NULL;
     if (names == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     o->names = names;
@@ -1220,13 +1201,13 @@ static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *
     char path[HV_CLI_WORKDIR_MAX_PATH + 4096];
     int pn = snprintf(path, sizeof(path), "%s%s%s", sc->root, rel[0] ? "/" : "", rel);
     if (pn < 0 || (size_t)pn >= sizeof(path)) {
-        cli_err(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
+        hv_errf(err, errlen, "--workdir %s: the path of %s is too long", sc->root, rel);
         return HV_EINVAL;
     }
     DIR *d = opendir(path);
     if (d == NULL) {
         int e = errno;
-        cli_err(err, errlen, "--workdir %s: %s", path,
+        hv_errf(err, errlen, "--workdir %s: %s", path,
                 e == ENOENT ? "no such directory" : strerror(e));
         return e == ENOENT || e == ENOTDIR ? HV_ENOTFOUND : HV_EPERM;
     }
@@ -1240,7 +1221,7 @@ static hv_err cli_scan_dir(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char *
             continue;
         }
         if (n < 0 || (size_t)n > HV_CLI_WORKDIR_MAX_PATH) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--workdir %s: %s/%s: a path longer than %u bytes; leave it out with a glob "
                     "pattern in %s/.hvignore",
                     sc->root, rel, de->d_name, HV_CLI_WORKDIR_MAX_PATH, sc->root);
@@ -1260,7 +1241,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
     size_t n = strlen(sc->root) + strlen(rel) + 2;
     char *path = hv_malloc(n);
     if (path == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     snprintf(path, n, "%s/%s", sc->root, rel);
@@ -1274,7 +1255,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
                 snprintf(o->workdir_first_skipped, sizeof(o->workdir_first_skipped), "%.255s", rel);
             }
         } else if (depth + 1 >= HV_CLI_WORKDIR_MAX_DEPTH) {
-            cli_err(err, errlen,
+            hv_errf(err, errlen,
                     "--workdir %s: %s is more than %u directories deep; leave it out with a "
                     "glob pattern in %s/.hvignore",
                     sc->root, rel, HV_CLI_WORKDIR_MAX_DEPTH - 1, sc->root);
@@ -1291,7 +1272,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
     }
     sc->bytes += (uint64_t)st.st_size;
     if (++o->workdir_nfiles > HV_CLI_WORKDIR_MAX_FILES) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--workdir %s: more than %u files; leave some out with glob patterns in "
                 "%s/.hvignore",
                 sc->root, HV_CLI_WORKDIR_MAX_FILES, sc->root);
@@ -1299,7 +1280,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
         return HV_EINVAL;
     }
     if (sc->bytes > HV_CLI_WORKDIR_MAX_BYTES) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "--workdir %s: more than %llu MiB of files; leave some out with glob "
                 "patterns in %s/.hvignore, or ship big data another way",
                 sc->root, (unsigned long long)(HV_CLI_WORKDIR_MAX_BYTES >> 20), sc->root);
@@ -1307,7 +1288,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
         return HV_EINVAL;
     }
     if (cli_own(o, path) == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     /* The shipped name is the path below DIR: it lands at the same place in the worker's
@@ -1319,7 +1300,7 @@ static hv_err cli_scan_entry(hv_cli_submit_opts_t *o, cli_scan_t *sc, const char
 static hv_err cli_scan_workdir(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
     cli_scan_t *sc = hv_malloc(sizeof(*sc));
     if (sc == NULL) {
-        cli_err(err, errlen, "out of memory");
+        hv_errf(err, errlen, "out of memory");
         return HV_ENOMEM;
     }
     sc->root = o->workdir;
@@ -1671,7 +1652,7 @@ hv_err hv_cli_check_node(const char *node, char *err, size_t errlen) {
              c == '.' || c == '_' || c == '-';
     }
     if (!ok) {
-        cli_err(err, errlen,
+        hv_errf(err, errlen,
                 "bad node '%.140s': expected a node name (as 'hvctl nodes' lists it) or its "
                 "numeric id",
                 node);
@@ -2017,6 +1998,12 @@ void hv_cli_json_write_string(FILE *f, const char *s) {
             if (n == 0) {
                 fputs("\\ufffd", f);
                 p++;
+            } else if (n == 2 && c == 0xc2 && p[1] <= 0x9f) {
+                fprintf(f, "\\u%04x", p[1]); /* a C1 control (8-bit CSI): escaped as C0 ones */
+                p += 2;
+            } else if (n == 3 && c == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+                fprintf(f, "\\u%04x", 0x2000 + (p[2] - 0x80)); /* line/paragraph separator */
+                p += 3;
             } else {
                 fwrite(p, 1, n, f);
                 p += n;
@@ -2179,6 +2166,120 @@ void hv_cli_json_bool(hv_cli_json_t *j, int v) {
 void hv_cli_json_null(hv_cli_json_t *j) {
     if (json_before_value(j)) {
         fputs("null", j->f);
+    }
+}
+
+/* ---- a message's fields -------------------------------------------------------------------- */
+
+/* The field that path names in m ("name", or "info.name" through a submessage): its
+ * descriptor, and the message that holds it (NULL when a submessage on the way is unset, so the
+ * field has its default). 0 when the path names no scalar field. */
+static int json_field_find(const ProtobufCMessage *m, const char *path, size_t len,
+                           const ProtobufCFieldDescriptor **fd, const ProtobufCMessage **holder) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    char name[64];
+    for (;;) {
+        const char *dot = memchr(path, '.', len);
+        size_t n = dot != NULL ? (size_t)(dot - path) : len;
+        if (n == 0 || n >= sizeof(name)) {
+            return 0;
+        }
+        memcpy(name, path, n);
+        name[n] = '\0';
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field_by_name(d, name);
+        if (f == NULL) {
+            return 0;
+        }
+        if (dot == NULL) {
+            *fd = f;
+            *holder = m;
+            return f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_BYTES &&
+                   (f->label != PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_STRING);
+        }
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->label == PROTOBUF_C_LABEL_REPEATED) {
+            return 0;
+        }
+        d = f->descriptor;
+        if (m != NULL) {
+            m = *(const ProtobufCMessage *const *)((const char *)m + f->offset);
+        }
+        path += n + 1;
+        len -= n + 1;
+    }
+}
+
+/* Writes one scalar field of holder (NULL: the field's default) as the next value. */
+static void json_field_value(hv_cli_json_t *j, const ProtobufCFieldDescriptor *f,
+                             const ProtobufCMessage *holder) {
+    const char *at = holder != NULL ? (const char *)holder + f->offset : NULL;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) { /* repeated string: an array */
+        size_t n = at != NULL ? *(const size_t *)((const char *)holder + f->quantifier_offset) : 0;
+        char *const *v = at != NULL ? *(char *const *const *)at : NULL;
+        hv_cli_json_arr_begin(j);
+        for (size_t i = 0; i < n; i++) {
+            hv_cli_json_str(j, v[i]);
+        }
+        hv_cli_json_arr_end(j);
+        return;
+    }
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+        hv_cli_json_u64(j, at != NULL ? *(const uint32_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+        hv_cli_json_u64(j, at != NULL ? *(const uint64_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_ENUM:
+        hv_cli_json_i64(j, at != NULL ? *(const int32_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+        hv_cli_json_i64(j, at != NULL ? *(const int64_t *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_BOOL:
+        hv_cli_json_bool(j, at != NULL ? *(const protobuf_c_boolean *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_FLOAT:
+        hv_cli_json_f64(j, at != NULL ? *(const float *)at : 0);
+        break;
+    case PROTOBUF_C_TYPE_DOUBLE:
+        hv_cli_json_f64(j, at != NULL ? *(const double *)at : 0);
+        break;
+    default: /* PROTOBUF_C_TYPE_STRING */
+        hv_cli_json_str(j, at != NULL ? *(const char *const *)at : NULL);
+        break;
+    }
+}
+
+void hv_cli_json_fields(hv_cli_json_t *j, const ProtobufCMessage *m, const char *spec) {
+    for (const char *p = spec; *p != '\0';) {
+        size_t len = strcspn(p, " ");
+        const char *eq = memchr(p, '=', len);
+        const char *path = eq != NULL ? eq + 1 : p;
+        size_t keylen = eq != NULL ? (size_t)(eq - p) : len;
+        const ProtobufCFieldDescriptor *f = NULL;
+        const ProtobufCMessage *holder = NULL;
+        char key[64];
+        if (len > 0) {
+            if (keylen == 0 || keylen >= sizeof(key) ||
+                !json_field_find(m, path, len - (size_t)(path - p), &f, &holder)) {
+                j->err = 1; /* a spec that names no field: a bug, shown as output refused */
+                return;
+            }
+            memcpy(key, p, keylen);
+            key[keylen] = '\0';
+            hv_cli_json_key(j, key);
+            json_field_value(j, f, holder);
+        }
+        p += len;
+        p += *p == ' ';
     }
 }
 
@@ -2627,22 +2728,10 @@ static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply
             continue;
         }
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "id");
-        hv_cli_json_u64(j, v->id);
-        hv_cli_json_key(j, "namespace");
-        hv_cli_json_str(j, v->namespace_);
-        hv_cli_json_key(j, "name");
-        hv_cli_json_str(j, v->name);
-        hv_cli_json_key(j, "class");
-        hv_cli_json_str(j, v->class_name);
+        hv_cli_json_fields(j, &v->base, "id namespace name class=class_name");
         hv_cli_json_key(j, "state");
         hv_cli_json_str(j, v->state);
-        hv_cli_json_key(j, "slots");
-        hv_cli_json_u64(j, v->slots);
-        hv_cli_json_key(j, "gpus");
-        hv_cli_json_u64(j, v->gpus);
-        hv_cli_json_key(j, "reason");
-        hv_cli_json_str(j, v->reason);
+        hv_cli_json_fields(j, &v->base, "slots gpus reason");
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
@@ -2739,12 +2828,7 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
             continue;
         }
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "job_id");
-        hv_cli_json_u64(j, v->job_id);
-        hv_cli_json_key(j, "name");
-        hv_cli_json_str(j, v->name);
-        hv_cli_json_key(j, "np");
-        hv_cli_json_u64(j, v->np);
+        hv_cli_json_fields(j, &v->base, "job_id name np");
         hv_cli_json_key(j, "waiting_ms");
         hv_cli_json_u64(
             j, v->submitted_ms != 0 && now_ms > v->submitted_ms ? now_ms - v->submitted_ms : 0);

@@ -20,6 +20,10 @@
 #include "hv.pb-c.h"
 
 #define HV_CLI_DEFAULT_HEAD "127.0.0.1:7000"
+/* Where the CLIs find their client token when neither --token-file nor HV_TOKEN_FILE is given:
+ * the client.token the head writes into its default data directory (./hv-data), so a head and
+ * CLIs started from the same directory need no option. */
+#define HV_CLI_DEFAULT_TOKEN_FILE "./hv-data/client.token"
 #define HV_CLI_ERR_LEN 512             /* size of the err buffers below */
 #define HV_CLI_UNARY_MS 10000u         /* deadline of one unary call */
 #define HV_CLI_UPLOAD_CHUNK (1u << 20) /* bytes per Upload call (the proto's bound) */
@@ -168,6 +172,9 @@ typedef struct hv_cli_submit_opts_s {
 hv_err hv_cli_submit_parse(int argc, char **argv, hv_cli_submit_opts_t *out, char *err,
                            size_t errlen);
 void hv_cli_submit_opts_fini(hv_cli_submit_opts_t *o);
+
+/* Writes the options part of hvsubmit's --help: each option's lines, from its table. */
+void hv_cli_submit_options_help(FILE *f);
 
 /* How long hvsubmit (and hvctl logs --follow) waits for a head that went away, in ms:
  * head_timeout_s when head_timeout_set (--head-timeout), else lease_ms (0:
@@ -401,6 +408,15 @@ void hv_cli_json_null(hv_cli_json_t *j);
 /* Ends the document with a newline. HV_EINVAL if containers are still open or misuse occurred. */
 hv_err hv_cli_json_finish(hv_cli_json_t *j);
 
+/* Writes fields of the message m as "key": value pairs of the open object, in the order spec
+ * names them: words apart by one space, each a field of m's proto ("worker_id"), one of a
+ * submessage ("info.slots": its default when the submessage is unset), or key=field to write it
+ * under another key ("processes=incarnation"). Integers, bools, doubles and strings (NULL as
+ * "") are written as such, an enum as its number, a repeated string as an array; a word that
+ * names no such field is misuse (j->err). Other values (states by name, nested messages) the
+ * caller writes itself around the call. */
+void hv_cli_json_fields(hv_cli_json_t *j, const ProtobufCMessage *m, const char *spec);
+
 /* Writes text, one JSON value that came from elsewhere (an event's data from the head), as the
  * next value: it is checked first (RFC 8259 grammar, valid UTF-8, nesting within what the writer
  * has left) and then written again through the writer, so it is indented like the rest and the
@@ -416,8 +432,10 @@ hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object);
 int hv_cli_json_field_str(const char *json, const char *key, char *buf, size_t len);
 int hv_cli_json_field_u64(const char *json, const char *key, uint64_t *out);
 
-/* Writes s as a quoted JSON string: escapes '"', '\\' and control characters, and replaces bytes
- * that are not valid UTF-8 with U+FFFD so that the output is always valid JSON. */
+/* Writes s as a quoted JSON string: escapes '"', '\\' and control characters (C0, DEL and the C1
+ * range U+0080..U+009F, which a terminal may obey), U+2028 and U+2029 (line breaks to a
+ * JavaScript reader), and replaces bytes that are not valid UTF-8 with U+FFFD so that the output
+ * is always valid JSON. Other text, non-ASCII included, is written as the UTF-8 it is. */
 void hv_cli_json_write_string(FILE *f, const char *s);
 
 /* ---- hvctl status ------------------------------------------------------------------------- */

@@ -1264,10 +1264,81 @@ static void test_json_escape(void) {
         {"surrogate\xed\xa0\x80", "\"surrogate\\ufffd\\ufffd\\ufffd\""},
         {"toobig\xf4\x90\x80\x80", "\"toobig\\ufffd\\ufffd\\ufffd\\ufffd\""},
         {"</script>", "\"</script>\""},
+        {"csi\xc2\x9b"
+         "2Jnel\xc2\x85 nbsp\xc2\xa0",
+         "\"csi\\u009b2Jnel\\u0085 nbsp\xc2\xa0\""},
+        {"ls\xe2\x80\xa8ps\xe2\x80\xa9"
+         "dash\xe2\x80\x94",
+         "\"ls\\u2028ps\\u2029dash\xe2\x80\x94\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *out = capture(write_escaped, (void *)cases[i].in);
         CHECK_STR(out, cases[i].out);
+        free(out);
+    }
+}
+
+/* A message's fields by a spec (hv_cli_json_fields); ud: {message, spec}. */
+typedef struct fields_case_s {
+    const ProtobufCMessage *m;
+    const char *spec;
+} fields_case_t;
+
+static void write_fields(FILE *f, void *ud) {
+    const fields_case_t *c = ud;
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    hv_cli_json_obj_begin(&j);
+    hv_cli_json_fields(&j, c->m, c->spec);
+    hv_cli_json_obj_end(&j);
+    if (hv_cli_json_finish(&j) != HV_OK) {
+        fputs("<refused>", f);
+    }
+}
+
+static void test_json_fields(void) {
+    Hvpb__V1__NodeInfo info = HVPB__V1__NODE_INFO__INIT;
+    char *addrs[] = {"10.0.0.1", "10.0.0.2"};
+    info.name = "n\"1";
+    info.slots = 4;
+    info.addrs = addrs;
+    info.n_addrs = 2;
+    Hvpb__V1__NodeView n = HVPB__V1__NODE_VIEW__INIT;
+    n.node_id = 18446744073709551615ull;
+    n.info = &info;
+    Hvpb__V1__NodeView bare = HVPB__V1__NODE_VIEW__INIT; /* no info: its fields' defaults */
+    Hvpb__V1__WorkerView w = HVPB__V1__WORKER_VIEW__INIT;
+    w.exit_code = -1;
+    w.done = 1;
+    w.node = NULL;
+    Hvpb__V1__CostReply cost = HVPB__V1__COST_REPLY__INIT;
+    cost.cost = 0.25;
+    static const char *const node_spec = "node_id name=info.name slots=info.slots addrs=info.addrs";
+    const struct {
+        fields_case_t c;
+        const char *want;
+    } cases[] = {
+        {{&n.base, node_spec},
+         "{\n  \"node_id\": 18446744073709551615,\n  \"name\": \"n\\\"1\",\n  \"slots\": 4,\n"
+         "  \"addrs\": [\n    \"10.0.0.1\",\n    \"10.0.0.2\"\n  ]\n}\n"},
+        {{&bare.base, node_spec},
+         "{\n  \"node_id\": 0,\n  \"name\": \"\",\n  \"slots\": 0,\n  \"addrs\": []\n}\n"},
+        {{&w.base, "exit_code done node state_code"},
+         "{\n  \"exit_code\": -1,\n  \"done\": true,\n  \"node\": \"\",\n  \"state_code\": 0\n}\n"},
+        {{&cost.base, "total=cost"}, "{\n  \"total\": 0.25\n}\n"},
+        {{&n.base, ""}, "{}\n"},
+        /* Misuse: no such field, a submessage itself, a repeated message, an empty key. */
+        {{&n.base, "node_id nosuch"}, "<refused>"},
+        {{&n.base, "info"}, "<refused>"},
+        {{&n.base, "blacklist"}, "<refused>"},
+        {{&n.base, "=node_id"}, "<refused>"},
+        {{&n.base, "x=info.nosuch"}, "<refused>"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *out = capture(write_fields, (void *)&cases[i].c);
+        const char *refused = strstr(out, "<refused>");
+        CHECK_STR(refused != NULL && strstr(cases[i].want, "<refused>") ? "<refused>" : out,
+                  cases[i].want);
         free(out);
     }
 }
@@ -1653,6 +1724,7 @@ static const hv_check_case_t tests[] = {
     {"clean", test_clean},
     {"table", test_table},
     {"json_escape", test_json_escape},
+    {"json_fields", test_json_fields},
     {"json_doc", test_json_doc},
     {"json_embed", test_json_embed},
     {"json_field", test_json_field},

@@ -71,13 +71,8 @@ int hv_cli_rpc_transport_detail(const hv_rpc_status_t *st);
  * and no message: "... Error received from peer ... {grpc_message:"", grpc_status:5, ...}"). */
 int hv_cli_rpc_head_message(const hv_rpc_status_t *st);
 
-/* Where the CLIs find their client token when neither --token-file nor HV_TOKEN_FILE is given:
- * the client.token the head writes into its default data directory (./hv-data), so a head and
- * CLIs started from the same directory need no option. */
-#define HV_CLI_DEFAULT_TOKEN_FILE "./hv-data/client.token"
-
 /* Reads the client token (opt = --token-file, else $HV_TOKEN_FILE, else
- * HV_CLI_DEFAULT_TOKEN_FILE; one word, surrounding whitespace trimmed) and attaches it to ch, so
+ * HV_CLI_DEFAULT_TOKEN_FILE of cli_common.h; one word, surrounding whitespace trimmed) and attaches it to ch, so
  * every call carries it. On failure err says which file and why (never the value): HV_ENOTFOUND
  * (the default file is missing: the message says how to give one), HV_EIO, HV_EINVAL (empty or
  * not one word). A file readable by others is used, with a warning on stderr. */

@@ -18,6 +18,7 @@
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
+#include "opt.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -28,31 +29,62 @@
 #define CTL_JOBS_PAGE 100u              /* jobs asked for per ListJobs call */
 #define CTL_PAGES_MAX 100000u /* calls one list makes at most (a guard against a head that loops) */
 
+/* The commands, in the order of hvctl --help; a bit each in the option table's cmds. */
+typedef enum ctl_cmd {
+    CMD_STATUS,
+    CMD_NODES,
+    CMD_JOBS,
+    CMD_JOB,
+    CMD_LOGS,
+    CMD_CANCEL,
+    CMD_EVENTS,
+    CMD_COST,
+    CMD_DRAIN,
+    CMD_UNDRAIN,
+    CMD_REVOKE,
+    CMD_AUDIT,
+    CMD_TOKEN_CREATE,
+    CMD_TOKEN_LIST,
+    CMD_TOKEN_REVOKE,
+    CMD_ACTOR_CREATE,
+    CMD_ACTORS,
+    CMD_ACTOR,
+    CMD_KILL_ACTOR,
+    CMD_ACTOR_LOGS,
+    CTL_NCMDS
+} ctl_cmd;
+
+#define B(c) (1u << (c))
+#define B_ACTORS                                                                                   \
+    (B(CMD_ACTOR_CREATE) | B(CMD_ACTORS) | B(CMD_ACTOR) | B(CMD_KILL_ACTOR) | B(CMD_ACTOR_LOGS))
+
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
-    const char *head;         /* --head or NULL */
-    const char *ca;           /* --ca or NULL */
-    const char *token_file;   /* --token-file or NULL */
-    int insecure;             /* --insecure */
-    int json;                 /* --json */
-    int follow;               /* logs --follow */
-    int raw;                  /* logs --raw: worker output as it came, even on a terminal */
-    uint32_t head_timeout_s;  /* logs --follow --head-timeout: wait this long for the head */
-    int head_timeout_set;     /* --head-timeout was given (else the lease + a margin) */
-    uint64_t job_id;          /* the ID argument, or events --job */
-    int job_set;              /* events --job was given */
-    uint32_t limit;           /* --limit, 0 = the head's default */
-    const char *cmd;          /* nodes|jobs|job|logs|cancel|events|drain|undrain */
-    const char *const *nodes; /* drain/undrain/revoke: the NODE arguments (names or ids) */
-    int nnodes;               /* how many (revoke: 1) */
-    const char *reason;       /* drain/undrain --reason, or NULL */
-    uint64_t since_ms;        /* audit --since: this long ago (ms), 0 = all */
-    const char *who;          /* audit --who, or NULL */
-    const char *method;       /* audit --method, or NULL */
-    int refused;              /* audit --refused */
-    uint64_t ttl_ms;          /* token create --ttl, 0 = never expires */
-    uint32_t uses;            /* token create --uses, 0 = no limit */
-    const char *token_id;     /* token revoke ID */
+    const char *head;          /* --head or NULL */
+    const char *ca;            /* --ca or NULL */
+    const char *token_file;    /* --token-file or NULL */
+    int insecure;              /* --insecure */
+    int json;                  /* --json */
+    int follow;                /* logs --follow */
+    int raw;                   /* logs --raw: worker output as it came, even on a terminal */
+    uint32_t head_timeout_s;   /* logs --follow --head-timeout: wait this long for the head */
+    int head_timeout_set;      /* --head-timeout was given (else the lease + a margin) */
+    uint64_t job_id;           /* the ID argument, or events --job */
+    int job_set;               /* events --job was given */
+    uint32_t limit;            /* --limit, 0 = the head's default */
+    ctl_cmd cmd_id;            /* the command */
+    const char *cmd;           /* its word in messages: nodes|jobs|...|revoke|token-create|... */
+    const char *const *nodes;  /* drain/undrain/revoke: the NODE arguments (names or ids) */
+    int nnodes;                /* how many (revoke: 1) */
+    const char *reason;        /* drain/undrain --reason, or NULL */
+    uint64_t since_ms;         /* audit --since: this long ago (ms), 0 = all */
+    const char *who;           /* audit --who, or NULL */
+    const char *method;        /* audit --method, or NULL */
+    int refused;               /* audit --refused */
+    uint64_t ttl_ms;           /* token create --ttl, 0 = never expires */
+    uint32_t uses;             /* token create --uses, 0 = no limit */
+    const char *token_id;      /* token revoke ID */
+    hv_ctl_actor_opts_t actor; /* the actor commands' options (hvctl_actors.h) */
 } ctl_opts_t;
 
 /* What the command functions share. */
@@ -119,19 +151,113 @@ static const struct {
      "what an actor's processes printed (stdout,\n"
      "stderr), as the head keeps it"},
 };
-#define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
+_Static_assert(sizeof(ctl_cmds) / sizeof(ctl_cmds[0]) == CTL_NCMDS, "a row per ctl_cmd");
 
-static const char ctl_options_text[] =
-    "options:\n"
-    "  --head HOST:PORT   the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"
-    "  --ca FILE          verify the head's TLS certificate against this CA\n"
-    "                     (default: $HV_CA_FILE; docs/tls.md)\n"
-    "  --insecure         plain text to a head not on this machine (or HV_INSECURE=1)\n"
-    "  --token-file F     the client token (default: $HV_TOKEN_FILE, else\n"
-    "                     " HV_CLI_DEFAULT_TOKEN_FILE ")\n"
-    "  --json             print one JSON document instead of a table\n"
-    "  --help, -h         this help (after a command: that command's help)\n"
-    "  --version, -V      print the version\n";
+/* ---- the command line --------------------------------------------------------------------- */
+
+enum ctl_opt_id {
+    O_HEAD, /* the global options: every command takes them */
+    O_CA,
+    O_INSECURE,
+    O_TOKEN_FILE,
+    O_JSON,
+    O_HELP,
+    O_VERSION,
+    O_TTL, /* a command's own, in the order a misplaced one is reported (ctl_check_placed) */
+    O_USES,
+    O_SINCE,
+    O_WHO,
+    O_METHOD,
+    O_REFUSED,
+    O_FOLLOW,
+    O_RAW,
+    O_HEAD_TIMEOUT,
+    O_JOB,
+    O_LIMIT,
+    O_REASON,
+    O_NAME, /* the actor commands' */
+    O_NAMESPACE,
+    O_CLASS,
+    O_ARG,
+    O_SLOTS,
+    O_GPUS,
+    O_MEMORY_MB,
+    O_LABEL,
+    O_MAX_RESTARTS,
+    O_MAX_CALL_RETRIES,
+    O_OWNER_JOB,
+    O_ENV,
+    O_RESTART,
+    CTL_NOPT_IDS
+};
+
+#define DAYS_3650 (3650ull * 86400000ull)
+
+/* hvctl's options: the global ones first (their lines are the "options:" of every --help), then
+ * each command's own (described with the command, in ctl_cmds). */
+static const hv_opt_t ctl_opts[] = {
+    {"head", 0, HV_OPT_TEXT, 0, 0, 0, O_HEAD, NULL,
+     "  --head HOST:PORT   the head (default: $HV_HEAD, else " HV_CLI_DEFAULT_HEAD ")\n"},
+    {"ca", 0, HV_OPT_TEXT, 0, 0, 0, O_CA, NULL,
+     "  --ca FILE          verify the head's TLS certificate against this CA\n"
+     "                     (default: $HV_CA_FILE; docs/tls.md)\n"},
+    {"insecure", 0, HV_OPT_FLAG, 0, 0, 0, O_INSECURE, NULL,
+     "  --insecure         plain text to a head not on this machine (or HV_INSECURE=1)\n"},
+    {"token-file", 0, HV_OPT_TEXT, 0, 0, 0, O_TOKEN_FILE, NULL,
+     "  --token-file F     the client token (default: $HV_TOKEN_FILE, else\n"
+     "                     " HV_CLI_DEFAULT_TOKEN_FILE ")\n"},
+    {"json", 0, HV_OPT_FLAG, 0, 0, 0, O_JSON, NULL,
+     "  --json             print one JSON document instead of a table\n"},
+    {"help", 'h', HV_OPT_FLAG, 0, 0, 0, O_HELP, NULL,
+     "  --help, -h         this help (after a command: that command's help)\n"},
+    {"version", 'V', HV_OPT_FLAG, 0, 0, 0, O_VERSION, NULL,
+     "  --version, -V      print the version\n"},
+    {"ttl", 0, HV_OPT_DURATION, 1, DAYS_3650, B(CMD_TOKEN_CREATE), O_TTL,
+     "'%s': expected a duration like 30s, 10m, 2h or 7d (at most 3650d)", NULL},
+    {"uses", 0, HV_OPT_UINT, 1, UINT32_MAX, B(CMD_TOKEN_CREATE), O_USES,
+     "--uses '%s': expected a number from 1 to 4294967295", NULL},
+    {"since", 0, HV_OPT_DURATION, 1, DAYS_3650, B(CMD_AUDIT), O_SINCE,
+     "'%s': expected a duration like 30s, 10m, 2h or 7d (at most 3650d)", NULL},
+    {"who", 0, HV_OPT_TEXT, 1, 64, B(CMD_AUDIT), O_WHO, "'%s': expected 1 to 64 characters", NULL},
+    {"method", 0, HV_OPT_TEXT, 1, 64, B(CMD_AUDIT), O_METHOD, "'%s': expected 1 to 64 characters",
+     NULL},
+    {"refused", 0, HV_OPT_FLAG, 0, 0, B(CMD_AUDIT), O_REFUSED, NULL, NULL},
+    {"follow", 'f', HV_OPT_FLAG, 0, 0, B(CMD_LOGS), O_FOLLOW, NULL, NULL},
+    {"raw", 0, HV_OPT_FLAG, 0, 0, B(CMD_LOGS), O_RAW, NULL, NULL},
+    {"head-timeout", 0, HV_OPT_UINT, 1, HV_CLI_HEAD_TIMEOUT_MAX, B(CMD_LOGS), O_HEAD_TIMEOUT,
+     "--head-timeout '%s': expected seconds from 1 to 86400", NULL},
+    {"job", 0, HV_OPT_UINT, 1, UINT64_MAX, B(CMD_EVENTS) | B(CMD_COST), O_JOB, "bad job id '%s'",
+     NULL},
+    {"limit", 0, HV_OPT_UINT, 1, 100000, B(CMD_JOBS) | B(CMD_EVENTS) | B(CMD_AUDIT), O_LIMIT,
+     "--limit '%s': expected a number from 1 to 100000", NULL},
+    {"reason", 0, HV_OPT_TEXT, 0, 256, B(CMD_DRAIN) | B(CMD_UNDRAIN), O_REASON,
+     "--reason: expected at most 256 characters", NULL},
+    {"name", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_NAME, NULL, NULL},
+    {"namespace", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_NAMESPACE, NULL, NULL},
+    {"class", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_CLASS, NULL, NULL},
+    {"arg", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_ARG, NULL, NULL},
+    {"slots", 0, HV_OPT_UINT, 0, 64, B_ACTORS, O_SLOTS, "--slots needs a number from 0 to 64",
+     NULL},
+    {"gpus", 0, HV_OPT_UINT, 0, 64, B_ACTORS, O_GPUS, "--gpus needs a number from 0 to 64", NULL},
+    {"memory-mb", 0, HV_OPT_UINT, 1, UINT64_C(1) << 40, B_ACTORS, O_MEMORY_MB,
+     "--memory-mb needs a number of MiB from 1 to 2^40", NULL},
+    {"label", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_LABEL, NULL, NULL},
+    {"max-restarts", 0, HV_OPT_UINT, 0, 1000000, B_ACTORS, O_MAX_RESTARTS,
+     "--max-restarts needs a number from 0 to 1000000", NULL},
+    {"max-call-retries", 0, HV_OPT_UINT, 0, 1000, B_ACTORS, O_MAX_CALL_RETRIES,
+     "--max-call-retries needs a number from 0 to 1000", NULL},
+    {"owner-job", 0, HV_OPT_UINT, 1, UINT64_MAX, B_ACTORS, O_OWNER_JOB,
+     "--owner-job needs a job id", NULL},
+    {"env", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_ENV, NULL, NULL},
+    {"restart", 0, HV_OPT_FLAG, 0, 0, B_ACTORS, O_RESTART, NULL, NULL},
+};
+#define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
+
+/* The "options:" part of every --help: the global options' lines. */
+static void ctl_options_help(FILE *f) {
+    fprintf(f, "options:\n");
+    hv_opt_help(f, ctl_opts, CTL_NOPTS, 0);
+}
 
 static const char ctl_exit_text[] =
     "exit status: 0 done; 64 bad usage; 65 the head refused the request as invalid;\n"
@@ -157,66 +283,399 @@ static void ctl_usage(FILE *f) {
         }
         fputc('\n', f);
     }
-    fprintf(f, "\n%s\n%s", ctl_options_text, ctl_exit_text);
+    fprintf(f, "\n");
+    ctl_options_help(f);
+    fprintf(f, "\n%s", ctl_exit_text);
 }
 
 static void ctl_cmd_usage(FILE *f, const char *cmd) {
     for (size_t i = 0; i < CTL_NCMDS; i++) {
         if (strcmp(ctl_cmds[i].name, cmd) == 0) {
-            fprintf(f, "usage: hvctl [--head HOST:PORT] [--json] %s%s%s\n\n%s\n\n%s\n%s",
+            fprintf(f, "usage: hvctl [--head HOST:PORT] [--json] %s%s%s\n\n%s\n\n",
                     ctl_cmds[i].name, ctl_cmds[i].args[0] ? " " : "", ctl_cmds[i].args,
-                    ctl_cmds[i].what, ctl_options_text, ctl_exit_text);
+                    ctl_cmds[i].what);
+            ctl_options_help(f);
+            fprintf(f, "\n%s", ctl_exit_text);
             return;
         }
     }
     ctl_usage(f);
 }
 
-static int ctl_usage_error(const char *fmt, const char *arg) {
+/* What the parse keeps beside ctl_opts_t while it reads argv. */
+typedef struct ctl_parse_s {
+    const char *pos[CTL_MAX_POS + 1]; /* the arguments that are no options */
+    int npos;
+    int actors;                       /* the command is one of the actor commands */
+    int help;                         /* --help was given */
+    unsigned char seen[CTL_NOPT_IDS]; /* each option given */
+} ctl_parse_t;
+
+/* A usage error, "hvctl: MSG (see hvctl --help)", or the actor commands' help for theirs. */
+static int ctl_bad(const ctl_parse_t *p, const char *fmt, const char *arg) {
     char msg[HV_CLI_ERR_LEN];
     snprintf(msg, sizeof(msg), fmt, arg);
+    if (p != NULL && p->actors) {
+        fprintf(stderr, CTL_PROG ": %s (see hvctl actor --help)\n", msg);
+        return HV_CLI_EXIT_USAGE;
+    }
     return hv_cli_usage_error(CTL_PROG, msg);
 }
 
-/* Matches "--name", "-name" and "--name=value"; *value_out gets the text after '=' or NULL. */
-static int ctl_opt_is(const char *arg, const char *name, const char **value_out) {
-    const char *p = arg + 1;
-    if (*p == '-') {
-        p++;
+/* An option the parser refused (the actor commands keep their words for two of them). */
+static int ctl_fault(const ctl_parse_t *p, const hv_opt_got_t *g) {
+    char msg[HV_CLI_ERR_LEN];
+    if (p->actors && g->fault == HV_OPT_NEEDS_VALUE) {
+        return ctl_bad(p, "%.100s needs a value", g->arg);
     }
-    size_t n = strlen(name);
-    if (strncmp(p, name, n) != 0 || (p[n] != '\0' && p[n] != '=')) {
-        return 0;
+    if (p->actors && g->fault == HV_OPT_UNKNOWN) {
+        return ctl_bad(p, "unknown option '%.100s'", g->arg);
     }
-    *value_out = p[n] == '=' ? p + n + 1 : NULL;
-    return 1;
+    return ctl_bad(p, "%s", hv_opt_fault_msg(g, NULL, msg, sizeof(msg)));
 }
 
-/* A duration: a number with s, m, h or d (a bare number: seconds), at most 3650 days, in ms. */
-static hv_err ctl_parse_duration(const char *v, uint64_t *ms) {
-    static const struct {
-        char unit;
-        uint64_t ms;
-    } units[] = {{'s', 1000}, {'m', 60000}, {'h', 3600000}, {'d', 86400000}};
-    char num[24];
-    size_t n = strlen(v);
-    uint64_t per = 1000;
-    if (n == 0 || n >= sizeof(num)) {
-        return HV_EINVAL;
+/* The actor commands' options into a; -1, or an exit status. */
+static int ctl_apply_actor(hv_ctl_actor_opts_t *a, const ctl_parse_t *p, const hv_opt_got_t *g) {
+    const char *v = g->value;
+    switch ((enum ctl_opt_id)g->opt->id) {
+    case O_NAME:
+        a->name = v;
+        break;
+    case O_NAMESPACE:
+        a->ns = v;
+        break;
+    case O_CLASS:
+        a->class_name = v;
+        break;
+    case O_ARG:
+        a->arg = v;
+        break;
+    case O_SLOTS:
+        a->slots = (uint32_t)g->num;
+        break;
+    case O_GPUS:
+        a->gpus = (uint32_t)g->num;
+        break;
+    case O_MEMORY_MB:
+        a->memory_mb = g->num;
+        break;
+    case O_MAX_RESTARTS:
+        a->max_restarts = (uint32_t)g->num;
+        break;
+    case O_MAX_CALL_RETRIES:
+        a->max_call_retries = (uint32_t)g->num;
+        break;
+    case O_OWNER_JOB:
+        a->owner_job = g->num;
+        break;
+    case O_RESTART:
+        a->restart = 1;
+        break;
+    case O_LABEL: {
+        const char *eq = strchr(v, '=');
+        if (a->nlabels == HV_CTL_ACTORS_MAX_LABELS || eq == NULL || eq == v || eq - v > 63 ||
+            strchr(v, ',') != NULL || strchr(eq + 1, '=') != NULL) {
+            return ctl_bad(p, "%s",
+                           "--label takes KEY=VALUE, the node label the actor needs (at most 64; "
+                           "no ',' and one '=')");
+        }
+        a->labels[a->nlabels++] = v;
+        break;
     }
-    memcpy(num, v, n + 1);
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (num[n - 1] == units[i].unit) {
-            per = units[i].ms;
-            num[--n] = '\0';
+    case O_ENV:
+        if (a->nenv == HV_CTL_ACTORS_MAX_ENV || strchr(v, '=') == NULL) {
+            return ctl_bad(p, "%s", "--env takes KEY=VALUE (at most 256 of them)");
+        }
+        a->env[a->nenv++] = v;
+        break;
+    default:
+        return ctl_bad(p, "option '%s' is not handled", g->arg); /* a row without a case */
+    }
+    return -1;
+}
+
+/* One option with its checked value into o; -1, or an exit status. */
+static int ctl_apply(ctl_opts_t *o, ctl_parse_t *p, const hv_opt_got_t *g) {
+    const char *v = g->value;
+    hv_ctl_actor_opts_t *a = &o->actor;
+    switch ((enum ctl_opt_id)g->opt->id) {
+    case O_VERSION:
+        printf(CTL_PROG " %s\n", HV_VERSION_STRING);
+        return HV_CLI_EXIT_OK;
+    case O_HELP:
+        p->help = 1; /* after the loop: the command's own help if one was named */
+        break;
+    case O_HEAD:
+        o->head = v;
+        break;
+    case O_CA:
+        o->ca = v;
+        break;
+    case O_INSECURE:
+        o->insecure = 1;
+        break;
+    case O_TOKEN_FILE:
+        o->token_file = v;
+        break;
+    case O_JSON:
+        o->json = a->json = 1;
+        break;
+    case O_FOLLOW:
+        o->follow = 1;
+        break;
+    case O_RAW:
+        o->raw = 1;
+        break;
+    case O_HEAD_TIMEOUT:
+        o->head_timeout_s = (uint32_t)g->num;
+        o->head_timeout_set = 1;
+        break;
+    case O_JOB:
+        o->job_id = g->num;
+        o->job_set = 1;
+        break;
+    case O_LIMIT:
+        o->limit = (uint32_t)g->num;
+        break;
+    case O_REASON:
+        o->reason = v;
+        break;
+    case O_SINCE:
+        o->since_ms = g->num;
+        break;
+    case O_WHO:
+        o->who = v;
+        break;
+    case O_METHOD:
+        o->method = v;
+        break;
+    case O_REFUSED:
+        o->refused = 1;
+        break;
+    case O_TTL:
+        o->ttl_ms = g->num;
+        break;
+    case O_USES:
+        o->uses = (uint32_t)g->num;
+        break;
+    default:
+        return ctl_apply_actor(a, p, g);
+    }
+    return -1;
+}
+
+/* "--NAME goes with 'a', 'b' or 'c', not 'CMD'": the commands of row's cmds, by name. */
+static int ctl_goes_with(const ctl_parse_t *p, const hv_opt_t *row, const char *cmd) {
+    char list[256] = "";
+    size_t used = 0, n = 0, total = 0;
+    for (size_t k = 0; k < CTL_NCMDS; k++) {
+        total += (row->cmds & B(k)) != 0;
+    }
+    for (size_t k = 0; k < CTL_NCMDS && used < sizeof(list); k++) {
+        if (row->cmds & B(k)) {
+            n++;
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s'%s'",
+                                     n == 1       ? ""
+                                     : n == total ? " or "
+                                                  : ", ",
+                                     ctl_cmds[k].name);
         }
     }
-    uint64_t k = 0;
-    if (hv_parse_u64(num, 1, 3650ull * 86400000ull / per, &k) != HV_OK) {
-        return HV_EINVAL;
+    char fmt[HV_CLI_ERR_LEN];
+    snprintf(fmt, sizeof(fmt), "--%s goes with %s, not '%%s'", row->name, list);
+    return ctl_bad(p, fmt, cmd);
+}
+
+/* Options given to a command that does not take them, in table order: with early, only
+ * token create's and audit's (checked before the command's arguments, as their messages name
+ * the whole group); then the others. -1 when none. */
+static int ctl_check_placed(const ctl_opts_t *o, const ctl_parse_t *p, int early) {
+    int token = o->cmd_id >= CMD_TOKEN_CREATE && o->cmd_id <= CMD_TOKEN_REVOKE;
+    for (size_t i = 0; i < CTL_NOPTS; i++) {
+        const hv_opt_t *row = &ctl_opts[i];
+        int given = p->seen[row->id];
+        int wrong = given && row->cmds != 0 && !(row->cmds & B(o->cmd_id));
+        if (row->id == O_HEAD_TIMEOUT) {
+            wrong = given && (o->cmd_id != CMD_LOGS || !o->follow);
+        }
+        if (!wrong || (early && row->id > O_REFUSED)) {
+            continue;
+        }
+        if (row->id == O_TTL || row->id == O_USES) {
+            return ctl_bad(p, "%s", "--ttl and --uses go with 'token create'");
+        }
+        if (token) {
+            return ctl_bad(p, "%s", "'token' takes only --ttl and --uses (with create)");
+        }
+        if (row->id <= O_REFUSED) {
+            return ctl_bad(p, "--since, --who, --method and --refused go with 'audit', not '%s'",
+                           o->cmd);
+        }
+        if (row->id == O_HEAD_TIMEOUT) {
+            return ctl_bad(p, "%s", "--head-timeout goes with 'logs --follow'");
+        }
+        return ctl_goes_with(p, row, o->cmd);
     }
-    *ms = k * per;
-    return HV_OK;
+    return -1;
+}
+
+/* The command, from its one or two words: o->cmd_id, o->cmd; *first gets the index in p->pos
+ * of its first own argument. -1, or an exit status. */
+static int ctl_resolve(ctl_opts_t *o, const ctl_parse_t *p, int *first) {
+    const char *w0 = p->pos[0], *w1 = p->npos >= 2 ? p->pos[1] : "";
+    static const struct {
+        const char *w0, *w1; /* the words ("" : any second word, which is an argument) */
+        ctl_cmd cmd;
+        const char *word;  /* the command in messages */
+        const char *actor; /* hv_ctl_actor_opts_t.cmd, for an actor command */
+    } words[] = {
+        {"node", "revoke", CMD_REVOKE, "revoke", NULL},
+        {"token", "create", CMD_TOKEN_CREATE, "token-create", NULL},
+        {"token", "list", CMD_TOKEN_LIST, "token-list", NULL},
+        {"token", "revoke", CMD_TOKEN_REVOKE, "token-revoke", NULL},
+        {"actor", "create", CMD_ACTOR_CREATE, "actor create", "create"},
+        {"actor", "", CMD_ACTOR, "actor", "get"},
+        {"actors", "", CMD_ACTORS, "actors", "list"},
+        {"kill-actor", "", CMD_KILL_ACTOR, "kill-actor", "kill"},
+        {"actor-logs", "", CMD_ACTOR_LOGS, "actor-logs", "logs"},
+    };
+    for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
+        if (strcmp(w0, words[k].w0) == 0 &&
+            (words[k].w1[0] == '\0' || strcmp(w1, words[k].w1) == 0)) {
+            o->cmd_id = words[k].cmd;
+            o->cmd = words[k].word;
+            o->actor.cmd = words[k].actor;
+            *first = words[k].w1[0] != '\0' ? 2 : 1;
+            return -1;
+        }
+    }
+    if (strcmp(w0, "node") == 0) {
+        return ctl_bad(p, "%s", "'node' needs a subcommand: node revoke NODE");
+    }
+    if (strcmp(w0, "token") == 0) {
+        return ctl_bad(p, "%s", "'token' needs a subcommand: token create|list|revoke");
+    }
+    for (int k = 0; k < CTL_NCMDS; k++) { /* the commands of one word */
+        if (strchr(ctl_cmds[k].name, ' ') == NULL && strcmp(ctl_cmds[k].name, w0) == 0) {
+            o->cmd_id = (ctl_cmd)k;
+            o->cmd = ctl_cmds[k].name;
+            *first = 1;
+            return -1;
+        }
+    }
+    return ctl_bad(p, "unknown command '%s'", w0);
+}
+
+/* drain/undrain/node revoke's NODE arguments. */
+static int ctl_check_nodes(ctl_opts_t *o, const ctl_parse_t *p, int first) {
+    const char *c = o->cmd;
+    int n = p->npos - first;
+    char err[HV_CLI_ERR_LEN];
+    if (n < 1) {
+        return ctl_bad(p, "'%s' needs a node name or id", c);
+    }
+    if (n > 1 && o->cmd_id == CMD_REVOKE) {
+        return ctl_bad(p, "unexpected argument '%s' (one node per revoke)", p->pos[first + 1]);
+    }
+    for (int k = first; k < p->npos; k++) {
+        if (hv_cli_check_node(p->pos[k], err, sizeof(err)) != HV_OK) {
+            return ctl_bad(p, "%s", err);
+        }
+        for (int m = first; m < k; m++) {
+            if (strcmp(p->pos[m], p->pos[k]) == 0) {
+                return ctl_bad(p, "node '%s' is named twice", p->pos[k]);
+            }
+        }
+    }
+    o->nodes = &p->pos[first];
+    o->nnodes = n;
+    return -1;
+}
+
+/* The command's own arguments (p->pos[first..]) and the program after "--". */
+static int ctl_check_args(ctl_opts_t *o, const ctl_parse_t *p, int first) {
+    const char *extra = first < p->npos ? p->pos[first] : NULL; /* the first argument */
+    int n = p->npos - first;
+    hv_ctl_actor_opts_t *a = &o->actor;
+    switch (o->cmd_id) {
+    case CMD_DRAIN:
+    case CMD_UNDRAIN:
+    case CMD_REVOKE:
+        return ctl_check_nodes(o, p, first);
+    case CMD_JOB:
+    case CMD_LOGS:
+    case CMD_CANCEL:
+        if (n < 1) {
+            return ctl_bad(p, "'%s' needs a job id", o->cmd);
+        }
+        if (hv_parse_u64(extra, 1, UINT64_MAX, &o->job_id) != HV_OK) {
+            return ctl_bad(p, "bad job id '%s'", extra);
+        }
+        return n > 1 ? ctl_bad(p, "unexpected argument '%s'", p->pos[first + 1]) : -1;
+    case CMD_TOKEN_REVOKE:
+        if (n < 1) {
+            return ctl_bad(p, "%s", "'token revoke' needs a token id (hvctl token list)");
+        }
+        o->token_id = extra;
+        return n > 1 ? ctl_bad(p, "unexpected argument '%s'", p->pos[first + 1]) : -1;
+    case CMD_ACTORS:
+        return n > 0 ? ctl_bad(p, "%s", "'actors' takes no argument (hvctl actor NAME|ID for one)")
+                     : -1;
+    case CMD_ACTOR_CREATE:
+        return n > 0 || a->class_name == NULL || a->nprog < 1
+                   ? ctl_bad(p, "%s", "'actor create' needs --class and -- PROGRAM [ARGS]")
+                   : -1;
+    case CMD_ACTOR:
+    case CMD_KILL_ACTOR:
+    case CMD_ACTOR_LOGS:
+        if (n != 1) {
+            return ctl_bad(p, "%s", "name one actor: NAME or ID");
+        }
+        a->target = extra;
+        return a->prog != NULL ? ctl_bad(p, "%s", "'--' and a program go with 'actor create'") : -1;
+    default:
+        if (extra != NULL) {
+            return ctl_bad(p, "unexpected argument '%s'", extra);
+        }
+        return a->prog != NULL ? ctl_bad(p, "%s", "'--' and a program go with 'actor create'") : -1;
+    }
+}
+
+/* --help: the actor commands' help, a command's own (one or two words), or the whole usage. */
+static int ctl_help(const ctl_parse_t *p) {
+    if (p->actors) {
+        hv_ctl_actors_usage(stdout);
+        return HV_CLI_EXIT_OK;
+    }
+    const char *name = p->npos > 0 ? p->pos[0] : NULL;
+    char two[64]; /* "token create", "node revoke": the help of a command of two words */
+    if (p->npos >= 2 &&
+        (size_t)snprintf(two, sizeof(two), "%s %s", p->pos[0], p->pos[1]) < sizeof(two)) {
+        for (size_t i = 0; i < CTL_NCMDS; i++) {
+            name = strcmp(ctl_cmds[i].name, two) == 0 ? two : name;
+        }
+    }
+    if (name == NULL) {
+        ctl_usage(stdout);
+    } else {
+        ctl_cmd_usage(stdout, name);
+    }
+    return HV_CLI_EXIT_OK;
+}
+
+/* The command word, looked for before the options are read: the actor commands word their
+ * usage errors with their own help. */
+static void ctl_prescan(int argc, char **argv, ctl_parse_t *p) {
+    hv_opt_iter_t it;
+    hv_opt_got_t g;
+    hv_opt_init(&it, ctl_opts, CTL_NOPTS, HV_OPT_ONE_DASH | HV_OPT_DASHDASH, 0, argc, argv, 1);
+    for (hv_opt_res r; (r = hv_opt_next(&it, &g)) != HV_OPT_END && r != HV_OPT_REST;) {
+        if (r == HV_OPT_ARG) {
+            p->actors = strcmp(g.arg, "actor") == 0 || strcmp(g.arg, "actors") == 0 ||
+                        strcmp(g.arg, "kill-actor") == 0;
+            return;
+        }
+    }
 }
 
 /* Parses the command line; returns -1 on success, else the exit status (usage printed). */
@@ -224,293 +683,48 @@ static int ctl_parse(int argc, char **argv, ctl_opts_t *o) {
     memset(o, 0, sizeof(*o));
     /* static: o->nodes points into it after the parse (the positionals are not contiguous in
      * argv, options may stand between them) */
-    static const char *pos[CTL_MAX_POS + 1];
-    memset(pos, 0, sizeof(pos));
-    int npos = 0;
-    int saw_follow = 0, saw_job = 0, saw_limit = 0, saw_reason = 0, saw_help = 0, saw_raw = 0,
-        saw_head_timeout = 0, saw_audit = 0, saw_create = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = NULL;
-        if (a[0] != '-' || a[1] == '\0') {
-            if (npos >= CTL_MAX_POS) {
-                return ctl_usage_error("too many arguments (at most %s nodes at once)",
-                                       CTL_MAX_NODES_STR);
-            }
-            pos[npos++] = a;
-            continue;
+    static ctl_parse_t p;
+    memset(&p, 0, sizeof(p));
+    ctl_prescan(argc, argv, &p);
+    hv_opt_iter_t it;
+    hv_opt_got_t g;
+    hv_opt_init(&it, ctl_opts, CTL_NOPTS, HV_OPT_ONE_DASH | HV_OPT_DASHDASH, 0, argc, argv, 1);
+    for (hv_opt_res r; (r = hv_opt_next(&it, &g)) != HV_OPT_END;) {
+        int status = -1;
+        if (r == HV_OPT_FAULT) {
+            return ctl_fault(&p, &g);
         }
-        if (strcmp(a, "-h") == 0 || ctl_opt_is(a, "help", &v)) {
-            saw_help = 1; /* after the loop: the command's own help if one was named */
-            continue;
-        }
-        if (strcmp(a, "-V") == 0 || ctl_opt_is(a, "version", &v)) {
-            printf(CTL_PROG " %s\n", HV_VERSION_STRING);
-            return HV_CLI_EXIT_OK;
-        }
-        if (ctl_opt_is(a, "json", &v)) {
-            if (v != NULL) {
-                return ctl_usage_error("option '%s' takes no value", a);
+        if (r == HV_OPT_REST) {
+            o->actor.prog = &argv[g.index];
+            o->actor.nprog = argc - g.index;
+        } else if (r == HV_OPT_ARG) {
+            if (p.npos >= CTL_MAX_POS) {
+                return ctl_bad(&p, "too many arguments (at most %s nodes at once)",
+                               CTL_MAX_NODES_STR);
             }
-            o->json = 1;
-            continue;
-        }
-        if (ctl_opt_is(a, "follow", &v) || strcmp(a, "-f") == 0) {
-            if (v != NULL) {
-                return ctl_usage_error("option '%s' takes no value", a);
-            }
-            o->follow = 1;
-            saw_follow = 1;
-            continue;
-        }
-        if (ctl_opt_is(a, "raw", &v)) {
-            if (v != NULL) {
-                return ctl_usage_error("option '%s' takes no value", a);
-            }
-            o->raw = 1;
-            saw_raw = 1;
-            continue;
-        }
-        if (ctl_opt_is(a, "refused", &v)) {
-            if (v != NULL) {
-                return ctl_usage_error("option '%s' takes no value", a);
-            }
-            o->refused = 1;
-            saw_audit = 1;
-            continue;
-        }
-        int is_since = ctl_opt_is(a, "since", &v), is_ttl = !is_since && ctl_opt_is(a, "ttl", &v);
-        int is_who = ctl_opt_is(a, "who", &v), is_method = ctl_opt_is(a, "method", &v);
-        int is_uses = ctl_opt_is(a, "uses", &v);
-        if (is_since || is_ttl || is_who || is_method || is_uses) {
-            if (v == NULL && i + 1 >= argc) {
-                return ctl_usage_error("option '%s' needs a value", a);
-            }
-            v = v != NULL ? v : argv[++i];
-            uint64_t n = 0;
-            if ((is_since || is_ttl) && ctl_parse_duration(v, &n) != HV_OK) {
-                return ctl_usage_error("'%s': expected a duration like 30s, 10m, 2h or 7d "
-                                       "(at most 3650d)",
-                                       v);
-            }
-            if ((is_who || is_method) && (v[0] == '\0' || strlen(v) > 64)) {
-                return ctl_usage_error("'%s': expected 1 to 64 characters", v);
-            }
-            if (is_uses && hv_parse_u64(v, 1, UINT32_MAX, &n) != HV_OK) {
-                return ctl_usage_error("--uses '%s': expected a number from 1 to 4294967295", v);
-            }
-            if (is_since) {
-                o->since_ms = n;
-            } else if (is_ttl) {
-                o->ttl_ms = n;
-            } else if (is_uses) {
-                o->uses = (uint32_t)n;
-            } else if (is_who) {
-                o->who = v;
-            } else {
-                o->method = v;
-            }
-            saw_audit |= is_since || is_who || is_method;
-            saw_create |= is_ttl || is_uses;
-            continue;
-        }
-        if (ctl_opt_is(a, "insecure", &v)) {
-            if (v != NULL) {
-                return ctl_usage_error("option '%s' takes no value", a);
-            }
-            o->insecure = 1;
-            continue;
-        }
-        if (ctl_opt_is(a, "ca", &v)) {
-            if (v == NULL && i + 1 >= argc) {
-                return ctl_usage_error("option '%s' needs a value", a);
-            }
-            o->ca = v != NULL ? v : argv[++i];
-            continue;
-        }
-        int is_token_file = ctl_opt_is(a, "token-file", &v);
-        int is_head_timeout = !is_token_file && ctl_opt_is(a, "head-timeout", &v);
-        int is_head = !is_token_file && !is_head_timeout && ctl_opt_is(a, "head", &v);
-        int is_job = !is_head && !is_token_file && ctl_opt_is(a, "job", &v);
-        int is_limit = !is_head && !is_job && ctl_opt_is(a, "limit", &v);
-        int is_reason = !is_head && !is_job && !is_limit && ctl_opt_is(a, "reason", &v);
-        if (!is_head && !is_job && !is_limit && !is_reason && !is_token_file && !is_head_timeout) {
-            return ctl_usage_error("unknown option '%s'", a);
-        }
-        if (v == NULL) {
-            if (i + 1 >= argc) {
-                return ctl_usage_error("option '%s' needs a value", a);
-            }
-            v = argv[++i];
-        }
-        uint64_t n = 0;
-        if (is_token_file) {
-            o->token_file = v;
-        } else if (is_head_timeout) {
-            if (hv_parse_u64(v, 1, HV_CLI_HEAD_TIMEOUT_MAX, &n) != HV_OK) {
-                return ctl_usage_error("--head-timeout '%s': expected seconds from 1 to 86400", v);
-            }
-            o->head_timeout_s = (uint32_t)n;
-            o->head_timeout_set = 1;
-            saw_head_timeout = 1;
-        } else if (is_head) {
-            o->head = v;
-        } else if (is_reason) {
-            if (strlen(v) > 256) {
-                return ctl_usage_error("%s", "--reason: expected at most 256 characters");
-            }
-            o->reason = v;
-            saw_reason = 1;
-        } else if (is_job) {
-            if (hv_parse_u64(v, 1, UINT64_MAX, &n) != HV_OK) {
-                return ctl_usage_error("bad job id '%s'", v);
-            }
-            o->job_id = n;
-            o->job_set = 1;
-            saw_job = 1;
-        } else {
-            if (hv_parse_u64(v, 1, 100000, &n) != HV_OK) {
-                return ctl_usage_error("--limit '%s': expected a number from 1 to 100000", v);
-            }
-            o->limit = (uint32_t)n;
-            saw_limit = 1;
+            p.pos[p.npos++] = g.arg;
+        } else if ((p.seen[g.opt->id] = 1, status = ctl_apply(o, &p, &g)) >= 0) {
+            return status;
         }
     }
-    if (saw_help) {
-        const char *name = npos > 0 ? pos[0] : NULL;
-        char two[64]; /* "token create", "node revoke": the help of a command of two words */
-        if (npos >= 2 &&
-            (size_t)snprintf(two, sizeof(two), "%s %s", pos[0], pos[1]) < sizeof(two)) {
-            for (size_t i = 0; i < CTL_NCMDS; i++) {
-                name = strcmp(ctl_cmds[i].name, two) == 0 ? two : name;
-            }
-        }
-        if (name == NULL) {
-            ctl_usage(stdout);
-        } else {
-            ctl_cmd_usage(stdout, name);
-        }
-        return HV_CLI_EXIT_OK;
+    if (p.help) {
+        return ctl_help(&p);
     }
-    if (npos == 0) {
-        return ctl_usage_error("%s", "no command given");
+    if (p.npos == 0) {
+        return ctl_bad(&p, "%s", "no command given");
     }
-    o->cmd = pos[0];
-    int via_node = 0;
-    if (strcmp(pos[0], "node") == 0) {
-        via_node = 1;
-        /* node revoke NODE: the rest is checked like drain's NODE */
-        if (npos < 2 || strcmp(pos[1], "revoke") != 0) {
-            return ctl_usage_error("%s", "'node' needs a subcommand: node revoke NODE");
-        }
-        o->cmd = "revoke";
-        for (int k = 1; k < npos; k++) {
-            pos[k - 1] = pos[k];
-        }
-        pos[--npos] = NULL;
+    int first = 1, status;
+    if ((status = ctl_resolve(o, &p, &first)) >= 0) {
+        return status;
     }
-    if (strcmp(pos[0], "token") == 0) {
-        static const char *const subs[] = {"create", "list", "revoke"};
-        static const char *const cmds[] = {"token-create", "token-list", "token-revoke"};
-        o->cmd = NULL;
-        for (size_t k = 0; npos >= 2 && k < 3; k++) {
-            if (strcmp(pos[1], subs[k]) == 0) {
-                o->cmd = cmds[k];
-            }
-        }
-        if (o->cmd == NULL) {
-            return ctl_usage_error("%s", "'token' needs a subcommand: token create|list|revoke");
-        }
-        int want = strcmp(o->cmd, "token-revoke") == 0 ? 3 : 2;
-        if (npos < want) {
-            return ctl_usage_error("%s", "'token revoke' needs a token id (hvctl token list)");
-        }
-        if (npos > want) {
-            return ctl_usage_error("unexpected argument '%s'", pos[want]);
-        }
-        o->token_id = want == 3 ? pos[2] : NULL;
-        if (saw_create && strcmp(o->cmd, "token-create") != 0) {
-            return ctl_usage_error("%s", "--ttl and --uses go with 'token create'");
-        }
-        if (saw_follow || saw_raw || saw_head_timeout || saw_job || saw_limit || saw_reason ||
-            saw_audit) {
-            return ctl_usage_error("%s", "'token' takes only --ttl and --uses (with create)");
-        }
-        return -1;
+    int token = o->cmd_id >= CMD_TOKEN_CREATE && o->cmd_id <= CMD_TOKEN_REVOKE;
+    if (!token && (status = ctl_check_placed(o, &p, 1)) >= 0) {
+        return status;
     }
-    if (saw_create) {
-        return ctl_usage_error("%s", "--ttl and --uses go with 'token create'");
+    if ((status = ctl_check_args(o, &p, first)) >= 0) {
+        return status;
     }
-    if (saw_audit && strcmp(pos[0], "audit") != 0) {
-        return ctl_usage_error("--since, --who, --method and --refused go with 'audit', not '%s'",
-                               pos[0]);
-    }
-    const char *c = o->cmd;
-    int takes_id = strcmp(c, "job") == 0 || strcmp(c, "logs") == 0 || strcmp(c, "cancel") == 0;
-    int takes_node =
-        strcmp(c, "drain") == 0 || strcmp(c, "undrain") == 0 || strcmp(c, "revoke") == 0;
-    int known = (takes_id || takes_node || strcmp(c, "nodes") == 0 || strcmp(c, "jobs") == 0 ||
-                 strcmp(c, "events") == 0 || strcmp(c, "status") == 0 || strcmp(c, "cost") == 0 ||
-                 strcmp(c, "audit") == 0) &&
-                (strcmp(c, "revoke") != 0 || via_node);
-    if (!known) {
-        return ctl_usage_error("unknown command '%s'", c);
-    }
-    if (takes_node) {
-        char err[HV_CLI_ERR_LEN];
-        if (npos < 2) {
-            return ctl_usage_error("'%s' needs a node name or id", c);
-        }
-        if (npos > 2 && strcmp(c, "revoke") == 0) {
-            return ctl_usage_error("unexpected argument '%s' (one node per revoke)", pos[2]);
-        }
-        for (int k = 1; k < npos; k++) {
-            if (hv_cli_check_node(pos[k], err, sizeof(err)) != HV_OK) {
-                return ctl_usage_error("%s", err);
-            }
-            for (int m = 1; m < k; m++) {
-                if (strcmp(pos[m], pos[k]) == 0) {
-                    return ctl_usage_error("node '%s' is named twice", pos[k]);
-                }
-            }
-        }
-        o->nodes = &pos[1];
-        o->nnodes = npos - 1;
-    } else if (takes_id) {
-        uint64_t n = 0;
-        if (npos < 2) {
-            return ctl_usage_error("'%s' needs a job id", c);
-        }
-        if (hv_parse_u64(pos[1], 1, UINT64_MAX, &n) != HV_OK) {
-            return ctl_usage_error("bad job id '%s'", pos[1]);
-        }
-        o->job_id = n;
-        if (npos > 2) {
-            return ctl_usage_error("unexpected argument '%s'", pos[2]);
-        }
-    } else if (npos > 1) {
-        return ctl_usage_error("unexpected argument '%s'", pos[1]);
-    }
-    if (saw_follow && strcmp(c, "logs") != 0) {
-        return ctl_usage_error("--follow goes with 'logs', not '%s'", c);
-    }
-    if (saw_raw && strcmp(c, "logs") != 0) {
-        return ctl_usage_error("--raw goes with 'logs', not '%s'", c);
-    }
-    if (saw_head_timeout && (strcmp(c, "logs") != 0 || !o->follow)) {
-        return ctl_usage_error("%s", "--head-timeout goes with 'logs --follow'");
-    }
-    if (saw_job && strcmp(c, "events") != 0 && strcmp(c, "cost") != 0) {
-        return ctl_usage_error("--job goes with 'events' or 'cost', not '%s'", c);
-    }
-    if (saw_limit && strcmp(c, "events") != 0 && strcmp(c, "jobs") != 0 &&
-        strcmp(c, "audit") != 0) {
-        return ctl_usage_error("--limit goes with 'jobs', 'events' or 'audit', not '%s'", c);
-    }
-    if (saw_reason && (!takes_node || strcmp(c, "revoke") == 0)) { // revoke keeps no reason
-        return ctl_usage_error("--reason goes with 'drain' or 'undrain', not '%s'", c);
-    }
-    return -1;
+    return ctl_check_placed(o, &p, 0);
 }
 
 /* One unary call; prints the error and returns the exit status on failure, else 0 and an owned
@@ -740,32 +954,12 @@ static const char *ctl_labels(const Hvpb__V1__NodeInfo *info, char *buf, size_t 
 static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     const Hvpb__V1__NodeInfo *info = n->info;
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "node_id");
-    hv_cli_json_u64(j, n->node_id);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, info ? info->name : "");
+    hv_cli_json_fields(j, &n->base, "node_id name=info.name");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, hv_cli_node_state_name(hv_cli_node_state(n)));
-    hv_cli_json_key(j, "slots");
-    hv_cli_json_u64(j, info ? info->slots : 0);
-    hv_cli_json_key(j, "slots_used");
-    hv_cli_json_u64(j, n->slots_used);
-    hv_cli_json_key(j, "gpus");
-    hv_cli_json_u64(j, info ? info->gpus : 0);
-    hv_cli_json_key(j, "cpus");
-    hv_cli_json_u64(j, info ? info->cpus : 0);
-    hv_cli_json_key(j, "memory_mb");
-    hv_cli_json_u64(j, info ? info->memory_mb : 0);
-    hv_cli_json_key(j, "addrs");
-    hv_cli_json_arr_begin(j);
-    for (size_t i = 0; info != NULL && i < info->n_addrs; i++) {
-        hv_cli_json_str(j, info->addrs[i]);
-    }
-    hv_cli_json_arr_end(j);
-    hv_cli_json_key(j, "addr");
-    hv_cli_json_str(j, n->addr);
-    hv_cli_json_key(j, "last_seen_ms");
-    hv_cli_json_u64(j, n->last_seen_ms);
+    hv_cli_json_fields(j, &n->base,
+                       "slots=info.slots slots_used gpus=info.gpus cpus=info.cpus "
+                       "memory_mb=info.memory_mb addrs=info.addrs addr last_seen_ms");
     hv_cli_json_key(j, "labels");
     hv_cli_json_obj_begin(j);
     for (size_t i = 0; info != NULL && i < info->n_labels; i++) {
@@ -773,33 +967,19 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
         hv_cli_json_str(j, info->labels[i]->value);
     }
     hv_cli_json_obj_end(j);
-    hv_cli_json_key(j, "preemptible");
-    hv_cli_json_bool(j, info ? info->preemptible : 0);
-    hv_cli_json_key(j, "instance_id");
-    hv_cli_json_str(j, info ? info->instance_id : "");
-    hv_cli_json_key(j, "version");
-    hv_cli_json_str(j, info ? info->version : "");
+    hv_cli_json_fields(j, &n->base,
+                       "preemptible=info.preemptible instance_id=info.instance_id "
+                       "version=info.version");
     hv_cli_json_key(j, "suspected");
     hv_cli_json_bool(j, n->suspected_ms != 0);
-    hv_cli_json_key(j, "suspected_ms");
-    hv_cli_json_u64(j, n->suspected_ms);
+    hv_cli_json_fields(j, &n->base, "suspected_ms");
     hv_cli_json_key(j, "draining");
     hv_cli_json_bool(j, hv_cli_node_state(n) == HVPB__V1__NODE_STATE__NODE_STATE_DRAINING);
     hv_cli_json_key(j, "blacklist");
     hv_cli_json_arr_begin(j);
     for (size_t i = 0; i < n->n_blacklist; i++) {
-        const Hvpb__V1__BlacklistEntry *b = n->blacklist[i];
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "job_id");
-        hv_cli_json_u64(j, b->job_id);
-        hv_cli_json_key(j, "strikes");
-        hv_cli_json_u64(j, b->strikes);
-        hv_cli_json_key(j, "permanent");
-        hv_cli_json_bool(j, b->permanent);
-        hv_cli_json_key(j, "until_ms");
-        hv_cli_json_u64(j, b->until_ms);
-        hv_cli_json_key(j, "reason");
-        hv_cli_json_str(j, b->reason);
+        hv_cli_json_fields(j, &n->blacklist[i]->base, "job_id strikes permanent until_ms reason");
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
@@ -912,10 +1092,7 @@ static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
         hv_cli_json_str(j, e->node);
     }
     if (e->worker_id != 0) {
-        hv_cli_json_key(j, "worker_id");
-        hv_cli_json_u64(j, e->worker_id);
-        hv_cli_json_key(j, "rank");
-        hv_cli_json_u64(j, e->rank);
+        hv_cli_json_fields(j, &e->base, "worker_id rank");
     }
     if (e->duration_ms != 0) {
         hv_cli_json_key(j, "duration_ms");
@@ -933,99 +1110,39 @@ static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
 
 static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "worker_id");
-    hv_cli_json_u64(j, w->worker_id);
-    hv_cli_json_key(j, "rank");
-    hv_cli_json_u64(j, w->rank);
-    hv_cli_json_key(j, "node");
-    hv_cli_json_str(j, w->node);
+    hv_cli_json_fields(j, &w->base, "worker_id rank node");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, hv_cli_worker_state_name(hv_cli_worker_state(w)));
-    hv_cli_json_key(j, "pid");
-    hv_cli_json_i64(j, w->pid);
-    hv_cli_json_key(j, "exit_code");
-    hv_cli_json_i64(j, w->exit_code);
-    hv_cli_json_key(j, "term_signal");
-    hv_cli_json_i64(j, w->term_signal);
-    hv_cli_json_key(j, "attempt");
-    hv_cli_json_u64(j, w->attempt);
-    hv_cli_json_key(j, "reason");
-    hv_cli_json_str(j, w->reason);
-    hv_cli_json_key(j, "generation");
-    hv_cli_json_u64(j, w->generation);
-    hv_cli_json_key(j, "joined_generation");
-    hv_cli_json_u64(j, w->joined_generation);
-    hv_cli_json_key(j, "done");
-    hv_cli_json_bool(j, w->done);
+    hv_cli_json_fields(
+        j, &w->base, "pid exit_code term_signal attempt reason generation joined_generation done");
     hv_cli_json_obj_end(j);
 }
 
 static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_workers) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "job_id");
-    hv_cli_json_u64(j, v->job_id);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, v->name);
+    hv_cli_json_fields(j, &v->base, "job_id name");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, hv_cli_job_state_name(hv_cli_job_state(v)));
-    hv_cli_json_key(j, "np");
-    hv_cli_json_u64(j, v->np);
-    hv_cli_json_key(j, "min_np");
-    hv_cli_json_u64(j, v->min_np);
-    hv_cli_json_key(j, "max_np");
-    hv_cli_json_u64(j, v->max_np);
-    hv_cli_json_key(j, "resets");
-    hv_cli_json_u64(j, v->resets);
-    hv_cli_json_key(j, "reason");
-    hv_cli_json_str(j, v->reason);
-    hv_cli_json_key(j, "submitted_ms");
-    hv_cli_json_u64(j, v->submitted_ms);
-    hv_cli_json_key(j, "started_ms");
-    hv_cli_json_u64(j, v->started_ms);
-    hv_cli_json_key(j, "ended_ms");
-    hv_cli_json_u64(j, v->ended_ms);
-    hv_cli_json_key(j, "binary_digest");
-    hv_cli_json_str(j, v->binary_digest);
-    hv_cli_json_key(j, "elastic");
-    hv_cli_json_bool(j, v->elastic);
-    hv_cli_json_key(j, "generation");
-    hv_cli_json_u64(j, v->generation);
-    hv_cli_json_key(j, "size");
-    hv_cli_json_u64(j, v->size);
+    hv_cli_json_fields(j, &v->base,
+                       "np min_np max_np resets reason submitted_ms started_ms ended_ms "
+                       "binary_digest elastic generation size");
     hv_cli_json_key(j, "round_state");
     hv_cli_json_str(j, hv_cli_round_state_name(hv_cli_round_state(v)));
-    hv_cli_json_key(j, "round_reason");
-    hv_cli_json_str(j, v->round_reason);
+    hv_cli_json_fields(j, &v->base, "round_reason");
     hv_cli_json_key(j, "round_reason_code");
     hv_cli_json_str(j, hv_cli_reason_name(v->round_reason_code));
-    hv_cli_json_key(j, "max_resets");
-    hv_cli_json_u64(j, v->max_resets);
-    hv_cli_json_key(j, "check_every");
-    hv_cli_json_u64(j, v->check_every);
-    hv_cli_json_key(j, "resumes");
-    hv_cli_json_u64(j, v->resumes);
-    hv_cli_json_key(j, "resume_generation");
-    hv_cli_json_u64(j, v->resume_generation);
+    hv_cli_json_fields(j, &v->base, "max_resets check_every resumes resume_generation");
     const Hvpb__V1__StateCopyRef *copies[] = {v->copy, v->durable_copy};
     static const char *const copy_keys[] = {"copy", "durable_copy"};
     for (size_t i = 0; i < 2; i++) {
-        if (copies[i] == NULL) {
-            continue;
+        if (copies[i] != NULL) {
+            hv_cli_json_key(j, copy_keys[i]);
+            hv_cli_json_obj_begin(j);
+            hv_cli_json_fields(j, &copies[i]->base, "generation commit stored_ms");
+            hv_cli_json_obj_end(j);
         }
-        hv_cli_json_key(j, copy_keys[i]);
-        hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "generation");
-        hv_cli_json_u64(j, copies[i]->generation);
-        hv_cli_json_key(j, "commit");
-        hv_cli_json_u64(j, copies[i]->commit);
-        hv_cli_json_key(j, "stored_ms");
-        hv_cli_json_u64(j, copies[i]->stored_ms);
-        hv_cli_json_obj_end(j);
     }
-    hv_cli_json_key(j, "resumed_from");
-    hv_cli_json_str(j, v->resumed_from ? v->resumed_from : "");
-    hv_cli_json_key(j, "copy_on_own_node");
-    hv_cli_json_bool(j, v->copy_on_own_node);
+    hv_cli_json_fields(j, &v->base, "resumed_from copy_on_own_node");
     if (with_workers) {
         hv_cli_json_key(j, "workers");
         hv_cli_json_arr_begin(j);
@@ -1464,16 +1581,7 @@ static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
     for (size_t i = 0; i < r->n_types; i++) {
         const Hvpb__V1__CostLine *l = r->types[i];
         hv_cli_json_obj_begin(&j);
-        hv_cli_json_key(&j, "type");
-        hv_cli_json_str(&j, l->type);
-        hv_cli_json_key(&j, "instances");
-        hv_cli_json_u64(&j, l->instances);
-        hv_cli_json_key(&j, "instance_seconds");
-        hv_cli_json_f64(&j, l->instance_seconds);
-        hv_cli_json_key(&j, "price_per_hour");
-        hv_cli_json_f64(&j, l->price_per_hour);
-        hv_cli_json_key(&j, "cost");
-        hv_cli_json_f64(&j, l->cost);
+        hv_cli_json_fields(&j, &l->base, "type instances instance_seconds price_per_hour cost");
         hv_cli_json_key(&j, "ondemand_cost");
         if (l->ondemand_known) {
             hv_cli_json_f64(&j, l->ondemand_cost);
@@ -1485,22 +1593,14 @@ static void ctl_cost_json(const Hvpb__V1__CostReply *r) {
         hv_cli_json_obj_end(&j);
     }
     hv_cli_json_arr_end(&j);
-    hv_cli_json_key(&j, "instance_seconds");
-    hv_cli_json_f64(&j, r->instance_seconds);
-    hv_cli_json_key(&j, "cost");
-    hv_cli_json_f64(&j, r->cost);
+    hv_cli_json_fields(&j, &r->base, "instance_seconds cost");
     hv_cli_json_key(&j, "ondemand_cost");
     if (r->ondemand_known) {
         hv_cli_json_f64(&j, r->ondemand_cost);
     } else {
         hv_cli_json_null(&j);
     }
-    hv_cli_json_key(&j, "preemptions");
-    hv_cli_json_u64(&j, r->preemptions);
-    hv_cli_json_key(&j, "rollbacks");
-    hv_cli_json_u64(&j, r->rollbacks);
-    hv_cli_json_key(&j, "redone_samples");
-    hv_cli_json_u64(&j, r->redone_samples);
+    hv_cli_json_fields(&j, &r->base, "preemptions rollbacks redone_samples");
     hv_cli_json_obj_end(&j);
     hv_cli_json_finish(&j);
 }
@@ -1586,18 +1686,7 @@ static int ctl_events(const ctl_t *c) {
         for (size_t i = 0; i < r->n_events; i++) {
             const Hvpb__V1__Event *e = r->events[i];
             hv_cli_json_obj_begin(&j);
-            hv_cli_json_key(&j, "seq");
-            hv_cli_json_u64(&j, e->seq);
-            hv_cli_json_key(&j, "time_ms");
-            hv_cli_json_u64(&j, e->time_ms);
-            hv_cli_json_key(&j, "job_id");
-            hv_cli_json_u64(&j, e->job_id);
-            hv_cli_json_key(&j, "node_id");
-            hv_cli_json_u64(&j, e->node_id);
-            hv_cli_json_key(&j, "kind");
-            hv_cli_json_str(&j, e->kind);
-            hv_cli_json_key(&j, "message");
-            hv_cli_json_str(&j, e->message);
+            hv_cli_json_fields(&j, &e->base, "seq time_ms job_id node_id kind message");
             ctl_json_event_fields(&j, e);
             if (e->data != NULL && e->data[0] != '\0') {
                 /* The head's JSON object goes in as an object; text that is not one (a head
@@ -1675,24 +1764,8 @@ static int ctl_revoke(const ctl_t *c) {
 
 static void ctl_json_audit(hv_cli_json_t *j, const Hvpb__V1__AuditEntry *e) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "seq");
-    hv_cli_json_u64(j, e->seq);
-    hv_cli_json_key(j, "time_ms");
-    hv_cli_json_u64(j, e->time_ms);
-    hv_cli_json_key(j, "who_kind");
-    hv_cli_json_str(j, e->who_kind);
-    hv_cli_json_key(j, "who");
-    hv_cli_json_str(j, e->who_id);
-    hv_cli_json_key(j, "peer");
-    hv_cli_json_str(j, e->peer);
-    hv_cli_json_key(j, "method");
-    hv_cli_json_str(j, e->method);
-    hv_cli_json_key(j, "target");
-    hv_cli_json_str(j, e->target);
-    hv_cli_json_key(j, "code");
-    hv_cli_json_u64(j, e->code);
-    hv_cli_json_key(j, "result");
-    hv_cli_json_str(j, e->result);
+    hv_cli_json_fields(j, &e->base,
+                       "seq time_ms who_kind who=who_id peer method target code result");
     hv_cli_json_obj_end(j);
 }
 
@@ -1789,22 +1862,10 @@ static const char *ctl_when(uint64_t ms, const char *never, char *buf, size_t le
 
 static void ctl_json_jtoken(hv_cli_json_t *j, const Hvpb__V1__JoinTokenView *v) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "id");
-    hv_cli_json_str(j, v->id);
+    hv_cli_json_fields(j, &v->base, "id");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, v->state);
-    hv_cli_json_key(j, "created_ms");
-    hv_cli_json_u64(j, v->created_ms);
-    hv_cli_json_key(j, "expires_ms");
-    hv_cli_json_u64(j, v->expires_ms);
-    hv_cli_json_key(j, "max_uses");
-    hv_cli_json_u64(j, v->max_uses);
-    hv_cli_json_key(j, "uses");
-    hv_cli_json_u64(j, v->uses);
-    hv_cli_json_key(j, "revoked_ms");
-    hv_cli_json_u64(j, v->revoked_ms);
-    hv_cli_json_key(j, "created_by");
-    hv_cli_json_str(j, v->created_by);
+    hv_cli_json_fields(j, &v->base, "created_ms expires_ms max_uses uses revoked_ms created_by");
     hv_cli_json_obj_end(j);
 }
 
@@ -2070,13 +2131,8 @@ static int ctl_status(const ctl_t *c) {
 
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
-    int status = hv_ctl_actors_main(argc, argv); /* actor create, actors, actor, kill-actor,
-                                                    actor-logs */
-    if (status >= 0) {
-        return status;
-    }
     ctl_opts_t o;
-    status = ctl_parse(argc, argv, &o);
+    int status = ctl_parse(argc, argv, &o);
     if (status >= 0) {
         return status;
     }
@@ -2094,30 +2150,49 @@ int main(int argc, char **argv) {
         hv_rpc_channel_destroy(c.ch);
         return HV_CLI_EXIT_NOINPUT;
     }
-    if (strcmp(o.cmd, "revoke") == 0) {
-        status = ctl_revoke(&c);
-    } else if (strcmp(o.cmd, "status") == 0) {
+    switch (o.cmd_id) {
+    case CMD_STATUS:
         status = ctl_status(&c);
-    } else if (strcmp(o.cmd, "nodes") == 0) {
+        break;
+    case CMD_NODES:
         status = ctl_nodes(&c);
-    } else if (strcmp(o.cmd, "jobs") == 0) {
+        break;
+    case CMD_JOBS:
         status = ctl_jobs(&c);
-    } else if (strcmp(o.cmd, "job") == 0) {
+        break;
+    case CMD_JOB:
         status = ctl_job(&c);
-    } else if (strcmp(o.cmd, "logs") == 0) {
+        break;
+    case CMD_LOGS:
         status = ctl_logs(&c);
-    } else if (strcmp(o.cmd, "cancel") == 0) {
+        break;
+    case CMD_CANCEL:
         status = ctl_cancel(&c);
-    } else if (strcmp(o.cmd, "drain") == 0 || strcmp(o.cmd, "undrain") == 0) {
-        status = ctl_drain(&c, strcmp(o.cmd, "drain") == 0);
-    } else if (strcmp(o.cmd, "cost") == 0) {
-        status = ctl_cost(&c);
-    } else if (strcmp(o.cmd, "audit") == 0) {
-        status = ctl_audit(&c);
-    } else if (strncmp(o.cmd, "token-", 6) == 0) {
-        status = ctl_token(&c);
-    } else {
+        break;
+    case CMD_EVENTS:
         status = ctl_events(&c);
+        break;
+    case CMD_COST:
+        status = ctl_cost(&c);
+        break;
+    case CMD_DRAIN:
+    case CMD_UNDRAIN:
+        status = ctl_drain(&c, o.cmd_id == CMD_DRAIN);
+        break;
+    case CMD_REVOKE:
+        status = ctl_revoke(&c);
+        break;
+    case CMD_AUDIT:
+        status = ctl_audit(&c);
+        break;
+    case CMD_TOKEN_CREATE:
+    case CMD_TOKEN_LIST:
+    case CMD_TOKEN_REVOKE:
+        status = ctl_token(&c);
+        break;
+    default:
+        status = hv_ctl_actors_run(c.ch, head, &o.actor);
+        break;
     }
     fflush(stdout);
     hv_rpc_channel_destroy(c.ch);

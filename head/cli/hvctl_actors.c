@@ -1,8 +1,7 @@
 /*
  * hvctl_actors: hvctl's actor commands (the Actors service): actor create, actors, actor
- * NAME|ID, kill-actor, actor-logs. hvctl's main hands argv here first; a command line that is none of these
- * comes back (-1) to hvctl's own parser. The global options hvctl takes before a command
- * (--head, --ca, --insecure, --token-file, --json) are accepted anywhere here.
+ * NAME|ID, kill-actor, actor-logs: their calls and their output. hvctl parses their options (one table with
+ * its others) and hands the result here with an open channel.
  *
  *   hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT] [--slots N] [--gpus N]
  *         [--memory-mb N] [--label K=V]... [--max-restarts N] [--max-call-retries N]
@@ -35,232 +34,26 @@
 #include "util.h"
 
 #define PROG "hvctl"
-#define ACTORS_MAX_ENV 256
-#define ACTORS_MAX_LABELS 64
 #define ACTORS_LOG_PAGES_MAX 100000 /* a bound on the pages of one actor-logs */
-
-typedef struct actor_opts_s {
-    const char *cmd; /* "create", "list", "get", "kill", "logs" */
-    const char *head, *ca, *token_file;
-    int insecure, json, restart;
-    const char *target; /* NAME|ID */
-    const char *name, *ns, *class_name, *arg;
-    uint32_t slots, gpus, max_restarts, max_call_retries;
-    uint64_t owner_job, memory_mb;
-    const char *labels[ACTORS_MAX_LABELS]; /* --label K=V */
-    size_t nlabels;
-    const char *env[ACTORS_MAX_ENV];
-    size_t nenv;
-    char **prog; /* PROGRAM [ARGS] */
-    int nprog;
-} actor_opts_t;
-
-/* A usage error: one line, as hvctl's others, exit 64. */
-static int usage(const char *msg) {
-    fprintf(stderr, PROG ": %s (see hvctl actor --help)\n", msg);
-    return HV_CLI_EXIT_USAGE;
-}
-
-static int parse_u32(const char *opt, const char *v, uint32_t max, uint32_t *out) {
-    uint64_t x;
-    if (v == NULL || hv_parse_u64(v, 0, max, &x) != HV_OK) {
-        char msg[200];
-        snprintf(msg, sizeof(msg), "%s needs a number from 0 to %u", opt, max);
-        usage(msg);
-        return 0;
-    }
-    *out = (uint32_t)x;
-    return 1;
-}
-
-/* 1: an actor command, parsed into o (or *status is a usage error); 0: not ours. */
-static int parse(int argc, char **argv, actor_opts_t *o, int *status) {
-    memset(o, 0, sizeof(*o));
-    *status = -1;
-    /* The command is the first word that is neither an option nor an option's value. */
-    static const char *const with_value[] = {
-        "--head", "--ca",    "--token-file", "--name",         "--namespace",        "--class",
-        "--arg",  "--slots", "--gpus",       "--max-restarts", "--max-call-retries", "--owner-job",
-        "--env",  "--label", "--memory-mb"};
-    int first = -1;
-    for (int i = 1; i < argc && first < 0; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            break;
-        }
-        if (argv[i][0] != '-') {
-            first = i;
-            break;
-        }
-        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
-            if (strcmp(argv[i], with_value[k]) == 0) {
-                i++;
-                break;
-            }
-        }
-    }
-    if (first < 0 ||
-        (strcmp(argv[first], "actor") != 0 && strcmp(argv[first], "actors") != 0 &&
-         strcmp(argv[first], "kill-actor") != 0 && strcmp(argv[first], "actor-logs") != 0)) {
-        return 0;
-    }
-    const char *word = argv[first];
-    const char *pos[4];
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (i == first) {
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            o->prog = &argv[i + 1];
-            o->nprog = argc - i - 1;
-            break;
-        }
-        int used = 1;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
-                   "             [--slots N] [--gpus N] [--memory-mb N] [--label K=V]...\n"
-                   "             [--max-restarts N] [--max-call-retries N]\n"
-                   "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
-                   "       hvctl actors [--namespace NS] [--json]\n"
-                   "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
-                   "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n"
-                   "       hvctl actor-logs NAME|ID [--namespace NS]\n\n"
-                   "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
-                   "--owner-job the actor is detached. hvctl actor NAME shows its state, node,\n"
-                   "restarts and moves, and its calls served and failed with the median and\n"
-                   "p99 of their service time (summed over its processes, reported about\n"
-                   "once a second), and its history: each restart, move and its death with\n"
-                   "time, state, cause, node and the head's words, newest last (the last 20;\n"
-                   "--json: \"history\", an array). hvctl actor-logs prints what its\n"
-                   "processes wrote on stdout and stderr, as \"[PROCESS]<stream>:text\"\n"
-                   "(the head keeps it like a job's log). Options of hvctl (--head, --ca,\n"
-                   "--insecure, --token-file, --json) apply. docs/actors.md\n");
-            *status = HV_CLI_EXIT_OK;
-            return 1;
-        }
-        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) { // as hvctl's other commands
-            printf(PROG " %s\n", HV_VERSION_STRING);
-            *status = HV_CLI_EXIT_OK;
-            return 1;
-        }
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            used = 0;
-        } else if (strcmp(a, "--insecure") == 0) {
-            o->insecure = 1;
-            used = 0;
-        } else if (strcmp(a, "--restart") == 0) {
-            o->restart = 1;
-            used = 0;
-        } else if (a[0] == '-' && v == NULL) {
-            int takes = 0;
-            for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
-                takes |= strcmp(a, with_value[k]) == 0;
-            }
-            char msg[200];
-            snprintf(msg, sizeof(msg), takes ? "%.100s needs a value" : "unknown option '%.100s'",
-                     a);
-            *status = usage(msg);
-            return 1;
-        } else if (strcmp(a, "--head") == 0) {
-            o->head = v;
-        } else if (strcmp(a, "--ca") == 0) {
-            o->ca = v;
-        } else if (strcmp(a, "--token-file") == 0) {
-            o->token_file = v;
-        } else if (strcmp(a, "--name") == 0) {
-            o->name = v;
-        } else if (strcmp(a, "--namespace") == 0) {
-            o->ns = v;
-        } else if (strcmp(a, "--class") == 0) {
-            o->class_name = v;
-        } else if (strcmp(a, "--arg") == 0) {
-            o->arg = v;
-        } else if (strcmp(a, "--slots") == 0) {
-            used = parse_u32(a, v, 64, &o->slots) ? 1 : -1;
-        } else if (strcmp(a, "--gpus") == 0) {
-            used = parse_u32(a, v, 64, &o->gpus) ? 1 : -1;
-        } else if (strcmp(a, "--max-restarts") == 0) {
-            used = parse_u32(a, v, 1000000, &o->max_restarts) ? 1 : -1;
-        } else if (strcmp(a, "--max-call-retries") == 0) {
-            used = parse_u32(a, v, 1000, &o->max_call_retries) ? 1 : -1;
-        } else if (strcmp(a, "--owner-job") == 0) {
-            if (hv_parse_u64(v, 1, UINT64_MAX, &o->owner_job) != HV_OK) {
-                *status = usage("--owner-job needs a job id");
-                return 1;
-            }
-        } else if (strcmp(a, "--memory-mb") == 0) {
-            if (hv_parse_u64(v, 1, UINT64_C(1) << 40, &o->memory_mb) != HV_OK) {
-                *status = usage("--memory-mb needs a number of MiB from 1 to 2^40");
-                return 1;
-            }
-        } else if (strcmp(a, "--label") == 0) {
-            const char *eq = strchr(v, '=');
-            if (o->nlabels == ACTORS_MAX_LABELS || eq == NULL || eq == v || eq - v > 63 ||
-                strchr(v, ',') != NULL || strchr(eq + 1, '=') != NULL) {
-                *status = usage("--label takes KEY=VALUE, the node label the actor needs (at "
-                                "most 64; no ',' and one '=')");
-                return 1;
-            }
-            o->labels[o->nlabels++] = v;
-        } else if (strcmp(a, "--env") == 0) {
-            if (o->nenv == ACTORS_MAX_ENV || strchr(v, '=') == NULL) {
-                *status = usage("--env takes KEY=VALUE (at most 256 of them)");
-                return 1;
-            }
-            o->env[o->nenv++] = v;
-        } else if (a[0] == '-') {
-            char msg[200];
-            snprintf(msg, sizeof(msg), "unknown option '%.100s'", a);
-            *status = usage(msg);
-            return 1;
-        } else {
-            if (npos == 4) {
-                char msg[200];
-                snprintf(msg, sizeof(msg), "unexpected argument '%.100s'", a);
-                *status = usage(msg);
-                return 1;
-            }
-            pos[npos++] = a;
-            used = 0;
-        }
-        if (used < 0) {
-            *status = HV_CLI_EXIT_USAGE;
-            return 1;
-        }
-        i += used;
-    }
-    if (strcmp(word, "actors") == 0) {
-        o->cmd = "list";
-        if (npos > 0) {
-            *status = usage("'actors' takes no argument (hvctl actor NAME|ID for one)");
-        }
-        return 1;
-    }
-    if (strcmp(word, "kill-actor") == 0) {
-        o->cmd = "kill";
-    } else if (strcmp(word, "actor-logs") == 0) {
-        o->cmd = "logs";
-    } else if (npos >= 1 && strcmp(pos[0], "create") == 0) {
-        o->cmd = "create";
-        if (npos > 1 || o->class_name == NULL || o->nprog < 1) {
-            *status = usage("'actor create' needs --class and -- PROGRAM [ARGS]");
-        }
-        return 1;
-    } else {
-        o->cmd = "get";
-    }
-    if (npos != 1) {
-        *status = usage("name one actor: NAME or ID");
-        return 1;
-    }
-    o->target = pos[0];
-    if (o->nprog > 0) {
-        *status = usage("'--' and a program go with 'actor create'");
-    }
-    return 1;
+void hv_ctl_actors_usage(FILE *f) {
+    fprintf(f, "usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
+               "             [--slots N] [--gpus N] [--memory-mb N] [--label K=V]...\n"
+               "             [--max-restarts N] [--max-call-retries N]\n"
+               "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
+               "       hvctl actors [--namespace NS] [--json]\n"
+               "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
+               "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n"
+               "       hvctl actor-logs NAME|ID [--namespace NS]\n\n"
+               "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
+               "--owner-job the actor is detached. hvctl actor NAME shows its state, node,\n"
+               "restarts and moves, and its calls served and failed with the median and\n"
+               "p99 of their service time (summed over its processes, reported about\n"
+               "once a second), and its history: each restart, move and its death with\n"
+               "time, state, cause, node and the head's words, newest last (the last 20;\n"
+               "--json: \"history\", an array). hvctl actor-logs prints what its\n"
+               "processes wrote on stdout and stderr, as \"[PROCESS]<stream>:text\"\n"
+               "(the head keeps it like a job's log). Options of hvctl (--head, --ca,\n"
+               "--insecure, --token-file, --json) apply. docs/actors.md\n");
 }
 
 /* ---- upload (as hvsubmit's, in short: one chunk after the other, no resume) ------------------ */
@@ -346,65 +139,15 @@ static void history_json(hv_cli_json_t *j, const history_t *h);
 /* v as a JSON object; with h (hvctl actor NAME) its history too. */
 static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v, const history_t *h) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "id");
-    hv_cli_json_u64(j, v->id);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, v->name);
-    hv_cli_json_key(j, "namespace");
-    hv_cli_json_str(j, v->namespace_);
-    hv_cli_json_key(j, "class");
-    hv_cli_json_str(j, v->class_name);
+    hv_cli_json_fields(j, &v->base, "id name namespace class=class_name");
     hv_cli_json_key(j, "state");
     hv_cli_json_str(j, v->state);
-    hv_cli_json_key(j, "cause");
-    hv_cli_json_str(j, v->cause);
-    hv_cli_json_key(j, "node");
-    hv_cli_json_str(j, v->node);
-    hv_cli_json_key(j, "address");
-    hv_cli_json_str(j, v->address);
-    hv_cli_json_key(j, "restarts");
-    hv_cli_json_u64(j, v->restarts);
-    hv_cli_json_key(j, "max_restarts");
-    hv_cli_json_u64(j, v->max_restarts);
-    hv_cli_json_key(j, "moves");
-    hv_cli_json_u64(j, v->moves);
-    hv_cli_json_key(j, "processes");
-    hv_cli_json_u64(j, v->incarnation);
-    hv_cli_json_key(j, "detached");
-    hv_cli_json_bool(j, v->detached);
-    hv_cli_json_key(j, "owner_job");
-    hv_cli_json_u64(j, v->owner_job);
-    hv_cli_json_key(j, "slots");
-    hv_cli_json_u64(j, v->slots);
-    hv_cli_json_key(j, "gpus");
-    hv_cli_json_u64(j, v->gpus);
-    hv_cli_json_key(j, "memory_mb");
-    hv_cli_json_u64(j, v->memory_mb);
-    hv_cli_json_key(j, "labels");
-    hv_cli_json_str(j, v->labels);
-    hv_cli_json_key(j, "max_call_retries");
-    hv_cli_json_u64(j, v->max_call_retries);
-    hv_cli_json_key(j, "last_status");
-    hv_cli_json_i64(j, v->last_status);
-    hv_cli_json_key(j, "last_signal");
-    hv_cli_json_i64(j, v->last_signal);
-    hv_cli_json_key(j, "created_ms");
-    hv_cli_json_u64(j, v->created_ms);
-    hv_cli_json_key(j, "started_ms");
-    hv_cli_json_u64(j, v->started_ms);
-    hv_cli_json_key(j, "ended_ms");
-    hv_cli_json_u64(j, v->ended_ms);
-    hv_cli_json_key(j, "reason");
-    hv_cli_json_str(j, v->reason);
+    hv_cli_json_fields(j, &v->base,
+                       "cause node address restarts max_restarts moves processes=incarnation "
+                       "detached owner_job slots gpus memory_mb labels max_call_retries "
+                       "last_status last_signal created_ms started_ms ended_ms reason");
     /* Call figures over all its processes; the latencies are null before its first call. */
-    hv_cli_json_key(j, "calls_ok");
-    hv_cli_json_u64(j, v->calls_ok);
-    hv_cli_json_key(j, "calls_error");
-    hv_cli_json_u64(j, v->calls_error);
-    hv_cli_json_key(j, "bytes_in");
-    hv_cli_json_u64(j, v->bytes_in);
-    hv_cli_json_key(j, "bytes_out");
-    hv_cli_json_u64(j, v->bytes_out);
+    hv_cli_json_fields(j, &v->base, "calls_ok calls_error bytes_in bytes_out");
     hv_cli_json_key(j, "service_p50_ms");
     if (v->service_p50_ms >= 0) {
         hv_cli_json_f64(j, v->service_p50_ms);
@@ -553,10 +296,7 @@ static void history_json(hv_cli_json_t *j, const history_t *h) {
         step_t s;
         step_read(e, &s);
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "seq");
-        hv_cli_json_u64(j, e->seq);
-        hv_cli_json_key(j, "time_ms");
-        hv_cli_json_u64(j, e->time_ms);
+        hv_cli_json_fields(j, &e->base, "seq time_ms");
         hv_cli_json_key(j, "step");
         hv_cli_json_str(j, s.step);
         hv_cli_json_key(j, "state");
@@ -610,7 +350,7 @@ static void history_print(const history_t *h) {
 
 /* ---- commands ---------------------------------------------------------------------------------- */
 
-static void fill_ref(Hvpb__V1__ActorRef *r, const actor_opts_t *o) {
+static void fill_ref(Hvpb__V1__ActorRef *r, const hv_ctl_actor_opts_t *o) {
     uint64_t id;
     hvpb__v1__actor_ref__init(r);
     if (hv_parse_u64(o->target, 1, UINT64_MAX, &id) == HV_OK) {
@@ -638,7 +378,7 @@ static int call(hv_rpc_channel_t *ch, const char *head, const char *method,
     return HV_CLI_EXIT_OK;
 }
 
-static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+static int cmd_create(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
     Hvpb__V1__ActorSpec sp = HVPB__V1__ACTOR_SPEC__INIT;
     Hvpb__V1__FileRef bin = HVPB__V1__FILE_REF__INIT;
     char digest[65];
@@ -670,8 +410,8 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t
     }
     sp.n_args = (size_t)(o->nprog - 1);
     sp.args = &o->prog[1];
-    Hvpb__V1__KeyValue kv[ACTORS_MAX_ENV], *kvp[ACTORS_MAX_ENV];
-    char keys[ACTORS_MAX_ENV][256];
+    Hvpb__V1__KeyValue kv[HV_CTL_ACTORS_MAX_ENV], *kvp[HV_CTL_ACTORS_MAX_ENV];
+    char keys[HV_CTL_ACTORS_MAX_ENV][256];
     for (size_t i = 0; i < o->nenv; i++) {
         const char *eq = strchr(o->env[i], '=');
         size_t kl = (size_t)(eq - o->env[i]) < sizeof(keys[i]) ? (size_t)(eq - o->env[i]) : 255;
@@ -684,8 +424,8 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t
     }
     sp.n_env = o->nenv;
     sp.env = kvp;
-    Hvpb__V1__KeyValue lkv[ACTORS_MAX_LABELS], *lkvp[ACTORS_MAX_LABELS];
-    char lkeys[ACTORS_MAX_LABELS][64];
+    Hvpb__V1__KeyValue lkv[HV_CTL_ACTORS_MAX_LABELS], *lkvp[HV_CTL_ACTORS_MAX_LABELS];
+    char lkeys[HV_CTL_ACTORS_MAX_LABELS][64];
     for (size_t i = 0; i < o->nlabels; i++) {
         const char *eq = strchr(o->labels[i], '='); /* checked: 1 to 63 bytes before it */
         size_t kl = (size_t)(eq - o->labels[i]);
@@ -723,7 +463,7 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const actor_opts_t
     return HV_CLI_EXIT_OK;
 }
 
-static int cmd_list(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+static int cmd_list(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
     Hvpb__V1__ListActorsRequest req = HVPB__V1__LIST_ACTORS_REQUEST__INIT;
     req.namespace_ = (char *)(o->ns != NULL ? o->ns : "");
     ProtobufCMessage *resp = NULL;
@@ -772,7 +512,7 @@ static int cmd_list(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *
     return HV_CLI_EXIT_OK;
 }
 
-static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
     Hvpb__V1__ActorRef ref;
     fill_ref(&ref, o);
     ProtobufCMessage *resp = NULL;
@@ -817,7 +557,7 @@ static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const actor_opts
 
 /* hvctl actor-logs: the actor's output log, page after page, as "[PROCESS]<stream>:text" (the
  * text made safe for a terminal when stdout is one, as hvctl logs does). */
-static int cmd_logs(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *o) {
+static int cmd_logs(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
     Hvpb__V1__ActorRef ref;
     fill_ref(&ref, o);
     Hvpb__V1__ActorLogsRequest req = HVPB__V1__ACTOR_LOGS_REQUEST__INIT;
@@ -851,41 +591,17 @@ static int cmd_logs(hv_rpc_channel_t *ch, const char *head, const actor_opts_t *
     return HV_CLI_EXIT_OK;
 }
 
-int hv_ctl_actors_main(int argc, char **argv) {
-    actor_opts_t o;
-    int status;
-    if (!parse(argc, argv, &o, &status)) {
-        return -1;
+int hv_ctl_actors_run(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
+    if (strcmp(o->cmd, "create") == 0) {
+        return cmd_create(ch, head, o);
     }
-    if (status >= 0) {
-        return status;
+    if (strcmp(o->cmd, "list") == 0) {
+        return cmd_list(ch, head, o);
     }
-    char err[HV_CLI_ERR_LEN];
-    const char *head = hv_cli_head_addr(o.head);
-    if (hv_cli_check_head_addr(head, err, sizeof(err)) != HV_OK) {
-        return hv_cli_usage_error(PROG, err);
+    if (strcmp(o->cmd, "logs") == 0) {
+        return cmd_logs(ch, head, o);
     }
-    hv_rpc_channel_t *ch = NULL;
-    if ((status = hv_cli_rpc_open(PROG, head, o.ca, o.insecure, &ch)) != HV_CLI_EXIT_OK) {
-        return status;
-    }
-    if (hv_cli_token_attach(ch, o.token_file, PROG, err, sizeof(err)) != HV_OK) {
-        fprintf(stderr, PROG ": %s\n", err);
-        hv_rpc_channel_destroy(ch);
-        return HV_CLI_EXIT_NOINPUT;
-    }
-    if (strcmp(o.cmd, "create") == 0) {
-        status = cmd_create(ch, head, &o);
-    } else if (strcmp(o.cmd, "list") == 0) {
-        status = cmd_list(ch, head, &o);
-    } else if (strcmp(o.cmd, "logs") == 0) {
-        status = cmd_logs(ch, head, &o);
-    } else {
-        status = cmd_get_kill(ch, head, &o);
-    }
-    fflush(stdout);
-    hv_rpc_channel_destroy(ch);
-    return status;
+    return cmd_get_kill(ch, head, o);
 }
 
 Hvpb__V1__ListActorsReply *hv_ctl_actors_fetch(hv_rpc_channel_t *ch) {

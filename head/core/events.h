@@ -13,6 +13,7 @@
 #ifndef HV_HEAD_CORE_EVENTS_H
 #define HV_HEAD_CORE_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Why a round opened, or why a job ended. Values are the wire's EventReason. */
@@ -60,5 +61,12 @@ const char *hv_ev_reason_name(hv_ev_reason_t r);
  * anything else "other". Returns HV_EV_FAILURE, HV_EV_DRAIN, HV_EV_GROW, HV_EV_SHRINK or
  * HV_EV_NONE (other). */
 hv_ev_reason_t hv_ev_reset_class(hv_ev_reason_t r, int rollback);
+
+/* A top-level field of a JSON object (nested objects and strings are skipped, so a key inside a
+ * value never matches). 1 when found and of the type asked; 0 otherwise (out untouched). The
+ * string is unescaped into buf (truncated to len-1 bytes; \u escapes become '?'). */
+int hv_ev_json_u64(const char *json, const char *key, uint64_t *out);
+int hv_ev_json_bool(const char *json, const char *key, int *out);
+int hv_ev_json_str(const char *json, const char *key, char *buf, size_t len);
 
 #endif

@@ -755,6 +755,22 @@ static void open_round(hv_jm_job_t *j, const char *reason, hv_ev_reason_t code, 
 
 /* ---- inputs --------------------------------------------------------------------------------- */
 
+uint32_t hv_jm_place(const hv_jm_job_t *j, const hv_jm_slot_t *slots, hv_jm_worker_t *const *ws,
+                     uint32_t n, hv_job_state_t *state) {
+    uint32_t base = hv_jm_base_rank(j);
+    for (uint32_t r = 0; r < n; r++) {
+        hv_jm_worker_t *w = ws[r];
+        w->node_id = slots[r].node_id;
+        w->state = HV_WK_STARTING;
+        w->exit_code = -1;
+        w->rank = base + slots[r].rank;
+        w->local_rank = slots[r].local_rank;
+        w->local_size = slots[r].local_size;
+    }
+    *state = j->state == HV_JOB_PENDING ? HV_JOB_PLACING : j->state;
+    return base + n;
+}
+
 hv_err hv_jm_placed(hv_jm_job_t *j, hv_jm_worker_t **ws, size_t n, uint64_t now, hv_jm_out_t *out) {
     (void)out;
     for (size_t i = 0; i < n; i++) {

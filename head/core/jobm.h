@@ -265,6 +265,22 @@ void hv_jm_fini(hv_jm_job_t *j);
 /* Adds a worker that the driver loaded from the store (any state); no decision is taken. */
 hv_err hv_jm_attach(hv_jm_job_t *j, hv_jm_worker_t *w);
 
+/* Where one new worker goes: its node and its ranks there (from the scheduler's slots). */
+typedef struct hv_jm_slot_s {
+    uint64_t node_id;
+    uint32_t rank;       /* among the workers placed together, from 0 */
+    uint32_t local_rank; /* among those on its node */
+    uint32_t local_size;
+} hv_jm_slot_t;
+
+/* The job machine's part of n new workers of j, one per slot (pure; the workers are not taken
+ * into j yet): each STARTING, exit code -1, on its slot's node, with rank hv_jm_base_rank(j) plus
+ * its slot's rank (until its first round assigns the real one) and its slot's local rank and
+ * size. *state: the job's state the placement stores with them (placing for a pending job, else
+ * its own). Returns the size they start with (HV_SIZE until their first round: the base rank
+ * plus n). */
+uint32_t hv_jm_place(const hv_jm_job_t *j, const hv_jm_slot_t *slots, hv_jm_worker_t *const *ws,
+                     uint32_t n, hv_job_state_t *state);
 /* The driver placed workers (state STARTING, spawn orders about to go out): the first placement
  * moves a pending job to placing; workers placed while a round is open are expected in it (its
  * deadline is extended so they have time to start). */

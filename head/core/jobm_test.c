@@ -374,6 +374,43 @@ static void case_max_resets(void) {
 
 /* Elastic Horovod: A(2), -np 2 --min-np 2 --max-np 4; B(2) joins after e0; A drained after e1 ->
  * g1 size 2, g2 size 4 (added), g3 size 2 (removed), rank 0 on B, no rollback. */
+/* A placement's workers (hv_jm_place): a pending job's first ones take ranks from 0 and the job
+ * is stored as placing; a running job's new ones rank after its live members until their first
+ * round, and it keeps its state. */
+static void case_place(void) {
+    job(1, 2, 2, 4, 5);
+    static const hv_jm_slot_t slots[] = {
+        {.node_id = NODE_A, .rank = 0, .local_rank = 0, .local_size = 2},
+        {.node_id = NODE_A, .rank = 1, .local_rank = 1, .local_size = 2},
+    };
+    hv_jm_worker_t nw[2] = {{.exit_code = 7}, {.exit_code = 7}};
+    hv_jm_worker_t *const ws[] = {&nw[0], &nw[1]};
+    hv_job_state_t st = HV_JOB__COUNT;
+    CHECK_EQ(hv_jm_place(&J, slots, ws, 2, &st), 2);
+    CHECK_EQ(st, HV_JOB_PLACING);
+    CHECK_EQ(J.state, HV_JOB_PENDING); /* pure: the job is not changed */
+    CHECK_EQ(J.nw, 0);
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_EQ(nw[i].node_id, NODE_A);
+        CHECK_EQ(nw[i].state, HV_WK_STARTING);
+        CHECK_EQ(nw[i].exit_code, -1);
+        CHECK_EQ(nw[i].rank, i);
+        CHECK_EQ(nw[i].local_rank, i);
+        CHECK_EQ(nw[i].local_size, 2);
+    }
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    static const hv_jm_slot_t more[] = {{.node_id = NODE_B, .local_size = 1}};
+    hv_jm_worker_t grown = {0};
+    hv_jm_worker_t *const gs[] = {&grown};
+    CHECK_EQ(hv_jm_place(&J, more, gs, 1, &st), 3);
+    CHECK_EQ(st, HV_JOB_RUNNING);
+    CHECK_EQ(grown.rank, 2);
+    CHECK_EQ(grown.node_id, NODE_B);
+}
+
 static void case_grow_then_drain(void) {
     job(1, 2, 2, 4, 5);
     place(NODE_A, 2);
@@ -1763,6 +1800,7 @@ int main(int argc, char **argv) {
         {"all_fail", case_all_fail},
         {"killed_never_success", case_killed_never_success},
         {"max_resets", case_max_resets},
+        {"place", case_place},
         {"grow_then_drain", case_grow_then_drain},
         {"notice_make_before_break", case_notice_make_before_break},
         {"notice_hold_ends", case_notice_hold_ends},

@@ -74,14 +74,7 @@ int hv_driver_node_hidden(const hv_dnode_t *nd) {
     return nd->retired && nd->state != HV_NODE_ALIVE;
 }
 
-hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id) {
-    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (n->id == id) {
-            return n;
-        }
-    }
-    return NULL;
-}
+hv_dnode_t *hv_driver_node(hv_driver_t *d, uint64_t id) { return node_by_id(d, id); }
 
 hv_dnode_t *hv_driver_node_by_name(hv_driver_t *d, const char *name) {
     for (hv_dnode_t *n = d->nodes; n != NULL && name != NULL; n = n->next) {
@@ -104,13 +97,8 @@ hv_dnode_t *hv_driver_node_find(hv_driver_t *d, const char *name_or_id) {
     return n;
 }
 
-const char *hv__driver_node_name(uint64_t node_id, void *ud) {
-    hv_dnode_t *n = hv_driver_node(ud, node_id);
-    return n != NULL ? n->name : NULL;
-}
-
 const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
-    const char *n = hv__driver_node_name(w->jm.node_id, d);
+    const char *n = node_name_of(w->jm.node_id, d);
     return n != NULL ? n : "?";
 }
 
@@ -251,6 +239,28 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
     hv_jm_out_init(&d->out);
     hv_evq_init(&d->events, EVENT_WAIT_MAX);
     *out = d;
+    return HV_OK;
+}
+
+hv_err hv_driver_load(hv_driver_t *d) {
+    HV_TRY(hv__driver_load_tables(d));
+    uint64_t wall = hv_wall_ms();
+    /* Drains in progress go on: workers on draining nodes that were not removed yet (they stay
+     * while nobody else holds their job's state) are taken care of again. */
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        uint64_t hold_until = 0;
+        if (!hv_node_drain_after_restart(n->state, &hold_until)) {
+            continue;
+        }
+        char what[300];
+        snprintf(what, sizeof(what), "node %s (draining before the head restarted)", n->name);
+        for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+            if (job_active(j)) {
+                hv_jm_drain(&j->jm, n->id, what, hold_until, wall, &d->out);
+                hv__driver_apply(d, j, &d->out);
+            }
+        }
+    }
     return HV_OK;
 }
 
@@ -463,7 +473,7 @@ static void strike(hv_driver_t *d, hv_djob_t *j, uint64_t node_id, const char *w
     b->incarnation = inc;
     memcpy(b->reason, reason, sizeof(b->reason));
     char text[HV_JM_REASON_MAX + 160], data[256];
-    hv_bl_strike_words(&b->e, cd, j->jm.id, node_id, hv__driver_node_name(node_id, d), what, text,
+    hv_bl_strike_words(&b->e, cd, j->jm.id, node_id, node_name_of(node_id, d), what, text,
                        sizeof(text), data, sizeof(data));
     hv_driver_event(d, j->jm.id, node_id, "node.blacklist", data, "%s", text);
 }
@@ -595,18 +605,6 @@ void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
 }
 
 /* 1 when some job's decisions wait for the store. */
-int hv__driver_pending_unstored(const hv_driver_t *d) {
-    if (!hv_evq_empty(&d->events)) {
-        return 1;
-    }
-    for (const pending_t *p = d->pending; p != NULL; p = p->next) {
-        if (!p->stored) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Retries the store for every job whose actions wait. When every one is stored, the store is
  * said to work again before their actions go out, so a watcher hears "stores again" before the
  * job's end. */
@@ -759,9 +757,11 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     hv_sched_node_t *sn = hv_calloc(cap, sizeof(*sn));
     hv_dnode_t **map = hv_calloc(cap, sizeof(*map));
     hv_sched_slot_t *slots = hv_calloc(n, sizeof(*slots));
+    hv_jm_slot_t *js = hv_calloc(n, sizeof(*js));
     hv_dworker_t **ws = hv_calloc(n, sizeof(*ws));
     int placed = 0;
-    if (sn == NULL || map == NULL || slots == NULL || ws == NULL) {
+    uint32_t made = 0;
+    if (sn == NULL || map == NULL || slots == NULL || js == NULL || ws == NULL) {
         goto out;
     }
     size_t nn = sched_nodes(d, j, sn, map, cap, 1);
@@ -769,30 +769,28 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     if (hv_sched_place(sn, nn, &req, slots) != HV_OK) {
         goto out;
     }
+    for (; made < n; made++) {
+        if ((ws[made] = hv_calloc(1, sizeof(*ws[made]))) == NULL) {
+            goto out;
+        }
+        js[made] = (hv_jm_slot_t){.node_id = map[slots[made].node]->id,
+                                  .rank = slots[made].rank,
+                                  .local_rank = slots[made].local_rank,
+                                  .local_size = slots[made].local_size};
+    }
     int first = j->jm.state == HV_JOB_PENDING;
-    uint32_t base_rank = hv_jm_base_rank(&j->jm); /* ranks until their first round (jobm.h) */
+    hv_job_state_t state; /* jm is the first member of a worker */
+    uint32_t size = hv_jm_place(&j->jm, js, (hv_jm_worker_t *const *)ws, n, &state);
     /* Store every worker and the job's new state in one transaction, then send orders. */
     hv_err rc = hv_store_begin(d->store);
-    uint32_t made = 0;
     for (uint32_t r = 0; r < n && rc == HV_OK; r++) {
-        hv_dworker_t *w = hv_calloc(1, sizeof(*w));
-        if (w == NULL) {
-            rc = HV_ENOMEM;
-            break;
-        }
+        hv_dworker_t *w = ws[r];
         w->job = j;
-        w->jm.node_id = map[slots[r].node]->id;
-        w->jm.state = HV_WK_STARTING;
-        w->jm.exit_code = -1;
-        w->jm.rank = base_rank + slots[r].rank;
-        w->jm.local_rank = slots[r].local_rank;
-        w->jm.local_size = slots[r].local_size;
         w->gpu = slots[r].gpu;
         w->attempt = 1;
         w->place_gen = j->jm.generation;
         w->reason = hv_strdup("");
         w->addr = hv_strdup("");
-        ws[made++] = w;
         hv_worker_row_t row;
         hv__driver_worker_row(w, &row);
         row.job_id = j->jm.id;
@@ -801,11 +799,9 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     }
     if (rc == HV_OK && first) {
         hv_job_row_t row;
-        hv_job_state_t was = j->jm.state;
-        j->jm.state = HV_JOB_PLACING;
         hv__driver_job_row(j, &row);
+        row.state = (char *)hv_job_state_name(state);
         rc = hv_store_job_update(d->store, &row);
-        j->jm.state = was;
     }
     if (rc == HV_OK) {
         rc = hv_store_commit(d->store);
@@ -813,11 +809,9 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
     if (rc != HV_OK) {
         hv__driver_store_failed(d, rc, "place a job's workers");
         hv_store_rollback(d->store);
-        for (uint32_t i = 0; i < made; i++) {
-            hv__driver_worker_free(ws[i]);
-        }
         goto out;
     }
+    made = 0;                                    /* the job has them now */
     hv_jm_worker_t **jw = (hv_jm_worker_t **)ws; /* jm is the first member */
     if (hv_jm_placed(&j->jm, jw, n, hv_wall_ms(), &d->out) != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM", "job %llu: out of memory placing workers",
@@ -855,15 +849,18 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
                         (unsigned long long)j->jm.id, n, hosts, why);
     }
     hv__driver_apply(d, j, &d->out);
-    uint32_t size = base_rank + n;
     for (uint32_t r = 0; r < n && !hv_job_state_terminal(j->jm.state); r++) {
         send_spawn(d, j, ws[r], size);
     }
     placed = 1;
 out:
+    for (uint32_t i = 0; i < made; i++) {
+        hv__driver_worker_free(ws[i]);
+    }
     hv_free(sn);
     hv_free(map);
     hv_free(slots);
+    hv_free(js);
     hv_free(ws);
     return placed;
 }
@@ -1600,29 +1597,6 @@ size_t hv_driver_node_blacklist(hv_driver_t *d, uint64_t node_id, const hv_djob_
 /* ---- rendezvous ----------------------------------------------------------------------------- */
 
 /* The job and worker of a rendezvous call, or an error for the caller. */
-hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
-                            hv_dworker_t **wo, char *err, size_t errlen) {
-    hv_djob_t *j = hv_driver_job(d, job_id); /* memory, else the store (an ended job) */
-    if (j == NULL) {
-        snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
-        return HV_ENOTFOUND;
-    }
-    if (!job_active(j)) {
-        snprintf(err, errlen, "job %llu has ended (%s)%s%s", (unsigned long long)job_id,
-                 hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
-        return HV_ESTATE;
-    }
-    hv_dworker_t *w = worker_of(j, worker_id);
-    if (w == NULL) {
-        snprintf(err, errlen, "worker %llu is not part of job %llu", (unsigned long long)worker_id,
-                 (unsigned long long)job_id);
-        return HV_ENOTFOUND;
-    }
-    *jo = j;
-    *wo = w;
-    return HV_OK;
-}
-
 /* The survivors' reports of broken ring links (core/ringev.c decides): a node they condemn is
  * suspected like one whose session closed. Judged at every JoinRound of the job (a join is news
  * too: its worker spoke). */
@@ -1802,7 +1776,7 @@ static void tick_nodes(hv_driver_t *d, uint64_t now) {
 static void tick_cooldowns(hv_driver_t *d, hv_djob_t *j, uint64_t wall) {
     for (hv_dbl_t *b = j->blacklist; b != NULL; b = b->next) {
         if (hv_bl_cooldown_ended(&b->e, wall)) {
-            const char *name = hv__driver_node_name(b->node_id, d);
+            const char *name = node_name_of(b->node_id, d);
             hv_driver_event(d, j->jm.id, b->node_id, "node.cooldown", NULL,
                             "node %s may run job %llu again: its cooldown ended (%u strikes)",
                             name ? name : "?", (unsigned long long)j->jm.id, b->e.strikes);

@@ -155,7 +155,7 @@ int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j) {
         if (!wlive(w)) {
             continue;
         }
-        const hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
+        const hv_dnode_t *n = node_by_id(d, w->jm.node_id);
         if (n == NULL || !hv_copy_peer_local(n->peer)) {
             return 0;
         }

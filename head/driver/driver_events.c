@@ -94,7 +94,7 @@ void hv__driver_event_v(hv_driver_t *d, uint64_t job_id, uint64_t node_id, const
         node_id = ev.node_id;
     }
     ev.node_id = node_id;
-    const char *node = node_id != 0 ? hv__driver_node_name(node_id, d) : NULL;
+    const char *node = node_id != 0 ? node_name_of(node_id, d) : NULL;
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-EVENT", "%s job=%llu node=%llu: %s", kind,
            (unsigned long long)job_id, (unsigned long long)node_id, msg);
     if ((!hv_evq_empty(&d->events) ||

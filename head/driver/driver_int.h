@@ -2,9 +2,11 @@
  * driver_int.h: what the driver's own files share, and nothing else includes: the driver's
  * struct, the queue of decisions waiting for the store, small lookups, and the hv__driver_*
  * functions one driver file calls in another. driver.c is the plumbing (inputs → core → store →
- * act); driver_events.c writes the events; driver_rows.c turns the tables' rows into the model
- * and back, keeps the store's health and loads the tables at start; driver_copies.c keeps the
- * state copies' bookkeeping. Threads: the head's loop thread only, as driver.h says.
+ * act); driver_copies.c keeps the state copies' bookkeeping; driver_events.c writes the events;
+ * driver_rows.c turns the tables' rows into the model and back, keeps the store's health and
+ * loads the tables at start. Each file calls only those after it in that list, never back: the
+ * lookups they all need are the inline functions below. Threads: the head's loop thread only, as
+ * driver.h says.
  */
 #ifndef HV_HEAD_DRIVER_INT_H
 #define HV_HEAD_DRIVER_INT_H
@@ -75,24 +77,41 @@ static inline hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
 
 static inline int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
 
+static inline hv_dnode_t *node_by_id(const hv_driver_t *d, uint64_t id) {
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        if (n->id == id) {
+            return n;
+        }
+    }
+    return NULL;
+}
+
+/* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
+static inline const char *node_name_of(uint64_t node_id, void *ud) {
+    const hv_dnode_t *n = node_by_id(ud, node_id);
+    return n != NULL ? n->name : NULL;
+}
+
+/* 1 when some job's decisions or some event wait for the store. */
+static inline int pending_unstored(const hv_driver_t *d) {
+    if (!hv_evq_empty(&d->events)) {
+        return 1;
+    }
+    for (const pending_t *p = d->pending; p != NULL; p = p->next) {
+        if (!p->stored) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
 
 /* ---- driver.c ------------------------------------------------------------------------------- */
 
-/* The name of node node_id (ud: the driver), NULL when unknown; jobm's node_name callback. */
-const char *hv__driver_node_name(uint64_t node_id, void *ud);
-
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
 void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
-
-/* The job and worker of a rendezvous call (the job from memory, else from the store), or an
- * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */
-hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
-                            hv_dworker_t **wo, char *err, size_t errlen);
-
-/* 1 when some job's decisions or some event wait for the store. */
-int hv__driver_pending_unstored(const hv_driver_t *d);
 
 /* ---- driver_rows.c -------------------------------------------------------------------------- */
 
@@ -121,6 +140,15 @@ hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out)
 
 /* Appends j to the driver's jobs (submission order, which is scheduling order). */
 void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j);
+
+/* The job and worker of a rendezvous call (the job from memory, else from the store), or an
+ * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */
+hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                            hv_dworker_t **wo, char *err, size_t errlen);
+
+/* Loads nodes, active jobs with their workers and blacklists from the store (hv_driver_load's
+ * reading part; driver.c then hands the drains in progress to the job machine). */
+hv_err hv__driver_load_tables(hv_driver_t *d);
 
 /* Frees a worker, a job with its workers (neither linked any more). */
 void hv__driver_worker_free(hv_dworker_t *w);

@@ -61,7 +61,7 @@ void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what) {
  * fail: clients are not told "works again" at each turn), or at once when sure (every waiting
  * decision was just written). */
 void hv__driver_store_settle(hv_driver_t *d, uint64_t now, int sure) {
-    if (!d->store_down || hv__driver_pending_unstored(d)) {
+    if (!d->store_down || pending_unstored(d)) {
         return;
     }
     if (!sure && (d->store_ok_since == 0 || now < d->store_ok_since + STORE_OK_MS)) {
@@ -261,7 +261,7 @@ hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out)
                                                  : d->cfg->elastic.elastic_timeout_s,
                         .blacklist_on = r->elastic && r->cooldown_min_s > 0};
     hv_jm_init(&j->jm, r->id, &p);
-    j->jm.node_name = hv__driver_node_name;
+    j->jm.node_name = node_name_of;
     j->jm.node_name_ud = d;
     hv_job_state_t st = HV_JOB_PENDING;
     if (hv_job_state_parse(r->state, &st) != HV_OK) {
@@ -429,6 +429,29 @@ hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
     return j;
 }
 
+hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
+                            hv_dworker_t **wo, char *err, size_t errlen) {
+    hv_djob_t *j = hv_driver_job(d, job_id); /* memory, else the store (an ended job) */
+    if (j == NULL) {
+        snprintf(err, errlen, "job %llu is unknown", (unsigned long long)job_id);
+        return HV_ENOTFOUND;
+    }
+    if (!job_active(j)) {
+        snprintf(err, errlen, "job %llu has ended (%s)%s%s", (unsigned long long)job_id,
+                 hv_job_state_name(j->jm.state), j->jm.reason[0] ? ": " : "", j->jm.reason);
+        return HV_ESTATE;
+    }
+    hv_dworker_t *w = worker_of(j, worker_id);
+    if (w == NULL) {
+        snprintf(err, errlen, "worker %llu is not part of job %llu", (unsigned long long)worker_id,
+                 (unsigned long long)job_id);
+        return HV_ENOTFOUND;
+    }
+    *jo = j;
+    *wo = w;
+    return HV_OK;
+}
+
 /* ---- nodes, and the load at start ----------------------------------------------------------- */
 
 void hv__driver_node_row(const hv_dnode_t *n, hv_node_row_t *r) {
@@ -477,7 +500,7 @@ static hv_dnode_t *node_from_row(hv_node_row_t *r) {
     return n;
 }
 
-hv_err hv_driver_load(hv_driver_t *d) {
+hv_err hv__driver_load_tables(hv_driver_t *d) {
     uint64_t now = hv_now_ms(), wall = hv_wall_ms();
     hv_node_row_t *nodes = NULL;
     size_t nn = 0;
@@ -516,7 +539,7 @@ hv_err hv_driver_load(hv_driver_t *d) {
                 continue;
             }
             nworkers++;
-            hv_dnode_t *n = hv_driver_node(d, w->jm.node_id);
+            hv_dnode_t *n = node_by_id(d, w->jm.node_id);
             if (n != NULL) {
                 hv_node_claim(&n->acct, w->gpu);
             }
@@ -544,22 +567,6 @@ hv_err hv_driver_load(hv_driver_t *d) {
         }
     }
     hv_store_worker_free_list(ws, nw);
-    /* Drains in progress go on: workers on draining nodes that were not removed yet (they stay
-     * while nobody else holds their job's state) are taken care of again. */
-    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        uint64_t hold_until = 0;
-        if (!hv_node_drain_after_restart(n->state, &hold_until)) {
-            continue;
-        }
-        char what[300];
-        snprintf(what, sizeof(what), "node %s (draining before the head restarted)", n->name);
-        for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
-            if (job_active(j)) {
-                hv_jm_drain(&j->jm, n->id, what, hold_until, wall, &d->out);
-                hv__driver_apply(d, j, &d->out);
-            }
-        }
-    }
     size_t n_active = 0;
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         n_active++;

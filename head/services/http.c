@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "conngate.h"
 #include "log.h"
 #include "mem.h"
 #include "util.h"
@@ -375,6 +376,43 @@ int hv_http_route_match(const char *route, const char *path) {
     return strcmp(route, path) == 0;
 }
 
+/* ---- the connection gate (pure) ------------------------------------------------------------ */
+
+hv_http_gate_verdict hv_http_gate(const hv_http_slot_t *slots, size_t n, uint32_t addr_open,
+                                  uint32_t max_conns, uint32_t max_per_addr, size_t *victim) {
+    size_t best = n;
+    if (addr_open >= max_per_addr) {
+        for (size_t i = 0; i < n; i++) {
+            if (slots[i].same_addr && slots[i].idle && !slots[i].busy &&
+                (best == n || slots[i].seq < slots[best].seq)) {
+                best = i;
+            }
+        }
+        if (best == n) {
+            return HV_HTTP_GATE_REFUSE_ADDR;
+        }
+        *victim = best;
+        return HV_HTTP_GATE_EVICT;
+    }
+    if (n < max_conns) {
+        return HV_HTTP_GATE_ADMIT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i].busy) {
+            continue;
+        }
+        if (best == n || slots[i].addr_open > slots[best].addr_open ||
+            (slots[i].addr_open == slots[best].addr_open && slots[i].seq < slots[best].seq)) {
+            best = i;
+        }
+    }
+    if (best == n) {
+        return HV_HTTP_GATE_REFUSE_FULL;
+    }
+    *victim = best;
+    return HV_HTTP_GATE_EVICT;
+}
+
 const char *hv_http_reason(int status) {
     switch (status) {
     case 200:
@@ -490,6 +528,9 @@ typedef struct http_conn_s {
     char *out; /* the response being written (owned) */
     int writing, close_after, closing, handles_open;
     int lingering; /* answered and shut down: what the peer still sends is read and dropped */
+    int idle;      /* kept alive after a response, nothing of the next request arrived yet */
+    uint64_t seq;  /* the server's count when it was accepted or last answered (hv_http_gate) */
+    char addr[HV_CONNGATE_KEY_LEN]; /* the peer's IP address ("" when unknown) */
     struct http_conn_s *prev, *next;
 } http_conn_t;
 
@@ -504,7 +545,9 @@ struct hv_http_server_s {
     void *session_ud;
     const char *login_path;
     http_conn_t *conns; /* open connections (owned) */
-    size_t nconns;
+    uint64_t seq;       /* accepts and responses so far: the order of hv_http_slot_t.seq */
+    uint64_t log_ms;    /* uv_now of the last HV-HTTP-LIMIT line; 0 = none yet */
+    uint64_t unlogged;  /* refusals and evictions since that line */
     int closing, listener_open;
     hv_http_stats_t stats;
 };
@@ -534,7 +577,6 @@ static void conn_handle_closed(uv_handle_t *h) {
     if (c->next != NULL) {
         c->next->prev = c->prev;
     }
-    s->nconns--;
     hv_free(c->out);
     hv_free(c);
     server_maybe_free(s);
@@ -585,7 +627,10 @@ static void conn_write_cb(uv_write_t *w, int status) {
         uv_timer_start(&c->timer, conn_timeout_cb, HV_HTTP_LINGER_MS, 0);
         return;
     }
-    uv_timer_start(&c->timer, conn_timeout_cb, c->s->timeout_ms, 0);
+    /* Idle until the next request begins (conn_read_cb then gives it HV_HTTP_HEAD_MS). */
+    c->idle = c->len == 0;
+    c->seq = ++c->s->seq;
+    uv_timer_start(&c->timer, conn_timeout_cb, c->idle ? c->s->timeout_ms : HV_HTTP_HEAD_MS, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, conn_alloc_cb, conn_read_cb) != 0) {
         conn_close(c);
         return;
@@ -766,6 +811,10 @@ static void conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
     if (c->lingering) {
         return; /* dropped: the buffer is reused from its start (len stays 0) */
     }
+    if (c->idle && nread > 0) {
+        c->idle = 0; /* a request begins: it has HV_HTTP_HEAD_MS to arrive whole */
+        uv_timer_start(&c->timer, conn_timeout_cb, HV_HTTP_HEAD_MS, 0);
+    }
     c->len += (size_t)nread;
     conn_process(c);
 }
@@ -785,23 +834,85 @@ static void server_closed_listener(uv_handle_t *h) {
     server_maybe_free(s);
 }
 
-static void server_drop_cb(uv_handle_t *h) { hv_free(h); }
+static void conn_free_unlisted(uv_handle_t *h) { hv_free(h->data); }
+
+/* The peer's IP address of a connection just accepted, the gate's key. */
+static void conn_addr(http_conn_t *c) {
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    c->addr[0] = '\0';
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) == 0) {
+        (void)hv_conngate_key(&sa, (size_t)len, c->addr);
+    }
+}
+
+/* The gate's view of the open connections (closing ones have left their place) and its verdict
+ * on n, not yet listed; *victim gets the connection to close for it. */
+static hv_http_gate_verdict server_gate(hv_http_server_t *s, const http_conn_t *n,
+                                        http_conn_t **victim) {
+    hv_http_slot_t slots[HV_HTTP_MAX_CONNS];
+    http_conn_t *who[HV_HTTP_MAX_CONNS];
+    size_t k = 0;
+    uint32_t mine = 0;
+    for (http_conn_t *c = s->conns; c != NULL && k < HV_HTTP_MAX_CONNS; c = c->next) {
+        if (c->closing) {
+            continue;
+        }
+        int same = strcmp(c->addr, n->addr) == 0;
+        mine += (uint32_t)same;
+        slots[k] = (hv_http_slot_t){.seq = c->seq,
+                                    .same_addr = same,
+                                    .busy = c->writing && !c->lingering,
+                                    .idle = c->idle || c->lingering};
+        who[k++] = c;
+    }
+    for (size_t i = 0; i < k; i++) {
+        for (size_t j = 0; j < k; j++) {
+            slots[i].addr_open += (uint32_t)(strcmp(who[i]->addr, who[j]->addr) == 0);
+        }
+    }
+    size_t v = 0;
+    hv_http_gate_verdict verdict =
+        hv_http_gate(slots, k, mine, HV_HTTP_MAX_CONNS, HV_HTTP_MAX_PER_ADDR, &v);
+    *victim = verdict == HV_HTTP_GATE_EVICT ? who[v] : NULL;
+    return verdict;
+}
+
+/* HV-HTTP-LIMIT, at most once per HV_CONNGATE_LOG_MS, with the count since the last line. */
+static void server_log_limit(hv_http_server_t *s, const http_conn_t *n, hv_http_gate_verdict v) {
+    s->unlogged++;
+    uint64_t now = uv_now(s->loop);
+    if (s->log_ms != 0 && now - s->log_ms < HV_CONNGATE_LOG_MS) {
+        return;
+    }
+    char what[160];
+    if (v == HV_HTTP_GATE_REFUSE_ADDR) {
+        snprintf(what, sizeof(what),
+                 "was refused: its address holds %d connections, the most one "
+                 "address may",
+                 HV_HTTP_MAX_PER_ADDR);
+    } else if (v == HV_HTTP_GATE_REFUSE_FULL) {
+        snprintf(what, sizeof(what),
+                 "was refused: each of the %d places holds a request being "
+                 "answered",
+                 HV_HTTP_MAX_CONNS);
+    } else {
+        snprintf(what, sizeof(what),
+                 "took the place of one that held it without being answered "
+                 "(all %d taken)",
+                 HV_HTTP_MAX_CONNS);
+    }
+    HV_LOG(HV_LOG_WARN, "http", "HV-HTTP-LIMIT",
+           "a connection from %s %s; %llu connections refused or closed for room since the "
+           "last such line",
+           n->addr[0] ? n->addr : "an unknown address", what, (unsigned long long)s->unlogged);
+    s->log_ms = now ? now : 1;
+    s->unlogged = 0;
+}
 
 static void server_accept_cb(uv_stream_t *l, int status) {
     hv_http_server_t *s = l->data;
     if (status != 0 || s->closing) {
-        return;
-    }
-    if (s->nconns >= HV_HTTP_MAX_CONNS) {
-        /* Over the bound: accepted and closed at once, so the backlog does not fill. */
-        uv_tcp_t *t = hv_malloc(sizeof(*t));
-        if (t != NULL && uv_tcp_init(s->loop, t) == 0) {
-            uv_accept(l, (uv_stream_t *)t);
-            uv_close((uv_handle_t *)t, server_drop_cb);
-            s->stats.refused++;
-        } else {
-            hv_free(t);
-        }
         return;
     }
     http_conn_t *c = hv_calloc(1, sizeof(*c));
@@ -810,21 +921,42 @@ static void server_accept_cb(uv_stream_t *l, int status) {
     }
     c->s = s;
     uv_tcp_init(s->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, conn_free_unlisted);
+        return;
+    }
+    conn_addr(c);
+    http_conn_t *victim = NULL;
+    hv_http_gate_verdict v = server_gate(s, c, &victim);
+    if (v == HV_HTTP_GATE_REFUSE_ADDR || v == HV_HTTP_GATE_REFUSE_FULL) {
+        /* Closed at once, before any byte is read, so the backlog does not fill. */
+        s->stats.refused++;
+        server_log_limit(s, c, v);
+        uv_close((uv_handle_t *)&c->tcp, conn_free_unlisted);
+        return;
+    }
+    if (victim != NULL) {
+        s->stats.evicted++;
+        if (strcmp(victim->addr, c->addr) != 0) {
+            server_log_limit(s, c, v); /* (its own idle connection: no news) */
+        }
+        conn_close(victim);
+    }
     uv_timer_init(s->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
+    c->timer.data = c;
     c->handles_open = 2;
+    c->seq = ++s->seq;
     c->next = s->conns;
     if (s->conns != NULL) {
         s->conns->prev = c;
     }
     s->conns = c;
-    s->nconns++;
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 ||
-        uv_read_start((uv_stream_t *)&c->tcp, conn_alloc_cb, conn_read_cb) != 0) {
+    if (uv_read_start((uv_stream_t *)&c->tcp, conn_alloc_cb, conn_read_cb) != 0) {
         conn_close(c);
         return;
     }
-    uv_timer_start(&c->timer, conn_timeout_cb, s->timeout_ms, 0);
+    uv_timer_start(&c->timer, conn_timeout_cb, HV_HTTP_HEAD_MS, 0);
 }
 
 hv_err hv_http_server_create(uv_loop_t *loop, const hv_http_opts_t *o, hv_http_server_t **out,

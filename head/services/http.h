@@ -3,9 +3,14 @@
  * beside its gRPC port: /metrics (head/services/metrics.c) and the status page (head/services/page_serve.c). It is not a
  * general web server: GET and HEAD, and POST with a small body (HV_HTTP_MAX_BODY bytes, with a
  * Content-Length: the status page's login form) on the routes that take it; a bounded request
- * head (HV_HTTP_MAX_HEAD bytes), a bounded number of connections, a timeout from accept (or from
- * the previous response, with keep-alive) to a complete request, and one response per request,
- * written whole from a buffer the route's handler filled. Routes are a table of exact paths and
+ * head (HV_HTTP_MAX_HEAD bytes), and one response per request, written whole from a buffer the
+ * route's handler filled. Connections are bounded in all and per peer address, and the gate
+ * (hv_http_gate, pure) keeps room for a newcomer: when every place is taken, the connection
+ * that holds a place without being answered (a request still arriving, or an idle keep-alive),
+ * from the address holding the most, oldest first, is closed for it. A request must arrive whole
+ * within HV_HTTP_HEAD_MS of its first byte (of the accept, for the first one); an idle
+ * keep-alive connection is closed after opts.timeout_ms. So one client that opens connections
+ * and sends half a request on each cannot keep a scrape out (issue 24). Routes are a table of exact paths and
  * prefixes (a route ending in '/', such as "/job/"), each with its access rule: the bearer token
  * (opts.token; /metrics), the token or a session the caller's check accepts (the status page: a
  * request without either is sent to opts.login_path), or open (the login form itself).
@@ -32,8 +37,10 @@
 #define HV_HTTP_MAX_COOKIE 512        /* bytes of a Cookie value */
 #define HV_HTTP_MAX_BODY 1024         /* bytes of a POST body (Content-Length; no chunked bodies) */
 #define HV_HTTP_MAX_REPLY_HEADERS 512 /* bytes of the extra headers of one response */
-#define HV_HTTP_MAX_CONNS 64          /* connections at once; more are closed at once */
-#define HV_HTTP_TIMEOUT_MS 10000      /* to a complete request head */
+#define HV_HTTP_MAX_CONNS 64          /* connections at once (hv_http_gate) */
+#define HV_HTTP_MAX_PER_ADDR 8        /* connections at once from one peer address */
+#define HV_HTTP_HEAD_MS 2000          /* from a request's first byte (or the accept) to all of it */
+#define HV_HTTP_TIMEOUT_MS 10000      /* an idle keep-alive connection, between requests */
 #define HV_HTTP_LINGER_MS 2000 /* after a refusal: how long the rest of a request is drained */
 
 /* One parsed request head. Strings are NUL-terminated copies. */
@@ -79,6 +86,31 @@ int hv_http_form_get(const char *body, size_t len, const char *name, char *out, 
 /* 1 when path is served by route: the same path, or, for a route ending in '/' (other than "/"),
  * a longer path that starts with it ("/job/" serves "/job/7", not "/job/"). Pure. */
 int hv_http_route_match(const char *route, const char *path);
+
+/* A connection open now, as the gate sees it. */
+typedef struct hv_http_slot_s {
+    uint32_t addr_open; /* connections open from its address, itself included */
+    uint64_t seq;       /* when it was accepted or last answered, in the server's order: smaller
+                           is older */
+    int same_addr;      /* from the address of the connection being decided on */
+    int busy;           /* a request of it is being answered: never closed for a newcomer */
+    int idle;           /* kept alive between requests: nothing of the next one arrived yet */
+} hv_http_slot_t;
+
+typedef enum hv_http_gate_verdict {
+    HV_HTTP_GATE_ADMIT = 0,       /* a place is free */
+    HV_HTTP_GATE_EVICT = 1,       /* admitted in the place of *victim, which is closed */
+    HV_HTTP_GATE_REFUSE_ADDR = 2, /* its address holds max_per_addr, none of them idle */
+    HV_HTTP_GATE_REFUSE_FULL = 3, /* every place holds a request being answered */
+} hv_http_gate_verdict;
+
+/* The gate's decision on a new connection from an address that holds addr_open of the n open
+ * connections slots[] (the new one not counted). At its address's bound it may only take the
+ * place of its own address's oldest idle keep-alive connection. Below it, it is admitted while
+ * fewer than max_conns are open; when all are, it takes the place of a connection that is not
+ * being answered: the one whose address holds the most, then the oldest. Pure. */
+hv_http_gate_verdict hv_http_gate(const hv_http_slot_t *slots, size_t n, uint32_t addr_open,
+                                  uint32_t max_conns, uint32_t max_per_addr, size_t *victim);
 
 /* The reason phrase of a status ("Not Found"); "Unknown" for others. */
 const char *hv_http_reason(int status);
@@ -129,7 +161,7 @@ typedef struct hv_http_opts_s {
     const char *token;             /* bearer token every request needs; NULL/"" = none; copied */
     const hv_http_route_t *routes; /* copied */
     size_t nroutes;
-    uint32_t timeout_ms;           /* 0 = HV_HTTP_TIMEOUT_MS */
+    uint32_t timeout_ms;           /* an idle keep-alive connection; 0 = HV_HTTP_TIMEOUT_MS */
     hv_http_session_fn session_ok; /* for HV_HTTP_SESSION routes; NULL = no sessions */
     void *session_ud;
     const char *login_path; /* where HV_HTTP_SESSION sends a request without access ("/login");
@@ -143,6 +175,7 @@ typedef struct hv_http_stats_s {
     uint64_t requests;     /* requests answered (any status) */
     uint64_t unauthorized; /* answered 401: no or a wrong bearer token */
     uint64_t refused;      /* malformed, oversized, timed out or over the connection bound */
+    uint64_t evicted;      /* connections closed to make room for a newcomer (hv_http_gate) */
 } hv_http_stats_t;
 
 /* Binds and listens on opts->listen. *port_out (optional) gets the bound port. Errors: HV_EINVAL

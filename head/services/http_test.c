@@ -2,7 +2,7 @@
  * http_test: the request parser table by table (what is accepted, what is refused with which
  * status, incomplete heads), the bearer check, and the server on a real loopback socket: a
  * route answers, an unknown path is 404, a missing token 401, an oversized head 431, and
- * keep-alive serves two requests on one connection.
+ * keep-alive serves two requests on one connection; the connection gate, table by table.
  */
 #include "http.h"
 #include "hv_check.h"
@@ -193,6 +193,81 @@ static void case_bearer(void) {
     CHECK(!hv_http_bearer_ok("Bearer ", "s3cret"));
 }
 
+/* ---- the connection gate ------------------------------------------------------------------ */
+
+/* Slots: a (addr_open), q (seq), m (same address as the newcomer), b (busy), i (idle). */
+#define SLOT(a, q, m, b, i)                                                                        \
+    { a, q, m, b, i }
+
+static void case_gate(void) {
+    /* Four open, max 4 in all, 2 per address. */
+    static const struct {
+        const char *name;
+        hv_http_slot_t slots[4];
+        size_t n;
+        uint32_t mine;
+        hv_http_gate_verdict want;
+        size_t victim;
+    } t[] = {
+        {"room", {SLOT(1, 1, 0, 0, 0)}, 1, 0, HV_HTTP_GATE_ADMIT, 0},
+        {"room, one of its own", {SLOT(1, 1, 1, 0, 0)}, 1, 1, HV_HTTP_GATE_ADMIT, 0},
+        {"its address at the bound, reading",
+         {SLOT(2, 1, 1, 0, 0), SLOT(2, 2, 1, 0, 0)},
+         2,
+         2,
+         HV_HTTP_GATE_REFUSE_ADDR,
+         0},
+        {"its address at the bound, answering",
+         {SLOT(2, 1, 1, 1, 0), SLOT(2, 2, 1, 1, 0)},
+         2,
+         2,
+         HV_HTTP_GATE_REFUSE_ADDR,
+         0},
+        {"its address at the bound: its oldest idle one goes",
+         {SLOT(2, 5, 1, 0, 1), SLOT(2, 3, 1, 0, 1), SLOT(1, 1, 0, 0, 1)},
+         3,
+         2,
+         HV_HTTP_GATE_EVICT,
+         1},
+        {"full: the address with the most goes first",
+         {SLOT(1, 1, 0, 0, 0), SLOT(2, 3, 0, 0, 0), SLOT(2, 2, 0, 0, 0), SLOT(1, 4, 1, 0, 0)},
+         4,
+         1,
+         HV_HTTP_GATE_EVICT,
+         2},
+        {"full: then the oldest",
+         {SLOT(1, 9, 0, 0, 0), SLOT(1, 3, 0, 0, 1), SLOT(1, 7, 0, 0, 0), SLOT(1, 8, 0, 0, 0)},
+         4,
+         0,
+         HV_HTTP_GATE_EVICT,
+         1},
+        {"full: a request being answered stays",
+         {SLOT(2, 1, 0, 1, 0), SLOT(2, 2, 0, 1, 0), SLOT(1, 3, 0, 0, 0), SLOT(1, 4, 0, 1, 0)},
+         4,
+         0,
+         HV_HTTP_GATE_EVICT,
+         2},
+        {"full: every one being answered",
+         {SLOT(2, 1, 0, 1, 0), SLOT(2, 2, 0, 1, 0), SLOT(1, 3, 0, 1, 0), SLOT(1, 4, 0, 1, 0)},
+         4,
+         0,
+         HV_HTTP_GATE_REFUSE_FULL,
+         0},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        size_t victim = 99;
+        hv_http_gate_verdict got = hv_http_gate(t[i].slots, t[i].n, t[i].mine, 4, 2, &victim);
+        if (got != t[i].want || (got == HV_HTTP_GATE_EVICT && victim != t[i].victim)) {
+            fprintf(stderr, "case '%s': got %d (victim %zu), want %d (victim %zu)\n", t[i].name,
+                    got, victim, t[i].want, t[i].victim);
+        }
+        CHECK_EQ(got, t[i].want);
+        if (got == HV_HTTP_GATE_EVICT) {
+            CHECK_EQ(victim, t[i].victim);
+        }
+    }
+}
+
 /* ---- the server on a real socket ------------------------------------------------------------ */
 
 static void hello(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
@@ -324,9 +399,12 @@ static void case_server_errors(void) {
 }
 
 int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"parse_table", case_parse_table}, {"parse_limits", case_parse_limits},
-        {"bearer", case_bearer},           {"cookie_form", case_cookie_form},
-        {"server", case_server},           {"server_errors", case_server_errors}};
+    static const hv_check_case_t cases[] = {{"parse_table", case_parse_table},
+                                            {"parse_limits", case_parse_limits},
+                                            {"bearer", case_bearer},
+                                            {"cookie_form", case_cookie_form},
+                                            {"server", case_server},
+                                            {"server_errors", case_server_errors},
+                                            {"gate", case_gate}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

@@ -10,7 +10,6 @@
 #include "cost.h"
 #include "log.h"
 #include "mem.h"
-#include "page_serve.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -47,13 +46,12 @@ typedef struct metrics_rpc_s {
 } metrics_rpc_t;
 
 struct hv_metrics_s {
-    const hv_head_config_t *cfg; /* borrowed */
-    hv_driver_t *d;              /* borrowed */
-    hv_store_t *store;           /* borrowed */
-    const hv_auth_t *auth;       /* borrowed; the page login's client tokens (may be NULL) */
-    const hv_actors_t *actors;   /* borrowed; the head's actors (may be NULL) */
-    hv_http_server_t *http;      /* the listener, or NULL (owned) */
-    hv_page_src_t page; /* what the status page's routes read (head/services/page_serve.h) */
+    const hv_head_config_t *cfg;   /* borrowed */
+    hv_driver_t *d;                /* borrowed */
+    hv_store_t *store;             /* borrowed */
+    const hv_actors_t *actors;     /* borrowed; the head's actors (may be NULL) */
+    const hv_http_server_t *http;  /* the listener, or NULL (borrowed) */
+    const uint64_t *login_refused; /* the status page's refused logins, or NULL (borrowed) */
     uint64_t start_wall_ms;
     /* counters */
     uint64_t resets[HV_RESET__COUNT];
@@ -91,113 +89,6 @@ const char *hv_metrics_reset_reason_name(hv_reset_reason_t r) {
     static const char *const names[HV_RESET__COUNT] = {"failure", "drain", "grow", "shrink",
                                                        "other"};
     return (unsigned)r < HV_RESET__COUNT ? names[r] : "other";
-}
-
-/* Skips a JSON string starting at its opening quote; returns the character after its closing
- * quote, or NULL when it does not end. */
-static const char *json_skip_str(const char *p) {
-    for (p++; *p != '\0'; p++) {
-        if (*p == '\\' && p[1] != '\0') {
-            p++;
-        } else if (*p == '"') {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
-static const char *json_ws(const char *p) {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-        p++;
-    }
-    return p;
-}
-
-/* The value of a top-level key: its first character, or NULL. */
-static const char *json_find(const char *js, const char *key) {
-    if (js == NULL) {
-        return NULL;
-    }
-    size_t klen = strlen(key);
-    int depth = 0;
-    const char *p = js;
-    while (*p != '\0') {
-        if (*p == '"') {
-            const char *s = p + 1;
-            const char *e = json_skip_str(p);
-            if (e == NULL) {
-                return NULL;
-            }
-            p = json_ws(e);
-            if (depth == 1 && *p == ':' && (size_t)(e - 1 - s) == klen &&
-                memcmp(s, key, klen) == 0) {
-                return json_ws(p + 1);
-            }
-            continue;
-        }
-        if (*p == '{' || *p == '[') {
-            depth++;
-        } else if (*p == '}' || *p == ']') {
-            depth--;
-        }
-        p++;
-    }
-    return NULL;
-}
-
-int hv_metrics_json_u64(const char *json, const char *key, uint64_t *out) {
-    const char *v = json_find(json, key);
-    if (v == NULL || *v < '0' || *v > '9') {
-        return 0;
-    }
-    uint64_t n = 0;
-    for (; *v >= '0' && *v <= '9'; v++) {
-        uint64_t d = (uint64_t)(*v - '0');
-        if (n > (UINT64_MAX - d) / 10) {
-            return 0;
-        }
-        n = n * 10 + d;
-    }
-    *out = n;
-    return 1;
-}
-
-int hv_metrics_json_bool(const char *json, const char *key, int *out) {
-    const char *v = json_find(json, key);
-    if (v != NULL && strncmp(v, "true", 4) == 0) {
-        *out = 1;
-        return 1;
-    }
-    if (v != NULL && strncmp(v, "false", 5) == 0) {
-        *out = 0;
-        return 1;
-    }
-    return 0;
-}
-
-int hv_metrics_json_str(const char *json, const char *key, char *buf, size_t len) {
-    const char *v = json_find(json, key);
-    if (v == NULL || *v != '"' || len == 0 || json_skip_str(v) == NULL) {
-        return 0;
-    }
-    size_t n = 0;
-    for (v++; *v != '"'; v++) {
-        char c = *v;
-        if (c == '\\') {
-            v++;
-            c = *v == 'n' ? '\n' : *v == 't' ? '\t' : *v == 'u' ? '?' : *v;
-            if (*v == 'u') {
-                for (int i = 0; i < 4 && v[1] != '"' && v[1] != '\0'; i++) {
-                    v++;
-                }
-            }
-        }
-        if (n + 1 < len) {
-            buf[n++] = c;
-        }
-    }
-    buf[n] = '\0';
-    return 1;
 }
 
 void hv_metrics_escape_label(const char *in, char *out, size_t len) {
@@ -272,13 +163,13 @@ void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char
         if (f->generation > 1) {
             hist_observe(&m->reset_round, (double)f->duration_ms / 1000.0);
         }
-        if (hv_metrics_json_u64(data, "redone_samples", &redone)) {
+        if (hv_ev_json_u64(data, "redone_samples", &redone)) {
             m->samples_redone += redone;
         }
     } else if (strcmp(kind, "node.drain") == 0) {
         int from_agent = 0;
         m->drains++;
-        if (hv_metrics_json_bool(data, "from_agent", &from_agent) && from_agent) {
+        if (hv_ev_json_bool(data, "from_agent", &from_agent) && from_agent) {
             m->notices++;
         }
         size_t i = 0;
@@ -373,18 +264,18 @@ hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t
     return HV_OK;
 }
 
-void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth) { m->auth = auth; }
+void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors) { m->actors = actors; }
 
-void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors) {
-    m->actors = actors;
-    m->page.actors = actors;
+void hv_metrics_set_listener(hv_metrics_t *m, const hv_http_server_t *http,
+                             const uint64_t *login_refused) {
+    m->http = http;
+    m->login_refused = login_refused;
 }
 
 void hv_metrics_destroy(hv_metrics_t *m) {
     if (m == NULL) {
         return;
     }
-    hv_http_server_close(m->http);
     hv_free(m);
 }
 
@@ -761,7 +652,8 @@ static void render_rpcs(hv_metrics_t *m, hv_http_reply_t *o) {
                          "%" PRIu64 "\n"
                          "hv_auth_refusals_total{endpoint=\"page\",code=\"UNAUTHENTICATED\"} "
                          "%" PRIu64 "\n",
-                         refused[16], refused[7], hs.unauthorized, m->page.login_refused);
+                         refused[16], refused[7], hs.unauthorized,
+                         m->login_refused != NULL ? *m->login_refused : 0);
     hv_conngate_stats_t gs;
     hv_conngate_stats(&gs);
     fam(o, "hv_connections_open", "gauge",
@@ -841,48 +733,8 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     render_rpcs(m, o);
 }
 
-static void metrics_serve(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
+void hv_metrics_serve(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
     (void)req;
     rep->content_type = METRICS_CTYPE;
     hv_metrics_render(ud, hv_wall_ms(), rep);
-}
-
-hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *err,
-                         size_t errlen) {
-    char *token = NULL;
-    hv_err rc = hv_head_config_metrics_token(m->cfg, &token, err, errlen);
-    if (rc != HV_OK) {
-        return rc;
-    }
-    m->page.cfg = m->cfg;
-    m->page.d = m->d;
-    m->page.store = m->store;
-    m->page.auth = m->auth;
-    m->page.login = token != NULL && token[0] != '\0';
-    /* /metrics keeps the bearer token (Prometheus sends it); the page also takes a session of
-     * its login (docs/status-page.md). */
-    hv_http_route_t routes[] = {
-        {"/metrics", metrics_serve, m, HV_HTTP_TOKEN, 0},
-        {"/", hv_page_serve_cluster, &m->page, HV_HTTP_SESSION, 0},
-        {"/job/", hv_page_serve_job, &m->page, HV_HTTP_SESSION, 0},
-        {"/login", hv_page_serve_login, &m->page, HV_HTTP_OPEN, 1},
-        {"/logout", hv_page_serve_logout, &m->page, HV_HTTP_OPEN, 1},
-    };
-    hv_http_opts_t o = {.listen = m->cfg->metrics.listen,
-                        .token = token,
-                        .routes = routes,
-                        .nroutes = sizeof(routes) / sizeof(routes[0]),
-                        .session_ok = hv_page_session_ok,
-                        .session_ud = &m->page,
-                        .login_path = "/login"};
-    char why[400] = "";
-    rc = hv_http_server_create(loop, &o, &m->http, port_out, why, sizeof(why));
-    if (token != NULL) {
-        memset(token, 0, strlen(token));
-        hv_free(token);
-    }
-    if (rc != HV_OK) {
-        snprintf(err, errlen, "key 'metrics.listen': %s", why[0] ? why : hv_strerror(rc));
-    }
-    return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * metrics: hvhead's Prometheus metrics, in the text exposition format 0.0.4, served at /metrics
- * on the listener of cfg->metrics (head/services/http.c). docs/metrics.md lists every series.
+ * on the listener of cfg->metrics (head/services/http.c; main.c hands it this route and the status
+ * page's). docs/metrics.md lists every series.
  *
  * Two kinds of figures. Gauges are read at each scrape from the driver's tables (nodes, slots,
  * the elastic jobs in memory, demand) and from the store (jobs by state, the autoscaler's
@@ -18,8 +19,8 @@
  *
  * What it is not: a decision maker (it reads, never changes, the driver's state) or a store of
  * history. It reads events' kinds and structured fields (events.h), never their English
- * messages. The pure helpers below (a round's reset reason, top-level fields of an event's
- * JSON, label escaping) are unit-tested in metrics_test.c. Threads: the head's loop thread.
+ * messages. The pure helpers below (a round's reset reason, label escaping) are unit-tested in
+ * metrics_test.c. Threads: the head's loop thread.
  */
 #ifndef HV_HEAD_METRICS_H
 #define HV_HEAD_METRICS_H
@@ -30,7 +31,6 @@
 #include <uv.h>
 
 #include "actors_drv.h"
-#include "auth.h"
 #include "config.h"
 #include "driver.h"
 #include "err.h"
@@ -44,19 +44,18 @@ typedef struct hv_metrics_s hv_metrics_t;
  * stored events (blocking: a few counting queries). */
 hv_err hv_metrics_create(const hv_head_config_t *cfg, hv_driver_t *d, hv_store_t *store,
                          hv_metrics_t **out);
-/* Closes the listener (if any; its memory goes once the loop runs again) and frees m. NULL is a
- * no-op. */
+/* Frees m. NULL is a no-op. */
 void hv_metrics_destroy(hv_metrics_t *m);
 
-/* The client tokens the status page's login checks (borrowed; set before hv_metrics_listen). */
-void hv_metrics_set_auth(hv_metrics_t *m, const hv_auth_t *auth);
 /* The head's actors (borrowed, may be NULL): hv_actors{state}. */
 void hv_metrics_set_actors(hv_metrics_t *m, const hv_actors_t *actors);
+/* The HTTP listener that serves /metrics (its refusals are counted) and the status page's count
+ * of refused logins (main.c wires both; borrowed, either may be NULL). */
+void hv_metrics_set_listener(hv_metrics_t *m, const hv_http_server_t *http,
+                             const uint64_t *login_refused);
 
-/* Starts the HTTP listener on cfg->metrics.listen, reading the token of metrics.token_file.
- * *port_out gets the bound port. Errors with a one-line message in err: HV_EINVAL (token file
- * or address), HV_EUNAVAIL (cannot bind), HV_ENOMEM. */
-hv_err hv_metrics_listen(hv_metrics_t *m, uv_loop_t *loop, int *port_out, char *err, size_t errlen);
+/* The /metrics route (an hv_http_handler; ud is the hv_metrics_t). */
+void hv_metrics_serve(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud);
 
 /* The driver's event observer (hv_driver_observe_fn); ud is the hv_metrics_t. */
 void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
@@ -82,13 +81,6 @@ typedef enum hv_reset_reason {
  * failure, else its reason code (drain, grow, shrink), else other (hv_ev_reset_class). */
 hv_reset_reason_t hv_metrics_reset_reason(hv_ev_reason_t code, int rollback);
 const char *hv_metrics_reset_reason_name(hv_reset_reason_t r);
-
-/* A top-level field of a JSON object (nested objects and strings are skipped, so a key inside a
- * value never matches). 1 when found and of the type asked; 0 otherwise (out untouched). The
- * string is unescaped into buf (truncated to len-1 bytes; \u escapes become '?'). */
-int hv_metrics_json_u64(const char *json, const char *key, uint64_t *out);
-int hv_metrics_json_bool(const char *json, const char *key, int *out);
-int hv_metrics_json_str(const char *json, const char *key, char *buf, size_t len);
 
 /* A label value escaped for the exposition (\\, \", \n), truncated to len-1 bytes. */
 void hv_metrics_escape_label(const char *in, char *out, size_t len);

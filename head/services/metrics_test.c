@@ -46,24 +46,24 @@ static void case_json(void) {
                      "\"members\":[{\"worker\":1,\"wait_ms\":7}],\"rollback\":false,"
                      "\"wait_ms\":1500, \"x\" : true}";
     uint64_t v = 0;
-    CHECK(hv_metrics_json_u64(js, "generation", &v));
+    CHECK(hv_ev_json_u64(js, "generation", &v));
     CHECK_EQ(v, 3);
-    CHECK(hv_metrics_json_u64(js, "wait_ms", &v)); /* the top-level one, not the nested one */
+    CHECK(hv_ev_json_u64(js, "wait_ms", &v)); /* the top-level one, not the nested one */
     CHECK_EQ(v, 1500);
-    CHECK(!hv_metrics_json_u64(js, "worker", &v));
-    CHECK(!hv_metrics_json_u64(js, "reason", &v));
+    CHECK(!hv_ev_json_u64(js, "worker", &v));
+    CHECK(!hv_ev_json_u64(js, "reason", &v));
     int b = -1;
-    CHECK(hv_metrics_json_bool(js, "rollback", &b));
+    CHECK(hv_ev_json_bool(js, "rollback", &b));
     CHECK_EQ(b, 0);
-    CHECK(hv_metrics_json_bool(js, "x", &b));
+    CHECK(hv_ev_json_bool(js, "x", &b));
     CHECK_EQ(b, 1);
     char s[16];
-    CHECK(hv_metrics_json_str(js, "reason", s, sizeof(s)));
+    CHECK(hv_ev_json_str(js, "reason", s, sizeof(s)));
     CHECK_STR(s, "drain: \"a\" \"wai"); /* truncated to 15 bytes */
-    CHECK(!hv_metrics_json_str(js, "generation", s, sizeof(s)));
-    CHECK(!hv_metrics_json_u64(NULL, "a", &v));
-    CHECK(!hv_metrics_json_u64("{\"a\":\"unterminated", "a", &v));
-    CHECK(!hv_metrics_json_u64("{\"a\":99999999999999999999999}", "a", &v));
+    CHECK(!hv_ev_json_str(js, "generation", s, sizeof(s)));
+    CHECK(!hv_ev_json_u64(NULL, "a", &v));
+    CHECK(!hv_ev_json_u64("{\"a\":\"unterminated", "a", &v));
+    CHECK(!hv_ev_json_u64("{\"a\":99999999999999999999999}", "a", &v));
     char e[32];
     hv_metrics_escape_label("a\"b\\c\nd", e, sizeof(e));
     CHECK_STR(e, "a\\\"b\\\\c\\nd");

@@ -10,7 +10,7 @@
 #include "cost.h"
 #include "log.h"
 #include "mem.h"
-#include "metrics.h"
+#include "events.h"
 #include "page.h"
 #include "sha256.h"
 #include "util.h"
@@ -251,11 +251,11 @@ size_t hv_page_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
         r->rollback |= e->f.rollback;
         if (open) {
             r->opened_ms = e->time_ms;
-            hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
+            hv_ev_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
         } else {
             uint64_t size = 0;
             r->closed_ms = e->time_ms;
-            if (hv_metrics_json_u64(e->data, "size", &size)) {
+            if (hv_ev_json_u64(e->data, "size", &size)) {
                 r->size = (uint32_t)size;
             }
             if (e->f.duration_ms <= e->time_ms) {
@@ -263,7 +263,7 @@ size_t hv_page_rounds(const hv_event_row_t *ev, size_t n, hv_page_round_t *out,
             }
             /* The close has the round's whole reason: more failures may have joined the one
              * that opened it ("...; failure: rank 0 on a was killed ..."). */
-            hv_metrics_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
+            hv_ev_json_str(e->data, "reason", reasons[k - 1], HV_JM_REASON_MAX);
         }
     }
     return nr;
@@ -361,7 +361,7 @@ int hv_page_session_ok(const hv_http_request_t *req, void *ud) {
     for (size_t i = 0; i < src->auth->n_clients; i++) {
         char sha[65];
         serve_token_sha(src->auth->clients[i].token, sha);
-        if (hv_auth_equal(s->token_sha, sha)) {
+        if (hv_creds_equal(s->token_sha, sha)) {
             return 1;
         }
     }

@@ -421,9 +421,9 @@ static void actors_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     Hvpb__V1__ActorView v;
     view(s, x, &v);
-    char secret[HV_AUTH_CRED_MAX] = "";
+    char secret[HV_CREDS_MAX] = "";
     if (req->with_secret) {
-        hv_auth_actor_cred(s->auth, x->am.id, secret);
+        hv_creds_actor(&s->auth->creds, x->am.id, secret);
         v.secret = secret;
     }
     hv_rpc_reply(c, &v.base);

@@ -108,16 +108,16 @@ static void audit_who(const hv_svc_auth_t *s, hv_rpc_call_t *c, hv_auth_scope sc
     if (scope == HV_AUTH_JOIN && first->descriptor == &hvpb__v1__join_request__descriptor) {
         jt = ((const Hvpb__V1__JoinRequest *)first)->token;
     }
-    char id[HV_AUTH_JTOKEN_ID_LEN + 1], sha[65];
+    char id[HV_JTOKEN_ID_LEN + 1], sha[65];
     uint64_t inst;
-    if (jt != NULL && jt[0] != '\0' && hv_auth_jtoken_parse(jt, id, sha)) {
+    if (jt != NULL && jt[0] != '\0' && hv_creds_jtoken_parse(jt, id, sha)) {
         snprintf(r->who_kind, sizeof(r->who_kind), "join-token");
         snprintf(r->who_id, sizeof(r->who_id), "%s", id);
     } else if (jt != NULL && s->static_token != NULL && s->static_token[0] != '\0' &&
-               hv_auth_equal(s->static_token, jt)) {
+               hv_creds_equal(s->static_token, jt)) {
         snprintf(r->who_kind, sizeof(r->who_kind), "join-token");
         snprintf(r->who_id, sizeof(r->who_id), "static");
-    } else if (jt != NULL && hv_auth_instance_id(s->auth, jt, &inst)) {
+    } else if (jt != NULL && hv_creds_instance_id(&s->auth->creds, jt, &inst)) {
         snprintf(r->who_kind, sizeof(r->who_kind), "instance");
         snprintf(r->who_id, sizeof(r->who_id), "%" PRIu64, inst);
     } else if (cred.kind == HV_CRED_CLIENT) {
@@ -478,9 +478,9 @@ static void jtoken_view(const hv_jtoken_row_t *r, uint64_t now_ms, Hvpb__V1__Joi
     v->revoked_ms = r->revoked_ms;
     v->created_by = (char *)r->created_by;
     /* The state of a token whose secret one has: its hash against itself. */
-    v->state = (char *)hv_auth_jtoken_verdict_name(
-        hv_auth_jtoken_check(r->secret_sha256, r->secret_sha256, r->expires_ms, r->max_uses,
-                             r->uses, r->revoked_ms, now_ms));
+    v->state = (char *)hv_creds_jtoken_verdict_name(
+        hv_creds_jtoken_check(r->secret_sha256, r->secret_sha256, r->expires_ms, r->max_uses,
+                              r->uses, r->revoked_ms, now_ms));
 }
 
 static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -498,7 +498,7 @@ static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
     if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK) {
         cred.client[0] = '\0';
     }
-    char token[HV_AUTH_JTOKEN_MAX];
+    char token[HV_JTOKEN_MAX];
     hv_jtoken_row_t row = {0};
     uint64_t now = hv_wall_ms();
     row.created_ms = now;
@@ -573,10 +573,10 @@ static void jobs_list_join_tokens(hv_rpc_call_t *c, const ProtobufCMessage *m, v
 static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_auth_t *s = ud;
     const Hvpb__V1__JoinTokenRef *req = (const Hvpb__V1__JoinTokenRef *)m;
-    if (!hv_auth_jtoken_id_valid(req->id)) {
+    if (!hv_creds_jtoken_id_valid(req->id)) {
         hv_rpc_finish(c, HV_EINVAL,
                       "a join token id is %d lower-case letters or digits (hvctl token list)",
-                      HV_AUTH_JTOKEN_ID_LEN);
+                      HV_JTOKEN_ID_LEN);
         return;
     }
     if (s->store == NULL) {

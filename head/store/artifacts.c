@@ -223,29 +223,12 @@ static hv_err upload_hash_to(upload_t *u, const char *part, uint64_t offset) {
     return HV_OK;
 }
 
-hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
-                          const uint8_t *data, size_t len, int last, uint64_t *received,
-                          int *complete, char *err, size_t errlen) {
+/* The checks before a chunk is written (digest, max_upload, the offset against what the head
+ * holds, upload_quota) and the upload's running hash, found or started: *u_out. */
+static hv_err upload_begin(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
+                           size_t len, const char *part, upload_t **u_out, char *err,
+                           size_t errlen) {
     char sz1[32], sz2[32];
-    *complete = 0;
-    if (!hv_sha256_valid_hex(digest)) {
-        snprintf(err, errlen, "digest '%s' is not 64 lowercase hex characters", digest);
-        return HV_EINVAL;
-    }
-    if (total > a->lim.max_upload) {
-        snprintf(err, errlen, "upload of %s exceeds the head's limit of %s (max_upload)",
-                 hv_fmt_size(total, sz1, sizeof(sz1)),
-                 hv_fmt_size(a->lim.max_upload, sz2, sizeof(sz2)));
-        return HV_ETOOBIG;
-    }
-    if (hv_artifacts_present(a, digest)) {
-        *received = total;
-        *complete = 1;
-        return HV_OK;
-    }
-    char part[4096], final[4096];
-    part_path(a, digest, part, sizeof(part));
-    hv_artifacts_path(a, digest, final, sizeof(final));
     uint64_t have = file_size(part);
     if (offset != have) {
         snprintf(err, errlen, "upload offset %llu, but the head holds %llu bytes",
@@ -286,6 +269,16 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         u->next = a->uploads;
         a->uploads = u;
     }
+    *u_out = u;
+    return HV_OK;
+}
+
+/* Appends the chunk at offset `have` of the part file, hashing it; *fd_out stays open for
+ * upload_publish. A full disk discards the upload (its space goes back at once); another write
+ * error cuts the part file back to what was acknowledged, for a resume. */
+static hv_err upload_append(hv_artifacts_t *a, upload_t *u, const char *part, uint64_t have,
+                            const uint8_t *data, size_t len, int *fd_out, char *err,
+                            size_t errlen) {
     hv_err rc = upload_hash_to(u, part, have);
     int fd = -1, werr = 0;
     if (rc == HV_OK && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0) {
@@ -304,42 +297,49 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         }
         done += (size_t)w;
     }
-    if (rc != HV_OK) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        if (werr == ENOSPC || werr == EDQUOT) {
-            /* Give the space back at once: this upload cannot finish now, others may. */
-            unlink(part);
-            upload_forget(a, digest);
-            HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-NOSPACE",
-                   "no space left on device writing %s: the upload of %.12s was discarded", part,
-                   digest);
-            snprintf(err, errlen,
-                     "the head cannot store the upload: no space left on device (%s); the "
-                     "partial upload was discarded: try again once the head has room",
-                     part);
-            /* Not the file's fault, as with upload_quota: UNAVAILABLE, "try again later". */
-            return HV_EUNAVAIL;
-        }
-        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-IO", "cannot write %s: %s", part,
-               strerror(werr));
-        /* Keep the part file consistent with what was acknowledged, for a resume. */
-        if (truncate(part, (off_t)have) != 0) {
-            unlink(part);
-            upload_forget(a, digest);
-        }
-        snprintf(err, errlen, "the head cannot store the upload in %s: %s", part,
-                 werr ? strerror(werr) : hv_strerror(rc));
-        return HV_EIO;
-    }
-    hv_sha256_update(&u->sha, data, len);
-    u->hashed += len;
-    *received = have + len;
-    if (!last) {
-        close(fd);
+    if (rc == HV_OK) {
+        hv_sha256_update(&u->sha, data, len);
+        u->hashed += len;
+        *fd_out = fd;
         return HV_OK;
     }
+    if (fd >= 0) {
+        close(fd);
+    }
+    char digest[sizeof(u->digest)];
+    snprintf(digest, sizeof(digest), "%s", u->digest); // u goes with upload_forget
+    if (werr == ENOSPC || werr == EDQUOT) {
+        /* Give the space back at once: this upload cannot finish now, others may. */
+        unlink(part);
+        upload_forget(a, digest);
+        HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-NOSPACE",
+               "no space left on device writing %s: the upload of %.12s was discarded", part,
+               digest);
+        snprintf(err, errlen,
+                 "the head cannot store the upload: no space left on device (%s); the "
+                 "partial upload was discarded: try again once the head has room",
+                 part);
+        /* Not the file's fault, as with upload_quota: UNAVAILABLE, "try again later". */
+        return HV_EUNAVAIL;
+    }
+    HV_LOG(HV_LOG_ERROR, "artifacts", "HV-UPLOAD-IO", "cannot write %s: %s", part, strerror(werr));
+    /* Keep the part file consistent with what was acknowledged, for a resume. */
+    if (truncate(part, (off_t)have) != 0) {
+        unlink(part);
+        upload_forget(a, digest);
+    }
+    snprintf(err, errlen, "the head cannot store the upload in %s: %s", part,
+             werr ? strerror(werr) : hv_strerror(rc));
+    return HV_EIO;
+}
+
+/* The last chunk is in (fd, closed here): checks size and digest, fsyncs, renames the part file
+ * to the artifact and records it. */
+static hv_err upload_publish(hv_artifacts_t *a, upload_t *u, int fd, const char *part,
+                             const char *final, uint64_t total, uint64_t received, char *err,
+                             size_t errlen) {
+    char digest[sizeof(u->digest)], sz[32];
+    snprintf(digest, sizeof(digest), "%s", u->digest);
     uint8_t dg[32];
     char hex[65];
     hv_sha256_final(&u->sha, dg);
@@ -347,10 +347,10 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
     int sync_ok = fsync(fd) == 0;
     close(fd);
     upload_forget(a, digest);
-    if (*received != total || strcmp(hex, digest) != 0) {
+    if (received != total || strcmp(hex, digest) != 0) {
         unlink(part);
         snprintf(err, errlen, "upload does not match its digest: got %llu bytes with sha256 %s",
-                 (unsigned long long)*received, hex);
+                 (unsigned long long)received, hex);
         return HV_ECORRUPT;
     }
     if (!sync_ok || rename(part, final) != 0) {
@@ -358,20 +358,60 @@ hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total,
         return HV_EIO;
     }
     chmod(final, 0600); /* data for the agents, which set their own modes; not for others */
-    hv_artifact_row_t row = {.digest = (char *)digest,
-                             .path = final,
+    hv_artifact_row_t row = {.digest = digest,
+                             .path = (char *) final,
                              .size = total,
                              .created_ms = hv_wall_ms(),
                              .last_used_ms = hv_wall_ms()};
-    rc = hv_store_artifact_put(a->store, &row);
-    if (rc != HV_OK) {
+    if (hv_store_artifact_put(a->store, &row) != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "store", "HV-STORE-WRITE", "cannot record artifact %s: %s", digest,
                hv_store_last_error(a->store));
         snprintf(err, errlen, "the head cannot record the artifact");
         return HV_EIO;
     }
-    *complete = 1;
     HV_LOG(HV_LOG_INFO, "artifacts", "HV-ARTIFACT-NEW", "artifact %.12s stored (%s)", digest,
-           hv_fmt_size(total, sz1, sizeof(sz1)));
+           hv_fmt_size(total, sz, sizeof(sz)));
     return HV_OK;
+}
+
+hv_err hv_artifacts_write(hv_artifacts_t *a, const char *digest, uint64_t total, uint64_t offset,
+                          const uint8_t *data, size_t len, int last, uint64_t *received,
+                          int *complete, char *err, size_t errlen) {
+    char sz1[32], sz2[32];
+    *complete = 0;
+    if (!hv_sha256_valid_hex(digest)) {
+        snprintf(err, errlen, "digest '%s' is not 64 lowercase hex characters", digest);
+        return HV_EINVAL;
+    }
+    if (total > a->lim.max_upload) {
+        snprintf(err, errlen, "upload of %s exceeds the head's limit of %s (max_upload)",
+                 hv_fmt_size(total, sz1, sizeof(sz1)),
+                 hv_fmt_size(a->lim.max_upload, sz2, sizeof(sz2)));
+        return HV_ETOOBIG;
+    }
+    if (hv_artifacts_present(a, digest)) {
+        *received = total;
+        *complete = 1;
+        return HV_OK;
+    }
+    char part[4096], final[4096];
+    part_path(a, digest, part, sizeof(part));
+    hv_artifacts_path(a, digest, final, sizeof(final));
+    upload_t *u = NULL;
+    int fd = -1;
+    hv_err rc = upload_begin(a, digest, total, offset, len, part, &u, err, errlen);
+    if (rc == HV_OK) {
+        rc = upload_append(a, u, part, offset, data, len, &fd, err, errlen);
+    }
+    if (rc != HV_OK) {
+        return rc;
+    }
+    *received = offset + len;
+    if (!last) {
+        close(fd);
+        return HV_OK;
+    }
+    rc = upload_publish(a, u, fd, part, final, total, *received, err, errlen);
+    *complete = rc == HV_OK;
+    return rc;
 }

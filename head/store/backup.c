@@ -3,25 +3,16 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "store.h"
 
 #define BACKUP_PATH 4096
-
-static void backup_msg(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void backup_msg(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* dir + "/" + rel into out (no '/' when either is ""); 0 when it does not fit. */
 static int backup_join(char *out, size_t cap, const char *dir, const char *rel) {
@@ -45,12 +36,12 @@ static hv_err backup_file(const char *from, const char *to, mode_t mode, uint64_
                           size_t errlen) {
     int in = open(from, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
-        backup_msg(err, errlen, "cannot read %s: %s", from, strerror(errno));
+        hv_errf(err, errlen, "cannot read %s: %s", from, strerror(errno));
         return HV_EIO;
     }
     int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
     if (out < 0) {
-        backup_msg(err, errlen, "cannot create %s: %s", to, strerror(errno));
+        hv_errf(err, errlen, "cannot create %s: %s", to, strerror(errno));
         close(in);
         return HV_EIO;
     }
@@ -62,7 +53,7 @@ static hv_err backup_file(const char *from, const char *to, mode_t mode, uint64_
             continue;
         }
         if (n < 0) {
-            backup_msg(err, errlen, "cannot read %s: %s", from, strerror(errno));
+            hv_errf(err, errlen, "cannot read %s: %s", from, strerror(errno));
             rc = HV_EIO;
             break;
         }
@@ -75,7 +66,7 @@ static hv_err backup_file(const char *from, const char *to, mode_t mode, uint64_
                 continue;
             }
             if (w < 0) {
-                backup_msg(err, errlen, "cannot write %s: %s", to, strerror(errno));
+                hv_errf(err, errlen, "cannot write %s: %s", to, strerror(errno));
                 rc = HV_EIO;
                 break;
             }
@@ -88,11 +79,11 @@ static hv_err backup_file(const char *from, const char *to, mode_t mode, uint64_
     }
     /* The backup is worth something only once it is on disk. */
     if (rc == HV_OK && (fsync(out) != 0 || fchmod(out, mode & 07777) != 0)) {
-        backup_msg(err, errlen, "cannot write %s: %s", to, strerror(errno));
+        hv_errf(err, errlen, "cannot write %s: %s", to, strerror(errno));
         rc = HV_EIO;
     }
     if (close(out) != 0 && rc == HV_OK) {
-        backup_msg(err, errlen, "cannot write %s: %s", to, strerror(errno));
+        hv_errf(err, errlen, "cannot write %s: %s", to, strerror(errno));
         rc = HV_EIO;
     }
     close(in);
@@ -104,12 +95,12 @@ static hv_err backup_dir(const char *from, const char *to, const char *rel, hv_b
                          char *err, size_t errlen) {
     char src[BACKUP_PATH], dst[BACKUP_PATH];
     if (!backup_join(src, sizeof(src), from, rel)) {
-        backup_msg(err, errlen, "a path under %s is too long", from);
+        hv_errf(err, errlen, "a path under %s is too long", from);
         return HV_EIO;
     }
     DIR *d = opendir(src);
     if (d == NULL) {
-        backup_msg(err, errlen, "cannot read the directory %s: %s", src, strerror(errno));
+        hv_errf(err, errlen, "cannot read the directory %s: %s", src, strerror(errno));
         return HV_EIO;
     }
     hv_err rc = HV_OK;
@@ -121,7 +112,7 @@ static hv_err backup_dir(const char *from, const char *to, const char *rel, hv_b
         char r[BACKUP_PATH];
         if (!backup_join(r, sizeof(r), rel, e->d_name) || !backup_join(src, sizeof(src), from, r) ||
             !backup_join(dst, sizeof(dst), to, r)) {
-            backup_msg(err, errlen, "a path under %s is too long", from);
+            hv_errf(err, errlen, "a path under %s is too long", from);
             rc = HV_EIO;
             break;
         }
@@ -133,11 +124,11 @@ static hv_err backup_dir(const char *from, const char *to, const char *rel, hv_b
             if (errno == ENOENT) {
                 continue; /* deleted since it was listed (a swept artifact) */
             }
-            backup_msg(err, errlen, "cannot read %s: %s", src, strerror(errno));
+            hv_errf(err, errlen, "cannot read %s: %s", src, strerror(errno));
             rc = HV_EIO;
         } else if (S_ISDIR(sb.st_mode)) {
             if (mkdir(dst, sb.st_mode & 07777) != 0) {
-                backup_msg(err, errlen, "cannot create %s: %s", dst, strerror(errno));
+                hv_errf(err, errlen, "cannot create %s: %s", dst, strerror(errno));
                 rc = HV_EIO;
             } else {
                 rc = backup_dir(from, to, r, st, err, errlen);
@@ -160,32 +151,32 @@ hv_err hv_backup_data_dir(const char *data_dir, const char *to, hv_backup_stats_
     struct stat sb;
     if (!backup_join(db, sizeof(db), data_dir, "state.db") ||
         !backup_join(dst, sizeof(dst), to, "state.db")) {
-        backup_msg(err, errlen, "the path %s is too long", data_dir);
+        hv_errf(err, errlen, "the path %s is too long", data_dir);
         return HV_EINVAL;
     }
     if (stat(data_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        backup_msg(err, errlen, "no data directory %s", data_dir);
+        hv_errf(err, errlen, "no data directory %s", data_dir);
         return HV_ENOTFOUND;
     }
     if (stat(db, &sb) != 0) {
-        backup_msg(err, errlen, "%s holds no state.db: not a head's data directory", data_dir);
+        hv_errf(err, errlen, "%s holds no state.db: not a head's data directory", data_dir);
         return HV_ENOTFOUND;
     }
     if (mkdir(to, 0700) != 0) {
-        backup_msg(err, errlen, "cannot create %s: %s", to,
-                   errno == EEXIST ? "it exists already (a backup goes to a new directory)"
-                                   : strerror(errno));
+        hv_errf(err, errlen, "cannot create %s: %s", to,
+                errno == EEXIST ? "it exists already (a backup goes to a new directory)"
+                                : strerror(errno));
         return errno == EEXIST ? HV_EEXIST : HV_EIO;
     }
     char why[700] = "";
     hv_err rc = hv_store_backup(db, dst, &st.db_pages, why, sizeof(why));
     if (rc != HV_OK) {
-        backup_msg(err, errlen, "%s (the partial backup is in %s)", why, to);
+        hv_errf(err, errlen, "%s (the partial backup is in %s)", why, to);
         return rc;
     }
     rc = backup_dir(data_dir, to, "", &st, why, sizeof(why));
     if (rc != HV_OK) {
-        backup_msg(err, errlen, "%s (the partial backup is in %s)", why, to);
+        hv_errf(err, errlen, "%s (the partial backup is in %s)", why, to);
         return rc;
     }
     *out = st;

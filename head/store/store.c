@@ -20,6 +20,7 @@
 
 #include <sqlite3.h>
 
+#include "err.h"
 #include "log.h"
 #include "mem.h"
 #include "util.h"
@@ -1037,19 +1038,6 @@ static hv_err store_get_by_key(hv_store_t *s, int which, store_key_t key, const 
 
 /* ---- open, migrate, close -------------------------------------------------------------------- */
 
-static void open_msg(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void open_msg(char *err, size_t errlen, const char *fmt, ...) {
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Runs a fixed SQL text (pragmas, DDL; never data) and keeps sqlite's message on failure. */
 static int store_exec_sql(sqlite3 *db, const char *sql, char *msg, size_t msglen) {
     char *emsg = NULL;
@@ -1135,8 +1123,8 @@ static hv_err store_migrate(hv_store_t *s, int from, int to, char *err, size_t e
             }
         }
         if (src != SQLITE_OK) {
-            open_msg(err, errlen, "%s: migrating the schema from version %d to %d failed: %s",
-                     s->path, v, v + 1, msg);
+            hv_errf(err, errlen, "%s: migrating the schema from version %d to %d failed: %s",
+                    s->path, v, v + 1, msg);
             return store_err_from_sqlite(src);
         }
         if (from > 0) {
@@ -1170,8 +1158,8 @@ static hv_err store_read_epoch(hv_store_t *s, char *err, size_t errlen) {
     hv_err rc = HV_OK;
     if (src != SQLITE_OK) {
         rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "%s: cannot read its epoch: %s; " STORE_ADVICE, s->path,
-                 src == SQLITE_CORRUPT ? "no epoch row in table meta" : sqlite3_errmsg(s->db));
+        hv_errf(err, errlen, "%s: cannot read its epoch: %s; " STORE_ADVICE, s->path,
+                src == SQLITE_CORRUPT ? "no epoch row in table meta" : sqlite3_errmsg(s->db));
     }
     sqlite3_finalize(st);
     return rc;
@@ -1183,112 +1171,78 @@ static hv_err store_prepare_dir(const char *dir, char *err, size_t errlen) {
     int e = errno;
     struct stat st;
     if (rc == HV_EEXIST || (rc == HV_OK && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))) {
-        open_msg(err, errlen, "data dir '%s' exists but is not a directory", dir);
+        hv_errf(err, errlen, "data dir '%s' exists but is not a directory", dir);
         return HV_EEXIST;
     }
     if (rc != HV_OK) {
-        open_msg(err, errlen, "cannot create data dir '%s': %s", dir, strerror(e));
+        hv_errf(err, errlen, "cannot create data dir '%s': %s", dir, strerror(e));
         return rc;
     }
     if (access(dir, W_OK | X_OK) != 0) {
         e = errno;
-        open_msg(err, errlen,
-                 "data dir '%s' is not writable (%s): hvhead keeps state.db and its -wal and "
-                 "-shm files there",
-                 dir, strerror(e));
+        hv_errf(err, errlen,
+                "data dir '%s' is not writable (%s): hvhead keeps state.db and its -wal and "
+                "-shm files there",
+                dir, strerror(e));
         return hv_err_from_errno(e);
     }
     return HV_OK;
 }
 
-/* Opens <dir>/state.db and brings it to schema `target`. must_be_new: refuse an existing file
- * (testing entry). Nothing is written to an existing file before it passed its checks. */
-static hv_err store_open_at(const char *data_dir, int target, int must_be_new, hv_store_t **out,
-                            char *err, size_t errlen) {
-    hv_err rc = HV_OK;
-    hv_store_t *s = NULL;
-    char msg[384];
-    int src;
-    if (err != NULL && errlen > 0) {
-        err[0] = '\0';
-    }
-    if (data_dir == NULL || data_dir[0] == '\0' || out == NULL) {
-        open_msg(err, errlen, "no data dir given for state.db");
-        return HV_EINVAL;
-    }
-    if ((rc = store_prepare_dir(data_dir, err, errlen)) != HV_OK) {
-        return rc;
-    }
-    s = hv_calloc(1, sizeof(*s));
-    size_t plen = strlen(data_dir) + sizeof("/" STORE_FILE);
-    if (s == NULL || (s->path = hv_malloc(plen)) == NULL) {
-        open_msg(err, errlen, "out of memory opening state.db");
-        rc = HV_ENOMEM;
-        goto fail;
-    }
-    snprintf(s->path, plen, "%s/" STORE_FILE, data_dir);
-
+/* The file before sqlite opens it: a regular file or none (must_be_new: none), never empty. */
+static hv_err store_check_file(const hv_store_t *s, int must_be_new, char *err, size_t errlen) {
     struct stat fst;
     int existed = stat(s->path, &fst) == 0;
     if (existed && !S_ISREG(fst.st_mode)) {
-        open_msg(err, errlen, "%s exists but is not a regular file", s->path);
-        rc = HV_EINVAL;
-        goto fail;
+        hv_errf(err, errlen, "%s exists but is not a regular file", s->path);
+        return HV_EINVAL;
     }
     if (existed && must_be_new) {
-        open_msg(err, errlen, "%s already exists", s->path);
-        rc = HV_EEXIST;
-        goto fail;
+        hv_errf(err, errlen, "%s already exists", s->path);
+        return HV_EEXIST;
     }
     if (existed && fst.st_size == 0) {
         /* sqlite would take an empty file for a new database: ids would start again at 1 while
          * the job logs and the key stay. An empty state.db is a lost one; say so. */
-        open_msg(err, errlen,
-                 "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
-                 " (a head with no state.db starts a new one)",
-                 s->path);
-        rc = HV_ECORRUPT;
-        goto fail;
+        hv_errf(err, errlen,
+                "%s is empty (0 bytes): the head's state is lost, not new; " STORE_ADVICE
+                " (a head with no state.db starts a new one)",
+                s->path);
+        return HV_ECORRUPT;
     }
+    return HV_OK;
+}
 
-    src = sqlite3_open_v2(s->path, &s->db,
-                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, NULL);
-    if (src != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "cannot open %s: %s", s->path,
-                 s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
-        goto fail;
-    }
-    sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
-
-    /* Read-only checks first: a damaged or foreign file must be left exactly as it is. */
+/* Read-only checks of an open file, so that a damaged or foreign one is left exactly as it is:
+ * its schema version (into s->version) is one this hvhead reads, the quick check passes, and a
+ * file without a version has no tables. */
+static hv_err store_check_schema(hv_store_t *s, char *err, size_t errlen) {
+    char msg[384];
     int version = 0;
-    src = store_pragma_int(s->db, "PRAGMA user_version", &version, msg, sizeof(msg));
+    int src = store_pragma_int(s->db, "PRAGMA user_version", &version, msg, sizeof(msg));
     if (src == SQLITE_OK) {
         src = store_quick_check(s->db, msg, sizeof(msg));
     }
     if (src != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
+        hv_err rc = store_err_from_sqlite(src);
         if (rc == HV_ECORRUPT) {
-            open_msg(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
-                     s->path, msg);
+            hv_errf(err, errlen, "%s is damaged or not a sqlite database (%s); " STORE_ADVICE,
+                    s->path, msg);
         } else {
-            open_msg(err, errlen, "cannot read %s: %s", s->path, msg);
+            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
         }
-        goto fail;
+        return rc;
     }
     if (version > HV_STORE_SCHEMA_VERSION) {
-        open_msg(err, errlen,
-                 "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
-                 s->path, version, HV_STORE_SCHEMA_VERSION);
-        rc = HV_ENOTSUP;
-        goto fail;
+        hv_errf(err, errlen,
+                "%s has schema version %d, newer than this hvhead's %d; use a newer hvhead",
+                s->path, version, HV_STORE_SCHEMA_VERSION);
+        return HV_ENOTSUP;
     }
     if (version < 0) {
-        open_msg(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
-                 s->path, version);
-        rc = HV_ECORRUPT;
-        goto fail;
+        hv_errf(err, errlen, "%s has schema version %d, which no hvhead writes; " STORE_ADVICE,
+                s->path, version);
+        return HV_ECORRUPT;
     }
     if (version == 0) {
         /* A fresh file has no tables; one with tables but no version is someone else's. */
@@ -1297,27 +1251,29 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
                                "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'",
                                &tables, msg, sizeof(msg));
         if (src != SQLITE_OK) {
-            rc = store_err_from_sqlite(src);
-            open_msg(err, errlen, "cannot read %s: %s", s->path, msg);
-            goto fail;
+            hv_errf(err, errlen, "cannot read %s: %s", s->path, msg);
+            return store_err_from_sqlite(src);
         }
         if (tables > 0) {
-            open_msg(err, errlen,
-                     "%s is a sqlite database but not hvhead's state (it has %d tables and no "
-                     "schema version); point hvhead at another data dir",
-                     s->path, tables);
-            rc = HV_EINVAL;
-            goto fail;
+            hv_errf(err, errlen,
+                    "%s is a sqlite database but not hvhead's state (it has %d tables and no "
+                    "schema version); point hvhead at another data dir",
+                    s->path, tables);
+            return HV_EINVAL;
         }
     }
     s->version = version;
+    return HV_OK;
+}
 
-    /* WAL: readers (hvctl tools, backups) never block the head, and a commit is one append.
-     * If the file system cannot do WAL, fall back to a rollback journal with synchronous=FULL,
-     * since synchronous=NORMAL is only crash-safe in WAL mode. */
+/* WAL: readers (hvctl tools, backups) never block the head, and a commit is one append. If the
+ * file system cannot do WAL, fall back to a rollback journal with synchronous=FULL, since
+ * synchronous=NORMAL is only crash-safe in WAL mode. Foreign keys on. */
+static hv_err store_journal(hv_store_t *s, char *err, size_t errlen) {
+    char msg[384];
     char mode[16] = "";
     sqlite3_stmt *jm = NULL;
-    src = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
+    int src = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
     if (src == SQLITE_OK && (src = sqlite3_step(jm)) == SQLITE_ROW) {
         const unsigned char *m = sqlite3_column_text(jm, 0);
         snprintf(mode, sizeof(mode), "%s", m != NULL ? (const char *)m : "");
@@ -1328,9 +1284,8 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     }
     sqlite3_finalize(jm);
     if (src != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
-        goto fail;
+        hv_errf(err, errlen, "cannot set WAL mode on %s: %s", s->path, msg);
+        return store_err_from_sqlite(src);
     }
     const char *sync = "PRAGMA synchronous=NORMAL";
     if (strcmp(mode, "wal") != 0) {
@@ -1342,11 +1297,51 @@ static hv_err store_open_at(const char *data_dir, int target, int must_be_new, h
     }
     if ((src = store_exec_sql(s->db, sync, msg, sizeof(msg))) != SQLITE_OK ||
         (src = store_exec_sql(s->db, "PRAGMA foreign_keys=ON", msg, sizeof(msg))) != SQLITE_OK) {
-        rc = store_err_from_sqlite(src);
-        open_msg(err, errlen, "cannot configure %s: %s", s->path, msg);
+        hv_errf(err, errlen, "cannot configure %s: %s", s->path, msg);
+        return store_err_from_sqlite(src);
+    }
+    return HV_OK;
+}
+
+/* Opens <dir>/state.db and brings it to schema `target`. must_be_new: refuse an existing file
+ * (testing entry). Nothing is written to an existing file before it passed its checks. */
+static hv_err store_open_at(const char *data_dir, int target, int must_be_new, hv_store_t **out,
+                            char *err, size_t errlen) {
+    hv_err rc = HV_OK;
+    hv_store_t *s = NULL;
+    if (err != NULL && errlen > 0) {
+        err[0] = '\0';
+    }
+    if (data_dir == NULL || data_dir[0] == '\0' || out == NULL) {
+        hv_errf(err, errlen, "no data dir given for state.db");
+        return HV_EINVAL;
+    }
+    if ((rc = store_prepare_dir(data_dir, err, errlen)) != HV_OK) {
+        return rc;
+    }
+    s = hv_calloc(1, sizeof(*s));
+    size_t plen = strlen(data_dir) + sizeof("/" STORE_FILE);
+    if (s == NULL || (s->path = hv_malloc(plen)) == NULL) {
+        hv_errf(err, errlen, "out of memory opening state.db");
+        rc = HV_ENOMEM;
         goto fail;
     }
-    if ((rc = store_migrate(s, version, target, err, errlen)) != HV_OK) {
+    snprintf(s->path, plen, "%s/" STORE_FILE, data_dir);
+    if ((rc = store_check_file(s, must_be_new, err, errlen)) != HV_OK) {
+        goto fail;
+    }
+    int src = sqlite3_open_v2(
+        s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE, NULL);
+    if (src != SQLITE_OK) {
+        rc = store_err_from_sqlite(src);
+        hv_errf(err, errlen, "cannot open %s: %s", s->path,
+                s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+    if ((rc = store_check_schema(s, err, errlen)) != HV_OK ||
+        (rc = store_journal(s, err, errlen)) != HV_OK ||
+        (rc = store_migrate(s, s->version, target, err, errlen)) != HV_OK) {
         goto fail;
     }
     if (s->version >= 5 && (rc = store_read_epoch(s, err, errlen)) != HV_OK) {
@@ -1480,16 +1475,16 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
                        size_t errlen) {
     struct stat st;
     if (stat(src_path, &st) != 0) {
-        open_msg(err, errlen, "no database at %s: %s", src_path, strerror(errno));
+        hv_errf(err, errlen, "no database at %s: %s", src_path, strerror(errno));
         return HV_ENOTFOUND;
     }
     if (lstat(dst_path, &st) == 0) {
-        open_msg(err, errlen, "%s exists already: a backup never overwrites a file", dst_path);
+        hv_errf(err, errlen, "%s exists already: a backup never overwrites a file", dst_path);
         return HV_EEXIST;
     }
     int fd = open(dst_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        open_msg(err, errlen, "cannot create %s: %s", dst_path, strerror(errno));
+        hv_errf(err, errlen, "cannot create %s: %s", dst_path, strerror(errno));
         return errno == EEXIST ? HV_EEXIST : HV_EIO;
     }
     close(fd);
@@ -1504,14 +1499,14 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
     }
     if (sr != SQLITE_OK) {
         rc = store_err_from_sqlite(sr);
-        open_msg(err, errlen, "cannot open %s: %s",
-                 dst == NULL && src != NULL ? dst_path : src_path, sqlite3_errstr(sr));
+        hv_errf(err, errlen, "cannot open %s: %s", dst == NULL && src != NULL ? dst_path : src_path,
+                sqlite3_errstr(sr));
         goto out;
     }
     b = sqlite3_backup_init(dst, "main", src, "main");
     if (b == NULL) {
         rc = store_err_from_sqlite(sqlite3_extended_errcode(dst));
-        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errmsg(dst));
+        hv_errf(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errmsg(dst));
         goto out;
     }
     /* Steps, so a running head's writes are not held off for the whole copy; a write between
@@ -1531,7 +1526,7 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
             continue;
         }
         rc = sr == SQLITE_BUSY || sr == SQLITE_LOCKED ? HV_ETIMEDOUT : store_err_from_sqlite(sr);
-        open_msg(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errstr(sr));
+        hv_errf(err, errlen, "cannot back up %s: %s", src_path, sqlite3_errstr(sr));
         goto out;
     }
     if (pages_out != NULL) {
@@ -1542,7 +1537,7 @@ hv_err hv_store_backup(const char *src_path, const char *dst_path, uint64_t *pag
     sr = store_quick_check(dst, msg, sizeof(msg));
     if (sr != SQLITE_OK) {
         rc = HV_ECORRUPT;
-        open_msg(err, errlen, "the copy %s does not check: %s", dst_path, msg);
+        hv_errf(err, errlen, "the copy %s does not check: %s", dst_path, msg);
         goto out;
     }
 out:
@@ -1561,7 +1556,7 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
                                    size_t errlen) {
     hv_store_t *s = NULL;
     if (version < 1 || version > HV_STORE_SCHEMA_VERSION) {
-        open_msg(err, errlen, "no schema version %d", version);
+        hv_errf(err, errlen, "no schema version %d", version);
         return HV_EINVAL;
     }
     hv_err rc = store_open_at(dir, version, 1, &s, err, errlen);
@@ -1572,7 +1567,7 @@ hv_err hv__store_create_at_version(const char *dir, int version, const char *sql
         char msg[256];
         int src = store_exec_sql(s->db, sql, msg, sizeof(msg));
         if (src != SQLITE_OK) {
-            open_msg(err, errlen, "%s: %s", s->path, msg);
+            hv_errf(err, errlen, "%s: %s", s->path, msg);
             rc = store_err_from_sqlite(src);
         }
     }
@@ -2795,12 +2790,12 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
             return HV_OK;
         }
         hv_err rc = hv_err_from_errno(errno);
-        open_msg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return rc;
     }
     hv_err rc = hv_store_begin(s);
     if (rc != HV_OK) {
-        open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+        hv_errf(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
     }
     char line[256];
     size_t lineno = 0, n = 0;
@@ -2812,26 +2807,26 @@ hv_err hv_store_revoked_import(hv_store_t *s, const char *path, size_t *imported
             continue; /* a blank line */
         }
         if (sscanf(line, "%" SCNu64 " %" SCNx64 " %c", &r.node_id, &r.incarnation, &extra) != 2) {
-            open_msg(err, errlen,
-                     "%s:%zu: not a revoked node credential (\"<node id> <incarnation in hex>\"); "
-                     "fix or remove the line, nothing was imported",
-                     path, lineno);
+            hv_errf(err, errlen,
+                    "%s:%zu: not a revoked node credential (\"<node id> <incarnation in hex>\"); "
+                    "fix or remove the line, nothing was imported",
+                    path, lineno);
             rc = HV_ECORRUPT;
             break;
         }
         if ((rc = hv_store_revoked_put(s, &r)) != HV_OK) {
-            open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+            hv_errf(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
             break;
         }
         n++;
     }
     if (rc == HV_OK && ferror(f)) {
-        open_msg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        hv_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         rc = HV_EIO;
     }
     fclose(f);
     if (rc == HV_OK && (rc = hv_store_commit(s)) != HV_OK) {
-        open_msg(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
+        hv_errf(err, errlen, "%s: cannot store its revocations: %s", path, s->err);
     }
     if (rc != HV_OK) {
         if (!sqlite3_get_autocommit(s->db)) {

@@ -54,6 +54,11 @@ def table(src, start):
     return src[i:src.index("};", i)]
 
 
+def opt_rows(src, start):
+    """(name, short) of each option of a common/opt.h table: {"name", 'x' or 0, HV_OPT_..."""
+    return re.findall(r'\{"([a-z-]+)",\s*(0|\'.\'),\s*HV_OPT_', table(src, start))
+
+
 def help_of(*argv):
     path = os.path.join(BIN, argv[0])
     out = subprocess.run([path] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -148,9 +153,9 @@ for c in cmds:
         problem("hvctl --help: command '%s' is missing" % c)
     if not documented("hvctl " + c) and c not in synopsis:
         problem("README.md, docs/*.md: no 'hvctl %s'" % c)
-ctl_opts = set(re.findall(r'ctl_opt_is\(a, "([a-z-]+)"', ctl_src))
-ctl_opts |= set(o.lstrip("-") for o in re.findall(r'strcmp\(a(?:rgv\[i\])?, "(--[a-z-]+)"\)',
-                                                  ctl_src))
+ctl_opts = set(name for name, _ in opt_rows(ctl_src, "ctl_opts[] = {"))
+if len(ctl_opts) < 20:
+    problem("head/cli/hvctl.c: could not read ctl_opts (%d options)" % len(ctl_opts))
 actor_help = help_of("hvctl", "actor", "create", "--help")
 for o in sorted(ctl_opts):
     if "--" + o not in ctl_help and "--" + o not in actor_help:
@@ -160,8 +165,7 @@ for o in sorted(ctl_opts):
 
 # ---- hvsubmit ------------------------------------------------------------------------------------
 sub_help = help_of("hvsubmit", "--help")
-for name, short in re.findall(r'\{"([a-z-]+)", (0|\'.\'), OPT_',
-                              table(read("head/cli/cli_common.c"), "submit_optdefs[] = {")):
+for name, short in opt_rows(read("head/cli/cli_common.c"), "submit_opts[] = {"):
     flag = ("-" if name == "np" else "--") + name
     if not re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", sub_help):
         problem("hvsubmit --help: option '%s' is missing" % flag)
@@ -172,7 +176,7 @@ for name, short in re.findall(r'\{"([a-z-]+)", (0|\'.\'), OPT_',
 
 # ---- hvagent -------------------------------------------------------------------------------------
 agent_help = help_of("hvagent", "--help")
-for name in re.findall(r'\{"([a-z-]+)", F_', table(read("agent/config.c"), "flags[] = {")):
+for name, _ in opt_rows(read("agent/config.c"), "agent_opts[] = {"):
     if name in ("help", "version"):
         continue
     if "--" + name not in agent_help:
@@ -183,9 +187,7 @@ for name in re.findall(r'\{"([a-z-]+)", F_', table(read("agent/config.c"), "flag
 # ---- hvhead --------------------------------------------------------------------------------------
 head_help = help_of("hvhead", "--help") + help_of("hvhead", "start", "--help")
 head_src = read("head/main.c")
-parse = head_src[head_src.index("static int parse_args("):]
-parse = parse[:parse.index("\n}\n")]
-for flag in sorted(set(re.findall(r'strcmp\(a, "(--[a-z-]+)"\)', parse))):
+for flag in sorted("--" + name for name, _ in opt_rows(head_src, "head_opts[] = {")):
     if flag not in head_help:
         problem("hvhead --help: option '%s' is missing" % flag)
     if not documented(flag):

@@ -69,6 +69,21 @@ for c in actors "actor x" "actor create" "kill-actor x"; do
         grep -Eq "^hvctl [0-9]+\.[0-9]+" "$TMP/v.out" || fail "hvctl $c $v printed: $(cat "$TMP/v.out")"
     done
 done
+# One option parser (common/opt.c) reads every tool and every hvctl command: the same mistake
+# in the same words, and --name=value spelt as everywhere else (the actor commands had a
+# parser of their own that took neither).
+for c in "hvsubmit --detach=yes x|hvsubmit: option '--detach' takes no value (see hvsubmit --help)" \
+    "hvctl jobs --json=1|hvctl: option '--json' takes no value (see hvctl --help)" \
+    "hvctl kill-actor a --restart=1|hvctl: option '--restart' takes no value (see hvctl actor --help)" \
+    "hvctl actor create --slots=65|hvctl: --slots needs a number from 0 to 64 (see hvctl actor --help)"; do
+    # shellcheck disable=SC2086 # the tool and its arguments are separate words
+    set -- ${c%%|*}
+    t=$1
+    shift
+    "$BIN/$t" "$@" >/dev/null 2>"$TMP/u.err"; ec=$?
+    [ $ec -eq 64 ] || fail "${c%%|*}: exit $ec, want 64"
+    grep -qxF "${c#*|}" "$TMP/u.err" || fail "${c%%|*}: $(cat "$TMP/u.err")"
+done
 # A revocation keeps no reason: --reason is refused, not silently dropped.
 "$BIN/hvctl" --head 127.0.0.1:1 node revoke node-a --reason why 2>"$TMP/u.err"; ec=$?
 [ $ec -eq 64 ] || fail "hvctl node revoke --reason: exit $ec, want 64"

@@ -38,7 +38,7 @@ AUTH='Authorization: Bearer metrics-s3cret'
 [ "$(code -H "$AUTH" -X POST "$URL")" = 405 ] || fail "POST must be 405"
 [ "$(code -H "$AUTH" -H "X-Pad: $(head -c 9000 /dev/zero | tr '\0' a)" "$URL")" = 431 ] \
     || fail "a request head over 8 KiB must be 431"
-# A request that never ends: answered 408 and closed after the 10 s timeout, not held open.
+# A request that never ends: answered 408 and closed 2 s after it began, not held open.
 /usr/bin/python3 - "$MPORT" >"$TMP/slow.out" 2>&1 <<'PY' || fail "a request that never ends must get 408 ($(cat "$TMP/slow.out"))"
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -47,7 +47,7 @@ s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
 t = time.time()
 got = s.recv(4096)
 assert got.startswith(b"HTTP/1.1 408"), got
-assert time.time() - t < 15, time.time() - t
+assert time.time() - t < 6, time.time() - t
 PY
 
 start_agent node-a 1
