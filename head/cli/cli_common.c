@@ -1740,34 +1740,6 @@ const char *hv_cli_fmt_ago(uint64_t then_ms, uint64_t now_ms, char *buf, size_t 
 
 /* ---- text from elsewhere on a terminal ----------------------------------------------------- */
 
-/* The length of the valid UTF-8 sequence at p (2 to 4), or 0 when p does not start one (an
- * ASCII byte, a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or a
- * sequence cut short by the end of the string). */
-static size_t clean_utf8_len(const unsigned char *p) {
-    unsigned c = p[0];
-    size_t n;
-    unsigned min, cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2, min = 0x80, cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3, min = 0x800, cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4, min = 0x10000, cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0; /* the end of the string ('\0') stops here too */
-        }
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return n;
-}
-
 /* One step of hv_cli_clean at p (not at the end): the piece to write into out (at most 8 bytes
  * with its '\0'), its length in *nout; returns how many bytes of p it stands for. */
 static size_t clean_step(const unsigned char *p, unsigned flags, char out[9], size_t *nout) {
@@ -1789,7 +1761,7 @@ static size_t clean_step(const unsigned char *p, unsigned flags, char out[9], si
         *nout = 2;
         return 1;
     }
-    size_t n = c >= 0x80 ? clean_utf8_len(p) : 0;
+    size_t n = c >= 0x80 ? hv_utf8_len((const char *)p) : 0;
     /* U+0080..U+009F, the C1 controls, are C2 80..C2 9F: shown byte by byte like bad bytes. */
     if (n > 0 && !(c == 0xc2 && p[1] < 0xa0)) {
         memcpy(out, p, n);
@@ -1990,37 +1962,6 @@ void hv_cli_table_print(const hv_cli_table_t *t, FILE *f) {
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there are not valid UTF-8
- * (stray continuation byte, overlong form, surrogate, above U+10FFFF, truncated). */
-static size_t json_utf8_len(const unsigned char *s) {
-    unsigned char c = s[0];
-    if (c < 0x80) {
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-    }
-    if (c >= 0xe0 && c <= 0xef) {
-        if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80) {
-            return 0;
-        }
-        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f)) {
-            return 0; /* overlong, or a UTF-16 surrogate */
-        }
-        return 3;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80) {
-            return 0;
-        }
-        if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f)) {
-            return 0; /* overlong, or above U+10FFFF */
-        }
-        return 4;
-    }
-    return 0;
-}
-
 void hv_cli_json_write_string(FILE *f, const char *s) {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', f);
@@ -2053,7 +1994,7 @@ void hv_cli_json_write_string(FILE *f, const char *s) {
             }
             p++;
         } else {
-            size_t n = json_utf8_len(p);
+            size_t n = hv_utf8_len((const char *)p);
             if (n == 0) {
                 fputs("\\ufffd", f);
                 p++;
@@ -2392,7 +2333,7 @@ static int jscan_string(jscan_t *s, size_t *len) {
             }
             continue;
         }
-        size_t n = json_utf8_len(p);
+        size_t n = hv_utf8_len((const char *)p);
         if (n == 0) {
             return 0;
         }

@@ -50,11 +50,13 @@ typedef enum ctl_cmd {
     CMD_ACTORS,
     CMD_ACTOR,
     CMD_KILL_ACTOR,
+    CMD_ACTOR_LOGS,
     CTL_NCMDS
 } ctl_cmd;
 
 #define B(c) (1u << (c))
-#define B_ACTORS (B(CMD_ACTOR_CREATE) | B(CMD_ACTORS) | B(CMD_ACTOR) | B(CMD_KILL_ACTOR))
+#define B_ACTORS                                                                                   \
+    (B(CMD_ACTOR_CREATE) | B(CMD_ACTORS) | B(CMD_ACTOR) | B(CMD_KILL_ACTOR) | B(CMD_ACTOR_LOGS))
 
 /* The parsed command line. Strings borrowed from argv. */
 typedef struct ctl_opts_s {
@@ -145,6 +147,9 @@ static const struct {
     {"actors", "[--namespace NS]", "actors: state, node, restarts, address"},
     {"actor", "NAME|ID [--namespace NS]", "one actor: state and cause, node, restarts"},
     {"kill-actor", "NAME|ID [--restart]", "kill an actor; --restart starts a new process"},
+    {"actor-logs", "NAME|ID [--namespace NS]",
+     "what an actor's processes printed (stdout,\n"
+     "stderr), as the head keeps it"},
 };
 _Static_assert(sizeof(ctl_cmds) / sizeof(ctl_cmds[0]) == CTL_NCMDS, "a row per ctl_cmd");
 
@@ -532,6 +537,7 @@ static int ctl_resolve(ctl_opts_t *o, const ctl_parse_t *p, int *first) {
         {"actor", "", CMD_ACTOR, "actor", "get"},
         {"actors", "", CMD_ACTORS, "actors", "list"},
         {"kill-actor", "", CMD_KILL_ACTOR, "kill-actor", "kill"},
+        {"actor-logs", "", CMD_ACTOR_LOGS, "actor-logs", "logs"},
     };
     for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
         if (strcmp(w0, words[k].w0) == 0 &&
@@ -621,6 +627,7 @@ static int ctl_check_args(ctl_opts_t *o, const ctl_parse_t *p, int first) {
                    : -1;
     case CMD_ACTOR:
     case CMD_KILL_ACTOR:
+    case CMD_ACTOR_LOGS:
         if (n != 1) {
             return ctl_bad(p, "%s", "name one actor: NAME or ID");
         }

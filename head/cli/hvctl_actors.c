@@ -1,6 +1,6 @@
 /*
  * hvctl_actors: hvctl's actor commands (the Actors service): actor create, actors, actor
- * NAME|ID, kill-actor: their calls and their output. hvctl parses their options (one table with
+ * NAME|ID, kill-actor, actor-logs: their calls and their output. hvctl parses their options (one table with
  * its others) and hands the result here with an open channel.
  *
  *   hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT] [--slots N] [--gpus N]
@@ -9,6 +9,7 @@
  *   hvctl actors [--namespace NS] [--json]
  *   hvctl actor NAME|ID [--namespace NS] [--json]
  *   hvctl kill-actor NAME|ID [--restart] [--namespace NS]
+ *   hvctl actor-logs NAME|ID [--namespace NS]
  *
  * PROGRAM: a local file (a path with '/') is uploaded like hvsubmit's binary (Jobs.Upload, by
  * sha256); a bare name is a program on the node (python3, ...). Without --owner-job the actor is
@@ -33,6 +34,7 @@
 #include "util.h"
 
 #define PROG "hvctl"
+#define ACTORS_LOG_PAGES_MAX 100000 /* a bound on the pages of one actor-logs */
 void hv_ctl_actors_usage(FILE *f) {
     fprintf(f, "usage: hvctl actor create --class C [--name N] [--namespace NS] [--arg TEXT]\n"
                "             [--slots N] [--gpus N] [--memory-mb N] [--label K=V]...\n"
@@ -40,14 +42,17 @@ void hv_ctl_actors_usage(FILE *f) {
                "             [--owner-job ID] [--env K=V]... -- PROGRAM [ARGS]\n"
                "       hvctl actors [--namespace NS] [--json]\n"
                "       hvctl actor NAME|ID [--namespace NS] [--json]\n"
-               "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n\n"
+               "       hvctl kill-actor NAME|ID [--restart] [--namespace NS]\n"
+               "       hvctl actor-logs NAME|ID [--namespace NS]\n\n"
                "PROGRAM: a local file (uploaded) or a program on the node. Without\n"
                "--owner-job the actor is detached. hvctl actor NAME shows its state, node,\n"
                "restarts and moves, and its calls served and failed with the median and\n"
                "p99 of their service time (summed over its processes, reported about\n"
                "once a second), and its history: each restart, move and its death with\n"
                "time, state, cause, node and the head's words, newest last (the last 20;\n"
-               "--json: \"history\", an array). Options of hvctl (--head, --ca,\n"
+               "--json: \"history\", an array). hvctl actor-logs prints what its\n"
+               "processes wrote on stdout and stderr, as \"[PROCESS]<stream>:text\"\n"
+               "(the head keeps it like a job's log). Options of hvctl (--head, --ca,\n"
                "--insecure, --token-file, --json) apply. docs/actors.md\n");
 }
 
@@ -550,12 +555,51 @@ static int cmd_get_kill(hv_rpc_channel_t *ch, const char *head, const hv_ctl_act
     return HV_CLI_EXIT_OK;
 }
 
+/* hvctl actor-logs: the actor's output log, page after page, as "[PROCESS]<stream>:text" (the
+ * text made safe for a terminal when stdout is one, as hvctl logs does). */
+static int cmd_logs(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
+    Hvpb__V1__ActorRef ref;
+    fill_ref(&ref, o);
+    Hvpb__V1__ActorLogsRequest req = HVPB__V1__ACTOR_LOGS_REQUEST__INIT;
+    req.ref = &ref;
+    int clean = isatty(STDOUT_FILENO);
+    for (int page = 0; page < ACTORS_LOG_PAGES_MAX; page++) {
+        ProtobufCMessage *resp = NULL;
+        int status =
+            call(ch, head, "Logs", &req.base, &hvpb__v1__actor_logs_reply__descriptor, &resp);
+        if (status != HV_CLI_EXIT_OK) {
+            return status;
+        }
+        const Hvpb__V1__ActorLogsReply *r = (const Hvpb__V1__ActorLogsReply *)resp;
+        for (size_t i = 0; i < r->n_lines; i++) {
+            const Hvpb__V1__LogLine *l = r->lines[i];
+            printf("[%u]<%s>:", l->rank, l->stream == 2 ? "stderr" : "stdout");
+            if (clean) {
+                hv_cli_clean_write(stdout, l->text, HV_CLI_CLEAN_TAB);
+            } else {
+                fputs(l->text, stdout);
+            }
+            fputc('\n', stdout);
+        }
+        int more = r->more && r->next_offset > req.offset;
+        req.offset = r->next_offset;
+        hv_rpc_msg_free(resp);
+        if (!more) {
+            break;
+        }
+    }
+    return HV_CLI_EXIT_OK;
+}
+
 int hv_ctl_actors_run(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor_opts_t *o) {
     if (strcmp(o->cmd, "create") == 0) {
         return cmd_create(ch, head, o);
     }
     if (strcmp(o->cmd, "list") == 0) {
         return cmd_list(ch, head, o);
+    }
+    if (strcmp(o->cmd, "logs") == 0) {
+        return cmd_logs(ch, head, o);
     }
     return cmd_get_kill(ch, head, o);
 }

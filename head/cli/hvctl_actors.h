@@ -1,5 +1,6 @@
 /*
- * hvctl_actors: hvctl's actor commands (actor create, actors, actor NAME|ID, kill-actor) over the
+ * hvctl_actors: hvctl's actor commands (actor create, actors, actor NAME|ID, kill-actor,
+ * actor-logs) over the
  * Actors service: their calls and output. hvctl parses their options with its own (one table)
  * into hv_ctl_actor_opts_t and calls hv_ctl_actors_run.
  */
@@ -17,10 +18,10 @@
 
 /* An actor command's options, as hvctl parsed them. Strings borrowed from argv. */
 typedef struct hv_ctl_actor_opts_s {
-    const char *cmd;                          /* "create", "list", "get", "kill" */
+    const char *cmd;                          /* "create", "list", "get", "kill", "logs" */
     int json;                                 /* --json */
     int restart;                              /* kill-actor --restart */
-    const char *target;                       /* NAME|ID of actor and kill-actor */
+    const char *target;                       /* NAME|ID of actor, kill-actor, actor-logs */
     const char *name, *ns, *class_name, *arg; /* --name, --namespace, --class, --arg */
     uint32_t slots, gpus, max_restarts, max_call_retries;
     uint64_t owner_job, memory_mb;

@@ -6,9 +6,11 @@
  */
 #include "actors_drv.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mem.h"
@@ -42,6 +44,9 @@ static void set_str(char **dst, const char *src) {
 }
 
 static void actor_free(hv_dactor_t *x) {
+    if (x->log_open) {
+        hv_joblog_close(&x->log);
+    }
     hv_free(x->name);
     hv_free(x->ns);
     hv_free(x->class_name);
@@ -192,6 +197,8 @@ static void event_data(const hv_dactor_t *x, const char *step, const char *text,
 
 /* Carries out out for x, whose state before the input was prev: store first; on failure x is
  * put back and nothing else happens (HV_EUNAVAIL). */
+static void log_died(hv_actors_t *a, hv_dactor_t *x);
+
 static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
                   const hv_am_out_t *out) {
     /* What the row says after the input: which GPUs each slot holds (a spawn onto the reserved
@@ -282,8 +289,66 @@ static hv_err run(hv_actors_t *a, hv_dactor_t *x, const hv_am_actor_t *prev,
         }
         }
     }
+    if (x->am.state == HV_AM_DEAD && prev->state != HV_AM_DEAD) {
+        log_died(a, x);
+    }
     return HV_OK;
 }
+
+/* ---- output logs ------------------------------------------------------------------------------ */
+
+/* Removes the log files of the dead actors beyond the HV_ACTORS_DEAD_LOGS_KEPT that died last. */
+static void logs_prune(hv_actors_t *a) {
+    for (;;) {
+        size_t kept = 0;
+        hv_dactor_t *oldest = NULL;
+        for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+            if (x->am.state == HV_AM_DEAD && !x->log_gone) {
+                kept++;
+                if (oldest == NULL || x->ended_ms < oldest->ended_ms) {
+                    oldest = x;
+                }
+            }
+        }
+        if (kept <= HV_ACTORS_DEAD_LOGS_KEPT) {
+            return;
+        }
+        char path[4096];
+        hv_joblog_actor_path(hv_driver_joblogs(a->d), oldest->am.id, path, sizeof(path));
+        if (oldest->log_open) {
+            hv_joblog_close(&oldest->log);
+            oldest->log_open = 0;
+        }
+        if (unlink(path) != 0 && errno != ENOENT) {
+            HV_LOG(HV_LOG_WARN, "actors", "HV-ACTOR-LOG", "cannot remove %s: %s", path,
+                   strerror(errno));
+        }
+        oldest->log_gone = 1;
+    }
+}
+
+/* An actor died: its log is closed (kept among the last dead ones'). */
+static void log_died(hv_actors_t *a, hv_dactor_t *x) {
+    if (x->log_open) {
+        hv_joblog_close(&x->log);
+        x->log_open = 0;
+    }
+    logs_prune(a);
+}
+
+hv_err hv_actors_log_read(hv_actors_t *a, const hv_dactor_t *x, uint64_t offset, size_t max_lines,
+                          size_t max_bytes, hv_joblog_page_t *out) {
+    char path[4096];
+    hv_joblog_actor_path(hv_driver_joblogs(a->d), x->am.id, path, sizeof(path));
+    if (x->log_gone) {
+        memset(out, 0, sizeof(*out));
+        out->next_offset = offset;
+        return HV_OK;
+    }
+    return hv_joblog_read_page(path, offset, max_lines, max_bytes, out);
+}
+
+void hv_actors_log_page_free(hv_joblog_page_t *p) { hv_joblog_page_free(p); }
 
 /* ---- placement ------------------------------------------------------------------------------- */
 
@@ -665,6 +730,23 @@ static void hook_state_saved(void *ud, uint64_t node_id, uint64_t proc, const ch
  * the store fails the report is dropped (logged): the next one carries the running totals. A
  * report must come from the node of the actor's current process: an agent cannot count for an
  * actor elsewhere. */
+/* Output of an actor's process from node_id's agent: into the actor's log, when that node runs
+ * (or is taking over) its process (a node reports only on its own). */
+static void hook_log(void *ud, uint64_t node_id, uint64_t proc, uint32_t stream, char **lines,
+                     size_t n) {
+    hv_actors_t *a = ud;
+    hv_dactor_t *x = find(a, hv_am_proc_actor(proc));
+    if (x == NULL || x->log_gone || (x->am.node_id != node_id && x->am.next_node != node_id)) {
+        return;
+    }
+    if (!x->log_open) {
+        hv_joblog_open_actor(hv_driver_joblogs(a->d), &x->log, x->am.id);
+        x->log_open = 1;
+    }
+    (void)hv_joblog_append(hv_driver_joblogs(a->d), &x->log, hv_am_proc_inc(proc), stream, lines, n,
+                           hv_now_ms());
+}
+
 static void hook_figures(void *ud, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
                          int final) {
     hv_actors_t *a = ud;
@@ -764,6 +846,7 @@ hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out) {
                                  .state_saved = hook_state_saved,
                                  .job_ended = hook_job_ended,
                                  .figures = hook_figures,
+                                 .log = hook_log,
                                  .schedule = hook_schedule,
                                  .node_specs_any = hook_node_specs_any,
                                  .node_state_is = hook_node_state_is,
@@ -893,6 +976,7 @@ hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen) {
     hv_free(rows);
     if (rc == HV_OK) {
         rc = load_figures(a, err, errlen);
+        logs_prune(a);
     }
     if (rc == HV_OK && n > 0) {
         HV_LOG(HV_LOG_INFO, "actors", "HV-ACTORS-LOAD",

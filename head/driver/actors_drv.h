@@ -9,6 +9,9 @@
  * slots claimed again; the first heartbeat of each node's agent says which of their processes
  * still run (the driver's reconcile).
  *
+ * Each actor's processes' output goes to a log of its own (joblog.h, hv_joblog_open_actor), as
+ * a job's workers' do; the logs of the HV_ACTORS_DEAD_LOGS_KEPT actors that died last are kept.
+ *
  * Not here: the gRPC methods (head/services/svc_actors.c), the per-actor secret (auth.c derives
  * it from the head key, svc_cluster puts it in the spawn order), the agent's side (agent/
  * workers.c: the HV_ACTOR_* environment and the address file). Loop thread only.
@@ -53,6 +56,9 @@ typedef struct hv_dactor_s {
     char *note;               /* the autoscaler's word on it ("" none; owned; not stored) */
     hv_actorfig_t fig;        /* its call figures over its processes (table actor_figures) */
     uint64_t fig_ms;          /* wall clock of the last report of them (0: none yet) */
+    hv_joblog_t log;          /* its processes' output (joblog.h; valid while log_open) */
+    int log_open;             /* log is open for appends */
+    int log_gone;             /* its log file was removed (one of the dead beyond the kept) */
     struct hv_dactor_s *next;
 } hv_dactor_t;
 
@@ -64,6 +70,16 @@ hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out);
  * err says why (the head does not start). */
 hv_err hv_actors_load(hv_actors_t *a, char *err, size_t errlen);
 void hv_actors_destroy(hv_actors_t *a);
+
+/* The dead actors whose logs are kept (the last to die); the older ones' files are removed. */
+#define HV_ACTORS_DEAD_LOGS_KEPT 64
+
+/* A page of actor x's output log from byte offset (joblog.h hv_joblog_read_page: at most
+ * max_lines lines, about max_bytes bytes). A log removed or never written is an empty page. */
+hv_err hv_actors_log_read(hv_actors_t *a, const hv_dactor_t *x, uint64_t offset, size_t max_lines,
+                          size_t max_bytes, hv_joblog_page_t *out);
+/* Frees what hv_actors_log_read gave (also after a failure). */
+void hv_actors_log_page_free(hv_joblog_page_t *p);
 
 /* What a create asks for. Borrowed. */
 typedef struct hv_actor_new_s {

@@ -529,14 +529,86 @@ static void case_labels_memory(void) {
     }
 }
 
+/* The lines of actor x's log (its output), joined with '|'. */
+static void log_text(const hv_dactor_t *x, char *buf, size_t len) {
+    hv_joblog_page_t pg;
+    buf[0] = '\0';
+    CHECK_RC(hv_actors_log_read(H.a, x, 0, 100, 1u << 20, &pg), HV_OK);
+    size_t used = 0;
+    for (size_t i = 0; i < pg.n && used < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s[%u]%u:%s", i ? "|" : "",
+                                 pg.lines[i].rank, pg.lines[i].stream, pg.lines[i].text);
+    }
+    hv_actors_log_page_free(&pg);
+}
+
+/* An actor's output goes to its own log (from its node only: another node's report of it is
+ * dropped), numbered by process; it outlives the actor; of the dead, only the logs of the
+ * HV_ACTORS_DEAD_LOGS_KEPT that died last are kept. */
+static void case_logs(void) {
+    uint64_t na = join("a", 80, NULL, 0), nb = join("b", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 1, HV_OK);
+    CHECK(x != NULL && x->am.node_id == na);
+    if (x == NULL) {
+        return;
+    }
+    uint64_t p1 = hv_am_proc_id(x->am.id, 1);
+    char *out[] = {"hello"}, *err2[] = {"HV-ACTOR-AUTH: refused"}, *forged[] = {"forged"};
+    CHECK_RC(hv_driver_worker_log(H.d, na, p1, 1, out, 1), HV_OK);
+    CHECK_RC(hv_driver_worker_log(H.d, na, p1, 2, err2, 1), HV_OK);
+    CHECK_RC(hv_driver_worker_log(H.d, nb, p1, 1, forged, 1), HV_OK); /* not its node */
+    char buf[1024];
+    log_text(x, buf, sizeof(buf));
+    CHECK_STR(buf, "[1]1:hello|[1]2:HV-ACTOR-AUTH: refused");
+    /* A restart: the next process's lines are numbered 2. */
+    char err[300];
+    CHECK_RC(hv_actors_kill(H.a, x->am.id, 1, err, sizeof(err)), HV_OK);
+    CHECK_RC(hv_driver_worker_exited(H.d, na, p1, -1, 15, ""), HV_OK);
+    sleep_ms(300);
+    hv_driver_schedule(H.d);
+    uint64_t p2 = hv_am_proc_id(x->am.id, 2);
+    CHECK_RC(hv_driver_worker_log(H.d, x->am.node_id, p2, 1, out, 1), HV_OK);
+    log_text(x, buf, sizeof(buf));
+    CHECK_STR(buf, "[1]1:hello|[1]2:HV-ACTOR-AUTH: refused|[2]1:hello");
+    /* Dead: the log stays. Then HV_ACTORS_DEAD_LOGS_KEPT more actors die after it: its log is
+     * the oldest of the dead and goes; theirs stay. */
+    CHECK_RC(hv_actors_kill(H.a, x->am.id, 0, err, sizeof(err)), HV_OK);
+    log_text(x, buf, sizeof(buf));
+    CHECK_STR(buf, "[1]1:hello|[1]2:HV-ACTOR-AUTH: refused|[2]1:hello");
+    const hv_dactor_t *last = NULL;
+    for (int i = 0; i < HV_ACTORS_DEAD_LOGS_KEPT; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "a%d", i);
+        last = create(name, 0, HV_OK);
+        if (last == NULL) {
+            return;
+        }
+        CHECK_RC(
+            hv_driver_worker_log(H.d, last->am.node_id, hv_am_proc_id(last->am.id, 1), 1, out, 1),
+            HV_OK);
+        sleep_ms(2); /* deaths in order */
+        CHECK_RC(hv_actors_kill(H.a, last->am.id, 0, err, sizeof(err)), HV_OK);
+    }
+    log_text(x, buf, sizeof(buf));
+    CHECK_STR(buf, "");
+    CHECK(x->log_gone);
+    log_text(last, buf, sizeof(buf));
+    CHECK_STR(buf, "[1]1:hello");
+}
+
 int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_ERROR);
     hv_log_init("actors_drv_test");
     static const hv_check_case_t cases[] = {
-        {"lifecycle", case_lifecycle},           {"store_first", case_store_first},
-        {"head_restart", case_head_restart},     {"move", case_move},
-        {"state_not_kept", case_state_not_kept}, {"notice_runs_out", case_notice_runs_out},
-        {"labels_memory", case_labels_memory},   {"figures", case_figures},
+        {"logs", case_logs},
+        {"lifecycle", case_lifecycle},
+        {"store_first", case_store_first},
+        {"head_restart", case_head_restart},
+        {"move", case_move},
+        {"state_not_kept", case_state_not_kept},
+        {"notice_runs_out", case_notice_runs_out},
+        {"labels_memory", case_labels_memory},
+        {"figures", case_figures},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

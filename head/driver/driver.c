@@ -146,6 +146,12 @@ void hv_driver_log_path(const hv_driver_t *d, uint64_t job_id, char *buf, size_t
 
 hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, uint32_t stream,
                             char **lines, size_t n) {
+    if (hv_am_proc_is(worker_id)) { /* an actor's process: its own log (actors_drv.c) */
+        if (d->actors.log != NULL && n > 0) {
+            d->actors.log(d->actors.ud, node_id, worker_id, stream, lines, n);
+        }
+        return HV_OK;
+    }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
     if (w == NULL || n == 0) {
@@ -918,6 +924,8 @@ int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
     return d->actors.node_specs_any != NULL &&
            d->actors.node_specs_any(d->actors.ud, node_id, fn, fud);
 }
+
+hv_joblogs_t *hv_driver_joblogs(hv_driver_t *d) { return d->logs; }
 
 void hv_driver_actor_figures(hv_driver_t *d, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
                              int final) {

@@ -225,6 +225,9 @@ typedef struct hv_driver_actor_hooks_s {
                         uint64_t size, const char *why);
     void (*job_ended)(void *ud, uint64_t job_id);
     void (*schedule)(void *ud); /* after the jobs were placed */
+    /* Output lines of an actor's process (stream 1 stdout, 2 stderr; borrowed for the call),
+     * from node_id's agent: what a worker's lines are to its job's log. */
+    void (*log)(void *ud, uint64_t node_id, uint64_t proc, uint32_t stream, char **lines, size_t n);
     /* An actor's process's call figures (its running totals; final: its last ones). */
     void (*figures)(void *ud, uint64_t node_id, uint64_t proc, const hv_callfig_t *f, int final);
     /* 1 when fn is true of the packed JobSpec of an actor with a live process on node_id. */
@@ -247,6 +250,8 @@ int hv_driver_node_actor_state_is(hv_driver_t *d, uint64_t node_id, const char *
 int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
                                    int (*fn)(const uint8_t *spec, size_t len, void *fud),
                                    void *fud);
+/* The output files' directory and caps (joblog.h), for the actors' logs (actors_drv.c). */
+hv_joblogs_t *hv_driver_joblogs(hv_driver_t *d);
 /* An actor's process's call figures from its agent (f borrowed; final: its last ones, before
  * its exit). Ignored for anything that is not an actor's process. */
 void hv_driver_actor_figures(hv_driver_t *d, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
@@ -363,7 +368,7 @@ void hv_driver_actor_state_saved(hv_driver_t *d, uint64_t node_id, uint64_t work
 hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, int exit_code,
                                int term_signal, const char *reason);
 /* Output lines of a worker (stream 1 stdout, 2 stderr); appended to its job's log within the
- * caps of cfg->logs (joblog.h). */
+ * caps of cfg->logs (joblog.h); an actor's process's go to the actors' log hook. */
 hv_err hv_driver_worker_log(hv_driver_t *d, uint64_t node_id, uint64_t worker_id, uint32_t stream,
                             char **lines, size_t n);
 

@@ -26,6 +26,9 @@
 #define ACTORS_NS_DEFAULT "default"
 #define ACTORS_MAX_ARG (64u << 10)
 #define ACTORS_MAX_MEMORY_MB (UINT64_C(1) << 40)
+#define ACTORS_LOG_LINES_DEFAULT 1000u
+#define ACTORS_LOG_LINES_MAX 10000u
+#define ACTORS_LOG_BYTES (1u << 20)                 /* of lines' text in one Logs reply */
 #define ACTORS_LABELS_MAX (64 * (63 + 1 + 256 + 1)) /* "k=v,..." of 64 labels at their bounds */
 
 struct hv_svc_actors_s {
@@ -157,6 +160,15 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
         }
     }
     return x;
+}
+
+/* The actor a call names by ref, its caller checked (caller, then resolve); NULL: answered. */
+static const hv_dactor_t *named(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hvpb__V1__ActorRef *ref,
+                                hv_cred_t *cred) {
+    if (!caller(s, c, ref != NULL && ref->id == 0 ? ref->namespace_ : NULL, cred)) {
+        return NULL;
+    }
+    return resolve(s, c, ref, cred);
 }
 
 /* ---- Create ------------------------------------------------------------------------------------ */
@@ -403,10 +415,7 @@ static void actors_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_actors_t *s = ud;
     const Hvpb__V1__GetActorRequest *req = (const Hvpb__V1__GetActorRequest *)m;
     hv_cred_t cred;
-    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
-        return;
-    }
-    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    const hv_dactor_t *x = named(s, c, req->ref, &cred);
     if (x == NULL) {
         return;
     }
@@ -465,10 +474,7 @@ static void actors_kill(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_actors_t *s = ud;
     const Hvpb__V1__KillActorRequest *req = (const Hvpb__V1__KillActorRequest *)m;
     hv_cred_t cred;
-    if (!caller(s, c, req->ref != NULL && req->ref->id == 0 ? req->ref->namespace_ : NULL, &cred)) {
-        return;
-    }
-    const hv_dactor_t *x = resolve(s, c, req->ref, &cred);
+    const hv_dactor_t *x = named(s, c, req->ref, &cred);
     if (x == NULL) {
         return;
     }
@@ -485,6 +491,52 @@ static void actors_kill(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     Hvpb__V1__ActorView v;
     view(s, x, &v);
     hv_rpc_reply(c, &v.base);
+}
+
+/* ---- Logs -------------------------------------------------------------------------------------- */
+
+/* A page of an actor's output log (its processes' stdout and stderr, as the head keeps them). */
+static void actors_logs(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    hv_svc_actors_t *s = ud;
+    const Hvpb__V1__ActorLogsRequest *req = (const Hvpb__V1__ActorLogsRequest *)m;
+    hv_cred_t cred;
+    const hv_dactor_t *x = named(s, c, req->ref, &cred);
+    if (x == NULL) {
+        return;
+    }
+    if (req->limit > ACTORS_LOG_LINES_MAX) {
+        hv_rpc_finish(c, HV_EINVAL, "limit: %u lines, at most %u", req->limit,
+                      ACTORS_LOG_LINES_MAX);
+        return;
+    }
+    hv_joblog_page_t pg;
+    hv_err rc = hv_actors_log_read(s->actors, x, req->offset,
+                                   req->limit > 0 ? req->limit : ACTORS_LOG_LINES_DEFAULT,
+                                   ACTORS_LOG_BYTES, &pg);
+    Hvpb__V1__LogLine *ls = hv_calloc(pg.n + 1, sizeof(*ls));
+    Hvpb__V1__LogLine **lp = hv_calloc(pg.n + 1, sizeof(*lp));
+    if (rc != HV_OK || ls == NULL || lp == NULL) {
+        hv_rpc_finish(c, rc != HV_OK ? rc : HV_ENOMEM,
+                      "cannot read the log of actor %" PRIu64 ": %s", x->am.id,
+                      hv_strerror(rc != HV_OK ? rc : HV_ENOMEM));
+    } else {
+        for (size_t i = 0; i < pg.n; i++) {
+            hvpb__v1__log_line__init(&ls[i]);
+            ls[i].rank = pg.lines[i].rank;
+            ls[i].stream = pg.lines[i].stream;
+            ls[i].text = pg.lines[i].text;
+            lp[i] = &ls[i];
+        }
+        Hvpb__V1__ActorLogsReply rep = HVPB__V1__ACTOR_LOGS_REPLY__INIT;
+        rep.lines = lp;
+        rep.n_lines = pg.n;
+        rep.next_offset = pg.next_offset;
+        rep.more = pg.more;
+        hv_rpc_reply(c, &rep.base);
+    }
+    hv_free(lp);
+    hv_free(ls);
+    hv_actors_log_page_free(&pg);
 }
 
 hv_err hv_svc_actors_create(hv_rpc_server_t *srv, hv_auth_t *auth, hv_driver_t *d,
@@ -506,6 +558,8 @@ hv_err hv_svc_actors_create(hv_rpc_server_t *srv, hv_auth_t *auth, hv_driver_t *
          actors_list, NULL, s},
         {"/hvpb.v1.Actors/Kill", HV_RPC_UNARY, &hvpb__v1__kill_actor_request__descriptor,
          actors_kill, NULL, s},
+        {"/hvpb.v1.Actors/Logs", HV_RPC_UNARY, &hvpb__v1__actor_logs_request__descriptor,
+         actors_logs, NULL, s},
     };
     hv_err rc = hv_rpc_server_add_n(srv, ms, sizeof(ms) / sizeof(ms[0]));
     if (rc != HV_OK) {

@@ -168,6 +168,9 @@ static int audit_target_actors(const ProtobufCMessage *m, char *out, size_t cap)
     } else if (d == &hvpb__v1__get_actor_request__descriptor) {
         const Hvpb__V1__GetActorRequest *r = (const Hvpb__V1__GetActorRequest *)m;
         snprintf(out, cap, "%.54s%s", audit_actor(r->ref, a), r->with_secret ? " (secret)" : "");
+    } else if (d == &hvpb__v1__actor_logs_request__descriptor) {
+        const Hvpb__V1__ActorLogsRequest *r = (const Hvpb__V1__ActorLogsRequest *)m;
+        snprintf(out, cap, "%.56s (logs)", audit_actor(r->ref, a));
     } else if (d == &hvpb__v1__list_actors_request__descriptor) {
         const char *ns = ((const Hvpb__V1__ListActorsRequest *)m)->namespace_;
         snprintf(out, cap, "actors%s%.40s", ns != NULL && ns[0] != '\0' ? " of namespace " : "",

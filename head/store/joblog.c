@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -16,6 +17,7 @@
 #define LINE_MAX_TEXT 16384 /* a line is cut here (the agent sends at most this much) */
 #define LINE_PREFIX_MAX 32  /* "[4294967295]<stdout>:" and the newline */
 #define NOTE_MAX 512        /* one "[hv] ..." marker line */
+#define JOBLOG_WHO(l) ((l)->actor ? "actor" : "job") /* whose output a log holds, for messages */
 
 struct hv_joblogs_s {
     char *dir;   /* owned */
@@ -163,20 +165,38 @@ void hv_joblog_path(const hv_joblogs_t *ls, uint64_t job_id, char *buf, size_t l
              (unsigned long long)job_id);
 }
 
-void hv_joblog_open(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t job_id) {
-    char path[4096];
-    hv_joblog_path(ls, job_id, path, sizeof(path));
+void hv_joblog_actor_path(const hv_joblogs_t *ls, uint64_t actor_id, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s%sactor-%llu.log", ls->dir, ls->epoch, ls->epoch[0] ? "-" : "",
+             (unsigned long long)actor_id);
+}
+
+/* Opens the log at path for id (a job's, or an actor's). */
+static void joblog_open_path(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t id, int actor,
+                             const char *path) {
     memset(l, 0, sizeof(*l));
-    l->job_id = job_id;
+    l->job_id = id;
+    l->actor = actor;
     l->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (l->fd < 0) {
-        HV_LOG(HV_LOG_ERROR, "joblog", "HV-LOG-OPEN", "cannot open %s: %s: job output is not kept",
-               path, strerror(errno));
+        HV_LOG(HV_LOG_ERROR, "joblog", "HV-LOG-OPEN", "cannot open %s: %s: %s output is not kept",
+               path, strerror(errno), JOBLOG_WHO(l));
         return;
     }
     struct stat sb;
     l->bytes = fstat(l->fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     l->capped = l->bytes >= ls->lim.max_job_bytes; /* its marker was written before a restart */
+}
+
+void hv_joblog_open(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t job_id) {
+    char path[4096];
+    hv_joblog_path(ls, job_id, path, sizeof(path));
+    joblog_open_path(ls, l, job_id, 0, path);
+}
+
+void hv_joblog_open_actor(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t actor_id) {
+    char path[4096];
+    hv_joblog_actor_path(ls, actor_id, path, sizeof(path));
+    joblog_open_path(ls, l, actor_id, 1, path);
 }
 
 void hv_joblog_close(hv_joblog_t *l) {
@@ -220,13 +240,13 @@ static int joblog_write(hv_joblogs_t *ls, hv_joblog_t *l, const char *buf, size_
         if (w <= 0) {
             int e = w < 0 ? errno : ENOSPC;
             if (done > 0 && ftruncate(l->fd, (off_t)l->bytes) != 0) {
-                HV_LOG(HV_LOG_WARN, "joblog", "HV-LOG-CUT", "job %llu: cannot cut its log back: %s",
-                       (unsigned long long)l->job_id, strerror(errno));
+                HV_LOG(HV_LOG_WARN, "joblog", "HV-LOG-CUT", "%s %llu: cannot cut its log back: %s",
+                       JOBLOG_WHO(l), (unsigned long long)l->job_id, strerror(errno));
             }
             if (!l->paused) {
                 HV_LOG(HV_LOG_WARN, "joblog", "HV-LOG-WRITE",
-                       "job %llu: cannot append to its log: %s; output is dropped until it can",
-                       (unsigned long long)l->job_id, strerror(e));
+                       "%s %llu: cannot append to its log: %s; output is dropped until it can",
+                       JOBLOG_WHO(l), (unsigned long long)l->job_id, strerror(e));
             }
             return -1;
         }
@@ -274,15 +294,17 @@ int hv_joblog_append(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, uint32_t s
         switch (hv_joblog_decide(&eff, l->bytes + used, ls->total + used, fs_free, add)) {
         case HV_JOBLOG_CAPPED:
             snprintf(note, sizeof(note),
-                     "log truncated: job %llu wrote more than %llu bytes; further output dropped",
-                     (unsigned long long)l->job_id, (unsigned long long)eff.max_job_bytes);
+                     "log truncated: %s %llu wrote more than %llu bytes; further output dropped",
+                     JOBLOG_WHO(l), (unsigned long long)l->job_id,
+                     (unsigned long long)eff.max_job_bytes);
             joblog_put_note(ls->buf, &used, rank, note);
             l->capped = 1;
             l->dropped += len + 1;
             HV_LOG(HV_LOG_WARN, "joblog", "HV-LOG-CAP",
-                   "job %llu: its log reached logs.max_job_bytes (%llu); further output is "
+                   "%s %llu: its log reached logs.max_job_bytes (%llu); further output is "
                    "dropped",
-                   (unsigned long long)l->job_id, (unsigned long long)eff.max_job_bytes);
+                   JOBLOG_WHO(l), (unsigned long long)l->job_id,
+                   (unsigned long long)eff.max_job_bytes);
             continue;
         case HV_JOBLOG_NOSPACE:
             if (!l->paused) {
@@ -296,7 +318,7 @@ int hv_joblog_append(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, uint32_t s
                 joblog_put_note(ls->buf, &used, rank, note);
                 l->paused = 1;
                 l->paused_b = l->dropped;
-                HV_LOG(HV_LOG_WARN, "joblog", "HV-LOG-PAUSE", "job %llu: %s",
+                HV_LOG(HV_LOG_WARN, "joblog", "HV-LOG-PAUSE", "%s %llu: %s", JOBLOG_WHO(l),
                        (unsigned long long)l->job_id, note);
             }
             l->dropped += len + 1;
@@ -346,4 +368,74 @@ int hv_joblog_note(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, const char *
         return 0;
     }
     return joblog_write(ls, l, ls->buf, used) == 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------------- */
+
+int hv_joblog_parse_line(char *line, uint32_t *rank, uint32_t *stream, char **text) {
+    if (line[0] != '[') {
+        return -1;
+    }
+    char *end;
+    unsigned long r = strtoul(line + 1, &end, 10);
+    if (*end != ']' || r > UINT32_MAX) {
+        return -1;
+    }
+    if (strncmp(end, "]<stdout>:", 10) == 0) {
+        *stream = 1;
+    } else if (strncmp(end, "]<stderr>:", 10) == 0) {
+        *stream = 2;
+    } else {
+        return -1;
+    }
+    *rank = (uint32_t)r;
+    *text = end + 10;
+    return 0;
+}
+
+void hv_joblog_page_free(hv_joblog_page_t *p) {
+    hv_free(p->buf);
+    hv_free(p->lines);
+    memset(p, 0, sizeof(*p));
+}
+
+hv_err hv_joblog_read_page(const char *path, uint64_t offset, size_t max_lines, size_t max_bytes,
+                           hv_joblog_page_t *out) {
+    memset(out, 0, sizeof(*out));
+    out->next_offset = offset;
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return errno == ENOENT ? HV_OK : HV_EIO; /* nothing printed yet, or kept no longer */
+    }
+    size_t cap = max_bytes + LINE_MAX_TEXT + LINE_PREFIX_MAX + 2;
+    out->buf = hv_malloc(cap);
+    out->lines = hv_calloc(max_lines > 0 ? max_lines : 1, sizeof(*out->lines));
+    if (out->buf == NULL || out->lines == NULL || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+        fclose(f);
+        hv_err rc = out->buf == NULL || out->lines == NULL ? HV_ENOMEM : HV_EIO;
+        hv_joblog_page_free(out);
+        return rc;
+    }
+    size_t used = 0;
+    while (out->n < max_lines && used < max_bytes) {
+        char *line = out->buf + used;
+        if (fgets(line, (int)(cap - used), f) == NULL) {
+            break;
+        }
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n') {
+            break; /* a partial line: the writer is mid-line; it comes with the next page */
+        }
+        out->next_offset += len;
+        line[len - 1] = '\0';
+        hv_joblog_line_t *l = &out->lines[out->n];
+        if (hv_joblog_parse_line(line, &l->rank, &l->stream, &l->text) == 0) {
+            out->n++;
+            used += len;
+        }
+    }
+    int c = fgetc(f);
+    out->more = c != EOF && (out->n == max_lines || used >= max_bytes);
+    fclose(f);
+    return HV_OK;
 }

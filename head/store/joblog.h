@@ -15,7 +15,8 @@
  * Dropped bytes are counted per job (hv_joblog_t.dropped). The file system's free space is
  * asked (statvfs) at most once per HV_JOBLOG_STATFS_MS, never per line. A batch is appended with
  * one write(2); a short write (ENOSPC) is cut back so the file always ends with a whole line.
- * It is not the event log (sqlite, driver_events.c) and does not read logs back (svc_jobs.c).
+ * It is not the event log (sqlite, driver_events.c). Watchers of a job read its file themselves
+ * (svc_jobs.c); an actor's log is read back a page at a time (hv_joblog_read_page).
  * Caller: the head's driver, on its loop thread only; not thread-safe.
  */
 #ifndef HV_HEAD_JOBLOG_H
@@ -68,6 +69,7 @@ typedef struct hv_joblog_s {
     int capped;        /* the job's own cap was hit: nothing more is written */
     int paused;        /* dropping for want of room; a "resumed" marker follows once room is back */
     uint64_t paused_b; /* dropped bytes when the pause began (the resumed marker says how many) */
+    int actor;         /* an actor's log (job_id is the actor's id): its messages say "actor" */
 } hv_joblog_t;
 
 /* dir is the logs directory (created if missing; borrowed copy taken); epoch names the state
@@ -84,6 +86,12 @@ void hv_joblog_path(const hv_joblogs_t *ls, uint64_t job_id, char *buf, size_t l
 /* Opens (appends to) the log of job_id into l. On failure l->fd is -1, the cause is logged
  * once, and appends are dropped (counted). */
 void hv_joblog_open(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t job_id);
+/* An actor's output (head/driver/actors_drv.c), kept like a job's, under the same caps:
+ * <dir>/<epoch>-actor-<id>.log ("actor-<id>.log" for the legacy epoch); its lines' rank is the
+ * actor's process (incarnation). */
+void hv_joblog_actor_path(const hv_joblogs_t *ls, uint64_t actor_id, char *buf, size_t len);
+void hv_joblog_open_actor(hv_joblogs_t *ls, hv_joblog_t *l, uint64_t actor_id);
+
 /* Closes l (one whose fd is -1, never opened or already closed, is fine). */
 void hv_joblog_close(hv_joblog_t *l);
 
@@ -96,6 +104,34 @@ int hv_joblog_append(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, uint32_t s
 /* Appends one "[hv] ..." line of the head's own (as rank's stderr), regardless of the caps but
  * only when the file system has the bytes. Returns 1 when written. */
 int hv_joblog_note(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, const char *text);
+
+/* ---- reading a log back --------------------------------------------------------------------- */
+
+/* Parses a stored line "[rank]<stdout|stderr>:text" in place: 0 and its parts (text points into
+ * line), or -1 when it is not one. Pure. */
+int hv_joblog_parse_line(char *line, uint32_t *rank, uint32_t *stream, char **text);
+
+typedef struct hv_joblog_line_s {
+    uint32_t rank, stream; /* stream 1 stdout, 2 stderr */
+    char *text;            /* into the page's buf */
+} hv_joblog_line_t;
+
+/* A page of a log read back: the whole lines from an offset. */
+typedef struct hv_joblog_page_s {
+    char *buf;               /* owned: the lines' text */
+    hv_joblog_line_t *lines; /* owned: n of them */
+    size_t n;
+    uint64_t next_offset; /* the byte after the last whole line read */
+    int more;             /* lines follow that did not fit (max_lines or max_bytes) */
+} hv_joblog_page_t;
+
+/* Reads the whole lines of the log at path from byte offset: at most max_lines lines and
+ * about max_bytes bytes of them (a line being written is left for the next page). A missing
+ * file is an empty page. HV_OK, HV_EIO (unreadable) or HV_ENOMEM; free with
+ * hv_joblog_page_free (also after a failure). Blocking file I/O. */
+hv_err hv_joblog_read_page(const char *path, uint64_t offset, size_t max_lines, size_t max_bytes,
+                           hv_joblog_page_t *out);
+void hv_joblog_page_free(hv_joblog_page_t *p);
 
 /* The data file system's free bytes as last read (read again when fresh, or when the reading
  * is older than HV_JOBLOG_STATFS_MS at now_ms); UINT64_MAX when unknown. */

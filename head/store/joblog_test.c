@@ -220,11 +220,104 @@ static void case_statfs_cached(void) {
     hv_joblogs_destroy(ls);
 }
 
+/* An actor's log: its own file name, its markers say "actor", and it reads back a page at a
+ * time (whole lines only, every line once across pages, a missing file an empty page). */
+static void case_actor_pages(void) {
+    const hv_joblog_limits_t lim = {
+        .max_job_bytes = 160, .max_total_bytes = 4096 * MIB, .reserve_free_bytes = 0};
+    hv_joblogs_t *ls = NULL;
+    CHECK_RC(hv_joblogs_create(tmpdir, "e1", &lim, fake_statfs, &ls), HV_OK);
+    char path[512], want[512];
+    hv_joblog_actor_path(ls, 7, path, sizeof(path));
+    snprintf(want, sizeof(want), "%s/e1-actor-7.log", tmpdir);
+    CHECK_STR(path, want);
+    hv_joblog_page_t pg;
+    CHECK_RC(hv_joblog_read_page(path, 0, 10, 1000, &pg), HV_OK); /* not written yet */
+    CHECK_EQ(pg.n, 0);
+    CHECK_EQ(pg.more, 0);
+    hv_joblog_page_free(&pg);
+    hv_joblog_t l;
+    hv_joblog_open_actor(ls, &l, 7);
+    char *out1[] = {"one", "two"}, *err2[] = {"three", "0123456789012345678901234567890123456789"
+                                                       "0123456789012345678901234567890123456789"
+                                                       "0123456789012345678901234567890123456789"};
+    CHECK_EQ(hv_joblog_append(ls, &l, 1, 1, out1, 2, 1), 1);
+    CHECK_EQ(hv_joblog_append(ls, &l, 2, 2, err2, 2, 2), 1); /* the second one hits the cap */
+    CHECK(l.capped);
+    CHECK_RC(hv_joblog_read_page(path, 0, 2, 1000, &pg), HV_OK);
+    CHECK_EQ(pg.n, 2);
+    CHECK(pg.more);
+    CHECK_EQ(pg.lines[0].rank, 1);
+    CHECK_EQ(pg.lines[0].stream, 1);
+    CHECK_STR(pg.lines[0].text, "one");
+    CHECK_STR(pg.lines[1].text, "two");
+    uint64_t next = pg.next_offset;
+    CHECK_EQ(next, strlen("[1]<stdout>:one\n[1]<stdout>:two\n"));
+    hv_joblog_page_free(&pg);
+    CHECK_RC(hv_joblog_read_page(path, next, 10, 1000, &pg), HV_OK);
+    CHECK_EQ(pg.n, 2);
+    CHECK_EQ(pg.more, 0);
+    CHECK_EQ(pg.lines[0].rank, 2);
+    CHECK_EQ(pg.lines[0].stream, 2);
+    CHECK_STR(pg.lines[0].text, "three");
+    CHECK_STR(pg.lines[1].text, "[hv] log truncated: actor 7 wrote more than 160 bytes; further "
+                                "output dropped");
+    CHECK_EQ(pg.next_offset, l.bytes);
+    hv_joblog_page_free(&pg);
+    /* A line still being written is left for the next page. */
+    FILE *f = fopen(path, "a");
+    CHECK(f != NULL);
+    fputs("[2]<stdout>:half", f);
+    fclose(f);
+    CHECK_RC(hv_joblog_read_page(path, l.bytes, 10, 1000, &pg), HV_OK);
+    CHECK_EQ(pg.n, 0);
+    CHECK_EQ(pg.next_offset, l.bytes);
+    hv_joblog_page_free(&pg);
+    hv_joblog_close(&l);
+    hv_joblogs_destroy(ls);
+    unlink(path);
+}
+
+static void case_parse_line(void) {
+    static const struct {
+        const char *line;
+        int ok;
+        uint32_t rank, stream;
+        const char *text;
+    } rows[] = {
+        {"[0]<stdout>:hello", 0, 0, 1, "hello"},
+        {"[12]<stderr>:", 0, 12, 2, ""},
+        {"[4294967295]<stdout>:x", 0, 4294967295u, 1, "x"},
+        {"[4294967296]<stdout>:x", -1, 0, 0, NULL},
+        {"[1]<stdin>:x", -1, 0, 0, NULL},
+        {"1]<stdout>:x", -1, 0, 0, NULL},
+        {"[1<stdout>:x", -1, 0, 0, NULL},
+        {"", -1, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char buf[64];
+        uint32_t rank = 99, stream = 99;
+        char *text = NULL;
+        snprintf(buf, sizeof(buf), "%s", rows[i].line);
+        CHECK_EQ(hv_joblog_parse_line(buf, &rank, &stream, &text), rows[i].ok);
+        if (rows[i].ok == 0) {
+            CHECK_EQ(rank, rows[i].rank);
+            CHECK_EQ(stream, rows[i].stream);
+            CHECK_STR(text, rows[i].text);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"decide", case_decide},   {"effective", case_effective},
-        {"job_cap", case_job_cap}, {"floor", case_floor},
-        {"total", case_total},     {"statfs_cached", case_statfs_cached},
+        {"decide", case_decide},
+        {"effective", case_effective},
+        {"job_cap", case_job_cap},
+        {"floor", case_floor},
+        {"total", case_total},
+        {"statfs_cached", case_statfs_cached},
+        {"actor_pages", case_actor_pages},
+        {"parse_line", case_parse_line},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -7,7 +7,9 @@
 #   caller with the secret that frames calls by hand);
 # - audit rows name the actor of a Create and a Kill, say "(revoke)" for RevokeNode (it read
 #   "(undrain)"), and a worker's Get and List of another namespace, refused by the Actors
-#   service, leave a row (they left none).
+#   service, leave a row (they left none);
+# - an actor's own output (its HV-ACTOR-AUTH refusal of a caller with a wrong secret) reaches
+#   the operator: hvctl actor-logs (it was dropped by the head).
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 start_head
@@ -40,6 +42,16 @@ wire get >"$TMP/get.out" 2>&1
 assert_grep "$TMP/get.out" "^reply 0 0$" "add ran: $(cat "$TMP/get.out")"
 wire add 2 >"$TMP/add.out" 2>&1
 assert_grep "$TMP/add.out" "^reply 0 2$"
+
+# A caller with a wrong secret: the actor's refusal (HV-ACTOR-AUTH on its stderr) and its
+# refusals of the bad names reach the operator through hvctl actor-logs.
+HV_ACTOR_SECRET=hva_0_wrongwrongwrongwrong wire get >"$TMP/wrong.out" 2>&1
+assert_grep "$TMP/wrong.out" "^error 19 not authenticated: wrong secret for this actor"
+logs_have() { "$BIN/hvctl" --head "$HEAD" actor-logs ctr >"$TMP/alogs.out" 2>&1 && grep -q -- "$1" "$TMP/alogs.out"; }
+wait_for 10 logs_have "HV-ACTOR-AUTH" || fail "hvctl actor-logs does not show the refused caller: $(cat "$TMP/alogs.out")"
+assert_grep "$TMP/alogs.out" '^\[1\]<stderr>:.*HV-ACTOR-AUTH'
+assert_grep "$TMP/alogs.out" '^\[1\]<stderr>:.*HV-ACTOR-CALL: refused a call'
+assert_no_grep "$TMP/alogs.out" "$HV_ACTOR_SECRET" "the actor's log holds its secret"
 
 # Audit: Create and Kill name the actor; RevokeNode names the revocation.
 start_agent node-x 1

@@ -4,7 +4,12 @@ that sends wrong credentials and hostile payloads to every method of the head an
 status codes the Trust issue promises. Messages are written as raw protobuf bytes by hand.
 
 usage: hostile_client.py HOST:PORT PROTO CLIENT_TOKEN_FILE [JOIN_TOKEN]
-With JOIN_TOKEN, Join is part of the size bounds section too.
+With JOIN_TOKEN, Join is part of the size bounds and UTF-8 sections too. From the environment
+(each optional, for the sections on job credentials, issue 24):
+  HV_HOSTILE_LIVE_SECRET  the worker secret of a running job (on a node whose agent runs workers
+                          as another user than some other node's)
+  HV_HOSTILE_OTHER_LABEL  K=V naming that other node (its user is not the job's)
+  HV_HOSTILE_DEAD_SECRET  the worker secret of a job that has ended
 Prints one line per check; exits 1 if any check failed, 0 otherwise.
 """
 import concurrent.futures
@@ -195,6 +200,108 @@ if join_token is not None:
 for meth in ("ListJobs", "ListNodes"):
     got, d = call("Jobs", meth, False, False, b"", "Bearer " + token)
     check("size bounds: %s works afterwards" % meth, got, {OK}, d)
+
+
+# 8. a job's worker and actors (issue 24 §1): an actor it creates runs only as its job's user.
+def actor_spec(name, labels=(), cls="sh"):
+    """An ActorSpec running /bin/sh -c id (field numbers of hv.proto's ActorSpec)."""
+    return (fld(1, name) + fld(3, cls) + fld(6, "/bin/sh") + fld(7, "-c") + fld(7, "id") +
+            b"".join(fld(12, kv(k, v)) for k, v in labels) + vfld(14, 1))
+
+
+def worker_call(name, meth, payload, secret, want, words=None):
+    got, d = call("Actors" if "/" not in meth else meth.split("/")[0],
+                  meth.split("/")[-1], False, False, payload, "Bearer " + secret)
+    check(name, got, want, d[:300])
+    if words is not None and got in want:
+        check(name + ": says '%s'" % words, 0 if words in d else 1, {0}, d[:300])
+    return got, d
+
+
+live = os.environ.get("HV_HOSTILE_LIVE_SECRET")
+other = os.environ.get("HV_HOSTILE_OTHER_LABEL")
+if live:
+    worker_call("run-as: a worker's actor as root", "Create",
+                fld(1, actor_spec("as-root", [("hv.run_as", "root")])), live, {PERM},
+                "runs as that user only")
+    if other:
+        k, v = other.split("=", 1)
+        worker_call("run-as: a worker's actor on another user's node", "Create",
+                    fld(1, actor_spec("elsewhere", [(k, v)])), live, {PERM},
+                    "none of the")
+
+# 9. a worker secret dies with its job (issue 24 §2): every service refuses it.
+dead = os.environ.get("HV_HOSTILE_DEAD_SECRET")
+if dead:
+    ref = fld(1, fld(2, "nosuch"))
+    for label, meth, payload in (
+            ("Actors.Get with_secret", "Get", ref + vfld(2, 1)),
+            ("Actors.List", "List", b""),
+            ("Actors.Create", "Create", fld(1, actor_spec("ghost"))),
+            ("Actors.Kill", "Kill", ref),
+            ("Actors.Logs", "Logs", ref),
+            ("Rendezvous.KvGet", "Rendezvous/KvGet", vfld(1, int(dead.split("_")[1])) + fld(2, "k")),
+            ("Rendezvous.JoinRound", "Rendezvous/JoinRound",
+             vfld(1, int(dead.split("_")[1])) + vfld(2, int(dead.split("_")[2])))):
+        worker_call("dead secret: " + label, meth, payload, dead, {UNAUTH}, "no longer valid")
+
+# 10. text that is not UTF-8 (issue 24 §3): refused naming the field, nothing stored, and every
+#     listing still decodes for a strict client (Python's own protobuf).
+FF = b"\xff"
+utf8_cases = [
+    ("job name", "Jobs", "Submit", fld(1, fld(1, b"job" + FF) + fld(21, "/bin/true") + vfld(6, 1)),
+     "spec.name"),
+    ("env name", "Jobs", "Submit",
+     fld(1, fld(1, "j") + fld(21, "/bin/true") + vfld(6, 1) + fld(4, kv(b"K" + FF, "v"))),
+     "spec.env[0].key"),
+    ("actor class", "Actors", "Create", fld(1, actor_spec("u8", cls=b"c" + FF)), "spec.class_name"),
+    ("drain reason", "Jobs", "DrainNode", fld(1, "node-a") + fld(3, b"r" + FF), "reason"),
+    ("audit filter", "Jobs", "ListAudit", fld(2, b"w" + FF), "who"),
+]
+for label, svc, meth, payload, field in utf8_cases:
+    got, d = call(svc, meth, False, False, payload, "Bearer " + token)
+    check("utf-8: " + label, got, {INVALID}, d[:200])
+    if got == INVALID:
+        check("utf-8: %s: names %s" % (label, field),
+              0 if d.startswith(field + ": not UTF-8 text") else 1, {0}, d[:200])
+if join_token is not None:
+    node = fld(1, b"node" + FF) + vfld(3, 1)
+    got, d = call("Cluster", "Join", False, False, fld(1, join_token) + fld(2, node) + vfld(3, 9),
+                  None)
+    check("utf-8: node name (Join)", got, {INVALID}, d[:200])
+    check("utf-8: node name: names node.name", 0 if d.startswith("node.name: not UTF-8") else 1,
+          {0}, d[:200])
+try:
+    import pbstrict  # noqa: E402 (python3-protobuf and protoc-c: the strict client)
+    C = pbstrict.load(os.path.dirname(os.path.abspath(proto)))
+except Exception as e:  # noqa: BLE001 (no strict runtime here: the raw checks above stand)
+    C = None
+    print("note: no strict protobuf runtime (%s): listings not decoded" % e)
+if C is not None:
+    strict = (("ListJobs", "Jobs/ListJobs", C["hvpb.v1.ListJobsRequest"](limit=1000),
+               "ListJobsReply"),
+              ("ListEvents", "Jobs/ListEvents", C["hvpb.v1.ListEventsRequest"](limit=10000),
+               "ListEventsReply"),
+              ("ListAudit", "Jobs/ListAudit", C["hvpb.v1.ListAuditRequest"](limit=1000),
+               "ListAuditReply"),
+              ("ListNodes", "Jobs/ListNodes", C["hvpb.v1.ListNodesRequest"](), "ListNodesReply"),
+              ("Actors.List", "Actors/List", C["hvpb.v1.ListActorsRequest"](), "ListActorsReply"))
+    for label, meth, req, reply in strict:
+        try:
+            r = pbstrict.call(chan, meth, req, C["hvpb.v1." + reply], token)
+            got, d = OK, ""
+        except grpc.RpcError as e:
+            r, got, d = None, e.code().value[0], e.details() or ""
+        check("utf-8: a strict client decodes " + label, got, {OK}, d[:200])
+        if label == "ListJobs" and r is not None:
+            for j in r.jobs:
+                try:
+                    pbstrict.call(chan, "Jobs/GetJob", C["hvpb.v1.JobRef"](job_id=j.job_id),
+                                  C["hvpb.v1.JobView"], token)
+                    got, d = OK, ""
+                except grpc.RpcError as e:
+                    got, d = e.code().value[0], e.details() or ""
+                check("utf-8: a strict client decodes GetJob %d" % j.job_id, got, {OK}, d[:200])
 
 print("%d check(s) failed" % failures)
 sys.exit(1 if failures else 0)
