@@ -32,7 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -616,6 +618,89 @@ static hv_err agent_channel(const hv_agent_config_t *cfg, hv_rpc_channel_t **out
     return rc;
 }
 
+/* Where the user uid:gid, with no supplementary group (as libuv starts a worker), cannot search
+ * on the way to dir: the kernel's own answer, from a child that becomes the user (ACLs and
+ * network file systems included). 0 when it can; else the errno, and the first directory it
+ * cannot get through in blocked. */
+static int agent_reach_as(const char *dir, uid_t uid, gid_t gid, char *blocked, size_t len) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        return 0; /* no way to ask: the worker's start will say */
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The child: async-signal-safe calls only (the agent has threads). */
+        close(fds[0]);
+        int e = 0;
+        if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+            e = errno;
+        } else {
+            char p[PATH_MAX];
+            size_t n = strlen(dir);
+            for (size_t i = 1; i <= n && n < sizeof(p); i++) {
+                if (dir[i] != '/' && dir[i] != '\0') {
+                    continue;
+                }
+                memcpy(p, dir, i);
+                p[i] = '\0';
+                if (access(p, X_OK) != 0) {
+                    e = errno;
+                    (void)!write(fds[1], p, i);
+                    break;
+                }
+            }
+        }
+        _exit(e > 0 && e < 256 ? e : 0);
+    }
+    close(fds[1]);
+    int st = 0;
+    ssize_t got = pid > 0 ? read(fds[0], blocked, len - 1) : -1;
+    blocked[got > 0 ? (size_t)got : 0] = '\0';
+    close(fds[0]);
+    while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+}
+
+/* --run-as: the user exists, the agent may become it, and it can reach the work dir (its jobs'
+ * directories are below); fills wc's run-as fields. 0, or -1 after saying why on stderr. */
+static int agent_run_as(const hv_agent_config_t *cfg, hv_workers_config_t *wc) {
+    struct passwd *pw = getpwnam(cfg->run_as);
+    if (pw == NULL) {
+        fprintf(stderr, "hvagent: --run-as %s: no such user\n", cfg->run_as);
+        return -1;
+    }
+    if (geteuid() != 0 && pw->pw_uid != geteuid()) {
+        fprintf(stderr,
+                "hvagent: --run-as %s: the agent must run as root to start workers "
+                "as another user\n",
+                cfg->run_as);
+        return -1;
+    }
+    if (pw->pw_uid == 0) {
+        fprintf(stderr, "hvagent: warning: --run-as %s runs workers as root\n", cfg->run_as);
+    }
+    char real[PATH_MAX], blocked[PATH_MAX];
+    if (pw->pw_uid != geteuid() && realpath(cfg->work_dir, real) != NULL) {
+        int e = agent_reach_as(real, pw->pw_uid, pw->pw_gid, blocked, sizeof(blocked));
+        if (e != 0) {
+            fprintf(stderr,
+                    "hvagent: --run-as %s: user %s (uid %u) cannot reach the work dir %s: %s: "
+                    "%s; its workers could not start there. Give --work-dir a directory that "
+                    "user can reach (every directory above it searchable by it)\n",
+                    cfg->run_as, cfg->run_as, (unsigned)pw->pw_uid, real,
+                    blocked[0] ? blocked : real, strerror(e));
+            return -1;
+        }
+    }
+    wc->run_as = 1;
+    wc->run_uid = (unsigned)pw->pw_uid;
+    wc->run_gid = (unsigned)pw->pw_gid;
+    wc->run_user = cfg->run_as;
+    wc->run_home = pw->pw_dir != NULL ? pw->pw_dir : "/";
+    return 0;
+}
+
 /* The user the agent's workers run as (--run-as, else the agent's own), as the node label
  * HV_AGENT_RUN_AS_LABEL declares it to the head; "#<uid>" for a uid without a name. */
 static const char *agent_run_as_name(const hv_agent_config_t *cfg, char *buf, size_t len) {
@@ -694,32 +779,6 @@ static int agent_process(agent_t *a) {
            " MiB), work dir %s, head %s",
            HV_AGENT_VERSION, cfg->name, cfg->slots, cfg->gpus, cfg->cpus, cfg->memory_mb,
            cfg->work_dir, cfg->head);
-    return 0;
-}
-
-/* --run-as USER into the workers' config: the user must exist, and the agent be root to become
- * another one. */
-static int agent_run_as(const hv_agent_config_t *cfg, hv_workers_config_t *wc) {
-    struct passwd *pw = getpwnam(cfg->run_as);
-    if (pw == NULL) {
-        fprintf(stderr, "hvagent: --run-as %s: no such user\n", cfg->run_as);
-        return 1;
-    }
-    if (geteuid() != 0 && pw->pw_uid != geteuid()) {
-        fprintf(stderr,
-                "hvagent: --run-as %s: the agent must run as root to start workers "
-                "as another user\n",
-                cfg->run_as);
-        return 1;
-    }
-    if (pw->pw_uid == 0) {
-        fprintf(stderr, "hvagent: warning: --run-as %s runs workers as root\n", cfg->run_as);
-    }
-    wc->run_as = 1;
-    wc->run_uid = (unsigned)pw->pw_uid;
-    wc->run_gid = (unsigned)pw->pw_gid;
-    wc->run_user = cfg->run_as;
-    wc->run_home = pw->pw_dir != NULL ? pw->pw_dir : "/";
     return 0;
 }
 

@@ -66,6 +66,38 @@ hv_err hv_mkdirs(const char *path, unsigned mode) {
     return HV_OK;
 }
 
+hv_err hv_mkdirs_msg(const char *path, unsigned mode, char *err, size_t errlen) {
+    hv_err rc = hv_mkdirs(path, mode);
+    int e = errno;
+    if (rc == HV_OK) {
+        return HV_OK;
+    }
+    /* The first level that is there but no directory: the path itself or a parent. */
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n < sizeof(tmp)) {
+        memcpy(tmp, path, n + 1);
+        for (char *p = tmp + 1;; p++) {
+            if (*p != '/' && *p != '\0') {
+                continue;
+            }
+            char c = *p;
+            *p = '\0';
+            struct stat st;
+            if (stat(tmp, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                snprintf(err, errlen, "%s exists and is not a directory", c == '\0' ? "it" : tmp);
+                return HV_EEXIST;
+            }
+            *p = c;
+            if (c == '\0') {
+                break;
+            }
+        }
+    }
+    snprintf(err, errlen, "%s", rc == HV_EEXIST ? "it exists and is not a directory" : strerror(e));
+    return rc;
+}
+
 hv_err hv_read_file(const char *path, size_t max, char **out, size_t *len_out) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {

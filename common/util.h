@@ -19,8 +19,12 @@ uint64_t hv_wall_ms(void);
 /* Formats a wall-clock ms value as "2026-11-21 10:04:05" (local time) into buf. */
 const char *hv_fmt_time(uint64_t wall_ms, char *buf, size_t len);
 
-/* mkdir -p with the given mode. */
+/* mkdir -p with the given mode. HV_EEXIST: path exists and is not a directory. */
 hv_err hv_mkdirs(const char *path, unsigned mode);
+/* hv_mkdirs, and on failure the reason in err, for "cannot create PATH: <err>": "it exists and is
+ * not a directory", "PARENT exists and is not a directory" (the first of its parents that is not
+ * one), or the system's reason ("Permission denied"). */
+hv_err hv_mkdirs_msg(const char *path, unsigned mode, char *err, size_t errlen);
 /* Reads a whole file (at most max bytes) into an owned NUL-terminated buffer. */
 hv_err hv_read_file(const char *path, size_t max, char **out, size_t *len_out);
 /* Writes data to path atomically (temp file + fsync + rename). */

@@ -653,13 +653,14 @@ static int head_open_config(head_t *h, const head_opts_t *o) {
     /* Everything the head creates (state.db and its -wal/-shm, logs, artifacts, tokens) is
      * for the head's user only: secrets and job environments live there. */
     umask(077);
-    hv_err rc = hv_mkdirs(h->cfg.data_dir, 0700);
-    if (rc == HV_OK && chmod(h->cfg.data_dir, 0700) != 0) {
-        rc = hv_err_from_errno(errno);
-    }
+    hv_err rc = hv_mkdirs_msg(h->cfg.data_dir, 0700, err, sizeof(err));
     if (rc != HV_OK) {
-        fprintf(stderr, "hvhead: cannot create data directory %s: %s\n", h->cfg.data_dir,
-                hv_strerror(rc));
+        fprintf(stderr, "hvhead: cannot create data directory %s: %s\n", h->cfg.data_dir, err);
+        return 1;
+    }
+    if (chmod(h->cfg.data_dir, 0700) != 0) {
+        fprintf(stderr, "hvhead: cannot make data directory %s private (mode 0700): %s\n",
+                h->cfg.data_dir, strerror(errno));
         return 1;
     }
     rc = hv_auth_load(&h->auth, h->cfg.data_dir, h->client_path, sizeof(h->client_path), err,

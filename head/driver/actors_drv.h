@@ -25,6 +25,7 @@
 #include "actorfig.h"
 #include "actors.h"
 #include "driver.h"
+#include "joblog.h"
 #include "store.h"
 
 /* One actor (read-only outside actors_drv.c). */

@@ -251,7 +251,7 @@ int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
                                    int (*fn)(const uint8_t *spec, size_t len, void *fud),
                                    void *fud);
 /* The output files' directory and caps (joblog.h), for the actors' logs (actors_drv.c). */
-hv_joblogs_t *hv_driver_joblogs(hv_driver_t *d);
+struct hv_joblogs_s *hv_driver_joblogs(hv_driver_t *d);
 /* An actor's process's call figures from its agent (f borrowed; final: its last ones, before
  * its exit). Ignored for anything that is not an actor's process. */
 void hv_driver_actor_figures(hv_driver_t *d, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,

@@ -437,6 +437,8 @@ const char *hv_http_reason(int status) {
         return "Request Timeout";
     case 414:
         return "URI Too Long";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 500:
@@ -796,6 +798,7 @@ static void conn_process(http_conn_t *c) {
      * of it stays in the buffer or on the stack once it was answered. */
     memset(c->buf + c->len, 0, used);
     conn_peer(c, req.peer, sizeof(req.peer));
+    snprintf(req.addr, sizeof(req.addr), "%s", c->addr);
     conn_serve(c, &req);
     explicit_bzero(req.authorization, sizeof(req.authorization)); /* not optimised away */
     explicit_bzero(req.body, req.body_len);

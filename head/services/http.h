@@ -55,6 +55,8 @@ typedef struct hv_http_request_s {
     char cookie[HV_HTTP_MAX_COOKIE];      /* the Cookie header's value, "" when none */
     char peer[64];                        /* the client's address ("ipv4:10.0.0.5:41234"), set by
                                            * the server, not the parser ("" when unknown) */
+    char addr[48];                        /* its IP address alone ("10.0.0.5"), set by the server
+                                           * ("" when unknown) */
     size_t body_len;                      /* bytes of body (POST only) */
     char body[HV_HTTP_MAX_BODY + 1];      /* the body, NUL-terminated (it may hold NULs) */
 } hv_http_request_t;

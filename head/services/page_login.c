@@ -73,6 +73,64 @@ int hv_page_session_drop(hv_page_sessions_t *t, const char *id) {
     return n;
 }
 
+/* The slot of addr, or NULL. */
+static hv_page_login_addr_t *login_slot(const hv_page_logins_t *t, const char *addr) {
+    for (size_t i = 0; addr != NULL && addr[0] != '\0' && i < HV_PAGE_LOGIN_ADDRS; i++) {
+        if (strcmp(t->a[i].addr, addr) == 0) {
+            return (hv_page_login_addr_t *)&t->a[i];
+        }
+    }
+    return NULL;
+}
+
+uint64_t hv_page_login_wait(const hv_page_logins_t *t, const char *addr, uint64_t now_ms) {
+    const hv_page_login_addr_t *a = login_slot(t, addr);
+    return a != NULL && a->until_ms > now_ms ? a->until_ms - now_ms : 0;
+}
+
+uint64_t hv_page_login_failed(hv_page_logins_t *t, const char *addr, uint64_t now_ms) {
+    hv_page_login_addr_t *a = login_slot(t, addr);
+    if (a == NULL) {
+        /* A free slot, else the one that waits least, then the oldest. */
+        a = &t->a[0];
+        for (size_t i = 0; i < HV_PAGE_LOGIN_ADDRS; i++) {
+            hv_page_login_addr_t *b = &t->a[i];
+            if (b->addr[0] == '\0') {
+                a = b;
+                break;
+            }
+            uint64_t bw = b->until_ms > now_ms ? b->until_ms - now_ms : 0;
+            uint64_t aw = a->until_ms > now_ms ? a->until_ms - now_ms : 0;
+            if (bw < aw || (bw == aw && b->last_ms < a->last_ms)) {
+                a = b;
+            }
+        }
+        memset(a, 0, sizeof(*a));
+        snprintf(a->addr, sizeof(a->addr), "%s", addr != NULL ? addr : "");
+    } else if (now_ms - a->last_ms >= HV_PAGE_LOGIN_FORGET_MS && a->until_ms <= now_ms) {
+        a->failures = 0;
+    }
+    a->failures++;
+    a->last_ms = now_ms;
+    if (a->failures <= HV_PAGE_LOGIN_FREE) {
+        return 0;
+    }
+    uint32_t k = a->failures - HV_PAGE_LOGIN_FREE - 1;
+    uint64_t wait = k >= 20 ? HV_PAGE_LOGIN_WAIT_MAX_MS : HV_PAGE_LOGIN_WAIT_MS << k;
+    if (wait > HV_PAGE_LOGIN_WAIT_MAX_MS) {
+        wait = HV_PAGE_LOGIN_WAIT_MAX_MS;
+    }
+    a->until_ms = now_ms + wait;
+    return wait;
+}
+
+void hv_page_login_ok(hv_page_logins_t *t, const char *addr) {
+    hv_page_login_addr_t *a = login_slot(t, addr);
+    if (a != NULL) {
+        memset(a, 0, sizeof(*a));
+    }
+}
+
 size_t hv_page_session_drop_token(hv_page_sessions_t *t, const char *token_sha) {
     size_t n = 0;
     for (size_t i = 0; i < HV_PAGE_MAX_SESSIONS; i++) {

@@ -5,8 +5,11 @@
  * a random id that is not the token and says nothing of it. This module holds the sessions in
  * memory (a fixed table; a head restart logs everyone out): it adds one, finds the one a cookie
  * names (constant-time comparison, expired ones never found), drops one (logout) and drops those
- * of a token that is gone (a client token deleted from the data directory). It does no I/O and
- * reads no clock: the random id and the time are passed in. Threads: the head's loop thread.
+ * of a token that is gone (a client token deleted from the data directory). It also keeps the
+ * failed logins per client address, so that guessing tokens is slow (hv_page_login_wait: after
+ * HV_PAGE_LOGIN_FREE wrong tokens an address waits 1 s before its next try, then twice as long
+ * after each further one, up to 5 minutes). It does no I/O and reads no clock: the random id and
+ * the time are passed in. Threads: the head's loop thread.
  */
 #ifndef HV_HEAD_PAGE_LOGIN_H
 #define HV_HEAD_PAGE_LOGIN_H
@@ -29,6 +32,36 @@ typedef struct hv_page_session_s {
 typedef struct hv_page_sessions_s {
     hv_page_session_t s[HV_PAGE_MAX_SESSIONS];
 } hv_page_sessions_t;
+
+#define HV_PAGE_LOGIN_FREE 5          /* wrong tokens from one address before it must wait */
+#define HV_PAGE_LOGIN_WAIT_MS 1000ull /* the first wait; it doubles with each wrong token */
+#define HV_PAGE_LOGIN_WAIT_MAX_MS (5ull * 60 * 1000)
+#define HV_PAGE_LOGIN_FORGET_MS (15ull * 60 * 1000) /* failures forgotten after this long */
+#define HV_PAGE_LOGIN_ADDRS 256                     /* addresses remembered at once */
+
+/* The failed logins of one client address. */
+typedef struct hv_page_login_addr_s {
+    char addr[48];     /* the client's IP address; "" = a free slot */
+    uint32_t failures; /* wrong tokens in a row */
+    uint64_t last_ms;  /* the last one (monotonic) */
+    uint64_t until_ms; /* no login is tried before this (monotonic); 0 = none */
+} hv_page_login_addr_t;
+
+typedef struct hv_page_logins_s {
+    hv_page_login_addr_t a[HV_PAGE_LOGIN_ADDRS];
+} hv_page_logins_t;
+
+/* How long addr must still wait before a login of its is tried at now_ms (monotonic); 0: now. */
+uint64_t hv_page_login_wait(const hv_page_logins_t *t, const char *addr, uint64_t now_ms);
+
+/* A wrong token from addr at now_ms: counted, and past HV_PAGE_LOGIN_FREE in a row the address
+ * waits HV_PAGE_LOGIN_WAIT_MS, doubled for each further one, at most HV_PAGE_LOGIN_WAIT_MAX_MS.
+ * Failures older than HV_PAGE_LOGIN_FORGET_MS are forgotten. A full table forgets the address
+ * that waits least (none before one that waits). Returns the wait it now has (0: none). */
+uint64_t hv_page_login_failed(hv_page_logins_t *t, const char *addr, uint64_t now_ms);
+
+/* A good login from addr: its failures are forgotten. */
+void hv_page_login_ok(hv_page_logins_t *t, const char *addr);
 
 /* 1 when id is HV_PAGE_SESSION_ID_LEN lowercase hex digits (a cookie value worth looking up). */
 int hv_page_session_id_valid(const char *id);

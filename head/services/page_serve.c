@@ -415,6 +415,18 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
         serve_login_form(src, rep, 200, NULL);
         return;
     }
+    /* An address that sent too many wrong tokens waits: its token is not even looked at. */
+    uint64_t now = hv_now_ms();
+    uint64_t wait = hv_page_login_wait(&src->logins, req->addr, now);
+    if (wait > 0) {
+        char secs[32], msg[160];
+        snprintf(secs, sizeof(secs), "%llu", (unsigned long long)(wait + 999) / 1000);
+        snprintf(msg, sizeof(msg), "Too many wrong tokens from your address: try again in %s s.",
+                 secs);
+        hv_http_reply_header(rep, "Retry-After", secs);
+        serve_login_form(src, rep, 429, msg);
+        return;
+    }
     char token[HV_AUTH_TOKEN_MAX + 1];
     if (!hv_http_form_get(req->body, req->body_len, "token", token, sizeof(token)) ||
         token[0] == '\0') {
@@ -426,13 +438,25 @@ void hv_page_serve_login(const hv_http_request_t *req, hv_http_reply_t *rep, voi
     if (rc != HV_OK || cred.kind != HV_CRED_CLIENT) {
         explicit_bzero(token, sizeof(token));
         src->login_refused++;
+        wait = hv_page_login_failed(&src->logins, req->addr, now);
+        char next[96] = "";
+        if (wait > 0) {
+            snprintf(next, sizeof(next), "; its next login is tried in %llu s at the earliest",
+                     (unsigned long long)(wait + 999) / 1000);
+        }
         HV_LOG(HV_LOG_WARN, "page", "HV-PAGE-LOGIN-REFUSED",
-               "status page: login from %s refused: not a client token of this head", req->peer);
+               "status page: login from %s refused: not a client token of this head%s", req->peer,
+               next);
         serve_audit(src, req, "PageLogin", NULL, 16,
                     "UNAUTHENTICATED: not a client token of this head");
-        serve_login_form(src, rep, 403, "That is not a client token of this head.");
+        char msg[200];
+        snprintf(msg, sizeof(msg), "That is not a client token of this head.%s",
+                 wait > 0 ? " Too many wrong tokens from your address: wait before the next try."
+                          : "");
+        serve_login_form(src, rep, 403, msg);
         return;
     }
+    hv_page_login_ok(&src->logins, req->addr);
     char sha[65];
     serve_token_sha(token, sha);
     explicit_bzero(token, sizeof(token));

@@ -35,6 +35,7 @@ typedef struct hv_page_src_s {
     int login;                   /* the listener has a token: browsers log in (else all open) */
     hv_page_sessions_t sessions; /* the logged-in browsers (owned) */
     uint64_t login_refused;      /* logins refused for their token (the metrics count them) */
+    hv_page_logins_t logins;     /* wrong tokens per client address (owned) */
 } hv_page_src_t;
 
 /* The rounds of a job (oldest first, at most cap) from its events (ascending seq): round.open

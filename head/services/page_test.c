@@ -365,6 +365,60 @@ static void case_sessions(void) {
 }
 
 /* The login form: a password field posting to /login, the message escaped, no reload. */
+/* Wrong tokens per address: five free, then a wait from 1 s doubling to 5 min; another address
+ * is not held back; a good login or 15 quiet minutes forget them; a full table forgets the
+ * address that waits least. Each row is a step on one table, in order. */
+static void case_login_limit(void) {
+    static hv_page_logins_t t; /* 256 x 72 bytes: not on the stack */
+    enum { FAIL, OK, WAIT };
+    static const struct {
+        const char *addr;
+        int op;
+        uint64_t now, want; /* FAIL: the wait it gets; WAIT: the wait it has */
+    } steps[] = {
+        {"10.0.0.1", FAIL, 1000, 0},    {"10.0.0.1", FAIL, 1001, 0},
+        {"10.0.0.1", FAIL, 1002, 0},    {"10.0.0.1", FAIL, 1003, 0},
+        {"10.0.0.1", FAIL, 1004, 0},    {"10.0.0.1", WAIT, 1005, 0},
+        {"10.0.0.1", FAIL, 1005, 1000},                              /* the sixth: 1 s */
+        {"10.0.0.1", WAIT, 1500, 505},  {"10.0.0.2", WAIT, 1500, 0}, /* others go on */
+        {"10.0.0.1", WAIT, 2005, 0},    {"10.0.0.1", FAIL, 2005, 2000},
+        {"10.0.0.1", FAIL, 4005, 4000}, {"10.0.0.1", FAIL, 8005, 8000},
+        {"10.0.0.1", OK, 9000, 0},      {"10.0.0.1", WAIT, 9000, 0}, /* forgotten */
+        {"10.0.0.1", FAIL, 9001, 0},                                 /* counts from 1 again */
+        {"10.0.0.3", FAIL, 0, 0},       {"10.0.0.3", FAIL, 1, 0},
+        {"10.0.0.3", FAIL, 2, 0},       {"10.0.0.3", FAIL, 3, 0},
+        {"10.0.0.3", FAIL, 4, 0},       {"10.0.0.3", FAIL, 900005, 0}, /* 15 quiet minutes */
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        uint64_t got = 0;
+        if (steps[i].op == FAIL) {
+            got = hv_page_login_failed(&t, steps[i].addr, steps[i].now);
+        } else if (steps[i].op == OK) {
+            hv_page_login_ok(&t, steps[i].addr);
+        } else {
+            got = hv_page_login_wait(&t, steps[i].addr, steps[i].now);
+        }
+        if (got != steps[i].want) {
+            fprintf(stderr, "step %zu (%s): got %llu, want %llu\n", i, steps[i].addr,
+                    (unsigned long long)got, (unsigned long long)steps[i].want);
+        }
+        CHECK_EQ(got, steps[i].want);
+    }
+    /* The wait is capped at 5 minutes. */
+    uint64_t w = 0;
+    for (int i = 0; i < 40; i++) {
+        w = hv_page_login_failed(&t, "10.0.0.4", 1000000);
+    }
+    CHECK_EQ(w, HV_PAGE_LOGIN_WAIT_MAX_MS);
+    /* A full table: a flood of new addresses does not forget one that waits. */
+    char a[48];
+    for (int i = 0; i < 2 * HV_PAGE_LOGIN_ADDRS; i++) {
+        snprintf(a, sizeof(a), "10.1.%d.%d", i / 256, i % 256);
+        hv_page_login_failed(&t, a, 1000001);
+    }
+    CHECK_EQ(hv_page_login_wait(&t, "10.0.0.4", 1000001), HV_PAGE_LOGIN_WAIT_MAX_MS - 1);
+}
+
 static void case_login_form(void) {
     hv_http_reply_t r = {.status = 200};
     hv_page_render_login("c<1>", "bad <token>", &r);
@@ -451,6 +505,7 @@ int main(int argc, char **argv) {
                                             {"routes", case_routes},
                                             {"sessions", case_sessions},
                                             {"login_form", case_login_form},
+                                            {"login_limit", case_login_limit},
                                             {"rounds_from_fields", case_rounds_from_fields}};
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

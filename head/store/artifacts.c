@@ -95,15 +95,15 @@ size_t hv_artifacts_sweep(hv_artifacts_t *a, uint64_t now_ms) {
 
 hv_err hv_artifacts_open(const char *data_dir, hv_store_t *store, const hv_artifacts_limits_t *lim,
                          hv_artifacts_t **out, char *err, size_t errlen) {
-    const char *subs[] = {"artifacts", "uploads", "logs"};
-    for (size_t i = 0; i < 3; i++) {
-        char path[4096];
+    /* The driver's logs/ and states/ too, so that a file in the way is named before it starts
+     * (a file called logs is no problem of artifacts/). */
+    const char *subs[] = {"artifacts", "uploads", "logs", "states"};
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        char path[4096], why[4200];
         snprintf(path, sizeof(path), "%s/%s", data_dir, subs[i]);
-        hv_err rc = hv_mkdirs(path, 0700);
+        hv_err rc = hv_mkdirs_msg(path, 0700, why, sizeof(why));
         if (rc != HV_OK) {
-            /* Name the one that failed: a file called logs is no problem of artifacts/. */
-            snprintf(err, errlen, "cannot prepare %s: %s", path,
-                     rc == HV_EEXIST ? "it exists and is not a directory" : hv_strerror(rc));
+            snprintf(err, errlen, "cannot prepare %s: %s", path, why);
             return rc;
         }
     }

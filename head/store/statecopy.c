@@ -50,9 +50,10 @@ hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserv
     snprintf(c->dir, sizeof(c->dir), "%s", dir);
     snprintf(c->epoch, sizeof(c->epoch), "%s", epoch ? epoch : "");
     c->reserve = reserve;
-    hv_err rc = hv_mkdirs(dir, 0700);
+    char why[600];
+    hv_err rc = hv_mkdirs_msg(dir, 0700, why, sizeof(why));
     if (rc != HV_OK) {
-        HV_LOG(HV_LOG_ERROR, "copies", "HV-COPY-DIR", "cannot create %s: %s", dir, hv_strerror(rc));
+        HV_LOG(HV_LOG_ERROR, "copies", "HV-COPY-DIR", "cannot create %s: %s", dir, why);
         hv_free(c);
         return rc;
     }

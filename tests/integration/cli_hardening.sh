@@ -8,7 +8,8 @@
 #  - `hvctl --json logs 999` prints no [] and exits 66;
 #  - `hvctl logs -f` follows a job across a restart of the head, each line once;
 #  - a full upload_quota exits 75 ("try again later"), not 65;
-#  - a data dir whose logs/ is a file is reported as logs/, not artifacts/.
+#  - a data dir whose logs/ is a file is reported as logs/, not artifacts/; states/ a file, and
+#    a data dir that is a file, are named with the problem.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 ESC=$(printf '\033')
@@ -87,4 +88,15 @@ sed -e "s|^data_dir: .*|data_dir: $TMP/d2|" -e "s|^listen: .*|listen: 127.0.0.1:
 "$BIN/hvhead" start --config "$TMP/d2.yaml" >"$TMP/d2.out" 2>"$TMP/d2.err" && fail "a head started with a file for logs/"
 assert_grep "$TMP/d2.err" "$TMP/d2/logs: it exists and is not a directory"
 assert_no_grep "$TMP/d2.err" "artifacts"
+# states/ a file, and the data directory itself a file: each named, with the problem (issue 24;
+# they said "cannot load state from DATA/state.db: already exists" and "already exists").
+mkdir -p "$TMP/d3" && : >"$TMP/d3/states"
+sed -e "s|^data_dir: .*|data_dir: $TMP/d3|" "$TMP/d2.yaml" >"$TMP/d3.yaml"
+"$BIN/hvhead" start --config "$TMP/d3.yaml" >"$TMP/d3.out" 2>"$TMP/d3.err" && fail "a head started with a file for states/"
+assert_grep "$TMP/d3.err" "^hvhead: cannot prepare $TMP/d3/states: it exists and is not a directory$"
+assert_no_grep "$TMP/d3.err" "cannot load state"
+: >"$TMP/d4"
+sed -e "s|^data_dir: .*|data_dir: $TMP/d4|" "$TMP/d2.yaml" >"$TMP/d4.yaml"
+"$BIN/hvhead" start --config "$TMP/d4.yaml" >"$TMP/d4.out" 2>"$TMP/d4.err" && fail "a head started on a file for its data directory"
+assert_grep "$TMP/d4.err" "^hvhead: cannot create data directory $TMP/d4: it exists and is not a directory$"
 pass "controls escaped on a terminal, raw on a pipe or --raw; revoke by id; logs -f survives a restart; exit codes"
