@@ -168,11 +168,20 @@ static hv_err cfg_add_labels(hv_agent_config_t *cfg, const char *list, char *err
             goto out;
         }
         if (cfg->nlabels >= HV_AGENT_MAX_LABELS) {
-            hv_errf(err, errlen, "--labels: more than %d labels", HV_AGENT_MAX_LABELS);
+            hv_errf(err, errlen, "--labels: more than %d labels (the agent adds %s)",
+                    HV_AGENT_MAX_LABELS, HV_AGENT_RUN_AS_LABEL);
             rc = HV_EINVAL;
             goto out;
         }
         *eq = '\0';
+        if (strcmp(kv, HV_AGENT_RUN_AS_LABEL) == 0) {
+            hv_errf(err, errlen,
+                    "--labels: %s is the agent's own label (the user its workers run as: "
+                    "--run-as, else the agent's)",
+                    HV_AGENT_RUN_AS_LABEL);
+            rc = HV_EINVAL;
+            goto out;
+        }
         size_t i;
         for (i = 0; i < cfg->nlabels; i++) {
             if (strcmp(cfg->label_keys[i], kv) == 0) {

@@ -24,8 +24,11 @@
 #include "err.h"
 #include "log.h"
 
-#define HV_AGENT_NAME_MAX 128 /* node name length bound */
-#define HV_AGENT_MAX_LABELS 64
+#define HV_AGENT_NAME_MAX 128  /* node name length bound */
+#define HV_AGENT_MAX_LABELS 63 /* the operator's (--labels); the agent adds hv.run_as: 64 */
+/* The node label the agent declares its workers' user with (--run-as, else its own): the head
+ * holds the actors a job's worker creates to it (head/core/workcap.h). Not an operator label. */
+#define HV_AGENT_RUN_AS_LABEL "hv.run_as"
 #define HV_AGENT_MAX_ADDRS 32
 #define HV_AGENT_CACHE_MAX_MB_DEFAULT 4096u           /* --cache-max-mb when not given */
 #define HV_AGENT_CACHE_MAX_MB_MAX (UINT64_C(1) << 30) /* 1 PiB: far from overflowing bytes */

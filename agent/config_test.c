@@ -186,6 +186,8 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--slots"), "--slots needs a value");
     parse_bad(ARGV("join", "h:1", "--labels", "novalue"), "--labels: \"novalue\"");
     parse_bad(ARGV("join", "h:1", "--labels", "=v"), "--labels: \"=v\"");
+    parse_bad(ARGV("join", "h:1", "--labels", "zone=a,hv.run_as=root"),
+              "--labels: hv.run_as is the agent's own label");
     parse_bad(ARGV("join", "h:1", "--addr", "10.0.0.300"), "--addr \"10.0.0.300\"");
     parse_bad(ARGV("join", "h:1", "--orphan-policy", "maybe"), "--orphan-policy \"maybe\"");
     parse_bad(ARGV("join", "h:1", "--token", "a", "--token-file", "/etc/hostname"), "not both");

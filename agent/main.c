@@ -616,6 +616,22 @@ static hv_err agent_channel(const hv_agent_config_t *cfg, hv_rpc_channel_t **out
     return rc;
 }
 
+/* The user the agent's workers run as (--run-as, else the agent's own), as the node label
+ * HV_AGENT_RUN_AS_LABEL declares it to the head; "#<uid>" for a uid without a name. */
+static const char *agent_run_as_name(const hv_agent_config_t *cfg, char *buf, size_t len) {
+    if (cfg->run_as[0] != '\0') {
+        return cfg->run_as;
+    }
+    struct passwd *pw = getpwuid(geteuid());
+    if (pw != NULL && pw->pw_name != NULL && pw->pw_name[0] != '\0' &&
+        strpbrk(pw->pw_name, ",=") == NULL && strlen(pw->pw_name) < len) {
+        snprintf(buf, len, "%s", pw->pw_name);
+    } else {
+        snprintf(buf, len, "#%u", (unsigned)geteuid());
+    }
+    return buf;
+}
+
 /* ---- join: agent_join's steps, in order ------------------------------------------------------ *
  * Each step returns 0 to go on or 1 (an exit status, the reason printed). agent_close undoes
  * whatever the steps opened, so none repeats the cleanup of the steps before it. */
@@ -769,9 +785,14 @@ static int agent_open(agent_t *a) {
  * interpreters it has, and its size) and the signals that stop or drain the agent. */
 static int agent_session(agent_t *a) {
     hv_agent_config_t *cfg = &a->cfg;
-    Hvpb__V1__KeyValue kv[HV_AGENT_MAX_LABELS + 1];
-    Hvpb__V1__KeyValue *kvp[HV_AGENT_MAX_LABELS + 1];
-    size_t nkv = 0;
+    Hvpb__V1__KeyValue kv[HV_AGENT_MAX_LABELS + 2];
+    Hvpb__V1__KeyValue *kvp[HV_AGENT_MAX_LABELS + 2];
+    char run_as_name[64];
+    Hvpb__V1__KeyValue run_as_kv = HVPB__V1__KEY_VALUE__INIT;
+    run_as_kv.key = (char *)HV_AGENT_RUN_AS_LABEL;
+    run_as_kv.value = (char *)agent_run_as_name(cfg, run_as_name, sizeof(run_as_name));
+    kvp[0] = &run_as_kv; /* always there: the head holds job-made actors to it */
+    size_t nkv = 1;
     int have_python = 0;
     for (size_t i = 0; i < cfg->nlabels; i++) {
         Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
@@ -785,7 +806,7 @@ static int agent_session(agent_t *a) {
     /* The node's Python interpreters, for hvsubmit's check (agent/interp.h), unless the operator
      * labelled them or used every label the head takes. */
     char python_names[256];
-    if (!have_python && nkv < HV_AGENT_MAX_LABELS) {
+    if (!have_python && nkv <= HV_AGENT_MAX_LABELS) {
         hv_interp_python_names(getenv("PATH"), python_names, sizeof(python_names));
         Hvpb__V1__KeyValue init = HVPB__V1__KEY_VALUE__INIT;
         kv[nkv] = init;

@@ -6,9 +6,11 @@
  * head restart the loop hands each stored instance back to the provider (adopt) so it is watched
  * again, never launched twice.
  *
- * Providers: `local` and `spot-sim` (provider_local.c: hvagent processes on this machine; spot-sim
- * adds simulated boot delays, capacity and preemptions from spotsim.c), and `command`
- * (provider_command.c: the user's shell command templates for launch, terminate and list).
+ * Providers: `local` (provider_local.c: hvagent processes on this machine), `spot-sim`
+ * (provider_spotsim.c: the same processes under a simulated cloud, spotsim.c: boot delays,
+ * capacity, preemptions) and `command` (provider_command.c: the user's shell command templates
+ * for launch, terminate and list). hv_provider_create (provider.c) makes one by its name, so the
+ * head names none of them.
  *
  * Threads: every call on the loop's thread; events are delivered there.
  */
@@ -18,7 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "err.h"
+#include "spotsim.h"
 
 typedef struct hv_provider_s hv_provider_t;
 
@@ -43,9 +48,18 @@ typedef enum hv_prov_event_e {
     HV_PROV_NOTE,          /* something worth an event, nothing to do */
 } hv_prov_event;
 
-/* why: in the user's terms ("preempted after its notice", "agent exited with status 1"). */
+/* Why an instance is GONE, as a code (the words are for people and may change). */
+typedef enum hv_prov_cause_e {
+    HV_PROV_CAUSE_NONE = 0,   /* NOTICE, LAUNCH_FAILED, NOTE */
+    HV_PROV_CAUSE_TERMINATED, /* given back (terminate), or never booted */
+    HV_PROV_CAUSE_PREEMPTED,  /* the cloud took it (with or without a notice) */
+    HV_PROV_CAUSE_LOST,       /* anything else: its agent exited or was killed, it is not listed */
+} hv_prov_cause;
+
+/* cause: GONE's cause (HV_PROV_CAUSE_NONE for the other events); why: in the user's terms
+ * ("preempted after its notice", "agent exited with status 1"), for events and logs only. */
 typedef void (*hv_prov_event_cb)(hv_provider_t *p, hv_prov_event ev, uint64_t instance,
-                                 const char *why, void *ud);
+                                 hv_prov_cause cause, const char *why, void *ud);
 
 typedef struct hv_provider_vtbl_s {
     const char *name; /* "local", "spot-sim" */
@@ -89,5 +103,29 @@ static inline void hv_provider_destroy(hv_provider_t *p) {
         p->v->destroy(p);
     }
 }
+
+/* What hv_provider_create needs; each provider reads its own part. Borrowed for the call, but
+ * for sim.types (and sim.trace), borrowed for the provider's life. */
+typedef struct hv_provider_cfg_s {
+    /* local, spot-sim: hvagent processes on this machine */
+    const char *agent;      /* the hvagent binary */
+    const char *work_dir;   /* the instances' directories go under it (created 0700) */
+    uint32_t stop_grace_ms; /* terminate: SIGTERM, then SIGKILL this much later */
+    uint32_t tick_ms;       /* how often pids, deadlines and the simulation are checked; 0: 100 */
+    /* spot-sim: the simulation (spotsim.h); a trace is read from sim_trace (NULL: none, or the
+     * one in sim.trace) */
+    hv_ss_config_t sim;
+    const char *sim_trace;
+    /* command: the templates (provider_command.h) and the bound of each command (0: 120 s) */
+    const char *launch, *terminate, *list;
+    uint32_t timeout_ms;
+} hv_provider_cfg_t;
+
+/* Creates the provider called name ("local", "spot-sim" or "command") on loop (its thread only).
+ * HV_EINVAL for another name or a config that does not do (err says why, naming the file and line
+ * of a trace that does not parse); else the provider's own error, err saying what failed. */
+hv_err hv_provider_create(uv_loop_t *loop, const char *name, const hv_provider_cfg_t *cfg,
+                          hv_prov_event_cb on_event, void *ud, hv_provider_t **out, char *err,
+                          size_t errlen);
 
 #endif

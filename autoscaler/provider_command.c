@@ -67,9 +67,10 @@ typedef struct hv_prov_command_s {
     int runs; /* commands in flight */
 } hv_prov_command_t;
 
-static void emit(hv_prov_command_t *pc, hv_prov_event ev, uint64_t id, const char *why) {
+static void emit(hv_prov_command_t *pc, hv_prov_event ev, uint64_t id, hv_prov_cause cause,
+                 const char *why) {
     if (!pc->destroyed) {
-        pc->base.on_event(&pc->base, ev, id, why, pc->base.ud);
+        pc->base.on_event(&pc->base, ev, id, cause, why, pc->base.ud);
     }
 }
 
@@ -290,7 +291,7 @@ static void run_finish(pc_run_t *r, char *out, char *errs) {
                 char d[400];
                 describe(r, errs, d, sizeof(d));
                 snprintf(why, sizeof(why), "the list command %s", d);
-                emit(pc, HV_PROV_NOTE, 0, why);
+                emit(pc, HV_PROV_NOTE, 0, HV_PROV_CAUSE_NONE, why);
             }
             return;
         }
@@ -319,7 +320,7 @@ static void run_finish(pc_run_t *r, char *out, char *errs) {
             } else if (now - in->seen_ms >= pc->list_grace_ms) {
                 uint64_t id = in->id;
                 pc_remove(pc, in);
-                emit(pc, HV_PROV_GONE, id, "no longer listed by the provider");
+                emit(pc, HV_PROV_GONE, id, HV_PROV_CAUSE_LOST, "no longer listed by the provider");
             }
         }
         return;
@@ -338,13 +339,13 @@ static void run_finish(pc_run_t *r, char *out, char *errs) {
             if (r->timed_out) {
                 /* it may have created the instance: give it back, best effort */
                 in->term_wanted = 1;
-                emit(pc, HV_PROV_LAUNCH_FAILED, in->id, why);
+                emit(pc, HV_PROV_LAUNCH_FAILED, in->id, HV_PROV_CAUSE_NONE, why);
                 start_terminate(pc, in);
                 return;
             }
             uint64_t id = in->id;
             pc_remove(pc, in);
-            emit(pc, HV_PROV_LAUNCH_FAILED, id, why);
+            emit(pc, HV_PROV_LAUNCH_FAILED, id, HV_PROV_CAUSE_NONE, why);
             return;
         }
         char *first = out;
@@ -363,11 +364,11 @@ static void run_finish(pc_run_t *r, char *out, char *errs) {
     if (ok) {
         uint64_t id = in->id;
         pc_remove(pc, in);
-        emit(pc, HV_PROV_GONE, id, "terminated");
+        emit(pc, HV_PROV_GONE, id, HV_PROV_CAUSE_TERMINATED, "terminated");
         return;
     }
     snprintf(why, sizeof(why), "the terminate command for %s %s; it is tried again", in->name, d);
-    emit(pc, HV_PROV_NOTE, in->id, why);
+    emit(pc, HV_PROV_NOTE, in->id, HV_PROV_CAUSE_NONE, why);
 }
 
 static void start_terminate(hv_prov_command_t *pc, pc_inst_t *in) {
@@ -380,7 +381,7 @@ static void start_terminate(hv_prov_command_t *pc, pc_inst_t *in) {
         char why[512];
         snprintf(why, sizeof(why), "cannot run the terminate command for %s: %.200s", in->name,
                  err);
-        emit(pc, HV_PROV_NOTE, in->id, why);
+        emit(pc, HV_PROV_NOTE, in->id, HV_PROV_CAUSE_NONE, why);
         return;
     }
     in->term_running = 1;

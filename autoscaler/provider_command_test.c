@@ -171,6 +171,7 @@ static void case_launch_terminate(void) {
                         "again");
     i = wait_ev(&loop, &r, HV_PROV_GONE, 1, 3000);
     CHECK(i >= 0 && strcmp(r.why[i], "terminated") == 0);
+    CHECK_EQ(r.cause[i], HV_PROV_CAUSE_TERMINATED);
     CHECK(!exists("vm/n1"));
     CHECK_RC(hv_provider_terminate(p, 1), HV_ENOTFOUND);
     finish(&loop, p);
@@ -209,6 +210,7 @@ static void case_launch_timeout(void) {
     /* then it is given back (the terminate command runs) */
     i = wait_ev(&loop, &r, HV_PROV_GONE, 3, 3000);
     CHECK(i >= 0 && strcmp(r.why[i], "terminated") == 0);
+    CHECK_EQ(r.cause[i], HV_PROV_CAUSE_TERMINATED);
     finish(&loop, p);
 }
 
@@ -255,6 +257,7 @@ static void case_list_and_adopt(void) {
     int i = wait_ev(&loop, &r2, HV_PROV_GONE, 6, 3000);
     CHECK(i >= 0);
     CHECK_STR(r2.why[i], "no longer listed by the provider");
+    CHECK_EQ(r2.cause[i], HV_PROV_CAUSE_LOST);
     spin(&loop, 300);
     CHECK_EQ(rec_find(&r2, HV_PROV_GONE, 5), -1); /* still listed */
     finish(&loop, p2);

@@ -1,8 +1,8 @@
 /*
  * provider_local: see provider_local.h. Instances live in a list; a child we started is watched
  * by its uv_process_t exit callback, an adopted one by polling kill(pid, 0) on the tick. Events
- * found inside a call (an adopted pid that is gone, a booting spot-sim instance terminated) are
- * delivered on the next tick, never from inside the caller's own call.
+ * found inside a call (an adopted pid that is gone, a booting instance terminated) are delivered
+ * on the next tick, never from inside the caller's own call.
  */
 #include "provider_local.h"
 
@@ -25,7 +25,7 @@
 #define LP_PATH 1024
 
 typedef enum lp_state_e {
-    LP_BOOTING = 0, /* spot-sim: accepted, the agent not started yet */
+    LP_BOOTING = 0, /* gated: accepted, the agent not started yet */
     LP_RUNNING,     /* the agent process exists */
     LP_GONE,        /* reported or to be reported on the next tick */
 } lp_state;
@@ -44,24 +44,26 @@ typedef struct lp_inst_s {
     char token_file[LP_PATH];
     lp_state st;
     int pid;
-    int child;         /* 1: our child, watched by proc; 0: adopted, polled */
-    uv_process_t proc; /* valid when child */
-    int terminating;   /* terminate asked */
-    int preempted;     /* spot-sim took it (1: after a notice, 2: without) */
-    uint64_t kill_at;  /* uv_now when SIGKILL is due (0: none) */
-    char why[200];     /* LP_GONE: the reason to report */
-    int reported;      /* LP_GONE: the event went out */
+    int child;           /* 1: our child, watched by proc; 0: adopted, polled */
+    uv_process_t proc;   /* valid when child */
+    int terminating;     /* terminate asked */
+    int preempted;       /* the gate took it (1: after a notice, 2: without) */
+    uint64_t kill_at;    /* uv_now when SIGKILL is due (0: none) */
+    char why[200];       /* LP_GONE: the reason to report */
+    hv_prov_cause cause; /* LP_GONE: its code */
+    int reported;        /* LP_GONE: the event went out */
     char handle[24];
 } lp_inst_t;
 
 typedef struct hv_prov_local_s {
     hv_provider_t base;
+    hv_provider_vtbl_t vt; /* local_vtbl under the gate's name */
     uv_loop_t *loop;
     hv_prov_local_opts_t o;
     char agent[LP_PATH];
     char work_dir[LP_PATH];
     uv_timer_t tick;
-    hv_ss_t *sim;
+    hv_prov_local_gate_t gate; /* all NULL: none */
     lp_inst_t *insts;
 } hv_prov_local_t;
 
@@ -94,12 +96,13 @@ static void on_proc_closed(uv_handle_t *h) {
     }
 }
 
-/* Marks the instance gone with why; the tick reports it. */
-static void lp_gone(lp_inst_t *in, const char *why) {
+/* Marks the instance gone for cause, with why; the tick reports it. */
+static void lp_gone(lp_inst_t *in, hv_prov_cause cause, const char *why) {
     if (in->st == LP_GONE) {
         return;
     }
     in->st = LP_GONE;
+    in->cause = cause;
     snprintf(in->why, sizeof(in->why), "%s", why);
 }
 
@@ -159,11 +162,14 @@ static void lp_kill_instance(lp_inst_t *in) {
 static void lp_on_exit(uv_process_t *p, int64_t status, int term_signal) {
     lp_inst_t *in = p->data;
     char why[200];
+    hv_prov_cause cause = HV_PROV_CAUSE_LOST;
     if (in->preempted) {
         snprintf(why, sizeof(why), "preempted %s",
                  in->preempted == 1 ? "after its notice" : "without notice");
+        cause = HV_PROV_CAUSE_PREEMPTED;
     } else if (in->terminating) {
         snprintf(why, sizeof(why), "terminated");
+        cause = HV_PROV_CAUSE_TERMINATED;
     } else if (term_signal != 0) {
         snprintf(why, sizeof(why), "its agent was killed by signal %d", term_signal);
     } else {
@@ -172,7 +178,7 @@ static void lp_on_exit(uv_process_t *p, int64_t status, int term_signal) {
     /* workers the agent left behind go with the instance */
     lp_kill_instance(in);
     in->pid = 0;
-    lp_gone(in, why);
+    lp_gone(in, cause, why);
 }
 
 /* Makes dir (and its parents) with mode 0700. */
@@ -247,9 +253,9 @@ static hv_err lp_start(hv_prov_local_t *lp, lp_inst_t *in, int *closing, char *e
         argv[n++] = mem;
     }
     char deadline[24];
-    if (lp->o.sim != NULL && lp->o.sim->notice_s > 0) {
-        /* the simulated notice: the agent tells the head how long its node has */
-        snprintf(deadline, sizeof(deadline), "%u", lp->o.sim->notice_s);
+    if (lp->gate.notice_s > 0) {
+        /* the gate's notice: the agent tells the head how long its node has */
+        snprintf(deadline, sizeof(deadline), "%u", lp->gate.notice_s);
         argv[n++] = "--drain-deadline";
         argv[n++] = deadline;
     }
@@ -335,8 +341,8 @@ static hv_err lp_launch(hv_provider_t *p, const hv_prov_launch_t *l, char *err, 
     if (in == NULL) {
         return HV_EINVAL;
     }
-    if (lp->sim != NULL) {
-        if (!hv_ss_launch(lp->sim, l->instance, l->type, uv_now(lp->loop), err, errlen)) {
+    if (lp->gate.launch != NULL) {
+        if (!lp->gate.launch(lp->gate.g, l, uv_now(lp->loop), err, errlen)) {
             hv_free(in);
             return HV_EUNAVAIL;
         }
@@ -364,11 +370,11 @@ static hv_err lp_terminate(hv_provider_t *p, uint64_t instance) {
     if (in == NULL) {
         return HV_ENOTFOUND;
     }
-    if (lp->sim != NULL) {
-        hv_ss_terminate(lp->sim, instance);
+    if (lp->gate.gone != NULL) {
+        lp->gate.gone(lp->gate.g, instance);
     }
     if (in->st == LP_BOOTING) {
-        lp_gone(in, "terminated before it booted");
+        lp_gone(in, HV_PROV_CAUSE_TERMINATED, "terminated before it booted");
         return HV_OK;
     }
     if (!in->terminating) {
@@ -435,14 +441,14 @@ static hv_err lp_adopt(hv_provider_t *p, const hv_prov_launch_t *l, const char *
     long pid = handle ? strtol(handle, &end, 10) : 0;
     if (handle == NULL || end == handle || *end != '\0' || pid <= 0 || pid > INT32_MAX ||
         !pid_is((int)pid, l->name)) {
-        lp_gone(in, "its agent was gone when the head restarted");
+        lp_gone(in, HV_PROV_CAUSE_LOST, "its agent was gone when the head restarted");
         return HV_OK;
     }
     in->pid = (int)pid;
     in->st = LP_RUNNING;
     snprintf(in->handle, sizeof(in->handle), "%ld", pid);
-    if (lp->sim != NULL) {
-        (void)hv_ss_adopt(lp->sim, l->instance, l->type);
+    if (lp->gate.adopt != NULL) {
+        lp->gate.adopt(lp->gate.g, l);
     }
     return HV_OK;
 }
@@ -454,57 +460,59 @@ static const char *lp_handle(hv_provider_t *p, uint64_t instance) {
 
 /* ---- the tick ------------------------------------------------------------------------------- */
 
-static void lp_sim_step(hv_prov_local_t *lp, uint64_t now) {
-    hv_ss_action_t acts[16];
-    size_t n;
-    while ((n = hv_ss_step(lp->sim, now, acts, 16)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            hv_ss_action_t *a = &acts[i];
-            lp_inst_t *in = lp_find(lp, a->instance);
-            if (a->kind == HV_SS_NOTE || in == NULL) {
-                if (a->kind == HV_SS_NOTE) {
-                    lp->base.on_event(&lp->base, HV_PROV_NOTE, 0, a->reason, lp->base.ud);
-                }
-                continue;
-            }
-            if (a->kind == HV_SS_BOOTED) {
-                char err[300];
-                int closing = 0;
-                uint64_t id = in->id;
-                if (lp_start(lp, in, &closing, err, sizeof(err)) != HV_OK) {
-                    hv_ss_terminate(lp->sim, id);
-                    if (!closing) {
-                        lp_free_inst(lp, in);
-                    }
-                    lp->base.on_event(&lp->base, HV_PROV_LAUNCH_FAILED, id, err, lp->base.ud);
-                }
-            } else if (a->kind == HV_SS_NOTICE) {
-                lp_signal_group(in, SIGTERM);
-                lp->base.on_event(&lp->base, HV_PROV_NOTICE, in->id, a->reason, lp->base.ud);
-            } else if (a->kind == HV_SS_PREEMPTED) {
-                in->preempted = a->with_notice ? 1 : 2;
-                if (in->pid > 0) {
-                    lp_kill_instance(in);
-                    if (!in->child) {
-                        lp_gone(in, in->preempted == 1 ? "preempted after its notice"
-                                                       : "preempted without notice");
-                    }
-                } else {
-                    lp_gone(in, "preempted");
-                }
-            }
+void hv_prov_local_note(hv_provider_t *p, const char *why) {
+    p->on_event(p, HV_PROV_NOTE, 0, HV_PROV_CAUSE_NONE, why, p->ud);
+}
+
+void hv_prov_local_boot(hv_provider_t *p, uint64_t instance) {
+    hv_prov_local_t *lp = (hv_prov_local_t *)p;
+    lp_inst_t *in = lp_find(lp, instance);
+    if (in == NULL || in->st != LP_BOOTING) {
+        return;
+    }
+    char err[300];
+    int closing = 0;
+    if (lp_start(lp, in, &closing, err, sizeof(err)) != HV_OK) {
+        if (lp->gate.gone != NULL) {
+            lp->gate.gone(lp->gate.g, instance);
         }
-        if (n < 16) {
-            break;
+        if (!closing) {
+            lp_free_inst(lp, in);
         }
+        p->on_event(p, HV_PROV_LAUNCH_FAILED, instance, HV_PROV_CAUSE_NONE, err, p->ud);
+    }
+}
+
+void hv_prov_local_notice(hv_provider_t *p, uint64_t instance, const char *why) {
+    lp_inst_t *in = lp_find((hv_prov_local_t *)p, instance);
+    if (in != NULL) {
+        lp_signal_group(in, SIGTERM);
+        p->on_event(p, HV_PROV_NOTICE, instance, HV_PROV_CAUSE_NONE, why, p->ud);
+    }
+}
+
+void hv_prov_local_preempt(hv_provider_t *p, uint64_t instance, int with_notice) {
+    lp_inst_t *in = lp_find((hv_prov_local_t *)p, instance);
+    if (in == NULL) {
+        return;
+    }
+    in->preempted = with_notice ? 1 : 2;
+    if (in->pid > 0) {
+        lp_kill_instance(in);
+        if (!in->child) { /* a child is reported by its exit callback */
+            lp_gone(in, HV_PROV_CAUSE_PREEMPTED,
+                    with_notice ? "preempted after its notice" : "preempted without notice");
+        }
+    } else {
+        lp_gone(in, HV_PROV_CAUSE_PREEMPTED, "preempted");
     }
 }
 
 static void lp_on_tick(uv_timer_t *t) {
     hv_prov_local_t *lp = t->data;
     uint64_t now = uv_now(lp->loop);
-    if (lp->sim != NULL) {
-        lp_sim_step(lp, now);
+    if (lp->gate.tick != NULL) {
+        lp->gate.tick(lp->gate.g, &lp->base, now);
     }
     lp_inst_t *next;
     for (lp_inst_t *in = lp->insts; in != NULL; in = next) {
@@ -515,15 +523,16 @@ static void lp_on_tick(uv_timer_t *t) {
                 in->kill_at = 0;
             }
             if (!in->child && !pid_alive(in->pid)) {
-                lp_gone(in, in->terminating ? "terminated" : "its agent is gone");
+                lp_gone(in, in->terminating ? HV_PROV_CAUSE_TERMINATED : HV_PROV_CAUSE_LOST,
+                        in->terminating ? "terminated" : "its agent is gone");
             }
         }
         if (in->st == LP_GONE && !in->reported) {
             in->reported = 1;
-            if (lp->sim != NULL) {
-                hv_ss_terminate(lp->sim, in->id);
+            if (lp->gate.gone != NULL) {
+                lp->gate.gone(lp->gate.g, in->id);
             }
-            lp->base.on_event(&lp->base, HV_PROV_GONE, in->id, in->why, lp->base.ud);
+            lp->base.on_event(&lp->base, HV_PROV_GONE, in->id, in->cause, in->why, lp->base.ud);
             if (in->child) {
                 uv_close((uv_handle_t *)&in->proc, on_proc_closed);
             } else {
@@ -535,7 +544,9 @@ static void lp_on_tick(uv_timer_t *t) {
 
 static void on_timer_closed(uv_handle_t *h) {
     hv_prov_local_t *lp = h->data;
-    hv_ss_destroy(lp->sim);
+    if (lp->gate.destroy != NULL) {
+        lp->gate.destroy(lp->gate.g);
+    }
     hv_free(lp);
 }
 
@@ -561,14 +572,13 @@ static void lp_destroy(hv_provider_t *p) {
     uv_close((uv_handle_t *)&lp->tick, on_timer_closed);
 }
 
-/* spot-sim is the same provider with a simulation: only the name differs. */
-#define LP_VTBL(nm)                                                                                \
-    {                                                                                              \
-        .name = nm, .launch = lp_launch, .terminate = lp_terminate, .adopt = lp_adopt,             \
-        .handle = lp_handle, .destroy = lp_destroy                                                 \
-    }
-static const hv_provider_vtbl_t local_vtbl = LP_VTBL("local");
-static const hv_provider_vtbl_t spotsim_vtbl = LP_VTBL("spot-sim");
+/* A gated provider (spot-sim) is the same one under the gate's name. */
+static const hv_provider_vtbl_t local_vtbl = {.name = "local",
+                                              .launch = lp_launch,
+                                              .terminate = lp_terminate,
+                                              .adopt = lp_adopt,
+                                              .handle = lp_handle,
+                                              .destroy = lp_destroy};
 
 hv_err hv_provider_local_create(uv_loop_t *loop, const hv_prov_local_opts_t *o,
                                 hv_prov_event_cb on_event, void *ud, hv_provider_t **out) {
@@ -581,7 +591,12 @@ hv_err hv_provider_local_create(uv_loop_t *loop, const hv_prov_local_opts_t *o,
     if (lp == NULL) {
         return HV_ENOMEM;
     }
-    lp->base.v = o->sim != NULL ? &spotsim_vtbl : &local_vtbl;
+    lp->vt = local_vtbl;
+    if (o->gate != NULL) {
+        lp->gate = *o->gate;
+        lp->vt.name = o->gate->name != NULL ? o->gate->name : "local";
+    }
+    lp->base.v = &lp->vt;
     lp->base.on_event = on_event;
     lp->base.ud = ud;
     lp->loop = loop;
@@ -593,13 +608,6 @@ hv_err hv_provider_local_create(uv_loop_t *loop, const hv_prov_local_opts_t *o,
                strerror(errno));
         hv_free(lp);
         return HV_EIO;
-    }
-    if (o->sim != NULL) {
-        lp->sim = hv_ss_create(o->sim, uv_now(loop));
-        if (lp->sim == NULL) {
-            hv_free(lp);
-            return HV_EINVAL;
-        }
     }
     uv_timer_init(loop, &lp->tick);
     lp->tick.data = lp;

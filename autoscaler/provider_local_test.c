@@ -5,12 +5,14 @@
  * and the modes of the instance's files, terminate (SIGTERM; SIGKILL after the grace period when
  * the agent ignores it), an agent that dies, a start that fails, adopting a running agent after
  * a "restart" (and refusing a pid that is not the instance), and spot-sim's capacity refusal,
- * boot delay, notice (SIGTERM) and preemption (SIGKILL).
+ * boot delay, notice (SIGTERM) and preemption (SIGKILL) (provider_spotsim.c), each end with its
+ * cause; and the factory (provider.c) that makes them by name.
  * `provider_local_test <case>` runs one case.
  */
 #include "hv_check.h"
 #include "provider_test.h"
 #include "provider_local.h"
+#include "provider_spotsim.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -104,9 +106,15 @@ static hv_provider_t *make(uv_loop_t *loop, rec_t *r, const hv_ss_config_t *sim,
     char work[300];
     snprintf(work, sizeof(work), "%s/instances", g_dir);
     hv_prov_local_opts_t o = {
-        .agent = g_agent, .work_dir = work, .stop_grace_ms = grace_ms, .tick_ms = 20, .sim = sim};
+        .agent = g_agent, .work_dir = work, .stop_grace_ms = grace_ms, .tick_ms = 20};
     hv_provider_t *p = NULL;
-    CHECK_RC(hv_provider_local_create(loop, &o, rec_event, r, &p), HV_OK);
+    if (sim == NULL) {
+        CHECK_RC(hv_provider_local_create(loop, &o, rec_event, r, &p), HV_OK);
+    } else {
+        hv_prov_spotsim_opts_t so = {.local = o, .sim = *sim};
+        char err[300] = "";
+        CHECK_RC(hv_provider_spotsim_create(loop, &so, rec_event, r, &p, err, sizeof(err)), HV_OK);
+    }
     return p;
 }
 
@@ -175,6 +183,7 @@ static void case_launch_and_terminate(void) {
     want_t w = {&r, HV_PROV_GONE, 5};
     CHECK(run_until(&loop, has_event, &w, 5000));
     CHECK_STR(r.why[rec_find(&r, HV_PROV_GONE, 5)], "terminated");
+    CHECK_EQ(r.cause[rec_find(&r, HV_PROV_GONE, 5)], HV_PROV_CAUSE_TERMINATED);
     CHECK(file_exists(term));
     CHECK(kill(pid, 0) != 0);
     CHECK_RC(hv_provider_terminate(p, 5), HV_ENOTFOUND);
@@ -226,6 +235,7 @@ static void case_agent_dies(void) {
     want_t w = {&r, HV_PROV_GONE, 7};
     CHECK(run_until(&loop, has_event, &w, 5000));
     CHECK_STR(r.why[0], "its agent was killed by signal 9");
+    CHECK_EQ(r.cause[0], HV_PROV_CAUSE_LOST);
     destroy_and_drain(&loop, p);
     CHECK_EQ(uv_loop_close(&loop), 0);
 }
@@ -286,6 +296,7 @@ static void case_adopt(void) {
     want_t w9 = {&r2, HV_PROV_GONE, 9};
     CHECK(run_until(&loop, has_event, &w9, 5000));
     CHECK_STR(r2.why[rec_find(&r2, HV_PROV_GONE, 9)], "its agent is gone");
+    CHECK_EQ(r2.cause[rec_find(&r2, HV_PROV_GONE, 9)], HV_PROV_CAUSE_LOST);
     destroy_and_drain(&loop, p2);
     CHECK_EQ(uv_loop_close(&loop), 0);
 }
@@ -329,12 +340,16 @@ static void case_spot_sim(void) {
     /* the fake agent exits on SIGTERM; a real one drains; either way it is gone by the kill */
     want_t wg = {&r, HV_PROV_GONE, 12};
     CHECK(run_until(&loop, has_event, &wg, 5000));
+    /* the fake agent exited on the notice's SIGTERM before the kill: its own end (the head
+     * counts an instance that had a notice as preempted) */
+    CHECK_EQ(r.cause[rec_find(&r, HV_PROV_GONE, 12)], HV_PROV_CAUSE_LOST);
     /* capacity is free again */
     CHECK_RC(hv_provider_launch(p, &l2, err, sizeof(err)), HV_OK);
     CHECK_RC(hv_provider_terminate(p, 13), HV_OK); /* before it booted */
     want_t w13 = {&r, HV_PROV_GONE, 13};
     CHECK(run_until(&loop, has_event, &w13, 2000));
     CHECK_STR(r.why[rec_find(&r, HV_PROV_GONE, 13)], "terminated before it booted");
+    CHECK_EQ(r.cause[rec_find(&r, HV_PROV_GONE, 13)], HV_PROV_CAUSE_TERMINATED);
     destroy_and_drain(&loop, p);
     CHECK_EQ(uv_loop_close(&loop), 0);
 }
@@ -357,10 +372,53 @@ static void case_spot_sim_kill(void) {
     want_t wg = {&r, HV_PROV_GONE, 14};
     CHECK(run_until(&loop, has_event, &wg, 5000));
     CHECK_STR(r.why[rec_find(&r, HV_PROV_GONE, 14)], "preempted without notice");
+    CHECK_EQ(r.cause[rec_find(&r, HV_PROV_GONE, 14)], HV_PROV_CAUSE_PREEMPTED);
     CHECK_EQ(rec_find(&r, HV_PROV_NOTICE, 14), -1);
     path_of(term, sizeof(term), "spot-14", "term");
     CHECK(!file_exists(term)); /* SIGKILL: no chance to drain */
     destroy_and_drain(&loop, p);
+    CHECK_EQ(uv_loop_close(&loop), 0);
+}
+
+/* The factory: each provider by its name; another name, or a trace that does not parse, is
+ * refused with words that say so. */
+static void case_factory(void) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    rec_t r = {0};
+    char work[300], trace[300], err[300] = "";
+    snprintf(work, sizeof(work), "%s/instances", g_dir);
+    static const hv_ss_type_t types[] = {{.name = "spot", .preemptible = 1}};
+    hv_provider_cfg_t c = {.agent = g_agent,
+                           .work_dir = work,
+                           .tick_ms = 20,
+                           .sim = {.types = types, .ntypes = 1, .seed = 1},
+                           .launch = "true",
+                           .terminate = "true"};
+    static const char *const names[] = {"local", "spot-sim", "command"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        hv_provider_t *p = NULL;
+        CHECK_RC(hv_provider_create(&loop, names[i], &c, rec_event, &r, &p, err, sizeof(err)),
+                 HV_OK);
+        CHECK_STR(p->v->name, names[i]);
+        destroy_and_drain(&loop, p);
+    }
+    hv_provider_t *p = NULL;
+    CHECK_RC(hv_provider_create(&loop, "cloud9", &c, rec_event, &r, &p, err, sizeof(err)),
+             HV_EINVAL);
+    CHECK(p == NULL);
+    CHECK_STR(err, "unknown provider 'cloud9' (local, spot-sim or command)");
+    snprintf(trace, sizeof(trace), "%s/trace.txt", g_dir);
+    FILE *f = fopen(trace, "w");
+    CHECK(f != NULL);
+    fputs("# a trace\n10 spot preempt\n20 gpu kill\n", f);
+    fclose(f);
+    c.sim_trace = trace;
+    CHECK_RC(hv_provider_create(&loop, "spot-sim", &c, rec_event, &r, &p, err, sizeof(err)),
+             HV_EINVAL);
+    CHECK(p == NULL);
+    CHECK(strncmp(err, trace, strlen(trace)) == 0 && strstr(err, ":3:") != NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
     CHECK_EQ(uv_loop_close(&loop), 0);
 }
 
@@ -374,6 +432,7 @@ int main(int argc, char **argv) {
         {"adopt", case_adopt},
         {"spot_sim", case_spot_sim},
         {"spot_sim_kill", case_spot_sim_kill},
+        {"factory", case_factory},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

@@ -16,17 +16,19 @@ typedef struct rec_s {
     int n;
     hv_prov_event ev[REC_MAX];
     uint64_t inst[REC_MAX];
+    hv_prov_cause cause[REC_MAX];
     char why[REC_MAX][300];
 } rec_t;
 
 /* An hv_prov_event_cb that appends to the rec_t in ud. */
-static inline void rec_event(hv_provider_t *p, hv_prov_event ev, uint64_t instance, const char *why,
-                             void *ud) {
+static inline void rec_event(hv_provider_t *p, hv_prov_event ev, uint64_t instance,
+                             hv_prov_cause cause, const char *why, void *ud) {
     (void)p;
     rec_t *r = ud;
     if (r->n < REC_MAX) {
         r->ev[r->n] = ev;
         r->inst[r->n] = instance;
+        r->cause[r->n] = cause;
         snprintf(r->why[r->n], sizeof(r->why[0]), "%s", why);
         r->n++;
     }

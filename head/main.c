@@ -698,7 +698,7 @@ static int head_open_state(head_t *h) {
         return 1;
     }
     /* Credentials are only good within one state database (head/services/auth.h). */
-    if ((rc = hv_auth_set_epoch(&h->auth, hv_store_epoch(h->store))) != HV_OK) {
+    if ((rc = hv_creds_set_epoch(&h->auth.creds, hv_store_epoch(h->store))) != HV_OK) {
         head_fail("hvhead: %s: its epoch is not valid", hv_store_path(h->store));
         return 1;
     }
@@ -853,7 +853,7 @@ static int head_start_services(head_t *h) {
     hv_autoscale_opts_t aso = {.cfg = &h->cfg,
                                .driver = h->driver,
                                .store = h->store,
-                               .auth = &h->auth,
+                               .creds = &h->auth.creds,
                                .head_addr = h->advertise,
                                .agent = agent,
                                .actors = h->actors};

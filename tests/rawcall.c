@@ -5,11 +5,15 @@
  *
  *   rawcall HOST:PORT METHOD [--token T | --token-file F] [FIELD=VALUE...]
  *
- * METHOD is "Service/Method" ("Jobs/Cancel", "Rendezvous/KvPut"). FIELD=VALUE sets a top-level
- * scalar field of the request by its proto name (integers, bools, strings; bytes as text). A
- * server-streaming method is opened and its first message (or final status) waited for.
+ * METHOD is "Service/Method" ("Jobs/Cancel", "Rendezvous/KvPut", "Actors/Create"). FIELD=VALUE
+ * sets a scalar field of the request by its proto name (integers, bools, strings; bytes as
+ * text); a dotted name reaches into a message field ("spec.class_name=x", "ref.name=ctr"), and
+ * FIELD+=VALUE appends to a repeated string field ("spec.args+=-c") or, as "k=v", to a repeated
+ * key-value field ("spec.labels+=zone=b"). Values are passed as given, bytes that are not UTF-8
+ * included. A server-streaming method is opened and its first message (or final status)
+ * waited for.
  * Prints one line: "code=<grpc status> <message>" and, on success, the reply's top-level
- * scalar fields as "name=value". Exit status: 0 OK, else the gRPC status code (16
+ * scalar fields as "name=value" and its repeated ones as "name=[count]". Exit status: 0 OK, else the gRPC status code (16
  * UNAUTHENTICATED, 7 PERMISSION_DENIED, 5 NOT_FOUND, ...), 100 for a usage error.
  */
 #include <inttypes.h>
@@ -29,9 +33,9 @@ static int usage(const char *why) {
 }
 
 static const ProtobufCMethodDescriptor *find_method(const char *sm, const char **service) {
-    static const ProtobufCServiceDescriptor *svcs[] = {&hvpb__v1__cluster__descriptor,
-                                                       &hvpb__v1__jobs__descriptor,
-                                                       &hvpb__v1__rendezvous__descriptor};
+    static const ProtobufCServiceDescriptor *svcs[] = {
+        &hvpb__v1__cluster__descriptor, &hvpb__v1__jobs__descriptor,
+        &hvpb__v1__rendezvous__descriptor, &hvpb__v1__actors__descriptor};
     const char *slash = strchr(sm, '/');
     if (slash == NULL) {
         return NULL;
@@ -51,7 +55,88 @@ static const ProtobufCMethodDescriptor *find_method(const char *sm, const char *
     return NULL;
 }
 
-static int set_field(ProtobufCMessage *m, const char *name, const char *val) {
+/* What the request's nested messages and repeated fields took (freed at the end). */
+static void *allocs[512];
+static size_t nallocs;
+
+static void *take(size_t n) {
+    void *p = nallocs < sizeof(allocs) / sizeof(allocs[0]) ? calloc(1, n) : NULL;
+    if (p != NULL) {
+        allocs[nallocs++] = p;
+    }
+    return p;
+}
+
+static int set_field(ProtobufCMessage *m, char *name, const char *val);
+
+/* name is "FIELD.rest": the message field FIELD (made when absent), then rest inside it. */
+static int set_nested(ProtobufCMessage *m, char *name, const char *val) {
+    char *dot = strchr(name, '.');
+    *dot = '\0';
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+    if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE || f->label == PROTOBUF_C_LABEL_REPEATED) {
+        return -1;
+    }
+    ProtobufCMessage **sub = (ProtobufCMessage **)((char *)m + f->offset);
+    const ProtobufCMessageDescriptor *sd = f->descriptor;
+    if (*sub == NULL) {
+        if ((*sub = take(sd->sizeof_message)) == NULL) {
+            return -1;
+        }
+        sd->message_init(*sub);
+    }
+    return set_field(*sub, dot + 1, val);
+}
+
+/* name is "FIELD+": appends val to the repeated field FIELD (a string, or a key-value message
+ * from "k=v"). */
+static int append_field(ProtobufCMessage *m, char *name, const char *val) {
+    name[strlen(name) - 1] = '\0';
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+    if (f == NULL || f->label != PROTOBUF_C_LABEL_REPEATED) {
+        return -1;
+    }
+    size_t *n = (size_t *)((char *)m + f->quantifier_offset);
+    void ***arr = (void ***)((char *)m + f->offset);
+    void **grown = take((*n + 1) * sizeof(void *));
+    if (grown == NULL) {
+        return -1;
+    }
+    if (*n > 0) {
+        memcpy(grown, *arr, *n * sizeof(void *));
+    }
+    if (f->type == PROTOBUF_C_TYPE_STRING) {
+        grown[*n] = (void *)val;
+    } else if (f->type == PROTOBUF_C_TYPE_MESSAGE &&
+               f->descriptor == &hvpb__v1__key_value__descriptor && strchr(val, '=') != NULL) {
+        Hvpb__V1__KeyValue *kv = take(sizeof(*kv));
+        char *key = take(strlen(val) + 1);
+        if (kv == NULL || key == NULL) {
+            return -1;
+        }
+        hvpb__v1__key_value__init(kv);
+        memcpy(key, val, strlen(val) + 1);
+        *strchr(key, '=') = '\0';
+        kv->key = key;
+        kv->value = key + strlen(key) + 1;
+        grown[*n] = kv;
+    } else {
+        return -1;
+    }
+    *arr = grown;
+    (*n)++;
+    return 0;
+}
+
+static int set_field(ProtobufCMessage *m, char *name, const char *val) {
+    if (strchr(name, '.') != NULL) {
+        return set_nested(m, name, val);
+    }
+    if (name[0] != '\0' && name[strlen(name) - 1] == '+') {
+        return append_field(m, name, val);
+    }
     const ProtobufCFieldDescriptor *f =
         protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
     if (f == NULL || f->label == PROTOBUF_C_LABEL_REPEATED) {
@@ -92,6 +177,7 @@ static void print_reply(const ProtobufCMessage *m) {
     for (unsigned i = 0; i < d->n_fields; i++) {
         const ProtobufCFieldDescriptor *f = &d->fields[i];
         if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            printf(" %s=[%zu]", f->name, *(const size_t *)((const char *)m + f->quantifier_offset));
             continue;
         }
         const void *p = (const char *)m + f->offset;
@@ -151,7 +237,7 @@ int main(int argc, char **argv) {
             }
             *eq = '\0';
             if (set_field(req, argv[i], eq + 1) != 0) {
-                return usage("no such scalar field");
+                return usage("no such field (or not one rawcall can set)");
             }
         }
     }
@@ -192,5 +278,8 @@ int main(int argc, char **argv) {
     printf("\n");
     hv_rpc_channel_destroy(ch);
     free(req);
+    for (size_t i = 0; i < nallocs; i++) {
+        free(allocs[i]);
+    }
     return st.grpc_code;
 }

@@ -49,6 +49,25 @@ int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
     return durable->commit == 0 || since_ms >= interval_ms;
 }
 
+uint64_t hv_copy_keep_free(uint64_t reserve, uint64_t fs_bytes) {
+    if (fs_bytes > 0 && reserve > fs_bytes / 4) {
+        reserve = fs_bytes / 4;
+    }
+    return reserve > UINT64_MAX / 2 ? UINT64_MAX : 2 * reserve;
+}
+
+int hv_copy_room(const hv_copy_disk_t *d, uint64_t total) {
+    uint64_t have = d->free_bytes + d->replaced;
+    if (have < d->free_bytes) {
+        have = UINT64_MAX;
+    }
+    uint64_t need = d->arriving + total;
+    if (need < total) {
+        return 0;
+    }
+    return have >= need && have - need >= hv_copy_keep_free(d->reserve, d->fs_bytes);
+}
+
 int hv_copy_peer_local(const char *peer) {
     if (peer == NULL) {
         return 0;

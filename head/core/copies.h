@@ -7,8 +7,11 @@
  * the next durable write is due, and the commands' templates (what placeholders they may hold and
  * how a value is quoted).
  *
+ * Also the room a copy needs on the head's own disk (hv_copy_room: several jobs' copies at once
+ * must not eat the free space the logs and the state database keep, issue 24).
+ *
  * It is not the I/O (head/store/durable.c copies the files and runs the commands on its own
- * thread) nor the bookkeeping (store.c's durable_copies table, through the driver). No I/O, no
+ * thread, head/store/statecopy.c writes the head's copies) nor the bookkeeping (store.c's durable_copies table, through the driver). No I/O, no
  * clock, no allocation; reentrant.
  */
 #ifndef HV_HEAD_COPIES_H
@@ -57,6 +60,27 @@ int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
  * "unix:...") on the head's own machine? Loopback and unix sockets are; anything else is taken to
  * be another machine. NULL: no. */
 int hv_copy_peer_local(const char *peer);
+
+/* The head's disk as a new copy finds it (head/store/statecopy.c fills it in). */
+typedef struct hv_copy_disk_s {
+    uint64_t fs_bytes;   /* the size of <data>/states' file system (0: unknown) */
+    uint64_t free_bytes; /* free there, for the head (statvfs f_bavail) */
+    uint64_t arriving;   /* bytes that the other copies in progress have still to write */
+    uint64_t replaced;   /* bytes written by this job's own copy in progress, which the new one
+                            replaces (its part is removed) */
+    uint64_t reserve;    /* logs.reserve_free_bytes, as configured */
+} hv_copy_disk_t;
+
+/* Pure: the bytes a copy must leave free on a file system of fs_bytes (0: unknown): twice the
+ * reserve as the logs apply it (at most a quarter of a small file system, joblog.h). The logs
+ * stop at one reserve, which keeps the state database's room; copies stop at two, which keeps as
+ * much again for the jobs' output. */
+uint64_t hv_copy_keep_free(uint64_t reserve, uint64_t fs_bytes);
+
+/* Pure: may a copy of total bytes start? It is counted whole, up front, after what the copies in
+ * progress have still to write: 1 when free_bytes + replaced - arriving - total is at least
+ * hv_copy_keep_free(reserve, fs_bytes). */
+int hv_copy_room(const hv_copy_disk_t *d, uint64_t total);
 
 /* The placeholders a durable command may hold: {file} (the local file to upload or to download
  * into), {key} (the object's name: <epoch>-<job>-g<generation>-c<commit>.bin), {job} (the job id),

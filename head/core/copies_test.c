@@ -1,7 +1,7 @@
 /*
  * copies_test: the durable tier's pure rules, table by table: which copy a resume loads (head or
- * durable, the newest that is there), when a durable write is due, and the commands' templates
- * (placeholders, quoting, errors). `copies_test <case>` runs one case.
+ * durable, the newest that is there), when a durable write is due, the commands' templates
+ * (placeholders, quoting, errors), and the room a copy needs on the head's disk. `copies_test <case>` runs one case.
  */
 #include "copies.h"
 #include "hv_check.h"
@@ -123,12 +123,54 @@ static void case_peer_local(void) {
     }
 }
 
+/* A copy is counted whole, with what the copies in progress have still to write, and leaves
+ * twice the logs' reserve free (the reserve at most a quarter of a small disk). */
+static void case_room(void) {
+    const uint64_t M = 1u << 20, G = (uint64_t)1 << 30;
+    static const struct {
+        const char *name;
+        uint64_t fs, free, arriving, replaced, reserve, total;
+        int want;
+    } t[] = {
+        {"big disk, room", 100 * G, 10 * G, 0, 0, 256 * M, 64 * M, 1},
+        {"big disk: 576 MiB keeps the 512", 100 * G, 576 * M, 0, 0, 256 * M, 64 * M, 1},
+        {"big disk: 575 MiB would leave 511", 100 * G, 575 * M, 0, 0, 256 * M, 64 * M, 0},
+        {"small disk keeps half (2 x a quarter)", 200 * M, 199 * M, 0, 0, 256 * M, 40 * M, 1},
+        {"one copy arriving", 200 * M, 199 * M, 40 * M, 0, 256 * M, 40 * M, 1},
+        /* issue 24: the third of four copies at once; each saw 199 MiB at its first chunk */
+        {"two copies arriving", 200 * M, 199 * M, 80 * M, 0, 256 * M, 40 * M, 0},
+        {"arriving, partly written: just", 200 * M, 150 * M, 40 * M, 0, 256 * M, 10 * M, 1},
+        {"arriving, partly written: short", 200 * M, 150 * M, 40 * M, 0, 256 * M, 11 * M, 0},
+        {"its own part is replaced", 200 * M, 95 * M, 0, 20 * M, 256 * M, 15 * M, 1},
+        {"300 MB disk stores a copy", 286 * M, 280 * M, 0, 0, 256 * M, 120 * M, 1},
+        {"no reserve", 100 * G, 64 * M, 0, 0, 0, 64 * M, 1},
+        {"no room for the copy itself", 100 * G, 5 * M, 0, 0, 0, 64 * M, 0},
+        {"size unknown: the reserve as set", 0, 600 * M, 0, 0, 256 * M, 64 * M, 1},
+        {"size unknown, short", 0, 500 * M, 0, 0, 256 * M, 64 * M, 0},
+        {"absurd sizes do not wrap", 100 * G, UINT64_MAX, UINT64_MAX, 1, 0, 2, 0},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        hv_copy_disk_t d = {.fs_bytes = t[i].fs,
+                            .free_bytes = t[i].free,
+                            .arriving = t[i].arriving,
+                            .replaced = t[i].replaced,
+                            .reserve = t[i].reserve};
+        int got = hv_copy_room(&d, t[i].total);
+        if (got != t[i].want) {
+            fprintf(stderr, "case '%s': got %d, want %d\n", t[i].name, got, t[i].want);
+        }
+        CHECK_EQ(got, t[i].want);
+    }
+    CHECK_EQ(hv_copy_keep_free(256 * M, 100 * G), 512 * M);
+    CHECK_EQ(hv_copy_keep_free(256 * M, 200 * M), 100 * M);
+    CHECK_EQ(hv_copy_keep_free(256 * M, 0), 512 * M);
+    CHECK_EQ(hv_copy_keep_free(UINT64_MAX, 0), UINT64_MAX);
+}
+
 int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
-        {"choose", case_choose},
-        {"due", case_due},
-        {"expand", case_expand},
-        {"peer_local", case_peer_local},
+        {"choose", case_choose},         {"due", case_due},   {"expand", case_expand},
+        {"peer_local", case_peer_local}, {"room", case_room},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
 }

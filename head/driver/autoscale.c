@@ -9,9 +9,6 @@
 #include "mem.h"
 #include "policy.h"
 #include "provider.h"
-#include "provider_command.h"
-#include "provider_local.h"
-#include "spotsim.h"
 #include "util.h"
 
 #include <errno.h>
@@ -51,7 +48,7 @@ struct hv_autoscale_s {
     hv_driver_t *d;
     hv_actors_t *actors; /* borrowed; NULL: none */
     hv_store_t *store;
-    const hv_auth_t *auth;
+    const hv_creds_t *creds;
     char head_addr[256];
     char agent[AS_PATH];
     char dir[AS_PATH]; /* <data_dir>/instances: token files, local agents' work dirs */
@@ -61,8 +58,6 @@ struct hv_autoscale_s {
     hv_as_config_t pc;
     hv_as_type_state_t *ts;
     hv_ss_type_t *ss_types;
-    hv_ss_config_t ss;
-    hv_ss_trace_event_t *trace;
     as_inst_t *insts;
     uint64_t next_id;
     uint64_t last_ms;
@@ -176,8 +171,8 @@ static void launch_failed(hv_autoscale_t *a, as_inst_t *in, const char *why) {
 
 /* ---- provider events ------------------------------------------------------------------------ */
 
-static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, const char *why,
-                              void *ud) {
+static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, hv_prov_cause cause,
+                              const char *why, void *ud) {
     (void)p;
     hv_autoscale_t *a = ud;
     as_inst_t *in = find(a, id);
@@ -214,10 +209,10 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, c
     case HV_PROV_GONE:
         if (!in->ended) {
             int never_joined = in->joined_wall == 0 && in->state != HV_AS_TERMINATING;
-            int preempted = in->noticed || (why != NULL && strstr(why, "preempt") != NULL);
+            int preempted = in->noticed || cause == HV_PROV_CAUSE_PREEMPTED;
             char r[HV_AS_REASON];
             snprintf(r, sizeof(r), "%s%.150s",
-                     in->noticed && (why == NULL || !strstr(why, "preempt"))
+                     in->noticed && cause != HV_PROV_CAUSE_PREEMPTED
                          ? "preempted after its notice: "
                          : "",
                      why ? why : "gone");
@@ -250,9 +245,9 @@ static void do_launch(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) 
     in->launched_mono = now;
     in->created_wall = hv_wall_ms();
     snprintf(in->name, sizeof(in->name), "%s-%" PRIu64, t->name, in->id);
-    char tok[AS_PATH + 32], cred[HV_AUTH_CRED_MAX + 1];
+    char tok[AS_PATH + 32], cred[HV_CREDS_MAX + 1];
     token_path(a, in->id, tok, sizeof(tok));
-    hv_auth_instance_cred(a->auth, in->id, cred);
+    hv_creds_instance(a->creds, in->id, cred);
     strcat(cred, "\n");
     hv_err rc = hv_write_file_atomic(tok, cred, strlen(cred), 0600);
     memset(cred, 0, sizeof(cred));
@@ -584,39 +579,6 @@ static hv_err make_policy(hv_autoscale_t *a, char *err, size_t errlen) {
     return HV_OK;
 }
 
-static hv_err make_sim(hv_autoscale_t *a, char *err, size_t errlen) {
-    const hv_head_config_t *c = a->cfg;
-    a->ss = (hv_ss_config_t){.types = a->ss_types,
-                             .ntypes = c->autoscaler.ntypes,
-                             .seed = c->autoscaler.spot_sim.seed,
-                             .boot_min_ms = c->autoscaler.spot_sim.boot_min_ms,
-                             .boot_max_ms = c->autoscaler.spot_sim.boot_max_ms,
-                             .interval_s = c->autoscaler.spot_sim.preempt_every_s,
-                             .notice_s = c->autoscaler.spot_sim.notice_s,
-                             .no_notice_fraction = c->autoscaler.spot_sim.no_notice_fraction};
-    const char *path = c->autoscaler.spot_sim.trace;
-    if (path == NULL) {
-        return HV_OK;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    hv_err rc = hv_read_file(path, 4u << 20, &text, &len);
-    if (rc != HV_OK) {
-        snprintf(err, errlen, "%s: cannot read the spot-sim trace: %s", path, hv_strerror(rc));
-        return rc;
-    }
-    size_t n = 0;
-    int ok = hv_ss_trace_parse(text, path, a->ss_types, c->autoscaler.ntypes, &a->trace, &n, err,
-                               errlen);
-    hv_free(text);
-    if (!ok) {
-        return HV_EINVAL;
-    }
-    a->ss.trace = a->trace;
-    a->ss.ntrace = n;
-    return HV_OK;
-}
-
 hv_err hv_autoscale_create(uv_loop_t *loop, const hv_autoscale_opts_t *o, hv_autoscale_t **out,
                            char *err, size_t errlen) {
     *out = NULL;
@@ -634,7 +596,7 @@ hv_err hv_autoscale_create(uv_loop_t *loop, const hv_autoscale_opts_t *o, hv_aut
     a->d = o->driver;
     a->actors = o->actors;
     a->store = o->store;
-    a->auth = o->auth;
+    a->creds = o->creds;
     a->provider_name = pn;
     a->next_id = 1;
     snprintf(a->head_addr, sizeof(a->head_addr), "%s", o->head_addr);
@@ -650,29 +612,29 @@ hv_err hv_autoscale_create(uv_loop_t *loop, const hv_autoscale_opts_t *o, hv_aut
         hv_autoscale_destroy(a);
         return rc;
     }
-    if (strcmp(pn, "command") == 0) {
-        /* Every command is bounded by the launch timeout, as documented (the config caps it at
-         * a day, which fits in 32 bits of ms). */
-        uint64_t bound = (uint64_t)o->cfg->autoscaler.launch_timeout_s * 1000u;
-        hv_prov_command_opts_t co = {.launch = o->cfg->autoscaler.command_launch,
-                                     .terminate = o->cfg->autoscaler.command_terminate,
-                                     .list = o->cfg->autoscaler.command_list,
-                                     .timeout_ms =
-                                         bound > UINT32_MAX ? UINT32_MAX : (uint32_t)bound};
-        rc = hv_provider_command_create(loop, &co, on_provider_event, a, &a->prov);
-    } else {
-        int sim = strcmp(pn, "spot-sim") == 0;
-        if (sim && (rc = make_sim(a, err, errlen)) != HV_OK) {
-            hv_autoscale_destroy(a);
-            return rc;
-        }
-        hv_prov_local_opts_t lo = {.agent = a->agent,
-                                   .work_dir = a->dir,
-                                   .stop_grace_ms = o->cfg->kill_grace_ms + 5000u,
-                                   .tick_ms = 100,
-                                   .sim = sim ? &a->ss : NULL};
-        rc = hv_provider_local_create(loop, &lo, on_provider_event, a, &a->prov);
-    }
+    /* Every command is bounded by the launch timeout, as documented (the config caps it at a day,
+     * which fits in 32 bits of ms). */
+    const hv_head_config_t *c = o->cfg;
+    uint64_t bound = (uint64_t)c->autoscaler.launch_timeout_s * 1000u;
+    hv_provider_cfg_t pc = {
+        .agent = a->agent,
+        .work_dir = a->dir,
+        .stop_grace_ms = c->kill_grace_ms + 5000u,
+        .tick_ms = 100,
+        .sim = {.types = a->ss_types,
+                .ntypes = c->autoscaler.ntypes,
+                .seed = c->autoscaler.spot_sim.seed,
+                .boot_min_ms = c->autoscaler.spot_sim.boot_min_ms,
+                .boot_max_ms = c->autoscaler.spot_sim.boot_max_ms,
+                .interval_s = c->autoscaler.spot_sim.preempt_every_s,
+                .notice_s = c->autoscaler.spot_sim.notice_s,
+                .no_notice_fraction = c->autoscaler.spot_sim.no_notice_fraction},
+        .sim_trace = c->autoscaler.spot_sim.trace,
+        .launch = c->autoscaler.command_launch,
+        .terminate = c->autoscaler.command_terminate,
+        .list = c->autoscaler.command_list,
+        .timeout_ms = bound > UINT32_MAX ? UINT32_MAX : (uint32_t)bound};
+    rc = hv_provider_create(loop, pn, &pc, on_provider_event, a, &a->prov, err, errlen);
     if (rc != HV_OK) {
         if (err[0] == '\0') {
             snprintf(err, errlen, "cannot start the %s provider: %s", pn, hv_strerror(rc));
@@ -866,6 +828,5 @@ void hv_autoscale_destroy(hv_autoscale_t *a) {
     hv_free(a->types);
     hv_free(a->ts);
     hv_free(a->ss_types);
-    hv_free(a->trace);
     hv_free(a);
 }

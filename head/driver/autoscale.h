@@ -6,7 +6,7 @@
  * every decision as an event with its reason (`hvctl events`).
  *
  * An instance enrolls by itself: it is launched with a token file holding an enrollment
- * credential (hvi_, head/services/auth.h) that admits that one instance, under its own node name, while
+ * credential (hvi_, head/core/creds.h) that admits that one instance, under its own node name, while
  * it is alive (hv_autoscale_admit, which svc_cluster asks on Join). It is running once a node of
  * its name has joined; it is idle while that node runs no worker. Before an idle instance is
  * terminated its node is drained, so nothing is placed on it in between.
@@ -25,8 +25,8 @@
 #include <uv.h>
 
 #include "actors_drv.h"
-#include "auth.h"
 #include "config.h"
+#include "creds.h"
 #include "driver.h"
 #include "err.h"
 #include "store.h"
@@ -37,7 +37,7 @@ typedef struct hv_autoscale_opts_s {
     const hv_head_config_t *cfg; /* autoscaler section; data_dir (borrowed) */
     hv_driver_t *driver;         /* demand, nodes, events, drains (borrowed) */
     hv_store_t *store;           /* the instances table (borrowed) */
-    const hv_auth_t *auth;       /* makes enrollment credentials (borrowed) */
+    const hv_creds_t *creds;     /* makes enrollment credentials (borrowed) */
     const char *head_addr;       /* the address instances join (copied) */
     const char *agent;           /* the hvagent binary for local and spot-sim (copied) */
     hv_actors_t *actors;         /* the actors waiting for a node are demand too (borrowed;

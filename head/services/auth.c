@@ -16,120 +16,14 @@
 #include "log.h"
 #include "sha256.h"
 
-#define AUTH_MAC_HEX 32     /* 128 bits of the HMAC, in hex */
 #define AUTH_CLIENT_RAND 24 /* random bytes in a generated client token (48 hex digits) */
 #define AUTH_FILE_MAX 4096  /* bytes read from a key or token file */
 
 /* ---- pure ----------------------------------------------------------------------------------- */
 
-static void wipe(void *p, size_t n) {
-    volatile unsigned char *v = p;
-    for (size_t i = 0; i < n; i++) {
-        v[i] = 0;
-    }
-}
-
-void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_AUTH_KEY_BYTES]) {
-    wipe(a, sizeof(*a));
-    memcpy(a->key, key, HV_AUTH_KEY_BYTES);
-}
-
-hv_err hv_auth_set_epoch(hv_auth_t *a, const char *epoch) {
-    if (epoch == NULL || strlen(epoch) > HV_AUTH_EPOCH_MAX || strchr(epoch, ':') != NULL) {
-        return HV_EINVAL;
-    }
-    snprintf(a->epoch, sizeof(a->epoch), "%s", epoch);
-    return HV_OK;
-}
-
-int hv_auth_equal(const char *want, const char *given) {
-    size_t lw = strlen(want), lg = strlen(given);
-    unsigned char diff = (unsigned char)(lw != lg);
-    for (size_t i = 0; i < lw; i++) {
-        diff |= (unsigned char)(want[i] ^ (i < lg ? given[i] : 0));
-    }
-    return diff == 0;
-}
-
-/* HMAC-SHA256 (RFC 2104) of "<epoch>:" + msg ("" + msg for the legacy epoch "") under the head
- * key; hex of the first 128 bits into out[33]. */
-static void auth_mac(const hv_auth_t *a, const char *msg, char out[AUTH_MAC_HEX + 1]) {
-    uint8_t pad[64], inner[32], full[32];
-    hv_sha256_t h;
-    memset(pad, 0x36, sizeof(pad));
-    for (size_t i = 0; i < HV_AUTH_KEY_BYTES; i++) {
-        pad[i] ^= a->key[i];
-    }
-    hv_sha256_init(&h);
-    hv_sha256_update(&h, pad, sizeof(pad));
-    if (a->epoch[0] != '\0') {
-        hv_sha256_update(&h, a->epoch, strlen(a->epoch));
-        hv_sha256_update(&h, ":", 1);
-    }
-    hv_sha256_update(&h, msg, strlen(msg));
-    hv_sha256_final(&h, inner);
-    memset(pad, 0x5c, sizeof(pad));
-    for (size_t i = 0; i < HV_AUTH_KEY_BYTES; i++) {
-        pad[i] ^= a->key[i];
-    }
-    hv_sha256_init(&h);
-    hv_sha256_update(&h, pad, sizeof(pad));
-    hv_sha256_update(&h, inner, sizeof(inner));
-    hv_sha256_final(&h, full);
-    char hex[65];
-    hv_sha256_hex(full, hex);
-    memcpy(out, hex, AUTH_MAC_HEX);
-    out[AUTH_MAC_HEX] = '\0';
-    wipe(pad, sizeof(pad));
-    wipe(inner, sizeof(inner));
-}
-
-void hv_auth_node_cred(const hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *out) {
-    char msg[80], mac[AUTH_MAC_HEX + 1];
-    snprintf(msg, sizeof(msg), "node:%" PRIu64 ":%" PRIu64, node_id, incarnation);
-    auth_mac(a, msg, mac);
-    snprintf(out, HV_AUTH_CRED_MAX, "hvn_%" PRIu64 "_%" PRIx64 "_%s", node_id, incarnation, mac);
-}
-
-void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id, char *out) {
-    char msg[80], mac[AUTH_MAC_HEX + 1];
-    snprintf(msg, sizeof(msg), "worker:%" PRIu64 ":%" PRIu64, job_id, worker_id);
-    auth_mac(a, msg, mac);
-    snprintf(out, HV_AUTH_CRED_MAX, "hvw_%" PRIu64 "_%" PRIu64 "_%s", job_id, worker_id, mac);
-}
-
-void hv_auth_actor_cred(const hv_auth_t *a, uint64_t actor_id, char *out) {
-    char msg[80], mac[AUTH_MAC_HEX + 1];
-    snprintf(msg, sizeof(msg), "actor:%" PRIu64, actor_id);
-    auth_mac(a, msg, mac);
-    snprintf(out, HV_AUTH_CRED_MAX, "hva_%" PRIu64 "_%s", actor_id, mac);
-}
-
-void hv_auth_instance_cred(const hv_auth_t *a, uint64_t instance, char *out) {
-    char msg[80], mac[AUTH_MAC_HEX + 1];
-    snprintf(msg, sizeof(msg), "instance:%" PRIu64, instance);
-    auth_mac(a, msg, mac);
-    snprintf(out, HV_AUTH_CRED_MAX, "hvi_%" PRIu64 "_%s", instance, mac);
-}
-
-static int parse_num(const char **p, int base, uint64_t *out);
-
-int hv_auth_instance_id(const hv_auth_t *a, const char *token, uint64_t *instance) {
-    if (token == NULL || strncmp(token, "hvi_", 4) != 0) {
-        return 0;
-    }
-    const char *p = token + 4;
-    uint64_t id;
-    char want[HV_AUTH_CRED_MAX];
-    if (!parse_num(&p, 10, &id)) {
-        return 0;
-    }
-    hv_auth_instance_cred(a, id, want);
-    if (!hv_auth_equal(want, token)) {
-        return 0;
-    }
-    *instance = id;
-    return 1;
+void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_CREDS_KEY_BYTES]) {
+    hv_creds_wipe(a, sizeof(*a));
+    hv_creds_init(&a->creds, key);
 }
 
 static int client_token_valid(const char *t) {
@@ -152,7 +46,7 @@ hv_err hv_auth_add_client(hv_auth_t *a, const char *name, const char *token) {
         return HV_EINVAL;
     }
     for (size_t i = 0; i < a->n_clients; i++) {
-        if (hv_auth_equal(a->clients[i].token, token)) {
+        if (hv_creds_equal(a->clients[i].token, token)) {
             return HV_EEXIST;
         }
     }
@@ -180,44 +74,16 @@ hv_err hv_auth_revoke_node(hv_auth_t *a, uint64_t node_id, uint64_t incarnation)
     return HV_OK;
 }
 
-/* Parses "<dec>_" (base 10) or "<hex>_" (base 16) at *p; advances past the '_'. */
-static int parse_num(const char **p, int base, uint64_t *out) {
-    const char *s = *p;
-    uint64_t v = 0;
-    size_t n = 0;
-    for (; *s != '_' && *s != '\0'; s++, n++) {
-        int d;
-        if (*s >= '0' && *s <= '9') {
-            d = *s - '0';
-        } else if (base == 16 && *s >= 'a' && *s <= 'f') {
-            d = *s - 'a' + 10;
-        } else {
-            return 0;
-        }
-        if (n >= (base == 10 ? 19u : 16u)) {
-            return 0;
-        }
-        v = v * (uint64_t)base + (uint64_t)d;
-    }
-    if (*s != '_' || n == 0) {
-        return 0;
-    }
-    *p = s + 1;
-    *out = v;
-    return 1;
-}
-
 hv_err hv_auth_identify(const hv_auth_t *a, const char *bearer, hv_cred_t *out) {
     memset(out, 0, sizeof(*out));
     if (bearer == NULL || bearer[0] == '\0') {
         return HV_EAUTH;
     }
-    char want[HV_AUTH_CRED_MAX];
     if (strncmp(bearer, "hvc_", 4) == 0) {
         /* Every token is compared (no early exit), so the time does not say which one matched. */
         size_t hit = a->n_clients;
         for (size_t i = 0; i < a->n_clients; i++) {
-            if (hv_auth_equal(a->clients[i].token, bearer)) {
+            if (hv_creds_equal(a->clients[i].token, bearer)) {
                 hit = i;
             }
         }
@@ -228,38 +94,22 @@ hv_err hv_auth_identify(const hv_auth_t *a, const char *bearer, hv_cred_t *out) 
         snprintf(out->client, sizeof(out->client), "%s", a->clients[hit].name);
         return HV_OK;
     }
-    const char *p = bearer + 4;
-    if (strncmp(bearer, "hvn_", 4) == 0) {
-        uint64_t node, inc;
-        if (!parse_num(&p, 10, &node) || !parse_num(&p, 16, &inc)) {
-            return HV_EAUTH;
-        }
-        hv_auth_node_cred(a, node, inc, want);
-        if (!hv_auth_equal(want, bearer)) {
-            return HV_EAUTH;
-        }
+    uint64_t x, y;
+    if (hv_creds_node_id(&a->creds, bearer, &x, &y)) {
         for (size_t i = 0; i < a->n_revoked; i++) {
-            if (a->revoked[i].node_id == node && a->revoked[i].incarnation == inc) {
+            if (a->revoked[i].node_id == x && a->revoked[i].incarnation == y) {
                 return HV_EAUTH;
             }
         }
         out->kind = HV_CRED_NODE;
-        out->node_id = node;
-        out->incarnation = inc;
+        out->node_id = x;
+        out->incarnation = y;
         return HV_OK;
     }
-    if (strncmp(bearer, "hvw_", 4) == 0) {
-        uint64_t job, worker;
-        if (!parse_num(&p, 10, &job) || !parse_num(&p, 10, &worker)) {
-            return HV_EAUTH;
-        }
-        hv_auth_worker_cred(a, job, worker, want);
-        if (!hv_auth_equal(want, bearer)) {
-            return HV_EAUTH;
-        }
+    if (hv_creds_worker_id(&a->creds, bearer, &x, &y)) {
         out->kind = HV_CRED_WORKER;
-        out->job_id = job;
-        out->worker_id = worker;
+        out->job_id = x;
+        out->worker_id = y;
         return HV_OK;
     }
     return HV_EAUTH;
@@ -364,82 +214,6 @@ hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope,
     return rc;
 }
 
-/* ---- join tokens ---------------------------------------------------------------------------- */
-
-int hv_auth_jtoken_id_valid(const char *id) {
-    if (id == NULL || strlen(id) != HV_AUTH_JTOKEN_ID_LEN) {
-        return 0;
-    }
-    for (size_t i = 0; i < HV_AUTH_JTOKEN_ID_LEN; i++) {
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int hv_auth_jtoken_parse(const char *token, char *id, char *sha) {
-    if (token == NULL || strncmp(token, "hvj_", 4) != 0 ||
-        strlen(token) != HV_AUTH_JTOKEN_MAX - 1 || token[4 + HV_AUTH_JTOKEN_ID_LEN] != '.') {
-        return 0;
-    }
-    char idbuf[HV_AUTH_JTOKEN_ID_LEN + 1];
-    memcpy(idbuf, token + 4, HV_AUTH_JTOKEN_ID_LEN);
-    idbuf[HV_AUTH_JTOKEN_ID_LEN] = '\0';
-    const char *secret = token + 4 + HV_AUTH_JTOKEN_ID_LEN + 1;
-    if (!hv_auth_jtoken_id_valid(idbuf)) {
-        return 0;
-    }
-    for (size_t i = 0; i < HV_AUTH_JTOKEN_SECRET_LEN; i++) {
-        char ch = secret[i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
-            return 0;
-        }
-    }
-    uint8_t digest[32];
-    hv_sha256_t h;
-    hv_sha256_init(&h);
-    hv_sha256_update(&h, secret, HV_AUTH_JTOKEN_SECRET_LEN);
-    hv_sha256_final(&h, digest);
-    hv_sha256_hex(digest, sha);
-    memcpy(id, idbuf, sizeof(idbuf));
-    return 1;
-}
-
-hv_jtoken_verdict hv_auth_jtoken_check(const char *want, const char *given, uint64_t expires_ms,
-                                       uint32_t max_uses, uint32_t uses, uint64_t revoked_ms,
-                                       uint64_t now_ms) {
-    if (want == NULL || given == NULL || want[0] == '\0' || !hv_auth_equal(want, given)) {
-        return HV_JTOKEN_WRONG;
-    }
-    if (revoked_ms != 0) {
-        return HV_JTOKEN_REVOKED;
-    }
-    if (expires_ms != 0 && now_ms >= expires_ms) {
-        return HV_JTOKEN_EXPIRED;
-    }
-    if (max_uses != 0 && uses >= max_uses) {
-        return HV_JTOKEN_USED_UP;
-    }
-    return HV_JTOKEN_OK;
-}
-
-const char *hv_auth_jtoken_verdict_name(hv_jtoken_verdict v) {
-    switch (v) {
-    case HV_JTOKEN_OK:
-        return "valid";
-    case HV_JTOKEN_WRONG:
-        return "wrong secret";
-    case HV_JTOKEN_REVOKED:
-        return "revoked";
-    case HV_JTOKEN_EXPIRED:
-        return "expired";
-    case HV_JTOKEN_USED_UP:
-        return "used up";
-    }
-    return "invalid";
-}
-
 /* ---- files ---------------------------------------------------------------------------------- */
 
 /* Reads a one-word file (surrounding whitespace trimmed) into out (cap bytes). */
@@ -473,11 +247,11 @@ static hv_err read_word(const char *path, char *out, size_t cap, char *err, size
     s[len] = '\0';
     if (len == 0 || len >= cap || strpbrk(s, " \t\r\n") != NULL) {
         hv_errf(err, errlen, "%s: expected one word of at most %zu characters", path, cap - 1);
-        wipe(buf, sizeof(buf));
+        hv_creds_wipe(buf, sizeof(buf));
         return HV_EINVAL;
     }
     memcpy(out, s, len + 1);
-    wipe(buf, sizeof(buf));
+    hv_creds_wipe(buf, sizeof(buf));
     return HV_OK;
 }
 
@@ -526,7 +300,7 @@ static hv_err random_hex(size_t nbytes, char *out) {
     for (size_t i = 0; i < nbytes; i++) {
         snprintf(out + 2 * i, 3, "%02x", raw[i]);
     }
-    wipe(raw, sizeof(raw));
+    hv_creds_wipe(raw, sizeof(raw));
     return HV_OK;
 }
 
@@ -545,7 +319,7 @@ static hv_err read_or_create(const char *path, const char *prefix, size_t nrand,
         return HV_EIO;
     }
     rc = create_secret(path, text, err, errlen);
-    wipe(text, sizeof(text));
+    hv_creds_wipe(text, sizeof(text));
     if (rc != HV_OK) {
         return rc;
     }
@@ -593,7 +367,7 @@ static hv_err load_clients(hv_auth_t *a, const hv_auth_t *prev, int strict, char
     if (rc != HV_OK) {
         if (strict) {
             hv_errf(err, errlen, "%s", why);
-            wipe(tok, sizeof(tok));
+            hv_creds_wipe(tok, sizeof(tok));
             return rc;
         }
         skip_file(a, prev, "client.token", why);
@@ -601,7 +375,7 @@ static hv_err load_clients(hv_auth_t *a, const hv_auth_t *prev, int strict, char
     snprintf(path, sizeof(path), "%s/clients", a->data_dir);
     DIR *d = opendir(path);
     if (d == NULL) {
-        wipe(tok, sizeof(tok));
+        hv_creds_wipe(tok, sizeof(tok));
         return HV_OK; /* no further tokens configured */
     }
     struct dirent *de;
@@ -632,7 +406,7 @@ static hv_err load_clients(hv_auth_t *a, const hv_auth_t *prev, int strict, char
         }
     }
     closedir(d);
-    wipe(tok, sizeof(tok));
+    hv_creds_wipe(tok, sizeof(tok));
     return HV_OK;
 }
 
@@ -643,7 +417,7 @@ hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen) {
         return HV_ENOMEM;
     }
     memcpy(next, a, sizeof(*next));
-    wipe(next->clients, sizeof(next->clients));
+    hv_creds_wipe(next->clients, sizeof(next->clients));
     next->n_clients = 0;
     hv_err rc = load_clients(next, a, 0, err, errlen);
     if (rc == HV_OK) {
@@ -652,36 +426,36 @@ hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen) {
         memcpy(a->skipped, next->skipped, sizeof(a->skipped));
         a->n_skipped = next->n_skipped;
     }
-    wipe(next, sizeof(*next));
+    hv_creds_wipe(next, sizeof(*next));
     free(next);
     return rc;
 }
 
 hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_t cap, char *err,
                     size_t errlen) {
-    char path[600], hex[2 * HV_AUTH_KEY_BYTES + 1];
-    uint8_t key[HV_AUTH_KEY_BYTES];
+    char path[600], hex[2 * HV_CREDS_KEY_BYTES + 1];
+    uint8_t key[HV_CREDS_KEY_BYTES];
     snprintf(path, sizeof(path), "%s/auth.key", data_dir);
-    hv_err rc = read_or_create(path, "", HV_AUTH_KEY_BYTES, hex, sizeof(hex), err, errlen);
+    hv_err rc = read_or_create(path, "", HV_CREDS_KEY_BYTES, hex, sizeof(hex), err, errlen);
     if (rc != HV_OK) {
         return rc;
     }
-    if (strlen(hex) != 2 * HV_AUTH_KEY_BYTES || !hv_sha256_valid_hex(hex)) {
-        wipe(hex, sizeof(hex));
+    if (strlen(hex) != 2 * HV_CREDS_KEY_BYTES || !hv_sha256_valid_hex(hex)) {
+        hv_creds_wipe(hex, sizeof(hex));
         hv_errf(err, errlen,
                 "%s: damaged (want 64 hex digits); delete it to make a new key, which "
                 "makes every agent re-join with the join token",
                 path);
         return HV_ECORRUPT;
     }
-    for (size_t i = 0; i < HV_AUTH_KEY_BYTES; i++) {
+    for (size_t i = 0; i < HV_CREDS_KEY_BYTES; i++) {
         unsigned v;
         sscanf(hex + 2 * i, "%2x", &v);
         key[i] = (uint8_t)v;
     }
     hv_auth_init(a, key);
-    wipe(key, sizeof(key));
-    wipe(hex, sizeof(hex));
+    hv_creds_wipe(key, sizeof(key));
+    hv_creds_wipe(hex, sizeof(hex));
     snprintf(a->data_dir, sizeof(a->data_dir), "%s", data_dir);
     if ((rc = load_clients(a, NULL, 1, err, errlen)) != HV_OK) {
         return rc;
@@ -699,8 +473,8 @@ hv_err hv_auth_jtoken_new(char *token, char *id, char *sha) {
         return HV_EIO;
     }
     /* The id: 6 hex digits (a subset of the letters and digits an id may have). */
-    snprintf(token, HV_AUTH_JTOKEN_MAX, "hvj_%.*s.%.*s", HV_AUTH_JTOKEN_ID_LEN, hex,
-             HV_AUTH_JTOKEN_SECRET_LEN, hex + HV_AUTH_JTOKEN_ID_LEN);
-    wipe(hex, sizeof(hex));
-    return hv_auth_jtoken_parse(token, id, sha) ? HV_OK : HV_EINTERNAL;
+    snprintf(token, HV_JTOKEN_MAX, "hvj_%.*s.%.*s", HV_JTOKEN_ID_LEN, hex, HV_JTOKEN_SECRET_LEN,
+             hex + HV_JTOKEN_ID_LEN);
+    hv_creds_wipe(hex, sizeof(hex));
+    return hv_creds_jtoken_parse(token, id, sha) ? HV_OK : HV_EINTERNAL;
 }

@@ -3,32 +3,20 @@
  * (common/rpc.c reads it, hv_rpc_call_bearer); the services ask this module, at the edge, before
  * they decode anything else, and answer UNAUTHENTICATED or PERMISSION_DENIED with its message.
  *
- * Three kinds of credential, recognisable by their prefix so a leaked value says what it opens:
- *   hvc_<hex>                       client (hvsubmit, hvctl): the Jobs service. Random; the head
- *                                   generates <data_dir>/client.token and reads further ones
- *                                   from <data_dir>/clients/NAME.token (hv_auth_load).
- *   hvn_<node>_<incarnation>_<mac>  node (one agent process): Cluster.Session and Cluster.Fetch
- *                                   for that node, and its re-joins. Returned by Join.
- *   hvw_<job>_<worker>_<mac>        worker: the Rendezvous service for that one job. Carried by
- *                                   the spawn order, passed to the worker as HV_WORKER_SECRET.
- *   hvi_<instance>_<mac>            enrollment of one autoscaler instance: its agent's Join, in
- *                                   place of the join token, while the instance is alive and
- *                                   only under the instance's own node name (head/driver/autoscale.c
- *                                   writes it into the instance's token file).
- * mac = HMAC-SHA256(head key, "<epoch>:" + ("node:<node>:<incarnation>" |
- * "worker:<job>:<worker>" | "instance:<instance>")), 128 bits in hex. The key
- * (<data_dir>/auth.key, 0600) survives a head restart, so live agents and workers keep working
- * across one without anything stored per credential. The epoch is the state database's
- * (hv_store_epoch): ids are only unique within one database, so a new state.db, whose job 1 is
- * not the old job 1, makes every credential of the old one invalid. A database from before
- * epochs has epoch "" and no prefix (the MACs stay as they were). The join token is not
- * handled here: it only admits a Join (svc_cluster compares it).
- *
- * Join tokens made with `hvctl token create` (the model: Kubernetes bootstrap tokens) are
- *   hvj_<id>.<secret>               id: 6 letters or digits, may be shown (lists, the audit
- *                                   trail); secret: 32 hex digits, shown once at creation. The
- *                                   head stores only the secret's SHA-256 (head/store/store.h), with
- *                                   the token's expiry, uses and revocation.
+ * The credentials (core/creds.h makes and recognises them under the head's key and the state's
+ * epoch):
+ *   hvc_<hex>         client (hvsubmit, hvctl): the Jobs service. Random; the head generates
+ *                     <data_dir>/client.token and reads further ones from
+ *                     <data_dir>/clients/NAME.token (hv_auth_load).
+ *   hvn_...           node (one agent process): Cluster.Session and Cluster.Fetch for that
+ *                     node, and its re-joins. Returned by Join.
+ *   hvw_...           worker: the Rendezvous service for that one job. Carried by the spawn
+ *                     order, passed to the worker as HV_WORKER_SECRET.
+ *   hvi_...           enrollment of one autoscaler instance: its agent's Join, in place of the
+ *                     join token (svc_cluster decides it, not this table).
+ * The key (<data_dir>/auth.key, 0600) survives a head restart, so live agents and workers keep
+ * working across one without anything stored per credential. Join tokens (hvj_, core/creds.h)
+ * only admit a Join (svc_cluster checks them).
  *
  * The decision part (identify, check, messages) is pure: no I/O, no clock. hv_auth_load and
  * hv_auth_reload_clients are the only I/O (files in the data directory). Not thread-safe: the
@@ -40,14 +28,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "creds.h"
 #include "err.h"
 
-#define HV_AUTH_KEY_BYTES 32
-#define HV_AUTH_CRED_MAX 128   /* longest derived credential, with its NUL */
 #define HV_AUTH_TOKEN_MAX 256  /* longest client token accepted (= HV_RPC_MAX_TOKEN) */
 #define HV_AUTH_MAX_CLIENTS 64 /* client tokens at once */
 #define HV_AUTH_MAX_REVOKED 1024
-#define HV_AUTH_EPOCH_MAX 32 /* characters of a state epoch */
 
 typedef enum hv_cred_kind {
     HV_CRED_NONE = 0, /* no credential, or one nobody issued */
@@ -76,7 +62,10 @@ typedef enum hv_auth_scope {
 } hv_auth_scope;
 
 typedef struct hv_auth_s {
-    uint8_t key[HV_AUTH_KEY_BYTES];
+    /* The head's key and the state database's epoch (hv_store_epoch), mixed into every node,
+     * worker and instance MAC (core/creds.h): a new state.db (ids start again at 1) makes every
+     * credential of the old one invalid. Epoch "" for a database from before epochs. */
+    hv_creds_t creds;
     size_t n_clients;
     struct {
         char name[64];
@@ -91,41 +80,17 @@ typedef struct hv_auth_s {
      * empty, unreadable, no token), so each is warned about once, not every reload. */
     size_t n_skipped;
     char skipped[HV_AUTH_MAX_CLIENTS][80];
-    /* The state database's epoch (hv_store_epoch), mixed into every node, worker and instance
-     * MAC: a new state.db (ids start again at 1) makes every credential of the old one invalid.
-     * "" for a database from before epochs (the MACs of earlier versions, so live agents keep
-     * working across the upgrade). Set by hv_auth_set_epoch. */
-    char epoch[HV_AUTH_EPOCH_MAX + 1];
 } hv_auth_t;
 
 /* ---- pure ----------------------------------------------------------------------------------- */
 
-/* Empties a (no clients, nothing revoked, epoch "") and sets its key. */
-void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_AUTH_KEY_BYTES]);
-
-/* Sets the epoch mixed into every node, worker and instance MAC (copied; at most
- * HV_AUTH_EPOCH_MAX characters, longer is HV_EINVAL). Call it before any credential is made. */
-hv_err hv_auth_set_epoch(hv_auth_t *a, const char *epoch);
+/* Empties a (no clients, nothing revoked, epoch "") and sets its key. The epoch is set with
+ * hv_creds_set_epoch(&a->creds, ...) before any credential is made. */
+void hv_auth_init(hv_auth_t *a, const uint8_t key[HV_CREDS_KEY_BYTES]);
 
 /* Adds a client token under name. HV_EINVAL: not "hvc_" followed by 16..200 letters, digits,
  * '-' or '_'; HV_ETOOBIG: HV_AUTH_MAX_CLIENTS reached; HV_EEXIST: the same token again. */
 hv_err hv_auth_add_client(hv_auth_t *a, const char *name, const char *token);
-
-/* The credential of a node's agent process (out: HV_AUTH_CRED_MAX bytes). */
-void hv_auth_node_cred(const hv_auth_t *a, uint64_t node_id, uint64_t incarnation, char *out);
-/* The secret of one worker of one job (out: HV_AUTH_CRED_MAX bytes). */
-void hv_auth_worker_cred(const hv_auth_t *a, uint64_t job_id, uint64_t worker_id, char *out);
-
-/* The per-actor secret of actor actor_id (out: HV_AUTH_CRED_MAX bytes): "hva_<id>_<mac>", what
- * the actor's process gets as HV_ACTOR_SECRET and its callers from Actors.Get. Derived, so it
- * survives a head restart with nothing stored; it opens the actor's calls only, never the head. */
-void hv_auth_actor_cred(const hv_auth_t *a, uint64_t actor_id, char *out);
-
-/* The enrollment credential of autoscaler instance `instance` (out: HV_AUTH_CRED_MAX bytes). */
-void hv_auth_instance_cred(const hv_auth_t *a, uint64_t instance, char *out);
-/* 1 when token is an enrollment credential this head issued, with its instance in *instance;
- * else 0 (constant-time comparison). Whether the instance is still alive is the caller's. */
-int hv_auth_instance_id(const hv_auth_t *a, const char *token, uint64_t *instance);
 
 /* Revokes one node credential (node_id, incarnation): it is refused from now on. Idempotent.
  * HV_ETOOBIG when the list is full. */
@@ -155,39 +120,7 @@ int hv_auth_audited(const char *path);
 hv_err hv_auth_call(const hv_auth_t *a, const char *bearer, hv_auth_scope scope, uint64_t id,
                     hv_cred_t *cred_out, char *msg, size_t msglen);
 
-/* Constant-time string equality (both NUL-terminated; the time depends only on the lengths). */
-int hv_auth_equal(const char *want, const char *given);
-
-/* ---- join tokens (hvj_<id>.<secret>) ------------------------------------------------------- */
-
-#define HV_AUTH_JTOKEN_ID_LEN 6
-#define HV_AUTH_JTOKEN_SECRET_LEN 32
-#define HV_AUTH_JTOKEN_MAX (4 + HV_AUTH_JTOKEN_ID_LEN + 1 + HV_AUTH_JTOKEN_SECRET_LEN + 1)
-
-/* 1 when token has the form hvj_<id>.<secret>: its id into id (HV_AUTH_JTOKEN_ID_LEN + 1 bytes)
- * and the hex SHA-256 of its secret into sha (65 bytes); else 0 (nothing written). */
-int hv_auth_jtoken_parse(const char *token, char *id, char *sha);
-/* 1 when id could be a join token's id (what `hvctl token revoke ID` accepts). */
-int hv_auth_jtoken_id_valid(const char *id);
-
-typedef enum hv_jtoken_verdict {
-    HV_JTOKEN_OK = 0,
-    HV_JTOKEN_WRONG = 1,   /* the secret is not this token's */
-    HV_JTOKEN_REVOKED = 2, /* revoked (hvctl token revoke) */
-    HV_JTOKEN_EXPIRED = 3, /* past its expiry */
-    HV_JTOKEN_USED_UP = 4, /* every use it had is spent */
-} hv_jtoken_verdict;
-
-/* The decision for a stored token (want: its secret's hash) and a given secret's hash at
- * now_ms: the hash is compared first (constant-time), so a wrong secret learns nothing of the
- * token's state. expires_ms 0 = never; max_uses 0 = no limit; revoked_ms 0 = not revoked. */
-hv_jtoken_verdict hv_auth_jtoken_check(const char *want, const char *given, uint64_t expires_ms,
-                                       uint32_t max_uses, uint32_t uses, uint64_t revoked_ms,
-                                       uint64_t now_ms);
-/* "valid", "wrong secret", "revoked", "expired", "used up". */
-const char *hv_auth_jtoken_verdict_name(hv_jtoken_verdict v);
-
-/* ---- files (I/O) ---------------------------------------------------------------------------- */
+/* ---- I/O (files, randomness) ----------------------------------------------------------------- */
 
 /* Loads the head's key from <data_dir>/auth.key and its client token from
  * <data_dir>/client.token, generating each (random, mode 0600, atomically) when missing (a
@@ -208,7 +141,7 @@ hv_err hv_auth_load(hv_auth_t *a, const char *data_dir, char *client_path, size_
 hv_err hv_auth_reload_clients(hv_auth_t *a, char *err, size_t errlen);
 
 /* A new join token from the OS's randomness: the whole token (shown once) into token
- * (HV_AUTH_JTOKEN_MAX bytes), its id and its secret's hash as hv_auth_jtoken_parse gives them.
+ * (HV_JTOKEN_MAX bytes), its id and its secret's hash as hv_creds_jtoken_parse gives them.
  * HV_EIO: no random bytes. */
 hv_err hv_auth_jtoken_new(char *token, char *id, char *sha);
 

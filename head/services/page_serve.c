@@ -361,7 +361,7 @@ int hv_page_session_ok(const hv_http_request_t *req, void *ud) {
     for (size_t i = 0; i < src->auth->n_clients; i++) {
         char sha[65];
         serve_token_sha(src->auth->clients[i].token, sha);
-        if (hv_auth_equal(s->token_sha, sha)) {
+        if (hv_creds_equal(s->token_sha, sha)) {
             return 1;
         }
     }

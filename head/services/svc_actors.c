@@ -7,7 +7,8 @@
  * secret when asked. Every call passed the gate (svc_auth: a client token or a worker secret);
  * here a worker is held to its job's namespace (hvsubmit --namespace, stored in the job's spec;
  * "default" when none), which is also what an empty namespace means in its calls, and owns what
- * it creates unless it asks for a detached actor. Loop thread only.
+ * it creates unless it asks for a detached actor; what it creates runs as its job's workers run
+ * (head/core/workcap.h: the actor's label demand gets its node's hv.run_as). Loop thread only.
  */
 #include "svc_actors.h"
 
@@ -20,10 +21,12 @@
 #include "log.h"
 #include "mem.h"
 #include "validate.h"
+#include "workcap.h"
 
 #define ACTORS_NS_DEFAULT "default"
 #define ACTORS_MAX_ARG (64u << 10)
 #define ACTORS_MAX_MEMORY_MB (UINT64_C(1) << 40)
+#define ACTORS_LABELS_MAX (64 * (63 + 1 + 256 + 1)) /* "k=v,..." of 64 labels at their bounds */
 
 struct hv_svc_actors_s {
     hv_auth_t *auth;      /* borrowed */
@@ -40,20 +43,23 @@ static const char *ns_in(const hv_svc_actors_t *s, const char *ns) {
     return ns != NULL && ns[0] != '\0' ? ns : s->home;
 }
 
-/* The namespace of job_id's workers (its spec's, "default" when none) into out. */
-static void job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
-    snprintf(out, len, "%s", ACTORS_NS_DEFAULT);
+/* The namespace of job_id's workers (its spec's, "default" when it names none) into out: 1, or
+ * 0 when the head does not know the job or cannot read its spec (nothing is assumed then). */
+static int job_ns(hv_svc_actors_t *s, uint64_t job_id, char *out, size_t len) {
+    out[0] = '\0';
     hv_djob_t *j = hv_driver_job(s->d, job_id);
     if (j == NULL || j->spec == NULL) {
-        return;
+        return 0;
     }
     Hvpb__V1__JobSpec *js = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
-    if (js != NULL && js->namespace_ != NULL && js->namespace_[0] != '\0') {
-        snprintf(out, len, "%s", js->namespace_);
+    if (js == NULL) {
+        return 0;
     }
-    if (js != NULL) {
-        hvpb__v1__job_spec__free_unpacked(js, NULL);
-    }
+    snprintf(out, len, "%s",
+             js->namespace_ != NULL && js->namespace_[0] != '\0' ? js->namespace_
+                                                                 : ACTORS_NS_DEFAULT);
+    hvpb__v1__job_spec__free_unpacked(js, NULL);
+    return 1;
 }
 
 /* Who calls: HV_OK and cred, or an answer was sent. A worker may only use its job's
@@ -64,8 +70,12 @@ static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_
         hv_rpc_finish(c, HV_EAUTH, "not authenticated");
         return 0;
     }
-    if (cred->kind == HV_CRED_WORKER) {
-        job_ns(s, cred->job_id, s->home, sizeof(s->home));
+    if (cred->kind == HV_CRED_WORKER && !job_ns(s, cred->job_id, s->home, sizeof(s->home))) {
+        hv_rpc_finish(c, HV_EAUTH,
+                      "the credential of job %" PRIu64 "'s workers is no longer valid: the head "
+                      "no longer knows job %" PRIu64,
+                      cred->job_id, cred->job_id);
+        return 0;
     }
     if (cred->kind == HV_CRED_WORKER && ns != NULL && strcmp(ns_in(s, ns), s->home) != 0) {
         hv_rpc_finish(c, HV_EPERM,
@@ -150,6 +160,47 @@ static const hv_dactor_t *resolve(hv_svc_actors_t *s, hv_rpc_call_t *c, const Hv
 }
 
 /* ---- Create ------------------------------------------------------------------------------------ */
+
+/* The label demand of an actor that a job's worker creates (workcap.h): want with its job's
+ * run-as user added, so that it runs only where and as that job's workers run; or NULL and a
+ * refusal answered (out of memory included). */
+static char *worker_labels(hv_svc_actors_t *s, hv_rpc_call_t *c, const hv_cred_t *cred,
+                           const char *want) {
+    const hv_dnode_t *from = NULL;
+    const hv_djob_t *j = hv_driver_job(s->d, cred->job_id);
+    for (size_t i = 0; j != NULL && i < j->jm.nw; i++) {
+        if (j->jm.w[i]->id == cred->worker_id) {
+            from = hv_driver_node(s->d, j->jm.w[i]->node_id);
+        }
+    }
+    size_t n = 0, cap = 0;
+    for (const hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
+        cap++;
+    }
+    const char **live = hv_calloc(cap > 0 ? cap : 1, sizeof(*live));
+    char *out = hv_malloc(ACTORS_LABELS_MAX);
+    if (live == NULL || out == NULL) {
+        hv_free(live);
+        hv_free(out);
+        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (const hv_dnode_t *nd = hv_driver_nodes(s->d); nd != NULL; nd = nd->next) {
+        if (nd->state != HV_NODE_DEAD && !hv_driver_node_hidden(nd)) {
+            live[n++] = nd->labels;
+        }
+    }
+    char why[700];
+    hv_err rc = hv_wcap_actor_labels(cred->job_id, from != NULL ? from->labels : "", want, live, n,
+                                     out, ACTORS_LABELS_MAX, why, sizeof(why));
+    hv_free(live);
+    if (rc != HV_OK) {
+        hv_free(out);
+        hv_rpc_finish(c, rc, "%s", why);
+        return NULL;
+    }
+    return out;
+}
 
 /* Checks the spec; HV_OK or the error with its words. */
 static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, char *err,
@@ -297,6 +348,14 @@ static void actors_create(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
+    if (cred.kind == HV_CRED_WORKER) {
+        char *held = worker_labels(s, c, &cred, labels); /* its job's user only */
+        hv_free(labels);
+        if ((labels = held) == NULL) {
+            hv_free(packed);
+            return;
+        }
+    }
     hv_actor_new_t nw = {.name = sp->name,
                          .ns = ns_in(s, sp->namespace_),
                          .class_name = sp->class_name,
@@ -341,9 +400,9 @@ static void actors_get(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     Hvpb__V1__ActorView v;
     view(s, x, &v);
-    char secret[HV_AUTH_CRED_MAX] = "";
+    char secret[HV_CREDS_MAX] = "";
     if (req->with_secret) {
-        hv_auth_actor_cred(s->auth, x->am.id, secret);
+        hv_creds_actor(&s->auth->creds, x->am.id, secret);
         v.secret = secret;
     }
     hv_rpc_reply(c, &v.base);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mem.h"
 #include "util.h"
+#include "workcap.h"
 
 #define AUDIT_PAGE_DEFAULT 200
 #define AUDIT_PAGE_MAX 1000
@@ -102,16 +103,16 @@ static void audit_who(const hv_svc_auth_t *s, hv_rpc_call_t *c, hv_auth_scope sc
     if (scope == HV_AUTH_JOIN && first->descriptor == &hvpb__v1__join_request__descriptor) {
         jt = ((const Hvpb__V1__JoinRequest *)first)->token;
     }
-    char id[HV_AUTH_JTOKEN_ID_LEN + 1], sha[65];
+    char id[HV_JTOKEN_ID_LEN + 1], sha[65];
     uint64_t inst;
-    if (jt != NULL && jt[0] != '\0' && hv_auth_jtoken_parse(jt, id, sha)) {
+    if (jt != NULL && jt[0] != '\0' && hv_creds_jtoken_parse(jt, id, sha)) {
         snprintf(r->who_kind, sizeof(r->who_kind), "join-token");
         snprintf(r->who_id, sizeof(r->who_id), "%s", id);
     } else if (jt != NULL && s->static_token != NULL && s->static_token[0] != '\0' &&
-               hv_auth_equal(s->static_token, jt)) {
+               hv_creds_equal(s->static_token, jt)) {
         snprintf(r->who_kind, sizeof(r->who_kind), "join-token");
         snprintf(r->who_id, sizeof(r->who_id), "static");
-    } else if (jt != NULL && hv_auth_instance_id(s->auth, jt, &inst)) {
+    } else if (jt != NULL && hv_creds_instance_id(&s->auth->creds, jt, &inst)) {
         snprintf(r->who_kind, sizeof(r->who_kind), "instance");
         snprintf(r->who_id, sizeof(r->who_id), "%" PRIu64, inst);
     } else if (cred.kind == HV_CRED_CLIENT) {
@@ -210,6 +211,14 @@ static void audit_end(const hv_rpc_call_t *c, const char *path, int code, const 
     hv_free(p);
 }
 
+/* A worker credential is good only while its job has not ended (workcap.h): its job as the
+ * driver knows it, in memory or from the store. */
+static hv_err worker_live(hv_svc_auth_t *s, const hv_cred_t *cred, char *msg, size_t msglen) {
+    const hv_djob_t *j = hv_driver_job(s->d, cred->job_id);
+    hv_wcap_job_t wj = {.known = j != NULL, .state = j != NULL ? j->jm.state : HV_JOB_PENDING};
+    return hv_wcap_live(cred->job_id, &wj, msg, msglen);
+}
+
 static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *first, char *msg,
                    size_t msglen, void *ud) {
     const hv_auth_t *a = ((hv_svc_auth_t *)ud)->auth;
@@ -242,10 +251,16 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
         snprintf(msg, msglen, "permission denied: the credential belongs to another %s",
                  scope == HV_AUTH_JOB ? "worker" : "agent process");
     }
+    int dead = 0;
+    if (rc == HV_OK && cred.kind == HV_CRED_WORKER) {
+        dead = (rc = worker_live(s, &cred, msg, msglen)) != HV_OK;
+    }
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_WARN, "auth", rc == HV_EAUTH ? "HV-AUTH-NONE" : "HV-AUTH-DENIED",
                "refused %s from %s: %s", path, hv_rpc_call_peer(c),
-               rc == HV_EAUTH ? "no valid credential" : "credential of another scope");
+               dead             ? "a worker credential of a job that has ended"
+               : rc == HV_EAUTH ? "no valid credential"
+                                : "credential of another scope");
     }
     if (rc != HV_OK || hv_auth_audited(path)) {
         audit_begin(s, c, path, scope, first);
@@ -391,9 +406,9 @@ static void jtoken_view(const hv_jtoken_row_t *r, uint64_t now_ms, Hvpb__V1__Joi
     v->revoked_ms = r->revoked_ms;
     v->created_by = (char *)r->created_by;
     /* The state of a token whose secret one has: its hash against itself. */
-    v->state = (char *)hv_auth_jtoken_verdict_name(
-        hv_auth_jtoken_check(r->secret_sha256, r->secret_sha256, r->expires_ms, r->max_uses,
-                             r->uses, r->revoked_ms, now_ms));
+    v->state = (char *)hv_creds_jtoken_verdict_name(
+        hv_creds_jtoken_check(r->secret_sha256, r->secret_sha256, r->expires_ms, r->max_uses,
+                              r->uses, r->revoked_ms, now_ms));
 }
 
 static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -411,7 +426,7 @@ static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
     if (hv_auth_identify(s->auth, hv_rpc_call_bearer(c), &cred) != HV_OK) {
         cred.client[0] = '\0';
     }
-    char token[HV_AUTH_JTOKEN_MAX];
+    char token[HV_JTOKEN_MAX];
     hv_jtoken_row_t row = {0};
     uint64_t now = hv_wall_ms();
     row.created_ms = now;
@@ -486,10 +501,10 @@ static void jobs_list_join_tokens(hv_rpc_call_t *c, const ProtobufCMessage *m, v
 static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_auth_t *s = ud;
     const Hvpb__V1__JoinTokenRef *req = (const Hvpb__V1__JoinTokenRef *)m;
-    if (!hv_auth_jtoken_id_valid(req->id)) {
+    if (!hv_creds_jtoken_id_valid(req->id)) {
         hv_rpc_finish(c, HV_EINVAL,
                       "a join token id is %d lower-case letters or digits (hvctl token list)",
-                      HV_AUTH_JTOKEN_ID_LEN);
+                      HV_JTOKEN_ID_LEN);
         return;
     }
     if (s->store == NULL) {

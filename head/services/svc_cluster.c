@@ -140,14 +140,14 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         }
         sp.head_addr = s->advertise;
         sp.generation = o->generation;
-        char secret[HV_AUTH_CRED_MAX] = "";
+        char secret[HV_CREDS_MAX] = "";
         if (s->auth != NULL && o->actor_id != 0) {
             /* An actor's process: its own secret (HV_ACTOR_SECRET), and no Rendezvous one. */
-            hv_auth_actor_cred(s->auth, o->actor_id, secret);
+            hv_creds_actor(&s->auth->creds, o->actor_id, secret);
             sp.actor_secret = secret;
             sp.actor_state_max = state_max(s);
         } else if (s->auth != NULL) {
-            hv_auth_worker_cred(s->auth, o->job_id, o->worker_id, secret);
+            hv_creds_worker(&s->auth->creds, o->job_id, o->worker_id, secret);
             sp.worker_secret = secret;
         }
         msg.body_case = HVPB__V1__HEAD_MSG__BODY_SPAWN;
@@ -361,13 +361,13 @@ static hv_jtoken_verdict join_token_check(hv_svc_cluster_t *s, const char *token
     char sha[65];
     hv_jtoken_row_t row;
     hv_jtoken_verdict v = HV_JTOKEN_WRONG;
-    if (!hv_auth_jtoken_parse(token, id, sha)) {
-        snprintf(id, HV_AUTH_JTOKEN_ID_LEN + 1, "%s", "?");
+    if (!hv_creds_jtoken_parse(token, id, sha)) {
+        snprintf(id, HV_JTOKEN_ID_LEN + 1, "%s", "?");
     } else if (hv_store_jtoken_get(s->store, id, &row) == HV_OK) {
-        v = hv_auth_jtoken_check(row.secret_sha256, sha, row.expires_ms, row.max_uses, row.uses,
-                                 row.revoked_ms, hv_wall_ms());
+        v = hv_creds_jtoken_check(row.secret_sha256, sha, row.expires_ms, row.max_uses, row.uses,
+                                  row.revoked_ms, hv_wall_ms());
     }
-    *why = v == HV_JTOKEN_WRONG ? "not valid on this head" : hv_auth_jtoken_verdict_name(v);
+    *why = v == HV_JTOKEN_WRONG ? "not valid on this head" : hv_creds_jtoken_verdict_name(v);
     return v;
 }
 
@@ -378,8 +378,8 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
      * restart or a lost stream) with its node credential, checked below against the node id. */
     hv_cred_t cred = {.kind = HV_CRED_NONE};
     int by_token = token_ok(s, req->token);
-    char jtoken[HV_AUTH_JTOKEN_ID_LEN + 1] = ""; /* the id of a join token made by hvctl */
-    const char *jwhy = NULL;                     /* why that token admits nobody, or NULL */
+    char jtoken[HV_JTOKEN_ID_LEN + 1] = ""; /* the id of a join token made by hvctl */
+    const char *jwhy = NULL;                /* why that token admits nobody, or NULL */
     if (!by_token && s->store != NULL && req->token != NULL &&
         strncmp(req->token, "hvj_", 4) == 0) {
         /* An agent re-joins with its node credential: that spends no use of the token. */
@@ -396,7 +396,7 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
     }
     uint64_t instance = 0;
     if (!by_token && s->auth != NULL && s->admit != NULL && req->node != NULL &&
-        req->node->name != NULL && hv_auth_instance_id(s->auth, req->token, &instance)) {
+        req->node->name != NULL && hv_creds_instance_id(&s->auth->creds, req->token, &instance)) {
         /* An autoscaler instance enrolling with its own credential: only while the instance is
          * alive, and only under its own node name. */
         if (!s->admit(s->admit_ud, instance, req->node->name)) {
@@ -480,9 +480,9 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
                "node %s joined with join token %s, but its use could not be counted: %s",
                info->name, jtoken, hv_store_last_error(s->store));
     }
-    char cred_text[HV_AUTH_CRED_MAX] = "";
+    char cred_text[HV_CREDS_MAX] = "";
     if (s->auth != NULL) {
-        hv_auth_node_cred(s->auth, node_id, req->incarnation, cred_text);
+        hv_creds_node(&s->auth->creds, node_id, req->incarnation, cred_text);
     }
     Hvpb__V1__JoinReply rep = HVPB__V1__JOIN_REPLY__INIT;
     rep.node_id = node_id;

@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "copies.h"
 #include "log.h"
 #include "mem.h"
 #include "sha256.h"
@@ -73,13 +74,6 @@ hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserv
     return HV_OK;
 }
 
-int hv_statecopy_room(uint64_t free_bytes, uint64_t fs_bytes, uint64_t total, uint64_t reserve) {
-    if (reserve > fs_bytes / 4) {
-        reserve = fs_bytes / 4;
-    }
-    return free_bytes >= total && free_bytes - total >= reserve;
-}
-
 static void part_drop(hv_statecopies_t *c, part_t *p, int unlink_file) {
     for (part_t **q = &c->parts; *q != NULL; q = &(*q)->next) {
         if (*q == p) {
@@ -130,6 +124,40 @@ static hv_err write_all(int fd, const uint8_t *b, size_t n) {
     return HV_OK;
 }
 
+/* May a new copy of total bytes start, replacing own (the job's copy in progress, or NULL)? Counts
+ * it whole, with what the other copies in progress have still to write (hv_copy_room); err says
+ * why not. A file system that cannot be read is no reason to refuse. */
+static int copy_room(const hv_statecopies_t *c, const part_t *own, uint64_t total, char *err,
+                     size_t errlen) {
+    struct statvfs fs;
+    if (statvfs(c->dir, &fs) != 0) {
+        return 1;
+    }
+    hv_copy_disk_t disk = {.fs_bytes = (uint64_t)fs.f_blocks * fs.f_frsize,
+                           .free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize,
+                           .reserve = c->reserve};
+    for (const part_t *q = c->parts; q != NULL; q = q->next) {
+        if (q == own) {
+            disk.replaced = q->have;
+        } else {
+            disk.arriving += q->total - q->have;
+        }
+    }
+    if (hv_copy_room(&disk, total)) {
+        return 1;
+    }
+    char fr[32], ar[32], sz[32], keep[32];
+    snprintf(err, errlen,
+             "the head's disk (%s) has %s free and %s of other jobs' copies still arriving: this "
+             "copy of %s would leave less than the %s it keeps free (twice "
+             "logs.reserve_free_bytes, at most half of a small disk: room for the head's state "
+             "and the jobs' output); the job trains on and sends its next copy later",
+             c->dir, hv_fmt_size(disk.free_bytes, fr, sizeof(fr)),
+             hv_fmt_size(disk.arriving, ar, sizeof(ar)), hv_fmt_size(total, sz, sizeof(sz)),
+             hv_fmt_size(hv_copy_keep_free(c->reserve, disk.fs_bytes), keep, sizeof(keep)));
+    return 0;
+}
+
 hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generation, uint64_t commit,
                         uint64_t total, uint64_t offset, const uint8_t *data, size_t len,
                         const char *sha256, int *complete, hv_statecopy_done_t *done, char *err,
@@ -151,15 +179,10 @@ hv_err hv_statecopy_put(hv_statecopies_t *c, uint64_t job_id, uint32_t generatio
     } else {
         part_path(c, job_id, c->seq + 1, path, sizeof(path));
     }
-    struct statvfs fs;
-    if (offset == 0 && statvfs(c->dir, &fs) == 0 &&
-        !hv_statecopy_room((uint64_t)fs.f_bavail * fs.f_frsize, (uint64_t)fs.f_blocks * fs.f_frsize,
-                           total, c->reserve)) {
-        snprintf(err, errlen,
-                 "the head's disk has %llu bytes free: a copy of %llu bytes would leave less "
-                 "than the %llu it keeps free",
-                 (unsigned long long)fs.f_bavail * fs.f_frsize, (unsigned long long)total,
-                 (unsigned long long)c->reserve);
+    if (offset == 0 && !copy_room(c, p, total, err, errlen)) {
+        if (p != NULL) {
+            part_drop(c, p, 1); /* the sender started again: the old part is abandoned */
+        }
         HV_LOG(HV_LOG_WARN, "copies", "HV-COPY-FULL", "job %llu: %s", (unsigned long long)job_id,
                err);
         return HV_ETOOBIG;

@@ -40,8 +40,10 @@ typedef struct hv_statecopy_done_s {
 } hv_statecopy_done_t;
 
 /* Creates <dir> (mode 0700) and removes the .part files a previous head left. epoch: the
- * database's (borrowed; copied). A copy is refused (HV_ETOOBIG) when writing it would leave
- * less than reserve bytes free on dir's file system (the room kept for the head's own state). */
+ * database's (borrowed; copied). reserve: logs.reserve_free_bytes. A new copy is refused
+ * (HV_ETOOBIG) at its first chunk unless dir's file system has room for all of it, after what
+ * the copies in progress have still to write, and still keeps twice the reserve free
+ * (hv_copy_room, head/core/copies.h: the room of the state database and of the jobs' output). */
 hv_err hv_statecopies_create(const char *dir, const char *epoch, uint64_t reserve,
                              hv_statecopies_t **out);
 void hv_statecopies_destroy(hv_statecopies_t *c);
@@ -64,11 +66,6 @@ hv_err hv_statecopy_publish(hv_statecopy_done_t *done, char *err, size_t errlen)
 
 /* Drops a part that will not be published (closes and removes it). Idempotent. */
 void hv_statecopy_discard(hv_statecopy_done_t *done);
-
-/* Pure: may a copy of total bytes be written on a file system of fs_bytes with free_bytes free,
- * keeping reserve free? As the job logs do (joblog.c), the room kept is at most a quarter of a
- * small file system. */
-int hv_statecopy_room(uint64_t free_bytes, uint64_t fs_bytes, uint64_t total, uint64_t reserve);
 
 /* Drops job's copy in progress (the job ended). */
 void hv_statecopy_abort(hv_statecopies_t *c, uint64_t job_id);

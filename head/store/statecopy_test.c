@@ -2,8 +2,8 @@
  * statecopy_test: the files of the head's state copies, on a real directory: a copy in chunks
  * is published under its own name only once every byte arrived and its digest matches; a wrong
  * digest or a chunk out of order leaves no file behind; a new copy at offset 0 replaces one in
- * progress; a head that starts again removes the half-written parts; and the room a copy needs
- * on the disk (the pure rule).
+ * progress; a head that starts again removes the half-written parts. (The room a copy needs on
+ * the disk is a pure rule: head/core/copies_test.c.)
  */
 #include "statecopy.h"
 #include "hv_check.h"
@@ -147,25 +147,6 @@ static void test_bad_digest(void) {
     hv_statecopies_destroy(c);
 }
 
-/* The room a copy needs: it and the reserve (at most a quarter of the file system) free. */
-static void test_room(void) {
-    const uint64_t M = 1u << 20, G = (uint64_t)1 << 30;
-    const struct {
-        uint64_t free, fs, total, reserve;
-        int ok;
-    } t[] = {
-        {10 * G, 100 * G, 64 * M, 256 * M, 1},
-        {300 * M, 100 * G, 64 * M, 256 * M, 0}, /* would leave 236 MiB of the 256 kept */
-        {320 * M, 100 * G, 64 * M, 256 * M, 1},
-        {20 * M, 24 * M, 10 * M, 256 * M, 1}, /* a small disk keeps a quarter: 6 MiB */
-        {15 * M, 24 * M, 10 * M, 256 * M, 0},
-        {5 * M, 100 * G, 64 * M, 0, 0}, /* no room for the copy itself */
-    };
-    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-        CHECK_EQ(hv_statecopy_room(t[i].free, t[i].fs, t[i].total, t[i].reserve), t[i].ok);
-    }
-}
-
 static void test_restart_drops_parts(void) {
     char dir[400], err[600];
     snprintf(dir, sizeof(dir), "%s/states", tmp_dir);
@@ -211,7 +192,6 @@ int main(int argc, char **argv) {
     static const hv_check_case_t cases[] = {
         {"chunks_publish", test_chunks_publish},
         {"bad_digest", test_bad_digest},
-        {"room", test_room},
         {"restart_drops_parts", test_restart_drops_parts},
         {"publish_fails", test_publish_fails},
     };

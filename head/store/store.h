@@ -374,7 +374,7 @@ hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_r
 /* ---- join tokens (schema v6) ----------------------------------------------------------------- */
 
 typedef struct hv_jtoken_row_s {
-    char id[16];                     // shown (auth.h: HV_AUTH_JTOKEN_ID_LEN characters)
+    char id[16];                     // shown (core/creds.h: HV_JTOKEN_ID_LEN characters)
     char secret_sha256[65];          // hex SHA-256 of the secret; the secret itself is never stored
     uint64_t created_ms, expires_ms; // wall clock; expires 0 = never
     uint32_t max_uses, uses;         // max 0 = unlimited

@@ -566,10 +566,11 @@ static void *watch_main(void *arg) {
             w->cur = NULL;
             pthread_mutex_unlock(&w->mu);
             hv_rpc_bstream_destroy(s);
-            // The job ended or this worker is not part of it (any more), or the head has no
-            // such service: nothing will ever come; stop instead of polling the head forever.
-            terminal = rc == HV_ECLOSED &&
-                       (st.rc == HV_ESTATE || st.rc == HV_ENOTFOUND || st.rc == HV_ENOTSUP);
+            // The job ended or this worker is not part of it (any more), its credential died
+            // with the job, or the head has no such service: nothing will ever come; stop
+            // instead of polling the head forever.
+            terminal = rc == HV_ECLOSED && (st.rc == HV_ESTATE || st.rc == HV_ENOTFOUND ||
+                                            st.rc == HV_ENOTSUP || st.rc == HV_EAUTH);
         } else {
             snprintf(st.msg, sizeof(st.msg), "%s", hv_strerror(rc));
         }
