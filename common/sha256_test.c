@@ -227,12 +227,7 @@ static void test_ct_equal(void) {
     CHECK(hv_ct_equal(a, b, 0));
 }
 
-static const hv_check_case_t cases[] = {
-    {"vectors", test_vectors}, {"million_a", test_million_a}, {"split_updates", test_split_updates},
-    {"accel", test_accel},     {"valid_hex", test_valid_hex}, {"file", test_file},
-    {"hmac", test_hmac},       {"ct_equal", test_ct_equal},
-};
-
-int main(int argc, char **argv) {
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"vectors", test_vectors}, {"million_a", test_million_a},
+              {"split_updates", test_split_updates}, {"accel", test_accel},
+              {"valid_hex", test_valid_hex}, {"file", test_file}, {"hmac", test_hmac},
+              {"ct_equal", test_ct_equal})

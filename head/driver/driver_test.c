@@ -393,15 +393,9 @@ static void case_event_bound(void) {
     CHECK_STR(got, "test.kept,test.kept,head.events_dropped,test.after");
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"drain_not_stored", case_drain_not_stored},
-        {"dead_and_back_not_stored", case_dead_and_back_not_stored},
-        {"strike_stored", case_strike_stored},
-        {"strike_not_stored", case_strike_not_stored},
-        {"artifact_touch_not_stored", case_artifact_touch_not_stored},
-        {"event_waits_for_store", case_event_waits_for_store},
-        {"event_bound", case_event_bound},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
-}
+HV_CHECK_MAIN(setup, teardown, {"drain_not_stored", case_drain_not_stored},
+              {"dead_and_back_not_stored", case_dead_and_back_not_stored},
+              {"strike_stored", case_strike_stored}, {"strike_not_stored", case_strike_not_stored},
+              {"artifact_touch_not_stored", case_artifact_touch_not_stored},
+              {"event_waits_for_store", case_event_waits_for_store},
+              {"event_bound", case_event_bound})

@@ -435,11 +435,6 @@ static void case_sizes(void) {
     expect(hv_validate_nodes_drain(&nds, err, sizeof(err)), HV_EINVAL, "reason: 1025 bytes");
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"table", case_table},         {"put_state", case_put_state}, {"join", case_join},
-        {"artifacts", case_artifacts}, {"submit", case_submit},       {"misc", case_misc},
-        {"sizes", case_sizes},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"put_state", case_put_state}, {"join", case_join},
+              {"artifacts", case_artifacts}, {"submit", case_submit}, {"misc", case_misc},
+              {"sizes", case_sizes})

@@ -188,12 +188,6 @@ static void test_publish_fails(void) {
     hv_statecopies_destroy(c);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"chunks_publish", test_chunks_publish},
-        {"bad_digest", test_bad_digest},
-        {"restart_drops_parts", test_restart_drops_parts},
-        {"publish_fails", test_publish_fails},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, make_tmp, remove_tmp);
-}
+HV_CHECK_MAIN(make_tmp, remove_tmp, {"chunks_publish", test_chunks_publish},
+              {"bad_digest", test_bad_digest}, {"restart_drops_parts", test_restart_drops_parts},
+              {"publish_fails", test_publish_fails})
