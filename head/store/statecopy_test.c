@@ -41,14 +41,7 @@ static void remove_tmp(void) {
     }
 }
 
-static void digest(const uint8_t *b, size_t n, char hex[65]) {
-    hv_sha256_t s;
-    uint8_t d[32];
-    hv_sha256_init(&s);
-    hv_sha256_update(&s, b, n);
-    hv_sha256_final(&s, d);
-    hv_sha256_hex(d, hex);
-}
+static void digest(const uint8_t *b, size_t n, char hex[65]) { hv_sha256_hex_of(b, n, hex); }
 
 /* Files in the states dir ending in suffix. */
 static int count(const char *dir, const char *suffix) {
