@@ -130,12 +130,7 @@ static void blob_add(size_t len, int corrupt, size_t break_at, int stall) {
         b->data[i] = (uint8_t)(rand() & 0xff);
     }
     b->len = len;
-    hv_sha256_t s;
-    uint8_t d[32];
-    hv_sha256_init(&s);
-    hv_sha256_update(&s, b->data, len);
-    hv_sha256_final(&s, d);
-    hv_sha256_hex(d, b->digest);
+    hv_sha256_hex_of(b->data, len, b->digest);
     if (corrupt && len > 0) {
         b->data[len / 2] ^= 0x5a;
     }

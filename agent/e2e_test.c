@@ -249,12 +249,7 @@ static void setup(const char *worker_script) {
     fake_head_start(&loop, &fj, head_session_msg, head_session_done, &mf, 1, &eng, &srv, head_addr,
                     sizeof(head_addr));
     script = worker_script;
-    hv_sha256_t s;
-    uint8_t d[32];
-    hv_sha256_init(&s);
-    hv_sha256_update(&s, script, strlen(script));
-    hv_sha256_final(&s, d);
-    hv_sha256_hex(d, script_digest);
+    hv_sha256_hex_of(script, strlen(script), script_digest);
     fj.lease_ms = 600;
     fj.unavailable = fj.joins = hellos = started_ev = exited_ev = log_lines = 0;
     head_call = NULL;

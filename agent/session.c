@@ -119,6 +119,7 @@ struct hv_session_s {
     uint64_t hb_answered; /* heartbeat answers received on the current stream */
     uint64_t drain_mark;  /* hb_sent when the notice went out */
     char last_error[300]; /* why the last attempt failed, for messages */
+    int last_explained;   /* ...in the rpc layer's own words (hv_rpc_status_t.explained) */
 
     uint64_t next_seq;
     event_t *ev_head, *ev_tail; /* unacknowledged events, by seq */
@@ -674,6 +675,7 @@ static void session_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
     s->call = NULL;
     snprintf(s->last_error, sizeof(s->last_error), "%s%s%.250s", hv_strerror(st->rc),
              st->msg[0] ? ": " : "", st->msg);
+    s->last_explained = st->explained;
     // Events sent on this stream and not acknowledged go again on the next one.
     s->ev_unsent = s->ev_head;
     if (s->state == ST_STOPPED) {
@@ -724,6 +726,7 @@ static void session_open(hv_session_t *s) {
     hv_free(run);
     if (rc != HV_OK) {
         snprintf(s->last_error, sizeof(s->last_error), "cannot start Session: %s", hv_strerror(rc));
+        s->last_explained = 0;
         HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-SESSION-FAIL", "%s", s->last_error);
         s->call = NULL;
         session_backoff(s);
@@ -802,6 +805,7 @@ static void join_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *u
     hv_err rc = st->rc == HV_OK ? HV_EPROTO : st->rc;
     snprintf(s->last_error, sizeof(s->last_error), "%.290s",
              st->msg[0] ? st->msg : hv_strerror(rc));
+    s->last_explained = st->explained;
     /* HV_EEXIST: another live agent holds our node name. Retrying would only fight it for the
      * name, so this agent stops, even after it was joined once (it was taken over). */
     if ((!s->joined_once && join_refusal(rc)) || rc == HV_EEXIST) {
@@ -834,9 +838,11 @@ static void join_on_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void *u
     }
     if (!s->joined_once && uv_now(s->loop) >= give_up) {
         char msg[512], plain[300];
-        /* gRPC's own text ("DNS resolution failed ... C-ares status ...") in plain words. */
-        const char *why =
-            hv_rpc_plain_transport_error(s->last_error, s->head, plain, sizeof(plain));
+        /* gRPC's own text ("DNS resolution failed ... C-ares status ...") in plain words, or
+         * the rpc layer's account of it (TLS) as it is. */
+        const char *why = s->last_explained ? NULL
+                                            : hv_rpc_plain_transport_error(s->last_error, s->head,
+                                                                           plain, sizeof(plain));
         snprintf(msg, sizeof(msg), "cannot reach the head at %s after %u s: %s", s->head,
                  (unsigned)((uv_now(s->loop) - s->started_ms + 500) / 1000),
                  why != NULL ? why : s->last_error);

@@ -101,12 +101,7 @@ static const char *line_value(const char *key) {
 
 /* Stores content in the cache under its digest (hex written to digest). */
 static void put_artifact(const char *content, char digest[65]) {
-    hv_sha256_t s;
-    uint8_t d[32];
-    hv_sha256_init(&s);
-    hv_sha256_update(&s, content, strlen(content));
-    hv_sha256_final(&s, d);
-    hv_sha256_hex(d, digest);
+    hv_sha256_hex_of(content, strlen(content), digest);
     char path[600];
     snprintf(path, sizeof(path), "%s/%s", cache_dir, digest);
     CHECK_RC(hv_write_file_atomic(path, content, strlen(content), 0755), HV_OK);

@@ -720,21 +720,10 @@ static void case_config(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"demand", case_demand},
-        {"reasons", case_reasons},
-        {"min_nodes", case_min_nodes},
-        {"cluster_min", case_cluster_min},
-        {"lost", case_lost},
-        {"upscaling_speed", case_upscaling_speed},
-        {"gpu_fit", case_gpu_fit},
-        {"actor_demand", case_actor_demand},
-        {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},
-        {"timeout_sets_aside", case_timeout_sets_aside},
-        {"idle", case_idle},
-        {"full_array", case_full_array},
-        {"config", case_config},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"demand", case_demand}, {"reasons", case_reasons},
+              {"min_nodes", case_min_nodes}, {"cluster_min", case_cluster_min}, {"lost", case_lost},
+              {"upscaling_speed", case_upscaling_speed}, {"gpu_fit", case_gpu_fit},
+              {"actor_demand", case_actor_demand},
+              {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},
+              {"timeout_sets_aside", case_timeout_sets_aside}, {"idle", case_idle},
+              {"full_array", case_full_array}, {"config", case_config})

@@ -286,15 +286,7 @@ static void case_full_array(void) {
     hv_ss_destroy(s);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"boot", case_boot},
-        {"capacity", case_capacity},
-        {"random_preemptions", case_random_preemptions},
-        {"no_notice_fraction", case_no_notice_fraction},
-        {"trace_parse", case_trace_parse},
-        {"trace_replay", case_trace_replay},
-        {"full_array", case_full_array},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"boot", case_boot}, {"capacity", case_capacity},
+              {"random_preemptions", case_random_preemptions},
+              {"no_notice_fraction", case_no_notice_fraction}, {"trace_parse", case_trace_parse},
+              {"trace_replay", case_trace_replay}, {"full_array", case_full_array})

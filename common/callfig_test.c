@@ -146,10 +146,5 @@ static void case_quantile(void) {
     CHECK(near(hv_callfig_quantile_ms(&fast, 0.5), 0.0005));
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"bucket", case_bucket}, {"count", case_count},       {"line", case_line},
-        {"add_ge", case_add_ge}, {"quantile", case_quantile},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"bucket", case_bucket}, {"count", case_count}, {"line", case_line},
+              {"add_ge", case_add_ge}, {"quantile", case_quantile})

@@ -61,7 +61,4 @@ static void case_size_at(void) {
     CHECK_EQ(hv_grow_size_at(st, n, 5), 3);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"parse", case_parse}, {"size_at", case_size_at}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"parse", case_parse}, {"size_at", case_size_at})

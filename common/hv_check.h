@@ -1,7 +1,8 @@
 /*
  * hv_check: the assertions and case runner shared by hv's unit tests (never by production code).
- * A test file includes this header once, writes its cases as void functions, lists them in an
- * hv_check_case_t table and ends with `return hv_check_main(cases, N, argc, argv, setup, teardown)`.
+ * A test file includes this header once, writes its cases as void functions and ends with
+ * HV_CHECK_MAIN(setup, teardown, {"name", fn}, ...) (or, when its main does more, lists them in
+ * an hv_check_case_t table and returns hv_check_main(cases, N, argc, argv, setup, teardown)).
  * A failed check prints both operands and counts; the case goes on. `test CASE` runs one case.
  * Header-only with static definitions, so each test executable has its own counter. A test whose
  * later steps cannot run once a check failed (a server that did not start) defines HV_CHECK_FATAL
@@ -126,5 +127,16 @@ static inline int hv_check_main(const hv_check_case_t *cases, size_t n, int argc
     printf("%d case(s), %d failure(s)\n", ran, hv_check_failures);
     return hv_check_failures == 0 ? 0 : 1;
 }
+
+/* A test file's main: runs the cases given as {"name", fn} rows, each between setup and teardown
+ * (NULL for none), through hv_check_main:
+ *   HV_CHECK_MAIN(NULL, NULL, {"parse", case_parse}, {"size_at", case_size_at})
+ */
+#define HV_CHECK_MAIN(setup, teardown, ...)                                                        \
+    int main(int argc, char **argv) {                                                              \
+        static const hv_check_case_t hv__cases[] = {__VA_ARGS__};                                  \
+        return hv_check_main(hv__cases, sizeof(hv__cases) / sizeof(hv__cases[0]), argc, argv,      \
+                             setup, teardown);                                                     \
+    }
 
 #endif

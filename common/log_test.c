@@ -58,10 +58,5 @@ static void case_cut_whole(void) {
     CHECK(strchr(got, '\n') == NULL);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"plain", case_plain},
-                                            {"newline_forgery", case_newline_forgery},
-                                            {"other_controls", case_other_controls},
-                                            {"cut_whole", case_cut_whole}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
-}
+HV_CHECK_MAIN(setup, teardown, {"plain", case_plain}, {"newline_forgery", case_newline_forgery},
+              {"other_controls", case_other_controls}, {"cut_whole", case_cut_whole})

@@ -161,13 +161,7 @@ static void case_env_cleared(void) {
     CHECK_STR(next_msg(), "READY=1");
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"path", case_path},
-                                            {"abstract", case_abstract},
-                                            {"no_manager", case_no_manager},
-                                            {"gone_manager", case_gone_manager},
-                                            {"watchdog", case_watchdog},
-                                            {"malformed", case_malformed},
-                                            {"env_cleared", case_env_cleared}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
-}
+HV_CHECK_MAIN(setup, teardown, {"path", case_path}, {"abstract", case_abstract},
+              {"no_manager", case_no_manager}, {"gone_manager", case_gone_manager},
+              {"watchdog", case_watchdog}, {"malformed", case_malformed},
+              {"env_cleared", case_env_cleared})

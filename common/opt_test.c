@@ -145,11 +145,5 @@ static void case_help(void) {
     CHECK(hv_opt_find(opts, NOPTS, "tt") == NULL);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"spellings", case_spellings},
-        {"durations", case_durations},
-        {"help", case_help},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"spellings", case_spellings}, {"durations", case_durations},
+              {"help", case_help})

@@ -271,6 +271,7 @@ static void status_set(hv_rpc_status_t *st, int code, const char *msg, size_t ms
     st->rc = hv__rpc_err_from_grpc(code);
     st->from_server = 0;
     st->later = 0;
+    st->explained = 0;
     if (msglen >= sizeof(st->msg)) {
         msglen = sizeof(st->msg) - 1;
     }
@@ -1110,6 +1111,7 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
     }
     if (out[0] != '\0') {
         snprintf(st->msg, sizeof(st->msg), "%s", out);
+        st->explained = 1;
     }
 }
 
@@ -2295,10 +2297,6 @@ const char *hv_rpc_plain_transport_error(const char *detail, const char *target,
     if (detail == NULL || buf == NULL || len == 0) {
         return NULL;
     }
-    /* Already in plain words (hv_rpc_explain_transport wrote it): shown as it is. */
-    if (strncmp(detail, "TLS", 3) == 0 || strstr(detail, "give --ca") != NULL) {
-        return NULL;
-    }
     for (size_t i = 0; i < sizeof(rpc_transport_words) / sizeof(rpc_transport_words[0]); i++) {
         if (strcasestr(detail, rpc_transport_words[i].word) == NULL) {
             continue;
@@ -2312,4 +2310,16 @@ const char *hv_rpc_plain_transport_error(const char *detail, const char *target,
         return buf;
     }
     return NULL;
+}
+
+const char *hv_rpc_transport_words(const hv_rpc_status_t *st, const char *target, char *buf,
+                                   size_t len) {
+    if (st == NULL || buf == NULL || len == 0) {
+        return NULL;
+    }
+    if (st->explained) { /* this layer's own words already: never read again */
+        snprintf(buf, len, "%s", st->msg);
+        return buf;
+    }
+    return hv_rpc_plain_transport_error(st->msg, target, buf, len);
 }

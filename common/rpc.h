@@ -50,6 +50,8 @@ typedef struct hv_rpc_status_s {
     char msg[512];   /* detail from the peer or the transport */
     int from_server; /* client: the hv server sent this status itself */
     int later;       /* client: ...and marked it "try again later" (hv_rpc_finish_later) */
+    int explained;   /* client: msg is this layer's account of a transport failure in the
+                        user's terms (hv_rpc_explain_transport): shown as it is */
 } hv_rpc_status_t;
 
 typedef struct hv_rpc_engine_s hv_rpc_engine_t;
@@ -248,8 +250,9 @@ hv_err hv_rpc_tls_check(const hv_rpc_tls_t *tls, const char **which_out, char *e
 int hv_rpc_target_is_loopback(const char *target);
 
 /* Rewrites a transport failure's gRPC detail in st->msg into the user's terms (TLS handshake
- * failed and why, or a plain-text client that met a TLS head), given how the channel was made.
- * Done by the blocking calls and client calls of this layer already; exposed for tests. */
+ * failed and why, or a plain-text client that met a TLS head), given how the channel was made,
+ * and sets st->explained. Done by the blocking calls and client calls of this layer already;
+ * exposed for tests. */
 void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st);
 
 /* ---- event-driven client calls -------------------------------------------------------------- */
@@ -318,6 +321,12 @@ ProtobufCMessage *hv_rpc_unpack(const ProtobufCMessageDescriptor *desc, const ui
  * itself, shown as it is). */
 const char *hv_rpc_plain_transport_error(const char *detail, const char *target, char *buf,
                                          size_t len);
+
+/* A failed call's transport failure in the user's terms, into buf: st->msg as it is when this
+ * layer explained it already (st->explained), else hv_rpc_plain_transport_error's words.
+ * NULL when neither applies (a message the peer wrote itself). */
+const char *hv_rpc_transport_words(const hv_rpc_status_t *st, const char *target, char *buf,
+                                   size_t len);
 
 /* ---- status mapping (exposed for tests and messages) ---------------------------------------- */
 hv_err hv__rpc_err_from_grpc(int grpc_code);

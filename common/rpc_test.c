@@ -391,6 +391,42 @@ static int case_plain_errors(void) {
     return 0;
 }
 
+/* Whether a transport failure is already in the user's terms is a mark on the status
+ * (hv_rpc_status_t.explained), not the words: an explanation in other words is shown as it is,
+ * and gRPC's own text that happens to start with "TLS" is still put in plain words. */
+static int case_explained_mark(void) {
+    char buf[600];
+    hv_rpc_status_t st;
+    memset(&st, 0, sizeof(st));
+    st.grpc_code = 14; /* UNAVAILABLE, from the transport */
+    snprintf(st.msg, sizeof(st.msg), "%s", "ssl_transport_security.cc: CERTIFICATE_VERIFY_FAILED");
+    hv_rpc_explain_transport(1, "/ca.pem", &st);
+    CHECK(st.explained == 1);
+    CHECK(strstr(st.msg, "'/ca.pem'") != NULL);
+    CHECK(hv_rpc_transport_words(&st, "h:1", buf, sizeof(buf)) == buf);
+    CHECK(strcmp(buf, st.msg) == 0);
+    /* The same mark on other words: they are shown as they are, transport words and all. */
+    snprintf(st.msg, sizeof(st.msg), "%s",
+             "Zertifikat abgelehnt (connection reset, failed to connect)");
+    CHECK(hv_rpc_transport_words(&st, "h:1", buf, sizeof(buf)) == buf);
+    CHECK(strcmp(buf, "Zertifikat abgelehnt (connection reset, failed to connect)") == 0);
+    /* No mark: gRPC's text, whatever it starts with, in plain words. */
+    st.explained = 0;
+    snprintf(st.msg, sizeof(st.msg), "%s", "TLS session: connection reset by peer");
+    CHECK(hv_rpc_transport_words(&st, "h:1", buf, sizeof(buf)) == buf);
+    CHECK(strcmp(buf, "the connection was closed") == 0);
+    /* A message the peer wrote itself: neither. */
+    snprintf(st.msg, sizeof(st.msg), "%s", "no node has joined the cluster");
+    CHECK(hv_rpc_transport_words(&st, "h:1", buf, sizeof(buf)) == NULL);
+    /* The head's own status is never explained again. */
+    st.from_server = 1;
+    st.grpc_code = 14;
+    snprintf(st.msg, sizeof(st.msg), "%s", "handshake: busy");
+    hv_rpc_explain_transport(1, NULL, &st);
+    CHECK(st.explained == 0 && strcmp(st.msg, "handshake: busy") == 0);
+    return 0;
+}
+
 /* Bearer credentials: carried by every call on a channel after hv_rpc_channel_set_token, read
  * by the server, refused by the gate before the handler runs, with UNAUTHENTICATED (16) and
  * PERMISSION_DENIED (7) kept apart; malformed tokens are refused locally. */
@@ -624,6 +660,7 @@ static const struct {
              {"unavailable", case_unavailable},
              {"bind_conflict", case_bind_conflict},
              {"plain_errors", case_plain_errors},
+             {"explained_mark", case_explained_mark},
              {"bearer", case_bearer},
              {"relisten", case_relisten}};
 

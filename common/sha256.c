@@ -236,6 +236,17 @@ void hv_sha256_hex(const uint8_t d[32], char hex[65]) {
     hex[64] = '\0';
 }
 
+void hv_sha256_hex_of(const void *data, size_t len, char hex[65]) {
+    hv_sha256_t ctx;
+    uint8_t d[32];
+    hv_sha256_init(&ctx);
+    hv_sha256_update(&ctx, data, len);
+    hv_sha256_final(&ctx, d);
+    hv_sha256_hex(d, hex);
+    memset(&ctx, 0, sizeof(ctx));
+    memset(d, 0, sizeof(d));
+}
+
 hv_err hv_sha256_file(const char *path, char hex[65], uint64_t *size_out) {
     hv_err rc = HV_OK;
     uint8_t chunk[16384];

@@ -31,6 +31,10 @@ void hv_sha256_update(hv_sha256_t *ctx, const void *data, size_t len);
 void hv_sha256_final(hv_sha256_t *ctx, uint8_t out[32]);
 /* Writes d as 64 lowercase hex characters plus a NUL into hex. */
 void hv_sha256_hex(const uint8_t d[32], char hex[65]);
+/* The digest of len bytes of data (borrowed; may be NULL when len == 0) as 64 lowercase hex
+ * characters plus a NUL into hex: init, update, final and hex in one call. The working state is
+ * wiped before it returns (data may be a secret). */
+void hv_sha256_hex_of(const void *data, size_t len, char hex[65]);
 /* Hashes the whole file at path (borrowed) into hex; *size_out (may be NULL) gets its length.
  * Blocking (reads the file). HV_ENOTFOUND if it does not exist, HV_EIO on other read errors,
  * HV_EINVAL if path names something that is not a regular file. Outputs set only on success. */

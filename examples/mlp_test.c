@@ -124,12 +124,5 @@ static void test_counts(void) {
     free(p);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"model_roundtrip", model_roundtrip},
-        {"model_bytes", model_bytes},
-        {"model_rejects", model_rejects},
-        {"test_counts", test_counts},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"model_roundtrip", model_roundtrip}, {"model_bytes", model_bytes},
+              {"model_rejects", model_rejects}, {"test_counts", test_counts})

@@ -2718,6 +2718,15 @@ void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_
 
 int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v) { return v->waiting; }
 
+const char *hv_cli_actor_wait_reason(const Hvpb__V1__ActorView *v) {
+    /* The head's flag decides, not its words: its reason is the creation's announcement until
+     * the placement says why the actor waits. */
+    return strcmp(v->state, "pending") == 0 && hv_cli_actor_waiting(v) && v->reason != NULL &&
+                   v->reason[0] != '\0'
+               ? v->reason
+               : NULL;
+}
+
 /* The actors waiting for a place, with the head's reason, as pending_demand's "actors". */
 static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply *r) {
     hv_cli_json_key(j, "actors");

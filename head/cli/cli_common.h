@@ -482,6 +482,12 @@ void hv_cli_actor_count(const Hvpb__V1__ListActorsReply *r, size_t count[HV_CLI_
  * status lists with their reason. */
 int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v);
 
+/* What `hvctl actor create` shows under an actor the head could not place yet: its reason (why
+ * it waits: for room, or for a node that fits) when it is pending and the head says it waits for
+ * a place (hv_cli_actor_waiting); NULL otherwise. Decided on the state and the flag, never on
+ * the reason's words. */
+const char *hv_cli_actor_wait_reason(const Hvpb__V1__ActorView *v);
+
 /* An actor's history (`hvctl actor`): of its events ev[0..n) (ascending, from ListEvents with
  * actor_id), those that are a step of its life (data "step": restart, move, death) and name
  * actor_id in their data, the newest `max` of them: their indexes go to pick (room for max), in

@@ -1343,6 +1343,38 @@ static void test_json_fields(void) {
     }
 }
 
+/* hvctl actor create's line under an actor it could not place decides on the state and the
+ * head's waiting flag: a reason in any words is shown or not the same way. */
+static void test_actor_wait_reason(void) {
+    static const struct {
+        const char *state;
+        int waiting;
+        const char *reason;
+        int shown;
+    } rows[] = {
+        {"pending", 1, "waiting for a node with 2 GPUs (0 of 3 nodes that take work could hold it)",
+         1},
+        {"pending", 1, "wartet auf einen Knoten mit 2 GPUs", 1},
+        /* A wait reason in words that start as the creation's announcement: shown (it was
+         * taken for the announcement and hidden when the CLI read the words). */
+        {"pending", 1, "created, but no node can ever hold it: none has the label gpu=a100", 1},
+        {"pending", 0, "erstellt (hoechstens 3 Neustarts)", 0},
+        {"starting", 0, "placed on node-a", 0},
+        {"pending", 1, "", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        Hvpb__V1__ActorView v = HVPB__V1__ACTOR_VIEW__INIT;
+        v.state = (char *)rows[i].state;
+        v.waiting = rows[i].waiting;
+        v.reason = (char *)rows[i].reason;
+        const char *got = hv_cli_actor_wait_reason(&v);
+        CHECK_EQ(got != NULL, rows[i].shown);
+        if (got != NULL) {
+            CHECK_STR(got, rows[i].reason);
+        }
+    }
+}
+
 static void test_json_field(void) {
     static const char *const data =
         "{\"actor_id\":7,\"name\":\"x\",\"sub\":{\"step\":\"inner\"},\"step\":\"restart\","
@@ -1725,6 +1757,7 @@ static const hv_check_case_t tests[] = {
     {"table", test_table},
     {"json_escape", test_json_escape},
     {"json_fields", test_json_fields},
+    {"actor_wait_reason", test_actor_wait_reason},
     {"json_doc", test_json_doc},
     {"json_embed", test_json_embed},
     {"json_field", test_json_field},

@@ -144,13 +144,8 @@ static void on_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     a->data = grown;
     a->len += u->data.len;
     if (u->last) {
-        hv_sha256_t sh;
-        uint8_t d[32];
         char hex[65];
-        hv_sha256_init(&sh);
-        hv_sha256_update(&sh, a->data, a->len);
-        hv_sha256_final(&sh, d);
-        hv_sha256_hex(d, hex);
+        hv_sha256_hex_of(a->data, a->len, hex);
         if (strcmp(hex, a->digest) != 0 || a->len != u->total_size) {
             hv_rpc_finish(c, HV_ECORRUPT, "upload of %s: digest mismatch", a->digest);
             return;

@@ -182,12 +182,7 @@ int hv_cli_rpc_exit_code(const hv_rpc_status_t *st) {
 
 const char *hv_cli_rpc_transport_words(const hv_rpc_status_t *st, const char *head, char *buf,
                                        size_t len) {
-    if (hv_rpc_plain_transport_error(st->msg, head, buf, len) != NULL) {
-        return buf;
-    }
-    if (strncmp(st->msg, "TLS", 3) == 0 || strstr(st->msg, "give --ca") != NULL) {
-        snprintf(buf, len, "%s", st->msg); /* the rpc layer's own words on TLS */
-    } else {
+    if (hv_rpc_transport_words(st, head, buf, len) == NULL) {
         snprintf(buf, len, "%s",
                  st->rc == HV_ETIMEDOUT ? "timed out connecting" : "no connection could be made");
     }

@@ -455,8 +455,9 @@ static int cmd_create(hv_rpc_channel_t *ch, const char *head, const hv_ctl_actor
     } else {
         printf("actor %" PRIu64 " created%s%s (%s)\n", v->id, v->name[0] ? ": " : "", v->name,
                v->state);
-        if (strcmp(v->state, "pending") == 0 && strncmp(v->reason, "created", 7) != 0) {
-            printf("  %s\n", v->reason); /* why it waits: for room, or for a node that fits */
+        const char *why = hv_cli_actor_wait_reason(v);
+        if (why != NULL) {
+            printf("  %s\n", why); /* why it waits: for room, or for a node that fits */
         }
     }
     hv_rpc_msg_free(resp);

@@ -136,15 +136,8 @@ static void case_inconsistent(void) {
     CHECK_EQ(t.service_ns, 20000);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"counting_on", case_counting_on},
-        {"restart_without_final", case_restart_without_final},
-        {"final_then_next", case_final_then_next},
-        {"final_only", case_final_only},
-        {"counters_back", case_counters_back},
-        {"older", case_older},
-        {"inconsistent", case_inconsistent},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"counting_on", case_counting_on},
+              {"restart_without_final", case_restart_without_final},
+              {"final_then_next", case_final_then_next}, {"final_only", case_final_only},
+              {"counters_back", case_counters_back}, {"older", case_older},
+              {"inconsistent", case_inconsistent})

@@ -550,22 +550,10 @@ static void case_steps(void) {
     CHECK(strcmp(hv_am_step(&before, &b), "death") == 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"create_place_start", case_create_place_start},
-        {"restart_policy", case_restart_policy},
-        {"out_of_restarts", case_out_of_restarts},
-        {"stale", case_stale},
-        {"kill", case_kill},
-        {"notice", case_notice},
-        {"move_table", case_move_table},
-        {"demand_table", case_demand_table},
-        {"state_not_kept", case_state_not_kept},
-        {"node_lost", case_node_lost},
-        {"owner_ended", case_owner_ended},
-        {"head_restart", case_head_restart},
-        {"words", case_words},
-        {"steps", case_steps},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"create_place_start", case_create_place_start},
+              {"restart_policy", case_restart_policy}, {"out_of_restarts", case_out_of_restarts},
+              {"stale", case_stale}, {"kill", case_kill}, {"notice", case_notice},
+              {"move_table", case_move_table}, {"demand_table", case_demand_table},
+              {"state_not_kept", case_state_not_kept}, {"node_lost", case_node_lost},
+              {"owner_ended", case_owner_ended}, {"head_restart", case_head_restart},
+              {"words", case_words}, {"steps", case_steps})

@@ -168,12 +168,7 @@ static void case_strike_words(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"doubling", case_doubling}, {"cap", case_cap},
-        {"jitter", case_jitter},     {"blocked", case_blocked},
-        {"off", case_off},           {"first_strike_permanent", case_first_strike_permanent},
-        {"agent", case_agent},       {"strike_words", case_strike_words},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"doubling", case_doubling}, {"cap", case_cap}, {"jitter", case_jitter},
+              {"blocked", case_blocked}, {"off", case_off},
+              {"first_strike_permanent", case_first_strike_permanent}, {"agent", case_agent},
+              {"strike_words", case_strike_words})

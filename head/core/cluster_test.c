@@ -351,15 +351,6 @@ static void case_timers(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"drain_hold", case_drain_hold},
-        {"queue", case_queue},
-        {"demand", case_demand},
-        {"submit", case_submit},
-        {"used_for_job", case_used_for_job},
-        {"wait_deadline", case_wait_deadline},
-        {"timers", case_timers},
-    };
-    return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"drain_hold", case_drain_hold}, {"queue", case_queue},
+              {"demand", case_demand}, {"submit", case_submit}, {"used_for_job", case_used_for_job},
+              {"wait_deadline", case_wait_deadline}, {"timers", case_timers})

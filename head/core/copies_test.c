@@ -167,10 +167,5 @@ static void case_room(void) {
     CHECK_EQ(hv_copy_keep_free(UINT64_MAX, 0), UINT64_MAX);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"choose", case_choose},         {"due", case_due},   {"expand", case_expand},
-        {"peer_local", case_peer_local}, {"room", case_room},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"choose", case_choose}, {"due", case_due}, {"expand", case_expand},
+              {"peer_local", case_peer_local}, {"room", case_room})

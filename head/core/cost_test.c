@@ -151,10 +151,5 @@ static void case_job_preemptions(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"cluster", case_cluster},
-                                            {"job_share", case_job_share},
-                                            {"job_reused_name", case_job_reused_name},
-                                            {"job_preemptions", case_job_preemptions}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"cluster", case_cluster}, {"job_share", case_job_share},
+              {"job_reused_name", case_job_reused_name}, {"job_preemptions", case_job_preemptions})

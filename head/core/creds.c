@@ -216,12 +216,7 @@ int hv_creds_jtoken_parse(const char *token, char *id, char *sha) {
             return 0;
         }
     }
-    uint8_t digest[32];
-    hv_sha256_t h;
-    hv_sha256_init(&h);
-    hv_sha256_update(&h, secret, HV_JTOKEN_SECRET_LEN);
-    hv_sha256_final(&h, digest);
-    hv_sha256_hex(digest, sha);
+    hv_sha256_hex_of(secret, HV_JTOKEN_SECRET_LEN, sha);
     memcpy(id, idbuf, sizeof(idbuf));
     return 1;
 }

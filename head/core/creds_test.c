@@ -180,10 +180,5 @@ static void case_equal(void) {
     CHECK(hv_creds_equal("", ""));
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"derived", case_derived}, {"instance", case_instance}, {"epoch", case_epoch},
-        {"jtoken", case_jtoken},   {"equal", case_equal},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"derived", case_derived}, {"instance", case_instance},
+              {"epoch", case_epoch}, {"jtoken", case_jtoken}, {"equal", case_equal})

@@ -98,11 +98,5 @@ static void case_no_memory(void) {
     hv_evq_fini(&q);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"order_and_bound", case_order_and_bound},
-        {"copies", case_copies},
-        {"no_memory", case_no_memory},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"order_and_bound", case_order_and_bound}, {"copies", case_copies},
+              {"no_memory", case_no_memory})

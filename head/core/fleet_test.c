@@ -745,18 +745,8 @@ static void case_input(void) {
     CHECK_STR(hv_fl_reason_name(HV_FL__COUNT), "unknown");
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"table", case_table},
-        {"moves", case_moves},
-        {"gang_moves_worker", case_gang_moves_worker},
-        {"gang_no_fit", case_gang_no_fit},
-        {"gpus", case_gpus},
-        {"drf_two_resources", case_drf_two_resources},
-        {"shares", case_shares},
-        {"recheck", case_recheck},
-        {"leaving", case_leaving},
-        {"input", case_input},
-    };
-    return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"moves", case_moves},
+              {"gang_moves_worker", case_gang_moves_worker}, {"gang_no_fit", case_gang_no_fit},
+              {"gpus", case_gpus}, {"drf_two_resources", case_drf_two_resources},
+              {"shares", case_shares}, {"recheck", case_recheck}, {"leaving", case_leaving},
+              {"input", case_input})

@@ -77,11 +77,4 @@ static void case_saturate(void) {
     CHECK_EQ(t.reports, 2);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"sum", case_sum},
-        {"check", case_check},
-        {"saturate", case_saturate},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"sum", case_sum}, {"check", case_check}, {"saturate", case_saturate})

@@ -276,22 +276,10 @@ static void case_suspect(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"transitions", case_transitions},
-        {"names", case_names},
-        {"lease", case_lease},
-        {"suspect_then_heard", case_suspect_then_heard},
-        {"suspect_grace_capped_by_lease", case_suspect_grace_capped_by_lease},
-        {"accounting", case_accounting},
-        {"takes_work", case_takes_work},
-        {"join_kind", case_join_kind},
-        {"due", case_due},
-        {"reconcile", case_reconcile},
-        {"drain_to", case_drain_to},
-        {"join_state", case_join_state},
-        {"suspect", case_suspect},
-        {"drain_after_restart", case_drain_after_restart},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"transitions", case_transitions}, {"names", case_names},
+              {"lease", case_lease}, {"suspect_then_heard", case_suspect_then_heard},
+              {"suspect_grace_capped_by_lease", case_suspect_grace_capped_by_lease},
+              {"accounting", case_accounting}, {"takes_work", case_takes_work},
+              {"join_kind", case_join_kind}, {"due", case_due}, {"reconcile", case_reconcile},
+              {"drain_to", case_drain_to}, {"join_state", case_join_state},
+              {"suspect", case_suspect}, {"drain_after_restart", case_drain_after_restart})

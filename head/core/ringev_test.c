@@ -477,14 +477,6 @@ static void case_judge_job(void) {
     hv_ringev_fini(&ev);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"table", case_table},
-        {"silent_table", case_silent_table},
-        {"silent_notes", case_silent_notes},
-        {"verdict_names", case_verdict_names},
-        {"rounds", case_rounds},
-        {"judge_job", case_judge_job},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"silent_table", case_silent_table},
+              {"silent_notes", case_silent_notes}, {"verdict_names", case_verdict_names},
+              {"rounds", case_rounds}, {"judge_job", case_judge_job})

@@ -163,16 +163,9 @@ static void case_diff(void) {
     CHECK_EQ(a + r, 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"first_round", case_first_round},
-        {"added_host_appended", case_added_host_appended},
-        {"drain_oldest_survivor_rank0", case_drain_oldest_survivor_rank0},
-        {"failure_with_newcomers", case_failure_with_newcomers},
-        {"generation_before_rank", case_generation_before_rank},
-        {"deterministic", case_deterministic},
-        {"decide", case_decide},
-        {"diff", case_diff},
-    };
-    return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"first_round", case_first_round},
+              {"added_host_appended", case_added_host_appended},
+              {"drain_oldest_survivor_rank0", case_drain_oldest_survivor_rank0},
+              {"failure_with_newcomers", case_failure_with_newcomers},
+              {"generation_before_rank", case_generation_before_rank},
+              {"deterministic", case_deterministic}, {"decide", case_decide}, {"diff", case_diff})

@@ -431,20 +431,10 @@ static void test_labels(void) {
     CHECK(!hv_sched_labels_ok("zone=a=b"));
 }
 
-static const hv_check_case_t cases[] = {
-    {"fills_hosts", test_fills_hosts},
-    {"most_free_first", test_most_free_first},
-    {"slots_per_host", test_slots_per_host},
-    {"unschedulable_skipped", test_unschedulable_skipped},
-    {"gpu_assignment", test_gpu_assignment},
-    {"not_enough", test_not_enough},
-    {"capacity_vs_free", test_capacity_vs_free},
-    {"tie_break", test_tie_break},
-    {"hundred_nodes", test_hundred_nodes},
-    {"fit_table", test_fit_table},
-    {"labels", test_labels},
-};
-
-int main(int argc, char **argv) {
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"fills_hosts", test_fills_hosts},
+              {"most_free_first", test_most_free_first}, {"slots_per_host", test_slots_per_host},
+              {"unschedulable_skipped", test_unschedulable_skipped},
+              {"gpu_assignment", test_gpu_assignment}, {"not_enough", test_not_enough},
+              {"capacity_vs_free", test_capacity_vs_free}, {"tie_break", test_tie_break},
+              {"hundred_nodes", test_hundred_nodes}, {"fit_table", test_fit_table},
+              {"labels", test_labels})

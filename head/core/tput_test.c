@@ -161,10 +161,6 @@ static void case_samples_used(void) {
     CHECK_RC(hv_tput_fit(split, 2, NULL), HV_EINVAL);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"default", case_default}, {"one_size", case_one_size}, {"fits", case_fits},
-        {"peak", case_peak},       {"two_odd", case_two_odd},   {"samples_used", case_samples_used},
-    };
-    return hv_check_main(cases, N(cases), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"default", case_default}, {"one_size", case_one_size},
+              {"fits", case_fits}, {"peak", case_peak}, {"two_odd", case_two_odd},
+              {"samples_used", case_samples_used})

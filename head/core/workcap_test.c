@@ -140,12 +140,6 @@ static void case_actor_labels_bounds(void) {
              HV_EINVAL);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"live", case_live},
-        {"identity", case_identity},
-        {"actor_labels", case_actor_labels},
-        {"actor_labels_bounds", case_actor_labels_bounds},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"live", case_live}, {"identity", case_identity},
+              {"actor_labels", case_actor_labels},
+              {"actor_labels_bounds", case_actor_labels_bounds})

@@ -527,19 +527,12 @@ static void case_jtoken_use_before_reply(void) {
     CHECK_EQ(adm.verdict, HV_JTOKEN_USED_UP);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"drain_not_stored", case_drain_not_stored},
-        {"drain_many_atomic", case_drain_many_atomic},
-        {"dead_and_back_not_stored", case_dead_and_back_not_stored},
-        {"strike_stored", case_strike_stored},
-        {"strike_not_stored", case_strike_not_stored},
-        {"artifact_touch_not_stored", case_artifact_touch_not_stored},
-        {"event_waits_for_store", case_event_waits_for_store},
-        {"event_bound", case_event_bound},
-        {"revoke_stored_first", case_revoke_stored_first},
-        {"jtoken_stored", case_jtoken_stored},
-        {"jtoken_use_before_reply", case_jtoken_use_before_reply},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
-}
+HV_CHECK_MAIN(setup, teardown, {"drain_not_stored", case_drain_not_stored},
+              {"drain_many_atomic", case_drain_many_atomic},
+              {"dead_and_back_not_stored", case_dead_and_back_not_stored},
+              {"strike_stored", case_strike_stored}, {"strike_not_stored", case_strike_not_stored},
+              {"artifact_touch_not_stored", case_artifact_touch_not_stored},
+              {"event_waits_for_store", case_event_waits_for_store},
+              {"event_bound", case_event_bound}, {"revoke_stored_first", case_revoke_stored_first},
+              {"jtoken_stored", case_jtoken_stored},
+              {"jtoken_use_before_reply", case_jtoken_use_before_reply})

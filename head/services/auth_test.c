@@ -358,12 +358,7 @@ static void case_audited(void) {
     CHECK_EQ(hv_auth_audited(NULL), 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"table", case_table},     {"derived", case_derived}, {"revoke", case_revoke},
-        {"clients", case_clients}, {"files", case_files},     {"rules", case_rules},
-        {"actors", case_actors},   {"epoch", case_epoch},     {"jtoken", case_jtoken},
-        {"audited", case_audited},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"derived", case_derived}, {"revoke", case_revoke},
+              {"clients", case_clients}, {"files", case_files}, {"rules", case_rules},
+              {"actors", case_actors}, {"epoch", case_epoch}, {"jtoken", case_jtoken},
+              {"audited", case_audited})

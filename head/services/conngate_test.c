@@ -312,10 +312,5 @@ static void case_gate(void) {
     close(lfd);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"decide", case_decide}, {"derive", case_derive}, {"key", case_key},
-        {"table", case_table},   {"gate", case_gate},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"decide", case_decide}, {"derive", case_derive}, {"key", case_key},
+              {"table", case_table}, {"gate", case_gate})

@@ -398,13 +398,6 @@ static void case_server_errors(void) {
     CHECK_EQ(uv_loop_close(&loop), 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"parse_table", case_parse_table},
-                                            {"parse_limits", case_parse_limits},
-                                            {"bearer", case_bearer},
-                                            {"cookie_form", case_cookie_form},
-                                            {"server", case_server},
-                                            {"server_errors", case_server_errors},
-                                            {"gate", case_gate}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"parse_table", case_parse_table}, {"parse_limits", case_parse_limits},
+              {"bearer", case_bearer}, {"cookie_form", case_cookie_form}, {"server", case_server},
+              {"server_errors", case_server_errors}, {"gate", case_gate})

@@ -190,8 +190,5 @@ static void case_counters(void) {
     CHECK_EQ(system(cmd), 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"reset_reason", case_reset_reason}, {"json", case_json}, {"counters", case_counters}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"reset_reason", case_reset_reason}, {"json", case_json},
+              {"counters", case_counters})

@@ -338,13 +338,7 @@ out:
 /* ---- the login ------------------------------------------------------------------------------ */
 
 static void serve_token_sha(const char *token, char hex[65]) {
-    hv_sha256_t h;
-    uint8_t d[32];
-    hv_sha256_init(&h);
-    hv_sha256_update(&h, token, strlen(token));
-    hv_sha256_final(&h, d);
-    hv_sha256_hex(d, hex);
-    memset(&h, 0, sizeof(h));
+    hv_sha256_hex_of(token, strlen(token), hex); // its working state wiped
 }
 
 int hv_page_session_ok(const hv_http_request_t *req, void *ud) {

@@ -496,16 +496,7 @@ static void case_rounds_from_fields(void) {
     CHECK_EQ(r[2].closed_ms, 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"escape", case_escape},
-                                            {"duration", case_duration},
-                                            {"cluster", case_cluster},
-                                            {"actors", case_actors},
-                                            {"job", case_job},
-                                            {"routes", case_routes},
-                                            {"sessions", case_sessions},
-                                            {"login_form", case_login_form},
-                                            {"login_limit", case_login_limit},
-                                            {"rounds_from_fields", case_rounds_from_fields}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"escape", case_escape}, {"duration", case_duration},
+              {"cluster", case_cluster}, {"actors", case_actors}, {"job", case_job},
+              {"routes", case_routes}, {"sessions", case_sessions}, {"login_form", case_login_form},
+              {"login_limit", case_login_limit}, {"rounds_from_fields", case_rounds_from_fields})

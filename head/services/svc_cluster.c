@@ -252,13 +252,8 @@ static void actor_state_store(hv_svc_cluster_t *s, uint64_t node_id,
         actor_state_lost(s, node_id, ex->worker_id, len, why);
         return;
     }
-    uint8_t raw[32];
     char digest[65], err[256] = "";
-    hv_sha256_t h;
-    hv_sha256_init(&h);
-    hv_sha256_update(&h, ex->actor_state.data, len);
-    hv_sha256_final(&h, raw);
-    hv_sha256_hex(raw, digest);
+    hv_sha256_hex_of(ex->actor_state.data, len, digest);
     hv_err rc = HV_OK;
     if (!hv_artifacts_present(s->arts, digest)) {
         uint64_t got = 0;

@@ -556,13 +556,7 @@ static void case_utf8_every_field(void) {
     CHECK(fields >= 20);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"table", case_table},         {"put_state", case_put_state},
-        {"join", case_join},           {"rdzv_report", case_rdzv_report},
-        {"artifacts", case_artifacts}, {"submit", case_submit},
-        {"misc", case_misc},           {"sizes", case_sizes},
-        {"utf8", case_utf8},           {"utf8_every_field", case_utf8_every_field},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"put_state", case_put_state}, {"join", case_join},
+              {"rdzv_report", case_rdzv_report}, {"artifacts", case_artifacts},
+              {"submit", case_submit}, {"misc", case_misc}, {"sizes", case_sizes},
+              {"utf8", case_utf8}, {"utf8_every_field", case_utf8_every_field})

@@ -148,7 +148,4 @@ static void case_backup(void) {
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {{"skip", case_skip}, {"backup", case_backup}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"skip", case_skip}, {"backup", case_backup})

@@ -207,12 +207,5 @@ static void case_destroy_kills(void) {
     CHECK(access(dst, F_OK) != 0);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"dir", case_dir},
-        {"commands", case_commands},
-        {"command_fails", case_command_fails},
-        {"destroy_kills", case_destroy_kills},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
-}
+HV_CHECK_MAIN(setup, teardown, {"dir", case_dir}, {"commands", case_commands},
+              {"command_fails", case_command_fails}, {"destroy_kills", case_destroy_kills})

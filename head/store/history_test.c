@@ -194,8 +194,5 @@ static void case_artifacts(void) {
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"cutoff", case_cutoff}, {"prune", case_prune}, {"artifacts", case_artifacts}};
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, NULL, NULL);
-}
+HV_CHECK_MAIN(NULL, NULL, {"cutoff", case_cutoff}, {"prune", case_prune},
+              {"artifacts", case_artifacts})

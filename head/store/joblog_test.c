@@ -308,16 +308,7 @@ static void case_parse_line(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"decide", case_decide},
-        {"effective", case_effective},
-        {"job_cap", case_job_cap},
-        {"floor", case_floor},
-        {"total", case_total},
-        {"statfs_cached", case_statfs_cached},
-        {"actor_pages", case_actor_pages},
-        {"parse_line", case_parse_line},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
-}
+HV_CHECK_MAIN(setup, teardown, {"decide", case_decide}, {"effective", case_effective},
+              {"job_cap", case_job_cap}, {"floor", case_floor}, {"total", case_total},
+              {"statfs_cached", case_statfs_cached}, {"actor_pages", case_actor_pages},
+              {"parse_line", case_parse_line})

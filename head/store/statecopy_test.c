@@ -41,14 +41,7 @@ static void remove_tmp(void) {
     }
 }
 
-static void digest(const uint8_t *b, size_t n, char hex[65]) {
-    hv_sha256_t s;
-    uint8_t d[32];
-    hv_sha256_init(&s);
-    hv_sha256_update(&s, b, n);
-    hv_sha256_final(&s, d);
-    hv_sha256_hex(d, hex);
-}
+static void digest(const uint8_t *b, size_t n, char hex[65]) { hv_sha256_hex_of(b, n, hex); }
 
 /* Files in the states dir ending in suffix. */
 static int count(const char *dir, const char *suffix) {
@@ -188,12 +181,6 @@ static void test_publish_fails(void) {
     hv_statecopies_destroy(c);
 }
 
-int main(int argc, char **argv) {
-    static const hv_check_case_t cases[] = {
-        {"chunks_publish", test_chunks_publish},
-        {"bad_digest", test_bad_digest},
-        {"restart_drops_parts", test_restart_drops_parts},
-        {"publish_fails", test_publish_fails},
-    };
-    return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, make_tmp, remove_tmp);
-}
+HV_CHECK_MAIN(make_tmp, remove_tmp, {"chunks_publish", test_chunks_publish},
+              {"bad_digest", test_bad_digest}, {"restart_drops_parts", test_restart_drops_parts},
+              {"publish_fails", test_publish_fails})

@@ -374,8 +374,8 @@ static int actor_conn_ended(hv_actor_t *a) {
     int fd = -1;
     uint32_t max_frame = 0, retries = 0;
     char addr[256] = "", err[512] = "";
-    hv_err rc = hv__actor_resolve_open(&a->res, a->cfg.resolve_timeout_ms, &a->cfg, &a->cancel, &fd,
-                                       &max_frame, addr, sizeof(addr), &retries, err, sizeof(err));
+    hv_err rc = a->res.resolve_open(&a->res, a->cfg.resolve_timeout_ms, &a->cfg, &a->cancel, &fd,
+                                    &max_frame, addr, sizeof(addr), &retries, err, sizeof(err));
     pthread_mutex_lock(&a->send_mu);
     pthread_mutex_lock(&a->mu);
     if (rc == HV_OK && !a->closed) {
@@ -503,7 +503,7 @@ hv_err hv__actor_wrap(int fd, const char *addr, uint32_t max_frame,
     a->max_pending = a->cfg.max_pending ? a->cfg.max_pending : HV_ACTOR_PENDING_DEFAULT;
     a->send_timeout_ms =
         a->cfg.send_timeout_ms ? a->cfg.send_timeout_ms : CLIENT_SEND_TIMEOUT_DEFAULT_MS;
-    if (res != NULL) {
+    if (res != NULL && res->resolve_open != NULL) {
         a->can_resolve = 1;
         a->res = *res;
         a->max_call_retries =

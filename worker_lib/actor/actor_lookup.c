@@ -49,10 +49,11 @@ static void sleep_ms(uint32_t ms) {
     nanosleep(&ts, NULL);
 }
 
-hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms,
-                              const hv_actor_connect_config_t *cfg, volatile int *cancel, int *fd,
-                              uint32_t *max_frame, char *addr_out, size_t addrlen,
-                              uint32_t *max_call_retries, char *err, size_t errlen) {
+/* The resolver's hv__actor_resolve_fn (actor_wire.h). */
+static hv_err lookup_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms,
+                                  const hv_actor_connect_config_t *cfg, volatile int *cancel,
+                                  int *fd, uint32_t *max_frame, char *addr_out, size_t addrlen,
+                                  uint32_t *max_call_retries, char *err, size_t errlen) {
     const char *ca = getenv("HV_CA_FILE");
     hv_rpc_tls_t tls = {.ca_file = ca};
     hv_rpc_channel_t *ch = NULL;
@@ -167,14 +168,15 @@ hv_err hv_actor_lookup(const char *head, const char *credential, const char *ns,
                  "HV_TOKEN_FILE (a client token) or pass one");
         return HV_EAUTH;
     }
+    r.resolve_open = lookup_resolve_open;
     snprintf(r.head, sizeof(r.head), "%s", head);
     snprintf(r.name, sizeof(r.name), "%s", name);
     snprintf(r.ns, sizeof(r.ns), "%s", ns != NULL ? ns : "");
     int fd = -1;
     uint32_t max_frame = 0, retries = 0;
     char addr[256];
-    hv_err rc = hv__actor_resolve_open(&r, timeout_ms, cfg, NULL, &fd, &max_frame, addr,
-                                       sizeof(addr), &retries, err, errlen);
+    hv_err rc = lookup_resolve_open(&r, timeout_ms, cfg, NULL, &fd, &max_frame, addr, sizeof(addr),
+                                    &retries, err, errlen);
     if (rc == HV_OK) {
         rc = hv__actor_wrap(fd, addr, max_frame, cfg, &r, retries, out, err, errlen);
     }

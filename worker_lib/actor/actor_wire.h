@@ -86,16 +86,28 @@ hv_err hv__actor_dial(const char *addr, uint64_t deadline, int *fd_out, char *er
 hv_err hv__actor_client_handshake(int fd, const char *secret, uint64_t deadline,
                                   uint32_t *max_frame_out, char *err, size_t errlen);
 
-/* ---- re-resolving handles (actor_client.c, actor_lookup.c) ------------------------------------ */
+/* ---- re-resolving handles (actor_client.c; actor_lookup.c makes the resolver) ------------------------------------ */
+
+typedef struct hv__actor_resolver_s hv__actor_resolver_t;
+
+/* Asks the head for r's actor until it is alive (bounded by timeout_ms, polling every 100 ms)
+ * and opens a connection to it: *fd, *max_frame, its address and its max_call_retries. Stops
+ * early (HV_ECANCELED) once *cancel is set (may be NULL). actor_lookup.c's, handed to the
+ * handle in the resolver, so that actor_client.c re-resolves without calling back into it. */
+typedef hv_err (*hv__actor_resolve_fn)(const hv__actor_resolver_t *r, uint32_t timeout_ms,
+                                       const hv_actor_connect_config_t *cfg, volatile int *cancel,
+                                       int *fd, uint32_t *max_frame, char *addr, size_t addrlen,
+                                       uint32_t *max_call_retries, char *err, size_t errlen);
 
 /* What a handle from hv_actor_lookup keeps to find its actor again after a move or a restart.
  * cred is a credential for the head: never logged, wiped when the handle is freed. */
-typedef struct hv__actor_resolver_s {
+struct hv__actor_resolver_s {
+    hv__actor_resolve_fn resolve_open; /* how (actor_lookup.c) */
     char head[256];
     char cred[HV__ACTOR_CRED_MAX];
     char ns[64];
     char name[64];
-} hv__actor_resolver_t;
+};
 
 /* The fate of one call still pending when its connection ended (pure; actor_client.c):
  *  RESEND          it never ran (the actor's GOAWAY said so) and the handle can re-resolve, or
@@ -118,12 +130,5 @@ hv_err hv__actor_open(const char *addr, const char *secret, const hv_actor_conne
 hv_err hv__actor_wrap(int fd, const char *addr, uint32_t max_frame,
                       const hv_actor_connect_config_t *cfg, const hv__actor_resolver_t *res,
                       uint32_t max_call_retries, hv_actor_t **out, char *err, size_t errlen);
-/* Asks the head for r's actor until it is alive (bounded by timeout_ms, polling every 100 ms)
- * and opens a connection to it: *fd, *max_frame, its address and its max_call_retries. Stops
- * early (HV_ECANCELED) once *cancel is set (may be NULL). */
-hv_err hv__actor_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms,
-                              const hv_actor_connect_config_t *cfg, volatile int *cancel, int *fd,
-                              uint32_t *max_frame, char *addr, size_t addrlen,
-                              uint32_t *max_call_retries, char *err, size_t errlen);
 
 #endif

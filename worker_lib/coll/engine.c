@@ -1,6 +1,6 @@
 /*
  * engine: see engine.h. This file holds the threads and the state machine around rounds
- * (engine_round.c runs one round). State is split by owner (engine_int.h):
+ * (engine_round.c runs one round; engine_end.c ends requests and the engine, for both). State is split by owner (engine_int.h):
  *   - under mu: the incoming queue (submitted, not yet taken by a driver), the live-name set
  *     (duplicate detection), the handle table, the drive flag, the sticky failure;
  *   - the driver (whoever holds the drive flag): pending requests, the response cache, frame
@@ -29,135 +29,10 @@
 #include "strmap.h"
 #include "transport_nccl.h"
 
-uint64_t hv__engine_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-const char *hv__engine_kind_name(int k) {
-    switch (k) {
-    case HV__OP_ALLREDUCE:
-        return "allreduce";
-    case HV__OP_BROADCAST:
-        return "broadcast";
-    case HV__OP_ALLGATHER:
-        return "allgather";
-    case HV__OP_BARRIER:
-        return "barrier";
-    default:
-        return "?";
-    }
-}
-
-static void eng_poke(hv__engine_t *e) {
-    uint64_t one = 1;
-    ssize_t w = write(e->ev_fd, &one, sizeof(one));
-    (void)w;
-}
-
 static void eng_drain(hv__engine_t *e) {
     uint64_t v;
     ssize_t r = read(e->ev_fd, &v, sizeof(v));
     (void)r;
-}
-
-hv_err hv__engine_grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) {
-        return HV_OK;
-    }
-    size_t c = *cap ? *cap : 16;
-    while (c < need) {
-        c *= 2;
-    }
-    void *q = hv_realloc(*p, c * elem);
-    if (q == NULL) {
-        return HV_ENOMEM;
-    }
-    *p = q;
-    *cap = c;
-    return HV_OK;
-}
-
-/* ---- completion (mu held) -------------------------------------------------------------------- */
-
-/* Completes one request: the group's status keeps the first error. The request must not be
- * touched afterwards (a blocking caller's request lives on its stack). */
-static void req_complete_locked(hv__engine_t *e, eng_req_t *r, hv_err rc) {
-    eng_group_t *g = r->grp;
-    if (hv__strmap_get(&e->live, r->name) == r) {
-        hv__strmap_del(&e->live, r->name);
-    }
-    if (rc != HV_OK && g->status == HV_OK) {
-        g->status = rc;
-    }
-    e->stats.tensors++;
-    int heap = r->heap;
-    if (--g->remaining == 0) {
-        atomic_store_explicit(&g->done, 1, memory_order_release);
-    }
-    if (heap) {
-        hv_free(r);
-    }
-}
-
-static void pend_unlink(hv__engine_t *e, eng_req_t *r) {
-    atomic_fetch_sub(&e->npend, 1);
-    if (r->prev) {
-        r->prev->next = r->next;
-    } else {
-        e->pend_head = r->next;
-    }
-    if (r->next) {
-        r->next->prev = r->prev;
-    } else {
-        e->pend_tail = r->prev;
-    }
-    if (hv__strmap_get(&e->pend_by_name, r->name) == r) {
-        hv__strmap_del(&e->pend_by_name, r->name);
-    }
-}
-
-/* Driver: completes every request in exec[0..n) with its status (rcs may be NULL: all rc). */
-void hv__engine_complete(hv__engine_t *e, eng_req_t **reqs, size_t n, const hv_err *rcs,
-                         hv_err rc) {
-    for (size_t i = 0; i < n; i++) {
-        pend_unlink(e, reqs[i]);
-    }
-    pthread_mutex_lock(&e->mu);
-    for (size_t i = 0; i < n; i++) {
-        req_complete_locked(e, reqs[i], rcs ? rcs[i] : rc);
-    }
-    pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-}
-
-/* ---- failure --------------------------------------------------------------------------------- */
-
-void hv__engine_fail(hv__engine_t *e, hv_err rc, const char *fmt, ...) {
-    pthread_mutex_lock(&e->mu);
-    int first = e->failed == HV_OK;
-    if (first) {
-        e->failed = rc;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->last_error, sizeof(e->last_error), fmt, ap);
-        va_end(ap);
-    }
-    pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-    if (first) {
-        HV_LOG(HV_LOG_WARN, "engine", "HV-ENGINE-FAIL", "%s", e->last_error);
-        hv__link_t *ls[3] = {hv__ring_link(e->ring), e->o.intra ? hv__ring_link(e->o.intra) : NULL,
-                             e->o.cross ? hv__ring_link(e->o.cross) : NULL};
-        for (int i = 0; i < 3; i++) {
-            if (ls[i] != NULL) {
-                ls[i]->ops->abort(ls[i]);
-            }
-        }
-        hv__nccl_abort(e->o.nccl);
-        eng_poke(e);
-    }
 }
 
 /* Driver: fails everything pending and queued with the sticky error. */
@@ -166,14 +41,14 @@ static void eng_fail_all(hv__engine_t *e) {
     hv_err rc = e->failed != HV_OK ? e->failed : HV_ECANCELED;
     for (eng_req_t *r = e->pend_head, *next; r != NULL; r = next) {
         next = r->next;
-        req_complete_locked(e, r, rc);
+        hv__engine_req_done_locked(e, r, rc);
     }
     e->pend_head = e->pend_tail = NULL;
     atomic_store(&e->npend, 0);
     hv__strmap_clear(&e->pend_by_name);
     for (eng_req_t *r = e->inq_head, *next; r != NULL; r = next) {
         next = r->next;
-        req_complete_locked(e, r, rc);
+        hv__engine_req_done_locked(e, r, rc);
     }
     e->inq_head = e->inq_tail = NULL;
     e->inq_urgent = 0;
@@ -648,7 +523,7 @@ hv_err hv__engine_submit(hv__engine_t *e, const hv__op_desc_t *ops, size_t n, hv
     }
     hv_free(rs);
     if (was_empty) {
-        eng_poke(e); // the background thread starts the cycle timer
+        hv__engine_poke(e); // the background thread starts the cycle timer
     }
     return HV_OK;
 }
@@ -670,7 +545,7 @@ static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
                 // Submissions arrived meanwhile, or the background thread sleeps on the link
                 // (we may have taken its wake-up): it takes over from here.
                 pthread_mutex_unlock(&e->mu);
-                eng_poke(e);
+                hv__engine_poke(e);
                 pthread_mutex_lock(&e->mu);
             }
             continue;
@@ -864,7 +739,7 @@ void hv__engine_destroy(hv__engine_t *e) {
     pthread_mutex_unlock(&e->mu);
     hv__link_t *l = hv__ring_link(e->ring);
     if (e->thread_started) {
-        eng_poke(e);
+        hv__engine_poke(e);
         pthread_join(e->thread, NULL);
     }
     // Wait (bounded) for a driving caller to notice, then fail the rest and for waiters to go.

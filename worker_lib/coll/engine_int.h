@@ -1,7 +1,8 @@
 /*
  * engine_int: the engine's private state, shared by engine.c (threads, driving, submission,
- * handles, lifetime) and engine_round.c (one negotiation round: frames, the response cache,
- * fusion and execution). Not an interface: nothing outside those two files includes it. The
+ * handles, lifetime), engine_round.c (one negotiation round: frames, the response cache,
+ * fusion and execution) and engine_end.c (completion and failure, which both use). Not an
+ * interface: nothing outside those three files includes it. The
  * ownership rules of each field are on the struct (mu-guarded vs driver-owned).
  */
 #ifndef HV_WORKER_LIB_ENGINE_INT_H
@@ -119,12 +120,17 @@ struct hv__engine_s {
     size_t nccl_cap;
 };
 
-/* ---- shared between engine.c and engine_round.c ---------------------------------------------- */
+/* ---- shared by engine.c and engine_round.c (engine_end.c, but for hv__engine_round) ---------------------------------------------- */
 
 uint64_t hv__engine_now_ns(void);
 const char *hv__engine_kind_name(int kind);
 /* Grows *p (elem-sized entries, capacity *cap) to hold need entries. */
 hv_err hv__engine_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Wakes the background thread (the eventfd). */
+void hv__engine_poke(hv__engine_t *e);
+/* mu held: completes one request; the group's status keeps the first error. The request must
+ * not be touched afterwards (a blocking caller's request lives on its stack). */
+void hv__engine_req_done_locked(hv__engine_t *e, eng_req_t *r, hv_err rc);
 /* Driver: completes reqs[0..n) with rcs[i] (or rc when rcs is NULL), unlinking them. */
 void hv__engine_complete(hv__engine_t *e, eng_req_t **reqs, size_t n, const hv_err *rcs, hv_err rc);
 /* Fails the engine (first failure wins, logged once), aborts every link. */

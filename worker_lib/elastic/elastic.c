@@ -29,7 +29,6 @@
 #include "log.h"
 #include "mem.h"
 #include "process.h"
-#include "sampler.h"
 #include "util.h"
 
 #define STATE_NAME_MAX 255
@@ -45,8 +44,11 @@ typedef struct state_buf_s {
 struct hv_state_s {
     state_buf_t *bufs; // registration order (the same on every rank)
     int nbufs, capbufs;
-    hv_sampler_t **samplers; // owned
-    int nsamplers, capsamplers;
+    struct {
+        const hv__state_part_ops_t *ops;
+        void *self; // owned: freed through ops->free
+    } * parts;      // the participants (samplers)
+    int nparts, capparts;
     struct {
         hv_reset_fn fn;
         void *ud;
@@ -82,13 +84,13 @@ void hv_state_destroy(hv_state_t *st) {
     if (st == NULL) {
         return;
     }
-    for (int i = 0; i < st->nsamplers; i++) {
-        hv__sampler_free(st->samplers[i]);
+    for (int i = 0; i < st->nparts; i++) {
+        st->parts[i].ops->free(st->parts[i].self);
     }
     for (int i = 0; i < st->nbufs; i++) {
         hv_free(st->bufs[i].snap);
     }
-    hv_free(st->samplers);
+    hv_free(st->parts);
     hv_free(st->bufs);
     hv_free(st);
 }
@@ -144,17 +146,19 @@ hv_err hv_state_add_u64(hv_state_t *st, const char *name, uint64_t *value) {
     return hv__state_add_internal(st, name, value, sizeof(*value));
 }
 
-hv_err hv__state_attach_sampler(hv_state_t *st, hv_sampler_t *s) {
-    if (st->nsamplers == st->capsamplers) {
-        int cap = st->capsamplers ? st->capsamplers * 2 : 4;
-        hv_sampler_t **v = hv_realloc(st->samplers, (size_t)cap * sizeof(*v));
+hv_err hv__state_add_part(hv_state_t *st, const hv__state_part_ops_t *ops, void *self) {
+    if (st->nparts == st->capparts) {
+        int cap = st->capparts ? st->capparts * 2 : 4;
+        void *v = hv_realloc(st->parts, (size_t)cap * sizeof(*st->parts));
         if (v == NULL) {
             return HV_ENOMEM;
         }
-        st->samplers = v;
-        st->capsamplers = cap;
+        st->parts = v;
+        st->capparts = cap;
     }
-    st->samplers[st->nsamplers++] = s;
+    st->parts[st->nparts].ops = ops;
+    st->parts[st->nparts].self = self;
+    st->nparts++;
     return HV_OK;
 }
 
@@ -372,9 +376,9 @@ static hv_err state_snapshot(hv_state_t *st) {
     return HV_OK;
 }
 
-static void state_rewind_samplers(hv_state_t *st) {
-    for (int i = 0; i < st->nsamplers; i++) {
-        hv__sampler_rewind(st->samplers[i]);
+static void state_rewind_parts(hv_state_t *st) {
+    for (int i = 0; i < st->nparts; i++) {
+        st->parts[i].ops->rewind(st->parts[i].self);
     }
 }
 
@@ -388,7 +392,7 @@ hv_err hv_state_restore(hv_state_t *st) {
     for (int i = 0; i < st->nbufs; i++) {
         memcpy(st->bufs[i].buf, st->bufs[i].snap, st->bufs[i].bytes);
     }
-    state_rewind_samplers(st);
+    state_rewind_parts(st);
     return HV_OK;
 }
 
@@ -586,7 +590,7 @@ hv_err hv_state_sync(hv_state_t *st) {
         }
     }
     HV_TRY(state_snapshot(st));
-    state_rewind_samplers(st);
+    state_rewind_parts(st);
     return HV_OK;
 }
 
@@ -723,8 +727,8 @@ hv_err hv_state_commit(hv_state_t *st) {
     int size = 0;
     uint64_t t0 = hv__figures_now_ns();
     HV_TRY(hv__state_world(st, &e, NULL, &size));
-    for (int i = 0; i < st->nsamplers; i++) {
-        HV_TRY(hv__sampler_commit(st->samplers[i], e, size));
+    for (int i = 0; i < st->nparts; i++) {
+        HV_TRY(st->parts[i].ops->commit(st->parts[i].self, e, size));
     }
     HV_TRY(state_snapshot(st));
     const hv__rdzv_assignment_t *a = hv__member_assignment(hv__state_member(st));
@@ -811,8 +815,8 @@ static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud
                restore ? "restoring the last commit and re-joining" : "re-joining");
         if (restore) {
             uint64_t redone = 0;
-            for (int i = 0; i < st->nsamplers; i++) {
-                redone += hv__sampler_pending_global(st->samplers[i]);
+            for (int i = 0; i < st->nparts; i++) {
+                redone += st->parts[i].ops->pending(st->parts[i].self);
             }
             HV_TRY(hv_state_restore(st));
             hv__member_note_redone(m, redone);
@@ -826,7 +830,7 @@ static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud
         rollback = restore || ch.rollback;
         st->resets_seen++;
         st->rollbacks += rollback != 0;
-        state_rewind_samplers(st);
+        state_rewind_parts(st);
         first = 0;
     }
 }

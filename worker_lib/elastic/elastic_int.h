@@ -1,6 +1,6 @@
 /*
- * elastic_int: the inside of the elastic state (elastic.c) that the sampler (sampler.c), the
- * unit tests and the sync benchmark need, and nothing the public header should carry. A state
+ * elastic_int: the inside of the elastic state (elastic.c) that its participants (the sampler,
+ * sampler.c, through hv__state_part_ops_t), the unit tests and the sync benchmark need, and nothing the public header should carry. A state
  * normally drives the process's membership (hv.c); tests that run ranks as threads bind each
  * rank's state to that rank's own member instead.
  *
@@ -35,8 +35,23 @@ hv_err hv__state_add_internal(hv_state_t *st, const char *name, void *buf, size_
 /* Unregisters the buffer name (a sampler whose creation failed half-way). No-op if absent. */
 void hv__state_remove_internal(hv_state_t *st, const char *name);
 
-/* Hands sampler s to st: it is committed, rewound and freed with the state. HV_ENOMEM. */
-hv_err hv__state_attach_sampler(hv_state_t *st, hv_sampler_t *s);
+/* A participant of a state beside its buffers (a sampler, sampler.c): it follows the state's
+ * life through these ops, so the state knows no participant by name. self is the participant. */
+typedef struct hv__state_part_ops_s {
+    /* At every commit, after the buffers' snapshot: collective over the world (engine e of
+     * size ranks). An error fails the commit. */
+    hv_err (*commit)(void *self, hv__engine_t *e, int size);
+    /* The state was restored, synced, or the world changed: forget what is not committed. */
+    void (*rewind)(void *self);
+    /* Samples handed out since the last commit over all ranks (what a rollback sends back). */
+    uint64_t (*pending)(const void *self);
+    /* With the state (hv_state_destroy). */
+    void (*free)(void *self);
+} hv__state_part_ops_t;
+
+/* Hands participant self (with its ops, static) to st: committed, rewound and freed with the
+ * state from now on. HV_ENOMEM. */
+hv_err hv__state_add_part(hv_state_t *st, const hv__state_part_ops_t *ops, void *self);
 
 /* 1 while hv_elastic_run runs on st. */
 int hv__state_running(const hv_state_t *st);

@@ -120,6 +120,18 @@ void hv__sampler_permutation(uint64_t seed, uint64_t epoch, int shuffle, uint64_
 
 /* ---- lifetime -------------------------------------------------------------------------------- */
 
+/* The sampler as a participant of its state (elastic_int.h): committed, rewound and freed with
+ * it, and its uncommitted samples counted for a rollback. self is the hv_sampler_t. */
+static hv_err sampler_commit(void *self, hv__engine_t *e, int size);
+static void sampler_rewind(void *self);
+static uint64_t sampler_pending(const void *self);
+static void sampler_free(void *self);
+
+static const hv__state_part_ops_t sampler_part_ops = {.commit = sampler_commit,
+                                                      .rewind = sampler_rewind,
+                                                      .pending = sampler_pending,
+                                                      .free = sampler_free};
+
 hv_err hv_sampler_create(hv_state_t *st, const char *name, const hv_sampler_config_t *cfg,
                          hv_sampler_t **out) {
     if (st == NULL || name == NULL || name[0] == '\0' || strlen(name) > 200 || cfg == NULL ||
@@ -154,7 +166,7 @@ hv_err hv_sampler_create(hv_state_t *st, const char *name, const hv_sampler_conf
     if (rc == HV_OK) {
         rc = hv__state_add_internal(st, map_name, s->bitmap, s->words * sizeof(uint64_t));
         if (rc == HV_OK) {
-            rc = hv__state_attach_sampler(st, s);
+            rc = hv__state_add_part(st, &sampler_part_ops, s);
             if (rc != HV_OK) {
                 hv__state_remove_internal(st, map_name);
             }
@@ -164,14 +176,15 @@ hv_err hv_sampler_create(hv_state_t *st, const char *name, const hv_sampler_conf
         }
     }
     if (rc != HV_OK) {
-        hv__sampler_free(s);
+        sampler_free(s);
         return rc;
     }
     *out = s;
     return HV_OK;
 }
 
-void hv__sampler_free(hv_sampler_t *s) {
+static void sampler_free(void *self) {
+    hv_sampler_t *s = self;
     if (s == NULL) {
         return;
     }
@@ -182,7 +195,8 @@ void hv__sampler_free(hv_sampler_t *s) {
     hv_free(s);
 }
 
-void hv__sampler_rewind(hv_sampler_t *s) {
+static void sampler_rewind(void *self) {
+    hv_sampler_t *s = self;
     s->valid = 0;
     s->npending = 0;
     s->pending_global = 0;
@@ -277,7 +291,8 @@ hv_err hv_sampler_next(hv_sampler_t *s, uint64_t *idx, size_t cap, size_t *n, in
 
 uint64_t hv_sampler_step_samples(const hv_sampler_t *s) { return s != NULL ? s->step_samples : 0; }
 
-uint64_t hv__sampler_pending_global(const hv_sampler_t *s) {
+static uint64_t sampler_pending(const void *self) {
+    const hv_sampler_t *s = self;
     return s != NULL ? s->pending_global : 0;
 }
 
@@ -291,7 +306,7 @@ hv_err hv_sampler_next_epoch(hv_sampler_t *s) {
     s->pos.duplicates = 0;
     s->pos.checksum = 0;
     memset(s->bitmap, 0, s->words * sizeof(uint64_t));
-    hv__sampler_rewind(s);
+    sampler_rewind(s);
     hv__grow_epoch(s->pos.epoch);
     return HV_OK;
 }
@@ -310,7 +325,8 @@ hv_err hv_sampler_stats(const hv_sampler_t *s, hv_sampler_stats_t *out) {
 
 /* ---- commit ---------------------------------------------------------------------------------- */
 
-hv_err hv__sampler_commit(hv_sampler_t *s, hv__engine_t *e, int size) {
+static hv_err sampler_commit(void *self, hv__engine_t *e, int size) {
+    hv_sampler_t *s = self;
     size_t *counts = hv_calloc((size_t)size, sizeof(*counts));
     if (counts == NULL) {
         return HV_ENOMEM;

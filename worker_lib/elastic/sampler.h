@@ -8,7 +8,10 @@
  * re-partitions: the samples not yet processed, in permutation order, are cut into windows of
  * the global batch G and rank r takes the r-th share of each window. Every rank computes the
  * same partition from the same bitmap, so all agree on the end of the epoch without talking.
- * Called by elastic.c (commit, rewind, free) and by programs through the public API; the pure
+ * Programs call it through the public API; the state it belongs to commits, rewinds and frees
+ * it through the participant ops it registers (elastic_int.h hv__state_part_ops_t: commit is
+ * collective, one allgather, two when a rank's guess of the total was short; rewind forgets what
+ * was handed out since the last commit and re-partitions at the next hv_sampler_next). The pure
  * arithmetic is exposed for sampler_test.
  *
  * Threading: the training function's thread (as the state).
@@ -23,21 +26,6 @@
 #include "err.h"
 
 #include "hv/elastic.h"
-
-/* Commit: exchanges what every rank handed out since the last commit and marks it processed.
- * Collective (one allgather, two when a rank's guess of the total was short). Errors: those of
- * the allgather, HV_ENOMEM, HV_EPROTO (an index out of range: ranks disagree). */
-hv_err hv__sampler_commit(hv_sampler_t *s, hv__engine_t *e, int size);
-
-/* The state was restored, synced or the world changed: forget what was handed out since the
- * last commit and re-partition at the next hv_sampler_next. Local. */
-void hv__sampler_rewind(hv_sampler_t *s);
-
-/* Samples handed out since the last commit, over all ranks (what a rewind sends back). */
-uint64_t hv__sampler_pending_global(const hv_sampler_t *s);
-
-/* Frees s (its registered buffers are libhv's own). NULL is a no-op. */
-void hv__sampler_free(hv_sampler_t *s);
 
 /* ---- the arithmetic (pure) ---- */
 

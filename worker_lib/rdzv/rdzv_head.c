@@ -430,13 +430,8 @@ static hv_err head_put_state(void *ctx, uint32_t generation, uint64_t commit, co
     if (len == 0 || (uint64_t)len > HEAD_STATE_MAX) {
         return HV_ETOOBIG;
     }
-    uint8_t dg[32];
     char hex[65];
-    hv_sha256_t sha;
-    hv_sha256_init(&sha);
-    hv_sha256_update(&sha, data, len);
-    hv_sha256_final(&sha, dg);
-    hv_sha256_hex(dg, hex);
+    hv_sha256_hex_of(data, len, hex);
     for (size_t off = 0; off < len;) {
         size_t n = len - off < HEAD_STATE_CHUNK ? len - off : HEAD_STATE_CHUNK;
         Hvpb__V1__PutStateRequest req = HVPB__V1__PUT_STATE_REQUEST__INIT;
@@ -514,13 +509,8 @@ static hv_err head_fetch_state(void *ctx, uint64_t commit, void **data, size_t *
         hv_rpc_msg_free(resp);
     } while (rc == HV_OK && off < size);
     if (rc == HV_OK) {
-        uint8_t dg[32];
         char hex[65];
-        hv_sha256_t sha;
-        hv_sha256_init(&sha);
-        hv_sha256_update(&sha, buf, (size_t)size);
-        hv_sha256_final(&sha, dg);
-        hv_sha256_hex(dg, hex);
+        hv_sha256_hex_of(buf, (size_t)size, hex);
         if (strcmp(hex, want) != 0) {
             HV_LOG(HV_LOG_ERROR, "rdzv", "HV-RDZV-FETCHSTATE",
                    "job %llu: the state copy's digest is %s, the head said %s",

@@ -377,13 +377,14 @@ def run(func):
         err = state.__dict__.pop("_cb_error", None)
         if err is not None:
             raise err
-        detail = _lib.last_error() if rc == _HV_ESTATE else ""
-        if " has ended" in detail:
-            # The re-join after a reset failed because the head ended the job (too few workers
-            # past the elastic timeout, too many resets; the head's words "job N has ended"):
-            # an HvError that says so, not NotInitializedError's "call hv.torch.init() first".
-            raise HvError("hv.torch.elastic.run: the head ended the job while this worker "
-                          "re-joined it: %s" % detail, rc, "HV_ESTATE")
+        if rc == _HV_ESTATE:
+            # hv_elastic_run initialises libhv itself, so its HV_ESTATE never means "call
+            # hv.torch.init() first" (NotInitializedError): the head refused this worker's
+            # re-join (it ended the job: too few workers past the elastic timeout, too many
+            # resets; or the worker had reported Done), or a run was already in progress. The
+            # code decides; libhv's last error (the head's words) only tells the user which.
+            raise HvError("hv.torch.elastic.run: this worker cannot go on in the job: %s"
+                          % (_lib.last_error() or "no round to re-join"), rc, "HV_ESTATE")
         _lib.check(rc, "hv.torch.elastic.run")
         return outcome.get("result")
     return wrapper
