@@ -78,7 +78,12 @@ int main(int argc, char **argv) {
                                        "hv_actor_close",
                                        "hv_actor_lookup",
                                        "hv_actor_last_error",
-                                       "hv_actor_out_error"};
+                                       "hv_actor_out_error",
+                                       "hv_shutdown_at_exit",
+                                       "hv_cross_rank",
+                                       "hv_cross_size",
+                                       "hv_allgather_async",
+                                       "hv_join"};
     for (size_t i = 0; i < sizeof(public_api) / sizeof(public_api[0]); i++) {
         char what[128];
         snprintf(what, sizeof(what), "%s is exported", public_api[i]);

@@ -72,14 +72,21 @@ static struct {
     atomic_uint generation;         // the current world's round (hv_generation)
     hv__rdzv_local_store_t *solo;   // single-process rendezvous store, owned
     atomic_int inited;
-    atomic_int rank, size, local_rank, local_size;
+    atomic_int rank, size, local_rank, local_size, cross_rank, cross_size;
+    pid_t exit_pid;           // the process whose exit handler is registered (hv_shutdown_at_exit)
     uint32_t last_generation; // of the previous world (re-init after shutdown)
     char host[256];
     char init_error[512];
     atomic_int user_failed; // a collective returned a data-plane error to the user
     hv_log_fn user_log;
     void *user_log_ud;
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .rank = -1, .size = -1, .local_rank = -1, .local_size = -1};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER,
+       .rank = -1,
+       .size = -1,
+       .local_rank = -1,
+       .local_size = -1,
+       .cross_rank = -1,
+       .cross_size = -1};
 
 const char *hv_version(void) {
     return HV_VERSION_STR(HV_VERSION_MAJOR, HV_VERSION_MINOR, HV_VERSION_PATCH);
@@ -277,11 +284,14 @@ void hv_set_logger(hv_log_fn fn, void *ud) {
 
 /* ---- lifetime -------------------------------------------------------------------------------- */
 
-static void set_identity(int rank, int size, int local_rank, int local_size) {
+static void set_identity(int rank, int size, int local_rank, int local_size, int cross_rank,
+                         int cross_size) {
     atomic_store(&g.rank, rank);
     atomic_store(&g.size, size);
     atomic_store(&g.local_rank, local_rank);
     atomic_store(&g.local_size, local_size);
+    atomic_store(&g.cross_rank, cross_rank);
+    atomic_store(&g.cross_size, cross_size);
 }
 
 /* The member's world changed (first join, elastic re-join, leaving): the public identity and
@@ -295,7 +305,7 @@ static void proc_on_world(void *ud, hv__world_t *w) {
         return;
     }
     const hv__rdzv_assignment_t *a = hv__world_assignment(w);
-    set_identity(a->rank, a->size, a->local_rank, a->local_size);
+    set_identity(a->rank, a->size, a->local_rank, a->local_size, a->cross_rank, a->cross_size);
     g.last_generation = a->generation;
     atomic_store(&g.generation, a->generation);
     // A collective that failed in the previous world says nothing about this one: Done after a
@@ -448,7 +458,8 @@ static hv_err init_locked(const hv_config_t *cfg) {
         int rank = p->env_rank >= 0 ? p->env_rank : 0;
         int ls = p->env_local_size > 0 ? p->env_local_size : 1;
         int lr = p->env_local_rank >= 0 ? p->env_local_rank : 0;
-        set_identity(rank, size, lr, ls);
+        // Without a rendezvous the hosts are not known: as many as the local sizes make.
+        set_identity(rank, size, lr, ls, rank / ls, (size + ls - 1) / ls);
         snprintf(g.host, sizeof(g.host), "%s", p->node);
         atomic_store(&g.engine, NULL);
     } else {
@@ -487,9 +498,40 @@ hv_err hv_shutdown(void) {
             g.member = NULL;
         }
         atomic_store(&g.generation, 0);
-        set_identity(-1, -1, -1, -1);
+        set_identity(-1, -1, -1, -1, -1, -1);
         g.host[0] = '\0';
         atomic_store(&g.inited, 0);
+    }
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+/* The exit handler of hv_shutdown_at_exit (on_exit: it gets the exit status). */
+static void exit_handler(int status, void *arg) {
+    (void)arg;
+    if (getpid() != g.exit_pid || !atomic_load(&g.inited)) {
+        return;
+    }
+    if (status != 0) {
+        HV_LOG(HV_LOG_INFO, "init", "HV-EXIT-STATUS",
+               "exiting with status %d: leaving the job without reporting Done", status);
+        return;
+    }
+    hv_shutdown();
+}
+
+hv_err hv_shutdown_at_exit(void) {
+    pthread_mutex_lock(&g.mu);
+    hv_err rc = HV_OK;
+    if (g.exit_pid != getpid()) {
+#ifdef __GLIBC__
+        rc = on_exit(exit_handler, NULL) == 0 ? HV_OK : HV_ENOMEM;
+#else
+        rc = HV_ENOTSUP;
+#endif
+        if (rc == HV_OK) {
+            g.exit_pid = getpid();
+        }
     }
     pthread_mutex_unlock(&g.mu);
     return rc;
@@ -537,6 +579,8 @@ int hv_rank(void) { return atomic_load(&g.rank); }
 int hv_size(void) { return atomic_load(&g.size); }
 int hv_local_rank(void) { return atomic_load(&g.local_rank); }
 int hv_local_size(void) { return atomic_load(&g.local_size); }
+int hv_cross_rank(void) { return atomic_load(&g.cross_rank); }
+int hv_cross_size(void) { return atomic_load(&g.cross_size); }
 const char *hv_host_name(void) { return g.host; }
 
 /* ---- collectives ----------------------------------------------------------------------------- */
@@ -755,18 +799,61 @@ hv_err hv_broadcast_async_on(const char *name, void *buf, size_t count, hv_dtype
     return broadcast_with(e, name, buf, count, dt, root, handle);
 }
 
-hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t out_cap,
-                    size_t *counts) {
+/* One allgather on the engine: run now (name NULL) or submitted under name with handle. */
+static hv_err allgather_with(const char *name, const void *in, size_t count, hv_dtype dt, void *out,
+                             size_t out_cap, size_t *counts, hv_handle_t *handle) {
     hv__engine_t *e;
     HV_TRY(engine_get(&e));
     hv__op_desc_t d = {.kind = HV__OP_ALLGATHER,
+                       .name = name,
                        .in = in,
                        .out = out,
                        .count = count,
                        .dtype = dt,
                        .out_cap = out_cap,
                        .counts = counts};
-    return seen(hv__engine_run(e, &d));
+    return seen(handle != NULL ? hv__engine_submit(e, &d, 1, handle) : hv__engine_run(e, &d));
+}
+
+hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out, size_t out_cap,
+                    size_t *counts) {
+    return allgather_with(NULL, in, count, dt, out, out_cap, counts, NULL);
+}
+
+hv_err hv_allgather_async(const char *name, const void *in, size_t count, hv_dtype dt, void *out,
+                          size_t out_cap, size_t *counts, hv_handle_t *handle) {
+    if (name == NULL || handle == NULL) {
+        return HV_EINVAL;
+    }
+    return allgather_with(name, in, count, dt, out, out_cap, counts, handle);
+}
+
+hv_err hv_join(int *last_rank) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    int last = -1;
+    hv__op_desc_t d = {.kind = HV__OP_JOIN, .name = "hv.join", .out = &last};
+    hv_err rc = seen(hv__engine_run(e, &d));
+    if (rc == HV_OK) {
+        // Unnamed blocking calls are named by a per-rank sequence, which the ranks that did not
+        // join moved on while this one waited: every rank takes the highest.
+        int64_t seq = (int64_t)hv__engine_anon_seq(e);
+        hv__op_desc_t m = {.kind = HV__OP_ALLREDUCE,
+                           .name = "hv.join.seq",
+                           .in = &seq,
+                           .out = &seq,
+                           .count = 1,
+                           .dtype = HV_INT64,
+                           .op = HV_MAX};
+        rc = seen(hv__engine_run(e, &m));
+        if (rc == HV_OK) {
+            hv__engine_set_anon_seq(e, (uint64_t)seq);
+        }
+    }
+    if (rc == HV_OK && last_rank != NULL) {
+        *last_rank = last;
+    }
+    return rc;
 }
 
 hv_err hv_barrier(void) {

@@ -4,7 +4,9 @@
  * killed with SIGKILL in the middle of allreduces (survivors fail fast with HV_EPEER), a rank
  * stopped with SIGSTOP (survivors fail with HV_ETIMEDOUT within HV_PEER_TIMEOUT_MS), and
  * hv_init again after hv_shutdown, and hv_elastic_run through the public API on a fixed
- * membership (sync from rank 0, commits, Done, failures returned as they are). The *_device cases do the same with CUDA device buffers on
+ * membership (sync from rank 0, commits, Done, failures returned as they are), hv_join with uneven
+ * data (with hv_allgather_async and hv_cross_rank), and hv_shutdown_at_exit (Done reported by an
+ * exit with status 0 only). The *_device cases do the same with CUDA device buffers on
  * NCCL (one GPU per rank; they skip with fewer): the survivors' NCCL calls must fail as fast.
  * on_device runs the *_on calls (memory and stream declared) on device buffers; on_nocuda checks
  * that without CUDA (no build support or no device) they refuse declared device memory.
@@ -654,10 +656,11 @@ static int child_elastic(int rank, int size, int out) {
     return 0;
 }
 
-static void test_elastic(void) {
-    proc_t ps[2];
-    ASSERT_TRUE(spawn(2, child_elastic, ps, NULL) == 0);
-    for (int r = 0; r < 2; r++) {
+/* Runs fn on n ranks; each must report "OK" (within 30 s) and exit 0. */
+static void expect_ok(int n, child_fn fn) {
+    proc_t ps[8];
+    ASSERT_TRUE(n <= 8 && spawn(n, fn, ps, NULL) == 0);
+    for (int r = 0; r < n; r++) {
         char line[256];
         report(&ps[r], line, sizeof(line), hvtest_scale(30));
         int code = reap(&ps[r], hvtest_scale(10));
@@ -668,6 +671,111 @@ static void test_elastic(void) {
     cleanup_dir();
 }
 
+static void test_elastic(void) { expect_ok(2, child_elastic); }
+
+/* hv_join (Horovod's join) on 3 ranks with uneven data: rank r has r + 1 steps of a named async
+ * allreduce (AVG) and an unnamed blocking one (SUM); a joined rank contributes zeros, so step s
+ * sums the ranks >= s. Then an unnamed call after the join (the ranks agree on its name again),
+ * hv_allgather_async, hv_cross_rank/size, and a broadcast while a rank is joined (refused on
+ * the ranks that issued it, HV_ENOTSUP, the engine still usable). */
+static int join_steps(int rank, int size, int out) {
+    for (int s = 0; s <= rank; s++) {
+        float g[1000], want = 0;
+        for (int i = 0; i < 1000; i++) {
+            g[i] = (float)(rank + 1);
+        }
+        for (int r = s; r < size; r++) {
+            want += (float)(r + 1);
+        }
+        hv_handle_t h;
+        CHILD_CHECK(hv_allreduce_async("grad", g, g, 1000, HV_FLOAT32, HV_AVG, &h));
+        float l = (float)(rank + 1);
+        CHILD_CHECK(hv_allreduce(&l, &l, 1, HV_FLOAT32, HV_SUM));
+        CHILD_CHECK(hv_wait(h));
+        if (g[999] != want / (float)size || l != want) {
+            say(out, "FAIL rank %d step %d: grad %g loss %g, want %g and %g", rank, s,
+                (double)g[999], (double)l, (double)(want / (float)size), (double)want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int child_join(int rank, int size, int out) {
+    CHILD_CHECK(hv_init());
+    if (join_steps(rank, size, out) != 0) {
+        return 1;
+    }
+    int last = -1;
+    CHILD_CHECK(hv_join(&last));
+    float one = 1.0f;
+    CHILD_CHECK(hv_allreduce(&one, &one, 1, HV_FLOAT32, HV_SUM));
+    int32_t mine[4] = {rank, rank, rank, rank}, all[16];
+    size_t counts[4];
+    hv_handle_t h;
+    CHILD_CHECK(hv_allgather_async("ag", mine, (size_t)rank + 1, HV_INT32, all, 16, counts, &h));
+    CHILD_CHECK(hv_wait(h));
+    if (last != size - 1 || one != (float)size || counts[2] != 3 || all[0] != 0 || all[5] != 2 ||
+        hv_cross_rank() != 0 || hv_cross_size() != 1) {
+        say(out, "FAIL last %d one %g counts %zu all %d %d cross %d/%d", last, (double)one,
+            counts[2], all[0], all[5], hv_cross_rank(), hv_cross_size());
+        return 1;
+    }
+    // Rank 0 joins; the others' broadcast is refused once it has, then they join too.
+    if (rank != 0) {
+        int32_t b[4] = {0};
+        hv_err rc = hv_broadcast(b, 4, HV_INT32, 1);
+        char why[256];
+        hv_last_error(why, sizeof(why));
+        if (rc != HV_ENOTSUP || strstr(why, "joined") == NULL) {
+            say(out, "FAIL a broadcast while rank 0 is joined: %s (%s)", hv_errname(rc), why);
+            return 1;
+        }
+    }
+    CHILD_CHECK(hv_join(&last));
+    CHILD_CHECK(hv_barrier());
+    CHILD_CHECK(hv_shutdown());
+    say(out, "OK");
+    return 0;
+}
+
+static void test_join(void) { expect_ok(3, child_join); }
+
+/* hv_shutdown_at_exit: a process that exits 0 while initialised reports Done (the rendezvous
+ * directory's done.r0); one that exits 3 does not, nor one that did not ask for it. */
+static int exit_mode; // 0: register, exit 0; 1: register, exit 3; 2: no registration, exit 0
+
+static int child_exit(int rank, int size, int out) {
+    (void)rank;
+    (void)size;
+    if (exit_mode != 2) {
+        CHILD_CHECK(hv_shutdown_at_exit());
+        CHILD_CHECK(hv_shutdown_at_exit()); // once per process: a second call changes nothing
+    }
+    CHILD_CHECK(hv_init());
+    say(out, "OK");
+    exit(exit_mode == 1 ? 3 : 0); // exit(), not _exit(): the exit handlers run
+}
+
+static void test_exit(void) {
+    static const int want_code[3] = {0, 3, 0}, want_done[3] = {1, 0, 0};
+    for (exit_mode = 0; exit_mode < 3; exit_mode++) {
+        proc_t p;
+        ASSERT_TRUE(spawn(1, child_exit, &p, NULL) == 0);
+        char line[256], done[128];
+        report(&p, line, sizeof(line), hvtest_scale(20));
+        int code = reap(&p, hvtest_scale(10));
+        snprintf(done, sizeof(done), "%s/done.r0", rdzv_dir);
+        int have = access(done, F_OK) == 0;
+        cleanup_dir();
+        if (code != want_code[exit_mode] || strcmp(line, "OK") != 0 ||
+            have != want_done[exit_mode]) {
+            HVT_FAIL("mode %d: exit %d (want %d), '%s', Done reported %d (want %d)", exit_mode,
+                     code, want_code[exit_mode], line, have, want_done[exit_mode]);
+        }
+    }
+}
+
 static const hvtest_case_t cases[] = {
     {"api", test_api},
     {"sigkill", test_sigkill},
@@ -675,6 +783,8 @@ static const hvtest_case_t cases[] = {
     {"solo_reinit", test_solo_reinit},
     {"bad_env", test_bad_env},
     {"elastic", test_elastic},
+    {"join", test_join},
+    {"exit", test_exit},
     {"sigkill_device", test_sigkill_device},
     {"sigstop_device", test_sigstop_device},
     {"on_device", test_on_device},

@@ -925,7 +925,9 @@ int hv_driver_node_actor_specs_any(hv_driver_t *d, uint64_t node_id,
            d->actors.node_specs_any(d->actors.ud, node_id, fn, fud);
 }
 
-struct hv_joblogs_s *hv_driver_joblogs(hv_driver_t *d) { return d->logs; }
+struct hv_joblogs_s *hv_driver_joblogs(hv_driver_t *d) {
+    return d->logs;
+}
 
 void hv_driver_actor_figures(hv_driver_t *d, uint64_t node_id, uint64_t proc, const hv_callfig_t *f,
                              int final) {

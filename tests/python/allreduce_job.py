@@ -4,8 +4,9 @@
 Every rank contributes rank + 1 to a Sum allreduce and prints "rank R size S sum X"; with
 --helper it also imports job_helper (shipped with --workdir) and prints its greeting; with
 --subpkg it imports pkg.sub.mod (a subpackage shipped with --workdir) and prints its where(); with
---exit N every rank exits N after shutdown. hv.torch is imported first so that a node without
-torch fails with hv's one-line message (hv._node).
+--exit N every rank exits N after shutdown; with --where it prints where hv and libhv were loaded
+from ("rank R hv DIR lib PATH"). hv.torch is imported first so that a node without torch fails
+with hv's one-line message (hv._node).
 """
 
 import sys
@@ -20,6 +21,10 @@ print("rank %d size %d sum %g" % (r, n, total[0].item()), flush=True)
 if "--helper" in sys.argv:
     import job_helper
     print("rank %d helper %s" % (r, job_helper.greeting()), flush=True)
+if "--where" in sys.argv:
+    import os
+    import hv
+    print("rank %d hv %s lib %s" % (r, os.path.dirname(hv.__file__), hv.library_path), flush=True)
 if "--subpkg" in sys.argv:
     from pkg.sub import mod  # a subpackage shipped with --workdir
     print("rank %d subpkg %s" % (r, mod.where()), flush=True)

@@ -30,18 +30,6 @@ epoch_lines() {
 # size_of NAME E: the world size of epoch E's line.
 size_of() { epoch_lines "$1" | sed -n "s/^epoch=$2 size=\([0-9]*\) .*/\1/p"; }
 
-# while_running SECS CMD...: polls CMD every 0.1 s until it succeeds (0); 1 when SECS pass or
-# the last submit's hvsubmit ends first (a job that failed is not waited for).
-while_running() {
-    local secs=$(( $1 * T_MULT )) i=0; shift
-    while [ $i -lt $(( secs * 10 )) ]; do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        kill -0 "$SUB_PID" 2>/dev/null || { "$@" >/dev/null 2>&1; return; }
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-
 # wait_epoch NAME E [SECS]: rank 0 printed the line of epoch E.
 wait_epoch() {
     while_running "${3:-60}" grep -q "elastic_scenario: epoch=$2 " "$TMP/$1.out" || fail "epoch $2 was not reached"

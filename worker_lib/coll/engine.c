@@ -73,6 +73,19 @@ void hv__engine_last_error(hv__engine_t *e, char *buf, size_t len) {
     pthread_mutex_unlock(&e->mu);
 }
 
+uint64_t hv__engine_anon_seq(hv__engine_t *e) {
+    pthread_mutex_lock(&e->mu);
+    uint64_t v = e->anon_seq;
+    pthread_mutex_unlock(&e->mu);
+    return v;
+}
+
+void hv__engine_set_anon_seq(hv__engine_t *e, uint64_t seq) {
+    pthread_mutex_lock(&e->mu);
+    e->anon_seq = seq;
+    pthread_mutex_unlock(&e->mu);
+}
+
 void hv__engine_stats(hv__engine_t *e, hv__engine_stats_t *out) {
     pthread_mutex_lock(&e->mu);
     *out = e->stats;
@@ -297,7 +310,7 @@ static void eng_drive_until(hv__engine_t *e, eng_group_t *g) {
  * place: only out counts. */
 static hv_err desc_devices(const hv__engine_t *e, const hv__op_desc_t *d, int *device) {
     *device = 0;
-    if (d->kind == HV__OP_BARRIER || hv__gpu_count() == 0) {
+    if (d->kind == HV__OP_BARRIER || d->kind == HV__OP_JOIN || hv__gpu_count() == 0) {
         return HV_OK;
     }
     int dout = hv__gpu_device_of(d->out);
@@ -333,6 +346,9 @@ static hv_err desc_check(const hv__engine_t *e, const hv__op_desc_t *d, int *dev
     *device = 0;
     if (d->kind == HV__OP_BARRIER) {
         return HV_OK;
+    }
+    if (d->kind == HV__OP_JOIN) {
+        return d->out != NULL ? HV_OK : HV_EINVAL;
     }
     if (!hv__dtype_valid(d->dtype)) {
         return HV_EINVAL;
@@ -374,9 +390,10 @@ static void req_init(eng_req_t *r, const hv__op_desc_t *d, const char *name, eng
     r->d.name = r->name;
     r->grp = g;
     r->bit = ENG_NO_BIT;
-    r->bytes = d->kind == HV__OP_BARRIER ? 0 : d->count * hv_dtype_size(d->dtype);
+    int control = d->kind == HV__OP_BARRIER || d->kind == HV__OP_JOIN;
+    r->bytes = control ? 0 : d->count * hv_dtype_size(d->dtype);
     r->device = device;
-    if (d->kind == HV__OP_BARRIER) {
+    if (control) {
         r->d.count = 0;
         r->d.dtype = HV_UINT8;
     }
@@ -789,6 +806,9 @@ void hv__engine_destroy(hv__engine_t *e) {
     hv__gpu_host_free(e->pinned);
     hv_free(e->nccl_bufs);
     hv_free(e->nccl_counts);
+    hv__engine_syn_clear(e);
+    hv_free(e->syn);
+    hv_free(e->joined);
     hv__strmap_fini(&e->live);
     hv__strmap_fini(&e->pend_by_name);
     hv__strmap_fini(&e->cache_by_name);

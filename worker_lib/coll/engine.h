@@ -32,6 +32,7 @@ typedef enum hv__op_kind {
     HV__OP_BROADCAST = 2,
     HV__OP_ALLGATHER = 3,
     HV__OP_BARRIER = 4,
+    HV__OP_JOIN = 5, /* hv_join: out is an int that receives the rank that joined last */
 } hv__op_kind;
 
 /* One operation as submitted. Pointers are borrowed until the operation completes. */
@@ -86,6 +87,11 @@ hv_err hv__engine_run(hv__engine_t *e, const hv__op_desc_t *op);
 
 hv_err hv__engine_wait(hv__engine_t *e, hv_handle_t h);
 hv_err hv__engine_test(hv__engine_t *e, hv_handle_t h, int *done);
+
+/* The sequence that names unnamed blocking calls (hv_join aligns it across ranks: the ranks that
+ * did not join moved theirs on). Thread-safe. */
+uint64_t hv__engine_anon_seq(hv__engine_t *e);
+void hv__engine_set_anon_seq(hv__engine_t *e, uint64_t seq);
 
 /* Copies the last failure's description ("" if none) into buf. */
 void hv__engine_last_error(hv__engine_t *e, char *buf, size_t len);

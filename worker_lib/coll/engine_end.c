@@ -33,6 +33,8 @@ const char *hv__engine_kind_name(int k) {
         return "allgather";
     case HV__OP_BARRIER:
         return "barrier";
+    case HV__OP_JOIN:
+        return "join";
     default:
         return "?";
     }
@@ -102,11 +104,15 @@ static void pend_unlink(hv__engine_t *e, eng_req_t *r) {
 void hv__engine_complete(hv__engine_t *e, eng_req_t **reqs, size_t n, const hv_err *rcs,
                          hv_err rc) {
     for (size_t i = 0; i < n; i++) {
-        pend_unlink(e, reqs[i]);
+        if (!reqs[i]->synthetic) { // a joined rank's zeros: nobody waits for them
+            pend_unlink(e, reqs[i]);
+        }
     }
     pthread_mutex_lock(&e->mu);
     for (size_t i = 0; i < n; i++) {
-        hv__engine_req_done_locked(e, reqs[i], rcs ? rcs[i] : rc);
+        if (!reqs[i]->synthetic) {
+            hv__engine_req_done_locked(e, reqs[i], rcs ? rcs[i] : rc);
+        }
     }
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);

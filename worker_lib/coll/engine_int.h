@@ -34,10 +34,11 @@ typedef struct eng_req_s {
     eng_group_t *grp;       // completion (borrowed from the group's owner)
     hv__op_desc_t d;        // copy; d.name points at name
     char name[HV__NAME_MAX + 1];
-    size_t bytes; // count * element size
-    int32_t bit;  // cache bit announced in the current round, or ENG_NO_BIT
-    int heap;     // allocated by the engine (async)
-    int device;   // in or out is CUDA device memory (NCCL or staging); agreed by every rank
+    size_t bytes;  // count * element size
+    int32_t bit;   // cache bit announced in the current round, or ENG_NO_BIT
+    int heap;      // allocated by the engine (async)
+    int device;    // in or out is CUDA device memory (NCCL or staging); agreed by every rank
+    int synthetic; // a joined rank's zeros for another rank's allreduce (engine_round.c owns it)
 } eng_req_t;
 
 typedef struct eng_entry_s { // response cache entry; identical on every rank
@@ -53,6 +54,7 @@ typedef struct eng_resolve_s { // an uncached name seen in this round's frames
     int32_t root;
     uint64_t count;
     int ranks;     // ranks that have it pending
+    int ranks_nj;  // of those, ranks that have not joined (hv_join)
     int conflict;  // ranks disagree on its meta
     char why[320]; // first disagreement, for the error message
 } eng_resolve_t;
@@ -118,6 +120,13 @@ struct hv__engine_s {
     void **nccl_bufs; // device batch: buffers and counts for hv__nccl_allreduce
     size_t *nccl_counts;
     size_t nccl_cap;
+    // hv_join (engine_round.c): which ranks' frames said "joined" this round and the last one,
+    // how many, the rank that joined last (-1: none yet), and this round's zero requests.
+    unsigned char *joined; // 2 * size entries: this round's flags, then the last round's
+    int njoined;
+    int join_last;
+    eng_req_t **syn;
+    size_t nsyn, syn_cap;
 };
 
 /* ---- shared by engine.c and engine_round.c (engine_end.c, but for hv__engine_round) ---------------------------------------------- */
@@ -138,6 +147,8 @@ void hv__engine_fail(hv__engine_t *e, hv_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Frees the names of the round's uncached-name records (driver; also at destroy). */
 void hv__engine_res_clear(hv__engine_t *e);
+/* Frees a joined rank's zero requests of the last round (engine_round.c; also at destroy). */
+void hv__engine_syn_clear(hv__engine_t *e);
 /* Driver: one negotiation round and the execution of what it found ready (engine_round.c). */
 hv_err hv__engine_round(hv__engine_t *e);
 

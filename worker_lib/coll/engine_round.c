@@ -5,7 +5,10 @@
  * on every rank, grow the response cache identically everywhere, and execute what is ready:
  * allreduces fused by (device, dtype, op) up to the fusion threshold, as one ring (or 2D)
  * allreduce over the tensors where they lie; broadcasts and allgathers one by one; barriers
- * complete with the round. Runs on the driver thread only; its state is driver-owned.
+ * complete with the round. A rank that called hv_join says so in its frame: until every rank
+ * did, the others' allreduces need only the ranks that have not joined, and a joined rank runs
+ * them with zeros of its own (synthetic requests); other operations fail on the ranks that
+ * issued them. Runs on the driver thread only; its state is driver-owned.
  */
 #include "engine_int.h"
 
@@ -20,6 +23,7 @@
 
 #define ENG_FRAME_MAGIC 0x484e4731u // "HNG1"
 #define ENG_FLAG_SPEC 1u            // the frame carries data for every set bit
+#define ENG_FLAG_JOINED 2u          // the rank called hv_join and waits for the others
 #define ENG_HDR_LEN 24
 #define SPEC_PAD(x) (((x) + 7) & ~(size_t)7) // each tensor's data starts 8-aligned in a frame
 
@@ -52,9 +56,13 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
     size_t need = ENG_HDR_LEN + nbytes + 8;
     uint32_t nunc = 0;
     size_t spec = 0;
-    int spec_ok = 1;
+    int spec_ok = 1, joined = 0;
     for (eng_req_t *r = e->pend_head; r != NULL; r = r->next) {
         r->bit = ENG_NO_BIT;
+        if (r->d.kind == HV__OP_JOIN) {
+            joined = 1; // a flag, not an operation to match
+            continue;
+        }
         intptr_t b = (intptr_t)hv__strmap_get(&e->cache_by_name, r->name) - 1;
         if (b >= 0 && meta_matches(&e->cache[b], r)) {
             r->bit = (int32_t)b;
@@ -82,7 +90,7 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
     }
     unsigned char *f = e->frame;
     put32(f, ENG_FRAME_MAGIC);
-    put32(f + 4, spec_ok ? ENG_FLAG_SPEC : 0);
+    put32(f + 4, (spec_ok ? ENG_FLAG_SPEC : 0) | (joined ? ENG_FLAG_JOINED : 0));
     put32(f + 8, e->ncache);
     put32(f + 12, nunc);
     put64(f + 16, spec_ok ? spec : 0);
@@ -92,6 +100,9 @@ static hv_err eng_encode(hv__engine_t *e, size_t *len) {
     for (eng_req_t *r = e->pend_head; r != NULL; r = r->next) {
         if (r->bit != ENG_NO_BIT) {
             bits[r->bit / 8] |= (unsigned char)(1u << (r->bit % 8));
+            continue;
+        }
+        if (r->d.kind == HV__OP_JOIN) {
             continue;
         }
         uint16_t nl = (uint16_t)strlen(r->name);
@@ -442,6 +453,115 @@ void hv__engine_res_clear(hv__engine_t *e) {
     hv__strmap_clear(&e->res_by_name);
 }
 
+/* ---- hv_join ------------------------------------------------------------------------------- */
+
+/* The per-rank join flags (this round's, then the last round's), made at the first round. */
+static hv_err join_track_alloc(hv__engine_t *e) {
+    if (e->joined != NULL) {
+        return HV_OK;
+    }
+    e->joined = hv_calloc(2 * (size_t)e->size, 1);
+    if (e->joined == NULL) {
+        hv__engine_fail(e, HV_ENOMEM, "rank %d: out of memory", e->rank);
+        return HV_ENOMEM;
+    }
+    e->join_last = -1;
+    return HV_OK;
+}
+
+/* After the flags of this round are read: the rank that joined last is the highest of those
+ * that joined in this round (as Horovod's coordinator, which reads ranks in order). */
+static void join_track(hv__engine_t *e, int njoined) {
+    unsigned char *now = e->joined, *prev = e->joined + e->size;
+    for (int k = 0; k < e->size; k++) {
+        if (now[k] && !prev[k]) {
+            e->join_last = k;
+        }
+    }
+    memcpy(prev, now, (size_t)e->size);
+    e->njoined = njoined;
+}
+
+/* Whether an operation may go on while ranks are joined: allreduces of host memory. */
+static int join_ok(const hv__engine_t *e, int kind, int device) {
+    return e->njoined == 0 || (kind == HV__OP_ALLREDUCE && !device);
+}
+
+/* Fails this rank's r (another kind of operation while ranks are joined) with HV_ENOTSUP. */
+static void join_refuse(hv__engine_t *e, eng_req_t *r) {
+    char why[400];
+    snprintf(why, sizeof(why),
+             "rank %d: %s '%s'%s while %d rank(s) have joined (hv_join): until every rank has "
+             "joined only allreduces of host memory go on",
+             e->rank, hv__engine_kind_name(r->d.kind), r->name,
+             r->device ? " of device memory" : "", e->njoined);
+    HV_LOG(HV_LOG_ERROR, "engine", "HV-ENGINE-JOINED", "%s", why);
+    pthread_mutex_lock(&e->mu);
+    snprintf(e->last_error, sizeof(e->last_error), "%s", why);
+    pthread_mutex_unlock(&e->mu);
+    hv_err no = HV_ENOTSUP;
+    hv__engine_complete(e, &r, 1, &no, no);
+}
+
+/* A joined rank's part of another rank's allreduce: zeros of the announced size, reduced like a
+ * request of its own and dropped after the round (hv__engine_syn_clear). */
+static eng_req_t *syn_new(hv__engine_t *e, const char *name, int dtype, int op, uint64_t count) {
+    if (hv__engine_grow((void **)&e->syn, &e->syn_cap, e->nsyn + 1, sizeof(*e->syn)) != HV_OK) {
+        return NULL;
+    }
+    eng_req_t *r = hv_calloc(1, sizeof(*r));
+    size_t bytes = (size_t)count * hv_dtype_size((hv_dtype)dtype);
+    void *zeros = bytes > 0 ? hv_calloc(1, bytes) : NULL;
+    if (r == NULL || (bytes > 0 && zeros == NULL)) {
+        hv_free(r);
+        hv_free(zeros);
+        return NULL;
+    }
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    r->d = (hv__op_desc_t){.kind = HV__OP_ALLREDUCE,
+                           .name = r->name,
+                           .in = zeros,
+                           .out = zeros,
+                           .count = (size_t)count,
+                           .dtype = (hv_dtype)dtype,
+                           .op = (hv_op)op};
+    r->bytes = bytes;
+    r->bit = ENG_NO_BIT;
+    r->synthetic = 1;
+    e->syn[e->nsyn++] = r;
+    return r;
+}
+
+void hv__engine_syn_clear(hv__engine_t *e) {
+    for (size_t i = 0; i < e->nsyn; i++) {
+        hv_free(e->syn[i]->d.out);
+        hv_free(e->syn[i]);
+    }
+    e->nsyn = 0;
+}
+
+/* Every rank has joined: each completes its hv_join with the rank that joined last. */
+static void round_join_done(hv__engine_t *e) {
+    if (e->njoined < e->size) {
+        return;
+    }
+    for (eng_req_t *r = e->pend_head; r != NULL; r = r->next) {
+        if (r->d.kind == HV__OP_JOIN) {
+            *(int *)r->d.out = e->join_last;
+            hv__engine_complete(e, &r, 1, NULL, HV_OK);
+            break;
+        }
+    }
+    memset(e->joined, 0, 2 * (size_t)e->size);
+    e->join_last = -1;
+    e->njoined = 0;
+}
+
+/* Whether this rank announced cached bit b in this round's frame. */
+static int own_bit(const hv__engine_t *e, uint32_t b) {
+    return (e->frame[ENG_HDR_LEN + b / 8] >> (b % 8)) & 1;
+}
+
 /* ---- the round ------------------------------------------------------------------------------- */
 
 static hv_err cache_add(hv__engine_t *e, const eng_resolve_t *rs, int32_t *bit) {
@@ -514,6 +634,7 @@ typedef struct round_view_s {
     int all_spec;       /* every rank sent its data with its frame */
     int same_bits;      /* every rank announced the same cached bits */
     uint32_t total_unc; /* uncached names announced, over all ranks */
+    int njoined;        /* ranks whose frames say they joined (hv_join) */
 } round_view_t;
 
 /* Moves the incoming queue (filled by the user's threads) onto the pending list. */
@@ -567,6 +688,9 @@ static hv_err round_negotiate(hv__engine_t *e, round_view_t *out) {
     }
     memset(e->and_bits, 0xff, nbytes);
     round_view_t rv = {.nbytes = nbytes, .all_spec = 1, .same_bits = 1};
+    if ((rc = join_track_alloc(e)) != HV_OK) {
+        return rc;
+    }
     frame_view_t v0;
     for (int k = 0; k < e->size; k++) {
         frame_view_t v;
@@ -582,12 +706,27 @@ static hv_err round_negotiate(hv__engine_t *e, round_view_t *out) {
         } else if (memcmp(v.bits, v0.bits, nbytes) != 0) {
             rv.same_bits = 0;
         }
+        e->joined[k] = (v.flags & ENG_FLAG_JOINED) != 0;
+        rv.njoined += e->joined[k];
         for (size_t i = 0; i < nbytes; i++) {
             e->and_bits[i] &= v.bits[i];
         }
         rv.all_spec &= (v.flags & ENG_FLAG_SPEC) != 0;
         rv.total_unc += v.nunc;
     }
+    if (rv.njoined > 0 && rv.njoined < e->size) {
+        // Ready everywhere while ranks are joined: announced by every rank that has not joined
+        // (when all have, by every rank as usual: nobody contributes zeros then).
+        memset(e->and_bits, 0xff, nbytes);
+        for (int k = 0; k < e->size; k++) {
+            frame_view_t v;
+            eng_view(e, k, &v);
+            for (size_t i = 0; i < nbytes && !e->joined[k]; i++) {
+                e->and_bits[i] &= v.bits[i];
+            }
+        }
+    }
+    join_track(e, rv.njoined);
     if (nbytes > 0 && (e->ncache % 8) != 0) {
         e->and_bits[nbytes - 1] &= (unsigned char)((1u << (e->ncache % 8)) - 1);
     }
@@ -637,18 +776,32 @@ static hv_err round_fast(hv__engine_t *e) {
     return HV_OK;
 }
 
-/* Plan, 1: the cached names ready everywhere go to exec, in bit order. */
+/* Plan, 1: the cached names ready everywhere go to exec, in bit order (a joined rank's zeros
+ * for those it does not have; other kinds of operations are refused while ranks are joined). */
 static hv_err round_plan_cached(hv__engine_t *e) {
     for (uint32_t b = 0; b < e->ncache; b++) {
-        if (e->and_bits[b / 8] & (1u << (b % 8))) {
-            hv_err rc =
-                hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1, sizeof(*e->exec));
-            if (rc != HV_OK) {
-                hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
-                return rc;
-            }
-            e->exec[e->nexec++] = e->bit_req[b];
+        if (!(e->and_bits[b / 8] & (1u << (b % 8)))) {
+            continue;
         }
+        const eng_entry_t *c = &e->cache[b];
+        eng_req_t *r = own_bit(e, b) ? e->bit_req[b] : NULL;
+        if (!join_ok(e, c->kind, c->device)) {
+            if (r != NULL) {
+                join_refuse(e, r);
+            }
+            continue;
+        }
+        if (r == NULL && (r = syn_new(e, c->name, c->dtype, c->op, c->count)) == NULL) {
+            hv__engine_fail(e, HV_ENOMEM, "rank %d: out of memory", e->rank);
+            return HV_ENOMEM;
+        }
+        hv_err rc =
+            hv__engine_grow((void **)&e->exec, &e->exec_cap, e->nexec + 1, sizeof(*e->exec));
+        if (rc != HV_OK) {
+            hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
+            return rc;
+        }
+        e->exec[e->nexec++] = r;
     }
     return HV_OK;
 }
@@ -699,6 +852,7 @@ static hv_err round_count_uncached(hv__engine_t *e) {
                 meta_diff(rs->why, sizeof(rs->why), name, k, rs, &m);
             }
             rs->ranks++;
+            rs->ranks_nj += !e->joined[k];
             if (rs->name == NULL) {
                 char *copy = hv_strdup(name);
                 if (copy == NULL ||
@@ -735,6 +889,7 @@ static void round_count_cached(hv__engine_t *e) {
             eng_view(e, k, &v);
             if (v.bits[b / 8] & (1u << (b % 8))) {
                 rs->ranks++;
+                rs->ranks_nj += !e->joined[k];
                 if (!rs->conflict && !resolve_same(rs, &cm)) {
                     rs->conflict = 1;
                     meta_diff(rs->why, sizeof(rs->why), rs->name, k, rs, &cm);
@@ -749,12 +904,28 @@ static void round_count_cached(hv__engine_t *e) {
  * update its entry) and go to exec. */
 static hv_err round_resolve(hv__engine_t *e) {
     hv_err rc = HV_OK;
+    int all_joined = e->njoined == e->size;
     for (size_t i = 0; i < e->nres && rc == HV_OK; i++) {
         eng_resolve_t *rs = &e->res[i];
-        if (rs->ranks < e->size) {
+        if (all_joined ? rs->ranks < e->size : rs->ranks_nj < e->size - e->njoined) {
             continue;
         }
         eng_req_t *mine = hv__strmap_get(&e->pend_by_name, rs->name);
+        if (!join_ok(e, rs->kind, rs->device)) {
+            if (mine != NULL) {
+                join_refuse(e, mine);
+            }
+            continue;
+        }
+        if (mine == NULL && e->joined[e->rank] && !rs->conflict &&
+            (mine = syn_new(e, rs->name, rs->dtype, rs->op, rs->count)) == NULL) {
+            rc = HV_ENOMEM;
+            hv__engine_fail(e, rc, "rank %d: out of memory", e->rank);
+            break;
+        }
+        if (mine == NULL && e->joined[e->rank]) {
+            continue; // a conflict among the others: theirs fail, this rank has nothing
+        }
         if (mine == NULL) {
             rc = HV_EINTERNAL; // every rank has it pending, so must we
             hv__engine_fail(e, rc, "rank %d: '%s' resolved but not pending here", e->rank,
@@ -827,7 +998,8 @@ hv_err hv__engine_round(hv__engine_t *e) {
         return rc;
     }
     e->nexec = 0;
-    if (rv.all_spec && rv.same_bits && rv.total_unc == 0) {
+    hv__engine_syn_clear(e);
+    if (rv.njoined == 0 && rv.all_spec && rv.same_bits && rv.total_unc == 0) {
         return round_fast(e);
     }
     if ((rc = round_plan_cached(e)) != HV_OK) {
@@ -846,6 +1018,10 @@ hv_err hv__engine_round(hv__engine_t *e) {
     round_order(e);
     uint64_t t_neg = hv__engine_now_ns();
     rc = eng_execute(e);
+    hv__engine_syn_clear(e);
+    if (rc == HV_OK) {
+        round_join_done(e);
+    }
     HV_LOG(HV_LOG_DEBUG, "engine", "HV-ENGINE-ROUND",
            "rank %d: round: negotiation %.1f us, %zu ready, execution %.1f us", e->rank,
            (double)(t_neg - t_start) / 1e3, e->nexec, (double)(hv__engine_now_ns() - t_neg) / 1e3);

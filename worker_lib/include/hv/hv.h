@@ -97,12 +97,26 @@ HV_API hv_err hv_init(void);
  * respect to hv_init. */
 HV_API hv_err hv_shutdown(void);
 
+/* Makes the end of the process end this worker's part of the job as its exit status says, as
+ * Horovod does at interpreter exit: when the process exits (exit() or a return from main) while
+ * libhv is initialised, status 0 shuts libhv down as hv_shutdown does (reporting Done: the rank
+ * finished), any other status leaves without reporting Done (the job sees that status). _exit()
+ * and signals skip it, as they skip every exit handler. Registered once per process (a forked
+ * child that calls it registers its own; one that does not is left alone); the Python package
+ * calls it when it is imported. Errors: HV_ENOMEM, HV_ENOTSUP (a C library without on_exit). */
+HV_API hv_err hv_shutdown_at_exit(void);
+
 /* This worker's rank in [0, size), the world size, the rank among workers on this host and the
  * number of workers on this host. -1 when not initialised. Thread-safe, never block. */
 HV_API int hv_rank(void);
 HV_API int hv_size(void);
 HV_API int hv_local_rank(void);
 HV_API int hv_local_size(void);
+/* The index of this worker's host among the job's hosts (hosts ordered by their lowest rank) and
+ * the number of hosts: Horovod's cross_rank and cross_size. -1 when not initialised.
+ * Thread-safe, never block. */
+HV_API int hv_cross_rank(void);
+HV_API int hv_cross_size(void);
 
 /* The name of the host (node) this worker runs on, as the cluster knows it (HV_NODE when
  * set, else the system host name). Static storage valid until hv_shutdown; "" when not
@@ -247,6 +261,23 @@ HV_API hv_err hv_allgather(const void *in, size_t count, hv_dtype dt, void *out,
 
 /* Returns when every rank has entered the barrier. Blocking. */
 HV_API hv_err hv_barrier(void);
+
+/* hv_allgather submitted under name (copied; unique among this rank's pending operations):
+ * returns at once with *handle. in, out and counts are borrowed until the operation completes;
+ * the operation's status (hv_wait, hv_test) is HV_ETOOBIG when some rank's out_cap is below the
+ * total (counts is filled then too). */
+HV_API hv_err hv_allgather_async(const char *name, const void *in, size_t count, hv_dtype dt,
+                                 void *out, size_t out_cap, size_t *counts, hv_handle_t *handle);
+
+/* Horovod's join: this rank has no more data. Blocks until every rank called hv_join; meanwhile
+ * the allreduces the other ranks run go on with this rank contributing zeros (HV_AVG still
+ * divides by the world size), and this rank's own pending operations go on as before. A
+ * broadcast, allgather or barrier that the other ranks run while a rank is joined fails on them
+ * with HV_ENOTSUP (hv_last_error names it), as do allreduces of device memory. *last_rank (may
+ * be NULL) gets the rank that joined last (of several joining at once, the highest). Afterwards
+ * the ranks agree again on the sequence that names unnamed blocking calls. One hv_join at a
+ * time per rank (HV_EEXIST). */
+HV_API hv_err hv_join(int *last_rank);
 
 /* Blocks until the operation completes and returns its status; releases the handle. */
 HV_API hv_err hv_wait(hv_handle_t handle);

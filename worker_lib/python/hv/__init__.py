@@ -5,6 +5,12 @@ of <hv/hv.h>; no compiled extension, so one package works with any Python 3 and 
 
 This module holds what does not depend on a framework: the library's version and path, the
 exceptions (hv.errors) and the process-wide lifetime calls that hv.torch re-exports.
+
+A process that imported hv ends its part of the job when it exits, as Horovod does at
+interpreter exit: libhv's hv_shutdown_at_exit, asked for here, shuts libhv down (reporting Done)
+when the process exits with status 0 while initialised, and leaves without reporting Done for
+any other status (an uncaught exception is status 1: the rank failed). hvd.shutdown() is not
+needed; calling it is harmless. os._exit() and signals skip it.
 See docs/python.md.
 """
 
@@ -15,10 +21,13 @@ from .errors import (HostsUpdatedInterrupt, HvError, HvInternalError, InvalidArg
 __all__ = ["HvError", "HvInternalError", "HostsUpdatedInterrupt", "MismatchError",
            "InvalidArgumentError", "NotInitializedError", "library_path", "version", "init",
            "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
-           "host_name", "barrier", "abort"]
+           "cross_rank", "cross_size", "host_name", "barrier", "abort"]
 
 #: The path libhv.so was loaded from.
 library_path = _lib.path
+
+# (HV_ENOTSUP on a C library without on_exit: then a script must call shutdown() itself.)
+_lib.hv_shutdown_at_exit()
 
 
 def version():
@@ -71,6 +80,16 @@ def local_rank():
 
 def local_size():
     return _ident(_lib.hv_local_size, "local_size")
+
+
+def cross_rank():
+    """The index of this worker's host among the job's hosts (Horovod's cross_rank)."""
+    return _ident(_lib.hv_cross_rank, "cross_rank")
+
+
+def cross_size():
+    """The number of hosts the job runs on (Horovod's cross_size)."""
+    return _ident(_lib.hv_cross_size, "cross_size")
 
 
 def host_name():

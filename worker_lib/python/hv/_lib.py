@@ -101,6 +101,12 @@ hv_broadcast_async_on = _proto("hv_broadcast_async_on", _c_int, ctypes.c_char_p,
                                _c_int, _c_int, _c_int, _vp, ctypes.POINTER(_handle))
 hv_allgather = _proto("hv_allgather", _c_int, _vp, _c_size, _c_int, _vp, _c_size,
                       ctypes.POINTER(_c_size))
+hv_allgather_async = _proto("hv_allgather_async", _c_int, ctypes.c_char_p, _vp, _c_size, _c_int,
+                            _vp, _c_size, ctypes.POINTER(_c_size), ctypes.POINTER(_handle))
+hv_join = _proto("hv_join", _c_int, ctypes.POINTER(_c_int))
+hv_cross_rank = _proto("hv_cross_rank", _c_int)
+hv_cross_size = _proto("hv_cross_size", _c_int)
+hv_shutdown_at_exit = _proto("hv_shutdown_at_exit", _c_int)
 hv_barrier = _proto("hv_barrier", _c_int)
 hv_wait = _proto("hv_wait", _c_int, _handle)
 hv_test = _proto("hv_test", _c_int, _handle, ctypes.POINTER(_c_int))

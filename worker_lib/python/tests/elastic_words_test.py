@@ -21,6 +21,7 @@ def main(argv):
     from hv import _lib
     from hv.errors import HvError, HvInternalError, NotInitializedError
     from hv.torch import elastic
+    from hv.torch.elastic import _c
 
     class FakeLib:
         """libhv with hv_elastic_run answering `rc` and the last error `words`."""
@@ -34,21 +35,26 @@ def main(argv):
         def hv_elastic_run(self, st, fn, ud):
             return self.rc
 
-    class State:
-        _st = None
-        optimizer = None
+    class State(elastic.State):
+        """An elastic state with no libhv handle behind it (run only passes the handle on)."""
 
-    real_l, real_last = elastic._l, _lib.last_error
+        def __init__(self):  # noqa: D107  (no libhv state: the fake never touches it)
+            pass
+
+        def _handle(self):
+            return None
+
+    real_l, real_last = _c.l, _lib.last_error
 
     def run_with(rc, words):
-        elastic._l = FakeLib(real_l, rc)
+        _c.l = FakeLib(real_l, rc)
         _lib.last_error = lambda: words
         try:
             elastic.run(lambda state: "trained")(State())
         except Exception as exc:  # the class and the message are what is checked
             return exc
         finally:
-            elastic._l, _lib.last_error = real_l, real_last
+            _c.l, _lib.last_error = real_l, real_last
         return None
 
     failures = 0

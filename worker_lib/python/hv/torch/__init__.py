@@ -16,17 +16,47 @@ except ImportError as _exc:
     raise
 
 from .. import (HostsUpdatedInterrupt, HvError, HvInternalError, InvalidArgumentError,
-                MismatchError, NotInitializedError, barrier, init, is_initialized, local_rank,
-                local_size, rank, shutdown as _shutdown, size)
-from ._ops import (Average, Compression, Max, Min, Product, Sum, allgather, allreduce,
+                MismatchError, NotInitializedError, barrier as _barrier, cross_rank, cross_size,
+                init as _init, is_initialized, local_rank, local_size, rank,
+                shutdown as _shutdown, size)
+from ._ops import (Adasum, Average, Compression, Max, Min, Product, Sum, allgather, allreduce,
                    allreduce_, allreduce_async, allreduce_async_, broadcast, broadcast_,
                    broadcast_async, broadcast_async_, poll, synchronize)
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
 from .optimizer import DistributedOptimizer
 from . import elastic  # noqa: E402  (hv.torch.elastic: TorchState, run, ElasticSampler)
+from .collectives import (  # noqa: E402  (issue 27: the rest of horovod.torch)
+    allgather_async, alltoall, alltoall_async, ccl_built, cuda_built, ddl_built, gloo_built,
+    gloo_enabled, grouped_allgather, grouped_allgather_async, grouped_allreduce,
+    grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_, grouped_reducescatter,
+    grouped_reducescatter_async, is_homogeneous, join, mpi_built, mpi_enabled,
+    mpi_threads_supported, nccl_built, reducescatter, reducescatter_async, rocm_built,
+    sparse_allreduce_async, start_timeline, stop_timeline)
+from .process_sets import (  # noqa: E402
+    ProcessSet, add_process_set, global_process_set, remove_process_set)
+from .sync_batch_norm import SyncBatchNorm  # noqa: E402
 
 HorovodInternalError = HvInternalError
+
+
+def barrier(process_set=None):
+    """Returns when every rank has entered the barrier (releases the GIL while waiting)."""
+    if process_set is not None:
+        from .process_sets import check
+        check(process_set, "barrier")
+    _barrier()
+
+
+def init(comm=None, process_sets=None):
+    """Joins the job (libhv's hv_init; see hv.init). Horovod's comm (an MPI communicator) and
+    process_sets (other than the global set) are refused: hv has no MPI and one set."""
+    if comm is not None:
+        raise NotImplementedError("hv.torch.init: comm (an MPI communicator) is not supported: "
+                                  "hv joins the job from its environment (docs/python.md)")
+    for ps in process_sets or ():
+        add_process_set(ps)
+    _init()
 
 
 def shutdown():
@@ -44,7 +74,15 @@ __all__ = [
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "synchronize", "poll",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_", "allgather",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
-    "DistributedOptimizer", "elastic",
+    "DistributedOptimizer", "elastic", "SyncBatchNorm", "Adasum",
+    "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
+    "grouped_allreduce_async_", "allgather_async", "grouped_allgather", "grouped_allgather_async",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async",
+    "grouped_reducescatter", "grouped_reducescatter_async", "sparse_allreduce_async", "join",
+    "cross_rank", "cross_size", "is_homogeneous", "ProcessSet", "global_process_set",
+    "add_process_set", "remove_process_set", "start_timeline", "stop_timeline",
+    "mpi_threads_supported", "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built",
+    "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
     "HvError", "HvInternalError", "HorovodInternalError", "HostsUpdatedInterrupt",
     "MismatchError", "InvalidArgumentError", "NotInitializedError",
 ]

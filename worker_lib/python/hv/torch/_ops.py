@@ -21,6 +21,7 @@ import torch
 
 from .. import _lib
 from ..errors import MismatchError
+from .process_sets import check as _check_set
 
 # Reduction ops: the values of libhv's enum hv_op.
 Sum = _lib.SUM
@@ -29,6 +30,8 @@ Min = _lib.MIN
 Max = _lib.MAX
 Product = _lib.PRODUCT
 _OPS = (Sum, Average, Min, Max, Product)
+#: Horovod's Adasum: a name to refuse clearly (libhv has no Adasum reduction).
+Adasum = "Adasum"
 
 _DTYPES = {
     torch.float32: _lib.FLOAT32,
@@ -47,15 +50,25 @@ _pending = {}  # handle -> _Pending
 
 
 class _Pending:
-    __slots__ = ("output", "keep", "post", "done", "rc", "what")
+    __slots__ = ("output", "keep", "post", "done", "rc", "what", "custom")
 
-    def __init__(self, output, keep, post, what):
+    def __init__(self, output, keep, post, what, custom=None):
         self.output = output  # what synchronize() returns
         self.keep = keep  # tensors libhv reads or writes: alive until completion
         self.post = post  # callable(output) -> output after completion, or None
         self.done = False  # a poll() saw completion (libhv released the handle)
         self.rc = 0  # the status that poll() saw
         self.what = what  # the call's name, for errors
+        self.custom = custom  # an operation of several libhv calls: .test(), .wait() (below)
+
+
+_custom_ids = itertools.count(-1, -1)  # handles of custom operations (libhv's are positive)
+
+
+def _register_custom(op, what):
+    """A handle for an operation made of several libhv calls (hv.torch.collectives): op.test()
+    says whether it is done (never blocks), op.wait() waits and returns the output."""
+    return _register(next(_custom_ids), _Pending(None, op, None, what, custom=op))
 
 
 # Added to libhv's dtype by _dtype for a CUDA tensor: the call sites then use the *_on calls.
@@ -155,8 +168,12 @@ def _op(average, op, what):
     if op is None:
         op = Sum if average is False else Average
     if op not in _OPS:
+        if op is Adasum:
+            raise NotImplementedError(
+                "hv.torch.%s: op=hvd.Adasum is not supported: libhv reduces with Sum, Average, "
+                "Min, Max and Product (docs/python.md); use Average, Horovod's default" % what)
         raise ValueError("hv.torch.%s: unsupported op %r (hv supports Sum, Average, Min, Max, "
-                         "Product; Adasum is not supported)" % (what, op))
+                         "Product)" % (what, op))
     return op
 
 
@@ -226,8 +243,10 @@ def _broadcast_now(buf, dt, root, what):
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0):
+                    postscale_factor=1.0, process_set=None):
     """Starts an allreduce of tensor into a new tensor; returns a handle for synchronize()."""
+    if process_set is not None:
+        _check_set(process_set, "allreduce_async")
     dt = _dtype(tensor, "allreduce_async")
     op = _op(average, op, "allreduce_async")
     src = tensor.contiguous()
@@ -240,8 +259,10 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0):
+                     postscale_factor=1.0, process_set=None):
     """Starts an in-place allreduce of tensor; returns a handle for synchronize()."""
+    if process_set is not None:
+        _check_set(process_set, "allreduce_async_")
     dt = _dtype(tensor, "allreduce_async_")
     op = _op(average, op, "allreduce_async_")
     post = None
@@ -256,9 +277,11 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
-              postscale_factor=1.0):
+              postscale_factor=1.0, process_set=None):
     """Returns the op (default Average) over all ranks of tensor, in a new tensor. Blocking;
     the GIL is released while libhv works. compression: Compression.none or Compression.fp16."""
+    if process_set is not None:
+        _check_set(process_set, "allreduce")
     if compression is not None and compression is not Compression.none:
         t, ctx = compression.compress(tensor)
         out = allreduce(t, average, name, None, op, prescale_factor, postscale_factor)
@@ -277,8 +300,10 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0):
+               postscale_factor=1.0, process_set=None):
     """In-place allreduce of tensor (default Average); returns tensor. Blocking."""
+    if process_set is not None:
+        _check_set(process_set, "allreduce_")
     if name is not None or prescale_factor != 1.0 or postscale_factor != 1.0:
         return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
                                             postscale_factor))
@@ -296,8 +321,10 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     return tensor
 
 
-def broadcast_async_(tensor, root_rank, name=None):
+def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     """Starts an in-place broadcast of tensor from root_rank; returns a handle."""
+    if process_set is not None:
+        _check_set(process_set, "broadcast_async_")
     dt = _dtype(tensor, "broadcast_async_")
     post = None
     buf = tensor
@@ -318,14 +345,18 @@ def broadcast_async_(tensor, root_rank, name=None):
                                        "broadcast_async_"))
 
 
-def broadcast_async(tensor, root_rank, name=None):
+def broadcast_async(tensor, root_rank, name=None, process_set=None):
     """Starts a broadcast from root_rank into a new tensor (a copy of tensor on the root)."""
+    if process_set is not None:
+        _check_set(process_set, "broadcast_async")
     _dtype(tensor, "broadcast_async")
     return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
 
 
-def broadcast_(tensor, root_rank, name=None):
+def broadcast_(tensor, root_rank, name=None, process_set=None):
     """Overwrites tensor with root_rank's; returns tensor. Blocking."""
+    if process_set is not None:
+        _check_set(process_set, "broadcast_")
     if name is not None:
         return synchronize(broadcast_async_(tensor, root_rank, name))
     dt = _dtype(tensor, "broadcast_")
@@ -336,8 +367,10 @@ def broadcast_(tensor, root_rank, name=None):
     return tensor
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, process_set=None):
     """Returns root_rank's tensor in a new tensor. Blocking."""
+    if process_set is not None:
+        _check_set(process_set, "broadcast")
     _dtype(tensor, "broadcast")
     return broadcast_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
 
@@ -347,10 +380,12 @@ def _allgather_raw(src, count, dt, out, cap, counts, what):
     _lib.check(rc, "hv.torch.%s" % what)
 
 
-def allgather(tensor, name=None):
+def allgather(tensor, name=None, process_set=None):
     """Concatenates every rank's tensor along dimension 0, in rank order (the first dimension may
     differ between ranks; the others must agree, else MismatchError on every rank). Blocking.
     name is accepted for Horovod compatibility; libhv matches allgathers by call order."""
+    if process_set is not None:
+        _check_set(process_set, "allgather")
     del name
     dt = _dtype(tensor, "allgather")
     if dt & _ON_DEVICE:
@@ -408,6 +443,9 @@ def poll(handle):
         raise ValueError("hv.torch.poll: unknown or already synchronized handle %r" % handle)
     if p.done:
         return True
+    if p.custom is not None:
+        p.done = p.custom.test()
+        return p.done
     done = ctypes.c_int(0)
     rc = _lib.hv_test(handle, ctypes.byref(done))
     if done.value:
@@ -423,6 +461,8 @@ def synchronize(handle):
     if p is None:
         raise ValueError("hv.torch.synchronize: unknown or already synchronized handle %r" %
                          handle)
+    if p.custom is not None:
+        return p.custom.wait()
     rc = p.rc if p.done else _lib.hv_wait(handle)
     _lib.check(rc, "hv.torch.%s" % p.what)
     return p.output if p.post is None else p.post(p.output)

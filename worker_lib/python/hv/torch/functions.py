@@ -42,9 +42,11 @@ def broadcast_parameters(params, root_rank):
         raise first_error
 
 
-def broadcast_object(obj, root_rank=0, name=None):
+def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Returns root_rank's obj on every rank (pickled; for small objects). Blocking."""
     del name
+    if process_set is not None:
+        _ops._check_set(process_set, "broadcast_object")
     if _lib.hv_rank() == root_rank:
         buf = io.BytesIO()
         pickle.dump(obj, buf, protocol=pickle.HIGHEST_PROTOCOL)
@@ -71,10 +73,12 @@ def allgather_object(obj, name=None):
     return [pickle.loads(b) for b in _ops._allgather_bytes(data)]
 
 
-def broadcast_optimizer_state(optimizer, root_rank):
+def broadcast_optimizer_state(optimizer, root_rank, model=None):
     """Gives every rank root_rank's optimizer state (per-parameter state such as momentum and
     the param_groups' hyperparameters such as lr), through optimizer.load_state_dict. The state
-    travels pickled once, at start or after a reset: not a per-step cost."""
+    travels pickled once, at start or after a reset: not a per-step cost. model is accepted
+    for Horovod's signature (its parameters are the optimizer's)."""
+    del model
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("hv.torch.broadcast_optimizer_state: LBFGS is not supported")
     state = broadcast_object(optimizer.state_dict() if _lib.hv_rank() == root_rank else None,

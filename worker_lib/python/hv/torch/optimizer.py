@@ -21,6 +21,7 @@ import torch
 from .. import _lib
 from ..errors import NotInitializedError
 from . import _ops
+from .process_sets import check as check_process_set
 
 # Ready gradients are submitted to libhv in groups of at least this many bytes (a larger
 # gradient goes at once, alone), and what is left when backward ends goes as one group: one
@@ -34,7 +35,8 @@ _engine = getattr(torch.autograd.Variable, "_execution_engine", None)
 class _DistributedOptimizer(torch.optim.Optimizer):
     # Mixed into a subclass of the user's optimizer class (see DistributedOptimizer below); the
     # original class's __init__ runs on its own param_groups, which carry every hyperparameter.
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False):
         if _ops._lib.hv_size() < 1:
             raise NotInitializedError("hv.torch.DistributedOptimizer: hv has not been "
                                       "initialised; call hv.torch.init() first", 7, "HV_ESTATE")
@@ -71,11 +73,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._groups = []  # (handle, [grad, ...]): groups in flight
         self._handles = {}  # param -> (handle, ctx): a gradient's own allreduce in flight
         self._delay = {p: backward_passes_per_step for p in self._requires_update}
+        self._predivide = float(gradient_predivide_factor)
+        self._sparse_as_dense = bool(sparse_as_dense)
+        self._was_sparse = set()  # params whose sparse gradient this step made dense
+        self._explicit = _explicit_groups(groups, self._requires_update)  # param -> group
+        self._group_left = {}  # group -> members not yet handed on this step
+        self._group_ready = {}  # group -> [(param, grad)] ready to go together
+        self._reset_groups()
         self._synchronized = False
         self._should_synchronize = True
         self._hooks = []
         if _ops._lib.hv_size() > 1:
             self._register_hooks()
+
+    def _reset_groups(self):
+        self._group_left = {}
+        for gid in self._explicit.values():
+            self._group_left[gid] = self._group_left.get(gid, 0) + 1
+        self._group_ready = {gid: [] for gid in self._group_left}
 
     def _register_hooks(self):
         for p in self._requires_update:
@@ -109,18 +124,46 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _hand_on(self, p):
         """p's gradient is final for this step: into the next group (a dense contiguous CPU
-        gradient, no compression: the common case), else its own allreduce."""
+        gradient, no compression: the common case), else its own allreduce. With explicit
+        groups, a group goes when all its gradients are ready."""
         self._submitted.add(p)
         if p.grad is None:
             p.grad = torch.zeros_like(p)
+        if p.grad.layout != torch.strided:
+            if not self._sparse_as_dense:
+                raise TypeError(
+                    "hv.torch.DistributedOptimizer: %s has a %s gradient; hv reduces dense "
+                    "tensors: give DistributedOptimizer sparse_as_dense=True (Horovod's option; "
+                    "it is made dense for the reduction and sparse again for the step)" %
+                    (self._names[p].decode()[len("allreduce."):], p.grad.layout))
+            p.grad = p.grad.to_dense()
+            self._was_sparse.add(p)
         g = p.grad
-        if (self._compression is _ops.Compression.none and g.is_cpu and
-                g.layout == torch.strided and g.dtype in _ops._DTYPES and g.is_contiguous()):
+        if self._predivide != 1.0:
+            g.mul_(1.0 / self._predivide)  # the rest of the average after the sum (synchronize)
+        gid = self._explicit.get(p)
+        groupable = (self._compression is _ops.Compression.none and g.is_cpu and
+                     g.layout == torch.strided and g.dtype in _ops._DTYPES and g.is_contiguous())
+        if gid is not None:
+            self._group_left[gid] -= 1
+            if groupable:
+                self._group_ready[gid].append((p, g))
+            else:
+                self._alone(p, g)
+            if self._group_left[gid] == 0:
+                ready, self._group_ready[gid] = self._group_ready[gid], []
+                self._submit(ready)
+            return
+        if groupable:
             self._ready.append((p, g))
             self._ready_bytes += g.numel() * g.element_size()
             if self._ready_bytes >= GROUP_BYTES:
                 self._flush()
             return
+        self._alone(p, g)
+
+    def _alone(self, p, g):
+        """p's gradient in its own allreduce (compressed, or not a dense contiguous CPU one)."""
         t, ctx = self._compression.compress(g)
         self._handles[p] = (_ops.allreduce_async_(t, name=self._names[p].decode(), op=self._op),
                             (t, ctx))
@@ -130,9 +173,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._flush()
 
     def _flush(self):
-        """Submits the ready gradients as one group: one call into libhv, one handle (libhv
-        still matches, fuses and reduces them tensor by tensor, by name)."""
+        """Submits the ready gradients as one group."""
         ready, self._ready, self._ready_bytes = self._ready, [], 0
+        self._submit(ready)
+
+    def _submit(self, ready):
+        """Submits [(param, grad)] as one group: one call into libhv, one handle (libhv still
+        matches, fuses and reduces them tensor by tensor, by name)."""
         if not ready:
             return
         arr = (_lib.Tensor * len(ready))()
@@ -177,8 +224,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 continue
             if out is not p.grad:
                 p.grad.copy_(self._compression.decompress(out, ctx))
+        self._reset_groups()
         if first_error is not None:
             raise first_error
+        if self._predivide != 1.0:
+            for p in self._requires_update:
+                p.grad.mul_(self._predivide)
+        for p in self._was_sparse:
+            p.grad = p.grad.to_sparse()
+        self._was_sparse = set()
         self._synchronized = True
 
     def _forget_pending(self):
@@ -196,6 +250,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             except Exception:  # noqa: BLE001  (the old generation's failure, already handled)
                 pass
         self._delay = {p: self.backward_passes_per_step for p in self._requires_update}
+        self._reset_groups()
+        self._was_sparse = set()
         self._synchronized = False
 
     @contextlib.contextmanager
@@ -223,22 +279,75 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
+def _explicit_groups(groups, params):
+    """Horovod's groups: None, a number of groups (the parameters in order, split as evenly as
+    possible), or lists of parameters (each list one group; the others alone). Returns
+    {param: group index} for the parameters that are in a group of their own making."""
+    if groups is None:
+        return {}
+    if isinstance(groups, int) and not isinstance(groups, bool):
+        if groups < 0:
+            raise ValueError("hv.torch.DistributedOptimizer: groups must be a non-negative "
+                             "integer or a list of lists of parameters, got %d" % groups)
+        if groups == 0:
+            return {}
+        n = len(params)
+        return {p: i * groups // max(n, 1) for i, p in enumerate(params)}
+    if not isinstance(groups, (list, tuple)):
+        raise ValueError("hv.torch.DistributedOptimizer: groups must be a non-negative integer "
+                         "or a list of lists of parameters, got %s" % type(groups).__name__)
+    known = {id(p) for p in params}
+    out = {}
+    for gid, group in enumerate(groups):
+        for p in group:
+            if not isinstance(p, torch.Tensor):
+                raise ValueError("hv.torch.DistributedOptimizer: groups must consist of "
+                                 "parameters (torch.Tensor), got %s" % type(p).__name__)
+            if p in out:
+                raise ValueError("hv.torch.DistributedOptimizer: a parameter can only appear "
+                                 "once in groups")
+            if id(p) in known:
+                out[p] = gid
+    return out
+
+
 def DistributedOptimizer(optimizer, named_parameters=None, compression=_ops.Compression.none,
                          backward_passes_per_step=1, op=_ops.Average,
-                         gradient_predivide_factor=1.0):
+                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         sparse_as_dense=False, process_set=None):
     """Wraps optimizer so that step() applies gradients averaged (op) over all ranks; each
     gradient's allreduce starts as soon as backward produced it. named_parameters (normally
     model.named_parameters()) names the tensors across ranks; without it they are named by
     position, which needs the same optimizer construction on every rank.
-    backward_passes_per_step: local accumulation steps before the allreduce."""
-    if gradient_predivide_factor != 1.0:
-        raise ValueError("hv.torch.DistributedOptimizer: gradient_predivide_factor is not "
-                         "supported")
+    backward_passes_per_step: local accumulation steps before the allreduce.
+    gradient_predivide_factor (op Average only): gradients are divided by it before the sum and
+    multiplied by it over the world size after. groups (num_groups, deprecated): a number of
+    groups, or lists of parameters; a group's gradients go to libhv together once all of them
+    are ready. sparse_as_dense: sparse gradients are made dense for the reduction and sparse
+    again for the step (without it a sparse gradient is refused). op=Adasum and process sets
+    other than the global one raise NotImplementedError."""
+    if process_set is not None:
+        check_process_set(process_set, "DistributedOptimizer")
+    if op is _ops.Adasum:
+        raise NotImplementedError(
+            "hv.torch.DistributedOptimizer: op=hvd.Adasum is not supported: libhv has no Adasum "
+            "reduction (docs/python.md); use op=hvd.Average (Horovod's default), with the "
+            "learning rate scaled by the number of ranks")
     if op not in (_ops.Average, _ops.Sum):
         raise ValueError("hv.torch.DistributedOptimizer: op must be Average or Sum")
+    if gradient_predivide_factor != 1.0 and op != _ops.Average:
+        raise ValueError("hv.torch.DistributedOptimizer: gradient_predivide_factor needs "
+                         "op=Average (as Horovod's)")
+    if gradient_predivide_factor <= 0:
+        raise ValueError("hv.torch.DistributedOptimizer: gradient_predivide_factor must be "
+                         "positive, got %r" % gradient_predivide_factor)
+    if num_groups:
+        warnings.warn("hv.torch.DistributedOptimizer: num_groups is deprecated (as in Horovod): "
+                      "use groups", DeprecationWarning)
+        groups = num_groups if groups is None else groups
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     dist = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op)
+               op, gradient_predivide_factor, groups, sparse_as_dense)
     dist.state.update(optimizer.state)  # wrapping keeps momentum etc. (same parameter keys)
     return dist
