@@ -31,7 +31,8 @@
  * workload's own bound (every job alone on the cluster at its best size).
  *
  *   fleetsim [--seeds N (5) | --seed S] [--first-seed S] [--jobs 48] [--nodes 4] [--slots 2]
- *            [--namespaces 2] [--load 1.0] [--elastic 0.6] [--steps 20:5000]
+ *            [--namespaces 2] [--load 1.0] [--elastic 0.6] [--preemptible 0.33]
+ *            [--steps 20:5000]
  *            [--compute-ms 0.5:4]
  *            [--overhead-ms 8:3] [--reset-ms 40:60] [--noise 0.05]
  *            [--policies "fcfs static fleet"] [--interval-ms 3000] [--starve-ms 60000]
@@ -65,7 +66,7 @@ typedef struct opts_s {
     uint32_t interval_ms, starve_ms, keep_pct, min_gain_pm;
     int quota; /* fleet: quotas = the static partition (1) or none (0) */
     double start_s, resume_s, spawn_s, stop_s, reset_lo, reset_hi, o0_ms, o1_ms, noise;
-    double tick_s, steps_lo, steps_hi, elastic, c_lo, c_hi;
+    double tick_s, steps_lo, steps_hi, elastic, c_lo, c_hi, preempt_share;
     int print_workload, rows, trace, per_job;
 } opts_t;
 
@@ -95,12 +96,12 @@ static uint32_t steps_of(const spec_t *s) { return s->epochs * ((s->limit + BATC
 /* The seeded mix: Poisson arrivals at a rate that offers --load x the cluster's slot-seconds
  * (each job's work counted at its starting size); 60% elastic (--min-np np/2, --max-np 2-4 x
  * np), 40% fixed; -np 1, 2 or 4 (at most a namespace's part, so that the static partition can
- * run it); 15% of priority 1 (high), the rest 0; a third of the low-priority ones --preemptible;
- * lengths heavy-tailed as in the Philly and PAI traces (most jobs short, a few long): steps
- * log-uniform in [--steps lo:hi] (20-5000: median 316, mean 900, coefficient of variation 1.3),
- * as epochs of up to 900 steps of 64 samples; --compute-ms lo:hi (0.5-4) ms a sample, so the
- * part of a step that divides among workers is 80-97% at one worker (Amdahl) and each job's
- * marginal gains differ. */
+ * run it); 15% of priority 1 (high), the rest 0; a share (--preemptible, a third) of the
+ * low-priority ones --preemptible; lengths heavy-tailed as in the Philly and PAI traces (most
+ * jobs short, a few long): steps log-uniform in [--steps lo:hi] (20-5000: median 316, mean 900,
+ * coefficient of variation 1.3), as epochs of up to 900 steps of 64 samples; --compute-ms lo:hi
+ * (0.5-4) ms a sample, so the part of a step that divides among workers is 80-97% at one worker
+ * (Amdahl) and each job's marginal gains differ. */
 static int workload(const opts_t *o, uint64_t seed, spec_t *js) {
     uint64_t r = seed * 7919 + 17;
     uint32_t part = (uint32_t)(o->nodes * o->slots / o->nns);
@@ -113,7 +114,7 @@ static int workload(const opts_t *o, uint64_t seed, spec_t *js) {
         s->elastic = rng_unit(&r) < o->elastic;
         s->np = nps[rng_next(&r) % 4];
         s->np = s->np < part ? s->np : part;
-        s->preempt = !s->prio && rng_unit(&r) < 1.0 / 3;
+        s->preempt = !s->prio && rng_unit(&r) < o->preempt_share;
         s->min = s->elastic ? (s->np + 1) / 2 : s->np;
         s->max = s->elastic ? s->np * (2 + (uint32_t)(rng_next(&r) % 3)) : s->np;
         uint32_t all = (uint32_t)(o->nodes * o->slots);
@@ -607,7 +608,8 @@ static void schedule(sim_t *m) {
 typedef struct result_s {
     int ok;
     double alone; /* the average JCT if every job ran alone, at its best size, from its arrival */
-    double avg_jct, p95_jct, makespan, util, held, hi_wait_med, hi_wait_max, resets, preempts;
+    double avg_jct, p95_jct, makespan, util, held, hi_wait_med, hi_wait_max, hi_in_bound, resets,
+        preempts;
 } result_t;
 
 static int cmp_double(const void *a, const void *b) {
@@ -649,6 +651,11 @@ static result_t figures(const sim_t *m) {
     r.held = m->want_s > 0 ? m->held_slot_s / (m->want_s * m->o->nodes * m->o->slots) : 1;
     r.hi_wait_med = nw ? quantile(wait, nw, 0.5) : 0;
     r.hi_wait_max = nw ? wait[nw - 1] : 0;
+    int in = 0; /* started within one resize interval + 1 s */
+    for (int k = 0; k < nw; k++) {
+        in += wait[k] <= m->o->interval_ms / 1000.0 + 1;
+    }
+    r.hi_in_bound = nw ? (double)in / nw : 1;
     r.resets /= m->nj;
     return r;
 }
@@ -743,6 +750,15 @@ static void cell(double *v, int n, int low_is_bad, const char *fmt, double scale
     printf(fmt, w * scale);
 }
 
+/* The top-priority jobs started within one resize interval + 1 s: median and worst seed. */
+static void cell_hi(const result_t *r, int n) {
+    double v[MAXSEEDS];
+    for (int s = 0; s < n; s++) {
+        v[s] = r[s].hi_in_bound;
+    }
+    cell(v, n, 1, "%.0f%%", 100);
+}
+
 static void table(const opts_t *o, const int *pols, int np, result_t (*res)[MAXSEEDS]) {
     int n = o->seeds;
     printf("Fleet simulation: %d jobs per seed (%.0f%% elastic, %.0f-%.0f steps, step %.0f ms + "
@@ -753,10 +769,12 @@ static void table(const opts_t *o, const int *pols, int np, result_t (*res)[MAXS
            o->c_hi, o->nodes, o->slots, o->nns, o->load, (unsigned long long)o->seed,
            (unsigned long long)(o->seed + (uint64_t)n - 1), o->interval_ms, o->reset_lo * 1000,
            o->reset_hi * 1000, o->quota ? "= the static partition, borrowing unlimited" : "none");
-    printf("| policy | avg JCT s | p95 JCT s | makespan s | utilization while wanted | "
-           "top-priority wait s (median) | top-priority wait s (worst) | resets per job | "
-           "preemptions | steps lost | avg JCT vs fcfs |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf(
+        "| policy | avg JCT s | p95 JCT s | makespan s | utilization while wanted | "
+        "top-priority wait s (median) | top-priority wait s (worst) | resets per job | "
+        "preemptions | steps lost | avg JCT vs fcfs | top-priority started within interval + 1 s "
+        "|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int base = -1;
     for (int p = 0; p < np; p++) {
         base = pols[p] == POL_FCFS ? p : base;
@@ -789,6 +807,7 @@ static void table(const opts_t *o, const int *pols, int np, result_t (*res)[MAXS
         } else {
             printf(" | -");
         }
+        cell_hi(res[p], n);
         printf(" |\n");
     }
     if (np > 0) {
@@ -807,7 +826,7 @@ static void table(const opts_t *o, const int *pols, int np, result_t (*res)[MAXS
         } else {
             printf(" | -");
         }
-        printf(" |\n");
+        printf(" | - |\n");
     }
     printf(
         "\nWorst over seeds: the highest JCT, makespan, wait, resets and preemptions, the lowest "
@@ -860,6 +879,7 @@ static int parse(int argc, char **argv, opts_t *o) {
                   .steps_lo = 20,
                   .steps_hi = 5000,
                   .elastic = 0.6,
+                  .preempt_share = 1.0 / 3,
                   .c_lo = 0.5,
                   .c_hi = 4.0};
     for (int i = 1; i < argc; i++) {
@@ -916,6 +936,9 @@ static int parse(int argc, char **argv, opts_t *o) {
             } else if (strcmp(a, "--compute-ms") == 0) {
                 ok = sscanf(v, "%lf:%lf", &o->c_lo, &o->c_hi) == 2 && o->c_lo > 0 &&
                      o->c_hi >= o->c_lo;
+            } else if (strcmp(a, "--preemptible") == 0) {
+                o->preempt_share = atof(v);
+                ok = o->preempt_share >= 0 && o->preempt_share <= 1;
             } else if (strcmp(a, "--elastic") == 0) {
                 o->elastic = atof(v);
             } else if (strcmp(a, "--noise") == 0) {
