@@ -21,7 +21,7 @@
  * waits for the next commit, pauses for a reset, and frees the leaving workers' slots after it
  * (make before break). A preemption (fleet only) stops the job at its next commit with its state
  * copied (0.1 s), and its resume starts from that commit. Every resize and stop is at a commit,
- * so no step is lost here by construction; the real-binary bench measures it.
+ * so no step is lost here by construction; the end-to-end tests show it for the real driver.
  *
  * Per policy and seed: average and p95 job completion time (arrival to end), makespan (first
  * arrival to last end), utilization while any job wants more (slots computing / all slots, over
@@ -831,10 +831,10 @@ static void table(const opts_t *o, const int *pols, int np, result_t (*res)[MAXS
     printf(
         "\nWorst over seeds: the highest JCT, makespan, wait, resets and preemptions, the lowest "
         "utilization, the smallest JCT reduction against fcfs (per seed: avg JCT / fcfs avg "
-        "JCT - 1). The last row's last column is the bound on that reduction (per seed: every "
-        "job alone at its best size from its arrival, against fcfs): no policy reaches it. "
-        "Steps lost: 0 by construction (every resize and stop is at a commit); the "
-        "real-binary bench measures it.\n");
+        "JCT - 1). The last row's cell in that column is the bound on the reduction (per seed: "
+        "every job alone at its best size from its arrival, against fcfs): no policy reaches "
+        "it. Steps lost: 0 by construction (every resize and stop is at a commit); the "
+        "end-to-end tests through the binaries show it for the real driver.\n");
 }
 
 static void rows(const opts_t *o, int pol, uint64_t seed, const result_t *r) {
