@@ -14,12 +14,12 @@
 # c x 64 / n + 8 ms + 3 ms x (n - 1), c 0.5-4 ms a sample per job: Amdahl-like, every job its
 # own parallel fraction), the measurements (+-5% noise), starts (0.5 s), growth (spawn 0.3 s,
 # then a reset at the next commit), shrinks (at the next commit, make-before-break), resets
-# (uniform 40-60 ms, docs/PERFORMANCE.md's measured figure), preemptions (a stop at a commit and
-# a resume from the state copy, 0.4 s). The workload per seed: 48 jobs, Poisson arrivals offering
-# the cluster's capacity (load 1.0), 60% elastic (--min-np np/2, --max-np 2-4 x np), -np 1, 2
-# or 4, 15% of priority 1, a third of the others --preemptible, two namespaces of equal weight,
-# lengths log-uniform in 20-5000 steps (many short jobs, a few long). `build/bin/fleetsim --seed
-# S --print-workload` prints a seed's workload as hvsubmit lines.
+# (uniform 40-60 ms, docs/PERFORMANCE.md's measured figure), preemptions (a stop at a commit,
+# 0.1 s, and a resume from the state copy, 0.8 s). The workload per seed: 48 jobs, Poisson
+# arrivals offering the cluster's capacity (load 1.0), 60% elastic (--min-np np/2, --max-np 2-4
+# x np), -np 1, 2 or 4, 15% of priority 1, a third of the others --preemptible, two namespaces
+# of equal weight, lengths log-uniform in 20-5000 steps (many short jobs, a few long).
+# `build/bin/fleetsim --seed S --print-workload` prints a seed's workload as hvsubmit lines.
 #
 # Steps lost are 0 by construction here (every resize and stop happens at a commit); the
 # end-to-end tests through the binaries (tests/integration, tests/fault) are what show that the
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     --seeds) SEEDS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --) shift; break ;;
-    *) sed -n '2,36p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,32p' "$0" >&2; exit 2 ;;
     esac
 done
 SIM=$BUILD/bin/fleetsim
