@@ -53,7 +53,7 @@ printf 'import hv\nprint("libhv", hv.version(), "from", hv.library_path)\n' >"$T
     -- $PY "$TMP/imp.py" >"$TMP/job-open.out" 2>"$TMP/job-open.err"
 ec=$?
 [ $ec -eq 78 ] || fail "a job with an unsafe HV_LIBRARY: hvsubmit exit $ec, want 78"
-assert_grep "$TMP/job-open.out" "hv: node node-a: refusing HV_LIBRARY=$L/open/libhv.so: the directory $L/open is writable by every user" \
+assert_grep "$TMP/job-open.err" "^\[0\]<stderr>:hv: node node-a: refusing HV_LIBRARY=$L/open/libhv.so: the directory $L/open is writable by every user" \
     "the worker's refusal must reach hvsubmit"
 "$BIN/hvsubmit" -np 1 --env "HV_LIBRARY=$L/safe/libhv.so" --env "PYTHONPATH=$HV_SRC_DIR/worker_lib/python" \
     -- $PY "$TMP/imp.py" >"$TMP/job-safe.out" 2>"$TMP/job-safe.err" || fail "a job with a safe HV_LIBRARY: exit $?"
