@@ -64,8 +64,9 @@ hv_conngate_verdict hv_conngate_decide(uint32_t client_open, uint32_t total_open
  * other uses: (nofile - reserve) / HV_CONNGATE_FDS_PER_CONN in all, at least 2 and at most
  * HV_CONNGATE_MAX_AUTO; half of the bound in all per client (at least 1). Set bounds stay. The
  * nodes' share is a quarter of the bound in all, always derived (0 below 4). Pure.
- * At nofile 1024 and reserve 64: 480 in all, 240 per client (every local process is the client
- * 127.0.0.1: a loopback cluster of 16 workers and its agents uses a few dozen). */
+ * At nofile 1024 and reserve 64: 480 in all, 240 per client, 120 kept for nodes (every local
+ * process is the client 127.0.0.1: a loopback cluster of 16 workers and its agents uses a few
+ * dozen). */
 #define HV_CONNGATE_FDS_PER_CONN 2 /* a connection's socket, and room for what its calls open */
 #define HV_CONNGATE_MAX_AUTO 32768 /* derived bound in all at most, however high the limit */
 void hv_conngate_derive(uint64_t nofile, uint64_t reserve, hv_conngate_limits_t *lim);
