@@ -155,12 +155,13 @@ static void head_fd_limits(head_t *h) {
     h->cfg.limits.max_connections = conns.max_total;
     h->cfg.limits.max_connections_per_client = conns.max_per_client;
     HV_LOG(HV_LOG_INFO, "head", "HV-HEAD-LIMITS",
-           "open-file limit %llu; connections at most %u in all and %u per client address; "
-           "Watch streams at most %u in all and %u per client; connections not set up within "
-           "%u ms are closed",
+           "open-file limit %llu; connections at most %u in all and %u per client address, the "
+           "last %u kept for nodes' addresses; Watch streams at most %u in all and %u per "
+           "client; connections not set up within %u ms are closed",
            (unsigned long long)limit, h->cfg.limits.max_connections,
-           h->cfg.limits.max_connections_per_client, h->cfg.limits.max_watch_streams,
-           h->cfg.limits.max_watch_streams_per_client, h->cfg.limits.handshake_timeout_ms);
+           h->cfg.limits.max_connections_per_client, conns.node_share,
+           h->cfg.limits.max_watch_streams, h->cfg.limits.max_watch_streams_per_client,
+           h->cfg.limits.handshake_timeout_ms);
 }
 
 /* Two heads on one data directory would corrupt each other's state: the first holds a lock on
@@ -860,12 +861,19 @@ static int head_listen(head_t *h) {
     /* Connections to the gRPC port are bounded from here on (head/services/conngate.h). */
     hv_conngate_limits_t glim = {.max_total = h->cfg.limits.max_connections,
                                  .max_per_client = h->cfg.limits.max_connections_per_client};
+    hv_conngate_derive(0, 0, &glim); /* the bounds set above stay; the nodes' share follows */
     if ((rc = hv_conngate_start(&glim)) != HV_OK ||
         (rc = hv_conngate_watch_port(h->port)) != HV_OK) {
         head_fail("hvhead: cannot bound connections: %s", hv_strerror(rc));
         return 1;
     }
     return 0;
+}
+
+/* svc_auth's hook: a call with a node credential came from peer. */
+static void head_note_node(const char *peer, void *ud) {
+    (void)ud;
+    hv_conngate_note_node_peer(peer);
 }
 
 /* The HTTP listener on cfg.metrics.listen, with the token of metrics.token_file: /metrics keeps
@@ -942,6 +950,12 @@ static int head_start_services(head_t *h) {
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
     hv_svc_auth_set_static_token(h->authsvc, h->cfg.token);
+    /* The addresses of nodes (those stored: agents re-connecting after a restart; then each
+     * that calls with its node credential) may take the connections kept for nodes. */
+    hv_svc_auth_set_node_hook(h->authsvc, head_note_node, NULL);
+    for (const hv_dnode_t *n = hv_driver_nodes(h->driver); n != NULL; n = n->next) {
+        hv_conngate_note_node_peer(n->peer);
+    }
     /* The autoscaler starts its agents from the directory hvhead runs from. */
     char agent[4096] = "hvagent";
     ssize_t self_len = readlink("/proc/self/exe", agent, sizeof(agent) - 16);

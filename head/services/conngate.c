@@ -23,13 +23,17 @@
 
 /* ---- the decision --------------------------------------------------------------------------- */
 
-hv_conngate_verdict hv_conngate_decide(uint32_t client_open, uint32_t total_open,
+hv_conngate_verdict hv_conngate_decide(uint32_t client_open, uint32_t total_open, int node,
                                        const hv_conngate_limits_t *lim) {
     if (lim->max_per_client != 0 && client_open >= lim->max_per_client) {
         return HV_CONNGATE_REFUSE_CLIENT;
     }
     if (lim->max_total != 0 && total_open >= lim->max_total) {
         return HV_CONNGATE_REFUSE_TOTAL;
+    }
+    if (!node && lim->max_total != 0 && lim->node_share < lim->max_total &&
+        total_open >= lim->max_total - lim->node_share) {
+        return HV_CONNGATE_REFUSE_SHARE;
     }
     return HV_CONNGATE_ADMIT;
 }
@@ -44,6 +48,7 @@ void hv_conngate_derive(uint64_t nofile, uint64_t reserve, hv_conngate_limits_t 
         uint32_t half = lim->max_total / 2;
         lim->max_per_client = half > 0 ? half : 1;
     }
+    lim->node_share = lim->max_total / 4;
 }
 
 int hv_conngate_key(const void *sockaddr, size_t len, char out[HV_CONNGATE_KEY_LEN]) {
@@ -66,6 +71,43 @@ int hv_conngate_key(const void *sockaddr, size_t len, char out[HV_CONNGATE_KEY_L
     return -1;
 }
 
+int hv_conngate_peer_key(const char *peer, char out[HV_CONNGATE_KEY_LEN]) {
+    out[0] = '\0';
+    if (peer == NULL) {
+        return -1;
+    }
+    char host[HV_CONNGATE_KEY_LEN];
+    const char *h, *end;
+    if (strncmp(peer, "ipv4:", 5) == 0) {
+        h = peer + 5;
+        end = strrchr(h, ':');
+    } else if (strncmp(peer, "ipv6:[", 6) == 0 || strncmp(peer, "ipv6:%5B", 8) == 0 ||
+               strncmp(peer, "ipv6:%5b", 8) == 0) {
+        h = peer + (peer[5] == '[' ? 6 : 8);
+        end = strchr(h, peer[5] == '[' ? ']' : '%');
+    } else {
+        return -1;
+    }
+    if (end == NULL || end == h || (size_t)(end - h) >= sizeof(host)) {
+        return -1;
+    }
+    memcpy(host, h, (size_t)(end - h));
+    host[end - h] = '\0';
+    struct sockaddr_in in = {.sin_family = AF_INET};
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+    if (inet_pton(AF_INET, host, &in.sin_addr) == 1) {
+        return hv_conngate_key(&in, sizeof(in), out);
+    }
+    char *zone = strchr(host, '%'); /* fe80::1%eth0: the zone is no part of the address */
+    if (zone != NULL) {
+        *zone = '\0';
+    }
+    if (inet_pton(AF_INET6, host, &in6.sin6_addr) == 1) {
+        return hv_conngate_key(&in6, sizeof(in6), out);
+    }
+    return -1;
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 /* One client: its key and how many recorded connections it holds. Owned by the table; freed
@@ -83,12 +125,20 @@ typedef struct conntab_entry_s {
     ino_t ino;
 } conntab_entry_t;
 
+/* A node's address (hv_conntab_note_node), in its hash chain. */
+typedef struct conntab_node_s {
+    struct conntab_node_s *next;
+    char key[HV_CONNGATE_KEY_LEN];
+} conntab_node_t;
+
 struct hv_conntab_s {
-    conntab_entry_t *entries; /* indexed by fd; owned */
-    size_t cap;               /* entries allocated */
-    uint32_t total;           /* entries in use */
-    uint64_t last_prune_ms;   /* now_ms of the last prune by hv_conntab_admit */
-    int pruned;               /* a prune has run (last_prune_ms is meaningful) */
+    conntab_node_t *nodes[CONNTAB_BUCKETS]; /* the nodes' addresses; owned */
+    uint32_t n_nodes;                       /* addresses in nodes */
+    conntab_entry_t *entries;               /* indexed by fd; owned */
+    size_t cap;                             /* entries allocated */
+    uint32_t total;                         /* entries in use */
+    uint64_t last_prune_ms;                 /* now_ms of the last prune by hv_conntab_admit */
+    int pruned;                             /* a prune has run (last_prune_ms is meaningful) */
     conntab_client_t *buckets[CONNTAB_BUCKETS];
 };
 
@@ -119,6 +169,12 @@ void hv_conntab_destroy(hv_conntab_t *t) {
             conntab_client_t *next = c->next;
             hv_free(c);
             c = next;
+        }
+        conntab_node_t *n = t->nodes[i];
+        while (n != NULL) {
+            conntab_node_t *next = n->next;
+            hv_free(n);
+            n = next;
         }
     }
     hv_free(t->entries);
@@ -201,6 +257,34 @@ uint32_t hv_conntab_prune(hv_conntab_t *t) {
     return dropped;
 }
 
+int hv_conntab_is_node(const hv_conntab_t *t, const char *key) {
+    for (const conntab_node_t *n = t->nodes[conntab_hash(key)]; n != NULL; n = n->next) {
+        if (strcmp(n->key, key) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+hv_err hv_conntab_note_node(hv_conntab_t *t, const char *key) {
+    if (hv_conntab_is_node(t, key)) {
+        return HV_OK;
+    }
+    if (t->n_nodes >= HV_CONNGATE_MAX_NODES) {
+        return HV_ETOOBIG;
+    }
+    conntab_node_t *n = hv_calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return HV_ENOMEM;
+    }
+    snprintf(n->key, sizeof(n->key), "%s", key);
+    uint32_t b = conntab_hash(n->key);
+    n->next = t->nodes[b];
+    t->nodes[b] = n;
+    t->n_nodes++;
+    return HV_OK;
+}
+
 uint32_t hv_conntab_total(const hv_conntab_t *t) { return t->total; }
 
 uint32_t hv_conntab_count(const hv_conntab_t *t, const char *key) {
@@ -211,13 +295,14 @@ uint32_t hv_conntab_count(const hv_conntab_t *t, const char *key) {
 hv_conngate_verdict hv_conntab_admit(hv_conntab_t *t, int fd, const char *key,
                                      const hv_conngate_limits_t *lim, uint64_t now_ms) {
     conntab_drop(t, fd); /* that connection is closed: its number was given out again */
-    hv_conngate_verdict v = hv_conngate_decide(hv_conntab_count(t, key), t->total, lim);
+    int node = hv_conntab_is_node(t, key);
+    hv_conngate_verdict v = hv_conngate_decide(hv_conntab_count(t, key), t->total, node, lim);
     if (v != HV_CONNGATE_ADMIT &&
         (!t->pruned || now_ms - t->last_prune_ms >= HV_CONNGATE_PRUNE_MS)) {
         t->pruned = 1;
         t->last_prune_ms = now_ms;
         if (hv_conntab_prune(t) > 0) {
-            v = hv_conngate_decide(hv_conntab_count(t, key), t->total, lim);
+            v = hv_conngate_decide(hv_conntab_count(t, key), t->total, node, lim);
         }
     }
     struct stat sb;
@@ -236,7 +321,7 @@ static hv_conntab_t *gate_tab;                /* owned; NULL when off */
 static hv_conngate_limits_t gate_lim;         /* the bounds in force */
 static int gate_ports[HV_CONNGATE_MAX_PORTS]; /* listening ports gated */
 static size_t gate_n_ports;                   /* entries of gate_ports in use */
-static uint64_t gate_refused[3];              /* by verdict (index 0 unused) */
+static uint64_t gate_refused[4];              /* by verdict (index 0 unused) */
 static uint64_t gate_last_log_ms;             /* when HV-CONN-LIMIT was last written */
 static int gate_logged;                       /* HV-CONN-LIMIT was written once */
 static uint64_t gate_unlogged;                /* refusals since then, not logged */
@@ -276,6 +361,20 @@ hv_err hv_conngate_watch_port(int port) {
     return rc;
 }
 
+void hv_conngate_note_node_peer(const char *peer) {
+    char key[HV_CONNGATE_KEY_LEN];
+    if (hv_conngate_peer_key(peer, key) != 0) {
+        return;
+    }
+    pthread_mutex_lock(&gate_mu);
+    hv_err rc = gate_tab != NULL ? hv_conntab_note_node(gate_tab, key) : HV_OK;
+    pthread_mutex_unlock(&gate_mu);
+    if (rc == HV_ENOMEM) {
+        HV_LOG(HV_LOG_WARN, "head", "HV-CONN-LIMIT",
+               "out of memory: %s is not noted as a node's address", key);
+    }
+}
+
 void hv_conngate_stop(void) {
     pthread_mutex_lock(&gate_mu);
     __atomic_store_n(&gate_on, 0, __ATOMIC_RELEASE);
@@ -297,7 +396,8 @@ void hv_conngate_stats(hv_conngate_stats_t *out) {
     }
     out->open = gate_tab != NULL ? gate_tab->total : 0;
     out->refused_client = gate_refused[HV_CONNGATE_REFUSE_CLIENT];
-    out->refused_total = gate_refused[HV_CONNGATE_REFUSE_TOTAL];
+    out->refused_total =
+        gate_refused[HV_CONNGATE_REFUSE_TOTAL] + gate_refused[HV_CONNGATE_REFUSE_SHARE];
     pthread_mutex_unlock(&gate_mu);
 }
 
@@ -356,6 +456,12 @@ static hv_conngate_verdict gate_admit(int fd, const char *key) {
                "refused a connection from %s: it holds %u, limit %u per client "
                "(limits.max_connections_per_client); %llu more refused since the last report",
                key, client, lim.max_per_client, (unsigned long long)unlogged);
+    } else if (log && v == HV_CONNGATE_REFUSE_SHARE) {
+        HV_LOG(HV_LOG_WARN, "head", "HV-CONN-LIMIT",
+               "refused a connection from %s: %u open, limit %u in all (limits.max_connections), "
+               "of which the last %u are kept for nodes' addresses (agents re-connecting), and "
+               "no node has called from %s; %llu more refused since the last report",
+               key, total, lim.max_total, lim.node_share, key, (unsigned long long)unlogged);
     } else if (log) {
         HV_LOG(HV_LOG_WARN, "head", "HV-CONN-LIMIT",
                "refused a connection from %s: %u open, limit %u in all "

@@ -41,25 +41,32 @@
 typedef struct hv_conngate_limits_s {
     uint32_t max_total;      /* connections open at once, in all; 0 = no bound */
     uint32_t max_per_client; /* connections open at once from one peer address; 0 = no bound */
+    uint32_t node_share;     /* of max_total, the places only nodes' addresses may take */
 } hv_conngate_limits_t;
 
 typedef enum hv_conngate_verdict {
     HV_CONNGATE_ADMIT = 0,
     HV_CONNGATE_REFUSE_CLIENT = 1, /* the client's bound is reached */
     HV_CONNGATE_REFUSE_TOTAL = 2,  /* the bound in all is reached */
+    HV_CONNGATE_REFUSE_SHARE = 3,  /* only the places kept for nodes' addresses are left */
 } hv_conngate_verdict;
 
 /* Whether one more connection from a client that holds client_open of the total_open ones may
- * be admitted. The client's bound is checked first (when both are reached, the client is the one
- * that holds too many). Pure. */
-hv_conngate_verdict hv_conngate_decide(uint32_t client_open, uint32_t total_open,
+ * be admitted; node says the client's address is a node's (hv_conntab_note_node). The client's
+ * bound is checked first (when both are reached, the client is the one that holds too many),
+ * then the bound in all; an address that is no node's may not take the last node_share places,
+ * so that agents re-connecting (after a network fault or a head restart) are not locked out by
+ * a few other addresses at their bounds. Pure. */
+hv_conngate_verdict hv_conngate_decide(uint32_t client_open, uint32_t total_open, int node,
                                        const hv_conngate_limits_t *lim);
 
 /* Fills the bounds left at 0 from the open-file limit nofile, less reserve descriptors kept for
  * other uses: (nofile - reserve) / HV_CONNGATE_FDS_PER_CONN in all, at least 2 and at most
- * HV_CONNGATE_MAX_AUTO; half of the bound in all per client (at least 1). Set bounds stay. Pure.
- * At nofile 1024 and reserve 64: 480 in all, 240 per client (every local process is the client
- * 127.0.0.1: a loopback cluster of 16 workers and its agents uses a few dozen). */
+ * HV_CONNGATE_MAX_AUTO; half of the bound in all per client (at least 1). Set bounds stay. The
+ * nodes' share is a quarter of the bound in all, always derived (0 below 4). Pure.
+ * At nofile 1024 and reserve 64: 480 in all, 240 per client, 120 kept for nodes (every local
+ * process is the client 127.0.0.1: a loopback cluster of 16 workers and its agents uses a few
+ * dozen). */
 #define HV_CONNGATE_FDS_PER_CONN 2 /* a connection's socket, and room for what its calls open */
 #define HV_CONNGATE_MAX_AUTO 32768 /* derived bound in all at most, however high the limit */
 void hv_conngate_derive(uint64_t nofile, uint64_t reserve, hv_conngate_limits_t *lim);
@@ -67,6 +74,9 @@ void hv_conngate_derive(uint64_t nofile, uint64_t reserve, hv_conngate_limits_t 
 /* The peer key of a socket address: its IP address as text, an IPv4 address mapped into IPv6
  * written as IPv4 ("127.0.0.1"). Returns 0, or -1 for an address that is not IP (out is ""). */
 int hv_conngate_key(const void *sockaddr, size_t len, char out[HV_CONNGATE_KEY_LEN]);
+/* The same key from gRPC's form of a call's peer ("ipv4:127.0.0.1:4242", "ipv6:[::1]:4242",
+ * "ipv6:%5B::ffff:10.0.0.1%5D:4242"). Returns 0, or -1 for one that is not IP (out is ""). Pure. */
+int hv_conngate_peer_key(const char *peer, char out[HV_CONNGATE_KEY_LEN]);
 
 /* ---- the table of admitted connections (not thread-safe: the gate holds its mutex) ---------- */
 
@@ -84,6 +94,12 @@ void hv_conntab_destroy(hv_conntab_t *t);
  * also when the table cannot grow (out of memory): the connection is then not counted. */
 hv_conngate_verdict hv_conntab_admit(hv_conntab_t *t, int fd, const char *key,
                                      const hv_conngate_limits_t *lim, uint64_t now_ms);
+/* Notes key as a node's address (an agent called from it with its node credential): from then
+ * on it may take the places kept for nodes. At most HV_CONNGATE_MAX_NODES addresses; later ones
+ * are not noted (HV_ETOOBIG). Errors: HV_ENOMEM. */
+#define HV_CONNGATE_MAX_NODES 65536
+hv_err hv_conntab_note_node(hv_conntab_t *t, const char *key);
+int hv_conntab_is_node(const hv_conntab_t *t, const char *key);
 /* Drops the entries whose fd no longer refers to the socket recorded (closed, or reused for
  * another file). Returns how many it dropped. */
 uint32_t hv_conntab_prune(hv_conntab_t *t);
@@ -100,13 +116,17 @@ hv_err hv_conngate_start(const hv_conngate_limits_t *lim);
  * before the server starts accepting. Errors: HV_ETOOBIG (more than HV_CONNGATE_MAX_PORTS),
  * HV_EINVAL (port out of range). */
 hv_err hv_conngate_watch_port(int port);
+/* Notes a call's peer (gRPC's form, as hv_conngate_peer_key reads it) as a node's address, in
+ * the gate's table (hv_conntab_note_node). Before hv_conngate_start, or for a peer that is not
+ * IP, nothing is noted. Thread-safe. */
+void hv_conngate_note_node_peer(const char *peer);
 /* Turns the gate off and frees its table. Call once the servers are shut down. */
 void hv_conngate_stop(void);
 
 typedef struct hv_conngate_stats_s {
     uint32_t open;           /* connections counted as open (closed ones go at the next prune) */
     uint64_t refused_client; /* refused at a client's bound, since start */
-    uint64_t refused_total;  /* refused at the bound in all, since start */
+    uint64_t refused_total;  /* refused at the bound in all (or the nodes' share), since start */
 } hv_conngate_stats_t;
 
 /* A snapshot of the gate's figures. Prunes first (at most once per HV_CONNGATE_PRUNE_MS), so

@@ -20,31 +20,45 @@
 
 static void case_decide(void) {
     static const struct {
-        uint32_t client, total, max_total, max_per_client;
+        uint32_t client, total, max_total, max_per_client, node_share;
+        int node;
         hv_conngate_verdict want;
     } rows[] = {
-        {0, 0, 0, 0, HV_CONNGATE_ADMIT},           /* no bounds */
-        {1000, 100000, 0, 0, HV_CONNGATE_ADMIT},   /* no bounds, many open */
-        {0, 0, 12, 8, HV_CONNGATE_ADMIT},          /* first connection */
-        {7, 11, 12, 8, HV_CONNGATE_ADMIT},         /* the last place of both */
-        {8, 8, 12, 8, HV_CONNGATE_REFUSE_CLIENT},  /* the client's bound */
-        {3, 12, 12, 8, HV_CONNGATE_REFUSE_TOTAL},  /* the bound in all */
-        {8, 12, 12, 8, HV_CONNGATE_REFUSE_CLIENT}, /* both: the client holds too many */
-        {9, 20, 12, 8, HV_CONNGATE_REFUSE_CLIENT}, /* over both (bounds lowered) */
-        {5, 12, 0, 8, HV_CONNGATE_ADMIT},          /* no bound in all */
-        {50, 12, 100, 0, HV_CONNGATE_ADMIT},       /* no bound per client */
-        {0, 100, 100, 0, HV_CONNGATE_REFUSE_TOTAL},
-        {0, 0, 1, 1, HV_CONNGATE_ADMIT},
-        {1, 1, 1, 1, HV_CONNGATE_REFUSE_CLIENT},
-        {0, 1, 1, 1, HV_CONNGATE_REFUSE_TOTAL},
+        {0, 0, 0, 0, 0, 0, HV_CONNGATE_ADMIT},           /* no bounds */
+        {1000, 100000, 0, 0, 0, 0, HV_CONNGATE_ADMIT},   /* no bounds, many open */
+        {0, 0, 12, 8, 0, 0, HV_CONNGATE_ADMIT},          /* first connection */
+        {7, 11, 12, 8, 0, 0, HV_CONNGATE_ADMIT},         /* the last place of both */
+        {8, 8, 12, 8, 0, 0, HV_CONNGATE_REFUSE_CLIENT},  /* the client's bound */
+        {3, 12, 12, 8, 0, 0, HV_CONNGATE_REFUSE_TOTAL},  /* the bound in all */
+        {8, 12, 12, 8, 0, 0, HV_CONNGATE_REFUSE_CLIENT}, /* both: the client holds too many */
+        {9, 20, 12, 8, 0, 0, HV_CONNGATE_REFUSE_CLIENT}, /* over both (bounds lowered) */
+        {5, 12, 0, 8, 0, 0, HV_CONNGATE_ADMIT},          /* no bound in all */
+        {50, 12, 100, 0, 0, 0, HV_CONNGATE_ADMIT},       /* no bound per client */
+        {0, 100, 100, 0, 0, 0, HV_CONNGATE_REFUSE_TOTAL},
+        {0, 0, 1, 1, 0, 0, HV_CONNGATE_ADMIT},
+        {1, 1, 1, 1, 0, 0, HV_CONNGATE_REFUSE_CLIENT},
+        {0, 1, 1, 1, 0, 0, HV_CONNGATE_REFUSE_TOTAL},
+        /* The nodes' share (issue 24: two addresses at their bounds locked agents out). */
+        {0, 8, 12, 8, 3, 0, HV_CONNGATE_ADMIT},         /* the last place for any address */
+        {0, 9, 12, 8, 3, 0, HV_CONNGATE_REFUSE_SHARE},  /* what is left is the nodes' */
+        {1, 9, 12, 8, 3, 1, HV_CONNGATE_ADMIT},         /* a node's address takes it */
+        {0, 11, 12, 8, 3, 1, HV_CONNGATE_ADMIT},        /* up to the bound in all */
+        {0, 12, 12, 8, 3, 1, HV_CONNGATE_REFUSE_TOTAL}, /* and no further */
+        {8, 9, 12, 8, 3, 1, HV_CONNGATE_REFUSE_CLIENT}, /* a node's address has its bound too */
+        {8, 9, 12, 8, 3, 0, HV_CONNGATE_REFUSE_CLIENT}, /* its own bound is named first */
+        {0, 100, 0, 8, 3, 0, HV_CONNGATE_ADMIT},        /* no bound in all: no share */
+        {0, 479, 480, 240, 0, 0, HV_CONNGATE_ADMIT},    /* no share */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         hv_conngate_limits_t lim = {.max_total = rows[i].max_total,
-                                    .max_per_client = rows[i].max_per_client};
-        hv_conngate_verdict got = hv_conngate_decide(rows[i].client, rows[i].total, &lim);
+                                    .max_per_client = rows[i].max_per_client,
+                                    .node_share = rows[i].node_share};
+        hv_conngate_verdict got =
+            hv_conngate_decide(rows[i].client, rows[i].total, rows[i].node, &lim);
         if (got != rows[i].want) {
-            fprintf(stderr, "row %zu: client %u total %u limits %u/%u\n", i, rows[i].client,
-                    rows[i].total, rows[i].max_total, rows[i].max_per_client);
+            fprintf(stderr, "row %zu: client %u total %u node %d limits %u/%u/%u\n", i,
+                    rows[i].client, rows[i].total, rows[i].node, rows[i].max_total,
+                    rows[i].max_per_client, rows[i].node_share);
         }
         CHECK_EQ(got, rows[i].want);
     }
@@ -54,29 +68,33 @@ static void case_derive(void) {
     static const struct {
         uint64_t nofile;
         uint32_t max_total, max_per_client; /* as configured (0 = derive) */
-        uint32_t want_total, want_per_client;
+        uint32_t want_total, want_per_client, want_share;
     } rows[] = {
-        {1024, 0, 0, 480, 240},        /* the usual soft limit */
-        {128, 0, 0, 32, 16},           /* fd_exhaustion.sh's head */
-        {20000, 0, 0, 9968, 4984},     /* this machine's hard limit */
-        {1048576, 0, 0, 32768, 16384}, /* capped */
-        {60, 0, 0, 2, 1},              /* below the reserve: the least */
-        {66, 0, 0, 2, 1},
-        {1024, 12, 0, 12, 6}, /* per client follows a set bound in all */
-        {1024, 0, 8, 480, 8}, /* a set per-client bound stays */
-        {1024, 12, 8, 12, 8},
-        {1024, 1, 0, 1, 1},
+        {1024, 0, 0, 480, 240, 120},         /* the usual soft limit */
+        {128, 0, 0, 32, 16, 8},              /* fd_exhaustion.sh's head */
+        {20000, 0, 0, 9968, 4984, 2492},     /* this machine's hard limit */
+        {1048576, 0, 0, 32768, 16384, 8192}, /* capped */
+        {60, 0, 0, 2, 1, 0},                 /* below the reserve: the least */
+        {66, 0, 0, 2, 1, 0},
+        {1024, 12, 0, 12, 6, 3},   /* per client and the share follow a set bound in all */
+        {1024, 0, 8, 480, 8, 120}, /* a set per-client bound stays */
+        {1024, 12, 8, 12, 8, 3},
+        {1024, 1, 0, 1, 1, 0},
+        {1024, 3, 2, 3, 2, 0}, /* conn_limit_tls.sh's head: no share below 4 */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         hv_conngate_limits_t lim = {.max_total = rows[i].max_total,
                                     .max_per_client = rows[i].max_per_client};
         hv_conngate_derive(rows[i].nofile, 64, &lim);
-        if (lim.max_total != rows[i].want_total || lim.max_per_client != rows[i].want_per_client) {
-            fprintf(stderr, "row %zu: nofile %llu: got %u/%u\n", i,
-                    (unsigned long long)rows[i].nofile, lim.max_total, lim.max_per_client);
+        if (lim.max_total != rows[i].want_total || lim.max_per_client != rows[i].want_per_client ||
+            lim.node_share != rows[i].want_share) {
+            fprintf(stderr, "row %zu: nofile %llu: got %u/%u/%u\n", i,
+                    (unsigned long long)rows[i].nofile, lim.max_total, lim.max_per_client,
+                    lim.node_share);
         }
         CHECK_EQ(lim.max_total, rows[i].want_total);
         CHECK_EQ(lim.max_per_client, rows[i].want_per_client);
+        CHECK_EQ(lim.node_share, rows[i].want_share);
     }
 }
 
@@ -98,6 +116,33 @@ static void case_key(void) {
     CHECK_EQ(hv_conngate_key(&un, sizeof(un), key), -1);
     CHECK_STR(key, "");
     CHECK_EQ(hv_conngate_key(&in, 4, key), -1); /* truncated */
+    /* A call's peer as gRPC writes it: the same key as the connection's. */
+    static const struct {
+        const char *peer, *want;
+    } peers[] = {
+        {"ipv4:127.0.0.1:4242", "127.0.0.1"},
+        {"ipv4:10.1.2.3:1", "10.1.2.3"},
+        {"ipv6:[::1]:4242", "::1"},
+        {"ipv6:%5B::1%5D:4242", "::1"},
+        {"ipv6:[::ffff:10.1.2.3]:7", "10.1.2.3"}, /* dual stack: the IPv4 client */
+        {"ipv6:[FD00:0::1]:7", "fd00::1"},        /* written as accept's key is */
+        {"ipv6:[fe80::1%eth0]:7", "fe80::1"},
+        {"unix:/tmp/s", ""},
+        {"ipv4:", ""},
+        {"ipv4:999.1.1.1:5", ""},
+        {"ipv6:[::1", ""},
+        {"ipv6:[]:5", ""},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+        int rc = hv_conngate_peer_key(peers[i].peer, key);
+        if (strcmp(key, peers[i].want) != 0) {
+            fprintf(stderr, "peer %s: got '%s'\n", peers[i].peer, key);
+        }
+        CHECK_STR(key, peers[i].want);
+        CHECK_EQ(rc, peers[i].want[0] != '\0' ? 0 : -1);
+    }
+    CHECK_EQ(hv_conngate_peer_key(NULL, key), -1);
 }
 
 /* A listener on 127.0.0.1, an ephemeral port; nonblocking like gRPC's. */
@@ -208,6 +253,29 @@ static void case_table(void) {
     CHECK_EQ(hv_conntab_count(t, "127.0.0.2"), 1);
     CHECK_EQ(hv_conntab_count(t, "127.0.0.3"), 1);
     CHECK_EQ(hv_conntab_total(t), 2);
+
+    /* The nodes' share: with 1 of 4 kept, 127.0.0.4 (no node's) is refused the last place, and
+     * takes it once it is noted as a node's address. */
+    hv_conngate_limits_t shared = {.max_total = 4, .max_per_client = 4, .node_share = 1};
+    int c6 = client("127.0.0.4", port), s6 = take(lfd);
+    int c8 = client("127.0.0.4", port), s8 = take(lfd);
+    CHECK(s6 >= 0 && s8 >= 0);
+    CHECK_EQ(hv_conntab_admit(t, s6, "127.0.0.4", &shared, now + 3 + HV_CONNGATE_PRUNE_MS),
+             HV_CONNGATE_ADMIT); /* 3 open */
+    CHECK_EQ(hv_conntab_is_node(t, "127.0.0.4"), 0);
+    CHECK_EQ(hv_conntab_admit(t, s8, "127.0.0.4", &shared, now + 3 + HV_CONNGATE_PRUNE_MS),
+             HV_CONNGATE_REFUSE_SHARE);
+    CHECK_RC(hv_conntab_note_node(t, "127.0.0.4"), HV_OK);
+    CHECK_RC(hv_conntab_note_node(t, "127.0.0.4"), HV_OK); /* once is enough */
+    CHECK_EQ(hv_conntab_is_node(t, "127.0.0.4"), 1);
+    CHECK_EQ(hv_conntab_is_node(t, "127.0.0.3"), 0);
+    CHECK_EQ(hv_conntab_admit(t, s8, "127.0.0.4", &shared, now + 3 + HV_CONNGATE_PRUNE_MS),
+             HV_CONNGATE_ADMIT);
+    CHECK_EQ(hv_conntab_total(t), 4);
+    close(s6);
+    close(s8);
+    close(c6);
+    close(c8);
 
     hv_conntab_destroy(t);
     hv_conntab_destroy(NULL);

@@ -37,6 +37,8 @@ struct hv_svc_auth_s {
     hv_auth_t *auth;
     hv_driver_t *d;
     const char *static_token; /* the configured join token (borrowed; may be NULL) */
+    void (*on_node)(const char *peer, void *ud); /* a call with a node credential got in */
+    void *on_node_ud;
     audit_pend_t *pending;
     int audit_failing; /* the last append failed (said once until one succeeds) */
 };
@@ -325,6 +327,9 @@ static hv_err gate(hv_rpc_call_t *c, const char *path, const ProtobufCMessage *f
                : rc == HV_EAUTH ? "no valid credential"
                                 : "credential of another scope");
     }
+    if (rc == HV_OK && cred.kind == HV_CRED_NODE && s->on_node != NULL) {
+        s->on_node(hv_rpc_call_peer(c), s->on_node_ud);
+    }
     if (rc == HV_OK && hv_validate_utf8(first, msg, msglen) != HV_OK) {
         rc = HV_EINVAL; /* every proto3 string must be UTF-8 text: refused before any handler */
         HV_LOG(HV_LOG_WARN, "auth", "HV-UTF8-REFUSED", "refused %s from %s: %s", path,
@@ -568,6 +573,11 @@ static void jobs_revoke_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, 
     Hvpb__V1__JoinTokenView v;
     jtoken_view(&row, now, &v);
     hv_rpc_reply(c, &v.base);
+}
+
+void hv_svc_auth_set_node_hook(hv_svc_auth_t *s, void (*fn)(const char *peer, void *ud), void *ud) {
+    s->on_node = fn;
+    s->on_node_ud = ud;
 }
 
 void hv_svc_auth_set_static_token(hv_svc_auth_t *s, const char *static_token) {

@@ -35,6 +35,10 @@ hv_err hv_svc_auth_create(hv_rpc_server_t *srv, hv_auth_t *a, hv_driver_t *d, hv
 /* The configured join token, to name it "static" in the trail (borrowed; may be NULL). Before
  * the server starts. */
 void hv_svc_auth_set_static_token(hv_svc_auth_t *s, const char *static_token);
+/* fn(peer, ud) is called with gRPC's form of the caller's address for each call let in with a
+ * node credential (main.c notes it as a node's address for the connection gate, conngate.h).
+ * Before the server starts. */
+void hv_svc_auth_set_node_hook(hv_svc_auth_t *s, void (*fn)(const char *peer, void *ud), void *ud);
 void hv_svc_auth_destroy(hv_svc_auth_t *s);
 
 #endif

@@ -3,7 +3,12 @@ Python package calls. It is the only module that touches ctypes prototypes; ever
 sees Python functions that raise hv exceptions (hv.errors) instead of returning hv_err codes.
 
 Where libhv.so comes from, in this order:
-  1. HV_LIBRARY, a path to the library (when set, nothing else is tried);
+  1. HV_LIBRARY, a path to the library (when set, nothing else is tried). It is refused, as ssh
+     refuses a key file others could change, when someone other than this user and root could
+     replace what it names: the library (after symbolic links) writable by every user or owned
+     by another user, or a directory above it writable by every user without the sticky bit
+     (/tmp's) or owned by another user. Whoever can replace it runs code as every program that
+     imports hv. The checked real path is the one loaded.
   2. libhv.so inside this package's directory (the build tree links build/lib/libhv.so there);
   3. libhv.so.0, then libhv.so, on the dynamic loader's path (LD_LIBRARY_PATH, ldconfig).
 When none loads, ImportError names every place tried and why each failed.
@@ -14,28 +19,77 @@ Python threads (a data loader) running.
 
 import ctypes
 import os
+import stat
 
 from . import _node, errors
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _owner(uid):
+    try:
+        import pwd
+        return "user %s (uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
+    except (ImportError, KeyError):
+        return "uid %d" % uid
+
+
+def unsafe_library(path):
+    """Why someone other than this user and root could replace the library at path (its real
+    path, and every directory above that), or None. A library that cannot be read is not
+    judged here: loading it says why."""
+    uid = os.geteuid()
+    real = os.path.realpath(path)
+    at = real
+    while True:
+        try:
+            st = os.stat(at)
+        except OSError:
+            return None
+        what = "the library" if at == real else "the directory"
+        if st.st_uid not in (0, uid):
+            return "%s %s is owned by %s" % (what, at, _owner(st.st_uid))
+        sticky_dir = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+        if st.st_mode & stat.S_IWOTH and not sticky_dir:
+            return "%s %s is writable by every user (mode %04o)" % (
+                what, at, stat.S_IMODE(st.st_mode))
+        parent = os.path.dirname(at)
+        if parent == at:
+            return None
+        at = parent
+
+
 def _load():
     tried = []
     env = os.environ.get("HV_LIBRARY")
     if env:
-        candidates = [("HV_LIBRARY=" + env, env)]
+        # A bare name (no /) is the dynamic loader's to find, as for dlopen.
+        named = os.sep in env
+        why = unsafe_library(env) if named and os.path.exists(env) else None
+        if why is not None:
+            real = os.path.realpath(env)
+            if real != os.path.abspath(env):
+                env += " (which leads to %s)" % real
+            msg = ("refusing HV_LIBRARY=%s: %s; anyone who can replace it runs code as every "
+                   "program that imports hv. Make it and its directories yours or root's and not "
+                   "writable by others (chmod o-w, chown), or point HV_LIBRARY at a copy that is"
+                   % (env, why))
+            _node.refused(msg)
+            raise ImportError("hv: " + msg)
+        # The real path that was checked is the one loaded (a link changed since is not followed).
+        candidates = [("HV_LIBRARY=" + env, os.path.realpath(env) if named else env, env)]
     else:
         tried.append("HV_LIBRARY (unset)")
         here = os.path.join(_HERE, "libhv.so")
-        candidates = [(here, here), ("libhv.so.0 on the loader path", "libhv.so.0"),
-                      ("libhv.so on the loader path", "libhv.so")]
-    for label, path in candidates:
+        candidates = [(here, here, here),
+                      ("libhv.so.0 on the loader path", "libhv.so.0", "libhv.so.0"),
+                      ("libhv.so on the loader path", "libhv.so", "libhv.so")]
+    for label, path, shown in candidates:
         if os.sep in path and not os.path.exists(path):
             tried.append("%s (no such file)" % label)
             continue
         try:
-            return ctypes.CDLL(path), path
+            return ctypes.CDLL(path), shown
         except OSError as exc:
             tried.append("%s (%s)" % (label, exc))
     _node.missing("hv (libhv)", "cannot load libhv: tried " + "; ".join(tried))

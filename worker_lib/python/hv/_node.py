@@ -23,3 +23,14 @@ def missing(piece, detail):
                      "job on nodes that have it\n" % (node, piece, detail))
     sys.stderr.flush()
     raise SystemExit(MISSING_EXIT)
+
+
+def refused(detail):
+    """As missing, for a piece the node has but hv will not use (an HV_LIBRARY others could
+    replace): one line naming the node and why, then MISSING_EXIT under hvagent."""
+    node = os.environ.get("HV_NODE_NAME")
+    if not node or not os.environ.get("HV_JOB_ID"):
+        return
+    sys.stderr.write("hv: node %s: %s\n" % (node, detail))
+    sys.stderr.flush()
+    raise SystemExit(MISSING_EXIT)
