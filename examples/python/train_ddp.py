@@ -20,8 +20,9 @@ does it.
 
 Output (stdout, rank 0): train_fmnist.py's lines with the prefix "train_ddp: ".
 
-Run it:
-  hvsubmit -np 2 -- python3 train_ddp.py --epochs 3     (--min-np/--max-np, --grow: elastic)
+Run it (--workdir ships train_fmnist.py beside it):
+  hvsubmit -np 2 --workdir examples/python -- python3 examples/python/train_ddp.py --epochs 3
+                                            (--min-np/--max-np, --grow: elastic)
 """
 
 import os

@@ -10,6 +10,7 @@
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
 TRAIN_ARGS="$HV_SRC_DIR/examples/python/train_ddp.py --train-limit 1000 --test-limit 500 --threads 1"
 PY_PREFIX=train_ddp
+# train_ddp.py imports train_fmnist.py: --workdir examples/python ships it beside the script.
 hv_setup
 start_elastic_head
 start_agent node-a 1
@@ -17,7 +18,7 @@ start_agent node-b 1
 # Epochs of 1000 samples in 32 steps of 32 on 1 worker, 40 ms apart: about 3 s, time enough
 # for the new worker to start python and torch within epoch 1.
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
-submit grow --grow 0:1,1:2 --max-np 2 $PY_ENV -- --epochs 3 --step-delay-ms 40
+submit grow --grow 0:1,1:2 --max-np 2 --workdir "$HV_SRC_DIR/examples/python" $PY_ENV -- --epochs 3 --step-delay-ms 40
 wait_submit 90
 [ "$SUB_RC" -eq 0 ] || fail "the growing DDP job failed (rc $SUB_RC)"
 epoch_lines grow >&2
