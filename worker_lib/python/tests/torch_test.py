@@ -88,7 +88,9 @@ def launch(scenario, pypath):
         expected = {r: 0 for r in range(n)}
         if scenario == "peer_gone":
             expected[1] = -signal.SIGKILL
-        deadline = time.monotonic() + TIMEOUT_S
+        # ddp runs torch's DDP over Gloo beside hv's: twice the start-up (ctest gives it 120 s).
+        limit = TIMEOUT_S * (2 if scenario == "ddp" else 1)
+        deadline = time.monotonic() + limit
         failed = None
         while time.monotonic() < deadline and failed is None:
             if all(p.poll() is not None for p in procs):
@@ -99,7 +101,7 @@ def launch(scenario, pypath):
             time.sleep(0.05)
         else:
             if failed is None:
-                failed = "timed out after %.0f s" % TIMEOUT_S
+                failed = "timed out after %.0f s" % limit
         for p in procs:  # a failed rank leaves its peers waiting in a collective
             if p.poll() is None:
                 p.kill()

@@ -142,6 +142,11 @@ class DistributedDataParallel(torch.nn.Module):
                                       "DistributedDataParallel)" %
                                       (what, k, _REFUSED.get(k, "hv reduces every parameter "
                                                              "in its own hook order")))
+        if _engine is None or not hasattr(_engine, "queue_callback"):
+            raise NotImplementedError("%s needs torch's autograd engine callbacks "
+                                      "(torch.autograd.Variable._execution_engine."
+                                      "queue_callback, torch >= 1.x); this torch %s lacks them" %
+                                      (what, torch.__version__))
         if bucket_cap_mb is None:
             bucket_cap_mb = 25
         if not bucket_cap_mb > 0:
@@ -274,6 +279,8 @@ class DistributedDataParallel(torch.nn.Module):
         self.require_forward_param_sync = grad_sync
         if grad_sync:
             self._prepare_for_backward()
+        elif torch.is_grad_enabled():
+            self._expect_hooks = False  # a no_sync() forward: its backward accumulates locally
         if self.device_ids is not None:
             inputs, kwargs = _move(inputs, self.device_ids[0]), _move(kwargs, self.device_ids[0])
         out = self.module(*inputs, **kwargs)
@@ -335,7 +342,7 @@ class DistributedDataParallel(torch.nn.Module):
                 if not self._ready[j]:
                     self._mark_ready(j)
         self._mark_ready(i)
-        if not self._queued and _engine is not None:
+        if not self._queued:
             self._queued = True
             _engine.queue_callback(self._finalize)
 
