@@ -111,7 +111,9 @@ class DistributedDataParallel(torch.nn.Module):
     init_sync (torch 2.x's name; default: True unless this worker joined a running elastic job
     in a later generation) broadcasts rank 0's parameters and buffers at construction. A worker
     that joins a running job must not: the others are not constructing; hv.torch.elastic's
-    TorchState gives it rank 0's state at the start of its first round."""
+    TorchState gives it rank 0's state at the start of its first round. (A wrapper built again
+    inside the elastic training function after a reset also skips it; pass init_sync=True or
+    False to decide.)"""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
                  broadcast_buffers=True, process_group=None, bucket_cap_mb=25,
@@ -265,7 +267,9 @@ class DistributedDataParallel(torch.nn.Module):
     def _sync_module_states(self):
         """Rank 0's parameters and buffers to every rank (all in flight at once)."""
         handles = []
-        for n, t in list(self.module.named_parameters()) + self._buffers_to_sync:
+        ignore = set(getattr(self.module, "_ddp_params_and_buffers_to_ignore", ()))
+        params = [(n, p) for n, p in self.module.named_parameters() if n not in ignore]
+        for n, t in params + self._buffers_to_sync:
             handles.append(_ops.broadcast_async_(t.data, 0, name=self._prefix + "init." + n))
         _wait_all(handles)
 
