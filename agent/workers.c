@@ -590,6 +590,14 @@ static hv_err env_build(const hv_workers_t *w, const Hvpb__V1__SpawnWorker *sp, 
     env_setu(e, "HV_SIZE", sp->size);
     env_setu(e, "HV_LOCAL_RANK", sp->local_rank);
     env_setu(e, "HV_LOCAL_SIZE", sp->local_size);
+    /* The variables torchrun sets, for scripts that read them (docs/python.md, "From
+     * DistributedDataParallel"): the values at the worker's start. An elastic job's ranks change
+     * at resets; hv.torch.rank() and size() are the live ones. No MASTER_ADDR/MASTER_PORT:
+     * nothing of hv listens there (a script joins with hv.torch.init()). */
+    env_setu(e, "RANK", sp->rank);
+    env_setu(e, "WORLD_SIZE", sp->size);
+    env_setu(e, "LOCAL_RANK", sp->local_rank);
+    env_setu(e, "LOCAL_WORLD_SIZE", sp->local_size);
     env_setu(e, "HV_GENERATION", sp->generation);
     env_set(e, "HV_NODE", 7, w->node_name);
     env_set(e, "HV_NODE_NAME", 12, w->node_name); // the name libhv's world module reads

@@ -184,7 +184,8 @@ static void case_layout_env(void) {
     put_artifact("#!/bin/sh\n"
                  "echo PWD=$(pwd)\n"
                  "for v in HV_HEAD HV_JOB_ID HV_WORKER_ID HV_RANK HV_SIZE HV_LOCAL_RANK "
-                 "HV_LOCAL_SIZE HV_GENERATION HV_NODE HV_CA_FILE CUDA_VISIBLE_DEVICES FOO; do\n"
+                 "HV_LOCAL_SIZE HV_GENERATION HV_NODE HV_CA_FILE CUDA_VISIBLE_DEVICES FOO "
+                 "RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE; do\n"
                  "  eval echo $v=\\$$v\ndone\n"
                  "echo TOKEN=${HV_TOKEN-unset}\n"
                  "echo ARGS=\"$*\"\n"
@@ -243,6 +244,10 @@ static void case_layout_env(void) {
     CHECK_STR(line_value("HV_SIZE"), "4");
     CHECK_STR(line_value("HV_LOCAL_RANK"), "1");
     CHECK_STR(line_value("HV_LOCAL_SIZE"), "2");
+    CHECK_STR(line_value("RANK"), "3"); // torchrun's names, for DDP scripts
+    CHECK_STR(line_value("WORLD_SIZE"), "4");
+    CHECK_STR(line_value("LOCAL_RANK"), "1");
+    CHECK_STR(line_value("LOCAL_WORLD_SIZE"), "2");
     CHECK_STR(line_value("HV_GENERATION"), "2");
     CHECK_STR(line_value("HV_NODE"), "node-x");
     CHECK_STR(line_value("HV_CA_FILE"), "/etc/hv/tls/ca.pem"); // libhv verifies the head with it

@@ -16,6 +16,8 @@ Scenarios:
              from rank 0 by run, commit and restore, exceptions through run
   sampler, state, collectives, optimizer
              2 ranks: Horovod's API (issue 27), in horovod_cases.py (its docstring)
+  ddp        2 ranks: hv.torch.parallel.DistributedDataParallel against torch's DDP over Gloo
+             in the same processes (issue 27), in ddp_cases.py (its docstring)
   cuda       2 ranks on the CPU stand-in for CUDA/NCCL (tests/gpusim; HV_TEST_GPUSIM names
              libhv_gpusim.so, preloaded into the workers with 2 "devices"; skip without it):
              stand-ins for CUDA tensors (is_cuda True, data_ptr in the stand-in's device memory;
@@ -37,7 +39,7 @@ import time
 
 TIMEOUT_S = 45 * float(os.environ.get("HV_TEST_TIMEOUT_MULTIPLIER", "1"))
 RANKS = {"loader": 0, "api": 2, "peer_gone": 2, "elastic": 2, "cuda": 2, "sampler": 2,
-         "state": 2, "collectives": 2, "optimizer": 2}
+         "state": 2, "collectives": 2, "optimizer": 2, "ddp": 2}
 
 
 # ---- the launcher ------------------------------------------------------------------------------
@@ -80,11 +82,15 @@ def launch(scenario, pypath):
         for r in range(n):
             e = dict(env, HV_RDZV_DIR=rdzv, HV_RANK=str(r), HV_SIZE=str(n), HV_LOCAL_RANK=str(r),
                      HV_LOCAL_SIZE=str(n))
+            if scenario == "ddp":  # torch's DDP over Gloo beside hv's: a FileStore, loopback
+                e.update(HV_DDP_STORE=os.path.join(rdzv, "gloo.store"), GLOO_SOCKET_IFNAME="lo")
             procs.append(subprocess.Popen([sys.executable, me, "--worker", scenario], env=e))
         expected = {r: 0 for r in range(n)}
         if scenario == "peer_gone":
             expected[1] = -signal.SIGKILL
-        deadline = time.monotonic() + TIMEOUT_S
+        # ddp runs torch's DDP over Gloo beside hv's: twice the start-up (ctest gives it 120 s).
+        limit = TIMEOUT_S * (2 if scenario == "ddp" else 1)
+        deadline = time.monotonic() + limit
         failed = None
         while time.monotonic() < deadline and failed is None:
             if all(p.poll() is not None for p in procs):
@@ -95,7 +101,7 @@ def launch(scenario, pypath):
             time.sleep(0.05)
         else:
             if failed is None:
-                failed = "timed out after %.0f s" % TIMEOUT_S
+                failed = "timed out after %.0f s" % limit
         for p in procs:  # a failed rank leaves its peers waiting in a collective
             if p.poll() is None:
                 p.kill()
@@ -669,6 +675,10 @@ def main(argv):
                                                                 "optimizer"):
         import horovod_cases
         horovod_cases.SCENARIOS[argv[2]]()
+        return 0
+    if len(argv) == 3 and argv[1] == "--worker" and argv[2] == "ddp":
+        import ddp_cases
+        ddp_cases.SCENARIOS[argv[2]]()
         return 0
     if len(argv) == 3 and argv[1] == "--worker":
         {"loader": scenario_loader, "api": scenario_api, "peer_gone": scenario_peer_gone,

@@ -36,6 +36,7 @@ from .collectives import (  # noqa: E402  (issue 27: the rest of horovod.torch)
 from .process_sets import (  # noqa: E402
     ProcessSet, add_process_set, global_process_set, remove_process_set)
 from .sync_batch_norm import SyncBatchNorm  # noqa: E402
+from . import parallel  # noqa: E402  (hv.torch.parallel.DistributedDataParallel: DDP scripts)
 
 HorovodInternalError = HvInternalError
 
@@ -50,7 +51,10 @@ def barrier(process_set=None):
 
 def init(comm=None, process_sets=None):
     """Joins the job (libhv's hv_init; see hv.init). Horovod's comm (an MPI communicator) and
-    process_sets (other than the global set) are refused: hv has no MPI and one set."""
+    process_sets (other than the global set) are refused: hv has no MPI and one set.
+    In a DistributedDataParallel script, hv.torch.init() takes the place of
+    torch.distributed.init_process_group(...) (hv.torch.parallel.init_process_group takes its
+    arguments): rank and size come from the job, no address or port is needed."""
     if comm is not None:
         raise NotImplementedError("hv.torch.init: comm (an MPI communicator) is not supported: "
                                   "hv joins the job from its environment (docs/python.md)")
@@ -74,7 +78,7 @@ __all__ = [
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "synchronize", "poll",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_", "allgather",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
-    "DistributedOptimizer", "elastic", "SyncBatchNorm", "Adasum",
+    "DistributedOptimizer", "elastic", "parallel", "SyncBatchNorm", "Adasum",
     "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
     "grouped_allreduce_async_", "allgather_async", "grouped_allgather", "grouped_allgather_async",
     "alltoall", "alltoall_async", "reducescatter", "reducescatter_async",
