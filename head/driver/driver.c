@@ -98,6 +98,9 @@ const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
 }
 
 static hv_dworker_t *worker_by_id(hv_driver_t *d, uint64_t id) {
+    if (d->idx_ok) {
+        return hv_hmap_get_u64(&d->worker_ids, id);
+    }
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         hv_dworker_t *w = worker_of(j, id);
         if (w != NULL) {
@@ -195,6 +198,7 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
     d->cfg = cfg;
     d->store = store;
     d->io = *io;
+    d->idx_ok = 1; /* the indexes are empty maps (zeroed) */
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/logs", cfg->data_dir);
     hv_joblog_limits_t lim = {.max_job_bytes = cfg->logs.max_job_bytes,
@@ -298,6 +302,10 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n);
     }
     hv_jm_out_fini(&d->out);
+    hv_hmap_fini(&d->node_ids);
+    hv_hmap_fini(&d->node_names);
+    hv_hmap_fini(&d->job_ids);
+    hv_hmap_fini(&d->worker_ids);
     hv_statecopies_destroy(d->copies);
     hv_joblogs_destroy(d->logs);
     hv_free(d);
@@ -812,6 +820,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM", "job %llu: out of memory placing workers",
                (unsigned long long)j->jm.id);
     }
+    hv__driver_index_workers(d, j);
     if (why != NULL && why[0] != '\0') {
         snprintf(j->jm.grow_reason, sizeof(j->jm.grow_reason), "%s", why);
     }
@@ -1329,8 +1338,10 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_
         n->has_session = 0;
         node_lost_workers(d, n, "the agent restarted");
     }
+    uint64_t old_id = n->id;
     n->id = row.id;
     set_str(&n->name, info->name);
+    hv__driver_index_node(d, n, old_id, NULL); /* found by this name: only the id may change */
     set_str(&n->addrs, info->addrs);
     set_str(&n->labels, info->labels);
     set_str(&n->instance_id, info->instance_id);
@@ -1993,6 +2004,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         if (hv_cl_forget(!job_active(j), j->jm.ending, hv_driver_job_settled(d, j), wall,
                          j->ended_ms)) {
             *p = j->next;
+            hv__driver_unindex_job(d, j);
             hv__driver_job_free(j);
         } else {
             p = &j->next;
