@@ -38,6 +38,7 @@
 #include "mem.h"
 #include "sched.h"
 #include "util.h"
+#include "jobsize.h"
 
 #define SEEN_PERSIST_MS 10000 /* how often last_seen is written for a live node */
 
@@ -960,7 +961,7 @@ static void schedule_jobs(hv_driver_t *d) {
         if (j->jm.state != HV_JOB_PENDING || pass.blocked) {
             continue;
         }
-        uint32_t n = hv_cl_start(&pass, j->np, j->jm.p.elastic ? j->jm.p.min_np : j->np,
+        uint32_t n = hv_cl_start(&pass, j->np, hv_np_least(j->jm.p.elastic, j->np, j->jm.p.min_np),
                                  count_slots(d, j, j->slots_per_host, 1));
         if (n > 0 && !place(d, j, n, "")) {
             hv_cl_start_failed(&pass);
@@ -1799,15 +1800,6 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     return HV_OK;
 }
 
-hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
-                        char *err, size_t errlen) {
-    hv_err rc = hv_jm_fence(&j->jm, &w->jm, gen, err, errlen);
-    if (rc != HV_OK) {
-        HV_LOG(HV_LOG_NOTICE, "driver", "HV-RDZV-FENCED", "refused %s: %s", what, err);
-    }
-    return rc;
-}
-
 hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
                              const hv_jobfig_t *delta, char *err, size_t errlen) {
     hv_djob_t *j;
@@ -1978,7 +1970,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
             char why[256];
             snprintf(why, sizeof(why),
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
-                     j->timeout_s, j->jm.p.elastic && j->jm.p.min_np ? j->jm.p.min_np : j->np,
+                     j->timeout_s, hv_np_least(j->jm.p.elastic, j->np, j->jm.p.min_np),
                      count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
             hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);

@@ -152,11 +152,6 @@ void hv__driver_unindex_job(hv_driver_t *d, hv_djob_t *j);
  * waiting for j). out is emptied either way. */
 void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
 
-/* hv_jm_fence for a Rendezvous call (what: "Done", "a copy of the state", ...); a refusal is
- * logged (HV-RDZV-FENCED). */
-hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
-                        char *err, size_t errlen);
-
 /* ---- driver_rows.c -------------------------------------------------------------------------- */
 
 /* A state write failed (what: the write, for the log): logged, and kept for clients
@@ -187,6 +182,11 @@ void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j);
 
 /* A job in memory, or loaded back from the store (hv_driver_job's, writable). */
 hv_djob_t *hv__driver_job(hv_driver_t *d, uint64_t job_id);
+
+/* hv_jm_fence for a Rendezvous call (what: "Done", "a copy of the state", ...); a refusal is
+ * logged (HV-RDZV-FENCED). */
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen);
 
 /* The job and worker of a rendezvous call (the job from memory, else from the store), or an
  * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */

@@ -485,6 +485,15 @@ const hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
     return hv__driver_job(d, job_id);
 }
 
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen) {
+    hv_err rc = hv_jm_fence(&j->jm, &w->jm, gen, err, errlen);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_NOTICE, "driver", "HV-RDZV-FENCED", "refused %s: %s", what, err);
+    }
+    return rc;
+}
+
 hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
                             hv_dworker_t **wo, char *err, size_t errlen) {
     hv_djob_t *j = hv__driver_job(d, job_id); /* memory, else the store (an ended job) */
