@@ -282,7 +282,7 @@ static const char *type_blocked(const hv_as_config_t *c, const hv_as_type_state_
 
 /* Rule 4 for one demand. Returns 0, or 1 when it stays unmet (an UNMET action was added). */
 static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t *k,
-                 const hv_as_demand_t *d, uint64_t now_ms, acts_t *a) {
+                 const hv_as_demand_t *d, size_t di, uint64_t now_ms, acts_t *a) {
     uint32_t s = d->slots_per_worker ? d->slots_per_worker : 1, g = d->gpus_per_worker;
     uint32_t rem = d->workers;
     for (size_t t = 0; t < c->ntypes && rem > 0; t++) {
@@ -294,6 +294,7 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
             if (k->exist_total >= c->max_nodes) {
                 hv_as_action_t *x = act_new(a, HV_AS_UNMET, 0);
                 if (x != NULL) {
+                    x->demand = di;
                     reasonf(x, "%s wants %u more workers: the cluster is at max_nodes %u", what,
                             rem, c->max_nodes);
                 }
@@ -315,6 +316,7 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
         if (pick == c->ntypes) {
             hv_as_action_t *x = act_new(a, HV_AS_UNMET, 0);
             if (x != NULL) {
+                x->demand = di;
                 reasonf(x,
                         "%s wants %u more workers (%u slot%s, %u GPU%s each) and no type can "
                         "launch: %s",
@@ -450,7 +452,7 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
     /* 4, 5. demand */
     for (size_t i = 0; i < nd; i++) {
         if (d[i].workers > 0) {
-            (void)serve(c, ts, &k, &d[i], now_ms, &a);
+            (void)serve(c, ts, &k, &d[i], i, now_ms, &a);
         }
     }
 

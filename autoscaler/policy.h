@@ -112,6 +112,8 @@ typedef struct hv_as_action_s {
     uint64_t instance;  /* TERMINATE */
     int launch_failure; /* TERMINATE: the instance did not join in time */
     uint64_t until_ms;  /* TYPE_ASIDE */
+    size_t demand;      /* UNMET: the index in d[] of the demand left unmet (the reason's words
+                         * are for people only) */
     char reason[HV_AS_REASON];
 } hv_as_action_t;
 

@@ -397,6 +397,16 @@ static void case_gpu_fit(void) {
     CHECK_EQ(out[0].kind, HV_AS_UNMET);
     CHECK(strstr(out[0].reason, "job 2 wants 6 more workers (1 slot, 1 GPU each) and no type can "
                                 "launch: cpu too small") != NULL);
+    CHECK_EQ(out[0].demand, 0);
+    /* The unmet demand is named by its index in d[], not by the words of the reason: the same
+     * demand second in the list, under a name that is not in the reason's usual words. */
+    hv_as_demand_t d2[] = {{.workers = 0, .what = "job 3"}, d[0]};
+    d2[1].what = "Auftrag 2";
+    hv_as_type_state_t ts2[1] = {{0}};
+    n = hv_as_decide(&c, ts2, NULL, 0, d2, 2, 0, out, 8);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(out[0].kind, HV_AS_UNMET);
+    CHECK_EQ(out[0].demand, 1);
 }
 
 /* An instance that does not join in time is terminated and counted; K failures in a row set the

@@ -272,6 +272,8 @@ static void status_set(hv_rpc_status_t *st, int code, const char *msg, size_t ms
     st->from_server = 0;
     st->later = 0;
     st->explained = 0;
+    st->never_connected = 0;
+    st->refused = 0;
     if (msglen >= sizeof(st->msg)) {
         msglen = sizeof(st->msg) - 1;
     }
@@ -304,6 +306,13 @@ static void status_from_client(hv_rpc_status_t *st, grpc_status_code code, grpc_
     }
     st->from_server = from_server;
     st->later = later;
+    /* gRPC core's own words are the only account of why its transport failed: read here, once,
+     * into fields, so that what this layer then writes in msg (hv_rpc_explain_transport) is for
+     * people only. */
+    if (!from_server && code == GRPC_STATUS_UNAVAILABLE) {
+        st->never_connected = strstr(st->msg, "failed to connect") != NULL;
+        st->refused = strcasestr(st->msg, "connection refused") != NULL;
+    }
 }
 
 /* ---- packing -------------------------------------------------------------------------------- */
@@ -1102,8 +1111,8 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
                 strcasestr(m, "before receiving SETTINGS frame") != NULL ||
                 strcasestr(m, "connection reset") != NULL ||
                 strcasestr(m, "end of file") != NULL)) {
-        /* Kept "failed to connect": callers retry such failures (a loaded or restarting head
-         * can also close a connection early). */
+        /* Callers retry such failures (a loaded or restarting head can also close a
+         * connection early): they decide on st->never_connected, not on these words. */
         snprintf(out, sizeof(out),
                  "failed to connect: the head closed the connection during setup (it may be at "
                  "its connection limit: see its log; if it uses TLS, give --ca FILE (or "

@@ -45,13 +45,16 @@
  * marks its statuses with the trailing metadata "hv-status: final" (or "later"), which neither
  * gRPC nor a transport ever writes. */
 typedef struct hv_rpc_status_s {
-    hv_err rc;       /* mapped code */
-    int grpc_code;   /* raw grpc_status_code */
-    char msg[512];   /* detail from the peer or the transport */
-    int from_server; /* client: the hv server sent this status itself */
-    int later;       /* client: ...and marked it "try again later" (hv_rpc_finish_later) */
-    int explained;   /* client: msg is this layer's account of a transport failure in the
+    hv_err rc;           /* mapped code */
+    int grpc_code;       /* raw grpc_status_code */
+    char msg[512];       /* detail from the peer or the transport */
+    int from_server;     /* client: the hv server sent this status itself */
+    int later;           /* client: ...and marked it "try again later" (hv_rpc_finish_later) */
+    int explained;       /* client: msg is this layer's account of a transport failure in the
                         user's terms (hv_rpc_explain_transport): shown as it is */
+    int never_connected; /* client: the transport could not connect (no server saw the call;
+                            read once from gRPC core's status, whatever msg says later) */
+    int refused;         /* client: ...and the connection was refused (nothing listens) */
 } hv_rpc_status_t;
 
 typedef struct hv_rpc_engine_s hv_rpc_engine_t;

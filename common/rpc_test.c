@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define HV_CHECK_FATAL // a case cannot go on past a failed step
@@ -391,6 +393,36 @@ static int case_plain_errors(void) {
     return 0;
 }
 
+/* A call to a port where nothing listens: the status says so in fields (never_connected,
+ * refused), read once from gRPC core, which stay whatever this layer writes in msg. */
+static int case_never_connected(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+          getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+    close(fd); /* the port is free again: nothing listens there */
+    char where[64];
+    snprintf(where, sizeof(where), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    hv_rpc_channel_t *ch;
+    CHECK_RC(hv_rpc_channel_create(where, &ch), HV_OK);
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st;
+    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
+                          2000, &resp, &st),
+             HV_EUNAVAIL);
+    CHECK(st.never_connected == 1);
+    CHECK(st.refused == 1);
+    CHECK(st.from_server == 0);
+    hv_rpc_channel_destroy(ch);
+    /* Explaining the failure in other words keeps the fields. */
+    hv_rpc_explain_transport(1, "/ca.pem", &st);
+    snprintf(st.msg, sizeof(st.msg), "%s", "keine Verbindung");
+    CHECK(st.never_connected == 1 && st.refused == 1);
+    return 0;
+}
+
 /* Whether a transport failure is already in the user's terms is a mark on the status
  * (hv_rpc_status_t.explained), not the words: an explanation in other words is shown as it is,
  * and gRPC's own text that happens to start with "TLS" is still put in plain words. */
@@ -661,6 +693,7 @@ static const struct {
              {"bind_conflict", case_bind_conflict},
              {"plain_errors", case_plain_errors},
              {"explained_mark", case_explained_mark},
+             {"never_connected", case_never_connected},
              {"bearer", case_bearer},
              {"relisten", case_relisten}};
 

@@ -2721,8 +2721,11 @@ int hv_cli_actor_waiting(const Hvpb__V1__ActorView *v) { return v->waiting; }
 const char *hv_cli_actor_wait_reason(const Hvpb__V1__ActorView *v) {
     /* The head's flag decides, not its words: its reason is the creation's announcement until
      * the placement says why the actor waits. */
-    return strcmp(v->state, "pending") == 0 && hv_cli_actor_waiting(v) && v->reason != NULL &&
-                   v->reason[0] != '\0'
+    /* The state's code decides (its word only from an older head that sends no code). */
+    int pending = v->state_code != HVPB__V1__ACTOR_STATE__ACTOR_STATE_UNSPECIFIED
+                      ? v->state_code == HVPB__V1__ACTOR_STATE__ACTOR_STATE_PENDING
+                      : v->state != NULL && strcmp(v->state, "pending") == 0;
+    return pending && hv_cli_actor_waiting(v) && v->reason != NULL && v->reason[0] != '\0'
                ? v->reason
                : NULL;
 }

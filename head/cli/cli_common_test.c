@@ -1361,10 +1361,18 @@ static void test_actor_wait_reason(void) {
         {"pending", 0, "erstellt (hoechstens 3 Neustarts)", 0},
         {"starting", 0, "placed on node-a", 0},
         {"pending", 1, "", 0},
+        /* the state's word changed, its code not: decided the same (code set below) */
+        {"wartend", 1, "wartet auf einen Knoten", 1},
+        {"pending", 1, "the word says pending, the code says alive", 0},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         Hvpb__V1__ActorView v = HVPB__V1__ACTOR_VIEW__INIT;
         v.state = (char *)rows[i].state;
+        if (strcmp(rows[i].state, "wartend") == 0) {
+            v.state_code = HVPB__V1__ACTOR_STATE__ACTOR_STATE_PENDING;
+        } else if (strstr(rows[i].reason, "the code says alive") != NULL) {
+            v.state_code = HVPB__V1__ACTOR_STATE__ACTOR_STATE_ALIVE;
+        }
         v.waiting = rows[i].waiting;
         v.reason = (char *)rows[i].reason;
         const char *got = hv_cli_actor_wait_reason(&v);

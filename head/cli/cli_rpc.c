@@ -28,8 +28,8 @@ hv_err hv_cli_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCM
 }
 
 int hv_cli_rpc_connect_retry(const hv_rpc_status_t *st, uint64_t start_ms, uint32_t *pause_ms) {
-    int never_connected = st->rc == HV_EUNAVAIL && strstr(st->msg, "failed to connect") != NULL;
-    int refused = strcasestr(st->msg, "connection refused") != NULL;
+    int never_connected = st->rc == HV_EUNAVAIL && st->never_connected;
+    int refused = st->refused;
     uint64_t give_up = start_ms + (refused ? HV_CLI_CONNECT_RETRY_MS : HV_CLI_CONNECT_SLOW_MS);
     if (!never_connected || hv_now_ms() + *pause_ms > give_up) {
         return 0;

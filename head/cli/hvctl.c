@@ -21,6 +21,7 @@
 #include "opt.h"
 #include "rpc.h"
 #include "util.h"
+#include "jobsize.h"
 
 #define CTL_PROG "hvctl"
 #define CTL_MAX_NODES 64 /* drain/undrain: nodes in one call */
@@ -1156,7 +1157,8 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
 
 static const char *ctl_np(const Hvpb__V1__JobView *v, char *buf, size_t len) {
     if ((v->min_np != 0 && v->min_np != v->np) || (v->max_np != 0 && v->max_np != v->np)) {
-        snprintf(buf, len, "%u (%u-%u)", (unsigned)v->np, (unsigned)(v->min_np ? v->min_np : v->np),
+        snprintf(buf, len, "%u (%u-%u)", (unsigned)v->np,
+                 (unsigned)hv_np_least(1, v->np, v->min_np),
                  (unsigned)(v->max_np ? v->max_np : v->np));
     } else {
         snprintf(buf, len, "%u", (unsigned)v->np);
@@ -1260,7 +1262,7 @@ static int ctl_job(const ctl_t *c) {
             snprintf(checks, sizeof(checks), ", membership checked every %u commit%s",
                      (unsigned)v->check_every, v->check_every == 1 ? "" : "s");
         }
-        printf("ELASTIC:    %u to %u workers%s\n", (unsigned)(v->min_np ? v->min_np : v->np),
+        printf("ELASTIC:    %u to %u workers%s\n", (unsigned)hv_np_least(1, v->np, v->min_np),
                (unsigned)(v->max_np ? v->max_np : v->np), checks);
         printf("GENERATION: %u (%u worker%s)\n", (unsigned)v->generation, (unsigned)v->size,
                v->size == 1 ? "" : "s");

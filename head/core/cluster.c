@@ -2,6 +2,7 @@
  * cluster: see cluster.h.
  */
 #include "cluster.h"
+#include "jobsize.h"
 
 #include <stdio.h>
 
@@ -18,7 +19,7 @@ uint32_t hv_cl_start(hv_cl_pass_t *p, uint32_t np, uint32_t min_np, uint32_t fre
     if (p->blocked) {
         return 0;
     }
-    uint32_t least = min_np == 0 || min_np > np ? np : min_np;
+    uint32_t least = hv_np_least(1, np, min_np);
     if (free < least) {
         p->blocked = 1;
         return 0;
@@ -56,7 +57,7 @@ hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_def
     }
     /* An elastic job starts with min-np and grows as nodes come (hv_cl_start): it can run here
      * when its min-np can. */
-    uint32_t need = elastic ? min_np : np;
+    uint32_t need = hv_np_least(elastic, np, min_np);
     const char *what = elastic && min_np < np ? "--min-np" : "-np";
     const char *sph = a->slots_per_host ? " with that --slots-per-host" : "";
     if (need > capacity) {
@@ -74,7 +75,7 @@ hv_err hv_cl_submit(const hv_cl_ask_t *a, const hv_cl_room_t *r, const hv_cl_def
     hv_cl_settings_t s = {
         .elastic = elastic,
         .np = np,
-        .min_np = elastic ? min_np : np,
+        .min_np = hv_np_least(elastic, np, min_np),
         .max_np = elastic ? max_np : np,
         .target_np = elastic ? a->target_np : 0,
         .max_resets = !elastic            ? 0

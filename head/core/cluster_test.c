@@ -3,6 +3,7 @@
  * outputs, one row per case). `cluster_test <case>` runs one case.
  */
 #include "cluster.h"
+#include "jobsize.h"
 #include "hv_check.h"
 
 #include <stdint.h>
@@ -351,6 +352,24 @@ static void case_timers(void) {
     }
 }
 
-HV_CHECK_MAIN(NULL, NULL, {"drain_hold", case_drain_hold}, {"queue", case_queue},
-              {"demand", case_demand}, {"submit", case_submit}, {"used_for_job", case_used_for_job},
-              {"wait_deadline", case_wait_deadline}, {"timers", case_timers})
+/* The fewest workers a job starts with (common/jobsize.h), the one rule every caller uses. */
+static void case_np_least(void) {
+    static const struct {
+        int elastic;
+        uint32_t np, min_np, want;
+    } rows[] = {
+        {0, 4, 2, 4},               /* fixed size: -np, whatever --min-np says */
+        {1, 4, 2, 2},               /* elastic: --min-np */
+        {1, 4, 0, 4},               /* elastic without --min-np: -np */
+        {1, 4, 4, 4}, {1, 2, 5, 2}, /* --min-np above -np reads as -np */
+        {0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        CHECK_EQ(hv_np_least(rows[i].elastic, rows[i].np, rows[i].min_np), rows[i].want);
+    }
+}
+
+HV_CHECK_MAIN(NULL, NULL, {"np_least", case_np_least}, {"drain_hold", case_drain_hold},
+              {"queue", case_queue}, {"demand", case_demand}, {"submit", case_submit},
+              {"used_for_job", case_used_for_job}, {"wait_deadline", case_wait_deadline},
+              {"timers", case_timers})

@@ -6,7 +6,7 @@
  * EventReason). Clients (hvsubmit, hvctl, the metrics, the status page) decide on these fields
  * and on the event's kind, never on its English message.
  *
- * What it is not: the event log itself (store.c) or the list of kinds (docs/ARCHITECTURE.md).
+ * What it is not: the event log itself (store.c) or the list of kinds (docs/internals.md).
  * Pure: no I/O. The numbering of hv_ev_reason_t and of job_state is the wire's, so a value
  * crosses unchanged; only append.
  */

@@ -16,6 +16,7 @@
 
 #include "mem.h"
 #include "rounds.h"
+#include "jobsize.h"
 
 static const char *const job_names[HV_JOB__COUNT] = {"pending",   "placing", "running",
                                                      "succeeded", "failed",  "cancelled"};
@@ -587,7 +588,7 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         hv_jm_end(j, HV_JOB_FAILED, HV_EV_NO_SURVIVOR, why, out);
         return;
     }
-    hv_round_view_t v = {.min_np = j->p.elastic ? j->p.min_np : j->p.np,
+    hv_round_view_t v = {.min_np = hv_np_least(j->p.elastic, j->p.np, j->p.min_np),
                          .now = now,
                          .deadline = j->round_deadline_ms,
                          .fail_at = j->round_fail_at_ms};

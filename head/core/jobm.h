@@ -6,7 +6,7 @@
  * record this event). jobm does no I/O and reads no clock: the driver stores what jobm marked
  * dirty, then carries the actions out, so every decision is durable before anyone hears of it.
  *
- * The model (Elastic Horovod's, see docs/ARCHITECTURE.md):
+ * The model (Elastic Horovod's, see docs/internals.md):
  *   - Workers join rounds; each round has a generation. A round opens at the first join of a
  *     job, when a member fails, when a node with members drains, when a new worker joins, or
  *     when a member re-joins on its own (its data plane failed). It closes when every expected

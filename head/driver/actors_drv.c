@@ -178,7 +178,7 @@ static void json_inner(const char *s, char *buf, size_t len) {
     buf[o] = '\0';
 }
 
-/* An actor event's data (docs/ARCHITECTURE.md, actor.*): who, its state and counts after the
+/* An actor event's data (docs/internals.md, actor.*): who, its state and counts after the
  * input, the step it took (hv_am_step) and the announcement's words. */
 static void event_data(const hv_dactor_t *x, const char *step, const char *text, char *buf,
                        size_t len) {

@@ -518,10 +518,8 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
                          in->id, a->pc.types[in->type].name);
             }
         }
-        char key[64];
-        snprintf(key, sizeof(key), "%s wants", what[k]);
         for (size_t q = 0; q < n && note[0] == '\0'; q++) {
-            if (acts[q].kind == HV_AS_UNMET && strstr(acts[q].reason, key) != NULL) {
+            if (acts[q].kind == HV_AS_UNMET && acts[q].demand == k) {
                 snprintf(note, sizeof(note), "the autoscaler cannot buy a node for it: %s",
                          acts[q].reason);
             }

@@ -38,6 +38,7 @@
 #include "mem.h"
 #include "sched.h"
 #include "util.h"
+#include "jobsize.h"
 
 #define SEEN_PERSIST_MS 10000 /* how often last_seen is written for a live node */
 
@@ -98,6 +99,9 @@ const char *hv_driver_worker_node(hv_driver_t *d, const hv_dworker_t *w) {
 }
 
 static hv_dworker_t *worker_by_id(hv_driver_t *d, uint64_t id) {
+    if (d->idx_ok) {
+        return hv_hmap_get_u64(&d->worker_ids, id);
+    }
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         hv_dworker_t *w = worker_of(j, id);
         if (w != NULL) {
@@ -195,6 +199,7 @@ hv_err hv_driver_create(const hv_head_config_t *cfg, hv_store_t *store, const hv
     d->cfg = cfg;
     d->store = store;
     d->io = *io;
+    d->idx_ok = 1; /* the indexes are empty maps (zeroed) */
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/logs", cfg->data_dir);
     hv_joblog_limits_t lim = {.max_job_bytes = cfg->logs.max_job_bytes,
@@ -298,6 +303,10 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n);
     }
     hv_jm_out_fini(&d->out);
+    hv_hmap_fini(&d->node_ids);
+    hv_hmap_fini(&d->node_names);
+    hv_hmap_fini(&d->job_ids);
+    hv_hmap_fini(&d->worker_ids);
     hv_statecopies_destroy(d->copies);
     hv_joblogs_destroy(d->logs);
     hv_free(d);
@@ -812,6 +821,7 @@ static int place(hv_driver_t *d, hv_djob_t *j, uint32_t n, const char *why) {
         HV_LOG(HV_LOG_ERROR, "driver", "HV-DRIVER-OOM", "job %llu: out of memory placing workers",
                (unsigned long long)j->jm.id);
     }
+    hv__driver_index_workers(d, j);
     if (why != NULL && why[0] != '\0') {
         snprintf(j->jm.grow_reason, sizeof(j->jm.grow_reason), "%s", why);
     }
@@ -951,7 +961,7 @@ static void schedule_jobs(hv_driver_t *d) {
         if (j->jm.state != HV_JOB_PENDING || pass.blocked) {
             continue;
         }
-        uint32_t n = hv_cl_start(&pass, j->np, j->jm.p.elastic ? j->jm.p.min_np : j->np,
+        uint32_t n = hv_cl_start(&pass, j->np, hv_np_least(j->jm.p.elastic, j->np, j->jm.p.min_np),
                                  count_slots(d, j, j->slots_per_host, 1));
         if (n > 0 && !place(d, j, n, "")) {
             hv_cl_start_failed(&pass);
@@ -1329,8 +1339,10 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_
         n->has_session = 0;
         node_lost_workers(d, n, "the agent restarted");
     }
+    uint64_t old_id = n->id;
     n->id = row.id;
     set_str(&n->name, info->name);
+    hv__driver_index_node(d, n, old_id, NULL); /* found by this name: only the id may change */
     set_str(&n->addrs, info->addrs);
     set_str(&n->labels, info->labels);
     set_str(&n->instance_id, info->instance_id);
@@ -1788,15 +1800,6 @@ hv_err hv_driver_rdzv_resize(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     return HV_OK;
 }
 
-hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
-                        char *err, size_t errlen) {
-    hv_err rc = hv_jm_fence(&j->jm, &w->jm, gen, err, errlen);
-    if (rc != HV_OK) {
-        HV_LOG(HV_LOG_NOTICE, "driver", "HV-RDZV-FENCED", "refused %s: %s", what, err);
-    }
-    return rc;
-}
-
 hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
                              const hv_jobfig_t *delta, char *err, size_t errlen) {
     hv_djob_t *j;
@@ -1967,7 +1970,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
             char why[256];
             snprintf(why, sizeof(why),
                      "waited %u s for %u free slots; %u are free now (%u in the cluster)",
-                     j->timeout_s, j->jm.p.elastic && j->jm.p.min_np ? j->jm.p.min_np : j->np,
+                     j->timeout_s, hv_np_least(j->jm.p.elastic, j->np, j->jm.p.min_np),
                      count_slots(d, j, j->slots_per_host, 1),
                      count_slots(d, j, j->slots_per_host, 0));
             hv_jm_end(&j->jm, HV_JOB_FAILED, HV_EV_PENDING_TIMEOUT, why, &d->out);
@@ -1993,6 +1996,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
         if (hv_cl_forget(!job_active(j), j->jm.ending, hv_driver_job_settled(d, j), wall,
                          j->ended_ms)) {
             *p = j->next;
+            hv__driver_unindex_job(d, j);
             hv__driver_job_free(j);
         } else {
             p = &j->next;

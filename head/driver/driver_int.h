@@ -17,6 +17,7 @@
 
 #include "durable.h"
 #include "evq.h"
+#include "hmap.h"
 #include "joblog.h"
 #include "statecopy.h"
 #include "store.h"
@@ -58,11 +59,19 @@ struct hv_driver_s {
     void *observe_ud;
     hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
     hv_evq_t events;                /* events waiting for the store (evq.h) */
+    /* Indexes of the model, looked up per message (hv__driver_index_*): nodes by id and by
+     * name, jobs by id, workers by id. While idx_ok is 0 (an index could not grow) the lookups
+     * walk the lists instead, so a failed allocation never loses a lookup. */
+    hv_hmap_t node_ids, node_names, job_ids, worker_ids;
+    int idx_ok;
 };
 
 /* ---- lookups (the model in memory) ---------------------------------------------------------- */
 
 static inline hv_djob_t *job_by_id(hv_driver_t *d, uint64_t id) {
+    if (d->idx_ok) {
+        return hv_hmap_get_u64(&d->job_ids, id);
+    }
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.id == id) {
             return j;
@@ -83,6 +92,9 @@ static inline hv_dworker_t *worker_of(hv_djob_t *j, uint64_t id) {
 static inline int job_active(const hv_djob_t *j) { return !hv_job_state_terminal(j->jm.state); }
 
 static inline hv_dnode_t *node_by_id(const hv_driver_t *d, uint64_t id) {
+    if (d->idx_ok) {
+        return hv_hmap_get_u64(&d->node_ids, id);
+    }
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
         if (n->id == id) {
             return n;
@@ -92,6 +104,9 @@ static inline hv_dnode_t *node_by_id(const hv_driver_t *d, uint64_t id) {
 }
 
 static inline hv_dnode_t *node_by_name(const hv_driver_t *d, const char *name) {
+    if (d->idx_ok) {
+        return hv_hmap_get_str(&d->node_names, name);
+    }
     for (hv_dnode_t *n = d->nodes; n != NULL && name != NULL; n = n->next) {
         if (strcmp(n->name, name) == 0) {
             return n;
@@ -121,16 +136,21 @@ static inline int pending_unstored(const hv_driver_t *d) {
 
 static inline int wlive(const hv_dworker_t *w) { return hv_wk_state_active(w->jm.state); }
 
+/* ---- driver_rows.c: the indexes (see hv_driver_s) --------------------------------------------- */
+
+/* Indexes node n (after its id or name changed: old_id/old_name, 0/NULL for a new node), job j
+ * and its workers, or the workers of j that are not indexed yet; un-indexes a job and its
+ * workers before they are freed. A failed allocation turns the indexes off (idx_ok = 0). */
+void hv__driver_index_node(hv_driver_t *d, hv_dnode_t *n, uint64_t old_id, const char *old_name);
+void hv__driver_index_job(hv_driver_t *d, hv_djob_t *j);
+void hv__driver_index_workers(hv_driver_t *d, hv_djob_t *j);
+void hv__driver_unindex_job(hv_driver_t *d, hv_djob_t *j);
+
 /* ---- driver.c ------------------------------------------------------------------------------- */
 
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
 void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
-
-/* hv_jm_fence for a Rendezvous call (what: "Done", "a copy of the state", ...); a refusal is
- * logged (HV-RDZV-FENCED). */
-hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
-                        char *err, size_t errlen);
 
 /* ---- driver_rows.c -------------------------------------------------------------------------- */
 
@@ -162,6 +182,11 @@ void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j);
 
 /* A job in memory, or loaded back from the store (hv_driver_job's, writable). */
 hv_djob_t *hv__driver_job(hv_driver_t *d, uint64_t job_id);
+
+/* hv_jm_fence for a Rendezvous call (what: "Done", "a copy of the state", ...); a refusal is
+ * logged (HV-RDZV-FENCED). */
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen);
 
 /* The job and worker of a rendezvous call (the job from memory, else from the store), or an
  * error for the caller in err: HV_ENOTFOUND, or HV_ESTATE when the job has ended. */

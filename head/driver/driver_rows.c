@@ -234,6 +234,53 @@ void hv__driver_job_free(hv_djob_t *j) {
     hv_free(j);
 }
 
+/* ---- the indexes ----------------------------------------------------------------------------- */
+
+/* A put that fails turns every index off: the lookups walk the lists from then on. */
+static void index_put(hv_driver_t *d, hv_err rc) {
+    if (rc != HV_OK && d->idx_ok) {
+        d->idx_ok = 0;
+        HV_LOG(HV_LOG_WARN, "driver", "HV-DRIVER-OOM",
+               "out of memory growing the model's indexes: lookups walk the lists from now on");
+    }
+}
+
+void hv__driver_index_node(hv_driver_t *d, hv_dnode_t *n, uint64_t old_id, const char *old_name) {
+    if (old_id != 0 && old_id != n->id && hv_hmap_get_u64(&d->node_ids, old_id) == n) {
+        hv_hmap_del_u64(&d->node_ids, old_id);
+    }
+    if (old_name != NULL && (n->name == NULL || strcmp(old_name, n->name) != 0) &&
+        hv_hmap_get_str(&d->node_names, old_name) == n) {
+        hv_hmap_del_str(&d->node_names, old_name);
+    }
+    index_put(d, hv_hmap_put_u64(&d->node_ids, n->id, n));
+    index_put(d, hv_hmap_put_str(&d->node_names, n->name, n));
+}
+
+void hv__driver_index_workers(hv_driver_t *d, hv_djob_t *j) {
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        if (hv_hmap_get_u64(&d->worker_ids, j->jm.w[i]->id) != j->jm.w[i]) {
+            index_put(d, hv_hmap_put_u64(&d->worker_ids, j->jm.w[i]->id, j->jm.w[i]));
+        }
+    }
+}
+
+void hv__driver_index_job(hv_driver_t *d, hv_djob_t *j) {
+    index_put(d, hv_hmap_put_u64(&d->job_ids, j->jm.id, j));
+    hv__driver_index_workers(d, j);
+}
+
+void hv__driver_unindex_job(hv_driver_t *d, hv_djob_t *j) {
+    if (hv_hmap_get_u64(&d->job_ids, j->jm.id) == j) {
+        hv_hmap_del_u64(&d->job_ids, j->jm.id);
+    }
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        if (hv_hmap_get_u64(&d->worker_ids, j->jm.w[i]->id) == j->jm.w[i]) {
+            hv_hmap_del_u64(&d->worker_ids, j->jm.w[i]->id);
+        }
+    }
+}
+
 /* Appends to the tail: the list is in submission order, which is scheduling order. */
 void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j) {
     hv_djob_t **p = &d->jobs;
@@ -241,6 +288,7 @@ void hv__driver_job_link(hv_driver_t *d, hv_djob_t *j) {
         p = &(*p)->next;
     }
     *p = j;
+    hv__driver_index_job(d, j);
 }
 
 /* A job from its row (the row's strings and spec move into the job). */
@@ -437,6 +485,15 @@ const hv_djob_t *hv_driver_job(hv_driver_t *d, uint64_t job_id) {
     return hv__driver_job(d, job_id);
 }
 
+hv_err hv__driver_fence(const hv_djob_t *j, const hv_dworker_t *w, uint32_t gen, const char *what,
+                        char *err, size_t errlen) {
+    hv_err rc = hv_jm_fence(&j->jm, &w->jm, gen, err, errlen);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_NOTICE, "driver", "HV-RDZV-FENCED", "refused %s: %s", what, err);
+    }
+    return rc;
+}
+
 hv_err hv__driver_rdzv_find(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_djob_t **jo,
                             hv_dworker_t **wo, char *err, size_t errlen) {
     hv_djob_t *j = hv__driver_job(d, job_id); /* memory, else the store (an ended job) */
@@ -523,6 +580,7 @@ hv_err hv__driver_load_tables(hv_driver_t *d) {
         hv_lease_renew(&n->lease, now, d->cfg->lease_ms);
         n->next = d->nodes;
         d->nodes = n;
+        hv__driver_index_node(d, n, 0, NULL);
     }
     hv_store_node_free_list(nodes, nn);
 

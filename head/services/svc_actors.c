@@ -90,6 +90,25 @@ static int caller(hv_svc_actors_t *s, hv_rpc_call_t *c, const char *ns, hv_cred_
     return 1;
 }
 
+static Hvpb__V1__ActorState state_code(hv_am_state_t st) {
+    switch (st) {
+    case HV_AM_PENDING:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_PENDING;
+    case HV_AM_STARTING:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_STARTING;
+    case HV_AM_ALIVE:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_ALIVE;
+    case HV_AM_RESTARTING:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_RESTARTING;
+    case HV_AM_MOVING:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_MOVING;
+    case HV_AM_DEAD:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_DEAD;
+    default:
+        return HVPB__V1__ACTOR_STATE__ACTOR_STATE_UNSPECIFIED;
+    }
+}
+
 static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *v) {
     hvpb__v1__actor_view__init(v);
     v->id = x->am.id;
@@ -97,6 +116,7 @@ static void view(hv_svc_actors_t *s, const hv_dactor_t *x, Hvpb__V1__ActorView *
     v->namespace_ = x->ns;
     v->class_name = x->class_name;
     v->state = (char *)hv_am_state_name(x->am.state);
+    v->state_code = state_code(x->am.state);
     v->cause = (char *)hv_am_cause_name(x->am.cause);
     v->node = (char *)hv_actors_node_name(s->actors, x);
     v->address = x->am.state == HV_AM_ALIVE ? x->address : "";

@@ -464,9 +464,16 @@ static void jtoken_view(const hv_jtoken_row_t *r, uint64_t now_ms, Hvpb__V1__Joi
     v->revoked_ms = r->revoked_ms;
     v->created_by = (char *)r->created_by;
     /* The state of a token whose secret one has: its hash against itself. */
-    v->state = (char *)hv_creds_jtoken_verdict_name(
+    hv_jtoken_verdict verdict =
         hv_creds_jtoken_check(r->secret_sha256, r->secret_sha256, r->expires_ms, r->max_uses,
-                              r->uses, r->revoked_ms, now_ms));
+                              r->uses, r->revoked_ms, now_ms);
+    v->state = (char *)hv_creds_jtoken_verdict_name(verdict);
+    v->state_code =
+        verdict == HV_JTOKEN_OK        ? HVPB__V1__JOIN_TOKEN_STATE__JOIN_TOKEN_STATE_VALID
+        : verdict == HV_JTOKEN_REVOKED ? HVPB__V1__JOIN_TOKEN_STATE__JOIN_TOKEN_STATE_REVOKED
+        : verdict == HV_JTOKEN_EXPIRED ? HVPB__V1__JOIN_TOKEN_STATE__JOIN_TOKEN_STATE_EXPIRED
+        : verdict == HV_JTOKEN_USED_UP ? HVPB__V1__JOIN_TOKEN_STATE__JOIN_TOKEN_STATE_USED_UP
+                                       : HVPB__V1__JOIN_TOKEN_STATE__JOIN_TOKEN_STATE_UNSPECIFIED;
 }
 
 static void jobs_create_join_token(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {

@@ -13,6 +13,7 @@
 #include "hv.pb-c.h"
 #include "actors.h"
 #include "artifacts.h"
+#include "hmap.h"
 #include "log.h"
 #include "mem.h"
 #include "sha256.h"
@@ -32,7 +33,7 @@ typedef struct sess_s {
     uint32_t refused_logged;  /* HV-SESSION-SCOPE records in that window */
     uint32_t refused_quiet;   /* refusals not logged since the last record (the rate limit) */
     uint64_t utf8_fixed;      /* bytes of its reports that were not UTF-8 (repaired to '?') */
-    struct sess_s *next;
+    struct sess_s *next, *prev;
 } sess_t;
 
 struct hv_svc_cluster_s {
@@ -40,7 +41,9 @@ struct hv_svc_cluster_s {
     hv_driver_t *d;
     hv_artifacts_t *arts;
     char advertise[300];
-    sess_t *sessions;      /* streams with a hello (node attached) */
+    sess_t *sessions;  /* streams with a hello (node attached; one per node) */
+    hv_hmap_t by_node; /* the sessions by node id (while by_node_ok; else walk the list) */
+    int by_node_ok;
     const hv_auth_t *auth; /* node credentials and worker secrets */
     hv_svc_admit_fn admit; /* autoscaler instances' enrollment (NULL: none) */
     void *admit_ud;
@@ -54,6 +57,9 @@ static uint64_t state_max(const hv_svc_cluster_t *s) {
 
 /* Constant-time comparison, so the token cannot be guessed byte by byte from timings. */
 static sess_t *sess_of(hv_svc_cluster_t *s, uint64_t node_id) {
+    if (s->by_node_ok) {
+        return hv_hmap_get_u64(&s->by_node, node_id);
+    }
     for (sess_t *x = s->sessions; x != NULL; x = x->next) {
         if (x->node_id == node_id) {
             return x;
@@ -63,11 +69,29 @@ static sess_t *sess_of(hv_svc_cluster_t *s, uint64_t node_id) {
 }
 
 static void sess_unlink(hv_svc_cluster_t *s, sess_t *x) {
-    for (sess_t **p = &s->sessions; *p != NULL; p = &(*p)->next) {
-        if (*p == x) {
-            *p = x->next;
-            return;
-        }
+    if (x->prev != NULL) {
+        x->prev->next = x->next;
+    } else if (s->sessions == x) {
+        s->sessions = x->next;
+    }
+    if (x->next != NULL) {
+        x->next->prev = x->prev;
+    }
+    x->next = x->prev = NULL;
+    if (hv_hmap_get_u64(&s->by_node, x->node_id) == x) {
+        hv_hmap_del_u64(&s->by_node, x->node_id);
+    }
+}
+
+static void sess_link(hv_svc_cluster_t *s, sess_t *x) {
+    x->prev = NULL;
+    x->next = s->sessions;
+    if (s->sessions != NULL) {
+        s->sessions->prev = x;
+    }
+    s->sessions = x;
+    if (s->by_node_ok && hv_hmap_put_u64(&s->by_node, x->node_id, x) != HV_OK) {
+        s->by_node_ok = 0; /* out of memory: sess_of walks the list from now on */
     }
 }
 
@@ -503,8 +527,7 @@ static void session_hello(hv_svc_cluster_t *s, hv_rpc_call_t *c,
     x->svc = s;
     x->call = c;
     x->node_id = hello->node_id;
-    x->next = s->sessions;
-    s->sessions = x;
+    sess_link(s, x);
     hv_rpc_call_set_data(c, x);
 }
 
@@ -829,6 +852,7 @@ hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, 
     s->cfg = cfg;
     s->d = d;
     s->arts = arts;
+    s->by_node_ok = 1; /* by_node is an empty map (zeroed) */
     snprintf(s->advertise, sizeof(s->advertise), "%s", advertise);
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &hvpb__v1__join_request__descriptor, cluster_join,
@@ -865,5 +889,6 @@ void hv_svc_cluster_destroy(hv_svc_cluster_t *s) {
         s->sessions = x->next;
         hv_free(x);
     }
+    hv_hmap_fini(&s->by_node);
     hv_free(s);
 }

@@ -17,8 +17,12 @@ Pure text checks, in seconds, between the sources' own tables and the user's doc
 - docs/ARCHITECTURE.md names every .c/.h under head/, agent/, common/, worker_lib/,
   autoscaler/ (unit tests aside), and every module of the Python package.
 - docs/ARCHITECTURE.md names every RPC of proto/hv.proto.
-- docs/ARCHITECTURE.md's sqlite schema names every table head/store/store.c creates and its
+- docs/internals.md's sqlite schema names every table head/store/store.c creates and its
   user_version.
+- docs/ARCHITECTURE.md stays a ten-minute read (at most 250 lines); its layer table is what the
+  code includes (every production file's quoted includes resolve to a folder of its row); the
+  circles it lists are the circles of the code (files that call each other in a loop: a call is
+  a name one file defines at file scope and another uses), no more, no fewer.
 - every HV_* environment variable the binaries and libhv read is in README.md or docs/*.md
   (test-only ones aside).
 Exit 0 when all hold, 1 with one line per problem, 77 without PyYAML or without the binaries.
@@ -241,17 +245,159 @@ for r in re.findall(r"^\s*rpc ([A-Za-z]+)", read("proto/hv.proto"), re.M):
 
 # ---- sqlite schema: ARCHITECTURE.md's table of tables and its version --------------------------
 store = read("head/store/store.c")
-schema = arch[arch.index("## sqlite schema"):]
+internals = DOCS["docs/internals.md"]
+schema = internals[internals.index("## sqlite schema"):]
 mv = re.search(r"HV_STORE_SCHEMA_VERSION (\d+)", read("head/store/store.h"))
 if mv is None or "`PRAGMA user_version` = %s)" % mv.group(1) not in schema.split("\n")[0]:
-    problem("docs/ARCHITECTURE.md: the sqlite schema's heading does not give user_version = %s "
+    problem("docs/internals.md: the sqlite schema's heading does not give user_version = %s "
             "(head/store/store.h)" % (mv.group(1) if mv else "?"))
 for t in sorted(set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?([a-z_0-9]+)", store))):
     if re.fullmatch(r".*_v\d+", t):  # a migration's scratch copy
         continue
     if not re.search(r"^\| `%s` " % re.escape(t), schema, re.M):
-        problem("docs/ARCHITECTURE.md: sqlite table '%s' (head/store/store.c) is not in the "
+        problem("docs/internals.md: sqlite table '%s' (head/store/store.c) is not in the "
                 "schema table" % t)
+
+# ---- ARCHITECTURE.md: length, layers, circles ----------------------------------------------------
+if arch.count("\n") > 250:
+    problem("docs/ARCHITECTURE.md: %d lines, more than 250 (move details to docs/internals.md)"
+            % arch.count("\n"))
+
+PROD_DIRS = ("common", "head", "agent", "autoscaler", "worker_lib")
+
+
+def prod_files(exts=("c", "h")):
+    """Production C files (relative paths): tests, fuzz targets and test helpers aside."""
+    out = []
+    for d in PROD_DIRS:
+        for e in exts:
+            for path in glob.glob(os.path.join(SRC, d, "**", "*." + e), recursive=True):
+                rel = os.path.relpath(path, SRC)
+                stem = os.path.basename(rel)[:-2]
+                if stem.endswith("_test") or stem in ("hv_check", "serve_test", "hvtest"):
+                    continue
+                out.append(rel)
+    return sorted(out)
+
+
+def folder_of(rel):
+    """The layer folder of a file: the longest folder of the layer table it lies in."""
+    best = None
+    for f in LAYERS:
+        if f != "proto" and (rel.startswith(f) if f.endswith("/") else False):
+            if best is None or len(f) > len(best):
+                best = f
+    if best == "head/" and "/" in rel[len("head/"):]:
+        return None  # a head/ subfolder with no row
+    return best
+
+
+m = re.search(r"^layer +folder +includes headers of\n(.*?)^```", arch, re.M | re.S)
+LAYERS = {}
+if m is None:
+    problem("docs/ARCHITECTURE.md: no layer table (a block headed 'layer folder includes headers "
+            "of')")
+else:
+    for line in m.group(1).strip().split("\n"):
+        cols = line.split()
+        LAYERS[cols[1]] = set(cols[2:])
+# each header's folders (a name may exist in more than one folder: agent/config.h, head/config.h)
+hdr_dirs = {}
+for rel in prod_files(("h",)) + glob.glob("**/*.h", root_dir=os.path.join(SRC, "tests/layers")):
+    hdr_dirs.setdefault(os.path.basename(rel), set()).add(os.path.dirname(rel) + "/")
+for rel in prod_files() if LAYERS else []:
+    if rel.startswith("worker_lib/python"):
+        continue
+    row = folder_of(rel)
+    if row is None:
+        problem("docs/ARCHITECTURE.md: %s lies in no folder of the layer table" % rel)
+        continue
+    allowed = LAYERS[row]
+    for inc in re.findall(r'^#\s*include "([^"]+)"', read(rel), re.M):
+        base = os.path.basename(inc)
+        if base.endswith(".pb-c.h"):
+            if "proto" not in allowed:
+                problem("docs/ARCHITECTURE.md: %s includes %s; its layer (%s) does not list "
+                        "proto" % (rel, inc, row))
+            continue
+        here = os.path.normpath(os.path.join(os.path.dirname(rel), inc))
+        dirs = {os.path.dirname(here) + "/"} if os.path.exists(os.path.join(SRC, here)) \
+            else hdr_dirs.get(base, set())
+        if not dirs:
+            continue  # a system or generated header
+        # the folder of the layer each candidate header lies in
+        rows = {folder_of(d + base) or d for d in dirs}
+        if not rows & allowed:
+            problem("docs/ARCHITECTURE.md: %s includes %s (%s), which its layer %s does not "
+                    "list" % (rel, inc, ", ".join(sorted(rows)), row))
+
+# circles: a file calls another when it uses a name that the other alone defines at file scope
+DEF_RE = re.compile(r"^(?:static\s+)?[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;]*?\)\s*\{",
+                    re.M | re.S)
+unit_defs = {}
+units = {}
+for rel in prod_files(("c",)):
+    src = read(rel)
+    unit = rel[:-2]
+    units[unit] = src
+    for name in DEF_RE.findall(src):
+        # static functions are the file's own
+        if re.search(r"^static\b[^;{]*\b%s\s*\(" % re.escape(name), src, re.M):
+            continue
+        unit_defs.setdefault(name, set()).add(unit)
+owner = {n: next(iter(u)) for n, u in unit_defs.items() if len(u) == 1}
+edges = {u: set() for u in units}
+for u, src in units.items():
+    body = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", " ", src, flags=re.S)
+    for name in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", body)):
+        v = owner.get(name)
+        if v is not None and v != u:
+            edges[u].add(v)
+# strongly connected components (Tarjan, iterative)
+index, low, onstack, stack, sccs, counter = {}, {}, set(), [], [], [0]
+for root in sorted(edges):
+    if root in index:
+        continue
+    work = [(root, iter(sorted(edges[root])))]
+    index[root] = low[root] = counter[0]
+    counter[0] += 1
+    stack.append(root)
+    onstack.add(root)
+    while work:
+        v, it = work[-1]
+        nxt = next(it, None)
+        if nxt is not None:
+            if nxt not in index:
+                index[nxt] = low[nxt] = counter[0]
+                counter[0] += 1
+                stack.append(nxt)
+                onstack.add(nxt)
+                work.append((nxt, iter(sorted(edges[nxt]))))
+            elif nxt in onstack:
+                low[v] = min(low[v], index[nxt])
+            continue
+        work.pop()
+        if work:
+            low[work[-1][0]] = min(low[work[-1][0]], low[v])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                onstack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+listed = re.search(r"No two production files call each other in a circle(.*?)\n\n", arch, re.S)
+listed = listed.group(1) if listed else ""
+for comp in sccs:
+    if not all("`%s.c`" % u in listed for u in comp):
+        problem("docs/ARCHITECTURE.md: a circle not listed: %s" % " <-> ".join(c + ".c" for c in comp))
+for pair in re.findall(r"`([\w/]+)\.c` ↔ `([\w/]+)\.c`", listed):
+    if not any(set(pair) <= set(comp) for comp in sccs):
+        problem("docs/ARCHITECTURE.md: lists the circle %s.c <-> %s.c, which the code no longer has"
+                % pair)
 
 # ---- environment variables -----------------------------------------------------------------------
 TEST_ONLY = {"HV_SRC_DIR", "HV_BIN_DIR", "HV_TEST_DEVICE", "HV_TEST_TIMEOUT_MULTIPLIER",
@@ -274,4 +420,5 @@ for p in problems:
     print(p)
 if problems:
     sys.exit(1)
-print("ok: config keys, CLI commands and options, metrics, ARCHITECTURE.md files, HV_* variables")
+print("ok: config keys, CLI commands and options, metrics, ARCHITECTURE.md files, layers and "
+      "circles, HV_* variables")

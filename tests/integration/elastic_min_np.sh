@@ -7,7 +7,7 @@
 #  2. The same drain with no capacity anywhere, on a cluster of its own (a new head, A(8) and
 #     B(4)): the job fails when --elastic-timeout passes, saying that min-np was not met. A round
 #     below min-np fails at the later of --elastic-timeout and the head's rendezvous_timeout_s
-#     (docs/ARCHITECTURE.md): its head has 8 s, not part 1's 20 (its first round must still form
+#     (docs/internals.md): its head has 8 s, not part 1's 20 (its first round must still form
 #     with all 12 workers, asserted below).
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"

@@ -10,7 +10,7 @@
 #  2. the same drain with no capacity anywhere, on a cluster of its own (a new head and agents A(2)
 #     and B(1)): the job fails when --elastic-timeout passes, saying that min-np was not met.
 #     A round below min-np fails at the later of --elastic-timeout and the head's
-#     rendezvous_timeout_s (docs/ARCHITECTURE.md): part 1's 60 s (for Python workers joining
+#     rendezvous_timeout_s (docs/internals.md): part 1's 60 s (for Python workers joining
 #     late) would make part 2 wait a minute, so its head has 15 s; its workers all start at once,
 #     and its first round must still form with all 3 (asserted below).
 . "$HV_SRC_DIR/tests/lib.sh"

@@ -48,6 +48,7 @@
 #include "cluster.h"
 #include "fleet.h"
 #include "tput.h"
+#include "jobsize.h"
 
 #define MAXJ 256
 #define MAXN 64
@@ -424,7 +425,8 @@ static void sched_fcfs(sim_t *m, int ns, uint32_t cap) {
         if (j->state != S_WAIT || (ns >= 0 && j->s->ns != ns)) {
             continue;
         }
-        uint32_t n = hv_cl_start(&pass, j->s->np, j->s->elastic ? j->s->min : j->s->np, free);
+        uint32_t n =
+            hv_cl_start(&pass, j->s->np, hv_np_least(j->s->elastic, j->s->np, j->s->min), free);
         if (n > 0) {
             take_slots(m, j, n);
             free -= n;

@@ -11,8 +11,9 @@
 #   head_load.sh 10 100 500 three runs, one row each
 # Environment: BUILD (build dir, default build; binaries in $BUILD/bin), WINDOW (steady window in
 # s, default 20), SETTLE (s between the last session up and the window, default 3), IDLE (idle
-# window in s, default 5), HV_KEEP_TMP=1 keeps the scratch dir. Loopback only; every process it
-# starts is killed on exit; every wait is bounded.
+# window in s, default 5), HV_KEEP_TMP=1 keeps the scratch dir, PERF=FILE records a perf profile
+# of hvhead over the steady window into FILE-N for each count N (`perf report -i FILE-N`).
+# Loopback only; every process it starts is killed on exit; every wait is bounded.
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -114,7 +115,14 @@ $(tail -n 20 "$d/head.err")"
     wait_for $((ramp / 1000 + 30)) grep -q 'sessions established' "$d/load.out" || up=no
     sleep "$SETTLE"
     t2=$(now); c2=$(cpu_ticks $hp); l2=$(cpu_ticks $lp 2>/dev/null || echo 0)
+    pp=""
+    if [ -n "${PERF:-}" ]; then
+        perf record -F 997 -g -p "$hp" -o "$PERF-$n" -- sleep "$WINDOW" >"$d/perf.out" 2>&1 &
+        pp=$!
+        PIDS="$PIDS $pp"
+    fi
     sleep "$WINDOW"
+    [ -z "$pp" ] || wait "$pp"
     t3=$(now); c3=$(cpu_ticks $hp); l3=$(cpu_ticks $lp 2>/dev/null || echo 0)
     rss=$(mem_kb $hp VmRSS); hwm=$(mem_kb $hp VmHWM)
     cpu=$(cpu_pct "$t2" "$t3" "$c2" "$c3")
