@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "err.h"
+#include "fleet.h"
 #include "jobfig.h"
 #include "jobm.h"
 #include "nodes.h"
@@ -180,6 +181,16 @@ struct hv_djob_s {
     uint64_t durable_began; /* monotonic ms the last durable write began (0: never) */
     uint64_t restore_after; /* monotonic ms before which a failed restore is not tried again */
     int durable_busy;       /* a durable write or restore of this job is in flight */
+    /* Sharing the cluster (issue 26; core/fleet.h, head/driver/driver_fleet.c): fixed at
+     * submission, then the fleet policy's newest decision about the job (stored with its row). */
+    int32_t priority;            /* hvsubmit --priority: higher goes first */
+    int preemptible;             /* hvsubmit --preemptible */
+    int fleet_decided;           /* the policy decided about it (the fields below are set) */
+    uint32_t fleet_target;       /* workers it should have (0: waits) */
+    hv_fl_reason_t fleet_reason; /* why */
+    uint64_t fleet_cause;        /* the job the reason names (0: none) */
+    uint64_t fleet_ms;           /* wall ms of the decision */
+    uint64_t resized_ms;         /* wall ms of its start or last resize (the anti-thrash hold) */
     struct hv_djob_s *next;
 };
 
@@ -390,6 +401,8 @@ typedef struct hv_job_submit_s {
     const char *const *artifacts; /* digests of the artifacts the spec uses (borrowed): stored
                                      with the job, so that they are kept while it is */
     size_t nartifacts;
+    int32_t priority; /* higher goes first (0: the default) */
+    int preemptible;  /* may be stopped for a higher priority, to resume from its state copy */
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job, then

@@ -658,7 +658,9 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_set = spec->cooldown_set,
                            .cooldown_min_s = spec->cooldown_min_s,
                            .cooldown_max_s = spec->cooldown_max_s,
-                           .target_np = spec->target_np};
+                           .target_np = spec->target_np,
+                           .priority = spec->priority,
+                           .preemptible = spec->preemptible};
     /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
     const char *uses[HV_STORE_SPEC_DIGESTS_MAX];
     size_t nuses = 0;
