@@ -878,7 +878,7 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
 static void schedule_jobs(hv_driver_t *d);
 
 void hv_driver_schedule(hv_driver_t *d) {
-    if (d->stopping) {
+    if (d->stopping || d->sched_defer) {
         return;
     }
     schedule_jobs(d);
@@ -1068,18 +1068,25 @@ static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const
         if (count_slots(d, j, j->slots_per_host, 1) < dc->target) {
             return; /* the slots it was given are still held by leaving workers */
         }
+        /* An elastic job starts at -np, as hvsubmit announced, and grows to the rest of what
+         * it was given after its first round. */
+        uint32_t n = dc->target;
+        if (j->jm.p.elastic && j->np < n && j->np >= j->jm.p.min_np && j->np > 0) {
+            n = j->np;
+        }
         uint64_t before = j->resized_ms;
         j->resized_ms = wall;
         j->dirty_row = 1;
-        if (place(d, j, dc->target, "")) {
-            fleet_event(d, j, "fleet.admit", HV_EV_START, 0, dc->target, dc);
+        j->fleet_grant = dc->target > n ? dc->target : 0;
+        if (place(d, j, n, "")) {
+            fleet_event(d, j, "fleet.admit", HV_EV_START, 0, n, dc);
         } else {
             j->resized_ms = before;
         }
         return;
     }
-    if (j->jm.state == HV_JOB_RUNNING && j->jm.p.elastic && dc->target > in &&
-        (dc->reason == HV_FL_GROWN || dc->reason == HV_FL_KEPT || dc->reason == HV_FL_ADMITTED)) {
+    if ((j->jm.state == HV_JOB_RUNNING || j->jm.state == HV_JOB_PLACING) && j->jm.p.elastic &&
+        dc->target > in && dc->reason != HV_FL_PREEMPTED) {
         uint32_t want = hv_jm_wants(&j->jm);
         uint32_t n = dc->target - in;
         n = n > want ? want : n;
@@ -1094,6 +1101,9 @@ static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const
         j->resized_ms = wall;
         j->dirty_row = 1;
         if (place(d, j, n, why)) {
+            if (in + n >= j->fleet_grant) {
+                j->fleet_grant = 0;
+            }
             fleet_event(d, j, "fleet.grow", HV_EV_GROW, in, in + n, dc);
         } else {
             j->resized_ms = before;
@@ -1740,12 +1750,18 @@ hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int 
         return HV_EUNAVAIL;
     }
     hv__driver_store_worked(d);
+    /* One scheduling pass once every node changed (the fleet decides on the whole change: an
+     * undrain of two nodes grows a job by two in one round, not by one and then, held by the
+     * resize interval, later). */
+    d->sched_defer = 1;
     for (size_t i = 0; i < n; i++) {
         if (st[i] != nd[i]->state) {
             nd[i]->persisted_seen_ms = seen;
             node_drained(d, nd[i], st[i], seen, drain, reason, 0, 0);
         }
     }
+    d->sched_defer = 0;
+    hv_driver_schedule(d);
     return HV_OK;
 }
 

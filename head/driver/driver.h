@@ -191,6 +191,9 @@ struct hv_djob_s {
     uint64_t fleet_cause;        /* the job the reason names (0: none) */
     uint64_t fleet_ms;           /* wall ms of the decision */
     uint64_t resized_ms;         /* wall ms of its start or last resize (the anti-thrash hold) */
+    uint32_t fleet_grant;        /* an elastic job admitted with more than -np: it starts at -np and
+                           * grows to this after its first round, not held by the resize interval
+                           * (memory only; 0: none) */
     struct hv_djob_s *next;
 };
 

@@ -65,11 +65,21 @@ static void job_input(const hv_djob_t *j, hv_fl_job_t *o) {
     }
     o->size = in + leaving; /* live: those leaving count until they are gone */
     o->resized_ms = j->resized_ms != 0 ? j->resized_ms : j->started_ms;
+    if (in < j->fleet_grant) {
+        o->resized_ms = 0; /* the rest of its admission: no hold */
+    }
     /* A job that cannot be resized now: placing, re-forming, ending, with workers leaving, or
      * one that cannot take more although it is below its target (finishing; its first round not
      * formed yet). */
     int frozen = j->jm.state != HV_JOB_RUNNING || j->jm.round_open || j->jm.ending || leaving > 0 ||
                  (p->elastic && in < o->max_np && hv_jm_wants(&j->jm) == 0);
+    if (p->elastic && in < o->min_np && !j->jm.ending && hv_jm_wants(&j->jm) > 0) {
+        /* Below its --min-np (a drain or a loss took workers), its round waits for capacity:
+         * it is running, its floor first, and restoring the floor is no resize to hold. */
+        frozen = 0;
+        o->resized_ms = 0;
+        o->size = in; /* those leaving are counted free (use.leaving) */
+    }
     o->state = frozen ? HV_FL_FROZEN : HV_FL_RUNNING;
     if (o->state == HV_FL_RUNNING && p->elastic && o->np > in) {
         o->np = in < o->min_np ? o->min_np : in; /* np must lie in [min, max]: it is only read

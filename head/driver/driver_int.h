@@ -58,6 +58,7 @@ struct hv_driver_s {
     void *observe_ud;
     hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
     hv_evq_t events;                /* events waiting for the store (evq.h) */
+    int sched_defer; /* inside one input that changes several things: schedule once at its end */
 };
 
 /* ---- lookups (the model in memory) ---------------------------------------------------------- */
