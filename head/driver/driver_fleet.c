@@ -183,6 +183,10 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
             j->fleet_cause == dc->cause) {
             continue;
         }
+        int was_decided = j->fleet_decided;
+        uint32_t was_target = j->fleet_target;
+        hv_fl_reason_t was_reason = j->fleet_reason;
+        uint64_t was_cause = j->fleet_cause, was_ms = j->fleet_ms;
         j->fleet_decided = 1;
         j->fleet_target = dc->target;
         j->fleet_reason = dc->reason;
@@ -190,7 +194,13 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
         j->fleet_ms = wall;
         j->dirty_row = 1;
         if ((rc = hv__driver_persist(d, j)) != HV_OK) {
-            f->unstored = 1; /* nothing acts on decisions that are not stored */
+            /* Not stored: not decided (the next pass decides again), and nothing acts. */
+            j->fleet_decided = was_decided;
+            j->fleet_target = was_target;
+            j->fleet_reason = was_reason;
+            j->fleet_cause = was_cause;
+            j->fleet_ms = was_ms;
+            f->unstored = 1;
             goto out;
         }
     }
