@@ -23,6 +23,7 @@
 
 #include "copies.h"
 #include "err.h"
+#include "fleet.h"
 #include "log.h"
 #include "mem.h"
 #include "rpc.h"
@@ -98,6 +99,11 @@ static const config_opt_t config_opts[] = {
     {"elastic", "rendezvous_timeout_s", CFG_U32, CFG_OFF(elastic.rendezvous_timeout_s), 1, 3600},
     {"elastic", "check_every", CFG_U32, CFG_OFF(elastic.check_every), 1, 1000000},
     {"elastic", "blacklist_max_strikes", CFG_U32, CFG_OFF(elastic.blacklist_max_strikes), 0, 1000},
+    {"", "fleet", CFG_MAP, 0, 0, 0},
+    {"fleet", "resize_interval_ms", CFG_U32, CFG_OFF(fleet.resize_interval_ms), 0, 3600000},
+    {"fleet", "reset_ms", CFG_U32, CFG_OFF(fleet.reset_ms), 1, 600000},
+    {"fleet", "starve_ms", CFG_U32, CFG_OFF(fleet.starve_ms), 1000, 86400000},
+    {"fleet", "age_ms", CFG_U32, CFG_OFF(fleet.age_ms), 0, 2000000000},
     {"", "autoscaler", CFG_MAP, 0, 0, 0},
     {"autoscaler", "provider", CFG_PROVIDER, CFG_OFF(autoscaler.provider), 0, 0},
     {"autoscaler", "min_nodes", CFG_U32, CFG_OFF(autoscaler.min_nodes), 0, 100000},
@@ -1543,6 +1549,10 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->elastic.rendezvous_timeout_s = 60;
     cfg->elastic.check_every = 1;
     cfg->elastic.blacklist_max_strikes = 5;
+    cfg->fleet.resize_interval_ms = HV_FL_INTERVAL_MS;
+    cfg->fleet.reset_ms = HV_FL_RESET_MS;
+    cfg->fleet.starve_ms = HV_FL_STARVE_MS;
+    cfg->fleet.age_ms = HV_FL_AGE_MS;
     cfg->autoscaler.provider = hv_strdup("none");
     cfg->autoscaler.min_nodes = 0;
     cfg->autoscaler.max_nodes = 0;

@@ -87,6 +87,16 @@ typedef struct hv_head_config_s {
         uint32_t check_every;              /* commits between membership checks; 1 */
         uint32_t blacklist_max_strikes;    /* failures before a permanent bar; 5; 0 = never */
     } elastic;
+    /* How the head shares the cluster among jobs (issue 26; head/core/fleet.h, docs/scheduling.md):
+     * key fleet.*. */
+    struct {
+        uint32_t resize_interval_ms; /* a running job is resized at most this often, but to admit
+                                        a waiting job or for a higher priority; 3000 */
+        uint32_t reset_ms;           /* what a resize costs a job, for the payback rule; 50 */
+        uint32_t starve_ms;          /* a job waiting longer goes before the jobs behind it;
+                                        60000 */
+        uint32_t age_ms; /* waiting this long counts one priority higher; 600000; 0: never */
+    } fleet;
     /* The durable tier of the jobs' state copies (docs/RELIABILITY.md "The durable tier"): the
      * head writes its newest copy of each running elastic job there every interval_s seconds,
      * off its loop thread (head/store/durable.c). Off unless dir or upload is set; at most one

@@ -412,6 +412,7 @@ static const bad_case_t bad_cases[] = {
      {"autoscaler.provider", "'command'", "autoscaler.command.terminate"},
      NULL},
     {"bad_cooldown.yaml", HV_EINVAL, "3:29", {"blacklist_max_cooldown_s", "'60'", "600"}, NULL},
+    {"bad_fleet.yaml", HV_EINVAL, "3:14", {"fleet.starve_ms", "'10'", "1000..86400000"}, NULL},
     {"bad_two_documents.yaml", HV_EINVAL, "2:1", {"one YAML document"}, NULL},
     {"bad_type_no_slots.yaml",
      HV_EINVAL,

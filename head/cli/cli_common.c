@@ -112,6 +112,8 @@ enum submit_opt {
     OPT_GROW,
     OPT_SLOTS_PER_HOST,
     OPT_NAMESPACE,
+    OPT_PRIORITY,
+    OPT_PREEMPTIBLE,
     OPT_ENV,
     OPT_FILE,
     OPT_TIMEOUT,
@@ -152,6 +154,13 @@ static const hv_opt_t submit_opts[] = {
     {"namespace", 0, HV_OPT_TEXT, 0, 0, 0, OPT_NAMESPACE, NULL,
      "  --namespace NS        the actor namespace its workers look up and call actors\n"
      "                        in (default: \"default\"; docs/actors.md)\n"},
+    {"priority", 0, HV_OPT_TEXT, 0, 0, 0, OPT_PRIORITY, NULL,
+     "  --priority N          a higher priority is admitted first and takes workers from\n"
+     "                        lower-priority elastic jobs down to their --min-np\n"
+     "                        (-1000 to 1000; default 0; docs/scheduling.md)\n"},
+    {"preemptible", 0, HV_OPT_FLAG, 0, 0, 0, OPT_PREEMPTIBLE, NULL,
+     "  --preemptible         the job may be stopped for a higher priority and resumed\n"
+     "                        later from its state copy (stored; not acted on yet)\n"},
     {"env", 'e', HV_OPT_TEXT, 0, 0, 0, OPT_ENV, NULL,
      "  --env K=V, -e K=V     environment for the workers (repeatable)\n"},
     {"file", 'f', HV_OPT_TEXT, 0, 0, 0, OPT_FILE, NULL,
@@ -454,6 +463,21 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const hv_opt_got_t *g, char 
         o->ns = v;
         return HV_OK;
     }
+    case OPT_PRIORITY: {
+        char *end = NULL;
+        errno = 0;
+        long p = strtol(v, &end, 10);
+        if (v[0] == '\0' || end == NULL || *end != '\0' || errno != 0 || p < -1000 || p > 1000) {
+            hv_errf(err, errlen, "--priority '%.40s': expected a whole number from -1000 to 1000",
+                    v);
+            return HV_EINVAL;
+        }
+        o->priority = (int32_t)p;
+        return HV_OK;
+    }
+    case OPT_PREEMPTIBLE:
+        o->preemptible = 1;
+        return HV_OK;
     case OPT_NAME:
         o->name = v;
         return HV_OK;

@@ -128,6 +128,8 @@ typedef struct hv_cli_submit_opts_s {
     const char *name;        /* --name, or NULL (the binary's base name) */
     const char *ns;          /* --namespace: the actor namespace its workers use, or NULL
                               * ("default") */
+    int32_t priority;        /* --priority: higher goes first (0: the default) */
+    int preemptible;         /* --preemptible */
     int detach;              /* --detach */
     int quiet;               /* --quiet */
     int raw;                 /* --raw: worker output as it came, even on a terminal */

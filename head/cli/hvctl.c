@@ -35,6 +35,7 @@ typedef enum ctl_cmd {
     CMD_STATUS,
     CMD_NODES,
     CMD_JOBS,
+    CMD_QUEUE,
     CMD_JOB,
     CMD_LOGS,
     CMD_CANCEL,
@@ -108,6 +109,11 @@ static const struct {
      "elastic jobs below --max-np)"},
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
+    {"queue", "[--limit N]",
+     "the jobs waiting or running among the newest N (default\n"
+     "1000), highest priority first: each one's priority, size,\n"
+     "the size the head's fleet policy gives it and why\n"
+     "(admitted, shrunk for job N, waiting for capacity, ...)"},
     {"job", "ID", "one job and its workers"},
     {"logs", "ID [--follow|-f] [--head-timeout S] [--raw]",
      "a job's output ([rank]<stdout>:text); --follow waits for more\n"
@@ -229,8 +235,8 @@ static const hv_opt_t ctl_opts[] = {
      "--head-timeout '%s': expected seconds from 1 to 86400", NULL},
     {"job", 0, HV_OPT_UINT, 1, UINT64_MAX, B(CMD_EVENTS) | B(CMD_COST), O_JOB, "bad job id '%s'",
      NULL},
-    {"limit", 0, HV_OPT_UINT, 1, 100000, B(CMD_JOBS) | B(CMD_EVENTS) | B(CMD_AUDIT), O_LIMIT,
-     "--limit '%s': expected a number from 1 to 100000", NULL},
+    {"limit", 0, HV_OPT_UINT, 1, 100000, B(CMD_JOBS) | B(CMD_QUEUE) | B(CMD_EVENTS) | B(CMD_AUDIT),
+     O_LIMIT, "--limit '%s': expected a number from 1 to 100000", NULL},
     {"reason", 0, HV_OPT_TEXT, 0, 256, B(CMD_DRAIN) | B(CMD_UNDRAIN), O_REASON,
      "--reason: expected at most 256 characters", NULL},
     {"name", 0, HV_OPT_TEXT, 0, 0, B_ACTORS, O_NAME, NULL, NULL},
@@ -1218,6 +1224,159 @@ static int ctl_jobs(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+/* Why the fleet policy gave a job its size, in words (reason: its stable word; cause: the job
+ * it names). */
+static void ctl_fleet_why(const Hvpb__V1__JobView *v, char *buf, size_t len) {
+    const char *r = v->fleet_reason != NULL ? v->fleet_reason : "";
+    unsigned long long c = (unsigned long long)v->fleet_cause;
+    static const struct {
+        const char *word, *fmt; /* fmt: with %llu for the cause when it names one */
+    } w[] = {
+        {"kept", "running at its size"},
+        {"admitted", "admitted"},
+        {"grown", "grows onto free capacity"},
+        {"shrunk_admit", "shrunk so that job %llu can start"},
+        {"shrunk_priority", "shrunk for job %llu, of a higher priority"},
+        {"shrunk_reclaim", "shrunk: job %llu's namespace takes back its quota"},
+        {"shrunk_share", "shrunk: its workers serve job %llu better"},
+        {"preempted", "stopped for job %llu"},
+        {"wait_quota", "waiting for its namespace's quota"},
+        {"wait_capacity", "waiting for capacity"},
+        {"wait_fit", "waiting for nodes that hold its gang"},
+        {"wait_behind", "waiting behind job %llu, which has waited longer"},
+        {"held_interval", "held: resized less than the resize interval ago"},
+        {"held_cost", "held: growing would not pay for its reset"},
+        {"busy", "busy (starting, re-forming or finishing)"},
+        {"moved", "workers move so that job %llu fits"},
+    };
+    if (r[0] == '\0') {
+        snprintf(buf, len, "not decided yet");
+        return;
+    }
+    for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+        if (strcmp(w[i].word, r) == 0) {
+            if (strstr(w[i].fmt, "%llu") != NULL) {
+                snprintf(buf, len, w[i].fmt, c);
+            } else {
+                snprintf(buf, len, "%s", w[i].fmt);
+            }
+            return;
+        }
+    }
+    snprintf(buf, len, "%s", r);
+}
+
+static int ctl_queue_cmp(const void *a, const void *b) {
+    const Hvpb__V1__JobView *x = *(const Hvpb__V1__JobView *const *)a;
+    const Hvpb__V1__JobView *y = *(const Hvpb__V1__JobView *const *)b;
+    if (x->priority != y->priority) {
+        return x->priority > y->priority ? -1 : 1;
+    }
+    return (x->job_id > y->job_id) - (x->job_id < y->job_id);
+}
+
+static int ctl_queue(const ctl_t *c) {
+    ctl_pages_t pg;
+    Hvpb__V1__ListJobsReply all;
+    int status = ctl_list_jobs(c, c->o->limit ? c->o->limit : 1000, &pg, &all);
+    if (status != HV_CLI_EXIT_OK) {
+        return status;
+    }
+    const Hvpb__V1__JobView **q = hv_calloc(all.n_jobs + 1, sizeof(*q));
+    if (q == NULL) {
+        ctl_pages_free(&pg);
+        return ctl_oom();
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < all.n_jobs; i++) {
+        if (!hv_cli_job_state_final(hv_cli_job_state(all.jobs[i]))) {
+            q[n++] = all.jobs[i];
+        }
+    }
+    qsort(q, n, sizeof(*q), ctl_queue_cmp);
+    hv_cli_table_t *t = NULL;
+    hv_cli_json_t j;
+    static const char *const hdr[] = {"ID", "NAME", "STATE",  "PRIORITY",
+                                      "NP", "SIZE", "TARGET", "WHY"};
+    if (c->o->json) {
+        hv_cli_json_init(&j, stdout);
+        hv_cli_json_obj_begin(&j);
+        hv_cli_json_key(&j, "jobs");
+        hv_cli_json_arr_begin(&j);
+    } else if (hv_cli_table_create(8, hdr, &t) != HV_OK) {
+        hv_free(q);
+        ctl_pages_free(&pg);
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Hvpb__V1__JobView *v = q[i];
+        char why[160], id[24], prio[24], np[48], size[24], target[24];
+        ctl_fleet_why(v, why, sizeof(why));
+        uint32_t sz = hv_cli_job_state(v) == HVPB__V1__JOB_STATE__JOB_STATE_PENDING ? 0 : v->size;
+        if (c->o->json) {
+            hv_cli_json_obj_begin(&j);
+            hv_cli_json_key(&j, "job_id");
+            hv_cli_json_u64(&j, v->job_id);
+            hv_cli_json_key(&j, "name");
+            hv_cli_json_str(&j, v->name);
+            hv_cli_json_key(&j, "state");
+            hv_cli_json_str(&j, hv_cli_job_state_name(hv_cli_job_state(v)));
+            hv_cli_json_key(&j, "priority");
+            hv_cli_json_i64(&j, v->priority);
+            hv_cli_json_key(&j, "preemptible");
+            hv_cli_json_bool(&j, v->preemptible);
+            hv_cli_json_key(&j, "elastic");
+            hv_cli_json_bool(&j, v->elastic);
+            hv_cli_json_key(&j, "np");
+            hv_cli_json_u64(&j, v->np);
+            hv_cli_json_key(&j, "min_np");
+            hv_cli_json_u64(&j, v->min_np);
+            hv_cli_json_key(&j, "max_np");
+            hv_cli_json_u64(&j, v->max_np);
+            hv_cli_json_key(&j, "size");
+            hv_cli_json_u64(&j, sz);
+            hv_cli_json_key(&j, "target");
+            hv_cli_json_u64(&j, v->fleet_target);
+            hv_cli_json_key(&j, "reason");
+            hv_cli_json_str(&j, v->fleet_reason != NULL ? v->fleet_reason : "");
+            hv_cli_json_key(&j, "cause");
+            hv_cli_json_u64(&j, v->fleet_cause);
+            hv_cli_json_key(&j, "why");
+            hv_cli_json_str(&j, why);
+            hv_cli_json_obj_end(&j);
+            continue;
+        }
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)v->job_id);
+        snprintf(prio, sizeof(prio), "%d", (int)v->priority);
+        snprintf(size, sizeof(size), "%u", (unsigned)sz);
+        snprintf(target, sizeof(target), "%u", (unsigned)v->fleet_target);
+        const char *row[] = {id,
+                             v->name,
+                             hv_cli_job_state_name(hv_cli_job_state(v)),
+                             prio,
+                             ctl_np(v, np, sizeof(np)),
+                             size,
+                             target,
+                             why};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            hv_free(q);
+            ctl_pages_free(&pg);
+            return ctl_oom();
+        }
+    }
+    if (c->o->json) {
+        hv_cli_json_arr_end(&j);
+        hv_cli_json_obj_end(&j);
+        hv_cli_json_finish(&j);
+    } else {
+        ctl_table_done(t, "no job waits or runs");
+    }
+    hv_free(q);
+    ctl_pages_free(&pg);
+    return HV_CLI_EXIT_OK;
+}
+
 /* The newest copy of the job's state the head keeps: "generation 3, commit 120, 1.2 s old". */
 static const char *ctl_fmt_copy(const Hvpb__V1__JobView *v, uint64_t now, char *buf, size_t len) {
     if (v->copy == NULL || v->copy->commit == 0) {
@@ -2161,6 +2320,9 @@ int main(int argc, char **argv) {
         break;
     case CMD_JOBS:
         status = ctl_jobs(&c);
+        break;
+    case CMD_QUEUE:
+        status = ctl_queue(&c);
         break;
     case CMD_JOB:
         status = ctl_job(&c);

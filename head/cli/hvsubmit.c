@@ -538,6 +538,8 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     spec.cooldown_set = o->cooldown_set;
     spec.slots_per_host = o->slots_per_host;
     spec.namespace_ = (char *)(o->ns != NULL ? o->ns : "");
+    spec.priority = o->priority;
+    spec.preemptible = o->preemptible;
     spec.timeout_s = o->timeout_s;
     spec.user = (char *)submit_user();
     Hvpb__V1__SubmitRequest req = HVPB__V1__SUBMIT_REQUEST__INIT;

@@ -1412,6 +1412,73 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     open_round(j, reason, HV_EV_DRAIN, 0, now, out);
 }
 
+/* ---- shrink: the head's fleet policy gives some of an elastic job's workers to another job -- */
+
+hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *why, uint64_t now,
+                    hv_jm_out_t *out) {
+    if (!j->p.elastic || hv_job_state_terminal(j->state) || j->state != HV_JOB_RUNNING ||
+        completing(j) || j->round_open || n == 0) {
+        return HV_ESTATE;
+    }
+    uint32_t cg = closed_gen(j);
+    size_t keep = 0, holders = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (!live(w) || w->removed || w->evict) {
+            continue;
+        }
+        int named = 0;
+        for (size_t k = 0; k < n; k++) {
+            named |= ids[k] == w->id;
+        }
+        if (!named) {
+            keep++;
+            holders += cg > 0 && w->member_gen == cg && !suspected(w);
+        }
+    }
+    /* Every named worker must be live and still in the job; the rest must stay within the
+     * bounds and hold the state (make before break: a holder leaves once the round without it
+     * has closed). */
+    for (size_t k = 0; k < n; k++) {
+        const hv_jm_worker_t *w = NULL;
+        for (size_t i = 0; i < j->nw && w == NULL; i++) {
+            w = j->w[i]->id == ids[k] ? j->w[i] : NULL;
+        }
+        if (w == NULL || !live(w) || w->removed || w->evict) {
+            return HV_ENOTFOUND;
+        }
+    }
+    if (keep < j->p.min_np || keep == 0 || holders == 0) {
+        return HV_ESTATE;
+    }
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        int named = 0;
+        for (size_t k = 0; k < n; k++) {
+            named |= ids[k] == w->id;
+        }
+        if (!named) {
+            continue;
+        }
+        w->removed = 1;
+        mark(w);
+        if (cg > 0 && w->member_gen == cg) {
+            w->leaving = 1; /* a holder: it leaves once the round without it has closed */
+        } else if (w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "the head gave its slot to another job");
+        }
+        if (w->member_gen == 0) {
+            job_kill(w, "the head gave its slot to another job", out); /* no state to hand over */
+        }
+    }
+    char reason[300];
+    snprintf(reason, sizeof(reason), "shrink: %s",
+             why != NULL && why[0] ? why : "the head's fleet");
+    open_round(j, reason, HV_EV_SHRINK, 0, now, out);
+    return HV_OK;
+}
+
 /* ---- suspicion: losses noticed from evidence, not only from silence ------------------------- */
 
 void hv_jm_suspect(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t until, uint64_t now,

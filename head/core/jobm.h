@@ -318,6 +318,17 @@ hv_err hv_jm_done(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t gen, uint64_t now,
  * round; the next round, opened as it closes, drops them. */
 void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hold_until,
                  uint64_t now, hv_jm_out_t *out);
+/* The head's fleet policy takes n workers (ids) out of a running elastic job, to give their
+ * slots to another job (why: for messages, "for job 7", ...). Make before break, as a drain: the
+ * members among them stay in the job until the round without them (opened now, reason
+ * "shrink: why", code HV_EV_SHRINK, no rollback) has closed at the others' next membership
+ * check, then their JoinRound is answered `removed` and they leave (HV_WK_LEFT); ones that
+ * never joined a round are stopped at once. HV_ESTATE when the job is not a running elastic job
+ * with no round open and not completing, or when the others would be fewer than --min-np or
+ * none of them holds the state; HV_ENOTFOUND for an id that is not a live worker still in the
+ * job. Nothing changes unless HV_OK. */
+hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *why, uint64_t now,
+                    hv_jm_out_t *out);
 /* Evidence that node_id is gone came (its agent's session closed) while its lease runs: the
  * job's live workers there are suspected. A round that is open, or opens before the node is
  * heard again, stops waiting for them at `until` (wall ms: the evidence plus a short grace) and

@@ -466,6 +466,62 @@ static void case_grow_then_drain(void) {
     CHECK_EQ(J.resets, 2);
 }
 
+/* The fleet gives 2 of a job's 4 workers (both on B) to another job: make before break, as a
+ * drain: they stay until the round without them closes at the others' next check, then leave
+ * (worker.left, no failure), no rollback; a shrink below --min-np, of a fixed-size job, or while a
+ * round is open is refused and changes nothing. */
+static void case_shrink_make_before_break(void) {
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
+    CHECK_EQ(J.size, 4);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    uint64_t three[3] = {W[1].id, W[2].id, W[3].id};
+    CHECK_RC(hv_jm_shrink(&J, three, 3, "for job 8", now, &O), HV_ESTATE); /* below min 2 */
+    uint64_t ghost = 999;
+    CHECK_RC(hv_jm_shrink(&J, &ghost, 1, "for job 8", now, &O), HV_ENOTFOUND);
+    CHECK_EQ(J.round_open, 0);
+    hv_jm_out_reset(&O);
+    uint64_t two[2] = {W[2].id, W[3].id};
+    CHECK_RC(hv_jm_shrink(&J, two, 2, "for job 8", now, &O), HV_OK);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->failure == 0 && p->nremoved == 2);
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.round_rollback, 0);
+    CHECK_EQ(J.round_code, HV_EV_SHRINK);
+    CHECK(strncmp(J.round_reason, "shrink: for job 8", 17) == 0);
+    CHECK_EQ(killed(&W[2]), 0);
+    CHECK_RC(hv_jm_shrink(&J, two, 1, "again", now, &O), HV_ESTATE); /* a round is open */
+    hv_jm_out_reset(&O);
+    join(2, 1);
+    join(3, 1);
+    CHECK(answer_of(&W[2]) == NULL); /* leaving members wait for the round without them */
+    join(0, 1);
+    join(1, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.size, 2);
+    CHECK_EQ(J.round_rollback, 0);
+    const hv_jm_action_t *a = answer_of(&W[2]);
+    CHECK(a != NULL && a->kind == HV_JA_JOIN_REMOVED);
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[2], 0, 0, "rank 2 on b exited with status 0", now, &O);
+    hv_jm_exited(&J, &W[3], 0, 0, "rank 3 on b exited with status 0", now, &O);
+    CHECK_EQ(W[2].state, HV_WK_LEFT);
+    CHECK(find_event("worker.fail") == NULL);
+    finish(0);
+    finish(1);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+static void case_shrink_fixed_refused(void) {
+    job(0, 2, 2, 2, 0);
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    uint64_t one = W[1].id;
+    CHECK_RC(hv_jm_shrink(&J, &one, 1, "for job 8", now, &O), HV_ESTATE);
+    CHECK_EQ(W[1].removed, 0);
+}
+
 /* Make before break: A(2) and B(2), -np 4 --min-np 2 --max-np 4; a preemption notice on A with
  * time to spare keeps A's members (no round, the job wants 2 replacements); C's workers join a
  * round with everybody, and only then A's leave. Without replacements in time, A's members leave
@@ -1921,6 +1977,8 @@ static void case_resize(void) {
 HV_CHECK_MAIN(
     setup, teardown, {"fixed_success", case_fixed_success}, {"event_fields", case_event_fields},
     {"fixed_failure", case_fixed_failure},
+    {"shrink_make_before_break", case_shrink_make_before_break},
+    {"shrink_fixed_refused", case_shrink_fixed_refused},
     {"fixed_exit0_without_done", case_fixed_exit0_without_done},
     {"fixed_plain_program", case_fixed_plain_program},
     {"fixed_rendezvous_timeout", case_fixed_rendezvous_timeout},

@@ -62,6 +62,13 @@ typedef struct hv_job_row_s {
     const char *const *artifacts;
     size_t nartifacts;
     uint32_t round_code; // v10: why the newest round opened (hv_ev_reason_t; 0 = none)
+    /* v18: sharing the cluster (issue 26; head/core/fleet.h) */
+    int32_t priority;      // higher goes first (hvsubmit --priority; 0 by default)
+    int preemptible;       // may be stopped to resume later from its state copy
+    uint32_t fleet_target; // the fleet policy's newest target size (0: waits, or none yet)
+    char *fleet_reason;    // its reason's stable word ("admitted", "shrunk_admit", ...; "": none)
+    uint64_t fleet_cause;  // the job the reason names (0: none)
+    uint64_t fleet_ms, resized_ms; // wall ms: when decided; when last started or resized
 } hv_job_row_t;
 
 typedef struct hv_worker_row_s {

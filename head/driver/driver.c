@@ -71,10 +71,6 @@ void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id) {
     }
 }
 
-int hv_driver_node_hidden(const hv_dnode_t *nd) {
-    return nd->retired && nd->state != HV_NODE_ALIVE;
-}
-
 const hv_dnode_t *hv_driver_node(const hv_driver_t *d, uint64_t id) { return node_by_id(d, id); }
 
 const hv_dnode_t *hv_driver_node_by_name(const hv_driver_t *d, const char *name) {
@@ -888,7 +884,7 @@ static void grow_reason(hv_driver_t *d, const hv_djob_t *j, char *buf, size_t le
 static void schedule_jobs(hv_driver_t *d);
 
 void hv_driver_schedule(hv_driver_t *d) {
-    if (d->stopping) {
+    if (d->stopping || d->sched_defer) {
         return;
     }
     schedule_jobs(d);
@@ -954,8 +950,9 @@ hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, 
     return HV_OK;
 }
 
-/* One pass of the queue (cluster.h): pending jobs in order, then growth. */
-static void schedule_jobs(hv_driver_t *d) {
+/* One pass of the queue the old way (cluster.h): pending jobs in order, then growth; only when
+ * the fleet policy could not decide. */
+static void schedule_fcfs(hv_driver_t *d) {
     hv_cl_pass_t pass = {0};
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         if (j->jm.state != HV_JOB_PENDING || pass.blocked) {
@@ -976,6 +973,170 @@ static void schedule_jobs(hv_driver_t *d) {
             place(d, j, n, why);
         }
     }
+}
+
+/* An event about a fleet decision the driver acted on (kind fleet.admit, fleet.shrink,
+ * fleet.grow): the reason's word, the job it names, the sizes before and after, as typed data. */
+static void fleet_event(hv_driver_t *d, hv_djob_t *j, const char *kind, hv_ev_reason_t code,
+                        uint32_t from, uint32_t to, const hv_fl_dec_t *dc) {
+    char words[200], data[320];
+    hv__driver_fleet_why(dc->reason, dc->cause, words, sizeof(words));
+    snprintf(data, sizeof(data),
+             "{\"reason\":\"%s\",\"cause\":%llu,\"from\":%u,\"to\":%u,\"target\":%u,"
+             "\"priority\":%d,\"borrowed\":%u}",
+             hv_fl_reason_name(dc->reason), (unsigned long long)dc->cause, from, to, dc->target,
+             (int)j->priority, dc->borrowed);
+    hv_ev_fields_t f = {.reason = code};
+    hv_driver_event_f(d, j->jm.id, 0, kind, &f, data, "job %llu: %u -> %u workers (fleet: %s)",
+                      (unsigned long long)j->jm.id, from, to, words);
+}
+
+/* Which n workers of j leave: on the nodes the policy's moves name first, then any; the
+ * youngest first, rank 0 of the last round last. Returns how many were chosen. */
+static size_t shrink_pick(const hv_djob_t *j, const hv_fl_out_t *fo, uint32_t n, uint64_t *ids) {
+    size_t got = 0;
+    for (int pass = 0; pass < 3 && got < n; pass++) {
+        for (size_t m = 0; m < fo->nmoves && got < n && pass < 2; m++) {
+            const hv_fl_move_t *mv = &fo->moves[m];
+            if (mv->job_id != j->jm.id || mv->delta >= 0) {
+                continue;
+            }
+            uint32_t want = (uint32_t)(-mv->delta), took = 0;
+            for (size_t i = j->jm.nw; i-- > 0 && took < want && got < n;) {
+                const hv_jm_worker_t *w = j->jm.w[i];
+                int chosen = 0;
+                for (size_t c = 0; c < got; c++) {
+                    chosen |= ids[c] == w->id;
+                }
+                if (chosen || w->node_id != mv->node_id || !hv_wk_state_active(w->state) ||
+                    w->removed || w->evict || (pass == 0 && w->rank == 0 && w->member_gen)) {
+                    continue;
+                }
+                ids[got++] = w->id;
+                took++;
+            }
+        }
+        for (size_t i = j->jm.nw; pass == 2 && i-- > 0 && got < n;) {
+            const hv_jm_worker_t *w = j->jm.w[i];
+            int chosen = 0;
+            for (size_t c = 0; c < got; c++) {
+                chosen |= ids[c] == w->id;
+            }
+            if (!chosen && hv_wk_state_active(w->state) && !w->removed && !w->evict &&
+                !(w->rank == 0 && w->member_gen)) {
+                ids[got++] = w->id;
+            }
+        }
+    }
+    return got;
+}
+
+/* Acts on one stored decision about j: shrinks first (the workers leave at the job's next
+ * commit, make before break), then admissions and growth onto what is free now (slots that
+ * leaving workers hold free up as they go: a later pass places there). */
+static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const hv_fl_out_t *fo,
+                      int shrinks) {
+    uint32_t in = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        const hv_jm_worker_t *w = j->jm.w[i];
+        in += hv_wk_state_active(w->state) && !w->removed && !w->evict;
+    }
+    uint64_t wall = hv_wall_ms();
+    if (shrinks) {
+        int shrunk = dc->reason == HV_FL_SHRUNK_ADMIT || dc->reason == HV_FL_SHRUNK_PRIORITY ||
+                     dc->reason == HV_FL_SHRUNK_RECLAIM || dc->reason == HV_FL_SHRUNK_SHARE;
+        if (!shrunk || j->jm.state != HV_JOB_RUNNING || !j->jm.p.elastic || dc->target >= in ||
+            dc->target == 0) {
+            return; /* a fixed-size job is never shrunk; stopping one is not wired yet */
+        }
+        uint32_t n = in - dc->target;
+        uint64_t *ids = hv_calloc(n, sizeof(*ids));
+        if (ids == NULL || shrink_pick(j, fo, n, ids) != n) {
+            hv_free(ids);
+            return;
+        }
+        char why[200];
+        hv__driver_fleet_why(dc->reason, dc->cause, why, sizeof(why));
+        uint64_t before = j->resized_ms;
+        j->resized_ms = wall;
+        j->dirty_row = 1;
+        if (hv_jm_shrink(&j->jm, ids, n, why, wall, &d->out) == HV_OK) {
+            fleet_event(d, j, "fleet.shrink", HV_EV_SHRINK, in, dc->target, dc);
+            hv__driver_apply(d, j, &d->out);
+        } else {
+            j->resized_ms = before;
+            hv_jm_out_reset(&d->out);
+        }
+        hv_free(ids);
+        return;
+    }
+    if (j->jm.state == HV_JOB_PENDING && dc->target > 0) {
+        if (count_slots(d, j, j->slots_per_host, 1) < dc->target) {
+            return; /* the slots it was given are still held by leaving workers */
+        }
+        /* An elastic job starts at -np, as hvsubmit announced, and grows to the rest of what
+         * it was given after its first round. */
+        uint32_t n = dc->target;
+        if (j->jm.p.elastic && j->np < n && j->np >= j->jm.p.min_np && j->np > 0) {
+            n = j->np;
+        }
+        uint64_t before = j->resized_ms;
+        j->resized_ms = wall;
+        j->dirty_row = 1;
+        j->fleet_grant = dc->target > n ? dc->target : 0;
+        if (place(d, j, n, "")) {
+            fleet_event(d, j, "fleet.admit", HV_EV_START, 0, n, dc);
+        } else {
+            j->resized_ms = before;
+        }
+        return;
+    }
+    if ((j->jm.state == HV_JOB_RUNNING || j->jm.state == HV_JOB_PLACING) && j->jm.p.elastic &&
+        dc->target > in && dc->reason != HV_FL_PREEMPTED) {
+        uint32_t want = hv_jm_wants(&j->jm);
+        uint32_t n = dc->target - in;
+        n = n > want ? want : n;
+        uint32_t free = count_slots(d, j, 0, 1);
+        n = n > free ? free : n;
+        if (n == 0) {
+            return;
+        }
+        char why[200];
+        grow_reason(d, j, why, sizeof(why));
+        uint64_t before = j->resized_ms;
+        j->resized_ms = wall;
+        j->dirty_row = 1;
+        if (place(d, j, n, why)) {
+            if (in + n >= j->fleet_grant) {
+                j->fleet_grant = 0;
+            }
+            fleet_event(d, j, "fleet.grow", HV_EV_GROW, in, in + n, dc);
+        } else {
+            j->resized_ms = before;
+        }
+    }
+}
+
+/* One pass of the queue: the fleet policy decides (driver_fleet.c, stored first), then the
+ * driver acts: shrinks, then admissions and growth in the policy's order of the jobs. */
+static void schedule_jobs(hv_driver_t *d) {
+    hv_driver_fleet_t f;
+    hv_err rc = hv__driver_fleet_decide(d, &f);
+    if (rc != HV_OK) {
+        if (!f.unstored) {
+            schedule_fcfs(d);
+        }
+        hv__driver_fleet_fini(&f);
+        return;
+    }
+    for (int shrinks = 1; shrinks >= 0; shrinks--) {
+        for (size_t i = 0; i < f.njobs && i < f.out.ndec; i++) {
+            if (job_active(f.jobs[i])) {
+                fleet_act(d, f.jobs[i], &f.out.dec[i], &f.out, shrinks);
+            }
+        }
+    }
+    hv__driver_fleet_fini(&f);
 }
 
 void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud) {
@@ -1066,6 +1227,8 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.round_reason = "";
     row.artifacts = s->artifacts;
     row.nartifacts = s->nartifacts;
+    row.priority = s->priority;
+    row.preemptible = s->preemptible;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
         hv__driver_store_failed(d, rc, "insert a job");
@@ -1595,12 +1758,18 @@ hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int 
         return HV_EUNAVAIL;
     }
     hv__driver_store_worked(d);
+    /* One scheduling pass once every node changed (the fleet decides on the whole change: an
+     * undrain of two nodes grows a job by two in one round, not by one and then, held by the
+     * resize interval, later). */
+    d->sched_defer = 1;
     for (size_t i = 0; i < n; i++) {
         if (st[i] != nd[i]->state) {
             nd[i]->persisted_seen_ms = seen;
             node_drained(d, nd[i], st[i], seen, drain, reason, 0, 0);
         }
     }
+    d->sched_defer = 0;
+    hv_driver_schedule(d);
     return HV_OK;
 }
 

@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "err.h"
+#include "fleet.h"
 #include "jobfig.h"
 #include "jobm.h"
 #include "nodes.h"
@@ -180,6 +181,19 @@ struct hv_djob_s {
     uint64_t durable_began; /* monotonic ms the last durable write began (0: never) */
     uint64_t restore_after; /* monotonic ms before which a failed restore is not tried again */
     int durable_busy;       /* a durable write or restore of this job is in flight */
+    /* Sharing the cluster (issue 26; core/fleet.h, head/driver/driver_fleet.c): fixed at
+     * submission, then the fleet policy's newest decision about the job (stored with its row). */
+    int32_t priority;            /* hvsubmit --priority: higher goes first */
+    int preemptible;             /* hvsubmit --preemptible */
+    int fleet_decided;           /* the policy decided about it (the fields below are set) */
+    uint32_t fleet_target;       /* workers it should have (0: waits) */
+    hv_fl_reason_t fleet_reason; /* why */
+    uint64_t fleet_cause;        /* the job the reason names (0: none) */
+    uint64_t fleet_ms;           /* wall ms of the decision */
+    uint64_t resized_ms;         /* wall ms of its start or last resize (the anti-thrash hold) */
+    uint32_t fleet_grant;        /* an elastic job admitted with more than -np: it starts at -np and
+                           * grows to this after its first round, not held by the resize interval
+                           * (memory only; 0: none) */
     struct hv_djob_s *next;
 };
 
@@ -335,7 +349,9 @@ hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int 
  * undoes it. */
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id);
 /* A retired node that is no longer alive (draining or dead): views and capacity leave it out. */
-int hv_driver_node_hidden(const hv_dnode_t *nd);
+static inline int hv_driver_node_hidden(const hv_dnode_t *nd) {
+    return nd->retired && nd->state != HV_NODE_ALIVE;
+}
 const hv_dnode_t *hv_driver_node(const hv_driver_t *d, uint64_t id);
 const hv_dnode_t *hv_driver_node_by_name(const hv_driver_t *d, const char *name);
 /* A node as a user names it (hvctl drain, undrain, node revoke): by name, else by id (a
@@ -390,6 +406,8 @@ typedef struct hv_job_submit_s {
     const char *const *artifacts; /* digests of the artifacts the spec uses (borrowed): stored
                                      with the job, so that they are kept while it is */
     size_t nartifacts;
+    int32_t priority; /* higher goes first (0: the default) */
+    int preemptible;  /* may be stopped for a higher priority, to resume from its state copy */
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job, then

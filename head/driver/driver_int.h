@@ -2,7 +2,7 @@
  * driver_int.h: what the driver's own files share, and nothing else includes: the driver's
  * struct, the queue of decisions waiting for the store, small lookups, and the hv__driver_*
  * functions one driver file calls in another. driver.c is the plumbing (inputs → core → store →
- * act); driver_copies.c keeps the state copies' bookkeeping; driver_events.c writes the events;
+ * act); driver_fleet.c asks the fleet policy and stores its decisions; driver_copies.c keeps the state copies' bookkeeping; driver_events.c writes the events;
  * driver_rows.c turns the tables' rows into the model and back, keeps the store's health and
  * loads the tables at start. Each file calls only those after it in that list, never back: the
  * lookups they all need are the inline functions below. Threads: the head's loop thread only, as
@@ -64,6 +64,7 @@ struct hv_driver_s {
      * walk the lists instead, so a failed allocation never loses a lookup. */
     hv_hmap_t node_ids, node_names, job_ids, worker_ids;
     int idx_ok;
+    int sched_defer; /* inside one input that changes several things: schedule once at its end */
 };
 
 /* ---- lookups (the model in memory) ---------------------------------------------------------- */
@@ -151,6 +152,25 @@ void hv__driver_unindex_job(hv_driver_t *d, hv_djob_t *j);
 /* Stores j, then carries out out's actions; if the store fails they wait (after any already
  * waiting for j). out is emptied either way. */
 void hv__driver_apply(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out);
+
+/* ---- driver_fleet.c ------------------------------------------------------------------------- */
+
+/* One decision of the fleet policy: out.dec[i] is about jobs[i] (the active jobs, in order). */
+typedef struct hv_driver_fleet_s {
+    hv_fl_out_t out;
+    hv_djob_t **jobs; /* owned array, borrowed jobs */
+    size_t njobs;
+    int unstored; /* a changed decision could not be stored: act on none */
+} hv_driver_fleet_t;
+
+/* Builds the policy's inputs from the tables, decides, and stores each decision that changed
+ * with its job's row. HV_OK: f->out holds the decision, every part of it stored. Else nothing
+ * to act on (f->unstored: the store failed; otherwise the policy could not decide and the
+ * caller falls back to first come, first served). Either way hv__driver_fleet_fini after. */
+hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f);
+void hv__driver_fleet_fini(hv_driver_fleet_t *f);
+/* A decision in words for events and messages ("shrunk so that job 7 can start", ...). */
+void hv__driver_fleet_why(hv_fl_reason_t r, uint64_t cause, char *buf, size_t len);
 
 /* ---- driver_rows.c -------------------------------------------------------------------------- */
 

@@ -138,6 +138,13 @@ void hv__driver_job_row(const hv_djob_t *j, hv_job_row_t *r) {
     r->round_fail_at_ms = m->round_fail_at_ms;
     r->resume_gen = m->resume_gen;
     r->resumes = m->resumes;
+    r->priority = j->priority;
+    r->preemptible = j->preemptible;
+    r->fleet_target = j->fleet_target;
+    r->fleet_reason = (char *)(j->fleet_decided ? hv_fl_reason_name(j->fleet_reason) : "");
+    r->fleet_cause = j->fleet_cause;
+    r->fleet_ms = j->fleet_ms;
+    r->resized_ms = j->resized_ms;
 }
 
 void hv__driver_worker_row(const hv_dworker_t *w, hv_worker_row_t *r) {
@@ -337,6 +344,18 @@ hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out)
     j->jm.round_fail_at_ms = r->round_fail_at_ms;
     j->jm.resume_gen = r->resume_gen;
     j->jm.resumes = r->resumes;
+    j->priority = r->priority;
+    j->preemptible = r->preemptible;
+    j->fleet_target = r->fleet_target;
+    j->fleet_cause = r->fleet_cause;
+    j->fleet_ms = r->fleet_ms;
+    j->resized_ms = r->resized_ms;
+    for (int k = 0; k < HV_FL__COUNT && r->fleet_reason != NULL && r->fleet_reason[0]; k++) {
+        if (strcmp(hv_fl_reason_name((hv_fl_reason_t)k), r->fleet_reason) == 0) {
+            j->fleet_decided = 1;
+            j->fleet_reason = (hv_fl_reason_t)k;
+        }
+    }
     j->name = r->name;
     r->name = NULL;
     j->spec = r->spec;

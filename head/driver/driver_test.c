@@ -527,7 +527,62 @@ static void case_jtoken_use_before_reply(void) {
     CHECK_EQ(adm.verdict, HV_JTOKEN_USED_UP);
 }
 
+/* The job's stored fleet decision: its reason's word and target. */
+static void stored_fleet(uint64_t job, char *reason, size_t len, uint32_t *target, int32_t *prio) {
+    hv_job_row_t r;
+    reason[0] = '\0';
+    *target = 0;
+    if (hv_store_job_get(H.store, job, &r) == HV_OK) {
+        snprintf(reason, len, "%s", r.fleet_reason != NULL ? r.fleet_reason : "");
+        *target = r.fleet_target;
+        *prio = r.priority;
+        hv_store_job_fini(&r);
+    }
+}
+
+/* The fleet policy's decisions are stored with the jobs' rows before the driver acts on them: X
+ * (priority 3) is admitted on a's 2 slots, Y waits for capacity; node b joins while the jobs'
+ * fleet writes fail: Y is not started (no spawn order), and is once the store works. */
+static void case_fleet_stored_first(void) {
+    join("a", 2);
+    hv_job_submit_t sx = {.name = "x", .np = 2, .priority = 3};
+    hv_job_submit_t sy = {.name = "y", .np = 2};
+    uint64_t x = 0, y = 0;
+    uint32_t np = 0;
+    char err[300], why[32];
+    uint32_t target = 0;
+    int32_t prio = 0;
+    CHECK_RC_MSG(hv_driver_submit(H.d, &sx, &x, &np, err, sizeof(err)), HV_OK, err);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
+    stored_fleet(x, why, sizeof(why), &target, &prio);
+    CHECK_STR(why, "admitted");
+    CHECK_EQ(target, 2);
+    CHECK_EQ(prio, 3);
+    CHECK_RC_MSG(hv_driver_submit(H.d, &sy, &y, &np, err, sizeof(err)), HV_OK, err);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
+    stored_fleet(y, why, sizeof(why), &target, &prio);
+    CHECK_STR(why, "wait_capacity");
+    CHECK_EQ(target, 0);
+    CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER fl_fail BEFORE UPDATE OF fleet_reason "
+                                     "ON jobs BEGIN SELECT RAISE(FAIL, 'disk I/O error "
+                                     "(injected)'); END"),
+             HV_OK);
+    join("b", 2);
+    hv_driver_tick(H.d, hv_now_ms());
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2); /* not stored: not acted on */
+    stored_fleet(y, why, sizeof(why), &target, &prio);
+    CHECK_STR(why, "wait_capacity");
+    CHECK(hv_driver_store_trouble(H.d) != NULL);
+    CHECK_RC(hv__store_exec(H.store, "DROP TRIGGER fl_fail"), HV_OK);
+    hv_driver_tick(H.d, hv_now_ms() + 2000);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 4);
+    stored_fleet(y, why, sizeof(why), &target, &prio);
+    CHECK_STR(why, "admitted");
+    CHECK_EQ(target, 2);
+}
+
 HV_CHECK_MAIN(setup, teardown, {"drain_not_stored", case_drain_not_stored},
+              {"fleet_stored_first", case_fleet_stored_first},
               {"drain_many_atomic", case_drain_many_atomic},
               {"dead_and_back_not_stored", case_dead_and_back_not_stored},
               {"strike_stored", case_strike_stored}, {"strike_not_stored", case_strike_not_stored},

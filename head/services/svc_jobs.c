@@ -215,6 +215,12 @@ static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v
     v->check_every = m->p.check_every;
     v->resumes = m->resumes;
     v->resume_generation = m->resume_gen;
+    v->priority = j->priority;
+    v->preemptible = j->preemptible;
+    v->fleet_target = j->fleet_target;
+    v->fleet_reason = (char *)(j->fleet_decided ? hv_fl_reason_name(j->fleet_reason) : "");
+    v->fleet_cause = j->fleet_cause;
+    v->fleet_ms = j->fleet_ms;
     if (m->copy.commit > 0) {
         sc->copy = (Hvpb__V1__StateCopyRef)HVPB__V1__STATE_COPY_REF__INIT;
         sc->copy.generation = m->copy.generation;
@@ -658,7 +664,9 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_set = spec->cooldown_set,
                            .cooldown_min_s = spec->cooldown_min_s,
                            .cooldown_max_s = spec->cooldown_max_s,
-                           .target_np = spec->target_np};
+                           .target_np = spec->target_np,
+                           .priority = spec->priority,
+                           .preemptible = spec->preemptible};
     /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
     const char *uses[HV_STORE_SPEC_DIGESTS_MAX];
     size_t nuses = 0;
@@ -751,6 +759,12 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t 
     v->check_every = row->check_every;
     v->resumes = row->resumes;
     v->resume_generation = row->resume_gen;
+    v->priority = row->priority;
+    v->preemptible = row->preemptible;
+    v->fleet_target = row->fleet_target;
+    v->fleet_reason = clip_str(clip, row->fleet_reason, 32);
+    v->fleet_cause = row->fleet_cause;
+    v->fleet_ms = row->fleet_ms;
 }
 
 static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {

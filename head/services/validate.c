@@ -248,6 +248,9 @@ hv_err hv_validate_submit(const Hvpb__V1__SubmitRequest *r, char *err, size_t le
                        clip(spec->namespace_, c, sizeof(c)));
         }
     }
+    if (spec->priority < -1000 || spec->priority > 1000) {
+        return bad(err, len, "spec.priority: %d, expected -1000 to 1000", (int)spec->priority);
+    }
     if (spec->n_args > HV_SUBMIT_MAX_ARGS) {
         return bad(err, len, "spec.args: %zu arguments, at most %d", spec->n_args,
                    HV_SUBMIT_MAX_ARGS);

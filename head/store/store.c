@@ -383,11 +383,25 @@ static const char store_v17_sql[] = "ALTER TABLE events ADD COLUMN actor_id INTE
                                     " DEFAULT 0;"
                                     "CREATE INDEX events_actor ON events (actor_id, seq);";
 
+/* v18: sharing the cluster (issue 26): a job's priority and whether it may be stopped to resume
+ * later (hvsubmit --priority, --preemptible), and the fleet policy's newest decision about it
+ * (head/core/fleet.h): its target size, the reason's stable word, the job the reason names, when
+ * it was decided and when the job was last resized (wall ms). Old rows: priority 0, not
+ * preemptible, no decision. */
+static const char store_v18_sql[] =
+    "ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN fleet_target INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN fleet_reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN fleet_cause INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN fleet_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN resized_ms INTEGER NOT NULL DEFAULT 0;";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
     store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,  store_v6_sql,
     store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql, store_v11_sql, store_v12_sql,
-    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql, store_v17_sql};
+    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql, store_v17_sql, store_v18_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -467,7 +481,8 @@ enum {
     " generation, submitted_ms, started_ms, ended_ms, elastic, check_every, elastic_timeout_s,"    \
     " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
     " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
-    " round_fail_at_ms, target_np, resume_gen, resumes, round_code"
+    " round_fail_at_ms, target_np, resume_gen, resumes, round_code, priority, preemptible,"        \
+    " fleet_target, fleet_reason, fleet_cause, fleet_ms, resized_ms"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
     " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
@@ -509,10 +524,11 @@ static const char *const store_sql[ST__COUNT] = {
                       " cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"
                       " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
                       " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes,"
-                      " round_code)"
+                      " round_code, priority, preemptible, fleet_target, fleet_reason, fleet_cause,"
+                      " fleet_ms, resized_ms)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
                       " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
-                      " ?31, ?32, ?33, ?34, ?35)",
+                      " ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
@@ -522,7 +538,9 @@ static const char *const store_sql[ST__COUNT] = {
                       " size = ?24, cross_size = ?25, round_open = ?26, round_rollback = ?27,"
                       " round_reason = ?28, round_opened_ms = ?29, round_deadline_ms = ?30,"
                       " round_fail_at_ms = ?31, target_np = ?32, resume_gen = ?33,"
-                      " resumes = ?34, round_code = ?35 WHERE id = ?15",
+                      " resumes = ?34, round_code = ?35, priority = ?36, preemptible = ?37,"
+                      " fleet_target = ?38, fleet_reason = ?39, fleet_cause = ?40,"
+                      " fleet_ms = ?41, resized_ms = ?42 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
@@ -1755,6 +1773,7 @@ void hv_store_job_fini(hv_job_row_t *row) {
     hv_free(row->reason);
     hv_free(row->spec);
     hv_free(row->round_reason);
+    hv_free(row->fleet_reason);
     memset(row, 0, sizeof(*row));
 }
 
@@ -1801,6 +1820,15 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->resume_gen = col_u32(st, 32);
     r->resumes = col_u32(st, 33);
     r->round_code = col_u32(st, 34);
+    r->priority = col_int(st, 35);
+    r->preemptible = col_int(st, 36);
+    r->fleet_target = col_u32(st, 37);
+    if (col_text(st, 38, &r->fleet_reason) != HV_OK) {
+        goto fail;
+    }
+    r->fleet_cause = col_u64(st, 39);
+    r->fleet_ms = col_u64(st, 40);
+    r->resized_ms = col_u64(st, 41);
     return HV_OK;
 fail:
     hv_store_job_fini(r);
@@ -1813,7 +1841,7 @@ static const store_rows_t job_rows = {sizeof(hv_job_row_t), job_read, job_fini_v
 
 void hv_store_job_free_list(hv_job_row_t *rows, size_t n) { store_free_rows(&job_rows, rows, n); }
 
-/* Binds ?1..?14 and ?16..?35 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
+/* Binds ?1..?14 and ?16..?42 (?15 is the id of an update); ST_JOB_UPDATE leaves ?4 (spec)
  * out. */
 static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_text(b, 1, row->name);
@@ -1852,6 +1880,13 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 33, row->resume_gen);
     bind_u64(b, 34, row->resumes);
     bind_u64(b, 35, row->round_code);
+    bind_int(b, 36, row->priority);
+    bind_int(b, 37, row->preemptible != 0);
+    bind_u64(b, 38, row->fleet_target);
+    bind_text(b, 39, row->fleet_reason != NULL ? row->fleet_reason : "");
+    bind_u64(b, 40, row->fleet_cause);
+    bind_u64(b, 41, row->fleet_ms);
+    bind_u64(b, 42, row->resized_ms);
 }
 
 /* Records that job_id uses the artifact digest (already there: nothing). */

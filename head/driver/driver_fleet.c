@@ -1,0 +1,247 @@
+/*
+ * driver_fleet.c: the driver asks the fleet policy (head/core/fleet.h) how the cluster is shared.
+ * At each scheduling point (a submission, a job's end, a node's join, drain or loss, a round's
+ * close, the tick) it builds the policy's inputs from its tables (jobs with their sizes, bounds,
+ * priority and age; nodes with their capacity; which job's workers run where and which of them
+ * are leaving), decides, and stores every decision that changed with its job's row before
+ * driver.c acts on it (admits, shrinks, grows). With no namespaces configured yet every job is in
+ * one namespace without a quota: priorities, then goodput. Threads: the loop thread only.
+ */
+#include "driver_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "mem.h"
+#include "util.h"
+
+/* Live workers of j that are still in the job (not removed), and those leaving (removed, live). */
+static void job_counts(const hv_djob_t *j, uint64_t node_id, uint32_t *in, uint32_t *leaving) {
+    *in = 0;
+    *leaving = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
+        if (!wlive(w) || (node_id != 0 && w->jm.node_id != node_id)) {
+            continue;
+        }
+        if (w->jm.removed || w->jm.evict) {
+            (*leaving)++;
+        } else {
+            (*in)++;
+        }
+    }
+}
+
+/* How the policy sees j now. */
+static void job_input(const hv_djob_t *j, hv_fl_job_t *o) {
+    const hv_jm_params_t *p = &j->jm.p;
+    uint32_t in, leaving;
+    job_counts(j, 0, &in, &leaving);
+    memset(o, 0, sizeof(*o));
+    o->id = j->jm.id;
+    o->ns = 0;
+    o->priority = j->priority;
+    o->elastic = p->elastic;
+    /* Stopping a job to resume it later is not wired yet: no job is offered as preemptible. */
+    o->preemptible = 0;
+    o->per_worker.r[HV_FL_SLOTS] = 1;
+    o->slots_per_host = j->slots_per_host;
+    if (p->elastic) {
+        /* The job's own target (a growth schedule, Rendezvous.Resize) bounds what it gets. */
+        uint32_t max = hv_jm_target(p);
+        uint32_t min = p->min_np > 0 ? p->min_np : 1;
+        max = max < min ? min : max;
+        o->min_np = min;
+        o->max_np = max;
+        o->np = j->np < min ? min : j->np > max ? max : j->np;
+    } else {
+        o->np = o->min_np = o->max_np = j->np;
+    }
+    if (j->jm.state == HV_JOB_PENDING) {
+        o->state = HV_FL_WAITING;
+        o->waiting_since_ms = j->submitted_ms;
+        return;
+    }
+    o->size = in + leaving; /* live: those leaving count until they are gone */
+    o->resized_ms = j->resized_ms != 0 ? j->resized_ms : j->started_ms;
+    if (in < j->fleet_grant) {
+        o->resized_ms = 0; /* the rest of its admission: no hold */
+    }
+    /* A job that cannot be resized now: placing, re-forming, ending, with workers leaving, or
+     * one that cannot take more although it is below its target (finishing; its first round not
+     * formed yet). */
+    int frozen = j->jm.state != HV_JOB_RUNNING || j->jm.round_open || j->jm.ending || leaving > 0 ||
+                 (p->elastic && in < o->max_np && hv_jm_wants(&j->jm) == 0);
+    if (p->elastic && in < o->min_np && !j->jm.ending && hv_jm_wants(&j->jm) > 0) {
+        /* Below its --min-np (a drain or a loss took workers), its round waits for capacity:
+         * it is running, its floor first, and restoring the floor is no resize to hold. */
+        frozen = 0;
+        o->resized_ms = 0;
+        o->size = in; /* those leaving are counted free (use.leaving) */
+    }
+    o->state = frozen ? HV_FL_FROZEN : HV_FL_RUNNING;
+    if (o->state == HV_FL_RUNNING && p->elastic && o->np > in) {
+        o->np = in < o->min_np ? o->min_np : in; /* np must lie in [min, max]: it is only read
+                                                     for a waiting job's start */
+    }
+}
+
+hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
+    memset(f, 0, sizeof(*f));
+    uint64_t wall = hv_wall_ms();
+    size_t nj = 0, nn = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        nj += job_active(j);
+    }
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        nn += !hv_driver_node_hidden(n);
+    }
+    hv_fl_job_t *jobs = hv_calloc(nj + 1, sizeof(*jobs));
+    hv_fl_node_t *nodes = hv_calloc(nn + 1, sizeof(*nodes));
+    hv_fl_use_t *use = hv_calloc(nj * nn + 1, sizeof(*use));
+    f->jobs = hv_calloc(nj + 1, sizeof(*f->jobs));
+    hv_err rc = HV_ENOMEM;
+    if (jobs == NULL || nodes == NULL || use == NULL || f->jobs == NULL) {
+        goto out;
+    }
+    size_t k = 0;
+    for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        if (hv_driver_node_hidden(n)) {
+            continue;
+        }
+        hv_fl_node_t *o = &nodes[k++];
+        o->id = n->id;
+        uint32_t slots = n->acct.slots;
+        if (n->acct.gpus > 0 && n->acct.gpus < slots) {
+            slots = n->acct.gpus; /* a worker on a GPU node takes one of its GPUs */
+        }
+        o->cap.r[HV_FL_SLOTS] = slots;
+        o->schedulable = n->state == HV_NODE_ALIVE && n->has_session;
+        /* What the policy does not move (actors): the node's used slots beyond the jobs'. */
+        uint32_t jobs_here = 0;
+        for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+            uint32_t in, leaving;
+            job_counts(j, n->id, &in, &leaving);
+            jobs_here += in + leaving;
+        }
+        o->other.r[HV_FL_SLOTS] =
+            n->acct.slots_used > jobs_here ? n->acct.slots_used - jobs_here : 0;
+    }
+    size_t nu = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (!job_active(j)) {
+            continue;
+        }
+        size_t ji = f->njobs;
+        f->jobs[f->njobs++] = j;
+        job_input(j, &jobs[ji]);
+        for (size_t ni = 0; ni < k; ni++) {
+            uint32_t in, leaving;
+            job_counts(j, nodes[ni].id, &in, &leaving);
+            if (in + leaving > 0) {
+                use[nu++] = (hv_fl_use_t){
+                    .job = ji, .node = ni, .workers = in + leaving, .leaving = leaving};
+            }
+        }
+    }
+    hv_fl_settings_t set;
+    hv_fl_settings_default(&set);
+    set.resize_interval_ms = d->cfg->fleet.resize_interval_ms;
+    set.reset_ms = d->cfg->fleet.reset_ms;
+    set.starve_ms = d->cfg->fleet.starve_ms;
+    set.age_ms = d->cfg->fleet.age_ms;
+    hv_fl_ns_t ns;
+    memset(&ns, 0, sizeof(ns));
+    ns.weight = 1;
+    for (int r = 0; r < HV_FL_NRES; r++) {
+        ns.borrow.r[r] = HV_FL_UNLIMITED;
+    }
+    hv_fl_in_t in = {.now_ms = wall,
+                     .set = &set,
+                     .ns = &ns,
+                     .nns = 1,
+                     .jobs = jobs,
+                     .njobs = f->njobs,
+                     .nodes = nodes,
+                     .nnodes = k,
+                     .use = use,
+                     .nuse = nu};
+    char err[256];
+    rc = hv_fl_decide(&in, &f->out, err, sizeof(err));
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_ERROR, "driver", "HV-FLEET-DECIDE",
+               "the fleet policy could not decide (%s): first come, first served this time",
+               rc == HV_ENOMEM ? "out of memory" : err);
+        goto out;
+    }
+    /* Store every decision that changed, each with its job's row, before anything acts on it. */
+    for (size_t i = 0; i < f->out.ndec && i < f->njobs; i++) {
+        hv_djob_t *j = f->jobs[i];
+        const hv_fl_dec_t *dc = &f->out.dec[i];
+        if (j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
+            j->fleet_cause == dc->cause) {
+            continue;
+        }
+        int was_decided = j->fleet_decided;
+        uint32_t was_target = j->fleet_target;
+        hv_fl_reason_t was_reason = j->fleet_reason;
+        uint64_t was_cause = j->fleet_cause, was_ms = j->fleet_ms;
+        j->fleet_decided = 1;
+        j->fleet_target = dc->target;
+        j->fleet_reason = dc->reason;
+        j->fleet_cause = dc->cause;
+        j->fleet_ms = wall;
+        j->dirty_row = 1;
+        if ((rc = hv__driver_persist(d, j)) != HV_OK) {
+            /* Not stored: not decided (the next pass decides again), and nothing acts. */
+            j->fleet_decided = was_decided;
+            j->fleet_target = was_target;
+            j->fleet_reason = was_reason;
+            j->fleet_cause = was_cause;
+            j->fleet_ms = was_ms;
+            f->unstored = 1;
+            goto out;
+        }
+    }
+    rc = HV_OK;
+out:
+    hv_free(jobs);
+    hv_free(nodes);
+    hv_free(use);
+    return rc;
+}
+
+void hv__driver_fleet_fini(hv_driver_fleet_t *f) {
+    hv_fl_out_fini(&f->out);
+    hv_free(f->jobs);
+    memset(f, 0, sizeof(*f));
+}
+
+/* The words of a decision for people: "admitted", "shrunk to admit job 7", ... */
+void hv__driver_fleet_why(hv_fl_reason_t r, uint64_t cause, char *buf, size_t len) {
+    switch (r) {
+    case HV_FL_SHRUNK_ADMIT:
+        snprintf(buf, len, "shrunk so that job %llu can start", (unsigned long long)cause);
+        break;
+    case HV_FL_SHRUNK_PRIORITY:
+        snprintf(buf, len, "shrunk for job %llu, of a higher priority", (unsigned long long)cause);
+        break;
+    case HV_FL_SHRUNK_RECLAIM:
+        snprintf(buf, len, "shrunk: job %llu's namespace takes back its quota",
+                 (unsigned long long)cause);
+        break;
+    case HV_FL_SHRUNK_SHARE:
+        snprintf(buf, len, "shrunk: its workers serve job %llu better", (unsigned long long)cause);
+        break;
+    case HV_FL_ADMITTED:
+        snprintf(buf, len, "admitted");
+        break;
+    case HV_FL_GROWN:
+        snprintf(buf, len, "grown onto free capacity");
+        break;
+    default:
+        snprintf(buf, len, "%s", hv_fl_reason_name(r));
+        break;
+    }
+}
