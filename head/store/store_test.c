@@ -9,7 +9,6 @@
 #include "store.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,27 +61,12 @@
 static char tmp_dir[256];
 
 static void make_tmp(void) {
-    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/hv_store_test.XXXXXX");
-    if (mkdtemp(tmp_dir) == NULL) {
-        perror("mkdtemp");
-        exit(2);
-    }
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    chmod(path, 0700); // so an unwritable-dir case can be cleaned up
-    return remove(path);
+    hv_check_tmpdir(tmp_dir, sizeof(tmp_dir), "/tmp/hv_store_test.XXXXXX");
 }
 
 static void remove_tmp(void) {
-    if (tmp_dir[0] != '\0') {
-        chmod(tmp_dir, 0700);
-        nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        tmp_dir[0] = '\0';
-    }
+    hv_check_rmtree(tmp_dir);
+    tmp_dir[0] = '\0';
 }
 
 static void path_in(char *buf, size_t len, const char *name) {
