@@ -72,22 +72,7 @@ static inline int test_run_until(uv_loop_t *loop, const int *flag, int want, uin
 }
 
 /* 1 while pid names a process that is not a zombie (read from /proc/PID/stat). */
-static inline int test_pid_alive(int pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        return 0;
-    }
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 0;
-    }
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp != NULL && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
+static inline int test_pid_alive(int pid) { return hv_pid_state(pid) == 1; }
 
 /* Runs loop for ms. */
 static inline void test_run_for(uv_loop_t *loop, uint64_t ms) { test_run_until(loop, NULL, 1, ms); }

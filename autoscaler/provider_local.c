@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "util.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -400,14 +401,7 @@ static long read_proc(int pid, const char *what, char *buf, size_t len) {
 }
 
 /* 1 when pid exists and is not a zombie (an exited agent whose parent has not reaped it). */
-static int pid_alive(int pid) {
-    char buf[512];
-    if (pid <= 0 || kill(pid, 0) != 0 || read_proc(pid, "stat", buf, sizeof(buf)) < 0) {
-        return 0;
-    }
-    const char *rp = strrchr(buf, ')'); /* "PID (COMM) STATE ..." */
-    return rp == NULL || rp[1] != ' ' || rp[2] != 'Z';
-}
+static int pid_alive(int pid) { return pid > 0 && kill(pid, 0) == 0 && hv_pid_state(pid) == 1; }
 
 /* 1 when pid is alive and its command line names the instance. */
 static int pid_is(int pid, const char *name) {

@@ -11,9 +11,11 @@
 #ifndef HV_COMMON_HV_CHECK_H
 #define HV_COMMON_HV_CHECK_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "err.h"
 
@@ -126,6 +128,47 @@ static inline int hv_check_main(const hv_check_case_t *cases, size_t n, int argc
     }
     printf("%d case(s), %d failure(s)\n", ran, hv_check_failures);
     return hv_check_failures == 0 ? 0 : 1;
+}
+
+/* Runs fn with a memory stream and returns what it wrote (owned, free()); exits on no memory. */
+static inline char *hv_check_capture(void (*fn)(FILE *f, void *ud), void *ud) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL) {
+        fprintf(stderr, "open_memstream failed\n");
+        exit(1);
+    }
+    fn(f, ud);
+    fclose(f);
+    return buf;
+}
+
+/* A fresh directory made from a mkdtemp template ("/tmp/hv_x_test.XXXXXX") into dir (len bytes);
+ * the test cannot go on without it: exits 2. */
+static inline void hv_check_tmpdir(char *dir, size_t len, const char *templ) {
+    snprintf(dir, len, "%s", templ);
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        exit(2);
+    }
+}
+
+static inline int hv__check_rm_entry(const char *path, const struct stat *st, int flag,
+                                     struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    chmod(path, 0700); /* so an unwritable-directory case can be cleaned up */
+    return remove(path);
+}
+
+/* Removes dir and everything under it (links not followed); nothing for "". */
+static inline void hv_check_rmtree(const char *dir) {
+    if (dir[0] != '\0') {
+        chmod(dir, 0700);
+        nftw(dir, hv__check_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
 }
 
 /* A test file's main: runs the cases given as {"name", fn} rows, each between setup and teardown

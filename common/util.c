@@ -494,8 +494,7 @@ int hv_pidfile_remove_stale(const char *pid_path) {
     return named;
 }
 
-/* 0: pid is gone; 1: it runs; 2: it has exited but its parent has not reaped it (a zombie). */
-static int pid_state(int pid) {
+int hv_pid_state(int pid) {
     if (kill(pid, 0) != 0 && errno == ESRCH) {
         return 0;
     }
@@ -512,7 +511,7 @@ static int pid_state(int pid) {
     }
     buf[n] = '\0';
     const char *paren = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
-    return paren != NULL && paren[1] == ' ' && paren[2] == 'Z' ? 2 : 1;
+    return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X') ? 2 : 1;
 }
 
 hv_err hv_stop_locked(const char *lock_path, int sig, uint32_t timeout_ms, int kill_after,
@@ -541,7 +540,7 @@ hv_err hv_stop_locked(const char *lock_path, int sig, uint32_t timeout_ms, int k
             uint64_t until = deadline > hv_now_ms() + 2000 ? deadline : hv_now_ms() + 2000;
             uint64_t zombie_since = 0;
             int st;
-            while ((st = pid_state(pid)) != 0 && hv_now_ms() < until) {
+            while ((st = hv_pid_state(pid)) != 0 && hv_now_ms() < until) {
                 if (st == 2 && zombie_since == 0) {
                     zombie_since = hv_now_ms();
                 }

@@ -69,6 +69,9 @@ void hv_pidfile_remove(const char *pid_path);
 /* Removes pid_path if no process holds its lock (a stale file). Returns the pid the stale file
  * named (-1 if it named none), 0 if nothing was removed (no file, or a live holder). */
 int hv_pidfile_remove_stale(const char *pid_path);
+/* What /proc says of pid: 0 it is gone; 1 it runs (or cannot be read: taken as running); 2 it
+ * has exited and its parent has not reaped it (a zombie). */
+int hv_pid_state(int pid);
 /* Stops the daemon that holds lock_path's lock: sends it sig, waits up to timeout_ms for it to
  * let go of the lock and exit, then (kill_after) SIGKILLs it if it still holds the lock. The
  * holder's pid goes to *pid_out (may be NULL). HV_ENOTFOUND: nobody holds the lock (nothing is

@@ -302,6 +302,139 @@ static int parse_fault(const char *s, int want_code, fault_t *f) {
     return 0;
 }
 
+/* One option with its value into *o (have_batch: --batch or --batch-per-rank seen). Returns 0, or
+ * -1 on an error (printed). */
+static int apply_value(opts_t *o, const char *name, const char *v, int *have_batch) {
+    uint64_t u = 0;
+    const char *want = NULL;
+    if (strcmp(name, "--epochs") == 0) {
+        want = parse_u64(v, 1, 100000, &o->epochs) ? "a whole number from 1 to 100000" : NULL;
+    } else if (strcmp(name, "--batch") == 0 || strcmp(name, "--batch-per-rank") == 0) {
+        int per_rank = strcmp(name, "--batch-per-rank") == 0;
+        if (*have_batch && per_rank != o->per_rank) {
+            fprintf(stderr, "elastic_train: --batch and --batch-per-rank exclude each other\n");
+            return -1;
+        }
+        *have_batch = 1;
+        o->per_rank = per_rank;
+        want = parse_u64(v, 1, 65536, &u) ? "a whole number from 1 to 65536" : NULL;
+        o->batch = (uint32_t)u;
+    } else if (strcmp(name, "--lr") == 0) {
+        char *end = NULL;
+        errno = 0;
+        o->lr = strtod(v, &end);
+        want = errno != 0 || end == v || *end != '\0' || !(o->lr > 0) || o->lr > 100
+                   ? "a number in (0, 100]"
+                   : NULL;
+    } else if (strcmp(name, "--seed") == 0) {
+        want = parse_u64(v, 0, UINT64_MAX, &o->seed) ? "a whole number" : NULL;
+    } else if (strcmp(name, "--data") == 0) {
+        o->data = v;
+        want = v[0] == '\0' ? "a directory" : NULL;
+    } else if (strcmp(name, "--train-limit") == 0) {
+        want = parse_u64(v, 1, UINT32_MAX, &o->train_limit) ? "a whole number >= 1" : NULL;
+    } else if (strcmp(name, "--test-limit") == 0) {
+        want = parse_u64(v, 1, UINT32_MAX, &o->test_limit) ? "a whole number >= 1" : NULL;
+    } else if (strcmp(name, "--checkpoint") == 0) {
+        o->checkpoint = v;
+        want = v[0] == '\0' ? "a file path" : NULL;
+    } else if (strcmp(name, "--checkpoint-every") == 0) {
+        want = parse_u64(v, 1, UINT32_MAX, &o->checkpoint_every) ? "a number of steps >= 1" : NULL;
+    } else if (strcmp(name, "--step-log") == 0) {
+        o->step_log = v;
+        want = v[0] == '\0' ? "a file path" : NULL;
+    } else if (strcmp(name, "--epoch-log") == 0) {
+        o->epoch_log = v;
+        want = v[0] == '\0' ? "a file path" : NULL;
+    } else if (strcmp(name, "--eval-actor") == 0) {
+        o->eval_actor = v;
+        const char *slash = strchr(v, '/');
+        size_t nslen = slash != NULL ? (size_t)(slash - v) : 0;
+        const char *nm = slash != NULL ? slash + 1 : v;
+        want = nm[0] == '\0' || strchr(nm, '/') != NULL || nslen >= sizeof(o->eval_ns) ||
+                       strlen(nm) >= sizeof(o->eval_name) || (slash != NULL && nslen == 0)
+                   ? "an actor's name, or NAMESPACE/NAME"
+                   : NULL;
+        if (want == NULL) {
+            memcpy(o->eval_ns, v, nslen);
+            o->eval_ns[nslen] = '\0';
+            snprintf(o->eval_name, sizeof(o->eval_name), "%s", nm);
+        }
+    } else if (strcmp(name, "--compute-ms-per-sample") == 0) {
+        char *end = NULL;
+        errno = 0;
+        o->compute_ms_per_sample = strtod(v, &end);
+        want = errno != 0 || end == v || *end != '\0' || !(o->compute_ms_per_sample >= 0) ||
+                       o->compute_ms_per_sample > 10000
+                   ? "milliseconds from 0 to 10000"
+                   : NULL;
+    } else if (strcmp(name, "--double-every") == 0) {
+        want = parse_u64(v, 1, 100000, &o->double_every) ? "epochs from 1 to 100000" : NULL;
+    } else if (strcmp(name, "--double-max") == 0) {
+        want = parse_u64(v, 1, 1u << 20, &o->double_max) ? "a size from 1 to 1048576" : NULL;
+    } else if (strcmp(name, "--step-delay-ms") == 0) {
+        want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
+        o->step_delay_ms = (uint32_t)u;
+    } else if (strcmp(name, "--start-delay-ms") == 0) {
+        want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
+        o->start_delay_ms = (uint32_t)u;
+    } else if (strcmp(name, "--first-commit-delay-ms") == 0) {
+        want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
+        o->first_commit_delay_ms = (uint32_t)u;
+    } else if (strcmp(name, "--exit-at") == 0) {
+        want = parse_fault(v, 1, &o->exit_at)
+                   ? "EPOCH:BATCH:RANK:CODE[:every] (RANK a number or 'all', CODE 0..255), "
+                     "e.g. 1:20:all:3"
+                   : NULL;
+    } else if (strcmp(name, "--exit-on-node") == 0) {
+        const char *colon = strrchr(v, ':');
+        uint64_t code = 0;
+        want = colon == NULL || colon == v || (size_t)(colon - v) >= sizeof(o->exit_node) ||
+                       parse_u64(colon + 1, 0, 255, &code)
+                   ? "NODE:CODE (CODE 0..255), e.g. node-a:3"
+                   : NULL;
+        if (want == NULL) {
+            memcpy(o->exit_node, v, (size_t)(colon - v));
+            o->exit_node[colon - v] = '\0';
+            o->exit_node_code = (int)code;
+        }
+    } else {
+        want = parse_fault(v, 0, &o->kill_at)
+                   ? "EPOCH:BATCH:RANK (RANK a number or 'all'), e.g. 0:50:1"
+                   : NULL;
+    }
+    if (want != NULL) {
+        fprintf(stderr, "elastic_train: %s: expected %s, got '%s'\n", name, want, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* The options that go together, once all are read: 0, or -1 on an error (printed). */
+static int check_args(opts_t *o, int have_batch) {
+    if (o->checkpoint_every != 0 && o->checkpoint == NULL) {
+        fprintf(stderr, "elastic_train: --checkpoint-every needs --checkpoint\n");
+        return -1;
+    }
+    if (o->double_max != 0 && o->double_every == 0) {
+        fprintf(stderr, "elastic_train: --double-max needs --double-every\n");
+        return -1;
+    }
+    if (o->double_every != 0) {
+        if (have_batch && !o->per_rank) {
+            fprintf(stderr, "elastic_train: --double-every grows the global batch with the "
+                            "workers: give --batch-per-rank, not --batch\n");
+            return -1;
+        }
+        if (!have_batch) {
+            o->batch = 32;
+        }
+        o->per_rank = 1;
+        o->double_max = o->double_max ? o->double_max : 64;
+    }
+    return 0;
+}
+
 /* Fills *o from argv. Returns 0, 1 for --help (printed), -1 on an error (printed). */
 static int parse_args(int argc, char **argv, opts_t *o) {
     *o = (opts_t){.epochs = 5, .batch = 64, .lr = 0.05, .seed = 1, .data = fmnist_default_dir()};
@@ -363,131 +496,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             fprintf(stderr, "elastic_train: %s needs a value (see --help)\n", name);
             return -1;
         }
-        uint64_t u = 0;
-        const char *want = NULL;
-        if (strcmp(name, "--epochs") == 0) {
-            want = parse_u64(v, 1, 100000, &o->epochs) ? "a whole number from 1 to 100000" : NULL;
-        } else if (strcmp(name, "--batch") == 0 || strcmp(name, "--batch-per-rank") == 0) {
-            int per_rank = strcmp(name, "--batch-per-rank") == 0;
-            if (have_batch && per_rank != o->per_rank) {
-                fprintf(stderr, "elastic_train: --batch and --batch-per-rank exclude each other\n");
-                return -1;
-            }
-            have_batch = 1;
-            o->per_rank = per_rank;
-            want = parse_u64(v, 1, 65536, &u) ? "a whole number from 1 to 65536" : NULL;
-            o->batch = (uint32_t)u;
-        } else if (strcmp(name, "--lr") == 0) {
-            char *end = NULL;
-            errno = 0;
-            o->lr = strtod(v, &end);
-            want = errno != 0 || end == v || *end != '\0' || !(o->lr > 0) || o->lr > 100
-                       ? "a number in (0, 100]"
-                       : NULL;
-        } else if (strcmp(name, "--seed") == 0) {
-            want = parse_u64(v, 0, UINT64_MAX, &o->seed) ? "a whole number" : NULL;
-        } else if (strcmp(name, "--data") == 0) {
-            o->data = v;
-            want = v[0] == '\0' ? "a directory" : NULL;
-        } else if (strcmp(name, "--train-limit") == 0) {
-            want = parse_u64(v, 1, UINT32_MAX, &o->train_limit) ? "a whole number >= 1" : NULL;
-        } else if (strcmp(name, "--test-limit") == 0) {
-            want = parse_u64(v, 1, UINT32_MAX, &o->test_limit) ? "a whole number >= 1" : NULL;
-        } else if (strcmp(name, "--checkpoint") == 0) {
-            o->checkpoint = v;
-            want = v[0] == '\0' ? "a file path" : NULL;
-        } else if (strcmp(name, "--checkpoint-every") == 0) {
-            want =
-                parse_u64(v, 1, UINT32_MAX, &o->checkpoint_every) ? "a number of steps >= 1" : NULL;
-        } else if (strcmp(name, "--step-log") == 0) {
-            o->step_log = v;
-            want = v[0] == '\0' ? "a file path" : NULL;
-        } else if (strcmp(name, "--epoch-log") == 0) {
-            o->epoch_log = v;
-            want = v[0] == '\0' ? "a file path" : NULL;
-        } else if (strcmp(name, "--eval-actor") == 0) {
-            o->eval_actor = v;
-            const char *slash = strchr(v, '/');
-            size_t nslen = slash != NULL ? (size_t)(slash - v) : 0;
-            const char *nm = slash != NULL ? slash + 1 : v;
-            want = nm[0] == '\0' || strchr(nm, '/') != NULL || nslen >= sizeof(o->eval_ns) ||
-                           strlen(nm) >= sizeof(o->eval_name) || (slash != NULL && nslen == 0)
-                       ? "an actor's name, or NAMESPACE/NAME"
-                       : NULL;
-            if (want == NULL) {
-                memcpy(o->eval_ns, v, nslen);
-                o->eval_ns[nslen] = '\0';
-                snprintf(o->eval_name, sizeof(o->eval_name), "%s", nm);
-            }
-        } else if (strcmp(name, "--compute-ms-per-sample") == 0) {
-            char *end = NULL;
-            errno = 0;
-            o->compute_ms_per_sample = strtod(v, &end);
-            want = errno != 0 || end == v || *end != '\0' || !(o->compute_ms_per_sample >= 0) ||
-                           o->compute_ms_per_sample > 10000
-                       ? "milliseconds from 0 to 10000"
-                       : NULL;
-        } else if (strcmp(name, "--double-every") == 0) {
-            want = parse_u64(v, 1, 100000, &o->double_every) ? "epochs from 1 to 100000" : NULL;
-        } else if (strcmp(name, "--double-max") == 0) {
-            want = parse_u64(v, 1, 1u << 20, &o->double_max) ? "a size from 1 to 1048576" : NULL;
-        } else if (strcmp(name, "--step-delay-ms") == 0) {
-            want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
-            o->step_delay_ms = (uint32_t)u;
-        } else if (strcmp(name, "--start-delay-ms") == 0) {
-            want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
-            o->start_delay_ms = (uint32_t)u;
-        } else if (strcmp(name, "--first-commit-delay-ms") == 0) {
-            want = parse_u64(v, 0, 600000, &u) ? "milliseconds from 0 to 600000" : NULL;
-            o->first_commit_delay_ms = (uint32_t)u;
-        } else if (strcmp(name, "--exit-at") == 0) {
-            want = parse_fault(v, 1, &o->exit_at)
-                       ? "EPOCH:BATCH:RANK:CODE[:every] (RANK a number or 'all', CODE 0..255), "
-                         "e.g. 1:20:all:3"
-                       : NULL;
-        } else if (strcmp(name, "--exit-on-node") == 0) {
-            const char *colon = strrchr(v, ':');
-            uint64_t code = 0;
-            want = colon == NULL || colon == v || (size_t)(colon - v) >= sizeof(o->exit_node) ||
-                           parse_u64(colon + 1, 0, 255, &code)
-                       ? "NODE:CODE (CODE 0..255), e.g. node-a:3"
-                       : NULL;
-            if (want == NULL) {
-                memcpy(o->exit_node, v, (size_t)(colon - v));
-                o->exit_node[colon - v] = '\0';
-                o->exit_node_code = (int)code;
-            }
-        } else {
-            want = parse_fault(v, 0, &o->kill_at)
-                       ? "EPOCH:BATCH:RANK (RANK a number or 'all'), e.g. 0:50:1"
-                       : NULL;
-        }
-        if (want != NULL) {
-            fprintf(stderr, "elastic_train: %s: expected %s, got '%s'\n", name, want, v);
+        if (apply_value(o, name, v, &have_batch) != 0) {
             return -1;
         }
     }
-    if (o->checkpoint_every != 0 && o->checkpoint == NULL) {
-        fprintf(stderr, "elastic_train: --checkpoint-every needs --checkpoint\n");
-        return -1;
-    }
-    if (o->double_max != 0 && o->double_every == 0) {
-        fprintf(stderr, "elastic_train: --double-max needs --double-every\n");
-        return -1;
-    }
-    if (o->double_every != 0) {
-        if (have_batch && !o->per_rank) {
-            fprintf(stderr, "elastic_train: --double-every grows the global batch with the "
-                            "workers: give --batch-per-rank, not --batch\n");
-            return -1;
-        }
-        if (!have_batch) {
-            o->batch = 32;
-        }
-        o->per_rank = 1;
-        o->double_max = o->double_max ? o->double_max : 64;
-    }
-    return 0;
+    return check_args(o, have_batch);
 }
 
 /* ---- training ------------------------------------------------------------------------------- */

@@ -3,10 +3,10 @@
  * the head address, parsing hvsubmit's command line, checking the files a job ships (ELF
  * executable, readable --file, no name clashes), parsing --env, turning a finished job into an
  * exit status, human formats (durations, "5s ago", signal names, elastic rounds, blacklist
- * entries), text from the head or a worker made safe for a terminal, an aligned text table and a small JSON emitter (protobuf-c has no JSON) that can also
- * embed a JSON text from the head after checking it. It is not an RPC client: the calls themselves live
- * in hvsubmit.c and hvctl.c. Everything here is single-threaded: a table or JSON writer belongs
- * to its caller; functions with no object are reentrant.
+ * entries), text from the head or a worker made safe for a terminal, an aligned text table, and
+ * hvctl status's summary (written through cli_json.h, the CLIs' one JSON writer). It is not an
+ * RPC client: the calls themselves live in hvsubmit.c and hvctl.c. Everything here is
+ * single-threaded: a table belongs to its caller; functions with no object are reentrant.
  */
 #ifndef HV_CLI_CLI_COMMON_H
 #define HV_CLI_CLI_COMMON_H
@@ -17,6 +17,7 @@
 
 #include "err.h"
 #include "growsched.h"
+#include "cli_json.h"
 #include "hv.pb-c.h"
 
 #define HV_CLI_DEFAULT_HEAD "127.0.0.1:7000"
@@ -377,68 +378,6 @@ hv_err hv_cli_table_add(hv_cli_table_t *t, const char *const *cells);
  * characters), two spaces apart, without trailing blanks. */
 void hv_cli_table_print(const hv_cli_table_t *t, FILE *f);
 size_t hv_cli_table_rows(const hv_cli_table_t *t);
-
-/* ---- JSON emitter -------------------------------------------------------------------------- */
-
-#define HV_CLI_JSON_MAX_DEPTH 16
-
-/* Writes one JSON document to f, indented by two spaces per level. Caller storage. The writer
- * inserts commas and indentation itself; the caller only has to nest begin/end correctly and give
- * a key before each value inside an object. Misuse (too deep, a value where a key is due) sets
- * err and makes later calls no-ops, so the output is never silently invalid. */
-typedef struct hv_cli_json_s {
-    FILE *f;                                     /* borrowed */
-    int depth;                                   /* open containers */
-    unsigned char is_obj[HV_CLI_JSON_MAX_DEPTH]; /* per level: 1 object, 0 array */
-    unsigned char count[HV_CLI_JSON_MAX_DEPTH];  /* per level: values written (saturates at 1) */
-    int want_value;                              /* a key was written, its value is due */
-    int err;                                     /* misuse detected */
-} hv_cli_json_t;
-
-void hv_cli_json_init(hv_cli_json_t *j, FILE *f);
-void hv_cli_json_obj_begin(hv_cli_json_t *j);
-void hv_cli_json_obj_end(hv_cli_json_t *j);
-void hv_cli_json_arr_begin(hv_cli_json_t *j);
-void hv_cli_json_arr_end(hv_cli_json_t *j);
-void hv_cli_json_key(hv_cli_json_t *j, const char *key);
-void hv_cli_json_str(hv_cli_json_t *j, const char *s);
-void hv_cli_json_u64(hv_cli_json_t *j, uint64_t v);
-void hv_cli_json_f64(hv_cli_json_t *j, double v); /* NaN and infinities as null */
-void hv_cli_json_i64(hv_cli_json_t *j, int64_t v);
-void hv_cli_json_bool(hv_cli_json_t *j, int v);
-void hv_cli_json_null(hv_cli_json_t *j);
-/* Ends the document with a newline. HV_EINVAL if containers are still open or misuse occurred. */
-hv_err hv_cli_json_finish(hv_cli_json_t *j);
-
-/* Writes fields of the message m as "key": value pairs of the open object, in the order spec
- * names them: words apart by one space, each a field of m's proto ("worker_id"), one of a
- * submessage ("info.slots": its default when the submessage is unset), or key=field to write it
- * under another key ("processes=incarnation"). Integers, bools, doubles and strings (NULL as
- * "") are written as such, an enum as its number, a repeated string as an array; a word that
- * names no such field is misuse (j->err). Other values (states by name, nested messages) the
- * caller writes itself around the call. */
-void hv_cli_json_fields(hv_cli_json_t *j, const ProtobufCMessage *m, const char *spec);
-
-/* Writes text, one JSON value that came from elsewhere (an event's data from the head), as the
- * next value: it is checked first (RFC 8259 grammar, valid UTF-8, nesting within what the writer
- * has left) and then written again through the writer, so it is indented like the rest and the
- * document stays valid. Strings and numbers keep their exact spelling. HV_EINVAL, with nothing
- * written, when text is not exactly one valid JSON value (surrounding whitespace aside) or
- * nests too deep; want_object set also refuses a value that is not an object. */
-hv_err hv_cli_json_embed(hv_cli_json_t *j, const char *text, int want_object);
-
-/* A top-level field of a JSON object text (an event's data): 1 when json is one valid object
- * with key and its value is of the type asked, 0 otherwise (out untouched). The string is
- * unescaped into buf (cut to len-1 bytes; \u escapes become '?'); the number must be a
- * non-negative integer that fits. Nested objects' keys never match. */
-int hv_cli_json_field_str(const char *json, const char *key, char *buf, size_t len);
-int hv_cli_json_field_u64(const char *json, const char *key, uint64_t *out);
-
-/* Writes s as a quoted JSON string: escapes '"', '\\' and control characters (C0, DEL and the C1
- * range U+0080..U+009F, which a terminal may obey), U+2028 and U+2029 (line breaks to a
- * JavaScript reader), and replaces bytes that are not valid UTF-8 with U+FFFD so that the output
- * is always valid JSON. Other text, non-ASCII included, is written as the UTF-8 it is. */
-void hv_cli_json_write_string(FILE *f, const char *s);
 
 /* ---- hvctl status ------------------------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
  * fleet: see fleet.h. This file allocates over the cluster's totals (floors, then growth, tier 1
  * then tier 2) and explains the result; fleet_nodes.c places it on the nodes.
  */
+#include "fleet.h"
 #include "fleet_int.h"
 
 #include <stdio.h>
@@ -29,16 +30,6 @@ void hv_fl_settings_default(hv_fl_settings_t *s) {
                             .age_ms = HV_FL_AGE_MS,
                             .keep_pct = 10,
                             .min_gain_pm = 20};
-}
-
-/* ---- resources ------------------------------------------------------------------------------- */
-
-hv_fl_res_t hv__fl_times(const hv_fl_res_t *d, uint32_t n) {
-    hv_fl_res_t o;
-    for (int r = 0; r < HV_FL_NRES; r++) {
-        o.r[r] = n != 0 && d->r[r] > UINT64_MAX / n ? UINT64_MAX : d->r[r] * n;
-    }
-    return o;
 }
 
 /* ---- the jobs as this decision sees them ------------------------------------------------------ */

@@ -1,11 +1,13 @@
 /*
  * fleet_int: the fleet policy's scratch, shared by fleet.c (the allocation over totals) and
- * fleet_nodes.c (placing it on the nodes). Not for other modules.
+ * fleet_nodes.c (placing it on the nodes), which sees only this and fleet_types.h: the arrows
+ * run fleet.c -> fleet_nodes.c. Not for other modules.
  */
 #ifndef HV_HEAD_FLEET_INT_H
 #define HV_HEAD_FLEET_INT_H
 
-#include "fleet.h"
+#include "err.h"
+#include "fleet_types.h"
 
 /* One job during a decision. */
 typedef struct hv__fl_job_s {
@@ -68,7 +70,13 @@ static inline uint64_t hv__fl_sat_add(uint64_t a, uint64_t b) {
 static inline uint64_t hv__fl_sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 /* Each worker's need times n, saturating. */
-hv_fl_res_t hv__fl_times(const hv_fl_res_t *d, uint32_t n);
+static inline hv_fl_res_t hv__fl_times(const hv_fl_res_t *d, uint32_t n) {
+    hv_fl_res_t o;
+    for (int r = 0; r < HV_FL_NRES; r++) {
+        o.r[r] = n != 0 && d->r[r] > UINT64_MAX / n ? UINT64_MAX : d->r[r] * n;
+    }
+    return o;
+}
 /* The nodes' scratch (from in->use), and its end. HV_EINVAL (err) or HV_ENOMEM. */
 hv_err hv__fl_nodes_init(hv__fl_ws_t *ws, char *err, size_t errlen);
 void hv__fl_nodes_fini(hv__fl_ws_t *ws);

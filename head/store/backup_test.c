@@ -8,7 +8,6 @@
 #include "backup.h"
 #include "hv_check.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +17,6 @@
 #include "store.h"
 
 static char tmp[256];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static void put(const char *rel, const char *text, mode_t mode) {
     char p[512];
@@ -145,7 +137,7 @@ static void case_backup(void) {
     CHECK_RC(hv_backup_data_dir(nodb, to, &st, err, sizeof(err)), HV_ENOTFOUND);
     CHECK(strstr(err, "no state.db") != NULL);
     hv_store_close(s);
-    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    hv_check_rmtree(tmp);
 }
 
 HV_CHECK_MAIN(NULL, NULL, {"skip", case_skip}, {"backup", case_backup})

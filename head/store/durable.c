@@ -73,23 +73,17 @@ static void sync_dir_of(const char *path) {
     }
 }
 
-/* Copies src into dst_part (hashing), syncs it; the digest in hex into hex. */
-static hv_err copy_file(const char *src, const char *dst_part, char hex[65], uint64_t *bytes,
-                        char *err, size_t errlen) {
-    hv_err rc = HV_OK;
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        snprintf(err, errlen, "cannot read %s: %s", src, strerror(errno));
-        return errno == ENOENT ? HV_ENOTFOUND : HV_EIO;
-    }
-    int outfd = open(dst_part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+/* Reads in (src) to its end, hashing it, and writes each block to out (dst) unless out < 0: the
+ * digest in hex into hex, the bytes into *bytes. */
+static hv_err hash_stream(int in, const char *src, int out, const char *dst, char hex[65],
+                          uint64_t *bytes, char *err, size_t errlen) {
     uint8_t *buf = hv_malloc(DURABLE_BUF);
-    if (outfd < 0 || buf == NULL) {
-        snprintf(err, errlen, "cannot write %s: %s", dst_part,
-                 buf == NULL ? "out of memory" : strerror(errno));
-        rc = buf == NULL ? HV_ENOMEM : HV_EIO;
-        goto out;
+    if (buf == NULL) {
+        snprintf(err, errlen, "cannot %s %s: out of memory", out >= 0 ? "write" : "read",
+                 out >= 0 ? dst : src);
+        return HV_ENOMEM;
     }
+    hv_err rc = HV_OK;
     hv_sha256_t sha;
     hv_sha256_init(&sha);
     *bytes = 0;
@@ -101,74 +95,27 @@ static hv_err copy_file(const char *src, const char *dst_part, char hex[65], uin
         if (r < 0) {
             snprintf(err, errlen, "cannot read %s: %s", src, strerror(errno));
             rc = HV_EIO;
-            goto out;
+            break;
         }
         if (r == 0) {
             break;
         }
         hv_sha256_update(&sha, buf, (size_t)r);
-        for (ssize_t o = 0; o < r;) {
-            ssize_t w = write(outfd, buf + o, (size_t)(r - o));
+        for (ssize_t o = 0; out >= 0 && o < r;) {
+            ssize_t w = write(out, buf + o, (size_t)(r - o));
             if (w < 0 && errno == EINTR) {
                 continue;
             }
             if (w <= 0) {
-                snprintf(err, errlen, "cannot write %s: %s", dst_part, strerror(errno));
+                snprintf(err, errlen, "cannot write %s: %s", dst, strerror(errno));
                 rc = HV_EIO;
-                goto out;
+                break;
             }
             o += w;
         }
-        *bytes += (uint64_t)r;
-    }
-    if (fsync(outfd) != 0) {
-        snprintf(err, errlen, "cannot sync %s: %s", dst_part, strerror(errno));
-        rc = HV_EIO;
-        goto out;
-    }
-    uint8_t dg[32];
-    hv_sha256_final(&sha, dg);
-    hv_sha256_hex(dg, hex);
-out:
-    hv_free(buf);
-    if (outfd >= 0) {
-        close(outfd);
-    }
-    close(in);
-    return rc;
-}
-
-/* The digest and size of a file. */
-static hv_err digest_file(const char *path, char hex[65], uint64_t *bytes, char *err,
-                          size_t errlen) {
-    hv_err rc = HV_OK;
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return HV_EIO;
-    }
-    uint8_t *buf = hv_malloc(DURABLE_BUF);
-    if (buf == NULL) {
-        close(in);
-        return HV_ENOMEM;
-    }
-    hv_sha256_t sha;
-    hv_sha256_init(&sha);
-    *bytes = 0;
-    for (;;) {
-        ssize_t r = read(in, buf, DURABLE_BUF);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0) {
-            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-            rc = HV_EIO;
+        if (rc != HV_OK) {
             break;
         }
-        if (r == 0) {
-            break;
-        }
-        hv_sha256_update(&sha, buf, (size_t)r);
         *bytes += (uint64_t)r;
     }
     if (rc == HV_OK) {
@@ -177,6 +124,42 @@ static hv_err digest_file(const char *path, char hex[65], uint64_t *bytes, char 
         hv_sha256_hex(dg, hex);
     }
     hv_free(buf);
+    return rc;
+}
+
+/* Copies src into dst_part (hashing), syncs it; the digest in hex into hex. */
+static hv_err copy_file(const char *src, const char *dst_part, char hex[65], uint64_t *bytes,
+                        char *err, size_t errlen) {
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        snprintf(err, errlen, "cannot read %s: %s", src, strerror(errno));
+        return errno == ENOENT ? HV_ENOTFOUND : HV_EIO;
+    }
+    int outfd = open(dst_part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (outfd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", dst_part, strerror(errno));
+        close(in);
+        return HV_EIO;
+    }
+    hv_err rc = hash_stream(in, src, outfd, dst_part, hex, bytes, err, errlen);
+    if (rc == HV_OK && fsync(outfd) != 0) {
+        snprintf(err, errlen, "cannot sync %s: %s", dst_part, strerror(errno));
+        rc = HV_EIO;
+    }
+    close(outfd);
+    close(in);
+    return rc;
+}
+
+/* The digest and size of a file. */
+static hv_err digest_file(const char *path, char hex[65], uint64_t *bytes, char *err,
+                          size_t errlen) {
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return HV_EIO;
+    }
+    hv_err rc = hash_stream(in, path, -1, NULL, hex, bytes, err, errlen);
     close(in);
     return rc;
 }

@@ -12,7 +12,6 @@
 #include "history.h"
 #include "hv_check.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +21,6 @@
 #include "mem.h"
 
 static char tmp[256];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static void case_cutoff(void) {
     hv_history_policy_t p = {0, 0, 0};
@@ -112,7 +104,7 @@ static void case_prune(void) {
     CHECK_RC(hv_history_prune(s, tmp, &none, 1000000, 1, NULL, NULL, &pruned), HV_OK);
     CHECK_EQ(pruned, 0);
     hv_store_close(s);
-    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    hv_check_rmtree(tmp);
 }
 
 /* An artifact row and its file under <tmp>/artifacts. */
@@ -191,7 +183,7 @@ static void case_artifacts(void) {
         CHECK_EQ(exists(path[i]), kept2[i]);
     }
     hv_store_close(s);
-    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    hv_check_rmtree(tmp);
 }
 
 HV_CHECK_MAIN(NULL, NULL, {"cutoff", case_cutoff}, {"prune", case_prune},

@@ -8,7 +8,6 @@
 #include "statecopy.h"
 #include "hv_check.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,25 +19,12 @@
 static char tmp_dir[256];
 
 static void make_tmp(void) {
-    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/hv_statecopy_test.XXXXXX");
-    if (mkdtemp(tmp_dir) == NULL) {
-        perror("mkdtemp");
-        exit(2);
-    }
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
+    hv_check_tmpdir(tmp_dir, sizeof(tmp_dir), "/tmp/hv_statecopy_test.XXXXXX");
 }
 
 static void remove_tmp(void) {
-    if (tmp_dir[0] != '\0') {
-        nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        tmp_dir[0] = '\0';
-    }
+    hv_check_rmtree(tmp_dir);
+    tmp_dir[0] = '\0';
 }
 
 static void digest(const uint8_t *b, size_t n, char hex[65]) { hv_sha256_hex_of(b, n, hex); }

@@ -9,7 +9,6 @@
 #include "store.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,27 +61,12 @@
 static char tmp_dir[256];
 
 static void make_tmp(void) {
-    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/hv_store_test.XXXXXX");
-    if (mkdtemp(tmp_dir) == NULL) {
-        perror("mkdtemp");
-        exit(2);
-    }
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    chmod(path, 0700); // so an unwritable-dir case can be cleaned up
-    return remove(path);
+    hv_check_tmpdir(tmp_dir, sizeof(tmp_dir), "/tmp/hv_store_test.XXXXXX");
 }
 
 static void remove_tmp(void) {
-    if (tmp_dir[0] != '\0') {
-        chmod(tmp_dir, 0700);
-        nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        tmp_dir[0] = '\0';
-    }
+    hv_check_rmtree(tmp_dir);
+    tmp_dir[0] = '\0';
 }
 
 static void path_in(char *buf, size_t len, const char *name) {
@@ -146,13 +130,13 @@ static void write_all(const char *path, const void *data, size_t len) {
 
 static const uint8_t spec_bytes[] = {0x0a, 0x00, 0xff, 0x10, 0x00, 0x80, 0x7f, 0x01};
 
-static void test_persist(void) {
-    hv_store_t *s = open_ok(tmp_dir);
-    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
-    char want_path[300];
-    path_in(want_path, sizeof(want_path), "state.db");
-    CHECK_STR(hv_store_path(s), want_path);
+/* The ids that test_persist's rows got. */
+typedef struct persisted_s {
+    uint64_t node, bare, job, bare_job, worker, seq1, seq2;
+} persisted_t;
 
+/* One row of every kind, every field set (and bare ones with NULL strings). */
+static void persist_write(hv_store_t *s, persisted_t *p) {
     hv_node_row_t node = {.name = "n1",
                           .addrs = "10.0.0.1:7001,[::1]:7001",
                           .labels = "zone=a,gpu=h100",
@@ -209,11 +193,10 @@ static void test_persist(void) {
     CHECK_OK(s, hv_store_worker_insert(s, &w));
     CHECK(w.id != 0);
 
-    uint64_t seq1 = 0, seq2 = 0;
     CHECK_OK(s, hv_store_event_append(s, job.id, node.id, "worker.lost", "rank 3 lost",
-                                      "{\"rank\":3}", &seq1));
-    CHECK_OK(s, hv_store_event_append(s, 0, 0, NULL, NULL, NULL, &seq2));
-    CHECK(seq2 > seq1);
+                                      "{\"rank\":3}", &p->seq1));
+    CHECK_OK(s, hv_store_event_append(s, 0, 0, NULL, NULL, NULL, &p->seq2));
+    CHECK(p->seq2 > p->seq1);
 
     hv_artifact_row_t art = {.digest = "ab12",
                              .path = "/var/lib/hv/artifacts/ab12",
@@ -242,13 +225,20 @@ static void test_persist(void) {
                               .reason = "",
                               .preempted = 1};
     CHECK_OK(s, hv_store_instance_put(s, &inst));
-    hv_store_close(s);
+    *p = (persisted_t){.node = node.id,
+                       .bare = bare.id,
+                       .job = job.id,
+                       .bare_job = bare_job.id,
+                       .worker = w.id,
+                       .seq1 = p->seq1,
+                       .seq2 = p->seq2};
+}
 
-    /* A fresh handle sees exactly what was written. */
-    s = open_ok(tmp_dir);
+/* The nodes and jobs as a fresh handle reads them. */
+static void persist_check_nodes_jobs(hv_store_t *s, const persisted_t *p) {
     hv_node_row_t n = {0};
-    CHECK_OK(s, hv_store_node_get(s, node.id, &n));
-    CHECK_U64(n.id, node.id);
+    CHECK_OK(s, hv_store_node_get(s, p->node, &n));
+    CHECK_U64(n.id, p->node);
     CHECK_STR(n.name, "n1");
     CHECK_STR(n.addrs, "10.0.0.1:7001,[::1]:7001");
     CHECK_STR(n.labels, "zone=a,gpu=h100");
@@ -264,7 +254,7 @@ static void test_persist(void) {
     CHECK_U64(n.last_seen_ms, 1700000009999ull);
     hv_store_node_fini(&n);
 
-    CHECK_OK(s, hv_store_node_get(s, bare.id, &n));
+    CHECK_OK(s, hv_store_node_get(s, p->bare, &n));
     CHECK_STR(n.name, "n2");
     CHECK_STR(n.addrs, "");      // NULL in, "" out
     CHECK_STR(n.state, "alive"); // NULL state = the initial state
@@ -272,8 +262,8 @@ static void test_persist(void) {
     hv_store_node_fini(&n);
 
     hv_job_row_t j = {0};
-    CHECK_OK(s, hv_store_job_get(s, job.id, &j));
-    CHECK_U64(j.id, job.id);
+    CHECK_OK(s, hv_store_job_get(s, p->job, &j));
+    CHECK_U64(j.id, p->job);
     CHECK_STR(j.name, "train");
     CHECK_STR(j.state, "running");
     CHECK_STR(j.reason, "placed on 2 nodes");
@@ -290,19 +280,22 @@ static void test_persist(void) {
     CHECK_U64(j.started_ms, 1700000000002ull);
     CHECK_U64(j.ended_ms, 0);
     hv_store_job_fini(&j);
-    CHECK_OK(s, hv_store_job_get(s, bare_job.id, &j));
+    CHECK_OK(s, hv_store_job_get(s, p->bare_job, &j));
     CHECK_STR(j.name, "");
     CHECK_STR(j.state, "pending");
     CHECK_STR(j.reason, "");
     CHECK(j.spec == NULL);
     CHECK_U64(j.spec_len, 0);
     hv_store_job_fini(&j);
+}
 
+/* The workers, events, artifacts, blacklist and instances as a fresh handle reads them. */
+static void persist_check_rest(hv_store_t *s, const persisted_t *p) {
     hv_worker_row_t wr = {0};
-    CHECK_OK(s, hv_store_worker_get(s, w.id, &wr));
-    CHECK_U64(wr.id, w.id);
-    CHECK_U64(wr.job_id, job.id);
-    CHECK_U64(wr.node_id, node.id);
+    CHECK_OK(s, hv_store_worker_get(s, p->worker, &wr));
+    CHECK_U64(wr.id, p->worker);
+    CHECK_U64(wr.job_id, p->job);
+    CHECK_U64(wr.node_id, p->node);
     CHECK_U64(wr.rank, 3);
     CHECK_U64(wr.attempt, 2);
     CHECK_U64(wr.local_rank, 1);
@@ -323,13 +316,13 @@ static void test_persist(void) {
     CHECK_OK(s, hv_store_event_list(s, 0, 0, 0, &ev, &nev));
     CHECK_U64(nev, 2);
     if (nev == 2) {
-        CHECK_U64(ev[0].seq, seq1);
-        CHECK_U64(ev[0].job_id, job.id);
-        CHECK_U64(ev[0].node_id, node.id);
+        CHECK_U64(ev[0].seq, p->seq1);
+        CHECK_U64(ev[0].job_id, p->job);
+        CHECK_U64(ev[0].node_id, p->node);
         CHECK_STR(ev[0].kind, "worker.lost");
         CHECK_STR(ev[0].message, "rank 3 lost");
         CHECK(ev[0].time_ms > 1600000000000ull); // stamped with the wall clock
-        CHECK_U64(ev[1].seq, seq2);
+        CHECK_U64(ev[1].seq, p->seq2);
         CHECK_STR(ev[1].kind, "");
         CHECK_STR(ev[1].message, "");
     }
@@ -349,8 +342,8 @@ static void test_persist(void) {
     CHECK_OK(s, hv_store_blacklist_list(s, 0, &bls, &nbl));
     CHECK_U64(nbl, 1);
     if (nbl == 1) {
-        CHECK_U64(bls[0].job_id, job.id);
-        CHECK_U64(bls[0].node_id, node.id);
+        CHECK_U64(bls[0].job_id, p->job);
+        CHECK_U64(bls[0].node_id, p->node);
         CHECK_I64(bls[0].permanent, 1);
         CHECK(bls[0].incarnation == 0xfedcba9876543210ull);
         CHECK_STR(bls[0].reason, "3 failures");
@@ -374,6 +367,23 @@ static void test_persist(void) {
     CHECK_STR(in.reason, "");
     CHECK_I64(in.preempted, 1);
     hv_store_instance_fini(&in);
+}
+
+static void test_persist(void) {
+    hv_store_t *s = open_ok(tmp_dir);
+    CHECK_I64(hv_store_schema_version(s), HV_STORE_SCHEMA_VERSION);
+    char want_path[300];
+    path_in(want_path, sizeof(want_path), "state.db");
+    CHECK_STR(hv_store_path(s), want_path);
+
+    persisted_t ids = {0};
+    persist_write(s, &ids);
+    hv_store_close(s);
+
+    /* A fresh handle sees exactly what was written. */
+    s = open_ok(tmp_dir);
+    persist_check_nodes_jobs(s, &ids);
+    persist_check_rest(s, &ids);
     hv_store_close(s);
 }
 
