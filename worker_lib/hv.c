@@ -613,8 +613,9 @@ static hv_err engine_get(hv__engine_t **out) {
     return HV_ENOTSUP;
 }
 
-/* One allreduce or broadcast on the engine: run now (name NULL) or submitted under name with
- * handle; the plain calls and the *_on calls (after their memory checks) share them. */
+/* One allreduce or broadcast on the engine: run now (without handle; name NULL: named by the
+ * call sequence) or submitted under name with handle; the plain, named and *_on calls (after
+ * their memory checks) share them. */
 static hv_err allreduce_with(hv__engine_t *e, const char *name, const void *in, void *out,
                              size_t count, hv_dtype dt, hv_op op, hv_handle_t *handle) {
     hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
@@ -682,6 +683,25 @@ hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
     hv_err rc = seen(hv__engine_submit(e, ds, n, handle));
     hv_free(ds);
     return rc;
+}
+
+hv_err hv_allreduce_named(const char *name, const void *in, void *out, size_t count, hv_dtype dt,
+                          hv_op op) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (name == NULL) {
+        return HV_EINVAL;
+    }
+    return allreduce_with(e, name, in, out, count, dt, op, NULL);
+}
+
+hv_err hv_broadcast_named(const char *name, void *buf, size_t count, hv_dtype dt, int root) {
+    hv__engine_t *e;
+    HV_TRY(engine_get(&e));
+    if (name == NULL) {
+        return HV_EINVAL;
+    }
+    return broadcast_with(e, name, buf, count, dt, root, NULL);
 }
 
 hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root) {

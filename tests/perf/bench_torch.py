@@ -11,6 +11,10 @@ Each rank initialises both hv and a Gloo process group. For every size and run, 
   hv-avg  hvd.allreduce(t)                Horovod's default: a new tensor, Average
   gloo    dist.all_reduce(t)              in place, SUM
   gloo-avg  t.clone(), dist.all_reduce, div_  hv-avg's meaning written with torch.distributed
+Then, per size, named_calls: the unnamed hvd.allreduce_(t, op=hvd.Sum) against the named
+blocking call (name=...: Horovod scripts name their tensors) and an async one waited at once
+(hvd.synchronize(hvd.allreduce_async_(...))), interleaved call by call, each call timed alone:
+ROW nm-unnamed / nm-named / nm-sync <bytes> <median us per call>.
 A run times `iters` calls (256 MiB of traffic, 3..2000 calls) after a barrier; rank 0 prints
 ROW <kind> <bytes> <median us per call over runs> lines and, per size, gloo/hv ratios.
 """
@@ -72,6 +76,7 @@ def rank_main(sizes, runs):
                 times[k].append((time.perf_counter() - t0) / it)
         for k in kinds:
             rows[(k, nbytes)] = statistics.median(times[k])
+        rows.update(named_calls(hvd, t, nbytes, runs))
     if hvd.size() == 1:
         rows.update(binding_cost(torch, hvd, runs))
     if hvd.rank() == 0:
@@ -79,6 +84,32 @@ def rank_main(sizes, runs):
             print("ROW %s %d %.2f" % (k, nbytes, secs * 1e6), flush=True)
     dist.destroy_process_group()
     hvd.shutdown()
+
+
+def named_calls(hvd, t, nbytes, runs):
+    """The named blocking call and an async one waited at once against the unnamed call, call by
+    call interleaved (u, n, s, u, n, s, ...; the order rotating) so that the machine's load hits
+    the three alike; every call timed alone, the median per kind. Both ranks issue the same
+    sequence, so each call is one collective."""
+    kinds = {
+        "nm-unnamed": lambda: hvd.allreduce_(t, op=hvd.Sum),
+        "nm-named": lambda: hvd.allreduce_(t, op=hvd.Sum, name="bench.named"),
+        "nm-sync": lambda: hvd.synchronize(hvd.allreduce_async_(t, op=hvd.Sum,
+                                                                 name="bench.sync")),
+    }
+    order = list(kinds)
+    calls = max(15, runs * 3, min(300, iters_for(nbytes) * runs // 2))
+    times = {k: [] for k in kinds}
+    for fn in kinds.values():  # warm-up (the names' first negotiation)
+        fn()
+    hvd.barrier()
+    for i in range(calls):
+        for j in range(len(order)):
+            k = order[(i + j) % len(order)]
+            t0 = time.perf_counter()
+            kinds[k]()
+            times[k].append(time.perf_counter() - t0)
+    return {(k, nbytes): statistics.median(v) for k, v in times.items()}
 
 
 def binding_cost(torch, hvd, runs):

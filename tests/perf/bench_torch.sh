@@ -7,7 +7,11 @@
 #    place, Sum) against dist.all_reduce (in place, SUM), and hvd.allreduce (a new tensor,
 #    Average: Horovod's default) against the same written with torch.distributed (clone,
 #    all_reduce, div_), on the same float32 tensors, interleaved; "x" = Gloo time / hv time
-#    (above 1: hv faster), x(avg) for the out-of-place pair.
+#    (above 1: hv faster), x(avg) for the out-of-place pair. Then, in the same processes, the
+#    named blocking call hvd.allreduce_(t, op=hvd.Sum, name=...) and an async one waited at once
+#    (hvd.synchronize(hvd.allreduce_async_(...))) against the unnamed hvd.allreduce_, interleaved
+#    call by call (each call timed alone, median per kind): "named/unnamed" and "sync/unnamed"
+#    = their time / the unnamed call's (issue 27: at most 1.2).
 # 2. The binding's cost: hvd.allreduce_ at 4 KiB against libhv's C benchmark (bench_allreduce)
 #    at 4 KiB, 2 ranks and 1 rank (1 rank: no peer, so the difference is the binding alone);
 #    and, less exposed to the machine's drift, the same in one process (bench_torch.py
@@ -66,6 +70,12 @@ END {
     s = list[i]; h = median("ROW2 hv " s); a = median("ROW2 hv-avg " s); g = median("ROW2 gloo " s);
     ga = median("ROW2 gloo-avg " s);
     printf "%-9s %12.2f %12.2f %12.2f %12.2f %7.2fx %7.2fx\n", human(s), h, g, a, ga, g / h, ga / a
+  }
+  printf "named and async-waited against unnamed (hvd.allreduce_, in place, Sum; interleaved call by call), median us per call\n";
+  printf "%-9s %12s %12s %12s %14s %13s\n", "size", "unnamed", "named", "async+wait", "named/unnamed", "sync/unnamed";
+  for (i = 1; i <= ns; i++) {
+    s = list[i]; h = median("ROW2 nm-unnamed " s); nm = median("ROW2 nm-named " s); sy = median("ROW2 nm-sync " s);
+    printf "%-9s %12.2f %12.2f %12.2f %13.2fx %12.2fx\n", human(s), h, nm, sy, nm / h, sy / h
   }
   c2 = median("ROWC2 allreduce 4096"); p2 = median("ROW2 hv 4096");
   c1 = median("ROWC1 allreduce 4096"); p1 = median("ROW1 hv 4096");

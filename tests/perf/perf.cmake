@@ -23,6 +23,11 @@ hv_add_test(NAME perf.bench_sync
   COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_sync.sh --quick --bin ${CMAKE_BINARY_DIR}/bin
   LABELS perf TIMEOUT 900)
 
+# What a peer of a SIGKILLed worker can learn and when: a robust futex the victim held, against
+# the socket EOF and waitpid (issue 27: the Python reset's detection; run by hand:
+# bench_elastic_exit [--python]).
+add_executable(bench_elastic_exit ${CMAKE_CURRENT_LIST_DIR}/bench_elastic_exit.c)
+
 # Elastic reset latency through the real binaries: failure (SIGKILL of a worker), join and drain
 # at 2..16 workers, with a breakdown (tests/perf/bench_elastic.sh; the worker is bench_elastic).
 add_executable(bench_elastic ${CMAKE_CURRENT_LIST_DIR}/bench_elastic.c)

@@ -5,7 +5,8 @@
  * a prime and large, 1 to 8 ranks, named async operations submitted in different orders,
  * 1000 tensors in one step, broadcast, allgather, barrier, argument errors, and failures: a rank
  * that dies mid-allreduce, a stalled peer, re-initialisation afterwards; join (ranks with less
- * data contribute zeros until every rank joined).
+ * data contribute zeros until every rank joined); named blocking calls among async ones in
+ * different orders, neither they nor a wait held back by the fusion cycle.
  */
 #include <math.h>
 #include <pthread.h>
@@ -29,7 +30,8 @@
  * consecutive ranks share a host name (0: all on one host). */
 static size_t g_shm_bytes;
 static int g_ranks_per_host;
-static int g_hier; // 1: hierarchical mode, used for every allreduce (min bytes 1)
+static int g_hier;          // 1: hierarchical mode, used for every allreduce (min bytes 1)
+static uint32_t g_cycle_us; // the engine's fusion cycle (0: the default, 1 ms)
 
 typedef struct rank_ctx_s rank_ctx_t;
 typedef void (*rank_fn)(rank_ctx_t *c);
@@ -64,6 +66,7 @@ static void *rank_main(void *arg) {
         .peer_timeout_ms = c->peer_timeout_ms ? c->peer_timeout_ms : 5000,
         .spin_us = UINT32_MAX,
         .fusion_threshold = c->fusion_threshold,
+        .cycle_time_us = g_cycle_us,
         .small_bytes = SIZE_MAX,
         .spec_bytes = SIZE_MAX,
     };
@@ -1050,6 +1053,91 @@ static void test_join(void) {
     }
 }
 
+/* Named blocking calls (hv__engine_run with a name: hv_allreduce_named) are matched by name, so
+ * ranks may issue them in different orders around their async calls: even ranks run the blocking
+ * one first and then submit three async ones; odd ranks submit the async ones (in reverse) and
+ * then run the blocking one, with theirs in flight. Neither the blocking call nor the wait that
+ * follows may wait for the fusion cycle (a minute here: the test would outlast its bound).
+ * (That a wait keeps the fusion of what was submitted together: many_tensors.) */
+#define NB_T 3
+static void rank_named_blocking(rank_ctx_t *c) {
+    static const char *names[NB_T] = {"nb.t0", "nb.t1", "nb.t2"};
+    static const size_t counts[NB_T] = {7, 300, 1};
+    float t[NB_T][300], b[50];
+    for (int step = 0; step < 4 && !hvtest_failed; step++) {
+        for (int k = 0; k < NB_T; k++) {
+            for (size_t i = 0; i < counts[k]; i++) {
+                t[k][i] = (float)(c->rank + k + (int)i % 5 + step);
+            }
+        }
+        for (size_t i = 0; i < 50; i++) {
+            b[i] = (float)(c->rank * 2 + (int)i);
+        }
+        hv__op_desc_t bd = {.kind = HV__OP_ALLREDUCE,
+                            .name = "nb.blocking",
+                            .in = b,
+                            .out = b,
+                            .count = 50,
+                            .dtype = HV_FLOAT32,
+                            .op = HV_SUM};
+        hv_handle_t h[NB_T];
+        int even = c->rank % 2 == 0;
+        if (even) {
+            ASSERT_OK(hv__engine_run(c->e, &bd));
+        }
+        for (int j = 0; j < NB_T; j++) {
+            int k = even ? j : NB_T - 1 - j;
+            hv__op_desc_t d = {.kind = HV__OP_ALLREDUCE,
+                               .name = names[k],
+                               .in = t[k],
+                               .out = t[k],
+                               .count = counts[k],
+                               .dtype = HV_FLOAT32,
+                               .op = HV_SUM};
+            ASSERT_OK(hv__engine_submit(c->e, &d, 1, &h[k]));
+        }
+        if (!even) {
+            ASSERT_OK(hv__engine_run(c->e, &bd));
+        }
+        for (int k = 0; k < NB_T; k++) {
+            ASSERT_OK(hv__engine_wait(c->e, h[k]));
+        }
+        int n = c->size;
+        for (size_t i = 0; i < 50; i++) {
+            float want = (float)(n * (n - 1) + n * (int)i);
+            if (b[i] != want) {
+                HVT_FAIL("rank %d step %d: blocking[%zu] = %g, want %g", c->rank, step, i,
+                         (double)b[i], (double)want);
+                return;
+            }
+        }
+        for (int k = 0; k < NB_T; k++) {
+            for (size_t i = 0; i < counts[k]; i++) {
+                float want = (float)(n * (n - 1) / 2 + n * (k + (int)i % 5 + step));
+                if (t[k][i] != want) {
+                    HVT_FAIL("rank %d step %d: %s[%zu] = %g, want %g", c->rank, step, names[k], i,
+                             (double)t[k][i], (double)want);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+static void test_named_blocking(void) {
+    double t0 = hvtest_now();
+    g_cycle_us = 60u * 1000 * 1000;
+    for (int n = 2; n <= 3 && !hvtest_failed; n++) {
+        run_ranks(n, rank_named_blocking, NULL, 0);
+    }
+    g_cycle_us = 0;
+    double took = hvtest_now() - t0;
+    if (took > hvtest_scale(30)) {
+        HVT_FAIL("named blocking calls and waits took %.1f s: they waited for the fusion cycle",
+                 took);
+    }
+}
+
 static const hvtest_case_t cases[] = {
     {"types_ops", test_types_ops},
     {"sizes_1_to_8", test_sizes_1_to_8},
@@ -1064,6 +1152,7 @@ static const hvtest_case_t cases[] = {
     {"abort_pending", test_abort_pending},
     {"alloc_failures", test_alloc_failures},
     {"join", test_join},
+    {"named_blocking", test_named_blocking},
     {"shm_types_ops", test_shm_types_ops},
     {"shm_sizes_mixed_hosts", test_shm_sizes},
     {"shm_big", test_shm_big},

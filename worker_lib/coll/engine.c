@@ -654,6 +654,11 @@ hv_err hv__engine_wait(hv__engine_t *e, hv_handle_t h) {
     }
     eng_group_t *g = s->grp;
     e->waiters++;
+    if (!atomic_load_explicit(&g->done, memory_order_acquire) && e->inq_head != NULL) {
+        // A caller that blocks now gains nothing from the cycle timer: what is queued runs in
+        // the next round (fused as far as it was submitted together), not a cycle later.
+        e->inq_urgent = 1;
+    }
     pthread_mutex_unlock(&e->mu);
     // An async group is driven by the background thread; waiting callers may drive too (then
     // a thread waiting on the last tensor of a step does the work without a hand-off).

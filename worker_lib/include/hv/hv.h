@@ -246,6 +246,15 @@ typedef struct hv_tensor_s {
 HV_API hv_err hv_allreduce_group_async(const hv_tensor_t *tensors, size_t n, hv_op op,
                                        hv_handle_t *handle);
 
+/* Named blocking calls: the same as hv_allreduce / hv_broadcast, matched across ranks by name
+ * (copied, at most 255 bytes, not pending already on this rank: HV_EEXIST) like the async calls,
+ * so that ranks may issue them in different orders around their asynchronous operations. They
+ * do not wait for the fusion cycle (HV_CYCLE_TIME_MS): a round starts at once and completes as
+ * soon as every rank has submitted the name, with whatever else is ready then. */
+HV_API hv_err hv_allreduce_named(const char *name, const void *in, void *out, size_t count,
+                                 hv_dtype dt, hv_op op);
+HV_API hv_err hv_broadcast_named(const char *name, void *buf, size_t count, hv_dtype dt, int root);
+
 /* Broadcast of count elements from rank root to every rank, in place. Blocking. */
 HV_API hv_err hv_broadcast(void *buf, size_t count, hv_dtype dt, int root);
 HV_API hv_err hv_broadcast_async(const char *name, void *buf, size_t count, hv_dtype dt, int root,
@@ -279,7 +288,8 @@ HV_API hv_err hv_allgather_async(const char *name, const void *in, size_t count,
  * time per rank (HV_EEXIST). */
 HV_API hv_err hv_join(int *last_rank);
 
-/* Blocks until the operation completes and returns its status; releases the handle. */
+/* Blocks until the operation completes and returns its status; releases the handle. A wait
+ * ends the fusion cycle: what this rank has queued goes to the next round at once. */
 HV_API hv_err hv_wait(hv_handle_t handle);
 
 /* Never blocks. *done = 0: still running (returns HV_OK, handle kept). *done = 1: completed; the

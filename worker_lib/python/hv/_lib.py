@@ -130,6 +130,8 @@ hv_dtype_size = _proto("hv_dtype_size", _c_size, _c_int)
 hv_allreduce = _proto("hv_allreduce", _c_int, _vp, _vp, _c_size, _c_int, _c_int)
 hv_allreduce_async = _proto("hv_allreduce_async", _c_int, ctypes.c_char_p, _vp, _vp, _c_size,
                             _c_int, _c_int, ctypes.POINTER(_handle))
+hv_allreduce_named = _proto("hv_allreduce_named", _c_int, ctypes.c_char_p, _vp, _vp, _c_size,
+                            _c_int, _c_int)
 
 
 class Tensor(ctypes.Structure):
@@ -141,6 +143,8 @@ class Tensor(ctypes.Structure):
 hv_allreduce_group_async = _proto("hv_allreduce_group_async", _c_int, ctypes.POINTER(Tensor),
                                   _c_size, _c_int, ctypes.POINTER(_handle))
 hv_broadcast = _proto("hv_broadcast", _c_int, _vp, _c_size, _c_int, _c_int)
+hv_broadcast_named = _proto("hv_broadcast_named", _c_int, ctypes.c_char_p, _vp, _c_size, _c_int,
+                            _c_int)
 hv_broadcast_async = _proto("hv_broadcast_async", _c_int, ctypes.c_char_p, _vp, _c_size, _c_int,
                             _c_int, ctypes.POINTER(_handle))
 # Collectives on declared memory (hv.h, "collectives on declared memory"): device -1 is host

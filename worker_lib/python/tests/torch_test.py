@@ -221,6 +221,24 @@ def check_layouts(hvd, torch, rank, size):
     # Named blocking calls, pre/post scale, fp16 compression.
     x = torch.full((10,), float(rank + 1))
     assert torch.equal(hvd.allreduce(x, name="named.sum", op=hvd.Sum), torch.full((10,), 3.0))
+    # Named blocking calls (hv_allreduce_named, hv_broadcast_named) match by name: rank 0 runs
+    # them before its async call, the others with theirs in flight; non-contiguous too.
+    tot = float(size * (size + 1) // 2)
+    a = torch.full((6,), float(rank + 1))
+    nb = torch.full((4, 4), float(rank + 1)).t()
+    bc = torch.full((3, 2), float(rank)).t()
+    if rank == 0:
+        assert hvd.allreduce_(nb, name="nb.blocking", op=hvd.Sum) is nb
+        assert hvd.broadcast_(bc, 1 % size, name="nb.bcast") is bc
+        h = hvd.allreduce_async_(a, name="nb.async", op=hvd.Sum)
+    else:
+        h = hvd.allreduce_async_(a, name="nb.async", op=hvd.Sum)
+        assert hvd.allreduce_(nb, name="nb.blocking", op=hvd.Sum) is nb
+        assert hvd.broadcast_(bc, 1 % size, name="nb.bcast") is bc
+    assert hvd.synchronize(h) is a and torch.equal(a, torch.full((6,), tot))
+    assert torch.equal(nb, torch.full((4, 4), tot))
+    assert torch.equal(bc, torch.full((2, 3), float(1 % size)))
+    assert torch.equal(hvd.broadcast(x, 0, name="nb.bcast.new"), torch.full((10,), 1.0))
     assert torch.equal(hvd.allreduce(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5),
                        torch.full((10,), 3.0))
     c = hvd.allreduce(x, op=hvd.Sum, compression=hvd.Compression.fp16)

@@ -221,22 +221,41 @@ def _submit_allreduce(name, src, dst, dt, op, what):
     return h.value
 
 
-def _allreduce_now(src, dst, dt, op, what):
-    """One blocking allreduce of src into dst (the same tensor for in place)."""
+def _allreduce_now(src, dst, dt, op, what, name=None):
+    """One blocking allreduce of src into dst (the same tensor for in place). name (bytes, or
+    None: matched by call order): a named blocking call, matched across ranks by name, which
+    starts a round at once instead of waiting for the fusion cycle. A CUDA tensor with a name
+    goes as an async call and its wait (which ends the cycle as well)."""
     if dt & _ON_DEVICE:
+        if name is not None:
+            h = _submit_allreduce(name, src, dst, dt, op, what)
+            _lib.check(_lib.hv_wait(h), "hv.torch.%s" % what)
+            return
         rc = _lib.hv_allreduce_on(src.data_ptr(), dst.data_ptr(), dst.numel(), dt & ~_ON_DEVICE,
                                   op, *_where(dst))
         _check_on(rc, what, dst)
+    elif name is not None:
+        rc = _lib.hv_allreduce_named(name, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op)
     else:
         rc = _lib.hv_allreduce(src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op)
     _lib.check(rc, "hv.torch.%s" % what)
 
 
-def _broadcast_now(buf, dt, root, what):
+def _broadcast_now(buf, dt, root, what, name=None):
+    """One blocking broadcast of buf from root, in place; name as for _allreduce_now."""
     if dt & _ON_DEVICE:
-        rc = _lib.hv_broadcast_on(buf.data_ptr(), buf.numel(), dt & ~_ON_DEVICE, root,
-                                  *_where(buf))
-        _check_on(rc, what, buf)
+        if name is not None:
+            h = ctypes.c_uint64(0)
+            rc = _lib.hv_broadcast_async_on(name, buf.data_ptr(), buf.numel(), dt & ~_ON_DEVICE,
+                                            root, *_where(buf), ctypes.byref(h))
+            _check_on(rc, what, buf)
+            rc = _lib.hv_wait(h.value)
+        else:
+            rc = _lib.hv_broadcast_on(buf.data_ptr(), buf.numel(), dt & ~_ON_DEVICE, root,
+                                      *_where(buf))
+            _check_on(rc, what, buf)
+    elif name is not None:
+        rc = _lib.hv_broadcast_named(name, buf.data_ptr(), buf.numel(), dt, root)
     else:
         rc = _lib.hv_broadcast(buf.data_ptr(), buf.numel(), dt, root)
     _lib.check(rc, "hv.torch.%s" % what)
@@ -286,16 +305,18 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
         t, ctx = compression.compress(tensor)
         out = allreduce(t, average, name, None, op, prescale_factor, postscale_factor)
         return compression.decompress(out, ctx)
-    if name is not None or prescale_factor != 1.0 or postscale_factor != 1.0:
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
         return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
                                            postscale_factor))
-    # The common case in one libhv call: an unnamed blocking allreduce (libhv names it by
-    # sequence, so ranks must issue unnamed calls in the same order, as with MPI).
+    # The common case in one libhv call: a blocking allreduce, unnamed (libhv names it by
+    # sequence, so ranks must issue unnamed calls in the same order, as with MPI) or named
+    # (matched by name; it does not wait for the fusion cycle either).
     dt = _dtype(tensor, "allreduce")
     op = _op(average, op, "allreduce")
+    nm = None if name is None else _name(name, "allreduce")
     src = tensor.contiguous()
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
-    _allreduce_now(src, out, dt, op, "allreduce")
+    _allreduce_now(src, out, dt, op, "allreduce", nm)
     return out
 
 
@@ -304,20 +325,25 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     """In-place allreduce of tensor (default Average); returns tensor. Blocking."""
     if process_set is not None:
         _check_set(process_set, "allreduce_")
-    if name is not None or prescale_factor != 1.0 or postscale_factor != 1.0:
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
         return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
                                             postscale_factor))
     dt = _dtype(tensor, "allreduce_")
     op = _op(average, op, "allreduce_")
+    nm = None if name is None else _name(name, "allreduce")
     if not tensor.is_contiguous():
         buf = tensor.contiguous()
-        _allreduce_now(buf, buf, dt, op, "allreduce_")
+        _allreduce_now(buf, buf, dt, op, "allreduce_", nm)
         return tensor.copy_(buf)
     if dt & _ON_DEVICE:
-        _allreduce_now(tensor, tensor, dt, op, "allreduce_")
+        _allreduce_now(tensor, tensor, dt, op, "allreduce_", nm)
         return tensor
     p = tensor.data_ptr()
-    _lib.check(_lib.hv_allreduce(p, p, tensor.numel(), dt, op), "hv.torch.allreduce_")
+    if nm is None:
+        rc = _lib.hv_allreduce(p, p, tensor.numel(), dt, op)
+    else:
+        rc = _lib.hv_allreduce_named(nm, p, p, tensor.numel(), dt, op)
+    _lib.check(rc, "hv.torch.allreduce_")
     return tensor
 
 
@@ -357,11 +383,10 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
     """Overwrites tensor with root_rank's; returns tensor. Blocking."""
     if process_set is not None:
         _check_set(process_set, "broadcast_")
-    if name is not None:
-        return synchronize(broadcast_async_(tensor, root_rank, name))
     dt = _dtype(tensor, "broadcast_")
+    nm = None if name is None else _name(name, "broadcast")
     buf = tensor if tensor.is_contiguous() else tensor.contiguous()
-    _broadcast_now(buf, dt, int(root_rank), "broadcast_")
+    _broadcast_now(buf, dt, int(root_rank), "broadcast_", nm)
     if buf is not tensor:
         tensor.copy_(buf)
     return tensor
