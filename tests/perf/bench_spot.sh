@@ -114,6 +114,8 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
+ms() { awk -v s="$1" -v k="$SCALE" 'BEGIN { printf "%d", s * 1000 / k }'; }
+secs() { awk -v s="$1" -v k="$SCALE" 'BEGIN { v = s / k; printf "%d", (v < 1 ? 1 : v + 0.5) }'; }
 case $FALLBACK in
 spot | "spot ondemand") ;;
 *) echo "bench_spot: --fallback: expected \"spot\" or \"spot ondemand\", got '$FALLBACK'" >&2; exit 2 ;;
@@ -121,13 +123,13 @@ esac
 if [ -n "$TRACE" ]; then
     [ -x "$BIN/spot_trace" ] || { echo "build first (cmake --build build --target spot_trace)" >&2; exit 2; }
     # a parse error names the file, the line and the value (spot_trace's message)
-    "$BIN/spot_trace" "$TRACE" --nodes "$WORKERS" --scale "$SCALE" --notice "$NOTICE" \
+    # the notice as spot-sim gives it (whole seconds after scaling), so that a noticed node goes
+    # at the trace's tick
+    "$BIN/spot_trace" "$TRACE" --nodes "$WORKERS" --scale "$SCALE" --notice "$(awk -v a="$(secs "$NOTICE")" -v k="$SCALE" 'BEGIN { print a * k }')" \
         --no-notice "$NO_NOTICE" --start "$TRACE_START" ${TRACE_NODES:+--trace-nodes "$TRACE_NODES"} \
         >"$TMP/trace.txt" 2>"$TMP/trace.err" || { sed 's/^/bench_spot: --trace: /' "$TMP/trace.err" >&2; exit 2; }
     RATES=trace
 fi
-ms() { awk -v s="$1" -v k="$SCALE" 'BEGIN { printf "%d", s * 1000 / k }'; }
-secs() { awk -v s="$1" -v k="$SCALE" 'BEGIN { v = s / k; printf "%d", (v < 1 ? 1 : v + 0.5) }'; }
 BOOT_MIN=$(ms "${BOOT%%:*}") BOOT_MAX=$(ms "${BOOT##*:}")
 STEPS_PER_EPOCH=$(( (TRAIN_LIMIT + 63) / 64 ))
 USEFUL=$(( STEPS_PER_EPOCH * EPOCHS ))

@@ -62,16 +62,18 @@ bad text 'gap 300\n4 3' "$TMP/text.json:1: expected a JSON object"
 rc=0; "$ST" "$TMP/missing.json" 2>"$TMP/missing.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "missing.json: cannot open" "$TMP/missing.err" || fail "a missing file must be named"
 
-# Replayed by a real head: 4 spot nodes kept (min_nodes), ticks of 1 s (300 s / 300), the
-# 120 s notice as 0.4 s; at 2 s two of the four are taken, one with a notice at 1.6 s and one
-# without; the capacity stays at 2 until 4 s, and nothing is preempted after.
+# Replayed by a real head: 4 spot nodes kept (min_nodes), ticks of 1 s (300 s / 300), a 300 s
+# notice as 1 s (spot-sim's notice_s, which takes the noticed node: the two must agree); at 2 s
+# two of the four are taken, one with a notice at 1 s and one without; the capacity stays at 2
+# until 4 s (launches beyond it are refused), then the autoscaler buys the two back, and nothing
+# is preempted after.
 printf '{"metadata": {"gap_seconds": 300}, "data": [4, 4, 2, 2, 4]}' >"$TMP/run.json"
-"$ST" "$TMP/run.json" --nodes 4 --scale 300 --notice 120 --no-notice 0.5 >"$TMP/run.txt" 2>/dev/null \
+"$ST" "$TMP/run.json" --nodes 4 --scale 300 --notice 300 --no-notice 0.5 >"$TMP/run.txt" 2>/dev/null \
     || fail "spot_trace refused run.json"
 start_head "autoscaler:" "  provider: spot-sim" "  min_nodes: 4" "  max_nodes: 4" \
     "  idle_timeout_s: 3600" "  launch_timeout_s: 30" "  set_aside_s: 1" "  node_types:" \
     "    spot: {slots: 1, preemptible: true, price_per_hour: 0.10, min_nodes: 4}" \
-    "  spot_sim:" "    seed: 1" "    boot_min_ms: 100" "    boot_max_ms: 200" "    notice_s: 0" \
+    "  spot_sim:" "    seed: 1" "    boot_min_ms: 100" "    boot_max_ms: 200" "    notice_s: 1" \
     "    trace: $TMP/run.txt"
 ev() { "$BIN/hvctl" --head "$HEAD" events --limit 1000 2>/dev/null; }
 wait_for 15 sh -c "[ \$(\"$BIN/hvctl\" --head '$HEAD' events --limit 1000 2>/dev/null | grep -c 'autoscaler.preempted') -ge 2 ]" \
@@ -85,5 +87,6 @@ notices=$(grep -c 'autoscaler.notice' "$TMP/ev.txt")
 grep 'autoscaler.preempted' "$TMP/ev.txt" | grep -q 'without notice' || fail "expected one preemption without notice"
 assert_grep "$TMP/ev.txt" "capacity of spot is now 2" "the drop must lower the capacity"
 assert_grep "$TMP/ev.txt" "capacity of spot is now 4" "the rise must raise it again"
+assert_grep "$TMP/ev.txt" "no capacity for type spot" "a launch beyond the capacity must be refused"
 wait_for 15 alive_nodes_is 4 || fail "the autoscaler did not buy back the 2 nodes once capacity rose ($(alive_nodes) alive)"
 pass "spot_trace: schedules, errors and a replay through spot-sim"
