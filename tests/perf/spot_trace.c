@@ -13,7 +13,8 @@
  * N` at the tick); a drop of d is d preemptions whose kills land at the tick, each announced
  * --notice / K seconds before (a spot-sim `preempt`, the cloud's notice; no earlier than the
  * start), except a share --no-notice of them (every 1/F-th preemption, deterministically) which
- * come without one (`kill`), then the lower capacity. The schedule goes to stdout; a summary to
+ * come without one (`kill`), then the lower capacity (`reclaim`: an instance beyond it that the
+ * preemptions did not take, one still booting when the notices went out, is taken then too). The schedule goes to stdout; a summary to
  * stderr. A bad file: "FILE:LINE: ..." naming the value, exit 1; bad arguments exit 2.
  */
 #include <ctype.h>
@@ -299,7 +300,7 @@ int main(int argc, char **argv) {
                     npre++;
                 }
             }
-            printf("%.3f %s capacity %ld\n", at, type, c);
+            printf("%.3f %s reclaim %ld\n", at, type, c);
         }
         prev = c;
     }

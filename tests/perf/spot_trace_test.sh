@@ -19,14 +19,14 @@ cat >"$TMP/small.want" <<'W'
 0.000 spot capacity 4
 4.800 spot preempt
 6.000 spot kill
-6.000 spot capacity 2
+6.000 spot reclaim 2
 9.000 spot capacity 3
 12.000 spot capacity 4
 13.800 spot preempt
 15.000 spot kill
 13.800 spot preempt
 15.000 spot kill
-15.000 spot capacity 0
+15.000 spot reclaim 0
 18.000 spot capacity 4
 W
 diff "$TMP/small.want" "$TMP/small.sched" >&2 || fail "unexpected schedule for the small trace"
@@ -36,7 +36,7 @@ assert_grep "$TMP/small.err" "3 preemptions with notice, 3 without" "the summary
 printf '{"metadata": {"gap_seconds": 60}, "data": [0, 16, 12, 3, 16]}' >"$TMP/big.json"
 "$ST" "$TMP/big.json" --nodes 4 --scale 10 --notice 20 --no-notice 0 --start 1 --ticks 3 \
     2>/dev/null | grep -v '^#' >"$TMP/big.sched" || fail "spot_trace refused the 16-node trace"
-printf '0.000 spot capacity 4\n4.000 spot preempt\n6.000 spot capacity 3\n10.000 spot preempt\n10.000 spot preempt\n12.000 spot capacity 1\n' >"$TMP/big.want"
+printf '0.000 spot capacity 4\n4.000 spot preempt\n6.000 spot reclaim 3\n10.000 spot preempt\n10.000 spot preempt\n12.000 spot reclaim 1\n' >"$TMP/big.want"
 diff "$TMP/big.want" "$TMP/big.sched" >&2 || fail "unexpected schedule for the 16-node trace"
 
 # Bad files: the error names the file, the line and the value; nothing on stdout; exit 1.
@@ -64,9 +64,9 @@ rc=0; "$ST" "$TMP/missing.json" 2>"$TMP/missing.err" || rc=$?
 
 # Replayed by a real head: 4 spot nodes kept (min_nodes), ticks of 1 s (300 s / 300), a 300 s
 # notice as 1 s (spot-sim's notice_s, which takes the noticed node: the two must agree); at 2 s
-# two of the four are taken, one with a notice at 1 s and one without; the capacity stays at 2
-# until 4 s (launches beyond it are refused), then the autoscaler buys the two back, and nothing
-# is preempted after.
+# two of the four are taken, one with a notice at 1 s and one without, and any node beyond the
+# capacity of 2 then; the capacity stays at 2 until 4 s (launches beyond it are refused), then
+# the autoscaler buys the nodes back, and nothing is preempted after.
 printf '{"metadata": {"gap_seconds": 300}, "data": [4, 4, 2, 2, 4]}' >"$TMP/run.json"
 "$ST" "$TMP/run.json" --nodes 4 --scale 300 --notice 300 --no-notice 0.5 >"$TMP/run.txt" 2>/dev/null \
     || fail "spot_trace refused run.json"
@@ -82,7 +82,9 @@ sleep 3 # past the trace's end: nothing more is preempted
 ev >"$TMP/ev.txt"
 pre=$(grep -c 'autoscaler.preempted' "$TMP/ev.txt")
 notices=$(grep -c 'autoscaler.notice' "$TMP/ev.txt")
-[ "$pre" -eq 2 ] || fail "expected 2 preemptions, saw $pre: $(grep autoscaler "$TMP/ev.txt")"
+# two, or three when the noticed node's agent drained and left before 2 s and its replacement
+# (the capacity was still 4) was taken back by the drop
+[ "$pre" -ge 2 ] && [ "$pre" -le 3 ] || fail "expected 2 or 3 preemptions, saw $pre: $(grep autoscaler "$TMP/ev.txt")"
 [ "$notices" -eq 1 ] || fail "expected 1 notice, saw $notices"
 grep 'autoscaler.preempted' "$TMP/ev.txt" | grep -q 'without notice' || fail "expected one preemption without notice"
 assert_grep "$TMP/ev.txt" "capacity of spot is now 2" "the drop must lower the capacity"
