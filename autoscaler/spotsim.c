@@ -245,8 +245,27 @@ static void do_random(hv_ss_t *s, uint64_t at, hv_ss_action_t *a) {
 }
 
 static void do_trace(hv_ss_t *s, uint64_t at, hv_ss_action_t *a) {
-    const hv_ss_trace_event_t *e = &s->c->trace[s->trace_i++];
+    const hv_ss_trace_event_t *e = &s->c->trace[s->trace_i];
     const char *tn = s->c->types[e->type].name;
+    if (e->kind == HV_SS_TRACE_RECLAIM) {
+        /* One instance beyond the capacity per call, newest first; the event stays due (the
+         * next call takes the next one) until none is left beyond it. */
+        s->cap[e->type] = e->arg;
+        if (hv_ss_count(s, e->type) > e->arg) {
+            for (size_t i = s->n; i-- > 0;) {
+                if (s->inst[i].type == e->type) {
+                    preempt(s, &s->inst[i], a, "trace: capacity reclaimed");
+                    a->with_notice = 0;
+                    return;
+                }
+            }
+        }
+        s->trace_i++;
+        say(a, HV_SS_NOTE, 0, "trace at %llu s: capacity of %s is now %u",
+            (unsigned long long)(e->at_ms / 1000u), tn, e->arg);
+        return;
+    }
+    s->trace_i++;
     if (e->kind == HV_SS_TRACE_CAPACITY) {
         s->cap[e->type] = e->arg;
         say(a, HV_SS_NOTE, 0, "trace at %llu s: capacity of %s is now %u",
@@ -375,7 +394,7 @@ int hv_ss_trace_parse(const char *text, const char *path, const hv_ss_type_t *ty
                 goto fail;
             }
             e.kind = f[2][0] == 'p' ? HV_SS_TRACE_PREEMPT : HV_SS_TRACE_KILL;
-        } else if (strcmp(f[2], "capacity") == 0) {
+        } else if (strcmp(f[2], "capacity") == 0 || strcmp(f[2], "reclaim") == 0) {
             unsigned long v = 0;
             if (nf == 4) {
                 errno = 0;
@@ -383,15 +402,15 @@ int hv_ss_trace_parse(const char *text, const char *path, const hv_ss_type_t *ty
             }
             if (nf != 4 || errno != 0 || end == f[3] || *end != '\0' ||
                 !isdigit((unsigned char)f[3][0]) || v > 1000000) {
-                hv_errf(err, errlen, "%s:%zu: 'capacity' takes a number of instances (0..1000000)",
-                        path, line);
+                hv_errf(err, errlen, "%s:%zu: '%s' takes a number of instances (0..1000000)", path,
+                        line, f[2]);
                 goto fail;
             }
-            e.kind = HV_SS_TRACE_CAPACITY;
+            e.kind = f[2][0] == 'c' ? HV_SS_TRACE_CAPACITY : HV_SS_TRACE_RECLAIM;
             e.arg = (uint32_t)v;
         } else {
-            hv_errf(err, errlen, "%s:%zu: unknown event '%s' (preempt, kill or capacity)", path,
-                    line, f[2]);
+            hv_errf(err, errlen, "%s:%zu: unknown event '%s' (preempt, kill, capacity or reclaim)",
+                    path, line, f[2]);
             goto fail;
         }
         if (n == cap) {

@@ -10,7 +10,9 @@
  * preemptible instances (exponentially distributed gaps; a uniformly chosen victim; a fraction
  * of them without notice), or from a trace: a text file of lines `TIME_S TYPE EVENT [ARG]`,
  * where EVENT is `preempt` (a notice now, the kill notice_s later), `kill` (no notice) or
- * `capacity N` (at most N instances of TYPE at once from then on); `#` starts a comment.
+ * `capacity N` (at most N instances of TYPE at once from then on) or `reclaim N` (the same, and
+ * the cloud takes back at once, without notice, the newest instances beyond N, booting ones
+ * included: a real trace's drop, whose notices went out before); `#` starts a comment.
  * A trace preempts the oldest running instance of the type that has no notice yet.
  */
 #ifndef HV_AUTOSCALER_SPOTSIM_H
@@ -32,13 +34,14 @@ typedef enum hv_ss_event_kind_e {
     HV_SS_TRACE_PREEMPT = 0,
     HV_SS_TRACE_KILL,
     HV_SS_TRACE_CAPACITY,
+    HV_SS_TRACE_RECLAIM,
 } hv_ss_event_kind;
 
 typedef struct hv_ss_trace_event_s {
     uint64_t at_ms;
     size_t type;
     hv_ss_event_kind kind;
-    uint32_t arg; /* capacity */
+    uint32_t arg; /* capacity, reclaim */
 } hv_ss_trace_event_t;
 
 typedef struct hv_ss_config_s {

@@ -218,11 +218,13 @@ static void case_trace_parse(void) {
         {"# c\n10 gpu preempt\n", "t.trace:2: unknown node type 'gpu'"},
         {"x spot kill\n", "t.trace:1: time 'x' is not a number of seconds >= 0"},
         {"-1 spot kill\n", "t.trace:1: time '-1' is not a number of seconds >= 0"},
-        {"1 spot explode\n", "t.trace:1: unknown event 'explode' (preempt, kill or capacity)"},
+        {"1 spot explode\n",
+         "t.trace:1: unknown event 'explode' (preempt, kill, capacity or reclaim)"},
         {"1 spot kill 3\n", "t.trace:1: 'kill' takes no argument"},
         {"1 spot capacity\n", "t.trace:1: 'capacity' takes a number of instances (0..1000000)"},
         {"1 spot capacity -2\n", "t.trace:1: 'capacity' takes a number of instances (0..1000000)"},
         {"1 spot capacity 1 2 3\n", "t.trace:1: expected 'TIME_S TYPE EVENT [ARG]', got 5 fields"},
+        {"1 spot reclaim x\n", "t.trace:1: 'reclaim' takes a number of instances (0..1000000)"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
@@ -269,6 +271,57 @@ static void case_trace_replay(void) {
     hv_free(ev);
 }
 
+/* reclaim N: the capacity falls to N and the newest instances beyond it go at once, without
+ * notice, booting ones included; a noticed one due at the same time goes first (its own kill),
+ * and within capacity nothing is taken. */
+static void case_trace_reclaim(void) {
+    static const char text[] = "5 spot preempt\n"
+                               "10 spot reclaim 1\n"
+                               "20 spot capacity 3\n"
+                               "30 spot reclaim 2\n";
+    hv_ss_trace_event_t *ev = NULL;
+    size_t n = 0;
+    char err[200], why[160];
+    CHECK_EQ(hv_ss_trace_parse(text, "t.trace", TYPES, 3, &ev, &n, err, sizeof(err)), 1);
+    CHECK_EQ(ev[1].kind, HV_SS_TRACE_RECLAIM);
+    CHECK_EQ(ev[1].arg, 1);
+    hv_ss_config_t c = cfg(); /* notice_s 5 */
+    c.boot_min_ms = c.boot_max_ms = 0;
+    c.trace = ev;
+    c.ntrace = n;
+    hv_ss_t *s = hv_ss_create(&c, 0);
+    CHECK_EQ(hv_ss_launch(s, 1, 0, 0, why, sizeof(why)), 1);
+    CHECK_EQ(hv_ss_launch(s, 2, 0, 0, why, sizeof(why)), 1);
+    hv_ss_action_t a[16];
+    CHECK_EQ(hv_ss_step(s, 1 * S, a, 16), 2); /* both boot */
+    c.boot_min_ms = c.boot_max_ms = 60 * S;   /* 3 and 4 still boot at 10 s */
+    CHECK_EQ(hv_ss_launch(s, 3, 0, 2 * S, why, sizeof(why)), 1);
+    CHECK_EQ(hv_ss_launch(s, 4, 0, 2 * S, why, sizeof(why)), 1);
+    size_t k = hv_ss_step(s, 10 * S, a, 16);
+    /* notice to 1 at 5 s, its kill at 10 s, then 4 and 3 (booting) taken, then the note */
+    CHECK_EQ(k, 5);
+    CHECK_EQ(a[0].kind, HV_SS_NOTICE);
+    CHECK_EQ(a[0].instance, 1);
+    CHECK_EQ(a[1].kind, HV_SS_PREEMPTED);
+    CHECK_EQ(a[1].instance, 1);
+    CHECK_EQ(a[1].with_notice, 1);
+    CHECK_EQ(a[2].kind, HV_SS_PREEMPTED);
+    CHECK_EQ(a[2].instance, 4);
+    CHECK_EQ(a[2].with_notice, 0);
+    CHECK_EQ(a[3].instance, 3);
+    CHECK_EQ(a[4].kind, HV_SS_NOTE);
+    CHECK_STR(a[4].reason, "trace at 10 s: capacity of spot is now 1");
+    CHECK_EQ(hv_ss_count(s, 0), 1);
+    CHECK_EQ(hv_ss_launch(s, 5, 0, 11 * S, why, sizeof(why)), 0); /* 1 of 1 in use */
+    CHECK_EQ(hv_ss_step(s, 20 * S, a, 16), 1);                    /* capacity 3 */
+    CHECK_EQ(hv_ss_launch(s, 6, 0, 21 * S, why, sizeof(why)), 1);
+    CHECK_EQ(hv_ss_step(s, 30 * S, a, 1), 1); /* within capacity 2: only the note */
+    CHECK_EQ(a[0].kind, HV_SS_NOTE);
+    CHECK_EQ(hv_ss_count(s, 0), 2);
+    hv_ss_destroy(s);
+    hv_free(ev);
+}
+
 /* A full action array: the rest comes on the next call, in time order. */
 static void case_full_array(void) {
     hv_ss_config_t c = cfg();
@@ -289,4 +342,5 @@ static void case_full_array(void) {
 HV_CHECK_MAIN(NULL, NULL, {"boot", case_boot}, {"capacity", case_capacity},
               {"random_preemptions", case_random_preemptions},
               {"no_notice_fraction", case_no_notice_fraction}, {"trace_parse", case_trace_parse},
-              {"trace_replay", case_trace_replay}, {"full_array", case_full_array})
+              {"trace_replay", case_trace_replay}, {"trace_reclaim", case_trace_reclaim},
+              {"full_array", case_full_array})

@@ -5,7 +5,8 @@
 #                            [--scale 10] [--rates "300 60 20"] [--notice 120] [--boot 60:90]
 #                            [--no-notice 0.1] [--seed 1 | --seeds N | --seeds "3 17 33"]
 #                            [--cap-factor 4] [--policies "elastic hybrid restart"] [--out FILE]
-#                            [--logs DIR]
+#                            [--logs DIR] [--trace FILE [--trace-start TICK|full]
+#                            [--trace-nodes M] [--fallback "spot ondemand"]]
 #
 # The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
 # a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
@@ -44,12 +45,27 @@
 # default a new /tmp/hvspot-logs.XXXXXX, kept); a run that did not complete or was not exact
 # keeps its head's log, hvsubmit's output, the events, `hvctl job` and the step and epoch logs
 # under DIR/NAME-seedS/.
+#
+# --trace FILE: instead of the random preemptions, replay a real spot trace (the JSON of
+# ../shared/data/spot-traces: instances available or still running every gap_seconds), turned
+# into a spot-sim schedule by spot_trace (tests/perf/spot_trace.c): its counts scaled to the
+# --workers spot nodes (round(N x W / M), M the trace's largest count or --trace-nodes), its
+# ticks divided by --scale like every other cloud time, from --trace-start (default full: the
+# first tick at which all W nodes could be had; or a tick index). Each drop is that many
+# preemptions landing at the tick, each with the --notice before it (scaled) except a --no-notice
+# share without one (every 1/F-th, deterministically), then the lower capacity; each rise is
+# capacity the autoscaler may buy (a launch beyond the capacity is refused, as a cloud's
+# InsufficientInstanceCapacity). The spot runs (not the on-demand baseline) replay the same
+# schedule; the rows are named POLICY@trace. --fallback "spot ondemand" lets the autoscaler buy
+# on-demand nodes while spot has no capacity (default: spot only, the job waits). The type that a
+# refused launch sets aside comes back after 300 s of cloud time (scaled).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
 EXB=$SRC/build/examples
 EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
 BOOT=60:90 NO_NOTICE=0.1 SEED=1 SEEDS="" CAP=4 OUT="" POLICIES="" LOGS=""
+TRACE="" TRACE_START=full TRACE_NODES="" FALLBACK=spot
 while [ $# -gt 0 ]; do
     case $1 in
     --epochs) EPOCHS=$2; shift 2 ;;
@@ -67,7 +83,11 @@ while [ $# -gt 0 ]; do
     --cap-factor) CAP=$2; shift 2 ;;
     --policies) POLICIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    *) sed -n '2,7p' "$0" >&2; exit 2 ;;
+    --trace) TRACE=$2; shift 2 ;;
+    --trace-start) TRACE_START=$2; shift 2 ;;
+    --trace-nodes) TRACE_NODES=$2; shift 2 ;;
+    --fallback) FALLBACK=$2; shift 2 ;;
+    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
     esac
 done
 if [ -n "$SEEDS" ]; then
@@ -96,6 +116,20 @@ cleanup() {
 trap cleanup EXIT
 ms() { awk -v s="$1" -v k="$SCALE" 'BEGIN { printf "%d", s * 1000 / k }'; }
 secs() { awk -v s="$1" -v k="$SCALE" 'BEGIN { v = s / k; printf "%d", (v < 1 ? 1 : v + 0.5) }'; }
+case $FALLBACK in
+spot | "spot ondemand") ;;
+*) echo "bench_spot: --fallback: expected \"spot\" or \"spot ondemand\", got '$FALLBACK'" >&2; exit 2 ;;
+esac
+if [ -n "$TRACE" ]; then
+    [ -x "$BIN/spot_trace" ] || { echo "build first (cmake --build build --target spot_trace)" >&2; exit 2; }
+    # a parse error names the file, the line and the value (spot_trace's message)
+    # the notice as spot-sim gives it (whole seconds after scaling), so that a noticed node goes
+    # at the trace's tick
+    "$BIN/spot_trace" "$TRACE" --nodes "$WORKERS" --scale "$SCALE" --notice "$(awk -v a="$(secs "$NOTICE")" -v k="$SCALE" 'BEGIN { print a * k }')" \
+        --no-notice "$NO_NOTICE" --start "$TRACE_START" ${TRACE_NODES:+--trace-nodes "$TRACE_NODES"} \
+        >"$TMP/trace.txt" 2>"$TMP/trace.err" || { sed 's/^/bench_spot: --trace: /' "$TMP/trace.err" >&2; exit 2; }
+    RATES=trace
+fi
 BOOT_MIN=$(ms "${BOOT%%:*}") BOOT_MAX=$(ms "${BOOT##*:}")
 STEPS_PER_EPOCH=$(( (TRAIN_LIMIT + 63) / 64 ))
 USEFUL=$(( STEPS_PER_EPOCH * EPOCHS ))
@@ -105,8 +139,14 @@ USEFUL=$(( STEPS_PER_EPOCH * EPOCHS ))
 run() {
     local name=$1 type=$2 rate=$3 policy=$4 seed=$5 d=$TMP/$1-seed$5
     mkdir -p "$d"
-    local preempt=0
-    [ "$rate" != 0 ] && preempt=$(secs "$rate")
+    local preempt=0 trace_line=""
+    if [ "$rate" = trace ]; then
+        trace_line="    trace: $TMP/trace.txt"
+    elif [ "$rate" != 0 ]; then
+        preempt=$(secs "$rate")
+    fi
+    local fallback=$type
+    [ "$type" = spot ] && fallback=$(echo "$FALLBACK" | sed 's/ /, /')
     cat >"$d/head.yaml" <<Y
 cluster_name: spot
 listen: 127.0.0.1:0
@@ -124,10 +164,11 @@ autoscaler:
   max_nodes: $WORKERS
   idle_timeout_s: 3600
   launch_timeout_s: 120
+  set_aside_s: $(secs 300)
   node_types:
     spot: {slots: 1, preemptible: true, price_per_hour: 0.10, ondemand_price_per_hour: 0.40}
     ondemand: {slots: 1, price_per_hour: 0.40}
-  fallback: [$type]
+  fallback: [$fallback]
   spot_sim:
     seed: $seed
     boot_min_ms: $BOOT_MIN
@@ -135,9 +176,10 @@ autoscaler:
     preempt_every_s: $preempt
     notice_s: $(secs "$NOTICE")
     no_notice_fraction: $NO_NOTICE
+$trace_line
 Y
     # the type not in the fallback list must not be bought: give it no nodes
-    sed -i "s/^    $( [ "$type" = spot ] && echo ondemand || echo spot ): {slots: 1,/&  max_nodes: 0,/" "$d/head.yaml"
+    [ "$fallback" = "spot, ondemand" ] || sed -i "s/^    $( [ "$type" = spot ] && echo ondemand || echo spot ): {slots: 1,/&  max_nodes: 0,/" "$d/head.yaml"
     "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
     HEAD_PID=$!
     local i=0
@@ -223,17 +265,22 @@ run on-demand ondemand 0 elastic "${ALL_SEEDS%% *}"
 for r in $RATES; do
     for p in $POLICIES; do
         case $p in
-        elastic) name="hv-elastic@${r}s" ;;
-        hybrid) name="hv+ckpt@${r}s" ;;
-        restart) name="restart@${r}s" ;;
+        elastic) name="hv-elastic@${r}" ;;
+        hybrid) name="hv+ckpt@${r}" ;;
+        restart) name="restart@${r}" ;;
         *) echo "bench_spot: unknown policy $p" >&2; exit 2 ;;
         esac
+        [ "$r" = trace ] || name=${name}s
         for s in $ALL_SEEDS; do
             run "$name" spot "$r" "$p" "$s"
         done
     done
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ -n "$TRACE" ]; then
+    HV_TRACE_DESC="Preemptions from the trace $TRACE (fallback: $FALLBACK): $(head -n 1 "$TMP/trace.txt" | sed 's/^# spot_trace [^:]*: //'); $(sed 's/^spot_trace: [^:]*: //' "$TMP/trace.err")."
+    export HV_TRACE_DESC
+fi
 if [ -n "$SEEDS" ]; then
     /usr/bin/python3 - "$TMP/rows" "$WORKERS" "$EPOCHS" "$USEFUL" "$COMPUTE_MS" "$SCALE" "$BOOT" "$NOTICE" \
         "$NO_NOTICE" "$SEEDS" "$CAP" "$LOAD_END" <<'PY' | tee "${OUT:-/dev/null}"
@@ -248,6 +295,9 @@ print("Spot economics over %d seeds on spot-sim: %s one-slot nodes, %s epochs = 
       "notice), a cap of %s x on demand + 30 s per run; on demand (the baseline, run once) %.1f s, "
       "%.3g per useful step; load average at the end %s.\n"
       % (n, w, e, useful, cms, scale, boot, notice, nn, cap, od_wall, od_cps, load))
+import os
+if os.environ.get("HV_TRACE_DESC"):
+    print(os.environ["HV_TRACE_DESC"] + "\n")
 print("| run | completed | exact | wall vs on-demand (median / worst) | cost per useful step vs "
       "on-demand (median / worst) | goodput (median / worst) | steps lost (median / worst) | "
       "preemptions (median / max) | not completed or not exact |")
@@ -290,16 +340,20 @@ od_wall, od_cps = float(od[1]), float(od[3])
 print("Spot economics on spot-sim: %s one-slot nodes, %s epochs = %s useful steps, %s ms per sample, "
       "cloud times / %s (boot %s s, notice %s s, %s of preemptions without notice), seed %s.\n"
       % (w, e, useful, cms, scale, boot, notice, nn, seed))
-print("| run | wall s | vs on-demand | cost | cost / useful step | vs on-demand | goodput | steps lost | preemptions | restarts | accuracy |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+import os
+if os.environ.get("HV_TRACE_DESC"):
+    print(os.environ["HV_TRACE_DESC"] + "\n")
+print("| run | exact | wall s | vs on-demand | cost | cost / useful step | vs on-demand | goodput | steps lost | preemptions | restarts | accuracy |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     name, wall, cost, cps, started, use, good, lost, pre, rest, acc, status = r[:12]
+    exact = r[15]
     wall, cost = float(wall), float(cost)
     if status != "done":
-        print("| %s | >%.0f (%s) | - | %.6f | - | - | - | - | %s | %s | - |" % (name, wall, status, cost, pre, rest))
+        print("| %s | %s | >%.0f (%s) | - | %.6f | - | - | - | - | %s | %s | - |" % (name, exact, wall, status, cost, pre, rest))
         continue
     cps = float(cps)
-    print("| %s | %.1f | %+.0f%% | %.6f | %.3g | %+.0f%% | %.1f%% | %s | %s | %s | %s |" % (
-        name, wall, 100 * (wall / od_wall - 1), cost, cps, 100 * (cps / od_cps - 1),
+    print("| %s | %s | %.1f | %+.0f%% | %.6f | %.3g | %+.0f%% | %.1f%% | %s | %s | %s | %s |" % (
+        name, exact, wall, 100 * (wall / od_wall - 1), cost, cps, 100 * (cps / od_cps - 1),
         100 * float(good), lost, pre, rest, acc))
 PY

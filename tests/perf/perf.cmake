@@ -105,3 +105,12 @@ hv_add_test(NAME perf.fleetsim
 hv_add_test(NAME perf.bench_fleet
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_fleet.sh --seeds 10 --build ${CMAKE_BINARY_DIR}
   LABELS perf TIMEOUT 120)
+
+# Issue 28: real spot traces (../shared/data/spot-traces) as spot-sim schedules, for
+# tests/perf/bench_spot.sh --trace; spot_trace.sh checks the schedule of a small trace and the
+# errors on bad ones (a few seconds).
+add_executable(spot_trace ${CMAKE_CURRENT_LIST_DIR}/spot_trace.c)
+target_link_libraries(spot_trace m)
+hv_add_test(NAME perf.spot_trace
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/spot_trace_test.sh $<TARGET_FILE:spot_trace>
+  LABELS perf TIMEOUT 60)
