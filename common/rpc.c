@@ -1121,6 +1121,11 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
     if (out[0] != '\0') {
         snprintf(st->msg, sizeof(st->msg), "%s", out);
         st->explained = 1;
+        if (tls) {
+            /* A handshake that failed (a certificate this client refuses, a head that wants
+             * one, or plain text) fails the same way when tried again: callers do not retry. */
+            st->never_connected = 0;
+        }
     }
 }
 

@@ -53,7 +53,8 @@ typedef struct hv_rpc_status_s {
     int explained;       /* client: msg is this layer's account of a transport failure in the
                         user's terms (hv_rpc_explain_transport): shown as it is */
     int never_connected; /* client: the transport could not connect (no server saw the call;
-                            read once from gRPC core's status, whatever msg says later) */
+                            read once from gRPC core's status, whatever msg says later;
+                            cleared for a failed TLS handshake, which a retry cannot mend) */
     int refused;         /* client: ...and the connection was refused (nothing listens) */
 } hv_rpc_status_t;
 
