@@ -1045,9 +1045,12 @@ static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const
     if (shrinks) {
         int shrunk = dc->reason == HV_FL_SHRUNK_ADMIT || dc->reason == HV_FL_SHRUNK_PRIORITY ||
                      dc->reason == HV_FL_SHRUNK_RECLAIM || dc->reason == HV_FL_SHRUNK_SHARE;
-        if (!shrunk || j->jm.state != HV_JOB_RUNNING || !j->jm.p.elastic || dc->target >= in ||
-            dc->target == 0) {
-            return; /* a fixed-size job is never shrunk; stopping one is not wired yet */
+        if (!shrunk || dc->cause == 0 || j->jm.state != HV_JOB_RUNNING || !j->jm.p.elastic ||
+            dc->target >= in || dc->target == 0) {
+            /* a fixed-size job is never shrunk; stopping one is not wired yet; and a shrink
+             * that gives workers to no other job (the policy fitting a job to a node that was
+             * lost or is suspected) is the failure path's to make, with its rollback */
+            return;
         }
         uint32_t n = in - dc->target;
         uint64_t *ids = hv_calloc(n, sizeof(*ids));
