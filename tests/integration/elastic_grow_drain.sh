@@ -8,7 +8,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
-start_elastic_head
+start_elastic_head "fleet:" "  resize_interval_ms: 0" # growth as soon as B joins, as before the fleet policy held resizes apart
 start_agent node-a 2 --drain-deadline 60
 submit run -np 2 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 15
 wait_epoch run 0

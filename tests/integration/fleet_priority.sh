@@ -21,7 +21,7 @@ submit w -np 3 -- --epochs 1
 W_PID=$SUB_PID
 wait_for 20 sh -c "'$BIN/hvctl' --head '$HEAD' --json queue | grep -q '\"reason\": \"wait_capacity\"'" \
     || fail "job W should wait for capacity"
-submit h -np 2 --priority 5 -- --epochs 1
+submit h -np 2 --priority 5 -- --epochs 1 --step-delay-ms 25
 H_PID=$SUB_PID
 wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 3 | grep -q '\"state\": \"running\"'" \
     || fail "job H did not start"
