@@ -1304,6 +1304,26 @@ static void stop_node(hv_jm_job_t *j, uint64_t node_id, const char *why, hv_jm_o
     }
 }
 
+/* Takes w out of the job, make before break, for a drain or a shrink (why: for its log): a member
+ * of the closed generation cg leaves once the round without it has closed; a worker waiting to
+ * join is told it was removed; one that was never a member holds no state and is stopped now.
+ * Returns 1 when w was a member (it has state to hand over), 0 otherwise. */
+static int take_out(hv_jm_worker_t *w, uint32_t cg, const char *why, hv_jm_out_t *out) {
+    w->removed = 1;
+    mark(w);
+    if (cg > 0 && w->member_gen == cg) {
+        w->leaving = 1;
+    } else if (w->joined) {
+        w->joined = 0;
+        act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "%s", why);
+    }
+    if (w->member_gen == 0) {
+        job_kill(w, why, out);
+        return 0;
+    }
+    return 1;
+}
+
 /* A draining node's members of generation cg stay as evicted members (until others hold the
  * state, or until `until` when not 0); its workers that are not members yet hold nothing and
  * are stopped now. */
@@ -1379,19 +1399,7 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
         if (!j->p.elastic) {
             continue;
         }
-        w->removed = 1;
-        mark(w);
-        if (cg > 0 && w->member_gen == cg) {
-            w->leaving = 1; /* a holder: it leaves once the round without it has closed */
-        } else if (w->joined) {
-            w->joined = 0;
-            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "its node is draining");
-        }
-        if (w->member_gen == 0) {
-            job_kill(w, "its node is draining", out); /* no state to hand over */
-        } else {
-            members++;
-        }
+        members += take_out(w, cg, "its node is draining", out);
     }
     if (here == 0) {
         return;
@@ -1414,6 +1422,16 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
 
 /* ---- shrink: the head's fleet policy gives some of an elastic job's workers to another job -- */
 
+/* 1 when id is one of ids[0..n). */
+static int id_in(const uint64_t *ids, size_t n, uint64_t id) {
+    for (size_t k = 0; k < n; k++) {
+        if (ids[k] == id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *why, uint64_t now,
                     hv_jm_out_t *out) {
     if (!j->p.elastic || hv_job_state_terminal(j->state) || j->state != HV_JOB_RUNNING ||
@@ -1427,11 +1445,7 @@ hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *w
         if (!live(w) || w->removed || w->evict) {
             continue;
         }
-        int named = 0;
-        for (size_t k = 0; k < n; k++) {
-            named |= ids[k] == w->id;
-        }
-        if (!named) {
+        if (!id_in(ids, n, w->id)) {
             keep++;
             holders += cg > 0 && w->member_gen == cg && !suspected(w);
         }
@@ -1452,24 +1466,8 @@ hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *w
         return HV_ESTATE;
     }
     for (size_t i = 0; i < j->nw; i++) {
-        hv_jm_worker_t *w = j->w[i];
-        int named = 0;
-        for (size_t k = 0; k < n; k++) {
-            named |= ids[k] == w->id;
-        }
-        if (!named) {
-            continue;
-        }
-        w->removed = 1;
-        mark(w);
-        if (cg > 0 && w->member_gen == cg) {
-            w->leaving = 1; /* a holder: it leaves once the round without it has closed */
-        } else if (w->joined) {
-            w->joined = 0;
-            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "the head gave its slot to another job");
-        }
-        if (w->member_gen == 0) {
-            job_kill(w, "the head gave its slot to another job", out); /* no state to hand over */
+        if (id_in(ids, n, j->w[i]->id)) {
+            take_out(j->w[i], cg, "the head gave its slot to another job", out);
         }
     }
     char reason[300];

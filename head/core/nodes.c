@@ -21,6 +21,8 @@ hv_node_state_t hv_node_next(hv_node_state_t st, hv_node_event_t ev) {
     return st;
 }
 
+int hv_node_hidden(hv_node_state_t st, int retired) { return retired && st != HV_NODE_ALIVE; }
+
 const char *hv_node_state_name(hv_node_state_t st) {
     return st < HV_NODE__COUNT ? node_names[st] : "?";
 }

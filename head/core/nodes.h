@@ -35,6 +35,10 @@ typedef enum hv_node_event {
  * agent re-attaches; undrain only affects a draining node. */
 hv_node_state_t hv_node_next(hv_node_state_t st, hv_node_event_t ev);
 
+/* A node the autoscaler gave back (retired) that is no longer alive (draining or dead): it is
+ * no capacity and is not listed. */
+int hv_node_hidden(hv_node_state_t st, int retired);
+
 /* "alive", "draining", "dead" (the store's and the wire's words). */
 const char *hv_node_state_name(hv_node_state_t st);
 /* HV_EINVAL for an unknown word. */

@@ -662,7 +662,7 @@ static size_t sched_nodes(hv_driver_t *d, const hv_djob_t *j, hv_sched_node_t *o
     size_t n = 0;
     uint64_t wall = hv_wall_ms();
     for (hv_dnode_t *nd = d->nodes; nd != NULL && n < cap; nd = nd->next) {
-        if (hv_driver_node_hidden(nd)) {
+        if (hv_node_hidden(nd->state, nd->retired)) {
             continue;
         }
         out[n].id = nd->id;

@@ -350,7 +350,7 @@ hv_err hv_driver_nodes_drain(hv_driver_t *d, const uint64_t *ids, size_t n, int 
 void hv_driver_node_retire(hv_driver_t *d, uint64_t node_id);
 /* A retired node that is no longer alive (draining or dead): views and capacity leave it out. */
 static inline int hv_driver_node_hidden(const hv_dnode_t *nd) {
-    return nd->retired && nd->state != HV_NODE_ALIVE;
+    return hv_node_hidden(nd->state, nd->retired); /* the rule is core/nodes' */
 }
 const hv_dnode_t *hv_driver_node(const hv_driver_t *d, uint64_t id);
 const hv_dnode_t *hv_driver_node_by_name(const hv_driver_t *d, const char *name);

@@ -95,7 +95,7 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
         nj += job_active(j);
     }
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        nn += !hv_driver_node_hidden(n);
+        nn += !hv_node_hidden(n->state, n->retired);
     }
     hv_fl_job_t *jobs = hv_calloc(nj + 1, sizeof(*jobs));
     hv_fl_node_t *nodes = hv_calloc(nn + 1, sizeof(*nodes));
@@ -107,7 +107,7 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
     }
     size_t k = 0;
     for (hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
-        if (hv_driver_node_hidden(n)) {
+        if (hv_node_hidden(n->state, n->retired)) {
             continue;
         }
         hv_fl_node_t *o = &nodes[k++];
