@@ -8,7 +8,7 @@
  * has counted it lost and re-placed its work, nobody reads its output, and it holds its cores
  * and its peers until its program ends. A process further down (a script's child, a worker's
  * own subprocess) has another parent and is left alone while the agent lives. A program that
- * does not link libhv is not covered (docs/ARCHITECTURE.md, "Agent restart").
+ * does not link libhv is not covered (docs/RELIABILITY.md, "Agent restart").
  *
  * Runs from a constructor (every process that loads libhv.so) and from hv_init (programs
  * linked with libhv.a); idempotent.

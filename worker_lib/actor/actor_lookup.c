@@ -50,6 +50,15 @@ static void sleep_ms(uint32_t ms) {
 }
 
 /* The resolver's hv__actor_resolve_fn (actor_wire.h). */
+/* The actor's state by its typed code; a head too old to send one (UNSPECIFIED) is read by the
+ * word it sent instead. */
+static int actor_is(const Hvpb__V1__ActorView *v, Hvpb__V1__ActorState code, const char *word) {
+    if (v->state_code != HVPB__V1__ACTOR_STATE__ACTOR_STATE_UNSPECIFIED) {
+        return v->state_code == code;
+    }
+    return strcmp(v->state, word) == 0;
+}
+
 static hv_err lookup_resolve_open(const hv__actor_resolver_t *r, uint32_t timeout_ms,
                                   const hv_actor_connect_config_t *cfg, volatile int *cancel,
                                   int *fd, uint32_t *max_frame, char *addr_out, size_t addrlen,
@@ -103,11 +112,12 @@ static hv_err lookup_resolve_open(const hv__actor_resolver_t *r, uint32_t timeou
             break;
         }
         Hvpb__V1__ActorView *v = (Hvpb__V1__ActorView *)resp;
-        if (strcmp(v->state, "dead") == 0) {
+        if (actor_is(v, HVPB__V1__ACTOR_STATE__ACTOR_STATE_DEAD, "dead")) {
             snprintf(err, errlen, "actor '%s' in namespace '%s' is dead (%s): %s", r->name,
                      v->namespace_, v->cause, v->reason);
             rc = HV_ENOTFOUND;
-        } else if (strcmp(v->state, "alive") == 0 && v->address[0] != '\0') {
+        } else if (actor_is(v, HVPB__V1__ACTOR_STATE__ACTOR_STATE_ALIVE, "alive") &&
+                   v->address[0] != '\0') {
             snprintf(addr_out, addrlen, "%s", v->address);
             *max_call_retries = v->max_call_retries;
             rc = hv__actor_open(addr_out, v->secret, cfg, fd, max_frame, err, errlen);
