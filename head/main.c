@@ -888,7 +888,6 @@ static hv_err head_listen_http(head_t *h, char *err, size_t errlen) {
     }
     h->page.cfg = &h->cfg;
     h->page.d = h->driver;
-    h->page.store = h->store;
     h->page.actors = h->actors;
     h->page.auth = &h->auth;
     h->page.login = token != NULL && token[0] != '\0';

@@ -19,7 +19,6 @@
 #include "jobm.h"
 #include "page.h"
 #include "page_login.h"
-#include "store.h"
 
 #define HV_PAGE_MAX_JOBS 200    /* jobs the cluster page lists, newest first */
 #define HV_PAGE_MAX_ACTORS 200  /* actors the cluster page lists, newest first */
@@ -29,7 +28,6 @@
 typedef struct hv_page_src_s {
     const hv_head_config_t *cfg;
     hv_driver_t *d;
-    hv_store_t *store;
     const hv_actors_t *actors;   /* the head's actors (NULL: none are kept) */
     const hv_auth_t *auth;       /* the client tokens a login is checked against; NULL = none */
     int login;                   /* the listener has a token: browsers log in (else all open) */
