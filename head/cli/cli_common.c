@@ -1690,7 +1690,8 @@ static const char *const cli_failure_words[] = {"fail", "exit", "lost", "kill", 
 
 int hv_cli_event_shown(const char *kind, int elastic) {
     if (strcmp(kind, "job.state") == 0 || strcmp(kind, "job.note") == 0 ||
-        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0) {
+        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0 ||
+        strcmp(kind, "fleet.preempt") == 0 || strcmp(kind, "fleet.resume") == 0) {
         return 1;
     }
     if (elastic && (strncmp(kind, "round.", 6) == 0 || strcmp(kind, "worker.left") == 0)) {
