@@ -1055,7 +1055,7 @@ static void fleet_preempt(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, u
         hv_jm_out_reset(&d->out);
         return;
     }
-    j->wait_deadline = 0; /* no pending timeout: it was admitted once */
+    j->wait_deadline = UINT64_MAX; /* no pending timeout: it was admitted once */
     j->fleet_grant = 0;
     char words[200], data[400];
     hv_copy_tier_t tier = hv_jm_copy_tier(&j->jm);

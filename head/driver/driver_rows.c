@@ -617,7 +617,7 @@ hv_err hv__driver_load_tables(hv_driver_t *d) {
         }
         uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
         j->wait_deadline = hv_jm_preempted(&j->jm)
-                               ? 0 /* admitted once: no pending timeout (driver.c) */
+                               ? UINT64_MAX /* admitted once: no pending timeout */
                                : hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
         hv_jm_restarted(&j->jm, wall);
         for (size_t k = 0; k < j->jm.nw; k++) {

@@ -26,12 +26,15 @@ L_PID=$SUB_PID
 wait_epoch l 0
 wait_for 30 sh -c "[ \$(\"$BIN/hvctl\" --head \"$HEAD\" job 1 --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get(\"copy\", {}).get(\"commit\", 0))') -gt 0 ]" \
     || fail "the head has no copy of job L's state"
-submit h -np 4 --priority 5 -- --epochs 1 --step-delay-ms 20
+submit h -np 4 --priority 5 -- --epochs 2 --step-delay-ms 20
 H_PID=$SUB_PID
 wait_for 30 grep -q "preempted for job 2" "$TMP/l.err" || { cat "$TMP/l.err" >&2; fail "job L's stream should say it was preempted"; }
 wait_for 20 sh -c "[ \"\$(\"$BIN/hvctl\" --head \"$HEAD\" --json job 1 | sed -nE 's/.*\"state\": *\"([a-z]+)\".*/\1/p' | head -n 1)\" = pending ]" \
     || fail "job L should be pending once preempted"
-# The head is SIGKILLed while L waits to resume: what it stored keeps L preempted.
+# The head is SIGKILLed while L waits to resume (and H runs, its round formed): what it stored
+# keeps L preempted.
+wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' events --job 2 --json | grep -q '\"round.close\"'" \
+    || fail "job H's round did not form"
 kill -KILL "$HEAD_PID"
 wait "$HEAD_PID" 2>/dev/null
 sleep 0.5
@@ -47,7 +50,7 @@ SUB_PID=$H_PID; wait_submit 90
 SUB_PID=$L_PID; wait_submit 120
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/l.err" >&2; fail "job L should resume and succeed, hvsubmit exited $SUB_RC"; }
 check_exact l 3
-check_exact h 1
+check_exact h 2
 grep -q "resume after a preemption" "$TMP/l.err" || fail "job L's stream should say it resumed"
 events 1
 /usr/bin/python3 - "$TMP/events-1.json" <<'PY' || fail "job L's preemption and resume events are wrong"
