@@ -975,8 +975,8 @@ static void schedule_fcfs(hv_driver_t *d) {
     }
 }
 
-/* An event about a fleet decision the driver acted on (kind fleet.admit, fleet.shrink,
- * fleet.grow): the reason's word, the job it names, the sizes before and after, as typed data. */
+/* An event about a fleet decision the driver acted on (kind fleet.admit, fleet.resume: a
+ * preempted job admitted again, fleet.shrink, fleet.grow): the reason's word, the job it names, the sizes before and after, as typed data. */
 static void fleet_event(hv_driver_t *d, hv_djob_t *j, const char *kind, hv_ev_reason_t code,
                         uint32_t from, uint32_t to, const hv_fl_dec_t *dc) {
     char words[200], data[320];
@@ -987,8 +987,10 @@ static void fleet_event(hv_driver_t *d, hv_djob_t *j, const char *kind, hv_ev_re
              hv_fl_reason_name(dc->reason), (unsigned long long)dc->cause, from, to, dc->target,
              (int)j->priority, dc->borrowed);
     hv_ev_fields_t f = {.reason = code};
-    hv_driver_event_f(d, j->jm.id, 0, kind, &f, data, "job %llu: %u -> %u workers (fleet: %s)",
-                      (unsigned long long)j->jm.id, from, to, words);
+    hv_driver_event_f(d, j->jm.id, 0, kind, &f, data, "job %llu%s: %u -> %u workers (fleet: %s)",
+                      (unsigned long long)j->jm.id,
+                      strcmp(kind, "fleet.resume") == 0 ? " resumes from its state copy" : "", from,
+                      to, words);
 }
 
 /* Which n workers of j leave: on the nodes the policy's moves name first, then any; the

@@ -51,7 +51,8 @@ SUB_PID=$L_PID; wait_submit 120
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/l.err" >&2; fail "job L should resume and succeed, hvsubmit exited $SUB_RC"; }
 check_exact l 3
 check_exact h 2
-grep -q "resume after a preemption" "$TMP/l.err" || fail "job L's stream should say it resumed"
+grep -q "job 1 resumes from its state copy" "$TMP/l.err" || fail "job L's stream should say it resumed"
+grep -q "resume after a preemption" "$TMP/l.err" || fail "job L's stream should show its resume round"
 events 1
 /usr/bin/python3 - "$TMP/events-1.json" <<'PY' || fail "job L's preemption and resume events are wrong"
 import json, sys
