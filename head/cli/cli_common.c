@@ -160,7 +160,8 @@ static const hv_opt_t submit_opts[] = {
      "                        (-1000 to 1000; default 0; docs/scheduling.md)\n"},
     {"preemptible", 0, HV_OPT_FLAG, 0, 0, 0, OPT_PREEMPTIBLE, NULL,
      "  --preemptible         the job may be stopped for a higher priority and resumed\n"
-     "                        later from its state copy (stored; not acted on yet)\n"},
+     "                        later from its state copy (elastic jobs only;\n"
+     "                        docs/scheduling.md)\n"},
     {"env", 'e', HV_OPT_TEXT, 0, 0, 0, OPT_ENV, NULL,
      "  --env K=V, -e K=V     environment for the workers (repeatable)\n"},
     {"file", 'f', HV_OPT_TEXT, 0, 0, 0, OPT_FILE, NULL,
