@@ -11,7 +11,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
-LEASE_MS=6000 # the agents keep their workers while the head restarts
+LEASE_MS=10000 # the agents keep their workers while the head restarts (under load)
 start_elastic_head "fleet:" "  resize_interval_ms: 1000"
 port=${HEAD##*:}
 sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
