@@ -473,6 +473,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const hv_opt_got_t *g, char 
             return HV_EINVAL;
         }
         o->priority = (int32_t)p;
+        o->priority_set = 1;
         return HV_OK;
     }
     case OPT_PREEMPTIBLE:
