@@ -1232,7 +1232,7 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.nartifacts = s->nartifacts;
     row.priority = s->priority;
     row.ns = (char *)(s->ns != NULL ? s->ns : "");
-    if (!s->priority_set) {
+    if (!s->priority_set && s->priority == 0) {
         const hv_head_ns_t *cns = hv_head_config_ns(c, s->ns);
         row.priority = cns != NULL ? cns->priority : 0; /* its namespace's default priority */
     }

@@ -431,7 +431,8 @@ typedef struct hv_job_submit_s {
                                      with the job, so that they are kept while it is */
     size_t nartifacts;
     int32_t priority; /* higher goes first (0: the default) */
-    int priority_set; /* priority was given; else its namespace's (fleet.namespaces[].priority) */
+    int priority_set; /* priority was given (or is not 0); else its namespace's default
+                         (fleet.namespaces[].priority) */
     int preemptible;  /* may be stopped for a higher priority, to resume from its state copy */
     const char *ns;   /* its namespace (NULL or "": default), for quotas and fair share */
 } hv_job_submit_t;

@@ -668,7 +668,7 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_max_s = spec->cooldown_max_s,
                            .target_np = spec->target_np,
                            .priority = spec->priority,
-                           .priority_set = spec->priority_set || spec->priority != 0,
+                           .priority_set = spec->priority_set,
                            .preemptible = spec->preemptible,
                            .ns = spec->namespace_};
     /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
