@@ -162,7 +162,8 @@ static const hv_opt_t submit_opts[] = {
      "                        head's fleet.namespaces sets one; docs/scheduling.md)\n"},
     {"preemptible", 0, HV_OPT_FLAG, 0, 0, 0, OPT_PREEMPTIBLE, NULL,
      "  --preemptible         the job may be stopped for a higher priority and resumed\n"
-     "                        later from its state copy (stored; not acted on yet)\n"},
+     "                        later from its state copy (elastic jobs only;\n"
+     "                        docs/scheduling.md)\n"},
     {"env", 'e', HV_OPT_TEXT, 0, 0, 0, OPT_ENV, NULL,
      "  --env K=V, -e K=V     environment for the workers (repeatable)\n"},
     {"file", 'f', HV_OPT_TEXT, 0, 0, 0, OPT_FILE, NULL,
@@ -1693,7 +1694,8 @@ static const char *const cli_failure_words[] = {"fail", "exit", "lost", "kill", 
 
 int hv_cli_event_shown(const char *kind, int elastic) {
     if (strcmp(kind, "job.state") == 0 || strcmp(kind, "job.note") == 0 ||
-        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0) {
+        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0 ||
+        strcmp(kind, "fleet.preempt") == 0 || strcmp(kind, "fleet.resume") == 0) {
         return 1;
     }
     if (elastic && (strncmp(kind, "round.", 6) == 0 || strcmp(kind, "worker.left") == 0)) {

@@ -1249,7 +1249,7 @@ static void ctl_fleet_why(const Hvpb__V1__JobView *v, char *buf, size_t len) {
         {"shrunk_priority", "shrunk for job %llu, of a higher priority"},
         {"shrunk_reclaim", "shrunk: job %llu's namespace takes back its quota"},
         {"shrunk_share", "shrunk: its workers serve job %llu better"},
-        {"preempted", "stopped for job %llu"},
+        {"preempted", "preempted for job %llu, waits to resume from its state copy"},
         {"wait_quota", "waiting for its namespace's quota"},
         {"wait_capacity", "waiting for capacity"},
         {"wait_fit", "waiting for nodes that hold its gang"},
@@ -1524,6 +1524,11 @@ static int ctl_job(const ctl_t *c) {
     printf("ID:         %llu\n", (unsigned long long)v->job_id);
     ctl_field("NAME:       ", v->name);
     ctl_field("STATE:      ", hv_cli_job_state_name(hv_cli_job_state(v)));
+    if (v->fleet_reason != NULL && v->fleet_reason[0] != '\0' && v->ended_ms == 0) {
+        char why[160];
+        ctl_fleet_why(v, why, sizeof(why));
+        printf("FLEET:      %s\n", why); /* e.g. "preempted for job 2, waits to resume ..." */
+    }
     printf("NP:         %s\n", ctl_np(v, buf, sizeof(buf)));
     if (v->elastic) {
         char round[600];

@@ -121,8 +121,8 @@ static void job_input(const hv_driver_t *d, const hv_djob_t *j, hv_fl_job_t *o) 
     o->ns = ns_index(d, j->ns);
     o->priority = j->priority;
     o->elastic = p->elastic;
-    /* Stopping a job to resume it later is not wired yet: no job is offered as preemptible. */
-    o->preemptible = 0;
+    /* Stopped only to resume from a state copy: an elastic job once it has one (driver.c). */
+    o->preemptible = j->preemptible && p->elastic && hv_jm_copy_tier(&j->jm) != HV_COPY_TIER_NONE;
     o->per_worker.r[HV_FL_SLOTS] = 1;
     o->slots_per_host = j->slots_per_host;
     if (p->elastic) {
@@ -138,7 +138,7 @@ static void job_input(const hv_driver_t *d, const hv_djob_t *j, hv_fl_job_t *o) 
     }
     if (j->jm.state == HV_JOB_PENDING) {
         o->state = HV_FL_WAITING;
-        o->waiting_since_ms = j->submitted_ms;
+        o->waiting_since_ms = hv_jm_preempted(&j->jm) ? j->resized_ms : j->submitted_ms;
         return;
     }
     o->size = in + leaving; /* live: those leaving count until they are gone */
@@ -262,8 +262,9 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
     for (size_t i = 0; i < f->out.ndec && i < f->njobs; i++) {
         hv_djob_t *j = f->jobs[i];
         const hv_fl_dec_t *dc = &f->out.dec[i];
-        if (j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
-            j->fleet_cause == dc->cause) {
+        if ((j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
+             j->fleet_cause == dc->cause) ||
+            (hv_jm_preempted(&j->jm) && dc->target == 0)) { /* it shows what stopped it */
             continue;
         }
         int was_decided = j->fleet_decided;

@@ -618,7 +618,9 @@ hv_err hv__driver_load_tables(hv_driver_t *d) {
             continue;
         }
         uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
-        j->wait_deadline = hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
+        j->wait_deadline = hv_jm_preempted(&j->jm)
+                               ? UINT64_MAX /* admitted once: no pending timeout */
+                               : hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
         hv_jm_restarted(&j->jm, wall);
         for (size_t k = 0; k < j->jm.nw; k++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];

@@ -633,9 +633,29 @@ static void case_fleet_namespaces(void) {
     CHECK(v[0].share_pm > v[2].share_pm);
 }
 
+/* A fixed-size job cannot be --preemptible: stopping a job is only done to resume it from a
+ * state copy, which only an elastic job makes. The submission is refused, nothing is stored or
+ * started; the same job elastic is taken. */
+static void case_preemptible_fixed_refused(void) {
+    join("a", 2);
+    hv_job_submit_t s = {.name = "f", .np = 2, .preemptible = 1};
+    uint64_t id = 0;
+    uint32_t np = 0;
+    char err[400] = "";
+    CHECK_RC(hv_driver_submit(H.d, &s, &id, &np, err, sizeof(err)), HV_EINVAL);
+    CHECK(strstr(err, "--preemptible: a fixed-size job cannot be stopped and resumed") != NULL);
+    CHECK_EQ(id, 0);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 0);
+    hv_job_submit_t e = {
+        .name = "e", .np = 2, .elastic = 1, .min_np = 1, .max_np = 2, .preemptible = 1};
+    CHECK_RC_MSG(hv_driver_submit(H.d, &e, &id, &np, err, sizeof(err)), HV_OK, err);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
+}
+
 HV_CHECK_MAIN(setup, teardown, {"drain_not_stored", case_drain_not_stored},
               {"fleet_namespaces", case_fleet_namespaces},
               {"fleet_stored_first", case_fleet_stored_first},
+              {"preemptible_fixed_refused", case_preemptible_fixed_refused},
               {"drain_many_atomic", case_drain_many_atomic},
               {"dead_and_back_not_stored", case_dead_and_back_not_stored},
               {"strike_stored", case_strike_stored}, {"strike_not_stored", case_strike_not_stored},
