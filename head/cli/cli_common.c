@@ -153,11 +153,13 @@ static const hv_opt_t submit_opts[] = {
      "  --slots-per-host K    at most K ranks on one node\n"},
     {"namespace", 0, HV_OPT_TEXT, 0, 0, 0, OPT_NAMESPACE, NULL,
      "  --namespace NS        the actor namespace its workers look up and call actors\n"
-     "                        in (default: \"default\"; docs/actors.md)\n"},
+     "                        in (default: \"default\"; docs/actors.md), and whose quota\n"
+     "                        and share the job counts in (docs/scheduling.md)\n"},
     {"priority", 0, HV_OPT_TEXT, 0, 0, 0, OPT_PRIORITY, NULL,
      "  --priority N          a higher priority is admitted first and takes workers from\n"
      "                        lower-priority elastic jobs down to their --min-np\n"
-     "                        (-1000 to 1000; default 0; docs/scheduling.md)\n"},
+     "                        (-1000 to 1000; default: its namespace's, 0 unless the\n"
+     "                        head's fleet.namespaces sets one; docs/scheduling.md)\n"},
     {"preemptible", 0, HV_OPT_FLAG, 0, 0, 0, OPT_PREEMPTIBLE, NULL,
      "  --preemptible         the job may be stopped for a higher priority and resumed\n"
      "                        later from its state copy (elastic jobs only;\n"
@@ -474,6 +476,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const hv_opt_got_t *g, char 
             return HV_EINVAL;
         }
         o->priority = (int32_t)p;
+        o->priority_set = 1;
         return HV_OK;
     }
     case OPT_PREEMPTIBLE:

@@ -1293,6 +1293,14 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.artifacts = s->artifacts;
     row.nartifacts = s->nartifacts;
     row.priority = s->priority;
+    row.ns = (char *)(s->ns != NULL ? s->ns : "");
+    if (!s->priority_set && s->priority == 0) {
+        const hv_head_ns_t *cns = hv_head_config_ns(c, s->ns);
+        if (cns == NULL) {
+            cns = hv_head_config_ns(c, "default"); /* an unlisted namespace counts there */
+        }
+        row.priority = cns != NULL ? cns->priority : 0; /* its namespace's default priority */
+    }
     row.preemptible = s->preemptible;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {
