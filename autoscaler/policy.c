@@ -383,8 +383,7 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
 
 /* Rule 7's target for an instance of type t: the first preemptible type before it in fallback
  * order, cheaper, usable now and offering at least what t offers; c->ntypes when none. */
-static size_t handback_target(const hv_as_config_t *c, const hv_as_type_state_t *ts,
-                              const count_t *k, size_t t) {
+static size_t handback_target(const hv_as_config_t *c, const hv_as_type_state_t *ts, size_t t) {
     const hv_as_type_t *o = &c->types[t];
     if (o->preemptible) {
         return c->ntypes;
@@ -393,7 +392,7 @@ static size_t handback_target(const hv_as_config_t *c, const hv_as_type_state_t 
         const hv_as_type_t *y = &c->types[p];
         if (y->preemptible && !aside(ts, p) && y->price_per_hour < o->price_per_hour &&
             y->slots >= o->slots && y->gpus >= o->gpus && y->memory_mb >= o->memory_mb &&
-            labels_have(y->labels, o->labels) && k->exist[p] < y->max_nodes) {
+            labels_have(y->labels, o->labels) && y->max_nodes > 0) {
             return p;
         }
     }
@@ -423,7 +422,7 @@ static void handback(const hv_as_config_t *c, const hv_as_type_state_t *ts,
         if (!handback_candidate(c, in) || k->keep[in->type] <= c->types[in->type].min_nodes) {
             continue;
         }
-        size_t p = handback_target(c, ts, k, in->type);
+        size_t p = handback_target(c, ts, in->type);
         if (p == c->ntypes) {
             continue;
         }
@@ -450,6 +449,9 @@ static void handback(const hv_as_config_t *c, const hv_as_type_state_t *ts,
             k->free_slots[p] -= c->types[p].slots;
             k->free_gpus[p] -= c->types[p].gpus;
             k->free_mem[p] -= c->types[p].memory_mb;
+            continue;
+        }
+        if (k->exist[p] >= c->types[p].max_nodes) { /* the type's own cap holds after the swap */
             continue;
         }
         if (k->exist_total >= c->max_nodes + pending || k->launching >= launch_limit(c, k)) {

@@ -259,6 +259,8 @@ print("\t".join(str(x) for x in [name, wall, cost, cost / useful if done else ""
 PY
     if [ -n "$LOGS" ]; then
         tail -n 1 "$TMP/rows" >>"$LOGS/runs.tsv"
+        # every run's events (notices, launches, joins, hand-backs: the autoscaler's timing)
+        cp "$d/events.txt" "$LOGS/events-$name-seed$seed.txt" 2>/dev/null || true
         if [ "$status" != done ] || [ "$exact" != yes ]; then
             mkdir -p "$LOGS/$name-seed$seed"
             cp "$d"/head.yaml "$d"/head.out "$d"/head.err "$d"/sub.out "$d"/sub.err "$d"/events.txt \
