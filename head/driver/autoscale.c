@@ -24,6 +24,7 @@
 #define AS_MAX_DEMAND 256
 #define AS_NAME 128
 #define AS_PATH 1024
+#define AS_HANDBACK_NOTICE_MS 5000u /* a hand-back's drain notice (hv_cl_drain_hold_until: 3 s) */
 
 typedef struct as_inst_s {
     struct as_inst_s *next;
@@ -326,19 +327,19 @@ static void do_terminate(hv_autoscale_t *a, const hv_as_action_t *x) {
     }
 }
 
-/* Rule 7's break: the instance's jobs move their workers off it as on a notice (held until
- * replacements hold their state, at most the launch timeout); terminated once empty. */
+/* Rule 7's break: the instance's jobs move their workers off it as on a notice of
+ * AS_HANDBACK_NOTICE_MS (held while they grow onto the joined spot node, at most 3 s: an elastic
+ * job at its max-np may not grow before they leave, and then it re-forms without them and grows
+ * onto the free node); terminated once empty. */
 static void do_drain(hv_autoscale_t *a, const hv_as_action_t *x) {
     as_inst_t *in = find(a, x->instance);
     const hv_dnode_t *nd = in != NULL && !in->ended ? hv_driver_node_by_name(a->d, in->name) : NULL;
     if (nd == NULL || nd->state != HV_NODE_ALIVE) {
         return;
     }
-    uint64_t ms = (uint64_t)a->pc.launch_timeout_s * 1000u;
     char err[200] = "";
     if (hv_driver_node_drain(a->d, nd->id, 1, "the autoscaler hands it back", 0,
-                             ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, err,
-                             sizeof(err)) != HV_OK) {
+                             AS_HANDBACK_NOTICE_MS, err, sizeof(err)) != HV_OK) {
         return; /* decided again on the next tick */
     }
     in->handback = 1;
