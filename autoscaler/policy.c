@@ -506,6 +506,59 @@ static void spares(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_
     }
 }
 
+/* Rule 6. */
+static void give_back_idle(const hv_as_config_t *c, const hv_as_instance_t *inst, size_t ninst,
+                           int waiting, count_t *k, uint64_t now_ms, acts_t *a) {
+    /* 6. idle nodes, unless workers still wait: the demand counts what the free slots cannot
+     * give, so an idle node is about to be used (or its demand is unmet, and giving the node
+     * back would only buy it again). Nodes held by rules 7 and 8 stay. */
+    for (size_t i = 0; i < ninst && !waiting; i++) {
+        const hv_as_instance_t *in = &inst[i];
+        if (in->type >= c->ntypes || in->state != HV_AS_RUNNING || in->workers > 0 ||
+            in->lost_since_ms != 0 || now_ms < in->idle_since_ms ||
+            now_ms - in->idle_since_ms < (uint64_t)c->idle_timeout_s * 1000u) {
+            continue;
+        }
+        if (k->held[in->type] > 0) {
+            k->held[in->type]--;
+            continue;
+        }
+        if (k->keep[in->type] <= c->types[in->type].min_nodes || k->keep_total <= c->min_nodes) {
+            continue;
+        }
+        hv_as_action_t *x = act_new(a, HV_AS_TERMINATE, in->type);
+        if (x == NULL) {
+            break;
+        }
+        x->instance = in->id;
+        reasonf(x, "instance %llu (%s) idle for %llu s (idle timeout %u s)",
+                (unsigned long long)in->id, c->types[in->type].name,
+                (unsigned long long)((now_ms - in->idle_since_ms) / 1000u), c->idle_timeout_s);
+        k->keep[in->type]--;
+        k->keep_total--;
+    }
+}
+
+/* Rule 7, the end: a handed-back instance whose workers have moved off it goes. */
+static void terminate_handed_back(const hv_as_config_t *c, const hv_as_instance_t *inst,
+                                  size_t ninst, acts_t *a) {
+    /* 7. a handed-back instance whose workers have moved off it goes */
+    for (size_t i = 0; i < ninst; i++) {
+        const hv_as_instance_t *in = &inst[i];
+        if (in->type >= c->ntypes || in->state != HV_AS_DRAINING || !in->handback ||
+            in->workers > 0) {
+            continue;
+        }
+        hv_as_action_t *x = act_new(a, HV_AS_TERMINATE, in->type);
+        if (x == NULL) {
+            break;
+        }
+        x->instance = in->id;
+        reasonf(x, "instance %llu (%s) handed back: its workers have moved off it",
+                (unsigned long long)in->id, c->types[in->type].name);
+    }
+}
+
 size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as_instance_t *inst,
                     size_t ninst, const hv_as_demand_t *d, size_t nd, uint64_t now_ms,
                     hv_as_action_t *out, size_t cap) {
@@ -637,49 +690,7 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
         spares(c, ts, &k, now_ms, &a);
     }
 
-    /* 6. idle nodes, unless workers still wait: the demand counts what the free slots cannot
-     * give, so an idle node is about to be used (or its demand is unmet, and giving the node
-     * back would only buy it again). Nodes held by rules 7 and 8 stay. */
-    for (size_t i = 0; i < ninst && !waiting; i++) {
-        const hv_as_instance_t *in = &inst[i];
-        if (in->type >= c->ntypes || in->state != HV_AS_RUNNING || in->workers > 0 ||
-            in->lost_since_ms != 0 || now_ms < in->idle_since_ms ||
-            now_ms - in->idle_since_ms < (uint64_t)c->idle_timeout_s * 1000u) {
-            continue;
-        }
-        if (k.held[in->type] > 0) {
-            k.held[in->type]--;
-            continue;
-        }
-        if (k.keep[in->type] <= c->types[in->type].min_nodes || k.keep_total <= c->min_nodes) {
-            continue;
-        }
-        hv_as_action_t *x = act_new(&a, HV_AS_TERMINATE, in->type);
-        if (x == NULL) {
-            break;
-        }
-        x->instance = in->id;
-        reasonf(x, "instance %llu (%s) idle for %llu s (idle timeout %u s)",
-                (unsigned long long)in->id, c->types[in->type].name,
-                (unsigned long long)((now_ms - in->idle_since_ms) / 1000u), c->idle_timeout_s);
-        k.keep[in->type]--;
-        k.keep_total--;
-    }
-
-    /* 7. a handed-back instance whose workers have moved off it goes */
-    for (size_t i = 0; i < ninst; i++) {
-        const hv_as_instance_t *in = &inst[i];
-        if (in->type >= c->ntypes || in->state != HV_AS_DRAINING || !in->handback ||
-            in->workers > 0) {
-            continue;
-        }
-        hv_as_action_t *x = act_new(&a, HV_AS_TERMINATE, in->type);
-        if (x == NULL) {
-            break;
-        }
-        x->instance = in->id;
-        reasonf(x, "instance %llu (%s) handed back: its workers have moved off it",
-                (unsigned long long)in->id, c->types[in->type].name);
-    }
+    give_back_idle(c, inst, ninst, waiting, &k, now_ms, &a); /* 6 */
+    terminate_handed_back(c, inst, ninst, &a);               /* 7: the break's end */
     return a.n;
 }
