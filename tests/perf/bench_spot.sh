@@ -48,7 +48,8 @@
 # complete or were not exact. Every run's row goes to DIR/runs.tsv as it ends (--logs DIR,
 # default a new /tmp/hvspot-logs.XXXXXX, kept); a run that did not complete or was not exact
 # keeps its head's log, hvsubmit's output, the events, `hvctl job` and the step and epoch logs
-# under DIR/NAME-seedS/.
+# under DIR/NAME-seedS/; every run's events go to DIR/events-NAME-seedS.txt (notices, launches,
+# joins, hand-backs: the autoscaler's timing).
 #
 # --trace FILE: instead of the random preemptions, replay a real spot trace (the JSON of
 # ../shared/data/spot-traces: instances available or still running every gap_seconds), turned
