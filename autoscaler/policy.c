@@ -27,6 +27,8 @@ const char *hv_as_action_name(hv_as_action_kind k) {
         return "type-back";
     case HV_AS_UNMET:
         return "unmet";
+    case HV_AS_DRAIN:
+        return "drain";
     }
     return "?";
 }
@@ -76,6 +78,10 @@ int hv_as_config_valid(const hv_as_config_t *c, char *err, size_t errlen) {
     }
     if (c->max_launch_failures == 0) {
         hv_errf(err, errlen, "max_launch_failures must be at least 1");
+        return 0;
+    }
+    if (!(c->spare_per_hour >= 0) || !isfinite(c->spare_per_hour)) {
+        hv_errf(err, errlen, "spare_preemptions_per_hour must be a number >= 0");
         return 0;
     }
     return 1;
@@ -202,6 +208,39 @@ void hv_as_joined(hv_as_type_state_t *ts, size_t type) {
     }
 }
 
+/* ---- the measured preemption rate (rule 8) ---------------------------------------------------- */
+
+static double spare_window_ms(const hv_as_config_t *c) {
+    return (double)(c->spare_window_s ? c->spare_window_s : 3600u) * 1000.0;
+}
+
+/* The type's decayed preemption count at now_ms. */
+static double preempt_score(const hv_as_config_t *c, const hv_as_type_state_t *s, uint64_t now_ms) {
+    if (s->preempt_score <= 0) {
+        return 0;
+    }
+    double dt = now_ms > s->preempt_at_ms ? (double)(now_ms - s->preempt_at_ms) : 0.0;
+    return s->preempt_score * exp(-dt / spare_window_ms(c));
+}
+
+void hv_as_preempted(const hv_as_config_t *c, hv_as_type_state_t *ts, size_t type,
+                     uint64_t now_ms) {
+    if (c == NULL || ts == NULL || type >= c->ntypes) {
+        return;
+    }
+    ts[type].preempt_score = preempt_score(c, &ts[type], now_ms) + 1.0;
+    ts[type].preempt_at_ms = now_ms;
+}
+
+/* A steady rate of r per hour holds the decayed count at r x window / 1 h. */
+double hv_as_preempt_rate(const hv_as_config_t *c, const hv_as_type_state_t *ts, size_t type,
+                          uint64_t now_ms) {
+    if (c == NULL || ts == NULL || type >= c->ntypes) {
+        return 0;
+    }
+    return preempt_score(c, &ts[type], now_ms) * 3600000.0 / spare_window_ms(c);
+}
+
 /* ---- decide --------------------------------------------------------------------------------- */
 
 typedef struct count_s {
@@ -211,6 +250,9 @@ typedef struct count_s {
     uint64_t free_gpus[AS_MAX_TYPES];
     uint64_t free_mem[AS_MAX_TYPES]; /* MiB */
     uint32_t exist_total, keep_total, running, launching;
+    uint32_t idle[AS_MAX_TYPES]; /* running, no worker, node there: not yet held for a rule */
+    uint32_t held[AS_MAX_TYPES]; /* idle nodes kept for a hand-back or as spares (rule 6 spares
+                                   * them) */
 } count_t;
 
 static int timed_out(const hv_as_config_t *c, const hv_as_instance_t *in, uint64_t now_ms) {
@@ -339,6 +381,184 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
     return 0;
 }
 
+/* Rule 7's target for an instance of type t: the first preemptible type before it in fallback
+ * order, cheaper, usable now and offering at least what t offers; c->ntypes when none. */
+static size_t handback_target(const hv_as_config_t *c, const hv_as_type_state_t *ts, size_t t) {
+    const hv_as_type_t *o = &c->types[t];
+    if (o->preemptible) {
+        return c->ntypes;
+    }
+    for (size_t p = 0; p < t; p++) {
+        const hv_as_type_t *y = &c->types[p];
+        if (y->preemptible && !aside(ts, p) && y->price_per_hour < o->price_per_hour &&
+            y->slots >= o->slots && y->gpus >= o->gpus && y->memory_mb >= o->memory_mb &&
+            labels_have(y->labels, o->labels) && y->max_nodes > 0) {
+            return p;
+        }
+    }
+    return c->ntypes;
+}
+
+static int handback_candidate(const hv_as_config_t *c, const hv_as_instance_t *in) {
+    return in->type < c->ntypes && in->state == HV_AS_RUNNING && in->workers > 0 &&
+           in->lost_since_ms == 0 && !c->types[in->type].preemptible;
+}
+
+/* Rule 7. */
+static void handback(const hv_as_config_t *c, const hv_as_type_state_t *ts,
+                     const hv_as_instance_t *inst, size_t ninst, count_t *k, acts_t *a) {
+    uint32_t pending = 0, onway[AS_MAX_TYPES];
+    for (size_t i = 0; i < ninst; i++) {
+        pending += handback_candidate(c, &inst[i]);
+    }
+    if (pending == 0) {
+        return;
+    }
+    for (size_t t = 0; t < c->ntypes; t++) {
+        onway[t] = (uint32_t)(k->free_slots[t] / c->types[t].slots); /* launching, unclaimed */
+    }
+    for (size_t i = 0; i < ninst; i++) {
+        const hv_as_instance_t *in = &inst[i];
+        if (!handback_candidate(c, in) || k->keep[in->type] <= c->types[in->type].min_nodes) {
+            continue;
+        }
+        size_t p = handback_target(c, ts, in->type);
+        if (p == c->ntypes) {
+            continue;
+        }
+        const char *pn = c->types[p].name, *tn = c->types[in->type].name;
+        if (k->idle[p] > 0) { /* made: a node of p has joined and waits; break */
+            hv_as_action_t *x = act_new(a, HV_AS_DRAIN, in->type);
+            if (x == NULL) {
+                return;
+            }
+            k->idle[p]--;
+            k->held[p]++;
+            k->keep[in->type]--;
+            k->keep_total--;
+            x->instance = in->id;
+            reasonf(x,
+                    "instance %llu (%s) is handed back: a %s node has joined to take its "
+                    "workers (%.3f/h instead of %.3f/h)",
+                    (unsigned long long)in->id, tn, pn, c->types[p].price_per_hour,
+                    c->types[in->type].price_per_hour);
+            continue;
+        }
+        if (onway[p] > 0) { /* its replacement is on its way */
+            onway[p]--;
+            k->free_slots[p] -= c->types[p].slots;
+            k->free_gpus[p] -= c->types[p].gpus;
+            k->free_mem[p] -= c->types[p].memory_mb;
+            continue;
+        }
+        if (k->exist[p] >= c->types[p].max_nodes) { /* the type's own cap holds after the swap */
+            continue;
+        }
+        if (k->exist_total >= c->max_nodes + pending || k->launching >= launch_limit(c, k)) {
+            return;
+        }
+        hv_as_action_t *x = act_new(a, HV_AS_LAUNCH, p);
+        if (x == NULL) {
+            return;
+        }
+        reasonf(x,
+                "%s is usable again: a %s node to take the workers of instance %llu (%s) before "
+                "it is handed back",
+                pn, pn, (unsigned long long)in->id, tn);
+        k->exist[p]++;
+        k->keep[p]++;
+        k->exist_total++;
+        k->keep_total++;
+        k->launching++;
+    }
+}
+
+/* Rule 8. */
+static void spares(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t *k,
+                   uint64_t now_ms, acts_t *a) {
+    uint32_t want = c->spare_nodes ? c->spare_nodes : 1;
+    for (size_t t = 0; t < c->ntypes; t++) {
+        const hv_as_type_t *y = &c->types[t];
+        double rate = hv_as_preempt_rate(c, ts, t, now_ms);
+        if (!y->preemptible || aside(ts, t) || rate < c->spare_per_hour) {
+            continue;
+        }
+        uint32_t have = k->idle[t] + (uint32_t)(k->free_slots[t] / y->slots);
+        uint32_t keep = have < want ? have : want;
+        k->held[t] += keep < k->idle[t] ? keep : k->idle[t];
+        k->idle[t] -= keep < k->idle[t] ? keep : k->idle[t];
+        while (have < want && k->exist[t] < y->max_nodes && may_launch(c, k)) {
+            hv_as_action_t *x = act_new(a, HV_AS_LAUNCH, t);
+            if (x == NULL) {
+                return;
+            }
+            reasonf(x,
+                    "a spare %s node (%u kept): %.1f preemptions an hour measured, at least %.1f "
+                    "call for one",
+                    y->name, want, rate, c->spare_per_hour);
+            k->exist[t]++;
+            k->keep[t]++;
+            k->exist_total++;
+            k->keep_total++;
+            k->launching++;
+            have++;
+        }
+    }
+}
+
+/* Rule 6. */
+static void give_back_idle(const hv_as_config_t *c, const hv_as_instance_t *inst, size_t ninst,
+                           int waiting, count_t *k, uint64_t now_ms, acts_t *a) {
+    /* 6. idle nodes, unless workers still wait: the demand counts what the free slots cannot
+     * give, so an idle node is about to be used (or its demand is unmet, and giving the node
+     * back would only buy it again). Nodes held by rules 7 and 8 stay. */
+    for (size_t i = 0; i < ninst && !waiting; i++) {
+        const hv_as_instance_t *in = &inst[i];
+        if (in->type >= c->ntypes || in->state != HV_AS_RUNNING || in->workers > 0 ||
+            in->lost_since_ms != 0 || now_ms < in->idle_since_ms ||
+            now_ms - in->idle_since_ms < (uint64_t)c->idle_timeout_s * 1000u) {
+            continue;
+        }
+        if (k->held[in->type] > 0) {
+            k->held[in->type]--;
+            continue;
+        }
+        if (k->keep[in->type] <= c->types[in->type].min_nodes || k->keep_total <= c->min_nodes) {
+            continue;
+        }
+        hv_as_action_t *x = act_new(a, HV_AS_TERMINATE, in->type);
+        if (x == NULL) {
+            break;
+        }
+        x->instance = in->id;
+        reasonf(x, "instance %llu (%s) idle for %llu s (idle timeout %u s)",
+                (unsigned long long)in->id, c->types[in->type].name,
+                (unsigned long long)((now_ms - in->idle_since_ms) / 1000u), c->idle_timeout_s);
+        k->keep[in->type]--;
+        k->keep_total--;
+    }
+}
+
+/* Rule 7, the end: a handed-back instance whose workers have moved off it goes. */
+static void terminate_handed_back(const hv_as_config_t *c, const hv_as_instance_t *inst,
+                                  size_t ninst, acts_t *a) {
+    /* 7. a handed-back instance whose workers have moved off it goes */
+    for (size_t i = 0; i < ninst; i++) {
+        const hv_as_instance_t *in = &inst[i];
+        if (in->type >= c->ntypes || in->state != HV_AS_DRAINING || !in->handback ||
+            in->workers > 0) {
+            continue;
+        }
+        hv_as_action_t *x = act_new(a, HV_AS_TERMINATE, in->type);
+        if (x == NULL) {
+            break;
+        }
+        x->instance = in->id;
+        reasonf(x, "instance %llu (%s) handed back: its workers have moved off it",
+                (unsigned long long)in->id, c->types[in->type].name);
+    }
+}
+
 size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as_instance_t *inst,
                     size_t ninst, const hv_as_demand_t *d, size_t nd, uint64_t now_ms,
                     hv_as_action_t *out, size_t cap) {
@@ -418,6 +638,7 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
             k.keep[in->type]++;
             k.keep_total++;
             k.running++;
+            k.idle[in->type] += in->workers == 0 && in->lost_since_ms == 0;
         }
     }
 
@@ -456,33 +677,20 @@ size_t hv_as_decide(const hv_as_config_t *c, hv_as_type_state_t *ts, const hv_as
         }
     }
 
-    /* 6. idle nodes, unless workers still wait: the demand counts what the free slots cannot
-     * give, so an idle node is about to be used (or its demand is unmet, and giving the node
-     * back would only buy it again). */
     int waiting = 0;
     for (size_t i = 0; i < nd; i++) {
         waiting |= d[i].workers > 0;
     }
-    for (size_t i = 0; i < ninst && !waiting; i++) {
-        const hv_as_instance_t *in = &inst[i];
-        if (in->type >= c->ntypes || in->state != HV_AS_RUNNING || in->workers > 0 ||
-            now_ms < in->idle_since_ms ||
-            now_ms - in->idle_since_ms < (uint64_t)c->idle_timeout_s * 1000u) {
-            continue;
-        }
-        if (k.keep[in->type] <= c->types[in->type].min_nodes || k.keep_total <= c->min_nodes) {
-            continue;
-        }
-        hv_as_action_t *x = act_new(&a, HV_AS_TERMINATE, in->type);
-        if (x == NULL) {
-            break;
-        }
-        x->instance = in->id;
-        reasonf(x, "instance %llu (%s) idle for %llu s (idle timeout %u s)",
-                (unsigned long long)in->id, c->types[in->type].name,
-                (unsigned long long)((now_ms - in->idle_since_ms) / 1000u), c->idle_timeout_s);
-        k.keep[in->type]--;
-        k.keep_total--;
+
+    /* 7. on-demand handed back for spot, make before break; 8. spares */
+    if (c->handback && !waiting) {
+        handback(c, ts, inst, ninst, &k, &a);
     }
+    if (c->spare_per_hour > 0 && !waiting) {
+        spares(c, ts, &k, now_ms, &a);
+    }
+
+    give_back_idle(c, inst, ninst, waiting, &k, now_ms, &a); /* 6 */
+    terminate_handed_back(c, inst, ninst, &a);               /* 7: the break's end */
     return a.n;
 }

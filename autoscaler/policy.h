@@ -29,6 +29,21 @@
  *     used, or the demand is unmet and giving the node back would only buy it again).
  *     An instance that runs workers is never terminated (it is drained first by the caller);
  *     draining and terminating instances are left to the provider.
+ *  7. Hand-back (handback on): an on-demand (not preemptible) instance that runs workers, above
+ *     its type's min_nodes, is given back for a node of a cheaper preemptible type earlier in
+ *     the fallback order that offers at least as much (slots, GPUs, memory, labels), once that
+ *     type is usable again (not set aside: its capacity may have returned) and no workers wait.
+ *     Make before break: a node of the cheaper type is launched first (beyond max_nodes by the
+ *     instances being handed back: the surplus lasts until the drain); when it has joined and
+ *     is idle, the on-demand instance is drained (DRAIN: its jobs move their workers off it, as
+ *     on a notice), and once its workers are gone (the caller marks it handback) it is
+ *     terminated. A launch refused for want of capacity counts as a launch failure (rule 2),
+ *     so a type without capacity is set aside and probed again after set_aside_s.
+ *  8. Spare (spare_per_hour > 0): while a preemptible type's measured preemption rate
+ *     (hv_as_preempted: an exponentially decayed count over spare_window_s) is at least
+ *     spare_per_hour, spare_nodes idle nodes of it are kept (launched within max_nodes, and
+ *     not given back by rule 6), so that a preempted worker's replacement has a node at once
+ *     instead of a boot. The spare costs what any instance costs (the cost report counts it).
  */
 #ifndef HV_AUTOSCALER_POLICY_H
 #define HV_AUTOSCALER_POLICY_H
@@ -61,12 +76,18 @@ typedef struct hv_as_config_s {
     uint32_t launch_timeout_s;    /* rule 2 */
     uint32_t max_launch_failures; /* failures in a row that set a type aside; >= 1 */
     uint32_t set_aside_s;         /* for how long */
+    int handback;                 /* rule 7: on-demand handed back when spot is usable again */
+    double spare_per_hour;        /* rule 8: preemptions per hour that call for a spare; 0: off */
+    uint32_t spare_nodes;         /* rule 8: idle spare nodes kept (0 is taken as 1) */
+    uint32_t spare_window_s;      /* rule 8: the rate's time constant (0 is taken as 3600) */
 } hv_as_config_t;
 
 /* A type's launch record (the caller stores it; zeroed = clean). */
 typedef struct hv_as_type_state_s {
     uint32_t failures;       /* launch failures in a row */
     uint64_t aside_until_ms; /* 0: usable; else set aside until then */
+    double preempt_score;    /* rule 8: preemptions, decayed to preempt_at_ms */
+    uint64_t preempt_at_ms;  /* when preempt_score was last updated */
 } hv_as_type_state_t;
 
 typedef enum hv_as_inst_state_e {
@@ -86,6 +107,7 @@ typedef struct hv_as_instance_s {
     uint64_t lost_since_ms; /* RUNNING whose node the head lost (dead lease): since when;
                              * 0 = its node is there */
     uint32_t workers;       /* workers running on it now */
+    int handback;           /* DRAINING for a hand-back (rule 7): terminated once empty */
 } hv_as_instance_t;
 
 /* Workers that no node can take now, of one shape. */
@@ -104,12 +126,13 @@ typedef enum hv_as_action_kind_e {
     HV_AS_TYPE_ASIDE, /* type set aside until until_ms */
     HV_AS_TYPE_BACK,  /* type usable again */
     HV_AS_UNMET,      /* demand no type can serve now (reason says why) */
+    HV_AS_DRAIN,      /* drain instance (its workers move off it), then give it back (rule 7) */
 } hv_as_action_kind;
 
 typedef struct hv_as_action_s {
     hv_as_action_kind kind;
     size_t type;
-    uint64_t instance;  /* TERMINATE */
+    uint64_t instance;  /* TERMINATE, DRAIN */
     int launch_failure; /* TERMINATE: the instance did not join in time */
     uint64_t until_ms;  /* TYPE_ASIDE */
     size_t demand;      /* UNMET: the index in d[] of the demand left unmet (the reason's words
@@ -135,6 +158,13 @@ int hv_as_launch_failed(const hv_as_config_t *c, hv_as_type_state_t *ts, size_t 
 /* An instance of type joined: its type's failure count starts over. */
 void hv_as_joined(hv_as_type_state_t *ts, size_t type);
 
+/* A node of (preemptible) type was preempted, or noticed, at now_ms: counted in its rate. */
+void hv_as_preempted(const hv_as_config_t *c, hv_as_type_state_t *ts, size_t type, uint64_t now_ms);
+
+/* The type's measured preemption rate at now_ms, per hour (rule 8). */
+double hv_as_preempt_rate(const hv_as_config_t *c, const hv_as_type_state_t *ts, size_t type,
+                          uint64_t now_ms);
+
 /* Workers of one shape that a node of type t holds (0 when they do not fit). */
 uint32_t hv_as_fit(const hv_as_type_t *t, uint32_t slots_per_worker, uint32_t gpus_per_worker);
 
@@ -142,7 +172,7 @@ uint32_t hv_as_fit(const hv_as_type_t *t, uint32_t slots_per_worker, uint32_t gp
  * memory, and 0 when the type's labels lack one of d's. */
 uint32_t hv_as_fit_demand(const hv_as_type_t *t, const hv_as_demand_t *d);
 
-/* "launch", "terminate", "type-aside", "type-back", "unmet". */
+/* "launch", "terminate", "type-aside", "type-back", "unmet", "drain". */
 const char *hv_as_action_name(hv_as_action_kind k);
 
 #endif

@@ -55,6 +55,10 @@ static void summary(const hv_as_action_t *a, size_t n, char *buf, size_t len) {
         case HV_AS_UNMET:
             snprintf(buf + used, len - used, "%sU", i ? " " : "");
             break;
+        case HV_AS_DRAIN:
+            snprintf(buf + used, len - used, "%sD%llu", i ? " " : "",
+                     (unsigned long long)a[i].instance);
+            break;
         }
     }
 }
@@ -627,6 +631,317 @@ static void case_idle(void) {
     }
 }
 
+/* What rule 7's actions say (a launch for demand says something else). */
+static void check_handback_reasons(const hv_as_action_t *out, size_t n, uint32_t waiting) {
+    for (size_t k = 0; k < n; k++) {
+        if (out[k].kind == HV_AS_DRAIN) {
+            CHECK(strstr(out[k].reason, "handed back: a spot node has joined") != NULL);
+        }
+        if (out[k].kind == HV_AS_LAUNCH && waiting == 0) {
+            CHECK(strstr(out[k].reason, "before it is handed back") != NULL);
+        }
+    }
+}
+
+/* Rule 7: an on-demand instance is handed back for spot, make before break. Types: spot (1
+ * slot, 0.1/h), ondemand (1 slot, 0.4/h); max_nodes 2. */
+static void case_handback(void) {
+    static const struct {
+        const char *name;
+        hv_as_instance_t inst[4];
+        size_t ninst;
+        int spot_aside, handback_off, od_min;
+        uint32_t waiting;
+        const char *want;
+    } rows[] = {
+        {"spot usable again: a spot node is launched first (beyond max_nodes by the one handed "
+         "back), the on-demand one keeps its worker",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 1}},
+         2,
+         0,
+         0,
+         0,
+         0,
+         "L0"},
+        {"two on demand: two spot nodes",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 1, .state = HV_AS_RUNNING, .workers = 1}},
+         2,
+         0,
+         0,
+         0,
+         0,
+         "L0 L0"},
+        {"its replacement is on its way: nothing more",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 3, .type = 0, .state = HV_AS_LAUNCHING}},
+         3,
+         0,
+         0,
+         0,
+         0,
+         ""},
+        {"the replacement joined and is idle: the on-demand instance is drained",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 3, .type = 0, .state = HV_AS_RUNNING, .idle_since_ms = 1}},
+         3,
+         0,
+         0,
+         0,
+         0,
+         "D1"},
+        {"drained, its worker still there: it stays",
+         {{.id = 1, .type = 1, .state = HV_AS_DRAINING, .workers = 1, .handback = 1},
+          {.id = 3, .type = 0, .state = HV_AS_RUNNING, .idle_since_ms = 1}},
+         2,
+         0,
+         0,
+         0,
+         0,
+         ""},
+        {"drained and empty: terminated",
+         {{.id = 1, .type = 1, .state = HV_AS_DRAINING, .handback = 1},
+          {.id = 3, .type = 0, .state = HV_AS_RUNNING, .workers = 1}},
+         2,
+         0,
+         0,
+         0,
+         0,
+         "T1"},
+        {"a draining on-demand node not handed back (a user's drain) is not terminated",
+         {{.id = 1, .type = 1, .state = HV_AS_DRAINING}},
+         1,
+         0,
+         0,
+         0,
+         0,
+         ""},
+        {"spot set aside (no capacity): the on-demand node stays",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         1,
+         0,
+         0,
+         0,
+         ""},
+        {"handback off: stays",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         0,
+         1,
+         0,
+         0,
+         ""},
+        {"the on-demand type's min_nodes stays",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         0,
+         0,
+         1,
+         0,
+         ""},
+        {"workers wait: demand first (one spot node), no hand-back",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         0,
+         0,
+         0,
+         1,
+         "L0"},
+        {"an idle on-demand node is not handed back (the idle rule's)",
+         {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .idle_since_ms = 1}},
+         1,
+         0,
+         0,
+         0,
+         0,
+         ""},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_type_t types[] = {
+            {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
+            {.name = "ondemand",
+             .slots = 1,
+             .price_per_hour = 0.4,
+             .max_nodes = 10,
+             .min_nodes = (uint32_t)rows[i].od_min},
+        };
+        hv_as_config_t c = cfg();
+        c.types = types;
+        c.ntypes = 2;
+        c.max_nodes = 2;
+        c.handback = !rows[i].handback_off;
+        hv_as_type_state_t ts[2] = {{0}};
+        if (rows[i].spot_aside) {
+            ts[0].aside_until_ms = 1000 * S;
+        }
+        hv_as_demand_t d = {.workers = rows[i].waiting, .slots_per_worker = 1, .what = "job 1"};
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, rows[i].inst, rows[i].ninst, &d, 1, 10 * S, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+        check_handback_reasons(out, n, rows[i].waiting);
+    }
+}
+
+/* Rule 7: the replacement that has joined is not given back as idle while it waits for the
+ * drain. */
+static void case_handback_held(void) {
+    hv_as_type_t types[] = {
+        {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
+        {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
+    };
+    hv_as_config_t c = cfg();
+    c.types = types;
+    c.ntypes = 2;
+    c.handback = 1;
+    hv_as_type_state_t ts[2] = {{0}};
+    hv_as_instance_t in[] = {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
+                             {.id = 2, .type = 0, .state = HV_AS_RUNNING}};
+    hv_as_action_t out[8];
+    char got[64];
+    summary(out, hv_as_decide(&c, ts, in, 2, NULL, 0, 1000 * S, out, 8), got, sizeof(got));
+    CHECK_STR(got, "D1");
+}
+
+/* Rule 8: spares while the measured preemption rate is high. */
+static void case_spare(void) {
+    hv_as_type_t types[] = {
+        {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
+        {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
+    };
+    hv_as_config_t c = cfg();
+    c.types = types;
+    c.ntypes = 2;
+    c.max_nodes = 5;
+    c.spare_per_hour = 30;
+    c.spare_window_s = 600;
+    hv_as_type_state_t ts[2] = {{0}};
+    /* the rate: a steady 60 an hour (one a minute) over the 600 s window reads about 60 */
+    for (uint64_t t = 60; t <= 3600; t += 60) {
+        hv_as_preempted(&c, ts, 0, t * S);
+    }
+    double r = hv_as_preempt_rate(&c, ts, 0, 3600 * S);
+    CHECK(r > 50 && r < 70);
+    /* it decays: an hour later, nearly nothing */
+    CHECK(hv_as_preempt_rate(&c, ts, 0, 7200 * S) < 1);
+    CHECK(hv_as_preempt_rate(&c, ts, 1, 3600 * S) == 0);
+
+    static const struct {
+        const char *name;
+        hv_as_instance_t inst[6];
+        size_t ninst;
+        uint64_t now_s;
+        uint32_t spares, max_nodes, waiting;
+        const char *want;
+    } rows[] = {
+        {"rate high, 4 busy: one spare launched",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 3, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 4, .type = 0, .state = HV_AS_RUNNING, .workers = 1}},
+         4,
+         3600,
+         1,
+         5,
+         0,
+         "L0"},
+        {"two spares wanted",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         3600,
+         2,
+         5,
+         0,
+         "L0 L0"},
+        {"the spare is launching: nothing more",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_LAUNCHING, .launched_ms = 3590 * S}},
+         2,
+         3600,
+         1,
+         5,
+         0,
+         ""},
+        {"the idle spare is kept past the idle timeout",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .idle_since_ms = 1 * S}},
+         2,
+         3600,
+         1,
+         5,
+         0,
+         ""},
+        {"a second idle node beyond the spares goes",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .idle_since_ms = 1 * S},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .idle_since_ms = 1 * S}},
+         2,
+         3600,
+         1,
+         5,
+         0,
+         "T2"},
+        {"at max_nodes: no spare",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .workers = 1}},
+         2,
+         3600,
+         1,
+         2,
+         0,
+         ""},
+        {"the rate has decayed below the threshold: the idle node goes",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1},
+          {.id = 2, .type = 0, .state = HV_AS_RUNNING, .idle_since_ms = 1 * S}},
+         2,
+         7200,
+         1,
+         5,
+         0,
+         "T2"},
+        {"workers wait: the demand's launches only",
+         {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1}},
+         1,
+         3600,
+         1,
+         5,
+         1,
+         "L0"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t cc = c;
+        cc.spare_nodes = rows[i].spares;
+        cc.max_nodes = rows[i].max_nodes;
+        hv_as_type_state_t t2[2];
+        memcpy(t2, ts, sizeof(t2));
+        hv_as_demand_t d = {.workers = rows[i].waiting, .slots_per_worker = 1, .what = "job 1"};
+        hv_as_action_t out[8];
+        size_t n =
+            hv_as_decide(&cc, t2, rows[i].inst, rows[i].ninst, &d, 1, rows[i].now_s * S, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0) {
+            fprintf(stderr, "row '%s'\n", rows[i].name);
+        }
+        CHECK_STR(got, rows[i].want);
+        if (n > 0 && out[0].kind == HV_AS_LAUNCH && rows[i].waiting == 0) {
+            CHECK(strstr(out[0].reason, "a spare spot node") != NULL);
+        }
+    }
+    /* off (0): no spare whatever the rate */
+    c.spare_per_hour = 0;
+    hv_as_instance_t one = {.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1};
+    hv_as_action_t out[8];
+    CHECK_EQ(hv_as_decide(&c, ts, &one, 1, NULL, 0, 3600 * S, out, 8), 0);
+}
+
 /* A full action array: what does not fit is decided on the next call, nothing twice. */
 static void case_full_array(void) {
     hv_as_config_t c = cfg();
@@ -736,4 +1051,5 @@ HV_CHECK_MAIN(NULL, NULL, {"demand", case_demand}, {"reasons", case_reasons},
               {"actor_demand", case_actor_demand},
               {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},
               {"timeout_sets_aside", case_timeout_sets_aside}, {"idle", case_idle},
-              {"full_array", case_full_array}, {"config", case_config})
+              {"full_array", case_full_array}, {"config", case_config}, {"handback", case_handback},
+              {"handback_held", case_handback_held}, {"spare", case_spare})

@@ -122,6 +122,11 @@ static const config_opt_t config_opts[] = {
     {"autoscaler", "max_launch_failures", CFG_U32, CFG_OFF(autoscaler.max_launch_failures), 1,
      1000},
     {"autoscaler", "set_aside_s", CFG_U32, CFG_OFF(autoscaler.set_aside_s), 0, 604800},
+    {"autoscaler", "handback", CFG_BOOL, CFG_OFF(autoscaler.handback), 0, 0},
+    {"autoscaler", "spare_preemptions_per_hour", CFG_NUM, CFG_OFF(autoscaler.spare_per_hour), 0,
+     2000000000},
+    {"autoscaler", "spare_nodes", CFG_U32, CFG_OFF(autoscaler.spare_nodes), 1, 100000},
+    {"autoscaler", "spare_window_s", CFG_U32, CFG_OFF(autoscaler.spare_window_s), 1, 604800},
     {"autoscaler", "node_types", CFG_NODE_TYPES, 0, 0, 0},
     {"autoscaler", "fallback", CFG_NAME_LIST, 0, 0, 0},
     {"autoscaler", "spot_sim", CFG_MAP, 0, 0, 0},
@@ -1780,6 +1785,9 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->autoscaler.launch_timeout_s = 300;
     cfg->autoscaler.max_launch_failures = 3;
     cfg->autoscaler.set_aside_s = 300;
+    cfg->autoscaler.handback = 1;
+    cfg->autoscaler.spare_nodes = 1;
+    cfg->autoscaler.spare_window_s = 3600;
     cfg->autoscaler.spot_sim.seed = 1;
     cfg->autoscaler.spot_sim.boot_min_ms = 1000;
     cfg->autoscaler.spot_sim.boot_max_ms = 3000;

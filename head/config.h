@@ -138,6 +138,10 @@ typedef struct hv_head_config_s {
         uint32_t launch_timeout_s;    /* an instance not joined by then is a failure; 300 */
         uint32_t max_launch_failures; /* failures in a row that set a type aside; 3 */
         uint32_t set_aside_s;         /* for how long; 300 */
+        int handback;                 /* on-demand handed back when spot is usable; true */
+        double spare_per_hour;        /* key spare_preemptions_per_hour: 0 (off) */
+        uint32_t spare_nodes;         /* spares kept while the rate is high; 1 */
+        uint32_t spare_window_s;      /* the measured rate's time constant; 3600 */
         hv_head_node_type_t *types;   /* in fallback order; never empty once loaded (without
                                        * node_types: one type "local", or "spot" for spot-sim,
                                        * of local.slots slots) */

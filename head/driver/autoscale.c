@@ -24,6 +24,7 @@
 #define AS_MAX_DEMAND 256
 #define AS_NAME 128
 #define AS_PATH 1024
+#define AS_HANDBACK_NOTICE_MS 5000u /* a hand-back's drain notice (hv_cl_drain_hold_until: 3 s) */
 
 typedef struct as_inst_s {
     struct as_inst_s *next;
@@ -34,6 +35,7 @@ typedef struct as_inst_s {
     int dirty;     /* the row must be written again */
     int preempted; /* a preemption ended it */
     int noticed;   /* the provider delivered a preemption notice (its end is a preemption) */
+    int handback;  /* drained to be handed back (policy rule 7): terminated once empty */
     char name[AS_NAME];
     char handle[64];
     char reason[HV_AS_REASON];
@@ -185,6 +187,9 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, h
     const char *tn = type_name(a, in);
     switch (ev) {
     case HV_PROV_NOTICE:
+        if (!in->noticed && in->type < a->pc.ntypes) {
+            hv_as_preempted(&a->pc, a->ts, in->type, hv_now_ms()); /* the spare rule's rate */
+        }
         in->noticed = 1;
         if (!in->ended && in->state != HV_AS_TERMINATING) {
             in->state = HV_AS_DRAINING;
@@ -217,6 +222,9 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, h
                          : "",
                      why ? why : "gone");
             why = r;
+            if (preempted && !in->noticed && in->type < a->pc.ntypes) {
+                hv_as_preempted(&a->pc, a->ts, in->type, hv_now_ms());
+            }
             ended(a, in, why, preempted);
             as_event(a, preempted ? "autoscaler.preempted" : "autoscaler.gone",
                      "instance %" PRIu64 " (%s, node %s) is gone: %s", id, tn, in->name,
@@ -319,6 +327,29 @@ static void do_terminate(hv_autoscale_t *a, const hv_as_action_t *x) {
     }
 }
 
+/* Rule 7's break: the instance's jobs move their workers off it as on a notice of
+ * AS_HANDBACK_NOTICE_MS (held while they grow onto the joined spot node, at most 3 s: an elastic
+ * job at its max-np may not grow before they leave, and then it re-forms without them and grows
+ * onto the free node); terminated once empty. */
+static void do_drain(hv_autoscale_t *a, const hv_as_action_t *x) {
+    as_inst_t *in = find(a, x->instance);
+    const hv_dnode_t *nd = in != NULL && !in->ended ? hv_driver_node_by_name(a->d, in->name) : NULL;
+    if (nd == NULL || nd->state != HV_NODE_ALIVE) {
+        return;
+    }
+    char err[200] = "";
+    if (hv_driver_node_drain(a->d, nd->id, 1, "the autoscaler hands it back", 0,
+                             AS_HANDBACK_NOTICE_MS, err, sizeof(err)) != HV_OK) {
+        return; /* decided again on the next tick */
+    }
+    in->handback = 1;
+    in->state = HV_AS_DRAINING;
+    snprintf(in->reason, sizeof(in->reason), "%s", x->reason);
+    (void)persist(a, in);
+    as_event(a, "autoscaler.handback", "instance %" PRIu64 " (%s, node %s): %s", in->id,
+             type_name(a, in), in->name, x->reason);
+}
+
 static void act(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) {
     switch (x->kind) {
     case HV_AS_LAUNCH:
@@ -332,6 +363,9 @@ static void act(hv_autoscale_t *a, const hv_as_action_t *x, uint64_t now) {
         break;
     case HV_AS_TYPE_BACK:
         as_event(a, "autoscaler.type_back", "%s", x->reason);
+        break;
+    case HV_AS_DRAIN:
+        do_drain(a, x);
         break;
     case HV_AS_UNMET:
         if (strcmp(a->unmet, x->reason) != 0) {
@@ -468,7 +502,8 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
                                .launched_ms = in->launched_mono,
                                .idle_since_ms = in->idle_since_mono ? in->idle_since_mono : now,
                                .lost_since_ms = in->lost_since_mono,
-                               .workers = workers};
+                               .workers = workers,
+                               .handback = in->handback};
     }
     size_t nd = hv_driver_demand(a->d, dd, AS_MAX_DEMAND);
     for (size_t k = 0; k < nd; k++) {
@@ -570,7 +605,11 @@ static hv_err make_policy(hv_autoscale_t *a, char *err, size_t errlen) {
                              .idle_timeout_s = c->autoscaler.idle_timeout_s,
                              .launch_timeout_s = c->autoscaler.launch_timeout_s,
                              .max_launch_failures = c->autoscaler.max_launch_failures,
-                             .set_aside_s = c->autoscaler.set_aside_s};
+                             .set_aside_s = c->autoscaler.set_aside_s,
+                             .handback = c->autoscaler.handback,
+                             .spare_per_hour = c->autoscaler.spare_per_hour,
+                             .spare_nodes = c->autoscaler.spare_nodes,
+                             .spare_window_s = c->autoscaler.spare_window_s};
     if (!hv_as_config_valid(&a->pc, err, errlen)) {
         return HV_EINVAL;
     }

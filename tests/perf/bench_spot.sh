@@ -6,7 +6,7 @@
 #                            [--no-notice 0.1] [--seed 1 | --seeds N | --seeds "3 17 33"]
 #                            [--cap-factor 4] [--policies "elastic hybrid restart"] [--out FILE]
 #                            [--logs DIR] [--trace FILE [--trace-start TICK|full]
-#                            [--trace-nodes M] [--fallback "spot ondemand"]]
+#                            [--trace-nodes M] [--fallback "spot ondemand"]] [--spare-rate 20]
 #
 # The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
 # a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
@@ -20,6 +20,10 @@
 #   hv+ckpt @ R        hv elastic as above, and as a last resort (every node holding the state
 #                      lost at once) the job is submitted again (hvsubmit --retries) and resumes
 #                      from the checkpoint elastic_train writes at every epoch's end;
+#   hv+spare @ R       hv elastic, and the autoscaler keeps one idle spare spot node (max_nodes
+#                      W + 1) while the measured preemption rate is at least --spare-rate an
+#                      hour of cloud time (autoscaler.spare_preemptions_per_hour, over a 600 s
+#                      window); the spare's cost is in the run's cost (policy "spare");
 #   restart @ R        the same cloud and seed, the restart-the-job policy of TorchElastic, Ray
 #                      Train and SkyPilot: a fixed-size job (-np W) that any membership change
 #                      fails, submitted again (hvsubmit --retries) and resumed from the program's
@@ -44,7 +48,8 @@
 # complete or were not exact. Every run's row goes to DIR/runs.tsv as it ends (--logs DIR,
 # default a new /tmp/hvspot-logs.XXXXXX, kept); a run that did not complete or was not exact
 # keeps its head's log, hvsubmit's output, the events, `hvctl job` and the step and epoch logs
-# under DIR/NAME-seedS/.
+# under DIR/NAME-seedS/; every run's events go to DIR/events-NAME-seedS.txt (notices, launches,
+# joins, hand-backs: the autoscaler's timing).
 #
 # --trace FILE: instead of the random preemptions, replay a real spot trace (the JSON of
 # ../shared/data/spot-traces: instances available or still running every gap_seconds), turned
@@ -65,7 +70,7 @@ BIN=$SRC/build/bin
 EXB=$SRC/build/examples
 EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
 BOOT=60:90 NO_NOTICE=0.1 SEED=1 SEEDS="" CAP=4 OUT="" POLICIES="" LOGS=""
-TRACE="" TRACE_START=full TRACE_NODES="" FALLBACK=spot
+TRACE="" TRACE_START=full TRACE_NODES="" FALLBACK=spot SPARE_RATE=20
 while [ $# -gt 0 ]; do
     case $1 in
     --epochs) EPOCHS=$2; shift 2 ;;
@@ -87,6 +92,7 @@ while [ $# -gt 0 ]; do
     --trace-start) TRACE_START=$2; shift 2 ;;
     --trace-nodes) TRACE_NODES=$2; shift 2 ;;
     --fallback) FALLBACK=$2; shift 2 ;;
+    --spare-rate) SPARE_RATE=$2; shift 2 ;;
     *) sed -n '2,9p' "$0" >&2; exit 2 ;;
     esac
 done
@@ -147,6 +153,13 @@ run() {
     fi
     local fallback=$type
     [ "$type" = spot ] && fallback=$(echo "$FALLBACK" | sed 's/ /, /')
+    local max_nodes=$WORKERS spare_line=""
+    if [ "$policy" = spare ]; then
+        # the threshold and the window in the head's (scaled) time
+        max_nodes=$((WORKERS + 1))
+        spare_line="  spare_preemptions_per_hour: $(awk -v r="$SPARE_RATE" -v k="$SCALE" 'BEGIN { print r * k }')
+  spare_window_s: $(secs 600)"
+    fi
     cat >"$d/head.yaml" <<Y
 cluster_name: spot
 listen: 127.0.0.1:0
@@ -161,7 +174,8 @@ elastic:
   rendezvous_timeout_s: 20
 autoscaler:
   provider: spot-sim
-  max_nodes: $WORKERS
+  max_nodes: $max_nodes
+$spare_line
   idle_timeout_s: 3600
   launch_timeout_s: 120
   set_aside_s: $(secs 300)
@@ -246,6 +260,8 @@ print("\t".join(str(x) for x in [name, wall, cost, cost / useful if done else ""
 PY
     if [ -n "$LOGS" ]; then
         tail -n 1 "$TMP/rows" >>"$LOGS/runs.tsv"
+        # every run's events (notices, launches, joins, hand-backs: the autoscaler's timing)
+        cp "$d/events.txt" "$LOGS/events-$name-seed$seed.txt" 2>/dev/null || true
         if [ "$status" != done ] || [ "$exact" != yes ]; then
             mkdir -p "$LOGS/$name-seed$seed"
             cp "$d"/head.yaml "$d"/head.out "$d"/head.err "$d"/sub.out "$d"/sub.err "$d"/events.txt \
@@ -266,6 +282,7 @@ for r in $RATES; do
     for p in $POLICIES; do
         case $p in
         elastic) name="hv-elastic@${r}" ;;
+        spare) name="hv+spare@${r}" ;;
         hybrid) name="hv+ckpt@${r}" ;;
         restart) name="restart@${r}" ;;
         *) echo "bench_spot: unknown policy $p" >&2; exit 2 ;;
