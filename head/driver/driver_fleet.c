@@ -175,6 +175,10 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
                rc == HV_ENOMEM ? "out of memory" : err);
         goto out;
     }
+    d->fleet_nshare = f->out.nshare < HV_DRIVER_FLEET_NS ? f->out.nshare : HV_DRIVER_FLEET_NS;
+    if (d->fleet_nshare > 0) {
+        memcpy(d->fleet_share, f->out.share, d->fleet_nshare * sizeof(*d->fleet_share));
+    }
     /* Store every decision that changed, each with its job's row, before anything acts on it. */
     for (size_t i = 0; i < f->out.ndec && i < f->njobs; i++) {
         hv_djob_t *j = f->jobs[i];

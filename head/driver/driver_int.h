@@ -35,6 +35,8 @@ typedef struct pending_s {
 
 /* The driver (driver.h's hv_driver_t): its fields are read and written by the driver's files
  * only. */
+#define HV_DRIVER_FLEET_NS 32 /* namespaces whose shares are kept for the views */
+
 struct hv_driver_s {
     const hv_head_config_t *cfg; /* borrowed */
     hv_store_t *store;           /* borrowed */
@@ -65,6 +67,10 @@ struct hv_driver_s {
     hv_hmap_t node_ids, node_names, job_ids, worker_ids;
     int idx_ok;
     int sched_defer; /* inside one input that changes several things: schedule once at its end */
+    /* The fleet policy's newest shares per namespace (driver_fleet.c copies them after each
+     * decision; views.h hv_view_fleet_shares reads them). */
+    hv_fl_share_t fleet_share[HV_DRIVER_FLEET_NS];
+    size_t fleet_nshare;
 };
 
 /* ---- lookups (the model in memory) ---------------------------------------------------------- */
