@@ -228,8 +228,7 @@ static hv_err stacked(sb_t *b, const hv_svg_series_t *s, size_t ns, const geo_t 
         }
         sb_printf(b, "<path class=\"hv-series\" data-label=\"");
         sb_esc(b, s[i].label);
-        sb_printf(b, "\" fill=\"#%06x\" fill-opacity=\"0.85\" stroke=\"none\" d=\"",
-                  (unsigned)s[i].color);
+        sb_printf(b, "\" fill=\"#%06x\" stroke=\"none\" d=\"", (unsigned)s[i].color);
         for (size_t q = 0; q < u; q++) {
             double top = base[q] + hv_svg_value_at(&s[i], ts[q]);
             sb_printf(b, "%c%.1f %.1fL%.1f %.1f", q == 0 ? 'M' : 'L', gx(g, ts[q]), gy(g, top),
@@ -289,17 +288,24 @@ hv_err hv_svg_chart(const hv_svg_chart_t *c, const hv_svg_series_t *s, size_t ns
                .t1 = c->t1_ms,
                .ymax = c->y_max};
     if (!(g.ymax > 0)) {
-        /* The data's top: the highest stack (or single value) inside the time span. */
+        /* The data's top inside the time span: the highest stack (at each time any series
+         * changes) or single value. */
         double top = 0;
         for (size_t i = 0; i < ns; i++) {
-            double m = 0;
-            for (size_t p = 0; p < s[i].n; p++) {
-                uint64_t t = s[i].pts[p].t_ms < c->t0_ms ? c->t0_ms : s[i].pts[p].t_ms;
-                if (t < c->t1_ms && s[i].pts[p].v > m) {
-                    m = s[i].pts[p].v;
+            for (size_t p = 0; p <= s[i].n; p++) {
+                uint64_t t = p < s[i].n ? s[i].pts[p].t_ms : c->t0_ms;
+                t = t < c->t0_ms ? c->t0_ms : t;
+                if (t >= c->t1_ms) {
+                    continue;
                 }
+                double v = 0;
+                for (size_t k = 0; k < ns; k++) {
+                    if (c->stacked || k == i) {
+                        v += hv_svg_value_at(&s[k], t);
+                    }
+                }
+                top = v > top ? v : top;
             }
-            top = c->stacked ? top + m : (m > top ? m : top);
         }
         g.ymax = hv_svg_nice_max(top);
     }

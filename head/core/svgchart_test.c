@@ -90,6 +90,16 @@ static void case_auto_max(void) {
     CHECK_HAS(svg, ">5</text>");
     CHECK_HAS(svg, "fill=\"none\" stroke=\"#000001\"");
     hv_free(svg);
+    /* Stacked, the top is the highest stack at one time, not the sum of the maxima: 3 then 4
+     * after a, b 2 only while a is 3 -> 5, rounded up to 5. */
+    hv_svg_point_t a2[] = {{0, 3}, {5, 4}};
+    hv_svg_point_t b2[] = {{0, 2}, {5, 0}};
+    hv_svg_series_t s2[] = {{"a", 1, a2, 2}, {"b", 2, b2, 2}};
+    c.stacked = 1;
+    CHECK_RC(hv_svg_chart(&c, s2, 2, &svg, &len), HV_OK);
+    CHECK_HAS(svg, ">5</text>");
+    CHECK_LACKS(svg, ">10</text>");
+    hv_free(svg);
     CHECK(hv_svg_nice_max(0) == 1);
     CHECK(hv_svg_nice_max(1) == 1);
     CHECK(hv_svg_nice_max(1.5) == 2);
