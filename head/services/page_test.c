@@ -546,6 +546,30 @@ static void case_fleet_charts(void) {
     CHECK(has(&o, "data-label=\"job 2 (&lt;b&gt;)\""));
     CHECK(!has(&o, "(<b>)"));
     reply_free(&o);
+    /* A job's page: its size and throughput charts; without throughput, a line says why. */
+    hv_svg_point_t tp[] = {{T0 - 20000, 2.5}};
+    hv_page_jobview_t v = {.cluster_name = "x",
+                           .now_ms = T0,
+                           .job = {.id = 1, .name = "a", .state = "running"},
+                           .t0_ms = T0 - 60000,
+                           .t1_ms = T0,
+                           .size_series = {"workers", hv_svg_color(1), a, 2},
+                           .tput_series = {"steps/s", hv_svg_color(1), tp, 1}};
+    hv_page_render_job(&v, &o);
+    CHECK(has(&o, "class=\"hv-chart job-size\""));
+    CHECK(has(&o, "class=\"hv-chart job-tput\""));
+    CHECK(!has(&o, "no-tput"));
+    reply_free(&o);
+    v.tput_series.n = 0;
+    hv_page_render_job(&v, &o);
+    CHECK(has(&o, "class=\"hv-chart job-size\""));
+    CHECK(!has(&o, "job-tput"));
+    CHECK(has(&o, "id=\"no-tput\""));
+    reply_free(&o);
+    v.t0_ms = v.t1_ms = 0; /* never started: no pictures */
+    hv_page_render_job(&v, &o);
+    CHECK(!has(&o, "<svg"));
+    reply_free(&o);
     c.fleet.nslots = 0;
     hv_page_render_cluster(&c, &o);
     CHECK(has(&o, "No job held slots lately."));
