@@ -517,9 +517,11 @@ static int ctl_check_placed(const ctl_opts_t *o, const ctl_parse_t *p, int early
         if (token) {
             return ctl_bad(p, "%s", "'token' takes only --ttl and --uses (with create)");
         }
+        if (row->id == O_SINCE) {
+            return ctl_bad(p, "--since goes with 'audit' and 'status', not '%s'", o->cmd);
+        }
         if (row->id <= O_REFUSED) {
-            return ctl_bad(p, "--since, --who, --method and --refused go with 'audit', not '%s'",
-                           o->cmd);
+            return ctl_bad(p, "--who, --method and --refused go with 'audit', not '%s'", o->cmd);
         }
         if (row->id == O_HEAD_TIMEOUT) {
             return ctl_bad(p, "%s", "--head-timeout goes with 'logs --follow'");
