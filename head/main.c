@@ -416,6 +416,9 @@ static void head_tick_cb(uv_timer_t *t) {
     if (prune_ticks > 0 && (h->ticks + 1) % prune_ticks == 0) {
         head_prune_history(h, 1);
     }
+    if (h->http != NULL && h->ticks % (1000 / HEAD_TICK_MS) == 0) {
+        hv_page_sample(&h->page, hv_wall_ms()); /* the job pages' throughput over time */
+    }
     if (++h->ticks % HEAD_CLIENT_RELOAD_TICKS == 0) {
         /* A client token file added or deleted takes effect within seconds, without a restart. */
         char err[700];

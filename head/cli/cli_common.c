@@ -2106,6 +2106,137 @@ void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const h
     }
 }
 
+const char *const hv_cli_resize_cause_names[HV_CLI_RESIZE_CAUSES] = {
+    "start", "grow", "admit", "priority", "reclaim", "share", "preempt", "other"};
+
+int hv_cli_resize_cause(const char *kind, const char *data) {
+    static const char *const shrunk[] = {"shrunk_admit", "shrunk_priority", "shrunk_reclaim",
+                                         "shrunk_share", "preempted"};
+    if (kind == NULL || strncmp(kind, "fleet.", 6) != 0) {
+        return -1;
+    }
+    if (strcmp(kind, "fleet.admit") == 0) {
+        return 0;
+    }
+    if (strcmp(kind, "fleet.grow") == 0) {
+        return 1;
+    }
+    char reason[32] = "";
+    if (data != NULL) {
+        hv_cli_json_field_str(data, "reason", reason, sizeof(reason));
+    }
+    for (size_t i = 0; i < sizeof(shrunk) / sizeof(shrunk[0]); i++) {
+        if (strcmp(reason, shrunk[i]) == 0) {
+            return (int)i + 2;
+        }
+    }
+    return HV_CLI_RESIZE_CAUSES - 1;
+}
+
+void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs, Hvpb__V1__Event *const *ev,
+                        size_t nev, size_t limit, uint64_t now_ms, uint64_t window_ms,
+                        hv_cli_fleet_t *out) {
+    memset(out, 0, sizeof(*out));
+    out->window_ms = window_ms;
+    for (size_t i = 0; i < njobs; i++) {
+        const Hvpb__V1__JobView *v = jobs[i];
+        if (v == NULL) {
+            continue;
+        }
+        Hvpb__V1__JobState js = hv_cli_job_state(v);
+        int preempted = v->fleet_reason != NULL && strcmp(v->fleet_reason, "preempted") == 0;
+        if (js == HVPB__V1__JOB_STATE__JOB_STATE_RUNNING ||
+            js == HVPB__V1__JOB_STATE__JOB_STATE_PLACING) {
+            out->running++;
+            out->workers += v->elastic ? v->size : v->np;
+        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
+            if (preempted) {
+                out->preempted++;
+            } else {
+                out->waiting++;
+            }
+        }
+    }
+    uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
+    out->complete = nev < limit || (nev > 0 && ev[0] != NULL && ev[0]->time_ms < since);
+    for (size_t i = 0; i < nev; i++) {
+        const Hvpb__V1__Event *e = ev[i];
+        int c = e != NULL && e->time_ms >= since ? hv_cli_resize_cause(e->kind, e->data) : -1;
+        if (c >= 0) {
+            out->resizes[c]++;
+        }
+    }
+}
+
+void hv_cli_fleet_print(FILE *f, const hv_cli_status_t *s) {
+    const hv_cli_fleet_t *fl = s->fleet;
+    if (fl == NULL) {
+        return;
+    }
+    fprintf(f, "fleet:   %u running (%llu worker%s), %u waiting, %u preempted\n", fl->running,
+            (unsigned long long)fl->workers, fl->workers == 1 ? "" : "s", fl->waiting,
+            fl->preempted);
+    /* One namespace until the head names them per job (ListJobs has no namespace yet). */
+    fprintf(f, "  namespace default: %u job%s, %llu worker%s, share %.0f%% of %llu slots\n",
+            fl->running, fl->running == 1 ? "" : "s", (unsigned long long)fl->workers,
+            fl->workers == 1 ? "" : "s",
+            s->slots_alive > 0 ? 100.0 * (double)fl->workers / (double)s->slots_alive : 0.0,
+            (unsigned long long)s->slots_alive);
+    char win[32];
+    fprintf(f, "resizes: last %s:", hv_cli_fmt_duration(fl->window_ms, win, sizeof(win)));
+    int any = 0;
+    for (int c = 0; c < HV_CLI_RESIZE_CAUSES; c++) {
+        if (fl->resizes[c] > 0) {
+            fprintf(f, "%s %s %llu", any ? "," : "", hv_cli_resize_cause_names[c],
+                    (unsigned long long)fl->resizes[c]);
+            any = 1;
+        }
+    }
+    fprintf(f, "%s%s\n", any ? "" : " none", fl->complete ? "" : " (of the newest events only)");
+}
+
+static void status_json_fleet(hv_cli_json_t *j, const hv_cli_status_t *s) {
+    const hv_cli_fleet_t *fl = s->fleet;
+    hv_cli_json_key(j, "fleet");
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "running");
+    hv_cli_json_u64(j, fl->running);
+    hv_cli_json_key(j, "waiting");
+    hv_cli_json_u64(j, fl->waiting);
+    hv_cli_json_key(j, "preempted");
+    hv_cli_json_u64(j, fl->preempted);
+    hv_cli_json_key(j, "workers");
+    hv_cli_json_u64(j, fl->workers);
+    hv_cli_json_key(j, "namespaces");
+    hv_cli_json_arr_begin(j);
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "name");
+    hv_cli_json_str(j, "default");
+    hv_cli_json_key(j, "jobs");
+    hv_cli_json_u64(j, fl->running);
+    hv_cli_json_key(j, "workers");
+    hv_cli_json_u64(j, fl->workers);
+    hv_cli_json_key(j, "share");
+    hv_cli_json_f64(j, s->slots_alive > 0 ? (double)fl->workers / (double)s->slots_alive : 0);
+    hv_cli_json_obj_end(j);
+    hv_cli_json_arr_end(j);
+    hv_cli_json_key(j, "resizes");
+    hv_cli_json_obj_begin(j);
+    hv_cli_json_key(j, "window_s");
+    hv_cli_json_u64(j, fl->window_ms / 1000);
+    hv_cli_json_key(j, "complete");
+    hv_cli_json_bool(j, fl->complete);
+    hv_cli_json_key(j, "by_cause");
+    hv_cli_json_obj_begin(j);
+    for (int c = 0; c < HV_CLI_RESIZE_CAUSES; c++) {
+        hv_cli_json_key(j, hv_cli_resize_cause_names[c]);
+        hv_cli_json_u64(j, fl->resizes[c]);
+    }
+    hv_cli_json_obj_end(j);
+    hv_cli_json_obj_end(j);
+    hv_cli_json_obj_end(j);
+}
+
 const char *const hv_cli_actor_state_names[HV_CLI_ACTOR_STATES] = {
     "alive", "starting", "restarting", "moving", "pending", "dead"};
 
@@ -2266,6 +2397,9 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
     hv_cli_json_u64(j, s->jobs_counted);
     hv_cli_json_key(j, "jobs_limit");
     hv_cli_json_u64(j, HV_CLI_STATUS_JOBS);
+    if (s->fleet != NULL) {
+        status_json_fleet(j, s);
+    }
     hv_cli_json_obj_end(j);
 }
 

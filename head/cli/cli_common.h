@@ -384,6 +384,35 @@ size_t hv_cli_table_rows(const hv_cli_table_t *t);
 
 #define HV_CLI_STATUS_JOBS 1000u /* hvctl status counts the newest this many jobs */
 
+#define HV_CLI_STATUS_EVENTS 5000u      /* hvctl status reads the newest this many events */
+#define HV_CLI_STATUS_WINDOW_MS 600000u /* resizes counted over the last 10 minutes by default */
+
+/* What the fleet's resizes count under (the event's kind and its data's reason word): start
+ * (fleet.admit), grow (fleet.grow), and a shrink's cause (admit, priority, reclaim, share,
+ * preempt), else other; the words /metrics' hv_fleet_resizes_total{cause} uses. */
+#define HV_CLI_RESIZE_CAUSES 8
+extern const char *const hv_cli_resize_cause_names[HV_CLI_RESIZE_CAUSES];
+/* The index in hv_cli_resize_cause_names of a fleet event; -1 when kind is no fleet.* kind. */
+int hv_cli_resize_cause(const char *kind, const char *data);
+
+/* How the cluster is shared now (issue 26), from ListJobs' fleet fields and ListEvents. */
+typedef struct hv_cli_fleet_s {
+    uint32_t running;   /* jobs placing or running */
+    uint32_t waiting;   /* pending, not preempted */
+    uint32_t preempted; /* stopped by the fleet policy for another job, to resume */
+    uint64_t workers;   /* the running jobs' workers */
+    uint64_t window_ms; /* resizes are counted over this long before now */
+    uint64_t resizes[HV_CLI_RESIZE_CAUSES];
+    int complete; /* the events read reach back over the whole window */
+} hv_cli_fleet_t;
+
+/* Counts the jobs (as above) and the fleet events of ev[0..nev) (ascending, the newest nev)
+ * at or after now_ms - window_ms into *out. complete: fewer than limit events came back, or the
+ * oldest is older than the window. */
+void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs, Hvpb__V1__Event *const *ev,
+                        size_t nev, size_t limit, uint64_t now_ms, uint64_t window_ms,
+                        hv_cli_fleet_t *out);
+
 /* A cluster summary, counted from ListNodes and ListJobs. */
 typedef struct hv_cli_status_s {
     uint32_t nodes_alive, nodes_draining, nodes_dead;
@@ -394,10 +423,11 @@ typedef struct hv_cli_status_s {
     uint64_t gpus;           /* on alive and draining nodes */
     uint32_t jobs_pending, jobs_placing, jobs_running, jobs_succeeded, jobs_failed, jobs_cancelled,
         jobs_other;
-    size_t jobs_counted;   /* jobs in the list (HV_CLI_STATUS_JOBS at most) */
-    uint64_t demand_slots; /* workers the pending jobs wait for (the sum of their np) */
-    uint64_t grow_workers; /* workers running elastic jobs could still add (max_np - size) */
-    uint32_t grow_jobs;    /* running elastic jobs below their max_np */
+    size_t jobs_counted;         /* jobs in the list (HV_CLI_STATUS_JOBS at most) */
+    uint64_t demand_slots;       /* workers the pending jobs wait for (the sum of their np) */
+    uint64_t grow_workers;       /* workers running elastic jobs could still add (max_np - size) */
+    uint32_t grow_jobs;          /* running elastic jobs below their max_np */
+    const hv_cli_fleet_t *fleet; /* the fleet's summary (borrowed), or NULL (not shown) */
 } hv_cli_status_t;
 
 /* Counts nodes (by state; slots of dead nodes count nowhere) and jobs (by state; pending jobs'
@@ -410,6 +440,10 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
  * ("" or NULL: not shown); now_ms is wall time. */
 void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const hv_cli_status_t *s,
                          Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms);
+
+/* `hvctl status`'s fleet lines: "fleet:   2 running (6 workers), 1 waiting, 0 preempted", the
+ * namespaces' shares of the slots on alive nodes, and "resizes: ..." by cause over the window. */
+void hv_cli_fleet_print(FILE *f, const hv_cli_status_t *s);
 
 /* The actor states of ActorView.state, in the order hvctl status lists them. */
 #define HV_CLI_ACTOR_STATES 6
@@ -441,7 +475,9 @@ size_t hv_cli_actor_history(Hvpb__V1__Event *const *ev, size_t n, uint64_t actor
 /* `hvctl status --json`: {"cluster_name", "head", "nodes": {...}, "slots": {...}, "jobs": {...},
  * "actors": {"alive", "starting", "restarting", "moving", "pending", "dead"}, "pending_demand": {"jobs",
  * "slots", "waiting": [...], "actors": [{"id", "namespace", "name", "class", "state", "slots",
- * "gpus", "reason"}, ...]}, "elastic_growth": {...}, "jobs_counted", "jobs_limit"}. actors is
+ * "gpus", "reason"}, ...]}, "elastic_growth": {...}, "jobs_counted", "jobs_limit", and with
+ * s->fleet "fleet": {"running", "waiting", "preempted", "workers", "namespaces": [{"name",
+ * "jobs", "workers", "share"}], "resizes": {"window_s", "complete", "by_cause": {...}}}}. actors is
  * the head's List of actors, borrowed; NULL (a head without the Actors service) leaves out both
  * actor keys. */
 void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,

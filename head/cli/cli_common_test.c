@@ -1390,7 +1390,92 @@ static void test_env_many(void) {
 
 /* ---- runner --------------------------------------------------------------------------------- */
 
+/* hvctl status's fleet: jobs running/waiting/preempted and the resizes of the window by cause
+ * from the fleet.* events (older ones and other kinds not counted). */
+static void test_fleet_status(void) {
+    Hvpb__V1__JobView jv[5];
+    Hvpb__V1__JobView *jp[5] = {&jv[0], &jv[1], &jv[2], &jv[3], &jv[4]};
+    const char *js[5] = {"running", "pending", "pending", "placing", "succeeded"};
+    for (int i = 0; i < 5; i++) {
+        hvpb__v1__job_view__init(&jv[i]);
+        jv[i].job_id = (uint64_t)(5 - i);
+        jv[i].state = (char *)js[i];
+        jv[i].name = "t";
+        jv[i].np = 2;
+    }
+    jv[0].elastic = 1;
+    jv[0].size = 3;
+    jv[2].fleet_reason = "preempted";
+    const struct {
+        uint64_t t;
+        const char *kind, *data;
+    } e[] = {{100, "fleet.shrink", "{\"reason\":\"shrunk_share\"}"}, /* before the window */
+             {1000, "fleet.admit", "{\"reason\":\"admitted\",\"from\":0}"},
+             {1100, "fleet.grow", "{\"reason\":\"grown\"}"},
+             {1200, "fleet.shrink", "{\"reason\":\"shrunk_admit\",\"cause\":2}"},
+             {1300, "fleet.shrink", "{\"reason\":\"shrunk_priority\"}"},
+             {1400, "fleet.shrink", "{\"reason\":\"shrunk_admit\"}"},
+             {1500, "round.open", "{\"reason\":\"shrunk_admit\"}"},
+             {1600, "fleet.shrink", "not json"}};
+    Hvpb__V1__Event ev[8];
+    Hvpb__V1__Event *ep[8];
+    for (int i = 0; i < 8; i++) {
+        hvpb__v1__event__init(&ev[i]);
+        ev[i].time_ms = e[i].t;
+        ev[i].kind = (char *)e[i].kind;
+        ev[i].data = (char *)e[i].data;
+        ep[i] = &ev[i];
+    }
+    hv_cli_fleet_t fl;
+    hv_cli_fleet_count(jp, 5, ep, 8, 100, 2000, 1500, &fl);
+    CHECK_EQ(fl.running, 2);
+    CHECK_EQ(fl.waiting, 1);
+    CHECK_EQ(fl.preempted, 1);
+    CHECK(fl.workers == 5); /* 3 (elastic size) + 2 (placing np) */
+    CHECK(fl.complete);
+    CHECK(fl.resizes[0] == 1 && fl.resizes[1] == 1 && fl.resizes[2] == 2 && fl.resizes[3] == 1 &&
+          fl.resizes[5] == 0 && fl.resizes[7] == 1);
+    hv_cli_fleet_count(jp, 5, ep + 1, 7, 7, 2000, 1500, &fl); /* the limit reached, all in it */
+    CHECK(!fl.complete);
+    CHECK_EQ(hv_cli_resize_cause("job.state", "{}"), -1);
+    CHECK_STR(hv_cli_resize_cause_names[hv_cli_resize_cause("fleet.shrink",
+                                                            "{\"reason\":\"shrunk_reclaim\"}")],
+              "reclaim");
+    CHECK_STR(hv_cli_resize_cause_names[hv_cli_resize_cause("fleet.shrink",
+                                                            "{\"reason\":\"preempted\"}")],
+              "preempt");
+
+    hv_cli_status_t st;
+    memset(&st, 0, sizeof(st));
+    st.slots_alive = 10;
+    hv_cli_fleet_count(jp, 5, ep, 8, 100, 2000, 1500, &fl);
+    st.fleet = &fl;
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    hv_cli_fleet_print(f, &st);
+    fclose(f);
+    CHECK_HAS(text, "fleet:   2 running (5 workers), 1 waiting, 1 preempted\n");
+    CHECK_HAS(text, "  namespace default: 2 jobs, 5 workers, share 50% of 10 slots\n");
+    CHECK_HAS(text, "resizes: last 1s: start 1, grow 1, admit 2, priority 1, other 1\n");
+    free(text);
+    text = NULL;
+    f = open_memstream(&text, &tlen);
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    hv_cli_status_json(&j, "c", "h:1", &st, jp, 5, NULL, 2000);
+    hv_cli_json_finish(&j);
+    fclose(f);
+    CHECK_HAS(text, "\"fleet\": {");
+    CHECK_HAS(text, "\"preempted\": 1");
+    CHECK_HAS(text, "\"share\": 0.5");
+    CHECK_HAS(text, "\"admit\": 2");
+    CHECK_HAS(text, "\"window_s\": 1");
+    free(text);
+}
+
 static const hv_check_case_t tests[] = {
+    {"fleet_status", test_fleet_status},
     {"parse_basic", test_parse_basic},
     {"parse_forms", test_parse_forms},
     {"parse_errors", test_parse_errors},

@@ -102,11 +102,14 @@ static const struct {
     const char *args;
     const char *what;
 } ctl_cmds[] = {
-    {"status", "",
+    {"status", "[--since D]",
      "a cluster summary: nodes by state, slots used and\n"
      "free, jobs and actors by state, the pending demand\n"
      "(jobs waiting for slots, actors waiting for a place,\n"
-     "elastic jobs below --max-np)"},
+     "elastic jobs below --max-np), and the fleet: jobs\n"
+     "running, waiting and preempted, each namespace's share\n"
+     "of the slots, the resizes of the last D (default 10m)\n"
+     "by cause"},
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
     {"queue", "[--limit N]",
@@ -225,7 +228,7 @@ static const hv_opt_t ctl_opts[] = {
      "'%s': expected a duration like 30s, 10m, 2h or 7d (at most 3650d)", NULL},
     {"uses", 0, HV_OPT_UINT, 1, UINT32_MAX, B(CMD_TOKEN_CREATE), O_USES,
      "--uses '%s': expected a number from 1 to 4294967295", NULL},
-    {"since", 0, HV_OPT_DURATION, 1, DAYS_3650, B(CMD_AUDIT), O_SINCE,
+    {"since", 0, HV_OPT_DURATION, 1, DAYS_3650, B(CMD_AUDIT) | B(CMD_STATUS), O_SINCE,
      "'%s': expected a duration like 30s, 10m, 2h or 7d (at most 3650d)", NULL},
     {"who", 0, HV_OPT_TEXT, 1, 64, B(CMD_AUDIT), O_WHO, "'%s': expected 1 to 64 characters", NULL},
     {"method", 0, HV_OPT_TEXT, 1, 64, B(CMD_AUDIT), O_METHOD, "'%s': expected 1 to 64 characters",
@@ -516,9 +519,11 @@ static int ctl_check_placed(const ctl_opts_t *o, const ctl_parse_t *p, int early
         if (token) {
             return ctl_bad(p, "%s", "'token' takes only --ttl and --uses (with create)");
         }
+        if (row->id == O_SINCE) {
+            return ctl_bad(p, "--since goes with 'audit' and 'status', not '%s'", o->cmd);
+        }
         if (row->id <= O_REFUSED) {
-            return ctl_bad(p, "--since, --who, --method and --refused go with 'audit', not '%s'",
-                           o->cmd);
+            return ctl_bad(p, "--who, --method and --refused go with 'audit', not '%s'", o->cmd);
         }
         if (row->id == O_HEAD_TIMEOUT) {
             return ctl_bad(p, "%s", "--head-timeout goes with 'logs --follow'");
@@ -2387,6 +2392,19 @@ static int ctl_status(const ctl_t *c) {
     hv_cli_status_t sum;
     hv_cli_status_count(nr->nodes, nr->n_nodes, jr->jobs, jr->n_jobs, &sum);
     uint64_t now = hv_wall_ms();
+    /* The fleet: its jobs from the list above, its resizes from the newest events. */
+    Hvpb__V1__ListEventsRequest ereq = HVPB__V1__LIST_EVENTS_REQUEST__INIT;
+    ereq.limit = HV_CLI_STATUS_EVENTS;
+    ProtobufCMessage *eresp = NULL;
+    hv_cli_fleet_t fleet;
+    if (ctl_call(c, "ListEvents", &ereq.base, &hvpb__v1__list_events_reply__descriptor, "no events",
+                 &eresp) == HV_CLI_EXIT_OK) {
+        const Hvpb__V1__ListEventsReply *er = (const Hvpb__V1__ListEventsReply *)eresp;
+        hv_cli_fleet_count(jr->jobs, jr->n_jobs, er->events, er->n_events, HV_CLI_STATUS_EVENTS,
+                           now, c->o->since_ms ? c->o->since_ms : HV_CLI_STATUS_WINDOW_MS, &fleet);
+        sum.fleet = &fleet;
+        hv_rpc_msg_free(eresp);
+    }
     Hvpb__V1__ListActorsReply *actors = hv_ctl_actors_fetch(c->ch); /* NULL: none to show */
     if (c->o->json) {
         hv_cli_json_t j;
@@ -2395,6 +2413,7 @@ static int ctl_status(const ctl_t *c) {
         hv_cli_json_finish(&j);
     } else {
         hv_cli_status_print(stdout, nr->cluster_name, c->head, &sum, jr->jobs, jr->n_jobs, now);
+        hv_cli_fleet_print(stdout, &sum);
         hv_ctl_actors_status(actors); /* actors by state; waiting ones with why */
         ctl_copy_warnings(c, jr->jobs, jr->n_jobs, now);
     }

@@ -100,3 +100,22 @@ hv_err hv_view_jtoken(hv_driver_t *d, const char *id, hv_jtoken_row_t *out) {
 hv_err hv_view_revoked(hv_driver_t *d, hv_revoked_row_t **out, size_t *n) {
     return hv_store_revoked_list(d->store, out, n);
 }
+
+size_t hv_view_fleet_shares(hv_driver_t *d, hv_fl_share_t *out, size_t cap) {
+    size_t n = d->fl_nshare < cap ? d->fl_nshare : cap;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = d->fl_share[i];
+    }
+    return n;
+}
+
+const char *hv_view_fleet_ns_name(hv_driver_t *d, size_t i) {
+    const hv_head_config_t *c = d->cfg;
+    return i < c->fleet.nns ? c->fleet.ns[i].name : "default";
+}
+
+const char *hv_view_job_ns(hv_driver_t *d, const hv_djob_t *j) {
+    const hv_head_config_t *c = d->cfg;
+    const hv_head_ns_t *n = hv_head_config_ns(c, j->ns);
+    return n != NULL ? n->name : "default"; /* unlisted: counted in "default" */
+}

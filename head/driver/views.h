@@ -90,4 +90,17 @@ hv_err hv_view_jtoken(hv_driver_t *d, const char *id, hv_jtoken_row_t *out);
 /* Every revoked node credential, oldest first (*out: hv_free it; NULL when n is 0). */
 hv_err hv_view_revoked(hv_driver_t *d, hv_revoked_row_t **out, size_t *n);
 
+/* ---- the fleet (issue 26: who shares the cluster how) ----------------------------------------- */
+
+/* The fleet policy's newest answer per namespace (core/fleet_types.h): up to cap of them into
+ * out, returns how many (0 before its first decision). out[i] is namespace i, named by
+ * hv_view_fleet_ns_name. */
+size_t hv_view_fleet_shares(hv_driver_t *d, hv_fl_share_t *out, size_t cap);
+/* The name of the fleet's namespace i: the configured ones in the config's order, then
+ * "default" (implicit when the config does not list it). */
+const char *hv_view_fleet_ns_name(hv_driver_t *d, size_t i);
+/* The fleet namespace a job counts in (its name, borrowed; an unlisted one counts in
+ * "default"). */
+const char *hv_view_job_ns(hv_driver_t *d, const hv_djob_t *j);
+
 #endif

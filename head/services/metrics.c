@@ -40,6 +40,19 @@ typedef struct metrics_dhist_s {
     double sum;
 } metrics_dhist_t;
 
+/* Upper bounds (seconds) of the queue-wait buckets: from a job's submission to its admission
+ * (at once on a free cluster, minutes behind others). */
+static const double qwait_bounds[] = {0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
+#define METRICS_NQWAIT (sizeof(qwait_bounds) / sizeof(qwait_bounds[0]))
+#define METRICS_MAX_NS 32 /* namespaces with a queue-wait histogram (more count in the last) */
+
+typedef struct metrics_qhist_s {
+    char ns[64]; /* the namespace's name */
+    uint64_t bucket[METRICS_NQWAIT];
+    uint64_t count;
+    double sum;
+} metrics_qhist_t;
+
 typedef struct metrics_rpc_s {
     const char *path; /* the method's static path (borrowed from the rpc server's table) */
     uint64_t n[METRICS_CODES];
@@ -64,7 +77,10 @@ struct hv_metrics_s {
     size_t ndraining;
     metrics_rpc_t rpc[METRICS_MAX_METHODS];
     size_t nrpc;
-    uint64_t rpc_unknown[METRICS_CODES]; /* paths not served (and over METRICS_MAX_METHODS) */
+    uint64_t rpc_unknown[METRICS_CODES];   /* paths not served (and over METRICS_MAX_METHODS) */
+    uint64_t resizes[HV_RESIZE__COUNT];    /* the fleet's decisions acted on, by cause */
+    metrics_qhist_t qwait[METRICS_MAX_NS]; /* submission to admission, by namespace */
+    size_t nqwait;
 };
 
 /* ---- pure helpers --------------------------------------------------------------------------- */
@@ -88,6 +104,38 @@ const char *hv_metrics_reset_reason_name(hv_reset_reason_t r) {
     static const char *const names[HV_RESET__COUNT] = {"failure", "drain", "grow", "shrink",
                                                        "other"};
     return (unsigned)r < HV_RESET__COUNT ? names[r] : "other";
+}
+
+hv_resize_cause_t hv_metrics_resize_cause(const char *kind, const char *reason) {
+    static const struct {
+        const char *word;
+        hv_resize_cause_t c;
+    } w[] = {{"shrunk_admit", HV_RESIZE_ADMIT},
+             {"shrunk_priority", HV_RESIZE_PRIORITY},
+             {"shrunk_reclaim", HV_RESIZE_RECLAIM},
+             {"shrunk_share", HV_RESIZE_SHARE},
+             {"preempted", HV_RESIZE_PREEMPT}};
+    if (kind == NULL) {
+        return HV_RESIZE_OTHER;
+    }
+    if (strcmp(kind, "fleet.admit") == 0) {
+        return HV_RESIZE_START;
+    }
+    if (strcmp(kind, "fleet.grow") == 0) {
+        return HV_RESIZE_GROW;
+    }
+    for (size_t i = 0; reason != NULL && i < sizeof(w) / sizeof(w[0]); i++) {
+        if (strcmp(reason, w[i].word) == 0) {
+            return w[i].c;
+        }
+    }
+    return HV_RESIZE_OTHER;
+}
+
+const char *hv_metrics_resize_cause_name(hv_resize_cause_t c) {
+    static const char *const names[HV_RESIZE__COUNT] = {"start",   "grow",  "admit",   "priority",
+                                                        "reclaim", "share", "preempt", "other"};
+    return (unsigned)c < HV_RESIZE__COUNT ? names[c] : "other";
 }
 
 void hv_metrics_escape_label(const char *in, char *out, size_t len) {
@@ -144,11 +192,52 @@ static void drain_ended(hv_metrics_t *m, uint64_t node_id) {
     }
 }
 
+/* The queue-wait histogram of namespace ns (the last one when there are too many). */
+static metrics_qhist_t *qwait_of(hv_metrics_t *m, const char *ns) {
+    for (size_t i = 0; i < m->nqwait; i++) {
+        if (strcmp(m->qwait[i].ns, ns) == 0) {
+            return &m->qwait[i];
+        }
+    }
+    if (m->nqwait == METRICS_MAX_NS) {
+        return &m->qwait[METRICS_MAX_NS - 1];
+    }
+    metrics_qhist_t *h = &m->qwait[m->nqwait++];
+    snprintf(h->ns, sizeof(h->ns), "%s", ns);
+    return h;
+}
+
+/* A fleet decision the driver acted on: counted by cause; an admission (from 0 workers) is the
+ * end of the job's wait, observed from its submission. */
+static void on_fleet_event(hv_metrics_t *m, uint64_t job_id, const char *kind, const char *data) {
+    char reason[32] = "";
+    uint64_t from = 0;
+    hv_ev_json_str(data, "reason", reason, sizeof(reason));
+    m->resizes[hv_metrics_resize_cause(kind, reason)]++;
+    if (strcmp(kind, "fleet.admit") != 0 || (hv_ev_json_u64(data, "from", &from) && from != 0)) {
+        return;
+    }
+    const hv_djob_t *j = hv_driver_job(m->d, job_id);
+    uint64_t now = hv_wall_ms();
+    if (j == NULL || j->submitted_ms == 0 || j->submitted_ms > now) {
+        return;
+    }
+    metrics_qhist_t *h = qwait_of(m, hv_view_job_ns(m->d, j));
+    double v = (double)(now - j->submitted_ms) / 1000.0;
+    for (size_t b = 0; b < METRICS_NQWAIT; b++) {
+        if (v <= qwait_bounds[b]) {
+            h->bucket[b]++;
+            break;
+        }
+    }
+    h->count++;
+    h->sum += v;
+}
+
 void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char *kind,
                          const hv_ev_fields_t *f, const char *data) {
     hv_metrics_t *m = ud;
     static const hv_ev_fields_t none = {0};
-    (void)job_id;
     if (f == NULL) {
         f = &none;
     }
@@ -184,6 +273,8 @@ void hv_metrics_on_event(void *ud, uint64_t job_id, uint64_t node_id, const char
         drain_ended(m, node_id);
     } else if (strcmp(kind, "autoscaler.launch_failed") == 0) {
         m->launch_failures++;
+    } else if (strncmp(kind, "fleet.", 6) == 0) {
+        on_fleet_event(m, job_id, kind, data);
     }
 }
 
@@ -244,6 +335,30 @@ static void metrics_seed(hv_metrics_t *m) {
     }
     if (hv_view_event_sum(m->d, 0, "round.close", "redone_samples", &m->samples_redone) != HV_OK) {
         m->samples_redone = 0;
+    }
+    /* The fleet's resizes by cause, from the stored fleet.* events. */
+    static const char *const kinds[] = {"fleet.admit", "fleet.grow", "fleet.shrink"};
+    static const char *const words[] = {"shrunk_admit", "shrunk_priority", "shrunk_reclaim",
+                                        "shrunk_share", "preempted"};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        uint64_t all = 0, named = 0;
+        if (hv_view_event_count(m->d, 0, kinds[k], "", &all) != HV_OK) {
+            continue;
+        }
+        if (k < 2) {
+            m->resizes[hv_metrics_resize_cause(kinds[k], "")] += all;
+            continue;
+        }
+        for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+            char has[64];
+            uint64_t c = 0;
+            snprintf(has, sizeof(has), "\"reason\":\"%s\"", words[w]);
+            if (hv_view_event_count(m->d, 0, kinds[k], has, &c) == HV_OK) {
+                m->resizes[hv_metrics_resize_cause(kinds[k], words[w])] += c;
+                named += c;
+            }
+        }
+        m->resizes[HV_RESIZE_OTHER] += all > named ? all - named : 0;
     }
 }
 
@@ -561,6 +676,71 @@ static void render_events(hv_metrics_t *m, hv_http_reply_t *o) {
                          m->launch_failures);
 }
 
+/* The fleet: its resizes by cause, the queue wait by namespace, and each namespace's share as
+ * the fleet policy's newest decision left it. */
+static void render_fleet(hv_metrics_t *m, hv_http_reply_t *o) {
+    fam(o, "hv_fleet_resizes_total", "counter",
+        "Fleet decisions the head acted on, by cause: start (a job admitted), grow (onto free "
+        "capacity), admit/priority/reclaim/share (a job shrunk for another), preempt, other.");
+    for (int c = 0; c < HV_RESIZE__COUNT; c++) {
+        hv_http_reply_printf(o, "hv_fleet_resizes_total{cause=\"%s\"} %" PRIu64 "\n",
+                             hv_metrics_resize_cause_name((hv_resize_cause_t)c), m->resizes[c]);
+    }
+    fam(o, "hv_queue_wait_seconds", "histogram",
+        "Time from a job's submission to its admission by the fleet policy, by namespace.");
+    if (m->nqwait == 0) {
+        (void)qwait_of(m, hv_view_fleet_ns_name(m->d, 0)); /* an empty one: the series exist */
+    }
+    for (size_t i = 0; i < m->nqwait; i++) {
+        const metrics_qhist_t *h = &m->qwait[i];
+        char ns[160];
+        hv_metrics_escape_label(h->ns, ns, sizeof(ns));
+        uint64_t cum = 0;
+        for (size_t b = 0; b < METRICS_NQWAIT; b++) {
+            cum += h->bucket[b];
+            hv_http_reply_printf(
+                o, "hv_queue_wait_seconds_bucket{namespace=\"%s\",le=\"%g\"} %" PRIu64 "\n", ns,
+                qwait_bounds[b], cum);
+        }
+        hv_http_reply_printf(o,
+                             "hv_queue_wait_seconds_bucket{namespace=\"%s\",le=\"+Inf\"} %" PRIu64
+                             "\nhv_queue_wait_seconds_sum{namespace=\"%s\"} %.3f\n"
+                             "hv_queue_wait_seconds_count{namespace=\"%s\"} %" PRIu64 "\n",
+                             ns, h->count, ns, h->sum, ns, h->count);
+    }
+    hv_fl_share_t sh[METRICS_MAX_NS];
+    size_t n = hv_view_fleet_shares(m->d, sh, METRICS_MAX_NS);
+    fam(o, "hv_namespace_share", "gauge",
+        "Each namespace's dominant share of the cluster divided by its weight (0..1), as the "
+        "fleet policy's newest decision leaves it.");
+    for (size_t i = 0; i < n; i++) {
+        char ns[160];
+        hv_metrics_escape_label(hv_view_fleet_ns_name(m->d, i), ns, sizeof(ns));
+        hv_http_reply_printf(o, "hv_namespace_share{namespace=\"%s\"} %.3f\n", ns,
+                             (double)sh[i].share_pm / 1000.0);
+    }
+    fam(o, "hv_namespace_slots", "gauge",
+        "Slots each namespace's jobs and actors are given (state used), and of those, beyond its "
+        "quota (state borrowed), by the fleet policy's newest decision.");
+    for (size_t i = 0; i < n; i++) {
+        char ns[160];
+        hv_metrics_escape_label(hv_view_fleet_ns_name(m->d, i), ns, sizeof(ns));
+        hv_http_reply_printf(o,
+                             "hv_namespace_slots{namespace=\"%s\",state=\"used\"} %" PRIu64 "\n"
+                             "hv_namespace_slots{namespace=\"%s\",state=\"borrowed\"} %" PRIu64
+                             "\n",
+                             ns, sh[i].used.r[HV_FL_SLOTS], ns, sh[i].borrowed.r[HV_FL_SLOTS]);
+    }
+    fam(o, "hv_namespace_waiting_jobs", "gauge",
+        "Jobs of each namespace the fleet policy's newest decision leaves waiting.");
+    for (size_t i = 0; i < n; i++) {
+        char ns[160];
+        hv_metrics_escape_label(hv_view_fleet_ns_name(m->d, i), ns, sizeof(ns));
+        hv_http_reply_printf(o, "hv_namespace_waiting_jobs{namespace=\"%s\"} %u\n", ns,
+                             (unsigned)sh[i].waiting);
+    }
+}
+
 static void render_instances(hv_metrics_t *m, const hv_instance_row_t *irows, size_t ni,
                              uint64_t now, hv_http_reply_t *o) {
     static const char *const states[] = {"launching", "running", "draining", "terminating"};
@@ -724,6 +904,7 @@ void hv_metrics_render(hv_metrics_t *m, uint64_t now_wall_ms, hv_http_reply_t *o
     render_actors(m, o);
     render_actor_figs(m, now_wall_ms, o);
     render_events(m, o);
+    render_fleet(m, o);
     render_instances(m, irows, ni, now_wall_ms, o);
     hv_view_instances_free(irows, ni);
     render_rpcs(m, o);

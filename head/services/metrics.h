@@ -81,6 +81,23 @@ typedef enum hv_reset_reason {
 hv_reset_reason_t hv_metrics_reset_reason(hv_ev_reason_t code, int rollback);
 const char *hv_metrics_reset_reason_name(hv_reset_reason_t r);
 
+/* What a fleet decision the driver acted on counts under in hv_fleet_resizes_total{cause}: its
+ * event's kind (fleet.admit, fleet.grow, fleet.shrink) and its data's reason word
+ * (hv_fl_reason_name: shrunk_admit, shrunk_priority, ...). */
+typedef enum hv_resize_cause {
+    HV_RESIZE_START = 0, /* fleet.admit: a job started (or resumed) with the workers given */
+    HV_RESIZE_GROW,      /* fleet.grow: onto free capacity */
+    HV_RESIZE_ADMIT,     /* fleet.shrink so that another job can start */
+    HV_RESIZE_PRIORITY,  /* fleet.shrink for a job of a higher priority */
+    HV_RESIZE_RECLAIM,   /* fleet.shrink: another namespace takes back its quota */
+    HV_RESIZE_SHARE,     /* fleet.shrink: fair share, goodput */
+    HV_RESIZE_PREEMPT,   /* stopped for another job */
+    HV_RESIZE_OTHER,
+    HV_RESIZE__COUNT
+} hv_resize_cause_t;
+hv_resize_cause_t hv_metrics_resize_cause(const char *kind, const char *reason);
+const char *hv_metrics_resize_cause_name(hv_resize_cause_t c);
+
 /* A label value escaped for the exposition (\\, \", \n), truncated to len-1 bytes. */
 void hv_metrics_escape_label(const char *in, char *out, size_t len);
 

@@ -129,6 +129,12 @@ static void case_counters(void) {
     hv_driver_event(d, 0, 0, "autoscaler.launch_failed", NULL, "lf");
     hv_driver_event(d, 0, 2, "node.dead", NULL, "gone"); /* node 2's drain ends */
     hv_driver_event(d, 0, 3, "node.undrain", NULL, "u"); /* node 3 was not draining */
+    /* The fleet's decisions as the driver acts on them (job 9 is not in the driver: no wait). */
+    hv_driver_event(d, 9, 0, "fleet.admit", "{\"reason\":\"admitted\",\"from\":0,\"to\":2}", "a");
+    hv_driver_event(d, 1, 0, "fleet.grow", "{\"reason\":\"grown\",\"from\":2,\"to\":4}", "g");
+    hv_driver_event(d, 1, 0, "fleet.shrink", "{\"reason\":\"shrunk_admit\",\"cause\":9}", "s");
+    hv_driver_event(d, 1, 0, "fleet.shrink", "{\"reason\":\"shrunk_priority\",\"cause\":9}", "s");
+    hv_driver_event(d, 1, 0, "fleet.shrink", "{\"reason\":\"shrunk_admit\",\"cause\":8}", "s");
     hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 0, m);
     hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 0, m);
     hv_metrics_on_rpc("/hvpb.v1.Jobs/Submit", 16, m);
@@ -162,6 +168,14 @@ static void case_counters(void) {
     CHECK_EQ(series(t, "hv_jobs{state=\"running\"}"), 0);
     CHECK_EQ(series(t, "hv_nodes{state=\"alive\",type=\"manual\"}"), 0);
     CHECK(strstr(t, "# TYPE hv_reset_duration_seconds histogram\n") != NULL);
+    CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"start\"}"), 1);
+    CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"grow\"}"), 1);
+    CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"admit\"}"), 2);
+    CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"priority\"}"), 1);
+    CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"share\"}"), 0);
+    CHECK_EQ(series(t, "hv_queue_wait_seconds_count{namespace=\"default\"}"), 0);
+    CHECK(strstr(t, "# TYPE hv_queue_wait_seconds histogram\n") != NULL);
+    CHECK(strstr(t, "# TYPE hv_namespace_share gauge\n") != NULL);
     hv_free(t);
 
     /* A restarted head: the counters that stored events give back start from them. */
@@ -179,6 +193,11 @@ static void case_counters(void) {
         CHECK_EQ(series(t, "hv_preemption_notices_total"), 1);
         CHECK_EQ(series(t, "hv_autoscaler_launch_failures_total"), 1);
         CHECK_EQ(series(t, "hv_reset_duration_seconds_count{phase=\"round\"}"), 0);
+        CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"start\"}"), 1);
+        CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"grow\"}"), 1);
+        CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"admit\"}"), 2);
+        CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"priority\"}"), 1);
+        CHECK_EQ(series(t, "hv_fleet_resizes_total{cause=\"other\"}"), 0);
     }
     hv_free(t);
     hv_metrics_destroy(m);
@@ -190,5 +209,26 @@ static void case_counters(void) {
     CHECK_EQ(system(cmd), 0);
 }
 
+/* A fleet event's kind and reason word -> hv_fleet_resizes_total's cause. */
+static void case_resize_cause(void) {
+    static const struct {
+        const char *kind, *reason, *want;
+    } t[] = {{"fleet.admit", "admitted", "start"},
+             {"fleet.grow", "grown", "grow"},
+             {"fleet.shrink", "shrunk_admit", "admit"},
+             {"fleet.shrink", "shrunk_priority", "priority"},
+             {"fleet.shrink", "shrunk_reclaim", "reclaim"},
+             {"fleet.shrink", "shrunk_share", "share"},
+             {"fleet.shrink", "preempted", "preempt"},
+             {"fleet.shrink", "kept", "other"},
+             {"fleet.shrink", NULL, "other"},
+             {NULL, "shrunk_admit", "other"}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        CHECK_STR(hv_metrics_resize_cause_name(hv_metrics_resize_cause(t[i].kind, t[i].reason)),
+                  t[i].want);
+    }
+    CHECK_STR(hv_metrics_resize_cause_name(HV_RESIZE__COUNT), "other");
+}
+
 HV_CHECK_MAIN(NULL, NULL, {"reset_reason", case_reset_reason}, {"json", case_json},
-              {"counters", case_counters})
+              {"counters", case_counters}, {"resize_cause", case_resize_cause})

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "mem.h"
+
 #define PAGE_REFRESH_S 5 /* the inline script reloads the page this often */
 
 void hv_page_escape(hv_http_reply_t *out, const char *s) {
@@ -372,6 +374,42 @@ static void page_instances(const hv_page_cluster_t *c, hv_http_reply_t *o) {
                          c->cost_total, c->preemptions, c->preemptions == 1 ? "" : "s");
 }
 
+/* One chart (core/svgchart.h) into the page, or a line saying why there is none. */
+static void page_chart(hv_http_reply_t *o, const hv_svg_chart_t *ch, const hv_svg_series_t *s,
+                       size_t ns) {
+    char *svg = NULL;
+    size_t len = 0;
+    hv_err rc = hv_svg_chart(ch, s, ns, &svg, &len);
+    if (rc == HV_OK) {
+        page_text(o, "<div class=\"chart\">");
+        hv_http_reply_add(o, svg, len);
+        page_text(o, "</div>\n");
+    } else if (rc == HV_ENOMEM) {
+        o->oom = 1;
+    } else {
+        page_text(o, "<p class=\"muted\">No time span to draw yet.</p>\n");
+    }
+    hv_free(svg);
+}
+
+/* The fleet: slots over time, stacked by job. */
+static void page_fleet(const hv_page_cluster_t *c, hv_http_reply_t *o) {
+    page_text(o, "<h2>Fleet</h2>\n");
+    if (c->fleet.nslots == 0) {
+        page_text(o, "<p class=\"muted\">No job held slots lately.</p>\n");
+        return;
+    }
+    hv_svg_chart_t ch = {.title = "Slots held, by job",
+                         .unit = "slots",
+                         .css_class = "hv-chart fleet-slots",
+                         .width = 760,
+                         .height = 220,
+                         .t0_ms = c->fleet.t0_ms,
+                         .t1_ms = c->fleet.t1_ms,
+                         .stacked = 1};
+    page_chart(o, &ch, c->fleet.slots, c->fleet.nslots);
+}
+
 void hv_page_render_cluster(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     page_head(o, c->cluster_name, "Cluster");
     page_text(o, "<h1>hv cluster");
@@ -381,6 +419,7 @@ void hv_page_render_cluster(const hv_page_cluster_t *c, hv_http_reply_t *o) {
     }
     page_text(o, "</h1>\n");
     page_summary(c, o);
+    page_fleet(c, o);
     page_nodes(c, o);
     page_jobs(c, o);
     page_actors(c, o);
@@ -498,6 +537,27 @@ void hv_page_render_job(const hv_page_jobview_t *v, hv_http_reply_t *o) {
                              j->demand == 1 ? "" : "s");
     }
     page_text(o, "</table>\n");
+    if (v->t1_ms > v->t0_ms) {
+        page_text(o, "<h2>Over time</h2>\n");
+        hv_svg_chart_t ch = {.title = "World size",
+                             .unit = "workers",
+                             .css_class = "hv-chart job-size",
+                             .width = 760,
+                             .height = 180,
+                             .t0_ms = v->t0_ms,
+                             .t1_ms = v->t1_ms};
+        page_chart(o, &ch, &v->size_series, 1);
+        ch.title = "Step throughput";
+        ch.unit = "steps/s";
+        ch.css_class = "hv-chart job-tput";
+        if (v->tput_series.n > 0) {
+            page_chart(o, &ch, &v->tput_series, 1);
+        } else {
+            page_text(o, "<p class=\"muted\" id=\"no-tput\">No step throughput measured by "
+                         "this head (its workers report their commits every few seconds while "
+                         "it runs).</p>\n");
+        }
+    }
     page_rounds(v, o);
     page_workers(v, o);
     page_foot(o, v->now_ms, v->logout);
@@ -533,4 +593,41 @@ void hv_page_render_login(const char *cluster_name, const char *message, hv_http
                  "<p class=\"muted\">The token is checked once; the browser keeps a session "
                  "cookie (not the token) for 8 hours or until you log out.</p>\n"
                  "</body></html>\n");
+}
+
+size_t hv_page_size_points(const hv_page_round_t *rounds, size_t nrounds, uint64_t started_ms,
+                           uint64_t ended_ms, uint32_t np, hv_svg_point_t *out, size_t cap) {
+    size_t n = 0;
+    for (size_t i = 0; i < nrounds && n < cap; i++) {
+        if (rounds[i].closed_ms != 0 && (ended_ms == 0 || rounds[i].closed_ms < ended_ms)) {
+            out[n++] = (hv_svg_point_t){rounds[i].closed_ms, rounds[i].size};
+        }
+    }
+    if (nrounds == 0 && started_ms != 0 && n < cap) {
+        out[n++] = (hv_svg_point_t){started_ms, np};
+    }
+    if (ended_ms != 0 && n > 0 && n < cap) {
+        out[n++] = (hv_svg_point_t){ended_ms, 0};
+    }
+    return n;
+}
+
+size_t hv_page_tput_points(const hv_page_tsample_t *s, size_t n, uint64_t window_ms,
+                           hv_svg_point_t *out, size_t cap) {
+    size_t k = 0, from = 0;
+    for (size_t i = 1; i < n && k < cap; i++) {
+        if (s[i].t_ms < s[0].t_ms + window_ms) {
+            continue;
+        }
+        while (from + 1 < i && s[from + 1].t_ms + window_ms <= s[i].t_ms) {
+            from++; /* the newest sample at least window_ms older */
+        }
+        uint64_t dt = s[i].t_ms - s[from].t_ms;
+        if (dt == 0 || s[i].size == 0 || s[i].commits < s[from].commits) {
+            continue;
+        }
+        double v = (double)(s[i].commits - s[from].commits) * 1000.0 / (double)dt / s[i].size;
+        out[k++] = (hv_svg_point_t){s[i].t_ms, v};
+    }
+    return k;
 }

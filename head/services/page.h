@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "http.h"
+#include "svgchart.h"
 
 /* Every string below is borrowed and may be NULL (shown as ""). Times are wall-clock ms. */
 
@@ -58,6 +59,21 @@ typedef struct hv_page_cost_s {
     double instance_s, cost;
 } hv_page_cost_t;
 
+/* The fleet as pictures (core/svgchart.h draws them): series over [t0_ms, t1_ms]. */
+typedef struct hv_page_fleet_s {
+    uint64_t t0_ms, t1_ms;
+    const hv_svg_series_t *slots; /* slots held by each job over time, stacked (one per job) */
+    size_t nslots;
+} hv_page_fleet_t;
+
+/* One sample of a job's figures (the head's memory: page_serve.c samples the driver's totals
+ * each second): its workers' commits so far and its world size then. */
+typedef struct hv_page_tsample_s {
+    uint64_t t_ms;
+    uint64_t commits; /* summed over workers (each commits once per step) */
+    uint32_t size;
+} hv_page_tsample_t;
+
 typedef struct hv_page_cluster_s {
     const char *cluster_name;
     uint64_t now_ms;
@@ -76,6 +92,7 @@ typedef struct hv_page_cluster_s {
     double cost_total;
     uint32_t preemptions;
     int logout; /* the page is behind the login: show the log-out button */
+    hv_page_fleet_t fleet;
 } hv_page_cluster_t;
 
 /* One round (generation) of a job, from its round.open and round.close events' fields. */
@@ -105,6 +122,9 @@ typedef struct hv_page_jobview_s {
     const hv_page_worker_t *workers;
     size_t nworkers;
     int logout; /* the page is behind the login: show the log-out button */
+    /* Its world size and step throughput over [t0_ms, t1_ms] (either may have no points). */
+    uint64_t t0_ms, t1_ms;
+    hv_svg_series_t size_series, tput_series;
 } hv_page_jobview_t;
 
 /* Appends s HTML-escaped (& < > " ' and control bytes become entities or '?'). s NULL: nothing. */
@@ -119,6 +139,19 @@ void hv_page_render_missing(const char *cluster_name, const char *message, hv_ht
 /* The login form (POST /login with the field "token"); message (escaped) says why the last try
  * failed, or NULL. No reload script, no secret. */
 void hv_page_render_login(const char *cluster_name, const char *message, hv_http_reply_t *out);
+
+/* A job's world size over time from its rounds (oldest first): each closed round's size from
+ * its close; 0 from ended_ms (0: not ended). Without a round (a fixed-size job), np from
+ * started_ms. Writes at most cap points, returns how many. Pure. */
+size_t hv_page_size_points(const hv_page_round_t *rounds, size_t nrounds, uint64_t started_ms,
+                           uint64_t ended_ms, uint32_t np, hv_svg_point_t *out, size_t cap);
+
+/* A job's step throughput over time from its samples (ascending): at each sample at least
+ * window_ms after the first, the commits since the newest sample at least window_ms older,
+ * divided by the time between them and by the world size (steps per second per worker, i.e.
+ * the job's steps per second). Writes at most cap points, returns how many. Pure. */
+size_t hv_page_tput_points(const hv_page_tsample_t *s, size_t n, uint64_t window_ms,
+                           hv_svg_point_t *out, size_t cap);
 
 /* A duration in words for people: "850 ms", "12.3 s", "4m 05s", "2h 03m". Pure. */
 const char *hv_page_fmt_duration(uint64_t ms, char *buf, size_t len);

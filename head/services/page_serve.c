@@ -109,6 +109,114 @@ static void serve_demand(hv_driver_t *d, hv_page_job_t *jobs, size_t njobs) {
     hv_free(dem);
 }
 
+/* Live workers of j that are in the job (not leaving). */
+static uint32_t serve_live(const hv_djob_t *j) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        const hv_jm_worker_t *w = j->jm.w[i];
+        n += hv_wk_state_active(w->state) && !w->removed && !w->evict;
+    }
+    return n;
+}
+
+void hv_page_sample(hv_page_src_t *src, uint64_t now) {
+    for (const hv_djob_t *j = hv_driver_jobs(src->d); j != NULL; j = j->next) {
+        if (j->jm.state != HV_JOB_RUNNING || j->figs.reports == 0) {
+            continue;
+        }
+        hv_page_tjob_t *e = NULL, *spare = NULL;
+        for (size_t i = 0; i < HV_PAGE_TPUT_JOBS && e == NULL; i++) {
+            hv_page_tjob_t *t = &src->tput[i];
+            if (t->job_id == j->jm.id) {
+                e = t;
+                continue;
+            }
+            const hv_djob_t *o = t->job_id != 0 ? hv_driver_job(src->d, t->job_id) : NULL;
+            if (spare == NULL && (o == NULL || o->jm.state != HV_JOB_RUNNING)) {
+                spare = t; /* free, or its job ended: a running job's page needs it more */
+            }
+        }
+        if (e == NULL) {
+            if (spare == NULL) {
+                continue;
+            }
+            e = spare;
+            e->job_id = j->jm.id;
+            e->n = 0;
+        }
+        const hv_page_tsample_t *last = e->n > 0 ? &e->s[e->n - 1] : NULL;
+        uint32_t size = serve_live(j);
+        if (last != NULL && last->commits == j->figs.commits && last->size == size &&
+            now < last->t_ms + 5000) {
+            continue;
+        }
+        if (e->n == HV_PAGE_TPUT_SAMPLES) {
+            memmove(&e->s[0], &e->s[1], (HV_PAGE_TPUT_SAMPLES - 1) * sizeof(e->s[0]));
+            e->n--;
+        }
+        e->s[e->n++] = (hv_page_tsample_t){now, j->figs.commits, size};
+    }
+}
+
+/* The fleet chart's series: the slots each recent job held over the span, from its rounds
+ * (stored events). *pts and *names are owned by the caller (hv_free). */
+static size_t serve_fleet(hv_page_src_t *src, const hv_job_row_t *jrows, size_t nj, uint64_t now,
+                          hv_page_fleet_t *f, hv_svg_series_t *series, hv_svg_point_t **pts,
+                          char (*names)[80]) {
+    f->t1_ms = now;
+    f->t0_ms = now > HV_PAGE_FLEET_SPAN_MS ? now - HV_PAGE_FLEET_SPAN_MS : 0;
+    uint64_t earliest = now;
+    size_t ns = 0;
+    /* The newest jobs that held slots within the span, drawn oldest at the bottom. */
+    for (size_t i = 0; i < nj && ns < HV_PAGE_FLEET_JOBS; i++) {
+        const hv_job_row_t *r = &jrows[i];
+        if (r->started_ms == 0 || (r->ended_ms != 0 && r->ended_ms < f->t0_ms)) {
+            continue;
+        }
+        hv_event_row_t *ev = NULL;
+        size_t nev = 0;
+        if (hv_view_events(src->d, r->id, 0, HV_PAGE_MAX_EVENTS, &ev, &nev) != HV_OK) {
+            continue;
+        }
+        hv_page_round_t *rounds = hv_calloc(nev + 1, sizeof(*rounds));
+        char(*reasons)[HV_JM_REASON_MAX] = hv_calloc(nev + 1, HV_JM_REASON_MAX);
+        hv_svg_point_t *p = hv_calloc(nev + 2, sizeof(*p));
+        size_t np = 0;
+        if (rounds != NULL && reasons != NULL && p != NULL) {
+            size_t nr = hv_page_rounds(ev, nev, rounds, reasons, nev);
+            np = hv_page_size_points(rounds, nr, r->started_ms, r->ended_ms, r->np, p, nev + 2);
+        }
+        hv_free(rounds);
+        hv_free(reasons);
+        hv_view_events_free(ev, nev);
+        if (np == 0) {
+            hv_free(p);
+            continue;
+        }
+        earliest = p[0].t_ms < earliest ? p[0].t_ms : earliest;
+        snprintf(names[ns], sizeof(names[ns]), "job %" PRIu64 " (%.40s)", r->id,
+                 r->name != NULL ? r->name : "");
+        pts[ns] = p;
+        series[ns] = (hv_svg_series_t){names[ns], hv_svg_color(r->id), p, np};
+        ns++;
+    }
+    /* Oldest job at the bottom of the stack (the list came newest first). */
+    for (size_t a = 0, b = ns ? ns - 1 : 0; a < b; a++, b--) {
+        hv_svg_series_t t = series[a];
+        series[a] = series[b];
+        series[b] = t;
+    }
+    if (earliest > f->t0_ms && earliest < now) {
+        f->t0_ms = earliest; /* a young cluster: its span, not 15 empty minutes */
+    }
+    if (f->t1_ms <= f->t0_ms) {
+        f->t0_ms = f->t1_ms - 1;
+    }
+    f->slots = series;
+    f->nslots = ns;
+    return ns;
+}
+
 void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, void *ud) {
     (void)req;
     hv_page_src_t *src = ud;
@@ -207,7 +315,14 @@ void hv_page_serve_cluster(const hv_http_request_t *req, hv_http_reply_t *rep, v
         .preemptions = r.preemptions,
         .logout = src->login,
     };
+    hv_svg_series_t fseries[HV_PAGE_FLEET_JOBS];
+    hv_svg_point_t *fpts[HV_PAGE_FLEET_JOBS] = {0};
+    char fnames[HV_PAGE_FLEET_JOBS][80];
+    size_t nf = serve_fleet(src, jrows, nj, now, &c.fleet, fseries, fpts, fnames);
     hv_page_render_cluster(&c, rep);
+    for (size_t i = 0; i < nf; i++) {
+        hv_free(fpts[i]);
+    }
 out:
     hv_free(actors);
     hv_free(ci);
@@ -312,6 +427,31 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
     serve_job_fields(&row, &v.job);
     serve_demand(src->d, &v.job, 1);
     v.nrounds = hv_page_rounds(ev, nev, rounds, reasons, nev);
+    /* Its world size and throughput over its life (the last 15 minutes of it at most). */
+    hv_svg_point_t *spts = hv_calloc(v.nrounds + 2, sizeof(*spts));
+    hv_svg_point_t *tpts = hv_calloc(HV_PAGE_TPUT_SAMPLES, sizeof(*tpts));
+    if (spts == NULL || tpts == NULL) {
+        hv_free(spts);
+        hv_free(tpts);
+        rep->oom = 1;
+        goto out;
+    }
+    v.t1_ms = row.ended_ms != 0 ? row.ended_ms : v.now_ms;
+    v.t0_ms = row.started_ms != 0 ? row.started_ms : v.t1_ms;
+    if (v.t1_ms > v.t0_ms + HV_PAGE_FLEET_SPAN_MS) {
+        v.t0_ms = v.t1_ms - HV_PAGE_FLEET_SPAN_MS;
+    }
+    size_t nsp = hv_page_size_points(rounds, v.nrounds, row.started_ms, row.ended_ms, row.np, spts,
+                                     v.nrounds + 2);
+    v.size_series = (hv_svg_series_t){"workers", hv_svg_color(id), spts, nsp};
+    size_t ntp = 0;
+    for (size_t i = 0; i < HV_PAGE_TPUT_JOBS; i++) {
+        if (src->tput[i].job_id == id) {
+            ntp = hv_page_tput_points(src->tput[i].s, src->tput[i].n, HV_PAGE_TPUT_WINDOW_MS, tpts,
+                                      HV_PAGE_TPUT_SAMPLES);
+        }
+    }
+    v.tput_series = (hv_svg_series_t){"steps/s", hv_svg_color(id), tpts, ntp};
     for (size_t i = 0; i < nw; i++) {
         const hv_dworker_t *w = (const hv_dworker_t *)dj->jm.w[i];
         const hv_dnode_t *node = hv_driver_node(src->d, w->jm.node_id);
@@ -327,6 +467,8 @@ void hv_page_serve_job(const hv_http_request_t *req, hv_http_reply_t *rep, void 
     v.workers = ws;
     v.nworkers = nw;
     hv_page_render_job(&v, rep);
+    hv_free(spts);
+    hv_free(tpts);
 out:
     hv_free(ws);
     hv_free(reasons);

@@ -24,6 +24,21 @@
 #define HV_PAGE_MAX_ACTORS 200  /* actors the cluster page lists, newest first */
 #define HV_PAGE_MAX_EVENTS 2000 /* newest events of a job read for its rounds */
 
+#define HV_PAGE_FLEET_JOBS 12         /* jobs drawn on the cluster page's fleet chart */
+#define HV_PAGE_FLEET_SPAN_MS 900000u /* the fleet chart's span: the last 15 minutes at most */
+#define HV_PAGE_TPUT_JOBS 32          /* jobs whose figures are sampled (the newest running) */
+#define HV_PAGE_TPUT_SAMPLES 240      /* samples kept per job (the oldest go first) */
+#define HV_PAGE_TPUT_WINDOW_MS                                                                     \
+    10000u /* a throughput point spans at least this long (workers
+                                         report their figures every 10 s) */
+
+/* One job's samples of its figures (memory only: a restarted head starts again). */
+typedef struct hv_page_tjob_s {
+    uint64_t job_id; /* 0: a free entry */
+    size_t n;
+    hv_page_tsample_t s[HV_PAGE_TPUT_SAMPLES]; /* ascending */
+} hv_page_tjob_t;
+
 /* What the handlers read; every pointer borrowed and outliving the listener. */
 typedef struct hv_page_src_s {
     const hv_head_config_t *cfg;
@@ -34,7 +49,13 @@ typedef struct hv_page_src_s {
     hv_page_sessions_t sessions; /* the logged-in browsers (owned) */
     uint64_t login_refused;      /* logins refused for their token (the metrics count them) */
     hv_page_logins_t logins;     /* wrong tokens per client address (owned) */
+    hv_page_tjob_t tput[HV_PAGE_TPUT_JOBS]; /* the running jobs' figures over time */
 } hv_page_src_t;
+
+/* Samples the running jobs' figures (their commits so far and their size) for the job page's
+ * throughput chart; main.c calls it once a second. A sample is kept when the commits moved or
+ * the last one is 5 s old. A job no longer running gives its entry up to a newer one. */
+void hv_page_sample(hv_page_src_t *src, uint64_t now_wall_ms);
 
 /* The rounds of a job (oldest first, at most cap) from its events (ascending seq): round.open
  * and round.close decide by their fields (generation, reason code, rollback, duration, and the

@@ -496,7 +496,89 @@ static void case_rounds_from_fields(void) {
     CHECK_EQ(r[2].closed_ms, 0);
 }
 
-HV_CHECK_MAIN(NULL, NULL, {"escape", case_escape}, {"duration", case_duration},
-              {"cluster", case_cluster}, {"actors", case_actors}, {"job", case_job},
-              {"routes", case_routes}, {"sessions", case_sessions}, {"login_form", case_login_form},
-              {"login_limit", case_login_limit}, {"rounds_from_fields", case_rounds_from_fields})
+/* The fleet's pictures: a job's size over time from its rounds, its throughput from samples,
+ * and the cluster page's stacked chart in the HTML with the jobs' colours. */
+static void case_fleet_charts(void) {
+    hv_page_round_t r[] = {{.generation = 1, .closed_ms = 1000, .size = 2},
+                           {.generation = 2, .closed_ms = 0, .size = 0}, /* still open */
+                           {.generation = 3, .closed_ms = 3000, .size = 4},
+                           {.generation = 4, .closed_ms = 9000, .size = 1}}; /* after the end */
+    hv_svg_point_t p[8];
+    size_t n = hv_page_size_points(r, 4, 500, 5000, 9, p, 8);
+    CHECK_EQ(n, 3);
+    CHECK(p[0].t_ms == 1000 && p[0].v == 2);
+    CHECK(p[1].t_ms == 3000 && p[1].v == 4);
+    CHECK(p[2].t_ms == 5000 && p[2].v == 0);
+    n = hv_page_size_points(NULL, 0, 500, 0, 3, p, 8); /* fixed size, running */
+    CHECK_EQ(n, 1);
+    CHECK(p[0].t_ms == 500 && p[0].v == 3);
+    CHECK_EQ(hv_page_size_points(NULL, 0, 0, 0, 3, p, 8), 0); /* never started */
+    CHECK_EQ(hv_page_size_points(r, 4, 500, 5000, 9, p, 2), 2);
+
+    /* 4 workers commit 2 steps a second each (8 commits/s in all): 2 steps/s. */
+    hv_page_tsample_t s[] = {{0, 0, 4},       {5000, 40, 4},   {10000, 80, 4},
+                             {15000, 120, 4}, {20000, 120, 4}, {30000, 120, 2}};
+    hv_svg_point_t t[8];
+    n = hv_page_tput_points(s, 6, 10000, t, 8);
+    CHECK_EQ(n, 4);
+    CHECK(t[0].t_ms == 10000 && t[0].v == 2.0);
+    CHECK(t[1].t_ms == 15000 && t[1].v == 2.0);
+    CHECK(t[2].t_ms == 20000 && t[2].v == 1.0);              /* 40 commits in the last 10 s */
+    CHECK(t[3].t_ms == 30000 && t[3].v == 0.0);              /* stalled */
+    CHECK_EQ(hv_page_tput_points(s, 2, 10000, t, 8), 0);     /* less than one window */
+    hv_page_tsample_t back[] = {{0, 50, 2}, {10000, 10, 2}}; /* a restarted count: no point */
+    CHECK_EQ(hv_page_tput_points(back, 2, 10000, t, 8), 0);
+
+    hv_svg_point_t a[] = {{T0 - 60000, 2}, {T0 - 30000, 4}};
+    hv_svg_point_t b[] = {{T0 - 30000, 2}};
+    hv_svg_series_t ser[] = {{"job 1 (a)", hv_svg_color(1), a, 2},
+                             {"job 2 (<b>)", hv_svg_color(2), b, 1}};
+    hv_page_cluster_t c = {.cluster_name = "x",
+                           .now_ms = T0,
+                           .fleet = {.t0_ms = T0 - 60000, .t1_ms = T0, .slots = ser, .nslots = 2}};
+    hv_http_reply_t o = {0};
+    hv_page_render_cluster(&c, &o);
+    CHECK(has(&o, "<h2>Fleet</h2>"));
+    CHECK(has(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"hv-chart fleet-slots\""));
+    char col[32];
+    snprintf(col, sizeof(col), "fill=\"#%06x\"", (unsigned)hv_svg_color(2));
+    CHECK(has(&o, col));
+    CHECK(has(&o, "data-label=\"job 2 (&lt;b&gt;)\""));
+    CHECK(!has(&o, "(<b>)"));
+    reply_free(&o);
+    /* A job's page: its size and throughput charts; without throughput, a line says why. */
+    hv_svg_point_t tp[] = {{T0 - 20000, 2.5}};
+    hv_page_jobview_t v = {.cluster_name = "x",
+                           .now_ms = T0,
+                           .job = {.id = 1, .name = "a", .state = "running"},
+                           .t0_ms = T0 - 60000,
+                           .t1_ms = T0,
+                           .size_series = {"workers", hv_svg_color(1), a, 2},
+                           .tput_series = {"steps/s", hv_svg_color(1), tp, 1}};
+    hv_page_render_job(&v, &o);
+    CHECK(has(&o, "class=\"hv-chart job-size\""));
+    CHECK(has(&o, "class=\"hv-chart job-tput\""));
+    CHECK(!has(&o, "no-tput"));
+    reply_free(&o);
+    v.tput_series.n = 0;
+    hv_page_render_job(&v, &o);
+    CHECK(has(&o, "class=\"hv-chart job-size\""));
+    CHECK(!has(&o, "job-tput"));
+    CHECK(has(&o, "id=\"no-tput\""));
+    reply_free(&o);
+    v.t0_ms = v.t1_ms = 0; /* never started: no pictures */
+    hv_page_render_job(&v, &o);
+    CHECK(!has(&o, "<svg"));
+    reply_free(&o);
+    c.fleet.nslots = 0;
+    hv_page_render_cluster(&c, &o);
+    CHECK(has(&o, "No job held slots lately."));
+    CHECK(!has(&o, "<svg"));
+    reply_free(&o);
+}
+
+HV_CHECK_MAIN(NULL, NULL, {"fleet_charts", case_fleet_charts}, {"escape", case_escape},
+              {"duration", case_duration}, {"cluster", case_cluster}, {"actors", case_actors},
+              {"job", case_job}, {"routes", case_routes}, {"sessions", case_sessions},
+              {"login_form", case_login_form}, {"login_limit", case_login_limit},
+              {"rounds_from_fields", case_rounds_from_fields})
