@@ -208,6 +208,33 @@ static void case_note(void) {
     CHECK_EQ(n, 3);
 }
 
-HV_CHECK_MAIN(NULL, NULL, {"note", case_note}, {"default", case_default},
-              {"one_size", case_one_size}, {"fits", case_fits}, {"peak", case_peak},
-              {"two_odd", case_two_odd}, {"samples_used", case_samples_used})
+/* The driver's path: each worker of a round reports its steps over the same time (the head adds
+ * them divided by the size), the table is fitted, and the job whose steps divide among its
+ * workers gains more from one more worker than the job whose step time does not depend on its
+ * size (elastic_train --compute-ms-per-sample against --step-delay-ms). */
+static void case_reports_to_gain(void) {
+    hv_tput_sample_t scal[4], flat[4];
+    size_t ns = 0, nf = 0;
+    for (uint32_t size = 1; size <= 2; size++) {
+        for (uint32_t w = 0; w < size; w++) {   /* every worker of the round reports */
+            for (int rep = 0; rep < 3; rep++) { /* three reports of 1 s each */
+                double scal_step = 0.100 / size + 0.005, flat_step = 0.050 + 0.001 / size;
+                hv_tput_note(scal, N(scal), &ns, size, 1.0 / scal_step / size, 1.0 / size);
+                hv_tput_note(flat, N(flat), &nf, size, 1.0 / flat_step / size, 1.0 / size);
+            }
+        }
+    }
+    CHECK_EQ(ns, 2);
+    hv_tput_model_t ms, mf;
+    CHECK_RC(hv_tput_fit(scal, ns, &ms), HV_OK);
+    CHECK_RC(hv_tput_fit(flat, nf, &mf), HV_OK);
+    CHECK_EQ(ms.kind, HV_TPUT_TWO);
+    CHECK_NEAR(hv_tput_rate(&ms, 2), 1.0 / 0.055, 1e-6);
+    CHECK_NEAR(hv_tput_rate(&mf, 1), 1.0 / 0.051, 1e-6);
+    CHECK(hv_tput_gain(&ms, 2) > 0.5);
+    CHECK(hv_tput_gain(&mf, 2) < 0.05);
+}
+
+HV_CHECK_MAIN(NULL, NULL, {"note", case_note}, {"reports_to_gain", case_reports_to_gain},
+              {"default", case_default}, {"one_size", case_one_size}, {"fits", case_fits},
+              {"peak", case_peak}, {"two_odd", case_two_odd}, {"samples_used", case_samples_used})
