@@ -48,9 +48,8 @@
 #define HEAD_BACKOFF_MAX_MS 2000
 #define HEAD_WATCH_POLL_MS 200 // the watcher checks its stop flag at least this often
 #define HEAD_KV_VALUE_MAX (64u << 10)
-#define HEAD_REPORT_MS                                                                             \
-    10000 // the watcher reports the worker's figures this often (by default:                      \
-          // HV_FIGURES_REPORT_MS, 200..600000, sets another period)
+// The watcher reports the worker's figures this often (HV_FIGURES_REPORT_MS sets another period).
+#define HEAD_REPORT_MS 10000
 #define HEAD_REPORT_CALL_MS 3000
 #define HEAD_SILENT_CALL_MS 2000   // one try of a report of silent neighbours
 #define HEAD_SILENT_BUDGET_MS 3000 // retried while the head is unreachable, this long at most
