@@ -26,9 +26,10 @@ PY
 }
 submit s -np 2 --min-np 1 --max-np 3 -- --epochs 100 --compute-ms-per-sample 2
 S_PID=$SUB_PID
+# S is job 1, F job 2: F is submitted once S runs.
+wait_for 30 size_is 1 2 || { cat "$TMP/queue.json"; fail "job S did not run with 2 workers"; }
 submit f -np 2 --min-np 1 --max-np 3 -- --epochs 100 --step-delay-ms 150
 F_PID=$SUB_PID
-wait_for 30 size_is 1 2 || { cat "$TMP/queue.json"; fail "job S did not run with 2 workers"; }
 wait_for 30 size_is 2 2 || { cat "$TMP/queue.json"; fail "job F did not run with 2 workers"; }
 sleep 3 # both measured at 2 (reports every 0.5 s)
 submit x -np 2 -- --epochs 1 --step-delay-ms 120
@@ -41,7 +42,6 @@ SUB_PID=$X_PID; wait_submit 60
 wait_for 20 size_is 1 3 || { cat "$TMP/queue.json"; fail "job S should have grown to 3 on X's slots"; }
 sleep 2
 size_is 2 1 || { cat "$TMP/queue.json"; fail "job F should have stayed at 1: a worker adds nothing to it"; }
-cat "$TMP/queue.json"
 "$BIN/hvctl" --head "$HEAD" cancel 1 >/dev/null 2>&1
 "$BIN/hvctl" --head "$HEAD" cancel 2 >/dev/null 2>&1
 events 1
