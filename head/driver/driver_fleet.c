@@ -5,7 +5,8 @@
  * priority and age; nodes with their capacity; which job's workers run where and which of them
  * are leaving), decides, and stores every decision that changed with its job's row before
  * driver.c acts on it (admits, shrinks, grows). With no namespaces configured yet every job is in
- * one namespace without a quota: priorities, then goodput. Threads: the loop thread only.
+ * one namespace without a quota: priorities, then goodput (each job's throughput per size fitted
+to its workers' step reports, j->tput: tput.h). Threads: the loop thread only.
  */
 #include "driver_int.h"
 
