@@ -1,6 +1,7 @@
 /* figures: see figures.h. */
 #include "figures.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -17,6 +18,47 @@ void hv__figures_add_allreduce(uint64_t n, uint64_t bytes, uint64_t ns) {
 void hv__figures_add_commit(uint64_t ns) {
     atomic_fetch_add_explicit(&commit_n, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&commit_ns, ns, memory_order_relaxed);
+}
+
+/* Steps waiting to be reported: those of the round now (cur) and of one before it at another
+ * size (prev: a report takes it first). Under step_mu (a commit and the reporter). */
+typedef struct steps_s {
+    uint32_t size;
+    uint64_t n, ns;
+} steps_t;
+static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
+static steps_t step_cur, step_prev;
+static uint32_t step_gen;
+static uint64_t step_last_ns; /* the last commit's time (0: none yet) */
+
+void hv__figures_add_step(uint32_t gen, uint32_t size, uint64_t now_ns) {
+    pthread_mutex_lock(&step_mu);
+    if (step_last_ns != 0 && gen == step_gen && size == step_cur.size && now_ns > step_last_ns) {
+        step_cur.n++;
+        step_cur.ns += now_ns - step_last_ns;
+    } else if (gen != step_gen || size != step_cur.size) {
+        if (step_cur.n > 0) {
+            step_prev = step_cur; /* at most one older size waits: an older one is dropped */
+        }
+        step_cur = (steps_t){.size = size};
+        step_gen = gen;
+    }
+    step_last_ns = now_ns;
+    pthread_mutex_unlock(&step_mu);
+}
+
+int hv__figures_take_steps(uint64_t *n, uint64_t *us, uint32_t *size) {
+    pthread_mutex_lock(&step_mu);
+    steps_t *t = step_prev.n > 0 ? &step_prev : step_cur.n > 0 ? &step_cur : NULL;
+    if (t != NULL) {
+        *n = t->n;
+        *us = t->ns / 1000;
+        *size = t->size;
+        t->n = 0;
+        t->ns = 0;
+    }
+    pthread_mutex_unlock(&step_mu);
+    return t != NULL;
 }
 
 void hv__figures_read(hv__figures_t *out) {

@@ -28,6 +28,14 @@ typedef struct hv__figures_s {
 void hv__figures_add_allreduce(uint64_t n, uint64_t bytes, uint64_t ns);
 /* One commit took ns nanoseconds. */
 void hv__figures_add_commit(uint64_t ns);
+/* Step throughput: a commit of round gen at world size `size` at monotonic now_ns. The time from
+ * the previous commit of the same round is one step (a reset's pause, between two rounds, is never
+ * in one). Steps wait, per size, until hv__figures_take_steps takes them. */
+void hv__figures_add_step(uint32_t gen, uint32_t size, uint64_t now_ns);
+/* Takes the steps waiting at one size (the older size first when a round changed it): 1 with *n
+ * steps that took *us microseconds at *size, cleared here; 0 when none wait. */
+int hv__figures_take_steps(uint64_t *n, uint64_t *us, uint32_t *size);
+
 /* Monotonic nanoseconds (what the callers time with). */
 uint64_t hv__figures_now_ns(void);
 /* The counters now. */

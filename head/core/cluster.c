@@ -4,6 +4,7 @@
 #include "cluster.h"
 #include "jobsize.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 uint64_t hv_cl_drain_hold_until(uint32_t notice_ms, int can_buy, uint64_t now_ms) {
@@ -118,25 +119,77 @@ int hv_cl_forget(int ended, int ending, int settled, uint64_t now, uint64_t ende
     return ended && !ending && settled && now > ended_ms + HV_CL_ENDED_KEEP_MS;
 }
 
+/* What j wants: to start (floor) and to grow (grow), as hv_cl_demand says. */
+static void job_wants(const hv_cl_job_t *j, uint32_t *floor, uint32_t *grow) {
+    *floor = 0;
+    *grow = 0;
+    uint32_t target = j->elastic && j->target > j->np ? j->target : j->np;
+    if (j->planned && j->quota_bound) {
+        return;
+    }
+    if (j->planned ? j->plan == 0 : j->pending) {
+        *floor = j->np;
+        *grow = target - j->np;
+    } else if (j->planned) {
+        if (j->elastic && j->target > j->plan &&
+            (j->pending || j->wants > 0 || j->plan < j->size)) {
+            *grow = j->target - j->plan;
+        }
+    } else {
+        *grow = j->wants;
+    }
+}
+
 size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
                     size_t cap) {
     size_t k = 0;
-    for (size_t i = 0; i < n && k < cap; i++) {
-        const hv_cl_job_t *j = &jobs[i];
-        uint32_t want = j->wants;
-        if (j->pending) {
-            want = j->elastic && j->target > j->np ? j->target : j->np;
-        }
-        if (want == 0) {
-            continue;
-        }
-        uint32_t take = pool < want ? pool : want;
-        pool -= take;
-        if (want > take) {
-            out[k].job_id = j->id;
-            out[k].workers = want - take;
-            out[k].pending = j->pending;
-            k++;
+    /* Two passes (floors, then growth), each by priority: the highest priority not yet visited
+     * in this pass, the input's order among equals. */
+    for (int pass = 0; pass < 2; pass++) {
+        int have = 0;
+        int32_t prio = 0; /* the priority visited last */
+        for (;;) {
+            int found = 0;
+            int32_t next = INT32_MIN;
+            for (size_t i = 0; i < n; i++) {
+                int32_t p = jobs[i].priority;
+                if ((!have || p < prio) && (!found || p > next)) {
+                    next = p;
+                    found = 1;
+                }
+            }
+            if (!found) {
+                break;
+            }
+            have = 1;
+            prio = next;
+            for (size_t i = 0; i < n; i++) {
+                const hv_cl_job_t *j = &jobs[i];
+                if (j->priority != prio) {
+                    continue;
+                }
+                uint32_t floor, grow;
+                job_wants(j, &floor, &grow);
+                uint32_t want = pass == 0 ? floor : grow;
+                uint32_t take = pool < want ? pool : want;
+                pool -= take;
+                if (want == take) {
+                    continue;
+                }
+                size_t at = k;
+                for (size_t q = 0; q < k; q++) {
+                    if (out[q].job_id == j->id) {
+                        at = q;
+                    }
+                }
+                if (at == k) {
+                    if (k == cap) {
+                        continue;
+                    }
+                    out[k++] = (hv_cl_demand_t){.job_id = j->id, .pending = floor > 0};
+                }
+                out[at].workers += want - take;
+            }
         }
     }
     return k;

@@ -84,6 +84,13 @@ typedef struct hv_cl_job_s {
     uint32_t np;     /* the workers it starts with */
     uint32_t target; /* elastic: the size it aims for (hv_jm_target) */
     uint32_t wants;  /* started: the workers it could use more now (hv_jm_wants) */
+    /* The fleet policy's plan for it (its last decision), when planned: */
+    int planned;      /* the policy decided about it (the fields below are read) */
+    uint32_t plan;    /* the workers the plan gives it now (0: it waits) */
+    int quota_bound;  /* it waits for its namespace's quota (WAIT_QUOTA): a node bought would
+                          not start it, so it asks for none */
+    int32_t priority; /* the demand goes by priority (higher first) */
+    uint32_t size;    /* started: its live workers now */
 } hv_cl_job_t;
 
 /* Workers one job wants that the free slots cannot give it now. */
@@ -93,10 +100,18 @@ typedef struct hv_cl_demand_s {
     int pending; /* the job has not started: it waits for these to start */
 } hv_cl_demand_t;
 
-/* The free slots (pool) go to the jobs in order, as a scheduling pass gives them; what a job
- * still wants beyond them is its demand. A pending job wants np to start and, when elastic, up
- * to its target; a started one what it wants more. Fills out (up to cap) in job order and
- * returns the count. */
+/* The demand the autoscaler buys for: the plan's (docs/scheduling.md, "Autoscaling").
+ * What each job wants beyond what it has or the plan gives it:
+ *   - a waiting job (planned: with plan 0; else pending): its floor (np) to start and, when elastic,
+ *     the growth up to its target; none while it waits for its namespace's quota;
+ *   - a started job the policy planned: elastic, target - plan (what the policy would give it
+ *     with more capacity: the growth it was not given, the workers it gives another job), none
+ *     when it wants nothing (finishing) and keeps its size; fixed-size: none;
+ *   - a started job not planned (the policy could not decide): what it wants (hv_jm_wants).
+ * The free slots the plan leaves (pool) go first, floors of every job before anyone's growth,
+ * each by priority (higher first, then the input's order). One entry per job (floor and growth
+ * added up; pending: it waits to start), in that order; fills out (up to cap), returns the
+ * count. */
 size_t hv_cl_demand(const hv_cl_job_t *jobs, size_t n, uint32_t pool, hv_cl_demand_t *out,
                     size_t cap);
 

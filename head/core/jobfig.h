@@ -23,6 +23,10 @@ typedef struct hv_jobfig_s {
     uint64_t allreduces;      /* tensors allreduced, summed over workers */
     uint64_t commits;         /* elastic state commits, summed over workers */
     uint64_t commit_us;       /* microseconds those commits took, summed over workers */
+    uint64_t steps;           /* steps (intervals between two commits of one round), summed */
+    uint64_t step_us;         /* microseconds those steps took, summed over workers */
+    uint32_t step_size;       /* a report's: the world size its steps ran at (0 with no steps);
+                                 a total's: the last reported */
     uint64_t reports;         /* reports added (0: the job never reported; nothing exported) */
 } hv_jobfig_t;
 
@@ -31,8 +35,10 @@ typedef struct hv_jobfig_s {
 #define HV_JOBFIG_MAX_BYTES ((uint64_t)1 << 50) /* 1 PiB */
 #define HV_JOBFIG_MAX_US ((uint64_t)1 << 40)    /* 12.7 days of time */
 #define HV_JOBFIG_MAX_COUNT ((uint64_t)1 << 40)
+#define HV_JOBFIG_MAX_SIZE 65536u /* a world size (tput.h's HV_TPUT_MAX_SIZE) */
 
-/* HV_OK when every field of a report (d->reports is ignored) is within the bounds above and the
+/* HV_OK when every field of a report (d->reports is ignored) is within the bounds above, steps
+ * come with a step_size of 1..HV_JOBFIG_MAX_SIZE (and a step_size only with steps), and the
  * report is not empty; HV_EINVAL otherwise, with the first field out of bounds named in err. */
 hv_err hv_jobfig_check(const hv_jobfig_t *d, char *err, size_t errlen);
 

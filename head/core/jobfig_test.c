@@ -54,6 +54,11 @@ static void case_check(void) {
         {{.allreduces = HV_JOBFIG_MAX_COUNT + 1}, HV_EINVAL, "allreduces"},
         {{.commits = UINT64_MAX}, HV_EINVAL, "commits"},
         {{.commits = 1, .commit_us = UINT64_MAX}, HV_EINVAL, "commit_us"},
+        {{.steps = 10, .step_us = 5000, .step_size = 4}, HV_OK, NULL},
+        {{.steps = 10, .step_us = 5000}, HV_EINVAL, "step_size"}, /* steps at no size */
+        {{.commits = 1, .step_size = 4}, HV_EINVAL, "step_size"}, /* a size with no steps */
+        {{.steps = 1, .step_size = HV_JOBFIG_MAX_SIZE + 1}, HV_EINVAL, "step_size"},
+        {{.steps = 1, .step_size = 2, .step_us = HV_JOBFIG_MAX_US + 1}, HV_EINVAL, "step_us"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char err[200] = "";

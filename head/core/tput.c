@@ -13,6 +13,38 @@ static int usable(const hv_tput_sample_t *s) {
            isfinite(s->work) && isfinite(s->seconds);
 }
 
+void hv_tput_note(hv_tput_sample_t *s, size_t cap, size_t *n, uint32_t size, double work,
+                  double seconds) {
+    hv_tput_sample_t add = {.size = size, .work = work, .seconds = seconds};
+    if (s == NULL || n == NULL || cap == 0 || !usable(&add)) {
+        return;
+    }
+    size_t at = *n, least = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (s[i].size == size) {
+            at = i;
+            break;
+        }
+        if (s[i].seconds < s[least].seconds) {
+            least = i;
+        }
+    }
+    if (at == *n) {
+        if (*n < cap) {
+            (*n)++;
+        } else {
+            at = least;
+        }
+        s[at] = (hv_tput_sample_t){.size = size};
+    }
+    if (s[at].seconds > HV_TPUT_KEEP_S) {
+        s[at].work /= 2;
+        s[at].seconds /= 2;
+    }
+    s[at].work += work;
+    s[at].seconds += seconds;
+}
+
 /* One size's samples added up: time per unit of work and its weight (seconds observed). */
 typedef struct point_s {
     double n, t, w;

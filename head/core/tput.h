@@ -48,6 +48,7 @@
 #define HV_TPUT_SERIAL 0.05 /* the default shape's part of a step that does not divide */
 #define HV_TPUT_MIN_S 0.5   /* a size observed for less (seconds in all) is not used */
 #define HV_TPUT_MAX_SIZE 65536u
+#define HV_TPUT_KEEP_S 600.0 /* a size observed longer has its old observations halved */
 
 /* What a job measured at one size: work done (steps or samples) in seconds of running at that
  * size (a reset's pause not included). */
@@ -70,6 +71,15 @@ typedef struct hv_tput_model_s {
     uint32_t sizes;   /* distinct sizes the fit used */
     uint32_t largest; /* the largest of them (0: none) */
 } hv_tput_model_t;
+
+/* Adds what a job measured (work done in seconds at size) to its table s of *n samples, one per
+ * size, at most cap: to that size's sample, or a new one, or, the table being full, in place of
+ * the sample observed for the fewest seconds. A sample observed longer than HV_TPUT_KEEP_S has its
+ * work and seconds halved first (its rate stays; newer observations weigh as much as older ones,
+ * so a job whose step time drifts is followed). Nothing is added for a size of 0 or above
+ * HV_TPUT_MAX_SIZE, or work or seconds not positive and finite. */
+void hv_tput_note(hv_tput_sample_t *s, size_t cap, size_t *n, uint32_t size, double work,
+                  double seconds);
 
 /* The default shape (nothing measured), one unit of work per second at size 1. */
 void hv_tput_default(hv_tput_model_t *m);

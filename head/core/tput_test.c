@@ -161,6 +161,80 @@ static void case_samples_used(void) {
     CHECK_RC(hv_tput_fit(split, 2, NULL), HV_EINVAL);
 }
 
-HV_CHECK_MAIN(NULL, NULL, {"default", case_default}, {"one_size", case_one_size},
-              {"fits", case_fits}, {"peak", case_peak}, {"two_odd", case_two_odd},
-              {"samples_used", case_samples_used})
+/* The driver's table of observations: a size adds to its own sample, a new size takes a free
+ * entry or the one observed the shortest, old observations are halved past HV_TPUT_KEEP_S, and
+ * garbage is not added. */
+static void case_note(void) {
+    hv_tput_sample_t s[3];
+    size_t n = 0;
+    static const struct {
+        uint32_t size;
+        double work, secs;
+        size_t want_n;
+        uint32_t want_size; /* the sample written */
+        double want_work, want_secs;
+    } rows[] = {
+        {2, 20, 10, 1, 2, 20, 10},       /* new size: a new entry */
+        {2, 10, 5, 1, 2, 30, 15},        /* the same size adds */
+        {4, 40, 10, 2, 4, 40, 10},       /* another */
+        {8, 80, 20, 3, 8, 80, 20},       /* the table is full now */
+        {16, 16, 1, 3, 16, 16, 1},       /* replaces the shortest observed (4: 10 s) */
+        {0, 10, 10, 3, 0, 0, 0},         /* garbage: nothing */
+        {3, -1, 10, 3, 0, 0, 0},         /* garbage */
+        {3, NAN, 10, 3, 0, 0, 0},        /* garbage */
+        {70000, 1, 1, 3, 0, 0, 0},       /* too large */
+        {8, 1000, 600, 3, 8, 1080, 620}, /* 620 s at 8 now */
+        {8, 10, 10, 3, 8, 550, 320},     /* past KEEP_S: halved, then added */
+    };
+    for (size_t i = 0; i < N(rows); i++) {
+        hv_tput_note(s, N(s), &n, rows[i].size, rows[i].work, rows[i].secs);
+        CHECK_EQ(n, rows[i].want_n);
+        if (rows[i].want_size == 0) {
+            continue;
+        }
+        int found = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (s[k].size == rows[i].want_size) {
+                found = 1;
+                CHECK_NEAR(s[k].work, rows[i].want_work, 1e-12);
+                CHECK_NEAR(s[k].seconds, rows[i].want_secs, 1e-12);
+            }
+            CHECK(s[k].size != 4 || i < 4); /* 4 was replaced */
+        }
+        CHECK(found);
+    }
+    hv_tput_note(NULL, 3, &n, 2, 1, 1); /* no table: nothing, no crash */
+    hv_tput_note(s, 0, &n, 2, 1, 1);
+    CHECK_EQ(n, 3);
+}
+
+/* The driver's path: each worker of a round reports its steps over the same time (the head adds
+ * them divided by the size), the table is fitted, and the job whose steps divide among its
+ * workers gains more from one more worker than the job whose step time does not depend on its
+ * size (elastic_train --compute-ms-per-sample against --step-delay-ms). */
+static void case_reports_to_gain(void) {
+    hv_tput_sample_t scal[4], flat[4];
+    size_t ns = 0, nf = 0;
+    for (uint32_t size = 1; size <= 2; size++) {
+        for (uint32_t w = 0; w < size; w++) {   /* every worker of the round reports */
+            for (int rep = 0; rep < 3; rep++) { /* three reports of 1 s each */
+                double scal_step = 0.100 / size + 0.005, flat_step = 0.050 + 0.001 / size;
+                hv_tput_note(scal, N(scal), &ns, size, 1.0 / scal_step / size, 1.0 / size);
+                hv_tput_note(flat, N(flat), &nf, size, 1.0 / flat_step / size, 1.0 / size);
+            }
+        }
+    }
+    CHECK_EQ(ns, 2);
+    hv_tput_model_t ms, mf;
+    CHECK_RC(hv_tput_fit(scal, ns, &ms), HV_OK);
+    CHECK_RC(hv_tput_fit(flat, nf, &mf), HV_OK);
+    CHECK_EQ(ms.kind, HV_TPUT_TWO);
+    CHECK_NEAR(hv_tput_rate(&ms, 2), 1.0 / 0.055, 1e-6);
+    CHECK_NEAR(hv_tput_rate(&mf, 1), 1.0 / 0.051, 1e-6);
+    CHECK(hv_tput_gain(&ms, 2) > 0.5);
+    CHECK(hv_tput_gain(&mf, 2) < 0.05);
+}
+
+HV_CHECK_MAIN(NULL, NULL, {"note", case_note}, {"reports_to_gain", case_reports_to_gain},
+              {"default", case_default}, {"one_size", case_one_size}, {"fits", case_fits},
+              {"peak", case_peak}, {"two_odd", case_two_odd}, {"samples_used", case_samples_used})

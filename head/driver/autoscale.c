@@ -507,7 +507,8 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
     }
     size_t nd = hv_driver_demand(a->d, dd, AS_MAX_DEMAND);
     for (size_t k = 0; k < nd; k++) {
-        snprintf(what[k], sizeof(what[k]), "job %" PRIu64, dd[k].job_id);
+        snprintf(what[k], sizeof(what[k]), "job %" PRIu64 " (%s)", dd[k].job_id,
+                 dd[k].pending ? "to start" : "to grow");
         dem[k] = (hv_as_demand_t){
             .workers = dd[k].workers, .slots_per_worker = 1, .gpus_per_worker = 0, .what = what[k]};
     }

@@ -1211,15 +1211,31 @@ size_t hv_driver_demand(hv_driver_t *d, hv_driver_demand_t *out, size_t cap) {
         return 0;
     }
     size_t n = 0;
+    uint32_t pool = hv_driver_free_slots(d, 0), adds = 0;
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        /* The plan: the fleet policy's last decision about the job (driver_fleet.c). */
+        uint32_t live = 0;
+        for (size_t i = 0; i < j->jm.nw; i++) {
+            const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
+            live += wlive(w) && !w->jm.removed && !w->jm.evict;
+        }
+        int planned = j->fleet_decided && job_active(j);
         jobs[n++] = (hv_cl_job_t){.id = j->jm.id,
                                   .pending = j->jm.state == HV_JOB_PENDING,
                                   .elastic = j->jm.p.elastic,
                                   .np = j->np,
                                   .target = hv_jm_target(&j->jm.p),
-                                  .wants = hv_jm_wants(&j->jm)};
+                                  .wants = hv_jm_wants(&j->jm),
+                                  .planned = planned,
+                                  .plan = j->fleet_target,
+                                  .quota_bound = j->fleet_reason == HV_FL_WAIT_QUOTA,
+                                  .priority = j->priority,
+                                  .size = live};
+        if (planned && j->fleet_target > live) {
+            adds += j->fleet_target - live; /* the free slots the plan gives already */
+        }
     }
-    n = hv_cl_demand(jobs, n, hv_driver_free_slots(d, 0), out, cap);
+    n = hv_cl_demand(jobs, n, pool > adds ? pool - adds : 0, out, cap);
     hv_free(jobs);
     return n;
 }
@@ -2051,6 +2067,13 @@ hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     HV_TRY(hv_jobfig_check(delta, err, errlen));
     /* Memory only: counters that start again with each head process, as Prometheus expects. */
     hv_jobfig_add(&j->figs, delta);
+    if (delta->steps > 0 && delta->step_size > 0) {
+        /* Per world size, as one worker saw it: every worker of the round reports its own steps
+         * over the same time, so each adds 1/size of them. */
+        double n = delta->step_size;
+        hv_tput_note(j->tput, HV_DRV_TPUT_SIZES, &j->ntput, delta->step_size,
+                     (double)delta->steps / n, (double)delta->step_us / 1e6 / n);
+    }
     if (delta->commits > 0) {
         hv_jm_note_commit(&j->jm); /* the job is never restarted from the beginning now */
     }

@@ -34,6 +34,9 @@
 #include "nodes.h"
 #include "records.h"
 #include "ringev.h"
+#include "tput.h"
+
+#define HV_DRV_TPUT_SIZES 8 /* world sizes a job's throughput is kept for */
 
 typedef struct hv_driver_s hv_driver_t;
 /* The store layer's handles, opaque here (head/store/; the driver's own files see them). */
@@ -175,6 +178,10 @@ struct hv_djob_s {
     int dirty_row;                               /* row fields changed outside jobm */
     hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
     hv_jobfig_t figs;   /* its workers' own figures, summed from their reports (memory only) */
+    /* Its step throughput per world size, from the same reports (memory only: rebuilt from the
+     * reports after a head restart; meanwhile the fleet policy uses tput.h's default shape). */
+    hv_tput_sample_t tput[HV_DRV_TPUT_SIZES];
+    size_t ntput;
     /* Its state copies' places (driver.c, loop thread; the rows are in the store). */
     char copy_path[512];    /* the head's copy's file ("" none) */
     char durable_key[512];  /* the durable copy's key in the tier ("" none) */

@@ -9,7 +9,8 @@
  * limit) unless the config lists one: a job is in its hvsubmit --namespace, and one whose
  * namespace is not listed counts in "default"; the slots, GPUs and memory that actors hold count
  * against their namespace's quota the same way. With none configured every job is in "default":
- * priorities, then goodput. Threads: the loop thread only.
+ * priorities, then goodput (each job's throughput per size fitted to its workers' step reports,
+ * j->tput: tput.h). Threads: the loop thread only.
  */
 #include "driver_int.h"
 
@@ -165,6 +166,14 @@ static void job_input(const hv_driver_t *d, const hv_djob_t *j, hv_fl_job_t *o) 
     }
 }
 
+/* j's throughput per size, fitted to what its workers reported (tput.h; the default shape until
+ * a size was observed for HV_TPUT_MIN_S): what the policy's goodput rule (fleet.h rule 4) reads. */
+static void job_tput(const hv_djob_t *j, hv_tput_model_t *m) {
+    if (hv_tput_fit(j->tput, j->ntput, m) != HV_OK) {
+        hv_tput_default(m);
+    }
+}
+
 hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
     memset(f, 0, sizeof(*f));
     uint64_t wall = hv_wall_ms();
@@ -178,9 +187,10 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
     hv_fl_job_t *jobs = hv_calloc(nj + 1, sizeof(*jobs));
     hv_fl_node_t *nodes = hv_calloc(nn + 1, sizeof(*nodes));
     hv_fl_use_t *use = hv_calloc(nj * nn + 1, sizeof(*use));
+    hv_tput_model_t *tput = hv_calloc(nj + 1, sizeof(*tput));
     f->jobs = hv_calloc(nj + 1, sizeof(*f->jobs));
     hv_err rc = HV_ENOMEM;
-    if (jobs == NULL || nodes == NULL || use == NULL || f->jobs == NULL) {
+    if (jobs == NULL || nodes == NULL || use == NULL || tput == NULL || f->jobs == NULL) {
         goto out;
     }
     size_t k = 0;
@@ -214,6 +224,8 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
         size_t ji = f->njobs;
         f->jobs[f->njobs++] = j;
         job_input(d, j, &jobs[ji]);
+        job_tput(j, &tput[ji]);
+        jobs[ji].tput = &tput[ji];
         for (size_t ni = 0; ni < k; ni++) {
             uint32_t in, leaving;
             job_counts(j, nodes[ni].id, &in, &leaving);
@@ -293,6 +305,7 @@ out:
     hv_free(jobs);
     hv_free(nodes);
     hv_free(use);
+    hv_free(tput);
     return rc;
 }
 

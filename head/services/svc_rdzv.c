@@ -260,12 +260,15 @@ static void rdzv_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                      .allreduce_us = req->allreduce_us,
                      .allreduces = req->allreduces,
                      .commits = req->commits,
-                     .commit_us = req->commit_us};
+                     .commit_us = req->commit_us,
+                     .steps = req->steps,
+                     .step_us = req->step_us,
+                     .step_size = req->step_size};
     char err[600];
     /* A report of silent neighbours alone carries no figures (an empty report of figures is
      * refused otherwise). */
     int figs = (req->allreduce_bytes | req->allreduce_us | req->allreduces | req->commits |
-                req->commit_us) != 0;
+                req->commit_us | req->steps | req->step_us | req->step_size) != 0;
     hv_err rc = HV_OK;
     if (figs || req->n_silent == 0) {
         rc = hv_driver_rdzv_report(s->d, req->job_id, req->worker_id, req->generation, &d, err,

@@ -747,7 +747,9 @@ hv_err hv_state_commit(hv_state_t *st) {
     if (st->copier != NULL && a->rank == 0) {
         copy_offer(st, a->generation);
     }
-    hv__figures_add_commit(hv__figures_now_ns() - t0);
+    uint64_t t1 = hv__figures_now_ns();
+    hv__figures_add_commit(t1 - t0);
+    hv__figures_add_step(a->generation, (uint32_t)size, t1);
     if (st->commits == 1) {
         /* The head learns of the process' first commit before training goes on: a job whose
          * members are all lost is restarted from the beginning only when none reported one

@@ -48,7 +48,8 @@
 #define HEAD_BACKOFF_MAX_MS 2000
 #define HEAD_WATCH_POLL_MS 200 // the watcher checks its stop flag at least this often
 #define HEAD_KV_VALUE_MAX (64u << 10)
-#define HEAD_REPORT_MS 10000 // the watcher reports the worker's figures this often
+// The watcher reports the worker's figures this often (HV_FIGURES_REPORT_MS sets another period).
+#define HEAD_REPORT_MS 10000
 #define HEAD_REPORT_CALL_MS 3000
 #define HEAD_SILENT_CALL_MS 2000   // one try of a report of silent neighbours
 #define HEAD_SILENT_BUDGET_MS 3000 // retried while the head is unreachable, this long at most
@@ -66,6 +67,7 @@ typedef struct head_client_s {
     pthread_mutex_t rep_mu; // guards the report state below (watcher and training threads)
     hv__figures_t sent;     // the figures the head has (what Report carried so far)
     uint64_t sent_ms;       // monotonic ms of the last report sent (or tried)
+    uint64_t report_ms;     // the period of the reports (HEAD_REPORT_MS, HV_FIGURES_REPORT_MS)
     int no_report;          // 1: the head does not serve Report (an older head): never again
     uint32_t generation;    // the round of the last join (rep_mu: the report threads read it)
     // Silent ring neighbours (note_silent) waiting for the silence thread, under sil_mu.
@@ -245,6 +247,11 @@ static void head_report(head_client_t *c) {
     req.allreduces = d.allreduces;
     req.commits = d.commits;
     req.commit_us = d.commit_us;
+    /* Steps at one size (a failed call loses them: the next ones measure the same). */
+    if (hv__figures_take_steps(&req.steps, &req.step_us, &req.step_size) && req.step_us == 0) {
+        req.steps = 0; /* not measurable: under a microsecond in all */
+        req.step_size = 0;
+    }
     req.generation = c->generation;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st = {0};
@@ -350,7 +357,7 @@ static void head_note_silent(void *ctx, uint32_t generation, uint64_t worker_id,
 /* Whether a periodic report is due (the watcher asks after each poll). */
 static int head_report_due(head_client_t *c) {
     pthread_mutex_lock(&c->rep_mu);
-    int due = !c->no_report && hv_now_ms() - c->sent_ms >= HEAD_REPORT_MS;
+    int due = !c->no_report && hv_now_ms() - c->sent_ms >= c->report_ms;
     pthread_mutex_unlock(&c->rep_mu);
     return due;
 }
@@ -822,6 +829,19 @@ hv_err hv__rdzv_head_client(const char *head_addr, uint64_t job_id, uint64_t wor
     pthread_cond_init(&c->sil_cv, NULL);
     hv__figures_read(&c->sent);
     c->sent_ms = hv_now_ms();
+    c->report_ms = HEAD_REPORT_MS;
+    const char *rms = getenv("HV_FIGURES_REPORT_MS");
+    if (rms != NULL && rms[0] != '\0') {
+        char *end = NULL;
+        unsigned long v = strtoul(rms, &end, 10);
+        if (*end != '\0' || v < 200 || v > 600000) {
+            HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-REPORT-MS",
+                   "HV_FIGURES_REPORT_MS='%.32s' is not 200..600000 ms: reporting every %d ms", rms,
+                   HEAD_REPORT_MS);
+        } else {
+            c->report_ms = v;
+        }
+    }
     out->ops = &head_ops;
     out->ctx = c;
     return HV_OK;
