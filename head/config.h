@@ -96,6 +96,8 @@ typedef struct hv_head_config_s {
         uint32_t starve_ms;          /* a job waiting longer goes before the jobs behind it;
                                         60000 */
         uint32_t age_ms; /* waiting this long counts one priority higher; 600000; 0: never */
+        int fcfs;        /* fleet.policy: fleet (0, default) | fcfs (1): the queue before issue 26,
+                            first come, first served, for comparisons (bench_fleet.sh --real) */
     } fleet;
     /* The durable tier of the jobs' state copies (docs/RELIABILITY.md "The durable tier"): the
      * head writes its newest copy of each running elastic job there every interval_s seconds,
