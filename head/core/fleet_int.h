@@ -45,6 +45,7 @@ typedef struct hv__fl_ws_s {
     hv__fl_job_t *jobs;
     hv_fl_res_t total; /* every schedulable node's capacity: the shares' denominator */
     hv_fl_res_t avail; /* what is left to grant in this allocation */
+    hv_fl_res_t low;   /* of it, granted to floors that stay out of the reserve (rule 8) */
     hv_fl_res_t *used; /* per namespace */
     uint32_t seq;
     size_t last_admit; /* the newest admission granted, index + 1 (a preemption's cause) */
