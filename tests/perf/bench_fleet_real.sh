@@ -88,14 +88,14 @@ EOF
     while IFS=$'\t' read -r at id args; do
         case $at in '#'*) continue ;; esac
         now=$(date +%s.%N)
-        sleep "$(awk -v a="$at" -v t="$t0" -v n="$now" 'BEGIN { d = t + a - n; print d > 0 ? d : 0 }')"
+        sleep "$(awk -v a="$at" -v t="$t0" -v n="$now" 'BEGIN { d = t + a - n; print (d > 0 ? d : 0) }')"
         local hv=${args%% -- *} prog=${args#* -- elastic_train }
         # shellcheck disable=SC2086
         "$BIN/hvsubmit" --head "$HEAD" --quiet $hv "$TRAIN" --test-limit 500 $prog \
             >"$DIR/job-$id.out" 2>"$DIR/job-$id.err" &
         subs="$subs $!"
+        PIDS="$PIDS $!"
     done <"$DIR/workload.txt"
-    PIDS="$PIDS $subs"
     local i=0 left=1 rc=0
     while [ $left -gt 0 ] && [ $i -lt $((CAP * 10)) ]; do
         left=0

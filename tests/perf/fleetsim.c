@@ -7,7 +7,13 @@
  *   fleet   head/core/fleet.c's policy, each job's throughput model fitted by head/core/tput.c
  *           from what the job measured so far (with --noise), namespaces of equal weight with
  *           no quota (--fleet-quota partition: each namespace's part of the static partition as
- *           its guaranteed quota, borrowing unlimited).
+ *           its guaranteed quota, borrowing unlimited);
+ *   fleet-reserve  the same with fleet.h's rule 8, a reserve of --reserve-pct (25) percent for
+ *           priority 1 (the head's default is no reserve);
+ *   oracle  not hv's, a reference: shortest remaining time first knowing every job's remaining
+ *           steps (no scheduler does), floors where they fit, then growth to each job's fastest
+ *           size in that order; it never stops a job nor shrinks a fixed one, as hv's policy.
+ *           What knowing the lengths would buy on the same workload without preemption.
  * The workload is seeded and printed (--print-workload) as lines of hvsubmit arguments with
  * their arrival times, for a run through the binaries. tests/perf/bench_fleet.sh is this
  * program's table with the issue's goals checked.
@@ -35,8 +41,9 @@
  *            [--steps 20:5000]
  *            [--compute-ms 0.5:4]
  *            [--overhead-ms 8:3] [--reset-ms 40:60] [--noise 0.05]
- *            [--policies "fcfs static fleet"] [--interval-ms 3000] [--starve-ms 60000]
- *            [--keep-pct 10] [--min-gain-pm 20] [--fleet-quota none|partition]
+ *            [--policies "fcfs static fleet fleet-reserve oracle"] [--interval-ms 3000]
+ *            [--starve-ms 60000] [--keep-pct 10] [--min-gain-pm 20] [--reserve-pct 25]
+ *            [--fleet-quota none|partition]
  *            [--print-workload] [--rows] [--per-job] [--trace]
  */
 #include <math.h>
