@@ -73,12 +73,14 @@ EOF
     PIDS=""
     "$BIN/hvhead" start --config "$DIR/head.yaml" >"$DIR/head.out" 2>"$DIR/head.err" &
     PIDS="$PIDS $!"
+    disown $!
     wait_line 15 "$DIR/head.out" 'listening on' || { echo "hvhead did not start ($DIR)" >&2; return 1; }
     local HEAD; HEAD=$(grep 'listening on' "$DIR/head.out" | tail -n 1 | sed -E 's/.*listening on ([^ ]+) .*/\1/')
     for a in a b c d; do
         "$BIN/hvagent" join "$HEAD" --token "$TOKEN" --name "node-$a" --slots 2 \
             --work-dir "$DIR/agent-$a" >"$DIR/agent-$a.out" 2>"$DIR/agent-$a.err" &
         PIDS="$PIDS $!"
+        disown $!
         wait_line 15 "$DIR/agent-$a.out" joined || { echo "hvagent node-$a did not join" >&2; return 1; }
     done
     "$BIN/fleetsim" --seed "$seed" --jobs "$JOBS" --steps "$STEPS" --interval-ms "$IV" \
@@ -95,6 +97,7 @@ EOF
             >"$DIR/job-$id.out" 2>"$DIR/job-$id.err" &
         subs="$subs $!"
         PIDS="$PIDS $!"
+        disown $!
     done <"$DIR/workload.txt"
     local i=0 left=1 rc=0
     while [ $left -gt 0 ] && [ $i -lt $((CAP * 10)) ]; do
@@ -119,6 +122,13 @@ for seed in $SEEDS; do
         run "$pol" "$seed"
         echo "  $pol seed $seed: $(( $(date +%s) - s )) s" >&2
     done
+done
+# The simulator's figures for the same workloads, beside (how well it models the binaries).
+echo "fleetsim on the same workloads (seed by seed: its avg JCT for fcfs and fleet):"
+for seed in $SEEDS; do
+    "$BIN/fleetsim" --seed "$seed" --jobs "$JOBS" --steps "$STEPS" --interval-ms "$IV" \
+        --policies "fcfs fleet" | awk -F'|' -v s="$seed" '$2 ~ /^ (fcfs|fleet) / {
+        split($3, a, "/"); printf "  sim %s seed %s: avg JCT %.1f s, p95 %.1f s, makespan %.1f s\n", $2, s, a[1], $4 + 0, $5 + 0 }'
 done
 /usr/bin/python3 - "$LOGS" "$IV" $SEEDS <<'PY'
 import json, math, os, statistics, sys
