@@ -237,6 +237,12 @@ static void floor_failed(hv__fl_ws_t *ws, size_t i, int fit, int tier) {
     b->why = b->j->state == HV_FL_RUNNING ? HV_FL_PREEMPTED
              : fit == FIT_QUOTA           ? HV_FL_WAIT_QUOTA
                                           : HV_FL_WAIT_CAPACITY;
+    if (fit == FIT_CAPACITY && b->j->state == HV_FL_WAITING &&
+        (ws->pri_by == 0 || b->prio > ws->pri_prio)) {
+        /* a lower priority that could not be taken back at once does not pass it (rule 3) */
+        ws->pri_prio = b->prio;
+        ws->pri_by = i + 1;
+    }
     if (!b->starving) {
         return;
     }
@@ -255,6 +261,7 @@ static void floors(hv__fl_ws_t *ws, int tier) {
     for (size_t i = 0; i < nj; i++) {
         ws->jobs[i].tried = 0;
     }
+    ws->pri_by = 0;
     for (size_t k = 0; k < ws->in->nns; k++) {
         ws->blk_by[k] = 0;
         ws->closed[k] = 0;
@@ -275,6 +282,12 @@ static void floors(hv__fl_ws_t *ws, int tier) {
         b->cause = 0;
         uint32_t ns = b->j->ns;
         if (ws->closed[ns]) {
+            continue;
+        }
+        if (b->j->state == HV_FL_WAITING && ws->pri_by != 0 && b->prio < ws->pri_prio &&
+            !b->j->preemptible) {
+            b->why = HV_FL_WAIT_BEHIND;
+            b->cause = ws->pri_by;
             continue;
         }
         if (b->j->state == HV_FL_WAITING && ws->blk_by[ns] != 0 && b->prio <= ws->blk_prio[ns]) {

@@ -24,7 +24,10 @@
  *     waiting longer than starve_ms, then (tier 2) the namespace with the smallest weighted
  *     dominant share (DRF), then the oldest. In tier 1 a namespace's jobs go in that order until
  *     a running or starving one does not fit its quota: the rest follow it to tier 2 instead of
- *     passing it (other waiting jobs that fit may pass one that does not: backfill). Since
+ *     passing it (other waiting jobs that fit may pass one that does not: backfill, but not a
+ *     job of a lower priority that could not be taken back at once, not preemptible: it waits
+ *     behind a higher-priority job that does not fit the capacity, WAIT_BEHIND naming it, so
+ *     that what frees goes to the higher priority instead of to floors it cannot reclaim). Since
  *     floors come before growth, a waiting job is admitted by shrinking running elastic jobs
  *     toward their --min-np, and a higher-priority job takes workers from lower-priority jobs
  *     down to their minimum; a lower-priority preemptible job whose floor no longer fits is

@@ -51,6 +51,8 @@ typedef struct hv__fl_ws_s {
     size_t last_admit; /* the newest admission granted, index + 1 (a preemption's cause) */
     int64_t *blk_prio; /* per namespace: admissions at this priority or lower wait ... */
     size_t *blk_by;    /* ... behind this starving job (index + 1; 0: none) */
+    int64_t pri_prio;  /* admissions of a lower priority that cannot be taken back wait ... */
+    size_t pri_by;     /* ... behind this waiting job (index + 1; 0: none) */
     uint32_t *leaving; /* per job: workers leaving with its change in progress */
     int *closed;       /* per namespace: tier 1 is over for it in this floor pass */
     int *over;         /* per namespace: it used more than its quota before this decision */
