@@ -8,6 +8,7 @@
 #
 #   tests/perf/bench_fleet.sh --real [--seeds 3 | --seeds "1 4 7"] [--jobs 24] [--steps 20:500]
 #                                    [--interval-ms 3000] [--cap-s 900] [--logs DIR] [--build DIR]
+#                                    [--policies "fcfs fleet"]
 #
 # Per policy and seed, from the head's own events (hvctl events --json): each job's JCT (its
 # job.state "pending" event, the submission, to its last job.state event, its end), the average
@@ -17,9 +18,11 @@
 # median and worst over the seeds and the fleet's average JCT against fcfs per seed. Every run's
 # logs stay under --logs (default a new /tmp/hvfleet-real.XXXXXX). A run not done within --cap-s
 # is stopped and counted as such. Utilization is not read here (the simulation's column).
+# --policies "fleet" with --logs DIR of an earlier run reruns one policy and tabulates it beside
+# the other's runs kept there.
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=$SRC/build SEEDS=3 JOBS=24 STEPS=20:500 IV=3000 CAP=900 LOGS=""
+BUILD=$SRC/build SEEDS=3 JOBS=24 STEPS=20:500 IV=3000 CAP=900 LOGS="" POLICIES="fcfs fleet"
 while [ $# -gt 0 ]; do
     case $1 in
     --seeds) SEEDS=$2; shift 2 ;;
@@ -28,8 +31,9 @@ while [ $# -gt 0 ]; do
     --interval-ms) IV=$2; shift 2 ;;
     --cap-s) CAP=$2; shift 2 ;;
     --logs) LOGS=$2; shift 2 ;;
+    --policies) POLICIES=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
-    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
 done
 case $SEEDS in *" "*) ;; *) SEEDS=$(seq 1 "$SEEDS" | tr '\n' ' ') ;; esac
@@ -117,7 +121,7 @@ EOF
 
 echo "bench_fleet --real $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?'): seeds $SEEDS, $JOBS jobs, steps $STEPS, 4 agents x 2 slots, resize interval $IV ms; logs $LOGS"
 for seed in $SEEDS; do
-    for pol in fcfs fleet; do
+    for pol in $POLICIES; do
         s=$(date +%s)
         run "$pol" "$seed"
         echo "  $pol seed $seed: $(( $(date +%s) - s )) s" >&2
