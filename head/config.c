@@ -50,6 +50,7 @@ typedef enum config_type {
     CFG_NODE_TYPES, // autoscaler.node_types: NAME -> mapping of node-type keys
     CFG_NAME_LIST,  // a sequence of names (autoscaler.fallback), checked after the walk
     CFG_BOOL,       // true|false (also yes|no|on|off), into an int
+    CFG_NAMESPACES, // fleet.namespaces: a list of {name, weight, quota, borrow, priority}
     CFG_POLICY,     // fleet|fcfs, into an int (1: fcfs)
 } config_type;
 
@@ -105,6 +106,7 @@ static const config_opt_t config_opts[] = {
     {"fleet", "reset_ms", CFG_U32, CFG_OFF(fleet.reset_ms), 1, 600000},
     {"fleet", "starve_ms", CFG_U32, CFG_OFF(fleet.starve_ms), 1000, 86400000},
     {"fleet", "age_ms", CFG_U32, CFG_OFF(fleet.age_ms), 0, 2000000000},
+    {"fleet", "namespaces", CFG_NAMESPACES, 0, 0, 0},
     {"fleet", "policy", CFG_POLICY, CFG_OFF(fleet.fcfs), 0, 0},
     {"", "autoscaler", CFG_MAP, 0, 0, 0},
     {"autoscaler", "provider", CFG_PROVIDER, CFG_OFF(autoscaler.provider), 0, 0},
@@ -663,6 +665,7 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
     case CFG_MAP:
     case CFG_NODE_TYPES:
     case CFG_NAME_LIST:
+    case CFG_NAMESPACES:
         break;
     }
     return HV_EINTERNAL;
@@ -915,6 +918,215 @@ static hv_err config_apply_fallback(config_parse_t *p) {
     return HV_OK;
 }
 
+/* ---- fleet.namespaces ----------------------------------------------------------------------- */
+
+#define CONFIG_MAX_NS 256
+
+/* quota or borrow of namespace key: {slots: N, gpus: N, memory: SIZE}; keys not given keep
+ * their value in res. */
+static hv_err config_ns_res(config_parse_t *p, const yaml_node_t *n, const char *key,
+                            uint64_t res[3]) {
+    static const char *const names[] = {"slots", "gpus", "memory"};
+    if (config_is_null(n)) {
+        return HV_OK;
+    }
+    if (n->type != YAML_MAPPING_NODE) {
+        return config_fail(p, n->start_mark,
+                           "key '%s': expected a mapping (slots: N, gpus: N, memory: SIZE), got %s",
+                           key, config_node_kind(n));
+    }
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < n->data.mapping.pairs.top; q++) {
+        yaml_node_t *kk = yaml_document_get_node(p->doc, q->key);
+        yaml_node_t *vv = yaml_document_get_node(p->doc, q->value);
+        if (kk == NULL || vv == NULL) {
+            return HV_EINTERNAL;
+        }
+        char shown[CONFIG_VALUE_SHOW + 8], sub[192];
+        const char *kn = kk->type == YAML_SCALAR_NODE ? (const char *)kk->data.scalar.value : "";
+        snprintf(sub, sizeof(sub), "%s.%s", key, config_show(kn, shown, sizeof(shown)));
+        size_t ri = 0;
+        while (ri < 3 && strcmp(names[ri], kn) != 0) {
+            ri++;
+        }
+        if (ri == 3) {
+            return config_fail(p, kk->start_mark,
+                               "unknown key '%s' (a quota or a borrowing limit has slots, gpus, "
+                               "memory)",
+                               sub);
+        }
+        config_val_t val;
+        hv_err rc = config_check_dup(p, n, q, kn, sub);
+        if (rc == HV_OK) {
+            rc = config_scalar(p, vv, sub, &val);
+        }
+        if (rc != HV_OK) {
+            return rc;
+        }
+        if (strcmp(val.v, "unlimited") == 0) {
+            res[ri] = UINT64_MAX;
+            continue;
+        }
+        if (ri < 2) {
+            uint32_t u = 0;
+            if ((rc = config_u32(p, &val, 0, 1000000, &u)) != HV_OK) {
+                return rc;
+            }
+            res[ri] = u;
+            continue;
+        }
+        uint64_t bytes = 0;
+        int r = config_parse_size(val.v, &bytes);
+        if (r < 0) {
+            return config_fail(p, val.at,
+                               "key '%s': value '%s' is not a size (examples: 512MiB, 64GiB)", sub,
+                               val.shown);
+        }
+        if (r > 0 || bytes % (1u << 20) != 0 || bytes > (1ull << 50)) {
+            return config_fail(p, val.at,
+                               "key '%s': value '%s' must be a whole number of MiB up to 1PiB "
+                               "(write a unit: 512MiB, 64GiB)",
+                               sub, val.shown);
+        }
+        res[ri] = bytes >> 20;
+    }
+    return HV_OK;
+}
+
+/* fleet.namespaces: - {name: N, weight: W, quota: {...}, borrow: {...}, priority: P}. */
+static hv_err config_namespaces(config_parse_t *p, const yaml_node_t *v) {
+    static const char *const keys[] = {"name", "weight", "quota", "borrow", "priority"};
+    hv_head_config_t *c = p->cfg;
+    if (config_is_null(v)) {
+        return HV_OK;
+    }
+    if (v->type != YAML_SEQUENCE_NODE) {
+        return config_fail(p, v->start_mark,
+                           "key 'fleet.namespaces': expected a list of namespaces (- name: N, "
+                           "weight: W, quota: {...}, borrow: {...}, priority: P), got %s",
+                           config_node_kind(v));
+    }
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if (n > CONFIG_MAX_NS) {
+        return config_fail(p, v->start_mark, "key 'fleet.namespaces': %zu namespaces; at most %d",
+                           n, CONFIG_MAX_NS);
+    }
+    if (n == 0) {
+        return HV_OK;
+    }
+    c->fleet.ns = hv_calloc(n, sizeof(*c->fleet.ns));
+    yaml_mark_t *marks = hv_calloc(n, sizeof(*marks));
+    if (c->fleet.ns == NULL || marks == NULL) {
+        hv_free(marks);
+        return HV_ENOMEM;
+    }
+    hv_err rc = HV_OK;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        size_t i = (size_t)(it - v->data.sequence.items.start);
+        yaml_node_t *e = yaml_document_get_node(p->doc, *it);
+        char key[96], sub[160], shown[CONFIG_VALUE_SHOW + 8];
+        snprintf(key, sizeof(key), "fleet.namespaces[%zu]", i);
+        if (e == NULL) {
+            rc = HV_EINTERNAL;
+            break;
+        }
+        if (e->type != YAML_MAPPING_NODE) {
+            rc =
+                config_fail(p, e->start_mark, "key '%s': expected a mapping (name: N, ...), got %s",
+                            key, config_node_kind(e));
+            break;
+        }
+        hv_head_ns_t *ns = &c->fleet.ns[c->fleet.nns++];
+        ns->weight = 1;
+        for (int r = 0; r < 3; r++) {
+            ns->borrow[r] = UINT64_MAX;
+        }
+        marks[i] = e->start_mark;
+        for (yaml_node_pair_t *q = e->data.mapping.pairs.start;
+             rc == HV_OK && q < e->data.mapping.pairs.top; q++) {
+            yaml_node_t *kk = yaml_document_get_node(p->doc, q->key);
+            yaml_node_t *vv = yaml_document_get_node(p->doc, q->value);
+            if (kk == NULL || vv == NULL) {
+                rc = HV_EINTERNAL;
+                break;
+            }
+            const char *kn =
+                kk->type == YAML_SCALAR_NODE ? (const char *)kk->data.scalar.value : "";
+            snprintf(sub, sizeof(sub), "%s.%s", key, config_show(kn, shown, sizeof(shown)));
+            size_t ki = 0, nk = sizeof(keys) / sizeof(keys[0]);
+            while (ki < nk && strcmp(keys[ki], kn) != 0) {
+                ki++;
+            }
+            if (ki == nk) {
+                rc = config_fail(p, kk->start_mark,
+                                 "unknown key '%s' (a namespace has name, weight, quota, borrow, "
+                                 "priority)",
+                                 sub);
+                break;
+            }
+            if ((rc = config_check_dup(p, e, q, kn, sub)) != HV_OK) {
+                break;
+            }
+            if (ki == 2 || ki == 3) {
+                rc = config_ns_res(p, vv, sub, ki == 2 ? ns->quota : ns->borrow);
+                continue;
+            }
+            config_val_t val;
+            if ((rc = config_scalar(p, vv, sub, &val)) != HV_OK) {
+                break;
+            }
+            if (ki == 0) {
+                size_t len = strlen(val.v);
+                if (len == 0 || len > 63 || val.v[0] == '.' || val.v[0] == '-' ||
+                    strspn(val.v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789._-") != len) {
+                    rc = config_fail(p, val.at,
+                                     "key '%s': value '%s' must be 1..63 letters, digits, '.', "
+                                     "'_' or '-' (not first '.' or '-'), as hvsubmit --namespace",
+                                     sub, val.shown);
+                    break;
+                }
+                for (size_t j = 0; j + 1 < c->fleet.nns; j++) {
+                    if (strcmp(c->fleet.ns[j].name, val.v) == 0) {
+                        rc = config_fail(p, val.at,
+                                         "key '%s': namespace '%s' is listed twice (first at line "
+                                         "%zu)",
+                                         sub, val.shown, marks[j].line + 1);
+                        break;
+                    }
+                }
+                if (rc == HV_OK && (ns->name = hv_strdup(val.v)) == NULL) {
+                    rc = HV_ENOMEM;
+                }
+            } else if (ki == 1) {
+                rc = config_u32(p, &val, 1, 1000, &ns->weight);
+            } else {
+                char *end = NULL;
+                errno = 0;
+                long pr = strtol(val.v, &end, 10);
+                if (val.v[0] == '\0' || end == NULL || *end != '\0' || errno != 0 || pr < -1000 ||
+                    pr > 1000) {
+                    rc = config_fail(p, val.at,
+                                     "key '%s': value '%s' is not a whole number from -1000 to "
+                                     "1000",
+                                     sub, val.shown);
+                    break;
+                }
+                ns->priority = (int32_t)pr;
+            }
+        }
+        if (rc != HV_OK) {
+            break;
+        }
+        if (ns->name == NULL) {
+            rc = config_fail(p, e->start_mark, "key '%s': 'name' is required", key);
+            break;
+        }
+    }
+    hv_free(marks);
+    return rc;
+}
+
 /* Walks one mapping node whose keys belong to section. */
 static hv_err config_walk(config_parse_t *p, const yaml_node_t *map, const char *section) {
     hv_err rc;
@@ -975,6 +1187,12 @@ static hv_err config_walk(config_parse_t *p, const yaml_node_t *map, const char 
         }
         if (o->type == CFG_NODE_TYPES) {
             if ((rc = config_node_types(p, v)) != HV_OK) {
+                return rc;
+            }
+            continue;
+        }
+        if (o->type == CFG_NAMESPACES) {
+            if ((rc = config_namespaces(p, v)) != HV_OK) {
                 return rc;
             }
             continue;
@@ -1850,6 +2068,18 @@ int hv_head_config_plain_text_exposed(const hv_head_config_t *cfg) {
     return cfg->tls.cert == NULL && !hv_rpc_target_is_loopback(cfg->listen);
 }
 
+const hv_head_ns_t *hv_head_config_ns(const hv_head_config_t *cfg, const char *name) {
+    if (name == NULL || name[0] == '\0') {
+        name = "default";
+    }
+    for (size_t i = 0; i < cfg->fleet.nns; i++) {
+        if (strcmp(cfg->fleet.ns[i].name, name) == 0) {
+            return &cfg->fleet.ns[i];
+        }
+    }
+    return NULL;
+}
+
 void hv_head_config_fini(hv_head_config_t *cfg) {
     if (cfg == NULL) {
         return;
@@ -1878,6 +2108,10 @@ void hv_head_config_fini(hv_head_config_t *cfg) {
         hv_free(cfg->autoscaler.types[i].labels);
     }
     hv_free(cfg->autoscaler.types);
+    for (size_t i = 0; i < cfg->fleet.nns; i++) {
+        hv_free(cfg->fleet.ns[i].name);
+    }
+    hv_free(cfg->fleet.ns);
     hv_free(cfg->metrics.listen);
     hv_free(cfg->metrics.token_file);
     hv_free(cfg->tls.cert);

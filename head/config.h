@@ -36,6 +36,16 @@ typedef struct hv_head_node_type_s {
                                      * demand in the autoscaler's choice) */
 } hv_head_node_type_t;
 
+/* One namespace of the fleet policy (fleet.namespaces[i]; head/core/fleet.h, docs/scheduling.md).
+ * Resources are slots, GPUs and memory in MiB, as hv_fl_res_t counts them. */
+typedef struct hv_head_ns_s {
+    char *name;         /* the jobs' --namespace (and actors'); 1..63 of [A-Za-z0-9._-] */
+    uint32_t weight;    /* its share against the others'; 1; 1..1000 */
+    uint64_t quota[3];  /* guaranteed: slots, GPUs, memory MiB; 0 (none) */
+    uint64_t borrow[3]; /* the most it may use beyond its quota; UINT64_MAX (no limit) */
+    int32_t priority;   /* its jobs' priority when hvsubmit --priority is not given; 0 */
+} hv_head_ns_t;
+
 /* hvhead's settings. Every char * is owned by the struct (freed by hv_head_config_fini) and is
  * NULL only where noted. Times are in the unit the name says. */
 typedef struct hv_head_config_s {
@@ -95,9 +105,12 @@ typedef struct hv_head_config_s {
         uint32_t reset_ms;           /* what a resize costs a job, for the payback rule; 50 */
         uint32_t starve_ms;          /* a job waiting longer goes before the jobs behind it;
                                         60000 */
-        uint32_t age_ms; /* waiting this long counts one priority higher; 600000; 0: never */
-        int fcfs;        /* fleet.policy: fleet (0, default) | fcfs (1): the queue before issue 26,
-                            first come, first served, for comparisons (bench_fleet.sh --real) */
+        uint32_t age_ms;  /* waiting this long counts one priority higher; 600000; 0: never */
+        hv_head_ns_t *ns; /* fleet.namespaces, in the file's order (NULL, 0: none configured:
+                             every job in one namespace without a quota) */
+        size_t nns;
+        int fcfs; /* fleet.policy: fleet (0, default) | fcfs (1): first come, first served,
+                     the queue before issue 26, for comparisons (bench_fleet.sh --real) */
     } fleet;
     /* The durable tier of the jobs' state copies (docs/RELIABILITY.md "The durable tier"): the
      * head writes its newest copy of each running elastic job there every interval_s seconds,
@@ -211,6 +224,9 @@ hv_err hv_head_config_metrics_token(const hv_head_config_t *cfg, char **out, cha
 /* 1 when the head would serve plain text beyond loopback: no tls and a non-loopback listen
  * address (the caller refuses that unless allow_insecure, and warns when it is allowed). */
 int hv_head_config_plain_text_exposed(const hv_head_config_t *cfg);
+
+/* The configured namespace called name (NULL or "": "default"), or NULL when none is. */
+const hv_head_ns_t *hv_head_config_ns(const hv_head_config_t *cfg, const char *name);
 
 /* Frees everything cfg owns and zeroes it. cfg may be NULL; calling it twice is harmless. */
 void hv_head_config_fini(hv_head_config_t *cfg);

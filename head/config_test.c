@@ -1025,7 +1025,101 @@ static void test_yaml_words(void) {
     rmdir(dir);
 }
 
+/* fleet.namespaces: each namespace's weight, quota, borrowing limit and default priority, with
+ * their defaults (weight 1, no quota, no borrowing limit, priority 0); mistakes refused naming
+ * the line, the key (with the list index) and the value. */
+static void test_namespaces(void) {
+    hv_head_config_t c;
+    char err[512];
+    const char none[] = "fleet:\n  resize_interval_ms: 500\n";
+    CHECK_RC(hv_head_config_parse("n.yaml", none, sizeof(none) - 1, &c, err, sizeof(err)), HV_OK);
+    CHECK_EQ(c.fleet.nns, 0);
+    CHECK(hv_head_config_ns(&c, "default") == NULL);
+    hv_head_config_fini(&c);
+    const char good[] = "fleet:\n"
+                        "  namespaces:\n"
+                        "    - name: research\n"
+                        "      weight: 3\n"
+                        "      quota: {slots: 4, gpus: 2, memory: 64GiB}\n"
+                        "      borrow: {slots: 2}\n"
+                        "      priority: 10\n"
+                        "    - name: default\n"
+                        "      quota:\n"
+                        "        slots: 1\n"
+                        "      borrow: {memory: unlimited, slots: 0}\n";
+    CHECK_RC_MSG(hv_head_config_parse("n.yaml", good, sizeof(good) - 1, &c, err, sizeof(err)),
+                 HV_OK, err);
+    CHECK_EQ(c.fleet.nns, 2);
+    const hv_head_ns_t *r = hv_head_config_ns(&c, "research");
+    CHECK(r == &c.fleet.ns[0]);
+    CHECK_STR(r->name, "research");
+    CHECK_EQ(r->weight, 3);
+    CHECK_EQ(r->quota[0], 4);
+    CHECK_EQ(r->quota[1], 2);
+    CHECK_EQ(r->quota[2], 65536);
+    CHECK_EQ(r->borrow[0], 2);
+    CHECK(r->borrow[1] == UINT64_MAX && r->borrow[2] == UINT64_MAX);
+    CHECK_EQ(r->priority, 10);
+    const hv_head_ns_t *d = hv_head_config_ns(&c, "");
+    CHECK(d == &c.fleet.ns[1]);
+    CHECK_EQ(d->weight, 1);
+    CHECK_EQ(d->quota[0], 1);
+    CHECK_EQ(d->quota[1], 0);
+    CHECK_EQ(d->borrow[0], 0);
+    CHECK(d->borrow[2] == UINT64_MAX);
+    CHECK_EQ(d->priority, 0);
+    CHECK(hv_head_config_ns(&c, "other") == NULL);
+    hv_head_config_fini(&c);
+    static const struct {
+        const char *text, *where, *words[3];
+    } bad[] = {
+        {"fleet:\n  namespaces: 3\n", "2:15", {"fleet.namespaces", "expected a list", "scalar"}},
+        {"fleet:\n  namespaces:\n    - weight: 2\n",
+         "3:7",
+         {"fleet.namespaces[0]", "'name'", "required"}},
+        {"fleet:\n  namespaces:\n    - {name: a}\n    - {name: a}\n",
+         "4:14",
+         {"fleet.namespaces[1].name", "'a'", "twice"}},
+        {"fleet:\n  namespaces:\n    - {name: -x}\n",
+         "3:14",
+         {"fleet.namespaces[0].name", "'-x'", "letters"}},
+        {"fleet:\n  namespaces:\n    - {name: a, weight: 0}\n",
+         "3:25",
+         {"fleet.namespaces[0].weight", "'0'", "1..1000"}},
+        {"fleet:\n  namespaces:\n    - {name: a, quota: {slots: many}}\n",
+         "3:32",
+         {"fleet.namespaces[0].quota.slots", "'many'", "not an integer"}},
+        {"fleet:\n  namespaces:\n    - {name: a, quota: {memory: 1000}}\n",
+         "3:33",
+         {"fleet.namespaces[0].quota.memory", "'1000'", "MiB"}},
+        {"fleet:\n  namespaces:\n    - {name: a, borrow: {cpus: 1}}\n",
+         "3:26",
+         {"fleet.namespaces[0].borrow.cpus", "unknown key", "slots, gpus, memory"}},
+        {"fleet:\n  namespaces:\n    - {name: a, priority: 1001}\n",
+         "3:27",
+         {"fleet.namespaces[0].priority", "'1001'", "-1000 to 1000"}},
+        {"fleet:\n  namespaces:\n    - {name: a, color: red}\n",
+         "3:17",
+         {"fleet.namespaces[0].color", "unknown key", "weight"}},
+        {"fleet:\n  namespaces:\n    - {name: a, quota: 4}\n",
+         "3:24",
+         {"fleet.namespaces[0].quota", "expected a mapping", "scalar"}},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_RC_MSG(
+            hv_head_config_parse("n.yaml", bad[i].text, strlen(bad[i].text), &c, err, sizeof(err)),
+            HV_EINVAL, bad[i].text);
+        char where[32];
+        snprintf(where, sizeof(where), "n.yaml:%s:", bad[i].where);
+        CHECK_HAS(err, where);
+        for (int w = 0; w < 3; w++) {
+            CHECK_HAS(err, bad[i].words[w]);
+        }
+    }
+}
+
 static const hv_check_case_t cases[] = {
+    {"namespaces", test_namespaces},
     {"parse_buffer", test_parse_buffer},
     {"defaults", test_defaults},
     {"full", test_full},

@@ -153,14 +153,17 @@ static const hv_opt_t submit_opts[] = {
      "  --slots-per-host K    at most K ranks on one node\n"},
     {"namespace", 0, HV_OPT_TEXT, 0, 0, 0, OPT_NAMESPACE, NULL,
      "  --namespace NS        the actor namespace its workers look up and call actors\n"
-     "                        in (default: \"default\"; docs/actors.md)\n"},
+     "                        in (default: \"default\"; docs/actors.md), and whose quota\n"
+     "                        and share the job counts in (docs/scheduling.md)\n"},
     {"priority", 0, HV_OPT_TEXT, 0, 0, 0, OPT_PRIORITY, NULL,
      "  --priority N          a higher priority is admitted first and takes workers from\n"
      "                        lower-priority elastic jobs down to their --min-np\n"
-     "                        (-1000 to 1000; default 0; docs/scheduling.md)\n"},
+     "                        (-1000 to 1000; default: its namespace's, 0 unless the\n"
+     "                        head's fleet.namespaces sets one; docs/scheduling.md)\n"},
     {"preemptible", 0, HV_OPT_FLAG, 0, 0, 0, OPT_PREEMPTIBLE, NULL,
      "  --preemptible         the job may be stopped for a higher priority and resumed\n"
-     "                        later from its state copy (stored; not acted on yet)\n"},
+     "                        later from its state copy (elastic jobs only;\n"
+     "                        docs/scheduling.md)\n"},
     {"env", 'e', HV_OPT_TEXT, 0, 0, 0, OPT_ENV, NULL,
      "  --env K=V, -e K=V     environment for the workers (repeatable)\n"},
     {"file", 'f', HV_OPT_TEXT, 0, 0, 0, OPT_FILE, NULL,
@@ -473,6 +476,7 @@ static hv_err submit_apply(hv_cli_submit_opts_t *o, const hv_opt_got_t *g, char 
             return HV_EINVAL;
         }
         o->priority = (int32_t)p;
+        o->priority_set = 1;
         return HV_OK;
     }
     case OPT_PREEMPTIBLE:
@@ -1690,7 +1694,8 @@ static const char *const cli_failure_words[] = {"fail", "exit", "lost", "kill", 
 
 int hv_cli_event_shown(const char *kind, int elastic) {
     if (strcmp(kind, "job.state") == 0 || strcmp(kind, "job.note") == 0 ||
-        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0) {
+        strncmp(kind, "job.reset", 9) == 0 || strncmp(kind, "job.resize", 10) == 0 ||
+        strcmp(kind, "fleet.preempt") == 0 || strcmp(kind, "fleet.resume") == 0) {
         return 1;
     }
     if (elastic && (strncmp(kind, "round.", 6) == 0 || strcmp(kind, "worker.left") == 0)) {

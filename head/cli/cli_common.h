@@ -130,6 +130,7 @@ typedef struct hv_cli_submit_opts_s {
     const char *ns;          /* --namespace: the actor namespace its workers use, or NULL
                               * ("default") */
     int32_t priority;        /* --priority: higher goes first (0: the default) */
+    int priority_set;        /* --priority was given (else: its namespace's default, head side) */
     int preemptible;         /* --preemptible */
     int detach;              /* --detach */
     int quiet;               /* --quiet */

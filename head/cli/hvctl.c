@@ -110,10 +110,12 @@ static const struct {
     {"nodes", "", "nodes of the cluster, their slots and blacklist entries"},
     {"jobs", "[--limit N]", "recent jobs (the newest N, default 100)"},
     {"queue", "[--limit N]",
-     "the jobs waiting or running among the newest N (default\n"
-     "1000), highest priority first: each one's priority, size,\n"
-     "the size the head's fleet policy gives it and why\n"
-     "(admitted, shrunk for job N, waiting for capacity, ...)"},
+     "the namespaces (quota, borrowing limit, use, borrowed,\n"
+     "share of the cluster), then the jobs waiting or running\n"
+     "among the newest N (default 1000), highest priority\n"
+     "first: each one's namespace, priority, size, the size the\n"
+     "head's fleet policy gives it and why (admitted, shrunk\n"
+     "for job N, waiting for capacity, ...)"},
     {"job", "ID", "one job and its workers"},
     {"logs", "ID [--follow|-f] [--head-timeout S] [--raw]",
      "a job's output ([rank]<stdout>:text); --follow waits for more\n"
@@ -823,6 +825,8 @@ static int ctl_list_jobs(const ctl_t *c, uint32_t want, ctl_pages_t *pg,
     char token[32] = "";
     want = want ? want : CTL_JOBS_PAGE;
     memset(pg, 0, sizeof(*pg));
+    Hvpb__V1__NamespaceShare **ns = NULL;
+    size_t nns = 0;
     for (uint32_t call = 0; call < CTL_PAGES_MAX && pg->nitems < want; call++) {
         Hvpb__V1__ListJobsRequest req = HVPB__V1__LIST_JOBS_REQUEST__INIT;
         req.limit = want - (uint32_t)pg->nitems < CTL_JOBS_PAGE ? want - (uint32_t)pg->nitems
@@ -838,6 +842,10 @@ static int ctl_list_jobs(const ctl_t *c, uint32_t want, ctl_pages_t *pg,
         const Hvpb__V1__ListJobsReply *r = (const Hvpb__V1__ListJobsReply *)resp;
         size_t got = r->n_jobs;
         int more = ctl_pages_more(r->next_page_token, got, token, sizeof(token));
+        if (pg->nresp == 0) {
+            ns = r->namespaces; /* the first page carries the namespaces */
+            nns = r->n_namespaces;
+        }
         if (ctl_pages_add(pg, resp, (void *const *)r->jobs, got) != HV_OK) {
             ctl_pages_free(pg);
             return ctl_oom();
@@ -849,6 +857,8 @@ static int ctl_list_jobs(const ctl_t *c, uint32_t want, ctl_pages_t *pg,
     hvpb__v1__list_jobs_reply__init(out);
     out->jobs = (Hvpb__V1__JobView **)pg->items;
     out->n_jobs = pg->nitems < want ? pg->nitems : want;
+    out->namespaces = ns;
+    out->n_namespaces = nns;
     return HV_CLI_EXIT_OK;
 }
 
@@ -1239,7 +1249,7 @@ static void ctl_fleet_why(const Hvpb__V1__JobView *v, char *buf, size_t len) {
         {"shrunk_priority", "shrunk for job %llu, of a higher priority"},
         {"shrunk_reclaim", "shrunk: job %llu's namespace takes back its quota"},
         {"shrunk_share", "shrunk: its workers serve job %llu better"},
-        {"preempted", "stopped for job %llu"},
+        {"preempted", "preempted for job %llu, waits to resume from its state copy"},
         {"wait_quota", "waiting for its namespace's quota"},
         {"wait_capacity", "waiting for capacity"},
         {"wait_fit", "waiting for nodes that hold its gang"},
@@ -1264,6 +1274,96 @@ static void ctl_fleet_why(const Hvpb__V1__JobView *v, char *buf, size_t len) {
         }
     }
     snprintf(buf, len, "%s", r);
+}
+
+/* One resource of a namespace's quota or borrowing limit: "4", "-" (none) or "unlimited". */
+static const char *ctl_ns_res(const uint64_t *v, size_t n, size_t r, char *buf, size_t len) {
+    uint64_t x = r < n ? v[r] : 0;
+    if (x == UINT64_MAX) {
+        snprintf(buf, len, "unlimited");
+    } else {
+        snprintf(buf, len, "%llu", (unsigned long long)x);
+    }
+    return buf;
+}
+
+static void ctl_ns_json_res(hv_cli_json_t *j, const char *key, const uint64_t *v, size_t n) {
+    static const char *const names[] = {"slots", "gpus", "memory_mib"};
+    hv_cli_json_key(j, key);
+    hv_cli_json_obj_begin(j);
+    for (size_t r = 0; r < 3; r++) {
+        hv_cli_json_key(j, names[r]);
+        if (r < n && v[r] == UINT64_MAX) {
+            hv_cli_json_null(j); /* no limit */
+        } else {
+            hv_cli_json_u64(j, r < n ? v[r] : 0);
+        }
+    }
+    hv_cli_json_obj_end(j);
+}
+
+/* The namespaces' part of hvctl queue: quota, borrowing limit, use, borrowed, share. */
+static int ctl_queue_ns(const ctl_t *c, const Hvpb__V1__ListJobsReply *all, hv_cli_json_t *j) {
+    if (c->o->json) {
+        hv_cli_json_key(j, "namespaces");
+        hv_cli_json_arr_begin(j);
+        for (size_t i = 0; i < all->n_namespaces; i++) {
+            const Hvpb__V1__NamespaceShare *s = all->namespaces[i];
+            hv_cli_json_obj_begin(j);
+            hv_cli_json_key(j, "name");
+            hv_cli_json_str(j, s->name);
+            hv_cli_json_key(j, "weight");
+            hv_cli_json_u64(j, s->weight);
+            hv_cli_json_key(j, "priority");
+            hv_cli_json_i64(j, s->priority);
+            ctl_ns_json_res(j, "quota", s->quota, s->n_quota);
+            ctl_ns_json_res(j, "borrow", s->borrow, s->n_borrow);
+            ctl_ns_json_res(j, "used", s->used, s->n_used);
+            ctl_ns_json_res(j, "borrowed", s->borrowed, s->n_borrowed);
+            hv_cli_json_key(j, "share_pm");
+            hv_cli_json_u64(j, s->share_pm);
+            hv_cli_json_key(j, "waiting");
+            hv_cli_json_u64(j, s->waiting);
+            hv_cli_json_obj_end(j);
+        }
+        hv_cli_json_arr_end(j);
+        return HV_CLI_EXIT_OK;
+    }
+    if (all->n_namespaces == 0) {
+        return HV_CLI_EXIT_OK;
+    }
+    static const char *const hdr[] = {"NAMESPACE", "WEIGHT",   "QUOTA", "BORROW",
+                                      "USED",      "BORROWED", "SHARE", "WAITING"};
+    hv_cli_table_t *t = NULL;
+    if (hv_cli_table_create(8, hdr, &t) != HV_OK) {
+        return ctl_oom();
+    }
+    for (size_t i = 0; i < all->n_namespaces; i++) {
+        const Hvpb__V1__NamespaceShare *s = all->namespaces[i];
+        char w[16], q[48], b[48], u[48], bd[48], sh[24], wt[16], x[3][24];
+        snprintf(w, sizeof(w), "%u", (unsigned)s->weight);
+        /* Slots, then GPUs when any is set: "4 slots, 2 GPUs". */
+        snprintf(q, sizeof(q), "%s", ctl_ns_res(s->quota, s->n_quota, 0, x[0], sizeof(x[0])));
+        snprintf(b, sizeof(b), "%s", ctl_ns_res(s->borrow, s->n_borrow, 0, x[1], sizeof(x[1])));
+        snprintf(u, sizeof(u), "%s", ctl_ns_res(s->used, s->n_used, 0, x[2], sizeof(x[2])));
+        if (s->n_quota > 1 && s->quota[1] > 0) {
+            size_t l = strlen(q);
+            snprintf(q + l, sizeof(q) - l, " (%s GPUs)",
+                     ctl_ns_res(s->quota, s->n_quota, 1, x[0], sizeof(x[0])));
+        }
+        snprintf(bd, sizeof(bd), "%llu",
+                 (unsigned long long)(s->n_borrowed > 0 ? s->borrowed[0] : 0));
+        snprintf(sh, sizeof(sh), "%u.%u%%", (unsigned)s->share_pm / 10, (unsigned)s->share_pm % 10);
+        snprintf(wt, sizeof(wt), "%u", (unsigned)s->waiting);
+        const char *row[] = {s->name, w, q, b, u, bd, sh, wt};
+        if (hv_cli_table_add(t, row) != HV_OK) {
+            hv_cli_table_destroy(t);
+            return ctl_oom();
+        }
+    }
+    ctl_table_done(t, NULL);
+    printf("\n");
+    return HV_CLI_EXIT_OK;
 }
 
 static int ctl_queue_cmp(const void *a, const void *b) {
@@ -1296,14 +1396,21 @@ static int ctl_queue(const ctl_t *c) {
     qsort(q, n, sizeof(*q), ctl_queue_cmp);
     hv_cli_table_t *t = NULL;
     hv_cli_json_t j;
-    static const char *const hdr[] = {"ID", "NAME", "STATE",  "PRIORITY",
-                                      "NP", "SIZE", "TARGET", "WHY"};
+    static const char *const hdr[] = {"ID", "NAME", "NAMESPACE", "STATE", "PRIORITY",
+                                      "NP", "SIZE", "TARGET",    "WHY"};
     if (c->o->json) {
         hv_cli_json_init(&j, stdout);
         hv_cli_json_obj_begin(&j);
+    }
+    if (ctl_queue_ns(c, &all, &j) != HV_CLI_EXIT_OK) {
+        hv_free(q);
+        ctl_pages_free(&pg);
+        return ctl_oom();
+    }
+    if (c->o->json) {
         hv_cli_json_key(&j, "jobs");
         hv_cli_json_arr_begin(&j);
-    } else if (hv_cli_table_create(8, hdr, &t) != HV_OK) {
+    } else if (hv_cli_table_create(9, hdr, &t) != HV_OK) {
         hv_free(q);
         ctl_pages_free(&pg);
         return ctl_oom();
@@ -1319,6 +1426,9 @@ static int ctl_queue(const ctl_t *c) {
             hv_cli_json_u64(&j, v->job_id);
             hv_cli_json_key(&j, "name");
             hv_cli_json_str(&j, v->name);
+            hv_cli_json_key(&j, "namespace");
+            hv_cli_json_str(&j,
+                            v->namespace_ != NULL && v->namespace_[0] ? v->namespace_ : "default");
             hv_cli_json_key(&j, "state");
             hv_cli_json_str(&j, hv_cli_job_state_name(hv_cli_job_state(v)));
             hv_cli_json_key(&j, "priority");
@@ -1352,6 +1462,7 @@ static int ctl_queue(const ctl_t *c) {
         snprintf(target, sizeof(target), "%u", (unsigned)v->fleet_target);
         const char *row[] = {id,
                              v->name,
+                             v->namespace_ != NULL && v->namespace_[0] ? v->namespace_ : "default",
                              hv_cli_job_state_name(hv_cli_job_state(v)),
                              prio,
                              ctl_np(v, np, sizeof(np)),
@@ -1413,6 +1524,11 @@ static int ctl_job(const ctl_t *c) {
     printf("ID:         %llu\n", (unsigned long long)v->job_id);
     ctl_field("NAME:       ", v->name);
     ctl_field("STATE:      ", hv_cli_job_state_name(hv_cli_job_state(v)));
+    if (v->fleet_reason != NULL && v->fleet_reason[0] != '\0' && v->ended_ms == 0) {
+        char why[160];
+        ctl_fleet_why(v, why, sizeof(why));
+        printf("FLEET:      %s\n", why); /* e.g. "preempted for job 2, waits to resume ..." */
+    }
     printf("NP:         %s\n", ctl_np(v, buf, sizeof(buf)));
     if (v->elastic) {
         char round[600];

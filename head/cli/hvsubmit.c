@@ -539,6 +539,7 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
     spec.slots_per_host = o->slots_per_host;
     spec.namespace_ = (char *)(o->ns != NULL ? o->ns : "");
     spec.priority = o->priority;
+    spec.priority_set = o->priority_set;
     spec.preemptible = o->preemptible;
     spec.timeout_s = o->timeout_s;
     spec.user = (char *)submit_user();

@@ -1187,7 +1187,19 @@ void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t n
         return;
     }
     if (!j->round_open) {
-        if (w->member_gen == 0) {
+        if (w->member_gen == 0 && j->resume_gen > j->generation) {
+            /* A preempted job's new workers: the resume round (hv_jm_preempt). */
+            char reason[240];
+            snprintf(reason, sizeof(reason),
+                     "resume after a preemption: new workers load the copy of generation %u, "
+                     "commit %llu",
+                     hv_jm_copy_tier(j) == HV_COPY_TIER_DURABLE ? j->durable.generation
+                                                                : j->copy.generation,
+                     (unsigned long long)(hv_jm_copy_tier(j) == HV_COPY_TIER_DURABLE
+                                              ? j->durable.commit
+                                              : j->copy.commit));
+            open_round(j, reason, HV_EV_RESUME, 1, now, out);
+        } else if (w->member_gen == 0) {
             char reason[240];
             snprintf(reason, sizeof(reason), "grow: %s",
                      j->grow_reason[0] ? j->grow_reason : "new workers joined");
@@ -1474,6 +1486,50 @@ hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *w
     snprintf(reason, sizeof(reason), "shrink: %s",
              why != NULL && why[0] ? why : "the head's fleet");
     open_round(j, reason, HV_EV_SHRINK, 0, now, out);
+    return HV_OK;
+}
+
+/* ---- preemption: stopped for another job, resumed later from the copy ----------------------- */
+
+int hv_jm_preempted(const hv_jm_job_t *j) {
+    return j->state == HV_JOB_PENDING && j->resume_gen > j->generation;
+}
+
+hv_err hv_jm_preempt(hv_jm_job_t *j, const char *why, uint64_t now, hv_jm_out_t *out) {
+    hv_copy_tier_t tier = hv_jm_copy_tier(j);
+    if (!j->p.elastic || j->state != HV_JOB_RUNNING || j->ending || completing(j) ||
+        j->round_open || tier == HV_COPY_TIER_NONE) {
+        return HV_ESTATE;
+    }
+    if (j->resets + 1 > j->p.max_resets) {
+        return HV_ESTATE; /* its resume would fail it: it keeps running instead */
+    }
+    const char *text = why != NULL && why[0] ? why : "preempted by the head's fleet";
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (!live(w)) {
+            continue;
+        }
+        /* Neither success nor failure: the head took it out (a member's state is in the copy). */
+        w->removed = 1;
+        w->leaving = 0;
+        w->evict = 0;
+        mark(w);
+        if (w->joined) {
+            w->joined = 0;
+            act_worker(out, HV_JA_JOIN_REMOVED, w, HV_OK, "%s", text);
+        }
+        job_kill(w, text, out);
+    }
+    /* The round after the last one is the resume round: it forms with new workers only, and its
+     * rank 0 loads the copy chosen then (hv_jm_round_copy). Waiting, the job is pending again. */
+    j->state = HV_JOB_PENDING;
+    j->resume_gen = j->generation + 1;
+    j->resumes++;
+    j->resumed_from = tier;
+    j->failures[0] = '\0';
+    j->dirty = 1;
+    (void)now;
     return HV_OK;
 }
 

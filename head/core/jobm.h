@@ -329,6 +329,20 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
  * job. Nothing changes unless HV_OK. */
 hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *why, uint64_t now,
                     hv_jm_out_t *out);
+/* The head's fleet policy stops a running elastic job to give all its slots to a job of a
+ * higher priority (issue 26: --preemptible); it resumes later from its newest state copy. Every
+ * live worker is taken out of the job and stopped (neither success nor failure: a stopped
+ * member's work since the copy's commit is redone, from the copy, on resume), and the job is
+ * pending again with its next round marked as the resume round (resume_gen = generation + 1):
+ * once placed again, its new workers form that round alone and its rank 0 loads the copy
+ * hv_jm_copy_tier chooses then (the Durable resume path). Counts as a resume and, when the
+ * round opens, a reset. HV_ESTATE, nothing changed, when the job is not a running elastic job
+ * with no round open and not completing, has no copy of its state, or would exceed
+ * --max-resets on resuming. why: for messages ("preempted for job 7"). */
+hv_err hv_jm_preempt(hv_jm_job_t *j, const char *why, uint64_t now, hv_jm_out_t *out);
+/* Pure: j was stopped by hv_jm_preempt and waits to resume (pending, its resume round not
+ * opened yet). Derived from stored fields: it survives a head restart. */
+int hv_jm_preempted(const hv_jm_job_t *j);
 /* Evidence that node_id is gone came (its agent's session closed) while its lease runs: the
  * job's live workers there are suspected. A round that is open, or opens before the node is
  * heard again, stops waiting for them at `until` (wall ms: the evidence plus a short grace) and

@@ -522,6 +522,75 @@ static void case_shrink_fixed_refused(void) {
     CHECK_EQ(W[1].removed, 0);
 }
 
+/* The fleet stops a --preemptible job for another (hv_jm_preempt): refused without a copy, for a
+ * fixed-size job, or when the resume would exceed --max-resets; otherwise
+ * every worker is taken out and killed (their ends are no failures), the job is pending with the
+ * next round marked as the resume round, and hv_jm_preempted says so. Placed again, its new
+ * workers alone form that round (reason "resume after a preemption", rollback), its rank 0 loads
+ * the head's copy, and the job succeeds. */
+static void case_preempt_resume(void) {
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
+    CHECK_EQ(J.size, 4);
+    CHECK_RC(hv_jm_preempt(&J, "preempted for job 8", now, &O), HV_ESTATE); /* no copy yet */
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    hv_jm_params_t keep = J.p;
+    J.p.max_resets = 0;
+    CHECK_RC(hv_jm_preempt(&J, "preempted for job 8", now, &O), HV_ESTATE); /* no reset left */
+    J.p = keep;
+    CHECK_EQ(hv_jm_preempted(&J), 0);
+    hv_jm_out_reset(&O);
+    CHECK_RC(hv_jm_preempt(&J, "preempted for job 8", now, &O), HV_OK);
+    CHECK_EQ(J.state, HV_JOB_PENDING);
+    CHECK_EQ(hv_jm_preempted(&J), 1);
+    CHECK_EQ(J.resume_gen, 2);
+    CHECK_EQ(J.resumes, 1);
+    CHECK_EQ(count(HV_JA_KILL), 4);
+    CHECK(W[0].removed && W[3].removed);
+    CHECK_EQ(hv_jm_wants(&J), 0);
+    CHECK_RC(hv_jm_preempt(&J, "again", now, &O), HV_ESTATE); /* not running */
+    hv_jm_out_reset(&O);
+    for (size_t i = 0; i < 4; i++) {
+        hv_jm_exited(&J, &W[i], -1, 15, "killed by signal SIGTERM", now, &O);
+        CHECK_EQ(W[i].state, HV_WK_KILLED);
+    }
+    CHECK(find_event("worker.fail") == NULL);
+    CHECK_EQ(J.state, HV_JOB_PENDING);
+    CHECK_EQ(J.round_open, 0);
+    /* Admitted again: 2 new workers on b. */
+    now += 60000;
+    hv_jm_out_reset(&O);
+    size_t n = place(NODE_B, 2);
+    CHECK_EQ(J.state, HV_JOB_PLACING);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(hv_jm_preempted(&J), 0);
+    join(n, 0);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.round_code, HV_EV_RESUME);
+    CHECK(strncmp(J.round_reason, "resume after a preemption", 25) == 0);
+    CHECK_EQ(hv_jm_round_copy(&J, 2), HV_COPY_TIER_HEAD);
+    join(n + 1, 0);
+    CHECK_EQ(count(HV_JA_ROUND), 1);
+    CHECK_EQ(J.size, 2);
+    CHECK_EQ(J.round_open, 0);
+    finish(n);
+    finish(n + 1);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* A fixed-size job cannot be preempted (it has no copy to resume from). */
+static void case_preempt_fixed_refused(void) {
+    job(0, 2, 2, 2, 5);
+    place(NODE_A, 2);
+    start_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    CHECK_RC(hv_jm_preempt(&J, "preempted for job 8", now, &O), HV_ESTATE);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK_EQ(count(HV_JA_KILL), 0);
+}
+
 /* Make before break: A(2) and B(2), -np 4 --min-np 2 --max-np 4; a preemption notice on A with
  * time to spare keeps A's members (no round, the job wants 2 replacements); C's workers join a
  * round with everybody, and only then A's leave. Without replacements in time, A's members leave
@@ -1978,7 +2047,8 @@ HV_CHECK_MAIN(
     setup, teardown, {"fixed_success", case_fixed_success}, {"event_fields", case_event_fields},
     {"fixed_failure", case_fixed_failure},
     {"shrink_make_before_break", case_shrink_make_before_break},
-    {"shrink_fixed_refused", case_shrink_fixed_refused},
+    {"shrink_fixed_refused", case_shrink_fixed_refused}, {"preempt_resume", case_preempt_resume},
+    {"preempt_fixed_refused", case_preempt_fixed_refused},
     {"fixed_exit0_without_done", case_fixed_exit0_without_done},
     {"fixed_plain_program", case_fixed_plain_program},
     {"fixed_rendezvous_timeout", case_fixed_rendezvous_timeout},

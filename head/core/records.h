@@ -69,6 +69,7 @@ typedef struct hv_job_row_s {
     char *fleet_reason;    // its reason's stable word ("admitted", "shrunk_admit", ...; "": none)
     uint64_t fleet_cause;  // the job the reason names (0: none)
     uint64_t fleet_ms, resized_ms; // wall ms: when decided; when last started or resized
+    char *ns; // v19: its namespace (hvsubmit --namespace: actors, quotas, fair share; "": default)
 } hv_job_row_t;
 
 typedef struct hv_worker_row_s {

@@ -817,6 +817,21 @@ static int hook_node_state_is(void *ud, uint64_t node_id, const char *digest) {
     return 0;
 }
 
+/* The node slots each actor holds, as load and place_all take them: its live process's, and a
+ * move's slot reserved for the replacement. */
+static void hook_use(void *ud,
+                     void (*fn)(void *fud, const char *ns, uint32_t slots, uint32_t gpus,
+                                uint64_t memory_mb),
+                     void *fud) {
+    hv_actors_t *a = ud;
+    for (hv_dactor_t *x = a->head; x != NULL; x = x->next) {
+        uint32_t held = (x->am.proc_live && x->am.node_id != 0) + (x->am.next_node != 0);
+        if (held > 0) {
+            fn(fud, x->ns, held * x->slots, held * x->gpus, held * x->memory_mb);
+        }
+    }
+}
+
 static void hook_schedule(void *ud) {
     hv_actors_t *a = ud;
     if (a->placing) {
@@ -850,6 +865,7 @@ hv_err hv_actors_create(hv_driver_t *d, hv_store_t *store, hv_actors_t **out) {
                                  .schedule = hook_schedule,
                                  .node_specs_any = hook_node_specs_any,
                                  .node_state_is = hook_node_state_is,
+                                 .use = hook_use,
                                  .ud = a};
     hv_driver_set_actor_hooks(d, &h);
     *out = a;

@@ -596,6 +596,44 @@ static void case_logs(void) {
     CHECK_STR(buf, "[1]1:hello");
 }
 
+/* The slots an actor holds count in its namespace for the fleet policy (fleet.namespaces): an
+ * actor of namespace research and a job of it use 2 slots of research's quota of 1, one of
+ * them borrowed; a job of another namespace counts in the implicit default. */
+static void case_fleet_namespace_use(void) {
+    H.cfg.fleet.ns = hv_calloc(1, sizeof(*H.cfg.fleet.ns));
+    CHECK(H.cfg.fleet.ns != NULL);
+    H.cfg.fleet.nns = 1;
+    hv_head_ns_t *rs = &H.cfg.fleet.ns[0];
+    rs->name = hv_strdup("research");
+    rs->weight = 1;
+    rs->quota[0] = 1;
+    rs->borrow[0] = rs->borrow[1] = rs->borrow[2] = UINT64_MAX;
+    join("a", 4, NULL, 0);
+    static const uint8_t spec[] = {0x0a, 0x01, 'x'};
+    hv_actor_new_t c = {.name = "ps",
+                        .ns = "research",
+                        .class_name = "counter",
+                        .spec = spec,
+                        .spec_len = sizeof(spec),
+                        .slots = 1};
+    const hv_dactor_t *x = NULL;
+    char err[300] = "";
+    CHECK_RC_MSG(hv_actors_new(H.a, &c, &x, err, sizeof(err)), HV_OK, err);
+    hv_job_submit_t sj = {.name = "j", .np = 1, .ns = "research"};
+    hv_job_submit_t so = {.name = "o", .np = 1};
+    uint64_t id = 0;
+    uint32_t np = 0;
+    CHECK_RC_MSG(hv_driver_submit(H.d, &sj, &id, &np, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_driver_submit(H.d, &so, &id, &np, err, sizeof(err)), HV_OK, err);
+    hv_driver_ns_view_t v[2];
+    CHECK_EQ(hv_driver_fleet_namespaces(H.d, v, 2), 2);
+    CHECK_STR(v[0].name, "research");
+    CHECK_EQ(v[0].used[0], 2); /* its actor and its job */
+    CHECK_EQ(v[0].borrowed[0], 1);
+    CHECK_STR(v[1].name, "default");
+    CHECK_EQ(v[1].used[0], 1);
+}
+
 int main(int argc, char **argv) {
     hv_log_set_level(HV_LOG_ERROR);
     hv_log_init("actors_drv_test");
@@ -609,6 +647,7 @@ int main(int argc, char **argv) {
         {"notice_runs_out", case_notice_runs_out},
         {"labels_memory", case_labels_memory},
         {"figures", case_figures},
+        {"fleet_namespace_use", case_fleet_namespace_use},
     };
     return hv_check_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv, setup, teardown);
 }

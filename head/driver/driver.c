@@ -975,8 +975,8 @@ static void schedule_fcfs(hv_driver_t *d) {
     }
 }
 
-/* An event about a fleet decision the driver acted on (kind fleet.admit, fleet.shrink,
- * fleet.grow): the reason's word, the job it names, the sizes before and after, as typed data. */
+/* An event about a fleet decision the driver acted on (kind fleet.admit, fleet.resume: a
+ * preempted job admitted again, fleet.shrink, fleet.grow): the reason's word, the job it names, the sizes before and after, as typed data. */
 static void fleet_event(hv_driver_t *d, hv_djob_t *j, const char *kind, hv_ev_reason_t code,
                         uint32_t from, uint32_t to, const hv_fl_dec_t *dc) {
     char words[200], data[320];
@@ -987,8 +987,10 @@ static void fleet_event(hv_driver_t *d, hv_djob_t *j, const char *kind, hv_ev_re
              hv_fl_reason_name(dc->reason), (unsigned long long)dc->cause, from, to, dc->target,
              (int)j->priority, dc->borrowed);
     hv_ev_fields_t f = {.reason = code};
-    hv_driver_event_f(d, j->jm.id, 0, kind, &f, data, "job %llu: %u -> %u workers (fleet: %s)",
-                      (unsigned long long)j->jm.id, from, to, words);
+    hv_driver_event_f(d, j->jm.id, 0, kind, &f, data, "job %llu%s: %u -> %u workers (fleet: %s)",
+                      (unsigned long long)j->jm.id,
+                      strcmp(kind, "fleet.resume") == 0 ? " resumes from its state copy" : "", from,
+                      to, words);
 }
 
 /* Which n workers of j leave: on the nodes the policy's moves name first, then any; the
@@ -1031,6 +1033,51 @@ static size_t shrink_pick(const hv_djob_t *j, const hv_fl_out_t *fo, uint32_t n,
     return got;
 }
 
+/* The policy stops j (PREEMPTED, stored with its row) to give its slots to job dc->cause: a
+ * running elastic --preemptible job with a state copy is stopped whole (hv_jm_preempt: its
+ * workers are taken out and killed, it is pending again, its next round the resume round), stored
+ * first, then the kills go out. It waits without a pending timeout; when the policy admits it
+ * again its new workers resume from the copy (fleet.resume). A job that cannot be stopped now (a
+ * round open, completing, no copy) is left running: the next pass decides again. */
+static void fleet_preempt(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, uint32_t in,
+                          uint64_t wall) {
+    if (!j->preemptible || dc->cause == 0 || j->jm.state != HV_JOB_RUNNING) {
+        return;
+    }
+    char why[200];
+    snprintf(why, sizeof(why),
+             "preempted for job %llu, of a higher priority: it resumes later "
+             "from its state copy",
+             (unsigned long long)dc->cause);
+    uint64_t before = j->resized_ms;
+    j->resized_ms = wall; /* waiting since: the preemption (job_input) */
+    j->dirty_row = 1;
+    if (hv_jm_preempt(&j->jm, why, wall, &d->out) != HV_OK) {
+        j->resized_ms = before;
+        hv_jm_out_reset(&d->out);
+        return;
+    }
+    j->wait_deadline = UINT64_MAX; /* no pending timeout: it was admitted once */
+    j->fleet_grant = 0;
+    char words[200], data[400];
+    hv_copy_tier_t tier = hv_jm_copy_tier(&j->jm);
+    const hv_jm_copy_t *c = tier == HV_COPY_TIER_DURABLE ? &j->jm.durable : &j->jm.copy;
+    snprintf(data, sizeof(data),
+             "{\"reason\":\"%s\",\"cause\":%llu,\"from\":%u,\"to\":0,\"priority\":%d,"
+             "\"tier\":\"%s\",\"copy_generation\":%u,\"copy_commit\":%llu,\"resume_gen\":%u}",
+             hv_fl_reason_name(dc->reason), (unsigned long long)dc->cause, in, (int)j->priority,
+             hv_copy_tier_name(tier), c->generation, (unsigned long long)c->commit,
+             j->jm.resume_gen);
+    hv__driver_fleet_why(dc->reason, dc->cause, words, sizeof(words));
+    hv_ev_fields_t f = {.reason = HV_EV_SHRINK, .generation = j->jm.generation};
+    hv_driver_event_f(d, j->jm.id, 0, "fleet.preempt", &f, data,
+                      "job %llu preempted for job %llu: its %u workers stop; it waits to resume "
+                      "from its state copy (generation %u, commit %llu)",
+                      (unsigned long long)j->jm.id, (unsigned long long)dc->cause, in,
+                      c->generation, (unsigned long long)c->commit);
+    hv__driver_apply(d, j, &d->out);
+}
+
 /* Acts on one stored decision about j: shrinks first (the workers leave at the job's next
  * commit, make before break), then admissions and growth onto what is free now (slots that
  * leaving workers hold free up as they go: a later pass places there). */
@@ -1042,6 +1089,10 @@ static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const
         in += hv_wk_state_active(w->state) && !w->removed && !w->evict;
     }
     uint64_t wall = hv_wall_ms();
+    if (shrinks && dc->reason == HV_FL_PREEMPTED) {
+        fleet_preempt(d, j, dc, in, wall);
+        return;
+    }
     if (shrinks) {
         int shrunk = dc->reason == HV_FL_SHRUNK_ADMIT || dc->reason == HV_FL_SHRUNK_PRIORITY ||
                      dc->reason == HV_FL_SHRUNK_RECLAIM || dc->reason == HV_FL_SHRUNK_SHARE;
@@ -1087,8 +1138,10 @@ static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const
         j->resized_ms = wall;
         j->dirty_row = 1;
         j->fleet_grant = dc->target > n ? dc->target : 0;
+        int resuming = hv_jm_preempted(&j->jm);
         if (place(d, j, n, "")) {
-            fleet_event(d, j, "fleet.admit", HV_EV_START, 0, n, dc);
+            fleet_event(d, j, resuming ? "fleet.resume" : "fleet.admit",
+                        resuming ? HV_EV_RESUME : HV_EV_START, 0, n, dc);
         } else {
             j->resized_ms = before;
         }
@@ -1209,6 +1262,15 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     HV_TRY(hv_cl_submit(&ask, &room, &def, &set, err, errlen));
     int elastic = set.elastic;
     uint32_t np = set.np;
+    if (s->preemptible && !elastic) {
+        /* Stopping a job is only done to resume it from a state copy, which only an elastic
+         * job's commits make (docs/scheduling.md, "Preemptible jobs"). */
+        snprintf(err, errlen,
+                 "--preemptible: a fixed-size job cannot be stopped and resumed (it has no state "
+                 "copy to resume from); submit it elastic (--min-np/--max-np, training in "
+                 "hv_elastic_run with state copies) or without --preemptible");
+        return HV_EINVAL;
+    }
     hv_job_row_t row;
     memset(&row, 0, sizeof(row));
     row.name = (char *)s->name;
@@ -1235,6 +1297,14 @@ hv_err hv_driver_submit(hv_driver_t *d, const hv_job_submit_t *s, uint64_t *job_
     row.artifacts = s->artifacts;
     row.nartifacts = s->nartifacts;
     row.priority = s->priority;
+    row.ns = (char *)(s->ns != NULL ? s->ns : "");
+    if (!s->priority_set && s->priority == 0) {
+        const hv_head_ns_t *cns = hv_head_config_ns(c, s->ns);
+        if (cns == NULL) {
+            cns = hv_head_config_ns(c, "default"); /* an unlisted namespace counts there */
+        }
+        row.priority = cns != NULL ? cns->priority : 0; /* its namespace's default priority */
+    }
     row.preemptible = s->preemptible;
     hv_err rc = hv_store_job_insert(d->store, &row);
     if (rc != HV_OK) {

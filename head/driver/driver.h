@@ -185,6 +185,7 @@ struct hv_djob_s {
      * submission, then the fleet policy's newest decision about the job (stored with its row). */
     int32_t priority;            /* hvsubmit --priority: higher goes first */
     int preemptible;             /* hvsubmit --preemptible */
+    char ns[64];                 /* hvsubmit --namespace: its quota and share ("": default) */
     int fleet_decided;           /* the policy decided about it (the fields below are set) */
     uint32_t fleet_target;       /* workers it should have (0: waits) */
     hv_fl_reason_t fleet_reason; /* why */
@@ -249,9 +250,32 @@ typedef struct hv_driver_actor_hooks_s {
                           int (*fn)(const uint8_t *spec, size_t len, void *fud), void *fud);
     /* 1 when an actor process ordered on node_id loads the saved state stored as digest. */
     int (*node_state_is)(void *ud, uint64_t node_id, const char *digest);
+    /* Calls fn once per actor that holds node slots now (a live process, a move's reserved
+     * slot), with its namespace and what it holds: the fleet policy counts it in its quota. */
+    void (*use)(void *ud,
+                void (*fn)(void *fud, const char *ns, uint32_t slots, uint32_t gpus,
+                           uint64_t memory_mb),
+                void *fud);
     void *ud;
 } hv_driver_actor_hooks_t;
 void hv_driver_set_actor_hooks(hv_driver_t *d, const hv_driver_actor_hooks_t *h);
+
+/* A namespace of the fleet policy as its newest decision left it (hvctl queue). Resources are
+ * slots, GPUs, memory MiB; HV_FL_UNLIMITED (UINT64_MAX) in borrow: no limit. */
+typedef struct hv_driver_ns_view_s {
+    const char *name; /* borrowed from the config ("default" when none is configured) */
+    uint32_t weight;
+    int32_t priority; /* its jobs' default priority */
+    uint64_t quota[3], borrow[3];
+    uint64_t used[3];     /* its jobs' targets and its actors */
+    uint64_t borrowed[3]; /* of used, beyond its quota */
+    uint32_t share_pm;    /* its dominant share of the cluster, per mille, divided by weight */
+    uint32_t waiting;     /* its jobs that wait */
+} hv_driver_ns_view_t;
+/* Fills out[0..max) with the namespaces, the configured ones in the config's order, then
+ * "default" when the config does not list it (jobs of unlisted namespaces count there).
+ * Returns how many there are (all zero used before the first decision). Loop thread. */
+size_t hv_driver_fleet_namespaces(const hv_driver_t *d, hv_driver_ns_view_t *out, size_t max);
 /* For actors_drv: an order down a node's Session (HV_ECLOSED without one); a slot (and GPU gpu
  * when >= 0) of a node taken or given back; the configured kill grace. */
 hv_err hv_driver_order(hv_driver_t *d, uint64_t node_id, const hv_order_t *o);
@@ -407,7 +431,10 @@ typedef struct hv_job_submit_s {
                                      with the job, so that they are kept while it is */
     size_t nartifacts;
     int32_t priority; /* higher goes first (0: the default) */
+    int priority_set; /* priority was given (or is not 0); else its namespace's default
+                         (fleet.namespaces[].priority) */
     int preemptible;  /* may be stopped for a higher priority, to resume from its state copy */
+    const char *ns;   /* its namespace (NULL or "": default), for quotas and fair share */
 } hv_job_submit_t;
 
 /* Validates against the cluster (np against capacity, bounds) and stores a pending job, then

@@ -4,8 +4,12 @@
  * close, the tick) it builds the policy's inputs from its tables (jobs with their sizes, bounds,
  * priority and age; nodes with their capacity; which job's workers run where and which of them
  * are leaving), decides, and stores every decision that changed with its job's row before
- * driver.c acts on it (admits, shrinks, grows). With no namespaces configured yet every job is in
- * one namespace without a quota: priorities, then goodput. Threads: the loop thread only.
+ * driver.c acts on it (admits, shrinks, grows). The namespaces are the config's fleet.namespaces
+ * (weight, quota, borrowing limit), then an implicit "default" (no quota, weight 1, no borrowing
+ * limit) unless the config lists one: a job is in its hvsubmit --namespace, and one whose
+ * namespace is not listed counts in "default"; the slots, GPUs and memory that actors hold count
+ * against their namespace's quota the same way. With none configured every job is in "default":
+ * priorities, then goodput. Threads: the loop thread only.
  */
 #include "driver_int.h"
 
@@ -33,18 +37,92 @@ static void job_counts(const hv_djob_t *j, uint64_t node_id, uint32_t *in, uint3
     }
 }
 
+/* The policy's namespaces: the configured ones, then "default" unless configured. */
+static size_t ns_count(const hv_driver_t *d) {
+    const hv_head_config_t *c = d->cfg;
+    return c->fleet.nns + (hv_head_config_ns(c, "default") == NULL);
+}
+
+/* The policy's index of namespace name (unlisted: "default"'s). */
+static uint32_t ns_index(const hv_driver_t *d, const char *name) {
+    const hv_head_config_t *c = d->cfg;
+    const hv_head_ns_t *n = hv_head_config_ns(c, name);
+    if (n == NULL) {
+        n = hv_head_config_ns(c, "default");
+    }
+    return n != NULL ? (uint32_t)(n - c->fleet.ns) : (uint32_t)c->fleet.nns;
+}
+
+static void ns_input(const hv_driver_t *d, size_t i, hv_fl_ns_t *o) {
+    memset(o, 0, sizeof(*o));
+    o->weight = 1;
+    for (int r = 0; r < HV_FL_NRES; r++) {
+        o->borrow.r[r] = HV_FL_UNLIMITED;
+    }
+    if (i < d->cfg->fleet.nns) {
+        const hv_head_ns_t *n = &d->cfg->fleet.ns[i];
+        o->weight = n->weight;
+        for (int r = 0; r < HV_FL_NRES; r++) {
+            o->quota.r[r] = n->quota[r];
+            o->borrow.r[r] = n->borrow[r];
+        }
+    }
+}
+
+typedef struct actor_use_s {
+    const hv_driver_t *d;
+    hv_fl_ns_t *ns;
+} actor_use_t;
+
+static void actor_use(void *fud, const char *ns, uint32_t slots, uint32_t gpus,
+                      uint64_t memory_mb) {
+    actor_use_t *u = fud;
+    hv_fl_res_t *a = &u->ns[ns_index(u->d, ns)].actors;
+    a->r[HV_FL_SLOTS] += slots;
+    a->r[HV_FL_GPUS] += gpus;
+    a->r[HV_FL_MEMORY] += memory_mb;
+}
+
+size_t hv_driver_fleet_namespaces(const hv_driver_t *d, hv_driver_ns_view_t *out, size_t max) {
+    size_t n = ns_count(d);
+    for (size_t i = 0; i < n && i < max; i++) {
+        hv_driver_ns_view_t *v = &out[i];
+        hv_fl_ns_t in;
+        ns_input(d, i, &in);
+        memset(v, 0, sizeof(*v));
+        const hv_head_ns_t *cn = i < d->cfg->fleet.nns ? &d->cfg->fleet.ns[i] : NULL;
+        v->name = cn != NULL ? cn->name : "default";
+        v->weight = in.weight;
+        v->priority = cn != NULL ? cn->priority : 0;
+        for (int r = 0; r < HV_FL_NRES; r++) {
+            v->quota[r] = in.quota.r[r];
+            v->borrow[r] = in.borrow.r[r];
+        }
+        if (i < d->fl_nshare) {
+            const hv_fl_share_t *s = &d->fl_share[i];
+            for (int r = 0; r < HV_FL_NRES; r++) {
+                v->used[r] = s->used.r[r];
+                v->borrowed[r] = s->borrowed.r[r];
+            }
+            v->share_pm = s->share_pm;
+            v->waiting = s->waiting;
+        }
+    }
+    return n;
+}
+
 /* How the policy sees j now. */
-static void job_input(const hv_djob_t *j, hv_fl_job_t *o) {
+static void job_input(const hv_driver_t *d, const hv_djob_t *j, hv_fl_job_t *o) {
     const hv_jm_params_t *p = &j->jm.p;
     uint32_t in, leaving;
     job_counts(j, 0, &in, &leaving);
     memset(o, 0, sizeof(*o));
     o->id = j->jm.id;
-    o->ns = 0;
+    o->ns = ns_index(d, j->ns);
     o->priority = j->priority;
     o->elastic = p->elastic;
-    /* Stopping a job to resume it later is not wired yet: no job is offered as preemptible. */
-    o->preemptible = 0;
+    /* Stopped only to resume from a state copy: an elastic job once it has one (driver.c). */
+    o->preemptible = j->preemptible && p->elastic && hv_jm_copy_tier(&j->jm) != HV_COPY_TIER_NONE;
     o->per_worker.r[HV_FL_SLOTS] = 1;
     o->slots_per_host = j->slots_per_host;
     if (p->elastic) {
@@ -60,7 +138,7 @@ static void job_input(const hv_djob_t *j, hv_fl_job_t *o) {
     }
     if (j->jm.state == HV_JOB_PENDING) {
         o->state = HV_FL_WAITING;
-        o->waiting_since_ms = j->submitted_ms;
+        o->waiting_since_ms = hv_jm_preempted(&j->jm) ? j->resized_ms : j->submitted_ms;
         return;
     }
     o->size = in + leaving; /* live: those leaving count until they are gone */
@@ -135,7 +213,7 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
         }
         size_t ji = f->njobs;
         f->jobs[f->njobs++] = j;
-        job_input(j, &jobs[ji]);
+        job_input(d, j, &jobs[ji]);
         for (size_t ni = 0; ni < k; ni++) {
             uint32_t in, leaving;
             job_counts(j, nodes[ni].id, &in, &leaving);
@@ -151,16 +229,19 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
     set.reset_ms = d->cfg->fleet.reset_ms;
     set.starve_ms = d->cfg->fleet.starve_ms;
     set.age_ms = d->cfg->fleet.age_ms;
-    hv_fl_ns_t ns;
-    memset(&ns, 0, sizeof(ns));
-    ns.weight = 1;
-    for (int r = 0; r < HV_FL_NRES; r++) {
-        ns.borrow.r[r] = HV_FL_UNLIMITED;
+    size_t nns = ns_count(d);
+    hv_fl_ns_t ns[HV_DRIVER_NS_MAX];
+    for (size_t i = 0; i < nns; i++) {
+        ns_input(d, i, &ns[i]);
+    }
+    if (d->actors.use != NULL) {
+        actor_use_t u = {.d = d, .ns = ns};
+        d->actors.use(d->actors.ud, actor_use, &u);
     }
     hv_fl_in_t in = {.now_ms = wall,
                      .set = &set,
-                     .ns = &ns,
-                     .nns = 1,
+                     .ns = ns,
+                     .nns = nns,
                      .jobs = jobs,
                      .njobs = f->njobs,
                      .nodes = nodes,
@@ -175,12 +256,15 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
                rc == HV_ENOMEM ? "out of memory" : err);
         goto out;
     }
+    d->fl_nshare = f->out.nshare < HV_DRIVER_NS_MAX ? f->out.nshare : HV_DRIVER_NS_MAX;
+    memcpy(d->fl_share, f->out.share, d->fl_nshare * sizeof(*d->fl_share));
     /* Store every decision that changed, each with its job's row, before anything acts on it. */
     for (size_t i = 0; i < f->out.ndec && i < f->njobs; i++) {
         hv_djob_t *j = f->jobs[i];
         const hv_fl_dec_t *dc = &f->out.dec[i];
-        if (j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
-            j->fleet_cause == dc->cause) {
+        if ((j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
+             j->fleet_cause == dc->cause) ||
+            (hv_jm_preempted(&j->jm) && dc->target == 0)) { /* it shows what stopped it */
             continue;
         }
         int was_decided = j->fleet_decided;

@@ -35,6 +35,8 @@ typedef struct pending_s {
 
 /* The driver (driver.h's hv_driver_t): its fields are read and written by the driver's files
  * only. */
+#define HV_DRIVER_NS_MAX 257 /* fleet.namespaces' most (256), and an implicit "default" */
+
 struct hv_driver_s {
     const hv_head_config_t *cfg; /* borrowed */
     hv_store_t *store;           /* borrowed */
@@ -65,6 +67,9 @@ struct hv_driver_s {
     hv_hmap_t node_ids, node_names, job_ids, worker_ids;
     int idx_ok;
     int sched_defer; /* inside one input that changes several things: schedule once at its end */
+    /* The newest fleet decision's namespaces (driver_fleet.c's order: hv_driver_fleet_namespaces) */
+    hv_fl_share_t fl_share[HV_DRIVER_NS_MAX];
+    size_t fl_nshare;
 };
 
 /* ---- lookups (the model in memory) ---------------------------------------------------------- */

@@ -139,6 +139,7 @@ void hv__driver_job_row(const hv_djob_t *j, hv_job_row_t *r) {
     r->resume_gen = m->resume_gen;
     r->resumes = m->resumes;
     r->priority = j->priority;
+    r->ns = (char *)j->ns;
     r->preemptible = j->preemptible;
     r->fleet_target = j->fleet_target;
     r->fleet_reason = (char *)(j->fleet_decided ? hv_fl_reason_name(j->fleet_reason) : "");
@@ -345,6 +346,7 @@ hv_err hv__driver_job_from_row(hv_driver_t *d, hv_job_row_t *r, hv_djob_t **out)
     j->jm.resume_gen = r->resume_gen;
     j->jm.resumes = r->resumes;
     j->priority = r->priority;
+    snprintf(j->ns, sizeof(j->ns), "%s", r->ns != NULL ? r->ns : "");
     j->preemptible = r->preemptible;
     j->fleet_target = r->fleet_target;
     j->fleet_cause = r->fleet_cause;
@@ -616,7 +618,9 @@ hv_err hv__driver_load_tables(hv_driver_t *d) {
             continue;
         }
         uint32_t timeout = j->timeout_s ? j->timeout_s : d->cfg->job_wait_timeout_s;
-        j->wait_deadline = hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
+        j->wait_deadline = hv_jm_preempted(&j->jm)
+                               ? UINT64_MAX /* admitted once: no pending timeout */
+                               : hv_cl_wait_deadline(now, wall, j->submitted_ms, timeout);
         hv_jm_restarted(&j->jm, wall);
         for (size_t k = 0; k < j->jm.nw; k++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[k];

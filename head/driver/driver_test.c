@@ -581,8 +581,81 @@ static void case_fleet_stored_first(void) {
     CHECK_EQ(target, 2);
 }
 
+/* Namespaces (fleet.namespaces): a job without --priority gets its namespace's default, its
+ * namespace is stored with it, and the policy's shares come back per namespace: a job of an
+ * unlisted namespace counts in the implicit "default", and slots beyond a quota are borrowed. */
+static void case_fleet_namespaces(void) {
+    H.cfg.fleet.ns = hv_calloc(2, sizeof(*H.cfg.fleet.ns));
+    CHECK(H.cfg.fleet.ns != NULL);
+    H.cfg.fleet.nns = 2;
+    const char *names[] = {"a", "b"};
+    for (int i = 0; i < 2; i++) {
+        hv_head_ns_t *n = &H.cfg.fleet.ns[i];
+        n->name = hv_strdup(names[i]);
+        n->weight = 1;
+        n->quota[0] = 2;
+        n->borrow[0] = n->borrow[1] = n->borrow[2] = UINT64_MAX;
+    }
+    H.cfg.fleet.ns[0].priority = 4;
+    join("n", 4);
+    hv_job_submit_t sx = {.name = "x", .np = 3, .ns = "a"};
+    hv_job_submit_t sy = {.name = "y", .np = 1, .ns = "zzz", .priority = -2, .priority_set = 1};
+    uint64_t x = 0, y = 0;
+    uint32_t np = 0;
+    char err[300], why[32];
+    uint32_t target = 0;
+    int32_t prio = 0;
+    CHECK_RC_MSG(hv_driver_submit(H.d, &sx, &x, &np, err, sizeof(err)), HV_OK, err);
+    CHECK_RC_MSG(hv_driver_submit(H.d, &sy, &y, &np, err, sizeof(err)), HV_OK, err);
+    stored_fleet(x, why, sizeof(why), &target, &prio); /* admitted, then busy (starting) */
+    CHECK_EQ(target, 3);
+    CHECK_EQ(prio, 4); /* a's default */
+    stored_fleet(y, why, sizeof(why), &target, &prio);
+    CHECK_STR(why, "admitted");
+    CHECK_EQ(target, 1);
+    CHECK_EQ(prio, -2); /* given */
+    hv_job_row_t r;
+    CHECK_RC(hv_store_job_get(H.store, y, &r), HV_OK);
+    CHECK_STR(r.ns, "zzz");
+    hv_store_job_fini(&r);
+    hv_driver_ns_view_t v[4];
+    CHECK_EQ(hv_driver_fleet_namespaces(H.d, v, 4), 3);
+    CHECK_STR(v[0].name, "a");
+    CHECK_EQ(v[0].quota[0], 2);
+    CHECK_EQ(v[0].used[0], 3);
+    CHECK_EQ(v[0].borrowed[0], 1);
+    CHECK_EQ(v[0].priority, 4);
+    CHECK_STR(v[1].name, "b");
+    CHECK_EQ(v[1].used[0], 0);
+    CHECK_STR(v[2].name, "default");
+    CHECK_EQ(v[2].used[0], 1);
+    CHECK(v[2].borrow[0] == UINT64_MAX);
+    CHECK(v[0].share_pm > v[2].share_pm);
+}
+
+/* A fixed-size job cannot be --preemptible: stopping a job is only done to resume it from a
+ * state copy, which only an elastic job makes. The submission is refused, nothing is stored or
+ * started; the same job elastic is taken. */
+static void case_preemptible_fixed_refused(void) {
+    join("a", 2);
+    hv_job_submit_t s = {.name = "f", .np = 2, .preemptible = 1};
+    uint64_t id = 0;
+    uint32_t np = 0;
+    char err[400] = "";
+    CHECK_RC(hv_driver_submit(H.d, &s, &id, &np, err, sizeof(err)), HV_EINVAL);
+    CHECK(strstr(err, "--preemptible: a fixed-size job cannot be stopped and resumed") != NULL);
+    CHECK_EQ(id, 0);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 0);
+    hv_job_submit_t e = {
+        .name = "e", .np = 2, .elastic = 1, .min_np = 1, .max_np = 2, .preemptible = 1};
+    CHECK_RC_MSG(hv_driver_submit(H.d, &e, &id, &np, err, sizeof(err)), HV_OK, err);
+    CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
+}
+
 HV_CHECK_MAIN(setup, teardown, {"drain_not_stored", case_drain_not_stored},
+              {"fleet_namespaces", case_fleet_namespaces},
               {"fleet_stored_first", case_fleet_stored_first},
+              {"preemptible_fixed_refused", case_preemptible_fixed_refused},
               {"drain_many_atomic", case_drain_many_atomic},
               {"dead_and_back_not_stored", case_dead_and_back_not_stored},
               {"strike_stored", case_strike_stored}, {"strike_not_stored", case_strike_not_stored},

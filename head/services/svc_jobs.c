@@ -26,6 +26,7 @@
  * ends early at this bound and its next_page_token continues the list. */
 #define LIST_PAGE_BYTES (4u << 20)
 #define VIEW_REASON_MAX 1024 /* bytes of a reason shown in a listed view */
+#define HV_SVC_NS_MAX 257 /* namespaces a ListJobs reply holds at most (config.c: 256 + default) */
 
 typedef struct watch_s {
     hv_svc_jobs_t *svc;
@@ -221,6 +222,7 @@ static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v
     v->fleet_reason = (char *)(j->fleet_decided ? hv_fl_reason_name(j->fleet_reason) : "");
     v->fleet_cause = j->fleet_cause;
     v->fleet_ms = j->fleet_ms;
+    v->namespace_ = (char *)(j->ns[0] != '\0' ? j->ns : "default");
     if (m->copy.commit > 0) {
         sc->copy = (Hvpb__V1__StateCopyRef)HVPB__V1__STATE_COPY_REF__INIT;
         sc->copy.generation = m->copy.generation;
@@ -666,7 +668,9 @@ static void jobs_submit(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
                            .cooldown_max_s = spec->cooldown_max_s,
                            .target_np = spec->target_np,
                            .priority = spec->priority,
-                           .preemptible = spec->preemptible};
+                           .priority_set = spec->priority_set,
+                           .preemptible = spec->preemptible,
+                           .ns = spec->namespace_};
     /* The artifacts it uses are stored with it (the history prunes those no kept job uses). */
     const char *uses[HV_STORE_SPEC_DIGESTS_MAX];
     size_t nuses = 0;
@@ -765,6 +769,44 @@ static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t 
     v->fleet_reason = clip_str(clip, row->fleet_reason, 32);
     v->fleet_cause = row->fleet_cause;
     v->fleet_ms = row->fleet_ms;
+    v->namespace_ = row->ns != NULL && row->ns[0] != '\0' ? clip_str(clip, row->ns, 64) : "default";
+}
+
+/* The fleet policy's namespaces for the first page of ListJobs (hvctl queue). */
+typedef struct ns_reply_s {
+    hv_driver_ns_view_t v[HV_SVC_NS_MAX];
+    Hvpb__V1__NamespaceShare m[HV_SVC_NS_MAX];
+    Hvpb__V1__NamespaceShare *p[HV_SVC_NS_MAX];
+    uint64_t res[HV_SVC_NS_MAX][4][3];
+    size_t n;
+} ns_reply_t;
+
+static void ns_reply_fill(const hv_driver_t *d, ns_reply_t *r) {
+    size_t n = hv_driver_fleet_namespaces(d, r->v, HV_SVC_NS_MAX);
+    r->n = n < HV_SVC_NS_MAX ? n : HV_SVC_NS_MAX;
+    for (size_t i = 0; i < r->n; i++) {
+        const hv_driver_ns_view_t *v = &r->v[i];
+        Hvpb__V1__NamespaceShare *m = &r->m[i];
+        *m = (Hvpb__V1__NamespaceShare)HVPB__V1__NAMESPACE_SHARE__INIT;
+        m->name = (char *)v->name;
+        m->weight = v->weight;
+        m->priority = v->priority;
+        memcpy(r->res[i][0], v->quota, sizeof(v->quota));
+        memcpy(r->res[i][1], v->borrow, sizeof(v->borrow));
+        memcpy(r->res[i][2], v->used, sizeof(v->used));
+        memcpy(r->res[i][3], v->borrowed, sizeof(v->borrowed));
+        m->quota = r->res[i][0];
+        m->n_quota = 3;
+        m->borrow = r->res[i][1];
+        m->n_borrow = 3;
+        m->used = r->res[i][2];
+        m->n_used = 3;
+        m->borrowed = r->res[i][3];
+        m->n_borrowed = 3;
+        m->share_pm = v->share_pm;
+        m->waiting = v->waiting;
+        r->p[i] = m;
+    }
 }
 
 static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
@@ -811,7 +853,14 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         rep.jobs = vp;
         rep.n_jobs = k;
         rep.next_page_token = token;
+        ns_reply_t *ns = before == 0 ? hv_calloc(1, sizeof(*ns)) : NULL;
+        if (ns != NULL) {
+            ns_reply_fill(s->d, ns);
+            rep.namespaces = ns->p;
+            rep.n_namespaces = ns->n;
+        }
         hv_rpc_reply(c, &rep.base);
+        hv_free(ns);
     }
     clip_free(&clip);
     hv_free(vs);

@@ -397,11 +397,17 @@ static const char store_v18_sql[] =
     "ALTER TABLE jobs ADD COLUMN fleet_ms INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN resized_ms INTEGER NOT NULL DEFAULT 0;";
 
+/* v19: a job's namespace (hvsubmit --namespace), which the fleet policy's quotas and fair share
+ * count it in (head/config.h fleet.namespaces). Old rows: "" (the default namespace). */
+static const char store_v19_sql[] =
+    "ALTER TABLE jobs ADD COLUMN namespace TEXT NOT NULL DEFAULT '';";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,  store_v6_sql,
-    store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql, store_v11_sql, store_v12_sql,
-    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql, store_v17_sql, store_v18_sql};
+    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,
+    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql,
+    store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql, store_v15_sql,
+    store_v16_sql, store_v17_sql, store_v18_sql, store_v19_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -482,7 +488,7 @@ enum {
     " rdzv_timeout_s, cooldown_min_s, cooldown_max_s, max_strikes, slots_per_host, size,"          \
     " cross_size, round_open, round_rollback, round_reason, round_opened_ms, round_deadline_ms,"   \
     " round_fail_at_ms, target_np, resume_gen, resumes, round_code, priority, preemptible,"        \
-    " fleet_target, fleet_reason, fleet_cause, fleet_ms, resized_ms"
+    " fleet_target, fleet_reason, fleet_cause, fleet_ms, resized_ms, namespace"
 #define WORKER_COLS                                                                                \
     "id, job_id, node_id, rank, attempt, local_rank, local_size, generation, gpu, pid,"            \
     " exit_code, term_signal, state, reason, started_ms, ended_ms, member_gen, joined_gen,"        \
@@ -525,10 +531,10 @@ static const char *const store_sql[ST__COUNT] = {
                       " cross_size, round_open, round_rollback, round_reason, round_opened_ms,"
                       " round_deadline_ms, round_fail_at_ms, target_np, resume_gen, resumes,"
                       " round_code, priority, preemptible, fleet_target, fleet_reason, fleet_cause,"
-                      " fleet_ms, resized_ms)"
+                      " fleet_ms, resized_ms, namespace)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,"
                       " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30,"
-                      " ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42)",
+                      " ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43)",
     [ST_JOB_UPDATE] = "UPDATE jobs SET name = ?1, state = ?2, reason = ?3, np = ?5,"
                       " min_np = ?6, max_np = ?7, max_resets = ?8, timeout_s = ?9,"
                       " resets = ?10, generation = ?11, submitted_ms = ?12, started_ms = ?13,"
@@ -540,7 +546,7 @@ static const char *const store_sql[ST__COUNT] = {
                       " round_fail_at_ms = ?31, target_np = ?32, resume_gen = ?33,"
                       " resumes = ?34, round_code = ?35, priority = ?36, preemptible = ?37,"
                       " fleet_target = ?38, fleet_reason = ?39, fleet_cause = ?40,"
-                      " fleet_ms = ?41, resized_ms = ?42 WHERE id = ?15",
+                      " fleet_ms = ?41, resized_ms = ?42, namespace = ?43 WHERE id = ?15",
     [ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [ST_JOB_STATES] = "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
     [ST_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs"
@@ -1774,6 +1780,7 @@ void hv_store_job_fini(hv_job_row_t *row) {
     hv_free(row->spec);
     hv_free(row->round_reason);
     hv_free(row->fleet_reason);
+    hv_free(row->ns);
     memset(row, 0, sizeof(*row));
 }
 
@@ -1829,6 +1836,9 @@ static hv_err job_read(sqlite3_stmt *st, void *vrow) {
     r->fleet_cause = col_u64(st, 39);
     r->fleet_ms = col_u64(st, 40);
     r->resized_ms = col_u64(st, 41);
+    if (col_text(st, 42, &r->ns) != HV_OK) {
+        goto fail;
+    }
     return HV_OK;
 fail:
     hv_store_job_fini(r);
@@ -1887,6 +1897,7 @@ static void job_bind(store_bind_t *b, const hv_job_row_t *row, int with_spec) {
     bind_u64(b, 40, row->fleet_cause);
     bind_u64(b, 41, row->fleet_ms);
     bind_u64(b, 42, row->resized_ms);
+    bind_text(b, 43, row->ns != NULL ? row->ns : "");
 }
 
 /* Records that job_id uses the artifact digest (already there: nothing). */

@@ -53,7 +53,7 @@ typedef struct hv_store_s hv_store_t;
  * v15: nodes.memory_mb (placement by memory right after a head restart).
  * v16: actor_figures (actors' call figures, summed over their processes).
  * v17: events.actor_id (an actor's events, indexed: hv_store_event_list_actor). */
-#define HV_STORE_SCHEMA_VERSION 18
+#define HV_STORE_SCHEMA_VERSION 19
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 

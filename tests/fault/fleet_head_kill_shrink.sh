@@ -1,20 +1,21 @@
 #!/bin/sh
 # The head is SIGKILLed in the middle of a shrink the fleet policy decided (issue 26 §5): job A
-# (-np 4 --min-np 1, membership checks every 50 commits so the shrink's round stays open about a
-# second) gives 2 workers to job B; the head dies while A's shrink round waits for A's next check,
-# and is restarted on the same address. The decision and the round were stored before anything
-# acted: after the restart A's round closes with 2 (no rollback), B starts on the freed slots,
-# and both end 0 with exact epochs: no job is lost.
+# (-np 4 --min-np 1, membership checks every 200 commits so that the shrink's round stays open
+# about four seconds, longer than a loaded machine takes to see it open and kill the head) gives
+# 2 workers to job B; the head dies while A's shrink round waits for A's next check, and is
+# restarted on the same address (leases of 10 s: agents under load re-attach within them). The
+# decision and the round were stored before anything acted: after the restart A's round closes
+# with 2 (no rollback), B starts on the freed slots, and both end 0 with exact epochs.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
-LEASE_MS=6000
+LEASE_MS=10000
 start_elastic_head "fleet:" "  resize_interval_ms: 1000"
 port=${HEAD##*:}
 sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
 start_agent node-a 2
 start_agent node-b 2
-submit a -np 4 --min-np 1 --max-np 4 --check-every 50 -- --epochs 4 --step-delay-ms 20
+submit a -np 4 --min-np 1 --max-np 4 --check-every 200 -- --epochs 4 --step-delay-ms 20
 A_PID=$SUB_PID
 wait_epoch a 0
 submit b -np 2 -- --epochs 1

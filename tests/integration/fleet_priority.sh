@@ -29,7 +29,7 @@ wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 3 | grep -q '\"state\"
 "$BIN/hvctl" --head "$HEAD" --json queue >"$TMP/queue.json"
 cat "$TMP/queue.txt"
 [ "$(job_state 2)" = "pending" ] || fail "job W (priority 0, submitted first) should still wait"
-head -n 2 "$TMP/queue.txt" | tail -n 1 | grep -Eq '^3 +elastic_train +running +5 ' \
+sed -n '/^ID /,$p' "$TMP/queue.txt" | sed -n 2p | grep -Eq '^3 +elastic_train +default +running +5 ' \
     || fail "hvctl queue should list job H (priority 5) first"
 grep -Eq '^2 .*pending +0 +3 +0 +0 +waiting' "$TMP/queue.txt" || fail "hvctl queue should show W waiting"
 /usr/bin/python3 - "$TMP/queue.json" <<'PY' || fail "hvctl --json queue lacks its fields"
