@@ -51,6 +51,7 @@ typedef enum config_type {
     CFG_NAME_LIST,  // a sequence of names (autoscaler.fallback), checked after the walk
     CFG_BOOL,       // true|false (also yes|no|on|off), into an int
     CFG_NAMESPACES, // fleet.namespaces: a list of {name, weight, quota, borrow, priority}
+    CFG_POLICY,     // fleet|fcfs, into an int (1: fcfs)
 } config_type;
 
 /* One known key. */
@@ -106,6 +107,7 @@ static const config_opt_t config_opts[] = {
     {"fleet", "starve_ms", CFG_U32, CFG_OFF(fleet.starve_ms), 1000, 86400000},
     {"fleet", "age_ms", CFG_U32, CFG_OFF(fleet.age_ms), 0, 2000000000},
     {"fleet", "namespaces", CFG_NAMESPACES, 0, 0, 0},
+    {"fleet", "policy", CFG_POLICY, CFG_OFF(fleet.fcfs), 0, 0},
     {"", "autoscaler", CFG_MAP, 0, 0, 0},
     {"autoscaler", "provider", CFG_PROVIDER, CFG_OFF(autoscaler.provider), 0, 0},
     {"autoscaler", "min_nodes", CFG_U32, CFG_OFF(autoscaler.min_nodes), 0, 100000},
@@ -647,6 +649,12 @@ static hv_err config_apply(config_parse_t *p, const config_opt_t *o, const yaml_
                            key, shown);
     case CFG_BOOL:
         return config_bool(p, &val, (int *)((char *)p->cfg + o->off));
+    case CFG_POLICY:
+        if (strcmp(v, "fleet") != 0 && strcmp(v, "fcfs") != 0) {
+            return config_fail(p, at, "key '%s': value '%s' is not one of fleet, fcfs", key, shown);
+        }
+        *(int *)((char *)p->cfg + o->off) = strcmp(v, "fcfs") == 0;
+        return HV_OK;
     case CFG_NUM: {
         double d = 0;
         if (config_parse_num(v, &d) != 0) {

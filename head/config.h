@@ -109,6 +109,8 @@ typedef struct hv_head_config_s {
         hv_head_ns_t *ns; /* fleet.namespaces, in the file's order (NULL, 0: none configured:
                              every job in one namespace without a quota) */
         size_t nns;
+        int fcfs; /* fleet.policy: fleet (0, default) | fcfs (1): first come, first served,
+                     the queue before issue 26, for comparisons (bench_fleet.sh --real) */
     } fleet;
     /* The durable tier of the jobs' state copies (docs/RELIABILITY.md "The durable tier"): the
      * head writes its newest copy of each running elastic job there every interval_s seconds,

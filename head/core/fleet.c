@@ -29,7 +29,8 @@ void hv_fl_settings_default(hv_fl_settings_t *s) {
                             .starve_ms = HV_FL_STARVE_MS,
                             .age_ms = HV_FL_AGE_MS,
                             .keep_pct = 10,
-                            .min_gain_pm = 20};
+                            .min_gain_pm = 20,
+                            .reserve_prio = 1};
 }
 
 /* ---- the jobs as this decision sees them ------------------------------------------------------ */
@@ -144,9 +145,32 @@ static int fits(const hv__fl_ws_t *ws, const hv__fl_job_t *b, uint32_t n, int ti
     return quota ? FIT_QUOTA : cap ? FIT_CAPACITY : FIT_OK;
 }
 
-static void give(hv__fl_ws_t *ws, hv__fl_job_t *b, uint32_t n, int tier) {
+/* 1 when b's floor stays out of the reserve (rule 8): a job that could not be taken back at once
+ * (not preemptible) below the priority the reserve is for. Its growth may use the reserve: a
+ * shrink gives that back at the job's next commit. */
+static int outside_reserve(const hv__fl_ws_t *ws, const hv__fl_job_t *b) {
+    return ws->set.reserve_pct > 0 && !b->j->preemptible && b->prio < ws->set.reserve_prio;
+}
+
+/* 1 when n more floor workers of b (outside the reserve) leave the reserve free. */
+static int reserve_fits(const hv__fl_ws_t *ws, const hv__fl_job_t *b, uint32_t n) {
     hv_fl_res_t need = hv__fl_times(&b->d, n);
     for (int r = 0; r < HV_FL_NRES; r++) {
+        uint64_t keep = ws->total.r[r] / 100 * ws->set.reserve_pct +
+                        ws->total.r[r] % 100 * ws->set.reserve_pct / 100;
+        if (need.r[r] > 0 &&
+            hv__fl_sat_add(ws->low.r[r], need.r[r]) > hv__fl_sat_sub(ws->total.r[r], keep)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void give(hv__fl_ws_t *ws, hv__fl_job_t *b, uint32_t n, int tier) {
+    hv_fl_res_t need = hv__fl_times(&b->d, n);
+    int floor = !b->granted && outside_reserve(ws, b);
+    for (int r = 0; r < HV_FL_NRES; r++) {
+        ws->low.r[r] = floor ? hv__fl_sat_add(ws->low.r[r], need.r[r]) : ws->low.r[r];
         ws->avail.r[r] = hv__fl_sat_sub(ws->avail.r[r], need.r[r]);
         ws->used[b->j->ns].r[r] = hv__fl_sat_add(ws->used[b->j->ns].r[r], need.r[r]);
     }
@@ -213,6 +237,12 @@ static void floor_failed(hv__fl_ws_t *ws, size_t i, int fit, int tier) {
     b->why = b->j->state == HV_FL_RUNNING ? HV_FL_PREEMPTED
              : fit == FIT_QUOTA           ? HV_FL_WAIT_QUOTA
                                           : HV_FL_WAIT_CAPACITY;
+    if (fit == FIT_CAPACITY && b->j->state == HV_FL_WAITING &&
+        (ws->pri_by == 0 || b->prio > ws->pri_prio)) {
+        /* a lower priority that could not be taken back at once does not pass it (rule 3) */
+        ws->pri_prio = b->prio;
+        ws->pri_by = i + 1;
+    }
     if (!b->starving) {
         return;
     }
@@ -231,6 +261,7 @@ static void floors(hv__fl_ws_t *ws, int tier) {
     for (size_t i = 0; i < nj; i++) {
         ws->jobs[i].tried = 0;
     }
+    ws->pri_by = 0;
     for (size_t k = 0; k < ws->in->nns; k++) {
         ws->blk_by[k] = 0;
         ws->closed[k] = 0;
@@ -253,12 +284,21 @@ static void floors(hv__fl_ws_t *ws, int tier) {
         if (ws->closed[ns]) {
             continue;
         }
+        if (b->j->state == HV_FL_WAITING && ws->pri_by != 0 && b->prio < ws->pri_prio &&
+            !b->j->preemptible) {
+            b->why = HV_FL_WAIT_BEHIND;
+            b->cause = ws->pri_by;
+            continue;
+        }
         if (b->j->state == HV_FL_WAITING && ws->blk_by[ns] != 0 && b->prio <= ws->blk_prio[ns]) {
             b->why = HV_FL_WAIT_BEHIND;
             b->cause = ws->blk_by[ns];
             continue;
         }
         int fit = fits(ws, b, b->floor, tier);
+        if (fit == FIT_OK && outside_reserve(ws, b) && !reserve_fits(ws, b, b->floor)) {
+            fit = FIT_CAPACITY; /* the reserve counts as taken for it */
+        }
         if (fit != FIT_OK) {
             floor_failed(ws, best, fit, tier);
             continue;
@@ -378,6 +418,7 @@ static void allocate(hv__fl_ws_t *ws) {
     const hv_fl_in_t *in = ws->in;
     memset(&ws->total, 0, sizeof(ws->total));
     memset(&ws->avail, 0, sizeof(ws->avail));
+    memset(&ws->low, 0, sizeof(ws->low));
     for (size_t n = 0; n < in->nnodes; n++) {
         if (in->nodes[n].schedulable) {
             for (int r = 0; r < HV_FL_NRES; r++) {

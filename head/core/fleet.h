@@ -24,7 +24,10 @@
  *     waiting longer than starve_ms, then (tier 2) the namespace with the smallest weighted
  *     dominant share (DRF), then the oldest. In tier 1 a namespace's jobs go in that order until
  *     a running or starving one does not fit its quota: the rest follow it to tier 2 instead of
- *     passing it (other waiting jobs that fit may pass one that does not: backfill). Since
+ *     passing it (other waiting jobs that fit may pass one that does not: backfill, but not a
+ *     job of a lower priority that could not be taken back at once, not preemptible: it waits
+ *     behind a higher-priority job that does not fit the capacity, WAIT_BEHIND naming it, so
+ *     that what frees goes to the higher priority instead of to floors it cannot reclaim). Since
  *     floors come before growth, a waiting job is admitted by shrinking running elastic jobs
  *     toward their --min-np, and a higher-priority job takes workers from lower-priority jobs
  *     down to their minimum; a lower-priority preemptible job whose floor no longer fits is
@@ -52,6 +55,13 @@
  *     the most room (draining nodes first), an admitted gang goes to the nodes with the most
  *     room first as sched.c places it, and a gang that no set of nodes holds waits (WAIT_FIT)
  *     while the allocation is done again without it.
+ *  8. A reserve for high priority (reserve_pct, 0 by default: none): the floors of jobs below
+ *     reserve_prio that could not be taken back at once (not preemptible: a fixed job's -np, an
+ *     elastic one's --min-np) take at most 100 - reserve_pct percent of each resource; the rest
+ *     is left to growth, preemptible jobs and jobs of reserve_prio or higher (a job aged to it
+ *     included), so that a high-priority job finds room by a shrink at the next commit or a stop.
+ *     A floor kept out by it waits (WAIT_CAPACITY). It trades the low-priority jobs' wait for the
+ *     high-priority ones' (docs/PERFORMANCE.md, "Fleet").
  * Every worker a shrink frees is traced to the job that takes it: that is the reason's cause.
  */
 #ifndef HV_HEAD_FLEET_H

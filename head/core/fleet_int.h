@@ -45,11 +45,14 @@ typedef struct hv__fl_ws_s {
     hv__fl_job_t *jobs;
     hv_fl_res_t total; /* every schedulable node's capacity: the shares' denominator */
     hv_fl_res_t avail; /* what is left to grant in this allocation */
+    hv_fl_res_t low;   /* of it, granted to floors that stay out of the reserve (rule 8) */
     hv_fl_res_t *used; /* per namespace */
     uint32_t seq;
     size_t last_admit; /* the newest admission granted, index + 1 (a preemption's cause) */
     int64_t *blk_prio; /* per namespace: admissions at this priority or lower wait ... */
     size_t *blk_by;    /* ... behind this starving job (index + 1; 0: none) */
+    int64_t pri_prio;  /* admissions of a lower priority that cannot be taken back wait ... */
+    size_t pri_by;     /* ... behind this waiting job (index + 1; 0: none) */
     uint32_t *leaving; /* per job: workers leaving with its change in progress */
     int *closed;       /* per namespace: tier 1 is over for it in this floor pass */
     int *over;         /* per namespace: it used more than its quota before this decision */

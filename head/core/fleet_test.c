@@ -296,6 +296,28 @@ static const row_t rows[] = {
      {{1, 2, HV_FL_KEPT, 0}, {2, 2, HV_FL_KEPT, 0}, {3, 0, HV_FL_WAIT_CAPACITY, 0}},
      3,
      0},
+    {"a lower priority does not pass a higher one waiting for capacity",
+     2,
+     2,
+     {},
+     0,
+     {RUN_F(1, 0, 0, 2), WAIT_F(2, 1, 4, 100), WAIT_F(3, 0, 1, 50)},
+     3,
+     {{1, 2, HV_FL_KEPT, 0}, {2, 0, HV_FL_WAIT_CAPACITY, 0}, {3, 0, HV_FL_WAIT_BEHIND, 2}},
+     3,
+     0},
+    {"a preemptible one may (a stop gives the slots back); growth uses them meanwhile",
+     2,
+     2,
+     {},
+     0,
+     {RUN_E(1, 0, 2, 3, 2),
+      WAIT_F(2, 1, 4, 100),
+      {3, 0, 0, 0, 1, 1, 1, 1, HV_FL_WAITING, 0, 50, 0}},
+     3,
+     {{1, 3, HV_FL_GROWN, 0}, {2, 0, HV_FL_WAIT_CAPACITY, 0}, {3, 1, HV_FL_ADMITTED, 0}},
+     3,
+     0},
     {"a higher priority starts first",
      2,
      2,
@@ -515,24 +537,109 @@ static const row_t rows[] = {
      0},
 };
 
+/* 8. The reserve for high priority: the same rows with reserve_pct (reserve_prio 1, the default). */
+typedef struct rrow_s {
+    uint32_t pct;
+    row_t r;
+} rrow_t;
+
+static const rrow_t reserve_rows[] = {
+    {25,
+     {"the reserve keeps a low-priority floor that cannot be taken back out of it",
+      2,
+      2,
+      {},
+      0,
+      {RUN_F(1, 0, 0, 2), WAIT_F(2, 0, 2, 100)},
+      2,
+      {{1, 2, HV_FL_KEPT, 0}, {2, 0, HV_FL_WAIT_CAPACITY, 0}},
+      2,
+      0}},
+    {25,
+     {"a preemptible low-priority job may use the reserve (a stop gives it back)",
+      2,
+      2,
+      {},
+      0,
+      {RUN_F(1, 0, 0, 2), {2, 0, 0, 0, 1, 2, 2, 2, HV_FL_WAITING, 0, 100, 0}},
+      2,
+      {{1, 2, HV_FL_KEPT, 0}, {2, 2, HV_FL_ADMITTED, 0}},
+      2,
+      0}},
+    {50,
+     {"growth uses the reserve while the low-priority floor waits",
+      2,
+      2,
+      {},
+      0,
+      {RUN_E(1, 0, 1, 4, 2), WAIT_F(2, 0, 2, 100)},
+      2,
+      {{1, 4, HV_FL_GROWN, 0}, {2, 0, HV_FL_WAIT_CAPACITY, 0}},
+      2,
+      0}},
+    {50,
+     {"a high priority gets the reserve at once from the growth in it",
+      2,
+      2,
+      {},
+      0,
+      {RUN_E(1, 0, 1, 4, 4), WAIT_F(2, 0, 2, 200), WAIT_F(3, 1, 2, 100)},
+      3,
+      {{1, 2, HV_FL_SHRUNK_PRIORITY, 3}, {2, 0, HV_FL_WAIT_CAPACITY, 0}, {3, 2, HV_FL_ADMITTED, 0}},
+      3,
+      0}},
+    {0,
+     {"without the reserve the low-priority floor takes it and the high priority waits",
+      2,
+      2,
+      {},
+      0,
+      {RUN_F(1, 0, 0, 2), WAIT_F(2, 0, 2, 200)},
+      2,
+      {{1, 2, HV_FL_KEPT, 0}, {2, 2, HV_FL_ADMITTED, 0}},
+      2,
+      0}},
+    {50,
+     {"a job aged to the reserve's priority may use it",
+      2,
+      2,
+      {},
+      0,
+      {RUN_F(1, 0, 0, 2), WAIT_F(2, 0, 2, 700000)},
+      2,
+      {{1, 2, HV_FL_KEPT, 0}, {2, 2, HV_FL_ADMITTED, 0}},
+      2,
+      0}},
+};
+
+static void run_row(const row_t *r, uint32_t reserve_pct) {
+    fx_t f = {0};
+    hv_fl_settings_default(&f.set);
+    if (r->reset_ms) {
+        f.set.reset_ms = r->reset_ms;
+    }
+    f.set.reserve_pct = reserve_pct;
+    fx_nodes(&f, r->nodes, r->slots);
+    fx_ns(&f, r->ns, r->nns);
+    fx_jobs(&f, r->jobs, r->nj);
+    if (fx_decide(&f) != HV_OK) {
+        fprintf(stderr, "%s: no decision\n", r->name);
+        hv_check_failures++;
+        return;
+    }
+    expect(&f, r->name, r->want, r->nw);
+    hv_fl_out_fini(&f.out);
+}
+
 static void case_table(void) {
     for (size_t i = 0; i < N(rows); i++) {
-        const row_t *r = &rows[i];
-        fx_t f = {0};
-        hv_fl_settings_default(&f.set);
-        if (r->reset_ms) {
-            f.set.reset_ms = r->reset_ms;
-        }
-        fx_nodes(&f, r->nodes, r->slots);
-        fx_ns(&f, r->ns, r->nns);
-        fx_jobs(&f, r->jobs, r->nj);
-        if (fx_decide(&f) != HV_OK) {
-            fprintf(stderr, "%s: no decision\n", r->name);
-            hv_check_failures++;
-            continue;
-        }
-        expect(&f, r->name, r->want, r->nw);
-        hv_fl_out_fini(&f.out);
+        run_row(&rows[i], 0);
+    }
+}
+
+static void case_reserve(void) {
+    for (size_t i = 0; i < N(reserve_rows); i++) {
+        run_row(&reserve_rows[i].r, reserve_rows[i].pct);
     }
 }
 
@@ -745,7 +852,7 @@ static void case_input(void) {
     CHECK_STR(hv_fl_reason_name(HV_FL__COUNT), "unknown");
 }
 
-HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"moves", case_moves},
+HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"reserve", case_reserve}, {"moves", case_moves},
               {"gang_moves_worker", case_gang_moves_worker}, {"gang_no_fit", case_gang_no_fit},
               {"gpus", case_gpus}, {"drf_two_resources", case_drf_two_resources},
               {"shares", case_shares}, {"recheck", case_recheck}, {"leaving", case_leaving},

@@ -78,6 +78,9 @@ typedef struct hv_fl_settings_s {
     uint32_t age_ms;             /* waiting this long raises a job's priority by one (0: never) */
     uint32_t keep_pct;           /* hysteresis: a worker held counts this much more (percent) */
     uint32_t min_gain_pm;        /* the least gain worth a worker (per mille of one worker) */
+    uint32_t reserve_pct; /* of each resource, kept from the floors of jobs that cannot be taken
+                             back at once (not preemptible, below reserve_prio): 0: none */
+    int32_t reserve_prio; /* the reserve is for jobs of this priority or higher */
 } hv_fl_settings_t;
 
 typedef struct hv_fl_in_s {

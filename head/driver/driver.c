@@ -950,8 +950,8 @@ hv_err hv_driver_actor_address(hv_driver_t *d, uint64_t node_id, uint64_t proc, 
     return HV_OK;
 }
 
-/* One pass of the queue the old way (cluster.h): pending jobs in order, then growth; only when
- * the fleet policy could not decide. */
+/* One pass of the queue the old way (cluster.h): pending jobs in order, then growth; when the
+ * head is configured so (fleet.policy: fcfs) or the fleet policy could not decide. */
 static void schedule_fcfs(hv_driver_t *d) {
     hv_cl_pass_t pass = {0};
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
@@ -1176,6 +1176,10 @@ static void fleet_act(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, const
 /* One pass of the queue: the fleet policy decides (driver_fleet.c, stored first), then the
  * driver acts: shrinks, then admissions and growth in the policy's order of the jobs. */
 static void schedule_jobs(hv_driver_t *d) {
+    if (d->cfg->fleet.fcfs) { /* fleet.policy: fcfs, the old queue (for comparisons) */
+        schedule_fcfs(d);
+        return;
+    }
     hv_driver_fleet_t f;
     hv_err rc = hv__driver_fleet_decide(d, &f);
     if (rc != HV_OK) {

@@ -4,6 +4,7 @@
 # workloads, with the goals of issue 26 checked. One command:
 #
 #   tests/perf/bench_fleet.sh [--seeds 10] [--build DIR] [-- FLEETSIM OPTIONS]
+#   tests/perf/bench_fleet.sh --real [OPTIONS]   (through the binaries: bench_fleet_real.sh)
 #
 # What is real and what is simulated: the decisions are hv's own code, linked from head/core:
 # fcfs is cluster.c's hv_cl_start / hv_cl_grow called as the driver calls them, the fleet
@@ -31,6 +32,7 @@
 # (docs/PERFORMANCE.md's) and one line per goal; it exits 0 when the bench ran (a goal not met
 # is a finding, not an error), 2 when it could not run.
 set -euo pipefail
+[ "${1:-}" = --real ] && { shift; exec bash "$(dirname "$0")/bench_fleet_real.sh" "$@"; }
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$SRC/build SEEDS=10
 while [ $# -gt 0 ]; do
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
     --seeds) SEEDS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --) shift; break ;;
-    *) sed -n '2,32p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,33p' "$0" >&2; exit 2 ;;
     esac
 done
 SIM=$BUILD/bin/fleetsim
@@ -46,26 +48,34 @@ SIM=$BUILD/bin/fleetsim
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 echo "bench_fleet $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')"
-"$SIM" --seeds "$SEEDS" --policies "fcfs static fleet" "$@" | tee "$OUT"
+"$SIM" --seeds "$SEEDS" --policies "fcfs static fleet fleet-reserve oracle" "$@" | tee "$OUT"
 INTERVAL_MS=3000
 for a in "$@"; do
     [ "${prev:-}" = --interval-ms ] && INTERVAL_MS=$a
     prev=$a
 done
-# The fleet row's cells are "median / worst"; field 12 is the JCT against fcfs, 11 steps lost,
-# 6 the utilization, 8 the worst top-priority wait, 13 the top-priority jobs started in time; the
-# bound row's field 12 is what no policy could beat on each seed.
+# A row's cells are "median / worst"; field 12 is the JCT against fcfs, 11 steps lost, 6 the
+# utilization, 8 the worst top-priority wait, 13 the top-priority jobs started in time; the bound
+# row's field 12 is what no policy could beat on each seed, the oracle's what knowing every job's
+# length would buy without preemption.
 awk -F'|' -v iv="$INTERVAL_MS" '
 function worst(c,   a) { split(c, a, "/"); gsub(/[ %+]/, "", a[2]); return a[2] + 0 }
 function med(c,   a) { split(c, a, "/"); gsub(/[ %+]/, "", a[1]); return a[1] + 0 }
-$2 ~ /^ fleet / { jct = $12; util = $6; hw = $8; lost = $11; inb = $13 }
+$2 ~ /^ fleet / { jct["fleet"] = $12; util["fleet"] = $6; hw["fleet"] = $8; lost["fleet"] = $11; inb["fleet"] = $13 }
+$2 ~ /^ fleet-reserve / { jct["fleet-reserve"] = $12; util["fleet-reserve"] = $6; hw["fleet-reserve"] = $8; lost["fleet-reserve"] = $11; inb["fleet-reserve"] = $13 }
+$2 ~ /^ oracle / { oracle = $12 }
 $2 ~ /^ \(each job alone/ { bound = $12 }
 END {
-    if (jct == "") { print "bench_fleet.sh: no fleet row in the table" > "/dev/stderr"; exit 2 }
+    if (jct["fleet"] == "") { print "bench_fleet.sh: no fleet row in the table" > "/dev/stderr"; exit 2 }
     lim = iv / 1000 + 1
-    printf "\nGoals (issue 26), on the worst of the seeds:\n"
-    printf "  average JCT >= 35%% below fcfs: %s (%+.1f%% on the worst seed, %+.1f%% median; the bound no policy reaches: %+.1f%% on its tightest seed)\n", (worst(jct) <= -35 ? "met" : "NOT MET"), worst(jct), med(jct), worst(bound)
-    printf "  utilization >= 90%% while any job wants more: %s (%.1f%% worst, %.1f%% median)\n", (worst(util) >= 90 ? "met" : "NOT MET"), worst(util), med(util)
-    printf "  top-priority jobs started within %.1f s (interval + 1 s): %s (worst job %.2f s; %.0f%% of them in time on the median seed, %.0f%% on the worst)\n", lim, (worst(hw) <= lim ? "met" : "NOT MET"), worst(hw), med(inb), worst(inb)
-    printf "  steps lost: %s (0 by construction in the simulation)\n", (lost + 0 == 0 ? "0" : lost)
+    n = split("fleet fleet-reserve", pols, " ")
+    for (k = 1; k <= n; k++) {
+        p = pols[k]
+        if (jct[p] == "") continue
+        printf "\nGoals (issue 26), %s, on the worst of the seeds:\n", p
+        printf "  average JCT >= 35%% below fcfs: %s (%+.1f%% on the worst seed, %+.1f%% median; the clairvoyant oracle: %+.1f%% worst, %+.1f%% median; the bound no policy reaches: %+.1f%% on its tightest seed)\n", (worst(jct[p]) <= -35 ? "met" : "NOT MET"), worst(jct[p]), med(jct[p]), worst(oracle), med(oracle), worst(bound)
+        printf "  utilization >= 90%% while any job wants more: %s (%.1f%% worst, %.1f%% median)\n", (worst(util[p]) >= 90 ? "met" : "NOT MET"), worst(util[p]), med(util[p])
+        printf "  top-priority jobs started within %.1f s (interval + 1 s): %s (worst job %.2f s; %.0f%% of them in time on the median seed, %.0f%% on the worst)\n", lim, (worst(hw[p]) <= lim ? "met" : "NOT MET"), worst(hw[p]), med(inb[p]), worst(inb[p])
+        printf "  steps lost: %s (0 by construction in the simulation)\n", (lost[p] + 0 == 0 ? "0" : lost[p])
+    }
 }' "$OUT"

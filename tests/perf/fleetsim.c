@@ -7,7 +7,13 @@
  *   fleet   head/core/fleet.c's policy, each job's throughput model fitted by head/core/tput.c
  *           from what the job measured so far (with --noise), namespaces of equal weight with
  *           no quota (--fleet-quota partition: each namespace's part of the static partition as
- *           its guaranteed quota, borrowing unlimited).
+ *           its guaranteed quota, borrowing unlimited);
+ *   fleet-reserve  the same with fleet.h's rule 8, a reserve of --reserve-pct (25) percent for
+ *           priority 1 (the head's default is no reserve);
+ *   oracle  not hv's, a reference: shortest remaining time first knowing every job's remaining
+ *           steps (no scheduler does), floors where they fit, then growth to each job's fastest
+ *           size in that order; it never stops a job nor shrinks a fixed one, as hv's policy.
+ *           What knowing the lengths would buy on the same workload without preemption.
  * The workload is seeded and printed (--print-workload) as lines of hvsubmit arguments with
  * their arrival times, for a run through the binaries. tests/perf/bench_fleet.sh is this
  * program's table with the issue's goals checked.
@@ -35,8 +41,9 @@
  *            [--steps 20:5000]
  *            [--compute-ms 0.5:4]
  *            [--overhead-ms 8:3] [--reset-ms 40:60] [--noise 0.05]
- *            [--policies "fcfs static fleet"] [--interval-ms 3000] [--starve-ms 60000]
- *            [--keep-pct 10] [--min-gain-pm 20] [--fleet-quota none|partition]
+ *            [--policies "fcfs static fleet fleet-reserve oracle"] [--interval-ms 3000]
+ *            [--starve-ms 60000] [--keep-pct 10] [--min-gain-pm 20] [--reserve-pct 25]
+ *            [--fleet-quota none|partition]
  *            [--print-workload] [--rows] [--per-job] [--trace]
  */
 #include <math.h>
@@ -64,7 +71,7 @@ typedef struct opts_s {
     int jobs, nodes, slots, nns;
     double load;
     const char *policies;
-    uint32_t interval_ms, starve_ms, keep_pct, min_gain_pm;
+    uint32_t interval_ms, starve_ms, keep_pct, min_gain_pm, reserve_pct;
     int quota; /* fleet: quotas = the static partition (1) or none (0) */
     double start_s, resume_s, spawn_s, stop_s, reset_lo, reset_hi, o0_ms, o1_ms, noise;
     double tick_s, steps_lo, steps_hi, elastic, c_lo, c_hi, preempt_share;
@@ -157,8 +164,8 @@ static void print_workload(const opts_t *o, uint64_t seed, const spec_t *js, int
 
 enum { S_FUTURE, S_WAIT, S_START, S_RUN, S_DONE };
 enum { P_NONE, P_SPAWN, P_COMMIT, P_RESET, P_STOP };
-enum { POL_FCFS, POL_STATIC, POL_FLEET };
-static const char *const pol_names[] = {"fcfs", "static", "fleet"};
+enum { POL_FCFS, POL_STATIC, POL_FLEET, POL_RESERVE, POL_SRPT, POL__N };
+static const char *const pol_names[] = {"fcfs", "static", "fleet", "fleet-reserve", "oracle"};
 
 typedef struct job_s {
     const spec_t *s;
@@ -322,7 +329,7 @@ static double job_next(const sim_t *m, const job_t *j) {
 }
 
 static double next_event(const sim_t *m) {
-    double n = m->pol == POL_FLEET ? m->next_tick : INFINITY;
+    double n = m->pol == POL_FLEET || m->pol == POL_RESERVE ? m->next_tick : INFINITY;
     for (int i = 0; i < m->nj; i++) {
         const job_t *j = &m->j[i];
         double e = j->state == S_FUTURE ? j->s->at : job_next(m, j);
@@ -564,6 +571,7 @@ static void sched_fleet(sim_t *m) {
     set.starve_ms = m->o->starve_ms;
     set.keep_pct = m->o->keep_pct;
     set.min_gain_pm = m->o->min_gain_pm;
+    set.reserve_pct = m->pol == POL_RESERVE ? m->o->reserve_pct : 0;
     hv_fl_in_t in = {.now_ms = (uint64_t)(m->t * 1000),
                      .set = &set,
                      .ns = io.ns,
@@ -593,8 +601,107 @@ static void sched_fleet(sim_t *m) {
     hv_fl_out_fini(&out);
 }
 
+/* The job's fastest size within its bounds (fixed: -np). */
+static uint32_t best_size(const opts_t *o, const spec_t *s) {
+    uint32_t best = s->np;
+    for (uint32_t k = s->min; k <= s->max; k++) {
+        best = step_ms(o, s->c_ms, k) < step_ms(o, s->c_ms, best) ? k : best;
+    }
+    return best;
+}
+
+static double left_s(const sim_t *m, const job_t *j) {
+    return (j->steps - j->progress) * step_ms(m->o, j->s->c_ms, best_size(m->o, j->s)) / 1000;
+}
+
+/* Job j gives back k workers at its next commit, from the nodes where it has the most. */
+static void shrink_by(sim_t *m, job_t *j, uint32_t k) {
+    while (k-- > 0) {
+        int best = -1;
+        for (int n = 0; n < m->o->nodes; n++) {
+            if (j->on[n] > j->leave[n] &&
+                (best < 0 || j->on[n] - j->leave[n] > j->on[best] - j->leave[best])) {
+                best = n;
+            }
+        }
+        j->leave[best]++;
+    }
+}
+
+/* The clairvoyant reference, not hv's: it knows every job's remaining steps (no scheduler
+ * does) and serves the shortest remaining time first: the waiting jobs' floors in that order
+ * where they fit (no blocking), then each job grows toward its fastest size in that order,
+ * shrinking the jobs behind it to their floors. It never stops a job and never shrinks a fixed
+ * one, as hv's policy; it has no resize hold. Its row is a reference for what knowing lengths
+ * would buy, not a goal: what no length-blind policy can be expected to reach. */
+static void sched_oracle(sim_t *m) {
+    int ord[MAXJ], no = 0;
+    uint32_t target[MAXJ] = {0};
+    int32_t free = m->o->nodes * m->o->slots;
+    for (int i = 0; i < m->nj; i++) {
+        job_t *j = &m->j[i];
+        int idle = j->state == S_RUN && j->phase == P_NONE;
+        if (j->state == S_START || (j->state == S_RUN && !idle)) {
+            free -= (int32_t)j->held; /* a change in progress: as it is */
+        } else if (idle || j->state == S_WAIT) {
+            target[i] = idle ? (j->s->elastic ? j->s->min : j->s->np) : 0;
+            free -= (int32_t)target[i];
+            int k = no++;
+            while (k > 0 && left_s(m, &m->j[ord[k - 1]]) > left_s(m, j)) {
+                ord[k] = ord[k - 1];
+                k--;
+            }
+            ord[k] = i;
+        }
+    }
+    for (int k = 0; k < no; k++) {
+        job_t *j = &m->j[ord[k]];
+        uint32_t fl = j->s->elastic ? j->s->min : j->s->np;
+        if (j->state == S_WAIT && (int32_t)fl <= free) {
+            target[ord[k]] = fl;
+            free -= (int32_t)fl;
+        }
+    }
+    for (int k = 0; k < no && free > 0; k++) {
+        job_t *j = &m->j[ord[k]];
+        uint32_t b = best_size(m->o, j->s), *t = &target[ord[k]];
+        if (*t > 0 && j->s->elastic && b > *t) {
+            uint32_t add = b - *t < (uint32_t)free ? b - *t : (uint32_t)free;
+            *t += add;
+            free -= (int32_t)add;
+        }
+    }
+    for (int k = 0; k < no; k++) { /* shrinks first: their slots free after their reset */
+        job_t *j = &m->j[ord[k]];
+        if (j->state == S_RUN && target[ord[k]] < j->size) {
+            shrink_by(m, j, j->size - target[ord[k]]);
+            resize(m, j, target[ord[k]]);
+        }
+    }
+    uint32_t now = 0;
+    for (int n = 0; n < m->o->nodes; n++) {
+        now += node_free(m, n);
+    }
+    for (int k = 0; k < no; k++) {
+        job_t *j = &m->j[ord[k]];
+        uint32_t t = target[ord[k]];
+        if (j->state == S_WAIT && t > 0 && t <= now) {
+            take_slots(m, j, t);
+            now -= t;
+            start(m, j);
+        } else if (j->state == S_RUN && j->phase == P_NONE && t > j->size && now > 0) {
+            uint32_t add = t - j->size < now ? t - j->size : now;
+            take_slots(m, j, add);
+            now -= add;
+            resize(m, j, j->held);
+        }
+    }
+}
+
 static void schedule(sim_t *m) {
-    if (m->pol == POL_FCFS) {
+    if (m->pol == POL_SRPT) {
+        sched_oracle(m);
+    } else if (m->pol == POL_FCFS) {
         sched_fcfs(m, -1, (uint32_t)(m->o->nodes * m->o->slots));
     } else if (m->pol == POL_STATIC) {
         for (int k = 0; k < m->o->nns; k++) {
@@ -697,7 +804,7 @@ static result_t run(const opts_t *o, int pol, uint64_t seed) {
         advance(&m, t);
         while (fire(&m) > 0) {
         }
-        if (pol == POL_FLEET && m.t >= m.next_tick - 1e-9) {
+        if ((pol == POL_FLEET || pol == POL_RESERVE) && m.t >= m.next_tick - 1e-9) {
             m.next_tick = m.t + o->tick_s;
         }
         schedule(&m);
@@ -867,6 +974,7 @@ static int parse(int argc, char **argv, opts_t *o) {
                   .starve_ms = HV_FL_STARVE_MS,
                   .keep_pct = 10,
                   .min_gain_pm = 20,
+                  .reserve_pct = 25,
                   .quota = 0,
                   .start_s = 0.5,
                   .resume_s = 0.3,
@@ -923,6 +1031,9 @@ static int parse(int argc, char **argv, opts_t *o) {
                 o->starve_ms = (uint32_t)atoi(v);
             } else if (strcmp(a, "--keep-pct") == 0) {
                 o->keep_pct = (uint32_t)atoi(v);
+            } else if (strcmp(a, "--reserve-pct") == 0) {
+                o->reserve_pct = (uint32_t)atoi(v);
+                ok = o->reserve_pct <= 100;
             } else if (strcmp(a, "--min-gain-pm") == 0) {
                 o->min_gain_pm = (uint32_t)atoi(v);
             } else if (strcmp(a, "--fleet-quota") == 0) {
@@ -971,7 +1082,7 @@ static int parse(int argc, char **argv, opts_t *o) {
 }
 
 int main(int argc, char **argv) {
-    static result_t res[3][MAXSEEDS];
+    static result_t res[POL__N][MAXSEEDS];
     opts_t o;
     if (!parse(argc, argv, &o)) {
         return 2;
@@ -983,11 +1094,14 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    int pols[3], np = 0;
-    for (int p = 0; p < 3; p++) {
-        const char *at = strstr(o.policies, pol_names[p]);
-        if (at != NULL) {
-            pols[np++] = p;
+    int pols[POL__N], np = 0;
+    for (int p = 0; p < POL__N; p++) {
+        size_t len = strlen(pol_names[p]);
+        for (const char *at = o.policies; (at = strstr(at, pol_names[p])) != NULL; at += len) {
+            if ((at == o.policies || at[-1] == ' ') && (at[len] == ' ' || at[len] == '\0')) {
+                pols[np++] = p;
+                break;
+            }
         }
     }
     int ok = np > 0;
