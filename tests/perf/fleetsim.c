@@ -104,7 +104,7 @@ static uint32_t steps_of(const spec_t *s) { return s->epochs * ((s->limit + BATC
 /* The seeded mix: Poisson arrivals at a rate that offers --load x the cluster's slot-seconds
  * (each job's work counted at its starting size); 60% elastic (--min-np np/2, --max-np 2-4 x
  * np), 40% fixed; -np 1, 2 or 4 (at most a namespace's part, so that the static partition can
- * run it); 15% of priority 1 (high), the rest 0; a share (--preemptible, a third) of the
+ * run it); 15% of priority 1 (high), the rest 0; a share (--preemptible, a third) of the elastic
  * low-priority ones --preemptible; lengths heavy-tailed as in the Philly and PAI traces (most
  * jobs short, a few long): steps log-uniform in [--steps lo:hi] (20-5000: median 316, mean 900,
  * coefficient of variation 1.3), as epochs of up to 900 steps of 64 samples; --compute-ms lo:hi
@@ -122,7 +122,8 @@ static int workload(const opts_t *o, uint64_t seed, spec_t *js) {
         s->elastic = rng_unit(&r) < o->elastic;
         s->np = nps[rng_next(&r) % 4];
         s->np = s->np < part ? s->np : part;
-        s->preempt = !s->prio && rng_unit(&r) < o->preempt_share;
+        /* hvsubmit refuses --preemptible for a fixed-size job (no state copy to resume from). */
+        s->preempt = !s->prio && rng_unit(&r) < o->preempt_share && s->elastic;
         s->min = s->elastic ? (s->np + 1) / 2 : s->np;
         s->max = s->elastic ? s->np * (2 + (uint32_t)(rng_next(&r) % 3)) : s->np;
         uint32_t all = (uint32_t)(o->nodes * o->slots);
