@@ -27,7 +27,7 @@
 #define ALIVE_PREFIX "hv-alive-"
 #define ALIVE_MAGIC 0x68762d616c697665ull /* "hv-alive" */
 #define ALIVE_SLICE_MS 200
-#define ALIVE_STACK (64u << 10)
+#define ALIVE_STACK (256u << 10) /* the callback logs (hv_set_logger: the user's sink) */
 
 typedef struct mark_s {
     pthread_mutex_t mu;
