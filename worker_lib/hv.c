@@ -59,6 +59,7 @@ typedef struct params_s {
     int hierarchical;        // HV_HIERARCHICAL (default 1): 2D allreduce over several hosts
     uint64_t hier_min_bytes; // HV_HIER_MIN_BYTES
     uint32_t liveness_ms;    // HV_LIVENESS_MS: a ring neighbour silent this long is reported
+    int death_watch;         // HV_DEATH_WATCH (default 1): same-machine neighbours watch marks
 } params_t;
 
 /* Process-wide state. g.mu serialises init, shutdown, abort and last_error; the public
@@ -199,6 +200,8 @@ static hv_err params_load(params_t *p) {
     const char *hier = getenv("HV_HIERARCHICAL");
     p->hierarchical = hier == NULL || strcmp(hier, "0") != 0;
     HV_TRY_GOTO(env_size("HV_HIER_MIN_BYTES", &p->hier_min_bytes), rc, out);
+    const char *dw = getenv("HV_DEATH_WATCH");
+    p->death_watch = dw == NULL || strcmp(dw, "0") != 0;
     const char *nccl = getenv("HV_NCCL");
     p->use_nccl = nccl == NULL || strcmp(nccl, "0") != 0;
     p->shm_bytes = 4u << 20;
@@ -369,6 +372,7 @@ static hv_err init_locked(const hv_config_t *cfg) {
         .hierarchical = p->hierarchical,
         .hier_min_bytes = (size_t)p->hier_min_bytes,
         .liveness_ms = p->liveness_ms,
+        .death_watch = p->death_watch,
     };
     // Explicit configuration wins over the environment (size says which fields exist).
 #define CFG_HAS(f) (cfg != NULL && cfg->size >= offsetof(hv_config_t, f) + sizeof(cfg->f))

@@ -4,7 +4,8 @@
 # once epoch 0 is printed, node-b's worker is SIGKILLed from outside. The job ends 0, both
 # epochs are printed once and trained on every sample exactly once, g2 rolls back to
 # the last commit on 1 worker, the learning rate is rescaled to the new size by the reset
-# callback, and epoch 1 ends on 1 worker.
+# callback, and epoch 1 ends on 1 worker. The survivor learns of the kill from the victim's
+# death-watch mark.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
@@ -33,5 +34,10 @@ sed -n 2p "$TMP/rounds" | grep -q '^2 1 rollback node-a .*rank 1 on node-b was k
     || fail "g2 should roll back to 1 worker on node-a after node-b's worker was killed"
 assert_grep "$TMP/kill.err" "train_fmnist: reset: 1 workers (generation 2); peak learning rate 0.05 -> 0.025" \
     "the reset callback rescales the learning rate"
+# Both workers run on this machine: the survivor learns of the kill from the victim's death-watch
+# mark (worker_lib/rdzv/alive.c), before the kernel has torn down the torch process and closed
+# its sockets.
+assert_grep "$TMP/kill.err" "rank 0: ring neighbour rank 1 (worker [0-9]*) died (its death-watch mark)" \
+    "the survivor sees the kill through the death watch"
 assert_no_grep "$TMP/kill.err" "Traceback"
 pass "a SIGKILLed Python worker: the job goes on from the last commit, every epoch exact"

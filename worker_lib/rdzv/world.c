@@ -8,11 +8,13 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "alive.h"
 #include "liveness.h"
 #include "log.h"
 #include "mem.h"
@@ -34,8 +36,10 @@ struct hv__world_s {
     hv__ring_t *cross;         // owned
     hv__engine_t *engine;      // owned
     hv__nccl_t *nccl;          // owned, NULL without a GPU (or with HV_NCCL=0)
-    int nbr[3][2];    // global ranks of the left and right neighbours of ring, intra, cross
-    hv__live_t *live; // owned, NULL when no neighbour is watched (liveness.h)
+    int nbr[3][2];      // global ranks of the left and right neighbours of ring, intra, cross
+    hv__live_t *live;   // owned, NULL when no neighbour is watched (liveness.h)
+    hv__alive_t *alive; // owned, NULL without death_watch: this rank's mark (alive.h)
+    atomic_uint dead;   // HV__RING_LEFT/RIGHT: flat-ring neighbours whose mark saw them die
 };
 
 /* The first non-loopback address of this host of the family (AF_INET, or AF_INET6 without
@@ -460,6 +464,54 @@ static void world_liveness(hv__world_t *w, const hv__world_opts_t *o, const worl
     }
 }
 
+/* Death watch, 1: this rank's mark (alive.h), before it connects, so that a neighbour that
+ * finished its handshake with this rank finds it. Evidence only: without it the sockets and
+ * the liveness monitor still tell a death, later. */
+static void world_alive_hold(hv__world_t *w, const hv__world_opts_t *o) {
+    const hv__rdzv_assignment_t *a = &w->asg;
+    if (!o->death_watch) {
+        return;
+    }
+    hv_err rc =
+        hv__alive_hold(a->world_id, a->generation, a->rank, a->peers[a->rank].addr, &w->alive);
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_INFO, "world", "HV-WORLD-ALIVE",
+               "rank %d: no death-watch mark in /dev/shm (%s); neighbours notice a death by its "
+               "sockets",
+               a->rank, hv_strerror(rc));
+        w->alive = NULL;
+    }
+}
+
+/* The mark of a flat-ring neighbour on this machine said it died: fail the ring at once, as its
+ * sockets' EOF would (later); the rendezvous hears it among the broken peers. tag: the sides. */
+static void world_peer_died(void *ud, uint64_t tag) {
+    hv__world_t *w = ud;
+    atomic_fetch_or(&w->dead, (unsigned)tag);
+    char why[160];
+    int side = tag & HV__RING_LEFT ? 0 : 1;
+    snprintf(why, sizeof(why), "ring neighbour rank %d (worker %llu) died (its death-watch mark)",
+             w->nbr[0][side], (unsigned long long)w->asg.peers[w->nbr[0][side]].worker_id);
+    hv__world_abort(w, HV_EPEER, why);
+}
+
+/* Death watch, 2: after the links are made (both neighbours hold their marks by then), watch the
+ * marks of the flat ring's neighbours found on this machine. */
+static void world_alive_watch(hv__world_t *w) {
+    const hv__rdzv_assignment_t *a = &w->asg;
+    if (w->alive == NULL) {
+        return;
+    }
+    int left = (a->rank - 1 + a->size) % a->size, right = (a->rank + 1) % a->size;
+    w->nbr[0][0] = left;
+    w->nbr[0][1] = right;
+    unsigned ltag = HV__RING_LEFT | (left == right ? HV__RING_RIGHT : 0u);
+    hv__alive_watch(w->alive, left, a->peers[left].addr, ltag, world_peer_died, w);
+    if (right != left) {
+        hv__alive_watch(w->alive, right, a->peers[right].addr, HV__RING_RIGHT, world_peer_died, w);
+    }
+}
+
 /* Steps (see the file's comment): listener, rendezvous, links (connect, shared memory), stop
  * listening, rings, NCCL, engine, liveness. A drained rank stops after the rendezvous. */
 hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
@@ -490,7 +542,9 @@ hv_err hv__world_create(hv__world_opts_t *o, hv__world_t **out) {
         HV_TRY_GOTO(hier_plan(a, &b.hier), rc, fail);
     }
     if (a->size > 1) {
+        world_alive_hold(w, o);
         HV_TRY_GOTO(world_connect(w, o, &b), rc, fail);
+        world_alive_watch(w);
         HV_TRY_GOTO(world_shm(w, o, &b), rc, fail);
     }
     hv__tcp_listener_destroy(b.lst);
@@ -515,7 +569,8 @@ hv_err hv__world_destroy(hv__world_t *w, int report_done) {
         return HV_OK;
     }
     hv_err rc = HV_OK;
-    hv__live_stop(w->live); // first: it reads and writes the links' sockets
+    hv__alive_release(w->alive); // first: no death-watch callback (an abort) after this
+    hv__live_stop(w->live);      // it reads and writes the links' sockets
     if (w->engine != NULL) {
         hv__engine_destroy(w->engine);
     }
@@ -555,6 +610,9 @@ size_t hv__world_broken_peers(const hv__world_t *w, uint64_t *out, size_t cap) {
                                   w != NULL ? w->cross : NULL};
     for (int i = 0; i < 3; i++) {
         unsigned mask = hv__ring_broken(rings[i]);
+        if (i == 0 && w != NULL) {
+            mask |= atomic_load(&((hv__world_t *)w)->dead);
+        }
         for (int side = 0; side < 2; side++) {
             if (!(mask & (side == 0 ? HV__RING_LEFT : HV__RING_RIGHT))) {
                 continue;

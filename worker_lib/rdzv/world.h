@@ -51,6 +51,9 @@ typedef struct hv__world_opts_s {
     uint32_t liveness_ms;  /* > 0: a liveness monitor (liveness.h) watches the flat ring's links
                               to neighbours on other hosts and tells the rendezvous (note_silent)
                               of one silent this long; 0: none */
+    int death_watch;       /* 1: ring neighbours on this machine watch each other's robust
+                              mutex (alive.h): a killed one is noticed in about a millisecond,
+                              before its sockets close */
     /* Optional: polled while the ring links are being built, with the round's generation;
      * non-zero stops the build with HV_ECANCELED (a failure pushed after the join doomed the
      * round: waiting for the connect timeout would only delay the next one). */
