@@ -109,7 +109,19 @@ static int make_room(hv_copykeep_t *k, uint64_t size, char *err, size_t errlen) 
         pe[i].pinned = !ent_spare(k, i);
         pe[i].ud = &k->e[i];
     }
-    hv_cachepol_plan_t plan = hv_cachepol_plan(pe, k->n, k->cap - size);
+    hv_cachepol_plan_t plan;
+    if (k->cap > size) {
+        plan = hv_cachepol_plan(pe, k->n, k->cap - size);
+    } else {
+        /* The new copy takes the whole bound: every copy here must go (cachepol's bound 0 would
+         * mean unbounded). */
+        memset(&plan, 0, sizeof(plan));
+        for (size_t i = 0; i < k->n; i++) {
+            plan.over |= pe[i].pinned;
+            plan.bytes_after += pe[i].pinned ? pe[i].size : 0;
+        }
+        plan.n_evict = plan.over ? 0 : k->n;
+    }
     int ok = !plan.over;
     if (ok) {
         /* The plan names entries by pointer into k->e, which ent_drop reorders: take the victims'

@@ -142,6 +142,20 @@ static void case_evict(void) {
     CHECK(holds(k, 1, 1, 10));
     CHECK(!holds(k, 2, 1, 10));
     hv_copykeep_destroy(k);
+    /* A copy as large as the whole bound: every copy here must be spare, else it is refused. */
+    CHECK_EQ(hv_copykeep_create(20, &k), HV_OK);
+    CHECK_EQ(put_all(k, 1, 1, 10, 10, 1, 1), HV_OK);
+    CHECK_EQ(put_all(k, 2, 1, 10, 20, 2, 2), HV_ETOOBIG);
+    CHECK(holds(k, 1, 1, 10));
+    CHECK_EQ(put_all(k, 1, 2, 20, 10, 3, 3), HV_OK);
+    CHECK_EQ(put_all(k, 1, 3, 30, 20, 4, 4), HV_ETOOBIG); /* g2 is job 1's newest: pinned */
+    hv_copykeep_destroy(k);
+    CHECK_EQ(hv_copykeep_create(20, &k), HV_OK);
+    CHECK_EQ(put_all(k, 1, 1, 10, 20, 1, 1), HV_OK); /* exactly the bound, empty keeper */
+    hv_copykeep_stats_t st2;
+    hv_copykeep_stats(k, &st2);
+    CHECK_EQ(st2.used, 20);
+    hv_copykeep_destroy(k);
 }
 
 /* A copy in progress is neither dropped for room nor counted as its job's copy. */
