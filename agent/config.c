@@ -74,6 +74,14 @@ uint32_t hv_agent_cpu_count(void) {
     return n > 0 ? (uint32_t)n : 1;
 }
 
+uint64_t hv_agent_copy_mb_default(uint64_t memory_mb) {
+    if (memory_mb == 0) {
+        return HV_AGENT_COPY_MB_UNKNOWN;
+    }
+    uint64_t q = memory_mb / 4;
+    return q > HV_AGENT_COPY_MB_CAP ? HV_AGENT_COPY_MB_CAP : q == 0 ? 1 : q;
+}
+
 uint64_t hv_agent_memory_mb(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) {
@@ -267,6 +275,7 @@ typedef enum flag_id {
     F_LABELS,
     F_WORK_DIR,
     F_CACHE_MAX,
+    F_COPY_MEMORY,
     F_ADDR,
     F_PREEMPTIBLE,
     F_INSTANCE_ID,
@@ -316,6 +325,12 @@ static const hv_opt_t agent_opts[] = {
      "  --cache-max-mb N       bound of the artifact cache (WORK_DIR/cache), in MiB: the least\n"
      "                         recently used artifacts go when it is over; files a starting\n"
      "                         worker still needs stay (default 4096; 0: unbounded)\n"},
+    {"copy-memory", 0, HV_OPT_UINT, 0, UINT64_C(1) << 30, C_JOIN, F_COPY_MEMORY,
+     "--copy-memory \"%.50s\": want a number of MiB from 0 to 1073741824 (0: keeps none)",
+     "  --copy-memory N        memory for other nodes' jobs' state copies kept here, in MiB\n"
+     "                         (default: a quarter of --memory-mb, at most 4096; 0: keeps\n"
+     "                         none, members send their copies to the head; the wire that\n"
+     "                         fills it is not built yet: copies still go to the head)\n"},
     {"addr", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_ADDR, NULL,
      "  --addr IP              address peers reach this node at (repeatable; default: every\n"
      "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"},
@@ -409,6 +424,7 @@ typedef struct parse_state_s {
     int positional;                /* the head address was given (join's one argument) */
     int slots_set;                 /* --slots given: no default from the GPUs or CPUs */
     int memory_set;                /* --memory-mb given: no default from the machine */
+    int copy_set;                  /* --copy-memory given */
     int token_set, token_file_set; /* --token, --token-file: at most one of them */
     int work_dir_set;              /* --work-dir given: no default from the name */
     char work_dir_arg[PATH_MAX];   /* --work-dir as given, made absolute at the end */
@@ -577,6 +593,10 @@ static hv_err cfg_flag_run(hv_agent_config_t *cfg, parse_state_t *ps, const hv_o
     case F_CACHE_MAX:
         cfg->cache_max_mb = g->num;
         return HV_OK;
+    case F_COPY_MEMORY:
+        cfg->copy_mb = g->num;
+        ps->copy_set = 1;
+        return HV_OK;
     case F_RUN_AS:
         if (val[0] == '\0' || strlen(val) >= sizeof(cfg->run_as)) {
             hv_errf(err, errlen, "--run-as: expected a user name of 1 to %zu characters",
@@ -678,6 +698,7 @@ static hv_err cfg_flag(hv_agent_config_t *cfg, parse_state_t *ps, const hv_opt_g
         return cfg_flag_node(cfg, ps, g, err, errlen);
     case F_WORK_DIR:
     case F_CACHE_MAX:
+    case F_COPY_MEMORY:
     case F_RUN_AS:
     case F_ORPHAN:
     case F_CONNECT_TIMEOUT:
@@ -761,6 +782,9 @@ static hv_err cfg_machine(hv_agent_config_t *cfg, const parse_state_t *ps) {
     }
     if (!ps->memory_set) {
         cfg->memory_mb = hv_agent_memory_mb();
+    }
+    if (!ps->copy_set) {
+        cfg->copy_mb = hv_agent_copy_mb_default(cfg->memory_mb);
     }
     return cfg->naddrs == 0 ? cfg_default_addrs(cfg) : HV_OK;
 }

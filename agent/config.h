@@ -5,7 +5,8 @@
  * config_test.c). Not thread-safe (uses the environment); call once at startup.
  *
  *   hvagent join HOST:PORT [--token T | --token-file F] [--slots N] [--memory-mb N] [--name NAME]
- *                [--labels k=v,...] [--work-dir DIR] [--cache-max-mb N] [--addr IP]...
+ *                [--labels k=v,...] [--work-dir DIR] [--cache-max-mb N] [--copy-memory N]
+ *                [--addr IP]...
  *                [--preemptible]
  *                [--instance-id ID] [--orphan-policy kill|keep] [--connect-timeout S]
  *                [--drain-deadline S] [--daemon] [--pid-file F] [--log-file F] [--log-level L]
@@ -32,6 +33,11 @@
 #define HV_AGENT_MAX_ADDRS 32
 #define HV_AGENT_CACHE_MAX_MB_DEFAULT 4096u           /* --cache-max-mb when not given */
 #define HV_AGENT_CACHE_MAX_MB_MAX (UINT64_C(1) << 30) /* 1 PiB: far from overflowing bytes */
+/* --copy-memory when not given: a quarter of the node's memory, at most this many MiB (issue 28
+ * §3: the memory this agent lends to other nodes' jobs' state copies); HV_AGENT_COPY_MB_UNKNOWN
+ * when the memory is not known. */
+#define HV_AGENT_COPY_MB_CAP 4096u
+#define HV_AGENT_COPY_MB_UNKNOWN 1024u
 
 typedef enum hv_agent_cmd {
     HV_AGENT_CMD_JOIN = 0,
@@ -61,6 +67,8 @@ typedef struct hv_agent_config_s {
     size_t naddrs;
     char work_dir[PATH_MAX]; /* absolute (default ./hv-agent-<name>) */
     uint64_t cache_max_mb;   /* bound of <work_dir>/cache in MiB (default 4096; 0 = unbounded) */
+    uint64_t copy_mb;        /* --copy-memory: bound of the peers' state copies kept in memory,
+                                MiB (default hv_agent_copy_mb_default; 0 = keeps none) */
     int preemptible;
     char instance_id[256];
     char run_as[64]; /* --run-as USER: workers run as this user; "" = the agent's own user */
@@ -98,5 +106,9 @@ uint32_t hv_agent_cpu_count(void);
 uint64_t hv_agent_memory_mb(void);
 /* 1 when host names this machine's loopback ("localhost", 127.x.y.z, ::1). */
 int hv_agent_host_is_loopback(const char *host);
+
+/* Pure: --copy-memory's default for a node of memory_mb MiB (0: unknown): a quarter of it, at most
+ * HV_AGENT_COPY_MB_CAP, at least 1 MiB; HV_AGENT_COPY_MB_UNKNOWN when unknown. */
+uint64_t hv_agent_copy_mb_default(uint64_t memory_mb);
 
 #endif

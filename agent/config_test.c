@@ -65,6 +65,7 @@ static void case_defaults(void) {
     CHECK_EQ(cfg.connect_timeout_ms, 30000);
     CHECK_EQ(cfg.drain_deadline_ms, 120000);
     CHECK_EQ(cfg.cache_max_mb, 4096);
+    CHECK_EQ(cfg.copy_mb, hv_agent_copy_mb_default(cfg.memory_mb));
     CHECK_EQ(cfg.daemon, 0);
     char cwd[PATH_MAX], want[PATH_MAX + 300];
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
@@ -145,6 +146,28 @@ static void case_all_flags(void) {
     CHECK(cfg.cache_max_mb == HV_AGENT_CACHE_MAX_MB_MAX);
     CHECK((cfg.cache_max_mb << 20) >> 20 == cfg.cache_max_mb);
     hv_agent_config_fini(&cfg);
+    // --copy-memory: given, it stands whatever --memory-mb says; 0 keeps no peer's copy.
+    parse_ok(ARGV("join", "h:1", "--insecure", "--memory-mb=64000", "--copy-memory=300"), &cfg);
+    CHECK_EQ(cfg.copy_mb, 300);
+    hv_agent_config_fini(&cfg);
+    parse_ok(ARGV("join", "h:1", "--insecure", "--copy-memory", "0"), &cfg);
+    CHECK_EQ(cfg.copy_mb, 0);
+    hv_agent_config_fini(&cfg);
+    // Not given: a quarter of --memory-mb, at most 4096.
+    parse_ok(ARGV("join", "h:1", "--insecure", "--memory-mb=2000"), &cfg);
+    CHECK_EQ(cfg.copy_mb, 500);
+    hv_agent_config_fini(&cfg);
+}
+
+/* --copy-memory's default (issue 28 §3): a quarter of the node's memory, at most 4096 MiB, at
+ * least 1; 1024 when the memory is unknown. */
+static void case_copy_default(void) {
+    static const struct {
+        uint64_t memory_mb, want;
+    } t[] = {{0, 1024}, {1, 1}, {3, 1}, {4, 1}, {2000, 500}, {16384, 4096}, {1 << 20, 4096}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        CHECK_EQ(hv_agent_copy_mb_default(t[i].memory_mb), t[i].want);
+    }
 }
 
 static void case_stop_drain(void) {
@@ -184,6 +207,8 @@ static void case_errors(void) {
     parse_bad(ARGV("join", "h:1", "--slots", "abc"), "--slots \"abc\"");
     parse_bad(ARGV("join", "h:1", "--slots", "0"), "--slots \"0\"");
     parse_bad(ARGV("join", "h:1", "--slots"), "--slots needs a value");
+    parse_bad(ARGV("join", "h:1", "--copy-memory", "lots"),
+              "--copy-memory \"lots\": want a number");
     parse_bad(ARGV("join", "h:1", "--labels", "novalue"), "--labels: \"novalue\"");
     parse_bad(ARGV("join", "h:1", "--labels", "=v"), "--labels: \"=v\"");
     parse_bad(ARGV("join", "h:1", "--labels", "zone=a,hv.run_as=root"),
@@ -292,13 +317,10 @@ static void case_tls(void) {
 }
 
 static const test_case_t cases[] = {
-    {"defaults", case_defaults},
-    {"all_flags", case_all_flags},
-    {"stop_drain", case_stop_drain},
-    {"errors", case_errors},
-    {"host_facts", case_host_facts},
-    {"tls", case_tls},
-    {NULL, NULL},
+    {"defaults", case_defaults},         {"all_flags", case_all_flags},
+    {"stop_drain", case_stop_drain},     {"errors", case_errors},
+    {"host_facts", case_host_facts},     {"tls", case_tls},
+    {"copy_default", case_copy_default}, {NULL, NULL},
 };
 
 int main(int argc, char **argv) { return test_run(cases, argc, argv); }

@@ -91,3 +91,104 @@ hv_err hv_durable_expand(const char *tmpl, const hv_durable_vars_t *vars, char *
     }
     return hv_cmd_expand(tmpl, keys, vals, 4, HV_DURABLE_KEYS, out, outlen, err, errlen);
 }
+
+void hv_copy_label(const char *labels, const char *key, char *out, size_t outlen) {
+    if (outlen == 0) {
+        return;
+    }
+    out[0] = '\0';
+    if (labels == NULL || key == NULL) {
+        return;
+    }
+    size_t klen = strlen(key);
+    const char *p = labels;
+    while (*p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            size_t vlen = len - klen - 1;
+            if (vlen < outlen) {
+                memcpy(out, p + klen + 1, vlen);
+                out[vlen] = '\0';
+            }
+            return;
+        }
+        if (end == NULL) {
+            break;
+        }
+        p = end + 1;
+    }
+}
+
+static int zone_other(const char *a, const char *b) {
+    return a != NULL && b != NULL && a[0] != '\0' && b[0] != '\0' && strcmp(a, b) != 0;
+}
+
+/* Is a a better keeper than b (both usable, with room)? */
+static int keeper_better(const hv_keeper_cand_t *a, const hv_keeper_cand_t *b,
+                         const char *sender_zone) {
+    int za = zone_other(a->zone, sender_zone), zb = zone_other(b->zone, sender_zone);
+    if (za != zb) {
+        return za;
+    }
+    if (a->has_member != b->has_member) {
+        return !a->has_member;
+    }
+    if ((a->holds_bytes > 0) != (b->holds_bytes > 0)) {
+        return a->holds_bytes > 0;
+    }
+    if (a->free_bytes != b->free_bytes) {
+        return a->free_bytes > b->free_bytes;
+    }
+    return a->node_id < b->node_id;
+}
+
+int hv_copy_keeper_choose(const hv_keeper_cand_t *c, size_t n, uint64_t sender_node,
+                          const char *sender_zone, uint64_t size) {
+    int best = -1;
+    for (size_t i = 0; i < n; i++) {
+        const hv_keeper_cand_t *k = &c[i];
+        if (!k->usable || k->node_id == 0 || k->node_id == sender_node) {
+            continue;
+        }
+        uint64_t room = k->free_bytes + k->holds_bytes;
+        if (room < k->free_bytes) {
+            room = UINT64_MAX;
+        }
+        if (room < size) {
+            continue;
+        }
+        if (best < 0 || keeper_better(k, &c[best], sender_zone)) {
+            best = (int)i;
+        }
+    }
+    return best;
+}
+
+const char *hv_copy_source_name(hv_copy_source_t s) {
+    switch (s) {
+    case HV_COPY_SOURCE_PEER:
+        return "peer";
+    case HV_COPY_SOURCE_HEAD:
+        return "head";
+    case HV_COPY_SOURCE_DURABLE:
+        return "durable";
+    case HV_COPY_SOURCE_NONE:
+        break;
+    }
+    return "none";
+}
+
+hv_copy_source_t hv_copy_source_choose(const hv_copy_ref_t *peer, int keeper_ok,
+                                       const hv_copy_ref_t *head, const hv_copy_ref_t *durable) {
+    hv_copy_tier_t t = hv_copy_choose(head, durable);
+    const hv_copy_ref_t *other = t == HV_COPY_TIER_HEAD      ? head
+                                 : t == HV_COPY_TIER_DURABLE ? durable
+                                                             : NULL;
+    if (keeper_ok && peer->commit > 0 && (other == NULL || !hv_copy_newer(other, peer))) {
+        return HV_COPY_SOURCE_PEER;
+    }
+    return t == HV_COPY_TIER_HEAD      ? HV_COPY_SOURCE_HEAD
+           : t == HV_COPY_TIER_DURABLE ? HV_COPY_SOURCE_DURABLE
+                                       : HV_COPY_SOURCE_NONE;
+}

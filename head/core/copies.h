@@ -99,4 +99,53 @@ typedef struct hv_durable_vars_s {
 hv_err hv_durable_expand(const char *tmpl, const hv_durable_vars_t *vars, char *out, size_t outlen,
                          char *err, size_t errlen);
 
+/* ---- copies kept by peers (issue 28 §3) ------------------------------------------------------ */
+
+/* The label key whose value names a node's failure zone ("zone=us-east-1a"). */
+#define HV_COPY_ZONE_KEY "zone"
+
+/* Pure: the value of key in labels ("k=v,k=v"; NULL or "" none) copied into out (at most
+ * outlen - 1 bytes; "" when the key is absent or its value does not fit). */
+void hv_copy_label(const char *labels, const char *key, char *out, size_t outlen);
+
+/* A node that could keep a job's copy in its agent's memory, as the head sees it. */
+typedef struct hv_keeper_cand_s {
+    uint64_t node_id;
+    const char *zone;     /* its zone label's value (NULL or "": none) */
+    int usable;           /* alive, not draining, and its agent serves copies (has an address) */
+    int has_member;       /* a worker of this job runs there */
+    uint64_t free_bytes;  /* copy memory its agent has free (its bound less what it holds) */
+    uint64_t holds_bytes; /* the bytes of this job's copy it already holds (replaced by the new
+                              one, so counted as room); 0: none */
+} hv_keeper_cand_t;
+
+/* Pure: the node that keeps a copy of size bytes that the member on sender_node (zone
+ * sender_zone) sends. Never the sender's node, never a node that is not usable or has no room
+ * (free_bytes + holds_bytes < size). Among the others, in this order: another zone than the
+ * sender's (when both carry a zone label; a node without one counts as the same zone), no member
+ * of the job there (a node's loss then takes no member and the copy together), the node that
+ * already holds this job's copy (no move), the most free memory, the lowest node id. Returns the
+ * index in c, or -1 when no node can keep it (the member sends its copy to the head instead). */
+int hv_copy_keeper_choose(const hv_keeper_cand_t *c, size_t n, uint64_t sender_node,
+                          const char *sender_zone, uint64_t size);
+
+/* Where a resume or a joiner's sync reads the job's state, given the head's, the durable tier's
+ * and the keeper's (peer) copies. keeper_ok: the keeper's node is alive and its agent serves
+ * copies. The newest copy that is there wins; at the same commit a peer's (read from another
+ * node's memory, the head sends nothing) before the head's before the durable tier's. */
+typedef enum hv_copy_source {
+    HV_COPY_SOURCE_NONE = 0,
+    HV_COPY_SOURCE_PEER = 1,
+    HV_COPY_SOURCE_HEAD = 2,
+    HV_COPY_SOURCE_DURABLE = 3,
+} hv_copy_source_t;
+
+/* "peer", "head", "durable" or "none". */
+const char *hv_copy_source_name(hv_copy_source_t s);
+
+/* Pure: the source a resume loads (see hv_copy_source_t). A peer copy whose keeper is not ok is
+ * never chosen (the fallback is the head's, then the durable tier's). */
+hv_copy_source_t hv_copy_source_choose(const hv_copy_ref_t *peer, int keeper_ok,
+                                       const hv_copy_ref_t *head, const hv_copy_ref_t *durable);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * copies_test: the durable tier's pure rules, table by table: which copy a resume loads (head or
  * durable, the newest that is there), when a durable write is due, the commands' templates
- * (placeholders, quoting, errors), and the room a copy needs on the head's disk. `copies_test <case>` runs one case.
+ * (placeholders, quoting, errors), the room a copy needs on the head's disk, and the copies kept
+ * by peers (issue 28 §3): the keeper's choice, the zone label, the source a resume reads. `copies_test <case>` runs one case.
  */
 #include "copies.h"
 #include "hv_check.h"
@@ -167,5 +168,140 @@ static void case_room(void) {
     CHECK_EQ(hv_copy_keep_free(UINT64_MAX, 0), UINT64_MAX);
 }
 
+/* The keeper of a peer copy: never the sender's node, never one without room or not usable;
+ * another zone first, then a node without a member, then the node that holds the copy already,
+ * then the most free memory, then the lowest id. */
+static void case_keeper(void) {
+#define K(id, zone, usable, member, free, holds)                                                   \
+    { id, zone, usable, member, free, holds }
+    static const struct {
+        const char *name;
+        hv_keeper_cand_t c[4];
+        size_t n;
+        uint64_t sender;
+        const char *zone;
+        uint64_t size;
+        int want; /* index, -1: none */
+    } t[] = {
+        {"no other node", {K(1, "", 1, 1, 100, 0)}, 1, 1, "", 10, -1},
+        {"the other node", {K(1, "", 1, 1, 100, 0), K(2, "", 1, 1, 100, 0)}, 2, 1, "", 10, 1},
+        {"not usable", {K(1, "", 1, 1, 100, 0), K(2, "", 0, 0, 100, 0)}, 2, 1, "", 10, -1},
+        {"no room", {K(1, "", 1, 1, 100, 0), K(2, "", 1, 0, 9, 0)}, 2, 1, "", 10, -1},
+        {"room exactly", {K(1, "", 1, 1, 100, 0), K(2, "", 1, 0, 10, 0)}, 2, 1, "", 10, 1},
+        {"room with its own old copy", {K(2, "", 1, 0, 4, 6)}, 1, 1, "", 10, 0},
+        {"another zone over no member",
+         {K(2, "a", 1, 0, 100, 0), K(3, "b", 1, 1, 100, 0)},
+         2,
+         1,
+         "a",
+         10,
+         1},
+        {"no zone label counts as same zone",
+         {K(2, "", 1, 0, 100, 0), K(3, "b", 1, 0, 100, 0)},
+         2,
+         1,
+         "a",
+         10,
+         1},
+        {"sender without zone: zones ignored",
+         {K(2, "b", 1, 1, 100, 0), K(3, "c", 1, 0, 100, 0)},
+         2,
+         1,
+         "",
+         10,
+         1},
+        {"no member over holder",
+         {K(2, "", 1, 1, 100, 5), K(3, "", 1, 0, 100, 0)},
+         2,
+         1,
+         "",
+         10,
+         1},
+        {"holder stays over more free",
+         {K(2, "", 1, 0, 500, 0), K(3, "", 1, 0, 100, 5)},
+         2,
+         1,
+         "",
+         10,
+         1},
+        {"most free", {K(3, "", 1, 0, 100, 0), K(2, "", 1, 0, 200, 0)}, 2, 1, "", 10, 1},
+        {"lowest id on a tie", {K(3, "", 1, 0, 100, 0), K(2, "", 1, 0, 100, 0)}, 2, 1, "", 10, 1},
+        {"node 0 never", {K(0, "", 1, 0, 100, 0)}, 1, 1, "", 10, -1},
+        {"sender's node never, even with room and another zone",
+         {K(1, "b", 1, 0, 1000, 0), K(2, "a", 1, 1, 20, 0)},
+         2,
+         1,
+         "a",
+         10,
+         1},
+        {"free + holds overflow is room", {K(2, "", 1, 0, UINT64_MAX, 5)}, 1, 1, "", 10, 0},
+    };
+#undef K
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        int got = hv_copy_keeper_choose(t[i].c, t[i].n, t[i].sender, t[i].zone, t[i].size);
+        if (got != t[i].want) {
+            fprintf(stderr, "case '%s': got %d, want %d\n", t[i].name, got, t[i].want);
+        }
+        CHECK_EQ(got, t[i].want);
+    }
+    CHECK_EQ(hv_copy_keeper_choose(NULL, 0, 1, "", 10), -1);
+}
+
+static void case_label(void) {
+    static const struct {
+        const char *labels, *key;
+        size_t outlen;
+        const char *want;
+    } t[] = {
+        {"zone=a", "zone", 16, "a"},
+        {"disk=ssd,zone=us-east-1a", "zone", 16, "us-east-1a"},
+        {"zones=x,zone=b", "zone", 16, "b"},
+        {"zone=b,disk=ssd", "zone", 16, "b"},
+        {"disk=ssd", "zone", 16, ""},
+        {"", "zone", 16, ""},
+        {NULL, "zone", 16, ""},
+        {"zone=", "zone", 16, ""},
+        {"zone=toolongvalue", "zone", 8, ""},
+        {"zone=1234567", "zone", 8, "1234567"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char out[32] = "junk";
+        hv_copy_label(t[i].labels, t[i].key, out, t[i].outlen);
+        CHECK_STR(out, t[i].want);
+    }
+}
+
+static void case_source(void) {
+    static const struct {
+        const char *name;
+        hv_copy_ref_t peer;
+        int keeper_ok;
+        hv_copy_ref_t head, durable;
+        hv_copy_source_t want;
+    } t[] = {
+        {"none", NOCOPY, 1, NOCOPY, NOCOPY, HV_COPY_SOURCE_NONE},
+        {"peer only", {2, 10, 0}, 1, NOCOPY, NOCOPY, HV_COPY_SOURCE_PEER},
+        {"peer only, keeper gone", {2, 10, 0}, 0, NOCOPY, NOCOPY, HV_COPY_SOURCE_NONE},
+        {"peer same as head: peer", {2, 10, 0}, 1, {2, 10, 0}, NOCOPY, HV_COPY_SOURCE_PEER},
+        {"peer newer", {2, 12, 0}, 1, {2, 10, 0}, {2, 10, 0}, HV_COPY_SOURCE_PEER},
+        {"head newer", {2, 8, 0}, 1, {2, 10, 0}, NOCOPY, HV_COPY_SOURCE_HEAD},
+        {"keeper gone: head", {2, 12, 0}, 0, {2, 10, 0}, NOCOPY, HV_COPY_SOURCE_HEAD},
+        {"keeper gone: durable", {2, 12, 0}, 0, NOCOPY, {2, 9, 0}, HV_COPY_SOURCE_DURABLE},
+        {"durable newer than peer", {2, 8, 0}, 1, NOCOPY, {3, 1, 0}, HV_COPY_SOURCE_DURABLE},
+        {"head file gone: peer", {2, 8, 0}, 1, {2, 12, 1}, NOCOPY, HV_COPY_SOURCE_PEER},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        hv_copy_source_t got =
+            hv_copy_source_choose(&t[i].peer, t[i].keeper_ok, &t[i].head, &t[i].durable);
+        if (got != t[i].want) {
+            fprintf(stderr, "case '%s': got %s, want %s\n", t[i].name, hv_copy_source_name(got),
+                    hv_copy_source_name(t[i].want));
+        }
+        CHECK_EQ(got, t[i].want);
+    }
+    CHECK_STR(hv_copy_source_name(HV_COPY_SOURCE_PEER), "peer");
+}
+
 HV_CHECK_MAIN(NULL, NULL, {"choose", case_choose}, {"due", case_due}, {"expand", case_expand},
-              {"peer_local", case_peer_local}, {"room", case_room})
+              {"peer_local", case_peer_local}, {"room", case_room}, {"keeper", case_keeper},
+              {"label", case_label}, {"source", case_source})

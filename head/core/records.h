@@ -157,6 +157,17 @@ typedef struct hv_copy_row_s {
     uint64_t stored_ms;  // wall clock
 } hv_copy_row_t;
 
+/* A copy kept by a peer (issue 28 §3): which node's agent holds which generation of a job's
+ * state in memory (schema v19, peer_copies; one row per job, the newest). copy.path is unused
+ * (""); the copy is named by the keeper's node, the incarnation of its agent that took it (a
+ * restarted agent holds nothing) and the address its copy endpoint had. */
+typedef struct hv_peer_copy_row_s {
+    hv_copy_row_t copy;
+    uint64_t node_id;     // the keeper
+    uint64_t incarnation; // its agent's incarnation when it acked
+    char addr[256];       // its copy endpoint ("host:port")
+} hv_peer_copy_row_t;
+
 typedef struct hv_revoked_row_s {
     uint64_t node_id, incarnation; /* the credential: a node and its agent's incarnation */
     uint64_t revoked_ms;           /* wall clock; 0 for those imported from the old file */

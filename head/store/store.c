@@ -402,12 +402,27 @@ static const char store_v18_sql[] =
 static const char store_v19_sql[] =
     "ALTER TABLE jobs ADD COLUMN namespace TEXT NOT NULL DEFAULT '';";
 
+/* v20: copies kept by peers (issue 28 §3): per job the newest copy a peer agent holds in memory,
+ * by node, the incarnation of its agent that took it and its copy endpoint's address. The copy's
+ * bytes never pass the head; this is only the index. */
+static const char store_v20_sql[] = "CREATE TABLE peer_copies ("
+                                    " job_id INTEGER PRIMARY KEY,"
+                                    " generation INTEGER NOT NULL,"
+                                    " commit_no INTEGER NOT NULL,"
+                                    " size INTEGER NOT NULL,"
+                                    " sha256 TEXT NOT NULL,"
+                                    " node_id INTEGER NOT NULL,"
+                                    " incarnation INTEGER NOT NULL,"
+                                    " addr TEXT NOT NULL,"
+                                    " stored_ms INTEGER NOT NULL);"
+                                    "CREATE INDEX peer_copies_node ON peer_copies (node_id);";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
     store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,
     store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql,
     store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql, store_v15_sql,
-    store_v16_sql, store_v17_sql, store_v18_sql, store_v19_sql};
+    store_v16_sql, store_v17_sql, store_v18_sql, store_v19_sql, store_v20_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -463,6 +478,10 @@ enum {
     ST_DURABLE_PUT,
     ST_DURABLE_GET,
     ST_DURABLE_REMOVE,
+    ST_PEER_PUT,
+    ST_PEER_GET,
+    ST_PEER_REMOVE,
+    ST_PEER_FORGET_NODE,
     ST_JTOKEN_USE,
     ST_REVOKED_PUT,
     ST_REVOKED_LIST,
@@ -636,6 +655,17 @@ static const char *const store_sql[ST__COUNT] = {
     [ST_DURABLE_GET] = "SELECT job_id, generation, commit_no, size, sha256, path, stored_ms"
                        " FROM durable_copies WHERE job_id = ?1",
     [ST_DURABLE_REMOVE] = "DELETE FROM durable_copies WHERE job_id = ?1",
+    [ST_PEER_PUT] = "INSERT INTO peer_copies (job_id, generation, commit_no, size, sha256, node_id,"
+                    " incarnation, addr, stored_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                    " ON CONFLICT (job_id) DO UPDATE SET generation = excluded.generation,"
+                    " commit_no = excluded.commit_no, size = excluded.size,"
+                    " sha256 = excluded.sha256, node_id = excluded.node_id,"
+                    " incarnation = excluded.incarnation, addr = excluded.addr,"
+                    " stored_ms = excluded.stored_ms",
+    [ST_PEER_GET] = "SELECT job_id, generation, commit_no, size, sha256, node_id, incarnation,"
+                    " addr, stored_ms FROM peer_copies WHERE job_id = ?1",
+    [ST_PEER_REMOVE] = "DELETE FROM peer_copies WHERE job_id = ?1",
+    [ST_PEER_FORGET_NODE] = "DELETE FROM peer_copies WHERE node_id = ?1",
     [ST_JTOKEN_LIST] = "SELECT " JTOKEN_COLS " FROM join_tokens ORDER BY created_ms, id",
     [ST_JTOKEN_REVOKE] = "UPDATE join_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms = 0",
     [ST_JTOKEN_USE] =
@@ -1027,6 +1057,7 @@ typedef union store_any_row_u {
     hv_instance_row_t instance;
     hv_jtoken_row_t jtoken;
     hv_copy_row_t copy;
+    hv_peer_copy_row_t peer_copy;
 } store_any_row_t;
 
 /* Steps a bound statement for zero or one row and releases it: the row goes to out (assigned
@@ -1443,6 +1474,7 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
         "DELETE FROM state_copies WHERE job_id = ?1",
         "DELETE FROM job_artifacts WHERE job_id = ?1",
         "DELETE FROM durable_copies WHERE job_id = ?1",
+        "DELETE FROM peer_copies WHERE job_id = ?1",
         "DELETE FROM workers WHERE job_id = ?1",
         "DELETE FROM jobs WHERE id = ?1",
     };
@@ -2800,6 +2832,68 @@ hv_err hv_store_durable_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out) 
 
 hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id) {
     return copy_remove(s, ST_DURABLE_REMOVE, "durable copy remove", job_id);
+}
+
+/* ---- copies kept by peers (schema v19) -------------------------------------------------------- */
+
+hv_err hv_store_peer_copy_put(hv_store_t *s, const hv_peer_copy_row_t *row) {
+    if (row == NULL || row->copy.job_id == 0 || row->node_id == 0) {
+        return HV_EINVAL;
+    }
+    store_bind_t b = store_start(s, ST_PEER_PUT);
+    bind_u64(&b, 1, row->copy.job_id);
+    bind_u64(&b, 2, row->copy.generation);
+    bind_u64(&b, 3, row->copy.commit);
+    bind_u64(&b, 4, row->copy.size);
+    bind_text(&b, 5, row->copy.sha256);
+    bind_u64(&b, 6, row->node_id);
+    bind_u64(&b, 7, row->incarnation);
+    bind_text(&b, 8, row->addr);
+    bind_u64(&b, 9, row->copy.stored_ms);
+    return store_write(s, &b, "peer copy put");
+}
+
+static hv_err peer_copy_read(sqlite3_stmt *st, void *vrow) {
+    hv_peer_copy_row_t *r = vrow;
+    memset(r, 0, sizeof(*r));
+    r->copy.job_id = col_u64(st, 0);
+    r->copy.generation = col_u32(st, 1);
+    r->copy.commit = col_u64(st, 2);
+    r->copy.size = col_u64(st, 3);
+    col_text_to(st, 4, r->copy.sha256, sizeof(r->copy.sha256));
+    r->node_id = col_u64(st, 5);
+    r->incarnation = col_u64(st, 6);
+    col_text_to(st, 7, r->addr, sizeof(r->addr));
+    r->copy.stored_ms = col_u64(st, 8);
+    return HV_OK;
+}
+
+static const store_rows_t peer_copy_rows = {sizeof(hv_peer_copy_row_t), peer_copy_read,
+                                            store_fini_none};
+
+hv_err hv_store_peer_copy_get(hv_store_t *s, uint64_t job_id, hv_peer_copy_row_t *out) {
+    store_bind_t b = store_start(s, ST_PEER_GET);
+    bind_u64(&b, 1, job_id);
+    hv_err rc = store_get(s, &b, &peer_copy_rows, out, "peer copy get");
+    if (rc == HV_ENOTFOUND) {
+        store_set_err(s, "peer copy get: job %llu has no copy kept by a peer",
+                      (unsigned long long)job_id);
+    }
+    return rc;
+}
+
+hv_err hv_store_peer_copy_remove(hv_store_t *s, uint64_t job_id) {
+    return copy_remove(s, ST_PEER_REMOVE, "peer copy remove", job_id);
+}
+
+hv_err hv_store_peer_copy_forget_node(hv_store_t *s, uint64_t node_id, size_t *n) {
+    store_bind_t b = store_start(s, ST_PEER_FORGET_NODE);
+    bind_u64(&b, 1, node_id);
+    hv_err rc = store_write(s, &b, "peer copy forget node");
+    if (n != NULL) {
+        *n = rc == HV_OK ? (size_t)sqlite3_changes(s->db) : 0;
+    }
+    return rc;
 }
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */

@@ -52,8 +52,11 @@ typedef struct hv_store_s hv_store_t;
  * v14: actors' placement demand (labels, memory_mb).
  * v15: nodes.memory_mb (placement by memory right after a head restart).
  * v16: actor_figures (actors' call figures, summed over their processes).
- * v17: events.actor_id (an actor's events, indexed: hv_store_event_list_actor). */
-#define HV_STORE_SCHEMA_VERSION 19
+ * v17: events.actor_id (an actor's events, indexed: hv_store_event_list_actor).
+ * v18: jobs' priority, preemptible and fleet decision (issue 26).
+ * v19: jobs.namespace (hvsubmit --namespace: the fleet quota it counts in).
+ * v20: peer_copies (which peer agent keeps which copy of a job's state, issue 28 §3). */
+#define HV_STORE_SCHEMA_VERSION 20
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -312,6 +315,16 @@ hv_err hv_store_copy_remove(hv_store_t *s, uint64_t job_id);
 hv_err hv_store_durable_put(hv_store_t *s, const hv_copy_row_t *row);
 hv_err hv_store_durable_get(hv_store_t *s, uint64_t job_id, hv_copy_row_t *out);
 hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id);
+
+/* The index of the copy a peer agent keeps (schema v20, peer_copies; issue 28 §3): stored before
+ * the keeper's previous copy may be dropped. Put replaces the job's row; get: HV_ENOTFOUND when
+ * none; remove: no-op without one. */
+hv_err hv_store_peer_copy_put(hv_store_t *s, const hv_peer_copy_row_t *row);
+hv_err hv_store_peer_copy_get(hv_store_t *s, uint64_t job_id, hv_peer_copy_row_t *out);
+hv_err hv_store_peer_copy_remove(hv_store_t *s, uint64_t job_id);
+/* Forgets every row kept by node (its agent was replaced or the node died: its memory is gone);
+ * *n (may be NULL) gets the count. */
+hv_err hv_store_peer_copy_forget_node(hv_store_t *s, uint64_t node_id, size_t *n);
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
 

@@ -1482,6 +1482,74 @@ static void test_durable_copies(void) {
     hv_store_close(s);
 }
 
+/* The index of the copies kept by peers (v20): a v18 database migrates (the head's and the
+ * durable tier's rows kept), a row is stored, replaced by the next generation's keeper, survives a
+ * reopen, a node's loss forgets only its rows, and the rows go with the job's history. */
+static void test_peer_copies(void) {
+    hv_store_t *s = open_from_version(18, "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                          " VALUES (3, 'j', 'running', 1, 1, 1);"
+                                          "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                          " VALUES (4, 'k', 'succeeded', 1, 1, 1);"
+                                          "INSERT INTO state_copies VALUES (3, 2, 40, 10, 'ab',"
+                                          " '/d/e-3-g2-c40.bin', 7);");
+    if (s == NULL) {
+        return;
+    }
+    hv_peer_copy_row_t p;
+    CHECK_RC(hv_store_peer_copy_get(s, 3, &p), HV_ENOTFOUND);
+    CHECK_STR(hv_store_last_error(s), "peer copy get: job 3 has no copy kept by a peer");
+    hv_peer_copy_row_t r = {
+        .copy = {.job_id = 3, .generation = 2, .commit = 41, .size = 10, .stored_ms = 8},
+        .node_id = 5,
+        .incarnation = 0xabc,
+        .addr = "10.0.0.5:7100"};
+    snprintf(r.copy.sha256, sizeof(r.copy.sha256), "cd");
+    hv_peer_copy_row_t bad = r;
+    bad.node_id = 0;
+    CHECK_RC(hv_store_peer_copy_put(s, &bad), HV_EINVAL);
+    CHECK_OK(s, hv_store_peer_copy_put(s, &r));
+    r.copy.generation = 3;
+    r.copy.commit = 50;
+    r.node_id = 6;
+    snprintf(r.addr, sizeof(r.addr), "10.0.0.6:7100");
+    CHECK_OK(s, hv_store_peer_copy_put(s, &r));
+    hv_peer_copy_row_t other = r;
+    other.copy.job_id = 4;
+    other.node_id = 5;
+    CHECK_OK(s, hv_store_peer_copy_put(s, &other));
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    CHECK_OK(s, hv_store_peer_copy_get(s, 3, &p));
+    CHECK_U64(p.copy.generation, 3);
+    CHECK_U64(p.copy.commit, 50);
+    CHECK_U64(p.copy.size, 10);
+    CHECK_STR(p.copy.sha256, "cd");
+    CHECK_U64(p.node_id, 6);
+    CHECK_U64(p.incarnation, 0xabc);
+    CHECK_STR(p.addr, "10.0.0.6:7100");
+    hv_copy_row_t c;
+    CHECK_OK(s, hv_store_copy_get(s, 3, &c)); /* the head's own row is apart */
+    CHECK_U64(c.commit, 40);
+    size_t n = 99;
+    CHECK_OK(s, hv_store_peer_copy_forget_node(s, 5, &n)); /* job 4's keeper */
+    CHECK_U64(n, 1);
+    CHECK_RC(hv_store_peer_copy_get(s, 4, &p), HV_ENOTFOUND);
+    CHECK_OK(s, hv_store_peer_copy_get(s, 3, &p));
+    CHECK_OK(s, hv_store_peer_copy_forget_node(s, 5, &n));
+    CHECK_U64(n, 0);
+    CHECK_OK(s, hv_store_peer_copy_remove(s, 3));
+    CHECK_RC(hv_store_peer_copy_get(s, 3, &p), HV_ENOTFOUND);
+    CHECK_OK(s, hv_store_peer_copy_remove(s, 3)); /* no-op */
+    /* A finished job's history takes its peer row with it. */
+    CHECK_OK(s, hv_store_peer_copy_put(s, &other));
+    uint64_t ids[] = {4};
+    size_t deleted = 0;
+    CHECK_OK(s, hv_store_history_delete(s, ids, 1, &deleted));
+    CHECK_U64(deleted, 1);
+    CHECK_RC(hv_store_peer_copy_get(s, 4, &p), HV_ENOTFOUND);
+    hv_store_close(s);
+}
+
 /* An upgrade keeps revocations: a v7 database and the old revocations file (a blank line, a
  * duplicate) migrate to v8, the file is imported once and renamed .imported; a second import
  * (no file) changes nothing, and the rows survive a reopen. A damaged file imports nothing and
@@ -2208,6 +2276,7 @@ static const hv_check_case_t cases[] = {
     {"migrate_v5", test_migrate_v5},
     {"state_copies", test_state_copies},
     {"durable_copies", test_durable_copies},
+    {"peer_copies", test_peer_copies},
     {"revoked_import", test_revoked_import},
     {"actors", test_actors},
     {"actor_figures", test_actor_figures},
