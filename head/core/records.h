@@ -158,7 +158,7 @@ typedef struct hv_copy_row_s {
 } hv_copy_row_t;
 
 /* A copy kept by a peer (issue 28 §3): which node's agent holds which generation of a job's
- * state in memory (schema v19, peer_copies; one row per job, the newest). copy.path is unused
+ * state in memory (schema v20, peer_copies; one row per job, the newest). copy.path is unused
  * (""); the copy is named by the keeper's node, the incarnation of its agent that took it (a
  * restarted agent holds nothing) and the address its copy endpoint had. */
 typedef struct hv_peer_copy_row_s {

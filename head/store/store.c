@@ -2834,7 +2834,7 @@ hv_err hv_store_durable_remove(hv_store_t *s, uint64_t job_id) {
     return copy_remove(s, ST_DURABLE_REMOVE, "durable copy remove", job_id);
 }
 
-/* ---- copies kept by peers (schema v19) -------------------------------------------------------- */
+/* ---- copies kept by peers (schema v20) -------------------------------------------------------- */
 
 hv_err hv_store_peer_copy_put(hv_store_t *s, const hv_peer_copy_row_t *row) {
     if (row == NULL || row->copy.job_id == 0 || row->node_id == 0) {
