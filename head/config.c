@@ -106,6 +106,8 @@ static const config_opt_t config_opts[] = {
     {"fleet", "reset_ms", CFG_U32, CFG_OFF(fleet.reset_ms), 1, 600000},
     {"fleet", "starve_ms", CFG_U32, CFG_OFF(fleet.starve_ms), 1000, 86400000},
     {"fleet", "age_ms", CFG_U32, CFG_OFF(fleet.age_ms), 0, 2000000000},
+    {"fleet", "reserve_pct", CFG_U32, CFG_OFF(fleet.reserve_pct), 0, 90},
+    {"fleet", "reserve_priority", CFG_U32, CFG_OFF(fleet.reserve_priority), 1, 1000},
     {"fleet", "namespaces", CFG_NAMESPACES, 0, 0, 0},
     {"fleet", "policy", CFG_POLICY, CFG_OFF(fleet.fcfs), 0, 0},
     {"", "autoscaler", CFG_MAP, 0, 0, 0},
@@ -1784,6 +1786,8 @@ void hv_head_config_defaults(hv_head_config_t *cfg) {
     cfg->fleet.reset_ms = HV_FL_RESET_MS;
     cfg->fleet.starve_ms = HV_FL_STARVE_MS;
     cfg->fleet.age_ms = HV_FL_AGE_MS;
+    cfg->fleet.reserve_pct = 0;
+    cfg->fleet.reserve_priority = 1;
     cfg->autoscaler.provider = hv_strdup("none");
     cfg->autoscaler.min_nodes = 0;
     cfg->autoscaler.max_nodes = 0;

@@ -137,6 +137,8 @@ static void test_full(void) {
     CHECK_STR(c.autoscaler.command_terminate, "./terminate.sh");
     CHECK_EQ(c.fleet.resize_interval_ms, 2000);
     CHECK_EQ(c.fleet.fcfs, 1);
+    CHECK_EQ(c.fleet.reserve_pct, 25);
+    CHECK_EQ(c.fleet.reserve_priority, 2);
     hv_head_config_fini(&c);
 }
 
@@ -200,6 +202,8 @@ static void test_minimal(void) {
     CHECK_STR(c.cluster_name, "hv");
     CHECK_EQ(c.lease_ms, 10000);
     CHECK_EQ(c.fleet.fcfs, 0); /* fleet.policy: fleet by default */
+    CHECK_EQ(c.fleet.reserve_pct, 0); /* no reserve by default */
+    CHECK_EQ(c.fleet.reserve_priority, 1);
     hv_head_config_fini(&c);
 }
 
@@ -417,6 +421,7 @@ static const bad_case_t bad_cases[] = {
     {"bad_cooldown.yaml", HV_EINVAL, "3:29", {"blacklist_max_cooldown_s", "'60'", "600"}, NULL},
     {"bad_fleet.yaml", HV_EINVAL, "3:14", {"fleet.starve_ms", "'10'", "1000..86400000"}, NULL},
     {"bad_fleet_policy.yaml", HV_EINVAL, "2:11", {"fleet.policy", "'sjf'", "fleet, fcfs"}, NULL},
+    {"bad_fleet_reserve.yaml", HV_EINVAL, "2:16", {"fleet.reserve_pct", "'95'", "0..90"}, NULL},
     {"bad_two_documents.yaml", HV_EINVAL, "2:1", {"one YAML document"}, NULL},
     {"bad_type_no_slots.yaml",
      HV_EINVAL,

@@ -241,6 +241,8 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
     set.reset_ms = d->cfg->fleet.reset_ms;
     set.starve_ms = d->cfg->fleet.starve_ms;
     set.age_ms = d->cfg->fleet.age_ms;
+    set.reserve_pct = d->cfg->fleet.reserve_pct;
+    set.reserve_prio = (int32_t)d->cfg->fleet.reserve_priority;
     size_t nns = ns_count(d);
     hv_fl_ns_t ns[HV_DRIVER_NS_MAX];
     for (size_t i = 0; i < nns; i++) {

@@ -20,7 +20,7 @@ set_tests_properties(hv.perf.head_load hv.perf.submit_latency PROPERTIES RUN_SER
 add_executable(bench_sync ${CMAKE_CURRENT_LIST_DIR}/bench_sync.c)
 target_link_libraries(bench_sync PRIVATE hv_static)
 hv_add_test(NAME perf.bench_sync
-  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_sync.sh --quick --bin ${CMAKE_BINARY_DIR}/bin
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bench_sync.sh --quick --bin ${CMAKE_BINARY_DIR}/bin
   LABELS perf TIMEOUT 900)
 
 # What a peer of a SIGKILLed worker can learn and when: a robust futex the victim held, against
