@@ -28,7 +28,10 @@ for n in $A $B $C; do
 done
 # Plain text across the namespaces, allowed on purpose (netns.sh covers TLS): the head needs
 # allow_insecure, and the agents and CLIs HV_INSECURE=1, to talk plain text beyond loopback.
-HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" "allow_insecure: true" "elastic:" "  rendezvous_timeout_s: 20"
+# Growth as soon as a node joins (resize_interval_ms 0): the fleet policy's default hold of 3 s
+# could let an epoch pass before B's workers exist, and the SIGKILL would find none.
+HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" "allow_insecure: true" "elastic:" "  rendezvous_timeout_s: 20" \
+    "fleet:" "  resize_interval_ms: 0"
 export HV_INSECURE=1
 ip netns exec $H "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
 PIDS="$PIDS $!"
@@ -49,7 +52,9 @@ SUB_PID=$!
 wait_epoch run 0
 join_ns node-b $B
 wait_epoch run 1
-kill -KILL "$(agent_workers node-b | head -n 1)"
+victim=$(agent_workers node-b | head -n 1)
+[ -n "$victim" ] || fail "no worker of the job runs on node-b after it joined"
+kill -KILL "$victim"
 wait_epoch run 2
 join_ns node-c $C
 wait_epoch run 3
