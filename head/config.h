@@ -105,8 +105,8 @@ typedef struct hv_head_config_s {
         uint32_t reset_ms;           /* what a resize costs a job, for the payback rule; 50 */
         uint32_t starve_ms;          /* a job waiting longer goes before the jobs behind it;
                                         60000 */
-        uint32_t age_ms;  /* waiting this long counts one priority higher; 600000; 0: never */
-        uint32_t reserve_pct;      /* rule 8: percent of each resource kept from the floors of
+        uint32_t age_ms;      /* waiting this long counts one priority higher; 600000; 0: never */
+        uint32_t reserve_pct; /* rule 8: percent of each resource kept from the floors of
                                       jobs below reserve_priority that are not preemptible; 0 */
         uint32_t reserve_priority; /* the priority the reserve is kept for (and higher); 1 */
         hv_head_ns_t *ns; /* fleet.namespaces, in the file's order (NULL, 0: none configured:

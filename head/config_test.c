@@ -201,7 +201,7 @@ static void test_minimal(void) {
     CHECK_STR(c.token_file, "/etc/hv/token");
     CHECK_STR(c.cluster_name, "hv");
     CHECK_EQ(c.lease_ms, 10000);
-    CHECK_EQ(c.fleet.fcfs, 0); /* fleet.policy: fleet by default */
+    CHECK_EQ(c.fleet.fcfs, 0);        /* fleet.policy: fleet by default */
     CHECK_EQ(c.fleet.reserve_pct, 0); /* no reserve by default */
     CHECK_EQ(c.fleet.reserve_priority, 1);
     hv_head_config_fini(&c);

@@ -13,37 +13,18 @@
 # Both jobs end 0 with every epoch exact. Skipped (77) without chromium or prometheus.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
+. "$HV_SRC_DIR/tests/prom.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$CHROMIUM" ] || { echo "SKIP: no chromium (deploy/install-deps.sh installs Debian's chromium)"; exit 77; }
 command -v prometheus >/dev/null && command -v promtool >/dev/null \
     || { echo "SKIP: no prometheus (deploy/install-deps.sh installs Debian's prometheus)"; exit 77; }
 hv_setup
 MPORT=$(free_port)
-PPORT=$(free_port)
 PAGE="http://127.0.0.1:$MPORT"
 start_elastic_head "fleet:" "  resize_interval_ms: 1000" "metrics:" "  listen: 127.0.0.1:$MPORT"
 start_agent node-a 2
 start_agent node-b 2
-cat >"$TMP/prom.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: hv
-    static_configs:
-      - targets: ['127.0.0.1:$MPORT']
-YML
-prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" \
-    --web.listen-address="127.0.0.1:$PPORT" >"$TMP/prometheus.out" 2>&1 &
-PIDS="$PIDS $!"
-prom_value() {
-    curl -s -G --max-time 2 --data-urlencode "query=$1" "http://127.0.0.1:$PPORT/api/v1/query" |
-        /usr/bin/python3 -c 'import json, sys
-r = json.load(sys.stdin)["data"]["result"]
-print(r[0]["value"][1] if r else "")' 2>/dev/null
-}
-prom_is() { [ "$(prom_value "$1")" = "$2" ]; }
-prom_between() { v=$(prom_value "$1"); [ -n "$v" ] && awk -v v="$v" -v a="$2" -v b="$3" 'BEGIN { exit !(v > a && v <= b) }'; }
+start_prometheus "$MPORT"
 T_START=$(date +%s)
 
 submit a -np 2 --min-np 1 --max-np 4 -- --epochs 5 --step-delay-ms 25

@@ -8,38 +8,17 @@
 # least the model's size times the steps.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
+. "$HV_SRC_DIR/tests/prom.sh"
 hv_setup
 command -v prometheus >/dev/null && command -v promtool >/dev/null \
     || fail "prometheus and promtool are needed (deploy/install-deps.sh installs Debian's prometheus)"
 MPORT=$(free_port)
-PPORT=$(free_port)
 start_elastic_head "metrics:" "  listen: 127.0.0.1:$MPORT"
 assert_grep "$TMP/head.out" "metrics on http://127.0.0.1:$MPORT/metrics" "the head must say where its metrics are"
 start_agent node-a 2
 start_agent node-b 2
 
-cat >"$TMP/prom.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: hv
-    static_configs:
-      - targets: ['127.0.0.1:$MPORT']
-YML
-prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" \
-    --web.listen-address="127.0.0.1:$PPORT" >"$TMP/prometheus.out" 2>&1 &
-PIDS="$PIDS $!"
-
-# prom_value QUERY: the value of the query's first sample now ("" when there is none).
-prom_value() {
-    curl -s -G --max-time 2 --data-urlencode "query=$1" "http://127.0.0.1:$PPORT/api/v1/query" |
-        /usr/bin/python3 -c 'import json, sys
-r = json.load(sys.stdin)["data"]["result"]
-print(r[0]["value"][1] if r else "")' 2>/dev/null
-}
-prom_is() { [ "$(prom_value "$1")" = "$2" ]; }
-prom_at_least() { v=$(prom_value "$1"); [ -n "$v" ] && [ "${v%.*}" -ge "$2" ]; }
+start_prometheus "$MPORT"
 
 Q='hv_resets_total{reason="failure"}'
 wait_for 15 prom_is "$Q" 0 || fail "Prometheus did not scrape hv_resets_total=0 from the head ($(prom_value "$Q"))"
