@@ -630,6 +630,24 @@ size_t hv__world_broken_peers(const hv__world_t *w, uint64_t *out, size_t cap) {
     return n;
 }
 
+size_t hv__world_dead_peers(const hv__world_t *w, uint64_t *out, size_t cap) {
+    if (w == NULL) {
+        return 0;
+    }
+    unsigned mask = atomic_load(&((hv__world_t *)w)->dead);
+    size_t n = 0;
+    for (int side = 0; side < 2; side++) {
+        if (!(mask & (side == 0 ? HV__RING_LEFT : HV__RING_RIGHT))) {
+            continue;
+        }
+        uint64_t id = w->asg.peers[w->nbr[0][side]].worker_id;
+        if (n < cap && (n == 0 || out[0] != id)) {
+            out[n++] = id;
+        }
+    }
+    return n;
+}
+
 hv__engine_t *hv__world_engine(hv__world_t *w) { return w->engine; }
 const hv__rdzv_assignment_t *hv__world_assignment(const hv__world_t *w) { return &w->asg; }
 hv__rdzv_t *hv__world_rdzv(hv__world_t *w) { return &w->rdzv; }
