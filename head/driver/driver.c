@@ -1434,10 +1434,21 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
+    char who[300], what[600];
+    if (w != NULL && !wlive(w) && w->dead_seen) {
+        /* Ended already on a ring neighbour's death watch: the decisions are made; its real
+         * status is told, once. */
+        w->dead_seen = 0;
+        worker_desc(d, w, who, sizeof(who));
+        hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
+        hv_driver_event(d, w->job->jm.id, w->jm.node_id, "job.note", NULL,
+                        "%s (its agent's report, %llu ms after its ring neighbour saw it die)",
+                        what, (unsigned long long)(hv_wall_ms() - w->ended_ms));
+        return HV_OK;
+    }
     if (w == NULL || !wlive(w)) {
         return HV_OK;
     }
-    char who[300], what[600];
     worker_desc(d, w, who, sizeof(who));
     hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
     worker_gone(d, w, reason);
@@ -2035,9 +2046,10 @@ static void ring_dead(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, uint3
         }
         char why[200];
         snprintf(why, sizeof(why),
-                 "its process died: ring neighbour worker %llu on the same node saw its "
+                 "its process died: ring neighbour worker %llu on the same machine saw its "
                  "death-watch mark released (round %u)",
                  (unsigned long long)w->jm.id, last_gen);
+        ((hv_dworker_t *)s)->dead_seen = 1;
         worker_lost(d, (hv_dworker_t *)s, why);
     }
 }

@@ -151,6 +151,8 @@ typedef struct hv_dworker_s {
     char *addr;                    /* data-plane address of its last JoinRound (owned) */
     uint64_t started_ms, ended_ms; /* wall clock */
     uint64_t kill_deadline;        /* monotonic; lost when passed (0 = none) */
+    int dead_seen; /* ended on a ring neighbour's death watch (ring_dead): its agent's exit
+                    * report, when it comes, is only told (a job.note with its real status) */
 } hv_dworker_t;
 
 /* One node barred from one job's work. */
