@@ -2044,10 +2044,10 @@ static void ring_dead(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, uint3
         if (s == NULL) {
             continue;
         }
-        char why[200];
+        char why[256];
         snprintf(why, sizeof(why),
-                 "its process died: ring neighbour worker %llu on the same machine saw its "
-                 "death-watch mark released (round %u)",
+                 "its process ended (ring neighbour worker %llu on the same machine saw its "
+                 "death-watch mark released, round %u; its agent's report says how)",
                  (unsigned long long)w->jm.id, last_gen);
         ((hv_dworker_t *)s)->dead_seen = 1;
         worker_lost(d, (hv_dworker_t *)s, why);
