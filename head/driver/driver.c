@@ -1437,8 +1437,12 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     char who[300], what[600];
     if (w != NULL && !wlive(w) && w->dead_seen) {
         /* Ended already on a ring neighbour's death watch: the decisions are made; its real
-         * status is told, once. */
+         * status is recorded (the workers table shows it) and told, once. */
         w->dead_seen = 0;
+        w->jm.exit_code = exit_code;
+        w->jm.term_signal = term_signal;
+        w->jm.dirty = 1;
+        (void)hv__driver_persist(d, w->job); /* a record only: a failure is logged, not acted on */
         worker_desc(d, w, who, sizeof(who));
         hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
         hv_driver_event(d, w->job->jm.id, w->jm.node_id, "job.note", NULL,

@@ -152,7 +152,8 @@ typedef struct hv_dworker_s {
     uint64_t started_ms, ended_ms; /* wall clock */
     uint64_t kill_deadline;        /* monotonic; lost when passed (0 = none) */
     int dead_seen; /* ended on a ring neighbour's death watch (ring_dead): its agent's exit
-                    * report, when it comes, is only told (a job.note with its real status) */
+                    * report, when it comes, only records its real status and tells it (a
+                    * job.note) */
 } hv_dworker_t;
 
 /* One node barred from one job's work. */
