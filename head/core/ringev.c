@@ -253,3 +253,37 @@ size_t hv_ringev_judge(hv_ringev_t *ev, const hv_jm_job_t *j, hv_ringev_verdict_
     hv_free(m);
     return nv;
 }
+
+hv_jm_worker_t *hv_ringev_dead(const hv_jm_job_t *j, const hv_jm_worker_t *reporter,
+                               uint32_t last_gen, uint64_t subject, const uint64_t *machine,
+                               size_t n_machine) {
+    if (reporter == NULL || last_gen == 0 || !hv_wk_state_active(reporter->state) ||
+        reporter->member_gen != last_gen || subject == reporter->id) {
+        return NULL;
+    }
+    hv_jm_worker_t *s = NULL;
+    uint32_t n = 0; // members of round last_gen
+    for (size_t i = 0; i < j->nw; i++) {
+        hv_jm_worker_t *w = j->w[i];
+        if (w->member_gen > last_gen) {
+            return NULL; // a later round closed: last_gen is history
+        }
+        n += w->member_gen == last_gen;
+        if (w->id == subject) {
+            s = w;
+        }
+    }
+    if (s == NULL || !hv_wk_state_active(s->state) || s->member_gen != last_gen || s->done ||
+        s->node_id == 0 || n < 2 || s->rank >= n || reporter->rank >= n) {
+        return NULL;
+    }
+    int here = s->node_id == reporter->node_id;
+    for (size_t i = 0; i < n_machine && !here; i++) {
+        here = machine[i] == s->node_id;
+    }
+    if (!here) {
+        return NULL;
+    }
+    uint32_t left = (reporter->rank + n - 1) % n, right = (reporter->rank + 1) % n;
+    return s->rank == left || s->rank == right ? s : NULL;
+}

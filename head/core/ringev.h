@@ -115,4 +115,23 @@ size_t hv_ringev_decide(const hv_ringev_t *ev, const hv_ringev_member_t *m, size
  * (at most cap); 0 also when a scratch allocation fails (evidence only: the lease decides). */
 size_t hv_ringev_judge(hv_ringev_t *ev, const hv_jm_job_t *j, hv_ringev_verdict_t *out, size_t cap);
 
+/* Death watch (issue 27; RdzvJoinRequest.dead_peers): reporter, re-joining from round last_gen,
+ * saw the death-watch mark of ring neighbour subject (worker id) released by its dead owner (a
+ * robust mutex on the same machine: EOWNERDEAD). That is a fact, not a suspicion: the process is
+ * gone, and its agent's exit report would only come later (a killed Python process takes a few
+ * hundred ms to be torn down). Returns subject's worker of j when the report is to be acted on
+ * (the caller ends it at once, as if its exit had been reported), else NULL (its exit report or
+ * the lease decide, as before). Acted on only when
+ *   - reporter is a live worker of j that was a member of round last_gen, the last closed round,
+ *   - subject is another live worker of j, a member of that round, that has not reported Done,
+ *   - on the reporter's machine by the head's own record (the watch sees only its machine's
+ *     peers): the reporter's node, or one of the nodes machine[0..n_machine) (borrowed) that
+ *     the caller knows to share its machine (driver.c: agents whose sessions come from the head's
+ *     own machine),
+ *   - and its flat-ring neighbour in that round (rank - 1 or rank + 1: the watched ones).
+ * No I/O. */
+hv_jm_worker_t *hv_ringev_dead(const hv_jm_job_t *j, const hv_jm_worker_t *reporter,
+                               uint32_t last_gen, uint64_t subject, const uint64_t *machine,
+                               size_t n_machine);
+
 #endif

@@ -478,6 +478,95 @@ static void case_judge_job(void) {
     hv_ringev_fini(&ev);
 }
 
+/* Death watch (hv_ringev_dead): a worker reported dead by a same-node ring neighbour is ended
+ * at once; a row changes one thing from the base job and says whether the report is acted on.
+ * Base: round 3 closed, ring 0 -> 1 -> 2 -> 3 (ids 1..4); 1 and 2 on node 10, 3 and 4 on node 20;
+ * reporter 2 (rank 1) names 1 (rank 0) from last_gen 3. */
+typedef struct drow_s {
+    const char *what;
+    int change; // which field of the base to change (0: none)
+    uint64_t reporter, subject;
+    uint32_t last_gen;
+    int acted;        // 1: the subject is returned
+    uint64_t machine; // a node the caller knows shares the reporter's machine (0: none)
+} drow_t;
+
+enum { D_NONE, D_SUBJ_EXITED, D_SUBJ_DONE, D_SUBJ_OLD, D_REP_EXITED, D_LATER_ROUND, D_SUBJ_NODE };
+
+static const drow_t dead_rows[] = {
+    {"same node, left neighbour, same round: ended at once", D_NONE, 2, 1, 3, 1, 0},
+    {"same node, right neighbour: ended at once", D_NONE, 1, 2, 3, 1, 0},
+    {"a neighbour on another node: the watch cannot see it, nothing", D_NONE, 2, 3, 3, 0, 0},
+    {"a neighbour on another node of the same machine: ended at once", D_NONE, 2, 3, 3, 1, 20},
+    {"another node, a third node shares the machine: nothing", D_NONE, 2, 3, 3, 0, 30},
+    {"same node but not a ring neighbour: nothing", D_SUBJ_NODE, 2, 4, 3, 0, 0},
+    {"the reporter's round is not the last closed one: nothing", D_NONE, 2, 1, 2, 0, 0},
+    {"a later round closed already: the report is history", D_LATER_ROUND, 2, 1, 3, 0, 0},
+    {"the subject's exit was reported already: nothing more to do", D_SUBJ_EXITED, 2, 1, 3, 0, 0},
+    {"the subject reported Done: its end is no failure to hurry", D_SUBJ_DONE, 2, 1, 3, 0, 0},
+    {"the subject was not a member of that round: nothing", D_SUBJ_OLD, 2, 1, 3, 0, 0},
+    {"the reporter itself ended: nothing", D_REP_EXITED, 2, 1, 3, 0, 0},
+    {"a worker that is not of this job: nothing", D_NONE, 2, 99, 3, 0, 0},
+    {"the reporter names itself: nothing", D_NONE, 2, 2, 3, 0, 0},
+    {"round 0 (a first join): nothing", D_NONE, 2, 1, 0, 0, 0},
+};
+
+static void case_dead_table(void) {
+    for (size_t r = 0; r < sizeof(dead_rows) / sizeof(dead_rows[0]); r++) {
+        const drow_t *d = &dead_rows[r];
+        hv_jm_worker_t w[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = (hv_jm_worker_t){.id = (uint64_t)i + 1,
+                                    .node_id = i < 2 ? 10 : 20,
+                                    .state = HV_WK_RUNNING,
+                                    .member_gen = 3,
+                                    .rank = (uint32_t)i};
+        }
+        switch (d->change) {
+        case D_SUBJ_EXITED:
+            w[0].state = HV_WK_EXITED;
+            break;
+        case D_SUBJ_DONE:
+            w[0].done = 1;
+            break;
+        case D_SUBJ_OLD:
+            w[0].member_gen = 2;
+            break;
+        case D_REP_EXITED:
+            w[1].state = HV_WK_LOST;
+            break;
+        case D_LATER_ROUND:
+            w[2].member_gen = 4;
+            break;
+        case D_SUBJ_NODE:
+            w[3].node_id = 10;
+            break; // 4 (rank 3) on 2's node, not its neighbour
+        }
+        hv_jm_worker_t *ws[4] = {&w[0], &w[1], &w[2], &w[3]};
+        hv_jm_job_t j;
+        memset(&j, 0, sizeof(j));
+        j.w = ws;
+        j.nw = 4;
+        const hv_jm_worker_t *rep = &w[d->reporter - 1];
+        hv_jm_worker_t *got =
+            hv_ringev_dead(&j, rep, d->last_gen, d->subject, &d->machine, d->machine != 0);
+        uint64_t want = d->acted ? d->subject : 0;
+        if ((got != NULL ? got->id : 0) != want) {
+            fprintf(stderr, "row '%s': got worker %llu, want %llu\n", d->what,
+                    (unsigned long long)(got != NULL ? got->id : 0), (unsigned long long)want);
+        }
+        CHECK_EQ(got != NULL ? got->id : 0, want);
+    }
+    hv_jm_worker_t w = {.id = 1, .node_id = 10, .state = HV_WK_RUNNING, .member_gen = 3};
+    hv_jm_worker_t *ws[1] = {&w};
+    hv_jm_job_t j;
+    memset(&j, 0, sizeof(j));
+    j.w = ws;
+    j.nw = 1;
+    CHECK(hv_ringev_dead(&j, NULL, 3, 1, NULL, 0) == NULL); // no reporter
+}
+
 HV_CHECK_MAIN(NULL, NULL, {"table", case_table}, {"silent_table", case_silent_table},
               {"silent_notes", case_silent_notes}, {"verdict_names", case_verdict_names},
-              {"rounds", case_rounds}, {"judge_job", case_judge_job})
+              {"rounds", case_rounds}, {"judge_job", case_judge_job},
+              {"dead_table", case_dead_table})

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "copies.h"
 #include "durable.h"
 #include "evq.h"
 #include "log.h"
@@ -1433,10 +1434,25 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     }
     hv_dworker_t *w;
     HV_TRY(worker_of_node(d, node_id, worker_id, &w));
+    char who[300], what[600];
+    if (w != NULL && !wlive(w) && w->dead_seen) {
+        /* Ended already on a ring neighbour's death watch: the decisions are made; its real
+         * status is recorded (the workers table shows it) and told, once. */
+        w->dead_seen = 0;
+        w->jm.exit_code = exit_code;
+        w->jm.term_signal = term_signal;
+        w->jm.dirty = 1;
+        (void)hv__driver_persist(d, w->job); /* a record only: a failure is logged, not acted on */
+        worker_desc(d, w, who, sizeof(who));
+        hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
+        hv_driver_event(d, w->job->jm.id, w->jm.node_id, "job.note", NULL,
+                        "%s (its agent's report, %llu ms after its ring neighbour saw it die)",
+                        what, (unsigned long long)(hv_wall_ms() - w->ended_ms));
+        return HV_OK;
+    }
     if (w == NULL || !wlive(w)) {
         return HV_OK;
     }
-    char who[300], what[600];
     worker_desc(d, w, who, sizeof(who));
     hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
     worker_gone(d, w, reason);
@@ -2006,9 +2022,46 @@ static void ring_evidence(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, u
     }
 }
 
+/* Death watch: workers that w's death watch saw die on its machine in round last_gen
+ * (core/ringev.c hv_ringev_dead decides) end now, as if their exit had been reported, so the
+ * round does not wait for their agent's report (a killed Python process takes a few hundred ms
+ * to go). worker_lost stores them before anything acts on it; the exit report that follows
+ * finds them ended and changes nothing. */
+static void ring_dead(hv_driver_t *d, hv_djob_t *j, const hv_dworker_t *w, uint32_t last_gen,
+                      const uint64_t *dead, size_t n_dead) {
+    /* The nodes of the dead workers that share w's machine by the head's record: w's own, or,
+     * when w's agent's session comes from the head's own machine, another node whose agent's
+     * does too (agents on one machine, as in tests and benchmarks). */
+    const hv_dnode_t *mine = node_by_id(d, w->jm.node_id);
+    int local = mine != NULL && hv_copy_peer_local(mine->peer);
+    uint64_t machine[2]; /* the service allows two dead peers (a worker's ring neighbours) */
+    size_t nm = 0;
+    for (size_t i = 0; i < n_dead && nm < 2; i++) {
+        const hv_dworker_t *s = worker_by_id(d, dead[i]);
+        const hv_dnode_t *sn = s != NULL ? node_by_id(d, s->jm.node_id) : NULL;
+        if (local && sn != NULL && hv_copy_peer_local(sn->peer)) {
+            machine[nm++] = sn->id;
+        }
+    }
+    for (size_t i = 0; i < n_dead; i++) {
+        hv_jm_worker_t *s = hv_ringev_dead(&j->jm, &w->jm, last_gen, dead[i], machine, nm);
+        if (s == NULL) {
+            continue;
+        }
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "its process ended (ring neighbour worker %llu on the same machine saw its "
+                 "death-watch mark released, round %u; its agent's report says how)",
+                 (unsigned long long)w->jm.id, last_gen);
+        ((hv_dworker_t *)s)->dead_seen = 1;
+        worker_lost(d, (hv_dworker_t *)s, why);
+    }
+}
+
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
                            uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
-                           size_t n_broken, char *err, size_t errlen) {
+                           size_t n_broken, const uint64_t *dead, size_t n_dead, char *err,
+                           size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
@@ -2021,6 +2074,9 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
         w->jm.dirty = 1;
     }
     hv_jm_note_redone(&j->jm, redone_samples);
+    if (job_active(j)) {
+        ring_dead(d, j, w, last_gen, dead, n_dead);
+    }
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
     hv__driver_apply(d, j, &d->out);
     if (job_active(j)) {

@@ -151,6 +151,9 @@ typedef struct hv_dworker_s {
     char *addr;                    /* data-plane address of its last JoinRound (owned) */
     uint64_t started_ms, ended_ms; /* wall clock */
     uint64_t kill_deadline;        /* monotonic; lost when passed (0 = none) */
+    int dead_seen; /* ended on a ring neighbour's death watch (ring_dead): its agent's exit
+                    * report, when it comes, only records its real status and tells it (a
+                    * job.note) */
 } hv_dworker_t;
 
 /* One node barred from one job's work. */
@@ -539,9 +542,13 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
 /* A JoinRound of worker_id of job_id with its data-plane address. HV_OK: the answer comes later
  * through io->round or io->join_answer. Otherwise refused now (err says why): HV_ENOTFOUND for
  * an unknown job or worker, HV_ESTATE for a job that ended. */
+/* dead (n_dead): ring neighbours on the worker's machine its death watch saw die in last_gen;
+ * one the rule accepts (core/ringev.h hv_ringev_dead) is ended at once, as if its exit had been
+ * reported (its agent's report, later, changes nothing). */
 hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, const char *addr,
                            uint32_t last_gen, uint64_t redone_samples, const uint64_t *broken,
-                           size_t n_broken, char *err, size_t errlen);
+                           size_t n_broken, const uint64_t *dead, size_t n_dead, char *err,
+                           size_t errlen);
 /* A worker of an elastic job asks for a new size (a growth schedule, the program, a callback):
  * stored, an event, then the job grows (or the autoscaler buys nodes) at the next check. The
  * size is kept within [min-np, max-np] (*accepted says what it became). A smaller size only

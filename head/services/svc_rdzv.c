@@ -205,9 +205,10 @@ static void rdzv_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         return;
     }
     char err[600];
-    hv_err rc = hv_driver_rdzv_join(s->d, req->job_id, req->worker_id, req->addr,
-                                    req->last_generation, req->redone_samples, req->broken_peers,
-                                    req->n_broken_peers, err, sizeof(err));
+    hv_err rc =
+        hv_driver_rdzv_join(s->d, req->job_id, req->worker_id, req->addr, req->last_generation,
+                            req->redone_samples, req->broken_peers, req->n_broken_peers,
+                            req->dead_peers, req->n_dead_peers, err, sizeof(err));
     if (rc != HV_OK) {
         hv_rpc_call_t *mine = join_take(s, req->worker_id);
         if (mine != NULL) {

@@ -402,6 +402,16 @@ hv_err hv_validate_rdzv_join(const Hvpb__V1__RdzvJoinRequest *r, char *err, size
         return bad(err, len, "broken_peers: at most %d worker ids, got %zu",
                    HV_RDZV_BROKEN_PEERS_MAX, r->n_broken_peers);
     }
+    if (r->n_dead_peers > HV_RDZV_DEAD_PEERS_MAX) {
+        return bad(err, len, "dead_peers: at most %d worker ids (the two ring neighbours), got %zu",
+                   HV_RDZV_DEAD_PEERS_MAX, r->n_dead_peers);
+    }
+    for (size_t i = 0; i < r->n_dead_peers; i++) {
+        if (r->dead_peers[i] == 0 || r->dead_peers[i] == r->worker_id) {
+            return bad(err, len, "dead_peers[%zu]: %llu is not another worker's id", i,
+                       (unsigned long long)r->dead_peers[i]);
+        }
+    }
     return HV_OK;
 }
 

@@ -20,6 +20,7 @@
 #define HV_NODE_NAME_MAX 128
 #define HV_DRAIN_NODES_MAX 64      /* nodes in one DrainNodes call */
 #define HV_RDZV_BROKEN_PEERS_MAX 6 /* ring neighbours one JoinRound reports broken (3 rings) */
+#define HV_RDZV_DEAD_PEERS_MAX 2   /* flat-ring neighbours one JoinRound reports dead */
 #define HV_RDZV_SILENT_MAX 6       /* ring neighbours one Report says fell silent */
 #define HV_NODE_SLOTS_MAX 4096
 #define HV_NODE_ADDRS_MAX 64            /* addresses of one node */

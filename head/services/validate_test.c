@@ -287,6 +287,20 @@ static void case_misc(void) {
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_OK, "");
     rj.n_broken_peers = 7;
     expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "broken_peers:");
+    rj.n_broken_peers = 0;
+    rj.worker_id = 9;
+    uint64_t dead[3] = {4, 5, 6};
+    rj.dead_peers = dead;
+    rj.n_dead_peers = 2;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_OK, "");
+    rj.n_dead_peers = 3; /* a worker watches two ring neighbours */
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "dead_peers: at most 2");
+    dead[1] = 9; /* itself */
+    rj.n_dead_peers = 2;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "dead_peers[1]: 9");
+    dead[1] = 0;
+    expect(hv_validate_rdzv_join(&rj, err, sizeof(err)), HV_EINVAL, "dead_peers[1]: 0");
+    rj.n_dead_peers = 0;
     Hvpb__V1__KvPutRequest kp = HVPB__V1__KV_PUT_REQUEST__INIT;
     expect(hv_validate_kv_put(&kp, err, sizeof(err)), HV_EINVAL, "key:");
     kp.key = "k";

@@ -33,7 +33,41 @@ typedef struct mark_s {
     pthread_mutex_t mu;
     _Atomic uint64_t magic; // ALIVE_MAGIC once mu is held
     int32_t pid;
+    _Atomic int32_t exiting; // 1: its process called exit() (atexit): its status is reported
 } mark_t;
+
+/* The marks this process holds, for the atexit handler (exit_mark_all). */
+#define ALIVE_HELD_MAX 16
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(mark_t *) held_marks[ALIVE_HELD_MAX];
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+/* At exit(): every mark held says so, so that a watcher can tell an exit (whose status the
+ * agent reports) from a death by a signal (a kill, a crash). No lock taken (a thread may hold
+ * held_mu when exit() runs): the slots are atomic, and release clears its slot before munmap. */
+static void exit_mark_all(void) {
+    int32_t me = (int32_t)getpid(); // a forked child that exits inherited the list, not the marks
+    for (int i = 0; i < ALIVE_HELD_MAX; i++) {
+        mark_t *m = atomic_load(&held_marks[i]);
+        if (m != NULL && m->pid == me) {
+            atomic_store(&m->exiting, 1);
+        }
+    }
+}
+
+static void exit_register(void) { atexit(exit_mark_all); }
+
+static void held_set(mark_t *m, int on) {
+    pthread_mutex_lock(&held_mu);
+    for (int i = 0; i < ALIVE_HELD_MAX; i++) {
+        mark_t *cur = atomic_load(&held_marks[i]);
+        if (on ? cur == NULL : cur == m) {
+            atomic_store(&held_marks[i], on ? m : NULL);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&held_mu);
+}
 
 /* Shared by a hold and its watchers: the last one to let go frees it. */
 typedef struct guard_s {
@@ -242,6 +276,8 @@ hv_err hv__alive_hold(uint64_t world_id, uint32_t generation, int rank, const ch
         hv__alive_release(a);
         return HV_EIO;
     }
+    pthread_once(&exit_once, exit_register);
+    held_set(a->mark, 1);
     *out = a;
     return HV_OK;
 fail:
@@ -286,9 +322,10 @@ static void *watcher_main(void *arg) {
                 pthread_mutex_unlock(&w->mark->mu); // wakes the other watchers, unrecoverable
             }
             unlink(w->path);
+            uint64_t how = atomic_load(&w->mark->exiting) ? HV__ALIVE_EXITED : 0;
             pthread_mutex_lock(&w->guard->mu);
             if (w->guard->armed) {
-                w->cb(w->ud, w->tag);
+                w->cb(w->ud, w->tag | how);
             }
             pthread_mutex_unlock(&w->guard->mu);
         }
@@ -345,6 +382,7 @@ void hv__alive_release(hv__alive_t *a) {
     pthread_cond_broadcast(&a->hcv);
     pthread_mutex_unlock(&a->hmu);
     pthread_join(a->holder, NULL);
+    held_set(a->mark, 0);
     munmap(a->mark, sizeof(mark_t));
     pthread_cond_destroy(&a->hcv);
     pthread_mutex_destroy(&a->hmu);

@@ -27,7 +27,12 @@
 
 typedef struct hv__alive_s hv__alive_t;
 
-/* The holder of a watched mark died. tag: the caller's, from hv__alive_watch. */
+/* Or'ed into the callback's tag when the holder died through exit() (atexit ran: its exit status
+ * is the agent's to report) rather than by a signal (a kill, a crash: nothing more will say). */
+#define HV__ALIVE_EXITED (1ull << 63)
+
+/* The holder of a watched mark died. tag: the caller's, from hv__alive_watch (| HV__ALIVE_EXITED
+ * when it exited). */
 typedef void (*hv__alive_cb)(void *ud, uint64_t tag);
 
 /* Creates this rank's mark for (world_id, generation, rank, addr: its data-plane address

@@ -65,7 +65,7 @@ static int wait_threads_zero(int ms) {
 }
 
 /* Forks a child holding the mark of rank 1; it releases and exits 0 when the pipe closes (or is
- * killed). Returns its pid; *wfd: the pipe's write end. */
+ * killed; or exit(3)s without a release when 'x' comes). Returns its pid; *wfd: the pipe's write end. */
 static pid_t child_holding(uint64_t wid, int *wfd) {
     int ready[2], go[2];
     if (pipe(ready) != 0 || pipe(go) != 0) {
@@ -80,8 +80,11 @@ static pid_t child_holding(uint64_t wid, int *wfd) {
         hv__alive_t *a = NULL;
         char ok = hv__alive_hold(wid, 1, 1, addr, &a) == HV_OK ? 'y' : 'n';
         (void)!write(ready[1], &ok, 1);
-        char c;
+        char c = 0;
         (void)!read(go[0], &c, 1); // until the parent closes it
+        if (c == 'x') {
+            exit(3); // an exit without a release: its atexit marks it
+        }
         hv__alive_release(a);
         _exit(0);
     }
@@ -132,6 +135,36 @@ static void killed_holder_is_seen(void) {
     ASSERT_EQ_INT(marks_of(wid), 2); // the dead one's file is gone
     hv__alive_release(left);
     hv__alive_release(right);
+    ASSERT_EQ_INT(marks_of(wid), 0);
+}
+
+/* A holder that exit()s without releasing dies too, but its watchers are told it exited
+ * (HV__ALIVE_EXITED: its status is its agent's to report), unlike a SIGKILL above. */
+static void exit_is_told(void) {
+    uint64_t wid = test_world();
+    int go = -1;
+    pid_t pid = child_holding(wid, &go);
+    ASSERT_TRUE(pid > 0);
+    char a0[64], a1[64];
+    addr_of(a0, sizeof(a0), 0);
+    addr_of(a1, sizeof(a1), 1);
+    hv__alive_t *left = NULL;
+    ASSERT_OK(hv__alive_hold(wid, 1, 0, a0, &left));
+    seen_t s0 = {0};
+    ASSERT_OK(hv__alive_watch(left, 1, a1, 2, on_dead, &s0));
+    usleep(20000);
+    ASSERT_TRUE(write(go, "x", 1) == 1);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    for (int i = 0; i < 5000 && atomic_load(&s0.n) == 0; i++) {
+        usleep(1000);
+    }
+    ASSERT_EQ_INT(atomic_load(&s0.n), 1);
+    ASSERT_TRUE(atomic_load(&s0.tag) == (2 | HV__ALIVE_EXITED));
+    close(go);
+    ASSERT_EQ_INT(wait_threads_zero(2000), 0);
+    hv__alive_release(left);
     ASSERT_EQ_INT(marks_of(wid), 0);
 }
 
@@ -230,6 +263,7 @@ static void many_rounds_leak_nothing(void) {
 
 static const hvtest_case_t cases[] = {
     {"killed_holder_is_seen", killed_holder_is_seen},
+    {"exit_is_told", exit_is_told},
     {"clean_release_is_quiet", clean_release_is_quiet},
     {"not_on_this_machine", not_on_this_machine},
     {"orphan_is_swept", orphan_is_swept},

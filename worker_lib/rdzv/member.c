@@ -309,6 +309,11 @@ hv_err hv__member_rejoin(hv__member_t *m, hv__member_change_t *out) {
         if (nb > 0 && m->rdzv.ops->note_broken != NULL) {
             m->rdzv.ops->note_broken(m->rdzv.ctx, broken, nb);
         }
+        uint64_t dead[HV_RDZV_DEAD_MAX];
+        size_t nd = hv__world_dead_peers(old, dead, HV_RDZV_DEAD_MAX);
+        if (nd > 0 && m->rdzv.ops->note_dead != NULL) {
+            m->rdzv.ops->note_dead(m->rdzv.ctx, dead, nd);
+        }
     }
     pthread_mutex_lock(&m->mu);
     m->world = NULL;

@@ -37,6 +37,8 @@ typedef struct hv__rdzv_peer_s {
 #define HV_RDZV_REASON_MAX 256
 /* Ring neighbours a join reports broken at most: two per ring, three rings (hierarchical). */
 #define HV_RDZV_BROKEN_MAX 6
+/* Ring neighbours a join reports dead (death watch: the flat ring's two). */
+#define HV_RDZV_DEAD_MAX 2
 /* How a ring neighbour fell silent (note_silent; the wire's RdzvSilentPeer.how). */
 #define HV_RDZV_SILENT_HEAR 1u /* no heartbeat from it (this worker is its left neighbour) */
 #define HV_RDZV_SILENT_ACK 2u  /* its host does not acknowledge (its right neighbour) */
@@ -114,6 +116,11 @@ typedef struct hv__rdzv_ops_s {
      * evidence that their node is gone. Replaces what an earlier call noted; cleared once a
      * join has carried it. At most HV_RDZV_BROKEN_MAX are kept. */
     void (*note_broken)(void *ctx, const uint64_t *worker_ids, size_t n);
+    /* Optional (NULL: not reported). As note_broken, for the flat-ring neighbours on this
+     * machine whose death-watch mark said they died (world.h hv__world_dead_peers): a fact the
+     * head acts on at once (it ends them without waiting for their agent). At most
+     * HV_RDZV_DEAD_MAX are kept. */
+    void (*note_dead)(void *ctx, const uint64_t *worker_ids, size_t n);
     /* Optional (NULL: nobody to tell). The data plane's liveness monitor (liveness.h) found ring
      * neighbour worker_id of round generation silent for silent_ms (how: HV_RDZV_SILENT_HEAR, no
      * heartbeat came from it; HV_RDZV_SILENT_ACK, its host does not acknowledge ours): the

@@ -64,6 +64,8 @@ typedef struct head_client_s {
     uint64_t redone;      // samples a rollback sent back, for the next join (training thread)
     uint64_t broken[HV_RDZV_BROKEN_MAX]; // ring neighbours whose link broke, for the next join
     size_t n_broken;                     // (training thread)
+    uint64_t dead[HV_RDZV_DEAD_MAX];     // of those, the ones the death watch saw die
+    size_t n_dead;                       // (training thread)
     pthread_mutex_t rep_mu; // guards the report state below (watcher and training threads)
     hv__figures_t sent;     // the figures the head has (what Report carried so far)
     uint64_t sent_ms;       // monotonic ms of the last report sent (or tried)
@@ -137,6 +139,8 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     req.redone_samples = c->redone;
     req.broken_peers = c->broken;
     req.n_broken_peers = c->n_broken;
+    req.dead_peers = c->dead;
+    req.n_dead_peers = c->n_dead;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st = {0};
     c->last_error[0] = '\0';
@@ -153,6 +157,7 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     }
     c->redone = 0; /* the head has it */
     c->n_broken = 0;
+    c->n_dead = 0;
     Hvpb__V1__RdzvJoinReply *r = (Hvpb__V1__RdzvJoinReply *)resp;
     pthread_mutex_lock(&c->rep_mu);
     c->generation = r->generation;
@@ -773,6 +778,12 @@ static void head_note_broken(void *ctx, const uint64_t *worker_ids, size_t n) {
     memcpy(c->broken, worker_ids, c->n_broken * sizeof(uint64_t));
 }
 
+static void head_note_dead(void *ctx, const uint64_t *worker_ids, size_t n) {
+    head_client_t *c = ctx;
+    c->n_dead = n < HV_RDZV_DEAD_MAX ? n : HV_RDZV_DEAD_MAX;
+    memcpy(c->dead, worker_ids, c->n_dead * sizeof(uint64_t));
+}
+
 static const hv__rdzv_ops_t head_ops = {
     .name = "head",
     .join = head_join,
@@ -784,6 +795,7 @@ static const hv__rdzv_ops_t head_ops = {
     .watch_stop = head_watch_stop,
     .note_redone = head_note_redone,
     .note_broken = head_note_broken,
+    .note_dead = head_note_dead,
     .note_silent = head_note_silent,
     .report = head_report_now,
     .put_state = head_put_state,

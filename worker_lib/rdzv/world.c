@@ -40,6 +40,7 @@ struct hv__world_s {
     hv__live_t *live;   // owned, NULL when no neighbour is watched (liveness.h)
     hv__alive_t *alive; // owned, NULL without death_watch: this rank's mark (alive.h)
     atomic_uint dead;   // HV__RING_LEFT/RIGHT: flat-ring neighbours whose mark saw them die
+    atomic_uint killed; // of those, the ones that did not exit() (a signal): hv__world_dead_peers
 };
 
 /* The first non-loopback address of this host of the family (AF_INET, or AF_INET6 without
@@ -487,9 +488,13 @@ static void world_alive_hold(hv__world_t *w, const hv__world_opts_t *o) {
  * sockets' EOF would (later); the rendezvous hears it among the broken peers. tag: the sides. */
 static void world_peer_died(void *ud, uint64_t tag) {
     hv__world_t *w = ud;
-    atomic_fetch_or(&w->dead, (unsigned)tag);
+    unsigned sides = (unsigned)(tag & (HV__RING_LEFT | HV__RING_RIGHT));
+    atomic_fetch_or(&w->dead, sides);
+    if (!(tag & HV__ALIVE_EXITED)) {
+        atomic_fetch_or(&w->killed, sides);
+    }
     char why[160];
-    int side = tag & HV__RING_LEFT ? 0 : 1;
+    int side = sides & HV__RING_LEFT ? 0 : 1;
     snprintf(why, sizeof(why), "ring neighbour rank %d (worker %llu) died (its death-watch mark)",
              w->nbr[0][side], (unsigned long long)w->asg.peers[w->nbr[0][side]].worker_id);
     hv__world_abort(w, HV_EPEER, why);
@@ -625,6 +630,24 @@ size_t hv__world_broken_peers(const hv__world_t *w, uint64_t *out, size_t cap) {
             if (!seen && n < cap) {
                 out[n++] = id;
             }
+        }
+    }
+    return n;
+}
+
+size_t hv__world_dead_peers(const hv__world_t *w, uint64_t *out, size_t cap) {
+    if (w == NULL) {
+        return 0;
+    }
+    unsigned mask = atomic_load(&((hv__world_t *)w)->killed);
+    size_t n = 0;
+    for (int side = 0; side < 2; side++) {
+        if (!(mask & (side == 0 ? HV__RING_LEFT : HV__RING_RIGHT))) {
+            continue;
+        }
+        uint64_t id = w->asg.peers[w->nbr[0][side]].worker_id;
+        if (n < cap && (n == 0 || out[0] != id)) {
+            out[n++] = id;
         }
     }
     return n;

@@ -90,5 +90,10 @@ void hv__world_abort(hv__world_t *w, hv_err why, const char *reason);
  * most cap of them into out (borrowed); returns how many. 0 for NULL or a world without rings.
  * Any thread; call it before the world is left (the rendezvous reports them at the re-join). */
 size_t hv__world_broken_peers(const hv__world_t *w, uint64_t *out, size_t cap);
+/* The worker ids of the flat-ring neighbours whose death-watch mark said they died by a signal
+ * (a kill, a crash; not through exit(), whose status their agent reports: alive.h
+ * HV__ALIVE_EXITED), a subset of hv__world_broken_peers: a fact, not a suspicion, each once, at most cap into out; returns how
+ * many. 0 for NULL or without a death watch. Any thread, before the world is left. */
+size_t hv__world_dead_peers(const hv__world_t *w, uint64_t *out, size_t cap);
 
 #endif
