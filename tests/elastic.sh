@@ -134,3 +134,27 @@ rank0_node() { epoch_lines "$1" | sed -n "s/^epoch=$2 .*rank0=\([^ ]*\).*/\1/p";
 agent_workers() {
     find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$TMP/agent-$1/jobs/*" 2>/dev/null | cut -d/ -f3
 }
+
+# all_failed_reason JOB ERRFILE: the failed job's reason (in hvsubmit's ERRFILE) names its
+# generation's exits: "rank R on node-X exited with status 1", or "was lost: its process ended"
+# for a rank whose exit a ring neighbour on this machine saw first (the death watch); every rank
+# named lost has its status 1 in the events (worker.fail, or the job.note of its agent's report,
+# which may come a moment after the job's end). Prints the generation that failed.
+all_failed_reason() {
+    _re="job $1 failed: (all [0-9] workers|no worker) of generation ([0-9]+) (failed|survived to hold the training state): rank [0-9] on node-. (exited with status 1|was lost: its process ended)"
+    grep -E "$_re" "$2" >/dev/null || fail "the reason must name the exits"
+    wait_for 10 statuses_told "$1" || { statuses_told "$1"; fail "every rank's exit status 1 must be in the events"; }
+    sed -En "s/.*$_re.*/\\2/p" "$2"
+}
+statuses_told() { # JOB
+    events "$1"
+    /usr/bin/python3 - "$TMP/events-$1.json" <<'PY'
+import json, re, sys
+evs = json.load(open(sys.argv[1]))["events"]
+told = {m.group(1) for e in evs if e["kind"] in ("worker.fail", "job.note")
+        for m in [re.match(r"(rank [0-9] on node-.) exited with status 1", e["message"])] if m}
+lost = {m.group(1) for e in evs if e["kind"] == "worker.fail"
+        for m in [re.match(r"(rank [0-9] on node-.) was lost: its process ended", e["message"])] if m}
+assert told and lost <= told, (sorted(told), sorted(lost))
+PY
+}

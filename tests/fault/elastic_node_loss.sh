@@ -31,7 +31,10 @@ acc=$(final_accuracy loss); ref=$(final_accuracy ref)
 close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a node loss is not within 0.01 of $ref"
 rounds 2 >"$TMP/r2"; cat "$TMP/r2"
 sed -n 2p "$TMP/r2" | grep -q '^2 2 rollback node-a ' || fail "g2 should roll back to the 2 workers of node-a"
-assert_grep "$TMP/loss.err" "node node-b is dead" "hvsubmit should show why the workers were lost"
+# Why: the node's death (its session closed), or a worker there that a ring neighbour on this
+# machine saw end first (the death watch: both agents run here).
+grep -Eq "node node-b is dead|on node-b was lost: its process ended" "$TMP/loss.err" \
+    || fail "hvsubmit should show why the workers were lost"
 # Each is said once: a lost worker comes as worker.lost and worker.fail, the end as the head's
 # state event and hvsubmit's summary.
 dup=$(grep '^hvsubmit: .*was lost' "$TMP/loss.err" | sort | uniq -d)

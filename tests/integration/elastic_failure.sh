@@ -99,10 +99,8 @@ wait_submit
 # one exit per node of the failing generation before nobody is left to hold the state; the reason
 # names them: two in generation 1 (nodes A and B). When a peer's failure reset B's workers first,
 # generation 2 (on B alone) is the one that fails, with B's one exit.
-re="job 4 failed: (all [0-9] workers|no worker) of generation ([0-9]+) (failed|survived to hold the training state): rank [0-9] on node-. exited with status 1(; rank [0-9] on node-. exited with status 1)*"
-grep -E "$re" "$TMP/all.err" || fail "the reason must name the exits"
-g=$(sed -En "s/.*$re.*/\\2/p" "$TMP/all.err")
-n=$(grep -E "$re" "$TMP/all.err" | grep -o "on node-. exited with status 1" | wc -l)
+g=$(all_failed_reason 4 "$TMP/all.err") || exit 1
+n=$(grep -E "job 4 failed: " "$TMP/all.err" | grep -oE "on node-. (exited with status 1|was lost: its process ended)" | wc -l)
 [ "$g" -ne 1 ] || [ "$n" -eq 2 ] || fail "generation 1's failure must name one exit per node (got $n)"
 rounds 4 >"$TMP/r4"; cat "$TMP/r4"
 [ "$(wc -l <"$TMP/r4")" -eq "$g" ] || fail "no round after g$g may close when every worker of g$g failed"

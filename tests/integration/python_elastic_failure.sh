@@ -87,25 +87,7 @@ epoch_lines exit1 | grep -q '^epoch=1 size=2 generation=2 rank0=node-b' || fail 
 submit all $E --epochs 3 --exit-at 1:0:all:1:every
 wait_submit 90
 [ "$SUB_RC" -eq 1 ] || fail "all ranks failing must fail the job with their status 1 (got $SUB_RC)"
-# A rank whose os._exit(1) a ring neighbour on this machine saw first is named "was lost: its
-# process ended" in the reason; its agent's report of the status follows as a job.note.
-re="job 3 failed: (all [0-9] workers|no worker) of generation ([0-9]+) (failed|survived to hold the training state): rank [0-9] on node-. (exited with status 1|was lost: its process ended)"
-grep -E "$re" "$TMP/all.err" || fail "the reason must name the exits"
-statuses_told() {
-    events 3
-    /usr/bin/python3 - "$TMP/events-3.json" <<'PY'
-import json, re, sys
-evs = json.load(open(sys.argv[1]))["events"]
-told = {m.group(1) for e in evs if e["kind"] in ("worker.fail", "job.note")
-        for m in [re.match(r"(rank [0-9] on node-.) exited with status 1", e["message"])] if m}
-lost = {m.group(1) for e in evs if e["kind"] == "worker.fail"
-        for m in [re.match(r"(rank [0-9] on node-.) was lost: its process ended", e["message"])] if m}
-assert told and lost <= told, (sorted(told), sorted(lost))
-PY
-}
-# (the agents' reports may come a moment after the job's end)
-wait_for 10 statuses_told || { statuses_told; fail "every rank's exit status 1 must be in the events"; }
-g=$(sed -En "s/.*$re.*/\\2/p" "$TMP/all.err")
+g=$(all_failed_reason 3 "$TMP/all.err") || exit 1
 rounds 3 >"$TMP/r4"; cat "$TMP/r4"
 [ "$(wc -l <"$TMP/r4")" -eq "$g" ] || fail "no round after g$g may close when every worker of g$g failed"
 for f in kill exit1; do assert_no_grep "$TMP/$f.err" "Traceback"; done
