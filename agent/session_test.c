@@ -328,6 +328,23 @@ static int find_nth(int b, int n, int from) {
     return -1;
 }
 
+/* Cuts the stream and waits for connection number n; the index of the first hello received after
+ * the cut (-1: none). */
+static int cut_until_hello(int n) {
+    int cut = nrec;
+    head_drop();
+    CHECK(test_run_until(&loop, &connected, n, 5000));
+    int h = find_nth(HVPB__V1__AGENT_MSG__BODY_HELLO, 0, cut);
+    CHECK(h >= 0);
+    return h;
+}
+
+/* Received message i has this body and seq. */
+static void check_rec(int i, int body, uint64_t seq) {
+    CHECK_EQ(recs[i].body, body);
+    CHECK_EQ(recs[i].seq, seq);
+}
+
 static void case_resend_until_acked(void) {
     setup();
     hv_session_t *s = start("tok", chan, 0, 0);
@@ -339,17 +356,11 @@ static void case_resend_until_acked(void) {
     CHECK_EQ(hv_session_unacked(s), 2);
     // Cut the stream before any ack: the events come again after the next hello, before its
     // first heartbeat, in order.
-    int cut = nrec;
-    head_drop();
-    CHECK(test_run_until(&loop, &connected, 2, 5000));
-    int h = find_nth(HVPB__V1__AGENT_MSG__BODY_HELLO, 0, cut);
-    CHECK(h >= 0);
+    int h = cut_until_hello(2);
     if (h >= 0 && h + 3 < nrec) {
-        CHECK_EQ(recs[h + 1].body, HVPB__V1__AGENT_MSG__BODY_STARTED);
-        CHECK_EQ(recs[h + 1].seq, 1);
+        check_rec(h + 1, HVPB__V1__AGENT_MSG__BODY_STARTED, 1);
         CHECK_EQ(recs[h + 1].value, 4242);
-        CHECK_EQ(recs[h + 2].body, HVPB__V1__AGENT_MSG__BODY_EXITED);
-        CHECK_EQ(recs[h + 2].seq, 2);
+        check_rec(h + 2, HVPB__V1__AGENT_MSG__BODY_EXITED, 2);
         CHECK_EQ(recs[h + 2].value, 3);
         CHECK_EQ(recs[h + 3].body, HVPB__V1__AGENT_MSG__BODY_HEARTBEAT);
     }
@@ -362,7 +373,7 @@ static void case_resend_until_acked(void) {
     }
     acked = hv_session_unacked(s) == 0;
     CHECK(acked);
-    cut = nrec;
+    int cut = nrec;
     head_drop();
     CHECK(test_run_until(&loop, &connected, 3, 5000));
     test_run_for(&loop, 200);
@@ -397,18 +408,12 @@ static void case_actor_figures(void) {
     hv_session_worker_exited(s, 9, -1, 9, "");
     CHECK(test_run_until(&loop, &nrec, before + 3, 3000));
     CHECK_EQ(hv_session_unacked(s), 2);
-    int cut = nrec;
-    head_drop();
-    CHECK(test_run_until(&loop, &connected, 2, 5000));
-    int h = find_nth(HVPB__V1__AGENT_MSG__BODY_HELLO, 0, cut);
-    CHECK(h >= 0);
+    int h = cut_until_hello(2);
     if (h >= 0 && h + 2 < nrec) {
-        CHECK_EQ(recs[h + 1].body, HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES);
-        CHECK_EQ(recs[h + 1].seq, 1);
+        check_rec(h + 1, HVPB__V1__AGENT_MSG__BODY_ACTOR_FIGURES, 1);
         CHECK_EQ(recs[h + 1].value, 2);
         CHECK_EQ(recs[h + 1].n_lines, 1);
-        CHECK_EQ(recs[h + 2].body, HVPB__V1__AGENT_MSG__BODY_EXITED);
-        CHECK_EQ(recs[h + 2].seq, 2);
+        check_rec(h + 2, HVPB__V1__AGENT_MSG__BODY_EXITED, 2);
     }
     teardown(s);
 }

@@ -10,6 +10,8 @@
 #include "actors_drv.h"
 #include "hv_check.h"
 
+#include "drv_test.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,26 +22,10 @@
 #include "mem.h"
 #include "util.h"
 
-#define MAX_ORDERS 32
-
-typedef struct fake_s {
-    hv_order_kind_t kind[MAX_ORDERS];
-    uint64_t node[MAX_ORDERS], worker[MAX_ORDERS], actor[MAX_ORDERS];
-    char state[MAX_ORDERS][65]; /* SPAWN: the saved state's digest it ships ("" none) */
-    size_t n;
-} fake_t;
+typedef drvt_orders_t fake_t;
 
 static hv_err fake_order(void *ud, uint64_t node_id, const hv_order_t *o) {
-    fake_t *f = ud;
-    if (f->n < MAX_ORDERS) {
-        f->kind[f->n] = o->kind;
-        f->node[f->n] = node_id;
-        f->worker[f->n] = o->worker_id;
-        f->actor[f->n] = o->actor_id;
-        snprintf(f->state[f->n], sizeof(f->state[f->n]), "%s",
-                 o->state_digest != NULL ? o->state_digest : "");
-        f->n++;
-    }
+    drvt_record(ud, node_id, o);
     return HV_OK;
 }
 
@@ -78,42 +64,31 @@ static void head_stop(void) {
 
 static void setup(void) {
     memset(&H, 0, sizeof(H));
-    snprintf(H.dir, sizeof(H.dir), "/tmp/hv-actors-test-XXXXXX");
-    CHECK(mkdtemp(H.dir) != NULL);
-    char err[512];
-    CHECK_RC_MSG(hv_head_config_parse("t.yaml", "", 0, &H.cfg, err, sizeof(err)), HV_OK, err);
-    hv_free(H.cfg.data_dir);
-    H.cfg.data_dir = hv_strdup(H.dir);
-    CHECK_RC_MSG(hv_store_open(H.dir, &H.store, err, sizeof(err)), HV_OK, err);
+    drvt_open(H.dir, "/tmp/hv-actors-test-XXXXXX", &H.cfg, &H.store);
     head_start();
 }
 
 static void teardown(void) {
     hv__store_fail_writes(H.store, 0);
     head_stop();
-    hv_store_close(H.store);
-    hv_head_config_fini(&H.cfg);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", H.dir);
-    CHECK_EQ(system(cmd), 0);
+    drvt_close(H.dir, &H.cfg, H.store);
 }
 
-static uint64_t join(const char *name, uint32_t slots, const uint64_t *running, size_t n) {
-    hv_node_info_t info = {.name = name,
-                           .addrs = "127.0.0.1",
-                           .peer = "ipv4:127.0.0.1:1",
-                           .slots = slots,
-                           .incarnation = 7};
-    uint64_t id = 0;
-    char err[256];
-    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
-    CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, running, n, err, sizeof(err)), HV_OK, err);
+/* Joins info's node with its running processes; the reconcile after the hello. */
+static uint64_t join_info(const hv_node_info_t *info, const uint64_t *running, size_t n) {
+    uint64_t id = drvt_join(H.d, info, running, n);
     hv_driver_node_heartbeat(H.d, id); /* the reconcile after the hello */
     return id;
 }
 
-static const hv_dactor_t *create(const char *name, uint32_t max_restarts, hv_err want) {
+static uint64_t join(const char *name, uint32_t slots, const uint64_t *running, size_t n) {
+    hv_node_info_t info = drvt_node(name, slots);
+    return join_info(&info, running, n);
+}
+
+/* An actor of class counter in namespace default on one slot, with these needs. */
+static const hv_dactor_t *create_with(const char *name, uint32_t max_restarts, const char *labels,
+                                      uint64_t mem, hv_err want) {
     static const uint8_t spec[] = {0x0a, 0x01, 'x'};
     hv_actor_new_t c = {.name = name,
                         .ns = "default",
@@ -121,16 +96,40 @@ static const hv_dactor_t *create(const char *name, uint32_t max_restarts, hv_err
                         .spec = spec,
                         .spec_len = sizeof(spec),
                         .slots = 1,
-                        .max_restarts = max_restarts};
+                        .max_restarts = max_restarts,
+                        .labels = labels,
+                        .memory_mb = mem};
     const hv_dactor_t *x = NULL;
     char err[300] = "";
     CHECK_RC_MSG(hv_actors_new(H.a, &c, &x, err, sizeof(err)), want, err);
     return x;
 }
 
+static const hv_dactor_t *create(const char *name, uint32_t max_restarts, hv_err want) {
+    return create_with(name, max_restarts, NULL, 0, want);
+}
+
 static void sleep_ms(unsigned ms) {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* Node a with one slot (*na) and actor ctr (no restarts) serving there, at 127.0.0.1:5000. */
+static const hv_dactor_t *serving_on_a(uint64_t *na) {
+    *na = join("a", 1, NULL, 0);
+    const hv_dactor_t *x = create("ctr", 0, HV_OK);
+    CHECK_RC(hv_driver_actor_address(H.d, *na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
+    return x;
+}
+
+/* serving_on_a, then node a drained for why (notice: the agent's own, of notice_ms). */
+static const hv_dactor_t *draining_a(uint64_t *na, const char *why, int notice,
+                                     uint32_t notice_ms) {
+    const hv_dactor_t *x = serving_on_a(na);
+    char err[256];
+    CHECK_RC_MSG(hv_driver_node_drain(H.d, *na, 1, why, notice, notice_ms, err, sizeof(err)), HV_OK,
+                 err);
+    return x;
 }
 
 /* Placement, spawn, address, kill -9, restart after the backoff on a node with room. */
@@ -333,11 +332,8 @@ static void case_figures(void) {
  * keeps the reservation and the state. */
 static void case_move(void) {
     static const char digest[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    uint64_t na = join("a", 1, NULL, 0);
-    const hv_dactor_t *x = create("ctr", 0, HV_OK);
-    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
-    char err[256];
-    CHECK_RC_MSG(hv_driver_node_drain(H.d, na, 1, "test", 0, 0, err, sizeof(err)), HV_OK, err);
+    uint64_t na = 0;
+    const hv_dactor_t *x = draining_a(&na, "test", 0, 0);
     CHECK_EQ(x->am.state, HV_AM_MOVING);
     CHECK_EQ(H.io.kind[H.io.n - 1], HV_ORDER_DRAIN); /* no node has room: no kill, it serves */
     uint64_t nb = join("b", 1, NULL, 0);
@@ -385,11 +381,8 @@ static void case_move(void) {
 /* A state the process saved but the head did not keep (over actor_state_max): the replacement
  * is spawned without one, and the actor's reason says why (never silently). */
 static void case_state_not_kept(void) {
-    uint64_t na = join("a", 1, NULL, 0);
-    const hv_dactor_t *x = create("ctr", 0, HV_OK);
-    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
-    char err[256];
-    CHECK_RC_MSG(hv_driver_node_drain(H.d, na, 1, "test", 0, 0, err, sizeof(err)), HV_OK, err);
+    uint64_t na = 0;
+    const hv_dactor_t *x = draining_a(&na, "test", 0, 0);
     uint64_t nb = join("b", 1, NULL, 0);
     hv_driver_schedule(H.d);
     CHECK_EQ(x->am.next_node, nb);
@@ -410,12 +403,9 @@ static void case_state_not_kept(void) {
  * before make), and the replacement is placed with the stored state once a node joins. */
 static void case_notice_runs_out(void) {
     static const char digest[] = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
-    uint64_t na = join("a", 1, NULL, 0);
-    const hv_dactor_t *x = create("ctr", 0, HV_OK);
-    CHECK_RC(hv_driver_actor_address(H.d, na, H.io.worker[0], 42, "127.0.0.1:5000"), HV_OK);
-    char err[256];
+    uint64_t na = 0;
     /* The agent's own notice, 100 ms: less than the kill grace, so the time is up at once. */
-    CHECK_RC_MSG(hv_driver_node_drain(H.d, na, 1, "notice", 1, 100, err, sizeof(err)), HV_OK, err);
+    const hv_dactor_t *x = draining_a(&na, "notice", 1, 100);
     hv_driver_schedule(H.d);
     CHECK_EQ(x->am.state, HV_AM_MOVING);
     CHECK_EQ(x->am.kill_sent, 1);
@@ -437,36 +427,14 @@ static void case_notice_runs_out(void) {
 }
 
 static uint64_t join_with(const char *name, uint32_t slots, const char *labels, uint64_t mem) {
-    hv_node_info_t info = {.name = name,
-                           .addrs = "127.0.0.1",
-                           .peer = "ipv4:127.0.0.1:1",
-                           .labels = labels,
-                           .slots = slots,
-                           .memory_mb = mem,
-                           .incarnation = 7};
-    uint64_t id = 0;
-    char err[256];
-    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
-    CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
-    hv_driver_node_heartbeat(H.d, id);
-    return id;
+    hv_node_info_t info = drvt_node(name, slots);
+    info.labels = labels;
+    info.memory_mb = mem;
+    return join_info(&info, NULL, 0);
 }
 
 static const hv_dactor_t *create_demand(const char *name, const char *labels, uint64_t mem) {
-    static const uint8_t spec[] = {0x0a, 0x01, 'x'};
-    hv_actor_new_t c = {.name = name,
-                        .ns = "default",
-                        .class_name = "counter",
-                        .spec = spec,
-                        .spec_len = sizeof(spec),
-                        .slots = 1,
-                        .labels = labels,
-                        .memory_mb = mem};
-    const hv_dactor_t *x = NULL;
-    char err[300] = "";
-    CHECK_RC_MSG(hv_actors_new(H.a, &c, &x, err, sizeof(err)), HV_OK, err);
-    return x;
+    return create_with(name, 0, labels, mem, HV_OK);
 }
 
 /* Placement by labels and memory: an actor goes to the node with its labels and the memory it

@@ -13,6 +13,8 @@
 #include "driver.h"
 #include "hv_check.h"
 
+#include "drv_test.h"
+
 #include "artifacts.h"
 
 #include <stdio.h>
@@ -25,14 +27,10 @@
 
 /* ---- the fake io ----------------------------------------------------------------------------- */
 
-#define MAX_ORDERS 32
-
 #define MAX_SEEN 16
 
 typedef struct fake_s {
-    hv_order_kind_t kind[MAX_ORDERS];
-    uint64_t node[MAX_ORDERS], worker[MAX_ORDERS];
-    size_t norders;
+    drvt_orders_t o;         /* the orders */
     size_t drops;            /* drop_session calls */
     size_t revoked;          /* revoked calls (the access table told) */
     char seen[MAX_SEEN][32]; /* the kinds of the events told to the observer, in order */
@@ -53,13 +51,7 @@ static void fake_observe(void *ud, uint64_t job_id, uint64_t node_id, const char
 }
 
 static hv_err fake_order(void *ud, uint64_t node_id, const hv_order_t *o) {
-    fake_t *f = ud;
-    if (f->norders < MAX_ORDERS) {
-        f->kind[f->norders] = o->kind;
-        f->node[f->norders] = node_id;
-        f->worker[f->norders] = o->worker_id;
-        f->norders++;
-    }
+    drvt_record(&((fake_t *)ud)->o, node_id, o);
     return HV_OK;
 }
 
@@ -79,8 +71,8 @@ static hv_err fake_revoked(void *ud, uint64_t node_id, uint64_t incarnation) {
 
 static size_t orders_of(const fake_t *f, hv_order_kind_t kind) {
     size_t n = 0;
-    for (size_t i = 0; i < f->norders; i++) {
-        n += f->kind[i] == kind;
+    for (size_t i = 0; i < f->o.n; i++) {
+        n += f->o.kind[i] == kind;
     }
     return n;
 }
@@ -99,13 +91,7 @@ static head_t H;
 
 static void setup(void) {
     memset(&H, 0, sizeof(H));
-    snprintf(H.dir, sizeof(H.dir), "/tmp/hv-driver-test-XXXXXX");
-    CHECK(mkdtemp(H.dir) != NULL);
-    char err[512];
-    CHECK_RC_MSG(hv_head_config_parse("t.yaml", "", 0, &H.cfg, err, sizeof(err)), HV_OK, err);
-    hv_free(H.cfg.data_dir);
-    H.cfg.data_dir = hv_strdup(H.dir);
-    CHECK_RC_MSG(hv_store_open(H.dir, &H.store, err, sizeof(err)), HV_OK, err);
+    drvt_open(H.dir, "/tmp/hv-driver-test-XXXXXX", &H.cfg, &H.store);
     hv_driver_io_t io = {
         .order = fake_order, .drop_session = fake_drop, .revoked = fake_revoked, .ud = &H.io};
     CHECK_RC(hv_driver_create(&H.cfg, H.store, &io, &H.d), HV_OK);
@@ -116,26 +102,13 @@ static void setup(void) {
 static void teardown(void) {
     hv__store_fail_writes(H.store, 0);
     hv_driver_destroy(H.d);
-    hv_store_close(H.store);
-    hv_head_config_fini(&H.cfg);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", H.dir);
-    CHECK_EQ(system(cmd), 0);
+    drvt_close(H.dir, &H.cfg, H.store);
 }
 
 /* A node joined with an open session. */
 static uint64_t join(const char *name, uint32_t slots) {
-    hv_node_info_t info = {.name = name,
-                           .addrs = "127.0.0.1",
-                           .peer = "ipv4:127.0.0.1:1",
-                           .slots = slots,
-                           .incarnation = 7};
-    uint64_t id = 0;
-    char err[256];
-    hv_admit_t adm = {.by = HV_ADMIT_BY_TOKEN};
-    CHECK_RC_MSG(hv_driver_node_join(H.d, &info, &adm, &id, err, sizeof(err)), HV_OK, err);
-    CHECK_RC_MSG(hv_driver_node_attach(H.d, id, 7, NULL, 0, err, sizeof(err)), HV_OK, err);
-    return id;
+    hv_node_info_t info = drvt_node(name, slots);
+    return drvt_join(H.d, &info, NULL, 0);
 }
 
 /* The node's state as the store has it ("" when unknown). */
@@ -280,12 +253,12 @@ static size_t strike_scenario(int fail_bl, uint64_t *stored) {
     hv_driver_schedule(H.d);
     CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
     uint64_t wa = 0;
-    for (size_t i = 0; i < H.io.norders; i++) {
-        if (H.io.kind[i] == HV_ORDER_SPAWN) {
-            CHECK_RC(hv_driver_worker_started(H.d, H.io.node[i], H.io.worker[i], 100 + (int)i),
+    for (size_t i = 0; i < H.io.o.n; i++) {
+        if (H.io.o.kind[i] == HV_ORDER_SPAWN) {
+            CHECK_RC(hv_driver_worker_started(H.d, H.io.o.node[i], H.io.o.worker[i], 100 + (int)i),
                      HV_OK);
-            if (H.io.node[i] == a) {
-                wa = H.io.worker[i];
+            if (H.io.o.node[i] == a) {
+                wa = H.io.o.worker[i];
             }
         }
     }
@@ -527,17 +500,32 @@ static void case_jtoken_use_before_reply(void) {
     CHECK_EQ(adm.verdict, HV_JTOKEN_USED_UP);
 }
 
-/* The job's stored fleet decision: its reason's word and target. */
-static void stored_fleet(uint64_t job, char *reason, size_t len, uint32_t *target, int32_t *prio) {
+/* The job's stored fleet decision: its reason's word, target and priority. */
+typedef struct fleet_row_s {
+    char why[32];
+    uint32_t target;
+    int32_t prio;
+} fleet_row_t;
+
+static fleet_row_t stored_fleet(uint64_t job) {
+    fleet_row_t f = {.why = ""};
     hv_job_row_t r;
-    reason[0] = '\0';
-    *target = 0;
     if (hv_store_job_get(H.store, job, &r) == HV_OK) {
-        snprintf(reason, len, "%s", r.fleet_reason != NULL ? r.fleet_reason : "");
-        *target = r.fleet_target;
-        *prio = r.priority;
+        snprintf(f.why, sizeof(f.why), "%s", r.fleet_reason != NULL ? r.fleet_reason : "");
+        f.target = r.fleet_target;
+        f.prio = r.priority;
         hv_store_job_fini(&r);
     }
+    return f;
+}
+
+/* Submits the job; its id. */
+static uint64_t submit(const hv_job_submit_t *sub) {
+    uint64_t id = 0;
+    uint32_t np = 0;
+    char err[300];
+    CHECK_RC_MSG(hv_driver_submit(H.d, sub, &id, &np, err, sizeof(err)), HV_OK, err);
+    return id;
 }
 
 /* The fleet policy's decisions are stored with the jobs' rows before the driver acts on them: X
@@ -547,22 +535,18 @@ static void case_fleet_stored_first(void) {
     join("a", 2);
     hv_job_submit_t sx = {.name = "x", .np = 2, .priority = 3};
     hv_job_submit_t sy = {.name = "y", .np = 2};
-    uint64_t x = 0, y = 0;
-    uint32_t np = 0;
-    char err[300], why[32];
-    uint32_t target = 0;
-    int32_t prio = 0;
-    CHECK_RC_MSG(hv_driver_submit(H.d, &sx, &x, &np, err, sizeof(err)), HV_OK, err);
+    fleet_row_t f;
+    uint64_t x = submit(&sx);
     CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
-    stored_fleet(x, why, sizeof(why), &target, &prio);
-    CHECK_STR(why, "admitted");
-    CHECK_EQ(target, 2);
-    CHECK_EQ(prio, 3);
-    CHECK_RC_MSG(hv_driver_submit(H.d, &sy, &y, &np, err, sizeof(err)), HV_OK, err);
+    f = stored_fleet(x);
+    CHECK_STR(f.why, "admitted");
+    CHECK_EQ(f.target, 2);
+    CHECK_EQ(f.prio, 3);
+    uint64_t y = submit(&sy);
     CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2);
-    stored_fleet(y, why, sizeof(why), &target, &prio);
-    CHECK_STR(why, "wait_capacity");
-    CHECK_EQ(target, 0);
+    f = stored_fleet(y);
+    CHECK_STR(f.why, "wait_capacity");
+    CHECK_EQ(f.target, 0);
     CHECK_RC(hv__store_exec(H.store, "CREATE TEMP TRIGGER fl_fail BEFORE UPDATE OF fleet_reason "
                                      "ON jobs BEGIN SELECT RAISE(FAIL, 'disk I/O error "
                                      "(injected)'); END"),
@@ -570,15 +554,15 @@ static void case_fleet_stored_first(void) {
     join("b", 2);
     hv_driver_tick(H.d, hv_now_ms());
     CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 2); /* not stored: not acted on */
-    stored_fleet(y, why, sizeof(why), &target, &prio);
-    CHECK_STR(why, "wait_capacity");
+    f = stored_fleet(y);
+    CHECK_STR(f.why, "wait_capacity");
     CHECK(hv_driver_store_trouble(H.d) != NULL);
     CHECK_RC(hv__store_exec(H.store, "DROP TRIGGER fl_fail"), HV_OK);
     hv_driver_tick(H.d, hv_now_ms() + 2000);
     CHECK_EQ(orders_of(&H.io, HV_ORDER_SPAWN), 4);
-    stored_fleet(y, why, sizeof(why), &target, &prio);
-    CHECK_STR(why, "admitted");
-    CHECK_EQ(target, 2);
+    f = stored_fleet(y);
+    CHECK_STR(f.why, "admitted");
+    CHECK_EQ(f.target, 2);
 }
 
 /* Namespaces (fleet.namespaces): a job without --priority gets its namespace's default, its
@@ -600,20 +584,16 @@ static void case_fleet_namespaces(void) {
     join("n", 4);
     hv_job_submit_t sx = {.name = "x", .np = 3, .ns = "a"};
     hv_job_submit_t sy = {.name = "y", .np = 1, .ns = "zzz", .priority = -2, .priority_set = 1};
-    uint64_t x = 0, y = 0;
-    uint32_t np = 0;
-    char err[300], why[32];
-    uint32_t target = 0;
-    int32_t prio = 0;
-    CHECK_RC_MSG(hv_driver_submit(H.d, &sx, &x, &np, err, sizeof(err)), HV_OK, err);
-    CHECK_RC_MSG(hv_driver_submit(H.d, &sy, &y, &np, err, sizeof(err)), HV_OK, err);
-    stored_fleet(x, why, sizeof(why), &target, &prio); /* admitted, then busy (starting) */
-    CHECK_EQ(target, 3);
-    CHECK_EQ(prio, 4); /* a's default */
-    stored_fleet(y, why, sizeof(why), &target, &prio);
-    CHECK_STR(why, "admitted");
-    CHECK_EQ(target, 1);
-    CHECK_EQ(prio, -2); /* given */
+    fleet_row_t f;
+    uint64_t x = submit(&sx);
+    uint64_t y = submit(&sy);
+    f = stored_fleet(x); /* admitted, then busy (starting) */
+    CHECK_EQ(f.target, 3);
+    CHECK_EQ(f.prio, 4); /* a's default */
+    f = stored_fleet(y);
+    CHECK_STR(f.why, "admitted");
+    CHECK_EQ(f.target, 1);
+    CHECK_EQ(f.prio, -2); /* given */
     hv_job_row_t r;
     CHECK_RC(hv_store_job_get(H.store, y, &r), HV_OK);
     CHECK_STR(r.ns, "zzz");

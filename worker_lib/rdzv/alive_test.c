@@ -40,21 +40,25 @@ static void addr_of(char *buf, size_t len, int rank) {
     snprintf(buf, len, "127.0.0.1:%d", port_base + rank);
 }
 
-/* Files of this user's marks with world id wid. */
-static int marks_of(uint64_t wid) {
-    char pre[64];
-    int n = snprintf(pre, sizeof(pre), "hv-alive-%u-%llx-", (unsigned)getuid(),
-                     (unsigned long long)wid);
-    DIR *d = opendir("/dev/shm");
+/* Entries of directory dir whose names start with pre ("" for any not starting with '.'). */
+static int dir_count(const char *dir, const char *pre) {
+    DIR *d = opendir(dir);
     int count = 0;
     struct dirent *e;
     while (d != NULL && (e = readdir(d)) != NULL) {
-        count += strncmp(e->d_name, pre, (size_t)n) == 0;
+        count += pre[0] != '\0' ? strncmp(e->d_name, pre, strlen(pre)) == 0 : e->d_name[0] != '.';
     }
     if (d != NULL) {
         closedir(d);
     }
     return count;
+}
+
+/* Files of this user's marks with world id wid. */
+static int marks_of(uint64_t wid) {
+    char pre[64];
+    snprintf(pre, sizeof(pre), "hv-alive-%u-%llx-", (unsigned)getuid(), (unsigned long long)wid);
+    return dir_count("/dev/shm", pre);
 }
 
 static int wait_threads_zero(int ms) {
@@ -97,28 +101,52 @@ static pid_t child_holding(uint64_t wid, int *wfd) {
     return c == 'y' ? pid : -1;
 }
 
-static void killed_holder_is_seen(void) {
-    uint64_t wid = test_world();
-    int go = -1;
-    pid_t pid = child_holding(wid, &go);
-    ASSERT_TRUE(pid > 0);
-    char a0[64], a1[64], a2[64];
-    addr_of(a0, sizeof(a0), 0);
-    addr_of(a1, sizeof(a1), 1);
-    addr_of(a2, sizeof(a2), 2);
-    hv__alive_t *left = NULL, *right = NULL; // ranks 0 and 2: rank 1's two neighbours
-    ASSERT_OK(hv__alive_hold(wid, 1, 0, a0, &left));
-    ASSERT_OK(hv__alive_hold(wid, 1, 2, a2, &right));
-    seen_t s0 = {0}, s2 = {0};
-    ASSERT_OK(hv__alive_watch(left, 1, a1, 2, on_dead, &s0));
-    ASSERT_OK(hv__alive_watch(right, 1, a1, 1, on_dead, &s2));
-    ASSERT_EQ_INT(marks_of(wid), 3);
-    usleep(20000); // the watchers are waiting on the mutex
-    uint64_t t0 = hv_now_ms();
-    kill(pid, SIGKILL);
-    for (int i = 0; i < 5000 && (atomic_load(&s0.n) == 0 || atomic_load(&s2.n) == 0); i++) {
+/* One case's world: its id, the addresses of ranks 0 to 2, and (when started with a holder) the
+ * forked holder of rank 1 and its pipe (see child_holding). */
+typedef struct world_s {
+    uint64_t wid;
+    char a[3][64];
+    int go;
+    pid_t pid;
+    hv__alive_t *me; /* rank 0's mark, once held (hold_and_watch) */
+    seen_t seen;     /* what its watch on rank 1 was told */
+} world_t;
+
+/* Starts a world; with_holder forks rank 1's holder. Returns 0 when that fork failed. */
+static int world_start(world_t *w, int with_holder) {
+    w->wid = test_world();
+    for (int r = 0; r < 3; r++) {
+        addr_of(w->a[r], sizeof(w->a[r]), r);
+    }
+    w->go = -1;
+    w->me = NULL;
+    memset(&w->seen, 0, sizeof(w->seen));
+    w->pid = with_holder ? child_holding(w->wid, &w->go) : 0;
+    return w->pid >= 0;
+}
+
+/* Waits (5 s at most) until a watcher counted a death. */
+static void wait_seen(seen_t *s) {
+    for (int i = 0; i < 5000 && atomic_load(&s->n) == 0; i++) {
         usleep(1000);
     }
+}
+
+static void killed_holder_is_seen(void) {
+    world_t w;
+    ASSERT_TRUE(world_start(&w, 1));
+    hv__alive_t *left = NULL, *right = NULL; // ranks 0 and 2: rank 1's two neighbours
+    ASSERT_OK(hv__alive_hold(w.wid, 1, 0, w.a[0], &left));
+    ASSERT_OK(hv__alive_hold(w.wid, 1, 2, w.a[2], &right));
+    seen_t s0 = {0}, s2 = {0};
+    ASSERT_OK(hv__alive_watch(left, 1, w.a[1], 2, on_dead, &s0));
+    ASSERT_OK(hv__alive_watch(right, 1, w.a[1], 1, on_dead, &s2));
+    ASSERT_EQ_INT(marks_of(w.wid), 3);
+    usleep(20000); // the watchers are waiting on the mutex
+    uint64_t t0 = hv_now_ms();
+    kill(w.pid, SIGKILL);
+    wait_seen(&s0);
+    wait_seen(&s2);
     ASSERT_EQ_INT(atomic_load(&s0.n), 1);
     ASSERT_EQ_INT(atomic_load(&s2.n), 1);
     ASSERT_EQ_INT((int)atomic_load(&s0.tag), 2);
@@ -129,126 +157,96 @@ static void killed_holder_is_seen(void) {
     // The kernel hands a dead owner's robust mutex on at its exit: well under the sockets' close
     // of a large process, bounded loosely here for a loaded machine.
     ASSERT_TRUE(d0 < 1000 && d2 < 1000);
-    waitpid(pid, NULL, 0);
-    close(go);
+    waitpid(w.pid, NULL, 0);
+    close(w.go);
     ASSERT_EQ_INT(wait_threads_zero(2000), 0);
-    ASSERT_EQ_INT(marks_of(wid), 2); // the dead one's file is gone
+    ASSERT_EQ_INT(marks_of(w.wid), 2); // the dead one's file is gone
     hv__alive_release(left);
     hv__alive_release(right);
-    ASSERT_EQ_INT(marks_of(wid), 0);
+    ASSERT_EQ_INT(marks_of(w.wid), 0);
+}
+
+/* Holds rank 0's mark of generation 1 as w->me and watches rank 1 from it, told as tag. */
+static hv_err hold_and_watch(world_t *w, uint64_t tag) {
+    hv_err rc = hv__alive_hold(w->wid, 1, 0, w->a[0], &w->me);
+    return rc != HV_OK ? rc : hv__alive_watch(w->me, 1, w->a[1], tag, on_dead, &w->seen);
+}
+
+/* Waits for the holder to end; its exit status (-1: not an exit). */
+static int holder_status(world_t *w) {
+    int st = 0;
+    waitpid(w->pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* A holder that exit()s without releasing dies too, but its watchers are told it exited
  * (HV__ALIVE_EXITED: its status is its agent's to report), unlike a SIGKILL above. */
 static void exit_is_told(void) {
-    uint64_t wid = test_world();
-    int go = -1;
-    pid_t pid = child_holding(wid, &go);
-    ASSERT_TRUE(pid > 0);
-    char a0[64], a1[64];
-    addr_of(a0, sizeof(a0), 0);
-    addr_of(a1, sizeof(a1), 1);
-    hv__alive_t *left = NULL;
-    ASSERT_OK(hv__alive_hold(wid, 1, 0, a0, &left));
-    seen_t s0 = {0};
-    ASSERT_OK(hv__alive_watch(left, 1, a1, 2, on_dead, &s0));
+    world_t w;
+    ASSERT_TRUE(world_start(&w, 1));
+    ASSERT_OK(hold_and_watch(&w, 2));
     usleep(20000);
-    ASSERT_TRUE(write(go, "x", 1) == 1);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3);
-    for (int i = 0; i < 5000 && atomic_load(&s0.n) == 0; i++) {
-        usleep(1000);
-    }
-    ASSERT_EQ_INT(atomic_load(&s0.n), 1);
-    ASSERT_TRUE(atomic_load(&s0.tag) == (2 | HV__ALIVE_EXITED));
-    close(go);
+    ASSERT_TRUE(write(w.go, "x", 1) == 1);
+    ASSERT_EQ_INT(holder_status(&w), 3);
+    wait_seen(&w.seen);
+    ASSERT_EQ_INT(atomic_load(&w.seen.n), 1);
+    ASSERT_TRUE(atomic_load(&w.seen.tag) == (2 | HV__ALIVE_EXITED));
+    close(w.go);
     ASSERT_EQ_INT(wait_threads_zero(2000), 0);
-    hv__alive_release(left);
-    ASSERT_EQ_INT(marks_of(wid), 0);
+    hv__alive_release(w.me);
+    ASSERT_EQ_INT(marks_of(w.wid), 0);
 }
 
 static void clean_release_is_quiet(void) {
-    uint64_t wid = test_world();
-    int go = -1;
-    pid_t pid = child_holding(wid, &go);
-    ASSERT_TRUE(pid > 0);
-    char a0[64], a1[64];
-    addr_of(a0, sizeof(a0), 0);
-    addr_of(a1, sizeof(a1), 1);
-    hv__alive_t *me = NULL;
-    ASSERT_OK(hv__alive_hold(wid, 1, 0, a0, &me));
-    seen_t s = {0};
-    ASSERT_OK(hv__alive_watch(me, 1, a1, 1, on_dead, &s));
-    close(go); // the child releases its mark and exits
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    world_t w;
+    ASSERT_TRUE(world_start(&w, 1));
+    ASSERT_OK(hold_and_watch(&w, 1));
+    close(w.go); // the child releases its mark and exits
+    ASSERT_EQ_INT(holder_status(&w), 0);
     ASSERT_EQ_INT(wait_threads_zero(2000), 0); // the watcher saw the release and ended
-    ASSERT_EQ_INT(atomic_load(&s.n), 0);
-    hv__alive_release(me);
-    ASSERT_EQ_INT(marks_of(wid), 0);
+    ASSERT_EQ_INT(atomic_load(&w.seen.n), 0);
+    hv__alive_release(w.me);
+    ASSERT_EQ_INT(marks_of(w.wid), 0);
 }
 
 static void not_on_this_machine(void) {
-    uint64_t wid = test_world();
-    char a0[64], a1[64];
-    addr_of(a0, sizeof(a0), 0);
-    addr_of(a1, sizeof(a1), 1);
-    hv__alive_t *me = NULL;
-    ASSERT_OK(hv__alive_hold(wid, 1, 0, a0, &me));
-    seen_t s = {0};
-    ASSERT_RC(hv__alive_watch(me, 1, a1, 1, on_dead, &s), HV_ENOTFOUND);
-    ASSERT_RC(hv__alive_hold(wid, 1, 0, "127.0.0.1", &(hv__alive_t *){NULL}), HV_EINVAL);
-    hv__alive_release(me);
+    world_t w;
+    ASSERT_TRUE(world_start(&w, 0));
+    ASSERT_RC(hold_and_watch(&w, 1), HV_ENOTFOUND);
+    ASSERT_TRUE(w.me != NULL); // the hold itself succeeded
+    ASSERT_RC(hv__alive_hold(w.wid, 1, 0, "127.0.0.1", &(hv__alive_t *){NULL}), HV_EINVAL);
+    hv__alive_release(w.me);
     hv__alive_release(NULL);
 }
 
 static void orphan_is_swept(void) {
-    uint64_t wid = test_world();
-    int go = -1;
-    pid_t pid = child_holding(wid, &go);
-    ASSERT_TRUE(pid > 0);
-    kill(pid, SIGKILL); // nobody watches it: its file stays
-    waitpid(pid, NULL, 0);
-    close(go);
-    ASSERT_EQ_INT(marks_of(wid), 1);
-    char a0[64];
-    addr_of(a0, sizeof(a0), 0);
+    world_t w;
+    ASSERT_TRUE(world_start(&w, 1));
+    kill(w.pid, SIGKILL); // nobody watches it: its file stays
+    waitpid(w.pid, NULL, 0);
+    close(w.go);
+    ASSERT_EQ_INT(marks_of(w.wid), 1);
     hv__alive_t *me = NULL;
-    ASSERT_OK(hv__alive_hold(wid, 2, 0, a0, &me)); // the next hold sweeps it
-    ASSERT_EQ_INT(marks_of(wid), 1);
+    ASSERT_OK(hv__alive_hold(w.wid, 2, 0, w.a[0], &me)); // the next hold sweeps it
+    ASSERT_EQ_INT(marks_of(w.wid), 1);
     hv__alive_release(me);
-    ASSERT_EQ_INT(marks_of(wid), 0);
+    ASSERT_EQ_INT(marks_of(w.wid), 0);
 }
 
-static int task_count(void) {
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        n += e->d_name[0] != '.';
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    return n;
-}
+static int task_count(void) { return dir_count("/proc/self/task", ""); }
 
 /* Like a world per round: two neighbours hold and watch each other, then both leave. */
 static void many_rounds_leak_nothing(void) {
-    uint64_t wid = test_world();
+    world_t w;
+    ASSERT_TRUE(world_start(&w, 0));
     int tasks = task_count();
-    char a0[64], a1[64];
-    addr_of(a0, sizeof(a0), 0);
-    addr_of(a1, sizeof(a1), 1);
     seen_t s = {0};
     for (uint32_t g = 1; g <= 300; g++) {
         hv__alive_t *x = NULL, *y = NULL;
-        ASSERT_OK(hv__alive_hold(wid, g, 0, a0, &x));
-        ASSERT_OK(hv__alive_hold(wid, g, 1, a1, &y));
-        ASSERT_OK(hv__alive_watch(x, 1, a1, 2, on_dead, &s));
-        ASSERT_OK(hv__alive_watch(y, 0, a0, 1, on_dead, &s));
+        ASSERT_OK(hv__alive_hold(w.wid, g, 0, w.a[0], &x));
+        ASSERT_OK(hv__alive_hold(w.wid, g, 1, w.a[1], &y));
+        ASSERT_OK(hv__alive_watch(x, 1, w.a[1], 2, on_dead, &s));
+        ASSERT_OK(hv__alive_watch(y, 0, w.a[0], 1, on_dead, &s));
         hv__alive_release(x);
         hv__alive_release(y);
     }
@@ -257,7 +255,7 @@ static void many_rounds_leak_nothing(void) {
         usleep(1000); // a detached thread's task goes a moment after its function returned
     }
     ASSERT_EQ_INT(task_count(), tasks);
-    ASSERT_EQ_INT(marks_of(wid), 0);
+    ASSERT_EQ_INT(marks_of(w.wid), 0);
     ASSERT_EQ_INT(atomic_load(&s.n), 0);
 }
 
