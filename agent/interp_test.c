@@ -18,14 +18,7 @@
 static char tmp_a[64], tmp_b[64];
 
 static void touch(const char *dir, const char *name, int mode) {
-    char p[256];
-    snprintf(p, sizeof(p), "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    CHECK(f != NULL);
-    if (f != NULL) {
-        fclose(f);
-    }
-    CHECK_EQ(chmod(p, (mode_t)mode), 0);
+    hv_check_put(dir, name, "", (mode_t)mode);
 }
 
 static void make_dirs(void) {

@@ -154,6 +154,20 @@ static inline void hv_check_tmpdir(char *dir, size_t len, const char *templ) {
     }
 }
 
+/* Writes text into the file dir/rel (made, or emptied) and gives it mode; a failure is a failed
+ * check. */
+static inline void hv_check_put(const char *dir, const char *rel, const char *text, mode_t mode) {
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs(text, f);
+        CHECK(fclose(f) == 0);
+    }
+    CHECK(chmod(p, mode) == 0);
+}
+
 static inline int hv__check_rm_entry(const char *path, const struct stat *st, int flag,
                                      struct FTW *ftw) {
     (void)st;

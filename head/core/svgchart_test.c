@@ -37,26 +37,37 @@ static int path_of(const char *svg, const char *label, char *buf, size_t len) {
     return 1;
 }
 
+/* A 400x200 chart of t = 1000..1100 ms, values up to 8. */
+static hv_svg_chart_t chart_400(const char *title, const char *unit, int stacked) {
+    return (hv_svg_chart_t){.title = title,
+                            .unit = unit,
+                            .width = 400,
+                            .height = 200,
+                            .t0_ms = 1000,
+                            .t1_ms = 1100,
+                            .stacked = stacked,
+                            .y_max = 8};
+}
+
+/* Draws the chart, which must succeed, and checks that the text is one whole <svg> element. */
+static char *render(const hv_svg_chart_t *c, const hv_svg_series_t *s, size_t n) {
+    char *svg = NULL;
+    size_t len = 0;
+    CHECK_RC(hv_svg_chart(c, s, n, &svg, &len), HV_OK);
+    CHECK(svg != NULL && strlen(svg) == len);
+    CHECK(svg != NULL && strncmp(svg, "<svg ", 5) == 0);
+    CHECK(svg != NULL && len > 6 && strcmp(svg + len - 6, "</svg>") == 0);
+    return svg;
+}
+
 /* Two jobs stacked: job 1 has 2 slots from t=0 and 4 from t=50; job 2 has 2 from t=50. The plot
  * is 44..250 wide (width 400 - 150 legend), 22..180 high (height 200 - 20); y_max 8. */
 static void case_stacked(void) {
     hv_svg_point_t a[] = {{1000, 2}, {1050, 4}};
     hv_svg_point_t b[] = {{1050, 2}};
     hv_svg_series_t s[] = {{"job 1", 0x1f77b4, a, N(a)}, {"job 2", 0xff7f0e, b, N(b)}};
-    hv_svg_chart_t c = {.title = "slots by job",
-                        .unit = "slots",
-                        .width = 400,
-                        .height = 200,
-                        .t0_ms = 1000,
-                        .t1_ms = 1100,
-                        .stacked = 1,
-                        .y_max = 8};
-    char *svg = NULL;
-    size_t len = 0;
-    CHECK_RC(hv_svg_chart(&c, s, N(s), &svg, &len), HV_OK);
-    CHECK(svg != NULL && strlen(svg) == len);
-    CHECK(strncmp(svg, "<svg ", 5) == 0);
-    CHECK(len > 6 && strcmp(svg + len - 6, "</svg>") == 0);
+    hv_svg_chart_t c = chart_400("slots by job", "slots", 1);
+    char *svg = render(&c, s, N(s));
     CHECK_EQ(count(svg, "class=\"hv-series\""), 2);
     CHECK_HAS(svg, "fill=\"#1f77b4\"");
     CHECK_HAS(svg, "fill=\"#ff7f0e\"");
@@ -79,14 +90,12 @@ static void case_auto_max(void) {
     hv_svg_point_t b[] = {{0, 4}};
     hv_svg_series_t s[] = {{"a", 1, a, 1}, {"b", 2, b, 1}};
     hv_svg_chart_t c = {.title = "t", .unit = "u", .width = 300, .height = 100, .t1_ms = 10};
-    char *svg = NULL;
-    size_t len = 0;
     c.stacked = 1;
-    CHECK_RC(hv_svg_chart(&c, s, 2, &svg, &len), HV_OK);
+    char *svg = render(&c, s, 2);
     CHECK_HAS(svg, ">10</text>");
     hv_free(svg);
     c.stacked = 0; /* lines: the highest single value, 4 -> 5 */
-    CHECK_RC(hv_svg_chart(&c, s, 2, &svg, &len), HV_OK);
+    svg = render(&c, s, 2);
     CHECK_HAS(svg, ">5</text>");
     CHECK_HAS(svg, "fill=\"none\" stroke=\"#000001\"");
     hv_free(svg);
@@ -96,7 +105,7 @@ static void case_auto_max(void) {
     hv_svg_point_t b2[] = {{0, 2}, {5, 0}};
     hv_svg_series_t s2[] = {{"a", 1, a2, 2}, {"b", 2, b2, 2}};
     c.stacked = 1;
-    CHECK_RC(hv_svg_chart(&c, s2, 2, &svg, &len), HV_OK);
+    svg = render(&c, s2, 2);
     CHECK_HAS(svg, ">5</text>");
     CHECK_LACKS(svg, ">10</text>");
     hv_free(svg);
@@ -113,16 +122,8 @@ static void case_auto_max(void) {
 static void case_line(void) {
     hv_svg_point_t a[] = {{1000, 2}, {1050, 4}, {2000, 1}};
     hv_svg_series_t s[] = {{"size", 0x2ca02c, a, N(a)}};
-    hv_svg_chart_t c = {.title = "world size",
-                        .unit = "workers",
-                        .width = 400,
-                        .height = 200,
-                        .t0_ms = 1000,
-                        .t1_ms = 1100,
-                        .y_max = 8};
-    char *svg = NULL;
-    size_t len = 0;
-    CHECK_RC(hv_svg_chart(&c, s, 1, &svg, &len), HV_OK);
+    hv_svg_chart_t c = chart_400("world size", "workers", 0);
+    char *svg = render(&c, s, 1);
     char d[512];
     CHECK(path_of(svg, "size", d, sizeof(d)));
     CHECK_STR(d, "M44.0 140.5H147.0V101.0H250.0"); /* the point after t1 is not drawn */
@@ -136,9 +137,7 @@ static void case_escape_empty(void) {
     hv_svg_series_t s[] = {{"<b>\"x\" & 'y'\n", 0xd62728, a, 1}};
     hv_svg_chart_t c = {
         .title = "a<b", .unit = "u&v", .width = 300, .height = 100, .t1_ms = 10, .stacked = 1};
-    char *svg = NULL;
-    size_t len = 0;
-    CHECK_RC(hv_svg_chart(&c, s, 1, &svg, &len), HV_OK);
+    char *svg = render(&c, s, 1);
     CHECK_LACKS(svg, "<b>");
     CHECK_HAS(svg, "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;?");
     CHECK_HAS(svg, "<title>a&lt;b</title>");
@@ -147,7 +146,7 @@ static void case_escape_empty(void) {
     CHECK_EQ(count(svg, "class=\"hv-legend\""), 1);
     hv_free(svg);
     /* No series at all: the axes only. */
-    CHECK_RC(hv_svg_chart(&c, NULL, 0, &svg, &len), HV_OK);
+    svg = render(&c, NULL, 0);
     CHECK_HAS(svg, "hv-plot");
     hv_free(svg);
 }
