@@ -150,6 +150,18 @@ typedef struct srv_opts_s {
     int figures; // HV_ACTOR_FIGURES_OUT = dir/figures
 } srv_opts_t;
 
+/* The test's actor class t under this name. */
+static hv_actor_class_t t_class(const char *name) {
+    hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
+    cls.name = name;
+    cls.create = t_create;
+    cls.call = t_call;
+    cls.destroy = free;
+    cls.save = t_save;
+    cls.load = t_load;
+    return cls;
+}
+
 /* Forks the actor process and waits (bounded) for its address. 0 on success. */
 static int srv_start(srv_t *s, const srv_opts_t *o) {
     char addr_file[128];
@@ -161,13 +173,7 @@ static int srv_start(srv_t *s, const srv_opts_t *o) {
     if (s->pid == 0) {
         struct rlimit no_core = {0, 0};
         setrlimit(RLIMIT_CORE, &no_core); // the crash case aborts
-        hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
-        cls.name = "t";
-        cls.create = t_create;
-        cls.call = t_call;
-        cls.destroy = free;
-        cls.save = t_save;
-        cls.load = t_load;
+        hv_actor_class_t cls = t_class("t");
         if (hv_actor_register(&cls) != HV_OK) {
             _exit(3);
         }
@@ -243,18 +249,40 @@ static void srv_cleanup(srv_t *s) {
     rmdir(s->dir);
 }
 
+/* Starts a fresh actor process with options o in a new directory (0), or fails the case (-1). */
+static int srv_open(srv_t *s, const srv_opts_t *o) {
+    snprintf(s->dir, sizeof(s->dir), "/tmp/hv_actor_test.XXXXXX");
+    if (mkdtemp(s->dir) == NULL) {
+        HVT_FAIL("mkdtemp: %s", strerror(errno));
+        return -1;
+    }
+    return srv_start(s, o);
+}
+
 /* Runs body against a fresh actor process with options o, always cleaning up. */
 static void with_actor(void (*body)(srv_t *), const srv_opts_t *o) {
     srv_t s = {0};
-    snprintf(s.dir, sizeof(s.dir), "/tmp/hv_actor_test.XXXXXX");
-    if (mkdtemp(s.dir) == NULL) {
-        HVT_FAIL("mkdtemp: %s", strerror(errno));
-        return;
-    }
-    if (srv_start(&s, o) == 0) {
+    if (srv_open(&s, o) == 0) {
         body(&s);
     }
-    srv_cleanup(&s);
+    if (s.dir[0] != '\0') {
+        srv_cleanup(&s);
+    }
+}
+
+static hv_actor_t *connect_ok(srv_t *s);
+
+/* with_actor, with a handle connected to it for body (closed after it). */
+static void with_conn(void (*body)(srv_t *, hv_actor_t *), const srv_opts_t *o) {
+    srv_t s = {0};
+    hv_actor_t *a = srv_open(&s, o) == 0 ? connect_ok(&s) : NULL;
+    if (a != NULL) {
+        body(&s, a);
+        hv_actor_close(a);
+    }
+    if (s.dir[0] != '\0') {
+        srv_cleanup(&s);
+    }
 }
 
 static hv_actor_t *connect_ok(srv_t *s) {
@@ -266,6 +294,34 @@ static hv_actor_t *connect_ok(srv_t *s) {
         return NULL;
     }
     return a;
+}
+
+/* A raw connection to the actor that has read its HELLO (-1: a failed check). */
+static int dial_hello(srv_t *s, uint64_t deadline) {
+    int fd = -1;
+    hv_err rc = hv__actor_dial(s->addr, deadline, &fd, NULL, 0);
+    uint8_t hello[HV__ACTOR_HDR + HV__ACTOR_HELLO_LEN];
+    if (rc == HV_OK && (rc = hv__actor_read_full(fd, hello, sizeof(hello), deadline)) != HV_OK) {
+        close(fd);
+    }
+    if (rc != HV_OK) {
+        HVT_FAIL("dial %s and read its hello: %s", s->addr, hv_errname(rc));
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads the ERROR frame the actor sends on fd: its code is want, and the actor closes after it. */
+static void expect_error_frame(int fd, uint64_t deadline, hv_err want) {
+    uint8_t reply[HV__ACTOR_HDR + 256];
+    hv__actor_hdr_t h;
+    ASSERT_OK(hv__actor_read_full(fd, reply, HV__ACTOR_HDR, deadline));
+    hv__actor_hdr_get(reply, &h);
+    ASSERT_EQ_INT(h.type, HV__ACTOR_ERROR);
+    ASSERT_TRUE(h.len >= 4 && h.len <= 256);
+    ASSERT_OK(hv__actor_read_full(fd, reply + HV__ACTOR_HDR, h.len, deadline));
+    ASSERT_EQ_INT(hv__actor_get_u32(reply + HV__ACTOR_HDR), want);
+    ASSERT_RC(hv__actor_read_full(fd, reply, 1, deadline), HV_ECLOSED);
 }
 
 /* ---- cases ---------------------------------------------------------------------------------- */
@@ -364,10 +420,8 @@ static void secret_body(srv_t *s) {
     /* A hostile caller that ignores the handshake's outcome: a forged AUTH, then a call at once.
      * The actor answers ERROR (HV_EAUTH) and closes; the call never runs. */
     uint64_t deadline = hv_now_ms() + 5000;
-    int fd = -1;
-    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
-    uint8_t hello[HV__ACTOR_HDR + HV__ACTOR_HELLO_LEN];
-    ASSERT_OK(hv__actor_read_full(fd, hello, sizeof(hello), deadline));
+    int fd = dial_hello(s, deadline);
+    ASSERT_TRUE(fd >= 0);
     uint8_t msg[HV__ACTOR_HDR + HV__ACTOR_AUTH_LEN + HV__ACTOR_HDR + 4] = {0};
     hv__actor_hdr_t h = {.len = HV__ACTOR_AUTH_LEN, .type = HV__ACTOR_AUTH};
     hv__actor_hdr_put(msg, &h);
@@ -375,14 +429,7 @@ static void secret_body(srv_t *s) {
     hv__actor_hdr_put(msg + HV__ACTOR_HDR + HV__ACTOR_AUTH_LEN, &h);
     memcpy(msg + sizeof(msg) - 4, "echo", 4);
     ASSERT_OK(hv__actor_write_full(fd, msg, sizeof(msg), deadline));
-    uint8_t reply[HV__ACTOR_HDR + 256];
-    ASSERT_OK(hv__actor_read_full(fd, reply, HV__ACTOR_HDR, deadline));
-    hv__actor_hdr_get(reply, &h);
-    ASSERT_EQ_INT(h.type, HV__ACTOR_ERROR);
-    ASSERT_TRUE(h.len >= 4 && h.len <= 256);
-    ASSERT_OK(hv__actor_read_full(fd, reply + HV__ACTOR_HDR, h.len, deadline));
-    ASSERT_EQ_INT(hv__actor_get_u32(reply + HV__ACTOR_HDR), HV_EAUTH);
-    ASSERT_RC(hv__actor_read_full(fd, reply, 1, deadline), HV_ECLOSED);
+    expect_error_frame(fd, deadline, HV_EAUTH);
     close(fd);
 
     a = connect_ok(s);
@@ -395,9 +442,7 @@ static void case_wrong_secret(void) { with_actor(secret_body, NULL); }
 /* With a 64 KiB frame limit: the caller refuses to send a larger call (not delivered), and a peer
  * that sends a larger frame anyway gets an ERROR frame (HV_ETOOBIG) and is cut off, while other
  * callers go on. */
-static void frame_body(srv_t *s) {
-    hv_actor_t *a = connect_ok(s);
-    ASSERT_TRUE(a != NULL);
+static void frame_body(srv_t *s, hv_actor_t *a) {
     size_t big = 70000;
     char *buf = calloc(1, big);
     ASSERT_TRUE(buf != NULL);
@@ -418,31 +463,21 @@ static void frame_body(srv_t *s) {
     hv__actor_hdr_t h = {.len = 1u << 20, .type = HV__ACTOR_CALL, .name_len = 4, .id = 1};
     hv__actor_hdr_put(hdr, &h);
     ASSERT_OK(hv__actor_write_full(fd, hdr, sizeof(hdr), deadline));
-    uint8_t reply[HV__ACTOR_HDR + 256];
-    ASSERT_OK(hv__actor_read_full(fd, reply, HV__ACTOR_HDR, deadline));
-    hv__actor_hdr_get(reply, &h);
-    ASSERT_EQ_INT(h.type, HV__ACTOR_ERROR);
-    ASSERT_TRUE(h.len >= 4 && h.len <= 256);
-    ASSERT_OK(hv__actor_read_full(fd, reply + HV__ACTOR_HDR, h.len, deadline));
-    ASSERT_EQ_INT(hv__actor_get_u32(reply + HV__ACTOR_HDR), HV_ETOOBIG);
-    ASSERT_RC(hv__actor_read_full(fd, reply, 1, deadline), HV_ECLOSED);
+    expect_error_frame(fd, deadline, HV_ETOOBIG);
     close(fd);
 
     ASSERT_OK(hv_actor_call(a, "echo", "still", 5, 10000, NULL, NULL, NULL, 0));
-    hv_actor_close(a);
 }
 static void case_oversized_frame(void) {
     srv_opts_t o = {.max_frame = 65536};
-    with_actor(frame_body, &o);
+    with_conn(frame_body, &o);
 }
 
 /* A connection that never authenticates is closed at the handshake timeout. */
 static void handshake_body(srv_t *s) {
     uint64_t deadline = hv_now_ms() + 5000;
-    int fd = -1;
-    ASSERT_OK(hv__actor_dial(s->addr, deadline, &fd, NULL, 0));
-    uint8_t hello[HV__ACTOR_HDR + HV__ACTOR_HELLO_LEN];
-    ASSERT_OK(hv__actor_read_full(fd, hello, sizeof(hello), deadline));
+    int fd = dial_hello(s, deadline);
+    ASSERT_TRUE(fd >= 0);
     double t0 = hvtest_now();
     uint8_t b;
     ASSERT_RC(hv__actor_read_full(fd, &b, 1, deadline), HV_ECLOSED);
@@ -478,9 +513,7 @@ static void expect_in_doubt(hv_future_t **fs, int n, double t0) {
 
 /* SIGKILL of the actor process with calls in flight: each fails with HV_EINDOUBT at once; a later
  * call is not sent (HV_EUNAVAIL). */
-static void sigkill_body(srv_t *s) {
-    hv_actor_t *a = connect_ok(s);
-    ASSERT_TRUE(a != NULL);
+static void sigkill_body(srv_t *s, hv_actor_t *a) {
     hv_future_t *fs[11];
     ASSERT_OK(hv_actor_call_async(a, "sleep", "5000", 4, &fs[0]));
     for (int i = 1; i < 11; i++) {
@@ -499,14 +532,12 @@ static void sigkill_body(srv_t *s) {
     char why[512] = "";
     ASSERT_RC(hv_actor_last_error(a, why, sizeof(why)), HV_EUNAVAIL);
     ASSERT_TRUE(strstr(why, "not sent") != NULL && strstr(why, s->addr) != NULL);
-    hv_actor_close(a);
 }
-static void case_sigkill_inflight(void) { with_actor(sigkill_body, NULL); }
+static void case_sigkill_inflight(void) { with_conn(sigkill_body, NULL); }
 
 /* A method that crashes the actor process fails the caller's pending calls with HV_EINDOUBT. */
-static void crash_body(srv_t *s) {
-    hv_actor_t *a = connect_ok(s);
-    ASSERT_TRUE(a != NULL);
+static void crash_body(srv_t *s, hv_actor_t *a) {
+    (void)s;
     hv_future_t *fs[6];
     double t0 = hvtest_now();
     ASSERT_OK(hv_actor_call_async(a, "crash", NULL, 0, &fs[0]));
@@ -520,15 +551,13 @@ static void crash_body(srv_t *s) {
     }
     expect_in_doubt(fs, sent, t0);
     ASSERT_TRUE(strstr(hv_strerror(HV_EINDOUBT), "outcome unknown") != NULL);
-    hv_actor_close(a);
 }
-static void case_method_crash(void) { with_actor(crash_body, NULL); }
+static void case_method_crash(void) { with_conn(crash_body, NULL); }
 
 /* A method error reaches the caller as HV_EREMOTE with the method's code and message; the
  * connection goes on. */
-static void error_body(srv_t *s) {
-    hv_actor_t *a = connect_ok(s);
-    ASSERT_TRUE(a != NULL);
+static void error_body(srv_t *s, hv_actor_t *a) {
+    (void)s;
     hv_future_t *f = NULL;
     ASSERT_OK(hv_actor_call_async(a, "fail", "xyz", 3, &f));
     ASSERT_RC(hv_future_wait(f, 10000, NULL, NULL), HV_EREMOTE);
@@ -556,9 +585,8 @@ static void error_body(srv_t *s) {
     ASSERT_OK(hv_actor_call(a, "echo", "after", 5, 10000, &res, &len, NULL, 0));
     ASSERT_TRUE(len == 5 && memcmp(res, "after", 5) == 0);
     hv_actor_free(res);
-    hv_actor_close(a);
 }
-static void case_method_error(void) { with_actor(error_body, NULL); }
+static void case_method_error(void) { with_conn(error_body, NULL); }
 
 /* The figures file (HV_ACTOR_FIGURES_OUT) as the server last wrote it; 0 when it holds one. */
 static int figures_read(srv_t *s, hv_callfig_t *out) {
@@ -638,27 +666,33 @@ static void case_save_load(void) {
     with_actor(save_body, &o);
 }
 
+/* Starts a server of class cls inside the test process (cfg: its config), at addr. */
+static hv_err local_server(hv_actor_server_config_t *cfg, const char *cls, hv_actor_server_t **srv,
+                           char addr[64]) {
+    *cfg = (hv_actor_server_config_t)HV_ACTOR_SERVER_CONFIG_INIT;
+    cfg->class_name = cls;
+    cfg->secret = SECRET;
+    hv_err rc = hv_actor_server_start(cfg, srv);
+    if (rc == HV_OK) {
+        snprintf(addr, 64, "127.0.0.1:%d", hv_actor_server_port(*srv));
+    }
+    return rc;
+}
+
 /* A server inside the test process (hv_actor_server_start): hv_actor_server_save writes the state
  * between calls, and stop frees everything (the sanitizer build checks for leaks here). */
 static void case_in_process_save(void) {
-    hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
-    cls.name = "t_local";
-    cls.create = t_create;
-    cls.call = t_call;
-    cls.destroy = free;
-    cls.save = t_save;
+    hv_actor_class_t cls = t_class("t_local");
+    cls.load = NULL; /* saved here, never loaded */
     hv_err rc = hv_actor_register(&cls);
     ASSERT_TRUE(rc == HV_OK || rc == HV_EEXIST);
     ASSERT_RC(hv_actor_register(&cls), HV_EEXIST);
     cls.name = "bad name";
     ASSERT_RC(hv_actor_register(&cls), HV_EINVAL);
-    hv_actor_server_config_t cfg = HV_ACTOR_SERVER_CONFIG_INIT;
-    cfg.class_name = "t_local";
-    cfg.secret = SECRET;
+    hv_actor_server_config_t cfg;
     hv_actor_server_t *srv = NULL;
-    ASSERT_OK(hv_actor_server_start(&cfg, &srv));
     char addr[64], path[64] = "/tmp/hv_actor_test.state.XXXXXX";
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", hv_actor_server_port(srv));
+    ASSERT_OK(local_server(&cfg, "t_local", &srv, addr));
     int fd = mkstemp(path);
     ASSERT_TRUE(fd >= 0);
     close(fd);
@@ -930,13 +964,10 @@ static void case_many_classes(void) {
     }
     snprintf(name, sizeof(name), "many.%d", N - 1);
     ASSERT_RC(hv_actor_register(&cls), HV_EEXIST);
-    hv_actor_server_config_t cfg = HV_ACTOR_SERVER_CONFIG_INIT;
-    cfg.class_name = "many.199";
-    cfg.secret = SECRET;
+    hv_actor_server_config_t cfg;
     hv_actor_server_t *srv = NULL;
-    ASSERT_OK(hv_actor_server_start(&cfg, &srv));
     char addr[64];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", hv_actor_server_port(srv));
+    ASSERT_OK(local_server(&cfg, "many.199", &srv, addr));
     hv_actor_t *a = NULL;
     ASSERT_OK(hv_actor_connect(addr, SECRET, NULL, &a, NULL, 0));
     void *res = NULL;
