@@ -154,6 +154,7 @@ typedef struct order_s {
     Hvpb__V1__KeyValue *env[1];
     char *args[2];
     uint32_t gpus[2];
+    char digest[65]; /* order_script: the binary's */
 } order_t;
 
 static void order_init(order_t *o, uint64_t worker_id, const char *digest, const char *name) {
@@ -176,6 +177,30 @@ static void order_init(order_t *o, uint64_t worker_id, const char *digest, const
     o->sp.generation = 2;
     o->sp.head_addr = "10.1.2.3:7000";
     o->sp.binary = &o->bin;
+}
+
+/* An order of the script (stored in the cache) as its binary, named name. */
+static void order_script(order_t *o, uint64_t worker_id, const char *script, const char *name) {
+    order_init(o, worker_id, o->digest, name);
+    put_artifact(script, o->digest);
+}
+
+/* The order ships one file (mode 0: the default) into the worker's directory. */
+static void order_file(order_t *o, const char *name, const char *digest, uint32_t mode) {
+    o->file.name = (char *)name;
+    o->file.digest = (char *)digest;
+    o->file.mode = mode;
+    o->files[0] = &o->file;
+    o->sp.files = o->files;
+    o->sp.n_files = 1;
+}
+
+/* The order's arguments: a0, and a1 unless NULL. */
+static void order_args(order_t *o, const char *a0, const char *a1) {
+    o->args[0] = (char *)a0;
+    o->args[1] = (char *)a1;
+    o->sp.args = o->args;
+    o->sp.n_args = a1 != NULL ? 2 : 1;
 }
 
 static void case_layout_env(void) {
@@ -202,21 +227,14 @@ static void case_layout_env(void) {
     setenv("HV_CA_FILE", "/inherited/ca.pem", 1); // the agent's own CA setting wins
     order_t o;
     order_init(&o, 42, bin, "train.sh");
-    o.file.name = "sub/in/data.txt"; // hvsubmit --workdir's subdirectories: made on the way
-    o.file.digest = data;
-    o.file.mode = 0600;
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
+    // hvsubmit --workdir's subdirectories: made on the way
+    order_file(&o, "sub/in/data.txt", data, 0600);
     o.kv.key = "FOO";
     o.kv.value = "bar baz";
     o.env[0] = &o.kv;
     o.sp.env = o.env;
     o.sp.n_env = 1;
-    o.args[0] = "--epochs";
-    o.args[1] = "3";
-    o.sp.args = o.args;
-    o.sp.n_args = 2;
+    order_args(&o, "--epochs", "3");
     o.gpus[0] = 1;
     o.gpus[1] = 3;
     o.sp.gpus = o.gpus;
@@ -237,30 +255,42 @@ static void case_layout_env(void) {
     char dir[600];
     snprintf(dir, sizeof(dir), "%s/jobs/7/w42", work);
     CHECK_STR(line_value("PWD"), dir);
-    CHECK_STR(line_value("HV_HEAD"), "10.1.2.3:7000");
-    CHECK_STR(line_value("HV_JOB_ID"), "7");
-    CHECK_STR(line_value("HV_WORKER_ID"), "42");
-    CHECK_STR(line_value("HV_RANK"), "3");
-    CHECK_STR(line_value("HV_SIZE"), "4");
-    CHECK_STR(line_value("HV_LOCAL_RANK"), "1");
-    CHECK_STR(line_value("HV_LOCAL_SIZE"), "2");
-    CHECK_STR(line_value("RANK"), "3"); // torchrun's names, for DDP scripts
-    CHECK_STR(line_value("WORLD_SIZE"), "4");
-    CHECK_STR(line_value("LOCAL_RANK"), "1");
-    CHECK_STR(line_value("LOCAL_WORLD_SIZE"), "2");
-    CHECK_STR(line_value("HV_GENERATION"), "2");
-    CHECK_STR(line_value("HV_NODE"), "node-x");
-    CHECK_STR(line_value("HV_CA_FILE"), "/etc/hv/tls/ca.pem"); // libhv verifies the head with it
-    CHECK_STR(line_value("CUDA_VISIBLE_DEVICES"), "1,3");
-    CHECK_STR(line_value("FOO"), "bar baz");
-    CHECK_STR(line_value("TOKEN"), "unset");
-    CHECK_STR(line_value("ARGS"), "--epochs 3");
-    CHECK_STR(line_value("DATA"), "payload");
-    CHECK_STR(line_value("MODE"), "600");
-    CHECK_STR(line_value("SUBMODE"), "755");
-    CHECK_STR(line_value("BINMODE"), "700"); // private copies: the owner's bits only
-    CHECK_STR(line_value("DIRMODE"), "700");
-    CHECK_STR(line_value("PARENTMODE"), "711"); // reachable, not listable
+    // What the worker saw: its environment, arguments, files and modes.
+    static const struct {
+        const char *name, *want;
+    } seen[] = {
+        {"HV_HEAD", "10.1.2.3:7000"},
+        {"HV_JOB_ID", "7"},
+        {"HV_WORKER_ID", "42"},
+        {"HV_RANK", "3"},
+        {"HV_SIZE", "4"},
+        {"HV_LOCAL_RANK", "1"},
+        {"HV_LOCAL_SIZE", "2"},
+        {"RANK", "3"}, // torchrun's names, for DDP scripts
+        {"WORLD_SIZE", "4"},
+        {"LOCAL_RANK", "1"},
+        {"LOCAL_WORLD_SIZE", "2"},
+        {"HV_GENERATION", "2"},
+        {"HV_NODE", "node-x"},
+        {"HV_CA_FILE", "/etc/hv/tls/ca.pem"}, // libhv verifies the head with it
+        {"CUDA_VISIBLE_DEVICES", "1,3"},
+        {"FOO", "bar baz"},
+        {"TOKEN", "unset"},
+        {"ARGS", "--epochs 3"},
+        {"DATA", "payload"},
+        {"MODE", "600"},
+        {"SUBMODE", "755"},
+        {"BINMODE", "700"}, // private copies: the owner's bits only
+        {"DIRMODE", "700"},
+        {"PARENTMODE", "711"}, // reachable, not listable
+    };
+    for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
+        const char *got = line_value(seen[i].name);
+        if (got == NULL || strcmp(got, seen[i].want) != 0) {
+            fprintf(stderr, "  %s\n", seen[i].name);
+        }
+        CHECK_STR(got, seen[i].want);
+    }
     // The directory goes once the exit is reported (on the thread pool: wait for it).
     snprintf(dir, sizeof(dir), "%s/jobs/7", work);
     for (int i = 0; i < 200 && access(dir, F_OK) == 0; i++) {
@@ -270,15 +300,20 @@ static void case_layout_env(void) {
     teardown();
 }
 
-static void case_fetch_failed(void) {
-    setup();
-    order_t o;
-    order_init(&o, 5, "ab00000000000000000000000000000000000000000000000000000000000000", "train");
-    hv_workers_spawn(wt, &o.sp);
+/* Spawns the order, which ends (within 5 s) without a process: exit code -1, no signal. */
+static void spawn_never_started(order_t *o) {
+    hv_workers_spawn(wt, &o->sp);
     CHECK(test_run_until(&loop, &exited, 1, 5000));
     CHECK_EQ(started, 0);
     CHECK_EQ(exit_code, -1);
     CHECK_EQ(term_signal, 0);
+}
+
+static void case_fetch_failed(void) {
+    setup();
+    order_t o;
+    order_init(&o, 5, "ab00000000000000000000000000000000000000000000000000000000000000", "train");
+    spawn_never_started(&o);
     CHECK(strncmp(exit_reason, "fetch failed: ", 14) == 0);
     fprintf(stderr, "  reason: %s\n", exit_reason);
     teardown();
@@ -292,11 +327,7 @@ static void case_bad_names(void) {
     for (int i = 0; i < 8; i++) {
         order_t o;
         order_init(&o, 10 + (uint64_t)i, bin, "ok");
-        o.file.name = (char *)bad[i];
-        o.file.digest = bin;
-        o.files[0] = &o.file;
-        o.sp.files = o.files;
-        o.sp.n_files = 1;
+        order_file(&o, bad[i], bin, 0);
         int before = exited;
         hv_workers_spawn(wt, &o.sp);
         CHECK_EQ(exited, before + 1); // at once
@@ -313,15 +344,10 @@ static void case_bad_names(void) {
 
 static void case_spawn_failed(void) {
     setup();
-    char bin[65];
     // A script whose interpreter does not exist: exec fails with ENOENT.
-    put_artifact("#!/nonexistent/interpreter\n", bin);
     order_t o;
-    order_init(&o, 6, bin, "prog");
-    hv_workers_spawn(wt, &o.sp);
-    CHECK(test_run_until(&loop, &exited, 1, 5000));
-    CHECK_EQ(started, 0);
-    CHECK_EQ(exit_code, -1);
+    order_script(&o, 6, "#!/nonexistent/interpreter\n", "prog");
+    spawn_never_started(&o);
     CHECK_STR(exit_reason, "spawn failed: No such file or directory");
     teardown();
 }
@@ -340,15 +366,8 @@ static void case_command(void) {
     order_init(&o, 30, script, "unused");
     o.sp.binary = NULL;
     o.sp.command = "sh";
-    o.file.name = "job.sh";
-    o.file.digest = script;
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
-    o.args[0] = "job.sh";
-    o.args[1] = "--lr=0.1";
-    o.sp.args = o.args;
-    o.sp.n_args = 2;
+    order_file(&o, "job.sh", script, 0);
+    order_args(&o, "job.sh", "--lr=0.1");
     hv_workers_spawn(wt, &o.sp);
     CHECK(test_run_until(&loop, &exited, 1, 10000));
     unsetenv("PYTHONPATH");
@@ -520,11 +539,7 @@ static void case_kill_while_fetching(void) {
     put_artifact("delivered before the kill\n", data);
     order_t o;
     order_init(&o, 11, "cd00000000000000000000000000000000000000000000000000000000000000", "big");
-    o.file.name = "data.txt";
-    o.file.digest = data;
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
+    order_file(&o, "data.txt", data, 0);
     hv_workers_spawn(wt, &o.sp);
     fetches = 0;
     CHECK(test_run_until(&loop, &fetches, 1, 5000));
@@ -569,10 +584,8 @@ static void case_kill_while_fetching(void) {
 #define MANY_PROBES_PER_ENTRY 8
 static void case_env_many(void) {
     setup();
-    char bin[65];
-    put_artifact("#!/bin/sh\necho N=$(env | grep -c '^MANY')\necho K7=$MANY7\n", bin);
     order_t o;
-    order_init(&o, 30, bin, "envy");
+    order_script(&o, 30, "#!/bin/sh\necho N=$(env | grep -c '^MANY')\necho K7=$MANY7\n", "envy");
     Hvpb__V1__KeyValue *kv = hv_calloc(MANY_ENV + 1, sizeof(*kv));
     Hvpb__V1__KeyValue **env = hv_calloc(MANY_ENV + 1, sizeof(*env));
     char(*keys)[16] = hv_calloc(MANY_ENV, sizeof(*keys));
@@ -626,12 +639,7 @@ static void case_cache_untouched(void) {
     for (uint64_t id = 40; id < 42; id++) {
         order_t o;
         order_init(&o, id, bin, "run.sh");
-        o.file.name = "tool";
-        o.file.digest = data;
-        o.file.mode = 0755;
-        o.files[0] = &o.file;
-        o.sp.files = o.files;
-        o.sp.n_files = 1;
+        order_file(&o, "tool", data, 0755);
         int before = exited;
         hv_workers_spawn(wt, &o.sp);
         CHECK(test_run_until(&loop, &exited, before + 1, 10000));
@@ -667,14 +675,8 @@ static void case_cache_pins(void) {
     hv_artifact_cache_set_max(cache, 1);
     order_t o;
     order_init(&o, 60, bin, "run.sh");
-    o.file.name = "data.txt";
-    o.file.digest = data;
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
-    o.args[0] = go;
-    o.sp.args = o.args;
-    o.sp.n_args = 1;
+    order_file(&o, "data.txt", data, 0);
+    order_args(&o, go, NULL);
     hv_workers_spawn(wt, &o.sp);
     CHECK(test_run_until(&loop, &nlines, 1, 10000));
     CHECK_EQ(started, 1);
@@ -692,11 +694,8 @@ static void case_cache_pins(void) {
     // The binary is there, the file is not (and no head to fetch it from).
     put_artifact(script, bin);
     order_init(&o, 61, bin, "run.sh");
-    o.file.name = "data.txt";
-    o.file.digest = "ef00000000000000000000000000000000000000000000000000000000000000";
-    o.files[0] = &o.file;
-    o.sp.files = o.files;
-    o.sp.n_files = 1;
+    order_file(&o, "data.txt", "ef00000000000000000000000000000000000000000000000000000000000000",
+               0);
     hv_workers_spawn(wt, &o.sp);
     CHECK(test_run_until(&loop, &exited, 2, 10000));
     CHECK_EQ(started, 1);
@@ -710,10 +709,8 @@ static void case_cache_pins(void) {
 /* An order beyond the agent's own bounds ends at once with a reason, before any work. */
 static void case_too_big(void) {
     setup();
-    char bin[65];
-    put_artifact("#!/bin/sh\nexit 0\n", bin);
     order_t o;
-    order_init(&o, 31, bin, "big");
+    order_script(&o, 31, "#!/bin/sh\nexit 0\n", "big");
     size_t n = HV_WORKERS_MAX_ENV + 1;
     Hvpb__V1__KeyValue kv = HVPB__V1__KEY_VALUE__INIT;
     kv.key = "A";
