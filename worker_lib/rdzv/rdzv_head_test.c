@@ -99,9 +99,8 @@ static void head_done(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
-static void head_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    (void)ud;
-    const Hvpb__V1__RdzvReportRequest *r = (const Hvpb__V1__RdzvReportRequest *)m;
+/* What a Report carried, kept for the case to check. */
+static void head_note_report(const Hvpb__V1__RdzvReportRequest *r) {
     atomic_store(&head.rep_bytes, r->allreduce_bytes);
     atomic_store(&head.rep_us, r->allreduce_us);
     atomic_store(&head.rep_n, r->allreduces);
@@ -118,6 +117,11 @@ static void head_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     if (atomic_load(&head.dones) == 0) {
         atomic_store(&head.report_before_done, 1);
     }
+}
+
+static void head_report(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
+    (void)ud;
+    head_note_report((const Hvpb__V1__RdzvReportRequest *)m);
     Hvpb__V1__RdzvReportReply rep = HVPB__V1__RDZV_REPORT_REPLY__INIT;
     hv_rpc_reply(c, &rep.base);
 }
@@ -295,30 +299,40 @@ static void test_join_removed_and_ended(void) {
     ASSERT_TRUE(strstr(j.err, "max-resets") != NULL);
 }
 
-/* The ring neighbours a rejoin notes as broken go with the next JoinRound, once (capped). */
-static void test_join_broken_peers(void) {
+/* Starts the fake head on any port and a client of job 5, worker 7 to it. */
+static hv_err head_and_client(hv__rdzv_t *rz) {
     int port = head_start(0);
-    ASSERT_TRUE(port > 0);
+    if (port <= 0) {
+        return HV_EUNAVAIL;
+    }
     char target[64];
     snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+    return hv__rdzv_head_client(target, 5, 7, rz);
+}
+
+/* One JoinRound of worker b at 127.0.0.1:2000 after round last_gen. */
+static hv_err join_once(hv__rdzv_t *rz, uint32_t last_gen) {
+    hv__rdzv_assignment_t a = {0};
+    hv_err rc =
+        rz->ops->join(rz->ctx, "127.0.0.1:2000", "b", last_gen, (uint32_t)hvtest_scale(30000), &a);
+    hv__rdzv_assignment_fini(&a);
+    return rc;
+}
+
+/* The ring neighbours a rejoin notes as broken go with the next JoinRound, once (capped). */
+static void test_join_broken_peers(void) {
     hv__rdzv_t rz;
-    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    ASSERT_OK(head_and_client(&rz));
     ASSERT_TRUE(rz.ops->note_broken != NULL);
     uint64_t ids[HV_RDZV_BROKEN_MAX + 2] = {11, 12, 13, 14, 15, 16, 17, 18};
     rz.ops->note_broken(rz.ctx, ids, HV_RDZV_BROKEN_MAX + 2);
-    hv__rdzv_assignment_t a = {0};
-    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 3, (uint32_t)hvtest_scale(30000), &a));
-    hv__rdzv_assignment_fini(&a);
+    ASSERT_OK(join_once(&rz, 3));
     ASSERT_EQ_INT(atomic_load(&head.n_broken), HV_RDZV_BROKEN_MAX); // capped
     ASSERT_TRUE(atomic_load(&head.broken[0]) == 11 && atomic_load(&head.broken[5]) == 16);
-    memset(&a, 0, sizeof(a));
-    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 4, (uint32_t)hvtest_scale(30000), &a));
-    hv__rdzv_assignment_fini(&a);
+    ASSERT_OK(join_once(&rz, 4));
     ASSERT_EQ_INT(atomic_load(&head.n_broken), 0); // carried once: the head has it
     rz.ops->note_broken(rz.ctx, ids + 1, 1);
-    memset(&a, 0, sizeof(a));
-    ASSERT_OK(rz.ops->join(rz.ctx, "127.0.0.1:2000", "b", 5, (uint32_t)hvtest_scale(30000), &a));
-    hv__rdzv_assignment_fini(&a);
+    ASSERT_OK(join_once(&rz, 5));
     ASSERT_EQ_INT(atomic_load(&head.n_broken), 1);
     ASSERT_TRUE(atomic_load(&head.broken[0]) == 12);
     rz.ops->destroy(rz.ctx);
@@ -372,12 +386,8 @@ static int wait_pushes(int n, double timeout_s) {
 static void test_watch(void) {
     atomic_store(&head.drop_first_watch, 1);
     atomic_store(&head.watches, 0);
-    int port = head_start(0);
-    ASSERT_TRUE(port > 0);
-    char target[64];
-    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
     hv__rdzv_t rz;
-    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    ASSERT_OK(head_and_client(&rz));
     void *w = NULL;
     ASSERT_OK(rz.ops->watch(rz.ctx, 3, on_push, NULL, &w));
     int got = wait_pushes(2, hvtest_scale(20));
@@ -404,13 +414,9 @@ static void test_report(void) {
     atomic_store(&head.dones, 0);
     atomic_store(&head.report_before_done, 0);
     atomic_store(&head.drop_first_watch, 0);
-    int port = head_start(0);
-    ASSERT_TRUE(port > 0);
-    char target[64];
-    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
     hv__figures_add_allreduce(1, 999, 1000); // before the client: not its to report
     hv__rdzv_t rz;
-    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    ASSERT_OK(head_and_client(&rz));
     hv__figures_add_allreduce(3, 1000, 2000000); // 3 tensors, 1000 bytes, 2 ms
     hv__figures_add_commit(500000);              // 0.5 ms
     ASSERT_OK(rz.ops->done(rz.ctx, 4));
@@ -441,12 +447,8 @@ static void test_report(void) {
 static void test_silent(void) {
     atomic_store(&head.reports, 0);
     atomic_store(&head.rep_n_silent, 0);
-    int port = head_start(0);
-    ASSERT_TRUE(port > 0);
-    char target[64];
-    snprintf(target, sizeof(target), "127.0.0.1:%d", port);
     hv__rdzv_t rz;
-    ASSERT_OK(hv__rdzv_head_client(target, 5, 7, &rz));
+    ASSERT_OK(head_and_client(&rz));
     double t0 = hvtest_now();
     rz.ops->note_silent(rz.ctx, 3, 42, HV_RDZV_SILENT_ACK, 560);
     ASSERT_TRUE(hvtest_now() - t0 < 0.5); // queued, not sent on the caller's thread
