@@ -51,15 +51,18 @@ static void sleep_ms(int ms) {
 
 static void collect_thread_failures(void) { hv_check_failures += atomic_exchange(&t_failures, 0); }
 
+/* c's async state, or the error that asking for it gave. */
+static ncclResult_t async_state(ncclComm_t c) {
+    ncclResult_t st = ncclInProgress;
+    ncclResult_t r = ncclCommGetAsyncError(c, &st);
+    return r != ncclSuccess ? r : st;
+}
+
 /* Polls until c leaves ncclInProgress or limit_s passes: the async state. */
 static ncclResult_t wait_comm(ncclComm_t c, double limit_s) {
     double end = now_s() + limit_s;
     for (;;) {
-        ncclResult_t st = ncclInProgress;
-        ncclResult_t r = ncclCommGetAsyncError(c, &st);
-        if (r != ncclSuccess) {
-            return r;
-        }
+        ncclResult_t st = async_state(c);
         if (st != ncclInProgress || now_s() > end) {
             return st;
         }
@@ -72,11 +75,7 @@ static ncclResult_t wait_comm(ncclComm_t c, double limit_s) {
 static ncclResult_t wait_stream(ncclComm_t c, cudaStream_t s, double limit_s) {
     double end = now_s() + limit_s;
     for (;;) {
-        ncclResult_t st = ncclInProgress;
-        ncclResult_t r = ncclCommGetAsyncError(c, &st);
-        if (r != ncclSuccess) {
-            return r;
-        }
+        ncclResult_t st = async_state(c);
         if (st != ncclSuccess && st != ncclInProgress) {
             return st;
         }
@@ -279,6 +278,27 @@ static void *host_from(const void *d, size_t bytes) {
     return h;
 }
 
+/* Reads back the n floats at device d and checks each against want(x, i); the first one that
+ * differs fails the case, named by what. */
+static void expect_f32(const rctx_t *x, const char *what, const float *d, size_t n,
+                       float (*want)(const rctx_t *x, size_t i)) {
+    float *g = host_from(d, n * sizeof(float));
+    TCHECK(g != NULL, "rank %d: %s: read back", x->rank, what);
+    for (size_t i = 0; g != NULL && i < n; i++) {
+        float w = want(x, i);
+        if (g[i] != w) {
+            TCHECK(g[i] == w, "rank %d: %s [%zu] = %g, want %g", x->rank, what, i, (double)g[i],
+                   (double)w);
+            break;
+        }
+    }
+    free(g);
+}
+
+static float want_sum_big(const rctx_t *x, size_t i) {
+    return (float)(i % 1000) * (float)x->n + (float)(x->n * (x->n - 1) / 2);
+}
+
 static void rank_allreduce_f32_big(const rctx_t *x, ncclComm_t c, cudaStream_t s) {
     size_t n = 3u << 20; // 12 MiB: many 1 MiB chunks
     float *h = malloc(n * sizeof(float));
@@ -288,20 +308,12 @@ static void rank_allreduce_f32_big(const rctx_t *x, ncclComm_t c, cudaStream_t s
     float *d = dev_from(h, n * sizeof(float));
     TCHECK(d != NULL, "cudaMalloc");
     RUN_OK(x, c, s, ncclAllReduce(d, d, n, ncclFloat32, ncclSum, c, s), "allreduce f32 sum");
-    float *got = host_from(d, n * sizeof(float));
-    float base = (float)(x->n * (x->n - 1) / 2);
-    for (size_t i = 0; got != NULL && i < n; i++) {
-        float want = (float)(i % 1000) * (float)x->n + base;
-        if (got[i] != want) {
-            TCHECK(got[i] == want, "rank %d: f32 sum [%zu] = %g, want %g", x->rank, i,
-                   (double)got[i], (double)want);
-            break;
-        }
-    }
-    free(got);
+    expect_f32(x, "f32 sum", d, n, want_sum_big);
     cudaFree(d);
     free(h);
 }
+
+static float want_avg(const rctx_t *x, size_t i) { return (float)((int)(i % 5) + x->n - 1); }
 
 static void rank_allreduce_small(const rctx_t *x, ncclComm_t c, cudaStream_t s) {
     enum { N = 777 };
@@ -360,16 +372,7 @@ static void rank_allreduce_small(const rctx_t *x, ncclComm_t c, cudaStream_t s) 
     }
     float *df = dev_from(hf, sizeof(hf));
     RUN_OK(x, c, s, ncclAllReduce(df, df, N, ncclFloat32, ncclAvg, c, s), "allreduce f32 avg");
-    float *gf = host_from(df, sizeof(hf));
-    for (int i = 0; gf != NULL && i < N; i++) {
-        float want = (float)(i % 5 + n - 1);
-        if (gf[i] != want) {
-            TCHECK(gf[i] == want, "rank %d: f32 avg [%d] = %g, want %g", r, i, (double)gf[i],
-                   (double)want);
-            break;
-        }
-    }
-    free(gf);
+    expect_f32(x, "f32 avg", df, N, want_avg);
     cudaFree(df);
 
     // float64 product, uint8 min.
@@ -407,8 +410,20 @@ static void rank_allreduce_small(const rctx_t *x, ncclComm_t c, cudaStream_t s) 
     cudaFree(du);
 }
 
+enum { BCAST_N = 300001 }; // 1.2 MB: two chunks
+
+static float want_bcast(const rctx_t *x, size_t i) {
+    (void)x;
+    return (float)i * 0.5f + 7.0f; // root 1's
+}
+
+static float want_gather(const rctx_t *x, size_t i) {
+    (void)x;
+    return (float)((int)(i / BCAST_N) * 1000000 + (int)(i % BCAST_N));
+}
+
 static void rank_broadcast_allgather(const rctx_t *x, ncclComm_t c, cudaStream_t s) {
-    size_t n = 300001; // 1.2 MB: two chunks
+    size_t n = BCAST_N;
     int r = x->rank;
     float *h = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) {
@@ -417,16 +432,7 @@ static void rank_broadcast_allgather(const rctx_t *x, ncclComm_t c, cudaStream_t
     float *send = r == 1 ? dev_from(h, n * sizeof(float)) : NULL;
     float *recv = dev_from(NULL, n * sizeof(float));
     RUN_OK(x, c, s, ncclBroadcast(send, recv, n, ncclFloat32, 1, c, s), "broadcast root 1");
-    float *g = host_from(recv, n * sizeof(float));
-    for (size_t i = 0; g != NULL && i < n; i++) {
-        float want = (float)i * 0.5f + 7.0f;
-        if (g[i] != want) {
-            TCHECK(g[i] == want, "rank %d: broadcast [%zu] = %g, want %g", r, i, (double)g[i],
-                   (double)want);
-            break;
-        }
-    }
-    free(g);
+    expect_f32(x, "broadcast", recv, n, want_bcast);
     cudaFree(send);
     cudaFree(recv);
 
@@ -436,16 +442,7 @@ static void rank_broadcast_allgather(const rctx_t *x, ncclComm_t c, cudaStream_t
     float *ag_send = dev_from(h, n * sizeof(float));
     float *ag_recv = dev_from(NULL, n * sizeof(float) * (size_t)x->n);
     RUN_OK(x, c, s, ncclAllGather(ag_send, ag_recv, n, ncclFloat32, c, s), "allgather");
-    g = host_from(ag_recv, n * sizeof(float) * (size_t)x->n);
-    for (size_t i = 0; g != NULL && i < n * (size_t)x->n; i++) {
-        float want = (float)((int)(i / n) * 1000000 + (int)(i % n));
-        if (g[i] != want) {
-            TCHECK(g[i] == want, "rank %d: allgather [%zu] = %g, want %g", r, i, (double)g[i],
-                   (double)want);
-            break;
-        }
-    }
-    free(g);
+    expect_f32(x, "allgather", ag_recv, n * (size_t)x->n, want_gather);
     cudaFree(ag_send);
     cudaFree(ag_recv);
     free(h);
