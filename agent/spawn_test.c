@@ -140,15 +140,43 @@ static int gone_within(int pid, int ms) {
     return !test_pid_alive(pid);
 }
 
+/* Starts script (sh -c) in r with env and cwd (NULL: the test's), kills its group at its first
+ * line when kill_grace >= 0 (with that grace in ms), and runs the loop until it ended or wait_ms
+ * passed. */
+static void run_to_end(run_t *r, const char *script, char *const *env, const char *cwd,
+                       int kill_grace, uint64_t wait_ms) {
+    run_init(r);
+    CHECK_RC(run_start(r, script, env, cwd), HV_OK);
+    if (kill_grace >= 0) {
+        r->kill_on_line = 1;
+        r->kill_grace = (uint32_t)kill_grace;
+    }
+    run_wait(r, wait_ms);
+}
+
+/* r's process ended, with this exit code (-1: by a signal) and signal (0: none). */
+static void check_end(const run_t *r, int exit_code, int term_signal) {
+    CHECK(r->exited);
+    CHECK_EQ(r->exit_code, exit_code);
+    CHECK_EQ(r->term_signal, term_signal);
+}
+
+/* The grandchild whose pid was r's first line is gone within 2 s (else killed, not left). */
+static void grandchild_gone(run_t *r) {
+    int gpid = r->nlines >= 1 ? atoi(r->line[0]) : 0;
+    CHECK(gpid > 0);
+    if (gpid > 0) {
+        CHECK(gone_within(gpid, 2000));
+        if (test_pid_alive(gpid)) {
+            kill(gpid, SIGKILL);
+        }
+    }
+}
+
 static void case_lines(void) {
     run_t r;
-    run_init(&r);
-    CHECK_RC(run_start(&r, "printf 'a\\nbb\\n\\nlast'; printf 'err1\\nerr-last' >&2", NULL, NULL),
-             HV_OK);
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.exit_code, 0);
-    CHECK_EQ(r.term_signal, 0);
+    run_to_end(&r, "printf 'a\\nbb\\n\\nlast'; printf 'err1\\nerr-last' >&2", NULL, NULL, -1, 5000);
+    check_end(&r, 0, 0);
     CHECK_EQ(r.nlines, 6);
     const char *out[] = {"a", "bb", "", "last"};
     const char *err[] = {"err1", "err-last"};
@@ -171,12 +199,8 @@ static void case_lines(void) {
 
 static void case_exit_code(void) {
     run_t r;
-    run_init(&r);
-    CHECK_RC(run_start(&r, "echo bye; exit 3", NULL, NULL), HV_OK);
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.exit_code, 3);
-    CHECK_EQ(r.term_signal, 0);
+    run_to_end(&r, "echo bye; exit 3", NULL, NULL, -1, 5000);
+    check_end(&r, 3, 0);
     CHECK_EQ(r.nlines, 1);
     if (r.nlines >= 1) {
         CHECK_STR(r.line[0], "bye");
@@ -186,14 +210,11 @@ static void case_exit_code(void) {
 
 static void case_long_line(void) {
     run_t r;
-    run_init(&r);
     // 40000 'x' then newline; exactly 16384 'y' then newline (no empty piece); then "tail".
-    CHECK_RC(run_start(&r,
-                       "head -c 40000 /dev/zero | tr '\\0' x; echo;"
-                       "head -c 16384 /dev/zero | tr '\\0' y; echo; echo tail",
-                       NULL, NULL),
-             HV_OK);
-    run_wait(&r, 5000);
+    run_to_end(&r,
+               "head -c 40000 /dev/zero | tr '\\0' x; echo;"
+               "head -c 16384 /dev/zero | tr '\\0' y; echo; echo tail",
+               NULL, NULL, -1, 5000);
     CHECK(r.exited);
     CHECK_EQ(r.exit_code, 0);
     CHECK_EQ(r.nlines, 5);
@@ -211,12 +232,9 @@ static void case_long_line(void) {
 
 static void case_utf8_cut(void) {
     run_t r;
-    run_init(&r);
     // 16383 ASCII bytes then "é" (2 bytes): the cut must not split the character.
-    CHECK_RC(
-        run_start(&r, "head -c 16383 /dev/zero | tr '\\0' a; printf '\\303\\251z\\n'", NULL, NULL),
-        HV_OK);
-    run_wait(&r, 5000);
+    run_to_end(&r, "head -c 16383 /dev/zero | tr '\\0' a; printf '\\303\\251z\\n'", NULL, NULL, -1,
+               5000);
     CHECK_EQ(r.nlines, 2);
     if (r.nlines == 2) {
         CHECK_EQ(r.len[0], 16383);
@@ -227,12 +245,8 @@ static void case_utf8_cut(void) {
 
 static void case_signal(void) {
     run_t r;
-    run_init(&r);
-    CHECK_RC(run_start(&r, "echo x; kill -USR1 $$; sleep 5", NULL, NULL), HV_OK);
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.exit_code, -1);
-    CHECK_EQ(r.term_signal, SIGUSR1);
+    run_to_end(&r, "echo x; kill -USR1 $$; sleep 5", NULL, NULL, -1, 5000);
+    check_end(&r, -1, SIGUSR1);
     run_fini(&r);
 }
 
@@ -253,94 +267,54 @@ static void case_env_cwd(void) {
 
 static void case_kill_group(void) {
     run_t r;
-    run_init(&r);
     // The grandchild prints its pid; a SIGTERM to the group must take it down with the leader.
-    CHECK_RC(run_start(&r, "sleep 1000 & echo $!; wait", NULL, NULL), HV_OK);
-    r.kill_on_line = 1;
-    r.kill_grace = 5000;
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.exit_code, -1);
-    CHECK_EQ(r.term_signal, SIGTERM);
+    run_to_end(&r, "sleep 1000 & echo $!; wait", NULL, NULL, 5000, 5000);
+    check_end(&r, -1, SIGTERM);
     CHECK(r.exit_ms - r.kill_ms < 2000);
-    int gpid = r.nlines >= 1 ? atoi(r.line[0]) : 0;
-    CHECK(gpid > 0);
-    if (gpid > 0) {
-        CHECK(gone_within(gpid, 2000));
-        if (test_pid_alive(gpid)) {
-            kill(gpid, SIGKILL);
-        }
-    }
+    grandchild_gone(&r);
     run_fini(&r);
 }
 
 static void case_grace_sigkill(void) {
     run_t r;
-    run_init(&r);
     // Ignores SIGTERM (and so does the grandchild, which inherits SIG_IGN).
-    CHECK_RC(run_start(&r, "trap '' TERM; sleep 1000 & echo $!; while :; do sleep 0.05; done", NULL,
-                       NULL),
-             HV_OK);
-    r.kill_on_line = 1;
-    r.kill_grace = 400;
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.exit_code, -1);
-    CHECK_EQ(r.term_signal, SIGKILL);
+    run_to_end(&r, "trap '' TERM; sleep 1000 & echo $!; while :; do sleep 0.05; done", NULL, NULL,
+               400, 5000);
+    check_end(&r, -1, SIGKILL);
     uint64_t took = r.exit_ms - r.kill_ms;
     if (took < 350 || took > 2500) {
         fprintf(stderr, "  SIGKILL came %llu ms after the kill; want about 400\n",
                 (unsigned long long)took);
         hv_check_failures++;
     }
-    int gpid = r.nlines >= 1 ? atoi(r.line[0]) : 0;
-    CHECK(gpid > 0);
-    if (gpid > 0) {
-        CHECK(gone_within(gpid, 2000));
-        if (test_pid_alive(gpid)) {
-            kill(gpid, SIGKILL);
-        }
-    }
+    grandchild_gone(&r);
     run_fini(&r);
 }
 
 static void case_kill_now(void) {
     run_t r;
-    run_init(&r);
-    CHECK_RC(run_start(&r, "trap '' TERM; echo up; sleep 1000", NULL, NULL), HV_OK);
-    r.kill_on_line = 1;
-    r.kill_grace = 0;
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.term_signal, SIGKILL);
+    run_to_end(&r, "trap '' TERM; echo up; sleep 1000", NULL, NULL, 0, 5000);
+    check_end(&r, -1, SIGKILL);
     CHECK(r.exit_ms - r.kill_ms < 1000);
     run_fini(&r);
 }
 
 static void case_stragglers_killed(void) {
     run_t r;
-    run_init(&r);
     // The leader exits at once; its background child holds stdout and must not keep the
     // worker "running".
-    CHECK_RC(run_start(&r, "sleep 1000 & echo $!; exit 7", NULL, NULL), HV_OK);
-    run_wait(&r, 5000);
-    CHECK(r.exited);
-    CHECK_EQ(r.exit_code, 7);
+    run_to_end(&r, "sleep 1000 & echo $!; exit 7", NULL, NULL, -1, 5000);
+    check_end(&r, 7, 0);
     CHECK(r.exit_ms - r.start_ms < 1500);
-    int gpid = r.nlines >= 1 ? atoi(r.line[0]) : 0;
-    CHECK(gpid > 0);
-    if (gpid > 0) {
-        CHECK(gone_within(gpid, 2000));
-    }
+    grandchild_gone(&r);
     run_fini(&r);
 }
 
 static void case_escaped_pipe_holder(void) {
     run_t r;
-    run_init(&r);
     // A grandchild in its own session keeps stdout open: exit is reported after the EOF wait.
-    CHECK_RC(run_start(&r, "setsid sleep 30 & echo $!; sleep 0.3; exit 0", NULL, NULL), HV_OK);
-    run_wait(&r, 3 * HV_PROC_EOF_WAIT_MS + 2000);
+    run_to_end(&r, "setsid sleep 30 & echo $!; sleep 0.3; exit 0", NULL, NULL, -1,
+               3 * HV_PROC_EOF_WAIT_MS + 2000);
     CHECK(r.exited);
     CHECK_EQ(r.exit_code, 0);
     uint64_t took = r.exit_ms - r.start_ms;
@@ -389,8 +363,7 @@ static void case_spawn_errors(void) {
 
 static void case_close_running(void) {
     run_t r;
-    run_init(&r);
-    CHECK_RC(run_start(&r, "echo $$; exec sleep 1000", NULL, NULL), HV_OK);
+    run_to_end(&r, "echo $$; exec sleep 1000", NULL, NULL), HV_OK);
     // Wait for the first line, then close without waiting.
     uv_timer_start(&r.guard, guard_cb, 3000, 0);
     while (r.nlines == 0 && !r.timed_out) {
@@ -410,9 +383,7 @@ static void case_many_lines(void) {
     run_init(&r);
     // Lines cross pipe read boundaries; count them all and check the last.
     CHECK_RC(
-        run_start(&r, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done", NULL, NULL),
-        HV_OK);
-    run_wait(&r, 20000);
+        run_start(&r, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done", NULL, NULL, -1, 20000);
     CHECK(r.exited);
     CHECK_EQ(r.nlines, 20000);
     run_fini(&r);
