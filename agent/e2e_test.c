@@ -297,6 +297,66 @@ static void start_with_worker(agent_t *a, char **extra) {
     CHECK(worker_pid > 0 && test_pid_alive(worker_pid));
 }
 
+/* Ends the agent's stream from the head's side with why; head_away: joins fail from now on. */
+static void cut_stream(const char *why, int head_away) {
+    if (head_away) {
+        fj.unavailable = 1;
+    }
+    hv_rpc_finish(head_call, HV_EUNAVAIL, why);
+    head_call = NULL;
+}
+
+/* An agent (token tok) running one looping worker under a lease of lease_ms. */
+static void with_lease(agent_t *a, uint32_t lease_ms) {
+    setup(looping_worker);
+    fj.lease_ms = lease_ms;
+    char *extra[] = {"--token", "tok", NULL};
+    start_with_worker(a, extra);
+}
+
+/* An agent (token tok, --drain-deadline deadline unless NULL) running one looping worker, sent
+ * SIGTERM: waits for its drain notice. The time of the SIGTERM. */
+static uint64_t draining(agent_t *a, const char *deadline) {
+    setup(looping_worker);
+    char *extra[] = {"--token", "tok", "--drain-deadline", (char *)deadline, NULL};
+    if (deadline == NULL) {
+        extra[2] = NULL;
+    }
+    start_with_worker(a, extra);
+    uint64_t t0 = hv_now_ms();
+    kill(hv_proc_pid(a->proc), SIGTERM);
+    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    return t0;
+}
+
+/* The agent ends within wait_ms, with exit status code. */
+static void agent_exits(agent_t *a, uint64_t wait_ms, int code) {
+    CHECK(test_run_until(&loop, &a->done, 1, wait_ms));
+    CHECK_EQ(a->code, code);
+}
+
+/* An agent with this join token and no worker yet (the head's workers loop if started). */
+static void idle_agent(agent_t *a, const char *token) {
+    setup(looping_worker);
+    char *extra[] = {"--token", (char *)token, NULL};
+    agent_start(a, head_addr, extra);
+}
+
+/* The one worker ended (an exit event, with this in its reason) and its process is gone. */
+static void worker_ended(const char *why) {
+    CHECK_EQ(exited_ev, 1);
+    CHECK(strstr(exit_reason, why) != NULL);
+    CHECK(!test_pid_alive(worker_pid));
+}
+
+/* Sends sig to the agent and waits (wait_ms at most) until it ended; the ms that took. */
+static uint64_t stop_agent(agent_t *a, int sig, uint64_t wait_ms) {
+    uint64_t t0 = hv_now_ms();
+    kill(hv_proc_pid(a->proc), sig);
+    CHECK(test_run_until(&loop, &a->done, 1, wait_ms));
+    return hv_now_ms() - t0;
+}
+
 static int agent_cmd(const char *cmd);
 
 /* --drain-deadline 0: SIGTERM stops at once, as before drains existed. */
@@ -309,10 +369,7 @@ static void case_ready_and_sigterm(void) {
     char want[128];
     snprintf(want, sizeof(want), "hvagent: joined %s as node e2e (id 5), 3 slots", head_addr);
     CHECK_STR(a.ready_line, want);
-    uint64_t t0 = hv_now_ms();
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    uint64_t took = hv_now_ms() - t0;
+    uint64_t took = stop_agent(&a, SIGTERM, 8000);
     CHECK_EQ(a.code, 0);
     CHECK_EQ(exited_ev, 1); // reported before the agent left
     CHECK_EQ(exit_code, 0); // the worker's trap exited 0
@@ -328,12 +385,8 @@ static void case_ready_and_sigterm(void) {
  * does not hold back an agent that is leaving, and the agent exits 0 once the worker left on
  * its own and its exit was reported. */
 static void case_sigterm_drains(void) {
-    setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "tok", "--drain-deadline", "30", NULL};
-    start_with_worker(&a, extra);
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    draining(&a, "30");
     CHECK(drain_deadline_got > 29000 && drain_deadline_got <= 30000);
     CHECK(strstr(drain_reason_got, "SIGTERM") != NULL);
     CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
@@ -367,77 +420,51 @@ static void case_sigterm_drains(void) {
 
 /* The drain deadline passes with the worker still running: it is stopped as at SIGINT. */
 static void case_drain_deadline(void) {
-    setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "tok", "--drain-deadline", "1", NULL};
-    start_with_worker(&a, extra);
-    uint64_t t0 = hv_now_ms();
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    uint64_t t0 = draining(&a, "1");
     CHECK(drain_deadline_got > 900 && drain_deadline_got <= 1000);
     CHECK(test_run_until(&loop, &a.done, 1, 8000));
     uint64_t took = hv_now_ms() - t0;
     fprintf(stderr, "  SIGTERM to exit with a 1 s deadline: %llu ms\n", (unsigned long long)took);
     CHECK(took >= 900 && took < 5000);
     CHECK_EQ(a.code, 0);
-    CHECK_EQ(exited_ev, 1);
     CHECK(got_term_line_before_exit); // SIGTERM to the worker, as at a stop
-    CHECK(strstr(exit_reason, "drain deadline (1 s) passed") != NULL);
-    CHECK(!test_pid_alive(worker_pid));
+    worker_ended("drain deadline (1 s) passed");
     CHECK(strstr(a.err, "HV-AGENT-DRAIN-DEADLINE") != NULL);
     teardown(&a);
 }
 
 /* A second SIGTERM during the drain, or SIGINT at any time, stops at once. */
 static void case_second_sigterm_and_sigint(void) {
-    setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "tok", NULL}; // the default deadline: 120 s
-    start_with_worker(&a, extra);
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    draining(&a, NULL); // the default deadline: 120 s
     CHECK_EQ(drain_deadline_got, 120000);
     test_run_for(&loop, 300);
     CHECK(test_pid_alive(worker_pid));
-    uint64_t t0 = hv_now_ms();
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    CHECK(hv_now_ms() - t0 < 4000);
+    CHECK(stop_agent(&a, SIGTERM, 8000) < 4000);
     CHECK_EQ(a.code, 0);
-    CHECK_EQ(exited_ev, 1);
     CHECK(got_term_line_before_exit);
-    CHECK(strstr(exit_reason, "SIGTERM again") != NULL);
-    CHECK(!test_pid_alive(worker_pid));
+    worker_ended("SIGTERM again");
     teardown(&a);
 
     setup(looping_worker);
     start_with_worker(&a, extra);
-    t0 = hv_now_ms();
-    kill(hv_proc_pid(a.proc), SIGINT);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    CHECK(hv_now_ms() - t0 < 4000);
+    CHECK(stop_agent(&a, SIGINT, 8000) < 4000);
     CHECK_EQ(a.code, 0);
     CHECK_EQ(drains, 0); // no drain: a plain stop
-    CHECK_EQ(exited_ev, 1);
     CHECK(got_term_line_before_exit);
-    CHECK(strstr(exit_reason, "SIGINT") != NULL);
-    CHECK(!test_pid_alive(worker_pid));
+    worker_ended("SIGINT");
     teardown(&a);
 }
 
 /* An agent without workers leaves as soon as the head has the notice; with the head away, after
  * a bounded wait. */
 static void case_sigterm_idle(void) {
-    setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "tok", NULL};
-    agent_start(&a, head_addr, extra);
+    idle_agent(&a, "tok");
     CHECK(test_run_until(&loop, &a.ready, 1, 10000));
     CHECK(test_run_until(&loop, &hellos, 1, 5000));
-    uint64_t t0 = hv_now_ms();
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &a.done, 1, 5000));
-    uint64_t took = hv_now_ms() - t0;
+    uint64_t took = stop_agent(&a, SIGTERM, 5000);
     fprintf(stderr, "  idle agent, SIGTERM to exit: %llu ms\n", (unsigned long long)took);
     CHECK(took < 2000);
     CHECK_EQ(a.code, 0);
@@ -445,16 +472,12 @@ static void case_sigterm_idle(void) {
     CHECK(strstr(a.err, "HV-AGENT-DRAIN-UNCONFIRMED") == NULL);
 
     // The head is gone: the agent cannot confirm the notice and leaves after the bounded wait.
+    char *extra[] = {"--token", "tok", NULL};
     agent_start(&a, head_addr, extra);
     CHECK(test_run_until(&loop, &hellos, 2, 8000));
-    fj.unavailable = 1;
-    hv_rpc_finish(head_call, HV_EUNAVAIL, "network cut");
-    head_call = NULL;
+    cut_stream("network cut", 1);
     test_run_for(&loop, 100);
-    t0 = hv_now_ms();
-    kill(hv_proc_pid(a.proc), SIGTERM);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    took = hv_now_ms() - t0;
+    took = stop_agent(&a, SIGTERM, 8000);
     fprintf(stderr, "  idle agent, head away, SIGTERM to exit: %llu ms\n",
             (unsigned long long)took);
     CHECK(took >= 2500 && took < 6000);
@@ -463,16 +486,22 @@ static void case_sigterm_idle(void) {
     teardown(&a);
 }
 
-/* `hvagent drain` marks the node draining; the head's undrain order clears it (and the notice is
- * not repeated on the next stream); its drain order sets it again. The agent stays throughout. */
-static void case_undrain(void) {
+/* An agent (token tok, work dir wd) drained by `hvagent drain` (SIGUSR1 through the default pid
+ * file): waits for the head to have the notice. */
+static void drained_by_cmd(agent_t *a) {
     setup(looping_worker);
-    agent_t a;
     char *extra[] = {"--token", "tok", "--work-dir", "wd", NULL};
-    agent_start(&a, head_addr, extra);
+    agent_start(a, head_addr, extra);
     CHECK(test_run_until(&loop, &hellos, 1, 8000));
     CHECK_EQ(agent_cmd("drain"), 0);
     CHECK(test_run_until(&loop, &drains, 1, 5000));
+}
+
+/* `hvagent drain` marks the node draining; the head's undrain order clears it (and the notice is
+ * not repeated on the next stream); its drain order sets it again. The agent stays throughout. */
+static void case_undrain(void) {
+    agent_t a;
+    drained_by_cmd(&a);
     CHECK_EQ(drain_deadline_got, 0); // unknown: the node is not going away
     CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
     hb_clear = 0;
@@ -480,8 +509,7 @@ static void case_undrain(void) {
     CHECK(test_run_until(&loop, &hb_clear, 1, 2000));
     CHECK_EQ(hb_draining, 0);
     // A new stream: no notice again, heartbeats still clear.
-    hv_rpc_finish(head_call, HV_EUNAVAIL, "cut");
-    head_call = NULL;
+    cut_stream("cut", 0);
     CHECK(test_run_until(&loop, &hellos, 2, 8000));
     hb_clear = 0;
     CHECK(test_run_until(&loop, &hb_clear, 2, 3000));
@@ -493,8 +521,7 @@ static void case_undrain(void) {
     CHECK(!a.done);
     CHECK(strstr(a.err, "HV-AGENT-UNDRAIN") != NULL);
     CHECK_EQ(agent_cmd("stop"), 0);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    CHECK_EQ(a.code, 0);
+    agent_exits(&a, 8000, 0);
     teardown(&a);
 }
 
@@ -509,22 +536,16 @@ static void case_shutdown_order(void) {
     m.body_case = HVPB__V1__HEAD_MSG__BODY_SHUTDOWN;
     m.shutdown = &so;
     head_send(head_call, &m);
-    CHECK(test_run_until(&loop, &a.done, 1, 10000));
-    CHECK_EQ(a.code, 0);
-    CHECK_EQ(exited_ev, 1);
+    agent_exits(&a, 10000, 0);
     CHECK_EQ(exit_signal, SIGKILL); // it ignored SIGTERM: killed after the grace
-    CHECK(strstr(exit_reason, "shutdown ordered by the head: test") != NULL);
-    CHECK(!test_pid_alive(worker_pid));
+    worker_ended("shutdown ordered by the head: test");
     teardown(&a);
 }
 
 static void case_refused_and_usage(void) {
-    setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "wrong", NULL};
-    agent_start(&a, head_addr, extra);
-    CHECK(test_run_until(&loop, &a.done, 1, 10000));
-    CHECK_EQ(a.code, 1);
+    idle_agent(&a, "wrong");
+    agent_exits(&a, 10000, 1);
     CHECK_EQ(fj.joins, 1);
     CHECK(strstr(a.err, "hvagent: the head refused to join: wrong join token for cluster "
                         "'e2e'") != NULL);
@@ -532,31 +553,24 @@ static void case_refused_and_usage(void) {
 
     char *bad[] = {"--slots", "many", NULL};
     agent_start(&a, head_addr, bad);
-    CHECK(test_run_until(&loop, &a.done, 1, 5000));
-    CHECK_EQ(a.code, 64); /* a usage error: the same shape and status in all hv tools */
+    agent_exits(&a, 5000, 64); /* a usage error: the same shape and status in all hv tools */
     CHECK(strstr(a.err, "--slots \"many\"") != NULL);
     CHECK(strstr(a.err, "(see hvagent --help)") != NULL);
 
     uint64_t t0 = hv_now_ms();
     char *dead[] = {"--token", "tok", "--connect-timeout", "1", NULL};
     agent_start(&a, "127.0.0.1:1", dead);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    CHECK_EQ(a.code, 1);
+    agent_exits(&a, 8000, 1);
     CHECK(strstr(a.err, "hvagent: cannot reach the head at 127.0.0.1:1 after 1 s") != NULL);
     CHECK(hv_now_ms() - t0 < 4000);
     teardown(&a);
 }
 
 static void case_survives_short_restart(void) {
-    setup(looping_worker);
-    fj.lease_ms = 3000;
     agent_t a;
-    char *extra[] = {"--token", "tok", NULL};
-    start_with_worker(&a, extra);
+    with_lease(&a, 3000);
     // The head "restarts": the stream ends and joins fail for a while (shorter than the lease).
-    fj.unavailable = 1;
-    hv_rpc_finish(head_call, HV_EUNAVAIL, "head restarting");
-    head_call = NULL;
+    cut_stream("head restarting", 1);
     test_run_for(&loop, 800);
     CHECK(test_pid_alive(worker_pid));
     fj.unavailable = 0;
@@ -565,21 +579,15 @@ static void case_survives_short_restart(void) {
     CHECK_EQ(hello_running_pid, worker_pid);
     CHECK(test_pid_alive(worker_pid));
     CHECK_EQ(exited_ev, 0);
-    kill(hv_proc_pid(a.proc), SIGINT);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    stop_agent(&a, SIGINT, 8000);
     CHECK_EQ(a.code, 0);
     teardown(&a);
 }
 
 static void case_lease_kills_orphans(void) {
-    setup(looping_worker);
-    fj.lease_ms = 600;
     agent_t a;
-    char *extra[] = {"--token", "tok", NULL};
-    start_with_worker(&a, extra);
-    fj.unavailable = 1;
-    hv_rpc_finish(head_call, HV_EUNAVAIL, "network cut");
-    head_call = NULL;
+    with_lease(&a, 600);
+    cut_stream("network cut", 1);
     uint64_t t0 = hv_now_ms();
     int pid = worker_pid;
     while (test_pid_alive(pid) && hv_now_ms() - t0 < 6000) {
@@ -595,9 +603,8 @@ static void case_lease_kills_orphans(void) {
     CHECK(test_run_until(&loop, &exited_ev, 1, 8000));
     CHECK(exit_after_hello);
     CHECK(strstr(exit_reason, "lease") != NULL);
-    CHECK_EQ(hello_running_id, 0);      // the new hello lists no worker
-    kill(hv_proc_pid(a.proc), SIGTERM); // no worker left: the drain ends at once
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
+    CHECK_EQ(hello_running_id, 0); // the new hello lists no worker
+    stop_agent(&a, SIGTERM, 8000); // no worker left: the drain ends at once
     CHECK_EQ(a.code, 0);
     teardown(&a);
 }
@@ -669,22 +676,15 @@ static int agent_cmd(const char *cmd) {
 }
 
 static void case_drain(void) {
-    setup(looping_worker);
     agent_t a;
-    char *extra[] = {"--token", "tok", "--work-dir", "wd", NULL};
-    agent_start(&a, head_addr, extra);
-    CHECK(test_run_until(&loop, &hellos, 1, 8000));
-    CHECK_EQ(agent_cmd("drain"), 0); // SIGUSR1 through the default pid file
-    CHECK(test_run_until(&loop, &drains, 1, 5000));
+    drained_by_cmd(&a); // SIGUSR1 through the default pid file
     CHECK(test_run_until(&loop, &hb_draining, 1, 2000));
     // The notice is repeated on the next stream.
-    hv_rpc_finish(head_call, HV_EUNAVAIL, "cut");
-    head_call = NULL;
+    cut_stream("cut", 0);
     CHECK(test_run_until(&loop, &hellos, 2, 8000));
     CHECK(test_run_until(&loop, &drains, 2, 5000));
     CHECK_EQ(agent_cmd("stop"), 0);
-    CHECK(test_run_until(&loop, &a.done, 1, 8000));
-    CHECK_EQ(a.code, 0);
+    agent_exits(&a, 8000, 0);
     CHECK_EQ(agent_cmd("stop"), 1); // nobody left to stop
     teardown(&a);
 }
