@@ -634,18 +634,8 @@ static void case_daemon_stop(void) {
     CHECK_EQ(b.code, 1);
     CHECK(strstr(b.err, "another agent") != NULL);
     // hvagent stop
-    char *argv[] = {agent_bin, "stop", "--pid-file", pidf, NULL};
-    hv_proc_opts_t o = {.file = agent_bin,
-                        .argv = argv,
-                        .cwd = tmp,
-                        .on_line = agent_line,
-                        .on_exit = agent_exit,
-                        .ud = &b};
-    memset(&b, 0, sizeof(b));
-    char err[128];
-    CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
-    CHECK(test_run_until(&loop, &b.done, 1, 15000));
-    CHECK_EQ(b.code, 0);
+    char *stop[] = {"stop", "--pid-file", pidf, NULL};
+    CHECK_EQ(agent_run(stop), 0);
     CHECK(dpid > 0 && !test_pid_alive(dpid));
     CHECK(access(pidf, F_OK) != 0); // removed on the way out
     char *log = NULL;
@@ -658,11 +648,14 @@ static void case_daemon_stop(void) {
     teardown(NULL);
 }
 
-/* Runs `hvagent <cmd> --work-dir wd` and returns its exit status. */
-static int agent_cmd(const char *cmd) {
+/* Runs `hvagent ARGS...` (args NULL-terminated, at most 8) to its end; its exit status. */
+static int agent_run(char *const *args) {
     agent_t b;
     memset(&b, 0, sizeof(b));
-    char *argv[] = {agent_bin, (char *)cmd, "--work-dir", "wd", NULL};
+    char *argv[10] = {agent_bin};
+    for (int i = 0; i < 8 && args[i] != NULL; i++) {
+        argv[i + 1] = args[i];
+    }
     hv_proc_opts_t o = {.file = agent_bin,
                         .argv = argv,
                         .cwd = tmp,
@@ -673,6 +666,12 @@ static int agent_cmd(const char *cmd) {
     CHECK_RC(hv_proc_spawn(&loop, &o, &b.proc, err, sizeof(err)), HV_OK);
     CHECK(test_run_until(&loop, &b.done, 1, 15000));
     return b.code;
+}
+
+/* Runs `hvagent <cmd> --work-dir wd` and returns its exit status. */
+static int agent_cmd(const char *cmd) {
+    char *args[] = {(char *)cmd, "--work-dir", "wd", NULL};
+    return agent_run(args);
 }
 
 static void case_drain(void) {
