@@ -89,6 +89,11 @@ static void on_line(uint64_t id, int stream, const char *line, size_t len, void 
 }
 
 /* The value of "KEY=value" among the received lines, or NULL. */
+/* A KEY=value line the worker printed, and the value it should have. */
+typedef struct line_want_s {
+    const char *name, *want;
+} line_want_t;
+
 static const char *line_value(const char *key) {
     size_t k = strlen(key);
     for (int i = 0; i < nlines && i < MAX_LINES; i++) {
@@ -256,9 +261,7 @@ static void case_layout_env(void) {
     snprintf(dir, sizeof(dir), "%s/jobs/7/w42", work);
     CHECK_STR(line_value("PWD"), dir);
     // What the worker saw: its environment, arguments, files and modes.
-    static const struct {
-        const char *name, *want;
-    } seen[] = {
+    static const line_want_t seen[] = {
         {"HV_HEAD", "10.1.2.3:7000"},
         {"HV_JOB_ID", "7"},
         {"HV_WORKER_ID", "42"},
