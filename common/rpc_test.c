@@ -185,24 +185,47 @@ static void server_down(void) {
 static void (*serve_hook)(void);
 static void serve_while(void *(*fn)(void *)) { serve_test_while(&loop, fn, serve_hook, 30000); }
 
+/* A channel to where (a failed check when it cannot be made). */
+static hv_rpc_channel_t *channel_to(const char *where) {
+    hv_rpc_channel_t *ch = NULL;
+    CHECK_RC(hv_rpc_channel_create(where, &ch), HV_OK);
+    return ch;
+}
+
+/* A reference to job id. */
+static Hvpb__V1__JobRef job_ref(uint64_t id) {
+    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    r.job_id = id;
+    return r;
+}
+
+/* A case: fn on a client thread against a server started for it. */
+static int served(void *(*fn)(void *)) {
+    server_up();
+    serve_while(fn);
+    server_down();
+    return 0;
+}
+
+/* Jobs/GetJob with r on ch, timeout_ms at most. */
+static hv_err call_get_job(hv_rpc_channel_t *ch, Hvpb__V1__JobRef *r, int timeout_ms,
+                           ProtobufCMessage **resp, hv_rpc_status_t *st) {
+    return hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r->base, &hvpb__v1__job_view__descriptor,
+                        timeout_ms, resp, st);
+}
+
 static void *unary_client(void *arg) {
     (void)arg;
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
-    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    hv_rpc_channel_t *ch = channel_to(target);
+    Hvpb__V1__JobRef r = job_ref(7);
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    r.job_id = 7;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_OK);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_OK);
     Hvpb__V1__JobView *v = (Hvpb__V1__JobView *)resp;
     CHECK(v->job_id == 7 && strcmp(v->name, "seven") == 0);
     hv_rpc_msg_free(resp);
     r.job_id = 42;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_ENOTFOUND);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_ENOTFOUND);
     CHECK(strcmp(st.msg, "no job 42") == 0);
     /* unknown method */
     CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/Nope", &r.base, &hvpb__v1__job_view__descriptor, 2000,
@@ -211,9 +234,7 @@ static void *unary_client(void *arg) {
     /* deadline: the server never answers job 99 */
     uint64_t t0 = hv_now_ms();
     r.job_id = 99;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor, 300,
-                          &resp, &st),
-             HV_ETIMEDOUT);
+    CHECK_RC(call_get_job(ch, &r, 300, &resp, &st), HV_ETIMEDOUT);
     CHECK(hv_now_ms() - t0 < 2000);
     /* oversized request is refused before sending */
     Hvpb__V1__UploadChunk big = HVPB__V1__UPLOAD_CHUNK__INIT;
@@ -239,8 +260,7 @@ static int case_unary(void) {
 #define N_STREAM 20000
 static void *stream_client(void *arg) {
     (void)arg;
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to(target);
     Hvpb__V1__WatchRequest r = HVPB__V1__WATCH_REQUEST__INIT;
     r.job_id = N_STREAM;
     hv_rpc_bstream_t *s;
@@ -277,12 +297,7 @@ static void *stream_client(void *arg) {
     return NULL;
 }
 
-static int case_stream(void) {
-    server_up();
-    serve_while(stream_client);
-    server_down();
-    return 0;
-}
+static int case_stream(void) { return served(stream_client); }
 
 /* Event-driven bidi client on the same loop as the server. */
 static int bidi_acked, bidi_status_done;
@@ -305,8 +320,7 @@ static void bidi_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
 
 static int case_bidi(void) {
     server_up();
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to(target);
     hv_rpc_client_cbs_t cbs = {&hvpb__v1__head_msg__descriptor, bidi_msg, bidi_done, NULL};
     hv_rpc_call_t *c;
     CHECK_RC(hv_rpc_call_start(eng, ch, "/hvpb.v1.Cluster/Session", HV_RPC_BIDI, NULL, 0, &cbs, &c),
@@ -338,15 +352,12 @@ static int case_bidi(void) {
 
 static void *down_client(void *arg) {
     (void)arg;
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to("127.0.0.1:1");
     Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
     uint64_t t0 = hv_now_ms();
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          5000, &resp, &st),
-             HV_EUNAVAIL);
+    CHECK_RC(call_get_job(ch, &r, 5000, &resp, &st), HV_EUNAVAIL);
     CHECK(hv_now_ms() - t0 < 2000);
     CHECK(strlen(st.msg) > 0);
     hv_rpc_channel_destroy(ch);
@@ -379,14 +390,11 @@ static int case_plain_errors(void) {
     CHECK(hv_rpc_plain_transport_error("no node has joined the cluster", "h:1", buf, sizeof(buf)) ==
           NULL);
     /* And what a real failed call carries is recognised. */
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to("127.0.0.1:1");
     Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          5000, &resp, &st),
-             HV_EUNAVAIL);
+    CHECK_RC(call_get_job(ch, &r, 5000, &resp, &st), HV_EUNAVAIL);
     CHECK(hv_rpc_plain_transport_error(st.msg, "127.0.0.1:1", buf, sizeof(buf)) != NULL);
     CHECK(strcmp(buf, "connection refused") == 0);
     hv_rpc_channel_destroy(ch);
@@ -404,14 +412,11 @@ static int case_never_connected(void) {
     close(fd); /* the port is free again: nothing listens there */
     char where[64];
     snprintf(where, sizeof(where), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(where, &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to(where);
     Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_EUNAVAIL);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_EUNAVAIL);
     CHECK(st.never_connected == 1);
     CHECK(st.refused == 1);
     CHECK(st.from_server == 0);
@@ -464,28 +469,20 @@ static int case_explained_mark(void) {
  * PERMISSION_DENIED (7) kept apart; malformed tokens are refused locally. */
 static void *bearer_client(void *arg) {
     (void)arg;
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
-    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
+    hv_rpc_channel_t *ch = channel_to(target);
+    Hvpb__V1__JobRef r = job_ref(1000000000);
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    r.job_id = 1000000000;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_EAUTH);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_EAUTH);
     CHECK(st.grpc_code == 16);
     CHECK(strcmp(st.msg, "no credential") == 0);
     CHECK_RC(hv_rpc_channel_set_token(ch, "hvc_bad"), HV_OK);
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_EPERM);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_EPERM);
     CHECK(st.grpc_code == 7);
     CHECK(strcmp(gate_seen, "hvc_bad") == 0);
     CHECK_RC(hv_rpc_channel_set_token(ch, "hvc_good"), HV_OK);
     /* passes the gate, then the handler answers NOT_FOUND */
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_ENOTFOUND);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_ENOTFOUND);
     CHECK(strcmp(gate_seen, "hvc_good") == 0);
     /* a server stream carries it too */
     Hvpb__V1__WatchRequest w = HVPB__V1__WATCH_REQUEST__INIT;
@@ -505,26 +502,17 @@ static void *bearer_client(void *arg) {
     big[sizeof(big) - 1] = '\0';
     CHECK_RC(hv_rpc_channel_set_token(ch, big), HV_EINVAL);
     CHECK_RC(hv_rpc_channel_set_token(ch, NULL), HV_OK);
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_EAUTH);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_EAUTH);
     CHECK(strcmp(gate_seen, "") == 0);
     /* below the gate's threshold: no credential needed, as before */
     r.job_id = 7;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &r.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_OK);
+    CHECK_RC(call_get_job(ch, &r, 2000, &resp, &st), HV_OK);
     hv_rpc_msg_free(resp);
     hv_rpc_channel_destroy(ch);
     return NULL;
 }
 
-static int case_bearer(void) {
-    server_up();
-    serve_while(bearer_client);
-    server_down();
-    return 0;
-}
+static int case_bearer(void) { return served(bearer_client); }
 
 static int case_bind_conflict(void) {
     server_up();
@@ -551,8 +539,7 @@ static void relisten_hook(void) {
 }
 
 static hv_err relisten_get7(hv_rpc_channel_t *ch) {
-    Hvpb__V1__JobRef r = HVPB__V1__JOB_REF__INIT;
-    r.job_id = 7;
+    Hvpb__V1__JobRef r = job_ref(7);
     ProtobufCMessage *resp = NULL;
     hv_err rc = HV_EUNAVAIL;
     /* A refused connect in the moment between listeners is retried (bounded: 3 s). */
@@ -570,8 +557,7 @@ static hv_err relisten_get7(hv_rpc_channel_t *ch) {
 #define N_RELISTEN 3000 /* lines of the stream in flight across the relisten */
 static void *relisten_client(void *arg) {
     (void)arg;
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to(target);
     CHECK_RC(relisten_get7(ch), HV_OK);
     Hvpb__V1__WatchRequest r = HVPB__V1__WATCH_REQUEST__INIT;
     r.job_id = N_RELISTEN;
@@ -629,8 +615,7 @@ static ProtobufCMessageUnknownField garbage_field = {.tag = 1,
 
 static void *garbage_client(void *arg) {
     (void)arg;
-    hv_rpc_channel_t *ch;
-    CHECK_RC(hv_rpc_channel_create(target, &ch), HV_OK);
+    hv_rpc_channel_t *ch = channel_to(target);
     const char *paths[] = {"/hvpb.v1.Jobs/GetJob", "/hvpb.v1.Jobs/Watch",
                            "/hvpb.v1.Cluster/Session"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
@@ -650,9 +635,7 @@ static void *garbage_client(void *arg) {
     ok.job_id = 7;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    CHECK_RC(hv_rpc_unary(ch, "/hvpb.v1.Jobs/GetJob", &ok.base, &hvpb__v1__job_view__descriptor,
-                          2000, &resp, &st),
-             HV_OK);
+    CHECK_RC(call_get_job(ch, &ok, 2000, &resp, &st), HV_OK);
     hv_rpc_msg_free(resp);
     hv_rpc_channel_destroy(ch);
     return NULL;
@@ -674,12 +657,7 @@ static int case_unpack_tag0(void) {
     return 0;
 }
 
-static int case_garbage(void) {
-    server_up();
-    serve_while(garbage_client);
-    server_down();
-    return 0;
-}
+static int case_garbage(void) { return served(garbage_client); }
 
 static const struct {
     const char *name;
