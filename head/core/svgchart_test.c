@@ -39,14 +39,12 @@ static int path_of(const char *svg, const char *label, char *buf, size_t len) {
 
 /* A 400x200 chart of t = 1000..1100 ms, values up to 8. */
 static hv_svg_chart_t chart_400(const char *title, const char *unit, int stacked) {
-    return (hv_svg_chart_t){.title = title,
-                            .unit = unit,
-                            .width = 400,
-                            .height = 200,
-                            .t0_ms = 1000,
-                            .t1_ms = 1100,
-                            .stacked = stacked,
-                            .y_max = 8};
+    hv_svg_chart_t c = {.title = title, .unit = unit, .stacked = stacked, .y_max = 8};
+    c.width = 400;
+    c.height = 200;
+    c.t0_ms = 1000;
+    c.t1_ms = 1100;
+    return c;
 }
 
 /* Draws the chart, which must succeed, and checks that the text is one whole <svg> element. */

@@ -152,13 +152,9 @@ typedef struct srv_opts_s {
 
 /* The test's actor class t under this name. */
 static hv_actor_class_t t_class(const char *name) {
-    hv_actor_class_t cls = HV_ACTOR_CLASS_INIT;
-    cls.name = name;
-    cls.create = t_create;
-    cls.call = t_call;
-    cls.destroy = free;
-    cls.save = t_save;
-    cls.load = t_load;
+    /* size, name, create, call, destroy, save, load, ud (HV_ACTOR_CLASS_INIT's order) */
+    hv_actor_class_t cls = {
+        sizeof(hv_actor_class_t), name, t_create, t_call, free, t_save, t_load, NULL};
     return cls;
 }
 
