@@ -228,11 +228,25 @@ static int temp_files(void) {
     return n;
 }
 
+/* A cache in dir fetching through ch with this token (a failed check: NULL). */
+static hv_artifact_cache_t *cache_on(hv_rpc_channel_t *ch, const char *token) {
+    hv_artifact_cache_t *c = NULL;
+    CHECK_RC(hv_artifact_cache_create(&loop, eng, ch, dir, token, &c), HV_OK);
+    return c;
+}
+
+/* Asks c for blob b (want_len -1: its own length) and runs the loop until the answer came to g,
+ * ms at most. */
+static void get_wait(hv_artifact_cache_t *c, int b, long long want_len, got_t *g, uint64_t ms) {
+    uint64_t len = want_len < 0 ? blobs[b].len : (uint64_t)want_len;
+    CHECK_RC(hv_artifact_get(c, blobs[b].digest, len, got_cb, g), HV_OK);
+    test_run_until(&loop, &g->done, 1, ms);
+}
+
 static void case_fetch_shared(void) {
     setup();
     blob_add(1024 * 1024 + 123, 0, 0, 0);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     got_t a = {0}, b = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
@@ -251,8 +265,7 @@ static void case_fetch_shared(void) {
     CHECK_EQ(temp_files(), 0);
     // A second request is served from disk without a call.
     got_t h = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, 0, got_cb, &h), HV_OK);
-    test_run_until(&loop, &h.done, 1, 5000);
+    get_wait(c, 0, 0, &h, 5000);
     CHECK_RC(h.rc, HV_OK);
     CHECK_EQ(fetch_calls, 1);
     hv_artifact_cache_destroy(c);
@@ -266,8 +279,7 @@ static void case_put(void) {
     up_data = NULL;
     up_have = up_total = 0;
     up_calls = up_last = up_refuse_after = 0;
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     blob_add(3 * 1024 * 1024 + 512 * 1024, 0, 0, 0);
     char path[300];
     snprintf(path, sizeof(path), "/tmp/hv-artifact-test-%d/state", (int)getpid());
@@ -310,19 +322,16 @@ static void case_put(void) {
 static void case_restart_and_damage(void) {
     setup();
     blob_add(300000, 0, 0, 0);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     got_t a = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    test_run_until(&loop, &a.done, 1, 10000);
+    get_wait(c, 0, -1, &a, 10000);
     CHECK_RC(a.rc, HV_OK);
     hv_artifact_cache_destroy(c);
 
     // A new agent process (no head at all) finds the verified file on disk.
     CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
     got_t b = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
-    test_run_until(&loop, &b.done, 1, 5000);
+    get_wait(c, 0, -1, &b, 5000);
     CHECK_RC(b.rc, HV_OK);
     hv_artifact_cache_destroy(c);
 
@@ -336,8 +345,7 @@ static void case_restart_and_damage(void) {
     }
     CHECK_RC(hv_artifact_cache_create(&loop, NULL, NULL, dir, "tok", &c), HV_OK);
     got_t d = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &d), HV_OK);
-    test_run_until(&loop, &d.done, 1, 5000);
+    get_wait(c, 0, -1, &d, 5000);
     CHECK_RC(d.rc, HV_ENOTFOUND);
     CHECK(access(a.path, F_OK) != 0);
     hv_artifact_cache_destroy(c);
@@ -345,8 +353,7 @@ static void case_restart_and_damage(void) {
     // With the head available it is fetched again.
     CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
     got_t e = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &e), HV_OK);
-    test_run_until(&loop, &e.done, 1, 10000);
+    get_wait(c, 0, -1, &e, 10000);
     CHECK_RC(e.rc, HV_OK);
     CHECK(same_content(e.path, &blobs[0]));
     hv_artifact_cache_destroy(c);
@@ -356,11 +363,9 @@ static void case_restart_and_damage(void) {
 static void case_resume(void) {
     setup();
     blob_add(700000, 0, 300 * 1024, 0);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     got_t a = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    test_run_until(&loop, &a.done, 1, 10000);
+    get_wait(c, 0, -1, &a, 10000);
     CHECK_RC(a.rc, HV_OK);
     CHECK_EQ(fetch_calls, 2);
     CHECK_EQ(last_offset, 300 * 1024);
@@ -374,8 +379,7 @@ static void case_failures(void) {
     setup();
     blob_add(200000, 1, 0, 0); // served bytes do not match the digest
     blob_add(5000, 0, 0, 0);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     got_t bad = {0}, size = {0}, missing = {0}, name = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &bad), HV_OK);
     CHECK_RC(hv_artifact_get(c, blobs[1].digest, 4999, got_cb, &size), HV_OK);
@@ -406,8 +410,7 @@ static void case_failures(void) {
     CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "wrong", &c), HV_OK);
     got_t perm = {0};
     fetch_calls = 0;
-    CHECK_RC(hv_artifact_get(c, blobs[1].digest, blobs[1].len, got_cb, &perm), HV_OK);
-    test_run_until(&loop, &perm.done, 1, 10000);
+    get_wait(c, 1, -1, &perm, 10000);
     CHECK_RC(perm.rc, HV_EPERM);
     CHECK_EQ(fetch_calls, 1);
     hv_artifact_cache_destroy(c);
@@ -419,12 +422,10 @@ static void case_unreachable(void) {
     blob_add(1000, 0, 0, 0);
     hv_rpc_channel_t *dead = NULL;
     CHECK_RC(hv_rpc_channel_create("127.0.0.1:1", &dead), HV_OK);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, dead, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(dead, "tok");
     got_t a = {0};
     uint64_t t0 = hv_now_ms();
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    test_run_until(&loop, &a.done, 1, 15000);
+    get_wait(c, 0, -1, &a, 15000);
     CHECK_RC(a.rc, HV_EUNAVAIL);
     CHECK(hv_now_ms() - t0 < 10000);
     CHECK_EQ(temp_files(), 0);
@@ -436,8 +437,7 @@ static void case_unreachable(void) {
 static void case_stop(void) {
     setup();
     blob_add(1000, 0, 0, 1);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     got_t a = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
     test_run_until(&loop, &fetch_calls, 1, 5000);
@@ -544,8 +544,7 @@ static int cached(int i) {
 /* Gets blob i and waits for the callback (HV_OK expected): the file is pinned afterwards. */
 static void get_pinned(hv_artifact_cache_t *c, int i) {
     got_t g = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[i].digest, blobs[i].len, got_cb, &g), HV_OK);
-    test_run_until(&loop, &g.done, 1, 10000);
+    get_wait(c, i, -1, &g, 10000);
     CHECK_RC(g.rc, HV_OK);
 }
 
@@ -563,8 +562,7 @@ static void case_bound_lru(void) {
     for (int i = 0; i < 3; i++) {
         blob_add(400000, 0, 0, 0);
     }
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     hv_artifact_cache_set_max(c, 1000000);
     get_pinned(c, 0);
     hv_artifact_release(c, blobs[0].digest);
@@ -603,12 +601,10 @@ static void case_pinned_stays(void) {
     setup();
     blob_add(300000, 0, 0, 0);
     blob_add(300000, 0, 0, 0);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     got_t a = {0}, b = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &a), HV_OK);
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &b), HV_OK);
-    test_run_until(&loop, &b.done, 1, 10000);
+    get_wait(c, 0, -1, &b, 10000);
     CHECK_RC(a.rc, HV_OK);
     CHECK_EQ(usage(c).pinned, 2);
     get_pinned(c, 1);
@@ -631,8 +627,7 @@ static void case_pinned_stays(void) {
     CHECK_EQ(usage(c).pinned, 0);
     // A path a worker holds is still readable while pinned: deliveries with the bound in force.
     got_t d = {0};
-    CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &d), HV_OK);
-    test_run_until(&loop, &d.done, 1, 10000);
+    get_wait(c, 0, -1, &d, 10000);
     CHECK_RC(d.rc, HV_OK);
     CHECK(same_content(d.path, &blobs[0]));
     hv_artifact_release(c, blobs[0].digest);
@@ -647,8 +642,7 @@ static void case_download_kept(void) {
     setup();
     blob_add(200000, 0, 0, 1); // never answered: stays in progress
     blob_add(200000, 0, 0, 0);
-    hv_artifact_cache_t *c = NULL;
-    CHECK_RC(hv_artifact_cache_create(&loop, eng, chan, dir, "tok", &c), HV_OK);
+    hv_artifact_cache_t *c = cache_on(chan, "tok");
     hv_artifact_cache_set_max(c, 1000);
     got_t s = {0};
     CHECK_RC(hv_artifact_get(c, blobs[0].digest, blobs[0].len, got_cb, &s), HV_OK);
