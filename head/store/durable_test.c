@@ -66,6 +66,13 @@ static hv_durable_op_t run_op(hv_durable_t *d, const hv_durable_op_t *op) {
     return out;
 }
 
+/* run_op for an operation that must succeed. */
+static hv_durable_op_t run_ok(hv_durable_t *d, const hv_durable_op_t *op) {
+    hv_durable_op_t r = run_op(d, op);
+    CHECK_RC_MSG(r.rc, HV_OK, r.err);
+    return r;
+}
+
 static hv_durable_op_t op_of(hv_durable_kind_t kind, const char *key, const char *file,
                              const char *hex, uint64_t size) {
     hv_durable_op_t op = {.kind = kind, .job_id = 7, .generation = 2, .commit = 40, .size = size};
@@ -73,6 +80,31 @@ static hv_durable_op_t op_of(hv_durable_kind_t kind, const char *key, const char
     snprintf(op.file, sizeof(op.file), "%s", file);
     snprintf(op.sha256, sizeof(op.sha256), "%s", hex);
     return op;
+}
+
+/* Reads the stored e-7-g2-c40.bin back into dst (the same as src, size bytes of digest hex); then
+ * with a wrong digest (wrong_digest) or a wrong size: refused as corrupt, nothing published; then
+ * drops it: published (where the write put it) is gone. */
+static void read_then_drop(hv_durable_t *d, const char *src, const char *dst, const char *hex,
+                           uint64_t size, int wrong_digest, const char *published) {
+    hv_durable_op_t rd = op_of(HV_DURABLE_READ, "e-7-g2-c40.bin", dst, hex, size);
+    run_ok(d, &rd);
+    CHECK(same_files(src, dst));
+    unlink(dst);
+    if (wrong_digest) {
+        rd.sha256[0] = rd.sha256[0] == 'a' ? 'b' : 'a';
+    } else {
+        rd.size = size - 1;
+    }
+    hv_durable_op_t r = run_op(d, &rd);
+    CHECK_EQ(r.rc, HV_ECORRUPT);
+    if (wrong_digest) {
+        CHECK(strstr(r.err, "digest") != NULL);
+    }
+    CHECK(access(dst, F_OK) != 0);
+    hv_durable_op_t dr = op_of(HV_DURABLE_DROP, "e-7-g2-c40.bin", "", "", 0);
+    run_ok(d, &dr);
+    CHECK(access(published, F_OK) != 0);
 }
 
 /* Write, read back (into a states directory that is gone: it is made again), a read with the
@@ -90,24 +122,10 @@ static void case_dir(void) {
         return;
     }
     hv_durable_op_t w = op_of(HV_DURABLE_WRITE, "e-7-g2-c40.bin", src, hex, 3 << 20);
-    hv_durable_op_t r = run_op(d, &w);
-    CHECK_RC_MSG(r.rc, HV_OK, r.err);
+    run_ok(d, &w);
     snprintf(final, sizeof(final), "%s/e-7-g2-c40.bin", shared);
     CHECK(same_files(src, final));
-    hv_durable_op_t rd = op_of(HV_DURABLE_READ, "e-7-g2-c40.bin", dst, hex, 3 << 20);
-    r = run_op(d, &rd);
-    CHECK_RC_MSG(r.rc, HV_OK, r.err);
-    CHECK(same_files(src, dst));
-    unlink(dst);
-    rd.sha256[0] = rd.sha256[0] == 'a' ? 'b' : 'a';
-    r = run_op(d, &rd);
-    CHECK_EQ(r.rc, HV_ECORRUPT);
-    CHECK(strstr(r.err, "digest") != NULL);
-    CHECK(access(dst, F_OK) != 0);
-    hv_durable_op_t dr = op_of(HV_DURABLE_DROP, "e-7-g2-c40.bin", "", "", 0);
-    r = run_op(d, &dr);
-    CHECK_RC_MSG(r.rc, HV_OK, r.err);
-    CHECK(access(final, F_OK) != 0);
+    read_then_drop(d, src, dst, hex, 3 << 20, 1, final);
     hv_durable_destroy(d);
 }
 
@@ -134,26 +152,13 @@ static void case_commands(void) {
             .kind = HV_DURABLE_WRITE, .job_id = 7, .generation = 2, .commit = 40, .size = 100000});
     CHECK(r.rc != HV_OK); /* no file: refused */
     hv_durable_op_t w = op_of(HV_DURABLE_WRITE, "e-7-g2-c40.bin", src, hex, 100000);
-    r = run_op(d, &w);
-    CHECK_RC_MSG(r.rc, HV_OK, r.err);
+    r = run_ok(d, &w);
     snprintf(obj, sizeof(obj), "%s/e-7-g2-c40.bin", bucket);
     CHECK(same_files(src, obj));
     char link[400];
     snprintf(link, sizeof(link), "%s.up.part", src);
     CHECK(access(link, F_OK) != 0); /* the upload's own name is gone */
-    hv_durable_op_t rd = op_of(HV_DURABLE_READ, "e-7-g2-c40.bin", dst, hex, 100000);
-    r = run_op(d, &rd);
-    CHECK_RC_MSG(r.rc, HV_OK, r.err);
-    CHECK(same_files(src, dst));
-    rd.size = 99999; /* a size that does not match: nothing published */
-    unlink(dst);
-    r = run_op(d, &rd);
-    CHECK_EQ(r.rc, HV_ECORRUPT);
-    CHECK(access(dst, F_OK) != 0);
-    hv_durable_op_t dr = op_of(HV_DURABLE_DROP, "e-7-g2-c40.bin", "", "", 0);
-    r = run_op(d, &dr);
-    CHECK_RC_MSG(r.rc, HV_OK, r.err);
-    CHECK(access(obj, F_OK) != 0);
+    read_then_drop(d, src, dst, hex, 100000, 0, obj);
     hv_durable_destroy(d);
 }
 
