@@ -42,17 +42,23 @@ static int held(void *ud, uint64_t id) {
     return id == held_id;
 }
 
+/* A store in a new temporary directory (tmp). */
+static hv_store_t *open_store(void) {
+    hv_check_tmpdir(tmp, sizeof(tmp), "/tmp/hv_history_test.XXXXXX");
+    char err[600] = "";
+    hv_store_t *s = NULL;
+    CHECK_RC_MSG(hv_store_open(tmp, &s, err, sizeof(err)), HV_OK, err);
+    return s;
+}
+
 static int exists(const char *p) {
     struct stat st;
     return stat(p, &st) == 0;
 }
 
 static void case_prune(void) {
-    snprintf(tmp, sizeof(tmp), "/tmp/hv_history_test.XXXXXX");
-    CHECK(mkdtemp(tmp) != NULL);
-    char err[600] = "", logs[300], path[6][400];
-    hv_store_t *s = NULL;
-    CHECK_RC_MSG(hv_store_open(tmp, &s, err, sizeof(err)), HV_OK, err);
+    char logs[300], path[6][400];
+    hv_store_t *s = open_store();
     snprintf(logs, sizeof(logs), "%s/logs", tmp);
     mkdir(logs, 0700);
     static const char *const states[] = {"succeeded", "failed", "cancelled", "succeeded",
@@ -125,12 +131,18 @@ static void put_artifact(hv_store_t *s, const char *digest, uint64_t created, ui
     CHECK_RC(hv_store_artifact_put(s, &a), HV_OK);
 }
 
+/* A job that succeeded, submitted at t ms and ended at t + 1, that used the two artifacts. */
+static void insert_ended(hv_store_t *s, const char *name, uint64_t t, const char *const uses[2]) {
+    hv_job_row_t j = {
+        .name = (char *)name, .state = "succeeded", .submitted_ms = t, .ended_ms = t + 1};
+    j.artifacts = uses;
+    j.nartifacts = 2;
+    CHECK_RC(hv_store_job_insert(s, &j), HV_OK);
+}
+
 static void case_artifacts(void) {
-    snprintf(tmp, sizeof(tmp), "/tmp/hv_history_test.XXXXXX");
-    CHECK(mkdtemp(tmp) != NULL);
-    char err[600] = "", dir[300], path[5][400];
-    hv_store_t *s = NULL;
-    CHECK_RC_MSG(hv_store_open(tmp, &s, err, sizeof(err)), HV_OK, err);
+    char dir[300], path[5][400];
+    hv_store_t *s = open_store();
     snprintf(dir, sizeof(dir), "%s/artifacts", tmp);
     mkdir(dir, 0700);
     CHECK_EQ(hv_store_job_artifacts_complete(s), 1); /* a new database: nothing to fill */
@@ -145,20 +157,8 @@ static void case_artifacts(void) {
     put_artifact(s, dg[4], hour, now - hour / 6, path[4], sizeof(path[4]));
     /* Job 1 (old, pruned) used aa and cc; job 2 (kept) uses bb and cc. */
     const char *const uses1[] = {dg[0], dg[2]}, *const uses2[] = {dg[1], dg[2]};
-    hv_job_row_t j1 = {.name = "old",
-                       .state = "succeeded",
-                       .submitted_ms = 1,
-                       .ended_ms = 2,
-                       .artifacts = uses1,
-                       .nartifacts = 2};
-    hv_job_row_t j2 = {.name = "kept",
-                       .state = "succeeded",
-                       .submitted_ms = 3,
-                       .ended_ms = 4,
-                       .artifacts = uses2,
-                       .nartifacts = 2};
-    CHECK_RC(hv_store_job_insert(s, &j1), HV_OK);
-    CHECK_RC(hv_store_job_insert(s, &j2), HV_OK);
+    insert_ended(s, "old", 1, uses1);
+    insert_ended(s, "kept", 3, uses2);
     hv_history_policy_t p = {.max_jobs = 1, .artifact_grace_s = 3600};
     size_t pruned = 0;
     CHECK_RC(hv_history_prune(s, tmp, &p, now, 1, NULL, NULL, &pruned), HV_OK);
