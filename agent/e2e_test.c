@@ -358,6 +358,7 @@ static uint64_t stop_agent(agent_t *a, int sig, uint64_t wait_ms) {
 }
 
 static int agent_cmd(const char *cmd);
+static int agent_run(char *const *args);
 
 /* --drain-deadline 0: SIGTERM stops at once, as before drains existed. */
 static void case_ready_and_sigterm(void) {
@@ -448,6 +449,7 @@ static void case_second_sigterm_and_sigint(void) {
     teardown(&a);
 
     setup(looping_worker);
+    char *extra[] = {"--token", "tok", NULL};
     start_with_worker(&a, extra);
     CHECK(stop_agent(&a, SIGINT, 8000) < 4000);
     CHECK_EQ(a.code, 0);

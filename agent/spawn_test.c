@@ -363,7 +363,8 @@ static void case_spawn_errors(void) {
 
 static void case_close_running(void) {
     run_t r;
-    run_to_end(&r, "echo $$; exec sleep 1000", NULL, NULL), HV_OK);
+    run_init(&r);
+    CHECK_RC(run_start(&r, "echo $$; exec sleep 1000", NULL, NULL), HV_OK);
     // Wait for the first line, then close without waiting.
     uv_timer_start(&r.guard, guard_cb, 3000, 0);
     while (r.nlines == 0 && !r.timed_out) {
@@ -380,10 +381,9 @@ static void case_close_running(void) {
 
 static void case_many_lines(void) {
     run_t r;
-    run_init(&r);
     // Lines cross pipe read boundaries; count them all and check the last.
-    CHECK_RC(
-        run_start(&r, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done", NULL, NULL, -1, 20000);
+    run_to_end(&r, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done", NULL, NULL, -1,
+               20000);
     CHECK(r.exited);
     CHECK_EQ(r.nlines, 20000);
     run_fini(&r);
