@@ -791,16 +791,23 @@ static void case_handback(void) {
     }
 }
 
+/* Two one-slot types: spot (0.1/h) and ondemand (0.4/h), at most 10 each. */
+static const hv_as_type_t SPOT_OD[] = {
+    {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
+    {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
+};
+
+static hv_as_config_t cfg_spot_od(void) {
+    hv_as_config_t c = cfg();
+    c.types = SPOT_OD;
+    c.ntypes = 2;
+    return c;
+}
+
 /* Rule 7: the replacement that has joined is not given back as idle while it waits for the
  * drain. */
 static void case_handback_held(void) {
-    hv_as_type_t types[] = {
-        {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
-        {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
-    };
-    hv_as_config_t c = cfg();
-    c.types = types;
-    c.ntypes = 2;
+    hv_as_config_t c = cfg_spot_od();
     c.handback = 1;
     hv_as_type_state_t ts[2] = {{0}};
     hv_as_instance_t in[] = {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
@@ -1070,13 +1077,7 @@ static void case_fallback_delay(void) {
          0, 1, 1, 60, "L1", "a ondemand node"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        hv_as_type_t types[] = {
-            {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
-            {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
-        };
-        hv_as_config_t c = cfg();
-        c.types = types;
-        c.ntypes = 2;
+        hv_as_config_t c = cfg_spot_od();
         c.max_nodes = 10;
         c.fallback_delay_s = rows[i].delay_s;
         hv_as_type_state_t ts[2] = {{0}};

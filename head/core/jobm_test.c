@@ -1124,6 +1124,9 @@ static void case_suspect_heard_again_waits(void) {
     CHECK(!W[2].removed && !W[3].removed);
 }
 
+/* An elastic job of 4 (1..4) on A, B, C and D, its first round formed. */
+static void four_running(void) { four_running(); }
+
 /* The seed-766 case: A and B have preemption notices (members kept until replacements hold the
  * state), C and D vanish without one. A rollback round forms from A and B after the grace,
  * and A and B stay: nobody else holds the state. Replacements join a round with them; the job
@@ -1131,14 +1134,7 @@ static void case_suspect_heard_again_waits(void) {
  * is up (the job does not drop to 2 while C's and D's replacements are on their way), then
  * leave. */
 static void case_notice_members_stay_when_others_vanish(void) {
-    job(1, 4, 1, 4, 20);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    place(NODE_C, 1);
-    place(NODE_D, 1);
-    start_all();
-    join_all();
-    hv_jm_out_reset(&O);
+    four_running();
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 3000, now, &O);
     hv_jm_drain(&J, NODE_B, "node b: preemption notice", now + 3000, now, &O);
     CHECK(W[0].evict && W[1].evict);
@@ -1183,14 +1179,7 @@ static void case_notice_members_stay_when_others_vanish(void) {
  * while the job is not beyond its target: E's arrival (for D) keeps the round at 4 with A, and
  * only F's (for A) puts the job beyond it, when A leaves. */
 static void case_notice_member_stays_until_its_replacement(void) {
-    job(1, 4, 1, 4, 20);
-    place(NODE_A, 1);
-    place(NODE_B, 1);
-    place(NODE_C, 1);
-    place(NODE_D, 1);
-    start_all();
-    join_all();
-    hv_jm_out_reset(&O);
+    four_running();
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 10000, now, &O);
     CHECK(W[0].evict);
     hv_jm_suspect(&J, NODE_D, "its agent's session closed", now + 500, now, &O);
