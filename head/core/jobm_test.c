@@ -1125,7 +1125,16 @@ static void case_suspect_heard_again_waits(void) {
 }
 
 /* An elastic job of 4 (1..4) on A, B, C and D, its first round formed. */
-static void four_running(void) { four_running(); }
+static void four_running(void) {
+    job(1, 4, 1, 4, 20);
+    place(NODE_A, 1);
+    place(NODE_B, 1);
+    place(NODE_C, 1);
+    place(NODE_D, 1);
+    start_all();
+    join_all();
+    hv_jm_out_reset(&O);
+}
 
 /* The seed-766 case: A and B have preemption notices (members kept until replacements hold the
  * state), C and D vanish without one. A rollback round forms from A and B after the grace,
