@@ -80,6 +80,10 @@ int hv_as_config_valid(const hv_as_config_t *c, char *err, size_t errlen) {
         hv_errf(err, errlen, "max_launch_failures must be at least 1");
         return 0;
     }
+    if (c->fallback_delay_s > 7u * 86400u) {
+        hv_errf(err, errlen, "fallback_delay_s %u: at most 604800 (a week)", c->fallback_delay_s);
+        return 0;
+    }
     if (!(c->spare_per_hour >= 0) || !isfinite(c->spare_per_hour)) {
         hv_errf(err, errlen, "spare_preemptions_per_hour must be a number >= 0");
         return 0;
@@ -176,6 +180,9 @@ static int count_failure(const hv_as_config_t *c, hv_as_type_state_t *ts, size_t
                          uint64_t now_ms, const char *why, hv_as_action_t *aside) {
     hv_as_type_state_t *s = &ts[type];
     s->failures++;
+    if (s->short_since_ms == 0) {
+        s->short_since_ms = now_ms ? now_ms : 1; /* rule 9: short of capacity since */
+    }
     if (s->aside_until_ms != 0 || s->failures < c->max_launch_failures) {
         return 0;
     }
@@ -205,6 +212,7 @@ int hv_as_launch_failed(const hv_as_config_t *c, hv_as_type_state_t *ts, size_t 
 void hv_as_joined(hv_as_type_state_t *ts, size_t type) {
     if (ts != NULL) {
         ts[type].failures = 0;
+        ts[type].short_since_ms = 0;
     }
 }
 
@@ -304,9 +312,29 @@ static uint32_t take_pool(const hv_as_config_t *c, count_t *k, size_t t, uint32_
     return got;
 }
 
+/* Rule 9: an earlier preemptible type, cheaper than t, short of capacity for less than
+ * fallback_delay_s at now_ms, that a running job's demand d waits for; c->ntypes when none. */
+static size_t delayed_for(const hv_as_config_t *c, const hv_as_type_state_t *ts, size_t t,
+                          const hv_as_demand_t *d, uint64_t now_ms) {
+    if (c->fallback_delay_s == 0 || !d->running) {
+        return c->ntypes;
+    }
+    uint64_t delay_ms = (uint64_t)c->fallback_delay_s * 1000u;
+    for (size_t p = 0; p < t; p++) {
+        const hv_as_type_t *y = &c->types[p];
+        uint64_t since = ts[p].short_since_ms;
+        if (y->preemptible && y->price_per_hour < c->types[t].price_per_hour && since != 0 &&
+            (now_ms < since || now_ms - since < delay_ms) && hv_as_fit_demand(y, d) > 0) {
+            return p;
+        }
+    }
+    return c->ntypes;
+}
+
 /* Why type t cannot take a node of this demand now, or NULL when it can. */
 static const char *type_blocked(const hv_as_config_t *c, const hv_as_type_state_t *ts,
-                                const count_t *k, size_t t, const hv_as_demand_t *d) {
+                                const count_t *k, size_t t, const hv_as_demand_t *d,
+                                uint64_t now_ms) {
     if (!labels_have(c->types[t].labels, d->labels)) {
         return "lacks its labels";
     }
@@ -318,6 +346,9 @@ static const char *type_blocked(const hv_as_config_t *c, const hv_as_type_state_
     }
     if (k->exist[t] >= c->types[t].max_nodes) {
         return "at its max_nodes";
+    }
+    if (delayed_for(c, ts, t, d, now_ms) < c->ntypes) {
+        return "waits out fallback_delay_s while a cheaper preemptible type is short";
     }
     return NULL;
 }
@@ -347,7 +378,7 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
         size_t pick = c->ntypes;
         char skipped[HV_AS_REASON / 2] = "";
         for (size_t t = 0; t < c->ntypes; t++) {
-            const char *why = type_blocked(c, ts, k, t, d);
+            const char *why = type_blocked(c, ts, k, t, d, now_ms);
             if (why == NULL) {
                 pick = t;
                 break;
@@ -376,7 +407,6 @@ static int serve(const hv_as_config_t *c, const hv_as_type_state_t *ts, count_t 
                 what, rem, c->types[pick].name, fit, skipped[0] ? "; skipped " : "", skipped);
         launched(c, k, pick);
         rem -= take_pool(c, k, pick, rem, d);
-        (void)now_ms;
     }
     return 0;
 }

@@ -44,6 +44,13 @@
  *     spare_per_hour, spare_nodes idle nodes of it are kept (launched within max_nodes, and
  *     not given back by rule 6), so that a preempted worker's replacement has a node at once
  *     instead of a boot. The spare costs what any instance costs (the cost report counts it).
+ *  9. Delayed fallback (fallback_delay_s > 0): a job that runs (a demand with running set: its
+ *     growth, or replacements for its lost or noticed workers) is not given nodes of a type
+ *     dearer than an earlier preemptible type in fallback order while that type has been short
+ *     of capacity (its launches refused: hv_as_type_state_t.short_since_ms, cleared when one of
+ *     its nodes joins) for less than fallback_delay_s: the job goes on smaller on the cheap nodes
+ *     it has, and a short dip costs no dear node bought for the rest of its boot and hand-back.
+ *     A job that does not run (waiting to start, or with no worker left) falls back at once.
  */
 #ifndef HV_AUTOSCALER_POLICY_H
 #define HV_AUTOSCALER_POLICY_H
@@ -80,6 +87,7 @@ typedef struct hv_as_config_s {
     double spare_per_hour;        /* rule 8: preemptions per hour that call for a spare; 0: off */
     uint32_t spare_nodes;         /* rule 8: idle spare nodes kept (0 is taken as 1) */
     uint32_t spare_window_s;      /* rule 8: the rate's time constant (0 is taken as 3600) */
+    uint32_t fallback_delay_s;    /* rule 9: a running job's dearer fallback waits this long */
 } hv_as_config_t;
 
 /* A type's launch record (the caller stores it; zeroed = clean). */
@@ -88,6 +96,8 @@ typedef struct hv_as_type_state_s {
     uint64_t aside_until_ms; /* 0: usable; else set aside until then */
     double preempt_score;    /* rule 8: preemptions, decayed to preempt_at_ms */
     uint64_t preempt_at_ms;  /* when preempt_score was last updated */
+    uint64_t short_since_ms; /* rule 9: its first refused launch since one of its nodes last
+                              * joined (0: not short) */
 } hv_as_type_state_t;
 
 typedef enum hv_as_inst_state_e {
@@ -118,6 +128,7 @@ typedef struct hv_as_demand_s {
     const char *what;   /* for reasons: "job 3 (grow to 8)"; borrowed, may be NULL */
     uint64_t memory_mb; /* per worker (an actor's demand); 0: none */
     const char *labels; /* "k=v,k=v" a node must carry (an actor's); NULL or "": none */
+    int running;        /* rule 9: the job runs (at least one live worker) */
 } hv_as_demand_t;
 
 typedef enum hv_as_action_kind_e {

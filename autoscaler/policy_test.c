@@ -791,16 +791,23 @@ static void case_handback(void) {
     }
 }
 
+/* Two one-slot types: spot (0.1/h) and ondemand (0.4/h), at most 10 each. */
+static const hv_as_type_t SPOT_OD[] = {
+    {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
+    {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
+};
+
+static hv_as_config_t cfg_spot_od(void) {
+    hv_as_config_t c = cfg();
+    c.types = SPOT_OD;
+    c.ntypes = 2;
+    return c;
+}
+
 /* Rule 7: the replacement that has joined is not given back as idle while it waits for the
  * drain. */
 static void case_handback_held(void) {
-    hv_as_type_t types[] = {
-        {.name = "spot", .slots = 1, .preemptible = 1, .price_per_hour = 0.1, .max_nodes = 10},
-        {.name = "ondemand", .slots = 1, .price_per_hour = 0.4, .max_nodes = 10},
-    };
-    hv_as_config_t c = cfg();
-    c.types = types;
-    c.ntypes = 2;
+    hv_as_config_t c = cfg_spot_od();
     c.handback = 1;
     hv_as_type_state_t ts[2] = {{0}};
     hv_as_instance_t in[] = {{.id = 1, .type = 1, .state = HV_AS_RUNNING, .workers = 1},
@@ -1045,6 +1052,73 @@ static void case_config(void) {
     }
 }
 
+/* Rule 9: a running job's dearer fallback waits fallback_delay_s while spot is short. Types:
+ * spot (1 slot, 0.1/h, set aside: its launches were refused), ondemand (1 slot, 0.4/h); the
+ * delay 60 s; the decision at 100 s. */
+static void case_fallback_delay(void) {
+    static const struct {
+        const char *name;
+        uint64_t short_since_s; /* spot short since (0: not short) */
+        int spot_aside, running;
+        uint32_t delay_s;
+        const char *want, *reason; /* the actions; a phrase of the first one's reason */
+    } rows[] = {
+        {"short for 10 s of 60: the running job waits (unmet, says why)", 90, 1, 1, 60, "U",
+         "ondemand waits out fallback_delay_s"},
+        {"short for 60 s: on demand is bought", 40, 1, 1, 60, "L1", "skipped spot set aside"},
+        {"short for 90 s: on demand is bought", 10, 1, 1, 60, "L1", "a ondemand node"},
+        {"a job that does not run (no worker, or waiting to start) falls back at once", 90, 1, 0,
+         60, "L1", "a ondemand node"},
+        {"delay off (0): on demand at once, as before", 90, 1, 1, 0, "L1", "a ondemand node"},
+        {"spot usable (its set-aside ended, probed again): spot is launched", 90, 0, 1, 60, "L0",
+         "a spot node"},
+        {"spot set aside with no shortage on record (a restarted head: the clock is in memory): "
+         "on demand at once",
+         0, 1, 1, 60, "L1", "a ondemand node"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hv_as_config_t c = cfg_spot_od();
+        c.max_nodes = 10;
+        c.fallback_delay_s = rows[i].delay_s;
+        hv_as_type_state_t ts[2] = {{0}};
+        ts[0].short_since_ms = rows[i].short_since_s * S;
+        ts[0].aside_until_ms = rows[i].spot_aside ? 1000 * S : 0;
+        hv_as_demand_t d = {
+            .workers = 1, .slots_per_worker = 1, .what = "job 1", .running = rows[i].running};
+        hv_as_instance_t inst[] = {{.id = 1, .type = 0, .state = HV_AS_RUNNING, .workers = 1}};
+        hv_as_action_t out[8];
+        size_t n = hv_as_decide(&c, ts, inst, 1, &d, 1, 100 * S, out, 8);
+        char got[64];
+        summary(out, n, got, sizeof(got));
+        if (strcmp(got, rows[i].want) != 0 || n == 0 ||
+            strstr(out[0].reason, rows[i].reason) == NULL) {
+            fprintf(stderr, "row '%s': %s\n", rows[i].name, n ? out[0].reason : "(none)");
+        }
+        CHECK_STR(got, rows[i].want);
+        CHECK(n > 0 && strstr(out[0].reason, rows[i].reason) != NULL);
+    }
+}
+
+/* Rule 9's clock: the first refused launch starts it, a later one keeps it, a join clears it. */
+static void case_short_since(void) {
+    hv_as_config_t c = cfg();
+    hv_as_type_state_t ts[3] = {{0}};
+    CHECK_EQ(hv_as_launch_failed(&c, ts, 0, 5 * S, "no capacity", NULL), 0);
+    CHECK_EQ(ts[0].short_since_ms, 5 * S);
+    (void)hv_as_launch_failed(&c, ts, 0, 9 * S, "no capacity", NULL);
+    CHECK_EQ(ts[0].short_since_ms, 5 * S);
+    CHECK_EQ(ts[1].short_since_ms, 0);
+    hv_as_joined(ts, 0);
+    CHECK_EQ(ts[0].short_since_ms, 0);
+    CHECK_EQ(ts[0].failures, 0);
+    char err[200] = "";
+    c.fallback_delay_s = 604801;
+    CHECK_EQ(hv_as_config_valid(&c, err, sizeof(err)), 0);
+    CHECK_STR(err, "fallback_delay_s 604801: at most 604800 (a week)");
+    c.fallback_delay_s = 604800;
+    CHECK_EQ(hv_as_config_valid(&c, err, sizeof(err)), 1);
+}
+
 HV_CHECK_MAIN(NULL, NULL, {"demand", case_demand}, {"reasons", case_reasons},
               {"min_nodes", case_min_nodes}, {"cluster_min", case_cluster_min}, {"lost", case_lost},
               {"upscaling_speed", case_upscaling_speed}, {"gpu_fit", case_gpu_fit},
@@ -1052,4 +1126,5 @@ HV_CHECK_MAIN(NULL, NULL, {"demand", case_demand}, {"reasons", case_reasons},
               {"launch_timeout_and_set_aside", case_launch_timeout_and_set_aside},
               {"timeout_sets_aside", case_timeout_sets_aside}, {"idle", case_idle},
               {"full_array", case_full_array}, {"config", case_config}, {"handback", case_handback},
-              {"handback_held", case_handback_held}, {"spare", case_spare})
+              {"handback_held", case_handback_held}, {"spare", case_spare},
+              {"fallback_delay", case_fallback_delay}, {"short_since", case_short_since})

@@ -131,6 +131,7 @@ static const config_opt_t config_opts[] = {
      2000000000},
     {"autoscaler", "spare_nodes", CFG_U32, CFG_OFF(autoscaler.spare_nodes), 1, 100000},
     {"autoscaler", "spare_window_s", CFG_U32, CFG_OFF(autoscaler.spare_window_s), 1, 604800},
+    {"autoscaler", "fallback_delay_s", CFG_U32, CFG_OFF(autoscaler.fallback_delay_s), 0, 604800},
     {"autoscaler", "node_types", CFG_NODE_TYPES, 0, 0, 0},
     {"autoscaler", "fallback", CFG_NAME_LIST, 0, 0, 0},
     {"autoscaler", "spot_sim", CFG_MAP, 0, 0, 0},

@@ -147,6 +147,7 @@ typedef struct hv_head_config_s {
         double spare_per_hour;        /* key spare_preemptions_per_hour: 0 (off) */
         uint32_t spare_nodes;         /* spares kept while the rate is high; 1 */
         uint32_t spare_window_s;      /* the measured rate's time constant; 3600 */
+        uint32_t fallback_delay_s;    /* a running job waits this long for short spot; 0 */
         hv_head_node_type_t *types;   /* in fallback order; never empty once loaded (without
                                        * node_types: one type "local", or "spot" for spot-sim,
                                        * of local.slots slots) */

@@ -156,6 +156,7 @@ static void test_autoscaler(void) {
     CHECK_EQ(c.autoscaler.launch_timeout_s, 60);
     CHECK_EQ(c.autoscaler.max_launch_failures, 2);
     CHECK_EQ(c.autoscaler.set_aside_s, 30);
+    CHECK_EQ(c.autoscaler.fallback_delay_s, 120);
     CHECK_EQ(c.autoscaler.ntypes, 3);
     /* fallback: spot-a, spot-b first, then ondemand (file order for the rest) */
     const hv_head_node_type_t *a = &c.autoscaler.types[0], *b = &c.autoscaler.types[1],
@@ -454,6 +455,11 @@ static const bad_case_t bad_cases[] = {
      "4:16",
      {"a.slots"},
      "key 'autoscaler.node_types.a.slots': expected a scalar, got a sequence"},
+    {"bad_fallback_delay.yaml",
+     HV_EINVAL,
+     "3:21",
+     {"fallback_delay_s"},
+     "key 'autoscaler.fallback_delay_s': value '604801' is out of range (0..604800)"},
     {"bad_fallback_unknown.yaml",
      HV_EINVAL,
      "5:17",

@@ -634,12 +634,33 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
 static void open_round(hv_jm_job_t *j, const char *reason, hv_ev_reason_t code, int rollback,
                        uint64_t now, hv_jm_out_t *out);
 
-/* Members kept on a draining node to hold the state leave, if others hold it: all of them once a
- * round with workers elsewhere has formed (they synced the state to them at its start), or, with
- * only_due, those whose time after a preemption notice is up (no replacement came in time). */
+/* Members kept on a draining node to hold the state leave, if others hold it: once a round with
+ * workers elsewhere has formed (they synced the state to them at its start), those kept without a
+ * time bound, and of those kept until a notice's end only as many as the job has beyond its
+ * target (their replacements took their places: the soonest to go first; the others keep
+ * training until a replacement comes or their time is up); or, with only_due, those whose time
+ * after a preemption notice is up (no replacement came in time). */
 static int leaves_now(const hv_jm_worker_t *w, int only_due, uint64_t now) {
     return live(w) && !w->removed && w->evict &&
            (!only_due || (w->evict_until != 0 && now >= w->evict_until));
+}
+
+/* w is the kept member (bounded by a notice) whose time is up first (ties: the first in the
+ * job's order) among those still in generation cg. */
+static int soonest_kept(const hv_jm_job_t *j, const hv_jm_worker_t *w, uint32_t cg, uint64_t now) {
+    int before = 1;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *o = j->w[i];
+        if (o == w) {
+            before = 0;
+            continue;
+        }
+        if (leaves_now(o, 0, now) && o->member_gen == cg && o->evict_until != 0 &&
+            (o->evict_until < w->evict_until || (before && o->evict_until == w->evict_until))) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *out) {
@@ -655,13 +676,35 @@ static void leave_kept(hv_jm_job_t *j, int only_due, uint64_t now, hv_jm_out_t *
         hv_job_state_terminal(j->state) || completing(j)) {
         return;
     }
+    /* Beyond its target by (after the round that brought replacements in): so many may go. */
+    size_t members = 0, target = hv_jm_target(&j->p), surplus;
     for (size_t i = 0; i < j->nw; i++) {
-        hv_jm_worker_t *w = j->w[i];
-        if (leaves_now(w, only_due, now)) {
+        members += j->w[i]->member_gen == cg && live(j->w[i]) && !j->w[i]->removed;
+    }
+    surplus = members > target ? members - target : 0;
+    leaving = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < j->nw; i++) {
+            hv_jm_worker_t *w = j->w[i];
+            if (!leaves_now(w, only_due, now) || w->member_gen != cg) {
+                continue;
+            }
+            if (!only_due && w->evict_until != 0) {
+                if (pass == 0 || surplus == 0 || !soonest_kept(j, w, cg, now)) {
+                    continue;
+                }
+            } else if (pass == 1) {
+                continue;
+            }
             w->removed = 1;
             w->leaving = 1;
             mark(w);
+            surplus -= surplus > 0;
+            leaving++;
         }
+    }
+    if (leaving == 0) {
+        return;
     }
     char reason[200];
     snprintf(reason, sizeof(reason),
@@ -1381,7 +1424,9 @@ void hv_jm_drain(hv_jm_job_t *j, uint64_t node_id, const char *why, uint64_t hol
     if (j->p.elastic && members_here > 0 && holders_elsewhere == 0) {
         /* Removing them would lose the training state: they stay as its holders until workers
          * elsewhere (placed as the job grows) have joined a round and received it. */
-        keep_members(j, node_id, cg, 0, out);
+        /* With a notice's time, bounded by it: once others hold the state they may stay as
+         * members until replacements come (leave_kept). */
+        keep_members(j, node_id, cg, hold_until > now ? hold_until : 0, out);
         act_event(out, "job.note", NULL,
                   "job %llu keeps its %zu workers on draining node %s until workers elsewhere "
                   "hold the training state",

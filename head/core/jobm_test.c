@@ -1124,11 +1124,8 @@ static void case_suspect_heard_again_waits(void) {
     CHECK(!W[2].removed && !W[3].removed);
 }
 
-/* The seed-766 case: A and B have preemption notices (members kept until replacements hold the
- * state), C and D vanish without one. A rollback round forms from A and B after the grace,
- * and A and B stay: nobody else holds the state. Replacements join a round with them, and only
- * then do A and B leave. */
-static void case_notice_members_stay_when_others_vanish(void) {
+/* An elastic job of 4 (1..4) on A, B, C and D, its first round formed. */
+static void four_running(void) {
     job(1, 4, 1, 4, 20);
     place(NODE_A, 1);
     place(NODE_B, 1);
@@ -1137,6 +1134,16 @@ static void case_notice_members_stay_when_others_vanish(void) {
     start_all();
     join_all();
     hv_jm_out_reset(&O);
+}
+
+/* The seed-766 case: A and B have preemption notices (members kept until replacements hold the
+ * state), C and D vanish without one. A rollback round forms from A and B after the grace,
+ * and A and B stay: nobody else holds the state. Replacements join a round with them; the job
+ * is then at its target (4), not beyond it, so A and B keep training until their notice's time
+ * is up (the job does not drop to 2 while C's and D's replacements are on their way), then
+ * leave. */
+static void case_notice_members_stay_when_others_vanish(void) {
+    four_running();
     hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 3000, now, &O);
     hv_jm_drain(&J, NODE_B, "node b: preemption notice", now + 3000, now, &O);
     CHECK(W[0].evict && W[1].evict);
@@ -1165,11 +1172,60 @@ static void case_notice_members_stay_when_others_vanish(void) {
     CHECK_EQ(J.size, 4);
     CHECK_EQ(J.generation, 3);
     hv_jm_out_reset(&O);
-    hv_jm_tick(&J, now, &O); /* then a round without A and B */
+    hv_jm_tick(&J, now, &O); /* not beyond the target: A and B stay members */
+    CHECK(!W[0].removed && !W[1].removed);
+    CHECK_EQ(J.generation, 3);
+    CHECK_EQ(hv_jm_wants(&J), 2); /* their replacements, still */
+    now += 2600;                  /* their notice's time is up: a round without A and B */
+    hv_jm_tick(&J, now, &O);
     CHECK(W[0].removed && W[1].removed);
     CHECK_EQ(J.generation, 4);
     CHECK_EQ(J.round_rollback, 0);
     CHECK_EQ(J.state, HV_JOB_RUNNING);
+}
+
+/* Make before break with a loss beside a notice: A has a notice, D vanishes. A stays a member
+ * while the job is not beyond its target: E's arrival (for D) keeps the round at 4 with A, and
+ * only F's (for A) puts the job beyond it, when A leaves. */
+static void case_notice_member_stays_until_its_replacement(void) {
+    four_running();
+    hv_jm_drain(&J, NODE_A, "node a: preemption notice", now + 10000, now, &O);
+    CHECK(W[0].evict);
+    hv_jm_suspect(&J, NODE_D, "its agent's session closed", now + 500, now, &O);
+    join(0, 1);
+    join(1, 1);
+    join(2, 1);
+    now += 500;
+    hv_jm_tick(&J, now, &O);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.size, 3); /* A, B, C */
+    CHECK(!W[0].removed);
+    CHECK_EQ(hv_jm_wants(&J), 2); /* D's and A's replacements */
+    size_t e = place(NODE_E, 1);
+    hv_jm_started(&J, &W[e], now, &O);
+    join(e, 0);
+    join(0, 2);
+    join(1, 2);
+    join(2, 2);
+    CHECK_EQ(J.size, 4);
+    uint32_t g = J.generation;
+    hv_jm_tick(&J, now, &O);
+    CHECK(!W[0].removed); /* at the target, not beyond: A keeps training */
+    CHECK_EQ(J.generation, g);
+    CHECK_EQ(hv_jm_wants(&J), 1);
+    size_t f = place(NODE_E + 1, 1);
+    hv_jm_started(&J, &W[f], now, &O);
+    join(f, 0);
+    join(0, g);
+    join(1, g);
+    join(2, g);
+    join(e, g);
+    CHECK_EQ(J.size, 5); /* F's round still has A */
+    hv_jm_tick(&J, now, &O);
+    CHECK(W[0].removed); /* beyond the target by one: A leaves */
+    CHECK(!W[1].removed && !W[2].removed && !W[e].removed && !W[f].removed);
+    CHECK_EQ(J.generation, g + 2);
+    CHECK_EQ(J.round_rollback, 0);
 }
 
 /* A's notice runs out while B's workers are suspected: A's members do not leave the state to
@@ -2078,6 +2134,7 @@ HV_CHECK_MAIN(
     {"suspect_before_round_not_waited_for", case_suspect_before_round_not_waited_for},
     {"suspect_heard_again_waits", case_suspect_heard_again_waits},
     {"notice_members_stay_when_others_vanish", case_notice_members_stay_when_others_vanish},
+    {"notice_member_stays_until_its_replacement", case_notice_member_stays_until_its_replacement},
     {"notice_end_does_not_leave_to_suspects", case_notice_end_does_not_leave_to_suspects},
     {"drain_with_suspects_keeps_members", case_drain_with_suspects_keeps_members},
     {"leaving_member_taken_back_when_holders_fail",

@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #define AS_PERIOD_MS 1000u
+#define AS_SOON_MS                                                                                 \
+    3000u /* after a notice or a preemption: decide at every head tick for this
+                          * long, so the replacement is bought once the job asks for it */
 #define AS_MAX_ACTIONS 64
 #define AS_MAX_DEMAND 256
 #define AS_NAME 128
@@ -63,6 +66,7 @@ struct hv_autoscale_s {
     as_inst_t *insts;
     uint64_t next_id;
     uint64_t last_ms;
+    uint64_t soon_until;      /* decide at every head tick until then (after a notice or a loss) */
     char unmet[HV_AS_REASON]; /* the last unmet demand told (told again when it changes) */
 };
 
@@ -197,6 +201,7 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, h
         }
         as_event(a, "autoscaler.notice", "instance %" PRIu64 " (%s, node %s): %s", id, tn, in->name,
                  why ? why : "preemption notice");
+        a->soon_until = hv_now_ms() + AS_SOON_MS;
         break;
     case HV_PROV_LAUNCH_FAILED:
         /* One that is already being terminated (it did not join in time) was counted as a
@@ -226,6 +231,9 @@ static void on_provider_event(hv_provider_t *p, hv_prov_event ev, uint64_t id, h
                 hv_as_preempted(&a->pc, a->ts, in->type, hv_now_ms());
             }
             ended(a, in, why, preempted);
+            if (preempted) {
+                a->soon_until = hv_now_ms() + AS_SOON_MS;
+            }
             as_event(a, preempted ? "autoscaler.preempted" : "autoscaler.gone",
                      "instance %" PRIu64 " (%s, node %s) is gone: %s", id, tn, in->name,
                      why ? why : "gone");
@@ -449,8 +457,20 @@ static uint32_t room(void *ud) {
     return r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
 }
 
+/* Rule 9's input: the job has a live worker (it trains on what it has while it waits). */
+static int job_runs(hv_autoscale_t *a, uint64_t job_id) {
+    const hv_djob_t *j = hv_driver_job(a->d, job_id);
+    for (size_t i = 0; j != NULL && i < j->jm.nw; i++) {
+        const hv_jm_worker_t *w = j->jm.w[i];
+        if (hv_wk_state_active(w->state) && !w->removed && !w->evict) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
-    if (a == NULL || (a->last_ms != 0 && now - a->last_ms < AS_PERIOD_MS)) {
+    if (a == NULL || (a->last_ms != 0 && now - a->last_ms < AS_PERIOD_MS && now >= a->soon_until)) {
         return;
     }
     a->last_ms = now;
@@ -509,8 +529,11 @@ void hv_autoscale_tick(hv_autoscale_t *a, uint64_t now) {
     for (size_t k = 0; k < nd; k++) {
         snprintf(what[k], sizeof(what[k]), "job %" PRIu64 " (%s)", dd[k].job_id,
                  dd[k].pending ? "to start" : "to grow");
-        dem[k] = (hv_as_demand_t){
-            .workers = dd[k].workers, .slots_per_worker = 1, .gpus_per_worker = 0, .what = what[k]};
+        dem[k] = (hv_as_demand_t){.workers = dd[k].workers,
+                                  .slots_per_worker = 1,
+                                  .gpus_per_worker = 0,
+                                  .what = what[k],
+                                  .running = !dd[k].pending && job_runs(a, dd[k].job_id)};
     }
     /* The actors waiting for a node: one worker each of their demand (slots, GPUs, memory,
      * labels). */
@@ -610,7 +633,8 @@ static hv_err make_policy(hv_autoscale_t *a, char *err, size_t errlen) {
                              .handback = c->autoscaler.handback,
                              .spare_per_hour = c->autoscaler.spare_per_hour,
                              .spare_nodes = c->autoscaler.spare_nodes,
-                             .spare_window_s = c->autoscaler.spare_window_s};
+                             .spare_window_s = c->autoscaler.spare_window_s,
+                             .fallback_delay_s = c->autoscaler.fallback_delay_s};
     if (!hv_as_config_valid(&a->pc, err, errlen)) {
         return HV_EINVAL;
     }

@@ -7,6 +7,7 @@
 #                            [--cap-factor 4] [--policies "elastic hybrid restart"] [--out FILE]
 #                            [--logs DIR] [--trace FILE [--trace-start TICK|full]
 #                            [--trace-nodes M] [--fallback "spot ondemand"]] [--spare-rate 20]
+#                            [--fallback-delay 0] [--baseline-every K]
 #
 # The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
 # a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
@@ -63,14 +64,23 @@
 # InsufficientInstanceCapacity). The spot runs (not the on-demand baseline) replay the same
 # schedule; the rows are named POLICY@trace. --fallback "spot ondemand" lets the autoscaler buy
 # on-demand nodes while spot has no capacity (default: spot only, the job waits). The type that a
-# refused launch sets aside comes back after 300 s of cloud time (scaled).
+# refused launch sets aside comes back after 300 s of cloud time (scaled). --fallback-delay S
+# (cloud seconds, scaled; default 0): autoscaler.fallback_delay_s, a running job's on-demand
+# fallback waits while spot has been short for less than S (policy rule 9).
+#
+# --baseline-every K: the on-demand run is repeated after every K spot runs (default 5 with
+# --seeds, else 0: once), and each spot run is set against the latest on-demand run before it:
+# the machine's load drifts over a long run, and the ratios are side by side, not against a
+# baseline measured at another load. Each row also says where the time went, from the run's
+# events: below_full_s (seconds from the first round to the end with fewer than W workers),
+# missing_worker_s (worker-seconds below W over that time), rounds and rollbacks.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$SRC/build/bin
 EXB=$SRC/build/examples
 EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
 BOOT=60:90 NO_NOTICE=0.1 SEED=1 SEEDS="" CAP=4 OUT="" POLICIES="" LOGS=""
-TRACE="" TRACE_START=full TRACE_NODES="" FALLBACK=spot SPARE_RATE=20
+TRACE="" TRACE_START=full TRACE_NODES="" FALLBACK=spot SPARE_RATE=20 FALLBACK_DELAY=0 BASE_EVERY=
 while [ $# -gt 0 ]; do
     case $1 in
     --epochs) EPOCHS=$2; shift 2 ;;
@@ -93,7 +103,9 @@ while [ $# -gt 0 ]; do
     --trace-nodes) TRACE_NODES=$2; shift 2 ;;
     --fallback) FALLBACK=$2; shift 2 ;;
     --spare-rate) SPARE_RATE=$2; shift 2 ;;
-    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
+    --fallback-delay) FALLBACK_DELAY=$2; shift 2 ;;
+    --baseline-every) BASE_EVERY=$2; shift 2 ;;
+    *) sed -n '2,10p' "$0" >&2; exit 2 ;;
     esac
 done
 if [ -n "$SEEDS" ]; then
@@ -122,6 +134,13 @@ cleanup() {
 trap cleanup EXIT
 ms() { awk -v s="$1" -v k="$SCALE" 'BEGIN { printf "%d", s * 1000 / k }'; }
 secs() { awk -v s="$1" -v k="$SCALE" 'BEGIN { v = s / k; printf "%d", (v < 1 ? 1 : v + 0.5) }'; }
+case $FALLBACK_DELAY in
+'' | *[!0-9]*) echo "bench_spot: --fallback-delay: expected whole seconds of cloud time, got '$FALLBACK_DELAY'" >&2; exit 2 ;;
+esac
+[ -n "$BASE_EVERY" ] || { [ -n "$SEEDS" ] && BASE_EVERY=5 || BASE_EVERY=0; }
+case $BASE_EVERY in
+'' | *[!0-9]*) echo "bench_spot: --baseline-every: expected a count of spot runs (0: once), got '$BASE_EVERY'" >&2; exit 2 ;;
+esac
 case $FALLBACK in
 spot | "spot ondemand") ;;
 *) echo "bench_spot: --fallback: expected \"spot\" or \"spot ondemand\", got '$FALLBACK'" >&2; exit 2 ;;
@@ -179,6 +198,7 @@ $spare_line
   idle_timeout_s: 3600
   launch_timeout_s: 120
   set_aside_s: $(secs 300)
+  fallback_delay_s: $( [ "$FALLBACK_DELAY" = 0 ] && echo 0 || secs "$FALLBACK_DELAY")
   node_types:
     spot: {slots: 1, preemptible: true, price_per_hour: 0.10, ondemand_price_per_hour: 0.40}
     ondemand: {slots: 1, price_per_hour: 0.40}
@@ -237,7 +257,7 @@ Y
     local restarts; restarts=$(grep -c 'submitting it again' "$d/sub.err" || true)
     local pre; pre=$(grep -c 'autoscaler.preempted' "$d/events.txt" || true)
     local status=done; [ "$rc" -ne 0 ] && status="stopped (rc $rc)"
-    [ "$name" = on-demand ] && [ "$rc" -eq 0 ] && OD_WALL=$wall
+    [ "$name" = on-demand ] && [ "$rc" -eq 0 ] && OD_WALL=$wall && OD_CPS=""  # this run's own
     # exact: one --epoch-log line per epoch, each epoch once, every one "duplicates=0 exact=1"
     local exact=no
     if [ -f "$d/epochs" ] && [ "$(wc -l <"$d/epochs")" -eq "$EPOCHS" ] &&
@@ -246,18 +266,43 @@ Y
         exact=yes
     fi
     /usr/bin/python3 - "$d/cost.json" "$name" "$wall" "$started" "$USEFUL" "${acc:-}" "$restarts" \
-        "$pre" "$status" "$seed" "$rate" "$policy" "$exact" >>"$TMP/rows" <<'PY'
-import json, sys
+        "$pre" "$status" "$seed" "$rate" "$policy" "$exact" "$d/events.txt" "$WORKERS" \
+        "${OD_WALL:-$wall}" "${OD_CPS:-}" >>"$TMP/rows" <<'PY'
+import datetime, json, re, sys
 c = json.load(open(sys.argv[1]))
-name, wall, started, useful, acc, restarts, pre, status, seed, rate, policy, exact = sys.argv[2:]
-wall, started, useful = float(wall), int(started), int(useful)
+name, wall, started, useful, acc, restarts, pre, status, seed, rate, policy, exact, evf, w, \
+    od_wall, od_cps = sys.argv[2:]
+wall, started, useful, w = float(wall), int(started), int(useful), int(w)
 cost = c.get("cost", 0.0)
 done = status == "done"
-print("\t".join(str(x) for x in [name, wall, cost, cost / useful if done else "", started,
+# Where the time went (events at 1 s resolution): from the first round to the job's end, the
+# seconds with fewer than W workers and the worker-seconds missing, the rounds, the rollbacks.
+size, last, below, missing, rounds, rollbacks, end = 0, None, 0.0, 0.0, 0, 0, None
+try:
+    for line in open(evf):
+        f = line.split(None, 6)
+        if len(f) < 7 or not f[0].isdigit():
+            continue
+        t = datetime.datetime.strptime(f[1] + " " + f[2], "%Y-%m-%d %H:%M:%S").timestamp()
+        m = re.match(r"generation \d+: (\d+) workers", f[6])
+        if f[5] == "round.close" and m:
+            if last is not None and size < w:
+                below, missing = below + t - last, missing + (w - size) * (t - last)
+            size, last, rounds = int(m.group(1)), t, rounds + 1
+            rollbacks += "rolled back" in f[6]
+        elif f[5] == "job.state" and re.search(r"succeeded|failed|cancelled", f[6]) and end is None:
+            end = t
+    if last is not None and end is not None and size < w:
+        below, missing = below + end - last, missing + (w - size) * (end - last)
+except OSError:
+    pass
+cps = cost / useful if done else ""
+print("\t".join(str(x) for x in [name, wall, cost, cps, started,
       useful if done else "", (useful / started) if done and started else "",
       (started - useful) if done else "", pre, restarts, acc or "-", status, seed, rate, policy,
-      exact]))
+      exact, od_wall, od_cps or cps, "%.0f" % below, "%.0f" % missing, rounds, rollbacks]))
 PY
+    [ "$name" = on-demand ] && [ "$rc" -eq 0 ] && OD_CPS=$(tail -n 1 "$TMP/rows" | cut -f4)
     if [ -n "$LOGS" ]; then
         tail -n 1 "$TMP/rows" >>"$LOGS/runs.tsv"
         # every run's events (notices, launches, joins, hand-backs: the autoscaler's timing)
@@ -274,8 +319,9 @@ PY
 }
 
 echo "bench_spot: $WORKERS workers, $EPOCHS epochs x $STEPS_PER_EPOCH steps ($USEFUL useful steps), ${COMPUTE_MS} ms/sample, time scale 1/$SCALE, boot ${BOOT}s, notice ${NOTICE}s, ${NO_NOTICE} without notice, seed${SEEDS:+s} ${SEEDS:-$SEED}; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-[ -n "$LOGS" ] && printf 'run\twall_s\tcost\tcost_per_useful_step\tsteps_started\tuseful_steps\tgoodput\tsteps_lost\tpreemptions\trestarts\taccuracy\tstatus\tseed\trate_s\tpolicy\texact\n' >"$LOGS/runs.tsv"
+[ -n "$LOGS" ] && printf 'run\twall_s\tcost\tcost_per_useful_step\tsteps_started\tuseful_steps\tgoodput\tsteps_lost\tpreemptions\trestarts\taccuracy\tstatus\tseed\trate_s\tpolicy\texact\tbaseline_wall_s\tbaseline_cost_per_useful_step\tbelow_full_s\tmissing_worker_s\trounds\trollbacks\n' >"$LOGS/runs.tsv"
 ALL_SEEDS=${SEEDS:-$SEED}
+SPOT_RUNS=0
 run on-demand ondemand 0 elastic "${ALL_SEEDS%% *}"
 [ -n "${OD_WALL:-}" ] || { echo "bench_spot: the on-demand baseline did not finish" >&2; exit 1; }
 for r in $RATES; do
@@ -290,6 +336,11 @@ for r in $RATES; do
         [ "$r" = trace ] || name=${name}s
         for s in $ALL_SEEDS; do
             run "$name" spot "$r" "$p" "$s"
+            SPOT_RUNS=$((SPOT_RUNS + 1))
+            # the baseline again, side by side with the spot runs that follow it
+            if [ "$BASE_EVERY" -gt 0 ] && [ $((SPOT_RUNS % BASE_EVERY)) -eq 0 ]; then
+                run on-demand ondemand 0 elastic "${ALL_SEEDS%% *}"
+            fi
         done
     done
 done
@@ -304,24 +355,28 @@ if [ -n "$SEEDS" ]; then
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 w, e, useful, cms, scale, boot, notice, nn, seeds, cap, load = sys.argv[2:]
-od = rows[0]
-od_wall, od_cps = float(od[1]), float(od[3])
+ods = [r for r in rows if r[0] == "on-demand"]
+od_walls = [float(r[1]) for r in ods]
 n = len(seeds.split())
 print("Spot economics over %d seeds on spot-sim: %s one-slot nodes, %s epochs = %s useful steps, "
       "%s ms per sample, cloud times / %s (boot %s s, notice %s s, %s of preemptions without "
-      "notice), a cap of %s x on demand + 30 s per run; on demand (the baseline, run once) %.1f s, "
-      "%.3g per useful step; load average at the end %s.\n"
-      % (n, w, e, useful, cms, scale, boot, notice, nn, cap, od_wall, od_cps, load))
+      "notice), a cap of %s x on demand + 30 s per run; on demand (the baseline, run %d times "
+      "between the spot runs, each spot run set against the one before it) %s s, %.3g per useful "
+      "step; load average at the end %s.\n"
+      % (n, w, e, useful, cms, scale, boot, notice, nn, cap, len(ods),
+         " / ".join("%.1f" % x for x in od_walls), float(ods[0][3]), load))
 import os
 if os.environ.get("HV_TRACE_DESC"):
     print(os.environ["HV_TRACE_DESC"] + "\n")
 print("| run | completed | exact | wall vs on-demand (median / worst) | cost per useful step vs "
       "on-demand (median / worst) | goodput (median / worst) | steps lost (median / worst) | "
-      "preemptions (median / max) | not completed or not exact |")
-print("|---|---|---|---|---|---|---|---|---|")
+      "preemptions (median / max) | below full size, s (median / worst) | missing worker-s "
+      "(median / worst) | rounds (median / max) | not completed or not exact |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 groups = {}
-for r in rows[1:]:
-    groups.setdefault(r[0], []).append(r)
+for r in rows:
+    if r[0] != "on-demand":
+        groups.setdefault(r[0], []).append(r)
 def pct(x):
     return "%+.0f%%" % (100 * x)
 for name, rs in groups.items():
@@ -332,8 +387,8 @@ for name, rs in groups.items():
     pre = sorted(int(r[8]) for r in rs)
     cells = ["%d of %d" % (len(done), len(rs)), "%d of %d" % (len(exact), len(rs))]
     if done:
-        walls = [float(r[1]) / od_wall - 1 for r in done]
-        cps = [float(r[3]) / od_cps - 1 for r in done]
+        walls = [float(r[1]) / float(r[16]) - 1 for r in done]
+        cps = [float(r[3]) / float(r[17]) - 1 for r in done]
         good = [float(r[6]) for r in done]
         lost = [int(r[7]) for r in done]
         cells += ["%s / %s" % (pct(statistics.median(walls)), pct(max(walls))),
@@ -342,7 +397,13 @@ for name, rs in groups.items():
                   "%g / %d" % (statistics.median(lost), max(lost))]
     else:
         cells += ["-", "-", "-", "-"]
-    cells += ["%g / %d" % (statistics.median(pre), pre[-1]), ", ".join(bad) or "none"]
+    below = [float(r[18]) for r in rs]
+    miss = [float(r[19]) for r in rs]
+    nr = [int(r[20]) for r in rs]
+    cells += ["%g / %d" % (statistics.median(pre), pre[-1]),
+              "%g / %g" % (statistics.median(below), max(below)),
+              "%g / %g" % (statistics.median(miss), max(miss)),
+              "%g / %d" % (statistics.median(nr), max(nr)), ", ".join(bad) or "none"]
     print("| %s | %s |" % (name, " | ".join(cells)))
 PY
     echo "bench_spot: every run's row is in $LOGS/runs.tsv" >&2
@@ -352,25 +413,23 @@ fi
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 w, e, useful, cms, scale, boot, notice, nn, seed = sys.argv[2:]
-od = rows[0]
-od_wall, od_cps = float(od[1]), float(od[3])
 print("Spot economics on spot-sim: %s one-slot nodes, %s epochs = %s useful steps, %s ms per sample, "
       "cloud times / %s (boot %s s, notice %s s, %s of preemptions without notice), seed %s.\n"
       % (w, e, useful, cms, scale, boot, notice, nn, seed))
 import os
 if os.environ.get("HV_TRACE_DESC"):
     print(os.environ["HV_TRACE_DESC"] + "\n")
-print("| run | exact | wall s | vs on-demand | cost | cost / useful step | vs on-demand | goodput | steps lost | preemptions | restarts | accuracy |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| run | exact | wall s | vs on-demand | cost | cost / useful step | vs on-demand | goodput | steps lost | preemptions | restarts | accuracy | below full size s | missing worker-s | rounds |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     name, wall, cost, cps, started, use, good, lost, pre, rest, acc, status = r[:12]
-    exact = r[15]
+    exact, od_wall, od_cps, below, miss, nr = r[15], float(r[16]), r[17], r[18], r[19], r[20]
     wall, cost = float(wall), float(cost)
     if status != "done":
-        print("| %s | %s | >%.0f (%s) | - | %.6f | - | - | - | - | %s | %s | - |" % (name, exact, wall, status, cost, pre, rest))
+        print("| %s | %s | >%.0f (%s) | - | %.6f | - | - | - | - | %s | %s | - | %s | %s | %s |" % (name, exact, wall, status, cost, pre, rest, below, miss, nr))
         continue
     cps = float(cps)
-    print("| %s | %s | %.1f | %+.0f%% | %.6f | %.3g | %+.0f%% | %.1f%% | %s | %s | %s | %s |" % (
-        name, exact, wall, 100 * (wall / od_wall - 1), cost, cps, 100 * (cps / od_cps - 1),
-        100 * float(good), lost, pre, rest, acc))
+    print("| %s | %s | %.1f | %+.0f%% | %.6f | %.3g | %+.0f%% | %.1f%% | %s | %s | %s | %s | %s | %s | %s |" % (
+        name, exact, wall, 100 * (wall / od_wall - 1), cost, cps, 100 * (cps / float(od_cps) - 1),
+        100 * float(good), lost, pre, rest, acc, below, miss, nr))
 PY
