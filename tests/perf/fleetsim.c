@@ -14,6 +14,9 @@
  *           steps (no scheduler does), floors where they fit, then growth to each job's fastest
  *           size in that order; it never stops a job nor shrinks a fixed one, as hv's policy.
  *           What knowing the lengths would buy on the same workload without preemption.
+ *   oracle-stop  the same, also stopping any running elastic job (preemptible or not) at its
+ *           next commit when a shorter waiting job's floor needs its slots, longest first, and
+ *           resuming it later (a preemption's costs): knowing lengths and stopping at will.
  * The workload is seeded and printed (--print-workload) as lines of hvsubmit arguments with
  * their arrival times, for a run through the binaries. tests/perf/bench_fleet.sh is this
  * program's table with the issue's goals checked.
@@ -34,14 +37,20 @@
  * the time some job waits or an elastic job is below its --max-np), the highest-priority jobs'
  * queue wait (arrival to first start: median and worst), resets per job and preemptions. Over
  * the seeds: median and worst of each, the average JCT against fcfs per seed, and the
- * workload's own bound (every job alone on the cluster at its best size).
+ * workload's own bound (every job alone on the cluster at its best size). With --rows, per seed,
+ * the diagnosis: how long jobs waited "bound by floors" (the smallest waiting floor did not fit
+ * beside the running jobs' floors that nothing may take back without a stop: no order of the
+ * queue and no shrink could admit anyone then), what share of all waiting (job-seconds) that
+ * was, and how many top-priority jobs started late, of them how many found less room than their
+ * floor at their arrival (the floors in their way were admitted before they came).
  *
  *   fleetsim [--seeds N (5) | --seed S] [--first-seed S] [--jobs 48] [--nodes 4] [--slots 2]
  *            [--namespaces 2] [--load 1.0] [--elastic 0.6] [--preemptible 0.33]
  *            [--steps 20:5000]
  *            [--compute-ms 0.5:4]
  *            [--overhead-ms 8:3] [--reset-ms 40:60] [--noise 0.05]
- *            [--policies "fcfs static fleet fleet-reserve oracle"] [--interval-ms 3000]
+ *            [--policies "fcfs static fleet fleet-reserve oracle oracle-stop"]
+ *            [--interval-ms 3000]
  *            [--starve-ms 60000] [--keep-pct 10] [--min-gain-pm 20] [--reserve-pct 25]
  *            [--fleet-quota none|partition]
  *            [--print-workload] [--rows] [--per-job] [--trace]
@@ -165,8 +174,9 @@ static void print_workload(const opts_t *o, uint64_t seed, const spec_t *js, int
 
 enum { S_FUTURE, S_WAIT, S_START, S_RUN, S_DONE };
 enum { P_NONE, P_SPAWN, P_COMMIT, P_RESET, P_STOP };
-enum { POL_FCFS, POL_STATIC, POL_FLEET, POL_RESERVE, POL_SRPT, POL__N };
-static const char *const pol_names[] = {"fcfs", "static", "fleet", "fleet-reserve", "oracle"};
+enum { POL_FCFS, POL_STATIC, POL_FLEET, POL_RESERVE, POL_SRPT, POL_SRPT_STOP, POL__N };
+static const char *const pol_names[] = {"fcfs",          "static", "fleet",
+                                        "fleet-reserve", "oracle", "oracle-stop"};
 
 typedef struct job_s {
     const spec_t *s;
@@ -177,6 +187,7 @@ typedef struct job_s {
     uint32_t on[MAXN], leave[MAXN];
     double steps, progress, ev;
     double first_start, done, last_resize, since;
+    int room; /* at its arrival: the slots not held by floors nothing may take back (hard_room) */
     int stopping; /* the pending commit ends in a stop (a preemption) */
     int resets, preempts;
     double noise; /* this segment's measurement error */
@@ -194,6 +205,7 @@ typedef struct sim_s {
     double t, next_tick;
     uint64_t rng;
     double want_s, busy_slot_s, held_slot_s;
+    double bound_s, wait_js, bound_js; /* the diagnosis: see hard_room() */
 } sim_t;
 
 static void trace(const sim_t *m, const job_t *j, const char *what) {
@@ -229,6 +241,23 @@ static void measure(job_t *j, double secs, double steps) {
     j->samp[k].seconds += secs;
 }
 
+/* The diagnosis: the slots left once every running job is at the floor no policy keeping
+ * fleet.h's rules 1 and 3 may take from it without a stop (a fixed job's gang, a non-preemptible
+ * elastic job's --min-np; a preemptible job's counted as 0, so this is the most room there could
+ * be). A job waits "bound by floors" when the smallest waiting floor does not fit that room: no
+ * order of the queue, no shrink admits anyone then; only a job's end does. */
+static int hard_room(const sim_t *m) {
+    int room = m->o->nodes * m->o->slots;
+    for (int i = 0; i < m->nj; i++) {
+        const job_t *j = &m->j[i];
+        if (j->state == S_START || j->state == S_RUN) {
+            uint32_t h = !j->s->elastic ? j->held : j->s->preempt ? 0 : j->s->min;
+            room -= (int)(h < j->held ? h : j->held);
+        }
+    }
+    return room;
+}
+
 static void advance(sim_t *m, double to) {
     double dt = to - m->t;
     if (dt <= 0) {
@@ -247,6 +276,19 @@ static void advance(sim_t *m, double to) {
             measure(j, dt, p);
             busy += j->size;
         }
+    }
+    int waiting = 0, least = INT32_MAX;
+    for (int i = 0; i < m->nj; i++) {
+        const job_t *j = &m->j[i];
+        if (j->state == S_WAIT) {
+            waiting++;
+            least = (int)j->s->min < least ? (int)j->s->min : least;
+        }
+    }
+    m->wait_js += waiting * dt;
+    if (waiting > 0 && hard_room(m) < least) {
+        m->bound_s += dt;
+        m->bound_js += waiting * dt;
     }
     if (want) {
         m->want_s += dt;
@@ -375,6 +417,7 @@ static int fire(sim_t *m) {
         if (j->state == S_FUTURE && j->s->at <= m->t + 1e-9) {
             j->state = S_WAIT;
             j->since = m->t;
+            j->room = hard_room(m);
             fired++;
             continue;
         }
@@ -629,13 +672,17 @@ static void shrink_by(sim_t *m, job_t *j, uint32_t k) {
     }
 }
 
-/* The clairvoyant reference, not hv's: it knows every job's remaining steps (no scheduler
- * does) and serves the shortest remaining time first: the waiting jobs' floors in that order
+/* The clairvoyant references, not hv's: they know every job's remaining steps (no scheduler
+ * does) and serve the shortest remaining time first: the waiting jobs' floors in that order
  * where they fit (no blocking), then each job grows toward its fastest size in that order,
- * shrinking the jobs behind it to their floors. It never stops a job and never shrinks a fixed
- * one, as hv's policy; it has no resize hold. Its row is a reference for what knowing lengths
- * would buy, not a goal: what no length-blind policy can be expected to reach. */
-static void sched_oracle(sim_t *m) {
+ * shrinking the jobs behind it to their floors. "oracle" never stops a job and never shrinks a
+ * fixed one, as hv's policy; it has no resize hold. Its row is a reference for what knowing
+ * lengths would buy, not a goal: what no length-blind policy can be expected to reach.
+ * "oracle-stop" (stop) may also stop any running elastic job at its next commit, preemptible or
+ * not, whenever a shorter job's floor needs its slots (it pays the stop and the resume as a
+ * preemption does): what knowing lengths and stopping at will would buy; only fixed jobs, which
+ * have no state copy to resume from, keep their gang. */
+static void sched_oracle(sim_t *m, int stop) {
     int ord[MAXJ], no = 0;
     uint32_t target[MAXJ] = {0};
     int32_t free = m->o->nodes * m->o->slots;
@@ -643,7 +690,7 @@ static void sched_oracle(sim_t *m) {
         job_t *j = &m->j[i];
         int idle = j->state == S_RUN && j->phase == P_NONE;
         if (j->state == S_START || (j->state == S_RUN && !idle)) {
-            free -= (int32_t)j->held; /* a change in progress: as it is */
+            free -= j->stopping ? 0 : (int32_t)j->held; /* a change in progress: as it is */
         } else if (idle || j->state == S_WAIT) {
             target[i] = idle ? (j->s->elastic ? j->s->min : j->s->np) : 0;
             free -= (int32_t)target[i];
@@ -658,10 +705,26 @@ static void sched_oracle(sim_t *m) {
     for (int k = 0; k < no; k++) {
         job_t *j = &m->j[ord[k]];
         uint32_t fl = j->s->elastic ? j->s->min : j->s->np;
-        if (j->state == S_WAIT && (int32_t)fl <= free) {
-            target[ord[k]] = fl;
-            free -= (int32_t)fl;
+        if (j->state != S_WAIT) {
+            continue;
         }
+        int32_t more = 0; /* what stopping the running elastic jobs behind it would free */
+        for (int q = k + 1; stop && q < no; q++) {
+            job_t *b = &m->j[ord[q]];
+            more += b->state == S_RUN && b->s->elastic ? (int32_t)target[ord[q]] : 0;
+        }
+        if ((int32_t)fl > free + more) {
+            continue;
+        }
+        for (int q = no - 1; q > k && (int32_t)fl > free; q--) { /* the longest first */
+            job_t *b = &m->j[ord[q]];
+            if (b->state == S_RUN && b->s->elastic && target[ord[q]] > 0) {
+                free += (int32_t)target[ord[q]];
+                target[ord[q]] = 0;
+            }
+        }
+        target[ord[k]] = fl;
+        free -= (int32_t)fl;
     }
     for (int k = 0; k < no && free > 0; k++) {
         job_t *j = &m->j[ord[k]];
@@ -672,9 +735,11 @@ static void sched_oracle(sim_t *m) {
             free -= (int32_t)add;
         }
     }
-    for (int k = 0; k < no; k++) { /* shrinks first: their slots free after their reset */
+    for (int k = 0; k < no; k++) { /* stops and shrinks first: their slots free after it */
         job_t *j = &m->j[ord[k]];
-        if (j->state == S_RUN && target[ord[k]] < j->size) {
+        if (j->state == S_RUN && target[ord[k]] == 0) {
+            preempt(m, j);
+        } else if (j->state == S_RUN && target[ord[k]] < j->size) {
             shrink_by(m, j, j->size - target[ord[k]]);
             resize(m, j, target[ord[k]]);
         }
@@ -700,8 +765,8 @@ static void sched_oracle(sim_t *m) {
 }
 
 static void schedule(sim_t *m) {
-    if (m->pol == POL_SRPT) {
-        sched_oracle(m);
+    if (m->pol == POL_SRPT || m->pol == POL_SRPT_STOP) {
+        sched_oracle(m, m->pol == POL_SRPT_STOP);
     } else if (m->pol == POL_FCFS) {
         sched_fcfs(m, -1, (uint32_t)(m->o->nodes * m->o->slots));
     } else if (m->pol == POL_STATIC) {
@@ -720,6 +785,12 @@ typedef struct result_s {
     double alone; /* the average JCT if every job ran alone, at its best size, from its arrival */
     double avg_jct, p95_jct, makespan, util, held, hi_wait_med, hi_wait_max, hi_in_bound, resets,
         preempts;
+    /* the diagnosis (--rows): the seconds some job waited bound by floors (hard_room), the job-
+     * seconds of waiting in all and of them bound by floors, the top-priority jobs that did not
+     * start within interval + 1 s and of them those that found less room than their floor at
+     * their arrival (floors admitted before they came held the cluster) */
+    double bound_s, wait_js, bound_js;
+    int hi_late, hi_late_bound;
 } result_t;
 
 static int cmp_double(const void *a, const void *b) {
@@ -765,6 +836,16 @@ static result_t figures(const sim_t *m) {
     for (int k = 0; k < nw; k++) {
         in += wait[k] <= m->o->interval_ms / 1000.0 + 1;
     }
+    for (int i = 0; i < m->nj; i++) {
+        const job_t *j = &m->j[i];
+        if (j->s->prio == top && j->first_start - j->s->at > m->o->interval_ms / 1000.0 + 1) {
+            r.hi_late++;
+            r.hi_late_bound += j->room < (int)j->s->min;
+        }
+    }
+    r.bound_s = m->bound_s;
+    r.wait_js = m->wait_js;
+    r.bound_js = m->bound_js;
     r.hi_in_bound = nw ? (double)in / nw : 1;
     r.resets /= m->nj;
     return r;
@@ -819,11 +900,11 @@ static result_t run(const opts_t *o, int pol, uint64_t seed) {
     for (int i = 0; i < n && o->per_job; i++) {
         const job_t *j = &m.j[i];
         printf("%s\tseed %llu\tjob %d\tat %.1f\tprio %d\tns %d\t%s -np %u %u-%u\tsteps %.0f\t"
-               "c %.2f\tT1 %.0f ms\twait %.1f\tjct %.1f\tresets %d\tpreempts %d\n",
+               "c %.2f\tT1 %.0f ms\twait %.1f\tjct %.1f\tresets %d\tpreempts %d\troom %d\n",
                pol_names[pol], (unsigned long long)seed, j->s->id, j->s->at, j->s->prio, j->s->ns,
                j->s->elastic ? "elastic" : "fixed", j->s->np, j->s->min, j->s->max, j->steps,
                j->s->c_ms, step_ms(o, j->s->c_ms, 1), j->first_start - j->s->at, j->done - j->s->at,
-               j->resets, j->preempts);
+               j->resets, j->preempts, j->room);
     }
     for (int i = 0; i < n; i++) {
         if (m.j[i].state != S_DONE) {
@@ -950,9 +1031,11 @@ static void table(const opts_t *o, const int *pols, int np, result_t (*res)[MAXS
 static void rows(const opts_t *o, int pol, uint64_t seed, const result_t *r) {
     (void)o;
     printf("%s\tseed %llu\tavg %.2f\tp95 %.2f\tmakespan %.2f\tutil %.3f (held %.3f)\t"
-           "hiwait %.2f/%.2f\tresets %.2f\tpreempts %.0f\n",
+           "hiwait %.2f/%.2f\tresets %.2f\tpreempts %.0f\tbound by floors %.0f s\t"
+           "waiting %.0f job-s (%.0f%% bound by floors)\ttop-priority late %d (%d found no room)\n",
            pol_names[pol], (unsigned long long)seed, r->avg_jct, r->p95_jct, r->makespan, r->util,
-           r->held, r->hi_wait_med, r->hi_wait_max, r->resets, r->preempts);
+           r->held, r->hi_wait_med, r->hi_wait_max, r->resets, r->preempts, r->bound_s, r->wait_js,
+           r->wait_js > 0 ? 100 * r->bound_js / r->wait_js : 0, r->hi_late, r->hi_late_bound);
 }
 
 static int parse_range(const char *s, double *lo, double *hi) {
