@@ -811,7 +811,7 @@ static int agent_keeper(agent_t *a) {
         a->copy_addr[0] = '\0';
         return 0;
     }
-    HV_LOG(HV_LOG_INFO, "agent", "HV-AGENT-KEEPER",
+    HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-KEEPER",
            "keeps other nodes' jobs' state copies at %s%s, up to %" PRIu64 " MiB", a->copy_addr,
            use_tls ? " (TLS)" : "", cfg->copy_mb);
     return 0;

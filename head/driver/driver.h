@@ -581,6 +581,8 @@ hv_err hv_driver_copy_kept(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
 /* Bytes of the copies stored at the head (its PutState) and kept by peers since the head started
  * (/metrics hv_state_copy_bytes_total). */
 void hv_driver_copy_bytes(const hv_driver_t *d, uint64_t *head, uint64_t *peer);
+/* The name of the node whose agent keeps j's newest copy; "" when the head keeps it (or none). */
+const char *hv_driver_copy_keeper(const hv_driver_t *d, const hv_djob_t *j);
 
 /* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
 

@@ -531,8 +531,10 @@ hv_err hv_driver_copy_kept(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     /* Stored: only now does the job count on it. */
     uint64_t prev = j->peer.node_id;
     j->peer = row;
-    j->jm.copy =
-        (hv_jm_copy_t){.generation = generation, .commit = commit, .stored_ms = row.copy.stored_ms};
+    j->jm.copy = (hv_jm_copy_t){.generation = generation,
+                                .commit = commit,
+                                .stored_ms = row.copy.stored_ms,
+                                .peer_node = n->id};
     d->copy_bytes_peer += size;
     peer_release(d, n->id, job_id, generation, commit, 0);
     if (prev != 0 && prev != n->id) {
@@ -613,4 +615,9 @@ int hv__driver_peer_round(hv_driver_t *d, hv_djob_t *j, hv_round_info_t *info) {
     snprintf(info->keeper_name, sizeof(info->keeper_name), "%s", n->name);
     snprintf(info->keeper_grant, sizeof(info->keeper_grant), "%s", k.grant);
     return 1;
+}
+
+const char *hv_driver_copy_keeper(const hv_driver_t *d, const hv_djob_t *j) {
+    const hv_dnode_t *n = peer_newest(j) ? node_by_id(d, j->peer.node_id) : NULL;
+    return n != NULL ? n->name : "";
 }

@@ -464,7 +464,8 @@ static void job_load_copy(hv_driver_t *d, hv_djob_t *j) {
         if (hv_copy_newer(&peer, &head)) {
             j->jm.copy = (hv_jm_copy_t){.generation = row.copy.generation,
                                         .commit = row.copy.commit,
-                                        .stored_ms = row.copy.stored_ms};
+                                        .stored_ms = row.copy.stored_ms,
+                                        .peer_node = row.node_id};
         }
     }
 }
