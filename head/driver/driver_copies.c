@@ -437,6 +437,15 @@ hv_err hv_driver_copy_plan(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
         snprintf(err, errlen, "the head makes no grants (no credentials)");
         return HV_ENOTFOUND;
     }
+    /* The durable tier is filled from the head's copies: once its interval has passed since the
+     * last durable write began, the next copy goes to the head (then to the tier). */
+    uint64_t now = hv_now_ms();
+    if (d->durable != NULL && !j->durable_busy &&
+        (j->durable_began == 0 ||
+         now - j->durable_began >= (uint64_t)d->cfg->durable.interval_s * 1000u)) {
+        snprintf(err, errlen, "a durable copy is due: this one goes to the head");
+        return HV_ENOTFOUND;
+    }
     size_t cap = 0;
     for (const hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
         cap++;
