@@ -20,41 +20,40 @@ struct hv_keeper_s {
     char cred[HV_RPC_MAX_TOKEN + 1]; /* "" until joined */
 };
 
-/* Is the grant shown with these fields the head's for verb at this node? */
-static hv_err grant_ok(const hv_keeper_t *k, hv_copygrant_verb_t verb, uint64_t keeper_node,
-                       uint64_t job_id, uint32_t generation, uint64_t commit, uint64_t size,
-                       uint64_t expires_ms, const char *grant, char *why, size_t whylen) {
-    if (k->cred[0] == '\0' || keeper_node != k->node_id) {
-        snprintf(why, whylen, "this agent is not node %llu's keeper now",
-                 (unsigned long long)keeper_node);
-        return HV_EAUTH;
+/* Is the grant shown with g's fields the head's for g's verb at this node? When not, ends the
+ * call saying why and returns 0. */
+static int grant_ok(hv_rpc_call_t *c, const hv_keeper_t *k, const hv_copygrant_t *g,
+                    const char *grant) {
+    if (k->cred[0] == '\0' || g->keeper_node != k->node_id) {
+        hv_rpc_finish(c, HV_EAUTH, "this agent is not node %llu's keeper now",
+                      (unsigned long long)g->keeper_node);
+        return 0;
     }
-    hv_copygrant_t g = {.verb = verb,
-                        .keeper_node = keeper_node,
-                        .job_id = job_id,
-                        .generation = generation,
-                        .commit = commit,
-                        .size = size,
-                        .expires_ms = expires_ms};
-    hv_err rc = hv_copygrant_check(k->cred, &g, grant, hv_wall_ms());
-    if (rc == HV_EAUTH) {
-        snprintf(why, whylen, "the grant was not made by the head for this copy");
-    } else if (rc == HV_EPERM) {
-        snprintf(why, whylen, "the grant expired");
+    hv_err rc = hv_copygrant_check(k->cred, g, grant, hv_wall_ms());
+    if (rc != HV_OK) {
+        hv_rpc_finish(c, rc, "%s",
+                      rc == HV_EPERM ? "the grant expired"
+                                     : "the grant was not made by the head for this copy");
+        return 0;
     }
-    return rc;
+    return 1;
 }
 
 static void keeper_put(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_keeper_t *k = ud;
     const Hvpb__V1__KeepChunk *r = (const Hvpb__V1__KeepChunk *)m;
     char why[300];
-    hv_err rc = grant_ok(k, HV_COPYGRANT_PUT, r->keeper_node, r->job_id, r->generation, r->commit,
-                         r->size, r->expires_ms, r->grant, why, sizeof(why));
-    if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "%s", why);
+    hv_copygrant_t g = {.verb = HV_COPYGRANT_PUT,
+                        .keeper_node = r->keeper_node,
+                        .job_id = r->job_id,
+                        .generation = r->generation,
+                        .commit = r->commit,
+                        .size = r->size,
+                        .expires_ms = r->expires_ms};
+    if (!grant_ok(c, k, &g, r->grant)) {
         return;
     }
+    hv_err rc;
     if (r->data.len > KEEPER_CHUNK_MAX) {
         hv_rpc_finish(c, HV_EINVAL, "a chunk of %zu bytes: at most %zu", r->data.len,
                       KEEPER_CHUNK_MAX);
@@ -82,13 +81,17 @@ static void keeper_put(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 static void keeper_read(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_keeper_t *k = ud;
     const Hvpb__V1__ReadKeptRequest *r = (const Hvpb__V1__ReadKeptRequest *)m;
-    char why[300];
-    hv_err rc = grant_ok(k, HV_COPYGRANT_FETCH, r->keeper_node, r->job_id, r->generation, r->commit,
-                         r->size, r->expires_ms, r->grant, why, sizeof(why));
-    if (rc != HV_OK) {
-        hv_rpc_finish(c, rc, "%s", why);
+    hv_copygrant_t g = {.verb = HV_COPYGRANT_FETCH,
+                        .keeper_node = r->keeper_node,
+                        .job_id = r->job_id,
+                        .generation = r->generation,
+                        .commit = r->commit,
+                        .size = r->size,
+                        .expires_ms = r->expires_ms};
+    if (!grant_ok(c, k, &g, r->grant)) {
         return;
     }
+    hv_err rc;
     size_t cap =
         r->max_bytes == 0 || r->max_bytes > KEEPER_CHUNK_MAX ? KEEPER_CHUNK_MAX : r->max_bytes;
     uint8_t *buf = hv_malloc(cap);
