@@ -329,8 +329,10 @@ static const hv_opt_t agent_opts[] = {
      "--copy-memory \"%.50s\": want a number of MiB from 0 to 1073741824 (0: keeps none)",
      "  --copy-memory N        memory for other nodes' jobs' state copies kept here, in MiB\n"
      "                         (default: a quarter of --memory-mb, at most 4096; 0: keeps\n"
-     "                         none, members send their copies to the head; the wire that\n"
-     "                         fills it is not built yet: copies still go to the head)\n"},
+     "                         none). Members of jobs on other nodes send their committed\n"
+     "                         copies here, on the first --addr at a port of its own, and\n"
+     "                         the head keeps only the index; with 0, or no other node\n"
+     "                         keeping any, copies go to the head\n"},
     {"addr", 0, HV_OPT_TEXT, 0, 0, C_JOIN, F_ADDR, NULL,
      "  --addr IP              address peers reach this node at (repeatable; default: every\n"
      "                         non-loopback IPv4, or 127.0.0.1 for a loopback head)\n"},

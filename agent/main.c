@@ -43,6 +43,7 @@
 #include "config.h"
 #include "hv.pb-c.h"
 #include "interp.h"
+#include "keeper.h"
 #include "log.h"
 #include "mem.h"
 #include "notify.h"
@@ -75,6 +76,8 @@ typedef struct agent_s {
     hv_artifact_cache_t *cache;
     hv_workers_t *workers;
     hv_session_t *session;
+    hv_keeper_t *keeper; /* the Keeper service for peers' state copies (NULL: keeps none) */
+    char copy_addr[300]; /* its address, announced in the Join ("" none) */
     uv_signal_t sig_int, sig_term, sig_usr1;
     uv_timer_t stop_timer;
     stop_phase phase;
@@ -271,10 +274,12 @@ static void hide_join_token(int argc, char **argv) {
 static void agent_on_joined(hv_session_t *s, int first, uint64_t node_id, const char *cluster,
                             void *ud) {
     agent_t *a = ud;
-    (void)s;
     (void)first;
     (void)cluster;
     a->node_id = node_id;
+    if (a->keeper != NULL) {
+        hv_keeper_set_identity(a->keeper, node_id, hv_session_credential(s));
+    }
     secret_wipe(a->cfg.token); // the session has the node credential now; the join token goes
 }
 
@@ -302,6 +307,11 @@ static void agent_on_order(hv_session_t *s, const Hvpb__V1__HeadMsg *m, void *ud
         break;
     case HVPB__V1__HEAD_MSG__BODY_KILL:
         hv_workers_kill(a->workers, m->kill->worker_id, m->kill->grace_ms, m->kill->reason);
+        break;
+    case HVPB__V1__HEAD_MSG__BODY_COPY_RELEASE:
+        if (a->keeper != NULL) {
+            hv_keeper_release(a->keeper, m->copy_release);
+        }
         break;
     case HVPB__V1__HEAD_MSG__BODY_DRAIN:
         if (!m->drain->undrain) {
@@ -782,6 +792,31 @@ static int agent_process(agent_t *a) {
     return 0;
 }
 
+/* The Keeper service for other nodes' jobs' state copies (--copy-memory; 0: none), on the
+ * address peers reach this node at; TLS with the agent's own certificate when it has one. A
+ * listener that cannot start leaves the node keeping none (members send to the head). */
+static int agent_keeper(agent_t *a) {
+    hv_agent_config_t *cfg = &a->cfg;
+    if (cfg->copy_mb == 0 || cfg->naddrs == 0) {
+        return 0;
+    }
+    hv_rpc_tls_t tls = {.cert_file = cfg->cert_file, .key_file = cfg->key_file};
+    int use_tls = cfg->cert_file[0] != '\0' && cfg->key_file[0] != '\0';
+    char err[300] = "";
+    hv_err rc = hv_keeper_create(a->eng, cfg->addrs[0], cfg->copy_mb << 20, use_tls ? &tls : NULL,
+                                 &a->keeper, a->copy_addr, sizeof(a->copy_addr), err, sizeof(err));
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "agent", "HV-AGENT-KEEPER",
+               "keeps no copies of other nodes' jobs' state: %s (%s)", err, hv_strerror(rc));
+        a->copy_addr[0] = '\0';
+        return 0;
+    }
+    HV_LOG(HV_LOG_NOTICE, "agent", "HV-AGENT-KEEPER",
+           "keeps other nodes' jobs' state copies at %s%s, up to %" PRIu64 " MiB", a->copy_addr,
+           use_tls ? " (TLS)" : "", cfg->copy_mb);
+    return 0;
+}
+
 /* The loop and what runs on it before the session: the watchdog pings, the rpc engine, the
  * channel to the head, the artifact cache and the workers. */
 static int agent_open(agent_t *a) {
@@ -837,7 +872,7 @@ static int agent_open(agent_t *a) {
         fprintf(stderr, "hvagent: cannot set up workers: %s\n", hv_strerror(rc));
         return 1;
     }
-    return 0;
+    return agent_keeper(a);
 }
 
 /* The session with the head (what the node says about itself: its labels, with the Python
@@ -887,6 +922,8 @@ static int agent_session(agent_t *a) {
     ni.preemptible = cfg->preemptible ? 1 : 0;
     ni.instance_id = cfg->instance_id;
     ni.version = "hvagent " HV_AGENT_VERSION;
+    ni.copy_addr = a->copy_addr;
+    ni.copy_memory = a->keeper != NULL ? a->cfg.copy_mb << 20 : 0;
     hv_session_config_t sc = {.head = cfg->head,
                               .token = cfg->token,
                               .incarnation = agent_incarnation(),
@@ -922,7 +959,9 @@ static void agent_close(agent_t *a) {
     if (a->cache != NULL) {
         hv_artifact_cache_stop(a->cache);
     }
+    hv_keeper_shutdown(a->keeper);
     hv_rpc_engine_destroy(a->eng);
+    hv_keeper_destroy(a->keeper);
     hv_workers_destroy(a->workers);
     hv_artifact_cache_destroy(a->cache);
     hv_session_destroy(a->session);

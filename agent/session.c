@@ -84,8 +84,9 @@ struct hv_session_s {
     hv_rpc_engine_t *eng; /* borrowed */
     hv_rpc_channel_t *ch; /* borrowed */
     hv_session_cbs_t cbs;
-    char *head;  /* owned copy of cfg->head */
-    char *token; /* owned */
+    char *head;                      /* owned copy of cfg->head */
+    char *token;                     /* owned */
+    char cred[HV_RPC_MAX_TOKEN + 1]; /* the node credential of the last Join ("" none) */
     uint64_t incarnation;
     Hvpb__V1__NodeInfo *node; /* owned deep copy (protobuf-c unpacked) */
     uint32_t connect_timeout_ms;
@@ -763,6 +764,7 @@ static void join_on_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, void *
         if (hv_rpc_channel_set_token(s->ch, r->node_credential) != HV_OK) {
             HV_LOG(HV_LOG_ERROR, "agent", "HV-AGENT-CRED", "the head sent an unusable credential");
         }
+        snprintf(s->cred, sizeof(s->cred), "%s", r->node_credential);
         volatile char *t = s->token;
         for (size_t i = 0; t[i] != '\0'; i++) {
             t[i] = '\0';
@@ -996,6 +998,8 @@ void hv_session_set_draining(hv_session_t *s, int draining) {
 }
 
 int hv_session_draining(const hv_session_t *s) { return s->draining; }
+
+const char *hv_session_credential(const hv_session_t *s) { return s->cred; }
 
 int hv_session_drain_confirmed(const hv_session_t *s) { return s->drain_confirmed; }
 

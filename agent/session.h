@@ -123,6 +123,10 @@ void hv_session_drain_notice(hv_session_t *s, const char *reason, uint32_t deadl
 void hv_session_set_draining(hv_session_t *s, int draining);
 /* 1 while heartbeats say draining. */
 int hv_session_draining(const hv_session_t *s);
+
+/* The node credential the head gave in the last Join ("" before one): the key of the grants
+ * this agent's Keeper service checks (agent/keeper.h). Borrowed; valid until the next Join. */
+const char *hv_session_credential(const hv_session_t *s);
 /* 1 once the head answered a heartbeat sent after the last drain notice on the same stream:
  * the stream is ordered, so the head has read the notice. 0 before, and after an undrain. */
 int hv_session_drain_confirmed(const hv_session_t *s);

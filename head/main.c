@@ -50,6 +50,7 @@
 #include "svc_cost.h"
 #include "svc_jobs.h"
 #include "svc_actors.h"
+#include "svc_keepers.h"
 #include "svc_rdzv.h"
 #include "util.h"
 
@@ -77,6 +78,7 @@ typedef struct head_s {
     hv_svc_cost_t *cost;
     hv_svc_artifacts_t *artsvc;
     hv_svc_rdzv_t *rdzv;
+    hv_svc_keepers_t *keepers;
     hv_svc_auth_t *authsvc;
     hv_autoscale_t *as;     /* NULL without an autoscaler */
     hv_metrics_t *metrics;  /* counters (the /metrics route) */
@@ -945,12 +947,14 @@ static int head_start_services(head_t *h) {
         (rc = hv_svc_cost_create(h->srv, &h->cfg, h->driver, &h->cost)) != HV_OK ||
         (rc = hv_svc_artifacts_create(h->srv, h->arts, h->driver, &h->artsvc)) != HV_OK ||
         (rc = hv_svc_rdzv_create(h->loop, h->srv, h->driver, &h->rdzv)) != HV_OK ||
+        (rc = hv_svc_keepers_create(h->srv, h->driver, &h->keepers)) != HV_OK ||
         (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, &h->authsvc)) != HV_OK ||
         (rc = hv_rpc_server_start(h->srv)) != HV_OK) {
         head_fail("hvhead: cannot start the server: %s", hv_strerror(rc));
         return 1;
     }
     hv_svc_cluster_set_auth(h->cluster, &h->auth);
+    hv_driver_set_creds(h->driver, &h->auth.creds); /* the keepers' grants */
     hv_svc_auth_set_static_token(h->authsvc, h->cfg.token);
     /* The addresses of nodes (those stored: agents re-connecting after a restart; then each
      * that calls with its node credential) may take the connections kept for nodes. */
@@ -1069,6 +1073,7 @@ static void head_close(head_t *h) {
     hv_svc_cost_destroy(h->cost);
     hv_svc_artifacts_destroy(h->artsvc);
     hv_svc_rdzv_destroy(h->rdzv);
+    hv_svc_keepers_destroy(h->keepers);
     hv_svc_auth_destroy(h->authsvc);
     hv_autoscale_destroy(h->as);
     h->as = NULL;

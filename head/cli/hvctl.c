@@ -1164,7 +1164,7 @@ static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_
             hv_cli_json_obj_end(j);
         }
     }
-    hv_cli_json_fields(j, &v->base, "resumed_from copy_on_own_node");
+    hv_cli_json_fields(j, &v->base, "resumed_from copy_on_own_node copy_keeper");
     if (with_workers) {
         hv_cli_json_key(j, "workers");
         hv_cli_json_arr_begin(j);
@@ -1501,7 +1501,11 @@ static const char *ctl_fmt_copy(const Hvpb__V1__JobView *v, uint64_t now, char *
     }
     char age[32];
     hv_cli_fmt_duration(now > v->copy->stored_ms ? now - v->copy->stored_ms : 0, age, sizeof(age));
-    snprintf(buf, len, "kept by the head: generation %u, commit %llu, %s old",
+    char by[160] = "the head";
+    if (v->copy_keeper != NULL && v->copy_keeper[0] != '\0') {
+        snprintf(by, sizeof(by), "node %s's agent", v->copy_keeper);
+    }
+    snprintf(buf, len, "kept by %s: generation %u, commit %llu, %s old", by,
              (unsigned)v->copy->generation, (unsigned long long)v->copy->commit, age);
     return buf;
 }
@@ -1561,6 +1565,7 @@ static int ctl_job(const ctl_t *c) {
         if (v->resumes > 0) {
             const char *from = v->resumed_from == NULL || v->resumed_from[0] == '\0' ? "a copy"
                                : strcmp(v->resumed_from, "durable") == 0 ? "the durable copy"
+                               : strcmp(v->resumed_from, "peer") == 0    ? "a peer agent's copy"
                                                                          : "the head's copy";
             printf("RESUMED:    %u time%s from %s (last in generation %u)\n", (unsigned)v->resumes,
                    v->resumes == 1 ? "" : "s", from, (unsigned)v->resume_generation);

@@ -12,6 +12,8 @@ const char *hv_copy_tier_name(hv_copy_tier_t t) {
         return "head";
     case HV_COPY_TIER_DURABLE:
         return "durable";
+    case HV_COPY_TIER_PEER:
+        return "peer";
     case HV_COPY_TIER_NONE:
         break;
     }

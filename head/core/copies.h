@@ -28,9 +28,11 @@ typedef enum hv_copy_tier {
     HV_COPY_TIER_NONE = 0,    /* no copy */
     HV_COPY_TIER_HEAD = 1,    /* the head's <data>/states/ */
     HV_COPY_TIER_DURABLE = 2, /* the durable tier (directory or object store) */
+    HV_COPY_TIER_PEER = 3,    /* a peer agent's memory (issue 28 §3): only as what a resume
+                                 loaded (hv_jm_job_t.resumed_from); hv_copy_choose never says it */
 } hv_copy_tier_t;
 
-/* "head", "durable" or "none". */
+/* "head", "durable", "peer" or "none". */
 const char *hv_copy_tier_name(hv_copy_tier_t t);
 
 /* One stored copy as the choice sees it. commit 0: none. */

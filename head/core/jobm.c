@@ -978,24 +978,32 @@ static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t n
         return 1;
     }
     const hv_jm_copy_t *c = tier == HV_COPY_TIER_DURABLE ? &j->durable : &j->copy;
-    const char *from = tier == HV_COPY_TIER_DURABLE ? "the durable copy" : "the head's copy";
+    char from[120];
+    const char *keeper = NULL;
+    if (tier == HV_COPY_TIER_HEAD && c->peer_node != 0) {
+        keeper = j->node_name != NULL ? j->node_name(c->peer_node, j->node_name_ud) : NULL;
+        snprintf(from, sizeof(from), "the copy kept by node %s's agent", keeper ? keeper : "?");
+    } else {
+        snprintf(from, sizeof(from), "%s",
+                 tier == HV_COPY_TIER_DURABLE ? "the durable copy" : "the head's copy");
+    }
     /* Marked first: the round's evaluation must not fail it for want of a member. */
     j->resume_gen = j->round_open ? j->generation : j->generation + 1;
     j->resumes++;
-    j->resumed_from = tier;
+    j->resumed_from = keeper != NULL || c->peer_node != 0 ? HV_COPY_TIER_PEER : tier;
     j->dirty = 1;
     uint64_t age = now > c->stored_ms ? now - c->stored_ms : 0;
     char reason[HV_JM_REASON_MAX];
     snprintf(reason, sizeof(reason),
-             "resume: every member was lost (%.300s); new workers load %s of generation "
+             "resume: every member was lost (%.300s); new workers load %.120s of generation "
              "%u, commit %llu",
              j->failures, from, c->generation, (unsigned long long)c->commit);
     jbuf_t b = {0};
     jb_put(&b,
            "{\"generation\":%u,\"tier\":\"%s\",\"copy_generation\":%u,\"copy_commit\":%llu,"
            "\"copy_age_ms\":%llu,\"resumes\":%u,\"failures\":",
-           j->resume_gen, hv_copy_tier_name(tier), c->generation, (unsigned long long)c->commit,
-           (unsigned long long)age, j->resumes);
+           j->resume_gen, hv_copy_tier_name(j->resumed_from), c->generation,
+           (unsigned long long)c->commit, (unsigned long long)age, j->resumes);
     jb_str(&b, j->failures);
     jb_put(&b, "}");
     hv_ev_fields_t rf = {.generation = j->resume_gen, .reason = HV_EV_RESUME, .rollback = 1};

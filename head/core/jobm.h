@@ -124,6 +124,8 @@ typedef struct hv_jm_copy_s {
     uint64_t commit;     /* the sender's commit count */
     uint64_t stored_ms;  /* wall clock */
     int missing;         /* the head's copy: its row is stored but its file is gone */
+    uint64_t peer_node;  /* the job's newest copy (j->copy) is kept by this node's agent, not the
+                            head (issue 28 §3; 0: the head keeps it) */
 } hv_jm_copy_t;
 
 /* What the job machine knows when the last member that held the state is gone. */

@@ -1655,22 +1655,24 @@ static void case_resume_from_durable(void) {
         hv_jm_copy_t head, durable;
         const char *text, *tier;
     } t[] = {
-        {{1, 40, 0, 1},
-         {1, 30, 0, 0},
+        {{1, 40, 0, 1, 0},
+         {1, 30, 0, 0, 0},
          "from the durable copy of generation 1, commit 30",
          "\"tier\":\"durable\""},
-        {{0, 0, 0, 0},
-         {1, 30, 0, 0},
+        {{0, 0, 0, 0, 0},
+         {1, 30, 0, 0, 0},
          "from the durable copy of generation 1, commit 30",
          "\"tier\":\"durable\""},
-        {{1, 30, 0, 0},
-         {1, 30, 0, 0},
+        {{1, 30, 0, 0, 0},
+         {1, 30, 0, 0, 0},
          "from the head's copy of generation 1, commit 30",
          "\"tier\":\"head\""},
-        {{1, 20, 0, 0},
-         {1, 30, 0, 0},
+        {{1, 20, 0, 0, 0},
+         {1, 30, 0, 0, 0},
          "from the durable copy of generation 1, commit 30",
          "\"tier\":\"durable\""},
+        /* The newest copy is kept by a peer agent (issue 28 §3): the resume names it. */
+        {{1, 40, 0, 0, 7}, {1, 30, 0, 0, 0}, "from the copy kept by node ", "\"tier\":\"peer\""},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         if (i > 0) {

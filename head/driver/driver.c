@@ -296,6 +296,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n->labels);
         hv_free(n->instance_id);
         hv_free(n->peer);
+        hv_free(n->copy_addr);
         hv_free(n->hello_running);
         hv_free(n);
     }
@@ -386,9 +387,12 @@ static void send_round(hv_driver_t *d, hv_djob_t *j, uint32_t gen, const uint64_
                             .peers = peers};
     hv_copy_row_t copy;
     hv_copy_tier_t tier = hv_jm_round_copy(&j->jm, gen);
-    if (tier != HV_COPY_TIER_NONE &&
-        (tier == HV_COPY_TIER_DURABLE ? hv_store_durable_get(d->store, j->jm.id, &copy)
-                                      : hv_store_copy_get(d->store, j->jm.id, &copy)) == HV_OK) {
+    if (tier == HV_COPY_TIER_HEAD && hv__driver_peer_round(d, j, &info)) {
+        /* A peer keeps it: its rank 0 reads it there (the head's copy is the fallback). */
+    } else if (tier != HV_COPY_TIER_NONE &&
+               (tier == HV_COPY_TIER_DURABLE
+                    ? hv_store_durable_get(d->store, j->jm.id, &copy)
+                    : hv_store_copy_get(d->store, j->jm.id, &copy)) == HV_OK) {
         /* The round that resumes the job: its rank 0 loads this copy before the first sync. From
          * the durable tier, FetchState answers "try again" until the head restored it into
          * <data>/states/ (driver_copies.c), then serves it as its own. */
@@ -1522,6 +1526,7 @@ static void node_renew(hv_driver_t *d, hv_dnode_t *n, uint64_t now) {
 
 /* Every live worker on n is gone (the node died or its agent was replaced). */
 static void node_lost_workers(hv_driver_t *d, hv_dnode_t *n, const char *why) {
+    hv__driver_peer_forget_node(d, n->id); /* first: no resume counts on its copies */
     for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
         for (size_t i = 0; i < j->jm.nw; i++) {
             hv_dworker_t *w = (hv_dworker_t *)j->jm.w[i];
@@ -1619,6 +1624,8 @@ hv_err hv_driver_node_join(hv_driver_t *d, const hv_node_info_t *info, hv_admit_
     set_str(&n->labels, info->labels);
     set_str(&n->instance_id, info->instance_id);
     set_str(&n->peer, info->peer);
+    set_str(&n->copy_addr, info->copy_addr != NULL ? info->copy_addr : "");
+    n->copy_memory = info->copy_memory;
     n->acct.slots = info->slots;
     n->acct.gpus = info->gpus;
     n->cpus = info->cpus;

@@ -51,6 +51,8 @@ typedef enum hv_order_kind {
     HV_ORDER_KILL = 1,
     HV_ORDER_DRAIN = 2,
     HV_ORDER_UNDRAIN = 3,
+    HV_ORDER_COPY_RELEASE = 4, /* a keeper agent may drop job_id's copies older than (generation,
+                                  commit), or all of them (drop_all) */
 } hv_order_kind_t;
 
 /* An order for a node's agent. Everything borrowed for the duration of the call. */
@@ -69,6 +71,8 @@ typedef struct hv_order_s {
     const char *state_digest; /* SPAWN of an actor's process that loads a saved state: the
                                * artifact (sha256 hex) it is shipped as; NULL: none */
     uint64_t state_size;
+    uint64_t commit; /* COPY_RELEASE (with job_id, generation) */
+    int drop_all;    /* COPY_RELEASE: every copy of the job */
 } hv_order_t;
 
 /* One member of a closed round, by rank. */
@@ -90,6 +94,11 @@ typedef struct hv_round_info_s {
     uint32_t copy_generation;
     uint64_t copy_commit, copy_size, copy_stored_ms;
     char copy_sha256[65];
+    /* ...kept by a peer agent (issue 28 §3; 0: the head's): rank 0 reads it there with this
+     * fetch grant, the head's newest copy being the fallback. */
+    uint64_t keeper_node;
+    char keeper_addr[256], keeper_name[130], keeper_grant[65];
+    uint64_t keeper_expires_ms;
 } hv_round_info_t;
 
 typedef struct hv_driver_io_s {
@@ -136,7 +145,10 @@ typedef struct hv_dnode_s {
     uint64_t *hello_running;              /* worker ids listed in the hello (owned) */
     size_t n_hello_running;
     uint64_t persisted_seen_ms;
-    int retired; /* its autoscaler instance ended: once not alive, neither counted nor listed */
+    int retired;     /* its autoscaler instance ended: once not alive, neither counted nor listed */
+    char *copy_addr; /* its agent's Keeper service ("" or NULL: keeps no copies; memory only,
+                           * from its last join) */
+    uint64_t copy_memory; /* bytes of peers' copies its agent may keep */
     struct hv_dnode_s *next;
 } hv_dnode_t;
 
@@ -186,11 +198,13 @@ struct hv_djob_s {
     hv_tput_sample_t tput[HV_DRV_TPUT_SIZES];
     size_t ntput;
     /* Its state copies' places (driver.c, loop thread; the rows are in the store). */
-    char copy_path[512];    /* the head's copy's file ("" none) */
-    char durable_key[512];  /* the durable copy's key in the tier ("" none) */
-    uint64_t durable_began; /* monotonic ms the last durable write began (0: never) */
-    uint64_t restore_after; /* monotonic ms before which a failed restore is not tried again */
-    int durable_busy;       /* a durable write or restore of this job is in flight */
+    char copy_path[512];     /* the head's copy's file ("" none) */
+    char durable_key[512];   /* the durable copy's key in the tier ("" none) */
+    uint64_t durable_began;  /* monotonic ms the last durable write began (0: never) */
+    uint64_t restore_after;  /* monotonic ms before which a failed restore is not tried again */
+    int durable_busy;        /* a durable write or restore of this job is in flight */
+    hv_peer_copy_row_t peer; /* the index row of the copy a peer agent keeps (peer_copies;
+                              * node_id 0: none), stored before it is counted on */
     /* Sharing the cluster (issue 26; core/fleet.h, head/driver/driver_fleet.c): fixed at
      * submission, then the fleet policy's newest decision about the job (stored with its row). */
     int32_t priority;            /* hvsubmit --priority: higher goes first */
@@ -330,6 +344,8 @@ typedef struct hv_node_info_s {
     uint64_t memory_mb; /* 0: unknown */
     int preemptible;
     uint64_t incarnation;
+    const char *copy_addr; /* its Keeper service (NULL or "": none) */
+    uint64_t copy_memory;  /* bytes */
 } hv_node_info_t;
 
 /* Whether a Join is admitted (core/admit.h decides on ask, with the join token it names read
@@ -536,6 +552,37 @@ int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j);
 
 hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
                           char *err, size_t errlen);
+
+/* ---- copies kept by peers (issue 28 §3, docs/RELIABILITY.md "Copies kept by peers") ---------- */
+
+/* A keeper for a member's copy, with the grant that opens it (common/copygrant.h). */
+typedef struct hv_copy_keeper_s {
+    uint64_t node_id;
+    char addr[256], name[130];
+    char grant[65];
+    uint64_t expires_ms; /* wall clock */
+} hv_copy_keeper_t;
+
+/* The head's credential maths (borrowed; NULL: no grants, so no keepers): the grants are keyed
+ * with the keeper agent's node credential. main.c sets it. */
+void hv_driver_set_creds(hv_driver_t *d, const struct hv_creds_s *creds);
+/* Where rank 0 of round generation sends its copy of size bytes: a keeper chosen by
+ * hv_copy_keeper_choose among the other nodes, with a put grant. HV_ENOTFOUND when no node can
+ * keep it (err says why: the member sends to the head); the errors of hv_driver_copy_check. */
+hv_err hv_driver_copy_plan(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t generation,
+                           uint64_t commit, uint64_t size, hv_copy_keeper_t *out, char *err,
+                           size_t errlen);
+/* The keeper acked the member's whole copy: checked again, the index row stored (HV_EIO when it
+ * cannot be), and only then counted on as the job's newest copy; then the keeper is told that
+ * the job's older copies may go (and a previous keeper on another node, that all may). */
+hv_err hv_driver_copy_kept(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t generation,
+                           uint64_t commit, uint64_t size, const char *sha256, uint64_t keeper_node,
+                           char *err, size_t errlen);
+/* Bytes of the copies stored at the head (its PutState) and kept by peers since the head started
+ * (/metrics hv_state_copy_bytes_total). */
+void hv_driver_copy_bytes(const hv_driver_t *d, uint64_t *head, uint64_t *peer);
+/* The name of the node whose agent keeps j's newest copy; "" when the head keeps it (or none). */
+const char *hv_driver_copy_keeper(const hv_driver_t *d, const hv_djob_t *j);
 
 /* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
 

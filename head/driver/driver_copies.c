@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "copygrant.h"
 #include "log.h"
+#include "mem.h"
 #include "util.h"
 
 /* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
@@ -46,6 +48,9 @@ static void durable_drop(hv_driver_t *d, uint64_t job_id, const char *key) {
     }
 }
 
+static void peer_release(hv_driver_t *d, uint64_t node_id, uint64_t job_id, uint32_t generation,
+                         uint64_t commit, int drop_all);
+
 /* A finished job's copy: kept when the job failed (an operator may resume it by hand with
  * hv_state_load: the file is in hv_state_save's format), removed otherwise. */
 void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
@@ -58,6 +63,10 @@ void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
         j->jm.durable = (hv_jm_copy_t){0};
         j->durable_key[0] = '\0';
         durable_drop(d, j->jm.id, c.path);
+    }
+    if (j->peer.node_id != 0 && !keep && hv_store_peer_copy_remove(d->store, j->jm.id) == HV_OK) {
+        peer_release(d, j->peer.node_id, j->jm.id, 0, 0, 1);
+        j->peer = (hv_peer_copy_row_t){0};
     }
     if (j->jm.copy.commit == 0 || hv_store_copy_get(d->store, j->jm.id, &c) != HV_OK) {
         return;
@@ -106,6 +115,7 @@ hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
         return HV_EIO;
     }
     /* Stored: only now does the job machine count on it. */
+    d->copy_bytes_head += done->size;
     j->jm.copy = (hv_jm_copy_t){
         .generation = row.generation, .commit = row.commit, .stored_ms = row.stored_ms};
     snprintf(j->copy_path, sizeof(j->copy_path), "%s", row.path);
@@ -147,7 +157,8 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
 /* ---- the durable tier (docs/RELIABILITY.md "The durable tier") ------------------------------ */
 
 int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j) {
-    if (!job_active(j) || !j->jm.p.elastic || j->jm.copy.commit == 0 || j->jm.durable.commit != 0) {
+    if (!job_active(j) || !j->jm.p.elastic || j->jm.copy.commit == 0 || j->jm.durable.commit != 0 ||
+        peer_newest(j)) {
         return 0;
     }
     size_t live = 0;
@@ -302,6 +313,10 @@ void hv__driver_tick_copies(hv_driver_t *d, uint64_t now) {
         if (!job_active(j) || !j->jm.p.elastic) {
             continue;
         }
+        if (peer_newest(j)) {
+            continue; /* kept by a peer: the head's file is older, and the durable tier gets the
+                         head's copies only */
+        }
         if (j->jm.copy.commit > 0 && !j->jm.copy.missing && !j->durable_busy &&
             access(j->copy_path, F_OK) != 0 && errno == ENOENT) {
             j->jm.copy.missing = 1;
@@ -351,4 +366,267 @@ void hv__driver_tick_copies(hv_driver_t *d, uint64_t now) {
             j->durable_busy = 1;
         }
     }
+}
+
+/* ---- copies kept by peers (issue 28 §3) ----------------------------------------------------- */
+
+#define PEER_PUT_GRANT_MS 60000     /* a put grant: the copy's send must start within this */
+#define PEER_PUT_GRANT_PER_MIB 1000 /* ...and a second more per MiB (at 1 MiB/s at worst) */
+#define PEER_FETCH_GRANT_MS 600000  /* a resume's fetch grant */
+
+void hv_driver_set_creds(hv_driver_t *d, const struct hv_creds_s *creds) { d->creds = creds; }
+
+void hv_driver_copy_bytes(const hv_driver_t *d, uint64_t *head, uint64_t *peer) {
+    *head = d->copy_bytes_head;
+    *peer = d->copy_bytes_peer;
+}
+
+/* Does n's agent serve copies now? (alive, not draining, attached, announced an endpoint) */
+static int keeper_usable(const hv_dnode_t *n) {
+    return n->state == HV_NODE_ALIVE && n->has_session && n->copy_addr != NULL &&
+           n->copy_addr[0] != '\0' && n->copy_memory > 0;
+}
+
+/* The grant for verb on the copy (job, generation, commit, size) at keeper n. */
+static void keeper_grant(const hv_driver_t *d, const hv_dnode_t *n, hv_copygrant_verb_t verb,
+                         uint64_t job_id, uint32_t generation, uint64_t commit, uint64_t size,
+                         uint64_t expires_ms, hv_copy_keeper_t *out) {
+    char secret[HV_CREDS_MAX];
+    hv_creds_node(d->creds, n->id, n->incarnation, secret);
+    hv_copygrant_t g = {.verb = verb,
+                        .keeper_node = n->id,
+                        .job_id = job_id,
+                        .generation = generation,
+                        .commit = commit,
+                        .size = size,
+                        .expires_ms = expires_ms};
+    hv_copygrant_make(secret, &g, out->grant);
+    hv_creds_wipe(secret, sizeof(secret));
+    out->node_id = n->id;
+    out->expires_ms = expires_ms;
+    snprintf(out->addr, sizeof(out->addr), "%s", n->copy_addr);
+    snprintf(out->name, sizeof(out->name), "%s", n->name);
+}
+
+/* Bytes of peers' copies the index says n keeps, other than job's. */
+static uint64_t keeper_holds(const hv_driver_t *d, uint64_t node_id, uint64_t job_id,
+                             uint64_t *this_job) {
+    uint64_t sum = 0;
+    *this_job = 0;
+    for (const hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->peer.node_id != node_id) {
+            continue;
+        }
+        if (j->jm.id == job_id) {
+            *this_job = j->peer.copy.size;
+        } else {
+            sum += j->peer.copy.size;
+        }
+    }
+    return sum;
+}
+
+hv_err hv_driver_copy_plan(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t generation,
+                           uint64_t commit, uint64_t size, hv_copy_keeper_t *out, char *err,
+                           size_t errlen) {
+    HV_TRY(hv_driver_copy_check(d, job_id, worker_id, generation, commit, err, errlen));
+    hv_djob_t *j = job_by_id(d, job_id);
+    hv_dworker_t *w = worker_of(j, worker_id);
+    const hv_dnode_t *self = node_by_id(d, w->jm.node_id);
+    if (d->creds == NULL) {
+        snprintf(err, errlen, "the head makes no grants (no credentials)");
+        return HV_ENOTFOUND;
+    }
+    /* The durable tier is filled from the head's copies: once its interval has passed since the
+     * last durable write began, the next copy goes to the head (then to the tier). */
+    uint64_t now = hv_now_ms();
+    if (d->durable != NULL && !j->durable_busy &&
+        (j->durable_began == 0 ||
+         now - j->durable_began >= (uint64_t)d->cfg->durable.interval_s * 1000u)) {
+        snprintf(err, errlen, "a durable copy is due: this one goes to the head");
+        return HV_ENOTFOUND;
+    }
+    size_t cap = 0;
+    for (const hv_dnode_t *n = d->nodes; n != NULL; n = n->next) {
+        cap++;
+    }
+    hv_keeper_cand_t *c = hv_calloc(cap ? cap : 1, sizeof(*c));
+    const hv_dnode_t **nodes = hv_calloc(cap ? cap : 1, sizeof(*nodes));
+    char(*zones)[64] = hv_calloc(cap ? cap : 1, sizeof(*zones));
+    if (c == NULL || nodes == NULL || zones == NULL) {
+        hv_free(c);
+        hv_free(nodes);
+        hv_free(zones);
+        snprintf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    size_t n = 0;
+    for (const hv_dnode_t *nd = d->nodes; nd != NULL; nd = nd->next) {
+        uint64_t mine = 0, others = keeper_holds(d, nd->id, job_id, &mine);
+        hv_copy_label(nd->labels, HV_COPY_ZONE_KEY, zones[n], sizeof(zones[n]));
+        int member = 0;
+        for (size_t i = 0; i < j->jm.nw; i++) {
+            const hv_dworker_t *o = (const hv_dworker_t *)j->jm.w[i];
+            member |= wlive(o) && o->jm.node_id == nd->id;
+        }
+        c[n] = (hv_keeper_cand_t){
+            .node_id = nd->id,
+            .zone = zones[n],
+            .usable = keeper_usable(nd),
+            .has_member = member,
+            .free_bytes = nd->copy_memory > others + mine ? nd->copy_memory - others - mine : 0,
+            .holds_bytes = mine};
+        nodes[n++] = nd;
+    }
+    char self_zone[64] = "";
+    if (self != NULL) {
+        hv_copy_label(self->labels, HV_COPY_ZONE_KEY, self_zone, sizeof(self_zone));
+    }
+    int k = hv_copy_keeper_choose(c, n, w->jm.node_id, self_zone, size);
+    hv_err rc = HV_OK;
+    if (k < 0) {
+        snprintf(err, errlen, "no other node's agent can keep a copy of %llu bytes",
+                 (unsigned long long)size);
+        rc = HV_ENOTFOUND;
+    } else {
+        uint64_t ms = PEER_PUT_GRANT_MS + (size >> 20) * PEER_PUT_GRANT_PER_MIB;
+        keeper_grant(d, nodes[k], HV_COPYGRANT_PUT, job_id, generation, commit, size,
+                     hv_wall_ms() + ms, out);
+    }
+    hv_free(c);
+    hv_free(nodes);
+    hv_free(zones);
+    return rc;
+}
+
+/* Tells node's agent to drop job's copies older than (generation, commit), or all of them. */
+static void peer_release(hv_driver_t *d, uint64_t node_id, uint64_t job_id, uint32_t generation,
+                         uint64_t commit, int drop_all) {
+    hv_order_t o = {.kind = HV_ORDER_COPY_RELEASE,
+                    .job_id = job_id,
+                    .generation = generation,
+                    .commit = commit,
+                    .drop_all = drop_all};
+    if (d->io.order != NULL && d->io.order(d->io.ud, node_id, &o) != HV_OK) {
+        HV_LOG(HV_LOG_INFO, "copies", "HV-COPY-RELEASE",
+               "job %llu: node %llu has no session: its older copies stay until it drops them",
+               (unsigned long long)job_id, (unsigned long long)node_id);
+    }
+}
+
+hv_err hv_driver_copy_kept(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t generation,
+                           uint64_t commit, uint64_t size, const char *sha256, uint64_t keeper_node,
+                           char *err, size_t errlen) {
+    HV_TRY(hv_driver_copy_check(d, job_id, worker_id, generation, commit, err, errlen));
+    hv_djob_t *j = job_by_id(d, job_id);
+    hv_dworker_t *w = worker_of(j, worker_id);
+    const hv_dnode_t *n = node_by_id(d, keeper_node);
+    if (n == NULL || !keeper_usable(n) || keeper_node == w->jm.node_id) {
+        snprintf(err, errlen, "node %llu cannot keep job %llu's copy now",
+                 (unsigned long long)keeper_node, (unsigned long long)job_id);
+        return HV_ESTATE;
+    }
+    hv_peer_copy_row_t row = {.copy = copy_row(job_id, generation, commit, size, sha256, ""),
+                              .node_id = n->id,
+                              .incarnation = n->incarnation};
+    snprintf(row.addr, sizeof(row.addr), "%s", n->copy_addr);
+    hv_err rc = hv_store_peer_copy_put(d->store, &row);
+    if (rc != HV_OK) {
+        hv__driver_store_failed(d, rc, "record a peer's copy");
+        snprintf(err, errlen, "the head cannot record the copy: %s", hv_store_last_error(d->store));
+        return HV_EIO;
+    }
+    hv__driver_store_worked(d);
+    /* Stored: only now does the job count on it. */
+    uint64_t prev = j->peer.node_id;
+    j->peer = row;
+    j->jm.copy = (hv_jm_copy_t){.generation = generation,
+                                .commit = commit,
+                                .stored_ms = row.copy.stored_ms,
+                                .peer_node = n->id};
+    d->copy_bytes_peer += size;
+    peer_release(d, n->id, job_id, generation, commit, 0);
+    if (prev != 0 && prev != n->id) {
+        peer_release(d, prev, job_id, 0, 0, 1);
+    }
+    HV_LOG(HV_LOG_INFO, "copies", "HV-COPY-PEER",
+           "job %llu: node %s keeps the copy of generation %u, commit %llu (%llu bytes)",
+           (unsigned long long)job_id, n->name, generation, (unsigned long long)commit,
+           (unsigned long long)size);
+    if (d->io.job_changed != NULL) {
+        d->io.job_changed(d->io.ud, job_id);
+    }
+    return HV_OK;
+}
+
+/* The job's newest copy is the head's again (or none): its peer row is gone. */
+static void peer_fall_back(hv_driver_t *d, hv_djob_t *j) {
+    int was_newest = peer_newest(j);
+    j->peer = (hv_peer_copy_row_t){0};
+    if (!was_newest) {
+        return;
+    }
+    hv_copy_row_t c;
+    j->jm.copy = (hv_jm_copy_t){0};
+    if (hv_store_copy_get(d->store, j->jm.id, &c) == HV_OK) {
+        j->jm.copy = (hv_jm_copy_t){
+            .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
+        j->jm.copy.missing = j->copy_path[0] == '\0' || access(j->copy_path, F_OK) != 0;
+    }
+}
+
+void hv__driver_peer_forget_node(hv_driver_t *d, uint64_t node_id) {
+    size_t n = 0;
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        n += j->peer.node_id == node_id;
+    }
+    if (n == 0) {
+        return;
+    }
+    hv_err rc = hv_store_peer_copy_forget_node(d->store, node_id, NULL);
+    if (rc != HV_OK) {
+        hv__driver_store_failed(d, rc, "forget a lost keeper's copies");
+    }
+    for (hv_djob_t *j = d->jobs; j != NULL; j = j->next) {
+        if (j->peer.node_id == node_id) {
+            HV_LOG(HV_LOG_NOTICE, "copies", "HV-COPY-PEER-LOST",
+                   "job %llu: its copy of generation %u, commit %llu went with node %llu's agent; "
+                   "the head's copy (commit %llu) stands in",
+                   (unsigned long long)j->jm.id, j->peer.copy.generation,
+                   (unsigned long long)j->peer.copy.commit, (unsigned long long)node_id,
+                   (unsigned long long)j->jm.copy.commit);
+            peer_fall_back(d, j);
+        }
+    }
+}
+
+int hv__driver_peer_round(hv_driver_t *d, hv_djob_t *j, hv_round_info_t *info) {
+    if (!peer_newest(j) || d->creds == NULL) {
+        return 0;
+    }
+    const hv_dnode_t *n = node_by_id(d, j->peer.node_id);
+    if (n == NULL || n->incarnation != j->peer.incarnation) {
+        return 0;
+    }
+    const hv_copy_row_t *c = &j->peer.copy;
+    hv_copy_keeper_t k;
+    keeper_grant(d, n, HV_COPYGRANT_FETCH, j->jm.id, c->generation, c->commit, c->size,
+                 hv_wall_ms() + PEER_FETCH_GRANT_MS, &k);
+    info->resume = 1;
+    info->copy_generation = c->generation;
+    info->copy_commit = c->commit;
+    info->copy_size = c->size;
+    info->copy_stored_ms = c->stored_ms;
+    snprintf(info->copy_sha256, sizeof(info->copy_sha256), "%s", c->sha256);
+    info->keeper_node = n->id;
+    info->keeper_expires_ms = k.expires_ms;
+    snprintf(info->keeper_addr, sizeof(info->keeper_addr), "%s", j->peer.addr);
+    snprintf(info->keeper_name, sizeof(info->keeper_name), "%s", n->name);
+    snprintf(info->keeper_grant, sizeof(info->keeper_grant), "%s", k.grant);
+    return 1;
+}
+
+const char *hv_driver_copy_keeper(const hv_driver_t *d, const hv_djob_t *j) {
+    const hv_dnode_t *n = peer_newest(j) ? node_by_id(d, j->peer.node_id) : NULL;
+    return n != NULL ? n->name : "";
 }

@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "creds.h"
 #include "durable.h"
 #include "evq.h"
 #include "hmap.h"
@@ -70,6 +71,9 @@ struct hv_driver_s {
     /* The newest fleet decision's namespaces (driver_fleet.c's order: hv_driver_fleet_namespaces) */
     hv_fl_share_t fl_share[HV_DRIVER_NS_MAX];
     size_t fl_nshare;
+    const hv_creds_t *creds;  /* makes the keepers' grants (hv_driver_set_creds; NULL: none) */
+    uint64_t copy_bytes_head; /* bytes of copies stored at the head since it started */
+    uint64_t copy_bytes_peer; /* ...and kept by peers (the index only passes the head) */
 };
 
 /* ---- lookups (the model in memory) ---------------------------------------------------------- */
@@ -256,5 +260,18 @@ void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j);
 /* Each tick: the durable tier's finished operations, missing head copies, due writes and
  * restores. */
 void hv__driver_tick_copies(hv_driver_t *d, uint64_t now);
+/* Is the job's newest copy (jm.copy) the one a peer keeps (j->peer)? */
+static inline int peer_newest(const hv_djob_t *j) {
+    return j->peer.node_id != 0 && j->jm.copy.commit != 0 &&
+           j->peer.copy.commit == j->jm.copy.commit &&
+           j->peer.copy.generation == j->jm.copy.generation;
+}
+/* node's agent is gone (the node died, or a new agent replaced it): its copies went with its
+ * memory. Their rows are forgotten (stored first) and each such job's newest copy falls back to
+ * the head's. Called before its workers are lost, so a resume never counts on them. */
+void hv__driver_peer_forget_node(hv_driver_t *d, uint64_t node_id);
+/* The round that resumes j from its newest copy, when a peer keeps it: fills info from the
+ * index row, with a fetch grant; 0 when the copy is not a peer's (the caller reads the head's). */
+int hv__driver_peer_round(hv_driver_t *d, hv_djob_t *j, hv_round_info_t *info);
 
 #endif

@@ -455,6 +455,19 @@ static void job_load_copy(hv_driver_t *d, hv_djob_t *j) {
             .generation = c.generation, .commit = c.commit, .stored_ms = c.stored_ms};
         snprintf(j->durable_key, sizeof(j->durable_key), "%s", c.path);
     }
+    /* The copy a peer keeps (issue 28 §3): the job's newest when it is newer than the head's. */
+    hv_peer_copy_row_t row;
+    if (hv_store_peer_copy_get(d->store, j->jm.id, &row) == HV_OK) {
+        j->peer = row;
+        hv_copy_ref_t peer = {row.copy.generation, row.copy.commit, 0};
+        hv_copy_ref_t head = {j->jm.copy.generation, j->jm.copy.commit, 0};
+        if (hv_copy_newer(&peer, &head)) {
+            j->jm.copy = (hv_jm_copy_t){.generation = row.copy.generation,
+                                        .commit = row.copy.commit,
+                                        .stored_ms = row.copy.stored_ms,
+                                        .peer_node = row.node_id};
+        }
+    }
 }
 
 /* Loads a job and all its workers (any state) from the store. */

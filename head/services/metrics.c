@@ -626,6 +626,15 @@ static void render_jobs(hv_metrics_t *m, hv_http_reply_t *o) {
 }
 
 static void render_events(hv_metrics_t *m, hv_http_reply_t *o) {
+    uint64_t head_bytes, peer_bytes;
+    hv_driver_copy_bytes(m->d, &head_bytes, &peer_bytes);
+    fam(o, "hv_state_copy_bytes_total", "counter",
+        "Bytes of the jobs' state copies since the head started, by where they are kept: at the "
+        "head (they crossed its network and disk) or by a peer agent (only the index did).");
+    hv_http_reply_printf(o, "hv_state_copy_bytes_total{kept_by=\"head\"} %" PRIu64 "\n",
+                         head_bytes);
+    hv_http_reply_printf(o, "hv_state_copy_bytes_total{kept_by=\"peer\"} %" PRIu64 "\n",
+                         peer_bytes);
     fam(o, "hv_resets_total", "counter",
         "Resets of elastic jobs (rounds after a job's first), by reason.");
     for (int r = 0; r < HV_RESET__COUNT; r++) {

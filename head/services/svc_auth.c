@@ -73,6 +73,14 @@ static void rdzv_ids(const char *path, const ProtobufCMessage *m, uint64_t *job,
         const Hvpb__V1__FetchStateRequest *r = (const Hvpb__V1__FetchStateRequest *)m;
         *job = r->job_id;
         *worker = r->worker_id;
+    } else if (d == &hvpb__v1__plan_copy_request__descriptor) {
+        const Hvpb__V1__PlanCopyRequest *r = (const Hvpb__V1__PlanCopyRequest *)m;
+        *job = r->job_id;
+        *worker = r->worker_id;
+    } else if (d == &hvpb__v1__copy_kept_request__descriptor) {
+        const Hvpb__V1__CopyKeptRequest *r = (const Hvpb__V1__CopyKeptRequest *)m;
+        *job = r->job_id;
+        *worker = r->worker_id;
     } else if (d == &hvpb__v1__kv_get_request__descriptor) {
         *job = ((const Hvpb__V1__KvGetRequest *)m)->job_id;
     } else if (d == &hvpb__v1__rdzv_report_request__descriptor) {

@@ -183,6 +183,16 @@ hv_err hv_svc_cluster_order(hv_svc_cluster_t *s, uint64_t node_id, const hv_orde
         msg.kill = &k;
         return send_msg(x, &msg);
     }
+    case HV_ORDER_COPY_RELEASE: {
+        Hvpb__V1__CopyRelease r = HVPB__V1__COPY_RELEASE__INIT;
+        r.job_id = o->job_id;
+        r.generation = o->generation;
+        r.commit = o->commit;
+        r.drop_all = o->drop_all;
+        msg.body_case = HVPB__V1__HEAD_MSG__BODY_COPY_RELEASE;
+        msg.copy_release = &r;
+        return send_msg(x, &msg);
+    }
     case HV_ORDER_DRAIN:
     case HV_ORDER_UNDRAIN: {
         Hvpb__V1__DrainOrder dr = HVPB__V1__DRAIN_ORDER__INIT;
@@ -450,7 +460,9 @@ static void cluster_join(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) 
                          .cpus = info->cpus,
                          .memory_mb = info->memory_mb,
                          .preemptible = info->preemptible,
-                         .incarnation = req->incarnation};
+                         .incarnation = req->incarnation,
+                         .copy_addr = info->copy_addr,
+                         .copy_memory = info->copy_memory};
     uint64_t node_id = 0;
     char err[256];
     hv_err rc = addrs != NULL && labels != NULL

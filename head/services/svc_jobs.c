@@ -242,6 +242,7 @@ static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v
     v->resumed_from =
         m->resumed_from == HV_COPY_TIER_NONE ? "" : (char *)hv_copy_tier_name(m->resumed_from);
     v->copy_on_own_node = hv_driver_copy_on_own_node(s->d, j);
+    v->copy_keeper = (char *)hv_driver_copy_keeper(s->d, j);
     sc->spec = hvpb__v1__job_spec__unpack(NULL, j->spec_len, j->spec);
     v->binary_digest = sc->spec && sc->spec->binary ? sc->spec->binary->digest : "";
     if (m->nw == 0) {

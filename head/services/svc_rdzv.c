@@ -164,6 +164,15 @@ void hv_svc_rdzv_round(hv_svc_rdzv_t *s, const hv_round_info_t *r, const uint64_
             copy.stored_ms = r->copy_stored_ms;
             rep.resume = &copy;
         }
+        Hvpb__V1__CopyKeeper keeper = HVPB__V1__COPY_KEEPER__INIT;
+        if (r->resume && r->keeper_node != 0) { /* a peer keeps it (issue 28 §3) */
+            keeper.node_id = r->keeper_node;
+            keeper.addr = (char *)r->keeper_addr;
+            keeper.grant = (char *)r->keeper_grant;
+            keeper.expires_ms = r->keeper_expires_ms;
+            keeper.node_name = (char *)r->keeper_name;
+            rep.resume_keeper = &keeper;
+        }
         hv_rpc_reply(c, &rep.base);
     }
     hv_free(peers);

@@ -147,6 +147,7 @@ hv_err hv_validate_join(const Hvpb__V1__JoinRequest *r, char *err, size_t len) {
         HV_TRY(size_check(field, kv->value, HV_LABEL_VALUE_MAX, err, len));
     }
     HV_TRY(size_check("node.instance_id", info->instance_id, HV_NODE_FIELD_MAX, err, len));
+    HV_TRY(size_check("node.copy_addr", info->copy_addr, HV_NODE_FIELD_MAX, err, len));
     HV_TRY(size_check("node.version", info->version, HV_NODE_FIELD_MAX, err, len));
     return HV_OK;
 }

@@ -20,7 +20,9 @@ if [ "${DURABLE_TIER:-dir}" = command ]; then
 else
     start_elastic_head "state_copies:" "  durable:" "    dir: $TMP/shared" "    interval_s: 1"
 fi
-for n in a b c d; do start_agent "node-$n" 1; done
+# The agents keep no copies (--copy-memory 0): the head keeps them, as this test's subject is its
+# copies lost and the durable tier behind them (peers keeping copies: fault.elastic_peer_copy).
+for n in a b c d; do start_agent "node-$n" 1 --copy-memory 0; done
 
 # Copies at least every second even where they cost more (a sanitizer build).
 submit r -np 4 --min-np 1 --max-np 4 --env HV_STATE_COPY_FACTOR=2 -- --epochs 3 --step-delay-ms 40 --epoch-log "$TMP/r.epochs"

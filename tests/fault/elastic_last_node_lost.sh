@@ -10,8 +10,10 @@
 hv_setup
 LEASE_MS=2000
 start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+# The agents keep no copies (--copy-memory 0): the head is the keeper here (the fallback path;
+# fault.elastic_peer_copy has the peers keep them).
+start_agent node-a 1 --copy-memory 0
+start_agent node-b 1 --copy-memory 0
 
 # Copies at least every second even where they cost more (a sanitizer build: the default keeps
 # them 80 times their cost apart, which can outlast an epoch there).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench_copy.sh: what keeping copies of the training state at the head costs, side by side.
 #
-#   tests/perf/bench_copy.sh [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P]
-#                            [--bin DIR] [--logs DIR [--trace]]
+#   tests/perf/bench_copy.sh [--peer] [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M]
+#                            [--pairs P] [--bin DIR] [--logs DIR [--trace]]
 #
 # Starts a head and N one-slot agents on this machine and runs tests/perf/bench_elastic (every
 # step: an allreduce of the model over TCP and a commit of it as the elastic state) as an elastic
@@ -15,8 +15,12 @@
 # the window should hold several). Prints each run, the medians of both, the copies' cost in % of
 # step throughput for both, the head's CPU time in each run (receiving, hashing and writing the
 # copies), the CPU time per step of the ranks and the head together (the copies' cost in CPU,
-# which a busy shared machine disturbs much less than the throughput), and the load average
-# before and after. Defaults: a 64 MiB state,
+# which a busy shared machine disturbs much less than the throughput), the bytes of copies the
+# head took and the peers kept in each run (/metrics hv_state_copy_bytes_total), and the load
+# average before and after. The agents keep no copies (--copy-memory 0), so "on" sends every copy
+# to the head; with --peer the agents keep them (the default --copy-memory) and "peer" runs send
+# each copy to another node's agent, the head keeping only the index (issue 28 §3).
+# Defaults: a 64 MiB state,
 # 2 ranks, 45 s a run, a mark at 10 s, 3 pairs. --logs DIR keeps each run's output there;
 # --trace adds rank 0's every step time (BENCH tick) and each copy's times (HV-COPY-SENT) to it.
 set -euo pipefail
@@ -29,6 +33,7 @@ MARK_MS=10000
 PAIRS=3
 LOGS=""
 TRACE=0
+PEER=0
 while [ $# -gt 0 ]; do
     case $1 in
     --model) MODEL=$2; shift 2 ;;
@@ -39,7 +44,8 @@ while [ $# -gt 0 ]; do
     --bin) BIN=$2; shift 2 ;;
     --logs) LOGS=$2; shift 2 ;;
     --trace) TRACE=1; shift ;;
-    *) echo "usage: $0 [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR] [--logs DIR [--trace]]" >&2; exit 2 ;;
+    --peer) PEER=1; shift ;;
+    *) echo "usage: $0 [--peer] [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR] [--logs DIR [--trace]]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
@@ -49,6 +55,7 @@ LEVEL=info
 [ $TRACE = 0 ] || LEVEL=debug
 BENCH_TMP_PREFIX=hvbenchcopy
 . "$(dirname "$0")/bench_lib.sh"
+MPORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$TMP/head.yaml" <<YAML
 cluster_name: bench
 listen: 127.0.0.1:0
@@ -57,36 +64,46 @@ token: bench-token
 heartbeat_ms: 200
 lease_ms: 5000
 log_level: notice
+metrics:
+  listen: 127.0.0.1:$MPORT
 YAML
 export HV_TOKEN_FILE="$TMP/data/client.token"
 "$BIN/hvhead" start --config "$TMP/head.yaml" >"$TMP/head.out" 2>"$TMP/head.err" &
 HEAD_PID=$!
 PIDS="$PIDS $HEAD_PID"
 # The head's CPU time so far, in ms (user + system, from /proc).
+# The head's counter of copy bytes kept by $1 (head or peer).
+copy_bytes() { curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics" | sed -n "s/^hv_state_copy_bytes_total{kept_by=\"$1\"} //p"; }
 head_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$HEAD_PID/stat"; }
 wait_for 10 grep -q 'listening on' "$TMP/head.out" || { echo "head did not start" >&2; exit 1; }
 HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$TMP/head.out")
+KEEP="--copy-memory 0"
+[ $PEER = 0 ] || KEEP=""
 for i in $(seq 1 "$RANKS"); do
-    "$BIN/hvagent" join "$HEAD" --token bench-token --name "n$i" --slots 1 \
+    # shellcheck disable=SC2086
+    "$BIN/hvagent" join "$HEAD" --token bench-token --name "n$i" --slots 1 $KEEP \
         --work-dir "$TMP/agent-n$i" >"$TMP/agent-n$i.out" 2>"$TMP/agent-n$i.err" &
     PIDS="$PIDS $!"
 done
 for i in $(seq 1 "$RANKS"); do
     wait_for 20 grep -q joined "$TMP/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
 done
-echo "bench_copy: state $MODEL bytes, $RANKS ranks over TCP (HV_SHM=0), $SECONDS_RUN s a run (steady window from $MARK_MS ms), machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+ON=on
+[ $PEER = 0 ] || ON=peer
+echo "bench_copy: copies off vs $ON, state $MODEL bytes, $RANKS ranks over TCP (HV_SHM=0), $SECONDS_RUN s a run (steady window from $MARK_MS ms), machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 run=0
 for p in $(seq 1 "$PAIRS"); do
-    for mode in off on; do
+    for mode in off $ON; do
         run=$((run + 1))
         tm="" sm="" t1="" s1=""
         copy=1; [ $mode = off ] && copy=0
-        hc0=$(head_cpu_ms)
+        hc0=$(head_cpu_ms) hb0=$(copy_bytes head) pb0=$(copy_bytes peer)
         "$BIN/hvsubmit" --head "$HEAD" -np "$RANKS" --min-np "$RANKS" --max-np "$RANKS" \
             --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=$LEVEL --env HV_BENCH_TRACE=$TRACE \
             "$BIN/bench_elastic" --model "$MODEL" --seconds "$SECONDS_RUN" --mark-ms "$MARK_MS" --step-ms 0 \
             >"$TMP/run$run.out" 2>"$TMP/run$run.err" || { echo "run $run failed" >&2; tail "$TMP/run$run.err" >&2; exit 1; }
         hcpu=$(($(head_cpu_ms) - hc0))
+        hb=$(($(copy_bytes head) - hb0)) pb=$(($(copy_bytes peer) - pb0))
         f="$TMP/run$run.out $TMP/run$run.err"
         [ -z "$LOGS" ] || cp "$TMP/run$run.out" "$TMP/run$run.err" "$LOGS/"
         # shellcheck disable=SC2086
@@ -103,17 +120,19 @@ for p in $(seq 1 "$PAIRS"); do
         cps=$(awk -v r="$rcpu" -v h="$hcpu" -v s="$s1" 'BEGIN { printf "%.1f", (r + h) / s }')
         whole=$(awk -v s="$s1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
         steady=$(awk -v s="$s1" -v m="$sm" -v a="$tm" -v b="$t1" 'BEGIN { printf "%.3f", (s - m) * 1000 / (b - a) }')
-        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, CPU/step ${cps} ms (ranks ${rcpu} + head), load $(cut -d' ' -f1 /proc/loadavg)"
-        echo "$mode $whole $steady $cps" >>"$TMP/rates"
+        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, copy bytes at the head $hb, at peers $pb, CPU/step ${cps} ms (ranks ${rcpu} + head), load $(cut -d' ' -f1 /proc/loadavg)"
+        echo "$mode $whole $steady $cps $hb $pb" >>"$TMP/rates"
     done
 done
-awk '{ w[$1] = w[$1] " " $2; s[$1] = s[$1] " " $3; c[$1] = c[$1] " " $4 }
+awk -v on=$ON '{ w[$1] = w[$1] " " $2; s[$1] = s[$1] " " $3; c[$1] = c[$1] " " $4; hb[$1] += $5; pb[$1] += $6; n[$1]++
+       if (!($1 in lo) || $3 + 0 < lo[$1]) lo[$1] = $3 + 0 }
      function med(v,   a, n, i, j, t) { n = split(v, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
                                       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-     END { off = med(w["off"]); on = med(w["on"]);
-           printf "median steps/s, whole run (holds the first copy): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off
-           off = med(s["off"]); on = med(s["on"]);
-           printf "median steps/s, steady window (first copy left out): copies off %.3f, on %.3f: copies cost %.1f%%\n", off, on, (off - on) * 100 / off
-           off = med(c["off"]); on = med(c["on"]);
-           printf "median CPU time per step (ranks and head, whole run): copies off %.1f ms, on %.1f ms: copies cost %.1f%% more CPU\n", off, on, (on - off) * 100 / off }' "$TMP/rates"
+     END { off = med(w["off"]); o = med(w[on]);
+           printf "median steps/s, whole run (holds the first copy): copies off %.3f, %s %.3f: copies cost %.1f%%\n", off, on, o, (off - o) * 100 / off
+           off = med(s["off"]); o = med(s[on]);
+           printf "median steps/s, steady window (first copy left out): copies off %.3f, %s %.3f: copies cost %.1f%% (worst run: off %.3f, %s %.3f)\n", off, on, o, (off - o) * 100 / off, lo["off"], on, lo[on]
+           off = med(c["off"]); o = med(c[on]);
+           printf "median CPU time per step (ranks and head, whole run): copies off %.1f ms, %s %.1f ms: copies cost %.1f%% more CPU\n", off, on, o, (o - off) * 100 / off
+           printf "copy bytes per %s run: at the head %.0f, kept by peers %.0f\n", on, hb[on] / n[on], pb[on] / n[on] }' "$TMP/rates"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -669,20 +669,20 @@ static hv_err copy_resume(hv_state_t *st, hv__member_t *m) {
     hv_err rc = hv__member_fetch_state(m, a->resume_commit, &data, &len);
     if (rc == HV_OK) {
         char what[96];
-        snprintf(what, sizeof(what), "the head's copy of commit %llu",
+        snprintf(what, sizeof(what), "the copy of commit %llu",
                  (unsigned long long)a->resume_commit);
         rc = state_deserialize(st, data, len, what);
         hv_free(data);
     }
     if (rc != HV_OK) {
         HV_LOG(HV_LOG_ERROR, "elastic", "HV-COPY-RESUME",
-               "every member of the job was lost and this round resumes from the head's copy, "
-               "but it could not be loaded: %s",
+               "every member of the job was lost and this round resumes from its copy (a peer "
+               "keeper's or the head's), but it could not be loaded: %s",
                hv_strerror(rc));
         return rc;
     }
     HV_LOG(HV_LOG_NOTICE, "elastic", "HV-COPY-RESUME",
-           "resumed from the head's copy of generation %u, commit %llu (%zu bytes, %.1f s old)",
+           "resumed from the copy of generation %u, commit %llu (%zu bytes, %.1f s old)",
            a->resume_generation, (unsigned long long)a->resume_commit, len,
            (double)a->resume_age_ms / 1000.0);
     return HV_OK;

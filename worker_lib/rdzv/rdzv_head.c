@@ -80,6 +80,15 @@ typedef struct head_client_s {
     size_t n_sil;
     int sil_started, sil_stop;
     pthread_t sil_thread;
+    // Copies kept by peers (issue 28 §3). The copier thread's channel to its last keeper:
+    hv_rpc_channel_t *kch; // owned (copier thread)
+    char kch_addr[256];
+    int no_plan; // the head does not serve PlanCopy (an older head): copies go to it
+    // The keeper of the copy the last join's round resumes from (training thread; node 0: none).
+    Hvpb__V1__CopyKeeper rk;
+    char rk_addr[256], rk_grant[65], rk_name[130];
+    uint32_t rk_gen;
+    uint64_t rk_commit, rk_size;
 } head_client_t;
 
 static void sleep_ms(uint64_t ms) {
@@ -167,6 +176,21 @@ static hv_err head_join(void *ctx, const char *my_addr, const char *my_host, uin
     a.generation = r->generation;
     a.check_every = r->check_every;
     a.rollback = r->rollback;
+    c->rk.node_id = 0;
+    if (r->resume != NULL && r->resume->commit > 0 && r->resume_keeper != NULL &&
+        r->resume_keeper->node_id != 0 && r->resume_keeper->addr != NULL &&
+        r->resume_keeper->grant != NULL) {
+        hvpb__v1__copy_keeper__init(&c->rk);
+        c->rk.node_id = r->resume_keeper->node_id;
+        c->rk.expires_ms = r->resume_keeper->expires_ms;
+        snprintf(c->rk_addr, sizeof(c->rk_addr), "%s", r->resume_keeper->addr);
+        snprintf(c->rk_grant, sizeof(c->rk_grant), "%s", r->resume_keeper->grant);
+        snprintf(c->rk_name, sizeof(c->rk_name), "%s",
+                 r->resume_keeper->node_name ? r->resume_keeper->node_name : "?");
+        c->rk_gen = r->resume->generation;
+        c->rk_commit = r->resume->commit;
+        c->rk_size = r->resume->size;
+    }
     if (r->resume != NULL && r->resume->commit > 0) {
         a.resume = 1;
         a.resume_generation = r->resume->generation;
@@ -434,8 +458,126 @@ static hv_err head_kv_put(void *ctx, const char *key, const void *value, size_t 
 #define HEAD_STATE_CHUNK ((size_t)1 << 20)
 #define HEAD_STATE_MAX ((uint64_t)1 << 36)
 
-/* Runs on the copier thread: only the channel (thread-safe) and the ids are shared. A failed
- * chunk ends this copy (the next one starts again at 0). */
+/* A channel to a keeper agent's Keeper service (TLS with HV_CA_FILE, as the head's). */
+static hv_err keeper_channel(const char *addr, hv_rpc_channel_t **out) {
+    const char *ca = getenv("HV_CA_FILE");
+    hv_rpc_tls_t tls = {.ca_file = ca};
+    char err[512] = "";
+    hv_err rc = hv_rpc_channel_create_tls(addr, ca != NULL && ca[0] != '\0' ? &tls : NULL, out, err,
+                                          sizeof(err));
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-KEEPER",
+               "cannot open a channel to the keeper at %s: %s", addr,
+               err[0] ? err : hv_strerror(rc));
+    }
+    return rc;
+}
+
+/* The copy to a peer agent (issue 28 §3): PlanCopy names the keeper and its grant, the chunks go
+ * to it directly, and CopyKept has the head store the index. HV_ENOTFOUND: no keeper (or an
+ * older head), the caller sends to the head; HV_EPERM/HV_ESTATE: the head refused the copy
+ * itself (fenced, or an older one); other errors: the keeper failed, the head is the fallback. */
+static hv_err peer_put_state(head_client_t *c, uint32_t generation, uint64_t commit,
+                             const void *data, size_t len, const char *hex) {
+    if (c->no_plan) {
+        return HV_ENOTFOUND;
+    }
+    Hvpb__V1__PlanCopyRequest preq = HVPB__V1__PLAN_COPY_REQUEST__INIT;
+    preq.job_id = c->job_id;
+    preq.worker_id = c->worker_id;
+    preq.generation = generation;
+    preq.commit = commit;
+    preq.size = len;
+    ProtobufCMessage *resp = NULL;
+    hv_rpc_status_t st = {0};
+    hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/PlanCopy", &preq.base,
+                             &hvpb__v1__plan_copy_reply__descriptor, HEAD_CALL_MS, &resp, &st);
+    if (rc == HV_ENOTSUP) {
+        c->no_plan = 1;
+        return HV_ENOTFOUND;
+    }
+    if (rc != HV_OK) {
+        return rc == HV_EPERM || rc == HV_ESTATE ? rc : HV_ENOTFOUND;
+    }
+    const Hvpb__V1__PlanCopyReply *plan = (const Hvpb__V1__PlanCopyReply *)resp;
+    if (plan->keeper == NULL || plan->keeper->addr == NULL || plan->keeper->grant == NULL) {
+        HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-RDZV-KEEPER", "job %llu: no keeper for this copy (%s)",
+               (unsigned long long)c->job_id, plan->why ? plan->why : "");
+        hv_rpc_msg_free(resp);
+        return HV_ENOTFOUND;
+    }
+    uint64_t node = plan->keeper->node_id, expires = plan->keeper->expires_ms;
+    char grant[65], name[130];
+    snprintf(grant, sizeof(grant), "%s", plan->keeper->grant);
+    snprintf(name, sizeof(name), "%s", plan->keeper->node_name ? plan->keeper->node_name : "?");
+    if (c->kch == NULL || strcmp(c->kch_addr, plan->keeper->addr) != 0) {
+        hv_rpc_channel_destroy(c->kch);
+        c->kch = NULL;
+        snprintf(c->kch_addr, sizeof(c->kch_addr), "%s", plan->keeper->addr);
+        rc = keeper_channel(c->kch_addr, &c->kch);
+    }
+    hv_rpc_msg_free(resp);
+    for (size_t off = 0; rc == HV_OK && off < len;) {
+        size_t n = len - off < HEAD_STATE_CHUNK ? len - off : HEAD_STATE_CHUNK;
+        Hvpb__V1__KeepChunk req = HVPB__V1__KEEP_CHUNK__INIT;
+        req.job_id = c->job_id;
+        req.generation = generation;
+        req.commit = commit;
+        req.size = len;
+        req.offset = off;
+        req.data.data = (uint8_t *)data + off;
+        req.data.len = n;
+        req.sha256 = off + n == len ? (char *)hex : "";
+        req.keeper_node = node;
+        req.expires_ms = expires;
+        req.grant = grant;
+        resp = NULL;
+        rc = hv_rpc_unary(c->kch, "/hvpb.v1.Keeper/Put", &req.base,
+                          &hvpb__v1__keep_reply__descriptor, HEAD_CALL_MS, &resp, &st);
+        if (rc == HV_OK && off + n == len && !((Hvpb__V1__KeepReply *)resp)->complete) {
+            rc = HV_EPROTO;
+        }
+        hv_rpc_msg_free(resp);
+        off += n;
+    }
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-KEEPER",
+               "job %llu: node %s's agent (%s) did not keep the copy of generation %u, commit "
+               "%llu: %s (%s); sending it to the head",
+               (unsigned long long)c->job_id, name, c->kch_addr, generation,
+               (unsigned long long)commit, hv_strerror(rc), st.msg);
+        return HV_EPEER;
+    }
+    Hvpb__V1__CopyKeptRequest kreq = HVPB__V1__COPY_KEPT_REQUEST__INIT;
+    kreq.job_id = c->job_id;
+    kreq.worker_id = c->worker_id;
+    kreq.generation = generation;
+    kreq.commit = commit;
+    kreq.size = len;
+    kreq.sha256 = (char *)hex;
+    kreq.keeper_node = node;
+    resp = NULL;
+    rc = hv_rpc_unary(c->ch, "/hvpb.v1.Rendezvous/CopyKept", &kreq.base,
+                      &hvpb__v1__copy_kept_reply__descriptor, HEAD_CALL_MS, &resp, &st);
+    hv_rpc_msg_free(resp);
+    if (rc != HV_OK) {
+        HV_LOG(rc == HV_ESTATE || rc == HV_EPERM ? HV_LOG_INFO : HV_LOG_WARN, "rdzv",
+               "HV-RDZV-KEEPER",
+               "job %llu: the head did not record node %s's copy of generation %u, commit %llu: "
+               "%s (%s)",
+               (unsigned long long)c->job_id, name, generation, (unsigned long long)commit,
+               hv_strerror(rc), st.msg);
+        return rc == HV_ESTATE || rc == HV_EPERM ? rc : HV_EPEER;
+    }
+    HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-RDZV-KEEPER",
+           "job %llu: node %s keeps the copy of generation %u, commit %llu (%zu bytes)",
+           (unsigned long long)c->job_id, name, generation, (unsigned long long)commit, len);
+    return HV_OK;
+}
+
+/* Runs on the copier thread: only the channels (thread-safe; the keeper's is this thread's) and
+ * the ids are shared. The copy goes to a peer agent when the head names one, else (or when that
+ * fails) to the head. A failed chunk ends this copy (the next one starts again at 0). */
 static hv_err head_put_state(void *ctx, uint32_t generation, uint64_t commit, const void *data,
                              size_t len) {
     head_client_t *c = ctx;
@@ -444,6 +586,10 @@ static hv_err head_put_state(void *ctx, uint32_t generation, uint64_t commit, co
     }
     char hex[65];
     hv_sha256_hex_of(data, len, hex);
+    hv_err prc = peer_put_state(c, generation, commit, data, len, hex);
+    if (prc == HV_OK || prc == HV_EPERM || prc == HV_ESTATE) {
+        return prc;
+    }
     for (size_t off = 0; off < len;) {
         size_t n = len - off < HEAD_STATE_CHUNK ? len - off : HEAD_STATE_CHUNK;
         Hvpb__V1__PutStateRequest req = HVPB__V1__PUT_STATE_REQUEST__INIT;
@@ -476,8 +622,73 @@ static hv_err head_put_state(void *ctx, uint32_t generation, uint64_t commit, co
     return HV_OK;
 }
 
+/* Reads the resume's copy from the keeper the round named (its digest checked against the
+ * keeper's and the round's size). */
+static hv_err keeper_fetch_state(head_client_t *c, void **data, size_t *len) {
+    hv_rpc_channel_t *ch = NULL;
+    HV_TRY(keeper_channel(c->rk_addr, &ch));
+    uint8_t *buf = c->rk_size > 0 && c->rk_size <= HEAD_STATE_MAX ? hv_malloc(c->rk_size) : NULL;
+    hv_err rc = buf != NULL ? HV_OK : HV_ENOMEM;
+    char want[65] = "";
+    hv_rpc_status_t st = {0};
+    for (uint64_t off = 0; rc == HV_OK && off < c->rk_size;) {
+        Hvpb__V1__ReadKeptRequest req = HVPB__V1__READ_KEPT_REQUEST__INIT;
+        req.job_id = c->job_id;
+        req.generation = c->rk_gen;
+        req.commit = c->rk_commit;
+        req.size = c->rk_size;
+        req.offset = off;
+        req.keeper_node = c->rk.node_id;
+        req.expires_ms = c->rk.expires_ms;
+        req.grant = c->rk_grant;
+        ProtobufCMessage *resp = NULL;
+        rc = hv_rpc_unary(ch, "/hvpb.v1.Keeper/Read", &req.base,
+                          &hvpb__v1__read_kept_reply__descriptor, HEAD_CALL_MS, &resp, &st);
+        if (rc == HV_OK) {
+            const Hvpb__V1__ReadKeptReply *r = (const Hvpb__V1__ReadKeptReply *)resp;
+            if (r->data.len == 0 || r->data.len > c->rk_size - off) {
+                rc = HV_EPROTO;
+            } else {
+                memcpy(buf + off, r->data.data, r->data.len);
+                off += r->data.len;
+                snprintf(want, sizeof(want), "%s", r->sha256 ? r->sha256 : "");
+            }
+        }
+        hv_rpc_msg_free(resp);
+    }
+    hv_rpc_channel_destroy(ch);
+    char hex[65];
+    if (rc == HV_OK) {
+        hv_sha256_hex_of(buf, (size_t)c->rk_size, hex);
+        rc = strcmp(hex, want) == 0 ? HV_OK : HV_EPROTO;
+    }
+    if (rc != HV_OK) {
+        HV_LOG(HV_LOG_WARN, "rdzv", "HV-RDZV-KEEPER",
+               "job %llu: cannot read the copy of generation %u, commit %llu from node %s's agent "
+               "(%s): %s (%s); reading the head's newest copy instead",
+               (unsigned long long)c->job_id, c->rk_gen, (unsigned long long)c->rk_commit,
+               c->rk_name, c->rk_addr, hv_strerror(rc), st.msg);
+        hv_free(buf);
+        return rc;
+    }
+    HV_LOG(HV_LOG_NOTICE, "rdzv", "HV-RDZV-KEEPER",
+           "job %llu: read the copy of generation %u, commit %llu (%llu bytes) from the peer "
+           "keeper, node %s's agent at %s",
+           (unsigned long long)c->job_id, c->rk_gen, (unsigned long long)c->rk_commit,
+           (unsigned long long)c->rk_size, c->rk_name, c->rk_addr);
+    *data = buf;
+    *len = (size_t)c->rk_size;
+    return HV_OK;
+}
+
 static hv_err head_fetch_state(void *ctx, uint64_t commit, void **data, size_t *len) {
     head_client_t *c = ctx;
+    if (c->rk.node_id != 0 && (commit == 0 || commit == c->rk_commit)) {
+        if (keeper_fetch_state(c, data, len) == HV_OK) {
+            return HV_OK;
+        }
+        commit = 0; /* the head's newest copy, older than the keeper's */
+    }
     uint8_t *buf = NULL;
     uint64_t size = 0, off = 0;
     char want[65] = "";
@@ -761,6 +972,7 @@ static void head_destroy(void *ctx) {
     pthread_cond_destroy(&c->sil_cv);
     pthread_mutex_destroy(&c->sil_mu);
     hv_rpc_channel_destroy(c->ch);
+    hv_rpc_channel_destroy(c->kch);
     pthread_mutex_destroy(&c->rep_mu);
     hv_free(c);
 }
