@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "store.h"
 #include "util.h"
 
 #define MAX_ORDERS 32
