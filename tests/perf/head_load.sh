@@ -83,7 +83,7 @@ run_one() {
     # gate, whose derived bound per client is half of (open-file limit - 64) / 2 (4,984 with
     # 20,000 files), and whose total is under 10,000 there: joins past it were refused and
     # timed out. Real agents come from their own addresses; here the bounds are set above N.
-    conns_max=$((n + 256))
+    conns_max=$((2 * n + 256)) # a quarter of the total is kept for nodes; joins come first
     cat >"$d/head.yaml" <<EOF
 cluster_name: perf
 listen: 127.0.0.1:0
