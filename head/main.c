@@ -291,6 +291,41 @@ static hv_err io_revoked(void *ud, uint64_t node_id, uint64_t incarnation) {
     return hv_auth_revoke_node(&h->auth, node_id, incarnation);
 }
 
+/* The driver's blocking file work (a state copy's sync and rename) on libuv's thread pool. */
+typedef struct head_work_s {
+    uv_work_t req;
+    void (*work)(void *arg);
+    void (*after)(void *arg, int cancelled);
+    void *arg;
+} head_work_t;
+
+static void head_work_run(uv_work_t *req) {
+    head_work_t *w = req->data;
+    w->work(w->arg);
+}
+
+static void head_work_after(uv_work_t *req, int status) {
+    head_work_t *w = req->data;
+    w->after(w->arg, status != 0);
+    hv_free(w);
+}
+
+static hv_err io_queue_work(void *ud, void (*work)(void *arg),
+                            void (*after)(void *arg, int cancelled), void *arg) {
+    head_t *h = ud;
+    head_work_t *w = hv_calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return HV_ENOMEM;
+    }
+    *w = (head_work_t){.work = work, .after = after, .arg = arg};
+    w->req.data = w;
+    if (uv_queue_work(h->loop, &w->req, head_work_run, head_work_after) != 0) {
+        hv_free(w);
+        return HV_EINTERNAL;
+    }
+    return HV_OK;
+}
+
 static void io_drop_session(void *ud, uint64_t node_id) {
     head_t *h = ud;
     if (h->cluster != NULL) {
@@ -804,10 +839,13 @@ static int head_open_state(head_t *h) {
                          .job_finished = io_job_finished,
                          .wake = io_wake,
                          .revoked = io_revoked,
+                         .queue_work = io_queue_work,
                          .ud = h};
     char aerr2[600] = "";
-    if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) != HV_OK ||
-        (rc = hv_actors_create(h->driver, h->store, &h->actors)) != HV_OK ||
+    if ((rc = hv_driver_create(&h->cfg, h->store, &io, &h->driver)) == HV_OK) {
+        hv_driver_set_artifacts(h->driver, h->arts); /* the services reach them through it */
+    }
+    if (rc != HV_OK || (rc = hv_actors_create(h->driver, h->store, &h->actors)) != HV_OK ||
         (rc = hv_driver_load(h->driver)) != HV_OK ||
         (rc = hv_actors_load(h->actors, aerr2, sizeof(aerr2))) != HV_OK) {
         head_fail("hvhead: cannot load state from %s: %s%s%s", hv_store_path(h->store),
@@ -939,14 +977,14 @@ static int head_start_services(head_t *h) {
     int cfg_port;
     hv_parse_hostport(h->cfg.listen, h->host, sizeof(h->host), &cfg_port);
     head_derive_advertise(h, h->host);
-    if ((rc = hv_svc_cluster_create(h->srv, &h->cfg, h->driver, h->arts, h->advertise,
-                                    &h->cluster)) != HV_OK ||
-        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, h->arts, &h->jobs)) != HV_OK ||
-        (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, h->arts,
-                                   &h->actorsvc)) != HV_OK ||
+    if ((rc = hv_svc_cluster_create(h->srv, &h->cfg, h->driver, h->advertise, &h->cluster)) !=
+            HV_OK ||
+        (rc = hv_svc_jobs_create(h->srv, &h->cfg, h->driver, &h->jobs)) != HV_OK ||
+        (rc = hv_svc_actors_create(h->srv, &h->auth, h->driver, h->actors, &h->actorsvc)) !=
+            HV_OK ||
         (rc = hv_svc_cost_create(h->srv, &h->cfg, h->driver, &h->cost)) != HV_OK ||
-        (rc = hv_svc_artifacts_create(h->srv, h->arts, h->driver, &h->artsvc)) != HV_OK ||
-        (rc = hv_svc_rdzv_create(h->loop, h->srv, h->driver, &h->rdzv)) != HV_OK ||
+        (rc = hv_svc_artifacts_create(h->srv, h->driver, &h->artsvc)) != HV_OK ||
+        (rc = hv_svc_rdzv_create(h->srv, h->driver, &h->rdzv)) != HV_OK ||
         (rc = hv_svc_keepers_create(h->srv, h->driver, &h->keepers)) != HV_OK ||
         (rc = hv_svc_auth_create(h->srv, &h->auth, h->driver, &h->authsvc)) != HV_OK ||
         (rc = hv_rpc_server_start(h->srv)) != HV_OK) {

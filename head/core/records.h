@@ -173,4 +173,19 @@ typedef struct hv_revoked_row_s {
     uint64_t revoked_ms;           /* wall clock; 0 for those imported from the old file */
 } hv_revoked_row_t;
 
+/* A page of an output log (a job's or an actor's) read back: its whole lines from an offset
+ * (store/joblog.c hv_joblog_read_page fills it). */
+typedef struct hv_joblog_line_s {
+    uint32_t rank, stream; /* stream 1 stdout, 2 stderr */
+    char *text;            /* into the page's buf */
+} hv_joblog_line_t;
+
+typedef struct hv_joblog_page_s {
+    char *buf;               /* owned: the lines' text */
+    hv_joblog_line_t *lines; /* owned: n of them */
+    size_t n;
+    uint64_t next_offset; /* the byte after the last whole line read */
+    int more;             /* lines follow that did not fit (max_lines or max_bytes) */
+} hv_joblog_page_t;
+
 #endif

@@ -12,10 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "joblog.h"
 #include "log.h"
 #include "mem.h"
 #include "nodes.h"
 #include "sched.h"
+#include "store.h"
 #include "util.h"
 
 #define ACTORS_MAX_NODES 4096 /* nodes looked at for one placement */
@@ -45,8 +47,9 @@ static void set_str(char **dst, const char *src) {
 
 static void actor_free(hv_dactor_t *x) {
     if (x->log_open) {
-        hv_joblog_close(&x->log);
+        hv_joblog_close(x->log);
     }
+    hv_free(x->log);
     hv_free(x->name);
     hv_free(x->ns);
     hv_free(x->class_name);
@@ -316,7 +319,7 @@ static void logs_prune(hv_actors_t *a) {
         char path[4096];
         hv_joblog_actor_path(hv_driver_joblogs(a->d), oldest->am.id, path, sizeof(path));
         if (oldest->log_open) {
-            hv_joblog_close(&oldest->log);
+            hv_joblog_close(oldest->log);
             oldest->log_open = 0;
         }
         if (unlink(path) != 0 && errno != ENOENT) {
@@ -330,7 +333,7 @@ static void logs_prune(hv_actors_t *a) {
 /* An actor died: its log is closed (kept among the last dead ones'). */
 static void log_died(hv_actors_t *a, hv_dactor_t *x) {
     if (x->log_open) {
-        hv_joblog_close(&x->log);
+        hv_joblog_close(x->log);
         x->log_open = 0;
     }
     logs_prune(a);
@@ -740,10 +743,13 @@ static void hook_log(void *ud, uint64_t node_id, uint64_t proc, uint32_t stream,
         return;
     }
     if (!x->log_open) {
-        hv_joblog_open_actor(hv_driver_joblogs(a->d), &x->log, x->am.id);
+        if (x->log == NULL && (x->log = hv_calloc(1, sizeof(*x->log))) == NULL) {
+            return; /* out of memory: these lines are lost, the next ones try again */
+        }
+        hv_joblog_open_actor(hv_driver_joblogs(a->d), x->log, x->am.id);
         x->log_open = 1;
     }
-    (void)hv_joblog_append(hv_driver_joblogs(a->d), &x->log, hv_am_proc_inc(proc), stream, lines, n,
+    (void)hv_joblog_append(hv_driver_joblogs(a->d), x->log, hv_am_proc_inc(proc), stream, lines, n,
                            hv_now_ms());
 }
 

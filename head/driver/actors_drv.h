@@ -25,8 +25,6 @@
 #include "actorfig.h"
 #include "actors.h"
 #include "driver.h"
-#include "joblog.h"
-#include "store.h"
 
 /* One actor (read-only outside actors_drv.c). */
 typedef struct hv_dactor_s {
@@ -57,7 +55,8 @@ typedef struct hv_dactor_s {
     char *note;               /* the autoscaler's word on it ("" none; owned; not stored) */
     hv_actorfig_t fig;        /* its call figures over its processes (table actor_figures) */
     uint64_t fig_ms;          /* wall clock of the last report of them (0: none yet) */
-    hv_joblog_t log;          /* its processes' output (joblog.h; valid while log_open) */
+    struct hv_joblog_s *log;  /* its processes' output (store/joblog.h; owned, made at its first
+                               * line; open while log_open) */
     int log_open;             /* log is open for appends */
     int log_gone;             /* its log file was removed (one of the dead beyond the kept) */
     struct hv_dactor_s *next;

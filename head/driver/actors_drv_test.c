@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "store.h"
 #include "util.h"
 
 typedef drvt_orders_t fake_t;

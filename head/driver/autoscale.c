@@ -9,6 +9,7 @@
 #include "mem.h"
 #include "policy.h"
 #include "provider.h"
+#include "store.h"
 #include "util.h"
 
 #include <errno.h>

@@ -29,7 +29,6 @@
 #include "creds.h"
 #include "driver.h"
 #include "err.h"
-#include "store.h"
 
 typedef struct hv_autoscale_s hv_autoscale_t;
 

@@ -301,6 +301,7 @@ void hv_driver_destroy(hv_driver_t *d) {
         hv_free(n);
     }
     hv_jm_out_fini(&d->out);
+    hv__driver_copies_orphan(d); /* before the copies' files: a sync in flight reads only its own */
     hv_hmap_fini(&d->node_ids);
     hv_hmap_fini(&d->node_names);
     hv_hmap_fini(&d->job_ids);

@@ -8,7 +8,9 @@
  * is never announced before it is durable, and never dropped).
  *
  * What the driver does not do: protobuf, gRPC calls or streams (the services own them; the
- * driver names workers, nodes and jobs by id), artifacts, or reading job logs.
+ * driver names workers, nodes and jobs by id), or the bytes of files: the store layer
+ * (head/store/: sqlite, artifacts, job logs, state copies) does, under the driver, which alone
+ * links it; the services reach it through the driver's views (views.h) and commands.
  *
  * The model structs below are read by the services to build views; only the driver writes them
  * (driver.c and its driver_*.c files).
@@ -42,7 +44,7 @@ typedef struct hv_driver_s hv_driver_t;
 /* The store layer's handles, opaque here (head/store/; the driver's own files see them). */
 typedef struct hv_store_s hv_store_t;
 typedef struct hv_statecopies_s hv_statecopies_t;
-typedef struct hv_statecopy_done_s hv_statecopy_done_t;
+typedef struct hv_artifacts_s hv_artifacts_t;
 
 /* ---- what the driver asks of the services --------------------------------------------------- */
 
@@ -123,6 +125,12 @@ typedef struct hv_driver_io_s {
     /* A node credential (node_id, incarnation) was revoked and stored: the access table refuses
      * it from now on (its Session is dropped next). An error leaves it unrevoked in memory. */
     hv_err (*revoked)(void *ud, uint64_t node_id, uint64_t incarnation);
+    /* Optional: runs work(arg) off the loop thread (a thread pool), then after(arg, cancelled)
+     * on the loop thread; HV_OK, or an error when it cannot be queued (after is then not
+     * called). The blocking file I/O of the driver's commands (a state copy's sync and rename)
+     * goes here. NULL: the driver runs work in line (the unit tests). */
+    hv_err (*queue_work)(void *ud, void (*work)(void *arg), void (*after)(void *arg, int cancelled),
+                         void *arg);
     void *ud;
 } hv_driver_io_t;
 
@@ -490,10 +498,6 @@ uint32_t hv_driver_capacity(hv_driver_t *d, uint32_t slots_per_host);
  * free)", borrowed until the next driver call. NULL while writes work. Each change (failing,
  * working again) calls io.job_changed for every job in memory, so watchers hear it. */
 const char *hv_driver_store_trouble(hv_driver_t *d);
-/* A write of the head's state made outside the driver (an artifact's use: driver/artifacts.c)
- * failed (rc != HV_OK; what: "record an artifact's use") or worked: the store's trouble follows
- * it as for the driver's own writes, so watchers hear of a failing store whichever write met it. */
-void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what);
 /* 1 when what the job machine decided for j is stored (no actions of j wait for the store): an
  * end is told to watchers only then. */
 int hv_driver_job_settled(hv_driver_t *d, const hv_djob_t *j);
@@ -532,24 +536,50 @@ void hv_driver_set_room(hv_driver_t *d, hv_driver_room_fn fn, void *ud);
 
 /* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
 
-/* The files of the copies (owned by the driver; svc_rdzv writes and reads them). */
-hv_statecopies_t *hv_driver_copies(hv_driver_t *d);
 /* May worker send a copy committed in (generation, commit)? Only rank 0 of that round, alive,
  * and only a copy newer than the stored one. HV_ENOTFOUND/HV_ESTATE (job, or an older copy),
  * HV_EPERM (not that member); err says why. */
 hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
                             uint32_t generation, uint64_t commit, char *err, size_t errlen);
-/* A copy's file is published: checks again, records it in the store (before anything counts on
- * it) and makes it the job's newest. old_path gets the previous copy's file, for the caller to
- * remove ("" when none). HV_EIO when the store fails: the caller removes done->path. */
-hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
-                             const hv_statecopy_done_t *done, char *old_path, size_t old_len,
-                             char *err, size_t errlen);
-/* The job's newest copy, for a live worker of the job. HV_ENOTFOUND when there is none. */
+
+/* One chunk of a copy of a job's training state from rank 0 of its round (PutState), borrowed
+ * for the call. */
+typedef struct hv_copy_chunk_s {
+    uint64_t job_id, worker_id;
+    uint32_t generation;
+    uint64_t commit, total, offset;
+    const uint8_t *data;
+    size_t len;
+    const char *sha256; /* the whole copy's, checked at its last chunk */
+} hv_copy_chunk_t;
+/* The end of a copy whose last chunk arrived: rc HV_OK once it is stored and the job's newest;
+ * else why it is not (a message for the sender). Called on the loop thread. */
+typedef void (*hv_driver_copy_fn)(void *ud, hv_err rc, const char *why);
+/* What became of a chunk hv_driver_copy_put took. */
+typedef enum hv_copy_put {
+    HV_COPY_PUT_PART = 0,    /* written; more chunks are to come */
+    HV_COPY_PUT_STORED = 1,  /* the last: the copy is stored now (no io.queue_work: in line) */
+    HV_COPY_PUT_PENDING = 2, /* the last: fn will be told */
+} hv_copy_put_t;
+/* A chunk of a copy (hv_driver_copy_check first; then its file written, store/statecopy.c: at
+ * most one chunk's bytes, on the loop thread). At the last chunk (every byte arrived and matches
+ * the SHA-256) the copy's file is synced and renamed off the loop thread (io.queue_work); back on
+ * the loop the copy is checked again and stored (before anything counts on it), made the job's
+ * newest, the previous copy's file removed, and fn(ud, ...) told once, unless
+ * hv_driver_copy_forget(ud) came first. *out says which. Errors (fn not called; err says why):
+ * those of hv_driver_copy_check, HV_ESTATE/HV_EPROTO (out of order, or a wrong SHA-256: the
+ * sender starts again), HV_ETOOBIG (no room), HV_EIO (the disk or the store failed),
+ * HV_EINTERNAL (the sync could not be queued), HV_ENOMEM. */
+hv_err hv_driver_copy_put(hv_driver_t *d, const hv_copy_chunk_t *c, hv_driver_copy_fn fn, void *ud,
+                          hv_copy_put_t *out, char *err, size_t errlen);
+/* The sender of the copies in flight with ud went away: they are still stored, but fn is not
+ * called for them. */
+void hv_driver_copy_forget(hv_driver_t *d, void *ud);
 /* A running elastic job whose only copy of its state is on the machine all its live workers run
  * on (their agents reach the head over loopback: the head's machine), with no durable copy. */
 int hv_driver_copy_on_own_node(hv_driver_t *d, const hv_djob_t *j);
-
+/* The job's newest copy, for a live worker of the job. HV_ENOTFOUND when there is none. Its
+ * bytes are read with hv_view_copy_read (views.h). */
 hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
                           char *err, size_t errlen);
 
@@ -583,6 +613,23 @@ hv_err hv_driver_copy_kept(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
 void hv_driver_copy_bytes(const hv_driver_t *d, uint64_t *head, uint64_t *peer);
 /* The name of the node whose agent keeps j's newest copy; "" when the head keeps it (or none). */
 const char *hv_driver_copy_keeper(const hv_driver_t *d, const hv_djob_t *j);
+/* ---- artifacts (the blob store, head/store/artifacts.h) --------------------------------------- */
+
+/* The head's artifact store (borrowed; main.c sets it once before the services start; NULL:
+ * none, and every artifact command says so). The services read it through views.h. */
+void hv_driver_set_artifacts(hv_driver_t *d, hv_artifacts_t *a);
+/* Records a use of a present artifact (an agent is about to fetch it, or hvsubmit found it and
+ * will submit a job that names it), stored before it is served: the pruning of unused
+ * artifacts reads it. HV_OK, or the store's error with the words for clients in err (the
+ * store's trouble, hv_driver_store_trouble, when it has some). */
+hv_err hv_driver_artifact_touch(hv_driver_t *d, const char *digest, char *err, size_t errlen);
+/* One chunk of an upload (artifacts.h hv_artifacts_write: offset equal to the bytes held so
+ * far; with last the digest is checked, the file published and recorded before *complete is
+ * 1). *received: the bytes held after it. Errors as hv_artifacts_write's, with err for the
+ * user; HV_EUNAVAIL when the head keeps no artifacts. */
+hv_err hv_driver_artifact_write(hv_driver_t *d, const char *digest, uint64_t total, uint64_t offset,
+                                const uint8_t *data, size_t len, int last, uint64_t *received,
+                                int *complete, char *err, size_t errlen);
 
 /* ---- rendezvous (Rendezvous service) -------------------------------------------------------- */
 

@@ -18,6 +18,9 @@
 #include "log.h"
 #include "mem.h"
 #include "util.h"
+#include "views.h"
+
+_Static_assert(HV_VIEW_COPY_CHUNK_MAX == HV_STATECOPY_CHUNK_MAX, "a copy's chunk, read as written");
 
 /* ---- copies of the training state (Rendezvous.PutState/FetchState) -------------------------- */
 
@@ -82,8 +85,6 @@ void hv__driver_job_forget_copy(hv_driver_t *d, hv_djob_t *j) {
     }
 }
 
-hv_statecopies_t *hv_driver_copies(hv_driver_t *d) { return d->copies; }
-
 hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
                             uint32_t generation, uint64_t commit, char *err, size_t errlen) {
     hv_djob_t *j;
@@ -96,9 +97,12 @@ hv_err hv_driver_copy_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
     return hv_jm_copy_check(&j->jm, &w->jm, generation, commit, err, errlen);
 }
 
-hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
-                             const hv_statecopy_done_t *done, char *old_path, size_t old_len,
-                             char *err, size_t errlen) {
+/* A copy's file is published: checks again, records it in the store (before anything counts on
+ * it) and makes it the job's newest. old_path gets the previous copy's file, to remove ("" when
+ * none). HV_EIO when the store fails: done->path is then named by no row. */
+static hv_err copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
+                          const hv_statecopy_done_t *done, char *old_path, size_t old_len,
+                          char *err, size_t errlen) {
     HV_TRY(hv_driver_copy_check(d, job_id, worker_id, done->generation, done->commit, err, errlen));
     hv_djob_t *j = job_by_id(d, job_id);
     hv_copy_row_t prev;
@@ -128,6 +132,150 @@ hv_err hv_driver_copy_stored(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     return HV_OK;
 }
 
+/* A copy whose last chunk arrived: synced and renamed off the loop (io.queue_work), then stored
+ * on the loop before its sender is told (the work's argument). */
+typedef struct copy_pub_s {
+    hv_driver_t *d; /* NULL once the driver is gone (orphaned) */
+    uint64_t job_id, worker_id;
+    hv_statecopy_done_t done;
+    hv_err rc;
+    char err[700];
+    hv_driver_copy_fn fn; /* NULL once forgotten */
+    void *ud;
+    struct copy_pub_s *next;
+} copy_pub_t;
+
+static void pub_unlink(hv_driver_t *d, copy_pub_t *p) {
+    for (copy_pub_t **pp = &d->pubs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            return;
+        }
+    }
+}
+
+/* Off the loop: the sync and rename (touches only p->done). */
+static void pub_work(void *arg) {
+    copy_pub_t *p = arg;
+    p->rc = hv_statecopy_publish(&p->done, p->err, sizeof(p->err));
+}
+
+/* The loop: the synced copy is stored (only then is it the job's newest, and the previous one's
+ * file removed). Returns p->rc. */
+static hv_err pub_store(hv_driver_t *d, copy_pub_t *p) {
+    char old[512] = "";
+    if (p->rc == HV_OK) {
+        p->rc = copy_stored(d, p->job_id, p->worker_id, &p->done, old, sizeof(old), p->err,
+                            sizeof(p->err));
+        if (p->rc != HV_OK) {
+            hv_statecopy_remove(p->done.path); /* never named by a row */
+        } else {
+            hv_statecopy_remove(old[0] ? old : NULL);
+            HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-COPY-STORED",
+                   "job %llu: copy of generation %u, commit %llu stored (%llu bytes)",
+                   (unsigned long long)p->job_id, p->done.generation,
+                   (unsigned long long)p->done.commit, (unsigned long long)p->done.size);
+        }
+    } else {
+        HV_LOG(HV_LOG_WARN, "rdzv", "HV-COPY-WRITE", "job %llu: %s", (unsigned long long)p->job_id,
+               p->err);
+    }
+    return p->rc;
+}
+
+/* Back on the loop after the sync: stored, and the sender, if still there, told. */
+static void pub_after(void *arg, int cancelled) {
+    copy_pub_t *p = arg;
+    hv_driver_t *d = p->d;
+    if (cancelled && p->rc == HV_OK) {
+        p->rc = HV_ECANCELED;
+        snprintf(p->err, sizeof(p->err), "the copy's sync was cancelled");
+    }
+    if (p->done.fd >= 0) {
+        hv_statecopy_discard(&p->done); /* the work never ran */
+    }
+    if (d == NULL) {
+        /* The head is stopping and the driver is gone: no row names this file. */
+        if (p->rc == HV_OK) {
+            hv_statecopy_remove(p->done.path);
+        }
+        hv_free(p);
+        return;
+    }
+    pub_unlink(d, p);
+    pub_store(d, p);
+    if (p->fn != NULL) {
+        p->fn(p->ud, p->rc, p->err);
+    }
+    hv_free(p);
+}
+
+hv_err hv_driver_copy_put(hv_driver_t *d, const hv_copy_chunk_t *c, hv_driver_copy_fn fn, void *ud,
+                          hv_copy_put_t *out, char *err, size_t errlen) {
+    *out = HV_COPY_PUT_PART;
+    /* Refused: the part in progress, if any, is left alone (it may be the current rank 0's). */
+    HV_TRY(hv_driver_copy_check(d, c->job_id, c->worker_id, c->generation, c->commit, err, errlen));
+    int complete = 0;
+    hv_statecopy_done_t done;
+    hv_err rc =
+        hv_statecopy_put(d->copies, c->job_id, c->generation, c->commit, c->total, c->offset,
+                         c->data, c->len, c->sha256, &complete, &done, err, errlen);
+    if (rc != HV_OK) {
+        if (rc == HV_EIO) {
+            HV_LOG(HV_LOG_WARN, "rdzv", "HV-COPY-WRITE", "job %llu: %s",
+                   (unsigned long long)c->job_id, err);
+        }
+        return rc;
+    }
+    if (!complete) {
+        return HV_OK;
+    }
+    /* The fsync and rename of a copy of gigabytes must not hold the loop. */
+    copy_pub_t *p = hv_calloc(1, sizeof(*p));
+    if (p == NULL) {
+        hv_statecopy_discard(&done);
+        snprintf(err, errlen, "out of memory");
+        return HV_ENOMEM;
+    }
+    *p = (copy_pub_t){
+        .d = d, .job_id = c->job_id, .worker_id = c->worker_id, .done = done, .fn = fn, .ud = ud};
+    if (d->io.queue_work == NULL) { /* no thread pool (the unit tests): in line */
+        pub_work(p);
+        rc = pub_store(d, p);
+        snprintf(err, errlen, "%s", rc != HV_OK ? p->err : "");
+        hv_free(p);
+        *out = rc == HV_OK ? HV_COPY_PUT_STORED : HV_COPY_PUT_PART;
+        return rc;
+    }
+    if (d->io.queue_work(d->io.ud, pub_work, pub_after, p) != HV_OK) {
+        hv_statecopy_discard(&p->done);
+        hv_free(p);
+        snprintf(err, errlen, "the head cannot queue the copy's sync");
+        return HV_EINTERNAL;
+    }
+    p->next = d->pubs;
+    d->pubs = p;
+    *out = HV_COPY_PUT_PENDING;
+    return HV_OK;
+}
+
+void hv_driver_copy_forget(hv_driver_t *d, void *ud) {
+    for (copy_pub_t *p = d->pubs; p != NULL; p = p->next) {
+        if (p->ud == ud) {
+            p->fn = NULL;
+        }
+    }
+}
+
+void hv__driver_copies_orphan(hv_driver_t *d) {
+    while (d->pubs != NULL) {
+        copy_pub_t *p = d->pubs;
+        d->pubs = p->next;
+        p->d = NULL;
+        p->fn = NULL;
+    }
+}
+
 hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, hv_copy_row_t *out,
                           char *err, size_t errlen) {
     hv_djob_t *j;
@@ -152,6 +300,12 @@ hv_err hv_driver_copy_get(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, h
                  (unsigned long long)job_id);
     }
     return rc;
+}
+
+hv_err hv_view_copy_read(hv_driver_t *d, const hv_copy_row_t *row, uint64_t offset, uint8_t *buf,
+                         size_t cap, size_t *n) {
+    (void)d;
+    return hv_statecopy_read(row->path, offset, buf, cap, n);
 }
 
 /* ---- the durable tier (docs/RELIABILITY.md "The durable tier") ------------------------------ */

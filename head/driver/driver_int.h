@@ -2,9 +2,11 @@
  * driver_int.h: what the driver's own files share, and nothing else includes: the driver's
  * struct, the queue of decisions waiting for the store, small lookups, and the hv__driver_*
  * functions one driver file calls in another. driver.c is the plumbing (inputs → core → store →
- * act); driver_fleet.c asks the fleet policy and stores its decisions; driver_copies.c keeps the state copies' bookkeeping; driver_events.c writes the events;
- * driver_rows.c turns the tables' rows into the model and back, keeps the store's health and
- * loads the tables at start. Each file calls only those after it in that list, never back: the
+ * act); driver_fleet.c asks the fleet policy and stores its decisions; driver_copies.c keeps
+ * the state copies (their chunks written, synced off the loop, then stored); driver_events.c
+ * writes the events; driver_rows.c turns the tables' rows into the model and back, keeps the
+ * store's health and loads the tables at start; driver_access.c and driver_artifacts.c are
+ * leaves (the access commands; the artifact store's commands and views). Each file calls only those after it in that list, never back: the
  * lookups they all need are the inline functions below. Threads: the head's loop thread only, as
  * driver.h says.
  */
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "creds.h"
+#include "artifacts.h"
 #include "durable.h"
 #include "evq.h"
 #include "hmap.h"
@@ -58,6 +61,8 @@ struct hv_driver_s {
     hv_joblogs_t *logs;           /* the job output files (owned) */
     hv_statecopies_t *copies;     /* the files of the jobs' state copies (owned) */
     hv_durable_t *durable;        /* the durable tier of the copies (owned; NULL: none) */
+    hv_artifacts_t *arts;         /* the artifact store (borrowed; NULL: none) */
+    struct copy_pub_s *pubs;      /* copies being synced off the loop (driver_copies.c) */
     hv_driver_observe_fn observe; /* told of each event (hv_driver_set_observer) */
     void *observe_ud;
     hv_driver_actor_hooks_t actors; /* the actors' part (hv_driver_set_actor_hooks) */
@@ -189,6 +194,10 @@ void hv__driver_store_failed(hv_driver_t *d, hv_err rc, const char *what);
 
 /* A state write worked: may end a failing spell. */
 void hv__driver_store_worked(hv_driver_t *d);
+/* A write of the head's state made beside the driver's own (an artifact's use, artifacts.c)
+ * failed (rc != HV_OK; what: "record an artifact's use") or worked: the store's trouble follows
+ * it as for the driver's own writes, so watchers hear of a failing store whichever write met it. */
+void hv__driver_store_result(hv_driver_t *d, hv_err rc, const char *what);
 
 /* Ends a failing spell when nothing waits for the store and writes have worked for a while, or
  * at once when sure (every waiting decision was just written). */
@@ -273,5 +282,9 @@ void hv__driver_peer_forget_node(hv_driver_t *d, uint64_t node_id);
 /* The round that resumes j from its newest copy, when a peer keeps it: fills info from the
  * index row, with a fetch grant; 0 when the copy is not a peer's (the caller reads the head's). */
 int hv__driver_peer_round(hv_driver_t *d, hv_djob_t *j, hv_round_info_t *info);
+
+/* Copies still being synced when the driver goes: their files are removed when the sync ends,
+ * and no one is told. */
+void hv__driver_copies_orphan(hv_driver_t *d);
 
 #endif

@@ -87,7 +87,7 @@ void hv__driver_store_worked(hv_driver_t *d) {
     hv__driver_store_settle(d, now, 0);
 }
 
-void hv_driver_store_result(hv_driver_t *d, hv_err rc, const char *what) {
+void hv__driver_store_result(hv_driver_t *d, hv_err rc, const char *what) {
     if (rc != HV_OK) {
         hv__driver_store_failed(d, rc, what);
     } else {

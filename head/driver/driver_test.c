@@ -323,6 +323,17 @@ static void case_artifact_touch_not_stored(void) {
     CHECK_RC(hv_store_artifact_get(H.store, digest, &got), HV_OK);
     CHECK(got.last_used_ms > 1);
     hv_store_artifact_fini(&got);
+    /* The services' way in (hv_driver_artifact_touch): the same failure is the driver's store
+     * trouble, and the caller gets the words for clients. */
+    CHECK_RC(hv_driver_artifact_touch(H.d, digest, err, sizeof(err)), HV_EUNAVAIL); /* none */
+    hv_driver_set_artifacts(H.d, a);
+    CHECK_RC(hv__store_fail_writes(H.store, 1), HV_OK);
+    CHECK(hv_driver_artifact_touch(H.d, digest, err, sizeof(err)) != HV_OK);
+    CHECK(hv_driver_store_trouble(H.d) != NULL);
+    CHECK_STR(err, hv_driver_store_trouble(H.d));
+    CHECK_RC(hv__store_fail_writes(H.store, 0), HV_OK);
+    CHECK_RC(hv_driver_artifact_touch(H.d, digest, err, sizeof(err)), HV_OK);
+    hv_driver_set_artifacts(H.d, NULL);
     hv_artifacts_close(a);
 }
 

@@ -90,6 +90,33 @@ hv_err hv_view_jtoken(hv_driver_t *d, const char *id, hv_jtoken_row_t *out);
 /* Every revoked node credential, oldest first (*out: hv_free it; NULL when n is 0). */
 hv_err hv_view_revoked(hv_driver_t *d, hv_revoked_row_t **out, size_t *n);
 
+/* ---- artifacts (the blob store; its writes are driver commands, driver.h) --------------------- */
+
+/* 1 when the head keeps artifacts (hv_driver_set_artifacts). */
+int hv_view_artifacts_kept(hv_driver_t *d);
+/* The largest artifact the head accepts (0: none kept). */
+uint64_t hv_view_artifact_max(hv_driver_t *d);
+/* 1 if the artifact (sha256 hex) is stored, recorded and complete. */
+int hv_view_artifact_present(hv_driver_t *d, const char *digest);
+/* Bytes of an unfinished upload held for digest (the point it resumes from). */
+uint64_t hv_view_artifact_partial(hv_driver_t *d, const char *digest);
+/* The size of a present artifact's file. HV_ENOTFOUND: not present (or its file is gone). */
+hv_err hv_view_artifact_size(hv_driver_t *d, const char *digest, uint64_t *size);
+/* Opens a present artifact's file for reading: *fd (the caller's to close) and *size.
+ * HV_ENOTFOUND ("no artifact ..."), HV_EIO (it cannot be opened); err says why. Record its use
+ * first (hv_driver_artifact_touch). */
+hv_err hv_view_artifact_open(hv_driver_t *d, const char *digest, int *fd, uint64_t *size, char *err,
+                             size_t errlen);
+
+/* ---- copies of the jobs' training state (their rows: hv_driver_copy_get) ---------------------- */
+
+#define HV_VIEW_COPY_CHUNK_MAX                                                                     \
+    ((size_t)1 << 20) /* the most one read returns (a PutState chunk's) */
+/* Reads up to cap bytes of the copy row names (the head's copy: hv_driver_copy_get) from offset
+ * into buf; *n gets the count. HV_EIO when its file cannot be read. Blocking: at most cap bytes. */
+hv_err hv_view_copy_read(hv_driver_t *d, const hv_copy_row_t *row, uint64_t offset, uint8_t *buf,
+                         size_t cap, size_t *n);
+
 /* ---- the fleet (issue 26: who shares the cluster how) ----------------------------------------- */
 
 /* The fleet policy's newest answer per namespace (core/fleet_types.h): up to cap of them into

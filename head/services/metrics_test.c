@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mem.h"
+#include "store.h" /* the test wires a driver on a store, as main.c does */
 
 static void case_reset_reason(void) {
     static const struct {

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "mem.h"
 #include "validate.h"
+#include "views.h"
 #include "workcap.h"
 
 #define ACTORS_NS_DEFAULT "default"
@@ -32,10 +33,9 @@
 #define ACTORS_LABELS_MAX (64 * (63 + 1 + 256 + 1)) /* "k=v,..." of 64 labels at their bounds */
 
 struct hv_svc_actors_s {
-    hv_auth_t *auth;      /* borrowed */
-    hv_actors_t *actors;  /* borrowed */
-    hv_driver_t *d;       /* borrowed */
-    hv_artifacts_t *arts; /* borrowed */
+    hv_auth_t *auth;     /* borrowed */
+    hv_actors_t *actors; /* borrowed */
+    hv_driver_t *d;      /* borrowed */
     /* The namespace of the call being answered when it names none: the worker's job's, or
      * "default" (set by caller(); loop thread only, one call at a time). */
     char home[64];
@@ -301,13 +301,13 @@ static hv_err create_check(hv_svc_actors_t *s, const Hvpb__V1__ActorSpec *sp, ch
         snprintf(err, len, "max_restarts at most 1000000, max_call_retries at most 1000");
         return HV_EINVAL;
     }
-    if (sp->binary != NULL && !hv_artifacts_present(s->arts, sp->binary->digest)) {
+    if (sp->binary != NULL && !hv_view_artifact_present(s->d, sp->binary->digest)) {
         snprintf(err, len, "binary %s (%s) has not been uploaded", sp->binary->name,
                  sp->binary->digest);
         return HV_ESTATE;
     }
     for (size_t i = 0; i < sp->n_files; i++) {
-        if (!hv_artifacts_present(s->arts, sp->files[i]->digest)) {
+        if (!hv_view_artifact_present(s->d, sp->files[i]->digest)) {
             snprintf(err, len, "file %s (%s) has not been uploaded", sp->files[i]->name,
                      sp->files[i]->digest);
             return HV_ESTATE;
@@ -560,7 +560,7 @@ static void actors_logs(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 }
 
 hv_err hv_svc_actors_create(hv_rpc_server_t *srv, hv_auth_t *auth, hv_driver_t *d,
-                            hv_actors_t *actors, hv_artifacts_t *arts, hv_svc_actors_t **out) {
+                            hv_actors_t *actors, hv_svc_actors_t **out) {
     hv_svc_actors_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
@@ -568,7 +568,6 @@ hv_err hv_svc_actors_create(hv_rpc_server_t *srv, hv_auth_t *auth, hv_driver_t *
     s->auth = auth;
     s->actors = actors;
     s->d = d;
-    s->arts = arts;
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Actors/Create", HV_RPC_UNARY, &hvpb__v1__create_actor_request__descriptor,
          actors_create, NULL, s},

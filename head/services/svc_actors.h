@@ -7,7 +7,6 @@
 #define HV_HEAD_SVC_ACTORS_H
 
 #include "actors_drv.h"
-#include "artifacts.h"
 #include "auth.h"
 #include "driver.h"
 #include "rpc.h"
@@ -16,7 +15,7 @@ typedef struct hv_svc_actors_s hv_svc_actors_t;
 
 /* Registers the Actors methods on srv. Everything is borrowed and must outlive the server. */
 hv_err hv_svc_actors_create(hv_rpc_server_t *srv, hv_auth_t *auth, hv_driver_t *d,
-                            hv_actors_t *actors, hv_artifacts_t *arts, hv_svc_actors_t **out);
+                            hv_actors_t *actors, hv_svc_actors_t **out);
 /* After the rpc engine ended every call. NULL is a no-op. */
 void hv_svc_actors_destroy(hv_svc_actors_t *s);
 

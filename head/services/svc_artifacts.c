@@ -4,15 +4,14 @@
 #include "hv.pb-c.h"
 #include "mem.h"
 #include "validate.h"
+#include "views.h"
 
 struct hv_svc_artifacts_s {
-    hv_artifacts_t *arts; /* borrowed */
-    hv_driver_t *d;       /* borrowed */
+    hv_driver_t *d; /* borrowed */
 };
 
 static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    hv_svc_artifacts_t *sa = ud;
-    hv_artifacts_t *a = sa->arts;
+    hv_driver_t *d = ((hv_svc_artifacts_t *)ud)->d;
     const Hvpb__V1__StatArtifactRequest *req = (const Hvpb__V1__StatArtifactRequest *)m;
     char err[1024];
     if (hv_validate_stat_artifact(req, err, sizeof(err)) != HV_OK) {
@@ -20,30 +19,24 @@ static void jobs_stat_artifact(hv_rpc_call_t *c, const ProtobufCMessage *m, void
         return;
     }
     Hvpb__V1__StatArtifactReply rep = HVPB__V1__STAT_ARTIFACT_REPLY__INIT;
-    rep.present = hv_artifacts_present(a, req->digest);
-    rep.max_size = hv_artifacts_max(a);
+    rep.present = hv_view_artifact_present(d, req->digest);
+    rep.max_size = hv_view_artifact_max(d);
     /* hvsubmit skips the upload of an artifact found here and submits next: the use is stored
      * first, so that the history's pruning leaves it alone for its grace until the job that
      * will use it is stored (head/store/history.h). */
-    hv_err trc = rep.present ? hv_artifacts_touch(a, req->digest, err, sizeof(err)) : HV_OK;
-    if (rep.present) {
-        hv_driver_store_result(sa->d, trc, "record an artifact's use");
-    }
-    if (trc != HV_OK) {
-        const char *why = hv_driver_store_trouble(sa->d); /* the store's words for clients */
+    if (rep.present && hv_driver_artifact_touch(d, req->digest, err, sizeof(err)) != HV_OK) {
         hv_rpc_finish_later(c, HV_EUNAVAIL,
-                            "%s; nothing was submitted: try again once there is room",
-                            why != NULL ? why : err);
+                            "%s; nothing was submitted: try again once there is room", err);
         return;
     }
     if (!rep.present) {
-        rep.received = hv_artifacts_partial(a, req->digest);
+        rep.received = hv_view_artifact_partial(d, req->digest);
     }
     hv_rpc_reply(c, &rep.base);
 }
 
 static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
-    hv_artifacts_t *a = ((hv_svc_artifacts_t *)ud)->arts;
+    hv_driver_t *d = ((hv_svc_artifacts_t *)ud)->d;
     const Hvpb__V1__UploadChunk *req = (const Hvpb__V1__UploadChunk *)m;
     Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
     char err[512];
@@ -52,9 +45,9 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         hv_rpc_finish(c, HV_EINVAL, "%s", err);
         return;
     }
-    hv_err rc =
-        hv_artifacts_write(a, req->digest, req->total_size, req->offset, req->data.data,
-                           req->data.len, req->last, &rep.received, &complete, err, sizeof(err));
+    hv_err rc = hv_driver_artifact_write(d, req->digest, req->total_size, req->offset,
+                                         req->data.data, req->data.len, req->last, &rep.received,
+                                         &complete, err, sizeof(err));
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", err);
         return;
@@ -63,13 +56,11 @@ static void jobs_upload(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
-hv_err hv_svc_artifacts_create(hv_rpc_server_t *srv, hv_artifacts_t *arts, hv_driver_t *d,
-                               hv_svc_artifacts_t **out) {
+hv_err hv_svc_artifacts_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_artifacts_t **out) {
     hv_svc_artifacts_t *sa = hv_calloc(1, sizeof(*sa));
     if (sa == NULL) {
         return HV_ENOMEM;
     }
-    sa->arts = arts;
     sa->d = d;
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Jobs/StatArtifact", HV_RPC_UNARY, &hvpb__v1__stat_artifact_request__descriptor,

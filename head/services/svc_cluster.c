@@ -4,15 +4,12 @@
 #include "views.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hv.pb-c.h"
 #include "actors.h"
-#include "artifacts.h"
 #include "hmap.h"
 #include "log.h"
 #include "mem.h"
@@ -39,7 +36,6 @@ typedef struct sess_s {
 struct hv_svc_cluster_s {
     const hv_head_config_t *cfg;
     hv_driver_t *d;
-    hv_artifacts_t *arts;
     char advertise[300];
     sess_t *sessions;  /* streams with a hello (node attached; one per node) */
     hv_hmap_t by_node; /* the sessions by node id (while by_node_ok; else walk the list) */
@@ -236,15 +232,13 @@ static void actor_state_ref(hv_svc_cluster_t *s, uint64_t node_id,
                             const Hvpb__V1__WorkerExited *ex) {
     char why[200];
     uint64_t size = ex->actor_state_size;
-    struct stat sb;
-    char path[4096];
+    uint64_t have = 0;
     if (size > state_max(s)) {
         snprintf(why, sizeof(why),
                  "its saved state of %llu bytes is over the head's actor_state_max of %llu bytes",
                  (unsigned long long)size, (unsigned long long)state_max(s));
-    } else if (hv_artifacts_path(s->arts, ex->actor_state_digest, path, sizeof(path)) != HV_OK ||
-               !hv_artifacts_present(s->arts, ex->actor_state_digest) || stat(path, &sb) != 0 ||
-               (uint64_t)sb.st_size != size) {
+    } else if (hv_view_artifact_size(s->d, ex->actor_state_digest, &have) != HV_OK ||
+               have != size) {
         snprintf(why, sizeof(why),
                  "its saved state of %llu bytes did not reach the head whole (artifact %.12s)",
                  (unsigned long long)size, ex->actor_state_digest);
@@ -264,7 +258,7 @@ static void actor_state_ref(hv_svc_cluster_t *s, uint64_t node_id,
  * silently. */
 static void actor_state_store(hv_svc_cluster_t *s, uint64_t node_id,
                               const Hvpb__V1__WorkerExited *ex) {
-    if (!hv_am_proc_is(ex->worker_id) || s->arts == NULL) {
+    if (!hv_am_proc_is(ex->worker_id) || !hv_view_artifacts_kept(s->d)) {
         return;
     }
     if (ex->actor_state_error != NULL && ex->actor_state_error[0] != '\0') {
@@ -289,11 +283,11 @@ static void actor_state_store(hv_svc_cluster_t *s, uint64_t node_id,
     char digest[65], err[256] = "";
     hv_sha256_hex_of(ex->actor_state.data, len, digest);
     hv_err rc = HV_OK;
-    if (!hv_artifacts_present(s->arts, digest)) {
+    if (!hv_view_artifact_present(s->d, digest)) {
         uint64_t got = 0;
         int complete = 0;
-        rc = hv_artifacts_write(s->arts, digest, len, 0, ex->actor_state.data, len, 1, &got,
-                                &complete, err, sizeof(err));
+        rc = hv_driver_artifact_write(s->d, digest, len, 0, ex->actor_state.data, len, 1, &got,
+                                      &complete, err, sizeof(err));
         if (rc == HV_OK && !complete) {
             rc = HV_EIO;
             snprintf(err, sizeof(err), "the artifact is not complete after its only chunk");
@@ -342,9 +336,9 @@ static void cluster_upload_state(hv_rpc_call_t *c, const ProtobufCMessage *m, vo
     }
     Hvpb__V1__UploadReply rep = HVPB__V1__UPLOAD_REPLY__INIT;
     int complete = 0;
-    hv_err rc =
-        hv_artifacts_write(s->arts, req->digest, req->total_size, req->offset, req->data.data,
-                           req->data.len, req->last, &rep.received, &complete, err, sizeof(err));
+    hv_err rc = hv_driver_artifact_write(s->d, req->digest, req->total_size, req->offset,
+                                         req->data.data, req->data.len, req->last, &rep.received,
+                                         &complete, err, sizeof(err));
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", err);
         return;
@@ -799,19 +793,15 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
                       req->digest);
         return;
     }
-    if (hv_artifacts_path(s->arts, req->digest, path, sizeof(path)) != HV_OK ||
-        !hv_artifacts_present(s->arts, req->digest)) {
+    if (!hv_view_artifact_present(s->d, req->digest)) {
         hv_rpc_finish(c, HV_ENOTFOUND, "no artifact %s", req->digest);
         return;
     }
     /* Stored first: an artifact served while its use is not recorded could be collected as
      * unused under a job that needs it. The agent tries again later. */
     char terr[1024];
-    hv_err trc = hv_artifacts_touch(s->arts, req->digest, terr, sizeof(terr));
-    hv_driver_store_result(s->d, trc, "record an artifact's use");
-    if (trc != HV_OK) {
-        const char *why = hv_driver_store_trouble(s->d);
-        hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; try again later", why != NULL ? why : terr);
+    if (hv_driver_artifact_touch(s->d, req->digest, terr, sizeof(terr)) != HV_OK) {
+        hv_rpc_finish_later(c, HV_EUNAVAIL, "%s; try again later", terr);
         return;
     }
     fetch_t *f = hv_calloc(1, sizeof(*f));
@@ -820,18 +810,13 @@ static void cluster_fetch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud)
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
-    struct stat sb;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0 || fstat(f->fd, &sb) != 0) {
-        hv_rpc_finish(c, HV_EIO, "cannot open artifact %s: %s", req->digest, strerror(errno));
-        if (f->fd >= 0) {
-            close(f->fd);
-        }
+    hv_err orc = hv_view_artifact_open(s->d, req->digest, &f->fd, &f->size, terr, sizeof(terr));
+    if (orc != HV_OK) {
+        hv_rpc_finish(c, orc, "%s", terr);
         hv_free(f->buf);
         hv_free(f);
         return;
     }
-    f->size = (uint64_t)sb.st_size;
     f->offset = req->offset <= f->size ? req->offset : f->size;
     hv_rpc_call_set_data(c, f);
     hv_rpc_call_set_drain_cb(c, fetch_pump);
@@ -856,14 +841,13 @@ static void fetch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
-                             hv_artifacts_t *arts, const char *advertise, hv_svc_cluster_t **out) {
+                             const char *advertise, hv_svc_cluster_t **out) {
     hv_svc_cluster_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
     }
     s->cfg = cfg;
     s->d = d;
-    s->arts = arts;
     s->by_node_ok = 1; /* by_node is an empty map (zeroed) */
     snprintf(s->advertise, sizeof(s->advertise), "%s", advertise);
     hv_rpc_method_t ms[] = {

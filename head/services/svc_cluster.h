@@ -15,7 +15,6 @@
 
 #include <stdint.h>
 
-#include "artifacts.h"
 #include "auth.h"
 #include "config.h"
 #include "driver.h"
@@ -27,7 +26,7 @@ typedef struct hv_svc_cluster_s hv_svc_cluster_t;
 /* Registers Join, Session and Fetch on srv. Everything is borrowed and must outlive the
  * service; advertise is the head address workers are told (copied). */
 hv_err hv_svc_cluster_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
-                             hv_artifacts_t *arts, const char *advertise, hv_svc_cluster_t **out);
+                             const char *advertise, hv_svc_cluster_t **out);
 /* Gives the service the head's credentials (borrowed, must outlive it): Join returns the node
  * credential and accepts it for re-joins; spawn orders carry the worker's secret. */
 void hv_svc_cluster_set_auth(hv_svc_cluster_t *s, const hv_auth_t *a);

@@ -46,7 +46,6 @@ typedef struct watch_s {
 struct hv_svc_jobs_s {
     const hv_head_config_t *cfg;
     hv_driver_t *d;
-    hv_artifacts_t *arts;
     watch_t *watchers;
 };
 
@@ -610,14 +609,14 @@ static void watch_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
 
 /* After hv_validate_submit: are the job's artifacts here. HV_OK or HV_ESTATE with a message. */
 static hv_err submit_check(hv_svc_jobs_t *s, const Hvpb__V1__JobSpec *spec, char *err, size_t len) {
-    if (spec->binary != NULL && !hv_artifacts_present(s->arts, spec->binary->digest)) {
+    if (spec->binary != NULL && !hv_view_artifact_present(s->d, spec->binary->digest)) {
         snprintf(err, len, "binary %s (%s) has not been uploaded", spec->binary->name,
                  spec->binary->digest);
         return HV_ESTATE;
     }
     for (size_t i = 0; i < spec->n_files; i++) {
         const Hvpb__V1__FileRef *f = spec->files[i];
-        if (!hv_artifacts_present(s->arts, f->digest)) {
+        if (!hv_view_artifact_present(s->d, f->digest)) {
             snprintf(err, len, "file %s (%s) has not been uploaded", f->name, f->digest);
             return HV_ESTATE;
         }
@@ -1197,14 +1196,13 @@ static void jobs_events(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 hv_err hv_svc_jobs_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
-                          hv_artifacts_t *arts, hv_svc_jobs_t **out) {
+                          hv_svc_jobs_t **out) {
     hv_svc_jobs_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
     }
     s->cfg = cfg;
     s->d = d;
-    s->arts = arts;
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Jobs/Submit", HV_RPC_UNARY, &hvpb__v1__submit_request__descriptor, jobs_submit,
          NULL, s},

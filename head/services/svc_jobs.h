@@ -13,7 +13,6 @@
 
 #include <stdint.h>
 
-#include "artifacts.h"
 #include "config.h"
 #include "driver.h"
 #include "views.h"
@@ -24,7 +23,7 @@ typedef struct hv_svc_jobs_s hv_svc_jobs_t;
 
 /* Registers the Jobs methods (but uploads) on srv. Everything is borrowed. */
 hv_err hv_svc_jobs_create(hv_rpc_server_t *srv, const hv_head_config_t *cfg, hv_driver_t *d,
-                          hv_artifacts_t *arts, hv_svc_jobs_t **out);
+                          hv_svc_jobs_t **out);
 /* The driver's io: the job changed; its watchers get what is new. */
 void hv_svc_jobs_changed(hv_svc_jobs_t *s, uint64_t job_id);
 /* Ends every watch stream (shutdown). */

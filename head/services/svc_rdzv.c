@@ -4,14 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <uv.h>
-
 #include "hv.pb-c.h"
 #include "log.h"
 #include "mem.h"
 #include "util.h"
-#include "statecopy.h" /* until the driver stores the copies (its put and publish) */
 #include "validate.h"
+#include "views.h"
 
 #define KV_MAX_KEYS 1024
 #define KV_MAX_WAIT_MS 120000
@@ -42,27 +40,11 @@ typedef struct kvwait_s {
     struct kvwait_s *next;
 } kvwait_t;
 
-/* A copy whose last chunk arrived: synced and renamed on libuv's thread pool, then stored by the
- * driver on the loop thread before the PutState call is answered (the call's data while it
- * waits). */
-typedef struct publish_s {
-    uv_work_t req;
-    hv_svc_rdzv_t *svc;
-    hv_rpc_call_t *call; /* NULL once the caller went away */
-    uint64_t job_id, worker_id;
-    hv_statecopy_done_t done;
-    hv_err rc;
-    char err[700];
-} publish_t;
-
 struct hv_svc_rdzv_s {
     hv_driver_t *d;
-    uv_loop_t *loop; /* for the copies' publishing (uv_queue_work) */
     rcall_t *calls;
     kv_t *kv;
     kvwait_t *waits;
-    size_t publishing; /* copies on the thread pool */
-    int closing;       /* destroyed while some were: the last one frees this */
 };
 
 static void rcall_unlink(hv_svc_rdzv_t *s, rcall_t *x) {
@@ -560,138 +542,61 @@ void hv_svc_rdzv_finished(hv_svc_rdzv_t *s, uint64_t job_id) {
 
 /* ---- copies of the training state ---------------------------------------------------------- */
 
-/* A chunk of a copy from rank 0 of the job's round: written as it comes (statecopy.c); at the
- * last one the file is synced and published off the loop thread (publish_work), then the driver
- * stores its row, and only then is it the job's newest copy, the previous one's file removed and
- * the call answered. */
-static void publish_work(uv_work_t *req);
-static void publish_after(uv_work_t *req, int status);
+/* A chunk of a copy from rank 0 of the job's round: the driver checks and writes it, and at
+ * the last one has the file synced and published off the loop thread, stores its row, and only
+ * then is it the job's newest copy and the call answered (put_state_end). */
+static void put_state_reply(hv_rpc_call_t *c, int stored) {
+    Hvpb__V1__PutStateReply rep = HVPB__V1__PUT_STATE_REPLY__INIT;
+    rep.stored = stored;
+    hv_rpc_reply(c, &rep.base);
+}
+
+/* The driver stored the copy of the call c waited for (or could not: rc, why). */
+static void put_state_end(void *ud, hv_err rc, const char *why) {
+    hv_rpc_call_t *c = ud;
+    hv_rpc_call_set_data(c, NULL);
+    if (rc == HV_OK) {
+        put_state_reply(c, 1);
+    } else {
+        hv_rpc_finish(c, rc, "%s", why);
+    }
+}
 
 static void rdzv_put_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_rdzv_t *s = ud;
     const Hvpb__V1__PutStateRequest *req = (const Hvpb__V1__PutStateRequest *)m;
-    char err[600] = "";
+    char err[700] = "";
     if (hv_validate_put_state(req, err, sizeof(err)) != HV_OK) {
         hv_rpc_finish(c, HV_EINVAL, "%s", err);
         return;
     }
-    hv_err rc = hv_driver_copy_check(s->d, req->job_id, req->worker_id, req->generation,
-                                     req->commit, err, sizeof(err));
+    hv_copy_chunk_t ch = {.job_id = req->job_id,
+                          .worker_id = req->worker_id,
+                          .generation = req->generation,
+                          .commit = req->commit,
+                          .total = req->total,
+                          .offset = req->offset,
+                          .data = req->data.data,
+                          .len = req->data.len,
+                          .sha256 = req->sha256};
+    hv_copy_put_t put;
+    hv_err rc = hv_driver_copy_put(s->d, &ch, put_state_end, c, &put, err, sizeof(err));
     if (rc != HV_OK) {
-        /* The part in progress, if any, is left alone: it may be the current rank 0's. */
         hv_rpc_finish(c, rc, "%s", err);
-        return;
-    }
-    int complete = 0;
-    hv_statecopy_done_t done;
-    rc = hv_statecopy_put(hv_driver_copies(s->d), req->job_id, req->generation, req->commit,
-                          req->total, req->offset, req->data.data, req->data.len, req->sha256,
-                          &complete, &done, err, sizeof(err));
-    if (rc != HV_OK) {
-        if (rc == HV_EIO) {
-            HV_LOG(HV_LOG_WARN, "rdzv", "HV-COPY-WRITE", "job %llu: %s",
-                   (unsigned long long)req->job_id, err);
-        }
-        hv_rpc_finish(c, rc, "%s", err);
-        return;
-    }
-    Hvpb__V1__PutStateReply rep = HVPB__V1__PUT_STATE_REPLY__INIT;
-    if (!complete) {
-        hv_rpc_reply(c, &rep.base);
-        return;
-    }
-    /* The fsync and rename of a copy of gigabytes must not hold the loop: they run on the thread
-     * pool, and the copy is stored (then answered) when they are done. */
-    publish_t *pb = hv_calloc(1, sizeof(*pb));
-    if (pb == NULL) {
-        hv_statecopy_discard(&done);
-        hv_rpc_finish(c, HV_ENOMEM, "out of memory");
-        return;
-    }
-    pb->svc = s;
-    pb->call = c;
-    pb->job_id = req->job_id;
-    pb->worker_id = req->worker_id;
-    pb->done = done;
-    pb->req.data = pb;
-    if (uv_queue_work(s->loop, &pb->req, publish_work, publish_after) != 0) {
-        hv_statecopy_discard(&pb->done);
-        hv_free(pb);
-        hv_rpc_finish(c, HV_EINTERNAL, "the head cannot queue the copy's sync");
-        return;
-    }
-    s->publishing++;
-    hv_rpc_call_set_data(c, pb);
-}
-
-/* The thread pool: sync and rename (touches only pb->done). */
-static void publish_work(uv_work_t *req) {
-    publish_t *pb = req->data;
-    pb->rc = hv_statecopy_publish(&pb->done, pb->err, sizeof(pb->err));
-}
-
-/* The loop: the driver stores the copy (only then is it the job's newest, and the previous one's
- * file removed), and the caller, if still there, is answered. */
-static void publish_after(uv_work_t *req, int status) {
-    publish_t *pb = req->data;
-    hv_svc_rdzv_t *s = pb->svc;
-    s->publishing--;
-    if (status != 0 && pb->rc == HV_OK) {
-        pb->rc = HV_ECANCELED;
-        snprintf(pb->err, sizeof(pb->err), "the copy's sync was cancelled");
-    }
-    if (pb->done.fd >= 0) {
-        hv_statecopy_discard(&pb->done); /* the work never ran */
-    }
-    if (s->closing) {
-        /* The head is stopping and the driver may be gone: no row names this file. */
-        if (pb->rc == HV_OK) {
-            hv_statecopy_remove(pb->done.path);
-        }
-        hv_free(pb);
-        if (s->publishing == 0) {
-            hv_free(s);
-        }
-        return;
-    }
-    char old[512] = "";
-    if (pb->rc == HV_OK) {
-        pb->rc = hv_driver_copy_stored(s->d, pb->job_id, pb->worker_id, &pb->done, old, sizeof(old),
-                                       pb->err, sizeof(pb->err));
-        if (pb->rc != HV_OK) {
-            hv_statecopy_remove(pb->done.path); /* never named by a row */
-        } else {
-            hv_statecopy_remove(old[0] ? old : NULL);
-            HV_LOG(HV_LOG_DEBUG, "rdzv", "HV-COPY-STORED",
-                   "job %llu: copy of generation %u, commit %llu stored (%llu bytes)",
-                   (unsigned long long)pb->job_id, pb->done.generation,
-                   (unsigned long long)pb->done.commit, (unsigned long long)pb->done.size);
-        }
+    } else if (put == HV_COPY_PUT_PENDING) {
+        hv_rpc_call_set_data(c, s); /* waits for put_state_end */
     } else {
-        HV_LOG(HV_LOG_WARN, "rdzv", "HV-COPY-WRITE", "job %llu: %s", (unsigned long long)pb->job_id,
-               pb->err);
+        put_state_reply(c, put == HV_COPY_PUT_STORED);
     }
-    if (pb->call != NULL) {
-        hv_rpc_call_set_data(pb->call, NULL);
-        if (pb->rc == HV_OK) {
-            Hvpb__V1__PutStateReply rep = HVPB__V1__PUT_STATE_REPLY__INIT;
-            rep.stored = 1;
-            hv_rpc_reply(pb->call, &rep.base);
-        } else {
-            hv_rpc_finish(pb->call, pb->rc, "%s", pb->err);
-        }
-    }
-    hv_free(pb);
 }
 
 /* A PutState caller that went away while its copy was being synced: the copy is still stored
  * (it is whole and checked), but no one is answered. */
 static void rdzv_put_state_done(hv_rpc_call_t *c, const hv_rpc_status_t *st, void *ud) {
     (void)st;
-    (void)ud;
-    publish_t *pb = hv_rpc_call_data(c);
-    if (pb != NULL) {
-        pb->call = NULL;
+    hv_svc_rdzv_t *s = ud;
+    if (hv_rpc_call_data(c) != NULL) {
+        hv_driver_copy_forget(s->d, c);
     }
 }
 
@@ -721,9 +626,9 @@ static void rdzv_fetch_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
                       (unsigned long long)req->offset, (unsigned long long)row.size);
         return;
     }
-    size_t cap = req->max_bytes != 0 && req->max_bytes < HV_STATECOPY_CHUNK_MAX
+    size_t cap = req->max_bytes != 0 && req->max_bytes < HV_VIEW_COPY_CHUNK_MAX
                      ? req->max_bytes
-                     : HV_STATECOPY_CHUNK_MAX;
+                     : HV_VIEW_COPY_CHUNK_MAX;
     if (row.size - req->offset < cap) {
         cap = (size_t)(row.size - req->offset);
     }
@@ -733,7 +638,7 @@ static void rdzv_fetch_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
         return;
     }
-    rc = hv_statecopy_read(row.path, req->offset, buf, cap, &n);
+    rc = hv_view_copy_read(s->d, &row, req->offset, buf, cap, &n);
     if (rc != HV_OK || n != cap) {
         hv_free(buf);
         HV_LOG(HV_LOG_ERROR, "rdzv", "HV-COPY-READ", "job %llu: cannot read %s: %s",
@@ -758,14 +663,12 @@ static void rdzv_fetch_state(hv_rpc_call_t *c, const ProtobufCMessage *m, void *
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
-hv_err hv_svc_rdzv_create(uv_loop_t *loop, hv_rpc_server_t *srv, hv_driver_t *d,
-                          hv_svc_rdzv_t **out) {
+hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **out) {
     hv_svc_rdzv_t *s = hv_calloc(1, sizeof(*s));
     if (s == NULL) {
         return HV_ENOMEM;
     }
     s->d = d;
-    s->loop = loop;
     hv_rpc_method_t ms[] = {
         {"/hvpb.v1.Rendezvous/JoinRound", HV_RPC_UNARY, &hvpb__v1__rdzv_join_request__descriptor,
          rdzv_join, rdzv_call_done, s},
@@ -815,10 +718,6 @@ void hv_svc_rdzv_destroy(hv_svc_rdzv_t *s) {
         hv_free(kv->key);
         hv_free(kv->value);
         hv_free(kv);
-    }
-    if (s->publishing > 0) {
-        s->closing = 1; /* the last publish_after frees it */
-        return;
     }
     hv_free(s);
 }

@@ -3,10 +3,11 @@
  * the driver answers it (the round closed, the worker was removed, or it is refused); Done is
  * recorded by the driver before the reply; WatchMembers streams carry the driver's membership
  * pushes to every worker of a job; KvPut/KvGet are a small per-job store (e.g. an NCCL unique
- * id), kept here in memory until the job finishes, and KvGet may wait for a key; PutState writes a
- * copy of a job's state as it comes and syncs it on libuv's thread pool at its end, FetchState
- * reads it back. This module owns the calls and the key-value store; every decision is the
- * driver's. Loop thread only (the syncs touch only their own file).
+ * id), kept here in memory until the job finishes, and KvGet may wait for a key; PutState hands
+ * each chunk of a copy of a job's state to the driver (which writes it, syncs it off the loop at
+ * its end and stores it before the call is answered), FetchState reads it back through a view.
+ * This module owns the calls and the key-value store; every decision and every file is the
+ * driver's. Loop thread only.
  */
 #ifndef HV_HEAD_SVC_RDZV_H
 #define HV_HEAD_SVC_RDZV_H
@@ -14,18 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uv.h>
-
 #include "driver.h"
 #include "err.h"
 #include "rpc.h"
 
 typedef struct hv_svc_rdzv_s hv_svc_rdzv_t;
 
-/* Registers the Rendezvous methods on srv; loop (where the copies' syncs are queued to libuv's
- * thread pool) and d are borrowed. */
-hv_err hv_svc_rdzv_create(uv_loop_t *loop, hv_rpc_server_t *srv, hv_driver_t *d,
-                          hv_svc_rdzv_t **out);
+/* Registers the Rendezvous methods on srv; d is borrowed. */
+hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **out);
 /* The driver's io: answers waiting joins with a closed round. */
 void hv_svc_rdzv_round(hv_svc_rdzv_t *s, const hv_round_info_t *r, const uint64_t *to, size_t nto);
 /* Answers one waiting join: rc HV_OK = removed from the job; else refused with why. */

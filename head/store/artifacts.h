@@ -7,9 +7,9 @@
  * by hv_artifacts_sweep. The part files together hold at most upload_quota bytes (a chunk past
  * it is refused, RESOURCE_EXHAUSTED); a full disk discards the upload that hit it and says "no
  * space left on device" with the path, and everything else keeps working.
- * Nothing over max_upload is accepted. Used by the Jobs service (uploads, and the check that a
- * submitted job's files are present) and the Cluster service (agents fetch artifacts). No RPC
- * here. Loop thread only.
+ * Nothing over max_upload is accepted. Reached only through the driver (driver_artifacts.c: its views
+ * and commands), which the Jobs, Actors and Cluster services call. No RPC here. Loop thread
+ * only.
  */
 #ifndef HV_HEAD_ARTIFACTS_H
 #define HV_HEAD_ARTIFACTS_H
@@ -49,8 +49,7 @@ hv_err hv_artifacts_path(hv_artifacts_t *a, const char *digest, char *buf, size_
 uint64_t hv_artifacts_partial(hv_artifacts_t *a, const char *digest);
 /* Records a use (an agent is about to fetch it), before the artifact is served: the
  * collection of unused artifacts reads it. HV_OK, or the store's error (err: its words; the
- * services tell clients the driver's words, hv_driver_store_trouble, after
- * hv_driver_store_result). */
+ * driver's hv_driver_artifact_touch tells clients its store trouble instead). */
 hv_err hv_artifacts_touch(hv_artifacts_t *a, const char *digest, char *err, size_t errlen);
 
 /* Writes one chunk of an upload: offset must equal the bytes held so far. With last set the

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "records.h"
 
 #define HV_JOBLOG_STATFS_MS 1000u /* how long a free-space reading is trusted */
 
@@ -111,19 +112,7 @@ int hv_joblog_note(hv_joblogs_t *ls, hv_joblog_t *l, uint32_t rank, const char *
  * line), or -1 when it is not one. Pure. */
 int hv_joblog_parse_line(char *line, uint32_t *rank, uint32_t *stream, char **text);
 
-typedef struct hv_joblog_line_s {
-    uint32_t rank, stream; /* stream 1 stdout, 2 stderr */
-    char *text;            /* into the page's buf */
-} hv_joblog_line_t;
-
-/* A page of a log read back: the whole lines from an offset. */
-typedef struct hv_joblog_page_s {
-    char *buf;               /* owned: the lines' text */
-    hv_joblog_line_t *lines; /* owned: n of them */
-    size_t n;
-    uint64_t next_offset; /* the byte after the last whole line read */
-    int more;             /* lines follow that did not fit (max_lines or max_bytes) */
-} hv_joblog_page_t;
+/* hv_joblog_line_t, hv_joblog_page_t: a page of a log read back (core/records.h). */
 
 /* Reads the whole lines of the log at path from byte offset: at most max_lines lines and
  * about max_bytes bytes of them (a line being written is left for the next page). A missing

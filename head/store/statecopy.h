@@ -1,7 +1,7 @@
 /*
  * statecopy: the files of the copies of jobs' training state that the head keeps in
  * <data>/states/ (issue 15 §1: the state outlives its workers). A copy arrives in chunks
- * (Rendezvous.PutState, svc_rdzv.c): each job has at most one copy in progress, written to
+ * (Rendezvous.PutState, through the driver: driver_copies.c): each job has at most one copy in progress, written to
  * <epoch>-<job>-<n>.part (a name per part) and hashed as it comes; at the last chunk the size and
  * the SHA-256 are checked, and the part is handed to the caller, who has it synced and renamed
  * (hv_statecopy_publish) to <epoch>-<job>-g<generation>-c<commit>.bin, a name
@@ -12,7 +12,7 @@
  *
  * It is not the bookkeeping (store.c's state_copies table, through the driver) nor the decision
  * to resume (jobm.c). Loop thread only, but for hv_statecopy_publish (the fsync and rename at the
- * end of a copy, which svc_rdzv runs on libuv's thread pool); every other file operation is
+ * end of a copy, which the driver runs off the loop through its io.queue_work); every other file operation is
  * synchronous and bounded by the chunk size (1 MiB).
  */
 #ifndef HV_HEAD_STATECOPY_H

@@ -79,6 +79,11 @@ run_one() {
     n=$1
     d=$TMP/run-$n
     mkdir -p "$d"
+    # Every simulated agent connects from 127.0.0.1: one client address to the head's connection
+    # gate, whose derived bound per client is half of (open-file limit - 64) / 2 (4,984 with
+    # 20,000 files), and whose total is under 10,000 there: joins past it were refused and
+    # timed out. Real agents come from their own addresses; here the bounds are set above N.
+    conns_max=$((2 * n + 256)) # a quarter of the total is kept for nodes; joins come first
     cat >"$d/head.yaml" <<EOF
 cluster_name: perf
 listen: 127.0.0.1:0
@@ -86,6 +91,9 @@ data_dir: $d/data
 token: $TOKEN
 heartbeat_ms: 1000
 lease_ms: 10000
+limits:
+  max_connections: $conns_max
+  max_connections_per_client: $conns_max
 EOF
     export HV_TOKEN_FILE="$d/data/client.token" # the CLIs' credential, written by the head
     "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
