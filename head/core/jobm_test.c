@@ -1334,19 +1334,25 @@ static void case_last_member_lost_resumes(void) {
     CHECK_EQ(J.resets, 1);
 }
 
+/* A one-worker elastic job (max 5 resets) whose first round formed on node a; fresh: the
+ * case's earlier job is torn down first. */
+static void one_worker_job(int fresh) {
+    if (fresh) {
+        teardown();
+        setup();
+    }
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+}
+
 /* The last member was lost on a ring neighbour's death watch, so the job resumes; its agent's
  * report comes after: a signal leaves the resume as it is, an exit status (the program's own
  * failure) fails the job at once rather than after new workers started (hv_jm_reported). */
 static void case_lost_then_reported(void) {
     for (int sig = 1; sig >= 0; sig--) {
-        if (!sig) {
-            teardown();
-            setup();
-        }
-        job(1, 1, 1, 1, 5);
-        place(NODE_A, 1);
-        start_all();
-        join_all();
+        one_worker_job(!sig);
         J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now - 2000};
         hv_jm_out_reset(&O);
         hv_jm_lost(&J, &W[0], "rank 0 on a was lost: its process ended", now, &O);
@@ -1652,14 +1658,7 @@ static void case_resume_from_durable(void) {
          "\"tier\":\"durable\""},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-        if (i > 0) {
-            teardown();
-            setup();
-        }
-        job(1, 1, 1, 1, 5);
-        place(NODE_A, 1);
-        start_all();
-        join_all();
+        one_worker_job(i > 0);
         J.copy = t[i].head;
         J.copy.stored_ms = now;
         J.durable = t[i].durable;
