@@ -973,6 +973,7 @@ static int resume_or_explain(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t n
     if (v == HV_JM_LOSS_FAIL) {
         return 0;
     }
+    j->resume_trigger = w->id;
     if (v == HV_JM_LOSS_RESTART) {
         restart_from_start(j, now, out);
         return 1;
@@ -1189,6 +1190,31 @@ void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t no
         failure = 0;
     }
     worker_ended(j, w, HV_WK_LOST, failure, what, now, out);
+}
+
+void hv_jm_reported(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t now, hv_jm_out_t *out) {
+    (void)now;
+    if (hv_job_state_terminal(j->state) || !j->round_open || j->resume_gen == 0 ||
+        j->resume_gen != j->generation || j->resume_trigger == 0 || j->resume_trigger != w->id ||
+        w->exit_code == 0 || w->term_signal != 0) {
+        return;
+    }
+    hv_jm_loss_t in = {.elastic = j->p.elastic,
+                       .own_failure = 1,
+                       .has_copy = hv_jm_copy_tier(j) != HV_COPY_TIER_NONE,
+                       .committed = j->commit_seen,
+                       .resets = j->resets,
+                       .max_resets = j->p.max_resets};
+    char no[200] = "";
+    if (hv_jm_loss_decide(&in, no, sizeof(no)) != HV_JM_LOSS_FAIL) {
+        return;
+    }
+    char why[HV_JM_REASON_MAX + 400];
+    snprintf(why, sizeof(why),
+             "no worker of generation %u survived to hold the training state: %s (%s; its "
+             "agent reported exit status %d after the resume began)",
+             closed_gen(j), j->failures, no, w->exit_code);
+    hv_jm_end(j, HV_JOB_FAILED, HV_EV_NO_SURVIVOR, why, out);
 }
 
 void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t now,

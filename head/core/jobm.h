@@ -194,12 +194,15 @@ typedef struct hv_jm_job_s {
                                       state, after every member was lost (0: none) */
     uint32_t resumes;              /* such resumes so far */
     /* in memory */
-    int commit_seen;   /* a step of the job may have been committed: a worker reported a commit
+    int commit_seen; /* a step of the job may have been committed: a worker reported a commit
                         (libhv reports its first one before it goes on, rdzv.h report), a copy of
                         the state came, or the head restarted since the job started (this is
                         memory only, so a loaded job counts as committed: hv_jm_restarted).
                         Without it, losing every member restarts the job (hv_jm_loss_decide) */
-    hv_jm_copy_t copy; /* the newest copy of the state the head keeps (the driver
+    uint64_t resume_trigger;     /* the member whose loss, the last of its generation, opened the
+                                resume round (0: none); its agent's report may still fail the
+                                job (hv_jm_reported) */
+    hv_jm_copy_t copy;           /* the newest copy of the state the head keeps (the driver
                                         sets it from the store) */
     hv_copy_tier_t resumed_from; /* the copy the last resume decided here loaded (NONE: none,
                                     or decided before a head restart) */
@@ -295,6 +298,13 @@ void hv_jm_exited(hv_jm_job_t *j, hv_jm_worker_t *w, int exit_code, int term_sig
 /* The worker is gone without an exit report. */
 void hv_jm_lost(hv_jm_job_t *j, hv_jm_worker_t *w, const char *what, uint64_t now,
                 hv_jm_out_t *out);
+/* The agent's report of how w exited, after w was already ended as lost (a ring neighbour's
+ * death watch saw it die first); w->exit_code and w->term_signal hold the report. When that
+ * loss, the last of its generation's members, opened the resume round (resume_gen) and the
+ * report shows the program's own failure (an exit status, no signal), the job fails now, as it
+ * would have had the status come first (hv_jm_loss_decide), instead of waiting for new workers
+ * to resume a program that fails on its own. Otherwise nothing changes. */
+void hv_jm_reported(hv_jm_job_t *j, const hv_jm_worker_t *w, uint64_t now, hv_jm_out_t *out);
 /* A JoinRound arrived from w (the driver keeps the call and its address). */
 void hv_jm_join(hv_jm_job_t *j, hv_jm_worker_t *w, uint32_t last_gen, uint64_t now,
                 hv_jm_out_t *out);

@@ -1390,6 +1390,47 @@ static void case_last_member_lost_resumes(void) {
     CHECK_EQ(J.resets, 1);
 }
 
+/* A one-worker elastic job (max 5 resets) whose first round formed on node a; fresh: the
+ * case's earlier job is torn down first. */
+static void one_worker_job(int fresh) {
+    if (fresh) {
+        teardown();
+        setup();
+    }
+    job(1, 1, 1, 1, 5);
+    place(NODE_A, 1);
+    start_all();
+    join_all();
+}
+
+/* The last member was lost on a ring neighbour's death watch, so the job resumes; its agent's
+ * report comes after: a signal leaves the resume as it is, an exit status (the program's own
+ * failure) fails the job at once rather than after new workers started (hv_jm_reported). */
+static void case_lost_then_reported(void) {
+    for (int sig = 1; sig >= 0; sig--) {
+        one_worker_job(!sig);
+        J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now - 2000};
+        hv_jm_out_reset(&O);
+        hv_jm_lost(&J, &W[0], "rank 0 on a was lost: its process ended", now, &O);
+        CHECK_EQ(J.resume_gen, 2);
+        CHECK_EQ(J.round_open, 1);
+        W[0].exit_code = sig ? -1 : 1;
+        W[0].term_signal = sig ? 9 : 0;
+        hv_jm_out_reset(&O);
+        hv_jm_reported(&J, &W[0], now, &O);
+        if (sig) {
+            CHECK_EQ(J.state, HV_JOB_RUNNING);
+            CHECK_EQ(J.round_open, 1);
+            continue;
+        }
+        CHECK_EQ(J.state, HV_JOB_FAILED);
+        CHECK(strstr(J.reason, "no worker of generation 1 survived to hold the training state: "
+                               "rank 0 on a was lost: its process ended") != NULL);
+        CHECK(strstr(J.reason, "exit status 1") != NULL);
+        CHECK(find_event("job.state") != NULL);
+    }
+}
+
 /* Issue 28 §2: the one worker's node is SIGKILLed (its agent's session closes: suspected, a
  * grace of 500 ms). Nobody is left to re-join, so at the grace the head gives the worker up
  * instead of waiting for the lease (hv_jm_give_up); the driver loses it, and the job resumes
@@ -1675,14 +1716,7 @@ static void case_resume_from_durable(void) {
         {{1, 40, 0, 0, 7}, {1, 30, 0, 0, 0}, "from the copy kept by node ", "\"tier\":\"peer\""},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-        if (i > 0) {
-            teardown();
-            setup();
-        }
-        job(1, 1, 1, 1, 5);
-        place(NODE_A, 1);
-        start_all();
-        join_all();
+        one_worker_job(i > 0);
         J.copy = t[i].head;
         J.copy.stored_ms = now;
         J.durable = t[i].durable;
@@ -2152,6 +2186,7 @@ HV_CHECK_MAIN(
     {"start_worker_gone_wants_again", case_start_worker_gone_wants_again},
     {"start_below_min_np_wants", case_start_below_min_np_wants},
     {"last_member_lost_resumes", case_last_member_lost_resumes},
+    {"lost_then_reported", case_lost_then_reported},
     {"lone_suspect_given_up", case_lone_suspect_given_up}, {"give_up_rules", case_give_up_rules},
     {"fence", case_fence}, {"silent_rolls_back_at_once", case_silent_rolls_back_at_once},
     {"resume_from_durable", case_resume_from_durable},

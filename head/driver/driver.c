@@ -1442,17 +1442,22 @@ hv_err hv_driver_worker_exited(hv_driver_t *d, uint64_t node_id, uint64_t worker
     char who[300], what[600];
     if (w != NULL && !wlive(w) && w->dead_seen) {
         /* Ended already on a ring neighbour's death watch: the decisions are made; its real
-         * status is recorded (the workers table shows it) and told, once. */
+         * status is recorded (the workers table shows it) and told, once. One may be undone:
+         * a resume of a job whose last member was lost this way, when the status shows the
+         * program failed on its own (hv_jm_reported). */
         w->dead_seen = 0;
         w->jm.exit_code = exit_code;
         w->jm.term_signal = term_signal;
         w->jm.dirty = 1;
-        (void)hv__driver_persist(d, w->job); /* a record only: a failure is logged, not acted on */
+        (void)hv__driver_persist(d, w->job); /* a record (acted on only as below) */
         worker_desc(d, w, who, sizeof(who));
         hv_jm_exit_what(what, sizeof(what), who, exit_code, term_signal, reason);
         hv_driver_event(d, w->job->jm.id, w->jm.node_id, "job.note", NULL,
                         "%s (its agent's report, %llu ms after its ring neighbour saw it die)",
                         what, (unsigned long long)(hv_wall_ms() - w->ended_ms));
+        hv_jm_reported(&w->job->jm, &w->jm, hv_wall_ms(), &d->out);
+        hv__driver_apply(d, w->job, &d->out);
+        hv_driver_schedule(d);
         return HV_OK;
     }
     if (w == NULL || !wlive(w)) {

@@ -11,7 +11,8 @@
 # difference is the library, not hvagent. An epoch: N training samples in steps of 32 per rank
 # (the default 20000: a third of the data set), then each rank evaluates its share of the test
 # set. Prints each run's epoch seconds and accuracy, the medians and x = DDP time / hv time
-# (above 1: hv faster). --base DIR adds a third kind, "base": the same example with the hv
+# (above 1: hv faster), and the pairs' ratios (DDP / hv of each run's two epochs, taken back to
+# back): their median and the worst. --base DIR adds a third kind, "base": the same example with the hv
 # package of DIR/python (another build or checkout, e.g. before a change), in the same rotation,
 # and prints base's median and base time / hv time. Needs /usr/bin/python3 with python3-torch
 # and build/python.
@@ -84,9 +85,12 @@ function median(k,   c, i, j, t, a) {
   for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
   return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
 }
-{ v[$1] = v[$1] " " $2 }
+{ v[$1] = v[$1] " " $2; k[$1]++; run[$1, k[$1]] = $2 }
 END {
   h = median("hv"); d = median("ddp");
   printf "2 ranks, %d training samples, median epoch seconds: hv.torch %.2f  DDP-Gloo %.2f  x = %.2f\n", n, h, d, d / h
+  # Run i ran one epoch of each kind back to back: its pair ratio DDP / hv.
+  for (i = 1; i <= k["hv"]; i++) { r = run["ddp", i] / run["hv", i]; v["pair"] = v["pair"] " " r; if (i == 1 || r < w) w = r }
+  printf "pairs (DDP / hv per run): median %.2f, worst %.2f over %d runs\n", median("pair"), w, k["hv"]
   if ("base" in v) { b = median("base"); printf "base (--base) %.2f s: base / hv = %.2f, x(base) = DDP / base = %.2f\n", b, b / h, d / b }
 }' "$out/rows"

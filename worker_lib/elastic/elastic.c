@@ -33,6 +33,7 @@
 
 #define STATE_NAME_MAX 255
 #define STATE_RESET_FNS 16
+#define STATE_SYNC_PACK_MAX 4096 // buffers up to this size are synced together
 
 typedef struct state_buf_s {
     char name[STATE_NAME_MAX + 1];
@@ -545,6 +546,76 @@ static hv_err layout_check(hv_state_t *st, hv__engine_t *e, int rank, int size) 
     return rc;
 }
 
+/* Rank 0's buffers to every rank: one negotiation round for all, then one pipelined ring
+ * broadcast per large buffer (the ring relays each piece as it arrives, so a large state moves
+ * at link bandwidth) and one for all the small ones together (the step counters, the commit
+ * count, a sampler's position: each would otherwise cost a pass around the ring of its own).
+ * Every rank has the same layout (layout_check), so every rank packs the same way. */
+static hv_err sync_broadcast(hv_state_t *st, hv__engine_t *e) {
+    size_t small_bytes = 0;
+    int nsmall = 0;
+    for (int i = 0; i < st->nbufs; i++) {
+        if (st->bufs[i].bytes <= STATE_SYNC_PACK_MAX) {
+            small_bytes += st->bufs[i].bytes;
+            nsmall++;
+        }
+    }
+    int pack = nsmall > 1;
+    hv__op_desc_t *ds = hv_calloc((size_t)st->nbufs, sizeof(*ds));
+    char(*names)[32] = hv_calloc((size_t)st->nbufs, sizeof(*names));
+    unsigned char *packed = pack ? hv_malloc(small_bytes) : NULL;
+    if (ds == NULL || names == NULL || (pack && packed == NULL)) {
+        hv_free(ds);
+        hv_free(names);
+        hv_free(packed);
+        return HV_ENOMEM;
+    }
+    size_t nops = 0, off = 0;
+    for (int i = 0; i < st->nbufs; i++) {
+        state_buf_t *b = &st->bufs[i];
+        if (pack && b->bytes <= STATE_SYNC_PACK_MAX) {
+            memcpy(packed + off, b->buf, b->bytes);
+            off += b->bytes;
+            continue;
+        }
+        snprintf(names[nops], sizeof(names[nops]), "hv.state.sync.%d", i);
+        ds[nops] = (hv__op_desc_t){.kind = HV__OP_BROADCAST,
+                                   .name = names[nops],
+                                   .in = b->buf,
+                                   .out = b->buf,
+                                   .count = b->bytes,
+                                   .dtype = HV_UINT8,
+                                   .root = 0};
+        nops++;
+    }
+    if (pack) {
+        ds[nops++] = (hv__op_desc_t){.kind = HV__OP_BROADCAST,
+                                     .name = "hv.state.sync.small",
+                                     .in = packed,
+                                     .out = packed,
+                                     .count = small_bytes,
+                                     .dtype = HV_UINT8,
+                                     .root = 0};
+    }
+    hv_handle_t h = 0;
+    hv_err rc = hv__engine_submit(e, ds, nops, &h);
+    if (rc == HV_OK) {
+        rc = hv__engine_wait(e, h);
+    }
+    off = 0;
+    for (int i = 0; rc == HV_OK && pack && i < st->nbufs; i++) {
+        state_buf_t *b = &st->bufs[i];
+        if (b->bytes <= STATE_SYNC_PACK_MAX) {
+            memcpy(b->buf, packed + off, b->bytes);
+            off += b->bytes;
+        }
+    }
+    hv_free(ds);
+    hv_free(names);
+    hv_free(packed);
+    return rc;
+}
+
 hv_err hv_state_sync(hv_state_t *st) {
     if (st == NULL) {
         return HV_EINVAL;
@@ -559,35 +630,7 @@ hv_err hv_state_sync(hv_state_t *st) {
         HV_TRY(layout_check(st, e, rank, size));
     }
     if (size > 1 && st->nbufs > 0) {
-        // One negotiation round for all buffers, then one pipelined ring broadcast each (the
-        // ring relays each piece as it arrives, so a large state moves at link bandwidth).
-        hv__op_desc_t *ds = hv_calloc((size_t)st->nbufs, sizeof(*ds));
-        char(*names)[32] = hv_calloc((size_t)st->nbufs, sizeof(*names));
-        if (ds == NULL || names == NULL) {
-            hv_free(ds);
-            hv_free(names);
-            return HV_ENOMEM;
-        }
-        for (int i = 0; i < st->nbufs; i++) {
-            snprintf(names[i], sizeof(names[i]), "hv.state.sync.%d", i);
-            ds[i] = (hv__op_desc_t){.kind = HV__OP_BROADCAST,
-                                    .name = names[i],
-                                    .in = st->bufs[i].buf,
-                                    .out = st->bufs[i].buf,
-                                    .count = st->bufs[i].bytes,
-                                    .dtype = HV_UINT8,
-                                    .root = 0};
-        }
-        hv_handle_t h = 0;
-        rc = hv__engine_submit(e, ds, (size_t)st->nbufs, &h);
-        if (rc == HV_OK) {
-            rc = hv__engine_wait(e, h);
-        }
-        hv_free(ds);
-        hv_free(names);
-        if (rc != HV_OK) {
-            return rc;
-        }
+        HV_TRY(sync_broadcast(st, e));
     }
     HV_TRY(state_snapshot(st));
     state_rewind_parts(st);

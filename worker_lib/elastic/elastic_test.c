@@ -64,6 +64,7 @@ struct scenario_s {
     int with_sampler;     // sampler scenario
     uint64_t samples;     // sampler: data set size
     uint32_t batch;       // sampler: global batch
+    int seed_differs;     // sampler: worker 2's seed is another (the ranks disagree)
     int nccl;             // the allreduce runs on device memory through NCCL
     uint64_t ghost_id;    // a worker added by worker 1 at ghost_step that joins a round and
     uint64_t ghost_step;  // dies before connecting (its round's ring can never be built)
@@ -173,7 +174,7 @@ static void *worker_main(void *arg) {
     if (sc->with_sampler) {
         hv_sampler_config_t cfg = HV_SAMPLER_CONFIG_INIT;
         cfg.num_samples = sc->samples;
-        cfg.seed = 7;
+        cfg.seed = sc->seed_differs && w->id == 2 ? 8 : 7;
         cfg.batch = sc->batch;
         cfg.global_batch = 1;
         if (hv_sampler_create(w->st, "train", &cfg, &w->sampler) != HV_OK) {
@@ -503,6 +504,31 @@ static hv_err train_sampler(hv_state_t *st, void *ud) {
     return HV_OK;
 }
 
+/* Two steps, each committed; the rounds the second commit ran and the stats after it, or the
+ * first commit's error (fail_rc). */
+static hv_err train_two_commits(hv_state_t *st, void *ud) {
+    worker_t *w = ud;
+    hv__engine_t *e = hv__member_engine(w->m);
+    uint64_t idx[64];
+    size_t n = 0;
+    int end = 0;
+    T_CHECK(hv_sampler_next(w->sampler, idx, 64, &n, &end) == HV_OK && !end);
+    if ((w->fail_rc = hv_state_commit(st)) != HV_OK) {
+        return HV_OK;
+    }
+    T_CHECK(hv_sampler_next(w->sampler, idx, 64, &n, &end) == HV_OK && !end);
+    hv__engine_stats_t before, after;
+    hv__engine_stats(e, &before);
+    T_CHECK(hv_state_commit(st) == HV_OK);
+    hv__engine_stats(e, &after);
+    w->step = after.rounds - before.rounds;
+    hv_sampler_stats_t stats = {.size = sizeof(stats)};
+    T_CHECK(hv_sampler_stats(w->sampler, &stats) == HV_OK);
+    w->idxsum = stats.processed;
+    w->epoch = stats.duplicates;
+    return HV_OK;
+}
+
 /* ---- cases ----------------------------------------------------------------------------------- */
 
 /* Commit, restore, sync and the layout check, called directly (outside a run). */
@@ -814,6 +840,35 @@ static void test_sampler(void) {
     scenario_fini(&sc);
 }
 
+/* A partition's first commit exchanges what every rank handed out and checks it against the
+ * rank's own windows; the commits after it mark the windows without a collective (no round).
+ * Ranks whose samplers disagree (another seed) fail that first commit with HV_EPROTO. */
+static void test_sampler_commit(void) {
+    for (int differ = 0; differ <= 1; differ++) {
+        scenario_t sc;
+        scenario_init(&sc, 1000, train_two_commits);
+        sc.with_sampler = 1;
+        sc.samples = 500;
+        sc.batch = 20;
+        sc.seed_differs = differ;
+        scenario_run(&sc, 2);
+        for (uint64_t id = 1; id <= 2; id++) {
+            worker_t *w = scenario_worker(&sc, id);
+            ASSERT_TRUE(w != NULL);
+            if (differ) {
+                ASSERT_RC(w->fail_rc, HV_EPROTO);
+                continue;
+            }
+            ASSERT_RC(w->run_rc, HV_OK);
+            ASSERT_RC(w->fail_rc, HV_OK);
+            ASSERT_EQ_INT(w->step, 0);    // the second commit ran no round
+            ASSERT_EQ_INT(w->idxsum, 40); // two windows of 20 processed
+            ASSERT_EQ_INT(w->epoch, 0);   // none twice
+        }
+        scenario_fini(&sc);
+    }
+}
+
 /* A hello of a stale generation (or another world) is refused; the current one is accepted. */
 static void test_stale_hello(void) {
     hv__tcp_listener_t *lst = NULL;
@@ -968,6 +1023,7 @@ static const hvtest_case_t cases[] = {
     {"drain", test_drain},
     {"job_end", test_job_end},
     {"sampler", test_sampler},
+    {"sampler_commit", test_sampler_commit},
     {"stale_hello", test_stale_hello},
     {"nccl_reset", test_nccl_reset},
 };

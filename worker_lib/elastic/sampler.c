@@ -46,6 +46,11 @@ struct hv_sampler_s {
     uint64_t pending_global;
     uint64_t *gather; // commit scratch
     size_t capgather;
+    // Commits of this partition: the first window not committed yet, and whether a commit of
+    // this partition exchanged what every rank handed out and found it equal to this rank's
+    // windows (then later commits mark the windows without talking: see sampler_commit).
+    uint64_t commit_cursor;
+    int verified;
 };
 
 /* ---- arithmetic ------------------------------------------------------------------------------ */
@@ -224,6 +229,8 @@ static hv_err sampler_partition(hv_sampler_t *s, int rank, int size) {
     }
     s->norder = k;
     s->cursor = 0;
+    s->commit_cursor = 0;
+    s->verified = 0;
     s->global = hv__sampler_global(&s->cfg, size);
     s->p_rank = rank;
     s->p_size = size;
@@ -325,8 +332,29 @@ hv_err hv_sampler_stats(const hv_sampler_t *s, hv_sampler_stats_t *out) {
 
 /* ---- commit ---------------------------------------------------------------------------------- */
 
-static hv_err sampler_commit(void *self, hv__engine_t *e, int size) {
-    hv_sampler_t *s = self;
+/* Marks sample x committed. */
+static void sampler_mark(hv_sampler_t *s, uint64_t x) {
+    uint64_t bit = 1ull << (x % 64);
+    if (s->bitmap[x / 64] & bit) {
+        s->pos.duplicates++;
+    } else {
+        s->bitmap[x / 64] |= bit;
+        s->pos.processed++;
+    }
+    s->pos.checksum += x;
+}
+
+/* The windows handed out since the last commit: order[*lo, *hi). */
+static void sampler_window(const hv_sampler_t *s, uint64_t *lo, uint64_t *hi) {
+    uint64_t a = s->commit_cursor * s->global, b = s->cursor * s->global;
+    *lo = a < s->norder ? a : s->norder;
+    *hi = b < s->norder ? b : s->norder;
+}
+
+/* The exchange: every rank's handed-out indices (allgather with per-rank counts) are marked, and
+ * the result must be the windows this rank derived itself (every rank took its share of the same
+ * windows of the same partition); else the ranks disagree about the sampler (HV_EPROTO). */
+static hv_err sampler_exchange(hv_sampler_t *s, hv__engine_t *e, int size) {
     size_t *counts = hv_calloc((size_t)size, sizeof(*counts));
     if (counts == NULL) {
         return HV_ENOMEM;
@@ -368,6 +396,7 @@ static hv_err sampler_commit(void *self, hv__engine_t *e, int size) {
         return rc;
     }
     uint64_t n = s->cfg.num_samples;
+    uint64_t dup0 = s->pos.duplicates;
     for (size_t i = 0; i < total; i++) {
         uint64_t x = s->gather[i];
         if (x >= n) {
@@ -377,15 +406,51 @@ static hv_err sampler_commit(void *self, hv__engine_t *e, int size) {
                    s->name, (unsigned long long)x, (unsigned long long)n);
             return HV_EPROTO;
         }
-        uint64_t bit = 1ull << (x % 64);
-        if (s->bitmap[x / 64] & bit) {
-            s->pos.duplicates++;
-        } else {
-            s->bitmap[x / 64] |= bit;
-            s->pos.processed++;
-        }
-        s->pos.checksum += x;
+        sampler_mark(s, x);
     }
+    if (s->p_size != size) {
+        return HV_OK; // (a partition of another world: nothing to compare with)
+    }
+    uint64_t lo, hi;
+    sampler_window(s, &lo, &hi);
+    int same = total == hi - lo && s->pos.duplicates == dup0;
+    for (uint64_t i = lo; same && i < hi; i++) {
+        uint64_t x = s->order[i];
+        same = (s->bitmap[x / 64] >> (x % 64) & 1) != 0;
+    }
+    if (!same) {
+        HV_LOG(HV_LOG_ERROR, "sampler", "HV-SAMPLER-MISMATCH",
+               "sampler '%s': what the ranks handed out since the last commit (%zu samples) is not "
+               "what this rank's partition holds (%llu samples; epoch %llu, %llu per step, %d "
+               "ranks): the ranks disagree about the sampler's configuration (data set size, "
+               "seed, batch) or about how many steps they took",
+               s->name, total, (unsigned long long)(hi - lo), (unsigned long long)s->pos.epoch,
+               (unsigned long long)s->global, size);
+        return HV_EPROTO;
+    }
+    s->verified = 1;
+    return HV_OK;
+}
+
+/* Commit: the windows handed out since the last commit become processed. The first commit of a
+ * partition exchanges what every rank handed out and checks it against this rank's windows;
+ * once that agreed, every rank derives the same windows from the same partition (the same
+ * bitmap, world and configuration), so later commits of the partition mark them locally, with
+ * no collective: a step's commit then costs no round trip. */
+static hv_err sampler_commit(void *self, hv__engine_t *e, int size) {
+    hv_sampler_t *s = self;
+    if (s->pending_global > 0) {
+        if (!s->verified || !s->valid || s->p_size != size) {
+            HV_TRY(sampler_exchange(s, e, size));
+        } else {
+            uint64_t lo, hi;
+            sampler_window(s, &lo, &hi);
+            for (uint64_t i = lo; i < hi; i++) {
+                sampler_mark(s, s->order[i]);
+            }
+        }
+    }
+    s->commit_cursor = s->cursor;
     s->npending = 0;
     s->pending_global = 0;
     return HV_OK;

@@ -2,17 +2,19 @@
  * sampler: the elastic sampler behind hv_sampler_* (include/hv/elastic.h). Per epoch, a
  * permutation of the sample indices from (seed, epoch) (xoshiro256** seeded by splitmix64,
  * Fisher-Yates); a bitmap of processed samples that is part of the elastic state (committed,
- * restored and synced with it, registered through elastic_int.h); at every commit the indices
- * each rank handed out since the last commit are exchanged (allgather with per-rank counts) and
- * marked. Whenever the state may have moved under it (restore, sync, a new world) the sampler
+ * restored and synced with it, registered through elastic_int.h); at every commit the windows
+ * handed out since the last commit are marked: at the first commit of a partition by exchanging
+ * the indices each rank handed out (allgather with per-rank counts) and checking them against
+ * this rank's own windows, at later ones locally (every rank derives the same windows).
+ * Whenever the state may have moved under it (restore, sync, a new world) the sampler
  * re-partitions: the samples not yet processed, in permutation order, are cut into windows of
  * the global batch G and rank r takes the r-th share of each window. Every rank computes the
  * same partition from the same bitmap, so all agree on the end of the epoch without talking.
  * Programs call it through the public API; the state it belongs to commits, rewinds and frees
  * it through the participant ops it registers (elastic_int.h hv__state_part_ops_t: commit is
- * collective, one allgather, two when a rank's guess of the total was short; rewind forgets what
- * was handed out since the last commit and re-partitions at the next hv_sampler_next). The pure
- * arithmetic is exposed for sampler_test.
+ * collective at a partition's first commit, one allgather, two when a rank's guess of the total
+ * was short, and local after it; rewind forgets what was handed out since the last commit and
+ * re-partitions at the next hv_sampler_next). The pure arithmetic is exposed for sampler_test.
  *
  * Threading: the training function's thread (as the state).
  */

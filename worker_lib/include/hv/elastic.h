@@ -17,7 +17,8 @@
  *       the function returns HV_OK: report Done to the head and return.
  *   - Reset callbacks run after every new round (e.g. to rescale the learning rate).
  *   - A sampler (hv_sampler_t) partitions the sample indices of each epoch across ranks (seeded
- *     shuffle), exchanges what was processed at every commit, and after a reset re-partitions
+ *     shuffle), marks what was processed at every commit (checked across ranks at the first
+ *     commit after each partition, then derived locally), and after a reset re-partitions
  *     only the samples not yet processed in this epoch: within an epoch no sample is processed
  *     twice and none is skipped. It can keep the global batch constant across world sizes.
  *
