@@ -158,3 +158,51 @@ lost = {m.group(1) for e in evs if e["kind"] == "worker.fail"
 assert told and lost <= told, (sorted(told), sorted(lost))
 PY
 }
+
+# ---- Shared setup and checks of the elastic integration and fault tests (dedupsh) ----
+
+# elastic_cluster SLOTS "NODE..." [yaml lines...]: hv_setup, an elastic head (start_elastic_head
+# with the yaml lines) and one agent of SLOTS slots for each NODE.
+elastic_cluster() {
+    local slots="$1" nodes="$2"; shift 2
+    hv_setup
+    start_elastic_head "$@"
+    # shellcheck disable=SC2086 # NODE...: one word each
+    start_agents "$slots" $nodes
+}
+
+# job_copy FIELD [JOB]: FIELD (commit, generation) of the head's copy of JOB's state (job 1
+# unless told); 0 while there is none.
+job_copy() {
+    "$BIN/hvctl" --head "$HEAD" job "${2:-1}" --json 2>/dev/null |
+        /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('copy', {}).get('$1', 0))"
+}
+has_copy() { [ "$(job_copy commit)" -gt 0 ]; }
+copy_past() { [ "$(job_copy commit)" -ge "$1" ]; } # COMMIT
+
+# bench_job NAME SECONDS: a one-worker elastic job of tests/perf/bench_elastic (copies of its state
+# at the head, up to 10 resets) in the background, as submit starts one; waits for its first step.
+bench_job() {
+    "$BIN/hvsubmit" --head "$HEAD" -np 1 --min-np 1 --max-np 1 --max-resets 10 \
+        "$BIN/bench_elastic" --model 65536 --seconds "$2" --step-ms 5 >"$TMP/$1.out" 2>"$TMP/$1.err" &
+    SUB_PID=$!
+    PIDS="$PIDS $SUB_PID"
+    wait_for 60 grep -q "BENCH step [0-9]* gen=1 " "$TMP/$1.out" || fail "the job did not start"
+}
+
+# kill_node NAME N: SIGKILLs node NAME's agent and its workers together (a node gone without
+# notice), after checking that they are N processes; T_KILL is the time of the kill in ms.
+kill_node() {
+    local victims
+    victims="$(agent_pid "$1") $(agent_workers "$1")"
+    # shellcheck disable=SC2086 # pids: one word each
+    [ "$(echo $victims | wc -w)" -eq "$2" ] || fail "expected $1's agent and $(($2 - 1)) worker(s), got: $victims"
+    T_KILL=$(date +%s%3N)
+    # shellcheck disable=SC2086
+    kill -KILL $victims
+}
+
+# wait_epoch_logged NAME E: rank 0 wrote the line of epoch E to $TMP/NAME.epochs (--epoch-log).
+wait_epoch_logged() {
+    wait_for "${3:-90}" grep -q "elastic_train: epoch=$2 " "$TMP/$1.epochs" || fail "epoch $2 was not reached"
+}

@@ -142,3 +142,50 @@ workers_at_least() { [ "$(n_workers "$1")" -ge "$2" ]; }  # JOB N
 no_workers() { [ "$(n_workers "${1:-}")" -eq 0 ]; }       # [JOB]
 state_is() { [ "$(job_state "$1")" = "$2" ]; }             # JOB STATE
 lines_at_least() { [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }  # FILE PATTERN N
+
+# data_on_tmpfs SIZE NAME: mounts a real tmpfs of SIZE (e.g. 24m) named NAME on $TMP/data, the
+# head's data directory, for the disk-full tests; exits 77 (skipped) where mount is not
+# permitted. The cleanup unmounts it before hv_cleanup removes $TMP.
+data_on_tmpfs() {
+    mkdir -p "$TMP/data"
+    if ! mount -t tmpfs -o "size=$1,mode=0700" "$2" "$TMP/data" 2>"$TMP/mount.err"; then
+        echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
+        exit 77
+    fi
+    trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+}
+
+# start_agents SLOTS NAME...: start_agent NAME SLOTS for each NAME.
+start_agents() {
+    local slots="$1" n; shift
+    for n in "$@"; do start_agent "$n" "$slots"; done
+}
+
+# pin_head_port: the head's config listens on the port it was given, so that restart_head
+# brings it back on the same address.
+pin_head_port() {
+    sed -i "s/^listen: .*/listen: 127.0.0.1:${HEAD##*:}/" "$TMP/head.yaml"
+}
+
+# restart_head [SECONDS]: SIGKILLs the head, waits SECONDS (1 unless told) and starts it again
+# (on the same address after pin_head_port).
+restart_head() {
+    kill -KILL "$HEAD_PID"
+    wait "$HEAD_PID" 2>/dev/null
+    sleep "${1:-1}"
+    start_head
+}
+
+# submit_sleepers NP SECONDS: a job of NP sleepers (examples/sleeper SECONDS) in the background,
+# hvsubmit's output in $TMP/submit.out and .err, its pid in SUB; waits until all NP started.
+submit_sleepers() {
+    "$BIN/hvsubmit" -np "$1" "$EX/sleeper" "$2" >"$TMP/submit.out" 2>"$TMP/submit.err" &
+    SUB=$!
+    PIDS="$PIDS $SUB"
+    wait_for 15 lines_at_least "$TMP/submit.out" started "$1" || fail "$1 workers did not start"
+}
+
+# ev: the head's events as `hvctl events` prints them (the newest 5000); has TEXT: one of them
+# says TEXT.
+ev() { "$BIN/hvctl" --head "$HEAD" events --limit 5000 2>/dev/null; }
+has() { ev | grep -q -- "$1"; }

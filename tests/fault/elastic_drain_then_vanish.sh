@@ -10,13 +10,10 @@
 # worker of generation 1 survived to hold the training state".)
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=10000
-start_elastic_head "suspect_grace_ms: 500"
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b" "suspect_grace_ms: 500"
 submit dv -np 2 --min-np 1 --max-np 2 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/dv.epochs"
-wait_for 90 grep -q "elastic_train: epoch=0 " "$TMP/dv.epochs" || fail "epoch 0 was not reached"
+wait_epoch_logged dv 0
 start_agent node-c 1
 wb=$(agent_workers node-b)
 [ "$(echo $wb | wc -w)" -eq 1 ] || fail "expected node-b's worker, got: $wb"

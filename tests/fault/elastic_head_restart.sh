@@ -8,20 +8,9 @@
 #     the job ends 0 with exact epochs.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=6000
-start_elastic_head
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
-start_agent node-a 2
-start_agent node-b 2
-
-restart_head() {
-    kill -KILL "$HEAD_PID"
-    wait "$HEAD_PID" 2>/dev/null
-    sleep "${1:-1}"
-    start_head
-}
+elastic_cluster 2 "node-a node-b"
+pin_head_port
 
 submit one -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20
 wait_epoch one 0

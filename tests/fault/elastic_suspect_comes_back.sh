@@ -69,7 +69,7 @@ start_agent node-b 1
 HEAD=$REAL_HEAD
 submit back -np 3 --min-np 1 --max-np 3 --env HV_PEER_TIMEOUT_MS=2000 -- --epochs 3 \
     --step-delay-ms 20 --epoch-log "$TMP/back.epochs"
-wait_for 90 grep -q "elastic_train: epoch=0 " "$TMP/back.epochs" || fail "epoch 0 was not reached"
+wait_epoch_logged back 0
 wb=$(agent_workers node-b)
 [ "$(echo $wb | wc -w)" -eq 1 ] || fail "expected node-b's worker, got: $wb"
 kill -STOP $wb

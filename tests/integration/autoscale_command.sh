@@ -24,8 +24,6 @@ start_elastic_head "autoscaler:" "  provider: command" "  min_nodes: 1" "  max_n
     "    launch: \"$P/launch.sh {name} {head} {token_file} {slots}\"" \
     "    terminate: \"$P/terminate.sh {name}\"" \
     "    list: \"$P/list.sh\""
-ev() { "$BIN/hvctl" --head "$HEAD" events --limit 1000 2>/dev/null; }
-has() { ev | grep -q -- "$1"; }
 has_e() { ev | grep -E -q -- "$1"; }
 launches() { ev | grep -c "autoscaler.launch "; }
 alive_names() { "$BIN/hvctl" --head "$HEAD" nodes 2>/dev/null | awk '$3 == "alive" { print $1 }'; }

@@ -28,7 +28,6 @@ start_elastic_head "autoscaler:" "  provider: spot-sim" "  min_nodes: 0" "  max_
     "    spot: {slots: 2, preemptible: true, price_per_hour: 0.10, ondemand_price_per_hour: 0.40}" \
     "  spot_sim:" "    seed: 7" "    boot_min_ms: 200" "    boot_max_ms: 600" "    notice_s: 2" \
     "    trace: $TMP/trace.txt"
-ev() { "$BIN/hvctl" --head "$HEAD" events --limit 5000 2>/dev/null; }
 n_ev() { ev | grep -c -- "$1"; }
 
 # 8 epochs of about 2.5 s; resets and rollbacks are expected, so allow many; a node taken away
@@ -42,8 +41,7 @@ wait_for 60 sh -c "[ \$(\"$BIN/hvctl\" --head '$HEAD' events --limit 5000 2>/dev
 
 # SIGKILL the head mid-run and bring it back on the same address.
 before=$(n_ev "autoscaler.launch ")
-kill -KILL "$HEAD_PID"; wait "$HEAD_PID" 2>/dev/null
-start_head
+restart_head 0
 assert_grep "$TMP/head.err" "instances adopted" "the restarted head must adopt its instances"
 
 wait_submit 300

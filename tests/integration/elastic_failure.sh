@@ -22,10 +22,7 @@
 #    far each got in generation 1; which generation ends it depends on that race.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 2
-start_agent node-b 2
+elastic_cluster 2 "node-a node-b"
 E="-np 4 --min-np 2 --max-np 4 --"
 
 submit ref $E --epochs 3

@@ -11,9 +11,7 @@
 #     with all 12 workers, asserted below).
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 8
+elastic_cluster 8 "node-a"
 start_agent node-b 4
 TRAIN_ARGS="--train-limit 1200 --test-limit 500 --batch 48"
 submit wait -np 12 --min-np 8 --max-np 12 -- --epochs 2 --step-delay-ms 20

@@ -12,10 +12,7 @@
 TRAIN_ARGS="$HV_SRC_DIR/examples/python/train_ddp.py --train-limit 1000 --test-limit 500 --threads 1"
 PY_PREFIX=train_ddp
 # train_ddp.py imports train_fmnist.py: --workdir examples/python ships it beside the script.
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 # Epochs of about 1 s (16 steps, 30 ms apart), so that the kill lands inside epoch 1.
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit kill -np 2 --min-np 1 --max-np 2 --workdir "$HV_SRC_DIR/examples/python" $PY_ENV -- --epochs 2 --step-delay-ms 30

@@ -18,10 +18,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/elastic_scenario.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 2
-start_agent node-b 2
+elastic_cluster 2 "node-a node-b"
 E="-np 4 --min-np 2 --max-np 4 $PY_ENV --"
 
 # shellcheck disable=SC2086 # TRAIN_ARGS: the program and its arguments

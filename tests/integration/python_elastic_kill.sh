@@ -9,10 +9,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 # Epochs of about 1 s (16 steps, 30 ms apart), so that the kill lands inside epoch 1.
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit kill -np 2 --min-np 1 --max-np 2 $PY_ENV -- --epochs 2 --step-delay-ms 30

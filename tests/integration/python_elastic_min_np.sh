@@ -16,10 +16,8 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/elastic_scenario.sh"
-hv_setup
 RDZV_S=60 # Python workers that join may take seconds to import torch on a loaded machine
-start_elastic_head
-start_agent node-a 2
+elastic_cluster 2 "node-a"
 start_agent node-b 1
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit wait -np 3 --min-np 2 --max-np 3 $PY_ENV -- --epochs 60 --step-delay-ms 30 --stop-file "$TMP/wait.stop"

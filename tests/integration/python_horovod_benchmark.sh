@@ -8,10 +8,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/horovod/horovod.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 TRAIN_ARGS="$HVD/pytorch_synthetic_benchmark_elastic.py"
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit bench -np 2 --min-np 1 --max-np 2 $PY_ENV -- --num-iters 8 --num-batches-per-iter 4

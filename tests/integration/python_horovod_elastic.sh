@@ -9,10 +9,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/horovod/horovod.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 TRAIN_ARGS="$HVD/pytorch_mnist_elastic.py --train-limit 1000 --test-limit 500"
 # 16 steps an epoch (2 ranks x 32), 60 ms apart: the kill lands inside epoch 0 or 1.
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
