@@ -189,3 +189,17 @@ submit_sleepers() {
 # says TEXT.
 ev() { "$BIN/hvctl" --head "$HEAD" events --limit 5000 2>/dev/null; }
 has() { ev | grep -q -- "$1"; }
+
+# python_env: for the tests whose workers run /usr/bin/python3 (skipped, 77, without torch):
+# PY (and TRAIN, for elastic.sh's submit) the interpreter; PRE, the sanitizer runtimes to preload
+# into the uninstrumented interpreter when libhv.so is instrumented (empty in a plain build);
+# PY_ENV, the hvsubmit options that pass them on with leak detection off (empty without them).
+# shellcheck disable=SC2034 # PY, TRAIN, PY_ENV: read by the tests and elastic.sh
+python_env() {
+    PY=/usr/bin/python3
+    skip_without_torch
+    TRAIN=$PY
+    PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
+    PY_ENV=""
+    [ -z "$PRE" ] || PY_ENV="--env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+}

@@ -47,9 +47,7 @@ wait_for 10 grep -q "node node-b is heard again within its lease" "$TMP/head.err
     fail "node-b's agent was not heard again after it was resumed"
 wait_for 10 sh -c "! kill -0 $wb 2>/dev/null" ||
     fail "node-b's stale worker $wb (left out of the job) was not stopped after it was resumed"
-wait_submit 120
-[ "$SUB_RC" -eq 0 ] || fail "the job should end 0 (rc $SUB_RC)"
-check_exact ring 3
+ran_exact ring 3 120 "the job should end 0"
 rounds 1 >"$TMP/rounds"; cat "$TMP/rounds"
 "$BIN/hvctl" --head "$HEAD" events --json --limit 1000 >"$TMP/events-all.json"
 /usr/bin/python3 - "$TMP/events-1.json" "$TMP/events-all.json" "$t_freeze" <<'PY' ||

@@ -44,9 +44,7 @@ before=$(n_ev "autoscaler.launch ")
 restart_head 0
 assert_grep "$TMP/head.err" "instances adopted" "the restarted head must adopt its instances"
 
-wait_submit 300
-[ "$SUB_RC" -eq 0 ] || fail "the job did not survive the preemptions (rc $SUB_RC)"
-check_exact spot 8
+ran_exact spot 8 300 "the job did not survive the preemptions"
 ev >"$TMP/ev.txt"
 pre=$(grep -c "autoscaler.preempted" "$TMP/ev.txt"); notices=$(grep -c "autoscaler.notice" "$TMP/ev.txt")
 echo "preemptions: $pre, notices: $notices, launches: $(grep -c 'autoscaler.launch ' "$TMP/ev.txt") ($before before the SIGKILL)" >&2
