@@ -53,14 +53,7 @@ skip_without_torch() {
 }
 
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds; returns 1 on timeout.
-wait_for() {
-    local secs=$(( $1 * T_MULT )) i=0; shift
-    while [ $i -lt $(( secs * 10 )) ]; do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+. "${HV_SRC_DIR:?HV_SRC_DIR not set (run through ctest)}/tests/wait_for.sh"
 
 # write_config FILE [extra yaml lines...]: a fast-lease config on an ephemeral loopback port.
 write_config() {

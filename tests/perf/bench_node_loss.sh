@@ -49,45 +49,17 @@ for N in $SIZES; do
     RUN=$((RUN + 1))
     D=$TMP/run$RUN
     mkdir -p "$D"
-    {
-        echo "cluster_name: bench"
-        echo "listen: 127.0.0.1:0"
-        echo "data_dir: $D/data"
-        echo "token: bench-token"
-        echo "heartbeat_ms: 200"
-        echo "lease_ms: $LEASE_MS"
-        [ -n "$GRACE_MS" ] && echo "suspect_grace_ms: $GRACE_MS"
-        echo "kill_grace_ms: 1000"
-        echo "log_level: notice"
-        echo "elastic:"
-        echo "  rendezvous_timeout_s: 60"
-        echo "  blacklist_cooldown_s: 1"
-        echo "  blacklist_max_cooldown_s: 2"
-        echo "  blacklist_max_strikes: 0"
-    } >"$D/head.yaml"
-    export HV_TOKEN_FILE="$D/data/client.token" # the CLIs' credential, written by the head
-    "$HEAD_BIN" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
-    PIDS="$PIDS $!"
-    wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; cat "$D/head.err" >&2; exit 1; }
-    HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
-    for i in $(seq 1 "$N"); do start_agent "n$i"; done
-    for i in $(seq 1 "$N"); do
-        wait_for 20 grep -q joined "$D/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
-    done
-    "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 \
-        "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
-    SUB=$!
-    PIDS="$PIDS $SUB"
-    wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+    bench_head 200 "$LEASE_MS" ${GRACE_MS:+"suspect_grace_ms: $GRACE_MS"} "elastic:" \
+        "  rendezvous_timeout_s: 60" "  blacklist_cooldown_s: 1" "  blacklist_max_cooldown_s: 2" \
+        "  blacklist_max_strikes: 0"
+    # shellcheck disable=SC2046 # the names n1..nN
+    join_agents $(seq -f "n%g" 1 "$N")
+    bench_job "$N" 3600
     : >"$D/marks"
     for r in $(seq 1 "$LOSSES"); do
         g=$(max_gen)
         node="n$(( RANDOM % N + 1 ))"
-        victims="$(cat "$D/agent-$node.pid") $(node_workers "$node")"
-        t=$(now_ms)
-        # shellcheck disable=SC2086
-        kill -KILL $victims
-        echo "kill $t $g $node" >>"$D/marks"
+        kill_node "$node" "$g"
         wait_for $(( LEASE_MS / 1000 + 60 )) gen_above "$g" || { echo "N=$N: no round after a node loss" >&2; exit 1; }
         start_agent "$node" # a new agent takes the name over; the job grows back onto it
         wait_for 60 full_size_above "$g" "$N" || { echo "N=$N: the job did not grow back" >&2; tail "$D/sub.err" >&2; exit 1; }

@@ -39,12 +39,10 @@ done
 BENCH_TMP_PREFIX=hvsilent
 . "$(dirname "$0")/bench_lib.sh"
 . "$SRC/tests/netns_lib.sh"
-P=hvb$$
 NMAX=0
 for N in $SIZES; do [ "$N" -gt "$NMAX" ] && NMAX=$N; done
-trap 'netns_clean $P $NMAX; cleanup' EXIT
-netns_hosts $P 10.204.0 "$NMAX" || { echo "cannot create network namespaces (root and ip netns needed)" >&2; exit 77; }
-H=10.204.0.1:7000
+netns_bench hvb$$ 10.204.0 "$NMAX"
+SUB_OPTS=("${ENVS[@]}")
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
@@ -55,13 +53,7 @@ for N in $SIZES; do
     mkdir -p "$D"
     netns_cluster "$D" $P 10.204.0 "$N" "elastic:" "  rendezvous_timeout_s: 60" \
         "  blacklist_cooldown_s: 1" "  blacklist_max_cooldown_s: 2" "  blacklist_max_strikes: 0" || exit 1
-    ip netns exec ${P}h "$BIN/hvsubmit" --head $H -np "$N" --min-np 1 --max-np "$N" \
-        --max-resets 100000 "${ENVS[@]}" "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 \
-        --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
-    SUB=$!
-    PIDS="$PIDS $SUB"
-    disown $SUB
-    wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+    bench_job "$N" 3600
     : >"$D/marks"
     for r in $(seq 1 "$TRIALS"); do
         sleep 2 # heartbeats flow on every link of the newest ring
