@@ -289,3 +289,10 @@ ran_exact() {
     ended_ok "$3" "$4"
     check_exact "$1" "$2"
 }
+
+# reference_run OPTS...: run "ref" (submit's hvsubmit options, then "--" and elastic_train's) of 3
+# epochs without failures: it ends 0, every epoch exact.
+reference_run() {
+    submit ref "$@" --epochs 3
+    ran_exact ref 3 120 "the reference run failed"
+}

@@ -196,3 +196,27 @@ python_env() {
     PY_ENV=""
     [ -z "$PRE" ] || PY_ENV="--env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
 }
+
+# hv_setup_users PREFIX: hv_setup for the tests that run workers as other users (skipped, 77,
+# without root or useradd): two system users without a home or a shell, UA=PREFIXa<pid> and
+# UB=PREFIXb<pid>, removed by the cleanup; $TMP is made reachable by their workers.
+hv_setup_users() {
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+    command -v useradd >/dev/null || { echo "SKIP: no useradd"; exit 77; }
+    UA=${1}a$$
+    UB=${1}b$$
+    for u in "$UA" "$UB"; do
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u" \
+            2>/dev/null || { userdel "$UA" 2>/dev/null; echo "SKIP: useradd failed"; exit 77; }
+    done
+    hv_setup
+    trap 'hv_cleanup; userdel "$UA" 2>/dev/null; userdel "$UB" 2>/dev/null' EXIT
+    chmod 755 "$TMP" # the work dirs below it must be reachable by the workers' users
+}
+
+# start_metrics_head [yaml lines...]: start_head with a metrics listener on a free loopback port,
+# MPORT.
+start_metrics_head() {
+    MPORT=$(free_port)
+    start_head "metrics:" "  listen: 127.0.0.1:$MPORT" "$@"
+}

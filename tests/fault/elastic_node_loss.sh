@@ -10,10 +10,7 @@
 LEASE_MS=2000
 elastic_cluster 2 "node-a node-b"
 E="-np 4 --min-np 2 --max-np 4 --"
-submit ref $E --epochs 3
-wait_submit
-[ "$SUB_RC" -eq 0 ] || fail "the reference run failed"
-check_exact ref 3
+reference_run $E
 
 submit loss $E --epochs 3 --step-delay-ms 20
 wait_epoch loss 0

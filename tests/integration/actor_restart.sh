@@ -11,8 +11,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 LEASE_MS=6000
-MPORT=$(free_port)
-start_head "metrics:" "  listen: 127.0.0.1:$MPORT"
+start_metrics_head
 pin_head_port
 start_agents 2 node-a node-b
 

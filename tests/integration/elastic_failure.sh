@@ -25,10 +25,7 @@
 elastic_cluster 2 "node-a node-b"
 E="-np 4 --min-np 2 --max-np 4 --"
 
-submit ref $E --epochs 3
-wait_submit
-[ "$SUB_RC" -eq 0 ] || fail "the reference run failed"
-check_exact ref 3
+reference_run $E
 ref=$(final_accuracy ref)
 
 submit kill $E --epochs 3 --kill-at 1:0:0 --step-delay-ms 5 --epoch-log "$TMP/kill.epochs"

@@ -8,9 +8,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
-TRAIN_ARGS="$HV_SRC_DIR/examples/python/train_ddp.py --train-limit 1000 --test-limit 500 --threads 1"
-PY_PREFIX=train_ddp
-# train_ddp.py imports train_fmnist.py: --workdir examples/python ships it beside the script.
+use_train_ddp
 elastic_cluster 1 "node-a node-b"
 # Epochs of 1000 samples in 32 steps of 32 on 1 worker, 40 ms apart: about 3 s, time enough
 # for the new worker to start python and torch within epoch 1.

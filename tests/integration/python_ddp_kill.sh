@@ -9,9 +9,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
-TRAIN_ARGS="$HV_SRC_DIR/examples/python/train_ddp.py --train-limit 1000 --test-limit 500 --threads 1"
-PY_PREFIX=train_ddp
-# train_ddp.py imports train_fmnist.py: --workdir examples/python ships it beside the script.
+use_train_ddp
 elastic_cluster 1 "node-a node-b"
 # Epochs of about 1 s (16 steps, 30 ms apart), so that the kill lands inside epoch 1.
 node_b_killed kill --workdir "$HV_SRC_DIR/examples/python"

@@ -76,3 +76,11 @@ grown_on_schedule() {
     assert_grep "$TMP/$name.err" "$PY_PREFIX: reset: 2 workers (generation 2); peak learning rate 0.025 -> 0.05" \
         "the reset callback rescales the learning rate"
 }
+
+# use_train_ddp: the runs are examples/python/train_ddp.py (the same training as a
+# DistributedDataParallel script, its lines prefixed train_ddp); it imports train_fmnist.py, which
+# the tests ship beside it with --workdir examples/python.
+use_train_ddp() {
+    TRAIN_ARGS="$HV_SRC_DIR/examples/python/train_ddp.py --train-limit 1000 --test-limit 500 --threads 1"
+    PY_PREFIX=train_ddp
+}
