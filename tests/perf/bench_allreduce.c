@@ -22,6 +22,7 @@
 #include <hv/hv.h>
 
 #include "bench_common.h"
+#include "bench_hv.h"
 
 #ifdef HV_BENCH_CUDA
 #include <cuda_runtime_api.h>
@@ -68,16 +69,6 @@ static void buf_free(float *p) {
     free(p);
 }
 
-static int check(hv_err rc, const char *what) {
-    if (rc != HV_OK) {
-        char detail[512];
-        fprintf(stderr, "rank %d: %s: %s (%s)\n", hv_rank(), what, hv_strerror(rc),
-                hv_last_error(detail, sizeof(detail)));
-        return -1;
-    }
-    return 0;
-}
-
 static int bench_sizes(const bench_cfg_t *c) {
     size_t max = 0;
     for (int i = 0; i < c->nsizes; i++) {
@@ -92,17 +83,18 @@ static int bench_sizes(const bench_cfg_t *c) {
         int iters = bench_iters(c->sizes[s]);
         double t[16];
         for (int w = 0; w < (iters > 10 ? 10 : 2); w++) {
-            if (check(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM), "warm-up") != 0) {
+            if (bench_check(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM), "warm-up") != 0) {
                 return -1;
             }
         }
         for (int r = 0; r < c->runs && r < 16; r++) {
-            if (check(hv_barrier(), "barrier") != 0) {
+            if (bench_check(hv_barrier(), "barrier") != 0) {
                 return -1;
             }
             double t0 = bench_now();
             for (int i = 0; i < iters; i++) {
-                if (check(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM), "allreduce") != 0) {
+                if (bench_check(hv_allreduce(buf, buf, count, HV_FLOAT32, HV_SUM), "allreduce") !=
+                    0) {
                     return -1;
                 }
             }
@@ -137,20 +129,20 @@ static int bench_resnet(const bench_cfg_t *c) {
     double t[64];
     int steps = c->resnet_steps < 64 ? c->resnet_steps : 64;
     for (int s = -2; s < steps; s++) {
-        if (check(hv_barrier(), "barrier") != 0) {
+        if (bench_check(hv_barrier(), "barrier") != 0) {
             return -1;
         }
         double t0 = bench_now();
         // A backward pass hands gradients over in reverse registration order.
         for (int i = nt - 1; i >= 0; i--) {
-            if (check(hv_allreduce_async(names[i], bufs[i], bufs[i], counts[i], HV_FLOAT32, HV_SUM,
-                                         &h[i]),
-                      "allreduce_async") != 0) {
+            if (bench_check(hv_allreduce_async(names[i], bufs[i], bufs[i], counts[i], HV_FLOAT32,
+                                               HV_SUM, &h[i]),
+                            "allreduce_async") != 0) {
                 return -1;
             }
         }
         for (int i = nt - 1; i >= 0; i--) {
-            if (check(hv_wait(h[i]), "wait") != 0) {
+            if (bench_check(hv_wait(h[i]), "wait") != 0) {
                 return -1;
             }
         }
@@ -168,7 +160,7 @@ static int bench_resnet(const bench_cfg_t *c) {
 }
 
 static int worker(const bench_cfg_t *c) {
-    if (check(hv_init(), "hv_init") != 0) {
+    if (bench_check(hv_init(), "hv_init") != 0) {
         return 1;
     }
     int rc = 0;

@@ -64,34 +64,24 @@ done
 "$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
 {
     echo "lone member's node SIGKILLed -> next completed step, ms; heartbeat 1 s, lease $LEASE_MS ms, grace 500 ms; head $HEAD_BIN; $(nproc) cores; load average before $LOAD0, after $(cut -d' ' -f1-3 /proc/loadavg)"
-    /usr/bin/python3 - "$D" <<'PY'
-import json, re, statistics, sys
+    PYTHONPATH="$SRC/tests/perf" /usr/bin/python3 - "$D" <<'PY'
+import sys
+from loss_marks import events, first_steps, losses, mm, round_times
 D = sys.argv[1]
-steps = {}
-for l in open(D + "/sub.out"):
-    m = re.search(r"BENCH step (\d+) gen=(\d+)", l)
-    if m:
-        t, g = int(m.group(1)), int(m.group(2))
-        steps[g] = min(steps.get(g, t), t)
-ev = json.load(open(D + "/events.json"))["events"]
+steps = first_steps(D)
+ev = events(D)
 resumes = [e for e in ev if e["kind"] == "job.resume"]
-closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+closed = round_times(ev, "round.close")
 lat, res, rest, join, load = [], [], [], [], []
-for kind, t, g, node in (l.split() for l in open(D + "/marks")):
-    t, g = int(t), int(g)
-    later = sorted(x for x in steps if x > g)
-    if not later:
-        continue
-    lat.append(steps[later[0]] - t)
+for t, node, ng in losses(D, steps):
+    lat.append(steps[ng] - t)
     r = [e["time_ms"] for e in resumes if e["time_ms"] >= t]
     if r:
         res.append(r[0] - t)
-        rest.append(steps[later[0]] - r[0])
-        if later[0] in closed:
-            join.append(closed[later[0]] - r[0])
-            load.append(steps[later[0]] - closed[later[0]])
-def mm(v):
-    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
+        rest.append(steps[ng] - r[0])
+        if ng in closed:
+            join.append(closed[ng] - r[0])
+            load.append(steps[ng] - closed[ng])
 print("trials  kill->step(med max)  resume(med max)   rest(med max)   (start+join  fetch+step)")
 print("%5d   %s        %s     %s    (%s  %s)" % (len(lat), mm(lat), mm(res), mm(rest), mm(join),
                                               mm(load)))

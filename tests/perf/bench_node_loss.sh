@@ -65,25 +65,15 @@ for N in $SIZES; do
         wait_for 60 full_size_above "$g" "$N" || { echo "N=$N: the job did not grow back" >&2; tail "$D/sub.err" >&2; exit 1; }
     done
     "$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
-    /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
-import json, re, statistics, sys
+    PYTHONPATH="$SRC/tests/perf" /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
+import sys
+from loss_marks import events, first_steps, losses, mm, round_times
 N, D, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-steps = {}
-for l in open(D + "/sub.out"):
-    m = re.search(r"BENCH step (\d+) gen=(\d+)", l)
-    if m:
-        t, g = int(m.group(1)), int(m.group(2))
-        steps[g] = min(steps.get(g, t), t)
-ev = json.load(open(D + "/events.json"))["events"]
-opened = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.open"}
-closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+steps = first_steps(D)
+ev = events(D)
+opened, closed = round_times(ev, "round.open"), round_times(ev, "round.close")
 lat, det, rnd, rest = [], [], [], []
-for kind, t, g, node in (l.split() for l in open(D + "/marks")):
-    t, g = int(t), int(g)
-    later = sorted(x for x in steps if x > g)
-    if not later:
-        continue
-    ng = later[0]
+for t, node, ng in losses(D, steps):
     lat.append(steps[ng] - t)
     if ng in opened:
         det.append(opened[ng] - t)
@@ -91,8 +81,6 @@ for kind, t, g, node in (l.split() for l in open(D + "/marks")):
         rnd.append(closed[ng] - opened[ng])
     if ng in closed:
         rest.append(steps[ng] - closed[ng])
-def mm(v):
-    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
 row = "%3d  %3d  %s  %s  %s  %s" % (N, len(lat), mm(lat), mm(det), mm(rnd), mm(rest))
 open(out, "a").write(row + "\n")
 print(row, flush=True)

@@ -68,25 +68,16 @@ for N in $SIZES; do
             { echo "N=$N: the job did not grow back" >&2; tail "$D/sub.err" >&2; exit 1; }
     done
     ip netns exec ${P}h "$BIN/hvctl" --head $H events --json --limit 100000 >"$D/events.json"
-    /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
-import json, re, statistics, sys
+    PYTHONPATH="$SRC/tests/perf" /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
+import sys
+from loss_marks import events, first_steps, losses, mm, round_times
 N, D, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-steps = {}
-for l in open(D + "/sub.out"):
-    m = re.search(r"BENCH step (\d+) gen=(\d+) size=(\d+)", l)
-    if m:
-        t, g = int(m.group(1)), int(m.group(2))
-        steps[g] = min(steps.get(g, t), t)
-ev = json.load(open(D + "/events.json"))["events"]
-closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+steps = first_steps(D)
+ev = events(D)
+closed = round_times(ev, "round.close")
 suspects = [e for e in ev if e["kind"] == "node.suspect"]
 lat, det, rnd, rest, evid = [], [], [], [], {}
-for kind, t, g, node in (l.split() for l in open(D + "/marks")):
-    t, g = int(t), int(g)
-    later = sorted(x for x in steps if x > g)
-    if not later:
-        continue
-    ng = later[0]
+for t, node, ng in losses(D, steps):
     lat.append(steps[ng] - t)
     s = [e for e in suspects if e["time_ms"] >= t and e["node"] == node]
     if s:
@@ -97,8 +88,6 @@ for kind, t, g, node in (l.split() for l in open(D + "/marks")):
             rnd.append(closed[ng] - s[0]["time_ms"])
     if ng in closed:
         rest.append(steps[ng] - closed[ng])
-def mm(v):
-    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
 ev_s = ",".join("%s:%d" % kv for kv in sorted(evid.items())) or "-"
 row = "%3d  %3d  %s  %s  %s  %s  %s" % (N, len(lat), mm(lat), mm(det), mm(rnd), mm(rest), ev_s)
 open(out, "a").write(row + "\n")

@@ -26,16 +26,7 @@
 #include <hv/hv.h>
 
 #include "bench_common.h"
-
-static int check(hv_err rc, const char *what) {
-    if (rc != HV_OK) {
-        char detail[512];
-        fprintf(stderr, "rank %d: %s: %s (%s)\n", hv_rank(), what, hv_strerror(rc),
-                hv_last_error(detail, sizeof(detail)));
-        return -1;
-    }
-    return 0;
-}
+#include "bench_hv.h"
 
 static void row(const char *kind, size_t bytes, double secs) {
     printf("ROW %s %zu %.1f %.3f\n", kind, bytes, secs * 1e6, secs > 0 ? bytes / secs / 1e9 : 0);
@@ -60,14 +51,15 @@ static int bench_size(size_t bytes, int runs, int tensors) {
     }
     memset(buf, 0, per * (size_t)tensors); // touch every page before timing
     hv_state_t *st = NULL;
-    if (check(hv_state_create(&st), "hv_state_create") != 0) {
+    if (bench_check(hv_state_create(&st), "hv_state_create") != 0) {
         free(buf);
         return -1;
     }
     for (int t = 0; t < tensors; t++) {
         char name[32];
         snprintf(name, sizeof(name), "model.%d", t);
-        if (check(hv_state_add_buffer(st, name, buf + (size_t)t * per, per), "add_buffer") != 0) {
+        if (bench_check(hv_state_add_buffer(st, name, buf + (size_t)t * per, per), "add_buffer") !=
+            0) {
             goto fail;
         }
     }
@@ -76,27 +68,28 @@ static int bench_size(size_t bytes, int runs, int tensors) {
         runs = 64;
     }
     // Warm-up: the first sync also allocates and faults in the snapshots.
-    if (check(hv_state_sync(st), "warm-up sync") != 0) {
+    if (bench_check(hv_state_sync(st), "warm-up sync") != 0) {
         goto fail;
     }
     for (int r = 0; r < runs; r++) {
         fill(buf, per * (size_t)tensors, rank, r);
-        if (check(hv_barrier(), "barrier") != 0) {
+        if (bench_check(hv_barrier(), "barrier") != 0) {
             goto fail;
         }
         double t0 = bench_now();
-        if (check(hv_broadcast(buf, per * (size_t)tensors, HV_UINT8, 0), "broadcast") != 0 ||
-            check(hv_barrier(), "barrier") != 0) {
+        if (bench_check(hv_broadcast(buf, per * (size_t)tensors, HV_UINT8, 0), "broadcast") != 0 ||
+            bench_check(hv_barrier(), "barrier") != 0) {
             goto fail;
         }
         tb[r] = bench_now() - t0;
 
         fill(buf, per * (size_t)tensors, rank, r + 1000);
-        if (check(hv_barrier(), "barrier") != 0) {
+        if (bench_check(hv_barrier(), "barrier") != 0) {
             goto fail;
         }
         t0 = bench_now();
-        if (check(hv_state_sync(st), "sync") != 0 || check(hv_barrier(), "barrier") != 0) {
+        if (bench_check(hv_state_sync(st), "sync") != 0 ||
+            bench_check(hv_barrier(), "barrier") != 0) {
             goto fail;
         }
         ts[r] = bench_now() - t0;
@@ -109,7 +102,7 @@ static int bench_size(size_t bytes, int runs, int tensors) {
         }
 
         t0 = bench_now();
-        if (check(hv_state_commit(st), "commit") != 0) {
+        if (bench_check(hv_state_commit(st), "commit") != 0) {
             goto fail;
         }
         tc[r] = bench_now() - t0; // local: a copy into the snapshot
@@ -129,7 +122,7 @@ fail:
 }
 
 static int worker(const size_t *sizes, int nsizes, int runs, int tensors) {
-    if (check(hv_init(), "hv_init") != 0) {
+    if (bench_check(hv_init(), "hv_init") != 0) {
         return 1;
     }
     int rc = 0;
