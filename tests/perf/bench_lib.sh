@@ -132,3 +132,10 @@ netns_bench() {
     HEAD=$H
     IN_NS=(ip netns exec "${1}h")
 }
+
+# new_run: the next run's directory, D=$TMP/runN (RUN counts the runs).
+new_run() {
+    RUN=$((${RUN:-0} + 1))
+    D=$TMP/run$RUN
+    mkdir -p "$D"
+}

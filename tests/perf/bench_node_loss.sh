@@ -44,11 +44,8 @@ HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
-RUN=0
 for N in $SIZES; do
-    RUN=$((RUN + 1))
-    D=$TMP/run$RUN
-    mkdir -p "$D"
+    new_run
     bench_head 200 "$LEASE_MS" ${GRACE_MS:+"suspect_grace_ms: $GRACE_MS"} "elastic:" \
         "  rendezvous_timeout_s: 60" "  blacklist_cooldown_s: 1" "  blacklist_max_cooldown_s: 2" \
         "  blacklist_max_strikes: 0"

@@ -46,11 +46,8 @@ SUB_OPTS=("${ENVS[@]}")
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
-RUN=0
 for N in $SIZES; do
-    RUN=$((RUN + 1))
-    D=$TMP/run$RUN
-    mkdir -p "$D"
+    new_run
     netns_cluster "$D" $P 10.204.0 "$N" "elastic:" "  rendezvous_timeout_s: 60" \
         "  blacklist_cooldown_s: 1" "  blacklist_max_cooldown_s: 2" "  blacklist_max_strikes: 0" || exit 1
     bench_job "$N" 3600

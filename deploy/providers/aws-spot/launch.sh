@@ -10,11 +10,8 @@
 # HV_CLUSTER (tag value, default hv).
 # The credential travels in the user data: it admits this one instance once, and the boot script
 # moves it to a 0600 file and does not keep it in the environment.
-set -eu
-name=$1 type=$2 head=$3 token_file=$4 slots=$5
-. "$(dirname "$0")/../spot_common.sh"
+. "$(dirname "$0")/../spot_common.sh" # set -eu; name type head token_file slots; TOKEN, BOOT
 itype=$(node_type_value HV_AWS_INSTANCE_TYPE_ "$type" "EC2 instance type")
-boot_file "$token_file"
 cat >"$BOOT" <<USERDATA
 #!/bin/sh
 set -eu

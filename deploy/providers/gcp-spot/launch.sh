@@ -6,11 +6,8 @@
 # HV_GCP_MACHINE_spot_a=g2-standard-4), HV_BUNDLE_URL, HV_CLUSTER (label, default hv).
 # Preemption: Compute Engine gives 30 s and shuts the VM down through ACPI; systemd sends the
 # agent SIGTERM, which the agent turns into a drain (--drain-deadline 25).
-set -eu
-name=$1 type=$2 head=$3 token_file=$4 slots=$5
-. "$(dirname "$0")/../spot_common.sh"
+. "$(dirname "$0")/../spot_common.sh" # set -eu; name type head token_file slots; TOKEN, BOOT
 mtype=$(node_type_value HV_GCP_MACHINE_ "$type" "machine type")
-boot_file "$token_file"
 cat >"$BOOT" <<STARTUP
 #!/bin/sh
 set -eu
