@@ -296,3 +296,12 @@ reference_run() {
     submit ref "$@" --epochs 3
     ran_exact ref 3 120 "the reference run failed"
 }
+
+# submit_logged NAME ARGS...: submit NAME ARGS... with --epoch-log $TMP/NAME.epochs after the
+# program's arguments (rank 0 writes its epoch lines there too); waits until epoch 0 is logged.
+submit_logged() {
+    local name=$1
+    shift
+    submit "$name" "$@" --epoch-log "$TMP/$name.epochs"
+    wait_epoch_logged "$name" 0
+}

@@ -12,8 +12,7 @@
 . "$HV_SRC_DIR/tests/elastic.sh"
 LEASE_MS=10000
 elastic_cluster 1 "node-a node-b" "suspect_grace_ms: 500"
-submit dv -np 2 --min-np 1 --max-np 2 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/dv.epochs"
-wait_epoch_logged dv 0
+submit_logged dv -np 2 --min-np 1 --max-np 2 -- --epochs 3 --step-delay-ms 20
 start_agent node-c 1
 wb=$(agent_workers node-b)
 [ "$(echo $wb | wc -w)" -eq 1 ] || fail "expected node-b's worker, got: $wb"

@@ -10,8 +10,7 @@
 . "$HV_SRC_DIR/tests/elastic.sh"
 LEASE_MS=10000
 elastic_cluster 2 "node-a node-b" "suspect_grace_ms: 500"
-submit loss -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/loss.epochs"
-wait_epoch_logged loss 0
+submit_logged loss -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20
 kill_node node-b 3
 ran_exact loss 3 120 "the loss of a node must not fail an elastic job"
 events 1

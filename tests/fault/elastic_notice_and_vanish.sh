@@ -16,8 +16,7 @@ LEASE_MS=10000
 start_elastic_head "suspect_grace_ms: 2000"
 start_agent node-a 1 --drain-deadline 30
 start_agent node-b 1
-submit nv -np 2 --min-np 1 --max-np 2 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/nv.epochs"
-wait_epoch_logged nv 0
+submit_logged nv -np 2 --min-np 1 --max-np 2 -- --epochs 3 --step-delay-ms 20
 start_agent node-c 1
 kill_node node-b 2
 # the rollback round opens when node-a's worker finds its ring broken
