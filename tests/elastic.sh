@@ -158,3 +158,150 @@ lost = {m.group(1) for e in evs if e["kind"] == "worker.fail"
 assert told and lost <= told, (sorted(told), sorted(lost))
 PY
 }
+
+# ---- Shared setup and checks of the elastic integration and fault tests (dedupsh) ----
+
+# elastic_cluster SLOTS "NODE..." [yaml lines...]: hv_setup, an elastic head (start_elastic_head
+# with the yaml lines) and one agent of SLOTS slots for each NODE.
+elastic_cluster() {
+    local slots="$1" nodes="$2"; shift 2
+    hv_setup
+    start_elastic_head "$@"
+    # shellcheck disable=SC2086 # NODE...: one word each
+    start_agents "$slots" $nodes
+}
+
+# job_copy FIELD [JOB]: FIELD (commit, generation) of the head's copy of JOB's state (job 1
+# unless told); 0 while there is none.
+job_copy() {
+    "$BIN/hvctl" --head "$HEAD" job "${2:-1}" --json 2>/dev/null |
+        /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('copy', {}).get('$1', 0))"
+}
+has_copy() { [ "$(job_copy commit)" -gt 0 ]; }
+copy_past() { [ "$(job_copy commit)" -ge "$1" ]; } # COMMIT
+
+# bench_job NAME SECONDS: a one-worker elastic job of tests/perf/bench_elastic (copies of its state
+# at the head, up to 10 resets) in the background, as submit starts one; waits for its first step.
+bench_job() {
+    "$BIN/hvsubmit" --head "$HEAD" -np 1 --min-np 1 --max-np 1 --max-resets 10 \
+        "$BIN/bench_elastic" --model 65536 --seconds "$2" --step-ms 5 >"$TMP/$1.out" 2>"$TMP/$1.err" &
+    SUB_PID=$!
+    PIDS="$PIDS $SUB_PID"
+    wait_for 60 grep -q "BENCH step [0-9]* gen=1 " "$TMP/$1.out" || fail "the job did not start"
+}
+
+# kill_node NAME N: SIGKILLs node NAME's agent and its workers together (a node gone without
+# notice), after checking that they are N processes; T_KILL is the time of the kill in ms.
+kill_node() {
+    local victims
+    victims="$(agent_pid "$1") $(agent_workers "$1")"
+    # shellcheck disable=SC2086 # pids: one word each
+    [ "$(echo $victims | wc -w)" -eq "$2" ] || fail "expected $1's agent and $(($2 - 1)) worker(s), got: $victims"
+    T_KILL=$(date +%s%3N)
+    # shellcheck disable=SC2086
+    kill -KILL $victims
+}
+
+# wait_epoch_logged NAME E: rank 0 wrote the line of epoch E to $TMP/NAME.epochs (--epoch-log).
+wait_epoch_logged() {
+    wait_for "${3:-90}" grep -q "elastic_train: epoch=$2 " "$TMP/$1.epochs" || fail "epoch $2 was not reached"
+}
+
+# kill_workers_of NODE: SIGKILLs the job workers of agent NODE (there must be one); the agent
+# stays.
+kill_workers_of() {
+    local victims
+    victims=$(agent_workers "$1")
+    [ -n "$victims" ] || fail "no worker of $1 to kill"
+    # shellcheck disable=SC2086 # pids: one word each
+    kill -KILL $victims
+}
+
+# drain_waits_below_min: drains node-a (a preemption notice) and checks that job 1's round then
+# stays open and the job keeps running (what is left is below its --min-np).
+drain_waits_below_min() {
+    "$BIN/hvctl" --head "$HEAD" drain node-a --reason "preemption notice" >"$TMP/drain.out" || fail "hvctl drain"
+    assert_grep "$TMP/drain.out" "draining"
+    wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'ROUND:.*open'" || fail "the round should stay open below min-np"
+    sleep 1
+    "$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-waiting.txt"
+    assert_grep "$TMP/job-waiting.txt" "running" "the job must wait, not fail"
+}
+
+# ended_ok SECS WHAT: waits (at most SECS) for the last submit, which must end 0 (else fails: WHAT).
+ended_ok() {
+    wait_submit "$1"
+    [ "$SUB_RC" -eq 0 ] || fail "$2 (hvsubmit rc $SUB_RC)"
+}
+
+# fails_below_min NAME MIN_NP SECS: drains node-a under job NAME (its --elastic-timeout 3): the
+# job must fail within SECS, hvsubmit saying that its --min-np MIN_NP was not met in time.
+fails_below_min() {
+    "$BIN/hvctl" --head "$HEAD" drain node-a >/dev/null || fail "drain node-a"
+    wait_submit "$3"
+    [ "$SUB_RC" -ne 0 ] || fail "the job should fail when min-np is not met within the elastic timeout"
+    assert_grep "$TMP/$1.err" "--min-np is $2, and the elastic timeout (3 s) passed" "hvsubmit must say why"
+}
+
+# rank0_failed JOB HOW: job JOB (-np 4 on node-a and node-b) went on after rank 0 on node-a
+# failed (HOW: "was killed by signal SIGKILL", "exited with status 1"): its g2 rolled back to 2
+# workers on node-b, the round's reason naming HOW, or the end a ring neighbour on this machine
+# saw first (the death watch: "was lost: its process ended"; the agent's report of HOW is then a
+# job.note); exactly one worker.fail or job.note event tells HOW.
+rank0_failed() {
+    rounds "$1" >"$TMP/rounds-$1"; cat "$TMP/rounds-$1"
+    sed -n 2p "$TMP/rounds-$1" | grep -Eq "^2 2 rollback node-b .*failure: rank 0 on node-a ($2|was lost: its process ended)" \
+        || fail "g2 should roll back to 2 workers on node-b after rank 0 on node-a $2"
+    events "$1"
+    /usr/bin/python3 - "$TMP/events-$1.json" "rank 0 on node-a $2" <<'PY' || fail "the events must tell that rank 0 on node-a $2"
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+k = [e for e in evs if e["kind"] in ("worker.fail", "job.note") and e["message"].startswith(sys.argv[2])]
+assert len(k) == 1, [(e["kind"], e["message"]) for e in evs]
+PY
+}
+
+# barred_once JOB: one node.blacklist event, node-a barred from JOB for a first strike (not for
+# good).
+barred_once() {
+    /usr/bin/python3 - "$TMP/events-$1.json" "$1" <<'PY' || fail "node-a should have been barred from job $1"
+import json, sys
+bl = [e for e in json.load(open(sys.argv[1]))["events"] if e["kind"] == "node.blacklist"]
+assert len(bl) == 1, bl
+assert "node node-a is barred from job %s" % sys.argv[2] in bl[0]["message"], bl[0]
+assert bl[0]["data"]["strikes"] == 1 and not bl[0]["data"]["permanent"], bl[0]
+PY
+}
+
+# all_failed JOB NAME: job JOB (run NAME), whose every rank exits 1, failed with hvsubmit's
+# status 1 and a reason naming the exits (all_failed_reason), and no round closed after the
+# generation that failed, G.
+all_failed() {
+    [ "$SUB_RC" -eq 1 ] || fail "all ranks failing must fail the job with their status 1 (got $SUB_RC)"
+    G=$(all_failed_reason "$1" "$TMP/$2.err") || exit 1
+    rounds "$1" >"$TMP/rounds-$1"; cat "$TMP/rounds-$1"
+    [ "$(wc -l <"$TMP/rounds-$1")" -eq "$G" ] || fail "no round after g$G may close when every worker of g$G failed"
+}
+
+# ran_exact NAME EPOCHS SECS WHAT: the last submit (run NAME) ends 0 within SECS (else fails:
+# WHAT), and every one of its EPOCHS epochs was printed once and processed each sample once.
+ran_exact() {
+    ended_ok "$3" "$4"
+    check_exact "$1" "$2"
+}
+
+# reference_run OPTS...: run "ref" (submit's hvsubmit options, then "--" and elastic_train's) of 3
+# epochs without failures: it ends 0, every epoch exact.
+reference_run() {
+    submit ref "$@" --epochs 3
+    ran_exact ref 3 120 "the reference run failed"
+}
+
+# submit_logged NAME ARGS...: submit NAME ARGS... with --epoch-log $TMP/NAME.epochs after the
+# program's arguments (rank 0 writes its epoch lines there too); waits until epoch 0 is logged.
+submit_logged() {
+    local name=$1
+    shift
+    submit "$name" "$@" --epoch-log "$TMP/$name.epochs"
+    wait_epoch_logged "$name" 0
+}

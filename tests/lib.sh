@@ -53,14 +53,7 @@ skip_without_torch() {
 }
 
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds; returns 1 on timeout.
-wait_for() {
-    local secs=$(( $1 * T_MULT )) i=0; shift
-    while [ $i -lt $(( secs * 10 )) ]; do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+. "${HV_SRC_DIR:?HV_SRC_DIR not set (run through ctest)}/tests/wait_for.sh"
 
 # write_config FILE [extra yaml lines...]: a fast-lease config on an ephemeral loopback port.
 write_config() {
@@ -142,3 +135,88 @@ workers_at_least() { [ "$(n_workers "$1")" -ge "$2" ]; }  # JOB N
 no_workers() { [ "$(n_workers "${1:-}")" -eq 0 ]; }       # [JOB]
 state_is() { [ "$(job_state "$1")" = "$2" ]; }             # JOB STATE
 lines_at_least() { [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }  # FILE PATTERN N
+
+# data_on_tmpfs SIZE NAME: mounts a real tmpfs of SIZE (e.g. 24m) named NAME on $TMP/data, the
+# head's data directory, for the disk-full tests; exits 77 (skipped) where mount is not
+# permitted. The cleanup unmounts it before hv_cleanup removes $TMP.
+data_on_tmpfs() {
+    mkdir -p "$TMP/data"
+    if ! mount -t tmpfs -o "size=$1,mode=0700" "$2" "$TMP/data" 2>"$TMP/mount.err"; then
+        echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
+        exit 77
+    fi
+    trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+}
+
+# start_agents SLOTS NAME...: start_agent NAME SLOTS for each NAME.
+start_agents() {
+    local slots="$1" n; shift
+    for n in "$@"; do start_agent "$n" "$slots"; done
+}
+
+# pin_head_port: the head's config listens on the port it was given, so that restart_head
+# brings it back on the same address.
+pin_head_port() {
+    sed -i "s/^listen: .*/listen: 127.0.0.1:${HEAD##*:}/" "$TMP/head.yaml"
+}
+
+# restart_head [SECONDS]: SIGKILLs the head, waits SECONDS (1 unless told) and starts it again
+# (on the same address after pin_head_port).
+restart_head() {
+    kill -KILL "$HEAD_PID"
+    wait "$HEAD_PID" 2>/dev/null
+    sleep "${1:-1}"
+    start_head
+}
+
+# submit_sleepers NP SECONDS: a job of NP sleepers (examples/sleeper SECONDS) in the background,
+# hvsubmit's output in $TMP/submit.out and .err, its pid in SUB; waits until all NP started.
+submit_sleepers() {
+    "$BIN/hvsubmit" -np "$1" "$EX/sleeper" "$2" >"$TMP/submit.out" 2>"$TMP/submit.err" &
+    SUB=$!
+    PIDS="$PIDS $SUB"
+    wait_for 15 lines_at_least "$TMP/submit.out" started "$1" || fail "$1 workers did not start"
+}
+
+# ev: the head's events as `hvctl events` prints them (the newest 5000); has TEXT: one of them
+# says TEXT.
+ev() { "$BIN/hvctl" --head "$HEAD" events --limit 5000 2>/dev/null; }
+has() { ev | grep -q -- "$1"; }
+
+# python_env: for the tests whose workers run /usr/bin/python3 (skipped, 77, without torch):
+# PY (and TRAIN, for elastic.sh's submit) the interpreter; PRE, the sanitizer runtimes to preload
+# into the uninstrumented interpreter when libhv.so is instrumented (empty in a plain build);
+# PY_ENV, the hvsubmit options that pass them on with leak detection off (empty without them).
+# shellcheck disable=SC2034 # PY, TRAIN, PY_ENV: read by the tests and elastic.sh
+python_env() {
+    PY=/usr/bin/python3
+    skip_without_torch
+    TRAIN=$PY
+    PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
+    PY_ENV=""
+    [ -z "$PRE" ] || PY_ENV="--env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+}
+
+# hv_setup_users PREFIX: hv_setup for the tests that run workers as other users (skipped, 77,
+# without root or useradd): two system users without a home or a shell, UA=PREFIXa<pid> and
+# UB=PREFIXb<pid>, removed by the cleanup; $TMP is made reachable by their workers.
+hv_setup_users() {
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+    command -v useradd >/dev/null || { echo "SKIP: no useradd"; exit 77; }
+    UA=${1}a$$
+    UB=${1}b$$
+    for u in "$UA" "$UB"; do
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u" \
+            2>/dev/null || { userdel "$UA" 2>/dev/null; echo "SKIP: useradd failed"; exit 77; }
+    done
+    hv_setup
+    trap 'hv_cleanup; userdel "$UA" 2>/dev/null; userdel "$UB" 2>/dev/null' EXIT
+    chmod 755 "$TMP" # the work dirs below it must be reachable by the workers' users
+}
+
+# start_metrics_head [yaml lines...]: start_head with a metrics listener on a free loopback port,
+# MPORT.
+start_metrics_head() {
+    MPORT=$(free_port)
+    start_head "metrics:" "  listen: 127.0.0.1:$MPORT" "$@"
+}

@@ -78,3 +78,17 @@ netns_cluster() {
         wait_for 20 grep -q joined "$d/agent-n$i.out" || { echo "agent n$i did not join" >&2; return 1; }
     done
 }
+
+# netns_test_hosts PREFIX NET N: netns_hosts for a test (after lib.sh's hv_setup): the namespaces
+# and what runs in them are removed by the test's cleanup; skips the test (77) where ip netns is
+# not permitted, fails it when the namespaces cannot be made.
+netns_test_hosts() {
+    NETNS_P=$1 NETNS_N=$3
+    trap 'netns_clean "$NETNS_P" "$NETNS_N"; hv_cleanup' EXIT
+    netns_hosts "$1" "$2" "$3"
+    case $? in
+    0) ;;
+    1) echo "SKIP: ip netns is not permitted here"; exit 77 ;;
+    *) fail "cannot create the namespaces" ;;
+    esac
+}

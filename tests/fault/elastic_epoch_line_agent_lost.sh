@@ -8,19 +8,14 @@
 # is in the log exactly once, and the job ends 0 on the other node.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 submit one -np 2 --min-np 1 --max-np 2 -- --epochs 3 --step-delay-ms 15 \
     --epoch-log "$TMP/one.epochs" --step-log "$TMP/one.steps"
-wait_for 90 grep -q "elastic_train: epoch=0 " "$TMP/one.epochs" || fail "epoch 0 was not reached"
+wait_epoch_logged one 0
 r0=$(sed -n 's/^elastic_train: epoch=0 .*rank0=\([^ ]*\).*/\1/p' "$TMP/one.epochs")
 [ -n "$r0" ] || fail "no rank 0 in the epoch 0 line"
 # 63 steps an epoch (4000 samples, batch 64): the agent goes at step 55 of epoch 1.
 wait_for 60 grep -q "^1 55 " "$TMP/one.steps" || fail "epoch 1's step 55 was not reached"
 kill -KILL "$(agent_pid "$r0")"
-wait_submit 120
-[ "$SUB_RC" -eq 0 ] || fail "the job should end 0 on the other node (hvsubmit rc $SUB_RC)"
-check_exact one 3
+ran_exact one 3 120 "the job should end 0 on the other node"
 pass "rank 0's epoch line survives the loss of its agent"

@@ -10,21 +10,10 @@
 # it), and the job ends 0.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 HB_MS=500 LEASE_MS=3000
-start_elastic_head
-start_agent node-a 1
-"$BIN/hvsubmit" --head "$HEAD" -np 1 --min-np 1 --max-np 1 --max-resets 10 \
-    "$BIN/bench_elastic" --model 65536 --seconds 10 --step-ms 5 >"$TMP/run.out" 2>"$TMP/run.err" &
-SUB_PID=$!
-PIDS="$PIDS $SUB_PID"
-wait_for 60 grep -q "BENCH step [0-9]* gen=1 " "$TMP/run.out" || fail "the job did not start"
+elastic_cluster 1 "node-a"
+bench_job run 10
 start_agent node-b 1
-job_copy() { # FIELD of the head's copy of job 1
-    "$BIN/hvctl" --head "$HEAD" job 1 --json 2>/dev/null |
-        /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('copy', {}).get('$1', 0))"
-}
-has_copy() { [ "$(job_copy commit)" -gt 0 ]; }
 wait_for 30 has_copy || fail "the head has no copy of the job's state"
 ghost=$(agent_workers node-a)
 [ "$(echo $ghost | wc -w)" -eq 1 ] || fail "expected node-a's worker, got: $ghost"

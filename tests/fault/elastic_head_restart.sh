@@ -8,27 +8,14 @@
 #     the job ends 0 with exact epochs.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=6000
-start_elastic_head
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
-start_agent node-a 2
-start_agent node-b 2
-
-restart_head() {
-    kill -KILL "$HEAD_PID"
-    wait "$HEAD_PID" 2>/dev/null
-    sleep "${1:-1}"
-    start_head
-}
+elastic_cluster 2 "node-a node-b"
+pin_head_port
 
 submit one -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20
 wait_epoch one 0
 restart_head 1
-wait_submit 180
-[ "$SUB_RC" -eq 0 ] || fail "training must go on across a head restart (rc $SUB_RC)"
-check_exact one 3
+ran_exact one 3 180 "training must go on across a head restart"
 rounds 1 >"$TMP/r1"; cat "$TMP/r1"
 [ "$(wc -l <"$TMP/r1")" -eq 1 ] || fail "a head restart alone must not change the membership"
 
@@ -39,9 +26,7 @@ wait_epoch two 0
 "$BIN/hvctl" --head "$HEAD" drain node-b --reason "test drain" >/dev/null || fail "drain"
 wait_for 30 grep -q "generation 2 opened" "$TMP/two.err" || fail "the drain round did not open"
 restart_head 0.5
-wait_submit 180
-[ "$SUB_RC" -eq 0 ] || fail "a round interrupted by a head restart must complete (rc $SUB_RC)"
-check_exact two 3
+ran_exact two 3 180 "a round interrupted by a head restart must complete"
 rounds 2 >"$TMP/r2"; cat "$TMP/r2"
 sed -n 2p "$TMP/r2" | grep -q '^2 2 - node-a drain: node node-b (test drain)' \
     || fail "g2 should be the workers of node-a after the drain, without rollback"

@@ -7,8 +7,8 @@
 # printed once, the events say what was resumed from where, and `hvctl job` shows the resume.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=2000
+hv_setup
 start_elastic_head
 # The agents keep no copies (--copy-memory 0): the head is the keeper here (the fallback path;
 # fault.elastic_peer_copy has the peers keep them).
@@ -22,12 +22,7 @@ wait_epoch lost 0
 # An epoch is 63 steps (4000 samples, batch 64), each a commit, plus the first round's and the
 # epoch end's: a copy past commit 70 holds epoch 0's end, so the resumed run does not print it
 # again.
-copy_commit() {
-    "$BIN/hvctl" --head "$HEAD" job 1 --json 2>/dev/null |
-        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("copy", {}).get("commit", 0))'
-}
-wait_for 30 sh -c "[ \$(\"$BIN/hvctl\" --head \"$HEAD\" job 1 --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get(\"copy\", {}).get(\"commit\", 0))') -ge 70 ]" \
-    || fail "the head has no copy of the state past epoch 0 (commit $(copy_commit))"
+wait_for 30 copy_past 70 || fail "the head has no copy of the state past epoch 0 (commit $(job_copy commit))"
 "$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-before.txt"
 assert_grep "$TMP/job-before.txt" "STATE COPY: kept by the head: generation 1, commit" "hvctl job should show the copy"
 victim=""

@@ -9,37 +9,23 @@
 # and the job ends 0.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 HB_MS=1000 LEASE_MS=10000
-start_elastic_head
-start_agent node-a 1
-"$BIN/hvsubmit" --head "$HEAD" -np 1 --min-np 1 --max-np 1 --max-resets 10 \
-    "$BIN/bench_elastic" --model 65536 --seconds 8 --step-ms 5 >"$TMP/run.out" 2>"$TMP/run.err" &
-SUB_PID=$!
-PIDS="$PIDS $SUB_PID"
-wait_for 60 grep -q "BENCH step [0-9]* gen=1 " "$TMP/run.out" || fail "the job did not start"
+elastic_cluster 1 "node-a"
+bench_job run 8
 start_agent node-b 1 # where the job resumes (it cannot run there before: one worker, on node-a)
-copy_commit() {
-    "$BIN/hvctl" --head "$HEAD" job 1 --json 2>/dev/null |
-        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("copy", {}).get("commit", 0))'
-}
-has_copy() { [ "$(copy_commit)" -gt 0 ]; }
 wait_for 30 has_copy || fail "the head has no copy of the job's state"
-victims="$(agent_pid node-a) $(agent_workers node-a)"
-[ "$(echo $victims | wc -w)" -eq 2 ] || fail "expected node-a's agent and its worker, got: $victims"
-t_kill=$(date +%s%3N)
-kill -KILL $victims
+kill_node node-a 2
 first_step() {
     sed -n 's/.*BENCH step \([0-9]*\) gen=\([0-9]*\) .*/\1 \2/p' "$TMP/run.out" |
-        awk -v t="$t_kill" '$1 >= t && $2 > 1 { print $1; exit }'
+        awk -v t="$T_KILL" '$1 >= t && $2 > 1 { print $1; exit }'
 }
 stepped() { [ -n "$(first_step)" ]; }
 wait_for 30 stepped || fail "the job did not step again within $((30 * T_MULT)) s of the kill"
-after=$(($(first_step) - t_kill))
+after=$(($(first_step) - T_KILL))
 wait_submit 60
 [ "$SUB_RC" -eq 0 ] || fail "the job should end 0 after its resume (rc $SUB_RC)"
 events 1
-/usr/bin/python3 - "$TMP/events-1.json" "$t_kill" <<'PY' || fail "the events do not show a resume before the lease"
+/usr/bin/python3 - "$TMP/events-1.json" "$T_KILL" <<'PY' || fail "the events do not show a resume before the lease"
 import json, sys
 evs, t = json.load(open(sys.argv[1]))["events"], int(sys.argv[2])
 res = [e for e in evs if e["kind"] == "job.resume"]

@@ -8,11 +8,8 @@
 # nodes yet"), and epoch 0 is printed once (no restart ran it again).
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=2000
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 
 # No --epoch-log: with it elastic_train does not print an epoch the file already holds, and a
 # restart's second epoch 0 would not show.

@@ -10,10 +10,8 @@
 # commit, so the kill lands in that window.)
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=2000
-start_elastic_head
-start_agent node-a 1
+elastic_cluster 1 "node-a"
 
 submit early -np 2 --min-np 1 --max-np 2 -- --epochs 2 --step-delay-ms 5 \
     --first-commit-delay-ms 60000 --epoch-log "$TMP/early.epochs"

@@ -7,26 +7,16 @@
 # it sent back to be done again.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=2000
-start_elastic_head
-start_agent node-a 2
-start_agent node-b 2
+elastic_cluster 2 "node-a node-b"
 E="-np 4 --min-np 2 --max-np 4 --"
-submit ref $E --epochs 3
-wait_submit
-[ "$SUB_RC" -eq 0 ] || fail "the reference run failed"
-check_exact ref 3
+reference_run $E
 
 submit loss $E --epochs 3 --step-delay-ms 20
 wait_epoch loss 0
 sleep 0.3
-victims="$(agent_pid node-b) $(agent_workers node-b)"
-[ "$(echo $victims | wc -w)" -eq 3 ] || fail "expected node-b's agent and 2 workers, got: $victims"
-kill -KILL $victims
-wait_submit 120
-[ "$SUB_RC" -eq 0 ] || fail "the loss of a node must not fail an elastic job (rc $SUB_RC)"
-check_exact loss 3
+kill_node node-b 3
+ran_exact loss 3 120 "the loss of a node must not fail an elastic job"
 acc=$(final_accuracy loss); ref=$(final_accuracy ref)
 close_enough "$acc" "$ref" 0.01 || fail "accuracy $acc after a node loss is not within 0.01 of $ref"
 rounds 2 >"$TMP/r2"; cat "$TMP/r2"

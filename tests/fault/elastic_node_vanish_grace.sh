@@ -8,23 +8,14 @@
 # are ended before any suspicion. The job ends 0 and every epoch processes each sample exactly once.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=10000
-start_elastic_head "suspect_grace_ms: 500"
-start_agent node-a 2
-start_agent node-b 2
-submit loss -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20 --epoch-log "$TMP/loss.epochs"
-wait_for 90 grep -q "elastic_train: epoch=0 " "$TMP/loss.epochs" || fail "epoch 0 was not reached"
-victims="$(agent_pid node-b) $(agent_workers node-b)"
-[ "$(echo $victims | wc -w)" -eq 3 ] || fail "expected node-b's agent and 2 workers, got: $victims"
-t_kill=$(date +%s%3N)
-kill -KILL $victims
-wait_submit 120
-[ "$SUB_RC" -eq 0 ] || fail "the loss of a node must not fail an elastic job (rc $SUB_RC)"
-check_exact loss 3
+elastic_cluster 2 "node-a node-b" "suspect_grace_ms: 500"
+submit_logged loss -np 4 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 20
+kill_node node-b 3
+ran_exact loss 3 120 "the loss of a node must not fail an elastic job"
 events 1
 # The first round that closed after the kill: how long after it, and without whom.
-/usr/bin/python3 - "$TMP/events-1.json" "$t_kill" >"$TMP/close.txt" <<'PY' || fail "no round closed after the kill"
+/usr/bin/python3 - "$TMP/events-1.json" "$T_KILL" >"$TMP/close.txt" <<'PY' || fail "no round closed after the kill"
 import json, sys
 evs, t_kill = json.load(open(sys.argv[1]))["events"], int(sys.argv[2])
 sus = [e for e in evs if e["kind"] == "job.note" and "suspected lost" in e["message"]

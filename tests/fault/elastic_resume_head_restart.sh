@@ -7,26 +7,19 @@
 # epochs, and there was exactly one resume, closed after the restart.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 LEASE_MS=2000
-start_elastic_head
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
-start_agent node-a 1
+elastic_cluster 1 "node-a"
+pin_head_port
 
 # Copies at least every second even where they cost more (a sanitizer build: the default keeps
 # them 80 times their cost apart, which can outlast an epoch there).
 submit r -np 1 --min-np 1 --max-np 1 --env HV_STATE_COPY_FACTOR=2 -- --epochs 2 --step-delay-ms 20 --epoch-log "$TMP/r.epochs"
 wait_epoch r 0
 # Past commit 70 the copy holds epoch 0's end (63 steps an epoch, each a commit).
-wait_for 30 sh -c "[ \$(\"$BIN/hvctl\" --head \"$HEAD\" job 1 --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get(\"copy\", {}).get(\"commit\", 0))') -ge 70 ]" \
-    || fail "the head has no copy of the state past epoch 0"
+wait_for 30 copy_past 70 || fail "the head has no copy of the state past epoch 0"
 kill -KILL $(agent_pid node-a) $(agent_workers node-a)
 wait_for 20 grep -q "resume: every member was lost" "$TMP/r.err" || fail "the head did not decide to resume"
-kill -KILL "$HEAD_PID"
-wait "$HEAD_PID" 2>/dev/null
-sleep 0.5
-start_head
+restart_head 0.5
 "$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-mid.txt"
 assert_grep "$TMP/job-mid.txt" "STATE:      running" "the restarted head must keep the job running"
 assert_grep "$TMP/job-mid.txt" "ROUND:      open (opened for: resume: every member was lost" "the restarted head must keep the resume round open"

@@ -15,14 +15,7 @@
 . "$HV_SRC_DIR/tests/netns_lib.sh"
 hv_setup
 P=hvq$$
-netns_cleanup() { netns_clean $P 3; hv_cleanup; }
-trap netns_cleanup EXIT
-netns_hosts $P 10.203.0 3
-case $? in
-0) ;;
-1) echo "SKIP: ip netns is not permitted here"; exit 77 ;;
-*) fail "cannot create the namespaces" ;;
-esac
+netns_test_hosts $P 10.203.0 3
 # The defaults of heartbeat_ms, lease_ms and suspect_grace_ms (1 s, 10 s, 500 ms); plain text
 # across the namespaces (allowed on purpose, as in elastic_netns.sh).
 HB_MS=1000 LEASE_MS=10000 HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" \

@@ -8,9 +8,7 @@
 # first round with it and ends 0, every epoch exact.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
+elastic_cluster 1 "node-a"
 
 submit drained -np 2 --min-np 1 --max-np 2 -- --epochs 2 --step-delay-ms 5 --start-delay-ms 5000
 wait_for 30 grep -q "job 1 placing 1 worker on node-a" "$TMP/drained.err" ||

@@ -6,8 +6,7 @@
 hv_setup
 LEASE_MS=2000
 start_head
-start_agent node-a 1
-start_agent node-b 1
+start_agents 1 node-a node-b
 "$BIN/hvsubmit" -np 2 "$EX/sleeper" 60 >"$TMP/s.out" 2>"$TMP/s.err" &
 sub=$!
 wait_for 15 workers_at_least 1 2 || fail "workers did not start"

@@ -9,10 +9,8 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 LEASE_MS=6000
-MPORT=$(free_port)
-start_head "metrics:" "  listen: 127.0.0.1:$MPORT"
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
+start_metrics_head
+pin_head_port
 start_agent node-a 2
 
 # fig NAME FIELD: a field of `hvctl actor NAME --json` (empty when the call fails).

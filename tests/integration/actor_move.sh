@@ -23,6 +23,26 @@ actor_is() { [ "$(actor_field "$1" state)" = "$2" ]; }
 progress_at_least() { [ "$(cat "$TMP/progress" 2>/dev/null || echo 0)" -ge "$1" ]; }
 get() { "$EX/actor_call" "@seq" "$1" --timeout 15000 2>>"$TMP/call.err"; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
+# calls_start K FIRST LAST: caller K sends seq the calls FIRST..LAST (4 in flight, its progress in
+# $TMP/progress) in the background, its pid in CALLER; waits until 200 were answered.
+calls_start() {
+    rm -f "$TMP/progress"
+    "$BIN/actor_seq" call seq "$2" "$3" "$TMP/progress" 4 >"$TMP/caller$1.out" 2>"$TMP/caller$1.err" &
+    CALLER=$!
+    wait_for 20 progress_at_least 200 || fail "caller $1 did not get going: $(cat "$TMP/caller$1.err")"
+}
+# calls_moved K N FROM MOVES WHAT: caller K ends within 45 s of WHAT (the drain, the notice)
+# without an error, its N calls answered in order; seq is alive off node FROM within 10 s, moved
+# MOVES times in all.
+moved_off() { actor_is seq alive && [ "$(actor_field seq node)" != "$FROM" ]; }
+calls_moved() {
+    wait_for 45 gone "$CALLER" || fail "caller $1 did not finish within 45 s of the $5"
+    wait "$CALLER" || fail "caller $1 saw an error during the $5's move: $(cat "$TMP/caller$1.err")"
+    grep -q "^ok $2 " "$TMP/caller$1.out" || fail "caller $1: $(cat "$TMP/caller$1.out")"
+    FROM=$3
+    wait_for 10 moved_off || fail "seq did not move off $3 ($5): $(actor_field seq state) on $(actor_field seq node)"
+    [ "$(actor_field seq moves)" = "$4" ] || fail "moves $(actor_field seq moves), want $4"
+}
 
 "$BIN/hvctl" --head "$HEAD" actor create --class seq --name seq -- "$BIN/actor_seq" serve \
     >"$TMP/create.out" 2>"$TMP/create.err" || fail "actor create failed: $(cat "$TMP/create.err")"
@@ -31,16 +51,9 @@ pid1=$(get pid)
 from=$(actor_field seq node)
 
 # 1. hvctl drain, calls flowing.
-"$BIN/actor_seq" call seq 1 1200 "$TMP/progress" 4 >"$TMP/caller1.out" 2>"$TMP/caller1.err" &
-caller=$!
-wait_for 20 progress_at_least 200 || fail "the caller did not get going: $(cat "$TMP/caller1.err")"
+calls_start 1 1 1200
 "$BIN/hvctl" --head "$HEAD" drain "$from" >/dev/null 2>&1 || fail "drain $from failed"
-wait_for 45 gone "$caller" || fail "the caller did not finish within 45 s of the drain"
-wait "$caller" || fail "the caller saw an error during the move: $(cat "$TMP/caller1.err")"
-grep -q "^ok 1200 " "$TMP/caller1.out" || fail "caller: $(cat "$TMP/caller1.out")"
-moved() { actor_is seq alive && [ "$(actor_field seq node)" != "$from" ]; }
-wait_for 10 moved || fail "seq did not move off $from: $(actor_field seq state) on $(actor_field seq node)"
-[ "$(actor_field seq moves)" = 1 ] || fail "moves $(actor_field seq moves), want 1"
+calls_moved 1 1200 "$from" 1 drain
 [ "$(actor_field seq restarts)" = 0 ] || fail "a move counted as a restart"
 st=$(get get)
 [ "$st" = "1200 1200 0" ] || fail "after the drain the actor's state is '$st', want '1200 1200 0' (count, last, out of order)"
@@ -54,17 +67,9 @@ echo "drain: $(cat "$TMP/caller1.out")"
 # 2. A preemption notice: SIGTERM to the agent of the actor's node (--drain-deadline 30).
 "$BIN/hvctl" --head "$HEAD" undrain "$from" >/dev/null 2>&1 || fail "undrain $from failed"
 at=$(actor_field seq node)
-rm -f "$TMP/progress"
-"$BIN/actor_seq" call seq 1201 2000 "$TMP/progress" 4 >"$TMP/caller2.out" 2>"$TMP/caller2.err" &
-caller=$!
-wait_for 20 progress_at_least 200 || fail "the second caller did not get going: $(cat "$TMP/caller2.err")"
+calls_start 2 1201 2000
 kill -TERM "$(agent_pid "$at")"
-wait_for 45 gone "$caller" || fail "the caller did not finish within 45 s of the notice"
-wait "$caller" || fail "the caller saw an error during the notice's move: $(cat "$TMP/caller2.err")"
-grep -q "^ok 800 " "$TMP/caller2.out" || fail "caller: $(cat "$TMP/caller2.out")"
-moved2() { actor_is seq alive && [ "$(actor_field seq node)" != "$at" ]; }
-wait_for 10 moved2 || fail "seq did not move off noticed $at: $(actor_field seq state) on $(actor_field seq node)"
-[ "$(actor_field seq moves)" = 2 ] || fail "moves $(actor_field seq moves), want 2"
+calls_moved 2 800 "$at" 2 notice
 st=$(get get)
 [ "$st" = "2000 2000 0" ] || fail "after the notice the actor's state is '$st', want '2000 2000 0'"
 wait_for 40 gone "$(agent_pid "$at")" || fail "the noticed agent did not leave once its actor moved"

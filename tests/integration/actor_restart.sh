@@ -11,12 +11,9 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
 LEASE_MS=6000
-MPORT=$(free_port)
-start_head "metrics:" "  listen: 127.0.0.1:$MPORT"
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
-start_agent node-a 2
-start_agent node-b 2
+start_metrics_head
+pin_head_port
+start_agents 2 node-a node-b
 
 actor_field() { # NAME FIELD: a field of `hvctl actor NAME --json`
     "$BIN/hvctl" --head "$HEAD" actor "$1" --json 2>/dev/null |

@@ -9,17 +9,7 @@
 # the fix the actor named by node-r's label ran as uid 0. A client token is not held (it may
 # run anything anywhere). hvagent refuses --labels hv.run_as=... Needs root and useradd.
 . "$HV_SRC_DIR/tests/lib.sh"
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-command -v useradd >/dev/null || { echo "SKIP: no useradd"; exit 77; }
-UA=hvra$$
-UB=hvrb$$
-for u in $UA $UB; do
-    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u" \
-        2>/dev/null || { userdel "$UA" 2>/dev/null; echo "SKIP: useradd failed"; exit 77; }
-done
-hv_setup
-trap 'hv_cleanup; userdel "$UA" 2>/dev/null; userdel "$UB" 2>/dev/null' EXIT
-chmod 755 "$TMP" # the work dirs below it must be reachable by the workers' users
+hv_setup_users hvr
 DROP=$TMP/drop
 mkdir -m 1777 "$DROP"
 start_head

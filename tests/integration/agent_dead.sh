@@ -5,15 +5,12 @@
 hv_setup
 LEASE_MS=2000
 start_head
-start_agent node-a 2
-start_agent node-b 2
-"$BIN/hvsubmit" -np 4 "$EX/sleeper" 60 >"$TMP/submit.out" 2>"$TMP/submit.err" &
-sub=$!
-wait_for 15 lines_at_least "$TMP/submit.out" started 4 || fail "4 workers did not start"
+start_agents 2 node-a node-b
+submit_sleepers 4 60
 t0=$(date +%s%N)
 kill -KILL "$(agent_pid node-b)"
 for p in $(workers); do case "$(readlink /proc/$p/cwd)" in *agent-node-b/*) kill -KILL $p ;; esac; done # the node's machine is gone with it
-wait $sub; ec=$?
+wait $SUB; ec=$?
 t1=$(date +%s%N)
 [ $ec -ne 0 ] || fail "hvsubmit exited 0 though a node died"
 ms=$(( (t1 - t0) / 1000000 ))

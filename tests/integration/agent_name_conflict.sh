@@ -8,10 +8,7 @@ hv_setup
 LEASE_MS=2000
 start_head
 start_agent node-a 1
-"$BIN/hvsubmit" -np 1 "$EX/sleeper" 60 >"$TMP/submit.out" 2>"$TMP/submit.err" &
-sub=$!
-PIDS="$PIDS $sub"
-wait_for 15 lines_at_least "$TMP/submit.out" started 1 || fail "the worker did not start"
+submit_sleepers 1 60
 
 # A second live agent named node-a: refused, exits non-zero within a bounded time.
 "$BIN/hvagent" join "$HEAD" --token "$TOKEN" --name node-a --slots 1 --work-dir "$TMP/agent-b" \

@@ -24,8 +24,6 @@ start_elastic_head "autoscaler:" "  provider: command" "  min_nodes: 1" "  max_n
     "    launch: \"$P/launch.sh {name} {head} {token_file} {slots}\"" \
     "    terminate: \"$P/terminate.sh {name}\"" \
     "    list: \"$P/list.sh\""
-ev() { "$BIN/hvctl" --head "$HEAD" events --limit 1000 2>/dev/null; }
-has() { ev | grep -q -- "$1"; }
 has_e() { ev | grep -E -q -- "$1"; }
 launches() { ev | grep -c "autoscaler.launch "; }
 alive_names() { "$BIN/hvctl" --head "$HEAD" nodes 2>/dev/null | awk '$3 == "alive" { print $1 }'; }
@@ -62,9 +60,7 @@ sleep 2
 submit grow -np 2 --min-np 2 --max-np 4 -- --epochs 3 --step-delay-ms 15
 wait_for 30 alive_nodes_is 2 || fail "the autoscaler did not grow the cluster to 2 nodes"
 wait_for 60 grep -q "size=4 " "$TMP/grow.out" || fail "the job did not grow to 4 workers"
-wait_submit 120
-[ "$SUB_RC" -eq 0 ] || fail "the growing job failed (rc $SUB_RC)"
-check_exact grow 3
+ran_exact grow 3 120 "the growing job failed"
 [ "$(launches)" -eq 2 ] || fail "2 launches expected for the job, saw $(launches)"
 ev >"$TMP/ev2.txt"
 assert_grep "$TMP/ev2.txt" "autoscaler.launch .*instance 2 (small, node small-2, .*job 1" \

@@ -17,8 +17,6 @@ start_head "autoscaler:" "  provider: spot-sim" "  max_nodes: 4" "  idle_timeout
     "    spot-b: {slots: 2, preemptible: true, price_per_hour: 0.15}" \
     "  fallback: [spot-a, spot-b]" \
     "  spot_sim:" "    boot_min_ms: 100" "    boot_max_ms: 300" "    trace: $TMP/trace.txt"
-ev() { "$BIN/hvctl" --head "$HEAD" events --limit 1000 2>/dev/null; }
-has() { ev | grep -q -- "$1"; }
 
 # 4 workers need 2 nodes: spot-a gets one, its second launch fails, spot-b takes over.
 "$BIN/hvsubmit" --head "$HEAD" -np 4 "$EX/sleeper" 12 >"$TMP/a.out" 2>"$TMP/a.err" &

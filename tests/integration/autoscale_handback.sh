@@ -21,8 +21,6 @@ start_elastic_head "autoscaler:" "  provider: spot-sim" "  max_nodes: 1" \
     "    ondemand: {slots: 2, price_per_hour: 0.40}" \
     "  fallback: [spot, ondemand]" \
     "  spot_sim:" "    boot_min_ms: 200" "    boot_max_ms: 500" "    trace: $TMP/trace.txt"
-ev() { "$BIN/hvctl" --head "$HEAD" events --limit 5000 2>/dev/null; }
-has() { ev | grep -q -- "$1"; }
 
 submit hb -np 2 --min-np 1 --max-np 2 --max-resets 50 --elastic-timeout 60 \
     --blacklist-cooldown 0:0 -- --epochs 10 --step-delay-ms 40

@@ -41,12 +41,9 @@ wait_for 90 grep -q "size=6 " "$TMP/grow.out" || fail "the job did not grow to 6
 for i in 2 3; do cp "$D/$i.token" "$TMP/inst$i.token"; done
 
 # SIGKILL the head mid-run: the instances are adopted, none launched twice.
-kill -KILL "$HEAD_PID"; wait "$HEAD_PID" 2>/dev/null
-start_head
+restart_head 0
 assert_grep "$TMP/head.err" "3 instances adopted" "the restarted head must adopt its 3 instances"
-wait_submit 240
-[ "$SUB_RC" -eq 0 ] || fail "the growing job failed (rc $SUB_RC)"
-check_exact grow 4
+ran_exact grow 4 240 "the growing job failed"
 [ "$(launches)" -eq 3 ] || fail "the restarted head launched again: $(launches) launches"
 
 # Idle nodes go after the idle timeout, down to the minimum; their agents exit.

@@ -28,7 +28,6 @@ start_elastic_head "autoscaler:" "  provider: spot-sim" "  min_nodes: 0" "  max_
     "    spot: {slots: 2, preemptible: true, price_per_hour: 0.10, ondemand_price_per_hour: 0.40}" \
     "  spot_sim:" "    seed: 7" "    boot_min_ms: 200" "    boot_max_ms: 600" "    notice_s: 2" \
     "    trace: $TMP/trace.txt"
-ev() { "$BIN/hvctl" --head "$HEAD" events --limit 5000 2>/dev/null; }
 n_ev() { ev | grep -c -- "$1"; }
 
 # 8 epochs of about 2.5 s; resets and rollbacks are expected, so allow many; a node taken away
@@ -42,13 +41,10 @@ wait_for 60 sh -c "[ \$(\"$BIN/hvctl\" --head '$HEAD' events --limit 5000 2>/dev
 
 # SIGKILL the head mid-run and bring it back on the same address.
 before=$(n_ev "autoscaler.launch ")
-kill -KILL "$HEAD_PID"; wait "$HEAD_PID" 2>/dev/null
-start_head
+restart_head 0
 assert_grep "$TMP/head.err" "instances adopted" "the restarted head must adopt its instances"
 
-wait_submit 300
-[ "$SUB_RC" -eq 0 ] || fail "the job did not survive the preemptions (rc $SUB_RC)"
-check_exact spot 8
+ran_exact spot 8 300 "the job did not survive the preemptions"
 ev >"$TMP/ev.txt"
 pre=$(grep -c "autoscaler.preempted" "$TMP/ev.txt"); notices=$(grep -c "autoscaler.notice" "$TMP/ev.txt")
 echo "preemptions: $pre, notices: $notices, launches: $(grep -c 'autoscaler.launch ' "$TMP/ev.txt") ($before before the SIGKILL)" >&2

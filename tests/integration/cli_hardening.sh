@@ -15,8 +15,7 @@ hv_setup
 ESC=$(printf '\033')
 LEASE_MS=8000
 start_head
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml" # a restart keeps the address
+pin_head_port # a restart keeps the address
 start_agent node-a 2
 start_agent node-x 1
 # on_tty CMD...: runs CMD on a pseudo-terminal (script(1)), its output in $TMP/tty.out.

@@ -4,9 +4,7 @@
 # `hvctl status`, since losing that machine loses the job (hvctl job --json: copy_on_own_node).
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
+elastic_cluster 1 "node-a"
 submit r -np 1 --min-np 1 --max-np 1 --env HV_STATE_COPY_FACTOR=2 -- --epochs 2 --step-delay-ms 40
 wait_epoch r 0
 "$BIN/hvctl" --head "$HEAD" status >"$TMP/status.txt" 2>&1

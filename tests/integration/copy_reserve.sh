@@ -10,12 +10,7 @@
 # whole (no "[hv] log paused").
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
-mkdir -p "$TMP/data"
-if ! mount -t tmpfs -o size=200m,mode=0700 hvtest-copies "$TMP/data" 2>"$TMP/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
-    exit 77
-fi
-trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+data_on_tmpfs 200m hvtest-copies
 MIB=1048576
 LINES=300
 start_head "elastic: {rendezvous_timeout_s: 30}"

@@ -8,12 +8,7 @@
 #    once the filler is gone, that job is finished and stored, and new jobs run.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
-mkdir -p "$TMP/data"
-if ! mount -t tmpfs -o size=24m,mode=0700 hvtest-data "$TMP/data" 2>"$TMP/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
-    exit 77
-fi
-trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+data_on_tmpfs 24m hvtest-data
 start_head "logs: {max_job_bytes: 4MiB}"
 start_agent node-a 3
 

@@ -6,26 +6,11 @@
 # exact and the rounds as planned. Skipped (exit 77) where ip netns is not permitted.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
+. "$HV_SRC_DIR/tests/netns_lib.sh"
 hv_setup
 P=hve$$
-H=${P}h A=${P}a B=${P}b C=${P}c
-netns_cleanup() {
-    for n in $H $A $B $C; do ip netns pids $n 2>/dev/null | xargs -r kill -KILL; ip netns del $n 2>/dev/null; done
-    hv_cleanup
-}
-trap netns_cleanup EXIT
-if ! ip netns add $H 2>/dev/null; then echo "SKIP: ip netns is not permitted here"; exit 77; fi
-for n in $A $B $C; do ip netns add $n || fail "cannot create namespaces"; done
-for n in $H $A $B $C; do ip -n $n link set lo up; done
-ip -n $H link add br0 type bridge && ip -n $H link set br0 up && ip -n $H addr add 10.202.0.1/24 dev br0 || fail "bridge"
-i=2
-for n in $A $B $C; do
-    ip link add ${n}x type veth peer name ${n}y || fail "veth"
-    ip link set ${n}x netns $n; ip link set ${n}y netns $H
-    ip -n $H link set ${n}y master br0; ip -n $H link set ${n}y up
-    ip -n $n addr add 10.202.0.$i/24 dev ${n}x; ip -n $n link set ${n}x up
-    i=$((i + 1))
-done
+netns_test_hosts $P 10.202.0 3 # A, B and C at 10.202.0.2, .3 and .4
+H=${P}h A=${P}1 B=${P}2 C=${P}3
 # Plain text across the namespaces, allowed on purpose (netns.sh covers TLS): the head needs
 # allow_insecure, and the agents and CLIs HV_INSECURE=1, to talk plain text beyond loopback.
 # Growth as soon as a node joins (resize_interval_ms 0): the fleet policy's default hold of 3 s
@@ -59,9 +44,7 @@ wait_epoch run 2
 join_ns node-c $C
 wait_epoch run 3
 kill -TERM "$(agent_pid node-a)"
-wait_submit 180
-[ "$SUB_RC" -eq 0 ] || fail "the job should survive grow, failure, grow and drain across namespaces (rc $SUB_RC)"
-check_exact run 5
+ran_exact run 5 180 "the job should survive grow, failure, grow and drain across namespaces"
 ip netns exec $H "$BIN/hvctl" --head $HEAD events --job 1 --json --limit 1000 >"$TMP/events-1.json"
 /usr/bin/python3 - "$TMP/events-1.json" <<'PY' || fail "unexpected rounds"
 import json, sys

@@ -6,9 +6,7 @@
 # pending "waiting for 3 free slots" until all 3 were free (issue 15 §5).
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
+elastic_cluster 1 "node-a"
 submit run -np 3 --min-np 1 --max-np 3 -- --epochs 4 --step-delay-ms 40
 wait_for 30 grep -q "job 1 placing 1 worker" "$TMP/run.err" ||
     fail "the job should start with 1 worker on the 1 free slot (--min-np 1)"

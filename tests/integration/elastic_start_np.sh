@@ -4,10 +4,7 @@
 # on the free slots (a round without rollback). Before, it said "2 workers" and placed 4.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 2
-start_agent node-b 2
+elastic_cluster 2 "node-a node-b"
 submit run -np 2 --min-np 1 --max-np 4 -- --epochs 2 --step-delay-ms 15
 wait_submit
 [ "$SUB_RC" -eq 0 ] || fail "the job should succeed, hvsubmit exited $SUB_RC"

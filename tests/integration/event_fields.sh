@@ -13,11 +13,8 @@
 #  - the head's metrics count the reset under reason failure (they read the same fields).
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
-hv_setup
 MPORT=$(free_port)
-start_elastic_head "metrics:" "  listen: 127.0.0.1:$MPORT"
-start_agent node-a 2
-start_agent node-b 2
+elastic_cluster 2 "node-a node-b" "metrics:" "  listen: 127.0.0.1:$MPORT"
 
 submit kill -np 4 --min-np 2 --max-np 4 -- --epochs 2 --kill-at 1:0:0 --step-delay-ms 5
 wait_submit

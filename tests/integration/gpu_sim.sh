@@ -19,10 +19,15 @@ start_head
 start_agent node-a 2
 # ASan builds: the preloaded stand-in comes before the ASan runtime; that is intended here.
 SIMENV="-e LD_PRELOAD=$SIM -e HV_LOG_LEVEL=info -e ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0"
-# shellcheck disable=SC2086
-"$BIN/hvsubmit" -np 2 $SIMENV -e HV_GPUSIM_DEVICES=2 "$EX/gpu_allreduce" 300000 >"$TMP/nccl.out" 2>"$TMP/nccl.err" \
-    || fail "hvsubmit (one GPU per rank) exited $?"
-cat "$TMP/nccl.out" "$TMP/nccl.err" >"$TMP/nccl.all"
+# gpu_run NAME GPUS WHAT: 2 ranks of gpu_allreduce on node-a, which sees GPUS stand-in GPUs; the
+# job must end 0 (else fails: WHAT); its output and errors together in $TMP/NAME.all.
+gpu_run() {
+    # shellcheck disable=SC2086
+    "$BIN/hvsubmit" -np 2 $SIMENV -e "HV_GPUSIM_DEVICES=$2" "$EX/gpu_allreduce" 300000 >"$TMP/$1.out" \
+        2>"$TMP/$1.err" || fail "hvsubmit ($3) exited $?"
+    cat "$TMP/$1.out" "$TMP/$1.err" >"$TMP/$1.all"
+}
+gpu_run nccl 2 "one GPU per rank"
 for r in 0 1; do
     assert_grep "$TMP/nccl.all" "^\[$r\]<stdout>:gpu_allreduce: rank $r of 2 on GPU $r: average of 300000 floats, broadcast and allgather on device buffers correct" \
         "rank $r did not report correct device results"
@@ -37,10 +42,7 @@ assert_grep "$TMP/head.err" "HV-RDZV-KV: job 1: 'hv.nccl.[0-9]*' set (128 bytes)
 [ "$(job_state 1)" = succeeded ] || fail "job 1 is '$(job_state 1)', want succeeded"
 
 # 2. Two ranks on one host with one GPU: staged, and said.
-# shellcheck disable=SC2086
-"$BIN/hvsubmit" -np 2 $SIMENV -e HV_GPUSIM_DEVICES=1 "$EX/gpu_allreduce" 300000 >"$TMP/shared.out" 2>"$TMP/shared.err" \
-    || fail "hvsubmit (two ranks, one GPU) exited $?"
-cat "$TMP/shared.out" "$TMP/shared.err" >"$TMP/shared.all"
+gpu_run shared 1 "two ranks, one GPU"
 for r in 0 1; do
     assert_grep "$TMP/shared.all" "^\[$r\]<stdout>:gpu_allreduce: rank $r of 2 on GPU 0: average of 300000 floats" \
         "rank $r (shared GPU) did not report correct device results"

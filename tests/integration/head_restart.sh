@@ -8,18 +8,12 @@
 hv_setup
 LEASE_MS=8000
 start_head
-port=${HEAD##*:}
-sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
-start_agent node-a 2
-start_agent node-b 2
-"$BIN/hvsubmit" -np 4 "$EX/sleeper" 5 >"$TMP/submit.out" 2>"$TMP/submit.err" &
-sub=$!
-wait_for 15 lines_at_least "$TMP/submit.out" started 4 || fail "4 workers did not start"
+pin_head_port
+start_agents 2 node-a node-b
+submit_sleepers 4 5
 pids_before=$(workers 1 | sort | tr '\n' ' ')
-kill -KILL "$HEAD_PID"
-sleep 1
-start_head
-wait $sub; ec=$?
+restart_head 1
+wait $SUB; ec=$?
 [ $ec -eq 0 ] || fail "hvsubmit exited $ec across a head restart, want 0"
 for r in 0 1 2 3; do
     [ "$(grep -c "^\[$r\]<stdout>:rank $r started" "$TMP/submit.out")" -eq 1 ] || fail "rank $r 'started' not printed exactly once"

@@ -18,8 +18,7 @@ hv_setup
 chmod 755 "$TMP" # reachable by a --run-as user's workers
 DROP=$TMP/drop
 mkdir -m 1777 "$DROP"
-MPORT=$(free_port)
-start_head "metrics:" "  listen: 127.0.0.1:$MPORT"
+start_metrics_head
 leak() { # NAME: a job whose worker leaves its secret in $DROP/NAME, then waits (or not: "quick")
     cat >"$TMP/$1.sh" <<EOS
 printf '%s\n' "\$HV_WORKER_SECRET" >"$DROP/$1.part" && mv "$DROP/$1.part" "$DROP/$1"

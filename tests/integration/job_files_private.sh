@@ -7,17 +7,7 @@
 # download left by a killed agent is removed when the agent starts.
 # Needs root and useradd (skipped with 77 otherwise); the users are created and removed here.
 . "$HV_SRC_DIR/tests/lib.sh"
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-command -v useradd >/dev/null || { echo "SKIP: no useradd"; exit 77; }
-UA=hvpa$$
-UB=hvpb$$
-for u in "$UA" "$UB"; do
-    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u" \
-        2>/dev/null || { userdel "$UA" 2>/dev/null; echo "SKIP: useradd failed"; exit 77; }
-done
-hv_setup
-trap 'hv_cleanup; userdel "$UA" 2>/dev/null; userdel "$UB" 2>/dev/null' EXIT
-chmod 755 "$TMP" # the work dirs below it must be reachable by the workers' users
+hv_setup_users hvp
 UID_A=$(id -u "$UA")
 
 # A partial download of an agent that was killed (its pid is gone) sits in node-a's cache.

@@ -12,12 +12,17 @@
 hv_setup
 MPORT=$(free_port)
 URL="http://127.0.0.1:$MPORT/metrics"
+# head_ends NAME: runs a head with $TMP/NAME.yaml (output in $TMP/NAME.out, .err) that must end by
+# itself; its exit status is head_ends'.
+head_ends() {
+    "$BIN/hvhead" start --config "$TMP/$1.yaml" >"$TMP/$1.out" 2>"$TMP/$1.err" &
+    local pid=$!
+    PIDS="$PIDS $pid"
+    wait "$pid"
+}
 
 write_config "$TMP/open.yaml" "metrics:" "  listen: 0.0.0.0:$MPORT"
-"$BIN/hvhead" start --config "$TMP/open.yaml" >"$TMP/open.out" 2>"$TMP/open.err" &
-pid=$!
-PIDS="$PIDS $pid"
-wait "$pid"
+head_ends open
 rc=$?
 [ "$rc" -eq 2 ] || fail "a metrics listener beyond loopback without a token must be refused with exit 2 (got $rc)"
 assert_grep "$TMP/open.err" "key 'metrics.listen': value '0.0.0.0:$MPORT' is not a loopback address and there is no 'metrics.token_file'"
@@ -70,10 +75,7 @@ fi
 mkdir -p "$TMP/data2"
 write_config "$TMP/second.yaml" "metrics:" "  listen: 127.0.0.1:$MPORT"
 sed -i "s|^data_dir: .*|data_dir: $TMP/data2|" "$TMP/second.yaml"
-"$BIN/hvhead" start --config "$TMP/second.yaml" >"$TMP/second.out" 2>"$TMP/second.err" &
-pid=$!
-PIDS="$PIDS $pid"
-wait "$pid"
+head_ends second
 rc=$?
 [ "$rc" -eq 1 ] || fail "a head that cannot bind its metrics address must exit 1 (got $rc)"
 assert_grep "$TMP/second.err" "key 'metrics.listen': cannot listen on 127.0.0.1:$MPORT: address already in use"

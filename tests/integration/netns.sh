@@ -6,27 +6,12 @@
 # workers' rendezvous verifies it too, and a plain-text client is refused before it sends
 # anything. Skipped (exit 77) where ip netns is not allowed or there is no openssl command.
 . "$HV_SRC_DIR/tests/lib.sh"
+. "$HV_SRC_DIR/tests/netns_lib.sh"
 hv_setup
-P=hvt$$
-H=${P}h A=${P}a B=${P}b
-netns_cleanup() {
-    for n in $H $A $B; do ip netns pids $n 2>/dev/null | xargs -r kill -KILL; ip netns del $n 2>/dev/null; done
-    hv_cleanup
-}
-trap netns_cleanup EXIT
 command -v openssl >/dev/null 2>&1 || { echo "SKIP: no openssl command"; exit 77; }
-if ! ip netns add $H 2>/dev/null; then echo "SKIP: ip netns is not permitted here"; exit 77; fi
-ip netns add $A && ip netns add $B || fail "cannot create namespaces"
-ip -n $H link set lo up; ip -n $A link set lo up; ip -n $B link set lo up
-ip -n $H link add br0 type bridge && ip -n $H link set br0 up && ip -n $H addr add 10.201.0.1/24 dev br0 || fail "bridge"
-i=2
-for n in $A $B; do
-    ip link add ${n}x type veth peer name ${n}y || fail "veth"
-    ip link set ${n}x netns $n; ip link set ${n}y netns $H
-    ip -n $H link set ${n}y master br0; ip -n $H link set ${n}y up
-    ip -n $n addr add 10.201.0.$i/24 dev ${n}x; ip -n $n link set ${n}x up
-    i=$((i + 1))
-done
+P=hvt$$
+netns_test_hosts $P 10.201.0 2 # node-a at 10.201.0.2, node-b at .3
+H=${P}h A=${P}1 B=${P}2
 C=$TMP/pki
 HV_CERT_EXTRA_SAN=IP:10.201.0.1 sh "$HV_SRC_DIR/tests/make_certs.sh" "$C" || fail "cannot make certificates"
 HV_LISTEN=0.0.0.0:7000 write_config "$TMP/head.yaml" "tls:" "  cert: $C/server.pem" \

@@ -7,20 +7,13 @@
 # hv.torch.parallel.init_process_group as it would to torch's, and its DDP step averages the
 # gradient over the 3 ranks ((1 + 2 + 3) / 3 = 2 on every rank).
 . "$HV_SRC_DIR/tests/lib.sh"
-PY=/usr/bin/python3
-skip_without_torch
+python_env
 JOB=$HV_SRC_DIR/tests/python/ddp_env_job.py
-PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = " " }')
-if [ -n "$PRE" ]; then
-    set -- --env "LD_PRELOAD=$PRE" --env "ASAN_OPTIONS=detect_leaks=0"
-else
-    set --
-fi
 hv_setup
 start_head
 start_agent node-a 2
 start_agent node-b 1
-"$BIN/hvsubmit" -np 3 "$@" -- $PY "$JOB" >"$TMP/env.out" 2>"$TMP/env.err" || {
+"$BIN/hvsubmit" -np 3 $PY_ENV -- $PY "$JOB" >"$TMP/env.out" 2>"$TMP/env.err" || {
     cat "$TMP/env.err" >&2
     fail "the DDP job failed: exit $?"
 }

@@ -8,26 +8,10 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
-TRAIN_ARGS="$HV_SRC_DIR/examples/python/train_ddp.py --train-limit 1000 --test-limit 500 --threads 1"
-PY_PREFIX=train_ddp
-# train_ddp.py imports train_fmnist.py: --workdir examples/python ships it beside the script.
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+use_train_ddp
+elastic_cluster 1 "node-a node-b"
 # Epochs of 1000 samples in 32 steps of 32 on 1 worker, 40 ms apart: about 3 s, time enough
 # for the new worker to start python and torch within epoch 1.
-# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
-submit grow --grow 0:1,1:2 --max-np 2 --workdir "$HV_SRC_DIR/examples/python" $PY_ENV -- --epochs 3 --step-delay-ms 40
-wait_submit 90
-[ "$SUB_RC" -eq 0 ] || fail "the growing DDP job failed (rc $SUB_RC)"
-epoch_lines grow >&2
-check_exact grow 3
-[ "$(size_of grow 0)" -eq 1 ] || fail "epoch 0 should run on 1 worker, ran on $(size_of grow 0)"
-[ "$(size_of grow 2)" -eq 2 ] || fail "epoch 2 should run on 2 workers, ran on $(size_of grow 2)"
-rounds 1 >"$TMP/rounds"; cat "$TMP/rounds" >&2
-sed -n 2p "$TMP/rounds" | grep -q '^2 2 - node-[ab] grow' || fail "g2 should add a worker without a rollback"
-assert_grep "$TMP/grow.err" "train_ddp: reset: 2 workers (generation 2); peak learning rate 0.025 -> 0.05" \
-    "the reset callback rescales the learning rate"
+grown_on_schedule grow --workdir "$HV_SRC_DIR/examples/python"
 assert_no_grep "$TMP/grow.err" "Traceback"
 pass "a DDP script grows on its schedule, every epoch exact"

@@ -8,25 +8,11 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 # Epochs of 1000 samples in 32 steps of 32 on 1 worker, 40 ms apart: about 3 s, time enough
 # for the new worker to start python and torch within epoch 1.
-# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
-submit grow --grow 0:1,1:2 --max-np 2 $PY_ENV -- --epochs 3 --step-delay-ms 40
-wait_submit 60
-[ "$SUB_RC" -eq 0 ] || fail "the growing job failed (rc $SUB_RC)"
-epoch_lines grow >&2
-check_exact grow 3
-[ "$(size_of grow 0)" -eq 1 ] || fail "epoch 0 should run on 1 worker, ran on $(size_of grow 0)"
-[ "$(size_of grow 2)" -eq 2 ] || fail "epoch 2 should run on 2 workers, ran on $(size_of grow 2)"
-rounds 1 >"$TMP/rounds"; cat "$TMP/rounds" >&2
-sed -n 2p "$TMP/rounds" | grep -q '^2 2 - node-[ab] grow' || fail "g2 should add a worker without a rollback"
+grown_on_schedule grow
 "$BIN/hvctl" --head "$HEAD" events --limit 1000 >"$TMP/ev.txt" 2>&1
 assert_grep "$TMP/ev.txt" "asks for 2 workers (was 1; .*epoch 1, growth schedule" "the resize at epoch 1 must say why"
-assert_grep "$TMP/grow.err" "train_fmnist: reset: 2 workers (generation 2); peak learning rate 0.025 -> 0.05" \
-    "the reset callback rescales the learning rate"
 assert_no_grep "$TMP/grow.err" "Traceback"
 pass "a Python job grows on its schedule, every epoch exact"

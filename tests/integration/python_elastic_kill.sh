@@ -9,34 +9,9 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/train_fmnist.sh"
-hv_setup
-start_elastic_head
-start_agent node-a 1
-start_agent node-b 1
+elastic_cluster 1 "node-a node-b"
 # Epochs of about 1 s (16 steps, 30 ms apart), so that the kill lands inside epoch 1.
-# shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
-submit kill -np 2 --min-np 1 --max-np 2 $PY_ENV -- --epochs 2 --step-delay-ms 30
-wait_epoch kill 0
-victims=$(agent_workers node-b)
-[ -n "$victims" ] || fail "no worker of node-b to kill"
-# shellcheck disable=SC2086
-kill -KILL $victims
-wait_submit 60
-[ "$SUB_RC" -eq 0 ] || fail "a SIGKILLed worker must not fail the job (rc $SUB_RC)"
-epoch_lines kill >&2
-check_exact kill 2
-done_line kill 2 || fail "rank 0 did not print the done line"
-epoch_lines kill | grep -q '^epoch=0 size=2 generation=1 ' || fail "epoch 0 should run on 2 workers in g1"
-epoch_lines kill | grep -q '^epoch=1 size=1 generation=2 rank0=node-a ' || fail "epoch 1 should end on node-a alone in g2"
-assert_grep "$TMP/kill.out" "train_fmnist: done epochs=2 accuracy=0\.[0-9]* resets=1$"
-rounds 1 >"$TMP/rounds"; cat "$TMP/rounds" >&2
-# The round's reason names the kill: from its agent's exit report, or, when a ring neighbour on
-# this machine saw the worker die first (death watch), as an end seen on its mark, with the agent's
-# report of how told afterwards (a job.note).
-sed -n 2p "$TMP/rounds" | grep -Eq '^2 1 rollback node-a .*rank 1 on node-b (was killed by signal SIGKILL|was lost: its process ended)' \
-    || fail "g2 should roll back to 1 worker on node-a after node-b's worker was killed"
-assert_grep "$TMP/kill.err" "train_fmnist: reset: 1 workers (generation 2); peak learning rate 0.05 -> 0.025" \
-    "the reset callback rescales the learning rate"
+node_b_killed kill
 # Both workers run on this machine: the survivor learns of the kill from the victim's death-watch
 # mark (worker_lib/rdzv/alive.c), before the kernel has torn down the torch process and closed
 # its sockets.

@@ -16,35 +16,22 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/elastic_scenario.sh"
-hv_setup
 RDZV_S=60 # Python workers that join may take seconds to import torch on a loaded machine
-start_elastic_head
-start_agent node-a 2
+elastic_cluster 2 "node-a"
 start_agent node-b 1
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit wait -np 3 --min-np 2 --max-np 3 $PY_ENV -- --epochs 60 --step-delay-ms 30 --stop-file "$TMP/wait.stop"
 wait_epoch wait 0 90
-"$BIN/hvctl" --head "$HEAD" drain node-a --reason "preemption notice" >"$TMP/drain.out" || fail "hvctl drain"
-assert_grep "$TMP/drain.out" "draining"
-# The round waits: 1 worker, below min-np 2.
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'ROUND:.*open'" || fail "the round should stay open below min-np"
-sleep 1
-"$BIN/hvctl" --head "$HEAD" job 1 >"$TMP/job-waiting.txt"
-assert_grep "$TMP/job-waiting.txt" "running" "the job must wait, not fail"
+drain_waits_below_min # 1 worker is left, below min-np 2
 start_agent node-c 2
 while_running 90 grep -Eq "^hvsubmit: generation ([2-9]|[1-9][0-9]+): 3 workers" "$TMP/wait.err" \
     || fail "a round of 3 workers should form once node-c joins"
 wait_next_epoch wait
 touch "$TMP/wait.stop"
-wait_submit 90
-[ "$SUB_RC" -eq 0 ] || fail "the job should succeed once node-c brings capacity (rc $SUB_RC)"
-epoch_lines wait >&2
-n=$(done_epochs wait)
-[ -n "$n" ] && [ "$n" -lt 60 ] || fail "the run should end at its stop file (done epochs: '$n')"
-check_exact wait "$n"
+stopped_exact wait "the job should succeed once node-c brings capacity"
 rounds 1 >"$TMP/r1"; cat "$TMP/r1"
 tail -n 1 "$TMP/r1" | grep -q '^[0-9]* 3 - node-b ' || fail "the last round should have 3 workers, rank 0 on node-b"
-epoch_lines wait | tail -n 1 | grep -q "^epoch=$((n - 1)) size=3 .*rank0=node-b " \
+epoch_lines wait | tail -n 1 | grep -q "^epoch=$((N - 1)) size=3 .*rank0=node-b " \
     || fail "the last epoch should end on 3 workers, rank 0 on node-b"
 
 assert_no_grep "$TMP/wait.err" "Traceback"
@@ -62,10 +49,7 @@ start_agent node-b 1
 submit short -np 3 --min-np 2 --max-np 3 --elastic-timeout 3 $PY_ENV -- --epochs 60 --step-delay-ms 30
 wait_epoch short 0 90
 [ "$(size_of short 0)" = 3 ] || fail "generation 1 should form with all 3 workers (in $RDZV_S s)"
-"$BIN/hvctl" --head "$HEAD" drain node-a >/dev/null || fail "drain node-a"
-wait_submit 60
-[ "$SUB_RC" -ne 0 ] || fail "the job should fail when min-np is not met within the elastic timeout"
-assert_grep "$TMP/short.err" "--min-np is 2, and the elastic timeout (3 s) passed" "hvsubmit must say why"
+fails_below_min short 2 60
 # A worker that was re-joining when the job ended raises HvError saying so (which worker, if
 # any, gets there first is a race); never NotInitializedError's "call hv.torch.init() first".
 assert_no_grep "$TMP/short.err" "call hv.torch.init() first"

@@ -9,10 +9,8 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/horovod/horovod.sh"
-hv_setup
 RDZV_S=60 # a worker that joins may take seconds to import torch on a loaded machine
-start_elastic_head
-start_agent node-a 1
+elastic_cluster 1 "node-a"
 TRAIN_ARGS="$HVD/pytorch_mnist_elastic.py --train-limit 1000 --test-limit 200"
 # shellcheck disable=SC2086 # PY_ENV: zero or more hvsubmit options
 submit rs -np 1 --min-np 1 --max-np 2 $PY_ENV -- --epochs 40 --step-delay-ms 40 \

@@ -6,10 +6,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/horovod/horovod.sh"
-hv_setup
-start_head
-start_agent node-a 2
-start_agent node-b 1
+hvd_cluster
 hvd_run join 3 pytorch_join.py --epochs 2
 hvd_lines join "join: " >&2
 assert_grep "$TMP/join.out" "join: epochs=2 last=2 steps=5,10,15 max_diff=[0-9.e-]* exact=1$"

@@ -7,10 +7,7 @@
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 . "$HV_SRC_DIR/tests/python/horovod/horovod.sh"
-hv_setup
-start_head
-start_agent node-a 2
-start_agent node-b 1
+hvd_cluster
 hvd_run obj 3 pytorch_objects.py
 hvd_lines obj "objects: " >&2
 assert_grep "$TMP/obj.out" "objects: ok size=3 hosts=2$"

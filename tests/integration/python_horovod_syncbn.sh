@@ -8,8 +8,7 @@
 . "$HV_SRC_DIR/tests/python/horovod/horovod.sh"
 hv_setup
 start_head
-start_agent node-a 1
-start_agent node-b 1
+start_agents 1 node-a node-b
 hvd_run sbn 2 pytorch_sync_batch_norm.py --steps 5
 hvd_lines sbn "syncbn: " >&2
 assert_grep "$TMP/sbn.out" "syncbn: steps=5 size=2 max_diff=[0-9.e-]* exact=1$"

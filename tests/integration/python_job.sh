@@ -8,35 +8,25 @@
 # refused before anything is placed; a script given without its interpreter is refused with the
 # hint. /usr/bin/python3 is the interpreter (Debian's python3-torch).
 . "$HV_SRC_DIR/tests/lib.sh"
-PY=/usr/bin/python3
-skip_without_torch
+python_env # PY_ENV: the sanitizer runtimes preloaded under the sanitizers
 JOB=$HV_SRC_DIR/tests/python/allreduce_job.py
-# Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
-# sanitizer runtimes preloaded (what worker_lib/python's tests do), leak detection off.
-PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = " " }')
-if [ -n "$PRE" ]; then
-    set -- --env "LD_PRELOAD=$PRE" --env "ASAN_OPTIONS=detect_leaks=0"
-else
-    set --
-fi
 hv_setup
 start_head
-start_agent node-a 1
-start_agent node-b 1
+start_agents 1 node-a node-b
 
 # 1. two ranks, one allreduce
-"$BIN/hvsubmit" -np 2 "$@" -- $PY "$JOB" >"$TMP/ok.out" 2>"$TMP/ok.err" || fail "python job: exit $?"
+"$BIN/hvsubmit" -np 2 $PY_ENV -- $PY "$JOB" >"$TMP/ok.out" 2>"$TMP/ok.err" || fail "python job: exit $?"
 assert_grep "$TMP/ok.out" "^\[0\]<stdout>:rank 0 size 2 sum 3$" "rank 0's line"
 assert_grep "$TMP/ok.out" "^\[1\]<stdout>:rank 1 size 2 sum 3$" "rank 1's line"
 "$BIN/hvctl" --head "$HEAD" jobs >"$TMP/jobs.out" || fail "hvctl jobs"
 assert_grep "$TMP/jobs.out" "allreduce_job.py" "the job is named after the script"
 
 # 2. the script's exit status is hvsubmit's, as for a binary
-"$BIN/hvsubmit" -np 2 "$@" -- $PY "$JOB" --exit 3 >"$TMP/x3.out" 2>"$TMP/x3.err"; ec=$?
+"$BIN/hvsubmit" -np 2 $PY_ENV -- $PY "$JOB" --exit 3 >"$TMP/x3.out" 2>"$TMP/x3.err"; ec=$?
 [ $ec -eq 3 ] || fail "script exiting 3: hvsubmit exit $ec, want 3"
 
 # 3. elastic flags: the job ends with the elastic summary line
-"$BIN/hvsubmit" -np 2 --min-np 1 --max-np 2 "$@" -- $PY "$JOB" >"$TMP/el.out" 2>"$TMP/el.err" \
+"$BIN/hvsubmit" -np 2 --min-np 1 --max-np 2 $PY_ENV -- $PY "$JOB" >"$TMP/el.out" 2>"$TMP/el.err" \
     || fail "elastic python job: exit $?"
 assert_grep "$TMP/el.out" "^\[1\]<stdout>:rank 1 size 2 sum 3$"
 assert_grep "$TMP/el.err" "generation" "the elastic summary line"
@@ -61,7 +51,7 @@ echo big >"$TMP/wd/data/big.txt"
 echo x >"$TMP/wd/.secret"
 ln -s pkg "$TMP/wd/lnk"
 printf '# data we do not ship\n*.bin\ndata/\npkg/sub/notes.txt\n' >"$TMP/wd/.hvignore"
-"$BIN/hvsubmit" -np 2 --workdir "$TMP/wd" "$@" -- $PY "$JOB" --helper --subpkg >"$TMP/wd.out" 2>"$TMP/wd.err" \
+"$BIN/hvsubmit" -np 2 --workdir "$TMP/wd" $PY_ENV -- $PY "$JOB" --helper --subpkg >"$TMP/wd.out" 2>"$TMP/wd.err" \
     || fail "--workdir job: exit $?"
 for r in 0 1; do
     assert_grep "$TMP/wd.out" "^\[$r\]<stdout>:rank $r helper hello allreduce_job.py,job_helper.py,keep.txt,pkg$" \
@@ -73,7 +63,7 @@ assert_grep "$TMP/wd.err" "1 link to a directory not followed (lnk)"
 
 # 5. a program this machine has on its PATH and the nodes do not
 mkdir "$TMP/localbin" && printf '#!/bin/sh\nexit 0\n' >"$TMP/localbin/hvinterp" && chmod +x "$TMP/localbin/hvinterp"
-PATH="$TMP/localbin:$PATH" "$BIN/hvsubmit" -np 1 "$@" -- hvinterp "$JOB" >"$TMP/nocmd.out" 2>"$TMP/nocmd.err"; ec=$?
+PATH="$TMP/localbin:$PATH" "$BIN/hvsubmit" -np 1 $PY_ENV -- hvinterp "$JOB" >"$TMP/nocmd.out" 2>"$TMP/nocmd.err"; ec=$?
 [ $ec -ne 0 ] || fail "a missing interpreter: exit 0"
 grep -Eq "node node-[ab] has no 'hvinterp' on PATH" "$TMP/nocmd.err" \
     || fail "a missing interpreter: no line naming the node and the program"
@@ -84,7 +74,7 @@ grep -Eq "node node-[ab] has no 'hvinterp' on PATH" "$TMP/nocmd.err" \
 # ... and a Python interpreter that no node has (each reports its own in the label hv.python):
 # refused before anything is uploaded or placed, naming every node and what it has
 "$BIN/hvctl" --head "$HEAD" jobs >"$TMP/jobs1.out"
-"$BIN/hvsubmit" -np 1 "$@" -- python3.99 "$JOB" >"$TMP/nopy.out" 2>"$TMP/nopy.err"; ec=$?
+"$BIN/hvsubmit" -np 1 $PY_ENV -- python3.99 "$JOB" >"$TMP/nopy.out" 2>"$TMP/nopy.err"; ec=$?
 [ $ec -eq 65 ] || fail "an interpreter no node has: exit $ec, want 65"
 grep -Eq "^hvsubmit: no node has 'python3.99' on its PATH \(node-[ab]: [^;]*python3[^;]*; node-[ab]: .*\): install it there" \
     "$TMP/nopy.err" || fail "an interpreter no node has: no line naming the nodes and what they have"
@@ -92,7 +82,7 @@ grep -Eq "^hvsubmit: no node has 'python3.99' on its PATH \(node-[ab]: [^;]*pyth
 cmp -s "$TMP/jobs1.out" "$TMP/jobs2.out" || fail "an interpreter no node has: a job was submitted"
 
 # 6. a node without torch (python3 -S: no site-packages): one line, exit 78, no stack trace
-"$BIN/hvsubmit" -np 1 "$@" -- $PY -S "$JOB" >"$TMP/notorch.out" 2>"$TMP/notorch.err"; ec=$?
+"$BIN/hvsubmit" -np 1 $PY_ENV -- $PY -S "$JOB" >"$TMP/notorch.out" 2>"$TMP/notorch.err"; ec=$?
 [ $ec -eq 78 ] || fail "a node without torch: exit $ec, want 78"
 grep -Eq "^\[0\]<stderr>:hv: node node-[ab] cannot import torch" "$TMP/notorch.err" \
     || fail "a node without torch: no line naming the node and torch"

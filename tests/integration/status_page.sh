@@ -13,12 +13,9 @@
 . "$HV_SRC_DIR/tests/elastic.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$CHROMIUM" ] || { echo "SKIP: no chromium (deploy/install-deps.sh installs Debian's chromium)"; exit 77; }
-hv_setup
 MPORT=$(free_port)
 PAGE="http://127.0.0.1:$MPORT"
-start_elastic_head "metrics:" "  listen: 127.0.0.1:$MPORT"
-start_agent node-a 2
-start_agent node-b 2
+elastic_cluster 2 "node-a node-b" "metrics:" "  listen: 127.0.0.1:$MPORT"
 
 submit kill -np 4 --min-np 2 --max-np 4 -- --epochs 2 --kill-at 1:0:0 --step-delay-ms 20
 wait_for 15 state_is 1 running || fail "job 1 did not start"

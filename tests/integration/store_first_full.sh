@@ -10,12 +10,7 @@
 # before node-b's death, once there is room again.
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
-mkdir -p "$TMP/data"
-if ! mount -t tmpfs -o size=24m,mode=0700 hvtest-data "$TMP/data" 2>"$TMP/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
-    exit 77
-fi
-trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+data_on_tmpfs 24m hvtest-data
 printf '99 1\n' >"$TMP/data/revoked_nodes" # as an older head kept them
 start_head
 [ -f "$TMP/data/revoked_nodes.imported" ] && [ ! -e "$TMP/data/revoked_nodes" ] \

@@ -28,7 +28,7 @@ assert_grep "$TMP/e5" "upload limit"
 # raise the limit (restart on the same data dir): -np beyond the cluster's slots is refused
 kill -TERM "$HEAD_PID"; wait "$HEAD_PID" 2>/dev/null
 sed -i 's/^max_upload: .*/max_upload: 64MiB/' "$TMP/head.yaml"
-port=${HEAD##*:}; sed -i "s/^listen: .*/listen: 127.0.0.1:$port/" "$TMP/head.yaml"
+pin_head_port
 start_head
 wait_for 10 sh -c "'$BIN/hvctl' --head '$HEAD' --json nodes | grep -q '\"alive\"'" || fail "agent did not re-attach"
 "$BIN/hvsubmit" -np 64 "$EX/hello" 2>"$TMP/e6"; ec=$?

@@ -5,12 +5,7 @@
 # whole directory, since uploads/ and artifacts/ must share a file system (a rename publishes).
 . "$HV_SRC_DIR/tests/lib.sh"
 hv_setup
-mkdir -p "$TMP/data"
-if ! mount -t tmpfs -o size=3m,mode=0700 hvtest-data "$TMP/data" 2>"$TMP/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"
-    exit 77
-fi
-trap 'umount -l "$TMP/data" 2>/dev/null; hv_cleanup' EXIT
+data_on_tmpfs 3m hvtest-data
 start_head
 start_agent node-a 1
 cp /bin/echo "$TMP/big" # a small ELF, padded (the builds' hello is 1 to 4 MiB)

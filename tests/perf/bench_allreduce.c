@@ -22,6 +22,7 @@
 #include <hv/hv.h>
 
 #include "bench_common.h"
+#include "bench_hv.h"
 
 #ifdef HV_BENCH_CUDA
 #include <cuda_runtime_api.h>

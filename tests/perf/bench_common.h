@@ -197,17 +197,4 @@ static inline int bench_launch(int n, char **argv, const char *prefix) {
     return failed;
 }
 
-#ifdef HV_HV_H
-/* A libhv call's result: 0 when HV_OK, else -1 after printing the rank, what and libhv's words. */
-static inline int bench_check(hv_err rc, const char *what) {
-    if (rc != HV_OK) {
-        char detail[512];
-        fprintf(stderr, "rank %d: %s: %s (%s)\n", hv_rank(), what, hv_strerror(rc),
-                hv_last_error(detail, sizeof(detail)));
-        return -1;
-    }
-    return 0;
-}
-#endif
-
 #endif

@@ -53,3 +53,89 @@ start_agent() { # NAME
      echo $! >"$D/agent-$1.pid")
     PIDS="$PIDS $(cat "$D/agent-$1.pid")"
 }
+
+# ---- The node-loss benchmarks' cluster (bench_node_loss.sh, bench_lone_loss.sh,
+# bench_silent_loss.sh, soak_silent.sh) ----
+
+# bench_head HB_MS LEASE_MS [yaml lines...]: a head ($HEAD_BIN, else $BIN/hvhead) on a loopback
+# port with its data in $D/data, token bench-token, the heartbeat and lease given and the extra
+# yaml lines; sets HEAD and the CLIs' HV_TOKEN_FILE.
+bench_head() {
+    local hb=$1 lease=$2 l
+    shift 2
+    {
+        echo "cluster_name: bench"
+        echo "listen: 127.0.0.1:0"
+        echo "data_dir: $D/data"
+        echo "token: bench-token"
+        echo "heartbeat_ms: $hb"
+        echo "lease_ms: $lease"
+        echo "kill_grace_ms: 1000"
+        echo "log_level: notice"
+        for l in "$@"; do echo "$l"; done
+    } >"$D/head.yaml"
+    export HV_TOKEN_FILE="$D/data/client.token" # the CLIs' credential, written by the head
+    "${HEAD_BIN:-$BIN/hvhead}" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
+    PIDS="$PIDS $!"
+    disown $!
+    wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; cat "$D/head.err" >&2; exit 1; }
+    HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
+}
+
+# join_agents NAME...: start_agent each, then wait until each has joined.
+join_agents() {
+    local n
+    for n in "$@"; do start_agent "$n"; done
+    for n in "$@"; do
+        wait_for 20 grep -q joined "$D/agent-$n.out" || { echo "agent $n did not join" >&2; exit 1; }
+    done
+}
+
+# bench_job N SECONDS [bench_elastic options...]: tests/perf/bench_elastic (a 1 MiB model, 5 ms
+# between steps) as an elastic job -np N --min-np 1 --max-np N on $HEAD, hvsubmit run under
+# ${IN_NS[@]} (e.g. ip netns exec NAME; none unless set) with the options ${SUB_OPTS[@]} (e.g.
+# --env K=V); its output in $D/sub.out and sub.err, its pid in SUB; waits until N workers stepped.
+bench_job() {
+    local n=$1 secs=$2
+    shift 2
+    "${IN_NS[@]}" "$BIN/hvsubmit" --head "$HEAD" -np "$n" --min-np 1 --max-np "$n" --max-resets 100000 \
+        "${SUB_OPTS[@]}" "$BIN/bench_elastic" --model $((1 << 20)) --seconds "$secs" --step-ms 5 "$@" \
+        >"$D/sub.out" 2>"$D/sub.err" &
+    SUB=$!
+    PIDS="$PIDS $SUB"
+    disown $SUB
+    wait_for 60 full_size_above 0 "$n" || { echo "N=$n: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+}
+IN_NS=()
+SUB_OPTS=()
+
+# kill_node NAME G: SIGKILLs node NAME's agent and its workers together and marks the kill (time,
+# generation G) in $D/marks.
+kill_node() {
+    local victims t
+    victims="$(cat "$D/agent-$1.pid") $(node_workers "$1")"
+    t=$(now_ms)
+    # shellcheck disable=SC2086 # pids: one word each
+    kill -KILL $victims
+    echo "kill $t $2 $1" >>"$D/marks"
+}
+
+# netns_bench PREFIX NET N: hosts in network namespaces (tests/netns_lib.sh's netns_hosts, removed
+# on exit) for a head and N agents; exits 77 where that is not permitted. Sets P and H (the head's
+# address there).
+netns_bench() {
+    P=$1
+    # shellcheck disable=SC2064 # the names are fixed now
+    trap "netns_clean $1 $3; cleanup" EXIT
+    netns_hosts "$1" "$2" "$3" || { echo "cannot create network namespaces (root and ip netns needed)" >&2; exit 77; }
+    H=$2.1:7000
+    HEAD=$H
+    IN_NS=(ip netns exec "${1}h")
+}
+
+# new_run: the next run's directory, D=$TMP/runN (RUN counts the runs).
+new_run() {
+    RUN=$((${RUN:-0} + 1))
+    D=$TMP/run$RUN
+    mkdir -p "$D"
+}

@@ -44,34 +44,10 @@ copy_gen() { # the generation of the head's newest copy of job 1 (0: none)
         /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("copy", {}).get("generation", 0))'
 }
 copy_of() { [ "$(copy_gen)" -ge "$1" ]; }
-{
-    echo "cluster_name: bench"
-    echo "listen: 127.0.0.1:0"
-    echo "data_dir: $D/data"
-    echo "token: bench-token"
-    echo "heartbeat_ms: 1000"
-    echo "lease_ms: $LEASE_MS"
-    echo "kill_grace_ms: 1000"
-    echo "log_level: notice"
-} >"$D/head.yaml"
-export HV_TOKEN_FILE="$D/data/client.token"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-"$HEAD_BIN" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
-PIDS="$PIDS $!"
-disown $!
-wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; cat "$D/head.err" >&2; exit 1; }
-HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
-start_agent n1
-start_agent n2
-for n in n1 n2; do
-    wait_for 20 grep -q joined "$D/agent-$n.out" || { echo "agent $n did not join" >&2; exit 1; }
-done
-"$BIN/hvsubmit" --head "$HEAD" -np 1 --min-np 1 --max-np 1 --max-resets 100000 \
-    "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
-SUB=$!
-PIDS="$PIDS $SUB"
-disown $SUB
-wait_for 60 gen_above 0 || { echo "the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+bench_head 1000 "$LEASE_MS"
+join_agents n1 n2
+bench_job 1 3600
 : >"$D/marks"
 for r in $(seq 1 "$TRIALS"); do
     g=$(max_gen)
@@ -79,11 +55,7 @@ for r in $(seq 1 "$TRIALS"); do
     node=""
     for n in n1 n2; do [ -n "$(node_workers $n)" ] && node=$n; done
     [ -n "$node" ] || { echo "no node runs the worker" >&2; exit 1; }
-    victims="$(cat "$D/agent-$node.pid") $(node_workers "$node")"
-    t=$(now_ms)
-    # shellcheck disable=SC2086
-    kill -KILL $victims
-    echo "kill $t $g $node" >>"$D/marks"
+    kill_node "$node" "$g"
     wait_for $((LEASE_MS / 1000 + 60)) gen_above "$g" || { echo "no step after the kill of $node" >&2; tail "$D/sub.err" >&2; exit 1; }
     start_agent "$node" # a new agent takes the name over, for the next trial
     wait_for 20 grep -q "joined" "$D/agent-$node.out" || true
@@ -92,34 +64,24 @@ done
 "$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
 {
     echo "lone member's node SIGKILLed -> next completed step, ms; heartbeat 1 s, lease $LEASE_MS ms, grace 500 ms; head $HEAD_BIN; $(nproc) cores; load average before $LOAD0, after $(cut -d' ' -f1-3 /proc/loadavg)"
-    /usr/bin/python3 - "$D" <<'PY'
-import json, re, statistics, sys
+    PYTHONPATH="$SRC/tests/perf" /usr/bin/python3 - "$D" <<'PY'
+import sys
+from loss_marks import events, first_steps, losses, mm, round_times
 D = sys.argv[1]
-steps = {}
-for l in open(D + "/sub.out"):
-    m = re.search(r"BENCH step (\d+) gen=(\d+)", l)
-    if m:
-        t, g = int(m.group(1)), int(m.group(2))
-        steps[g] = min(steps.get(g, t), t)
-ev = json.load(open(D + "/events.json"))["events"]
+steps = first_steps(D)
+ev = events(D)
 resumes = [e for e in ev if e["kind"] == "job.resume"]
-closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+closed = round_times(ev, "round.close")
 lat, res, rest, join, load = [], [], [], [], []
-for kind, t, g, node in (l.split() for l in open(D + "/marks")):
-    t, g = int(t), int(g)
-    later = sorted(x for x in steps if x > g)
-    if not later:
-        continue
-    lat.append(steps[later[0]] - t)
+for t, node, ng in losses(D, steps):
+    lat.append(steps[ng] - t)
     r = [e["time_ms"] for e in resumes if e["time_ms"] >= t]
     if r:
         res.append(r[0] - t)
-        rest.append(steps[later[0]] - r[0])
-        if later[0] in closed:
-            join.append(closed[later[0]] - r[0])
-            load.append(steps[later[0]] - closed[later[0]])
-def mm(v):
-    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
+        rest.append(steps[ng] - r[0])
+        if ng in closed:
+            join.append(closed[ng] - r[0])
+            load.append(steps[ng] - closed[ng])
 print("trials  kill->step(med max)  resume(med max)   rest(med max)   (start+join  fetch+step)")
 print("%5d   %s        %s     %s    (%s  %s)" % (len(lat), mm(lat), mm(res), mm(rest), mm(join),
                                               mm(load)))

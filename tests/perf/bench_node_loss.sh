@@ -44,74 +44,33 @@ HEAD_BIN=${HEAD_BIN:-$BIN/hvhead}
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
-RUN=0
 for N in $SIZES; do
-    RUN=$((RUN + 1))
-    D=$TMP/run$RUN
-    mkdir -p "$D"
-    {
-        echo "cluster_name: bench"
-        echo "listen: 127.0.0.1:0"
-        echo "data_dir: $D/data"
-        echo "token: bench-token"
-        echo "heartbeat_ms: 200"
-        echo "lease_ms: $LEASE_MS"
-        [ -n "$GRACE_MS" ] && echo "suspect_grace_ms: $GRACE_MS"
-        echo "kill_grace_ms: 1000"
-        echo "log_level: notice"
-        echo "elastic:"
-        echo "  rendezvous_timeout_s: 60"
-        echo "  blacklist_cooldown_s: 1"
-        echo "  blacklist_max_cooldown_s: 2"
-        echo "  blacklist_max_strikes: 0"
-    } >"$D/head.yaml"
-    export HV_TOKEN_FILE="$D/data/client.token" # the CLIs' credential, written by the head
-    "$HEAD_BIN" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &
-    PIDS="$PIDS $!"
-    wait_for 10 grep -q 'listening on' "$D/head.out" || { echo "head did not start" >&2; cat "$D/head.err" >&2; exit 1; }
-    HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$D/head.out")
-    for i in $(seq 1 "$N"); do start_agent "n$i"; done
-    for i in $(seq 1 "$N"); do
-        wait_for 20 grep -q joined "$D/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
-    done
-    "$BIN/hvsubmit" --head "$HEAD" -np "$N" --min-np 1 --max-np "$N" --max-resets 100000 \
-        "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
-    SUB=$!
-    PIDS="$PIDS $SUB"
-    wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+    new_run
+    bench_head 200 "$LEASE_MS" ${GRACE_MS:+"suspect_grace_ms: $GRACE_MS"} "elastic:" \
+        "  rendezvous_timeout_s: 60" "  blacklist_cooldown_s: 1" "  blacklist_max_cooldown_s: 2" \
+        "  blacklist_max_strikes: 0"
+    # shellcheck disable=SC2046 # the names n1..nN
+    join_agents $(seq -f "n%g" 1 "$N")
+    bench_job "$N" 3600
     : >"$D/marks"
     for r in $(seq 1 "$LOSSES"); do
         g=$(max_gen)
         node="n$(( RANDOM % N + 1 ))"
-        victims="$(cat "$D/agent-$node.pid") $(node_workers "$node")"
-        t=$(now_ms)
-        # shellcheck disable=SC2086
-        kill -KILL $victims
-        echo "kill $t $g $node" >>"$D/marks"
+        kill_node "$node" "$g"
         wait_for $(( LEASE_MS / 1000 + 60 )) gen_above "$g" || { echo "N=$N: no round after a node loss" >&2; exit 1; }
         start_agent "$node" # a new agent takes the name over; the job grows back onto it
         wait_for 60 full_size_above "$g" "$N" || { echo "N=$N: the job did not grow back" >&2; tail "$D/sub.err" >&2; exit 1; }
     done
     "$BIN/hvctl" --head "$HEAD" events --job 1 --json --limit 100000 >"$D/events.json"
-    /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
-import json, re, statistics, sys
+    PYTHONPATH="$SRC/tests/perf" /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
+import sys
+from loss_marks import events, first_steps, losses, mm, round_times
 N, D, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-steps = {}
-for l in open(D + "/sub.out"):
-    m = re.search(r"BENCH step (\d+) gen=(\d+)", l)
-    if m:
-        t, g = int(m.group(1)), int(m.group(2))
-        steps[g] = min(steps.get(g, t), t)
-ev = json.load(open(D + "/events.json"))["events"]
-opened = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.open"}
-closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+steps = first_steps(D)
+ev = events(D)
+opened, closed = round_times(ev, "round.open"), round_times(ev, "round.close")
 lat, det, rnd, rest = [], [], [], []
-for kind, t, g, node in (l.split() for l in open(D + "/marks")):
-    t, g = int(t), int(g)
-    later = sorted(x for x in steps if x > g)
-    if not later:
-        continue
-    ng = later[0]
+for t, node, ng in losses(D, steps):
     lat.append(steps[ng] - t)
     if ng in opened:
         det.append(opened[ng] - t)
@@ -119,8 +78,6 @@ for kind, t, g, node in (l.split() for l in open(D + "/marks")):
         rnd.append(closed[ng] - opened[ng])
     if ng in closed:
         rest.append(steps[ng] - closed[ng])
-def mm(v):
-    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
 row = "%3d  %3d  %s  %s  %s  %s" % (N, len(lat), mm(lat), mm(det), mm(rnd), mm(rest))
 open(out, "a").write(row + "\n")
 print(row, flush=True)

@@ -39,29 +39,18 @@ done
 BENCH_TMP_PREFIX=hvsilent
 . "$(dirname "$0")/bench_lib.sh"
 . "$SRC/tests/netns_lib.sh"
-P=hvb$$
 NMAX=0
 for N in $SIZES; do [ "$N" -gt "$NMAX" ] && NMAX=$N; done
-trap 'netns_clean $P $NMAX; cleanup' EXIT
-netns_hosts $P 10.204.0 "$NMAX" || { echo "cannot create network namespaces (root and ip netns needed)" >&2; exit 77; }
-H=10.204.0.1:7000
+netns_bench hvb$$ 10.204.0 "$NMAX"
+SUB_OPTS=("${ENVS[@]}")
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
-RUN=0
 for N in $SIZES; do
-    RUN=$((RUN + 1))
-    D=$TMP/run$RUN
-    mkdir -p "$D"
+    new_run
     netns_cluster "$D" $P 10.204.0 "$N" "elastic:" "  rendezvous_timeout_s: 60" \
         "  blacklist_cooldown_s: 1" "  blacklist_max_cooldown_s: 2" "  blacklist_max_strikes: 0" || exit 1
-    ip netns exec ${P}h "$BIN/hvsubmit" --head $H -np "$N" --min-np 1 --max-np "$N" \
-        --max-resets 100000 "${ENVS[@]}" "$BIN/bench_elastic" --model $((1 << 20)) --seconds 3600 \
-        --step-ms 5 >"$D/sub.out" 2>"$D/sub.err" &
-    SUB=$!
-    PIDS="$PIDS $SUB"
-    disown $SUB
-    wait_for 60 full_size_above 0 "$N" || { echo "N=$N: the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+    bench_job "$N" 3600
     : >"$D/marks"
     for r in $(seq 1 "$TRIALS"); do
         sleep 2 # heartbeats flow on every link of the newest ring
@@ -76,25 +65,16 @@ for N in $SIZES; do
             { echo "N=$N: the job did not grow back" >&2; tail "$D/sub.err" >&2; exit 1; }
     done
     ip netns exec ${P}h "$BIN/hvctl" --head $H events --json --limit 100000 >"$D/events.json"
-    /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
-import json, re, statistics, sys
+    PYTHONPATH="$SRC/tests/perf" /usr/bin/python3 - "$N" "$D" "$RESULTS" <<'PY'
+import sys
+from loss_marks import events, first_steps, losses, mm, round_times
 N, D, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-steps = {}
-for l in open(D + "/sub.out"):
-    m = re.search(r"BENCH step (\d+) gen=(\d+) size=(\d+)", l)
-    if m:
-        t, g = int(m.group(1)), int(m.group(2))
-        steps[g] = min(steps.get(g, t), t)
-ev = json.load(open(D + "/events.json"))["events"]
-closed = {e["data"]["generation"]: e["time_ms"] for e in ev if e["kind"] == "round.close"}
+steps = first_steps(D)
+ev = events(D)
+closed = round_times(ev, "round.close")
 suspects = [e for e in ev if e["kind"] == "node.suspect"]
 lat, det, rnd, rest, evid = [], [], [], [], {}
-for kind, t, g, node in (l.split() for l in open(D + "/marks")):
-    t, g = int(t), int(g)
-    later = sorted(x for x in steps if x > g)
-    if not later:
-        continue
-    ng = later[0]
+for t, node, ng in losses(D, steps):
     lat.append(steps[ng] - t)
     s = [e for e in suspects if e["time_ms"] >= t and e["node"] == node]
     if s:
@@ -105,8 +85,6 @@ for kind, t, g, node in (l.split() for l in open(D + "/marks")):
             rnd.append(closed[ng] - s[0]["time_ms"])
     if ng in closed:
         rest.append(steps[ng] - closed[ng])
-def mm(v):
-    return ("%6.0f %6.0f" % (statistics.median(v), max(v))) if v else "     -      -"
 ev_s = ",".join("%s:%d" % kv for kv in sorted(evid.items())) or "-"
 row = "%3d  %3d  %s  %s  %s  %s  %s" % (N, len(lat), mm(lat), mm(det), mm(rnd), mm(rest), ev_s)
 open(out, "a").write(row + "\n")

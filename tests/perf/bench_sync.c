@@ -26,6 +26,7 @@
 #include <hv/hv.h>
 
 #include "bench_common.h"
+#include "bench_hv.h"
 
 static void row(const char *kind, size_t bytes, double secs) {
     printf("ROW %s %zu %.1f %.3f\n", kind, bytes, secs * 1e6, secs > 0 ? bytes / secs / 1e9 : 0);

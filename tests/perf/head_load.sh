@@ -56,16 +56,7 @@ mem_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 cpu_pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v hz="$HZ" \
     'BEGIN {printf "%.1f", (y - x) / hz / (b - a) * 100}'; }
 
-# wait_for SECONDS CMD...: polls CMD every 0.1 s; returns 1 on timeout.
-wait_for() {
-    secs=$1; shift
-    i=0
-    while [ $i -lt $((secs * 10)) ]; do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+. "$SRC/tests/wait_for.sh" # wait_for SECONDS CMD...
 
 stop_pid() { # PID: TERM, then KILL after 5 s
     kill -TERM "$1" 2>/dev/null || return 0

@@ -39,19 +39,11 @@ done
 BENCH_TMP_PREFIX=hvsoak
 . "$(dirname "$0")/bench_lib.sh"
 . "$SRC/tests/netns_lib.sh"
-P=hvk$$
-trap 'netns_clean $P $WORKERS; cleanup' EXIT
-netns_hosts $P 10.205.0 "$WORKERS" || { echo "cannot create network namespaces (root and ip netns needed)" >&2; exit 77; }
-H=10.205.0.1:7000
+netns_bench hvk$$ 10.205.0 "$WORKERS"
 D=$TMP
 netns_cluster "$D" $P 10.205.0 "$WORKERS" || exit 1
-ip netns exec ${P}h "$BIN/hvsubmit" --head $H -np "$WORKERS" --min-np 1 --max-np "$WORKERS" \
-    --max-resets 100000 "${ENVS[@]}" "$BIN/bench_elastic" --model $((1 << 20)) --seconds 86400 \
-    --step-ms 5 --compute-ms "$COMPUTE_MS" >"$D/sub.out" 2>"$D/sub.err" &
-SUB=$!
-PIDS="$PIDS $SUB"
-disown $SUB
-wait_for 60 full_size_above 0 "$WORKERS" || { echo "the job did not start" >&2; tail "$D/sub.err" >&2; exit 1; }
+SUB_OPTS=("${ENVS[@]}")
+bench_job "$WORKERS" 86400 --compute-ms "$COMPUTE_MS"
 END=$(( $(now_ms) + MINUTES * 60000 ))
 for k in $(seq 1 "$HOGS"); do
     # A busy loop that ends by itself at the end of the run (and with the script's cleanup).

@@ -62,15 +62,7 @@ die() {
     exit 1
 }
 
-wait_for() { # SECONDS CMD...
-    secs=$1; shift
-    i=0
-    while [ $i -lt $((secs * 10)) ]; do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+. "$SRC/tests/wait_for.sh" # wait_for SECONDS CMD...
 
 need_bins() {
     missing=""

@@ -5,17 +5,12 @@
 # elastic_train: `hvsubmit ... -- /usr/bin/python3 elastic_scenario.py ARGS`.
 # shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
 
-PY=/usr/bin/python3
-skip_without_torch
-TRAIN=$PY
+python_env
 # 1024 synthetic samples in 16 steps of a global batch of 64; 512 test samples.
 TRAIN_ARGS="$HV_SRC_DIR/tests/python/elastic_scenario.py --train-limit 1024 --test-limit 512 --batch 64"
-# Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
-# sanitizer runtimes preloaded (as tests/python/train_fmnist.sh does), leak detection off.
-PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
+# Under the sanitizers the reference run (no head) loads libhv.so with $PRE preloaded (python_env).
 # PY_ENV also ships examples/python/train_fmnist.py, whose training loop the program imports.
-PY_ENV="--file $HV_SRC_DIR/examples/python/train_fmnist.py"
-[ -n "$PRE" ] && PY_ENV="$PY_ENV --env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+PY_ENV="--file $HV_SRC_DIR/examples/python/train_fmnist.py $PY_ENV"
 
 # epoch_lines NAME: the epoch lines without the log prefix; from $TMP/NAME.epochs when the run
 # wrote them there too (--epoch-log: see elastic.sh's epoch_lines).
@@ -53,4 +48,14 @@ wait_next_epoch() {
     local n; n=$(grep -c "elastic_scenario: epoch=" "$TMP/$1.out")
     while_running "${2:-60}" lines_at_least "$TMP/$1.out" "elastic_scenario: epoch=" $((n + 1)) \
         || fail "$1: no epoch ended after the first $n"
+}
+
+# stopped_exact NAME WHAT: waits for run NAME (stopped by its --stop-file, before its 60 epochs),
+# which must end 0 (else fails: WHAT); every epoch it trained exact. Sets N, the epochs trained.
+stopped_exact() {
+    ended_ok 90 "$2"
+    epoch_lines "$1" >&2
+    N=$(done_epochs "$1")
+    [ -n "$N" ] && [ "$N" -lt 60 ] || fail "the run should end at its stop file (done epochs: '$N')"
+    check_exact "$1" "$N"
 }

@@ -10,21 +10,15 @@
 # HV_CLUSTER (tag value, default hv).
 # The credential travels in the user data: it admits this one instance once, and the boot script
 # moves it to a 0600 file and does not keep it in the environment.
-set -eu
-name=$1 type=$2 head=$3 token_file=$4 slots=$5
-var=HV_AWS_INSTANCE_TYPE_$(printf %s "$type" | tr -c 'A-Za-z0-9\n' _)
-itype=$(eval "printf %s \"\${$var:-}\"")
-[ -n "$itype" ] || { echo "set $var to the EC2 instance type of node type $type" >&2; exit 2; }
-token=$(cat "$token_file")
-ud=$(mktemp)
-trap 'rm -f "$ud"' EXIT
-cat >"$ud" <<USERDATA
+. "$(dirname "$0")/../spot_common.sh" # set -eu; name type head token_file slots; TOKEN, BOOT
+itype=$(node_type_value HV_AWS_INSTANCE_TYPE_ "$type" "EC2 instance type")
+cat >"$BOOT" <<USERDATA
 #!/bin/sh
 set -eu
 mkdir -p /opt/hv /var/lib/hv && chmod 700 /var/lib/hv
 curl -fsSL '$HV_BUNDLE_URL' | tar -xz -C /opt/hv
 umask 077
-printf '%s\n' '$token' >/var/lib/hv/enroll.token
+printf '%s\n' '$TOKEN' >/var/lib/hv/enroll.token
 # the spot notice (IMDSv2): two minutes before the reclaim, drain the node
 cat >/usr/local/sbin/hv-spot-watch <<'WATCH'
 #!/bin/sh
@@ -46,4 +40,4 @@ aws ec2 run-instances --count 1 --image-id "$HV_AWS_AMI" --instance-type "$itype
     --instance-market-options 'MarketType=spot,SpotOptions={SpotInstanceType=one-time,InstanceInterruptionBehavior=terminate}' \
     --metadata-options 'HttpTokens=required' \
     --tag-specifications "ResourceType=instance,Tags=[{Key=Name,Value=$name},{Key=hv-cluster,Value=${HV_CLUSTER:-hv}}]" \
-    --user-data "file://$ud" --query 'Instances[0].InstanceId' --output text
+    --user-data "file://$BOOT" --query 'Instances[0].InstanceId' --output text

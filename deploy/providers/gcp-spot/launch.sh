@@ -6,21 +6,15 @@
 # HV_GCP_MACHINE_spot_a=g2-standard-4), HV_BUNDLE_URL, HV_CLUSTER (label, default hv).
 # Preemption: Compute Engine gives 30 s and shuts the VM down through ACPI; systemd sends the
 # agent SIGTERM, which the agent turns into a drain (--drain-deadline 25).
-set -eu
-name=$1 type=$2 head=$3 token_file=$4 slots=$5
-var=HV_GCP_MACHINE_$(printf %s "$type" | tr -c 'A-Za-z0-9\n' _)
-mtype=$(eval "printf %s \"\${$var:-}\"")
-[ -n "$mtype" ] || { echo "set $var to the machine type of node type $type" >&2; exit 2; }
-token=$(cat "$token_file")
-ss=$(mktemp)
-trap 'rm -f "$ss"' EXIT
-cat >"$ss" <<STARTUP
+. "$(dirname "$0")/../spot_common.sh" # set -eu; name type head token_file slots; TOKEN, BOOT
+mtype=$(node_type_value HV_GCP_MACHINE_ "$type" "machine type")
+cat >"$BOOT" <<STARTUP
 #!/bin/sh
 set -eu
 [ -x /opt/hv/hvagent ] || { mkdir -p /opt/hv && curl -fsSL '$HV_BUNDLE_URL' | tar -xz -C /opt/hv; }
 mkdir -p /var/lib/hv && chmod 700 /var/lib/hv
 umask 077
-[ -f /var/lib/hv/enroll.token ] || printf '%s\n' '$token' >/var/lib/hv/enroll.token
+[ -f /var/lib/hv/enroll.token ] || printf '%s\n' '$TOKEN' >/var/lib/hv/enroll.token
 cat >/etc/systemd/system/hvagent.service <<UNIT
 [Unit]
 Description=hv agent
@@ -39,4 +33,4 @@ gcloud compute instances create "$name" --zone "$HV_GCP_ZONE" --machine-type "$m
     --image-family "$HV_GCP_IMAGE" --image-project debian-cloud \
     --provisioning-model SPOT --instance-termination-action DELETE \
     --labels "hv-cluster=${HV_CLUSTER:-hv}" \
-    --metadata-from-file "startup-script=$ss" --format 'value(name)' --quiet
+    --metadata-from-file "startup-script=$BOOT" --format 'value(name)' --quiet

@@ -5,16 +5,10 @@
 # through elastic.sh's submit and wait_submit.
 # shellcheck disable=SC2034 # TRAIN, TRAIN_ARGS, PY_ENV: read by elastic.sh and the tests
 
-PY=/usr/bin/python3
-skip_without_torch
+python_env
 HVD=$HV_SRC_DIR/tests/python/horovod
-TRAIN=$PY
-# Under the sanitizers libhv.so is instrumented: the uninstrumented interpreter loads it with the
-# sanitizer runtimes preloaded (as tests/python/train_fmnist.sh does), leak detection off.
-PRE=$(ldd "$BIN/../lib/libhv.so" 2>/dev/null | awk '/lib(a|ub)san/ { printf "%s%s", s, $3; s = ":" }')
 # PY_ENV ships examples/python/train_fmnist.py too: the Fashion-MNIST reader the scripts import.
-PY_ENV="--file $HV_SRC_DIR/examples/python/train_fmnist.py"
-[ -n "$PRE" ] && PY_ENV="$PY_ENV --env LD_PRELOAD=$PRE --env ASAN_OPTIONS=detect_leaks=0"
+PY_ENV="--file $HV_SRC_DIR/examples/python/train_fmnist.py $PY_ENV"
 
 # hvd_lines NAME PREFIX: rank 0's lines starting with PREFIX, without the log prefix.
 hvd_lines() { sed -n "s/^\[[0-9]*\]<stdout>:$2/$2/p" "$TMP/$1.out"; }
@@ -28,4 +22,12 @@ hvd_run() {
     submit "$name" -np "$np" $PY_ENV -- "$@"
     wait_submit 120
     [ "$SUB_RC" -eq 0 ] || fail "$script on $np ranks: hvsubmit exit $SUB_RC"
+}
+
+# hvd_cluster: hv_setup, a head, and node-a (2 slots) and node-b (1 slot): 3 ranks on 2 hosts.
+hvd_cluster() {
+    hv_setup
+    start_head
+    start_agent node-a 2
+    start_agent node-b 1
 }
