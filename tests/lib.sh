@@ -220,3 +220,10 @@ start_metrics_head() {
     MPORT=$(free_port)
     start_head "metrics:" "  listen: 127.0.0.1:$MPORT" "$@"
 }
+
+# keeper_addr NODE: the address of NODE's agent's Keeper service (the state copies it keeps for
+# other nodes' jobs), from the agent's own log line; "" when it keeps none (waits up to 10 s).
+keeper_addr() {
+    wait_for 10 grep -q 'HV-AGENT-KEEPER: keeps' "$TMP/agent-$1.err" || return 0
+    sed -n 's/.*HV-AGENT-KEEPER: keeps .* copies at \([^ ,]*\).*/\1/p' "$TMP/agent-$1.err" | head -n 1
+}

@@ -38,6 +38,10 @@ start_agent node-a 1 --labels host=node-a
 leak quick
 wait_for 20 sh -c "'$BIN/hvctl' --head '$HEAD' jobs | grep -q succeeded" || fail "the quick job did not end"
 export HV_HOSTILE_DEAD_SECRET="$(cat "$DROP/quick")"
+# node-a's Keeper service (an agent's, for other nodes' state copies) gets the same calls
+HV_HOSTILE_KEEPER=$(keeper_addr node-a)
+[ -n "$HV_HOSTILE_KEEPER" ] || fail "node-a's agent announced no Keeper address"
+export HV_HOSTILE_KEEPER
 /usr/bin/python3 "$HV_SRC_DIR/tests/tools/hostile_client.py" "$HEAD" "$HV_SRC_DIR/proto/hv.proto" \
     "$HV_TOKEN_FILE" "$TOKEN" >"$TMP/hostile.out" 2>&1 || {
     grep FAIL "$TMP/hostile.out" >&2
