@@ -2133,11 +2133,52 @@ int hv_cli_resize_cause(const char *kind, const char *data) {
     return HV_CLI_RESIZE_CAUSES - 1;
 }
 
-void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs, Hvpb__V1__Event *const *ev,
+/* The row of out->ns that namespace name counts in (policy: the rows are the policy's, an unlisted
+ * name counts in "default"); a new row, or NULL when the table is full (a policy row left out is
+ * counted in ns_more by the caller). */
+static hv_cli_fleet_ns_t *fleet_ns_of(hv_cli_fleet_t *out, const char *name, int policy) {
+    const char *n = name != NULL && name[0] != '\0' ? name : "default";
+    hv_cli_fleet_ns_t *def = NULL;
+    for (size_t i = 0; i < out->nns; i++) {
+        if (strcmp(out->ns[i].name, n) == 0) {
+            return &out->ns[i];
+        }
+        def = strcmp(out->ns[i].name, "default") == 0 ? &out->ns[i] : def;
+    }
+    if (policy && def != NULL) {
+        return def; /* not listed: the policy counts it in "default" */
+    }
+    if (out->nns >= HV_CLI_FLEET_NS) {
+        return NULL;
+    }
+    hv_cli_fleet_ns_t *r = &out->ns[out->nns++];
+    memset(r, 0, sizeof(*r));
+    r->name = n;
+    return r;
+}
+
+/* Element i of a NamespaceShare resource list (slots first), 0 when absent. */
+static uint64_t fleet_res(const uint64_t *v, size_t n, size_t i) { return i < n ? v[i] : 0; }
+
+void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs,
+                        Hvpb__V1__NamespaceShare *const *ns, size_t nns, Hvpb__V1__Event *const *ev,
                         size_t nev, size_t limit, uint64_t now_ms, uint64_t window_ms,
                         hv_cli_fleet_t *out) {
     memset(out, 0, sizeof(*out));
     out->window_ms = window_ms;
+    for (size_t i = 0; i < nns; i++) {
+        const Hvpb__V1__NamespaceShare *p = ns[i];
+        hv_cli_fleet_ns_t *r = p != NULL ? fleet_ns_of(out, p->name, 0) : NULL;
+        if (r == NULL) {
+            out->ns_more += p != NULL;
+            continue;
+        }
+        r->policy = 1;
+        r->used = fleet_res(p->used, p->n_used, 0);
+        r->borrowed = fleet_res(p->borrowed, p->n_borrowed, 0);
+        r->quota = fleet_res(p->quota, p->n_quota, 0);
+        r->share_pm = p->share_pm;
+    }
     for (size_t i = 0; i < njobs; i++) {
         const Hvpb__V1__JobView *v = jobs[i];
         if (v == NULL) {
@@ -2145,16 +2186,22 @@ void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs, Hvpb__V1__
         }
         Hvpb__V1__JobState js = hv_cli_job_state(v);
         int preempted = v->fleet_reason != NULL && strcmp(v->fleet_reason, "preempted") == 0;
-        if (js == HVPB__V1__JOB_STATE__JOB_STATE_RUNNING ||
-            js == HVPB__V1__JOB_STATE__JOB_STATE_PLACING) {
+        int run = js == HVPB__V1__JOB_STATE__JOB_STATE_RUNNING ||
+                  js == HVPB__V1__JOB_STATE__JOB_STATE_PLACING;
+        int wait = js == HVPB__V1__JOB_STATE__JOB_STATE_PENDING;
+        uint64_t workers = v->elastic ? v->size : v->np;
+        if (run) {
             out->running++;
-            out->workers += v->elastic ? v->size : v->np;
-        } else if (js == HVPB__V1__JOB_STATE__JOB_STATE_PENDING) {
-            if (preempted) {
-                out->preempted++;
-            } else {
-                out->waiting++;
-            }
+            out->workers += workers;
+        } else if (wait) {
+            out->preempted += (uint32_t)preempted;
+            out->waiting += (uint32_t)!preempted;
+        }
+        hv_cli_fleet_ns_t *r = run || wait ? fleet_ns_of(out, v->namespace_, nns > 0) : NULL;
+        if (r != NULL) {
+            r->jobs += (uint32_t)run;
+            r->workers += run ? workers : 0;
+            r->waiting += (uint32_t)wait;
         }
     }
     uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
@@ -2168,6 +2215,14 @@ void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs, Hvpb__V1__
     }
 }
 
+/* A namespace's share as a fraction: the policy's, else its workers over the alive slots. */
+static double fleet_ns_share(const hv_cli_fleet_ns_t *r, uint64_t slots_alive) {
+    if (r->policy) {
+        return (double)r->share_pm / 1000.0;
+    }
+    return slots_alive > 0 ? (double)r->workers / (double)slots_alive : 0.0;
+}
+
 void hv_cli_fleet_print(FILE *f, const hv_cli_status_t *s) {
     const hv_cli_fleet_t *fl = s->fleet;
     if (fl == NULL) {
@@ -2176,12 +2231,30 @@ void hv_cli_fleet_print(FILE *f, const hv_cli_status_t *s) {
     fprintf(f, "fleet:   %u running (%llu worker%s), %u waiting, %u preempted\n", fl->running,
             (unsigned long long)fl->workers, fl->workers == 1 ? "" : "s", fl->waiting,
             fl->preempted);
-    /* One namespace until the head names them per job (ListJobs has no namespace yet). */
-    fprintf(f, "  namespace default: %u job%s, %llu worker%s, share %.0f%% of %llu slots\n",
-            fl->running, fl->running == 1 ? "" : "s", (unsigned long long)fl->workers,
-            fl->workers == 1 ? "" : "s",
-            s->slots_alive > 0 ? 100.0 * (double)fl->workers / (double)s->slots_alive : 0.0,
-            (unsigned long long)s->slots_alive);
+    for (size_t i = 0; i < fl->nns; i++) {
+        const hv_cli_fleet_ns_t *r = &fl->ns[i];
+        char name[200];
+        fprintf(f, "  namespace %s: %u job%s, %llu worker%s, %u waiting",
+                hv_cli_clean(r->name, 0, name, sizeof(name)), r->jobs, r->jobs == 1 ? "" : "s",
+                (unsigned long long)r->workers, r->workers == 1 ? "" : "s", r->waiting);
+        if (!r->policy) {
+            fprintf(f, ", share %.0f%% of %llu slots\n", 100.0 * fleet_ns_share(r, s->slots_alive),
+                    (unsigned long long)s->slots_alive);
+            continue;
+        }
+        /* Beyond no quota all use is borrowed (the policy's word): only a quota's is shown. */
+        char quota[64] = "no quota";
+        if (r->quota > 0) {
+            snprintf(quota, sizeof(quota), "quota %llu, %llu borrowed",
+                     (unsigned long long)r->quota, (unsigned long long)r->borrowed);
+        }
+        fprintf(f, "; %llu slot%s used (%s), share %u.%u%%\n", (unsigned long long)r->used,
+                r->used == 1 ? "" : "s", quota, r->share_pm / 10, r->share_pm % 10);
+    }
+    if (fl->ns_more > 0) {
+        fprintf(f, "  and %zu more namespace%s (hvctl queue lists them all)\n", fl->ns_more,
+                fl->ns_more == 1 ? "" : "s");
+    }
     char win[32];
     fprintf(f, "resizes: last %s:", hv_cli_fmt_duration(fl->window_ms, win, sizeof(win)));
     int any = 0;
@@ -2209,17 +2282,37 @@ static void status_json_fleet(hv_cli_json_t *j, const hv_cli_status_t *s) {
     hv_cli_json_u64(j, fl->workers);
     hv_cli_json_key(j, "namespaces");
     hv_cli_json_arr_begin(j);
-    hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "name");
-    hv_cli_json_str(j, "default");
-    hv_cli_json_key(j, "jobs");
-    hv_cli_json_u64(j, fl->running);
-    hv_cli_json_key(j, "workers");
-    hv_cli_json_u64(j, fl->workers);
-    hv_cli_json_key(j, "share");
-    hv_cli_json_f64(j, s->slots_alive > 0 ? (double)fl->workers / (double)s->slots_alive : 0);
-    hv_cli_json_obj_end(j);
+    for (size_t i = 0; i < fl->nns; i++) {
+        const hv_cli_fleet_ns_t *r = &fl->ns[i];
+        hv_cli_json_obj_begin(j);
+        hv_cli_json_key(j, "name");
+        hv_cli_json_str(j, r->name);
+        hv_cli_json_key(j, "jobs");
+        hv_cli_json_u64(j, r->jobs);
+        hv_cli_json_key(j, "workers");
+        hv_cli_json_u64(j, r->workers);
+        hv_cli_json_key(j, "waiting");
+        hv_cli_json_u64(j, r->waiting);
+        hv_cli_json_key(j, "share");
+        hv_cli_json_f64(j, fleet_ns_share(r, s->slots_alive));
+        if (r->policy) {
+            hv_cli_json_key(j, "share_pm");
+            hv_cli_json_u64(j, r->share_pm);
+            hv_cli_json_key(j, "slots");
+            hv_cli_json_obj_begin(j);
+            hv_cli_json_key(j, "used");
+            hv_cli_json_u64(j, r->used);
+            hv_cli_json_key(j, "borrowed");
+            hv_cli_json_u64(j, r->borrowed);
+            hv_cli_json_key(j, "quota");
+            hv_cli_json_u64(j, r->quota);
+            hv_cli_json_obj_end(j);
+        }
+        hv_cli_json_obj_end(j);
+    }
     hv_cli_json_arr_end(j);
+    hv_cli_json_key(j, "namespaces_left_out");
+    hv_cli_json_u64(j, fl->ns_more);
     hv_cli_json_key(j, "resizes");
     hv_cli_json_obj_begin(j);
     hv_cli_json_key(j, "window_s");

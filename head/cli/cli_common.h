@@ -395,6 +395,24 @@ extern const char *const hv_cli_resize_cause_names[HV_CLI_RESIZE_CAUSES];
 /* The index in hv_cli_resize_cause_names of a fleet event; -1 when kind is no fleet.* kind. */
 int hv_cli_resize_cause(const char *kind, const char *data);
 
+/* One namespace of the fleet summary. name is borrowed from the ListJobs reply. With the head's
+ * policy namespaces (ListJobsReply.namespaces) policy is 1 and used/borrowed/quota/share_pm are
+ * the policy's own (slots; quota 0 = none), as `hvctl queue` shows them; without, only the jobs'
+ * counts are known. */
+typedef struct hv_cli_fleet_ns_s {
+    const char *name;
+    int policy;
+    uint32_t jobs;     /* its jobs placing or running */
+    uint64_t workers;  /* their workers */
+    uint32_t waiting;  /* its jobs pending (preempted ones too) */
+    uint64_t used;     /* slots its jobs' targets and its actors hold, by the policy */
+    uint64_t borrowed; /* of used, beyond its quota */
+    uint64_t quota;    /* its guaranteed slots (0: none) */
+    uint32_t share_pm; /* its dominant share over its weight, per mille */
+} hv_cli_fleet_ns_t;
+
+#define HV_CLI_FLEET_NS 64u /* namespaces hvctl status lists at most (hvctl queue lists all) */
+
 /* How the cluster is shared now (issue 26), from ListJobs' fleet fields and ListEvents. */
 typedef struct hv_cli_fleet_s {
     uint32_t running;   /* jobs placing or running */
@@ -404,12 +422,21 @@ typedef struct hv_cli_fleet_s {
     uint64_t window_ms; /* resizes are counted over this long before now */
     uint64_t resizes[HV_CLI_RESIZE_CAUSES];
     int complete; /* the events read reach back over the whole window */
+    hv_cli_fleet_ns_t ns[HV_CLI_FLEET_NS];
+    size_t nns;     /* of ns */
+    size_t ns_more; /* the policy's namespaces left out (beyond HV_CLI_FLEET_NS); without them,
+                     * jobs of namespaces beyond it count in no row */
 } hv_cli_fleet_t;
 
-/* Counts the jobs (as above) and the fleet events of ev[0..nev) (ascending, the newest nev)
- * at or after now_ms - window_ms into *out. complete: fewer than limit events came back, or the
- * oldest is older than the window. */
-void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs, Hvpb__V1__Event *const *ev,
+/* Counts the jobs (as above), per namespace, and the fleet events of ev[0..nev) (ascending, the
+ * newest nev) at or after now_ms - window_ms into *out. The namespaces are the policy's ns[0..nns)
+ * (ListJobsReply.namespaces, in its order), a job counting in the one its JobView.namespace_
+ * names, else in "default" (as the policy counts an unlisted one); with nns 0 (a head that sends
+ * none) the jobs' own namespaces ("" = "default") in the order first seen. complete: fewer than
+ * limit events came back, or the oldest is older than the window. Borrows names from jobs and
+ * ns. */
+void hv_cli_fleet_count(Hvpb__V1__JobView *const *jobs, size_t njobs,
+                        Hvpb__V1__NamespaceShare *const *ns, size_t nns, Hvpb__V1__Event *const *ev,
                         size_t nev, size_t limit, uint64_t now_ms, uint64_t window_ms,
                         hv_cli_fleet_t *out);
 
@@ -441,8 +468,10 @@ void hv_cli_status_count(Hvpb__V1__NodeView *const *nodes, size_t nnodes,
 void hv_cli_status_print(FILE *f, const char *cluster, const char *head, const hv_cli_status_t *s,
                          Hvpb__V1__JobView *const *jobs, size_t njobs, uint64_t now_ms);
 
-/* `hvctl status`'s fleet lines: "fleet:   2 running (6 workers), 1 waiting, 0 preempted", the
- * namespaces' shares of the slots on alive nodes, and "resizes: ..." by cause over the window. */
+/* `hvctl status`'s fleet lines: "fleet:   2 running (6 workers), 1 waiting, 0 preempted", a
+ * line per namespace ("  namespace x: 1 job, 2 workers, 0 waiting; 2 slots used (quota 2, 0
+ * borrowed), share 50.0%" with the policy's figures; without them "..., share 50% of 4 slots",
+ * its workers over the slots on alive nodes), and "resizes: ..." by cause over the window. */
 void hv_cli_fleet_print(FILE *f, const hv_cli_status_t *s);
 
 /* The actor states of ActorView.state, in the order hvctl status lists them. */
@@ -477,8 +506,10 @@ size_t hv_cli_actor_history(Hvpb__V1__Event *const *ev, size_t n, uint64_t actor
  * "slots", "waiting": [...], "actors": [{"id", "namespace", "name", "class", "state", "slots",
  * "gpus", "reason"}, ...]}, "elastic_growth": {...}, "jobs_counted", "jobs_limit", and with
  * s->fleet "fleet": {"running", "waiting", "preempted", "workers", "namespaces": [{"name",
- * "jobs", "workers", "share"}], "resizes": {"window_s", "complete", "by_cause": {...}}}}. actors is
- * the head's List of actors, borrowed; NULL (a head without the Actors service) leaves out both
+ * "jobs", "workers", "waiting", "share" (the policy's share_pm / 1000 when known, else workers
+ * over the slots on alive nodes), and with the policy's figures "share_pm" and "slots": {"used",
+ * "borrowed", "quota"}}], "namespaces_left_out", "resizes": {"window_s", "complete", "by_cause":
+ * {...}}}}. actors is the head's List of actors, borrowed; NULL (a head without the Actors service) leaves out both
  * actor keys. */
 void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
                         const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,

@@ -1392,6 +1392,96 @@ static void test_env_many(void) {
 
 /* hvctl status's fleet: jobs running/waiting/preempted and the resizes of the window by cause
  * from the fleet.* events (older ones and other kinds not counted). */
+/* Namespaces: the policy's own figures (ListJobsReply.namespaces), each job counted in the one its
+ * JobView names, an unlisted one in "default"; without the policy's, the jobs' own namespaces. */
+static void fleet_status_ns(Hvpb__V1__JobView *jv, Hvpb__V1__JobView **jp, Hvpb__V1__Event **ep) {
+    jv[0].namespace_ = "a";     /* running, 3 workers */
+    jv[1].namespace_ = "b";     /* pending */
+    jv[2].namespace_ = "";      /* preempted: "default" */
+    jv[3].namespace_ = "other"; /* placing, 2 workers: not listed, so "default" */
+    jv[4].namespace_ = "a";     /* succeeded: nowhere */
+    uint64_t qa[3] = {2, 0, 0}, ua[3] = {3, 0, 0}, ba[3] = {1, 0, 0};
+    uint64_t qd[3] = {0, 0, 0}, ud[3] = {2, 0, 0}, bd[3] = {0, 0, 0};
+    Hvpb__V1__NamespaceShare ns[3];
+    for (int i = 0; i < 3; i++) {
+        hvpb__v1__namespace_share__init(&ns[i]);
+        ns[i].n_quota = ns[i].n_used = ns[i].n_borrowed = 3;
+    }
+    ns[0].name = "a";
+    ns[0].quota = qa;
+    ns[0].used = ua;
+    ns[0].borrowed = ba;
+    ns[0].share_pm = 750;
+    ns[1].name = "b";
+    ns[1].quota = qa;
+    ns[1].used = bd;
+    ns[1].borrowed = bd;
+    ns[2].name = "default";
+    ns[2].quota = qd;
+    ns[2].used = ud;
+    ns[2].borrowed = bd;
+    ns[2].share_pm = 500;
+    Hvpb__V1__NamespaceShare *np[3] = {&ns[0], &ns[1], &ns[2]};
+    hv_cli_fleet_t fl;
+    hv_cli_fleet_count(jp, 5, np, 3, ep, 8, 100, 2000, 1500, &fl);
+    CHECK_EQ(fl.nns, 3);
+    CHECK_STR(fl.ns[0].name, "a");
+    CHECK(fl.ns[0].policy && fl.ns[0].jobs == 1 && fl.ns[0].workers == 3 && fl.ns[0].used == 3 &&
+          fl.ns[0].borrowed == 1 && fl.ns[0].quota == 2 && fl.ns[0].waiting == 0);
+    CHECK(fl.ns[1].jobs == 0 && fl.ns[1].workers == 0 && fl.ns[1].waiting == 1);
+    CHECK(fl.ns[2].jobs == 1 && fl.ns[2].workers == 2 && fl.ns[2].waiting == 1);
+    hv_cli_status_t st;
+    memset(&st, 0, sizeof(st));
+    st.slots_alive = 4;
+    st.fleet = &fl;
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    hv_cli_fleet_print(f, &st);
+    fclose(f);
+    CHECK_HAS(text, "  namespace a: 1 job, 3 workers, 0 waiting; 3 slots used (quota 2, 1 "
+                    "borrowed), share 75.0%\n");
+    CHECK_HAS(text, "  namespace b: 0 jobs, 0 workers, 1 waiting; 0 slots used (quota 2, 0 "
+                    "borrowed), share 0.0%\n");
+    CHECK_HAS(
+        text,
+        "  namespace default: 1 job, 2 workers, 1 waiting; 2 slots used (no quota), share 50.0%\n");
+    CHECK(strstr(text, "namespace other") == NULL);
+    free(text);
+    text = NULL;
+    f = open_memstream(&text, &tlen);
+    hv_cli_json_t j;
+    hv_cli_json_init(&j, f);
+    hv_cli_status_json(&j, "c", "h:1", &st, jp, 5, NULL, 2000);
+    hv_cli_json_finish(&j);
+    fclose(f);
+    CHECK_HAS(text, "\"name\": \"a\"");
+    CHECK_HAS(text, "\"share\": 0.75");
+    CHECK_HAS(text, "\"share_pm\": 750");
+    CHECK_HAS(text, "\"used\": 3");
+    CHECK_HAS(text, "\"borrowed\": 1");
+    CHECK_HAS(text, "\"namespaces_left_out\": 0");
+    free(text);
+    /* Without the policy's namespaces: the jobs' own, "" as "default", in the order seen. */
+    hv_cli_fleet_count(jp, 5, NULL, 0, ep, 8, 100, 2000, 1500, &fl);
+    CHECK_EQ(fl.nns, 4);
+    CHECK(strcmp(fl.ns[0].name, "a") == 0 && fl.ns[0].workers == 3 && !fl.ns[0].policy);
+    CHECK(strcmp(fl.ns[2].name, "default") == 0 && fl.ns[2].waiting == 1);
+    CHECK(strcmp(fl.ns[3].name, "other") == 0 && fl.ns[3].workers == 2);
+    /* More namespaces than a status lists: counted as left out. */
+    Hvpb__V1__NamespaceShare many[HV_CLI_FLEET_NS + 2];
+    Hvpb__V1__NamespaceShare *mp[HV_CLI_FLEET_NS + 2];
+    char names[HV_CLI_FLEET_NS + 2][8];
+    for (size_t i = 0; i < HV_CLI_FLEET_NS + 2; i++) {
+        hvpb__v1__namespace_share__init(&many[i]);
+        snprintf(names[i], sizeof(names[i]), "n%zu", i);
+        many[i].name = names[i];
+        mp[i] = &many[i];
+    }
+    hv_cli_fleet_count(jp, 5, mp, HV_CLI_FLEET_NS + 2, ep, 8, 100, 2000, 1500, &fl);
+    CHECK(fl.nns == HV_CLI_FLEET_NS && fl.ns_more == 2);
+}
+
 static void test_fleet_status(void) {
     Hvpb__V1__JobView jv[5];
     Hvpb__V1__JobView *jp[5] = {&jv[0], &jv[1], &jv[2], &jv[3], &jv[4]};
@@ -1427,7 +1517,7 @@ static void test_fleet_status(void) {
         ep[i] = &ev[i];
     }
     hv_cli_fleet_t fl;
-    hv_cli_fleet_count(jp, 5, ep, 8, 100, 2000, 1500, &fl);
+    hv_cli_fleet_count(jp, 5, NULL, 0, ep, 8, 100, 2000, 1500, &fl);
     CHECK_EQ(fl.running, 2);
     CHECK_EQ(fl.waiting, 1);
     CHECK_EQ(fl.preempted, 1);
@@ -1435,7 +1525,7 @@ static void test_fleet_status(void) {
     CHECK(fl.complete);
     CHECK(fl.resizes[0] == 1 && fl.resizes[1] == 1 && fl.resizes[2] == 2 && fl.resizes[3] == 1 &&
           fl.resizes[5] == 0 && fl.resizes[7] == 1);
-    hv_cli_fleet_count(jp, 5, ep + 1, 7, 7, 2000, 1500, &fl); /* the limit reached, all in it */
+    hv_cli_fleet_count(jp, 5, NULL, 0, ep + 1, 7, 7, 2000, 1500, &fl); /* the limit reached */
     CHECK(!fl.complete);
     CHECK_EQ(hv_cli_resize_cause("job.state", "{}"), -1);
     CHECK_STR(hv_cli_resize_cause_names[hv_cli_resize_cause("fleet.shrink",
@@ -1448,7 +1538,7 @@ static void test_fleet_status(void) {
     hv_cli_status_t st;
     memset(&st, 0, sizeof(st));
     st.slots_alive = 10;
-    hv_cli_fleet_count(jp, 5, ep, 8, 100, 2000, 1500, &fl);
+    hv_cli_fleet_count(jp, 5, NULL, 0, ep, 8, 100, 2000, 1500, &fl);
     st.fleet = &fl;
     char *text = NULL;
     size_t tlen = 0;
@@ -1456,7 +1546,8 @@ static void test_fleet_status(void) {
     hv_cli_fleet_print(f, &st);
     fclose(f);
     CHECK_HAS(text, "fleet:   2 running (5 workers), 1 waiting, 1 preempted\n");
-    CHECK_HAS(text, "  namespace default: 2 jobs, 5 workers, share 50% of 10 slots\n");
+    /* No policy namespaces from the head: every job in "default", its share of the slots. */
+    CHECK_HAS(text, "  namespace default: 2 jobs, 5 workers, 2 waiting, share 50% of 10 slots\n");
     CHECK_HAS(text, "resizes: last 1s: start 1, grow 1, admit 2, priority 1, other 1\n");
     free(text);
     text = NULL;
@@ -1472,6 +1563,7 @@ static void test_fleet_status(void) {
     CHECK_HAS(text, "\"admit\": 2");
     CHECK_HAS(text, "\"window_s\": 1");
     free(text);
+    fleet_status_ns(jv, jp, ep);
 }
 
 static const hv_check_case_t tests[] = {

@@ -2405,8 +2405,9 @@ static int ctl_status(const ctl_t *c) {
     if (ctl_call(c, "ListEvents", &ereq.base, &hvpb__v1__list_events_reply__descriptor, "no events",
                  &eresp) == HV_CLI_EXIT_OK) {
         const Hvpb__V1__ListEventsReply *er = (const Hvpb__V1__ListEventsReply *)eresp;
-        hv_cli_fleet_count(jr->jobs, jr->n_jobs, er->events, er->n_events, HV_CLI_STATUS_EVENTS,
-                           now, c->o->since_ms ? c->o->since_ms : HV_CLI_STATUS_WINDOW_MS, &fleet);
+        hv_cli_fleet_count(jr->jobs, jr->n_jobs, jr->namespaces, jr->n_namespaces, er->events,
+                           er->n_events, HV_CLI_STATUS_EVENTS, now,
+                           c->o->since_ms ? c->o->since_ms : HV_CLI_STATUS_WINDOW_MS, &fleet);
         sum.fleet = &fleet;
         hv_rpc_msg_free(eresp);
     }

@@ -4,7 +4,8 @@
 # Y (namespace y, elastic 1..4, wanting the whole cluster too) is admitted with its floor, then
 # the policy moves workers between the namespaces by their weighted dominant share: within one
 # resize interval after both run they hold 2 slots each (rounds of 2, no rollback), and `hvctl
-# --json queue` shows both namespaces at the same share. Both end 0 with every epoch exact.
+# --json queue` shows both namespaces at the same share, `hvctl status` (and --json) each at 2
+# slots and 50%. Both end 0 with every epoch exact.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
@@ -32,6 +33,30 @@ assert ns[\"x\"][\"share_pm\"] == ns[\"y\"][\"share_pm\"] == 500
 assert all(j[\"target\"] == 2 for j in q[\"jobs\"])
 '" || { "$BIN/hvctl" --head "$HEAD" queue; fail "x and y should converge to 2 slots each"; }
 "$BIN/hvctl" --head "$HEAD" queue
+# hvctl status sums it up per namespace, with the policy's own figures: x and y 1 job and 2 slots
+# each at 50%, and "default" (no job) at none.
+status_halves() {
+    "$BIN/hvctl" --head "$HEAD" --json status >"$TMP/status.json" && /usr/bin/python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["fleet"]
+ns = {n["name"]: n for n in f["namespaces"]}
+assert sorted(ns) == ["default", "x", "y"], ns
+for n in "xy":
+    assert ns[n]["jobs"] == 1 and ns[n]["workers"] == 2 and ns[n]["waiting"] == 0, ns
+    assert ns[n]["slots"]["used"] == 2 and ns[n]["slots"]["quota"] == 0, ns
+    assert ns[n]["share_pm"] == 500 and ns[n]["share"] == 0.5, ns
+assert ns["default"]["jobs"] == 0 and ns["default"]["slots"]["used"] == 0, ns
+assert f["running"] == 2 and f["workers"] == 4, f
+' "$TMP/status.json" &&
+        "$BIN/hvctl" --head "$HEAD" status >"$TMP/status.txt" &&
+        grep -q '^  namespace x: 1 job, 2 workers, 0 waiting; 2 slots used (no quota), share 50.0%$' "$TMP/status.txt"
+}
+wait_for 20 status_halves \
+    || { cat "$TMP/status.json" >&2; fail "hvctl status --json should show x and y at 2 workers and 2 slots each"; }
+cat "$TMP/status.txt"
+for n in x y; do
+    assert_grep "$TMP/status.txt" "^  namespace $n: 1 job, 2 workers, 0 waiting; 2 slots used (no quota), share 50.0%$"
+done
 SUB_PID=$Y_PID; wait_submit 120
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/y.err" >&2; fail "job Y should succeed, hvsubmit exited $SUB_RC"; }
 SUB_PID=$X_PID; wait_submit 120

@@ -49,13 +49,14 @@ assert r["start"] == 2 and r["admit"] == 1 and r["grow"] >= 1, r
 assert f["resizes"]["window_s"] == 600 and f["resizes"]["complete"], f
 ns = f["namespaces"]
 assert len(ns) == 1 and ns[0]["name"] == "default" and ns[0]["share"] == 1.0, ns
+assert ns[0]["jobs"] == 2 and ns[0]["workers"] == 4 and ns[0]["slots"]["used"] == 4, ns
 PY
 }
 wait_for 20 both_run || { cat "$TMP/status.json" >&2; fail "hvctl status --json should show 2 running jobs on 4 workers, 2 starts, a growth and a shrink to admit"; }
 "$BIN/hvctl" --head "$HEAD" status >"$TMP/status.txt" || fail "hvctl status failed"
 cat "$TMP/status.txt"
 assert_grep "$TMP/status.txt" '^fleet:   2 running (4 workers), 0 waiting, 0 preempted$'
-assert_grep "$TMP/status.txt" '^  namespace default: 2 jobs, 4 workers, share 100% of 4 slots$'
+assert_grep "$TMP/status.txt" '^  namespace default: 2 jobs, 4 workers, 0 waiting; 4 slots used (no quota), share 100.0%$'
 assert_grep "$TMP/status.txt" '^resizes: last 10m00s: start 2, grow [0-9]*, admit 1$'
 sleep 2 # B's start may be a moment old when both run: the window below must not reach it
 "$BIN/hvctl" --head "$HEAD" status --since 1s >"$TMP/status-1s.txt" || fail "hvctl status --since 1s failed"

@@ -2,7 +2,7 @@
 # Quotas and borrowing through the real binaries (issue 26 §2): a head with two namespaces, a and
 # b, each with a quota of 2 of the cluster's 4 slots (a's default priority 3). Job A (namespace a,
 # -np 2 --min-np 1 --max-np 4, no --priority: a's 3) grows to 4 by borrowing b's idle quota:
-# `hvctl --json queue` shows a using 4 slots, 2 of them borrowed. Job B (namespace b, -np 2,
+# `hvctl --json queue` and `hvctl status` show a using 4 slots, 2 of them borrowed. Job B (namespace b, -np 2,
 # priority 0) is submitted: b takes its quota back although A's priority is higher, A shrinks to
 # 2 at its next commit (reason shrunk_reclaim, naming B; no rollback) and B runs within one
 # resize interval of its submission. Both end 0 with every epoch exact.
@@ -39,6 +39,11 @@ assert jobs[0]["priority"] == 3, jobs
 PY
 grep -Eq '^a +1 +2 +unlimited +4 +2 ' "$TMP/queue-borrow.txt" || fail "hvctl queue should show a's quota 2, use 4, borrowed 2"
 grep -Eq '^1 +elastic_train +a +running +3 ' "$TMP/queue-borrow.txt" || fail "hvctl queue should show job A's namespace"
+# hvctl status sums it up per namespace with the same figures: a borrows 2 beyond its quota.
+"$BIN/hvctl" --head "$HEAD" status >"$TMP/status-borrow.txt" || fail "hvctl status failed"
+cat "$TMP/status-borrow.txt"
+assert_grep "$TMP/status-borrow.txt" '^  namespace a: 1 job, 4 workers, 0 waiting; 4 slots used (quota 2, 2 borrowed), share '
+assert_grep "$TMP/status-borrow.txt" '^  namespace b: 0 jobs, 0 workers, 0 waiting; 0 slots used (quota 2, 0 borrowed), share 0.0%$'
 submit b --namespace b -np 2 -- --epochs 1 --train-limit 6000
 B_PID=$SUB_PID
 wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 2 | grep -q '\"state\": \"running\"'" \
