@@ -1552,7 +1552,7 @@ static int ctl_job(const ctl_t *c) {
                v->size == 1 ? "" : "s");
         ctl_field("ROUND:      ", hv_cli_fmt_round(v, round, sizeof(round)));
         printf("RESETS:     %u of at most %u\n", (unsigned)v->resets, (unsigned)v->max_resets);
-        char copy[200];
+        char copy[320]; /* "kept by node NAME's agent: generation ..." fits whole */
         printf("STATE COPY: %s\n", ctl_fmt_copy(v, hv_wall_ms(), copy, sizeof(copy)));
         if (v->durable_copy != NULL && v->durable_copy->commit != 0) {
             char age[32];
