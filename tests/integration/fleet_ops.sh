@@ -27,7 +27,7 @@ start_agent node-b 2
 start_prometheus "$MPORT"
 T_START=$(date +%s)
 
-submit a -np 2 --min-np 1 --max-np 4 -- --epochs 5 --step-delay-ms 25
+submit a -np 2 --min-np 1 --max-np 4 -- --epochs 10 --step-delay-ms 25
 A_PID=$SUB_PID
 wait_epoch a 0
 wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'GENERATION: .* (4 workers)'" \
@@ -159,7 +159,10 @@ assert len(colours) > 10, "a blank page"
 assert a > 200 and b > 200, (a, b)
 PY
 [ -n "${HV_FLEET_SCREENSHOT:-}" ] && cp "$TMP/fleet.png" "$HV_FLEET_SCREENSHOT"
-# A's page: its world size, and its step throughput once the head has 10 s of its figures.
+# A's page: its world size, and its step throughput once the head has 10 s of its figures (workers
+# report every 10 s, and only a running job is sampled: A runs 10 epochs so that it still runs here
+# when the machine is loaded; with 5 it could end before 10 s of its figures were sampled: a
+# clean-clone CI run at load found the chart still empty after 30 s).
 wait_for 30 sh -c "curl -s --max-time 5 '$PAGE/job/1' | grep -q 'class=\"hv-chart job-tput\"'" \
     || fail "/job/1 should draw job A's step throughput"
 # (The page has no script that builds it: what curl gets is the DOM; Chromium drew "/" above.)
@@ -172,6 +175,6 @@ SUB_PID=$B_PID; wait_submit 60
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/b.err" >&2; fail "job B should succeed, hvsubmit exited $SUB_RC"; }
 SUB_PID=$A_PID; wait_submit 120
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/a.err" >&2; fail "job A should succeed, hvsubmit exited $SUB_RC"; }
-check_exact a 5
+check_exact a 10
 check_exact b 2
 pass "hvctl status, Prometheus and the status page's SVG show A shrunk to admit B; both exact"
