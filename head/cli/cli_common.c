@@ -2272,51 +2272,37 @@ static void status_json_fleet(hv_cli_json_t *j, const hv_cli_status_t *s) {
     const hv_cli_fleet_t *fl = s->fleet;
     hv_cli_json_key(j, "fleet");
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "running");
-    hv_cli_json_u64(j, fl->running);
-    hv_cli_json_key(j, "waiting");
-    hv_cli_json_u64(j, fl->waiting);
-    hv_cli_json_key(j, "preempted");
-    hv_cli_json_u64(j, fl->preempted);
-    hv_cli_json_key(j, "workers");
-    hv_cli_json_u64(j, fl->workers);
+    hv_cli_json_kv_u64(j, "running", fl->running);
+    hv_cli_json_kv_u64(j, "waiting", fl->waiting);
+    hv_cli_json_kv_u64(j, "preempted", fl->preempted);
+    hv_cli_json_kv_u64(j, "workers", fl->workers);
     hv_cli_json_key(j, "namespaces");
     hv_cli_json_arr_begin(j);
     for (size_t i = 0; i < fl->nns; i++) {
         const hv_cli_fleet_ns_t *r = &fl->ns[i];
         hv_cli_json_obj_begin(j);
-        hv_cli_json_key(j, "name");
-        hv_cli_json_str(j, r->name);
-        hv_cli_json_key(j, "jobs");
-        hv_cli_json_u64(j, r->jobs);
-        hv_cli_json_key(j, "workers");
-        hv_cli_json_u64(j, r->workers);
-        hv_cli_json_key(j, "waiting");
-        hv_cli_json_u64(j, r->waiting);
+        hv_cli_json_kv_str(j, "name", r->name);
+        hv_cli_json_kv_u64(j, "jobs", r->jobs);
+        hv_cli_json_kv_u64(j, "workers", r->workers);
+        hv_cli_json_kv_u64(j, "waiting", r->waiting);
         hv_cli_json_key(j, "share");
         hv_cli_json_f64(j, fleet_ns_share(r, s->slots_alive));
         if (r->policy) {
-            hv_cli_json_key(j, "share_pm");
-            hv_cli_json_u64(j, r->share_pm);
+            hv_cli_json_kv_u64(j, "share_pm", r->share_pm);
             hv_cli_json_key(j, "slots");
             hv_cli_json_obj_begin(j);
-            hv_cli_json_key(j, "used");
-            hv_cli_json_u64(j, r->used);
-            hv_cli_json_key(j, "borrowed");
-            hv_cli_json_u64(j, r->borrowed);
-            hv_cli_json_key(j, "quota");
-            hv_cli_json_u64(j, r->quota);
+            hv_cli_json_kv_u64(j, "used", r->used);
+            hv_cli_json_kv_u64(j, "borrowed", r->borrowed);
+            hv_cli_json_kv_u64(j, "quota", r->quota);
             hv_cli_json_obj_end(j);
         }
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
-    hv_cli_json_key(j, "namespaces_left_out");
-    hv_cli_json_u64(j, fl->ns_more);
+    hv_cli_json_kv_u64(j, "namespaces_left_out", fl->ns_more);
     hv_cli_json_key(j, "resizes");
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "window_s");
-    hv_cli_json_u64(j, fl->window_ms / 1000);
+    hv_cli_json_kv_u64(j, "window_s", fl->window_ms / 1000);
     hv_cli_json_key(j, "complete");
     hv_cli_json_bool(j, fl->complete);
     hv_cli_json_key(j, "by_cause");
@@ -2369,8 +2355,7 @@ static void status_json_actors(hv_cli_json_t *j, const Hvpb__V1__ListActorsReply
         }
         hv_cli_json_obj_begin(j);
         hv_cli_json_fields(j, &v->base, "id namespace name class=class_name");
-        hv_cli_json_key(j, "state");
-        hv_cli_json_str(j, v->state);
+        hv_cli_json_kv_str(j, "state", v->state);
         hv_cli_json_fields(j, &v->base, "slots gpus reason");
         hv_cli_json_obj_end(j);
     }
@@ -2405,31 +2390,21 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
                         const hv_cli_status_t *s, Hvpb__V1__JobView *const *jobs, size_t njobs,
                         const Hvpb__V1__ListActorsReply *actors, uint64_t now_ms) {
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "cluster_name");
-    hv_cli_json_str(j, cluster != NULL ? cluster : "");
-    hv_cli_json_key(j, "head");
-    hv_cli_json_str(j, head);
+    hv_cli_json_kv_str(j, "cluster_name", cluster != NULL ? cluster : "");
+    hv_cli_json_kv_str(j, "head", head);
     hv_cli_json_key(j, "nodes");
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "alive");
-    hv_cli_json_u64(j, s->nodes_alive);
-    hv_cli_json_key(j, "draining");
-    hv_cli_json_u64(j, s->nodes_draining);
-    hv_cli_json_key(j, "dead");
-    hv_cli_json_u64(j, s->nodes_dead);
+    hv_cli_json_kv_u64(j, "alive", s->nodes_alive);
+    hv_cli_json_kv_u64(j, "draining", s->nodes_draining);
+    hv_cli_json_kv_u64(j, "dead", s->nodes_dead);
     hv_cli_json_obj_end(j);
     hv_cli_json_key(j, "slots");
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "used");
-    hv_cli_json_u64(j, s->slots_used);
-    hv_cli_json_key(j, "free");
-    hv_cli_json_u64(j, s->slots_free);
-    hv_cli_json_key(j, "alive");
-    hv_cli_json_u64(j, s->slots_alive);
-    hv_cli_json_key(j, "draining");
-    hv_cli_json_u64(j, s->slots_draining);
-    hv_cli_json_key(j, "gpus");
-    hv_cli_json_u64(j, s->gpus);
+    hv_cli_json_kv_u64(j, "used", s->slots_used);
+    hv_cli_json_kv_u64(j, "free", s->slots_free);
+    hv_cli_json_kv_u64(j, "alive", s->slots_alive);
+    hv_cli_json_kv_u64(j, "draining", s->slots_draining);
+    hv_cli_json_kv_u64(j, "gpus", s->gpus);
     hv_cli_json_obj_end(j);
     hv_cli_json_key(j, "jobs");
     hv_cli_json_obj_begin(j);
@@ -2456,10 +2431,8 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
     }
     hv_cli_json_key(j, "pending_demand");
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "jobs");
-    hv_cli_json_u64(j, s->jobs_pending);
-    hv_cli_json_key(j, "slots");
-    hv_cli_json_u64(j, s->demand_slots);
+    hv_cli_json_kv_u64(j, "jobs", s->jobs_pending);
+    hv_cli_json_kv_u64(j, "slots", s->demand_slots);
     hv_cli_json_key(j, "waiting");
     hv_cli_json_arr_begin(j);
     for (size_t k = njobs; k > 0; k--) {
@@ -2481,15 +2454,11 @@ void hv_cli_status_json(hv_cli_json_t *j, const char *cluster, const char *head,
     hv_cli_json_obj_end(j);
     hv_cli_json_key(j, "elastic_growth");
     hv_cli_json_obj_begin(j);
-    hv_cli_json_key(j, "jobs");
-    hv_cli_json_u64(j, s->grow_jobs);
-    hv_cli_json_key(j, "workers");
-    hv_cli_json_u64(j, s->grow_workers);
+    hv_cli_json_kv_u64(j, "jobs", s->grow_jobs);
+    hv_cli_json_kv_u64(j, "workers", s->grow_workers);
     hv_cli_json_obj_end(j);
-    hv_cli_json_key(j, "jobs_counted");
-    hv_cli_json_u64(j, s->jobs_counted);
-    hv_cli_json_key(j, "jobs_limit");
-    hv_cli_json_u64(j, HV_CLI_STATUS_JOBS);
+    hv_cli_json_kv_u64(j, "jobs_counted", s->jobs_counted);
+    hv_cli_json_kv_u64(j, "jobs_limit", HV_CLI_STATUS_JOBS);
     if (s->fleet != NULL) {
         status_json_fleet(j, s);
     }

@@ -631,3 +631,13 @@ hv_err hv_cli_json_finish(hv_cli_json_t *j) {
     fputc('\n', j->f);
     return HV_OK;
 }
+
+void hv_cli_json_kv_u64(hv_cli_json_t *j, const char *key, uint64_t v) {
+    hv_cli_json_key(j, key);
+    hv_cli_json_u64(j, v);
+}
+
+void hv_cli_json_kv_str(hv_cli_json_t *j, const char *key, const char *s) {
+    hv_cli_json_key(j, key);
+    hv_cli_json_str(j, s);
+}

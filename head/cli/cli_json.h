@@ -42,6 +42,9 @@ void hv_cli_json_f64(hv_cli_json_t *j, double v); /* NaN and infinities as null 
 void hv_cli_json_i64(hv_cli_json_t *j, int64_t v);
 void hv_cli_json_bool(hv_cli_json_t *j, int v);
 void hv_cli_json_null(hv_cli_json_t *j);
+/* A key and its value in one call (the key, then the value, as the two calls above). */
+void hv_cli_json_kv_u64(hv_cli_json_t *j, const char *key, uint64_t v);
+void hv_cli_json_kv_str(hv_cli_json_t *j, const char *key, const char *s);
 /* Ends the document with a newline. HV_EINVAL if containers are still open or misuse occurred. */
 hv_err hv_cli_json_finish(hv_cli_json_t *j);
 

@@ -977,8 +977,7 @@ static void ctl_json_node(hv_cli_json_t *j, const Hvpb__V1__NodeView *n) {
     const Hvpb__V1__NodeInfo *info = n->info;
     hv_cli_json_obj_begin(j);
     hv_cli_json_fields(j, &n->base, "node_id name=info.name");
-    hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, hv_cli_node_state_name(hv_cli_node_state(n)));
+    hv_cli_json_kv_str(j, "state", hv_cli_node_state_name(hv_cli_node_state(n)));
     hv_cli_json_fields(j, &n->base,
                        "slots=info.slots slots_used gpus=info.gpus cpus=info.cpus "
                        "memory_mb=info.memory_mb addrs=info.addrs addr last_seen_ms");
@@ -1102,27 +1101,22 @@ static const char *ctl_job_state_word(Hvpb__V1__JobState code, const char *word)
 /* An event's structured fields (proto/hv.proto Event), the ones it has. */
 static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
     if (e->generation != 0) {
-        hv_cli_json_key(j, "generation");
-        hv_cli_json_u64(j, e->generation);
+        hv_cli_json_kv_u64(j, "generation", e->generation);
     }
     if (e->reason != HVPB__V1__EVENT_REASON__EVENT_REASON_UNSPECIFIED) {
-        hv_cli_json_key(j, "reason");
-        hv_cli_json_str(j, hv_cli_reason_name(e->reason));
+        hv_cli_json_kv_str(j, "reason", hv_cli_reason_name(e->reason));
     }
     if (e->node != NULL && e->node[0] != '\0') {
-        hv_cli_json_key(j, "node");
-        hv_cli_json_str(j, e->node);
+        hv_cli_json_kv_str(j, "node", e->node);
     }
     if (e->worker_id != 0) {
         hv_cli_json_fields(j, &e->base, "worker_id rank");
     }
     if (e->duration_ms != 0) {
-        hv_cli_json_key(j, "duration_ms");
-        hv_cli_json_u64(j, e->duration_ms);
+        hv_cli_json_kv_u64(j, "duration_ms", e->duration_ms);
     }
     if (e->job_state != HVPB__V1__JOB_STATE__JOB_STATE_UNSPECIFIED) {
-        hv_cli_json_key(j, "job_state");
-        hv_cli_json_str(j, hv_cli_job_state_name(e->job_state));
+        hv_cli_json_kv_str(j, "job_state", hv_cli_job_state_name(e->job_state));
     }
     if (e->rollback) {
         hv_cli_json_key(j, "rollback");
@@ -1133,8 +1127,7 @@ static void ctl_json_event_fields(hv_cli_json_t *j, const Hvpb__V1__Event *e) {
 static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_fields(j, &w->base, "worker_id rank node");
-    hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, hv_cli_worker_state_name(hv_cli_worker_state(w)));
+    hv_cli_json_kv_str(j, "state", hv_cli_worker_state_name(hv_cli_worker_state(w)));
     hv_cli_json_fields(
         j, &w->base, "pid exit_code term_signal attempt reason generation joined_generation done");
     hv_cli_json_obj_end(j);
@@ -1143,16 +1136,13 @@ static void ctl_json_worker(hv_cli_json_t *j, const Hvpb__V1__WorkerView *w) {
 static void ctl_json_job(hv_cli_json_t *j, const Hvpb__V1__JobView *v, int with_workers) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_fields(j, &v->base, "job_id name");
-    hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, hv_cli_job_state_name(hv_cli_job_state(v)));
+    hv_cli_json_kv_str(j, "state", hv_cli_job_state_name(hv_cli_job_state(v)));
     hv_cli_json_fields(j, &v->base,
                        "np min_np max_np resets reason submitted_ms started_ms ended_ms "
                        "binary_digest elastic generation size");
-    hv_cli_json_key(j, "round_state");
-    hv_cli_json_str(j, hv_cli_round_state_name(hv_cli_round_state(v)));
+    hv_cli_json_kv_str(j, "round_state", hv_cli_round_state_name(hv_cli_round_state(v)));
     hv_cli_json_fields(j, &v->base, "round_reason");
-    hv_cli_json_key(j, "round_reason_code");
-    hv_cli_json_str(j, hv_cli_reason_name(v->round_reason_code));
+    hv_cli_json_kv_str(j, "round_reason_code", hv_cli_reason_name(v->round_reason_code));
     hv_cli_json_fields(j, &v->base, "max_resets check_every resumes resume_generation");
     const Hvpb__V1__StateCopyRef *copies[] = {v->copy, v->durable_copy};
     static const char *const copy_keys[] = {"copy", "durable_copy"};
@@ -1315,20 +1305,16 @@ static int ctl_queue_ns(const ctl_t *c, const Hvpb__V1__ListJobsReply *all, hv_c
         for (size_t i = 0; i < all->n_namespaces; i++) {
             const Hvpb__V1__NamespaceShare *s = all->namespaces[i];
             hv_cli_json_obj_begin(j);
-            hv_cli_json_key(j, "name");
-            hv_cli_json_str(j, s->name);
-            hv_cli_json_key(j, "weight");
-            hv_cli_json_u64(j, s->weight);
+            hv_cli_json_kv_str(j, "name", s->name);
+            hv_cli_json_kv_u64(j, "weight", s->weight);
             hv_cli_json_key(j, "priority");
             hv_cli_json_i64(j, s->priority);
             ctl_ns_json_res(j, "quota", s->quota, s->n_quota);
             ctl_ns_json_res(j, "borrow", s->borrow, s->n_borrow);
             ctl_ns_json_res(j, "used", s->used, s->n_used);
             ctl_ns_json_res(j, "borrowed", s->borrowed, s->n_borrowed);
-            hv_cli_json_key(j, "share_pm");
-            hv_cli_json_u64(j, s->share_pm);
-            hv_cli_json_key(j, "waiting");
-            hv_cli_json_u64(j, s->waiting);
+            hv_cli_json_kv_u64(j, "share_pm", s->share_pm);
+            hv_cli_json_kv_u64(j, "waiting", s->waiting);
             hv_cli_json_obj_end(j);
         }
         hv_cli_json_arr_end(j);
@@ -2150,8 +2136,7 @@ static const char *ctl_when(uint64_t ms, const char *never, char *buf, size_t le
 static void ctl_json_jtoken(hv_cli_json_t *j, const Hvpb__V1__JoinTokenView *v) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_fields(j, &v->base, "id");
-    hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, v->state);
+    hv_cli_json_kv_str(j, "state", v->state);
     hv_cli_json_fields(j, &v->base, "created_ms expires_ms max_uses uses revoked_ms created_by");
     hv_cli_json_obj_end(j);
 }

@@ -140,8 +140,7 @@ static void history_json(hv_cli_json_t *j, const history_t *h);
 static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v, const history_t *h) {
     hv_cli_json_obj_begin(j);
     hv_cli_json_fields(j, &v->base, "id name namespace class=class_name");
-    hv_cli_json_key(j, "state");
-    hv_cli_json_str(j, v->state);
+    hv_cli_json_kv_str(j, "state", v->state);
     hv_cli_json_fields(j, &v->base,
                        "cause node address restarts max_restarts moves processes=incarnation "
                        "detached owner_job slots gpus memory_mb labels max_call_retries "
@@ -160,8 +159,7 @@ static void print_json(hv_cli_json_t *j, const Hvpb__V1__ActorView *v, const his
     } else {
         hv_cli_json_null(j);
     }
-    hv_cli_json_key(j, "figures_ms");
-    hv_cli_json_u64(j, v->figures_ms);
+    hv_cli_json_kv_u64(j, "figures_ms", v->figures_ms);
     if (h != NULL) {
         history_json(j, h);
     }
@@ -286,8 +284,7 @@ static void history_json(hv_cli_json_t *j, const history_t *h) {
     hv_cli_json_key(j, "history");
     if (h->r == NULL) {
         hv_cli_json_null(j);
-        hv_cli_json_key(j, "history_error");
-        hv_cli_json_str(j, h->err);
+        hv_cli_json_kv_str(j, "history_error", h->err);
         return;
     }
     hv_cli_json_arr_begin(j);
@@ -297,25 +294,17 @@ static void history_json(hv_cli_json_t *j, const history_t *h) {
         step_read(e, &s);
         hv_cli_json_obj_begin(j);
         hv_cli_json_fields(j, &e->base, "seq time_ms");
-        hv_cli_json_key(j, "step");
-        hv_cli_json_str(j, s.step);
-        hv_cli_json_key(j, "state");
-        hv_cli_json_str(j, s.state);
-        hv_cli_json_key(j, "cause");
-        hv_cli_json_str(j, s.cause);
-        hv_cli_json_key(j, "restarts");
-        hv_cli_json_u64(j, s.restarts);
-        hv_cli_json_key(j, "moves");
-        hv_cli_json_u64(j, s.moves);
-        hv_cli_json_key(j, "node");
-        hv_cli_json_str(j, e->node);
-        hv_cli_json_key(j, "reason");
-        hv_cli_json_str(j, s.reason);
+        hv_cli_json_kv_str(j, "step", s.step);
+        hv_cli_json_kv_str(j, "state", s.state);
+        hv_cli_json_kv_str(j, "cause", s.cause);
+        hv_cli_json_kv_u64(j, "restarts", s.restarts);
+        hv_cli_json_kv_u64(j, "moves", s.moves);
+        hv_cli_json_kv_str(j, "node", e->node);
+        hv_cli_json_kv_str(j, "reason", s.reason);
         hv_cli_json_obj_end(j);
     }
     hv_cli_json_arr_end(j);
-    hv_cli_json_key(j, "history_earlier");
-    hv_cli_json_u64(j, h->earlier);
+    hv_cli_json_kv_u64(j, "history_earlier", h->earlier);
     hv_cli_json_key(j, "history_complete");
     hv_cli_json_bool(j, !history_unfetched(h));
 }
