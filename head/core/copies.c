@@ -51,6 +51,12 @@ int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
     return durable->commit == 0 || since_ms >= interval_ms;
 }
 
+int hv_durable_restore_due(const hv_copy_ref_t *head, const hv_copy_ref_t *durable,
+                           uint32_t resume_gen) {
+    return resume_gen != 0 && hv_copy_choose(head, durable) == HV_COPY_TIER_DURABLE &&
+           durable->generation < resume_gen;
+}
+
 uint64_t hv_copy_keep_free(uint64_t reserve, uint64_t fs_bytes) {
     if (fs_bytes > 0 && reserve > fs_bytes / 4) {
         reserve = fs_bytes / 4;

@@ -58,6 +58,14 @@ hv_copy_tier_t hv_copy_choose(const hv_copy_ref_t *head, const hv_copy_ref_t *du
 int hv_durable_due(int configured, int busy, const hv_copy_ref_t *head,
                    const hv_copy_ref_t *durable, uint64_t since_ms, uint64_t interval_ms);
 
+/* Pure: is a restore of the durable copy into the head's place due? Only for a resume that loads
+ * it: resume_gen is the job's resumed round (0: never resumed), and the durable copy (the newest,
+ * hv_copy_choose) is older than that round. The resumed round may already have closed, and a
+ * later one opened, while its members still wait for the copy: a restore stays due until the
+ * resumed members commit (their newer copy makes the head's the newest). */
+int hv_durable_restore_due(const hv_copy_ref_t *head, const hv_copy_ref_t *durable,
+                           uint32_t resume_gen);
+
 /* Pure: is an agent's connection peer (gRPC's form: "ipv4:127.0.0.1:4242", "ipv6:[::1]:4242",
  * "unix:...") on the head's own machine? Loopback and unix sockets are; anything else is taken to
  * be another machine. NULL: no. */

@@ -2,7 +2,8 @@
  * copies_test: the durable tier's pure rules, table by table: which copy a resume loads (head or
  * durable, the newest that is there), when a durable write is due, the commands' templates
  * (placeholders, quoting, errors), the room a copy needs on the head's disk, and the copies kept
- * by peers (issue 28 §3): the keeper's choice, the zone label, the source a resume reads. `copies_test <case>` runs one case.
+ * by peers (issue 28 §3): the keeper's choice, the zone label, the source a resume reads; when a
+ * restore of the durable copy is due. `copies_test <case>` runs one case.
  */
 #include "copies.h"
 #include "hv_check.h"
@@ -60,6 +61,33 @@ static void case_due(void) {
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         int got = hv_durable_due(t[i].configured, t[i].busy, &t[i].head, &t[i].durable,
                                  t[i].since_ms, 60000);
+        if (got != t[i].want) {
+            fprintf(stderr, "case '%s'\n", t[i].name);
+        }
+        CHECK_EQ(got, t[i].want);
+    }
+}
+
+static void case_restore_due(void) {
+    static const struct {
+        const char *name;
+        hv_copy_ref_t head, durable;
+        uint32_t resume_gen;
+        int want;
+    } t[] = {
+        {"never resumed", NOCOPY, {2, 10, 0}, 0, 0},
+        {"resume from durable, round open", NOCOPY, {2, 10, 0}, 3, 1},
+        /* the resumed round closed and a later one opened before the restore began (a tick
+         * that missed the open round): the resumed members still wait for the copy */
+        {"resumed round already closed", NOCOPY, {2, 10, 0}, 3, 1},
+        {"head file gone", {2, 12, 1}, {2, 10, 0}, 3, 1},
+        {"restored: head holds it", {2, 10, 0}, {2, 10, 0}, 3, 0},
+        {"resumed members committed", {3, 2, 0}, {2, 10, 0}, 3, 0},
+        {"durable written after the resume", {3, 1, 1}, {3, 1, 0}, 3, 0},
+        {"no durable copy", NOCOPY, NOCOPY, 3, 0},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        int got = hv_durable_restore_due(&t[i].head, &t[i].durable, t[i].resume_gen);
         if (got != t[i].want) {
             fprintf(stderr, "case '%s'\n", t[i].name);
         }
@@ -302,6 +330,7 @@ static void case_source(void) {
     CHECK_STR(hv_copy_source_name(HV_COPY_SOURCE_PEER), "peer");
 }
 
-HV_CHECK_MAIN(NULL, NULL, {"choose", case_choose}, {"due", case_due}, {"expand", case_expand},
+HV_CHECK_MAIN(NULL, NULL, {"choose", case_choose}, {"due", case_due},
+              {"restore_due", case_restore_due}, {"expand", case_expand},
               {"peer_local", case_peer_local}, {"room", case_room}, {"keeper", case_keeper},
               {"label", case_label}, {"source", case_source})
