@@ -17,11 +17,10 @@ cd "$(dirname "$0")/.."
 SAN=1
 if [ "${1:-}" = "--no-sanitize" ]; then SAN=0; shift; fi
 deploy/install-deps.sh
-echo "== format (clang-format --dry-run on every tracked .c/.h)"
-if ! git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror; then
-    echo "== format check FAILED: run clang-format -i on the files above"
-    exit 1
-fi
+echo "== format (clang-format --dry-run on every tracked .c/.h, beside the plain build)"
+FORMAT_LOG=$(mktemp)
+(git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror) >"$FORMAT_LOG" 2>&1 &
+FORMAT=$!
 jobs=$(nproc)
 configure() { # BUILD_DIR CMAKE_ARGS...
     local dir=$1; shift
@@ -60,15 +59,26 @@ FUZZ_ARGS=(-DCMAKE_C_COMPILER=clang -DHV_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebIn
     -DHV_FUZZ_SECONDS="${HV_FUZZ_SECONDS:-10}")
 configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== build build"
-build build
-# The plain suite mostly waits (processes, rounds, leases): the sanitizer and fuzz builds run
-# beside it at the lowest priority, so that their minutes are not added to the suite's.
+brc=0
+build build || brc=$?
+if ! wait "$FORMAT"; then
+    cat "$FORMAT_LOG"
+    echo "== format check FAILED: run clang-format -i on the files above"
+    exit 1
+fi
+rm -f "$FORMAT_LOG"
+[ $brc = 0 ] || exit $brc
+# The plain suite mostly waits (processes, rounds, leases): the sanitizer and fuzz builds
+# (configured there too) run beside it at the lowest priority, so that their minutes are not
+# added to the suite's.
 BG=""
 if [ $SAN = 1 ]; then
-    configure build-asan "${ASAN_ARGS[@]}"
-    configure build-fuzz "${FUZZ_ARGS[@]}"
-    echo "== build build-asan and build-fuzz (in the background, nice 19)"
-    (nice -n 19 bash -c "$(declare -f build); jobs=$jobs; build build-asan && build build-fuzz hv_fuzz") &
+    echo "== configure and build build-asan and build-fuzz (in the background, nice 19)"
+    (
+        renice -n 19 -p $BASHPID >/dev/null
+        configure build-asan "${ASAN_ARGS[@]}" && configure build-fuzz "${FUZZ_ARGS[@]}" &&
+            build build-asan && build build-fuzz hv_fuzz
+    ) &
     BG=$!
 fi
 rc=0
