@@ -10,7 +10,8 @@
 # at nice 19 while the plain suite runs (which mostly waits), the fuzz targets at nice 19 beside
 # the sanitizer suite's first minute; ctest runs two tests per core at a time in the plain suite
 # and one more than the cores in the sanitizer one, the longest first (tests/ctest_costs.txt), and
-# tests/CMakeLists.txt keeps the ones that time something alone.
+# tests/CMakeLists.txt keeps the ones that time something alone (HV_TEST_JOBS and
+# HV_TEST_JOBS_SAN set the two -j).
 # Usage: deploy/test.sh [--no-sanitize] [extra ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +86,7 @@ rc=0
 # Two tests per core: the plain suite's tests spend most of their time waiting (in the CI run of
 # 2026-12-03 12:14, 1109 s of tests that run beside others took 375 s at -j3 on 2 cores, beside
 # the builds at nice 19).
-CT_JOBS=$((jobs * 2)) run_tests build || rc=$?
+CT_JOBS=${HV_TEST_JOBS:-$((jobs * 2))} run_tests build || rc=$?
 if [ -n "$BG" ]; then
     if ! wait "$BG"; then exit 1; fi
 fi
@@ -107,7 +108,7 @@ if [ $SAN = 1 ]; then
     echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-10} s per target; in the background, nice 19)"
     (cd build-fuzz && nice -n 19 ctest --output-on-failure -L fuzz -j1 >fuzz.log 2>&1) &
     FUZZ=$!
-    CT_JOBS=$((jobs + 1)) COST_COLUMN=3 EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 \
+    CT_JOBS=${HV_TEST_JOBS_SAN:-$((jobs + 1))} COST_COLUMN=3 EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 \
         run_tests build-asan || rc=$?
     frc=0
     wait "$FUZZ" || frc=$?
