@@ -64,6 +64,7 @@ brc=0
 build build || brc=$?
 if ! wait "$FORMAT"; then
     cat "$FORMAT_LOG"
+    rm -f "$FORMAT_LOG"
     echo "== format check FAILED: run clang-format -i on the files above"
     exit 1
 fi
