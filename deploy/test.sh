@@ -7,19 +7,21 @@
 # plain one), package and python);
 # then builds the libFuzzer targets with clang and runs each for HV_FUZZ_SECONDS (default 10;
 # label fuzz; tests/fuzz/run.sh --seconds N runs them longer). The sanitizer and fuzz builds run
-# at nice 19 while the plain suite runs (which mostly waits); ctest runs one test more than the
-# cores at a time, and tests/CMakeLists.txt keeps the ones that time something alone.
+# at nice 19 while the plain suite runs (which mostly waits), the fuzz targets at nice 19 beside
+# the sanitizer suite's first minute; ctest runs two tests per core at a time in the plain suite
+# and one more than the cores in the sanitizer one, the longest first (tests/ctest_costs.txt), and
+# tests/CMakeLists.txt keeps the ones that time something alone (HV_TEST_JOBS and
+# HV_TEST_JOBS_SAN set the two -j).
 # Usage: deploy/test.sh [--no-sanitize] [extra ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SAN=1
 if [ "${1:-}" = "--no-sanitize" ]; then SAN=0; shift; fi
 deploy/install-deps.sh
-echo "== format (clang-format --dry-run on every tracked .c/.h)"
-if ! git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror; then
-    echo "== format check FAILED: run clang-format -i on the files above"
-    exit 1
-fi
+echo "== format (clang-format --dry-run on every tracked .c/.h, beside the plain build)"
+FORMAT_LOG=$(mktemp)
+(git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror) >"$FORMAT_LOG" 2>&1 &
+FORMAT=$!
 jobs=$(nproc)
 configure() { # BUILD_DIR CMAKE_ARGS...
     local dir=$1; shift
@@ -34,10 +36,21 @@ build() { # BUILD_DIR [TARGET]: the log in BUILD_DIR/build.log, its errors on fa
         return 1
     fi
 }
-run_tests() { # BUILD_DIR: ctest, one test more than the cores at a time (the tests mostly wait on
-    # processes and rounds; tests/CMakeLists.txt keeps the ones that time something alone)
+# seed_costs BUILD_DIR COLUMN: ctest starts the longest tests first when it knows their times
+# (Testing/Temporary/CTestCostData.txt, which it writes after each run); a clean clone has none,
+# and ctest would start them in the order they were declared, the longest ones last: the times of
+# tests/ctest_costs.txt (column 2: the plain build's, 3: the sanitizer build's) stand in for them.
+seed_costs() {
+    local f=$1/Testing/Temporary/CTestCostData.txt
+    [ -s "$f" ] && return 0
+    mkdir -p "${f%/*}"
+    awk -v c="$2" '!/^#/ && $c != "-" { print $1, 1, $c }' tests/ctest_costs.txt >"$f"
+}
+run_tests() { # BUILD_DIR: ctest, CT_JOBS tests at a time (the tests mostly wait on processes and
+    # rounds; tests/CMakeLists.txt keeps the ones that time something alone)
     echo "== test $1"
-    (cd "$1" && ctest --output-on-failure -LE "${EXCLUDE:-gpu|perf|container}" -j"${CT_JOBS:-$((jobs + 1))}" \
+    seed_costs "$1" "${COST_COLUMN:-2}"
+    (cd "$1" && ctest --output-on-failure -LE "${EXCLUDE:-gpu|perf|container}" -j"$CT_JOBS" \
         "${CTEST_ARGS[@]}")
 }
 CTEST_ARGS=("$@")
@@ -47,19 +60,34 @@ FUZZ_ARGS=(-DCMAKE_C_COMPILER=clang -DHV_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebIn
     -DHV_FUZZ_SECONDS="${HV_FUZZ_SECONDS:-10}")
 configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== build build"
-build build
-# The plain suite mostly waits (processes, rounds, leases): the sanitizer and fuzz builds run
-# beside it at the lowest priority, so that their minutes are not added to the suite's.
+brc=0
+build build || brc=$?
+if ! wait "$FORMAT"; then
+    cat "$FORMAT_LOG"
+    rm -f "$FORMAT_LOG"
+    echo "== format check FAILED: run clang-format -i on the files above"
+    exit 1
+fi
+rm -f "$FORMAT_LOG"
+[ $brc = 0 ] || exit $brc
+# The plain suite mostly waits (processes, rounds, leases): the sanitizer and fuzz builds
+# (configured there too) run beside it at the lowest priority, so that their minutes are not
+# added to the suite's.
 BG=""
 if [ $SAN = 1 ]; then
-    configure build-asan "${ASAN_ARGS[@]}"
-    configure build-fuzz "${FUZZ_ARGS[@]}"
-    echo "== build build-asan and build-fuzz (in the background, nice 19)"
-    (nice -n 19 bash -c "$(declare -f build); jobs=$jobs; build build-asan && build build-fuzz hv_fuzz") &
+    echo "== configure and build build-asan and build-fuzz (in the background, nice 19)"
+    (
+        renice -n 19 -p $BASHPID >/dev/null
+        configure build-asan "${ASAN_ARGS[@]}" && configure build-fuzz "${FUZZ_ARGS[@]}" &&
+            build build-asan && build build-fuzz hv_fuzz
+    ) &
     BG=$!
 fi
 rc=0
-run_tests build || rc=$?
+# Two tests per core: the plain suite's tests spend most of their time waiting (in the CI run of
+# 2026-12-03 12:14, 1109 s of tests that run beside others took 375 s at -j3 on 2 cores, beside
+# the builds at nice 19).
+CT_JOBS=${HV_TEST_JOBS:-$((jobs * 2))} run_tests build || rc=$?
 if [ -n "$BG" ]; then
     if ! wait "$BG"; then exit 1; fi
 fi
@@ -72,10 +100,22 @@ if [ $SAN = 1 ]; then
     # -O1: the sanitizers' usual level (gcc -O1 also sees truncations that -O0 misses); the
     # Python binding's tests run on the plain build only (pure Python: its C paths are the C
     # unit tests', which run here).
-    # Instrumented processes are CPU-bound: one test per core here.
-    CT_JOBS=$jobs EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 \
-        run_tests build-asan
-    echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-10} s per target)"
-    (cd build-fuzz && ctest --output-on-failure -L fuzz -j"$jobs")
+    # Instrumented tests take about 1.2 times their plain time (they too mostly wait: 824 s
+    # against 677 s for the same 170 tests in the CI run of 2026-12-03 12:14, at -j2 alone
+    # against -j3 beside the builds): one more test than the cores here.
+    # The fuzz targets (CPU-bound, each for a fixed time) run at the lowest priority beside the
+    # suite's first minute, which holds its longest tests; the tests that run alone come last
+    # (ctest starts a RUN_SERIAL test only when nothing else runs), by when the targets have ended.
+    echo "== fuzz build-fuzz (clang, libFuzzer, ASan+UBSan, ${HV_FUZZ_SECONDS:-10} s per target; in the background, nice 19)"
+    (cd build-fuzz && nice -n 19 ctest --output-on-failure -L fuzz -j1 >fuzz.log 2>&1) &
+    FUZZ=$!
+    CT_JOBS=${HV_TEST_JOBS_SAN:-$((jobs + 1))} COST_COLUMN=3 EXCLUDE='gpu|perf|long|package|python' HV_TEST_TIMEOUT_MULTIPLIER=3 \
+        run_tests build-asan || rc=$?
+    frc=0
+    wait "$FUZZ" || frc=$?
+    echo "== fuzz build-fuzz (its ctest output)"
+    cat build-fuzz/fuzz.log
+    [ $rc = 0 ] || exit $rc
+    [ $frc = 0 ] || exit $frc
 fi
 echo "== all suites passed"
