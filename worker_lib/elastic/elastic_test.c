@@ -946,7 +946,8 @@ static void test_nccl_reset(void) {
 }
 
 /* Checkpoint files: a saved state loads back into a fresh one with the same registrations (in
- * another order); a file of another state, a damaged one and a missing one change nothing. */
+ * another order); a file of another state, a damaged one (any bit) and a missing one change
+ * nothing; a file of the first format (FNV-1a trailer) still loads. */
 static void test_checkpoint(void) {
     char dir[] = "/tmp/hv-ckpt-XXXXXX";
     ASSERT_TRUE(mkdtemp(dir) != NULL);
@@ -997,6 +998,29 @@ static void test_checkpoint(void) {
     ASSERT_EQ_INT((int)e2, 0);
     data[len / 2] ^= 1;
     ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len - 9, 0600), HV_OK);
+    ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
+    /* Any one bit flipped, lowest or highest of any byte, header or data or trailer: refused. */
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit += 7) {
+            data[i] ^= (char)(1 << bit);
+            ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
+            ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
+            data[i] ^= (char)(1 << bit);
+        }
+    }
+    /* A file of the first format ("HVSTATE1", a byte-wise FNV-1a trailer) still loads. */
+    memcpy(data, "HVSTATE1", 8);
+    uint64_t fnv = 1469598103934665603ULL;
+    for (size_t i = 0; i + 8 < len; i++) {
+        fnv = (fnv ^ (unsigned char)data[i]) * 1099511628211ULL;
+    }
+    memcpy(data + len - 8, &fnv, 8);
+    ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
+    e2 = 0;
+    ASSERT_EQ_INT(hv_state_load(b, bad), HV_OK);
+    ASSERT_EQ_INT((int)e2, 7);
+    data[len / 2] ^= 1;
+    ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
     ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
     hv_free(data);
     ASSERT_EQ_INT(hv_state_load(b, "/nonexistent/ck"), HV_ENOTFOUND);
