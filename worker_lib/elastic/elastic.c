@@ -298,21 +298,29 @@ static size_t state_serialized_size(const hv_state_t *st) {
 
 /* The state in the checkpoint format (the last commit when there is one) into out, of
  * state_serialized_size bytes; the checksum trailer is left 0 (ckpt_seal). */
+/* The checkpoint format's framing: the magic and the count at out, returning where the first
+ * entry goes; an entry's name and size at p, returning where its data goes. */
+static unsigned char *ckpt_frame_head(unsigned char *out, int nbufs) {
+    uint32_t n = (uint32_t)nbufs;
+    memcpy(out, CKPT_MAGIC, 8);
+    memcpy(out + 8, &n, 4);
+    return out + 12;
+}
+
+static unsigned char *ckpt_frame_entry(unsigned char *p, const state_buf_t *b) {
+    uint16_t nl = (uint16_t)strlen(b->name);
+    uint64_t bytes = b->bytes;
+    memcpy(p, &nl, 2);
+    memcpy(p + 2, b->name, nl);
+    memcpy(p + 2 + nl, &bytes, 8);
+    return p + 2 + nl + 8;
+}
+
 static void state_serialize_into(const hv_state_t *st, unsigned char *out) {
-    unsigned char *p = out;
-    memcpy(p, CKPT_MAGIC, 8);
-    p += 8;
-    uint32_t n = (uint32_t)st->nbufs;
-    memcpy(p, &n, 4);
-    p += 4;
+    unsigned char *p = ckpt_frame_head(out, st->nbufs);
     for (int i = 0; i < st->nbufs; i++) {
         const state_buf_t *b = &st->bufs[i];
-        uint16_t nl = (uint16_t)strlen(b->name);
-        uint64_t bytes = b->bytes;
-        memcpy(p, &nl, 2);
-        memcpy(p + 2, b->name, nl);
-        memcpy(p + 2 + nl, &bytes, 8);
-        p += 2 + nl + 8;
+        p = ckpt_frame_entry(p, b);
         /* the last commit when there is one: what a restarted job must resume from */
         memcpy(p, st->have_snapshot && b->snap != NULL ? b->snap : b->buf, b->bytes);
         p += b->bytes;
@@ -748,20 +756,11 @@ static hv_err copy_plan(hv_state_t *st, unsigned char *out) {
         st->fill = f;
         st->capfill = n;
     }
-    unsigned char *p = out;
-    memcpy(p, CKPT_MAGIC, 8);
-    uint32_t nb = (uint32_t)st->nbufs;
-    memcpy(p + 8, &nb, 4);
-    p += 12;
+    unsigned char *p = ckpt_frame_head(out, st->nbufs);
     size_t k = 0;
     for (int i = 0; i < st->nbufs; i++) {
         const state_buf_t *b = &st->bufs[i];
-        uint16_t nl = (uint16_t)strlen(b->name);
-        uint64_t bytes = b->bytes;
-        memcpy(p, &nl, 2);
-        memcpy(p + 2, b->name, nl);
-        memcpy(p + 2 + nl, &bytes, 8);
-        p += 2 + nl + 8;
+        p = ckpt_frame_entry(p, b);
         for (size_t off = 0; off < b->bytes; off += COPY_PIECE) {
             st->fill[k].dst = p + off;
             st->fill[k].src = (const unsigned char *)b->snap + off;
