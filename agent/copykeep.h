@@ -10,7 +10,9 @@
  * dropping the least recently used copies that are not their job's only complete copy (an older
  * generation whose newer one is here) -- never a job's only copy, never a copy in progress; when
  * that is not enough the new copy is refused (HV_ETOOBIG) and nothing is dropped: its member sends
- * to the head instead. The choice is agent/cachepol.c's plan, with those copies pinned.
+ * to the head instead. The buffer of a copy released for its job's newer one is kept (while it
+ * fits under the bound) for the job's next copy, which is of its size: no page faults to fill
+ * it. The choice is agent/cachepol.c's plan, with those copies pinned.
  *
  * It is not the wire (the copy endpoint's handlers) nor the choice of keeper (head/core/copies.c).
  * Not thread-safe: one thread (the agent's loop).
@@ -38,6 +40,8 @@ typedef struct hv_copykeep_info_s {
 
 typedef struct hv_copykeep_stats_s {
     uint64_t cap, used; /* bytes: the bound, and what the copies here reserve */
+    uint64_t spare;     /* bytes: a released copy's buffer kept for the next copy of its size
+                           (used + spare <= cap) */
     size_t copies;      /* held (complete or in progress) */
     uint64_t refused;   /* copies refused for room */
     uint64_t evicted;   /* copies dropped for room */

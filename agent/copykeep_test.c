@@ -209,9 +209,58 @@ static void case_release(void) {
     hv_copykeep_destroy(k);
 }
 
+/* A copy released for its job's newer one leaves its buffer as the spare, which the job's next
+ * copy (its size) takes; the copies and the spare stay under the bound: a spare that would not
+ * fit is freed, and so is one of another size when a copy needs a buffer. */
+static void case_spare(void) {
+    hv_copykeep_t *k = NULL;
+    hv_copykeep_stats_t st;
+    CHECK_EQ(hv_copykeep_create(25, &k), HV_OK);
+    CHECK_EQ(put_all(k, 1, 1, 10, 10, 0x11, 1), HV_OK);
+    CHECK_EQ(put_all(k, 1, 1, 11, 10, 0x22, 2), HV_OK);
+    hv_copykeep_release(k, 1, 1, 11, NULL);
+    hv_copykeep_stats(k, &st);
+    CHECK_EQ(st.used, 10);
+    CHECK_EQ(st.spare, 10);
+    CHECK_EQ(put_all(k, 1, 1, 12, 10, 0x33, 3), HV_OK); /* takes the spare */
+    hv_copykeep_stats(k, &st);
+    CHECK_EQ(st.used, 20);
+    CHECK_EQ(st.spare, 0);
+    uint8_t got[10];
+    size_t n = 0;
+    CHECK_EQ(hv_copykeep_read(k, 1, 1, 12, 0, got, sizeof(got), &n, NULL, 4), HV_OK);
+    CHECK_EQ(n, 10);
+    CHECK_EQ(got[0], 0x33);
+    CHECK_EQ(got[9], 0x33);
+    CHECK_EQ(hv_copykeep_read(k, 1, 1, 11, 0, got, sizeof(got), &n, NULL, 4), HV_OK);
+    CHECK_EQ(got[9], 0x22); /* the copy kept is untouched by its successor's arrival */
+    hv_copykeep_release(k, 1, 1, 12, NULL); /* 10 used + 10 spare: fits under 25 */
+    hv_copykeep_stats(k, &st);
+    CHECK_EQ(st.spare, 10);
+    CHECK_EQ(put_all(k, 2, 1, 5, 12, 0x44, 5), HV_OK); /* another size: the spare is freed */
+    hv_copykeep_stats(k, &st);
+    CHECK_EQ(st.used, 22);
+    CHECK_EQ(st.spare, 0);
+    hv_copykeep_drop_job(k, 2);
+    CHECK_EQ(put_all(k, 1, 1, 13, 10, 0x55, 6), HV_OK);
+    hv_copykeep_release(k, 1, 1, 13, NULL); /* 10 used + 10 spare */
+    hv_copykeep_stats(k, &st);
+    CHECK_EQ(st.used + st.spare, 20);
+    hv_copykeep_drop_job(k, 1); /* the job ended: no spare kept for it */
+    hv_copykeep_stats(k, &st);
+    CHECK_EQ(st.used, 0);
+    CHECK_EQ(st.spare, 0);
+    hv_copykeep_destroy(k);
+}
+
 static const test_case_t cases[] = {
-    {"roundtrip", case_roundtrip},     {"bad_chunks", case_bad_chunks}, {"evict", case_evict},
-    {"in_progress", case_in_progress}, {"release", case_release},       {NULL, NULL},
+    {"roundtrip", case_roundtrip},
+    {"bad_chunks", case_bad_chunks},
+    {"evict", case_evict},
+    {"in_progress", case_in_progress},
+    {"release", case_release},
+    {"spare", case_spare},
+    {NULL, NULL},
 };
 
 int main(int argc, char **argv) { return test_run(cases, argc, argv); }

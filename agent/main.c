@@ -1047,6 +1047,9 @@ static int agent_drain_cmd(const hv_agent_config_t *cfg) {
 int main(int argc, char **argv) {
     static agent_t agent;
     char err[512];
+    /* The agent's keeper receives peers' state copies in 1 MiB messages (issue 28 §3): kept in
+     * the heap, they are not faulted in again at every chunk. */
+    hv_malloc_keep_heap();
     hv_log_init("hvagent");
     hv_err rc = hv_agent_config_parse(argc, argv, &agent.cfg, err, sizeof(err));
     hide_join_token(argc, argv);

@@ -4,6 +4,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 static atomic_long mem_fail_countdown;
 
@@ -28,6 +34,32 @@ void *hv_calloc(size_t count, size_t n) {
 void *hv_realloc(void *p, size_t n) { return mem_should_fail() ? NULL : realloc(p, n ? n : 1); }
 
 void hv_free(void *p) { free(p); }
+
+#define MEM_HUGE ((size_t)2 << 20)
+
+void *hv_malloc_large(size_t n) {
+    if (n < 2 * MEM_HUGE) {
+        return hv_malloc(n);
+    }
+    if (mem_should_fail()) {
+        return NULL;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, MEM_HUGE, n) != 0) {
+        return NULL;
+    }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    (void)madvise(p, n, MADV_HUGEPAGE); /* a hint: without it, plain pages */
+#endif
+    return p;
+}
+
+void hv_malloc_keep_heap(void) {
+#ifdef __GLIBC__
+    (void)mallopt(M_MMAP_THRESHOLD, 16 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}
 
 char *hv_strdup(const char *s) {
     if (s == NULL) {

@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1235,21 +1234,13 @@ static int cmd_backup(const head_opts_t *o) {
     return 0;
 }
 
-/* The head receives state copies and programs in messages of 1 MiB, each read into a fresh buffer
- * twice (gRPC's whole message, then protobuf's bytes field). glibc serves such sizes with mmap,
- * or trims them off the heap's top once freed, so each buffer was faulted in page by page again:
- * a quarter of the head's CPU while it took a copy (perf, bench_copy.sh). Keep them in the heap,
- * and keep the heap's top. */
-static void malloc_tune(void) {
-#ifdef __GLIBC__
-    (void)mallopt(M_MMAP_THRESHOLD, 16 << 20);
-    (void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
-#endif
-}
-
 int main(int argc, char **argv) {
     head_opts_t o;
-    malloc_tune();
+    /* The head receives state copies and programs in messages of 1 MiB, each read into a fresh
+     * buffer twice (gRPC's whole message, then protobuf's bytes field): kept in the heap, they
+     * are not faulted in again at every chunk (a quarter of the head's CPU while it took a copy:
+     * perf, bench_copy.sh). */
+    hv_malloc_keep_heap();
     hv_log_init("hvhead");
     if (argc >= 2 && strcmp(argv[1], "token") == 0) {
         for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {

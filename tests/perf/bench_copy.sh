@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_copy.sh: what keeping copies of the training state at the head costs, side by side.
 #
-#   tests/perf/bench_copy.sh [--peer] [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M]
+#   tests/perf/bench_copy.sh [--peer] [--factor F] [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M]
 #                            [--pairs P] [--bin DIR] [--logs DIR [--trace]]
 #
 # Starts a head and N one-slot agents on this machine and runs tests/perf/bench_elastic (every
@@ -19,7 +19,10 @@
 # head took and the peers kept in each run (/metrics hv_state_copy_bytes_total), and the load
 # average before and after. The agents keep no copies (--copy-memory 0), so "on" sends every copy
 # to the head; with --peer the agents keep them (the default --copy-memory) and "peer" runs send
-# each copy to another node's agent, the head keeping only the index (issue 28 §3).
+# each copy to another node's agent, the head keeping only the index (issue 28 §3); the agents'
+# CPU time in each run is printed too (the keepers' receiving, copying and hashing, beside their
+# heartbeats: compare with the runs without copies). --factor F runs the copies at
+# HV_STATE_COPY_FACTOR=F instead of libhv's default (the interval is F times a copy's cost).
 # Defaults: a 64 MiB state,
 # 2 ranks, 45 s a run, a mark at 10 s, 3 pairs. --logs DIR keeps each run's output there;
 # --trace adds rank 0's every step time (BENCH tick) and each copy's times (HV-COPY-SENT) to it.
@@ -34,6 +37,7 @@ PAIRS=3
 LOGS=""
 TRACE=0
 PEER=0
+FACTOR=""
 while [ $# -gt 0 ]; do
     case $1 in
     --model) MODEL=$2; shift 2 ;;
@@ -45,7 +49,8 @@ while [ $# -gt 0 ]; do
     --logs) LOGS=$2; shift 2 ;;
     --trace) TRACE=1; shift ;;
     --peer) PEER=1; shift ;;
-    *) echo "usage: $0 [--peer] [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR] [--logs DIR [--trace]]" >&2; exit 2 ;;
+    --factor) FACTOR=$2; shift 2 ;;
+    *) echo "usage: $0 [--peer] [--factor F] [--model BYTES] [--ranks N] [--seconds S] [--mark-ms M] [--pairs P] [--bin DIR] [--logs DIR [--trace]]" >&2; exit 2 ;;
     esac
 done
 [ -x "$BIN/hvhead" ] && [ -x "$BIN/bench_elastic" ] || { echo "build first: $BIN/hvhead, $BIN/bench_elastic" >&2; exit 2; }
@@ -75,6 +80,11 @@ PIDS="$PIDS $HEAD_PID"
 # The head's counter of copy bytes kept by $1 (head or peer).
 copy_bytes() { curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics" | sed -n "s/^hv_state_copy_bytes_total{kept_by=\"$1\"} //p"; }
 head_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$HEAD_PID/stat"; }
+# The agents' CPU time so far, in ms (the keepers, with --peer).
+agents_cpu_ms() {
+    # shellcheck disable=SC2086
+    awk -v hz="$(getconf CLK_TCK)" '{ s += $14 + $15 } END { printf "%d", s * 1000 / hz }' $AGENT_STATS
+}
 wait_for 10 grep -q 'listening on' "$TMP/head.out" || { echo "head did not start" >&2; exit 1; }
 HEAD=$(sed -nE 's/.*listening on ([^ ]+) .*/\1/p' "$TMP/head.out")
 KEEP="--copy-memory 0"
@@ -84,25 +94,31 @@ for i in $(seq 1 "$RANKS"); do
     "$BIN/hvagent" join "$HEAD" --token bench-token --name "n$i" --slots 1 $KEEP \
         --work-dir "$TMP/agent-n$i" >"$TMP/agent-n$i.out" 2>"$TMP/agent-n$i.err" &
     PIDS="$PIDS $!"
+    AGENT_STATS="${AGENT_STATS:-} /proc/$!/stat"
 done
 for i in $(seq 1 "$RANKS"); do
     wait_for 20 grep -q joined "$TMP/agent-n$i.out" || { echo "agent n$i did not join" >&2; exit 1; }
 done
 ON=on
 [ $PEER = 0 ] || ON=peer
-echo "bench_copy: copies off vs $ON, state $MODEL bytes, $RANKS ranks over TCP (HV_SHM=0), $SECONDS_RUN s a run (steady window from $MARK_MS ms), machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+ENVF=""
+[ -z "$FACTOR" ] || ENVF="--env HV_STATE_COPY_FACTOR=$FACTOR"
+echo "bench_copy: copies off vs $ON${FACTOR:+ (HV_STATE_COPY_FACTOR=$FACTOR)}, state $MODEL bytes, $RANKS ranks over TCP (HV_SHM=0), $SECONDS_RUN s a run (steady window from $MARK_MS ms), machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 run=0
 for p in $(seq 1 "$PAIRS"); do
     for mode in off $ON; do
         run=$((run + 1))
         tm="" sm="" t1="" s1=""
         copy=1; [ $mode = off ] && copy=0
-        hc0=$(head_cpu_ms) hb0=$(copy_bytes head) pb0=$(copy_bytes peer)
+        hc0=$(head_cpu_ms) ac0=$(agents_cpu_ms) hb0=$(copy_bytes head) pb0=$(copy_bytes peer)
+        envf=""
+        [ "$mode" = off ] || envf=$ENVF
+        # shellcheck disable=SC2086 # $envf: none or one --env pair
         "$BIN/hvsubmit" --head "$HEAD" -np "$RANKS" --min-np "$RANKS" --max-np "$RANKS" \
-            --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=$LEVEL --env HV_BENCH_TRACE=$TRACE \
+            --env HV_SHM=0 --env HV_STATE_COPY=$copy --env HV_LOG_LEVEL=$LEVEL --env HV_BENCH_TRACE=$TRACE $envf \
             "$BIN/bench_elastic" --model "$MODEL" --seconds "$SECONDS_RUN" --mark-ms "$MARK_MS" --step-ms 0 \
             >"$TMP/run$run.out" 2>"$TMP/run$run.err" || { echo "run $run failed" >&2; tail "$TMP/run$run.err" >&2; exit 1; }
-        hcpu=$(($(head_cpu_ms) - hc0))
+        hcpu=$(($(head_cpu_ms) - hc0)) acpu=$(($(agents_cpu_ms) - ac0))
         hb=$(($(copy_bytes head) - hb0)) pb=$(($(copy_bytes peer) - pb0))
         f="$TMP/run$run.out $TMP/run$run.err"
         [ -z "$LOGS" ] || cp "$TMP/run$run.out" "$TMP/run$run.err" "$LOGS/"
@@ -120,7 +136,7 @@ for p in $(seq 1 "$PAIRS"); do
         cps=$(awk -v r="$rcpu" -v h="$hcpu" -v s="$s1" 'BEGIN { printf "%.1f", (r + h) / s }')
         whole=$(awk -v s="$s1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (s - 1) * 1000 / (b - a) }')
         steady=$(awk -v s="$s1" -v m="$sm" -v a="$tm" -v b="$t1" 'BEGIN { printf "%.3f", (s - m) * 1000 / (b - a) }')
-        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, copy bytes at the head $hb, at peers $pb, CPU/step ${cps} ms (ranks ${rcpu} + head), load $(cut -d' ' -f1 /proc/loadavg)"
+        echo "run $run copies=$mode steps/s whole=$whole steady=$steady ${sent:+($sent)} head CPU ${hcpu} ms, agents CPU ${acpu} ms, copy bytes at the head $hb, at peers $pb, CPU/step ${cps} ms (ranks ${rcpu} + head), load $(cut -d' ' -f1 /proc/loadavg)"
         echo "$mode $whole $steady $cps $hb $pb" >>"$TMP/rates"
     done
 done

@@ -186,7 +186,7 @@ void *hv__copier_buffer(hv__copier_t *c, size_t len) {
         c->spare_cap = 0;
     }
     pthread_mutex_unlock(&c->mu);
-    return b != NULL ? b : hv_malloc(len);
+    return b != NULL ? b : hv_malloc_large(len);
 }
 
 int hv__copier_want(hv__copier_t *c, uint64_t now_ms) {
@@ -201,8 +201,8 @@ int hv__copier_want(hv__copier_t *c, uint64_t now_ms) {
     return want;
 }
 
-void hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void *data, size_t len,
-                      uint64_t ser_ms, uint64_t now_ms) {
+int hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void *data, size_t len,
+                     uint64_t ser_ms, uint64_t now_ms) {
     pthread_mutex_lock(&c->mu);
     c->offered_any = 1;
     c->st.offered++;
@@ -210,7 +210,7 @@ void hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, voi
         c->st.skipped++;
         pthread_mutex_unlock(&c->mu);
         hv_free(data);
-        return;
+        return 0;
     }
     c->busy = 1;
     c->data = data;
@@ -221,6 +221,7 @@ void hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, voi
     c->last_begin_ms = now_ms;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    return 1;
 }
 
 hv_err hv__copier_flush(hv__copier_t *c, uint32_t timeout_ms) {

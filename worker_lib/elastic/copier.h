@@ -74,14 +74,15 @@ int hv__copier_want(hv__copier_t *c, uint64_t now_ms);
 
 /* A buffer of len bytes to serialise the next copy into (owned by the caller until offered;
  * hv_free if not offered): the last sent copy's when it is that size (its pages are already
- * there), else a new one from hv_malloc (NULL when out of memory). The copier keeps the last
+ * there), else a new one from hv_malloc_large (NULL when out of memory). The copier keeps the last
  * sent copy's buffer for this, so a job holds one more state-sized buffer while copies are on. */
 void *hv__copier_buffer(hv__copier_t *c, size_t len);
 
 /* Hands over a copy the caller serialised in ser_ms: data (len bytes, from hv_malloc or
- * hv__copier_buffer) is owned by the copier from here on, whether or not it is sent. */
-void hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void *data, size_t len,
-                      uint64_t ser_ms, uint64_t now_ms);
+ * hv__copier_buffer) is owned by the copier from here on, whether or not it is sent. 1: taken
+ * (the send function will run for it); 0: skipped (one in flight, or stopping), data freed. */
+int hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void *data, size_t len,
+                     uint64_t ser_ms, uint64_t now_ms);
 
 /* Waits until no copy is in flight (at most timeout_ms). HV_OK or HV_ETIMEDOUT. */
 hv_err hv__copier_flush(hv__copier_t *c, uint32_t timeout_ms);

@@ -66,6 +66,7 @@ struct scenario_s {
     uint32_t batch;       // sampler: global batch
     int seed_differs;     // sampler: worker 2's seed is another (the ranks disagree)
     int nccl;             // the allreduce runs on device memory through NCCL
+    int copies;           // rank 0's copier sends every commit it can to copy_put (copies case)
     uint64_t ghost_id;    // a worker added by worker 1 at ghost_step that joins a round and
     uint64_t ghost_step;  // dies before connecting (its round's ring can never be built)
     pthread_t ghost;
@@ -141,9 +142,63 @@ static void on_reset(hv_state_t *st, const hv_reset_info_t *info, void *ud) {
     }
 }
 
-static hv_err make_member(uint64_t id, hv__rdzv_local_store_t *store, hv__member_t **out) {
+/* ---- the copies case: what the copier sends, checked as it arrives --------------------------- */
+
+#define COPY_BIG ((size_t)1 << 20) // uint32s in the copies case's large buffer (4 pieces)
+
+static uint32_t g_big[COPY_BIG];      // the copies case's large buffer: every word is the step
+static uint32_t g_big_load[COPY_BIG]; // where copy_put loads each copy
+static char g_copy_path[64];          // copy_put's scratch file
+static atomic_int g_copies_ok, g_copies_bad; // copies that were / were not one commit's state
+static uint64_t g_copy_last_step;            // the step of the last copy (they must not go back)
+static hv__rdzv_ops_t g_copy_ops;            // the local rendezvous with copy_put and copy_fetch
+
+/* The copier's send (its thread): the copy must load into a state of the same registrations and
+ * be one commit's state, never torn by later steps: every word of the large buffer is its step,
+ * and the model is the model after that step. Slow on purpose, so training runs ahead. */
+static hv_err copy_put(void *ctx, uint32_t generation, uint64_t commit, const void *data,
+                       size_t len) {
+    (void)ctx;
+    (void)generation;
+    (void)commit;
+    static float w[K];
+    uint64_t step = 0, epoch = 0, idxsum = 0;
+    hv_state_t *st = NULL;
+    int ok = hv_write_file_atomic(g_copy_path, data, len, 0600) == HV_OK &&
+             hv_state_create(&st) == HV_OK && hv_state_add_buffer(st, "w", w, sizeof(w)) == HV_OK &&
+             hv_state_add_u64(st, "step", &step) == HV_OK &&
+             hv_state_add_u64(st, "epoch", &epoch) == HV_OK &&
+             hv_state_add_u64(st, "idxsum", &idxsum) == HV_OK &&
+             hv_state_add_buffer(st, "big", g_big_load, sizeof(g_big_load)) == HV_OK &&
+             hv_state_load(st, g_copy_path) == HV_OK && step >= g_copy_last_step;
+    for (size_t i = 0; ok && i < COPY_BIG; i++) {
+        ok = g_big_load[i] == (uint32_t)step;
+    }
+    hv_state_destroy(st);
+    atomic_fetch_add(ok ? &g_copies_ok : &g_copies_bad, 1);
+    g_copy_last_step = step;
+    usleep(2000);
+    return HV_OK;
+}
+
+static hv_err copy_fetch(void *ctx, uint64_t commit, void **data, size_t *len) {
+    (void)ctx;
+    (void)commit;
+    (void)data;
+    (void)len;
+    return HV_ENOTFOUND;
+}
+
+static hv_err make_member(uint64_t id, hv__rdzv_local_store_t *store, hv__member_t **out,
+                          int copies) {
     hv__member_opts_t mo = {.world = world_opts()};
     hv_err rc = hv__rdzv_local_client_worker(store, id, &mo.world.rdzv);
+    if (rc == HV_OK && copies) {
+        g_copy_ops = *mo.world.rdzv.ops;
+        g_copy_ops.put_state = copy_put;
+        g_copy_ops.fetch_state = copy_fetch;
+        mo.world.rdzv.ops = &g_copy_ops;
+    }
     if (rc == HV_OK) {
         rc = hv__member_create(&mo, out);
     }
@@ -153,7 +208,7 @@ static hv_err make_member(uint64_t id, hv__rdzv_local_store_t *store, hv__member
 static void *worker_main(void *arg) {
     worker_t *w = arg;
     scenario_t *sc = w->sc;
-    hv_err rc = make_member(w->id, sc->store, &w->m);
+    hv_err rc = make_member(w->id, sc->store, &w->m, sc->copies);
     if (rc != HV_OK) {
         HVT_FAIL("worker %llu: member: %s", (unsigned long long)w->id, hv_strerror(rc));
         w->run_rc = rc;
@@ -168,6 +223,10 @@ static void *worker_main(void *arg) {
     if (hv_state_create(&w->st) != HV_OK || hv_state_add_buffer(w->st, "w", w->w, sizeof(w->w)) ||
         hv_state_add_u64(w->st, "step", &w->step) || hv_state_add_u64(w->st, "epoch", &w->epoch) ||
         hv_state_add_u64(w->st, "idxsum", &w->idxsum) || hv_state_on_reset(w->st, on_reset, w)) {
+        HVT_FAIL("worker %llu: state setup", (unsigned long long)w->id);
+        return NULL;
+    }
+    if (sc->copies && hv_state_add_buffer(w->st, "big", g_big, sizeof(g_big)) != HV_OK) {
         HVT_FAIL("worker %llu: state setup", (unsigned long long)w->id);
         return NULL;
     }
@@ -543,7 +602,7 @@ typedef struct rt_arg_s {
 static void *roundtrip_main(void *arg) {
     rt_arg_t *a = arg;
     hv__member_t *m = NULL;
-    if (make_member(a->id, a->store, &m) != HV_OK) {
+    if (make_member(a->id, a->store, &m, 0) != HV_OK) {
         return NULL;
     }
     hv_state_t *st = NULL;
@@ -946,7 +1005,8 @@ static void test_nccl_reset(void) {
 }
 
 /* Checkpoint files: a saved state loads back into a fresh one with the same registrations (in
- * another order); a file of another state, a damaged one and a missing one change nothing. */
+ * another order); a file of another state, a damaged one (any bit) and a missing one change
+ * nothing; a file of the first format (FNV-1a trailer) still loads. */
 static void test_checkpoint(void) {
     char dir[] = "/tmp/hv-ckpt-XXXXXX";
     ASSERT_TRUE(mkdtemp(dir) != NULL);
@@ -998,6 +1058,29 @@ static void test_checkpoint(void) {
     data[len / 2] ^= 1;
     ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len - 9, 0600), HV_OK);
     ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
+    /* One bit flipped, the lowest or the highest of a byte, anywhere from the header through the
+     * data to the trailer: refused. */
+    for (size_t i = 0, k = 0; i < len; i = i + len / 16 < len - 1 ? i + len / 16 : i + 1, k++) {
+        int bit = k % 2 ? 7 : 0;
+        data[i] ^= (char)(1 << bit);
+        ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
+        ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
+        data[i] ^= (char)(1 << bit);
+    }
+    /* A file of the first format ("HVSTATE1", a byte-wise FNV-1a trailer) still loads. */
+    memcpy(data, "HVSTATE1", 8);
+    uint64_t fnv = 1469598103934665603ULL;
+    for (size_t i = 0; i + 8 < len; i++) {
+        fnv = (fnv ^ (unsigned char)data[i]) * 1099511628211ULL;
+    }
+    memcpy(data + len - 8, &fnv, 8);
+    ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
+    e2 = 0;
+    ASSERT_EQ_INT(hv_state_load(b, bad), HV_OK);
+    ASSERT_EQ_INT((int)e2, 7);
+    data[len / 2] ^= 1;
+    ASSERT_EQ_INT(hv_write_file_atomic(bad, data, len, 0600), HV_OK);
+    ASSERT_EQ_INT(hv_state_load(b, bad), HV_EINVAL);
     hv_free(data);
     ASSERT_EQ_INT(hv_state_load(b, "/nonexistent/ck"), HV_ENOTFOUND);
     /* The file is private to the job's user. */
@@ -1012,8 +1095,51 @@ static void test_checkpoint(void) {
     rmdir(dir);
 }
 
+/* Every commit's step rewrites the whole large buffer and commits at once; the copier (at every
+ * commit it is idle for) fills each copy from the lent snapshots while training goes on: every
+ * copy is one commit's whole state (never a later step's words in it), and training ends exact. */
+static hv_err train_copies(hv_state_t *st, void *ud) {
+    worker_t *w = ud;
+    while (w->step < w->sc->steps && atomic_load(&g_copies_ok) + atomic_load(&g_copies_bad) < 6) {
+        w->step++;
+        for (size_t i = 0; i < COPY_BIG; i++) {
+            g_big[i] = (uint32_t)w->step;
+        }
+        for (int i = 0; i < K; i++) {
+            w->w[i] += (float)(w->step - 1 + (uint64_t)i);
+        }
+        T_CHECK(hv_state_commit(st) == HV_OK);
+    }
+    return HV_OK;
+}
+
+static void test_copies(void) {
+    char dir[] = "/tmp/hv-copies-XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(g_copy_path, sizeof(g_copy_path), "%s/copy", dir);
+    setenv("HV_STATE_COPY_MIN_MS", "0", 1);
+    setenv("HV_STATE_COPY_FACTOR", "0", 1);
+    scenario_t sc;
+    scenario_init(&sc, 1000, train_copies);
+    sc.copies = 1;
+    sc.steps = 100000; /* at most: the training ends once 6 copies arrived */
+    scenario_run(&sc, 1);
+    unsetenv("HV_STATE_COPY_MIN_MS");
+    unsetenv("HV_STATE_COPY_FACTOR");
+    worker_t *w = scenario_worker(&sc, 1);
+    ASSERT_TRUE(w != NULL);
+    ASSERT_EQ_INT(w->run_rc, HV_OK);
+    ASSERT_TRUE(model_ok(w->w, w->step));
+    ASSERT_EQ_INT(atomic_load(&g_copies_bad), 0);
+    ASSERT_TRUE(atomic_load(&g_copies_ok) >= 5);
+    scenario_fini(&sc);
+    unlink(g_copy_path);
+    rmdir(dir);
+}
+
 static const hvtest_case_t cases[] = {
     {"checkpoint", test_checkpoint},
+    {"copies", test_copies},
     {"roundtrip", test_roundtrip},
     {"steady", test_steady},
     {"failure", test_failure},
