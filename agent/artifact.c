@@ -476,7 +476,11 @@ static void fetch_finish(hv_artifact_cache_t *c, entry_t *en) {
                    (unsigned long long)en->written, hex);
         return;
     }
-    if (fchmod(en->fd, HV_ARTIFACT_CACHE_MODE) != 0 || fsync(en->fd) != 0) {
+    // No fsync: it ran on the agent's loop and, on a busy disk, held the session's heartbeats
+    // for seconds (the head then declared the node dead while its workers were being placed).
+    // Durability buys nothing here: a file this process did not fetch itself is checked
+    // against its digest before it is used (cache_has_valid), so one torn by a crash is fetched again.
+    if (fchmod(en->fd, HV_ARTIFACT_CACHE_MODE) != 0) {
         entry_fail(en, HV_EIO, "finish %s: %s", en->tmp, strerror(errno));
         return;
     }

@@ -18,7 +18,9 @@ Output, as examples/elastic_train prints it (stdout, rank 0):
 and on stderr, rank 0, after every reset:
   elastic_scenario: reset: W workers (generation G)
 A worker removed by a drain prints "elastic_scenario: removed from the job (generation G)" on
-stderr and exits 0.
+stderr and exits 0. A worker whose re-join the head refused because the job ended (it may hear
+that before the head's kill comes) prints "elastic_scenario: the job cannot go on: ..." on
+stderr and exits 1; any other error is raised.
 
 Options (faults act in the job's first generation only, unless :every):
   --epochs N --train-limit N --test-limit N --batch N (global) --lr X --seed N
@@ -39,6 +41,7 @@ import signal
 import sys
 
 import hv.torch as hvd  # before torch: a node without torch fails with one clear line
+from hv.errors import HvError
 
 import torch
 
@@ -182,7 +185,16 @@ def main(argv):
                                    first_gen=0, loss_sum=0.0, accuracy=0.0, stop_at=0)
     trainer = Trainer(a, train, test, model, opt, state)
     state.register_reset_callbacks([trainer.on_reset])
-    hvd.elastic.run(trainer.run)(state)
+    try:
+        hvd.elastic.run(trainer.run)(state)
+    except HvError as exc:
+        if exc.errname not in ("HV_EAUTH", "HV_ESTATE"):
+            raise
+        # The head ended the job (a reset past --max-resets, too few workers) and this worker
+        # learnt it itself (its re-join refused) before the head's kill reached it: the head
+        # tells the user why; a program just stops.
+        sys.stderr.write(PREFIX + "the job cannot go on: %s\n" % exc)
+        return 1
     if state.removed:
         sys.stderr.write(PREFIX + "removed from the job (generation %d)\n" %
                          hvd.elastic.generation())

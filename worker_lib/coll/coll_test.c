@@ -21,6 +21,7 @@
 #include "mem.h"
 #include "rdzv.h"
 #include "reduce.h"
+#include "transport_shm.h"
 #include "transport_tcp.h"
 #include "world.h"
 
@@ -1138,6 +1139,109 @@ static void test_named_blocking(void) {
     }
 }
 
+/* ---- a dead neighbour's side ends like an EOF (transport.h peer_gone) ----------------------- */
+
+/* Two ranks' links over 127.0.0.1 (upgraded to shared memory when shm_bytes > 0), built on two
+ * threads. */
+typedef struct pair_s {
+    hv__tcp_listener_t *lst[2];
+    char addr[2][64];
+    size_t shm_bytes;
+    hv__link_t *l[2];
+    hv_err rc[2];
+} pair_t;
+
+typedef struct pair_arg_s {
+    pair_t *p;
+    int rank;
+} pair_arg_t;
+
+static void *pair_main(void *arg) {
+    pair_arg_t *a = arg;
+    pair_t *p = a->p;
+    int r = a->rank;
+    hv__tcp_ident_t id = {.world_id = 7,
+                          .generation = 1,
+                          .rank = (uint32_t)r,
+                          .left_rank = (uint32_t)!r,
+                          .right_rank = (uint32_t)!r};
+    p->rc[r] = hv__tcp_link_create(p->lst[r], p->addr[!r], &id, NULL, 10000, &p->l[r]);
+    if (p->rc[r] == HV_OK && p->shm_bytes > 0) {
+        hv__link_t *up = NULL;
+        p->rc[r] = hv__shm_link_upgrade(p->l[r], 1, 1, p->shm_bytes, 10000, &up);
+        if (p->rc[r] == HV_OK) {
+            p->l[r] = up;
+        }
+    }
+    return NULL;
+}
+
+static void pair_make(pair_t *p, size_t shm_bytes) {
+    memset(p, 0, sizeof(*p));
+    p->shm_bytes = shm_bytes;
+    for (int r = 0; r < 2; r++) {
+        ASSERT_OK(hv__tcp_listen("127.0.0.1:0", &p->lst[r]));
+        snprintf(p->addr[r], sizeof(p->addr[r]), "127.0.0.1:%d", hv__tcp_listener_port(p->lst[r]));
+    }
+    pthread_t th[2];
+    pair_arg_t args[2] = {{p, 0}, {p, 1}};
+    for (int r = 0; r < 2; r++) {
+        pthread_create(&th[r], NULL, pair_main, &args[r]);
+    }
+    for (int r = 0; r < 2; r++) {
+        pthread_join(th[r], NULL);
+        hv__tcp_listener_destroy(p->lst[r]);
+    }
+    ASSERT_OK(p->rc[0]);
+    ASSERT_OK(p->rc[1]);
+}
+
+/* Rank 1 writes its last bytes and dies (its mark says so before its sockets do): rank 0 still
+ * receives every byte, then HV_EPEER from that side; a send to the dead rank fails at once. */
+static void peer_gone_case(size_t shm_bytes) {
+    pair_t p;
+    pair_make(&p, shm_bytes);
+    if (hvtest_failed) {
+        return;
+    }
+    unsigned char out[3000], in[3000];
+    for (size_t i = 0; i < sizeof(out); i++) {
+        out[i] = (unsigned char)(i * 7);
+    }
+    size_t sent = 0, got = 0, n = 0;
+    while (sent < sizeof(out)) {
+        struct iovec v = {out + sent, sizeof(out) - sent};
+        ASSERT_OK(p.l[1]->ops->send_some(p.l[1], &v, 1, &n));
+        sent += n;
+    }
+    p.l[0]->ops->peer_gone(p.l[0], 1, 1);
+    hv_err rc = HV_OK;
+    double t0 = hvtest_now();
+    while (got < sizeof(in) && rc == HV_OK && hvtest_now() - t0 < 5) {
+        struct iovec v = {in + got, sizeof(in) - got};
+        rc = p.l[0]->ops->recv_some(p.l[0], &v, 1, &n);
+        got += rc == HV_OK ? n : 0;
+        if (rc == HV_OK && n == 0) {
+            rc = p.l[0]->ops->wait(p.l[0], 0, 1, 50);
+        }
+    }
+    ASSERT_OK(rc);
+    ASSERT_TRUE(got == sizeof(in) && memcmp(in, out, sizeof(in)) == 0);
+    struct iovec v = {out, 1};
+    ASSERT_RC(p.l[0]->ops->send_some(p.l[0], &v, 1, &n), HV_EPEER);
+    if (shm_bytes > 0) {
+        // The ring is empty now and nothing more can come: the end, not a wait for a timeout.
+        struct iovec w = {in, 1};
+        ASSERT_RC(p.l[0]->ops->recv_some(p.l[0], &w, 1, &n), HV_EPEER);
+    }
+    for (int r = 0; r < 2; r++) {
+        p.l[r]->ops->destroy(p.l[r]);
+    }
+}
+
+static void test_peer_gone_tcp(void) { peer_gone_case(0); }
+static void test_peer_gone_shm(void) { peer_gone_case(64u << 10); }
+
 static const hvtest_case_t cases[] = {
     {"types_ops", test_types_ops},
     {"sizes_1_to_8", test_sizes_1_to_8},
@@ -1149,6 +1253,8 @@ static const hvtest_case_t cases[] = {
     {"errors", test_errors},
     {"kill_rank", test_kill_rank},
     {"stalled_peer", test_stalled_peer},
+    {"peer_gone_tcp", test_peer_gone_tcp},
+    {"peer_gone_shm", test_peer_gone_shm},
     {"abort_pending", test_abort_pending},
     {"alloc_failures", test_alloc_failures},
     {"join", test_join},

@@ -59,6 +59,14 @@ typedef struct hv__transport_ops_s {
      * blocked in wait, and closes the connections so that the peers notice at once. */
     void (*abort)(hv__link_t *l);
 
+    /* Any thread, never blocks: the peer on a side (send_side: the right, recv_side: the left)
+     * is known to be dead (its death-watch mark) before its connection may show it. Unlike
+     * abort this is an end of input, not a failure: what the peer wrote before it died is still
+     * received, and an op fails with HV_EPEER only once it needs that side and nothing more can
+     * come from it (a send to it always does). A thread blocked in wait sees it within the
+     * wait's timeout. */
+    void (*peer_gone)(hv__link_t *l, int send_side, int recv_side);
+
     /* Frees the link (closes what abort did not). The link must not be in use. */
     void (*destroy)(hv__link_t *l);
 } hv__transport_ops_t;

@@ -56,8 +56,9 @@ typedef struct shm_link_s {
     shm_ring_t tx; // to the right neighbour (we produce)
     shm_ring_t rx; // from the left neighbour (we consume)
     atomic_int aborted;
-    atomic_int tx_gone; // the right neighbour's doorbell socket closed (it is gone or done)
-    atomic_int rx_gone; // the left neighbour's doorbell socket closed
+    atomic_int tx_gone; // the right neighbour's doorbell socket closed (it is gone or done), or
+                        // its death-watch mark said it died (peer_gone)
+    atomic_int rx_gone; // the same of the left neighbour
 } shm_link_t;
 
 /* ---- segments -------------------------------------------------------------------------------- */
@@ -242,6 +243,15 @@ static hv_err shm_check(shm_link_t *l, atomic_int *gone) {
 
 /* ---- ops ------------------------------------------------------------------------------------- */
 
+static int rx_has_data(shm_link_t *l);
+
+/* An empty ring from the left: HV_EPEER once the left neighbour is gone, unless data landed
+ * after the caller looked (a peer writes, then dies, then is seen gone: look again after). */
+static hv_err rx_empty(shm_link_t *l) {
+    hv_err rc = shm_check(l, &l->rx_gone);
+    return rc == HV_EPEER && rx_has_data(l) ? HV_OK : rc;
+}
+
 static hv_err shm_send_some(hv__link_t *base, const struct iovec *iov, int iovcnt, size_t *n) {
     shm_link_t *l = (shm_link_t *)base;
     hv_err rc = shm_check(l, &l->tx_gone);
@@ -303,9 +313,8 @@ static hv_err shm_recv_some(hv__link_t *base, const struct iovec *iov, int iovcn
     uint64_t head = atomic_load_explicit(&r->h->head, memory_order_acquire);
     size_t avail = (size_t)(head - tail);
     if (avail == 0) {
-        hv_err rc = shm_check(l, &l->rx_gone); // data first: a peer may write, then exit
         *n = 0;
-        return rc;
+        return rx_empty(l); // data first: a peer may write, then exit
     }
     size_t moved = 0;
     for (int i = 0; i < iovcnt && avail > 0; i++) {
@@ -338,7 +347,7 @@ static hv_err shm_recv_view(hv__link_t *base, size_t max, const void **p, size_t
     size_t avail = (size_t)(head - tail);
     if (avail == 0) {
         *n = 0;
-        return shm_check(l, &l->rx_gone);
+        return rx_empty(l);
     }
     size_t pos = (size_t)(tail & r->mask);
     size_t contig = r->h->size - pos;
@@ -428,7 +437,7 @@ static hv_err shm_wait(hv__link_t *base, int want_send, int want_recv, int timeo
         rc = shm_check(l, &l->tx_gone);
     }
     if (rc == HV_OK && want_recv && l->rx.h != NULL && !rx_has_data(l)) {
-        rc = shm_check(l, &l->rx_gone);
+        rc = rx_empty(l);
     }
     return rc;
 }
@@ -490,6 +499,18 @@ static void shm_abort(hv__link_t *base) {
     hv__tcp_ops.abort(l->tcp); // wakes pollers, and the peers see the connections close
 }
 
+/* As its doorbell socket's end would: data already in the ring is still read (the ops check
+ * rx_gone only on an empty ring), sends fail. A TCP direction from the left ends by itself. */
+static void shm_peer_gone(hv__link_t *base, int send_side, int recv_side) {
+    shm_link_t *l = (shm_link_t *)base;
+    if (send_side) {
+        atomic_store(&l->tx_gone, 1);
+    }
+    if (recv_side) {
+        atomic_store(&l->rx_gone, 1);
+    }
+}
+
 static void shm_destroy(hv__link_t *base) {
     if (base == NULL) {
         return;
@@ -514,5 +535,6 @@ const hv__transport_ops_t hv__shm_ops = {
     .idle_disarm = shm_idle_disarm,
     .drain = shm_drain,
     .abort = shm_abort,
+    .peer_gone = shm_peer_gone,
     .destroy = shm_destroy,
 };

@@ -41,6 +41,7 @@ typedef struct tcp_link_s {
     int recv_fd;        // from the left neighbour, owned
     int abort_fd;       // eventfd written by abort, owned
     atomic_int aborted; // 1 after abort
+    atomic_int tx_gone; // the right neighbour died (peer_gone): sends fail
 } tcp_link_t;
 
 /* ---- addresses ------------------------------------------------------------------------------- */
@@ -409,6 +410,9 @@ static hv_err tcp_send_some(hv__link_t *base, const struct iovec *iov, int iovcn
     if (atomic_load_explicit(&l->aborted, memory_order_relaxed)) {
         return HV_ECANCELED;
     }
+    if (atomic_load_explicit(&l->tx_gone, memory_order_relaxed)) {
+        return HV_EPEER; // nobody will read it
+    }
     struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
     for (;;) {
         ssize_t r = sendmsg(l->send_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -515,6 +519,15 @@ static void tcp_abort(hv__link_t *base) {
     shutdown(l->recv_fd, SHUT_RDWR);
 }
 
+/* A dead left neighbour needs nothing here: what it sent is in this socket's queue or still in
+ * its own, and its connection ends (EOF or reset) once its process is gone. */
+static void tcp_peer_gone(hv__link_t *base, int send_side, int recv_side) {
+    (void)recv_side;
+    if (send_side) {
+        atomic_store(&((tcp_link_t *)base)->tx_gone, 1);
+    }
+}
+
 static void tcp_destroy(hv__link_t *base) {
     if (base == NULL) {
         return;
@@ -539,5 +552,6 @@ const hv__transport_ops_t hv__tcp_ops = {
     .idle_disarm = tcp_idle_disarm,
     .drain = tcp_drain,
     .abort = tcp_abort,
+    .peer_gone = tcp_peer_gone,
     .destroy = tcp_destroy,
 };

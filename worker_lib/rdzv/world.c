@@ -485,13 +485,23 @@ static void world_alive_hold(hv__world_t *w, const hv__world_opts_t *o) {
 }
 
 /* The mark of a flat-ring neighbour on this machine said it died: fail the ring at once, as its
- * sockets' EOF would (later); the rendezvous hears it among the broken peers. tag: the sides. */
+ * sockets' EOF would (later); the rendezvous hears it among the broken peers. tag: the sides.
+ * Between the rings and the engine (hv_init's own collectives: nccl_plan's allgather) the
+ * neighbour may have finished them and ended on its own, its last data already written: its
+ * side ends as on an EOF (transport.h peer_gone), so that data is still read and the build
+ * fails only if it needs more from the dead rank, not because it died. (A handshake before
+ * needs the neighbour alive: an abort ends it at once.) */
 static void world_peer_died(void *ud, uint64_t tag) {
     hv__world_t *w = ud;
     unsigned sides = (unsigned)(tag & (HV__RING_LEFT | HV__RING_RIGHT));
     atomic_fetch_or(&w->dead, sides);
     if (!(tag & HV__ALIVE_EXITED)) {
         atomic_fetch_or(&w->killed, sides);
+    }
+    hv__link_t *l = w->link;
+    if (w->ring != NULL && w->engine == NULL && l->ops->peer_gone != NULL) {
+        l->ops->peer_gone(l, (sides & HV__RING_RIGHT) != 0, (sides & HV__RING_LEFT) != 0);
+        return;
     }
     char why[160];
     int side = sides & HV__RING_LEFT ? 0 : 1;
