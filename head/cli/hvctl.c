@@ -750,7 +750,6 @@ static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *
     char path[128];
     snprintf(path, sizeof(path), "/hvpb.v1.Jobs/%s", method);
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
         if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
             !hv_cli_rpc_head_message(&st)) {
@@ -1679,7 +1678,6 @@ static int ctl_logs_reconnect(const ctl_t *c, const hv_rpc_status_t *why) {
         Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
         ref.job_id = c->o->job_id;
         ProtobufCMessage *resp = NULL;
-        memset(&st, 0, sizeof(st));
         hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
                                  &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
         if (rc == HV_OK) {
@@ -2337,7 +2335,6 @@ static void ctl_copy_warnings(const ctl_t *c, Hvpb__V1__JobView *const *jobs, si
         req.job_id = lv->job_id;
         ProtobufCMessage *resp = NULL;
         hv_rpc_status_t st;
-        memset(&st, 0, sizeof(st));
         if (hv_cli_rpc_unary(c->ch, "/hvpb.v1.Jobs/GetJob", &req.base,
                              &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp,
                              &st) != HV_OK) {
