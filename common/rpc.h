@@ -280,7 +280,7 @@ hv_err hv_rpc_call_start(hv_rpc_engine_t *e, hv_rpc_channel_t *ch, const char *p
 
 /* One unary call, blocking up to timeout_ms (required, > 0). On HV_OK *resp_out is an owned
  * message (free with hv_rpc_msg_free). On failure st (optional) says why; st is also filled on
- * success. Fail-fast: an unreachable server gives HV_EUNAVAIL at once. */
+ * success (cleared first: the caller need not). Fail-fast: an unreachable server gives HV_EUNAVAIL at once. */
 hv_err hv_rpc_unary(hv_rpc_channel_t *ch, const char *path, const ProtobufCMessage *req,
                     const ProtobufCMessageDescriptor *resp_desc, uint32_t timeout_ms,
                     ProtobufCMessage **resp_out, hv_rpc_status_t *st);

@@ -28,6 +28,18 @@ uint64_t hv_wall_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+struct timespec hv_realtime_in_ms(uint32_t ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000u);
+    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 const char *hv_fmt_time(uint64_t wall_ms, char *buf, size_t len) {
     if (wall_ms == 0) {
         snprintf(buf, len, "-");

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -16,6 +17,8 @@
 uint64_t hv_now_ms(void);
 /* Wall-clock milliseconds since the epoch (for display and stored timestamps). */
 uint64_t hv_wall_ms(void);
+/* The wall-clock time ms from now: the deadline pthread_cond_timedwait takes. */
+struct timespec hv_realtime_in_ms(uint32_t ms);
 /* Formats a wall-clock ms value as "2026-11-21 10:04:05" (local time) into buf. */
 const char *hv_fmt_time(uint64_t wall_ms, char *buf, size_t len);
 

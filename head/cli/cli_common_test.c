@@ -30,6 +30,30 @@ static int split_args(const char *line, char *store, size_t storelen, char **arg
     return argc;
 }
 
+/* Parses a command line (split_args) and runs one step of hvsubmit on it (check_files,
+ * prepare): the step returns want and its message holds has1 and has2 (each may be NULL). */
+typedef hv_err (*submit_step_fn)(hv_cli_submit_opts_t *o, char *err, size_t errlen);
+static void submit_step(const char *line, submit_step_fn step, hv_err want, const char *has1,
+                        const char *has2) {
+    char store[4096], err[HV_CLI_ERR_LEN] = "";
+    char *argv[16];
+    hv_cli_submit_opts_t o;
+    int argc = split_args(line, store, sizeof(store), argv, 16);
+    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
+    CHECK_RC(step(&o, err, sizeof(err)), want);
+    if (has1 != NULL) {
+        CHECK_HAS(err, has1);
+    }
+    if (has2 != NULL) {
+        CHECK_HAS(err, has2);
+    }
+    hv_cli_submit_opts_fini(&o);
+}
+
+static hv_err check_files(hv_cli_submit_opts_t *o, char *err, size_t errlen) {
+    return hv_cli_submit_check_files(o, err, errlen);
+}
+
 /* ---- command line --------------------------------------------------------------------------- */
 
 static void test_parse_basic(void) {
@@ -764,7 +788,7 @@ static void test_progress_pending(void) {
 }
 
 static void test_check_files(void) {
-    char err[HV_CLI_ERR_LEN], bin[512], data[512], sub[512], data2[512], store[4096];
+    char bin[512], data[512], sub[512], data2[512];
     make_tmpdir();
     put_elf("train.bin", 0755, bin, sizeof(bin));
     put_file("data.txt", "1 2 3\n", 6, 0644, data, sizeof(data));
@@ -772,47 +796,25 @@ static void test_check_files(void) {
     mkdir(sub, 0755);
     put_file("sub/data.txt", "4 5 6\n", 6, 0644, data2, sizeof(data2));
 
-    char *argv[16];
-    hv_cli_submit_opts_t o;
     char line[2048];
 
     snprintf(line, sizeof(line), "--file %s %s", data, bin);
-    int argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_OK);
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, check_files, HV_OK, NULL, NULL);
 
     /* Two files named data.txt would land on top of each other. */
     snprintf(line, sizeof(line), "--file %s --file %s %s", data, data2, bin);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_EINVAL);
-    CHECK_HAS(err, "have the same name 'data.txt'");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, check_files, HV_EINVAL, "have the same name 'data.txt'", NULL);
 
     /* A file named like the program. */
     snprintf(line, sizeof(line), "--file %s/train.bin %s/sub/../train.bin", tmpdir, tmpdir);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_EINVAL);
-    CHECK_HAS(err, "same name as the program");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, check_files, HV_EINVAL, "same name as the program", NULL);
 
     /* A missing --file and a directory --file. */
     snprintf(line, sizeof(line), "--file %s/nope.txt %s", tmpdir, bin);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_ENOTFOUND);
-    CHECK_HAS(err, "--file ");
-    CHECK_HAS(err, "nope.txt: no such file");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, check_files, HV_ENOTFOUND, "--file ", "nope.txt: no such file");
 
     snprintf(line, sizeof(line), "--file %s %s", sub, bin);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_check_files(&o, err, sizeof(err)), HV_EINVAL);
-    CHECK_HAS(err, "is a directory");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, check_files, HV_EINVAL, "is a directory", NULL);
 }
 
 /* hvsubmit -- python3 train.py: the interpreter runs from the nodes, the script and --workdir's
@@ -886,12 +888,7 @@ static void test_prepare(void) {
         mkdir(deep, 0755);
     }
     snprintf(line, sizeof(line), "--workdir %s/wd2 python3 %s", tmpdir, script);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_EINVAL);
-    CHECK_HAS(err, "directories deep");
-    CHECK_HAS(err, ".hvignore");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, hv_cli_submit_prepare, HV_EINVAL, "directories deep", ".hvignore");
 
     /* Over the file bound: a message naming .hvignore. */
     for (unsigned i = 0; i <= HV_CLI_WORKDIR_MAX_FILES; i++) {
@@ -900,27 +897,15 @@ static void test_prepare(void) {
         put_file(name, "", 0, 0644, path, sizeof(path));
     }
     snprintf(line, sizeof(line), "--workdir %s/wd/sub python3 %s", tmpdir, script);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_EINVAL);
-    CHECK_HAS(err, "more than 200 files");
-    CHECK_HAS(err, ".hvignore");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, hv_cli_submit_prepare, HV_EINVAL, "more than 200 files", ".hvignore");
 
     snprintf(line, sizeof(line), "--workdir %s/nowhere python3 %s", tmpdir, script);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_ENOTFOUND);
-    CHECK_HAS(err, "no such directory");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, hv_cli_submit_prepare, HV_ENOTFOUND, "no such directory", NULL);
 
     /* The script itself as the program: refused, with how to submit it. */
     snprintf(line, sizeof(line), "%s", script);
-    argc = split_args(line, store, sizeof(store), argv, 16);
-    CHECK_RC(hv_cli_submit_parse(argc, argv, &o, err, sizeof(err)), HV_OK);
-    CHECK_RC(hv_cli_submit_prepare(&o, err, sizeof(err)), HV_EINVAL);
-    CHECK_HAS(err, "to run a script, give its interpreter: hvsubmit -np N -- python3 ");
-    hv_cli_submit_opts_fini(&o);
+    submit_step(line, hv_cli_submit_prepare, HV_EINVAL,
+                "to run a script, give its interpreter: hvsubmit -np N -- python3 ", NULL);
     static const char sh[] = "#!/usr/bin/env bash\necho hi\n";
     put_file("run.sh", sh, sizeof(sh) - 1, 0755, path, sizeof(path));
     CHECK_RC(hv_cli_check_binary(path, err, sizeof(err)), HV_EINVAL);

@@ -750,7 +750,6 @@ static int ctl_call(const ctl_t *c, const char *method, const ProtobufCMessage *
     char path[128];
     snprintf(path, sizeof(path), "/hvpb.v1.Jobs/%s", method);
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(c->ch, path, req, resp_desc, HV_CLI_UNARY_MS, out, &st) != HV_OK) {
         if ((st.grpc_code == HV_CLI_GRPC_NOT_FOUND || st.rc == HV_ENOTFOUND) &&
             !hv_cli_rpc_head_message(&st)) {
@@ -906,6 +905,15 @@ static int ctl_list_nodes(const ctl_t *c, ctl_pages_t *pg, Hvpb__V1__ListNodesRe
 static const char *ctl_no_job(const ctl_t *c, char *buf, size_t len) {
     snprintf(buf, len, "no job %llu", (unsigned long long)c->o->job_id);
     return buf;
+}
+
+/* Calls a Jobs method on the job of the command line (a JobRef); "no job 7" when there is none. */
+static int ctl_call_job(const ctl_t *c, const char *method,
+                        const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **out) {
+    Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
+    req.job_id = c->o->job_id;
+    char missing[48];
+    return ctl_call(c, method, &req.base, resp_desc, ctl_no_job(c, missing, sizeof(missing)), out);
 }
 
 /* Prints a finished table (or "no ..." when it is empty) and frees it. */
@@ -1497,12 +1505,8 @@ static const char *ctl_fmt_copy(const Hvpb__V1__JobView *v, uint64_t now, char *
 }
 
 static int ctl_job(const ctl_t *c) {
-    Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
-    req.job_id = c->o->job_id;
     ProtobufCMessage *resp = NULL;
-    char missing[48];
-    int status = ctl_call(c, "GetJob", &req.base, &hvpb__v1__job_view__descriptor,
-                          ctl_no_job(c, missing, sizeof(missing)), &resp);
+    int status = ctl_call_job(c, "GetJob", &hvpb__v1__job_view__descriptor, &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -1674,7 +1678,6 @@ static int ctl_logs_reconnect(const ctl_t *c, const hv_rpc_status_t *why) {
         Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
         ref.job_id = c->o->job_id;
         ProtobufCMessage *resp = NULL;
-        memset(&st, 0, sizeof(st));
         hv_err rc = hv_rpc_unary(c->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
                                  &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
         if (rc == HV_OK) {
@@ -1809,12 +1812,8 @@ static int ctl_logs(const ctl_t *c) {
 /* ---- cancel, events ------------------------------------------------------------------------- */
 
 static int ctl_cancel(const ctl_t *c) {
-    Hvpb__V1__JobRef req = HVPB__V1__JOB_REF__INIT;
-    req.job_id = c->o->job_id;
     ProtobufCMessage *resp = NULL;
-    char missing[48];
-    int status = ctl_call(c, "Cancel", &req.base, &hvpb__v1__cancel_reply__descriptor,
-                          ctl_no_job(c, missing, sizeof(missing)), &resp);
+    int status = ctl_call_job(c, "Cancel", &hvpb__v1__cancel_reply__descriptor, &resp);
     if (status != HV_CLI_EXIT_OK) {
         return status;
     }
@@ -2336,7 +2335,6 @@ static void ctl_copy_warnings(const ctl_t *c, Hvpb__V1__JobView *const *jobs, si
         req.job_id = lv->job_id;
         ProtobufCMessage *resp = NULL;
         hv_rpc_status_t st;
-        memset(&st, 0, sizeof(st));
         if (hv_cli_rpc_unary(c->ch, "/hvpb.v1.Jobs/GetJob", &req.base,
                              &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp,
                              &st) != HV_OK) {
@@ -2416,6 +2414,22 @@ static int ctl_status(const ctl_t *c) {
     return HV_CLI_EXIT_OK;
 }
 
+static int ctl_drain_on(const ctl_t *c) { return ctl_drain(c, 1); }
+static int ctl_undrain(const ctl_t *c) { return ctl_drain(c, 0); }
+
+/* What each command runs; the actor commands (NULL here) are hvctl_actors.c's. */
+typedef int (*ctl_run_fn)(const ctl_t *c);
+static const ctl_run_fn ctl_runs[CTL_NCMDS] = {
+    [CMD_STATUS] = ctl_status,    [CMD_NODES] = ctl_nodes,
+    [CMD_JOBS] = ctl_jobs,        [CMD_QUEUE] = ctl_queue,
+    [CMD_JOB] = ctl_job,          [CMD_LOGS] = ctl_logs,
+    [CMD_CANCEL] = ctl_cancel,    [CMD_EVENTS] = ctl_events,
+    [CMD_COST] = ctl_cost,        [CMD_DRAIN] = ctl_drain_on,
+    [CMD_UNDRAIN] = ctl_undrain,  [CMD_REVOKE] = ctl_revoke,
+    [CMD_AUDIT] = ctl_audit,      [CMD_TOKEN_CREATE] = ctl_token,
+    [CMD_TOKEN_LIST] = ctl_token, [CMD_TOKEN_REVOKE] = ctl_token,
+};
+
 int main(int argc, char **argv) {
     hv_log_init(CTL_PROG);
     ctl_opts_t o;
@@ -2437,53 +2451,8 @@ int main(int argc, char **argv) {
         hv_rpc_channel_destroy(c.ch);
         return HV_CLI_EXIT_NOINPUT;
     }
-    switch (o.cmd_id) {
-    case CMD_STATUS:
-        status = ctl_status(&c);
-        break;
-    case CMD_NODES:
-        status = ctl_nodes(&c);
-        break;
-    case CMD_JOBS:
-        status = ctl_jobs(&c);
-        break;
-    case CMD_QUEUE:
-        status = ctl_queue(&c);
-        break;
-    case CMD_JOB:
-        status = ctl_job(&c);
-        break;
-    case CMD_LOGS:
-        status = ctl_logs(&c);
-        break;
-    case CMD_CANCEL:
-        status = ctl_cancel(&c);
-        break;
-    case CMD_EVENTS:
-        status = ctl_events(&c);
-        break;
-    case CMD_COST:
-        status = ctl_cost(&c);
-        break;
-    case CMD_DRAIN:
-    case CMD_UNDRAIN:
-        status = ctl_drain(&c, o.cmd_id == CMD_DRAIN);
-        break;
-    case CMD_REVOKE:
-        status = ctl_revoke(&c);
-        break;
-    case CMD_AUDIT:
-        status = ctl_audit(&c);
-        break;
-    case CMD_TOKEN_CREATE:
-    case CMD_TOKEN_LIST:
-    case CMD_TOKEN_REVOKE:
-        status = ctl_token(&c);
-        break;
-    default:
-        status = hv_ctl_actors_run(c.ch, head, &o.actor);
-        break;
-    }
+    ctl_run_fn run = o.cmd_id < CTL_NCMDS ? ctl_runs[o.cmd_id] : NULL;
+    status = run != NULL ? run(&c) : hv_ctl_actors_run(c.ch, head, &o.actor);
     fflush(stdout);
     hv_rpc_channel_destroy(c.ch);
     return status;

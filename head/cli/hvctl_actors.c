@@ -74,7 +74,6 @@ static int upload(hv_rpc_channel_t *ch, const char *head, const char *path, char
     sreq.digest = digest;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &sreq.base,
                          &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                          &st) != HV_OK) {
@@ -106,7 +105,6 @@ static int upload(hv_rpc_channel_t *ch, const char *head, const char *path, char
         c.data.data = buf;
         c.data.len = n;
         c.last = off + n == *size;
-        memset(&st, 0, sizeof(st));
         if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &c.base,
                              &hvpb__v1__upload_reply__descriptor, 60000, &resp, &st) != HV_OK) {
             status = hv_cli_rpc_report(PROG, head, "Upload", &st, 60000);
@@ -246,7 +244,6 @@ static void history_fetch(hv_rpc_channel_t *ch, uint64_t id, history_t *h) {
     req.limit = HISTORY_FETCH;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/ListEvents", &req.base,
                          &hvpb__v1__list_events_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                          &st) != HV_OK) {
@@ -354,7 +351,6 @@ static int call(hv_rpc_channel_t *ch, const char *head, const char *method,
                 const ProtobufCMessage *req, const ProtobufCMessageDescriptor *desc,
                 ProtobufCMessage **resp) {
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     char path[64];
     snprintf(path, sizeof(path), "/hvpb.v1.Actors/%s", method);
     if (hv_cli_rpc_unary(ch, path, req, desc, HV_CLI_UNARY_MS, resp, &st) != HV_OK) {
@@ -598,7 +594,6 @@ Hvpb__V1__ListActorsReply *hv_ctl_actors_fetch(hv_rpc_channel_t *ch) {
     Hvpb__V1__ListActorsRequest req = HVPB__V1__LIST_ACTORS_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(ch, "/hvpb.v1.Actors/List", &req.base,
                          &hvpb__v1__list_actors_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                          &st) != HV_OK) {

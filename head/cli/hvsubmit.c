@@ -258,7 +258,6 @@ static int submit_stat(hv_rpc_channel_t *ch, const char *head, const char *diges
     req.digest = (char *)digest;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     hv_err rc =
         hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/StatArtifact", &req.base,
                          &hvpb__v1__stat_artifact_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
@@ -304,7 +303,6 @@ static int submit_send(hv_rpc_channel_t *ch, const char *head, const submit_arti
         chunk.last = offset + n == a->size;
         ProtobufCMessage *resp = NULL;
         hv_rpc_status_t st;
-        memset(&st, 0, sizeof(st));
         hv_err rc =
             hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Upload", &chunk.base,
                              &hvpb__v1__upload_reply__descriptor, SUBMIT_UPLOAD_MS, &resp, &st);
@@ -465,7 +463,6 @@ static int submit_check_interp(hv_rpc_channel_t *ch, const hv_cli_submit_opts_t 
     Hvpb__V1__ListNodesRequest req = HVPB__V1__LIST_NODES_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_rpc_unary(ch, "/hvpb.v1.Jobs/ListNodes", &req.base,
                      &hvpb__v1__list_nodes_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                      &st) != HV_OK) {
@@ -548,7 +545,6 @@ static int submit_job(hv_rpc_channel_t *ch, const char *head, const hv_cli_submi
 
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_cli_rpc_unary(ch, "/hvpb.v1.Jobs/Submit", &req.base, &hvpb__v1__submit_reply__descriptor,
                          HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
         status = hv_cli_rpc_report(SUBMIT_PROG, head, "Submit", &st, HV_CLI_UNARY_MS);
@@ -575,7 +571,6 @@ static int submit_cancel(submit_watch_t *w) {
     ref.job_id = w->job_id;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     hv_err rc = hv_cli_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cancel", &ref.base,
                                  &hvpb__v1__cancel_reply__descriptor, HV_CLI_UNARY_MS, &resp, &st);
     if (rc != HV_OK) {
@@ -608,7 +603,6 @@ static void submit_cost(const submit_watch_t *w) {
     req.job_id = w->job_id;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/Cost", &req.base, &hvpb__v1__cost_reply__descriptor,
                      HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
         return;
@@ -815,7 +809,6 @@ static int submit_reconnect(submit_watch_t *w, const hv_rpc_status_t *why) {
         Hvpb__V1__JobRef ref = HVPB__V1__JOB_REF__INIT;
         ref.job_id = w->job_id;
         ProtobufCMessage *resp = NULL;
-        memset(&st, 0, sizeof(st));
         hv_err rc = hv_cli_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base,
                                      &hvpb__v1__job_view__descriptor, HV_CLI_UNARY_MS, &resp, &st);
         if (rc == HV_OK) {
@@ -848,7 +841,6 @@ static void submit_pending(submit_watch_t *w) {
     ref.job_id = w->job_id;
     ProtobufCMessage *resp = NULL;
     hv_rpc_status_t st;
-    memset(&st, 0, sizeof(st));
     if (hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/GetJob", &ref.base, &hvpb__v1__job_view__descriptor,
                      HV_CLI_UNARY_MS, &resp, &st) != HV_OK) {
         return; /* the watch stream notices a lost head */
@@ -864,7 +856,6 @@ static void submit_pending(submit_watch_t *w) {
     }
     Hvpb__V1__ListNodesRequest lreq = HVPB__V1__LIST_NODES_REQUEST__INIT;
     resp = NULL;
-    memset(&st, 0, sizeof(st));
     if (hv_rpc_unary(w->ch, "/hvpb.v1.Jobs/ListNodes", &lreq.base,
                      &hvpb__v1__list_nodes_reply__descriptor, HV_CLI_UNARY_MS, &resp,
                      &st) != HV_OK) {

@@ -514,13 +514,7 @@ hv_err hv_durable_flush(hv_durable_t *d, uint32_t timeout_ms) {
             rc = HV_ETIMEDOUT;
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = hv_realtime_in_ms(20);
         pthread_cond_timedwait(&d->cv, &d->mu, &ts);
     }
     pthread_mutex_unlock(&d->mu);

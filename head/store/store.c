@@ -492,7 +492,7 @@ enum {
     ST__COUNT
 };
 
-/* Column lists: the *_read functions below depend on this order. */
+/* Column lists: the *_cols tables below (their column indexes) depend on this order. */
 #define ACTOR_COLS                                                                                 \
     "id, name, namespace, class, spec, state, cause, reason, max_restarts, max_call_retries,"      \
     " restarts, moves, incarnation, slots, gpus, gpu_mask, node_id, owner_job, proc_live,"         \
@@ -960,20 +960,110 @@ static uint64_t col_u64(sqlite3_stmt *st, int i) { return (uint64_t)sqlite3_colu
 static uint32_t col_u32(sqlite3_stmt *st, int i) { return (uint32_t)sqlite3_column_int64(st, i); }
 static int col_int(sqlite3_stmt *st, int i) { return (int)sqlite3_column_int64(st, i); }
 
-/* How a table's rows are read and let go: the size of one, its reader (fills a row, zeroed
- * first; frees what it took when it fails) and its fini (frees what a row owns). */
+/* One column of a SELECT and the field of the row struct it fills. kind: how it is read; off:
+ * the field's offset; aux: a blob's length field's offset, a text array's size. */
+typedef enum {
+    SCOL_U64,   // uint64_t
+    SCOL_U32,   // uint32_t
+    SCOL_INT,   // int (an int32_t too)
+    SCOL_FLAG,  // int: 1 when the column is not 0
+    SCOL_TEXT,  // char *, owned ("" for NULL)
+    SCOL_BLOB,  // uint8_t * owned, and its size_t length at aux
+    SCOL_CHARS, // char[aux], cut to fit
+} store_col_kind_t;
+
+typedef struct store_col_s {
+    uint8_t kind; // store_col_kind_t
+    uint8_t col;  // its index in the SELECT
+    uint16_t off;
+    uint16_t aux;
+} store_col_t;
+
+/* The kind of a scalar or char * field, from its type. */
+#define SCOL_KIND(x)                                                                               \
+    _Generic((x), uint64_t : SCOL_U64, uint32_t : SCOL_U32, int : SCOL_INT, char * : SCOL_TEXT)
+/* Column c into field f of a row of type T; the flag, char-array and blob forms. */
+#define SCOL(T, f, c)                                                                              \
+    { SCOL_KIND(((T *)0)->f), (c), offsetof(T, f), 0 }
+#define SCOL_FLAG(T, f, c)                                                                         \
+    { SCOL_FLAG, (c), offsetof(T, f), 0 }
+#define SCOL_CHARS(T, f, c)                                                                        \
+    { SCOL_CHARS, (c), offsetof(T, f), sizeof(((T *)0)->f) }
+#define SCOL_BLOB(T, f, len, c)                                                                    \
+    { SCOL_BLOB, (c), offsetof(T, f), offsetof(T, len) }
+
+/* How a table's rows are read and let go: the size of one, its columns, and what is read beyond
+ * them (may be NULL; fills the rest of a row whose columns are read). */
 typedef struct store_rows_s {
     size_t elem;
-    hv_err (*read)(sqlite3_stmt *st, void *row);
-    void (*fini)(void *row);
+    const store_col_t *cols;
+    size_t ncols;
+    hv_err (*more)(sqlite3_stmt *st, void *row);
 } store_rows_t;
 
-static void store_fini_none(void *row) { (void)row; }
+#define STORE_ROWS(T, cols, more)                                                                  \
+    { sizeof(T), (cols), sizeof(cols) / sizeof((cols)[0]), (more) }
+
+/* Frees what a row owns (its text and blob columns) and zeroes it; NULL: nothing. */
+static void store_row_fini(const store_rows_t *t, void *row) {
+    if (row == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < t->ncols; i++) {
+        if (t->cols[i].kind == SCOL_TEXT || t->cols[i].kind == SCOL_BLOB) {
+            void **field = (void **)((unsigned char *)row + t->cols[i].off);
+            hv_free(*field);
+        }
+    }
+    memset(row, 0, t->elem);
+}
+
+/* Fills a row (zeroed first) from the statement's current row; frees what it took when it
+ * fails (HV_ENOMEM, or the error of t->more). */
+static hv_err store_row_read(const store_rows_t *t, sqlite3_stmt *st, void *row) {
+    unsigned char *base = row;
+    hv_err rc = HV_OK;
+    memset(row, 0, t->elem);
+    for (size_t i = 0; i < t->ncols && rc == HV_OK; i++) {
+        const store_col_t *c = &t->cols[i];
+        void *field = base + c->off;
+        switch ((store_col_kind_t)c->kind) {
+        case SCOL_U64:
+            *(uint64_t *)field = col_u64(st, c->col);
+            break;
+        case SCOL_U32:
+            *(uint32_t *)field = col_u32(st, c->col);
+            break;
+        case SCOL_INT:
+            *(int *)field = col_int(st, c->col);
+            break;
+        case SCOL_FLAG:
+            *(int *)field = sqlite3_column_int64(st, c->col) != 0;
+            break;
+        case SCOL_TEXT:
+            rc = col_text(st, c->col, field);
+            break;
+        case SCOL_BLOB:
+            rc = col_blob(st, c->col, field, (size_t *)(void *)(base + c->aux));
+            break;
+        case SCOL_CHARS:
+            col_text_to(st, c->col, field, c->aux);
+            break;
+        }
+    }
+    if (rc == HV_OK && t->more != NULL) {
+        rc = t->more(st, row);
+    }
+    if (rc != HV_OK) {
+        store_row_fini(t, row);
+    }
+    return rc;
+}
 
 /* Finishes n rows and frees their array (NULL: nothing). */
 static void store_free_rows(const store_rows_t *t, void *rows, size_t n) {
     for (size_t i = 0; rows != NULL && i < n; i++) {
-        t->fini((unsigned char *)rows + i * t->elem);
+        store_row_fini(t, (unsigned char *)rows + i * t->elem);
     }
     hv_free(rows);
 }
@@ -998,7 +1088,7 @@ static hv_err store_collect(hv_store_t *s, sqlite3_stmt *st, const store_rows_t 
             cap = ncap;
         }
         memset(rows + count * t->elem, 0, t->elem);
-        if ((rc = t->read(st, rows + count * t->elem)) != HV_OK) {
+        if ((rc = store_row_read(t, st, rows + count * t->elem)) != HV_OK) {
             store_set_err(s, "%s: %s", what,
                           rc == HV_ENOMEM ? "out of memory" : "a row holds what it cannot");
             goto fail;
@@ -1041,7 +1131,7 @@ static hv_err store_get_one(hv_store_t *s, sqlite3_stmt *st, const store_rows_t 
     if (src != SQLITE_ROW) {
         return store_fail(s, src, what);
     }
-    if (t->read(st, row) != HV_OK) {
+    if (store_row_read(t, st, row) != HV_OK) {
         store_set_err(s, "%s: out of memory", what);
         return HV_ENOMEM;
     }
@@ -1699,43 +1789,25 @@ hv_err hv_store_rollback(hv_store_t *s) {
 
 /* ---- nodes ----------------------------------------------------------------------------------- */
 
-void hv_store_node_fini(hv_node_row_t *row) {
-    if (row == NULL) {
-        return;
-    }
-    hv_free(row->name);
-    hv_free(row->addrs);
-    hv_free(row->labels);
-    hv_free(row->instance_id);
-    hv_free(row->state);
-    hv_free(row->peer);
-    memset(row, 0, sizeof(*row));
-}
+static const store_col_t node_cols[] = {SCOL(hv_node_row_t, id, 0),
+                                        SCOL(hv_node_row_t, name, 1),
+                                        SCOL(hv_node_row_t, addrs, 2),
+                                        SCOL(hv_node_row_t, labels, 3),
+                                        SCOL(hv_node_row_t, instance_id, 4),
+                                        SCOL(hv_node_row_t, state, 5),
+                                        SCOL(hv_node_row_t, peer, 6),
+                                        SCOL(hv_node_row_t, slots, 7),
+                                        SCOL(hv_node_row_t, gpus, 8),
+                                        SCOL(hv_node_row_t, cpus, 9),
+                                        SCOL(hv_node_row_t, preemptible, 10),
+                                        SCOL(hv_node_row_t, incarnation, 11),
+                                        SCOL(hv_node_row_t, registered_ms, 12),
+                                        SCOL(hv_node_row_t, last_seen_ms, 13),
+                                        SCOL(hv_node_row_t, memory_mb, 14)};
 
-static hv_err node_read(sqlite3_stmt *st, void *vrow) {
-    hv_node_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->id = col_u64(st, 0);
-    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->addrs) != HV_OK ||
-        col_text(st, 3, &r->labels) != HV_OK || col_text(st, 4, &r->instance_id) != HV_OK ||
-        col_text(st, 5, &r->state) != HV_OK || col_text(st, 6, &r->peer) != HV_OK) {
-        hv_store_node_fini(r);
-        return HV_ENOMEM;
-    }
-    r->slots = col_u32(st, 7);
-    r->gpus = col_u32(st, 8);
-    r->cpus = col_u32(st, 9);
-    r->preemptible = col_int(st, 10);
-    r->incarnation = col_u64(st, 11);
-    r->registered_ms = col_u64(st, 12);
-    r->last_seen_ms = col_u64(st, 13);
-    r->memory_mb = col_u64(st, 14);
-    return HV_OK;
-}
+static const store_rows_t node_rows = STORE_ROWS(hv_node_row_t, node_cols, NULL);
 
-static void node_fini_v(void *row) { hv_store_node_fini(row); }
-
-static const store_rows_t node_rows = {sizeof(hv_node_row_t), node_read, node_fini_v};
+void hv_store_node_fini(hv_node_row_t *row) { store_row_fini(&node_rows, row); }
 
 void hv_store_node_free_list(hv_node_row_t *rows, size_t n) {
     store_free_rows(&node_rows, rows, n);
@@ -1802,84 +1874,53 @@ hv_err hv_store_node_list(hv_store_t *s, hv_node_row_t **out, size_t *n) {
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
-void hv_store_job_fini(hv_job_row_t *row) {
-    if (row == NULL) {
-        return;
-    }
-    hv_free(row->name);
-    hv_free(row->state);
-    hv_free(row->reason);
-    hv_free(row->spec);
-    hv_free(row->round_reason);
-    hv_free(row->fleet_reason);
-    hv_free(row->ns);
-    memset(row, 0, sizeof(*row));
-}
+static const store_col_t job_cols[] = {SCOL(hv_job_row_t, id, 0),
+                                       SCOL(hv_job_row_t, name, 1),
+                                       SCOL(hv_job_row_t, state, 2),
+                                       SCOL(hv_job_row_t, reason, 3),
+                                       SCOL_BLOB(hv_job_row_t, spec, spec_len, 4),
+                                       SCOL(hv_job_row_t, np, 5),
+                                       SCOL(hv_job_row_t, min_np, 6),
+                                       SCOL(hv_job_row_t, max_np, 7),
+                                       SCOL(hv_job_row_t, max_resets, 8),
+                                       SCOL(hv_job_row_t, timeout_s, 9),
+                                       SCOL(hv_job_row_t, resets, 10),
+                                       SCOL(hv_job_row_t, generation, 11),
+                                       SCOL(hv_job_row_t, submitted_ms, 12),
+                                       SCOL(hv_job_row_t, started_ms, 13),
+                                       SCOL(hv_job_row_t, ended_ms, 14),
+                                       SCOL(hv_job_row_t, elastic, 15),
+                                       SCOL(hv_job_row_t, check_every, 16),
+                                       SCOL(hv_job_row_t, elastic_timeout_s, 17),
+                                       SCOL(hv_job_row_t, rdzv_timeout_s, 18),
+                                       SCOL(hv_job_row_t, cooldown_min_s, 19),
+                                       SCOL(hv_job_row_t, cooldown_max_s, 20),
+                                       SCOL(hv_job_row_t, max_strikes, 21),
+                                       SCOL(hv_job_row_t, slots_per_host, 22),
+                                       SCOL(hv_job_row_t, size, 23),
+                                       SCOL(hv_job_row_t, cross_size, 24),
+                                       SCOL(hv_job_row_t, round_open, 25),
+                                       SCOL(hv_job_row_t, round_rollback, 26),
+                                       SCOL(hv_job_row_t, round_reason, 27),
+                                       SCOL(hv_job_row_t, round_opened_ms, 28),
+                                       SCOL(hv_job_row_t, round_deadline_ms, 29),
+                                       SCOL(hv_job_row_t, round_fail_at_ms, 30),
+                                       SCOL(hv_job_row_t, target_np, 31),
+                                       SCOL(hv_job_row_t, resume_gen, 32),
+                                       SCOL(hv_job_row_t, resumes, 33),
+                                       SCOL(hv_job_row_t, round_code, 34),
+                                       SCOL(hv_job_row_t, priority, 35),
+                                       SCOL(hv_job_row_t, preemptible, 36),
+                                       SCOL(hv_job_row_t, fleet_target, 37),
+                                       SCOL(hv_job_row_t, fleet_reason, 38),
+                                       SCOL(hv_job_row_t, fleet_cause, 39),
+                                       SCOL(hv_job_row_t, fleet_ms, 40),
+                                       SCOL(hv_job_row_t, resized_ms, 41),
+                                       SCOL(hv_job_row_t, ns, 42)};
 
-static hv_err job_read(sqlite3_stmt *st, void *vrow) {
-    hv_job_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->id = col_u64(st, 0);
-    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->state) != HV_OK ||
-        col_text(st, 3, &r->reason) != HV_OK) {
-        goto fail;
-    }
-    if (col_blob(st, 4, &r->spec, &r->spec_len) != HV_OK) {
-        goto fail;
-    }
-    r->np = col_u32(st, 5);
-    r->min_np = col_u32(st, 6);
-    r->max_np = col_u32(st, 7);
-    r->max_resets = col_u32(st, 8);
-    r->timeout_s = col_u32(st, 9);
-    r->resets = col_u32(st, 10);
-    r->generation = col_u32(st, 11);
-    r->submitted_ms = col_u64(st, 12);
-    r->started_ms = col_u64(st, 13);
-    r->ended_ms = col_u64(st, 14);
-    r->elastic = col_int(st, 15);
-    r->check_every = col_u32(st, 16);
-    r->elastic_timeout_s = col_u32(st, 17);
-    r->rdzv_timeout_s = col_u32(st, 18);
-    r->cooldown_min_s = col_u32(st, 19);
-    r->cooldown_max_s = col_u32(st, 20);
-    r->max_strikes = col_u32(st, 21);
-    r->slots_per_host = col_u32(st, 22);
-    r->size = col_u32(st, 23);
-    r->cross_size = col_u32(st, 24);
-    r->round_open = col_int(st, 25);
-    r->round_rollback = col_int(st, 26);
-    if (col_text(st, 27, &r->round_reason) != HV_OK) {
-        goto fail;
-    }
-    r->round_opened_ms = col_u64(st, 28);
-    r->round_deadline_ms = col_u64(st, 29);
-    r->round_fail_at_ms = col_u64(st, 30);
-    r->target_np = col_u32(st, 31);
-    r->resume_gen = col_u32(st, 32);
-    r->resumes = col_u32(st, 33);
-    r->round_code = col_u32(st, 34);
-    r->priority = col_int(st, 35);
-    r->preemptible = col_int(st, 36);
-    r->fleet_target = col_u32(st, 37);
-    if (col_text(st, 38, &r->fleet_reason) != HV_OK) {
-        goto fail;
-    }
-    r->fleet_cause = col_u64(st, 39);
-    r->fleet_ms = col_u64(st, 40);
-    r->resized_ms = col_u64(st, 41);
-    if (col_text(st, 42, &r->ns) != HV_OK) {
-        goto fail;
-    }
-    return HV_OK;
-fail:
-    hv_store_job_fini(r);
-    return HV_ENOMEM;
-}
+static const store_rows_t job_rows = STORE_ROWS(hv_job_row_t, job_cols, NULL);
 
-static void job_fini_v(void *row) { hv_store_job_fini(row); }
-
-static const store_rows_t job_rows = {sizeof(hv_job_row_t), job_read, job_fini_v};
+void hv_store_job_fini(hv_job_row_t *row) { store_row_fini(&job_rows, row); }
 
 void hv_store_job_free_list(hv_job_row_t *rows, size_t n) { store_free_rows(&job_rows, rows, n); }
 
@@ -2016,52 +2057,22 @@ hv_err hv_store_job_page(hv_store_t *s, uint64_t before_id, uint32_t limit, hv_j
 
 /* ---- workers --------------------------------------------------------------------------------- */
 
-void hv_store_worker_fini(hv_worker_row_t *row) {
-    if (row == NULL) {
-        return;
-    }
-    hv_free(row->state);
-    hv_free(row->reason);
-    hv_free(row->addr);
-    memset(row, 0, sizeof(*row));
-}
+static const store_col_t worker_cols[] = {
+    SCOL(hv_worker_row_t, id, 0),          SCOL(hv_worker_row_t, job_id, 1),
+    SCOL(hv_worker_row_t, node_id, 2),     SCOL(hv_worker_row_t, rank, 3),
+    SCOL(hv_worker_row_t, attempt, 4),     SCOL(hv_worker_row_t, local_rank, 5),
+    SCOL(hv_worker_row_t, local_size, 6),  SCOL(hv_worker_row_t, generation, 7),
+    SCOL(hv_worker_row_t, gpu, 8),         SCOL(hv_worker_row_t, pid, 9),
+    SCOL(hv_worker_row_t, exit_code, 10),  SCOL(hv_worker_row_t, term_signal, 11),
+    SCOL(hv_worker_row_t, state, 12),      SCOL(hv_worker_row_t, reason, 13),
+    SCOL(hv_worker_row_t, started_ms, 14), SCOL(hv_worker_row_t, ended_ms, 15),
+    SCOL(hv_worker_row_t, member_gen, 16), SCOL(hv_worker_row_t, joined_gen, 17),
+    SCOL(hv_worker_row_t, cross_rank, 18), SCOL(hv_worker_row_t, done, 19),
+    SCOL(hv_worker_row_t, removed, 20),    SCOL(hv_worker_row_t, addr, 21)};
 
-static hv_err worker_read(sqlite3_stmt *st, void *vrow) {
-    hv_worker_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->id = col_u64(st, 0);
-    r->job_id = col_u64(st, 1);
-    r->node_id = col_u64(st, 2);
-    r->rank = col_u32(st, 3);
-    r->attempt = col_u32(st, 4);
-    r->local_rank = col_u32(st, 5);
-    r->local_size = col_u32(st, 6);
-    r->generation = col_u32(st, 7);
-    r->gpu = col_int(st, 8);
-    r->pid = col_int(st, 9);
-    r->exit_code = col_int(st, 10);
-    r->term_signal = col_int(st, 11);
-    if (col_text(st, 12, &r->state) != HV_OK || col_text(st, 13, &r->reason) != HV_OK) {
-        hv_store_worker_fini(r);
-        return HV_ENOMEM;
-    }
-    r->started_ms = col_u64(st, 14);
-    r->ended_ms = col_u64(st, 15);
-    r->member_gen = col_u32(st, 16);
-    r->joined_gen = col_u32(st, 17);
-    r->cross_rank = col_u32(st, 18);
-    r->done = col_int(st, 19);
-    r->removed = col_int(st, 20);
-    if (col_text(st, 21, &r->addr) != HV_OK) {
-        hv_store_worker_fini(r);
-        return HV_ENOMEM;
-    }
-    return HV_OK;
-}
+static const store_rows_t worker_rows = STORE_ROWS(hv_worker_row_t, worker_cols, NULL);
 
-static void worker_fini_v(void *row) { hv_store_worker_fini(row); }
-
-static const store_rows_t worker_rows = {sizeof(hv_worker_row_t), worker_read, worker_fini_v};
+void hv_store_worker_fini(hv_worker_row_t *row) { store_row_fini(&worker_rows, row); }
 
 void hv_store_worker_free_list(hv_worker_row_t *rows, size_t n) {
     store_free_rows(&worker_rows, rows, n);
@@ -2133,41 +2144,26 @@ hv_err hv_store_worker_list(hv_store_t *s, uint64_t job_id, int active_only, hv_
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
-static void event_fini_v(void *vrow) {
-    hv_event_row_t *r = vrow;
-    hv_free(r->kind);
-    hv_free(r->message);
-    hv_free(r->data);
-    hv_free(r->node);
-    memset(r, 0, sizeof(*r));
-}
+static const store_col_t event_cols[] = {
+    SCOL(hv_event_row_t, seq, 0),          SCOL(hv_event_row_t, time_ms, 1),
+    SCOL(hv_event_row_t, job_id, 2),       SCOL(hv_event_row_t, node_id, 3),
+    SCOL(hv_event_row_t, kind, 4),         SCOL(hv_event_row_t, message, 5),
+    SCOL(hv_event_row_t, data, 6),         SCOL(hv_event_row_t, f.generation, 7),
+    SCOL(hv_event_row_t, node, 9),         SCOL(hv_event_row_t, f.worker_id, 10),
+    SCOL(hv_event_row_t, f.rank, 11),      SCOL(hv_event_row_t, f.duration_ms, 12),
+    SCOL(hv_event_row_t, f.job_state, 13), SCOL_FLAG(hv_event_row_t, f.rollback, 14),
+    SCOL(hv_event_row_t, f.actor_id, 15)};
 
-static hv_err event_read(sqlite3_stmt *st, void *vrow) {
+/* The reason (a known code, else none) and the node the fields name (the event's own). */
+static hv_err event_more(sqlite3_stmt *st, void *vrow) {
     hv_event_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->seq = col_u64(st, 0);
-    r->time_ms = col_u64(st, 1);
-    r->job_id = col_u64(st, 2);
-    r->node_id = col_u64(st, 3);
-    r->f.generation = col_u32(st, 7);
     uint32_t reason = col_u32(st, 8);
     r->f.reason = reason < HV_EV__COUNT ? (hv_ev_reason_t)reason : HV_EV_NONE;
     r->f.node_id = r->node_id;
-    r->f.worker_id = col_u64(st, 10);
-    r->f.rank = col_u32(st, 11);
-    r->f.duration_ms = col_u64(st, 12);
-    r->f.job_state = col_u32(st, 13);
-    r->f.rollback = col_int(st, 14) != 0;
-    r->f.actor_id = col_u64(st, 15);
-    if (col_text(st, 4, &r->kind) != HV_OK || col_text(st, 5, &r->message) != HV_OK ||
-        col_text(st, 6, &r->data) != HV_OK || col_text(st, 9, &r->node) != HV_OK) {
-        event_fini_v(r);
-        return HV_ENOMEM;
-    }
     return HV_OK;
 }
 
-static const store_rows_t event_rows = {sizeof(hv_event_row_t), event_read, event_fini_v};
+static const store_rows_t event_rows = STORE_ROWS(hv_event_row_t, event_cols, event_more);
 
 void hv_store_event_free_list(hv_event_row_t *rows, size_t n) {
     store_free_rows(&event_rows, rows, n);
@@ -2300,32 +2296,14 @@ hv_err hv_store_event_sum(hv_store_t *s, uint64_t job_id, const char *kind, cons
 
 /* ---- artifacts ------------------------------------------------------------------------------- */
 
-void hv_store_artifact_fini(hv_artifact_row_t *row) {
-    if (row == NULL) {
-        return;
-    }
-    hv_free(row->digest);
-    hv_free(row->path);
-    memset(row, 0, sizeof(*row));
-}
+static const store_col_t artifact_cols[] = {
+    SCOL(hv_artifact_row_t, digest, 0), SCOL(hv_artifact_row_t, path, 1),
+    SCOL(hv_artifact_row_t, size, 2), SCOL(hv_artifact_row_t, created_ms, 3),
+    SCOL(hv_artifact_row_t, last_used_ms, 4)};
 
-static hv_err artifact_read(sqlite3_stmt *st, void *vrow) {
-    hv_artifact_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    if (col_text(st, 0, &r->digest) != HV_OK || col_text(st, 1, &r->path) != HV_OK) {
-        hv_store_artifact_fini(r);
-        return HV_ENOMEM;
-    }
-    r->size = col_u64(st, 2);
-    r->created_ms = col_u64(st, 3);
-    r->last_used_ms = col_u64(st, 4);
-    return HV_OK;
-}
+static const store_rows_t artifact_rows = STORE_ROWS(hv_artifact_row_t, artifact_cols, NULL);
 
-static void artifact_fini_v(void *row) { hv_store_artifact_fini(row); }
-
-static const store_rows_t artifact_rows = {sizeof(hv_artifact_row_t), artifact_read,
-                                           artifact_fini_v};
+void hv_store_artifact_fini(hv_artifact_row_t *row) { store_row_fini(&artifact_rows, row); }
 
 hv_err hv_store_artifact_put(hv_store_t *s, const hv_artifact_row_t *row) {
     if (row == NULL || row->digest == NULL || row->digest[0] == '\0') {
@@ -2468,7 +2446,7 @@ hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_
             rc = HV_ENOMEM;
             break;
         }
-        if ((rc = artifact_read(st, &rows[got])) == HV_OK) {
+        if ((rc = store_row_read(&artifact_rows, st, &rows[got])) == HV_OK) {
             got++;
         }
         src = SQLITE_OK;
@@ -2504,30 +2482,13 @@ hv_err hv_store_artifacts_unused_delete(hv_store_t *s, uint64_t before_ms, size_
 
 /* ---- blacklist ------------------------------------------------------------------------------- */
 
-static void blacklist_fini_v(void *vrow) {
-    hv_blacklist_row_t *r = vrow;
-    hv_free(r->reason);
-    memset(r, 0, sizeof(*r));
-}
+static const store_col_t blacklist_cols[] = {
+    SCOL(hv_blacklist_row_t, job_id, 0),     SCOL(hv_blacklist_row_t, node_id, 1),
+    SCOL(hv_blacklist_row_t, reason, 2),     SCOL(hv_blacklist_row_t, strikes, 3),
+    SCOL(hv_blacklist_row_t, until_ms, 4),   SCOL(hv_blacklist_row_t, permanent, 5),
+    SCOL(hv_blacklist_row_t, incarnation, 6)};
 
-static hv_err blacklist_read(sqlite3_stmt *st, void *vrow) {
-    hv_blacklist_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->job_id = col_u64(st, 0);
-    r->node_id = col_u64(st, 1);
-    if (col_text(st, 2, &r->reason) != HV_OK) {
-        blacklist_fini_v(r);
-        return HV_ENOMEM;
-    }
-    r->strikes = col_u32(st, 3);
-    r->until_ms = col_u64(st, 4);
-    r->permanent = col_int(st, 5);
-    r->incarnation = col_u64(st, 6);
-    return HV_OK;
-}
-
-static const store_rows_t blacklist_rows = {sizeof(hv_blacklist_row_t), blacklist_read,
-                                            blacklist_fini_v};
+static const store_rows_t blacklist_rows = STORE_ROWS(hv_blacklist_row_t, blacklist_cols, NULL);
 
 void hv_store_blacklist_free_list(hv_blacklist_row_t *rows, size_t n) {
     store_free_rows(&blacklist_rows, rows, n);
@@ -2571,42 +2532,17 @@ hv_err hv_store_blacklist_remove(hv_store_t *s, uint64_t job_id, uint64_t node_i
 
 /* ---- instances ------------------------------------------------------------------------------- */
 
-void hv_store_instance_fini(hv_instance_row_t *row) {
-    if (row == NULL) {
-        return;
-    }
-    hv_free(row->id);
-    hv_free(row->provider);
-    hv_free(row->state);
-    hv_free(row->node_name);
-    hv_free(row->type);
-    hv_free(row->handle);
-    hv_free(row->reason);
-    memset(row, 0, sizeof(*row));
-}
+static const store_col_t instance_cols[] = {
+    SCOL(hv_instance_row_t, id, 0),          SCOL(hv_instance_row_t, provider, 1),
+    SCOL(hv_instance_row_t, state, 2),       SCOL(hv_instance_row_t, node_name, 3),
+    SCOL(hv_instance_row_t, price_milli, 4), SCOL(hv_instance_row_t, created_ms, 5),
+    SCOL(hv_instance_row_t, ended_ms, 6),    SCOL(hv_instance_row_t, type, 7),
+    SCOL(hv_instance_row_t, handle, 8),      SCOL(hv_instance_row_t, joined_ms, 9),
+    SCOL(hv_instance_row_t, reason, 10),     SCOL_FLAG(hv_instance_row_t, preempted, 11)};
 
-static hv_err instance_read(sqlite3_stmt *st, void *vrow) {
-    hv_instance_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    if (col_text(st, 0, &r->id) != HV_OK || col_text(st, 1, &r->provider) != HV_OK ||
-        col_text(st, 2, &r->state) != HV_OK || col_text(st, 3, &r->node_name) != HV_OK ||
-        col_text(st, 7, &r->type) != HV_OK || col_text(st, 8, &r->handle) != HV_OK ||
-        col_text(st, 10, &r->reason) != HV_OK) {
-        hv_store_instance_fini(r);
-        return HV_ENOMEM;
-    }
-    r->price_milli = col_u64(st, 4);
-    r->created_ms = col_u64(st, 5);
-    r->ended_ms = col_u64(st, 6);
-    r->joined_ms = col_u64(st, 9);
-    r->preempted = col_u64(st, 11) != 0;
-    return HV_OK;
-}
+static const store_rows_t instance_rows = STORE_ROWS(hv_instance_row_t, instance_cols, NULL);
 
-static void instance_fini_v(void *row) { hv_store_instance_fini(row); }
-
-static const store_rows_t instance_rows = {sizeof(hv_instance_row_t), instance_read,
-                                           instance_fini_v};
+void hv_store_instance_fini(hv_instance_row_t *row) { store_row_fini(&instance_rows, row); }
 
 void hv_store_instance_free_list(hv_instance_row_t *rows, size_t n) {
     store_free_rows(&instance_rows, rows, n);
@@ -2646,26 +2582,17 @@ hv_err hv_store_instance_list(hv_store_t *s, int active_only, hv_instance_row_t 
 
 /* ---- audit trail (schema v6) ----------------------------------------------------------------- */
 
-static hv_err audit_read(sqlite3_stmt *st, void *vrow) {
-    hv_audit_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->seq = col_u64(st, 0);
-    r->time_ms = col_u64(st, 1);
-    const struct {
-        int col;
-        char *dst;
-        size_t cap;
-    } texts[] = {{2, r->who_kind, sizeof(r->who_kind)}, {3, r->who_id, sizeof(r->who_id)},
-                 {4, r->peer, sizeof(r->peer)},         {5, r->method, sizeof(r->method)},
-                 {6, r->target, sizeof(r->target)},     {8, r->result, sizeof(r->result)}};
-    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-        col_text_to(st, texts[i].col, texts[i].dst, texts[i].cap);
-    }
-    r->code = col_int(st, 7);
-    return HV_OK;
-}
+static const store_col_t audit_cols[] = {SCOL(hv_audit_row_t, seq, 0),
+                                         SCOL(hv_audit_row_t, time_ms, 1),
+                                         SCOL_CHARS(hv_audit_row_t, who_kind, 2),
+                                         SCOL_CHARS(hv_audit_row_t, who_id, 3),
+                                         SCOL_CHARS(hv_audit_row_t, peer, 4),
+                                         SCOL_CHARS(hv_audit_row_t, method, 5),
+                                         SCOL_CHARS(hv_audit_row_t, target, 6),
+                                         SCOL(hv_audit_row_t, code, 7),
+                                         SCOL_CHARS(hv_audit_row_t, result, 8)};
 
-static const store_rows_t audit_rows = {sizeof(hv_audit_row_t), audit_read, store_fini_none};
+static const store_rows_t audit_rows = STORE_ROWS(hv_audit_row_t, audit_cols, NULL);
 
 hv_err hv_store_audit_append(hv_store_t *s, const hv_audit_row_t *row, uint64_t keep) {
     store_bind_t b = store_start(s, ST_AUDIT_APPEND);
@@ -2700,21 +2627,13 @@ hv_err hv_store_audit_list(hv_store_t *s, const hv_audit_filter_t *f, hv_audit_r
 
 /* ---- join tokens (schema v6) ----------------------------------------------------------------- */
 
-static hv_err jtoken_read(sqlite3_stmt *st, void *vrow) {
-    hv_jtoken_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    col_text_to(st, 0, r->id, sizeof(r->id));
-    col_text_to(st, 1, r->secret_sha256, sizeof(r->secret_sha256));
-    r->created_ms = col_u64(st, 2);
-    r->expires_ms = col_u64(st, 3);
-    r->max_uses = col_u32(st, 4);
-    r->uses = col_u32(st, 5);
-    r->revoked_ms = col_u64(st, 6);
-    col_text_to(st, 7, r->created_by, sizeof(r->created_by));
-    return HV_OK;
-}
+static const store_col_t jtoken_cols[] = {
+    SCOL_CHARS(hv_jtoken_row_t, id, 0),   SCOL_CHARS(hv_jtoken_row_t, secret_sha256, 1),
+    SCOL(hv_jtoken_row_t, created_ms, 2), SCOL(hv_jtoken_row_t, expires_ms, 3),
+    SCOL(hv_jtoken_row_t, max_uses, 4),   SCOL(hv_jtoken_row_t, uses, 5),
+    SCOL(hv_jtoken_row_t, revoked_ms, 6), SCOL_CHARS(hv_jtoken_row_t, created_by, 7)};
 
-static const store_rows_t jtoken_rows = {sizeof(hv_jtoken_row_t), jtoken_read, store_fini_none};
+static const store_rows_t jtoken_rows = STORE_ROWS(hv_jtoken_row_t, jtoken_cols, NULL);
 
 hv_err hv_store_jtoken_insert(hv_store_t *s, const hv_jtoken_row_t *row) {
     store_bind_t b = store_start(s, ST_JTOKEN_INSERT);
@@ -2778,20 +2697,13 @@ static hv_err copy_put(hv_store_t *s, int which, const char *what, const hv_copy
     return store_write(s, &b, what);
 }
 
-static hv_err copy_read(sqlite3_stmt *st, void *vrow) {
-    hv_copy_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->job_id = col_u64(st, 0);
-    r->generation = col_u32(st, 1);
-    r->commit = col_u64(st, 2);
-    r->size = col_u64(st, 3);
-    col_text_to(st, 4, r->sha256, sizeof(r->sha256));
-    col_text_to(st, 5, r->path, sizeof(r->path));
-    r->stored_ms = col_u64(st, 6);
-    return HV_OK;
-}
+static const store_col_t copy_cols[] = {
+    SCOL(hv_copy_row_t, job_id, 0),       SCOL(hv_copy_row_t, generation, 1),
+    SCOL(hv_copy_row_t, commit, 2),       SCOL(hv_copy_row_t, size, 3),
+    SCOL_CHARS(hv_copy_row_t, sha256, 4), SCOL_CHARS(hv_copy_row_t, path, 5),
+    SCOL(hv_copy_row_t, stored_ms, 6)};
 
-static const store_rows_t copy_rows = {sizeof(hv_copy_row_t), copy_read, store_fini_none};
+static const store_rows_t copy_rows = STORE_ROWS(hv_copy_row_t, copy_cols, NULL);
 
 static hv_err copy_get(hv_store_t *s, int which, const char *what, uint64_t job_id,
                        hv_copy_row_t *out) {
@@ -2853,23 +2765,14 @@ hv_err hv_store_peer_copy_put(hv_store_t *s, const hv_peer_copy_row_t *row) {
     return store_write(s, &b, "peer copy put");
 }
 
-static hv_err peer_copy_read(sqlite3_stmt *st, void *vrow) {
-    hv_peer_copy_row_t *r = vrow;
-    memset(r, 0, sizeof(*r));
-    r->copy.job_id = col_u64(st, 0);
-    r->copy.generation = col_u32(st, 1);
-    r->copy.commit = col_u64(st, 2);
-    r->copy.size = col_u64(st, 3);
-    col_text_to(st, 4, r->copy.sha256, sizeof(r->copy.sha256));
-    r->node_id = col_u64(st, 5);
-    r->incarnation = col_u64(st, 6);
-    col_text_to(st, 7, r->addr, sizeof(r->addr));
-    r->copy.stored_ms = col_u64(st, 8);
-    return HV_OK;
-}
+static const store_col_t peer_copy_cols[] = {
+    SCOL(hv_peer_copy_row_t, copy.job_id, 0),       SCOL(hv_peer_copy_row_t, copy.generation, 1),
+    SCOL(hv_peer_copy_row_t, copy.commit, 2),       SCOL(hv_peer_copy_row_t, copy.size, 3),
+    SCOL_CHARS(hv_peer_copy_row_t, copy.sha256, 4), SCOL(hv_peer_copy_row_t, node_id, 5),
+    SCOL(hv_peer_copy_row_t, incarnation, 6),       SCOL_CHARS(hv_peer_copy_row_t, addr, 7),
+    SCOL(hv_peer_copy_row_t, copy.stored_ms, 8)};
 
-static const store_rows_t peer_copy_rows = {sizeof(hv_peer_copy_row_t), peer_copy_read,
-                                            store_fini_none};
+static const store_rows_t peer_copy_rows = STORE_ROWS(hv_peer_copy_row_t, peer_copy_cols, NULL);
 
 hv_err hv_store_peer_copy_get(hv_store_t *s, uint64_t job_id, hv_peer_copy_row_t *out) {
     store_bind_t b = store_start(s, ST_PEER_GET);
@@ -2906,15 +2809,11 @@ hv_err hv_store_revoked_put(hv_store_t *s, const hv_revoked_row_t *r) {
     return store_write(s, &b, "revoked node put");
 }
 
-static hv_err revoked_read(sqlite3_stmt *st, void *vrow) {
-    hv_revoked_row_t *r = vrow;
-    r->node_id = col_u64(st, 0);
-    r->incarnation = col_u64(st, 1);
-    r->revoked_ms = col_u64(st, 2);
-    return HV_OK;
-}
+static const store_col_t revoked_cols[] = {SCOL(hv_revoked_row_t, node_id, 0),
+                                           SCOL(hv_revoked_row_t, incarnation, 1),
+                                           SCOL(hv_revoked_row_t, revoked_ms, 2)};
 
-static const store_rows_t revoked_rows = {sizeof(hv_revoked_row_t), revoked_read, store_fini_none};
+static const store_rows_t revoked_rows = STORE_ROWS(hv_revoked_row_t, revoked_cols, NULL);
 
 hv_err hv_store_revoked_list(hv_store_t *s, hv_revoked_row_t **out, size_t *n) {
     store_bind_t b = store_start(s, ST_REVOKED_LIST);
@@ -3031,61 +2930,43 @@ hv_err hv_store_actor_put(hv_store_t *s, const hv_actor_row_t *r) {
     return store_write(s, &b, "actor put");
 }
 
-void hv_actor_row_fini(hv_actor_row_t *r) {
-    if (r == NULL) {
-        return;
-    }
-    hv_free(r->name);
-    hv_free(r->ns);
-    hv_free(r->class_name);
-    hv_free(r->spec);
-    hv_free(r->reason);
-    hv_free(r->address);
-    hv_free(r->labels);
-    memset(r, 0, sizeof(*r));
-}
+static const store_col_t actor_cols[] = {SCOL(hv_actor_row_t, id, 0),
+                                         SCOL(hv_actor_row_t, name, 1),
+                                         SCOL(hv_actor_row_t, ns, 2),
+                                         SCOL(hv_actor_row_t, class_name, 3),
+                                         SCOL_BLOB(hv_actor_row_t, spec, spec_len, 4),
+                                         SCOL_CHARS(hv_actor_row_t, state, 5),
+                                         SCOL_CHARS(hv_actor_row_t, cause, 6),
+                                         SCOL(hv_actor_row_t, reason, 7),
+                                         SCOL(hv_actor_row_t, max_restarts, 8),
+                                         SCOL(hv_actor_row_t, max_call_retries, 9),
+                                         SCOL(hv_actor_row_t, restarts, 10),
+                                         SCOL(hv_actor_row_t, moves, 11),
+                                         SCOL(hv_actor_row_t, incarnation, 12),
+                                         SCOL(hv_actor_row_t, slots, 13),
+                                         SCOL(hv_actor_row_t, gpus, 14),
+                                         SCOL(hv_actor_row_t, gpu_mask, 15),
+                                         SCOL(hv_actor_row_t, node_id, 16),
+                                         SCOL(hv_actor_row_t, owner_job, 17),
+                                         SCOL(hv_actor_row_t, proc_live, 18),
+                                         SCOL(hv_actor_row_t, kill_sent, 19),
+                                         SCOL(hv_actor_row_t, last_status, 20),
+                                         SCOL(hv_actor_row_t, last_signal, 21),
+                                         SCOL(hv_actor_row_t, address, 22),
+                                         SCOL(hv_actor_row_t, created_ms, 23),
+                                         SCOL(hv_actor_row_t, started_ms, 24),
+                                         SCOL(hv_actor_row_t, ended_ms, 25),
+                                         SCOL(hv_actor_row_t, next_node, 26),
+                                         SCOL(hv_actor_row_t, next_gpu_mask, 27),
+                                         SCOL(hv_actor_row_t, has_state, 28),
+                                         SCOL_CHARS(hv_actor_row_t, state_digest, 29),
+                                         SCOL(hv_actor_row_t, state_size, 30),
+                                         SCOL(hv_actor_row_t, labels, 31),
+                                         SCOL(hv_actor_row_t, memory_mb, 32)};
 
-static hv_err actor_read(sqlite3_stmt *st, void *vrow) {
-    hv_actor_row_t *r = vrow;
-    r->id = col_u64(st, 0);
-    if (col_text(st, 1, &r->name) != HV_OK || col_text(st, 2, &r->ns) != HV_OK ||
-        col_text(st, 3, &r->class_name) != HV_OK || col_text(st, 7, &r->reason) != HV_OK ||
-        col_text(st, 22, &r->address) != HV_OK || col_text(st, 31, &r->labels) != HV_OK ||
-        col_blob(st, 4, &r->spec, &r->spec_len) != HV_OK) {
-        hv_actor_row_fini(r); // what the row took so far: store_collect finishes only whole rows
-        return HV_ENOMEM;
-    }
-    col_text_to(st, 5, r->state, sizeof(r->state));
-    col_text_to(st, 6, r->cause, sizeof(r->cause));
-    r->max_restarts = col_u32(st, 8);
-    r->max_call_retries = col_u32(st, 9);
-    r->restarts = col_u32(st, 10);
-    r->moves = col_u32(st, 11);
-    r->incarnation = col_u32(st, 12);
-    r->slots = col_u32(st, 13);
-    r->gpus = col_u32(st, 14);
-    r->gpu_mask = col_u64(st, 15);
-    r->node_id = col_u64(st, 16);
-    r->owner_job = col_u64(st, 17);
-    r->proc_live = col_int(st, 18);
-    r->kill_sent = col_int(st, 19);
-    r->last_status = col_int(st, 20);
-    r->last_signal = col_int(st, 21);
-    r->created_ms = col_u64(st, 23);
-    r->started_ms = col_u64(st, 24);
-    r->next_node = col_u64(st, 26);
-    r->next_gpu_mask = col_u64(st, 27);
-    r->has_state = col_int(st, 28);
-    col_text_to(st, 29, r->state_digest, sizeof(r->state_digest));
-    r->state_size = col_u64(st, 30);
-    r->ended_ms = col_u64(st, 25);
-    r->memory_mb = col_u64(st, 32);
-    return HV_OK;
-}
+static const store_rows_t actor_rows = STORE_ROWS(hv_actor_row_t, actor_cols, NULL);
 
-static void actor_fini_v(void *vrow) { hv_actor_row_fini(vrow); }
-
-static const store_rows_t actor_rows = {sizeof(hv_actor_row_t), actor_read, actor_fini_v};
+void hv_actor_row_fini(hv_actor_row_t *r) { store_row_fini(&actor_rows, r); }
 
 hv_err hv_store_actor_list(hv_store_t *s, hv_actor_row_t **out, size_t *n) {
     store_bind_t b = store_start(s, ST_ACTOR_LIST);
@@ -3110,23 +2991,24 @@ hv_err hv_store_actor_fig_put(hv_store_t *s, const hv_actor_fig_row_t *r) {
     return store_write(s, &b, "actor figures put");
 }
 
-static hv_err actor_fig_read(sqlite3_stmt *st, void *vrow) {
+static const store_col_t actor_fig_cols[] = {
+    SCOL(hv_actor_fig_row_t, actor_id, 0), SCOL(hv_actor_fig_row_t, proc, 1),
+    SCOL(hv_actor_fig_row_t, ended, 2), SCOL(hv_actor_fig_row_t, report_ms, 5)};
+
+/* The figures, kept as text lines (hv_callfig_format): HV_ECORRUPT when one is not. */
+static hv_err actor_fig_more(sqlite3_stmt *st, void *vrow) {
     hv_actor_fig_row_t *r = vrow;
-    r->actor_id = col_u64(st, 0);
-    r->proc = col_u64(st, 1);
-    r->ended = col_int(st, 2);
     const unsigned char *base = sqlite3_column_text(st, 3);
     const unsigned char *cur = sqlite3_column_text(st, 4);
     if (base == NULL || cur == NULL || hv_callfig_parse((const char *)base, &r->base) != HV_OK ||
         hv_callfig_parse((const char *)cur, &r->cur) != HV_OK) {
         return HV_ECORRUPT;
     }
-    r->report_ms = col_u64(st, 5);
     return HV_OK;
 }
 
-static const store_rows_t actor_fig_rows = {sizeof(hv_actor_fig_row_t), actor_fig_read,
-                                            store_fini_none};
+static const store_rows_t actor_fig_rows =
+    STORE_ROWS(hv_actor_fig_row_t, actor_fig_cols, actor_fig_more);
 
 hv_err hv_store_actor_fig_list(hv_store_t *s, hv_actor_fig_row_t **out, size_t *n) {
     store_bind_t b = store_start(s, ST_ACTOR_FIG_LIST);

@@ -367,13 +367,7 @@ static int wait_pushes(int n, double timeout_s) {
     pthread_mutex_lock(&pushes.mu);
     double t0 = hvtest_now();
     while (pushes.n < n && hvtest_now() - t0 < timeout_s) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = hv_realtime_in_ms(50);
         pthread_cond_timedwait(&pushes.cv, &pushes.mu, &ts);
     }
     int got = pushes.n;
