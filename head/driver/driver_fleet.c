@@ -112,6 +112,17 @@ size_t hv_driver_fleet_namespaces(const hv_driver_t *d, hv_driver_ns_view_t *out
     return n;
 }
 
+/* Live members of j kept on a node under notice (evict, not removed): they train until their
+ * replacement comes or their notice ends (jobm). No change of the job is in progress for them. */
+static uint32_t job_kept(const hv_djob_t *j) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < j->jm.nw; i++) {
+        const hv_dworker_t *w = (const hv_dworker_t *)j->jm.w[i];
+        n += wlive(w) && !w->jm.removed && w->jm.evict;
+    }
+    return n;
+}
+
 /* How the policy sees j now. */
 static void job_input(const hv_driver_t *d, const hv_djob_t *j, hv_fl_job_t *o) {
     const hv_jm_params_t *p = &j->jm.p;
@@ -149,8 +160,12 @@ static void job_input(const hv_driver_t *d, const hv_djob_t *j, hv_fl_job_t *o) 
     }
     /* A job that cannot be resized now: placing, re-forming, ending, with workers leaving, or
      * one that cannot take more although it is below its target (finishing; its first round not
-     * formed yet). */
-    int frozen = j->jm.state != HV_JOB_RUNNING || j->jm.round_open || j->jm.ending || leaving > 0 ||
+     * formed yet). Members kept on a node under notice are not a change in progress: the job
+     * takes their replacements as they join (make before break; their slots count free, and
+     * its size with them, so that a replacement restores the size rather than grows the job,
+     * held by no resize interval or payback), and they leave after. */
+    int frozen = j->jm.state != HV_JOB_RUNNING || j->jm.round_open || j->jm.ending ||
+                 leaving > job_kept(j) ||
                  (p->elastic && in < o->max_np && hv_jm_wants(&j->jm) == 0);
     if (p->elastic && in < o->min_np && !j->jm.ending && hv_jm_wants(&j->jm) > 0) {
         /* Below its --min-np (a drain or a loss took workers), its round waits for capacity:

@@ -7,7 +7,7 @@
 #                            [--cap-factor 4] [--policies "elastic hybrid restart"] [--out FILE]
 #                            [--logs DIR] [--trace FILE [--trace-start TICK|full]
 #                            [--trace-nodes M] [--fallback "spot ondemand"]] [--spare-rate 20]
-#                            [--fallback-delay 0] [--baseline-every K]
+#                            [--fallback-delay 0] [--baseline-every K] [--ab DIR [--ab-label L]]
 #
 # The same training work (elastic_train on Fashion-MNIST: --epochs over --train-limit samples,
 # a constant global batch of 64, a step's time set by --compute-ms per sample of each worker's
@@ -66,7 +66,9 @@
 # on-demand nodes while spot has no capacity (default: spot only, the job waits). The type that a
 # refused launch sets aside comes back after 300 s of cloud time (scaled). --fallback-delay S
 # (cloud seconds, scaled; default 0): autoscaler.fallback_delay_s, a running job's on-demand
-# fallback waits while spot has been short for less than S (policy rule 9).
+# fallback waits while spot has been short for less than S (policy rule 9). The summary also
+# gives the window's bound (spot_trace --bound, for a job as long as the on-demand run): what no
+# policy could beat there, the work scaling linearly with the nodes and nothing else lost.
 #
 # --baseline-every K: the on-demand run is repeated after every K spot runs (default 5 with
 # --seeds, else 0: once), and each spot run is set against the latest on-demand run before it:
@@ -81,6 +83,7 @@ EXB=$SRC/build/examples
 EPOCHS=5 TRAIN_LIMIT=6000 WORKERS=4 COMPUTE_MS=2 SCALE=10 RATES="300 60 20" NOTICE=120
 BOOT=60:90 NO_NOTICE=0.1 SEED=1 SEEDS="" CAP=4 OUT="" POLICIES="" LOGS=""
 TRACE="" TRACE_START=full TRACE_NODES="" FALLBACK=spot SPARE_RATE=20 FALLBACK_DELAY=0 BASE_EVERY=
+AB="" AB_LABEL=before
 while [ $# -gt 0 ]; do
     case $1 in
     --epochs) EPOCHS=$2; shift 2 ;;
@@ -105,6 +108,8 @@ while [ $# -gt 0 ]; do
     --spare-rate) SPARE_RATE=$2; shift 2 ;;
     --fallback-delay) FALLBACK_DELAY=$2; shift 2 ;;
     --baseline-every) BASE_EVERY=$2; shift 2 ;;
+    --ab) AB=$2; shift 2 ;;
+    --ab-label) AB_LABEL=$2; shift 2 ;;
     *) sed -n '2,10p' "$0" >&2; exit 2 ;;
     esac
 done
@@ -124,6 +129,10 @@ if [ -n "$LOGS" ]; then
     LOGS=$(cd "$LOGS" && pwd)
 fi
 [ -x "$BIN/hvhead" ] && [ -x "$EXB/elastic_train" ] || { echo "build first (cmake --build build)" >&2; exit 2; }
+if [ -n "$AB" ]; then
+    [ -x "$AB/bin/hvhead" ] && [ -x "$AB/bin/hvagent" ] && [ -x "$AB/examples/elastic_train" ] ||
+        { echo "bench_spot: --ab $AB: expected a build with bin/hvhead, bin/hvagent and examples/elastic_train" >&2; exit 2; }
+fi
 TMP=$(mktemp -d /tmp/hvspot.XXXXXX)
 HEAD_PID=""
 cleanup() {
@@ -162,7 +171,9 @@ USEFUL=$(( STEPS_PER_EPOCH * EPOCHS ))
 # run NAME TYPE RATE_S POLICY SEED: one head, one job; appends a row to $TMP/rows (and to
 # $LOGS/runs.tsv when --logs is given).
 run() {
-    local name=$1 type=$2 rate=$3 policy=$4 seed=$5 d=$TMP/$1-seed$5
+    local name=$1 type=$2 rate=$3 policy=$4 seed=$5
+    local safe; safe=$(printf '%s' "$1" | tr -c 'A-Za-z0-9@.-' '_') # for paths (--ab's names)
+    local d=$TMP/$safe-seed$5
     mkdir -p "$d"
     local preempt=0 trace_line=""
     if [ "$rate" = trace ]; then
@@ -306,12 +317,15 @@ PY
     if [ -n "$LOGS" ]; then
         tail -n 1 "$TMP/rows" >>"$LOGS/runs.tsv"
         # every run's events (notices, launches, joins, hand-backs: the autoscaler's timing)
-        cp "$d/events.txt" "$LOGS/events-$name-seed$seed.txt" 2>/dev/null || true
+        # (a seed run again, as in --seeds "1 1 1", gets -2, -3, ...)
+        local ev=$LOGS/events-$safe-seed$seed.txt k=1
+        while [ -e "$ev" ]; do k=$((k + 1)); ev=$LOGS/events-$safe-seed$seed-$k.txt; done
+        cp "$d/events.txt" "$ev" 2>/dev/null || true
         if [ "$status" != done ] || [ "$exact" != yes ]; then
-            mkdir -p "$LOGS/$name-seed$seed"
+            mkdir -p "$LOGS/$safe-seed$seed"
             cp "$d"/head.yaml "$d"/head.out "$d"/head.err "$d"/sub.out "$d"/sub.err "$d"/events.txt \
-                "$LOGS/$name-seed$seed/" 2>/dev/null || true
-            cp "$d"/job.txt "$d"/steps "$d"/epochs "$LOGS/$name-seed$seed/" 2>/dev/null || true
+                "$LOGS/$safe-seed$seed/" 2>/dev/null || true
+            cp "$d"/job.txt "$d"/steps "$d"/epochs "$LOGS/$safe-seed$seed/" 2>/dev/null || true
         fi
     fi
     echo "bench_spot: $name seed $seed: ${wall} s, $status, exact $exact, $(tail -n 1 "$TMP/rows" | cut -f3) cost, $started steps started, $pre preemptions" >&2
@@ -335,6 +349,8 @@ for r in $RATES; do
         esac
         [ "$r" = trace ] || name=${name}s
         for s in $ALL_SEEDS; do
+            # the other build first, then this one, at the same seed and load
+            [ -z "$AB" ] || BIN=$AB/bin EXB=$AB/examples run "$name ($AB_LABEL)" spot "$r" "$p" "$s"
             run "$name" spot "$r" "$p" "$s"
             SPOT_RUNS=$((SPOT_RUNS + 1))
             # the baseline again, side by side with the spot runs that follow it
@@ -346,7 +362,11 @@ for r in $RATES; do
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ -n "$TRACE" ]; then
-    HV_TRACE_DESC="Preemptions from the trace $TRACE (fallback: $FALLBACK): $(head -n 1 "$TMP/trace.txt" | sed 's/^# spot_trace [^:]*: //'); $(sed 's/^spot_trace: [^:]*: //' "$TMP/trace.err")."
+    # what no policy could beat on this window, for a job as long as the (last) on-demand run
+    BOUND=$("$BIN/spot_trace" "$TRACE" --nodes "$WORKERS" --scale "$SCALE" --start "$TRACE_START" \
+        ${TRACE_NODES:+--trace-nodes "$TRACE_NODES"} --bound "$OD_WALL" 2>&1 >/dev/null |
+        sed -n 's/^spot_trace: bound //p')
+    HV_TRACE_DESC="Preemptions from the trace $TRACE (fallback: $FALLBACK): $(head -n 1 "$TMP/trace.txt" | sed 's/^# spot_trace [^:]*: //'); $(sed 's/^spot_trace: [^:]*: //' "$TMP/trace.err"). Bound $BOUND."
     export HV_TRACE_DESC
 fi
 if [ -n "$SEEDS" ]; then

@@ -16,6 +16,14 @@
  * come without one (`kill`), then the lower capacity (`reclaim`: an instance beyond it that the
  * preemptions did not take, one still booting when the notices went out, is taken then too). The schedule goes to stdout; a summary to
  * stderr. A bad file: "FILE:LINE: ..." naming the value, exit 1; bad arguments exit 2.
+ *
+ * --bound T (a job that takes T s on W on-demand nodes, in scaled seconds) adds to the summary
+ * what no policy can beat on this window, its work being W x T node-seconds that scale linearly
+ * with the nodes, with no boot, round or redone step: the least wall time on the trace's spot
+ * capacity alone, and, to finish within --slack (default 0.15) over T, the share of the work
+ * that must run on on-demand nodes (--price-ratio, spot over on-demand, default 0.25) and the
+ * least cost per useful step that leaves against on demand. Against issue 28's goal (at most
+ * 15% slower, at least 60% cheaper) it says whether the window allows it at all.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -174,8 +182,55 @@ static char *read_all(const char *path) {
 
 static int usage(void) {
     fprintf(stderr, "usage: spot_trace FILE [--type spot] [--nodes W] [--trace-nodes M] [--scale K]"
-                    " [--notice S] [--no-notice F] [--start TICK|full] [--ticks N]\n");
+                    " [--notice S] [--no-notice F] [--start TICK|full] [--ticks N] [--bound T"
+                    " [--slack 0.15] [--price-ratio 0.25]]\n");
     return 2;
+}
+
+/* Node-seconds of spot capacity from the window's start to x s (capacity c[i] over tick i,
+ * the last tick's held beyond the window). */
+static double spot_ns(const long *c, size_t n, double tick_s, double x) {
+    double sum = 0;
+    for (size_t i = 0; i < n && x > 0; i++) {
+        double span = i + 1 == n ? x : (x < tick_s ? x : tick_s);
+        sum += (double)c[i] * span;
+        x -= span;
+    }
+    return sum;
+}
+
+/* The --bound summary: see the top of the file. */
+static void bound(const long *c, size_t n, double tick_s, long w, double job_s, double slack,
+                  double price_ratio) {
+    double work = (double)w * job_s;
+    /* spot only: the least x with spot_ns(x) >= work, by bisection over a bounded range */
+    double hi = (double)n * tick_s + job_s * 1000, lo = 0;
+    int reach = spot_ns(c, n, tick_s, hi) >= work;
+    for (int k = 0; reach && k < 100; k++) {
+        double mid = (lo + hi) / 2;
+        *(spot_ns(c, n, tick_s, mid) >= work ? &hi : &lo) = mid;
+    }
+    double s = spot_ns(c, n, tick_s, job_s * (1 + slack));
+    s = s < work ? s : work;
+    double od = work - s; /* on-demand node-seconds that must fill in */
+    double cost = (s * price_ratio + od) / work;
+    if (reach) {
+        fprintf(stderr,
+                "spot_trace: bound for a job of %.1f s on %ld nodes (linear, no boot or round): "
+                "spot only at best %+.0f%% wall; ",
+                job_s, w, 100 * (hi / job_s - 1));
+    } else {
+        fprintf(stderr,
+                "spot_trace: bound for a job of %.1f s on %ld nodes (linear, no boot or round): "
+                "spot only never finishes (the trace's capacity runs out); ",
+                job_s, w);
+    }
+    fprintf(stderr,
+            "within %+.0f%% wall at least %.0f%% of the work on on-demand and the cost per "
+            "useful step at best %+.0f%% vs on demand: the goal (<= %+.0f%%, >= 60%% cheaper) "
+            "is %s on this window\n",
+            100 * slack, 100 * od / work, 100 * (cost - 1), 100 * slack,
+            cost <= 0.4 + 1e-9 ? "possible" : "out of reach");
 }
 
 static int num_arg(const char *name, const char *v, double lo, double hi, double *out) {
@@ -193,6 +248,7 @@ static int num_arg(const char *name, const char *v, double lo, double hi, double
 int main(int argc, char **argv) {
     const char *path = NULL, *type = "spot";
     double nodes = 4, tnodes = 0, scale = 10, notice = 120, nonotice = 0.1, start = 0, ticks = 0;
+    double job_s = 0, slack = 0.15, price_ratio = 0.25;
     int start_full = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -226,6 +282,12 @@ int main(int argc, char **argv) {
             ok = num_arg(a, v, 0, 1e9, &start);
         } else if (strcmp(a, "--ticks") == 0) {
             ok = num_arg(a, v, 0, 1e9, &ticks);
+        } else if (strcmp(a, "--bound") == 0) {
+            ok = num_arg(a, v, 0.001, 1e9, &job_s);
+        } else if (strcmp(a, "--slack") == 0) {
+            ok = num_arg(a, v, 0, 100, &slack);
+        } else if (strcmp(a, "--price-ratio") == 0) {
+            ok = num_arg(a, v, 0, 1, &price_ratio);
         } else {
             return usage();
         }
@@ -281,6 +343,7 @@ int main(int argc, char **argv) {
     for (size_t i = s0; i < s1; i++) {
         long v = t.n[i] > m ? m : t.n[i];
         long c = (v * w + m / 2) / m; /* round(v x w / m) */
+        t.n[i - s0] = c;              /* the window's scaled capacity, for --bound (i - s0 <= i) */
         double at = (double)(i - s0) * tick_s;
         zero_ticks += c == 0;
         if (prev < 0 || c > prev) {
@@ -308,6 +371,9 @@ int main(int argc, char **argv) {
             "spot_trace: %s: %zu ticks (%.1f s scaled), %lu preemptions with notice, %lu without, "
             "%lu rises, %lu ticks with no capacity\n",
             path, s1 - s0, (double)(s1 - s0) * tick_s, npre, nkill, nrise, zero_ticks);
+    if (job_s > 0) {
+        bound(t.n, s1 - s0, tick_s, w, job_s, slack, price_ratio);
+    }
     free(t.n);
     return 0;
 }

@@ -39,6 +39,26 @@ printf '{"metadata": {"gap_seconds": 60}, "data": [0, 16, 12, 3, 16]}' >"$TMP/bi
 printf '0.000 spot capacity 4\n4.000 spot preempt\n6.000 spot reclaim 3\n10.000 spot preempt\n10.000 spot preempt\n12.000 spot reclaim 1\n' >"$TMP/big.want"
 diff "$TMP/big.want" "$TMP/big.sched" >&2 || fail "unexpected schedule for the 16-node trace"
 
+# --bound: what no policy can beat on the window. small.json's capacity 4,4,2,3,... over 3 s
+# ticks; a 9 s job on 4 nodes (36 node-s) has 30 node-s of spot by 9 s and 36 at 11 s (+22%);
+# within 10.35 s (+15%) 34.05 of spot and 1.95 node-s (5%) of on-demand at 4x the price:
+# (34.05 x 0.25 + 1.95) / 36 = 0.29, -71%. A window that drops to 0 for good has no spot-only
+# end, and filling it within +15% costs -25%: the goal is out of reach there.
+"$ST" "$TMP/small.json" --nodes 4 --scale 100 --bound 9 2>"$TMP/bound.err" >/dev/null ||
+    fail "spot_trace --bound failed: $(cat "$TMP/bound.err")"
+assert_grep "$TMP/bound.err" "spot only at best +22% wall; within +15% wall at least 5% of the work on on-demand and the cost per useful step at best -71% vs on demand" \
+    "the bound of small.json"
+assert_grep "$TMP/bound.err" "is possible on this window" "small.json allows the goal"
+printf '{"metadata": {"gap_seconds": 300}, "data": [4, 0]}' >"$TMP/gone.json"
+"$ST" "$TMP/gone.json" --nodes 4 --scale 100 --bound 9 2>"$TMP/gone.err" >/dev/null ||
+    fail "spot_trace --bound failed: $(cat "$TMP/gone.err")"
+assert_grep "$TMP/gone.err" "spot only never finishes" "a window without capacity has no spot-only end"
+assert_grep "$TMP/gone.err" "at least 67% of the work on on-demand and the cost per useful step at best -25%" \
+    "the bound of gone.json"
+assert_grep "$TMP/gone.err" "is out of reach on this window" "gone.json does not allow the goal"
+rc=0; "$ST" "$TMP/small.json" --bound 0 2>/dev/null >/dev/null || rc=$?
+[ "$rc" -eq 2 ] || fail "--bound 0 must be refused (exit 2), got $rc"
+
 # Bad files: the error names the file, the line and the value; nothing on stdout; exit 1.
 bad() { # NAME CONTENT EXPECTED-MESSAGE
     printf '%b' "$2" >"$TMP/$1.json"
