@@ -9,7 +9,10 @@
  * SIGINT/SIGTERM, it cancels every call and prints what it saw: sessions established,
  * heartbeats sent, replies received and their round-trip times. A Join that fails is retried
  * every 500 ms (a refused one ends the run); a Session that ends early is counted as lost and
- * not reopened. Everything runs on one libuv loop through common/rpc.h's event-driven engine.
+ * not reopened. Agents start at their ramp times, but at most --window of them are between their
+ * Join and their session's first answer at any time (the rest wait their turn, as a fleet of real
+ * agents backs off): a head or a machine slower than the ramp then stretches the ramp instead of
+ * letting every Join queue behind the others until its deadline. Everything runs on one libuv loop through common/rpc.h's event-driven engine.
  * It is not a test of the agent (agent/session.c has its own). Called by
  * tests/perf/head_load.sh and tests/integration/agent_load_smoke.sh.
  */
@@ -34,7 +37,8 @@
 #define LOAD_MAX_DURATION_S 3600
 #define LOAD_JOIN_TIMEOUT_MS 10000
 #define LOAD_JOIN_RETRY_MS 500
-#define LOAD_RTT_RING 64 /* heartbeats in flight per agent whose send time is remembered */
+#define LOAD_RTT_RING 64        /* heartbeats in flight per agent whose send time is remembered */
+#define LOAD_WINDOW_DEFAULT 256 /* agents between their Join and their session's first answer */
 
 typedef enum agent_state {
     AS_WAITING = 0, /* not started yet (ramp) or waiting to retry the Join */
@@ -65,6 +69,9 @@ typedef struct agent_s {
     uint64_t join_fail;           /* Join attempts that failed */
     uint64_t ring[LOAD_RTT_RING]; /* uv_hrtime() of heartbeats not yet answered, FIFO */
     size_t ring_head, ring_n;
+    uint64_t join_at;  /* uv_hrtime() when its current Join was sent */
+    int in_window;     /* holds one of the load's window places (Join until the session is up) */
+    struct agent_s *q; /* next agent waiting for a window place */
 } agent_t;
 
 /* Heartbeat round trips in microseconds, growable. */
@@ -91,6 +98,12 @@ typedef struct load_s {
     uint64_t all_up_ns; /* time from start until every session was up (0 = not yet) */
     rtt_t rtt_all;      /* every heartbeat answered */
     rtt_t rtt_steady;   /* heartbeats sent after every session was up */
+    rtt_t rtt_join;     /* every Join answered (ok or not), sent to answered */
+    /* The window: at most `window` agents between their Join and their session's first
+     * answer (0 = no bound); the others wait in a FIFO for a place. */
+    size_t window, in_window;
+    agent_t *q_head, *q_tail;
+    size_t window_waits; /* Joins that waited for a place */
 } load_t;
 
 static uint64_t load_rand64(void) {
@@ -151,6 +164,49 @@ static int load_target(const char *head, size_t i, char *out, size_t len) {
     return 1;
 }
 
+/* ---- the window ------------------------------------------------------------------------------ */
+
+/* a no longer holds a window place (its session is up, lost, or the run ends): the next waiting
+ * agent, if any, sends its Join. */
+static void window_leave(agent_t *a) {
+    load_t *ld = a->ld;
+    if (!a->in_window) {
+        return;
+    }
+    a->in_window = 0;
+    ld->in_window--;
+    while (ld->q_head != NULL && !ld->stopping && (ld->window == 0 || ld->in_window < ld->window)) {
+        agent_t *next = ld->q_head;
+        ld->q_head = next->q;
+        if (ld->q_head == NULL) {
+            ld->q_tail = NULL;
+        }
+        next->q = NULL;
+        agent_join(next);
+    }
+}
+
+/* Takes a window place for a, or queues a for one: 1 when a may send its Join now. */
+static int window_enter(agent_t *a) {
+    load_t *ld = a->ld;
+    if (a->in_window) {
+        return 1; /* a retry keeps its place */
+    }
+    if (ld->window != 0 && ld->in_window >= ld->window) {
+        if (ld->q_tail != NULL) {
+            ld->q_tail->q = a;
+        } else {
+            ld->q_head = a;
+        }
+        ld->q_tail = a;
+        ld->window_waits++;
+        return 0;
+    }
+    a->in_window = 1;
+    ld->in_window++;
+    return 1;
+}
+
 /* ---- Session -------------------------------------------------------------------------------- */
 
 static void agent_send_heartbeat(agent_t *a) {
@@ -198,6 +254,7 @@ static void agent_session_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, 
     }
     if (a->state == AS_OPENING) {
         a->state = AS_UP;
+        window_leave(a);
         ld->up++;
         if (ld->up == ld->n) {
             ld->all_up_ns = uv_hrtime() - ld->t0;
@@ -220,6 +277,7 @@ static void agent_session_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, v
     }
     a->state = AS_LOST;
     a->ld->lost++;
+    window_leave(a);
     fprintf(stderr, "agent_load: %s: session ended: %s%s%s\n", a->name, hv_strerror(st->rc),
             st->msg[0] ? ": " : "", st->msg);
 }
@@ -242,6 +300,7 @@ static void agent_open(agent_t *a) {
         a->sess = NULL;
         a->state = AS_LOST;
         a->ld->lost++;
+        window_leave(a);
         fprintf(stderr, "agent_load: %s: cannot start Session: %s\n", a->name, hv_strerror(rc));
         return;
     }
@@ -271,6 +330,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
     agent_t *a = ud;
     (void)call;
     a->join = NULL;
+    rtt_add(&a->ld->rtt_join, uv_hrtime() - a->join_at);
     if (a->ld->stopping) {
         a->state = AS_DONE;
         return;
@@ -286,6 +346,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
                 st->msg[0] ? st->msg : hv_strerror(st->rc));
         a->state = AS_LOST;
         a->ld->lost++;
+        window_leave(a);
         uv_timer_start(&a->ld->stop, load_stop_cb, 0, 0);
         return;
     }
@@ -299,7 +360,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
 
 static void agent_join(agent_t *a) {
     load_t *ld = a->ld;
-    if (ld->stopping) {
+    if (ld->stopping || !window_enter(a)) {
         return;
     }
     char *addrs[1] = {"127.0.0.1"};
@@ -320,6 +381,7 @@ static void agent_join(agent_t *a) {
                                .ud = a};
     a->node_id = 0;
     a->state = AS_JOINING;
+    a->join_at = uv_hrtime();
     hv_err rc = hv_rpc_call_start(ld->eng, a->ch, "/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &req.base,
                                   LOAD_JOIN_TIMEOUT_MS, &cbs, &a->join);
     if (rc != HV_OK) {
@@ -391,13 +453,20 @@ static void load_report(load_t *ld, double secs) {
         join_fail += a->join_fail;
         joined += a->node_id != 0;
     }
-    printf("agent_load: agents=%zu joined=%zu established=%zu lost=%zu join_failures=%llu\n", ld->n,
-           joined, ld->up, ld->lost, (unsigned long long)join_fail);
+    printf("agent_load: agents=%zu joined=%zu established=%zu lost=%zu join_failures=%llu "
+           "window=%zu window_waits=%zu\n",
+           ld->n, joined, ld->up, ld->lost, (unsigned long long)join_fail, ld->window,
+           ld->window_waits);
     printf("agent_load: ran %.1f s: heartbeats sent=%llu replies=%llu (%.1f/s) other_msgs=%llu\n",
            secs, (unsigned long long)sent, (unsigned long long)replies,
            secs > 0 ? (double)replies / secs : 0.0, (unsigned long long)others);
     rtt_print("all", &ld->rtt_all);
     rtt_print("steady", &ld->rtt_steady);
+    qsort(ld->rtt_join.us, ld->rtt_join.n, sizeof(*ld->rtt_join.us), cmp_u32);
+    printf("agent_load: join round trip ms: p50=%.3f p99=%.3f max=%.3f (%zu answers)\n",
+           pct_ms(ld->rtt_join.us, ld->rtt_join.n, 0.50),
+           pct_ms(ld->rtt_join.us, ld->rtt_join.n, 0.99),
+           pct_ms(ld->rtt_join.us, ld->rtt_join.n, 1.0), ld->rtt_join.n);
     if (ld->all_up_ns != 0) {
         printf("agent_load: all sessions established after %.0f ms\n", (double)ld->all_up_ns / 1e6);
     }
@@ -417,10 +486,13 @@ static void load_usage(FILE *f) {
             "  --prefix P         node names are P-0, P-1, ... (default load-PID)\n"
             "  --slots K          slots each node offers (default 1)\n"
             "  --heartbeat-ms MS  heartbeat interval (default: what the head says)\n"
+            "  --window W         at most W agents between their Join and their session's\n"
+            "                     first answer; the others wait their turn (default %d; 0 = no\n"
+            "                     bound: every agent joins at its ramp time)\n"
             "SIGINT or SIGTERM ends the run early, with the same report.\n"
             "exit status: 0 every session was established and none was lost; 1 otherwise;\n"
             "2 bad usage.\n",
-            LOAD_MAX_AGENTS, LOAD_MAX_DURATION_S);
+            LOAD_MAX_AGENTS, LOAD_MAX_DURATION_S, LOAD_WINDOW_DEFAULT);
 }
 
 static int load_num(const char *opt, const char *v, uint64_t min, uint64_t max, uint64_t *out) {
@@ -438,7 +510,7 @@ int main(int argc, char **argv) {
     hv_log_init("agent_load");
     ld.head = getenv("HV_HEAD");
     ld.token = getenv("HV_TOKEN") ? getenv("HV_TOKEN") : "";
-    uint64_t n = 100, duration = 30, ramp = 1000, slots = 1, hb = 0;
+    uint64_t n = 100, duration = 30, ramp = 1000, slots = 1, hb = 0, window = LOAD_WINDOW_DEFAULT;
     char prefix_buf[64];
     snprintf(prefix_buf, sizeof(prefix_buf), "load-%d", (int)getpid());
     const char *prefix = prefix_buf;
@@ -466,6 +538,8 @@ int main(int argc, char **argv) {
             bad = load_num(a, v, 1, 4096, &slots);
         } else if (strcmp(a, "--heartbeat-ms") == 0) {
             bad = load_num(a, v, 50, 600000, &hb);
+        } else if (strcmp(a, "--window") == 0) {
+            bad = load_num(a, v, 0, LOAD_MAX_AGENTS, &window);
         } else {
             fprintf(stderr, "agent_load: unknown option or missing value: '%s'\n", a);
             bad = 1;
@@ -491,6 +565,7 @@ int main(int argc, char **argv) {
     ld.n = (size_t)n;
     ld.slots = (uint32_t)slots;
     ld.hb_override_ms = (uint32_t)hb;
+    ld.window = (size_t)window;
 
     int status = 1;
     hv_err rc = HV_OK;
@@ -574,5 +649,6 @@ out:
     hv_free(ld.agents);
     hv_free(ld.rtt_all.us);
     hv_free(ld.rtt_steady.us);
+    hv_free(ld.rtt_join.us);
     return status;
 }
