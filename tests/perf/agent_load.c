@@ -92,6 +92,7 @@ typedef struct load_s {
     uint64_t t0; /* uv_hrtime() at start */
     uv_timer_t stop;
     uv_signal_t sigint, sigterm; /* either one ends the run early, with the same report */
+    uv_signal_t sigusr1;         /* prints a mark: the counts so far (head_load.sh's window) */
     int stopping;
     size_t up;          /* agents whose session got an answer (ever) */
     size_t lost;        /* sessions that ended before the run did */
@@ -418,6 +419,22 @@ static void load_signal_cb(uv_signal_t *h, int signum) {
     }
 }
 
+/* SIGUSR1: one line with the heartbeats answered so far, so that a caller can count those of a
+ * window of its own. */
+static void load_mark_cb(uv_signal_t *h, int signum) {
+    load_t *ld = h->data;
+    (void)signum;
+    uint64_t sent = 0, replies = 0;
+    for (size_t i = 0; i < ld->n; i++) {
+        sent += ld->agents[i].sent;
+        replies += ld->agents[i].replies;
+    }
+    printf("agent_load: mark t=%.3f up=%zu lost=%zu sent=%llu replies=%llu\n",
+           (double)(uv_hrtime() - ld->t0) / 1e9, ld->up, ld->lost, (unsigned long long)sent,
+           (unsigned long long)replies);
+    fflush(stdout);
+}
+
 static int cmp_u32(const void *x, const void *y) {
     uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
     return a < b ? -1 : a > b;
@@ -489,7 +506,8 @@ static void load_usage(FILE *f) {
             "  --window W         at most W agents between their Join and their session's\n"
             "                     first answer; the others wait their turn (default %d; 0 = no\n"
             "                     bound: every agent joins at its ramp time)\n"
-            "SIGINT or SIGTERM ends the run early, with the same report.\n"
+            "SIGINT or SIGTERM ends the run early, with the same report; SIGUSR1 prints the\n"
+            "counts so far (a line starting 'agent_load: mark').\n"
             "exit status: 0 every session was established and none was lost; 1 otherwise;\n"
             "2 bad usage.\n",
             LOAD_MAX_AGENTS, LOAD_MAX_DURATION_S, LOAD_WINDOW_DEFAULT);
@@ -617,6 +635,9 @@ int main(int argc, char **argv) {
     ld.sigint.data = ld.sigterm.data = &ld;
     uv_signal_start(&ld.sigint, load_signal_cb, SIGINT);
     uv_signal_start(&ld.sigterm, load_signal_cb, SIGTERM);
+    uv_signal_init(&ld.loop, &ld.sigusr1);
+    ld.sigusr1.data = &ld;
+    uv_signal_start(&ld.sigusr1, load_mark_cb, SIGUSR1);
     printf("agent_load: %zu agents against %s for %llu s (ramp %llu ms), %zu connections\n", ld.n,
            ld.head, (unsigned long long)duration, (unsigned long long)ramp,
            varied ? (ld.n < 1000 ? ld.n : 1000) : 1);
@@ -627,6 +648,7 @@ int main(int argc, char **argv) {
     uv_close((uv_handle_t *)&ld.stop, NULL);
     uv_close((uv_handle_t *)&ld.sigint, NULL);
     uv_close((uv_handle_t *)&ld.sigterm, NULL);
+    uv_close((uv_handle_t *)&ld.sigusr1, NULL);
 run_out:
     ld.stopping = 1;
     // Every call was cancelled by the stop timer; destroy waits for their on_done (bounded).

@@ -131,6 +131,7 @@ $(tail -n 20 "$d/head.err")"
     load1=$(cut -d' ' -f1 /proc/loadavg)
     t2=$(now); c2=$(cpu_ticks $hp); l2=$(cpu_ticks $lp 2>/dev/null || echo 0)
     q2=$(runq_ns $hp); lq2=$(runq_ns $lp)
+    kill -USR1 $lp 2>/dev/null # agent_load prints its counts: the window's heartbeats
     pp=""
     if [ -n "${PERF:-}" ]; then
         perf record -F 997 ${PERF_G:--g} -p "$hp" -o "$PERF-$n" -- sleep "$WINDOW" >"$d/perf.out" 2>&1 &
@@ -141,6 +142,7 @@ $(tail -n 20 "$d/head.err")"
     [ -z "$pp" ] || wait "$pp"
     t3=$(now); c3=$(cpu_ticks $hp); l3=$(cpu_ticks $lp 2>/dev/null || echo 0)
     q3=$(runq_ns $hp); lq3=$(runq_ns $lp)
+    kill -USR1 $lp 2>/dev/null
     load1="$load1-$(cut -d' ' -f1 /proc/loadavg)"
     hq=$(awk -v a="$t2" -v b="$t3" -v x="$q2" -v y="$q3" 'BEGIN {printf "%.0f", (y - x) / 1e7 / (b - a)}')
     lq=$(awk -v a="$t2" -v b="$t3" -v x="$lq2" -v y="$lq3" 'BEGIN {printf "%.0f", (y - x) / 1e7 / (b - a)}')
@@ -164,13 +166,19 @@ $(tail -n 20 "$d/head.err")"
     jfail=$(sed -nE 's/.* join_failures=([0-9]+).*/\1/p' "$d/load.out")
     rtt=$(sed -nE 's/.*round trip ms \(steady\): p50=([0-9.]+) p90=[0-9.]+ /\1 /p' "$d/load.out" |
         sed -nE 's/^([0-9.]+) p99=([0-9.]+) max=([0-9.]+).*/\1\/\2\/\3/p')
+    # heartbeats answered in the window (the two marks): head CPU per heartbeat from those
+    hbw=$(sed -nE 's/^agent_load: mark .* replies=([0-9]+).*/\1/p' "$d/load.out" |
+        awk 'NR == 1 {a = $1} NR == 2 {b = $1} END {print (NR >= 2 ? b - a : 0)}')
+    hbs=$(awk -v a="$t2" -v b="$t3" -v h="$hbw" 'BEGIN {printf "%.0f", h / (b - a)}')
     awk -v n="$n" -v conns="$conns" -v alive="$alive" -v est="${est:-0}" -v cpu="$cpu" \
         -v idle="$idle_cpu" -v ri="$rss_idle" -v r="$rss" -v hwm="$hwm" -v lcpu="$lcpu" \
         -v sent="${sent:-0}" -v repl="${repl:-0}" -v rtt="${rtt:--}" -v upms="${upms:--}" \
-        -v jfail="${jfail:-0}" -v hq="$hq" -v lq="$lq" -v la="$load1" 'BEGIN {
-        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %6.0f %8.1f %6.1f %7.1f %7.1f ", n, est,
-            alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, (cpu - idle) * 1e4 / n,
-            ri / 1024, r / 1024, hwm / 1024, (r - ri) / n
+        -v jfail="${jfail:-0}" -v hq="$hq" -v lq="$lq" -v la="$load1" -v hbs="$hbs" 'BEGIN {
+        uh = "-"
+        if (hbs > 0) uh = sprintf("%.0f", (cpu - idle) * 1e4 / hbs)
+        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %6d %6s %8.1f %6.1f %7.1f %7.1f ", n,
+            est, alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, hbs, uh, ri / 1024,
+            r / 1024, hwm / 1024, (r - ri) / n
         printf "%8d/%-8d %-20s %5.1f %5d %5d %s\n", repl, sent, rtt, lcpu, hq, lq, la }'
     ok=0
     [ "$up" = yes ] ||
@@ -202,12 +210,13 @@ echo "cpu/agt = (cpu% - idle cpu%) / N; replies/sent = heartbeats over the whole
 echo "up.ms = start of agent_load to the last session up (ramp included); jfail = Join attempts"
 echo "that failed and were retried; load% = agent_load's own CPU (it shares the machine)"
 echo "rtt = heartbeat round trip p50/p99/max ms seen by agent_load after every session was up"
-echo "us/hb = head CPU per heartbeat in us ((cpu% - idle%) / N heartbeats a second); hwait% and"
+echo "hb/s = heartbeats answered a second in the window; us/hb = head CPU per heartbeat in us"
+echo "((cpu% - idle%) of one core / hb/s); hwait% and"
 echo "lwait% = time the head's and agent_load's threads were runnable but waiting for a CPU, in %"
 echo "of the window (summed over threads: above 100 means more than one thread waited); loadavg"
 echo "= the 1-minute load average at the window's start and end"
-printf "%6s %6s %6s %6s %6s %5s %6s %5s %7s %6s %8s %6s %7s %7s %17s %-20s %5s %5s %5s %s\n" \
-    agents estab alive conns up.ms jfail cpu% idle% cpu/agt us/hb rss.idle rss rss.hwm kib/agt \
+printf "%6s %6s %6s %6s %6s %5s %6s %5s %7s %6s %6s %8s %6s %7s %7s %17s %-20s %5s %5s %5s %s\n" \
+    agents estab alive conns up.ms jfail cpu% idle% cpu/agt hb/s us/hb rss.idle rss rss.hwm kib/agt \
     replies/sent rtt load% hwait% lwait% loadavg
 status=0
 for n in "$@"; do
