@@ -435,6 +435,21 @@ static void load_mark_cb(uv_signal_t *h, int signum) {
     fflush(stdout);
 }
 
+/* start: SIGINT and SIGTERM end the run, SIGUSR1 prints a mark; else their handles close. */
+static void load_signals(load_t *ld, int start) {
+    uv_signal_t *h[3] = {&ld->sigint, &ld->sigterm, &ld->sigusr1};
+    const int sig[3] = {SIGINT, SIGTERM, SIGUSR1};
+    for (int i = 0; i < 3; i++) {
+        if (!start) {
+            uv_close((uv_handle_t *)h[i], NULL);
+            continue;
+        }
+        uv_signal_init(&ld->loop, h[i]);
+        h[i]->data = ld;
+        uv_signal_start(h[i], sig[i] == SIGUSR1 ? load_mark_cb : load_signal_cb, sig[i]);
+    }
+}
+
 static int cmp_u32(const void *x, const void *y) {
     uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
     return a < b ? -1 : a > b;
@@ -630,14 +645,7 @@ int main(int argc, char **argv) {
     uv_timer_init(&ld.loop, &ld.stop);
     ld.stop.data = &ld;
     uv_timer_start(&ld.stop, load_stop_cb, duration * 1000, 0);
-    uv_signal_init(&ld.loop, &ld.sigint);
-    uv_signal_init(&ld.loop, &ld.sigterm);
-    ld.sigint.data = ld.sigterm.data = &ld;
-    uv_signal_start(&ld.sigint, load_signal_cb, SIGINT);
-    uv_signal_start(&ld.sigterm, load_signal_cb, SIGTERM);
-    uv_signal_init(&ld.loop, &ld.sigusr1);
-    ld.sigusr1.data = &ld;
-    uv_signal_start(&ld.sigusr1, load_mark_cb, SIGUSR1);
+    load_signals(&ld, 1);
     printf("agent_load: %zu agents against %s for %llu s (ramp %llu ms), %zu connections\n", ld.n,
            ld.head, (unsigned long long)duration, (unsigned long long)ramp,
            varied ? (ld.n < 1000 ? ld.n : 1000) : 1);
@@ -646,9 +654,7 @@ int main(int argc, char **argv) {
     load_report(&ld, (double)(uv_hrtime() - ld.t0) / 1e9);
     status = ld.up == ld.n && ld.lost == 0 ? 0 : 1;
     uv_close((uv_handle_t *)&ld.stop, NULL);
-    uv_close((uv_handle_t *)&ld.sigint, NULL);
-    uv_close((uv_handle_t *)&ld.sigterm, NULL);
-    uv_close((uv_handle_t *)&ld.sigusr1, NULL);
+    load_signals(&ld, 0);
 run_out:
     ld.stopping = 1;
     // Every call was cancelled by the stop timer; destroy waits for their on_done (bounded).
