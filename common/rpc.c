@@ -16,6 +16,7 @@
 #include "rpc.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -835,9 +836,33 @@ static void rpc_grpc_log(gpr_log_func_args *a) {
            a->line, msg);
 }
 
+/* Debian builds Abseil without NDEBUG, so every absl::Mutex gRPC core takes also runs Abseil's
+ * lock-order (deadlock) detection: a graph of every lock held while taking another, with stack
+ * traces. In hvhead with 10,000 agents that was 5 to 7 % of all its CPU (perf: GraphCycles::GetId,
+ * InsertEdge, UpdateStackTrace), for a check that only ever aborts on a bug inside gRPC. It is
+ * switched off here (Abseil's release default) through the library's own setter, looked up by
+ * name: where the symbol is not there (another Abseil build, a static gRPC) nothing changes.
+ * HV_ABSL_DEADLOCK_CHECK=1 keeps it on. */
+#define RPC_ABSL_SET_DEADLOCK_MODE                                                                 \
+    "_ZN4absl7debian329SetMutexDeadlockDetectionModeENS0_15OnDeadlockCycleE"
+
+static void rpc_absl_deadlock_off(void) {
+    const char *keep = getenv("HV_ABSL_DEADLOCK_CHECK");
+    if (keep != NULL && strcmp(keep, "1") == 0) {
+        return;
+    }
+    void *sym = dlsym(RTLD_DEFAULT, RPC_ABSL_SET_DEADLOCK_MODE);
+    if (sym != NULL) {
+        void (*set_mode)(int) = NULL;
+        memcpy(&set_mode, &sym, sizeof(set_mode));
+        set_mode(0); /* absl::OnDeadlockCycle::kIgnore */
+    }
+}
+
 static void rpc_grpc_log_install(void) {
     rpc_grpc_verbose = getenv("GRPC_VERBOSITY") != NULL || getenv("GRPC_TRACE") != NULL;
     gpr_set_log_function(rpc_grpc_log);
+    rpc_absl_deadlock_off();
 }
 
 static void rpc_quiet_grpc(void) {

@@ -9,7 +9,10 @@
  * SIGINT/SIGTERM, it cancels every call and prints what it saw: sessions established,
  * heartbeats sent, replies received and their round-trip times. A Join that fails is retried
  * every 500 ms (a refused one ends the run); a Session that ends early is counted as lost and
- * not reopened. Everything runs on one libuv loop through common/rpc.h's event-driven engine.
+ * not reopened. Agents start at their ramp times, but at most --window of them are between their
+ * Join and their session's first answer at any time (the rest wait their turn, as a fleet of real
+ * agents backs off): a head or a machine slower than the ramp then stretches the ramp instead of
+ * letting every Join queue behind the others until its deadline. Everything runs on one libuv loop through common/rpc.h's event-driven engine.
  * It is not a test of the agent (agent/session.c has its own). Called by
  * tests/perf/head_load.sh and tests/integration/agent_load_smoke.sh.
  */
@@ -34,7 +37,8 @@
 #define LOAD_MAX_DURATION_S 3600
 #define LOAD_JOIN_TIMEOUT_MS 10000
 #define LOAD_JOIN_RETRY_MS 500
-#define LOAD_RTT_RING 64 /* heartbeats in flight per agent whose send time is remembered */
+#define LOAD_RTT_RING 64        /* heartbeats in flight per agent whose send time is remembered */
+#define LOAD_WINDOW_DEFAULT 256 /* agents between their Join and their session's first answer */
 
 typedef enum agent_state {
     AS_WAITING = 0, /* not started yet (ramp) or waiting to retry the Join */
@@ -65,6 +69,9 @@ typedef struct agent_s {
     uint64_t join_fail;           /* Join attempts that failed */
     uint64_t ring[LOAD_RTT_RING]; /* uv_hrtime() of heartbeats not yet answered, FIFO */
     size_t ring_head, ring_n;
+    uint64_t join_at;  /* uv_hrtime() when its current Join was sent */
+    int in_window;     /* holds one of the load's window places (Join until the session is up) */
+    struct agent_s *q; /* next agent waiting for a window place */
 } agent_t;
 
 /* Heartbeat round trips in microseconds, growable. */
@@ -85,12 +92,19 @@ typedef struct load_s {
     uint64_t t0; /* uv_hrtime() at start */
     uv_timer_t stop;
     uv_signal_t sigint, sigterm; /* either one ends the run early, with the same report */
+    uv_signal_t sigusr1;         /* prints a mark: the counts so far (head_load.sh's window) */
     int stopping;
     size_t up;          /* agents whose session got an answer (ever) */
     size_t lost;        /* sessions that ended before the run did */
     uint64_t all_up_ns; /* time from start until every session was up (0 = not yet) */
     rtt_t rtt_all;      /* every heartbeat answered */
     rtt_t rtt_steady;   /* heartbeats sent after every session was up */
+    rtt_t rtt_join;     /* every Join answered (ok or not), sent to answered */
+    /* The window: at most `window` agents between their Join and their session's first
+     * answer (0 = no bound); the others wait in a FIFO for a place. */
+    size_t window, in_window;
+    agent_t *q_head, *q_tail;
+    size_t window_waits; /* Joins that waited for a place */
 } load_t;
 
 static uint64_t load_rand64(void) {
@@ -151,6 +165,49 @@ static int load_target(const char *head, size_t i, char *out, size_t len) {
     return 1;
 }
 
+/* ---- the window ------------------------------------------------------------------------------ */
+
+/* a no longer holds a window place (its session is up, lost, or the run ends): the next waiting
+ * agent, if any, sends its Join. */
+static void window_leave(agent_t *a) {
+    load_t *ld = a->ld;
+    if (!a->in_window) {
+        return;
+    }
+    a->in_window = 0;
+    ld->in_window--;
+    while (ld->q_head != NULL && !ld->stopping && (ld->window == 0 || ld->in_window < ld->window)) {
+        agent_t *next = ld->q_head;
+        ld->q_head = next->q;
+        if (ld->q_head == NULL) {
+            ld->q_tail = NULL;
+        }
+        next->q = NULL;
+        agent_join(next);
+    }
+}
+
+/* Takes a window place for a, or queues a for one: 1 when a may send its Join now. */
+static int window_enter(agent_t *a) {
+    load_t *ld = a->ld;
+    if (a->in_window) {
+        return 1; /* a retry keeps its place */
+    }
+    if (ld->window != 0 && ld->in_window >= ld->window) {
+        if (ld->q_tail != NULL) {
+            ld->q_tail->q = a;
+        } else {
+            ld->q_head = a;
+        }
+        ld->q_tail = a;
+        ld->window_waits++;
+        return 0;
+    }
+    a->in_window = 1;
+    ld->in_window++;
+    return 1;
+}
+
 /* ---- Session -------------------------------------------------------------------------------- */
 
 static void agent_send_heartbeat(agent_t *a) {
@@ -198,6 +255,7 @@ static void agent_session_msg(hv_rpc_call_t *call, const ProtobufCMessage *msg, 
     }
     if (a->state == AS_OPENING) {
         a->state = AS_UP;
+        window_leave(a);
         ld->up++;
         if (ld->up == ld->n) {
             ld->all_up_ns = uv_hrtime() - ld->t0;
@@ -220,6 +278,7 @@ static void agent_session_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, v
     }
     a->state = AS_LOST;
     a->ld->lost++;
+    window_leave(a);
     fprintf(stderr, "agent_load: %s: session ended: %s%s%s\n", a->name, hv_strerror(st->rc),
             st->msg[0] ? ": " : "", st->msg);
 }
@@ -242,6 +301,7 @@ static void agent_open(agent_t *a) {
         a->sess = NULL;
         a->state = AS_LOST;
         a->ld->lost++;
+        window_leave(a);
         fprintf(stderr, "agent_load: %s: cannot start Session: %s\n", a->name, hv_strerror(rc));
         return;
     }
@@ -271,6 +331,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
     agent_t *a = ud;
     (void)call;
     a->join = NULL;
+    rtt_add(&a->ld->rtt_join, uv_hrtime() - a->join_at);
     if (a->ld->stopping) {
         a->state = AS_DONE;
         return;
@@ -286,6 +347,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
                 st->msg[0] ? st->msg : hv_strerror(st->rc));
         a->state = AS_LOST;
         a->ld->lost++;
+        window_leave(a);
         uv_timer_start(&a->ld->stop, load_stop_cb, 0, 0);
         return;
     }
@@ -299,7 +361,7 @@ static void agent_join_done(hv_rpc_call_t *call, const hv_rpc_status_t *st, void
 
 static void agent_join(agent_t *a) {
     load_t *ld = a->ld;
-    if (ld->stopping) {
+    if (ld->stopping || !window_enter(a)) {
         return;
     }
     char *addrs[1] = {"127.0.0.1"};
@@ -320,6 +382,7 @@ static void agent_join(agent_t *a) {
                                .ud = a};
     a->node_id = 0;
     a->state = AS_JOINING;
+    a->join_at = uv_hrtime();
     hv_err rc = hv_rpc_call_start(ld->eng, a->ch, "/hvpb.v1.Cluster/Join", HV_RPC_UNARY, &req.base,
                                   LOAD_JOIN_TIMEOUT_MS, &cbs, &a->join);
     if (rc != HV_OK) {
@@ -353,6 +416,37 @@ static void load_signal_cb(uv_signal_t *h, int signum) {
     (void)signum;
     if (!ld->stopping) {
         load_stop_cb(&ld->stop);
+    }
+}
+
+/* SIGUSR1: one line with the heartbeats answered so far, so that a caller can count those of a
+ * window of its own. */
+static void load_mark_cb(uv_signal_t *h, int signum) {
+    load_t *ld = h->data;
+    (void)signum;
+    uint64_t sent = 0, replies = 0;
+    for (size_t i = 0; i < ld->n; i++) {
+        sent += ld->agents[i].sent;
+        replies += ld->agents[i].replies;
+    }
+    printf("agent_load: mark t=%.3f up=%zu lost=%zu sent=%llu replies=%llu\n",
+           (double)(uv_hrtime() - ld->t0) / 1e9, ld->up, ld->lost, (unsigned long long)sent,
+           (unsigned long long)replies);
+    fflush(stdout);
+}
+
+/* start: SIGINT and SIGTERM end the run, SIGUSR1 prints a mark; else their handles close. */
+static void load_signals(load_t *ld, int start) {
+    uv_signal_t *h[3] = {&ld->sigint, &ld->sigterm, &ld->sigusr1};
+    const int sig[3] = {SIGINT, SIGTERM, SIGUSR1};
+    for (int i = 0; i < 3; i++) {
+        if (!start) {
+            uv_close((uv_handle_t *)h[i], NULL);
+            continue;
+        }
+        uv_signal_init(&ld->loop, h[i]);
+        h[i]->data = ld;
+        uv_signal_start(h[i], sig[i] == SIGUSR1 ? load_mark_cb : load_signal_cb, sig[i]);
     }
 }
 
@@ -391,13 +485,20 @@ static void load_report(load_t *ld, double secs) {
         join_fail += a->join_fail;
         joined += a->node_id != 0;
     }
-    printf("agent_load: agents=%zu joined=%zu established=%zu lost=%zu join_failures=%llu\n", ld->n,
-           joined, ld->up, ld->lost, (unsigned long long)join_fail);
+    printf("agent_load: agents=%zu joined=%zu established=%zu lost=%zu join_failures=%llu "
+           "window=%zu window_waits=%zu\n",
+           ld->n, joined, ld->up, ld->lost, (unsigned long long)join_fail, ld->window,
+           ld->window_waits);
     printf("agent_load: ran %.1f s: heartbeats sent=%llu replies=%llu (%.1f/s) other_msgs=%llu\n",
            secs, (unsigned long long)sent, (unsigned long long)replies,
            secs > 0 ? (double)replies / secs : 0.0, (unsigned long long)others);
     rtt_print("all", &ld->rtt_all);
     rtt_print("steady", &ld->rtt_steady);
+    qsort(ld->rtt_join.us, ld->rtt_join.n, sizeof(*ld->rtt_join.us), cmp_u32);
+    printf("agent_load: join round trip ms: p50=%.3f p99=%.3f max=%.3f (%zu answers)\n",
+           pct_ms(ld->rtt_join.us, ld->rtt_join.n, 0.50),
+           pct_ms(ld->rtt_join.us, ld->rtt_join.n, 0.99),
+           pct_ms(ld->rtt_join.us, ld->rtt_join.n, 1.0), ld->rtt_join.n);
     if (ld->all_up_ns != 0) {
         printf("agent_load: all sessions established after %.0f ms\n", (double)ld->all_up_ns / 1e6);
     }
@@ -417,10 +518,14 @@ static void load_usage(FILE *f) {
             "  --prefix P         node names are P-0, P-1, ... (default load-PID)\n"
             "  --slots K          slots each node offers (default 1)\n"
             "  --heartbeat-ms MS  heartbeat interval (default: what the head says)\n"
-            "SIGINT or SIGTERM ends the run early, with the same report.\n"
+            "  --window W         at most W agents between their Join and their session's\n"
+            "                     first answer; the others wait their turn (default %d; 0 = no\n"
+            "                     bound: every agent joins at its ramp time)\n"
+            "SIGINT or SIGTERM ends the run early, with the same report; SIGUSR1 prints the\n"
+            "counts so far (a line starting 'agent_load: mark').\n"
             "exit status: 0 every session was established and none was lost; 1 otherwise;\n"
             "2 bad usage.\n",
-            LOAD_MAX_AGENTS, LOAD_MAX_DURATION_S);
+            LOAD_MAX_AGENTS, LOAD_MAX_DURATION_S, LOAD_WINDOW_DEFAULT);
 }
 
 static int load_num(const char *opt, const char *v, uint64_t min, uint64_t max, uint64_t *out) {
@@ -438,7 +543,7 @@ int main(int argc, char **argv) {
     hv_log_init("agent_load");
     ld.head = getenv("HV_HEAD");
     ld.token = getenv("HV_TOKEN") ? getenv("HV_TOKEN") : "";
-    uint64_t n = 100, duration = 30, ramp = 1000, slots = 1, hb = 0;
+    uint64_t n = 100, duration = 30, ramp = 1000, slots = 1, hb = 0, window = LOAD_WINDOW_DEFAULT;
     char prefix_buf[64];
     snprintf(prefix_buf, sizeof(prefix_buf), "load-%d", (int)getpid());
     const char *prefix = prefix_buf;
@@ -466,6 +571,8 @@ int main(int argc, char **argv) {
             bad = load_num(a, v, 1, 4096, &slots);
         } else if (strcmp(a, "--heartbeat-ms") == 0) {
             bad = load_num(a, v, 50, 600000, &hb);
+        } else if (strcmp(a, "--window") == 0) {
+            bad = load_num(a, v, 0, LOAD_MAX_AGENTS, &window);
         } else {
             fprintf(stderr, "agent_load: unknown option or missing value: '%s'\n", a);
             bad = 1;
@@ -491,6 +598,7 @@ int main(int argc, char **argv) {
     ld.n = (size_t)n;
     ld.slots = (uint32_t)slots;
     ld.hb_override_ms = (uint32_t)hb;
+    ld.window = (size_t)window;
 
     int status = 1;
     hv_err rc = HV_OK;
@@ -537,11 +645,7 @@ int main(int argc, char **argv) {
     uv_timer_init(&ld.loop, &ld.stop);
     ld.stop.data = &ld;
     uv_timer_start(&ld.stop, load_stop_cb, duration * 1000, 0);
-    uv_signal_init(&ld.loop, &ld.sigint);
-    uv_signal_init(&ld.loop, &ld.sigterm);
-    ld.sigint.data = ld.sigterm.data = &ld;
-    uv_signal_start(&ld.sigint, load_signal_cb, SIGINT);
-    uv_signal_start(&ld.sigterm, load_signal_cb, SIGTERM);
+    load_signals(&ld, 1);
     printf("agent_load: %zu agents against %s for %llu s (ramp %llu ms), %zu connections\n", ld.n,
            ld.head, (unsigned long long)duration, (unsigned long long)ramp,
            varied ? (ld.n < 1000 ? ld.n : 1000) : 1);
@@ -550,8 +654,7 @@ int main(int argc, char **argv) {
     load_report(&ld, (double)(uv_hrtime() - ld.t0) / 1e9);
     status = ld.up == ld.n && ld.lost == 0 ? 0 : 1;
     uv_close((uv_handle_t *)&ld.stop, NULL);
-    uv_close((uv_handle_t *)&ld.sigint, NULL);
-    uv_close((uv_handle_t *)&ld.sigterm, NULL);
+    load_signals(&ld, 0);
 run_out:
     ld.stopping = 1;
     // Every call was cancelled by the stop timer; destroy waits for their on_done (bounded).
@@ -574,5 +677,6 @@ out:
     hv_free(ld.agents);
     hv_free(ld.rtt_all.us);
     hv_free(ld.rtt_steady.us);
+    hv_free(ld.rtt_join.us);
     return status;
 }

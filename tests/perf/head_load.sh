@@ -11,8 +11,13 @@
 #   head_load.sh 10 100 500 three runs, one row each
 # Environment: BUILD (build dir, default build; binaries in $BUILD/bin), WINDOW (steady window in
 # s, default 20), SETTLE (s between the last session up and the window, default 3), IDLE (idle
-# window in s, default 5), HV_KEEP_TMP=1 keeps the scratch dir, PERF=FILE records a perf profile
-# of hvhead over the steady window into FILE-N for each count N (`perf report -i FILE-N`).
+# window in s, default 5), JOINS (agent_load --window: agents at most between their Join and
+# their session's first answer, default 256; 0 = all at their ramp times), UP_WAIT (s to wait for
+# every session, default ramp + 30 + N/50), NICE (run hvhead and agent_load under `nice -n NICE`,
+# e.g. -10 as root, so that on a shared machine they are not starved: say so beside the figures;
+# default: not set, the machine's default priority), HV_KEEP_TMP=1 keeps the scratch dir, PERF=FILE
+# records a perf profile of hvhead over the steady window into FILE-N for each count N
+# (`perf report -i FILE-N`; PERF_G="--call-graph dwarf" for whole stacks).
 # Loopback only; every process it starts is killed on exit; every wait is bounded.
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +27,7 @@ BIN=${HV_BIN_DIR:-$BUILD/bin}
 WINDOW=${WINDOW:-20}
 SETTLE=${SETTLE:-3}
 IDLE=${IDLE:-5}
+JOINS=${JOINS:-256}
 TOKEN=hv-perf-token
 HZ=$(getconf CLK_TCK)
 PIDS=""
@@ -50,6 +56,9 @@ need_bins() {
 now() { date +%s.%N; }
 # cpu_ticks PID: utime + stime (fields 14 and 15 of /proc/PID/stat; comm has no spaces here).
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# runq_ns PID: nanoseconds its threads spent runnable but waiting for a CPU (schedstat field 2,
+# summed over /proc/PID/task/*; threads that ended are not counted).
+runq_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%.0f", s}'; }
 # mem_kb PID FIELD: VmRSS or VmHWM in kB.
 mem_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 # cpu_pct T0 T1 TICKS0 TICKS1: percent of one core.
@@ -87,7 +96,7 @@ limits:
   max_connections_per_client: $conns_max
 EOF
     export HV_TOKEN_FILE="$d/data/client.token" # the CLIs' credential, written by the head
-    "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
+    $nice "$BIN/hvhead" start --config "$d/head.yaml" >"$d/head.out" 2>"$d/head.err" &
     hp=$!
     PIDS="$PIDS $hp"
     wait_for 10 grep -q 'listening on' "$d/head.out" || die "hvhead did not print its ready line
@@ -105,24 +114,38 @@ $(tail -n 20 "$d/head.err")"
 
     ramp=$((n * 5)); [ $ramp -lt 1000 ] && ramp=1000
     # agent_load's own bound; the script ends it with SIGTERM once it has sampled the head
-    dur=$((ramp / 1000 + 30 + SETTLE + WINDOW + 30))
-    "$BIN/agent_load" --head "$head" --token "$TOKEN" --agents "$n" --duration "$dur" \
-        --ramp-ms "$ramp" --prefix "perf$n" >"$d/load.out" 2>"$d/load.err" &
+    upwait=${UP_WAIT:-$((ramp / 1000 + 30 + n / 50))}
+    dur=$((upwait + SETTLE + WINDOW + 30))
+    $nice "$BIN/agent_load" --head "$head" --token "$TOKEN" --agents "$n" --duration "$dur" \
+        --ramp-ms "$ramp" --window "$JOINS" --prefix "perf$n" >"$d/load.out" 2>"$d/load.err" &
     lp=$!
     PIDS="$PIDS $lp"
     up=yes
-    wait_for $((ramp / 1000 + 30)) grep -q 'sessions established' "$d/load.out" || up=no
+    # bounded in wall time (wait_for counts its 0.1 s polls, which stretch on a loaded machine)
+    until_t=$(($(date +%s) + upwait))
+    until grep -q 'sessions established' "$d/load.out"; do
+        [ "$(date +%s)" -lt "$until_t" ] || { up=no; break; }
+        sleep 1
+    done
     sleep "$SETTLE"
+    load1=$(cut -d' ' -f1 /proc/loadavg)
     t2=$(now); c2=$(cpu_ticks $hp); l2=$(cpu_ticks $lp 2>/dev/null || echo 0)
+    q2=$(runq_ns $hp); lq2=$(runq_ns $lp)
+    kill -USR1 $lp 2>/dev/null # agent_load prints its counts: the window's heartbeats
     pp=""
     if [ -n "${PERF:-}" ]; then
-        perf record -F 997 -g -p "$hp" -o "$PERF-$n" -- sleep "$WINDOW" >"$d/perf.out" 2>&1 &
+        perf record -F 997 ${PERF_G:--g} -p "$hp" -o "$PERF-$n" -- sleep "$WINDOW" >"$d/perf.out" 2>&1 &
         pp=$!
         PIDS="$PIDS $pp"
     fi
     sleep "$WINDOW"
     [ -z "$pp" ] || wait "$pp"
     t3=$(now); c3=$(cpu_ticks $hp); l3=$(cpu_ticks $lp 2>/dev/null || echo 0)
+    q3=$(runq_ns $hp); lq3=$(runq_ns $lp)
+    kill -USR1 $lp 2>/dev/null
+    load1="$load1-$(cut -d' ' -f1 /proc/loadavg)"
+    hq=$(awk -v a="$t2" -v b="$t3" -v x="$q2" -v y="$q3" 'BEGIN {printf "%.0f", (y - x) / 1e7 / (b - a)}')
+    lq=$(awk -v a="$t2" -v b="$t3" -v x="$lq2" -v y="$lq3" 'BEGIN {printf "%.0f", (y - x) / 1e7 / (b - a)}')
     rss=$(mem_kb $hp VmRSS); hwm=$(mem_kb $hp VmHWM)
     cpu=$(cpu_pct "$t2" "$t3" "$c2" "$c3")
     lcpu=$(cpu_pct "$t2" "$t3" "$l2" "$l3")
@@ -143,14 +166,20 @@ $(tail -n 20 "$d/head.err")"
     jfail=$(sed -nE 's/.* join_failures=([0-9]+).*/\1/p' "$d/load.out")
     rtt=$(sed -nE 's/.*round trip ms \(steady\): p50=([0-9.]+) p90=[0-9.]+ /\1 /p' "$d/load.out" |
         sed -nE 's/^([0-9.]+) p99=([0-9.]+) max=([0-9.]+).*/\1\/\2\/\3/p')
+    # heartbeats answered in the window (the two marks): head CPU per heartbeat from those
+    hbw=$(sed -nE 's/^agent_load: mark .* replies=([0-9]+).*/\1/p' "$d/load.out" |
+        awk 'NR == 1 {a = $1} NR == 2 {b = $1} END {print (NR >= 2 ? b - a : 0)}')
+    hbs=$(awk -v a="$t2" -v b="$t3" -v h="$hbw" 'BEGIN {printf "%.0f", h / (b - a)}')
     awk -v n="$n" -v conns="$conns" -v alive="$alive" -v est="${est:-0}" -v cpu="$cpu" \
         -v idle="$idle_cpu" -v ri="$rss_idle" -v r="$rss" -v hwm="$hwm" -v lcpu="$lcpu" \
         -v sent="${sent:-0}" -v repl="${repl:-0}" -v rtt="${rtt:--}" -v upms="${upms:--}" \
-        -v jfail="${jfail:-0}" 'BEGIN {
-        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %8.1f %6.1f %7.1f %7.1f ", n, est,
-            alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, ri / 1024, r / 1024,
-            hwm / 1024, (r - ri) / n
-        printf "%8d/%-8d %-20s %5.1f\n", repl, sent, rtt, lcpu }'
+        -v jfail="${jfail:-0}" -v hq="$hq" -v lq="$lq" -v la="$load1" -v hbs="$hbs" 'BEGIN {
+        uh = "-"
+        if (hbs > 0) uh = sprintf("%.0f", (cpu - idle) * 1e4 / hbs)
+        printf "%6d %6d %6d %6d %6s %5d %6.1f %5.1f %7.3f %6d %6s %8.1f %6.1f %7.1f %7.1f ", n,
+            est, alive, conns, upms, jfail, cpu, idle, (cpu - idle) / n, hbs, uh, ri / 1024,
+            r / 1024, hwm / 1024, (r - ri) / n
+        printf "%8d/%-8d %-20s %5.1f %5d %5d %s\n", repl, sent, rtt, lcpu, hq, lq, la }'
     ok=0
     [ "$up" = yes ] ||
         { echo "  FAIL: not every session was established (see $d/load.*)" >&2; ok=1; }
@@ -163,20 +192,32 @@ $(tail -n 20 "$d/head.err")"
 }
 
 need_bins
+nice=""
+if [ -n "${NICE:-}" ]; then
+    case $NICE in -[0-9]*|[0-9]*) nice="nice -n $NICE" ;; *) die "NICE '$NICE' is not a number" ;; esac
+    $nice true 2>/dev/null || die "cannot run under nice -n $NICE (a negative value needs root)"
+fi
 [ $# -gt 0 ] || set -- 100
 for n in "$@"; do
     case $n in ''|*[!0-9]*) die "agent count '$n' is not a number" ;; esac
     [ "$n" -ge 1 ] && [ "$n" -le 10000 ] || die "agent count $n: expected 1..10000"
 done
 echo "head_load: hvhead with N simulated agents, heartbeat 1 s, lease 10 s; steady window" \
-    "${WINDOW} s; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    "${WINDOW} s; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+    "${nice:-default priority}; join window $JOINS"
 echo "cpu% = share of one core over the window; rss in MiB; kib/agt = (rss - idle rss) / N;"
 echo "cpu/agt = (cpu% - idle cpu%) / N; replies/sent = heartbeats over the whole agent_load run;"
 echo "up.ms = start of agent_load to the last session up (ramp included); jfail = Join attempts"
 echo "that failed and were retried; load% = agent_load's own CPU (it shares the machine)"
 echo "rtt = heartbeat round trip p50/p99/max ms seen by agent_load after every session was up"
-printf "%6s %6s %6s %6s %6s %5s %6s %5s %7s %8s %6s %7s %7s %17s %-20s %5s\n" agents estab \
-    alive conns up.ms jfail cpu% idle% cpu/agt rss.idle rss rss.hwm kib/agt replies/sent rtt load%
+echo "hb/s = heartbeats answered a second in the window; us/hb = head CPU per heartbeat in us"
+echo "((cpu% - idle%) of one core / hb/s); hwait% and"
+echo "lwait% = time the head's and agent_load's threads were runnable but waiting for a CPU, in %"
+echo "of the window (summed over threads: above 100 means more than one thread waited); loadavg"
+echo "= the 1-minute load average at the window's start and end"
+printf "%6s %6s %6s %6s %6s %5s %6s %5s %7s %6s %6s %8s %6s %7s %7s %17s %-20s %5s %5s %5s %s\n" \
+    agents estab alive conns up.ms jfail cpu% idle% cpu/agt hb/s us/hb rss.idle rss rss.hwm kib/agt \
+    replies/sent rtt load% hwait% lwait% loadavg
 status=0
 for n in "$@"; do
     run_one "$n" || status=1
