@@ -184,6 +184,10 @@ typedef struct hv_driver_fleet_s {
 hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f);
 void hv__driver_fleet_fini(hv_driver_fleet_t *f);
 /* A decision in words for events and messages ("shrunk so that job 7 can start", ...). */
+/* A job stopping at its next commit for another (driver.c fleet_preempt): stops it once every
+ * member is at that commit, or at the bound (hv_jm_preempt_due). Called after its joins and on
+ * the tick. */
+void hv__driver_fleet_preempt_due(hv_driver_t *d, hv_djob_t *j);
 void hv__driver_fleet_why(hv_fl_reason_t r, uint64_t cause, char *buf, size_t len);
 
 /* ---- driver_rows.c -------------------------------------------------------------------------- */

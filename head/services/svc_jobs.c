@@ -120,9 +120,8 @@ _Static_assert((int)HVPB__V1__NODE_STATE__NODE_STATE_ALIVE == (int)HV_NODE_ALIVE
                    HV_NODE__COUNT == 3,
                "NodeState follows hv_node_state_t");
 _Static_assert((int)HVPB__V1__EVENT_REASON__EVENT_REASON_START == (int)HV_EV_START &&
-                   (int)HVPB__V1__EVENT_REASON__EVENT_REASON_PENDING_TIMEOUT ==
-                       (int)HV_EV_PENDING_TIMEOUT &&
-                   HV_EV__COUNT == 15,
+                   (int)HVPB__V1__EVENT_REASON__EVENT_REASON_PREEMPT == (int)HV_EV_PREEMPT &&
+                   HV_EV__COUNT == 16,
                "EventReason follows hv_ev_reason_t");
 
 static Hvpb__V1__JobState job_state_code(hv_job_state_t st) {
