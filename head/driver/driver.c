@@ -1105,6 +1105,11 @@ void hv__driver_fleet_preempt_due(hv_driver_t *d, hv_djob_t *j) {
     j->wait_deadline = UINT64_MAX; /* no pending timeout: it was admitted once */
     j->fleet_grant = 0;
     j->preempt_cause = 0;
+    /* What stopped it, stored with its row (the policy's later passes keep it: driver_fleet.c). */
+    j->fleet_decided = 1;
+    j->fleet_target = 0;
+    j->fleet_reason = HV_FL_PREEMPTED;
+    j->fleet_cause = cause;
     char data[480];
     hv_copy_tier_t tier = hv_jm_copy_tier(&j->jm);
     const hv_jm_copy_t *c = tier == HV_COPY_TIER_DURABLE ? &j->jm.durable : &j->jm.copy;

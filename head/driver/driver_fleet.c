@@ -273,7 +273,8 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
         const hv_fl_dec_t *dc = &f->out.dec[i];
         if ((j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
              j->fleet_cause == dc->cause) ||
-            (hv_jm_preempted(&j->jm) && dc->target == 0)) { /* it shows what stopped it */
+            (hv_jm_preempted(&j->jm) && dc->target == 0) || /* it shows what stopped it */
+            j->jm.preempt_until != 0) { /* stopping at its next commit: as it was decided */
             continue;
         }
         int was_decided = j->fleet_decided;
