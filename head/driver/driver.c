@@ -2194,10 +2194,19 @@ hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     hv_jobfig_add(&j->figs, delta);
     if (delta->steps > 0 && delta->step_size > 0) {
         /* Per world size, as one worker saw it: every worker of the round reports its own steps
-         * over the same time, so each adds 1/size of them. */
+         * over the same time, so each adds 1/size of them. Stored before the policy decides
+         * with it (job_tput): a head restart keeps what the job measured. Not stored: this
+         * report's steps are not counted (the next ones are). */
         double n = delta->step_size;
-        hv_tput_note(j->tput, HV_DRV_TPUT_SIZES, &j->ntput, delta->step_size,
-                     (double)delta->steps / n, (double)delta->step_us / 1e6 / n);
+        hv_tput_sample_t next[HV_DRV_TPUT_SIZES];
+        size_t nnext = j->ntput;
+        memcpy(next, j->tput, sizeof(next));
+        hv_tput_note(next, HV_DRV_TPUT_SIZES, &nnext, delta->step_size, (double)delta->steps / n,
+                     (double)delta->step_us / 1e6 / n);
+        if (hv__driver_tput_store(d, j, next, nnext) == HV_OK) {
+            memcpy(j->tput, next, sizeof(next));
+            j->ntput = nnext;
+        }
     }
     if (delta->commits > 0) {
         hv_jm_note_commit(&j->jm); /* the job is never restarted from the beginning now */

@@ -202,8 +202,8 @@ struct hv_djob_s {
     int dirty_row;                               /* row fields changed outside jobm */
     hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
     hv_jobfig_t figs;   /* its workers' own figures, summed from their reports (memory only) */
-    /* Its step throughput per world size, from the same reports (memory only: rebuilt from the
-     * reports after a head restart; meanwhile the fleet policy uses tput.h's default shape). */
+    /* Its step throughput per world size, from the same reports (stored before the policy uses
+     * it: job_tput, schema v21; loaded again after a head restart). */
     hv_tput_sample_t tput[HV_DRV_TPUT_SIZES];
     size_t ntput;
     /* Its state copies' places (driver.c, loop thread; the rows are in the store). */

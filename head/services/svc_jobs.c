@@ -184,6 +184,8 @@ typedef struct view_scratch_s {
     clip_t clip;                    /* the view's cut strings */
     Hvpb__V1__StateCopyRef copy;    /* the newest state copy (v->copy points here) */
     Hvpb__V1__StateCopyRef durable; /* the durable tier's (v->durable_copy) */
+    Hvpb__V1__SizeThroughput tput[HV_DRV_TPUT_SIZES]; /* v->throughput's */
+    Hvpb__V1__SizeThroughput *tputp[HV_DRV_TPUT_SIZES];
 } view_scratch_t;
 
 static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v,
@@ -221,6 +223,15 @@ static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v
     v->fleet_cause = j->fleet_cause;
     v->fleet_ms = j->fleet_ms;
     v->namespace_ = (char *)(j->ns[0] != '\0' ? j->ns : "default");
+    for (size_t i = 0; i < j->ntput && i < HV_DRV_TPUT_SIZES; i++) {
+        const hv_tput_sample_t *t = &j->tput[i];
+        hvpb__v1__size_throughput__init(&sc->tput[i]);
+        sc->tput[i].size = t->size;
+        sc->tput[i].steps_per_s = t->seconds > 0 ? t->work / t->seconds : 0;
+        sc->tput[i].seconds = t->seconds;
+        sc->tputp[v->n_throughput++] = &sc->tput[i];
+    }
+    v->throughput = v->n_throughput > 0 ? sc->tputp : NULL;
     if (m->copy.commit > 0) {
         sc->copy = (Hvpb__V1__StateCopyRef)HVPB__V1__STATE_COPY_REF__INIT;
         sc->copy.generation = m->copy.generation;
