@@ -26,7 +26,7 @@ for j in q["jobs"]:
 }
 has_tput() { [ -n "$(tput_of "$1" "$2")" ]; }
 # Measured for at least 2 s (the model uses a size once it was observed for 0.5 s).
-tput_past() { tput_of "$1" "$2" | awk -v s="$3" '{ exit !($2 >= s) }'; }
+tput_past() { tput_of "$1" "$2" | awk -v s="$3" '$2 >= s { ok = 1 } END { exit !ok }'; }
 submit a -np 2 --min-np 1 --max-np 2 -- --epochs 4 --step-delay-ms 40
 A_PID=$SUB_PID
 wait_for 60 tput_past 1 2 2 || fail "job A's throughput at 2 workers is not shown"
