@@ -177,6 +177,9 @@ job_copy() {
     "$BIN/hvctl" --head "$HEAD" job "${2:-1}" --json 2>/dev/null |
         /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('copy', {}).get('$1', 0))"
 }
+# round_size_is JOB N: the job's newest round formed with N workers (hvctl job's GENERATION line;
+# the fleet tests wait for it; lib.sh state_is waits for a state).
+round_size_is() { "$BIN/hvctl" --head "$HEAD" job "$1" 2>/dev/null | grep -q "GENERATION: .* ($2 workers)"; }
 has_copy() { [ "$(job_copy commit)" -gt 0 ]; }
 copy_past() { [ "$(job_copy commit "${2:-1}")" -ge "$1" ]; } # COMMIT [JOB]
 

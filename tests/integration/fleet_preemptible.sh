@@ -37,8 +37,7 @@ wait_for 30 copy_past 70 || fail "the head has no copy of job L's state past epo
 submit h -np 4 --min-np 4 --max-np 4 --priority 5 -- --epochs 2 --step-delay-ms 20
 H_PID=$SUB_PID
 wait_for 30 grep -q "preempted for job 2" "$TMP/l.err" || { cat "$TMP/l.err" >&2; fail "job L's stream should say it was preempted"; }
-wait_for 20 sh -c "[ \"\$(\"$BIN/hvctl\" --head \"$HEAD\" --json job 1 | sed -nE 's/.*\"state\": *\"([a-z]+)\".*/\1/p' | head -n 1)\" = pending ]" \
-    || fail "job L should be pending once preempted"
+wait_for 20 state_is 1 pending || fail "job L should be pending once preempted"
 # The head is SIGKILLed while L waits to resume (and H runs, its round formed): what it stored
 # keeps L preempted.
 wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' events --job 2 --json | grep -q '\"round.close\"'" \
