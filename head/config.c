@@ -2093,6 +2093,18 @@ const hv_head_ns_t *hv_head_config_ns(const hv_head_config_t *cfg, const char *n
     return NULL;
 }
 
+size_t hv_head_config_ns_index(const hv_head_config_t *cfg, const char *name) {
+    const hv_head_ns_t *n = hv_head_config_ns(cfg, name);
+    if (n == NULL) {
+        n = hv_head_config_ns(cfg, "default");
+    }
+    return n != NULL ? (size_t)(n - cfg->fleet.ns) : cfg->fleet.nns;
+}
+
+const char *hv_head_config_ns_name(const hv_head_config_t *cfg, size_t i) {
+    return i < cfg->fleet.nns ? cfg->fleet.ns[i].name : "default";
+}
+
 void hv_head_config_fini(hv_head_config_t *cfg) {
     if (cfg == NULL) {
         return;

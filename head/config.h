@@ -235,6 +235,13 @@ int hv_head_config_plain_text_exposed(const hv_head_config_t *cfg);
 
 /* The configured namespace called name (NULL or "": "default"), or NULL when none is. */
 const hv_head_ns_t *hv_head_config_ns(const hv_head_config_t *cfg, const char *name);
+/* The one lookup of the fleet namespace a job or actor of namespace name counts in, as the
+ * fleet policy's index: the configured one called name, else "default"'s (an unlisted name
+ * counts there), else fleet.nns (the implicit "default" after the configured ones). */
+size_t hv_head_config_ns_index(const hv_head_config_t *cfg, const char *name);
+/* The name of the fleet's namespace i as hv_head_config_ns_index counts them: the configured
+ * one, else "default" (borrowed from cfg, or static). */
+const char *hv_head_config_ns_name(const hv_head_config_t *cfg, size_t i);
 
 /* Frees everything cfg owns and zeroes it. cfg may be NULL; calling it twice is harmless. */
 void hv_head_config_fini(hv_head_config_t *cfg);

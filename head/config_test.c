@@ -1046,6 +1046,10 @@ static void test_namespaces(void) {
     CHECK_RC(hv_head_config_parse("n.yaml", none, sizeof(none) - 1, &c, err, sizeof(err)), HV_OK);
     CHECK_EQ(c.fleet.nns, 0);
     CHECK(hv_head_config_ns(&c, "default") == NULL);
+    /* The one lookup: every name counts in the implicit "default", index nns. */
+    CHECK_EQ(hv_head_config_ns_index(&c, "research"), 0);
+    CHECK_EQ(hv_head_config_ns_index(&c, NULL), 0);
+    CHECK_STR(hv_head_config_ns_name(&c, 0), "default");
     hv_head_config_fini(&c);
     const char good[] = "fleet:\n"
                         "  namespaces:\n"
@@ -1080,6 +1084,29 @@ static void test_namespaces(void) {
     CHECK(d->borrow[2] == UINT64_MAX);
     CHECK_EQ(d->priority, 0);
     CHECK(hv_head_config_ns(&c, "other") == NULL);
+    /* The one lookup (the fleet policy's and the views'): name -> index -> name. */
+    static const struct {
+        const char *name, *counted_in;
+        size_t index;
+    } rows[] = {{"research", "research", 0},
+                {"default", "default", 1},
+                {"", "default", 1},
+                {NULL, "default", 1},
+                {"other", "default", 1}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        CHECK_EQ(hv_head_config_ns_index(&c, rows[i].name), rows[i].index);
+        CHECK_STR(hv_head_config_ns_name(&c, hv_head_config_ns_index(&c, rows[i].name)),
+                  rows[i].counted_in);
+    }
+    hv_head_config_fini(&c);
+    /* Configured without "default": an unlisted name counts in the implicit one after them. */
+    const char nodef[] = "fleet:\n  namespaces:\n    - name: a\n    - name: b\n";
+    CHECK_RC_MSG(hv_head_config_parse("n.yaml", nodef, sizeof(nodef) - 1, &c, err, sizeof(err)),
+                 HV_OK, err);
+    CHECK_EQ(hv_head_config_ns_index(&c, "b"), 1);
+    CHECK_EQ(hv_head_config_ns_index(&c, "z"), 2);
+    CHECK_STR(hv_head_config_ns_name(&c, 2), "default");
+    CHECK_STR(hv_head_config_ns_name(&c, 0), "a");
     hv_head_config_fini(&c);
     static const struct {
         const char *text, *where, *words[3];

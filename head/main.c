@@ -346,11 +346,11 @@ static void io_join_answer(void *ud, uint64_t worker_id, hv_err rc, const char *
     }
 }
 
-static void io_push(void *ud, uint64_t job_id, uint32_t generation, int failure, const char *reason,
-                    const uint64_t *removed, size_t nremoved) {
+static void io_push(void *ud, uint64_t job_id, uint32_t generation, int failure, uint32_t code,
+                    const char *reason, const uint64_t *removed, size_t nremoved) {
     head_t *h = ud;
     if (h->rdzv != NULL) {
-        hv_svc_rdzv_push(h->rdzv, job_id, generation, failure, reason, removed, nremoved);
+        hv_svc_rdzv_push(h->rdzv, job_id, generation, failure, code, reason, removed, nremoved);
     }
 }
 

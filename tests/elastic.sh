@@ -177,8 +177,30 @@ job_copy() {
     "$BIN/hvctl" --head "$HEAD" job "${2:-1}" --json 2>/dev/null |
         /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('copy', {}).get('$1', 0))"
 }
+# round_size_is JOB N: the job's newest round formed with N workers (hvctl job's GENERATION line;
+# the fleet tests wait for it; lib.sh state_is waits for a state).
+round_size_is() { "$BIN/hvctl" --head "$HEAD" job "$1" 2>/dev/null | grep -q "GENERATION: .* ($2 workers)"; }
 has_copy() { [ "$(job_copy commit)" -gt 0 ]; }
-copy_past() { [ "$(job_copy commit)" -ge "$1" ]; } # COMMIT
+copy_past() { [ "$(job_copy commit "${2:-1}")" -ge "$1" ]; } # COMMIT [JOB]
+
+# steps_once NAME EPOCHS: rank 0's --step-log ($TMP/NAME.steps, "EPOCH BATCH GENERATION" as each
+# step starts) shows every step of the EPOCHS epochs started exactly once (none redone after a
+# reset), each epoch the same batches 0..S-1.
+steps_once() {
+    /usr/bin/python3 - "$TMP/$1.steps" "$2" <<'PY' || fail "$1: a step was started twice or skipped"
+import collections, sys
+steps = [tuple(map(int, l.split()[:2])) for l in open(sys.argv[1]) if l.strip()]
+again = [s for s, n in collections.Counter(steps).items() if n > 1]
+assert not again, "steps started more than once (epoch, batch): %r" % again[:10]
+per = collections.defaultdict(set)
+for e, b in steps:
+    per[e].add(b)
+n = len(per[0])
+assert sorted(per) == list(range(int(sys.argv[2]))), sorted(per)
+assert n > 0 and all(per[e] == set(range(n)) for e in per), {e: len(per[e]) for e in per}
+print("%d steps, each started once (%d epochs of %d)" % (len(steps), len(per), n))
+PY
+}
 
 # bench_job NAME SECONDS: a one-worker elastic job of tests/perf/bench_elastic (copies of its state
 # at the head, up to 10 resets) in the background, as submit starts one; waits for its first step.

@@ -1371,9 +1371,9 @@ static const char *const cli_worker_words[] = {"",       "starting", "running", 
 static const char *const cli_node_words[] = {"", "alive", "draining", "dead"};
 static const char *const cli_round_words[] = {"", "", "open", "closed", "not formed"};
 static const char *const cli_reason_words[] = {
-    "",           "start",         "failure",        "data_plane", "drain",         "grow",
-    "shrink",     "resume",        "succeeded",      "cancelled",  "worker_failed", "no_survivor",
-    "max_resets", "round_timeout", "pending_timeout"};
+    "",           "start",         "failure",         "data_plane", "drain",         "grow",
+    "shrink",     "resume",        "succeeded",       "cancelled",  "worker_failed", "no_survivor",
+    "max_resets", "round_timeout", "pending_timeout", "preempt"};
 
 #define CLI_NWORDS(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1452,6 +1452,19 @@ static int ctl_queue(const ctl_t *c) {
             hv_cli_json_u64(&j, v->fleet_cause);
             hv_cli_json_key(&j, "why");
             hv_cli_json_str(&j, why);
+            /* What it measured per size (stored at the head): the policy's goodput input. */
+            hv_cli_json_key(&j, "throughput");
+            hv_cli_json_arr_begin(&j);
+            for (size_t k = 0; k < v->n_throughput; k++) {
+                hv_cli_json_obj_begin(&j);
+                hv_cli_json_kv_u64(&j, "size", v->throughput[k]->size);
+                hv_cli_json_key(&j, "steps_per_s");
+                hv_cli_json_f64(&j, v->throughput[k]->steps_per_s);
+                hv_cli_json_key(&j, "seconds");
+                hv_cli_json_f64(&j, v->throughput[k]->seconds);
+                hv_cli_json_obj_end(&j);
+            }
+            hv_cli_json_arr_end(&j);
             hv_cli_json_obj_end(&j);
             continue;
         }

@@ -8,10 +8,10 @@
 
 const char *hv_ev_reason_name(hv_ev_reason_t r) {
     static const char *const names[HV_EV__COUNT] = {
-        "",           "start",         "failure",        "data_plane",
-        "drain",      "grow",          "shrink",         "resume",
-        "succeeded",  "cancelled",     "worker_failed",  "no_survivor",
-        "max_resets", "round_timeout", "pending_timeout"};
+        "",           "start",         "failure",         "data_plane",
+        "drain",      "grow",          "shrink",          "resume",
+        "succeeded",  "cancelled",     "worker_failed",   "no_survivor",
+        "max_resets", "round_timeout", "pending_timeout", "preempt"};
     return (unsigned)r < HV_EV__COUNT ? names[r] : "";
 }
 
@@ -21,6 +21,9 @@ hv_ev_reason_t hv_ev_reset_class(hv_ev_reason_t r, int rollback) {
     }
     if (r == HV_EV_DRAIN || r == HV_EV_GROW || r == HV_EV_SHRINK) {
         return r;
+    }
+    if (r == HV_EV_PREEMPT) {
+        return HV_EV_SHRINK; /* the fleet stopping a job: made smaller, to none */
     }
     return HV_EV_NONE;
 }

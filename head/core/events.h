@@ -33,6 +33,8 @@ typedef enum hv_ev_reason {
     HV_EV_MAX_RESETS = 12,      /* a reset was needed past --max-resets */
     HV_EV_ROUND_TIMEOUT = 13,   /* a round could not form in time */
     HV_EV_PENDING_TIMEOUT = 14, /* the job waited too long for slots */
+    HV_EV_PREEMPT = 15,         /* the fleet stops the job at its next commit (rank 0 sends that
+                                   commit's copy first); the round never forms */
     HV_EV__COUNT
 } hv_ev_reason_t;
 
@@ -57,8 +59,8 @@ typedef struct hv_ev_fields_s {
 const char *hv_ev_reason_name(hv_ev_reason_t r);
 
 /* The reason a reset round counts under in the metrics (hv_resets_total{reason}): a round that
- * rolls back is a failure (resume and data-plane re-joins included), then drain, grow, shrink;
- * anything else "other". Returns HV_EV_FAILURE, HV_EV_DRAIN, HV_EV_GROW, HV_EV_SHRINK or
+ * rolls back is a failure (resume and data-plane re-joins included), then drain, grow, shrink (a
+ * preemption's stop included); anything else "other". Returns HV_EV_FAILURE, HV_EV_DRAIN, HV_EV_GROW, HV_EV_SHRINK or
  * HV_EV_NONE (other). */
 hv_ev_reason_t hv_ev_reset_class(hv_ev_reason_t r, int rollback);
 

@@ -561,6 +561,9 @@ static void evaluate(hv_jm_job_t *j, uint64_t now, hv_jm_out_t *out) {
         check_success(j, out);
         return;
     }
+    if (j->preempt_until != 0) {
+        return; /* a preempt round never forms: the job stops (hv_jm_preempt_due) */
+    }
     uint32_t cg = closed_gen(j);
     readmit_leavers(j, cg, now, out);
     /* A round that resumes from the head's copy needs no member of the last round. */
@@ -722,6 +725,8 @@ static void push_round(hv_jm_job_t *j, hv_jm_out_t *out) {
     }
     x->generation = j->generation;
     x->failure = j->round_rollback;
+    x->ev.generation = j->generation;
+    x->ev.reason = j->round_code;
     snprintf(x->text, sizeof(x->text), "%s", j->round_reason);
     size_t n = 0;
     for (size_t i = 0; i < j->nw; i++) {
@@ -1574,14 +1579,65 @@ int hv_jm_preempted(const hv_jm_job_t *j) {
     return j->state == HV_JOB_PENDING && j->resume_gen > j->generation;
 }
 
-hv_err hv_jm_preempt(hv_jm_job_t *j, const char *why, uint64_t now, hv_jm_out_t *out) {
-    hv_copy_tier_t tier = hv_jm_copy_tier(j);
+hv_err hv_jm_preempt_begin(hv_jm_job_t *j, const char *why, uint64_t now, uint64_t until,
+                           hv_jm_out_t *out) {
     if (!j->p.elastic || j->state != HV_JOB_RUNNING || j->ending || completing(j) ||
-        j->round_open || tier == HV_COPY_TIER_NONE) {
+        j->round_open || j->preempt_until != 0 || hv_jm_copy_tier(j) == HV_COPY_TIER_NONE ||
+        closed_gen(j) == 0) {
         return HV_ESTATE;
     }
-    if (j->resets + 1 > j->p.max_resets) {
+    if (j->resets + 2 > j->p.max_resets) {
+        return HV_ESTATE; /* the stop's round and the resume's: it keeps running instead */
+    }
+    char reason[300];
+    snprintf(reason, sizeof(reason), "preempt: %s",
+             why != NULL && why[0] ? why : "the head's fleet");
+    j->preempt_until = until > now ? until : now + 1;
+    j->preempt_copy = j->copy;
+    open_round(j, reason, HV_EV_PREEMPT, 0, now, out);
+    if (!j->round_open) {
+        j->preempt_until = 0; /* the job ended (--max-resets) or is completing */
+        return HV_ESTATE;
+    }
+    return HV_OK;
+}
+
+int hv_jm_preempt_due(const hv_jm_job_t *j, uint64_t now) {
+    if (j->preempt_until == 0 || j->state != HV_JOB_RUNNING) {
+        return 0;
+    }
+    uint32_t cg = closed_gen(j);
+    size_t members = 0, joined = 0;
+    for (size_t i = 0; i < j->nw; i++) {
+        const hv_jm_worker_t *w = j->w[i];
+        if (cg > 0 && w->member_gen == cg && live(w) && !w->removed) {
+            members++;
+            joined += w->joined != 0;
+        }
+    }
+    if (members > 0 && joined == members) {
+        return 1;
+    }
+    return now >= j->preempt_until ? 2 : 0;
+}
+
+hv_err hv_jm_preempt(hv_jm_job_t *j, const char *why, uint64_t now, hv_jm_out_t *out) {
+    hv_copy_tier_t tier = hv_jm_copy_tier(j);
+    int stopping = j->preempt_until != 0;
+    if (!j->p.elastic || j->state != HV_JOB_RUNNING || j->ending || completing(j) ||
+        (j->round_open && !stopping) || tier == HV_COPY_TIER_NONE) {
+        return HV_ESTATE;
+    }
+    if (!stopping && j->resets + 1 > j->p.max_resets) {
         return HV_ESTATE; /* its resume would fail it: it keeps running instead */
+    }
+    j->preempt_until = 0;
+    j->preempt_copy = (hv_jm_copy_t){0};
+    if (j->round_open) {
+        /* The preempt round never forms: the resume round comes after it. */
+        j->round_open = 0;
+        act_event(out, "job.note", NULL, "job %llu: generation %u does not form: the job stops",
+                  (unsigned long long)j->id, j->generation);
     }
     const char *text = why != NULL && why[0] ? why : "preempted by the head's fleet";
     for (size_t i = 0; i < j->nw; i++) {

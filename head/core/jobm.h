@@ -217,6 +217,9 @@ typedef struct hv_jm_job_s {
     uint64_t round_redone;           /* samples the rollback before the open round sent back
                                         (the most any joiner reported; in its round.close) */
     int ending;                      /* terminal, some workers still alive */
+    uint64_t preempt_until;    /* stopping at its next commit (hv_jm_preempt_begin): stopped by
+                                then at the latest (wall ms; 0: not stopping) */
+    hv_jm_copy_t preempt_copy; /* the head's newest copy when the stop began */
     int release_due;    /* a round closed with members kept on draining nodes: they leave at the
                       * next tick, once the close's answers went out (hv_jm_tick) */
     int dirty;          /* changed since the driver stored it */
@@ -226,7 +229,7 @@ typedef struct hv_jm_job_s {
 
 typedef enum hv_jm_act_kind {
     HV_JA_KILL = 0,     /* order w killed (text: reason) */
-    HV_JA_PUSH,         /* push (generation, failure, text) and the removed workers */
+    HV_JA_PUSH,         /* push (generation, failure, ev.reason, text) and the removed workers */
     HV_JA_ROUND,        /* the round `generation` closed: answer its joiners */
     HV_JA_RESEND,       /* answer w with the current closed round again (a lost reply) */
     HV_JA_JOIN_REMOVED, /* answer w's join: removed from the job */
@@ -245,7 +248,9 @@ typedef struct hv_jm_action_s {
     int failure;         /* PUSH: a member failed (roll back) */
     hv_err rc;           /* JOIN_REFUSED */
     char event[24];      /* EVENT: kind, e.g. "round.close" */
-    hv_ev_fields_t ev;   /* EVENT: its fields (generation, reason code, worker, ...) */
+    hv_ev_fields_t ev;   /* EVENT: its fields (generation, reason code, worker, ...); PUSH:
+                            ev.reason is why the round opened (HV_EV_PREEMPT: rank 0 sends a
+                            copy of the commit it re-joins at) */
     char text[HV_JM_REASON_MAX];
     char *data;        /* EVENT: a JSON object or NULL (owned by the out list) */
     uint64_t *removed; /* PUSH: worker ids not in the new round (owned by the out list) */
@@ -350,8 +355,26 @@ hv_err hv_jm_shrink(hv_jm_job_t *j, const uint64_t *ids, size_t n, const char *w
  * hv_jm_copy_tier chooses then (the Durable resume path). Counts as a resume and, when the
  * round opens, a reset. HV_ESTATE, nothing changed, when the job is not a running elastic job
  * with no round open and not completing, has no copy of its state, or would exceed
- * --max-resets on resuming. why: for messages ("preempted for job 7"). */
+ * --max-resets on resuming. why: for messages ("preempted for job 7"). After
+ * hv_jm_preempt_begin it stops the job with its preempt round open (the round is dropped,
+ * never formed). */
 hv_err hv_jm_preempt(hv_jm_job_t *j, const char *why, uint64_t now, hv_jm_out_t *out);
+/* The stop at the next commit (make before break, as a shrink): checks as hv_jm_preempt (and
+ * that the preempt round and the resume round fit --max-resets), then opens a round of code
+ * HV_EV_PREEMPT (reason "preempt: why", for people): the members re-join at their next
+ * membership check, a commit, and rank 0 first sends a copy of that commit's state (libhv does
+ * when the round pushed to it carries that code: MembershipPush.reason_code) and waits for it
+ * to be stored. The round never closes:
+ * once every live member of the last round has joined it (hv_jm_preempt_due 1) or at `until`
+ * (wall ms; 2) the caller stops the job with hv_jm_preempt, which resumes it later from the
+ * newest copy then. Memory only: a head restart forgets it (the round then forms, and the
+ * policy decides again). */
+hv_err hv_jm_preempt_begin(hv_jm_job_t *j, const char *why, uint64_t now, uint64_t until,
+                           hv_jm_out_t *out);
+/* Pure: 0 when j is not stopping or not yet due; 1 when every live member of its last round
+ * joined the preempt round (all at the same commit, rank 0's copy of it stored); 2 when no commit
+ * came by preempt_until (members failed, or one computes a long step). */
+int hv_jm_preempt_due(const hv_jm_job_t *j, uint64_t now);
 /* Pure: j was stopped by hv_jm_preempt and waits to resume (pending, its resume round not
  * opened yet). Derived from stored fields: it survives a head restart. */
 int hv_jm_preempted(const hv_jm_job_t *j);

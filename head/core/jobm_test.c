@@ -591,6 +591,183 @@ static void case_preempt_fixed_refused(void) {
     CHECK_EQ(count(HV_JA_KILL), 0);
 }
 
+/* A job being stopped at its next commit (hv_jm_preempt_begin), A(2) and B(2) with a copy at
+ * (1, 40) and until = now + 5000. */
+static void preempt_begun(void) {
+    elastic_on_a_b(4, 2, 4, 10, 2, 2);
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    hv_jm_out_reset(&O);
+    CHECK_RC(hv_jm_preempt_begin(&J, "for job 8", now, now + 5000, &O), HV_OK);
+}
+
+/* The stop at the next commit (issue 26 §2): hv_jm_preempt_begin pushes a round of code
+ * HV_EV_PREEMPT (the typed field libhv reads: rank 0 sends that commit's copy first), no
+ * rollback, nobody removed or killed; the round never forms, even with every member joined; due
+ * once all of them are there; hv_jm_preempt then stops the job with the round dropped, and the
+ * resume round after it (generation 3) forms from new workers and loads the copy. */
+static void case_preempt_at_commit(void) {
+    preempt_begun();
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.generation, 2);
+    CHECK_EQ(J.round_code, HV_EV_PREEMPT);
+    CHECK_EQ(J.round_rollback, 0);
+    CHECK(strncmp(J.round_reason, "preempt: for job 8", 18) == 0);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->generation == 2 && p->failure == 0 && p->nremoved == 0);
+    CHECK_EQ(p->ev.reason, HV_EV_PREEMPT);
+    const hv_jm_action_t *e = find_event("round.open");
+    CHECK(e != NULL && e->ev.reason == HV_EV_PREEMPT);
+    CHECK_EQ(count(HV_JA_KILL), 0);
+    CHECK_EQ(hv_jm_preempt_due(&J, now), 0);
+    /* Stopping already: neither a second stop nor a shrink. */
+    CHECK_RC(hv_jm_preempt_begin(&J, "again", now, now + 5000, &O), HV_ESTATE);
+    uint64_t one = W[3].id;
+    CHECK_RC(hv_jm_shrink(&J, &one, 1, "for job 9", now, &O), HV_ESTATE);
+    hv_jm_out_reset(&O);
+    for (size_t i = 0; i < 3; i++) {
+        join(i, 1);
+        CHECK_EQ(hv_jm_preempt_due(&J, now), 0);
+    }
+    join(3, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 0); /* all there: the round still does not form */
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(hv_jm_preempt_due(&J, now), 1);
+    hv_jm_tick(&J, now + 1000, &O);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    /* Rank 0's copy of the commit arrived before its join (the driver checks it is newer). */
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 57, .stored_ms = now};
+    hv_jm_out_reset(&O);
+    CHECK_RC(hv_jm_preempt(&J, "preempted for job 8", now, &O), HV_OK);
+    CHECK_EQ(J.state, HV_JOB_PENDING);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.preempt_until, 0);
+    CHECK_EQ(hv_jm_preempt_due(&J, now), 0);
+    CHECK_EQ(hv_jm_preempted(&J), 1);
+    CHECK_EQ(J.resume_gen, 3);
+    CHECK_EQ(count(HV_JA_KILL), 4);
+    CHECK_EQ(count(HV_JA_JOIN_REMOVED), 4); /* the waiting joins are answered: removed */
+    CHECK(find_event("job.note") != NULL);  /* generation 2 does not form */
+    CHECK(find_event("round.close") == NULL);
+    hv_jm_out_reset(&O);
+    for (size_t i = 0; i < 4; i++) {
+        hv_jm_exited(&J, &W[i], -1, 15, "killed by signal SIGTERM", now, &O);
+    }
+    CHECK(find_event("worker.fail") == NULL);
+    CHECK_EQ(J.state, HV_JOB_PENDING);
+    now += 30000;
+    size_t n = place(NODE_B, 2);
+    hv_jm_started(&J, &W[n], now, &O);
+    hv_jm_started(&J, &W[n + 1], now, &O);
+    join(n, 0);
+    join(n + 1, 0);
+    CHECK_EQ(J.generation, 3);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.round_code, HV_EV_RESUME);
+    CHECK_EQ(J.size, 2);
+    CHECK_EQ(hv_jm_round_copy(&J, 3), HV_COPY_TIER_HEAD);
+    CHECK_EQ(J.resets, 2); /* the stop's round and the resume's */
+    finish(n);
+    finish(n + 1);
+    CHECK_EQ(J.state, HV_JOB_SUCCEEDED);
+}
+
+/* When hv_jm_preempt_due says the stop is due: a table over who of the 4 members joined (W[0],
+ * W[1] on a; W[2], W[3] on b), who died meanwhile (not waited for; a failure bars its node, so
+ * its node-mate is taken out too) and the time against the bound (until = start + 5000). 0:
+ * wait; 1: every member left is at the commit; 2: the bound passed. */
+static void case_preempt_due_table(void) {
+    static const struct {
+        unsigned joined, dead; /* bit i: W[i] */
+        uint64_t after_ms;
+        int due;
+    } rows[] = {
+        {0x0, 0x0, 0, 0},    {0x7, 0x0, 0, 0},    {0xf, 0x0, 0, 1},    {0x7, 0x8, 0, 1},
+        {0x1, 0x8, 4999, 0}, {0x1, 0x8, 5000, 2}, {0x0, 0x0, 5000, 2}, {0xf, 0x0, 9000, 1},
+        {0x0, 0xf, 100, 0},  {0x0, 0xf, 5000, 2},
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        if (r > 0) {
+            teardown();
+            setup();
+        }
+        preempt_begun();
+        uint64_t start = now;
+        for (size_t i = 0; i < 4; i++) {
+            if (rows[r].dead & (1u << i)) {
+                hv_jm_exited(&J, &W[i], -1, 9, "killed by signal SIGKILL", now, &O);
+            }
+        }
+        for (size_t i = 0; i < 4; i++) {
+            if ((rows[r].joined & (1u << i)) && !(rows[r].dead & (1u << i))) {
+                join(i, 1);
+            }
+        }
+        int due = hv_jm_preempt_due(&J, start + rows[r].after_ms);
+        if (due != rows[r].due) {
+            fprintf(stderr, "row %zu: due %d, expected %d\n", r, due, rows[r].due);
+        }
+        CHECK_EQ(due, rows[r].due);
+        CHECK_EQ(J.state, HV_JOB_RUNNING); /* a member's failure while stopping ends nothing */
+        CHECK_EQ(count(HV_JA_ROUND), 0);
+    }
+}
+
+/* A member fails while the job stops: the members hear of it (failure: they roll back, so rank 0
+ * sends no copy of an uncommitted step) on the same preempt round; the job neither fails nor
+ * forms the round; once the members left (a's) are there it is due, and stops with the copy it
+ * had. */
+static void case_preempt_member_fails(void) {
+    preempt_begun();
+    hv_jm_out_reset(&O);
+    hv_jm_exited(&J, &W[2], 1, 0, "rank 2 on b exited with status 1", now, &O);
+    const hv_jm_action_t *p = find(HV_JA_PUSH);
+    CHECK(p != NULL && p->generation == 2 && p->failure == 1);
+    CHECK_EQ(p->ev.reason, HV_EV_PREEMPT); /* still the stop: rank 0 restores, sends no copy */
+    CHECK_EQ(J.round_open, 1);
+    CHECK_EQ(J.state, HV_JOB_RUNNING);
+    CHECK(W[3].removed); /* b is barred: its other member is taken out */
+    join(0, 1);
+    CHECK_EQ(hv_jm_preempt_due(&J, now), 0);
+    join(1, 1);
+    CHECK_EQ(count(HV_JA_ROUND), 0);
+    CHECK_EQ(hv_jm_preempt_due(&J, now), 1);
+    CHECK_RC(hv_jm_preempt(&J, "preempted for job 8", now, &O), HV_OK);
+    CHECK_EQ(hv_jm_preempted(&J), 1);
+    CHECK_EQ(J.copy.commit, 40);
+}
+
+/* hv_jm_preempt_begin refuses (HV_ESTATE, nothing changed): a fixed-size job, no copy yet, no
+ * closed round yet, a round open, a job completing, or when the stop's round and the resume's
+ * would exceed --max-resets. */
+static void case_preempt_begin_refused(void) {
+    job(0, 2, 2, 2, 5); /* fixed */
+    place(NODE_A, 2);
+    start_all();
+    join_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    CHECK_RC(hv_jm_preempt_begin(&J, "x", now, now + 5000, &O), HV_ESTATE);
+    teardown();
+    setup();
+    job(1, 2, 1, 2, 5);
+    place(NODE_A, 2);
+    start_all();
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    CHECK_RC(hv_jm_preempt_begin(&J, "x", now, now + 5000, &O), HV_ESTATE); /* no round yet */
+    join_all();
+    J.copy = (hv_jm_copy_t){0};
+    CHECK_RC(hv_jm_preempt_begin(&J, "x", now, now + 5000, &O), HV_ESTATE); /* no copy */
+    J.copy = (hv_jm_copy_t){.generation = 1, .commit = 40, .stored_ms = now};
+    J.p.max_resets = 1;
+    CHECK_RC(hv_jm_preempt_begin(&J, "x", now, now + 5000, &O), HV_ESTATE); /* 2 resets */
+    J.p.max_resets = 5;
+    CHECK_RC(hv_jm_done(&J, &W[0], 1, now, &O), HV_OK); /* completing */
+    CHECK_RC(hv_jm_preempt_begin(&J, "x", now, now + 5000, &O), HV_ESTATE);
+    CHECK_EQ(J.round_open, 0);
+    CHECK_EQ(J.generation, 1);
+    CHECK_EQ(J.preempt_until, 0);
+    CHECK_EQ(J.resets, 0);
+}
+
 /* Make before break: A(2) and B(2), -np 4 --min-np 2 --max-np 4; a preemption notice on A with
  * time to spare keeps A's members (no round, the job wants 2 replacements); C's workers join a
  * round with everybody, and only then A's leave. Without replacements in time, A's members leave
@@ -2141,6 +2318,9 @@ HV_CHECK_MAIN(
     {"shrink_make_before_break", case_shrink_make_before_break},
     {"shrink_fixed_refused", case_shrink_fixed_refused}, {"preempt_resume", case_preempt_resume},
     {"preempt_fixed_refused", case_preempt_fixed_refused},
+    {"preempt_at_commit", case_preempt_at_commit}, {"preempt_due_table", case_preempt_due_table},
+    {"preempt_member_fails", case_preempt_member_fails},
+    {"preempt_begin_refused", case_preempt_begin_refused},
     {"fixed_exit0_without_done", case_fixed_exit0_without_done},
     {"fixed_plain_program", case_fixed_plain_program},
     {"fixed_rendezvous_timeout", case_fixed_rendezvous_timeout},

@@ -168,6 +168,16 @@ typedef struct hv_peer_copy_row_s {
     char addr[256];       // its copy endpoint ("host:port")
 } hv_peer_copy_row_t;
 
+/* What a job measured at one world size (schema v21, job_tput): work (steps, each counted once
+ * for the job) done in seconds of running at that size; the fleet policy's goodput model fits it
+ * (core/tput.h, hv_tput_sample_t). One row per job and size. */
+typedef struct hv_tput_row_s {
+    uint64_t job_id;
+    uint32_t size;
+    double work;
+    double seconds;
+} hv_tput_row_t;
+
 typedef struct hv_revoked_row_s {
     uint64_t node_id, incarnation; /* the credential: a node and its agent's incarnation */
     uint64_t revoked_ms;           /* wall clock; 0 for those imported from the old file */

@@ -499,8 +499,8 @@ static void exec_actions(hv_driver_t *d, hv_djob_t *j, hv_jm_out_t *out) {
             break;
         case HV_JA_PUSH:
             if (d->io.push != NULL) {
-                d->io.push(d->io.ud, j->jm.id, a->generation, a->failure, a->text, a->removed,
-                           a->nremoved);
+                d->io.push(d->io.ud, j->jm.id, a->generation, a->failure, (uint32_t)a->ev.reason,
+                           a->text, a->removed, a->nremoved);
             }
             break;
         case HV_JA_ROUND:
@@ -1039,47 +1039,98 @@ static size_t shrink_pick(const hv_djob_t *j, const hv_fl_out_t *fo, uint32_t n,
     return got;
 }
 
+/* How long a job stopping for another waits for its next commit before it is stopped anyway
+ * (its steps since its newest copy are then redone from that copy). */
+#define PREEMPT_COMMIT_WAIT_MS 5000u
+
 /* The policy stops j (PREEMPTED, stored with its row) to give its slots to job dc->cause: a
- * running elastic --preemptible job with a state copy is stopped whole (hv_jm_preempt: its
- * workers are taken out and killed, it is pending again, its next round the resume round), stored
- * first, then the kills go out. It waits without a pending timeout; when the policy admits it
- * again its new workers resume from the copy (fleet.resume). A job that cannot be stopped now (a
- * round open, completing, no copy) is left running: the next pass decides again. */
+ * running elastic --preemptible job with a state copy is stopped whole at its next commit, make
+ * before break as a shrink is (hv_jm_preempt_begin): a round is pushed whose members re-join at
+ * their next membership check, rank 0 first sending a copy of that commit's state; once every
+ * member is there (or after PREEMPT_COMMIT_WAIT_MS) hv__driver_fleet_preempt_due stops it
+ * (hv_jm_preempt: its workers are taken out and killed, it is pending again, its next round the
+ * resume round; stored first, then the kills go out). It waits without a pending timeout; when
+ * the policy admits it again its new workers resume from the newest copy (fleet.resume). A job
+ * that cannot be stopped now (a round open, completing, no copy) is left running: the next pass
+ * decides again. */
 static void fleet_preempt(hv_driver_t *d, hv_djob_t *j, const hv_fl_dec_t *dc, uint32_t in,
                           uint64_t wall) {
-    if (!j->preemptible || dc->cause == 0 || j->jm.state != HV_JOB_RUNNING) {
+    if (!j->preemptible || dc->cause == 0 || j->jm.state != HV_JOB_RUNNING ||
+        j->jm.preempt_until != 0) {
         return;
     }
+    char why[200];
+    snprintf(why, sizeof(why), "stops at its next commit for job %llu, of a higher priority",
+             (unsigned long long)dc->cause);
+    j->dirty_row = 1;
+    if (hv_jm_preempt_begin(&j->jm, why, wall, wall + PREEMPT_COMMIT_WAIT_MS, &d->out) != HV_OK) {
+        hv_jm_out_reset(&d->out);
+        return;
+    }
+    j->preempt_cause = dc->cause;
+    j->preempt_from = in;
+    hv__driver_apply(d, j, &d->out);
+}
+
+void hv__driver_fleet_preempt_due(hv_driver_t *d, hv_djob_t *j) {
+    uint64_t wall = hv_wall_ms();
+    int due = hv_jm_preempt_due(&j->jm, wall);
+    if (due == 0) {
+        return;
+    }
+    uint64_t cause = j->preempt_cause;
+    uint64_t waited = wall + PREEMPT_COMMIT_WAIT_MS > j->jm.preempt_until
+                          ? wall + PREEMPT_COMMIT_WAIT_MS - j->jm.preempt_until
+                          : 0;
+    int fresh = j->jm.copy.generation > j->jm.preempt_copy.generation ||
+                j->jm.copy.commit > j->jm.preempt_copy.commit;
     char why[200];
     snprintf(why, sizeof(why),
              "preempted for job %llu, of a higher priority: it resumes later "
              "from its state copy",
-             (unsigned long long)dc->cause);
+             (unsigned long long)cause);
     uint64_t before = j->resized_ms;
     j->resized_ms = wall; /* waiting since: the preemption (job_input) */
     j->dirty_row = 1;
     if (hv_jm_preempt(&j->jm, why, wall, &d->out) != HV_OK) {
+        /* Completing, ended: it runs on; its round forms as any other. */
         j->resized_ms = before;
         hv_jm_out_reset(&d->out);
+        j->jm.preempt_until = 0;
+        j->preempt_cause = 0;
+        hv_jm_tick(&j->jm, wall, &d->out);
+        hv__driver_apply(d, j, &d->out);
         return;
     }
     j->wait_deadline = UINT64_MAX; /* no pending timeout: it was admitted once */
     j->fleet_grant = 0;
-    char words[200], data[400];
+    j->preempt_cause = 0;
+    /* What stopped it, stored with its row (the policy's later passes keep it: driver_fleet.c). */
+    j->fleet_decided = 1;
+    j->fleet_target = 0;
+    j->fleet_reason = HV_FL_PREEMPTED;
+    j->fleet_cause = cause;
+    char data[480];
     hv_copy_tier_t tier = hv_jm_copy_tier(&j->jm);
     const hv_jm_copy_t *c = tier == HV_COPY_TIER_DURABLE ? &j->jm.durable : &j->jm.copy;
     snprintf(data, sizeof(data),
              "{\"reason\":\"%s\",\"cause\":%llu,\"from\":%u,\"to\":0,\"priority\":%d,"
-             "\"tier\":\"%s\",\"copy_generation\":%u,\"copy_commit\":%llu,\"resume_gen\":%u}",
-             hv_fl_reason_name(dc->reason), (unsigned long long)dc->cause, in, (int)j->priority,
-             hv_copy_tier_name(tier), c->generation, (unsigned long long)c->commit,
-             j->jm.resume_gen);
-    hv__driver_fleet_why(dc->reason, dc->cause, words, sizeof(words));
-    hv_ev_fields_t f = {.reason = HV_EV_SHRINK, .generation = j->jm.generation};
+             "\"tier\":\"%s\",\"copy_generation\":%u,\"copy_commit\":%llu,\"resume_gen\":%u,"
+             "\"at_commit\":%s,\"new_copy\":%s,\"waited_ms\":%llu}",
+             hv_fl_reason_name(HV_FL_PREEMPTED), (unsigned long long)cause, j->preempt_from,
+             (int)j->priority, hv_copy_tier_name(tier), c->generation,
+             (unsigned long long)c->commit, j->jm.resume_gen, due == 1 ? "true" : "false",
+             fresh ? "true" : "false", (unsigned long long)waited);
+    hv_ev_fields_t f = {.reason = HV_EV_PREEMPT, .generation = j->jm.generation};
     hv_driver_event_f(d, j->jm.id, 0, "fleet.preempt", &f, data,
-                      "job %llu preempted for job %llu: its %u workers stop; it waits to resume "
-                      "from its state copy (generation %u, commit %llu)",
-                      (unsigned long long)j->jm.id, (unsigned long long)dc->cause, in,
+                      "job %llu preempted for job %llu: its %u workers stop %s; it waits to "
+                      "resume from its state copy (generation %u, commit %llu)",
+                      (unsigned long long)j->jm.id, (unsigned long long)cause, j->preempt_from,
+                      due == 1 ? (fresh ? "at a commit, its copy stored"
+                                        : "at a commit, with no newer copy (steps since the copy "
+                                          "are redone)")
+                               : "now: no commit came within the bound (steps since the copy "
+                                 "are redone)",
                       c->generation, (unsigned long long)c->commit);
     hv__driver_apply(d, j, &d->out);
 }
@@ -2092,6 +2143,7 @@ hv_err hv_driver_rdzv_join(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
     }
     hv_jm_join(&j->jm, &w->jm, last_gen, hv_wall_ms(), &d->out);
     hv__driver_apply(d, j, &d->out);
+    hv__driver_fleet_preempt_due(d, j);
     if (job_active(j)) {
         ring_evidence(d, j, w, last_gen, broken, n_broken);
     }
@@ -2142,10 +2194,19 @@ hv_err hv_driver_rdzv_report(hv_driver_t *d, uint64_t job_id, uint64_t worker_id
     hv_jobfig_add(&j->figs, delta);
     if (delta->steps > 0 && delta->step_size > 0) {
         /* Per world size, as one worker saw it: every worker of the round reports its own steps
-         * over the same time, so each adds 1/size of them. */
+         * over the same time, so each adds 1/size of them. Stored before the policy decides
+         * with it (job_tput): a head restart keeps what the job measured. Not stored: this
+         * report's steps are not counted (the next ones are). */
         double n = delta->step_size;
-        hv_tput_note(j->tput, HV_DRV_TPUT_SIZES, &j->ntput, delta->step_size,
-                     (double)delta->steps / n, (double)delta->step_us / 1e6 / n);
+        hv_tput_sample_t next[HV_DRV_TPUT_SIZES];
+        size_t nnext = j->ntput;
+        memcpy(next, j->tput, sizeof(next));
+        hv_tput_note(next, HV_DRV_TPUT_SIZES, &nnext, delta->step_size, (double)delta->steps / n,
+                     (double)delta->step_us / 1e6 / n);
+        if (hv__driver_tput_store(d, j, next, nnext) == HV_OK) {
+            memcpy(j->tput, next, sizeof(next));
+            j->ntput = nnext;
+        }
     }
     if (delta->commits > 0) {
         hv_jm_note_commit(&j->jm); /* the job is never restarted from the beginning now */
@@ -2206,13 +2267,14 @@ hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, 
 }
 
 hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
-                            uint32_t *generation, int *failure, const char **reason, char *err,
-                            size_t errlen) {
+                            uint32_t *generation, int *failure, uint32_t *code, const char **reason,
+                            char *err, size_t errlen) {
     hv_djob_t *j;
     hv_dworker_t *w;
     HV_TRY(hv__driver_rdzv_find(d, job_id, worker_id, &j, &w, err, errlen));
     *generation = j->jm.generation;
     *failure = j->jm.round_rollback;
+    *code = (uint32_t)j->jm.round_code;
     *reason = j->jm.round_reason;
     return HV_OK;
 }
@@ -2374,6 +2436,7 @@ void hv_driver_tick(hv_driver_t *d, uint64_t now) {
             tick_cooldowns(d, j, wall);
             hv_jm_tick(&j->jm, wall, &d->out);
             hv__driver_apply(d, j, &d->out);
+            hv__driver_fleet_preempt_due(d, j);
             tick_give_up(d, j, wall);
         }
     }

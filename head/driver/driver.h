@@ -112,9 +112,10 @@ typedef struct hv_driver_io_s {
     void (*round)(void *ud, const hv_round_info_t *r, const uint64_t *to, size_t nto);
     /* Answers one waiting JoinRound: rc HV_OK = "removed from the job"; else refused with why. */
     void (*join_answer)(void *ud, uint64_t worker_id, hv_err rc, const char *why);
-    /* Pushes a membership change to the job's WatchMembers streams. */
-    void (*push)(void *ud, uint64_t job_id, uint32_t generation, int failure, const char *reason,
-                 const uint64_t *removed, size_t nremoved);
+    /* Pushes a membership change to the job's WatchMembers streams (code: why the round opened,
+     * an hv_ev_reason_t). */
+    void (*push)(void *ud, uint64_t job_id, uint32_t generation, int failure, uint32_t code,
+                 const char *reason, const uint64_t *removed, size_t nremoved);
     /* The job's state, events or log changed: its watchers may want news. */
     void (*job_changed)(void *ud, uint64_t job_id);
     /* The job ended and every worker is gone: end its rendezvous state (waits, streams, KV). */
@@ -201,8 +202,8 @@ struct hv_djob_s {
     int dirty_row;                               /* row fields changed outside jobm */
     hv_ringev_t ringev; /* broken ring links its workers reported (in memory; core/ringev.h) */
     hv_jobfig_t figs;   /* its workers' own figures, summed from their reports (memory only) */
-    /* Its step throughput per world size, from the same reports (memory only: rebuilt from the
-     * reports after a head restart; meanwhile the fleet policy uses tput.h's default shape). */
+    /* Its step throughput per world size, from the same reports (stored before the policy uses
+     * it: job_tput, schema v21; loaded again after a head restart). */
     hv_tput_sample_t tput[HV_DRV_TPUT_SIZES];
     size_t ntput;
     /* Its state copies' places (driver.c, loop thread; the rows are in the store). */
@@ -227,6 +228,9 @@ struct hv_djob_s {
     uint32_t fleet_grant;        /* an elastic job admitted with more than -np: it starts at -np and
                            * grows to this after its first round, not held by the resize interval
                            * (memory only; 0: none) */
+    uint64_t preempt_cause;      /* stopping at its next commit for this job (hv_jm_preempt_begin;
+                               memory only; 0: none) */
+    uint32_t preempt_from;       /* its workers when the stop began */
     struct hv_djob_s *next;
 };
 
@@ -678,10 +682,11 @@ void hv_driver_rdzv_join_gone(hv_driver_t *d, uint64_t worker_id);
 hv_err hv_driver_rdzv_done(hv_driver_t *d, uint64_t job_id, uint64_t worker_id, uint32_t gen,
                            char *err, size_t errlen);
 /* Checks that worker_id belongs to job_id and the job is active; *generation gets the job's
- * newest round, *failure and *reason its state (for an immediate push). */
+ * newest round, *failure, *code (hv_ev_reason_t) and *reason its state (for an immediate
+ * push). */
 hv_err hv_driver_rdzv_check(hv_driver_t *d, uint64_t job_id, uint64_t worker_id,
-                            uint32_t *generation, int *failure, const char **reason, char *err,
-                            size_t errlen);
+                            uint32_t *generation, int *failure, uint32_t *code, const char **reason,
+                            char *err, size_t errlen);
 /* The job is active (for the key-value store). */
 int hv_driver_job_active(hv_driver_t *d, uint64_t job_id);
 /* The jobs in memory by state (every active job; ended ones for a while): for status lines. */

@@ -44,14 +44,9 @@ static size_t ns_count(const hv_driver_t *d) {
     return c->fleet.nns + (hv_head_config_ns(c, "default") == NULL);
 }
 
-/* The policy's index of namespace name (unlisted: "default"'s). */
+/* The policy's index of namespace name (unlisted: "default"'s; the one lookup, config.h). */
 static uint32_t ns_index(const hv_driver_t *d, const char *name) {
-    const hv_head_config_t *c = d->cfg;
-    const hv_head_ns_t *n = hv_head_config_ns(c, name);
-    if (n == NULL) {
-        n = hv_head_config_ns(c, "default");
-    }
-    return n != NULL ? (uint32_t)(n - c->fleet.ns) : (uint32_t)c->fleet.nns;
+    return (uint32_t)hv_head_config_ns_index(d->cfg, name);
 }
 
 static void ns_input(const hv_driver_t *d, size_t i, hv_fl_ns_t *o) {
@@ -92,7 +87,7 @@ size_t hv_driver_fleet_namespaces(const hv_driver_t *d, hv_driver_ns_view_t *out
         ns_input(d, i, &in);
         memset(v, 0, sizeof(*v));
         const hv_head_ns_t *cn = i < d->cfg->fleet.nns ? &d->cfg->fleet.ns[i] : NULL;
-        v->name = cn != NULL ? cn->name : "default";
+        v->name = hv_head_config_ns_name(d->cfg, i);
         v->weight = in.weight;
         v->priority = cn != NULL ? cn->priority : 0;
         for (int r = 0; r < HV_FL_NRES; r++) {
@@ -293,7 +288,8 @@ hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f) {
         const hv_fl_dec_t *dc = &f->out.dec[i];
         if ((j->fleet_decided && j->fleet_target == dc->target && j->fleet_reason == dc->reason &&
              j->fleet_cause == dc->cause) ||
-            (hv_jm_preempted(&j->jm) && dc->target == 0)) { /* it shows what stopped it */
+            (hv_jm_preempted(&j->jm) && dc->target == 0) || /* it shows what stopped it */
+            j->jm.preempt_until != 0) { /* stopping at its next commit: as it was decided */
             continue;
         }
         int was_decided = j->fleet_decided;

@@ -184,6 +184,10 @@ typedef struct hv_driver_fleet_s {
 hv_err hv__driver_fleet_decide(hv_driver_t *d, hv_driver_fleet_t *f);
 void hv__driver_fleet_fini(hv_driver_fleet_t *f);
 /* A decision in words for events and messages ("shrunk so that job 7 can start", ...). */
+/* A job stopping at its next commit for another (driver.c fleet_preempt): stops it once every
+ * member is at that commit, or at the bound (hv_jm_preempt_due). Called after its joins and on
+ * the tick. */
+void hv__driver_fleet_preempt_due(hv_driver_t *d, hv_djob_t *j);
 void hv__driver_fleet_why(hv_fl_reason_t r, uint64_t cause, char *buf, size_t len);
 
 /* ---- driver_rows.c -------------------------------------------------------------------------- */
@@ -198,6 +202,10 @@ void hv__driver_store_worked(hv_driver_t *d);
  * failed (rc != HV_OK; what: "record an artifact's use") or worked: the store's trouble follows
  * it as for the driver's own writes, so watchers hear of a failing store whichever write met it. */
 void hv__driver_store_result(hv_driver_t *d, hv_err rc, const char *what);
+/* Stores s[0..n) as j's throughput table (job_tput): HV_OK, or the store's failure (counted as
+ * the store failing). */
+hv_err hv__driver_tput_store(hv_driver_t *d, const hv_djob_t *j, const hv_tput_sample_t *s,
+                             size_t n);
 
 /* Ends a failing spell when nothing waits for the store and writes have worked for a while, or
  * at once when sure (every waiting decision was just written). */

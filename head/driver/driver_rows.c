@@ -470,6 +470,34 @@ static void job_load_copy(hv_driver_t *d, hv_djob_t *j) {
     }
 }
 
+hv_err hv__driver_tput_store(hv_driver_t *d, const hv_djob_t *j, const hv_tput_sample_t *s,
+                             size_t n) {
+    hv_tput_row_t rows[HV_DRV_TPUT_SIZES];
+    n = n < HV_DRV_TPUT_SIZES ? n : HV_DRV_TPUT_SIZES;
+    for (size_t i = 0; i < n; i++) {
+        rows[i] = (hv_tput_row_t){
+            .job_id = j->jm.id, .size = s[i].size, .work = s[i].work, .seconds = s[i].seconds};
+    }
+    hv_err rc = hv_store_tput_put(d->store, j->jm.id, rows, n);
+    hv__driver_store_result(d, rc, "store a job's throughput");
+    return rc;
+}
+
+/* The job's stored throughput table (job_tput), what the fleet policy fits (tput.h). */
+static void job_load_tput(hv_driver_t *d, hv_djob_t *j) {
+    hv_tput_row_t *rows = NULL;
+    size_t n = 0;
+    if (hv_store_tput_get(d->store, j->jm.id, &rows, &n) != HV_OK) {
+        return; /* the fleet policy uses the default shape until reports come */
+    }
+    j->ntput = 0;
+    for (size_t i = 0; i < n && j->ntput < HV_DRV_TPUT_SIZES; i++) {
+        j->tput[j->ntput++] = (hv_tput_sample_t){
+            .size = rows[i].size, .work = rows[i].work, .seconds = rows[i].seconds};
+    }
+    hv_free(rows);
+}
+
 /* Loads a job and all its workers (any state) from the store. */
 static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
     hv_djob_t *j;
@@ -492,6 +520,7 @@ static hv_err job_load(hv_driver_t *d, hv_job_row_t *row, hv_djob_t **out) {
     }
     job_load_blacklist(d, j);
     job_load_copy(d, j);
+    job_load_tput(d, j);
     *out = j;
     return HV_OK;
 }

@@ -110,12 +110,19 @@ size_t hv_view_fleet_shares(hv_driver_t *d, hv_fl_share_t *out, size_t cap) {
 }
 
 const char *hv_view_fleet_ns_name(hv_driver_t *d, size_t i) {
-    const hv_head_config_t *c = d->cfg;
-    return i < c->fleet.nns ? c->fleet.ns[i].name : "default";
+    return hv_head_config_ns_name(d->cfg, i);
+}
+
+size_t hv_view_job_tput(hv_driver_t *d, uint64_t job_id, hv_tput_sample_t *out, size_t cap) {
+    const hv_djob_t *j = job_by_id(d, job_id);
+    size_t n = 0;
+    for (; j != NULL && n < j->ntput && n < cap; n++) {
+        out[n] = j->tput[n];
+    }
+    return n;
 }
 
 const char *hv_view_job_ns(hv_driver_t *d, const hv_djob_t *j) {
-    const hv_head_config_t *c = d->cfg;
-    const hv_head_ns_t *n = hv_head_config_ns(c, j->ns);
-    return n != NULL ? n->name : "default"; /* unlisted: counted in "default" */
+    /* The policy's own lookup (driver_fleet.c counts the job there): unlisted, "default". */
+    return hv_head_config_ns_name(d->cfg, hv_head_config_ns_index(d->cfg, j->ns));
 }

@@ -129,5 +129,9 @@ const char *hv_view_fleet_ns_name(hv_driver_t *d, size_t i);
 /* The fleet namespace a job counts in (its name, borrowed; an unlisted one counts in
  * "default"). */
 const char *hv_view_job_ns(hv_driver_t *d, const hv_djob_t *j);
+/* The fleet's throughput table of job_id (per world size; stored, loaded again at start) when the
+ * head holds the job in memory (an active or recently ended one; never read from the store
+ * here): up to cap samples into out, returns how many (0 otherwise). */
+size_t hv_view_job_tput(hv_driver_t *d, uint64_t job_id, hv_tput_sample_t *out, size_t cap);
 
 #endif

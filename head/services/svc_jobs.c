@@ -120,9 +120,8 @@ _Static_assert((int)HVPB__V1__NODE_STATE__NODE_STATE_ALIVE == (int)HV_NODE_ALIVE
                    HV_NODE__COUNT == 3,
                "NodeState follows hv_node_state_t");
 _Static_assert((int)HVPB__V1__EVENT_REASON__EVENT_REASON_START == (int)HV_EV_START &&
-                   (int)HVPB__V1__EVENT_REASON__EVENT_REASON_PENDING_TIMEOUT ==
-                       (int)HV_EV_PENDING_TIMEOUT &&
-                   HV_EV__COUNT == 15,
+                   (int)HVPB__V1__EVENT_REASON__EVENT_REASON_PREEMPT == (int)HV_EV_PREEMPT &&
+                   HV_EV__COUNT == 16,
                "EventReason follows hv_ev_reason_t");
 
 static Hvpb__V1__JobState job_state_code(hv_job_state_t st) {
@@ -185,7 +184,23 @@ typedef struct view_scratch_s {
     clip_t clip;                    /* the view's cut strings */
     Hvpb__V1__StateCopyRef copy;    /* the newest state copy (v->copy points here) */
     Hvpb__V1__StateCopyRef durable; /* the durable tier's (v->durable_copy) */
+    Hvpb__V1__SizeThroughput tput[HV_DRV_TPUT_SIZES]; /* v->throughput's */
+    Hvpb__V1__SizeThroughput *tputp[HV_DRV_TPUT_SIZES];
 } view_scratch_t;
+
+/* v->throughput from a job's table s[0..n) (at most HV_DRV_TPUT_SIZES), in m/p. */
+static void view_tput(Hvpb__V1__JobView *v, const hv_tput_sample_t *s, size_t n,
+                      Hvpb__V1__SizeThroughput *m, Hvpb__V1__SizeThroughput **p) {
+    v->n_throughput = 0;
+    for (size_t i = 0; i < n && i < HV_DRV_TPUT_SIZES; i++) {
+        hvpb__v1__size_throughput__init(&m[i]);
+        m[i].size = s[i].size;
+        m[i].steps_per_s = s[i].seconds > 0 ? s[i].work / s[i].seconds : 0;
+        m[i].seconds = s[i].seconds;
+        p[v->n_throughput++] = &m[i];
+    }
+    v->throughput = v->n_throughput > 0 ? p : NULL;
+}
 
 static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v,
                       view_scratch_t *sc) {
@@ -222,6 +237,7 @@ static void view_fill(hv_svc_jobs_t *s, const hv_djob_t *j, Hvpb__V1__JobView *v
     v->fleet_cause = j->fleet_cause;
     v->fleet_ms = j->fleet_ms;
     v->namespace_ = (char *)(j->ns[0] != '\0' ? j->ns : "default");
+    view_tput(v, j->tput, j->ntput, sc->tput, sc->tputp);
     if (m->copy.commit > 0) {
         sc->copy = (Hvpb__V1__StateCopyRef)HVPB__V1__STATE_COPY_REF__INIT;
         sc->copy.generation = m->copy.generation;
@@ -734,6 +750,12 @@ static void jobs_cancel(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_rpc_reply(c, &rep.base);
 }
 
+/* A listed job's throughput table (JobView.throughput), from the head's memory. */
+typedef struct row_tput_s {
+    Hvpb__V1__SizeThroughput m[HV_DRV_TPUT_SIZES];
+    Hvpb__V1__SizeThroughput *p[HV_DRV_TPUT_SIZES];
+} row_tput_t;
+
 /* The fields of a view of a stored job row (ListJobs reads rows, not the driver's model). */
 static void view_from_row(Hvpb__V1__JobView *v, const hv_job_row_t *row, clip_t *clip) {
     hvpb__v1__job_view__init(v);
@@ -829,8 +851,9 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     }
     Hvpb__V1__JobView *vs = hv_calloc(n ? n : 1, sizeof(*vs));
     Hvpb__V1__JobView **vp = hv_calloc(n ? n : 1, sizeof(*vp));
+    row_tput_t *rt = hv_calloc(n ? n : 1, sizeof(*rt));
     clip_t clip = {0};
-    if (vs == NULL || vp == NULL) {
+    if (vs == NULL || vp == NULL || rt == NULL) {
         hv_rpc_finish(c, HV_ENOMEM, "out of memory");
     } else {
         /* The page ends at limit jobs or at LIST_PAGE_BYTES, whichever comes first; one job
@@ -838,6 +861,9 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
         size_t k = 0, bytes = 0;
         for (; k < n && k < limit; k++) {
             view_from_row(&vs[k], &rows[k], &clip);
+            hv_tput_sample_t t[HV_DRV_TPUT_SIZES];
+            size_t nt = hv_view_job_tput(s->d, rows[k].id, t, HV_DRV_TPUT_SIZES);
+            view_tput(&vs[k], t, nt, rt[k].m, rt[k].p);
             size_t sz = field_size(hvpb__v1__job_view__get_packed_size(&vs[k]));
             if (k > 0 && bytes + sz > LIST_PAGE_BYTES) {
                 break;
@@ -865,6 +891,7 @@ static void jobs_list(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     clip_free(&clip);
     hv_free(vs);
     hv_free(vp);
+    hv_free(rt);
     hv_view_jobs_free(rows, n);
 }
 

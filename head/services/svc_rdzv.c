@@ -303,11 +303,12 @@ static void rdzv_resize(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
 
 /* ---- WatchMembers --------------------------------------------------------------------------- */
 
-static void send_push(hv_rpc_call_t *c, uint32_t generation, int failure, const char *reason,
-                      const uint64_t *removed, size_t nremoved) {
+static void send_push(hv_rpc_call_t *c, uint32_t generation, int failure, uint32_t code,
+                      const char *reason, const uint64_t *removed, size_t nremoved) {
     Hvpb__V1__MembershipPush p = HVPB__V1__MEMBERSHIP_PUSH__INIT;
     p.generation = generation;
     p.failure = failure;
+    p.reason_code = (Hvpb__V1__EventReason)code; /* the same numbering (svc_jobs.c checks) */
     p.reason = (char *)(reason ? reason : "");
     p.removed = (uint64_t *)removed;
     p.n_removed = nremoved;
@@ -317,12 +318,12 @@ static void send_push(hv_rpc_call_t *c, uint32_t generation, int failure, const 
 static void rdzv_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     hv_svc_rdzv_t *s = ud;
     const Hvpb__V1__RdzvWatchRequest *req = (const Hvpb__V1__RdzvWatchRequest *)m;
-    uint32_t gen = 0;
+    uint32_t gen = 0, code = 0;
     int failure = 0;
     const char *reason = "";
     char err[600];
-    hv_err rc = hv_driver_rdzv_check(s->d, req->job_id, req->worker_id, &gen, &failure, &reason,
-                                     err, sizeof(err));
+    hv_err rc = hv_driver_rdzv_check(s->d, req->job_id, req->worker_id, &gen, &failure, &code,
+                                     &reason, err, sizeof(err));
     if (rc != HV_OK) {
         hv_rpc_finish(c, rc, "%s", err);
         return;
@@ -334,16 +335,16 @@ static void rdzv_watch(hv_rpc_call_t *c, const ProtobufCMessage *m, void *ud) {
     /* A worker that missed pushes (its stream broke, the head restarted) hears of the newest
      * round at once. */
     if (req->generation != 0 && gen > req->generation) {
-        send_push(c, gen, failure, reason, NULL, 0);
+        send_push(c, gen, failure, code, reason, NULL, 0);
     }
 }
 
 void hv_svc_rdzv_push(hv_svc_rdzv_t *s, uint64_t job_id, uint32_t generation, int failure,
-                      const char *reason, const uint64_t *removed, size_t nremoved) {
+                      uint32_t code, const char *reason, const uint64_t *removed, size_t nremoved) {
     size_t n = 0;
     for (rcall_t *x = s->calls; x != NULL; x = x->next) {
         if (x->watch && x->job_id == job_id) {
-            send_push(x->call, generation, failure, reason, removed, nremoved);
+            send_push(x->call, generation, failure, code, reason, removed, nremoved);
             n++;
         }
     }

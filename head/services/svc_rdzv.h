@@ -27,9 +27,10 @@ hv_err hv_svc_rdzv_create(hv_rpc_server_t *srv, hv_driver_t *d, hv_svc_rdzv_t **
 void hv_svc_rdzv_round(hv_svc_rdzv_t *s, const hv_round_info_t *r, const uint64_t *to, size_t nto);
 /* Answers one waiting join: rc HV_OK = removed from the job; else refused with why. */
 void hv_svc_rdzv_answer(hv_svc_rdzv_t *s, uint64_t worker_id, hv_err rc, const char *why);
-/* Sends a membership push to the job's watchers. */
+/* Sends a membership push to the job's watchers (code: why the round opened, an
+ * hv_ev_reason_t, the wire's EventReason). */
 void hv_svc_rdzv_push(hv_svc_rdzv_t *s, uint64_t job_id, uint32_t generation, int failure,
-                      const char *reason, const uint64_t *removed, size_t nremoved);
+                      uint32_t code, const char *reason, const uint64_t *removed, size_t nremoved);
 /* The job is over: fail its waits, end its streams, drop its keys. */
 void hv_svc_rdzv_finished(hv_svc_rdzv_t *s, uint64_t job_id);
 /* Expires KvGet waits. */

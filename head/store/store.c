@@ -417,12 +417,22 @@ static const char store_v20_sql[] = "CREATE TABLE peer_copies ("
                                     " stored_ms INTEGER NOT NULL);"
                                     "CREATE INDEX peer_copies_node ON peer_copies (node_id);";
 
+/* v21: the fleet's throughput table (issue 26 §3): what each job measured at each world size,
+ * which the policy's goodput model fits; stored before the policy decides with it, so that a
+ * head restart keeps it. */
+static const char store_v21_sql[] = "CREATE TABLE job_tput ("
+                                    " job_id INTEGER NOT NULL,"
+                                    " size INTEGER NOT NULL,"
+                                    " work REAL NOT NULL,"
+                                    " seconds REAL NOT NULL,"
+                                    " PRIMARY KEY (job_id, size));";
+
 /* store_migrations[i] takes the database from user_version i to i + 1. */
 static const char *const store_migrations[] = {
-    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,
-    store_v6_sql,  store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql,
-    store_v11_sql, store_v12_sql, store_v13_sql, store_v14_sql, store_v15_sql,
-    store_v16_sql, store_v17_sql, store_v18_sql, store_v19_sql, store_v20_sql};
+    store_v1_sql,  store_v2_sql,  store_v3_sql,  store_v4_sql,  store_v5_sql,  store_v6_sql,
+    store_v7_sql,  store_v8_sql,  store_v9_sql,  store_v10_sql, store_v11_sql, store_v12_sql,
+    store_v13_sql, store_v14_sql, store_v15_sql, store_v16_sql, store_v17_sql, store_v18_sql,
+    store_v19_sql, store_v20_sql, store_v21_sql};
 
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == HV_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -482,6 +492,9 @@ enum {
     ST_PEER_GET,
     ST_PEER_REMOVE,
     ST_PEER_FORGET_NODE,
+    ST_TPUT_CLEAR,
+    ST_TPUT_PUT,
+    ST_TPUT_GET,
     ST_JTOKEN_USE,
     ST_REVOKED_PUT,
     ST_REVOKED_LIST,
@@ -666,6 +679,10 @@ static const char *const store_sql[ST__COUNT] = {
                     " addr, stored_ms FROM peer_copies WHERE job_id = ?1",
     [ST_PEER_REMOVE] = "DELETE FROM peer_copies WHERE job_id = ?1",
     [ST_PEER_FORGET_NODE] = "DELETE FROM peer_copies WHERE node_id = ?1",
+    [ST_TPUT_CLEAR] = "DELETE FROM job_tput WHERE job_id = ?1",
+    [ST_TPUT_PUT] = "INSERT INTO job_tput (job_id, size, work, seconds) VALUES (?1, ?2, ?3, ?4)",
+    [ST_TPUT_GET] = "SELECT job_id, size, work, seconds FROM job_tput WHERE job_id = ?1"
+                    " ORDER BY size",
     [ST_JTOKEN_LIST] = "SELECT " JTOKEN_COLS " FROM join_tokens ORDER BY created_ms, id",
     [ST_JTOKEN_REVOKE] = "UPDATE join_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms = 0",
     [ST_JTOKEN_USE] =
@@ -812,6 +829,12 @@ static void bind_text(store_bind_t *b, int i, const char *v) {
 static void bind_u64(store_bind_t *b, int i, uint64_t v) {
     if (b->src == SQLITE_OK) {
         b->src = sqlite3_bind_int64(b->st, i, (sqlite3_int64)v);
+    }
+}
+
+static void bind_f64(store_bind_t *b, int i, double v) {
+    if (b->src == SQLITE_OK) {
+        b->src = sqlite3_bind_double(b->st, i, v);
     }
 }
 
@@ -1565,6 +1588,7 @@ hv_err hv_store_history_delete(hv_store_t *s, const uint64_t *ids, size_t n, siz
         "DELETE FROM job_artifacts WHERE job_id = ?1",
         "DELETE FROM durable_copies WHERE job_id = ?1",
         "DELETE FROM peer_copies WHERE job_id = ?1",
+        "DELETE FROM job_tput WHERE job_id = ?1",
         "DELETE FROM workers WHERE job_id = ?1",
         "DELETE FROM jobs WHERE id = ?1",
     };
@@ -2797,6 +2821,55 @@ hv_err hv_store_peer_copy_forget_node(hv_store_t *s, uint64_t node_id, size_t *n
         *n = rc == HV_OK ? (size_t)sqlite3_changes(s->db) : 0;
     }
     return rc;
+}
+
+/* ---- the fleet's throughput table (schema v21) ------------------------------------------------ */
+
+hv_err hv_store_tput_put(hv_store_t *s, uint64_t job_id, const hv_tput_row_t *rows, size_t n) {
+    if (job_id == 0 || (rows == NULL && n > 0)) {
+        return HV_EINVAL;
+    }
+    int own = sqlite3_get_autocommit(s->db); /* else inside the caller's transaction */
+    if (own) {
+        HV_TRY(hv_store_begin(s));
+    }
+    store_bind_t b = store_start(s, ST_TPUT_CLEAR);
+    bind_u64(&b, 1, job_id);
+    hv_err rc = store_write(s, &b, "throughput put");
+    for (size_t i = 0; i < n && rc == HV_OK; i++) {
+        b = store_start(s, ST_TPUT_PUT);
+        bind_u64(&b, 1, job_id);
+        bind_u64(&b, 2, rows[i].size);
+        bind_f64(&b, 3, rows[i].work);
+        bind_f64(&b, 4, rows[i].seconds);
+        rc = store_write(s, &b, "throughput put");
+    }
+    if (own) {
+        if (rc == HV_OK) {
+            rc = hv_store_commit(s);
+        }
+        if (rc != HV_OK) {
+            (void)hv_store_rollback(s);
+        }
+    }
+    return rc;
+}
+
+static hv_err tput_read(sqlite3_stmt *st, void *vrow) {
+    hv_tput_row_t *r = vrow;
+    r->job_id = col_u64(st, 0);
+    r->size = col_u32(st, 1);
+    r->work = sqlite3_column_double(st, 2);
+    r->seconds = sqlite3_column_double(st, 3);
+    return HV_OK;
+}
+
+static const store_rows_t tput_rows = {sizeof(hv_tput_row_t), tput_read, store_fini_none};
+
+hv_err hv_store_tput_get(hv_store_t *s, uint64_t job_id, hv_tput_row_t **out, size_t *n) {
+    store_bind_t b = store_start(s, ST_TPUT_GET);
+    bind_u64(&b, 1, job_id);
+    return store_list(s, &b, &tput_rows, "throughput get", out, n);
 }
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */

@@ -56,7 +56,7 @@ typedef struct hv_store_s hv_store_t;
  * v18: jobs' priority, preemptible and fleet decision (issue 26).
  * v19: jobs.namespace (hvsubmit --namespace: the fleet quota it counts in).
  * v20: peer_copies (which peer agent keeps which copy of a job's state, issue 28 §3). */
-#define HV_STORE_SCHEMA_VERSION 20
+#define HV_STORE_SCHEMA_VERSION 21
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -325,6 +325,14 @@ hv_err hv_store_peer_copy_remove(hv_store_t *s, uint64_t job_id);
 /* Forgets every row kept by node (its agent was replaced or the node died: its memory is gone);
  * *n (may be NULL) gets the count. */
 hv_err hv_store_peer_copy_forget_node(hv_store_t *s, uint64_t node_id, size_t *n);
+
+/* ---- the fleet's throughput table (schema v21, job_tput; issue 26 §3) ------------------------ */
+
+/* Replaces job_id's rows with rows[0..n) (their job_id is ignored; n 0 forgets them), in one
+ * transaction (inside the caller's when one is open). HV_EINVAL for job 0. */
+hv_err hv_store_tput_put(hv_store_t *s, uint64_t job_id, const hv_tput_row_t *rows, size_t n);
+/* job_id's rows by size (owned array, hv_free; none: *out NULL, *n 0). */
+hv_err hv_store_tput_get(hv_store_t *s, uint64_t job_id, hv_tput_row_t **out, size_t *n);
 
 /* ---- revoked node credentials (schema v8) ----------------------------------------------------- */
 

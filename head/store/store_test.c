@@ -1550,6 +1550,57 @@ static void test_peer_copies(void) {
     hv_store_close(s);
 }
 
+/* The fleet's throughput table (v21): a v20 database migrates (its peer rows kept); a job's rows
+ * are replaced whole by the next put (a size evicted from the table goes), read back by size with
+ * their values exact after a reopen, kept apart per job, and go with a finished job's history. */
+static void test_tput(void) {
+    hv_store_t *s = open_from_version(20, "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                          " VALUES (3, 'j', 'running', 1, 1, 1);"
+                                          "INSERT INTO jobs (id, name, state, np, min_np, max_np)"
+                                          " VALUES (4, 'k', 'succeeded', 1, 1, 1);"
+                                          "INSERT INTO peer_copies VALUES (3, 2, 41, 10, 'cd', 5,"
+                                          " 2748, '10.0.0.5:7100', 8);");
+    if (s == NULL) {
+        return;
+    }
+    hv_tput_row_t *got = NULL;
+    size_t n = 99;
+    CHECK_OK(s, hv_store_tput_get(s, 3, &got, &n));
+    CHECK_U64(n, 0);
+    hv_free(got);
+    hv_tput_row_t rows[3] = {{0, 4, 120.5, 3.25}, {0, 2, 60.0, 2.0}, {0, 8, 1.0 / 3.0, 0.1}};
+    CHECK_RC(hv_store_tput_put(s, 0, rows, 3), HV_EINVAL);
+    CHECK_OK(s, hv_store_tput_put(s, 3, rows, 3));
+    CHECK_OK(s, hv_store_tput_put(s, 4, rows, 1));
+    rows[0].work = 200.0; /* size 8 evicted, size 4 grew */
+    CHECK_OK(s, hv_store_tput_put(s, 3, rows, 2));
+    hv_store_close(s);
+    s = open_ok(tmp_dir);
+    CHECK_OK(s, hv_store_tput_get(s, 3, &got, &n));
+    CHECK_U64(n, 2);
+    CHECK_U64(got[0].job_id, 3);
+    CHECK_U64(got[0].size, 2);
+    CHECK(got[0].work == 60.0 && got[0].seconds == 2.0);
+    CHECK_U64(got[1].size, 4);
+    CHECK(got[1].work == 200.0 && got[1].seconds == 3.25);
+    hv_free(got);
+    hv_peer_copy_row_t p;
+    CHECK_OK(s, hv_store_peer_copy_get(s, 3, &p)); /* the v20 rows are kept */
+    CHECK_U64(p.copy.commit, 41);
+    uint64_t ids[] = {4};
+    size_t deleted = 0;
+    CHECK_OK(s, hv_store_history_delete(s, ids, 1, &deleted));
+    CHECK_U64(deleted, 1);
+    CHECK_OK(s, hv_store_tput_get(s, 4, &got, &n));
+    CHECK_U64(n, 0);
+    hv_free(got);
+    CHECK_OK(s, hv_store_tput_put(s, 3, NULL, 0)); /* forgets them */
+    CHECK_OK(s, hv_store_tput_get(s, 3, &got, &n));
+    CHECK_U64(n, 0);
+    hv_free(got);
+    hv_store_close(s);
+}
+
 /* An upgrade keeps revocations: a v7 database and the old revocations file (a blank line, a
  * duplicate) migrate to v8, the file is imported once and renamed .imported; a second import
  * (no file) changes nothing, and the rows survive a reopen. A damaged file imports nothing and
@@ -2277,6 +2328,7 @@ static const hv_check_case_t cases[] = {
     {"state_copies", test_state_copies},
     {"durable_copies", test_durable_copies},
     {"peer_copies", test_peer_copies},
+    {"tput", test_tput},
     {"revoked_import", test_revoked_import},
     {"actors", test_actors},
     {"actor_figures", test_actor_figures},

@@ -17,12 +17,10 @@ start_agent node-b 2
 submit x --namespace x -np 4 --min-np 1 --max-np 4 -- --epochs 6 --step-delay-ms 25
 X_PID=$SUB_PID
 wait_epoch x 0
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'GENERATION: .* (4 workers)'" \
-    || fail "job X did not run on 4 workers"
+wait_for 30 round_size_is 1 4 || fail "job X did not run on 4 workers"
 submit y --namespace y -np 4 --min-np 1 --max-np 4 -- --epochs 3 --step-delay-ms 25
 Y_PID=$SUB_PID
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 2 | grep -q '\"state\": \"running\"'" \
-    || fail "job Y did not start"
+wait_for 30 state_is 2 running || fail "job Y did not start"
 # Both at 2: the queue's targets and the namespaces' use.
 wait_for 20 sh -c "'$BIN/hvctl' --head '$HEAD' --json queue | /usr/bin/python3 -c '
 import json, sys

@@ -14,8 +14,7 @@ start_agent node-b 2
 submit a -np 2 --min-np 1 --max-np 4 -- --epochs 4 --step-delay-ms 25
 A_PID=$SUB_PID
 wait_epoch a 0
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'GENERATION: .* (4 workers)'" \
-    || fail "job A did not grow to 4 workers"
+wait_for 30 round_size_is 1 4 || fail "job A did not grow to 4 workers"
 submit b -np 2 -- --epochs 1 --train-limit 2000
 B_PID=$SUB_PID
 sleep 4

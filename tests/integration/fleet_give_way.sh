@@ -16,12 +16,10 @@ submit a -np 2 --min-np 1 --max-np 4 -- --epochs 6 --step-delay-ms 25
 A_PID=$SUB_PID
 wait_epoch a 0
 # A grows to 4 on the free slots (a round of 4, no rollback).
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'GENERATION: .* (4 workers)'" \
-    || fail "job A did not grow to 4 workers"
+wait_for 30 round_size_is 1 4 || fail "job A did not grow to 4 workers"
 submit b -np 2 -- --epochs 1 --train-limit 6000
 B_PID=$SUB_PID
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 2 | grep -q '\"state\": \"running\"'" \
-    || fail "job B did not start"
+wait_for 30 state_is 2 running || fail "job B did not start"
 SUB_PID=$B_PID; wait_submit 60
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/b.err" >&2; fail "job B should succeed, hvsubmit exited $SUB_RC"; }
 SUB_PID=$A_PID; wait_submit 120

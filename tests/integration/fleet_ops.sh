@@ -30,12 +30,10 @@ T_START=$(date +%s)
 submit a -np 2 --min-np 1 --max-np 4 -- --epochs 10 --step-delay-ms 25
 A_PID=$SUB_PID
 wait_epoch a 0
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'GENERATION: .* (4 workers)'" \
-    || fail "job A did not grow to 4 workers"
+wait_for 30 round_size_is 1 4 || fail "job A did not grow to 4 workers"
 submit b -np 2 -- --epochs 2 --train-limit 6000 --step-delay-ms 10
 B_PID=$SUB_PID
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 2 | grep -q '\"state\": \"running\"'" \
-    || fail "job B did not start"
+wait_for 30 state_is 2 running || fail "job B did not start"
 # Both run: A shrunk to 2 so that B could start.
 both_run() {
     "$BIN/hvctl" --head "$HEAD" --json status >"$TMP/status.json" &&

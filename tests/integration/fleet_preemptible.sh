@@ -1,13 +1,19 @@
 #!/bin/sh
 # Preemptible jobs through the real binaries (issue 26 §2, §5): on 4 slots a low-priority
 # elastic job L (-np 4 --min-np 2 --preemptible) runs and the head keeps copies of its state; a
-# job H (-np 4 --min-np 4 --max-np 4 --priority 5) needs the whole cluster. L cannot shrink enough, so the fleet
-# stops it (fleet.preempt, cause 2): `hvctl job`/`hvctl queue` show it pending, "preempted for
-# job 2, waits to resume", and its hvsubmit stream stays attached. The head is SIGKILLed and
-# restarted while L waits: it stays preempted (stored). H runs and ends 0; then L is admitted
-# again (fleet.resume), its new workers resume from the copy (a round "resume after a
-# preemption" that loads it), and L ends 0 with every sample exactly once per epoch. A fixed-size
-# job cannot be --preemptible (no copy to resume from): hvsubmit says so and exits non-zero.
+# job H (-np 4 --min-np 4 --max-np 4 --priority 5) needs the whole cluster. L cannot shrink
+# enough, so the fleet stops it at its next commit (a round of reason code preempt, pushed as
+# MembershipPush.reason_code): its members re-join there, rank 0 first sending a copy of that
+# very commit, and the job stops (fleet.preempt, cause 2, at_commit, a new copy): `hvctl
+# job`/`hvctl queue` show it pending, "preempted for job 2, waits to resume", and its hvsubmit
+# stream stays attached. The head is SIGKILLed and restarted while L waits: it stays preempted
+# (stored). H runs and ends 0; then L is admitted again (fleet.resume), its new workers resume
+# from the copy made at the stop (a round "resume after a preemption" that loads that commit):
+# L ends 0 with every sample exactly once per epoch and no step started twice (rank 0's
+# --step-log). The bound: job M checks its membership only every 100000 commits, so no commit
+# answers the stop; the head stops it 5 s after the stop began (at_commit false), and M resumes
+# from its newest copy and ends exact. A fixed-size job cannot be --preemptible (no copy to
+# resume from): hvsubmit says so and exits non-zero.
 . "$HV_SRC_DIR/tests/lib.sh"
 . "$HV_SRC_DIR/tests/elastic.sh"
 hv_setup
@@ -22,18 +28,16 @@ start_agent node-b 2
 assert_grep "$TMP/bad.err" "a fixed-size job cannot be stopped and resumed"
 # Copies at least every second even where they cost more (see elastic_resume_head_restart).
 submit l -np 4 --min-np 2 --max-np 4 --preemptible --env HV_STATE_COPY_FACTOR=2 -- \
-    --epochs 3 --step-delay-ms 30 --epoch-log "$TMP/l.epochs"
+    --epochs 3 --step-delay-ms 30 --epoch-log "$TMP/l.epochs" --step-log "$TMP/l.steps"
 L_PID=$SUB_PID
 wait_epoch l 0
 # Past commit 70 the copy holds epoch 0's end (63 steps an epoch, each a commit): the stop comes
-# in epoch 1, whose steps since the copy are redone from it (epoch 0 is not printed again).
-wait_for 30 sh -c "[ \$(\"$BIN/hvctl\" --head \"$HEAD\" job 1 --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get(\"copy\", {}).get(\"commit\", 0))') -ge 70 ]" \
-    || fail "the head has no copy of job L's state past epoch 0"
+# in epoch 1, at a commit, with a copy of that commit (no step of epoch 1 is redone).
+wait_for 30 copy_past 70 || fail "the head has no copy of job L's state past epoch 0"
 submit h -np 4 --min-np 4 --max-np 4 --priority 5 -- --epochs 2 --step-delay-ms 20
 H_PID=$SUB_PID
 wait_for 30 grep -q "preempted for job 2" "$TMP/l.err" || { cat "$TMP/l.err" >&2; fail "job L's stream should say it was preempted"; }
-wait_for 20 sh -c "[ \"\$(\"$BIN/hvctl\" --head \"$HEAD\" --json job 1 | sed -nE 's/.*\"state\": *\"([a-z]+)\".*/\1/p' | head -n 1)\" = pending ]" \
-    || fail "job L should be pending once preempted"
+wait_for 20 state_is 1 pending || fail "job L should be pending once preempted"
 # The head is SIGKILLed while L waits to resume (and H runs, its round formed): what it stored
 # keeps L preempted.
 wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' events --job 2 --json | grep -q '\"round.close\"'" \
@@ -67,9 +71,40 @@ d = pre[0]["data"]
 assert d["reason"] == "preempted" and d["cause"] == 2 and d["from"] == 4 and d["to"] == 0, d
 assert d["copy_commit"] > 0 and d["resume_gen"] > 0, d
 assert len(res) == 1 and res[0]["seq"] > pre[0]["seq"] and res[0]["data"]["reason"] == "admitted", res
+# At the commit: every member re-joined there, rank 0's copy of it stored before the stop.
+assert d["at_commit"] is True and d["new_copy"] is True and d["waited_ms"] < 5000, d
+stop = [e for e in evs if e["kind"] == "round.open" and e["data"]["reason"].startswith("preempt:")]
+assert len(stop) == 1 and stop[0]["reason"] == "preempt", stop
 close = [e["data"] for e in evs if e["kind"] == "round.close" and e["data"]["generation"] == d["resume_gen"]]
-assert len(close) == 1 and close[0]["reason"].startswith("resume after a preemption"), close
+assert len(close) == 1 and close[0]["reason"].startswith(
+    "resume after a preemption: new workers load the copy of generation %d, commit %d"
+    % (d["copy_generation"], d["copy_commit"])), (close, d)
 assert not [e for e in evs if e["kind"] == "worker.fail"], "a stopped worker counted as a failure"
-print("preempted at copy commit %d, resumed in generation %d" % (d["copy_commit"], d["resume_gen"]))
+print("stopped at commit %d (copy made there, %d ms after the stop began), resumed in generation %d"
+      % (d["copy_commit"], d["waited_ms"], d["resume_gen"]))
+PY
+steps_once l 3
+# The bound (5 s): M's members check their membership every 100000 commits, so no commit answers
+# the stop; the head stops M at the bound from its newest copy (the steps since are redone).
+# (One epoch of 63 steps of 150 ms: the bound comes mid-epoch.)
+submit m -np 4 --min-np 2 --max-np 4 --preemptible --check-every 100000 \
+    --env HV_STATE_COPY_FACTOR=2 -- --epochs 1 --step-delay-ms 150 --epoch-log "$TMP/m.epochs"
+M_PID=$SUB_PID
+wait_for 60 copy_past 3 3 || fail "the head has no copy of job M's state"
+submit h2 -np 4 --min-np 4 --max-np 4 --priority 5 -- --epochs 1 --train-limit 1000
+wait_for 30 grep -q "preempted for job 4" "$TMP/m.err" || { cat "$TMP/m.err" >&2; fail "job M should be stopped for job 4"; }
+assert_grep "$TMP/m.err" "now: no commit came within the bound" "M's stream should say it was stopped at the bound"
+ended_ok 90 "job H2 should succeed"
+SUB_PID=$M_PID
+ran_exact m 1 120 "job M should resume after the bound and succeed"
+events 3
+/usr/bin/python3 - "$TMP/events-3.json" <<'PY' || fail "job M's stop at the bound is wrong"
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+pre = [e["data"] for e in evs if e["kind"] == "fleet.preempt"]
+assert len(pre) == 1, pre
+d = pre[0]
+assert d["cause"] == 4 and d["at_commit"] is False and 4900 <= d["waited_ms"] <= 15000, d
+print("stopped at the bound after %d ms, from the copy of commit %d" % (d["waited_ms"], d["copy_commit"]))
 PY
 pass "a preemptible job stopped for a higher priority, kept across a head kill, resumed exactly"

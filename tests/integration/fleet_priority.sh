@@ -23,8 +23,7 @@ wait_for 20 sh -c "'$BIN/hvctl' --head '$HEAD' --json queue | grep -q '\"reason\
     || fail "job W should wait for capacity"
 submit h -np 2 --priority 5 -- --epochs 1 --step-delay-ms 25
 H_PID=$SUB_PID
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 3 | grep -q '\"state\": \"running\"'" \
-    || fail "job H did not start"
+wait_for 30 state_is 3 running || fail "job H did not start"
 "$BIN/hvctl" --head "$HEAD" queue >"$TMP/queue.txt"
 "$BIN/hvctl" --head "$HEAD" --json queue >"$TMP/queue.json"
 cat "$TMP/queue.txt"

@@ -18,8 +18,7 @@ start_agent node-b 2
 submit a --namespace a -np 2 --min-np 1 --max-np 4 -- --epochs 6 --step-delay-ms 25
 A_PID=$SUB_PID
 wait_epoch a 0
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' job 1 | grep -q 'GENERATION: .* (4 workers)'" \
-    || fail "job A did not grow to 4 workers by borrowing"
+wait_for 30 round_size_is 1 4 || fail "job A did not grow to 4 workers by borrowing"
 "$BIN/hvctl" --head "$HEAD" --json queue >"$TMP/queue-borrow.json"
 "$BIN/hvctl" --head "$HEAD" queue >"$TMP/queue-borrow.txt"
 cat "$TMP/queue-borrow.txt"
@@ -46,8 +45,7 @@ assert_grep "$TMP/status-borrow.txt" '^  namespace a: 1 job, 4 workers, 0 waitin
 assert_grep "$TMP/status-borrow.txt" '^  namespace b: 0 jobs, 0 workers, 0 waiting; 0 slots used (quota 2, 0 borrowed), share 0.0%$'
 submit b --namespace b -np 2 -- --epochs 1 --train-limit 6000
 B_PID=$SUB_PID
-wait_for 30 sh -c "'$BIN/hvctl' --head '$HEAD' --json job 2 | grep -q '\"state\": \"running\"'" \
-    || fail "job B did not start"
+wait_for 30 state_is 2 running || fail "job B did not start"
 "$BIN/hvctl" --head "$HEAD" --json queue >"$TMP/queue-reclaim.json"
 SUB_PID=$B_PID; wait_submit 60
 [ "$SUB_RC" -eq 0 ] || { cat "$TMP/b.err" >&2; fail "job B should succeed, hvsubmit exited $SUB_RC"; }

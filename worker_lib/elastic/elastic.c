@@ -64,7 +64,7 @@ struct hv_state_s {
     int removed;               // the head removed this worker (drain)
     uint32_t resets_seen;      // rounds after the first (hv_state_resets)
     uint32_t rollbacks;        // of those, after a restore
-    uint64_t commits;          // commits that returned HV_OK
+    uint64_t commits;          // commits whose snapshot was taken (a reset may have followed)
     uint64_t round_commits;    // commits in the current round (the check cadence)
     uint32_t round_generation; // the round round_commits counts in
     hv__copier_t *copier;      // owned while hv_elastic_run runs: copies to the head (NULL: off)
@@ -800,6 +800,33 @@ static void copy_offer(hv_state_t *st, uint32_t generation) {
     }
 }
 
+/* Rank 0 re-joining at a commit's membership check, when the round pushed stops the job there
+ * (the fleet's preemption: the push's stop flag): the copy in flight finishes, then a copy of this
+ * commit's state is sent and stored before the re-join, so that the job resumes from this very
+ * commit (no step redone). Each wait is bounded; the head stops the job anyway at its bound. */
+static void copy_at_stop(hv_state_t *st, hv__member_t *m) {
+    const hv__rdzv_assignment_t *a = hv__member_assignment(m);
+    if (st->copier == NULL || a == NULL || a->rank != 0 ||
+        !hv__member_stop_asked(m, a->generation, 500)) {
+        return;
+    }
+    if (hv__copier_flush(st->copier, 10000) != HV_OK) {
+        return;
+    }
+    uint64_t t0 = hv_now_ms();
+    size_t len = state_serialized_size(st);
+    unsigned char *buf = hv__copier_buffer(st->copier, len);
+    if (buf == NULL) {
+        return;
+    }
+    state_serialize_into(st, buf);
+    uint64_t t1 = hv_now_ms();
+    hv__copier_offer(st->copier, a->generation, st->commits, buf, len, t1 - t0, t1);
+    hv_err rc = hv__copier_flush(st->copier, 10000);
+    HV_LOG(HV_LOG_INFO, "elastic", "HV-COPY-STOP", "the job stops at commit %llu: its copy %s",
+           (unsigned long long)st->commits, rc == HV_OK ? "was sent" : "is still in flight");
+}
+
 /* hv_elastic_run's start: copies go to the head when the rendezvous keeps them (the head's)
  * and HV_STATE_COPY is not 0. No copier is no failure: the job only loses its protection. */
 static void copy_start(hv_state_t *st, hv__member_t *m) {
@@ -919,11 +946,11 @@ hv_err hv_state_commit(hv_state_t *st) {
         st->round_commits = 0;
     }
     st->round_commits++;
+    st->commits++; /* committed (its snapshot taken), whether or not a reset follows */
     uint32_t every = a->check_every ? a->check_every : 1;
     if (st->round_commits % every == 0) {
         HV_TRY(hv_state_check(st));
     }
-    st->commits++;
     if (st->copier != NULL && a->rank == 0) {
         copy_offer(st, a->generation);
     }
@@ -1002,6 +1029,9 @@ static hv_err run_loop(hv_state_t *st, hv__member_t *m, hv_train_fn fn, void *ud
             }
             HV_TRY(hv_state_restore(st));
             hv__member_note_redone(m, redone);
+        }
+        if (!restore) {
+            copy_at_stop(st, m);
         }
         HV_TRY(hv__member_rejoin(m, &ch));
         if (ch.removed) {

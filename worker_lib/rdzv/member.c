@@ -36,6 +36,7 @@ struct hv__member_s {
     int elastic;         // the rendezvous pushes
     uint32_t pushed;     // newest generation pushed (mu)
     uint32_t fail_gen;   // newest generation pushed with failure = 1 (mu)
+    uint32_t stop_gen;   // newest generation pushed to stop the job at this commit (mu)
     int removed;         // a join answered "removed"
     int done_reported;   // Done was sent (done_rc is its status)
     hv_err done_rc;
@@ -60,6 +61,9 @@ static void member_on_push(void *ud, const hv__rdzv_push_t *p) {
     }
     if (p->failure && p->generation > m->fail_gen) {
         m->fail_gen = p->generation;
+    }
+    if (p->stop && p->generation > m->stop_gen) {
+        m->stop_gen = p->generation;
     }
     if (p->failure && m->world != NULL &&
         p->generation > hv__world_assignment(m->world)->generation) {
@@ -263,6 +267,16 @@ uint32_t hv__member_pushed(hv__member_t *m) {
     uint32_t g = m->pushed;
     pthread_mutex_unlock(&m->mu);
     return g;
+}
+
+int hv__member_stop_asked(hv__member_t *m, uint32_t gen, uint32_t timeout_ms) {
+    if (hv__member_wait_pushed(m, gen + 1, timeout_ms) != HV_OK) {
+        return 0;
+    }
+    pthread_mutex_lock(&m->mu);
+    int asked = m->stop_gen > gen && m->stop_gen == m->pushed;
+    pthread_mutex_unlock(&m->mu);
+    return asked;
 }
 
 hv_err hv__member_wait_pushed(hv__member_t *m, uint32_t gen, uint32_t timeout_ms) {

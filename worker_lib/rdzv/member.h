@@ -73,6 +73,10 @@ int hv__member_removed(const hv__member_t *m);
 uint32_t hv__member_pushed(hv__member_t *m);
 /* Waits up to timeout_ms until a push of generation >= gen arrived. HV_OK or HV_ETIMEDOUT. */
 hv_err hv__member_wait_pushed(hv__member_t *m, uint32_t gen, uint32_t timeout_ms);
+/* 1 when the newest round pushed after gen (waiting for one timeout_ms at most) stops the job at
+ * this commit (the push's stop flag: the fleet's preemption, MembershipPush.reason_code
+ * PREEMPT): rank 0 sends a copy of the commit's state before it re-joins. Any thread. */
+int hv__member_stop_asked(hv__member_t *m, uint32_t gen, uint32_t timeout_ms);
 
 /* Leaves the current world without Done and joins the next round (last_generation = the
  * world's), retrying when the round's data plane cannot be built (a member died meanwhile).

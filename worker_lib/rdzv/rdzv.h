@@ -68,7 +68,10 @@ typedef struct hv__rdzv_assignment_s {
 typedef struct hv__rdzv_push_s {
     uint32_t generation;
     int failure;             /* 1: a member failed, the survivors must roll back */
-    const char *reason;      /* borrowed for the callback */
+    int stop;                /* 1: the round stops the job at the commit its members re-join at
+                                (the fleet's preemption: MembershipPush.reason_code PREEMPT);
+                                rank 0 sends a copy of that commit's state first */
+    const char *reason;      /* borrowed for the callback (for people: never parsed) */
     const uint64_t *removed; /* worker ids that are not members of the new round (borrowed) */
     size_t n_removed;
 } hv__rdzv_push_t;

@@ -824,6 +824,7 @@ static void watch_deliver(head_watch_t *w, const Hvpb__V1__MembershipPush *m) {
     w->generation = m->generation;
     hv__rdzv_push_t p = {.generation = m->generation,
                          .failure = m->failure,
+                         .stop = m->reason_code == HVPB__V1__EVENT_REASON__EVENT_REASON_PREEMPT,
                          .reason = m->reason ? m->reason : "",
                          .removed = m->removed,
                          .n_removed = m->n_removed};

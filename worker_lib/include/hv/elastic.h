@@ -155,7 +155,8 @@ HV_API int hv_state_removed(const hv_state_t *st);
 HV_API uint32_t hv_state_resets(const hv_state_t *st);
 HV_API uint32_t hv_state_rollbacks(const hv_state_t *st);
 
-/* Commits made so far (survives restores: counts calls that returned HV_OK). */
+/* Commits made so far (survives restores: counts the commits whose snapshot was taken, one
+ * whose membership check then asked for a reset included). */
 HV_API uint64_t hv_state_commits(const hv_state_t *st);
 
 /* Checkpoints to disk, for a job that must start over (every node lost at once, a restart-the-
