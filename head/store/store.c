@@ -2855,16 +2855,18 @@ hv_err hv_store_tput_put(hv_store_t *s, uint64_t job_id, const hv_tput_row_t *ro
     return rc;
 }
 
-static hv_err tput_read(sqlite3_stmt *st, void *vrow) {
+/* The work and seconds columns (doubles, which the column table does not read). */
+static hv_err tput_more(sqlite3_stmt *st, void *vrow) {
     hv_tput_row_t *r = vrow;
-    r->job_id = col_u64(st, 0);
-    r->size = col_u32(st, 1);
     r->work = sqlite3_column_double(st, 2);
     r->seconds = sqlite3_column_double(st, 3);
     return HV_OK;
 }
 
-static const store_rows_t tput_rows = {sizeof(hv_tput_row_t), tput_read, store_fini_none};
+static const store_col_t tput_cols[] = {SCOL(hv_tput_row_t, job_id, 0),
+                                        SCOL(hv_tput_row_t, size, 1)};
+
+static const store_rows_t tput_rows = STORE_ROWS(hv_tput_row_t, tput_cols, tput_more);
 
 hv_err hv_store_tput_get(hv_store_t *s, uint64_t job_id, hv_tput_row_t **out, size_t *n) {
     store_bind_t b = store_start(s, ST_TPUT_GET);
