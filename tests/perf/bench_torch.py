@@ -3,9 +3,10 @@
 has without hv), side by side in the same processes, and the binding's cost per call against
 libhv's C benchmark. Run through tests/perf/bench_torch.sh (one command).
 
-    bench_torch.py --launch N --pypath DIR [--sizes 4K,1M,64M] [--runs R]
+    bench_torch.py --launch N --pypath DIR [--sizes 4K,1M,64M] [--runs R] [--named-only]
                                             forks N ranks meeting through a temporary
-                                            HV_RDZV_DIR (hv) and a loopback TCP store (Gloo)
+                                            HV_RDZV_DIR (hv) and a loopback TCP store (Gloo);
+                                            --named-only: named_calls alone (no Gloo rows)
 Each rank initialises both hv and a Gloo process group. For every size and run, back to back:
   hv      hvd.allreduce_(t, op=hvd.Sum)   in place, like dist.all_reduce
   hv-avg  hvd.allreduce(t)                Horovod's default: a new tensor, Average
@@ -45,7 +46,7 @@ def gloo_average(dist, t):
     return out.div_(dist.get_world_size())
 
 
-def rank_main(sizes, runs):
+def rank_main(sizes, runs, named_only=False):
     import torch
     import torch.distributed as dist
     import hv.torch as hvd
@@ -55,6 +56,9 @@ def rank_main(sizes, runs):
     for nbytes in sizes:
         n = nbytes // 4
         t = torch.ones(n, dtype=torch.float32)
+        if named_only:
+            rows.update(named_calls(hvd, t, nbytes, runs))
+            continue
         it = iters_for(nbytes)
         kinds = {
             "hv": (lambda: hvd.allreduce_(t, op=hvd.Sum), hvd.barrier),
@@ -78,7 +82,7 @@ def rank_main(sizes, runs):
         for k in kinds:
             rows[(k, nbytes)] = statistics.median(times[k])
         rows.update(named_calls(hvd, t, nbytes, runs))
-    if hvd.size() == 1:
+    if hvd.size() == 1 and not named_only:
         rows.update(binding_cost(torch, hvd, runs))
     if hvd.rank() == 0:
         for (k, nbytes), secs in rows.items():
@@ -155,10 +159,16 @@ def launch(n, pypath, argv):
 
 def main(argv):
     sizes, runs, n, pypath = [4 << 10, 1 << 20, 64 << 20], 7, 0, None
+    named_only = False
     rest = []
     i = 1
     while i < len(argv):
         a = argv[i]
+        if a == "--named-only":
+            named_only = True
+            rest.append(a)
+            i += 1
+            continue
         if a == "--launch":
             n = int(argv[i + 1])
         elif a == "--pypath":
@@ -175,7 +185,7 @@ def main(argv):
         i += 2
     if n > 0:
         return launch(n, pypath or "", rest)
-    rank_main(sizes, runs)
+    rank_main(sizes, runs, named_only)
     return 0
 
 
