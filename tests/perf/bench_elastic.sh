@@ -15,6 +15,10 @@
 #            completed step (the members reach their next check, re-form the ring, sync);
 #   drain    x --drains: hvctl drain of a random node; latency = the drain -> first step of the
 #            round without it; then undrain (the job grows back).
+# The head schedules first come, first served (fleet.policy: fcfs): the fleet policy grows a job
+# only when the throughput a worker adds pays for its reset, and on a loaded machine a regrowth
+# that adds nothing measurable was refused, so the job never grew back and the run stopped
+# ("did not grow back"); what is measured, the reset after a kill, is the same either way.
 # Breakdown of a failure: detection (kill -> the head opens the round), round (open -> close:
 # the survivors re-joined), ring + sync (close -> the reset callback, after the new ring formed
 # and the state went out from rank 0), first step (-> the first completed allreduce). Steps lost
@@ -89,6 +93,8 @@ elastic:
   blacklist_cooldown_s: 1
   blacklist_max_cooldown_s: 2
   blacklist_max_strikes: 0
+fleet:
+  policy: fcfs
 EOF
     export HV_TOKEN_FILE="$D/data/client.token" # the CLIs' credential, written by the head
     "$BIN/hvhead" start --config "$D/head.yaml" >"$D/head.out" 2>"$D/head.err" &

@@ -3,9 +3,10 @@
 has without hv), side by side in the same processes, and the binding's cost per call against
 libhv's C benchmark. Run through tests/perf/bench_torch.sh (one command).
 
-    bench_torch.py --launch N --pypath DIR [--sizes 4K,1M,64M] [--runs R]
+    bench_torch.py --launch N --pypath DIR [--sizes 4K,1M,64M] [--runs R] [--named-only]
                                             forks N ranks meeting through a temporary
-                                            HV_RDZV_DIR (hv) and a loopback TCP store (Gloo)
+                                            HV_RDZV_DIR (hv) and a loopback TCP store (Gloo);
+                                            --named-only: named_calls alone (no Gloo rows)
 Each rank initialises both hv and a Gloo process group. For every size and run, back to back:
   hv      hvd.allreduce_(t, op=hvd.Sum)   in place, like dist.all_reduce
   hv-avg  hvd.allreduce(t)                Horovod's default: a new tensor, Average
@@ -13,8 +14,9 @@ Each rank initialises both hv and a Gloo process group. For every size and run, 
   gloo-avg  t.clone(), dist.all_reduce, div_  hv-avg's meaning written with torch.distributed
 Then, per size, named_calls: the unnamed hvd.allreduce_(t, op=hvd.Sum) against the named
 blocking call (name=...: Horovod scripts name their tensors) and an async one waited at once
-(hvd.synchronize(hvd.allreduce_async_(...))), interleaved call by call, each call timed alone:
-ROW nm-unnamed / nm-named / nm-sync <bytes> <median us per call>.
+(hvd.synchronize(hvd.allreduce_async_(...))), in blocks of consecutive calls of one kind, the
+kinds' blocks alternating: ROW nm-unnamed / nm-named / nm-sync <bytes> <median over blocks of
+the mean us per call>.
 A run times `iters` calls (256 MiB of traffic, 3..2000 calls) after a barrier; rank 0 prints
 ROW <kind> <bytes> <median us per call over runs> lines and, per size, gloo/hv ratios.
 """
@@ -44,7 +46,7 @@ def gloo_average(dist, t):
     return out.div_(dist.get_world_size())
 
 
-def rank_main(sizes, runs):
+def rank_main(sizes, runs, named_only=False):
     import torch
     import torch.distributed as dist
     import hv.torch as hvd
@@ -54,6 +56,9 @@ def rank_main(sizes, runs):
     for nbytes in sizes:
         n = nbytes // 4
         t = torch.ones(n, dtype=torch.float32)
+        if named_only:
+            rows.update(named_calls(hvd, t, nbytes, runs))
+            continue
         it = iters_for(nbytes)
         kinds = {
             "hv": (lambda: hvd.allreduce_(t, op=hvd.Sum), hvd.barrier),
@@ -77,7 +82,7 @@ def rank_main(sizes, runs):
         for k in kinds:
             rows[(k, nbytes)] = statistics.median(times[k])
         rows.update(named_calls(hvd, t, nbytes, runs))
-    if hvd.size() == 1:
+    if hvd.size() == 1 and not named_only:
         rows.update(binding_cost(torch, hvd, runs))
     if hvd.rank() == 0:
         for (k, nbytes), secs in rows.items():
@@ -87,10 +92,18 @@ def rank_main(sizes, runs):
 
 
 def named_calls(hvd, t, nbytes, runs):
-    """The named blocking call and an async one waited at once against the unnamed call, call by
-    call interleaved (u, n, s, u, n, s, ...; the order rotating) so that the machine's load hits
-    the three alike; every call timed alone, the median per kind. Both ranks issue the same
-    sequence, so each call is one collective."""
+    """The named blocking call and an async one waited at once against the unnamed call. Each
+    run times a block of consecutive calls of one kind after a barrier (the mean per call), the
+    kinds' blocks alternating (the order rotating from run to run) so that the machine's load
+    hits the three alike; the median over runs per kind: ROW nm-<kind> <bytes> <us per call>.
+
+    Blocks, not calls timed one by one: two ranks in a sequence of blocking calls fall into a
+    rhythm where every other call of a rank absorbs the other rank's arrival (the rank that
+    arrived last leaves the round first and arrives first at the next call), so single-call
+    times are two-valued (about 5 and 30 us at 4 KiB on 2 cores), and with kinds interleaved
+    call by call the long ones land on one position of the cycle: a median per kind then shows
+    whichever kind holds that position (u,n alternating: 26.5 / 4.5 us; n,u: 28.3 / 4.8 us,
+    named or not). A block's mean counts both halves of the rhythm."""
     kinds = {
         "nm-unnamed": lambda: hvd.allreduce_(t, op=hvd.Sum),
         "nm-named": lambda: hvd.allreduce_(t, op=hvd.Sum, name="bench.named"),
@@ -98,17 +111,20 @@ def named_calls(hvd, t, nbytes, runs):
                                                                  name="bench.sync")),
     }
     order = list(kinds)
-    calls = max(15, runs * 3, min(300, iters_for(nbytes) * runs // 2))
+    block = max(3, min(200, iters_for(nbytes)))
+    blocks = max(5, runs)
     times = {k: [] for k in kinds}
     for fn in kinds.values():  # warm-up (the names' first negotiation)
         fn()
-    hvd.barrier()
-    for i in range(calls):
+    for i in range(blocks):
         for j in range(len(order)):
             k = order[(i + j) % len(order)]
+            fn = kinds[k]
+            hvd.barrier()
             t0 = time.perf_counter()
-            kinds[k]()
-            times[k].append(time.perf_counter() - t0)
+            for _ in range(block):
+                fn()
+            times[k].append((time.perf_counter() - t0) / block)
     return {(k, nbytes): statistics.median(v) for k, v in times.items()}
 
 
@@ -143,10 +159,16 @@ def launch(n, pypath, argv):
 
 def main(argv):
     sizes, runs, n, pypath = [4 << 10, 1 << 20, 64 << 20], 7, 0, None
+    named_only = False
     rest = []
     i = 1
     while i < len(argv):
         a = argv[i]
+        if a == "--named-only":
+            named_only = True
+            rest.append(a)
+            i += 1
+            continue
         if a == "--launch":
             n = int(argv[i + 1])
         elif a == "--pypath":
@@ -163,7 +185,7 @@ def main(argv):
         i += 2
     if n > 0:
         return launch(n, pypath or "", rest)
-    rank_main(sizes, runs)
+    rank_main(sizes, runs, named_only)
     return 0
 
 

@@ -9,9 +9,10 @@
 #    all_reduce, div_), on the same float32 tensors, interleaved; "x" = Gloo time / hv time
 #    (above 1: hv faster), x(avg) for the out-of-place pair. Then, in the same processes, the
 #    named blocking call hvd.allreduce_(t, op=hvd.Sum, name=...) and an async one waited at once
-#    (hvd.synchronize(hvd.allreduce_async_(...))) against the unnamed hvd.allreduce_, interleaved
-#    call by call (each call timed alone, median per kind): "named/unnamed" and "sync/unnamed"
-#    = their time / the unnamed call's (issue 27: at most 1.2).
+#    (hvd.synchronize(hvd.allreduce_async_(...))) against the unnamed hvd.allreduce_, in blocks
+#    of consecutive calls of one kind, the kinds' blocks alternating (mean per call in a block,
+#    median over blocks; bench_torch.py named_calls says why not single calls): "named/unnamed"
+#    and "sync/unnamed" = their time / the unnamed call's (issue 27: at most 1.2).
 # 2. The binding's cost: hvd.allreduce_ at 4 KiB against libhv's C benchmark (bench_allreduce)
 #    at 4 KiB, 2 ranks and 1 rank (1 rank: no peer, so the difference is the binding alone);
 #    and, less exposed to the machine's drift, the same in one process (bench_torch.py
@@ -71,7 +72,7 @@ END {
     ga = median("ROW2 gloo-avg " s);
     printf "%-9s %12.2f %12.2f %12.2f %12.2f %7.2fx %7.2fx\n", human(s), h, g, a, ga, g / h, ga / a
   }
-  printf "named and async-waited against unnamed (hvd.allreduce_, in place, Sum; interleaved call by call), median us per call\n";
+  printf "named and async-waited against unnamed (hvd.allreduce_, in place, Sum; blocks of one kind alternating), median us per call\n";
   printf "%-9s %12s %12s %12s %14s %13s\n", "size", "unnamed", "named", "async+wait", "named/unnamed", "sync/unnamed";
   for (i = 1; i <= ns; i++) {
     s = list[i]; h = median("ROW2 nm-unnamed " s); nm = median("ROW2 nm-named " s); sy = median("ROW2 nm-sync " s);
