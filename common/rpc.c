@@ -1133,6 +1133,10 @@ void hv_rpc_explain_transport(int tls, const char *ca_file, hv_rpc_status_t *st)
         }
     } else if (strstr(m, "failed to connect") != NULL &&
                (strcasestr(m, "socket closed") != NULL ||
+                /* gRPC runs its handshaker on plain-text channels too ("Handshake read
+                 * failed" when the head closes the connection before answering): without TLS
+                 * that is a closed connection, not a secure handshake */
+                strcasestr(m, "handshake") != NULL ||
                 strcasestr(m, "before receiving SETTINGS frame") != NULL ||
                 strcasestr(m, "connection reset") != NULL ||
                 strcasestr(m, "end of file") != NULL)) {

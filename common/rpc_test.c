@@ -461,6 +461,18 @@ static int case_explained_mark(void) {
     snprintf(st.msg, sizeof(st.msg), "%s", "handshake: busy");
     hv_rpc_explain_transport(1, NULL, &st);
     CHECK(st.explained == 0 && strcmp(st.msg, "handshake: busy") == 0);
+    /* Without TLS, gRPC's "Handshake read failed" (its handshaker runs on plain-text channels
+     * too) is a head that closed the connection during setup, not a secure handshake. */
+    memset(&st, 0, sizeof(st));
+    st.grpc_code = 14;
+    snprintf(st.msg, sizeof(st.msg), "%s",
+             "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: "
+             "Handshake read failed");
+    hv_rpc_explain_transport(0, NULL, &st);
+    CHECK(st.explained == 1);
+    CHECK(strstr(st.msg, "closed the connection during setup") != NULL);
+    CHECK(hv_rpc_transport_words(&st, "h:1", buf, sizeof(buf)) == buf);
+    CHECK(strstr(buf, "TLS) handshake failed") == NULL);
     return 0;
 }
 
