@@ -26,10 +26,14 @@ PY
 }
 submit s -np 2 --min-np 1 --max-np 3 -- --epochs 100 --compute-ms-per-sample 2
 S_PID=$SUB_PID
-# S is job 1, F job 2: F is submitted once S runs.
-wait_for 30 size_is 1 2 || { cat "$TMP/queue.json"; fail "job S did not run with 2 workers"; }
+# S is job 1, F job 2: F is submitted as soon as the head holds S, so that both are admitted at
+# 2 on the 4 slots before S's resize interval (1 s) lets it grow onto free ones (once S ran at 2
+# first, a loaded CI run saw it grow to 3 before F came, and F could only run at 1).
+job_known() { "$BIN/hvctl" --head "$HEAD" job "$1" >/dev/null 2>&1; }
+wait_for 30 job_known 1 || fail "job S was not submitted"
 submit f -np 2 --min-np 1 --max-np 3 -- --epochs 100 --step-delay-ms 150
 F_PID=$SUB_PID
+wait_for 30 size_is 1 2 || { cat "$TMP/queue.json"; fail "job S did not run with 2 workers"; }
 wait_for 30 size_is 2 2 || { cat "$TMP/queue.json"; fail "job F did not run with 2 workers"; }
 sleep 3 # both measured at 2 (reports every 0.5 s)
 submit x -np 2 -- --epochs 1 --step-delay-ms 120
