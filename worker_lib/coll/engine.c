@@ -28,6 +28,7 @@
 #include "reduce.h"
 #include "strmap.h"
 #include "transport_nccl.h"
+#include "util.h"
 
 static void eng_drain(hv__engine_t *e) {
     uint64_t v;
@@ -589,13 +590,7 @@ static void eng_wait_group(hv__engine_t *e, eng_group_t *g, int may_drive) {
             pthread_mutex_lock(&e->mu);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = hv_realtime_in_ms(100);
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
     }
     pthread_mutex_unlock(&e->mu);
@@ -779,13 +774,7 @@ void hv__engine_destroy(hv__engine_t *e) {
             pthread_mutex_lock(&e->mu);
             e->driving = 0;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = hv_realtime_in_ms(10);
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
     }
     pthread_mutex_unlock(&e->mu);

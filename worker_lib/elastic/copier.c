@@ -225,14 +225,7 @@ int hv__copier_offer(hv__copier_t *c, uint32_t generation, uint64_t commit, void
 }
 
 hv_err hv__copier_flush(hv__copier_t *c, uint32_t timeout_ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(timeout_ms / 1000);
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = hv_realtime_in_ms(timeout_ms);
     hv_err rc = HV_OK;
     pthread_mutex_lock(&c->mu);
     while (c->busy && rc == HV_OK) {

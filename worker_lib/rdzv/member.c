@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "util.h"
 
 /* Consecutive rounds whose data plane could not be built before a rejoin gives up. Each such
  * round means a member died between the join and the connect; the head opens another round
@@ -280,14 +281,7 @@ int hv__member_stop_asked(hv__member_t *m, uint32_t gen, uint32_t timeout_ms) {
 }
 
 hv_err hv__member_wait_pushed(hv__member_t *m, uint32_t gen, uint32_t timeout_ms) {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = hv_realtime_in_ms(timeout_ms);
     hv_err rc = HV_OK;
     pthread_mutex_lock(&m->mu);
     while (m->pushed < gen) {

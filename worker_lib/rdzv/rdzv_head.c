@@ -800,14 +800,7 @@ typedef struct head_watch_s {
 
 /* Waits ms or until stopped; returns 1 when stopped. */
 static int watch_pause(head_watch_t *w, uint64_t ms) {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += (time_t)(ms / 1000);
-    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = hv_realtime_in_ms((uint32_t)ms); /* at most HEAD_BACKOFF_MAX_MS */
     pthread_mutex_lock(&w->mu);
     while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &dl) != ETIMEDOUT) {
     }

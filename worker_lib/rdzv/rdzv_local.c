@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "mem.h"
+#include "util.h"
 
 typedef struct local_member_s {
     int want_rank;
@@ -110,16 +111,6 @@ typedef struct local_client_s {
     uint64_t worker_id; // elastic stores
     char last_error[HV_RDZV_REASON_MAX];
 } local_client_t;
-
-static void deadline_after(struct timespec *ts, uint32_t ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
 
 hv_err hv__rdzv_local_store_create(int size, hv__rdzv_local_store_t **out) {
     if (size < 1) {
@@ -229,8 +220,7 @@ static hv_err local_join(void *ctx, const char *my_addr, const char *my_host, ui
     int my_arrival = me->arrival;
     r->joined++;
     r->refs++;
-    struct timespec dl;
-    deadline_after(&dl, timeout_ms);
+    struct timespec dl = hv_realtime_in_ms(timeout_ms);
     while (!r->closed) {
         if (r->joined >= s->size) {
             r->closed = 1;
@@ -335,8 +325,7 @@ static hv_err local_kv_put(void *ctx, const char *key, const void *value, size_t
 static hv_err local_kv_get(void *ctx, const char *key, uint32_t wait_ms, void **value,
                            size_t *len) {
     hv__rdzv_local_store_t *s = ((local_client_t *)ctx)->store;
-    struct timespec dl;
-    deadline_after(&dl, wait_ms);
+    struct timespec dl = hv_realtime_in_ms(wait_ms);
     hv_err rc = HV_ENOTFOUND;
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -497,8 +486,7 @@ static hv_err elastic_join(local_client_t *c, const char *my_addr, const char *m
                            uint32_t last_gen, uint32_t timeout_ms, hv__rdzv_assignment_t *out) {
     hv__rdzv_local_store_t *s = c->store;
     local_elastic_t *el = s->el;
-    struct timespec dl;
-    deadline_after(&dl, timeout_ms);
+    struct timespec dl = hv_realtime_in_ms(timeout_ms);
     hv_err rc = HV_OK;
     uint32_t my_round = 0;
     c->last_error[0] = '\0';
@@ -661,8 +649,7 @@ uint32_t hv__rdzv_local_store_generation(hv__rdzv_local_store_t *s) {
 
 hv_err hv__rdzv_local_store_wait_generation(hv__rdzv_local_store_t *s, uint32_t generation,
                                             uint32_t timeout_ms) {
-    struct timespec dl;
-    deadline_after(&dl, timeout_ms);
+    struct timespec dl = hv_realtime_in_ms(timeout_ms);
     hv_err rc = HV_OK;
     pthread_mutex_lock(&s->mu);
     while (s->generation < generation) {
