@@ -486,11 +486,11 @@ void hv__driver_tick_copies(hv_driver_t *d, uint64_t now) {
         }
         hv_durable_op_t op = {.job_id = j->jm.id};
         hv_copy_row_t row;
-        if (hv_jm_copy_tier(&j->jm) == HV_COPY_TIER_DURABLE) {
+        hv_copy_ref_t head = {j->jm.copy.generation, j->jm.copy.commit, j->jm.copy.missing};
+        hv_copy_ref_t dur = {j->jm.durable.generation, j->jm.durable.commit, 0};
+        if (hv_copy_choose(&head, &dur) == HV_COPY_TIER_DURABLE) {
             /* Restored only for a resume that loads it (a running job sends newer copies), even
              * when the resumed round closed before this tick saw it open. */
-            hv_copy_ref_t head = {j->jm.copy.generation, j->jm.copy.commit, j->jm.copy.missing};
-            hv_copy_ref_t dur = {j->jm.durable.generation, j->jm.durable.commit, 0};
             if (!hv_durable_restore_due(&head, &dur, j->jm.resume_gen) || now < j->restore_after ||
                 hv_store_durable_get(d->store, j->jm.id, &row) != HV_OK) {
                 continue;
@@ -499,8 +499,6 @@ void hv__driver_tick_copies(hv_driver_t *d, uint64_t now) {
             hv_statecopy_path(d->copies, j->jm.id, row.generation, row.commit, op.file,
                               sizeof(op.file));
         } else {
-            hv_copy_ref_t head = {j->jm.copy.generation, j->jm.copy.commit, j->jm.copy.missing};
-            hv_copy_ref_t dur = {j->jm.durable.generation, j->jm.durable.commit, 0};
             uint64_t since = j->durable_began != 0 ? now - j->durable_began : UINT64_MAX;
             if (!hv_durable_due(1, 0, &head, &dur, since,
                                 (uint64_t)d->cfg->durable.interval_s * 1000u) ||
